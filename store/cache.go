@@ -1,0 +1,121 @@
+package store
+
+import (
+	"container/list"
+	"context"
+	"sort"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"golang.org/x/sync/singleflight"
+)
+
+// sortedFile is a decoded generation or base run: rows sorted by key, one row per key.
+// Both seals and merges write files in that shape, which is what lets reads and merges
+// walk every source as one sorted stream.
+type sortedFile struct {
+	path  string
+	rec   arrow.RecordBatch
+	view  RecordView
+	n     int
+	bytes int64
+}
+
+// find returns the row index of key, or -1.
+func (f *sortedFile) find(key string) int {
+	i := sort.Search(f.n, func(i int) bool { return f.view.Key(i) >= key })
+	if i < f.n && f.view.Key(i) == key {
+		return i
+	}
+	return -1
+}
+
+// firstAfter returns the first row index whose key is > after ("" = 0).
+func (f *sortedFile) firstAfter(after string) int {
+	if after == "" {
+		return 0
+	}
+	return sort.Search(f.n, func(i int) bool { return f.view.Key(i) > after })
+}
+
+// fileCache keeps decoded immutable files for reads, bounded by bytes, least recently
+// used first out. Every object it caches is immutable once its path is referenced by a
+// manifest, so entries never go stale; they only become unreachable and age out.
+type fileCache struct {
+	limit int64
+	group singleflight.Group
+
+	mu    sync.Mutex
+	used  int64
+	order *list.List // front = most recent; values are *sortedFile
+	byKey map[string]*list.Element
+}
+
+func newFileCache(limit int64) *fileCache {
+	return &fileCache{limit: limit, order: list.New(), byKey: map[string]*list.Element{}}
+}
+
+// get returns the cached file or loads it once (concurrent callers share one load).
+// The returned file stays valid after eviction: eviction drops the cache's reference only
+// and the garbage collector frees the arrays once no reader holds them.
+func (c *fileCache) get(ctx context.Context, path string, load func(context.Context) (*sortedFile, error)) (*sortedFile, error) {
+	c.mu.Lock()
+	if el, ok := c.byKey[path]; ok {
+		c.order.MoveToFront(el)
+		f := el.Value.(*sortedFile)
+		c.mu.Unlock()
+		return f, nil
+	}
+	c.mu.Unlock()
+	v, err, _ := c.group.Do(path, func() (any, error) {
+		f, err := load(ctx)
+		if err != nil {
+			return nil, err
+		}
+		c.put(f)
+		return f, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*sortedFile), nil
+}
+
+func (c *fileCache) put(f *sortedFile) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.byKey[f.path]; ok {
+		return
+	}
+	if f.bytes > c.limit/4 {
+		return // too big to be worth evicting everyone else for
+	}
+	c.byKey[f.path] = c.order.PushFront(f)
+	c.used += f.bytes
+	for c.used > c.limit && c.order.Len() > 0 {
+		el := c.order.Back()
+		old := el.Value.(*sortedFile)
+		c.order.Remove(el)
+		delete(c.byKey, old.path)
+		c.used -= old.bytes
+	}
+}
+
+// forget drops path (after its object was deleted).
+func (c *fileCache) forget(path string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.byKey[path]; ok {
+		c.order.Remove(el)
+		delete(c.byKey, path)
+		c.used -= el.Value.(*sortedFile).bytes
+	}
+}
+
+func (c *fileCache) clear() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.order.Init()
+	c.byKey = map[string]*list.Element{}
+	c.used = 0
+}

@@ -1,0 +1,408 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Options configure a DB. Use DefaultOptions and override fields; zero values are meaningful
+// (0 = off / no cap) where the field says so.
+type Options struct {
+	Logger  *zap.Logger
+	Metrics *Metrics
+	// InstanceID is this process's stable identity; its shard is ShardID(InstanceID).
+	InstanceID string
+	// Budget is the process-wide merge memory budget shared by every merge (nil = unlimited).
+	Budget *Budget
+	// MergeMaxGenerations caps generations per merge pass (default 8, 0 = no cap).
+	MergeMaxGenerations int
+	// MergeMaxBytes stops a pass after the generation that reaches it (default 1 GiB, 0 = no cap).
+	MergeMaxBytes int64
+	// PendingWarn logs a warning when a read sees this many pending generations in a shard
+	// (default 256, 0 = off).
+	PendingWarn int
+	// PendingMax refuses reads above this many pending generations in one shard or in total
+	// (default 4096, 0 = off).
+	PendingMax int
+	// MaxRowBytes rejects rows whose JSON encoding is larger (default 1 MiB, 0 = no limit).
+	MaxRowBytes int
+	// GroupCommitWait is how long the WAL committer lingers for more appends before writing
+	// (default 0: batch whatever queued up while the previous write was in flight).
+	GroupCommitWait time.Duration
+	// GroupCommitMaxRows caps rows per WAL object (default 8192).
+	GroupCommitMaxRows int
+	// CacheBytes bounds decoded generations and runs kept for reads (default 256 MiB).
+	CacheBytes int64
+	// Now is the clock (tests); defaults to time.Now.
+	Now func() time.Time
+}
+
+// DefaultOptions returns the documented defaults.
+func DefaultOptions() Options {
+	return Options{
+		InstanceID:          "default",
+		MergeMaxGenerations: 8,
+		MergeMaxBytes:       1 << 30,
+		PendingWarn:         256,
+		PendingMax:          4096,
+		MaxRowBytes:         1 << 20,
+		GroupCommitMaxRows:  8192,
+		CacheBytes:          256 << 20,
+	}
+}
+
+// DB is one process's handle on a storage root: the registry of stores, the resident store
+// handles, and this process's shard identity.
+type DB struct {
+	bucket *Bucket
+	opts   Options
+	log    *zap.Logger
+	shard  string
+	cache  *fileCache
+
+	mu     sync.Mutex
+	stores map[Target]*Store
+	closed bool
+	// createMu serialises create/open per target inside this process.
+	createMu sync.Map // Target -> *sync.Mutex
+}
+
+// OpenDB opens the storage root at url (file://, mem://, s3://, gs://, azblob://).
+func OpenDB(ctx context.Context, url string, opts Options) (*DB, error) {
+	b, err := OpenBucket(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	return OpenDBOnBucket(b, opts), nil
+}
+
+// OpenDBOnBucket opens a DB over an already-open bucket (fault-injection tests wrap one).
+func OpenDBOnBucket(b *Bucket, opts Options) *DB {
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.GroupCommitMaxRows <= 0 {
+		opts.GroupCommitMaxRows = 8192
+	}
+	if opts.CacheBytes <= 0 {
+		opts.CacheBytes = 256 << 20
+	}
+	return &DB{
+		bucket: b,
+		opts:   opts,
+		log:    opts.Logger,
+		shard:  ShardID(opts.InstanceID),
+		cache:  newFileCache(opts.CacheBytes),
+		stores: map[Target]*Store{},
+	}
+}
+
+// Shard is this process's shard id.
+func (db *DB) Shard() string { return db.shard }
+
+// Bucket exposes the storage (tests and tools).
+func (db *DB) Bucket() *Bucket { return db.bucket }
+
+// Options returns the options the DB runs with.
+func (db *DB) Options() Options { return db.opts }
+
+// CreateOptions configure a new store.
+type CreateOptions struct {
+	// Schema is required for generic stores; rollout and datagen use their fixed schema
+	// (a given schema must equal it).
+	Schema *Schema
+	// SealOnAppend makes every append visible to all readers before it returns. Always on
+	// for datagen; chosen here for generic (default off); off for rollout.
+	SealOnAppend *bool
+}
+
+func (db *DB) targetLock(t Target) *sync.Mutex {
+	m, _ := db.createMu.LoadOrStore(t, &sync.Mutex{})
+	return m.(*sync.Mutex)
+}
+
+// Create creates a store. ErrAlreadyExists if it exists (with any schema).
+func (db *DB) Create(ctx context.Context, t Target, co CreateOptions) (*Store, error) {
+	if err := validateTarget(t); err != nil {
+		return nil, err
+	}
+	meta := storeMeta{FormatVersion: FormatVersion, Kind: t.Kind, Name: t.Name, Key: KeyField(t.Kind), CreatedAt: db.opts.Now().UTC()}
+	switch t.Kind {
+	case KindGeneric:
+		if co.Schema == nil {
+			return nil, invalidf("generic store %s needs a schema", t)
+		}
+		meta.Schema = *co.Schema
+		if co.SealOnAppend != nil {
+			meta.SealOnAppend = *co.SealOnAppend
+		}
+	case KindRollout:
+		meta.Schema = RolloutSchema()
+		if co.SealOnAppend != nil && *co.SealOnAppend {
+			return nil, invalidf("rollout stores do not seal on append")
+		}
+	case KindDatagen:
+		meta.Schema = DatagenSchema()
+		meta.SealOnAppend = true
+		if co.SealOnAppend != nil && !*co.SealOnAppend {
+			return nil, invalidf("datagen stores always seal on append")
+		}
+	}
+	if co.Schema != nil && t.Kind != KindGeneric && !co.Schema.Equal(meta.Schema) {
+		return nil, invalidf("%s stores have a fixed schema", t.Kind)
+	}
+	if err := ValidateSchema(t.Kind, meta.Schema); err != nil {
+		return nil, err
+	}
+	codec, err := NewCodec(t.Kind, meta.Schema)
+	if err != nil {
+		return nil, err
+	}
+	mu := db.targetLock(t)
+	mu.Lock()
+	defer mu.Unlock()
+
+	raw, _ := json.MarshalIndent(meta, "", "  ")
+	err = db.bucket.PutIfAbsent(ctx, storeMetaKey(t), raw)
+	switch {
+	case errors.Is(err, ErrAlreadyExists):
+		existing, rerr := db.readMeta(ctx, t)
+		if rerr != nil {
+			return nil, rerr
+		}
+		if _, rerr := db.bucket.Get(ctx, registryKey(t)); rerr == nil {
+			return nil, fmt.Errorf("store %s: %w", t, ErrAlreadyExists)
+		}
+		// A create crashed between store.json and the registry entry. Finish it only if
+		// the caller asked for the same store; otherwise the name is taken.
+		if !existing.Schema.Equal(meta.Schema) || existing.SealOnAppend != meta.SealOnAppend {
+			return nil, fmt.Errorf("store %s exists with a different schema: %w", t, ErrAlreadyExists)
+		}
+		meta = existing
+	case err != nil:
+		return nil, err
+	}
+	reg, _ := json.Marshal(registryEntry{Kind: t.Kind, Name: t.Name, CreatedAt: meta.CreatedAt})
+	if err := db.bucket.PutIfAbsent(ctx, registryKey(t), reg); err != nil && !errors.Is(err, ErrAlreadyExists) {
+		return nil, err
+	}
+	s := newStore(db, t, meta, codec)
+	db.mu.Lock()
+	if old, ok := db.stores[t]; ok {
+		s = old
+	} else {
+		db.stores[t] = s
+	}
+	db.mu.Unlock()
+	return s, nil
+}
+
+func validateTarget(t Target) error {
+	if _, err := ParseKind(string(t.Kind)); err != nil {
+		return err
+	}
+	return ValidateName(t.Name)
+}
+
+func (db *DB) readMeta(ctx context.Context, t Target) (storeMeta, error) {
+	var meta storeMeta
+	raw, err := db.bucket.Get(ctx, storeMetaKey(t))
+	if err != nil {
+		return meta, fmt.Errorf("store %s: %w", t, err)
+	}
+	if err := decodeJSONObject(raw, &meta, "store.json of "+t.String()); err != nil {
+		return meta, err
+	}
+	if meta.FormatVersion > FormatVersion {
+		return meta, corruptf("store %s has format version %d, this build reads %d", t, meta.FormatVersion, FormatVersion)
+	}
+	if meta.Kind != t.Kind || meta.Name != t.Name {
+		return meta, corruptf("store.json of %s names %s:%s", t, meta.Kind, meta.Name)
+	}
+	if err := ValidateSchema(t.Kind, meta.Schema); err != nil {
+		return meta, corruptf("store.json of %s: %v", t, err)
+	}
+	return meta, nil
+}
+
+// Open returns the resident handle for an existing store. ErrNotFound if it is not registered.
+func (db *DB) Open(ctx context.Context, t Target) (*Store, error) {
+	if err := validateTarget(t); err != nil {
+		return nil, err
+	}
+	db.mu.Lock()
+	if db.closed {
+		db.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if s, ok := db.stores[t]; ok {
+		db.mu.Unlock()
+		return s, nil
+	}
+	db.mu.Unlock()
+
+	mu := db.targetLock(t)
+	mu.Lock()
+	defer mu.Unlock()
+	db.mu.Lock()
+	if s, ok := db.stores[t]; ok {
+		db.mu.Unlock()
+		return s, nil
+	}
+	db.mu.Unlock()
+	if _, err := db.bucket.Get(ctx, registryKey(t)); err != nil {
+		return nil, fmt.Errorf("store %s: %w", t, err)
+	}
+	meta, err := db.readMeta(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	codec, err := NewCodec(t.Kind, meta.Schema)
+	if err != nil {
+		return nil, corruptf("store %s: %v", t, err)
+	}
+	s := newStore(db, t, meta, codec)
+	db.mu.Lock()
+	db.stores[t] = s
+	db.mu.Unlock()
+	return s, nil
+}
+
+// OpenWithSchema opens a generic store and checks that its persisted schema equals want:
+// reopening with a different schema is an error (ErrInvalidInput).
+func (db *DB) OpenWithSchema(ctx context.Context, t Target, want Schema) (*Store, error) {
+	s, err := db.Open(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	if !s.meta.Schema.Equal(want) {
+		return nil, invalidf("store %s was created with a different schema", t)
+	}
+	return s, nil
+}
+
+// StoreInfo is one registry entry.
+type StoreInfo struct {
+	Target    Target    `json:"-"`
+	Kind      Kind      `json:"kind"`
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// List lists registered stores of kind ("" = every kind), sorted by kind then name.
+func (db *DB) List(ctx context.Context, kind Kind) ([]StoreInfo, error) {
+	kinds := Kinds
+	if kind != "" {
+		if _, err := ParseKind(string(kind)); err != nil {
+			return nil, err
+		}
+		kinds = []Kind{kind}
+	}
+	var out []StoreInfo
+	for _, k := range kinds {
+		objs, err := db.bucket.List(ctx, path.Join(registryDir, string(k))+"/")
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range objs {
+			name := strings.TrimSuffix(path.Base(o.Key), ".json")
+			if ValidateName(name) != nil {
+				continue
+			}
+			out = append(out, StoreInfo{Target: Target{Kind: k, Name: name}, Kind: k, Name: name, CreatedAt: o.ModTime})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Kind != out[j].Kind {
+			return out[i].Kind < out[j].Kind
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out, nil
+}
+
+// Resident returns the stores this process has open, in target order.
+func (db *DB) Resident() []*Store {
+	db.mu.Lock()
+	out := make([]*Store, 0, len(db.stores))
+	for _, s := range db.stores {
+		out = append(out, s)
+	}
+	db.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].target.String() < out[j].target.String() })
+	return out
+}
+
+// Recover opens every registered store whose WAL in this process's shard holds rows that
+// were never sealed (a crash or kill), replays them and seals them, so that they become
+// visible to every reader even if this process never writes to that store again.
+func (db *DB) Recover(ctx context.Context) (int, error) {
+	infos, err := db.List(ctx, "")
+	if err != nil {
+		return 0, err
+	}
+	recovered := 0
+	var errs []error
+	for _, info := range infos {
+		objs, err := db.bucket.List(ctx, walPrefix(info.Target, db.shard))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if len(objs) == 0 {
+			continue
+		}
+		s, err := db.Open(ctx, info.Target)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		res, err := s.Flush(ctx)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("recover %s: %w", info.Target, err))
+			continue
+		}
+		if res.Sealed {
+			recovered++
+		}
+	}
+	return recovered, errors.Join(errs...)
+}
+
+// Close seals every resident writer's memtable and closes the bucket.
+func (db *DB) Close(ctx context.Context) error {
+	db.mu.Lock()
+	if db.closed {
+		db.mu.Unlock()
+		return nil
+	}
+	db.closed = true
+	stores := make([]*Store, 0, len(db.stores))
+	for _, s := range db.stores {
+		stores = append(stores, s)
+	}
+	db.mu.Unlock()
+	var errs []error
+	for _, s := range stores {
+		if err := s.close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("close %s: %w", s.target, err))
+		}
+	}
+	db.cache.clear()
+	if err := db.bucket.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}

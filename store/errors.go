@@ -1,0 +1,42 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+)
+
+// The error taxonomy of the store. Every error the store returns wraps at most one of these
+// marks, so callers classify with errors.Is and never by matching text. The activities layer
+// maps them onto Temporal error types in one place (activities/errors.go) and the HTTP data
+// plane onto status codes in one place (worker/httperr.go).
+var (
+	// ErrNotFound: the store, row, object or manifest does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrAlreadyExists: a create or put-if-absent lost to an existing object.
+	ErrAlreadyExists = errors.New("already exists")
+	// ErrInvalidInput: the caller's input is malformed; retrying the same input never helps.
+	ErrInvalidInput = errors.New("invalid input")
+	// ErrStalePreparation: the base table's watermark moved into the prepared range; the
+	// prepared files must be aborted and the merge prepared again.
+	ErrStalePreparation = errors.New("stale preparation")
+	// ErrConflict: a conditional write kept losing to concurrent writers; retry later.
+	ErrConflict = errors.New("conflict")
+	// ErrTooManyPending: a read would union more pending generations than allowed.
+	ErrTooManyPending = errors.New("too many pending generations")
+	// ErrCorrupt: stored bytes do not decode; retrying never helps, quarantine instead.
+	ErrCorrupt = errors.New("corrupt data")
+	// ErrFenced: another process with the same instance id claimed this shard.
+	ErrFenced = errors.New("fenced")
+	// ErrBudgetBusy: the memory budget could not grow while reading the first generation.
+	ErrBudgetBusy = errors.New("merge memory budget busy")
+	// ErrClosed: the handle was closed.
+	ErrClosed = errors.New("closed")
+)
+
+func invalidf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalidInput, fmt.Sprintf(format, args...))
+}
+
+func corruptf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrCorrupt, fmt.Sprintf(format, args...))
+}

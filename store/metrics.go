@@ -1,0 +1,108 @@
+package store
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the store's Prometheus collectors. No label carries a store or shard name:
+// those are unbounded. A nil *Metrics is valid and records nothing.
+type Metrics struct {
+	ReadPendingGenerations prometheus.Histogram
+	ReadsRefused           prometheus.Counter
+	ReadsRetried           prometheus.Counter
+	FlushTotal             *prometheus.CounterVec // kind, result
+	MergeTotal             *prometheus.CounterVec // kind, result
+	MergePhaseSeconds      *prometheus.HistogramVec
+	CommitLockSeconds      prometheus.Histogram
+	BudgetWaitSeconds      prometheus.Histogram
+	BudgetReservedBytes    prometheus.GaugeFunc
+	BudgetLimitBytes       prometheus.GaugeFunc
+	GenerationsReclaimed   *prometheus.CounterVec // kind
+	AppendRows             *prometheus.CounterVec // kind
+	AppendSeconds          prometheus.Histogram
+	WALObjects             prometheus.Counter
+	CompactTotal           *prometheus.CounterVec // result
+	CorruptObjects         *prometheus.CounterVec // kind
+}
+
+// NewMetrics registers the store collectors on reg. budget may be nil; its gauges then read 0.
+func NewMetrics(reg prometheus.Registerer, budget *Budget) *Metrics {
+	m := &Metrics{
+		ReadPendingGenerations: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "walkeeper_read_pending_generations",
+			Help:    "Pending generations per shard, sampled on every read.",
+			Buckets: []float64{0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192},
+		}),
+		ReadsRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "walkeeper_read_refused_total",
+			Help: "Reads refused because a shard or the store had too many pending generations.",
+		}),
+		ReadsRetried: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "walkeeper_read_retried_total",
+			Help: "Reads retried because a merge or compaction removed a file mid-read.",
+		}),
+		FlushTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "walkeeper_flush_total",
+			Help: "Seals by kind and result (sealed, empty, failed, timeout, fenced).",
+		}, []string{"kind", "result"}),
+		MergeTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "walkeeper_merge_total",
+			Help: "Merge commits by kind and result (merged, already_committed, stale, failed, aborted).",
+		}, []string{"kind", "result"}),
+		MergePhaseSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "walkeeper_merge_phase_seconds",
+			Help:    "Duration of merge phases (read, write, commit, drain, delete).",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 10),
+		}, []string{"phase"}),
+		CommitLockSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "walkeeper_merge_commit_lock_seconds",
+			Help:    "How long a commit held the store's write lock.",
+			Buckets: prometheus.ExponentialBuckets(0.00005, 2, 16),
+		}),
+		BudgetWaitSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "walkeeper_merge_budget_wait_seconds",
+			Help:    "Time a merge waited for its initial memory reservation.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
+		}),
+		GenerationsReclaimed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "walkeeper_merge_generations_reclaimed_total",
+			Help: "Generations drained by merges.",
+		}, []string{"kind"}),
+		AppendRows: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "walkeeper_append_rows_total",
+			Help: "Rows made durable by appends.",
+		}, []string{"kind"}),
+		AppendSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "walkeeper_append_seconds",
+			Help:    "Append latency until durable.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 3, 12),
+		}),
+		WALObjects: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "walkeeper_wal_objects_total",
+			Help: "WAL objects written (one per group commit).",
+		}),
+		CompactTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "walkeeper_compact_total",
+			Help: "Compaction passes by result (committed, noop, inputs_changed, failed).",
+		}, []string{"result"}),
+		CorruptObjects: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "walkeeper_corrupt_objects_total",
+			Help: "Objects that failed to decode and were quarantined from merging.",
+		}, []string{"kind"}),
+	}
+	m.BudgetReservedBytes = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "walkeeper_merge_budget_reserved_bytes",
+		Help: "Bytes currently reserved from the process merge budget.",
+	}, func() float64 { return float64(budget.Reserved()) })
+	m.BudgetLimitBytes = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "walkeeper_merge_budget_limit_bytes",
+		Help: "The process merge budget (0 = unlimited).",
+	}, func() float64 { return float64(budget.Limit()) })
+	if reg != nil {
+		reg.MustRegister(m.ReadPendingGenerations, m.ReadsRefused, m.ReadsRetried, m.FlushTotal, m.MergeTotal,
+			m.MergePhaseSeconds, m.CommitLockSeconds, m.BudgetWaitSeconds, m.BudgetReservedBytes,
+			m.BudgetLimitBytes, m.GenerationsReclaimed, m.AppendRows, m.AppendSeconds, m.WALObjects,
+			m.CompactTotal, m.CorruptObjects)
+	}
+	return m
+}

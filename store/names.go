@@ -1,0 +1,162 @@
+package store
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/google/uuid"
+)
+
+// Kind is a store kind. The set is closed: see Kinds.
+type Kind string
+
+// The store kinds (DESIGN §2).
+const (
+	// KindRollout stores RL rollout records under a fixed schema keyed by "id".
+	KindRollout Kind = "rollout"
+	// KindGeneric stores rows of a schema declared at create time, keyed by "id".
+	KindGeneric Kind = "generic"
+	// KindDatagen stores data-generation events keyed by a derived "event_id".
+	KindDatagen Kind = "datagen"
+)
+
+// Kinds lists every kind in a stable order.
+var Kinds = []Kind{KindRollout, KindGeneric, KindDatagen}
+
+// maxNameLen bounds store names (DESIGN §2: one leading character plus up to 127 more).
+const maxNameLen = 128
+
+// reservedNames are names no store may take: they are directories of the storage layout.
+var reservedNames = map[string]bool{"_registry": true, "_stats": true}
+
+// ParseKind returns the kind named s; an unknown kind is ErrInvalidInput.
+func ParseKind(s string) (Kind, error) {
+	switch k := Kind(s); k {
+	case KindRollout, KindGeneric, KindDatagen:
+		return k, nil
+	}
+	return "", invalidf("unknown store kind %q (want one of rollout, generic, datagen)", clip(s))
+}
+
+// ValidateName checks a store name: [A-Za-z0-9_][A-Za-z0-9._-]{0,127}, not one of the reserved
+// names _registry and _stats, and never containing "..". "/" and ":" can never occur because
+// the character set excludes them, so a valid name is always a single, non-traversing path
+// segment. Errors wrap ErrInvalidInput.
+func ValidateName(name string) error {
+	if p := nameProblem(name); p != "" {
+		return invalidf("store name %q: %s", clip(name), p)
+	}
+	return nil
+}
+
+// nameProblem describes what is wrong with name, or returns "" when it is valid.
+func nameProblem(name string) string {
+	if name == "" {
+		return "empty"
+	}
+	if len(name) > maxNameLen {
+		return fmt.Sprintf("%d bytes long, at most %d allowed", len(name), maxNameLen)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		ok := c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_'
+		if i > 0 {
+			ok = ok || c == '.' || c == '-'
+		}
+		if !ok {
+			if i == 0 {
+				return "must start with a letter, digit or '_'"
+			}
+			return fmt.Sprintf("byte %q at offset %d is not allowed (use A-Z a-z 0-9 _ . -)", c, i)
+		}
+	}
+	if strings.Contains(name, "..") {
+		return `must not contain ".."`
+	}
+	if reservedNames[name] {
+		return "reserved"
+	}
+	return ""
+}
+
+// Target names one store: "<kind>:<name>", e.g. "generic:gs".
+type Target struct {
+	Kind Kind
+	Name string
+}
+
+// ParseTarget parses "<kind>:<name>" strictly: the kind must be known and the name valid
+// (ValidateName); nothing is trimmed or normalised, so on success t.String() == s.
+func ParseTarget(s string) (Target, error) {
+	kind, name, ok := strings.Cut(s, ":")
+	if !ok {
+		return Target{}, invalidf("target %q: want <kind>:<name>, e.g. generic:gs", clip(s))
+	}
+	k, err := ParseKind(kind)
+	if err != nil {
+		return Target{}, invalidf("target %q: unknown kind %q (want one of rollout, generic, datagen)", clip(s), clip(kind))
+	}
+	if p := nameProblem(name); p != "" {
+		return Target{}, invalidf("target %q: store name %q: %s", clip(s), clip(name), p)
+	}
+	return Target{Kind: k, Name: name}, nil
+}
+
+// Validate reports whether t names a valid store (known kind, valid name); ErrInvalidInput.
+func (t Target) Validate() error {
+	if _, err := ParseKind(string(t.Kind)); err != nil {
+		return err
+	}
+	return ValidateName(t.Name)
+}
+
+// String returns "<kind>:<name>"; the zero Target is "".
+func (t Target) String() string {
+	if t == (Target{}) {
+		return ""
+	}
+	return string(t.Kind) + ":" + t.Name
+}
+
+// Path returns "<kind>/<name>", used in workflow IDs and storage prefixes.
+func (t Target) Path() string {
+	return string(t.Kind) + "/" + t.Name
+}
+
+// MarshalText encodes t as "<kind>:<name>" (the zero Target as ""), so a Target in a JSON
+// document reads "generic:gs" as DESIGN §5 shows.
+func (t Target) MarshalText() ([]byte, error) {
+	return []byte(t.String()), nil
+}
+
+// UnmarshalText parses "<kind>:<name>" strictly (ParseTarget); "" decodes to the zero Target.
+func (t *Target) UnmarshalText(b []byte) error {
+	if len(b) == 0 {
+		*t = Target{}
+		return nil
+	}
+	p, err := ParseTarget(string(b))
+	if err != nil {
+		return err
+	}
+	*t = p
+	return nil
+}
+
+// ShardID is the shard id of a writer process: a pure function of its stable instance id
+// (a name-based UUID), or "default" for the empty instance id.
+func ShardID(instanceID string) string {
+	if instanceID == "" {
+		return "default"
+	}
+	return uuid.NewSHA1(uuid.NameSpaceOID, []byte(instanceID)).String()
+}
+
+// clip bounds user-supplied text quoted in error messages.
+func clip(s string) string {
+	const n = 64
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}

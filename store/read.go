@@ -1,0 +1,475 @@
+package store
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
+)
+
+// Read sources for List.
+const (
+	SourceAll  = "all"
+	SourceBase = "base"
+	SourceWAL  = "wal"
+)
+
+// ListOptions page through rows in key order.
+type ListOptions struct {
+	// Source is all (default), base (merged runs only) or wal (pending generations and
+	// this process's memtable only).
+	Source string
+	// Limit is the page size (default 100, at most 10000).
+	Limit int
+	// After is the cursor: the page starts after this key.
+	After string
+}
+
+// ListPage is one page of rows; Next is empty at the end.
+type ListPage struct {
+	Rows []map[string]any `json:"rows"`
+	Next string           `json:"next"`
+}
+
+// readSnapshot is a consistent view: shard manifests are read before the base manifest, so
+// a merge that commits in between is seen as "generation listed but covered by the
+// watermark" (skipped, its rows are in the newer base) and never as "drained but not in
+// the base" (rows missing).
+type readSnapshot struct {
+	base    *baseManifest
+	pending map[string][]genMeta
+	shards  []string
+}
+
+const readAttempts = 3
+
+func (s *Store) snapshot(ctx context.Context, enforce bool) (*readSnapshot, error) {
+	shards, err := s.listShards(ctx)
+	if err != nil {
+		return nil, err
+	}
+	manifests := make([]*shardManifest, len(shards))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	for i, sh := range shards {
+		g.Go(func() error {
+			m, err := s.loadShard(gctx, sh)
+			manifests[i] = m
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	base, err := s.loadBase(ctx)
+	if err != nil {
+		return nil, err
+	}
+	snap := &readSnapshot{base: base, pending: map[string][]genMeta{}}
+	total := 0
+	worst, worstShard := 0, ""
+	for i, sh := range shards {
+		if manifests[i] == nil {
+			continue
+		}
+		p := manifests[i].pendingAbove(base.Watermarks[sh])
+		snap.shards = append(snap.shards, sh)
+		snap.pending[sh] = p
+		total += len(p)
+		if len(p) > worst {
+			worst, worstShard = len(p), sh
+		}
+		if !enforce {
+			continue
+		}
+		if m := s.db.opts.Metrics; m != nil {
+			m.ReadPendingGenerations.Observe(float64(len(p)))
+		}
+		if warn := s.db.opts.PendingWarn; warn > 0 && len(p) >= warn {
+			s.db.log.Warn("many pending generations in shard", zap.String("target", s.target.String()),
+				zap.String("shard", sh), zap.Int("pending", len(p)), zap.Int("warn_at", warn))
+		}
+	}
+	if limit := s.db.opts.PendingMax; enforce && limit > 0 && (worst > limit || total > limit) {
+		if m := s.db.opts.Metrics; m != nil {
+			m.ReadsRefused.Inc()
+		}
+		return nil, fmt.Errorf("%s: shard %s has %d pending generations, %d in total, limit %d: %w",
+			s.target, worstShard, worst, total, limit, ErrTooManyPending)
+	}
+	return snap, nil
+}
+
+// loadGen decodes a flushed generation (cached).
+func (s *Store) loadGen(ctx context.Context, path string) (*sortedFile, error) {
+	return s.db.cache.get(ctx, path, func(ctx context.Context) (*sortedFile, error) {
+		data, err := s.db.bucket.Get(ctx, path)
+		if err != nil {
+			return nil, err
+		}
+		recs, err := decodeIPC(data, s.codec, "generation "+path)
+		if err != nil {
+			s.countCorrupt(err)
+			return nil, err
+		}
+		if len(recs) != 1 {
+			releaseAll(recs)
+			err := corruptf("generation %s has %d records, want 1", path, len(recs))
+			s.countCorrupt(err)
+			return nil, err
+		}
+		return s.newSortedFile(path, recs[0])
+	})
+}
+
+// loadRun decodes a base run (cached).
+func (s *Store) loadRun(ctx context.Context, path string) (*sortedFile, error) {
+	return s.db.cache.get(ctx, path, func(ctx context.Context) (*sortedFile, error) {
+		data, err := s.db.bucket.Get(ctx, path)
+		if err != nil {
+			return nil, err
+		}
+		rec, err := decodeParquet(ctx, data, s.codec, "run "+path)
+		if err != nil {
+			s.countCorrupt(err)
+			return nil, err
+		}
+		return s.newSortedFile(path, rec)
+	})
+}
+
+func (s *Store) countCorrupt(err error) {
+	if m := s.db.opts.Metrics; m != nil && errors.Is(err, ErrCorrupt) {
+		m.CorruptObjects.WithLabelValues(string(s.target.Kind)).Inc()
+	}
+}
+
+func (s *Store) newSortedFile(path string, r arrow.RecordBatch) (*sortedFile, error) {
+	view, err := s.codec.View(r)
+	if err != nil {
+		return nil, err
+	}
+	n := int(r.NumRows())
+	for i := 1; i < n; i++ {
+		if view.Key(i-1) >= view.Key(i) {
+			return nil, corruptf("%s: keys not strictly sorted at row %d", path, i)
+		}
+	}
+	return &sortedFile{path: path, rec: r, view: view, n: n, bytes: recordBytes(r)}, nil
+}
+
+// files loads the sources a read needs, in parallel.
+func (s *Store) files(ctx context.Context, snap *readSnapshot, source string, keyFilter func(minKey, maxKey string) bool) ([]*sortedFile, error) {
+	type want struct {
+		path string
+		run  bool
+	}
+	var wants []want
+	if source != SourceWAL {
+		for _, r := range snap.base.Runs {
+			if keyFilter == nil || keyFilter(r.MinKey, r.MaxKey) {
+				wants = append(wants, want{r.Path, true})
+			}
+		}
+	}
+	if source != SourceBase {
+		for _, sh := range snap.shards {
+			for _, g := range snap.pending[sh] {
+				if keyFilter == nil || keyFilter(g.MinKey, g.MaxKey) {
+					wants = append(wants, want{g.Path, false})
+				}
+			}
+		}
+	}
+	out := make([]*sortedFile, len(wants))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	for i, w := range wants {
+		g.Go(func() error {
+			var err error
+			if w.run {
+				out[i], err = s.loadRun(gctx, w.path)
+			} else {
+				out[i], err = s.loadGen(gctx, w.path)
+			}
+			return err
+		})
+	}
+	return out, g.Wait()
+}
+
+// version is one candidate row version found by a read.
+type version struct {
+	key     string
+	seq     int64
+	shard   string
+	deleted bool
+	file    *sortedFile // nil: memtable row
+	row     int
+	mem     Row
+}
+
+// newer reports whether a beats b: newest write sequence wins, ties broken by shard id.
+func newer(aSeq int64, aShard string, bSeq int64, bShard string) bool {
+	if aSeq != bSeq {
+		return aSeq > bSeq
+	}
+	return aShard > bShard
+}
+
+func (s *Store) toJSON(v version) map[string]any {
+	if v.file != nil {
+		return s.codec.RowJSON(v.file.rec, v.row)
+	}
+	return rowToJSON(s.meta.Schema, v.mem)
+}
+
+// Get returns the newest version of key. ErrNotFound if absent or deleted.
+func (s *Store) Get(ctx context.Context, key string) (map[string]any, error) {
+	if key == "" {
+		return nil, invalidf("empty key")
+	}
+	var lastErr error
+	for attempt := 0; attempt < readAttempts; attempt++ {
+		row, err := s.getOnce(ctx, key)
+		if err == nil || !errors.Is(err, ErrNotFound) || errors.Is(err, errRowNotFound) {
+			return row, err
+		}
+		lastErr = err // a file vanished under a concurrent merge or compaction: re-snapshot
+		s.countRetry()
+	}
+	return nil, lastErr
+}
+
+var errRowNotFound = fmt.Errorf("row: %w", ErrNotFound)
+
+func (s *Store) countRetry() {
+	if m := s.db.opts.Metrics; m != nil {
+		m.ReadsRetried.Inc()
+	}
+}
+
+func (s *Store) getOnce(ctx context.Context, key string) (map[string]any, error) {
+	snap, err := s.snapshot(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	files, err := s.files(ctx, snap, SourceAll, func(lo, hi string) bool { return lo <= key && key <= hi })
+	if err != nil {
+		return nil, err
+	}
+	var best *version
+	consider := func(v version) {
+		if best == nil || newer(v.seq, v.shard, best.seq, best.shard) {
+			vv := v
+			best = &vv
+		}
+	}
+	for _, f := range files {
+		if i := f.find(key); i >= 0 {
+			consider(version{key: key, seq: f.view.Seq(i), shard: f.view.Shard(i), deleted: f.view.Deleted(i), file: f, row: i})
+		}
+	}
+	if w := s.residentWriter(); w != nil {
+		if r, ok := w.snapshot()[key]; ok {
+			consider(version{key: key, seq: r.seq, shard: w.shard, deleted: r.deleted, mem: r.row})
+		}
+	}
+	if best == nil || best.deleted {
+		return nil, fmt.Errorf("%s: key %q: %w", s.target, key, errRowNotFound)
+	}
+	return s.toJSON(*best), nil
+}
+
+// List returns one page of rows in key order, newest version per key, tombstones hidden.
+func (s *Store) List(ctx context.Context, opts ListOptions) (ListPage, error) {
+	switch opts.Source {
+	case "":
+		opts.Source = SourceAll
+	case SourceAll, SourceBase, SourceWAL:
+	default:
+		return ListPage{}, invalidf("source must be all, base or wal, not %q", opts.Source)
+	}
+	if opts.Limit < 0 || opts.Limit > 10000 {
+		return ListPage{}, invalidf("limit must be between 1 and 10000")
+	}
+	if opts.Limit == 0 {
+		opts.Limit = 100
+	}
+	var lastErr error
+	for attempt := 0; attempt < readAttempts; attempt++ {
+		page, err := s.listOnce(ctx, opts)
+		if err == nil || !errors.Is(err, ErrNotFound) {
+			return page, err
+		}
+		lastErr = err
+		s.countRetry()
+	}
+	return ListPage{}, lastErr
+}
+
+type cursor struct {
+	file *sortedFile
+	i    int
+	mem  []memEntry
+}
+
+type memEntry struct {
+	key string
+	r   memRow
+}
+
+func (c *cursor) done() bool {
+	if c.file != nil {
+		return c.i >= c.file.n
+	}
+	return c.i >= len(c.mem)
+}
+
+func (c *cursor) key() string {
+	if c.file != nil {
+		return c.file.view.Key(c.i)
+	}
+	return c.mem[c.i].key
+}
+
+type cursorHeap []*cursor
+
+func (h cursorHeap) Len() int           { return len(h) }
+func (h cursorHeap) Less(i, j int) bool { return h[i].key() < h[j].key() }
+func (h cursorHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *cursorHeap) Push(x any)        { *h = append(*h, x.(*cursor)) }
+func (h *cursorHeap) Pop() any {
+	old := *h
+	c := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return c
+}
+
+func (s *Store) listOnce(ctx context.Context, opts ListOptions) (ListPage, error) {
+	snap, err := s.snapshot(ctx, true)
+	if err != nil {
+		return ListPage{}, err
+	}
+	files, err := s.files(ctx, snap, opts.Source, func(lo, hi string) bool { return opts.After == "" || hi > opts.After })
+	if err != nil {
+		return ListPage{}, err
+	}
+	h := &cursorHeap{}
+	for _, f := range files {
+		c := &cursor{file: f, i: f.firstAfter(opts.After)}
+		if !c.done() {
+			*h = append(*h, c)
+		}
+	}
+	var memShard string
+	if opts.Source != SourceBase {
+		if w := s.residentWriter(); w != nil {
+			memShard = w.shard
+			var entries []memEntry
+			for k, r := range w.snapshot() {
+				if opts.After == "" || k > opts.After {
+					entries = append(entries, memEntry{k, r})
+				}
+			}
+			sort.Slice(entries, func(i, j int) bool { return entries[i].key < entries[j].key })
+			if len(entries) > 0 {
+				*h = append(*h, &cursor{mem: entries})
+			}
+		}
+	}
+	heap.Init(h)
+	page := ListPage{Rows: []map[string]any{}}
+	for h.Len() > 0 {
+		key := (*h)[0].key()
+		var best *version
+		for h.Len() > 0 && (*h)[0].key() == key {
+			c := (*h)[0]
+			var v version
+			if c.file != nil {
+				v = version{key: key, seq: c.file.view.Seq(c.i), shard: c.file.view.Shard(c.i), deleted: c.file.view.Deleted(c.i), file: c.file, row: c.i}
+			} else {
+				e := c.mem[c.i]
+				v = version{key: key, seq: e.r.seq, shard: memShard, deleted: e.r.deleted, mem: e.r.row}
+			}
+			if best == nil || newer(v.seq, v.shard, best.seq, best.shard) {
+				best = &v
+			}
+			c.i++
+			if c.done() {
+				heap.Pop(h)
+			} else {
+				heap.Fix(h, 0)
+			}
+		}
+		if best.deleted {
+			continue
+		}
+		page.Rows = append(page.Rows, s.toJSON(*best))
+		if len(page.Rows) == opts.Limit {
+			if h.Len() > 0 {
+				page.Next = key
+			}
+			break
+		}
+	}
+	return page, nil
+}
+
+// Stats reports the base table and every shard's debt. It does not enforce the read caps:
+// schedulers must see a store that readers refuse.
+func (s *Store) Stats(ctx context.Context) (Stats, error) {
+	snap, err := s.snapshot(ctx, false)
+	if err != nil {
+		return Stats{}, err
+	}
+	st := Stats{
+		Target:      s.target.String(),
+		BaseVersion: snap.base.Version,
+		Runs:        len(snap.base.Runs),
+		Rows:        snap.base.rows(),
+		BaseBytes:   snap.base.bytes(),
+		Shards:      []ShardStats{},
+	}
+	for _, sh := range snap.shards {
+		ss := ShardStats{Shard: sh, Watermark: snap.base.Watermarks[sh]}
+		for _, g := range snap.pending[sh] {
+			ss.PendingGenerations++
+			ss.PendingBytes += g.Bytes
+			if ss.OldestPending.IsZero() || g.SealedAt.Before(ss.OldestPending) {
+				ss.OldestPending = g.SealedAt
+			}
+		}
+		st.Shards = append(st.Shards, ss)
+	}
+	return st, nil
+}
+
+// PendingShards returns the shards with pending generations (no read caps).
+func (s *Store) PendingShards(ctx context.Context) ([]ShardStats, error) {
+	st, err := s.Stats(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []ShardStats
+	for _, sh := range st.Shards {
+		if sh.PendingGenerations > 0 {
+			out = append(out, sh)
+		}
+	}
+	return out, nil
+}
+
+// OwnPending is the number of generations this process's shard lists, from the resident
+// writer's last manifest (no I/O). It feeds the count trigger and append back-pressure.
+func (s *Store) OwnPending() int {
+	if w := s.residentWriter(); w != nil {
+		return w.pendingGenerations()
+	}
+	return 0
+}

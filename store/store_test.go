@@ -1,0 +1,862 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+var testSchema = Schema{Fields: []Field{
+	{Name: "id", Type: "string"},
+	{Name: "n", Type: "int64", Nullable: true},
+	{Name: "s", Type: "string", Nullable: true},
+}}
+
+var testURLSeq atomic.Int64
+
+// backends returns a fresh file:// and mem:// storage URL for table tests.
+func backends(t *testing.T) map[string]string {
+	return map[string]string{
+		"file": "file://" + t.TempDir(),
+		"mem":  fmt.Sprintf("mem://test-%s-%d", strings.ReplaceAll(t.Name(), "/", "_"), testURLSeq.Add(1)),
+	}
+}
+
+func openTestDB(t *testing.T, url, instance string, tweak ...func(*Options)) *DB {
+	t.Helper()
+	opts := DefaultOptions()
+	opts.InstanceID = instance
+	for _, f := range tweak {
+		f(&opts)
+	}
+	db, err := OpenDB(context.Background(), url, opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close(context.Background()) })
+	return db
+}
+
+func createGeneric(t *testing.T, db *DB, name string, seal bool) *Store {
+	t.Helper()
+	s, err := db.Create(context.Background(), Target{Kind: KindGeneric, Name: name}, CreateOptions{Schema: &testSchema, SealOnAppend: &seal})
+	require.NoError(t, err)
+	return s
+}
+
+func openGeneric(t *testing.T, db *DB, name string) *Store {
+	t.Helper()
+	s, err := db.Open(context.Background(), Target{Kind: KindGeneric, Name: name})
+	require.NoError(t, err)
+	return s
+}
+
+func row(id string, n int64) Row { return Row{Key: id, Values: []any{id, n, nil}} }
+
+func appendRows(t *testing.T, s *Store, rows ...Row) {
+	t.Helper()
+	_, err := s.Append(context.Background(), rows)
+	require.NoError(t, err)
+}
+
+func flush(t *testing.T, s *Store) FlushResult {
+	t.Helper()
+	res, err := s.Flush(context.Background())
+	require.NoError(t, err)
+	return res
+}
+
+// allRows lists every row (all pages) as id -> n.
+func allRows(t *testing.T, s *Store, source string) map[string]int64 {
+	t.Helper()
+	out := map[string]int64{}
+	after := ""
+	for {
+		page, err := s.List(context.Background(), ListOptions{Source: source, Limit: 7, After: after})
+		require.NoError(t, err)
+		for _, r := range page.Rows {
+			id := r["id"].(string)
+			_, dup := out[id]
+			require.False(t, dup, "key %s listed twice", id)
+			out[id] = toInt64(r["n"])
+		}
+		if page.Next == "" {
+			return out
+		}
+		after = page.Next
+	}
+}
+
+func toInt64(v any) int64 {
+	switch x := v.(type) {
+	case int64:
+		return x
+	case float64:
+		return int64(x)
+	case nil:
+		return -1
+	}
+	panic(fmt.Sprintf("unexpected %T", v))
+}
+
+func pendingOf(t *testing.T, s *Store, shard string) int {
+	t.Helper()
+	st, err := s.Stats(context.Background())
+	require.NoError(t, err)
+	for _, sh := range st.Shards {
+		if sh.Shard == shard {
+			return sh.PendingGenerations
+		}
+	}
+	return 0
+}
+
+// genFilesOnDisk lists generation objects of a shard.
+func genFilesOnDisk(t *testing.T, s *Store, shard string) []string {
+	t.Helper()
+	objs, err := s.db.bucket.List(context.Background(), genPrefix(s.target, shard))
+	require.NoError(t, err)
+	var out []string
+	for _, o := range objs {
+		out = append(out, o.Key)
+	}
+	return out
+}
+
+func listedGens(t *testing.T, s *Store, shard string) []string {
+	t.Helper()
+	m, err := s.loadShard(context.Background(), shard)
+	require.NoError(t, err)
+	var out []string
+	if m != nil {
+		for _, g := range m.Flushed {
+			out = append(out, g.Path)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func TestAppendFlushReadMergeOnEveryBackend(t *testing.T) {
+	for name, url := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			db := openTestDB(t, url, "w1")
+			s := createGeneric(t, db, "basic", false)
+			appendRows(t, s, row("a", 1), row("b", 2))
+			// Visible to its own process before the seal.
+			got, err := s.Get(ctx, "a")
+			require.NoError(t, err)
+			require.EqualValues(t, 1, toInt64(got["n"]))
+
+			// Not visible to another process until sealed.
+			other := openTestDB(t, url, "reader")
+			so := openGeneric(t, other, "basic")
+			_, err = so.Get(ctx, "a")
+			require.ErrorIs(t, err, ErrNotFound)
+
+			res := flush(t, s)
+			require.True(t, res.Sealed)
+			require.Equal(t, 1, res.Pending)
+			require.Equal(t, map[string]int64{"a": 1, "b": 2}, allRows(t, so, SourceAll))
+			require.Equal(t, map[string]int64{"a": 1, "b": 2}, allRows(t, so, SourceWAL))
+			require.Empty(t, allRows(t, so, SourceBase))
+
+			n, err := s.MergeAll(ctx)
+			require.NoError(t, err)
+			require.Equal(t, 1, n)
+			require.Equal(t, map[string]int64{"a": 1, "b": 2}, allRows(t, so, SourceBase))
+			require.Empty(t, allRows(t, so, SourceWAL))
+			require.Equal(t, 0, pendingOf(t, so, db.Shard()))
+
+			require.NoError(t, s.Delete(ctx, "a"))
+			flush(t, s)
+			_, err = so.Get(ctx, "a")
+			require.ErrorIs(t, err, ErrNotFound)
+			require.Equal(t, map[string]int64{"b": 2}, allRows(t, so, SourceAll))
+		})
+	}
+}
+
+// Story A (leaked generation files): after merges, the generation files on disk are exactly
+// the ones the manifest still lists.
+func TestMergedGenerationFilesAreDeleted(t *testing.T) {
+	for name, url := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			db := openTestDB(t, url, "w1")
+			s := createGeneric(t, db, "leak", false)
+			for i := 0; i < 30; i++ {
+				appendRows(t, s, row(fmt.Sprintf("k%02d", i), int64(i)))
+				flush(t, s)
+				if (i+1)%10 == 0 {
+					_, err := s.MergeAll(ctx)
+					require.NoError(t, err)
+				}
+				require.Equal(t, listedGens(t, s, db.Shard()), genFilesOnDisk(t, s, db.Shard()))
+			}
+			rows := allRows(t, s, SourceAll)
+			require.Len(t, rows, 30)
+			require.Empty(t, genFilesOnDisk(t, s, db.Shard()))
+		})
+	}
+}
+
+// Story D: a pass is bounded and leftovers survive: 10 generations, cap 3 → 3,3,3,1.
+func TestMergePassIsBoundedAndLeftoversSurvive(t *testing.T) {
+	ctx := context.Background()
+	db := openTestDB(t, "file://"+t.TempDir(), "w1", func(o *Options) { o.MergeMaxGenerations = 3 })
+	s := createGeneric(t, db, "bounded", false)
+	for i := 0; i < 10; i++ {
+		appendRows(t, s, row(fmt.Sprintf("k%d", i), int64(i)))
+		flush(t, s)
+	}
+	var passes []int
+	for pendingOf(t, s, db.Shard()) > 0 {
+		before := pendingOf(t, s, db.Shard())
+		res, err := s.MergeOnce(ctx, "")
+		require.NoError(t, err)
+		passes = append(passes, res.Reclaimed)
+		require.Equal(t, before-res.Reclaimed, pendingOf(t, s, db.Shard()))
+		require.Len(t, allRows(t, s, SourceAll), 10, "nothing lost mid-way")
+		require.Equal(t, listedGens(t, s, db.Shard()), genFilesOnDisk(t, s, db.Shard()))
+	}
+	require.Equal(t, []int{3, 3, 3, 1}, passes)
+}
+
+// Story E: byte cap vs count cap; oversized first generation merges whole.
+func TestMergeCaps(t *testing.T) {
+	blob := strings.Repeat("x", 256<<10) // each generation ≈ 256 KiB in memory
+	cases := []struct {
+		name     string
+		maxGens  int
+		maxBytes int64
+		want     []int
+	}{
+		{"byte cap binds before generation cap", 8, 384 << 10, []int{2, 2, 1}},
+		{"byte cap applies with generation cap disabled", 0, 384 << 10, []int{2, 2, 1}},
+		{"generation cap binds before byte cap", 2, 16 << 20, []int{2, 2, 1}},
+		{"zero byte cap keeps generation cap", 2, 0, []int{2, 2, 1}},
+		{"zero caps merge everything", 0, 0, []int{5}},
+		{"oversized generation merges whole and makes progress", 8, 1, []int{1, 1, 1, 1, 1}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			db := openTestDB(t, "file://"+t.TempDir(), "w1", func(o *Options) {
+				o.MergeMaxGenerations, o.MergeMaxBytes = tc.maxGens, tc.maxBytes
+			})
+			s := createGeneric(t, db, "caps", false)
+			for i := 0; i < 5; i++ {
+				appendRows(t, s, Row{Key: fmt.Sprintf("k%d", i), Values: []any{fmt.Sprintf("k%d", i), int64(i), blob}})
+				flush(t, s)
+			}
+			var passes []int
+			for pendingOf(t, s, db.Shard()) > 0 {
+				res, err := s.MergeOnce(ctx, "")
+				require.NoError(t, err)
+				passes = append(passes, res.Reclaimed)
+				require.Equal(t, listedGens(t, s, db.Shard()), genFilesOnDisk(t, s, db.Shard()))
+			}
+			require.Equal(t, tc.want, passes)
+			page, err := s.List(ctx, ListOptions{Limit: 100})
+			require.NoError(t, err)
+			require.Len(t, page.Rows, 5)
+			for _, r := range page.Rows {
+				require.Equal(t, blob, r["s"], "payload bytes survive the merge exactly")
+			}
+		})
+	}
+}
+
+// Story H: prepare runs while a reader holds the lock; commit waits for it.
+func TestPrepareDoesNotBlockOnReadLockButCommitWaits(t *testing.T) {
+	ctx := context.Background()
+	db := openTestDB(t, "file://"+t.TempDir(), "w1")
+	s := createGeneric(t, db, "locks", false)
+	for i := 0; i < 3; i++ {
+		appendRows(t, s, row(fmt.Sprintf("k%d", i), int64(i)))
+		flush(t, s)
+	}
+	s.mergeLock.RLock() // a long prepare elsewhere, or any shared holder
+	p, err := s.Prepare(ctx, PrepareParams{})
+	require.NoError(t, err, "prepare must not wait for a shared holder")
+	require.NotNil(t, p)
+
+	// Reads and appends go on while the lock is held.
+	_, err = s.Get(ctx, "k1")
+	require.NoError(t, err)
+	appendRows(t, s, row("k9", 9))
+
+	done := make(chan CommitResult, 1)
+	go func() {
+		res, err := s.Commit(ctx, p)
+		if err != nil {
+			panic(err)
+		}
+		done <- res
+	}()
+	select {
+	case <-done:
+		t.Fatal("commit finished while a shared holder had the lock")
+	case <-time.After(200 * time.Millisecond):
+	}
+	s.mergeLock.RUnlock()
+	select {
+	case res := <-done:
+		require.Equal(t, 3, res.Reclaimed)
+	case <-time.After(10 * time.Second):
+		t.Fatal("commit did not finish after the lock was released")
+	}
+}
+
+// Story C / P: duplicate keys dedupe to the newest write, before and after merge, and
+// across shards; a peer shard's merge never hides a row.
+func TestNewestWriteWinsAcrossShardsAndMerges(t *testing.T) {
+	for name, url := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			a := openTestDB(t, url, "wa")
+			b := openTestDB(t, url, "wb")
+			sa := createGeneric(t, a, "dups", false)
+			sb := openGeneric(t, b, "dups")
+
+			appendRows(t, sa, row("x", 1), row("x", 2)) // later in one batch = newer
+			flush(t, sa)
+			appendRows(t, sb, row("x", 3), row("y", 10))
+			flush(t, sb)
+			appendRows(t, sa, row("z", 5))
+			flush(t, sa)
+			want := map[string]int64{"x": 3, "y": 10, "z": 5}
+			require.Equal(t, want, allRows(t, sa, SourceAll))
+
+			// Merge only shard b (the newer x): the base has x=3; shard a's older x=1/2
+			// stays pending and must lose.
+			_, err := sb.MergeOnce(ctx, b.Shard())
+			require.NoError(t, err)
+			require.Equal(t, want, allRows(t, sa, SourceAll))
+			// Now merge shard a: its older x must not win over the base's x=3.
+			_, err = sa.MergeAll(ctx)
+			require.NoError(t, err)
+			require.Equal(t, want, allRows(t, sb, SourceAll))
+			require.Equal(t, want, allRows(t, sb, SourceBase))
+			got, err := sb.Get(ctx, "x")
+			require.NoError(t, err)
+			require.EqualValues(t, 3, toInt64(got["n"]))
+		})
+	}
+}
+
+// Two prepares of the same generations commit once; the loser's files are removed.
+func TestTwoPreparesOfOneShardCommitOnce(t *testing.T) {
+	ctx := context.Background()
+	db := openTestDB(t, "file://"+t.TempDir(), "w1")
+	s := createGeneric(t, db, "twice", false)
+	for i := 0; i < 4; i++ {
+		appendRows(t, s, row(fmt.Sprintf("k%d", i), int64(i)))
+		flush(t, s)
+	}
+	p1, err := s.Prepare(ctx, PrepareParams{AttemptKey: "wf-1/act-1"})
+	require.NoError(t, err)
+	p2, err := s.Prepare(ctx, PrepareParams{AttemptKey: "wf-2/act-1"})
+	require.NoError(t, err)
+	require.NotEqual(t, p1.Staged[0].Path, p2.Staged[0].Path)
+
+	r1, err := s.Commit(ctx, p1)
+	require.NoError(t, err)
+	require.False(t, r1.AlreadyCommitted)
+	r2, err := s.Commit(ctx, p2)
+	require.NoError(t, err)
+	require.True(t, r2.AlreadyCommitted)
+	require.Equal(t, r1.BaseVersion, r2.BaseVersion, "the second commit published nothing")
+
+	ok, err := db.bucket.Exists(ctx, p2.Staged[0].Path)
+	require.NoError(t, err)
+	require.False(t, ok, "the losing attempt's staged file is removed")
+	// Re-committing the winner is idempotent too.
+	r3, err := s.Commit(ctx, p1)
+	require.NoError(t, err)
+	require.True(t, r3.AlreadyCommitted)
+	require.Len(t, allRows(t, s, SourceBase), 4)
+	base, err := s.loadBase(ctx)
+	require.NoError(t, err)
+	require.Len(t, base.Runs, 1)
+}
+
+// Story I: racing committers from many shards all land; watermark advances == merges.
+func TestRacingCommittersFromManyShardsAllLand(t *testing.T) {
+	for name, url := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			const shards = 8
+			var stores []*Store
+			var dbs []*DB
+			for i := 0; i < shards; i++ {
+				db := openTestDB(t, url, fmt.Sprintf("w%d", i))
+				var s *Store
+				if i == 0 {
+					s = createGeneric(t, db, "race", false)
+				} else {
+					s = openGeneric(t, db, "race")
+				}
+				for g := 0; g < 3; g++ {
+					appendRows(t, s, row(fmt.Sprintf("s%d-g%d", i, g), int64(g)))
+					flush(t, s)
+				}
+				stores = append(stores, s)
+				dbs = append(dbs, db)
+			}
+			prepared := make([]*PreparedMerge, shards)
+			for i, s := range stores {
+				p, err := s.Prepare(ctx, PrepareParams{})
+				require.NoError(t, err)
+				prepared[i] = p
+			}
+			var wg sync.WaitGroup
+			errs := make([]error, shards)
+			for i, s := range stores {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					_, errs[i] = s.Commit(ctx, prepared[i])
+				}()
+			}
+			wg.Wait()
+			for _, err := range errs {
+				require.NoError(t, err)
+			}
+			base, err := stores[0].loadBase(ctx)
+			require.NoError(t, err)
+			require.EqualValues(t, shards, base.Version, "one base version per merge, none lost")
+			require.Len(t, base.Runs, shards)
+			for i := range stores {
+				require.EqualValues(t, 3, base.Watermarks[dbs[i].Shard()])
+			}
+			require.Len(t, allRows(t, stores[0], SourceBase), shards*3)
+		})
+	}
+}
+
+// Crash between any two steps of the merge loses nothing and doubles nothing.
+func TestCrashBetweenMergeStepsLosesNothing(t *testing.T) {
+	steps := []string{"after-prepare", "after-claim", "after-base-commit", "after-drain"}
+	for _, step := range steps {
+		t.Run(step, func(t *testing.T) {
+			ctx := context.Background()
+			url := fmt.Sprintf("mem://crash-%s-%d", step, testURLSeq.Add(1))
+			db := openTestDB(t, url, "w1")
+			s := createGeneric(t, db, "crash", false)
+			for i := 0; i < 5; i++ {
+				appendRows(t, s, row(fmt.Sprintf("k%d", i), int64(i)), row("shared", int64(100+i)))
+				flush(t, s)
+			}
+			want := allRows(t, s, SourceAll)
+			p, err := s.Prepare(ctx, PrepareParams{AttemptKey: "wf/1"})
+			require.NoError(t, err)
+			switch step {
+			case "after-prepare":
+			case "after-claim":
+				_, err = s.claim(ctx, p, "commit")
+				require.NoError(t, err)
+			case "after-base-commit":
+				_, err = s.claim(ctx, p, "commit")
+				require.NoError(t, err)
+				_, err = s.publishMerge(ctx, p)
+				require.NoError(t, err)
+			case "after-drain":
+				_, err = s.claim(ctx, p, "commit")
+				require.NoError(t, err)
+				_, err = s.publishMerge(ctx, p)
+				require.NoError(t, err)
+				_, err = s.drain(ctx, p.Shard, p.Generations)
+				require.NoError(t, err)
+			}
+			// "Crash": drop the process without closing, open a new one with the same id.
+			db2 := openTestDB(t, url, "w1")
+			s2 := openGeneric(t, db2, "crash")
+			require.Equal(t, want, allRows(t, s2, SourceAll), "reads right after the crash")
+
+			// The retried activity (same attempt key) or a fresh merge both converge.
+			if step != "after-prepare" {
+				res, err := s2.Commit(ctx, p)
+				require.NoError(t, err)
+				_ = res
+			}
+			_, err = s2.MergeAll(ctx)
+			require.NoError(t, err)
+			require.Equal(t, want, allRows(t, s2, SourceAll))
+			require.Equal(t, want, allRows(t, s2, SourceBase))
+			require.Equal(t, 0, pendingOf(t, s2, db2.Shard()))
+			require.Empty(t, genFilesOnDisk(t, s2, db2.Shard()))
+			base, err := s2.loadBase(ctx)
+			require.NoError(t, err)
+			var rows int64
+			for _, r := range base.Runs {
+				rows += r.Rows
+			}
+			if step == "after-prepare" {
+				// The prepared attempt never committed; abort removes exactly its file.
+				ar, err := s2.Abort(ctx, p)
+				require.NoError(t, err)
+				require.Equal(t, 1, ar.Deleted)
+			}
+			require.EqualValues(t, len(want), rows, "no row stored twice in the base")
+			objs, err := db2.bucket.List(ctx, path.Join(storePrefix(s2.target), dataDir)+"/")
+			require.NoError(t, err)
+			require.Len(t, objs, len(base.Runs), "no staged file left behind")
+		})
+	}
+}
+
+// A crash after the WAL write and before a seal: the restarted writer replays the WAL.
+func TestRestartedWriterReplaysWAL(t *testing.T) {
+	ctx := context.Background()
+	url := "file://" + t.TempDir()
+	db := openTestDB(t, url, "w1")
+	s := createGeneric(t, db, "replay", false)
+	appendRows(t, s, row("a", 1))
+	flush(t, s)
+	appendRows(t, s, row("b", 2), row("a", 3))
+	// No Close: simulate a kill. A new process with the same instance id recovers.
+	db2 := openTestDB(t, url, "w1")
+	n, err := db2.Recover(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	reader := openTestDB(t, url, "r")
+	require.Equal(t, map[string]int64{"a": 3, "b": 2}, allRows(t, openGeneric(t, reader, "replay"), SourceAll))
+
+	// The old process is fenced: its next append fails instead of acknowledging rows
+	// that nobody would replay... and its one retry reclaims the shard, fencing db2.
+	_, err = s.Append(ctx, []Row{row("c", 4)})
+	require.NoError(t, err)
+	s2 := openGeneric(t, db2, "replay")
+	_, err = s2.Append(ctx, []Row{row("d", 5)})
+	require.NoError(t, err, "db2 reclaims on its one retry")
+	flush(t, s2)
+	_, err = s.Flush(ctx)
+	if err != nil {
+		require.ErrorIs(t, err, ErrFenced)
+	}
+	db3 := openTestDB(t, url, "w1")
+	_, err = db3.Recover(ctx)
+	require.NoError(t, err)
+	got := allRows(t, openGeneric(t, openTestDB(t, url, "r2"), "replay"), SourceAll)
+	require.Equal(t, map[string]int64{"a": 3, "b": 2, "c": 4, "d": 5}, got, "every acknowledged append survives the fencing dance")
+}
+
+func TestGroupCommitSharesWALObjects(t *testing.T) {
+	ctx := context.Background()
+	db := openTestDB(t, "file://"+t.TempDir(), "w1")
+	s := createGeneric(t, db, "group", false)
+	const writers, per = 32, 20
+	var wg sync.WaitGroup
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < per; i++ {
+				_, err := s.Append(ctx, []Row{row(fmt.Sprintf("w%d-%d", w, i), int64(i))})
+				if err != nil {
+					panic(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	w := s.residentWriter()
+	require.NotNil(t, w)
+	walObjects := int(w.nextPos) - 2 // minus the fence marker and the 1-based start
+	require.Less(t, walObjects, writers*per, "concurrent appends must share WAL objects")
+	require.Len(t, allRows(t, s, SourceAll), writers*per)
+	t.Logf("%d appends in %d WAL objects", writers*per, walObjects)
+}
+
+func TestSealOnAppendIsVisibleEverywhereAndSurvivesReopen(t *testing.T) {
+	ctx := context.Background()
+	url := "file://" + t.TempDir()
+	db := openTestDB(t, url, "w1")
+	createGeneric(t, db, "sealed", true)
+	require.NoError(t, db.Close(ctx))
+
+	db2 := openTestDB(t, url, "w1")
+	s := openGeneric(t, db2, "sealed")
+	require.True(t, s.SealOnAppend(), "seal mode is persisted")
+	appendRows(t, s, row("a", 1))
+	other := openGeneric(t, openTestDB(t, url, "reader"), "sealed")
+	got, err := other.Get(ctx, "a")
+	require.NoError(t, err, "seal-on-append rows are visible to every reader on return")
+	require.EqualValues(t, 1, toInt64(got["n"]))
+
+	// Datagen always seals on append.
+	dg, err := db2.Create(ctx, Target{Kind: KindDatagen, Name: "dg"}, CreateOptions{})
+	require.NoError(t, err)
+	require.True(t, dg.SealOnAppend())
+	f := false
+	_, err = db2.Create(ctx, Target{Kind: KindDatagen, Name: "dg2"}, CreateOptions{SealOnAppend: &f})
+	require.ErrorIs(t, err, ErrInvalidInput)
+}
+
+func TestReadCapsWarnAndRefuse(t *testing.T) {
+	ctx := context.Background()
+	url := fmt.Sprintf("mem://caps-%d", testURLSeq.Add(1))
+	db := openTestDB(t, url, "w1", func(o *Options) { o.PendingMax = 3; o.PendingWarn = 2 })
+	s := createGeneric(t, db, "caps", false)
+	for i := 0; i < 4; i++ {
+		appendRows(t, s, row(fmt.Sprintf("k%d", i), 1))
+		flush(t, s)
+	}
+	_, err := s.Get(ctx, "k1")
+	require.ErrorIs(t, err, ErrTooManyPending)
+	_, err = s.List(ctx, ListOptions{})
+	require.ErrorIs(t, err, ErrTooManyPending)
+	st, err := s.Stats(ctx)
+	require.NoError(t, err, "stats never refuse: schedulers must see the debt")
+	require.Equal(t, 4, st.TotalPending())
+
+	// The total across shards is capped too: 2 shards × 2 pass the per-shard check.
+	url2 := fmt.Sprintf("mem://caps-total-%d", testURLSeq.Add(1))
+	a := openTestDB(t, url2, "a", func(o *Options) { o.PendingMax = 3 })
+	b := openTestDB(t, url2, "b", func(o *Options) { o.PendingMax = 3 })
+	sa := createGeneric(t, a, "caps", false)
+	sb := openGeneric(t, b, "caps")
+	for i := 0; i < 2; i++ {
+		appendRows(t, sa, row(fmt.Sprintf("a%d", i), 1))
+		flush(t, sa)
+		appendRows(t, sb, row(fmt.Sprintf("b%d", i), 1))
+		flush(t, sb)
+	}
+	_, err = sa.List(ctx, ListOptions{})
+	require.ErrorIs(t, err, ErrTooManyPending)
+
+	// 0 = off.
+	off := openGeneric(t, openTestDB(t, url2, "c", func(o *Options) { o.PendingMax = 0 }), "caps")
+	_, err = off.List(ctx, ListOptions{})
+	require.NoError(t, err)
+}
+
+func TestCorruptGenerationBlocksOnlyItsShard(t *testing.T) {
+	ctx := context.Background()
+	url := fmt.Sprintf("mem://corrupt-%d", testURLSeq.Add(1))
+	a := openTestDB(t, url, "a")
+	b := openTestDB(t, url, "b")
+	sa := createGeneric(t, a, "c", false)
+	sb := openGeneric(t, b, "c")
+	appendRows(t, sa, row("a1", 1))
+	flush(t, sa)
+	appendRows(t, sb, row("b1", 1))
+	flush(t, sb)
+	gens := listedGens(t, sa, a.Shard())
+	require.Len(t, gens, 1)
+	require.NoError(t, a.bucket.Put(ctx, gens[0], []byte("ARROW1 garbage, truncated")))
+
+	_, err := sa.Prepare(ctx, PrepareParams{Shard: a.Shard()})
+	require.ErrorIs(t, err, ErrCorrupt)
+	res, err := sb.MergeOnce(ctx, b.Shard())
+	require.NoError(t, err, "the healthy shard still merges")
+	require.Equal(t, 1, res.Reclaimed)
+}
+
+func TestConcurrentPreparesQueueOnOneBudget(t *testing.T) {
+	ctx := context.Background()
+	budget := NewBudget(1 << 20)
+	url := fmt.Sprintf("mem://budget-%d", testURLSeq.Add(1))
+	var stores []*Store
+	for i := 0; i < 4; i++ {
+		db := openTestDB(t, url, fmt.Sprintf("w%d", i), func(o *Options) { o.Budget = budget; o.MergeMaxBytes = 1 << 20 })
+		var s *Store
+		if i == 0 {
+			s = createGeneric(t, db, "b", false)
+		} else {
+			s = openGeneric(t, db, "b")
+		}
+		appendRows(t, s, row(fmt.Sprintf("k%d", i), int64(i)))
+		flush(t, s)
+		stores = append(stores, s)
+	}
+	var maxSeen atomic.Int64
+	stop := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				if r := budget.Reserved(); r > maxSeen.Load() {
+					maxSeen.Store(r)
+				}
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for _, s := range stores {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := s.MergeOnce(ctx, ""); err != nil {
+				panic(err)
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	require.LessOrEqual(t, maxSeen.Load(), int64(1<<20))
+	require.EqualValues(t, 0, budget.Reserved(), "every reservation returned")
+	require.Len(t, allRows(t, stores[0], SourceBase), 4)
+}
+
+func TestAbortDeletesOnlyWhenCommitIsProvenAbsent(t *testing.T) {
+	ctx := context.Background()
+	db := openTestDB(t, "file://"+t.TempDir(), "w1")
+	s := createGeneric(t, db, "abort", false)
+	appendRows(t, s, row("a", 1))
+	flush(t, s)
+	p, err := s.Prepare(ctx, PrepareParams{AttemptKey: "wf/a"})
+	require.NoError(t, err)
+	res, err := s.Commit(ctx, p)
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Reclaimed)
+	ar, err := s.Abort(ctx, p)
+	require.NoError(t, err)
+	require.True(t, ar.CommitPresent)
+	require.Equal(t, 0, ar.Deleted)
+	require.Equal(t, map[string]int64{"a": 1}, allRows(t, s, SourceBase))
+
+	appendRows(t, s, row("b", 2))
+	flush(t, s)
+	p2, err := s.Prepare(ctx, PrepareParams{AttemptKey: "wf/b"})
+	require.NoError(t, err)
+	ar, err = s.Abort(ctx, p2)
+	require.NoError(t, err)
+	require.Equal(t, 1, ar.Deleted)
+	_, err = s.Commit(ctx, p2)
+	require.ErrorIs(t, err, ErrStalePreparation, "an aborted attempt can never commit")
+	require.Equal(t, map[string]int64{"a": 1, "b": 2}, allRows(t, s, SourceAll))
+}
+
+func TestStalePreparation(t *testing.T) {
+	ctx := context.Background()
+	db := openTestDB(t, "file://"+t.TempDir(), "w1", func(o *Options) { o.MergeMaxGenerations = 2 })
+	s := createGeneric(t, db, "stale", false)
+	for i := 0; i < 3; i++ {
+		appendRows(t, s, row(fmt.Sprintf("k%d", i), int64(i)))
+		flush(t, s)
+	}
+	three := 3
+	wide, err := s.Prepare(ctx, PrepareParams{AttemptKey: "wide", MaxGenerations: &three})
+	require.NoError(t, err)
+	require.Len(t, wide.Generations, 3)
+	_, err = s.MergeOnce(ctx, "") // commits generations 1-2
+	require.NoError(t, err)
+	_, err = s.Commit(ctx, wide)
+	require.ErrorIs(t, err, ErrStalePreparation)
+	ar, err := s.Abort(ctx, wide)
+	require.NoError(t, err)
+	require.Equal(t, 1, ar.Deleted)
+	_, err = s.MergeAll(ctx)
+	require.NoError(t, err)
+	require.Len(t, allRows(t, s, SourceBase), 3)
+}
+
+func TestCompactBase(t *testing.T) {
+	ctx := context.Background()
+	db := openTestDB(t, "file://"+t.TempDir(), "w1", func(o *Options) { o.MergeMaxGenerations = 1 })
+	s := createGeneric(t, db, "compact", false)
+	for i := 0; i < 6; i++ {
+		appendRows(t, s, row("same", int64(i)), row(fmt.Sprintf("k%d", i), int64(i)))
+		flush(t, s)
+	}
+	require.NoError(t, s.Delete(ctx, "k0"))
+	flush(t, s)
+	_, err := s.MergeAll(ctx)
+	require.NoError(t, err)
+	base, err := s.loadBase(ctx)
+	require.NoError(t, err)
+	require.Len(t, base.Runs, 7)
+	want := allRows(t, s, SourceAll)
+
+	// Bounded pass: 3 runs, not all → tombstone kept.
+	res, err := s.CompactBase(ctx, CompactParams{MaxRuns: 3})
+	require.NoError(t, err)
+	require.True(t, res.Committed)
+	require.Equal(t, 3, res.InputRuns)
+	require.Equal(t, 5, res.RunsLeft)
+	require.Zero(t, res.DroppedDeletes)
+	require.Equal(t, want, allRows(t, s, SourceAll))
+
+	// A merge lands between passes; compaction keeps its run.
+	appendRows(t, s, row("late", 42))
+	flush(t, s)
+	_, err = s.MergeAll(ctx)
+	require.NoError(t, err)
+	want["late"] = 42
+	res, err = s.CompactBase(ctx, CompactParams{MaxRuns: -1})
+	require.NoError(t, err)
+	require.True(t, res.Committed)
+	require.Equal(t, 1, res.RunsLeft)
+	require.EqualValues(t, 1, res.DroppedDeletes, "all runs rewritten: the tombstone goes")
+	require.Equal(t, want, allRows(t, s, SourceAll))
+	base, err = s.loadBase(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, len(want), base.Runs[0].Rows, "shadowed rows dropped")
+	objs, err := db.bucket.List(ctx, path.Join(storePrefix(s.target), dataDir)+"/")
+	require.NoError(t, err)
+	require.Len(t, objs, 1, "compacted inputs deleted")
+}
+
+func TestCompactionCommitsOnlyIfInputsAreCurrent(t *testing.T) {
+	ctx := context.Background()
+	db := openTestDB(t, "file://"+t.TempDir(), "w1", func(o *Options) { o.MergeMaxGenerations = 1 })
+	s := createGeneric(t, db, "cc", false)
+	for i := 0; i < 3; i++ {
+		appendRows(t, s, row(fmt.Sprintf("k%d", i), int64(i)))
+		flush(t, s)
+	}
+	_, err := s.MergeAll(ctx)
+	require.NoError(t, err)
+	base, err := s.loadBase(ctx)
+	require.NoError(t, err)
+	// Another compactor removes one input first.
+	ok, _, _, err := s.publishCompaction(ctx, base.Runs[:1], nil)
+	require.NoError(t, err)
+	require.True(t, ok)
+	ok, _, _, err = s.publishCompaction(ctx, base.Runs[:2], nil)
+	require.NoError(t, err)
+	require.False(t, ok, "inputs changed: no commit")
+}
+
+func TestCreateAndOpenErrors(t *testing.T) {
+	ctx := context.Background()
+	db := openTestDB(t, "file://"+t.TempDir(), "w1")
+	createGeneric(t, db, "g", false)
+	_, err := db.Create(ctx, Target{Kind: KindGeneric, Name: "g"}, CreateOptions{Schema: &testSchema})
+	require.ErrorIs(t, err, ErrAlreadyExists)
+	_, err = db.Open(ctx, Target{Kind: KindGeneric, Name: "nope"})
+	require.ErrorIs(t, err, ErrNotFound)
+	for _, bad := range []string{"", "..", "a/b", "a:b", "_registry", ".hidden", strings.Repeat("x", 200)} {
+		_, err = db.Create(ctx, Target{Kind: KindGeneric, Name: bad}, CreateOptions{Schema: &testSchema})
+		require.ErrorIs(t, err, ErrInvalidInput, bad)
+	}
+	_, err = db.Create(ctx, Target{Kind: KindGeneric, Name: "noschema"}, CreateOptions{})
+	require.ErrorIs(t, err, ErrInvalidInput)
+	other := Schema{Fields: []Field{{Name: "id", Type: "string"}, {Name: "m", Type: "float64", Nullable: true}}}
+	_, err = db.OpenWithSchema(ctx, Target{Kind: KindGeneric, Name: "g"}, other)
+	require.ErrorIs(t, err, ErrInvalidInput)
+	s := openGeneric(t, db, "g")
+	_, err = s.Append(ctx, []Row{{Key: "a", Values: []any{"a"}}})
+	require.ErrorIs(t, err, ErrInvalidInput)
+	_, err = s.Append(ctx, []Row{{Key: "", Values: []any{"", nil, nil}}})
+	require.ErrorIs(t, err, ErrInvalidInput)
+	infos, err := db.List(ctx, KindGeneric)
+	require.NoError(t, err)
+	require.Len(t, infos, 1)
+	_, err = db.List(ctx, "bogus")
+	require.ErrorIs(t, err, ErrInvalidInput)
+	require.True(t, errors.Is(fmt.Errorf("wrapped: %w", ErrCorrupt), ErrCorrupt))
+}

@@ -119,6 +119,7 @@ type bucketCore struct {
 	bkt      *blob.Bucket // nil never; for file:// only opened to validate the URL and create the root
 	fileRoot string       // absolute root directory for file://, "" otherwise
 	dirMode  os.FileMode  // directory mode for file:// (dir_file_mode, default 0777 before umask)
+	noSync   bool         // file:// with nosync: skip fsync (tests and throwaway dev data only)
 	shared   bool         // mem://: bkt belongs to the process-global registry; never close it
 	closed   atomic.Bool
 }
@@ -137,7 +138,10 @@ var memBuckets = struct {
 // file:// URLs are opened with metadata=skip and create_dir=1 (no ".attrs" sidecar files;
 // the root directory is created when missing). The host must be empty, "localhost" or "."
 // (relative path, as in gocloud); any other host is rejected because gocloud would silently
-// ignore it. mem:// buckets with the same URL string in one process are the same bucket.
+// ignore it. file:// also accepts "nosync=1": writes skip fsync of files and directories.
+// Atomicity (rename, link) is unchanged, only durability across a power loss or kernel crash
+// is given up; it exists so tests and throwaway dev data do not pay ~ms per write.
+// mem:// buckets with the same URL string in one process are the same bucket.
 func OpenBucket(ctx context.Context, rawURL string) (*Bucket, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -193,6 +197,8 @@ func openFileBucket(ctx context.Context, rawURL string, u *url.URL) (*Bucket, er
 		}
 		dirMode = os.FileMode(m)
 	}
+	noSync := q.Get("nosync") != ""
+	q.Del("nosync") // ours, not fileblob's: it rejects unknown parameters
 	// Open through gocloud too: it validates the remaining query parameters exactly as a
 	// fileblob user would expect and creates the root directory.
 	q.Set("metadata", "skip")
@@ -203,7 +209,7 @@ func openFileBucket(ctx context.Context, rawURL string, u *url.URL) (*Bucket, er
 	if err != nil {
 		return nil, fmt.Errorf("open bucket %q: %w", rawURL, err)
 	}
-	return &Bucket{core: &bucketCore{url: rawURL, bkt: bkt, fileRoot: root, dirMode: dirMode}}, nil
+	return &Bucket{core: &bucketCore{url: rawURL, bkt: bkt, fileRoot: root, dirMode: dirMode, noSync: noSync}}, nil
 }
 
 // URL returns the URL the bucket was opened with.
@@ -601,7 +607,7 @@ func (c *bucketCore) filePut(key string, data []byte, ifAbsent bool) error {
 		return err
 	}
 	// Make the new directory entry durable; the data itself was fsynced in writeTemp.
-	if err := syncDir(dir); err != nil && !isNotExist(err) {
+	if err := c.syncDir(dir); err != nil && !isNotExist(err) {
 		return err
 	}
 	return nil
@@ -635,8 +641,8 @@ func (c *bucketCore) writeTemp(dir string, data []byte) (string, error) {
 	}
 	name := f.Name()
 	_, err := f.Write(data)
-	if err == nil {
-		err = f.Sync()
+	if err == nil && !c.noSync {
+		err = f.Sync() // before publishing: a crash must never expose a name with partial bytes
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -670,7 +676,7 @@ func (c *bucketCore) mkdirAll(dir string) error {
 	if err := os.Mkdir(dir, c.dirMode); err != nil && !errors.Is(err, fs.ErrExist) {
 		return err
 	}
-	return syncDir(parent)
+	return c.syncDir(parent)
 }
 
 func (c *bucketCore) fileDelete(key string) error {
@@ -819,7 +825,10 @@ func hasObject(dir string) (bool, error) {
 	return false, err
 }
 
-func syncDir(dir string) error {
+func (c *bucketCore) syncDir(dir string) error {
+	if c.noSync {
+		return nil
+	}
 	d, err := os.Open(dir)
 	if err != nil {
 		return err

@@ -42,6 +42,10 @@ func testBackends() []testBackend {
 			root := filepath.Join(t.TempDir(), "root", "nested")
 			return mustOpen(t, fileURL(root)), root
 		}},
+		{"file-nosync", func(t *testing.T) (*Bucket, string) {
+			root := t.TempDir()
+			return mustOpen(t, fileURL(root)+"?nosync=1"), root
+		}},
 		{"mem", func(t *testing.T) (*Bucket, string) {
 			return mustOpen(t, newMemURL()), ""
 		}},
@@ -112,8 +116,9 @@ func tempFilesUnder(t *testing.T, root string) []string {
 	return out
 }
 
-// TestBucketConformance runs the same contract over file:// and mem:// so the backends
-// cannot drift apart: everything above store/ assumes identical keys and semantics.
+// TestBucketConformance runs the same contract over file:// (with and without fsync) and
+// mem:// so the backends cannot drift apart: everything above store/ assumes identical keys
+// and semantics.
 func TestBucketConformance(t *testing.T) {
 	ctx := context.Background()
 	cases := []struct {
@@ -413,7 +418,7 @@ func TestPutAtomicReplace(t *testing.T) {
 					}
 				}()
 			}
-			for i := 0; i < 200; i++ {
+			for i := 0; i < 100; i++ {
 				data := a
 				if i%2 == 0 {
 					data = z

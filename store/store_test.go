@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 )
 
@@ -859,4 +861,55 @@ func TestCreateAndOpenErrors(t *testing.T) {
 	_, err = db.List(ctx, "bogus")
 	require.ErrorIs(t, err, ErrInvalidInput)
 	require.True(t, errors.Is(fmt.Errorf("wrapped: %w", ErrCorrupt), ErrCorrupt))
+}
+
+// Story G: every read samples the pending count per shard into the histogram.
+func TestReadsSamplePendingGenerationsPerShard(t *testing.T) {
+	ctx := context.Background()
+	reg := prometheus.NewRegistry()
+	metrics := NewMetrics(reg, nil)
+	db := openTestDB(t, fmt.Sprintf("mem://hist-%d", testURLSeq.Add(1)), "w1", func(o *Options) { o.Metrics = metrics })
+	s := createGeneric(t, db, "h", false)
+	for i := 0; i < 3; i++ {
+		appendRows(t, s, row(fmt.Sprintf("k%d", i), 1))
+		flush(t, s)
+	}
+	_, err := s.List(ctx, ListOptions{})
+	require.NoError(t, err)
+	var m dto.Metric
+	require.NoError(t, metrics.ReadPendingGenerations.Write(&m))
+	require.EqualValues(t, 1, m.GetHistogram().GetSampleCount())
+	require.EqualValues(t, 3, m.GetHistogram().GetSampleSum())
+}
+
+// Truncated or garbled Parquet runs are typed corrupt-data errors, never panics.
+func TestGarbledRunIsCorrupt(t *testing.T) {
+	for _, damage := range []string{"truncated", "garbled"} {
+		t.Run(damage, func(t *testing.T) {
+			ctx := context.Background()
+			db := openTestDB(t, fmt.Sprintf("mem://garble-%d", testURLSeq.Add(1)), "w1")
+			s := createGeneric(t, db, "g", false)
+			appendRows(t, s, row("a", 1), row("b", 2))
+			flush(t, s)
+			_, err := s.MergeAll(ctx)
+			require.NoError(t, err)
+			base, err := s.loadBase(ctx)
+			require.NoError(t, err)
+			data, err := db.bucket.Get(ctx, base.Runs[0].Path)
+			require.NoError(t, err)
+			if damage == "truncated" {
+				data = data[:len(data)/2]
+			} else {
+				for i := 8; i < len(data)-8; i += 7 {
+					data[i] ^= 0x5a
+				}
+			}
+			require.NoError(t, db.bucket.Put(ctx, base.Runs[0].Path, data))
+			reader := openGeneric(t, openTestDB(t, db.bucket.URL(), "r"), "g")
+			_, err = reader.Get(ctx, "a")
+			require.ErrorIs(t, err, ErrCorrupt)
+			_, err = reader.List(ctx, ListOptions{})
+			require.ErrorIs(t, err, ErrCorrupt)
+		})
+	}
 }

@@ -1,0 +1,260 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Benchmarks run on file:// under the test's temp dir: the same disk for the store and
+// for the raw-I/O baselines they are compared with.
+
+func benchDB(b *testing.B, tweak ...func(*Options)) (*DB, string) {
+	return benchDBAt(b, "", tweak...)
+}
+
+// benchDBAt opens url ("" = file:// in a temp dir).
+func benchDBAt(b *testing.B, url string, tweak ...func(*Options)) (*DB, string) {
+	b.Helper()
+	dir := b.TempDir()
+	if url == "" {
+		url = "file://" + dir
+	}
+	opts := DefaultOptions()
+	opts.InstanceID = "bench"
+	for _, f := range tweak {
+		f(&opts)
+	}
+	db, err := OpenDB(context.Background(), url, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = db.Close(context.Background()) })
+	return db, dir
+}
+
+func benchStore(b *testing.B, db *DB, name string) *Store {
+	b.Helper()
+	f := false
+	s, err := db.Create(context.Background(), Target{Kind: KindGeneric, Name: name}, CreateOptions{Schema: &testSchema, SealOnAppend: &f})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+// BenchmarkAppend measures durable one-row appends from many goroutines: group commit
+// turns them into far fewer WAL objects. Reports rows/s and rows per WAL object.
+func BenchmarkAppend(b *testing.B) {
+	for _, par := range []int{1, 16, 64} {
+		b.Run(fmt.Sprintf("writers=%d", par), func(b *testing.B) {
+			db, _ := benchDB(b)
+			s := benchStore(b, db, "append")
+			ctx := context.Background()
+			var n atomic.Int64
+			b.SetParallelism(par)
+			b.ResetTimer()
+			start := time.Now()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					i := n.Add(1)
+					if _, err := s.Append(ctx, []Row{row(fmt.Sprintf("k%09d", i), i)}); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			elapsed := time.Since(start)
+			b.StopTimer()
+			w := s.residentWriter()
+			objects := float64(w.nextPos - 2)
+			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "rows/s")
+			b.ReportMetric(float64(b.N)/objects, "rows/walobj")
+		})
+	}
+}
+
+// BenchmarkRead measures Get and a 100-row List page as pending generations grow.
+func BenchmarkRead(b *testing.B) {
+	for _, pending := range []int{0, 16, 256} {
+		db, _ := benchDB(b, func(o *Options) { o.PendingMax = 0 })
+		s := benchStore(b, db, "read")
+		ctx := context.Background()
+		const rowsPerGen = 100
+		// Base: 10k rows merged; then `pending` generations of 100 rows each on top.
+		var base []Row
+		for i := 0; i < 10000; i++ {
+			base = append(base, row(fmt.Sprintf("k%06d", i), int64(i)))
+		}
+		if _, err := s.Append(ctx, base); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.Flush(ctx); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.MergeAll(ctx); err != nil {
+			b.Fatal(err)
+		}
+		for g := 0; g < pending; g++ {
+			var rows []Row
+			for i := 0; i < rowsPerGen; i++ {
+				k := (g*rowsPerGen + i*37) % 10000
+				rows = append(rows, row(fmt.Sprintf("k%06d", k), int64(g)))
+			}
+			if _, err := s.Append(ctx, rows); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := s.Flush(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+		// A reader in another process: no memtable, every generation from storage (cached).
+		reader, err := OpenDB(ctx, db.bucket.URL(), DefaultOptions())
+		if err != nil {
+			b.Fatal(err)
+		}
+		rs, err := reader.Open(ctx, s.target)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("get/pending=%d", pending), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				if _, err := rs.Get(ctx, fmt.Sprintf("k%06d", (i*7919)%10000)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("list100/pending=%d", pending), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				page, err := rs.List(ctx, ListOptions{Limit: 100, After: fmt.Sprintf("k%06d", (i*7919)%9000)})
+				if err != nil || len(page.Rows) != 100 {
+					b.Fatal(err, len(page.Rows))
+				}
+			}
+		})
+		_ = reader.Close(ctx)
+	}
+}
+
+// BenchmarkPrepare measures merge preparation throughput (MB of generation bytes on disk
+// per second) next to the raw cost of reading those same files and writing the same number
+// of bytes to the same disk, in the same run.
+func BenchmarkPrepare(b *testing.B) {
+	const gens, rowsPerGen = 8, 20000
+	payload := strings.Repeat("p", 200)
+	db, dir := benchDB(b, func(o *Options) { o.MergeMaxGenerations = 0; o.MergeMaxBytes = 0 })
+	s := benchStore(b, db, "prep")
+	ctx := context.Background()
+	for g := 0; g < gens; g++ {
+		var rows []Row
+		for i := 0; i < rowsPerGen; i++ {
+			k := fmt.Sprintf("k%08d", (i*gens+g)*7919%(gens*rowsPerGen))
+			rows = append(rows, Row{Key: k, Values: []any{k, int64(i), payload}})
+		}
+		if _, err := s.Append(ctx, rows); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.Flush(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var onDisk int64
+	var files []string
+	_ = filepath.Walk(filepath.Join(dir, "generic", "prep", "_mem_wal"), func(p string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() && strings.Contains(p, string(filepath.Separator)+"gen"+string(filepath.Separator)) {
+			onDisk += info.Size()
+			files = append(files, p)
+		}
+		return nil
+	})
+	sort.Strings(files)
+	b.Run("prepare", func(b *testing.B) {
+		b.SetBytes(onDisk)
+		for i := 0; i < b.N; i++ {
+			db.cache.clear()
+			p, err := s.Prepare(ctx, PrepareParams{AttemptKey: fmt.Sprintf("bench/%d", i)})
+			if err != nil || p == nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			_ = db.bucket.Delete(ctx, p.Staged[0].Path)
+			b.StartTimer()
+		}
+	})
+	b.Run("raw-read-write", func(b *testing.B) {
+		b.SetBytes(onDisk)
+		out := filepath.Join(dir, "raw.out")
+		for i := 0; i < b.N; i++ {
+			var all []byte
+			for _, f := range files {
+				data, err := os.ReadFile(f)
+				if err != nil {
+					b.Fatal(err)
+				}
+				all = append(all, data...)
+			}
+			if err := os.WriteFile(out, all, 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkCommitLockHold reports how long Commit holds the store's write lock for a small
+// and a large merge: it must not grow with merge size (only metadata happens under it).
+func BenchmarkCommitLockHold(b *testing.B) {
+	for _, backend := range []string{"file", "mem"} {
+		for _, size := range []struct {
+			name  string
+			bytes int
+		}{{"64KiB", 64 << 10}, {"64MiB", 64 << 20}} {
+			b.Run(backend+"/"+size.name, func(b *testing.B) {
+				url := ""
+				if backend == "mem" {
+					url = fmt.Sprintf("mem://bench-lock-%s-%d", size.name, testURLSeq.Add(1))
+				}
+				db, _ := benchDBAt(b, url, func(o *Options) { o.MergeMaxGenerations = 0; o.MergeMaxBytes = 0 })
+				s := benchStore(b, db, "lock")
+				ctx := context.Background()
+				payload := strings.Repeat("x", 4096)
+				rowsPerMerge := max(size.bytes/4200, 1)
+				var holds []time.Duration
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					b.StopTimer()
+					var rows []Row
+					for r := 0; r < rowsPerMerge; r++ {
+						k := fmt.Sprintf("i%06d-r%06d", i, r)
+						rows = append(rows, Row{Key: k, Values: []any{k, int64(r), payload}})
+					}
+					if _, err := s.Append(ctx, rows); err != nil {
+						b.Fatal(err)
+					}
+					if _, err := s.Flush(ctx); err != nil {
+						b.Fatal(err)
+					}
+					p, err := s.Prepare(ctx, PrepareParams{})
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.StartTimer()
+					res, err := s.Commit(ctx, p)
+					if err != nil {
+						b.Fatal(err)
+					}
+					holds = append(holds, res.LockHold)
+				}
+				b.StopTimer()
+				sort.Slice(holds, func(i, j int) bool { return holds[i] < holds[j] })
+				b.ReportMetric(float64(holds[len(holds)/2].Microseconds()), "lock-p50-us")
+				b.ReportMetric(float64(holds[(len(holds)*99)/100].Microseconds()), "lock-p99-us")
+			})
+		}
+	}
+}

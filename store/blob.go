@@ -591,6 +591,13 @@ func (c *bucketCore) fileExists(key string) (bool, error) {
 func (c *bucketCore) filePut(key string, data []byte, ifAbsent bool) error {
 	final := c.path(key)
 	dir := filepath.Dir(final)
+	if ifAbsent {
+		// Fast path for the loser of a race: skip the temp write and its fsync when the name
+		// is already taken. Only an optimisation; link(2) below stays the arbiter.
+		if _, err := os.Lstat(final); err == nil {
+			return ErrAlreadyExists
+		}
+	}
 	tmp, err := c.writeTemp(dir, data)
 	if err != nil {
 		return err

@@ -141,8 +141,39 @@ func (c *Codec) KeyIndex() int { return c.key }
 // invalid UTF-8 or a lone UTF-16 surrogate escape in any string. Datagen: a missing or null
 // event_id is derived (DatagenEventID); a given one must equal the derived one. An empty array
 // gives an empty, non-nil slice. Timestamps are converted to UTC and truncated to microseconds
-// (the stored precision).
+// (the stored precision). Nothing is returned with an error: a body is taken whole or not at all.
 func (c *Codec) DecodeJSON(body []byte, maxRowBytes int) ([]Row, error) {
+	if !json.Valid(body) {
+		// Slow path, only to say precisely where and what is wrong.
+		return c.decodeJSONInvalid(body, maxRowBytes)
+	}
+	// Fast path: body is one syntactically valid JSON value, so it can be split by hand
+	// (scanValue and splitObject rely on that; they still never index out of bounds).
+	i := skipWS(body, 0)
+	if body[i] != '[' {
+		return nil, invalidf("body is not a JSON array of row objects (it is a JSON %s)", rawKind(body[i:]))
+	}
+	rows := make([]Row, 0)
+	seen := make([]bool, len(c.names))
+	i = skipWS(body, i+1)
+	for n := 0; i < len(body) && body[i] != ']'; n++ {
+		end := scanValue(body, i)
+		row, err := c.decodeRawRow(n, body[i:end], maxRowBytes, seen)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, row)
+		i = skipWS(body, end)
+		if i < len(body) && body[i] == ',' {
+			i = skipWS(body, i+1)
+		}
+	}
+	return rows, nil
+}
+
+// decodeJSONInvalid decodes a body that is not valid JSON with encoding/json's Decoder, row
+// by row as json.RawMessage, to report the first problem with its row index.
+func (c *Codec) decodeJSONInvalid(body []byte, maxRowBytes int) ([]Row, error) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	tok, err := dec.Token()
@@ -155,22 +186,20 @@ func (c *Codec) DecodeJSON(body []byte, maxRowBytes int) ([]Row, error) {
 	if d, ok := tok.(json.Delim); !ok || d != '[' {
 		return nil, invalidf("body is not a JSON array of row objects (it starts with %s)", tokenKind(tok))
 	}
-	rows := make([]Row, 0)
 	seen := make([]bool, len(c.names))
-	for i := 0; dec.More(); i++ {
+	n := 0
+	for ; dec.More(); n++ {
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
-			return nil, invalidf("row %d: invalid JSON: %v", i, err)
+			return nil, invalidf("row %d: invalid JSON: %v", n, err)
 		}
-		row, err := c.decodeRawRow(i, raw, maxRowBytes, seen)
-		if err != nil {
+		if _, err := c.decodeRawRow(n, raw, maxRowBytes, seen); err != nil {
 			return nil, err
 		}
-		rows = append(rows, row)
 	}
 	where := "at the start of the row array"
-	if len(rows) > 0 {
-		where = fmt.Sprintf("after row %d", len(rows)-1)
+	if n > 0 {
+		where = fmt.Sprintf("after row %d", n-1)
 	}
 	tok, err = dec.Token()
 	if err == io.EOF {
@@ -185,10 +214,11 @@ func (c *Codec) DecodeJSON(body []byte, maxRowBytes int) ([]Row, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, invalidf("body: unexpected data after the closing ']' of the row array")
 	}
-	return rows, nil
+	return nil, invalidf("body is not valid JSON")
 }
 
-// decodeRawRow decodes row i from its raw JSON text. seen is scratch space of len(fields).
+// decodeRawRow decodes row i from its raw JSON text, which must be one valid JSON value.
+// seen is scratch space of len(fields).
 func (c *Codec) decodeRawRow(i int, raw []byte, maxRowBytes int, seen []bool) (Row, error) {
 	if maxRowBytes > 0 && len(raw) > maxRowBytes {
 		return Row{}, invalidf("row %d: %d bytes of JSON, larger than the limit of %d bytes", i, len(raw), maxRowBytes)
@@ -196,53 +226,162 @@ func (c *Codec) decodeRawRow(i int, raw []byte, maxRowBytes int, seen []bool) (R
 	if len(raw) == 0 || raw[0] != '{' {
 		return Row{}, invalidf("row %d: want a JSON object, got %s", i, rawKind(raw))
 	}
-	// Go's JSON decoder silently replaces invalid UTF-8 and lone surrogate escapes with U+FFFD;
+	// encoding/json silently replaces invalid UTF-8 and lone surrogate escapes with U+FFFD;
 	// refuse them instead of storing something else than was sent. Check the whole row once,
 	// and only on failure look for the field to blame.
 	textOK := textProblem(raw) == ""
 	clear(seen)
 	vals := make([]any, len(c.names))
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if _, err := dec.Token(); err != nil { // '{'
-		return Row{}, invalidf("row %d: invalid JSON: %v", i, err)
-	}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return Row{}, invalidf("row %d: invalid JSON: %v", i, err)
-		}
-		name, _ := tok.(string)
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return Row{}, invalidf("row %d: field %q: invalid JSON: %v", i, clip(name), err)
-		}
+	err := splitObject(raw, func(key, v []byte) error {
 		if !textOK {
 			if p := textProblem(v); p != "" {
-				return Row{}, invalidf("row %d: field %q: %s", i, clip(name), p)
+				return invalidf("row %d: field %q: %s", i, clip(keyString(key)), p)
+			}
+			if p := textProblem(key); p != "" {
+				return invalidf("row %d: field name %q: %s", i, clip(keyString(key)), p)
 			}
 		}
-		j, ok := c.index[name]
+		j, ok := c.lookup(key)
 		if !ok {
-			if !textOK && strings.ContainsRune(name, utf8.RuneError) {
-				return Row{}, invalidf("row %d: field name %q: %s", i, clip(name), textProblem(raw))
-			}
-			return Row{}, invalidf("row %d: unknown field %q (the %s schema has %s)", i, clip(name), c.kind, c.fieldList())
+			return invalidf("row %d: unknown field %q (the %s schema has %s)", i, clip(keyString(key)), c.kind, c.fieldList())
 		}
 		if seen[j] {
-			return Row{}, invalidf("row %d: field %q: given more than once in one object", i, name)
+			return invalidf("row %d: field %q: given more than once in one object", i, c.names[j])
 		}
 		seen[j] = true
 		val, p := c.fromRaw(j, v)
 		if p != "" {
-			return Row{}, invalidf("row %d: field %q: %s", i, name, p)
+			return invalidf("row %d: field %q: %s", i, c.names[j], p)
 		}
 		vals[j] = val
+		return nil
+	})
+	if m, ok := err.(malformedError); ok {
+		return Row{}, invalidf("row %d: %s", i, m)
 	}
-	if !textOK { // only a field name can be left to blame
-		return Row{}, invalidf("row %d: a field name has %s", i, textProblem(raw))
+	if err != nil {
+		return Row{}, err
 	}
 	return c.finishRow(i, vals, seen)
+}
+
+// malformedError is what splitObject returns for text that is not a JSON object, which cannot
+// happen for input that passed json.Valid; decodeRawRow turns it into ErrInvalidInput.
+type malformedError string
+
+func (e malformedError) Error() string { return string(e) }
+
+// lookup finds the field named by a raw JSON string (with quotes).
+func (c *Codec) lookup(key []byte) (int, bool) {
+	if len(key) >= 2 && bytes.IndexByte(key, '\\') < 0 {
+		j, ok := c.index[string(key[1:len(key)-1])] // no allocation
+		return j, ok
+	}
+	j, ok := c.index[keyString(key)]
+	return j, ok
+}
+
+// keyString decodes a raw JSON string (with quotes), for lookups and messages.
+func keyString(key []byte) string {
+	s, _ := unquote(key)
+	str, _ := s.(string)
+	return str
+}
+
+// skipWS returns the index of the first non-whitespace byte at or after i.
+func skipWS(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// scanString returns the index just after the JSON string starting at b[i] == '"'.
+func scanString(b []byte, i int) int {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+	return len(b)
+}
+
+// scanValue returns the index just after the valid JSON value starting at b[i]. On invalid
+// input it returns some index in (i, len(b)], never panicking.
+func scanValue(b []byte, i int) int {
+	if i >= len(b) {
+		return len(b)
+	}
+	switch b[i] {
+	case '"':
+		return scanString(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				j = scanString(b, j) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return len(b)
+	}
+	j := i + 1
+	for j < len(b) {
+		switch b[j] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return j
+		}
+		j++
+	}
+	return j
+}
+
+// splitObject calls fn with the raw key (quoted) and raw value of each member of the valid
+// JSON object raw, in order, stopping at the first error fn returns.
+func splitObject(raw []byte, fn func(key, val []byte) error) error {
+	const malformed = malformedError("malformed JSON object")
+	i := skipWS(raw, 1)
+	if i < len(raw) && raw[i] == '}' {
+		return nil
+	}
+	for i < len(raw) {
+		if raw[i] != '"' {
+			return malformed
+		}
+		kEnd := scanString(raw, i)
+		key := raw[i:kEnd]
+		i = skipWS(raw, kEnd)
+		if i >= len(raw) || raw[i] != ':' {
+			return malformed
+		}
+		i = skipWS(raw, i+1)
+		vEnd := scanValue(raw, i)
+		if err := fn(key, raw[i:vEnd]); err != nil {
+			return err
+		}
+		i = skipWS(raw, vEnd)
+		if i >= len(raw) {
+			break
+		}
+		switch raw[i] {
+		case '}':
+			return nil
+		case ',':
+			i = skipWS(raw, i+1)
+		default:
+			return malformed
+		}
+	}
+	return malformed
 }
 
 // fromRaw converts the raw JSON value of field j; on failure it returns a description.

@@ -875,7 +875,54 @@ func FuzzDecodeJSON(f *testing.F) {
 		if !rowsEqual(rows, again) {
 			t.Fatalf("round trip changed rows:\n%#v\n%#v", rows, again)
 		}
+		// Differential check of the hand-written splitter against encoding/json: the same
+		// body decoded by json.Decoder (UseNumber) and fed to DecodeObjects gives the same rows.
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.UseNumber()
+		var objs []map[string]any
+		if err := dec.Decode(&objs); err != nil {
+			t.Fatalf("encoding/json refuses a body DecodeJSON accepted: %v", err)
+		}
+		orows, err := c.DecodeObjects(objs, 0)
+		if err != nil {
+			t.Fatalf("DecodeObjects refuses what DecodeJSON accepted: %v", err)
+		}
+		if !rowsEqual(rows, orows) {
+			t.Fatalf("DecodeJSON and encoding/json+DecodeObjects disagree:\n%#v\n%#v", rows, orows)
+		}
 	})
+}
+
+// TestDecodeJSONSplitting covers the hand-written splitter: strings holding brackets, quotes,
+// escaped backslashes and commas, every kind of JSON whitespace, escaped field names.
+func TestDecodeJSONSplitting(t *testing.T) {
+	c := testCodec(t, KindGeneric)
+	body := " \t\r\n[ \t\r\n{ \"id\" \t:\r\n\"a]}\\\"\\\\\" , \"s\":\"[{,\\\\\",\"\\u0072eq\":1 } , {\"req\":-0,\"id\":\"}\"}\n]\n "
+	rows, err := c.DecodeJSON([]byte(body), 0)
+	if err != nil {
+		t.Fatalf("%s: %v", body, err)
+	}
+	want := []Row{
+		{Key: `a]}"\`, Values: []any{`a]}"\`, nil, nil, nil, `[{,\`, nil, nil, int64(1)}},
+		{Key: "}", Values: []any{"}", nil, nil, nil, nil, nil, nil, int64(0)}},
+	}
+	if !rowsEqual(rows, want) {
+		t.Errorf("got %#v", rows)
+	}
+}
+
+// TestDecodeJSONErrorOrder: a semantic error in an early row is reported even when the body
+// is also syntactically broken later (the slow path validates rows as it reads them).
+func TestDecodeJSONErrorOrder(t *testing.T) {
+	c := testCodec(t, KindGeneric)
+	_, err := c.DecodeJSON([]byte(`[{"id":"a","req":1},{"id":"b","req":"x"},{"id":`), 0)
+	if !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), `row 1: field "req": want int64, got string`) {
+		t.Errorf("got %v", err)
+	}
+	_, err = c.DecodeJSON([]byte(`[{"id":"a","req":1},{"id":"b","req":1},{"id":`), 0)
+	if !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), "row 2: invalid JSON") {
+		t.Errorf("got %v", err)
+	}
 }
 
 func BenchmarkDecodeJSON(b *testing.B) {

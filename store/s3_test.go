@@ -33,15 +33,59 @@ const (
 	s3RaceProcs  = 8
 	s3RaceGorout = 8
 
+	// s3ExternalEnv points the S3 tests at an endpoint of your own instead of the in-process
+	// server, e.g. WALKEEPER_S3_TEST_URL='s3://my-bucket?region=eu-west-1' (no prefix=
+	// parameter: every test adds its own random one and leaves its objects behind). The
+	// AWS credentials come from the environment as usual. See docs/S3.md.
+	s3ExternalEnv = "WALKEEPER_S3_TEST_URL"
+
 	s3HelperEnv    = "WALKEEPER_S3_RACE_HELPER"
 	s3HelperURLEnv = "WALKEEPER_S3_RACE_URL"
 	s3HelperIDEnv  = "WALKEEPER_S3_RACE_ID"
 )
 
+// s3URL is a fresh, empty S3 storage root for one test: a bucket on an in-process server, or
+// a random prefix of the endpoint named by WALKEEPER_S3_TEST_URL.
+func s3URL(t *testing.T) string {
+	t.Helper()
+	if ext := os.Getenv(s3ExternalEnv); ext != "" {
+		return s3WithPrefix(ext, s3test.NewBucketName()+"/")
+	}
+	return s3test.Start(t)
+}
+
+// s3WithPrefix adds p to the URL's prefix= parameter (gocloud's key prefix).
+func s3WithPrefix(u, p string) string {
+	if i := strings.Index(u, "prefix="); i >= 0 {
+		return u[:i+len("prefix=")] + s3PrefixOf(u) + p + u[i+len("prefix=")+len(s3PrefixOf(u)):]
+	}
+	sep := "?"
+	if strings.Contains(u, "?") {
+		sep = "&"
+	}
+	return u + sep + "prefix=" + p
+}
+
+func s3PrefixOf(u string) string {
+	i := strings.Index(u, "prefix=")
+	if i < 0 {
+		return ""
+	}
+	rest := u[i+len("prefix="):]
+	if j := strings.IndexByte(rest, '&'); j >= 0 {
+		rest = rest[:j]
+	}
+	return rest
+}
+
 // s3Backends starts one server per gofakes3 backend walkeeper relies on: s3mem (the tests'
-// default) and s3bolt (what docker-compose's walkeeper-s3 keeps its objects in).
+// default) and s3bolt (what docker-compose's walkeeper-s3 keeps its objects in); with
+// WALKEEPER_S3_TEST_URL set, only that endpoint.
 func s3Backends(t *testing.T) map[string]string {
 	t.Helper()
+	if os.Getenv(s3ExternalEnv) != "" {
+		return map[string]string{"external": s3URL(t)}
+	}
 	s3test.SetCredentials(t)
 	out := map[string]string{}
 	for _, name := range []string{"s3mem", "s3bolt"} {
@@ -176,8 +220,8 @@ func TestS3BucketConformance(t *testing.T) {
 	}
 }
 
-// TestS3LargeObjectsAndMultipartPreconditions: objects above the AWS SDK transfer manager's
-// part size (8 MiB) go up as multipart uploads, and the precondition then rides on
+// TestS3LargeObjectsAndMultipartPreconditions: objects of 16 MiB and more (the AWS SDK
+// transfer manager's multipart threshold) go up as multipart uploads, and the precondition then rides on
 // CompleteMultipartUpload. A large WAL object or staged run published with PutIfAbsent must
 // still lose cleanly to an existing key.
 func TestS3LargeObjectsAndMultipartPreconditions(t *testing.T) {
@@ -187,7 +231,7 @@ func TestS3LargeObjectsAndMultipartPreconditions(t *testing.T) {
 			b, err := OpenBucket(ctx, url)
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = b.Close() })
-			big := bytes.Repeat([]byte("0123456789abcdef"), (9<<20)/16+7) // > 9 MiB, not part-aligned
+			big := bytes.Repeat([]byte("0123456789abcdef"), (17<<20)/16+7) // > 17 MiB: 3 parts, not aligned
 			other := bytes.Repeat([]byte{'z'}, len(big)+100)
 
 			require.NoError(t, b.PutIfAbsent(ctx, "big/wal", big))
@@ -216,9 +260,9 @@ func TestS3LargeObjectsAndMultipartPreconditions(t *testing.T) {
 // key space in one bucket (the path part of an s3:// URL is ignored by gocloud).
 func TestS3PrefixIsolatesRoots(t *testing.T) {
 	ctx := context.Background()
-	url := s3test.Start(t)
-	a := openTestDB(t, url+"&prefix=tenant-a/", "w1")
-	bdb := openTestDB(t, url+"&prefix=tenant-b/", "w1")
+	url := s3URL(t)
+	a := openTestDB(t, s3WithPrefix(url, "tenant-a/"), "w1")
+	bdb := openTestDB(t, s3WithPrefix(url, "tenant-b/"), "w1")
 	createGeneric(t, a, "same", false)
 	createGeneric(t, bdb, "same", false) // no ErrAlreadyExists: another root
 
@@ -244,11 +288,7 @@ func TestS3PutIfAbsentRaceGoroutines(t *testing.T) {
 			t.Cleanup(func() { _ = b.Close() })
 			winners := make([][]string, s3RaceRounds)
 			var mu sync.Mutex
-			rounds := make([]chan struct{}, s3RaceRounds)
-			for i := range rounds {
-				rounds[i] = make(chan struct{})
-			}
-			var ready sync.WaitGroup
+			bar := newS3Barrier(s3RaceGorout)
 			var wg sync.WaitGroup
 			for g := 0; g < s3RaceGorout; g++ {
 				id := fmt.Sprintf("goroutine-%d", g)
@@ -256,8 +296,7 @@ func TestS3PutIfAbsentRaceGoroutines(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					for i := 0; i < s3RaceRounds; i++ {
-						ready.Done()
-						<-rounds[i] // released together
+						bar.wait() // every goroutine hits key i at the same moment
 						err := b.PutIfAbsent(ctx, s3RaceKey(i), s3RacePayload(id, i))
 						switch {
 						case err == nil:
@@ -271,14 +310,38 @@ func TestS3PutIfAbsentRaceGoroutines(t *testing.T) {
 					}
 				}()
 			}
-			for i := 0; i < s3RaceRounds; i++ {
-				ready.Add(s3RaceGorout)
-				ready.Wait() // every goroutine is parked on round i
-				close(rounds[i])
-			}
 			wg.Wait()
 			s3CheckRace(t, b, winners)
 		})
+	}
+}
+
+// s3Barrier is a cyclic barrier: wait returns once n goroutines have called it.
+type s3Barrier struct {
+	mu    sync.Mutex
+	cond  *sync.Cond
+	n     int
+	count int
+	gen   int
+}
+
+func newS3Barrier(n int) *s3Barrier {
+	b := &s3Barrier{n: n}
+	b.cond = sync.NewCond(&b.mu)
+	return b
+}
+
+func (b *s3Barrier) wait() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	gen := b.gen
+	if b.count++; b.count == b.n {
+		b.count, b.gen = 0, b.gen+1
+		b.cond.Broadcast()
+		return
+	}
+	for gen == b.gen {
+		b.cond.Wait()
 	}
 }
 
@@ -314,8 +377,9 @@ func s3CheckRace(t *testing.T, b *Bucket, winners [][]string) {
 }
 
 // TestS3RaceHelperProcess is the child side of TestS3PutIfAbsentRaceProcesses, run by
-// re-executing the test binary; it skips in a normal run. Protocol: print READY, wait until
-// stdin closes (the start barrier), race every round, print "WIN <i>" for each key won.
+// re-executing the test binary; it skips in a normal run. Protocol (a cross-process barrier
+// per round over pipes): print READY; then for every line "<i>" read from stdin, race key i
+// and answer "WIN <i>" or "LOSE <i>"; exit when stdin closes.
 func TestS3RaceHelperProcess(t *testing.T) {
 	if os.Getenv(s3HelperEnv) != "1" {
 		t.Skip("child process of TestS3PutIfAbsentRaceProcesses")
@@ -332,43 +396,42 @@ func s3RaceChild() int {
 		return 2
 	}
 	defer b.Close()
-	// Warm the connection pool and prove the credentials work before the barrier.
+	// Warm the connection pool and prove the credentials work before the first round.
 	if _, err := b.Exists(ctx, "race/warm-up"); err != nil {
 		fmt.Fprintln(os.Stderr, "warm-up:", err)
 		return 2
 	}
-	out := bufio.NewWriter(os.Stdout)
-	fmt.Fprintln(out, "READY")
-	if out.Flush() != nil {
-		return 2
-	}
-	_, _ = io.Copy(io.Discard, os.Stdin)
-	for i := 0; i < s3RaceRounds; i++ {
-		err := b.PutIfAbsent(ctx, s3RaceKey(i), s3RacePayload(id, i))
+	fmt.Println("READY")
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		i, err := strconv.Atoi(strings.TrimSpace(in.Text()))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bad round:", in.Text())
+			return 2
+		}
+		err = b.PutIfAbsent(ctx, s3RaceKey(i), s3RacePayload(id, i))
 		switch {
 		case err == nil:
-			fmt.Fprintf(out, "WIN %d\n", i)
+			fmt.Printf("WIN %d\n", i)
 		case errors.Is(err, ErrAlreadyExists):
+			fmt.Printf("LOSE %d\n", i)
 		default:
 			fmt.Fprintf(os.Stderr, "round %d: %v\n", i, err)
-			_ = out.Flush()
 			return 3
 		}
-	}
-	if out.Flush() != nil {
-		return 2
 	}
 	return 0
 }
 
-// TestS3PutIfAbsentRaceProcesses: s3RaceProcs OS processes (the test binary re-executed)
-// race s3RaceRounds keys on one server. Every process has its own HTTP client, connection
-// pool and SDK state, as separate workers do.
+// TestS3PutIfAbsentRaceProcesses: s3RaceProcs OS processes (the test binary re-executed), each
+// with its own HTTP client, connection pool and SDK state as separate workers have, race
+// s3RaceRounds keys on one server. The parent releases every round to all children at once
+// and waits for all answers before the next, so every key is contended by every process.
 func TestS3PutIfAbsentRaceProcesses(t *testing.T) {
 	if os.Getenv(s3HelperEnv) == "1" {
 		t.Skip("inside the child")
 	}
-	url := s3test.Start(t) // credentials go to the children through os.Environ()
+	url := s3URL(t) // credentials reach the children through os.Environ()
 	type child struct {
 		id     string
 		cmd    *exec.Cmd
@@ -398,44 +461,43 @@ func TestS3PutIfAbsentRaceProcesses(t *testing.T) {
 			t.Fatalf("%s not ready: %q, %v; stderr: %s", c.id, line, err, c.stderr.String())
 		}
 	}
-	for _, c := range children {
-		_ = c.stdin.Close() // release all at once
-	}
 	winners := make([][]string, s3RaceRounds)
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for _, c := range children {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
+	answers := make([]string, len(children))
+	for i := 0; i < s3RaceRounds; i++ {
+		for _, c := range children {
+			_, err := fmt.Fprintf(c.stdin, "%d\n", i)
+			require.NoError(t, err, "%s: stderr: %s", c.id, c.stderr.String())
+		}
+		var wg sync.WaitGroup
+		for p, c := range children {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
 				line, err := c.stdout.ReadString('\n')
-				if f := strings.Fields(line); len(f) == 2 && f[0] == "WIN" {
-					i, aerr := strconv.Atoi(f[1])
-					if aerr != nil || i < 0 || i >= s3RaceRounds {
-						t.Errorf("%s: bad line %q", c.id, line)
-					} else {
-						mu.Lock()
-						winners[i] = append(winners[i], c.id)
-						mu.Unlock()
-					}
-				} else if line != "" {
-					t.Errorf("%s: unexpected output %q", c.id, line)
-				}
 				if err != nil {
-					return
+					line = "ERR " + err.Error()
 				}
+				answers[p] = strings.TrimSpace(line)
+			}()
+		}
+		wg.Wait()
+		for p, a := range answers {
+			switch a {
+			case fmt.Sprintf("WIN %d", i):
+				winners[i] = append(winners[i], children[p].id)
+			case fmt.Sprintf("LOSE %d", i):
+			default:
+				t.Fatalf("%s round %d: answered %q; stderr: %s", children[p].id, i, a, children[p].stderr.String())
 			}
-		}()
+		}
 	}
-	wg.Wait()
+	for _, c := range children {
+		_ = c.stdin.Close()
+	}
 	for _, c := range children {
 		if err := c.cmd.Wait(); err != nil {
 			t.Errorf("%s: %v; stderr: %s", c.id, err, c.stderr.String())
 		}
-	}
-	if t.Failed() {
-		t.FailNow()
 	}
 	b, err := OpenBucket(context.Background(), url)
 	require.NoError(t, err)
@@ -446,6 +508,7 @@ func TestS3PutIfAbsentRaceProcesses(t *testing.T) {
 		perProc[w[0]]++
 	}
 	t.Logf("keys won per process: %v", perProc)
+	require.Greater(t, len(perProc), 1, "the race was never contended")
 }
 
 // TestS3RacingCommittersFromManyShardsAllLand: 8 writers (shards) each prepare a merge, then
@@ -454,7 +517,7 @@ func TestS3PutIfAbsentRaceProcesses(t *testing.T) {
 // 8 runs, every watermark set, and every row readable from a fresh process.
 func TestS3RacingCommittersFromManyShardsAllLand(t *testing.T) {
 	ctx := context.Background()
-	url := s3test.Start(t)
+	url := s3URL(t)
 	const shards = 8
 	stores := make([]*Store, shards)
 	dbs := make([]*DB, shards)
@@ -526,7 +589,7 @@ func TestS3RacingCommittersFromManyShardsAllLand(t *testing.T) {
 // third process, compact, reopen — and the object layout docs/FORMAT.md promises.
 func TestS3AppendFlushMergeReadRoundTrip(t *testing.T) {
 	ctx := context.Background()
-	url := s3test.Start(t)
+	url := s3URL(t)
 	w1 := openTestDB(t, url, "w1")
 	w2 := openTestDB(t, url, "w2")
 	s1 := createGeneric(t, w1, "rt", false)

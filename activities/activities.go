@@ -1,0 +1,156 @@
+// Package activities adapts store/ to Temporal: one params struct in, one result struct out,
+// heartbeats for anything long, and store error marks mapped onto Temporal error types in
+// one place (errors.go). The contract (names, params, results) is declared by package
+// workflows and re-exported here.
+package activities
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"go.uber.org/zap"
+
+	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/workflows"
+)
+
+// Activities holds the dependencies of every walkeeper activity. Register one populated
+// value per worker process.
+type Activities struct {
+	// DB is the process's store handle.
+	DB *store.DB
+	// Logger may be nil (no logs).
+	Logger *zap.Logger
+	// Metrics may be nil (no metrics).
+	Metrics Metrics
+	// Client starts workflows (StartWorkflows) and tells workflows what their activities are
+	// waiting for (workflows.ActivityStateSignal). Without it StartWorkflows fails as
+	// misconfigured and the status query cannot tell a running activity from one waiting
+	// for a slot.
+	Client client.Client
+	// Now is the clock for pending ages (nil = time.Now).
+	Now func() time.Time
+}
+
+// Metrics receives one observation per activity execution. outcome is "ok", "empty" (a
+// Prepare that found nothing pending) or the Temporal error type of the failure; kind is
+// "" when the activity spans kinds. Implementations must be cheap and concurrency-safe.
+type Metrics interface {
+	ActivityDone(activity string, kind store.Kind, outcome string, d time.Duration)
+}
+
+// The activity contract, declared by package workflows.
+type (
+	ListPendingShardsParams = workflows.ListPendingShardsParams
+	ListPendingShardsResult = workflows.ListPendingShardsResult
+	ShardPending            = workflows.ShardPending
+	PrepareParams           = workflows.PrepareParams
+	PrepareResult           = workflows.PrepareResult
+	PrepareProgress         = workflows.PrepareProgress
+	CommitParams            = workflows.CommitParams
+	CommitResult            = workflows.CommitResult
+	AbortParams             = workflows.AbortParams
+	AbortResult             = workflows.AbortResult
+	CompactBaseParams       = workflows.CompactPassParams
+	CompactBaseResult       = workflows.CompactPassResult
+	ScanStatsParams         = workflows.ScanStatsParams
+	ScanStatsResult         = workflows.ScanStatsResult
+	TargetStats             = workflows.TargetStats
+	StartWorkflowsParams    = workflows.StartWorkflowsParams
+	StartWorkflowsResult    = workflows.StartWorkflowsResult
+	StartRequest            = workflows.StartRequest
+	StartOutcome            = workflows.StartOutcome
+)
+
+// Register registers every activity of a on r (a worker or a test environment) under its
+// explicit name (workflows names.go).
+func Register(r worker.ActivityRegistry, a *Activities) {
+	reg := func(fn any, name string) {
+		r.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
+	}
+	reg(a.ListPendingShards, workflows.ListPendingShardsActivity)
+	reg(a.Prepare, workflows.PrepareActivity)
+	reg(a.Commit, workflows.CommitActivity)
+	reg(a.Abort, workflows.AbortActivity)
+	reg(a.CompactBase, workflows.CompactBaseActivity)
+	reg(a.ScanStats, workflows.ScanStatsActivity)
+	reg(a.StartWorkflows, workflows.StartWorkflowsActivity)
+}
+
+func (a *Activities) logger() *zap.Logger {
+	if a.Logger == nil {
+		return zap.NewNop()
+	}
+	return a.Logger
+}
+
+func (a *Activities) now() time.Time {
+	if a.Now != nil {
+		return a.Now()
+	}
+	return time.Now()
+}
+
+// open parses target and opens its store.
+func (a *Activities) open(ctx context.Context, target string) (*store.Store, store.Target, error) {
+	t, err := store.ParseTarget(target)
+	if err != nil {
+		return nil, store.Target{}, err
+	}
+	if a.DB == nil {
+		return nil, t, errMisconfigured("activities have no store DB")
+	}
+	s, err := a.DB.Open(ctx, t)
+	return s, t, err
+}
+
+// attemptKey is the idempotency key of the running attempt, workflow ID + "/" + activity
+// ID: the same across retries of one activity and distinct between activities (the
+// workflows embed their run ID in activity IDs, see workflows.tracker). An activity run
+// outside a workflow keys on its own activity run ID.
+func attemptKey(ctx context.Context) string {
+	info := activity.GetInfo(ctx)
+	if info.WorkflowExecution.ID == "" {
+		return "standalone/" + info.ActivityID + "/" + info.ActivityRunID
+	}
+	return info.WorkflowExecution.ID + "/" + info.ActivityID
+}
+
+// done records metrics for one execution and maps err (see errors.go).
+func (a *Activities) done(name string, kind store.Kind, start time.Time, outcome string, err error) error {
+	err = ToTemporal(err)
+	if a.Metrics != nil {
+		if err != nil {
+			outcome = ErrorType(err)
+		}
+		a.Metrics.ActivityDone(name, kind, outcome, time.Since(start))
+	}
+	return err
+}
+
+// withWorkerStop derives a context that is also cancelled when the worker starts shutting
+// down, so a long store call ends early and Temporal retries it on another worker.
+func withWorkerStop(ctx context.Context) (context.Context, func() bool) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop := activity.GetWorkerStopChannel(ctx)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-stop:
+			cancel(errWorkerStopping)
+		case <-done:
+		}
+	}()
+	return ctx, func() bool {
+		close(done)
+		stopping := errors.Is(context.Cause(ctx), errWorkerStopping)
+		cancel(nil)
+		return stopping
+	}
+}
+
+var errWorkerStopping = errors.New("worker is shutting down")

@@ -1,0 +1,54 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.uber.org/zap"
+
+	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/workflows"
+)
+
+// CompactBase runs one bounded compaction pass over the target's base runs. The output run
+// is named from workflow ID + "/" + activity ID, so a retried attempt overwrites it.
+func (a *Activities) CompactBase(ctx context.Context, p CompactBaseParams) (res CompactBaseResult, err error) {
+	start := time.Now()
+	var kind store.Kind
+	ctx, stopping := withWorkerStop(ctx)
+	rep := a.startReporter(ctx, p.NotifyAfter, nil)
+	defer func() {
+		if stopping() && errors.Is(err, context.Canceled) {
+			err = errWorkerStopping
+		}
+		err = a.done(workflows.CompactBaseActivity, kind, start, "ok", err)
+		rep.finish(err)
+	}()
+
+	s, t, err := a.open(ctx, p.Target)
+	kind = t.Kind
+	if err != nil {
+		return res, err
+	}
+	cr, err := s.CompactBase(ctx, store.CompactParams{MaxRuns: p.MaxRuns, MaxBytes: p.MaxBytes, AttemptKey: attemptKey(ctx)})
+	if err != nil {
+		return res, err
+	}
+	a.logger().Info("compaction pass",
+		zap.String("target", t.String()),
+		zap.String("workflow_id", activity.GetInfo(ctx).WorkflowExecution.ID),
+		zap.Bool("committed", cr.Committed), zap.Int("input_runs", cr.InputRuns),
+		zap.Int("runs_left", cr.RunsLeft), zap.Uint64("base_version", cr.BaseVersion))
+	return CompactBaseResult{
+		BaseVersion:    cr.BaseVersion,
+		InputRuns:      cr.InputRuns,
+		OutputRuns:     cr.OutputRuns,
+		RowsIn:         cr.RowsIn,
+		RowsOut:        cr.RowsOut,
+		DroppedDeletes: cr.DroppedDeletes,
+		RunsLeft:       cr.RunsLeft,
+		Committed:      cr.Committed,
+	}, nil
+}

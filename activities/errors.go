@@ -1,0 +1,103 @@
+package activities
+
+import (
+	"context"
+	"errors"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/workflows"
+)
+
+// This file is the one place where store error marks become Temporal error types.
+// Workflows branch on the types (never on messages) and every retry policy lists the
+// non-retryable ones (workflows.NonRetryableErrorTypes).
+
+type errorClass struct {
+	mark         error
+	errType      string
+	nonRetryable bool
+	// benign failures are expected in normal operation: Temporal keeps them out of error
+	// logs and failure metrics.
+	benign bool
+}
+
+// classes are checked in order, so an error carrying several marks takes the first:
+// everything that halts comes before everything that retries.
+var classes = []errorClass{
+	{store.ErrCorrupt, workflows.ErrTypeCorruptData, true, false},
+	{store.ErrInvalidInput, workflows.ErrTypeInvalidInput, true, false},
+	{store.ErrNotFound, workflows.ErrTypeNotFound, true, false},
+	// The workflow handles it: abort the preparation, then prepare again.
+	{store.ErrStalePreparation, workflows.ErrTypeStalePreparation, true, true},
+	{store.ErrConflict, workflows.ErrTypeConflict, false, false},
+	{store.ErrBudgetBusy, workflows.ErrTypeBudgetBusy, false, true},
+	{store.ErrFenced, workflows.ErrTypeFenced, false, false},
+	{store.ErrTooManyPending, workflows.ErrTypeTooManyPending, false, false},
+	{store.ErrAlreadyExists, workflows.ErrTypeAlreadyExists, false, false},
+	{store.ErrClosed, workflows.ErrTypeClosed, false, false},
+}
+
+// ToTemporal maps a store error onto a Temporal application error whose type names the
+// mark and whose retryability follows it. The original error stays the cause, so
+// errors.Is(result, store.ErrX) still holds in-process. Context errors and errors that are
+// already Temporal errors pass through unchanged; unmarked errors become retryable
+// "Internal" errors.
+func ToTemporal(err error) error {
+	if err == nil {
+		return nil
+	}
+	var appErr *temporal.ApplicationError
+	var canceled *temporal.CanceledError
+	if errors.As(err, &appErr) || errors.As(err, &canceled) {
+		return err
+	}
+	if errors.Is(err, errWorkerStopping) {
+		return temporal.NewApplicationErrorWithOptions(err.Error(), workflows.ErrTypeClosed,
+			temporal.ApplicationErrorOptions{Cause: err, Category: temporal.ApplicationErrorCategoryBenign})
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	c := classify(err)
+	opts := temporal.ApplicationErrorOptions{NonRetryable: c.nonRetryable, Cause: err}
+	if c.benign {
+		opts.Category = temporal.ApplicationErrorCategoryBenign
+	}
+	return temporal.NewApplicationErrorWithOptions(err.Error(), c.errType, opts)
+}
+
+// ErrorType is the Temporal error type err maps to ("" for nil).
+func ErrorType(err error) string {
+	if err == nil {
+		return ""
+	}
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return appErr.Type()
+	}
+	switch {
+	case errors.Is(err, errWorkerStopping):
+		return workflows.ErrTypeClosed
+	case errors.Is(err, context.Canceled):
+		return "Canceled"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "Timeout"
+	}
+	return classify(err).errType
+}
+
+func classify(err error) errorClass {
+	for _, c := range classes {
+		if errors.Is(err, c.mark) {
+			return c
+		}
+	}
+	return errorClass{errType: workflows.ErrTypeInternal}
+}
+
+// errMisconfigured reports a worker wired without a dependency; retrying cannot help.
+func errMisconfigured(msg string) error {
+	return temporal.NewNonRetryableApplicationError(msg, workflows.ErrTypeMisconfigured, nil)
+}

@@ -1,0 +1,113 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/workflows"
+)
+
+func TestToTemporalMapsEveryMark(t *testing.T) {
+	cases := []struct {
+		mark         error
+		errType      string
+		nonRetryable bool
+	}{
+		{store.ErrInvalidInput, "InvalidInput", true},
+		{store.ErrCorrupt, "CorruptData", true},
+		{store.ErrNotFound, "NotFound", true},
+		{store.ErrStalePreparation, "StalePreparation", true},
+		{store.ErrConflict, "Conflict", false},
+		{store.ErrBudgetBusy, "BudgetBusy", false},
+		{store.ErrFenced, "Fenced", false},
+		{store.ErrTooManyPending, "TooManyPending", false},
+		{store.ErrAlreadyExists, "AlreadyExists", false},
+		{store.ErrClosed, "Closed", false},
+		{errors.New("disk on fire"), "Internal", false},
+	}
+	for _, c := range cases {
+		t.Run(c.errType, func(t *testing.T) {
+			// Wrapped twice, the way the store reports errors.
+			orig := fmt.Errorf("merge generic:gs: %w", fmt.Errorf("read gen 7: %w", c.mark))
+			mapped := ToTemporal(orig)
+			var appErr *temporal.ApplicationError
+			require.True(t, errors.As(mapped, &appErr))
+			require.Equal(t, c.errType, appErr.Type())
+			require.Equal(t, c.nonRetryable, appErr.NonRetryable())
+			require.Contains(t, appErr.Error(), "read gen 7", "the message keeps the store's context")
+			require.True(t, errors.Is(mapped, c.mark), "wrapping is preserved")
+			require.Equal(t, c.errType, ErrorType(orig))
+			require.Equal(t, c.errType, ErrorType(mapped))
+			// Non-retryable types are exactly the ones every retry policy lists.
+			require.Equal(t, c.nonRetryable, contains(workflows.NonRetryableErrorTypes, c.errType))
+		})
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func TestToTemporalHaltWinsOverRetry(t *testing.T) {
+	both := errors.Join(fmt.Errorf("cas lost: %w", store.ErrConflict), fmt.Errorf("manifest: %w", store.ErrCorrupt))
+	var appErr *temporal.ApplicationError
+	require.True(t, errors.As(ToTemporal(both), &appErr))
+	require.Equal(t, "CorruptData", appErr.Type())
+	require.True(t, appErr.NonRetryable())
+}
+
+func TestToTemporalPassThrough(t *testing.T) {
+	require.NoError(t, ToTemporal(nil))
+	require.Equal(t, "", ErrorType(nil))
+	require.Same(t, context.Canceled, ToTemporal(context.Canceled))
+	wrappedDeadline := fmt.Errorf("put: %w", context.DeadlineExceeded)
+	require.Equal(t, wrappedDeadline, ToTemporal(wrappedDeadline))
+	already := temporal.NewApplicationError("x", "Custom")
+	require.Equal(t, already, ToTemporal(already))
+	require.Equal(t, "Custom", ErrorType(already))
+
+	var appErr *temporal.ApplicationError
+	require.True(t, errors.As(ToTemporal(errWorkerStopping), &appErr))
+	require.Equal(t, "Closed", appErr.Type())
+	require.False(t, appErr.NonRetryable())
+}
+
+func TestMappedErrorsSurviveTheActivityBoundary(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestActivityEnvironment()
+	fail := func(ctx context.Context, mark string) error {
+		return ToTemporal(fmt.Errorf("boom: %w", map[string]error{
+			"stale":   store.ErrStalePreparation,
+			"corrupt": store.ErrCorrupt,
+			"busy":    store.ErrBudgetBusy,
+		}[mark]))
+	}
+	env.RegisterActivityWithOptions(fail, activity.RegisterOptions{Name: "fail"})
+	for mark, want := range map[string]struct {
+		typ          string
+		nonRetryable bool
+	}{
+		"stale":   {"StalePreparation", true},
+		"corrupt": {"CorruptData", true},
+		"busy":    {"BudgetBusy", false},
+	} {
+		_, err := env.ExecuteActivity("fail", mark)
+		var appErr *temporal.ApplicationError
+		require.True(t, errors.As(err, &appErr), "%s: %v", mark, err)
+		require.Equal(t, want.typ, appErr.Type())
+		require.Equal(t, want.nonRetryable, appErr.NonRetryable())
+	}
+}

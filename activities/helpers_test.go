@@ -1,0 +1,129 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/workflows"
+)
+
+var testSchema = store.Schema{Fields: []store.Field{
+	{Name: "id", Type: "string"},
+	{Name: "n", Type: "int64", Nullable: true},
+}}
+
+var urlSeq atomic.Int64
+
+func memURL(t *testing.T) string {
+	return fmt.Sprintf("mem://activities-%s-%d", strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()), urlSeq.Add(1))
+}
+
+// openDB opens a DB for one writer instance on url.
+func openDB(t *testing.T, url, instance string) *store.DB {
+	t.Helper()
+	opts := store.DefaultOptions()
+	opts.InstanceID = instance
+	db, err := store.OpenDB(context.Background(), url, opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close(context.Background()) })
+	return db
+}
+
+func mustTarget(t *testing.T, s string) store.Target {
+	t.Helper()
+	tg, err := store.ParseTarget(s)
+	require.NoError(t, err)
+	return tg
+}
+
+// seal appends one generation per entry of gens (rows keyed id-<k> with n = generation
+// index) to the store, creating it on first use, and seals each.
+func seal(t *testing.T, db *store.DB, target string, gens ...[]string) *store.Store {
+	t.Helper()
+	ctx := context.Background()
+	tg := mustTarget(t, target)
+	s, err := db.Open(ctx, tg)
+	if errors.Is(err, store.ErrNotFound) {
+		co := store.CreateOptions{}
+		if tg.Kind == store.KindGeneric {
+			co.Schema = &testSchema
+		}
+		s, err = db.Create(ctx, tg, co)
+	}
+	require.NoError(t, err)
+	for i, keys := range gens {
+		rows := make([]store.Row, len(keys))
+		for j, k := range keys {
+			rows[j] = store.Row{Key: k, Values: []any{k, int64(i)}}
+		}
+		_, err := s.Append(ctx, rows)
+		require.NoError(t, err)
+		res, err := s.Flush(ctx)
+		require.NoError(t, err)
+		require.True(t, res.Sealed)
+	}
+	return s
+}
+
+func newActivityEnv(t *testing.T, a *Activities) *testsuite.TestActivityEnvironment {
+	t.Helper()
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestActivityEnvironment()
+	env.SetExecuteActivitiesInWorkflow(true)
+	registerActivities(env, a)
+	return env
+}
+
+// registerActivities registers a under the production names on an activity environment
+// (which is not a full worker.Registry).
+func registerActivities(env interface {
+	RegisterActivityWithOptions(any, activity.RegisterOptions)
+}, a *Activities) {
+	for name, fn := range map[string]any{
+		workflows.ListPendingShardsActivity: a.ListPendingShards,
+		workflows.PrepareActivity:           a.Prepare,
+		workflows.CommitActivity:            a.Commit,
+		workflows.AbortActivity:             a.Abort,
+		workflows.CompactBaseActivity:       a.CompactBase,
+		workflows.ScanStatsActivity:         a.ScanStats,
+		workflows.StartWorkflowsActivity:    a.StartWorkflows,
+	} {
+		env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
+	}
+}
+
+func run[T any](t *testing.T, env *testsuite.TestActivityEnvironment, name string, arg any) (T, error) {
+	t.Helper()
+	var out T
+	v, err := env.ExecuteActivity(name, arg)
+	if err != nil {
+		return out, err
+	}
+	require.NoError(t, v.Get(&out))
+	return out, nil
+}
+
+func mustRun[T any](t *testing.T, env *testsuite.TestActivityEnvironment, name string, arg any) T {
+	t.Helper()
+	out, err := run[T](t, env, name, arg)
+	require.NoError(t, err)
+	return out
+}
+
+func requireAppErr(t *testing.T, err error, typ string, nonRetryable bool) {
+	t.Helper()
+	var appErr *temporal.ApplicationError
+	require.True(t, errors.As(err, &appErr), "want application error %s, got %v", typ, err)
+	require.Equal(t, typ, appErr.Type(), "%v", err)
+	require.Equal(t, nonRetryable, appErr.NonRetryable(), "%v", err)
+}

@@ -1,0 +1,197 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.uber.org/zap"
+
+	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/workflows"
+)
+
+// ListPendingShards lists the target's shards with pending generations, in shard order.
+func (a *Activities) ListPendingShards(ctx context.Context, p ListPendingShardsParams) (res ListPendingShardsResult, err error) {
+	start := time.Now()
+	var kind store.Kind
+	defer func() { err = a.done(workflows.ListPendingShardsActivity, kind, start, "ok", err) }()
+
+	s, t, err := a.open(ctx, p.Target)
+	kind = t.Kind
+	if err != nil {
+		return res, err
+	}
+	shards, err := s.PendingShards(ctx)
+	if err != nil {
+		return res, err
+	}
+	res.Shards = make([]ShardPending, 0, len(shards))
+	for _, sh := range shards {
+		res.Shards = append(res.Shards, ShardPending{
+			Shard:         sh.Shard,
+			Pending:       sh.PendingGenerations,
+			PendingBytes:  sh.PendingBytes,
+			Watermark:     sh.Watermark,
+			OldestPending: sh.OldestPending,
+		})
+	}
+	sort.Slice(res.Shards, func(i, j int) bool { return res.Shards[i].Shard < res.Shards[j].Shard })
+	return res, nil
+}
+
+// budgetWaitHint: a Prepare that has read nothing this long while the process budget has
+// waiters is reported as waiting for the budget. The store reserves before reading and
+// reports no progress until the first generation is read, so this is a heuristic: a slow
+// first read while others queue looks the same.
+const budgetWaitHint = 2 * time.Second
+
+// Prepare merges the oldest pending generations of one shard into staged files
+// (DESIGN §3 step 1). The idempotency key is workflow ID + "/" + activity ID, so a retried
+// attempt overwrites its own staged files. It returns a nil Prepared when nothing is
+// pending. Progress (generations read) is heartbeated; the budget wait heartbeats too.
+func (a *Activities) Prepare(ctx context.Context, p PrepareParams) (res PrepareResult, err error) {
+	start := time.Now()
+	var kind store.Kind
+	outcome := "ok"
+	ctx, stopping := withWorkerStop(ctx)
+	rep := a.startReporter(ctx, p.NotifyAfter, PrepareProgress{State: workflows.PrepareStateStarting})
+	defer func() {
+		if stopping() && errors.Is(err, context.Canceled) {
+			err = errWorkerStopping
+		}
+		err = a.done(workflows.PrepareActivity, kind, start, outcome, err)
+		rep.finish(err)
+	}()
+
+	s, t, err := a.open(ctx, p.Target)
+	kind = t.Kind
+	if err != nil {
+		return res, err
+	}
+	log := a.logger().With(zap.String("target", t.String()), zap.String("shard", p.Shard),
+		zap.String("workflow_id", activity.GetInfo(ctx).WorkflowExecution.ID))
+
+	// Watch for a budget wait until the first generation has been read.
+	var once sync.Once
+	firstRead := make(chan struct{})
+	watchDone := make(chan struct{})
+	go func() {
+		defer close(watchDone)
+		a.watchBudget(rep, firstRead)
+	}()
+	defer func() {
+		once.Do(func() { close(firstRead) })
+		<-watchDone
+	}()
+
+	prepared, err := s.Prepare(ctx, store.PrepareParams{
+		Shard:          p.Shard,
+		AttemptKey:     attemptKey(ctx),
+		MaxGenerations: p.MaxGenerations,
+		MaxBytes:       p.MaxBytes,
+		Progress: func(done, total int) {
+			once.Do(func() { close(firstRead) })
+			rep.running()
+			rep.progress(PrepareProgress{State: workflows.ActivityStateRunning, Done: done, Total: total})
+		},
+	})
+	if err != nil {
+		log.Warn("prepare failed", zap.Error(err))
+		return res, err
+	}
+	if prepared == nil {
+		outcome = "empty"
+		return res, nil
+	}
+	log.Info("merge prepared",
+		zap.Uint64("generation", prepared.Through),
+		zap.Int("generations", len(prepared.Generations)),
+		zap.Int64("rows", prepared.Rows),
+		zap.Int64("bytes", prepared.Bytes))
+	res.Prepared = prepared
+	return res, nil
+}
+
+// watchBudget reports a budget wait while nothing has been read.
+func (a *Activities) watchBudget(rep *reporter, firstRead <-chan struct{}) {
+	if a.DB == nil {
+		return
+	}
+	budget := a.DB.Options().Budget
+	if budget == nil {
+		return
+	}
+	t := time.NewTicker(budgetWaitHint / 4)
+	defer t.Stop()
+	started := time.Now()
+	for {
+		select {
+		case <-firstRead:
+			return
+		case <-t.C:
+			if time.Since(started) >= budgetWaitHint && budget.Waiting() > 0 {
+				rep.waitingBudget()
+				rep.progress(PrepareProgress{State: workflows.ActivityStateWaitingBudget})
+				return
+			}
+		}
+	}
+}
+
+// Commit publishes a prepared merge (DESIGN §3 step 2). Committing twice is safe.
+func (a *Activities) Commit(ctx context.Context, p CommitParams) (res CommitResult, err error) {
+	start := time.Now()
+	var kind store.Kind
+	ctx, stopping := withWorkerStop(ctx)
+	rep := a.startReporter(ctx, p.NotifyAfter, nil)
+	defer func() {
+		if stopping() && errors.Is(err, context.Canceled) {
+			err = errWorkerStopping
+		}
+		err = a.done(workflows.CommitActivity, kind, start, "ok", err)
+		rep.finish(err)
+	}()
+
+	s, t, err := a.open(ctx, p.Prepared.Target)
+	kind = t.Kind
+	if err != nil {
+		return res, err
+	}
+	cr, err := s.Commit(ctx, &p.Prepared)
+	log := a.logger().With(zap.String("target", t.String()), zap.String("shard", p.Prepared.Shard),
+		zap.Uint64("generation", p.Prepared.Through),
+		zap.String("workflow_id", activity.GetInfo(ctx).WorkflowExecution.ID))
+	if err != nil {
+		log.Warn("commit failed", zap.Error(err))
+		return res, err
+	}
+	log.Info("merge committed", zap.Int("reclaimed", cr.Reclaimed), zap.Uint64("base_version", cr.BaseVersion),
+		zap.Bool("already_committed", cr.AlreadyCommitted), zap.Duration("lock_hold", cr.LockHold))
+	return CommitResult{Reclaimed: cr.Reclaimed, BaseVersion: cr.BaseVersion, AlreadyCommitted: cr.AlreadyCommitted}, nil
+}
+
+// Abort deletes the staged files of a preparation whose commit is proven absent, or reports
+// that the commit is present after all.
+func (a *Activities) Abort(ctx context.Context, p AbortParams) (res AbortResult, err error) {
+	start := time.Now()
+	var kind store.Kind
+	defer func() { err = a.done(workflows.AbortActivity, kind, start, "ok", err) }()
+
+	s, t, err := a.open(ctx, p.Prepared.Target)
+	kind = t.Kind
+	if err != nil {
+		return res, err
+	}
+	ar, err := s.Abort(ctx, &p.Prepared)
+	if err != nil {
+		return res, err
+	}
+	a.logger().Info("merge aborted", zap.String("target", t.String()), zap.String("shard", p.Prepared.Shard),
+		zap.Uint64("generation", p.Prepared.Through), zap.Int("deleted", ar.Deleted),
+		zap.Bool("commit_present", ar.CommitPresent))
+	return AbortResult{Deleted: ar.Deleted, CommitPresent: ar.CommitPresent}, nil
+}

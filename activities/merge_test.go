@@ -1,0 +1,129 @@
+package activities
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
+
+	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/workflows"
+)
+
+func TestPrepareCommitAbortOverARealStore(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t, memURL(t), "w1")
+	s := seal(t, db, "generic:gs", []string{"a", "b"}, []string{"b", "c"}, []string{"c", "d"})
+	a := &Activities{DB: db}
+	env := newActivityEnv(t, a)
+	var beats []PrepareProgress
+	env.SetOnActivityHeartbeatListener(func(info *activity.Info, details converter.EncodedValues) {
+		if info.ActivityType.Name != workflows.PrepareActivity || !details.HasValues() {
+			return
+		}
+		var p PrepareProgress
+		require.NoError(t, details.Get(&p))
+		beats = append(beats, p)
+	})
+
+	listed := mustRun[ListPendingShardsResult](t, env, workflows.ListPendingShardsActivity, ListPendingShardsParams{Target: "generic:gs"})
+	require.Equal(t, []ShardPending{{Shard: db.Shard(), Pending: 3, PendingBytes: listed.Shards[0].PendingBytes,
+		OldestPending: listed.Shards[0].OldestPending}}, listed.Shards)
+
+	prep := mustRun[PrepareResult](t, env, workflows.PrepareActivity, PrepareParams{Target: "generic:gs", Shard: db.Shard()})
+	require.NotNil(t, prep.Prepared)
+	p := *prep.Prepared
+	require.Len(t, p.Generations, 3)
+	require.True(t, strings.HasPrefix(p.AttemptKey, "default-test-workflow-id/"), p.AttemptKey)
+	require.Equal(t, int64(4), p.Rows, "newest row per key")
+	require.NotEmpty(t, beats, "prepare heartbeats its progress")
+	require.Equal(t, PrepareProgress{State: workflows.ActivityStateRunning, Done: 1, Total: 3}, beats[0])
+
+	cr := mustRun[CommitResult](t, env, workflows.CommitActivity, CommitParams{Prepared: p})
+	require.Equal(t, 3, cr.Reclaimed)
+	require.False(t, cr.AlreadyCommitted)
+	row, err := s.Get(ctx, "c")
+	require.NoError(t, err)
+	require.Equal(t, int64(2), row["n"], "the newest version won")
+	st, err := s.Stats(ctx)
+	require.NoError(t, err)
+	require.Zero(t, st.TotalPending())
+
+	again := mustRun[CommitResult](t, env, workflows.CommitActivity, CommitParams{Prepared: p})
+	require.True(t, again.AlreadyCommitted, "committing twice is safe")
+
+	ab := mustRun[AbortResult](t, env, workflows.AbortActivity, AbortParams{Prepared: p})
+	require.True(t, ab.CommitPresent, "abort never deletes a committed run")
+	require.Zero(t, ab.Deleted)
+
+	empty := mustRun[PrepareResult](t, env, workflows.PrepareActivity, PrepareParams{Target: "generic:gs", Shard: db.Shard()})
+	require.Nil(t, empty.Prepared, "nothing pending")
+}
+
+func TestStalePreparationIsAbortedAndPreparedAgain(t *testing.T) {
+	db := openDB(t, memURL(t), "w1")
+	seal(t, db, "generic:gs", []string{"a"}, []string{"b"}, []string{"c"})
+	env := newActivityEnv(t, &Activities{DB: db})
+	params := PrepareParams{Target: "generic:gs", Shard: db.Shard()}
+
+	wide := mustRun[PrepareResult](t, env, workflows.PrepareActivity, params).Prepared
+	one := 1
+	narrow := mustRun[PrepareResult](t, env, workflows.PrepareActivity,
+		PrepareParams{Target: "generic:gs", Shard: db.Shard(), MaxGenerations: &one}).Prepared
+	require.Len(t, wide.Generations, 3)
+	require.Len(t, narrow.Generations, 1)
+	mustRun[CommitResult](t, env, workflows.CommitActivity, CommitParams{Prepared: *narrow})
+
+	_, err := run[CommitResult](t, env, workflows.CommitActivity, CommitParams{Prepared: *wide})
+	requireAppErr(t, err, workflows.ErrTypeStalePreparation, true)
+
+	ab := mustRun[AbortResult](t, env, workflows.AbortActivity, AbortParams{Prepared: *wide})
+	require.False(t, ab.CommitPresent)
+	require.Equal(t, len(wide.Staged), ab.Deleted, "exactly the attempt's staged files are deleted")
+
+	rest := mustRun[PrepareResult](t, env, workflows.PrepareActivity, params).Prepared
+	require.Len(t, rest.Generations, 2)
+	cr := mustRun[CommitResult](t, env, workflows.CommitActivity, CommitParams{Prepared: *rest})
+	require.Equal(t, 2, cr.Reclaimed)
+}
+
+func TestActivityErrorsAreTyped(t *testing.T) {
+	db := openDB(t, memURL(t), "w1")
+	env := newActivityEnv(t, &Activities{DB: db})
+
+	_, err := run[PrepareResult](t, env, workflows.PrepareActivity, PrepareParams{Target: "generic:missing", Shard: db.Shard()})
+	requireAppErr(t, err, workflows.ErrTypeNotFound, true)
+	_, err = run[ListPendingShardsResult](t, env, workflows.ListPendingShardsActivity, ListPendingShardsParams{Target: "generic/gs"})
+	requireAppErr(t, err, workflows.ErrTypeInvalidInput, true)
+	_, err = run[CommitResult](t, env, workflows.CommitActivity, CommitParams{Prepared: store.PreparedMerge{Target: "nope"}})
+	requireAppErr(t, err, workflows.ErrTypeInvalidInput, true)
+	_, err = run[ScanStatsResult](t, env, workflows.ScanStatsActivity, ScanStatsParams{Kind: "tables"})
+	requireAppErr(t, err, workflows.ErrTypeInvalidInput, true)
+
+	bare := newActivityEnv(t, &Activities{})
+	_, err = run[PrepareResult](t, bare, workflows.PrepareActivity, PrepareParams{Target: "generic:gs"})
+	requireAppErr(t, err, workflows.ErrTypeMisconfigured, true)
+	_, err = run[StartWorkflowsResult](t, bare, workflows.StartWorkflowsActivity, StartWorkflowsParams{})
+	requireAppErr(t, err, workflows.ErrTypeMisconfigured, true)
+}
+
+func TestCompactBaseActivity(t *testing.T) {
+	db := openDB(t, memURL(t), "w1")
+	seal(t, db, "generic:gs", []string{"a"}, []string{"b"}, []string{"a"}, []string{"c"})
+	env := newActivityEnv(t, &Activities{DB: db})
+	one := 1
+	for i := 0; i < 4; i++ { // one run per merge pass
+		p := mustRun[PrepareResult](t, env, workflows.PrepareActivity,
+			PrepareParams{Target: "generic:gs", Shard: db.Shard(), MaxGenerations: &one}).Prepared
+		mustRun[CommitResult](t, env, workflows.CommitActivity, CommitParams{Prepared: *p})
+	}
+	res := mustRun[CompactBaseResult](t, env, workflows.CompactBaseActivity, CompactBaseParams{Target: "generic:gs"})
+	require.True(t, res.Committed)
+	require.Equal(t, 4, res.InputRuns)
+	require.Equal(t, 1, res.RunsLeft)
+	require.Equal(t, int64(4), res.RowsIn)
+	require.Equal(t, int64(3), res.RowsOut, "shadowed rows dropped")
+}

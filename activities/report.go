@@ -1,0 +1,204 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+	"go.uber.org/zap"
+
+	"github.com/walkeeper/walkeeper/workflows"
+)
+
+// reporter keeps one activity execution visible:
+//
+//   - it heartbeats the latest progress on a ticker, so long store calls (and the budget
+//     wait, which reports no progress) neither time out nor miss a cancellation;
+//   - when the workflow asked for it (NotifyAfter), it signals the workflow the few state
+//     changes a workflow cannot observe: running past the slot-wait threshold, waiting for
+//     the memory budget, and failing into a retry backoff (workflows.tracker).
+//
+// Signals go out in order from one goroutine, never from the caller's goroutine, so a slow
+// frontend cannot stall a store call that holds locks or memory.
+type reporter struct {
+	ctx    context.Context
+	info   activity.Info
+	a      *Activities
+	notify bool
+
+	mu      sync.Mutex
+	details any
+	state   string // last state signalled, "" = none
+
+	stop    chan struct{}
+	wg      sync.WaitGroup
+	signals chan workflows.ActivityState
+	sent    chan struct{}
+}
+
+// signalTimeout bounds one signal; a lost signal only makes the status less precise.
+const signalTimeout = 5 * time.Second
+
+func (a *Activities) startReporter(ctx context.Context, notifyAfter time.Duration, details any) *reporter {
+	info := activity.GetInfo(ctx)
+	r := &reporter{
+		ctx:     ctx,
+		info:    info,
+		a:       a,
+		notify:  a.Client != nil && notifyAfter > 0 && info.WorkflowExecution.ID != "",
+		details: details,
+		stop:    make(chan struct{}),
+	}
+	if info.HeartbeatTimeout > 0 {
+		r.wg.Add(1)
+		go r.heartbeatLoop(max(info.HeartbeatTimeout/3, 100*time.Millisecond))
+	}
+	if !r.notify {
+		return r
+	}
+	r.signals = make(chan workflows.ActivityState, 8)
+	r.sent = make(chan struct{})
+	go r.sendLoop(r.signals)
+	if info.Attempt > 1 {
+		// The workflow may be showing the backoff of the previous attempt.
+		r.signal(workflows.ActivityStateRunning, "", func(string) bool { return true })
+		return r
+	}
+	wait := time.Until(info.ScheduledTime.Add(notifyAfter))
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		t := time.NewTimer(max(wait, 0))
+		defer t.Stop()
+		select {
+		case <-t.C:
+			r.signal(workflows.ActivityStateRunning, "", func(prev string) bool { return prev == "" })
+		case <-r.stop:
+		}
+	}()
+	return r
+}
+
+func (r *reporter) heartbeatLoop(every time.Duration) {
+	defer r.wg.Done()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			r.mu.Lock()
+			d := r.details
+			r.mu.Unlock()
+			if d == nil {
+				activity.RecordHeartbeat(r.ctx)
+			} else {
+				activity.RecordHeartbeat(r.ctx, d)
+			}
+		case <-r.stop:
+			return
+		}
+	}
+}
+
+// progress records new heartbeat details (the SDK throttles the actual calls).
+func (r *reporter) progress(details any) {
+	r.mu.Lock()
+	r.details = details
+	r.mu.Unlock()
+	activity.RecordHeartbeat(r.ctx, details)
+}
+
+// waitingBudget tells the workflow the activity waits for the memory budget.
+func (r *reporter) waitingBudget() {
+	r.signal(workflows.ActivityStateWaitingBudget, "", func(prev string) bool {
+		return prev != workflows.ActivityStateWaitingBudget
+	})
+}
+
+// running tells the workflow the budget wait is over (only if it was told about it).
+func (r *reporter) running() {
+	r.signal(workflows.ActivityStateRunning, "", func(prev string) bool {
+		return prev == workflows.ActivityStateWaitingBudget
+	})
+}
+
+func (r *reporter) signal(state, errText string, when func(prev string) bool) {
+	if !r.notify {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.signals == nil || !when(r.state) {
+		return
+	}
+	r.state = state
+	select {
+	case r.signals <- workflows.ActivityState{
+		ActivityID: r.info.ActivityID,
+		State:      state,
+		Attempt:    int(r.info.Attempt),
+		Error:      errText,
+	}:
+	default: // queue full: drop; the status is best effort
+	}
+}
+
+func (r *reporter) sendLoop(signals <-chan workflows.ActivityState) {
+	defer close(r.sent)
+	wf := r.info.WorkflowExecution
+	for s := range signals {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), signalTimeout)
+		err := r.a.Client.SignalWorkflow(ctx, wf.ID, wf.RunID, workflows.ActivityStateSignal, s)
+		cancel()
+		if err != nil {
+			r.a.logger().Debug("activity state signal not delivered",
+				zap.String("workflow_id", wf.ID), zap.String("state", s.State), zap.Error(err))
+		}
+	}
+}
+
+// finish stops the reporter. When err will be retried, the workflow learns that the
+// activity is backing off, and why.
+func (r *reporter) finish(err error) {
+	close(r.stop)
+	r.wg.Wait()
+	if !r.notify {
+		return
+	}
+	if err != nil && r.willRetry(err) {
+		r.signal(workflows.ActivityStateRetrying, err.Error(), func(string) bool { return true })
+	}
+	r.mu.Lock()
+	close(r.signals)
+	r.signals = nil
+	r.mu.Unlock()
+	select {
+	case <-r.sent:
+	case <-time.After(2 * signalTimeout):
+	}
+}
+
+// willRetry reports whether Temporal will run another attempt after err (a mapped error).
+func (r *reporter) willRetry(err error) bool {
+	var canceled *temporal.CanceledError
+	if errors.Is(err, context.Canceled) || errors.As(err, &canceled) {
+		return false // the activity was cancelled, not failed
+	}
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) && appErr.NonRetryable() {
+		return false
+	}
+	if p := r.info.RetryPolicy; p != nil {
+		if p.MaximumAttempts > 0 && r.info.Attempt >= p.MaximumAttempts {
+			return false
+		}
+		if slices.Contains(p.NonRetryableErrorTypes, ErrorType(err)) {
+			return false
+		}
+	}
+	return true
+}

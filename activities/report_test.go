@@ -1,0 +1,143 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/mocks"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/workflows"
+)
+
+// signalRecorder is a client that records the activity state signals it is asked to send.
+type signalRecorder struct {
+	*mocks.Client
+	mu  sync.Mutex
+	got []workflows.ActivityState
+}
+
+func newSignalRecorder() *signalRecorder {
+	r := &signalRecorder{Client: &mocks.Client{}}
+	r.On("SignalWorkflow", mock.Anything, mock.Anything, mock.Anything, workflows.ActivityStateSignal, mock.Anything).
+		Run(func(args mock.Arguments) {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			r.got = append(r.got, args.Get(4).(workflows.ActivityState))
+		}).Return(nil).Maybe()
+	return r
+}
+
+func (r *signalRecorder) states() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, s := range r.got {
+		out = append(out, fmt.Sprintf("%s@%d", s.State, s.Attempt))
+	}
+	return out
+}
+
+func TestReporterSignalsRunningAndBackoff(t *testing.T) {
+	rec := newSignalRecorder()
+	a := &Activities{Client: rec}
+	probe := func(ctx context.Context) error {
+		rep := a.startReporter(ctx, time.Nanosecond, nil)
+		time.Sleep(50 * time.Millisecond) // past the (tiny) slot-wait threshold
+		var err error
+		if activity.GetInfo(ctx).Attempt == 1 {
+			err = ToTemporal(fmt.Errorf("first generation: %w", store.ErrBudgetBusy))
+		}
+		rep.finish(err)
+		return err
+	}
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: time.Minute})
+	env.RegisterActivityWithOptions(probe, activity.RegisterOptions{Name: "probe"})
+	env.ExecuteWorkflow(func(ctx workflow.Context) error {
+		ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			StartToCloseTimeout: time.Minute,
+			RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 2, InitialInterval: time.Second},
+		})
+		return workflow.ExecuteActivity(ctx, "probe").Get(ctx, nil)
+	})
+	require.NoError(t, env.GetWorkflowError())
+	require.Equal(t, []string{"running@1", "retrying@1", "running@2"}, rec.states())
+	rec.mu.Lock()
+	require.Contains(t, rec.got[1].Error, "merge memory budget busy")
+	rec.mu.Unlock()
+}
+
+func TestReporterStaysQuietWithoutNotifyAfter(t *testing.T) {
+	rec := newSignalRecorder()
+	a := &Activities{Client: rec}
+	probe := func(ctx context.Context) error {
+		rep := a.startReporter(ctx, 0, nil)
+		time.Sleep(10 * time.Millisecond)
+		err := ToTemporal(store.ErrConflict)
+		rep.finish(err)
+		return err
+	}
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestActivityEnvironment()
+	env.SetExecuteActivitiesInWorkflow(true)
+	env.RegisterActivityWithOptions(probe, activity.RegisterOptions{Name: "probe"})
+	_, err := env.ExecuteActivity("probe")
+	require.Error(t, err)
+	require.Empty(t, rec.states())
+}
+
+func TestPrepareReportsBudgetWait(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out the budget-wait hint")
+	}
+	ctx := context.Background()
+	url := memURL(t)
+	budget := store.NewBudget(1 << 20)
+	opts := store.DefaultOptions()
+	opts.InstanceID = "w1"
+	opts.Budget = budget
+	db, err := store.OpenDB(ctx, url, opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close(ctx) })
+	seal(t, db, "generic:gs", []string{"a"}, []string{"b"})
+
+	// Someone else holds the whole budget for a while.
+	held, _, err := budget.Reserve(ctx, 1<<20)
+	require.NoError(t, err)
+	release := time.AfterFunc(budgetWaitHint+time.Second, held.Release)
+	defer release.Stop()
+
+	rec := newSignalRecorder()
+	env := newActivityEnv(t, &Activities{DB: db, Client: rec})
+	prep := mustRun[PrepareResult](t, env, workflows.PrepareActivity,
+		PrepareParams{Target: "generic:gs", Shard: db.Shard(), NotifyAfter: time.Hour})
+	require.NotNil(t, prep.Prepared)
+	require.Equal(t, []string{"waiting_budget@1", "running@1"}, rec.states())
+}
+
+func TestPrepareSignalsBackoffOnRetryableFailure(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t, memURL(t), "w1")
+	require.NoError(t, db.Close(ctx))
+	rec := newSignalRecorder()
+	env := newActivityEnv(t, &Activities{DB: db, Client: rec})
+	_, err := run[PrepareResult](t, env, workflows.PrepareActivity,
+		PrepareParams{Target: "generic:gs", Shard: "s", NotifyAfter: time.Hour})
+	requireAppErr(t, err, workflows.ErrTypeClosed, false)
+	require.Equal(t, []string{"retrying@1"}, rec.states(), "the workflow learns it backs off, and why")
+	rec.mu.Lock()
+	require.Contains(t, rec.got[0].Error, "closed")
+	rec.mu.Unlock()
+}

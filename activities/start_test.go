@@ -1,0 +1,69 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/mocks"
+
+	"github.com/walkeeper/walkeeper/workflows"
+)
+
+// fakeClient answers ExecuteWorkflow with a run whose IDs echo the options.
+func fakeClient(fail map[string]error) (*mocks.Client, *[]client.StartWorkflowOptions) {
+	c := &mocks.Client{}
+	var got []client.StartWorkflowOptions
+	c.On("ExecuteWorkflow", mock.Anything, mock.Anything, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, o client.StartWorkflowOptions, _ any, _ ...any) (client.WorkflowRun, error) {
+			got = append(got, o)
+			if err := fail[o.ID]; err != nil {
+				return nil, err
+			}
+			run := &mocks.WorkflowRun{}
+			run.On("GetID").Return(o.ID)
+			run.On("GetRunID").Return("run-" + o.ID)
+			return run, nil
+		}).Maybe()
+	return c, &got
+}
+
+func TestStartWorkflowsStartsThroughTheSharedHelpers(t *testing.T) {
+	c, got := fakeClient(map[string]error{"merge-wal/generic/down": errors.New("unavailable")})
+	env := newActivityEnv(t, &Activities{Client: c})
+
+	res := mustRun[StartWorkflowsResult](t, env, workflows.StartWorkflowsActivity, StartWorkflowsParams{Starts: []StartRequest{
+		{Workflow: workflows.MergeWalWorkflow, Target: "generic:gs"},
+		{Workflow: workflows.CompactBaseWorkflow, Target: "rollout:r"},
+		{Workflow: workflows.MergeWalWorkflow, Target: "generic:down"},
+		{Workflow: "DropTable", Target: "generic:gs"},
+		{Workflow: workflows.MergeWalWorkflow, Target: "generic"},
+	}})
+	require.Len(t, res.Outcomes, 5)
+	require.Equal(t, StartOutcome{Workflow: "MergeWal", Target: "generic:gs", WorkflowID: "merge-wal/generic/gs", RunID: "run-merge-wal/generic/gs"}, res.Outcomes[0])
+	require.Equal(t, "compact/rollout/r", res.Outcomes[1].WorkflowID)
+	require.Empty(t, res.Outcomes[1].Error)
+	require.Contains(t, res.Outcomes[2].Error, "unavailable")
+	require.Contains(t, res.Outcomes[3].Error, "unknown workflow")
+	require.Contains(t, res.Outcomes[4].Error, "invalid input")
+
+	require.Len(t, *got, 3)
+	for _, o := range *got {
+		require.Equal(t, workflows.TaskQueue, o.TaskQueue)
+		require.Equal(t, enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING, o.WorkflowIDConflictPolicy)
+		require.True(t, o.WorkflowExecutionErrorWhenAlreadyStarted)
+	}
+}
+
+func TestStartWorkflowsFailsWhenEveryStartFails(t *testing.T) {
+	c, _ := fakeClient(map[string]error{"merge-wal/generic/gs": errors.New("unavailable")})
+	env := newActivityEnv(t, &Activities{Client: c})
+	_, err := run[StartWorkflowsResult](t, env, workflows.StartWorkflowsActivity, StartWorkflowsParams{Starts: []StartRequest{
+		{Workflow: workflows.MergeWalWorkflow, Target: "generic:gs"},
+	}})
+	requireAppErr(t, err, workflows.ErrTypeStartFailed, false)
+}

@@ -1,0 +1,141 @@
+package workflows
+
+import (
+	"fmt"
+
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/walkeeper/walkeeper/store"
+)
+
+// CompactBaseInput is CompactBase's input; only Target is required.
+type CompactBaseInput struct {
+	Target string `json:"target"`
+	// MaxRuns and MaxBytes bound one pass (0 = the store's defaults: 16 runs, 1 GiB;
+	// MaxRuns -1 = every run).
+	MaxRuns  int   `json:"max_runs,omitempty"`
+	MaxBytes int64 `json:"max_bytes,omitempty"`
+	// MaxPasses bounds the passes of one workflow (default 16).
+	MaxPasses int `json:"max_passes,omitempty"`
+	// TargetRuns: stop once the base has at most this many runs (default 4).
+	TargetRuns int `json:"target_runs,omitempty"`
+}
+
+// CompactBaseResult is CompactBase's result.
+type CompactBaseResult struct {
+	Target         string `json:"target"`
+	Passes         int    `json:"passes"`
+	Committed      int    `json:"committed"`
+	RunsLeft       int    `json:"runs_left"`
+	BaseVersion    uint64 `json:"base_version,omitempty"`
+	RowsIn         int64  `json:"rows_in"`
+	RowsOut        int64  `json:"rows_out"`
+	DroppedDeletes int64  `json:"dropped_deletes"`
+}
+
+// CompactBaseStatus answers the status query on CompactBase.
+type CompactBaseStatus struct {
+	Target   string `json:"target"`
+	Phase    string `json:"phase"`
+	Pass     int    `json:"pass"`
+	RunsLeft int    `json:"runs_left"`
+	Blocked  string `json:"blocked,omitempty"`
+}
+
+const (
+	defaultCompactPasses     = 16
+	defaultCompactTargetRuns = 4
+	// compactMaxIdlePasses: passes in a row that commit nothing (lost the race to merges
+	// changing the runs, or nothing to rewrite) before giving up.
+	compactMaxIdlePasses = 3
+)
+
+// CompactBase rewrites target's base runs into fewer runs, one bounded pass at a time on
+// the shared queue, until at most TargetRuns remain or MaxPasses.
+func CompactBase(ctx workflow.Context, in CompactBaseInput) (CompactBaseResult, error) {
+	target, err := store.ParseTarget(in.Target)
+	if err != nil {
+		return CompactBaseResult{Target: in.Target}, invalidInput(err)
+	}
+	if in.MaxRuns < -1 || in.MaxBytes < 0 || in.MaxPasses < 0 || in.TargetRuns < 0 || in.MaxRuns == 1 {
+		return CompactBaseResult{Target: in.Target}, invalidInput(fmt.Errorf("bad compaction bounds in %+v", in))
+	}
+	if in.MaxPasses == 0 {
+		in.MaxPasses = defaultCompactPasses
+	}
+	if in.TargetRuns == 0 {
+		in.TargetRuns = defaultCompactTargetRuns
+	}
+	logger := log.With(workflow.GetLogger(ctx), "target", target.String())
+	res := CompactBaseResult{Target: target.String(), RunsLeft: -1}
+	st := CompactBaseStatus{Target: target.String(), Phase: PhaseStarting, RunsLeft: -1}
+	var tr *tracker
+	refresh := func() {
+		if tr != nil {
+			st.Blocked = tr.blocked("")
+		}
+		line := fmt.Sprintf("**%s** %s · pass %d · %d runs left", st.Target, st.Phase, st.Pass, st.RunsLeft)
+		if st.RunsLeft < 0 {
+			line = fmt.Sprintf("**%s** %s · pass %d", st.Target, st.Phase, st.Pass)
+		}
+		if st.Blocked != "" {
+			line += "\n\n**blocked:** " + st.Blocked
+		}
+		workflow.SetCurrentDetails(ctx, line)
+	}
+	tr = newTracker(ctx, DefaultSlotWaitThreshold, refresh)
+	if err := workflow.SetQueryHandler(ctx, StatusQuery, func() (CompactBaseStatus, error) {
+		out := st
+		out.Blocked = tr.blocked("")
+		return out, nil
+	}); err != nil {
+		return res, err
+	}
+	ensureTargetAttributes(ctx, target)
+
+	st.Phase = PhaseCompacting
+	idle := 0
+	for res.Passes < in.MaxPasses {
+		st.Pass = res.Passes + 1
+		refresh()
+		var pass CompactPassResult
+		w := tr.newWatch(CompactBaseActivity, "", TaskQueue)
+		params := CompactPassParams{
+			Target:      target.String(),
+			MaxRuns:     in.MaxRuns,
+			MaxBytes:    in.MaxBytes,
+			NotifyAfter: tr.slotWait,
+		}
+		if err := tr.exec(ctx, compactOptions(), w, params, &pass); err != nil {
+			st.Phase = PhaseDone
+			refresh()
+			return res, err
+		}
+		res.Passes++
+		res.RunsLeft = pass.RunsLeft
+		res.BaseVersion = max(res.BaseVersion, pass.BaseVersion)
+		st.RunsLeft = pass.RunsLeft
+		if pass.Committed {
+			res.Committed++
+			res.RowsIn += pass.RowsIn
+			res.RowsOut += pass.RowsOut
+			res.DroppedDeletes += pass.DroppedDeletes
+			idle = 0
+		} else {
+			idle++
+		}
+		logger.Info("Compaction pass done.", "pass", res.Passes, "committed", pass.Committed,
+			"input_runs", pass.InputRuns, "runs_left", pass.RunsLeft)
+		if pass.RunsLeft <= in.TargetRuns || pass.InputRuns < 2 {
+			break
+		}
+		if idle >= compactMaxIdlePasses {
+			logger.Warn("Compaction keeps losing to concurrent changes; stopping.", "passes", res.Passes)
+			break
+		}
+	}
+	st.Phase = PhaseDone
+	refresh()
+	return res, nil
+}

@@ -1,0 +1,181 @@
+package workflows
+
+import (
+	"time"
+
+	"github.com/walkeeper/walkeeper/store"
+)
+
+// The activity contract. Package activities implements these activities under the names in
+// names.go and re-exports the types; the workflows call them by name, so this package does
+// not import activities (activities imports this package for StartMergeWal and the names).
+// Every params and result struct crosses a Temporal payload as JSON: fields may be added,
+// never renamed.
+
+// ListPendingShardsParams names the store whose shards to list.
+type ListPendingShardsParams struct {
+	Target string `json:"target"`
+}
+
+// ShardPending is one shard's merge debt.
+type ShardPending struct {
+	Shard         string    `json:"shard"`
+	Pending       int       `json:"pending"`
+	PendingBytes  int64     `json:"pending_bytes"`
+	Watermark     uint64    `json:"watermark"`
+	OldestPending time.Time `json:"oldest_pending,omitzero"`
+}
+
+// ListPendingShardsResult lists the shards with pending generations, in shard order.
+type ListPendingShardsResult struct {
+	Shards []ShardPending `json:"shards"`
+}
+
+// PrepareParams asks for one merge preparation of one shard (DESIGN §3 step 1).
+type PrepareParams struct {
+	Target string `json:"target"`
+	Shard  string `json:"shard"`
+	// MaxGenerations and MaxBytes override the worker's defaults when set (0 = no cap).
+	MaxGenerations *int   `json:"max_generations,omitempty"`
+	MaxBytes       *int64 `json:"max_bytes,omitempty"`
+	// NotifyAfter asks the activity to send ActivityStateSignal once it has been running
+	// this long after it was scheduled (0 = never), so the workflow can tell "running" from
+	// "waiting for a slot".
+	NotifyAfter time.Duration `json:"notify_after,omitempty"`
+}
+
+// PrepareResult carries the prepared merge, or nil when the shard had nothing pending.
+type PrepareResult struct {
+	Prepared *store.PreparedMerge `json:"prepared,omitempty"`
+}
+
+// PrepareProgress is Prepare's heartbeat detail.
+type PrepareProgress struct {
+	// State is PrepareStateStarting, then ActivityStateWaitingBudget if the activity
+	// appears to wait for the memory budget, then ActivityStateRunning once the first
+	// generation has been read.
+	State string `json:"state"`
+	Done  int    `json:"done"`
+	Total int    `json:"total"`
+}
+
+// CommitParams publishes a prepared merge (DESIGN §3 step 2).
+type CommitParams struct {
+	Prepared    store.PreparedMerge `json:"prepared"`
+	NotifyAfter time.Duration       `json:"notify_after,omitempty"`
+}
+
+// CommitResult reports one commit.
+type CommitResult struct {
+	Reclaimed        int    `json:"reclaimed"`
+	BaseVersion      uint64 `json:"base_version"`
+	AlreadyCommitted bool   `json:"already_committed,omitempty"`
+}
+
+// AbortParams discards a prepared merge whose commit is proven absent.
+type AbortParams struct {
+	Prepared store.PreparedMerge `json:"prepared"`
+}
+
+// AbortResult reports one abort. CommitPresent means the merge did commit after all.
+type AbortResult struct {
+	Deleted       int  `json:"deleted"`
+	CommitPresent bool `json:"commit_present,omitempty"`
+}
+
+// CompactPassParams bounds one compaction pass (activity CompactBase; package activities
+// calls it CompactBaseParams).
+type CompactPassParams struct {
+	Target   string `json:"target"`
+	MaxRuns  int    `json:"max_runs,omitempty"`
+	MaxBytes int64  `json:"max_bytes,omitempty"`
+	// NotifyAfter: see PrepareParams.
+	NotifyAfter time.Duration `json:"notify_after,omitempty"`
+}
+
+// CompactPassResult reports one compaction pass (activities.CompactBaseResult).
+type CompactPassResult struct {
+	BaseVersion    uint64 `json:"base_version"`
+	InputRuns      int    `json:"input_runs"`
+	OutputRuns     int    `json:"output_runs"`
+	RowsIn         int64  `json:"rows_in"`
+	RowsOut        int64  `json:"rows_out"`
+	DroppedDeletes int64  `json:"dropped_deletes"`
+	RunsLeft       int    `json:"runs_left"`
+	Committed      bool   `json:"committed"`
+}
+
+// ScanStatsParams names the kind to scan.
+type ScanStatsParams struct {
+	Kind string `json:"kind"`
+}
+
+// TargetStats is one store's debt as the sweep sees it. A store whose stats could not be
+// read carries Error (and ErrorType) instead of numbers; the scan goes on without it.
+type TargetStats struct {
+	Target           string        `json:"target"`
+	Pending          int           `json:"pending"`
+	MaxShardPending  int           `json:"max_shard_pending"`
+	OldestPendingAge time.Duration `json:"oldest_pending_age"`
+	Runs             int           `json:"runs"`
+	Shards           int           `json:"shards"`
+	BaseVersion      uint64        `json:"base_version"`
+	Error            string        `json:"error,omitempty"`
+	ErrorType        string        `json:"error_type,omitempty"`
+}
+
+// ScanStatsResult lists every store of one kind, in target order.
+type ScanStatsResult struct {
+	Kind    string        `json:"kind"`
+	Targets []TargetStats `json:"targets"`
+}
+
+// StartRequest asks for one workflow start: Workflow is MergeWalWorkflow or
+// CompactBaseWorkflow.
+type StartRequest struct {
+	Workflow string `json:"workflow"`
+	Target   string `json:"target"`
+}
+
+// StartWorkflowsParams is a batch of starts.
+type StartWorkflowsParams struct {
+	Starts []StartRequest `json:"starts"`
+}
+
+// StartOutcome reports one start. Temporal does not tell a fresh start from an attach to a
+// running execution (conflict policy USE_EXISTING), so both report the run they reached.
+type StartOutcome struct {
+	Workflow   string `json:"workflow"`
+	Target     string `json:"target"`
+	WorkflowID string `json:"workflow_id,omitempty"`
+	RunID      string `json:"run_id,omitempty"`
+	Error      string `json:"error,omitempty"`
+}
+
+// StartWorkflowsResult reports every start of the batch, in request order.
+type StartWorkflowsResult struct {
+	Outcomes []StartOutcome `json:"outcomes"`
+}
+
+// Activity states carried by ActivityStateSignal.
+const (
+	// ActivityStateRunning: the activity runs (it is past any slot wait).
+	ActivityStateRunning = "running"
+	// ActivityStateWaitingBudget: Prepare waits for the process merge memory budget.
+	ActivityStateWaitingBudget = "waiting_budget"
+	// ActivityStateRetrying: the attempt failed with a retryable error; Temporal backs off
+	// before the next attempt.
+	ActivityStateRetrying = "retrying"
+)
+
+// PrepareStateStarting: Prepare is loading manifests or reserving memory (heartbeat detail
+// only; never signalled).
+const PrepareStateStarting = "starting"
+
+// ActivityState is the payload of ActivityStateSignal.
+type ActivityState struct {
+	ActivityID string `json:"activity_id"`
+	State      string `json:"state"`
+	Attempt    int    `json:"attempt"`
+	Error      string `json:"error,omitempty"`
+}

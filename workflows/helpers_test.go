@@ -1,0 +1,224 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/walkeeper/walkeeper/store"
+)
+
+// Stub activities: the workflow tests register these under the real activity names and
+// mock them with OnActivity(name, mock.Anything, mock.Anything).Return(func...). They never
+// run: a mocked activity's return function replaces them.
+func stubListPendingShards(context.Context, ListPendingShardsParams) (ListPendingShardsResult, error) {
+	return ListPendingShardsResult{}, errors.New("not mocked")
+}
+func stubPrepare(context.Context, PrepareParams) (PrepareResult, error) {
+	return PrepareResult{}, errors.New("not mocked")
+}
+func stubCommit(context.Context, CommitParams) (CommitResult, error) {
+	return CommitResult{}, errors.New("not mocked")
+}
+func stubAbort(context.Context, AbortParams) (AbortResult, error) {
+	return AbortResult{}, errors.New("not mocked")
+}
+func stubCompact(context.Context, CompactPassParams) (CompactPassResult, error) {
+	return CompactPassResult{}, errors.New("not mocked")
+}
+func stubScan(context.Context, ScanStatsParams) (ScanStatsResult, error) {
+	return ScanStatsResult{}, errors.New("not mocked")
+}
+func stubStart(context.Context, StartWorkflowsParams) (StartWorkflowsResult, error) {
+	return StartWorkflowsResult{}, errors.New("not mocked")
+}
+
+func newEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
+	t.Helper()
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	// The machine running the tests may be loaded; the 1s default deadlock detector then
+	// fires on perfectly yielding workflow code.
+	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: time.Minute})
+	Register(env)
+	for name, fn := range map[string]any{
+		ListPendingShardsActivity: stubListPendingShards,
+		PrepareActivity:           stubPrepare,
+		CommitActivity:            stubCommit,
+		AbortActivity:             stubAbort,
+		CompactBaseActivity:       stubCompact,
+		ScanStatsActivity:         stubScan,
+		StartWorkflowsActivity:    stubStart,
+	} {
+		env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
+	}
+	return env
+}
+
+// call records one mocked activity execution.
+type call struct {
+	shard      string
+	queue      string
+	activityID string
+	through    uint64
+}
+
+// fakeTable models one target's shards for the mocked Prepare/Commit/Abort: each shard has
+// generations 1..n pending; a pass takes up to perPass of them.
+type fakeTable struct {
+	target  string
+	perPass int
+
+	mu        sync.Mutex
+	pending   map[string]int    // generations sealed per shard
+	watermark map[string]uint64 // merged through
+	version   uint64
+	prepares  []call
+	commits   []call
+	aborts    []call
+}
+
+func newFakeTable(target string, perPass int, pending map[string]int) *fakeTable {
+	return &fakeTable{target: target, perPass: perPass, pending: pending, watermark: map[string]uint64{}}
+}
+
+func (f *fakeTable) list(context.Context, ListPendingShardsParams) (ListPendingShardsResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var res ListPendingShardsResult
+	for shard, n := range f.pending {
+		if left := n - int(f.watermark[shard]); left > 0 {
+			res.Shards = append(res.Shards, ShardPending{Shard: shard, Pending: left})
+		}
+	}
+	// The workflow must not rely on the listing order: hand it out reversed.
+	sort.Slice(res.Shards, func(i, j int) bool { return res.Shards[i].Shard > res.Shards[j].Shard })
+	return res, nil
+}
+
+func (f *fakeTable) prepare(ctx context.Context, p PrepareParams) (PrepareResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	info := activity.GetInfo(ctx)
+	f.prepares = append(f.prepares, call{shard: p.Shard, queue: info.TaskQueue, activityID: info.ActivityID})
+	wm := f.watermark[p.Shard]
+	n := uint64(f.pending[p.Shard])
+	if wm >= n {
+		return PrepareResult{}, nil
+	}
+	var gens []uint64
+	for g := wm + 1; g <= n && len(gens) < f.perPass; g++ {
+		gens = append(gens, g)
+	}
+	return PrepareResult{Prepared: &store.PreparedMerge{
+		Target:      p.Target,
+		Shard:       p.Shard,
+		Generations: gens,
+		Through:     gens[len(gens)-1],
+		AttemptKey:  info.WorkflowExecution.ID + "/" + info.ActivityID,
+		Staged:      []store.StagedFile{{Path: "staged/" + info.ActivityID}},
+	}}, nil
+}
+
+func (f *fakeTable) commit(ctx context.Context, p CommitParams) (CommitResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	info := activity.GetInfo(ctx)
+	f.commits = append(f.commits, call{shard: p.Prepared.Shard, queue: info.TaskQueue, activityID: info.ActivityID, through: p.Prepared.Through})
+	if f.watermark[p.Prepared.Shard] >= p.Prepared.Through {
+		return CommitResult{BaseVersion: f.version, AlreadyCommitted: true}, nil
+	}
+	f.watermark[p.Prepared.Shard] = p.Prepared.Through
+	f.version++
+	return CommitResult{Reclaimed: len(p.Prepared.Generations), BaseVersion: f.version}, nil
+}
+
+func (f *fakeTable) abort(ctx context.Context, p AbortParams) (AbortResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	info := activity.GetInfo(ctx)
+	f.aborts = append(f.aborts, call{shard: p.Prepared.Shard, queue: info.TaskQueue, activityID: info.ActivityID, through: p.Prepared.Through})
+	return AbortResult{Deleted: len(p.Prepared.Staged)}, nil
+}
+
+func (f *fakeTable) calls(which *[]call) []call {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]call(nil), *which...)
+}
+
+// mockTable wires f into env. Extra mocks registered earlier win over these (testify
+// matches expectations in registration order).
+func mockTable(env *testsuite.TestWorkflowEnvironment, f *fakeTable) {
+	env.OnActivity(ListPendingShardsActivity, anyCtx, anyArg).Return(f.list).Maybe()
+	env.OnActivity(PrepareActivity, anyCtx, anyArg).Return(f.prepare).Maybe()
+	env.OnActivity(CommitActivity, anyCtx, anyArg).Return(f.commit).Maybe()
+	env.OnActivity(AbortActivity, anyCtx, anyArg).Return(f.abort).Maybe()
+}
+
+// inflight tracks how many activities of each type run at once, from the test env's
+// listeners (they run on the env's main loop, so no locking is needed).
+type inflight struct {
+	now, max map[string]int
+	started  []string // activity types in start order
+}
+
+func trackInflight(env *testsuite.TestWorkflowEnvironment) *inflight {
+	in := &inflight{now: map[string]int{}, max: map[string]int{}}
+	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+		name := info.ActivityType.Name
+		in.now[name]++
+		in.max[name] = max(in.max[name], in.now[name])
+		in.started = append(in.started, name)
+	})
+	env.SetOnActivityCompletedListener(func(info *activity.Info, _ converter.EncodedValue, _ error) {
+		in.now[info.ActivityType.Name]--
+	})
+	return in
+}
+
+func appErrType(err error) (string, bool) {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return appErr.Type(), appErr.NonRetryable()
+	}
+	return "", false
+}
+
+func mergeResult(t *testing.T, env *testsuite.TestWorkflowEnvironment) MergeWalResult {
+	t.Helper()
+	if !env.IsWorkflowCompleted() {
+		t.Fatal("workflow did not complete")
+	}
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatalf("workflow failed: %v", err)
+	}
+	var res MergeWalResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func shardResult(t *testing.T, res MergeWalResult, shard string) ShardMergeResult {
+	t.Helper()
+	for _, s := range res.Shards {
+		if s.Shard == shard {
+			return s
+		}
+	}
+	t.Fatalf("no result for shard %s in %+v", shard, res)
+	return ShardMergeResult{}
+}
+
+var anyCtx, anyArg = mock.Anything, mock.Anything

@@ -1,0 +1,688 @@
+package workflows
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/walkeeper/walkeeper/store"
+)
+
+// MergeWalInput is MergeWal's input. Only Target is required:
+// `{"target":"generic:gs"}`. Durations are JSON nanoseconds.
+type MergeWalInput struct {
+	Target string `json:"target"`
+	// MaxGenerations and MaxBytes cap one pass (nil = the worker's merge_max_generations /
+	// merge_max_bytes; 0 = no cap).
+	MaxGenerations *int   `json:"max_generations,omitempty"`
+	MaxBytes       *int64 `json:"max_bytes,omitempty"`
+	// ParallelPrepare lets prepares of different shards run concurrently, at most
+	// PrepareConcurrency at once (default 4). Commits stay one at a time either way.
+	ParallelPrepare    bool `json:"parallel_prepare,omitempty"`
+	PrepareConcurrency int  `json:"prepare_concurrency,omitempty"`
+	// MaxPasses bounds the passes per shard over the whole merge, continue-as-new included
+	// (default 1000), so writers that seal faster than merges fold cannot keep it running
+	// forever; the sweep starts the next merge.
+	MaxPasses int `json:"max_passes,omitempty"`
+	// ScheduleToStartTimeout is how long Prepare/Commit waits on the shard owner's queue
+	// before falling back to the shared queue (default 30s).
+	ScheduleToStartTimeout time.Duration `json:"schedule_to_start_timeout,omitempty"`
+	// SlotWaitThreshold: an activity unfinished this long with no word from it is reported as
+	// waiting for a slot (default 10s, negative = off).
+	SlotWaitThreshold time.Duration `json:"slot_wait_threshold,omitempty"`
+	// PrepareTimeout bounds one Prepare attempt, budget wait included (default 30m).
+	PrepareTimeout time.Duration `json:"prepare_timeout,omitempty"`
+	// PassesPerRun: continue-as-new after this many committed passes (default 100), or
+	// earlier when Temporal suggests it.
+	PassesPerRun int `json:"passes_per_run,omitempty"`
+	// Carry is progress handed over by continue-as-new; callers leave it empty.
+	Carry *MergeWalCarry `json:"carry,omitempty"`
+}
+
+// MergeWalCarry is the state one run hands to the next over continue-as-new.
+type MergeWalCarry struct {
+	Runs   int                `json:"runs"`
+	Shards []ShardMergeResult `json:"shards"`
+}
+
+// ShardMergeResult is one shard's outcome.
+type ShardMergeResult struct {
+	Shard       string `json:"shard"`
+	Reclaimed   int    `json:"reclaimed"`
+	Passes      int    `json:"passes"`
+	BaseVersion uint64 `json:"base_version,omitempty"`
+	// Pending is the estimated number of generations left.
+	Pending int `json:"pending"`
+	// Restarts counts stale preparations that were aborted and prepared again.
+	Restarts int `json:"restarts,omitempty"`
+	// SharedQueue: the owner's queue did not pick up work in time; the shard was merged
+	// through the shared queue.
+	SharedQueue bool `json:"shared_queue,omitempty"`
+	// Finished: nothing pending, MaxPasses reached, or failed.
+	Finished         bool   `json:"finished"`
+	MaxPassesReached bool   `json:"max_passes_reached,omitempty"`
+	Error            string `json:"error,omitempty"`
+	ErrorType        string `json:"error_type,omitempty"`
+	// Permanent: the error cannot go away by retrying (corrupt data, invalid input...).
+	Permanent bool `json:"permanent,omitempty"`
+}
+
+// MergeWalResult is MergeWal's result: per-shard reclaimed generations, versions and errors.
+type MergeWalResult struct {
+	Target      string             `json:"target"`
+	Shards      []ShardMergeResult `json:"shards"`
+	Reclaimed   int                `json:"reclaimed"`
+	Passes      int                `json:"passes"`
+	BaseVersion uint64             `json:"base_version,omitempty"`
+	// Runs counts the runs of the continue-as-new chain.
+	Runs int `json:"runs"`
+}
+
+// MergeWal phases, as reported by the status query.
+const (
+	PhaseStarting   = "starting"
+	PhaseListing    = "listing"
+	PhaseMerging    = "merging"
+	PhaseCompacting = "compacting"
+	PhaseContinuing = "continuing-as-new"
+	PhaseDone       = "done"
+)
+
+// Per-shard phases.
+const (
+	ShardQueued        = "queued"
+	ShardPreparing     = "preparing"
+	ShardWaitingCommit = "waiting-commit"
+	ShardCommitting    = "committing"
+	ShardAborting      = "aborting"
+	ShardDone          = "done"
+	ShardFailed        = "failed"
+)
+
+// MergeWalStatus answers the status query.
+type MergeWalStatus struct {
+	Target string `json:"target"`
+	Phase  string `json:"phase"`
+	// Shard and Pass describe the most recent step.
+	Shard     string `json:"shard,omitempty"`
+	Pass      int    `json:"pass"`
+	Pending   int    `json:"pending"`
+	Reclaimed int    `json:"reclaimed"`
+	// Blocked says why the merge is not progressing, or is empty.
+	Blocked string        `json:"blocked,omitempty"`
+	Run     int           `json:"run"`
+	Shards  []ShardStatus `json:"shards"`
+}
+
+// ShardStatus is one shard's part of MergeWalStatus.
+type ShardStatus struct {
+	Shard     string `json:"shard"`
+	Phase     string `json:"phase"`
+	Pending   int    `json:"pending"`
+	Passes    int    `json:"passes"`
+	Reclaimed int    `json:"reclaimed"`
+	Queue     string `json:"queue,omitempty"`
+	Blocked   string `json:"blocked,omitempty"`
+	Error     string `json:"error,omitempty"`
+}
+
+const (
+	defaultMaxPasses          = 1000
+	defaultPassesPerRun       = 100
+	defaultPrepareConcurrency = 4
+	// maxStaleRestarts bounds consecutive abort-and-prepare-again cycles of one shard: a
+	// preparation keeps going stale only if someone else keeps merging the same shard.
+	maxStaleRestarts = 3
+)
+
+func (in MergeWalInput) withDefaults() (MergeWalInput, error) {
+	if in.MaxPasses < 0 || in.PassesPerRun < 0 || in.PrepareConcurrency < 0 ||
+		in.ScheduleToStartTimeout < 0 || in.PrepareTimeout < 0 {
+		return in, fmt.Errorf("negative knob in %+v", in)
+	}
+	if in.MaxGenerations != nil && *in.MaxGenerations < 0 || in.MaxBytes != nil && *in.MaxBytes < 0 {
+		return in, fmt.Errorf("negative max_generations or max_bytes")
+	}
+	if in.MaxPasses == 0 {
+		in.MaxPasses = defaultMaxPasses
+	}
+	if in.PassesPerRun == 0 {
+		in.PassesPerRun = defaultPassesPerRun
+	}
+	if in.PrepareConcurrency == 0 {
+		in.PrepareConcurrency = defaultPrepareConcurrency
+	}
+	if in.ScheduleToStartTimeout == 0 {
+		in.ScheduleToStartTimeout = DefaultScheduleToStartTimeout
+	}
+	if in.SlotWaitThreshold == 0 {
+		in.SlotWaitThreshold = DefaultSlotWaitThreshold
+	}
+	if in.PrepareTimeout == 0 {
+		in.PrepareTimeout = DefaultPrepareTimeout
+	}
+	return in, nil
+}
+
+func invalidInput(err error) error {
+	return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalidInput, err)
+}
+
+// MergeWal folds every shard's pending generations of one target into its base table
+// (DESIGN §3, §4). Shards are visited in shard-id order; each is merged pass by pass
+// (Prepare on the owner's queue, then Commit) until nothing is pending or MaxPasses. Exactly
+// one Commit per table is in flight at any time: every commit goes through one commit loop,
+// whether prepares run serially (default) or in parallel. A failing shard records its error
+// and the others go on; the workflow fails only when every shard failed for good.
+func MergeWal(ctx workflow.Context, in MergeWalInput) (MergeWalResult, error) {
+	target, err := store.ParseTarget(in.Target)
+	if err != nil {
+		return MergeWalResult{Target: in.Target}, invalidInput(err)
+	}
+	if in, err = in.withDefaults(); err != nil {
+		return MergeWalResult{Target: in.Target}, invalidInput(err)
+	}
+	r := newMergeRun(ctx, in, target)
+	if err := workflow.SetQueryHandler(ctx, StatusQuery, func() (MergeWalStatus, error) {
+		return r.status(), nil
+	}); err != nil {
+		return r.result(), err
+	}
+	ensureTargetAttributes(ctx, target)
+	r.log.Info("Merge started.", "run", r.runs, "parallel_prepare", in.ParallelPrepare)
+
+	// Step 1. List the shards with pending generations (any worker can read the manifests).
+	r.setPhase(PhaseListing)
+	var listed ListPendingShardsResult
+	w := r.tr.newWatch(ListPendingShardsActivity, "", TaskQueue)
+	if err := r.tr.exec(ctx, listOptions(), w, ListPendingShardsParams{Target: target.String()}, &listed); err != nil {
+		r.setPhase(PhaseDone)
+		return r.result(), err
+	}
+	r.plan(listed.Shards)
+	r.upsertPending()
+
+	// Step 2. Merge shard by shard; one commit at a time.
+	r.setPhase(PhaseMerging)
+	r.mergeShards(ctx)
+	if ctx.Err() != nil {
+		return r.result(), ctx.Err()
+	}
+
+	// Step 3. Hand over to a fresh run if the history grew long, else report.
+	if r.stopping && r.unfinished() > 0 {
+		r.setPhase(PhaseContinuing)
+		next := r.in
+		next.Carry = &MergeWalCarry{Runs: r.runs, Shards: r.result().Shards}
+		r.log.Info("Merge continues as new.", "passes", r.passes)
+		return r.result(), workflow.NewContinueAsNewError(ctx, MergeWalWorkflow, next)
+	}
+	r.setPhase(PhaseDone)
+	res := r.result()
+	r.log.Info("Merge finished.", "reclaimed", res.Reclaimed, "passes", res.Passes)
+	if r.allFailedPermanently() {
+		return res, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("every shard of %s failed: %s", target, res.Shards[0].Error),
+			ErrTypeAllShardsFailed, nil, res)
+	}
+	return res, nil
+}
+
+// mergeRun is one run's state. Coroutines share it; workflow coroutines never run in
+// parallel, so no locking is needed.
+type mergeRun struct {
+	ctx      workflow.Context
+	in       MergeWalInput
+	target   store.Target
+	log      log.Logger
+	tr       *tracker
+	runs     int
+	phase    string
+	shards   []*shardRun
+	current  *shardRun
+	passes   int // committed passes in this run
+	stopping bool
+	// lastPending is the WalPending value last upserted (-1: none yet).
+	lastPending int64
+}
+
+type shardRun struct {
+	res         ShardMergeResult
+	phase       string
+	queue       string
+	staleInARow int
+}
+
+func newMergeRun(ctx workflow.Context, in MergeWalInput, target store.Target) *mergeRun {
+	r := &mergeRun{
+		ctx:         ctx,
+		in:          in,
+		target:      target,
+		log:         log.With(workflow.GetLogger(ctx), "target", target.String()),
+		runs:        1,
+		phase:       PhaseStarting,
+		lastPending: -1,
+	}
+	if in.Carry != nil {
+		r.runs = in.Carry.Runs + 1
+	}
+	if v, ok := workflow.GetTypedSearchAttributes(ctx).GetInt64(WalPending); ok {
+		r.lastPending = v
+	}
+	slotWait := in.SlotWaitThreshold
+	if slotWait < 0 {
+		slotWait = 0
+	}
+	r.tr = newTracker(ctx, slotWait, r.changed)
+	return r
+}
+
+// plan merges the carried results with the fresh listing, in shard order. A shard finished
+// in an earlier run stays finished; one that no longer has anything pending is done.
+func (r *mergeRun) plan(listed []ShardPending) {
+	byShard := map[string]*shardRun{}
+	var all []*shardRun
+	if r.in.Carry != nil {
+		for _, c := range r.in.Carry.Shards {
+			sh := &shardRun{res: c}
+			byShard[c.Shard] = sh
+			all = append(all, sh)
+		}
+	}
+	seen := map[string]bool{}
+	for _, sp := range listed {
+		if sp.Pending <= 0 {
+			continue
+		}
+		seen[sp.Shard] = true
+		if sh, ok := byShard[sp.Shard]; ok {
+			if !sh.res.Finished {
+				sh.res.Pending = sp.Pending
+			}
+			continue
+		}
+		sh := &shardRun{res: ShardMergeResult{Shard: sp.Shard, Pending: sp.Pending}}
+		byShard[sp.Shard] = sh
+		all = append(all, sh)
+	}
+	for _, sh := range all {
+		if !sh.res.Finished && !seen[sh.res.Shard] {
+			sh.res.Finished, sh.res.Pending = true, 0
+		}
+		switch {
+		case sh.res.Error != "":
+			sh.phase = ShardFailed
+		case sh.res.Finished:
+			sh.phase = ShardDone
+		default:
+			sh.phase = ShardQueued
+		}
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].res.Shard < all[j].res.Shard })
+	r.shards = all
+	r.changed()
+}
+
+func (r *mergeRun) todo() []*shardRun {
+	var out []*shardRun
+	for _, sh := range r.shards {
+		if !sh.res.Finished {
+			out = append(out, sh)
+		}
+	}
+	return out
+}
+
+func (r *mergeRun) unfinished() int { return len(r.todo()) }
+
+type commitRequest struct {
+	sh    *shardRun
+	p     *store.PreparedMerge
+	reply workflow.Channel
+}
+
+type commitOutcome struct {
+	res CommitResult
+	err error
+}
+
+// mergeShards runs every unfinished shard. Prepares run in the shard coroutines (one
+// coroutine visiting shards in order, or one per shard behind a semaphore when
+// ParallelPrepare); commits run only in the single commit loop.
+func (r *mergeRun) mergeShards(ctx workflow.Context) {
+	todo := r.todo()
+	if len(todo) == 0 {
+		return
+	}
+	commits := workflow.NewChannel(ctx)
+	loopDone := workflow.NewWaitGroup(ctx)
+	loopDone.Add(1)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		defer loopDone.Done()
+		r.commitLoop(ctx, commits)
+	})
+
+	if !r.in.ParallelPrepare {
+		for _, sh := range todo {
+			if r.stopping || ctx.Err() != nil {
+				break
+			}
+			r.mergeShard(ctx, sh, commits, nil)
+		}
+	} else {
+		sem := workflow.NewSemaphore(ctx, int64(r.in.PrepareConcurrency))
+		shardsDone := workflow.NewWaitGroup(ctx)
+		for _, sh := range todo {
+			shardsDone.Add(1)
+			workflow.Go(ctx, func(ctx workflow.Context) {
+				defer shardsDone.Done()
+				r.mergeShard(ctx, sh, commits, sem)
+			})
+		}
+		shardsDone.Wait(ctx)
+	}
+	commits.Close()
+	loopDone.Wait(ctx)
+}
+
+// mergeShard runs passes of one shard until nothing is pending, MaxPasses, a permanent
+// failure, or a pending continue-as-new.
+func (r *mergeRun) mergeShard(ctx workflow.Context, sh *shardRun, commits workflow.Channel, sem workflow.Semaphore) {
+	for ctx.Err() == nil {
+		if sh.res.Passes >= r.in.MaxPasses {
+			sh.res.Finished, sh.res.MaxPassesReached = true, true
+			sh.phase = ShardDone
+			r.log.Info("Shard reached max passes.", "shard", sh.res.Shard, "pending", sh.res.Pending)
+			r.changed()
+			return
+		}
+		p, ok, err := r.prepare(ctx, sh, sem)
+		if !ok {
+			sh.phase = ShardQueued
+			r.changed()
+			return
+		}
+		if err != nil {
+			r.fail(sh, "prepare", err, nil)
+			return
+		}
+		if p == nil {
+			sh.res.Finished, sh.res.Pending = true, 0
+			sh.phase = ShardDone
+			r.upsertPending()
+			r.changed()
+			return
+		}
+
+		sh.phase = ShardWaitingCommit
+		r.changed()
+		reply := workflow.NewBufferedChannel(ctx, 1)
+		commits.Send(ctx, &commitRequest{sh: sh, p: p, reply: reply})
+		var out commitOutcome
+		reply.Receive(ctx, &out)
+		if out.err == nil {
+			r.committed(sh, p, out.res)
+			continue
+		}
+
+		// The commit failed. Abort proves it absent (and deletes the staged files) or finds
+		// it present after all (a lost reply, or another attempt merged the same range).
+		stale := errorType(out.err) == ErrTypeStalePreparation
+		ab, abErr := r.abort(ctx, sh, p)
+		if abErr == nil && ab.CommitPresent {
+			r.committed(sh, p, CommitResult{Reclaimed: len(p.Generations)})
+			continue
+		}
+		if stale && abErr == nil && sh.staleInARow < maxStaleRestarts {
+			sh.staleInARow++
+			sh.res.Restarts++
+			r.log.Info("Stale preparation aborted; preparing again.", "shard", sh.res.Shard)
+			continue
+		}
+		r.fail(sh, "commit", out.err, abErr)
+		return
+	}
+}
+
+// prepare runs one Prepare. ok is false when the shard should stop without a result (a
+// continue-as-new became due while it waited for a prepare slot).
+func (r *mergeRun) prepare(ctx workflow.Context, sh *shardRun, sem workflow.Semaphore) (*store.PreparedMerge, bool, error) {
+	if r.stopping {
+		return nil, false, nil
+	}
+	if sem != nil {
+		if err := sem.Acquire(ctx, 1); err != nil {
+			return nil, false, nil
+		}
+		defer sem.Release(1)
+		if r.stopping {
+			return nil, false, nil
+		}
+	}
+	sh.phase = ShardPreparing
+	r.current = sh
+	params := PrepareParams{
+		Target:         r.target.String(),
+		Shard:          sh.res.Shard,
+		MaxGenerations: r.in.MaxGenerations,
+		MaxBytes:       r.in.MaxBytes,
+		NotifyAfter:    r.tr.slotWait,
+	}
+	var res PrepareResult
+	if !sh.res.SharedQueue {
+		sh.queue = ShardQueue(sh.res.Shard)
+		w := r.tr.newWatch(PrepareActivity, sh.res.Shard, sh.queue)
+		err := r.tr.exec(ctx, prepareOptions(r.in.PrepareTimeout, r.in.ScheduleToStartTimeout), w, params, &res)
+		if !isScheduleToStartTimeout(err) {
+			return res.Prepared, true, err
+		}
+		r.fallBack(sh, PrepareActivity)
+	}
+	w := r.tr.newWatch(PrepareActivity, sh.res.Shard, TaskQueue)
+	err := r.tr.exec(ctx, prepareOptions(r.in.PrepareTimeout, 0), w, params, &res)
+	return res.Prepared, true, err
+}
+
+// commitLoop is the only place Commit runs: one commit in flight per table, in the order
+// the shards asked.
+func (r *mergeRun) commitLoop(ctx workflow.Context, commits workflow.Channel) {
+	for {
+		var req *commitRequest
+		if !commits.Receive(ctx, &req) {
+			return
+		}
+		req.reply.Send(ctx, r.commit(ctx, req.sh, req.p))
+	}
+}
+
+// commit runs one Commit where the prepare ran: the owner's queue, or the shared queue
+// once the owner failed to pick up work in time.
+func (r *mergeRun) commit(ctx workflow.Context, sh *shardRun, p *store.PreparedMerge) commitOutcome {
+	sh.phase = ShardCommitting
+	r.current = sh
+	params := CommitParams{Prepared: *p, NotifyAfter: r.tr.slotWait}
+	var res CommitResult
+	if !sh.res.SharedQueue {
+		sh.queue = ShardQueue(sh.res.Shard)
+		w := r.tr.newWatch(CommitActivity, sh.res.Shard, sh.queue)
+		err := r.tr.exec(ctx, commitOptions(r.in.ScheduleToStartTimeout), w, params, &res)
+		if !isScheduleToStartTimeout(err) {
+			return commitOutcome{res: res, err: err}
+		}
+		r.fallBack(sh, CommitActivity)
+	}
+	w := r.tr.newWatch(CommitActivity, sh.res.Shard, TaskQueue)
+	err := r.tr.exec(ctx, commitOptions(0), w, params, &res)
+	return commitOutcome{res: res, err: err}
+}
+
+// abort discards a prepared merge on the shared queue (clean-up needs no locality). It
+// still runs when the workflow is being cancelled, so staged files do not leak.
+func (r *mergeRun) abort(ctx workflow.Context, sh *shardRun, p *store.PreparedMerge) (AbortResult, error) {
+	sh.phase = ShardAborting
+	if ctx.Err() != nil {
+		ctx, _ = workflow.NewDisconnectedContext(ctx)
+	}
+	var res AbortResult
+	w := r.tr.newWatch(AbortActivity, sh.res.Shard, TaskQueue)
+	err := r.tr.exec(ctx, abortOptions(), w, AbortParams{Prepared: *p}, &res)
+	if err != nil {
+		r.log.Warn("Abort failed; staged files may leak.", "shard", sh.res.Shard, "error", err)
+	}
+	return res, err
+}
+
+func (r *mergeRun) fallBack(sh *shardRun, activity string) {
+	sh.res.SharedQueue = true
+	sh.queue = TaskQueue
+	r.log.Warn("Shard queue has no worker in time; using the shared queue.",
+		"shard", sh.res.Shard, "activity", activity, "timeout", r.in.ScheduleToStartTimeout)
+	r.changed()
+}
+
+func (r *mergeRun) committed(sh *shardRun, p *store.PreparedMerge, res CommitResult) {
+	sh.res.Passes++
+	r.passes++
+	sh.res.Reclaimed += res.Reclaimed
+	sh.res.BaseVersion = max(sh.res.BaseVersion, res.BaseVersion)
+	sh.res.Pending = max(0, sh.res.Pending-len(p.Generations))
+	sh.staleInARow = 0
+	sh.phase = ShardPreparing
+	r.log.Info("Merge pass committed.", "shard", sh.res.Shard, "generation", p.Through,
+		"reclaimed", res.Reclaimed, "base_version", res.BaseVersion, "pending", sh.res.Pending)
+	r.upsertPending()
+	if r.passes >= r.in.PassesPerRun || workflow.GetInfo(r.ctx).GetContinueAsNewSuggested() {
+		r.stopping = true
+	}
+	r.changed()
+}
+
+func (r *mergeRun) fail(sh *shardRun, step string, err, abortErr error) {
+	sh.res.Finished = true
+	sh.res.Error = step + ": " + errorText(err)
+	if abortErr != nil {
+		sh.res.Error += "; abort: " + errorText(abortErr)
+	}
+	sh.res.ErrorType = errorType(err)
+	sh.res.Permanent = isPermanent(err)
+	sh.phase = ShardFailed
+	r.log.Warn("Shard merge failed.", "shard", sh.res.Shard, "step", step, "error", err,
+		"permanent", sh.res.Permanent)
+	r.changed()
+}
+
+func (r *mergeRun) allFailedPermanently() bool {
+	if len(r.shards) == 0 {
+		return false
+	}
+	for _, sh := range r.shards {
+		if sh.res.Error == "" || !sh.res.Permanent {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *mergeRun) totalPending() int {
+	n := 0
+	for _, sh := range r.shards {
+		n += sh.res.Pending
+	}
+	return n
+}
+
+// upsertPending keeps WalPending equal to the estimated pending generations.
+func (r *mergeRun) upsertPending() {
+	total := int64(r.totalPending())
+	if total == r.lastPending {
+		return
+	}
+	if err := workflow.UpsertTypedSearchAttributes(r.ctx, WalPending.ValueSet(total)); err != nil {
+		r.log.Warn("Cannot upsert WalPending.", "error", err)
+		return
+	}
+	r.lastPending = total
+}
+
+func (r *mergeRun) setPhase(p string) {
+	r.phase = p
+	r.changed()
+}
+
+// changed refreshes the current details shown in Temporal Web.
+func (r *mergeRun) changed() {
+	workflow.SetCurrentDetails(r.ctx, r.details())
+}
+
+func (r *mergeRun) result() MergeWalResult {
+	res := MergeWalResult{Target: r.target.String(), Runs: r.runs, Shards: []ShardMergeResult{}}
+	for _, sh := range r.shards {
+		res.Shards = append(res.Shards, sh.res)
+		res.Reclaimed += sh.res.Reclaimed
+		res.Passes += sh.res.Passes
+		res.BaseVersion = max(res.BaseVersion, sh.res.BaseVersion)
+	}
+	return res
+}
+
+func (r *mergeRun) status() MergeWalStatus {
+	st := MergeWalStatus{
+		Target:  r.target.String(),
+		Phase:   r.phase,
+		Pending: r.totalPending(),
+		Run:     r.runs,
+		Shards:  []ShardStatus{},
+	}
+	for _, sh := range r.shards {
+		ss := ShardStatus{
+			Shard:     sh.res.Shard,
+			Phase:     sh.phase,
+			Pending:   sh.res.Pending,
+			Passes:    sh.res.Passes,
+			Reclaimed: sh.res.Reclaimed,
+			Queue:     sh.queue,
+			Blocked:   r.tr.blocked(sh.res.Shard),
+			Error:     sh.res.Error,
+		}
+		st.Shards = append(st.Shards, ss)
+		st.Reclaimed += sh.res.Reclaimed
+		if st.Blocked == "" && ss.Blocked != "" {
+			st.Blocked = "shard " + shortShard(sh.res.Shard) + ": " + ss.Blocked
+		}
+	}
+	if st.Blocked == "" {
+		st.Blocked = r.tr.blocked("")
+	}
+	if sh := r.current; sh != nil {
+		st.Shard = sh.res.Shard
+		st.Pass = sh.res.Passes
+		if !sh.res.Finished {
+			st.Pass++
+		}
+	}
+	return st
+}
+
+// details is the short markdown progress line Temporal Web shows for the run.
+func (r *mergeRun) details() string {
+	st := r.status()
+	done := 0
+	for _, sh := range r.shards {
+		if sh.res.Finished {
+			done++
+		}
+	}
+	line := fmt.Sprintf("**%s** %s · shards %d/%d done · %d generations reclaimed · ~%d pending",
+		st.Target, st.Phase, done, len(r.shards), st.Reclaimed, st.Pending)
+	if st.Shard != "" && st.Phase == PhaseMerging {
+		line += fmt.Sprintf(" · shard `%s` pass %d", shortShard(st.Shard), st.Pass)
+	}
+	if st.Blocked != "" {
+		line += "\n\n**blocked:** " + st.Blocked
+	}
+	return line
+}

@@ -1,0 +1,102 @@
+package workflows
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+)
+
+// Activity options. Changing any value here changes the commands a workflow issues, so a
+// change that must apply to runs already in flight needs workflow.GetVersion; a change for
+// new runs only is safe once old runs have drained (replay tests catch the difference).
+
+// DefaultScheduleToStartTimeout bounds how long Prepare or Commit waits on a shard queue
+// before falling back to the shared queue (DESIGN §4: never strand a target whose owner
+// is gone).
+const DefaultScheduleToStartTimeout = 30 * time.Second
+
+// DefaultSlotWaitThreshold is how long an activity may sit unfinished, without telling the
+// workflow it runs, before the status query reports it waiting for a slot.
+const DefaultSlotWaitThreshold = 10 * time.Second
+
+// DefaultPrepareTimeout bounds one Prepare attempt, budget wait included.
+const DefaultPrepareTimeout = 30 * time.Minute
+
+func retryPolicy(maxAttempts int32, maxInterval time.Duration) *temporal.RetryPolicy {
+	return &temporal.RetryPolicy{
+		InitialInterval:        time.Second,
+		BackoffCoefficient:     2,
+		MaximumInterval:        maxInterval,
+		MaximumAttempts:        maxAttempts,
+		NonRetryableErrorTypes: NonRetryableErrorTypes,
+	}
+}
+
+// prepareOptions: long, heartbeating (the budget wait heartbeats too). Retries are bounded
+// so that one broken shard ends up recorded as failed instead of stalling the table.
+func prepareOptions(startToClose, scheduleToStart time.Duration) workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		ScheduleToStartTimeout: scheduleToStart,
+		StartToCloseTimeout:    startToClose,
+		HeartbeatTimeout:       time.Minute,
+		RetryPolicy:            retryPolicy(5, time.Minute),
+		Summary:                "prepare",
+	}
+}
+
+// commitOptions: the write lock is held only for metadata, but a commit first waits for
+// prepares of the same store in the worker process to drop their read lock, so it
+// heartbeats while it waits.
+func commitOptions(scheduleToStart time.Duration) workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		ScheduleToStartTimeout: scheduleToStart,
+		StartToCloseTimeout:    5 * time.Minute,
+		HeartbeatTimeout:       time.Minute,
+		RetryPolicy:            retryPolicy(10, 30*time.Second),
+		Summary:                "commit",
+	}
+}
+
+func abortOptions() workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: 2 * time.Minute,
+		RetryPolicy:         retryPolicy(10, 30*time.Second),
+		Summary:             "abort",
+	}
+}
+
+func listOptions() workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: 2 * time.Minute,
+		RetryPolicy:         retryPolicy(5, 30*time.Second),
+		Summary:             "list pending shards",
+	}
+}
+
+func compactOptions() workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: time.Hour,
+		HeartbeatTimeout:    time.Minute,
+		RetryPolicy:         retryPolicy(5, time.Minute),
+		Summary:             "compact base",
+	}
+}
+
+// scanOptions: one heartbeating activity per kind, resumable from its heartbeat.
+func scanOptions() workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: 30 * time.Minute,
+		HeartbeatTimeout:    time.Minute,
+		RetryPolicy:         retryPolicy(5, time.Minute),
+		Summary:             "scan stats",
+	}
+}
+
+func startWorkflowsOptions() workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: 2 * time.Minute,
+		RetryPolicy:         retryPolicy(5, 30*time.Second),
+		Summary:             "start workflows",
+	}
+}

@@ -1,0 +1,243 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+)
+
+// tracker runs activities for one workflow run and keeps what the status query needs to
+// say why the run is not making progress. A workflow cannot see whether an activity task
+// has been picked up, so the tracker combines two deterministic observations:
+//
+//   - a watchdog timer raced against each activity future (workflow.Selector): an activity
+//     still unfinished after slotWait, with no word from it, is "waiting for a slot" (or,
+//     on a shard queue, for a worker that may be gone);
+//   - ActivityStateSignal, sent by the activity itself once it has run past slotWait,
+//     while it waits for the memory budget, and before Temporal backs off to retry it.
+//
+// Both arrive through history, so replays compute the same status.
+type tracker struct {
+	runID    string
+	slotWait time.Duration
+	seq      int
+	inflight []*watch
+	onChange func()
+}
+
+// watch is one activity in flight.
+type watch struct {
+	id       string
+	activity string
+	shard    string
+	queue    string
+	// slow: the watchdog fired before the activity finished.
+	slow bool
+	// running: the activity reported that it runs; state and lastErr refine it.
+	running bool
+	state   string
+	attempt int
+	lastErr string
+}
+
+func newTracker(ctx workflow.Context, slotWait time.Duration, onChange func()) *tracker {
+	t := &tracker{
+		runID:    workflow.GetInfo(ctx).WorkflowExecution.RunID,
+		slotWait: slotWait,
+		onChange: onChange,
+	}
+	ch := workflow.GetSignalChannel(ctx, ActivityStateSignal)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			var s ActivityState
+			if !ch.Receive(ctx, &s) {
+				return
+			}
+			t.apply(s)
+		}
+	})
+	return t
+}
+
+// newWatch names the next activity. The ID embeds the run ID: activity IDs restart at each
+// continue-as-new and each new run of the same workflow ID, and activities derive their
+// idempotency key (the names of the files they stage) from workflow ID + activity ID.
+func (t *tracker) newWatch(activity, shard, queue string) *watch {
+	t.seq++
+	return &watch{
+		id:       fmt.Sprintf("%s/%s/%d", activity, t.runID, t.seq),
+		activity: activity,
+		shard:    shard,
+		queue:    queue,
+	}
+}
+
+// exec runs one activity under w and decodes its result into out.
+func (t *tracker) exec(ctx workflow.Context, opts workflow.ActivityOptions, w *watch, arg, out any) error {
+	opts.ActivityID = w.id
+	opts.TaskQueue = w.queue
+	fut := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), w.activity, arg)
+	t.inflight = append(t.inflight, w)
+	t.changed()
+	defer func() {
+		t.remove(w)
+		t.changed()
+	}()
+	if t.slotWait > 0 {
+		timerCtx, cancel := workflow.WithCancel(ctx)
+		timer := workflow.NewTimerWithOptions(timerCtx, t.slotWait, workflow.TimerOptions{
+			Summary: "slot watchdog: " + w.activity,
+		})
+		done := false
+		sel := workflow.NewSelector(ctx)
+		sel.AddFuture(fut, func(workflow.Future) { done = true })
+		sel.AddFuture(timer, func(f workflow.Future) {
+			if f.Get(timerCtx, nil) == nil {
+				w.slow = true
+				t.changed()
+			}
+		})
+		for !done && ctx.Err() == nil {
+			sel.Select(ctx)
+		}
+		cancel()
+	}
+	return fut.Get(ctx, out)
+}
+
+func (t *tracker) remove(w *watch) {
+	for i, x := range t.inflight {
+		if x == w {
+			t.inflight = append(t.inflight[:i], t.inflight[i+1:]...)
+			return
+		}
+	}
+}
+
+func (t *tracker) apply(s ActivityState) {
+	for _, w := range t.inflight {
+		if w.id != s.ActivityID {
+			continue
+		}
+		w.attempt = s.Attempt
+		switch s.State {
+		case ActivityStateRunning, ActivityStateWaitingBudget:
+			w.running = true
+			w.state = s.State
+		case ActivityStateRetrying:
+			// Between attempts nothing runs until Temporal dispatches the next one.
+			w.running = false
+			w.slow = false
+			w.state = s.State
+			w.lastErr = s.Error
+		}
+		t.changed()
+		return
+	}
+	// A late signal for an activity that already finished: nothing to show.
+}
+
+func (t *tracker) changed() {
+	if t.onChange != nil {
+		t.onChange()
+	}
+}
+
+// blocked is the reason the first blocked activity of shard ("" = any shard) waits, or "".
+func (t *tracker) blocked(shard string) string {
+	for _, w := range t.inflight {
+		if shard != "" && w.shard != shard {
+			continue
+		}
+		if r := w.blocked(); r != "" {
+			return r
+		}
+	}
+	return ""
+}
+
+// Blocked reasons shown by the status queries.
+const (
+	BlockedBudget   = "waiting for budget"
+	BlockedBackoff  = "backing off after an error"
+	BlockedSlot     = "waiting for a slot"
+	BlockedNoWorker = "waiting for a slot, or no worker for shard"
+)
+
+func (w *watch) blocked() string {
+	switch w.state {
+	case ActivityStateWaitingBudget:
+		return BlockedBudget
+	case ActivityStateRetrying:
+		if w.lastErr != "" {
+			return fmt.Sprintf("%s (attempt %d: %s)", BlockedBackoff, w.attempt, clipText(w.lastErr, 200))
+		}
+		return BlockedBackoff
+	}
+	if w.slow && !w.running {
+		if w.queue != TaskQueue && w.shard != "" {
+			return BlockedNoWorker + " " + shortShard(w.shard)
+		}
+		return BlockedSlot + " on " + w.queue
+	}
+	return ""
+}
+
+// errorType is the application error type carried by err ("" if none).
+func errorType(err error) string {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return appErr.Type()
+	}
+	return ""
+}
+
+// isPermanent reports whether retrying err cannot help: a non-retryable application error,
+// or one of the types every retry policy lists as non-retryable.
+func isPermanent(err error) bool {
+	var appErr *temporal.ApplicationError
+	if !errors.As(err, &appErr) {
+		return false
+	}
+	if appErr.NonRetryable() {
+		return true
+	}
+	for _, t := range NonRetryableErrorTypes {
+		if appErr.Type() == t {
+			return true
+		}
+	}
+	return false
+}
+
+// isScheduleToStartTimeout reports whether an activity expired in its queue without any
+// worker picking it up.
+func isScheduleToStartTimeout(err error) bool {
+	var te *temporal.TimeoutError
+	return errors.As(err, &te) && te.TimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START
+}
+
+// errorText is the innermost useful message of an activity error: the application error's
+// own message rather than the "activity error (type: ..., scheduledEventID: ...)" wrapper.
+func errorText(err error) string {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return appErr.Error()
+	}
+	var te *temporal.TimeoutError
+	if errors.As(err, &te) {
+		return te.Error()
+	}
+	return err.Error()
+}
+
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

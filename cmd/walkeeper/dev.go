@@ -1,0 +1,305 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+
+	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/worker"
+)
+
+type devOptions struct {
+	data         string
+	workers      int
+	demo         bool
+	demoDuration time.Duration
+	sweepEvery   time.Duration
+	port         int
+	uiPort       int
+	httpPort     int
+	cli          string
+}
+
+func newDevCmd(g *globalOptions) *cobra.Command {
+	o := &devOptions{}
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Run everything locally: Temporal dev server + Web UI, workers, sweep schedule, demo load",
+		Long: `Run a complete local walkeeper:
+
+  1. a Temporal dev server with its Web UI (temporal server start-dev; the Temporal CLI is
+     found on PATH / $WALKEEPER_TEMPORAL_CLI / GOPATH/bin / .cache/bin, or built into
+     .cache/bin on first run), unless --temporal points at a running Temporal;
+  2. the search attributes WalTarget, WalKind, WalPending;
+  3. --workers in-process workers (instances dev-0, dev-1, ...) sharing the storage
+     file://<data>/storage, with HTTP data planes on 127.0.0.1:<http-port>, +1, ...;
+  4. the schedule walkeeper-sweep, every --sweep-every;
+  5. with --demo, a demo load: a generic store "demo" gets rows through every worker for
+     --demo-duration, sealed every 2s, so merges show up in the Web UI.
+
+Ctrl-C stops the load, seals and stops the workers, then stops the Temporal server.
+Temporal's database and log live in <data>/temporal.db and <data>/temporal.log.`,
+		Example: `  walkeeper dev
+  walkeeper dev --workers 3 --demo=false
+  walkeeper dev --temporal 127.0.0.1:7233   # use a Temporal that is already running`,
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			if o.workers < 1 {
+				return usagef("--workers must be at least 1")
+			}
+			if o.sweepEvery <= 0 {
+				return usagef("--sweep-every must be positive")
+			}
+			external := flagChanged(cmd.Flags(), "temporal")
+			return runDev(cmd.Context(), cmd.OutOrStdout(), g, o, external)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.data, "data", filepath.Join(".cache", "dev"), "directory for storage, Temporal's database and logs")
+	f.IntVar(&o.workers, "workers", 3, "number of in-process workers")
+	f.BoolVar(&o.demo, "demo", true, "run the demo load against generic:demo")
+	f.DurationVar(&o.demoDuration, "demo-duration", 30*time.Second, "how long the demo load runs")
+	f.DurationVar(&o.sweepEvery, "sweep-every", 10*time.Second, "interval of the walkeeper-sweep schedule")
+	f.IntVar(&o.port, "temporal-port", 7233, "Temporal dev server frontend port (a free one if taken)")
+	f.IntVar(&o.uiPort, "ui-port", 8233, "Temporal Web UI port (a free one if taken)")
+	f.IntVar(&o.httpPort, "http-port", 8081, "HTTP port of worker dev-0; dev-i listens on http-port+i")
+	f.StringVar(&o.cli, "temporal-cli", "", "Temporal CLI binary to run the dev server (env WALKEEPER_TEMPORAL_CLI)")
+	return cmd
+}
+
+func runDev(parent context.Context, out io.Writer, g *globalOptions, o *devOptions, external bool) error {
+	logger, err := g.logger("info")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = logger.Sync() }()
+	ctx, stopSignals := signalContext(parent)
+	defer stopSignals()
+
+	data, err := filepath.Abs(o.data)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+
+	// 1. Temporal.
+	tc := g.temporal
+	uiURL := ""
+	if !external {
+		srv, err := worker.StartDevServer(ctx, worker.DevServerOptions{
+			CLIPath:  o.cli,
+			Install:  true,
+			DataDir:  data,
+			Port:     portOrFree(o.port),
+			UIPort:   portOrFree(o.uiPort),
+			Progress: out,
+		})
+		if err != nil {
+			return err
+		}
+		defer func() {
+			fmt.Fprintln(out, "stopping Temporal dev server...")
+			if err := srv.Stop(); err != nil {
+				logger.Warn("stop temporal dev server", zap.Error(err))
+			}
+		}()
+		tc.HostPort = srv.HostPort()
+		tc.Namespace = worker.DefaultTemporalNamespace
+		tc.TLS, tc.TLSCert, tc.TLSKey, tc.TLSCA, tc.TLSServerName, tc.APIKey = false, "", "", "", "", ""
+		uiURL = srv.UIURL()
+	}
+	c, err := worker.Dial(ctx, tc, logger)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+
+	// 2. Search attributes (a no-op on our dev server, needed on an external one).
+	if err := worker.EnsureSearchAttributes(ctx, c, tc.Namespace); err != nil {
+		return err
+	}
+
+	// 3. Workers.
+	storage := (&url.URL{Scheme: "file", Path: filepath.Join(data, "storage")}).String()
+	var workers []*worker.Worker
+	defer func() {
+		if len(workers) == 0 {
+			return
+		}
+		fmt.Fprintln(out, "stopping workers (sealing memtables)...")
+		var wg sync.WaitGroup
+		for _, w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				if err := w.Stop(sctx); err != nil {
+					logger.Warn("stop worker", zap.Error(err))
+				}
+			}()
+		}
+		wg.Wait()
+	}()
+	var httpURLs []string
+	for i := 0; i < o.workers; i++ {
+		cfg := devWorkerConfig(g, tc, storage, i, o)
+		w, err := worker.New(cfg, logger, c)
+		if err != nil {
+			return fmt.Errorf("worker %s: %w", cfg.Instance, err)
+		}
+		if err := w.Start(ctx); err != nil {
+			return fmt.Errorf("start worker %s: %w", cfg.Instance, err)
+		}
+		workers = append(workers, w)
+		httpURLs = append(httpURLs, "http://"+w.HTTPAddr())
+	}
+
+	// 4. The sweep schedule.
+	if err := worker.EnsureSweepSchedule(ctx, c, o.sweepEvery); err != nil {
+		return err
+	}
+
+	printDevBanner(out, tc, uiURL, storage, data, workers, httpURLs, o.demo)
+
+	// 5. Demo load.
+	var demoDone chan struct{}
+	if o.demo {
+		demoDone = make(chan struct{})
+		lg := &loadGen{
+			urls:       httpURLs,
+			target:     store.Target{Kind: store.KindGeneric, Name: "demo"},
+			rate:       200,
+			batch:      20,
+			keySpace:   2000,
+			flushEvery: 2 * time.Second,
+			duration:   o.demoDuration,
+			out:        out,
+		}
+		lg.init()
+		go func() {
+			defer close(demoDone)
+			if err := lg.create(ctx); err != nil {
+				fmt.Fprintf(out, "demo: %v\n", err)
+				return
+			}
+			fmt.Fprintf(out, "demo: appending to generic:demo for %s...\n", o.demoDuration)
+			if err := lg.run(ctx); err != nil {
+				fmt.Fprintf(out, "demo: %v\n", err)
+			}
+			if ctx.Err() == nil {
+				fmt.Fprintf(out, "demo: done, %d rows appended, %d seals; merges run by count trigger and sweep.\n"+
+					"      walkeeper status generic:demo --temporal %s --storage %s\n",
+					lg.appended.Load(), lg.flushes.Load(), tc.HostPort, storage)
+			}
+		}()
+	}
+
+	<-ctx.Done()
+	forceExitOnSecondSignal(out)
+	fmt.Fprintln(out, "\nshutting down...")
+	if demoDone != nil {
+		<-demoDone
+	}
+	if errors.Is(parent.Err(), context.Canceled) {
+		return parent.Err()
+	}
+	return nil
+}
+
+// forceExitOnSecondSignal exits at once on a SIGINT/SIGTERM that arrives more than a second
+// after the one that started the shutdown (a signal sent to both the process and its group
+// arrives twice at once and must not cut the clean shutdown short). The Temporal dev server
+// is then ended by the kernel (parent-death signal).
+func forceExitOnSecondSignal(out io.Writer) {
+	ch := make(chan os.Signal, 4)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	first := time.Now()
+	go func() {
+		for range ch {
+			if time.Since(first) > time.Second {
+				fmt.Fprintln(out, "second interrupt: exiting without a clean shutdown")
+				os.Exit(exitFailure)
+			}
+		}
+	}()
+}
+
+// devWorkerConfig is the configuration of in-process worker i.
+func devWorkerConfig(g *globalOptions, tc worker.TemporalConfig, storage string, i int, o *devOptions) worker.Config {
+	cfg := worker.DefaultConfig()
+	cfg.Instance = "dev-" + strconv.Itoa(i)
+	cfg.Storage = storage
+	cfg.Temporal = tc
+	cfg.Listen = net.JoinHostPort("127.0.0.1", strconv.Itoa(o.httpPort+i))
+	cfg.LogFormat = g.logFormat
+	if g.logLevel != "" {
+		cfg.LogLevel = g.logLevel
+	}
+	// Small, visible merges in the demo: a merge starts after a handful of seals.
+	cfg.MergeAfterGenerations = 4
+	cfg.FlushInterval = 2 * time.Second
+	cfg.MergeBudgetBytes = 256 << 20
+	// runDev ensures the sweep schedule once for all workers.
+	cfg.SweepInterval = 0
+	return cfg
+}
+
+func printDevBanner(out io.Writer, tc worker.TemporalConfig, uiURL, storage, data string, workers []*worker.Worker, httpURLs []string, demo bool) {
+	fmt.Fprintln(out)
+	fmt.Fprintln(out, "walkeeper dev is running")
+	fmt.Fprintf(out, "  Temporal         %s (namespace %s)\n", tc.HostPort, tc.Namespace)
+	if uiURL != "" {
+		q := url.Values{"query": {`WalTarget="generic:demo"`}}
+		fmt.Fprintf(out, "  Temporal Web UI  %s\n", uiURL)
+		if demo {
+			fmt.Fprintf(out, "  demo merges      %s/namespaces/%s/workflows?%s\n", uiURL, tc.Namespace, q.Encode())
+		}
+	}
+	for i, w := range workers {
+		fmt.Fprintf(out, "  worker dev-%d     %s  (shard %s)\n", i, httpURLs[i], w.DB().Shard())
+	}
+	fmt.Fprintf(out, "  storage          %s\n", storage)
+	if uiURL != "" {
+		fmt.Fprintf(out, "  Temporal log     %s\n", filepath.Join(data, "temporal.log"))
+	}
+	fmt.Fprintf(out, "  schedule         %s\n", worker.SweepScheduleID)
+	if len(httpURLs) > 0 {
+		if demo {
+			fmt.Fprintf(out, "  try              curl -s %s/api/v1/stores/generic/demo/stats\n", httpURLs[0])
+		} else {
+			fmt.Fprintf(out, "  try              curl -s %s/api/v1/stores\n", httpURLs[0])
+		}
+	}
+	fmt.Fprintln(out, "Ctrl-C stops everything.")
+	fmt.Fprintln(out)
+}
+
+// portOrFree returns p if it can be bound on 127.0.0.1 now, else 0 (= pick a free one).
+func portOrFree(p int) int {
+	if p <= 0 {
+		return 0
+	}
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+	if err != nil {
+		return 0
+	}
+	_ = l.Close()
+	return p
+}

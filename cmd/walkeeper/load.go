@@ -1,0 +1,258 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/walkeeper/walkeeper/store"
+)
+
+// loadGen appends rows to one generic store through the HTTP data plane of one or more
+// workers (round robin) at a fixed rate and seals regularly, so that flushed generations pile
+// up and merges have something to do. Rows are {"id","n","msg"}; ids repeat after keySpace
+// rows, so later rows overwrite earlier ones and merges really deduplicate.
+type loadGen struct {
+	urls       []string // worker base URLs, e.g. http://127.0.0.1:8081
+	target     store.Target
+	token      string
+	rate       int // rows per second
+	batch      int // rows per request
+	keySpace   int
+	flushEvery time.Duration
+	duration   time.Duration
+	out        io.Writer
+	client     *http.Client
+
+	appended atomic.Int64
+	refused  atomic.Int64
+	flushes  atomic.Int64
+}
+
+// demoSchema is the schema of the store the load generator creates.
+var demoSchema = map[string]any{"fields": []map[string]any{
+	{"name": "id", "type": "string"},
+	{"name": "n", "type": "int64", "nullable": true},
+	{"name": "msg", "type": "string", "nullable": true},
+}}
+
+func (l *loadGen) init() {
+	if l.client == nil {
+		l.client = &http.Client{Timeout: 30 * time.Second}
+	}
+	if l.batch <= 0 {
+		l.batch = 25
+	}
+	if l.rate <= 0 {
+		l.rate = 100
+	}
+	if l.keySpace <= 0 {
+		l.keySpace = 5000
+	}
+	if l.out == nil {
+		l.out = io.Discard
+	}
+}
+
+func (l *loadGen) storeURL(base string) string {
+	return strings.TrimRight(base, "/") + "/api/v1/stores/" + string(l.target.Kind) + "/" + l.target.Name
+}
+
+func (l *loadGen) do(ctx context.Context, method, url string, body any) (int, http.Header, []byte, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return 0, nil, nil, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if l.token != "" {
+		req.Header.Set("Authorization", "Bearer "+l.token)
+	}
+	resp, err := l.client.Do(req)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return resp.StatusCode, resp.Header, data, nil
+}
+
+// create makes the store (generic: with demoSchema); an existing store is fine.
+func (l *loadGen) create(ctx context.Context) error {
+	var body any
+	if l.target.Kind == store.KindGeneric {
+		body = demoSchema
+	}
+	code, _, data, err := l.do(ctx, http.MethodPost, l.storeURL(l.urls[0]), body)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", l.target, err)
+	}
+	switch code {
+	case http.StatusCreated:
+		fmt.Fprintf(l.out, "load: created store %s\n", l.target)
+	case http.StatusConflict:
+	default:
+		return fmt.Errorf("create %s: HTTP %d: %s", l.target, code, bytes.TrimSpace(data))
+	}
+	return nil
+}
+
+// run appends until the duration is over or ctx is cancelled. Transient failures (503 with
+// Retry-After, connection errors) are waited out; a 4xx answer stops the load.
+func (l *loadGen) run(ctx context.Context) error {
+	l.init()
+	if l.duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, l.duration)
+		defer cancel()
+	}
+	interval := time.Duration(float64(time.Second) * float64(l.batch) / float64(l.rate))
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	var flushC <-chan time.Time
+	if l.flushEvery > 0 {
+		ft := time.NewTicker(l.flushEvery)
+		defer ft.Stop()
+		flushC = ft.C
+	}
+	seq := 0
+	for i := 0; ; i++ {
+		select {
+		case <-ctx.Done():
+			l.flushAll(context.Background())
+			return nil
+		case <-flushC:
+			l.flushAll(ctx)
+			continue
+		case <-tick.C:
+		}
+		rows := make([]map[string]any, l.batch)
+		for j := range rows {
+			rows[j] = map[string]any{
+				"id":  fmt.Sprintf("row-%06d", seq%l.keySpace),
+				"n":   seq,
+				"msg": fmt.Sprintf("demo row %d", seq),
+			}
+			seq++
+		}
+		base := l.urls[i%len(l.urls)]
+		code, hdr, data, err := l.do(ctx, http.MethodPost, l.storeURL(base)+"/rows", rows)
+		switch {
+		case err != nil:
+			if ctx.Err() != nil {
+				continue
+			}
+			fmt.Fprintf(l.out, "load: append via %s: %v\n", base, err)
+		case code == http.StatusOK:
+			l.appended.Add(int64(len(rows)))
+		case code == http.StatusServiceUnavailable || code == http.StatusTooManyRequests:
+			l.refused.Add(1)
+			wait := time.Second
+			if s, err := strconv.Atoi(hdr.Get("Retry-After")); err == nil && s > 0 {
+				wait = time.Duration(s) * time.Second
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(wait):
+			}
+		case code >= 400 && code < 500:
+			return fmt.Errorf("append to %s via %s: HTTP %d: %s", l.target, base, code, bytes.TrimSpace(data))
+		default:
+			fmt.Fprintf(l.out, "load: append via %s: HTTP %d: %s\n", base, code, bytes.TrimSpace(data))
+		}
+	}
+}
+
+func (l *loadGen) flushAll(ctx context.Context) {
+	for _, base := range l.urls {
+		code, _, data, err := l.do(ctx, http.MethodPost, l.storeURL(base)+"/flush", nil)
+		if err == nil && code == http.StatusOK {
+			l.flushes.Add(1)
+			continue
+		}
+		if ctx.Err() == nil && err != nil {
+			fmt.Fprintf(l.out, "load: flush via %s: %v\n", base, err)
+		} else if err == nil {
+			fmt.Fprintf(l.out, "load: flush via %s: HTTP %d: %s\n", base, code, bytes.TrimSpace(data))
+		}
+	}
+}
+
+func newLoadCmd(g *globalOptions) *cobra.Command {
+	l := &loadGen{}
+	var (
+		urls   []string
+		target string
+		create bool
+	)
+	cmd := &cobra.Command{
+		Use:   "load",
+		Short: "Append rows to a store through workers' HTTP API at a steady rate",
+		Long: `Append rows {"id","n","msg"} to a store through the HTTP data plane of one or more workers
+(round robin) at --rate rows per second for --duration, sealing every --flush-every so that
+flushed generations accumulate and merges have work. Ids repeat after --keys rows, so merges
+really deduplicate. With --create a generic store is created first (an existing one is fine).
+A worker that answers 503 (too many pending generations) is waited out per Retry-After.`,
+		Example: `  walkeeper load --http http://127.0.0.1:8081 --target generic:demo --create --duration 1m`,
+		Args:    args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			t, err := parseTarget(target)
+			if err != nil {
+				return err
+			}
+			if len(urls) == 0 {
+				return usagef("--http needs at least one worker URL")
+			}
+			if l.rate <= 0 || l.batch <= 0 {
+				return usagef("--rate and --batch must be positive")
+			}
+			if create && t.Kind != store.KindGeneric {
+				return usagef("--create only makes generic stores; %s must exist", t)
+			}
+			l.target, l.urls, l.out = t, urls, cmd.ErrOrStderr()
+			l.init()
+			ctx, cancel := signalContext(cmd.Context())
+			defer cancel()
+			if create {
+				if err := l.create(ctx); err != nil {
+					return err
+				}
+			}
+			start := time.Now()
+			err = l.run(ctx)
+			fmt.Fprintf(cmd.OutOrStdout(), "appended %d rows to %s in %s (%d seals, %d refused requests)\n",
+				l.appended.Load(), t, time.Since(start).Round(time.Millisecond), l.flushes.Load(), l.refused.Load())
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&urls, "http", []string{"http://127.0.0.1:8081"}, "worker base URL(s), comma-separated")
+	f.StringVar(&target, "target", "generic:demo", "store to append to, <kind>:<name>")
+	f.BoolVar(&create, "create", false, "create the (generic) store first")
+	f.StringVar(&l.token, "auth-token", os.Getenv("WALKEEPER_AUTH_TOKEN"), "bearer token for the workers (env WALKEEPER_AUTH_TOKEN)")
+	f.IntVar(&l.rate, "rate", 100, "rows per second")
+	f.IntVar(&l.batch, "batch", 25, "rows per request")
+	f.IntVar(&l.keySpace, "keys", 5000, "distinct ids; later rows overwrite earlier ones")
+	f.DurationVar(&l.flushEvery, "flush-every", 2*time.Second, "seal the store on every worker this often (0 = leave it to the workers)")
+	f.DurationVar(&l.duration, "duration", 30*time.Second, "how long to run (0 = until Ctrl-C)")
+	return cmd
+}

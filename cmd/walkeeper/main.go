@@ -1,0 +1,134 @@
+// Command walkeeper keeps MemWAL stores healthy: it runs workers that serve the data plane
+// and merge write-ahead-log generations into base tables as Temporal workflows, and talks to
+// Temporal to start, inspect and schedule those merges.
+//
+// Exit status: 0 on success, 1 on failure, 2 on bad usage.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+func main() {
+	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run executes the command line args and returns the process exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	root := newRootCmd()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	if isUsageError(err) {
+		fmt.Fprintf(stderr, "walkeeper: %v\nRun 'walkeeper --help' for usage.\n", err)
+		return exitUsage
+	}
+	fmt.Fprintf(stderr, "walkeeper: %v\n", err)
+	return exitFailure
+}
+
+// usageError marks a bad command line (exit status 2).
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error {
+	return usageError{fmt.Errorf(format, args...)}
+}
+
+func isUsageError(err error) bool {
+	var ue usageError
+	if errors.As(err, &ue) {
+		return true
+	}
+	// Errors cobra produces itself before any RunE: unknown sub-commands and flags.
+	msg := err.Error()
+	for _, p := range []string{"unknown command ", "unknown flag", "unknown shorthand flag", "flag needs an argument", "invalid argument "} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// args wraps a cobra positional-argument check so that its failure is a usage error.
+func args(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, a []string) error {
+		if err := check(cmd, a); err != nil {
+			return usageError{err}
+		}
+		return nil
+	}
+}
+
+func newRootCmd() *cobra.Command {
+	g := &globalOptions{}
+	root := &cobra.Command{
+		Use:   "walkeeper",
+		Short: "Keep MemWAL stores healthy: durable WAL merges on Temporal",
+		Long: `walkeeper keeps MemWAL stores healthy. Writers append rows to LSM stores on object
+storage; every flushed write-ahead-log generation stays pending until a merge folds it into
+the store's base table. walkeeper runs every merge as a durable Temporal workflow
+(MergeWal, one per target, ID merge-wal/<kind>/<name>), sweeps all stores on a Temporal
+Schedule, and serves an HTTP data plane from each worker.
+
+A target is <kind>:<name>, e.g. generic:demo (kinds: rollout, generic, datagen).
+
+Start everything locally (Temporal dev server with Web UI, workers, demo load):
+  walkeeper dev`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			return cmd.Help()
+		},
+	}
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageError{err} })
+	g.register(root.PersistentFlags())
+	root.AddCommand(
+		newDevCmd(g),
+		newWorkerCmd(g),
+		newMergeCmd(g),
+		newCompactCmd(g),
+		newStatusCmd(g),
+		newScheduleCmd(g),
+		newLoadCmd(g),
+	)
+	return root
+}
+
+// parentRunE makes a command that only groups sub-commands fail with a usage error when it
+// is called without one (or with an unknown one) instead of silently printing help.
+func parentRunE(cmd *cobra.Command, a []string) error {
+	if len(a) > 0 {
+		return usagef("unknown command %q for %q", a[0], cmd.CommandPath())
+	}
+	_ = cmd.Help()
+	return usagef("%s needs a sub-command", cmd.CommandPath())
+}
+
+// flagChanged reports whether the named flag was given on the command line.
+func flagChanged(fs *pflag.FlagSet, name string) bool {
+	f := fs.Lookup(name)
+	return f != nil && f.Changed
+}

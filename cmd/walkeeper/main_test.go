@@ -1,0 +1,153 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/walkeeper/walkeeper/internal/testtemporal"
+)
+
+func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var out, errb bytes.Buffer
+	code = run(ctx, args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestBadUsageExitsTwo(t *testing.T) {
+	for _, args := range [][]string{
+		{"bogus"},
+		{"--bogus"},
+		{"merge"},
+		{"merge", "generic:a", "generic:b"},
+		{"merge", "not-a-target"},
+		{"merge", "nokind:x"},
+		{"merge", "generic:a", "--max-generations", "many"},
+		{"compact"},
+		{"status", "generic:a", "generic:b"},
+		{"status", "generic:a/b"},
+		{"schedule"},
+		{"schedule", "bogus"},
+		{"schedule", "pause", "extra"},
+		{"schedule", "ensure", "--every", "0s"},
+		{"schedule", "ensure", "--target", "generic"},
+		{"schedule", "describe", "--every", "1m"},
+		{"dev", "--workers", "0"},
+		{"dev", "extra"},
+		{"worker", "--merge-slots", "0"},
+		{"worker", "--listen", "nonsense"},
+		{"worker", "--flush-interval", "soon"},
+		{"load", "--target", "x"},
+		{"load", "--rate", "0"},
+		{"--log-level", "loud", "status"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			code, out, errOut := runCLI(t, args...)
+			assert.Equal(t, exitUsage, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+			assert.NotEmpty(t, errOut)
+		})
+	}
+}
+
+// TestHelpEverywhere runs --help on every command of the tree.
+func TestHelpEverywhere(t *testing.T) {
+	var paths [][]string
+	var walk func(c *cobra.Command, path []string)
+	walk = func(c *cobra.Command, path []string) {
+		paths = append(paths, path)
+		for _, sub := range c.Commands() {
+			if sub.Hidden || sub.Name() == "help" || sub.Name() == "completion" {
+				continue
+			}
+			walk(sub, append(append([]string{}, path...), sub.Name()))
+		}
+	}
+	walk(newRootCmd(), nil)
+	require.GreaterOrEqual(t, len(paths), 12, "root, dev, worker, merge, compact, status, load, schedule + 5")
+	for _, p := range paths {
+		for _, flag := range []string{"--help", "-h"} {
+			args := append(append([]string{}, p...), flag)
+			t.Run(strings.Join(args, " "), func(t *testing.T) {
+				code, out, errOut := runCLI(t, args...)
+				assert.Equal(t, exitOK, code, errOut)
+				assert.Contains(t, out, "Usage:")
+			})
+		}
+	}
+	code, out, _ := runCLI(t, "help", "merge")
+	assert.Equal(t, exitOK, code)
+	assert.Contains(t, out, "walkeeper merge TARGET")
+	code, out, _ = runCLI(t)
+	assert.Equal(t, exitOK, code)
+	assert.Contains(t, out, "Available Commands:")
+}
+
+func TestUnreachableTemporalExitsOne(t *testing.T) {
+	code, _, errOut := runCLI(t, "schedule", "describe", "--temporal", "127.0.0.1:1")
+	assert.Equal(t, exitFailure, code, errOut)
+	assert.Contains(t, errOut, "127.0.0.1:1")
+}
+
+// TestCommandsAgainstTemporal drives the Temporal-facing commands against a real dev server.
+func TestCommandsAgainstTemporal(t *testing.T) {
+	hostPort, _ := testtemporal.Start(t)
+	cli := func(args ...string) string {
+		t.Helper()
+		code, out, errOut := runCLI(t, append(args, "--temporal", hostPort)...)
+		require.Equal(t, exitOK, code, "walkeeper %s\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), out, errOut)
+		return out
+	}
+
+	out := cli("schedule", "ensure", "--every", "1h")
+	assert.Contains(t, out, "walkeeper-sweep ensured")
+	cli("schedule", "ensure", "--every", "30m")
+	out = cli("schedule", "describe")
+	assert.Contains(t, out, "every 30m0s")
+	assert.Contains(t, out, "MaintenanceSweep")
+	assert.Contains(t, out, "Skip")
+	cli("schedule", "pause", "--note", "testing")
+	out = cli("schedule", "describe")
+	assert.Contains(t, out, "paused")
+	assert.Contains(t, out, "testing")
+	cli("schedule", "resume")
+	cli("schedule", "trigger")
+
+	cli("schedule", "ensure", "--target", "generic:gs", "--every", "1h")
+	out = cli("schedule", "describe", "--target", "generic:gs")
+	assert.Contains(t, out, "merge-wal-tick/generic/gs")
+	assert.Contains(t, out, "MergeWalTick")
+
+	// No worker runs in this test: the merge starts and stays running, and a second merge
+	// attaches to it (same workflow ID).
+	out = cli("merge", "generic:gs")
+	assert.Contains(t, out, "merge-wal/generic/gs")
+	first := runID(out)
+	out = cli("merge", "generic:gs")
+	assert.Equal(t, first, runID(out), "second merge must attach to the running one")
+
+	out = cli("status")
+	assert.Contains(t, out, "merge-wal/generic/gs")
+	assert.Contains(t, out, "generic:gs")
+	out = cli("status", "generic:gs")
+	assert.Contains(t, out, "Running")
+	assert.Contains(t, out, "no worker is polling task queue walkeeper")
+	assert.Contains(t, out, "compact/generic/gs: no run on record")
+}
+
+func runID(out string) string {
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) == 3 && f[0] == "run" && f[1] == "id:" {
+			return f[2]
+		}
+	}
+	return ""
+}

@@ -1,0 +1,225 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
+
+	"github.com/walkeeper/walkeeper/worker"
+)
+
+// scheduleFlags select the schedule: the fleet sweep, or one target's merge schedule.
+type scheduleFlags struct {
+	target string
+	every  time.Duration
+	note   string
+}
+
+func (s *scheduleFlags) id() (string, error) {
+	if s.target == "" {
+		return worker.SweepScheduleID, nil
+	}
+	t, err := parseTarget(s.target)
+	if err != nil {
+		return "", err
+	}
+	return worker.TargetScheduleID(t), nil
+}
+
+func newScheduleCmd(g *globalOptions) *cobra.Command {
+	sf := &scheduleFlags{}
+	cmd := &cobra.Command{
+		Use:   "schedule",
+		Short: "Manage the Temporal Schedules that trigger sweeps and merges",
+		Long: `Manage walkeeper's Temporal Schedules.
+
+Without --target the schedule is "walkeeper-sweep": it runs the MaintenanceSweep workflow,
+which scans every store kind and starts MergeWal/CompactBase where needed.
+With --target <kind>:<name> it is "merge-wal-tick/<kind>/<name>": a per-target schedule whose
+action (MergeWalTick) starts or attaches to that target's MergeWal workflow.
+
+Both use overlap policy SKIP and a one-minute catch-up window.`,
+		Args: args(cobra.ArbitraryArgs),
+		RunE: parentRunE,
+	}
+	pf := cmd.PersistentFlags()
+	pf.StringVar(&sf.target, "target", "", "per-target schedule for <kind>:<name> (default: the sweep schedule walkeeper-sweep)")
+	pf.StringVar(&sf.note, "note", "", "note recorded with pause/resume")
+
+	with := func(run func(ctx context.Context, c client.Client, id string, out io.Writer) error) func(*cobra.Command, []string) error {
+		return func(cmd *cobra.Command, a []string) error {
+			id, err := sf.id()
+			if err != nil {
+				return err
+			}
+			if cmd.Name() == "ensure" && sf.every <= 0 {
+				return usagef("--every must be positive")
+			}
+			ctx, cancel := signalContext(cmd.Context())
+			defer cancel()
+			c, _, err := g.dial(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			return run(ctx, c, id, cmd.OutOrStdout())
+		}
+	}
+
+	ensure := &cobra.Command{
+		Use:   "ensure",
+		Short: "Create the schedule, or update its interval and action if it exists",
+		Long: `Create the schedule, or update its interval, action and policies if it exists.
+A paused schedule stays paused. Without --target this is what every worker does on start.`,
+		Example: `  walkeeper schedule ensure --every 1m
+  walkeeper schedule ensure --target generic:demo --every 30s`,
+		Args: args(cobra.NoArgs),
+		RunE: with(func(ctx context.Context, c client.Client, id string, out io.Writer) error {
+			if sf.target == "" {
+				if err := worker.EnsureSweepSchedule(ctx, c, sf.every); err != nil {
+					return err
+				}
+			} else {
+				t, err := parseTarget(sf.target)
+				if err != nil {
+					return err
+				}
+				if err := worker.EnsureTargetSchedule(ctx, c, t, sf.every); err != nil {
+					return err
+				}
+			}
+			fmt.Fprintf(out, "schedule %s ensured: every %s\n", id, sf.every)
+			return nil
+		}),
+	}
+	ensure.Flags().DurationVar(&sf.every, "every", time.Minute, "interval between actions")
+
+	pause := &cobra.Command{
+		Use:   "pause",
+		Short: "Pause the schedule (manual triggers still work)",
+		Args:  args(cobra.NoArgs),
+		RunE: with(func(ctx context.Context, c client.Client, id string, out io.Writer) error {
+			if err := worker.PauseSchedule(ctx, c, id, sf.note); err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "schedule %s paused\n", id)
+			return nil
+		}),
+	}
+	resume := &cobra.Command{
+		Use:   "resume",
+		Short: "Resume a paused schedule",
+		Args:  args(cobra.NoArgs),
+		RunE: with(func(ctx context.Context, c client.Client, id string, out io.Writer) error {
+			if err := worker.ResumeSchedule(ctx, c, id, sf.note); err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "schedule %s resumed\n", id)
+			return nil
+		}),
+	}
+	trigger := &cobra.Command{
+		Use:   "trigger",
+		Short: "Run the schedule's action now (skipped if the previous one still runs)",
+		Args:  args(cobra.NoArgs),
+		RunE: with(func(ctx context.Context, c client.Client, id string, out io.Writer) error {
+			if err := worker.TriggerSchedule(ctx, c, id); err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "schedule %s triggered\n", id)
+			return nil
+		}),
+	}
+	describe := &cobra.Command{
+		Use:   "describe",
+		Short: "Show the schedule's interval, state and recent and next actions",
+		Args:  args(cobra.NoArgs),
+		RunE: with(func(ctx context.Context, c client.Client, id string, out io.Writer) error {
+			d, err := worker.DescribeSchedule(ctx, c, id)
+			if err != nil {
+				return err
+			}
+			return printSchedule(out, id, d)
+		}),
+	}
+	cmd.AddCommand(ensure, pause, resume, trigger, describe)
+	return cmd
+}
+
+func printSchedule(out io.Writer, id string, d *client.ScheduleDescription) error {
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "schedule\t%s\n", id)
+	if a, ok := d.Schedule.Action.(*client.ScheduleWorkflowAction); ok {
+		wf := a.Workflow
+		if s, ok := wf.(string); ok {
+			fmt.Fprintf(tw, "action\tworkflow %s on task queue %s (ID prefix %s)\n", s, a.TaskQueue, a.ID)
+		} else {
+			fmt.Fprintf(tw, "action\tworkflow on task queue %s (ID prefix %s)\n", a.TaskQueue, a.ID)
+		}
+	}
+	if sp := d.Schedule.Spec; sp != nil {
+		var parts []string
+		for _, iv := range sp.Intervals {
+			p := "every " + iv.Every.String()
+			if iv.Offset > 0 {
+				p += " offset " + iv.Offset.String()
+			}
+			parts = append(parts, p)
+		}
+		parts = append(parts, sp.CronExpressions...)
+		for range sp.Calendars {
+			parts = append(parts, "calendar")
+		}
+		fmt.Fprintf(tw, "spec\t%s\n", orDash(strings.Join(parts, "; ")))
+	}
+	if p := d.Schedule.Policy; p != nil {
+		fmt.Fprintf(tw, "overlap\t%s\n", p.Overlap.String())
+		fmt.Fprintf(tw, "catch-up window\t%s\n", p.CatchupWindow)
+	}
+	if s := d.Schedule.State; s != nil {
+		state := "active"
+		if s.Paused {
+			state = "paused"
+		}
+		fmt.Fprintf(tw, "state\t%s\n", state)
+		fmt.Fprintf(tw, "note\t%s\n", orDash(s.Note))
+	}
+	fmt.Fprintf(tw, "actions taken\t%d (skipped for overlap %d, missed catch-up window %d)\n",
+		d.Info.NumActions, d.Info.NumActionsSkippedOverlap, d.Info.NumActionsMissedCatchupWindow)
+	for _, r := range d.Info.RunningWorkflows {
+		fmt.Fprintf(tw, "running\t%s (run %s)\n", r.WorkflowID, r.FirstExecutionRunID)
+	}
+	recent := d.Info.RecentActions
+	if len(recent) > 5 {
+		recent = recent[len(recent)-5:]
+	}
+	for _, r := range recent {
+		wf := "-"
+		if r.StartWorkflowResult != nil {
+			wf = r.StartWorkflowResult.WorkflowID
+		}
+		fmt.Fprintf(tw, "recent\t%s %s\n", r.ActualTime.Local().Format(time.RFC3339), wf)
+	}
+	next := d.Info.NextActionTimes
+	if len(next) > 3 {
+		next = next[:3]
+	}
+	for _, t := range next {
+		fmt.Fprintf(tw, "next\t%s\n", t.Local().Format(time.RFC3339))
+	}
+	fmt.Fprintf(tw, "created\t%s\n", d.Info.CreatedAt.Local().Format(time.RFC3339))
+	return tw.Flush()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,405 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.uber.org/zap"
+
+	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/worker"
+	"github.com/walkeeper/walkeeper/workflows"
+)
+
+// runningQuery lists the merges and compactions in flight.
+const runningQuery = "(WorkflowType='MergeWal' OR WorkflowType='CompactBase') AND ExecutionStatus='Running'"
+
+func newStatusCmd(g *globalOptions) *cobra.Command {
+	var storage string
+	cmd := &cobra.Command{
+		Use:   "status [TARGET]",
+		Short: "Show stores, pending generations and running merges",
+		Long: `Without TARGET: list every store (from --storage) with its base version, runs, rows and
+pending generations, and every running MergeWal/CompactBase workflow (from Temporal).
+
+With TARGET (<kind>:<name>): the store's base table and, per shard, pending generations,
+pending bytes and merged watermark; then the target's MergeWal and CompactBase workflows
+and, while one runs, its live status (phase, shard, pass, blocked reason) from the
+workflow's "status" query.
+
+--storage is read directly (object storage or file://); without it only Temporal is asked.`,
+		Example: `  walkeeper status --storage file://.cache/dev/storage
+  walkeeper status generic:demo --storage file://.cache/dev/storage`,
+		Args: args(cobra.MaximumNArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			var target *store.Target
+			if len(a) == 1 {
+				t, err := parseTarget(a[0])
+				if err != nil {
+					return err
+				}
+				target = &t
+			}
+			ctx, cancel := signalContext(cmd.Context())
+			defer cancel()
+			logger, err := g.logger("warn")
+			if err != nil {
+				return err
+			}
+			// Storage stats are useful even when Temporal is down: report the dial error
+			// after printing them (exit status 1).
+			dctx, dcancel := context.WithTimeout(ctx, 15*time.Second)
+			c, dialErr := worker.Dial(dctx, g.temporal, logger)
+			dcancel()
+			if dialErr == nil {
+				defer c.Close()
+			} else if storage == "" {
+				return dialErr
+			}
+			var db *store.DB
+			if storage != "" {
+				opts := store.DefaultOptions()
+				opts.Logger = logger
+				opts.InstanceID = "walkeeper-status"
+				db, err = store.OpenDB(ctx, storage, opts)
+				if err != nil {
+					return fmt.Errorf("open storage %s: %w", storage, err)
+				}
+				defer func() { _ = db.Close(context.Background()) }()
+			}
+			out := cmd.OutOrStdout()
+			if dialErr != nil {
+				c = nil
+			}
+			if target == nil {
+				err = statusAll(ctx, out, c, db, logger)
+			} else {
+				err = statusTarget(ctx, out, c, db, *target)
+			}
+			if err == nil && dialErr != nil {
+				fmt.Fprintf(out, "Temporal: unreachable, workflows not shown\n")
+				return dialErr
+			}
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&storage, "storage", os.Getenv("WALKEEPER_STORAGE"), "storage root URL to read store stats from (env WALKEEPER_STORAGE)")
+	return cmd
+}
+
+func statusAll(ctx context.Context, out io.Writer, c client.Client, db *store.DB, logger *zap.Logger) error {
+	var running []runningWorkflow
+	if c != nil {
+		var err error
+		if running, err = listRunning(ctx, c); err != nil {
+			return err
+		}
+	}
+	if db != nil {
+		infos, err := db.List(ctx, "")
+		if err != nil {
+			return fmt.Errorf("list stores: %w", err)
+		}
+		fmt.Fprintf(out, "Stores (%d):\n", len(infos))
+		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  TARGET\tBASE VERSION\tRUNS\tROWS\tPENDING\tPENDING BYTES\tMAX SHARD PENDING\tOLDEST PENDING\tRUNNING")
+		for _, info := range infos {
+			st, err := targetStats(ctx, db, info.Target)
+			if err != nil {
+				logger.Warn("stats failed", zap.String("target", info.Target.String()), zap.Error(err))
+				fmt.Fprintf(tw, "  %s\t-\t-\t-\t-\t-\t-\t-\t%s\n", info.Target, "error: "+err.Error())
+				continue
+			}
+			pending, bytes, maxShard, oldest := 0, int64(0), 0, time.Time{}
+			for _, sh := range st.Shards {
+				pending += sh.PendingGenerations
+				bytes += sh.PendingBytes
+				maxShard = max(maxShard, sh.PendingGenerations)
+				if !sh.OldestPending.IsZero() && (oldest.IsZero() || sh.OldestPending.Before(oldest)) {
+					oldest = sh.OldestPending
+				}
+			}
+			fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\t%s\t%d\t%s\t%s\n", info.Target, st.BaseVersion, st.Runs, st.Rows,
+				pending, humanBytes(bytes), maxShard, age(oldest), runningFor(running, info.Target.String()))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		fmt.Fprintln(out)
+	} else {
+		fmt.Fprintln(out, "Stores: pass --storage URL (or set WALKEEPER_STORAGE) to list stores and pending generations.")
+		fmt.Fprintln(out)
+	}
+	if c == nil {
+		return nil
+	}
+	fmt.Fprintf(out, "Running workflows (%d):\n", len(running))
+	if len(running) == 0 {
+		fmt.Fprintln(out, "  none")
+		return nil
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  TYPE\tTARGET\tWORKFLOW ID\tRUN ID\tSTARTED")
+	for _, r := range running {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s ago\n", r.typ, r.target, r.id, r.runID, time.Since(r.start).Round(time.Second))
+	}
+	return tw.Flush()
+}
+
+type runningWorkflow struct {
+	typ, target, id, runID string
+	start                  time.Time
+}
+
+func listRunning(ctx context.Context, c client.Client) ([]runningWorkflow, error) {
+	var out []runningWorkflow
+	var token []byte
+	for {
+		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+			Query:         runningQuery,
+			PageSize:      1000,
+			NextPageToken: token,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("list running workflows: %w", err)
+		}
+		for _, e := range resp.GetExecutions() {
+			r := runningWorkflow{
+				typ:   e.GetType().GetName(),
+				id:    e.GetExecution().GetWorkflowId(),
+				runID: e.GetExecution().GetRunId(),
+				start: e.GetStartTime().AsTime(),
+			}
+			if p := e.GetSearchAttributes().GetIndexedFields()["WalTarget"]; p != nil {
+				var s string
+				if json.Unmarshal(p.GetData(), &s) == nil {
+					r.target = s
+				}
+			}
+			if r.target == "" {
+				r.target = targetFromWorkflowID(r.id)
+			}
+			out = append(out, r)
+		}
+		token = resp.GetNextPageToken()
+		if len(token) == 0 {
+			break
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].target != out[j].target {
+			return out[i].target < out[j].target
+		}
+		return out[i].typ < out[j].typ
+	})
+	return out, nil
+}
+
+// targetFromWorkflowID maps "merge-wal/<kind>/<name>" and "compact/<kind>/<name>" back to
+// "<kind>:<name>" (names never contain "/").
+func targetFromWorkflowID(id string) string {
+	parts := strings.Split(id, "/")
+	if len(parts) == 3 {
+		return parts[1] + ":" + parts[2]
+	}
+	return "?"
+}
+
+func runningFor(running []runningWorkflow, target string) string {
+	var types []string
+	for _, r := range running {
+		if r.target == target {
+			types = append(types, r.typ)
+		}
+	}
+	if len(types) == 0 {
+		return "-"
+	}
+	return strings.Join(types, ",")
+}
+
+func targetStats(ctx context.Context, db *store.DB, t store.Target) (store.Stats, error) {
+	s, err := db.Open(ctx, t)
+	if err != nil {
+		return store.Stats{}, err
+	}
+	return s.Stats(ctx)
+}
+
+func statusTarget(ctx context.Context, out io.Writer, c client.Client, db *store.DB, t store.Target) error {
+	fmt.Fprintf(out, "Target %s\n", t)
+	if db != nil {
+		st, err := targetStats(ctx, db, t)
+		if err != nil {
+			return fmt.Errorf("stats of %s: %w", t, err)
+		}
+		fmt.Fprintf(out, "  base version %d, %d runs, %d rows\n\n", st.BaseVersion, st.Runs, st.Rows)
+		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  SHARD\tPENDING\tPENDING BYTES\tWATERMARK\tOLDEST PENDING")
+		total, totalBytes := 0, int64(0)
+		for _, sh := range st.Shards {
+			fmt.Fprintf(tw, "  %s\t%d\t%s\t%d\t%s\n", sh.Shard, sh.PendingGenerations, humanBytes(sh.PendingBytes), sh.Watermark, age(sh.OldestPending))
+			total += sh.PendingGenerations
+			totalBytes += sh.PendingBytes
+		}
+		fmt.Fprintf(tw, "  total\t%d\t%s\t\t\n", total, humanBytes(totalBytes))
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintln(out, "  (pass --storage URL or set WALKEEPER_STORAGE for base table and shard stats)")
+	}
+	fmt.Fprintln(out)
+	if c == nil {
+		return nil
+	}
+	for _, wf := range []struct{ typ, id string }{
+		{"MergeWal", workflows.MergeWalID(t)},
+		{"CompactBase", workflows.CompactID(t)},
+	} {
+		if err := printWorkflow(ctx, out, c, wf.typ, wf.id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// printWorkflow prints the latest run of workflow id and, while it runs, its status query.
+func printWorkflow(ctx context.Context, out io.Writer, c client.Client, typ, id string) error {
+	d, err := c.DescribeWorkflow(ctx, id, "")
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		fmt.Fprintf(out, "%s %s: no run on record\n", typ, id)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("describe %s: %w", id, err)
+	}
+	info := d.RawResponse.GetWorkflowExecutionInfo()
+	status := info.GetStatus()
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "%s\t%s\n", typ, id)
+	fmt.Fprintf(tw, "  run id\t%s\n", info.GetExecution().GetRunId())
+	fmt.Fprintf(tw, "  status\t%s\n", status.String())
+	fmt.Fprintf(tw, "  started\t%s\n", info.GetStartTime().AsTime().Local().Format(time.RFC3339))
+	if status != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		if ct := info.GetCloseTime(); ct != nil {
+			fmt.Fprintf(tw, "  closed\t%s\n", ct.AsTime().Local().Format(time.RFC3339))
+		}
+		return flushLine(tw, out)
+	}
+	if tq, err := c.DescribeTaskQueue(ctx, workflows.TaskQueue, enumspb.TASK_QUEUE_TYPE_WORKFLOW); err == nil && len(tq.GetPollers()) == 0 {
+		fmt.Fprintf(tw, "  live status\tunavailable: no worker is polling task queue %s\n", workflows.TaskQueue)
+		return flushLine(tw, out)
+	}
+	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	v, err := c.QueryWorkflow(qctx, id, "", workflows.StatusQuery)
+	if err != nil {
+		fmt.Fprintf(tw, "  live status\tunavailable: %v\n", err)
+		return flushLine(tw, out)
+	}
+	var st map[string]any
+	if err := v.Get(&st); err != nil {
+		fmt.Fprintf(tw, "  live status\tundecodable: %v\n", err)
+		return flushLine(tw, out)
+	}
+	printStatusQuery(tw, st)
+	return flushLine(tw, out)
+}
+
+// printStatusQuery prints the status query's fields: phase, shard, pass and blocked reason
+// first, then any other scalar fields, in a stable order.
+func printStatusQuery(w io.Writer, st map[string]any) {
+	first := []string{"phase", "shard", "pass", "blocked", "blocked_reason"}
+	seen := map[string]bool{}
+	lower := map[string]string{}
+	for k := range st {
+		lower[strings.ToLower(k)] = k
+	}
+	for _, f := range first {
+		if k, ok := lower[f]; ok {
+			seen[k] = true
+			fmt.Fprintf(w, "  %s\t%s\n", strings.ReplaceAll(f, "_", " "), scalar(st[k]))
+		}
+	}
+	if _, ok := lower["blocked"]; !ok {
+		if _, ok := lower["blocked_reason"]; !ok {
+			fmt.Fprintf(w, "  blocked\t-\n")
+		}
+	}
+	var rest []string
+	for k := range st {
+		if !seen[k] {
+			rest = append(rest, k)
+		}
+	}
+	sort.Strings(rest)
+	for _, k := range rest {
+		fmt.Fprintf(w, "  %s\t%s\n", k, scalar(st[k]))
+	}
+}
+
+func scalar(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "-"
+	case string:
+		if x == "" {
+			return "-"
+		}
+		return x
+	case float64:
+		if x == float64(int64(x)) {
+			return fmt.Sprintf("%d", int64(x))
+		}
+		return fmt.Sprintf("%g", x)
+	default:
+		b, err := json.Marshal(x)
+		if err != nil {
+			return fmt.Sprint(x)
+		}
+		return string(b)
+	}
+}
+
+func flushLine(tw *tabwriter.Writer, out io.Writer) error {
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(out)
+	return err
+}
+
+func age(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return time.Since(t).Round(time.Second).String()
+}
+
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
+	"go.uber.org/zap"
+
+	"github.com/walkeeper/walkeeper/worker"
+)
+
+func newWorkerCmd(g *globalOptions) *cobra.Command {
+	cfg := worker.DefaultConfig()
+	var dialWait time.Duration
+	cmd := &cobra.Command{
+		Use:   "worker",
+		Short: "Run a worker: HTTP data plane, flush sweeper and Temporal workers",
+		Long: `Run one walkeeper worker process: the HTTP data plane (DESIGN §5), the flush sweeper and
+count trigger, and Temporal workers on the shared task queue "walkeeper" and on this
+instance's shard queue "walkeeper-shard-<shard>". On start it registers the search
+attributes and, unless --sweep-interval is 0, ensures the schedule walkeeper-sweep.
+
+Every flag is also read from WALKEEPER_<FLAG> (upper case, dashes as underscores);
+precedence: flag > environment > default. SIGINT/SIGTERM stop it gracefully: the HTTP
+server drains, running activities finish, memtables are sealed.`,
+		Example: `  walkeeper worker --instance w1 --storage s3://bucket/walkeeper --temporal temporal:7233`,
+		Args:    args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			if err := cfg.Validate(); err != nil {
+				return usageError{err}
+			}
+			logger, err := worker.NewLogger(cfg.LogFormat, cfg.LogLevel)
+			if err != nil {
+				return usageError{err}
+			}
+			defer func() { _ = logger.Sync() }()
+			ctx, stop := signalContext(cmd.Context())
+			defer stop()
+			return runWorker(ctx, cfg, logger, dialWait)
+		},
+	}
+	cfg.RegisterFlags(cmd.Flags())
+	cmd.Flags().DurationVar(&dialWait, "temporal-wait", time.Minute, "keep retrying to reach Temporal this long on start")
+	return cmd
+}
+
+func runWorker(ctx context.Context, cfg worker.Config, logger *zap.Logger, dialWait time.Duration) error {
+	c, err := dialRetry(ctx, cfg.Temporal, logger, dialWait)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	w, err := worker.New(cfg, logger, c)
+	if err != nil {
+		return err
+	}
+	if err := w.Start(ctx); err != nil {
+		return err
+	}
+	logger.Info("worker started", zap.String("instance", cfg.Instance), zap.String("shard", w.DB().Shard()),
+		zap.String("http", w.HTTPAddr()), zap.String("temporal", cfg.Temporal.HostPort), zap.String("namespace", cfg.Temporal.Namespace))
+	<-ctx.Done()
+	logger.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout+5*time.Second)
+	defer cancel()
+	if err := w.Stop(sctx); err != nil {
+		return fmt.Errorf("stop worker: %w", err)
+	}
+	return nil
+}
+
+// dialRetry dials Temporal until it answers or wait is over (Temporal may start alongside).
+func dialRetry(ctx context.Context, tc worker.TemporalConfig, logger *zap.Logger, wait time.Duration) (client.Client, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		c, err := worker.Dial(ctx, tc, logger)
+		if err == nil {
+			return c, nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return nil, err
+		}
+		logger.Warn("temporal not reachable yet, retrying", zap.String("temporal", tc.HostPort), zap.Error(err))
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
+	}
+}

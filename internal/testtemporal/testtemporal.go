@@ -1,0 +1,106 @@
+// Package testtemporal starts a real Temporal dev server for tests.
+//
+// Tests never assume a running server: Start finds the Temporal CLI (see
+// worker.FindTemporalCLI) or builds it once into <module root>/.cache/bin, then runs
+// `temporal server start-dev` headless on free ports with a throw-away database, and stops
+// it when the test ends.
+package testtemporal
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/walkeeper/walkeeper/worker"
+)
+
+// Options tune Start.
+type Options struct {
+	// NoSearchAttributes starts a vanilla server without WalTarget/WalKind/WalPending, for
+	// tests of worker.EnsureSearchAttributes.
+	NoSearchAttributes bool
+	// Namespace of the returned client; empty = "default".
+	Namespace string
+	// ExtraNamespaces are created too (the client is not bound to them).
+	ExtraNamespaces []string
+	// Verbose sends server output and SDK logs to the test log.
+	Verbose bool
+}
+
+// Start runs a dev server for t and returns its frontend address and a connected client.
+// Both are cleaned up with t.Cleanup. It fails the test if the server cannot start.
+func Start(t testing.TB) (hostPort string, c client.Client) {
+	t.Helper()
+	srv, c := StartWithOptions(t, Options{})
+	return srv.HostPort(), c
+}
+
+// StartWithOptions is Start with options; it also returns the server handle.
+func StartWithOptions(t testing.TB, o Options) (*worker.DevServer, client.Client) {
+	t.Helper()
+	if o.Namespace == "" {
+		o.Namespace = worker.DefaultTemporalNamespace
+	}
+	// The CLI build (first run only) can take minutes; the start itself seconds.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	opts := worker.DevServerOptions{
+		Install:            true,
+		DataDir:            dir,
+		Headless:           true,
+		Namespace:          o.Namespace,
+		ExtraNamespaces:    o.ExtraNamespaces,
+		NoSearchAttributes: o.NoSearchAttributes,
+		LogLevel:           "error",
+		Progress:           progressWriter{t},
+	}
+	if o.Verbose {
+		opts.Output = progressWriter{t}
+	} else {
+		// Keep the server log beside the database so a failure can be investigated.
+		f, err := os.Create(filepath.Join(dir, "temporal.log"))
+		if err != nil {
+			t.Fatalf("testtemporal: %v", err)
+		}
+		t.Cleanup(func() { _ = f.Close() })
+		opts.Output = f
+	}
+	srv, err := worker.StartDevServer(ctx, opts)
+	if err != nil {
+		t.Fatalf("testtemporal: start dev server: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := srv.Stop(); err != nil {
+			t.Errorf("testtemporal: stop dev server: %v", err)
+		}
+	})
+	cfg := worker.TemporalConfig{HostPort: srv.HostPort(), Namespace: o.Namespace}
+	logger := zaptest.NewLogger(t, zaptest.Level(zapLevel(o.Verbose)))
+	c, err := worker.Dial(ctx, cfg, logger)
+	if err != nil {
+		t.Fatalf("testtemporal: dial %s: %v", srv.HostPort(), err)
+	}
+	t.Cleanup(c.Close)
+	return srv, c
+}
+
+type progressWriter struct{ t testing.TB }
+
+func (w progressWriter) Write(p []byte) (int, error) {
+	w.t.Logf("%s", p)
+	return len(p), nil
+}
+
+func zapLevel(verbose bool) zapcore.Level {
+	if verbose {
+		return zapcore.DebugLevel
+	}
+	return zapcore.WarnLevel
+}

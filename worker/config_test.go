@@ -1,0 +1,251 @@
+package worker
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+func TestDefaultConfigIsValidAndDocumented(t *testing.T) {
+	c := DefaultConfig()
+	if err := c.Validate(); err != nil {
+		t.Fatalf("defaults do not validate: %v", err)
+	}
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"storage", c.Storage, "file://./walkeeper-data/storage"},
+		{"listen", c.Listen, "127.0.0.1:8080"},
+		{"namespace", c.Temporal.Namespace, "default"},
+		{"merge slots", c.MergeSlots, 4},
+		{"shared slots", c.SharedActivitySlots, 8},
+		{"budget", c.MergeBudgetBytes, int64(3 << 30)},
+		{"max generations", c.MergeMaxGenerations, 8},
+		{"max bytes", c.MergeMaxBytes, int64(1 << 30)},
+		{"merge after", c.MergeAfterGenerations, 50},
+		{"flush interval", c.FlushInterval, 5 * time.Second},
+		{"pending warn", c.PendingWarn, 256},
+		{"pending max", c.PendingMax, 4096},
+		{"max body", c.MaxBodyBytes, int64(8 << 20)},
+		{"max row", c.MaxRowBytes, 1 << 20},
+		{"auth", c.AuthToken, ""},
+	}
+	for _, ck := range checks {
+		if ck.got != ck.want {
+			t.Errorf("default %s = %v, want %v", ck.name, ck.got, ck.want)
+		}
+	}
+	if c.Instance == "" {
+		t.Error("default instance is empty")
+	}
+	if got := c.EffectiveFlushTimeout(); got != 30*time.Second {
+		t.Errorf("flush timeout for 5s interval = %v, want 30s (the floor)", got)
+	}
+	c.FlushInterval = time.Minute
+	if got := c.EffectiveFlushTimeout(); got != 5*time.Minute {
+		t.Errorf("flush timeout for 1m interval = %v, want 5m", got)
+	}
+	c.FlushTimeout = time.Second
+	if got := c.EffectiveFlushTimeout(); got != time.Second {
+		t.Errorf("explicit flush timeout = %v", got)
+	}
+	// Every knob has a WALKEEPER_ variable, a flag, a type and a description.
+	seen := map[string]bool{}
+	for _, k := range Knobs() {
+		if k.Env != EnvPrefix+strings.ToUpper(strings.ReplaceAll(k.Flag, "-", "_")) || k.Usage == "" || k.Type == "" {
+			t.Errorf("knob %+v is incompletely described", k)
+		}
+		if seen[k.Flag] {
+			t.Errorf("knob %s listed twice", k.Flag)
+		}
+		seen[k.Flag] = true
+	}
+	for _, f := range []string{"instance", "storage", "temporal", "namespace", "listen", "auth-token", "merge-slots",
+		"merge-after-generations", "flush-interval", "pending-max", "max-body-bytes"} {
+		if !seen[f] {
+			t.Errorf("knob --%s missing", f)
+		}
+	}
+}
+
+func TestConfigPrecedenceFlagOverEnvOverDefault(t *testing.T) {
+	t.Setenv("WALKEEPER_MERGE_SLOTS", "7")
+	t.Setenv("WALKEEPER_LISTEN", "127.0.0.1:9999")
+	t.Setenv("WALKEEPER_NAMESPACE", "from-env")
+	t.Setenv("WALKEEPER_MERGE_BUDGET_BYTES", "2GiB")
+	t.Setenv("WALKEEPER_FLUSH_INTERVAL", "2")
+	t.Setenv("WALKEEPER_TEMPORAL_TLS", "yes")
+	t.Setenv("WALKEEPER_AUTH_TOKEN", "hidden")
+
+	c := DefaultConfig()
+	fs := pflag.NewFlagSet("worker", pflag.ContinueOnError)
+	c.RegisterFlags(fs)
+	if err := fs.Parse([]string{"--merge-slots=3", "--namespace", "from-flag", "--flush-timeout", "1m"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if c.MergeSlots != 3 {
+		t.Errorf("flag lost to env: merge slots = %d", c.MergeSlots)
+	}
+	if c.Temporal.Namespace != "from-flag" {
+		t.Errorf("flag lost to env: namespace = %q", c.Temporal.Namespace)
+	}
+	if c.Listen != "127.0.0.1:9999" {
+		t.Errorf("env ignored: listen = %q", c.Listen)
+	}
+	if c.MergeBudgetBytes != 2<<30 {
+		t.Errorf("env ignored: budget = %d", c.MergeBudgetBytes)
+	}
+	if c.FlushInterval != 2*time.Second || c.FlushTimeout != time.Minute {
+		t.Errorf("durations = %v / %v", c.FlushInterval, c.FlushTimeout)
+	}
+	if !c.Temporal.TLS {
+		t.Error("WALKEEPER_TEMPORAL_TLS=yes ignored")
+	}
+	if c.AuthToken != "hidden" {
+		t.Error("auth token from env ignored")
+	}
+	if f := fs.Lookup("auth-token"); f == nil || f.DefValue != "" {
+		t.Error("--help would print the auth token")
+	}
+	if f := fs.Lookup("merge-after-generations"); f == nil || !strings.Contains(f.Usage, "WALKEEPER_MERGE_AFTER_GENERATIONS") {
+		t.Error("flag usage does not name its environment variable")
+	}
+	// ConfigFromEnv agrees for the env-only values.
+	e, err := ConfigFromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.MergeSlots != 7 || e.Temporal.Namespace != "from-env" || e.Listen != "127.0.0.1:9999" {
+		t.Errorf("ConfigFromEnv = %+v", e)
+	}
+}
+
+func TestConfigBadEnvReportedUnlessFlagGiven(t *testing.T) {
+	t.Setenv("WALKEEPER_MERGE_SLOTS", "many")
+	t.Setenv("WALKEEPER_FLUSH_INTERVAL", "soon")
+	t.Setenv("WALKEEPER_TEMPORAL_TLS", "maybe")
+
+	c := DefaultConfig()
+	fs := pflag.NewFlagSet("worker", pflag.ContinueOnError)
+	c.RegisterFlags(fs)
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	err := c.Validate()
+	if err == nil {
+		t.Fatal("bad environment values accepted")
+	}
+	for _, v := range []string{"WALKEEPER_MERGE_SLOTS", "WALKEEPER_FLUSH_INTERVAL", "WALKEEPER_TEMPORAL_TLS"} {
+		if !strings.Contains(err.Error(), v) {
+			t.Errorf("error does not name %s: %v", v, err)
+		}
+	}
+
+	c = DefaultConfig()
+	fs = pflag.NewFlagSet("worker", pflag.ContinueOnError)
+	c.RegisterFlags(fs)
+	if err := fs.Parse([]string{"--merge-slots", "2", "--flush-interval", "1s", "--temporal-tls=false"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatalf("flags did not supersede bad env values: %v", err)
+	}
+	if _, err := ConfigFromEnv(); err == nil {
+		t.Fatal("ConfigFromEnv accepted bad values")
+	}
+}
+
+func TestConfigValidateRejectsNonsense(t *testing.T) {
+	for name, mut := range map[string]func(*Config){
+		"instance":     func(c *Config) { c.Instance = " " },
+		"storage":      func(c *Config) { c.Storage = "/just/a/path" },
+		"listen":       func(c *Config) { c.Listen = "8080" },
+		"merge-slots":  func(c *Config) { c.MergeSlots = 0 },
+		"flush":        func(c *Config) { c.FlushInterval = -time.Second },
+		"pending-warn": func(c *Config) { c.PendingWarn, c.PendingMax = 10, 5 },
+		"body":         func(c *Config) { c.MaxBodyBytes = 0 },
+		"log-format":   func(c *Config) { c.LogFormat = "xml" },
+		"log-level":    func(c *Config) { c.LogLevel = "loud" },
+		"tls pair":     func(c *Config) { c.Temporal.TLSCert = "cert.pem" },
+		"namespace":    func(c *Config) { c.Temporal.Namespace = "" },
+		"token":        func(c *Config) { c.AuthToken = "a b" },
+		"budget":       func(c *Config) { c.MergeBudgetBytes = -1 },
+	} {
+		c := DefaultConfig()
+		mut(&c)
+		if err := c.Validate(); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	c := DefaultConfig()
+	c.MergeAfterGenerations, c.FlushInterval, c.PendingWarn, c.PendingMax, c.MergeBudgetBytes = 0, 0, 0, 0, 0
+	if err := c.Validate(); err != nil {
+		t.Errorf("0 = off must validate: %v", err)
+	}
+}
+
+func TestParseSizesAndDurations(t *testing.T) {
+	for in, want := range map[string]int64{"0": 0, "1048576": 1 << 20, "1MiB": 1 << 20, "3GiB": 3 << 30,
+		"3 gib": 3 << 30, "8Mi": 8 << 20, "512KiB": 512 << 10, "2TiB": 2 << 40, "10B": 10} {
+		got, err := ParseBytes(in)
+		if err != nil || got != want {
+			t.Errorf("ParseBytes(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "lots", "1.5GiB", "99999999999TiB"} {
+		if _, err := ParseBytes(bad); err == nil {
+			t.Errorf("ParseBytes(%q) accepted", bad)
+		}
+	}
+	for v, want := range map[int64]string{0: "0", 3 << 30: "3GiB", 8 << 20: "8MiB", 1000: "1000", 1536: "1536", 2048: "2KiB"} {
+		if got := FormatBytes(v); got != want {
+			t.Errorf("FormatBytes(%d) = %q, want %q", v, got, want)
+		}
+		if back, err := ParseBytes(FormatBytes(v)); err != nil || back != v {
+			t.Errorf("FormatBytes(%d) does not round-trip: %v %v", v, back, err)
+		}
+	}
+	for in, want := range map[string]time.Duration{"30": 30 * time.Second, "5s": 5 * time.Second, "2m30s": 150 * time.Second, "0": 0} {
+		got, err := ParseDuration(in)
+		if err != nil || got != want {
+			t.Errorf("ParseDuration(%q) = %v, %v", in, got, err)
+		}
+	}
+	if _, err := ParseDuration("soon"); err == nil {
+		t.Error("ParseDuration accepted nonsense")
+	}
+}
+
+// docs/CONFIG.md is generated from Knobs(); WALKEEPER_UPDATE_DOCS=1 rewrites it.
+func TestConfigDocUpToDate(t *testing.T) {
+	path := filepath.Join("..", "docs", "CONFIG.md")
+	want := ConfigMarkdown()
+	if os.Getenv("WALKEEPER_UPDATE_DOCS") == "1" {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with WALKEEPER_UPDATE_DOCS=1 to generate it)", err)
+	}
+	if string(got) != want {
+		t.Fatal("docs/CONFIG.md is stale: run `WALKEEPER_UPDATE_DOCS=1 go test ./worker -run TestConfigDocUpToDate`")
+	}
+	for _, k := range Knobs() {
+		if !strings.Contains(want, "`"+k.Env+"`") {
+			t.Errorf("CONFIG.md lacks %s", k.Env)
+		}
+	}
+}

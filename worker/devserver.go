@@ -1,0 +1,522 @@
+package worker
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+)
+
+// The Temporal CLI release that walkeeper builds when none is installed. It is the newest
+// tag that `go install` accepts (later tags carry a replace directive) and it embeds the Web UI.
+const (
+	TemporalCLIVersion = "v1.5.1"
+	TemporalCLIModule  = "github.com/temporalio/cli/cmd/temporal"
+	// TemporalCLIEnv names an explicit Temporal CLI binary.
+	TemporalCLIEnv = "WALKEEPER_TEMPORAL_CLI"
+)
+
+// DevServerOptions configures a local `temporal server start-dev`.
+type DevServerOptions struct {
+	// CLIPath is an explicit Temporal CLI binary; empty = FindTemporalCLI's search.
+	CLIPath string
+	// Install builds the CLI into InstallDir with `go install` when none is found.
+	Install bool
+	// InstallDir receives an installed CLI; empty = <module root>/.cache/bin.
+	InstallDir string
+	// DataDir holds temporal.db (and temporal.log when Output is nil); empty = in-memory
+	// database and no log file.
+	DataDir string
+	// IP the frontend and UI listen on; empty = 127.0.0.1.
+	IP string
+	// Port of the gRPC frontend; 0 = a free port.
+	Port int
+	// UIPort of the Web UI; 0 = a free port. Ignored when Headless.
+	UIPort int
+	// Headless disables the Web UI.
+	Headless bool
+	// Namespace to wait for (created if not "default", which always exists); empty = "default".
+	Namespace string
+	// ExtraNamespaces are created as well.
+	ExtraNamespaces []string
+	// NoSearchAttributes skips pre-registering WalTarget/WalKind/WalPending (to test
+	// EnsureSearchAttributes against a vanilla server).
+	NoSearchAttributes bool
+	// LogLevel of the server (debug|info|warn|error); empty = warn.
+	LogLevel string
+	// Output receives the server's stdout and stderr; nil = DataDir/temporal.log, or
+	// discarded when DataDir is empty. The last 16 KiB are kept for error messages anyway.
+	Output io.Writer
+	// Progress receives human-readable progress (CLI build, start); nil = discarded.
+	Progress io.Writer
+	// StartTimeout bounds the wait for the frontend; 0 = 90s.
+	StartTimeout time.Duration
+	// StopTimeout is how long Stop waits after SIGTERM before SIGKILL; 0 = 10s.
+	StopTimeout time.Duration
+}
+
+// DevServer is a running `temporal server start-dev` child process (in its own process group).
+type DevServer struct {
+	cli      string
+	hostPort string
+	uiURL    string
+	cmd      *exec.Cmd
+	logFile  *os.File
+	tail     *tailBuffer
+	exited   chan struct{}
+	waitErr  error
+	stopOnce sync.Once
+	stopErr  error
+	stopWait time.Duration
+}
+
+// HostPort is the frontend address, e.g. "127.0.0.1:7233".
+func (s *DevServer) HostPort() string { return s.hostPort }
+
+// UIURL is the Web UI address, "" when headless.
+func (s *DevServer) UIURL() string { return s.uiURL }
+
+// CLIPath is the Temporal CLI binary that runs the server.
+func (s *DevServer) CLIPath() string { return s.cli }
+
+// PID is the server's process id (also its process group id).
+func (s *DevServer) PID() int { return s.cmd.Process.Pid }
+
+// StartDevServer finds (or installs) the Temporal CLI, starts a dev server and waits until
+// its frontend answers and its namespace is usable. ctx bounds the start only; the server runs
+// until Stop. Ports of 0 are picked free; a port race is retried with new ports.
+func StartDevServer(ctx context.Context, opts DevServerOptions) (*DevServer, error) {
+	if opts.IP == "" {
+		opts.IP = "127.0.0.1"
+	}
+	if opts.Namespace == "" {
+		opts.Namespace = DefaultTemporalNamespace
+	}
+	if opts.LogLevel == "" {
+		opts.LogLevel = "warn"
+	}
+	if opts.StartTimeout <= 0 {
+		opts.StartTimeout = 90 * time.Second
+	}
+	if opts.StopTimeout <= 0 {
+		opts.StopTimeout = 10 * time.Second
+	}
+	cli, err := FindTemporalCLI(opts.CLIPath)
+	if errors.Is(err, errCLINotFound) && opts.Install {
+		cli, err = InstallTemporalCLI(ctx, opts.InstallDir, opts.Progress)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if opts.DataDir != "" {
+		if err := os.MkdirAll(opts.DataDir, 0o755); err != nil {
+			return nil, fmt.Errorf("dev server data dir: %w", err)
+		}
+	}
+	pickPorts := opts.Port == 0 || (!opts.Headless && opts.UIPort == 0)
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		o := opts
+		if o.Port == 0 {
+			if o.Port, err = freePort(o.IP); err != nil {
+				return nil, err
+			}
+		}
+		if !o.Headless && o.UIPort == 0 {
+			if o.UIPort, err = freePort(o.IP); err != nil {
+				return nil, err
+			}
+		}
+		s, err := startDevServerOnce(ctx, cli, o)
+		if err == nil {
+			return s, nil
+		}
+		lastErr = err
+		if !pickPorts || ctx.Err() != nil || !strings.Contains(err.Error(), "address already in use") {
+			break
+		}
+	}
+	return nil, lastErr
+}
+
+func startDevServerOnce(ctx context.Context, cli string, o DevServerOptions) (*DevServer, error) {
+	hostPort := net.JoinHostPort(o.IP, strconv.Itoa(o.Port))
+	args := []string{"server", "start-dev",
+		"--ip", o.IP,
+		"--port", strconv.Itoa(o.Port),
+		"--dynamic-config-value", "frontend.enableServerVersionCheck=false",
+		"--log-level", o.LogLevel,
+		"--log-format", "json",
+	}
+	for _, ns := range append([]string{o.Namespace}, o.ExtraNamespaces...) {
+		if ns != DefaultTemporalNamespace {
+			args = append(args, "--namespace", ns)
+		}
+	}
+	if o.Headless {
+		args = append(args, "--headless")
+	} else {
+		args = append(args, "--ui-port", strconv.Itoa(o.UIPort))
+	}
+	if o.DataDir != "" {
+		args = append(args, "--db-filename", filepath.Join(o.DataDir, "temporal.db"))
+	}
+	if !o.NoSearchAttributes {
+		args = append(args,
+			"--search-attribute", "WalTarget=Keyword",
+			"--search-attribute", "WalKind=Keyword",
+			"--search-attribute", "WalPending=Int",
+		)
+	}
+
+	s := &DevServer{cli: cli, hostPort: hostPort, tail: &tailBuffer{max: 16 << 10}, exited: make(chan struct{}), stopWait: o.StopTimeout}
+	if !o.Headless {
+		s.uiURL = "http://" + net.JoinHostPort(o.IP, strconv.Itoa(o.UIPort))
+	}
+	out := o.Output
+	if out == nil && o.DataDir != "" {
+		f, err := os.OpenFile(filepath.Join(o.DataDir, "temporal.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return nil, fmt.Errorf("dev server log: %w", err)
+		}
+		s.logFile = f
+		out = f
+	}
+	var w io.Writer = s.tail
+	if out != nil {
+		w = io.MultiWriter(out, s.tail)
+	}
+	cmd := exec.Command(cli, args...)
+	cmd.Stdout = w
+	cmd.Stderr = w
+	cmd.Stdin = nil
+	setProcessGroup(cmd)
+	fmt.Fprintf(progressOrDiscard(o.Progress), "starting Temporal dev server on %s (%s)\n", hostPort, cli)
+	if err := cmd.Start(); err != nil {
+		s.closeLog()
+		return nil, fmt.Errorf("start %s: %w", cli, err)
+	}
+	s.cmd = cmd
+	go func() {
+		s.waitErr = cmd.Wait()
+		close(s.exited)
+	}()
+
+	if err := s.waitReady(ctx, o.Namespace, o.StartTimeout); err != nil {
+		_ = s.Stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+// waitReady dials the frontend until it answers and the namespace can be described.
+func (s *DevServer) waitReady(ctx context.Context, ns string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var lastErr error
+	for {
+		select {
+		case <-s.exited:
+			return fmt.Errorf("temporal dev server exited during start (%v); output:\n%s", s.waitErr, s.tail.String())
+		default:
+		}
+		lastErr = s.probe(ctx, ns)
+		if lastErr == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("temporal dev server on %s not ready after %s: %v; output:\n%s", s.hostPort, timeout, lastErr, s.tail.String())
+		case <-s.exited:
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func (s *DevServer) probe(ctx context.Context, ns string) error {
+	dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	c, err := client.DialContext(dctx, client.Options{HostPort: s.hostPort, Namespace: ns, Logger: NewTemporalLogger(nil)})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_, err = c.WorkflowService().DescribeNamespace(dctx, &workflowservice.DescribeNamespaceRequest{Namespace: ns})
+	return err
+}
+
+// Stop terminates the server's process group: SIGTERM, then SIGKILL after the stop timeout.
+// Safe to call more than once and from several goroutines.
+func (s *DevServer) Stop() error {
+	s.stopOnce.Do(func() {
+		defer s.closeLog()
+		if s.cmd == nil || s.cmd.Process == nil {
+			return
+		}
+		select {
+		case <-s.exited:
+			return
+		default:
+		}
+		_ = signalGroup(s.cmd, syscall.SIGTERM)
+		select {
+		case <-s.exited:
+			return
+		case <-time.After(s.stopWait):
+		}
+		_ = signalGroup(s.cmd, syscall.SIGKILL)
+		select {
+		case <-s.exited:
+		case <-time.After(5 * time.Second):
+			s.stopErr = fmt.Errorf("temporal dev server (pid %d) did not exit after SIGKILL", s.cmd.Process.Pid)
+		}
+	})
+	return s.stopErr
+}
+
+// Done is closed when the server process has exited.
+func (s *DevServer) Done() <-chan struct{} { return s.exited }
+
+func (s *DevServer) closeLog() {
+	if s.logFile != nil {
+		_ = s.logFile.Close()
+	}
+}
+
+var errCLINotFound = errors.New("temporal CLI not found")
+
+// FindTemporalCLI locates a Temporal CLI binary: explicit (a flag), then $WALKEEPER_TEMPORAL_CLI,
+// then `temporal` on PATH, then $GOBIN, $(go env GOPATH)/bin and ~/go/bin, then
+// <module root>/.cache/bin. The error wraps a "not found" sentinel that InstallTemporalCLI cures.
+func FindTemporalCLI(explicit string) (string, error) {
+	for _, p := range []string{explicit, os.Getenv(TemporalCLIEnv)} {
+		if p == "" {
+			continue
+		}
+		if isExecutable(p) {
+			return filepath.Abs(p)
+		}
+		return "", fmt.Errorf("temporal CLI %q is not an executable file", p)
+	}
+	if p, err := exec.LookPath("temporal"); err == nil {
+		return filepath.Abs(p)
+	}
+	var dirs []string
+	if gobin := os.Getenv("GOBIN"); gobin != "" {
+		dirs = append(dirs, gobin)
+	}
+	if gopath := goEnv("GOPATH"); gopath != "" {
+		for _, d := range filepath.SplitList(gopath) {
+			dirs = append(dirs, filepath.Join(d, "bin"))
+		}
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		dirs = append(dirs, filepath.Join(home, "go", "bin"))
+	}
+	dirs = append(dirs, DefaultCLIInstallDir())
+	for _, d := range dirs {
+		if p := filepath.Join(d, "temporal"); isExecutable(p) {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%w (looked at $%s, PATH, %s); run ./scripts/install-temporal.sh or let walkeeper build it",
+		errCLINotFound, TemporalCLIEnv, strings.Join(dirs, ", "))
+}
+
+// DefaultCLIInstallDir is <module root>/.cache/bin, or ./.cache/bin outside the module.
+func DefaultCLIInstallDir() string {
+	root, err := moduleRoot()
+	if err != nil {
+		root, _ = os.Getwd()
+	}
+	return filepath.Join(root, ".cache", "bin")
+}
+
+// InstallTemporalCLI builds the Temporal CLI (TemporalCLIVersion) into dir (empty =
+// DefaultCLIInstallDir) with `go install`, CGO off. It takes a file lock so that parallel
+// test packages build it once, and returns at once when the binary is already there.
+func InstallTemporalCLI(ctx context.Context, dir string, progress io.Writer) (string, error) {
+	if dir == "" {
+		dir = DefaultCLIInstallDir()
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("temporal CLI install dir: %w", err)
+	}
+	bin := filepath.Join(dir, "temporal")
+	unlock, err := lockFile(ctx, filepath.Join(dir, ".temporal-install.lock"))
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	if isExecutable(bin) {
+		return bin, nil
+	}
+	pw := progressOrDiscard(progress)
+	fmt.Fprintf(pw, "building Temporal CLI %s (first run only, ~2-3 min) into %s ...\n", TemporalCLIVersion, dir)
+	cmd := exec.CommandContext(ctx, "go", "install", TemporalCLIModule+"@"+TemporalCLIVersion)
+	cmd.Env = append(os.Environ(), "GOBIN="+dir, "CGO_ENABLED=0", "GOFLAGS=")
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = &out
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return "", fmt.Errorf("go install %s: %w", TemporalCLIModule, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	tick := time.NewTicker(20 * time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				return "", fmt.Errorf("go install %s@%s: %w\n%s", TemporalCLIModule, TemporalCLIVersion, err, out.String())
+			}
+			if !isExecutable(bin) {
+				return "", fmt.Errorf("go install succeeded but %s is missing", bin)
+			}
+			fmt.Fprintf(pw, "built Temporal CLI in %s: %s\n", time.Since(start).Round(time.Second), bin)
+			return bin, nil
+		case <-tick.C:
+			fmt.Fprintf(pw, "  still building Temporal CLI (%s)...\n", time.Since(start).Round(time.Second))
+		}
+	}
+}
+
+// EnsureTemporalCLI finds the CLI or installs it (see FindTemporalCLI, InstallTemporalCLI).
+func EnsureTemporalCLI(ctx context.Context, explicit string, progress io.Writer) (string, error) {
+	p, err := FindTemporalCLI(explicit)
+	if errors.Is(err, errCLINotFound) {
+		return InstallTemporalCLI(ctx, "", progress)
+	}
+	return p, err
+}
+
+func lockFile(ctx context.Context, path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); _ = f.Close() }, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
+			_ = f.Close()
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		select {
+		case <-ctx.Done():
+			_ = f.Close()
+			return nil, ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+func setProcessGroup(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	setParentDeathSignal(cmd.SysProcAttr)
+}
+
+func signalGroup(cmd *exec.Cmd, sig syscall.Signal) error {
+	if err := syscall.Kill(-cmd.Process.Pid, sig); err != nil {
+		return cmd.Process.Signal(sig)
+	}
+	return nil
+}
+
+func freePort(ip string) (int, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	if err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort() (int, error) { return freePort("127.0.0.1") }
+
+func isExecutable(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
+}
+
+func goEnv(key string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	out, err := exec.Command("go", "env", key).Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// moduleRoot walks up from the working directory to the go.mod of this module.
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && bytes.Contains(data, []byte("module github.com/walkeeper/walkeeper")) {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("walkeeper module root not found")
+		}
+		dir = parent
+	}
+}
+
+func progressOrDiscard(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - t.max; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}

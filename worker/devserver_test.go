@@ -1,0 +1,73 @@
+package worker_test
+
+import (
+	"context"
+	"net/http"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/walkeeper/walkeeper/worker"
+)
+
+// TestDevServer starts a dev server with its Web UI the way `walkeeper dev` does, checks
+// that the frontend and the UI answer, and that Stop ends the whole process group.
+func TestDevServer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	srv, err := worker.StartDevServer(ctx, worker.DevServerOptions{
+		Install:  true,
+		DataDir:  dir,
+		Progress: testWriter{t},
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Stop() })
+	assert.FileExists(t, filepath.Join(dir, "temporal.db"))
+	assert.FileExists(t, filepath.Join(dir, "temporal.log"))
+	require.NotEmpty(t, srv.UIURL())
+
+	c, err := worker.Dial(ctx, worker.TemporalConfig{HostPort: srv.HostPort()}, nil)
+	require.NoError(t, err)
+	c.Close()
+
+	// The embedded UI serves its index page.
+	require.Eventually(t, func() bool {
+		resp, err := http.Get(srv.UIURL())
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, 30*time.Second, 250*time.Millisecond)
+
+	pid := srv.PID()
+	require.NoError(t, srv.Stop())
+	require.NoError(t, srv.Stop(), "Stop is idempotent")
+	select {
+	case <-srv.Done():
+	default:
+		t.Fatal("server process still running after Stop")
+	}
+	// No process of the group is left.
+	assert.ErrorIs(t, syscall.Kill(-pid, 0), syscall.ESRCH)
+}
+
+func TestFindTemporalCLIExplicit(t *testing.T) {
+	_, err := worker.FindTemporalCLI(filepath.Join(t.TempDir(), "nope"))
+	assert.Error(t, err)
+	t.Setenv(worker.TemporalCLIEnv, filepath.Join(t.TempDir(), "nope"))
+	_, err = worker.FindTemporalCLI("")
+	assert.Error(t, err, "a wrong $%s is an error, not a silent fallback", worker.TemporalCLIEnv)
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Logf("%s", p)
+	return len(p), nil
+}

@@ -1,0 +1,152 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"go.temporal.io/api/serviceerror"
+
+	"github.com/walkeeper/walkeeper/store"
+)
+
+// Stable error codes of the HTTP data plane. Clients switch on these, never on the message.
+// Adding a code is fine; renaming one breaks clients.
+const (
+	CodeInvalidJSON          = "invalid_json"           // 400: body is not JSON
+	CodeInvalidInput         = "invalid_input"          // 400: JSON is fine, content is not (bad rows, bad schema, bad query)
+	CodeUnknownKind          = "unknown_kind"           // 400: kind is not rollout, generic or datagen
+	CodeInvalidName          = "invalid_name"           // 400: store name fails the name rule, or a "." / ".." path segment
+	CodeUnauthorized         = "unauthorized"           // 401: bearer token missing or wrong
+	CodeNotFound             = "not_found"              // 404: no such route (or object)
+	CodeStoreNotFound        = "store_not_found"        // 404: the store does not exist
+	CodeRowNotFound          = "row_not_found"          // 404: the row does not exist (or is deleted)
+	CodeMethodNotAllowed     = "method_not_allowed"     // 405: the route exists with other methods (see Allow)
+	CodeAlreadyExists        = "already_exists"         // 409: the store exists with the same schema
+	CodeSchemaMismatch       = "schema_mismatch"        // 409: the store exists with another schema
+	CodeConflict             = "conflict"               // 409: lost a conditional write repeatedly; retry
+	CodeBodyTooLarge         = "body_too_large"         // 413: body over --max-body-bytes
+	CodeUnsupportedMediaType = "unsupported_media_type" // 415: a body that is not application/json
+	CodeCanceled             = "canceled"               // 499: the client went away
+	CodeInternal             = "internal"               // 500: a bug or an unexpected storage error; never bad input
+	CodeCorrupt              = "corrupt"                // 500: stored bytes do not decode
+	CodeMergeFailed          = "merge_failed"           // 500: the MergeWal workflow (waited for) failed
+	CodeTooManyPending       = "too_many_pending"       // 503 + Retry-After: pending-generation debt too high
+	CodeBudgetBusy           = "budget_busy"            // 503 + Retry-After: merge memory budget busy
+	CodeFenced               = "fenced"                 // 503: another process took this shard (same instance id)
+	CodeShuttingDown         = "shutting_down"          // 503: the worker is stopping
+	CodeTemporalUnavailable  = "temporal_unavailable"   // 503: no Temporal client, or Temporal unreachable
+	CodeTimeout              = "timeout"                // 504: the operation ran out of time
+)
+
+// StatusClientClosedRequest is the (nginx) status logged when the client disconnected.
+const StatusClientClosedRequest = 499
+
+// retryAfterDebt is the Retry-After advertised when a shard is over its pending debt.
+const retryAfterDebt = 10 * time.Second
+
+// apiError is an error with its HTTP status and stable code.
+type apiError struct {
+	Status     int
+	Code       string
+	Message    string
+	RetryAfter time.Duration
+	Extra      map[string]any // extra fields in the JSON body
+}
+
+func (e *apiError) Error() string { return e.Code + ": " + e.Message }
+
+func newAPIError(status int, code, format string, args ...any) *apiError {
+	return &apiError{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// classify is the one place mapping errors (store marks, body-reader errors, context errors)
+// to an HTTP status and code.
+func classify(err error) *apiError {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return ae
+	}
+	msg := err.Error()
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return &apiError{Status: http.StatusRequestEntityTooLarge, Code: CodeBodyTooLarge,
+			Message: fmt.Sprintf("request body is larger than %d bytes", mbe.Limit)}
+	case errors.Is(err, store.ErrInvalidInput):
+		return &apiError{Status: http.StatusBadRequest, Code: CodeInvalidInput, Message: msg}
+	case errors.Is(err, store.ErrNotFound):
+		return &apiError{Status: http.StatusNotFound, Code: CodeNotFound, Message: msg}
+	case errors.Is(err, store.ErrAlreadyExists):
+		return &apiError{Status: http.StatusConflict, Code: CodeAlreadyExists, Message: msg}
+	case errors.Is(err, store.ErrTooManyPending):
+		return &apiError{Status: http.StatusServiceUnavailable, Code: CodeTooManyPending, Message: msg, RetryAfter: retryAfterDebt}
+	case errors.Is(err, store.ErrConflict), errors.Is(err, store.ErrStalePreparation):
+		return &apiError{Status: http.StatusConflict, Code: CodeConflict, Message: msg, RetryAfter: time.Second}
+	case errors.Is(err, store.ErrBudgetBusy):
+		return &apiError{Status: http.StatusServiceUnavailable, Code: CodeBudgetBusy, Message: msg, RetryAfter: 5 * time.Second}
+	case errors.Is(err, store.ErrFenced):
+		return &apiError{Status: http.StatusServiceUnavailable, Code: CodeFenced, Message: msg}
+	case errors.Is(err, store.ErrClosed):
+		return &apiError{Status: http.StatusServiceUnavailable, Code: CodeShuttingDown, Message: msg, RetryAfter: time.Second}
+	case errors.Is(err, store.ErrCorrupt):
+		return &apiError{Status: http.StatusInternalServerError, Code: CodeCorrupt, Message: msg}
+	case errors.Is(err, context.Canceled):
+		return &apiError{Status: StatusClientClosedRequest, Code: CodeCanceled, Message: msg}
+	case errors.Is(err, context.DeadlineExceeded):
+		return &apiError{Status: http.StatusGatewayTimeout, Code: CodeTimeout, Message: msg}
+	}
+	return &apiError{Status: http.StatusInternalServerError, Code: CodeInternal, Message: msg}
+}
+
+// notFoundAs classifies err, naming a not-found more precisely (store_not_found, row_not_found).
+func notFoundAs(err error, code string) *apiError {
+	ae := classify(err)
+	if ae.Code == CodeNotFound && errors.Is(err, store.ErrNotFound) {
+		c := *ae
+		c.Code = code
+		return &c
+	}
+	return ae
+}
+
+// classifyTemporal maps an error from starting a workflow: unreachable or unknown namespace is
+// temporal_unavailable; store marks keep their mapping; anything else is internal.
+func classifyTemporal(err error) *apiError {
+	var (
+		unavail *serviceerror.Unavailable
+		dl      *serviceerror.DeadlineExceeded
+		nsnf    *serviceerror.NamespaceNotFound
+		nsna    *serviceerror.NamespaceNotActive
+		limit   *serviceerror.ResourceExhausted
+	)
+	switch {
+	case errors.As(err, &unavail), errors.As(err, &dl), errors.As(err, &nsnf), errors.As(err, &nsna):
+		return &apiError{Status: http.StatusServiceUnavailable, Code: CodeTemporalUnavailable, Message: err.Error(), RetryAfter: 5 * time.Second}
+	case errors.As(err, &limit):
+		return &apiError{Status: http.StatusServiceUnavailable, Code: CodeTemporalUnavailable, Message: err.Error(), RetryAfter: 5 * time.Second}
+	}
+	return classify(err)
+}
+
+// writeAPIError writes {"error": ..., "code": ...} (plus extras) with the status, and
+// Retry-After when set.
+func writeAPIError(w http.ResponseWriter, ae *apiError) {
+	if ae.RetryAfter > 0 {
+		secs := int((ae.RetryAfter + time.Second - 1) / time.Second)
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+	}
+	if ae.Status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="walkeeper"`)
+	}
+	body := make(map[string]any, 2+len(ae.Extra))
+	for k, v := range ae.Extra {
+		body[k] = v
+	}
+	body["error"] = ae.Message
+	body["code"] = ae.Code
+	writeJSON(w, ae.Status, body)
+}

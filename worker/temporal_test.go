@@ -1,0 +1,171 @@
+package worker_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+
+	"github.com/walkeeper/walkeeper/internal/testtemporal"
+	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/worker"
+	"github.com/walkeeper/walkeeper/workflows"
+)
+
+// TestTemporalAdmin runs the Temporal plumbing against a real dev server that starts without
+// walkeeper's search attributes (like a vanilla cluster): registration and schedules must be
+// idempotent, updates must reconcile, and pause/resume/trigger/describe must work.
+func TestTemporalAdmin(t *testing.T) {
+	_, c := testtemporal.StartWithOptions(t, testtemporal.Options{
+		NoSearchAttributes: true,
+		ExtraNamespaces:    []string{"conflict"},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	t.Run("search attributes", func(t *testing.T) {
+		for i := 0; i < 2; i++ {
+			require.NoError(t, worker.EnsureSearchAttributes(ctx, c, "default"), "call %d", i+1)
+		}
+		resp, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: "default"})
+		require.NoError(t, err)
+		for name, typ := range workflows.SearchAttributes {
+			assert.Equal(t, typ, resp.GetCustomAttributes()[name], name)
+		}
+	})
+
+	t.Run("search attribute with the wrong type", func(t *testing.T) {
+		_, err := c.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
+			Namespace:        "conflict",
+			SearchAttributes: map[string]enumspb.IndexedValueType{"WalPending": enumspb.INDEXED_VALUE_TYPE_KEYWORD},
+		})
+		require.NoError(t, err)
+		err = worker.EnsureSearchAttributes(ctx, c, "conflict")
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "WalPending")
+	})
+
+	t.Run("sweep schedule", func(t *testing.T) {
+		require.NoError(t, worker.EnsureSweepSchedule(ctx, c, time.Hour))
+		d, err := worker.DescribeSchedule(ctx, c, worker.SweepScheduleID)
+		require.NoError(t, err)
+		assertInterval(t, d, time.Hour)
+		a := d.Schedule.Action.(*client.ScheduleWorkflowAction)
+		assert.Equal(t, workflows.MaintenanceSweepWorkflow, a.Workflow)
+		assert.Equal(t, workflows.TaskQueue, a.TaskQueue)
+		assert.Equal(t, worker.SweepWorkflowID, a.ID)
+		assert.Equal(t, enumspb.SCHEDULE_OVERLAP_POLICY_SKIP, d.Schedule.Policy.Overlap)
+		assert.Equal(t, time.Minute, d.Schedule.Policy.CatchupWindow)
+		assert.False(t, d.Schedule.State.Paused)
+
+		require.NoError(t, worker.PauseSchedule(ctx, c, worker.SweepScheduleID, "maintenance window"))
+		d, err = worker.DescribeSchedule(ctx, c, worker.SweepScheduleID)
+		require.NoError(t, err)
+		assert.True(t, d.Schedule.State.Paused)
+		assert.Equal(t, "maintenance window", d.Schedule.State.Note)
+
+		// The second ensure updates the interval and leaves the operator's pause alone.
+		require.NoError(t, worker.EnsureSweepSchedule(ctx, c, 30*time.Minute))
+		d, err = worker.DescribeSchedule(ctx, c, worker.SweepScheduleID)
+		require.NoError(t, err)
+		assertInterval(t, d, 30*time.Minute)
+		assert.True(t, d.Schedule.State.Paused, "ensure must not unpause")
+
+		require.NoError(t, worker.ResumeSchedule(ctx, c, worker.SweepScheduleID, ""))
+		d, err = worker.DescribeSchedule(ctx, c, worker.SweepScheduleID)
+		require.NoError(t, err)
+		assert.False(t, d.Schedule.State.Paused)
+
+		// A trigger starts the action now; the workflow ID carries a timestamp suffix.
+		require.NoError(t, worker.TriggerSchedule(ctx, c, worker.SweepScheduleID))
+		require.Eventually(t, func() bool {
+			d, err = worker.DescribeSchedule(ctx, c, worker.SweepScheduleID)
+			return err == nil && d.Info.NumActions >= 1 && len(d.Info.RecentActions) >= 1
+		}, 30*time.Second, 200*time.Millisecond)
+		started := d.Info.RecentActions[len(d.Info.RecentActions)-1].StartWorkflowResult
+		require.NotNil(t, started)
+		assert.Contains(t, started.WorkflowID, worker.SweepWorkflowID+"-")
+
+		assert.Error(t, worker.EnsureSweepSchedule(ctx, c, 0))
+	})
+
+	t.Run("target schedule", func(t *testing.T) {
+		target := store.Target{Kind: store.KindGeneric, Name: "gs"}
+		id := worker.TargetScheduleID(target)
+		assert.Equal(t, "merge-wal-tick/generic/gs", id)
+		require.NoError(t, worker.EnsureTargetSchedule(ctx, c, target, time.Hour))
+		require.NoError(t, worker.EnsureTargetSchedule(ctx, c, target, 2*time.Hour))
+		d, err := worker.DescribeSchedule(ctx, c, id)
+		require.NoError(t, err)
+		assertInterval(t, d, 2*time.Hour)
+		a := d.Schedule.Action.(*client.ScheduleWorkflowAction)
+		assert.Equal(t, workflows.MergeWalTickWorkflow, a.Workflow)
+		assert.Equal(t, id, a.ID)
+		require.Len(t, a.Args, 1)
+		p, ok := a.Args[0].(*commonpb.Payload)
+		require.True(t, ok, "arg is %T", a.Args[0])
+		var in map[string]any
+		require.NoError(t, converter.GetDefaultDataConverter().FromPayload(p, &in))
+		assert.Equal(t, map[string]any{"target": "generic:gs"}, in)
+
+		require.NoError(t, worker.PauseSchedule(ctx, c, id, ""))
+		require.NoError(t, worker.ResumeSchedule(ctx, c, id, ""))
+		require.NoError(t, worker.DeleteSchedule(ctx, c, id))
+		_, err = worker.DescribeSchedule(ctx, c, id)
+		assert.Error(t, err)
+	})
+}
+
+func assertInterval(t *testing.T, d *client.ScheduleDescription, every time.Duration) {
+	t.Helper()
+	require.NotNil(t, d.Schedule.Spec)
+	require.Len(t, d.Schedule.Spec.Intervals, 1)
+	assert.Equal(t, every, d.Schedule.Spec.Intervals[0].Every)
+}
+
+func TestTemporalConfigTLS(t *testing.T) {
+	t.Setenv("WALKEEPER_TEMPORAL", "")
+	// Plain by default.
+	o, err := worker.TemporalConfig{}.ClientOptions(nil)
+	require.NoError(t, err)
+	assert.Nil(t, o.ConnectionOptions.TLS)
+	assert.Equal(t, worker.DefaultTemporalHostPort, o.HostPort)
+	assert.Equal(t, worker.DefaultTemporalNamespace, o.Namespace)
+
+	// An API key implies TLS and sets credentials.
+	o, err = worker.TemporalConfig{HostPort: "ns.acct.tmprl.cloud:7233", APIKey: "k"}.ClientOptions(nil)
+	require.NoError(t, err)
+	require.NotNil(t, o.ConnectionOptions.TLS)
+	assert.NotNil(t, o.Credentials)
+
+	// Cert without key is refused; missing files are reported.
+	_, err = worker.TemporalConfig{TLSCert: "a.pem"}.ClientOptions(nil)
+	assert.Error(t, err)
+	_, err = worker.TemporalConfig{TLSCA: filepath.Join(t.TempDir(), "missing.pem")}.ClientOptions(nil)
+	assert.Error(t, err)
+	bad := filepath.Join(t.TempDir(), "bad.pem")
+	require.NoError(t, os.WriteFile(bad, []byte("not pem"), 0o644))
+	_, err = worker.TemporalConfig{TLSCA: bad, TLSServerName: "x"}.ClientOptions(nil)
+	assert.Error(t, err)
+}
+
+func TestTemporalConfigFromEnv(t *testing.T) {
+	t.Setenv("WALKEEPER_TEMPORAL", "temporal:7233")
+	t.Setenv("WALKEEPER_NAMESPACE", "prod")
+	t.Setenv("WALKEEPER_TEMPORAL_TLS", "true")
+	t.Setenv("WALKEEPER_TEMPORAL_TLS_SERVER_NAME", "temporal.internal")
+	c := worker.TemporalConfigFromEnv()
+	assert.Equal(t, "temporal:7233", c.HostPort)
+	assert.Equal(t, "prod", c.Namespace)
+	assert.True(t, c.TLS)
+	assert.Equal(t, "temporal.internal", c.TLSServerName)
+}

@@ -1,0 +1,330 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	tworker "go.temporal.io/sdk/worker"
+	"go.uber.org/zap"
+
+	"github.com/walkeeper/walkeeper/activities"
+	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/workflows"
+)
+
+// Worker is one walkeeper worker process: the store handle, the HTTP data plane, the flush
+// sweeper and (with a Temporal client) two Temporal workers — one on the shared queue
+// "walkeeper" (workflows and activities) and one on this shard's queue (activities only, at
+// most MergeSlots at once).
+type Worker struct {
+	cfg     Config
+	log     *zap.Logger
+	tc      client.Client
+	budget  *store.Budget
+	metrics *Metrics
+	start   MergeStarter
+
+	mu       sync.Mutex
+	started  bool
+	stopped  bool
+	db       *store.DB
+	api      *apiServer
+	srv      *http.Server
+	ln       net.Listener
+	serveErr chan error
+	sweeper  *Sweeper
+	temporal []tworker.Worker
+	cancel   context.CancelFunc // background work (recovery)
+	bg       sync.WaitGroup
+}
+
+// New validates cfg and prepares a worker; it does no I/O. tc may be nil: the worker then runs
+// in HTTP-only mode (no Temporal workers, no count trigger, merge-wal answers 503).
+func New(cfg Config, logger *zap.Logger, tc client.Client) (*Worker, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("worker config: %w", err)
+	}
+	if logger == nil {
+		logger = zap.NewNop()
+	}
+	budget := store.NewBudget(cfg.MergeBudgetBytes)
+	w := &Worker{
+		cfg:     cfg,
+		log:     logger.With(zap.String("instance", cfg.Instance)),
+		tc:      tc,
+		budget:  budget,
+		metrics: NewMetrics(budget),
+	}
+	if tc != nil {
+		w.start = TemporalMergeStarter(tc)
+	}
+	return w, nil
+}
+
+// Metrics returns the worker's registry and collectors.
+func (w *Worker) Metrics() *Metrics { return w.metrics }
+
+// Config returns the configuration the worker runs with.
+func (w *Worker) Config() Config { return w.cfg }
+
+// DB is the store handle (nil before Start).
+func (w *Worker) DB() *store.DB {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.db
+}
+
+// HTTPAddr is the address the data plane listens on ("" before Start).
+func (w *Worker) HTTPAddr() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ln == nil {
+		return ""
+	}
+	return w.ln.Addr().String()
+}
+
+// Handler is the HTTP data plane (nil before Start); tests may serve it with httptest.
+func (w *Worker) Handler() http.Handler {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.api == nil {
+		return nil
+	}
+	return w.api
+}
+
+// Start opens the store, listens, registers and starts the Temporal workers and the flush
+// sweeper. On error everything already started is stopped again.
+func (w *Worker) Start(ctx context.Context) (err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.started {
+		return errors.New("worker: already started")
+	}
+	w.started = true
+	defer func() {
+		if err != nil {
+			w.teardownLocked(context.WithoutCancel(ctx))
+		}
+	}()
+
+	opts := w.cfg.StoreOptions()
+	opts.Logger = w.log
+	opts.Metrics = w.metrics.Store
+	opts.Budget = w.budget
+	db, err := store.OpenDB(ctx, w.cfg.Storage, opts)
+	if err != nil {
+		return fmt.Errorf("open storage %s: %w", w.cfg.Storage, err)
+	}
+	w.db = db
+	log := w.log.With(zap.String("shard", db.Shard()))
+	w.log = log
+
+	w.sweeper = NewSweeper(SweeperOptions{
+		Interval:              w.cfg.FlushInterval,
+		Timeout:               w.cfg.EffectiveFlushTimeout(),
+		MergeAfterGenerations: w.cfg.MergeAfterGenerations,
+		Start:                 w.start,
+		Logger:                log.Named("sweeper"),
+		Metrics:               w.metrics,
+		Resident:              db.Resident,
+	})
+	w.api = newAPIServer(db, w.cfg, log.Named("http"), w.metrics, w.start, w.sweeper.trigger)
+
+	ln, err := net.Listen("tcp", w.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", w.cfg.Listen, err)
+	}
+	w.ln = ln
+
+	if w.tc != nil {
+		if err := w.startTemporalLocked(ctx, db); err != nil {
+			return err
+		}
+	} else {
+		log.Warn("no Temporal client: HTTP-only mode (no merges, no count trigger)")
+	}
+
+	w.srv = &http.Server{
+		Handler:           w.api,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          zap.NewStdLog(log.Named("http")),
+	}
+	w.serveErr = make(chan error, 1)
+	go func(srv *http.Server) {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("http server stopped", zap.Error(err))
+			w.serveErr <- err
+		}
+		close(w.serveErr)
+	}(w.srv)
+
+	bgCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	w.cancel = cancel
+	w.sweeper.Start(bgCtx)
+	if w.cfg.FlushInterval <= 0 {
+		log.Warn("flush sweeper is off (--flush-interval 0): appends stay invisible to other processes until a manual flush or shutdown")
+	}
+	// Replay WAL left unsealed by a previous run of this instance, in the background.
+	w.bg.Add(1)
+	go func() {
+		defer w.bg.Done()
+		n, err := db.Recover(bgCtx)
+		switch {
+		case err != nil && bgCtx.Err() == nil:
+			log.Warn("recovering unsealed WAL failed; rows stay durable and are retried on the next start", zap.Error(err))
+		case n > 0:
+			log.Info("recovered unsealed WAL", zap.Int("stores", n))
+		}
+	}()
+	log.Info("worker started", zap.String("listen", ln.Addr().String()), zap.String("storage", w.cfg.Storage),
+		zap.Bool("temporal", w.tc != nil), zap.Duration("flush_interval", w.cfg.FlushInterval),
+		zap.Int("merge_after_generations", w.cfg.MergeAfterGenerations))
+	return nil
+}
+
+// startTemporalLocked registers search attributes and the sweep schedule (best effort) and
+// starts the shared-queue and shard-queue workers.
+func (w *Worker) startTemporalLocked(ctx context.Context, db *store.DB) error {
+	log := w.log
+	if err := EnsureSearchAttributes(ctx, w.tc, w.cfg.Temporal.Namespace); err != nil {
+		log.Warn("could not register search attributes; workflow starts may fail until they exist", zap.Error(err))
+	}
+	if w.cfg.SweepInterval > 0 {
+		if err := EnsureSweepSchedule(ctx, w.tc, w.cfg.SweepInterval); err != nil {
+			log.Warn("could not ensure the sweep schedule", zap.String("schedule", SweepScheduleID), zap.Error(err))
+		}
+	}
+	host, _ := os.Hostname()
+	identity := fmt.Sprintf("%d@%s/%s", os.Getpid(), host, w.cfg.Instance)
+	acts := &activities.Activities{DB: db, Logger: log.Named("activities"), Metrics: w.metrics, Client: w.tc}
+
+	shared := tworker.New(w.tc, workflows.TaskQueue, tworker.Options{
+		Identity:                           identity,
+		MaxConcurrentActivityExecutionSize: w.cfg.SharedActivitySlots,
+		WorkerStopTimeout:                  w.cfg.ShutdownTimeout / 2,
+	})
+	workflows.Register(shared)
+	activities.Register(shared, acts)
+
+	shardQueue := workflows.ShardQueue(db.Shard())
+	own := tworker.New(w.tc, shardQueue, tworker.Options{
+		Identity:                           identity,
+		MaxConcurrentActivityExecutionSize: w.cfg.MergeSlots,
+		WorkerStopTimeout:                  w.cfg.ShutdownTimeout / 2,
+		DisableWorkflowWorker:              true,
+	})
+	activities.Register(own, acts)
+
+	for _, tw := range []tworker.Worker{shared, own} {
+		if err := tw.Start(); err != nil {
+			return fmt.Errorf("start Temporal worker: %w", err)
+		}
+		w.temporal = append(w.temporal, tw)
+	}
+	log.Info("temporal workers started", zap.String("shared_queue", workflows.TaskQueue),
+		zap.String("shard_queue", shardQueue), zap.Int("merge_slots", w.cfg.MergeSlots))
+	return nil
+}
+
+// Stop shuts down gracefully: HTTP drains, the sweeper stops and in-flight activities finish
+// (concurrently), then the store seals every resident memtable. A ctx without deadline is
+// bounded by ShutdownTimeout. Stop is idempotent.
+func (w *Worker) Stop(ctx context.Context) error {
+	if _, ok := ctx.Deadline(); !ok && w.cfg.ShutdownTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, w.cfg.ShutdownTimeout)
+		defer cancel()
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.started || w.stopped {
+		return nil
+	}
+	err := w.teardownLocked(ctx)
+	if err != nil {
+		w.log.Warn("worker stopped with errors", zap.Error(err))
+	} else {
+		w.log.Info("worker stopped")
+	}
+	return err
+}
+
+// teardownLocked stops the HTTP server, the sweeper and the Temporal workers concurrently
+// (none depends on another, all depend on the store), then closes the store, which seals every
+// resident memtable. HTTP draining and activity draining each get at most half of the time,
+// so the final seal always has some left.
+func (w *Worker) teardownLocked(ctx context.Context) error {
+	w.stopped = true
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+	)
+	addErr := func(err error) {
+		mu.Lock()
+		errs = append(errs, err)
+		mu.Unlock()
+	}
+	if w.api != nil {
+		w.api.stop() // merge waiters answer at once
+	}
+	if w.cancel != nil {
+		w.cancel() // background recovery
+	}
+	if w.srv != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			hctx, cancel := context.WithCancel(ctx)
+			if dl, ok := ctx.Deadline(); ok {
+				cancel()
+				hctx, cancel = context.WithTimeout(ctx, time.Until(dl)/2)
+			}
+			defer cancel()
+			if err := w.srv.Shutdown(hctx); err != nil {
+				addErr(fmt.Errorf("http shutdown: %w", err))
+				_ = w.srv.Close()
+			}
+			if err, ok := <-w.serveErr; ok && err != nil {
+				addErr(fmt.Errorf("http serve: %w", err))
+			}
+		}()
+	} else if w.ln != nil {
+		_ = w.ln.Close()
+	}
+	if w.sweeper != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := w.sweeper.Stop(ctx); err != nil {
+				addErr(fmt.Errorf("flush sweeper: %w", err))
+			}
+		}()
+	}
+	for _, tw := range w.temporal {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tw.Stop() // waits up to WorkerStopTimeout for in-flight activities
+		}()
+	}
+	wg.Wait()
+	w.temporal = nil
+	w.bg.Wait()
+	if w.db != nil {
+		if err := w.db.Close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("close storage: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,315 @@
+package worker
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/workflows"
+)
+
+// testConfig is a fast, deterministic configuration on a fresh file:// root: loopback port 0,
+// no flush sweeper (tests seal explicitly), no schedule.
+func testConfig(t *testing.T) Config {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.Instance = "test-" + strings.ReplaceAll(t.Name(), "/", "-")
+	cfg.Storage = "file://" + filepath.ToSlash(filepath.Join(t.TempDir(), "storage"))
+	cfg.Listen = "127.0.0.1:0"
+	cfg.FlushInterval = 0
+	cfg.SweepInterval = 0
+	cfg.ShutdownTimeout = 10 * time.Second
+	return cfg
+}
+
+// startWorker starts an HTTP-only worker, optionally with an injected merge starter (which
+// stands in for Temporal), and stops it at the end of the test.
+func startWorker(t *testing.T, cfg Config, start MergeStarter) *Worker {
+	t.Helper()
+	w, err := New(cfg, zaptest.NewLogger(t), nil)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	w.start = start
+	if err := w.Start(context.Background()); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := w.Stop(ctx); err != nil {
+			t.Errorf("Stop: %v", err)
+		}
+	})
+	return w
+}
+
+// fakeRun is a client.WorkflowRun whose result is fixed.
+type fakeRun struct {
+	id, runID string
+	result    workflows.MergeWalResult
+	err       error
+}
+
+func (r *fakeRun) GetID() string                  { return r.id }
+func (r *fakeRun) GetRunID() string               { return r.runID }
+func (r *fakeRun) GetFirstExecutionRunID() string { return r.runID }
+func (r *fakeRun) Get(ctx context.Context, v any) error {
+	return r.GetWithOptions(ctx, v, client.WorkflowRunGetOptions{})
+}
+func (r *fakeRun) GetWithOptions(_ context.Context, v any, _ client.WorkflowRunGetOptions) error {
+	if r.err != nil {
+		return r.err
+	}
+	*(v.(*workflows.MergeWalResult)) = r.result
+	return nil
+}
+
+// recStarter records MergeWal starts; fail makes the next starts fail.
+type recStarter struct {
+	mu    sync.Mutex
+	calls []startCall
+	fail  error
+}
+
+type startCall struct {
+	target string
+	in     workflows.MergeWalInput
+}
+
+func (s *recStarter) start(_ context.Context, t store.Target, in workflows.MergeWalInput) (client.WorkflowRun, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls = append(s.calls, startCall{t.String(), in})
+	if s.fail != nil {
+		return nil, s.fail
+	}
+	return &fakeRun{id: "merge-wal/" + t.Path(), runID: "run-1",
+		result: workflows.MergeWalResult{Target: t.String(), Reclaimed: 2}}, nil
+}
+
+func (s *recStarter) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.calls)
+}
+
+func (s *recStarter) setFail(err error) {
+	s.mu.Lock()
+	s.fail = err
+	s.mu.Unlock()
+}
+
+// client helpers ---------------------------------------------------------------------------
+
+type apiClient struct {
+	t     *testing.T
+	base  string
+	token string
+}
+
+func newClient(t *testing.T, w *Worker) *apiClient {
+	return &apiClient{t: t, base: "http://" + w.HTTPAddr()}
+}
+
+type resp struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r resp) json(t *testing.T) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.body, &m); err != nil {
+		t.Fatalf("response %d is not a JSON object: %v: %s", r.status, err, r.body)
+	}
+	return m
+}
+
+// do sends a request; rawPath, when it contains escapes, is sent exactly as written.
+func (c *apiClient) do(method, path, contentType string, body []byte) resp {
+	c.t.Helper()
+	u, err := url.Parse(c.base + path)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequest(method, u.String(), rd)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return resp{status: res.StatusCode, header: res.Header, body: b}
+}
+
+func (c *apiClient) postJSON(path, body string) resp {
+	return c.do(http.MethodPost, path, "application/json", []byte(body))
+}
+
+func (c *apiClient) get(path string) resp { return c.do(http.MethodGet, path, "", nil) }
+
+// expect checks the status (and, for errors, the stable code).
+func expect(t *testing.T, r resp, status int, code string) map[string]any {
+	t.Helper()
+	if r.status != status {
+		t.Fatalf("status %d, want %d: %s", r.status, status, r.body)
+	}
+	if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") && code != "" {
+		t.Fatalf("error response Content-Type %q is not JSON", ct)
+	}
+	if code == "" {
+		return nil
+	}
+	m := r.json(t)
+	if m["code"] != code {
+		t.Fatalf("code %v, want %q: %s", m["code"], code, r.body)
+	}
+	if msg, _ := m["error"].(string); msg == "" {
+		t.Fatalf("error response has no message: %s", r.body)
+	}
+	return m
+}
+
+const genericSchema = `{"fields":[{"name":"id","type":"string"},{"name":"n","type":"int64","nullable":true},{"name":"s","type":"string","nullable":true}]}`
+
+// --- worker lifecycle tests -----------------------------------------------------------------
+
+func TestNewRejectsInvalidConfig(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.MergeSlots = 0
+	cfg.Listen = "nonsense"
+	if _, err := New(cfg, nil, nil); err == nil {
+		t.Fatal("New accepted an invalid config")
+	} else if !strings.Contains(err.Error(), "--merge-slots") || !strings.Contains(err.Error(), "--listen") {
+		t.Fatalf("error does not name every bad knob: %v", err)
+	}
+}
+
+func TestWorkerStopSealsMemtablesForOtherProcesses(t *testing.T) {
+	cfg := testConfig(t)
+	w, err := New(cfg, zaptest.NewLogger(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if w.HTTPAddr() == "" || w.DB() == nil || w.Handler() == nil {
+		t.Fatal("started worker lacks address, DB or handler")
+	}
+	c := newClient(t, w)
+	expect(t, c.postJSON("/api/v1/stores/generic/gs", genericSchema), http.StatusCreated, "")
+	expect(t, c.postJSON("/api/v1/stores/generic/gs/rows", `[{"id":"a","n":1}]`), http.StatusOK, "")
+	if err := w.Stop(context.Background()); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	if err := w.Stop(context.Background()); err != nil {
+		t.Fatalf("second Stop: %v", err)
+	}
+
+	// Another instance (another shard) sees the row: Stop sealed the memtable.
+	opts := store.DefaultOptions()
+	opts.InstanceID = "someone-else"
+	db, err := store.OpenDB(context.Background(), cfg.Storage, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close(context.Background())
+	s, err := db.Open(context.Background(), store.Target{Kind: store.KindGeneric, Name: "gs"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	row, err := s.Get(context.Background(), "a")
+	if err != nil {
+		t.Fatalf("row not visible to another process after Stop: %v", err)
+	}
+	if fmt.Sprint(row["n"]) != "1" {
+		t.Fatalf("row = %v", row)
+	}
+}
+
+func TestWorkerStartFailsCleanlyOnBusyPort(t *testing.T) {
+	first := startWorker(t, testConfig(t), nil)
+	cfg := testConfig(t)
+	cfg.Listen = first.HTTPAddr()
+	w, err := New(cfg, zaptest.NewLogger(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(context.Background()); err == nil {
+		t.Fatal("Start on a busy port succeeded")
+	}
+	if err := w.Stop(context.Background()); err != nil {
+		t.Fatalf("Stop after failed Start: %v", err)
+	}
+}
+
+// blockingRun is a workflow run whose result never comes.
+type blockingRun struct{ fakeRun }
+
+func (r *blockingRun) Get(ctx context.Context, v any) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// Stop does not wait for merge-wal?wait=true requests: they answer 503 shutting_down (the
+// workflow keeps running in Temporal) and the worker stops promptly.
+func TestWorkerStopDoesNotWaitForMergeWaiters(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.ShutdownTimeout = 20 * time.Second
+	w, err := New(cfg, zaptest.NewLogger(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.start = func(_ context.Context, tg store.Target, _ workflows.MergeWalInput) (client.WorkflowRun, error) {
+		return &blockingRun{fakeRun{id: "merge-wal/" + tg.Path(), runID: "r"}}, nil
+	}
+	if err := w.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, w)
+	expect(t, c.postJSON("/api/v1/stores/generic/gs", genericSchema), http.StatusCreated, "")
+	got := make(chan resp, 1)
+	go func() { got <- c.do(http.MethodPost, "/api/v1/stores/generic/gs/merge-wal?wait=true", "", nil) }()
+	time.Sleep(100 * time.Millisecond) // let the request reach the wait
+	begin := time.Now()
+	if err := w.Stop(context.Background()); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	if d := time.Since(begin); d > 5*time.Second {
+		t.Fatalf("Stop took %v behind a merge waiter", d)
+	}
+	r := <-got
+	m := expect(t, r, http.StatusServiceUnavailable, CodeShuttingDown)
+	if m["workflow_id"] != "merge-wal/generic/gs" {
+		t.Fatalf("shutting_down answer lacks the workflow id: %s", r.body)
+	}
+}

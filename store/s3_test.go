@@ -437,7 +437,7 @@ func TestS3PutIfAbsentRaceProcesses(t *testing.T) {
 		cmd    *exec.Cmd
 		stdin  io.WriteCloser
 		stdout *bufio.Reader
-		stderr bytes.Buffer
+		stderr s3LockedBuffer // written by exec's copying goroutine while we read it
 	}
 	children := make([]*child, s3RaceProcs)
 	for p := range children {
@@ -465,8 +465,9 @@ func TestS3PutIfAbsentRaceProcesses(t *testing.T) {
 	answers := make([]string, len(children))
 	for i := 0; i < s3RaceRounds; i++ {
 		for _, c := range children {
-			_, err := fmt.Fprintf(c.stdin, "%d\n", i)
-			require.NoError(t, err, "%s: stderr: %s", c.id, c.stderr.String())
+			if _, err := fmt.Fprintf(c.stdin, "%d\n", i); err != nil {
+				t.Fatalf("%s: %v; stderr: %s", c.id, err, c.stderr.String())
+			}
 		}
 		var wg sync.WaitGroup
 		for p, c := range children {
@@ -509,6 +510,24 @@ func TestS3PutIfAbsentRaceProcesses(t *testing.T) {
 	}
 	t.Logf("keys won per process: %v", perProc)
 	require.Greater(t, len(perProc), 1, "the race was never contended")
+}
+
+// s3LockedBuffer is a bytes.Buffer safe for one writer and concurrent readers.
+type s3LockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *s3LockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *s3LockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // TestS3RacingCommittersFromManyShardsAllLand: 8 writers (shards) each prepare a merge, then

@@ -1,0 +1,402 @@
+// Package deploy_test keeps the deployment files honest against the code: every metric the
+// store and worker register is documented in docs/OPERATIONS.md, every metric the alert rules,
+// the Grafana dashboard and the docs name exists, and docker-compose.yml configures workers
+// only through environment variables the worker really reads, with a storage URL that opens.
+//
+// Syntax is checked elsewhere: scripts/check-compose.sh runs `docker-compose config -q`,
+// `promtool check rules`, the rule unit tests and parses every dashboard query.
+package deploy_test
+
+import (
+	"context"
+	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/walkeeper/walkeeper/internal/s3test"
+	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/worker"
+)
+
+const repoRoot = ".."
+
+func readFile(t *testing.T, rel string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(repoRoot, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// registeredMetrics reads the metric names (and whether each is a histogram) straight from
+// the *Opts literals in the files that register them, so a metric added there is seen here
+// without anyone updating a list.
+func registeredMetrics(t *testing.T) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, rel := range []string{"store/metrics.go", "worker/metrics.go"} {
+		f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(repoRoot, rel), nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			lit, ok := n.(*ast.CompositeLit)
+			if !ok {
+				return true
+			}
+			sel, ok := lit.Type.(*ast.SelectorExpr)
+			if !ok || !strings.HasSuffix(sel.Sel.Name, "Opts") {
+				return true
+			}
+			fields := map[string]string{}
+			for _, e := range lit.Elts {
+				kv, ok := e.(*ast.KeyValueExpr)
+				if !ok {
+					continue
+				}
+				key, _ := kv.Key.(*ast.Ident)
+				val, _ := kv.Value.(*ast.BasicLit)
+				if key != nil && val != nil && val.Kind == token.STRING {
+					s, err := strconv.Unquote(val.Value)
+					if err == nil {
+						fields[key.Name] = s
+					}
+				}
+			}
+			if fields["Name"] == "" {
+				return true
+			}
+			name := prometheus.BuildFQName(fields["Namespace"], fields["Subsystem"], fields["Name"])
+			out[name] = strings.ToLower(strings.TrimSuffix(sel.Sel.Name, "Opts"))
+			return true
+		})
+	}
+	if len(out) < 20 {
+		t.Fatalf("found only %d metrics in store/metrics.go and worker/metrics.go: %v", len(out), out)
+	}
+	return out
+}
+
+var metricRef = regexp.MustCompile(`\bwalkeeper_[a-z0-9_]+`)
+
+// checkRefs fails for every walkeeper_* name in text that is no registered metric (allowing
+// the _bucket/_sum/_count series of histograms). Returns the metrics referenced.
+func checkRefs(t *testing.T, what, text string, metrics map[string]string, ignore ...string) map[string]bool {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, ref := range metricRef.FindAllString(text, -1) {
+		name := ref
+		if _, ok := metrics[name]; !ok {
+			for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+				if base := strings.TrimSuffix(ref, suffix); base != ref && metrics[base] == "histogram" {
+					name = base
+				}
+			}
+		}
+		if _, ok := metrics[name]; !ok && !contains(ignore, ref) {
+			t.Errorf("%s names %s, which no code registers", what, ref)
+			continue
+		}
+		seen[name] = true
+	}
+	return seen
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func TestOperationsDocListsEveryMetric(t *testing.T) {
+	metrics := registeredMetrics(t)
+	doc := readFile(t, "docs/OPERATIONS.md")
+	for name := range metrics {
+		if !strings.Contains(doc, "`"+name+"`") {
+			t.Errorf("docs/OPERATIONS.md does not document metric `%s`", name)
+		}
+	}
+	checkRefs(t, "docs/OPERATIONS.md", doc, metrics)
+}
+
+func TestAlertRulesUseRealMetricsAndCoverTheIssue(t *testing.T) {
+	metrics := registeredMetrics(t)
+	text := readFile(t, "deploy/prometheus-rules.yml")
+	seen := checkRefs(t, "deploy/prometheus-rules.yml", text, metrics)
+	var rules struct {
+		Groups []struct {
+			Name  string `yaml:"name"`
+			Rules []struct {
+				Alert       string            `yaml:"alert"`
+				Expr        string            `yaml:"expr"`
+				Labels      map[string]string `yaml:"labels"`
+				Annotations map[string]string `yaml:"annotations"`
+			} `yaml:"rules"`
+		} `yaml:"groups"`
+	}
+	if err := yaml.Unmarshal([]byte(text), &rules); err != nil {
+		t.Fatal(err)
+	}
+	alerts := map[string]bool{}
+	for _, g := range rules.Groups {
+		for _, r := range g.Rules {
+			if r.Alert == "" || r.Expr == "" || r.Annotations["summary"] == "" {
+				t.Errorf("rule %+v: needs alert, expr and a summary", r)
+			}
+			switch r.Labels["severity"] {
+			case "info", "warning", "critical":
+			default:
+				t.Errorf("alert %s: severity %q", r.Alert, r.Labels["severity"])
+			}
+			if !strings.Contains(readFile(t, "docs/OPERATIONS.md"), r.Alert) {
+				t.Errorf("alert %s is not explained in docs/OPERATIONS.md", r.Alert)
+			}
+			alerts[r.Alert] = true
+		}
+	}
+	// Issue 6: pending over the warn level, budget wait tail, merges failing, sweeps skipped.
+	for _, a := range []string{"WalkeeperPendingOverWarnLevel", "WalkeeperBudgetWaitTail", "WalkeeperMergesFailing",
+		"WalkeeperSweepsSkipped", "WalkeeperFlushSweepsSkipped", "WalkeeperReadsRefused"} {
+		if !alerts[a] {
+			t.Errorf("alert %s missing", a)
+		}
+	}
+	for _, m := range []string{"walkeeper_read_pending_generations", "walkeeper_merge_budget_wait_seconds",
+		"walkeeper_merge_total", "walkeeper_sweeper_skipped_total", "walkeeper_read_refused_total"} {
+		if !seen[m] {
+			t.Errorf("no alert uses %s", m)
+		}
+	}
+}
+
+func TestGrafanaDashboard(t *testing.T) {
+	metrics := registeredMetrics(t)
+	text := readFile(t, "deploy/grafana-dashboard.json")
+	var dash struct {
+		UID        string `json:"uid"`
+		Title      string `json:"title"`
+		Templating struct {
+			List []struct {
+				Name string `json:"name"`
+			} `json:"list"`
+		} `json:"templating"`
+		Panels []struct {
+			ID      int    `json:"id"`
+			Type    string `json:"type"`
+			Title   string `json:"title"`
+			GridPos struct {
+				H, W, X, Y int
+			} `json:"gridPos"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal([]byte(text), &dash); err != nil {
+		t.Fatalf("not valid JSON: %v", err)
+	}
+	if dash.UID == "" || dash.Title == "" {
+		t.Fatal("dashboard needs uid and title")
+	}
+	vars := map[string]bool{}
+	for _, v := range dash.Templating.List {
+		vars[v.Name] = true
+	}
+	var exprs []string
+	ids := map[int]bool{}
+	for _, p := range dash.Panels {
+		if ids[p.ID] {
+			t.Errorf("duplicate panel id %d", p.ID)
+		}
+		ids[p.ID] = true
+		if p.GridPos.W <= 0 || p.GridPos.X+p.GridPos.W > 24 {
+			t.Errorf("panel %q: bad gridPos %+v", p.Title, p.GridPos)
+		}
+		if p.Type != "row" && len(p.Targets) == 0 {
+			t.Errorf("panel %q has no query", p.Title)
+		}
+		for _, tg := range p.Targets {
+			exprs = append(exprs, tg.Expr)
+			for _, v := range regexp.MustCompile(`\$([a-z_]+)`).FindAllStringSubmatch(tg.Expr, -1) {
+				if v[1] != "__rate_interval" && !vars[v[1]] {
+					t.Errorf("panel %q uses undefined variable $%s", p.Title, v[1])
+				}
+			}
+		}
+	}
+	all := strings.Join(exprs, "\n")
+	checkRefs(t, "deploy/grafana-dashboard.json", all, metrics)
+	// What the issue asks the dashboard to show.
+	for what, re := range map[string]string{
+		"pending histogram quantiles": `histogram_quantile\(0\.99, sum by \(le\) \(rate\(walkeeper_read_pending_generations_bucket`,
+		"merges by result":            `sum by \(result\) \(rate\(walkeeper_merge_total`,
+		"commit lock p99":             `histogram_quantile\(0\.99, [^\n]*walkeeper_merge_commit_lock_seconds_bucket`,
+		"budget reserved":             `walkeeper_merge_budget_reserved_bytes`,
+		"budget wait":                 `histogram_quantile\(0\.99, [^\n]*walkeeper_merge_budget_wait_seconds_bucket`,
+		"reads refused":               `rate\(walkeeper_read_refused_total`,
+	} {
+		if !regexp.MustCompile(re).MatchString(all) {
+			t.Errorf("dashboard lacks %s (%s)", what, re)
+		}
+	}
+}
+
+type composeFile struct {
+	Services map[string]struct {
+		Image       string            `yaml:"image"`
+		Build       map[string]string `yaml:"build"`
+		Command     []string          `yaml:"command"`
+		Restart     string            `yaml:"restart"`
+		Environment map[string]string `yaml:"environment"`
+		Healthcheck map[string]any    `yaml:"healthcheck"`
+		Profiles    []string          `yaml:"profiles"`
+		DependsOn   map[string]struct {
+			Condition string `yaml:"condition"`
+		} `yaml:"depends_on"`
+	} `yaml:"services"`
+}
+
+func TestComposeWorkersUseRealConfig(t *testing.T) {
+	var c composeFile
+	if err := yaml.Unmarshal([]byte(readFile(t, "docker-compose.yml")), &c); err != nil {
+		t.Fatal(err)
+	}
+	known := map[string]bool{}
+	for _, k := range worker.Knobs() {
+		known[k.Env] = true
+	}
+	for _, must := range []string{"WALKEEPER_STORAGE", "WALKEEPER_TEMPORAL", "WALKEEPER_NAMESPACE", "WALKEEPER_LISTEN", "WALKEEPER_INSTANCE"} {
+		if !known[must] {
+			t.Fatalf("worker.Knobs() has no %s: the config changed, update docker-compose.yml", must)
+		}
+	}
+	for _, s := range []string{"postgresql", "temporal", "temporal-ui", "s3", "schedule"} {
+		if _, ok := c.Services[s]; !ok {
+			t.Errorf("service %s missing", s)
+		}
+	}
+	instances := map[string]string{}
+	var storage string
+	for name, svc := range c.Services {
+		for env := range svc.Environment {
+			if strings.HasPrefix(env, "WALKEEPER_") && !known[env] {
+				t.Errorf("service %s sets %s, which the worker does not read (worker.Knobs)", name, env)
+			}
+		}
+		if len(svc.Profiles) == 0 && name != "schedule" {
+			if svc.Restart == "" || svc.Restart == "no" {
+				t.Errorf("service %s has no restart policy", name)
+			}
+			if svc.Healthcheck == nil {
+				t.Errorf("service %s has no healthcheck", name)
+			}
+		}
+		if len(svc.Command) > 0 && svc.Command[0] == "worker" {
+			id := svc.Environment["WALKEEPER_INSTANCE"]
+			if id == "" {
+				t.Errorf("worker %s has no WALKEEPER_INSTANCE", name)
+			} else if other, dup := instances[id]; dup {
+				t.Errorf("workers %s and %s share instance id %s: they would fence each other", name, other, id)
+			}
+			instances[id] = name
+			if id != name {
+				t.Errorf("worker service %s has instance id %s; keep them equal so logs and shards match", name, id)
+			}
+			for _, must := range []string{"WALKEEPER_STORAGE", "WALKEEPER_TEMPORAL", "WALKEEPER_NAMESPACE", "WALKEEPER_LISTEN"} {
+				if svc.Environment[must] == "" {
+					t.Errorf("worker %s: %s not set", name, must)
+				}
+			}
+			if l := svc.Environment["WALKEEPER_LISTEN"]; strings.HasPrefix(l, "127.") || strings.HasPrefix(l, "localhost") {
+				t.Errorf("worker %s listens on %s: unreachable from other containers", name, l)
+			}
+			if svc.DependsOn["temporal"].Condition != "service_healthy" || svc.DependsOn["s3"].Condition != "service_healthy" {
+				t.Errorf("worker %s must wait for healthy temporal and s3", name)
+			}
+			storage = svc.Environment["WALKEEPER_STORAGE"]
+		}
+	}
+	if len(instances) < 3 {
+		t.Errorf("%d workers, want at least 3", len(instances))
+	}
+	sched := c.Services["schedule"]
+	if strings.Join(sched.Command, " ") != "schedule ensure --every 1m" || sched.Restart != "on-failure" {
+		t.Errorf("schedule service: command %q restart %q", sched.Command, sched.Restart)
+	}
+	for name, svc := range c.Services {
+		if df := svc.Build["dockerfile"]; df != "" {
+			dockerfile := readFile(t, df)
+			if !strings.Contains(dockerfile, " AS "+svc.Build["target"]+"\n") {
+				t.Errorf("service %s builds target %q, which %s lacks", name, svc.Build["target"], df)
+			}
+		}
+	}
+
+	// The workers' storage URL opens and works against the server walkeeper-s3 runs (only the
+	// host differs inside the compose network).
+	if !strings.Contains(storage, "endpoint=http://s3:9000") {
+		t.Fatalf("storage URL %q does not point at the s3 service", storage)
+	}
+	url := s3test.Start(t)
+	endpoint := regexp.MustCompile(`endpoint=http://127\.0\.0\.1:[0-9]+`).FindString(url)
+	bucket := strings.TrimPrefix(url[:strings.Index(url, "?")], "s3://")
+	local := strings.Replace(strings.Replace(storage, "endpoint=http://s3:9000", endpoint, 1), "s3://walkeeper?", "s3://"+bucket+"?", 1)
+	ctx := context.Background()
+	opts := store.DefaultOptions()
+	opts.InstanceID = "worker-0"
+	db, err := store.OpenDB(ctx, local, opts)
+	if err != nil {
+		t.Fatalf("open %s: %v", local, err)
+	}
+	defer db.Close(ctx)
+	if _, err := db.Create(ctx, store.Target{Kind: store.KindGeneric, Name: "compose"}, store.CreateOptions{
+		Schema: &store.Schema{Fields: []store.Field{{Name: "id", Type: "string"}}}}); err != nil {
+		t.Fatalf("create a store through the compose storage URL: %v", err)
+	}
+	list, err := db.List(ctx, "")
+	if err != nil || len(list) != 1 {
+		t.Fatalf("list: %v, %v", list, err)
+	}
+}
+
+func TestDockerfileBuildsWhatComposeRuns(t *testing.T) {
+	df := readFile(t, "deploy/Dockerfile")
+	for _, pkg := range []string{"./cmd/walkeeper", "./internal/s3test/cmd/walkeeper-s3"} {
+		if !strings.Contains(df, pkg) {
+			t.Errorf("deploy/Dockerfile does not build %s", pkg)
+		}
+		if st, err := os.Stat(filepath.Join(repoRoot, pkg)); err != nil || !st.IsDir() {
+			t.Errorf("%s: %v", pkg, err)
+		}
+	}
+	goMod := readFile(t, "go.mod")
+	m := regexp.MustCompile(`(?m)^go (\d+\.\d+)`).FindStringSubmatch(goMod)
+	if m == nil || !strings.Contains(df, "ARG GO_VERSION="+m[1]+"\n") {
+		t.Errorf("deploy/Dockerfile GO_VERSION must match go.mod's go %v", m)
+	}
+	var stages []string
+	for _, l := range strings.Split(df, "\n") {
+		if f := strings.Fields(l); len(f) == 4 && f[0] == "FROM" && f[2] == "AS" {
+			stages = append(stages, f[3])
+		}
+	}
+	sort.Strings(stages)
+	if strings.Join(stages, ",") != "build,runtime,s3,walkeeper" {
+		t.Errorf("stages %v", stages)
+	}
+}

@@ -92,6 +92,7 @@ func s3Backends(t *testing.T) map[string]string {
 		opts := s3test.Options{}
 		if name == "s3bolt" {
 			opts.BoltPath = filepath.Join(t.TempDir(), "s3.db")
+			opts.BoltNoSync = true
 		}
 		srv, err := s3test.New(opts)
 		require.NoError(t, err)
@@ -224,9 +225,15 @@ func TestS3BucketConformance(t *testing.T) {
 // transfer manager's multipart threshold) go up as multipart uploads, and the precondition then rides on
 // CompleteMultipartUpload. A large WAL object or staged run published with PutIfAbsent must
 // still lose cleanly to an existing key.
+//
+// The precondition is enforced by the wrapper in front of every gofakes3 backend, so one
+// backend suffices here (17 MiB uploads are slow under the race detector).
 func TestS3LargeObjectsAndMultipartPreconditions(t *testing.T) {
 	ctx := context.Background()
 	for name, url := range s3Backends(t) {
+		if name == "s3bolt" {
+			continue
+		}
 		t.Run(name, func(t *testing.T) {
 			b, err := OpenBucket(ctx, url)
 			require.NoError(t, err)

@@ -53,6 +53,8 @@ type Options struct {
 	// (gofakes3's s3bolt backend: every write is one bolt transaction, so it survives
 	// restarts and readers see whole objects).
 	BoltPath string
+	// BoltNoSync skips bbolt's fsync per write (tests: same semantics, no durability).
+	BoltNoSync bool
 	// Buckets are created at start when missing.
 	Buckets []string
 	// Logger receives gofakes3's log lines; nil = discard.
@@ -98,7 +100,7 @@ func New(opts Options) (*Server, error) {
 	switch {
 	case backend != nil:
 	case opts.BoltPath != "":
-		db, err := bolt.Open(opts.BoltPath, 0o600, &bolt.Options{Timeout: 5 * time.Second})
+		db, err := bolt.Open(opts.BoltPath, 0o600, &bolt.Options{Timeout: 5 * time.Second, NoSync: opts.BoltNoSync})
 		if err != nil {
 			return nil, fmt.Errorf("open bolt database %s: %w", opts.BoltPath, err)
 		}

@@ -17,6 +17,9 @@ fi
 echo "== go vet ./..."
 go vet ./...
 
+echo "== docker-compose config, Prometheus rules, Grafana dashboard"
+./scripts/check-compose.sh
+
 echo "== go test -race -count=1 -timeout 25m ./...   (verbose log: $log)"
 set +e
 go test -race -count=1 -timeout 25m -v ./... 2>&1 | tee "$log" | grep -E --line-buffered '^(ok|FAIL|--- FAIL|panic:|\?|# )|^[^ ].*\.go:[0-9]+:[0-9]+: '

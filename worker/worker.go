@@ -24,8 +24,11 @@ import (
 // "walkeeper" (workflows and activities) and one on this shard's queue (activities only, at
 // most MergeSlots at once).
 type Worker struct {
-	cfg     Config
-	log     *zap.Logger
+	cfg Config
+	log *zap.Logger
+	// actLog is for activities: they log the shard they merge as "shard", so this
+	// process's own shard goes under another name.
+	actLog  *zap.Logger
 	tc      client.Client
 	budget  *store.Budget
 	metrics *Metrics
@@ -125,6 +128,7 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 		return fmt.Errorf("open storage %s: %w", w.cfg.Storage, err)
 	}
 	w.db = db
+	w.actLog = w.log.With(zap.String("worker_shard", db.Shard()))
 	log := w.log.With(zap.String("shard", db.Shard()))
 	w.log = log
 
@@ -206,7 +210,7 @@ func (w *Worker) startTemporalLocked(ctx context.Context, db *store.DB) error {
 	}
 	host, _ := os.Hostname()
 	identity := fmt.Sprintf("%d@%s/%s", os.Getpid(), host, w.cfg.Instance)
-	acts := &activities.Activities{DB: db, Logger: log.Named("activities"), Metrics: w.metrics, Client: w.tc}
+	acts := &activities.Activities{DB: db, Logger: w.actLog.Named("activities"), Metrics: w.metrics, Client: w.tc}
 
 	shared := tworker.New(w.tc, workflows.TaskQueue, tworker.Options{
 		Identity:                           identity,

@@ -1,0 +1,68 @@
+package integration
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/walkeeper/walkeeper/workflows"
+)
+
+// A workflow started with a bad target fails fast with a clear non-retryable error, however
+// it was started (here: a bare client start with a JSON map, as the Temporal CLI would send);
+// a well-formed target naming no store fails fast too.
+func TestBadTargetFailsFast(t *testing.T) {
+	e := newEnv(t)
+	e.startWorker(e.config("bad-input"))
+
+	cases := []struct {
+		workflow string
+		input    any
+		errType  string
+	}{
+		{workflows.MergeWalWorkflow, map[string]any{"target": "nope:x"}, workflows.ErrTypeInvalidInput},
+		{workflows.MergeWalWorkflow, map[string]any{"target": "generic:"}, workflows.ErrTypeInvalidInput},
+		{workflows.MergeWalWorkflow, map[string]any{"target": "generic:a/b"}, workflows.ErrTypeInvalidInput},
+		{workflows.MergeWalWorkflow, map[string]any{}, workflows.ErrTypeInvalidInput},
+		{workflows.MergeWalWorkflow, map[string]any{"target": "generic:x", "max_passes": -1}, workflows.ErrTypeInvalidInput},
+		{workflows.CompactBaseWorkflow, map[string]any{"target": "nope:x"}, workflows.ErrTypeInvalidInput},
+		{workflows.MergeWalTickWorkflow, map[string]any{"target": "generic"}, workflows.ErrTypeInvalidInput},
+		{workflows.MergeWalWorkflow, map[string]any{"target": "generic:missing"}, workflows.ErrTypeNotFound},
+	}
+	for i, tc := range cases {
+		t.Run(fmt.Sprintf("%s-%d", tc.workflow, i), func(t *testing.T) {
+			start := time.Now()
+			run, err := e.c.ExecuteWorkflow(e.ctx(waitShort), client.StartWorkflowOptions{
+				ID:        fmt.Sprintf("bad-input/%d", i),
+				TaskQueue: workflows.TaskQueue,
+			}, tc.workflow, tc.input)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = run.Get(e.ctx(waitLong), nil)
+			took := time.Since(start)
+			var appErr *temporal.ApplicationError
+			if !errors.As(err, &appErr) {
+				t.Fatalf("%s %v: error %v, want an application error", tc.workflow, tc.input, err)
+			}
+			if appErr.Type() != tc.errType || !appErr.NonRetryable() {
+				t.Fatalf("%s %v: error type %q non-retryable %v (%v), want non-retryable %s",
+					tc.workflow, tc.input, appErr.Type(), appErr.NonRetryable(), err, tc.errType)
+			}
+			// "Fast": one workflow task (and one activity for the missing store), no retries.
+			// The bound is loose: on this dev server a new worker occasionally loses the first
+			// task it polls to the 10 s workflow-task timeout (a bare SDK worker does too).
+			if took > 45*time.Second {
+				t.Errorf("%s %v failed only after %s", tc.workflow, tc.input, took)
+			}
+			if took > 5*time.Second {
+				e.logHistory(run.GetID(), run.GetRunID())
+			}
+			t.Logf("%s %v: failed in %s: %v", tc.workflow, tc.input, took.Round(time.Millisecond), err)
+		})
+	}
+}

@@ -1,0 +1,192 @@
+package integration
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/walkeeper/walkeeper/workflows"
+)
+
+// Concurrent merges on one worker never reserve more than its budget: a worker with a
+// 1 MiB merge budget (and merge_max_bytes = budget, so every pass asks for all of it), eight
+// stores with pending generations, eight MergeWal started at once. The budget's reserved
+// bytes are sampled in-process and from /metrics the whole time: never above the limit, and
+// every merge completes. While the test itself holds the whole budget, every merge slot's
+// Prepare waits for it, and the MergeWal status query reports "waiting for budget".
+func TestConcurrentMergesStayWithinBudget(t *testing.T) {
+	e := newEnv(t)
+	const budget = 1 << 20
+	// Three generations of a store decode to about the whole budget, so passes also grow
+	// their reservation and stop at a complete prefix when growth is refused.
+	const nStores, gens, rowsPerGen = 8, 3, 1000
+
+	cfg := e.config("budgeted")
+	cfg.MergeBudgetBytes = budget
+	cfg.MergeMaxBytes = budget
+	cfg.MergeSlots = 4
+	w := e.startWorker(cfg)
+	b := w.DB().Options().Budget
+	if b == nil || b.Limit() != budget {
+		t.Fatalf("worker budget %v, want limit %d", b, budget)
+	}
+
+	var targets []string
+	for i := range nStores {
+		tg := fmt.Sprintf("generic:budget-%d", i)
+		targets = append(targets, tg)
+		e.writeGenerationsWith(e.createStore(w.DB(), tg), "k", gens, rowsPerGen, 100)
+	}
+
+	// Sample until the merges are done.
+	var maxReserved, maxMetric, maxWaiting, samples atomic.Int64
+	done := make(chan struct{})
+	var sampling sync.WaitGroup
+	sampling.Add(2)
+	go func() {
+		defer sampling.Done()
+		for {
+			r := b.Reserved()
+			if r > maxReserved.Load() {
+				maxReserved.Store(r)
+			}
+			if n := int64(b.Waiting()); n > maxWaiting.Load() {
+				maxWaiting.Store(n)
+			}
+			samples.Add(1)
+			select {
+			case <-done:
+				return
+			case <-time.After(200 * time.Microsecond):
+			}
+		}
+	}()
+	go func() {
+		defer sampling.Done()
+		for {
+			if v, err := scrapeGauge("http://"+w.HTTPAddr()+"/metrics", "walkeeper_merge_budget_reserved_bytes"); err == nil && int64(v) > maxMetric.Load() {
+				maxMetric.Store(int64(v))
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+
+	// Hold the whole budget, as one more merge of the process would, while every MergeWal
+	// starts: each Prepare must queue for the budget instead of reserving past it.
+	hold, _, err := b.Reserve(e.ctx(waitShort), budget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	results := make([]workflows.MergeWalResult, nStores)
+	errs := make([]error, nStores)
+	runs := make(chan [2]string, nStores)
+	for i, tg := range targets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			run, err := workflows.StartMergeWal(e.ctx(waitShort), e.c, mustTarget(t, tg), workflows.MergeWalInput{})
+			if err == nil {
+				runs <- [2]string{run.GetID(), run.GetRunID()}
+				err = run.Get(e.ctx(waitLong), &results[i])
+			}
+			errs[i] = err
+		}()
+	}
+	// Every merge slot of the shard queue ends up with a Prepare waiting for the budget, and
+	// the status query says so.
+	waitFor(t, waitLong, "every merge slot to wait for the budget", func() (bool, error) {
+		return b.Waiting() >= cfg.MergeSlots, nil
+	})
+	var started [][2]string
+	for range nStores {
+		started = append(started, <-runs)
+	}
+	waitFor(t, waitLong, "a MergeWal status to report the budget wait", func() (bool, error) {
+		for _, r := range started {
+			v, err := e.c.QueryWorkflow(e.ctx(waitShort), r[0], r[1], workflows.StatusQuery)
+			if err != nil {
+				return false, err
+			}
+			var st workflows.MergeWalStatus
+			if err := v.Get(&st); err != nil {
+				return false, err
+			}
+			if strings.Contains(st.Blocked, workflows.BlockedBudget) {
+				t.Logf("%s status: phase %s, blocked %q", r[0], st.Phase, st.Blocked)
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if r := b.Reserved(); r != budget {
+		t.Fatalf("reserved %d while the test holds the whole budget of %d", r, budget)
+	}
+	hold.Release()
+	wg.Wait()
+	close(done)
+	sampling.Wait()
+
+	for i, tg := range targets {
+		if errs[i] != nil {
+			t.Errorf("%s: %v", tg, errs[i])
+			continue
+		}
+		if results[i].Reclaimed != gens {
+			t.Errorf("%s: result %+v, want %d generations reclaimed", tg, results[i], gens)
+		}
+		if st := e.stats(w.DB(), tg); totalPending(st) != 0 || st.Rows != gens*rowsPerGen {
+			t.Errorf("%s after merge: pending %d rows %d", tg, totalPending(st), st.Rows)
+		}
+	}
+	passes := 0
+	for _, r := range results {
+		passes += r.Passes
+	}
+	t.Logf("budget %d: max reserved %d (in-process, %d samples), %d (/metrics); max waiting %d; %d passes for %d generations",
+		budget, maxReserved.Load(), samples.Load(), maxMetric.Load(), maxWaiting.Load(), passes, nStores*gens)
+	if m := maxReserved.Load(); m > budget {
+		t.Errorf("reserved %d bytes at once, budget %d", m, budget)
+	}
+	if m := maxMetric.Load(); m > budget {
+		t.Errorf("/metrics showed %d bytes reserved, budget %d", m, budget)
+	}
+	if maxMetric.Load() == 0 {
+		t.Error("/metrics never showed a reservation")
+	}
+	if r := b.Reserved(); r != 0 {
+		t.Errorf("%d bytes still reserved after every merge finished", r)
+	}
+}
+
+// scrapeGauge reads one unlabelled sample from a Prometheus text endpoint.
+func scrapeGauge(url, name string) (float64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer res.Body.Close()
+	sc := bufio.NewScanner(res.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if rest, ok := strings.CutPrefix(line, name+" "); ok {
+			return strconv.ParseFloat(strings.TrimSpace(rest), 64)
+		}
+	}
+	return 0, fmt.Errorf("%s not found at %s", name, url)
+}

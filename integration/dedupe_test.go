@@ -1,0 +1,147 @@
+package integration
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/workflows"
+)
+
+// Two starts → one run. A store whose only pending shard belongs to an instance with no
+// worker keeps its MergeWal waiting on that shard's queue, so the run is certainly still
+// open while the test starts it again through every path: workflows.StartMergeWal (client,
+// CLI, triggers) and the HTTP route, one after another and all at once. Every start must
+// reach the same run; then the owner's queue gets a worker and the one run completes.
+func TestTwoStartsOneRun(t *testing.T) {
+	e := newEnv(t)
+	const target = "generic:dedupe"
+
+	// Pending generations owned by "ghost", an instance that is not running.
+	ghost := e.openDB("ghost", nil)
+	s := e.createStore(ghost, target)
+	keys := e.writeGenerations(s, "k", 3, 20)
+	if err := ghost.Close(e.ctx(waitShort)); err != nil {
+		t.Fatal(err)
+	}
+
+	w := e.startWorker(e.config("w1"))
+	a := newAPI(t, w.HTTPAddr())
+
+	// The first start waits on ghost's queue far longer than this test needs.
+	first := e.startMerge(target, workflows.MergeWalInput{
+		ScheduleToStartTimeout: 10 * time.Minute,
+		SlotWaitThreshold:      time.Second,
+	})
+	if first.GetID() != "merge-wal/generic/dedupe" {
+		t.Fatalf("workflow id %q", first.GetID())
+	}
+	waitFor(t, waitShort, "MergeWal to schedule Prepare on ghost's queue", func() (bool, error) {
+		d, err := e.describe(first.GetID(), first.GetRunID())
+		if err != nil {
+			return false, err
+		}
+		for _, pa := range d.GetPendingActivities() {
+			if pa.GetActivityType().GetName() == workflows.PrepareActivity {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+
+	type started struct {
+		WorkflowID string `json:"workflow_id"`
+		RunID      string `json:"run_id"`
+	}
+	check := func(how, id, runID string) {
+		t.Helper()
+		if id != first.GetID() || runID != first.GetRunID() {
+			t.Errorf("%s reached %s/%s, want the running %s/%s", how, id, runID, first.GetID(), first.GetRunID())
+		}
+	}
+
+	// One after another.
+	second := e.startMerge(target, workflows.MergeWalInput{})
+	check("second StartMergeWal", second.GetID(), second.GetRunID())
+	for i := range 2 {
+		var st started
+		a.must(202, "POST", "/api/v1/stores/generic/dedupe/merge-wal", nil, &st)
+		check(fmt.Sprintf("HTTP merge-wal #%d", i+1), st.WorkflowID, st.RunID)
+	}
+
+	// All at once, mixing both paths.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var got []started
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var st started
+			if i%2 == 0 {
+				run, err := workflows.StartMergeWal(e.ctx(waitShort), e.c, mustTarget(t, target), workflows.MergeWalInput{ParallelPrepare: true})
+				if err != nil {
+					t.Errorf("concurrent StartMergeWal: %v", err)
+					return
+				}
+				st = started{run.GetID(), run.GetRunID()}
+			} else if code := a.call("POST", "/api/v1/stores/generic/dedupe/merge-wal", nil, &st); code != 202 {
+				t.Errorf("concurrent HTTP merge-wal: status %d", code)
+				return
+			}
+			mu.Lock()
+			got = append(got, st)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	for i, st := range got {
+		check(fmt.Sprintf("concurrent start #%d", i), st.WorkflowID, st.RunID)
+	}
+	if !e.isRunning(first.GetID(), first.GetRunID()) {
+		t.Fatal("the first run closed while ghost's queue had no worker")
+	}
+
+	// While it waits, the status query says why, and visibility finds the run by target
+	// with its pending count.
+	waitFor(t, waitShort, "the status query to report the missing shard worker", func() (bool, error) {
+		v, err := e.c.QueryWorkflow(e.ctx(waitShort), first.GetID(), first.GetRunID(), workflows.StatusQuery)
+		if err != nil {
+			return false, err
+		}
+		var st workflows.MergeWalStatus
+		if err := v.Get(&st); err != nil {
+			return false, err
+		}
+		return strings.Contains(st.Blocked, workflows.BlockedNoWorker) && st.Pending == 3, fmt.Errorf("status %+v", st)
+	})
+	idQuery := fmt.Sprintf("WorkflowId = '%s'", first.GetID())
+	waitFor(t, waitShort, "visibility to show WalPending = 3", func() (bool, error) {
+		_, n, err := e.listExecutions(idQuery + " AND WalTarget = 'generic:dedupe' AND WalPending = 3 AND ExecutionStatus = 'Running'")
+		return n == 1, err
+	})
+
+	// Give ghost's queue a worker: the one run completes.
+	ghostAgain := e.openDB("ghost", nil)
+	e.startHarness(harnessOptions{Shards: []*store.DB{ghostAgain}})
+	res := e.mergeResult(first, waitLong)
+	if res.Reclaimed != 3 || len(res.Shards) != 1 || res.Shards[0].Error != "" {
+		t.Fatalf("result %+v, want 3 generations of one shard reclaimed", res)
+	}
+	st := e.stats(w.DB(), target)
+	if totalPending(st) != 0 || st.Rows != int64(len(keys)) {
+		t.Fatalf("after merge: pending %d rows %d, want 0 and %d", totalPending(st), st.Rows, len(keys))
+	}
+
+	// Visibility lists exactly one execution for the workflow ID, with nothing pending.
+	waitFor(t, waitShort, "visibility to list the completed run", func() (bool, error) {
+		_, n, err := e.listExecutions(idQuery + " AND ExecutionStatus = 'Completed' AND WalPending = 0")
+		return n >= 1, err
+	})
+	if _, n, err := e.listExecutions(idQuery); err != nil || n != 1 {
+		t.Fatalf("visibility lists %d executions of %s (err %v), want 1", n, first.GetID(), err)
+	}
+}

@@ -1,0 +1,154 @@
+package integration
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/temporalproto"
+	"go.temporal.io/sdk/client"
+	tworker "go.temporal.io/sdk/worker"
+
+	"github.com/walkeeper/walkeeper/workflows"
+)
+
+// recordEnv turns TestRecordReplayHistories on.
+const recordEnv = "WALKEEPER_RECORD_HISTORIES"
+
+// TestRecordReplayHistories records the histories that workflows/replay_test.go replays:
+// MergeWal (serial and with parallel prepares, two shards), CompactBase, MaintenanceSweep and
+// MergeWalTick, each run against the real server with real workers and kept small. It runs
+// only with WALKEEPER_RECORD_HISTORIES=1 and (over)writes workflows/testdata/replay/*.json:
+//
+//	WALKEEPER_RECORD_HISTORIES=1 go test ./integration -run TestRecordReplayHistories
+//
+// Record after a workflow change and keep the old files (see testdata/replay/README.md).
+func TestRecordReplayHistories(t *testing.T) {
+	if os.Getenv(recordEnv) == "" {
+		t.Skip("set " + recordEnv + "=1 to record workflows/testdata/replay/*.json")
+	}
+	e := newEnv(t)
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outDir := filepath.Join(root, "workflows", "testdata", "replay")
+
+	wa := e.startWorker(e.config("rec-a"))
+	wb := e.startWorker(e.config("rec-b"))
+	const target = "generic:replay"
+	sa, sb := e.createStore(wa.DB(), target), e.createStore(wb.DB(), target)
+	write := func() {
+		e.writeGenerations(sa, "a", 1, 5)
+		e.writeGenerations(sb, "b", 1, 5)
+	}
+
+	save := func(name, id, runID string) {
+		t.Helper()
+		n := e.saveHistory(filepath.Join(outDir, name), id, runID)
+		t.Logf("%s: %d events (%s / %s)", name, n, id, runID)
+	}
+
+	// MergeWal, serial, two shards.
+	write()
+	run := e.startMerge(target, workflows.MergeWalInput{})
+	if res := e.mergeResult(run, waitLong); res.Reclaimed != 2 {
+		t.Fatalf("serial merge: %+v", res)
+	}
+	save("merge-wal-serial.json", run.GetID(), run.GetRunID())
+
+	// MergeWal, parallel prepares.
+	write()
+	run = e.startMerge(target, workflows.MergeWalInput{ParallelPrepare: true})
+	if res := e.mergeResult(run, waitLong); res.Reclaimed != 2 {
+		t.Fatalf("parallel merge: %+v", res)
+	}
+	save("merge-wal-parallel.json", run.GetID(), run.GetRunID())
+
+	// CompactBase: four runs down to one.
+	crun, err := workflows.StartCompactBase(e.ctx(waitShort), e.c, mustTarget(t, target), workflows.CompactBaseInput{TargetRuns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cres workflows.CompactBaseResult
+	if err := crun.Get(e.ctx(waitLong), &cres); err != nil || cres.Committed < 1 {
+		t.Fatalf("compact: %+v %v", cres, err)
+	}
+	save("compact-base.json", crun.GetID(), crun.GetRunID())
+
+	// MaintenanceSweep: one store over the merge threshold, one over the compaction
+	// threshold, the rest healthy.
+	e.writeGenerations(e.createStore(wa.DB(), "generic:swept"), "s", 1, 3)
+	e.createStore(wa.DB(), "rollout:idle")
+	srun, err := e.c.ExecuteWorkflow(e.ctx(waitShort), client.StartWorkflowOptions{
+		ID: "record/maintenance-sweep", TaskQueue: workflows.TaskQueue,
+	}, workflows.MaintenanceSweepWorkflow, workflows.MaintenanceSweepInput{MergeMinGenerations: 1, CompactMinRuns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sres workflows.MaintenanceSweepResult
+	if err := srun.Get(e.ctx(waitLong), &sres); err != nil || len(sres.Started) == 0 {
+		t.Fatalf("sweep: %+v %v", sres, err)
+	}
+	save("maintenance-sweep.json", srun.GetID(), srun.GetRunID())
+	for _, st := range sres.Started { // let what the sweep started finish
+		if err := e.c.GetWorkflow(e.ctx(waitShort), st.WorkflowID, st.RunID).Get(e.ctx(waitLong), nil); err != nil {
+			t.Fatalf("%s started by the sweep: %v", st.WorkflowID, err)
+		}
+	}
+
+	// MergeWalTick, the per-target schedule action.
+	e.writeGenerations(e.createStore(wa.DB(), "generic:ticked"), "t", 1, 3)
+	trun, err := e.c.ExecuteWorkflow(e.ctx(waitShort), client.StartWorkflowOptions{
+		ID: "record/merge-wal-tick", TaskQueue: workflows.TaskQueue,
+	}, workflows.MergeWalTickWorkflow, workflows.MergeWalTickInput{Target: "generic:ticked"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tres workflows.MergeWalTickResult
+	if err := trun.Get(e.ctx(waitLong), &tres); err != nil || tres.RunID == "" {
+		t.Fatalf("tick: %+v %v", tres, err)
+	}
+	save("merge-wal-tick.json", trun.GetID(), trun.GetRunID())
+	if res := e.mergeResult(e.c.GetWorkflow(e.ctx(waitShort), tres.WorkflowID, tres.RunID), waitLong); res.Reclaimed != 1 {
+		t.Fatalf("merge started by the tick: %+v", res)
+	}
+
+	// What was just written replays against the current code.
+	files, _ := filepath.Glob(filepath.Join(outDir, "*.json"))
+	replayer := tworker.NewWorkflowReplayer()
+	workflows.Register(replayer)
+	for _, f := range files {
+		if err := replayer.ReplayWorkflowHistoryFromJSONFile(nil, f); err != nil {
+			t.Errorf("replay %s: %v", f, err)
+		}
+	}
+}
+
+// saveHistory writes the full history of one run as JSON in the format of
+// `temporal workflow show --output json`, which ReplayWorkflowHistoryFromJSONFile reads. It
+// returns the number of events.
+func (e *env) saveHistory(path, id, runID string) int {
+	e.t.Helper()
+	ctx := e.ctx(time.Minute)
+	it := e.c.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	h := &historypb.History{}
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		h.Events = append(h.Events, ev)
+	}
+	raw, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(h)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := os.WriteFile(path, append(raw, '\n'), 0o644); err != nil {
+		e.t.Fatal(err)
+	}
+	return len(h.Events)
+}

@@ -1,0 +1,271 @@
+//go:build wip
+
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/walkeeper/walkeeper/store"
+)
+
+// RunAppendLatency measures one-row append latency on file:// (fsync) while merges of the
+// same store run continuously, against the same appends with no merge running. Phases
+// alternate (idle, busy), (busy, idle), ... so drift on a shared machine hits both alike, and
+// before every phase the store is brought back to the same state (untimed). In both
+// phases a sealer flushes the appender's memtable every 100 ms (as the flush sweeper would);
+// another shard writes a 1 MiB generation every 100 ms. In the busy phase that shard's
+// generations are merged back to back (prepare + commit, 8 generations per pass).
+func RunAppendLatency(ctx context.Context, o Options) (*Result, error) {
+	res := newResult("append-latency", o)
+	phase := 8 * time.Second
+	appenders := 4
+	if o.Quick {
+		phase = 3 * time.Second
+	}
+	res.param("reps", o.reps())
+	res.param("phase", phase)
+	res.param("appenders", appenders)
+	res.param("storage", "file:// with fsync, then without")
+	res.param("merge_load", "another shard's 1 MiB generations, 8 per pass, back to back")
+	dir, cleanup, err := o.workDir("append")
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	for vi, nosync := range []bool{false, true} {
+		label := "file:// with fsync"
+		suffix := ""
+		if nosync {
+			label, suffix = "file:// without fsync", "_nosync"
+		}
+		err := func() error {
+			url := fileURL(filepath.Join(dir, fmt.Sprint(vi)), nosync)
+			log := o.logger()
+			app, err := store.OpenDB(ctx, url, storeOptions("appender", log))
+			if err != nil {
+				return err
+			}
+			defer app.Close(context.WithoutCancel(ctx))
+			s, err := createGeneric(ctx, app, "append")
+			if err != nil {
+				return err
+			}
+			bulk, err := store.OpenDB(ctx, url, storeOptions("bulk", log))
+			if err != nil {
+				return err
+			}
+			defer bulk.Close(context.WithoutCancel(ctx))
+			bs, err := bulk.Open(ctx, s.Target())
+			if err != nil {
+				return err
+			}
+			merger, err := store.OpenDB(ctx, url, storeOptions("merger", log))
+			if err != nil {
+				return err
+			}
+			defer merger.Close(context.WithoutCancel(ctx))
+			mstore, err := merger.Open(ctx, s.Target())
+			if err != nil {
+				return err
+			}
+			bulkShard := bulk.Shard()
+
+			var genSeq atomic.Int64
+			produce := func(ctx context.Context, n int) error {
+				for i := 0; i < n; i++ {
+					seq := genSeq.Add(1)
+					if err := writeGenerations(ctx, bs, 1, 256, 4<<10, 1<<30, seq*1000); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			o.progressf("append-latency: pre-writing 1 MiB generations")
+			if err := produce(ctx, 40); err != nil {
+				return err
+			}
+
+			var idleP50, idleP99, busyP50, busyP99 []float64
+			var idleAll, busyAll []time.Duration
+			var merged atomic.Int64
+			// reset brings the store to the same state before every phase (untimed): the appender's
+			// own shard merged, the bulk shard holding a backlog of exactly 40 generations.
+			reset := func() error {
+				if _, err := mstore.MergeOnce(ctx, app.Shard()); err != nil && !errors.Is(err, store.ErrStalePreparation) {
+					return err
+				}
+				for {
+					st, err := mstore.PendingShards(ctx)
+					if err != nil {
+						return err
+					}
+					own, pend := 0, 0
+					for _, sh := range st {
+						switch sh.Shard {
+						case bulkShard:
+							pend = sh.PendingGenerations
+						case app.Shard():
+							own = sh.PendingGenerations
+						}
+					}
+					switch {
+					case own > 0:
+						if _, err := mstore.MergeOnce(ctx, app.Shard()); err != nil && !errors.Is(err, store.ErrStalePreparation) {
+							return err
+						}
+					case pend > 40:
+						if _, err := mstore.MergeOnce(ctx, bulkShard); err != nil && !errors.Is(err, store.ErrStalePreparation) {
+							return err
+						}
+					case pend < 40:
+						if err := produce(ctx, 40-pend); err != nil {
+							return err
+						}
+					default:
+						return nil
+					}
+				}
+			}
+			for rep := 0; rep < o.reps(); rep++ {
+				order := []bool{false, true}
+				if rep%2 == 1 {
+					order = []bool{true, false}
+				}
+				for _, busy := range order {
+					name := "idle"
+					if busy {
+						name = "busy"
+					}
+					if err := reset(); err != nil {
+						return fmt.Errorf("reset before %s phase: %w", name, err)
+					}
+					o.progressf("append-latency: %s rep %d/%d %s phase (%s)", label, rep+1, o.reps(), name, phase)
+					pctx, cancel := context.WithTimeout(ctx, phase)
+					var wg sync.WaitGroup
+					var lmu sync.Mutex
+					var lat []time.Duration
+					var appendErr error
+					for a := 0; a < appenders; a++ {
+						wg.Add(1)
+						go func() {
+							defer wg.Done()
+							for n := 0; pctx.Err() == nil; n++ {
+								k := fmt.Sprintf("a%d-%d-%d-%09d", rep, a, len(name), n)
+								t0 := time.Now()
+								_, err := s.Append(pctx, []store.Row{genericRow(k, int64(n), payloadOf(100, int64(n)))})
+								d := time.Since(t0)
+								if err != nil {
+									if pctx.Err() == nil {
+										lmu.Lock()
+										appendErr = err
+										lmu.Unlock()
+									}
+									return
+								}
+								lmu.Lock()
+								lat = append(lat, d)
+								lmu.Unlock()
+							}
+						}()
+					}
+					wg.Add(1)
+					go func() { // sealer
+						defer wg.Done()
+						tk := time.NewTicker(100 * time.Millisecond)
+						defer tk.Stop()
+						for {
+							select {
+							case <-pctx.Done():
+								return
+							case <-tk.C:
+								_, _ = s.Flush(pctx)
+							}
+						}
+					}()
+					if busy {
+						wg.Add(1)
+						go func() { // merger
+							defer wg.Done()
+							for pctx.Err() == nil {
+								cr, err := mstore.MergeOnce(pctx, bulkShard)
+								if err != nil {
+									if pctx.Err() == nil && !errors.Is(err, store.ErrStalePreparation) {
+										lmu.Lock()
+										appendErr = fmt.Errorf("merge: %w", err)
+										lmu.Unlock()
+									}
+									return
+								}
+								merged.Add(int64(cr.Reclaimed))
+								if cr.Reclaimed == 0 {
+									time.Sleep(20 * time.Millisecond)
+								}
+							}
+						}()
+					}
+					// The same background write load in both phases: one 1 MiB generation of the
+					// bulk shard every 100 ms.
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						tk := time.NewTicker(100 * time.Millisecond)
+						defer tk.Stop()
+						for {
+							select {
+							case <-pctx.Done():
+								return
+							case <-tk.C:
+								_ = produce(pctx, 1)
+							}
+						}
+					}()
+					wg.Wait()
+					cancel()
+					if appendErr != nil {
+						return appendErr
+					}
+					st := summarize(lat)
+					o.progressf("append-latency: %s: %d appends, p50 %s p99 %s", name, st.N, fmtDur(st.P50), fmtDur(st.P99))
+					if busy {
+						busyP50, busyP99 = append(busyP50, ms(st.P50)), append(busyP99, ms(st.P99))
+						busyAll = append(busyAll, lat...)
+					} else {
+						idleP50, idleP99 = append(idleP50, ms(st.P50)), append(idleP99, ms(st.P99))
+						idleAll = append(idleAll, lat...)
+					}
+				}
+			}
+			i50, i99, b50, b99 := spreadOf(idleP50), spreadOf(idleP99), spreadOf(busyP50), spreadOf(busyP99)
+			ia, ba := summarize(idleAll), summarize(busyAll)
+			r50, r99 := b50.Median/i50.Median, b99.Median/i99.Median
+			res.Tables = append(res.Tables, Table{
+				Title:  label + ": one-row append latency (ms), median over repetitions of each phase's percentile, range in brackets",
+				Header: []string{"", "idle", "merges running", "ratio"},
+				Rows: [][]string{
+					{"p50", i50.fmt("%.2f"), b50.fmt("%.2f"), fmt.Sprintf("%.2f", r50)},
+					{"p99", i99.fmt("%.2f"), b99.fmt("%.2f"), fmt.Sprintf("%.2f", r99)},
+					{"appends (all reps)", fmt.Sprint(ia.N), fmt.Sprint(ba.N), ""},
+					{"pooled p50 / p99", fmtDur(ia.P50) + " / " + fmtDur(ia.P99), fmtDur(ba.P50) + " / " + fmtDur(ba.P99), ""},
+				},
+			})
+			res.note("%s: generations merged during busy phases: %d (1 MiB each).", label, merged.Load())
+			res.target(label+": append p50 busy / idle", "≤ 1.5", fmt.Sprintf("%.2f", r50), r50 <= 1.5)
+			res.target(label+": append p99 busy / idle", "≤ 1.5", fmt.Sprintf("%.2f", r99), r99 <= 1.5)
+			res.Values["ratio_p50"+suffix] = r50
+			res.Values["ratio_p99"+suffix] = r99
+			res.Values["merged"+suffix] = float64(merged.Load())
+			_ = filepath.Join
+			return nil
+		}()
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}

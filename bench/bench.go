@@ -1,0 +1,413 @@
+//go:build wip
+
+// Package bench holds walkeeper's benchmark scenarios (issue 4) as library code: each scenario
+// is a Run function that measures walkeeper and its comparison side by side in one run and
+// returns a Result (markdown tables, targets, machine-readable values, written files).
+//
+// `walkeeper bench <scenario> [--quick] [--out DIR]` runs them from the command line; the
+// package's tests run every scenario in quick mode as a smoke test with loose assertions.
+// docs/BENCHMARKS.md records real runs.
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Options are shared by every scenario. Zero values take the documented defaults.
+type Options struct {
+	// Quick runs the scenario's smoke-test size (well under 2 minutes).
+	Quick bool
+	// OutDir receives CSV, PNG, JSON and markdown files; "" = a new temporary directory.
+	OutDir string
+	// WorkDir holds the stores a scenario writes; "" = a temporary directory removed at the end.
+	WorkDir string
+	// Reps is the number of repetitions; 0 = 5 (full) or 1 (quick). Medians and spread are
+	// reported over the repetitions.
+	Reps int
+	// Progress receives one line per step of a long run; nil = discarded.
+	Progress io.Writer
+	// Logger receives walkeeper's own logs; nil = discarded.
+	Logger *zap.Logger
+	// Temporal is the host:port of a Temporal frontend to use; "" = start a dev server
+	// (scenarios that need Temporal only).
+	Temporal string
+	// Duration overrides the length of time-based scenarios (incident); 0 = default.
+	Duration time.Duration
+	// Shards overrides the number of simulated worker processes (incident); 0 = default.
+	Shards int
+	// Stores overrides the number of rollout stores (incident, sweep part of temporal);
+	// 0 = default.
+	Stores int
+	// MergeMaxGenerations overrides merge_max_generations of both systems in the incident
+	// replay; 0 = the default (8).
+	MergeMaxGenerations int
+	// ParallelPrepare makes walkeeper's count-trigger starts in the incident replay ask MergeWal
+	// for parallel prepares (MergeWalInput.ParallelPrepare).
+	ParallelPrepare bool
+	// Latency is the modelled object-store round trip added to every storage request in the
+	// incident scenario; negative = none, 0 = default.
+	Latency time.Duration
+	// Child, when set, runs the child half of a scenario that measures a separate process
+	// (memory) and writes its JSON result to ChildOut.
+	Child    bool
+	ChildOut io.Writer
+	// Reexec builds the command that runs the child half of scenario in a fresh process with
+	// args appended; the command must honour Child/ChildOut semantics (stdout = JSON result).
+	// nil = the memory scenario cannot run.
+	Reexec func(ctx context.Context, scenario string, args ...string) *exec.Cmd
+}
+
+func (o Options) reps() int {
+	if o.Reps > 0 {
+		return o.Reps
+	}
+	if o.Quick {
+		return 1
+	}
+	return 5
+}
+
+func (o Options) logger() *zap.Logger {
+	if o.Logger == nil {
+		return zap.NewNop()
+	}
+	return o.Logger
+}
+
+// progress prints one timestamped line.
+func (o Options) progressf(format string, args ...any) {
+	if o.Progress == nil {
+		return
+	}
+	fmt.Fprintf(o.Progress, "%s  %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+// workDir returns a fresh directory for stores and a cleanup function.
+func (o Options) workDir(name string) (string, func(), error) {
+	if o.WorkDir != "" {
+		d := filepath.Join(o.WorkDir, name+"-"+time.Now().Format("150405.000"))
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return "", nil, err
+		}
+		return d, func() { _ = os.RemoveAll(d) }, nil
+	}
+	d, err := os.MkdirTemp("", "walkeeper-bench-"+name+"-")
+	if err != nil {
+		return "", nil, err
+	}
+	return d, func() { _ = os.RemoveAll(d) }, nil
+}
+
+// Result is what a scenario measured.
+type Result struct {
+	Scenario string    `json:"scenario"`
+	Quick    bool      `json:"quick"`
+	Started  time.Time `json:"started"`
+	Elapsed  Duration  `json:"elapsed"`
+	// Params are the scenario's parameters, in print order.
+	Params []KV `json:"params"`
+	// Tables are rendered as markdown.
+	Tables []Table `json:"tables"`
+	// Targets are the issue's targets with the measured value.
+	Targets []Target `json:"targets"`
+	// Values are machine-readable numbers (tests assert on them).
+	Values map[string]float64 `json:"values"`
+	// Notes are free text lines printed after the tables.
+	Notes []string `json:"notes,omitempty"`
+	// Files written to OutDir.
+	Files []string `json:"files,omitempty"`
+}
+
+// KV is one parameter.
+type KV struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+// Table is one markdown table.
+type Table struct {
+	Title  string     `json:"title"`
+	Header []string   `json:"header"`
+	Rows   [][]string `json:"rows"`
+}
+
+// Target is one issue target and whether this run met it.
+type Target struct {
+	Name     string `json:"name"`
+	Goal     string `json:"goal"`
+	Measured string `json:"measured"`
+	Met      bool   `json:"met"`
+}
+
+// Duration marshals as a Go duration string.
+type Duration time.Duration
+
+// MarshalJSON implements json.Marshaler.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+func newResult(name string, o Options) *Result {
+	return &Result{Scenario: name, Quick: o.Quick, Started: time.Now(), Values: map[string]float64{}}
+}
+
+func (r *Result) param(k string, v any) { r.Params = append(r.Params, KV{k, fmt.Sprint(v)}) }
+
+func (r *Result) target(name, goal, measured string, met bool) {
+	r.Targets = append(r.Targets, Target{Name: name, Goal: goal, Measured: measured, Met: met})
+}
+
+func (r *Result) note(format string, args ...any) {
+	r.Notes = append(r.Notes, fmt.Sprintf(format, args...))
+}
+
+// Markdown renders the result for a terminal or docs/BENCHMARKS.md.
+func (r *Result) Markdown() string {
+	var b strings.Builder
+	mode := "full"
+	if r.Quick {
+		mode = "quick"
+	}
+	fmt.Fprintf(&b, "### %s (%s, %s, %s)\n\n", r.Scenario, mode, r.Started.UTC().Format("2006-01-02 15:04 UTC"), time.Duration(r.Elapsed).Round(time.Second))
+	if len(r.Params) > 0 {
+		var ps []string
+		for _, p := range r.Params {
+			ps = append(ps, p.Key+"="+p.Value)
+		}
+		fmt.Fprintf(&b, "Parameters: %s\n\n", strings.Join(ps, ", "))
+	}
+	for _, t := range r.Tables {
+		if t.Title != "" {
+			fmt.Fprintf(&b, "%s\n\n", t.Title)
+		}
+		b.WriteString("| " + strings.Join(t.Header, " | ") + " |\n")
+		seps := make([]string, len(t.Header))
+		for i := range seps {
+			seps[i] = "---"
+		}
+		b.WriteString("|" + strings.Join(seps, "|") + "|\n")
+		for _, row := range t.Rows {
+			b.WriteString("| " + strings.Join(row, " | ") + " |\n")
+		}
+		b.WriteString("\n")
+	}
+	if len(r.Targets) > 0 {
+		b.WriteString("| target | goal | measured | met |\n|---|---|---|---|\n")
+		for _, t := range r.Targets {
+			met := "yes"
+			if !t.Met {
+				met = "**no**"
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", t.Name, t.Goal, t.Measured, met)
+		}
+		b.WriteString("\n")
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(&b, "- %s\n", n)
+	}
+	if len(r.Notes) > 0 {
+		b.WriteString("\n")
+	}
+	if len(r.Files) > 0 {
+		fmt.Fprintf(&b, "Files: %s\n", strings.Join(r.Files, ", "))
+	}
+	return b.String()
+}
+
+// save writes <scenario>.json and <scenario>.md to dir.
+func (r *Result) save(dir string) error {
+	raw, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, r.Scenario+".json"), raw, 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, r.Scenario+".md"), []byte(r.Markdown()), 0o644)
+}
+
+// Scenario is one runnable benchmark.
+type Scenario struct {
+	Name  string
+	Short string
+	Run   func(ctx context.Context, o Options) (*Result, error)
+}
+
+// Scenarios lists every scenario in the issue's priority order.
+var Scenarios = []Scenario{
+	{"incident", "incident replay: 20 shards, 300 rollout stores, 1 hot generic store; walkeeper vs the old serial sweeper (CSV + PNG)", RunIncident},
+	{"commit-lock", "commit write-lock hold p50/p99 for 64 KiB, 1 MiB and 64 MiB merges on file:// and mem://", RunCommitLock},
+	{"append-latency", "append latency p50/p99 with merges running vs idle", RunAppendLatency},
+	{"merge-throughput", "merge throughput (MB/s of generations) vs raw I/O of the same bytes", RunMergeThroughput},
+	{"memory", "12 concurrent merges of half the budget each: peak RSS of a child process vs budget + 64 MiB", RunMemory},
+	{"parallel-prepare", "prepare of 4 shards in parallel vs serially", RunParallelPrepare},
+	{"temporal-overhead", "merges/s through MergeWal workflows vs a direct loop; time to sweep 1,000 idle stores", RunTemporalOverhead},
+	{"read-amp", "Get/List latency at 0, 16, 256, 1024 pending generations and after merging", RunReadAmp},
+}
+
+// Lookup finds a scenario by name.
+func Lookup(name string) (Scenario, bool) {
+	for _, s := range Scenarios {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Scenario{}, false
+}
+
+// Run runs one scenario: it prepares OutDir, runs, stamps the elapsed time and saves the
+// result files.
+func Run(ctx context.Context, name string, o Options) (*Result, error) {
+	sc, ok := Lookup(name)
+	if !ok {
+		return nil, fmt.Errorf("unknown scenario %q", name)
+	}
+	if o.OutDir == "" && !o.Child {
+		d, err := os.MkdirTemp("", "walkeeper-bench-out-")
+		if err != nil {
+			return nil, err
+		}
+		o.OutDir = d
+	}
+	if o.OutDir != "" {
+		if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	start := time.Now()
+	res, err := sc.Run(ctx, o)
+	if err != nil || res == nil || o.Child {
+		return res, err
+	}
+	res.Elapsed = Duration(time.Since(start))
+	if err := res.save(o.OutDir); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// ---------------------------------------------------------------------------------------
+// statistics
+
+// durStats summarises a sample of durations.
+type durStats struct {
+	N                  int
+	P50, P90, P99, Max time.Duration
+	Min, Mean          time.Duration
+}
+
+func summarize(ds []time.Duration) durStats {
+	if len(ds) == 0 {
+		return durStats{}
+	}
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	var sum time.Duration
+	for _, d := range s {
+		sum += d
+	}
+	return durStats{N: len(s), P50: pct(s, 50), P90: pct(s, 90), P99: pct(s, 99), Max: s[len(s)-1], Min: s[0], Mean: sum / time.Duration(len(s))}
+}
+
+// pct is the nearest-rank percentile of a sorted sample.
+func pct(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(p/100*float64(len(sorted)))) - 1
+	i = max(0, min(i, len(sorted)-1))
+	return sorted[i]
+}
+
+// spread is the median and range of repeated measurements of one number.
+type spread struct {
+	Median, Min, Max float64
+	N                int
+}
+
+func spreadOf(xs []float64) spread {
+	if len(xs) == 0 {
+		return spread{}
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	var med float64
+	if n := len(s); n%2 == 1 {
+		med = s[n/2]
+	} else {
+		med = (s[n/2-1] + s[n/2]) / 2
+	}
+	return spread{Median: med, Min: s[0], Max: s[len(s)-1], N: len(s)}
+}
+
+// fmt renders "median (min–max, n=N)" with the given format for each number.
+func (s spread) fmt(f string) string {
+	if s.N <= 1 {
+		return fmt.Sprintf(f, s.Median)
+	}
+	return fmt.Sprintf(f+" (%s–%s, n=%d)", s.Median, fmt.Sprintf(f, s.Min), fmt.Sprintf(f, s.Max), s.N)
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+func fmtDur(d time.Duration) string {
+	switch {
+	case d >= time.Second:
+		return fmt.Sprintf("%.2f s", d.Seconds())
+	case d >= time.Millisecond:
+		return fmt.Sprintf("%.2f ms", ms(d))
+	default:
+		return fmt.Sprintf("%.0f µs", us(d))
+	}
+}
+
+func mib(n int64) float64 { return float64(n) / (1 << 20) }
+
+// ---------------------------------------------------------------------------------------
+// CSV
+
+type csvFile struct {
+	mu sync.Mutex
+	f  *os.File
+}
+
+func createCSV(path string, header ...string) (*csvFile, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := fmt.Fprintln(f, strings.Join(header, ",")); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &csvFile{f: f}, nil
+}
+
+func (c *csvFile) row(vals ...any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	parts := make([]string, len(vals))
+	for i, v := range vals {
+		switch x := v.(type) {
+		case float64:
+			parts[i] = fmt.Sprintf("%.3f", x)
+		default:
+			parts[i] = fmt.Sprint(x)
+		}
+	}
+	fmt.Fprintln(c.f, strings.Join(parts, ","))
+}
+
+func (c *csvFile) close() error { return c.f.Close() }

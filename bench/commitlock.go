@@ -1,0 +1,140 @@
+//go:build wip
+
+package bench
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/walkeeper/walkeeper/store"
+)
+
+// RunCommitLock measures how long Commit holds the store's write (merge) lock
+// (CommitResult.LockHold) for merges of 64 KiB, 1 MiB and 64 MiB, on file:// (with fsync) and
+// mem://. Only metadata may happen under the lock, so the hold must not grow with merge size.
+// The base is compacted whenever it reaches 32 runs (outside the measurement), as the sweep's
+// CompactBase would, so the manifest under the lock stays production-sized.
+func RunCommitLock(ctx context.Context, o Options) (*Result, error) {
+	res := newResult("commit-lock", o)
+	type size struct {
+		name   string
+		bytes  int
+		merges int
+	}
+	sizes := []size{{"64KiB", 64 << 10, 60}, {"1MiB", 1 << 20, 20}, {"64MiB", 64 << 20, 4}}
+	if o.Quick {
+		sizes = []size{{"64KiB", 64 << 10, 20}, {"1MiB", 1 << 20, 10}, {"64MiB", 64 << 20, 2}}
+	}
+	backends := []string{"file", "mem"}
+	res.param("reps", o.reps())
+	res.param("row_payload", "4 KiB")
+	for _, sz := range sizes {
+		res.param("merges_per_rep_"+sz.name, sz.merges)
+	}
+	dir, cleanup, err := o.workDir("commit-lock")
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+
+	type key struct{ backend, size string }
+	p50s := map[key][]float64{}
+	p99s := map[key][]float64{}
+	for rep := 0; rep < o.reps(); rep++ {
+		for _, be := range backends {
+			for _, sz := range sizes {
+				o.progressf("commit-lock: rep %d/%d %s %s (%d merges)", rep+1, o.reps(), be, sz.name, sz.merges)
+				url := memURL("lock")
+				if be == "file" {
+					url = fileURL(filepath.Join(dir, fmt.Sprintf("r%d-%s-%s", rep, be, sz.name)), false)
+				}
+				holds, err := commitLockOnce(ctx, o, url, sz.bytes, sz.merges)
+				if err != nil {
+					return nil, fmt.Errorf("%s %s: %w", be, sz.name, err)
+				}
+				st := summarize(holds)
+				k := key{be, sz.name}
+				p50s[k] = append(p50s[k], us(st.P50))
+				p99s[k] = append(p99s[k], us(st.P99))
+			}
+		}
+	}
+	t := Table{Title: "Commit write-lock hold (µs): median over repetitions of each repetition's p50 / p99, range in brackets",
+		Header: []string{"backend", "merge size", "p50 (µs)", "p99 (µs)"}}
+	allMet := true
+	for _, be := range backends {
+		for _, sz := range sizes {
+			k := key{be, sz.name}
+			a, b := spreadOf(p50s[k]), spreadOf(p99s[k])
+			t.Rows = append(t.Rows, []string{be, sz.name, a.fmt("%.0f"), b.fmt("%.0f")})
+			res.Values[fmt.Sprintf("%s_%s_p50_us", be, sz.name)] = a.Median
+			res.Values[fmt.Sprintf("%s_%s_p99_us", be, sz.name)] = b.Median
+			res.Values[fmt.Sprintf("%s_%s_p99_us_max", be, sz.name)] = b.Max
+		}
+		big, small := spreadOf(p99s[key{be, sizes[2].name}]).Median, spreadOf(p99s[key{be, sizes[0].name}]).Median
+		bigP50, smallP50 := spreadOf(p50s[key{be, sizes[2].name}]).Median, spreadOf(p50s[key{be, sizes[0].name}]).Median
+		ratio := big / max(small, 1)
+		ratioP50 := bigP50 / max(smallP50, 1)
+		res.Values[be+"_ratio_p99"] = ratio
+		res.Values[be+"_ratio_p50"] = ratioP50
+		worst := 0.0
+		for _, sz := range sizes {
+			worst = max(worst, spreadOf(p99s[key{be, sz.name}]).Median)
+		}
+		met := worst <= 2000
+		allMet = allMet && met
+		res.target(be+": p99 lock hold", "≤ 2 ms", fmt.Sprintf("worst size %.2f ms", worst/1000), met)
+		res.target(be+": 64 MiB / 64 KiB", "≤ 1.5", fmt.Sprintf("p99 %.2f, p50 %.2f", ratio, ratioP50), ratio <= 1.5)
+	}
+	res.Tables = append(res.Tables, t)
+	res.note("LockHold is measured by store.Commit itself around the exclusive merge lock: load the latest base manifest, check the watermark, publish version v+1 (put-if-absent; on file:// that is write temp + fsync + link + directory fsync).")
+	_ = allMet
+	return res, nil
+}
+
+// commitLockOnce runs merges of about bytes each on a fresh store and returns each commit's
+// lock hold.
+func commitLockOnce(ctx context.Context, o Options, url string, bytes, merges int) ([]time.Duration, error) {
+	db, err := store.OpenDB(ctx, url, storeOptions("lock", o.logger(), func(so *store.Options) {
+		so.MergeMaxGenerations = 0
+		so.MergeMaxBytes = 0
+	}))
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close(context.WithoutCancel(ctx))
+	s, err := createGeneric(ctx, db, "lock")
+	if err != nil {
+		return nil, err
+	}
+	const payload = 4 << 10
+	rows := max(bytes/(payload+64), 1)
+	var holds []time.Duration
+	for i := 0; i < merges; i++ {
+		if err := writeGenerations(ctx, s, 1, rows, payload, 1<<30, int64(i*rows)); err != nil {
+			return nil, err
+		}
+		// Distinct keys per merge: the run really adds rows.
+		p, err := s.Prepare(ctx, store.PrepareParams{})
+		if err != nil || p == nil {
+			return nil, fmt.Errorf("prepare: %v (nil=%v)", err, p == nil)
+		}
+		cr, err := s.Commit(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		holds = append(holds, cr.LockHold)
+		st, err := s.Stats(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if st.Runs >= 32 {
+			if _, err := s.CompactBase(ctx, store.CompactParams{MaxRuns: 32, MaxBytes: 0}); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return holds, nil
+}

@@ -1,0 +1,725 @@
+//go:build wip
+
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"image/color"
+	"math"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/worker"
+)
+
+// incidentParams are the knobs of the incident replay (seed PR 256: ~20 shards, hundreds of
+// resident rollout stores per worker, one hot generic store with one-row appends from every
+// shard; the generic pass of the serial cleanup sweeper was never reached).
+type incidentParams struct {
+	Shards       int
+	Rollout      int
+	Duration     time.Duration
+	Latency      time.Duration // modelled object-store round trip per request
+	SealEvery    time.Duration // flush sweeper period (both sides)
+	SweepEvery   time.Duration // walkeeper schedule / baseline cleanup period
+	CountTrigger int
+	GenericEvery time.Duration // one-row append to the hot store, per shard
+	RolloutEvery time.Duration // one-row append to a random rollout store, per shard
+	StoreTimeout time.Duration // baseline per-store timeout: max(5 × interval, 30 s)
+	Sample       time.Duration
+	MaxGens      int // merge_max_generations of both systems
+	Parallel     bool
+}
+
+func incidentDefaults(o Options) incidentParams {
+	p := incidentParams{
+		Shards:       20,
+		Rollout:      300,
+		Duration:     4 * time.Minute,
+		Latency:      10 * time.Millisecond,
+		SealEvery:    time.Second,
+		SweepEvery:   5 * time.Second,
+		CountTrigger: 50,
+		GenericEvery: 250 * time.Millisecond,
+		RolloutEvery: 5 * time.Second,
+		StoreTimeout: 30 * time.Second,
+		Sample:       time.Second,
+		MaxGens:      store.DefaultOptions().MergeMaxGenerations,
+	}
+	if o.Quick {
+		p.Shards = 4
+		p.Rollout = 120
+		p.Latency = 25 * time.Millisecond
+		p.Duration = 45 * time.Second
+		// 45 s per side leaves no room for a trigger at 50 to fire and finish.
+		p.CountTrigger = 20
+	}
+	if o.Shards > 0 {
+		p.Shards = o.Shards
+	}
+	if o.Stores > 0 {
+		p.Rollout = o.Stores
+	}
+	if o.Duration > 0 {
+		p.Duration = o.Duration
+	}
+	p.Parallel = o.ParallelPrepare
+	if o.MergeMaxGenerations > 0 {
+		p.MaxGens = o.MergeMaxGenerations
+	}
+	switch {
+	case o.Latency < 0:
+		p.Latency = 0
+	case o.Latency > 0:
+		p.Latency = o.Latency
+	}
+	return p
+}
+
+// incidentRun is one repetition's outcome.
+type incidentRun struct {
+	WkMax, BaseMax             int     // max pending in any shard over the run
+	WkFinal, BaseFinal         int     // max pending in any shard at the last sample
+	WkSlope, BaseSlope         float64 // least-squares slope of max pending, second half, gens/min
+	WkMean2, BaseMean2         float64 // mean of max pending over the second half
+	WkRolloutMax, BaseRoMax    int     // max pending of any rollout store shard at the end
+	BaseCycleP50, BaseCycleMax time.Duration
+	BaseCycles                 int
+	WkAppendErrs, BaseAppErr   int64
+	WkRequests, BaseRequests   int64
+	samplesWk, samplesBase     []sample
+}
+
+type sample struct {
+	T       float64
+	Pending []int // per shard index
+}
+
+func maxOf(xs []int) int {
+	m := 0
+	for _, x := range xs {
+		m = max(m, x)
+	}
+	return m
+}
+
+// RunIncident replays the generic-WAL-merge starvation incident at 2-core scale: walkeeper
+// (flush sweeper per kind, count trigger, MaintenanceSweep schedule, MergeWal on a real
+// Temporal dev server, real Temporal workers in-process) next to the old design (per shard one
+// flush loop and one cleanup sweeper walking kinds serially — rollout, datagen, generic — with a
+// per-store timeout; count trigger for rollout only; merges in-process, own shard only), both
+// running at the same time on the same machine with identical traffic and storage model.
+func RunIncident(ctx context.Context, o Options) (*Result, error) {
+	p := incidentDefaults(o)
+	res := newResult("incident", o)
+	res.param("shards", p.Shards)
+	res.param("rollout_stores", p.Rollout)
+	res.param("hot_generic_stores", 1)
+	res.param("duration", p.Duration)
+	res.param("latency_per_request", p.Latency)
+	res.param("seal_every", p.SealEvery)
+	res.param("sweep_every", p.SweepEvery)
+	res.param("count_trigger", p.CountTrigger)
+	res.param("generic_append_every_per_shard", p.GenericEvery)
+	res.param("rollout_append_every_per_shard", p.RolloutEvery)
+	res.param("baseline_store_timeout", p.StoreTimeout)
+	res.param("merge_max_generations", p.MaxGens)
+	res.param("walkeeper_count_trigger_parallel_prepare", p.Parallel)
+	res.param("reps", o.reps())
+	// Production: 20 workers (one machine each), flush sweeper every 30 s, object storage.
+	// Here: every worker of both systems and the Temporal server share 2 cores.
+	timeScale := 30 * time.Second / p.SealEvery
+	o.progressf("incident: scale — %d shards (production 20), %d rollout stores resident in every shard (production: hundreds per worker), time compressed %d× (seal 30 s → %s), at most %.2f cores per node (2 cores / %d nodes, shared with Temporal; production: one machine per worker)",
+		p.Shards, p.Rollout, timeScale, p.SealEvery, 2/float64(p.Shards), p.Shards)
+	res.param("time_scale", fmt.Sprintf("%d× (production flush 30 s)", timeScale))
+	res.param("cpu_per_node", fmt.Sprintf("≤ %.2f cores", 2/float64(p.Shards)))
+
+	var runs []incidentRun
+	for rep := 0; rep < o.reps(); rep++ {
+		o.progressf("incident: repetition %d/%d", rep+1, o.reps())
+		run, err := incidentOnce(ctx, o, p, rep)
+		if err != nil {
+			return nil, fmt.Errorf("repetition %d: %w", rep+1, err)
+		}
+		runs = append(runs, run)
+		if rep == 0 || o.OutDir != "" {
+			files, err := writeIncidentFiles(o.OutDir, rep, p, run)
+			if err != nil {
+				return nil, err
+			}
+			res.Files = append(res.Files, files...)
+		}
+		o.progressf("incident: rep %d: max pending per shard walkeeper %d, baseline %d (final %d vs %d; baseline slope %.1f gens/min)",
+			rep+1, run.WkMax, run.BaseMax, run.WkFinal, run.BaseFinal, run.BaseSlope)
+	}
+
+	col := func(f func(r incidentRun) float64) spread {
+		var xs []float64
+		for _, r := range runs {
+			xs = append(xs, f(r))
+		}
+		return spreadOf(xs)
+	}
+	wkMax := col(func(r incidentRun) float64 { return float64(r.WkMax) })
+	baseMax := col(func(r incidentRun) float64 { return float64(r.BaseMax) })
+	wkFinal := col(func(r incidentRun) float64 { return float64(r.WkFinal) })
+	baseFinal := col(func(r incidentRun) float64 { return float64(r.BaseFinal) })
+	wkSlope := col(func(r incidentRun) float64 { return r.WkSlope })
+	baseSlope := col(func(r incidentRun) float64 { return r.BaseSlope })
+	wkRo := col(func(r incidentRun) float64 { return float64(r.WkRolloutMax) })
+	baseRo := col(func(r incidentRun) float64 { return float64(r.BaseRoMax) })
+	cycle := col(func(r incidentRun) float64 { return r.BaseCycleP50.Seconds() })
+	cycleMax := col(func(r incidentRun) float64 { return r.BaseCycleMax.Seconds() })
+	wkReq := col(func(r incidentRun) float64 { return float64(r.WkRequests) / p.Duration.Seconds() })
+	baseReq := col(func(r incidentRun) float64 { return float64(r.BaseRequests) / p.Duration.Seconds() })
+
+	res.Tables = append(res.Tables, Table{
+		Title:  "Hot generic store: pending generations per shard (median over repetitions, range in brackets)",
+		Header: []string{"", "walkeeper", "baseline (old serial sweeper)", "baseline / walkeeper"},
+		Rows: [][]string{
+			{"max pending in any shard over the run", wkMax.fmt("%.0f"), baseMax.fmt("%.0f"), fmt.Sprintf("%.1f×", baseMax.Median/math.Max(wkMax.Median, 1))},
+			{"max pending in any shard at the end", wkFinal.fmt("%.0f"), baseFinal.fmt("%.0f"), fmt.Sprintf("%.1f×", baseFinal.Median/math.Max(wkFinal.Median, 1))},
+			{"mean of max pending, second half", col(func(r incidentRun) float64 { return r.WkMean2 }).fmt("%.1f"), col(func(r incidentRun) float64 { return r.BaseMean2 }).fmt("%.1f"), ""},
+			{"trend of max pending, second half (gens/min)", wkSlope.fmt("%+.1f"), baseSlope.fmt("%+.1f"), ""},
+			{"rollout stores: max pending in any shard at the end", wkRo.fmt("%.0f"), baseRo.fmt("%.0f"), ""},
+			{"storage requests per second (all shards)", wkReq.fmt("%.0f"), baseReq.fmt("%.0f"), ""},
+			{"baseline cleanup cycle p50 / max (s)", "", cycle.fmt("%.1f") + " / " + cycleMax.fmt("%.1f"), ""},
+		},
+	})
+	limit := 2 * p.CountTrigger
+	res.target("walkeeper max pending per shard, whole run", fmt.Sprintf("≤ %d (2 × count trigger)", limit), wkMax.fmt("%.0f"), wkMax.Max <= float64(limit))
+	res.target("baseline grows without bound", "rising trend, above walkeeper", fmt.Sprintf("%s gens/min, end %s", baseSlope.fmt("%+.1f"), baseFinal.fmt("%.0f")),
+		baseSlope.Min > 0 && baseFinal.Min > wkFinal.Max)
+	res.Values["count_trigger"] = float64(p.CountTrigger)
+	res.Values["walkeeper_mean2_max"] = col(func(r incidentRun) float64 { return r.WkMean2 }).Max
+	res.Values["baseline_mean2_min"] = col(func(r incidentRun) float64 { return r.BaseMean2 }).Min
+	res.Values["walkeeper_max"] = wkMax.Max
+	res.Values["walkeeper_max_median"] = wkMax.Median
+	res.Values["baseline_max_median"] = baseMax.Median
+	res.Values["baseline_final_min"] = baseFinal.Min
+	res.Values["walkeeper_final_max"] = wkFinal.Max
+	res.Values["baseline_slope_median"] = baseSlope.Median
+	res.Values["baseline_cycle_p50_s"] = cycle.Median
+	res.note("The baseline merges the hot generic store only in its cleanup sweep, one pass of at most merge_max_generations of its own shard per visit, and reaches the generic kind only after walking every resident rollout store; a cycle longer than merge_max_generations × the seal interval makes the hot store's debt grow without bound (cycle p50 above).")
+	res.note("The two systems run one after the other in the same invocation (order alternating by repetition), each with the machine to itself, identical traffic and the same storage model: file:// without fsync plus %s added to every storage request.", p.Latency)
+	return res, nil
+}
+
+// incidentSide is one system's outcome in one repetition.
+type incidentSide struct {
+	samples  []sample
+	requests int64
+	appErrs  int64
+	rollMax  int
+	cycles   []time.Duration // baseline cleanup cycles
+}
+
+// incidentOnce runs both systems one after the other (order alternating by repetition), each
+// alone on the machine with identical traffic and storage model.
+func incidentOnce(ctx context.Context, o Options, p incidentParams, rep int) (incidentRun, error) {
+	var run incidentRun
+	order := []string{"walkeeper", "baseline"}
+	if rep%2 == 1 {
+		order = []string{"baseline", "walkeeper"}
+	}
+	sides := map[string]incidentSide{}
+	for _, name := range order {
+		sd, err := incidentSideRun(ctx, o, p, rep, name)
+		if err != nil {
+			return run, fmt.Errorf("%s: %w", name, err)
+		}
+		sides[name] = sd
+	}
+	wk, base := sides["walkeeper"], sides["baseline"]
+	run.samplesWk, run.samplesBase = wk.samples, base.samples
+	for _, s := range run.samplesWk {
+		run.WkMax = max(run.WkMax, maxOf(s.Pending))
+	}
+	for _, s := range run.samplesBase {
+		run.BaseMax = max(run.BaseMax, maxOf(s.Pending))
+	}
+	if len(run.samplesWk) == 0 || len(run.samplesBase) == 0 {
+		return run, errors.New("no samples")
+	}
+	run.WkFinal = maxOf(run.samplesWk[len(run.samplesWk)-1].Pending)
+	run.BaseFinal = maxOf(run.samplesBase[len(run.samplesBase)-1].Pending)
+	run.WkSlope = secondHalfSlope(run.samplesWk)
+	run.BaseSlope = secondHalfSlope(run.samplesBase)
+	run.WkMean2 = secondHalfMean(run.samplesWk)
+	run.BaseMean2 = secondHalfMean(run.samplesBase)
+	cs := summarize(base.cycles)
+	run.BaseCycleP50, run.BaseCycleMax, run.BaseCycles = cs.P50, cs.Max, cs.N
+	run.WkAppendErrs, run.BaseAppErr = wk.appErrs, base.appErrs
+	run.WkRequests, run.BaseRequests = wk.requests, base.requests
+	run.WkRolloutMax, run.BaseRoMax = wk.rollMax, base.rollMax
+	return run, nil
+}
+
+func incidentSideRun(ctx context.Context, o Options, p incidentParams, rep int, sideName string) (incidentSide, error) {
+	var out incidentSide
+	isWK := sideName == "walkeeper"
+	dir, cleanup, err := o.workDir("incident-" + sideName)
+	if err != nil {
+		return out, err
+	}
+	defer cleanup()
+	log := o.logger().With(zap.String("side", sideName))
+
+	var tenv *temporalEnv
+	if isWK {
+		if tenv, err = startTemporal(ctx, o, dir); err != nil {
+			return out, err
+		}
+		defer tenv.close()
+	}
+	hot := store.Target{Kind: store.KindGeneric, Name: fmt.Sprintf("hot-%d", rep)}
+	var rollout []store.Target
+	for i := 0; i < p.Rollout; i++ {
+		rollout = append(rollout, store.Target{Kind: store.KindRollout, Name: fmt.Sprintf("r%04d-%d", i, rep)})
+	}
+	all := append([]store.Target{hot}, rollout...)
+	url := fileURL(filepath.Join(dir, "storage"), true)
+	lat := &latencyFaults{}
+
+	// Setup (no latency): create the stores, open one DB per shard, make every store resident
+	// in every shard with a live writer (one append each, sealed), as on the incident's
+	// workers, then merge it all so the timed run starts from zero debt.
+	o.progressf("incident %s: setup — %d shards × %d stores", sideName, p.Shards, len(all))
+	sampler, err := store.OpenDB(ctx, url, storeOptions("sampler", log, func(so *store.Options) { so.PendingMax = 0; so.PendingWarn = 0 }))
+	if err != nil {
+		return out, err
+	}
+	defer sampler.Close(context.WithoutCancel(ctx))
+	if _, err := createGeneric(ctx, sampler, hot.Name); err != nil {
+		return out, err
+	}
+	for _, t := range rollout {
+		if _, err := sampler.Create(ctx, t, store.CreateOptions{}); err != nil {
+			return out, err
+		}
+	}
+	var dbs []*store.DB
+	for i := 0; i < p.Shards; i++ {
+		opts := storeOptions(fmt.Sprintf("%s-shard-%02d", sideName, i), log)
+		opts.MergeMaxGenerations = p.MaxGens
+		if isWK {
+			opts.Budget = store.NewBudget(worker.DefaultConfig().MergeBudgetBytes)
+		}
+		db, err := openLatencyDB(ctx, url, lat, opts)
+		if err != nil {
+			return out, err
+		}
+		dbs = append(dbs, db)
+	}
+	defer func() {
+		lat.d.Store(0)
+		for _, db := range dbs {
+			_ = db.Close(context.WithoutCancel(ctx))
+		}
+	}()
+	g, gctx := errgroup.WithContext(ctx)
+	for i, db := range dbs {
+		g.Go(func() error {
+			for j, t := range all {
+				s, err := db.Open(gctx, t)
+				if err != nil {
+					return err
+				}
+				row := rolloutRow(fmt.Sprintf("warm-%02d-%d", i, j), 0)
+				if t.Kind == store.KindGeneric {
+					row = genericRow(row.Key, 0, nil)
+				}
+				if _, err := s.Append(gctx, []store.Row{row}); err != nil {
+					return err
+				}
+				if _, err := s.Flush(gctx); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return out, fmt.Errorf("warm-up: %w", err)
+	}
+	var done atomic.Int64
+	g, gctx = errgroup.WithContext(ctx)
+	g.SetLimit(4)
+	for _, t := range all {
+		g.Go(func() error {
+			s, err := sampler.Open(gctx, t)
+			if err != nil {
+				return err
+			}
+			_, err = s.MergeAll(gctx)
+			if n := done.Add(1); n%100 == 0 {
+				o.progressf("incident %s: setup: merged %d/%d stores", sideName, n, len(all))
+			}
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return out, fmt.Errorf("warm-up merge: %w", err)
+	}
+
+	// Start the system under test.
+	lat.d.Store(int64(p.Latency))
+	lat.requests.Store(0)
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	var stopSystem func()
+	var cycleMu sync.Mutex
+	if isWK {
+		if err := worker.EnsureSweepSchedule(ctx, tenv.client, p.SweepEvery); err != nil {
+			return out, fmt.Errorf("sweep schedule: %w", err)
+		}
+		var nodes []*node
+		for _, db := range dbs {
+			n, err := startNode(ctx, tenv.client, db, worker.NewMetrics(db.Options().Budget), nodeConfig{
+				FlushInterval:         p.SealEvery,
+				MergeAfterGenerations: p.CountTrigger,
+				MergeSlots:            worker.DefaultConfig().MergeSlots,
+				SharedActivitySlots:   worker.DefaultConfig().SharedActivitySlots,
+				ParallelPrepare:       p.Parallel,
+			}, log)
+			if err != nil {
+				return out, err
+			}
+			nodes = append(nodes, n)
+		}
+		stopSystem = sync.OnceFunc(func() {
+			_ = worker.DeleteSchedule(context.WithoutCancel(ctx), tenv.client, worker.SweepScheduleID)
+			var wg sync.WaitGroup
+			for _, n := range nodes {
+				wg.Add(1)
+				go func() { defer wg.Done(); n.stop(ctx) }()
+			}
+			wg.Wait()
+		})
+	} else {
+		var bwg sync.WaitGroup
+		for _, db := range dbs {
+			b := &baselineSweeper{db: db, flushEvery: p.SealEvery, cleanupEvery: p.SweepEvery, countTrigger: p.CountTrigger, timeout: p.StoreTimeout,
+				onCycle: func(d time.Duration) { cycleMu.Lock(); out.cycles = append(out.cycles, d); cycleMu.Unlock() }}
+			bwg.Add(1)
+			go func() { defer bwg.Done(); b.run(runCtx) }()
+		}
+		stopSystem = sync.OnceFunc(func() { stopRun(); bwg.Wait() })
+	}
+	defer stopSystem()
+
+	// Traffic, identical on both sides: per shard, a one-row append to the hot store every
+	// GenericEvery and to a pseudo-random rollout store every RolloutEvery.
+	var appErrs atomic.Int64
+	var twg sync.WaitGroup
+	for i, db := range dbs {
+		twg.Add(2)
+		go func() {
+			defer twg.Done()
+			s, _ := db.Open(ctx, hot)
+			tk := time.NewTicker(p.GenericEvery)
+			defer tk.Stop()
+			for n := 0; ; n++ {
+				select {
+				case <-runCtx.Done():
+					return
+				case <-tk.C:
+				}
+				k := fmt.Sprintf("s%02d-%07d", i, n)
+				if _, err := s.Append(runCtx, []store.Row{genericRow(k, int64(n), nil)}); err != nil && runCtx.Err() == nil {
+					appErrs.Add(1)
+				}
+			}
+		}()
+		go func() {
+			defer twg.Done()
+			rng := uint64(i*7919 + 1)
+			tk := time.NewTicker(p.RolloutEvery)
+			defer tk.Stop()
+			for n := 0; ; n++ {
+				select {
+				case <-runCtx.Done():
+					return
+				case <-tk.C:
+				}
+				rng ^= rng << 13
+				rng ^= rng >> 7
+				rng ^= rng << 17
+				t := rollout[rng%uint64(len(rollout))]
+				s, err := db.Open(runCtx, t)
+				if err != nil {
+					continue
+				}
+				if _, err := s.Append(runCtx, []store.Row{rolloutRow(fmt.Sprintf("s%02d-%07d", i, n), int64(n))}); err != nil && runCtx.Err() == nil {
+					appErrs.Add(1)
+				}
+			}
+		}()
+	}
+
+	// Sample the hot store's pending generations per shard every second.
+	shardIndex := map[string]int{}
+	for i, db := range dbs {
+		shardIndex[db.Shard()] = i
+	}
+	hs, err := sampler.Open(ctx, hot)
+	if err != nil {
+		return out, err
+	}
+	sampleNow := func() []int {
+		pend := make([]int, p.Shards)
+		shards, err := hs.PendingShards(ctx)
+		if err != nil {
+			return pend
+		}
+		for _, sh := range shards {
+			if i, ok := shardIndex[sh.Shard]; ok {
+				pend[i] = sh.PendingGenerations
+			}
+		}
+		return pend
+	}
+	start := time.Now()
+	tk := time.NewTicker(p.Sample)
+	lastReport := time.Now()
+	for time.Since(start) < p.Duration {
+		select {
+		case <-ctx.Done():
+			return out, ctx.Err()
+		case <-tk.C:
+		}
+		out.samples = append(out.samples, sample{T: time.Since(start).Seconds(), Pending: sampleNow()})
+		if time.Since(lastReport) >= 10*time.Second {
+			lastReport = time.Now()
+			last := out.samples[len(out.samples)-1]
+			extra := ""
+			if !isWK {
+				cycleMu.Lock()
+				cs := summarize(out.cycles)
+				cycleMu.Unlock()
+				extra = fmt.Sprintf("  (cleanup cycles done %d, p50 %s)", cs.N, fmtDur(cs.P50))
+			}
+			o.progressf("incident %s: t=%3.0fs  max pending per shard %4d%s", sideName, last.T, maxOf(last.Pending), extra)
+		}
+	}
+	tk.Stop()
+	out.requests = lat.requests.Load()
+	stopRun()
+	twg.Wait()
+	o.progressf("incident %s: stopping", sideName)
+	stopSystem()
+	lat.d.Store(0)
+	out.appErrs = appErrs.Load()
+	for _, t := range rollout {
+		s, err := sampler.Open(ctx, t)
+		if err != nil {
+			continue
+		}
+		shards, err := s.PendingShards(ctx)
+		if err != nil {
+			continue
+		}
+		for _, sh := range shards {
+			out.rollMax = max(out.rollMax, sh.PendingGenerations)
+		}
+	}
+	return out, nil
+}
+
+// secondHalfMean is the mean of the max pending per shard over the second half of the samples.
+func secondHalfMean(ss []sample) float64 {
+	h := ss[len(ss)/2:]
+	if len(h) == 0 {
+		return 0
+	}
+	sum := 0.0
+	for _, s := range h {
+		sum += float64(maxOf(s.Pending))
+	}
+	return sum / float64(len(h))
+}
+
+// secondHalfSlope is the least-squares slope (per minute) of the max pending per shard over
+// the second half of the samples.
+func secondHalfSlope(ss []sample) float64 {
+	if len(ss) < 4 {
+		return 0
+	}
+	h := ss[len(ss)/2:]
+	var sx, sy, sxx, sxy float64
+	for _, s := range h {
+		x, y := s.T/60, float64(maxOf(s.Pending))
+		sx += x
+		sy += y
+		sxx += x * x
+		sxy += x * y
+	}
+	n := float64(len(h))
+	den := n*sxx - sx*sx
+	if den == 0 {
+		return 0
+	}
+	return (n*sxy - sx*sy) / den
+}
+
+func writeIncidentFiles(dir string, rep int, p incidentParams, run incidentRun) ([]string, error) {
+	name := fmt.Sprintf("incident-rep%d", rep+1)
+	csvPath := filepath.Join(dir, name+".csv")
+	c, err := createCSV(csvPath, "t_seconds", "system", "shard", "pending")
+	if err != nil {
+		return nil, err
+	}
+	for _, x := range []struct {
+		sys string
+		ss  []sample
+	}{{"walkeeper", run.samplesWk}, {"baseline", run.samplesBase}} {
+		for _, s := range x.ss {
+			for i, v := range s.Pending {
+				c.row(fmt.Sprintf("%.1f", s.T), x.sys, i, v)
+			}
+		}
+	}
+	if err := c.close(); err != nil {
+		return nil, err
+	}
+	var lines []series
+	add := func(ss []sample, sys string, strong, light color.Color) {
+		for shard := 0; shard < p.Shards; shard++ {
+			var xs, ys []float64
+			for _, s := range ss {
+				xs = append(xs, s.T)
+				ys = append(ys, float64(s.Pending[shard]))
+			}
+			lines = append(lines, series{Name: sys, X: xs, Y: ys, Color: light, Thin: true, NoLegend: true})
+		}
+		var xs, ys []float64
+		for _, s := range ss {
+			xs = append(xs, s.T)
+			ys = append(ys, float64(maxOf(s.Pending)))
+		}
+		lines = append(lines, series{Name: sys + ": max over shards", X: xs, Y: ys, Color: strong})
+	}
+	add(run.samplesBase, "baseline (serial sweeper)", colBaseline, colBaselineLight)
+	add(run.samplesWk, "walkeeper", colWalkeeper, colWalkeeperLight)
+	pngPath := filepath.Join(dir, name+".png")
+	title := fmt.Sprintf("Hot generic store: pending generations per shard (%d shards, %d rollout stores, %s/request)", p.Shards, p.Rollout, p.Latency)
+	err = savePlot(pngPath, title, "seconds", "pending generations", lines,
+		[]hline{{Name: fmt.Sprintf("count trigger %d", p.CountTrigger), Y: float64(p.CountTrigger), Color: colRef}, {Name: fmt.Sprintf("target ≤ %d", 2*p.CountTrigger), Y: float64(2 * p.CountTrigger), Color: colRef2}},
+		22*vg.Centimeter, 13*vg.Centimeter)
+	if err != nil {
+		return nil, err
+	}
+	return []string{csvPath, pngPath}, nil
+}
+
+// baselineSweeper is the old design, per worker process (seed PR 256, before the fix): a flush
+// loop that seals every resident store, kinds one after another, and runs the count-triggered
+// merge for rollout (and datagen) stores only — generic stores are just sealed — plus a cleanup
+// sweeper that walks every resident store, kinds serially (rollout, then datagen, then generic),
+// sealing and merging one pass of whatever is pending, with a per-store timeout. Merges run
+// in-process on the own shard, like the old workers.
+type baselineSweeper struct {
+	db                       *store.DB
+	flushEvery, cleanupEvery time.Duration
+	countTrigger             int
+	timeout                  time.Duration
+	onCycle                  func(time.Duration)
+}
+
+var serialKinds = []store.Kind{store.KindRollout, store.KindDatagen, store.KindGeneric}
+
+func (b *baselineSweeper) run(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		b.loop(ctx, b.flushEvery, b.flushPass)
+	}()
+	go func() {
+		defer wg.Done()
+		b.loop(ctx, b.cleanupEvery, func(ctx context.Context) {
+			start := time.Now()
+			b.cleanupPass(ctx)
+			if ctx.Err() == nil && b.onCycle != nil {
+				b.onCycle(time.Since(start))
+			}
+		})
+	}()
+	wg.Wait()
+}
+
+func (b *baselineSweeper) loop(ctx context.Context, every time.Duration, pass func(context.Context)) {
+	tk := time.NewTicker(every) // a pass longer than the period drops the missed ticks
+	defer tk.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tk.C:
+			pass(ctx)
+		}
+	}
+}
+
+func (b *baselineSweeper) resident(k store.Kind) []*store.Store {
+	var out []*store.Store
+	for _, s := range b.db.Resident() {
+		if s.Target().Kind == k {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (b *baselineSweeper) withTimeout(ctx context.Context, f func(context.Context) error) error {
+	c, cancel := context.WithTimeout(ctx, b.timeout)
+	defer cancel()
+	return f(c)
+}
+
+func (b *baselineSweeper) flushPass(ctx context.Context) {
+	for _, k := range serialKinds {
+		for _, s := range b.resident(k) {
+			if ctx.Err() != nil {
+				return
+			}
+			_ = b.withTimeout(ctx, func(c context.Context) error {
+				res, err := s.Flush(c)
+				if err != nil || k == store.KindGeneric || b.countTrigger <= 0 || res.Pending < b.countTrigger {
+					return err
+				}
+				_, err = s.MergeOnce(c, "")
+				return err
+			})
+		}
+	}
+}
+
+func (b *baselineSweeper) cleanupPass(ctx context.Context) {
+	for _, k := range serialKinds {
+		for _, s := range b.resident(k) {
+			if ctx.Err() != nil {
+				return
+			}
+			_ = b.withTimeout(ctx, func(c context.Context) error {
+				if _, err := s.Flush(c); err != nil {
+					return err
+				}
+				_, err := s.MergeOnce(c, "")
+				if errors.Is(err, store.ErrStalePreparation) {
+					return nil
+				}
+				return err
+			})
+		}
+	}
+}

@@ -1,0 +1,170 @@
+//go:build wip
+
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/walkeeper/walkeeper/store"
+)
+
+// RunReadAmp measures Get and a 100-row List page from a reader process (no memtable; every
+// generation comes from storage, then from the decoded-file cache) over a 10,000-row base with
+// 0, 16, 256 and 1024 pending generations of 100 rows each on top, and again after merging
+// them all (merge_max_generations 8, so one base run per 8 generations), and again after
+// compacting the base into one run. Storage: file:// without fsync (writes are not what is
+// measured).
+func RunReadAmp(ctx context.Context, o Options) (*Result, error) {
+	res := newResult("read-amp", o)
+	levels := []int{0, 16, 256, 1024}
+	gets, lists := 400, 100
+	if o.Quick {
+		levels = []int{0, 16, 256}
+		gets, lists = 100, 20
+	}
+	const baseRows, rowsPerGen = 10000, 100
+	res.param("reps", o.reps())
+	res.param("base_rows", baseRows)
+	res.param("rows_per_generation", rowsPerGen)
+	res.param("gets_per_level", gets)
+	res.param("lists_per_level", lists)
+	dir, cleanup, err := o.workDir("readamp")
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+
+	type row struct{ getP50, getP99, listP50, listP99 []float64 }
+	rowsBy := map[string]*row{}
+	var order []string
+	add := func(label string, g, l durStats) {
+		r := rowsBy[label]
+		if r == nil {
+			r = &row{}
+			rowsBy[label] = r
+			order = append(order, label)
+		}
+		r.getP50 = append(r.getP50, us(g.P50))
+		r.getP99 = append(r.getP99, us(g.P99))
+		r.listP50 = append(r.listP50, us(l.P50))
+		r.listP99 = append(r.listP99, us(l.P99))
+	}
+	for rep := 0; rep < o.reps(); rep++ {
+		for _, pending := range levels {
+			url := fileURL(fmt.Sprintf("%s/r%d-p%d", dir, rep, pending), true)
+			w, err := store.OpenDB(ctx, url, storeOptions("writer", o.logger(), func(so *store.Options) { so.PendingMax = 0; so.PendingWarn = 0 }))
+			if err != nil {
+				return nil, err
+			}
+			s, err := createGeneric(ctx, w, "ra")
+			if err != nil {
+				return nil, err
+			}
+			if err := writeGenerations(ctx, s, 1, baseRows, 16, baseRows, 0); err != nil {
+				return nil, err
+			}
+			if _, err := s.MergeAll(ctx); err != nil {
+				return nil, err
+			}
+			o.progressf("read-amp: rep %d/%d: writing %d pending generations", rep+1, o.reps(), pending)
+			for g := 0; g < pending; g++ {
+				batch := make([]store.Row, rowsPerGen)
+				for i := range batch {
+					k := (g*rowsPerGen + i*37) % baseRows
+					batch[i] = genericRow(fmt.Sprintf("k%09d", k), int64(g), payloadOf(16, int64(g*rowsPerGen+i)))
+				}
+				if _, err := s.Append(ctx, batch); err != nil {
+					return nil, err
+				}
+				if _, err := s.Flush(ctx); err != nil {
+					return nil, err
+				}
+			}
+			measure := func() (durStats, durStats, error) {
+				r, err := store.OpenDB(ctx, url, storeOptions("reader", o.logger(), func(so *store.Options) { so.PendingMax = 0; so.PendingWarn = 0 }))
+				if err != nil {
+					return durStats{}, durStats{}, err
+				}
+				defer r.Close(context.WithoutCancel(ctx))
+				rs, err := r.Open(ctx, s.Target())
+				if err != nil {
+					return durStats{}, durStats{}, err
+				}
+				var gl, ll []time.Duration
+				for i := 0; i < gets; i++ {
+					t0 := time.Now()
+					if _, err := rs.Get(ctx, fmt.Sprintf("k%09d", (i*7919)%baseRows)); err != nil {
+						return durStats{}, durStats{}, fmt.Errorf("get: %w", err)
+					}
+					gl = append(gl, time.Since(t0))
+				}
+				for i := 0; i < lists; i++ {
+					t0 := time.Now()
+					page, err := rs.List(ctx, store.ListOptions{Limit: 100, After: fmt.Sprintf("k%09d", (i*7919)%(baseRows-200))})
+					if err != nil || len(page.Rows) != 100 {
+						return durStats{}, durStats{}, fmt.Errorf("list: %v (%d rows)", err, len(page.Rows))
+					}
+					ll = append(ll, time.Since(t0))
+				}
+				return summarize(gl), summarize(ll), nil
+			}
+			g, l, err := measure()
+			if err != nil {
+				return nil, err
+			}
+			add(fmt.Sprintf("%d pending", pending), g, l)
+			o.progressf("read-amp: %d pending: get p50 %s p99 %s, list p50 %s p99 %s", pending, fmtDur(g.P50), fmtDur(g.P99), fmtDur(l.P50), fmtDur(l.P99))
+			if pending == levels[len(levels)-1] {
+				if _, err := s.MergeAll(ctx); err != nil {
+					return nil, err
+				}
+				g, l, err := measure()
+				if err != nil {
+					return nil, err
+				}
+				st, _ := s.Stats(ctx)
+				add(fmt.Sprintf("%d pending, after merging (%d base runs)", pending, st.Runs), g, l)
+				o.progressf("read-amp: after merging: get p50 %s, list p50 %s (%d runs)", fmtDur(g.P50), fmtDur(l.P50), st.Runs)
+				// What the sweep's CompactBase does next (≥ 32 runs): rewrite the runs into one.
+				for i := 0; i < 64; i++ {
+					cr, err := s.CompactBase(ctx, store.CompactParams{MaxRuns: 16})
+					if err != nil {
+						return nil, err
+					}
+					if !cr.Committed || cr.RunsLeft <= 1 {
+						break
+					}
+				}
+				g, l, err = measure()
+				if err != nil {
+					return nil, err
+				}
+				st, _ = s.Stats(ctx)
+				add(fmt.Sprintf("%d pending, after merging and compaction (%d base run)", pending, st.Runs), g, l)
+				o.progressf("read-amp: after compaction: get p50 %s, list p50 %s (%d runs)", fmtDur(g.P50), fmtDur(l.P50), st.Runs)
+			}
+			if err := w.Close(ctx); err != nil {
+				return nil, err
+			}
+		}
+	}
+	t := Table{Title: "Read latency (µs) from a reader process, median over repetitions of each percentile, range in brackets",
+		Header: []string{"state", "Get p50", "Get p99", "List(100) p50", "List(100) p99", "List p50 vs 0 pending"}}
+	base := spreadOf(rowsBy[order[0]].listP50).Median
+	for _, label := range order {
+		r := rowsBy[label]
+		lp := spreadOf(r.listP50)
+		t.Rows = append(t.Rows, []string{label, spreadOf(r.getP50).fmt("%.0f"), spreadOf(r.getP99).fmt("%.0f"), lp.fmt("%.0f"), spreadOf(r.listP99).fmt("%.0f"), fmt.Sprintf("%.1f×", lp.Median/base)})
+		res.Values["list_p50_us/"+label] = lp.Median
+		res.Values["get_p50_us/"+label] = spreadOf(r.getP50).Median
+	}
+	res.Tables = append(res.Tables, t)
+	top := order[len(order)-3]
+	after := order[len(order)-1]
+	res.Values["amp_top"] = spreadOf(rowsBy[top].listP50).Median / base
+	res.Values["amp_after_merge"] = spreadOf(rowsBy[after].listP50).Median / base
+	res.note("The first read of each level decodes every pending generation (cold); the cache (256 MiB) then holds them, so p50 shows the per-read merge cost over N sorted files and p99 includes the cold first read.")
+	return res, nil
+}

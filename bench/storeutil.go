@@ -1,0 +1,140 @@
+//go:build wip
+
+package bench
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/walkeeper/walkeeper/store"
+)
+
+// benchSchema is the generic schema every store-level scenario writes: a key, a number and a
+// binary payload that sets the row size.
+var benchSchema = store.Schema{Fields: []store.Field{
+	{Name: "id", Type: store.TypeString},
+	{Name: "n", Type: store.TypeInt64, Nullable: true},
+	{Name: "payload", Type: store.TypeBinary, Nullable: true},
+}}
+
+func genericRow(key string, n int64, payload []byte) store.Row {
+	return store.Row{Key: key, Values: []any{key, n, payload}}
+}
+
+// rolloutRow is a small rollout record.
+func rolloutRow(key string, step int64) store.Row {
+	vals := make([]any, len(store.RolloutSchema().Fields))
+	vals[0] = key
+	vals[1] = "run-bench"
+	vals[2] = step
+	vals[3] = "prompt"
+	vals[4] = "completion"
+	vals[5] = 0.5
+	vals[6] = false
+	return store.Row{Key: key, Values: vals}
+}
+
+// payloadOf returns n bytes that compress poorly (so Parquet sizes track the input).
+func payloadOf(n int, seed int64) []byte {
+	b := make([]byte, n)
+	x := uint64(seed)*0x9E3779B97F4A7C15 + 1
+	for i := range b {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		b[i] = byte(x)
+	}
+	return b
+}
+
+// storeOptions are the store defaults with scenario tweaks.
+func storeOptions(instance string, log *zap.Logger, tweak ...func(*store.Options)) store.Options {
+	o := store.DefaultOptions()
+	o.InstanceID = instance
+	o.Logger = log
+	for _, f := range tweak {
+		f(&o)
+	}
+	return o
+}
+
+func createGeneric(ctx context.Context, db *store.DB, name string) (*store.Store, error) {
+	f := false
+	return db.Create(ctx, store.Target{Kind: store.KindGeneric, Name: name}, store.CreateOptions{Schema: &benchSchema, SealOnAppend: &f})
+}
+
+// writeGenerations appends gens generations of rows rows each with payload bytes per row to
+// s (sealing after each), keys cycling over keySpace. It returns the bytes of row payload.
+func writeGenerations(ctx context.Context, s *store.Store, gens, rows, payload, keySpace int, seed int64) error {
+	for g := 0; g < gens; g++ {
+		batch := make([]store.Row, rows)
+		for i := range batch {
+			n := seed + int64(g*rows+i)
+			batch[i] = genericRow(fmt.Sprintf("k%09d", n%int64(max(keySpace, 1))), n, payloadOf(payload, n))
+		}
+		if _, err := s.Append(ctx, batch); err != nil {
+			return err
+		}
+		if _, err := s.Flush(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// memURL returns a fresh mem:// URL (mem buckets live for the whole process).
+func memURL(name string) string {
+	return fmt.Sprintf("mem://walkeeper-bench-%s-%d-%d", name, time.Now().UnixNano(), memSeq.Add(1))
+}
+
+var memSeq atomic.Int64
+
+// fileURL returns a file:// URL for dir; nosync skips fsync.
+func fileURL(dir string, nosync bool) string {
+	u := "file://" + dir
+	if nosync {
+		u += "?nosync=1"
+	}
+	return u
+}
+
+// latencyFaults delays every storage request by d (while enabled) and counts requests:
+// a model of an object store's round trip, applied equally to both sides of a comparison.
+type latencyFaults struct {
+	d        atomic.Int64 // nanoseconds; 0 = off
+	requests atomic.Int64
+}
+
+func (l *latencyFaults) Before(op, key string) error {
+	l.requests.Add(1)
+	if d := time.Duration(l.d.Load()); d > 0 {
+		time.Sleep(d)
+	}
+	return nil
+}
+
+func (l *latencyFaults) After(op, key string, err error) error { return err }
+
+// openLatencyDB opens url with every request going through faults.
+func openLatencyDB(ctx context.Context, url string, f store.Faults, opts store.Options) (*store.DB, error) {
+	b, err := store.OpenBucket(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	return store.OpenDBOnBucket(b.WithFaults(f), opts), nil
+}
+
+func isKind(t store.Target, k store.Kind) bool { return t.Kind == k }
+
+func joinTargets(ts []store.Target) string {
+	var s []string
+	for _, t := range ts {
+		s = append(s, t.String())
+	}
+	return strings.Join(s, ",")
+}

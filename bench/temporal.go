@@ -1,0 +1,169 @@
+//go:build wip
+
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	tworker "go.temporal.io/sdk/worker"
+	"go.uber.org/zap"
+
+	"github.com/walkeeper/walkeeper/activities"
+	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/worker"
+	"github.com/walkeeper/walkeeper/workflows"
+)
+
+// temporalEnv is a Temporal frontend and a client: a dev server started for the run, or an
+// existing server (Options.Temporal).
+type temporalEnv struct {
+	hostPort string
+	client   client.Client
+	srv      *worker.DevServer
+}
+
+func (e *temporalEnv) close() {
+	if e.client != nil {
+		e.client.Close()
+	}
+	if e.srv != nil {
+		_ = e.srv.Stop()
+	}
+}
+
+// startTemporal connects to o.Temporal or starts `temporal server start-dev` (headless,
+// in-memory database, server log in logDir/temporal.log).
+func startTemporal(ctx context.Context, o Options, logDir string) (*temporalEnv, error) {
+	env := &temporalEnv{hostPort: o.Temporal}
+	if env.hostPort == "" {
+		o.progressf("starting Temporal dev server (temporal server start-dev, headless)")
+		var out io.Writer = io.Discard
+		if logDir != "" {
+			f, err := os.Create(filepath.Join(logDir, "temporal.log"))
+			if err == nil {
+				defer func() { _ = f.Sync() }()
+				out = f
+			}
+		}
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+		defer cancel()
+		srv, err := worker.StartDevServer(sctx, worker.DevServerOptions{
+			Install:  true,
+			Headless: true,
+			LogLevel: "error",
+			Output:   out,
+			Progress: o.Progress,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("start Temporal dev server: %w", err)
+		}
+		env.srv = srv
+		env.hostPort = srv.HostPort()
+	}
+	c, err := worker.Dial(ctx, worker.TemporalConfig{HostPort: env.hostPort, Namespace: worker.DefaultTemporalNamespace}, o.logger())
+	if err != nil {
+		env.close()
+		return nil, fmt.Errorf("dial Temporal at %s: %w", env.hostPort, err)
+	}
+	env.client = c
+	if err := worker.EnsureSearchAttributes(ctx, c, worker.DefaultTemporalNamespace); err != nil {
+		env.close()
+		return nil, fmt.Errorf("register search attributes: %w", err)
+	}
+	return env, nil
+}
+
+// nodeConfig configures one in-process walkeeper node.
+type nodeConfig struct {
+	FlushInterval         time.Duration
+	MergeAfterGenerations int
+	MergeSlots            int
+	SharedActivitySlots   int
+	// ParallelPrepare makes the node's count-trigger starts ask MergeWal for parallel
+	// prepares (the worker's own trigger sends only the target).
+	ParallelPrepare bool
+}
+
+// node is one walkeeper worker process minus its HTTP data plane: the store handle, the
+// flush sweeper with the count trigger, and the two Temporal workers (shared queue and own
+// shard queue), wired exactly as worker.Worker wires them (worker/worker.go Start and
+// startTemporalLocked). It exists because worker.Worker opens its storage from a URL, and the
+// incident replay needs every node's storage requests to go through the same latency model
+// as the baseline's.
+type node struct {
+	db      *store.DB
+	sweeper *worker.Sweeper
+	tws     []tworker.Worker
+	cancel  context.CancelFunc
+}
+
+func startNode(ctx context.Context, c client.Client, db *store.DB, metrics *worker.Metrics, cfg nodeConfig, log *zap.Logger) (*node, error) {
+	n := &node{db: db}
+	var start worker.MergeStarter
+	if c != nil {
+		start = worker.TemporalMergeStarter(c)
+		if cfg.ParallelPrepare {
+			inner := start
+			start = func(ctx context.Context, t store.Target, in workflows.MergeWalInput) (client.WorkflowRun, error) {
+				in.ParallelPrepare = true
+				return inner(ctx, t, in)
+			}
+		}
+	}
+	n.sweeper = worker.NewSweeper(worker.SweeperOptions{
+		Interval:              cfg.FlushInterval,
+		MergeAfterGenerations: cfg.MergeAfterGenerations,
+		Start:                 start,
+		Logger:                log.Named("sweeper"),
+		Metrics:               metrics,
+		Resident:              db.Resident,
+	})
+	if c != nil {
+		acts := &activities.Activities{DB: db, Logger: log.Named("activities"), Metrics: metrics, Client: c}
+		shared := tworker.New(c, workflows.TaskQueue, tworker.Options{
+			Identity:                           "bench/" + db.Shard(),
+			MaxConcurrentActivityExecutionSize: max(cfg.SharedActivitySlots, 1),
+			WorkerStopTimeout:                  5 * time.Second,
+		})
+		workflows.Register(shared)
+		activities.Register(shared, acts)
+		own := tworker.New(c, workflows.ShardQueue(db.Shard()), tworker.Options{
+			Identity:                           "bench/" + db.Shard(),
+			MaxConcurrentActivityExecutionSize: max(cfg.MergeSlots, 1),
+			WorkerStopTimeout:                  5 * time.Second,
+			DisableWorkflowWorker:              true,
+		})
+		activities.Register(own, acts)
+		for _, tw := range []tworker.Worker{shared, own} {
+			if err := tw.Start(); err != nil {
+				n.stop(ctx)
+				return nil, fmt.Errorf("start Temporal worker: %w", err)
+			}
+			n.tws = append(n.tws, tw)
+		}
+	}
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	n.cancel = cancel
+	n.sweeper.Start(sctx)
+	return n, nil
+}
+
+// stop stops the sweeper and the Temporal workers; it leaves the DB open.
+func (n *node) stop(ctx context.Context) {
+	if n.cancel != nil {
+		n.cancel()
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	_ = n.sweeper.Stop(sctx)
+	for _, tw := range n.tws {
+		tw.Stop()
+	}
+	n.tws = nil
+}

@@ -1,0 +1,186 @@
+//go:build wip
+
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/walkeeper/walkeeper/store"
+)
+
+// RunMergeThroughput measures merge throughput — MB of generation files merged per second,
+// prepare + commit, from a cold process cache — next to the raw I/O bound of the same bytes
+// measured in the same run on the same disk: read the same generation files and write (and
+// fsync) as many bytes to a new file. Both read from the page cache (the generations were
+// just written), which is the favourable case for the raw bound.
+func RunMergeThroughput(ctx context.Context, o Options) (*Result, error) {
+	res := newResult("merge-throughput", o)
+	gens, rowsPerGen, payload := 8, 1024, 4<<10 // 8 × ~4 MiB
+	if o.Quick {
+		rowsPerGen = 256 // 8 × ~1 MiB
+	}
+	res.param("reps", o.reps())
+	res.param("generations", gens)
+	res.param("generation_size", fmt.Sprintf("%.1f MiB", mib(int64(rowsPerGen*(payload+64)))))
+	res.param("row_shapes", "4 KiB binary payload; 200 B binary payload (same bytes, 16× the rows)")
+	res.param("storage", "file:// with fsync")
+	dir, cleanup, err := o.workDir("throughput")
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+
+	type variant struct {
+		name, suffix        string
+		rowsPerGen, payload int
+	}
+	variants := []variant{
+		{"4 KiB rows", "", rowsPerGen, payload},
+		{"200 B rows", "_small", rowsPerGen * 4096 / 264, 200},
+	}
+	t := Table{Title: "Throughput (MB of generation files per second), median over repetitions, range in brackets",
+		Header: []string{"rows", "merge (prepare + commit)", "prepare only", "raw read + write + fsync", "merge / raw"}}
+	for _, v := range variants {
+		rowsPerGen, payload := v.rowsPerGen, v.payload
+		err := func() error {
+			var mergeMBs, rawMBs, ratios, prepMBs []float64
+			for rep := 0; rep < o.reps(); rep++ {
+				root := filepath.Join(dir, fmt.Sprintf("%s-rep%d", v.suffix, rep))
+				url := fileURL(root, false)
+				w, err := store.OpenDB(ctx, url, storeOptions("writer", o.logger()))
+				if err != nil {
+					return err
+				}
+				s, err := createGeneric(ctx, w, "tp")
+				if err != nil {
+					return err
+				}
+				if err := writeGenerations(ctx, s, gens, rowsPerGen, payload, 1<<30, 0); err != nil {
+					return err
+				}
+				shard := w.Shard()
+				if err := w.Close(ctx); err != nil {
+					return err
+				}
+				var files []string
+				var onDisk int64
+				_ = filepath.Walk(filepath.Join(root, "generic", "tp", "_mem_wal"), func(p string, info os.FileInfo, err error) error {
+					if err == nil && !info.IsDir() && strings.Contains(p, string(filepath.Separator)+"gen"+string(filepath.Separator)) && strings.HasSuffix(p, ".arrow") {
+						onDisk += info.Size()
+						files = append(files, p)
+					}
+					return nil
+				})
+				if len(files) != gens {
+					return fmt.Errorf("found %d generation files, want %d", len(files), gens)
+				}
+				// The raw bound reads copies (same bytes, same disk): the merge deletes the originals.
+				for i, f := range files {
+					b, err := os.ReadFile(f)
+					if err != nil {
+						return err
+					}
+					c := filepath.Join(root, fmt.Sprintf("raw-src-%d", i))
+					if err := os.WriteFile(c, b, 0o644); err != nil {
+						return err
+					}
+					files[i] = c
+				}
+				raw := func() (time.Duration, error) {
+					t0 := time.Now()
+					var all []byte
+					for _, f := range files {
+						b, err := os.ReadFile(f)
+						if err != nil {
+							return 0, err
+						}
+						all = append(all, b...)
+					}
+					out := filepath.Join(root, fmt.Sprintf("raw-%d.out", rep))
+					f, err := os.Create(out)
+					if err != nil {
+						return 0, err
+					}
+					if _, err := f.Write(all); err != nil {
+						f.Close()
+						return 0, err
+					}
+					if err := f.Sync(); err != nil {
+						f.Close()
+						return 0, err
+					}
+					if err := f.Close(); err != nil {
+						return 0, err
+					}
+					return time.Since(t0), os.Remove(out)
+				}
+				merge := func() (time.Duration, time.Duration, error) {
+					m, err := store.OpenDB(ctx, url, storeOptions("merger", o.logger(), func(so *store.Options) {
+						so.MergeMaxGenerations = 0
+						so.MergeMaxBytes = 0
+					}))
+					if err != nil {
+						return 0, 0, err
+					}
+					defer m.Close(context.WithoutCancel(ctx))
+					ms, err := m.Open(ctx, s.Target())
+					if err != nil {
+						return 0, 0, err
+					}
+					t0 := time.Now()
+					p, err := ms.Prepare(ctx, store.PrepareParams{Shard: shard})
+					if err != nil || p == nil {
+						return 0, 0, fmt.Errorf("prepare: %v", err)
+					}
+					prep := time.Since(t0)
+					cr, err := ms.Commit(ctx, p)
+					if err != nil {
+						return 0, 0, err
+					}
+					if cr.Reclaimed != gens {
+						return 0, 0, fmt.Errorf("reclaimed %d of %d", cr.Reclaimed, gens)
+					}
+					return time.Since(t0), prep, nil
+				}
+				// Alternate the order between repetitions.
+				var rd, md, pd time.Duration
+				if rep%2 == 0 {
+					if rd, err = raw(); err == nil {
+						md, pd, err = merge()
+					}
+				} else {
+					if md, pd, err = merge(); err == nil {
+						rd, err = raw()
+					}
+				}
+				if err != nil {
+					return err
+				}
+				mb := float64(onDisk) / 1e6
+				mergeMBs = append(mergeMBs, mb/md.Seconds())
+				prepMBs = append(prepMBs, mb/pd.Seconds())
+				rawMBs = append(rawMBs, mb/rd.Seconds())
+				ratios = append(ratios, rd.Seconds()/md.Seconds())
+				o.progressf("merge-throughput: %s rep %d/%d: %.1f MB merged in %s (%.0f MB/s), raw %s (%.0f MB/s)", v.name, rep+1, o.reps(), mb, fmtDur(md), mb/md.Seconds(), fmtDur(rd), mb/rd.Seconds())
+				_ = os.RemoveAll(root)
+			}
+			m, p, r, q := spreadOf(mergeMBs), spreadOf(prepMBs), spreadOf(rawMBs), spreadOf(ratios)
+			t.Rows = append(t.Rows, []string{v.name, m.fmt("%.0f"), p.fmt("%.0f"), r.fmt("%.0f"), q.fmt("%.2f")})
+			res.target("merge throughput / raw I/O, "+v.name, "≥ 0.50", q.fmt("%.2f"), q.Median >= 0.5)
+			res.Values["ratio"+v.suffix] = q.Median
+			res.Values["merge_mb_s"+v.suffix] = m.Median
+			res.Values["raw_mb_s"+v.suffix] = r.Median
+			return nil
+		}()
+		if err != nil {
+			return nil, err
+		}
+	}
+	res.Tables = append(res.Tables, t)
+	return res, nil
+}

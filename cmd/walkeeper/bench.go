@@ -1,0 +1,165 @@
+//go:build wip
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/pprof"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/walkeeper/walkeeper/bench"
+)
+
+// newBenchCmd is `walkeeper bench <scenario>`: the benchmark scenarios of package bench.
+func newBenchCmd() *cobra.Command {
+	var (
+		o          bench.Options
+		out        string
+		workDir    string
+		logLevel   string
+		failOnMiss bool
+		child      bool
+		cpuProfile string
+	)
+	var names []string
+	for _, s := range bench.Scenarios {
+		names = append(names, fmt.Sprintf("  %-18s %s", s.Name, s.Short))
+	}
+	cmd := &cobra.Command{
+		Use:   "bench <scenario>|all|list",
+		Short: "Run a benchmark scenario (incident replay, commit lock, append latency, ...)",
+		Long: `Run one of walkeeper's benchmark scenarios, measuring walkeeper and its comparison side by
+side in the same run. Results (markdown, JSON, CSV, PNG) go to --out; progress goes to stderr
+and the summary to stdout. docs/BENCHMARKS.md records real runs.
+
+Scenarios:
+` + strings.Join(names, "\n") + `
+  all                run every scenario in this order
+
+--quick runs each scenario's smoke-test size (under 2 minutes each). Scenarios that need Temporal
+start a dev server (temporal server start-dev) unless --temporal is given explicitly.`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			ctx, cancel := signalContext(cmd.Context())
+			defer cancel()
+			name := a[0]
+			if name == "list" {
+				for _, s := range bench.Scenarios {
+					fmt.Fprintf(cmd.OutOrStdout(), "%-18s %s\n", s.Name, s.Short)
+				}
+				return nil
+			}
+			var run []string
+			if name == "all" {
+				for _, s := range bench.Scenarios {
+					run = append(run, s.Name)
+				}
+			} else if _, ok := bench.Lookup(name); ok {
+				run = []string{name}
+			} else {
+				return usagef("unknown scenario %q (see 'walkeeper bench list')", name)
+			}
+			if f := cmd.Flags().Lookup("temporal"); f != nil && f.Changed {
+				o.Temporal = f.Value.String()
+			}
+			o.Reexec = func(ctx context.Context, scenario string, extra ...string) *exec.Cmd {
+				exe, err := os.Executable()
+				if err != nil {
+					exe = os.Args[0]
+				}
+				return exec.CommandContext(ctx, exe, append([]string{"bench", scenario, "--child"}, extra...)...)
+			}
+			if child {
+				o.Child = true
+				o.ChildOut = cmd.OutOrStdout()
+				_, err := bench.Run(ctx, name, o)
+				return err
+			}
+			if out == "" {
+				out = filepath.Join("walkeeper-bench", time.Now().Format("20060102-150405"))
+			}
+			if err := os.MkdirAll(out, 0o755); err != nil {
+				return err
+			}
+			o.OutDir = out
+			o.WorkDir = workDir
+			o.Progress = cmd.ErrOrStderr()
+			logger, closeLog, err := benchLogger(filepath.Join(out, "walkeeper.log"), logLevel)
+			if err != nil {
+				return usageError{err}
+			}
+			defer closeLog()
+			o.Logger = logger
+			if cpuProfile != "" {
+				f, err := os.Create(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return err
+				}
+				defer pprof.StopCPUProfile()
+			}
+			missed := 0
+			for _, n := range run {
+				fmt.Fprintf(cmd.ErrOrStderr(), "== bench %s (quick=%v) → %s\n", n, o.Quick, out)
+				res, err := bench.Run(ctx, n, o)
+				if err != nil {
+					return fmt.Errorf("bench %s: %w", n, err)
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), res.Markdown())
+				for _, t := range res.Targets {
+					if !t.Met {
+						missed++
+					}
+				}
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "results in %s\n", out)
+			if failOnMiss && missed > 0 {
+				return fmt.Errorf("%d target(s) missed", missed)
+			}
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.BoolVar(&o.Quick, "quick", false, "smoke-test size: under 2 minutes per scenario")
+	fs.StringVar(&out, "out", "", "directory for results (markdown, JSON, CSV, PNG, walkeeper.log); default ./walkeeper-bench/<time>")
+	fs.StringVar(&workDir, "work-dir", "", "directory for the stores a scenario writes (default: the system temp dir); removed afterwards")
+	fs.IntVar(&o.Reps, "reps", 0, "repetitions (default 5, or 1 with --quick)")
+	fs.DurationVar(&o.Duration, "duration", 0, "length of the incident replay (default 4m, 1m with --quick)")
+	fs.IntVar(&o.Shards, "shards", 0, "incident: number of shards (worker processes) per side (default 20, 4 with --quick)")
+	fs.IntVar(&o.Stores, "stores", 0, "incident: rollout stores (default 300, 120 with --quick); temporal-overhead: idle stores to sweep (default 1000)")
+	fs.DurationVar(&o.Latency, "latency", 0, "incident: modelled object-store latency added to every storage request (default 10ms, 25ms with --quick; negative = none)")
+	fs.IntVar(&o.MergeMaxGenerations, "merge-max-generations", 0, "incident: merge_max_generations of both systems (default 8)")
+	fs.BoolVar(&o.ParallelPrepare, "parallel-prepare", false, "incident: walkeeper's count trigger starts MergeWal with parallel_prepare")
+	fs.StringVar(&logLevel, "log-level", "warn", "level of walkeeper's own log, written to <out>/walkeeper.log")
+	fs.BoolVar(&failOnMiss, "fail-on-miss", false, "exit 1 when a target is missed")
+	fs.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
+	fs.BoolVar(&child, "child", false, "run the child half of a scenario (internal)")
+	_ = fs.MarkHidden("child")
+	return cmd
+}
+
+// benchLogger writes JSON logs at level to path.
+func benchLogger(path, level string) (*zap.Logger, func(), error) {
+	lvl, err := zapcore.ParseLevel(level)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--log-level: %w", err)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	core := zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(f), lvl)
+	return zap.New(core), func() { _ = f.Sync(); _ = f.Close() }, nil
+}

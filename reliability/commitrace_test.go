@@ -1,0 +1,271 @@
+//go:build wip
+
+package reliability
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/walkeeper/walkeeper/internal/s3test"
+	"github.com/walkeeper/walkeeper/store"
+)
+
+type raceArg struct {
+	URL        string `json:"url"`
+	Instance   string `json:"instance"`
+	Dir        string `json:"dir"` // ready-<instance>, start, result-<instance>.json
+	Rounds     int    `json:"rounds"`
+	Rows       int    `json:"rows"`
+	MaxGensCap int    `json:"max_gens_cap"`
+}
+
+type raceResult struct {
+	Shard     string           `json:"shard"`
+	Merges    int              `json:"merges"`  // commits that published a version
+	Already   int              `json:"already"` // commits answered "already committed" (unexpected here)
+	Through   uint64           `json:"through"` // last acknowledged watermark
+	Versions  []uint64         `json:"versions"`
+	Conflicts int              `json:"conflicts"`  // Commit calls that returned ErrConflict and were retried
+	LostRaces int64            `json:"lost_races"` // base put-if-absent calls that found the version taken
+	Rows      map[string]int64 `json:"rows"`       // every acknowledged row
+	Elapsed   time.Duration    `json:"elapsed"`
+}
+
+func init() { childModes["commit-race"] = commitRaceChild }
+
+// commitRaceChild is one shard: rounds of append → seal → prepare → commit to the shared
+// base table, as fast as it can, starting when the parent says so.
+func commitRaceChild(ctx context.Context, raw json.RawMessage) error {
+	var a raceArg
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return err
+	}
+	var lost atomic.Int64
+	count := store.FaultFuncs{AfterFunc: func(op, key string, err error) error {
+		if op == store.OpPutIfAbsent && strings.Contains(key, "/_versions/") && errors.Is(err, store.ErrAlreadyExists) {
+			lost.Add(1)
+		}
+		return err
+	}}
+	db, err := openDB(ctx, a.URL, a.Instance, count, nil)
+	if err != nil {
+		return err
+	}
+	defer db.Close(ctx)
+	var s *store.Store
+	if _, err := retry(time.Minute, func() error { s, err = db.Open(ctx, target); return err }); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(a.Dir, "ready-"+a.Instance), nil, 0o644); err != nil {
+		return err
+	}
+	for deadline := time.Now().Add(5 * time.Minute); ; {
+		if _, err := os.Stat(filepath.Join(a.Dir, "start")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			return errors.New("never told to start")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	res := raceResult{Shard: db.Shard(), Rows: map[string]int64{}}
+	start := time.Now()
+	for r := 0; r < a.Rounds; r++ {
+		rows := make([]store.Row, a.Rows)
+		for i := range rows {
+			k := fmt.Sprintf("%s-r%04d-k%02d", a.Instance, r, i)
+			rows[i] = Row(k, int64(r+1))
+		}
+		if _, err := s.Append(ctx, rows); err != nil {
+			return fmt.Errorf("round %d append: %w", r, err)
+		}
+		for _, row := range rows {
+			res.Rows[row.Key] = row.Values[1].(int64)
+		}
+		if _, err := s.Flush(ctx); err != nil {
+			return fmt.Errorf("round %d flush: %w", r, err)
+		}
+		p, err := s.Prepare(ctx, store.PrepareParams{AttemptKey: fmt.Sprintf("race/%s/%d", a.Instance, r)})
+		if err != nil || p == nil {
+			return fmt.Errorf("round %d prepare: %v (nil=%v)", r, err, p == nil)
+		}
+		for {
+			cr, err := s.Commit(ctx, p)
+			if errors.Is(err, store.ErrConflict) {
+				res.Conflicts++ // 128 lost races in a row: back off and retry, as the activity would
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("round %d commit: %w", r, err)
+			}
+			if cr.AlreadyCommitted {
+				res.Already++
+			} else {
+				res.Merges++
+				res.Versions = append(res.Versions, cr.BaseVersion)
+			}
+			res.Through = p.Through
+			break
+		}
+	}
+	res.Elapsed = time.Since(start)
+	res.LostRaces = lost.Load()
+	return WriteJSONFile(filepath.Join(a.Dir, "result-"+a.Instance+".json"), res)
+}
+
+// TestCommitRaceProcesses: ≥ 8 OS processes, one shard each, commit merges to ONE base
+// table as fast as they can. No commit may be lost or doubled: every acknowledged commit
+// published a distinct version, the versions are exactly 1..total, each shard's watermark
+// equals the last generation its process acknowledged, and every row is in the base once.
+func TestCommitRaceProcesses(t *testing.T) {
+	procs := pickInt(8, 12, "WALKEEPER_RACE_PROCS")
+	rounds := pickInt(25, 200, "WALKEEPER_RACE_ROUNDS")
+	if raceEnabled && !soak() {
+		rounds = 6
+	}
+	t.Run("file", func(t *testing.T) {
+		runCommitRace(t, fileURL(t), nil, procs, rounds)
+	})
+	t.Run("s3", func(t *testing.T) {
+		s3test.SetCredentials(t)
+		srv, err := s3test.New(s3test.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = srv.Close() })
+		bucket := s3test.NewBucketName()
+		if err := srv.CreateBucket(bucket); err != nil {
+			t.Fatal(err)
+		}
+		runCommitRace(t, srv.BucketURL(bucket), s3test.Env(), procs, max(rounds/2, 4))
+	})
+}
+
+func runCommitRace(t *testing.T, url string, env map[string]string, procs, rounds int) {
+	ctx := context.Background()
+	parent := mustOpenDB(t, url, "race-parent", nil, nil)
+	if _, err := createOrOpen(ctx, parent); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	children := make([]*Child, procs)
+	for i := range children {
+		c, err := StartChild(ctx, "commit-race", raceArg{
+			URL: url, Instance: fmt.Sprintf("racer-%02d", i), Dir: dir, Rounds: rounds, Rows: 3,
+		}, env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		children[i] = c
+	}
+	// Start them together: wait until every child has opened the store.
+	for deadline := time.Now().Add(3 * time.Minute); ; {
+		n := 0
+		for i := range children {
+			if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf("ready-racer-%02d", i))); err == nil {
+				n++
+			}
+		}
+		if n == procs {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d of %d children got ready", n, procs)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	began := time.Now()
+	if err := os.WriteFile(filepath.Join(dir, "start"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	results := make([]raceResult, procs)
+	for i, c := range children {
+		res, err := c.Wait()
+		if err != nil || res.ExitCode != 0 {
+			t.Fatalf("child %d failed: %v\n%s", i, err, res)
+		}
+		if err := ReadJSONFile(filepath.Join(dir, fmt.Sprintf("result-racer-%02d.json", i)), &results[i]); err != nil {
+			t.Fatalf("child %d result: %v", i, err)
+		}
+	}
+	elapsed := time.Since(began)
+
+	total, conflicts, lost := 0, 0, int64(0)
+	seen := map[uint64]string{}
+	want := map[string]int64{}
+	for _, r := range results {
+		total += r.Merges
+		conflicts += r.Conflicts
+		lost += r.LostRaces
+		if r.Already > 0 {
+			t.Errorf("shard %s: %d commits answered 'already committed' though nobody else merges its shard", r.Shard, r.Already)
+		}
+		for _, v := range r.Versions {
+			if other, dup := seen[v]; dup {
+				t.Errorf("base version %d acknowledged to two commits (%s and %s)", v, other, r.Shard)
+			}
+			seen[v] = r.Shard
+		}
+		for k, v := range r.Rows {
+			want[k] = v
+		}
+	}
+	versions := make([]uint64, 0, len(seen))
+	for v := range seen {
+		versions = append(versions, v)
+	}
+	sort.Slice(versions, func(i, j int) bool { return versions[i] < versions[j] })
+	for i, v := range versions {
+		if v != uint64(i+1) {
+			t.Errorf("acknowledged versions are not 1..%d: position %d holds %d", total, i, v)
+			break
+		}
+	}
+	lay, err := InspectLayout(ctx, parent.Bucket(), target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lay.BaseVersion != uint64(total) {
+		t.Errorf("base version %d, merges acknowledged %d: a commit was lost or invented", lay.BaseVersion, total)
+	}
+	for _, r := range results {
+		if got := lay.Watermarks[r.Shard]; got != r.Through {
+			t.Errorf("shard %s: watermark %d, acknowledged through %d", r.Shard, got, r.Through)
+		}
+	}
+	if len(lay.Orphans) > 0 {
+		t.Errorf("staged files outside the base: %v", lay.Orphans)
+	}
+	reader, err := createOrOpen(ctx, mustOpenDB(t, url, "race-reader", nil, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, dups, err := ReadAll(ctx, reader, store.SourceBase, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dups) > 0 {
+		t.Errorf("keys twice in the base: %v", dups)
+	}
+	if len(base) != len(want) {
+		t.Errorf("base holds %d rows, %d acknowledged", len(base), len(want))
+	}
+	for k, v := range want {
+		if base[k] != v {
+			t.Errorf("row %s: base has %d, want %d", k, base[k], v)
+			break
+		}
+	}
+	t.Logf("%d processes × %d rounds: %d commits in %s (%.1f commits/s), %d lost put-if-absent races rebased, %d ErrConflict retries; %s",
+		procs, rounds, total, elapsed.Round(time.Millisecond), float64(total)/elapsed.Seconds(), lost, conflicts, lay.Summary())
+}

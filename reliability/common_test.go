@@ -1,0 +1,137 @@
+//go:build wip
+
+package reliability
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/walkeeper/walkeeper/store"
+)
+
+// SoakEnv switches every test to its long version (see docs/RELIABILITY.md).
+const SoakEnv = "WALKEEPER_SOAK"
+
+func soak() bool { return os.Getenv(SoakEnv) == "1" }
+
+// pick returns the short or the soak value; env (if set) overrides both.
+func pickDuration(short, long time.Duration, env string) time.Duration {
+	if s := os.Getenv(env); s != "" {
+		if d, err := time.ParseDuration(s); err == nil {
+			return d
+		}
+	}
+	if soak() {
+		return long
+	}
+	return short
+}
+
+func pickInt(short, long int, env string) int {
+	if s := os.Getenv(env); s != "" {
+		if n, err := strconv.Atoi(s); err == nil {
+			return n
+		}
+	}
+	if soak() {
+		return long
+	}
+	return short
+}
+
+var urlSeq atomic.Int64
+
+func memURL(t testing.TB) string {
+	return fmt.Sprintf("mem://reliability-%d-%d", os.Getpid(), urlSeq.Add(1))
+}
+
+// fileURL is a file:// root in the test's temp dir. nosync skips fsync: atomicity (link,
+// rename) is unchanged and process kills never lose page-cache data, so only a power loss
+// could tell the difference, which these tests do not simulate.
+func fileURL(t testing.TB) string {
+	return "file://" + t.TempDir() + "?nosync=1"
+}
+
+var target = store.Target{Kind: store.KindGeneric, Name: "rel"}
+
+// openDB opens a DB on its own bucket handle (so closing one DB never closes another's),
+// with faults (nil = none).
+func openDB(ctx context.Context, url, instance string, faults store.Faults, tweak func(*store.Options)) (*store.DB, error) {
+	b, err := store.OpenBucket(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	opts := store.DefaultOptions()
+	opts.InstanceID = instance
+	if tweak != nil {
+		tweak(&opts)
+	}
+	if faults != nil {
+		b = b.WithFaults(faults)
+	}
+	return store.OpenDBOnBucket(b, opts), nil
+}
+
+func mustOpenDB(t testing.TB, url, instance string, faults store.Faults, tweak func(*store.Options)) *store.DB {
+	t.Helper()
+	db, err := openDB(context.Background(), url, instance, faults, tweak)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close(context.Background()) })
+	return db
+}
+
+// createOrOpen creates the reliability store or opens it, retrying transient errors for
+// up to a minute (faults may be on).
+func createOrOpen(ctx context.Context, db *store.DB) (*store.Store, error) {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		s, err := db.Create(ctx, target, store.CreateOptions{Schema: &Schema})
+		if errors.Is(err, store.ErrAlreadyExists) {
+			s, err = db.Open(ctx, target)
+		}
+		if err == nil || time.Now().After(deadline) {
+			return s, err
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// retry calls f until it succeeds or d passes.
+func retry(d time.Duration, f func() error) (int, error) {
+	deadline := time.Now().Add(d)
+	for n := 0; ; n++ {
+		err := f()
+		if err == nil || time.Now().After(deadline) {
+			return n, err
+		}
+		time.Sleep(time.Duration(1+n%10) * time.Millisecond)
+	}
+}
+
+// childModes maps a child mode to its body. Bodies return an error to fail the child (exit 1).
+var childModes = map[string]func(ctx context.Context, arg json.RawMessage) error{}
+
+// TestReliabilityChild is not a test: it is the entry point of child processes started by
+// StartChild. Run directly it skips.
+func TestReliabilityChild(t *testing.T) {
+	mode := os.Getenv(ChildModeEnv)
+	if mode == "" {
+		t.Skip("child-process entry point; runs only when started by the reliability harness")
+	}
+	f, ok := childModes[mode]
+	if !ok {
+		t.Fatalf("unknown child mode %q", mode)
+	}
+	if err := f(context.Background(), json.RawMessage(os.Getenv(ChildArgEnv))); err != nil {
+		t.Fatalf("child %s: %v", mode, err)
+	}
+}

@@ -1,0 +1,270 @@
+//go:build wip
+
+package reliability
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/walkeeper/walkeeper/store"
+)
+
+// Schema is the generic schema every reliability store uses: a string key and one int64
+// value that the oracle tracks (per-key increasing), plus padding so rows have some weight.
+var Schema = store.Schema{Fields: []store.Field{
+	{Name: "id", Type: store.TypeString},
+	{Name: "v", Type: store.TypeInt64},
+	{Name: "pad", Type: store.TypeString, Nullable: true},
+}}
+
+// Row builds one row of Schema.
+func Row(key string, v int64) store.Row {
+	return store.Row{Key: key, Values: []any{key, v, strings.Repeat("p", int(v%7)*8)}}
+}
+
+// ValueOf extracts "v" from a row returned by Get or List.
+func ValueOf(row map[string]any) (int64, error) {
+	switch x := row["v"].(type) {
+	case int64:
+		return x, nil
+	case float64:
+		return int64(x), nil
+	case json.Number:
+		return x.Int64()
+	}
+	return 0, fmt.Errorf("row %v: v is %T", row["id"], row["v"])
+}
+
+// ReadAll pages through every row of source ("all", "base", "wal") and returns key -> v.
+// Keys seen twice, or out of order across pages, are reported in dups.
+func ReadAll(ctx context.Context, s *store.Store, source string, limit int) (rows map[string]int64, dups []string, err error) {
+	rows = map[string]int64{}
+	after, last := "", ""
+	for {
+		page, err := s.List(ctx, store.ListOptions{Source: source, Limit: limit, After: after})
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, r := range page.Rows {
+			id, _ := r["id"].(string)
+			v, err := ValueOf(r)
+			if err != nil {
+				return nil, nil, err
+			}
+			if _, seen := rows[id]; seen || (last != "" && id <= last) {
+				dups = append(dups, id)
+			}
+			last = id
+			rows[id] = v
+		}
+		if page.Next == "" {
+			return rows, dups, nil
+		}
+		after = page.Next
+	}
+}
+
+// IsRowNotFound reports the store's "no such row" answer (as opposed to a file that
+// vanished under a concurrent merge, or an unknown store).
+func IsRowNotFound(err error) bool {
+	return errors.Is(err, store.ErrNotFound) && strings.Contains(err.Error(), "row: "+store.ErrNotFound.Error())
+}
+
+// Layout is what an outside reader (docs/FORMAT.md §2) finds under one store.
+type Layout struct {
+	BaseVersion uint64
+	Watermarks  map[string]uint64
+	Runs        []string // paths referenced by the latest base manifest
+	DataFiles   []string // every object under data/
+	Orphans     []string // data/ objects the latest base does not reference
+	Shards      map[string]*ShardLayout
+}
+
+// ShardLayout is one shard's part of a Layout.
+type ShardLayout struct {
+	ManifestVersion uint64
+	WriterEpoch     uint64
+	ReplayAfter     uint64
+	Listed          []string // gen paths the latest manifest lists
+	ListedGens      []uint64
+	GenFiles        []string // gen objects on storage
+	UnlistedGens    []string // gen objects the latest manifest does not list
+	WAL             []string // wal objects
+	StaleWAL        []string // wal objects at or below replay_after (garbage)
+	Attempts        []string // attempt claims
+}
+
+type baseJSON struct {
+	Version uint64 `json:"version"`
+	Runs    []struct {
+		Path string `json:"path"`
+		Rows int64  `json:"rows"`
+	} `json:"runs"`
+	Watermarks map[string]uint64 `json:"watermarks"`
+}
+
+type shardJSON struct {
+	Shard       string `json:"shard"`
+	Version     uint64 `json:"version"`
+	WriterEpoch uint64 `json:"writer_epoch"`
+	Flushed     []struct {
+		Gen  uint64 `json:"gen"`
+		Path string `json:"path"`
+	} `json:"flushed"`
+	ReplayAfter uint64 `json:"replay_after"`
+}
+
+// latestVersion reads the highest <v>.json under prefix.
+func latestVersion(ctx context.Context, b *store.Bucket, prefix string) (uint64, []byte, error) {
+	objs, err := b.List(ctx, prefix)
+	if err != nil {
+		return 0, nil, err
+	}
+	var best uint64
+	for _, o := range objs {
+		name := strings.TrimSuffix(path.Base(o.Key), ".json")
+		if v, err := strconv.ParseUint(name, 10, 64); err == nil && v > best {
+			best = v
+		}
+	}
+	if best == 0 {
+		return 0, nil, nil
+	}
+	raw, err := b.Get(ctx, fmt.Sprintf("%s%020d.json", prefix, best))
+	return best, raw, err
+}
+
+func keys(objs []store.ObjectInfo) []string {
+	out := make([]string, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, o.Key)
+	}
+	return out
+}
+
+// InspectLayout reads the store's objects the way docs/FORMAT.md describes them.
+func InspectLayout(ctx context.Context, b *store.Bucket, t store.Target) (*Layout, error) {
+	root := t.Path()
+	l := &Layout{Watermarks: map[string]uint64{}, Shards: map[string]*ShardLayout{}}
+	v, raw, err := latestVersion(ctx, b, root+"/_versions/")
+	if err != nil {
+		return nil, err
+	}
+	if v > 0 {
+		var m baseJSON
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return nil, fmt.Errorf("base manifest %d: %w", v, err)
+		}
+		l.BaseVersion = m.Version
+		if m.Watermarks != nil {
+			l.Watermarks = m.Watermarks
+		}
+		for _, r := range m.Runs {
+			l.Runs = append(l.Runs, r.Path)
+		}
+	}
+	data, err := b.List(ctx, root+"/data/")
+	if err != nil {
+		return nil, err
+	}
+	l.DataFiles = keys(data)
+	ref := map[string]bool{}
+	for _, r := range l.Runs {
+		ref[r] = true
+	}
+	for _, d := range l.DataFiles {
+		if !ref[d] {
+			l.Orphans = append(l.Orphans, d)
+		}
+	}
+	shards, err := b.ListDirs(ctx, root+"/_mem_wal/")
+	if err != nil {
+		return nil, err
+	}
+	for _, sh := range shards {
+		pre := root + "/_mem_wal/" + sh + "/"
+		sl := &ShardLayout{}
+		l.Shards[sh] = sl
+		mv, raw, err := latestVersion(ctx, b, pre+"manifest/")
+		if err != nil {
+			return nil, err
+		}
+		if mv > 0 {
+			var m shardJSON
+			if err := json.Unmarshal(raw, &m); err != nil {
+				return nil, fmt.Errorf("shard manifest %s/%d: %w", sh, mv, err)
+			}
+			sl.ManifestVersion, sl.WriterEpoch, sl.ReplayAfter = m.Version, m.WriterEpoch, m.ReplayAfter
+			for _, g := range m.Flushed {
+				sl.Listed = append(sl.Listed, g.Path)
+				sl.ListedGens = append(sl.ListedGens, g.Gen)
+			}
+		}
+		gens, err := b.List(ctx, pre+"gen/")
+		if err != nil {
+			return nil, err
+		}
+		sl.GenFiles = keys(gens)
+		listed := map[string]bool{}
+		for _, p := range sl.Listed {
+			listed[p] = true
+		}
+		for _, g := range sl.GenFiles {
+			if !listed[g] {
+				sl.UnlistedGens = append(sl.UnlistedGens, g)
+			}
+		}
+		wal, err := b.List(ctx, pre+"wal/")
+		if err != nil {
+			return nil, err
+		}
+		sl.WAL = keys(wal)
+		for _, w := range sl.WAL {
+			pos, err := strconv.ParseUint(strings.TrimSuffix(path.Base(w), ".arrow"), 10, 64)
+			if err == nil && pos <= sl.ReplayAfter {
+				sl.StaleWAL = append(sl.StaleWAL, w)
+			}
+		}
+		att, err := b.List(ctx, pre+"attempts/")
+		if err != nil {
+			return nil, err
+		}
+		sl.Attempts = keys(att)
+	}
+	return l, nil
+}
+
+// Pending is the number of generations above the watermark that shard manifests list.
+func (l *Layout) Pending() int {
+	n := 0
+	for sh, sl := range l.Shards {
+		for _, g := range sl.ListedGens {
+			if g > l.Watermarks[sh] {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// Summary renders the leftovers of a layout in one line.
+func (l *Layout) Summary() string {
+	var unlisted, wal, stale, att int
+	names := make([]string, 0, len(l.Shards))
+	for sh, sl := range l.Shards {
+		names = append(names, sh)
+		unlisted += len(sl.UnlistedGens)
+		wal += len(sl.WAL)
+		stale += len(sl.StaleWAL)
+		att += len(sl.Attempts)
+	}
+	sort.Strings(names)
+	return fmt.Sprintf("base v%d runs=%d data=%d orphan-data=%d shards=%d pending=%d unlisted-gens=%d wal=%d stale-wal=%d attempt-claims=%d",
+		l.BaseVersion, len(l.Runs), len(l.DataFiles), len(l.Orphans), len(names), l.Pending(), unlisted, wal, stale, att)
+}

@@ -1,0 +1,242 @@
+//go:build wip
+
+package reliability
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Oracle is the set of appends a test made, per key: the newest ACKNOWLEDGED value and the
+// values whose append returned an error or never returned (the process died): those may or
+// may not have landed, so a read may show them, but only if they are newer than the
+// acknowledged one.
+//
+// The values written to one key must increase and one key must be written by one sequential
+// writer (one goroutine of one shard), so "newest" means "largest" without relying on clocks:
+// the store orders versions by its write sequence, which increases with every append of a
+// shard; a later call of the same goroutine gets a larger sequence.
+type Oracle struct {
+	mu   sync.Mutex
+	keys map[string]*keyState
+}
+
+type keyState struct {
+	acked  int64   // -1 = nothing acknowledged
+	maybe  []int64 // attempted, not acknowledged, > acked
+	maxTry int64
+}
+
+// NewOracle returns an empty oracle.
+func NewOracle() *Oracle { return &Oracle{keys: map[string]*keyState{}} }
+
+func (o *Oracle) state(key string) *keyState {
+	st := o.keys[key]
+	if st == nil {
+		st = &keyState{acked: -1, maxTry: -1}
+		o.keys[key] = st
+	}
+	return st
+}
+
+// Attempt records that value is about to be appended to key (call before Append).
+func (o *Oracle) Attempt(key string, value int64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	st := o.state(key)
+	if value <= st.maxTry {
+		panic(fmt.Sprintf("oracle: key %s: value %d not above %d", key, value, st.maxTry))
+	}
+	st.maxTry = value
+	st.maybe = append(st.maybe, value)
+}
+
+// Ack records that the append of value to key was acknowledged.
+func (o *Oracle) Ack(key string, value int64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	st := o.state(key)
+	if value > st.acked {
+		st.acked = value
+	}
+	keep := st.maybe[:0]
+	for _, v := range st.maybe {
+		if v > st.acked {
+			keep = append(keep, v)
+		}
+	}
+	st.maybe = keep
+}
+
+// Acked returns the newest acknowledged value of key (ok false if none).
+func (o *Oracle) Acked(key string) (int64, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	st := o.keys[key]
+	if st == nil || st.acked < 0 {
+		return 0, false
+	}
+	return st.acked, true
+}
+
+// Keys returns every key ever attempted, sorted.
+func (o *Oracle) Keys() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := make([]string, 0, len(o.keys))
+	for k := range o.keys {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Counts returns how many keys have an acknowledged value and how many are attempted only.
+func (o *Oracle) Counts() (acked, unacked int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, st := range o.keys {
+		if st.acked >= 0 {
+			acked++
+		} else {
+			unacked++
+		}
+	}
+	return
+}
+
+// Allowed reports whether a read of key may return value (present) or nothing (!present).
+func (o *Oracle) Allowed(key string, value int64, present bool) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	st := o.keys[key]
+	if st == nil {
+		if present {
+			return fmt.Errorf("key %s: read %d but nothing was ever appended", key, value)
+		}
+		return nil
+	}
+	if !present {
+		if st.acked >= 0 {
+			return fmt.Errorf("key %s: LOST: acknowledged value %d not readable", key, st.acked)
+		}
+		return nil
+	}
+	if value == st.acked {
+		return nil
+	}
+	for _, v := range st.maybe {
+		if v == value {
+			return nil
+		}
+	}
+	if value < st.acked {
+		return fmt.Errorf("key %s: STALE: read %d, acknowledged %d", key, value, st.acked)
+	}
+	return fmt.Errorf("key %s: read %d, never written (acknowledged %d, unacknowledged %v)", key, value, st.acked, st.maybe)
+}
+
+// Verify checks a full read of the store (key -> value) against the oracle: every
+// acknowledged key present with its newest value or a newer unacknowledged one, nothing
+// that was never written. It returns every violation (empty = pass).
+func (o *Oracle) Verify(rows map[string]int64) []string {
+	var bad []string
+	for _, k := range o.Keys() {
+		v, ok := rows[k]
+		if err := o.Allowed(k, v, ok); err != nil {
+			bad = append(bad, err.Error())
+		}
+	}
+	o.mu.Lock()
+	for k, v := range rows {
+		if _, ok := o.keys[k]; !ok {
+			bad = append(bad, fmt.Sprintf("key %s: read %d but nothing was ever appended", k, v))
+		}
+	}
+	o.mu.Unlock()
+	sort.Strings(bad)
+	return bad
+}
+
+// AckLog is an append-only file of "attempt|ack key value" lines that a child process writes
+// around every append, so a parent can rebuild the oracle after killing the child. A single
+// write(2) per line on an O_APPEND file survives the death of the writing process (it is in
+// the page cache), so no fsync is needed for process kills.
+type AckLog struct {
+	mu sync.Mutex
+	f  *os.File
+}
+
+// OpenAckLog opens (creating) the log for appending.
+func OpenAckLog(path string) (*AckLog, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return &AckLog{f: f}, nil
+}
+
+func (l *AckLog) write(kind string, keys []string, values []int64) error {
+	var b strings.Builder
+	for i, k := range keys {
+		fmt.Fprintf(&b, "%s %s %d\n", kind, k, values[i])
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, err := l.f.WriteString(b.String())
+	return err
+}
+
+// Attempt logs values about to be appended.
+func (l *AckLog) Attempt(keys []string, values []int64) error {
+	return l.write("attempt", keys, values)
+}
+
+// Ack logs acknowledged values.
+func (l *AckLog) Ack(keys []string, values []int64) error { return l.write("ack", keys, values) }
+
+// Close closes the file.
+func (l *AckLog) Close() error { return l.f.Close() }
+
+// LoadAckLog replays a log into o. A torn last line (the writer died mid-write) is ignored.
+func (o *Oracle) LoadAckLog(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return o.loadAckLog(f)
+}
+
+func (o *Oracle) loadAckLog(r io.Reader) error {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		parts := strings.Fields(sc.Text())
+		if len(parts) != 3 {
+			continue
+		}
+		v, err := strconv.ParseInt(parts[2], 10, 64)
+		if err != nil {
+			continue
+		}
+		switch parts[0] {
+		case "attempt":
+			o.mu.Lock()
+			st := o.state(parts[1])
+			if v > st.maxTry {
+				st.maxTry = v
+				st.maybe = append(st.maybe, v)
+			}
+			o.mu.Unlock()
+		case "ack":
+			o.Ack(parts[1], v)
+		}
+	}
+	return sc.Err()
+}

@@ -1,0 +1,5 @@
+//go:build wip && race
+
+package reliability
+
+const raceEnabled = true

@@ -1,0 +1,479 @@
+//go:build wip
+
+package reliability
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/walkeeper/walkeeper/store"
+)
+
+// loadCounters are the outcomes of one mixed-load run; every failed call is retried or
+// counted, never silently dropped.
+type loadCounters struct {
+	appendOK, appendFailed, rowsAcked, rowsUnacked   atomic.Int64
+	flushOK, flushFailed                             atomic.Int64
+	prepareOK, prepareEmpty, prepareFailed           atomic.Int64
+	commitOK, commitAlready, commitRetried, stale    atomic.Int64
+	abortOK, abortRetried                            atomic.Int64
+	readOK, readMissing, readFailed                  atomic.Int64
+	listOK, listFailed                               atomic.Int64
+	readViolations, listViolations                   atomic.Int64
+	fencedAppends, notSealedAppends, otherAppendErrs atomic.Int64
+}
+
+func (c *loadCounters) String() string {
+	return fmt.Sprintf("appends ok=%d failed=%d (fenced=%d durable-not-sealed=%d other=%d) rows acked=%d unacked=%d; "+
+		"flush ok=%d failed=%d; prepare ok=%d empty=%d failed(retried)=%d; commit ok=%d already=%d retried=%d stale=%d; "+
+		"abort ok=%d retried=%d; get ok=%d absent=%d failed=%d; list ok=%d failed=%d; violations read=%d list=%d",
+		c.appendOK.Load(), c.appendFailed.Load(), c.fencedAppends.Load(), c.notSealedAppends.Load(), c.otherAppendErrs.Load(),
+		c.rowsAcked.Load(), c.rowsUnacked.Load(),
+		c.flushOK.Load(), c.flushFailed.Load(), c.prepareOK.Load(), c.prepareEmpty.Load(), c.prepareFailed.Load(),
+		c.commitOK.Load(), c.commitAlready.Load(), c.commitRetried.Load(), c.stale.Load(),
+		c.abortOK.Load(), c.abortRetried.Load(), c.readOK.Load(), c.readMissing.Load(), c.readFailed.Load(),
+		c.listOK.Load(), c.listFailed.Load(), c.readViolations.Load(), c.listViolations.Load())
+}
+
+// attemptLog remembers what every merge attempt staged and how it ended, so that a staged
+// file left behind can be traced to the attempt (and the code path) that leaked it.
+type attemptLog struct {
+	mu       sync.Mutex
+	outcomes map[string]string // staged path -> outcome
+	failed   map[string]int    // attempt key -> prepares that returned an error
+}
+
+func (a *attemptLog) record(p *store.PreparedMerge, outcome string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, f := range p.Staged {
+		a.outcomes[f.Path] = p.AttemptKey + " " + outcome
+	}
+}
+
+func (a *attemptLog) prepareFailed(key string) {
+	a.mu.Lock()
+	a.failed[key]++
+	a.mu.Unlock()
+}
+
+func (a *attemptLog) explain(path string) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if o, ok := a.outcomes[path]; ok {
+		return o
+	}
+	return "written by a Prepare that returned an error (its retry, same attempt key, staged other generations)"
+}
+
+type faultLoad struct {
+	t        *testing.T
+	url      string
+	dur      time.Duration
+	shards   int
+	inj      *Injector
+	oracle   *Oracle
+	c        loadCounters
+	attempts attemptLog
+	errs     chan string
+}
+
+func (l *faultLoad) violation(format string, args ...any) {
+	select {
+	case l.errs <- fmt.Sprintf(format, args...):
+	default:
+	}
+}
+
+// TestStorageFaultsMixedLoad: appends, seals, point reads, full listings and merges from
+// several shards (DB handles) on one root while the bucket fails ≥ 5% of all calls, delays
+// some, and reports 5% of successful Put/PutIfAbsent calls as failed. Merges follow the
+// workflow's protocol: a failed Prepare is retried with the same attempt key, a failed
+// Commit is retried, StalePreparation is aborted. Then faults stop, everything is sealed
+// and merged, and the oracle checks every acknowledged row; the layout is checked for
+// leftovers.
+func TestStorageFaultsMixedLoad(t *testing.T) {
+	dur := pickDuration(10*time.Second, 10*time.Minute, "WALKEEPER_FAULTS_DURATION")
+	if raceEnabled && !soak() {
+		dur = 6 * time.Second
+	}
+	for _, backend := range []string{"mem", "file"} {
+		t.Run(backend, func(t *testing.T) {
+			url := memURL(t)
+			if backend == "file" {
+				url = fileURL(t)
+			}
+			l := &faultLoad{
+				t: t, url: url, dur: dur, shards: 3, oracle: NewOracle(),
+				attempts: attemptLog{outcomes: map[string]string{}, failed: map[string]int{}},
+				errs:     make(chan string, 64),
+				inj: NewInjector(InjectorConfig{
+					ErrorRate: 0.06, GhostRate: 0.05, SpikeRate: 0.02, SpikeMax: 25 * time.Millisecond,
+				}),
+			}
+			l.run()
+		})
+	}
+}
+
+func (l *faultLoad) run() {
+	t := l.t
+	ctx := context.Background()
+	tweak := func(o *store.Options) {
+		o.MergeMaxGenerations = 4
+		o.PendingMax = 0 // never refuse reads: the load measures correctness, not back-pressure
+		o.PendingWarn = 0
+		o.Budget = store.NewBudget(256 << 20)
+	}
+	dbs := make([]*store.DB, l.shards)
+	stores := make([]*store.Store, l.shards)
+	for i := range dbs {
+		dbs[i] = mustOpenDB(t, l.url, fmt.Sprintf("load-shard-%d", i), l.inj, tweak)
+		s, err := createOrOpen(ctx, dbs[i])
+		if err != nil {
+			t.Fatalf("create/open under faults: %v", err)
+		}
+		stores[i] = s
+	}
+	observer, err := createOrOpen(ctx, mustOpenDB(t, l.url, "load-observer", l.inj, tweak))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	const appendersPerShard, keysPerAppender = 2, 40
+	owned := make([][]string, l.shards) // keys written by shard i
+	deadline := time.Now().Add(l.dur)
+	var wg sync.WaitGroup
+	for i := 0; i < l.shards; i++ {
+		for a := 0; a < appendersPerShard; a++ {
+			ks := make([]string, keysPerAppender)
+			for n := range ks {
+				ks[n] = fmt.Sprintf("s%d-a%d-%03d", i, a, n)
+			}
+			owned[i] = append(owned[i], ks...)
+			wg.Add(1)
+			go func() { defer wg.Done(); l.appender(ctx, stores[i], ks, deadline) }()
+		}
+		wg.Add(2)
+		go func() { defer wg.Done(); l.flusher(ctx, stores[i], deadline) }()
+		go func() { defer wg.Done(); l.reader(ctx, stores[i], owned[i], deadline) }()
+	}
+	wg.Add(1)
+	go func() { defer wg.Done(); l.lister(ctx, observer, deadline) }()
+	shardIDs := make([]string, l.shards)
+	for i, db := range dbs {
+		shardIDs[i] = db.Shard()
+	}
+	for m := 0; m < 2; m++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); l.merger(ctx, m, stores[m%l.shards], shardIDs, deadline) }()
+	}
+	wg.Wait()
+	close(l.errs)
+	var online []string
+	for e := range l.errs {
+		online = append(online, e)
+	}
+
+	// Quiesce: faults off, seal every shard (a fenced or killed writer is replaced and
+	// replays its WAL), write one sentinel generation per shard so that every shard gets a
+	// commit whose clean-up runs fault-free, and merge everything.
+	l.inj.Enable(false)
+	for i, s := range stores {
+		if _, err := s.Flush(ctx); err != nil {
+			t.Fatalf("final flush of shard %d: %v", i, err)
+		}
+		key := fmt.Sprintf("zz-sentinel-%d", i)
+		l.oracle.Attempt(key, 1)
+		if _, err := s.Append(ctx, []store.Row{Row(key, 1)}); err != nil {
+			t.Fatalf("sentinel append: %v", err)
+		}
+		l.oracle.Ack(key, 1)
+		if _, err := s.Flush(ctx); err != nil {
+			t.Fatalf("sentinel flush: %v", err)
+		}
+	}
+	checker, err := createOrOpen(ctx, mustOpenDB(t, l.url, "load-checker", nil, tweak))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for pass := 0; ; pass++ {
+		if _, err := checker.MergeAll(ctx); err != nil {
+			t.Fatalf("final MergeAll: %v", err)
+		}
+		p, err := checker.PendingShards(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p) == 0 {
+			break
+		}
+		if pass > 20 {
+			t.Fatalf("pending never reached 0: %+v", p)
+		}
+	}
+
+	t.Logf("load %s for %s: %s", l.url, l.dur, l.c.String())
+	t.Logf("faults: %s", l.inj.Summary())
+	tot := l.inj.Total()
+	if rate := float64(tot.Errors+tot.Ghosts) / float64(max(tot.Calls, 1)); rate < 0.05 {
+		t.Errorf("fault rate %.3f < 5%%: the run did not test what it claims", rate)
+	}
+	if l.c.appendOK.Load() == 0 || l.c.commitOK.Load() == 0 || l.c.readOK.Load() == 0 {
+		t.Errorf("load made no progress: %s", l.c.String())
+	}
+	for _, e := range online {
+		t.Errorf("online check: %s", e)
+	}
+
+	all, dups, err := ReadAll(ctx, checker, store.SourceAll, 97)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dups) > 0 {
+		t.Errorf("keys listed twice or out of order: %v", dups)
+	}
+	for _, v := range l.oracle.Verify(all) {
+		t.Errorf("oracle: %s", v)
+	}
+	base, _, err := ReadAll(ctx, checker, store.SourceBase, 500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(base) != len(all) {
+		t.Errorf("after MergeAll the base has %d keys, all sources %d", len(base), len(all))
+	}
+	acked, unacked := l.oracle.Counts()
+	t.Logf("oracle: %d keys acknowledged, %d attempted only; store holds %d keys", acked, unacked, len(all))
+
+	lay, err := InspectLayout(ctx, dbs[0].Bucket().WithFaults(nil), target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("layout: %s", lay.Summary())
+	if lay.Pending() != 0 {
+		t.Errorf("pending generations after MergeAll: %d", lay.Pending())
+	}
+	for sh, sl := range lay.Shards {
+		if len(sl.UnlistedGens) > 0 {
+			t.Errorf("shard %s: generation files no manifest lists: %v", sh, sl.UnlistedGens)
+		}
+		if len(sl.Listed) > 0 {
+			t.Errorf("shard %s: manifest still lists %d generations after MergeAll", sh, len(sl.Listed))
+		}
+		if len(sl.StaleWAL) > 0 {
+			t.Logf("shard %s: %d WAL objects at or below replay_after left (deleted by the next seal)", sh, len(sl.StaleWAL))
+		}
+	}
+	if len(lay.Orphans) > 0 {
+		byCause := map[string][]string{}
+		for _, o := range lay.Orphans {
+			cause := l.attempts.explain(o)
+			if i := strings.IndexByte(cause, ' '); i >= 0 && strings.HasPrefix(cause, "merger-") {
+				cause = cause[i+1:]
+			}
+			byCause[cause] = append(byCause[cause], o)
+		}
+		causes := make([]string, 0, len(byCause))
+		for c, fs := range byCause {
+			causes = append(causes, fmt.Sprintf("%d× %s (e.g. %s)", len(fs), c, fs[0]))
+		}
+		sort.Strings(causes)
+		t.Errorf("%d staged data files no base manifest references (leaked; see docs/RELIABILITY.md findings):\n  %s",
+			len(lay.Orphans), strings.Join(causes, "\n  "))
+	}
+}
+
+func (l *faultLoad) appender(ctx context.Context, s *store.Store, keys []string, deadline time.Time) {
+	rng := rand.New(rand.NewPCG(rand.Uint64(), 1))
+	next := make(map[string]int64, len(keys))
+	for time.Now().Before(deadline) {
+		n := 1 + rng.IntN(4)
+		perm := rng.Perm(len(keys))[:n]
+		rows := make([]store.Row, n)
+		ks := make([]string, n)
+		vs := make([]int64, n)
+		for i, p := range perm {
+			k := keys[p]
+			next[k]++
+			ks[i], vs[i] = k, next[k]
+			rows[i] = Row(k, next[k])
+			l.oracle.Attempt(k, next[k])
+		}
+		_, err := s.Append(ctx, rows)
+		if err == nil {
+			for i := range ks {
+				l.oracle.Ack(ks[i], vs[i])
+			}
+			l.c.appendOK.Add(1)
+			l.c.rowsAcked.Add(int64(n))
+		} else {
+			l.c.appendFailed.Add(1)
+			l.c.rowsUnacked.Add(int64(n))
+			switch {
+			case errors.Is(err, store.ErrFenced):
+				l.c.fencedAppends.Add(1)
+			case strings.Contains(err.Error(), "durable but not sealed"):
+				l.c.notSealedAppends.Add(1)
+			case !errors.Is(err, ErrInjected):
+				l.c.otherAppendErrs.Add(1)
+				if errors.Is(err, store.ErrInvalidInput) || errors.Is(err, store.ErrCorrupt) {
+					l.violation("append: unexpected error class: %v", err)
+				}
+			}
+		}
+		time.Sleep(time.Duration(rng.IntN(1500)) * time.Microsecond)
+	}
+}
+
+func (l *faultLoad) flusher(ctx context.Context, s *store.Store, deadline time.Time) {
+	for time.Now().Before(deadline) {
+		time.Sleep(time.Duration(20+rand.IntN(40)) * time.Millisecond)
+		if _, err := s.Flush(ctx); err != nil {
+			l.c.flushFailed.Add(1)
+			if errors.Is(err, store.ErrCorrupt) {
+				l.violation("flush: %v", err)
+			}
+		} else {
+			l.c.flushOK.Add(1)
+		}
+	}
+}
+
+// reader checks read-your-writes on the writing shard's own handle: a Get never returns
+// less than what was acknowledged before it started, nor a value never attempted.
+func (l *faultLoad) reader(ctx context.Context, s *store.Store, keys []string, deadline time.Time) {
+	for time.Now().Before(deadline) {
+		k := keys[rand.IntN(len(keys))]
+		lower, had := l.oracle.Acked(k)
+		row, err := s.Get(ctx, k)
+		switch {
+		case err == nil:
+			l.c.readOK.Add(1)
+			v, verr := ValueOf(row)
+			if verr != nil {
+				l.violation("get %s: %v", k, verr)
+			} else if had && v < lower {
+				l.c.readViolations.Add(1)
+				l.violation("get %s on its own shard returned %d after %d was acknowledged", k, v, lower)
+			}
+		case IsRowNotFound(err):
+			l.c.readMissing.Add(1)
+			if had {
+				l.c.readViolations.Add(1)
+				l.violation("get %s on its own shard: not found after %d was acknowledged", k, lower)
+			}
+		default:
+			l.c.readFailed.Add(1)
+			if errors.Is(err, store.ErrCorrupt) {
+				l.violation("get %s: %v", k, err)
+			}
+		}
+		time.Sleep(time.Duration(rand.IntN(2000)) * time.Microsecond)
+	}
+}
+
+// lister pages through the whole store from a handle that never writes: no key twice, keys
+// in order, and (monotonic reads) no key's value ever goes back.
+func (l *faultLoad) lister(ctx context.Context, s *store.Store, deadline time.Time) {
+	seen := map[string]int64{}
+	for time.Now().Before(deadline) {
+		rows, dups, err := ReadAll(ctx, s, store.SourceAll, 50)
+		if err != nil {
+			l.c.listFailed.Add(1)
+			continue
+		}
+		l.c.listOK.Add(1)
+		if len(dups) > 0 {
+			l.c.listViolations.Add(1)
+			l.violation("list: keys twice or out of order: %v", dups)
+		}
+		for k, v := range rows {
+			if old, ok := seen[k]; ok && v < old {
+				l.c.listViolations.Add(1)
+				l.violation("list: key %s went back from %d to %d", k, old, v)
+			}
+			seen[k] = max(seen[k], v)
+		}
+		time.Sleep(30 * time.Millisecond)
+	}
+}
+
+// merger runs the MergeWal protocol by hand: Prepare (retried with the same attempt key),
+// Commit (retried), Abort on StalePreparation. It may pick a shard another merger is
+// merging too (as a zombie activity would).
+func (l *faultLoad) merger(ctx context.Context, id int, s *store.Store, shards []string, deadline time.Time) {
+	for n := 0; time.Now().Before(deadline); n++ {
+		shard := shards[rand.IntN(len(shards))]
+		attempt := fmt.Sprintf("merger-%d/%d", id, n)
+		var p *store.PreparedMerge
+		if _, err := retry(2*time.Minute, func() error {
+			var err error
+			p, err = s.Prepare(ctx, store.PrepareParams{Shard: shard, AttemptKey: attempt})
+			if err != nil {
+				l.c.prepareFailed.Add(1)
+				l.attempts.prepareFailed(attempt)
+				if errors.Is(err, store.ErrCorrupt) || errors.Is(err, store.ErrInvalidInput) {
+					l.violation("prepare %s: %v", attempt, err)
+				}
+			}
+			return err
+		}); err != nil {
+			l.violation("prepare %s never succeeded: %v", attempt, err)
+			continue
+		}
+		if p == nil {
+			l.c.prepareEmpty.Add(1)
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		l.c.prepareOK.Add(1)
+		outcome := ""
+		_, err := retry(2*time.Minute, func() error {
+			res, err := s.Commit(ctx, p)
+			switch {
+			case err == nil && res.AlreadyCommitted:
+				l.c.commitAlready.Add(1)
+				outcome = "already-committed"
+				return nil
+			case err == nil:
+				l.c.commitOK.Add(1)
+				outcome = "committed"
+				return nil
+			case errors.Is(err, store.ErrStalePreparation):
+				l.c.stale.Add(1)
+				outcome = "stale-aborted"
+				_, aerr := retry(2*time.Minute, func() error {
+					_, err := s.Abort(ctx, p)
+					if err != nil {
+						l.c.abortRetried.Add(1)
+					}
+					return err
+				})
+				if aerr != nil {
+					l.violation("abort %s: %v", attempt, aerr)
+				} else {
+					l.c.abortOK.Add(1)
+				}
+				return nil
+			}
+			l.c.commitRetried.Add(1)
+			if errors.Is(err, store.ErrCorrupt) || errors.Is(err, store.ErrInvalidInput) {
+				l.violation("commit %s: %v", attempt, err)
+			}
+			return err
+		})
+		if err != nil {
+			l.violation("commit %s never resolved: %v", attempt, err)
+		}
+		l.attempts.record(p, outcome)
+	}
+}

@@ -1,0 +1,391 @@
+//go:build wip
+
+package reliability
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.uber.org/zap"
+
+	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/worker"
+	"github.com/walkeeper/walkeeper/workflows"
+)
+
+// The process-level half of the suite: real `walkeeper worker` processes (the binary built
+// from cmd/walkeeper) and a real Temporal dev server (`temporal server start-dev` with an
+// on-disk database), killed and restarted mid-merge.
+
+var walkeeperBin struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
+}
+
+// buildWalkeeper builds cmd/walkeeper once per test process.
+func buildWalkeeper(t *testing.T) string {
+	t.Helper()
+	walkeeperBin.once.Do(func() {
+		out, err := exec.Command("go", "env", "GOMOD").Output()
+		if err != nil {
+			walkeeperBin.err = fmt.Errorf("go env GOMOD: %w", err)
+			return
+		}
+		root := filepath.Dir(strings.TrimSpace(string(out)))
+		dir, err := os.MkdirTemp("", "walkeeper-bin-")
+		if err != nil {
+			walkeeperBin.err = err
+			return
+		}
+		walkeeperBin.dir = dir
+		walkeeperBin.path = filepath.Join(dir, "walkeeper")
+		cmd := exec.Command("go", "build", "-o", walkeeperBin.path, "./cmd/walkeeper")
+		cmd.Dir = root
+		if b, err := cmd.CombinedOutput(); err != nil {
+			walkeeperBin.err = fmt.Errorf("go build ./cmd/walkeeper: %v\n%s", err, b)
+		}
+	})
+	if walkeeperBin.err != nil {
+		t.Fatal(walkeeperBin.err)
+	}
+	return walkeeperBin.path
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if walkeeperBin.dir != "" {
+		_ = os.RemoveAll(walkeeperBin.dir)
+	}
+	os.Exit(code)
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	p, err := worker.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("127.0.0.1:%d", p)
+}
+
+// workerProc is one `walkeeper worker` process.
+type workerProc struct {
+	t                          *testing.T
+	bin, instance, listen, log string
+	args                       []string
+	cmd                        *exec.Cmd
+	done                       chan struct{}
+}
+
+func (w *workerProc) start() {
+	t := w.t
+	f, err := os.OpenFile(w.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"worker", "--instance", w.instance, "--listen", w.listen}, w.args...)
+	cmd := exec.Command(w.bin, args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.Env = append(os.Environ(), "WALKEEPER_AUTH_TOKEN=")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.cmd, w.done = cmd, make(chan struct{})
+	go func(done chan struct{}) { _ = cmd.Wait(); _ = f.Close(); close(done) }(w.done)
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		res, err := http.Get("http://" + w.listen + "/healthz")
+		if err == nil {
+			res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		select {
+		case <-w.done:
+			t.Fatalf("worker %s exited during start; log %s:\n%s", w.instance, w.log, tailFile(w.log))
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("worker %s not healthy after 90s; log:\n%s", w.instance, tailFile(w.log))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (w *workerProc) kill() {
+	if w.cmd != nil && w.cmd.Process != nil {
+		_ = w.cmd.Process.Signal(syscall.SIGKILL)
+		<-w.done
+	}
+}
+
+func (w *workerProc) stop() {
+	if w.cmd != nil && w.cmd.Process != nil {
+		_ = w.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-w.done:
+		case <-time.After(30 * time.Second):
+			w.kill()
+		}
+	}
+}
+
+func tailFile(p string) string {
+	b, _ := os.ReadFile(p)
+	return tail(string(b), 6000)
+}
+
+func httpJSON(method, url string, body any, out any) (int, error) {
+	var rd io.Reader
+	if body != nil {
+		raw, err := json.Marshal(body)
+		if err != nil {
+			return 0, err
+		}
+		rd = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		return 0, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	if out != nil && len(raw) > 0 {
+		if err := json.Unmarshal(raw, out); err != nil {
+			return res.StatusCode, fmt.Errorf("%s %s: %d %q: %w", method, url, res.StatusCode, raw, err)
+		}
+	}
+	if res.StatusCode >= 300 {
+		return res.StatusCode, fmt.Errorf("%s %s: %d %s", method, url, res.StatusCode, raw)
+	}
+	return res.StatusCode, nil
+}
+
+// temporalRig is a dev server whose database survives restarts, plus a client.
+type temporalRig struct {
+	t       *testing.T
+	dir     string
+	port    int
+	srv     *worker.DevServer
+	c       client.Client
+	restart int
+}
+
+func (r *temporalRig) startServer() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	srv, err := worker.StartDevServer(ctx, worker.DevServerOptions{
+		Install: true, DataDir: r.dir, Port: r.port, Headless: true, LogLevel: "error",
+	})
+	if err != nil {
+		r.t.Fatalf("start Temporal dev server: %v", err)
+	}
+	r.srv = srv
+}
+
+func (r *temporalRig) hostPort() string { return fmt.Sprintf("127.0.0.1:%d", r.port) }
+
+type rigLoad struct {
+	oracle *Oracle
+	next   map[string]int64
+}
+
+// TestWorkerProcessesSurviveKillsAndTemporalRestarts: two `walkeeper worker` processes share
+// one file:// root and one Temporal dev server. Each round seals generations on both
+// workers through the HTTP data plane, starts MergeWal (one pass = one generation, so the
+// merge takes many activities), and mid-merge either SIGKILLs a worker and restarts it
+// (same instance), or stops the Temporal server and restarts it on the same database file.
+// Every MergeWal must complete; then the oracle checks every acknowledged row (read from the
+// storage root by a separate reader), pending is 0, and no key is read twice.
+func TestWorkerProcessesSurviveKillsAndTemporalRestarts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Temporal dev server and worker processes")
+	}
+	rounds := pickInt(2, 10, "WALKEEPER_TEMPORAL_ROUNDS")
+	bin := buildWalkeeper(t)
+	dir := t.TempDir()
+	port, err := worker.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rig := &temporalRig{t: t, dir: filepath.Join(dir, "temporal"), port: port}
+	rig.startServer()
+	t.Cleanup(func() { _ = rig.srv.Stop() })
+	c, err := worker.Dial(context.Background(), worker.TemporalConfig{HostPort: rig.hostPort(), Namespace: "default"}, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	rig.c = c
+
+	storage := "file://" + filepath.Join(dir, "storage")
+	common := []string{"--storage", storage, "--temporal", rig.hostPort(), "--flush-interval", "0",
+		"--merge-after-generations", "0", "--sweep-interval", "0", "--merge-max-generations", "1",
+		"--log-format", "json", "--log-level", "info", "--temporal-wait", "2m"}
+	workers := []*workerProc{
+		{t: t, bin: bin, instance: "rel-wa", listen: freeAddr(t), log: filepath.Join(dir, "wa.log"), args: common},
+		{t: t, bin: bin, instance: "rel-wb", listen: freeAddr(t), log: filepath.Join(dir, "wb.log"), args: common},
+	}
+	for _, w := range workers {
+		w.start()
+	}
+	t.Cleanup(func() {
+		for _, w := range workers {
+			w.stop()
+		}
+	})
+	api := func(w *workerProc, rest string) string {
+		return "http://" + w.listen + "/api/v1/stores/generic/wk" + rest
+	}
+	if _, err := httpJSON(http.MethodPost, api(workers[0], ""), map[string]any{"fields": Schema.Fields}, nil); err != nil {
+		t.Fatal(err)
+	}
+	load := &rigLoad{oracle: NewOracle(), next: map[string]int64{}}
+	wk := store.Target{Kind: store.KindGeneric, Name: "wk"}
+
+	for round := 0; round < rounds; round++ {
+		fault := []string{"kill-worker", "restart-temporal"}[round%2]
+		t.Run(fmt.Sprintf("round%d-%s", round, fault), func(t *testing.T) {
+			// Seal 8 generations per worker (each a batch of 40 rows, some keys rewritten).
+			for g := 0; g < 8; g++ {
+				for wi, w := range workers {
+					rows := make([]map[string]any, 40)
+					keys := make([]string, 40)
+					vals := make([]int64, 40)
+					for j := range rows {
+						k := fmt.Sprintf("w%d-%04d", wi, (round*8*40+g*40+j*3)%600)
+						load.next[k]++
+						keys[j], vals[j] = k, load.next[k]
+						load.oracle.Attempt(k, vals[j])
+						rows[j] = map[string]any{"id": k, "v": vals[j], "pad": "x"}
+					}
+					if _, err := httpJSON(http.MethodPost, api(w, "/rows"), rows, nil); err != nil {
+						t.Fatal(err)
+					}
+					for j := range keys {
+						load.oracle.Ack(keys[j], vals[j])
+					}
+					if _, err := httpJSON(http.MethodPost, api(w, "/flush"), nil, nil); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			var st store.Stats
+			if _, err := httpJSON(http.MethodGet, api(workers[1], "/stats"), nil, &st); err != nil {
+				t.Fatal(err)
+			}
+			v0 := st.BaseVersion
+			var started struct {
+				WorkflowID string `json:"workflow_id"`
+				RunID      string `json:"run_id"`
+			}
+			if _, err := httpJSON(http.MethodPost, api(workers[1], "/merge-wal"), nil, &started); err != nil {
+				t.Fatal(err)
+			}
+			// Wait for the merge to be under way (two commits landed), then inject the fault.
+			waitFor(t, 2*time.Minute, "the merge to start committing", func() bool {
+				var st store.Stats
+				_, err := httpJSON(http.MethodGet, api(workers[1], "/stats"), nil, &st)
+				return err == nil && st.BaseVersion >= v0+2
+			})
+			faultAt := time.Now()
+			switch fault {
+			case "kill-worker":
+				victim := workers[round/2%2]
+				victim.kill()
+				time.Sleep(300 * time.Millisecond)
+				victim.start()
+			case "restart-temporal":
+				if err := rig.srv.Stop(); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(time.Second)
+				rig.startServer()
+				rig.restart++
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+			defer cancel()
+			var res workflows.MergeWalResult
+			if err := rig.c.GetWorkflow(ctx, started.WorkflowID, "").Get(ctx, &res); err != nil {
+				t.Fatalf("MergeWal %s did not complete after %s: %v\nworker logs:\n%s\n%s", started.WorkflowID, fault, err,
+					tailFile(workers[0].log), tailFile(workers[1].log))
+			}
+			t.Logf("%s: MergeWal completed %s after the fault: passes=%d reclaimed=%d base=%d runs=%d shards=%+v",
+				fault, time.Since(faultAt).Round(time.Millisecond), res.Passes, res.Reclaimed, res.BaseVersion, res.Runs, res.Shards)
+			for _, sh := range res.Shards {
+				if sh.Error != "" {
+					t.Errorf("shard %s: %s", sh.Shard, sh.Error)
+				}
+			}
+			verifyRoot(t, storage, wk, load.oracle)
+		})
+	}
+}
+
+func waitFor(t *testing.T, d time.Duration, what string, f func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !f() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// verifyRoot reads the storage root from a fresh, read-only process view and checks the
+// oracle, pending 0 and no key twice; leftovers are logged.
+func verifyRoot(t *testing.T, storage string, tg store.Target, oracle *Oracle) {
+	t.Helper()
+	ctx := context.Background()
+	db := mustOpenDB(t, storage, fmt.Sprintf("verifier-%d", time.Now().UnixNano()), nil, nil)
+	s, err := db.Open(ctx, tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, dups, err := ReadAll(ctx, s, store.SourceAll, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dups) > 0 {
+		t.Errorf("keys read twice: %v", dups)
+	}
+	for _, v := range oracle.Verify(all) {
+		t.Errorf("oracle: %s", v)
+	}
+	st, err := s.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.TotalPending() != 0 {
+		t.Errorf("pending after MergeWal completed: %+v", st.Shards)
+	}
+	lay, err := InspectLayout(ctx, db.Bucket(), tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("verified %d keys; layout: %s", len(all), lay.Summary())
+}

@@ -1,0 +1,149 @@
+//go:build wip
+
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// Fuzz targets for manifest decoding (issue 5): a base or shard manifest with any bytes in
+// it — truncated, garbled, hostile (paths outside the store, absurd numbers, a million
+// generations) — must make loads fail with ErrCorrupt, and reads, stats and merges over it
+// fail with an error, never a panic or a hang. Run one for a minute with e.g.
+//
+//	go test -run '^$' -fuzz '^FuzzBaseManifest$' -fuzztime 1m ./store/
+//
+// Seeds live in testdata/fuzz/<Name>/; docs/RELIABILITY.md records the runs.
+
+var manifestFuzzSeq atomic.Int64
+
+// manifestFuzzStore creates a generic store on a fresh mem:// bucket whose registry entry is
+// dropped when the test ends (so a long fuzz run does not keep every bucket alive).
+func manifestFuzzStore(t *testing.T) (*DB, *Store) {
+	t.Helper()
+	url := fmt.Sprintf("mem://manifest-fuzz-%d-%d", os.Getpid(), manifestFuzzSeq.Add(1))
+	t.Cleanup(func() {
+		memBuckets.Lock()
+		delete(memBuckets.m, url)
+		memBuckets.Unlock()
+	})
+	opts := DefaultOptions()
+	opts.InstanceID = "w1"
+	db, err := OpenDB(context.Background(), url, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sch := Schema{Fields: []Field{{Name: "id", Type: TypeString}, {Name: "n", Type: TypeInt64, Nullable: true}}}
+	s, err := db.Create(context.Background(), Target{Kind: KindGeneric, Name: "fz"}, CreateOptions{Schema: &sch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db, s
+}
+
+// exercise runs every read-side consumer of the manifests; errors are fine, panics are not.
+// It reports the errors that are neither ErrCorrupt nor ErrNotFound nor ErrInvalidInput.
+func exercise(t *testing.T, s *Store) {
+	t.Helper()
+	ctx := context.Background()
+	check := func(what string, err error) {
+		if err == nil || errors.Is(err, ErrCorrupt) || errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalidInput) ||
+			errors.Is(err, ErrTooManyPending) || errors.Is(err, ErrStalePreparation) || errors.Is(err, ErrConflict) {
+			return
+		}
+		t.Fatalf("%s: error of no known class: %v", what, err)
+	}
+	_, err := s.Stats(ctx)
+	check("stats", err)
+	_, err = s.Get(ctx, "a")
+	check("get", err)
+	_, err = s.List(ctx, ListOptions{Limit: 10})
+	check("list", err)
+	_, err = s.PendingShards(ctx)
+	check("pending", err)
+	p, err := s.Prepare(ctx, PrepareParams{Shard: s.db.Shard(), AttemptKey: "fuzz"})
+	check("prepare", err)
+	if err == nil && p != nil {
+		_, err = s.Commit(ctx, p)
+		check("commit", err)
+	}
+	_, err = s.CompactBase(ctx, CompactParams{})
+	check("compact", err)
+}
+
+const seedBase = `{"version":1,"runs":[{"id":"m-1","path":"generic/fz/data/m-1.parquet","rows":1,"bytes":10,` +
+	`"min_key":"a","max_key":"z","min_seq":1,"max_seq":2,"deletes":0,"source":"merge:s:1-1"}],` +
+	`"watermarks":{"s":1},"created_at":"2024-01-01T00:00:00Z","reason":"merge"}`
+
+// FuzzBaseManifest: any bytes as _versions/00000000000000000001.json.
+func FuzzBaseManifest(f *testing.F) {
+	f.Add([]byte(seedBase))
+	f.Add([]byte(`{"version":1,"runs":[],"watermarks":{}}`))
+	f.Add([]byte(`{"version":1,"runs":null,"watermarks":null}`))
+	f.Add([]byte(`{"version":2}`))
+	f.Add([]byte(`{"version":1,"runs":[{"path":"../../etc/passwd"}]}`))
+	f.Add([]byte(`{"version":1,"runs":[{"path":"generic/other/data/x.parquet","min_key":"z","max_key":"a"}]}`))
+	f.Add([]byte(`{"version":1,"watermarks":{"../x":18446744073709551615}}`))
+	f.Add([]byte(seedBase[:len(seedBase)/2]))
+	f.Add([]byte(`[]`))
+	f.Add([]byte(`null`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		db, s := manifestFuzzStore(t)
+		ctx := context.Background()
+		if err := db.bucket.Put(ctx, versionsPrefix(s.target)+versionName(1), raw); err != nil {
+			t.Fatal(err)
+		}
+		m, err := s.loadBase(ctx)
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("loadBase: %v is not ErrCorrupt", err)
+			}
+		} else if m.Version != 1 || m.Watermarks == nil {
+			t.Fatalf("loadBase accepted %+v", m)
+		}
+		exercise(t, s)
+	})
+}
+
+func seedShard(shard string) string {
+	return `{"shard":"` + shard + `","version":1,"writer_epoch":1,"next_generation":3,"flushed":[` +
+		`{"gen":1,"path":"generic/fz/_mem_wal/` + shard + `/gen/00000000000000000001-1.arrow","rows":1,"bytes":10,"min_key":"a","max_key":"a","min_seq":1,"max_seq":1,"sealed_at":"2024-01-01T00:00:00Z"},` +
+		`{"gen":2,"path":"generic/fz/_mem_wal/` + shard + `/gen/00000000000000000002-1.arrow","rows":1,"bytes":10,"min_key":"b","max_key":"b","min_seq":2,"max_seq":2}],` +
+		`"replay_after":0,"max_seq":2,"updated_at":"2024-01-01T00:00:00Z"}`
+}
+
+// FuzzShardManifest: any bytes as _mem_wal/<shard>/manifest/00000000000000000001.json, for
+// the shard of the process that reads and merges (so Prepare consumes it too).
+func FuzzShardManifest(f *testing.F) {
+	shard := ShardID("w1")
+	f.Add([]byte(seedShard(shard)))
+	f.Add([]byte(strings.ReplaceAll(seedShard(shard), `"gen":2`, `"gen":1`)))
+	f.Add([]byte(strings.ReplaceAll(seedShard(shard), "generic/fz/_mem_wal", "generic/fz/../x")))
+	f.Add([]byte(`{"shard":"` + shard + `","version":1,"flushed":[{"gen":18446744073709551615,"path":""}]}`))
+	f.Add([]byte(`{"shard":"other","version":1}`))
+	f.Add([]byte(`{"shard":"` + shard + `","version":7}`))
+	f.Add([]byte(seedShard(shard)[:100]))
+	f.Add([]byte(`{}`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		db, s := manifestFuzzStore(t)
+		ctx := context.Background()
+		if err := db.bucket.Put(ctx, shardManifestPrefix(s.target, shard)+versionName(1), raw); err != nil {
+			t.Fatal(err)
+		}
+		m, err := s.loadShard(ctx, shard)
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("loadShard: %v is not ErrCorrupt", err)
+			}
+		} else if m == nil || m.Version != 1 || m.Shard != shard {
+			t.Fatalf("loadShard accepted %+v", m)
+		}
+		exercise(t, s)
+	})
+}

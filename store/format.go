@@ -241,10 +241,26 @@ func (c *chain) latest(ctx context.Context) (uint64, []byte, error) {
 		}
 		v, raw = lv, lraw
 	}
-	for {
+	for steps := 0; ; steps++ {
+		if steps == 8 {
+			// Far behind: one List finds the latest instead of one Get per version.
+			lv, lraw, err := c.listLatest(ctx)
+			if err != nil {
+				return 0, nil, err
+			}
+			if lv > v {
+				v, raw = lv, lraw
+			}
+		}
 		next, err := c.b.Get(ctx, c.prefix+versionName(v+1))
 		if err == nil {
 			v, raw = v+1, next
+			// Remember progress, so a failure later in the walk does not start it over.
+			c.mu.Lock()
+			if v > c.hint {
+				c.hint, c.hintRaw = v, raw
+			}
+			c.mu.Unlock()
 			continue
 		}
 		if !errors.Is(err, ErrNotFound) {

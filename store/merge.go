@@ -115,6 +115,20 @@ func (s *Store) Prepare(ctx context.Context, p PrepareParams) (*PreparedMerge, e
 	if err := s.reconcile(ctx, shard, sm, wm); err != nil {
 		return nil, err
 	}
+	// A retried attempt may have staged other generations before it failed (DESIGN §3:
+	// a retried prepare must not leak): delete every unreferenced file of this attempt.
+	attemptPrefix := strings.TrimSuffix(dataKey(s.target, fmt.Sprintf("m-%s-", hashKey(attempt, s.target.String(), shard))), ".parquet")
+	if objs, err := s.db.bucket.List(ctx, attemptPrefix); err != nil {
+		return nil, err
+	} else {
+		for _, o := range objs {
+			if !base.references(o.Key) {
+				if err := s.db.bucket.Delete(ctx, o.Key); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
 	plan := planMerge(sm.pendingAbove(wm), maxGens, maxBytes)
 	if len(plan) == 0 {
 		return nil, nil
@@ -181,8 +195,6 @@ func (s *Store) Prepare(ctx context.Context, p PrepareParams) (*PreparedMerge, e
 		return nil, err
 	}
 	staged.Bytes = int64(len(data))
-	// Same attempt key and generations give the same name and the same bytes, so a retried
-	// prepare overwrites its own file instead of leaking a new one.
 	if err := s.db.bucket.Put(ctx, staged.Path, data); err != nil {
 		return nil, fmt.Errorf("write staged run: %w", err)
 	}
@@ -494,7 +506,9 @@ func (s *Store) Commit(ctx context.Context, p *PreparedMerge) (CommitResult, err
 	res.Deleted, _ = s.deleteMergedGenerations(ctx, p.Shard, p.Through)
 	s.observePhase("delete", deleteStart)
 	if res.AlreadyCommitted {
-		s.dropUnreferencedStaged(ctx, p)
+		if err := s.dropUnreferencedStaged(ctx, p); err != nil {
+			return res, err
+		}
 		s.countMerge("already_committed", reclaimed)
 	} else {
 		s.countMerge("merged", reclaimed)
@@ -653,16 +667,19 @@ func parseGenNumber(key string) (uint64, bool) {
 
 // dropUnreferencedStaged deletes an attempt's staged files when the latest base does not
 // reference them (another attempt committed the same generations first).
-func (s *Store) dropUnreferencedStaged(ctx context.Context, p *PreparedMerge) {
+func (s *Store) dropUnreferencedStaged(ctx context.Context, p *PreparedMerge) error {
 	base, err := s.loadBase(ctx)
 	if err != nil {
-		return
+		return err
 	}
 	for _, f := range p.Staged {
 		if !base.references(f.Path) {
-			_ = s.db.bucket.Delete(ctx, f.Path)
+			if err := s.db.bucket.Delete(ctx, f.Path); err != nil {
+				return err
+			}
 		}
 	}
+	return nil
 }
 
 func (m *baseManifest) references(p string) bool {

@@ -243,7 +243,15 @@ func (s *Store) Get(ctx context.Context, key string) (map[string]any, error) {
 		lastErr = err // a file vanished under a concurrent merge or compaction: re-snapshot
 		s.countRetry()
 	}
-	return nil, lastErr
+	return nil, s.missingFile(lastErr)
+}
+
+// missingFile turns "a file the latest manifests reference is still missing after every
+// re-snapshot" into ErrCorrupt.
+func (s *Store) missingFile(err error) error {
+	err = corruptf("%s: an object the manifests reference is missing after %d attempts: %v", s.target, readAttempts, err)
+	s.countCorrupt(err)
+	return err
 }
 
 var errRowNotFound = fmt.Errorf("row: %w", ErrNotFound)
@@ -255,6 +263,13 @@ func (s *Store) countRetry() {
 }
 
 func (s *Store) getOnce(ctx context.Context, key string) (map[string]any, error) {
+	var memRow *memRow
+	var memShard string
+	if w := s.readWriter(); w != nil {
+		if r, ok := w.snapshot()[key]; ok {
+			memRow, memShard = &r, w.shard
+		}
+	}
 	snap, err := s.snapshot(ctx, true)
 	if err != nil {
 		return nil, err
@@ -275,10 +290,8 @@ func (s *Store) getOnce(ctx context.Context, key string) (map[string]any, error)
 			consider(version{key: key, seq: f.view.Seq(i), shard: f.view.Shard(i), deleted: f.view.Deleted(i), file: f, row: i})
 		}
 	}
-	if w := s.residentWriter(); w != nil {
-		if r, ok := w.snapshot()[key]; ok {
-			consider(version{key: key, seq: r.seq, shard: w.shard, deleted: r.deleted, mem: r.row})
-		}
+	if memRow != nil {
+		consider(version{key: key, seq: memRow.seq, shard: memShard, deleted: memRow.deleted, mem: memRow.row})
 	}
 	if best == nil || best.deleted {
 		return nil, fmt.Errorf("%s: key %q: %w", s.target, key, errRowNotFound)
@@ -310,7 +323,7 @@ func (s *Store) List(ctx context.Context, opts ListOptions) (ListPage, error) {
 		lastErr = err
 		s.countRetry()
 	}
-	return ListPage{}, lastErr
+	return ListPage{}, s.missingFile(lastErr)
 }
 
 type cursor struct {
@@ -352,6 +365,13 @@ func (h *cursorHeap) Pop() any {
 }
 
 func (s *Store) listOnce(ctx context.Context, opts ListOptions) (ListPage, error) {
+	var memSnap map[string]memRow
+	var memW *writer
+	if opts.Source != SourceBase {
+		if w := s.readWriter(); w != nil {
+			memW, memSnap = w, w.snapshot()
+		}
+	}
 	snap, err := s.snapshot(ctx, true)
 	if err != nil {
 		return ListPage{}, err
@@ -369,10 +389,10 @@ func (s *Store) listOnce(ctx context.Context, opts ListOptions) (ListPage, error
 	}
 	var memShard string
 	if opts.Source != SourceBase {
-		if w := s.residentWriter(); w != nil {
+		if w := memW; w != nil {
 			memShard = w.shard
 			var entries []memEntry
-			for k, r := range w.snapshot() {
+			for k, r := range memSnap {
 				if opts.After == "" || k > opts.After {
 					entries = append(entries, memEntry{k, r})
 				}

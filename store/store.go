@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path"
+	"strings"
 	"sync"
 	"time"
 )
@@ -89,6 +91,12 @@ func (s *Store) loadBase(ctx context.Context) (*baseManifest, error) {
 	if m.Watermarks == nil {
 		m.Watermarks = map[string]uint64{}
 	}
+	prefix := path.Join(storePrefix(s.target), dataDir) + "/"
+	for _, r := range m.Runs {
+		if !strings.HasPrefix(r.Path, prefix) || checkKey(r.Path) != nil {
+			return nil, corruptf("base manifest %s/%d lists run path %q outside %s", s.target, v, r.Path, prefix)
+		}
+	}
 	return &m, nil
 }
 
@@ -123,6 +131,12 @@ func (s *Store) loadShard(ctx context.Context, shard string) (*shardManifest, er
 	}
 	if m.Version != v || m.Shard != shard {
 		return nil, corruptf("shard manifest %s/%s/%d names %s/%d", s.target, shard, v, m.Shard, m.Version)
+	}
+	gp := genPrefix(s.target, shard)
+	for _, g := range m.Flushed {
+		if !strings.HasPrefix(g.Path, gp) || checkKey(g.Path) != nil {
+			return nil, corruptf("shard manifest %s/%s/%d lists generation path %q outside %s", s.target, shard, v, g.Path, gp)
+		}
 	}
 	return &m, nil
 }
@@ -237,4 +251,12 @@ func backoff(ctx context.Context, attempt int) {
 	case <-ctx.Done():
 	case <-t.C:
 	}
+}
+
+// readWriter returns the last writer, alive or not: a writer killed by a fence still holds
+// acknowledged rows (durable in the WAL) until a replacement has replayed them.
+func (s *Store) readWriter() *writer {
+	s.writerMu.Lock()
+	defer s.writerMu.Unlock()
+	return s.w
 }

@@ -1,5 +1,3 @@
-//go:build wip
-
 package bench
 
 import (
@@ -25,7 +23,7 @@ func RunCommitLock(ctx context.Context, o Options) (*Result, error) {
 	}
 	sizes := []size{{"64KiB", 64 << 10, 60}, {"1MiB", 1 << 20, 20}, {"64MiB", 64 << 20, 4}}
 	if o.Quick {
-		sizes = []size{{"64KiB", 64 << 10, 20}, {"1MiB", 1 << 20, 10}, {"64MiB", 64 << 20, 2}}
+		sizes = []size{{"64KiB", 64 << 10, 12}, {"1MiB", 1 << 20, 6}, {"64MiB", 64 << 20, 2}}
 	}
 	backends := []string{"file", "mem"}
 	res.param("reps", o.reps())

@@ -1,5 +1,3 @@
-//go:build wip
-
 package bench
 
 import (
@@ -59,7 +57,7 @@ func incidentDefaults(o Options) incidentParams {
 		p.Shards = 4
 		p.Rollout = 120
 		p.Latency = 25 * time.Millisecond
-		p.Duration = 45 * time.Second
+		p.Duration = 40 * time.Second
 		// 45 s per side leaves no room for a trigger at 50 to fire and finish.
 		p.CountTrigger = 20
 	}
@@ -177,6 +175,8 @@ func RunIncident(ctx context.Context, o Options) (*Result, error) {
 	baseSlope := col(func(r incidentRun) float64 { return r.BaseSlope })
 	wkRo := col(func(r incidentRun) float64 { return float64(r.WkRolloutMax) })
 	baseRo := col(func(r incidentRun) float64 { return float64(r.BaseRoMax) })
+	wkErr := col(func(r incidentRun) float64 { return float64(r.WkAppendErrs) })
+	baseErr := col(func(r incidentRun) float64 { return float64(r.BaseAppErr) })
 	cycle := col(func(r incidentRun) float64 { return r.BaseCycleP50.Seconds() })
 	cycleMax := col(func(r incidentRun) float64 { return r.BaseCycleMax.Seconds() })
 	wkReq := col(func(r incidentRun) float64 { return float64(r.WkRequests) / p.Duration.Seconds() })
@@ -192,6 +192,7 @@ func RunIncident(ctx context.Context, o Options) (*Result, error) {
 			{"trend of max pending, second half (gens/min)", wkSlope.fmt("%+.1f"), baseSlope.fmt("%+.1f"), ""},
 			{"rollout stores: max pending in any shard at the end", wkRo.fmt("%.0f"), baseRo.fmt("%.0f"), ""},
 			{"storage requests per second (all shards)", wkReq.fmt("%.0f"), baseReq.fmt("%.0f"), ""},
+			{"failed appends", wkErr.fmt("%.0f"), baseErr.fmt("%.0f"), ""},
 			{"baseline cleanup cycle p50 / max (s)", "", cycle.fmt("%.1f") + " / " + cycleMax.fmt("%.1f"), ""},
 		},
 	})

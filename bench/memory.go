@@ -1,5 +1,3 @@
-//go:build wip
-
 package bench
 
 import (
@@ -114,7 +112,10 @@ func RunMemory(ctx context.Context, o Options) (*Result, error) {
 		for rep := 0; rep < o.reps(); rep++ {
 			raw, _ := json.Marshal(memoryChildParams{URL: url, Budget: budget, Requests: requests, Stores: names, Shard: store.ShardID("writer")})
 			cmd := o.Reexec(ctx, "memory")
-			cmd.Env = append(os.Environ(), MemoryChildEnv+"="+string(raw))
+			if cmd.Env == nil {
+				cmd.Env = os.Environ()
+			}
+			cmd.Env = append(cmd.Env, MemoryChildEnv+"="+string(raw))
 			if v.memLimit != "" {
 				cmd.Env = append(cmd.Env, "GOMEMLIMIT="+v.memLimit)
 			}

@@ -1,5 +1,3 @@
-//go:build wip
-
 // Package reliability is walkeeper's fault suite (issue 5): an oracle of acknowledged
 // appends, fault-injecting bucket wrappers (store.Faults), a child-process harness that
 // re-executes the test binary so crashes are real SIGKILLs of real processes, and the tests

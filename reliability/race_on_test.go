@@ -1,4 +1,4 @@
-//go:build wip && race
+//go:build race
 
 package reliability
 

@@ -1,5 +1,3 @@
-//go:build wip
-
 package reliability
 
 import (
@@ -34,7 +32,7 @@ type loadCounters struct {
 func (c *loadCounters) String() string {
 	return fmt.Sprintf("appends ok=%d failed=%d (fenced=%d durable-not-sealed=%d other=%d) rows acked=%d unacked=%d; "+
 		"flush ok=%d failed=%d; prepare ok=%d empty=%d failed(retried)=%d; commit ok=%d already=%d retried=%d stale=%d; "+
-		"abort ok=%d retried=%d; get ok=%d absent=%d failed=%d; list ok=%d failed=%d; violations read=%d list=%d",
+		"abort ok=%d retried=%d; get ok=%d absent=%d failed=%d; full listings=%d (failed pages retried=%d); violations read=%d list=%d",
 		c.appendOK.Load(), c.appendFailed.Load(), c.fencedAppends.Load(), c.notSealedAppends.Load(), c.otherAppendErrs.Load(),
 		c.rowsAcked.Load(), c.rowsUnacked.Load(),
 		c.flushOK.Load(), c.flushFailed.Load(), c.prepareOK.Load(), c.prepareEmpty.Load(), c.prepareFailed.Load(),
@@ -381,27 +379,47 @@ func (l *faultLoad) reader(ctx context.Context, s *store.Store, keys []string, d
 	}
 }
 
-// lister pages through the whole store from a handle that never writes: no key twice, keys
-// in order, and (monotonic reads) no key's value ever goes back.
+// lister pages through the whole store from a handle that never writes, as an HTTP client
+// would (a failed page is retried from the same cursor): no key twice, keys in order across
+// pages, and (monotonic reads) no key's value ever goes back.
 func (l *faultLoad) lister(ctx context.Context, s *store.Store, deadline time.Time) {
 	seen := map[string]int64{}
 	for time.Now().Before(deadline) {
-		rows, dups, err := ReadAll(ctx, s, store.SourceAll, 50)
-		if err != nil {
-			l.c.listFailed.Add(1)
-			continue
-		}
-		l.c.listOK.Add(1)
-		if len(dups) > 0 {
-			l.c.listViolations.Add(1)
-			l.violation("list: keys twice or out of order: %v", dups)
-		}
-		for k, v := range rows {
-			if old, ok := seen[k]; ok && v < old {
-				l.c.listViolations.Add(1)
-				l.violation("list: key %s went back from %d to %d", k, old, v)
+		got := map[string]bool{}
+		after, last, complete := "", "", false
+		for tries := 0; tries < 50 && time.Now().Before(deadline); {
+			page, err := s.List(ctx, store.ListOptions{Limit: 50, After: after})
+			if err != nil {
+				l.c.listFailed.Add(1)
+				tries++
+				continue
 			}
-			seen[k] = max(seen[k], v)
+			for _, r := range page.Rows {
+				k, _ := r["id"].(string)
+				v, err := ValueOf(r)
+				if err != nil {
+					l.violation("list: %v", err)
+					continue
+				}
+				if got[k] || (last != "" && k <= last) {
+					l.c.listViolations.Add(1)
+					l.violation("list: key %s twice or out of order (after %s)", k, last)
+				}
+				got[k], last = true, k
+				if old, ok := seen[k]; ok && v < old {
+					l.c.listViolations.Add(1)
+					l.violation("list: key %s went back from %d to %d", k, old, v)
+				}
+				seen[k] = max(seen[k], v)
+			}
+			if page.Next == "" {
+				complete = true
+				break
+			}
+			after = page.Next
+		}
+		if complete {
+			l.c.listOK.Add(1)
 		}
 		time.Sleep(30 * time.Millisecond)
 	}

@@ -1,5 +1,3 @@
-//go:build wip
-
 package main
 
 import (
@@ -136,7 +134,7 @@ start a dev server (temporal server start-dev) unless --temporal is given explic
 	fs.StringVar(&out, "out", "", "directory for results (markdown, JSON, CSV, PNG, walkeeper.log); default ./walkeeper-bench/<time>")
 	fs.StringVar(&workDir, "work-dir", "", "directory for the stores a scenario writes (default: the system temp dir); removed afterwards")
 	fs.IntVar(&o.Reps, "reps", 0, "repetitions (default 5, or 1 with --quick)")
-	fs.DurationVar(&o.Duration, "duration", 0, "length of the incident replay (default 4m, 1m with --quick)")
+	fs.DurationVar(&o.Duration, "duration", 0, "length of each side of the incident replay (default 4m, 40s with --quick)")
 	fs.IntVar(&o.Shards, "shards", 0, "incident: number of shards (worker processes) per side (default 20, 4 with --quick)")
 	fs.IntVar(&o.Stores, "stores", 0, "incident: rollout stores (default 300, 120 with --quick); temporal-overhead: idle stores to sweep (default 1000)")
 	fs.DurationVar(&o.Latency, "latency", 0, "incident: modelled object-store latency added to every storage request (default 10ms, 25ms with --quick; negative = none)")

@@ -79,6 +79,7 @@ type Layout struct {
 	BaseVersion uint64
 	Watermarks  map[string]uint64
 	Runs        []string // paths referenced by the latest base manifest
+	RunMeta     []RunInfo
 	DataFiles   []string // every object under data/
 	Orphans     []string // data/ objects the latest base does not reference
 	Shards      map[string]*ShardLayout
@@ -90,6 +91,7 @@ type ShardLayout struct {
 	WriterEpoch     uint64
 	ReplayAfter     uint64
 	Listed          []string // gen paths the latest manifest lists
+	ListedMeta      []GenInfo
 	ListedGens      []uint64
 	GenFiles        []string // gen objects on storage
 	UnlistedGens    []string // gen objects the latest manifest does not list
@@ -98,24 +100,35 @@ type ShardLayout struct {
 	Attempts        []string // attempt claims
 }
 
+// RunInfo is one base run as the latest base manifest describes it.
+type RunInfo struct {
+	Path   string `json:"path"`
+	Rows   int64  `json:"rows"`
+	MinKey string `json:"min_key"`
+	MaxKey string `json:"max_key"`
+	Source string `json:"source"`
+}
+
+// GenInfo is one listed generation as the latest shard manifest describes it.
+type GenInfo struct {
+	Gen    uint64 `json:"gen"`
+	Path   string `json:"path"`
+	MinKey string `json:"min_key"`
+	MaxKey string `json:"max_key"`
+}
+
 type baseJSON struct {
-	Version uint64 `json:"version"`
-	Runs    []struct {
-		Path string `json:"path"`
-		Rows int64  `json:"rows"`
-	} `json:"runs"`
+	Version    uint64            `json:"version"`
+	Runs       []RunInfo         `json:"runs"`
 	Watermarks map[string]uint64 `json:"watermarks"`
 }
 
 type shardJSON struct {
-	Shard       string `json:"shard"`
-	Version     uint64 `json:"version"`
-	WriterEpoch uint64 `json:"writer_epoch"`
-	Flushed     []struct {
-		Gen  uint64 `json:"gen"`
-		Path string `json:"path"`
-	} `json:"flushed"`
-	ReplayAfter uint64 `json:"replay_after"`
+	Shard       string    `json:"shard"`
+	Version     uint64    `json:"version"`
+	WriterEpoch uint64    `json:"writer_epoch"`
+	Flushed     []GenInfo `json:"flushed"`
+	ReplayAfter uint64    `json:"replay_after"`
 }
 
 // latestVersion reads the highest <v>.json under prefix.
@@ -163,6 +176,7 @@ func InspectLayout(ctx context.Context, b *store.Bucket, t store.Target) (*Layou
 		if m.Watermarks != nil {
 			l.Watermarks = m.Watermarks
 		}
+		l.RunMeta = m.Runs
 		for _, r := range m.Runs {
 			l.Runs = append(l.Runs, r.Path)
 		}
@@ -199,6 +213,7 @@ func InspectLayout(ctx context.Context, b *store.Bucket, t store.Target) (*Layou
 				return nil, fmt.Errorf("shard manifest %s/%d: %w", sh, mv, err)
 			}
 			sl.ManifestVersion, sl.WriterEpoch, sl.ReplayAfter = m.Version, m.WriterEpoch, m.ReplayAfter
+			sl.ListedMeta = m.Flushed
 			for _, g := range m.Flushed {
 				sl.Listed = append(sl.Listed, g.Path)
 				sl.ListedGens = append(sl.ListedGens, g.Gen)

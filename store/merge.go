@@ -465,7 +465,8 @@ func (s *Store) claim(ctx context.Context, p *PreparedMerge, state string) (stri
 
 // Commit publishes a prepared merge: base version v+1 = runs + staged files with the
 // shard's watermark set to Through. It holds the merge lock exclusively only around the
-// base manifest read-check-publish; the drain and deletes run after it is released.
+// conditional write of the next base manifest; the manifest read and checks run before it
+// and the drain and deletes after it.
 // Committing twice is safe: a watermark already at Through means "done".
 //
 // REQUIRES: mergeLock not held by the caller.
@@ -513,14 +514,19 @@ func (s *Store) Commit(ctx context.Context, p *PreparedMerge) (CommitResult, err
 	} else {
 		s.countMerge("merged", reclaimed)
 	}
-	_ = s.db.bucket.Delete(ctx, s.claimKey(p))
+	// The claim is garbage now that the watermark covers the attempt (a late Commit answers
+	// "already committed", a late Abort finds the commit). A failed delete is returned so the
+	// caller's retry, which takes the already-committed path, deletes it.
+	if err := s.dropClaim(ctx, p); err != nil {
+		return res, fmt.Errorf("committed base version %d but claim clean-up failed: %w", res.BaseVersion, err)
+	}
 	s.db.log.Info("merge committed", zap.String("target", s.target.String()), zap.String("shard", p.Shard),
 		zap.Uint64("through", p.Through), zap.Int("reclaimed", reclaimed), zap.Uint64("base_version", res.BaseVersion),
 		zap.Bool("already_committed", res.AlreadyCommitted), zap.Duration("lock_hold", res.LockHold))
 	return res, nil
 }
 
-// publishMerge is the write-locked metadata step of Commit.
+// publishMerge is the metadata step of Commit: read, check, and publish v+1 under the lock.
 func (s *Store) publishMerge(ctx context.Context, p *PreparedMerge) (CommitResult, error) {
 	for _, f := range p.Staged {
 		ok, err := s.db.bucket.Exists(ctx, f.Path)
@@ -535,11 +541,12 @@ func (s *Store) publishMerge(ctx context.Context, p *PreparedMerge) (CommitResul
 			return CommitResult{}, fmt.Errorf("staged file %s is missing: %w", f.Path, ErrStalePreparation)
 		}
 	}
-	s.mergeLock.Lock()
-	locked := time.Now()
-	defer func() {
-		s.mergeLock.Unlock()
-	}()
+	// The manifest read, the checks and the next version are built outside the lock: the
+	// put-if-absent of version v+1 is what arbitrates between committers (other processes
+	// never see this lock anyway), and a committer that lost the race rebases. The lock
+	// covers only the conditional write, so a prepare of this process never plans
+	// generations while their commit is being published, and the hold is one write, not
+	// the round trips of the manifest read.
 	var res CommitResult
 	for attempt := 0; attempt < 128; attempt++ {
 		base, err := s.loadBase(ctx)
@@ -549,13 +556,9 @@ func (s *Store) publishMerge(ctx context.Context, p *PreparedMerge) (CommitResul
 		wm := base.Watermarks[p.Shard]
 		if wm >= p.Through {
 			res.BaseVersion, res.AlreadyCommitted = base.Version, true
-			res.LockHold = time.Since(locked)
-			s.observeLock(res.LockHold)
 			return res, nil
 		}
 		if wm >= p.Generations[0] {
-			res.LockHold = time.Since(locked)
-			s.observeLock(res.LockHold)
 			return res, fmt.Errorf("%s shard %s: watermark %d inside prepared range %d..%d: %w",
 				s.target, p.Shard, wm, p.Generations[0], p.Through, ErrStalePreparation)
 		}
@@ -570,10 +573,10 @@ func (s *Store) publishMerge(ctx context.Context, p *PreparedMerge) (CommitResul
 			})
 		}
 		next.Watermarks[p.Shard] = p.Through
-		err = s.publishBase(ctx, next)
+		hold, err := s.publishBaseLocked(ctx, next)
+		res.LockHold += hold
 		if err == nil {
 			res.BaseVersion = next.Version
-			res.LockHold = time.Since(locked)
 			s.observeLock(res.LockHold)
 			return res, nil
 		}
@@ -585,6 +588,18 @@ func (s *Store) publishMerge(ctx context.Context, p *PreparedMerge) (CommitResul
 		backoff(ctx, attempt)
 	}
 	return res, fmt.Errorf("%s: base commit kept losing races: %w", s.target, ErrConflict)
+}
+
+// publishBaseLocked publishes next with put-if-absent while holding the merge lock
+// exclusively, and returns how long the lock was held.
+//
+// REQUIRES: mergeLock not held by the caller.
+func (s *Store) publishBaseLocked(ctx context.Context, next *baseManifest) (time.Duration, error) {
+	s.mergeLock.Lock()
+	defer s.mergeLock.Unlock()
+	locked := time.Now()
+	err := s.publishBase(ctx, next)
+	return time.Since(locked), err
 }
 
 func (s *Store) observeLock(d time.Duration) {
@@ -708,7 +723,8 @@ func (s *Store) Abort(ctx context.Context, p *PreparedMerge) (AbortResult, error
 	}
 	for _, f := range p.Staged {
 		if base.references(f.Path) {
-			return AbortResult{CommitPresent: true}, nil
+			// Published, so no claim is needed any more: see dropClaim.
+			return AbortResult{CommitPresent: true}, s.dropClaim(ctx, p)
 		}
 	}
 	wm := base.Watermarks[p.Shard]
@@ -726,7 +742,23 @@ func (s *Store) Abort(ctx context.Context, p *PreparedMerge) (AbortResult, error
 		res.Deleted++
 	}
 	s.countMerge("aborted", 0)
+	if wm >= p.Generations[0] {
+		// The abort claim only has to stop a late commit, and none can publish any more.
+		return res, s.dropClaim(ctx, p)
+	}
 	return res, nil
+}
+
+// dropClaim deletes the attempt's claim once the shard's watermark has reached the
+// attempt's first generation: from then on every Commit of the attempt answers "already
+// committed" or StalePreparation from the watermark alone and no Abort can delete a file a
+// manifest references, so the claim protects nothing. Claims of attempts aborted below the
+// watermark stay: they are what stops a late commit.
+func (s *Store) dropClaim(ctx context.Context, p *PreparedMerge) error {
+	if err := s.db.bucket.Delete(ctx, s.claimKey(p)); err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	return nil
 }
 
 // MergeOnce prepares and commits one pass of shard ("" = own shard) in this process.

@@ -1,0 +1,58 @@
+package store
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// claimExists reports whether the attempt's claim object is still in storage.
+func claimExists(t *testing.T, s *Store, p *PreparedMerge) bool {
+	t.Helper()
+	ok, err := s.db.bucket.Exists(context.Background(), s.claimKey(p))
+	require.NoError(t, err)
+	return ok
+}
+
+// Claims are collected as soon as the watermark makes them meaningless, and kept exactly
+// while they still stop something: an abort claim below the watermark is what keeps a late
+// commit of that attempt from publishing.
+func TestAttemptClaimsDoNotAccumulate(t *testing.T) {
+	ctx := context.Background()
+	db := openTestDB(t, "file://"+t.TempDir(), "w1")
+	s := createGeneric(t, db, "claims", false)
+
+	// A committed attempt leaves no claim, and neither does a late Abort of it.
+	appendRows(t, s, row("a", 1))
+	flush(t, s)
+	p, err := s.Prepare(ctx, PrepareParams{AttemptKey: "wf/a"})
+	require.NoError(t, err)
+	_, err = s.Commit(ctx, p)
+	require.NoError(t, err)
+	require.False(t, claimExists(t, s, p), "commit claim left after a successful commit")
+	ar, err := s.Abort(ctx, p)
+	require.NoError(t, err)
+	require.True(t, ar.CommitPresent)
+	require.False(t, claimExists(t, s, p), "abort of a committed attempt left a claim")
+
+	// An abort below the watermark keeps its claim: it is what refuses a late commit.
+	appendRows(t, s, row("b", 2))
+	flush(t, s)
+	stale, err := s.Prepare(ctx, PrepareParams{AttemptKey: "wf/b"})
+	require.NoError(t, err)
+	_, err = s.Abort(ctx, stale)
+	require.NoError(t, err)
+	require.True(t, claimExists(t, s, stale), "an abort below the watermark must keep its claim")
+	_, err = s.Commit(ctx, stale)
+	require.ErrorIs(t, err, ErrStalePreparation)
+
+	// Another attempt merges the same generation; aborting the stale one again now finds the
+	// watermark past its range and collects the claim.
+	_, err = s.MergeAll(ctx)
+	require.NoError(t, err)
+	_, err = s.Abort(ctx, stale)
+	require.NoError(t, err)
+	require.False(t, claimExists(t, s, stale), "claim kept although no commit of the attempt can publish")
+	require.Equal(t, map[string]int64{"a": 1, "b": 2}, allRows(t, s, SourceBase))
+}

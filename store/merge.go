@@ -595,10 +595,14 @@ func (s *Store) publishMerge(ctx context.Context, p *PreparedMerge) (CommitResul
 //
 // REQUIRES: mergeLock not held by the caller.
 func (s *Store) publishBaseLocked(ctx context.Context, next *baseManifest) (time.Duration, error) {
+	raw, err := s.encodeBase(next)
+	if err != nil {
+		return 0, err
+	}
 	s.mergeLock.Lock()
 	defer s.mergeLock.Unlock()
 	locked := time.Now()
-	err := s.publishBase(ctx, next)
+	err = s.publishEncodedBase(ctx, next.Version, raw)
 	return time.Since(locked), err
 }
 

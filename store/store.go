@@ -102,16 +102,27 @@ func (s *Store) loadBase(ctx context.Context) (*baseManifest, error) {
 
 // publishBase publishes next as version next.Version. ErrAlreadyExists = lost the race.
 func (s *Store) publishBase(ctx context.Context, next *baseManifest) error {
-	next.CreatedAt = s.db.opts.Now().UTC()
-	raw, err := json.Marshal(next)
+	raw, err := s.encodeBase(next)
 	if err != nil {
 		return err
 	}
-	if err := s.base.publish(ctx, next.Version, raw); err != nil {
+	return s.publishEncodedBase(ctx, next.Version, raw)
+}
+
+// encodeBase stamps and serialises next, so callers that hold a lock while publishing can
+// do the CPU work before taking it.
+func (s *Store) encodeBase(next *baseManifest) ([]byte, error) {
+	next.CreatedAt = s.db.opts.Now().UTC()
+	return json.Marshal(next)
+}
+
+// publishEncodedBase publishes raw (from encodeBase) as version v.
+func (s *Store) publishEncodedBase(ctx context.Context, v uint64, raw []byte) error {
+	if err := s.base.publish(ctx, v, raw); err != nil {
 		return err
 	}
-	if next.Version%64 == 0 {
-		go s.base.collect(context.WithoutCancel(ctx), next.Version, 256)
+	if v%64 == 0 {
+		go s.base.collect(context.WithoutCancel(ctx), v, 256)
 	}
 	return nil
 }

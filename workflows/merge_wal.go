@@ -173,8 +173,10 @@ func invalidInput(err error) error {
 }
 
 // MergeWal folds every shard's pending generations of one target into its base table
-// (DESIGN §3, §4). Shards are visited in shard-id order; each is merged pass by pass
-// (Prepare on the owner's queue, then Commit) until nothing is pending or MaxPasses. Exactly
+// (DESIGN §3, §4). A pass is a Prepare on the owner's queue, then a Commit. Serially (the
+// default) shards take turns: rounds of one pass per shard, most indebted first, until a
+// round commits nothing, so a shard that seals as fast as it is merged cannot starve the
+// others. With ParallelPrepare every shard runs its own passes until drained. Exactly
 // one Commit per table is in flight at any time: every commit goes through one commit loop,
 // whether prepares run serially (default) or in parallel. A failing shard records its error
 // and the others go on; the workflow fails only when every shard failed for good.
@@ -203,10 +205,12 @@ func MergeWal(ctx workflow.Context, in MergeWalInput) (MergeWalResult, error) {
 		r.setPhase(PhaseDone)
 		return r.result(), err
 	}
+	// Histories recorded before this change visited shards in id order, each until drained.
+	r.fair = workflow.GetVersion(ctx, fairRoundsChange, workflow.DefaultVersion, fairRoundsVersion) >= fairRoundsVersion
 	r.plan(listed.Shards)
 	r.upsertPending()
 
-	// Step 2. Merge shard by shard; one commit at a time.
+	// Step 2. Merge the shards, one commit at a time.
 	r.setPhase(PhaseMerging)
 	r.mergeShards(ctx)
 	if ctx.Err() != nil {
@@ -248,7 +252,17 @@ type mergeRun struct {
 	stopping bool
 	// lastPending is the WalPending value last upserted (-1: none yet).
 	lastPending int64
+	// fair: serial merges go in rounds of one pass per shard (fairRoundsChange).
+	fair bool
 }
+
+// fairRoundsChange versions the serial schedule: rounds of one pass per shard, most
+// indebted first, instead of each shard in id order until drained. Runs recorded before it
+// replay the old schedule.
+const (
+	fairRoundsChange  = "merge-wal-fair-rounds"
+	fairRoundsVersion = workflow.Version(1)
+)
 
 type shardRun struct {
 	res         ShardMergeResult
@@ -281,17 +295,20 @@ func newMergeRun(ctx workflow.Context, in MergeWalInput, target store.Target) *m
 	return r
 }
 
-// plan merges the carried results with the fresh listing, in shard order. A shard finished
-// in an earlier run stays finished; one that no longer has anything pending is done.
+// plan merges a listing into the shards known so far (the carried results on the first
+// call of a run), in shard order. A shard that failed or reached MaxPasses stays finished;
+// one that no longer has anything pending is done. In fair mode a shard that was drained
+// and has sealed again since is merged again.
 func (r *mergeRun) plan(listed []ShardPending) {
-	byShard := map[string]*shardRun{}
-	var all []*shardRun
-	if r.in.Carry != nil {
+	all := r.shards
+	if all == nil && r.in.Carry != nil {
 		for _, c := range r.in.Carry.Shards {
-			sh := &shardRun{res: c}
-			byShard[c.Shard] = sh
-			all = append(all, sh)
+			all = append(all, &shardRun{res: c})
 		}
+	}
+	byShard := map[string]*shardRun{}
+	for _, sh := range all {
+		byShard[sh.res.Shard] = sh
 	}
 	seen := map[string]bool{}
 	for _, sp := range listed {
@@ -300,6 +317,9 @@ func (r *mergeRun) plan(listed []ShardPending) {
 		}
 		seen[sp.Shard] = true
 		if sh, ok := byShard[sp.Shard]; ok {
+			if r.fair && sh.res.Finished && sh.res.Error == "" && !sh.res.MaxPassesReached {
+				sh.res.Finished = false
+			}
 			if !sh.res.Finished {
 				sh.res.Pending = sp.Pending
 			}
@@ -350,9 +370,9 @@ type commitOutcome struct {
 	err error
 }
 
-// mergeShards runs every unfinished shard. Prepares run in the shard coroutines (one
-// coroutine visiting shards in order, or one per shard behind a semaphore when
-// ParallelPrepare); commits run only in the single commit loop.
+// mergeShards runs every unfinished shard. Prepares run in the shard coroutines (rounds of
+// one pass per shard, or one coroutine per shard behind a semaphore when ParallelPrepare);
+// commits run only in the single commit loop.
 func (r *mergeRun) mergeShards(ctx workflow.Context) {
 	todo := r.todo()
 	if len(todo) == 0 {
@@ -366,14 +386,8 @@ func (r *mergeRun) mergeShards(ctx workflow.Context) {
 		r.commitLoop(ctx, commits)
 	})
 
-	if !r.in.ParallelPrepare {
-		for _, sh := range todo {
-			if r.stopping || ctx.Err() != nil {
-				break
-			}
-			r.mergeShard(ctx, sh, commits, nil)
-		}
-	} else {
+	switch {
+	case r.in.ParallelPrepare:
 		sem := workflow.NewSemaphore(ctx, int64(r.in.PrepareConcurrency))
 		shardsDone := workflow.NewWaitGroup(ctx)
 		for _, sh := range todo {
@@ -384,38 +398,129 @@ func (r *mergeRun) mergeShards(ctx workflow.Context) {
 			})
 		}
 		shardsDone.Wait(ctx)
+	case r.fair:
+		r.mergeRounds(ctx, commits)
+	default:
+		// Histories recorded before fairRoundsChange: each shard in id order until drained.
+		for _, sh := range todo {
+			if r.stopping || ctx.Err() != nil {
+				break
+			}
+			r.mergeShard(ctx, sh, commits, nil)
+		}
 	}
 	commits.Close()
 	loopDone.Wait(ctx)
 }
 
+// mergeRounds is the serial schedule: rounds of at most one pass per shard, most indebted
+// shard first, each round planned from a fresh listing. A shard whose writer seals as fast
+// as a pass completes gets one pass per round like every other shard, instead of keeping the
+// table to itself (docs/BENCHMARKS.md finding 1). Everything pending when the merge started
+// is drained: a shard leaves the rounds only when a listing (or an empty prepare) finds it
+// drained, it fails, or it reaches MaxPasses. The rounds end when a round commits nothing.
+func (r *mergeRun) mergeRounds(ctx workflow.Context, commits workflow.Channel) {
+	for round := 1; ; round++ {
+		if round > 1 {
+			r.relist(ctx)
+		}
+		order := roundOrder(r.todo())
+		if len(order) == 0 {
+			return
+		}
+		progress := false
+		for _, sh := range order {
+			if r.stopping || ctx.Err() != nil {
+				return
+			}
+			if r.mergePass(ctx, sh, commits, nil) == passCommitted {
+				progress = true
+				// Its turn is over; it waits for the next round.
+				sh.phase = ShardQueued
+				r.changed()
+			}
+		}
+		if !progress {
+			// Nothing moved (every shard drained, failed or at MaxPasses): a listing that
+			// keeps claiming debt no prepare finds must not loop forever.
+			return
+		}
+	}
+}
+
+// roundOrder is one round's visiting order: most estimated pending generations first, then
+// shard id. Pure.
+func roundOrder(shards []*shardRun) []*shardRun {
+	out := append([]*shardRun(nil), shards...)
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].res.Pending != out[j].res.Pending {
+			return out[i].res.Pending > out[j].res.Pending
+		}
+		return out[i].res.Shard < out[j].res.Shard
+	})
+	return out
+}
+
+// relist refreshes every shard's pending count before a round. If the listing fails the
+// round goes on with the estimates: a drained shard then finds out with an empty prepare.
+func (r *mergeRun) relist(ctx workflow.Context) {
+	r.setPhase(PhaseListing)
+	defer r.setPhase(PhaseMerging)
+	var listed ListPendingShardsResult
+	w := r.tr.newWatch(ListPendingShardsActivity, "", TaskQueue)
+	if err := r.tr.exec(ctx, listOptions(), w, ListPendingShardsParams{Target: r.target.String()}, &listed); err != nil {
+		r.log.Warn("Cannot list pending shards; the round goes on with estimates.", "error", err)
+		return
+	}
+	r.plan(listed.Shards)
+	r.upsertPending()
+}
+
+// passOutcome is how one mergePass ended.
+type passOutcome int
+
+const (
+	passCommitted passOutcome = iota // a pass was committed (or found committed by the abort)
+	passDrained                      // nothing pending: the shard is done
+	passMaxed                        // MaxPasses reached: the shard is done
+	passFailed                       // the shard failed and is done
+	passStopped                      // continue-as-new is due or the workflow is cancelled
+)
+
 // mergeShard runs passes of one shard until nothing is pending, MaxPasses, a permanent
 // failure, or a pending continue-as-new.
 func (r *mergeRun) mergeShard(ctx workflow.Context, sh *shardRun, commits workflow.Channel, sem workflow.Semaphore) {
+	for r.mergePass(ctx, sh, commits, sem) == passCommitted {
+	}
+}
+
+// mergePass prepares and commits one pass of sh. A stale preparation is aborted and
+// prepared again within the same pass (at most maxStaleRestarts times in a row).
+func (r *mergeRun) mergePass(ctx workflow.Context, sh *shardRun, commits workflow.Channel, sem workflow.Semaphore) passOutcome {
 	for ctx.Err() == nil {
 		if sh.res.Passes >= r.in.MaxPasses {
 			sh.res.Finished, sh.res.MaxPassesReached = true, true
 			sh.phase = ShardDone
 			r.log.Info("Shard reached max passes.", "shard", sh.res.Shard, "pending", sh.res.Pending)
 			r.changed()
-			return
+			return passMaxed
 		}
 		p, ok, err := r.prepare(ctx, sh, sem)
 		if !ok {
 			sh.phase = ShardQueued
 			r.changed()
-			return
+			return passStopped
 		}
 		if err != nil {
 			r.fail(sh, "prepare", err, nil)
-			return
+			return passFailed
 		}
 		if p == nil {
 			sh.res.Finished, sh.res.Pending = true, 0
 			sh.phase = ShardDone
 			r.upsertPending()
 			r.changed()
-			return
+			return passDrained
 		}
 
 		sh.phase = ShardWaitingCommit
@@ -426,7 +531,7 @@ func (r *mergeRun) mergeShard(ctx workflow.Context, sh *shardRun, commits workfl
 		reply.Receive(ctx, &out)
 		if out.err == nil {
 			r.committed(sh, p, out.res)
-			continue
+			return passCommitted
 		}
 
 		// The commit failed. Abort proves it absent (and deletes the staged files) or finds
@@ -435,7 +540,7 @@ func (r *mergeRun) mergeShard(ctx workflow.Context, sh *shardRun, commits workfl
 		ab, abErr := r.abort(ctx, sh, p)
 		if abErr == nil && ab.CommitPresent {
 			r.committed(sh, p, CommitResult{Reclaimed: len(p.Generations)})
-			continue
+			return passCommitted
 		}
 		if stale && abErr == nil && sh.staleInARow < maxStaleRestarts {
 			sh.staleInARow++
@@ -444,8 +549,9 @@ func (r *mergeRun) mergeShard(ctx workflow.Context, sh *shardRun, commits workfl
 			continue
 		}
 		r.fail(sh, "commit", out.err, abErr)
-		return
+		return passFailed
 	}
+	return passStopped
 }
 
 // prepare runs one Prepare. ok is false when the shard should stop without a result (a

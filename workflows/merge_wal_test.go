@@ -25,7 +25,7 @@ func shardsOf(calls []call) []string {
 	return out
 }
 
-func TestMergeWalSerialCommitsOneAtATimeInShardOrder(t *testing.T) {
+func TestMergeWalSerialCommitsOneAtATimeInRounds(t *testing.T) {
 	env := newEnv(t)
 	f := newFakeTable("generic:gs", 2, map[string]int{"c": 3, "a": 2, "b": 4})
 	env.OnActivity(PrepareActivity, anyCtx, anyArg).After(time.Second).Return(f.prepare)
@@ -38,8 +38,10 @@ func TestMergeWalSerialCommitsOneAtATimeInShardOrder(t *testing.T) {
 
 	require.Equal(t, 1, in.max[CommitActivity], "commits in flight at once")
 	require.Equal(t, 1, in.max[PrepareActivity], "serial mode prepares one at a time")
-	require.Equal(t, []string{"a", "a", "b", "b", "b", "c", "c", "c"}, shardsOf(f.calls(&f.prepares)))
-	require.Equal(t, []string{"a", "b", "b", "c", "c"}, shardsOf(f.calls(&f.commits)))
+	// Round 1, most indebted first: b (4), c (3), a (2, drained). Round 2 from a fresh
+	// listing: b (2), c (1). The third listing finds nothing, so no prepare comes back empty.
+	require.Equal(t, []string{"b", "c", "a", "b", "c"}, shardsOf(f.calls(&f.prepares)))
+	require.Equal(t, []string{"b", "c", "a", "b", "c"}, shardsOf(f.calls(&f.commits)))
 	for _, c := range f.calls(&f.prepares) {
 		require.Equal(t, ShardQueue(c.shard), c.queue)
 	}
@@ -60,6 +62,89 @@ func TestMergeWalSerialCommitsOneAtATimeInShardOrder(t *testing.T) {
 	// Result shards are in shard order.
 	require.Equal(t, "a", res.Shards[0].Shard)
 	require.Equal(t, "c", res.Shards[2].Shard)
+}
+
+// Histories recorded before fairRoundsChange keep their schedule: shards in id order, each
+// until a prepare comes back empty.
+func TestMergeWalSerialBeforeFairRoundsVisitsShardsInOrder(t *testing.T) {
+	env := newEnv(t)
+	env.OnGetVersion(fairRoundsChange, workflow.DefaultVersion, fairRoundsVersion).Return(workflow.DefaultVersion)
+	f := newFakeTable("generic:gs", 2, map[string]int{"c": 3, "a": 2, "b": 4})
+	mockTable(env, f)
+
+	env.ExecuteWorkflow(MergeWal, MergeWalInput{Target: "generic:gs"})
+	res := mergeResult(t, env)
+
+	require.Equal(t, []string{"a", "a", "b", "b", "b", "c", "c", "c"}, shardsOf(f.calls(&f.prepares)))
+	require.Equal(t, []string{"a", "b", "b", "c", "c"}, shardsOf(f.calls(&f.commits)))
+	require.Equal(t, 9, res.Reclaimed)
+}
+
+// A shard whose writer seals again every time a pass of it commits always has something
+// pending. The old serial schedule merged it until MaxPasses before it reached any other
+// shard of the table (docs/BENCHMARKS.md finding 1, the incident's starvation inside one
+// target); rounds give every shard a pass per round.
+func TestMergeWalSerialHotShardDoesNotStarveOthers(t *testing.T) {
+	const maxPasses = 30
+	run := func(t *testing.T, legacy bool) (MergeWalResult, []string) {
+		env := newEnv(t)
+		if legacy {
+			env.OnGetVersion(fairRoundsChange, workflow.DefaultVersion, fairRoundsVersion).Return(workflow.DefaultVersion)
+		}
+		f := newFakeTable("generic:hot", 1, map[string]int{"a": 2, "b": 3, "c": 1})
+		resealed := false
+		env.OnActivity(CommitActivity, anyCtx, anyArg).Return(func(ctx context.Context, p CommitParams) (CommitResult, error) {
+			res, err := f.commit(ctx, p)
+			f.mu.Lock()
+			switch {
+			case p.Prepared.Shard == "a":
+				f.pending["a"]++ // a's writer seals as fast as a pass completes
+			case p.Prepared.Shard == "c" && !resealed:
+				f.pending["c"]++ // c is drained, then seals once more
+				resealed = true
+			}
+			f.mu.Unlock()
+			return res, err
+		})
+		mockTable(env, f)
+		env.ExecuteWorkflow(MergeWal, MergeWalInput{Target: "generic:hot", MaxPasses: maxPasses, PassesPerRun: 1000})
+		return mergeResult(t, env), shardsOf(f.calls(&f.commits))
+	}
+	firstAndLast := func(commits []string, shard string) (int, int) {
+		first, last := -1, -1
+		for i, s := range commits {
+			if s == shard {
+				if first < 0 {
+					first = i
+				}
+				last = i
+			}
+		}
+		return first, last
+	}
+
+	t.Run("before", func(t *testing.T) {
+		_, commits := run(t, true)
+		first, _ := firstAndLast(commits, "b")
+		require.Equal(t, maxPasses, first, "b waits until a has used up MaxPasses: %v", commits)
+	})
+
+	t.Run("rounds", func(t *testing.T) {
+		res, commits := run(t, false)
+		require.Equal(t, "b", commits[0], "the most indebted shard goes first")
+		require.Equal(t, []string{"b", "a", "c"}, commits[:3], "round 1: one pass each")
+		_, lastB := firstAndLast(commits, "b")
+		require.Less(t, lastB, 9, "b is drained within three rounds: %v", commits)
+		b := shardResult(t, res, "b")
+		require.Equal(t, 3, b.Reclaimed)
+		require.True(t, b.Finished)
+		require.Zero(t, b.Pending)
+		require.Equal(t, 2, shardResult(t, res, "c").Reclaimed, "a drained shard that seals again is merged again")
+		a := shardResult(t, res, "a")
+		require.True(t, a.MaxPassesReached, "a never drains; MaxPasses still bounds the merge")
+		require.Equal(t, maxPasses, a.Reclaimed)
+		require.Equal(t, maxPasses+3+2, len(commits))
+	})
 }
 
 func TestMergeWalActivityIDsAreUniqueAcrossRuns(t *testing.T) {
@@ -118,7 +203,7 @@ func TestMergeWalStalePreparationAbortsThenPreparesAgain(t *testing.T) {
 
 	prepares := f.calls(&f.prepares)
 	aborts := f.calls(&f.aborts)
-	require.Len(t, prepares, 3, "prepare, re-prepare after the abort, then nothing pending")
+	require.Len(t, prepares, 2, "prepare, re-prepare after the abort; then the listing finds nothing pending")
 	require.Len(t, aborts, 1)
 	require.Equal(t, TaskQueue, aborts[0].queue, "clean-up runs on the shared queue")
 	require.Equal(t, uint64(2), aborts[0].through)
@@ -236,7 +321,7 @@ func TestMergeWalAllShardsFailingPermanentlyFailsTheWorkflow(t *testing.T) {
 
 func TestMergeWalFallsBackToSharedQueueWhenShardQueueTimesOut(t *testing.T) {
 	env := newEnv(t)
-	f := newFakeTable("generic:gs", 1, map[string]int{"gone": 2, "live": 1, "slow": 1})
+	f := newFakeTable("generic:gs", 1, map[string]int{"gone": 2, "live": 1, "slow": 2})
 	s2s := func() error { return temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START, nil) }
 	env.OnActivity(PrepareActivity, anyCtx, anyArg).Return(func(ctx context.Context, p PrepareParams) (PrepareResult, error) {
 		if activity.GetInfo(ctx).TaskQueue == ShardQueue("gone") {
@@ -270,7 +355,7 @@ func TestMergeWalFallsBackToSharedQueueWhenShardQueueTimesOut(t *testing.T) {
 			slowPrepares = append(slowPrepares, c.queue)
 		}
 	}
-	// slow: prepared by its owner, then (after the commit fell back) on the shared queue.
+	// slow: prepared by its owner, then (after its first commit fell back) on the shared queue.
 	require.Equal(t, []string{ShardQueue("slow"), TaskQueue}, slowPrepares)
 	for _, c := range f.calls(&f.commits) {
 		want := ShardQueue(c.shard)
@@ -283,7 +368,7 @@ func TestMergeWalFallsBackToSharedQueueWhenShardQueueTimesOut(t *testing.T) {
 	require.True(t, gone.SharedQueue)
 	require.Equal(t, 2, gone.Reclaimed, "a shard whose owner is gone still gets merged")
 	require.True(t, shardResult(t, res, "slow").SharedQueue)
-	require.Equal(t, 1, shardResult(t, res, "slow").Reclaimed)
+	require.Equal(t, 2, shardResult(t, res, "slow").Reclaimed)
 	require.False(t, shardResult(t, res, "live").SharedQueue)
 }
 
@@ -466,5 +551,6 @@ func TestMergeWalUpsertsSearchAttributes(t *testing.T) {
 	env.ExecuteWorkflow(MergeWal, MergeWalInput{Target: "generic:gs"})
 	mergeResult(t, env)
 	require.Equal(t, []string{"generic:gs"}, targets, "a bare start gets its target attributes")
-	require.Equal(t, []int64{5, 3, 1, 0}, pending)
+	// 5 listed; a's pass (3 left), b's pass (2), the second listing agrees, a's pass (0).
+	require.Equal(t, []int64{5, 3, 2, 0}, pending)
 }

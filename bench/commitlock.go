@@ -87,7 +87,7 @@ func RunCommitLock(ctx context.Context, o Options) (*Result, error) {
 		res.target(be+": 64 MiB / 64 KiB", "≤ 1.5", fmt.Sprintf("p99 %.2f, p50 %.2f", ratio, ratioP50), ratio <= 1.5)
 	}
 	res.Tables = append(res.Tables, t)
-	res.note("LockHold is measured by store.Commit itself around the exclusive merge lock: load the latest base manifest, check the watermark, publish version v+1 (put-if-absent; on file:// that is write temp + fsync + link + directory fsync).")
+	res.note("LockHold is measured by store.Commit itself around the exclusive merge lock, which covers only the conditional write of base version v+1 (the manifest read, the watermark check and the encoding happen before it). On file:// that write is temp file + fsync + link + directory fsync, so its hold is one fsync of this disk.")
 	_ = allMet
 	return res, nil
 }

@@ -2,10 +2,12 @@ package activities
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/workflows"
@@ -21,9 +23,15 @@ type ScanProgress struct {
 // maxResumableTargets bounds the heartbeat payload; past it a retry rescans from the start.
 const maxResumableTargets = 5000
 
-// ScanStats reads the stats of every store of one kind, heartbeating after each store. A
-// store whose stats cannot be read (corrupt, vanished, unreachable) is reported with its
-// error and does not fail the scan.
+// DefaultScanConcurrency is how many stores' stats one ScanStats reads at once when the
+// sweep does not say. Reading stats is a few storage round trips per store; one after
+// another, 300 stores at 25 ms per request took ~30 s (docs/BENCHMARKS.md finding 5).
+const DefaultScanConcurrency = 8
+
+// ScanStats reads the stats of every store of one kind, at most p.Concurrency stores at once
+// (DefaultScanConcurrency when 0), heartbeating as stores complete. A store whose stats
+// cannot be read (corrupt, vanished, unreachable) is reported with its error and does not
+// fail the scan or delay the others beyond its own reads.
 func (a *Activities) ScanStats(ctx context.Context, p ScanStatsParams) (res ScanStatsResult, err error) {
 	start := time.Now()
 	kind, err := store.ParseKind(p.Kind)
@@ -35,6 +43,10 @@ func (a *Activities) ScanStats(ctx context.Context, p ScanStatsParams) (res Scan
 		return res, errMisconfigured("activities have no store DB")
 	}
 	res.Kind = string(kind)
+	limit := p.Concurrency
+	if limit <= 0 {
+		limit = DefaultScanConcurrency
+	}
 
 	var prog ScanProgress
 	if activity.HasHeartbeatDetails(ctx) {
@@ -46,28 +58,77 @@ func (a *Activities) ScanStats(ctx context.Context, p ScanStatsParams) (res Scan
 	if err != nil {
 		return res, err
 	}
-	res.Targets = append(make([]TargetStats, 0, len(stores)), prog.Targets...)
-	// The reporter keeps heartbeating the last progress while one slow store is read.
+	var todo []store.Target
+	for _, info := range stores {
+		// Done by an earlier attempt (List is sorted by name within a kind).
+		if prog.LastTarget == "" || info.Target.String() > prog.LastTarget {
+			todo = append(todo, info.Target)
+		}
+	}
+	// The reporter keeps heartbeating the last progress while slow stores are read.
 	rep := a.startReporter(ctx, 0, prog)
 	defer rep.finish(nil)
 	now := a.now()
-	for _, info := range stores {
-		name := info.Target.String()
-		if prog.LastTarget != "" && name <= prog.LastTarget {
-			continue // done by an earlier attempt (List is sorted by name within a kind)
+	scan := &scanState{prog: prog, stats: make([]TargetStats, len(todo)), done: make([]bool, len(todo))}
+	var g errgroup.Group
+	g.SetLimit(limit)
+	for i, t := range todo {
+		if ctx.Err() != nil {
+			break
 		}
-		if err := ctx.Err(); err != nil {
-			return res, err
-		}
-		res.Targets = append(res.Targets, a.targetStats(ctx, info.Target, now))
-		prog.LastTarget = name
-		if len(res.Targets) <= maxResumableTargets {
-			rep.progress(ScanProgress{LastTarget: name, Targets: res.Targets})
-		} else {
-			rep.progress(ScanProgress{})
-		}
+		g.Go(func() error {
+			if ctx.Err() != nil {
+				return nil
+			}
+			ts := a.targetStats(ctx, t, now)
+			if details, ok := scan.complete(i, todo, ts); ok {
+				rep.progress(details)
+			}
+			return nil
+		})
 	}
+	_ = g.Wait() // every Go returns nil: a store's error is in its TargetStats
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
+	res.Targets = append(append(make([]TargetStats, 0, len(prog.Targets)+len(todo)), prog.Targets...), scan.stats...)
 	return res, nil
+}
+
+// scanState is the progress of one ScanStats. Stores complete out of order; the heartbeat
+// carries the longest completed prefix (in target order), so a retry resumes after it.
+type scanState struct {
+	mu     sync.Mutex
+	prog   ScanProgress // REQUIRES: mu
+	stats  []TargetStats
+	done   []bool // REQUIRES: mu
+	prefix int    // stores [0, prefix) are done; REQUIRES: mu
+}
+
+// complete records store i and returns the new heartbeat details when the completed prefix
+// grew.
+func (s *scanState) complete(i int, todo []store.Target, ts TargetStats) (ScanProgress, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stats[i] = ts
+	s.done[i] = true
+	grew := false
+	for s.prefix < len(s.done) && s.done[s.prefix] {
+		s.prog.LastTarget = todo[s.prefix].String()
+		s.prog.Targets = append(s.prog.Targets, s.stats[s.prefix])
+		s.prefix++
+		grew = true
+	}
+	if !grew {
+		return ScanProgress{}, false
+	}
+	if len(s.prog.Targets) > maxResumableTargets {
+		return ScanProgress{}, true
+	}
+	// The reporter may heartbeat these details while later stores are appended: the capped
+	// slice never sees those appends (they land beyond its length, or in a new array).
+	n := len(s.prog.Targets)
+	return ScanProgress{LastTarget: s.prog.LastTarget, Targets: s.prog.Targets[:n:n]}, true
 }
 
 func (a *Activities) targetStats(ctx context.Context, t store.Target, now time.Time) TargetStats {
@@ -84,6 +145,9 @@ func (a *Activities) targetStats(ctx context.Context, t store.Target, now time.T
 	var oldest time.Time
 	for _, sh := range st.Shards {
 		ts.Pending += sh.PendingGenerations
+		if sh.PendingGenerations > 0 {
+			ts.PendingShards++
+		}
 		ts.MaxShardPending = max(ts.MaxShardPending, sh.PendingGenerations)
 		if sh.PendingGenerations > 0 && !sh.OldestPending.IsZero() && (oldest.IsZero() || sh.OldestPending.Before(oldest)) {
 			oldest = sh.OldestPending

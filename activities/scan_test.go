@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -43,11 +44,47 @@ func TestScanStatsReportsDebtAndToleratesABrokenStore(t *testing.T) {
 	require.Equal(t, 4, deep.Pending)
 	require.Equal(t, 3, deep.MaxShardPending)
 	require.Equal(t, 2, deep.Shards)
+	require.Equal(t, 2, deep.PendingShards)
 	require.Greater(t, deep.OldestPendingAge, 59*time.Minute)
 
 	clean := byTarget["generic:clean"]
 	require.Zero(t, clean.Pending)
+	require.Zero(t, clean.PendingShards)
 	require.Zero(t, clean.OldestPendingAge)
+}
+
+// Stats are read concurrently but reported in target order, every store exactly once, with
+// one broken store among them.
+func TestScanStatsConcurrentKeepsTargetOrder(t *testing.T) {
+	ctx := context.Background()
+	url := memURL(t)
+	w := openDB(t, url, "w1")
+	var want []string
+	for i := 0; i < 13; i++ {
+		name := fmt.Sprintf("generic:s%02d", i)
+		gens := make([][]string, i%3)
+		for j := range gens {
+			gens[j] = []string{fmt.Sprintf("k%d", j)}
+		}
+		seal(t, w, name, gens...)
+		want = append(want, name)
+	}
+	require.NoError(t, w.Bucket().Put(ctx, "generic/s05/store.json", []byte("{not json")))
+	scanner := openDB(t, url, "scanner")
+	env := newActivityEnv(t, &Activities{DB: scanner})
+
+	res := mustRun[ScanStatsResult](t, env, workflows.ScanStatsActivity, ScanStatsParams{Kind: "generic", Concurrency: 4})
+	var got []string
+	for i, ts := range res.Targets {
+		got = append(got, ts.Target)
+		if i == 5 {
+			require.NotEmpty(t, ts.Error)
+			continue
+		}
+		require.Empty(t, ts.Error, ts.Target)
+		require.Equal(t, i%3, ts.Pending, ts.Target)
+	}
+	require.Equal(t, want, got)
 }
 
 func TestScanStatsResumesFromHeartbeat(t *testing.T) {

@@ -54,7 +54,7 @@ func (a *Activities) startOne(ctx context.Context, req StartRequest) (id, runID 
 	}
 	switch req.Workflow {
 	case workflows.MergeWalWorkflow:
-		run, err := workflows.StartMergeWal(ctx, a.Client, t, workflows.MergeWalInput{})
+		run, err := workflows.StartMergeWal(ctx, a.Client, t, workflows.MergeWalInput{ParallelPrepare: req.ParallelPrepare})
 		if err != nil {
 			return workflows.MergeWalID(t), "", err
 		}

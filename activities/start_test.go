@@ -67,3 +67,27 @@ func TestStartWorkflowsFailsWhenEveryStartFails(t *testing.T) {
 	}})
 	requireAppErr(t, err, workflows.ErrTypeStartFailed, false)
 }
+
+// The sweep asks for parallel prepares per target; the start carries the flag into
+// MergeWal's input.
+func TestStartWorkflowsPassesParallelPrepare(t *testing.T) {
+	c := &mocks.Client{}
+	var inputs []workflows.MergeWalInput
+	c.On("ExecuteWorkflow", mock.Anything, mock.Anything, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, o client.StartWorkflowOptions, _ any, args ...any) (client.WorkflowRun, error) {
+			inputs = append(inputs, args[0].(workflows.MergeWalInput))
+			run := &mocks.WorkflowRun{}
+			run.On("GetID").Return(o.ID)
+			run.On("GetRunID").Return("run")
+			return run, nil
+		})
+	env := newActivityEnv(t, &Activities{Client: c})
+	mustRun[StartWorkflowsResult](t, env, workflows.StartWorkflowsActivity, StartWorkflowsParams{Starts: []StartRequest{
+		{Workflow: workflows.MergeWalWorkflow, Target: "generic:wide", ParallelPrepare: true},
+		{Workflow: workflows.MergeWalWorkflow, Target: "generic:narrow"},
+	}})
+	require.Len(t, inputs, 2)
+	require.True(t, inputs[0].ParallelPrepare)
+	require.Equal(t, "generic:wide", inputs[0].Target)
+	require.False(t, inputs[1].ParallelPrepare)
+}

@@ -108,6 +108,9 @@ type CompactPassResult struct {
 // ScanStatsParams names the kind to scan.
 type ScanStatsParams struct {
 	Kind string `json:"kind"`
+	// Concurrency bounds the stores whose stats are read at once (0 = the activity's
+	// default).
+	Concurrency int `json:"concurrency,omitempty"`
 }
 
 // TargetStats is one store's debt as the sweep sees it. A store whose stats could not be
@@ -119,9 +122,11 @@ type TargetStats struct {
 	OldestPendingAge time.Duration `json:"oldest_pending_age"`
 	Runs             int           `json:"runs"`
 	Shards           int           `json:"shards"`
-	BaseVersion      uint64        `json:"base_version"`
-	Error            string        `json:"error,omitempty"`
-	ErrorType        string        `json:"error_type,omitempty"`
+	// PendingShards counts the shards with pending generations.
+	PendingShards int    `json:"pending_shards,omitempty"`
+	BaseVersion   uint64 `json:"base_version"`
+	Error         string `json:"error,omitempty"`
+	ErrorType     string `json:"error_type,omitempty"`
 }
 
 // ScanStatsResult lists every store of one kind, in target order.
@@ -135,6 +140,8 @@ type ScanStatsResult struct {
 type StartRequest struct {
 	Workflow string `json:"workflow"`
 	Target   string `json:"target"`
+	// ParallelPrepare asks a MergeWal start for parallel prepares (MergeWalInput).
+	ParallelPrepare bool `json:"parallel_prepare,omitempty"`
 }
 
 // StartWorkflowsParams is a batch of starts.

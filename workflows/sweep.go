@@ -30,6 +30,12 @@ type MaintenanceSweepInput struct {
 	Concurrency int `json:"concurrency,omitempty"`
 	// StartBatch is the number of starts per StartWorkflows activity (default 16).
 	StartBatch int `json:"start_batch,omitempty"`
+	// ParallelPrepare: MergeWal starts for a target with more than one pending shard ask for
+	// parallel prepares (commits stay one at a time). Default (nil) true.
+	ParallelPrepare *bool `json:"parallel_prepare,omitempty"`
+	// ScanConcurrency bounds the store stats one ScanStats activity reads at once
+	// (0 = the activity's default, 8).
+	ScanConcurrency int `json:"scan_concurrency,omitempty"`
 }
 
 // MaintenanceSweepResult reports one sweep.
@@ -91,40 +97,93 @@ func (in MaintenanceSweepInput) withDefaults() MaintenanceSweepInput {
 	if in.StartBatch <= 0 {
 		in.StartBatch = defaultStartBatch
 	}
+	if in.ParallelPrepare == nil {
+		on := true
+		in.ParallelPrepare = &on
+	}
+	if in.ScanConcurrency < 0 {
+		in.ScanConcurrency = 0
+	}
 	return in
 }
 
-// MaintenanceSweep scans every kind concurrently (one ScanStats activity per kind), orders
-// the targets by debt and starts MergeWal / CompactBase for those over threshold through
-// the StartWorkflows activity, so the IDs dedupe with every other trigger. It never merges
-// anything itself.
+// sweepPerKindChange versions the sweep's decision point: each kind is planned and started
+// as soon as its own scan returns, instead of after the slowest kind's scan (a 300-store
+// rollout scan held up the hot generic store's merge; docs/BENCHMARKS.md finding 5). Runs
+// recorded before it replay the old order.
+const (
+	sweepPerKindChange  = "sweep-per-kind"
+	sweepPerKindVersion = workflow.Version(1)
+)
+
+// MaintenanceSweep scans every kind concurrently (one ScanStats activity per kind) and, as
+// each kind's scan returns, orders its targets by debt and starts MergeWal / CompactBase for
+// those over threshold through the StartWorkflows activity, so the IDs dedupe with every
+// other trigger. A slow kind never delays another kind's starts. It never merges anything
+// itself.
 func MaintenanceSweep(ctx workflow.Context, in MaintenanceSweepInput) (MaintenanceSweepResult, error) {
 	in = in.withDefaults()
 	res := MaintenanceSweepResult{Started: []SweepStart{}, Skipped: []SweepSkip{}}
 	logger := workflow.GetLogger(ctx)
+	perKind := workflow.GetVersion(ctx, sweepPerKindChange, workflow.DefaultVersion, sweepPerKindVersion) >= sweepPerKindVersion
 
-	// Step 1. Scan the kinds concurrently: schedule all three, then collect in kind order.
+	// Step 1. Scan the kinds concurrently.
 	scanCtx := workflow.WithActivityOptions(ctx, withQueue(scanOptions(), TaskQueue))
 	futures := make([]workflow.Future, len(store.Kinds))
 	for i, k := range store.Kinds {
-		futures[i] = workflow.ExecuteActivity(scanCtx, ScanStatsActivity, ScanStatsParams{Kind: string(k)})
+		futures[i] = workflow.ExecuteActivity(scanCtx, ScanStatsActivity,
+			ScanStatsParams{Kind: string(k), Concurrency: in.ScanConcurrency})
 	}
-	var targets []TargetStats
-	for i, f := range futures {
-		var scan ScanStatsResult
-		if err := f.Get(ctx, &scan); err != nil {
-			res.ScanErrors = append(res.ScanErrors, fmt.Sprintf("%s: %s", store.Kinds[i], errorText(err)))
-			continue
+
+	// Steps 2 and 3. Decide (most indebted first) and start, in bounded batches. One
+	// semaphore bounds the StartWorkflows activities of every kind.
+	st := &sweepStarts{in: in, sem: workflow.NewSemaphore(ctx, int64(in.Concurrency)), wg: workflow.NewWaitGroup(ctx)}
+	kinds := make([]kindSweep, len(store.Kinds))
+	if perKind {
+		remaining := in.MaxStarts
+		sel := workflow.NewSelector(ctx)
+		for i, f := range futures {
+			sel.AddFuture(f, func(f workflow.Future) {
+				var scan ScanStatsResult
+				if err := f.Get(ctx, &scan); err != nil {
+					kinds[i].scanErr = fmt.Sprintf("%s: %s", store.Kinds[i], errorText(err))
+					return
+				}
+				kinds[i].plan = planSweepWithin(scan.Targets, in, remaining)
+				remaining -= len(kinds[i].plan.starts)
+				kinds[i].batches = st.launch(ctx, kinds[i].plan.starts)
+			})
 		}
-		targets = append(targets, scan.Targets...)
+		for range futures {
+			sel.Select(ctx)
+		}
+	} else {
+		// Before sweepPerKindChange: wait for every scan, then plan all kinds together.
+		var targets []TargetStats
+		for i, f := range futures {
+			var scan ScanStatsResult
+			if err := f.Get(ctx, &scan); err != nil {
+				kinds[i].scanErr = fmt.Sprintf("%s: %s", store.Kinds[i], errorText(err))
+				continue
+			}
+			targets = append(targets, scan.Targets...)
+		}
+		if countScanErrors(kinds) < len(kinds) {
+			kinds[0].plan = planSweep(targets, in)
+			kinds[0].batches = st.launch(ctx, kinds[0].plan.starts)
+		}
+	}
+	for _, k := range kinds {
+		if k.scanErr != "" {
+			res.ScanErrors = append(res.ScanErrors, k.scanErr)
+		}
 	}
 	if len(res.ScanErrors) == len(store.Kinds) {
 		return res, temporal.NewApplicationError("every kind's scan failed: "+res.ScanErrors[0], ErrTypeScanFailed, res)
 	}
+	st.wg.Wait(ctx)
 
-	// Step 2. Decide, most indebted first.
-	plan := planSweep(targets, in)
-	res.Scanned = plan.scanned
+	// Report, kind by kind in kind order (most indebted first within a kind).
 	addSkip := func(s SweepSkip) {
 		if len(res.Skipped) < maxSkippedListed {
 			res.Skipped = append(res.Skipped, s)
@@ -132,49 +191,96 @@ func MaintenanceSweep(ctx workflow.Context, in MaintenanceSweepInput) (Maintenan
 			res.SkippedOmitted++
 		}
 	}
-	for _, s := range plan.skipped {
-		addSkip(s)
+	for _, k := range kinds {
+		res.Scanned += k.plan.scanned
+		for _, s := range k.plan.skipped {
+			addSkip(s)
+		}
 	}
+	for _, k := range kinds {
+		k.batches.report(&res, addSkip)
+	}
+	logger.Info("Sweep finished.", "scanned", res.Scanned, "started", len(res.Started),
+		"skipped", len(res.Skipped)+res.SkippedOmitted, "scan_errors", len(res.ScanErrors))
+	return res, nil
+}
 
-	// Step 3. Start, in bounded batches.
-	var batches [][]plannedStart
-	for i := 0; i < len(plan.starts); i += in.StartBatch {
-		batches = append(batches, plan.starts[i:min(i+in.StartBatch, len(plan.starts))])
+// kindSweep is one kind's part of a sweep.
+type kindSweep struct {
+	scanErr string
+	plan    sweepPlan
+	batches *startBatches
+}
+
+func countScanErrors(kinds []kindSweep) int {
+	n := 0
+	for _, k := range kinds {
+		if k.scanErr != "" {
+			n++
+		}
 	}
-	outcomes := make([]StartWorkflowsResult, len(batches))
-	errs := make([]error, len(batches))
+	return n
+}
+
+// sweepStarts runs the StartWorkflows batches of one sweep: at most in.Concurrency in
+// flight across every kind.
+type sweepStarts struct {
+	in  MaintenanceSweepInput
+	sem workflow.Semaphore
+	wg  workflow.WaitGroup
+}
+
+// startBatches is one plan's starts split into StartWorkflows batches, with their outcomes.
+type startBatches struct {
+	batches  [][]plannedStart
+	outcomes []StartWorkflowsResult
+	errs     []error
+}
+
+// launch starts one coroutine per batch of starts; st.wg covers them.
+func (st *sweepStarts) launch(ctx workflow.Context, starts []plannedStart) *startBatches {
+	b := &startBatches{}
+	for i := 0; i < len(starts); i += st.in.StartBatch {
+		b.batches = append(b.batches, starts[i:min(i+st.in.StartBatch, len(starts))])
+	}
+	b.outcomes = make([]StartWorkflowsResult, len(b.batches))
+	b.errs = make([]error, len(b.batches))
 	startCtx := workflow.WithActivityOptions(ctx, withQueue(startWorkflowsOptions(), TaskQueue))
-	sem := workflow.NewSemaphore(ctx, int64(in.Concurrency))
-	wg := workflow.NewWaitGroup(ctx)
-	for i, batch := range batches {
-		wg.Add(1)
+	for i, batch := range b.batches {
+		st.wg.Add(1)
 		workflow.Go(ctx, func(ctx workflow.Context) {
-			defer wg.Done()
-			if err := sem.Acquire(ctx, 1); err != nil {
-				errs[i] = err
+			defer st.wg.Done()
+			if err := st.sem.Acquire(ctx, 1); err != nil {
+				b.errs[i] = err
 				return
 			}
-			defer sem.Release(1)
+			defer st.sem.Release(1)
 			params := StartWorkflowsParams{Starts: make([]StartRequest, len(batch))}
 			for j, s := range batch {
 				params.Starts[j] = s.req
 			}
-			errs[i] = workflow.ExecuteActivity(startCtx, StartWorkflowsActivity, params).Get(ctx, &outcomes[i])
+			b.errs[i] = workflow.ExecuteActivity(startCtx, StartWorkflowsActivity, params).Get(ctx, &b.outcomes[i])
 		})
 	}
-	wg.Wait(ctx)
+	return b
+}
 
-	for i, batch := range batches {
+// report adds every start's outcome to res, in plan order. b may be nil (no plan).
+func (b *startBatches) report(res *MaintenanceSweepResult, addSkip func(SweepSkip)) {
+	if b == nil {
+		return
+	}
+	for i, batch := range b.batches {
 		for j, s := range batch {
 			switch {
-			case errs[i] != nil:
-				addSkip(SweepSkip{Target: s.req.Target, Reason: fmt.Sprintf("start %s failed: %s", s.req.Workflow, errorText(errs[i]))})
-			case j >= len(outcomes[i].Outcomes):
+			case b.errs[i] != nil:
+				addSkip(SweepSkip{Target: s.req.Target, Reason: fmt.Sprintf("start %s failed: %s", s.req.Workflow, errorText(b.errs[i]))})
+			case j >= len(b.outcomes[i].Outcomes):
 				addSkip(SweepSkip{Target: s.req.Target, Reason: "start " + s.req.Workflow + ": no outcome reported"})
-			case outcomes[i].Outcomes[j].Error != "":
-				addSkip(SweepSkip{Target: s.req.Target, Reason: fmt.Sprintf("start %s failed: %s", s.req.Workflow, outcomes[i].Outcomes[j].Error)})
+			case b.outcomes[i].Outcomes[j].Error != "":
+				addSkip(SweepSkip{Target: s.req.Target, Reason: fmt.Sprintf("start %s failed: %s", s.req.Workflow, b.outcomes[i].Outcomes[j].Error)})
 			default:
-				o := outcomes[i].Outcomes[j]
+				o := b.outcomes[i].Outcomes[j]
 				res.Started = append(res.Started, SweepStart{
 					Target: s.req.Target, Workflow: s.req.Workflow, Reason: s.reason,
 					WorkflowID: o.WorkflowID, RunID: o.RunID,
@@ -182,9 +288,6 @@ func MaintenanceSweep(ctx workflow.Context, in MaintenanceSweepInput) (Maintenan
 			}
 		}
 	}
-	logger.Info("Sweep finished.", "scanned", res.Scanned, "started", len(res.Started),
-		"skipped", len(res.Skipped)+res.SkippedOmitted, "scan_errors", len(res.ScanErrors))
-	return res, nil
 }
 
 func withQueue(o workflow.ActivityOptions, queue string) workflow.ActivityOptions {
@@ -224,8 +327,15 @@ func sortByDebt(ts []TargetStats) {
 	})
 }
 
-// planSweep decides what to start. Pure: the same stats give the same plan.
+// planSweep decides what to start, at most in.MaxStarts. Pure: the same stats give the
+// same plan.
 func planSweep(all []TargetStats, in MaintenanceSweepInput) sweepPlan {
+	return planSweepWithin(all, in, in.MaxStarts)
+}
+
+// planSweepWithin is planSweep with room for only maxStarts starts (what earlier kinds of
+// the same sweep left of in.MaxStarts). Pure.
+func planSweepWithin(all []TargetStats, in MaintenanceSweepInput, maxStarts int) sweepPlan {
 	var p sweepPlan
 	var ok []TargetStats
 	var failed []SweepSkip
@@ -241,7 +351,11 @@ func planSweep(all []TargetStats, in MaintenanceSweepInput) sweepPlan {
 	for _, t := range ok {
 		var wants []plannedStart
 		if reason := mergeReason(t, in); reason != "" {
-			wants = append(wants, plannedStart{StartRequest{Workflow: MergeWalWorkflow, Target: t.Target}, reason})
+			req := StartRequest{Workflow: MergeWalWorkflow, Target: t.Target}
+			// Prepares of different shards overlap their storage round trips; with one
+			// pending shard there is nothing to overlap.
+			req.ParallelPrepare = in.ParallelPrepare != nil && *in.ParallelPrepare && t.PendingShards > 1
+			wants = append(wants, plannedStart{req, reason})
 		}
 		if in.CompactMinRuns > 0 && t.Runs >= in.CompactMinRuns {
 			wants = append(wants, plannedStart{StartRequest{Workflow: CompactBaseWorkflow, Target: t.Target},
@@ -252,7 +366,7 @@ func planSweep(all []TargetStats, in MaintenanceSweepInput) sweepPlan {
 			continue
 		}
 		for _, w := range wants {
-			if len(p.starts) >= in.MaxStarts {
+			if len(p.starts) >= maxStarts {
 				p.skipped = append(p.skipped, SweepSkip{Target: t.Target,
 					Reason: fmt.Sprintf("%s wanted (%s) but max starts (%d) reached", w.req.Workflow, w.reason, in.MaxStarts)})
 				continue

@@ -6,8 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/walkeeper/walkeeper/store"
 )
@@ -51,27 +55,34 @@ func scanFor(byKind map[string][]TargetStats) func(context.Context, ScanStatsPar
 	}
 }
 
+func byKind(kind string) any {
+	return mock.MatchedBy(func(p ScanStatsParams) bool { return p.Kind == kind })
+}
+
 func TestMaintenanceSweepOrdersByDebtAndStartsOnlyEligible(t *testing.T) {
 	env := newEnv(t)
 	stats := map[string][]TargetStats{
 		"rollout": {
 			{Target: "rollout:calm", Pending: 2, MaxShardPending: 2, OldestPendingAge: time.Minute, Runs: 3},
-			{Target: "rollout:deep", Pending: 40, MaxShardPending: 30, Runs: 5},
+			{Target: "rollout:deep", Pending: 40, MaxShardPending: 30, Runs: 5, PendingShards: 2},
 			{Target: "rollout:broken", Error: "corrupt data: store.json", ErrorType: ErrTypeCorruptData},
 		},
 		"generic": {
-			{Target: "generic:gs", Pending: 12600, MaxShardPending: 12600, OldestPendingAge: 72 * time.Hour, Runs: 40},
-			{Target: "generic:old", Pending: 1, MaxShardPending: 1, OldestPendingAge: time.Hour},
+			{Target: "generic:gs", Pending: 12600, MaxShardPending: 12600, OldestPendingAge: 72 * time.Hour, Runs: 40, PendingShards: 1},
+			{Target: "generic:old", Pending: 1, MaxShardPending: 1, OldestPendingAge: time.Hour, PendingShards: 1},
 			{Target: "generic:empty", Runs: 2},
 			{Target: "generic:runs", Runs: 33},
 		},
 		"datagen": {
-			{Target: "datagen:wide", Pending: 40, MaxShardPending: 10, Runs: 1},
-			{Target: "datagen:tie-b", Pending: 9, MaxShardPending: 9, Runs: 1},
-			{Target: "datagen:tie-a", Pending: 9, MaxShardPending: 9, Runs: 1},
+			{Target: "datagen:wide", Pending: 40, MaxShardPending: 10, Runs: 1, PendingShards: 4},
+			{Target: "datagen:tie-b", Pending: 9, MaxShardPending: 9, Runs: 1, PendingShards: 1},
+			{Target: "datagen:tie-a", Pending: 9, MaxShardPending: 9, Runs: 1, PendingShards: 1},
 		},
 	}
-	env.OnActivity(ScanStatsActivity, anyCtx, anyArg).After(time.Second).Return(scanFor(stats))
+	// The scans return one after another: generic, then rollout, then datagen.
+	env.OnActivity(ScanStatsActivity, anyCtx, byKind("generic")).After(time.Second).Return(scanFor(stats))
+	env.OnActivity(ScanStatsActivity, anyCtx, byKind("rollout")).After(2 * time.Second).Return(scanFor(stats))
+	env.OnActivity(ScanStatsActivity, anyCtx, byKind("datagen")).After(3 * time.Second).Return(scanFor(stats))
 	starter := &fakeStarter{}
 	env.OnActivity(StartWorkflowsActivity, anyCtx, anyArg).Return(starter.start)
 	in := trackInflight(env)
@@ -86,25 +97,29 @@ func TestMaintenanceSweepOrdersByDebtAndStartsOnlyEligible(t *testing.T) {
 	require.Equal(t, 0, in.max[PrepareActivity]+in.max[CommitActivity], "the sweep never merges itself")
 	require.Equal(t, 9, res.Scanned)
 
-	want := []StartRequest{
-		{MergeWalWorkflow, "generic:gs"},
-		{CompactBaseWorkflow, "generic:gs"},
-		{MergeWalWorkflow, "rollout:deep"},    // deepest shard 30
-		{MergeWalWorkflow, "datagen:wide"},    // shard 10 (40 total, but shallower shards)
-		{MergeWalWorkflow, "datagen:tie-a"},   // ties broken by target name
-		{MergeWalWorkflow, "datagen:tie-b"},   //
-		{MergeWalWorkflow, "generic:old"},     // 1 pending, but older than 10m
-		{CompactBaseWorkflow, "generic:runs"}, // 33 runs >= 32
+	// Each kind is started as its scan returns, most indebted first within the kind.
+	// Parallel prepare (the default) is asked for where more than one shard is pending.
+	requested := []StartRequest{
+		{Workflow: MergeWalWorkflow, Target: "generic:gs"},
+		{Workflow: CompactBaseWorkflow, Target: "generic:gs"},
+		{Workflow: MergeWalWorkflow, Target: "generic:old"},     // 1 pending, but older than 10m
+		{Workflow: CompactBaseWorkflow, Target: "generic:runs"}, // 33 runs >= 32
+		{Workflow: MergeWalWorkflow, Target: "rollout:deep", ParallelPrepare: true},
+		{Workflow: MergeWalWorkflow, Target: "datagen:wide", ParallelPrepare: true}, // shard 10 of 40
+		{Workflow: MergeWalWorkflow, Target: "datagen:tie-a"},                       // ties broken by name
+		{Workflow: MergeWalWorkflow, Target: "datagen:tie-b"},
 	}
-	require.Equal(t, want, starter.requests)
-	require.Len(t, res.Started, len(want))
+	require.Equal(t, requested, starter.requests)
+	// The result lists the kinds in kind order (rollout, generic, datagen).
+	started := append(append([]StartRequest{requested[4]}, requested[:4]...), requested[5:]...)
+	require.Len(t, res.Started, len(started))
 	for i, s := range res.Started {
-		require.Equal(t, want[i].Target, s.Target)
-		require.Equal(t, want[i].Workflow, s.Workflow)
+		require.Equal(t, started[i].Target, s.Target)
+		require.Equal(t, started[i].Workflow, s.Workflow)
 		require.NotEmpty(t, s.WorkflowID)
 		require.NotEmpty(t, s.Reason)
 	}
-	require.Equal(t, "merge-wal/generic/gs", res.Started[0].WorkflowID)
+	require.Equal(t, "merge-wal/rollout/deep", res.Started[0].WorkflowID)
 
 	skipped := map[string]string{}
 	for _, s := range res.Skipped {
@@ -114,6 +129,76 @@ func TestMaintenanceSweepOrdersByDebtAndStartsOnlyEligible(t *testing.T) {
 	require.Equal(t, "below thresholds", skipped["rollout:calm"])
 	require.Equal(t, "below thresholds", skipped["generic:empty"])
 	require.Len(t, skipped, 3)
+}
+
+// A slow kind's scan (300 rollout stores at object-store latency in the incident replay) must
+// not hold up the starts of a kind whose scan is back (docs/BENCHMARKS.md finding 5).
+func TestMaintenanceSweepStartsEachKindAsItsScanReturns(t *testing.T) {
+	stats := map[string][]TargetStats{
+		"rollout": {{Target: "rollout:r", Pending: 9, MaxShardPending: 9, PendingShards: 1}},
+		"generic": {{Target: "generic:hot", Pending: 80, MaxShardPending: 4, PendingShards: 20}},
+	}
+	run := func(t *testing.T, before bool, in MaintenanceSweepInput) ([]string, *fakeStarter) {
+		env := newEnv(t)
+		if before {
+			env.OnGetVersion(sweepPerKindChange, workflow.DefaultVersion, sweepPerKindVersion).Return(workflow.DefaultVersion)
+		}
+		env.OnActivity(ScanStatsActivity, anyCtx, byKind("rollout")).After(10 * time.Minute).Return(scanFor(stats))
+		env.OnActivity(ScanStatsActivity, anyCtx, anyArg).Return(scanFor(stats))
+		starter := &fakeStarter{}
+		env.OnActivity(StartWorkflowsActivity, anyCtx, anyArg).Return(starter.start)
+		var done []string
+		env.SetOnActivityCompletedListener(func(info *activity.Info, _ converter.EncodedValue, _ error) {
+			done = append(done, info.ActivityType.Name)
+		})
+		env.ExecuteWorkflow(MaintenanceSweep, in)
+		require.NoError(t, env.GetWorkflowError())
+		return done, starter
+	}
+	t.Run("before", func(t *testing.T) {
+		done, _ := run(t, true, MaintenanceSweepInput{})
+		require.Equal(t, []string{ScanStatsActivity, ScanStatsActivity, ScanStatsActivity, StartWorkflowsActivity}, done,
+			"every start waited for the slowest scan")
+	})
+	t.Run("per kind", func(t *testing.T) {
+		done, starter := run(t, false, MaintenanceSweepInput{})
+		require.Equal(t, []string{ScanStatsActivity, ScanStatsActivity, StartWorkflowsActivity, ScanStatsActivity, StartWorkflowsActivity}, done,
+			"the generic store's merge starts before the slow rollout scan is back")
+		require.Equal(t, []StartRequest{
+			{Workflow: MergeWalWorkflow, Target: "generic:hot", ParallelPrepare: true},
+			{Workflow: MergeWalWorkflow, Target: "rollout:r"},
+		}, starter.requests)
+	})
+	t.Run("parallel prepare off", func(t *testing.T) {
+		off := false
+		_, starter := run(t, false, MaintenanceSweepInput{ParallelPrepare: &off})
+		require.False(t, starter.requests[0].ParallelPrepare)
+	})
+}
+
+// MaxStarts is shared by the kinds of one sweep: a kind whose scan returns later gets what
+// the earlier ones left.
+func TestMaintenanceSweepMaxStartsSpansKinds(t *testing.T) {
+	env := newEnv(t)
+	stats := map[string][]TargetStats{
+		"generic": {{Target: "generic:a", Pending: 50, MaxShardPending: 50}, {Target: "generic:b", Pending: 40, MaxShardPending: 40}},
+		"rollout": {{Target: "rollout:c", Pending: 90, MaxShardPending: 90}, {Target: "rollout:d", Pending: 80, MaxShardPending: 80}},
+	}
+	env.OnActivity(ScanStatsActivity, anyCtx, byKind("rollout")).After(time.Minute).Return(scanFor(stats))
+	env.OnActivity(ScanStatsActivity, anyCtx, anyArg).Return(scanFor(stats))
+	starter := &fakeStarter{}
+	env.OnActivity(StartWorkflowsActivity, anyCtx, anyArg).Return(starter.start)
+	env.ExecuteWorkflow(MaintenanceSweep, MaintenanceSweepInput{MaxStarts: 3})
+	require.NoError(t, env.GetWorkflowError())
+	var res MaintenanceSweepResult
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.Len(t, starter.requests, 3)
+	require.Equal(t, "rollout:c", starter.requests[2].Target)
+	reasons := map[string]string{}
+	for _, s := range res.Skipped {
+		reasons[s.Target] = s.Reason
+	}
+	require.Contains(t, reasons["rollout:d"], "max starts (3) reached")
 }
 
 func TestMaintenanceSweepBoundsStartsAndBatches(t *testing.T) {
@@ -197,7 +282,7 @@ func TestMergeWalTickStartsTheRealMergeWal(t *testing.T) {
 	require.NoError(t, env.GetWorkflowResult(&res))
 	require.Equal(t, "merge-wal/generic/gs", res.WorkflowID)
 	require.Equal(t, "run-generic:gs", res.RunID)
-	require.Equal(t, []StartRequest{{MergeWalWorkflow, "generic:gs"}}, starter.requests)
+	require.Equal(t, []StartRequest{{Workflow: MergeWalWorkflow, Target: "generic:gs"}}, starter.requests)
 }
 
 func TestMergeWalTickBadTarget(t *testing.T) {

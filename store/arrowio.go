@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -36,6 +37,11 @@ func encodeIPC(schema *arrow.Schema, recs ...arrow.RecordBatch) ([]byte, error) 
 
 // decodeIPC reads every record of an IPC file and checks it against the store schema.
 // Any decode failure is ErrCorrupt: the object will never read differently.
+//
+// The records alias data (zero copy): the column buffers are slices of the object's bytes,
+// so decoding allocates no second copy of a generation (issue 4 measured the copying reader
+// at 12 % of a merge's allocations). Callers therefore must not modify data afterwards; every
+// caller passes bytes fresh from storage that nothing else holds.
 func decodeIPC(data []byte, c *Codec, what string) (recs []arrow.RecordBatch, err error) {
 	defer func() {
 		if r := recover(); r != nil { // arrow's readers panic on some garbled inputs
@@ -43,7 +49,7 @@ func decodeIPC(data []byte, c *Codec, what string) (recs []arrow.RecordBatch, er
 			recs, err = nil, corruptf("%s: %v", what, r)
 		}
 	}()
-	rd, err := ipc.NewFileReader(bytes.NewReader(data), ipc.WithAllocator(memory.DefaultAllocator))
+	rd, err := ipc.NewMappedFileReader(data, ipc.WithAllocator(memory.DefaultAllocator))
 	if err != nil {
 		return nil, corruptf("%s: %v", what, err)
 	}
@@ -75,12 +81,19 @@ func releaseAll(recs []arrow.RecordBatch) {
 // parquetRowGroup bounds row-group size so that readers can stream large runs.
 const parquetRowGroup = 64 * 1024
 
-// encodeParquet writes one base run. Snappy keeps encode cheap; DuckDB, Spark and
-// pyarrow all read it.
-func encodeParquet(schema *arrow.Schema, rec arrow.RecordBatch) ([]byte, error) {
-	// Size the buffer once: regrowing a many-MiB buffer zeroes and copies it repeatedly.
-	buf := bytes.NewBuffer(make([]byte, 0, recordBytes(rec)/2+4096))
-	props := parquet.NewWriterProperties(
+// incompressibleRatio: a column whose sampled values Snappy shrinks by less than this
+// fraction is written uncompressed. Snappy on random payloads was ~23 % of prepare CPU
+// (docs/BENCHMARKS.md, scenario 4) and saved nothing; uncompressed column chunks are plain
+// Parquet that every reader (DuckDB, Spark, pyarrow) handles.
+const incompressibleRatio = 0.9
+
+// compressionSample is how many value bytes per column the codec choice looks at.
+const compressionSample = 256 << 10
+
+// parquetProps are the writer properties of a base run. Compression is chosen per column
+// from sample, the first chunk written: Snappy where it pays, none where it does not.
+func parquetProps(schema *arrow.Schema, sample arrow.RecordBatch) *parquet.WriterProperties {
+	opts := []parquet.WriterProperty{
 		parquet.WithCompression(compress.Codecs.Snappy),
 		parquet.WithMaxRowGroupLength(parquetRowGroup),
 		parquet.WithStats(true),
@@ -89,19 +102,110 @@ func encodeParquet(schema *arrow.Schema, rec arrow.RecordBatch) ([]byte, error) 
 		// column is the one with few distinct values.
 		parquet.WithDictionaryDefault(false),
 		parquet.WithDictionaryFor(ColShard, true),
-	)
-	w, err := pqarrow.NewFileWriter(schema, buf, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	}
+	if sample != nil && sample.NumRows() > 0 {
+		// The encoder takes values a batch of rows at a time and grows its buffer to hold a
+		// whole batch before cutting pages: keep a batch near one data page (1 MiB) so wide
+		// rows do not regrow a multi-MiB buffer per batch.
+		perRow := max(recordBytes(sample)/sample.NumRows(), 1)
+		opts = append(opts, parquet.WithBatchSize(min(max((1<<20)/perRow, 64), 1024)))
+		for c := 0; c < schema.NumFields(); c++ {
+			if schema.Field(c).Name == ColShard {
+				continue // dictionary-encoded: tiny and repetitive
+			}
+			if incompressible(sample.Column(c)) {
+				opts = append(opts, parquet.WithCompressionFor(schema.Field(c).Name, compress.Codecs.Uncompressed))
+			}
+		}
+	}
+	return parquet.NewWriterProperties(opts...)
+}
+
+// incompressible reports whether a string or binary column's values do not compress with
+// Snappy: it compresses up to compressionSample bytes taken from the start and the middle
+// of the values. Other column types are small next to their row count and stay compressed.
+func incompressible(col arrow.Array) bool {
+	var values []byte
+	switch a := col.(type) {
+	case *array.Binary:
+		values = a.ValueBytes()
+	case *array.String:
+		values = a.ValueBytes()
+	default:
+		return false
+	}
+	if len(values) < 4096 {
+		return false // too little to judge, and too little to matter
+	}
+	half := min(len(values)/2, compressionSample/2)
+	sample := [2][]byte{values[:half], values[len(values)/2 : len(values)/2+half]}
+	codec, err := compress.GetCodec(compress.Codecs.Snappy)
+	if err != nil {
+		return false
+	}
+	var raw, packed int
+	for _, part := range sample {
+		raw += len(part)
+		packed += len(codec.Encode(nil, part))
+	}
+	return float64(packed) >= incompressibleRatio*float64(raw)
+}
+
+// encodeParquet writes one base run into memory. Used where the run is small or already
+// bounded (compaction); merges stream theirs with writeParquet.
+func encodeParquet(schema *arrow.Schema, rec arrow.RecordBatch) ([]byte, error) {
+	// Size the buffer once from the record: regrowing a many-MiB buffer zeroes and copies it
+	// repeatedly, and incompressible payloads encode to about their in-memory size.
+	buf := bytes.NewBuffer(make([]byte, 0, recordBytes(rec)+64<<10))
+	rec.Retain() // writeParquet releases what next hands it
+	done := false
+	err := writeParquet(buf, schema, func() (arrow.RecordBatch, error) {
+		if done {
+			return nil, nil
+		}
+		done = true
+		return rec, nil
+	})
+	if !done {
+		rec.Release()
+	}
 	if err != nil {
 		return nil, err
 	}
-	if err := w.Write(rec); err != nil {
-		_ = w.Close()
-		return nil, err
-	}
-	if err := w.Close(); err != nil {
-		return nil, err
-	}
 	return buf.Bytes(), nil
+}
+
+// writeParquet streams one base run to w from the records next returns, in order, until
+// it returns nil. Each record becomes at least one row group and is released once written,
+// so the caller can build the run chunk by chunk and never hold all of it. next must
+// return at least one record (an empty one for an empty run). On error, records already
+// handed over are released; the caller owns nothing it has passed in.
+func writeParquet(w io.Writer, schema *arrow.Schema, next func() (arrow.RecordBatch, error)) error {
+	rec, err := next()
+	if err != nil {
+		return err
+	}
+	if rec == nil {
+		return fmt.Errorf("writeParquet: no records")
+	}
+	fw, err := pqarrow.NewFileWriter(schema, w, parquetProps(schema, rec), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	if err != nil {
+		rec.Release()
+		return err
+	}
+	for rec != nil {
+		err = fw.Write(rec)
+		rec.Release()
+		if err != nil {
+			_ = fw.Close()
+			return err
+		}
+		if rec, err = next(); err != nil {
+			_ = fw.Close()
+			return err
+		}
+	}
+	return fw.Close()
 }
 
 // decodeParquet reads a whole run into one record with the store's Arrow schema.

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -252,8 +253,7 @@ func (b *Bucket) Get(ctx context.Context, key string) ([]byte, error) {
 		if c.fileRoot != "" {
 			data, err = c.fileGet(key)
 		} else {
-			data, err = c.bkt.ReadAll(ctx, key)
-			err = mapErr(err)
+			data, err = c.blobGet(ctx, key)
 		}
 		return err
 	})
@@ -274,6 +274,51 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte) error {
 		return mapErr(c.bkt.WriteAll(ctx, key, data, writerOpts(false)))
 	})
 	return wrapOp(OpPut, key, err)
+}
+
+// PutFrom is Put for an object produced by write, streamed to storage instead of assembled
+// in memory first: a merge's output run is as large as its input, and holding both at once
+// is what the merge budget could not account for. The publication is as atomic as Put's
+// (file://: temp file, fsync, rename; object stores: the upload only lands on a clean
+// close), so an error from write, or a cancelled ctx, leaves the previous object or none.
+// It is the same operation as Put for fault injection (OpPut). It returns the bytes written.
+func (b *Bucket) PutFrom(ctx context.Context, key string, write func(io.Writer) error) (int64, error) {
+	var n int64
+	err := b.do(ctx, OpPut, key, checkKey, func(c *bucketCore) error {
+		if c.fileRoot != "" {
+			var err error
+			n, err = c.filePutFrom(key, write)
+			return err
+		}
+		// Cancelling the writer's context before Close is gocloud's documented way to
+		// abandon an upload, so a failed write never publishes a prefix.
+		wctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		w, err := c.bkt.NewWriter(wctx, key, writerOpts(false))
+		if err != nil {
+			return mapErr(err)
+		}
+		cw := &countingWriter{w: w}
+		if err := write(cw); err != nil {
+			cancel()
+			_ = w.Close()
+			return err
+		}
+		n = cw.n
+		return mapErr(w.Close())
+	})
+	return n, wrapOp(OpPut, key, err)
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // PutIfAbsent is the commit primitive: exactly one of many racing callers (goroutines or OS
@@ -548,6 +593,40 @@ func isTempKey(key string) bool {
 	return strings.HasPrefix(key, tempPrefix) || strings.Contains(key, "/"+tempPrefix)
 }
 
+// blobGet reads a gocloud object into one buffer sized from the object's length: ReadAll
+// without a hint doubles its way up and allocates about twice the object (issue 4).
+func (c *bucketCore) blobGet(ctx context.Context, key string) ([]byte, error) {
+	r, err := c.bkt.NewReader(ctx, key, nil)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer r.Close()
+	return readSized(r, r.Size())
+}
+
+// readSized reads r to EOF into a buffer of size bytes, the length the storage reported.
+// A reader that turns out longer or shorter than reported still yields all of its bytes.
+func readSized(r io.Reader, size int64) ([]byte, error) {
+	if size < 0 || size > 1<<40 {
+		size = 0
+	}
+	// One spare byte lets the read observe EOF without growing a full buffer.
+	buf := make([]byte, 0, size+1)
+	for {
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, mapErr(err)
+		}
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)] // longer than reported: let append pick the growth
+		}
+	}
+}
+
 // ---- file:// backend ----
 
 func (c *bucketCore) path(key string) string {
@@ -571,8 +650,9 @@ func (c *bucketCore) fileGet(key string) ([]byte, error) {
 		return nil, ErrNotFound
 	}
 	// Objects are never modified in place (only replaced by rename), so the open descriptor
-	// reads one complete version even if a Put replaces the key meanwhile.
-	return io.ReadAll(f)
+	// reads one complete version even if a Put replaces the key meanwhile; its size is
+	// known, so read it into one buffer of that size.
+	return readSized(f, st.Size())
 }
 
 func (c *bucketCore) fileExists(key string) (bool, error) {
@@ -598,10 +678,40 @@ func (c *bucketCore) filePut(key string, data []byte, ifAbsent bool) error {
 			return ErrAlreadyExists
 		}
 	}
-	tmp, err := c.writeTemp(dir, data)
+	tmp, err := c.writeTemp(dir, func(f *os.File) error {
+		_, err := f.Write(data)
+		return err
+	})
 	if err != nil {
 		return err
 	}
+	return c.publishTemp(tmp, final, ifAbsent)
+}
+
+// filePutFrom is filePut (replace) for a streamed object; it returns the bytes written.
+func (c *bucketCore) filePutFrom(key string, write func(io.Writer) error) (int64, error) {
+	final := c.path(key)
+	var n int64
+	tmp, err := c.writeTemp(filepath.Dir(final), func(f *os.File) error {
+		// Large sequential writes: fewer syscalls than the encoder's page-sized writes.
+		bw := bufio.NewWriterSize(f, 1<<20)
+		cw := &countingWriter{w: bw}
+		if err := write(cw); err != nil {
+			return err
+		}
+		n = cw.n
+		return bw.Flush()
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, c.publishTemp(tmp, final, false)
+}
+
+// publishTemp publishes the complete temp file tmp as final: rename (replace) or hard
+// link (create-only). tmp is removed in every case.
+func (c *bucketCore) publishTemp(tmp, final string, ifAbsent bool) error {
+	dir := filepath.Dir(final)
 	defer os.Remove(tmp) // after a successful rename the name is gone and this is a no-op
 	if ifAbsent {
 		if err := os.Link(tmp, final); err != nil {
@@ -620,9 +730,9 @@ func (c *bucketCore) filePut(key string, data []byte, ifAbsent bool) error {
 	return nil
 }
 
-// writeTemp creates dir if needed and writes data, fsynced, to a fresh temp file in it. A
-// concurrent Delete may prune dir between MkdirAll and the create; that is retried.
-func (c *bucketCore) writeTemp(dir string, data []byte) (string, error) {
+// writeTemp creates dir if needed and lets fill write a fresh temp file in it, which it then
+// fsyncs. A concurrent Delete may prune dir between MkdirAll and the create; that is retried.
+func (c *bucketCore) writeTemp(dir string, fill func(*os.File) error) (string, error) {
 	var f *os.File
 	for attempt := 0; ; attempt++ {
 		if err := c.mkdirAll(dir); err != nil {
@@ -647,7 +757,7 @@ func (c *bucketCore) writeTemp(dir string, data []byte) (string, error) {
 		return "", err
 	}
 	name := f.Name()
-	_, err := f.Write(data)
+	err := fill(f)
 	if err == nil && !c.noSync {
 		err = f.Sync() // before publishing: a crash must never expose a name with partial bytes
 	}

@@ -9,14 +9,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"path"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
 )
 
 // planMerge picks what one merge pass folds: the oldest pending generations, at most
@@ -135,9 +139,13 @@ func (s *Store) Prepare(ctx context.Context, p PrepareParams) (*PreparedMerge, e
 	}
 
 	// Reserve the whole initial allowance before reading anything: nobody waits while
-	// holding part of what they need, so merges cannot deadlock on the budget.
+	// holding part of what they need, so merges cannot deadlock on the budget. The allowance
+	// is the footprint of a merge of merge_max_bytes, not just its input (mergeFootprint).
 	budget := s.db.opts.Budget
-	want := maxBytes
+	want := int64(0)
+	if maxBytes > 0 {
+		want = mergeFootprint(maxBytes)
+	}
 	if lim := budget.Limit(); lim > 0 && (want == 0 || want > lim) {
 		want = lim
 	}
@@ -150,17 +158,40 @@ func (s *Store) Prepare(ctx context.Context, p PrepareParams) (*PreparedMerge, e
 	}
 	defer res.Release()
 
-	readStart := time.Now()
-	var files []*sortedFile
-	var bytes, inputRows int64
+	// Grow to the plan's footprint from the manifest's sizes before reading, so the reads
+	// can run concurrently without any of them running ahead of the budget. Growth never
+	// waits: on refusal, merge the complete prefix that fits; with no prefix, give up this
+	// attempt (it is retried) rather than hold memory while waiting.
+	var planned int64
 	for i, g := range plan {
-		f, err := s.readGenForMerge(ctx, g.Path)
-		if err != nil {
-			return nil, fmt.Errorf("read generation %d of shard %s: %w", g.Gen, shard, err)
+		if !res.TryGrow(mergeFootprint(planned + g.Bytes)) {
+			if i == 0 {
+				return nil, fmt.Errorf("%s shard %s: %w while reading the first generation", s.target, shard, ErrBudgetBusy)
+			}
+			plan = plan[:i]
+			break
 		}
-		if !res.TryGrow(bytes + f.bytes) {
-			// Growth never waits. Commit the complete prefix; with no prefix, give up
-			// this attempt (it is retried) rather than hold memory while waiting.
+		planned += g.Bytes
+	}
+
+	readStart := time.Now()
+	files, owned, err := s.readGensForMerge(ctx, shard, plan, p.Progress)
+	defer func() {
+		for i, f := range files {
+			if f != nil && owned[i] {
+				f.rec.Release()
+			}
+		}
+	}()
+	if err != nil {
+		return nil, err
+	}
+	// The decoded sizes are what memory holds; the manifest's are what was reserved. They
+	// agree to within metadata, but the budget must hold the real figure: grow to it, and on
+	// refusal merge the prefix that fits, exactly as above.
+	var bytes, inputRows int64
+	for i, f := range files {
+		if !res.TryGrow(mergeFootprint(bytes + f.bytes)) {
 			if i == 0 {
 				return nil, fmt.Errorf("%s shard %s: %w while reading the first generation", s.target, shard, ErrBudgetBusy)
 			}
@@ -169,17 +200,11 @@ func (s *Store) Prepare(ctx context.Context, p PrepareParams) (*PreparedMerge, e
 		}
 		bytes += f.bytes
 		inputRows += int64(f.n)
-		files = append(files, f)
-		if p.Progress != nil {
-			p.Progress(i+1, len(plan))
-		}
 	}
 	s.observePhase("read", readStart)
 
 	writeStart := time.Now()
-	picks := mergeSorted(files, nil)
-	rec := copyRows(s.codec.ArrowSchema(), picks)
-	defer rec.Release()
+	picks := mergeSorted(files[:len(plan)], nil)
 	from, through := plan[0].Gen, plan[len(plan)-1].Gen
 	id := fmt.Sprintf("m-%s-%s-%d-%d", hashKey(attempt, s.target.String(), shard), shortShard(shard), from, through)
 	staged := StagedFile{Path: dataKey(s.target, id), Rows: int64(len(picks))}
@@ -190,16 +215,28 @@ func (s *Store) Prepare(ctx context.Context, p PrepareParams) (*PreparedMerge, e
 			staged.MinSeq, staged.MaxSeq = min(staged.MinSeq, pk.seq()), max(staged.MaxSeq, pk.seq())
 		}
 	}
-	data, err := encodeParquet(s.codec.ArrowSchema(), rec)
+	// Build the run chunk by chunk and stream it to storage: the output never exists whole
+	// in memory, neither as Arrow nor as Parquet bytes (mergeFootprint counts one chunk).
+	schema := s.codec.ArrowSchema()
+	chunkRows := mergeChunkRows(bytes, inputRows)
+	staged.Bytes, err = s.db.bucket.PutFrom(ctx, staged.Path, func(w io.Writer) error {
+		off, started := 0, false
+		return writeParquet(w, schema, func() (arrow.RecordBatch, error) {
+			if started && off >= len(picks) {
+				return nil, nil
+			}
+			started = true
+			end := min(off+chunkRows, len(picks))
+			rec := copyRows(schema, picks[off:end])
+			off = end
+			return rec, nil
+		})
+	})
 	if err != nil {
-		return nil, err
-	}
-	staged.Bytes = int64(len(data))
-	if err := s.db.bucket.Put(ctx, staged.Path, data); err != nil {
 		return nil, fmt.Errorf("write staged run: %w", err)
 	}
 	s.observePhase("write", writeStart)
-
+	rows := int64(len(picks))
 	gens := make([]uint64, len(plan))
 	for i, g := range plan {
 		gens[i] = g.Gen
@@ -214,7 +251,7 @@ func (s *Store) Prepare(ctx context.Context, p PrepareParams) (*PreparedMerge, e
 		AttemptKey:  attempt,
 		BaseVersion: base.Version,
 		Bytes:       bytes,
-		Rows:        int64(len(picks)),
+		Rows:        rows,
 		InputRows:   inputRows,
 	}, nil
 }
@@ -233,18 +270,105 @@ func validateShardID(shard string) error {
 	return nil
 }
 
+// mergeReadConcurrency bounds how many generations one prepare reads at once. On object
+// storage a read is a round trip, and reading them one after another made a prepare a chain
+// of round trips (docs/BENCHMARKS.md, scenario 6). The budget is already held for all of
+// them, so concurrency changes latency, not memory.
+const mergeReadConcurrency = 8
+
+// mergeDeleteConcurrency bounds the concurrent deletes of merged generation files.
+const mergeDeleteConcurrency = 8
+
+// mergeChunkBytes is the size of the output chunk a prepare builds at a time; each chunk
+// becomes at least one row group of the staged run and is released once written.
+const mergeChunkBytes = 8 << 20
+
+// mergeOverheadFactor and mergeOverheadBytes define mergeFootprint. The input is held whole
+// for the newest-per-key merge (zero-copy: the decoded generations are their object bytes);
+// on top come the picks and key views (~16 B per row, up to 1/8 of the input for 128 B rows)
+// and the output window: one chunk being built, the Parquet writer's page buffers and the
+// write buffer. Measured in `walkeeper bench memory` (docs/BENCHMARKS.md, scenario 5).
+const (
+	mergeOverheadFactor = 8 // input/8 for per-row bookkeeping
+	mergeOverheadBytes  = 2*mergeChunkBytes + 4<<20
+)
+
+// mergeFootprint is the memory a prepare of input bytes of generations needs at its peak:
+// what it reserves from the budget, so that the budget bounds memory rather than input.
+func mergeFootprint(input int64) int64 {
+	if input <= 0 {
+		return 0
+	}
+	return input + input/mergeOverheadFactor + mergeOverheadBytes
+}
+
+// mergeChunkRows is how many rows an output chunk of about mergeChunkBytes holds, from the
+// input's average row size; at most a row group, at least 1024 rows.
+func mergeChunkRows(inputBytes, inputRows int64) int {
+	if inputRows <= 0 || inputBytes <= 0 {
+		return parquetRowGroup
+	}
+	per := max(inputBytes/inputRows, 1)
+	return int(min(max(mergeChunkBytes/per, 1024), parquetRowGroup))
+}
+
+// readGensForMerge reads and decodes plan's generations concurrently (at most
+// mergeReadConcurrency at once). files[i] is plan[i]; owned[i] is true when the caller
+// must release files[i].rec (it was decoded for this merge, not taken from the cache).
+// Progress, if set, is called once per generation read, never concurrently. On error the
+// error is that of the first failing generation in plan order, as a serial read reported
+// it; files read meanwhile are returned too, so the caller releases them.
+func (s *Store) readGensForMerge(ctx context.Context, shard string, plan []genMeta, progress func(done, total int)) ([]*sortedFile, []bool, error) {
+	files := make([]*sortedFile, len(plan))
+	owned := make([]bool, len(plan))
+	errs := make([]error, len(plan))
+	var mu sync.Mutex
+	done := 0
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(mergeReadConcurrency)
+	for i, gm := range plan {
+		g.Go(func() error {
+			f, own, err := s.readGenForMerge(gctx, gm.Path)
+			if err != nil {
+				errs[i] = fmt.Errorf("read generation %d of shard %s: %w", gm.Gen, shard, err)
+				return errs[i]
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			files[i], owned[i] = f, own
+			done++
+			if progress != nil {
+				progress(done, len(plan))
+			}
+			return nil
+		})
+	}
+	werr := g.Wait()
+	if werr == nil {
+		return files, owned, nil
+	}
+	for _, err := range errs {
+		// Skip the reads that failed only because another one did and cancelled them.
+		if err != nil && !(ctx.Err() == nil && errors.Is(err, context.Canceled)) {
+			return files, owned, err
+		}
+	}
+	return files, owned, werr
+}
+
 // readGenForMerge uses a cached decode if a reader already paid for it, and otherwise
 // decodes without caching: a merge reads each generation once, just before it dies.
-func (s *Store) readGenForMerge(ctx context.Context, p string) (*sortedFile, error) {
+// owned reports a decode made for this call, which the caller releases.
+func (s *Store) readGenForMerge(ctx context.Context, p string) (_ *sortedFile, owned bool, _ error) {
 	s.db.cache.mu.Lock()
 	el, ok := s.db.cache.byKey[p]
 	s.db.cache.mu.Unlock()
 	if ok {
-		return el.Value.(*sortedFile), nil
+		return el.Value.(*sortedFile), false, nil
 	}
 	data, err := s.db.bucket.Get(ctx, p)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	recs, err := decodeIPC(data, s.codec, "generation "+p)
 	if err == nil && len(recs) != 1 {
@@ -253,9 +377,14 @@ func (s *Store) readGenForMerge(ctx context.Context, p string) (*sortedFile, err
 	}
 	if err != nil {
 		s.countCorrupt(err)
-		return nil, err
+		return nil, false, err
 	}
-	return s.newSortedFile(p, recs[0])
+	f, err := s.newSortedFile(p, recs[0])
+	if err != nil {
+		recs[0].Release()
+		return nil, false, err
+	}
+	return f, true, nil
 }
 
 // reconcile repairs a crash between a base commit and its drain: generations at or below
@@ -338,7 +467,9 @@ func mergeSorted(files []*sortedFile, drop func(f *sortedFile, i int) bool) []pi
 	return out
 }
 
-// copyRows builds one record from picked rows, column by column.
+// copyRows builds one record from picked rows, column by column. Variable-width columns
+// reserve their value bytes up front: Reserve counts rows only, and letting the value buffer
+// double its way up allocated about twice the output (issue 4).
 func copyRows(schema *arrow.Schema, picks []pick) arrow.RecordBatch {
 	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
 	defer b.Release()
@@ -347,6 +478,11 @@ func copyRows(schema *arrow.Schema, picks []pick) arrow.RecordBatch {
 		fb.Reserve(len(picks))
 		switch bb := fb.(type) {
 		case *array.StringBuilder:
+			n := 0
+			for _, p := range picks {
+				n += p.f.rec.Column(c).(*array.String).ValueLen(p.i)
+			}
+			bb.ReserveData(n)
 			for _, p := range picks {
 				a := p.f.rec.Column(c).(*array.String)
 				if a.IsNull(p.i) {
@@ -383,6 +519,11 @@ func copyRows(schema *arrow.Schema, picks []pick) arrow.RecordBatch {
 				}
 			}
 		case *array.BinaryBuilder:
+			n := 0
+			for _, p := range picks {
+				n += p.f.rec.Column(c).(*array.Binary).ValueLen(p.i)
+			}
+			bb.ReserveData(n)
 			for _, p := range picks {
 				a := p.f.rec.Column(c).(*array.Binary)
 				if a.IsNull(p.i) {
@@ -656,19 +797,28 @@ func (s *Store) deleteMergedGenerations(ctx context.Context, shard string, throu
 	if err != nil {
 		return 0, err
 	}
-	n := 0
+	// Delete concurrently: on object storage each delete is a round trip, and a pass
+	// merges up to merge_max_generations files. The first error is returned with the count
+	// of files actually deleted; the rest are left for the next pass, as before.
+	var n atomic.Int64
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(mergeDeleteConcurrency)
 	for _, o := range objs {
-		g, ok := parseGenNumber(o.Key)
-		if !ok || g > through || listed[o.Key] {
+		gen, ok := parseGenNumber(o.Key)
+		if !ok || gen > through || listed[o.Key] {
 			continue
 		}
-		if err := s.db.bucket.Delete(ctx, o.Key); err != nil {
-			return n, err
-		}
-		s.db.cache.forget(o.Key)
-		n++
+		g.Go(func() error {
+			if err := s.db.bucket.Delete(gctx, o.Key); err != nil {
+				return err
+			}
+			s.db.cache.forget(o.Key)
+			n.Add(1)
+			return nil
+		})
 	}
-	return n, nil
+	err = g.Wait()
+	return int(n.Load()), err
 }
 
 func parseGenNumber(key string) (uint64, bool) {

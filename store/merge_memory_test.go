@@ -1,0 +1,251 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/stretchr/testify/require"
+)
+
+// Tests for the issue-4 memory work: streamed staged runs, sized reads, concurrent
+// generation reads, the footprint reservation and the per-column codec choice.
+
+func TestPutFromPublishesAllOrNothing(t *testing.T) {
+	for _, be := range testBackends() {
+		t.Run(be.name, func(t *testing.T) {
+			ctx := context.Background()
+			b, _ := be.open(t)
+			want := bytes.Repeat([]byte("0123456789"), 300_000) // several bufio flushes
+			n, err := b.PutFrom(ctx, "a/run.parquet", func(w io.Writer) error {
+				for off := 0; off < len(want); off += 7777 {
+					if _, err := w.Write(want[off:min(off+7777, len(want))]); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			require.NoError(t, err)
+			require.Equal(t, int64(len(want)), n)
+			got, err := b.Get(ctx, "a/run.parquet")
+			require.NoError(t, err)
+			require.True(t, bytes.Equal(want, got), "streamed object differs")
+
+			// A failing producer leaves the previous object, never a prefix of the new one.
+			boom := errors.New("encoder failed")
+			_, err = b.PutFrom(ctx, "a/run.parquet", func(w io.Writer) error {
+				_, _ = w.Write([]byte("partial"))
+				return boom
+			})
+			require.ErrorIs(t, err, boom)
+			got, err = b.Get(ctx, "a/run.parquet")
+			require.NoError(t, err)
+			require.True(t, bytes.Equal(want, got), "failed PutFrom replaced the object")
+			_, err = b.PutFrom(ctx, "a/other.parquet", func(w io.Writer) error {
+				_, _ = w.Write([]byte("partial"))
+				return boom
+			})
+			require.ErrorIs(t, err, boom)
+			_, err = b.Get(ctx, "a/other.parquet")
+			require.ErrorIs(t, err, ErrNotFound)
+			require.Equal(t, []string{"a/run.parquet"}, listKeys(t, b, "a/"), "no temp files or partial objects left")
+
+			// It is OpPut for fault injection, like Put.
+			fb := b.WithFaults(FaultFuncs{BeforeFunc: func(op, key string) error {
+				if op == OpPut {
+					return boom
+				}
+				return nil
+			}})
+			called := false
+			_, err = fb.PutFrom(ctx, "a/faulted.parquet", func(w io.Writer) error { called = true; return nil })
+			require.ErrorIs(t, err, boom)
+			require.False(t, called)
+		})
+	}
+}
+
+func TestReadSizedToleratesWrongSize(t *testing.T) {
+	for _, size := range []int64{-1, 0, 3, 10, 11, 1000} {
+		got, err := readSized(strings.NewReader("0123456789"), size)
+		require.NoError(t, err)
+		require.Equal(t, "0123456789", string(got), "size hint %d", size)
+	}
+}
+
+// mergeTestStore writes gens generations of rows rows each (payload bytes of random data per
+// row) into a fresh file:// store and returns it with its bucket.
+func mergeTestStore(t *testing.T, gens, rows, payload int, tweak ...func(*Options)) (*Store, *DB) {
+	t.Helper()
+	ctx := context.Background()
+	db := openTestDB(t, "file://"+t.TempDir()+"?nosync=1", "w", tweak...)
+	s := createGeneric(t, db, "mm", false)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for g := 0; g < gens; g++ {
+		var batch []Row
+		for i := 0; i < rows; i++ {
+			k := fmt.Sprintf("k%06d", (i*7+g*3)%(rows*2))
+			p := make([]byte, payload)
+			for j := range p {
+				p[j] = byte(rng.Uint32())
+			}
+			batch = append(batch, Row{Key: k, Values: []any{k, int64(g*rows + i), string(p)}})
+		}
+		_, err := s.Append(ctx, batch)
+		require.NoError(t, err)
+		_, err = s.Flush(ctx)
+		require.NoError(t, err)
+	}
+	return s, db
+}
+
+func TestPrepareReservesFootprintBeforeReading(t *testing.T) {
+	ctx := context.Background()
+	budget := NewBudget(0) // unlimited, but it still counts what merges reserve
+	s, _ := mergeTestStore(t, 4, 300, 100, func(o *Options) { o.Budget = budget; o.MergeMaxBytes = 0; o.MergeMaxGenerations = 0 })
+	sm, err := s.loadShard(ctx, s.db.shard)
+	require.NoError(t, err)
+	var input int64
+	for _, g := range sm.Flushed {
+		input += g.Bytes
+	}
+	require.Greater(t, input, int64(0))
+	var seen []int64
+	p, err := s.Prepare(ctx, PrepareParams{AttemptKey: "fp", Progress: func(done, total int) {
+		seen = append(seen, budget.Reserved())
+	}})
+	require.NoError(t, err)
+	require.NotNil(t, p)
+	require.Len(t, seen, 4, "progress once per generation")
+	for _, r := range seen {
+		// Held before any generation is decoded: the whole plan's footprint, output included.
+		require.GreaterOrEqual(t, r, mergeFootprint(input))
+	}
+	require.GreaterOrEqual(t, mergeFootprint(p.Bytes), p.Bytes+int64(mergeOverheadBytes))
+	require.Zero(t, budget.Reserved(), "released when prepare returns")
+	_, err = s.Commit(ctx, p)
+	require.NoError(t, err)
+}
+
+func TestPrepareConcurrentReadsReportFirstFailingGeneration(t *testing.T) {
+	ctx := context.Background()
+	s, db := mergeTestStore(t, 6, 50, 20, func(o *Options) { o.MergeMaxGenerations = 0 })
+	boom := errors.New("injected get failure")
+	var gets atomic.Int64
+	db.bucket = db.bucket.WithFaults(FaultFuncs{BeforeFunc: func(op, key string) error {
+		if op != OpGet || !strings.HasSuffix(key, ".arrow") {
+			return nil
+		}
+		gets.Add(1)
+		if g, ok := parseGenNumber(key); ok && (g == 3 || g == 5) {
+			return fmt.Errorf("gen %d: %w", g, boom)
+		}
+		return nil
+	}})
+	_, err := s.Prepare(ctx, PrepareParams{AttemptKey: "fail"})
+	require.ErrorIs(t, err, boom)
+	require.Contains(t, err.Error(), "read generation 3 of shard", "the first failing generation in plan order, as a serial read reports it")
+	require.Positive(t, gets.Load())
+
+	// Nothing staged, nothing drained: a retry without the fault merges everything.
+	db.bucket = db.bucket.WithFaults(nil)
+	p, err := s.Prepare(ctx, PrepareParams{AttemptKey: "ok"})
+	require.NoError(t, err)
+	require.Len(t, p.Generations, 6)
+	res, err := s.Commit(ctx, p)
+	require.NoError(t, err)
+	require.Equal(t, 6, res.Reclaimed)
+	require.Equal(t, 6, res.Deleted, "merged generation files deleted (concurrently) after the drain")
+	left, err := db.bucket.List(ctx, genPrefix(s.target, db.shard))
+	require.NoError(t, err)
+	require.Empty(t, left)
+}
+
+func TestParquetCodecPerColumn(t *testing.T) {
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "key", Type: arrow.BinaryTypes.String},
+		{Name: "text", Type: arrow.BinaryTypes.String},
+		{Name: "blob", Type: arrow.BinaryTypes.Binary},
+	}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := 0; i < 2000; i++ {
+		b.Field(0).(*array.StringBuilder).Append(fmt.Sprintf("k%08d", i))
+		b.Field(1).(*array.StringBuilder).Append(strings.Repeat("compressible ", 20))
+		p := make([]byte, 200)
+		for j := range p {
+			p[j] = byte(rng.Uint32())
+		}
+		b.Field(2).(*array.BinaryBuilder).Append(p)
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	data, err := encodeParquet(schema, rec)
+	require.NoError(t, err)
+	pf, err := file.NewParquetReader(bytes.NewReader(data))
+	require.NoError(t, err)
+	defer pf.Close()
+	md := pf.MetaData().RowGroup(0)
+	codec := func(i int) compress.Compression {
+		cc, err := md.ColumnChunk(i)
+		require.NoError(t, err)
+		return cc.Compression()
+	}
+	require.Equal(t, compress.Codecs.Snappy, codec(0))
+	require.Equal(t, compress.Codecs.Snappy, codec(1))
+	require.Equal(t, compress.Codecs.Uncompressed, codec(2), "random payloads are stored uncompressed")
+}
+
+func TestWriteParquetChunksRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	c, err := NewCodec(KindGeneric, testSchema)
+	require.NoError(t, err)
+	schema := c.ArrowSchema()
+	var rows []Row
+	for i := 0; i < 5000; i++ {
+		k := fmt.Sprintf("k%06d", i)
+		rows = append(rows, Row{Key: k, Values: []any{k, int64(i), strings.Repeat("x", i%50)}})
+	}
+	// Three chunks of different sizes, as Prepare streams them.
+	var chunks []arrow.RecordBatch
+	for _, r := range [][2]int{{0, 1024}, {1024, 4000}, {4000, 5000}} {
+		part := rows[r[0]:r[1]]
+		seqs := make([]int64, len(part))
+		for j := range seqs {
+			seqs[j] = int64(r[0] + j)
+		}
+		rec, err := c.Build(memory.DefaultAllocator, part, seqs, "s", nil)
+		require.NoError(t, err)
+		chunks = append(chunks, rec)
+	}
+	var buf bytes.Buffer
+	i := 0
+	require.NoError(t, writeParquet(&buf, schema, func() (arrow.RecordBatch, error) {
+		if i == len(chunks) {
+			return nil, nil
+		}
+		i++
+		return chunks[i-1], nil
+	}))
+	rec, err := decodeParquet(ctx, buf.Bytes(), c, "chunks")
+	require.NoError(t, err)
+	defer rec.Release()
+	require.EqualValues(t, 5000, rec.NumRows())
+	view, err := c.View(rec)
+	require.NoError(t, err)
+	for i := 0; i < 5000; i += 499 {
+		require.Equal(t, rows[i].Key, view.Key(i))
+	}
+}

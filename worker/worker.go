@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -118,6 +119,8 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 			w.teardownLocked(context.WithoutCancel(ctx))
 		}
 	}()
+
+	w.applyMemoryLimit()
 
 	opts := w.cfg.StoreOptions()
 	opts.Logger = w.log
@@ -331,4 +334,35 @@ func (w *Worker) teardownLocked(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// memoryLimitHeadroom is what DerivedMemoryLimit allows on top of the merge budget and the
+// read cache: the runtime, Temporal workers, memtables and request bodies.
+const memoryLimitHeadroom = 512 << 20
+
+// DerivedMemoryLimit is the soft memory limit the worker sets: MemoryLimitBytes when given,
+// else budget + cache + headroom; 0 (none) when the merge budget is unlimited.
+func (c Config) DerivedMemoryLimit() int64 {
+	if c.MemoryLimitBytes > 0 {
+		return c.MemoryLimitBytes
+	}
+	if c.MergeBudgetBytes <= 0 {
+		return 0
+	}
+	return c.MergeBudgetBytes + c.CacheBytes + memoryLimitHeadroom
+}
+
+// applyMemoryLimit sets the runtime's soft memory limit from the configuration. The budget
+// bounds what merges hold, but with the default GOGC the heap may still grow to twice the
+// live bytes before a collection; a soft limit makes the runtime collect earlier instead
+// (docs/BENCHMARKS.md, scenario 5). GOMEMLIMIT in the environment is an operator's explicit
+// choice and wins.
+func (w *Worker) applyMemoryLimit() {
+	if _, ok := os.LookupEnv("GOMEMLIMIT"); ok {
+		return
+	}
+	if lim := w.cfg.DerivedMemoryLimit(); lim > 0 {
+		prev := debug.SetMemoryLimit(lim)
+		w.log.Info("memory limit set", zap.Int64("bytes", lim), zap.Int64("previous", prev))
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"image/color"
 	"math"
+	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -70,7 +71,12 @@ func incidentDefaults(o Options) incidentParams {
 	if o.Duration > 0 {
 		p.Duration = o.Duration
 	}
-	p.Parallel = o.ParallelPrepare
+	// The worker's count trigger asks for parallel prepares by default
+	// (--merge-parallel-prepare); WALKEEPER_BENCH_SERIAL=1 replays the serial schedule.
+	p.Parallel = o.ParallelPrepare || worker.DefaultConfig().MergeParallelPrepare
+	if os.Getenv("WALKEEPER_BENCH_SERIAL") != "" {
+		p.Parallel = false
+	}
 	if o.MergeMaxGenerations > 0 {
 		p.MaxGens = o.MergeMaxGenerations
 	}

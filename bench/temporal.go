@@ -84,7 +84,7 @@ type nodeConfig struct {
 	MergeSlots            int
 	SharedActivitySlots   int
 	// ParallelPrepare makes the node's count-trigger starts ask MergeWal for parallel
-	// prepares (the worker's own trigger sends only the target).
+	// prepares, as the worker does with --merge-parallel-prepare (its default).
 	ParallelPrepare bool
 }
 
@@ -106,17 +106,11 @@ func startNode(ctx context.Context, c client.Client, db *store.DB, metrics *work
 	var start worker.MergeStarter
 	if c != nil {
 		start = worker.TemporalMergeStarter(c)
-		if cfg.ParallelPrepare {
-			inner := start
-			start = func(ctx context.Context, t store.Target, in workflows.MergeWalInput) (client.WorkflowRun, error) {
-				in.ParallelPrepare = true
-				return inner(ctx, t, in)
-			}
-		}
 	}
 	n.sweeper = worker.NewSweeper(worker.SweeperOptions{
 		Interval:              cfg.FlushInterval,
 		MergeAfterGenerations: cfg.MergeAfterGenerations,
+		SerialPrepare:         !cfg.ParallelPrepare,
 		Start:                 start,
 		Logger:                log.Named("sweeper"),
 		Metrics:               metrics,

@@ -23,7 +23,9 @@ type Options struct {
 	InstanceID string
 	// Budget is the process-wide merge memory budget shared by every merge (nil = unlimited).
 	Budget *Budget
-	// MergeMaxGenerations caps generations per merge pass (default 8, 0 = no cap).
+	// MergeMaxGenerations caps generations per merge pass (default 64, 0 = no cap). At 8, one
+	// target's commits (one at a time) could not keep up with 20 shards sealing every second
+	// (docs/BENCHMARKS.md scenario 1).
 	MergeMaxGenerations int
 	// MergeMaxBytes stops a pass after the generation that reaches it (default 1 GiB, 0 = no cap).
 	MergeMaxBytes int64
@@ -50,7 +52,7 @@ type Options struct {
 func DefaultOptions() Options {
 	return Options{
 		InstanceID:          "default",
-		MergeMaxGenerations: 8,
+		MergeMaxGenerations: 64,
 		MergeMaxBytes:       1 << 30,
 		PendingWarn:         256,
 		PendingMax:          4096,

@@ -43,15 +43,16 @@ type Config struct {
 	SharedActivitySlots int
 	// MergeBudgetBytes is the process-wide merge memory budget (0 = unlimited).
 	MergeBudgetBytes int64
-	// MemoryLimitBytes is the Go runtime's soft memory limit (debug.SetMemoryLimit); 0 derives
-	// it from the budget and the read cache (see DerivedMemoryLimit).
-	MemoryLimitBytes int64
 	// MergeMaxGenerations and MergeMaxBytes cap one merge pass (0 = no cap).
 	MergeMaxGenerations int
 	MergeMaxBytes       int64
 	// MergeAfterGenerations is the count trigger: after a seal, start MergeWal when the own
 	// shard has at least this many pending generations (0 = off).
 	MergeAfterGenerations int
+	// MergeParallelPrepare: the count trigger asks MergeWal to prepare different shards'
+	// passes in parallel (commits stay one at a time). The sweeper takes its inverse,
+	// SweeperOptions.SerialPrepare, whose zero value is this default.
+	MergeParallelPrepare bool
 
 	// FlushInterval is the seal sweeper period (0 = off). FlushTimeout bounds one store's seal
 	// in a sweep; 0 means max(5 × FlushInterval, 30s).
@@ -113,6 +114,7 @@ func DefaultConfig() Config {
 		MergeMaxGenerations:   so.MergeMaxGenerations,
 		MergeMaxBytes:         so.MergeMaxBytes,
 		MergeAfterGenerations: 50,
+		MergeParallelPrepare:  true,
 		FlushInterval:         DefaultFlushInterval,
 		PendingWarn:           so.PendingWarn,
 		PendingMax:            so.PendingMax,
@@ -222,7 +224,6 @@ func (c *Config) Validate() error {
 		v    int64
 	}{
 		{"merge-budget-bytes", c.MergeBudgetBytes},
-		{"memory-limit", c.MemoryLimitBytes},
 		{"merge-max-generations", int64(c.MergeMaxGenerations)},
 		{"merge-max-bytes", c.MergeMaxBytes},
 		{"merge-after-generations", int64(c.MergeAfterGenerations)},
@@ -393,7 +394,9 @@ const configNotes = `
 
 - **Shard identity.** The shard id is a pure function of ` + "`--instance`" + `. Two live processes with one
   instance id fence each other; give every worker its own stable id (a StatefulSet pod name works).
-- **Triggers.** The flush sweeper seals every resident store each ` + "`--flush-interval`" + `; the three
+- **Triggers.** The flush sweeper seals every resident store that has a writer in this process each
+  ` + "`--flush-interval`" + ` (a store opened only for reads, stats or merges is skipped: sealing it would list
+  its WAL every tick; WAL a crashed earlier run left is replayed and sealed at worker start); the three
   store kinds are swept by independent loops so a slow kind never delays another, and a store whose
   seal exceeds ` + "`--flush-timeout`" + ` is abandoned for that tick (and skipped until its seal returns).
   After a seal, when the own shard has at least ` + "`--merge-after-generations`" + ` pending generations,
@@ -407,13 +410,18 @@ const configNotes = `
   (or attaches to) that store's ` + "`MergeWal`" + ` at most every 30 s while it refuses. Reads that would union
   more than ` + "`--pending-max`" + ` generations in one shard or in total are refused the same way.
 - **Memory.** ` + "`--merge-budget-bytes`" + ` is shared by every merge in the process whatever triggered it;
-  ` + "`--merge-max-bytes`" + ` and ` + "`--merge-max-generations`" + ` only size one pass. A merge reserves its
-  peak footprint, not just its input: input + input/8 (per-row bookkeeping) + 20 MiB (the output chunk
-  being built and the Parquet writer's buffers; the run is streamed to storage), measured in
-  ` + "`walkeeper bench memory`" + `. So a pass of ` + "`--merge-max-bytes`" + ` needs about 1.13 × that plus 20 MiB of
-  budget to run next to another one. ` + "`--memory-limit`" + ` sets the Go runtime's soft limit so that the
-  garbage a merge leaves is collected before the heap doubles (GOGC alone let peak RSS reach 4–6 ×
-  the budget); by default it is the budget plus ` + "`--cache-bytes`" + ` plus 512 MiB for everything else.
+  ` + "`--merge-max-bytes`" + ` and ` + "`--merge-max-generations`" + ` only size one pass.
+- **Pass size and parallel prepare (changed from DESIGN §3).** ` + "`--merge-max-generations`" + ` defaults to
+  64, not 8. Commits of one table go one at a time, and each MergeWal pass costs about 0.6 s of
+  orchestration and storage round trips whatever its size; at 8 generations per pass one target
+  committed 12.2 generations/s against the 20/s that 20 shards sealing every second produce, and its
+  debt grew by ~32–58 generations per minute (docs/BENCHMARKS.md, incident replay runs A and B). At
+  64 it committed 24.4/s and stayed bounded (run C); the system walkeeper replaces batched up to 64
+  generations / 64 MiB as well. ` + "`--merge-max-bytes`" + ` still bounds a pass's memory. With
+  ` + "`--merge-parallel-prepare`" + ` (default on) the count trigger asks MergeWal to prepare different shards'
+  passes concurrently, which overlaps their storage round trips; with one pending shard nothing changes.
+  The MaintenanceSweep does the same for targets with more than one pending shard (its schedule input
+  ` + "`parallel_prepare`" + `, default true).
 - **HTTP-only mode.** A worker started without a Temporal client serves the data plane and the
   flush sweeper only; ` + "`merge-wal`" + ` answers 503 ` + "`temporal_unavailable`" + ` and the count trigger is off.
 `
@@ -525,11 +533,11 @@ var knobs = func() []knob {
 		intKnob("merge-slots", "concurrent prepare/commit activities on this worker's shard queue", func(c *Config) *int { return &c.MergeSlots }),
 		intKnob("shared-activity-slots", "concurrent activities on the shared queue \"walkeeper\"", func(c *Config) *int { return &c.SharedActivitySlots }),
 		bytesKnob("merge-budget-bytes", "process-wide merge memory budget shared by every merge (0 = unlimited)", func(c *Config) *int64 { return &c.MergeBudgetBytes }),
-		bytesKnob("memory-limit", "Go soft memory limit (debug.SetMemoryLimit); 0 = merge-budget-bytes + cache-bytes + 512MiB, none when the budget is unlimited or GOMEMLIMIT is set", func(c *Config) *int64 { return &c.MemoryLimitBytes }),
 		intKnob("merge-max-generations", "generations one merge pass takes at most (0 = no cap)", func(c *Config) *int { return &c.MergeMaxGenerations }),
 		bytesKnob("merge-max-bytes", "bytes one merge pass reads at most, checked at generation boundaries (0 = no cap)", func(c *Config) *int64 { return &c.MergeMaxBytes }),
 		intKnob("merge-after-generations", "count trigger: after a seal, start MergeWal when the own shard has this many pending generations (0 = off)", func(c *Config) *int { return &c.MergeAfterGenerations }),
-		durKnob("flush-interval", "flush sweeper period: seal every resident store (0 = off)", func(c *Config) *time.Duration { return &c.FlushInterval }),
+		boolKnob("merge-parallel-prepare", "count trigger: ask MergeWal to prepare the passes of different shards in parallel (commits stay one at a time)", func(c *Config) *bool { return &c.MergeParallelPrepare }),
+		durKnob("flush-interval", "flush sweeper period: seal every resident store with a writer in this process (0 = off)", func(c *Config) *time.Duration { return &c.FlushInterval }),
 		durKnob("flush-timeout", "per-store seal timeout in a sweep (0 = max(5 × flush-interval, 30s))", func(c *Config) *time.Duration { return &c.FlushTimeout }),
 		intKnob("pending-warn", "warn when a read unions this many pending generations in one shard (0 = off)", func(c *Config) *int { return &c.PendingWarn }),
 		intKnob("pending-max", "refuse reads above this many pending generations (one shard or total) and appends to an own shard at it (0 = off)", func(c *Config) *int { return &c.PendingMax }),

@@ -39,9 +39,12 @@ const maxStartsInFlight = 8
 type triggers struct {
 	start     MergeStarter // nil: off (HTTP-only mode)
 	threshold int          // count threshold; 0: count trigger off
-	log       *zap.Logger
-	metrics   *Metrics
-	life      context.Context // ends at Sweeper.Stop
+	// parallel: count starts ask MergeWal for parallel prepares (it only matters where
+	// more than one shard is pending; the workflow runs a single shard serially either way).
+	parallel bool
+	log      *zap.Logger
+	metrics  *Metrics
+	life     context.Context // ends at Sweeper.Stop
 
 	mu       sync.Mutex
 	retry    map[string]bool // target -> last count start failed
@@ -92,7 +95,11 @@ func (tg *triggers) fire(trigger string, t store.Target, pending int) bool {
 		defer tg.wg.Done()
 		ctx, cancel := context.WithTimeout(tg.life, startTimeout)
 		defer cancel()
-		run, err := tg.start(ctx, t, workflows.MergeWalInput{Target: key})
+		in := workflows.MergeWalInput{Target: key}
+		if trigger == TriggerCount {
+			in.ParallelPrepare = tg.parallel
+		}
+		run, err := tg.start(ctx, t, in)
 		tg.metrics.trigger(trigger, err)
 		tg.mu.Lock()
 		delete(tg.inflight, key)
@@ -124,11 +131,17 @@ type SweeperOptions struct {
 	Timeout  time.Duration // per-store seal timeout; a slower seal is abandoned for the tick
 	// MergeAfterGenerations is the count trigger threshold (0 = off).
 	MergeAfterGenerations int
+	// SerialPrepare makes count-trigger starts visit shards one pass at a time instead of
+	// asking for parallel prepares (Config.MergeParallelPrepare false). The zero value keeps
+	// the default: parallel prepares, which overlap the storage round trips of different
+	// shards; commits stay one at a time either way.
+	SerialPrepare bool
 	// Start starts or attaches to MergeWal; nil disables the count trigger.
 	Start   MergeStarter
 	Logger  *zap.Logger
 	Metrics *Metrics
-	// Resident lists the stores to sweep (db.Resident).
+	// Resident lists the stores to sweep (db.Resident). Only those with a resident writer
+	// are sealed; see SweepKind.
 	Resident func() []*store.Store
 	// Flush seals one store (default (*store.Store).Flush).
 	Flush func(ctx context.Context, s *store.Store) (store.FlushResult, error)
@@ -176,7 +189,7 @@ func NewSweeper(opts SweeperOptions) *Sweeper {
 		life:    life,
 		endLife: endLife,
 		opts:    opts,
-		trigger: &triggers{start: opts.Start, threshold: opts.MergeAfterGenerations,
+		trigger: &triggers{start: opts.Start, threshold: opts.MergeAfterGenerations, parallel: !opts.SerialPrepare,
 			log: opts.Logger, metrics: opts.Metrics, life: life,
 			retry: map[string]bool{}, inflight: map[string]bool{}},
 		log:      opts.Logger,
@@ -251,11 +264,16 @@ func (sw *Sweeper) SweepOnce(ctx context.Context) {
 	sw.trigger.wait()
 }
 
-// SweepKind seals every resident store of one kind, one after another.
+// SweepKind seals every resident store of one kind that has a writer in this process, one
+// after another. A store opened only for reads, stats or merges has nothing of this
+// process's in memory, and sealing it would cost a LIST of its WAL prefix every tick (300
+// resident stores: 300 LISTs per second; docs/BENCHMARKS.md finding 6). WAL that a crashed
+// earlier run left behind is replayed by DB.Recover when the worker starts, and by the
+// writer itself when this process next appends to the store.
 func (sw *Sweeper) SweepKind(ctx context.Context, k store.Kind) {
 	var stores []*store.Store
 	for _, s := range sw.opts.Resident() {
-		if s.Target().Kind == k {
+		if s.Target().Kind == k && s.HasWriter() {
 			stores = append(stores, s)
 		}
 	}

@@ -379,3 +379,110 @@ func TestSlowMergeStartDoesNotDelaySeals(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The sweeper seals only stores with a writer in this process. A store that is resident
+// only because it was read, scanned or merged costs nothing per tick (before, every tick
+// listed its WAL prefix: docs/BENCHMARKS.md finding 6). Rows a crashed earlier run left in
+// the WAL are still sealed: DB.Recover replays them at worker start.
+func TestSweeperSkipsStoresWithoutWriterAndRecoverSealsCrashWAL(t *testing.T) {
+	ctx := context.Background()
+	root := "file://" + filepath.ToSlash(filepath.Join(t.TempDir(), "storage"))
+	open := func() *store.DB {
+		opts := store.DefaultOptions()
+		opts.InstanceID = "sweeper-crash"
+		opts.Logger = zaptest.NewLogger(t)
+		db, err := store.OpenDB(ctx, root, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return db
+	}
+	// The first run appends (durable in its WAL) and dies before any seal.
+	crashed := open()
+	sch := store.Schema{Fields: []store.Field{{Name: "id", Type: "string"}}}
+	ge, err := crashed.Create(ctx, store.Target{Kind: store.KindGeneric, Name: "g"}, store.CreateOptions{Schema: &sch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendIDs(t, ge, "lost-1", "lost-2")
+	if _, err := crashed.Create(ctx, store.Target{Kind: store.KindRollout, Name: "r"}, store.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The next run of the same instance opens both stores for reads only.
+	db := open()
+	t.Cleanup(func() { _ = db.Close(context.Background()) })
+	for _, tg := range []store.Target{{Kind: store.KindGeneric, Name: "g"}, {Kind: store.KindRollout, Name: "r"}} {
+		s, err := db.Open(ctx, tg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.HasWriter() {
+			t.Fatalf("%s: opening for reads made a writer", tg)
+		}
+	}
+	var flushed atomic.Int32
+	sw := NewSweeper(SweeperOptions{Interval: time.Hour, Logger: zaptest.NewLogger(t), Resident: db.Resident,
+		Flush: func(ctx context.Context, s *store.Store) (store.FlushResult, error) {
+			flushed.Add(1)
+			return s.Flush(ctx)
+		}})
+	sw.SweepOnce(ctx)
+	if n := flushed.Load(); n != 0 {
+		t.Fatalf("swept %d stores without a writer", n)
+	}
+
+	n, err := db.Recover(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 {
+		t.Fatalf("Recover sealed %d stores, want the one with crash WAL", n)
+	}
+	s, err := db.Open(ctx, store.Target{Kind: store.KindGeneric, Name: "g"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.TotalPending() != 1 {
+		t.Fatalf("pending after Recover = %d, want the crash WAL sealed into 1 generation", st.TotalPending())
+	}
+	if _, err := s.Get(ctx, "lost-2"); err != nil {
+		t.Fatalf("row from the crashed run: %v", err)
+	}
+	// Recover claimed the writer, so the sweeper seals this store from now on.
+	appendIDs(t, s, "after")
+	sw.SweepOnce(ctx)
+	if n := flushed.Load(); n != 1 {
+		t.Fatalf("swept %d stores after Recover, want the one with a writer", n)
+	}
+	if err := sw.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Count-trigger starts ask for parallel prepares unless the worker is configured serial.
+func TestCountTriggerParallelPrepareKnob(t *testing.T) {
+	for _, serial := range []bool{false, true} {
+		t.Run(fmt.Sprintf("serial=%v", serial), func(t *testing.T) {
+			db, _, ge := testDB(t, nil)
+			rs := &recStarter{}
+			sw := NewSweeper(SweeperOptions{Interval: time.Hour, MergeAfterGenerations: 1, Start: rs.start,
+				SerialPrepare: serial, Logger: zaptest.NewLogger(t), Resident: db.Resident})
+			appendIDs(t, ge, "g1")
+			sw.SweepOnce(context.Background())
+			if rs.count() != 1 {
+				t.Fatalf("starts = %d", rs.count())
+			}
+			if got := rs.calls[0].in.ParallelPrepare; got == serial {
+				t.Fatalf("ParallelPrepare = %v with SerialPrepare %v", got, serial)
+			}
+		})
+	}
+	if !DefaultConfig().MergeParallelPrepare {
+		t.Fatal("parallel prepare is documented as the default")
+	}
+}

@@ -43,6 +43,9 @@ type Config struct {
 	SharedActivitySlots int
 	// MergeBudgetBytes is the process-wide merge memory budget (0 = unlimited).
 	MergeBudgetBytes int64
+	// MemoryLimitBytes is the Go runtime's soft memory limit (debug.SetMemoryLimit); 0 derives
+	// it from the budget and the read cache (see DerivedMemoryLimit).
+	MemoryLimitBytes int64
 	// MergeMaxGenerations and MergeMaxBytes cap one merge pass (0 = no cap).
 	MergeMaxGenerations int
 	MergeMaxBytes       int64
@@ -224,6 +227,7 @@ func (c *Config) Validate() error {
 		v    int64
 	}{
 		{"merge-budget-bytes", c.MergeBudgetBytes},
+		{"memory-limit", c.MemoryLimitBytes},
 		{"merge-max-generations", int64(c.MergeMaxGenerations)},
 		{"merge-max-bytes", c.MergeMaxBytes},
 		{"merge-after-generations", int64(c.MergeAfterGenerations)},
@@ -410,7 +414,13 @@ const configNotes = `
   (or attaches to) that store's ` + "`MergeWal`" + ` at most every 30 s while it refuses. Reads that would union
   more than ` + "`--pending-max`" + ` generations in one shard or in total are refused the same way.
 - **Memory.** ` + "`--merge-budget-bytes`" + ` is shared by every merge in the process whatever triggered it;
-  ` + "`--merge-max-bytes`" + ` and ` + "`--merge-max-generations`" + ` only size one pass.
+  ` + "`--merge-max-bytes`" + ` and ` + "`--merge-max-generations`" + ` only size one pass. A merge reserves its
+  peak footprint, not just its input: input + input/8 (per-row bookkeeping) + 20 MiB (the output chunk
+  being built and the Parquet writer's buffers; the run is streamed to storage), measured in
+  ` + "`walkeeper bench memory`" + `. So a pass of ` + "`--merge-max-bytes`" + ` needs about 1.13 × that plus 20 MiB of
+  budget to run next to another one. ` + "`--memory-limit`" + ` sets the Go runtime's soft limit so that the
+  garbage a merge leaves is collected before the heap doubles (GOGC alone let peak RSS reach 4–6 ×
+  the budget); by default it is the budget plus ` + "`--cache-bytes`" + ` plus 512 MiB for everything else.
 - **Pass size and parallel prepare (changed from DESIGN §3).** ` + "`--merge-max-generations`" + ` defaults to
   64, not 8. Commits of one table go one at a time, and each MergeWal pass costs about 0.6 s of
   orchestration and storage round trips whatever its size; at 8 generations per pass one target
@@ -533,6 +543,7 @@ var knobs = func() []knob {
 		intKnob("merge-slots", "concurrent prepare/commit activities on this worker's shard queue", func(c *Config) *int { return &c.MergeSlots }),
 		intKnob("shared-activity-slots", "concurrent activities on the shared queue \"walkeeper\"", func(c *Config) *int { return &c.SharedActivitySlots }),
 		bytesKnob("merge-budget-bytes", "process-wide merge memory budget shared by every merge (0 = unlimited)", func(c *Config) *int64 { return &c.MergeBudgetBytes }),
+		bytesKnob("memory-limit", "Go soft memory limit (debug.SetMemoryLimit); 0 = merge-budget-bytes + cache-bytes + 512MiB, none when the budget is unlimited or GOMEMLIMIT is set", func(c *Config) *int64 { return &c.MemoryLimitBytes }),
 		intKnob("merge-max-generations", "generations one merge pass takes at most (0 = no cap)", func(c *Config) *int { return &c.MergeMaxGenerations }),
 		bytesKnob("merge-max-bytes", "bytes one merge pass reads at most, checked at generation boundaries (0 = no cap)", func(c *Config) *int64 { return &c.MergeMaxBytes }),
 		intKnob("merge-after-generations", "count trigger: after a seal, start MergeWal when the own shard has this many pending generations (0 = off)", func(c *Config) *int { return &c.MergeAfterGenerations }),

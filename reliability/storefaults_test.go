@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/walkeeper/walkeeper/internal/s3test"
 	"github.com/walkeeper/walkeeper/store"
 )
 
@@ -103,11 +104,17 @@ func TestStorageFaultsMixedLoad(t *testing.T) {
 	if raceEnabled && !soak() {
 		dur = 6 * time.Second
 	}
-	for _, backend := range []string{"mem", "file"} {
+	for _, backend := range []string{"mem", "file", "s3"} {
 		t.Run(backend, func(t *testing.T) {
 			url := memURL(t)
-			if backend == "file" {
+			switch backend {
+			case "file":
 				url = fileURL(t)
+			case "s3":
+				// The in-process S3-compatible server (gofakes3 behind the conditional-write
+				// wrapper), reached over HTTP through gocloud's s3blob; faults are injected
+				// on the client side, as on the other backends.
+				url = s3test.Start(t)
 			}
 			l := &faultLoad{
 				t: t, url: url, dur: dur, shards: 3, oracle: NewOracle(),

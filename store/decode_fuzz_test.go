@@ -1,0 +1,393 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/parquet/file"
+)
+
+// Fuzz targets for the decoders of stored data objects (issue 5): a generation (Arrow IPC
+// file) or a base run (Parquet) with any bytes in it must decode to records that every
+// consumer can read, or fail with ErrCorrupt — never a panic, never another error class.
+// A record the decoder accepts is then read value by value (the IPC reader is zero-copy, so
+// a bad offset would only show when a value is touched), and put in place of a real object of
+// a store whose Get, List, Prepare+Commit and CompactBase must fail only with a known error
+// class. Run one for a minute with
+//
+//	go test -run '^$' -fuzz '^FuzzDecodeGeneration$' -fuzztime 1m -fuzzminimizetime 0s ./store/
+//	go test -run '^$' -fuzz '^FuzzDecodeRun$' -fuzztime 1m -fuzzminimizetime 0s ./store/
+//
+// (-fuzzminimizetime 0s: by default every new interesting input is minimized for up to a
+// minute, which on these slow targets takes the whole run.) Knobs: WALKEEPER_FUZZ_SKIP_KNOWN=1
+// skips the two known crash classes, WALKEEPER_FUZZ_DECODE_ONLY=1 skips the store part,
+// WALKEEPER_FUZZ_SLOW_DIR=<dir> keeps inputs slower than 3 s with their goroutine stacks.
+//
+// Seeds live in testdata/fuzz/<Name>/ (valid objects of the fuzz schema, truncations, bare
+// magic numbers, inputs the runs found); docs/RELIABILITY.md records the runs. The crashers
+// found so far are kept outside the corpus, in reliability/testdata/crashers/, until fixed.
+
+// decodeFuzzSchema has every field type, nullable and not.
+var decodeFuzzSchema = Schema{Fields: []Field{
+	{Name: "id", Type: TypeString},
+	{Name: "n", Type: TypeInt64, Nullable: true},
+	{Name: "f", Type: TypeFloat64, Nullable: true},
+	{Name: "ok", Type: TypeBool, Nullable: true},
+	{Name: "bin", Type: TypeBinary, Nullable: true},
+	{Name: "at", Type: TypeTimestamp, Nullable: true},
+	{Name: "s", Type: TypeString},
+}}
+
+const decodeFuzzRows = `[
+ {"id":"a","n":1,"f":1.5,"ok":true,"bin":"AAEC","at":"2024-01-02T03:04:05.000006Z","s":"x"},
+ {"id":"b","n":null,"f":null,"ok":null,"bin":null,"at":null,"s":""},
+ {"id":"c","n":-9223372036854775808,"f":-0.0,"ok":false,"bin":"","at":"1970-01-01T00:00:00Z","s":"ünïcødé"},
+ {"id":"d","n":9223372036854775807,"f":1e308,"ok":true,"bin":"/w==","at":"2262-04-11T23:47:16Z","s":"yy"}
+]`
+
+var decodeFuzzSeq atomic.Int64
+
+// decodeFuzzStore creates a store of decodeFuzzSchema on a fresh mem:// bucket (dropped when
+// the test ends) with rows appended and sealed: one pending generation; with merged, also
+// two base runs.
+func decodeFuzzStore(t *testing.T, merged bool) (*DB, *Store) {
+	t.Helper()
+	ctx := context.Background()
+	url := fmt.Sprintf("mem://decode-fuzz-%d-%d", os.Getpid(), decodeFuzzSeq.Add(1))
+	t.Cleanup(func() {
+		memBuckets.Lock()
+		delete(memBuckets.m, url)
+		memBuckets.Unlock()
+	})
+	opts := DefaultOptions()
+	opts.InstanceID = "w1"
+	db, err := OpenDB(ctx, url, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close(context.Background()) })
+	sch := decodeFuzzSchema
+	s, err := db.Create(ctx, Target{Kind: KindGeneric, Name: "fz"}, CreateOptions{Schema: &sch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := s.Codec().DecodeJSON([]byte(decodeFuzzRows), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rounds := 1
+	if merged {
+		rounds = 2
+	}
+	for r := 0; r < rounds; r++ {
+		if _, err := s.Append(ctx, rows); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if merged {
+			if _, err := s.MergeAll(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return db, s
+}
+
+// decodeFuzzSeeds returns a valid generation and a valid run of decodeFuzzSchema as the
+// current encoder writes them.
+func decodeFuzzSeeds(t *testing.T) (gen, run []byte) {
+	t.Helper()
+	ctx := context.Background()
+	db, s := decodeFuzzStore(t, false)
+	sm, err := s.loadShard(ctx, db.Shard())
+	if err != nil || sm == nil || len(sm.Flushed) != 1 {
+		t.Fatalf("seed generation: %v %+v", err, sm)
+	}
+	gen, err = db.bucket.Get(ctx, sm.Flushed[0].Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.MergeAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	base, err := s.loadBase(ctx)
+	if err != nil || len(base.Runs) != 1 {
+		t.Fatalf("seed run: %v %+v", err, base)
+	}
+	run, err = db.bucket.Get(ctx, base.Runs[0].Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gen, run
+}
+
+// strictDecode (WALKEEPER_FUZZ_STRICT=1) also fails on a runtime panic that the decoders
+// recovered into ErrCorrupt: not a bug of the store (the property holds), but an input on
+// which the Arrow or Parquet reader indexes out of bounds, worth knowing about.
+var strictDecode = os.Getenv("WALKEEPER_FUZZ_STRICT") == "1"
+
+func checkDecodeErr(t *testing.T, what string, err error) {
+	t.Helper()
+	if !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("%s: error of no known class: %v", what, err)
+	}
+	if strictDecode && strings.Contains(err.Error(), "runtime error") {
+		t.Fatalf("%s: recovered runtime panic: %v", what, err)
+	}
+}
+
+// decodeOnly (WALKEEPER_FUZZ_DECODE_ONLY=1) skips the store part of each input: mutations of
+// the valid seeds mostly decode, and the store part costs ~100× the decode, so this mode
+// explores the decoders' input space much faster.
+var decodeOnly = os.Getenv("WALKEEPER_FUZZ_DECODE_ONLY") == "1"
+
+// skipKnown (WALKEEPER_FUZZ_SKIP_KNOWN=1) skips the inputs of the two known crash classes
+// (docs/RELIABILITY.md findings 9 and 10), so that a run looks for other failures: records the
+// decoder accepts although a column fails arrow's ValidateFull (bad offsets: a panic in every
+// consumer), and Parquet runs whose stored Arrow schema differs from the valid one (a field
+// with a garbled child count makes arrow allocate tens of GB: a fatal out-of-memory).
+var skipKnown = os.Getenv("WALKEEPER_FUZZ_SKIP_KNOWN") == "1"
+
+func failsValidateFull(rec arrow.RecordBatch) bool {
+	for _, col := range rec.Columns() {
+		if v, ok := col.(interface{ ValidateFull() error }); ok && v.ValidateFull() != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// arrowSchemaKey is where pqarrow stores the Arrow schema in a Parquet file's metadata.
+const arrowSchemaKey = "ARROW:schema"
+
+// storedArrowSchema returns the ARROW:schema metadata value of a Parquet file, ok=false if
+// the file does not open.
+func storedArrowSchema(data []byte) (v string, ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	pf, err := file.NewParquetReader(bytes.NewReader(data))
+	if err != nil {
+		return "", false
+	}
+	defer pf.Close()
+	kv := pf.MetaData().KeyValueMetadata()
+	if kv == nil {
+		return "", true
+	}
+	if v := kv.FindValue(arrowSchemaKey); v != nil {
+		return *v, true
+	}
+	return "", true
+}
+
+// slowDir (WALKEEPER_FUZZ_SLOW_DIR) receives every input that runs longer than slowAfter,
+// with the goroutine stacks at that moment: the fuzzer has no hang detection of its own.
+var slowDir = os.Getenv("WALKEEPER_FUZZ_SLOW_DIR")
+
+const slowAfter = 3 * time.Second
+
+func watchSlow(name string, data []byte) (stop func()) {
+	if slowDir == "" {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-done:
+			return
+		case <-time.After(slowAfter):
+		}
+		base := filepath.Join(slowDir, fmt.Sprintf("%s-%d-%d", name, os.Getpid(), time.Now().UnixNano()))
+		_ = os.WriteFile(base+".input", []byte(fmt.Sprintf("go test fuzz v1\n[]byte(%s)\n", strconv.Quote(string(data)))), 0o644)
+		var buf bytes.Buffer
+		_ = pprof.Lookup("goroutine").WriteTo(&buf, 2)
+		_ = os.WriteFile(base+".stacks", buf.Bytes(), 0o644)
+	}()
+	return func() { close(done) }
+}
+
+// knownClass reports whether err is one the store may return over damaged data.
+func knownClass(err error) bool {
+	return err == nil || errors.Is(err, ErrCorrupt) || errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalidInput) ||
+		errors.Is(err, ErrTooManyPending) || errors.Is(err, ErrStalePreparation) || errors.Is(err, ErrConflict)
+}
+
+// touchRecord reads every value of an accepted record the ways the store does: the typed
+// view (keys, sequences, shards, tombstones), RowAt (WAL replay) and RowJSON (reads).
+func touchRecord(t *testing.T, c *Codec, rec arrow.RecordBatch) (skipped bool) {
+	t.Helper()
+	if skipKnown && failsValidateFull(rec) {
+		return true
+	}
+	view, err := c.View(rec)
+	if err != nil {
+		if !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("View: error of no known class: %v", err)
+		}
+		return false
+	}
+	for i := 0; i < int(rec.NumRows()); i++ {
+		_ = view.Key(i)
+		_ = view.Seq(i)
+		_ = view.Shard(i)
+		_ = view.Deleted(i)
+		if _, err := c.RowAt(rec, i); err != nil && !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("RowAt %d: error of no known class: %v", i, err)
+		}
+		if _, err := json.Marshal(c.RowJSON(rec, i)); err != nil {
+			t.Fatalf("RowJSON %d does not marshal: %v", i, err)
+		}
+	}
+	return false
+}
+
+func FuzzDecodeGeneration(f *testing.F) {
+	var codec *Codec
+	f.Add([]byte{})
+	f.Add([]byte("ARROW1"))
+	f.Add([]byte("ARROW1\x00\x00ARROW1"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if codec == nil {
+			c, err := NewCodec(KindGeneric, decodeFuzzSchema)
+			if err != nil {
+				t.Fatal(err)
+			}
+			codec = c
+		}
+		defer watchSlow("FuzzDecodeGeneration", data)()
+		in := append([]byte(nil), data...) // the zero-copy reader aliases its input
+		recs, err := decodeIPC(in, codec, "generation fuzz")
+		if err != nil {
+			checkDecodeErr(t, "decodeIPC", err)
+			return
+		}
+		skipped := false
+		for _, rec := range recs {
+			skipped = touchRecord(t, codec, rec) || skipped
+		}
+		releaseAll(recs)
+		if decodeOnly || skipped {
+			return
+		}
+
+		// The accepted bytes as the pending generation of a real store.
+		ctx := context.Background()
+		db, s := decodeFuzzStore(t, false)
+		sm, err := s.loadShard(ctx, db.Shard())
+		if err != nil || sm == nil || len(sm.Flushed) != 1 {
+			t.Fatalf("setup: %v", err)
+		}
+		if err := db.bucket.Put(ctx, sm.Flushed[0].Path, append([]byte(nil), data...)); err != nil {
+			t.Fatal(err)
+		}
+		exerciseDecoded(t, s)
+	})
+}
+
+func FuzzDecodeRun(f *testing.F) {
+	var codec *Codec
+	var validSchema *string
+	f.Add([]byte{})
+	f.Add([]byte("PAR1"))
+	f.Add([]byte("PAR1\x00\x00\x00\x00PAR1"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if codec == nil {
+			c, err := NewCodec(KindGeneric, decodeFuzzSchema)
+			if err != nil {
+				t.Fatal(err)
+			}
+			codec = c
+		}
+		defer watchSlow("FuzzDecodeRun", data)()
+		if skipKnown {
+			if validSchema == nil {
+				_, run := decodeFuzzSeeds(t)
+				v, _ := storedArrowSchema(run)
+				validSchema = &v
+			}
+			if v, ok := storedArrowSchema(data); ok && v != *validSchema {
+				return
+			}
+		}
+		ctx := context.Background()
+		in := append([]byte(nil), data...)
+		rec, err := decodeParquet(ctx, in, codec, "run fuzz")
+		if err != nil {
+			checkDecodeErr(t, "decodeParquet", err)
+			return
+		}
+		skipped := touchRecord(t, codec, rec)
+		rec.Release()
+		if decodeOnly || skipped {
+			return
+		}
+
+		// The accepted bytes as one of two base runs of a real store.
+		db, s := decodeFuzzStore(t, true)
+		base, err := s.loadBase(ctx)
+		if err != nil || len(base.Runs) != 2 {
+			t.Fatalf("setup: %v", err)
+		}
+		if err := db.bucket.Put(ctx, base.Runs[0].Path, append([]byte(nil), data...)); err != nil {
+			t.Fatal(err)
+		}
+		exerciseDecoded(t, s)
+	})
+}
+
+// exerciseDecoded reads and merges a store whose generation or run holds fuzzed bytes that
+// decode: errors of a known class are fine, panics and unknown errors are not.
+func exerciseDecoded(t *testing.T, s *Store) {
+	t.Helper()
+	ctx := context.Background()
+	check := func(what string, err error) {
+		if !knownClass(err) {
+			t.Fatalf("%s: error of no known class: %v", what, err)
+		}
+	}
+	for _, k := range []string{"a", "b", "c", "d", "zz"} {
+		_, err := s.Get(ctx, k)
+		check("get "+k, err)
+	}
+	page, err := s.List(ctx, ListOptions{Limit: 100})
+	check("list", err)
+	if err == nil {
+		for _, r := range page.Rows {
+			if _, err := json.Marshal(r); err != nil {
+				t.Fatalf("listed row does not marshal: %v", err)
+			}
+		}
+	}
+	_, err = s.Stats(ctx)
+	check("stats", err)
+	p, err := s.Prepare(ctx, PrepareParams{Shard: s.db.Shard(), AttemptKey: "fuzz"})
+	check("prepare", err)
+	if err == nil && p != nil {
+		_, err = s.Commit(ctx, p)
+		check("commit", err)
+	}
+	res, err := s.CompactBase(ctx, CompactParams{MaxRuns: -1})
+	check("compact", err)
+	if err == nil && res.Committed {
+		// What compaction wrote from the accepted input must read back.
+		_, err = s.List(ctx, ListOptions{Limit: 100, Source: SourceBase})
+		check("list after compaction", err)
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -95,42 +94,10 @@ func TestPutIfAbsentRaceProcesses(t *testing.T) {
 	}
 	root := t.TempDir()
 	u := fileURL(root)
-	type child struct {
-		id     string
-		cmd    *exec.Cmd
-		stdin  io.WriteCloser
-		stdout *bufio.Reader
-		stderr bytes.Buffer
-	}
-	children := make([]*child, raceProcs)
-	for p := range children {
-		c := &child{id: fmt.Sprintf("proc-%d", p)}
-		c.cmd = exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
-		c.cmd.Env = append(os.Environ(), helperEnv+"=1", helperURLEnv+"="+u, helperIDEnv+"="+c.id,
-			helperRoundsEnv+"="+strconv.Itoa(raceRounds))
-		c.cmd.Stderr = &c.stderr
-		var err error
-		if c.stdin, err = c.cmd.StdinPipe(); err != nil {
-			t.Fatal(err)
-		}
-		out, err := c.cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.stdout = bufio.NewReader(out)
-		if err := c.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = c.cmd.Process.Kill() }) // no-op once it has exited
-		children[p] = c
-	}
-	// Barrier: every child has opened the bucket and is waiting; then release all at once.
-	for _, c := range children {
-		line, err := c.stdout.ReadString('\n')
-		if err != nil || strings.TrimSpace(line) != "READY" {
-			t.Fatalf("%s: not ready: %q, %v; stderr: %s", c.id, line, err, c.stderr.String())
-		}
-	}
+	children := startRaceChildren(t, raceProcs, "TestHelperProcess", func(id string) []string {
+		return []string{helperEnv + "=1", helperURLEnv + "=" + u, helperIDEnv + "=" + id, helperRoundsEnv + "=" + strconv.Itoa(raceRounds)}
+	})
+	// Every child has opened the bucket and is waiting on stdin; closing it releases all at once.
 	for _, c := range children {
 		_ = c.stdin.Close()
 	}

@@ -6,9 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -295,7 +293,7 @@ func TestS3PutIfAbsentRaceGoroutines(t *testing.T) {
 			t.Cleanup(func() { _ = b.Close() })
 			winners := make([][]string, s3RaceRounds)
 			var mu sync.Mutex
-			bar := newS3Barrier(s3RaceGorout)
+			bar := newBarrier(s3RaceGorout)
 			var wg sync.WaitGroup
 			for g := 0; g < s3RaceGorout; g++ {
 				id := fmt.Sprintf("goroutine-%d", g)
@@ -320,35 +318,6 @@ func TestS3PutIfAbsentRaceGoroutines(t *testing.T) {
 			wg.Wait()
 			s3CheckRace(t, b, winners)
 		})
-	}
-}
-
-// s3Barrier is a cyclic barrier: wait returns once n goroutines have called it.
-type s3Barrier struct {
-	mu    sync.Mutex
-	cond  *sync.Cond
-	n     int
-	count int
-	gen   int
-}
-
-func newS3Barrier(n int) *s3Barrier {
-	b := &s3Barrier{n: n}
-	b.cond = sync.NewCond(&b.mu)
-	return b
-}
-
-func (b *s3Barrier) wait() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	gen := b.gen
-	if b.count++; b.count == b.n {
-		b.count, b.gen = 0, b.gen+1
-		b.cond.Broadcast()
-		return
-	}
-	for gen == b.gen {
-		b.cond.Wait()
 	}
 }
 
@@ -439,35 +408,9 @@ func TestS3PutIfAbsentRaceProcesses(t *testing.T) {
 		t.Skip("inside the child")
 	}
 	url := s3URL(t) // credentials reach the children through os.Environ()
-	type child struct {
-		id     string
-		cmd    *exec.Cmd
-		stdin  io.WriteCloser
-		stdout *bufio.Reader
-		stderr s3LockedBuffer // written by exec's copying goroutine while we read it
-	}
-	children := make([]*child, s3RaceProcs)
-	for p := range children {
-		c := &child{id: fmt.Sprintf("proc-%d", p)}
-		c.cmd = exec.Command(os.Args[0], "-test.run=^TestS3RaceHelperProcess$", "-test.count=1")
-		c.cmd.Env = append(os.Environ(), s3HelperEnv+"=1", s3HelperURLEnv+"="+url, s3HelperIDEnv+"="+c.id)
-		c.cmd.Stderr = &c.stderr
-		var err error
-		c.stdin, err = c.cmd.StdinPipe()
-		require.NoError(t, err)
-		out, err := c.cmd.StdoutPipe()
-		require.NoError(t, err)
-		c.stdout = bufio.NewReader(out)
-		require.NoError(t, c.cmd.Start())
-		t.Cleanup(func() { _ = c.cmd.Process.Kill() })
-		children[p] = c
-	}
-	for _, c := range children {
-		line, err := c.stdout.ReadString('\n')
-		if err != nil || strings.TrimSpace(line) != "READY" {
-			t.Fatalf("%s not ready: %q, %v; stderr: %s", c.id, line, err, c.stderr.String())
-		}
-	}
+	children := startRaceChildren(t, s3RaceProcs, "TestS3RaceHelperProcess", func(id string) []string {
+		return []string{s3HelperEnv + "=1", s3HelperURLEnv + "=" + url, s3HelperIDEnv + "=" + id}
+	})
 	winners := make([][]string, s3RaceRounds)
 	answers := make([]string, len(children))
 	for i := 0; i < s3RaceRounds; i++ {
@@ -517,24 +460,6 @@ func TestS3PutIfAbsentRaceProcesses(t *testing.T) {
 	}
 	t.Logf("keys won per process: %v", perProc)
 	require.Greater(t, len(perProc), 1, "the race was never contended")
-}
-
-// s3LockedBuffer is a bytes.Buffer safe for one writer and concurrent readers.
-type s3LockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *s3LockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *s3LockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // TestS3RacingCommittersFromManyShardsAllLand: 8 writers (shards) each prepare a merge, then

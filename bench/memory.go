@@ -102,11 +102,18 @@ func RunMemory(ctx context.Context, o Options) (*Result, error) {
 		name     string
 		memLimit string
 	}
-	variants := []variant{{"default GC", ""}, {"GOMEMLIMIT = budget + 32 MiB", strconv.FormatInt(budget+32<<20, 10)}}
+	// A merge reserves its whole footprint (store.Prepare), so with the soft limit at the
+	// budget the live heap stays under the limit and the collector keeps up without
+	// thrashing; budget + 32 MiB is the variant measured before that change.
+	variants := []variant{
+		{"default GC", ""},
+		{"GOMEMLIMIT = budget + 32 MiB", strconv.FormatInt(budget+32<<20, 10)},
+		{"GOMEMLIMIT = budget", strconv.FormatInt(budget, 10)},
+	}
 	t := Table{Title: "Peak RSS of the child process (VmHWM), median over repetitions, range in brackets",
-		Header: []string{"child", "peak RSS (MiB)", "RSS before merging (MiB)", "budget + 64 MiB", "max reserved (MiB)", "max waiting", "prepared"}}
+		Header: []string{"child", "peak RSS (MiB)", "RSS before merging (MiB)", "peak − before (MiB)", "budget + 64 MiB", "max reserved (MiB)", "max waiting", "prepared", "time (s)"}}
 	for vi, v := range variants {
-		var hwm, start, reserved []float64
+		var hwm, start, reserved, growth, elapsed []float64
 		var maxRes int64
 		var waiting, prepared int
 		for rep := 0; rep < o.reps(); rep++ {
@@ -131,6 +138,8 @@ func RunMemory(ctx context.Context, o Options) (*Result, error) {
 			hwm = append(hwm, mib(cr.VmHWM))
 			start = append(start, mib(cr.VmRSSStart))
 			reserved = append(reserved, mib(cr.MaxReserved))
+			growth = append(growth, mib(cr.VmHWM-cr.VmRSSStart))
+			elapsed = append(elapsed, cr.Elapsed)
 			maxRes = max(maxRes, cr.MaxReserved)
 			waiting = max(waiting, cr.MaxWaiting)
 			prepared = cr.Prepared
@@ -138,13 +147,14 @@ func RunMemory(ctx context.Context, o Options) (*Result, error) {
 				v.name, rep+1, o.reps(), mib(cr.VmHWM), budget>>20, mib(cr.MaxReserved), cr.Prepared, cr.Elapsed)
 		}
 		h := spreadOf(hwm)
-		t.Rows = append(t.Rows, []string{v.name, h.fmt("%.0f"), spreadOf(start).fmt("%.0f"), fmt.Sprint((budget >> 20) + 64), spreadOf(reserved).fmt("%.0f"), fmt.Sprint(waiting), fmt.Sprint(prepared)})
+		t.Rows = append(t.Rows, []string{v.name, h.fmt("%.0f"), spreadOf(start).fmt("%.0f"), spreadOf(growth).fmt("%.0f"), fmt.Sprint((budget >> 20) + 64), spreadOf(reserved).fmt("%.0f"), fmt.Sprint(waiting), fmt.Sprint(prepared), spreadOf(elapsed).fmt("%.1f")})
 		limit := mib(budget) + 64
 		res.target(v.name+": peak RSS", fmt.Sprintf("≤ %.0f MiB", limit), h.fmt("%.0f")+" MiB", h.Max <= limit)
 		res.target(v.name+": reserved never above budget", fmt.Sprintf("≤ %d MiB", budget>>20), fmt.Sprintf("%.0f MiB", mib(maxRes)), maxRes <= budget)
-		key := []string{"default", "memlimit"}[vi]
+		key := []string{"default", "memlimit", "limitbudget"}[vi]
 		res.Values[key+"_peak_mib_max"] = h.Max
 		res.Values[key+"_peak_mib"] = h.Median
+		res.Values[key+"_growth_mib"] = spreadOf(growth).Median
 		res.Values[key+"_max_reserved"] = float64(maxRes)
 		res.Values[key+"_prepared"] = float64(prepared)
 	}

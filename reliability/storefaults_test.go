@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -100,6 +101,9 @@ func (l *faultLoad) violation(format string, args ...any) {
 // and merged, and the oracle checks every acknowledged row; the layout is checked for
 // leftovers.
 func TestStorageFaultsMixedLoad(t *testing.T) {
+	// Parallel with the Temporal test, which mostly waits (heartbeat timeouts, server
+	// restarts): the default run stays well under three minutes on two cores.
+	t.Parallel()
 	dur := pickDuration(10*time.Second, 10*time.Minute, "WALKEEPER_FAULTS_DURATION")
 	if raceEnabled && !soak() {
 		dur = 6 * time.Second
@@ -114,7 +118,7 @@ func TestStorageFaultsMixedLoad(t *testing.T) {
 				// The in-process S3-compatible server (gofakes3 behind the conditional-write
 				// wrapper), reached over HTTP through gocloud's s3blob; faults are injected
 				// on the client side, as on the other backends.
-				url = s3test.Start(t)
+				url = startS3(t)
 			}
 			l := &faultLoad{
 				t: t, url: url, dur: dur, shards: 3, oracle: NewOracle(),
@@ -127,6 +131,30 @@ func TestStorageFaultsMixedLoad(t *testing.T) {
 			l.run()
 		})
 	}
+}
+
+var s3EnvOnce sync.Once
+
+// startS3 starts an in-process S3 server with a fresh bucket for a parallel test: the test
+// credentials go into the process environment once (t.Setenv is not allowed in parallel
+// tests; nothing else in this package reads AWS_* variables differently).
+func startS3(t *testing.T) string {
+	t.Helper()
+	s3EnvOnce.Do(func() {
+		for k, v := range s3test.Env() {
+			_ = os.Setenv(k, v)
+		}
+	})
+	srv, err := s3test.New(s3test.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	bucket := s3test.NewBucketName()
+	if err := srv.CreateBucket(bucket); err != nil {
+		t.Fatal(err)
+	}
+	return srv.BucketURL(bucket)
 }
 
 func (l *faultLoad) run() {

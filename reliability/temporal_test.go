@@ -222,6 +222,9 @@ func TestWorkerProcessesSurviveKillsAndTemporalRestarts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Temporal dev server and worker processes")
 	}
+	// Parallel with the mixed load: most of this test is waiting (a killed worker's activity
+	// is retried after its one-minute heartbeat timeout).
+	t.Parallel()
 	rounds := pickInt(2, 10, "WALKEEPER_TEMPORAL_ROUNDS")
 	bin := buildWalkeeper(t)
 	dir := t.TempDir()

@@ -173,10 +173,10 @@ func invalidInput(err error) error {
 }
 
 // MergeWal folds every shard's pending generations of one target into its base table
-// (DESIGN §3, §4). A pass is a Prepare on the owner's queue, then a Commit. Serially (the
-// default) shards take turns: rounds of one pass per shard, most indebted first, until a
-// round commits nothing, so a shard that seals as fast as it is merged cannot starve the
-// others. With ParallelPrepare every shard runs its own passes until drained. Exactly
+// (DESIGN §3, §4). A pass is a Prepare on the owner's queue, then a Commit. Shards take
+// turns: rounds of one pass per shard, most indebted first, until a round commits nothing,
+// so a shard that seals as fast as it is merged cannot starve the others. Prepares of one
+// round run one after another (the default) or concurrently with ParallelPrepare. Exactly
 // one Commit per table is in flight at any time: every commit goes through one commit loop,
 // whether prepares run serially (default) or in parallel. A failing shard records its error
 // and the others go on; the workflow fails only when every shard failed for good.
@@ -252,13 +252,13 @@ type mergeRun struct {
 	stopping bool
 	// lastPending is the WalPending value last upserted (-1: none yet).
 	lastPending int64
-	// fair: serial merges go in rounds of one pass per shard (fairRoundsChange).
+	// fair: shards are merged in rounds of one pass per shard (fairRoundsChange).
 	fair bool
 }
 
-// fairRoundsChange versions the serial schedule: rounds of one pass per shard, most
-// indebted first, instead of each shard in id order until drained. Runs recorded before it
-// replay the old schedule.
+// fairRoundsChange versions the shard schedule: rounds of one pass per shard, most indebted
+// first, instead of each shard until drained (in id order, or one coroutine per shard with
+// ParallelPrepare). Runs recorded before it replay the old schedule.
 const (
 	fairRoundsChange  = "merge-wal-fair-rounds"
 	fairRoundsVersion = workflow.Version(1)
@@ -371,8 +371,8 @@ type commitOutcome struct {
 }
 
 // mergeShards runs every unfinished shard. Prepares run in the shard coroutines (rounds of
-// one pass per shard, or one coroutine per shard behind a semaphore when ParallelPrepare);
-// commits run only in the single commit loop.
+// one pass per shard, serial or behind a semaphore when ParallelPrepare); commits run only in
+// the single commit loop.
 func (r *mergeRun) mergeShards(ctx workflow.Context) {
 	todo := r.todo()
 	if len(todo) == 0 {
@@ -387,7 +387,11 @@ func (r *mergeRun) mergeShards(ctx workflow.Context) {
 	})
 
 	switch {
+	case r.fair:
+		r.mergeRounds(ctx, commits)
 	case r.in.ParallelPrepare:
+		// Histories recorded before fairRoundsChange: one coroutine per shard, each until
+		// drained.
 		sem := workflow.NewSemaphore(ctx, int64(r.in.PrepareConcurrency))
 		shardsDone := workflow.NewWaitGroup(ctx)
 		for _, sh := range todo {
@@ -398,8 +402,6 @@ func (r *mergeRun) mergeShards(ctx workflow.Context) {
 			})
 		}
 		shardsDone.Wait(ctx)
-	case r.fair:
-		r.mergeRounds(ctx, commits)
 	default:
 		// Histories recorded before fairRoundsChange: each shard in id order until drained.
 		for _, sh := range todo {
@@ -413,13 +415,21 @@ func (r *mergeRun) mergeShards(ctx workflow.Context) {
 	loopDone.Wait(ctx)
 }
 
-// mergeRounds is the serial schedule: rounds of at most one pass per shard, most indebted
-// shard first, each round planned from a fresh listing. A shard whose writer seals as fast
-// as a pass completes gets one pass per round like every other shard, instead of keeping the
-// table to itself (docs/BENCHMARKS.md finding 1). Everything pending when the merge started
-// is drained: a shard leaves the rounds only when a listing (or an empty prepare) finds it
-// drained, it fails, or it reaches MaxPasses. The rounds end when a round commits nothing.
+// mergeRounds runs rounds of at most one pass per shard, most indebted shard first, each
+// round planned from a fresh listing: serially, or with ParallelPrepare as one coroutine per
+// shard behind the prepare semaphore, the round ending when every shard's pass has. A shard
+// whose writer seals as fast as a pass completes gets one pass per round like every other
+// shard instead of keeping the table to itself, and a shard that was drained and has sealed
+// since is merged again instead of waiting for the next MergeWal, which would only attach to
+// this long-running one (docs/BENCHMARKS.md finding 1). Everything pending when the merge
+// started is drained: a shard leaves the rounds only when a listing (or an empty prepare)
+// finds it drained, it fails, or it reaches MaxPasses. The rounds end when a round commits
+// nothing.
 func (r *mergeRun) mergeRounds(ctx workflow.Context, commits workflow.Channel) {
+	var sem workflow.Semaphore
+	if r.in.ParallelPrepare {
+		sem = workflow.NewSemaphore(ctx, int64(r.in.PrepareConcurrency))
+	}
 	for round := 1; ; round++ {
 		if round > 1 {
 			r.relist(ctx)
@@ -429,20 +439,36 @@ func (r *mergeRun) mergeRounds(ctx workflow.Context, commits workflow.Channel) {
 			return
 		}
 		progress := false
-		for _, sh := range order {
-			if r.stopping || ctx.Err() != nil {
-				return
-			}
-			if r.mergePass(ctx, sh, commits, nil) == passCommitted {
+		pass := func(ctx workflow.Context, sh *shardRun) {
+			if r.mergePass(ctx, sh, commits, sem) == passCommitted {
 				progress = true
 				// Its turn is over; it waits for the next round.
 				sh.phase = ShardQueued
 				r.changed()
 			}
 		}
-		if !progress {
-			// Nothing moved (every shard drained, failed or at MaxPasses): a listing that
-			// keeps claiming debt no prepare finds must not loop forever.
+		if sem != nil {
+			wg := workflow.NewWaitGroup(ctx)
+			for _, sh := range order {
+				wg.Add(1)
+				workflow.Go(ctx, func(ctx workflow.Context) {
+					defer wg.Done()
+					pass(ctx, sh)
+				})
+			}
+			wg.Wait(ctx)
+		} else {
+			for _, sh := range order {
+				if r.stopping || ctx.Err() != nil {
+					break
+				}
+				pass(ctx, sh)
+			}
+		}
+		if !progress || r.stopping || ctx.Err() != nil {
+			// Nothing moved (every shard drained, failed or at MaxPasses: a listing that
+			// keeps claiming debt no prepare finds must not loop forever), or
+			// continue-as-new is due.
 			return
 		}
 	}

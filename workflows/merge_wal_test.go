@@ -83,31 +83,33 @@ func TestMergeWalSerialBeforeFairRoundsVisitsShardsInOrder(t *testing.T) {
 // A shard whose writer seals again every time a pass of it commits always has something
 // pending. The old serial schedule merged it until MaxPasses before it reached any other
 // shard of the table (docs/BENCHMARKS.md finding 1, the incident's starvation inside one
-// target); rounds give every shard a pass per round.
-func TestMergeWalSerialHotShardDoesNotStarveOthers(t *testing.T) {
+// target), and the old parallel schedule never came back to a shard that had drained once
+// while the hot shard kept the run alive (every later trigger only attaches to that run).
+// Rounds give every shard a pass per round and merge a drained shard again once it has
+// sealed.
+func TestMergeWalHotShardDoesNotStarveOthers(t *testing.T) {
 	const maxPasses = 30
-	run := func(t *testing.T, legacy bool) (MergeWalResult, []string) {
+	run := func(t *testing.T, legacy, parallel bool) (MergeWalResult, []string) {
 		env := newEnv(t)
 		if legacy {
 			env.OnGetVersion(fairRoundsChange, workflow.DefaultVersion, fairRoundsVersion).Return(workflow.DefaultVersion)
 		}
 		f := newFakeTable("generic:hot", 1, map[string]int{"a": 2, "b": 3, "c": 1})
-		resealed := false
+		aCommits := 0
 		env.OnActivity(CommitActivity, anyCtx, anyArg).Return(func(ctx context.Context, p CommitParams) (CommitResult, error) {
 			res, err := f.commit(ctx, p)
 			f.mu.Lock()
-			switch {
-			case p.Prepared.Shard == "a":
+			if p.Prepared.Shard == "a" {
 				f.pending["a"]++ // a's writer seals as fast as a pass completes
-			case p.Prepared.Shard == "c" && !resealed:
-				f.pending["c"]++ // c is drained, then seals once more
-				resealed = true
+				if aCommits++; aCommits == 10 {
+					f.pending["c"]++ // c, drained long ago, seals once more
+				}
 			}
 			f.mu.Unlock()
 			return res, err
 		})
 		mockTable(env, f)
-		env.ExecuteWorkflow(MergeWal, MergeWalInput{Target: "generic:hot", MaxPasses: maxPasses, PassesPerRun: 1000})
+		env.ExecuteWorkflow(MergeWal, MergeWalInput{Target: "generic:hot", MaxPasses: maxPasses, PassesPerRun: 1000, ParallelPrepare: parallel})
 		return mergeResult(t, env), shardsOf(f.calls(&f.commits))
 	}
 	firstAndLast := func(commits []string, shard string) (int, int) {
@@ -123,28 +125,35 @@ func TestMergeWalSerialHotShardDoesNotStarveOthers(t *testing.T) {
 		return first, last
 	}
 
-	t.Run("before", func(t *testing.T) {
-		_, commits := run(t, true)
+	t.Run("serial before", func(t *testing.T) {
+		_, commits := run(t, true, false)
 		first, _ := firstAndLast(commits, "b")
 		require.Equal(t, maxPasses, first, "b waits until a has used up MaxPasses: %v", commits)
 	})
-
-	t.Run("rounds", func(t *testing.T) {
-		res, commits := run(t, false)
-		require.Equal(t, "b", commits[0], "the most indebted shard goes first")
-		require.Equal(t, []string{"b", "a", "c"}, commits[:3], "round 1: one pass each")
-		_, lastB := firstAndLast(commits, "b")
-		require.Less(t, lastB, 9, "b is drained within three rounds: %v", commits)
-		b := shardResult(t, res, "b")
-		require.Equal(t, 3, b.Reclaimed)
-		require.True(t, b.Finished)
-		require.Zero(t, b.Pending)
-		require.Equal(t, 2, shardResult(t, res, "c").Reclaimed, "a drained shard that seals again is merged again")
-		a := shardResult(t, res, "a")
-		require.True(t, a.MaxPassesReached, "a never drains; MaxPasses still bounds the merge")
-		require.Equal(t, maxPasses, a.Reclaimed)
-		require.Equal(t, maxPasses+3+2, len(commits))
+	t.Run("parallel before", func(t *testing.T) {
+		res, _ := run(t, true, true)
+		require.Equal(t, 1, shardResult(t, res, "c").Reclaimed, "c's second generation waits for the next MergeWal")
 	})
+	for _, parallel := range []bool{false, true} {
+		t.Run(fmt.Sprintf("rounds parallel=%v", parallel), func(t *testing.T) {
+			res, commits := run(t, false, parallel)
+			require.ElementsMatch(t, []string{"b", "a", "c"}, commits[:3], "round 1: one pass each")
+			if !parallel {
+				require.Equal(t, []string{"b", "a", "c"}, commits[:3], "most indebted first")
+			}
+			_, lastB := firstAndLast(commits, "b")
+			require.Less(t, lastB, 9, "b is drained within three rounds: %v", commits)
+			b := shardResult(t, res, "b")
+			require.Equal(t, 3, b.Reclaimed)
+			require.True(t, b.Finished)
+			require.Zero(t, b.Pending)
+			require.Equal(t, 2, shardResult(t, res, "c").Reclaimed, "a drained shard that seals again is merged again")
+			a := shardResult(t, res, "a")
+			require.True(t, a.MaxPassesReached, "a never drains; MaxPasses still bounds the merge")
+			require.Equal(t, maxPasses, a.Reclaimed)
+			require.Equal(t, maxPasses+3+2, len(commits))
+		})
+	}
 }
 
 func TestMergeWalActivityIDsAreUniqueAcrossRuns(t *testing.T) {

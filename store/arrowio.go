@@ -64,10 +64,47 @@ func decodeIPC(data []byte, c *Codec, what string) (recs []arrow.RecordBatch, er
 			releaseAll(recs)
 			return nil, fmt.Errorf("%s: %w", what, err)
 		}
+		if err := validateBuffers(rec); err != nil {
+			releaseAll(recs)
+			return nil, corruptf("%s: record %d: %v", what, i, err)
+		}
 		rec.Retain()
 		recs = append(recs, rec)
 	}
 	return recs, nil
+}
+
+// validateBuffers checks what arrow's readers take on trust and a consumer would only trip
+// over later, outside decodeIPC's recover: buffer sizes and bitmaps against the row count, and
+// string/binary offsets inside their value buffer and non-decreasing, so that every value
+// slice is in bounds. O(rows), no UTF-8 check (values are compared as bytes).
+func validateBuffers(rec arrow.RecordBatch) error {
+	for c, col := range rec.Columns() {
+		if err := array.Validate(col); err != nil {
+			return fmt.Errorf("column %d: %w", c, err)
+		}
+		if col.Len() == 0 {
+			continue
+		}
+		var offsets []int32
+		switch a := col.(type) {
+		case *array.String:
+			offsets = a.ValueOffsets()
+		case *array.Binary:
+			offsets = a.ValueOffsets()
+		default:
+			continue
+		}
+		if len(offsets) > 0 && offsets[0] < 0 {
+			return fmt.Errorf("column %d: negative value offset", c)
+		}
+		for i := 1; i < len(offsets); i++ {
+			if offsets[i] < offsets[i-1] {
+				return fmt.Errorf("column %d: value offsets decrease at row %d", c, i)
+			}
+		}
+	}
+	return nil
 }
 
 func releaseAll(recs []arrow.RecordBatch) {

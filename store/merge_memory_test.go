@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -248,4 +251,42 @@ func TestWriteParquetChunksRoundTrip(t *testing.T) {
 	for i := 0; i < 5000; i += 499 {
 		require.Equal(t, rows[i].Key, view.Key(i))
 	}
+}
+
+// A generation whose string offsets point past the value buffer must be ErrCorrupt at
+// decode: the zero-copy reader accepted it and the first Key or Shard read panicked outside
+// decodeIPC's recover (found by FuzzDecodeGeneration).
+func TestDecodeIPCRejectsOutOfBoundsOffsets(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "issue4", "ipc-offsets-out-of-bounds.txt"))
+	require.NoError(t, err)
+	lines := strings.SplitN(string(raw), "\n", 2)
+	require.Len(t, lines, 2)
+	body := strings.TrimSpace(lines[1])
+	body = strings.TrimSuffix(strings.TrimPrefix(body, "[]byte("), ")")
+	data, err := strconv.Unquote(body)
+	require.NoError(t, err)
+	// The schema the input was fuzzed against (decodeFuzzSchema), so it gets past CheckRecord.
+	c, err := NewCodec(KindGeneric, Schema{Fields: []Field{
+		{Name: "id", Type: TypeString},
+		{Name: "n", Type: TypeInt64, Nullable: true},
+		{Name: "f", Type: TypeFloat64, Nullable: true},
+		{Name: "ok", Type: TypeBool, Nullable: true},
+		{Name: "bin", Type: TypeBinary, Nullable: true},
+		{Name: "at", Type: TypeTimestamp, Nullable: true},
+		{Name: "s", Type: TypeString},
+	}})
+	require.NoError(t, err)
+	recs, err := decodeIPC([]byte(data), c, "crasher")
+	if err == nil {
+		defer releaseAll(recs)
+		for _, rec := range recs {
+			v, verr := c.View(rec)
+			require.NoError(t, verr)
+			for i := 0; i < int(rec.NumRows()); i++ {
+				_, _ = v.Key(i), v.Shard(i) // must not panic
+			}
+		}
+		return
+	}
+	require.ErrorIs(t, err, ErrCorrupt)
 }

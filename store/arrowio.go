@@ -309,6 +309,10 @@ func decodeParquet(ctx context.Context, data []byte, c *Codec, what string) (rec
 		out.Release()
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
+	if err := validateBuffers(out); err != nil {
+		out.Release()
+		return nil, corruptf("%s: %v", what, err)
+	}
 	return out, nil
 }
 

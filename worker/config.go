@@ -419,8 +419,8 @@ const configNotes = `
   being built and the Parquet writer's buffers; the run is streamed to storage), measured in
   ` + "`walkeeper bench memory`" + `. So a pass of ` + "`--merge-max-bytes`" + ` needs about 1.13 × that plus 20 MiB of
   budget to run next to another one. ` + "`--memory-limit`" + ` sets the Go runtime's soft limit so that the
-  garbage a merge leaves is collected before the heap doubles (GOGC alone let peak RSS reach 4–6 ×
-  the budget); by default it is the budget plus ` + "`--cache-bytes`" + ` plus 512 MiB for everything else.
+  garbage a merge leaves is collected before the heap doubles (with GOGC alone peak RSS reached 2 ×
+  the budget in ` + "`walkeeper bench memory`" + `, 1.5 × with the limit at the budget); by default it is the budget plus ` + "`--cache-bytes`" + ` plus 512 MiB for everything else.
 - **Pass size and parallel prepare (changed from DESIGN §3).** ` + "`--merge-max-generations`" + ` defaults to
   64, not 8. Commits of one table go one at a time, and each MergeWal pass costs about 0.6 s of
   orchestration and storage round trips whatever its size; at 8 generations per pass one target

@@ -37,8 +37,9 @@ import (
 // WALKEEPER_FUZZ_SLOW_DIR=<dir> keeps inputs slower than 3 s with their goroutine stacks.
 //
 // Seeds live in testdata/fuzz/<Name>/ (valid objects of the fuzz schema, truncations, bare
-// magic numbers, inputs the runs found); docs/RELIABILITY.md records the runs. The crashers
-// found so far are kept outside the corpus, in reliability/testdata/crashers/, until fixed.
+// magic numbers, inputs the runs found, the fixed crashers of finding 9); docs/RELIABILITY.md
+// records the runs. Crashers not fixed yet are kept outside the corpus, in
+// reliability/testdata/crashers/.
 
 // decodeFuzzSchema has every field type, nullable and not.
 var decodeFuzzSchema = Schema{Fields: []Field{
@@ -156,12 +157,13 @@ func checkDecodeErr(t *testing.T, what string, err error) {
 // explores the decoders' input space much faster.
 var decodeOnly = os.Getenv("WALKEEPER_FUZZ_DECODE_ONLY") == "1"
 
-// skipKnown (WALKEEPER_FUZZ_SKIP_KNOWN=1) skips the inputs of the two known crash classes
+// skipKnown (WALKEEPER_FUZZ_SKIP_KNOWN=1) skips the inputs of the known crash classes
 // (docs/RELIABILITY.md findings 9 and 10), so that a run looks for other failures: records the
 // decoder accepts although a column fails arrow's ValidateFull (bad offsets: a panic in every
-// consumer), and objects whose Arrow schema bytes differ from the valid object's (a field
-// with a garbled child count makes arrow allocate tens of GB: a fatal out-of-memory) — IPC
-// files whose schema message or footer changed, Parquet runs whose ARROW:schema changed.
+// consumer; fixed in b761fb6 and 07d94ff, the filter stays for runs on older trees), and
+// objects whose Arrow schema bytes differ from the valid object's (a field with a garbled
+// child count makes arrow allocate tens of GB: a fatal out-of-memory; open) — IPC files whose
+// schema message or footer changed, Parquet runs whose ARROW:schema changed.
 var skipKnown = os.Getenv("WALKEEPER_FUZZ_SKIP_KNOWN") == "1"
 
 // failsValidateFull reports whether a column fails ValidateFull. ValidateFull itself panics

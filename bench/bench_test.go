@@ -73,17 +73,19 @@ func needTemporal(t *testing.T) {
 	}
 }
 
-// TestIncidentQuick replays the incident with walkeeper's count trigger asking MergeWal for
-// parallel prepares. With the worker's plain trigger (serial shard visits) MergeWal keeps
-// re-merging the first shard of a target while it has a live writer and starves the others
-// (docs/BENCHMARKS.md, "Incident replay"); set WALKEEPER_BENCH_SERIAL=1 to replay that
-// configuration, which fails these assertions until workflows/merge_wal.go bounds a shard's turn.
+// TestIncidentQuick replays the incident with walkeeper's defaults (the count trigger asks
+// MergeWal for parallel prepares, 64 generations per pass); WALKEEPER_BENCH_SERIAL=1 replays
+// serial shard visits. Before MergeWal took shards in rounds, the serial schedule merged the
+// shards it reached again and again while the others climbed to 44 (docs/BENCHMARKS.md,
+// "Incident replay"); both now peak at 4–7 on a loaded 2-core machine. The bound stays at
+// 3 × the count trigger, not the 2×: in one repetition of nine walkeeper's side
+// stalled for the whole run and reached 34, and a stall must not fail the suite.
 func TestIncidentQuick(t *testing.T) {
 	needTemporal(t)
-	res := runQuick(t, "incident", func(o *Options) { o.ParallelPrepare = os.Getenv("WALKEEPER_BENCH_SERIAL") == "" })
+	res := runQuick(t, "incident")
 	trig := res.Values["count_trigger"]
-	// Normal: walkeeper peaks near the count trigger; the bound is the 2× plus slack
-	// for a loaded machine.
+	// Normal: walkeeper peaks well below the count trigger; the bound is the 2× plus
+	// slack for a loaded machine.
 	if got, limit := res.Values["walkeeper_max"], 3*trig; got > limit {
 		t.Errorf("walkeeper max pending per shard %.0f > %.0f (3 × count trigger %.0f)", got, limit, trig)
 	}

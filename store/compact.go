@@ -84,7 +84,7 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 	}
 	files := make([]*sortedFile, len(inputs))
 	for i, r := range inputs {
-		f, err := s.loadRun(ctx, r.Path)
+		f, err := s.loadRun(ctx, r.Path, r.Checksum)
 		if err != nil {
 			s.countCompact("failed")
 			return res, fmt.Errorf("read run %s: %w", r.ID, err)
@@ -114,7 +114,8 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 		}
 		id := fmt.Sprintf("c-%s", hashKey(attempt, s.target.String(), fmt.Sprint(base.Version)))
 		out = &runMeta{ID: id, Path: dataKey(s.target, id), Rows: int64(len(picks)), Bytes: int64(len(data)),
-			MinKey: picks[0].key(), MaxKey: picks[len(picks)-1].key(), MinSeq: picks[0].seq(), MaxSeq: picks[0].seq(), Source: "compact"}
+			MinKey: picks[0].key(), MaxKey: picks[len(picks)-1].key(), MinSeq: picks[0].seq(), MaxSeq: picks[0].seq(), Source: "compact",
+			Checksum: checksumOf(data)}
 		for _, pk := range picks {
 			out.MinSeq, out.MaxSeq = min(out.MinSeq, pk.seq()), max(out.MaxSeq, pk.seq())
 			if pk.f.view.Deleted(pk.i) {

@@ -107,6 +107,8 @@ type runMeta struct {
 	MinSeq  int64  `json:"min_seq"`
 	MaxSeq  int64  `json:"max_seq"`
 	Deletes int64  `json:"deletes"`
+	// Checksum is the CRC-32C of the file (checksum.go); empty in manifests written before it.
+	Checksum string `json:"crc32c,omitempty"`
 	// Source says what produced the run: "merge:<shard>:<from>-<through>" or "compact".
 	Source string `json:"source,omitempty"`
 }
@@ -161,6 +163,8 @@ type genMeta struct {
 	MinSeq   int64     `json:"min_seq"`
 	MaxSeq   int64     `json:"max_seq"`
 	SealedAt time.Time `json:"sealed_at"`
+	// Checksum is the CRC-32C of the file (checksum.go); empty in manifests written before it.
+	Checksum string `json:"crc32c,omitempty"`
 }
 
 // shardManifest is one version of a shard's state, published on a put-if-absent chain.

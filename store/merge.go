@@ -221,7 +221,9 @@ func (s *Store) Prepare(ctx context.Context, p PrepareParams) (*PreparedMerge, e
 	chunkRows := mergeChunkRows(bytes, inputRows)
 	staged.Bytes, err = s.db.bucket.PutFrom(ctx, staged.Path, func(w io.Writer) error {
 		off, started := 0, false
-		return writeParquet(w, schema, func() (arrow.RecordBatch, error) {
+		cw := newChecksumWriter(w) // fresh per call: the sum is of the bytes that were stored
+		defer func() { staged.Checksum = cw.sum() }()
+		return writeParquet(cw, schema, func() (arrow.RecordBatch, error) {
 			if started && off >= len(picks) {
 				return nil, nil
 			}
@@ -328,7 +330,7 @@ func (s *Store) readGensForMerge(ctx context.Context, shard string, plan []genMe
 	g.SetLimit(mergeReadConcurrency)
 	for i, gm := range plan {
 		g.Go(func() error {
-			f, own, err := s.readGenForMerge(gctx, gm.Path)
+			f, own, err := s.readGenForMerge(gctx, gm.Path, gm.Checksum)
 			if err != nil {
 				errs[i] = fmt.Errorf("read generation %d of shard %s: %w", gm.Gen, shard, err)
 				return errs[i]
@@ -359,7 +361,7 @@ func (s *Store) readGensForMerge(ctx context.Context, shard string, plan []genMe
 // readGenForMerge uses a cached decode if a reader already paid for it, and otherwise
 // decodes without caching: a merge reads each generation once, just before it dies.
 // owned reports a decode made for this call, which the caller releases.
-func (s *Store) readGenForMerge(ctx context.Context, p string) (_ *sortedFile, owned bool, _ error) {
+func (s *Store) readGenForMerge(ctx context.Context, p, checksum string) (_ *sortedFile, owned bool, _ error) {
 	s.db.cache.mu.Lock()
 	el, ok := s.db.cache.byKey[p]
 	s.db.cache.mu.Unlock()
@@ -368,6 +370,10 @@ func (s *Store) readGenForMerge(ctx context.Context, p string) (_ *sortedFile, o
 	}
 	data, err := s.db.bucket.Get(ctx, p)
 	if err != nil {
+		return nil, false, err
+	}
+	if err := verifyChecksum(data, checksum, "generation "+p); err != nil {
+		s.countCorrupt(err)
 		return nil, false, err
 	}
 	recs, err := decodeIPC(data, s.codec, "generation "+p)
@@ -710,7 +716,8 @@ func (s *Store) publishMerge(ctx context.Context, p *PreparedMerge) (CommitResul
 			next.Runs = append(next.Runs, runMeta{
 				ID: strings.TrimSuffix(path.Base(f.Path), ".parquet"), Path: f.Path, Rows: f.Rows, Bytes: f.Bytes,
 				MinKey: f.MinKey, MaxKey: f.MaxKey, MinSeq: f.MinSeq, MaxSeq: f.MaxSeq,
-				Source: fmt.Sprintf("merge:%s:%d-%d", p.Shard, p.Generations[0], p.Through),
+				Checksum: f.Checksum,
+				Source:   fmt.Sprintf("merge:%s:%d-%d", p.Shard, p.Generations[0], p.Through),
 			})
 		}
 		next.Watermarks[p.Shard] = p.Through

@@ -39,6 +39,8 @@ type StagedFile struct {
 	MaxKey string `json:"max_key"`
 	MinSeq int64  `json:"min_seq"`
 	MaxSeq int64  `json:"max_seq"`
+	// Checksum is the CRC-32C of the staged file, copied into the base manifest.
+	Checksum string `json:"crc32c,omitempty"`
 }
 
 // PrepareParams selects what one Prepare call may merge.

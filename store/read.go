@@ -106,10 +106,14 @@ func (s *Store) snapshot(ctx context.Context, enforce bool) (*readSnapshot, erro
 }
 
 // loadGen decodes a flushed generation (cached).
-func (s *Store) loadGen(ctx context.Context, path string) (*sortedFile, error) {
+func (s *Store) loadGen(ctx context.Context, path, checksum string) (*sortedFile, error) {
 	return s.db.cache.get(ctx, path, func(ctx context.Context) (*sortedFile, error) {
 		data, err := s.db.bucket.Get(ctx, path)
 		if err != nil {
+			return nil, err
+		}
+		if err := verifyChecksum(data, checksum, "generation "+path); err != nil {
+			s.countCorrupt(err)
 			return nil, err
 		}
 		recs, err := decodeIPC(data, s.codec, "generation "+path)
@@ -128,10 +132,14 @@ func (s *Store) loadGen(ctx context.Context, path string) (*sortedFile, error) {
 }
 
 // loadRun decodes a base run (cached).
-func (s *Store) loadRun(ctx context.Context, path string) (*sortedFile, error) {
+func (s *Store) loadRun(ctx context.Context, path, checksum string) (*sortedFile, error) {
 	return s.db.cache.get(ctx, path, func(ctx context.Context) (*sortedFile, error) {
 		data, err := s.db.bucket.Get(ctx, path)
 		if err != nil {
+			return nil, err
+		}
+		if err := verifyChecksum(data, checksum, "run "+path); err != nil {
+			s.countCorrupt(err)
 			return nil, err
 		}
 		rec, err := decodeParquet(ctx, data, s.codec, "run "+path)
@@ -166,14 +174,14 @@ func (s *Store) newSortedFile(path string, r arrow.RecordBatch) (*sortedFile, er
 // files loads the sources a read needs, in parallel.
 func (s *Store) files(ctx context.Context, snap *readSnapshot, source string, keyFilter func(minKey, maxKey string) bool) ([]*sortedFile, error) {
 	type want struct {
-		path string
-		run  bool
+		path, checksum string
+		run            bool
 	}
 	var wants []want
 	if source != SourceWAL {
 		for _, r := range snap.base.Runs {
 			if keyFilter == nil || keyFilter(r.MinKey, r.MaxKey) {
-				wants = append(wants, want{r.Path, true})
+				wants = append(wants, want{r.Path, r.Checksum, true})
 			}
 		}
 	}
@@ -181,7 +189,7 @@ func (s *Store) files(ctx context.Context, snap *readSnapshot, source string, ke
 		for _, sh := range snap.shards {
 			for _, g := range snap.pending[sh] {
 				if keyFilter == nil || keyFilter(g.MinKey, g.MaxKey) {
-					wants = append(wants, want{g.Path, false})
+					wants = append(wants, want{g.Path, g.Checksum, false})
 				}
 			}
 		}
@@ -193,9 +201,9 @@ func (s *Store) files(ctx context.Context, snap *readSnapshot, source string, ke
 		g.Go(func() error {
 			var err error
 			if w.run {
-				out[i], err = s.loadRun(gctx, w.path)
+				out[i], err = s.loadRun(gctx, w.path, w.checksum)
 			} else {
-				out[i], err = s.loadGen(gctx, w.path)
+				out[i], err = s.loadGen(gctx, w.path, w.checksum)
 			}
 			return err
 		})

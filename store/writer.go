@@ -556,6 +556,7 @@ func (w *writer) seal(ctx context.Context) (FlushResult, error) {
 		Rows: int64(len(rows)), Bytes: size,
 		MinKey: rows[0].Key, MaxKey: rows[len(rows)-1].Key,
 		MinSeq: minSeq, MaxSeq: maxSeq,
+		Checksum: checksumOf(data),
 	}
 	m, err := w.publishSeal(ctx, &sealedGen{meta: gm, data: data}, maxPos)
 	if err != nil {

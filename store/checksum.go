@@ -1,0 +1,54 @@
+package store
+
+import (
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"io"
+)
+
+// Every generation file and base run is listed in a manifest with the CRC-32C of its bytes,
+// and readers check it before decoding. Decoders must not be the first line of defence
+// against damaged objects: a flipped bit can decode into plausible wrong rows, and a garbled
+// Arrow schema can make the Arrow library ask for tens of gigabytes, a fatal out-of-memory
+// that no recover catches (docs/RELIABILITY.md, finding 10). Entries written before the
+// field existed have no checksum and are decoded as before.
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// checksumOf returns the manifest form of data's checksum: 8 lower-case hex digits.
+func checksumOf(data []byte) string {
+	return formatChecksum(crc32.Checksum(data, castagnoli))
+}
+
+func formatChecksum(sum uint32) string { return fmt.Sprintf("%08x", sum) }
+
+// verifyChecksum returns ErrCorrupt when data does not match want; an empty want (an entry
+// from before checksums) always matches.
+func verifyChecksum(data []byte, want, what string) error {
+	if want == "" {
+		return nil
+	}
+	if got := checksumOf(data); got != want {
+		return corruptf("%s: checksum %s, manifest says %s (%d bytes read)", what, got, want, len(data))
+	}
+	return nil
+}
+
+// checksumWriter computes the checksum of what is written through it.
+type checksumWriter struct {
+	w io.Writer
+	h hash.Hash32
+}
+
+func newChecksumWriter(w io.Writer) *checksumWriter {
+	return &checksumWriter{w: w, h: crc32.New(castagnoli)}
+}
+
+func (c *checksumWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.h.Write(p[:n])
+	return n, err
+}
+
+func (c *checksumWriter) sum() string { return formatChecksum(c.h.Sum32()) }

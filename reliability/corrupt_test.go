@@ -395,6 +395,12 @@ func runCorrupt(t *testing.T, url string) {
 		}
 	}
 	t.Logf("restarted owner of store c shard 2: Append fails: %v", err)
+	if !strings.Contains(err.Error(), badWAL) {
+		t.Errorf("the WAL error does not name the object key %s: %v", badWAL, err)
+	}
+	if got := corruptCounter(t, met); got <= before {
+		t.Errorf("walkeeper_corrupt_objects_total did not move for the damaged WAL object (%v -> %v)", before, got)
+	}
 	epochAfter := layout(stores["c"]).Shards[shardIDs[2]].WriterEpoch
 	t.Logf("store c shard 2: %d failed appends moved writer_epoch %d -> %d; walkeeper_corrupt_objects_total %v -> %v on the WAL object",
 		tries, epochBefore, epochAfter, before, corruptCounter(t, met))

@@ -87,7 +87,7 @@ func NewMetrics(reg prometheus.Registerer, budget *Budget) *Metrics {
 		}, []string{"result"}),
 		CorruptObjects: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "walkeeper_corrupt_objects_total",
-			Help: "Objects that failed to decode and were quarantined from merging.",
+			Help: "Reads of a stored object (generation, base run, WAL object) that found it damaged: checksum mismatch or undecodable. Counts attempts, not distinct objects; the damaged object blocks its shard or key range until an operator restores it.",
 		}, []string{"kind"}),
 	}
 	m.BudgetReservedBytes = prometheus.NewGaugeFunc(prometheus.GaugeOpts{

@@ -308,23 +308,27 @@ func openWriter(ctx context.Context, s *Store) (*writer, error) {
 }
 
 func (w *writer) replay(ctx context.Context, pos uint64) error {
-	data, err := w.s.db.bucket.Get(ctx, walKey(w.s.target, w.shard, pos))
+	key := walKey(w.s.target, w.shard, pos)
+	data, err := w.s.db.bucket.Get(ctx, key)
 	if err != nil {
 		return err
 	}
-	recs, err := decodeIPC(data, w.s.codec, fmt.Sprintf("WAL %s/%s/%d", w.s.target, w.shard, pos))
+	recs, err := decodeIPC(data, w.s.codec, fmt.Sprintf("WAL %s/%s/%d (%s)", w.s.target, w.shard, pos, key))
 	if err != nil {
+		w.s.countCorrupt(err)
 		return err
 	}
 	defer releaseAll(recs)
 	for _, rec := range recs {
 		view, err := w.s.codec.View(rec)
 		if err != nil {
+			w.s.countCorrupt(err)
 			return err
 		}
 		for i := 0; i < int(rec.NumRows()); i++ {
 			row, err := w.s.codec.RowAt(rec, i)
 			if err != nil {
+				w.s.countCorrupt(err)
 				return err
 			}
 			seq := view.Seq(i)

@@ -139,6 +139,7 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 		Interval:              w.cfg.FlushInterval,
 		Timeout:               w.cfg.EffectiveFlushTimeout(),
 		MergeAfterGenerations: w.cfg.MergeAfterGenerations,
+		SerialPrepare:         !w.cfg.MergeParallelPrepare,
 		Start:                 w.start,
 		Logger:                log.Named("sweeper"),
 		Metrics:               w.metrics,

@@ -124,11 +124,27 @@ type baseManifest struct {
 	CreatedAt  time.Time         `json:"created_at"`
 	// Reason is a human hint ("merge", "compact").
 	Reason string `json:"reason,omitempty"`
+	// Quarantined lists runs an operator set aside (quarantine.go): no longer read or
+	// compacted, never deleted.
+	Quarantined []quarantinedObject `json:"quarantined,omitempty"`
+}
+
+// quarantinedObject is a damaged object an operator took out of service: reads and merges
+// skip it, clean-up never deletes it, so it stays where it was for repair or forensics.
+type quarantinedObject struct {
+	Path   string    `json:"path"`
+	Rows   int64     `json:"rows"`
+	MinKey string    `json:"min_key"`
+	MaxKey string    `json:"max_key"`
+	Gen    uint64    `json:"gen,omitempty"` // generations only
+	Reason string    `json:"reason"`
+	At     time.Time `json:"at"`
 }
 
 func (m *baseManifest) clone() *baseManifest {
 	c := *m
 	c.Runs = append([]runMeta(nil), m.Runs...)
+	c.Quarantined = append([]quarantinedObject(nil), m.Quarantined...)
 	c.Watermarks = make(map[string]uint64, len(m.Watermarks))
 	for k, v := range m.Watermarks {
 		c.Watermarks[k] = v
@@ -175,6 +191,9 @@ type shardManifest struct {
 	NextGeneration uint64 `json:"next_generation"`
 	// Flushed lists sealed generations not yet drained by a merge, ascending.
 	Flushed []genMeta `json:"flushed"`
+	// Quarantined lists generations an operator set aside (quarantine.go): no longer read
+	// or merged, never deleted.
+	Quarantined []quarantinedObject `json:"quarantined,omitempty"`
 	// ReplayAfter is the highest WAL position whose rows are all in flushed generations
 	// (or drained into the base). A restarted writer replays WAL objects above it.
 	ReplayAfter uint64    `json:"replay_after"`
@@ -185,6 +204,7 @@ type shardManifest struct {
 func (m *shardManifest) clone() *shardManifest {
 	c := *m
 	c.Flushed = append([]genMeta(nil), m.Flushed...)
+	c.Quarantined = append([]quarantinedObject(nil), m.Quarantined...)
 	return &c
 }
 

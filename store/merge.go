@@ -800,6 +800,9 @@ func (s *Store) deleteMergedGenerations(ctx context.Context, shard string, throu
 	for _, g := range m.Flushed {
 		listed[g.Path] = true
 	}
+	for _, q := range m.Quarantined {
+		listed[q.Path] = true // set aside for repair: never garbage
+	}
 	objs, err := s.db.bucket.List(ctx, genPrefix(s.target, shard))
 	if err != nil {
 		return 0, err

@@ -102,6 +102,8 @@ type ShardStats struct {
 	Watermark          uint64    `json:"watermark"`
 	OldestPending      time.Time `json:"oldest_pending,omitzero"`
 	WriterEpoch        uint64    `json:"writer_epoch"`
+	// Quarantined counts this shard's generations an operator set aside.
+	Quarantined int `json:"quarantined,omitempty"`
 }
 
 // Stats is a store's shape, as the stats route and the sweep see it.
@@ -112,6 +114,8 @@ type Stats struct {
 	Rows        int64        `json:"rows"`
 	BaseBytes   int64        `json:"base_bytes"`
 	Shards      []ShardStats `json:"shards"`
+	// Quarantined counts objects (runs and generations) an operator set aside.
+	Quarantined int `json:"quarantined,omitempty"`
 }
 
 // TotalPending sums pending generations across shards.

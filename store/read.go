@@ -44,6 +44,8 @@ type readSnapshot struct {
 	base    *baseManifest
 	pending map[string][]genMeta
 	shards  []string
+	// quarantined counts the shards' quarantined generations (reads skip them).
+	quarantined map[string]int
 }
 
 const readAttempts = 3
@@ -70,7 +72,7 @@ func (s *Store) snapshot(ctx context.Context, enforce bool) (*readSnapshot, erro
 	if err != nil {
 		return nil, err
 	}
-	snap := &readSnapshot{base: base, pending: map[string][]genMeta{}}
+	snap := &readSnapshot{base: base, pending: map[string][]genMeta{}, quarantined: map[string]int{}}
 	total := 0
 	worst, worstShard := 0, ""
 	for i, sh := range shards {
@@ -78,6 +80,7 @@ func (s *Store) snapshot(ctx context.Context, enforce bool) (*readSnapshot, erro
 			continue
 		}
 		p := manifests[i].pendingAbove(base.Watermarks[sh])
+		snap.quarantined[sh] = len(manifests[i].Quarantined)
 		snap.shards = append(snap.shards, sh)
 		snap.pending[sh] = p
 		total += len(p)
@@ -463,9 +466,11 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 		Rows:        snap.base.rows(),
 		BaseBytes:   snap.base.bytes(),
 		Shards:      []ShardStats{},
+		Quarantined: len(snap.base.Quarantined),
 	}
 	for _, sh := range snap.shards {
-		ss := ShardStats{Shard: sh, Watermark: snap.base.Watermarks[sh]}
+		ss := ShardStats{Shard: sh, Watermark: snap.base.Watermarks[sh], Quarantined: snap.quarantined[sh]}
+		st.Quarantined += ss.Quarantined
 		for _, g := range snap.pending[sh] {
 			ss.PendingGenerations++
 			ss.PendingBytes += g.Bytes

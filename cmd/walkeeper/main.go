@@ -113,6 +113,7 @@ Start everything locally (Temporal dev server with Web UI, workers, demo load):
 		newStatusCmd(g),
 		newScheduleCmd(g),
 		newLoadCmd(g),
+		newQuarantineCmd(g),
 		newBenchCmd(),
 	)
 	return root

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/walkeeper/walkeeper/store"
+)
+
+// newQuarantineCmd is `walkeeper quarantine TARGET OBJECT_KEY --reason TEXT`: the operator's
+// way to set aside a damaged generation or base run (store/quarantine.go) so that its shard
+// merges and its store reads again.
+func newQuarantineCmd(g *globalOptions) *cobra.Command {
+	var storage, reason string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "quarantine TARGET OBJECT_KEY --reason TEXT",
+		Short: "Set aside a damaged generation or base run so that its store merges and reads again",
+		Long: `Set aside one damaged object of a store: a pending generation or a base run whose checksum
+or decoding failed (the ErrCorrupt message and the walkeeper_corrupt_objects_total alert name
+its key). Until then it blocks its shard's merges, full listings of the store and reads in its
+key range.
+
+A new manifest version moves the object's entry to a quarantined list: reads, merges and
+compactions skip it from then on, and clean-up never deletes the object, so it stays in place
+for repair or forensics. The rows that only that object held are no longer read (older versions
+of those keys become visible again, newer ones elsewhere are unaffected). Prefer restoring the
+object from a backup first; quarantine is for when that is not possible. Running it again for
+the same key changes nothing. It talks to storage directly; workers need no restart.`,
+		Example: `  walkeeper quarantine generic:demo generic/demo/_mem_wal/<shard>/gen/00000000000000000042-1.arrow \
+    --reason "checksum mismatch, no backup" --storage s3://bucket?prefix=walkeeper/`,
+		Args: args(cobra.ExactArgs(2)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			target, err := parseTarget(a[0])
+			if err != nil {
+				return err
+			}
+			if storage == "" {
+				return usagef("--storage is required (or set WALKEEPER_STORAGE)")
+			}
+			if reason == "" {
+				return usagef("--reason is required: it is recorded in the manifest next to the object")
+			}
+			ctx, cancel := signalContext(cmd.Context())
+			defer cancel()
+			logger, err := g.logger("warn")
+			if err != nil {
+				return err
+			}
+			opts := store.DefaultOptions()
+			opts.Logger = logger
+			opts.InstanceID = "walkeeper-quarantine"
+			db, err := store.OpenDB(ctx, storage, opts)
+			if err != nil {
+				return fmt.Errorf("open storage %s: %w", storage, err)
+			}
+			defer func() { _ = db.Close(context.Background()) }()
+			s, err := db.Open(ctx, target)
+			if err != nil {
+				return err
+			}
+			res, err := s.Quarantine(ctx, a[1], reason)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(res)
+			}
+			what := res.Kind
+			if res.Kind == "generation" {
+				what = fmt.Sprintf("generation %d of shard %s", res.Generation, res.Shard)
+			}
+			if res.AlreadyQuarantined {
+				fmt.Fprintf(out, "%s was already quarantined (manifest version %d); nothing changed\n", res.Path, res.ManifestVersion)
+				return nil
+			}
+			fmt.Fprintf(out, "quarantined %s\n  object    %s (kept in place)\n  rows      %d no longer read, keys %q..%q\n  manifest  version %d\n",
+				what, res.Path, res.Rows, res.MinKey, res.MaxKey, res.ManifestVersion)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&storage, "storage", os.Getenv("WALKEEPER_STORAGE"), "storage root URL (env WALKEEPER_STORAGE)")
+	cmd.Flags().StringVar(&reason, "reason", "", "why, recorded in the manifest next to the object (required)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	return cmd
+}

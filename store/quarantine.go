@@ -1,0 +1,162 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+
+	"go.uber.org/zap"
+)
+
+// Quarantine is the operator's answer to a damaged object. A generation or base run that
+// fails its checksum or its decoding blocks everything that must read it: its shard's merges,
+// full listings of the store, and reads in its key range (and the blocked shard keeps
+// sealing until PendingMax refuses every read of the store). Setting it aside moves its
+// manifest entry from the live list to a quarantined list in a new manifest version: reads,
+// merges and compactions skip it from then on, and clean-up never deletes it, so the bytes
+// stay where they were for repair or forensics.
+//
+// It is never automatic: it makes the object's rows unreadable (the rows that were only in
+// it; newer versions elsewhere are unaffected), and only an operator can decide that this is
+// better than waiting for a restore from backup. A transient read error must never lose data.
+
+// QuarantineResult says what was set aside.
+type QuarantineResult struct {
+	// Kind is "generation" or "run".
+	Kind string `json:"kind"`
+	Path string `json:"path"`
+	// Shard and Generation identify a quarantined generation.
+	Shard      string `json:"shard,omitempty"`
+	Generation uint64 `json:"generation,omitempty"`
+	// Rows is how many row versions reads no longer see.
+	Rows   int64  `json:"rows"`
+	MinKey string `json:"min_key"`
+	MaxKey string `json:"max_key"`
+	// AlreadyQuarantined: an earlier call set it aside; nothing changed.
+	AlreadyQuarantined bool `json:"already_quarantined,omitempty"`
+	// ManifestVersion is the base or shard manifest version that records it.
+	ManifestVersion uint64 `json:"manifest_version"`
+}
+
+// Quarantine sets aside the generation or base run stored at key (the object key an
+// ErrCorrupt names). Calling it again for the same key is a no-op.
+//
+// REQUIRES: mergeLock not held by the caller.
+func (s *Store) Quarantine(ctx context.Context, key, reason string) (QuarantineResult, error) {
+	if err := checkKey(key); err != nil {
+		return QuarantineResult{}, err
+	}
+	if strings.TrimSpace(reason) == "" {
+		return QuarantineResult{}, invalidf("quarantine %s: a reason is required", key)
+	}
+	if strings.HasPrefix(key, path.Join(storePrefix(s.target), dataDir)+"/") {
+		return s.quarantineRun(ctx, key, reason)
+	}
+	if rest, ok := strings.CutPrefix(key, memWALPrefix(s.target)); ok {
+		if shard, file, ok := strings.Cut(rest, "/gen/"); ok && shard != "" && file != "" && !strings.Contains(file, "/") {
+			return s.quarantineGen(ctx, shard, key, reason)
+		}
+	}
+	return QuarantineResult{}, invalidf("%s is not a generation or base run of %s", key, s.target)
+}
+
+func (s *Store) quarantineRun(ctx context.Context, key, reason string) (QuarantineResult, error) {
+	res := QuarantineResult{Kind: "run", Path: key}
+	for attempt := 0; attempt < 64; attempt++ {
+		base, err := s.loadBase(ctx)
+		if err != nil {
+			return res, err
+		}
+		if q, ok := findQuarantined(base.Quarantined, key); ok {
+			res.Rows, res.MinKey, res.MaxKey = q.Rows, q.MinKey, q.MaxKey
+			res.AlreadyQuarantined, res.ManifestVersion = true, base.Version
+			return res, nil
+		}
+		next := base.clone()
+		next.Version, next.Reason = base.Version+1, "quarantine"
+		next.Runs = next.Runs[:0]
+		found := false
+		for _, r := range base.Runs {
+			if r.Path != key {
+				next.Runs = append(next.Runs, r)
+				continue
+			}
+			found = true
+			res.Rows, res.MinKey, res.MaxKey = r.Rows, r.MinKey, r.MaxKey
+			next.Quarantined = append(next.Quarantined, quarantinedObject{Path: r.Path, Rows: r.Rows,
+				MinKey: r.MinKey, MaxKey: r.MaxKey, Reason: reason, At: s.db.opts.Now().UTC()})
+		}
+		if !found {
+			return res, fmt.Errorf("run %s is not in base version %d of %s: %w", key, base.Version, s.target, ErrNotFound)
+		}
+		_, err = s.publishBaseLocked(ctx, next)
+		if err == nil {
+			res.ManifestVersion = next.Version
+			s.quarantined(res, reason)
+			return res, nil
+		}
+		if !errors.Is(err, ErrAlreadyExists) {
+			return res, err
+		}
+		backoff(ctx, attempt)
+	}
+	return res, fmt.Errorf("%s: base edit kept losing races: %w", s.target, ErrConflict)
+}
+
+func (s *Store) quarantineGen(ctx context.Context, shard, key, reason string) (QuarantineResult, error) {
+	res := QuarantineResult{Kind: "generation", Path: key, Shard: shard}
+	already := false
+	m, err := s.editShard(ctx, shard, func(m *shardManifest) (bool, error) {
+		if q, ok := findQuarantined(m.Quarantined, key); ok {
+			already = true
+			res.Generation, res.Rows, res.MinKey, res.MaxKey = q.Gen, q.Rows, q.MinKey, q.MaxKey
+			return false, nil
+		}
+		keep := m.Flushed[:0:0]
+		found := false
+		for _, g := range m.Flushed {
+			if g.Path != key {
+				keep = append(keep, g)
+				continue
+			}
+			found = true
+			res.Generation, res.Rows, res.MinKey, res.MaxKey = g.Gen, g.Rows, g.MinKey, g.MaxKey
+			m.Quarantined = append(m.Quarantined, quarantinedObject{Path: g.Path, Rows: g.Rows,
+				MinKey: g.MinKey, MaxKey: g.MaxKey, Gen: g.Gen, Reason: reason, At: s.db.opts.Now().UTC()})
+		}
+		if !found {
+			return false, fmt.Errorf("generation %s is not listed by shard %s of %s: %w", key, shard, s.target, ErrNotFound)
+		}
+		m.Flushed = keep
+		return true, nil
+	})
+	if err != nil {
+		return res, err
+	}
+	res.AlreadyQuarantined, res.ManifestVersion = already, m.Version
+	if w := s.residentWriter(); w != nil && w.shard == shard {
+		w.observe(m)
+	}
+	if !already {
+		s.quarantined(res, reason)
+	}
+	return res, nil
+}
+
+func (s *Store) quarantined(res QuarantineResult, reason string) {
+	s.db.cache.forget(res.Path)
+	s.db.log.Warn("object quarantined: its rows are no longer read", zap.String("target", s.target.String()),
+		zap.String("kind", res.Kind), zap.String("path", res.Path), zap.Int64("rows", res.Rows),
+		zap.String("min_key", res.MinKey), zap.String("max_key", res.MaxKey), zap.String("reason", reason))
+}
+
+func findQuarantined(list []quarantinedObject, key string) (quarantinedObject, bool) {
+	for _, q := range list {
+		if q.Path == key {
+			return q, true
+		}
+	}
+	return quarantinedObject{}, false
+}

@@ -246,7 +246,11 @@ func statusTarget(ctx context.Context, out io.Writer, c client.Client, db *store
 		if err != nil {
 			return fmt.Errorf("stats of %s: %w", t, err)
 		}
-		fmt.Fprintf(out, "  base version %d, %d runs, %d rows\n\n", st.BaseVersion, st.Runs, st.Rows)
+		fmt.Fprintf(out, "  base version %d, %d runs, %d rows\n", st.BaseVersion, st.Runs, st.Rows)
+		if st.Quarantined > 0 {
+			fmt.Fprintf(out, "  %d quarantined object(s): set aside, not read (docs/OPERATIONS.md §8)\n", st.Quarantined)
+		}
+		fmt.Fprintln(out)
 		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "  SHARD\tPENDING\tPENDING BYTES\tWATERMARK\tOLDEST PENDING")
 		total, totalBytes := 0, int64(0)

@@ -122,7 +122,9 @@ func TestCommitLockQuick(t *testing.T) {
 
 func TestAppendLatencyQuick(t *testing.T) {
 	res := runQuick(t, "append-latency")
-	if res.Values["merged"] == 0 || res.Values["merged_nosync"] == 0 {
+	// Under -race the merging child (a race-built re-exec of this binary) can spend the
+	// whole short busy phase starting up, so only a normal build must have merged.
+	if (res.Values["merged"] == 0 || res.Values["merged_nosync"] == 0) && !raceEnabled {
 		t.Errorf("no generation merged during the busy phases: %v", res.Values)
 	}
 	// Without fsync the disk queue is out of the picture: appends never take the merge lock,
@@ -177,7 +179,9 @@ func TestParallelPrepareQuick(t *testing.T) {
 	// A prepare reads its generations concurrently: ~14 sequential round trips for a quick
 	// prepare of 4 generations (metadata, list, the reads as one, the staged write). Reading
 	// them one after another again, or another few round trips per prepare, trips this.
-	if n := res.Values["roundtrips_per_prepare"]; n > 28 {
+	// The count is derived from time (prepare time / modelled latency), so it only means
+	// round trips when CPU time is small against 10 ms: not under -race.
+	if n := res.Values["roundtrips_per_prepare"]; n > 28 && !raceEnabled {
 		t.Errorf("serial prepare under 10 ms/request latency took %.1f round trips per prepare > 28", n)
 	}
 }

@@ -1,6 +1,8 @@
 package store
 
 import (
+	"bytes"
+	"encoding/binary"
 	"fmt"
 	"hash"
 	"hash/crc32"
@@ -52,3 +54,35 @@ func (c *checksumWriter) Write(p []byte) (int, error) {
 }
 
 func (c *checksumWriter) sum() string { return formatChecksum(c.h.Sum32()) }
+
+// WAL objects are listed by no manifest, so their checksum travels in the object: an 8-byte
+// magic and the CRC-32C (big-endian) of the Arrow IPC bytes that follow. Objects without the
+// magic are WAL objects from before it (plain IPC, "ARROW1…") and are decoded unchecked.
+const walFrameMagic = "WKWAL1\x00\x00"
+
+const walFrameHeader = len(walFrameMagic) + 4
+
+// frameWAL prefixes ipc with the WAL header. Deterministic, so a retried put of the same
+// batch writes the same bytes.
+func frameWAL(ipc []byte) []byte {
+	out := make([]byte, walFrameHeader, walFrameHeader+len(ipc))
+	copy(out, walFrameMagic)
+	binary.BigEndian.PutUint32(out[len(walFrameMagic):], crc32.Checksum(ipc, castagnoli))
+	return append(out, ipc...)
+}
+
+// unframeWAL checks a framed WAL object and returns its IPC bytes.
+func unframeWAL(raw []byte, what string) ([]byte, error) {
+	if !bytes.HasPrefix(raw, []byte(walFrameMagic)) {
+		return raw, nil
+	}
+	if len(raw) < walFrameHeader {
+		return nil, corruptf("%s: %d bytes, shorter than its header", what, len(raw))
+	}
+	want := binary.BigEndian.Uint32(raw[len(walFrameMagic):walFrameHeader])
+	ipc := raw[walFrameHeader:]
+	if got := crc32.Checksum(ipc, castagnoli); got != want {
+		return nil, corruptf("%s: checksum %s, header says %s (%d bytes read)", what, formatChecksum(got), formatChecksum(want), len(raw))
+	}
+	return ipc, nil
+}

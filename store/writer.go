@@ -284,6 +284,7 @@ func openWriter(ctx context.Context, s *Store) (*writer, error) {
 	if err != nil {
 		return nil, err
 	}
+	marker = frameWAL(marker)
 	for {
 		err := s.db.bucket.PutIfAbsent(ctx, walKey(s.target, shard, next), marker)
 		if err == nil {
@@ -313,7 +314,13 @@ func (w *writer) replay(ctx context.Context, pos uint64) error {
 	if err != nil {
 		return err
 	}
-	recs, err := decodeIPC(data, w.s.codec, fmt.Sprintf("WAL %s/%s/%d (%s)", w.s.target, w.shard, pos, key))
+	what := fmt.Sprintf("WAL %s/%s/%d (%s)", w.s.target, w.shard, pos, key)
+	data, err = unframeWAL(data, what)
+	if err != nil {
+		w.s.countCorrupt(err)
+		return err
+	}
+	recs, err := decodeIPC(data, w.s.codec, what)
 	if err != nil {
 		w.s.countCorrupt(err)
 		return err
@@ -443,6 +450,7 @@ func (w *writer) commit(batch []*appendReq) {
 		answer(AppendResult{}, err)
 		return
 	}
+	data = frameWAL(data)
 	key := walKey(w.s.target, w.shard, pos)
 	err = w.s.db.bucket.PutIfAbsent(ctx, key, data)
 	if errors.Is(err, ErrAlreadyExists) {

@@ -340,6 +340,14 @@ func FuzzDecodeGeneration(f *testing.F) {
 		if err := db.bucket.Put(ctx, sm.Flushed[0].Path, append([]byte(nil), data...)); err != nil {
 			t.Fatal(err)
 		}
+		// Re-list it with the fuzzed bytes' checksum, so the decoder (not the checksum, which
+		// would refuse any change) is what the store's reads and merge exercise.
+		if _, err := s.editShard(ctx, db.Shard(), func(m *shardManifest) (bool, error) {
+			m.Flushed[0].Checksum = checksumOf(data)
+			return true, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
 		exerciseDecoded(t, s)
 	})
 }
@@ -389,6 +397,12 @@ func FuzzDecodeRun(f *testing.F) {
 			t.Fatalf("setup: %v", err)
 		}
 		if err := db.bucket.Put(ctx, base.Runs[0].Path, append([]byte(nil), data...)); err != nil {
+			t.Fatal(err)
+		}
+		next := base.clone() // re-listed with the fuzzed bytes' checksum, as above
+		next.Version++
+		next.Runs[0].Checksum = checksumOf(data)
+		if err := s.publishBase(ctx, next); err != nil {
 			t.Fatal(err)
 		}
 		exerciseDecoded(t, s)

@@ -54,24 +54,16 @@ func RunAppendLatency(ctx context.Context, o Options) (*Result, error) {
 			if err != nil {
 				return err
 			}
-			bulk, err := store.OpenDB(ctx, url, storeOptions("bulk", log))
+			bulk, bs, err := openAs(ctx, url, "bulk", log, s.Target())
 			if err != nil {
 				return err
 			}
 			defer bulk.Close(context.WithoutCancel(ctx))
-			bs, err := bulk.Open(ctx, s.Target())
-			if err != nil {
-				return err
-			}
-			merger, err := store.OpenDB(ctx, url, storeOptions("merger", log))
+			merger, mstore, err := openAs(ctx, url, "merger", log, s.Target())
 			if err != nil {
 				return err
 			}
 			defer merger.Close(context.WithoutCancel(ctx))
-			mstore, err := merger.Open(ctx, s.Target())
-			if err != nil {
-				return err
-			}
 			bulkShard := bulk.Shard()
 
 			var genSeq atomic.Int64

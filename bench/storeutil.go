@@ -61,6 +61,21 @@ func storeOptions(instance string, log *zap.Logger, tweak ...func(*store.Options
 	return o
 }
 
+// openAs opens url as another process would (its own DB, instance and shard) and opens t in
+// it. The caller closes the DB.
+func openAs(ctx context.Context, url, instance string, log *zap.Logger, t store.Target) (*store.DB, *store.Store, error) {
+	db, err := store.OpenDB(ctx, url, storeOptions(instance, log))
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := db.Open(ctx, t)
+	if err != nil {
+		_ = db.Close(context.WithoutCancel(ctx))
+		return nil, nil, err
+	}
+	return db, s, nil
+}
+
 func createGeneric(ctx context.Context, db *store.DB, name string) (*store.Store, error) {
 	f := false
 	return db.Create(ctx, store.Target{Kind: store.KindGeneric, Name: name}, store.CreateOptions{Schema: &benchSchema, SealOnAppend: &f})

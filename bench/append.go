@@ -164,20 +164,7 @@ func RunAppendLatency(ctx context.Context, o Options) (*Result, error) {
 							}
 						}()
 					}
-					wg.Add(1)
-					go func() { // sealer
-						defer wg.Done()
-						tk := time.NewTicker(100 * time.Millisecond)
-						defer tk.Stop()
-						for {
-							select {
-							case <-pctx.Done():
-								return
-							case <-tk.C:
-								_, _ = s.Flush(pctx)
-							}
-						}
-					}()
+					every(pctx, &wg, 100*time.Millisecond, func() { _, _ = s.Flush(pctx) }) // sealer
 					if busy {
 						wg.Add(1)
 						go func() { // merger
@@ -201,20 +188,7 @@ func RunAppendLatency(ctx context.Context, o Options) (*Result, error) {
 					}
 					// The same background write load in both phases: one 1 MiB generation of the
 					// bulk shard every 100 ms.
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						tk := time.NewTicker(100 * time.Millisecond)
-						defer tk.Stop()
-						for {
-							select {
-							case <-pctx.Done():
-								return
-							case <-tk.C:
-								_ = produce(pctx, 1)
-							}
-						}
-					}()
+					every(pctx, &wg, 100*time.Millisecond, func() { _ = produce(pctx, 1) })
 					wg.Wait()
 					cancel()
 					if appendErr != nil {
@@ -258,4 +232,22 @@ func RunAppendLatency(ctx context.Context, o Options) (*Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// every runs f every d until ctx ends, in a goroutine counted by wg.
+func every(ctx context.Context, wg *sync.WaitGroup, d time.Duration, f func()) {
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tk := time.NewTicker(d)
+		defer tk.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tk.C:
+				f()
+			}
+		}
+	}()
 }

@@ -292,6 +292,18 @@ func touchRecord(t *testing.T, c *Codec, rec arrow.RecordBatch) (skipped bool) {
 	return false
 }
 
+// decodeFuzzCodec returns c, or the codec of decodeFuzzSchema on the first call.
+func decodeFuzzCodec(t *testing.T, c *Codec) *Codec {
+	if c != nil {
+		return c
+	}
+	c, err := NewCodec(KindGeneric, decodeFuzzSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 func FuzzDecodeGeneration(f *testing.F) {
 	var codec *Codec
 	var validGen []byte
@@ -299,13 +311,7 @@ func FuzzDecodeGeneration(f *testing.F) {
 	f.Add([]byte("ARROW1"))
 	f.Add([]byte("ARROW1\x00\x00ARROW1"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if codec == nil {
-			c, err := NewCodec(KindGeneric, decodeFuzzSchema)
-			if err != nil {
-				t.Fatal(err)
-			}
-			codec = c
-		}
+		codec = decodeFuzzCodec(t, codec)
 		defer watchSlow("FuzzDecodeGeneration", data)()
 		if skipKnown {
 			if validGen == nil {
@@ -359,13 +365,7 @@ func FuzzDecodeRun(f *testing.F) {
 	f.Add([]byte("PAR1"))
 	f.Add([]byte("PAR1\x00\x00\x00\x00PAR1"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if codec == nil {
-			c, err := NewCodec(KindGeneric, decodeFuzzSchema)
-			if err != nil {
-				t.Fatal(err)
-			}
-			codec = c
-		}
+		codec = decodeFuzzCodec(t, codec)
 		defer watchSlow("FuzzDecodeRun", data)()
 		if skipKnown {
 			if validSchema == nil {

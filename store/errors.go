@@ -3,6 +3,8 @@ package store
 import (
 	"errors"
 	"fmt"
+
+	"github.com/walkeeper/walkeeper/target"
 )
 
 // The error taxonomy of the store. Every error the store returns wraps at most one of these
@@ -15,7 +17,8 @@ var (
 	// ErrAlreadyExists: a create or put-if-absent lost to an existing object.
 	ErrAlreadyExists = errors.New("already exists")
 	// ErrInvalidInput: the caller's input is malformed; retrying the same input never helps.
-	ErrInvalidInput = errors.New("invalid input")
+	// It is target.ErrInvalidInput, so a bad target parsed by package target carries it too.
+	ErrInvalidInput = target.ErrInvalidInput
 	// ErrStalePreparation: the base table's watermark moved into the prepared range; the
 	// prepared files must be aborted and the merge prepared again.
 	ErrStalePreparation = errors.New("stale preparation")
@@ -39,4 +42,13 @@ func invalidf(format string, args ...any) error {
 
 func corruptf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrCorrupt, fmt.Sprintf(format, args...))
+}
+
+// clip bounds user-supplied text quoted in error messages.
+func clip(s string) string {
+	const n = 64
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
 }

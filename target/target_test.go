@@ -1,4 +1,4 @@
-package store
+package target
 
 import (
 	"encoding/json"

@@ -1,11 +1,24 @@
-package store
+// Package target is the identity of a store: its Kind, its Name and the Target "<kind>:<name>"
+// that every layer (store/, the Temporal contract, the HTTP and CLI front ends) uses to
+// name it, with the name rules they share. It is a leaf: it imports no walkeeper package,
+// so the deterministic workflow code can parse targets without linking the store.
+package target
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/google/uuid"
 )
+
+// ErrInvalidInput marks a malformed kind, name or target; retrying the same input never
+// helps. store.ErrInvalidInput is this same value, so errors.Is holds across both.
+var ErrInvalidInput = errors.New("invalid input")
+
+func invalidf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalidInput, fmt.Sprintf(format, args...))
+}
 
 // Kind is a store kind. The set is closed: see Kinds.
 type Kind string

@@ -1,7 +1,8 @@
 // Package activities adapts store/ to Temporal: one params struct in, one result struct out,
 // heartbeats for anything long, and store error marks mapped onto Temporal error types in
-// one place (errors.go). The contract (names, params, results) is declared by package
-// workflows and re-exported here.
+// one place (errors.go). The contract it implements (names, params, results, error types)
+// is package contract; what the store hands over crosses as contract wire types, converted
+// in wire.go.
 package activities
 
 import (
@@ -14,8 +15,8 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.uber.org/zap"
 
+	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
-	"github.com/walkeeper/walkeeper/workflows"
 )
 
 // Activities holds the dependencies of every walkeeper activity. Register one populated
@@ -28,7 +29,7 @@ type Activities struct {
 	// Metrics may be nil (no metrics).
 	Metrics Metrics
 	// Client starts workflows (StartWorkflows) and tells workflows what their activities are
-	// waiting for (workflows.ActivityStateSignal). Without it StartWorkflows fails as
+	// waiting for (contract.ActivityStateSignal). Without it StartWorkflows fails as
 	// misconfigured and the status query cannot tell a running activity from one waiting
 	// for a slot.
 	Client client.Client
@@ -43,42 +44,19 @@ type Metrics interface {
 	ActivityDone(activity string, kind store.Kind, outcome string, d time.Duration)
 }
 
-// The activity contract, declared by package workflows.
-type (
-	ListPendingShardsParams = workflows.ListPendingShardsParams
-	ListPendingShardsResult = workflows.ListPendingShardsResult
-	ShardPending            = workflows.ShardPending
-	PrepareParams           = workflows.PrepareParams
-	PrepareResult           = workflows.PrepareResult
-	PrepareProgress         = workflows.PrepareProgress
-	CommitParams            = workflows.CommitParams
-	CommitResult            = workflows.CommitResult
-	AbortParams             = workflows.AbortParams
-	AbortResult             = workflows.AbortResult
-	CompactBaseParams       = workflows.CompactPassParams
-	CompactBaseResult       = workflows.CompactPassResult
-	ScanStatsParams         = workflows.ScanStatsParams
-	ScanStatsResult         = workflows.ScanStatsResult
-	TargetStats             = workflows.TargetStats
-	StartWorkflowsParams    = workflows.StartWorkflowsParams
-	StartWorkflowsResult    = workflows.StartWorkflowsResult
-	StartRequest            = workflows.StartRequest
-	StartOutcome            = workflows.StartOutcome
-)
-
 // Register registers every activity of a on r (a worker or a test environment) under its
-// explicit name (workflows names.go).
+// explicit name (contract/names.go).
 func Register(r worker.ActivityRegistry, a *Activities) {
 	reg := func(fn any, name string) {
 		r.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}
-	reg(a.ListPendingShards, workflows.ListPendingShardsActivity)
-	reg(a.Prepare, workflows.PrepareActivity)
-	reg(a.Commit, workflows.CommitActivity)
-	reg(a.Abort, workflows.AbortActivity)
-	reg(a.CompactBase, workflows.CompactBaseActivity)
-	reg(a.ScanStats, workflows.ScanStatsActivity)
-	reg(a.StartWorkflows, workflows.StartWorkflowsActivity)
+	reg(a.ListPendingShards, contract.ListPendingShardsActivity)
+	reg(a.Prepare, contract.PrepareActivity)
+	reg(a.Commit, contract.CommitActivity)
+	reg(a.Abort, contract.AbortActivity)
+	reg(a.CompactBase, contract.CompactBaseActivity)
+	reg(a.ScanStats, contract.ScanStatsActivity)
+	reg(a.StartWorkflows, contract.StartWorkflowsActivity)
 }
 
 func (a *Activities) logger() *zap.Logger {
@@ -108,11 +86,11 @@ func (a *Activities) open(ctx context.Context, target string) (*store.Store, sto
 	return s, t, err
 }
 
-// attemptKey is the idempotency key of the running attempt, workflow ID + "/" + activity
-// ID: the same across retries of one activity and distinct between activities (the
-// workflows embed their run ID in activity IDs, see workflows.tracker). An activity run
+// idempotencyKey is the store's AttemptKey for the running attempt, workflow ID + "/" +
+// activity ID: the same across retries of one activity and distinct between activities (the
+// workflows embed their run ID in activity IDs, see contract.tracker). An activity run
 // outside a workflow keys on its own activity run ID.
-func attemptKey(ctx context.Context) string {
+func idempotencyKey(ctx context.Context) string {
 	info := activity.GetInfo(ctx)
 	if info.WorkflowExecution.ID == "" {
 		return "standalone/" + info.ActivityID + "/" + info.ActivityRunID

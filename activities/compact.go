@@ -8,13 +8,13 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.uber.org/zap"
 
+	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
-	"github.com/walkeeper/walkeeper/workflows"
 )
 
 // CompactBase runs one bounded compaction pass over the target's base runs. The output run
 // is named from workflow ID + "/" + activity ID, so a retried attempt overwrites it.
-func (a *Activities) CompactBase(ctx context.Context, p CompactBaseParams) (res CompactBaseResult, err error) {
+func (a *Activities) CompactBase(ctx context.Context, p contract.CompactPassParams) (res contract.CompactPassResult, err error) {
 	start := time.Now()
 	var kind store.Kind
 	ctx, stopping := withWorkerStop(ctx)
@@ -23,7 +23,7 @@ func (a *Activities) CompactBase(ctx context.Context, p CompactBaseParams) (res 
 		if stopping() && errors.Is(err, context.Canceled) {
 			err = errWorkerStopping
 		}
-		err = a.done(workflows.CompactBaseActivity, kind, start, "ok", err)
+		err = a.done(contract.CompactBaseActivity, kind, start, "ok", err)
 		rep.finish(err)
 	}()
 
@@ -32,7 +32,7 @@ func (a *Activities) CompactBase(ctx context.Context, p CompactBaseParams) (res 
 	if err != nil {
 		return res, err
 	}
-	cr, err := s.CompactBase(ctx, store.CompactParams{MaxRuns: p.MaxRuns, MaxBytes: p.MaxBytes, AttemptKey: attemptKey(ctx)})
+	cr, err := s.CompactBase(ctx, store.CompactParams{MaxRuns: p.MaxRuns, MaxBytes: p.MaxBytes, AttemptKey: idempotencyKey(ctx)})
 	if err != nil {
 		return res, err
 	}
@@ -41,7 +41,7 @@ func (a *Activities) CompactBase(ctx context.Context, p CompactBaseParams) (res 
 		zap.String("workflow_id", activity.GetInfo(ctx).WorkflowExecution.ID),
 		zap.Bool("committed", cr.Committed), zap.Int("input_runs", cr.InputRuns),
 		zap.Int("runs_left", cr.RunsLeft), zap.Uint64("base_version", cr.BaseVersion))
-	return CompactBaseResult{
+	return contract.CompactPassResult{
 		BaseVersion:    cr.BaseVersion,
 		InputRuns:      cr.InputRuns,
 		OutputRuns:     cr.OutputRuns,

@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/workflows"
 )
@@ -38,12 +39,12 @@ func TestMergeWalEndToEnd(t *testing.T) {
 			two := 2
 
 			env := newWorkflowEnv(t, &Activities{DB: w1, Client: newSignalRecorder()})
-			env.ExecuteWorkflow(workflows.MergeWalWorkflow, workflows.MergeWalInput{
+			env.ExecuteWorkflow(contract.MergeWalWorkflow, contract.MergeWalInput{
 				Target: "generic:gs", MaxGenerations: &two, ParallelPrepare: parallel,
 			})
 			require.True(t, env.IsWorkflowCompleted())
 			require.NoError(t, env.GetWorkflowError())
-			var res workflows.MergeWalResult
+			var res contract.MergeWalResult
 			require.NoError(t, env.GetWorkflowResult(&res))
 
 			require.Equal(t, 5, res.Reclaimed)
@@ -75,9 +76,9 @@ func TestMaintenanceSweepEndToEnd(t *testing.T) {
 	c, got := fakeClient(nil)
 
 	env := newWorkflowEnv(t, &Activities{DB: db, Client: c})
-	env.ExecuteWorkflow(workflows.MaintenanceSweepWorkflow, workflows.MaintenanceSweepInput{MergeMinGenerations: 3})
+	env.ExecuteWorkflow(contract.MaintenanceSweepWorkflow, contract.MaintenanceSweepInput{MergeMinGenerations: 3})
 	require.NoError(t, env.GetWorkflowError())
-	var res workflows.MaintenanceSweepResult
+	var res contract.MaintenanceSweepResult
 	require.NoError(t, env.GetWorkflowResult(&res))
 
 	require.Equal(t, 3, res.Scanned)

@@ -6,13 +6,13 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
-	"github.com/walkeeper/walkeeper/workflows"
 )
 
 // This file is the one place where store error marks become Temporal error types.
 // Workflows branch on the types (never on messages) and every retry policy lists the
-// non-retryable ones (workflows.NonRetryableErrorTypes).
+// non-retryable ones (contract.NonRetryableErrorTypes).
 
 type errorClass struct {
 	mark         error
@@ -26,17 +26,17 @@ type errorClass struct {
 // classes are checked in order, so an error carrying several marks takes the first:
 // everything that halts comes before everything that retries.
 var classes = []errorClass{
-	{store.ErrCorrupt, workflows.ErrTypeCorruptData, true, false},
-	{store.ErrInvalidInput, workflows.ErrTypeInvalidInput, true, false},
-	{store.ErrNotFound, workflows.ErrTypeNotFound, true, false},
+	{store.ErrCorrupt, contract.ErrTypeCorruptData, true, false},
+	{store.ErrInvalidInput, contract.ErrTypeInvalidInput, true, false},
+	{store.ErrNotFound, contract.ErrTypeNotFound, true, false},
 	// The workflow handles it: abort the preparation, then prepare again.
-	{store.ErrStalePreparation, workflows.ErrTypeStalePreparation, true, true},
-	{store.ErrConflict, workflows.ErrTypeConflict, false, false},
-	{store.ErrBudgetBusy, workflows.ErrTypeBudgetBusy, false, true},
-	{store.ErrFenced, workflows.ErrTypeFenced, false, false},
-	{store.ErrTooManyPending, workflows.ErrTypeTooManyPending, false, false},
-	{store.ErrAlreadyExists, workflows.ErrTypeAlreadyExists, false, false},
-	{store.ErrClosed, workflows.ErrTypeClosed, false, false},
+	{store.ErrStalePreparation, contract.ErrTypeStalePreparation, true, true},
+	{store.ErrConflict, contract.ErrTypeConflict, false, false},
+	{store.ErrBudgetBusy, contract.ErrTypeBudgetBusy, false, true},
+	{store.ErrFenced, contract.ErrTypeFenced, false, false},
+	{store.ErrTooManyPending, contract.ErrTypeTooManyPending, false, false},
+	{store.ErrAlreadyExists, contract.ErrTypeAlreadyExists, false, false},
+	{store.ErrClosed, contract.ErrTypeClosed, false, false},
 }
 
 // ToTemporal maps a store error onto a Temporal application error whose type names the
@@ -54,7 +54,7 @@ func ToTemporal(err error) error {
 		return err
 	}
 	if errors.Is(err, errWorkerStopping) {
-		return temporal.NewApplicationErrorWithOptions(err.Error(), workflows.ErrTypeClosed,
+		return temporal.NewApplicationErrorWithOptions(err.Error(), contract.ErrTypeClosed,
 			temporal.ApplicationErrorOptions{Cause: err, Category: temporal.ApplicationErrorCategoryBenign})
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
@@ -79,7 +79,7 @@ func ErrorType(err error) string {
 	}
 	switch {
 	case errors.Is(err, errWorkerStopping):
-		return workflows.ErrTypeClosed
+		return contract.ErrTypeClosed
 	case errors.Is(err, context.Canceled):
 		return "Canceled"
 	case errors.Is(err, context.DeadlineExceeded):
@@ -94,10 +94,10 @@ func classify(err error) errorClass {
 			return c
 		}
 	}
-	return errorClass{errType: workflows.ErrTypeInternal}
+	return errorClass{errType: contract.ErrTypeInternal}
 }
 
 // errMisconfigured reports a worker wired without a dependency; retrying cannot help.
 func errMisconfigured(msg string) error {
-	return temporal.NewNonRetryableApplicationError(msg, workflows.ErrTypeMisconfigured, nil)
+	return temporal.NewNonRetryableApplicationError(msg, contract.ErrTypeMisconfigured, nil)
 }

@@ -11,8 +11,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
+	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
-	"github.com/walkeeper/walkeeper/workflows"
 )
 
 func TestToTemporalMapsEveryMark(t *testing.T) {
@@ -47,7 +47,7 @@ func TestToTemporalMapsEveryMark(t *testing.T) {
 			require.Equal(t, c.errType, ErrorType(orig))
 			require.Equal(t, c.errType, ErrorType(mapped))
 			// Non-retryable types are exactly the ones every retry policy lists.
-			require.Equal(t, c.nonRetryable, contains(workflows.NonRetryableErrorTypes, c.errType))
+			require.Equal(t, c.nonRetryable, contains(contract.NonRetryableErrorTypes, c.errType))
 		})
 	}
 }

@@ -13,8 +13,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
+	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
-	"github.com/walkeeper/walkeeper/workflows"
 )
 
 var testSchema = store.Schema{Fields: []store.Field{
@@ -90,13 +90,13 @@ func registerActivities(env interface {
 	RegisterActivityWithOptions(any, activity.RegisterOptions)
 }, a *Activities) {
 	for name, fn := range map[string]any{
-		workflows.ListPendingShardsActivity: a.ListPendingShards,
-		workflows.PrepareActivity:           a.Prepare,
-		workflows.CommitActivity:            a.Commit,
-		workflows.AbortActivity:             a.Abort,
-		workflows.CompactBaseActivity:       a.CompactBase,
-		workflows.ScanStatsActivity:         a.ScanStats,
-		workflows.StartWorkflowsActivity:    a.StartWorkflows,
+		contract.ListPendingShardsActivity: a.ListPendingShards,
+		contract.PrepareActivity:           a.Prepare,
+		contract.CommitActivity:            a.Commit,
+		contract.AbortActivity:             a.Abort,
+		contract.CompactBaseActivity:       a.CompactBase,
+		contract.ScanStatsActivity:         a.ScanStats,
+		contract.StartWorkflowsActivity:    a.StartWorkflows,
 	} {
 		env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}

@@ -10,15 +10,15 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.uber.org/zap"
 
+	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
-	"github.com/walkeeper/walkeeper/workflows"
 )
 
 // ListPendingShards lists the target's shards with pending generations, in shard order.
-func (a *Activities) ListPendingShards(ctx context.Context, p ListPendingShardsParams) (res ListPendingShardsResult, err error) {
+func (a *Activities) ListPendingShards(ctx context.Context, p contract.ListPendingShardsParams) (res contract.ListPendingShardsResult, err error) {
 	start := time.Now()
 	var kind store.Kind
-	defer func() { err = a.done(workflows.ListPendingShardsActivity, kind, start, "ok", err) }()
+	defer func() { err = a.done(contract.ListPendingShardsActivity, kind, start, "ok", err) }()
 
 	s, t, err := a.open(ctx, p.Target)
 	kind = t.Kind
@@ -29,9 +29,9 @@ func (a *Activities) ListPendingShards(ctx context.Context, p ListPendingShardsP
 	if err != nil {
 		return res, err
 	}
-	res.Shards = make([]ShardPending, 0, len(shards))
+	res.Shards = make([]contract.ShardPending, 0, len(shards))
 	for _, sh := range shards {
-		res.Shards = append(res.Shards, ShardPending{
+		res.Shards = append(res.Shards, contract.ShardPending{
 			Shard:         sh.Shard,
 			Pending:       sh.PendingGenerations,
 			PendingBytes:  sh.PendingBytes,
@@ -53,17 +53,17 @@ const budgetWaitHint = 2 * time.Second
 // (DESIGN §3 step 1). The idempotency key is workflow ID + "/" + activity ID, so a retried
 // attempt overwrites its own staged files. It returns a nil Prepared when nothing is
 // pending. Progress (generations read) is heartbeated; the budget wait heartbeats too.
-func (a *Activities) Prepare(ctx context.Context, p PrepareParams) (res PrepareResult, err error) {
+func (a *Activities) Prepare(ctx context.Context, p contract.PrepareParams) (res contract.PrepareResult, err error) {
 	start := time.Now()
 	var kind store.Kind
 	outcome := "ok"
 	ctx, stopping := withWorkerStop(ctx)
-	rep := a.startReporter(ctx, p.NotifyAfter, PrepareProgress{State: workflows.PrepareStateStarting})
+	rep := a.startReporter(ctx, p.NotifyAfter, contract.PrepareProgress{State: contract.PrepareStateStarting})
 	defer func() {
 		if stopping() && errors.Is(err, context.Canceled) {
 			err = errWorkerStopping
 		}
-		err = a.done(workflows.PrepareActivity, kind, start, outcome, err)
+		err = a.done(contract.PrepareActivity, kind, start, outcome, err)
 		rep.finish(err)
 	}()
 
@@ -90,13 +90,13 @@ func (a *Activities) Prepare(ctx context.Context, p PrepareParams) (res PrepareR
 
 	prepared, err := s.Prepare(ctx, store.PrepareParams{
 		Shard:          p.Shard,
-		AttemptKey:     attemptKey(ctx),
+		AttemptKey:     idempotencyKey(ctx),
 		MaxGenerations: p.MaxGenerations,
 		MaxBytes:       p.MaxBytes,
 		Progress: func(done, total int) {
 			once.Do(func() { close(firstRead) })
 			rep.running()
-			rep.progress(PrepareProgress{State: workflows.ActivityStateRunning, Done: done, Total: total})
+			rep.progress(contract.PrepareProgress{State: contract.ActivityStateRunning, Done: done, Total: total})
 		},
 	})
 	if err != nil {
@@ -112,7 +112,7 @@ func (a *Activities) Prepare(ctx context.Context, p PrepareParams) (res PrepareR
 		zap.Int("generations", len(prepared.Generations)),
 		zap.Int64("rows", prepared.Rows),
 		zap.Int64("bytes", prepared.Bytes))
-	res.Prepared = prepared
+	res.Prepared = preparedToWire(prepared)
 	return res, nil
 }
 
@@ -135,7 +135,7 @@ func (a *Activities) watchBudget(rep *reporter, firstRead <-chan struct{}) {
 		case <-t.C:
 			if time.Since(started) >= budgetWaitHint && budget.Waiting() > 0 {
 				rep.waitingBudget()
-				rep.progress(PrepareProgress{State: workflows.ActivityStateWaitingBudget})
+				rep.progress(contract.PrepareProgress{State: contract.ActivityStateWaitingBudget})
 				return
 			}
 		}
@@ -143,7 +143,7 @@ func (a *Activities) watchBudget(rep *reporter, firstRead <-chan struct{}) {
 }
 
 // Commit publishes a prepared merge (DESIGN §3 step 2). Committing twice is safe.
-func (a *Activities) Commit(ctx context.Context, p CommitParams) (res CommitResult, err error) {
+func (a *Activities) Commit(ctx context.Context, p contract.CommitParams) (res contract.CommitResult, err error) {
 	start := time.Now()
 	var kind store.Kind
 	ctx, stopping := withWorkerStop(ctx)
@@ -152,7 +152,7 @@ func (a *Activities) Commit(ctx context.Context, p CommitParams) (res CommitResu
 		if stopping() && errors.Is(err, context.Canceled) {
 			err = errWorkerStopping
 		}
-		err = a.done(workflows.CommitActivity, kind, start, "ok", err)
+		err = a.done(contract.CommitActivity, kind, start, "ok", err)
 		rep.finish(err)
 	}()
 
@@ -161,7 +161,7 @@ func (a *Activities) Commit(ctx context.Context, p CommitParams) (res CommitResu
 	if err != nil {
 		return res, err
 	}
-	cr, err := s.Commit(ctx, &p.Prepared)
+	cr, err := s.Commit(ctx, preparedFromWire(&p.Prepared))
 	log := a.logger().With(zap.String("target", t.String()), zap.String("shard", p.Prepared.Shard),
 		zap.Uint64("generation", p.Prepared.Through),
 		zap.String("workflow_id", activity.GetInfo(ctx).WorkflowExecution.ID))
@@ -171,27 +171,27 @@ func (a *Activities) Commit(ctx context.Context, p CommitParams) (res CommitResu
 	}
 	log.Info("merge committed", zap.Int("reclaimed", cr.Reclaimed), zap.Uint64("base_version", cr.BaseVersion),
 		zap.Bool("already_committed", cr.AlreadyCommitted), zap.Duration("lock_hold", cr.LockHold))
-	return CommitResult{Reclaimed: cr.Reclaimed, BaseVersion: cr.BaseVersion, AlreadyCommitted: cr.AlreadyCommitted}, nil
+	return contract.CommitResult{Reclaimed: cr.Reclaimed, BaseVersion: cr.BaseVersion, AlreadyCommitted: cr.AlreadyCommitted}, nil
 }
 
 // Abort deletes the staged files of a preparation whose commit is proven absent, or reports
 // that the commit is present after all.
-func (a *Activities) Abort(ctx context.Context, p AbortParams) (res AbortResult, err error) {
+func (a *Activities) Abort(ctx context.Context, p contract.AbortParams) (res contract.AbortResult, err error) {
 	start := time.Now()
 	var kind store.Kind
-	defer func() { err = a.done(workflows.AbortActivity, kind, start, "ok", err) }()
+	defer func() { err = a.done(contract.AbortActivity, kind, start, "ok", err) }()
 
 	s, t, err := a.open(ctx, p.Prepared.Target)
 	kind = t.Kind
 	if err != nil {
 		return res, err
 	}
-	ar, err := s.Abort(ctx, &p.Prepared)
+	ar, err := s.Abort(ctx, preparedFromWire(&p.Prepared))
 	if err != nil {
 		return res, err
 	}
 	a.logger().Info("merge aborted", zap.String("target", t.String()), zap.String("shard", p.Prepared.Shard),
 		zap.Uint64("generation", p.Prepared.Through), zap.Int("deleted", ar.Deleted),
 		zap.Bool("commit_present", ar.CommitPresent))
-	return AbortResult{Deleted: ar.Deleted, CommitPresent: ar.CommitPresent}, nil
+	return contract.AbortResult{Deleted: ar.Deleted, CommitPresent: ar.CommitPresent}, nil
 }

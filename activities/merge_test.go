@@ -9,8 +9,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 
-	"github.com/walkeeper/walkeeper/store"
-	"github.com/walkeeper/walkeeper/workflows"
+	"github.com/walkeeper/walkeeper/contract"
 )
 
 func TestPrepareCommitAbortOverARealStore(t *testing.T) {
@@ -19,30 +18,30 @@ func TestPrepareCommitAbortOverARealStore(t *testing.T) {
 	s := seal(t, db, "generic:gs", []string{"a", "b"}, []string{"b", "c"}, []string{"c", "d"})
 	a := &Activities{DB: db}
 	env := newActivityEnv(t, a)
-	var beats []PrepareProgress
+	var beats []contract.PrepareProgress
 	env.SetOnActivityHeartbeatListener(func(info *activity.Info, details converter.EncodedValues) {
-		if info.ActivityType.Name != workflows.PrepareActivity || !details.HasValues() {
+		if info.ActivityType.Name != contract.PrepareActivity || !details.HasValues() {
 			return
 		}
-		var p PrepareProgress
+		var p contract.PrepareProgress
 		require.NoError(t, details.Get(&p))
 		beats = append(beats, p)
 	})
 
-	listed := mustRun[ListPendingShardsResult](t, env, workflows.ListPendingShardsActivity, ListPendingShardsParams{Target: "generic:gs"})
-	require.Equal(t, []ShardPending{{Shard: db.Shard(), Pending: 3, PendingBytes: listed.Shards[0].PendingBytes,
+	listed := mustRun[contract.ListPendingShardsResult](t, env, contract.ListPendingShardsActivity, contract.ListPendingShardsParams{Target: "generic:gs"})
+	require.Equal(t, []contract.ShardPending{{Shard: db.Shard(), Pending: 3, PendingBytes: listed.Shards[0].PendingBytes,
 		OldestPending: listed.Shards[0].OldestPending}}, listed.Shards)
 
-	prep := mustRun[PrepareResult](t, env, workflows.PrepareActivity, PrepareParams{Target: "generic:gs", Shard: db.Shard()})
+	prep := mustRun[contract.PrepareResult](t, env, contract.PrepareActivity, contract.PrepareParams{Target: "generic:gs", Shard: db.Shard()})
 	require.NotNil(t, prep.Prepared)
 	p := *prep.Prepared
 	require.Len(t, p.Generations, 3)
 	require.True(t, strings.HasPrefix(p.AttemptKey, "default-test-workflow-id/"), p.AttemptKey)
 	require.Equal(t, int64(4), p.Rows, "newest row per key")
 	require.NotEmpty(t, beats, "prepare heartbeats its progress")
-	require.Equal(t, PrepareProgress{State: workflows.ActivityStateRunning, Done: 1, Total: 3}, beats[0])
+	require.Equal(t, contract.PrepareProgress{State: contract.ActivityStateRunning, Done: 1, Total: 3}, beats[0])
 
-	cr := mustRun[CommitResult](t, env, workflows.CommitActivity, CommitParams{Prepared: p})
+	cr := mustRun[contract.CommitResult](t, env, contract.CommitActivity, contract.CommitParams{Prepared: p})
 	require.Equal(t, 3, cr.Reclaimed)
 	require.False(t, cr.AlreadyCommitted)
 	row, err := s.Get(ctx, "c")
@@ -52,14 +51,14 @@ func TestPrepareCommitAbortOverARealStore(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, st.TotalPending())
 
-	again := mustRun[CommitResult](t, env, workflows.CommitActivity, CommitParams{Prepared: p})
+	again := mustRun[contract.CommitResult](t, env, contract.CommitActivity, contract.CommitParams{Prepared: p})
 	require.True(t, again.AlreadyCommitted, "committing twice is safe")
 
-	ab := mustRun[AbortResult](t, env, workflows.AbortActivity, AbortParams{Prepared: p})
+	ab := mustRun[contract.AbortResult](t, env, contract.AbortActivity, contract.AbortParams{Prepared: p})
 	require.True(t, ab.CommitPresent, "abort never deletes a committed run")
 	require.Zero(t, ab.Deleted)
 
-	empty := mustRun[PrepareResult](t, env, workflows.PrepareActivity, PrepareParams{Target: "generic:gs", Shard: db.Shard()})
+	empty := mustRun[contract.PrepareResult](t, env, contract.PrepareActivity, contract.PrepareParams{Target: "generic:gs", Shard: db.Shard()})
 	require.Nil(t, empty.Prepared, "nothing pending")
 }
 
@@ -67,26 +66,26 @@ func TestStalePreparationIsAbortedAndPreparedAgain(t *testing.T) {
 	db := openDB(t, memURL(t), "w1")
 	seal(t, db, "generic:gs", []string{"a"}, []string{"b"}, []string{"c"})
 	env := newActivityEnv(t, &Activities{DB: db})
-	params := PrepareParams{Target: "generic:gs", Shard: db.Shard()}
+	params := contract.PrepareParams{Target: "generic:gs", Shard: db.Shard()}
 
-	wide := mustRun[PrepareResult](t, env, workflows.PrepareActivity, params).Prepared
+	wide := mustRun[contract.PrepareResult](t, env, contract.PrepareActivity, params).Prepared
 	one := 1
-	narrow := mustRun[PrepareResult](t, env, workflows.PrepareActivity,
-		PrepareParams{Target: "generic:gs", Shard: db.Shard(), MaxGenerations: &one}).Prepared
+	narrow := mustRun[contract.PrepareResult](t, env, contract.PrepareActivity,
+		contract.PrepareParams{Target: "generic:gs", Shard: db.Shard(), MaxGenerations: &one}).Prepared
 	require.Len(t, wide.Generations, 3)
 	require.Len(t, narrow.Generations, 1)
-	mustRun[CommitResult](t, env, workflows.CommitActivity, CommitParams{Prepared: *narrow})
+	mustRun[contract.CommitResult](t, env, contract.CommitActivity, contract.CommitParams{Prepared: *narrow})
 
-	_, err := run[CommitResult](t, env, workflows.CommitActivity, CommitParams{Prepared: *wide})
-	requireAppErr(t, err, workflows.ErrTypeStalePreparation, true)
+	_, err := run[contract.CommitResult](t, env, contract.CommitActivity, contract.CommitParams{Prepared: *wide})
+	requireAppErr(t, err, contract.ErrTypeStalePreparation, true)
 
-	ab := mustRun[AbortResult](t, env, workflows.AbortActivity, AbortParams{Prepared: *wide})
+	ab := mustRun[contract.AbortResult](t, env, contract.AbortActivity, contract.AbortParams{Prepared: *wide})
 	require.False(t, ab.CommitPresent)
 	require.Equal(t, len(wide.Staged), ab.Deleted, "exactly the attempt's staged files are deleted")
 
-	rest := mustRun[PrepareResult](t, env, workflows.PrepareActivity, params).Prepared
+	rest := mustRun[contract.PrepareResult](t, env, contract.PrepareActivity, params).Prepared
 	require.Len(t, rest.Generations, 2)
-	cr := mustRun[CommitResult](t, env, workflows.CommitActivity, CommitParams{Prepared: *rest})
+	cr := mustRun[contract.CommitResult](t, env, contract.CommitActivity, contract.CommitParams{Prepared: *rest})
 	require.Equal(t, 2, cr.Reclaimed)
 }
 
@@ -94,20 +93,20 @@ func TestActivityErrorsAreTyped(t *testing.T) {
 	db := openDB(t, memURL(t), "w1")
 	env := newActivityEnv(t, &Activities{DB: db})
 
-	_, err := run[PrepareResult](t, env, workflows.PrepareActivity, PrepareParams{Target: "generic:missing", Shard: db.Shard()})
-	requireAppErr(t, err, workflows.ErrTypeNotFound, true)
-	_, err = run[ListPendingShardsResult](t, env, workflows.ListPendingShardsActivity, ListPendingShardsParams{Target: "generic/gs"})
-	requireAppErr(t, err, workflows.ErrTypeInvalidInput, true)
-	_, err = run[CommitResult](t, env, workflows.CommitActivity, CommitParams{Prepared: store.PreparedMerge{Target: "nope"}})
-	requireAppErr(t, err, workflows.ErrTypeInvalidInput, true)
-	_, err = run[ScanStatsResult](t, env, workflows.ScanStatsActivity, ScanStatsParams{Kind: "tables"})
-	requireAppErr(t, err, workflows.ErrTypeInvalidInput, true)
+	_, err := run[contract.PrepareResult](t, env, contract.PrepareActivity, contract.PrepareParams{Target: "generic:missing", Shard: db.Shard()})
+	requireAppErr(t, err, contract.ErrTypeNotFound, true)
+	_, err = run[contract.ListPendingShardsResult](t, env, contract.ListPendingShardsActivity, contract.ListPendingShardsParams{Target: "generic/gs"})
+	requireAppErr(t, err, contract.ErrTypeInvalidInput, true)
+	_, err = run[contract.CommitResult](t, env, contract.CommitActivity, contract.CommitParams{Prepared: contract.PreparedMerge{Target: "nope"}})
+	requireAppErr(t, err, contract.ErrTypeInvalidInput, true)
+	_, err = run[contract.ScanStatsResult](t, env, contract.ScanStatsActivity, contract.ScanStatsParams{Kind: "tables"})
+	requireAppErr(t, err, contract.ErrTypeInvalidInput, true)
 
 	bare := newActivityEnv(t, &Activities{})
-	_, err = run[PrepareResult](t, bare, workflows.PrepareActivity, PrepareParams{Target: "generic:gs"})
-	requireAppErr(t, err, workflows.ErrTypeMisconfigured, true)
-	_, err = run[StartWorkflowsResult](t, bare, workflows.StartWorkflowsActivity, StartWorkflowsParams{})
-	requireAppErr(t, err, workflows.ErrTypeMisconfigured, true)
+	_, err = run[contract.PrepareResult](t, bare, contract.PrepareActivity, contract.PrepareParams{Target: "generic:gs"})
+	requireAppErr(t, err, contract.ErrTypeMisconfigured, true)
+	_, err = run[contract.StartWorkflowsResult](t, bare, contract.StartWorkflowsActivity, contract.StartWorkflowsParams{})
+	requireAppErr(t, err, contract.ErrTypeMisconfigured, true)
 }
 
 func TestCompactBaseActivity(t *testing.T) {
@@ -116,11 +115,11 @@ func TestCompactBaseActivity(t *testing.T) {
 	env := newActivityEnv(t, &Activities{DB: db})
 	one := 1
 	for i := 0; i < 4; i++ { // one run per merge pass
-		p := mustRun[PrepareResult](t, env, workflows.PrepareActivity,
-			PrepareParams{Target: "generic:gs", Shard: db.Shard(), MaxGenerations: &one}).Prepared
-		mustRun[CommitResult](t, env, workflows.CommitActivity, CommitParams{Prepared: *p})
+		p := mustRun[contract.PrepareResult](t, env, contract.PrepareActivity,
+			contract.PrepareParams{Target: "generic:gs", Shard: db.Shard(), MaxGenerations: &one}).Prepared
+		mustRun[contract.CommitResult](t, env, contract.CommitActivity, contract.CommitParams{Prepared: *p})
 	}
-	res := mustRun[CompactBaseResult](t, env, workflows.CompactBaseActivity, CompactBaseParams{Target: "generic:gs"})
+	res := mustRun[contract.CompactPassResult](t, env, contract.CompactBaseActivity, contract.CompactPassParams{Target: "generic:gs"})
 	require.True(t, res.Committed)
 	require.Equal(t, 4, res.InputRuns)
 	require.Equal(t, 1, res.RunsLeft)

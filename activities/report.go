@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
 
-	"github.com/walkeeper/walkeeper/workflows"
+	"github.com/walkeeper/walkeeper/contract"
 )
 
 // reporter keeps one activity execution visible:
@@ -20,7 +20,7 @@ import (
 //     wait, which reports no progress) neither time out nor miss a cancellation;
 //   - when the workflow asked for it (NotifyAfter), it signals the workflow the few state
 //     changes a workflow cannot observe: running past the slot-wait threshold, waiting for
-//     the memory budget, and failing into a retry backoff (workflows.tracker).
+//     the memory budget, and failing into a retry backoff (contract.tracker).
 //
 // Signals go out in order from one goroutine, never from the caller's goroutine, so a slow
 // frontend cannot stall a store call that holds locks or memory.
@@ -36,7 +36,7 @@ type reporter struct {
 
 	stop    chan struct{}
 	wg      sync.WaitGroup
-	signals chan workflows.ActivityState
+	signals chan contract.ActivityState
 	sent    chan struct{}
 }
 
@@ -60,12 +60,12 @@ func (a *Activities) startReporter(ctx context.Context, notifyAfter time.Duratio
 	if !r.notify {
 		return r
 	}
-	r.signals = make(chan workflows.ActivityState, 8)
+	r.signals = make(chan contract.ActivityState, 8)
 	r.sent = make(chan struct{})
 	go r.sendLoop(r.signals)
 	if info.Attempt > 1 {
 		// The workflow may be showing the backoff of the previous attempt.
-		r.signal(workflows.ActivityStateRunning, "", func(string) bool { return true })
+		r.signal(contract.ActivityStateRunning, "", func(string) bool { return true })
 		return r
 	}
 	wait := time.Until(info.ScheduledTime.Add(notifyAfter))
@@ -76,7 +76,7 @@ func (a *Activities) startReporter(ctx context.Context, notifyAfter time.Duratio
 		defer t.Stop()
 		select {
 		case <-t.C:
-			r.signal(workflows.ActivityStateRunning, "", func(prev string) bool { return prev == "" })
+			r.signal(contract.ActivityStateRunning, "", func(prev string) bool { return prev == "" })
 		case <-r.stop:
 		}
 	}()
@@ -114,15 +114,15 @@ func (r *reporter) progress(details any) {
 
 // waitingBudget tells the workflow the activity waits for the memory budget.
 func (r *reporter) waitingBudget() {
-	r.signal(workflows.ActivityStateWaitingBudget, "", func(prev string) bool {
-		return prev != workflows.ActivityStateWaitingBudget
+	r.signal(contract.ActivityStateWaitingBudget, "", func(prev string) bool {
+		return prev != contract.ActivityStateWaitingBudget
 	})
 }
 
 // running tells the workflow the budget wait is over (only if it was told about it).
 func (r *reporter) running() {
-	r.signal(workflows.ActivityStateRunning, "", func(prev string) bool {
-		return prev == workflows.ActivityStateWaitingBudget
+	r.signal(contract.ActivityStateRunning, "", func(prev string) bool {
+		return prev == contract.ActivityStateWaitingBudget
 	})
 }
 
@@ -137,7 +137,7 @@ func (r *reporter) signal(state, errText string, when func(prev string) bool) {
 	}
 	r.state = state
 	select {
-	case r.signals <- workflows.ActivityState{
+	case r.signals <- contract.ActivityState{
 		ActivityID: r.info.ActivityID,
 		State:      state,
 		Attempt:    int(r.info.Attempt),
@@ -147,12 +147,12 @@ func (r *reporter) signal(state, errText string, when func(prev string) bool) {
 	}
 }
 
-func (r *reporter) sendLoop(signals <-chan workflows.ActivityState) {
+func (r *reporter) sendLoop(signals <-chan contract.ActivityState) {
 	defer close(r.sent)
 	wf := r.info.WorkflowExecution
 	for s := range signals {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), signalTimeout)
-		err := r.a.Client.SignalWorkflow(ctx, wf.ID, wf.RunID, workflows.ActivityStateSignal, s)
+		err := r.a.Client.SignalWorkflow(ctx, wf.ID, wf.RunID, contract.ActivityStateSignal, s)
 		cancel()
 		if err != nil {
 			r.a.logger().Debug("activity state signal not delivered",
@@ -170,7 +170,7 @@ func (r *reporter) finish(err error) {
 		return
 	}
 	if err != nil && r.willRetry(err) {
-		r.signal(workflows.ActivityStateRetrying, err.Error(), func(string) bool { return true })
+		r.signal(contract.ActivityStateRetrying, err.Error(), func(string) bool { return true })
 	}
 	r.mu.Lock()
 	close(r.signals)

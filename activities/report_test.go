@@ -16,24 +16,24 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
-	"github.com/walkeeper/walkeeper/workflows"
 )
 
 // signalRecorder is a client that records the activity state signals it is asked to send.
 type signalRecorder struct {
 	*mocks.Client
 	mu  sync.Mutex
-	got []workflows.ActivityState
+	got []contract.ActivityState
 }
 
 func newSignalRecorder() *signalRecorder {
 	r := &signalRecorder{Client: &mocks.Client{}}
-	r.On("SignalWorkflow", mock.Anything, mock.Anything, mock.Anything, workflows.ActivityStateSignal, mock.Anything).
+	r.On("SignalWorkflow", mock.Anything, mock.Anything, mock.Anything, contract.ActivityStateSignal, mock.Anything).
 		Run(func(args mock.Arguments) {
 			r.mu.Lock()
 			defer r.mu.Unlock()
-			r.got = append(r.got, args.Get(4).(workflows.ActivityState))
+			r.got = append(r.got, args.Get(4).(contract.ActivityState))
 		}).Return(nil).Maybe()
 	return r
 }
@@ -121,8 +121,8 @@ func TestPrepareReportsBudgetWait(t *testing.T) {
 
 	rec := newSignalRecorder()
 	env := newActivityEnv(t, &Activities{DB: db, Client: rec})
-	prep := mustRun[PrepareResult](t, env, workflows.PrepareActivity,
-		PrepareParams{Target: "generic:gs", Shard: db.Shard(), NotifyAfter: time.Hour})
+	prep := mustRun[contract.PrepareResult](t, env, contract.PrepareActivity,
+		contract.PrepareParams{Target: "generic:gs", Shard: db.Shard(), NotifyAfter: time.Hour})
 	require.NotNil(t, prep.Prepared)
 	require.Equal(t, []string{"waiting_budget@1", "running@1"}, rec.states())
 }
@@ -133,9 +133,9 @@ func TestPrepareSignalsBackoffOnRetryableFailure(t *testing.T) {
 	require.NoError(t, db.Close(ctx))
 	rec := newSignalRecorder()
 	env := newActivityEnv(t, &Activities{DB: db, Client: rec})
-	_, err := run[PrepareResult](t, env, workflows.PrepareActivity,
-		PrepareParams{Target: "generic:gs", Shard: "s", NotifyAfter: time.Hour})
-	requireAppErr(t, err, workflows.ErrTypeClosed, false)
+	_, err := run[contract.PrepareResult](t, env, contract.PrepareActivity,
+		contract.PrepareParams{Target: "generic:gs", Shard: "s", NotifyAfter: time.Hour})
+	requireAppErr(t, err, contract.ErrTypeClosed, false)
 	require.Equal(t, []string{"retrying@1"}, rec.states(), "the workflow learns it backs off, and why")
 	rec.mu.Lock()
 	require.Contains(t, rec.got[0].Error, "closed")

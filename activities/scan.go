@@ -9,16 +9,9 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
-	"github.com/walkeeper/walkeeper/workflows"
 )
-
-// ScanProgress is ScanStats' heartbeat detail: the stats gathered so far, in target order.
-// A retried attempt resumes after LastTarget.
-type ScanProgress struct {
-	LastTarget string        `json:"last_target"`
-	Targets    []TargetStats `json:"targets"`
-}
 
 // maxResumableTargets bounds the heartbeat payload; past it a retry rescans from the start.
 const maxResumableTargets = 5000
@@ -32,10 +25,10 @@ const DefaultScanConcurrency = 8
 // (DefaultScanConcurrency when 0), heartbeating as stores complete. A store whose stats
 // cannot be read (corrupt, vanished, unreachable) is reported with its error and does not
 // fail the scan or delay the others beyond its own reads.
-func (a *Activities) ScanStats(ctx context.Context, p ScanStatsParams) (res ScanStatsResult, err error) {
+func (a *Activities) ScanStats(ctx context.Context, p contract.ScanStatsParams) (res contract.ScanStatsResult, err error) {
 	start := time.Now()
 	kind, err := store.ParseKind(p.Kind)
-	defer func() { err = a.done(workflows.ScanStatsActivity, kind, start, "ok", err) }()
+	defer func() { err = a.done(contract.ScanStatsActivity, kind, start, "ok", err) }()
 	if err != nil {
 		return res, err
 	}
@@ -48,10 +41,10 @@ func (a *Activities) ScanStats(ctx context.Context, p ScanStatsParams) (res Scan
 		limit = DefaultScanConcurrency
 	}
 
-	var prog ScanProgress
+	var prog contract.ScanProgress
 	if activity.HasHeartbeatDetails(ctx) {
 		if activity.GetHeartbeatDetails(ctx, &prog) != nil {
-			prog = ScanProgress{}
+			prog = contract.ScanProgress{}
 		}
 	}
 	stores, err := a.DB.List(ctx, kind)
@@ -69,7 +62,7 @@ func (a *Activities) ScanStats(ctx context.Context, p ScanStatsParams) (res Scan
 	rep := a.startReporter(ctx, 0, prog)
 	defer rep.finish(nil)
 	now := a.now()
-	scan := &scanState{prog: prog, stats: make([]TargetStats, len(todo)), done: make([]bool, len(todo))}
+	scan := &scanState{prog: prog, stats: make([]contract.TargetStats, len(todo)), done: make([]bool, len(todo))}
 	var g errgroup.Group
 	g.SetLimit(limit)
 	for i, t := range todo {
@@ -91,7 +84,7 @@ func (a *Activities) ScanStats(ctx context.Context, p ScanStatsParams) (res Scan
 	if err := ctx.Err(); err != nil {
 		return res, err
 	}
-	res.Targets = append(append(make([]TargetStats, 0, len(prog.Targets)+len(todo)), prog.Targets...), scan.stats...)
+	res.Targets = append(append(make([]contract.TargetStats, 0, len(prog.Targets)+len(todo)), prog.Targets...), scan.stats...)
 	return res, nil
 }
 
@@ -99,15 +92,15 @@ func (a *Activities) ScanStats(ctx context.Context, p ScanStatsParams) (res Scan
 // carries the longest completed prefix (in target order), so a retry resumes after it.
 type scanState struct {
 	mu     sync.Mutex
-	prog   ScanProgress // REQUIRES: mu
-	stats  []TargetStats
+	prog   contract.ScanProgress // REQUIRES: mu
+	stats  []contract.TargetStats
 	done   []bool // REQUIRES: mu
 	prefix int    // stores [0, prefix) are done; REQUIRES: mu
 }
 
 // complete records store i and returns the new heartbeat details when the completed prefix
 // grew.
-func (s *scanState) complete(i int, todo []store.Target, ts TargetStats) (ScanProgress, bool) {
+func (s *scanState) complete(i int, todo []store.Target, ts contract.TargetStats) (contract.ScanProgress, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.stats[i] = ts
@@ -120,19 +113,19 @@ func (s *scanState) complete(i int, todo []store.Target, ts TargetStats) (ScanPr
 		grew = true
 	}
 	if !grew {
-		return ScanProgress{}, false
+		return contract.ScanProgress{}, false
 	}
 	if len(s.prog.Targets) > maxResumableTargets {
-		return ScanProgress{}, true
+		return contract.ScanProgress{}, true
 	}
 	// The reporter may heartbeat these details while later stores are appended: the capped
 	// slice never sees those appends (they land beyond its length, or in a new array).
 	n := len(s.prog.Targets)
-	return ScanProgress{LastTarget: s.prog.LastTarget, Targets: s.prog.Targets[:n:n]}, true
+	return contract.ScanProgress{LastTarget: s.prog.LastTarget, Targets: s.prog.Targets[:n:n]}, true
 }
 
-func (a *Activities) targetStats(ctx context.Context, t store.Target, now time.Time) TargetStats {
-	ts := TargetStats{Target: t.String()}
+func (a *Activities) targetStats(ctx context.Context, t store.Target, now time.Time) contract.TargetStats {
+	ts := contract.TargetStats{Target: t.String()}
 	st, err := a.stats(ctx, t)
 	if err != nil {
 		ts.Error, ts.ErrorType = err.Error(), ErrorType(err)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/walkeeper/walkeeper/workflows"
+	"github.com/walkeeper/walkeeper/contract"
 )
 
 func TestScanStatsReportsDebtAndToleratesABrokenStore(t *testing.T) {
@@ -28,16 +28,16 @@ func TestScanStatsReportsDebtAndToleratesABrokenStore(t *testing.T) {
 	now := time.Now().Add(time.Hour)
 	env := newActivityEnv(t, &Activities{DB: scanner, Now: func() time.Time { return now }})
 
-	res := mustRun[ScanStatsResult](t, env, workflows.ScanStatsActivity, ScanStatsParams{Kind: "generic"})
+	res := mustRun[contract.ScanStatsResult](t, env, contract.ScanStatsActivity, contract.ScanStatsParams{Kind: "generic"})
 	require.Equal(t, "generic", res.Kind)
 	require.Len(t, res.Targets, 3, "every generic store, the broken one included")
-	byTarget := map[string]TargetStats{}
+	byTarget := map[string]contract.TargetStats{}
 	for _, ts := range res.Targets {
 		byTarget[ts.Target] = ts
 	}
 	broken := byTarget["generic:broken"]
 	require.NotEmpty(t, broken.Error)
-	require.Equal(t, workflows.ErrTypeCorruptData, broken.ErrorType)
+	require.Equal(t, contract.ErrTypeCorruptData, broken.ErrorType)
 
 	deep := byTarget["generic:deep"]
 	require.Empty(t, deep.Error)
@@ -73,7 +73,7 @@ func TestScanStatsConcurrentKeepsTargetOrder(t *testing.T) {
 	scanner := openDB(t, url, "scanner")
 	env := newActivityEnv(t, &Activities{DB: scanner})
 
-	res := mustRun[ScanStatsResult](t, env, workflows.ScanStatsActivity, ScanStatsParams{Kind: "generic", Concurrency: 4})
+	res := mustRun[contract.ScanStatsResult](t, env, contract.ScanStatsActivity, contract.ScanStatsParams{Kind: "generic", Concurrency: 4})
 	var got []string
 	for i, ts := range res.Targets {
 		got = append(got, ts.Target)
@@ -94,11 +94,11 @@ func TestScanStatsResumesFromHeartbeat(t *testing.T) {
 	seal(t, db, "generic:b", []string{"k"})
 	env := newActivityEnv(t, &Activities{DB: db})
 	// An earlier attempt got through generic:a (with made-up numbers, to see they are kept).
-	env.SetHeartbeatDetails(ScanProgress{LastTarget: "generic:a", Targets: []TargetStats{{Target: "generic:a", Pending: 99}}})
+	env.SetHeartbeatDetails(contract.ScanProgress{LastTarget: "generic:a", Targets: []contract.TargetStats{{Target: "generic:a", Pending: 99}}})
 
-	res := mustRun[ScanStatsResult](t, env, workflows.ScanStatsActivity, ScanStatsParams{Kind: "generic"})
+	res := mustRun[contract.ScanStatsResult](t, env, contract.ScanStatsActivity, contract.ScanStatsParams{Kind: "generic"})
 	require.Len(t, res.Targets, 2)
-	require.Equal(t, TargetStats{Target: "generic:a", Pending: 99}, res.Targets[0])
+	require.Equal(t, contract.TargetStats{Target: "generic:a", Pending: 99}, res.Targets[0])
 	require.Equal(t, "generic:b", res.Targets[1].Target)
 	require.Equal(t, 1, res.Targets[1].Pending)
 }

@@ -8,26 +8,26 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
 
+	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
-	"github.com/walkeeper/walkeeper/workflows"
 )
 
 // StartWorkflows starts (or attaches to) one workflow per request through
-// workflows.StartMergeWal / StartCompactBase, so the sweep and the schedule ticks dedupe on
+// contract.StartMergeWal / StartCompactBase, so the sweep and the schedule ticks dedupe on
 // the same workflow IDs as every other trigger. Each request reports its own outcome; the
 // activity fails (and is retried as a whole, which the ID policies make harmless) only when
 // every start failed.
-func (a *Activities) StartWorkflows(ctx context.Context, p StartWorkflowsParams) (res StartWorkflowsResult, err error) {
+func (a *Activities) StartWorkflows(ctx context.Context, p contract.StartWorkflowsParams) (res contract.StartWorkflowsResult, err error) {
 	start := time.Now()
-	defer func() { err = a.done(workflows.StartWorkflowsActivity, "", start, "ok", err) }()
+	defer func() { err = a.done(contract.StartWorkflowsActivity, "", start, "ok", err) }()
 	if a.Client == nil {
 		return res, errMisconfigured("activities have no Temporal client")
 	}
-	res.Outcomes = make([]StartOutcome, len(p.Starts))
+	res.Outcomes = make([]contract.StartOutcome, len(p.Starts))
 	failed := 0
 	var lastErr error
 	for i, req := range p.Starts {
-		o := StartOutcome{Workflow: req.Workflow, Target: req.Target}
+		o := contract.StartOutcome{Workflow: req.Workflow, Target: req.Target}
 		id, runID, err := a.startOne(ctx, req)
 		o.WorkflowID, o.RunID = id, runID
 		if err != nil {
@@ -41,28 +41,28 @@ func (a *Activities) StartWorkflows(ctx context.Context, p StartWorkflowsParams)
 	}
 	if len(p.Starts) > 0 && failed == len(p.Starts) {
 		return res, temporal.NewApplicationErrorWithOptions(
-			fmt.Sprintf("all %d starts failed, last: %v", failed, lastErr), workflows.ErrTypeStartFailed,
+			fmt.Sprintf("all %d starts failed, last: %v", failed, lastErr), contract.ErrTypeStartFailed,
 			temporal.ApplicationErrorOptions{Cause: lastErr})
 	}
 	return res, nil
 }
 
-func (a *Activities) startOne(ctx context.Context, req StartRequest) (id, runID string, err error) {
+func (a *Activities) startOne(ctx context.Context, req contract.StartRequest) (id, runID string, err error) {
 	t, err := store.ParseTarget(req.Target)
 	if err != nil {
 		return "", "", err
 	}
 	switch req.Workflow {
-	case workflows.MergeWalWorkflow:
-		run, err := workflows.StartMergeWal(ctx, a.Client, t, workflows.MergeWalInput{ParallelPrepare: req.ParallelPrepare})
+	case contract.MergeWalWorkflow:
+		run, err := contract.StartMergeWal(ctx, a.Client, t, contract.MergeWalInput{ParallelPrepare: req.ParallelPrepare})
 		if err != nil {
-			return workflows.MergeWalID(t), "", err
+			return contract.MergeWalID(t), "", err
 		}
 		return run.GetID(), run.GetRunID(), nil
-	case workflows.CompactBaseWorkflow:
-		run, err := workflows.StartCompactBase(ctx, a.Client, t, workflows.CompactBaseInput{})
+	case contract.CompactBaseWorkflow:
+		run, err := contract.StartCompactBase(ctx, a.Client, t, contract.CompactBaseInput{})
 		if err != nil {
-			return workflows.CompactID(t), "", err
+			return contract.CompactID(t), "", err
 		}
 		return run.GetID(), run.GetRunID(), nil
 	}

@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/mocks"
 
-	"github.com/walkeeper/walkeeper/workflows"
+	"github.com/walkeeper/walkeeper/contract"
 )
 
 // fakeClient answers ExecuteWorkflow with a run whose IDs echo the options.
@@ -36,15 +36,15 @@ func TestStartWorkflowsStartsThroughTheSharedHelpers(t *testing.T) {
 	c, got := fakeClient(map[string]error{"merge-wal/generic/down": errors.New("unavailable")})
 	env := newActivityEnv(t, &Activities{Client: c})
 
-	res := mustRun[StartWorkflowsResult](t, env, workflows.StartWorkflowsActivity, StartWorkflowsParams{Starts: []StartRequest{
-		{Workflow: workflows.MergeWalWorkflow, Target: "generic:gs"},
-		{Workflow: workflows.CompactBaseWorkflow, Target: "rollout:r"},
-		{Workflow: workflows.MergeWalWorkflow, Target: "generic:down"},
+	res := mustRun[contract.StartWorkflowsResult](t, env, contract.StartWorkflowsActivity, contract.StartWorkflowsParams{Starts: []contract.StartRequest{
+		{Workflow: contract.MergeWalWorkflow, Target: "generic:gs"},
+		{Workflow: contract.CompactBaseWorkflow, Target: "rollout:r"},
+		{Workflow: contract.MergeWalWorkflow, Target: "generic:down"},
 		{Workflow: "DropTable", Target: "generic:gs"},
-		{Workflow: workflows.MergeWalWorkflow, Target: "generic"},
+		{Workflow: contract.MergeWalWorkflow, Target: "generic"},
 	}})
 	require.Len(t, res.Outcomes, 5)
-	require.Equal(t, StartOutcome{Workflow: "MergeWal", Target: "generic:gs", WorkflowID: "merge-wal/generic/gs", RunID: "run-merge-wal/generic/gs"}, res.Outcomes[0])
+	require.Equal(t, contract.StartOutcome{Workflow: "MergeWal", Target: "generic:gs", WorkflowID: "merge-wal/generic/gs", RunID: "run-merge-wal/generic/gs"}, res.Outcomes[0])
 	require.Equal(t, "compact/rollout/r", res.Outcomes[1].WorkflowID)
 	require.Empty(t, res.Outcomes[1].Error)
 	require.Contains(t, res.Outcomes[2].Error, "unavailable")
@@ -53,7 +53,7 @@ func TestStartWorkflowsStartsThroughTheSharedHelpers(t *testing.T) {
 
 	require.Len(t, *got, 3)
 	for _, o := range *got {
-		require.Equal(t, workflows.TaskQueue, o.TaskQueue)
+		require.Equal(t, contract.TaskQueue, o.TaskQueue)
 		require.Equal(t, enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING, o.WorkflowIDConflictPolicy)
 		require.True(t, o.WorkflowExecutionErrorWhenAlreadyStarted)
 	}
@@ -62,29 +62,29 @@ func TestStartWorkflowsStartsThroughTheSharedHelpers(t *testing.T) {
 func TestStartWorkflowsFailsWhenEveryStartFails(t *testing.T) {
 	c, _ := fakeClient(map[string]error{"merge-wal/generic/gs": errors.New("unavailable")})
 	env := newActivityEnv(t, &Activities{Client: c})
-	_, err := run[StartWorkflowsResult](t, env, workflows.StartWorkflowsActivity, StartWorkflowsParams{Starts: []StartRequest{
-		{Workflow: workflows.MergeWalWorkflow, Target: "generic:gs"},
+	_, err := run[contract.StartWorkflowsResult](t, env, contract.StartWorkflowsActivity, contract.StartWorkflowsParams{Starts: []contract.StartRequest{
+		{Workflow: contract.MergeWalWorkflow, Target: "generic:gs"},
 	}})
-	requireAppErr(t, err, workflows.ErrTypeStartFailed, false)
+	requireAppErr(t, err, contract.ErrTypeStartFailed, false)
 }
 
 // The sweep asks for parallel prepares per target; the start carries the flag into
 // MergeWal's input.
 func TestStartWorkflowsPassesParallelPrepare(t *testing.T) {
 	c := &mocks.Client{}
-	var inputs []workflows.MergeWalInput
+	var inputs []contract.MergeWalInput
 	c.On("ExecuteWorkflow", mock.Anything, mock.Anything, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, o client.StartWorkflowOptions, _ any, args ...any) (client.WorkflowRun, error) {
-			inputs = append(inputs, args[0].(workflows.MergeWalInput))
+			inputs = append(inputs, args[0].(contract.MergeWalInput))
 			run := &mocks.WorkflowRun{}
 			run.On("GetID").Return(o.ID)
 			run.On("GetRunID").Return("run")
 			return run, nil
 		})
 	env := newActivityEnv(t, &Activities{Client: c})
-	mustRun[StartWorkflowsResult](t, env, workflows.StartWorkflowsActivity, StartWorkflowsParams{Starts: []StartRequest{
-		{Workflow: workflows.MergeWalWorkflow, Target: "generic:wide", ParallelPrepare: true},
-		{Workflow: workflows.MergeWalWorkflow, Target: "generic:narrow"},
+	mustRun[contract.StartWorkflowsResult](t, env, contract.StartWorkflowsActivity, contract.StartWorkflowsParams{Starts: []contract.StartRequest{
+		{Workflow: contract.MergeWalWorkflow, Target: "generic:wide", ParallelPrepare: true},
+		{Workflow: contract.MergeWalWorkflow, Target: "generic:narrow"},
 	}})
 	require.Len(t, inputs, 2)
 	require.True(t, inputs[0].ParallelPrepare)

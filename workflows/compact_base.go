@@ -6,42 +6,9 @@ import (
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/target"
 )
-
-// CompactBaseInput is CompactBase's input; only Target is required.
-type CompactBaseInput struct {
-	Target string `json:"target"`
-	// MaxRuns and MaxBytes bound one pass (0 = the store's defaults: 16 runs, 1 GiB;
-	// MaxRuns -1 = every run).
-	MaxRuns  int   `json:"max_runs,omitempty"`
-	MaxBytes int64 `json:"max_bytes,omitempty"`
-	// MaxPasses bounds the passes of one workflow (default 16).
-	MaxPasses int `json:"max_passes,omitempty"`
-	// TargetRuns: stop once the base has at most this many runs (default 4).
-	TargetRuns int `json:"target_runs,omitempty"`
-}
-
-// CompactBaseResult is CompactBase's result.
-type CompactBaseResult struct {
-	Target         string `json:"target"`
-	Passes         int    `json:"passes"`
-	Committed      int    `json:"committed"`
-	RunsLeft       int    `json:"runs_left"`
-	BaseVersion    uint64 `json:"base_version,omitempty"`
-	RowsIn         int64  `json:"rows_in"`
-	RowsOut        int64  `json:"rows_out"`
-	DroppedDeletes int64  `json:"dropped_deletes"`
-}
-
-// CompactBaseStatus answers the status query on CompactBase.
-type CompactBaseStatus struct {
-	Target   string `json:"target"`
-	Phase    string `json:"phase"`
-	Pass     int    `json:"pass"`
-	RunsLeft int    `json:"runs_left"`
-	Blocked  string `json:"blocked,omitempty"`
-}
 
 const (
 	defaultCompactPasses     = 16
@@ -53,13 +20,13 @@ const (
 
 // CompactBase rewrites target's base runs into fewer runs, one bounded pass at a time on
 // the shared queue, until at most TargetRuns remain or MaxPasses.
-func CompactBase(ctx workflow.Context, in CompactBaseInput) (CompactBaseResult, error) {
-	target, err := store.ParseTarget(in.Target)
+func CompactBase(ctx workflow.Context, in contract.CompactBaseInput) (contract.CompactBaseResult, error) {
+	tgt, err := target.ParseTarget(in.Target)
 	if err != nil {
-		return CompactBaseResult{Target: in.Target}, invalidInput(err)
+		return contract.CompactBaseResult{Target: in.Target}, invalidInput(err)
 	}
 	if in.MaxRuns < -1 || in.MaxBytes < 0 || in.MaxPasses < 0 || in.TargetRuns < 0 || in.MaxRuns == 1 {
-		return CompactBaseResult{Target: in.Target}, invalidInput(fmt.Errorf("bad compaction bounds in %+v", in))
+		return contract.CompactBaseResult{Target: in.Target}, invalidInput(fmt.Errorf("bad compaction bounds in %+v", in))
 	}
 	if in.MaxPasses == 0 {
 		in.MaxPasses = defaultCompactPasses
@@ -67,9 +34,9 @@ func CompactBase(ctx workflow.Context, in CompactBaseInput) (CompactBaseResult, 
 	if in.TargetRuns == 0 {
 		in.TargetRuns = defaultCompactTargetRuns
 	}
-	logger := log.With(workflow.GetLogger(ctx), "target", target.String())
-	res := CompactBaseResult{Target: target.String(), RunsLeft: -1}
-	st := CompactBaseStatus{Target: target.String(), Phase: PhaseStarting, RunsLeft: -1}
+	logger := log.With(workflow.GetLogger(ctx), "target", tgt.String())
+	res := contract.CompactBaseResult{Target: tgt.String(), RunsLeft: -1}
+	st := contract.CompactBaseStatus{Target: tgt.String(), Phase: contract.PhaseStarting, RunsLeft: -1}
 	var tr *tracker
 	refresh := func() {
 		if tr != nil {
@@ -85,30 +52,30 @@ func CompactBase(ctx workflow.Context, in CompactBaseInput) (CompactBaseResult, 
 		workflow.SetCurrentDetails(ctx, line)
 	}
 	tr = newTracker(ctx, DefaultSlotWaitThreshold, refresh)
-	if err := workflow.SetQueryHandler(ctx, StatusQuery, func() (CompactBaseStatus, error) {
+	if err := workflow.SetQueryHandler(ctx, contract.StatusQuery, func() (contract.CompactBaseStatus, error) {
 		out := st
 		out.Blocked = tr.blocked("")
 		return out, nil
 	}); err != nil {
 		return res, err
 	}
-	ensureTargetAttributes(ctx, target)
+	ensureTargetAttributes(ctx, tgt)
 
-	st.Phase = PhaseCompacting
+	st.Phase = contract.PhaseCompacting
 	idle := 0
 	for res.Passes < in.MaxPasses {
 		st.Pass = res.Passes + 1
 		refresh()
-		var pass CompactPassResult
-		w := tr.newWatch(CompactBaseActivity, "", TaskQueue)
-		params := CompactPassParams{
-			Target:      target.String(),
+		var pass contract.CompactPassResult
+		w := tr.newWatch(contract.CompactBaseActivity, "", contract.TaskQueue)
+		params := contract.CompactPassParams{
+			Target:      tgt.String(),
 			MaxRuns:     in.MaxRuns,
 			MaxBytes:    in.MaxBytes,
 			NotifyAfter: tr.slotWait,
 		}
 		if err := tr.exec(ctx, compactOptions(), w, params, &pass); err != nil {
-			st.Phase = PhaseDone
+			st.Phase = contract.PhaseDone
 			refresh()
 			return res, err
 		}
@@ -135,7 +102,7 @@ func CompactBase(ctx workflow.Context, in CompactBaseInput) (CompactBaseResult, 
 			break
 		}
 	}
-	st.Phase = PhaseDone
+	st.Phase = contract.PhaseDone
 	refresh()
 	return res, nil
 }

@@ -7,25 +7,27 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
+
+	"github.com/walkeeper/walkeeper/contract"
 )
 
 func TestCompactBaseLoopsUntilFewRunsLeft(t *testing.T) {
 	env := newEnv(t)
 	runs := 40
 	var keys []string
-	env.OnActivity(CompactBaseActivity, anyCtx, anyArg).Return(func(ctx context.Context, p CompactPassParams) (CompactPassResult, error) {
+	env.OnActivity(contract.CompactBaseActivity, anyCtx, anyArg).Return(func(ctx context.Context, p contract.CompactPassParams) (contract.CompactPassResult, error) {
 		info := activity.GetInfo(ctx)
 		keys = append(keys, info.ActivityID)
-		require.Equal(t, TaskQueue, info.TaskQueue)
+		require.Equal(t, contract.TaskQueue, info.TaskQueue)
 		in := min(runs, 16)
 		runs = runs - in + 1
-		return CompactPassResult{BaseVersion: uint64(100 + len(keys)), InputRuns: in, OutputRuns: 1,
+		return contract.CompactPassResult{BaseVersion: uint64(100 + len(keys)), InputRuns: in, OutputRuns: 1,
 			RowsIn: 10, RowsOut: 8, RunsLeft: runs, Committed: true}, nil
 	})
-	env.ExecuteWorkflow(CompactBase, CompactBaseInput{Target: "generic:gs", MaxRuns: 16})
+	env.ExecuteWorkflow(CompactBase, contract.CompactBaseInput{Target: "generic:gs", MaxRuns: 16})
 	require.True(t, env.IsWorkflowCompleted())
 	require.NoError(t, env.GetWorkflowError())
-	var res CompactBaseResult
+	var res contract.CompactBaseResult
 	require.NoError(t, env.GetWorkflowResult(&res))
 	// 40 -> 25 -> 10 -> 1
 	require.Equal(t, 3, res.Passes)
@@ -39,9 +41,9 @@ func TestCompactBaseLoopsUntilFewRunsLeft(t *testing.T) {
 
 func TestCompactBaseStopsAtMaxPasses(t *testing.T) {
 	env := newEnv(t)
-	env.OnActivity(CompactBaseActivity, anyCtx, anyArg).Return(CompactPassResult{InputRuns: 16, RunsLeft: 500, Committed: true}, nil)
-	env.ExecuteWorkflow(CompactBase, CompactBaseInput{Target: "generic:gs", MaxPasses: 2})
-	var res CompactBaseResult
+	env.OnActivity(contract.CompactBaseActivity, anyCtx, anyArg).Return(contract.CompactPassResult{InputRuns: 16, RunsLeft: 500, Committed: true}, nil)
+	env.ExecuteWorkflow(CompactBase, contract.CompactBaseInput{Target: "generic:gs", MaxPasses: 2})
+	var res contract.CompactBaseResult
 	require.NoError(t, env.GetWorkflowResult(&res))
 	require.Equal(t, 2, res.Passes)
 	require.Equal(t, 500, res.RunsLeft)
@@ -49,9 +51,9 @@ func TestCompactBaseStopsAtMaxPasses(t *testing.T) {
 
 func TestCompactBaseGivesUpAfterIdlePasses(t *testing.T) {
 	env := newEnv(t)
-	env.OnActivity(CompactBaseActivity, anyCtx, anyArg).Return(CompactPassResult{InputRuns: 16, RunsLeft: 50}, nil)
-	env.ExecuteWorkflow(CompactBase, CompactBaseInput{Target: "generic:gs"})
-	var res CompactBaseResult
+	env.OnActivity(contract.CompactBaseActivity, anyCtx, anyArg).Return(contract.CompactPassResult{InputRuns: 16, RunsLeft: 50}, nil)
+	env.ExecuteWorkflow(CompactBase, contract.CompactBaseInput{Target: "generic:gs"})
+	var res contract.CompactBaseResult
 	require.NoError(t, env.GetWorkflowResult(&res))
 	require.Equal(t, compactMaxIdlePasses, res.Passes)
 	require.Zero(t, res.Committed)
@@ -59,43 +61,43 @@ func TestCompactBaseGivesUpAfterIdlePasses(t *testing.T) {
 
 func TestCompactBaseNothingToDo(t *testing.T) {
 	env := newEnv(t)
-	env.OnActivity(CompactBaseActivity, anyCtx, anyArg).Return(CompactPassResult{RunsLeft: 1}, nil).Once()
-	env.ExecuteWorkflow(CompactBase, CompactBaseInput{Target: "generic:gs"})
-	var res CompactBaseResult
+	env.OnActivity(contract.CompactBaseActivity, anyCtx, anyArg).Return(contract.CompactPassResult{RunsLeft: 1}, nil).Once()
+	env.ExecuteWorkflow(CompactBase, contract.CompactBaseInput{Target: "generic:gs"})
+	var res contract.CompactBaseResult
 	require.NoError(t, env.GetWorkflowResult(&res))
 	require.Equal(t, 1, res.Passes)
 }
 
 func TestCompactBaseBadInput(t *testing.T) {
-	for _, in := range []CompactBaseInput{{Target: "x"}, {Target: "generic:gs", MaxRuns: 1}, {Target: "generic:gs", MaxPasses: -3}} {
+	for _, in := range []contract.CompactBaseInput{{Target: "x"}, {Target: "generic:gs", MaxRuns: 1}, {Target: "generic:gs", MaxPasses: -3}} {
 		env := newEnv(t)
 		env.ExecuteWorkflow(CompactBase, in)
 		typ, nonRetryable := appErrType(env.GetWorkflowError())
-		require.Equal(t, ErrTypeInvalidInput, typ, "%+v", in)
+		require.Equal(t, contract.ErrTypeInvalidInput, typ, "%+v", in)
 		require.True(t, nonRetryable)
 	}
 }
 
 func TestCompactBaseStatusQuery(t *testing.T) {
 	env := newEnv(t)
-	env.OnActivity(CompactBaseActivity, anyCtx, anyArg).After(20*time.Second).
-		Return(CompactPassResult{InputRuns: 2, RunsLeft: 3, Committed: true}, nil)
-	var seen []CompactBaseStatus
+	env.OnActivity(contract.CompactBaseActivity, anyCtx, anyArg).After(20*time.Second).
+		Return(contract.CompactPassResult{InputRuns: 2, RunsLeft: 3, Committed: true}, nil)
+	var seen []contract.CompactBaseStatus
 	query := func() {
-		v, err := env.QueryWorkflow(StatusQuery)
+		v, err := env.QueryWorkflow(contract.StatusQuery)
 		require.NoError(t, err)
-		var st CompactBaseStatus
+		var st contract.CompactBaseStatus
 		require.NoError(t, v.Get(&st))
 		seen = append(seen, st)
 	}
 	env.RegisterDelayedCallback(query, 5*time.Second)
 	env.RegisterDelayedCallback(query, 15*time.Second)
-	env.ExecuteWorkflow(CompactBase, CompactBaseInput{Target: "generic:gs"})
+	env.ExecuteWorkflow(CompactBase, contract.CompactBaseInput{Target: "generic:gs"})
 	require.NoError(t, env.GetWorkflowError())
 	require.Len(t, seen, 2)
 	require.Equal(t, "generic:gs", seen[0].Target)
-	require.Equal(t, PhaseCompacting, seen[0].Phase)
+	require.Equal(t, contract.PhaseCompacting, seen[0].Phase)
 	require.Equal(t, 1, seen[0].Pass)
 	require.Empty(t, seen[0].Blocked)
-	require.Contains(t, seen[1].Blocked, BlockedSlot+" on "+TaskQueue)
+	require.Contains(t, seen[1].Blocked, contract.BlockedSlot+" on "+contract.TaskQueue)
 }

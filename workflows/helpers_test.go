@@ -15,32 +15,32 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/contract"
 )
 
 // Stub activities: the workflow tests register these under the real activity names and
 // mock them with OnActivity(name, mock.Anything, mock.Anything).Return(func...). They never
 // run: a mocked activity's return function replaces them.
-func stubListPendingShards(context.Context, ListPendingShardsParams) (ListPendingShardsResult, error) {
-	return ListPendingShardsResult{}, errors.New("not mocked")
+func stubListPendingShards(context.Context, contract.ListPendingShardsParams) (contract.ListPendingShardsResult, error) {
+	return contract.ListPendingShardsResult{}, errors.New("not mocked")
 }
-func stubPrepare(context.Context, PrepareParams) (PrepareResult, error) {
-	return PrepareResult{}, errors.New("not mocked")
+func stubPrepare(context.Context, contract.PrepareParams) (contract.PrepareResult, error) {
+	return contract.PrepareResult{}, errors.New("not mocked")
 }
-func stubCommit(context.Context, CommitParams) (CommitResult, error) {
-	return CommitResult{}, errors.New("not mocked")
+func stubCommit(context.Context, contract.CommitParams) (contract.CommitResult, error) {
+	return contract.CommitResult{}, errors.New("not mocked")
 }
-func stubAbort(context.Context, AbortParams) (AbortResult, error) {
-	return AbortResult{}, errors.New("not mocked")
+func stubAbort(context.Context, contract.AbortParams) (contract.AbortResult, error) {
+	return contract.AbortResult{}, errors.New("not mocked")
 }
-func stubCompact(context.Context, CompactPassParams) (CompactPassResult, error) {
-	return CompactPassResult{}, errors.New("not mocked")
+func stubCompact(context.Context, contract.CompactPassParams) (contract.CompactPassResult, error) {
+	return contract.CompactPassResult{}, errors.New("not mocked")
 }
-func stubScan(context.Context, ScanStatsParams) (ScanStatsResult, error) {
-	return ScanStatsResult{}, errors.New("not mocked")
+func stubScan(context.Context, contract.ScanStatsParams) (contract.ScanStatsResult, error) {
+	return contract.ScanStatsResult{}, errors.New("not mocked")
 }
-func stubStart(context.Context, StartWorkflowsParams) (StartWorkflowsResult, error) {
-	return StartWorkflowsResult{}, errors.New("not mocked")
+func stubStart(context.Context, contract.StartWorkflowsParams) (contract.StartWorkflowsResult, error) {
+	return contract.StartWorkflowsResult{}, errors.New("not mocked")
 }
 
 func newEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
@@ -52,13 +52,13 @@ func newEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: time.Minute})
 	Register(env)
 	for name, fn := range map[string]any{
-		ListPendingShardsActivity: stubListPendingShards,
-		PrepareActivity:           stubPrepare,
-		CommitActivity:            stubCommit,
-		AbortActivity:             stubAbort,
-		CompactBaseActivity:       stubCompact,
-		ScanStatsActivity:         stubScan,
-		StartWorkflowsActivity:    stubStart,
+		contract.ListPendingShardsActivity: stubListPendingShards,
+		contract.PrepareActivity:           stubPrepare,
+		contract.CommitActivity:            stubCommit,
+		contract.AbortActivity:             stubAbort,
+		contract.CompactBaseActivity:       stubCompact,
+		contract.ScanStatsActivity:         stubScan,
+		contract.StartWorkflowsActivity:    stubStart,
 	} {
 		env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}
@@ -92,13 +92,13 @@ func newFakeTable(target string, perPass int, pending map[string]int) *fakeTable
 	return &fakeTable{target: target, perPass: perPass, pending: pending, watermark: map[string]uint64{}}
 }
 
-func (f *fakeTable) list(context.Context, ListPendingShardsParams) (ListPendingShardsResult, error) {
+func (f *fakeTable) list(context.Context, contract.ListPendingShardsParams) (contract.ListPendingShardsResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var res ListPendingShardsResult
+	var res contract.ListPendingShardsResult
 	for shard, n := range f.pending {
 		if left := n - int(f.watermark[shard]); left > 0 {
-			res.Shards = append(res.Shards, ShardPending{Shard: shard, Pending: left})
+			res.Shards = append(res.Shards, contract.ShardPending{Shard: shard, Pending: left})
 		}
 	}
 	// The workflow must not rely on the listing order: hand it out reversed.
@@ -106,7 +106,7 @@ func (f *fakeTable) list(context.Context, ListPendingShardsParams) (ListPendingS
 	return res, nil
 }
 
-func (f *fakeTable) prepare(ctx context.Context, p PrepareParams) (PrepareResult, error) {
+func (f *fakeTable) prepare(ctx context.Context, p contract.PrepareParams) (contract.PrepareResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	info := activity.GetInfo(ctx)
@@ -114,41 +114,41 @@ func (f *fakeTable) prepare(ctx context.Context, p PrepareParams) (PrepareResult
 	wm := f.watermark[p.Shard]
 	n := uint64(f.pending[p.Shard])
 	if wm >= n {
-		return PrepareResult{}, nil
+		return contract.PrepareResult{}, nil
 	}
 	var gens []uint64
 	for g := wm + 1; g <= n && len(gens) < f.perPass; g++ {
 		gens = append(gens, g)
 	}
-	return PrepareResult{Prepared: &store.PreparedMerge{
+	return contract.PrepareResult{Prepared: &contract.PreparedMerge{
 		Target:      p.Target,
 		Shard:       p.Shard,
 		Generations: gens,
 		Through:     gens[len(gens)-1],
 		AttemptKey:  info.WorkflowExecution.ID + "/" + info.ActivityID,
-		Staged:      []store.StagedFile{{Path: "staged/" + info.ActivityID}},
+		Staged:      []contract.StagedFile{{Path: "staged/" + info.ActivityID}},
 	}}, nil
 }
 
-func (f *fakeTable) commit(ctx context.Context, p CommitParams) (CommitResult, error) {
+func (f *fakeTable) commit(ctx context.Context, p contract.CommitParams) (contract.CommitResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	info := activity.GetInfo(ctx)
 	f.commits = append(f.commits, call{shard: p.Prepared.Shard, queue: info.TaskQueue, activityID: info.ActivityID, through: p.Prepared.Through})
 	if f.watermark[p.Prepared.Shard] >= p.Prepared.Through {
-		return CommitResult{BaseVersion: f.version, AlreadyCommitted: true}, nil
+		return contract.CommitResult{BaseVersion: f.version, AlreadyCommitted: true}, nil
 	}
 	f.watermark[p.Prepared.Shard] = p.Prepared.Through
 	f.version++
-	return CommitResult{Reclaimed: len(p.Prepared.Generations), BaseVersion: f.version}, nil
+	return contract.CommitResult{Reclaimed: len(p.Prepared.Generations), BaseVersion: f.version}, nil
 }
 
-func (f *fakeTable) abort(ctx context.Context, p AbortParams) (AbortResult, error) {
+func (f *fakeTable) abort(ctx context.Context, p contract.AbortParams) (contract.AbortResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	info := activity.GetInfo(ctx)
 	f.aborts = append(f.aborts, call{shard: p.Prepared.Shard, queue: info.TaskQueue, activityID: info.ActivityID, through: p.Prepared.Through})
-	return AbortResult{Deleted: len(p.Prepared.Staged)}, nil
+	return contract.AbortResult{Deleted: len(p.Prepared.Staged)}, nil
 }
 
 func (f *fakeTable) calls(which *[]call) []call {
@@ -160,10 +160,10 @@ func (f *fakeTable) calls(which *[]call) []call {
 // mockTable wires f into env. Extra mocks registered earlier win over these (testify
 // matches expectations in registration order).
 func mockTable(env *testsuite.TestWorkflowEnvironment, f *fakeTable) {
-	env.OnActivity(ListPendingShardsActivity, anyCtx, anyArg).Return(f.list).Maybe()
-	env.OnActivity(PrepareActivity, anyCtx, anyArg).Return(f.prepare).Maybe()
-	env.OnActivity(CommitActivity, anyCtx, anyArg).Return(f.commit).Maybe()
-	env.OnActivity(AbortActivity, anyCtx, anyArg).Return(f.abort).Maybe()
+	env.OnActivity(contract.ListPendingShardsActivity, anyCtx, anyArg).Return(f.list).Maybe()
+	env.OnActivity(contract.PrepareActivity, anyCtx, anyArg).Return(f.prepare).Maybe()
+	env.OnActivity(contract.CommitActivity, anyCtx, anyArg).Return(f.commit).Maybe()
+	env.OnActivity(contract.AbortActivity, anyCtx, anyArg).Return(f.abort).Maybe()
 }
 
 // inflight tracks how many activities of each type run at once, from the test env's
@@ -195,7 +195,7 @@ func appErrType(err error) (string, bool) {
 	return "", false
 }
 
-func mergeResult(t *testing.T, env *testsuite.TestWorkflowEnvironment) MergeWalResult {
+func mergeResult(t *testing.T, env *testsuite.TestWorkflowEnvironment) contract.MergeWalResult {
 	t.Helper()
 	if !env.IsWorkflowCompleted() {
 		t.Fatal("workflow did not complete")
@@ -203,14 +203,14 @@ func mergeResult(t *testing.T, env *testsuite.TestWorkflowEnvironment) MergeWalR
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatalf("workflow failed: %v", err)
 	}
-	var res MergeWalResult
+	var res contract.MergeWalResult
 	if err := env.GetWorkflowResult(&res); err != nil {
 		t.Fatal(err)
 	}
 	return res
 }
 
-func shardResult(t *testing.T, res MergeWalResult, shard string) ShardMergeResult {
+func shardResult(t *testing.T, res contract.MergeWalResult, shard string) contract.ShardMergeResult {
 	t.Helper()
 	for _, s := range res.Shards {
 		if s.Shard == shard {
@@ -218,7 +218,7 @@ func shardResult(t *testing.T, res MergeWalResult, shard string) ShardMergeResul
 		}
 	}
 	t.Fatalf("no result for shard %s in %+v", shard, res)
-	return ShardMergeResult{}
+	return contract.ShardMergeResult{}
 }
 
 var anyCtx, anyArg = mock.Anything, mock.Anything

@@ -3,132 +3,14 @@ package workflows
 import (
 	"fmt"
 	"sort"
-	"time"
 
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/target"
 )
-
-// MergeWalInput is MergeWal's input. Only Target is required:
-// `{"target":"generic:gs"}`. Durations are JSON nanoseconds.
-type MergeWalInput struct {
-	Target string `json:"target"`
-	// MaxGenerations and MaxBytes cap one pass (nil = the worker's merge_max_generations /
-	// merge_max_bytes; 0 = no cap).
-	MaxGenerations *int   `json:"max_generations,omitempty"`
-	MaxBytes       *int64 `json:"max_bytes,omitempty"`
-	// ParallelPrepare lets prepares of different shards run concurrently, at most
-	// PrepareConcurrency at once (default 4). Commits stay one at a time either way.
-	ParallelPrepare    bool `json:"parallel_prepare,omitempty"`
-	PrepareConcurrency int  `json:"prepare_concurrency,omitempty"`
-	// MaxPasses bounds the passes per shard over the whole merge, continue-as-new included
-	// (default 1000), so writers that seal faster than merges fold cannot keep it running
-	// forever; the sweep starts the next merge.
-	MaxPasses int `json:"max_passes,omitempty"`
-	// ScheduleToStartTimeout is how long Prepare/Commit waits on the shard owner's queue
-	// before falling back to the shared queue (default 30s).
-	ScheduleToStartTimeout time.Duration `json:"schedule_to_start_timeout,omitempty"`
-	// SlotWaitThreshold: an activity unfinished this long with no word from it is reported as
-	// waiting for a slot (default 10s, negative = off).
-	SlotWaitThreshold time.Duration `json:"slot_wait_threshold,omitempty"`
-	// PrepareTimeout bounds one Prepare attempt, budget wait included (default 30m).
-	PrepareTimeout time.Duration `json:"prepare_timeout,omitempty"`
-	// PassesPerRun: continue-as-new after this many committed passes (default 100), or
-	// earlier when Temporal suggests it.
-	PassesPerRun int `json:"passes_per_run,omitempty"`
-	// Carry is progress handed over by continue-as-new; callers leave it empty.
-	Carry *MergeWalCarry `json:"carry,omitempty"`
-}
-
-// MergeWalCarry is the state one run hands to the next over continue-as-new.
-type MergeWalCarry struct {
-	Runs   int                `json:"runs"`
-	Shards []ShardMergeResult `json:"shards"`
-}
-
-// ShardMergeResult is one shard's outcome.
-type ShardMergeResult struct {
-	Shard       string `json:"shard"`
-	Reclaimed   int    `json:"reclaimed"`
-	Passes      int    `json:"passes"`
-	BaseVersion uint64 `json:"base_version,omitempty"`
-	// Pending is the estimated number of generations left.
-	Pending int `json:"pending"`
-	// Restarts counts stale preparations that were aborted and prepared again.
-	Restarts int `json:"restarts,omitempty"`
-	// SharedQueue: the owner's queue did not pick up work in time; the shard was merged
-	// through the shared queue.
-	SharedQueue bool `json:"shared_queue,omitempty"`
-	// Finished: nothing pending, MaxPasses reached, or failed.
-	Finished         bool   `json:"finished"`
-	MaxPassesReached bool   `json:"max_passes_reached,omitempty"`
-	Error            string `json:"error,omitempty"`
-	ErrorType        string `json:"error_type,omitempty"`
-	// Permanent: the error cannot go away by retrying (corrupt data, invalid input...).
-	Permanent bool `json:"permanent,omitempty"`
-}
-
-// MergeWalResult is MergeWal's result: per-shard reclaimed generations, versions and errors.
-type MergeWalResult struct {
-	Target      string             `json:"target"`
-	Shards      []ShardMergeResult `json:"shards"`
-	Reclaimed   int                `json:"reclaimed"`
-	Passes      int                `json:"passes"`
-	BaseVersion uint64             `json:"base_version,omitempty"`
-	// Runs counts the runs of the continue-as-new chain.
-	Runs int `json:"runs"`
-}
-
-// MergeWal phases, as reported by the status query.
-const (
-	PhaseStarting   = "starting"
-	PhaseListing    = "listing"
-	PhaseMerging    = "merging"
-	PhaseCompacting = "compacting"
-	PhaseContinuing = "continuing-as-new"
-	PhaseDone       = "done"
-)
-
-// Per-shard phases.
-const (
-	ShardQueued        = "queued"
-	ShardPreparing     = "preparing"
-	ShardWaitingCommit = "waiting-commit"
-	ShardCommitting    = "committing"
-	ShardAborting      = "aborting"
-	ShardDone          = "done"
-	ShardFailed        = "failed"
-)
-
-// MergeWalStatus answers the status query.
-type MergeWalStatus struct {
-	Target string `json:"target"`
-	Phase  string `json:"phase"`
-	// Shard and Pass describe the most recent step.
-	Shard     string `json:"shard,omitempty"`
-	Pass      int    `json:"pass"`
-	Pending   int    `json:"pending"`
-	Reclaimed int    `json:"reclaimed"`
-	// Blocked says why the merge is not progressing, or is empty.
-	Blocked string        `json:"blocked,omitempty"`
-	Run     int           `json:"run"`
-	Shards  []ShardStatus `json:"shards"`
-}
-
-// ShardStatus is one shard's part of MergeWalStatus.
-type ShardStatus struct {
-	Shard     string `json:"shard"`
-	Phase     string `json:"phase"`
-	Pending   int    `json:"pending"`
-	Passes    int    `json:"passes"`
-	Reclaimed int    `json:"reclaimed"`
-	Queue     string `json:"queue,omitempty"`
-	Blocked   string `json:"blocked,omitempty"`
-	Error     string `json:"error,omitempty"`
-}
 
 const (
 	defaultMaxPasses          = 1000
@@ -139,7 +21,9 @@ const (
 	maxStaleRestarts = 3
 )
 
-func (in MergeWalInput) withDefaults() (MergeWalInput, error) {
+// mergeWalDefaults checks in and fills its zero knobs with the defaults MergeWalInput
+// documents.
+func mergeWalDefaults(in contract.MergeWalInput) (contract.MergeWalInput, error) {
 	if in.MaxPasses < 0 || in.PassesPerRun < 0 || in.PrepareConcurrency < 0 ||
 		in.ScheduleToStartTimeout < 0 || in.PrepareTimeout < 0 {
 		return in, fmt.Errorf("negative knob in %+v", in)
@@ -169,7 +53,7 @@ func (in MergeWalInput) withDefaults() (MergeWalInput, error) {
 }
 
 func invalidInput(err error) error {
-	return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalidInput, err)
+	return temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrTypeInvalidInput, err)
 }
 
 // MergeWal folds every shard's pending generations of one target into its base table
@@ -180,29 +64,29 @@ func invalidInput(err error) error {
 // one Commit per table is in flight at any time: every commit goes through one commit loop,
 // whether prepares run serially (default) or in parallel. A failing shard records its error
 // and the others go on; the workflow fails only when every shard failed for good.
-func MergeWal(ctx workflow.Context, in MergeWalInput) (MergeWalResult, error) {
-	target, err := store.ParseTarget(in.Target)
+func MergeWal(ctx workflow.Context, in contract.MergeWalInput) (contract.MergeWalResult, error) {
+	tgt, err := target.ParseTarget(in.Target)
 	if err != nil {
-		return MergeWalResult{Target: in.Target}, invalidInput(err)
+		return contract.MergeWalResult{Target: in.Target}, invalidInput(err)
 	}
-	if in, err = in.withDefaults(); err != nil {
-		return MergeWalResult{Target: in.Target}, invalidInput(err)
+	if in, err = mergeWalDefaults(in); err != nil {
+		return contract.MergeWalResult{Target: in.Target}, invalidInput(err)
 	}
-	r := newMergeRun(ctx, in, target)
-	if err := workflow.SetQueryHandler(ctx, StatusQuery, func() (MergeWalStatus, error) {
+	r := newMergeRun(ctx, in, tgt)
+	if err := workflow.SetQueryHandler(ctx, contract.StatusQuery, func() (contract.MergeWalStatus, error) {
 		return r.status(), nil
 	}); err != nil {
 		return r.result(), err
 	}
-	ensureTargetAttributes(ctx, target)
-	r.log.Info("Merge started.", "run", r.runs, "parallel_prepare", in.ParallelPrepare)
+	ensureTargetAttributes(ctx, tgt)
+	r.log.Info("Merge started.", "workflow_run", r.workflowRun, "parallel_prepare", in.ParallelPrepare)
 
 	// Step 1. List the shards with pending generations (any worker can read the manifests).
-	r.setPhase(PhaseListing)
-	var listed ListPendingShardsResult
-	w := r.tr.newWatch(ListPendingShardsActivity, "", TaskQueue)
-	if err := r.tr.exec(ctx, listOptions(), w, ListPendingShardsParams{Target: target.String()}, &listed); err != nil {
-		r.setPhase(PhaseDone)
+	r.setPhase(contract.PhaseListing)
+	var listed contract.ListPendingShardsResult
+	w := r.tr.newWatch(contract.ListPendingShardsActivity, "", contract.TaskQueue)
+	if err := r.tr.exec(ctx, listOptions(), w, contract.ListPendingShardsParams{Target: tgt.String()}, &listed); err != nil {
+		r.setPhase(contract.PhaseDone)
 		return r.result(), err
 	}
 	// Histories recorded before this change visited shards in id order, each until drained.
@@ -211,7 +95,7 @@ func MergeWal(ctx workflow.Context, in MergeWalInput) (MergeWalResult, error) {
 	r.upsertPending()
 
 	// Step 2. Merge the shards, one commit at a time.
-	r.setPhase(PhaseMerging)
+	r.setPhase(contract.PhaseMerging)
 	r.mergeShards(ctx)
 	if ctx.Err() != nil {
 		return r.result(), ctx.Err()
@@ -219,19 +103,19 @@ func MergeWal(ctx workflow.Context, in MergeWalInput) (MergeWalResult, error) {
 
 	// Step 3. Hand over to a fresh run if the history grew long, else report.
 	if r.stopping && r.unfinished() > 0 {
-		r.setPhase(PhaseContinuing)
+		r.setPhase(contract.PhaseContinuing)
 		next := r.in
-		next.Carry = &MergeWalCarry{Runs: r.runs, Shards: r.result().Shards}
+		next.Carry = &contract.MergeWalCarry{WorkflowRuns: r.workflowRun, Shards: r.result().Shards}
 		r.log.Info("Merge continues as new.", "passes", r.passes)
-		return r.result(), workflow.NewContinueAsNewError(ctx, MergeWalWorkflow, next)
+		return r.result(), workflow.NewContinueAsNewError(ctx, contract.MergeWalWorkflow, next)
 	}
-	r.setPhase(PhaseDone)
+	r.setPhase(contract.PhaseDone)
 	res := r.result()
 	r.log.Info("Merge finished.", "reclaimed", res.Reclaimed, "passes", res.Passes)
 	if r.allFailedPermanently() {
 		return res, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("every shard of %s failed: %s", target, res.Shards[0].Error),
-			ErrTypeAllShardsFailed, nil, res)
+			fmt.Sprintf("every shard of %s failed: %s", tgt, res.Shards[0].Error),
+			contract.ErrTypeAllShardsFailed, nil, res)
 	}
 	return res, nil
 }
@@ -239,17 +123,18 @@ func MergeWal(ctx workflow.Context, in MergeWalInput) (MergeWalResult, error) {
 // mergeRun is one run's state. Coroutines share it; workflow coroutines never run in
 // parallel, so no locking is needed.
 type mergeRun struct {
-	ctx      workflow.Context
-	in       MergeWalInput
-	target   store.Target
-	log      log.Logger
-	tr       *tracker
-	runs     int
-	phase    string
-	shards   []*shardRun
-	current  *shardRun
-	passes   int // committed passes in this run
-	stopping bool
+	ctx    workflow.Context
+	in     contract.MergeWalInput
+	target target.Target
+	log    log.Logger
+	tr     *tracker
+	// workflowRun is this run's number in the continue-as-new chain, from 1.
+	workflowRun int
+	phase       string
+	shards      []*shardRun
+	current     *shardRun
+	passes      int // committed passes in this run
+	stopping    bool
 	// lastPending is the WalPending value last upserted (-1: none yet).
 	lastPending int64
 	// fair: shards are merged in rounds of one pass per shard (fairRoundsChange).
@@ -265,26 +150,26 @@ const (
 )
 
 type shardRun struct {
-	res         ShardMergeResult
+	res         contract.ShardMergeResult
 	phase       string
 	queue       string
 	staleInARow int
 }
 
-func newMergeRun(ctx workflow.Context, in MergeWalInput, target store.Target) *mergeRun {
+func newMergeRun(ctx workflow.Context, in contract.MergeWalInput, tgt target.Target) *mergeRun {
 	r := &mergeRun{
 		ctx:         ctx,
 		in:          in,
-		target:      target,
-		log:         log.With(workflow.GetLogger(ctx), "target", target.String()),
-		runs:        1,
-		phase:       PhaseStarting,
+		target:      tgt,
+		log:         log.With(workflow.GetLogger(ctx), "target", tgt.String()),
+		workflowRun: 1,
+		phase:       contract.PhaseStarting,
 		lastPending: -1,
 	}
 	if in.Carry != nil {
-		r.runs = in.Carry.Runs + 1
+		r.workflowRun = in.Carry.WorkflowRuns + 1
 	}
-	if v, ok := workflow.GetTypedSearchAttributes(ctx).GetInt64(WalPending); ok {
+	if v, ok := workflow.GetTypedSearchAttributes(ctx).GetInt64(contract.WalPending); ok {
 		r.lastPending = v
 	}
 	slotWait := in.SlotWaitThreshold
@@ -299,7 +184,7 @@ func newMergeRun(ctx workflow.Context, in MergeWalInput, target store.Target) *m
 // call of a run), in shard order. A shard that failed or reached MaxPasses stays finished;
 // one that no longer has anything pending is done. In fair mode a shard that was drained
 // and has sealed again since is merged again.
-func (r *mergeRun) plan(listed []ShardPending) {
+func (r *mergeRun) plan(listed []contract.ShardPending) {
 	all := r.shards
 	if all == nil && r.in.Carry != nil {
 		for _, c := range r.in.Carry.Shards {
@@ -325,7 +210,7 @@ func (r *mergeRun) plan(listed []ShardPending) {
 			}
 			continue
 		}
-		sh := &shardRun{res: ShardMergeResult{Shard: sp.Shard, Pending: sp.Pending}}
+		sh := &shardRun{res: contract.ShardMergeResult{Shard: sp.Shard, Pending: sp.Pending}}
 		byShard[sp.Shard] = sh
 		all = append(all, sh)
 	}
@@ -335,11 +220,11 @@ func (r *mergeRun) plan(listed []ShardPending) {
 		}
 		switch {
 		case sh.res.Error != "":
-			sh.phase = ShardFailed
+			sh.phase = contract.ShardFailed
 		case sh.res.Finished:
-			sh.phase = ShardDone
+			sh.phase = contract.ShardDone
 		default:
-			sh.phase = ShardQueued
+			sh.phase = contract.ShardQueued
 		}
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].res.Shard < all[j].res.Shard })
@@ -361,12 +246,12 @@ func (r *mergeRun) unfinished() int { return len(r.todo()) }
 
 type commitRequest struct {
 	sh    *shardRun
-	p     *store.PreparedMerge
+	p     *contract.PreparedMerge
 	reply workflow.Channel
 }
 
 type commitOutcome struct {
-	res CommitResult
+	res contract.CommitResult
 	err error
 }
 
@@ -443,7 +328,7 @@ func (r *mergeRun) mergeRounds(ctx workflow.Context, commits workflow.Channel) {
 			if r.mergePass(ctx, sh, commits, sem) == passCommitted {
 				progress = true
 				// Its turn is over; it waits for the next round.
-				sh.phase = ShardQueued
+				sh.phase = contract.ShardQueued
 				r.changed()
 			}
 		}
@@ -490,11 +375,11 @@ func roundOrder(shards []*shardRun) []*shardRun {
 // relist refreshes every shard's pending count before a round. If the listing fails the
 // round goes on with the estimates: a drained shard then finds out with an empty prepare.
 func (r *mergeRun) relist(ctx workflow.Context) {
-	r.setPhase(PhaseListing)
-	defer r.setPhase(PhaseMerging)
-	var listed ListPendingShardsResult
-	w := r.tr.newWatch(ListPendingShardsActivity, "", TaskQueue)
-	if err := r.tr.exec(ctx, listOptions(), w, ListPendingShardsParams{Target: r.target.String()}, &listed); err != nil {
+	r.setPhase(contract.PhaseListing)
+	defer r.setPhase(contract.PhaseMerging)
+	var listed contract.ListPendingShardsResult
+	w := r.tr.newWatch(contract.ListPendingShardsActivity, "", contract.TaskQueue)
+	if err := r.tr.exec(ctx, listOptions(), w, contract.ListPendingShardsParams{Target: r.target.String()}, &listed); err != nil {
 		r.log.Warn("Cannot list pending shards; the round goes on with estimates.", "error", err)
 		return
 	}
@@ -526,14 +411,14 @@ func (r *mergeRun) mergePass(ctx workflow.Context, sh *shardRun, commits workflo
 	for ctx.Err() == nil {
 		if sh.res.Passes >= r.in.MaxPasses {
 			sh.res.Finished, sh.res.MaxPassesReached = true, true
-			sh.phase = ShardDone
+			sh.phase = contract.ShardDone
 			r.log.Info("Shard reached max passes.", "shard", sh.res.Shard, "pending", sh.res.Pending)
 			r.changed()
 			return passMaxed
 		}
 		p, ok, err := r.prepare(ctx, sh, sem)
 		if !ok {
-			sh.phase = ShardQueued
+			sh.phase = contract.ShardQueued
 			r.changed()
 			return passStopped
 		}
@@ -543,13 +428,13 @@ func (r *mergeRun) mergePass(ctx workflow.Context, sh *shardRun, commits workflo
 		}
 		if p == nil {
 			sh.res.Finished, sh.res.Pending = true, 0
-			sh.phase = ShardDone
+			sh.phase = contract.ShardDone
 			r.upsertPending()
 			r.changed()
 			return passDrained
 		}
 
-		sh.phase = ShardWaitingCommit
+		sh.phase = contract.ShardWaitingCommit
 		r.changed()
 		reply := workflow.NewBufferedChannel(ctx, 1)
 		commits.Send(ctx, &commitRequest{sh: sh, p: p, reply: reply})
@@ -562,10 +447,10 @@ func (r *mergeRun) mergePass(ctx workflow.Context, sh *shardRun, commits workflo
 
 		// The commit failed. Abort proves it absent (and deletes the staged files) or finds
 		// it present after all (a lost reply, or another attempt merged the same range).
-		stale := errorType(out.err) == ErrTypeStalePreparation
+		stale := errorType(out.err) == contract.ErrTypeStalePreparation
 		ab, abErr := r.abort(ctx, sh, p)
 		if abErr == nil && ab.CommitPresent {
-			r.committed(sh, p, CommitResult{Reclaimed: len(p.Generations)})
+			r.committed(sh, p, contract.CommitResult{Reclaimed: len(p.Generations)})
 			return passCommitted
 		}
 		if stale && abErr == nil && sh.staleInARow < maxStaleRestarts {
@@ -582,7 +467,7 @@ func (r *mergeRun) mergePass(ctx workflow.Context, sh *shardRun, commits workflo
 
 // prepare runs one Prepare. ok is false when the shard should stop without a result (a
 // continue-as-new became due while it waited for a prepare slot).
-func (r *mergeRun) prepare(ctx workflow.Context, sh *shardRun, sem workflow.Semaphore) (*store.PreparedMerge, bool, error) {
+func (r *mergeRun) prepare(ctx workflow.Context, sh *shardRun, sem workflow.Semaphore) (*contract.PreparedMerge, bool, error) {
 	if r.stopping {
 		return nil, false, nil
 	}
@@ -595,26 +480,26 @@ func (r *mergeRun) prepare(ctx workflow.Context, sh *shardRun, sem workflow.Sema
 			return nil, false, nil
 		}
 	}
-	sh.phase = ShardPreparing
+	sh.phase = contract.ShardPreparing
 	r.current = sh
-	params := PrepareParams{
+	params := contract.PrepareParams{
 		Target:         r.target.String(),
 		Shard:          sh.res.Shard,
 		MaxGenerations: r.in.MaxGenerations,
 		MaxBytes:       r.in.MaxBytes,
 		NotifyAfter:    r.tr.slotWait,
 	}
-	var res PrepareResult
+	var res contract.PrepareResult
 	if !sh.res.SharedQueue {
-		sh.queue = ShardQueue(sh.res.Shard)
-		w := r.tr.newWatch(PrepareActivity, sh.res.Shard, sh.queue)
+		sh.queue = contract.ShardQueue(sh.res.Shard)
+		w := r.tr.newWatch(contract.PrepareActivity, sh.res.Shard, sh.queue)
 		err := r.tr.exec(ctx, prepareOptions(r.in.PrepareTimeout, r.in.ScheduleToStartTimeout), w, params, &res)
 		if !isScheduleToStartTimeout(err) {
 			return res.Prepared, true, err
 		}
-		r.fallBack(sh, PrepareActivity)
+		r.fallBack(sh, contract.PrepareActivity)
 	}
-	w := r.tr.newWatch(PrepareActivity, sh.res.Shard, TaskQueue)
+	w := r.tr.newWatch(contract.PrepareActivity, sh.res.Shard, contract.TaskQueue)
 	err := r.tr.exec(ctx, prepareOptions(r.in.PrepareTimeout, 0), w, params, &res)
 	return res.Prepared, true, err
 }
@@ -633,35 +518,35 @@ func (r *mergeRun) commitLoop(ctx workflow.Context, commits workflow.Channel) {
 
 // commit runs one Commit where the prepare ran: the owner's queue, or the shared queue
 // once the owner failed to pick up work in time.
-func (r *mergeRun) commit(ctx workflow.Context, sh *shardRun, p *store.PreparedMerge) commitOutcome {
-	sh.phase = ShardCommitting
+func (r *mergeRun) commit(ctx workflow.Context, sh *shardRun, p *contract.PreparedMerge) commitOutcome {
+	sh.phase = contract.ShardCommitting
 	r.current = sh
-	params := CommitParams{Prepared: *p, NotifyAfter: r.tr.slotWait}
-	var res CommitResult
+	params := contract.CommitParams{Prepared: *p, NotifyAfter: r.tr.slotWait}
+	var res contract.CommitResult
 	if !sh.res.SharedQueue {
-		sh.queue = ShardQueue(sh.res.Shard)
-		w := r.tr.newWatch(CommitActivity, sh.res.Shard, sh.queue)
+		sh.queue = contract.ShardQueue(sh.res.Shard)
+		w := r.tr.newWatch(contract.CommitActivity, sh.res.Shard, sh.queue)
 		err := r.tr.exec(ctx, commitOptions(r.in.ScheduleToStartTimeout), w, params, &res)
 		if !isScheduleToStartTimeout(err) {
 			return commitOutcome{res: res, err: err}
 		}
-		r.fallBack(sh, CommitActivity)
+		r.fallBack(sh, contract.CommitActivity)
 	}
-	w := r.tr.newWatch(CommitActivity, sh.res.Shard, TaskQueue)
+	w := r.tr.newWatch(contract.CommitActivity, sh.res.Shard, contract.TaskQueue)
 	err := r.tr.exec(ctx, commitOptions(0), w, params, &res)
 	return commitOutcome{res: res, err: err}
 }
 
 // abort discards a prepared merge on the shared queue (clean-up needs no locality). It
 // still runs when the workflow is being cancelled, so staged files do not leak.
-func (r *mergeRun) abort(ctx workflow.Context, sh *shardRun, p *store.PreparedMerge) (AbortResult, error) {
-	sh.phase = ShardAborting
+func (r *mergeRun) abort(ctx workflow.Context, sh *shardRun, p *contract.PreparedMerge) (contract.AbortResult, error) {
+	sh.phase = contract.ShardAborting
 	if ctx.Err() != nil {
 		ctx, _ = workflow.NewDisconnectedContext(ctx)
 	}
-	var res AbortResult
-	w := r.tr.newWatch(AbortActivity, sh.res.Shard, TaskQueue)
-	err := r.tr.exec(ctx, abortOptions(), w, AbortParams{Prepared: *p}, &res)
+	var res contract.AbortResult
+	w := r.tr.newWatch(contract.AbortActivity, sh.res.Shard, contract.TaskQueue)
+	err := r.tr.exec(ctx, abortOptions(), w, contract.AbortParams{Prepared: *p}, &res)
 	if err != nil {
 		r.log.Warn("Abort failed; staged files may leak.", "shard", sh.res.Shard, "error", err)
 	}
@@ -670,20 +555,20 @@ func (r *mergeRun) abort(ctx workflow.Context, sh *shardRun, p *store.PreparedMe
 
 func (r *mergeRun) fallBack(sh *shardRun, activity string) {
 	sh.res.SharedQueue = true
-	sh.queue = TaskQueue
+	sh.queue = contract.TaskQueue
 	r.log.Warn("Shard queue has no worker in time; using the shared queue.",
 		"shard", sh.res.Shard, "activity", activity, "timeout", r.in.ScheduleToStartTimeout)
 	r.changed()
 }
 
-func (r *mergeRun) committed(sh *shardRun, p *store.PreparedMerge, res CommitResult) {
+func (r *mergeRun) committed(sh *shardRun, p *contract.PreparedMerge, res contract.CommitResult) {
 	sh.res.Passes++
 	r.passes++
 	sh.res.Reclaimed += res.Reclaimed
 	sh.res.BaseVersion = max(sh.res.BaseVersion, res.BaseVersion)
 	sh.res.Pending = max(0, sh.res.Pending-len(p.Generations))
 	sh.staleInARow = 0
-	sh.phase = ShardPreparing
+	sh.phase = contract.ShardPreparing
 	r.log.Info("Merge pass committed.", "shard", sh.res.Shard, "generation", p.Through,
 		"reclaimed", res.Reclaimed, "base_version", res.BaseVersion, "pending", sh.res.Pending)
 	r.upsertPending()
@@ -701,7 +586,7 @@ func (r *mergeRun) fail(sh *shardRun, step string, err, abortErr error) {
 	}
 	sh.res.ErrorType = errorType(err)
 	sh.res.Permanent = isPermanent(err)
-	sh.phase = ShardFailed
+	sh.phase = contract.ShardFailed
 	r.log.Warn("Shard merge failed.", "shard", sh.res.Shard, "step", step, "error", err,
 		"permanent", sh.res.Permanent)
 	r.changed()
@@ -733,7 +618,7 @@ func (r *mergeRun) upsertPending() {
 	if total == r.lastPending {
 		return
 	}
-	if err := workflow.UpsertTypedSearchAttributes(r.ctx, WalPending.ValueSet(total)); err != nil {
+	if err := workflow.UpsertTypedSearchAttributes(r.ctx, contract.WalPending.ValueSet(total)); err != nil {
 		r.log.Warn("Cannot upsert WalPending.", "error", err)
 		return
 	}
@@ -750,8 +635,8 @@ func (r *mergeRun) changed() {
 	workflow.SetCurrentDetails(r.ctx, r.details())
 }
 
-func (r *mergeRun) result() MergeWalResult {
-	res := MergeWalResult{Target: r.target.String(), Runs: r.runs, Shards: []ShardMergeResult{}}
+func (r *mergeRun) result() contract.MergeWalResult {
+	res := contract.MergeWalResult{Target: r.target.String(), WorkflowRuns: r.workflowRun, Shards: []contract.ShardMergeResult{}}
 	for _, sh := range r.shards {
 		res.Shards = append(res.Shards, sh.res)
 		res.Reclaimed += sh.res.Reclaimed
@@ -761,16 +646,16 @@ func (r *mergeRun) result() MergeWalResult {
 	return res
 }
 
-func (r *mergeRun) status() MergeWalStatus {
-	st := MergeWalStatus{
-		Target:  r.target.String(),
-		Phase:   r.phase,
-		Pending: r.totalPending(),
-		Run:     r.runs,
-		Shards:  []ShardStatus{},
+func (r *mergeRun) status() contract.MergeWalStatus {
+	st := contract.MergeWalStatus{
+		Target:      r.target.String(),
+		Phase:       r.phase,
+		Pending:     r.totalPending(),
+		WorkflowRun: r.workflowRun,
+		Shards:      []contract.ShardStatus{},
 	}
 	for _, sh := range r.shards {
-		ss := ShardStatus{
+		ss := contract.ShardStatus{
 			Shard:     sh.res.Shard,
 			Phase:     sh.phase,
 			Pending:   sh.res.Pending,
@@ -783,7 +668,7 @@ func (r *mergeRun) status() MergeWalStatus {
 		st.Shards = append(st.Shards, ss)
 		st.Reclaimed += sh.res.Reclaimed
 		if st.Blocked == "" && ss.Blocked != "" {
-			st.Blocked = "shard " + shortShard(sh.res.Shard) + ": " + ss.Blocked
+			st.Blocked = "shard " + shardLabel(sh.res.Shard) + ": " + ss.Blocked
 		}
 	}
 	if st.Blocked == "" {
@@ -810,8 +695,8 @@ func (r *mergeRun) details() string {
 	}
 	line := fmt.Sprintf("**%s** %s · shards %d/%d done · %d generations reclaimed · ~%d pending",
 		st.Target, st.Phase, done, len(r.shards), st.Reclaimed, st.Pending)
-	if st.Shard != "" && st.Phase == PhaseMerging {
-		line += fmt.Sprintf(" · shard `%s` pass %d", shortShard(st.Shard), st.Pass)
+	if st.Shard != "" && st.Phase == contract.PhaseMerging {
+		line += fmt.Sprintf(" · shard `%s` pass %d", shardLabel(st.Shard), st.Pass)
 	}
 	if st.Blocked != "" {
 		line += "\n\n**blocked:** " + st.Blocked

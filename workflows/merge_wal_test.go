@@ -15,6 +15,8 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/walkeeper/walkeeper/contract"
 )
 
 func shardsOf(calls []call) []string {
@@ -28,29 +30,29 @@ func shardsOf(calls []call) []string {
 func TestMergeWalSerialCommitsOneAtATimeInRounds(t *testing.T) {
 	env := newEnv(t)
 	f := newFakeTable("generic:gs", 2, map[string]int{"c": 3, "a": 2, "b": 4})
-	env.OnActivity(PrepareActivity, anyCtx, anyArg).After(time.Second).Return(f.prepare)
-	env.OnActivity(CommitActivity, anyCtx, anyArg).After(2 * time.Second).Return(f.commit)
+	env.OnActivity(contract.PrepareActivity, anyCtx, anyArg).After(time.Second).Return(f.prepare)
+	env.OnActivity(contract.CommitActivity, anyCtx, anyArg).After(2 * time.Second).Return(f.commit)
 	mockTable(env, f)
 	in := trackInflight(env)
 
-	env.ExecuteWorkflow(MergeWal, MergeWalInput{Target: "generic:gs"})
+	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:gs"})
 	res := mergeResult(t, env)
 
-	require.Equal(t, 1, in.max[CommitActivity], "commits in flight at once")
-	require.Equal(t, 1, in.max[PrepareActivity], "serial mode prepares one at a time")
+	require.Equal(t, 1, in.max[contract.CommitActivity], "commits in flight at once")
+	require.Equal(t, 1, in.max[contract.PrepareActivity], "serial mode prepares one at a time")
 	// Round 1, most indebted first: b (4), c (3), a (2, drained). Round 2 from a fresh
 	// listing: b (2), c (1). The third listing finds nothing, so no prepare comes back empty.
 	require.Equal(t, []string{"b", "c", "a", "b", "c"}, shardsOf(f.calls(&f.prepares)))
 	require.Equal(t, []string{"b", "c", "a", "b", "c"}, shardsOf(f.calls(&f.commits)))
 	for _, c := range f.calls(&f.prepares) {
-		require.Equal(t, ShardQueue(c.shard), c.queue)
+		require.Equal(t, contract.ShardQueue(c.shard), c.queue)
 	}
 	for _, c := range f.calls(&f.commits) {
-		require.Equal(t, ShardQueue(c.shard), c.queue, "commit goes where the prepare ran")
+		require.Equal(t, contract.ShardQueue(c.shard), c.queue, "commit goes where the prepare ran")
 	}
 	require.Equal(t, 9, res.Reclaimed)
 	require.Equal(t, 5, res.Passes)
-	require.Equal(t, 1, res.Runs)
+	require.Equal(t, 1, res.WorkflowRuns)
 	require.Equal(t, uint64(5), res.BaseVersion)
 	for shard, want := range map[string]int{"a": 2, "b": 4, "c": 3} {
 		sr := shardResult(t, res, shard)
@@ -72,7 +74,7 @@ func TestMergeWalSerialBeforeFairRoundsVisitsShardsInOrder(t *testing.T) {
 	f := newFakeTable("generic:gs", 2, map[string]int{"c": 3, "a": 2, "b": 4})
 	mockTable(env, f)
 
-	env.ExecuteWorkflow(MergeWal, MergeWalInput{Target: "generic:gs"})
+	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:gs"})
 	res := mergeResult(t, env)
 
 	require.Equal(t, []string{"a", "a", "b", "b", "b", "c", "c", "c"}, shardsOf(f.calls(&f.prepares)))
@@ -89,14 +91,14 @@ func TestMergeWalSerialBeforeFairRoundsVisitsShardsInOrder(t *testing.T) {
 // sealed.
 func TestMergeWalHotShardDoesNotStarveOthers(t *testing.T) {
 	const maxPasses = 30
-	run := func(t *testing.T, legacy, parallel bool) (MergeWalResult, []string) {
+	run := func(t *testing.T, legacy, parallel bool) (contract.MergeWalResult, []string) {
 		env := newEnv(t)
 		if legacy {
 			env.OnGetVersion(fairRoundsChange, workflow.DefaultVersion, fairRoundsVersion).Return(workflow.DefaultVersion)
 		}
 		f := newFakeTable("generic:hot", 1, map[string]int{"a": 2, "b": 3, "c": 1})
 		aCommits := 0
-		env.OnActivity(CommitActivity, anyCtx, anyArg).Return(func(ctx context.Context, p CommitParams) (CommitResult, error) {
+		env.OnActivity(contract.CommitActivity, anyCtx, anyArg).Return(func(ctx context.Context, p contract.CommitParams) (contract.CommitResult, error) {
 			res, err := f.commit(ctx, p)
 			f.mu.Lock()
 			if p.Prepared.Shard == "a" {
@@ -109,7 +111,7 @@ func TestMergeWalHotShardDoesNotStarveOthers(t *testing.T) {
 			return res, err
 		})
 		mockTable(env, f)
-		env.ExecuteWorkflow(MergeWal, MergeWalInput{Target: "generic:hot", MaxPasses: maxPasses, PassesPerRun: 1000, ParallelPrepare: parallel})
+		env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:hot", MaxPasses: maxPasses, PassesPerRun: 1000, ParallelPrepare: parallel})
 		return mergeResult(t, env), shardsOf(f.calls(&f.commits))
 	}
 	firstAndLast := func(commits []string, shard string) (int, int) {
@@ -160,7 +162,7 @@ func TestMergeWalActivityIDsAreUniqueAcrossRuns(t *testing.T) {
 	env := newEnv(t)
 	f := newFakeTable("generic:gs", 1, map[string]int{"a": 3})
 	mockTable(env, f)
-	env.ExecuteWorkflow(MergeWal, MergeWalInput{Target: "generic:gs"})
+	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:gs"})
 	mergeResult(t, env)
 
 	seen := map[string]bool{}
@@ -178,16 +180,16 @@ func TestMergeWalActivityIDsAreUniqueAcrossRuns(t *testing.T) {
 func TestMergeWalParallelPrepareStillCommitsOneAtATime(t *testing.T) {
 	env := newEnv(t)
 	f := newFakeTable("rollout:r", 2, map[string]int{"s1": 4, "s2": 4, "s3": 4, "s4": 4})
-	env.OnActivity(PrepareActivity, anyCtx, anyArg).After(5 * time.Second).Return(f.prepare)
-	env.OnActivity(CommitActivity, anyCtx, anyArg).After(3 * time.Second).Return(f.commit)
+	env.OnActivity(contract.PrepareActivity, anyCtx, anyArg).After(5 * time.Second).Return(f.prepare)
+	env.OnActivity(contract.CommitActivity, anyCtx, anyArg).After(3 * time.Second).Return(f.commit)
 	mockTable(env, f)
 	in := trackInflight(env)
 
-	env.ExecuteWorkflow(MergeWal, MergeWalInput{Target: "rollout:r", ParallelPrepare: true, PrepareConcurrency: 3})
+	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "rollout:r", ParallelPrepare: true, PrepareConcurrency: 3})
 	res := mergeResult(t, env)
 
-	require.Equal(t, 3, in.max[PrepareActivity], "prepares of different shards overlap, bounded by the semaphore")
-	require.Equal(t, 1, in.max[CommitActivity], "commits in flight at once")
+	require.Equal(t, 3, in.max[contract.PrepareActivity], "prepares of different shards overlap, bounded by the semaphore")
+	require.Equal(t, 1, in.max[contract.CommitActivity], "commits in flight at once")
 	require.Equal(t, 16, res.Reclaimed)
 	require.Len(t, f.calls(&f.commits), 8)
 	for _, sr := range res.Shards {
@@ -199,22 +201,22 @@ func TestMergeWalParallelPrepareStillCommitsOneAtATime(t *testing.T) {
 func TestMergeWalStalePreparationAbortsThenPreparesAgain(t *testing.T) {
 	env := newEnv(t)
 	f := newFakeTable("generic:gs", 2, map[string]int{"a": 2})
-	env.OnActivity(CommitActivity, anyCtx, anyArg).Return(func(ctx context.Context, p CommitParams) (CommitResult, error) {
+	env.OnActivity(contract.CommitActivity, anyCtx, anyArg).Return(func(ctx context.Context, p contract.CommitParams) (contract.CommitResult, error) {
 		f.mu.Lock()
 		f.commits = append(f.commits, call{shard: p.Prepared.Shard, through: p.Prepared.Through})
 		f.mu.Unlock()
-		return CommitResult{}, temporal.NewNonRetryableApplicationError("watermark moved", ErrTypeStalePreparation, nil)
+		return contract.CommitResult{}, temporal.NewNonRetryableApplicationError("watermark moved", contract.ErrTypeStalePreparation, nil)
 	}).Once()
 	mockTable(env, f)
 
-	env.ExecuteWorkflow(MergeWal, MergeWalInput{Target: "generic:gs"})
+	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:gs"})
 	res := mergeResult(t, env)
 
 	prepares := f.calls(&f.prepares)
 	aborts := f.calls(&f.aborts)
 	require.Len(t, prepares, 2, "prepare, re-prepare after the abort; then the listing finds nothing pending")
 	require.Len(t, aborts, 1)
-	require.Equal(t, TaskQueue, aborts[0].queue, "clean-up runs on the shared queue")
+	require.Equal(t, contract.TaskQueue, aborts[0].queue, "clean-up runs on the shared queue")
 	require.Equal(t, uint64(2), aborts[0].through)
 	require.Len(t, f.calls(&f.commits), 2)
 	sr := shardResult(t, res, "a")
@@ -226,15 +228,15 @@ func TestMergeWalStalePreparationAbortsThenPreparesAgain(t *testing.T) {
 func TestMergeWalStaleForeverFailsShardPermanently(t *testing.T) {
 	env := newEnv(t)
 	f := newFakeTable("generic:gs", 2, map[string]int{"a": 2})
-	env.OnActivity(CommitActivity, anyCtx, anyArg).Return(func(context.Context, CommitParams) (CommitResult, error) {
-		return CommitResult{}, temporal.NewNonRetryableApplicationError("watermark moved", ErrTypeStalePreparation, nil)
+	env.OnActivity(contract.CommitActivity, anyCtx, anyArg).Return(func(context.Context, contract.CommitParams) (contract.CommitResult, error) {
+		return contract.CommitResult{}, temporal.NewNonRetryableApplicationError("watermark moved", contract.ErrTypeStalePreparation, nil)
 	})
 	mockTable(env, f)
 
-	env.ExecuteWorkflow(MergeWal, MergeWalInput{Target: "generic:gs"})
+	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:gs"})
 	require.True(t, env.IsWorkflowCompleted())
 	typ, nonRetryable := appErrType(env.GetWorkflowError())
-	require.Equal(t, ErrTypeAllShardsFailed, typ)
+	require.Equal(t, contract.ErrTypeAllShardsFailed, typ)
 	require.True(t, nonRetryable)
 	require.Len(t, f.calls(&f.aborts), maxStaleRestarts+1, "every stale preparation is aborted")
 }
@@ -242,19 +244,19 @@ func TestMergeWalStaleForeverFailsShardPermanently(t *testing.T) {
 func TestMergeWalFailingShardDoesNotBlockOthers(t *testing.T) {
 	env := newEnv(t)
 	f := newFakeTable("datagen:d", 2, map[string]int{"a": 2, "b": 2, "c": 2})
-	env.OnActivity(PrepareActivity, anyCtx, anyArg).Return(func(ctx context.Context, p PrepareParams) (PrepareResult, error) {
+	env.OnActivity(contract.PrepareActivity, anyCtx, anyArg).Return(func(ctx context.Context, p contract.PrepareParams) (contract.PrepareResult, error) {
 		if p.Shard == "b" {
-			return PrepareResult{}, temporal.NewNonRetryableApplicationError("gen 1 does not decode", ErrTypeCorruptData, nil)
+			return contract.PrepareResult{}, temporal.NewNonRetryableApplicationError("gen 1 does not decode", contract.ErrTypeCorruptData, nil)
 		}
 		return f.prepare(ctx, p)
 	})
 	mockTable(env, f)
 
-	env.ExecuteWorkflow(MergeWal, MergeWalInput{Target: "datagen:d"})
+	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "datagen:d"})
 	res := mergeResult(t, env)
 
 	b := shardResult(t, res, "b")
-	require.Equal(t, ErrTypeCorruptData, b.ErrorType)
+	require.Equal(t, contract.ErrTypeCorruptData, b.ErrorType)
 	require.True(t, b.Permanent)
 	require.True(t, b.Finished)
 	require.Contains(t, b.Error, "gen 1 does not decode")
@@ -267,16 +269,16 @@ func TestMergeWalCommitFailureProvenAbsentIsAborted(t *testing.T) {
 	env := newEnv(t)
 	f := newFakeTable("generic:gs", 2, map[string]int{"a": 2, "b": 2})
 	attempts := 0
-	env.OnActivity(CommitActivity, anyCtx, anyArg).Return(func(ctx context.Context, p CommitParams) (CommitResult, error) {
+	env.OnActivity(contract.CommitActivity, anyCtx, anyArg).Return(func(ctx context.Context, p contract.CommitParams) (contract.CommitResult, error) {
 		if p.Prepared.Shard == "a" {
 			attempts++
-			return CommitResult{}, temporal.NewApplicationError("lost every race", ErrTypeConflict)
+			return contract.CommitResult{}, temporal.NewApplicationError("lost every race", contract.ErrTypeConflict)
 		}
 		return f.commit(ctx, p)
 	})
 	mockTable(env, f)
 
-	env.ExecuteWorkflow(MergeWal, MergeWalInput{Target: "generic:gs"})
+	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:gs"})
 	res := mergeResult(t, env)
 
 	require.Equal(t, 10, attempts, "a retryable commit error is retried per the retry policy")
@@ -284,7 +286,7 @@ func TestMergeWalCommitFailureProvenAbsentIsAborted(t *testing.T) {
 	require.Len(t, aborts, 1)
 	require.Equal(t, "a", aborts[0].shard)
 	a := shardResult(t, res, "a")
-	require.Equal(t, ErrTypeConflict, a.ErrorType)
+	require.Equal(t, contract.ErrTypeConflict, a.ErrorType)
 	require.False(t, a.Permanent)
 	require.Equal(t, 2, shardResult(t, res, "b").Reclaimed)
 }
@@ -292,14 +294,14 @@ func TestMergeWalCommitFailureProvenAbsentIsAborted(t *testing.T) {
 func TestMergeWalCommitFoundPresentByAbortCountsAsCommitted(t *testing.T) {
 	env := newEnv(t)
 	f := newFakeTable("generic:gs", 2, map[string]int{"a": 2})
-	env.OnActivity(CommitActivity, anyCtx, anyArg).Return(func(ctx context.Context, p CommitParams) (CommitResult, error) {
+	env.OnActivity(contract.CommitActivity, anyCtx, anyArg).Return(func(ctx context.Context, p contract.CommitParams) (contract.CommitResult, error) {
 		_, _ = f.commit(ctx, p) // published, but the reply is lost
-		return CommitResult{}, temporal.NewNonRetryableApplicationError("boom after publish", "Internal", nil)
+		return contract.CommitResult{}, temporal.NewNonRetryableApplicationError("boom after publish", "Internal", nil)
 	}).Once()
-	env.OnActivity(AbortActivity, anyCtx, anyArg).Return(AbortResult{CommitPresent: true}, nil).Once()
+	env.OnActivity(contract.AbortActivity, anyCtx, anyArg).Return(contract.AbortResult{CommitPresent: true}, nil).Once()
 	mockTable(env, f)
 
-	env.ExecuteWorkflow(MergeWal, MergeWalInput{Target: "generic:gs"})
+	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:gs"})
 	res := mergeResult(t, env)
 	a := shardResult(t, res, "a")
 	require.Empty(t, a.Error)
@@ -310,20 +312,20 @@ func TestMergeWalCommitFoundPresentByAbortCountsAsCommitted(t *testing.T) {
 func TestMergeWalAllShardsFailingPermanentlyFailsTheWorkflow(t *testing.T) {
 	env := newEnv(t)
 	f := newFakeTable("generic:gs", 2, map[string]int{"a": 2, "b": 2})
-	env.OnActivity(PrepareActivity, anyCtx, anyArg).Return(func(context.Context, PrepareParams) (PrepareResult, error) {
-		return PrepareResult{}, temporal.NewNonRetryableApplicationError("bad bytes", ErrTypeCorruptData, nil)
+	env.OnActivity(contract.PrepareActivity, anyCtx, anyArg).Return(func(context.Context, contract.PrepareParams) (contract.PrepareResult, error) {
+		return contract.PrepareResult{}, temporal.NewNonRetryableApplicationError("bad bytes", contract.ErrTypeCorruptData, nil)
 	})
 	mockTable(env, f)
 
-	env.ExecuteWorkflow(MergeWal, MergeWalInput{Target: "generic:gs"})
+	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:gs"})
 	require.True(t, env.IsWorkflowCompleted())
 	err := env.GetWorkflowError()
 	typ, nonRetryable := appErrType(err)
-	require.Equal(t, ErrTypeAllShardsFailed, typ)
+	require.Equal(t, contract.ErrTypeAllShardsFailed, typ)
 	require.True(t, nonRetryable)
 	var appErr *temporal.ApplicationError
 	require.True(t, errors.As(err, &appErr))
-	var res MergeWalResult
+	var res contract.MergeWalResult
 	require.NoError(t, appErr.Details(&res), "the partial result travels with the failure")
 	require.Len(t, res.Shards, 2)
 }
@@ -332,44 +334,44 @@ func TestMergeWalFallsBackToSharedQueueWhenShardQueueTimesOut(t *testing.T) {
 	env := newEnv(t)
 	f := newFakeTable("generic:gs", 1, map[string]int{"gone": 2, "live": 1, "slow": 2})
 	s2s := func() error { return temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START, nil) }
-	env.OnActivity(PrepareActivity, anyCtx, anyArg).Return(func(ctx context.Context, p PrepareParams) (PrepareResult, error) {
-		if activity.GetInfo(ctx).TaskQueue == ShardQueue("gone") {
-			return PrepareResult{}, s2s() // nobody polls the owner's queue
+	env.OnActivity(contract.PrepareActivity, anyCtx, anyArg).Return(func(ctx context.Context, p contract.PrepareParams) (contract.PrepareResult, error) {
+		if activity.GetInfo(ctx).TaskQueue == contract.ShardQueue("gone") {
+			return contract.PrepareResult{}, s2s() // nobody polls the owner's queue
 		}
 		return f.prepare(ctx, p)
 	})
-	env.OnActivity(CommitActivity, anyCtx, anyArg).Return(func(ctx context.Context, p CommitParams) (CommitResult, error) {
+	env.OnActivity(contract.CommitActivity, anyCtx, anyArg).Return(func(ctx context.Context, p contract.CommitParams) (contract.CommitResult, error) {
 		q := activity.GetInfo(ctx).TaskQueue
-		if q == ShardQueue("gone") {
-			return CommitResult{}, fmt.Errorf("commit must not go to a queue that already timed out")
+		if q == contract.ShardQueue("gone") {
+			return contract.CommitResult{}, fmt.Errorf("commit must not go to a queue that already timed out")
 		}
-		if q == ShardQueue("slow") {
-			return CommitResult{}, s2s() // the owner went away between prepare and commit
+		if q == contract.ShardQueue("slow") {
+			return contract.CommitResult{}, s2s() // the owner went away between prepare and commit
 		}
 		return f.commit(ctx, p)
 	})
 	mockTable(env, f)
 
-	env.ExecuteWorkflow(MergeWal, MergeWalInput{Target: "generic:gs"})
+	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:gs"})
 	res := mergeResult(t, env)
 
 	var slowPrepares []string
 	for _, c := range f.calls(&f.prepares) {
 		switch c.shard {
 		case "gone":
-			require.Equal(t, TaskQueue, c.queue, "every prepare of gone runs on the shared queue")
+			require.Equal(t, contract.TaskQueue, c.queue, "every prepare of gone runs on the shared queue")
 		case "live":
-			require.Equal(t, ShardQueue("live"), c.queue)
+			require.Equal(t, contract.ShardQueue("live"), c.queue)
 		case "slow":
 			slowPrepares = append(slowPrepares, c.queue)
 		}
 	}
 	// slow: prepared by its owner, then (after its first commit fell back) on the shared queue.
-	require.Equal(t, []string{ShardQueue("slow"), TaskQueue}, slowPrepares)
+	require.Equal(t, []string{contract.ShardQueue("slow"), contract.TaskQueue}, slowPrepares)
 	for _, c := range f.calls(&f.commits) {
-		want := ShardQueue(c.shard)
+		want := contract.ShardQueue(c.shard)
 		if c.shard == "gone" || c.shard == "slow" {
-			want = TaskQueue
+			want = contract.TaskQueue
 		}
 		require.Equal(t, want, c.queue, "commit of %s", c.shard)
 	}
@@ -381,12 +383,12 @@ func TestMergeWalFallsBackToSharedQueueWhenShardQueueTimesOut(t *testing.T) {
 	require.False(t, shardResult(t, res, "live").SharedQueue)
 }
 
-func continueAsNewInput(t *testing.T, err error) MergeWalInput {
+func continueAsNewInput(t *testing.T, err error) contract.MergeWalInput {
 	t.Helper()
 	var canErr *workflow.ContinueAsNewError
 	require.True(t, errors.As(err, &canErr), "want continue-as-new, got %v", err)
-	require.Equal(t, MergeWalWorkflow, canErr.WorkflowType.Name)
-	var next MergeWalInput
+	require.Equal(t, contract.MergeWalWorkflow, canErr.WorkflowType.Name)
+	var next contract.MergeWalInput
 	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(canErr.Input, &next))
 	return next
 }
@@ -397,7 +399,7 @@ func TestMergeWalContinuesAsNewWhenSuggested(t *testing.T) {
 	mockTable(env, f)
 	env.SetContinueAsNewSuggested(true)
 
-	env.ExecuteWorkflow(MergeWal, MergeWalInput{Target: "generic:gs", MaxPasses: 50})
+	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:gs", MaxPasses: 50})
 	require.True(t, env.IsWorkflowCompleted())
 	next := continueAsNewInput(t, env.GetWorkflowError())
 
@@ -405,7 +407,7 @@ func TestMergeWalContinuesAsNewWhenSuggested(t *testing.T) {
 	require.Equal(t, "generic:gs", next.Target)
 	require.Equal(t, 50, next.MaxPasses, "knobs are carried")
 	require.NotNil(t, next.Carry)
-	require.Equal(t, 1, next.Carry.Runs)
+	require.Equal(t, 1, next.Carry.WorkflowRuns)
 	require.Len(t, next.Carry.Shards, 2)
 	a := next.Carry.Shards[0]
 	require.Equal(t, "a", a.Shard)
@@ -419,7 +421,7 @@ func TestMergeWalContinuesAsNewWhenSuggested(t *testing.T) {
 	mockTable(env2, f)
 	env2.ExecuteWorkflow(MergeWal, next)
 	res := mergeResult(t, env2)
-	require.Equal(t, 2, res.Runs)
+	require.Equal(t, 2, res.WorkflowRuns)
 	require.Equal(t, 6, shardResult(t, res, "a").Reclaimed)
 	require.Equal(t, 3, shardResult(t, res, "a").Passes)
 	require.Equal(t, 2, shardResult(t, res, "b").Reclaimed)
@@ -430,7 +432,7 @@ func TestMergeWalContinuesAsNewAfterPassesPerRun(t *testing.T) {
 	env := newEnv(t)
 	f := newFakeTable("generic:gs", 1, map[string]int{"a": 5})
 	mockTable(env, f)
-	env.ExecuteWorkflow(MergeWal, MergeWalInput{Target: "generic:gs", PassesPerRun: 2, ParallelPrepare: true})
+	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:gs", PassesPerRun: 2, ParallelPrepare: true})
 	next := continueAsNewInput(t, env.GetWorkflowError())
 	require.Len(t, f.calls(&f.commits), 2)
 	require.Equal(t, 2, next.Carry.Shards[0].Passes)
@@ -440,7 +442,7 @@ func TestMergeWalStopsAtMaxPasses(t *testing.T) {
 	env := newEnv(t)
 	f := newFakeTable("generic:gs", 1, map[string]int{"a": 5})
 	mockTable(env, f)
-	env.ExecuteWorkflow(MergeWal, MergeWalInput{Target: "generic:gs", MaxPasses: 2})
+	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:gs", MaxPasses: 2})
 	res := mergeResult(t, env)
 	a := shardResult(t, res, "a")
 	require.True(t, a.MaxPassesReached)
@@ -453,10 +455,10 @@ func TestMergeWalBadTargetFailsFastNonRetryable(t *testing.T) {
 		t.Run(target, func(t *testing.T) {
 			env := newEnv(t)
 			in := trackInflight(env)
-			env.ExecuteWorkflow(MergeWal, MergeWalInput{Target: target})
+			env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: target})
 			require.True(t, env.IsWorkflowCompleted())
 			typ, nonRetryable := appErrType(env.GetWorkflowError())
-			require.Equal(t, ErrTypeInvalidInput, typ)
+			require.Equal(t, contract.ErrTypeInvalidInput, typ)
 			require.True(t, nonRetryable)
 			require.Empty(t, in.started, "no activity runs for a bad target")
 		})
@@ -465,27 +467,27 @@ func TestMergeWalBadTargetFailsFastNonRetryable(t *testing.T) {
 
 func TestMergeWalNegativeKnobIsInvalidInput(t *testing.T) {
 	env := newEnv(t)
-	env.ExecuteWorkflow(MergeWal, MergeWalInput{Target: "generic:gs", MaxPasses: -1})
+	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:gs", MaxPasses: -1})
 	typ, _ := appErrType(env.GetWorkflowError())
-	require.Equal(t, ErrTypeInvalidInput, typ)
+	require.Equal(t, contract.ErrTypeInvalidInput, typ)
 }
 
 func TestMergeWalListFailureFailsTheWorkflow(t *testing.T) {
 	env := newEnv(t)
-	env.OnActivity(ListPendingShardsActivity, anyCtx, anyArg).Return(
-		ListPendingShardsResult{}, temporal.NewNonRetryableApplicationError("no such store", ErrTypeNotFound, nil))
-	env.ExecuteWorkflow(MergeWal, MergeWalInput{Target: "generic:missing"})
+	env.OnActivity(contract.ListPendingShardsActivity, anyCtx, anyArg).Return(
+		contract.ListPendingShardsResult{}, temporal.NewNonRetryableApplicationError("no such store", contract.ErrTypeNotFound, nil))
+	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:missing"})
 	typ, _ := appErrType(env.GetWorkflowError())
-	require.Equal(t, ErrTypeNotFound, typ)
+	require.Equal(t, contract.ErrTypeNotFound, typ)
 }
 
 func queryStatus(t *testing.T, env interface {
 	QueryWorkflow(string, ...any) (converter.EncodedValue, error)
-}) MergeWalStatus {
+}) contract.MergeWalStatus {
 	t.Helper()
-	v, err := env.QueryWorkflow(StatusQuery)
+	v, err := env.QueryWorkflow(contract.StatusQuery)
 	require.NoError(t, err)
-	var st MergeWalStatus
+	var st contract.MergeWalStatus
 	require.NoError(t, v.Get(&st))
 	return st
 }
@@ -495,49 +497,49 @@ func TestMergeWalStatusQueryReportsProgressAndBlockedReasons(t *testing.T) {
 	f := newFakeTable("generic:gs", 2, map[string]int{"a": 4})
 	var prepareIDs []string
 	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
-		if info.ActivityType.Name == PrepareActivity {
+		if info.ActivityType.Name == contract.PrepareActivity {
 			prepareIDs = append(prepareIDs, info.ActivityID)
 		}
 	})
-	env.OnActivity(PrepareActivity, anyCtx, anyArg).After(time.Minute).Return(f.prepare).Once()
+	env.OnActivity(contract.PrepareActivity, anyCtx, anyArg).After(time.Minute).Return(f.prepare).Once()
 	mockTable(env, f)
 
-	var seen []MergeWalStatus
+	var seen []contract.MergeWalStatus
 	signal := func(state, errText string) {
 		require.NotEmpty(t, prepareIDs)
-		env.SignalWorkflow(ActivityStateSignal, ActivityState{ActivityID: prepareIDs[0], State: state, Attempt: 1, Error: errText})
+		env.SignalWorkflow(contract.ActivityStateSignal, contract.ActivityState{ActivityID: prepareIDs[0], State: state, Attempt: 1, Error: errText})
 	}
 	at := func(d time.Duration, fn func()) { env.RegisterDelayedCallback(fn, d) }
 	at(5*time.Second, func() { seen = append(seen, queryStatus(t, env)) })
 	at(15*time.Second, func() { seen = append(seen, queryStatus(t, env)) })
-	at(20*time.Second, func() { signal(ActivityStateRunning, "") })
+	at(20*time.Second, func() { signal(contract.ActivityStateRunning, "") })
 	at(21*time.Second, func() { seen = append(seen, queryStatus(t, env)) })
-	at(25*time.Second, func() { signal(ActivityStateWaitingBudget, "") })
+	at(25*time.Second, func() { signal(contract.ActivityStateWaitingBudget, "") })
 	at(26*time.Second, func() { seen = append(seen, queryStatus(t, env)) })
-	at(30*time.Second, func() { signal(ActivityStateRetrying, "budget busy") })
+	at(30*time.Second, func() { signal(contract.ActivityStateRetrying, "budget busy") })
 	at(31*time.Second, func() { seen = append(seen, queryStatus(t, env)) })
 
-	env.ExecuteWorkflow(MergeWal, MergeWalInput{Target: "generic:gs"})
+	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:gs"})
 	res := mergeResult(t, env)
 	require.Equal(t, 4, res.Reclaimed)
 
 	require.Len(t, seen, 5)
 	first := seen[0]
 	require.Equal(t, "generic:gs", first.Target)
-	require.Equal(t, PhaseMerging, first.Phase)
+	require.Equal(t, contract.PhaseMerging, first.Phase)
 	require.Equal(t, "a", first.Shard)
 	require.Equal(t, 1, first.Pass)
 	require.Equal(t, 4, first.Pending)
 	require.Empty(t, first.Blocked, "nothing is blocked before the watchdog fires")
 	require.Len(t, first.Shards, 1)
-	require.Equal(t, ShardPreparing, first.Shards[0].Phase)
-	require.Equal(t, ShardQueue("a"), first.Shards[0].Queue)
+	require.Equal(t, contract.ShardPreparing, first.Shards[0].Phase)
+	require.Equal(t, contract.ShardQueue("a"), first.Shards[0].Queue)
 
-	require.Contains(t, seen[1].Blocked, BlockedNoWorker, "unstarted past the threshold on the shard queue")
-	require.Contains(t, seen[1].Shards[0].Blocked, BlockedNoWorker)
+	require.Contains(t, seen[1].Blocked, contract.BlockedNoWorker, "unstarted past the threshold on the shard queue")
+	require.Contains(t, seen[1].Shards[0].Blocked, contract.BlockedNoWorker)
 	require.Empty(t, seen[2].Blocked, "the activity said it runs")
-	require.Contains(t, seen[3].Blocked, BlockedBudget)
-	require.Contains(t, seen[4].Blocked, BlockedBackoff)
+	require.Contains(t, seen[3].Blocked, contract.BlockedBudget)
+	require.Contains(t, seen[4].Blocked, contract.BlockedBackoff)
 	require.Contains(t, seen[4].Blocked, "budget busy")
 }
 
@@ -549,15 +551,15 @@ func TestMergeWalUpsertsSearchAttributes(t *testing.T) {
 	var targets []string
 	env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
 		sa := args.Get(0).(temporal.SearchAttributes)
-		if v, ok := sa.GetInt64(WalPending); ok {
+		if v, ok := sa.GetInt64(contract.WalPending); ok {
 			pending = append(pending, v)
 		}
-		if v, ok := sa.GetKeyword(WalTarget); ok {
+		if v, ok := sa.GetKeyword(contract.WalTarget); ok {
 			targets = append(targets, v)
 		}
 	}).Return(nil)
 
-	env.ExecuteWorkflow(MergeWal, MergeWalInput{Target: "generic:gs"})
+	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:gs"})
 	mergeResult(t, env)
 	require.Equal(t, []string{"generic:gs"}, targets, "a bare start gets its target attributes")
 	// 5 listed; a's pass (3 left), b's pass (2), the second listing agrees, a's pass (0).

@@ -5,6 +5,8 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/walkeeper/walkeeper/contract"
 )
 
 // Activity options. Changing any value here changes the commands a workflow issues, so a
@@ -29,7 +31,7 @@ func retryPolicy(maxAttempts int32, maxInterval time.Duration) *temporal.RetryPo
 		BackoffCoefficient:     2,
 		MaximumInterval:        maxInterval,
 		MaximumAttempts:        maxAttempts,
-		NonRetryableErrorTypes: NonRetryableErrorTypes,
+		NonRetryableErrorTypes: contract.NonRetryableErrorTypes,
 	}
 }
 

@@ -8,65 +8,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/target"
 )
-
-// MaintenanceSweepInput is the sweep's input (the Schedule walkeeper-sweep passes it).
-// Zero fields take their defaults.
-type MaintenanceSweepInput struct {
-	// MergeMinGenerations: start MergeWal for a target with at least this many pending
-	// generations in total (default 8).
-	MergeMinGenerations int `json:"merge_min_generations,omitempty"`
-	// MaxPendingAge: start MergeWal for a target whose oldest pending generation is older,
-	// however few there are (default 10m; negative = off).
-	MaxPendingAge time.Duration `json:"max_pending_age,omitempty"`
-	// CompactMinRuns: start CompactBase for a target with at least this many base runs
-	// (default 32; negative = off).
-	CompactMinRuns int `json:"compact_min_runs,omitempty"`
-	// MaxStarts caps the workflows one sweep starts (default 256); the most indebted targets
-	// go first.
-	MaxStarts int `json:"max_starts,omitempty"`
-	// Concurrency bounds the StartWorkflows activities in flight (default 4).
-	Concurrency int `json:"concurrency,omitempty"`
-	// StartBatch is the number of starts per StartWorkflows activity (default 16).
-	StartBatch int `json:"start_batch,omitempty"`
-	// ParallelPrepare: MergeWal starts for a target with more than one pending shard ask for
-	// parallel prepares (commits stay one at a time). Default (nil) true.
-	ParallelPrepare *bool `json:"parallel_prepare,omitempty"`
-	// ScanConcurrency bounds the store stats one ScanStats activity reads at once
-	// (0 = the activity's default, 8).
-	ScanConcurrency int `json:"scan_concurrency,omitempty"`
-}
-
-// MaintenanceSweepResult reports one sweep.
-type MaintenanceSweepResult struct {
-	// Scanned counts the stores whose stats were read.
-	Scanned int `json:"scanned"`
-	// Started lists the workflows started or attached to (the server does not tell which),
-	// most indebted target first.
-	Started []SweepStart `json:"started"`
-	// Skipped lists targets not acted on and why, in debt order (at most maxSkippedListed;
-	// SkippedOmitted counts the rest).
-	Skipped        []SweepSkip `json:"skipped"`
-	SkippedOmitted int         `json:"skipped_omitted,omitempty"`
-	// ScanErrors lists kinds whose scan failed as a whole.
-	ScanErrors []string `json:"scan_errors,omitempty"`
-}
-
-// SweepStart is one workflow the sweep started or attached to.
-type SweepStart struct {
-	Target     string `json:"target"`
-	Workflow   string `json:"workflow"`
-	Reason     string `json:"reason"`
-	WorkflowID string `json:"workflow_id"`
-	RunID      string `json:"run_id,omitempty"`
-}
-
-// SweepSkip is one target the sweep did not act on.
-type SweepSkip struct {
-	Target string `json:"target"`
-	Reason string `json:"reason"`
-}
 
 const (
 	defaultMergeMinGenerations = 8
@@ -78,7 +22,9 @@ const (
 	maxSkippedListed           = 1000
 )
 
-func (in MaintenanceSweepInput) withDefaults() MaintenanceSweepInput {
+// sweepDefaults fills the zero knobs of in with the defaults MaintenanceSweepInput
+// documents.
+func sweepDefaults(in contract.MaintenanceSweepInput) contract.MaintenanceSweepInput {
 	if in.MergeMinGenerations <= 0 {
 		in.MergeMinGenerations = defaultMergeMinGenerations
 	}
@@ -121,32 +67,32 @@ const (
 // those over threshold through the StartWorkflows activity, so the IDs dedupe with every
 // other trigger. A slow kind never delays another kind's starts. It never merges anything
 // itself.
-func MaintenanceSweep(ctx workflow.Context, in MaintenanceSweepInput) (MaintenanceSweepResult, error) {
-	in = in.withDefaults()
-	res := MaintenanceSweepResult{Started: []SweepStart{}, Skipped: []SweepSkip{}}
+func MaintenanceSweep(ctx workflow.Context, in contract.MaintenanceSweepInput) (contract.MaintenanceSweepResult, error) {
+	in = sweepDefaults(in)
+	res := contract.MaintenanceSweepResult{Started: []contract.SweepStart{}, Skipped: []contract.SweepSkip{}}
 	logger := workflow.GetLogger(ctx)
 	perKind := workflow.GetVersion(ctx, sweepPerKindChange, workflow.DefaultVersion, sweepPerKindVersion) >= sweepPerKindVersion
 
 	// Step 1. Scan the kinds concurrently.
-	scanCtx := workflow.WithActivityOptions(ctx, withQueue(scanOptions(), TaskQueue))
-	futures := make([]workflow.Future, len(store.Kinds))
-	for i, k := range store.Kinds {
-		futures[i] = workflow.ExecuteActivity(scanCtx, ScanStatsActivity,
-			ScanStatsParams{Kind: string(k), Concurrency: in.ScanConcurrency})
+	scanCtx := workflow.WithActivityOptions(ctx, withQueue(scanOptions(), contract.TaskQueue))
+	futures := make([]workflow.Future, len(target.Kinds))
+	for i, k := range target.Kinds {
+		futures[i] = workflow.ExecuteActivity(scanCtx, contract.ScanStatsActivity,
+			contract.ScanStatsParams{Kind: string(k), Concurrency: in.ScanConcurrency})
 	}
 
 	// Steps 2 and 3. Decide (most indebted first) and start, in bounded batches. One
 	// semaphore bounds the StartWorkflows activities of every kind.
 	st := &sweepStarts{in: in, sem: workflow.NewSemaphore(ctx, int64(in.Concurrency)), wg: workflow.NewWaitGroup(ctx)}
-	kinds := make([]kindSweep, len(store.Kinds))
+	kinds := make([]kindSweep, len(target.Kinds))
 	if perKind {
 		remaining := in.MaxStarts
 		sel := workflow.NewSelector(ctx)
 		for i, f := range futures {
 			sel.AddFuture(f, func(f workflow.Future) {
-				var scan ScanStatsResult
+				var scan contract.ScanStatsResult
 				if err := f.Get(ctx, &scan); err != nil {
-					kinds[i].scanErr = fmt.Sprintf("%s: %s", store.Kinds[i], errorText(err))
+					kinds[i].scanErr = fmt.Sprintf("%s: %s", target.Kinds[i], errorText(err))
 					return
 				}
 				kinds[i].plan = planSweepWithin(scan.Targets, in, remaining)
@@ -159,11 +105,11 @@ func MaintenanceSweep(ctx workflow.Context, in MaintenanceSweepInput) (Maintenan
 		}
 	} else {
 		// Before sweepPerKindChange: wait for every scan, then plan all kinds together.
-		var targets []TargetStats
+		var targets []contract.TargetStats
 		for i, f := range futures {
-			var scan ScanStatsResult
+			var scan contract.ScanStatsResult
 			if err := f.Get(ctx, &scan); err != nil {
-				kinds[i].scanErr = fmt.Sprintf("%s: %s", store.Kinds[i], errorText(err))
+				kinds[i].scanErr = fmt.Sprintf("%s: %s", target.Kinds[i], errorText(err))
 				continue
 			}
 			targets = append(targets, scan.Targets...)
@@ -178,13 +124,13 @@ func MaintenanceSweep(ctx workflow.Context, in MaintenanceSweepInput) (Maintenan
 			res.ScanErrors = append(res.ScanErrors, k.scanErr)
 		}
 	}
-	if len(res.ScanErrors) == len(store.Kinds) {
-		return res, temporal.NewApplicationError("every kind's scan failed: "+res.ScanErrors[0], ErrTypeScanFailed, res)
+	if len(res.ScanErrors) == len(target.Kinds) {
+		return res, temporal.NewApplicationError("every kind's scan failed: "+res.ScanErrors[0], contract.ErrTypeScanFailed, res)
 	}
 	st.wg.Wait(ctx)
 
 	// Report, kind by kind in kind order (most indebted first within a kind).
-	addSkip := func(s SweepSkip) {
+	addSkip := func(s contract.SweepSkip) {
 		if len(res.Skipped) < maxSkippedListed {
 			res.Skipped = append(res.Skipped, s)
 		} else {
@@ -225,7 +171,7 @@ func countScanErrors(kinds []kindSweep) int {
 // sweepStarts runs the StartWorkflows batches of one sweep: at most in.Concurrency in
 // flight across every kind.
 type sweepStarts struct {
-	in  MaintenanceSweepInput
+	in  contract.MaintenanceSweepInput
 	sem workflow.Semaphore
 	wg  workflow.WaitGroup
 }
@@ -233,7 +179,7 @@ type sweepStarts struct {
 // startBatches is one plan's starts split into StartWorkflows batches, with their outcomes.
 type startBatches struct {
 	batches  [][]plannedStart
-	outcomes []StartWorkflowsResult
+	outcomes []contract.StartWorkflowsResult
 	errs     []error
 }
 
@@ -243,9 +189,9 @@ func (st *sweepStarts) launch(ctx workflow.Context, starts []plannedStart) *star
 	for i := 0; i < len(starts); i += st.in.StartBatch {
 		b.batches = append(b.batches, starts[i:min(i+st.in.StartBatch, len(starts))])
 	}
-	b.outcomes = make([]StartWorkflowsResult, len(b.batches))
+	b.outcomes = make([]contract.StartWorkflowsResult, len(b.batches))
 	b.errs = make([]error, len(b.batches))
-	startCtx := workflow.WithActivityOptions(ctx, withQueue(startWorkflowsOptions(), TaskQueue))
+	startCtx := workflow.WithActivityOptions(ctx, withQueue(startWorkflowsOptions(), contract.TaskQueue))
 	for i, batch := range b.batches {
 		st.wg.Add(1)
 		workflow.Go(ctx, func(ctx workflow.Context) {
@@ -255,18 +201,18 @@ func (st *sweepStarts) launch(ctx workflow.Context, starts []plannedStart) *star
 				return
 			}
 			defer st.sem.Release(1)
-			params := StartWorkflowsParams{Starts: make([]StartRequest, len(batch))}
+			params := contract.StartWorkflowsParams{Starts: make([]contract.StartRequest, len(batch))}
 			for j, s := range batch {
 				params.Starts[j] = s.req
 			}
-			b.errs[i] = workflow.ExecuteActivity(startCtx, StartWorkflowsActivity, params).Get(ctx, &b.outcomes[i])
+			b.errs[i] = workflow.ExecuteActivity(startCtx, contract.StartWorkflowsActivity, params).Get(ctx, &b.outcomes[i])
 		})
 	}
 	return b
 }
 
 // report adds every start's outcome to res, in plan order. b may be nil (no plan).
-func (b *startBatches) report(res *MaintenanceSweepResult, addSkip func(SweepSkip)) {
+func (b *startBatches) report(res *contract.MaintenanceSweepResult, addSkip func(contract.SweepSkip)) {
 	if b == nil {
 		return
 	}
@@ -274,14 +220,14 @@ func (b *startBatches) report(res *MaintenanceSweepResult, addSkip func(SweepSki
 		for j, s := range batch {
 			switch {
 			case b.errs[i] != nil:
-				addSkip(SweepSkip{Target: s.req.Target, Reason: fmt.Sprintf("start %s failed: %s", s.req.Workflow, errorText(b.errs[i]))})
+				addSkip(contract.SweepSkip{Target: s.req.Target, Reason: fmt.Sprintf("start %s failed: %s", s.req.Workflow, errorText(b.errs[i]))})
 			case j >= len(b.outcomes[i].Outcomes):
-				addSkip(SweepSkip{Target: s.req.Target, Reason: "start " + s.req.Workflow + ": no outcome reported"})
+				addSkip(contract.SweepSkip{Target: s.req.Target, Reason: "start " + s.req.Workflow + ": no outcome reported"})
 			case b.outcomes[i].Outcomes[j].Error != "":
-				addSkip(SweepSkip{Target: s.req.Target, Reason: fmt.Sprintf("start %s failed: %s", s.req.Workflow, b.outcomes[i].Outcomes[j].Error)})
+				addSkip(contract.SweepSkip{Target: s.req.Target, Reason: fmt.Sprintf("start %s failed: %s", s.req.Workflow, b.outcomes[i].Outcomes[j].Error)})
 			default:
 				o := b.outcomes[i].Outcomes[j]
-				res.Started = append(res.Started, SweepStart{
+				res.Started = append(res.Started, contract.SweepStart{
 					Target: s.req.Target, Workflow: s.req.Workflow, Reason: s.reason,
 					WorkflowID: o.WorkflowID, RunID: o.RunID,
 				})
@@ -296,19 +242,19 @@ func withQueue(o workflow.ActivityOptions, queue string) workflow.ActivityOption
 }
 
 type plannedStart struct {
-	req    StartRequest
+	req    contract.StartRequest
 	reason string
 }
 
 type sweepPlan struct {
 	scanned int
 	starts  []plannedStart
-	skipped []SweepSkip
+	skipped []contract.SweepSkip
 }
 
 // sortByDebt orders targets most indebted first: the deepest shard, then total pending,
 // then the oldest pending generation, then base runs, then target name. Pure.
-func sortByDebt(ts []TargetStats) {
+func sortByDebt(ts []contract.TargetStats) {
 	sort.SliceStable(ts, func(i, j int) bool {
 		a, b := ts[i], ts[j]
 		if a.MaxShardPending != b.MaxShardPending {
@@ -329,19 +275,19 @@ func sortByDebt(ts []TargetStats) {
 
 // planSweep decides what to start, at most in.MaxStarts. Pure: the same stats give the
 // same plan.
-func planSweep(all []TargetStats, in MaintenanceSweepInput) sweepPlan {
+func planSweep(all []contract.TargetStats, in contract.MaintenanceSweepInput) sweepPlan {
 	return planSweepWithin(all, in, in.MaxStarts)
 }
 
 // planSweepWithin is planSweep with room for only maxStarts starts (what earlier kinds of
 // the same sweep left of in.MaxStarts). Pure.
-func planSweepWithin(all []TargetStats, in MaintenanceSweepInput, maxStarts int) sweepPlan {
+func planSweepWithin(all []contract.TargetStats, in contract.MaintenanceSweepInput, maxStarts int) sweepPlan {
 	var p sweepPlan
-	var ok []TargetStats
-	var failed []SweepSkip
+	var ok []contract.TargetStats
+	var failed []contract.SweepSkip
 	for _, t := range all {
 		if t.Error != "" {
-			failed = append(failed, SweepSkip{Target: t.Target, Reason: "stats unavailable: " + t.Error})
+			failed = append(failed, contract.SweepSkip{Target: t.Target, Reason: "stats unavailable: " + t.Error})
 			continue
 		}
 		ok = append(ok, t)
@@ -351,23 +297,23 @@ func planSweepWithin(all []TargetStats, in MaintenanceSweepInput, maxStarts int)
 	for _, t := range ok {
 		var wants []plannedStart
 		if reason := mergeReason(t, in); reason != "" {
-			req := StartRequest{Workflow: MergeWalWorkflow, Target: t.Target}
+			req := contract.StartRequest{Workflow: contract.MergeWalWorkflow, Target: t.Target}
 			// Prepares of different shards overlap their storage round trips; with one
 			// pending shard there is nothing to overlap.
 			req.ParallelPrepare = in.ParallelPrepare != nil && *in.ParallelPrepare && t.PendingShards > 1
 			wants = append(wants, plannedStart{req, reason})
 		}
 		if in.CompactMinRuns > 0 && t.Runs >= in.CompactMinRuns {
-			wants = append(wants, plannedStart{StartRequest{Workflow: CompactBaseWorkflow, Target: t.Target},
+			wants = append(wants, plannedStart{contract.StartRequest{Workflow: contract.CompactBaseWorkflow, Target: t.Target},
 				fmt.Sprintf("%d runs >= %d", t.Runs, in.CompactMinRuns)})
 		}
 		if len(wants) == 0 {
-			p.skipped = append(p.skipped, SweepSkip{Target: t.Target, Reason: "below thresholds"})
+			p.skipped = append(p.skipped, contract.SweepSkip{Target: t.Target, Reason: "below thresholds"})
 			continue
 		}
 		for _, w := range wants {
 			if len(p.starts) >= maxStarts {
-				p.skipped = append(p.skipped, SweepSkip{Target: t.Target,
+				p.skipped = append(p.skipped, contract.SweepSkip{Target: t.Target,
 					Reason: fmt.Sprintf("%s wanted (%s) but max starts (%d) reached", w.req.Workflow, w.reason, in.MaxStarts)})
 				continue
 			}
@@ -379,7 +325,7 @@ func planSweepWithin(all []TargetStats, in MaintenanceSweepInput, maxStarts int)
 	return p
 }
 
-func mergeReason(t TargetStats, in MaintenanceSweepInput) string {
+func mergeReason(t contract.TargetStats, in contract.MaintenanceSweepInput) string {
 	if t.Pending <= 0 {
 		return ""
 	}
@@ -392,40 +338,28 @@ func mergeReason(t TargetStats, in MaintenanceSweepInput) string {
 	return ""
 }
 
-// MergeWalTickInput is the input of MergeWalTick, the action of per-target schedules.
-type MergeWalTickInput struct {
-	Target string `json:"target"`
-}
-
-// MergeWalTickResult names the MergeWal the tick started or attached to.
-type MergeWalTickResult struct {
-	Target     string `json:"target"`
-	WorkflowID string `json:"workflow_id"`
-	RunID      string `json:"run_id,omitempty"`
-}
-
 // MergeWalTick starts (or attaches to) target's MergeWal and returns. Schedules suffix the
 // IDs of the workflows they start with a timestamp, so a schedule cannot start MergeWal
 // directly without defeating ID dedupe; it starts this tick, whose StartWorkflows activity
 // uses the real MergeWal ID.
-func MergeWalTick(ctx workflow.Context, in MergeWalTickInput) (MergeWalTickResult, error) {
-	target, err := store.ParseTarget(in.Target)
+func MergeWalTick(ctx workflow.Context, in contract.MergeWalTickInput) (contract.MergeWalTickResult, error) {
+	tgt, err := target.ParseTarget(in.Target)
 	if err != nil {
-		return MergeWalTickResult{Target: in.Target}, invalidInput(err)
+		return contract.MergeWalTickResult{Target: in.Target}, invalidInput(err)
 	}
-	res := MergeWalTickResult{Target: target.String(), WorkflowID: MergeWalID(target)}
-	actx := workflow.WithActivityOptions(ctx, withQueue(startWorkflowsOptions(), TaskQueue))
-	var out StartWorkflowsResult
-	params := StartWorkflowsParams{Starts: []StartRequest{{Workflow: MergeWalWorkflow, Target: target.String()}}}
-	if err := workflow.ExecuteActivity(actx, StartWorkflowsActivity, params).Get(ctx, &out); err != nil {
+	res := contract.MergeWalTickResult{Target: tgt.String(), WorkflowID: contract.MergeWalID(tgt)}
+	actx := workflow.WithActivityOptions(ctx, withQueue(startWorkflowsOptions(), contract.TaskQueue))
+	var out contract.StartWorkflowsResult
+	params := contract.StartWorkflowsParams{Starts: []contract.StartRequest{{Workflow: contract.MergeWalWorkflow, Target: tgt.String()}}}
+	if err := workflow.ExecuteActivity(actx, contract.StartWorkflowsActivity, params).Get(ctx, &out); err != nil {
 		return res, err
 	}
 	if len(out.Outcomes) != 1 {
-		return res, temporal.NewApplicationError("StartWorkflows reported no outcome", ErrTypeStartFailed)
+		return res, temporal.NewApplicationError("StartWorkflows reported no outcome", contract.ErrTypeStartFailed)
 	}
 	o := out.Outcomes[0]
 	if o.Error != "" {
-		return res, temporal.NewApplicationError("start "+res.WorkflowID+": "+o.Error, ErrTypeStartFailed)
+		return res, temporal.NewApplicationError("start "+res.WorkflowID+": "+o.Error, contract.ErrTypeStartFailed)
 	}
 	res.WorkflowID, res.RunID = o.WorkflowID, o.RunID
 	return res, nil

@@ -14,33 +14,34 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/target"
 )
 
 // fakeStarter records StartWorkflows requests and answers each with its ID.
 type fakeStarter struct {
 	mu       sync.Mutex
-	requests []StartRequest
+	requests []contract.StartRequest
 	batches  int
 	fail     map[string]string // target -> error
 }
 
-func (s *fakeStarter) start(_ context.Context, p StartWorkflowsParams) (StartWorkflowsResult, error) {
+func (s *fakeStarter) start(_ context.Context, p contract.StartWorkflowsParams) (contract.StartWorkflowsResult, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.batches++
-	var res StartWorkflowsResult
+	var res contract.StartWorkflowsResult
 	for _, r := range p.Starts {
 		s.requests = append(s.requests, r)
-		t, err := store.ParseTarget(r.Target)
+		t, err := target.ParseTarget(r.Target)
 		if err != nil {
 			return res, err
 		}
-		o := StartOutcome{Workflow: r.Workflow, Target: r.Target, RunID: "run-" + r.Target}
-		if r.Workflow == MergeWalWorkflow {
-			o.WorkflowID = MergeWalID(t)
+		o := contract.StartOutcome{Workflow: r.Workflow, Target: r.Target, RunID: "run-" + r.Target}
+		if r.Workflow == contract.MergeWalWorkflow {
+			o.WorkflowID = contract.MergeWalID(t)
 		} else {
-			o.WorkflowID = CompactID(t)
+			o.WorkflowID = contract.CompactID(t)
 		}
 		if msg := s.fail[r.Target]; msg != "" {
 			o.Error, o.RunID = msg, ""
@@ -50,23 +51,23 @@ func (s *fakeStarter) start(_ context.Context, p StartWorkflowsParams) (StartWor
 	return res, nil
 }
 
-func scanFor(byKind map[string][]TargetStats) func(context.Context, ScanStatsParams) (ScanStatsResult, error) {
-	return func(_ context.Context, p ScanStatsParams) (ScanStatsResult, error) {
-		return ScanStatsResult{Kind: p.Kind, Targets: byKind[p.Kind]}, nil
+func scanFor(byKind map[string][]contract.TargetStats) func(context.Context, contract.ScanStatsParams) (contract.ScanStatsResult, error) {
+	return func(_ context.Context, p contract.ScanStatsParams) (contract.ScanStatsResult, error) {
+		return contract.ScanStatsResult{Kind: p.Kind, Targets: byKind[p.Kind]}, nil
 	}
 }
 
 func byKind(kind string) any {
-	return mock.MatchedBy(func(p ScanStatsParams) bool { return p.Kind == kind })
+	return mock.MatchedBy(func(p contract.ScanStatsParams) bool { return p.Kind == kind })
 }
 
 func TestMaintenanceSweepOrdersByDebtAndStartsOnlyEligible(t *testing.T) {
 	env := newEnv(t)
-	stats := map[string][]TargetStats{
+	stats := map[string][]contract.TargetStats{
 		"rollout": {
 			{Target: "rollout:calm", Pending: 2, MaxShardPending: 2, OldestPendingAge: time.Minute, Runs: 3},
 			{Target: "rollout:deep", Pending: 40, MaxShardPending: 30, Runs: 5, PendingShards: 2},
-			{Target: "rollout:broken", Error: "corrupt data: store.json", ErrorType: ErrTypeCorruptData},
+			{Target: "rollout:broken", Error: "corrupt data: store.json", ErrorType: contract.ErrTypeCorruptData},
 		},
 		"generic": {
 			{Target: "generic:gs", Pending: 12600, MaxShardPending: 12600, OldestPendingAge: 72 * time.Hour, Runs: 40, PendingShards: 1},
@@ -81,38 +82,38 @@ func TestMaintenanceSweepOrdersByDebtAndStartsOnlyEligible(t *testing.T) {
 		},
 	}
 	// The scans return one after another: generic, then rollout, then datagen.
-	env.OnActivity(ScanStatsActivity, anyCtx, byKind("generic")).After(time.Second).Return(scanFor(stats))
-	env.OnActivity(ScanStatsActivity, anyCtx, byKind("rollout")).After(2 * time.Second).Return(scanFor(stats))
-	env.OnActivity(ScanStatsActivity, anyCtx, byKind("datagen")).After(3 * time.Second).Return(scanFor(stats))
+	env.OnActivity(contract.ScanStatsActivity, anyCtx, byKind("generic")).After(time.Second).Return(scanFor(stats))
+	env.OnActivity(contract.ScanStatsActivity, anyCtx, byKind("rollout")).After(2 * time.Second).Return(scanFor(stats))
+	env.OnActivity(contract.ScanStatsActivity, anyCtx, byKind("datagen")).After(3 * time.Second).Return(scanFor(stats))
 	starter := &fakeStarter{}
-	env.OnActivity(StartWorkflowsActivity, anyCtx, anyArg).Return(starter.start)
+	env.OnActivity(contract.StartWorkflowsActivity, anyCtx, anyArg).Return(starter.start)
 	in := trackInflight(env)
 
-	env.ExecuteWorkflow(MaintenanceSweep, MaintenanceSweepInput{})
+	env.ExecuteWorkflow(MaintenanceSweep, contract.MaintenanceSweepInput{})
 	require.True(t, env.IsWorkflowCompleted())
 	require.NoError(t, env.GetWorkflowError())
-	var res MaintenanceSweepResult
+	var res contract.MaintenanceSweepResult
 	require.NoError(t, env.GetWorkflowResult(&res))
 
-	require.Equal(t, 3, in.max[ScanStatsActivity], "the three kinds are scanned concurrently")
-	require.Equal(t, 0, in.max[PrepareActivity]+in.max[CommitActivity], "the sweep never merges itself")
+	require.Equal(t, 3, in.max[contract.ScanStatsActivity], "the three kinds are scanned concurrently")
+	require.Equal(t, 0, in.max[contract.PrepareActivity]+in.max[contract.CommitActivity], "the sweep never merges itself")
 	require.Equal(t, 9, res.Scanned)
 
 	// Each kind is started as its scan returns, most indebted first within the kind.
 	// Parallel prepare (the default) is asked for where more than one shard is pending.
-	requested := []StartRequest{
-		{Workflow: MergeWalWorkflow, Target: "generic:gs"},
-		{Workflow: CompactBaseWorkflow, Target: "generic:gs"},
-		{Workflow: MergeWalWorkflow, Target: "generic:old"},     // 1 pending, but older than 10m
-		{Workflow: CompactBaseWorkflow, Target: "generic:runs"}, // 33 runs >= 32
-		{Workflow: MergeWalWorkflow, Target: "rollout:deep", ParallelPrepare: true},
-		{Workflow: MergeWalWorkflow, Target: "datagen:wide", ParallelPrepare: true}, // shard 10 of 40
-		{Workflow: MergeWalWorkflow, Target: "datagen:tie-a"},                       // ties broken by name
-		{Workflow: MergeWalWorkflow, Target: "datagen:tie-b"},
+	requested := []contract.StartRequest{
+		{Workflow: contract.MergeWalWorkflow, Target: "generic:gs"},
+		{Workflow: contract.CompactBaseWorkflow, Target: "generic:gs"},
+		{Workflow: contract.MergeWalWorkflow, Target: "generic:old"},     // 1 pending, but older than 10m
+		{Workflow: contract.CompactBaseWorkflow, Target: "generic:runs"}, // 33 runs >= 32
+		{Workflow: contract.MergeWalWorkflow, Target: "rollout:deep", ParallelPrepare: true},
+		{Workflow: contract.MergeWalWorkflow, Target: "datagen:wide", ParallelPrepare: true}, // shard 10 of 40
+		{Workflow: contract.MergeWalWorkflow, Target: "datagen:tie-a"},                       // ties broken by name
+		{Workflow: contract.MergeWalWorkflow, Target: "datagen:tie-b"},
 	}
 	require.Equal(t, requested, starter.requests)
 	// The result lists the kinds in kind order (rollout, generic, datagen).
-	started := append(append([]StartRequest{requested[4]}, requested[:4]...), requested[5:]...)
+	started := append(append([]contract.StartRequest{requested[4]}, requested[:4]...), requested[5:]...)
 	require.Len(t, res.Started, len(started))
 	for i, s := range res.Started {
 		require.Equal(t, started[i].Target, s.Target)
@@ -135,19 +136,19 @@ func TestMaintenanceSweepOrdersByDebtAndStartsOnlyEligible(t *testing.T) {
 // A slow kind's scan (300 rollout stores at object-store latency in the incident replay) must
 // not hold up the starts of a kind whose scan is back (docs/BENCHMARKS.md finding 5).
 func TestMaintenanceSweepStartsEachKindAsItsScanReturns(t *testing.T) {
-	stats := map[string][]TargetStats{
+	stats := map[string][]contract.TargetStats{
 		"rollout": {{Target: "rollout:r", Pending: 9, MaxShardPending: 9, PendingShards: 1}},
 		"generic": {{Target: "generic:hot", Pending: 80, MaxShardPending: 4, PendingShards: 20}},
 	}
-	run := func(t *testing.T, before bool, in MaintenanceSweepInput) ([]string, *fakeStarter) {
+	run := func(t *testing.T, before bool, in contract.MaintenanceSweepInput) ([]string, *fakeStarter) {
 		env := newEnv(t)
 		if before {
 			env.OnGetVersion(sweepPerKindChange, workflow.DefaultVersion, sweepPerKindVersion).Return(workflow.DefaultVersion)
 		}
-		env.OnActivity(ScanStatsActivity, anyCtx, byKind("rollout")).After(10 * time.Minute).Return(scanFor(stats))
-		env.OnActivity(ScanStatsActivity, anyCtx, anyArg).Return(scanFor(stats))
+		env.OnActivity(contract.ScanStatsActivity, anyCtx, byKind("rollout")).After(10 * time.Minute).Return(scanFor(stats))
+		env.OnActivity(contract.ScanStatsActivity, anyCtx, anyArg).Return(scanFor(stats))
 		starter := &fakeStarter{}
-		env.OnActivity(StartWorkflowsActivity, anyCtx, anyArg).Return(starter.start)
+		env.OnActivity(contract.StartWorkflowsActivity, anyCtx, anyArg).Return(starter.start)
 		var done []string
 		env.SetOnActivityCompletedListener(func(info *activity.Info, _ converter.EncodedValue, _ error) {
 			done = append(done, info.ActivityType.Name)
@@ -157,33 +158,33 @@ func TestMaintenanceSweepStartsEachKindAsItsScanReturns(t *testing.T) {
 		return done, starter
 	}
 	t.Run("before", func(t *testing.T) {
-		done, _ := run(t, true, MaintenanceSweepInput{})
-		require.Equal(t, []string{ScanStatsActivity, ScanStatsActivity, ScanStatsActivity, StartWorkflowsActivity}, done,
+		done, _ := run(t, true, contract.MaintenanceSweepInput{})
+		require.Equal(t, []string{contract.ScanStatsActivity, contract.ScanStatsActivity, contract.ScanStatsActivity, contract.StartWorkflowsActivity}, done,
 			"every start waited for the slowest scan")
 	})
 	t.Run("per kind", func(t *testing.T) {
-		done, starter := run(t, false, MaintenanceSweepInput{})
+		done, starter := run(t, false, contract.MaintenanceSweepInput{})
 		// The generic and datagen scans and the generic start may complete in any order
 		// (the test environment runs activities concurrently); what matters is that a start
 		// completed before the slow rollout scan, which is the last scan to complete.
-		require.ElementsMatch(t, []string{ScanStatsActivity, ScanStatsActivity, ScanStatsActivity, StartWorkflowsActivity, StartWorkflowsActivity}, done)
+		require.ElementsMatch(t, []string{contract.ScanStatsActivity, contract.ScanStatsActivity, contract.ScanStatsActivity, contract.StartWorkflowsActivity, contract.StartWorkflowsActivity}, done)
 		lastScan := -1
 		for i := len(done) - 1; i >= 0; i-- {
-			if done[i] == ScanStatsActivity {
+			if done[i] == contract.ScanStatsActivity {
 				lastScan = i
 				break
 			}
 		}
-		require.Less(t, slices.Index(done, StartWorkflowsActivity), lastScan,
+		require.Less(t, slices.Index(done, contract.StartWorkflowsActivity), lastScan,
 			"the generic store's merge starts before the slow rollout scan is back: %v", done)
-		require.Equal(t, []StartRequest{
-			{Workflow: MergeWalWorkflow, Target: "generic:hot", ParallelPrepare: true},
-			{Workflow: MergeWalWorkflow, Target: "rollout:r"},
+		require.Equal(t, []contract.StartRequest{
+			{Workflow: contract.MergeWalWorkflow, Target: "generic:hot", ParallelPrepare: true},
+			{Workflow: contract.MergeWalWorkflow, Target: "rollout:r"},
 		}, starter.requests)
 	})
 	t.Run("parallel prepare off", func(t *testing.T) {
 		off := false
-		_, starter := run(t, false, MaintenanceSweepInput{ParallelPrepare: &off})
+		_, starter := run(t, false, contract.MaintenanceSweepInput{ParallelPrepare: &off})
 		require.False(t, starter.requests[0].ParallelPrepare)
 	})
 }
@@ -192,17 +193,17 @@ func TestMaintenanceSweepStartsEachKindAsItsScanReturns(t *testing.T) {
 // the earlier ones left.
 func TestMaintenanceSweepMaxStartsSpansKinds(t *testing.T) {
 	env := newEnv(t)
-	stats := map[string][]TargetStats{
+	stats := map[string][]contract.TargetStats{
 		"generic": {{Target: "generic:a", Pending: 50, MaxShardPending: 50}, {Target: "generic:b", Pending: 40, MaxShardPending: 40}},
 		"rollout": {{Target: "rollout:c", Pending: 90, MaxShardPending: 90}, {Target: "rollout:d", Pending: 80, MaxShardPending: 80}},
 	}
-	env.OnActivity(ScanStatsActivity, anyCtx, byKind("rollout")).After(time.Minute).Return(scanFor(stats))
-	env.OnActivity(ScanStatsActivity, anyCtx, anyArg).Return(scanFor(stats))
+	env.OnActivity(contract.ScanStatsActivity, anyCtx, byKind("rollout")).After(time.Minute).Return(scanFor(stats))
+	env.OnActivity(contract.ScanStatsActivity, anyCtx, anyArg).Return(scanFor(stats))
 	starter := &fakeStarter{}
-	env.OnActivity(StartWorkflowsActivity, anyCtx, anyArg).Return(starter.start)
-	env.ExecuteWorkflow(MaintenanceSweep, MaintenanceSweepInput{MaxStarts: 3})
+	env.OnActivity(contract.StartWorkflowsActivity, anyCtx, anyArg).Return(starter.start)
+	env.ExecuteWorkflow(MaintenanceSweep, contract.MaintenanceSweepInput{MaxStarts: 3})
 	require.NoError(t, env.GetWorkflowError())
-	var res MaintenanceSweepResult
+	var res contract.MaintenanceSweepResult
 	require.NoError(t, env.GetWorkflowResult(&res))
 	require.Len(t, starter.requests, 3)
 	require.Equal(t, "rollout:c", starter.requests[2].Target)
@@ -215,22 +216,22 @@ func TestMaintenanceSweepMaxStartsSpansKinds(t *testing.T) {
 
 func TestMaintenanceSweepBoundsStartsAndBatches(t *testing.T) {
 	env := newEnv(t)
-	var ts []TargetStats
+	var ts []contract.TargetStats
 	for _, name := range []string{"a", "b", "c", "d", "e"} {
-		ts = append(ts, TargetStats{Target: "generic:" + name, Pending: 100, MaxShardPending: 100})
+		ts = append(ts, contract.TargetStats{Target: "generic:" + name, Pending: 100, MaxShardPending: 100})
 	}
-	env.OnActivity(ScanStatsActivity, anyCtx, anyArg).Return(scanFor(map[string][]TargetStats{"generic": ts}))
+	env.OnActivity(contract.ScanStatsActivity, anyCtx, anyArg).Return(scanFor(map[string][]contract.TargetStats{"generic": ts}))
 	starter := &fakeStarter{fail: map[string]string{"generic:b": "frontend unavailable"}}
-	env.OnActivity(StartWorkflowsActivity, anyCtx, anyArg).After(time.Second).Return(starter.start)
+	env.OnActivity(contract.StartWorkflowsActivity, anyCtx, anyArg).After(time.Second).Return(starter.start)
 	in := trackInflight(env)
 
-	env.ExecuteWorkflow(MaintenanceSweep, MaintenanceSweepInput{MaxStarts: 3, StartBatch: 1, Concurrency: 2})
+	env.ExecuteWorkflow(MaintenanceSweep, contract.MaintenanceSweepInput{MaxStarts: 3, StartBatch: 1, Concurrency: 2})
 	require.NoError(t, env.GetWorkflowError())
-	var res MaintenanceSweepResult
+	var res contract.MaintenanceSweepResult
 	require.NoError(t, env.GetWorkflowResult(&res))
 
 	require.Equal(t, 3, starter.batches)
-	require.Equal(t, 2, in.max[StartWorkflowsActivity], "bounded fan-out")
+	require.Equal(t, 2, in.max[contract.StartWorkflowsActivity], "bounded fan-out")
 	require.Len(t, res.Started, 2)
 	require.Equal(t, "generic:a", res.Started[0].Target)
 	require.Equal(t, "generic:c", res.Started[1].Target)
@@ -245,15 +246,15 @@ func TestMaintenanceSweepBoundsStartsAndBatches(t *testing.T) {
 
 func TestMaintenanceSweepToleratesOneKindFailing(t *testing.T) {
 	env := newEnv(t)
-	env.OnActivity(ScanStatsActivity, anyCtx, anyArg).Return(func(_ context.Context, p ScanStatsParams) (ScanStatsResult, error) {
+	env.OnActivity(contract.ScanStatsActivity, anyCtx, anyArg).Return(func(_ context.Context, p contract.ScanStatsParams) (contract.ScanStatsResult, error) {
 		if p.Kind == "rollout" {
-			return ScanStatsResult{}, temporal.NewNonRetryableApplicationError("registry unreadable", ErrTypeCorruptData, nil)
+			return contract.ScanStatsResult{}, temporal.NewNonRetryableApplicationError("registry unreadable", contract.ErrTypeCorruptData, nil)
 		}
-		return ScanStatsResult{Kind: p.Kind}, nil
+		return contract.ScanStatsResult{Kind: p.Kind}, nil
 	})
-	env.ExecuteWorkflow(MaintenanceSweep, MaintenanceSweepInput{})
+	env.ExecuteWorkflow(MaintenanceSweep, contract.MaintenanceSweepInput{})
 	require.NoError(t, env.GetWorkflowError())
-	var res MaintenanceSweepResult
+	var res contract.MaintenanceSweepResult
 	require.NoError(t, env.GetWorkflowResult(&res))
 	require.Len(t, res.ScanErrors, 1)
 	require.Contains(t, res.ScanErrors[0], "rollout")
@@ -261,23 +262,23 @@ func TestMaintenanceSweepToleratesOneKindFailing(t *testing.T) {
 
 func TestMaintenanceSweepFailsWhenEveryScanFails(t *testing.T) {
 	env := newEnv(t)
-	env.OnActivity(ScanStatsActivity, anyCtx, anyArg).Return(ScanStatsResult{},
-		temporal.NewNonRetryableApplicationError("bucket gone", ErrTypeNotFound, nil))
-	env.ExecuteWorkflow(MaintenanceSweep, MaintenanceSweepInput{})
+	env.OnActivity(contract.ScanStatsActivity, anyCtx, anyArg).Return(contract.ScanStatsResult{},
+		temporal.NewNonRetryableApplicationError("bucket gone", contract.ErrTypeNotFound, nil))
+	env.ExecuteWorkflow(MaintenanceSweep, contract.MaintenanceSweepInput{})
 	typ, _ := appErrType(env.GetWorkflowError())
-	require.Equal(t, ErrTypeScanFailed, typ)
+	require.Equal(t, contract.ErrTypeScanFailed, typ)
 }
 
 func TestPlanSweepIsDeterministic(t *testing.T) {
-	in := MaintenanceSweepInput{}.withDefaults()
-	stats := []TargetStats{
+	in := sweepDefaults(contract.MaintenanceSweepInput{})
+	stats := []contract.TargetStats{
 		{Target: "generic:b", Pending: 9, MaxShardPending: 9},
 		{Target: "generic:a", Pending: 9, MaxShardPending: 9},
 		{Target: "generic:c", Pending: 9, MaxShardPending: 9, OldestPendingAge: time.Minute},
 	}
-	first := planSweep(append([]TargetStats(nil), stats...), in)
+	first := planSweep(append([]contract.TargetStats(nil), stats...), in)
 	for i := 0; i < 20; i++ {
-		shuffled := []TargetStats{stats[i%3], stats[(i+1)%3], stats[(i+2)%3]}
+		shuffled := []contract.TargetStats{stats[i%3], stats[(i+1)%3], stats[(i+2)%3]}
 		require.Equal(t, first, planSweep(shuffled, in))
 	}
 	require.Equal(t, "generic:c", first.starts[0].req.Target, "older pending first on equal counts")
@@ -287,29 +288,29 @@ func TestPlanSweepIsDeterministic(t *testing.T) {
 func TestMergeWalTickStartsTheRealMergeWal(t *testing.T) {
 	env := newEnv(t)
 	starter := &fakeStarter{}
-	env.OnActivity(StartWorkflowsActivity, anyCtx, anyArg).Return(starter.start)
-	env.ExecuteWorkflow(MergeWalTick, MergeWalTickInput{Target: "generic:gs"})
+	env.OnActivity(contract.StartWorkflowsActivity, anyCtx, anyArg).Return(starter.start)
+	env.ExecuteWorkflow(MergeWalTick, contract.MergeWalTickInput{Target: "generic:gs"})
 	require.NoError(t, env.GetWorkflowError())
-	var res MergeWalTickResult
+	var res contract.MergeWalTickResult
 	require.NoError(t, env.GetWorkflowResult(&res))
 	require.Equal(t, "merge-wal/generic/gs", res.WorkflowID)
 	require.Equal(t, "run-generic:gs", res.RunID)
-	require.Equal(t, []StartRequest{{Workflow: MergeWalWorkflow, Target: "generic:gs"}}, starter.requests)
+	require.Equal(t, []contract.StartRequest{{Workflow: contract.MergeWalWorkflow, Target: "generic:gs"}}, starter.requests)
 }
 
 func TestMergeWalTickBadTarget(t *testing.T) {
 	env := newEnv(t)
-	env.ExecuteWorkflow(MergeWalTick, MergeWalTickInput{Target: "generic"})
+	env.ExecuteWorkflow(MergeWalTick, contract.MergeWalTickInput{Target: "generic"})
 	typ, nonRetryable := appErrType(env.GetWorkflowError())
-	require.Equal(t, ErrTypeInvalidInput, typ)
+	require.Equal(t, contract.ErrTypeInvalidInput, typ)
 	require.True(t, nonRetryable)
 }
 
 func TestMergeWalTickReportsStartFailure(t *testing.T) {
 	env := newEnv(t)
 	starter := &fakeStarter{fail: map[string]string{"generic:gs": "namespace not found"}}
-	env.OnActivity(StartWorkflowsActivity, anyCtx, anyArg).Return(starter.start)
-	env.ExecuteWorkflow(MergeWalTick, MergeWalTickInput{Target: "generic:gs"})
+	env.OnActivity(contract.StartWorkflowsActivity, anyCtx, anyArg).Return(starter.start)
+	env.ExecuteWorkflow(MergeWalTick, contract.MergeWalTickInput{Target: "generic:gs"})
 	typ, _ := appErrType(env.GetWorkflowError())
-	require.Equal(t, ErrTypeStartFailed, typ)
+	require.Equal(t, contract.ErrTypeStartFailed, typ)
 }

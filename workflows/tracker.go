@@ -3,11 +3,14 @@ package workflows
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/walkeeper/walkeeper/contract"
 )
 
 // tracker runs activities for one workflow run and keeps what the status query needs to
@@ -50,10 +53,10 @@ func newTracker(ctx workflow.Context, slotWait time.Duration, onChange func()) *
 		slotWait: slotWait,
 		onChange: onChange,
 	}
-	ch := workflow.GetSignalChannel(ctx, ActivityStateSignal)
+	ch := workflow.GetSignalChannel(ctx, contract.ActivityStateSignal)
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {
-			var s ActivityState
+			var s contract.ActivityState
 			if !ch.Receive(ctx, &s) {
 				return
 			}
@@ -118,17 +121,17 @@ func (t *tracker) remove(w *watch) {
 	}
 }
 
-func (t *tracker) apply(s ActivityState) {
+func (t *tracker) apply(s contract.ActivityState) {
 	for _, w := range t.inflight {
 		if w.id != s.ActivityID {
 			continue
 		}
 		w.attempt = s.Attempt
 		switch s.State {
-		case ActivityStateRunning, ActivityStateWaitingBudget:
+		case contract.ActivityStateRunning, contract.ActivityStateWaitingBudget:
 			w.running = true
 			w.state = s.State
-		case ActivityStateRetrying:
+		case contract.ActivityStateRetrying:
 			// Between attempts nothing runs until Temporal dispatches the next one.
 			w.running = false
 			w.slow = false
@@ -160,29 +163,21 @@ func (t *tracker) blocked(shard string) string {
 	return ""
 }
 
-// Blocked reasons shown by the status queries.
-const (
-	BlockedBudget   = "waiting for budget"
-	BlockedBackoff  = "backing off after an error"
-	BlockedSlot     = "waiting for a slot"
-	BlockedNoWorker = "waiting for a slot, or no worker for shard"
-)
-
 func (w *watch) blocked() string {
 	switch w.state {
-	case ActivityStateWaitingBudget:
-		return BlockedBudget
-	case ActivityStateRetrying:
+	case contract.ActivityStateWaitingBudget:
+		return contract.BlockedBudget
+	case contract.ActivityStateRetrying:
 		if w.lastErr != "" {
-			return fmt.Sprintf("%s (attempt %d: %s)", BlockedBackoff, w.attempt, clipText(w.lastErr, 200))
+			return fmt.Sprintf("%s (attempt %d: %s)", contract.BlockedBackoff, w.attempt, clipText(w.lastErr, 200))
 		}
-		return BlockedBackoff
+		return contract.BlockedBackoff
 	}
 	if w.slow && !w.running {
-		if w.queue != TaskQueue && w.shard != "" {
-			return BlockedNoWorker + " " + shortShard(w.shard)
+		if w.queue != contract.TaskQueue && w.shard != "" {
+			return contract.BlockedNoWorker + " " + shardLabel(w.shard)
 		}
-		return BlockedSlot + " on " + w.queue
+		return contract.BlockedSlot + " on " + w.queue
 	}
 	return ""
 }
@@ -206,7 +201,7 @@ func isPermanent(err error) bool {
 	if appErr.NonRetryable() {
 		return true
 	}
-	for _, t := range NonRetryableErrorTypes {
+	for _, t := range contract.NonRetryableErrorTypes {
 		if appErr.Type() == t {
 			return true
 		}
@@ -240,4 +235,16 @@ func clipText(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// shardLabel abbreviates a shard id for human-facing text (details, summaries, blocked
+// reasons): the first UUID group, or at most 8 bytes.
+func shardLabel(shard string) string {
+	if i := strings.IndexByte(shard, '-'); i > 0 && i <= 8 {
+		return shard[:i]
+	}
+	if len(shard) > 8 {
+		return shard[:8]
+	}
+	return shard
 }

@@ -1,4 +1,4 @@
-package workflows
+package contract
 
 import (
 	"context"
@@ -10,14 +10,14 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/mocks"
 
-	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/target"
 )
 
 func TestNamesAndIDs(t *testing.T) {
-	target, err := store.ParseTarget("generic:gs")
+	tg, err := target.ParseTarget("generic:gs")
 	require.NoError(t, err)
-	require.Equal(t, "merge-wal/generic/gs", MergeWalID(target))
-	require.Equal(t, "compact/generic/gs", CompactID(target))
+	require.Equal(t, "merge-wal/generic/gs", MergeWalID(tg))
+	require.Equal(t, "compact/generic/gs", CompactID(tg))
 	require.Equal(t, "walkeeper-shard-abc", ShardQueue("abc"))
 	require.Equal(t, enumspb.INDEXED_VALUE_TYPE_KEYWORD, SearchAttributes[WalTarget.GetName()])
 	require.Equal(t, enumspb.INDEXED_VALUE_TYPE_KEYWORD, SearchAttributes[WalKind.GetName()])
@@ -26,9 +26,9 @@ func TestNamesAndIDs(t *testing.T) {
 }
 
 func TestStartOptionsDedupeOnTargetID(t *testing.T) {
-	target, err := store.ParseTarget("rollout:r1")
+	tg, err := target.ParseTarget("rollout:r1")
 	require.NoError(t, err)
-	o := startOptions(MergeWalID(target), target)
+	o := startOptions(MergeWalID(tg), tg)
 	require.Equal(t, "merge-wal/rollout/r1", o.ID)
 	require.Equal(t, TaskQueue, o.TaskQueue)
 	require.Equal(t, enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING, o.WorkflowIDConflictPolicy)
@@ -43,7 +43,7 @@ func TestStartOptionsDedupeOnTargetID(t *testing.T) {
 }
 
 func TestStartMergeWalAndCompactBaseUseTheTargetID(t *testing.T) {
-	target, err := store.ParseTarget("generic:gs")
+	tg, err := target.ParseTarget("generic:gs")
 	require.NoError(t, err)
 	c := &mocks.Client{}
 	run := &mocks.WorkflowRun{}
@@ -57,9 +57,9 @@ func TestStartMergeWalAndCompactBaseUseTheTargetID(t *testing.T) {
 			inputs = append(inputs, args.Get(3))
 		}).Return(run, nil)
 
-	_, err = StartMergeWal(context.Background(), c, target, MergeWalInput{Target: "ignored:x", ParallelPrepare: true})
+	_, err = StartMergeWal(context.Background(), c, tg, MergeWalInput{Target: "ignored:x", ParallelPrepare: true})
 	require.NoError(t, err)
-	_, err = StartCompactBase(context.Background(), c, target, CompactBaseInput{})
+	_, err = StartCompactBase(context.Background(), c, tg, CompactBaseInput{})
 	require.NoError(t, err)
 
 	require.Len(t, got, 2)

@@ -1,16 +1,10 @@
-package workflows
+package contract
 
-import (
-	"time"
+import "time"
 
-	"github.com/walkeeper/walkeeper/store"
-)
-
-// The activity contract. Package activities implements these activities under the names in
-// names.go and re-exports the types; the workflows call them by name, so this package does
-// not import activities (activities imports this package for StartMergeWal and the names).
-// Every params and result struct crosses a Temporal payload as JSON: fields may be added,
-// never renamed.
+// The activity contract: one params and one result struct per activity, named after the
+// activity (CompactPass* for activity CompactBase, whose workflow takes CompactBaseInput),
+// plus the heartbeat details and the signal an activity sends its workflow.
 
 // ListPendingShardsParams names the store whose shards to list.
 type ListPendingShardsParams struct {
@@ -46,7 +40,7 @@ type PrepareParams struct {
 
 // PrepareResult carries the prepared merge, or nil when the shard had nothing pending.
 type PrepareResult struct {
-	Prepared *store.PreparedMerge `json:"prepared,omitempty"`
+	Prepared *PreparedMerge `json:"prepared,omitempty"`
 }
 
 // PrepareProgress is Prepare's heartbeat detail.
@@ -61,8 +55,8 @@ type PrepareProgress struct {
 
 // CommitParams publishes a prepared merge (DESIGN §3 step 2).
 type CommitParams struct {
-	Prepared    store.PreparedMerge `json:"prepared"`
-	NotifyAfter time.Duration       `json:"notify_after,omitempty"`
+	Prepared    PreparedMerge `json:"prepared"`
+	NotifyAfter time.Duration `json:"notify_after,omitempty"`
 }
 
 // CommitResult reports one commit.
@@ -74,7 +68,7 @@ type CommitResult struct {
 
 // AbortParams discards a prepared merge whose commit is proven absent.
 type AbortParams struct {
-	Prepared store.PreparedMerge `json:"prepared"`
+	Prepared PreparedMerge `json:"prepared"`
 }
 
 // AbortResult reports one abort. CommitPresent means the merge did commit after all.
@@ -83,8 +77,8 @@ type AbortResult struct {
 	CommitPresent bool `json:"commit_present,omitempty"`
 }
 
-// CompactPassParams bounds one compaction pass (activity CompactBase; package activities
-// calls it CompactBaseParams).
+// CompactPassParams bounds one compaction pass (activity CompactBase; the workflow of the
+// same name takes CompactBaseInput).
 type CompactPassParams struct {
 	Target   string `json:"target"`
 	MaxRuns  int    `json:"max_runs,omitempty"`
@@ -93,7 +87,7 @@ type CompactPassParams struct {
 	NotifyAfter time.Duration `json:"notify_after,omitempty"`
 }
 
-// CompactPassResult reports one compaction pass (activities.CompactBaseResult).
+// CompactPassResult reports one compaction pass (activity CompactBase).
 type CompactPassResult struct {
 	BaseVersion    uint64 `json:"base_version"`
 	InputRuns      int    `json:"input_runs"`
@@ -120,8 +114,10 @@ type TargetStats struct {
 	Pending          int           `json:"pending"`
 	MaxShardPending  int           `json:"max_shard_pending"`
 	OldestPendingAge time.Duration `json:"oldest_pending_age"`
-	Runs             int           `json:"runs"`
-	Shards           int           `json:"shards"`
+	// Runs counts the base table's runs (sorted Parquet files), as in every "runs" of this
+	// package except the continue-as-new counters, which say "workflow run".
+	Runs   int `json:"runs"`
+	Shards int `json:"shards"`
 	// PendingShards counts the shards with pending generations.
 	PendingShards int    `json:"pending_shards,omitempty"`
 	BaseVersion   uint64 `json:"base_version"`
@@ -133,6 +129,13 @@ type TargetStats struct {
 type ScanStatsResult struct {
 	Kind    string        `json:"kind"`
 	Targets []TargetStats `json:"targets"`
+}
+
+// ScanProgress is ScanStats' heartbeat detail: the stats gathered so far, in target order.
+// A retried attempt resumes after LastTarget.
+type ScanProgress struct {
+	LastTarget string        `json:"last_target"`
+	Targets    []TargetStats `json:"targets"`
 }
 
 // StartRequest asks for one workflow start: Workflow is MergeWalWorkflow or

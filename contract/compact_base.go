@@ -1,0 +1,35 @@
+package contract
+
+// CompactBaseInput is CompactBase's input; only Target is required.
+type CompactBaseInput struct {
+	Target string `json:"target"`
+	// MaxRuns and MaxBytes bound one pass (0 = the store's defaults: 16 runs, 1 GiB;
+	// MaxRuns -1 = every run).
+	MaxRuns  int   `json:"max_runs,omitempty"`
+	MaxBytes int64 `json:"max_bytes,omitempty"`
+	// MaxPasses bounds the passes of one workflow (default 16).
+	MaxPasses int `json:"max_passes,omitempty"`
+	// TargetRuns: stop once the base has at most this many runs (default 4).
+	TargetRuns int `json:"target_runs,omitempty"`
+}
+
+// CompactBaseResult is CompactBase's result.
+type CompactBaseResult struct {
+	Target         string `json:"target"`
+	Passes         int    `json:"passes"`
+	Committed      int    `json:"committed"`
+	RunsLeft       int    `json:"runs_left"`
+	BaseVersion    uint64 `json:"base_version,omitempty"`
+	RowsIn         int64  `json:"rows_in"`
+	RowsOut        int64  `json:"rows_out"`
+	DroppedDeletes int64  `json:"dropped_deletes"`
+}
+
+// CompactBaseStatus answers the status query on CompactBase.
+type CompactBaseStatus struct {
+	Target   string `json:"target"`
+	Phase    string `json:"phase"`
+	Pass     int    `json:"pass"`
+	RunsLeft int    `json:"runs_left"`
+	Blocked  string `json:"blocked,omitempty"`
+}

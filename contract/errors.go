@@ -1,0 +1,33 @@
+package contract
+
+// Application error types: the error vocabulary that crosses Temporal. Activities map store
+// error marks onto them in one place (activities/errors.go, the only file that knows both
+// sides); workflows branch on them, never on messages, and list the non-retryable ones in
+// every retry policy.
+const (
+	ErrTypeInvalidInput     = "InvalidInput"
+	ErrTypeCorruptData      = "CorruptData"
+	ErrTypeNotFound         = "NotFound"
+	ErrTypeStalePreparation = "StalePreparation"
+	ErrTypeConflict         = "Conflict"
+	ErrTypeBudgetBusy       = "BudgetBusy"
+	ErrTypeFenced           = "Fenced"
+	ErrTypeTooManyPending   = "TooManyPending"
+	ErrTypeAlreadyExists    = "AlreadyExists"
+	ErrTypeClosed           = "Closed"
+	ErrTypeInternal         = "Internal"
+	ErrTypeMisconfigured    = "Misconfigured"
+	ErrTypeStartFailed      = "StartFailed"
+	ErrTypeAllShardsFailed  = "AllShardsFailed"
+	ErrTypeScanFailed       = "ScanFailed"
+)
+
+// NonRetryableErrorTypes are never retried by an activity retry policy: retrying the same
+// input cannot help. StalePreparation is handled by the workflow (abort, then prepare again).
+var NonRetryableErrorTypes = []string{
+	ErrTypeInvalidInput,
+	ErrTypeCorruptData,
+	ErrTypeNotFound,
+	ErrTypeStalePreparation,
+	ErrTypeMisconfigured,
+}

@@ -1,0 +1,116 @@
+package contract
+
+import "time"
+
+// MergeWalInput is MergeWal's input. Only Target is required:
+// `{"target":"generic:gs"}`. Durations are JSON nanoseconds.
+type MergeWalInput struct {
+	Target string `json:"target"`
+	// MaxGenerations and MaxBytes cap one pass (nil = the worker's merge_max_generations /
+	// merge_max_bytes; 0 = no cap).
+	MaxGenerations *int   `json:"max_generations,omitempty"`
+	MaxBytes       *int64 `json:"max_bytes,omitempty"`
+	// ParallelPrepare lets prepares of different shards run concurrently, at most
+	// PrepareConcurrency at once (default 4). Commits stay one at a time either way.
+	ParallelPrepare    bool `json:"parallel_prepare,omitempty"`
+	PrepareConcurrency int  `json:"prepare_concurrency,omitempty"`
+	// MaxPasses bounds the passes per shard over the whole merge, continue-as-new included
+	// (default 1000), so writers that seal faster than merges fold cannot keep it running
+	// forever; the sweep starts the next merge.
+	MaxPasses int `json:"max_passes,omitempty"`
+	// ScheduleToStartTimeout is how long Prepare/Commit waits on the shard owner's queue
+	// before falling back to the shared queue (default 30s).
+	ScheduleToStartTimeout time.Duration `json:"schedule_to_start_timeout,omitempty"`
+	// SlotWaitThreshold: an activity unfinished this long with no word from it is reported as
+	// waiting for a slot (default 10s, negative = off).
+	SlotWaitThreshold time.Duration `json:"slot_wait_threshold,omitempty"`
+	// PrepareTimeout bounds one Prepare attempt, budget wait included (default 30m).
+	PrepareTimeout time.Duration `json:"prepare_timeout,omitempty"`
+	// PassesPerRun: continue-as-new after this many committed passes (default 100), or
+	// earlier when Temporal suggests it.
+	PassesPerRun int `json:"passes_per_run,omitempty"`
+	// Carry is progress handed over by continue-as-new; callers leave it empty.
+	Carry *MergeWalCarry `json:"carry,omitempty"`
+}
+
+// MergeWalCarry is the state one run hands to the next over continue-as-new.
+type MergeWalCarry struct {
+	// WorkflowRuns counts the workflow runs of the continue-as-new chain so far (JSON "runs":
+	// the tag is in recorded histories and stays).
+	WorkflowRuns int                `json:"runs"`
+	Shards       []ShardMergeResult `json:"shards"`
+}
+
+// ShardMergeResult is one shard's outcome.
+type ShardMergeResult struct {
+	Shard       string `json:"shard"`
+	Reclaimed   int    `json:"reclaimed"`
+	Passes      int    `json:"passes"`
+	BaseVersion uint64 `json:"base_version,omitempty"`
+	// Pending is the estimated number of generations left.
+	Pending int `json:"pending"`
+	// Restarts counts stale preparations that were aborted and prepared again.
+	Restarts int `json:"restarts,omitempty"`
+	// SharedQueue: the owner's queue did not pick up work in time; the shard was merged
+	// through the shared queue.
+	SharedQueue bool `json:"shared_queue,omitempty"`
+	// Finished: nothing pending, MaxPasses reached, or failed.
+	Finished         bool   `json:"finished"`
+	MaxPassesReached bool   `json:"max_passes_reached,omitempty"`
+	Error            string `json:"error,omitempty"`
+	ErrorType        string `json:"error_type,omitempty"`
+	// Permanent: the error cannot go away by retrying (corrupt data, invalid input...).
+	Permanent bool `json:"permanent,omitempty"`
+}
+
+// MergeWalResult is MergeWal's result: per-shard reclaimed generations, versions and errors.
+type MergeWalResult struct {
+	Target      string             `json:"target"`
+	Shards      []ShardMergeResult `json:"shards"`
+	Reclaimed   int                `json:"reclaimed"`
+	Passes      int                `json:"passes"`
+	BaseVersion uint64             `json:"base_version,omitempty"`
+	// WorkflowRuns counts the workflow runs of the continue-as-new chain (JSON "runs": the tag
+	// is in recorded histories and stays).
+	WorkflowRuns int `json:"runs"`
+}
+
+// Per-shard phases.
+const (
+	ShardQueued        = "queued"
+	ShardPreparing     = "preparing"
+	ShardWaitingCommit = "waiting-commit"
+	ShardCommitting    = "committing"
+	ShardAborting      = "aborting"
+	ShardDone          = "done"
+	ShardFailed        = "failed"
+)
+
+// MergeWalStatus answers the status query.
+type MergeWalStatus struct {
+	Target string `json:"target"`
+	Phase  string `json:"phase"`
+	// Shard and Pass describe the most recent step.
+	Shard     string `json:"shard,omitempty"`
+	Pass      int    `json:"pass"`
+	Pending   int    `json:"pending"`
+	Reclaimed int    `json:"reclaimed"`
+	// Blocked says why the merge is not progressing, or is empty.
+	Blocked string `json:"blocked,omitempty"`
+	// WorkflowRun is the number of this workflow run in the continue-as-new chain, from 1
+	// (JSON "run", kept for existing clients).
+	WorkflowRun int           `json:"run"`
+	Shards      []ShardStatus `json:"shards"`
+}
+
+// ShardStatus is one shard's part of MergeWalStatus.
+type ShardStatus struct {
+	Shard     string `json:"shard"`
+	Phase     string `json:"phase"`
+	Pending   int    `json:"pending"`
+	Passes    int    `json:"passes"`
+	Reclaimed int    `json:"reclaimed"`
+	Queue     string `json:"queue,omitempty"`
+	Blocked   string `json:"blocked,omitempty"`
+	Error     string `json:"error,omitempty"`
+}

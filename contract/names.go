@@ -1,0 +1,52 @@
+package contract
+
+import "github.com/walkeeper/walkeeper/target"
+
+// Task queues (DESIGN §4).
+const (
+	// TaskQueue is the shared queue: workflows, scans, stats, clean-up, and Prepare/Commit of
+	// shards whose owner does not pick up its own queue in time.
+	TaskQueue = "walkeeper"
+	// ShardQueuePrefix prefixes each writer's own queue; see ShardQueue.
+	ShardQueuePrefix = "walkeeper-shard-"
+)
+
+// ShardQueue is the task queue served by the owner of shard.
+func ShardQueue(shard string) string { return ShardQueuePrefix + shard }
+
+// Workflow type names. Workflows are registered under these names, never under Go
+// identifiers, so renaming a function cannot break a running history.
+const (
+	MergeWalWorkflow         = "MergeWal"
+	CompactBaseWorkflow      = "CompactBase"
+	MaintenanceSweepWorkflow = "MaintenanceSweep"
+	// MergeWalTickWorkflow is the action of per-target schedules: it only starts (or attaches
+	// to) MergeWal under its real ID, because schedule-started IDs carry a timestamp suffix.
+	MergeWalTickWorkflow = "MergeWalTick"
+)
+
+// Activity type names, implemented by package activities.
+const (
+	ListPendingShardsActivity = "ListPendingShards"
+	PrepareActivity           = "Prepare"
+	CommitActivity            = "Commit"
+	AbortActivity             = "Abort"
+	CompactBaseActivity       = "CompactBase"
+	ScanStatsActivity         = "ScanStats"
+	StartWorkflowsActivity    = "StartWorkflows"
+)
+
+// StatusQuery answers with MergeWalStatus on MergeWal and CompactBaseStatus on CompactBase.
+const StatusQuery = "status"
+
+// ActivityStateSignal carries ActivityState from a running activity to its workflow. It is
+// how the status query learns what the workflow cannot observe on its own: that an
+// activity is running (not waiting for a slot), waiting for the memory budget, or backing
+// off before a retry.
+const ActivityStateSignal = "walkeeper-activity-state"
+
+// MergeWalID is the workflow ID of t's merge: "merge-wal/<kind>/<name>".
+func MergeWalID(t target.Target) string { return "merge-wal/" + t.Path() }
+
+// CompactID is the workflow ID of t's base compaction: "compact/<kind>/<name>".
+func CompactID(t target.Target) string { return "compact/" + t.Path() }

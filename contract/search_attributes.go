@@ -1,0 +1,40 @@
+package contract
+
+import (
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/walkeeper/walkeeper/target"
+)
+
+// Search attribute names (DESIGN §4).
+const (
+	WalTargetName  = "WalTarget"
+	WalKindName    = "WalKind"
+	WalPendingName = "WalPending"
+)
+
+// Typed search attribute keys. MergeWal and CompactBase carry WalTarget and WalKind from the
+// start (and upsert them when a bare CLI start left them out); MergeWal keeps WalPending
+// current as it merges.
+var (
+	WalTarget  = temporal.NewSearchAttributeKeyKeyword(WalTargetName)
+	WalKind    = temporal.NewSearchAttributeKeyKeyword(WalKindName)
+	WalPending = temporal.NewSearchAttributeKeyInt64(WalPendingName)
+)
+
+// SearchAttributes lists the custom search attributes walkeeper uses, for registration with
+// the operator API on worker start.
+var SearchAttributes = map[string]enumspb.IndexedValueType{
+	WalTargetName:  enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+	WalKindName:    enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+	WalPendingName: enumspb.INDEXED_VALUE_TYPE_INT,
+}
+
+// targetAttributes are the WalTarget and WalKind values of t's workflows.
+func targetAttributes(t target.Target) temporal.SearchAttributes {
+	return temporal.NewSearchAttributes(
+		WalTarget.ValueSet(t.String()),
+		WalKind.ValueSet(string(t.Kind)),
+	)
+}

@@ -1,0 +1,47 @@
+package contract
+
+// Wire types: what the store hands over through workflow history, declared here so that the
+// history's JSON shape is owned by the contract and not by store/ (whose own structs may be
+// renamed or retagged freely). Package activities converts at the boundary
+// (activities/wire.go); wire_test.go pins the shape.
+
+// PreparedMerge is the reference Prepare returns and Commit or Abort consume: the small
+// record of one prepared merge (store.PreparedMerge on the store side). It carries no row
+// data, only what is needed to publish or discard the staged files.
+type PreparedMerge struct {
+	// Target is "<kind>:<name>".
+	Target string `json:"target"`
+	// Shard is the shard whose flushed generations were merged.
+	Shard string `json:"shard"`
+	// Generations are the merged generation numbers, ascending, contiguous in pending order.
+	Generations []uint64 `json:"generations"`
+	// Through is the highest merged generation: the shard's watermark after the commit.
+	Through uint64 `json:"through"`
+	// Staged are the Parquet files written by this attempt, not yet referenced by any manifest.
+	Staged []StagedFile `json:"staged"`
+	// WriterEpoch is the shard's writer epoch observed at prepare time.
+	WriterEpoch uint64 `json:"writer_epoch"`
+	// AttemptKey is the idempotency key of the preparing attempt (workflow ID + activity ID).
+	AttemptKey string `json:"attempt_key"`
+	// BaseVersion is the base manifest version the preparation read.
+	BaseVersion uint64 `json:"base_version"`
+	// Bytes is the in-memory size of the rows read from the generations.
+	Bytes int64 `json:"bytes"`
+	// Rows is the number of rows written to the staged files after deduplication.
+	Rows int64 `json:"rows"`
+	// InputRows is the number of rows read from the generations before deduplication.
+	InputRows int64 `json:"input_rows"`
+}
+
+// StagedFile describes one staged Parquet run of a PreparedMerge.
+type StagedFile struct {
+	Path   string `json:"path"`
+	Rows   int64  `json:"rows"`
+	Bytes  int64  `json:"bytes"`
+	MinKey string `json:"min_key"`
+	MaxKey string `json:"max_key"`
+	MinSeq int64  `json:"min_seq"`
+	MaxSeq int64  `json:"max_seq"`
+	// Checksum is the CRC-32C of the staged file, copied into the base manifest.
+	Checksum string `json:"crc32c,omitempty"`
+}

@@ -1,0 +1,33 @@
+package workflows
+
+import (
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/target"
+)
+
+// Register registers every walkeeper workflow on r under its explicit name. Any
+// worker.Registry (a worker, the test environment) qualifies, and so does a replayer.
+func Register(r worker.WorkflowRegistry) {
+	r.RegisterWorkflowWithOptions(MergeWal, workflow.RegisterOptions{Name: contract.MergeWalWorkflow})
+	r.RegisterWorkflowWithOptions(CompactBase, workflow.RegisterOptions{Name: contract.CompactBaseWorkflow})
+	r.RegisterWorkflowWithOptions(MaintenanceSweep, workflow.RegisterOptions{Name: contract.MaintenanceSweepWorkflow})
+	r.RegisterWorkflowWithOptions(MergeWalTick, workflow.RegisterOptions{Name: contract.MergeWalTickWorkflow})
+}
+
+// ensureTargetAttributes upserts WalTarget and WalKind when the start did not set them (a
+// bare `temporal workflow start`), so every run is findable by target in Temporal Web.
+func ensureTargetAttributes(ctx workflow.Context, t target.Target) {
+	sa := workflow.GetTypedSearchAttributes(ctx)
+	if v, ok := sa.GetKeyword(contract.WalTarget); ok && v == t.String() {
+		return
+	}
+	err := workflow.UpsertTypedSearchAttributes(ctx,
+		contract.WalTarget.ValueSet(t.String()),
+		contract.WalKind.ValueSet(string(t.Kind)))
+	if err != nil {
+		workflow.GetLogger(ctx).Warn("Cannot set target search attributes.", "error", err)
+	}
+}

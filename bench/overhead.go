@@ -9,9 +9,9 @@ import (
 	"go.temporal.io/sdk/client"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/worker"
-	"github.com/walkeeper/walkeeper/workflows"
 )
 
 // RunTemporalOverhead measures what running merges as Temporal workflows costs: 1 MiB merges
@@ -81,11 +81,11 @@ func RunTemporalOverhead(ctx context.Context, o Options) (*Result, error) {
 				}
 				t0 := time.Now()
 				if s == viaWF {
-					run, err := workflows.StartMergeWal(ctx, tenv.client, s.Target(), workflows.MergeWalInput{})
+					run, err := contract.StartMergeWal(ctx, tenv.client, s.Target(), contract.MergeWalInput{})
 					if err != nil {
 						return nil, err
 					}
-					var out workflows.MergeWalResult
+					var out contract.MergeWalResult
 					if err := run.Get(ctx, &out); err != nil {
 						return nil, err
 					}
@@ -149,12 +149,12 @@ func RunTemporalOverhead(ctx context.Context, o Options) (*Result, error) {
 	for rep := 0; rep < o.reps(); rep++ {
 		t0 := time.Now()
 		run, err := tenv.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-			ID: fmt.Sprintf("bench-sweep-%d-%d", time.Now().UnixNano(), rep), TaskQueue: workflows.TaskQueue,
-		}, workflows.MaintenanceSweepWorkflow, workflows.MaintenanceSweepInput{})
+			ID: fmt.Sprintf("bench-sweep-%d-%d", time.Now().UnixNano(), rep), TaskQueue: contract.TaskQueue,
+		}, contract.MaintenanceSweepWorkflow, contract.MaintenanceSweepInput{})
 		if err != nil {
 			return nil, err
 		}
-		var out workflows.MaintenanceSweepResult
+		var out contract.MaintenanceSweepResult
 		if err := run.Get(ctx, &out); err != nil {
 			return nil, err
 		}

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/walkeeper/walkeeper/activities"
+	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/worker"
 	"github.com/walkeeper/walkeeper/workflows"
@@ -118,14 +119,14 @@ func startNode(ctx context.Context, c client.Client, db *store.DB, metrics *work
 	})
 	if c != nil {
 		acts := &activities.Activities{DB: db, Logger: log.Named("activities"), Metrics: metrics, Client: c}
-		shared := tworker.New(c, workflows.TaskQueue, tworker.Options{
+		shared := tworker.New(c, contract.TaskQueue, tworker.Options{
 			Identity:                           "bench/" + db.Shard(),
 			MaxConcurrentActivityExecutionSize: max(cfg.SharedActivitySlots, 1),
 			WorkerStopTimeout:                  5 * time.Second,
 		})
 		workflows.Register(shared)
 		activities.Register(shared, acts)
-		own := tworker.New(c, workflows.ShardQueue(db.Shard()), tworker.Options{
+		own := tworker.New(c, contract.ShardQueue(db.Shard()), tworker.Options{
 			Identity:                           "bench/" + db.Shard(),
 			MaxConcurrentActivityExecutionSize: max(cfg.MergeSlots, 1),
 			WorkerStopTimeout:                  5 * time.Second,

@@ -9,7 +9,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/walkeeper/walkeeper/workflows"
+	"github.com/walkeeper/walkeeper/contract"
 )
 
 // A workflow started with a bad target fails fast with a clear non-retryable error, however
@@ -24,21 +24,21 @@ func TestBadTargetFailsFast(t *testing.T) {
 		input    any
 		errType  string
 	}{
-		{workflows.MergeWalWorkflow, map[string]any{"target": "nope:x"}, workflows.ErrTypeInvalidInput},
-		{workflows.MergeWalWorkflow, map[string]any{"target": "generic:"}, workflows.ErrTypeInvalidInput},
-		{workflows.MergeWalWorkflow, map[string]any{"target": "generic:a/b"}, workflows.ErrTypeInvalidInput},
-		{workflows.MergeWalWorkflow, map[string]any{}, workflows.ErrTypeInvalidInput},
-		{workflows.MergeWalWorkflow, map[string]any{"target": "generic:x", "max_passes": -1}, workflows.ErrTypeInvalidInput},
-		{workflows.CompactBaseWorkflow, map[string]any{"target": "nope:x"}, workflows.ErrTypeInvalidInput},
-		{workflows.MergeWalTickWorkflow, map[string]any{"target": "generic"}, workflows.ErrTypeInvalidInput},
-		{workflows.MergeWalWorkflow, map[string]any{"target": "generic:missing"}, workflows.ErrTypeNotFound},
+		{contract.MergeWalWorkflow, map[string]any{"target": "nope:x"}, contract.ErrTypeInvalidInput},
+		{contract.MergeWalWorkflow, map[string]any{"target": "generic:"}, contract.ErrTypeInvalidInput},
+		{contract.MergeWalWorkflow, map[string]any{"target": "generic:a/b"}, contract.ErrTypeInvalidInput},
+		{contract.MergeWalWorkflow, map[string]any{}, contract.ErrTypeInvalidInput},
+		{contract.MergeWalWorkflow, map[string]any{"target": "generic:x", "max_passes": -1}, contract.ErrTypeInvalidInput},
+		{contract.CompactBaseWorkflow, map[string]any{"target": "nope:x"}, contract.ErrTypeInvalidInput},
+		{contract.MergeWalTickWorkflow, map[string]any{"target": "generic"}, contract.ErrTypeInvalidInput},
+		{contract.MergeWalWorkflow, map[string]any{"target": "generic:missing"}, contract.ErrTypeNotFound},
 	}
 	for i, tc := range cases {
 		t.Run(fmt.Sprintf("%s-%d", tc.workflow, i), func(t *testing.T) {
 			start := time.Now()
 			run, err := e.c.ExecuteWorkflow(e.ctx(waitShort), client.StartWorkflowOptions{
 				ID:        fmt.Sprintf("bad-input/%d", i),
-				TaskQueue: workflows.TaskQueue,
+				TaskQueue: contract.TaskQueue,
 			}, tc.workflow, tc.input)
 			if err != nil {
 				t.Fatal(err)

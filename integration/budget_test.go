@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/walkeeper/walkeeper/workflows"
+	"github.com/walkeeper/walkeeper/contract"
 )
 
 // Concurrent merges on one worker never reserve more than its budget: a worker with a
@@ -89,14 +89,14 @@ func TestConcurrentMergesStayWithinBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
-	results := make([]workflows.MergeWalResult, nStores)
+	results := make([]contract.MergeWalResult, nStores)
 	errs := make([]error, nStores)
 	runs := make(chan [2]string, nStores)
 	for i, tg := range targets {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			run, err := workflows.StartMergeWal(e.ctx(waitShort), e.c, mustTarget(t, tg), workflows.MergeWalInput{})
+			run, err := contract.StartMergeWal(e.ctx(waitShort), e.c, mustTarget(t, tg), contract.MergeWalInput{})
 			if err == nil {
 				runs <- [2]string{run.GetID(), run.GetRunID()}
 				err = run.Get(e.ctx(waitLong), &results[i])
@@ -115,15 +115,15 @@ func TestConcurrentMergesStayWithinBudget(t *testing.T) {
 	}
 	waitFor(t, waitLong, "a MergeWal status to report the budget wait", func() (bool, error) {
 		for _, r := range started {
-			v, err := e.c.QueryWorkflow(e.ctx(waitShort), r[0], r[1], workflows.StatusQuery)
+			v, err := e.c.QueryWorkflow(e.ctx(waitShort), r[0], r[1], contract.StatusQuery)
 			if err != nil {
 				return false, err
 			}
-			var st workflows.MergeWalStatus
+			var st contract.MergeWalStatus
 			if err := v.Get(&st); err != nil {
 				return false, err
 			}
-			if strings.Contains(st.Blocked, workflows.BlockedBudget) {
+			if strings.Contains(st.Blocked, contract.BlockedBudget) {
 				t.Logf("%s status: phase %s, blocked %q", r[0], st.Phase, st.Blocked)
 				return true, nil
 			}

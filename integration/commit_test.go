@@ -13,8 +13,8 @@ import (
 	tworker "go.temporal.io/sdk/worker"
 
 	"github.com/walkeeper/walkeeper/activities"
+	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
-	"github.com/walkeeper/walkeeper/workflows"
 )
 
 // gauge counts calls in flight and remembers the maximum.
@@ -55,13 +55,13 @@ type countingActivities struct {
 
 func (c *countingActivities) register(r tworker.ActivityRegistry, a *activities.Activities) {
 	activities.Register(r, a) // every activity, then override two names
-	r.RegisterActivityWithOptions(func(ctx context.Context, p activities.PrepareParams) (activities.PrepareResult, error) {
+	r.RegisterActivityWithOptions(func(ctx context.Context, p contract.PrepareParams) (contract.PrepareResult, error) {
 		c.prepares.enter()
 		defer c.prepares.leave()
 		time.Sleep(c.linger)
 		return a.Prepare(ctx, p)
-	}, activity.RegisterOptions{Name: workflows.PrepareActivity, DisableAlreadyRegisteredCheck: true})
-	r.RegisterActivityWithOptions(func(ctx context.Context, p activities.CommitParams) (activities.CommitResult, error) {
+	}, activity.RegisterOptions{Name: contract.PrepareActivity, DisableAlreadyRegisteredCheck: true})
+	r.RegisterActivityWithOptions(func(ctx context.Context, p contract.CommitParams) (contract.CommitResult, error) {
 		c.commits.enter()
 		defer c.commits.leave()
 		time.Sleep(c.linger)
@@ -73,7 +73,7 @@ func (c *countingActivities) register(r tworker.ActivityRegistry, a *activities.
 			c.mu.Unlock()
 		}
 		return res, err
-	}, activity.RegisterOptions{Name: workflows.CommitActivity, DisableAlreadyRegisteredCheck: true})
+	}, activity.RegisterOptions{Name: contract.CommitActivity, DisableAlreadyRegisteredCheck: true})
 }
 
 // At most one commit in flight per table: four writer shards each with pending
@@ -116,7 +116,7 @@ func TestOneCommitInFlightPerTable(t *testing.T) {
 		counting.versions = nil
 		counting.mu.Unlock()
 
-		run := e.startMerge(target, workflows.MergeWalInput{
+		run := e.startMerge(target, contract.MergeWalInput{
 			MaxGenerations:  ptr(1),
 			ParallelPrepare: mode.parallel,
 		})

@@ -19,9 +19,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/walkeeper/walkeeper/activities"
+	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/worker"
-	"github.com/walkeeper/walkeeper/workflows"
 )
 
 // childEnv makes TestMain run a child process role instead of the tests.
@@ -83,7 +83,7 @@ func runVictim() error {
 	if err != nil {
 		return err
 	}
-	w := tworker.New(c, workflows.ShardQueue(db.Shard()), tworker.Options{
+	w := tworker.New(c, contract.ShardQueue(db.Shard()), tworker.Options{
 		Identity:                           fmt.Sprintf("victim-%d", os.Getpid()),
 		MaxConcurrentActivityExecutionSize: 4,
 		DisableWorkflowWorker:              true,
@@ -231,7 +231,7 @@ func TestWorkerKilledMidPrepare(t *testing.T) {
 	vp := startProc(t, filepath.Join(suite.logDir, safeName(t.Name())+".victim.log"), victim)
 	vp.waitLine(t, waitLong, "the victim to start", func(l string) bool { return l == "victim ready" })
 
-	run := e.startMerge(target.String(), workflows.MergeWalInput{
+	run := e.startMerge(target.String(), contract.MergeWalInput{
 		// A killed attempt is retried once this passes (its heartbeat timeout is longer).
 		PrepareTimeout: 20 * time.Second,
 		// Wait for the owner's replacement rather than fall back to the shared queue.
@@ -241,7 +241,7 @@ func TestWorkerKilledMidPrepare(t *testing.T) {
 		_, err := os.Stat(marker)
 		return err == nil, nil
 	})
-	if ok, err := e.pendingActivityStarted(run.GetID(), run.GetRunID(), workflows.PrepareActivity); err != nil || !ok {
+	if ok, err := e.pendingActivityStarted(run.GetID(), run.GetRunID(), contract.PrepareActivity); err != nil || !ok {
 		t.Fatalf("Temporal does not show Prepare running (%v)", err)
 	}
 	if err := vp.cmd.Process.Signal(syscall.SIGKILL); err != nil {

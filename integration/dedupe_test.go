@@ -7,13 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
-	"github.com/walkeeper/walkeeper/workflows"
 )
 
 // Two starts → one run. A store whose only pending shard belongs to an instance with no
 // worker keeps its MergeWal waiting on that shard's queue, so the run is certainly still
-// open while the test starts it again through every path: workflows.StartMergeWal (client,
+// open while the test starts it again through every path: contract.StartMergeWal (client,
 // CLI, triggers) and the HTTP route, one after another and all at once. Every start must
 // reach the same run; then the owner's queue gets a worker and the one run completes.
 func TestTwoStartsOneRun(t *testing.T) {
@@ -32,7 +32,7 @@ func TestTwoStartsOneRun(t *testing.T) {
 	a := newAPI(t, w.HTTPAddr())
 
 	// The first start waits on ghost's queue far longer than this test needs.
-	first := e.startMerge(target, workflows.MergeWalInput{
+	first := e.startMerge(target, contract.MergeWalInput{
 		ScheduleToStartTimeout: 10 * time.Minute,
 		SlotWaitThreshold:      time.Second,
 	})
@@ -45,7 +45,7 @@ func TestTwoStartsOneRun(t *testing.T) {
 			return false, err
 		}
 		for _, pa := range d.GetPendingActivities() {
-			if pa.GetActivityType().GetName() == workflows.PrepareActivity {
+			if pa.GetActivityType().GetName() == contract.PrepareActivity {
 				return true, nil
 			}
 		}
@@ -64,7 +64,7 @@ func TestTwoStartsOneRun(t *testing.T) {
 	}
 
 	// One after another.
-	second := e.startMerge(target, workflows.MergeWalInput{})
+	second := e.startMerge(target, contract.MergeWalInput{})
 	check("second StartMergeWal", second.GetID(), second.GetRunID())
 	for i := range 2 {
 		var st started
@@ -82,7 +82,7 @@ func TestTwoStartsOneRun(t *testing.T) {
 			defer wg.Done()
 			var st started
 			if i%2 == 0 {
-				run, err := workflows.StartMergeWal(e.ctx(waitShort), e.c, mustTarget(t, target), workflows.MergeWalInput{ParallelPrepare: true})
+				run, err := contract.StartMergeWal(e.ctx(waitShort), e.c, mustTarget(t, target), contract.MergeWalInput{ParallelPrepare: true})
 				if err != nil {
 					t.Errorf("concurrent StartMergeWal: %v", err)
 					return
@@ -108,15 +108,15 @@ func TestTwoStartsOneRun(t *testing.T) {
 	// While it waits, the status query says why, and visibility finds the run by target
 	// with its pending count.
 	waitFor(t, waitShort, "the status query to report the missing shard worker", func() (bool, error) {
-		v, err := e.c.QueryWorkflow(e.ctx(waitShort), first.GetID(), first.GetRunID(), workflows.StatusQuery)
+		v, err := e.c.QueryWorkflow(e.ctx(waitShort), first.GetID(), first.GetRunID(), contract.StatusQuery)
 		if err != nil {
 			return false, err
 		}
-		var st workflows.MergeWalStatus
+		var st contract.MergeWalStatus
 		if err := v.Get(&st); err != nil {
 			return false, err
 		}
-		return strings.Contains(st.Blocked, workflows.BlockedNoWorker) && st.Pending == 3, fmt.Errorf("status %+v", st)
+		return strings.Contains(st.Blocked, contract.BlockedNoWorker) && st.Pending == 3, fmt.Errorf("status %+v", st)
 	})
 	idQuery := fmt.Sprintf("WorkflowId = '%s'", first.GetID())
 	waitFor(t, waitShort, "visibility to show WalPending = 3", func() (bool, error) {

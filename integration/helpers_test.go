@@ -24,6 +24,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/walkeeper/walkeeper/activities"
+	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/worker"
 	"github.com/walkeeper/walkeeper/workflows"
@@ -192,7 +193,7 @@ func (e *env) startHarness(o harnessOptions) *harness {
 		return &activities.Activities{DB: db, Logger: e.log.Named("harness-activities"), Client: e.c}
 	}
 	if o.Shared != nil {
-		w := tworker.New(e.c, workflows.TaskQueue, tworker.Options{
+		w := tworker.New(e.c, contract.TaskQueue, tworker.Options{
 			Identity:                           "harness-shared@" + o.Shared.Shard(),
 			MaxConcurrentActivityExecutionSize: 8,
 			DeadlockDetectionTimeout:           time.Minute,
@@ -202,7 +203,7 @@ func (e *env) startHarness(o harnessOptions) *harness {
 		h.start(e.t, w)
 	}
 	for _, db := range o.Shards {
-		w := tworker.New(e.c, workflows.ShardQueue(db.Shard()), tworker.Options{
+		w := tworker.New(e.c, contract.ShardQueue(db.Shard()), tworker.Options{
 			Identity:                           "harness-shard@" + db.Shard(),
 			MaxConcurrentActivityExecutionSize: o.MergeSlots,
 			DisableWorkflowWorker:              true,
@@ -524,18 +525,18 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool
 }
 
 // mergeResult waits for run's MergeWal result.
-func (e *env) mergeResult(run client.WorkflowRun, timeout time.Duration) workflows.MergeWalResult {
+func (e *env) mergeResult(run client.WorkflowRun, timeout time.Duration) contract.MergeWalResult {
 	e.t.Helper()
-	var res workflows.MergeWalResult
+	var res contract.MergeWalResult
 	if err := run.Get(e.ctx(timeout), &res); err != nil {
 		e.t.Fatalf("MergeWal %s (run %s): %v", run.GetID(), run.GetRunID(), err)
 	}
 	return res
 }
 
-func (e *env) startMerge(target string, in workflows.MergeWalInput) client.WorkflowRun {
+func (e *env) startMerge(target string, in contract.MergeWalInput) client.WorkflowRun {
 	e.t.Helper()
-	run, err := workflows.StartMergeWal(e.ctx(waitShort), e.c, mustTarget(e.t, target), in)
+	run, err := contract.StartMergeWal(e.ctx(waitShort), e.c, mustTarget(e.t, target), in)
 	if err != nil {
 		e.t.Fatalf("start MergeWal %s: %v", target, err)
 	}

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
-	"github.com/walkeeper/walkeeper/workflows"
 )
 
 // gate blocks storage reads of one store's flushed generations until it is opened: a
@@ -76,7 +76,7 @@ func TestSlowRolloutDoesNotDelayGenericMerge(t *testing.T) {
 	db := e.openDBWithFaults("writer", g, nil)
 	e.startHarness(harnessOptions{Shared: db, Shards: []*store.DB{db}})
 
-	slow := e.startMerge(rollout.String(), workflows.MergeWalInput{})
+	slow := e.startMerge(rollout.String(), contract.MergeWalInput{})
 	select {
 	case <-g.entered:
 	case <-time.After(waitLong):
@@ -84,7 +84,7 @@ func TestSlowRolloutDoesNotDelayGenericMerge(t *testing.T) {
 	}
 
 	start := time.Now()
-	fast := e.startMerge(generic.String(), workflows.MergeWalInput{})
+	fast := e.startMerge(generic.String(), contract.MergeWalInput{})
 	res := e.mergeResult(fast, waitLong)
 	took := time.Since(start)
 	if res.Reclaimed != 3 || res.Shards[0].Error != "" {
@@ -97,7 +97,7 @@ func TestSlowRolloutDoesNotDelayGenericMerge(t *testing.T) {
 	if !e.isRunning(slow.GetID(), slow.GetRunID()) {
 		t.Fatal("the rollout merge finished although its Prepare was blocked")
 	}
-	if ok, err := e.pendingActivityStarted(slow.GetID(), slow.GetRunID(), workflows.PrepareActivity); err != nil || !ok {
+	if ok, err := e.pendingActivityStarted(slow.GetID(), slow.GetRunID(), contract.PrepareActivity); err != nil || !ok {
 		t.Fatalf("rollout Prepare no longer in flight when the generic merge finished (%v)", err)
 	}
 	t.Logf("generic MergeWal finished in %s while the rollout Prepare was blocked", took.Round(time.Millisecond))
@@ -147,7 +147,7 @@ func TestStoppedOwnerShardStillMerged(t *testing.T) {
 
 	wb := e.startWorker(e.config("worker-b"))
 	start := time.Now()
-	run := e.startMerge(target, workflows.MergeWalInput{ScheduleToStartTimeout: 3 * time.Second})
+	run := e.startMerge(target, contract.MergeWalInput{ScheduleToStartTimeout: 3 * time.Second})
 	res := e.mergeResult(run, waitLong)
 	t.Logf("merged the orphaned shard in %s", time.Since(start).Round(time.Millisecond))
 	if len(res.Shards) != 1 || res.Shards[0].Shard != shardA || res.Shards[0].Reclaimed != 3 ||

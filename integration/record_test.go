@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/client"
 	tworker "go.temporal.io/sdk/worker"
 
+	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/workflows"
 )
 
@@ -54,7 +55,7 @@ func TestRecordReplayHistories(t *testing.T) {
 
 	// MergeWal, serial, two shards.
 	write()
-	run := e.startMerge(target, workflows.MergeWalInput{})
+	run := e.startMerge(target, contract.MergeWalInput{})
 	if res := e.mergeResult(run, waitLong); res.Reclaimed != 2 {
 		t.Fatalf("serial merge: %+v", res)
 	}
@@ -62,18 +63,18 @@ func TestRecordReplayHistories(t *testing.T) {
 
 	// MergeWal, parallel prepares.
 	write()
-	run = e.startMerge(target, workflows.MergeWalInput{ParallelPrepare: true})
+	run = e.startMerge(target, contract.MergeWalInput{ParallelPrepare: true})
 	if res := e.mergeResult(run, waitLong); res.Reclaimed != 2 {
 		t.Fatalf("parallel merge: %+v", res)
 	}
 	save("merge-wal-parallel.json", run.GetID(), run.GetRunID())
 
 	// CompactBase: four runs down to one.
-	crun, err := workflows.StartCompactBase(e.ctx(waitShort), e.c, mustTarget(t, target), workflows.CompactBaseInput{TargetRuns: 1})
+	crun, err := contract.StartCompactBase(e.ctx(waitShort), e.c, mustTarget(t, target), contract.CompactBaseInput{TargetRuns: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var cres workflows.CompactBaseResult
+	var cres contract.CompactBaseResult
 	if err := crun.Get(e.ctx(waitLong), &cres); err != nil || cres.Committed < 1 {
 		t.Fatalf("compact: %+v %v", cres, err)
 	}
@@ -84,12 +85,12 @@ func TestRecordReplayHistories(t *testing.T) {
 	e.writeGenerations(e.createStore(wa.DB(), "generic:swept"), "s", 1, 3)
 	e.createStore(wa.DB(), "rollout:idle")
 	srun, err := e.c.ExecuteWorkflow(e.ctx(waitShort), client.StartWorkflowOptions{
-		ID: "record/maintenance-sweep", TaskQueue: workflows.TaskQueue,
-	}, workflows.MaintenanceSweepWorkflow, workflows.MaintenanceSweepInput{MergeMinGenerations: 1, CompactMinRuns: 1})
+		ID: "record/maintenance-sweep", TaskQueue: contract.TaskQueue,
+	}, contract.MaintenanceSweepWorkflow, contract.MaintenanceSweepInput{MergeMinGenerations: 1, CompactMinRuns: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sres workflows.MaintenanceSweepResult
+	var sres contract.MaintenanceSweepResult
 	if err := srun.Get(e.ctx(waitLong), &sres); err != nil || len(sres.Started) == 0 {
 		t.Fatalf("sweep: %+v %v", sres, err)
 	}
@@ -103,12 +104,12 @@ func TestRecordReplayHistories(t *testing.T) {
 	// MergeWalTick, the per-target schedule action.
 	e.writeGenerations(e.createStore(wa.DB(), "generic:ticked"), "t", 1, 3)
 	trun, err := e.c.ExecuteWorkflow(e.ctx(waitShort), client.StartWorkflowOptions{
-		ID: "record/merge-wal-tick", TaskQueue: workflows.TaskQueue,
-	}, workflows.MergeWalTickWorkflow, workflows.MergeWalTickInput{Target: "generic:ticked"})
+		ID: "record/merge-wal-tick", TaskQueue: contract.TaskQueue,
+	}, contract.MergeWalTickWorkflow, contract.MergeWalTickInput{Target: "generic:ticked"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var tres workflows.MergeWalTickResult
+	var tres contract.MergeWalTickResult
 	if err := trun.Get(e.ctx(waitLong), &tres); err != nil || tres.RunID == "" {
 		t.Fatalf("tick: %+v %v", tres, err)
 	}

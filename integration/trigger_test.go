@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/worker"
-	"github.com/walkeeper/walkeeper/workflows"
 )
 
 // triggerStarts reads walkeeper_trigger_starts_total{trigger,result} from w's registry.
@@ -52,7 +52,7 @@ func TestCountTriggerStartsMerge(t *testing.T) {
 	a := newAPI(t, w.HTTPAddr())
 	a.must(201, "POST", "/api/v1/stores/generic/count", genericSchemaJSON, nil)
 
-	id := workflows.MergeWalID(mustTarget(t, "generic:count"))
+	id := contract.MergeWalID(mustTarget(t, "generic:count"))
 	// Seal one row at a time until a flush reports 3 pending (the flush sweeper may seal
 	// some rows first; a merge it triggered then ends the loop too).
 	maxPending := 0
@@ -131,9 +131,9 @@ func TestManualTriggerHTTPAndCLI(t *testing.T) {
 	// HTTP.
 	seal(1, 2)
 	var out struct {
-		WorkflowID string                    `json:"workflow_id"`
-		RunID      string                    `json:"run_id"`
-		Result     *workflows.MergeWalResult `json:"result"`
+		WorkflowID string                   `json:"workflow_id"`
+		RunID      string                   `json:"run_id"`
+		Result     *contract.MergeWalResult `json:"result"`
 	}
 	a.must(200, "POST", "/api/v1/stores/generic/manual/merge-wal?wait=true", nil, &out)
 	if out.WorkflowID != "merge-wal/generic/manual" || out.RunID == "" || out.Result == nil || out.Result.Reclaimed != 2 {
@@ -158,7 +158,7 @@ func TestManualTriggerHTTPAndCLI(t *testing.T) {
 		t.Fatalf("walkeeper merge printed:\n%s", stdout)
 	}
 	_, js, _ := strings.Cut(stdout, "result:")
-	var res workflows.MergeWalResult
+	var res contract.MergeWalResult
 	if err := json.Unmarshal([]byte(js), &res); err != nil || res.Reclaimed != 3 {
 		t.Fatalf("CLI result %q: %+v (%v), want 3 reclaimed", js, res, err)
 	}

@@ -19,9 +19,9 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
 
+	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/worker"
-	"github.com/walkeeper/walkeeper/workflows"
 )
 
 // The process-level half of the suite: real `walkeeper worker` processes (the binary built
@@ -329,13 +329,13 @@ func TestWorkerProcessesSurviveKillsAndTemporalRestarts(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 			defer cancel()
-			var res workflows.MergeWalResult
+			var res contract.MergeWalResult
 			if err := rig.c.GetWorkflow(ctx, started.WorkflowID, "").Get(ctx, &res); err != nil {
 				t.Fatalf("MergeWal %s did not complete after %s: %v\nworker logs:\n%s\n%s", started.WorkflowID, fault, err,
 					tailFile(workers[0].log), tailFile(workers[1].log))
 			}
-			t.Logf("%s: MergeWal completed %s after the fault: passes=%d reclaimed=%d base=%d runs=%d shards=%+v",
-				fault, time.Since(faultAt).Round(time.Millisecond), res.Passes, res.Reclaimed, res.BaseVersion, res.Runs, res.Shards)
+			t.Logf("%s: MergeWal completed %s after the fault: passes=%d reclaimed=%d base=%d workflow_runs=%d shards=%+v",
+				fault, time.Since(faultAt).Round(time.Millisecond), res.Passes, res.Reclaimed, res.BaseVersion, res.WorkflowRuns, res.Shards)
 			for _, sh := range res.Shards {
 				if sh.Error != "" {
 					t.Errorf("shard %s: %s", sh.Shard, sh.Error)

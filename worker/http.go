@@ -20,8 +20,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
-	"github.com/walkeeper/walkeeper/workflows"
 )
 
 // List paging bounds for GET .../rows.
@@ -709,7 +709,7 @@ func (a *apiServer) mergeWal(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, notFoundAs(err, CodeStoreNotFound))
 		return
 	}
-	in := workflows.MergeWalInput{Target: t.String(), MaxGenerations: req.MaxGenerations, MaxBytes: req.MaxBytes,
+	in := contract.MergeWalInput{Target: t.String(), MaxGenerations: req.MaxGenerations, MaxBytes: req.MaxBytes,
 		ParallelPrepare: req.ParallelPrepare, MaxPasses: req.MaxPasses}
 	run, err := a.start(r.Context(), t, in)
 	a.metrics.trigger(TriggerHTTP, err)
@@ -726,7 +726,7 @@ func (a *apiServer) mergeWal(w http.ResponseWriter, r *http.Request) {
 	wctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	defer context.AfterFunc(a.stopping, cancel)()
-	var res workflows.MergeWalResult
+	var res contract.MergeWalResult
 	if err := run.Get(wctx, &res); err != nil {
 		if a.stopping.Err() != nil {
 			a.fail(w, r, &apiError{Status: http.StatusServiceUnavailable, Code: CodeShuttingDown, Extra: out,

@@ -14,8 +14,8 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
+	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
-	"github.com/walkeeper/walkeeper/workflows"
 )
 
 func TestHTTPRoutesHappyPath(t *testing.T) {
@@ -364,7 +364,7 @@ func TestHTTPMergeWalErrors(t *testing.T) {
 	expect(t, r, http.StatusServiceUnavailable, CodeTemporalUnavailable)
 	rs.setFail(nil)
 
-	failing := func(_ context.Context, t store.Target, _ workflows.MergeWalInput) (client.WorkflowRun, error) {
+	failing := func(_ context.Context, t store.Target, _ contract.MergeWalInput) (client.WorkflowRun, error) {
 		return &fakeRun{id: "merge-wal/" + t.Path(), runID: "r", err: errors.New("activity failed")}, nil
 	}
 	w.api.start = failing

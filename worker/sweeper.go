@@ -8,18 +8,18 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
 
+	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
-	"github.com/walkeeper/walkeeper/workflows"
 )
 
 // MergeStarter starts the MergeWal workflow of a target, or attaches to the one already
-// running (workflow-ID dedupe). Production uses workflows.StartMergeWal; tests inject fakes.
-type MergeStarter func(ctx context.Context, t store.Target, in workflows.MergeWalInput) (client.WorkflowRun, error)
+// running (workflow-ID dedupe). Production uses contract.StartMergeWal; tests inject fakes.
+type MergeStarter func(ctx context.Context, t store.Target, in contract.MergeWalInput) (client.WorkflowRun, error)
 
 // TemporalMergeStarter returns the MergeStarter that goes through Temporal.
 func TemporalMergeStarter(c client.Client) MergeStarter {
-	return func(ctx context.Context, t store.Target, in workflows.MergeWalInput) (client.WorkflowRun, error) {
-		return workflows.StartMergeWal(ctx, c, t, in)
+	return func(ctx context.Context, t store.Target, in contract.MergeWalInput) (client.WorkflowRun, error) {
+		return contract.StartMergeWal(ctx, c, t, in)
 	}
 }
 
@@ -95,7 +95,7 @@ func (tg *triggers) fire(trigger string, t store.Target, pending int) bool {
 		defer tg.wg.Done()
 		ctx, cancel := context.WithTimeout(tg.life, startTimeout)
 		defer cancel()
-		in := workflows.MergeWalInput{Target: key}
+		in := contract.MergeWalInput{Target: key}
 		if trigger == TriggerCount {
 			in.ParallelPrepare = tg.parallel
 		}

@@ -14,8 +14,8 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
-	"github.com/walkeeper/walkeeper/workflows"
 )
 
 // testDB opens a real store.DB on a fresh file:// root with one rollout and one generic store.
@@ -335,7 +335,7 @@ func TestSlowMergeStartDoesNotDelaySeals(t *testing.T) {
 	appendIDs(t, other, "o1")
 	release := make(chan struct{})
 	rs := &recStarter{}
-	slow := func(ctx context.Context, tg store.Target, in workflows.MergeWalInput) (client.WorkflowRun, error) {
+	slow := func(ctx context.Context, tg store.Target, in contract.MergeWalInput) (client.WorkflowRun, error) {
 		select {
 		case <-release:
 		case <-ctx.Done():

@@ -19,8 +19,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
 
+	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
-	"github.com/walkeeper/walkeeper/workflows"
 )
 
 // Temporal connection defaults.
@@ -160,7 +160,7 @@ func Dial(ctx context.Context, cfg TemporalConfig, logger *zap.Logger) (client.C
 	return c, nil
 }
 
-// EnsureSearchAttributes registers WalTarget, WalKind and WalPending (workflows.SearchAttributes)
+// EnsureSearchAttributes registers WalTarget, WalKind and WalPending (contract.SearchAttributes)
 // in namespace ns through the operator API, so a vanilla server or cluster needs no manual
 // step. Idempotent and safe to race: attributes that already exist with the right type are
 // left alone and an AlreadyExists answer counts as success. An attribute registered with a
@@ -170,7 +170,7 @@ func EnsureSearchAttributes(ctx context.Context, c client.Client, ns string) err
 	if ns == "" {
 		ns = DefaultTemporalNamespace
 	}
-	want := workflows.SearchAttributes
+	want := contract.SearchAttributes
 	missing, err := missingSearchAttributes(ctx, c, ns, want)
 	if err != nil {
 		return err
@@ -243,19 +243,19 @@ func saNames(m map[string]enumspb.IndexedValueType) string {
 // spec, action and policies. Overlap SKIP: a sweep still running makes the next tick a no-op;
 // catch-up window 1m. A paused schedule stays paused (pausing is an operator's decision).
 func EnsureSweepSchedule(ctx context.Context, c client.Client, every time.Duration) error {
-	return EnsureSweepScheduleWith(ctx, c, every, workflows.MaintenanceSweepInput{})
+	return EnsureSweepScheduleWith(ctx, c, every, contract.MaintenanceSweepInput{})
 }
 
 // EnsureSweepScheduleWith is EnsureSweepSchedule with explicit sweep thresholds.
-func EnsureSweepScheduleWith(ctx context.Context, c client.Client, every time.Duration, in workflows.MaintenanceSweepInput) error {
+func EnsureSweepScheduleWith(ctx context.Context, c client.Client, every time.Duration, in contract.MaintenanceSweepInput) error {
 	if every <= 0 {
 		return fmt.Errorf("sweep schedule interval must be positive, got %s", every)
 	}
 	action := &client.ScheduleWorkflowAction{
 		ID:        SweepWorkflowID,
-		Workflow:  workflows.MaintenanceSweepWorkflow,
+		Workflow:  contract.MaintenanceSweepWorkflow,
 		Args:      []any{in},
-		TaskQueue: workflows.TaskQueue,
+		TaskQueue: contract.TaskQueue,
 		// A sweep only scans and starts workflows; if it runs this long something is wrong,
 		// and the next tick should get its turn.
 		WorkflowRunTimeout: 30 * time.Minute,
@@ -278,14 +278,14 @@ func EnsureTargetSchedule(ctx context.Context, c client.Client, target store.Tar
 	id := TargetScheduleID(target)
 	action := &client.ScheduleWorkflowAction{
 		ID:                 id,
-		Workflow:           workflows.MergeWalTickWorkflow,
+		Workflow:           contract.MergeWalTickWorkflow,
 		Args:               []any{map[string]any{"target": target.String()}},
-		TaskQueue:          workflows.TaskQueue,
+		TaskQueue:          contract.TaskQueue,
 		WorkflowRunTimeout: 10 * time.Minute,
 		StaticSummary:      "merge tick for " + target.String(),
 		TypedSearchAttributes: temporal.NewSearchAttributes(
-			workflows.WalTarget.ValueSet(target.String()),
-			workflows.WalKind.ValueSet(string(target.Kind)),
+			contract.WalTarget.ValueSet(target.String()),
+			contract.WalKind.ValueSet(string(target.Kind)),
 		),
 	}
 	return ensureSchedule(ctx, c, id, every, action)

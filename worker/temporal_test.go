@@ -15,10 +15,10 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
+	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/internal/testtemporal"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/worker"
-	"github.com/walkeeper/walkeeper/workflows"
 )
 
 // TestTemporalAdmin runs the Temporal plumbing against a real dev server that starts without
@@ -38,7 +38,7 @@ func TestTemporalAdmin(t *testing.T) {
 		}
 		resp, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: "default"})
 		require.NoError(t, err)
-		for name, typ := range workflows.SearchAttributes {
+		for name, typ := range contract.SearchAttributes {
 			assert.Equal(t, typ, resp.GetCustomAttributes()[name], name)
 		}
 	})
@@ -60,8 +60,8 @@ func TestTemporalAdmin(t *testing.T) {
 		require.NoError(t, err)
 		assertInterval(t, d, time.Hour)
 		a := d.Schedule.Action.(*client.ScheduleWorkflowAction)
-		assert.Equal(t, workflows.MaintenanceSweepWorkflow, a.Workflow)
-		assert.Equal(t, workflows.TaskQueue, a.TaskQueue)
+		assert.Equal(t, contract.MaintenanceSweepWorkflow, a.Workflow)
+		assert.Equal(t, contract.TaskQueue, a.TaskQueue)
 		assert.Equal(t, worker.SweepWorkflowID, a.ID)
 		assert.Equal(t, enumspb.SCHEDULE_OVERLAP_POLICY_SKIP, d.Schedule.Policy.Overlap)
 		assert.Equal(t, time.Minute, d.Schedule.Policy.CatchupWindow)
@@ -108,7 +108,7 @@ func TestTemporalAdmin(t *testing.T) {
 		require.NoError(t, err)
 		assertInterval(t, d, 2*time.Hour)
 		a := d.Schedule.Action.(*client.ScheduleWorkflowAction)
-		assert.Equal(t, workflows.MergeWalTickWorkflow, a.Workflow)
+		assert.Equal(t, contract.MergeWalTickWorkflow, a.Workflow)
 		assert.Equal(t, id, a.ID)
 		require.Len(t, a.Args, 1)
 		p, ok := a.Args[0].(*commonpb.Payload)

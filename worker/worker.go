@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/walkeeper/walkeeper/activities"
+	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/workflows"
 )
@@ -216,7 +217,7 @@ func (w *Worker) startTemporalLocked(ctx context.Context, db *store.DB) error {
 	identity := fmt.Sprintf("%d@%s/%s", os.Getpid(), host, w.cfg.Instance)
 	acts := &activities.Activities{DB: db, Logger: w.actLog.Named("activities"), Metrics: w.metrics, Client: w.tc}
 
-	shared := tworker.New(w.tc, workflows.TaskQueue, tworker.Options{
+	shared := tworker.New(w.tc, contract.TaskQueue, tworker.Options{
 		Identity:                           identity,
 		MaxConcurrentActivityExecutionSize: w.cfg.SharedActivitySlots,
 		WorkerStopTimeout:                  w.cfg.ShutdownTimeout / 2,
@@ -224,7 +225,7 @@ func (w *Worker) startTemporalLocked(ctx context.Context, db *store.DB) error {
 	workflows.Register(shared)
 	activities.Register(shared, acts)
 
-	shardQueue := workflows.ShardQueue(db.Shard())
+	shardQueue := contract.ShardQueue(db.Shard())
 	own := tworker.New(w.tc, shardQueue, tworker.Options{
 		Identity:                           identity,
 		MaxConcurrentActivityExecutionSize: w.cfg.MergeSlots,
@@ -239,7 +240,7 @@ func (w *Worker) startTemporalLocked(ctx context.Context, db *store.DB) error {
 		}
 		w.temporal = append(w.temporal, tw)
 	}
-	log.Info("temporal workers started", zap.String("shared_queue", workflows.TaskQueue),
+	log.Info("temporal workers started", zap.String("shared_queue", contract.TaskQueue),
 		zap.String("shard_queue", shardQueue), zap.Int("merge_slots", w.cfg.MergeSlots))
 	return nil
 }

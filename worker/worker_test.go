@@ -17,8 +17,8 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
-	"github.com/walkeeper/walkeeper/workflows"
 )
 
 // testConfig is a fast, deterministic configuration on a fresh file:// root: loopback port 0,
@@ -60,7 +60,7 @@ func startWorker(t *testing.T, cfg Config, start MergeStarter) *Worker {
 // fakeRun is a client.WorkflowRun whose result is fixed.
 type fakeRun struct {
 	id, runID string
-	result    workflows.MergeWalResult
+	result    contract.MergeWalResult
 	err       error
 }
 
@@ -74,7 +74,7 @@ func (r *fakeRun) GetWithOptions(_ context.Context, v any, _ client.WorkflowRunG
 	if r.err != nil {
 		return r.err
 	}
-	*(v.(*workflows.MergeWalResult)) = r.result
+	*(v.(*contract.MergeWalResult)) = r.result
 	return nil
 }
 
@@ -87,10 +87,10 @@ type recStarter struct {
 
 type startCall struct {
 	target string
-	in     workflows.MergeWalInput
+	in     contract.MergeWalInput
 }
 
-func (s *recStarter) start(_ context.Context, t store.Target, in workflows.MergeWalInput) (client.WorkflowRun, error) {
+func (s *recStarter) start(_ context.Context, t store.Target, in contract.MergeWalInput) (client.WorkflowRun, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls = append(s.calls, startCall{t.String(), in})
@@ -98,7 +98,7 @@ func (s *recStarter) start(_ context.Context, t store.Target, in workflows.Merge
 		return nil, s.fail
 	}
 	return &fakeRun{id: "merge-wal/" + t.Path(), runID: "run-1",
-		result: workflows.MergeWalResult{Target: t.String(), Reclaimed: 2}}, nil
+		result: contract.MergeWalResult{Target: t.String(), Reclaimed: 2}}, nil
 }
 
 func (s *recStarter) count() int {
@@ -289,7 +289,7 @@ func TestWorkerStopDoesNotWaitForMergeWaiters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.start = func(_ context.Context, tg store.Target, _ workflows.MergeWalInput) (client.WorkflowRun, error) {
+	w.start = func(_ context.Context, tg store.Target, _ contract.MergeWalInput) (client.WorkflowRun, error) {
 		return &blockingRun{fakeRun{id: "merge-wal/" + tg.Path(), runID: "r"}}, nil
 	}
 	if err := w.Start(context.Background()); err != nil {

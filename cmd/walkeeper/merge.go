@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
-	"github.com/walkeeper/walkeeper/workflows"
+	"github.com/walkeeper/walkeeper/contract"
 )
 
 func newMergeCmd(g *globalOptions) *cobra.Command {
@@ -36,7 +36,7 @@ Ctrl-C stops waiting, not the merge.`,
 			if err != nil {
 				return err
 			}
-			in := workflows.MergeWalInput{Target: t.String(), ParallelPrepare: parallel}
+			in := contract.MergeWalInput{Target: t.String(), ParallelPrepare: parallel}
 			if flagChanged(cmd.Flags(), "max-generations") {
 				in.MaxGenerations = &maxGens
 			}
@@ -50,7 +50,7 @@ Ctrl-C stops waiting, not the merge.`,
 				return err
 			}
 			defer c.Close()
-			run, err := workflows.StartMergeWal(ctx, c, t, in)
+			run, err := contract.StartMergeWal(ctx, c, t, in)
 			if err != nil {
 				return fmt.Errorf("start MergeWal for %s: %w", t, err)
 			}
@@ -92,7 +92,7 @@ With --wait, waits for the result and prints it.`,
 			}
 			defer c.Close()
 			// INTEGRATION(C): input type of StartCompactBase as pinned in SPEC ("Same StartCompactBase").
-			run, err := workflows.StartCompactBase(ctx, c, t, workflows.CompactBaseInput{Target: t.String()})
+			run, err := contract.StartCompactBase(ctx, c, t, contract.CompactBaseInput{Target: t.String()})
 			if err != nil {
 				return fmt.Errorf("start CompactBase for %s: %w", t, err)
 			}

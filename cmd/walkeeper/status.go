@@ -19,9 +19,9 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
 
+	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/worker"
-	"github.com/walkeeper/walkeeper/workflows"
 )
 
 // runningQuery lists the merges and compactions in flight.
@@ -271,8 +271,8 @@ func statusTarget(ctx context.Context, out io.Writer, c client.Client, db *store
 		return nil
 	}
 	for _, wf := range []struct{ typ, id string }{
-		{"MergeWal", workflows.MergeWalID(t)},
-		{"CompactBase", workflows.CompactID(t)},
+		{"MergeWal", contract.MergeWalID(t)},
+		{"CompactBase", contract.CompactID(t)},
 	} {
 		if err := printWorkflow(ctx, out, c, wf.typ, wf.id); err != nil {
 			return err
@@ -305,13 +305,13 @@ func printWorkflow(ctx context.Context, out io.Writer, c client.Client, typ, id 
 		}
 		return flushLine(tw, out)
 	}
-	if tq, err := c.DescribeTaskQueue(ctx, workflows.TaskQueue, enumspb.TASK_QUEUE_TYPE_WORKFLOW); err == nil && len(tq.GetPollers()) == 0 {
-		fmt.Fprintf(tw, "  live status\tunavailable: no worker is polling task queue %s\n", workflows.TaskQueue)
+	if tq, err := c.DescribeTaskQueue(ctx, contract.TaskQueue, enumspb.TASK_QUEUE_TYPE_WORKFLOW); err == nil && len(tq.GetPollers()) == 0 {
+		fmt.Fprintf(tw, "  live status\tunavailable: no worker is polling task queue %s\n", contract.TaskQueue)
 		return flushLine(tw, out)
 	}
 	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	v, err := c.QueryWorkflow(qctx, id, "", workflows.StatusQuery)
+	v, err := c.QueryWorkflow(qctx, id, "", contract.StatusQuery)
 	if err != nil {
 		fmt.Fprintf(tw, "  live status\tunavailable: %v\n", err)
 		return flushLine(tw, out)

@@ -117,7 +117,7 @@ func tempFilesUnder(t *testing.T, root string) []string {
 
 // TestOpenBucketSchemes: the five schemes are registered, bad URLs are refused.
 func TestOpenBucketSchemes(t *testing.T) {
-	// All five schemes must be registered (the drivers are imported by blob.go).
+	// All five schemes must be registered (the drivers are imported by bucket_gocloud.go).
 	for _, s := range []string{"file", "mem", "s3", "gs", "azblob"} {
 		if !blob.DefaultURLMux().ValidBucketScheme(s) {
 			t.Errorf("scheme %q not registered", s)

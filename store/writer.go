@@ -84,7 +84,7 @@ func (s *Store) submit(ctx context.Context, rows []Row, deleted bool) (AppendRes
 		case <-ctx.Done():
 			return AppendResult{}, ctx.Err()
 		}
-		// The committer always answers: the WAL write may already be under way, so an
+		// The WAL committer always answers: the WAL write may already be under way, so an
 		// abandoned request could still become durable; waiting keeps the answer truthful.
 		d := <-req.done
 		if errors.Is(d.err, ErrFenced) && attempt == 0 {
@@ -285,7 +285,7 @@ func (w *writer) pendingGenerations() int {
 	return len(w.manifest.Flushed)
 }
 
-// close seals the memtable and stops the committer.
+// close seals the memtable and stops the WAL committer.
 func (w *writer) close(ctx context.Context) error {
 	_, err := w.seal(ctx)
 	select {

@@ -224,7 +224,7 @@ func TestFindingAlreadyCommittedCleanupFailureIsReported(t *testing.T) {
 // makes the writer fence itself, and until a replacement writer has replayed the WAL, the
 // process's own reads do not see rows it acknowledged before.
 //
-// store/writer.go commit: after an ambiguous WAL put error nextPos is not advanced; the next
+// store/wal_commit.go walGroupCommit: after an ambiguous WAL put error nextPos is not advanced; the next
 // batch's put-if-absent at the same position finds the landed object with other bytes and
 // kills the writer as fenced (no other process exists). store/store.go residentWriter
 // returns nil for a dead writer, so store/read.go getOnce/listOnce skip its memtable, which

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,9 +8,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"go.uber.org/zap"
 )
+
+// The write path of one store in this process: Append and Delete hand rows to the shard's
+// writer, which owns the shard (claim, replay, fence), makes rows durable with the WAL group
+// commit (wal_commit.go), holds them in memtables (memtable.go) and seals them into
+// generations (seal.go).
 
 // AppendResult reports one durable append.
 type AppendResult struct {
@@ -20,15 +23,6 @@ type AppendResult struct {
 	WALPosition uint64 `json:"wal_position"`
 	// Generation is set when the append was sealed before returning (seal-on-append).
 	Generation uint64 `json:"generation,omitempty"`
-}
-
-// FlushResult reports one seal.
-type FlushResult struct {
-	Sealed     bool   `json:"sealed"`
-	Generation uint64 `json:"generation,omitempty"`
-	Rows       int    `json:"rows"`
-	// Pending is the number of generations the shard lists after the seal.
-	Pending int `json:"pending"`
 }
 
 // Append makes rows durable in this process's shard WAL before it returns. Concurrent
@@ -90,7 +84,7 @@ func (s *Store) submit(ctx context.Context, rows []Row, deleted bool) (AppendRes
 		case <-ctx.Done():
 			return AppendResult{}, ctx.Err()
 		}
-		// The committer always answers: the WAL write may already be under way, so an
+		// The WAL committer always answers: the WAL write may already be under way, so an
 		// abandoned request could still become durable; waiting keeps the answer truthful.
 		d := <-req.done
 		if errors.Is(d.err, ErrFenced) && attempt == 0 {
@@ -104,106 +98,38 @@ func (s *Store) submit(ctx context.Context, rows []Row, deleted bool) (AppendRes
 	}
 }
 
-// Flush seals the memtable into a generation listed in the shard manifest.
-func (s *Store) Flush(ctx context.Context) (FlushResult, error) {
-	w := s.residentWriter()
-	if w == nil {
-		// A process that never wrote may still own unsealed WAL (it crashed before).
-		objs, err := s.db.bucket.List(ctx, walPrefix(s.target, s.db.shard))
-		if err != nil {
-			return FlushResult{}, err
-		}
-		if len(objs) == 0 {
-			return FlushResult{}, nil
-		}
-		if w, err = s.writer(ctx); err != nil {
-			return FlushResult{}, err
-		}
-	}
-	res, err := w.seal(ctx)
-	if m := s.db.opts.Metrics; m != nil {
-		result := "sealed"
-		switch {
-		case errors.Is(err, ErrFenced):
-			result = "fenced"
-		case err != nil:
-			result = "failed"
-		case !res.Sealed:
-			result = "empty"
-		}
-		m.FlushTotal.WithLabelValues(string(s.target.Kind), result).Inc()
-	}
-	return res, err
-}
-
-type appendReq struct {
-	rows    []Row
-	deleted bool
-	done    chan appendDone
-}
-
-type appendDone struct {
-	res AppendResult
-	err error
-}
-
-// memRow is one row version held in a memtable.
-type memRow struct {
-	row     Row
-	seq     int64
-	deleted bool
-}
-
-// memtable holds rows that are durable in the WAL but not yet sealed.
-type memtable struct {
-	rows   []memRow
-	newest map[string]int // key -> index of the newest version in rows
-	maxPos uint64         // highest WAL position whose rows are all in this memtable
-	bytes  int64
-}
-
-func newMemtable() *memtable { return &memtable{newest: map[string]int{}} }
-
-func (m *memtable) add(r memRow) {
-	m.rows = append(m.rows, r)
-	m.newest[r.row.Key] = len(m.rows) - 1
-	m.bytes += approxRowBytes(r.row)
-}
-
-func approxRowBytes(r Row) int64 {
-	n := int64(len(r.Key)) + 24
-	for _, v := range r.Values {
-		switch x := v.(type) {
-		case string:
-			n += int64(len(x)) + 16
-		case []byte:
-			n += int64(len(x)) + 24
-		default:
-			n += 16
-		}
-	}
-	return n
-}
-
-// writer owns this process's shard of one store: the WAL committer, the memtable and seals.
+// writer owns this process's shard of one store: the WAL group committer, the memtables and
+// seals.
 type writer struct {
+	// Set by openWriter before the writer is shared; immutable after.
 	s     *Store
 	shard string
-	epoch uint64
+	epoch uint64 // the writer epoch this writer claimed the shard with
 
-	reqs    chan *appendReq
-	stop    chan struct{}
-	stopped chan struct{}
+	reqs    chan *appendReq // appends waiting for the WAL group commit
+	stop    chan struct{}   // closed by close: the WAL committer exits
+	stopped chan struct{}   // closed by the WAL committer when it has exited
 
-	sealMu sync.Mutex // one seal at a time
+	// sealMu serialises seals (seal holds it for the whole seal, I/O included).
+	// Lock order: sealMu before mu.
+	sealMu sync.Mutex
 
-	mu       sync.Mutex
-	active   *memtable
-	frozen   []*memtable // sealing (or failed to seal); still readable
+	// mu guards the fields below. It is held only for in-memory work, never across I/O.
+	// A function named ...Locked REQUIRES mu held by its caller.
+	mu sync.Mutex
+	// active receives the rows of every WAL group commit.
+	active *memtable
+	// frozen are memtables being sealed, or whose seal failed; still readable, oldest first.
+	frozen []*memtable
+	// manifest is the newest shard manifest this writer knows (its seals, merges' drains).
 	manifest *shardManifest
-	nextPos  uint64
-	lastSeq  int64
-	dead     error
+	// nextPos is the WAL position of the next WAL group commit. Only the WAL committer
+	// goroutine advances it.
+	nextPos uint64
+	// lastSeq is the highest write sequence handed out (nextSeqLocked) or replayed.
+	lastSeq int64
+	// dead, once set, is returned by every later WAL group commit and seal (fenced, closed).
+	dead error
 }
 
 func (w *writer) alive() bool {
@@ -304,10 +230,14 @@ func openWriter(ctx context.Context, s *Store) (*writer, error) {
 	if n := len(w.active.rows); n > 0 {
 		s.db.log.Info("replayed unsealed WAL", zap.String("target", s.target.String()), zap.String("shard", shard), zap.Int("rows", n))
 	}
-	go w.run()
+	go w.runWALCommitter()
 	return w, nil
 }
 
+// replay adds the rows of WAL position pos to the active memtable.
+//
+// REQUIRES: w is not shared yet (openWriter, before the WAL committer starts), which is why
+// it touches the fields mu guards without holding mu.
 func (w *writer) replay(ctx context.Context, pos uint64) error {
 	key := walKey(w.s.target, w.shard, pos)
 	data, err := w.s.db.bucket.Get(ctx, key)
@@ -349,348 +279,13 @@ func (w *writer) replay(ctx context.Context, pos uint64) error {
 	return nil
 }
 
-// run is the group committer: it writes everything queued since the last WAL write as one
-// WAL object, so concurrent appenders share one object write instead of one each.
-func (w *writer) run() {
-	defer close(w.stopped)
-	for {
-		var first *appendReq
-		select {
-		case first = <-w.reqs:
-		case <-w.stop:
-			w.failQueued(ErrClosed)
-			return
-		}
-		batch := []*appendReq{first}
-		n := len(first.rows)
-		if wait := w.s.db.opts.GroupCommitWait; wait > 0 {
-			t := time.NewTimer(wait)
-		linger:
-			for n < w.s.db.opts.GroupCommitMaxRows {
-				select {
-				case r := <-w.reqs:
-					batch = append(batch, r)
-					n += len(r.rows)
-				case <-t.C:
-					break linger
-				}
-			}
-			t.Stop()
-		}
-	drain:
-		for n < w.s.db.opts.GroupCommitMaxRows {
-			select {
-			case r := <-w.reqs:
-				batch = append(batch, r)
-				n += len(r.rows)
-			default:
-				break drain
-			}
-		}
-		w.commit(batch)
-	}
-}
-
-func (w *writer) failQueued(err error) {
-	for {
-		select {
-		case r := <-w.reqs:
-			r.done <- appendDone{err: err}
-		default:
-			return
-		}
-	}
-}
-
-// nextSeq is a hybrid logical clock: wall-clock nanoseconds, strictly increasing per shard.
-func (w *writer) nextSeq() int64 {
-	now := w.s.db.opts.Now().UnixNano()
-	if now <= w.lastSeq {
-		now = w.lastSeq + 1
-	}
-	w.lastSeq = now
-	return now
-}
-
-func (w *writer) commit(batch []*appendReq) {
-	ctx := context.Background()
-	answer := func(res AppendResult, err error) {
-		for _, r := range batch {
-			rr := res
-			rr.Rows = len(r.rows)
-			r.done <- appendDone{res: rr, err: err}
-		}
-	}
-	w.mu.Lock()
-	dead := w.dead
-	pos := w.nextPos
-	var rows []Row
-	var seqs []int64
-	var deleted []bool
-	for _, r := range batch {
-		for _, row := range r.rows {
-			rows = append(rows, row)
-			seqs = append(seqs, w.nextSeq())
-			deleted = append(deleted, r.deleted)
-		}
-	}
-	w.mu.Unlock()
-	if dead != nil {
-		answer(AppendResult{}, dead)
-		return
-	}
-	rec, err := w.s.codec.Build(memory.DefaultAllocator, rows, seqs, w.shard, deleted)
-	if err != nil {
-		answer(AppendResult{}, err)
-		return
-	}
-	data, err := encodeIPC(w.s.codec.ArrowSchema(), rec)
-	rec.Release()
-	if err != nil {
-		answer(AppendResult{}, err)
-		return
-	}
-	data = frameWAL(data)
-	key := walKey(w.s.target, w.shard, pos)
-	err = w.s.db.bucket.PutIfAbsent(ctx, key, data)
-	if errors.Is(err, ErrAlreadyExists) {
-		// Either our own write landed but reported failure on an earlier try (same bytes),
-		// or another process claimed the shard and took this position: we are fenced.
-		if got, gerr := w.s.db.bucket.Get(ctx, key); gerr == nil && bytes.Equal(got, data) {
-			err = nil
-		} else {
-			w.kill(fmt.Errorf("shard %s of %s: WAL position %d taken by a newer writer: %w", w.shard, w.s.target, pos, ErrFenced))
-			answer(AppendResult{}, ErrFenced)
-			return
-		}
-	}
-	if err != nil {
-		answer(AppendResult{}, fmt.Errorf("write WAL %s: %w", key, err))
-		return
-	}
-	// The position may have been free only because the new owner already sealed and
-	// deleted it: check the epoch before acknowledging. A claim after this check lists the
-	// WAL after our write, and our position is above its replay point, so it replays us.
-	if cur, err := w.s.loadShard(ctx, w.shard); err != nil || cur == nil || cur.WriterEpoch != w.epoch {
-		if err == nil {
-			err = fmt.Errorf("shard %s of %s claimed by another writer: %w", w.shard, w.s.target, ErrFenced)
-			w.kill(err)
-		}
-		answer(AppendResult{}, err)
-		return
-	}
-	if m := w.s.db.opts.Metrics; m != nil {
-		m.WALObjects.Inc()
-	}
-	w.mu.Lock()
-	w.nextPos = pos + 1
-	for i := range rows {
-		w.active.add(memRow{row: rows[i], seq: seqs[i], deleted: deleted[i]})
-	}
-	w.active.maxPos = pos
-	big := w.active.bytes > memtableSealBytes
-	w.mu.Unlock()
-
-	res := AppendResult{WALPosition: pos}
-	if w.s.meta.SealOnAppend {
-		fr, err := w.seal(ctx)
-		if err != nil {
-			// The rows are durable (WAL) and visible here, but not yet to other readers.
-			answer(res, fmt.Errorf("append durable but not sealed: %w", err))
-			return
-		}
-		res.Generation = fr.Generation
-	} else if big {
-		go func() { _, _ = w.seal(context.Background()) }()
-	}
-	answer(res, nil)
-}
-
-// memtableSealBytes seals a memtable early so that a missing flush interval cannot grow
-// it without bound.
-const memtableSealBytes = 64 << 20
-
-// seal turns everything in the memtable into one generation listed in the shard manifest.
-func (w *writer) seal(ctx context.Context) (FlushResult, error) {
-	w.sealMu.Lock()
-	defer w.sealMu.Unlock()
-
-	w.mu.Lock()
-	if w.dead != nil {
-		err := w.dead
-		w.mu.Unlock()
-		return FlushResult{}, err
-	}
-	if len(w.active.rows) > 0 || w.active.maxPos > w.manifest.ReplayAfter {
-		w.frozen = append(w.frozen, w.active)
-		w.active = newMemtable()
-	}
-	frozen := append([]*memtable(nil), w.frozen...)
-	pendingNow := len(w.manifest.Flushed)
-	w.mu.Unlock()
-
-	var maxPos uint64
-	merged := newMemtable()
-	for _, mt := range frozen {
-		for _, r := range mt.rows {
-			merged.add(r)
-		}
-		maxPos = max(maxPos, mt.maxPos)
-	}
-	if len(merged.rows) == 0 {
-		if len(frozen) > 0 && maxPos > w.manifest.ReplayAfter {
-			// Only fence markers or empty WAL: advance the replay point without a generation.
-			m, err := w.publishSeal(ctx, nil, maxPos)
-			if err != nil {
-				return FlushResult{}, err
-			}
-			w.finishSeal(len(frozen), m)
-			return FlushResult{Pending: len(m.Flushed)}, nil
-		}
-		return FlushResult{Pending: pendingNow}, nil
-	}
-	rows, seqs, deleted := merged.newestSorted()
-	rec, err := w.s.codec.Build(memory.DefaultAllocator, rows, seqs, w.shard, deleted)
-	if err != nil {
-		return FlushResult{}, err
-	}
-	size := recordBytes(rec)
-	data, err := encodeIPC(w.s.codec.ArrowSchema(), rec)
-	rec.Release()
-	if err != nil {
-		return FlushResult{}, err
-	}
-	minSeq, maxSeq := seqs[0], seqs[0]
-	for _, q := range seqs {
-		minSeq, maxSeq = min(minSeq, q), max(maxSeq, q)
-	}
-	gm := genMeta{
-		Rows: int64(len(rows)), Bytes: size,
-		MinKey: rows[0].Key, MaxKey: rows[len(rows)-1].Key,
-		MinSeq: minSeq, MaxSeq: maxSeq,
-		Checksum: checksumOf(data),
-	}
-	m, err := w.publishSeal(ctx, &sealedGen{meta: gm, data: data}, maxPos)
-	if err != nil {
-		return FlushResult{}, err
-	}
-	w.finishSeal(len(frozen), m)
-	last := m.Flushed[len(m.Flushed)-1]
-	return FlushResult{Sealed: true, Generation: last.Gen, Rows: len(rows), Pending: len(m.Flushed)}, nil
-}
-
-type sealedGen struct {
-	meta genMeta
-	data []byte
-}
-
-// publishSeal writes the generation file and then the manifest version that lists it
-// (the object written last makes it live). It refuses if another writer claimed the shard.
-func (w *writer) publishSeal(ctx context.Context, g *sealedGen, replayAfter uint64) (*shardManifest, error) {
-	written := ""
-	for attempt := 0; attempt < 64; attempt++ {
-		cur, err := w.s.loadShard(ctx, w.shard)
-		if err != nil {
-			return nil, err
-		}
-		if cur == nil || cur.WriterEpoch != w.epoch {
-			err := fmt.Errorf("shard %s of %s claimed by another writer: %w", w.shard, w.s.target, ErrFenced)
-			w.kill(err)
-			if written != "" {
-				_ = w.s.db.bucket.Delete(ctx, written)
-			}
-			return nil, err
-		}
-		next := cur.clone()
-		next.Version = cur.Version + 1
-		next.ReplayAfter = max(cur.ReplayAfter, replayAfter)
-		if g != nil {
-			gm := g.meta
-			gm.Gen = cur.NextGeneration
-			gm.Path = genKey(w.s.target, w.shard, gm.Gen, w.epoch)
-			gm.SealedAt = w.s.db.opts.Now().UTC()
-			if written != gm.Path {
-				if err := w.s.db.bucket.Put(ctx, gm.Path, g.data); err != nil {
-					return nil, fmt.Errorf("write generation %s: %w", gm.Path, err)
-				}
-				written = gm.Path
-			}
-			next.Flushed = append(next.Flushed, gm)
-			next.NextGeneration = gm.Gen + 1
-			next.MaxSeq = max(next.MaxSeq, gm.MaxSeq)
-		}
-		err = w.s.publishShard(ctx, next)
-		if err == nil {
-			return next, nil
-		}
-		if !errors.Is(err, ErrAlreadyExists) {
-			return nil, err
-		}
-		backoff(ctx, attempt)
-	}
-	return nil, fmt.Errorf("seal %s/%s: %w", w.s.target, w.shard, ErrConflict)
-}
-
-// finishSeal forgets the sealed memtables and deletes the WAL objects the new manifest
-// made garbage (only after that manifest is published).
-func (w *writer) finishSeal(nFrozen int, m *shardManifest) {
-	w.mu.Lock()
-	w.frozen = w.frozen[nFrozen:]
-	w.manifest = m
-	w.mu.Unlock()
-	ctx := context.Background()
-	objs, err := w.s.db.bucket.List(ctx, walPrefix(w.s.target, w.shard))
-	if err != nil {
-		return
-	}
-	for _, o := range objs {
-		if pos, ok := parseWALPos(o.Key); ok && pos <= m.ReplayAfter {
-			_ = w.s.db.bucket.Delete(ctx, o.Key)
-		}
-	}
-}
-
-// newestSorted returns the newest version of every key, sorted by key.
-func (m *memtable) newestSorted() ([]Row, []int64, []bool) {
-	keys := make([]string, 0, len(m.newest))
-	for k := range m.newest {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	rows := make([]Row, len(keys))
-	seqs := make([]int64, len(keys))
-	deleted := make([]bool, len(keys))
-	for i, k := range keys {
-		r := m.rows[m.newest[k]]
-		rows[i], seqs[i], deleted[i] = r.row, r.seq, r.deleted
-	}
-	return rows, seqs, deleted
-}
-
-// snapshot returns the newest local version of every key across frozen and active
-// memtables (for reads in this process).
-func (w *writer) snapshot() map[string]memRow {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := map[string]memRow{}
-	for _, mt := range append(append([]*memtable(nil), w.frozen...), w.active) {
-		for k, i := range mt.newest {
-			r := mt.rows[i]
-			if old, ok := out[k]; !ok || r.seq > old.seq {
-				out[k] = r
-			}
-		}
-	}
-	return out
-}
-
 func (w *writer) pendingGenerations() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return len(w.manifest.Flushed)
 }
 
-// close seals the memtable and stops the committer.
+// close seals the memtable and stops the WAL committer.
 func (w *writer) close(ctx context.Context) error {
 	_, err := w.seal(ctx)
 	select {

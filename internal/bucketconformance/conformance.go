@@ -1,0 +1,514 @@
+package bucketconformance
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/walkeeper/walkeeper/store"
+)
+
+// Opener returns a fresh, empty bucket for one test case. It registers the bucket's Close
+// with t.Cleanup itself; the suite may close the bucket earlier (closing twice is allowed).
+type Opener func(t *testing.T) *store.Bucket
+
+// Run runs every case of the contract as a subtest of t, each on its own bucket from open.
+// The cases do not call t.Parallel, so open may use t.Setenv.
+func Run(t *testing.T, open Opener) {
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { c.run(t, open(t)) })
+	}
+}
+
+type testCase struct {
+	name string
+	run  func(t *testing.T, b *store.Bucket)
+}
+
+var cases = []testCase{
+	{"GetMissing", testGetMissing},
+	{"PutGetRoundTrip", testPutGetRoundTrip},
+	{"Overwrite", testOverwrite},
+	{"PutIfAbsentTwice", testPutIfAbsentTwice},
+	{"DeleteIdempotent", testDeleteIdempotent},
+	{"ListRecursiveSortedPrefix", testListRecursiveSortedPrefix},
+	{"ListDirs", testListDirs},
+	{"ListPages", testListPages},
+	{"RepeatedWritesLeaveOnlyObjects", testRepeatedWrites},
+	{"InvalidKeys", testInvalidKeys},
+	{"ContextAndClose", testContextAndClose},
+	{"PutAtomicReplace", testPutAtomicReplace},
+	{"Faults", testFaults},
+}
+
+func mustPut(t *testing.T, b *store.Bucket, key, data string) {
+	t.Helper()
+	if err := b.Put(context.Background(), key, []byte(data)); err != nil {
+		t.Fatalf("Put(%q): %v", key, err)
+	}
+}
+
+func mustGet(t *testing.T, b *store.Bucket, key string) string {
+	t.Helper()
+	data, err := b.Get(context.Background(), key)
+	if err != nil {
+		t.Fatalf("Get(%q): %v", key, err)
+	}
+	return string(data)
+}
+
+// ListKeys returns the keys List reports under prefix, never nil.
+func ListKeys(t testing.TB, b *store.Bucket, prefix string) []string {
+	t.Helper()
+	objs, err := b.List(context.Background(), prefix)
+	if err != nil {
+		t.Fatalf("List(%q): %v", prefix, err)
+	}
+	keys := []string{}
+	for _, o := range objs {
+		keys = append(keys, o.Key)
+	}
+	return keys
+}
+
+func listDirs(t *testing.T, b *store.Bucket, prefix string) []string {
+	t.Helper()
+	dirs, err := b.ListDirs(context.Background(), prefix)
+	if err != nil {
+		t.Fatalf("ListDirs(%q): %v", prefix, err)
+	}
+	if dirs == nil {
+		dirs = []string{}
+	}
+	return dirs
+}
+
+func testGetMissing(t *testing.T, b *store.Bucket) {
+	ctx := context.Background()
+	if _, err := b.Get(ctx, "a/b"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("Get missing: got %v, want ErrNotFound", err)
+	}
+	mustPut(t, b, "a/b/c", "x")
+	// "a/b" is now a directory on file://; it is still not an object.
+	if _, err := b.Get(ctx, "a/b"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("Get of a directory: got %v, want ErrNotFound", err)
+	}
+	if _, err := b.Get(ctx, "a/b/c/d"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("Get below an object: got %v, want ErrNotFound", err)
+	}
+	for _, k := range []string{"a/b", "nope", "a/b/c/d"} {
+		if ok, err := b.Exists(ctx, k); err != nil || ok {
+			t.Fatalf("Exists(%q) = %v, %v; want false, nil", k, ok, err)
+		}
+	}
+}
+
+func testPutGetRoundTrip(t *testing.T, b *store.Bucket) {
+	ctx := context.Background()
+	payload := []byte{0, 1, 2, 255, '\n', 'x'}
+	if err := b.Put(ctx, "dir/obj.bin", payload); err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.Get(ctx, "dir/obj.bin")
+	if err != nil || !bytes.Equal(got, payload) {
+		t.Fatalf("Get = %v, %v; want %v", got, err, payload)
+	}
+	if ok, err := b.Exists(ctx, "dir/obj.bin"); err != nil || !ok {
+		t.Fatalf("Exists = %v, %v", ok, err)
+	}
+	if err := b.Put(ctx, "empty", nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.Get(ctx, "empty"); err != nil || len(got) != 0 {
+		t.Fatalf("Get empty = %q, %v", got, err)
+	}
+	// Keys with spaces, unicode, characters gocloud's fileblob would escape and characters
+	// that need escaping in a URL path or query.
+	for _, k := range []string{"sp ace/ü.json", "x/__0x41__", "a:b@c=d+e", "x/y.attrs", "q/?#%&=.json"} {
+		mustPut(t, b, k, k)
+		if got := mustGet(t, b, k); got != k {
+			t.Fatalf("Get(%q) = %q", k, got)
+		}
+	}
+	keys := ListKeys(t, b, "")
+	want := []string{"a:b@c=d+e", "dir/obj.bin", "empty", "q/?#%&=.json", "sp ace/ü.json", "x/__0x41__", "x/y.attrs"}
+	if !reflect.DeepEqual(keys, want) {
+		t.Fatalf("List = %q, want %q", keys, want)
+	}
+}
+
+func testOverwrite(t *testing.T, b *store.Bucket) {
+	mustPut(t, b, "k", "first version, longer")
+	mustPut(t, b, "k", "second")
+	if got := mustGet(t, b, "k"); got != "second" {
+		t.Fatalf("Get after overwrite = %q", got)
+	}
+	objs, err := b.List(context.Background(), "")
+	if err != nil || len(objs) != 1 || objs[0].Key != "k" || objs[0].Size != int64(len("second")) {
+		t.Fatalf("List after overwrite = %+v, %v", objs, err)
+	}
+	if objs[0].ModTime.IsZero() {
+		t.Fatalf("ModTime is zero")
+	}
+}
+
+func testPutIfAbsentTwice(t *testing.T, b *store.Bucket) {
+	ctx := context.Background()
+	if err := b.PutIfAbsent(ctx, "v/00000000000000000001.json", []byte("winner")); err != nil {
+		t.Fatalf("first PutIfAbsent: %v", err)
+	}
+	err := b.PutIfAbsent(ctx, "v/00000000000000000001.json", []byte("loser"))
+	if !errors.Is(err, store.ErrAlreadyExists) {
+		t.Fatalf("second PutIfAbsent: got %v, want ErrAlreadyExists", err)
+	}
+	if got := mustGet(t, b, "v/00000000000000000001.json"); got != "winner" {
+		t.Fatalf("content after lost race = %q, want winner", got)
+	}
+	mustPut(t, b, "plain", "p")
+	if err := b.PutIfAbsent(ctx, "plain", []byte("q")); !errors.Is(err, store.ErrAlreadyExists) {
+		t.Fatalf("PutIfAbsent over Put: got %v", err)
+	}
+	if got := mustGet(t, b, "plain"); got != "p" {
+		t.Fatalf("content = %q", got)
+	}
+}
+
+func testDeleteIdempotent(t *testing.T, b *store.Bucket) {
+	ctx := context.Background()
+	if err := b.Delete(ctx, "never/was"); err != nil {
+		t.Fatalf("Delete absent: %v", err)
+	}
+	mustPut(t, b, "d/k", "x")
+	for i := 0; i < 2; i++ {
+		if err := b.Delete(ctx, "d/k"); err != nil {
+			t.Fatalf("Delete #%d: %v", i, err)
+		}
+	}
+	if _, err := b.Get(ctx, "d/k"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("Get after delete: %v", err)
+	}
+	if err := b.PutIfAbsent(ctx, "d/k", []byte("again")); err != nil {
+		t.Fatalf("PutIfAbsent after delete: %v", err)
+	}
+	// Deleting a "directory" is a no-op and removes nothing below it.
+	mustPut(t, b, "d/sub/x", "y")
+	if err := b.Delete(ctx, "d/sub"); err != nil {
+		t.Fatalf("Delete of a directory name: %v", err)
+	}
+	if got := mustGet(t, b, "d/sub/x"); got != "y" {
+		t.Fatalf("object under deleted dir name = %q", got)
+	}
+}
+
+func testListRecursiveSortedPrefix(t *testing.T, b *store.Bucket) {
+	for _, k := range []string{"b/2", "c", "a/c", "a/b/d", "a-b", "a.x", "a/b/c", "b/1/x/y/z"} {
+		mustPut(t, b, k, "v-"+k)
+	}
+	checks := map[string][]string{
+		"":       {"a-b", "a.x", "a/b/c", "a/b/d", "a/c", "b/1/x/y/z", "b/2", "c"},
+		"a":      {"a-b", "a.x", "a/b/c", "a/b/d", "a/c"},
+		"a/":     {"a/b/c", "a/b/d", "a/c"},
+		"a/b":    {"a/b/c", "a/b/d"},
+		"a/b/":   {"a/b/c", "a/b/d"},
+		"a/b/c":  {"a/b/c"},
+		"b/1/x/": {"b/1/x/y/z"},
+		"zzz/":   {},
+		"a/q/r/": {},
+		"c/":     {},
+	}
+	for prefix, want := range checks {
+		if got := ListKeys(t, b, prefix); !reflect.DeepEqual(got, want) {
+			t.Errorf("List(%q) = %q, want %q", prefix, got, want)
+		}
+	}
+	objs, _ := b.List(context.Background(), "b/")
+	if len(objs) != 2 || objs[1].Size != int64(len("v-b/2")) {
+		t.Errorf("List sizes = %+v", objs)
+	}
+}
+
+func testListDirs(t *testing.T, b *store.Bucket) {
+	ctx := context.Background()
+	for _, k := range []string{"top", "a/b/c", "a/x", "b-1/y", "b/2", "_registry/generic/gs.json", "_registry/rollout/r.json"} {
+		mustPut(t, b, k, "v")
+	}
+	checks := map[string][]string{
+		"":            {"_registry", "a", "b", "b-1"},
+		"a":           {"b"},
+		"a/":          {"b"},
+		"a/b/":        {},
+		"_registry/":  {"generic", "rollout"},
+		"missing/":    {},
+		"top/":        {},
+		"_registry/g": {}, // names a directory "_registry/g/", which does not exist
+	}
+	for prefix, want := range checks {
+		if got := listDirs(t, b, prefix); !reflect.DeepEqual(got, want) {
+			t.Errorf("ListDirs(%q) = %q, want %q", prefix, got, want)
+		}
+	}
+	// A directory whose last object is deleted disappears, as on an object store.
+	if err := b.Delete(ctx, "a/b/c"); err != nil {
+		t.Fatal(err)
+	}
+	if got := listDirs(t, b, "a/"); len(got) != 0 {
+		t.Errorf("ListDirs after delete = %q, want none", got)
+	}
+	if got := listDirs(t, b, ""); !reflect.DeepEqual(got, []string{"_registry", "a", "b", "b-1"}) {
+		t.Errorf("ListDirs root after delete = %q", got)
+	}
+	if err := b.Delete(ctx, "a/x"); err != nil {
+		t.Fatal(err)
+	}
+	if got := listDirs(t, b, ""); !reflect.DeepEqual(got, []string{"_registry", "b", "b-1"}) {
+		t.Errorf("ListDirs root after deleting a/ = %q", got)
+	}
+}
+
+// testListPages: more keys than one listing page (1000 on S3, GCS and Azure): the backend
+// must follow the continuation token, and the delimiter listing must page too.
+func testListPages(t *testing.T, b *store.Bucket) {
+	const many = 1100
+	for i := 0; i < many; i++ {
+		mustPut(t, b, fmt.Sprintf("p/%04d/x", i), "")
+	}
+	keys := ListKeys(t, b, "p/")
+	if len(keys) != many || keys[0] != "p/0000/x" || keys[many-1] != fmt.Sprintf("p/%04d/x", many-1) {
+		t.Fatalf("List over pages: %d keys (%q ... ), want %d", len(keys), keys[:min(len(keys), 3)], many)
+	}
+	dirs := listDirs(t, b, "p/")
+	if len(dirs) != many || dirs[0] != "0000" || dirs[many-1] != fmt.Sprintf("%04d", many-1) {
+		t.Fatalf("ListDirs over pages: %d dirs, want %d", len(dirs), many)
+	}
+}
+
+// testRepeatedWrites: repeated put-if-absent and put of a few keys leave exactly those keys
+// (no temp or partial objects are ever listed).
+func testRepeatedWrites(t *testing.T, b *store.Bucket) {
+	for i := 0; i < 20; i++ {
+		_ = b.PutIfAbsent(context.Background(), fmt.Sprintf("g/%02d", i%5), []byte("x"))
+		mustPut(t, b, fmt.Sprintf("h/%02d", i%3), "y")
+	}
+	want := []string{"g/00", "g/01", "g/02", "g/03", "g/04", "h/00", "h/01", "h/02"}
+	if got := ListKeys(t, b, ""); !reflect.DeepEqual(got, want) {
+		t.Fatalf("List = %q, want %q", got, want)
+	}
+}
+
+func testInvalidKeys(t *testing.T, b *store.Bucket) {
+	ctx := context.Background()
+	bad := []string{"", "/a", "a/", "a//b", "./a", "a/./b", "../a", "a/..", "a\\b", "a\x00b",
+		"a\nb", "\xff", ".tmp-x", "a/.tmp-y/b", strings.Repeat("k", 1025), strings.Repeat("s", 256) + "/x"}
+	for _, k := range bad {
+		if _, err := b.Get(ctx, k); !errors.Is(err, store.ErrInvalidInput) {
+			t.Errorf("Get(%q): %v, want ErrInvalidInput", k, err)
+		}
+		if err := b.Put(ctx, k, []byte("x")); !errors.Is(err, store.ErrInvalidInput) {
+			t.Errorf("Put(%q): %v, want ErrInvalidInput", k, err)
+		}
+		if err := b.PutIfAbsent(ctx, k, []byte("x")); !errors.Is(err, store.ErrInvalidInput) {
+			t.Errorf("PutIfAbsent(%q): %v, want ErrInvalidInput", k, err)
+		}
+		if _, err := b.Exists(ctx, k); !errors.Is(err, store.ErrInvalidInput) {
+			t.Errorf("Exists(%q): %v, want ErrInvalidInput", k, err)
+		}
+		if err := b.Delete(ctx, k); !errors.Is(err, store.ErrInvalidInput) {
+			t.Errorf("Delete(%q): %v, want ErrInvalidInput", k, err)
+		}
+	}
+	for _, p := range []string{"/a", "a//", "../", "a/../b", "x\x01"} {
+		if _, err := b.List(ctx, p); !errors.Is(err, store.ErrInvalidInput) {
+			t.Errorf("List(%q): %v, want ErrInvalidInput", p, err)
+		}
+		if _, err := b.ListDirs(ctx, p); !errors.Is(err, store.ErrInvalidInput) {
+			t.Errorf("ListDirs(%q): %v, want ErrInvalidInput", p, err)
+		}
+	}
+	if got := ListKeys(t, b, ""); len(got) != 0 {
+		t.Fatalf("invalid keys stored something: %q", got)
+	}
+}
+
+func testContextAndClose(t *testing.T, b *store.Bucket) {
+	ctx := context.Background()
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := b.Put(cctx, "k", []byte("x")); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Put with cancelled ctx: %v", err)
+	}
+	if ok, _ := b.Exists(ctx, "k"); ok {
+		t.Fatalf("cancelled Put stored the object")
+	}
+	mustPut(t, b, "k", "x")
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if _, err := b.Get(ctx, "k"); !errors.Is(err, store.ErrClosed) {
+		t.Fatalf("Get after Close: %v", err)
+	}
+	if err := b.PutIfAbsent(ctx, "k2", nil); !errors.Is(err, store.ErrClosed) {
+		t.Fatalf("PutIfAbsent after Close: %v", err)
+	}
+	if _, err := b.List(ctx, ""); !errors.Is(err, store.ErrClosed) {
+		t.Fatalf("List after Close: %v", err)
+	}
+	var nb *store.Bucket
+	if _, err := nb.Get(ctx, "k"); !errors.Is(err, store.ErrClosed) || nb.URL() != "" || nb.Close() != nil {
+		t.Fatalf("nil bucket: %v", err)
+	}
+}
+
+// testPutAtomicReplace overwrites one key in a loop while readers check they only ever see a
+// complete old or new version: the property manifests and the registry rely on.
+func testPutAtomicReplace(t *testing.T, b *store.Bucket) {
+	ctx := context.Background()
+	a := bytes.Repeat([]byte{'a'}, 64<<10)
+	z := bytes.Repeat([]byte{'z'}, 48<<10)
+	if err := b.Put(ctx, "m/manifest.json", a); err != nil {
+		t.Fatal(err)
+	}
+	var done atomic.Bool
+	var wg sync.WaitGroup
+	var reads atomic.Int64
+	for r := 0; r < 2; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !done.Load() {
+				got, err := b.Get(ctx, "m/manifest.json")
+				if err != nil {
+					t.Errorf("Get during overwrite: %v", err)
+					return
+				}
+				if !bytes.Equal(got, a) && !bytes.Equal(got, z) {
+					t.Errorf("torn read: len %d", len(got))
+					return
+				}
+				reads.Add(1)
+			}
+		}()
+	}
+	for i := 0; i < 100; i++ {
+		data := a
+		if i%2 == 0 {
+			data = z
+		}
+		if err := b.Put(ctx, "m/manifest.json", data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The readers may not have been scheduled yet on a loaded machine: wait for one read.
+	for deadline := time.Now().Add(time.Minute); reads.Load() == 0 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	done.Store(true)
+	wg.Wait()
+	if reads.Load() == 0 {
+		t.Fatalf("readers never ran")
+	}
+}
+
+type recordedCall struct{ op, key string }
+
+// testFaults exercises the reliability hook: injected errors stop the operation, latency is
+// added, and a write can land while the caller is told it failed.
+func testFaults(t *testing.T, base *store.Bucket) {
+	ctx := context.Background()
+	injected := errors.New("injected")
+
+	// Before error: the operation is not performed.
+	fb := base.WithFaults(store.FaultFuncs{BeforeFunc: func(op, key string) error {
+		if op == store.OpPut {
+			return injected
+		}
+		return nil
+	}})
+	if err := fb.Put(ctx, "x", []byte("1")); !errors.Is(err, injected) {
+		t.Fatalf("Put with Before fault: %v", err)
+	}
+	if ok, _ := base.Exists(ctx, "x"); ok {
+		t.Fatalf("faulted Put was performed")
+	}
+
+	// After error on success: landed, but reported as failed.
+	lb := base.WithFaults(store.FaultFuncs{AfterFunc: func(op, key string, err error) error {
+		if op == store.OpPutIfAbsent && err == nil {
+			return injected
+		}
+		return err
+	}})
+	if err := lb.PutIfAbsent(ctx, "v/1", []byte("landed")); !errors.Is(err, injected) {
+		t.Fatalf("PutIfAbsent with After fault: %v", err)
+	}
+	if got := mustGet(t, base, "v/1"); got != "landed" {
+		t.Fatalf("landed write not visible: %q", got)
+	}
+	// The retry through the same faulty handle sees the real outcome.
+	if err := lb.PutIfAbsent(ctx, "v/1", []byte("again")); !errors.Is(err, store.ErrAlreadyExists) {
+		t.Fatalf("retry after landed write: %v", err)
+	}
+
+	// Latency.
+	sb := base.WithFaults(store.FaultFuncs{BeforeFunc: func(op, key string) error {
+		time.Sleep(30 * time.Millisecond)
+		return nil
+	}})
+	start := time.Now()
+	if _, err := sb.Get(ctx, "v/1"); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d < 30*time.Millisecond {
+		t.Fatalf("latency not injected: %v", d)
+	}
+
+	// Every operation reports its name and key; the original handle is unaffected.
+	var mu sync.Mutex
+	var calls []recordedCall
+	rb := base.WithFaults(store.FaultFuncs{
+		BeforeFunc: func(op, key string) error {
+			mu.Lock()
+			defer mu.Unlock()
+			calls = append(calls, recordedCall{op, key})
+			return nil
+		},
+		AfterFunc: func(op, key string, err error) error {
+			if op == store.OpGet && !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("After got %v for missing get", err)
+			}
+			return err
+		},
+	})
+	_, _ = rb.Get(ctx, "missing")
+	_ = rb.Put(ctx, "p/q", nil)
+	_ = rb.PutIfAbsent(ctx, "p/r", nil)
+	_, _ = rb.Exists(ctx, "p/q")
+	_ = rb.Delete(ctx, "p/q")
+	_, _ = rb.List(ctx, "p/")
+	_, _ = rb.ListDirs(ctx, "p")
+	_, _ = rb.Get(ctx, "bad//key") // invalid input never reaches the hook
+	_ = base.Put(ctx, "unhooked", nil)
+	want := []recordedCall{{store.OpGet, "missing"}, {store.OpPut, "p/q"}, {store.OpPutIfAbsent, "p/r"},
+		{store.OpExists, "p/q"}, {store.OpDelete, "p/q"}, {store.OpList, "p/"}, {store.OpListDirs, "p/"}}
+	if !reflect.DeepEqual(calls, want) {
+		t.Fatalf("calls = %v, want %v", calls, want)
+	}
+	// Faults do not stack: a view made from a faulty view has only its own hook.
+	if nb := fb.WithFaults(nil); mustGet(t, nb, "v/1") != "landed" || nb.Put(ctx, "y", nil) != nil {
+		t.Fatalf("WithFaults(nil) is not a pass-through")
+	}
+	// Views share the handle's lifetime.
+	_ = rb.Close()
+	if _, err := base.Get(ctx, "v/1"); !errors.Is(err, store.ErrClosed) {
+		t.Fatalf("base after closing a view: %v", err)
+	}
+}

@@ -1,0 +1,350 @@
+package bucketconformance
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/walkeeper/walkeeper/store"
+)
+
+// PutIfAbsent is the base-table commit primitive (DESIGN §2): a new manifest version is
+// published by creating its object only if absent. The race checks prove, rather than
+// assume, that exactly one of many racing writers wins each key and that the stored bytes
+// are the winner's.
+
+// RaceKey is the key of round i of a race; every race writes only under "race/".
+func RaceKey(i int) string { return fmt.Sprintf("race/round-%04d", i) }
+
+func racePayload(who string, i int) []byte { return []byte(who + "/" + strconv.Itoa(i)) }
+
+// RaceGoroutines has goroutines goroutines race through rounds keys on the one handle b, all
+// of them hitting each key at the same moment (a barrier per round), and checks the result.
+// b should be empty under "race/".
+func RaceGoroutines(t *testing.T, b *store.Bucket, goroutines, rounds int) {
+	t.Helper()
+	ctx := context.Background()
+	winners := make([][]string, rounds)
+	var mu sync.Mutex
+	bar := newBarrier(goroutines)
+	var wg sync.WaitGroup
+	for g := 0; g < goroutines; g++ {
+		id := fmt.Sprintf("goroutine-%d", g)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < rounds; i++ {
+				bar.wait()
+				err := b.PutIfAbsent(ctx, RaceKey(i), racePayload(id, i))
+				switch {
+				case err == nil:
+					mu.Lock()
+					winners[i] = append(winners[i], id)
+					mu.Unlock()
+				case errors.Is(err, store.ErrAlreadyExists):
+				default:
+					t.Errorf("%s round %d: %v", id, i, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	CheckRace(t, b, winners)
+}
+
+// RaceOptions configures RaceProcesses.
+type RaceOptions struct {
+	Procs  int // OS processes racing, at least 2
+	Rounds int // keys raced
+	// ChildTest is the name of the test in the calling test binary whose whole body is
+	// RaceChild(t). The children are that binary re-executed with -test.run=^ChildTest$.
+	ChildTest string
+	// Lockstep releases the rounds one at a time to every child and waits for all answers
+	// before the next, so every key is contended by every process. Without it all rounds are
+	// released at once and the children race through them freely (fewer round trips: use it
+	// where one put-if-absent costs milliseconds, as with fsync on a local disk).
+	Lockstep bool
+}
+
+// Environment of a race child; RaceChild does nothing unless raceChildEnv is "1".
+const (
+	raceChildEnv = "WALKEEPER_BUCKET_RACE_CHILD"
+	raceURLEnv   = "WALKEEPER_BUCKET_RACE_URL"
+	raceIDEnv    = "WALKEEPER_BUCKET_RACE_ID"
+)
+
+// RaceProcesses has opts.Procs OS processes (the test binary re-executed, see RaceChild)
+// open their own handle on url and race opts.Rounds keys, then checks exactly one winner per
+// key with its own bytes stored. The children inherit the environment, so credentials set
+// with t.Setenv reach them. The bucket at url should be empty under "race/".
+func RaceProcesses(t *testing.T, url string, opts RaceOptions) {
+	t.Helper()
+	if os.Getenv(raceChildEnv) == "1" {
+		t.Skip("inside a race child")
+	}
+	if opts.Procs < 2 || opts.Rounds < 1 || opts.ChildTest == "" {
+		t.Fatalf("RaceProcesses: bad options %+v", opts)
+	}
+	children := startChildren(t, opts.Procs, opts.ChildTest, func(id string) []string {
+		return []string{raceChildEnv + "=1", raceURLEnv + "=" + url, raceIDEnv + "=" + id}
+	})
+	batch := opts.Rounds
+	if opts.Lockstep {
+		batch = 1
+	}
+	winners := make([][]string, opts.Rounds)
+	var mu sync.Mutex
+	for from := 0; from < opts.Rounds; from += batch {
+		to := min(from+batch, opts.Rounds)
+		// Every child is blocked reading stdin: these writes release them together.
+		for _, c := range children {
+			if _, err := fmt.Fprintf(c.stdin, "%d %d\n", from, to); err != nil {
+				t.Fatalf("%s: %v; stderr: %s", c.id, err, c.stderr.String())
+			}
+		}
+		var wg sync.WaitGroup
+		for _, c := range children {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					line, err := c.stdout.ReadString('\n')
+					f := strings.Fields(line)
+					switch {
+					case len(f) == 1 && f[0] == "DONE":
+						return
+					case len(f) == 2 && (f[0] == "WIN" || f[0] == "LOSE"):
+						i, aerr := strconv.Atoi(f[1])
+						if aerr != nil || i < from || i >= to {
+							t.Errorf("%s: bad line %q", c.id, line)
+						} else if f[0] == "WIN" {
+							mu.Lock()
+							winners[i] = append(winners[i], c.id)
+							mu.Unlock()
+						}
+					default:
+						t.Errorf("%s: unexpected output %q, %v; stderr: %s", c.id, line, err, c.stderr.String())
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if t.Failed() {
+			t.FailNow()
+		}
+	}
+	for _, c := range children {
+		_ = c.stdin.Close()
+	}
+	for _, c := range children {
+		if err := c.cmd.Wait(); err != nil {
+			t.Errorf("%s exited: %v; stderr: %s", c.id, err, c.stderr.String())
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	b, err := store.OpenBucket(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	CheckRace(t, b, winners)
+	perProc := map[string]int{}
+	for _, w := range winners {
+		perProc[w[0]]++
+	}
+	t.Logf("keys won per process: %v", perProc)
+	if opts.Lockstep && opts.Rounds >= 20 && len(perProc) < 2 {
+		t.Fatalf("one process won every round: the race was never contended")
+	}
+}
+
+// RaceChild is the child side of RaceProcesses. Call it as the whole body of the test named
+// in RaceOptions.ChildTest; in a normal run (not a child) it skips. It never returns in a
+// child: it exits the process. Protocol over stdin/stdout: print READY once the bucket is
+// open and reachable; then for each line "<from> <to>" race keys from..to-1, print
+// "WIN <i>" or "LOSE <i>" for each and then "DONE"; exit 0 when stdin closes.
+func RaceChild(t *testing.T) {
+	if os.Getenv(raceChildEnv) != "1" {
+		t.Skip("child process of bucketconformance.RaceProcesses")
+	}
+	os.Exit(raceChild())
+}
+
+func raceChild() int {
+	ctx := context.Background()
+	id := os.Getenv(raceIDEnv)
+	b, err := store.OpenBucket(ctx, os.Getenv(raceURLEnv))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "open:", err)
+		return 2
+	}
+	defer b.Close()
+	// Warm the connection pool and prove the credentials work before the first round.
+	if _, err := b.Exists(ctx, "race/warm-up"); err != nil {
+		fmt.Fprintln(os.Stderr, "warm-up:", err)
+		return 2
+	}
+	out := bufio.NewWriter(os.Stdout)
+	fmt.Fprintln(out, "READY")
+	if err := out.Flush(); err != nil {
+		return 2
+	}
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		var from, to int
+		if _, err := fmt.Sscanf(in.Text(), "%d %d", &from, &to); err != nil {
+			fmt.Fprintf(os.Stderr, "bad batch %q: %v\n", in.Text(), err)
+			return 2
+		}
+		for i := from; i < to; i++ {
+			err := b.PutIfAbsent(ctx, RaceKey(i), racePayload(id, i))
+			switch {
+			case err == nil:
+				fmt.Fprintf(out, "WIN %d\n", i)
+			case errors.Is(err, store.ErrAlreadyExists):
+				fmt.Fprintf(out, "LOSE %d\n", i)
+			default:
+				fmt.Fprintf(os.Stderr, "round %d: %v\n", i, err)
+				_ = out.Flush()
+				return 3
+			}
+		}
+		fmt.Fprintln(out, "DONE")
+		if err := out.Flush(); err != nil {
+			return 2
+		}
+	}
+	return 0
+}
+
+// CheckRace asserts exactly one winner per key (winners[i] lists the winners of RaceKey(i)),
+// that each key holds its winner's bytes, and that nothing else was stored under "race/".
+func CheckRace(t *testing.T, b *store.Bucket, winners [][]string) {
+	t.Helper()
+	ctx := context.Background()
+	bad := 0
+	for i, w := range winners {
+		if len(w) != 1 {
+			if bad++; bad <= 10 {
+				t.Errorf("key %s: %d winners %v, want exactly 1", RaceKey(i), len(w), w)
+			}
+			continue
+		}
+		got, err := b.Get(ctx, RaceKey(i))
+		if err != nil || !bytes.Equal(got, racePayload(w[0], i)) {
+			if bad++; bad <= 10 {
+				t.Errorf("key %s: stored %q, %v; want winner %s's payload", RaceKey(i), got, err, w[0])
+			}
+		}
+	}
+	if objs, err := b.List(ctx, "race/"); err != nil || len(objs) != len(winners) {
+		t.Errorf("List(race/) = %d objects, %v; want %d", len(objs), err, len(winners))
+	}
+	if bad > 0 {
+		t.Fatalf("%d of %d keys wrong", bad, len(winners))
+	}
+}
+
+// barrier is a reusable (cyclic) barrier for n goroutines.
+type barrier struct {
+	mu    sync.Mutex
+	cond  *sync.Cond
+	n     int
+	count int
+	gen   int
+}
+
+func newBarrier(n int) *barrier {
+	b := &barrier{n: n}
+	b.cond = sync.NewCond(&b.mu)
+	return b
+}
+
+func (b *barrier) wait() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	gen := b.gen
+	if b.count++; b.count == b.n {
+		b.count = 0
+		b.gen++
+		b.cond.Broadcast()
+		return
+	}
+	for gen == b.gen {
+		b.cond.Wait()
+	}
+}
+
+// child is one re-executed test binary taking part in a cross-process race.
+type child struct {
+	id     string
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout *bufio.Reader
+	stderr lockedBuffer // written by exec's copying goroutine while the parent may read it
+}
+
+// startChildren starts n children running only the test named childTest, each with the
+// environment env(id) on top of the parent's, and returns once every one has printed READY,
+// so the caller can release them all at the same moment.
+func startChildren(t *testing.T, n int, childTest string, env func(id string) []string) []*child {
+	t.Helper()
+	children := make([]*child, n)
+	for p := range children {
+		c := &child{id: "proc-" + strconv.Itoa(p)}
+		c.cmd = exec.Command(os.Args[0], "-test.run=^"+childTest+"$", "-test.count=1")
+		c.cmd.Env = append(os.Environ(), env(c.id)...)
+		c.cmd.Stderr = &c.stderr
+		var err error
+		if c.stdin, err = c.cmd.StdinPipe(); err != nil {
+			t.Fatal(err)
+		}
+		out, err := c.cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.stdout = bufio.NewReader(out)
+		if err := c.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.cmd.Process.Kill() }) // no-op once it has exited
+		children[p] = c
+	}
+	for _, c := range children {
+		line, err := c.stdout.ReadString('\n')
+		if err != nil || strings.TrimSpace(line) != "READY" {
+			t.Fatalf("%s: not ready: %q, %v; stderr: %s", c.id, line, err, c.stderr.String())
+		}
+	}
+	return children
+}
+
+// lockedBuffer is a bytes.Buffer safe for one writer and concurrent readers.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

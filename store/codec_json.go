@@ -1,0 +1,529 @@
+package store
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// JSON → Row: DecodeJSON's own tokenizer over the raw body (no reflection, every problem
+// named by row and field), and DecodeObjects for already decoded objects.
+
+// DecodeJSON parses a JSON array of row objects into validated rows. Every problem is an error
+// wrapping ErrInvalidInput that names the row index and, where there is one, the field: a body
+// that is not one JSON array (or has data after it), an element that is not an object, a row
+// whose raw JSON object is longer than maxRowBytes (0 = no limit), an unknown field, a field
+// given twice in one object, a missing or null non-null field, a null, missing or empty key, a
+// value of the wrong JSON type (nested objects and arrays are never values), an int64 that is
+// not a JSON integer or overflows, a float64 out of range, invalid base64 or RFC 3339 text,
+// invalid UTF-8 or a lone UTF-16 surrogate escape in any string. Datagen: a missing or null
+// event_id is derived (DatagenEventID); a given one must equal the derived one. An empty array
+// gives an empty, non-nil slice. Timestamps are converted to UTC and truncated to microseconds
+// (the stored precision). Nothing is returned with an error: a body is taken whole or not at all.
+func (c *Codec) DecodeJSON(body []byte, maxRowBytes int) ([]Row, error) {
+	if !json.Valid(body) {
+		// Slow path, only to say precisely where and what is wrong.
+		return c.decodeJSONInvalid(body, maxRowBytes)
+	}
+	// Fast path: body is one syntactically valid JSON value, so it can be split by hand
+	// (scanValue and splitObject rely on that; they still never index out of bounds).
+	i := skipWS(body, 0)
+	if body[i] != '[' {
+		return nil, invalidf("body is not a JSON array of row objects (it is a JSON %s)", rawKind(body[i:]))
+	}
+	rows := make([]Row, 0)
+	seen := make([]bool, len(c.names))
+	i = skipWS(body, i+1)
+	for n := 0; i < len(body) && body[i] != ']'; n++ {
+		end := scanValue(body, i)
+		row, err := c.decodeRawRow(n, body[i:end], maxRowBytes, seen)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, row)
+		i = skipWS(body, end)
+		if i < len(body) && body[i] == ',' {
+			i = skipWS(body, i+1)
+		}
+	}
+	return rows, nil
+}
+
+// decodeJSONInvalid decodes a body that is not valid JSON with encoding/json's Decoder, row
+// by row as json.RawMessage, to report the first problem with its row index.
+func (c *Codec) decodeJSONInvalid(body []byte, maxRowBytes int) ([]Row, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	tok, err := dec.Token()
+	if err == io.EOF {
+		return nil, invalidf("body is empty; want a JSON array of row objects")
+	}
+	if err != nil {
+		return nil, invalidf("body is not valid JSON: %v", err)
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '[' {
+		return nil, invalidf("body is not a JSON array of row objects (it starts with %s)", tokenKind(tok))
+	}
+	seen := make([]bool, len(c.names))
+	n := 0
+	for ; dec.More(); n++ {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, invalidf("row %d: invalid JSON: %v", n, err)
+		}
+		if _, err := c.decodeRawRow(n, raw, maxRowBytes, seen); err != nil {
+			return nil, err
+		}
+	}
+	where := "at the start of the row array"
+	if n > 0 {
+		where = fmt.Sprintf("after row %d", n-1)
+	}
+	tok, err = dec.Token()
+	if err == io.EOF {
+		return nil, invalidf("body: JSON array is not terminated (missing ']' %s)", where)
+	}
+	if err != nil {
+		return nil, invalidf("body: invalid JSON %s: %v", where, err)
+	}
+	if d, ok := tok.(json.Delim); !ok || d != ']' {
+		return nil, invalidf("body: invalid JSON %s", where)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, invalidf("body: unexpected data after the closing ']' of the row array")
+	}
+	return nil, invalidf("body is not valid JSON")
+}
+
+// decodeRawRow decodes row i from its raw JSON text, which must be one valid JSON value.
+// seen is scratch space of len(fields).
+func (c *Codec) decodeRawRow(i int, raw []byte, maxRowBytes int, seen []bool) (Row, error) {
+	if maxRowBytes > 0 && len(raw) > maxRowBytes {
+		return Row{}, invalidf("row %d: %d bytes of JSON, larger than the limit of %d bytes", i, len(raw), maxRowBytes)
+	}
+	if len(raw) == 0 || raw[0] != '{' {
+		return Row{}, invalidf("row %d: want a JSON object, got %s", i, rawKind(raw))
+	}
+	// encoding/json silently replaces invalid UTF-8 and lone surrogate escapes with U+FFFD;
+	// refuse them instead of storing something else than was sent. Check the whole row once,
+	// and only on failure look for the field to blame.
+	textOK := textProblem(raw) == ""
+	clear(seen)
+	vals := make([]any, len(c.names))
+	err := splitObject(raw, func(key, v []byte) error {
+		if !textOK {
+			if p := textProblem(v); p != "" {
+				return invalidf("row %d: field %q: %s", i, clip(keyString(key)), p)
+			}
+			if p := textProblem(key); p != "" {
+				return invalidf("row %d: field name %q: %s", i, clip(keyString(key)), p)
+			}
+		}
+		j, ok := c.lookup(key)
+		if !ok {
+			return invalidf("row %d: unknown field %q (the %s schema has %s)", i, clip(keyString(key)), c.kind, c.fieldList())
+		}
+		if seen[j] {
+			return invalidf("row %d: field %q: given more than once in one object", i, c.names[j])
+		}
+		seen[j] = true
+		val, p := c.fromRaw(j, v)
+		if p != "" {
+			return invalidf("row %d: field %q: %s", i, c.names[j], p)
+		}
+		vals[j] = val
+		return nil
+	})
+	if m, ok := err.(malformedError); ok {
+		return Row{}, invalidf("row %d: %s", i, m)
+	}
+	if err != nil {
+		return Row{}, err
+	}
+	return c.finishRow(i, vals, seen)
+}
+
+// malformedError is what splitObject returns for text that is not a JSON object, which cannot
+// happen for input that passed json.Valid; decodeRawRow turns it into ErrInvalidInput.
+type malformedError string
+
+func (e malformedError) Error() string { return string(e) }
+
+// lookup finds the field named by a raw JSON string (with quotes).
+func (c *Codec) lookup(key []byte) (int, bool) {
+	if len(key) >= 2 && bytes.IndexByte(key, '\\') < 0 {
+		j, ok := c.index[string(key[1:len(key)-1])] // no allocation
+		return j, ok
+	}
+	j, ok := c.index[keyString(key)]
+	return j, ok
+}
+
+// keyString decodes a raw JSON string (with quotes), for lookups and messages.
+func keyString(key []byte) string {
+	s, _ := unquote(key)
+	str, _ := s.(string)
+	return str
+}
+
+// skipWS returns the index of the first non-whitespace byte at or after i.
+func skipWS(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// scanString returns the index just after the JSON string starting at b[i] == '"'.
+func scanString(b []byte, i int) int {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+	return len(b)
+}
+
+// scanValue returns the index just after the valid JSON value starting at b[i]. On invalid
+// input it returns some index in (i, len(b)], never panicking.
+func scanValue(b []byte, i int) int {
+	if i >= len(b) {
+		return len(b)
+	}
+	switch b[i] {
+	case '"':
+		return scanString(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				j = scanString(b, j) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return len(b)
+	}
+	j := i + 1
+	for j < len(b) {
+		switch b[j] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return j
+		}
+		j++
+	}
+	return j
+}
+
+// splitObject calls fn with the raw key (quoted) and raw value of each member of the valid
+// JSON object raw, in order, stopping at the first error fn returns.
+func splitObject(raw []byte, fn func(key, val []byte) error) error {
+	const malformed = malformedError("malformed JSON object")
+	i := skipWS(raw, 1)
+	if i < len(raw) && raw[i] == '}' {
+		return nil
+	}
+	for i < len(raw) {
+		if raw[i] != '"' {
+			return malformed
+		}
+		kEnd := scanString(raw, i)
+		key := raw[i:kEnd]
+		i = skipWS(raw, kEnd)
+		if i >= len(raw) || raw[i] != ':' {
+			return malformed
+		}
+		i = skipWS(raw, i+1)
+		vEnd := scanValue(raw, i)
+		if err := fn(key, raw[i:vEnd]); err != nil {
+			return err
+		}
+		i = skipWS(raw, vEnd)
+		if i >= len(raw) {
+			break
+		}
+		switch raw[i] {
+		case '}':
+			return nil
+		case ',':
+			i = skipWS(raw, i+1)
+		default:
+			return malformed
+		}
+	}
+	return malformed
+}
+
+// fromRaw converts the raw JSON value of field j; on failure it returns a description.
+func (c *Codec) fromRaw(j int, raw []byte) (any, string) {
+	t := c.types[j]
+	if len(raw) == 0 {
+		return nil, "empty value"
+	}
+	switch raw[0] {
+	case 'n':
+		return nil, ""
+	case '{', '[':
+		return nil, wantGot(t, rawKind(raw))
+	}
+	switch t {
+	case TypeString:
+		if raw[0] != '"' {
+			return nil, wantGot(t, rawKind(raw))
+		}
+		return unquote(raw)
+	case TypeInt64:
+		if !isNumberStart(raw[0]) {
+			return nil, wantGot(t, rawKind(raw))
+		}
+		return parseInt64(string(raw))
+	case TypeFloat64:
+		if !isNumberStart(raw[0]) {
+			return nil, wantGot(t, rawKind(raw))
+		}
+		return parseFloat64(string(raw))
+	case TypeBool:
+		switch string(raw) {
+		case "true":
+			return true, ""
+		case "false":
+			return false, ""
+		}
+		return nil, wantGot(t, rawKind(raw))
+	case TypeBinary, TypeTimestamp:
+		if raw[0] != '"' {
+			return nil, wantGot(t, rawKind(raw))
+		}
+		s, p := unquote(raw)
+		if p != "" {
+			return nil, p
+		}
+		if t == TypeBinary {
+			return parseBinary(s.(string))
+		}
+		return parseTimestamp(s.(string))
+	}
+	return nil, fmt.Sprintf("unsupported field type %q", t)
+}
+
+// DecodeObjects is DecodeJSON for objects already decoded by a json.Decoder with UseNumber
+// (values string, json.Number, bool, nil, map[string]any, []any). For Go callers it also
+// accepts Go integers and floats where a number is expected (never a float for int64),
+// []byte for binary and time.Time for timestamp fields. maxRowBytes (0 = no limit) is compared
+// with the length of the object re-encoded by json.Marshal. Errors are as DecodeJSON's; a row
+// naming several unknown fields reports the first in sorted order.
+func (c *Codec) DecodeObjects(objs []map[string]any, maxRowBytes int) ([]Row, error) {
+	rows := make([]Row, 0, len(objs))
+	seen := make([]bool, len(c.names))
+	for i, obj := range objs {
+		if obj == nil {
+			return nil, invalidf("row %d: want a JSON object, got null", i)
+		}
+		if maxRowBytes > 0 {
+			b, err := json.Marshal(obj)
+			if err != nil {
+				return nil, invalidf("row %d: cannot be encoded as JSON: %v", i, err)
+			}
+			if len(b) > maxRowBytes {
+				return nil, invalidf("row %d: %d bytes of JSON, larger than the limit of %d bytes", i, len(b), maxRowBytes)
+			}
+		}
+		clear(seen)
+		vals := make([]any, len(c.names))
+		matched := 0
+		for j, name := range c.names {
+			v, ok := obj[name]
+			if !ok {
+				continue
+			}
+			matched++
+			seen[j] = true
+			val, p := c.fromAny(j, v)
+			if p != "" {
+				return nil, invalidf("row %d: field %q: %s", i, name, p)
+			}
+			vals[j] = val
+		}
+		if matched < len(obj) {
+			var unknown []string
+			for name := range obj {
+				if _, ok := c.index[name]; !ok {
+					unknown = append(unknown, name)
+				}
+			}
+			slices.Sort(unknown)
+			return nil, invalidf("row %d: unknown field %q (the %s schema has %s)", i, clip(unknown[0]), c.kind, c.fieldList())
+		}
+		row, err := c.finishRow(i, vals, seen)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+// fromAny converts a decoded value of field j; on failure it returns a description.
+func (c *Codec) fromAny(j int, v any) (any, string) {
+	t := c.types[j]
+	if v == nil {
+		return nil, ""
+	}
+	if s, ok := v.(string); ok {
+		if !utf8.ValidString(s) {
+			return nil, "invalid UTF-8"
+		}
+		switch t {
+		case TypeString:
+			return s, ""
+		case TypeBinary:
+			return parseBinary(s)
+		case TypeTimestamp:
+			return parseTimestamp(s)
+		}
+		return nil, wantGot(t, "string")
+	}
+	switch t {
+	case TypeInt64:
+		switch x := v.(type) {
+		case json.Number:
+			return parseInt64(string(x))
+		case int:
+			return int64(x), ""
+		case int8:
+			return int64(x), ""
+		case int16:
+			return int64(x), ""
+		case int32:
+			return int64(x), ""
+		case int64:
+			return x, ""
+		case uint:
+			return uintToInt64(uint64(x))
+		case uint8:
+			return int64(x), ""
+		case uint16:
+			return int64(x), ""
+		case uint32:
+			return int64(x), ""
+		case uint64:
+			return uintToInt64(x)
+		case float32, float64:
+			return nil, "want int64, got a float (decode JSON with json.Decoder.UseNumber)"
+		}
+	case TypeFloat64:
+		var f float64
+		switch x := v.(type) {
+		case json.Number:
+			return parseFloat64(string(x))
+		case float64:
+			f = x
+		case float32:
+			f = float64(x)
+		case int:
+			f = float64(x)
+		case int8:
+			f = float64(x)
+		case int16:
+			f = float64(x)
+		case int32:
+			f = float64(x)
+		case int64:
+			f = float64(x)
+		case uint:
+			f = float64(x)
+		case uint8:
+			f = float64(x)
+		case uint16:
+			f = float64(x)
+		case uint32:
+			f = float64(x)
+		case uint64:
+			f = float64(x)
+		default:
+			return nil, wantGot(t, goKind(v))
+		}
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return nil, fmt.Sprintf("%v is not a finite number", f)
+		}
+		return f, ""
+	case TypeBool:
+		if b, ok := v.(bool); ok {
+			return b, ""
+		}
+	case TypeBinary:
+		if b, ok := v.([]byte); ok {
+			return bytes.Clone(b), ""
+		}
+	case TypeTimestamp:
+		if ts, ok := v.(time.Time); ok {
+			return normTime(ts)
+		}
+	}
+	return nil, wantGot(t, goKind(v))
+}
+
+// finishRow checks presence and nullability, derives the datagen event id and the key.
+func (c *Codec) finishRow(i int, vals []any, seen []bool) (Row, error) {
+	for j, v := range vals {
+		if v != nil || c.nullable[j] || c.kind == KindDatagen && j == c.key {
+			continue
+		}
+		if seen[j] {
+			return Row{}, invalidf("row %d: field %q: null is not allowed (the field is non-null)", i, c.names[j])
+		}
+		return Row{}, invalidf("row %d: field %q: missing (the field is non-null)", i, c.names[j])
+	}
+	if c.kind == KindDatagen {
+		item, _ := vals[c.itemIdx].(string)
+		checkpoint, _ := vals[c.checkpointIdx].(string)
+		ordinal, _ := vals[c.ordinalIdx].(int64)
+		if strings.IndexByte(item, 0) >= 0 {
+			return Row{}, invalidf("row %d: field %q: NUL bytes are not allowed (they separate the parts of the derived event_id)", i, "item_id")
+		}
+		if strings.IndexByte(checkpoint, 0) >= 0 {
+			return Row{}, invalidf("row %d: field %q: NUL bytes are not allowed (they separate the parts of the derived event_id)", i, "checkpoint")
+		}
+		derived := DatagenEventID(item, checkpoint, ordinal)
+		if vals[c.key] == nil {
+			vals[c.key] = derived
+		} else if given, _ := vals[c.key].(string); given != derived {
+			return Row{}, invalidf("row %d: field %q: %q does not match the id derived from item_id, checkpoint and ordinal (%s); leave event_id out to have it derived", i, "event_id", clip(given), derived)
+		}
+	}
+	key, _ := vals[c.key].(string)
+	if key == "" {
+		return Row{}, invalidf("row %d: field %q: the key must not be empty", i, c.names[c.key])
+	}
+	return Row{Key: key, Values: vals}, nil
+}
+
+func (c *Codec) fieldList() string {
+	const shown = 12
+	var b strings.Builder
+	for j, name := range c.names {
+		if j == shown {
+			fmt.Fprintf(&b, ", ... (%d fields)", len(c.names))
+			break
+		}
+		if j > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(name)
+	}
+	return b.String()
+}

@@ -1,0 +1,200 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// Seal: the memtables of a writer become one generation file and the shard manifest version
+// that lists it; the WAL objects that made its rows durable are deleted after.
+
+// FlushResult reports one seal.
+type FlushResult struct {
+	Sealed     bool   `json:"sealed"`
+	Generation uint64 `json:"generation,omitempty"`
+	Rows       int    `json:"rows"`
+	// Pending is the number of generations the shard lists after the seal.
+	Pending int `json:"pending"`
+}
+
+// Flush seals the memtable into a generation listed in the shard manifest.
+func (s *Store) Flush(ctx context.Context) (FlushResult, error) {
+	w := s.residentWriter()
+	if w == nil {
+		// A process that never wrote may still own unsealed WAL (it crashed before).
+		objs, err := s.db.bucket.List(ctx, walPrefix(s.target, s.db.shard))
+		if err != nil {
+			return FlushResult{}, err
+		}
+		if len(objs) == 0 {
+			return FlushResult{}, nil
+		}
+		if w, err = s.writer(ctx); err != nil {
+			return FlushResult{}, err
+		}
+	}
+	res, err := w.seal(ctx)
+	if m := s.db.opts.Metrics; m != nil {
+		result := "sealed"
+		switch {
+		case errors.Is(err, ErrFenced):
+			result = "fenced"
+		case err != nil:
+			result = "failed"
+		case !res.Sealed:
+			result = "empty"
+		}
+		m.FlushTotal.WithLabelValues(string(s.target.Kind), result).Inc()
+	}
+	return res, err
+}
+
+// memtableSealBytes seals a memtable early so that a missing flush interval cannot grow
+// it without bound.
+const memtableSealBytes = 64 << 20
+
+// seal turns everything in the memtable into one generation listed in the shard manifest.
+func (w *writer) seal(ctx context.Context) (FlushResult, error) {
+	w.sealMu.Lock()
+	defer w.sealMu.Unlock()
+
+	w.mu.Lock()
+	if w.dead != nil {
+		err := w.dead
+		w.mu.Unlock()
+		return FlushResult{}, err
+	}
+	// Read what mu guards while holding it: a merge's drain may replace w.manifest
+	// (observe) at any time.
+	replayAfter := w.manifest.ReplayAfter
+	if len(w.active.rows) > 0 || w.active.maxPos > replayAfter {
+		w.frozen = append(w.frozen, w.active)
+		w.active = newMemtable()
+	}
+	frozen := append([]*memtable(nil), w.frozen...)
+	pendingNow := len(w.manifest.Flushed)
+	w.mu.Unlock()
+
+	var maxPos uint64
+	merged := newMemtable()
+	for _, mt := range frozen {
+		for _, r := range mt.rows {
+			merged.add(r)
+		}
+		maxPos = max(maxPos, mt.maxPos)
+	}
+	if len(merged.rows) == 0 {
+		if len(frozen) > 0 && maxPos > replayAfter {
+			// Only fence markers or empty WAL: advance the replay point without a generation.
+			m, err := w.publishSeal(ctx, nil, maxPos)
+			if err != nil {
+				return FlushResult{}, err
+			}
+			w.finishSeal(len(frozen), m)
+			return FlushResult{Pending: len(m.Flushed)}, nil
+		}
+		return FlushResult{Pending: pendingNow}, nil
+	}
+	rows, seqs, deleted := merged.newestSorted()
+	rec, err := w.s.codec.Build(memory.DefaultAllocator, rows, seqs, w.shard, deleted)
+	if err != nil {
+		return FlushResult{}, err
+	}
+	size := recordBytes(rec)
+	data, err := encodeIPC(w.s.codec.ArrowSchema(), rec)
+	rec.Release()
+	if err != nil {
+		return FlushResult{}, err
+	}
+	minSeq, maxSeq := seqs[0], seqs[0]
+	for _, q := range seqs {
+		minSeq, maxSeq = min(minSeq, q), max(maxSeq, q)
+	}
+	gm := genMeta{
+		Rows: int64(len(rows)), Bytes: size,
+		MinKey: rows[0].Key, MaxKey: rows[len(rows)-1].Key,
+		MinSeq: minSeq, MaxSeq: maxSeq,
+		Checksum: checksumOf(data),
+	}
+	m, err := w.publishSeal(ctx, &sealedGen{meta: gm, data: data}, maxPos)
+	if err != nil {
+		return FlushResult{}, err
+	}
+	w.finishSeal(len(frozen), m)
+	last := m.Flushed[len(m.Flushed)-1]
+	return FlushResult{Sealed: true, Generation: last.Gen, Rows: len(rows), Pending: len(m.Flushed)}, nil
+}
+
+type sealedGen struct {
+	meta genMeta
+	data []byte
+}
+
+// publishSeal writes the generation file and then the manifest version that lists it
+// (the object written last makes it live). It refuses if another writer claimed the shard.
+func (w *writer) publishSeal(ctx context.Context, g *sealedGen, replayAfter uint64) (*shardManifest, error) {
+	written := ""
+	for attempt := 0; attempt < 64; attempt++ {
+		cur, err := w.s.loadShard(ctx, w.shard)
+		if err != nil {
+			return nil, err
+		}
+		if cur == nil || cur.WriterEpoch != w.epoch {
+			err := fmt.Errorf("shard %s of %s claimed by another writer: %w", w.shard, w.s.target, ErrFenced)
+			w.kill(err)
+			if written != "" {
+				_ = w.s.db.bucket.Delete(ctx, written)
+			}
+			return nil, err
+		}
+		next := cur.clone()
+		next.Version = cur.Version + 1
+		next.ReplayAfter = max(cur.ReplayAfter, replayAfter)
+		if g != nil {
+			gm := g.meta
+			gm.Gen = cur.NextGeneration
+			gm.Path = genKey(w.s.target, w.shard, gm.Gen, w.epoch)
+			gm.SealedAt = w.s.db.opts.Now().UTC()
+			if written != gm.Path {
+				if err := w.s.db.bucket.Put(ctx, gm.Path, g.data); err != nil {
+					return nil, fmt.Errorf("write generation %s: %w", gm.Path, err)
+				}
+				written = gm.Path
+			}
+			next.Flushed = append(next.Flushed, gm)
+			next.NextGeneration = gm.Gen + 1
+			next.MaxSeq = max(next.MaxSeq, gm.MaxSeq)
+		}
+		err = w.s.publishShard(ctx, next)
+		if err == nil {
+			return next, nil
+		}
+		if !errors.Is(err, ErrAlreadyExists) {
+			return nil, err
+		}
+		backoff(ctx, attempt)
+	}
+	return nil, fmt.Errorf("seal %s/%s: %w", w.s.target, w.shard, ErrConflict)
+}
+
+// finishSeal forgets the sealed memtables and deletes the WAL objects the new manifest
+// made garbage (only after that manifest is published).
+func (w *writer) finishSeal(nFrozen int, m *shardManifest) {
+	w.mu.Lock()
+	w.frozen = w.frozen[nFrozen:]
+	w.manifest = m
+	w.mu.Unlock()
+	ctx := context.Background()
+	objs, err := w.s.db.bucket.List(ctx, walPrefix(w.s.target, w.shard))
+	if err != nil {
+		return
+	}
+	for _, o := range objs {
+		if pos, ok := parseWALPos(o.Key); ok && pos <= m.ReplayAfter {
+			_ = w.s.db.bucket.Delete(ctx, o.Key)
+		}
+	}
+}

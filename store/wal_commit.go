@@ -1,0 +1,192 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// The WAL group commit: one goroutine per writer turns everything appended since its last
+// WAL write into one WAL object, so concurrent appenders share one object write. Not to be
+// confused with a merge's Commit (merge.go), which publishes a base manifest.
+
+type appendReq struct {
+	rows    []Row
+	deleted bool
+	done    chan appendDone
+}
+
+type appendDone struct {
+	res AppendResult
+	err error
+}
+
+// runWALCommitter is the WAL group committer goroutine: it writes everything queued since
+// the last WAL write as one WAL object (walGroupCommit), so concurrent appenders share one
+// object write instead of one each. It exits when w.stop is closed, failing what is queued.
+func (w *writer) runWALCommitter() {
+	defer close(w.stopped)
+	for {
+		var first *appendReq
+		select {
+		case first = <-w.reqs:
+		case <-w.stop:
+			w.failQueued(ErrClosed)
+			return
+		}
+		batch := []*appendReq{first}
+		n := len(first.rows)
+		if wait := w.s.db.opts.GroupCommitWait; wait > 0 {
+			t := time.NewTimer(wait)
+		linger:
+			for n < w.s.db.opts.GroupCommitMaxRows {
+				select {
+				case r := <-w.reqs:
+					batch = append(batch, r)
+					n += len(r.rows)
+				case <-t.C:
+					break linger
+				}
+			}
+			t.Stop()
+		}
+	drain:
+		for n < w.s.db.opts.GroupCommitMaxRows {
+			select {
+			case r := <-w.reqs:
+				batch = append(batch, r)
+				n += len(r.rows)
+			default:
+				break drain
+			}
+		}
+		w.walGroupCommit(batch)
+	}
+}
+
+func (w *writer) failQueued(err error) {
+	for {
+		select {
+		case r := <-w.reqs:
+			r.done <- appendDone{err: err}
+		default:
+			return
+		}
+	}
+}
+
+// nextSeqLocked is a hybrid logical clock: wall-clock nanoseconds, strictly increasing per
+// shard.
+//
+// REQUIRES: w.mu held.
+func (w *writer) nextSeqLocked() int64 {
+	now := w.s.db.opts.Now().UnixNano()
+	if now <= w.lastSeq {
+		now = w.lastSeq + 1
+	}
+	w.lastSeq = now
+	return now
+}
+
+// walGroupCommit makes one batch of appends durable as the WAL object at the next WAL
+// position and answers every request in it: with put-if-absent, so a newer owner of the
+// shard that took the position fences us, and only after checking that the shard's writer
+// epoch is still ours. The rows then go into the active memtable (and, with seal-on-append,
+// are sealed before the answer). Called only by runWALCommitter.
+func (w *writer) walGroupCommit(batch []*appendReq) {
+	ctx := context.Background()
+	answer := func(res AppendResult, err error) {
+		for _, r := range batch {
+			rr := res
+			rr.Rows = len(r.rows)
+			r.done <- appendDone{res: rr, err: err}
+		}
+	}
+	w.mu.Lock()
+	dead := w.dead
+	pos := w.nextPos
+	var rows []Row
+	var seqs []int64
+	var deleted []bool
+	for _, r := range batch {
+		for _, row := range r.rows {
+			rows = append(rows, row)
+			seqs = append(seqs, w.nextSeqLocked())
+			deleted = append(deleted, r.deleted)
+		}
+	}
+	w.mu.Unlock()
+	if dead != nil {
+		answer(AppendResult{}, dead)
+		return
+	}
+	rec, err := w.s.codec.Build(memory.DefaultAllocator, rows, seqs, w.shard, deleted)
+	if err != nil {
+		answer(AppendResult{}, err)
+		return
+	}
+	data, err := encodeIPC(w.s.codec.ArrowSchema(), rec)
+	rec.Release()
+	if err != nil {
+		answer(AppendResult{}, err)
+		return
+	}
+	data = frameWAL(data)
+	key := walKey(w.s.target, w.shard, pos)
+	err = w.s.db.bucket.PutIfAbsent(ctx, key, data)
+	if errors.Is(err, ErrAlreadyExists) {
+		// Either our own write landed but reported failure on an earlier try (same bytes),
+		// or another process claimed the shard and took this position: we are fenced.
+		if got, gerr := w.s.db.bucket.Get(ctx, key); gerr == nil && bytes.Equal(got, data) {
+			err = nil
+		} else {
+			w.kill(fmt.Errorf("shard %s of %s: WAL position %d taken by a newer writer: %w", w.shard, w.s.target, pos, ErrFenced))
+			answer(AppendResult{}, ErrFenced)
+			return
+		}
+	}
+	if err != nil {
+		answer(AppendResult{}, fmt.Errorf("write WAL %s: %w", key, err))
+		return
+	}
+	// The position may have been free only because the new owner already sealed and
+	// deleted it: check the epoch before acknowledging. A claim after this check lists the
+	// WAL after our write, and our position is above its replay point, so it replays us.
+	if cur, err := w.s.loadShard(ctx, w.shard); err != nil || cur == nil || cur.WriterEpoch != w.epoch {
+		if err == nil {
+			err = fmt.Errorf("shard %s of %s claimed by another writer: %w", w.shard, w.s.target, ErrFenced)
+			w.kill(err)
+		}
+		answer(AppendResult{}, err)
+		return
+	}
+	if m := w.s.db.opts.Metrics; m != nil {
+		m.WALObjects.Inc()
+	}
+	w.mu.Lock()
+	w.nextPos = pos + 1
+	for i := range rows {
+		w.active.add(memRow{row: rows[i], seq: seqs[i], deleted: deleted[i]})
+	}
+	w.active.maxPos = pos
+	big := w.active.bytes > memtableSealBytes
+	w.mu.Unlock()
+
+	res := AppendResult{WALPosition: pos}
+	if w.s.meta.SealOnAppend {
+		fr, err := w.seal(ctx)
+		if err != nil {
+			// The rows are durable (WAL) and visible here, but not yet to other readers.
+			answer(res, fmt.Errorf("append durable but not sealed: %w", err))
+			return
+		}
+		res.Generation = fr.Generation
+	} else if big {
+		go func() { _, _ = w.seal(context.Background()) }()
+	}
+	answer(res, nil)
+}

@@ -15,7 +15,7 @@ import (
 	"time"
 )
 
-// PutIfAbsent is the base-table commit primitive (DESIGN §2): a new manifest version is
+// PutIfAbsent is the base-table commit primitive (docs/DESIGN.md §2): a new manifest version is
 // published by creating its object only if absent. These tests prove, rather than assume,
 // that exactly one of many racing writers wins each key and that the stored bytes are the
 // winner's, across OS processes (file://) and goroutines (file:// and mem://).

@@ -30,7 +30,7 @@ const (
 	maxListLimit     = 10000
 )
 
-// apiServer is the HTTP data plane (DESIGN §5).
+// apiServer is the HTTP data plane (docs/DESIGN.md §5).
 type apiServer struct {
 	db      *store.DB
 	cfg     Config

@@ -16,7 +16,7 @@ import (
 	"github.com/walkeeper/walkeeper/store"
 )
 
-// Task queues (DESIGN §4).
+// Task queues (docs/DESIGN.md §4).
 const (
 	// TaskQueue is the shared queue: workflows, scans, stats, clean-up, and Prepare/Commit of
 	// shards whose owner does not pick up its own queue in time.
@@ -96,7 +96,7 @@ func MergeWalID(t store.Target) string { return "merge-wal/" + t.Path() }
 // CompactID is the workflow ID of target's base compaction: "compact/<kind>/<name>".
 func CompactID(t store.Target) string { return "compact/" + t.Path() }
 
-// Search attribute names (DESIGN §4).
+// Search attribute names (docs/DESIGN.md §4).
 const (
 	WalTargetName  = "WalTarget"
 	WalKindName    = "WalKind"

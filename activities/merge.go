@@ -50,7 +50,7 @@ func (a *Activities) ListPendingShards(ctx context.Context, p contract.ListPendi
 const budgetWaitHint = 2 * time.Second
 
 // Prepare merges the oldest pending generations of one shard into staged files
-// (DESIGN §3 step 1). The idempotency key is workflow ID + "/" + activity ID, so a retried
+// (docs/DESIGN.md §3 step 1). The idempotency key is workflow ID + "/" + activity ID, so a retried
 // attempt overwrites its own staged files. It returns a nil Prepared when nothing is
 // pending. Progress (generations read) is heartbeated; the budget wait heartbeats too.
 func (a *Activities) Prepare(ctx context.Context, p contract.PrepareParams) (res contract.PrepareResult, err error) {
@@ -142,7 +142,7 @@ func (a *Activities) watchBudget(rep *reporter, firstRead <-chan struct{}) {
 	}
 }
 
-// Commit publishes a prepared merge (DESIGN §3 step 2). Committing twice is safe.
+// Commit publishes a prepared merge (docs/DESIGN.md §3 step 2). Committing twice is safe.
 func (a *Activities) Commit(ctx context.Context, p contract.CommitParams) (res contract.CommitResult, err error) {
 	start := time.Now()
 	var kind store.Kind

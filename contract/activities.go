@@ -25,7 +25,7 @@ type ListPendingShardsResult struct {
 	Shards []ShardPending `json:"shards"`
 }
 
-// PrepareParams asks for one merge preparation of one shard (DESIGN §3 step 1).
+// PrepareParams asks for one merge preparation of one shard (docs/DESIGN.md §3 step 1).
 type PrepareParams struct {
 	Target string `json:"target"`
 	Shard  string `json:"shard"`
@@ -53,7 +53,7 @@ type PrepareProgress struct {
 	Total int    `json:"total"`
 }
 
-// CommitParams publishes a prepared merge (DESIGN §3 step 2).
+// CommitParams publishes a prepared merge (docs/DESIGN.md §3 step 2).
 type CommitParams struct {
 	Prepared    PreparedMerge `json:"prepared"`
 	NotifyAfter time.Duration `json:"notify_after,omitempty"`

@@ -2,7 +2,7 @@ package contract
 
 import "github.com/walkeeper/walkeeper/target"
 
-// Task queues (DESIGN §4).
+// Task queues (docs/DESIGN.md §4).
 const (
 	// TaskQueue is the shared queue: workflows, scans, stats, clean-up, and Prepare/Commit of
 	// shards whose owner does not pick up its own queue in time.

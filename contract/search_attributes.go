@@ -7,7 +7,7 @@ import (
 	"github.com/walkeeper/walkeeper/target"
 )
 
-// Search attribute names (DESIGN §4).
+// Search attribute names (docs/DESIGN.md §4).
 const (
 	WalTargetName  = "WalTarget"
 	WalKindName    = "WalKind"

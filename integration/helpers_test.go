@@ -483,7 +483,7 @@ func (a api) allRows(kind, name string) []map[string]any {
 	}
 }
 
-// httpStats is the stats answer (DESIGN §5).
+// httpStats is the stats answer (docs/DESIGN.md §5).
 type httpStats struct {
 	Target      string `json:"target"`
 	BaseVersion uint64 `json:"base_version"`

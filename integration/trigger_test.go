@@ -109,7 +109,7 @@ func TestCountTriggerStartsMerge(t *testing.T) {
 
 // Manual trigger over HTTP (POST .../merge-wal?wait=true → 200 with the result) and through
 // the walkeeper binary (`walkeeper merge generic:manual --wait` → exit status 0), and with
-// the bare Temporal CLI command of DESIGN §4, each draining what was pending; a malformed
+// the bare Temporal CLI command of docs/DESIGN.md §4, each draining what was pending; a malformed
 // target is a usage error (exit status 2).
 func TestManualTriggerHTTPAndCLI(t *testing.T) {
 	e := newEnv(t)
@@ -174,7 +174,7 @@ func TestManualTriggerHTTPAndCLI(t *testing.T) {
 		t.Fatalf("walkeeper merge nope:x: exit %d, want 2 (usage)\n%s", code, stderr)
 	}
 
-	// The bare Temporal CLI start of DESIGN §4 (no search attributes given): the run
+	// The bare Temporal CLI start of docs/DESIGN.md §4 (no search attributes given): the run
 	// merges, and sets WalTarget/WalKind itself so Temporal Web finds it by target.
 	seal(3, 1)
 	stdout, stderr, code = runCLI(t, suite.cliPath, "workflow", "start",

@@ -109,7 +109,7 @@ func TestFindingReadDuringSealSeesAcknowledgedRow(t *testing.T) {
 	}
 }
 
-// TestFindingRetriedPrepareDoesNotLeakStagedFile: DESIGN §3 — "Name staged files from the
+// TestFindingRetriedPrepareDoesNotLeakStagedFile: docs/DESIGN.md §3 — "Name staged files from the
 // attempt's idempotency key so a retried prepare overwrites instead of leaking".
 //
 // store/merge.go Prepare names the staged file m-<hash(attempt)>-<shard8>-<from>-<through>.

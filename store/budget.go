@@ -10,7 +10,7 @@ import (
 )
 
 // Budget is the process-wide merge memory budget in bytes, shared by every merge whatever
-// triggered it (DESIGN §3). A nil *Budget or a limit <= 0 is unlimited.
+// triggered it (docs/DESIGN.md §3). A nil *Budget or a limit <= 0 is unlimited.
 //
 // Why it cannot deadlock: a merge takes its whole initial allowance in ONE all-or-nothing
 // acquire (the only call that waits), and growth while holding never waits (TryGrow). So no

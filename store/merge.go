@@ -119,7 +119,7 @@ func (s *Store) Prepare(ctx context.Context, p PrepareParams) (*PreparedMerge, e
 	if err := s.reconcile(ctx, shard, sm, wm); err != nil {
 		return nil, err
 	}
-	// A retried attempt may have staged other generations before it failed (DESIGN §3:
+	// A retried attempt may have staged other generations before it failed (docs/DESIGN.md §3:
 	// a retried prepare must not leak): delete every unreferenced file of this attempt.
 	attemptPrefix := strings.TrimSuffix(dataKey(s.target, fmt.Sprintf("m-%s-", hashKey(attempt, s.target.String(), shard))), ".parquet")
 	if objs, err := s.db.bucket.List(ctx, attemptPrefix); err != nil {

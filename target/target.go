@@ -23,7 +23,7 @@ func invalidf(format string, args ...any) error {
 // Kind is a store kind. The set is closed: see Kinds.
 type Kind string
 
-// The store kinds (DESIGN §2).
+// The store kinds (docs/DESIGN.md §2).
 const (
 	// KindRollout stores RL rollout records under a fixed schema keyed by "id".
 	KindRollout Kind = "rollout"
@@ -36,7 +36,7 @@ const (
 // Kinds lists every kind in a stable order.
 var Kinds = []Kind{KindRollout, KindGeneric, KindDatagen}
 
-// maxNameLen bounds store names (DESIGN §2: one leading character plus up to 127 more).
+// maxNameLen bounds store names (docs/DESIGN.md §2: one leading character plus up to 127 more).
 const maxNameLen = 128
 
 // reservedNames are names no store may take: they are directories of the storage layout.
@@ -137,7 +137,7 @@ func (t Target) Path() string {
 }
 
 // MarshalText encodes t as "<kind>:<name>" (the zero Target as ""), so a Target in a JSON
-// document reads "generic:gs" as DESIGN §5 shows.
+// document reads "generic:gs" as docs/DESIGN.md §5 shows.
 func (t Target) MarshalText() ([]byte, error) {
 	return []byte(t.String()), nil
 }

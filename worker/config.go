@@ -421,7 +421,7 @@ const configNotes = `
   budget to run next to another one. ` + "`--memory-limit`" + ` sets the Go runtime's soft limit so that the
   garbage a merge leaves is collected before the heap doubles (with GOGC alone peak RSS reached 2 ×
   the budget in ` + "`walkeeper bench memory`" + `, 1.5 × with the limit at the budget); by default it is the budget plus ` + "`--cache-bytes`" + ` plus 512 MiB for everything else.
-- **Pass size and parallel prepare (changed from DESIGN §3).** ` + "`--merge-max-generations`" + ` defaults to
+- **Pass size and parallel prepare (changed from docs/DESIGN.md §3).** ` + "`--merge-max-generations`" + ` defaults to
   64, not 8. Commits of one table go one at a time, and each MergeWal pass costs about 0.6 s of
   orchestration and storage round trips whatever its size; at 8 generations per pass one target
   committed 12.2 generations/s against the 20/s that 20 shards sealing every second produce, and its

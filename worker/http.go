@@ -30,7 +30,7 @@ const (
 	maxListLimit     = 10000
 )
 
-// apiServer is the HTTP data plane (DESIGN §5).
+// apiServer is the HTTP data plane (docs/DESIGN.md §5).
 type apiServer struct {
 	db      *store.DB
 	cfg     Config
@@ -40,7 +40,7 @@ type apiServer struct {
 	trigger *triggers    // count trigger after a manual flush, debt trigger
 	auth    bool
 	token   [sha256.Size]byte
-	mux     *http.ServeMux
+	mux     *routeMux
 
 	kickMu sync.Mutex
 	kicked map[string]time.Time // target -> last debt-triggered merge start
@@ -59,7 +59,7 @@ func newAPIServer(db *store.DB, cfg Config, log *zap.Logger, m *Metrics, start M
 	}
 	a.kicked = map[string]time.Time{}
 	a.stopping, a.stop = context.WithCancel(context.Background())
-	mux := http.NewServeMux()
+	mux := newRouteMux()
 	mux.HandleFunc("GET /healthz", a.healthz)
 	mux.Handle("GET /metrics", m.Handler())
 	mux.HandleFunc("GET /api/v1/stores", a.listStores)

@@ -29,7 +29,7 @@ const (
 	DefaultTemporalNamespace = "default"
 )
 
-// Schedule and workflow names owned by the Temporal plumbing (DESIGN §4).
+// Schedule and workflow names owned by the Temporal plumbing (docs/DESIGN.md §4).
 const (
 	// SweepScheduleID is the Schedule that runs MaintenanceSweep.
 	SweepScheduleID = "walkeeper-sweep"

@@ -57,7 +57,7 @@ func invalidInput(err error) error {
 }
 
 // MergeWal folds every shard's pending generations of one target into its base table
-// (DESIGN §3, §4). A pass is a Prepare on the owner's queue, then a Commit. Shards take
+// (docs/DESIGN.md §3, §4). A pass is a Prepare on the owner's queue, then a Commit. Shards take
 // turns: rounds of one pass per shard, most indebted first, until a round commits nothing,
 // so a shard that seals as fast as it is merged cannot starve the others. Prepares of one
 // round run one after another (the default) or concurrently with ParallelPrepare. Exactly

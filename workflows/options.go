@@ -14,7 +14,7 @@ import (
 // new runs only is safe once old runs have drained (replay tests catch the difference).
 
 // DefaultScheduleToStartTimeout bounds how long Prepare or Commit waits on a shard queue
-// before falling back to the shared queue (DESIGN §4: never strand a target whose owner
+// before falling back to the shared queue (docs/DESIGN.md §4: never strand a target whose owner
 // is gone).
 const DefaultScheduleToStartTimeout = 30 * time.Second
 

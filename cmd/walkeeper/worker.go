@@ -18,7 +18,7 @@ func newWorkerCmd(g *globalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "worker",
 		Short: "Run a worker: HTTP data plane, flush sweeper and Temporal workers",
-		Long: `Run one walkeeper worker process: the HTTP data plane (DESIGN §5), the flush sweeper and
+		Long: `Run one walkeeper worker process: the HTTP data plane (docs/DESIGN.md §5), the flush sweeper and
 count trigger, and Temporal workers on the shared task queue "walkeeper" and on this
 instance's shard queue "walkeeper-shard-<shard>". On start it registers the search
 attributes and, unless --sweep-interval is 0, ensures the schedule walkeeper-sweep.

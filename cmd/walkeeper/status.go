@@ -40,9 +40,14 @@ pending bytes and merged watermark; then the target's MergeWal and CompactBase w
 and, while one runs, its live status (phase, shard, pass, blocked reason) from the
 workflow's "status" query.
 
---storage is read directly (object storage or file://); without it only Temporal is asked.`,
-		Example: `  walkeeper status --storage file://.cache/dev/storage
-  walkeeper status generic:demo --storage file://.cache/dev/storage`,
+--storage is read directly (object storage or file://). Without --storage and
+$WALKEEPER_STORAGE, a running 'walkeeper dev' (its <data>/dev.json) supplies the storage, and
+the Temporal address unless --temporal or $WALKEEPER_TEMPORAL is set; with neither, only
+Temporal is asked.`,
+		Example: `  walkeeper status                    # under a running 'walkeeper dev': its storage and Temporal
+  walkeeper status generic:demo
+  walkeeper status --storage file://./.cache/dev/storage     # a relative path: file://./<path>
+  walkeeper status --storage file:///srv/walkeeper/storage`,
 		Args: args(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			var target *store.Target
@@ -53,6 +58,8 @@ workflow's "status" query.
 				}
 				target = &t
 			}
+			devSt, live := g.devDefaults(cmd)
+			storage = storageOrDev(storage, devSt, live)
 			ctx, cancel := signalContext(cmd.Context())
 			defer cancel()
 			logger, err := g.logger("warn")
@@ -64,6 +71,7 @@ workflow's "status" query.
 			dctx, dcancel := context.WithTimeout(ctx, 15*time.Second)
 			c, dialErr := worker.Dial(dctx, g.temporal, logger)
 			dcancel()
+			dialErr = temporalUnreachable(g.temporal, dialErr)
 			if dialErr == nil {
 				defer c.Close()
 			} else if storage == "" {
@@ -316,68 +324,11 @@ func printWorkflow(ctx context.Context, out io.Writer, c client.Client, typ, id 
 		fmt.Fprintf(tw, "  live status\tunavailable: %v\n", err)
 		return flushLine(tw, out)
 	}
-	var st map[string]any
-	if err := v.Get(&st); err != nil {
-		fmt.Fprintf(tw, "  live status\tundecodable: %v\n", err)
-		return flushLine(tw, out)
+	if err := printLiveStatus(tw, out, typ, v); err != nil {
+		return err
 	}
-	printStatusQuery(tw, st)
-	return flushLine(tw, out)
-}
-
-// printStatusQuery prints the status query's fields: phase, shard, pass and blocked reason
-// first, then any other scalar fields, in a stable order.
-func printStatusQuery(w io.Writer, st map[string]any) {
-	first := []string{"phase", "shard", "pass", "blocked", "blocked_reason"}
-	seen := map[string]bool{}
-	lower := map[string]string{}
-	for k := range st {
-		lower[strings.ToLower(k)] = k
-	}
-	for _, f := range first {
-		if k, ok := lower[f]; ok {
-			seen[k] = true
-			fmt.Fprintf(w, "  %s\t%s\n", strings.ReplaceAll(f, "_", " "), scalar(st[k]))
-		}
-	}
-	if _, ok := lower["blocked"]; !ok {
-		if _, ok := lower["blocked_reason"]; !ok {
-			fmt.Fprintf(w, "  blocked\t-\n")
-		}
-	}
-	var rest []string
-	for k := range st {
-		if !seen[k] {
-			rest = append(rest, k)
-		}
-	}
-	sort.Strings(rest)
-	for _, k := range rest {
-		fmt.Fprintf(w, "  %s\t%s\n", k, scalar(st[k]))
-	}
-}
-
-func scalar(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "-"
-	case string:
-		if x == "" {
-			return "-"
-		}
-		return x
-	case float64:
-		if x == float64(int64(x)) {
-			return fmt.Sprintf("%d", int64(x))
-		}
-		return fmt.Sprintf("%g", x)
-	default:
-		b, err := json.Marshal(x)
-		if err != nil {
-			return fmt.Sprint(x)
-		}
-		return string(b)
-	}
+	_, err = fmt.Fprintln(out)
+	return err
 }
 
 func flushLine(tw *tabwriter.Writer, out io.Writer) error {

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"go.temporal.io/sdk/converter"
+
+	"github.com/walkeeper/walkeeper/contract"
+)
+
+// printLiveStatus prints the answer of a running workflow's status query as a formatted
+// block: the run's phase and why it waits, then (MergeWal) one row per shard. tw holds the
+// "key\tvalue" lines printed so far and is flushed here.
+func printLiveStatus(tw *tabwriter.Writer, out io.Writer, typ string, v converter.EncodedValue) error {
+	switch typ {
+	case contract.MergeWalWorkflow:
+		var st contract.MergeWalStatus
+		if err := v.Get(&st); err != nil {
+			fmt.Fprintf(tw, "  live status\tundecodable: %v\n", err)
+			return tw.Flush()
+		}
+		return printMergeStatus(tw, out, st)
+	case contract.CompactBaseWorkflow:
+		var st contract.CompactBaseStatus
+		if err := v.Get(&st); err != nil {
+			fmt.Fprintf(tw, "  live status\tundecodable: %v\n", err)
+			return tw.Flush()
+		}
+		fmt.Fprintf(tw, "  phase\t%s, pass %d\n", dash(st.Phase), st.Pass)
+		fmt.Fprintf(tw, "  runs left\t%d\n", st.RunsLeft)
+		fmt.Fprintf(tw, "  blocked\t%s\n", dash(st.Blocked))
+		return tw.Flush()
+	}
+	fmt.Fprintf(tw, "  live status\tno view for workflow type %s\n", typ)
+	return tw.Flush()
+}
+
+func printMergeStatus(tw *tabwriter.Writer, out io.Writer, st contract.MergeWalStatus) error {
+	phase := dash(st.Phase)
+	if st.WorkflowRun > 1 {
+		phase += fmt.Sprintf(" (workflow run %d of the continue-as-new chain)", st.WorkflowRun)
+	}
+	fmt.Fprintf(tw, "  phase\t%s\n", phase)
+	if st.Shard != "" {
+		fmt.Fprintf(tw, "  last step\tshard %s, pass %d\n", st.Shard, st.Pass)
+	}
+	fmt.Fprintf(tw, "  pending\t%d generations\n", st.Pending)
+	fmt.Fprintf(tw, "  reclaimed\t%d generations so far\n", st.Reclaimed)
+	fmt.Fprintf(tw, "  blocked\t%s\n", dash(st.Blocked))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(st.Shards) == 0 {
+		return nil
+	}
+	fmt.Fprintln(out)
+	sw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(sw, "  SHARD\tPHASE\tPENDING\tPASSES\tRECLAIMED\tQUEUE\tWAITING ON / ERROR")
+	for _, sh := range st.Shards {
+		note := sh.Blocked
+		if sh.Error != "" {
+			note = sh.Error
+		}
+		fmt.Fprintf(sw, "  %s\t%s\t%d\t%d\t%d\t%s\t%s\n", sh.Shard, dash(sh.Phase), sh.Pending, sh.Passes, sh.Reclaimed, dash(sh.Queue), dash(note))
+	}
+	return sw.Flush()
+}
+
+// dash is s, or "-" for an empty s.
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -37,9 +37,13 @@ func errorLine(err error) string {
 	return strings.TrimRight(msg, " :;")
 }
 
-// temporalCause finds the outermost Temporal failure in err's chain and the message of its
-// innermost cause: for an activity that failed with `store generic:x: not found`, the
-// ApplicationError's message, not the WorkflowExecutionError/ActivityError wrapping it.
+// temporalCause finds the outermost Temporal failure in err's chain and says its chain once:
+// the messages of its failures, outermost first, each dropped when an earlier one already
+// contains it. An activity's ApplicationError carries the Go error's whole text as its
+// message and that error's chain again as its causes ("store x: blob get k: not found", then
+// "blob get k: not found", then "not found"); the wrappers (WorkflowExecutionError,
+// ActivityError) carry only ids and types. So a failed merge reads
+// "store generic:x: blob get ...: not found", not five layers of it.
 func temporalCause(err error) (outer error, cause string, ok bool) {
 	for e := err; e != nil; e = errors.Unwrap(e) {
 		if isTemporalFailure(e) {
@@ -50,20 +54,29 @@ func temporalCause(err error) (outer error, cause string, ok bool) {
 	if outer == nil {
 		return nil, "", false
 	}
+	var said []string
+	add := func(m string) {
+		for _, s := range said {
+			if strings.Contains(s, m) {
+				return
+			}
+		}
+		said = append(said, m)
+	}
 	for e := outer; e != nil; e = errors.Unwrap(e) {
 		if m := failureMessage(e); m != "" {
-			cause = m
+			add(m)
 		} else if !isTemporalFailure(e) {
-			// A plain Go error below the failures (rare on the client side): its text is
-			// the cause, and it includes whatever it wraps.
-			cause = e.Error()
+			// A plain Go error below the failures (in-process, e.g. the test
+			// environment): its text includes whatever it wraps.
+			add(e.Error())
 			break
 		}
 	}
-	if cause == "" {
-		cause = outer.Error()
+	if len(said) == 0 {
+		return outer, outer.Error(), true
 	}
-	return outer, cause, true
+	return outer, strings.Join(said, ": "), true
 }
 
 func isTemporalFailure(e error) bool {

@@ -110,7 +110,11 @@ func TestErrorLine(t *testing.T) {
 		{fmt.Errorf(`target "foo": %w`, fmt.Errorf(`%w: target "foo": want <kind>:<name>`, store.ErrInvalidInput)),
 			`target "foo": want <kind>:<name>`},
 		{fmt.Errorf("MergeWal generic:x (workflow merge-wal/generic/x, run r1): %w", mid),
-			`MergeWal generic:x (workflow merge-wal/generic/x, run r1): store generic:x: blob get "_registry/generic/x.json": not found`},
+			`MergeWal generic:x (workflow merge-wal/generic/x, run r1): prepare failed: store generic:x: blob get "_registry/generic/x.json": not found`},
+		// An activity's error as it crosses Temporal: the Go error's text, then its chain again.
+		{fmt.Errorf("wait: %w", temporal.NewApplicationErrorWithCause(`store generic:x: blob get "k": not found`, contract.ErrTypeNotFound,
+			temporal.NewApplicationErrorWithCause(`blob get "k": not found`, "wrapError", temporal.NewApplicationError("not found", "errorString")))),
+			`wait: store generic:x: blob get "k": not found`},
 		{fmt.Errorf("wait: %w", temporal.NewTimeoutError(0, nil)), "wait: "},
 		{errors.New("dev server exited; output:\nline 2\nline 3"), "dev server exited; output"},
 		{errors.New("store a: store a: not found"), "store a: not found"},

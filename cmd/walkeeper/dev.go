@@ -193,14 +193,14 @@ func runDev(parent context.Context, out io.Writer, g *globalOptions, o *devOptio
 	}
 
 	cli := temporalCLIHint(o.cli)
-	printDevBanner(out, tc, uiURL, storage, data, workers, httpURLs, o.demo)
 	logNote := " (--verbose to see it here)"
 	if o.verbose {
 		logNote = " (and on this console)"
 	}
-	fmt.Fprintf(out, "  walkeeper log    %s%s\n", logPath, logNote)
-	fmt.Fprintf(out, "  temporal CLI     %s workflow list --address %s --query 'WalTarget=\"generic:demo\"'\n", cli, tc.HostPort)
-	fmt.Fprintf(out, "  from a terminal  walkeeper status | walkeeper history generic:demo | walkeeper queries\n\n")
+	printDevBanner(out, tc, uiURL, storage, data, workers, httpURLs, o.demo,
+		fmt.Sprintf("  walkeeper log    %s%s", logPath, logNote),
+		fmt.Sprintf("  temporal CLI     %s workflow list --address %s --query 'WalTarget=\"generic:demo\"'", cli, tc.HostPort),
+		"  from a terminal  walkeeper status | walkeeper history generic:demo | walkeeper queries")
 	if err := writeDevState(data, devState{
 		PID: os.Getpid(), Started: time.Now(), Command: strings.Join(os.Args, " "),
 		Storage: storage, Temporal: tc.HostPort, Namespace: tc.Namespace, UI: uiURL,
@@ -301,7 +301,7 @@ func devWorkerConfig(g *globalOptions, tc worker.TemporalConfig, storage string,
 	return cfg
 }
 
-func printDevBanner(out io.Writer, tc worker.TemporalConfig, uiURL, storage, data string, workers []*worker.Worker, httpURLs []string, demo bool) {
+func printDevBanner(out io.Writer, tc worker.TemporalConfig, uiURL, storage, data string, workers []*worker.Worker, httpURLs []string, demo bool, extra ...string) {
 	fmt.Fprintln(out)
 	fmt.Fprintln(out, "walkeeper dev is running")
 	fmt.Fprintf(out, "  Temporal         %s (namespace %s)\n", tc.HostPort, tc.Namespace)
@@ -326,6 +326,9 @@ func printDevBanner(out io.Writer, tc worker.TemporalConfig, uiURL, storage, dat
 		} else {
 			fmt.Fprintf(out, "  try              curl -s %s/api/v1/stores\n", httpURLs[0])
 		}
+	}
+	for _, l := range extra {
+		fmt.Fprintln(out, l)
 	}
 	fmt.Fprintln(out, "Ctrl-C stops everything.")
 	fmt.Fprintln(out)

@@ -93,6 +93,13 @@ func TestErrorFirstLineMissingStoreUnderDev(t *testing.T) {
 	assert.Equal(t, exitFailure, code)
 	assert.True(t, strings.HasPrefix(errOut, "walkeeper: cannot reach Temporal at 127.0.0.1:1 "), errOut)
 
+	// status reads the dev's storage too, and still prints it when Temporal is down.
+	code, out, errOut := runCLI(t, "status")
+	assert.Equal(t, exitFailure, code)
+	assert.Contains(t, out, "Stores (1):")
+	assert.Contains(t, out, "rollout:there")
+	assert.True(t, strings.HasPrefix(errOut, "walkeeper: cannot reach Temporal at 127.0.0.1:1 "), errOut)
+
 	// A dev that stopped (lock released) is not trusted: its storage is not used.
 	lock.Release()
 	code, _, errOut = runCLI(t, "merge", "generic:nope", "--temporal", "127.0.0.1:1")

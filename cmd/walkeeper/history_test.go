@@ -132,6 +132,14 @@ func TestHistoryAgainstTemporal(t *testing.T) {
 	assert.Equal(t, exitOK, code)
 	assert.Equal(t, "No MergeWal or CompactBase runs of generic:none on record in namespace default.\n", out)
 
+	// dev's console summary over the same server and storage.
+	sdb, err := store.OpenDB(t.Context(), storage, devConsoleStoreOptions(zaptest.NewLogger(t)))
+	require.NoError(t, err)
+	defer func() { _ = sdb.Close(context.Background()) }()
+	summary := newDevConsole(nil, tc, sdb, "http://ui.test:8233").summary(t.Context())
+	t.Logf("dev console: %s", summary)
+	assert.Regexp(t, `^\d\d:\d\d:\d\d \| stores 1, pending 0 \| merges done 1, running 0 \| last merge generic:(h Completed|nope Failed) \d+s ago \| UI http://ui.test:8233$`, summary)
+
 	// The saved views' queries use the workflow side's attributes (contract/observe.go);
 	// register the ones this server lacks, as a worker does, and have visibility parse each.
 	ctx := t.Context()

@@ -148,7 +148,7 @@ func statusAll(ctx context.Context, out io.Writer, c client.Client, db *store.DB
 		}
 		fmt.Fprintln(out)
 	} else {
-		fmt.Fprintln(out, "Stores: pass --storage URL (or set WALKEEPER_STORAGE) to list stores and pending generations.")
+		fmt.Fprintln(out, "Stores: pass --storage URL (or set WALKEEPER_STORAGE, or run 'walkeeper dev') to list stores and pending generations.")
 		fmt.Fprintln(out)
 	}
 	if c == nil {
@@ -272,7 +272,7 @@ func statusTarget(ctx context.Context, out io.Writer, c client.Client, db *store
 			return err
 		}
 	} else {
-		fmt.Fprintln(out, "  (pass --storage URL or set WALKEEPER_STORAGE for base table and shard stats)")
+		fmt.Fprintln(out, "  (pass --storage URL, set WALKEEPER_STORAGE or run 'walkeeper dev' for base table and shard stats)")
 	}
 	fmt.Fprintln(out)
 	if c == nil {

@@ -11,6 +11,12 @@ import (
 // copyRows builds one record from picked rows, column by column. Variable-width columns
 // reserve their value bytes up front: Reserve counts rows only, and letting the value buffer
 // double its way up allocated about twice the output (issue 4).
+//
+// It copies Arrow values into Arrow builders; Codec.Build (codec side) is its counterpart for
+// rows that are not in Arrow form yet, so the two share the per-type shape but no code. The
+// per-type loops are written out on purpose: a generic version (type-parameterised array
+// and builder) measured about 35% slower on this hot path, since Go's shape stenciling turns
+// every Value and Append into a dictionary call.
 func copyRows(schema *arrow.Schema, picks []pick) arrow.RecordBatch {
 	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
 	defer b.Release()

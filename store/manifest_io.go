@@ -179,6 +179,8 @@ func (s *Store) loadBase(ctx context.Context) (*baseManifest, error) {
 }
 
 // publishBase publishes next as version next.Version. ErrAlreadyExists = lost the race.
+// It takes no lock: compaction calls it holding mergeLock; lockAndPublishBase does the same
+// publish under the lock for merges and quarantines.
 func (s *Store) publishBase(ctx context.Context, next *baseManifest) error {
 	raw, err := s.encodeBase(next)
 	if err != nil {

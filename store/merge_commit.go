@@ -227,6 +227,8 @@ const mergeDeleteConcurrency = 8
 
 // drain removes exactly gens from the shard manifest: a relative edit re-applied on every
 // lost race, never "set the list to empty", so a seal that lands meanwhile is kept.
+//
+// REQUIRES: gens are at or below shard's watermark in a published base version.
 func (s *Store) drain(ctx context.Context, shard string, gens []uint64) (int, error) {
 	drop := make(map[uint64]bool, len(gens))
 	for _, g := range gens {
@@ -256,6 +258,9 @@ func (s *Store) drain(ctx context.Context, shard string, gens []uint64) (int, er
 // deleteMergedGenerations deletes generation files at or below through that the latest
 // shard manifest no longer lists. Called only after the drain, so no reader can be
 // directed to them any more: readers skip generations at or below the watermark.
+//
+// REQUIRES: the base version whose watermark for shard is at least through is published
+// (the deletes come after the commit that makes the files garbage).
 func (s *Store) deleteMergedGenerations(ctx context.Context, shard string, through uint64) (int, error) {
 	m, err := s.loadShard(ctx, shard)
 	if err != nil || m == nil {
@@ -298,6 +303,9 @@ func (s *Store) deleteMergedGenerations(ctx context.Context, shard string, throu
 
 // dropUnreferencedStaged deletes an attempt's staged files when the latest base does not
 // reference them (another attempt committed the same generations first).
+//
+// REQUIRES: the watermark covers p's range (rangeCommitted), so no commit of p can
+// publish them any more.
 func (s *Store) dropUnreferencedStaged(ctx context.Context, p *PreparedMerge) error {
 	base, err := s.loadBase(ctx)
 	if err != nil {

@@ -55,9 +55,12 @@ func (s *Store) claimKey(p *PreparedMerge) string {
 	return claimObjectKey(s.target, p.Shard, hashKey(p.AttemptKey, fmt.Sprint(p.Through)))
 }
 
-// claim records state ("commit" or "abort") for the attempt. It returns the state that
-// holds afterwards: ours, or the one another caller claimed first.
+// claim validates p and records state ("commit" or "abort") for the attempt. It returns
+// the state that holds afterwards: ours, or the one another caller claimed first.
 func (s *Store) claim(ctx context.Context, p *PreparedMerge, state string) (string, error) {
+	if err := s.validatePrepared(p); err != nil {
+		return "", err
+	}
 	raw, _ := json.Marshal(attemptClaim{State: state, AttemptKey: p.AttemptKey, Through: p.Through, At: s.db.opts.Now().UTC()})
 	err := s.db.bucket.PutIfAbsent(ctx, s.claimKey(p), raw)
 	if err == nil {
@@ -85,9 +88,6 @@ func (s *Store) claim(ctx context.Context, p *PreparedMerge, state string) (stri
 //
 // REQUIRES: mergeLock not held by the caller.
 func (s *Store) Commit(ctx context.Context, p *PreparedMerge) (CommitResult, error) {
-	if err := s.validatePrepared(p); err != nil {
-		return CommitResult{}, err
-	}
 	// INVARIANT: an attempt is claimed before it publishes, and exactly one of "commit" and
 	// "abort" can be claimed, so a commit never publishes files an abort deleted.
 	state, err := s.claim(ctx, p, "commit")
@@ -325,9 +325,6 @@ func (s *Store) dropUnreferencedStaged(ctx context.Context, p *PreparedMerge) er
 // abort claim makes the proof stick: a late commit of the same attempt sees it and
 // refuses, so files are never deleted under a manifest that references them.
 func (s *Store) Abort(ctx context.Context, p *PreparedMerge) (AbortResult, error) {
-	if err := s.validatePrepared(p); err != nil {
-		return AbortResult{}, err
-	}
 	state, err := s.claim(ctx, p, "abort")
 	if err != nil {
 		return AbortResult{}, err

@@ -85,7 +85,7 @@ scenarios nor the plotting library (docs/BENCHMARKS.md, "Where the benchmarks li
 				return err
 			}
 			if out == "" {
-				out = filepath.Join("walkeeper-bench", time.Now().Format("20060102-150405"))
+				out = filepath.Join("walkeeper-bench-results", time.Now().Format("20060102-150405"))
 			}
 			if err := os.MkdirAll(out, 0o755); err != nil {
 				return err
@@ -135,7 +135,7 @@ scenarios nor the plotting library (docs/BENCHMARKS.md, "Where the benchmarks li
 	fs := cmd.Flags()
 	fs.StringVar(&o.Temporal, "temporal", "", "host:port of a running Temporal frontend for the scenarios that need one (default: start a dev server)")
 	fs.BoolVar(&o.Quick, "quick", false, "smoke-test size: under 2 minutes per scenario")
-	fs.StringVar(&out, "out", "", "directory for results (markdown, JSON, CSV, PNG, walkeeper.log); default ./walkeeper-bench/<time>")
+	fs.StringVar(&out, "out", "", "directory for results (markdown, JSON, CSV, PNG, walkeeper.log); default ./walkeeper-bench-results/<time>")
 	fs.StringVar(&workDir, "work-dir", "", "directory for the stores a scenario writes (default: the system temp dir); removed afterwards")
 	fs.IntVar(&o.Reps, "reps", 0, "repetitions (default 5, or 1 with --quick)")
 	fs.DurationVar(&o.Duration, "duration", 0, "length of each side of the incident replay (default 4m, 40s with --quick)")

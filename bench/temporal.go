@@ -14,6 +14,7 @@ import (
 
 	"github.com/walkeeper/walkeeper/activities"
 	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/internal/devserver"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/worker"
 	"github.com/walkeeper/walkeeper/workflows"
@@ -24,7 +25,7 @@ import (
 type temporalEnv struct {
 	hostPort string
 	client   client.Client
-	srv      *worker.DevServer
+	srv      *devserver.Server
 }
 
 func (e *temporalEnv) close() {
@@ -52,7 +53,7 @@ func startTemporal(ctx context.Context, o Options, logDir string) (*temporalEnv,
 		}
 		sctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 		defer cancel()
-		srv, err := worker.StartDevServer(sctx, worker.DevServerOptions{
+		srv, err := devserver.Start(sctx, devserver.Options{
 			Install:  true,
 			Headless: true,
 			LogLevel: "error",

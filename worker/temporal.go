@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/pflag"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/serviceerror"
@@ -56,41 +55,16 @@ type TemporalConfig struct {
 	TLSCA         string `json:"tls_ca,omitempty"`          // CA bundle (PEM file) to verify the server
 	TLSServerName string `json:"tls_server_name,omitempty"` // SNI / verification name override
 	APIKey        string `json:"-"`                         // never logged or serialised
+
+	// envErrs holds environment values that did not parse (RegisterFlags); Validate
+	// reports them. The flags, environment variables and help texts come from the knob
+	// table (config_knobs.go, config_flags.go).
+	envErrs envErrors
 }
 
-// TemporalConfigFromEnv reads WALKEEPER_TEMPORAL, WALKEEPER_NAMESPACE,
-// WALKEEPER_TEMPORAL_TLS, WALKEEPER_TEMPORAL_TLS_CERT, WALKEEPER_TEMPORAL_TLS_KEY,
-// WALKEEPER_TEMPORAL_TLS_CA, WALKEEPER_TEMPORAL_TLS_SERVER_NAME and
-// WALKEEPER_TEMPORAL_API_KEY over the defaults.
-func TemporalConfigFromEnv() TemporalConfig {
-	c := TemporalConfig{
-		HostPort:      temporalEnvOr("WALKEEPER_TEMPORAL", DefaultTemporalHostPort),
-		Namespace:     temporalEnvOr("WALKEEPER_NAMESPACE", DefaultTemporalNamespace),
-		TLSCert:       os.Getenv("WALKEEPER_TEMPORAL_TLS_CERT"),
-		TLSKey:        os.Getenv("WALKEEPER_TEMPORAL_TLS_KEY"),
-		TLSCA:         os.Getenv("WALKEEPER_TEMPORAL_TLS_CA"),
-		TLSServerName: os.Getenv("WALKEEPER_TEMPORAL_TLS_SERVER_NAME"),
-		APIKey:        os.Getenv("WALKEEPER_TEMPORAL_API_KEY"),
-	}
-	switch strings.ToLower(os.Getenv("WALKEEPER_TEMPORAL_TLS")) {
-	case "1", "true", "yes", "on":
-		c.TLS = true
-	}
-	return c
-}
-
-// RegisterFlags adds --temporal, --namespace and the --temporal-tls*/--temporal-api-key
-// flags to fs, with the current values of c (typically TemporalConfigFromEnv) as defaults.
-func (c *TemporalConfig) RegisterFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&c.HostPort, "temporal", c.HostPort, "Temporal frontend host:port (env WALKEEPER_TEMPORAL)")
-	fs.StringVar(&c.Namespace, "namespace", c.Namespace, "Temporal namespace (env WALKEEPER_NAMESPACE)")
-	fs.BoolVar(&c.TLS, "temporal-tls", c.TLS, "use TLS to reach Temporal; implied by the TLS file flags and by an API key (env WALKEEPER_TEMPORAL_TLS)")
-	fs.StringVar(&c.TLSCert, "temporal-tls-cert", c.TLSCert, "client certificate PEM file for mTLS (env WALKEEPER_TEMPORAL_TLS_CERT)")
-	fs.StringVar(&c.TLSKey, "temporal-tls-key", c.TLSKey, "client key PEM file for mTLS (env WALKEEPER_TEMPORAL_TLS_KEY)")
-	fs.StringVar(&c.TLSCA, "temporal-tls-ca", c.TLSCA, "CA bundle PEM file that signs the server certificate (env WALKEEPER_TEMPORAL_TLS_CA)")
-	fs.StringVar(&c.TLSServerName, "temporal-tls-server-name", c.TLSServerName, "server name to verify, if it differs from the host (env WALKEEPER_TEMPORAL_TLS_SERVER_NAME)")
-	fs.StringVar(&c.APIKey, "temporal-api-key", c.APIKey, "API key, e.g. for Temporal Cloud; implies TLS (env WALKEEPER_TEMPORAL_API_KEY)")
-	fs.Lookup("temporal-api-key").DefValue = "" // never print a key from the environment in --help
+// DefaultTemporalConfig is the local dev server's address and namespace, without TLS.
+func DefaultTemporalConfig() TemporalConfig {
+	return TemporalConfig{HostPort: DefaultTemporalHostPort, Namespace: DefaultTemporalNamespace}
 }
 
 // ClientOptions turns the config into SDK client options. logger may be nil.
@@ -375,11 +349,4 @@ func DeleteSchedule(ctx context.Context, c client.Client, id string) error {
 		return fmt.Errorf("delete schedule %s: %w", id, err)
 	}
 	return nil
-}
-
-func temporalEnvOr(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return def
 }

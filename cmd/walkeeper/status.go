@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -55,6 +54,10 @@ workflow's "status" query.
 			}
 			ctx, cancel := signalContext(cmd.Context())
 			defer cancel()
+			tc, err := g.temporalConfig()
+			if err != nil {
+				return err
+			}
 			logger, err := g.logger("warn")
 			if err != nil {
 				return err
@@ -62,7 +65,7 @@ workflow's "status" query.
 			// Storage stats are useful even when Temporal is down: report the dial error
 			// after printing them (exit status 1).
 			dctx, dcancel := context.WithTimeout(ctx, 15*time.Second)
-			c, dialErr := worker.Dial(dctx, g.temporal, logger)
+			c, dialErr := worker.Dial(dctx, tc, logger)
 			dcancel()
 			if dialErr == nil {
 				defer c.Close()
@@ -96,7 +99,7 @@ workflow's "status" query.
 			return err
 		},
 	}
-	cmd.Flags().StringVar(&storage, "storage", os.Getenv("WALKEEPER_STORAGE"), "storage root URL to read store stats from (env WALKEEPER_STORAGE)")
+	worker.StringKnobVar(cmd.Flags(), &storage, "storage", "", "storage root URL to read store stats from")
 	return cmd
 }
 

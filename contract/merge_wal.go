@@ -26,9 +26,9 @@ type MergeWalInput struct {
 	SlotWaitThreshold time.Duration `json:"slot_wait_threshold,omitempty"`
 	// PrepareTimeout bounds one Prepare attempt, budget wait included (default 30m).
 	PrepareTimeout time.Duration `json:"prepare_timeout,omitempty"`
-	// PassesPerRun: continue-as-new after this many committed passes (default 100), or
-	// earlier when Temporal suggests it.
-	PassesPerRun int `json:"passes_per_run,omitempty"`
+	// PassesPerWorkflowRun: continue-as-new after this many committed passes (default 100),
+	// or earlier when Temporal suggests it (JSON "passes_per_run", kept for existing callers).
+	PassesPerWorkflowRun int `json:"passes_per_run,omitempty"`
 	// Carry is progress handed over by continue-as-new; callers leave it empty.
 	Carry *MergeWalCarry `json:"carry,omitempty"`
 }

@@ -13,9 +13,9 @@ import (
 )
 
 const (
-	defaultMaxPasses          = 1000
-	defaultPassesPerRun       = 100
-	defaultPrepareConcurrency = 4
+	defaultMaxPasses            = 1000
+	defaultPassesPerWorkflowRun = 100
+	defaultPrepareConcurrency   = 4
 	// maxStaleRestarts bounds consecutive abort-and-prepare-again cycles of one shard: a
 	// preparation keeps going stale only if someone else keeps merging the same shard.
 	maxStaleRestarts = 3
@@ -24,7 +24,7 @@ const (
 // mergeWalDefaults checks in and fills its zero knobs with the defaults MergeWalInput
 // documents.
 func mergeWalDefaults(in contract.MergeWalInput) (contract.MergeWalInput, error) {
-	if in.MaxPasses < 0 || in.PassesPerRun < 0 || in.PrepareConcurrency < 0 ||
+	if in.MaxPasses < 0 || in.PassesPerWorkflowRun < 0 || in.PrepareConcurrency < 0 ||
 		in.ScheduleToStartTimeout < 0 || in.PrepareTimeout < 0 {
 		return in, fmt.Errorf("negative knob in %+v", in)
 	}
@@ -34,8 +34,8 @@ func mergeWalDefaults(in contract.MergeWalInput) (contract.MergeWalInput, error)
 	if in.MaxPasses == 0 {
 		in.MaxPasses = defaultMaxPasses
 	}
-	if in.PassesPerRun == 0 {
-		in.PassesPerRun = defaultPassesPerRun
+	if in.PassesPerWorkflowRun == 0 {
+		in.PassesPerWorkflowRun = defaultPassesPerWorkflowRun
 	}
 	if in.PrepareConcurrency == 0 {
 		in.PrepareConcurrency = defaultPrepareConcurrency
@@ -572,7 +572,7 @@ func (r *mergeRun) committed(sh *shardRun, p *contract.PreparedMerge, res contra
 	r.log.Info("Merge pass committed.", "shard", sh.res.Shard, "generation", p.Through,
 		"reclaimed", res.Reclaimed, "base_version", res.BaseVersion, "pending", sh.res.Pending)
 	r.upsertPending()
-	if r.passes >= r.in.PassesPerRun || workflow.GetInfo(r.ctx).GetContinueAsNewSuggested() {
+	if r.passes >= r.in.PassesPerWorkflowRun || workflow.GetInfo(r.ctx).GetContinueAsNewSuggested() {
 		r.stopping = true
 	}
 	r.changed()

@@ -111,7 +111,7 @@ func TestMergeWalHotShardDoesNotStarveOthers(t *testing.T) {
 			return res, err
 		})
 		mockTable(env, f)
-		env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:hot", MaxPasses: maxPasses, PassesPerRun: 1000, ParallelPrepare: parallel})
+		env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:hot", MaxPasses: maxPasses, PassesPerWorkflowRun: 1000, ParallelPrepare: parallel})
 		return mergeResult(t, env), shardsOf(f.calls(&f.commits))
 	}
 	firstAndLast := func(commits []string, shard string) (int, int) {
@@ -432,7 +432,7 @@ func TestMergeWalContinuesAsNewAfterPassesPerRun(t *testing.T) {
 	env := newEnv(t)
 	f := newFakeTable("generic:gs", 1, map[string]int{"a": 5})
 	mockTable(env, f)
-	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:gs", PassesPerRun: 2, ParallelPrepare: true})
+	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:gs", PassesPerWorkflowRun: 2, ParallelPrepare: true})
 	next := continueAsNewInput(t, env.GetWorkflowError())
 	require.Len(t, f.calls(&f.commits), 2)
 	require.Equal(t, 2, next.Carry.Shards[0].Passes)

@@ -48,11 +48,13 @@ func (r *signalRecorder) states() []string {
 	return out
 }
 
-func TestReporterSignalsRunningAndBackoff(t *testing.T) {
+// runBackoffProbe runs an activity whose first attempt fails into a retry, with the given
+// running notice, and returns the states it signalled.
+func runBackoffProbe(t *testing.T, runningNotice bool) *signalRecorder {
 	rec := newSignalRecorder()
 	a := &Activities{Client: rec}
 	probe := func(ctx context.Context) error {
-		rep := a.startReporter(ctx, time.Nanosecond, nil)
+		rep := a.startReporter(ctx, time.Nanosecond, runningNotice, nil)
 		time.Sleep(50 * time.Millisecond) // past the (tiny) slot-wait threshold
 		var err error
 		if activity.GetInfo(ctx).Attempt == 1 {
@@ -73,17 +75,29 @@ func TestReporterSignalsRunningAndBackoff(t *testing.T) {
 		return workflow.ExecuteActivity(ctx, "probe").Get(ctx, nil)
 	})
 	require.NoError(t, env.GetWorkflowError())
+	return rec
+}
+
+func TestReporterSignalsRunningAndBackoff(t *testing.T) {
+	rec := runBackoffProbe(t, true)
 	require.Equal(t, []string{"running@1", "retrying@1", "running@2"}, rec.states())
 	rec.mu.Lock()
 	require.Contains(t, rec.got[1].Error, "merge memory budget busy")
 	rec.mu.Unlock()
 }
 
+// Without the running notice (workflows without a slot watchdog), a pass that runs
+// straight through signals nothing; the backoff and the next attempt still go out.
+func TestReporterSignalsOnlyBackoffWithoutRunningNotice(t *testing.T) {
+	rec := runBackoffProbe(t, false)
+	require.Equal(t, []string{"retrying@1", "running@2"}, rec.states())
+}
+
 func TestReporterStaysQuietWithoutNotifyAfter(t *testing.T) {
 	rec := newSignalRecorder()
 	a := &Activities{Client: rec}
 	probe := func(ctx context.Context) error {
-		rep := a.startReporter(ctx, 0, nil)
+		rep := a.startReporter(ctx, 0, false, nil)
 		time.Sleep(10 * time.Millisecond)
 		err := ToTemporal(store.ErrConflict)
 		rep.finish(err)

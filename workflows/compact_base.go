@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"time"
 
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/workflow"
@@ -41,6 +42,9 @@ type CompactBaseStatus struct {
 	Pass     int    `json:"pass"`
 	RunsLeft int    `json:"runs_left"`
 	Blocked  string `json:"blocked,omitempty"`
+	// InFlight and SlotWait: see MergeWalStatus.
+	InFlight []InFlightActivity `json:"in_flight,omitempty"`
+	SlotWait time.Duration      `json:"slot_wait,omitempty"`
 }
 
 const (
@@ -49,6 +53,13 @@ const (
 	// compactMaxIdlePasses: passes in a row that commit nothing (lost the race to merges
 	// changing the runs, or nothing to rewrite) before giving up.
 	compactMaxIdlePasses = 3
+)
+
+// compactNoWatchdogChange versions the removal of the slot watchdog timer (see tracker and
+// fewerActionsChange): runs recorded before it replay with the timer.
+const (
+	compactNoWatchdogChange  = "compact-base-no-watchdog"
+	compactNoWatchdogVersion = workflow.Version(1)
 )
 
 // CompactBase rewrites target's base runs into fewer runs, one bounded pass at a time on
@@ -84,15 +95,18 @@ func CompactBase(ctx workflow.Context, in CompactBaseInput) (CompactBaseResult, 
 		}
 		workflow.SetCurrentDetails(ctx, line)
 	}
-	tr = newTracker(ctx, DefaultSlotWaitThreshold, refresh)
+	tr = newTracker(ctx, DefaultSlotWaitThreshold, true, refresh)
 	if err := workflow.SetQueryHandler(ctx, StatusQuery, func() (CompactBaseStatus, error) {
 		out := st
 		out.Blocked = tr.blocked("")
+		out.InFlight, out.SlotWait = tr.inFlight(), tr.slotWait
 		return out, nil
 	}); err != nil {
 		return res, err
 	}
 	ensureTargetAttributes(ctx, target)
+	// Runs recorded before this change raced a slot watchdog timer against every pass.
+	tr.watchdog = workflow.GetVersion(ctx, compactNoWatchdogChange, workflow.DefaultVersion, compactNoWatchdogVersion) < compactNoWatchdogVersion
 
 	st.Phase = PhaseCompacting
 	idle := 0
@@ -102,11 +116,11 @@ func CompactBase(ctx workflow.Context, in CompactBaseInput) (CompactBaseResult, 
 		var pass CompactPassResult
 		w := tr.newWatch(CompactBaseActivity, "", TaskQueue)
 		params := CompactPassParams{
-			Target:      target.String(),
-			MaxRuns:     in.MaxRuns,
-			MaxBytes:    in.MaxBytes,
-			NotifyAfter: tr.slotWait,
+			Target:   target.String(),
+			MaxRuns:  in.MaxRuns,
+			MaxBytes: in.MaxBytes,
 		}
+		params.NotifyAfter, params.NoRunningNotice = tr.notice()
 		if err := tr.exec(ctx, compactOptions(), w, params, &pass); err != nil {
 			st.Phase = PhaseDone
 			refresh()

@@ -31,8 +31,8 @@ type MergeWalInput struct {
 	// ScheduleToStartTimeout is how long Prepare/Commit waits on the shard owner's queue
 	// before falling back to the shared queue (default 30s).
 	ScheduleToStartTimeout time.Duration `json:"schedule_to_start_timeout,omitempty"`
-	// SlotWaitThreshold: an activity unfinished this long with no word from it is reported as
-	// waiting for a slot (default 10s, negative = off).
+	// SlotWaitThreshold: an activity that no worker has started this long after it was
+	// scheduled is reported as waiting for a slot (default 10s, negative = off).
 	SlotWaitThreshold time.Duration `json:"slot_wait_threshold,omitempty"`
 	// PrepareTimeout bounds one Prepare attempt, budget wait included (default 30m).
 	PrepareTimeout time.Duration `json:"prepare_timeout,omitempty"`
@@ -116,6 +116,11 @@ type MergeWalStatus struct {
 	Blocked string        `json:"blocked,omitempty"`
 	Run     int           `json:"run"`
 	Shards  []ShardStatus `json:"shards"`
+	// InFlight lists the activities the run waits on and SlotWait the run's slot-wait
+	// threshold: the workflow cannot see whether a worker picked an activity up, the server
+	// can (ApplyPending, QueryMergeWalStatus).
+	InFlight []InFlightActivity `json:"in_flight,omitempty"`
+	SlotWait time.Duration      `json:"slot_wait,omitempty"`
 }
 
 // ShardStatus is one shard's part of MergeWalStatus.
@@ -195,6 +200,10 @@ func MergeWal(ctx workflow.Context, in MergeWalInput) (MergeWalResult, error) {
 		return r.result(), err
 	}
 	ensureTargetAttributes(ctx, target)
+	// Runs recorded before this change raced a watchdog timer against every activity,
+	// relisted before every round and upserted WalPending after every pass.
+	r.lean = workflow.GetVersion(ctx, fewerActionsChange, workflow.DefaultVersion, fewerActionsVersion) >= fewerActionsVersion
+	r.tr.watchdog = !r.lean
 	r.log.Info("Merge started.", "run", r.runs, "parallel_prepare", in.ParallelPrepare)
 
 	// Step 1. List the shards with pending generations (any worker can read the manifests).
@@ -207,6 +216,7 @@ func MergeWal(ctx workflow.Context, in MergeWalInput) (MergeWalResult, error) {
 	}
 	// Histories recorded before this change visited shards in id order, each until drained.
 	r.fair = workflow.GetVersion(ctx, fairRoundsChange, workflow.DefaultVersion, fairRoundsVersion) >= fairRoundsVersion
+	r.listedAt = workflow.Now(ctx)
 	r.plan(listed.Shards)
 	r.upsertPending()
 
@@ -254,6 +264,10 @@ type mergeRun struct {
 	lastPending int64
 	// fair: shards are merged in rounds of one pass per shard (fairRoundsChange).
 	fair bool
+	// lean: a pass costs its Prepare and Commit and nothing else (fewerActionsChange).
+	lean bool
+	// listedAt is the workflow time of the last listing (lean runs relist by time).
+	listedAt time.Time
 }
 
 // fairRoundsChange versions the shard schedule: rounds of one pass per shard, most indebted
@@ -263,6 +277,26 @@ const (
 	fairRoundsChange  = "merge-wal-fair-rounds"
 	fairRoundsVersion = workflow.Version(1)
 )
+
+// fewerActionsChange versions three cuts in what a pass costs in Temporal actions and
+// history events (issue: fewer actions per merge):
+//   - no slot watchdog timer per activity (tracker.watchdog); slot waits come from the
+//     server's pending activities instead (ApplyPending);
+//   - rounds after the first relist only when relistInterval has passed since the last
+//     listing, or when every shard's estimate is drained, instead of before every round;
+//   - WalPending is upserted after listings only, not after every pass.
+//
+// Runs recorded before it replay the old commands.
+const (
+	fewerActionsChange  = "merge-wal-fewer-actions"
+	fewerActionsVersion = workflow.Version(1)
+)
+
+// relistInterval bounds how stale a lean run's shard estimates may get while it merges: a
+// shard that starts sealing mid-merge, or seals again after it was drained, joins the
+// rounds at the next listing, at most this long after the previous one (or when every
+// other shard is drained). WalPending follows the listings.
+const relistInterval = 10 * time.Second
 
 type shardRun struct {
 	res         ShardMergeResult
@@ -291,7 +325,8 @@ func newMergeRun(ctx workflow.Context, in MergeWalInput, target store.Target) *m
 	if slotWait < 0 {
 		slotWait = 0
 	}
-	r.tr = newTracker(ctx, slotWait, r.changed)
+	// The watchdog is on until MergeWal has read fewerActionsChange, before any activity.
+	r.tr = newTracker(ctx, slotWait, true, r.changed)
 	return r
 }
 
@@ -431,10 +466,27 @@ func (r *mergeRun) mergeRounds(ctx workflow.Context, commits workflow.Channel) {
 		sem = workflow.NewSemaphore(ctx, int64(r.in.PrepareConcurrency))
 	}
 	for round := 1; ; round++ {
-		if round > 1 {
-			r.relist(ctx)
+		var order []*shardRun
+		if r.lean {
+			// Listing each round would cost an action per pass on a one-shard table; the
+			// estimates (listed pending minus what the passes folded) plan the rounds in
+			// between, and a drained plan is confirmed by a fresh listing.
+			relisted := false
+			if round > 1 && workflow.Now(ctx).Sub(r.listedAt) >= relistInterval {
+				r.relist(ctx)
+				relisted = true
+			}
+			order = roundOrder(estimatedTodo(r.todo()))
+			if len(order) == 0 && round > 1 && !relisted {
+				r.relist(ctx)
+				order = roundOrder(estimatedTodo(r.todo()))
+			}
+		} else {
+			if round > 1 {
+				r.relist(ctx)
+			}
+			order = roundOrder(r.todo())
 		}
-		order := roundOrder(r.todo())
 		if len(order) == 0 {
 			return
 		}
@@ -474,6 +526,17 @@ func (r *mergeRun) mergeRounds(ctx workflow.Context, commits workflow.Channel) {
 	}
 }
 
+// estimatedTodo keeps the shards whose estimate says something is pending. Pure.
+func estimatedTodo(shards []*shardRun) []*shardRun {
+	var out []*shardRun
+	for _, sh := range shards {
+		if sh.res.Pending > 0 {
+			out = append(out, sh)
+		}
+	}
+	return out
+}
+
 // roundOrder is one round's visiting order: most estimated pending generations first, then
 // shard id. Pure.
 func roundOrder(shards []*shardRun) []*shardRun {
@@ -498,6 +561,7 @@ func (r *mergeRun) relist(ctx workflow.Context) {
 		r.log.Warn("Cannot list pending shards; the round goes on with estimates.", "error", err)
 		return
 	}
+	r.listedAt = workflow.Now(ctx)
 	r.plan(listed.Shards)
 	r.upsertPending()
 }
@@ -544,7 +608,9 @@ func (r *mergeRun) mergePass(ctx workflow.Context, sh *shardRun, commits workflo
 		if p == nil {
 			sh.res.Finished, sh.res.Pending = true, 0
 			sh.phase = ShardDone
-			r.upsertPending()
+			if !r.lean {
+				r.upsertPending()
+			}
 			r.changed()
 			return passDrained
 		}
@@ -602,8 +668,8 @@ func (r *mergeRun) prepare(ctx workflow.Context, sh *shardRun, sem workflow.Sema
 		Shard:          sh.res.Shard,
 		MaxGenerations: r.in.MaxGenerations,
 		MaxBytes:       r.in.MaxBytes,
-		NotifyAfter:    r.tr.slotWait,
 	}
+	params.NotifyAfter, params.NoRunningNotice = r.tr.notice()
 	var res PrepareResult
 	if !sh.res.SharedQueue {
 		sh.queue = ShardQueue(sh.res.Shard)
@@ -636,7 +702,8 @@ func (r *mergeRun) commitLoop(ctx workflow.Context, commits workflow.Channel) {
 func (r *mergeRun) commit(ctx workflow.Context, sh *shardRun, p *store.PreparedMerge) commitOutcome {
 	sh.phase = ShardCommitting
 	r.current = sh
-	params := CommitParams{Prepared: *p, NotifyAfter: r.tr.slotWait}
+	params := CommitParams{Prepared: *p}
+	params.NotifyAfter, params.NoRunningNotice = r.tr.notice()
 	var res CommitResult
 	if !sh.res.SharedQueue {
 		sh.queue = ShardQueue(sh.res.Shard)
@@ -686,7 +753,9 @@ func (r *mergeRun) committed(sh *shardRun, p *store.PreparedMerge, res CommitRes
 	sh.phase = ShardPreparing
 	r.log.Info("Merge pass committed.", "shard", sh.res.Shard, "generation", p.Through,
 		"reclaimed", res.Reclaimed, "base_version", res.BaseVersion, "pending", sh.res.Pending)
-	r.upsertPending()
+	if !r.lean {
+		r.upsertPending()
+	}
 	if r.passes >= r.in.PassesPerRun || workflow.GetInfo(r.ctx).GetContinueAsNewSuggested() {
 		r.stopping = true
 	}
@@ -789,6 +858,7 @@ func (r *mergeRun) status() MergeWalStatus {
 	if st.Blocked == "" {
 		st.Blocked = r.tr.blocked("")
 	}
+	st.InFlight, st.SlotWait = r.tr.inFlight(), r.tr.slotWait
 	if sh := r.current; sh != nil {
 		st.Shard = sh.res.Shard
 		st.Pass = sh.res.Passes

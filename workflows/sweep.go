@@ -30,6 +30,11 @@ type MaintenanceSweepInput struct {
 	Concurrency int `json:"concurrency,omitempty"`
 	// StartBatch is the number of starts per StartWorkflows activity (default 16).
 	StartBatch int `json:"start_batch,omitempty"`
+	// StartSpacing is the least time between the launches of two StartWorkflows batches of
+	// one sweep (default 1s; negative = no pacing), so a sweep that finds a large debt
+	// starts at most StartBatch workflows per StartSpacing instead of one burst on Temporal
+	// and on storage (the merges it starts all list and prepare at once).
+	StartSpacing time.Duration `json:"start_spacing,omitempty"`
 	// ParallelPrepare: MergeWal starts for a target with more than one pending shard ask for
 	// parallel prepares (commits stay one at a time). Default (nil) true.
 	ParallelPrepare *bool `json:"parallel_prepare,omitempty"`
@@ -75,6 +80,7 @@ const (
 	defaultMaxStarts           = 256
 	defaultSweepConcurrency    = 4
 	defaultStartBatch          = 16
+	defaultStartSpacing        = time.Second
 	maxSkippedListed           = 1000
 )
 
@@ -97,6 +103,9 @@ func (in MaintenanceSweepInput) withDefaults() MaintenanceSweepInput {
 	if in.StartBatch <= 0 {
 		in.StartBatch = defaultStartBatch
 	}
+	if in.StartSpacing == 0 {
+		in.StartSpacing = defaultStartSpacing
+	}
 	if in.ParallelPrepare == nil {
 		on := true
 		in.ParallelPrepare = &on
@@ -114,6 +123,13 @@ func (in MaintenanceSweepInput) withDefaults() MaintenanceSweepInput {
 const (
 	sweepPerKindChange  = "sweep-per-kind"
 	sweepPerKindVersion = workflow.Version(1)
+)
+
+// sweepPacedStartsChange versions the pacing of start batches (StartSpacing): runs recorded
+// before it launched every batch at once.
+const (
+	sweepPacedStartsChange  = "sweep-paced-starts"
+	sweepPacedStartsVersion = workflow.Version(1)
 )
 
 // MaintenanceSweep scans every kind concurrently (one ScanStats activity per kind) and, as
@@ -138,6 +154,9 @@ func MaintenanceSweep(ctx workflow.Context, in MaintenanceSweepInput) (Maintenan
 	// Steps 2 and 3. Decide (most indebted first) and start, in bounded batches. One
 	// semaphore bounds the StartWorkflows activities of every kind.
 	st := &sweepStarts{in: in, sem: workflow.NewSemaphore(ctx, int64(in.Concurrency)), wg: workflow.NewWaitGroup(ctx)}
+	if workflow.GetVersion(ctx, sweepPacedStartsChange, workflow.DefaultVersion, sweepPacedStartsVersion) >= sweepPacedStartsVersion && in.StartSpacing > 0 {
+		st.pace = workflow.NewSemaphore(ctx, 1)
+	}
 	kinds := make([]kindSweep, len(store.Kinds))
 	if perKind {
 		remaining := in.MaxStarts
@@ -228,6 +247,34 @@ type sweepStarts struct {
 	in  MaintenanceSweepInput
 	sem workflow.Semaphore
 	wg  workflow.WaitGroup
+	// pace (nil = unpaced) lets one batch at a time wait out StartSpacing after the launch
+	// of the previous one, in plan order (coroutines acquire in the order they were
+	// created, most indebted first).
+	pace       workflow.Semaphore
+	launched   int
+	lastLaunch time.Time
+}
+
+// waitTurn blocks until this batch may launch: StartSpacing after the previous launch.
+// The wait is a workflow timer, so replays wait alike; a sweep of one batch has none.
+func (st *sweepStarts) waitTurn(ctx workflow.Context) error {
+	if st.pace == nil {
+		return nil
+	}
+	if err := st.pace.Acquire(ctx, 1); err != nil {
+		return err
+	}
+	defer st.pace.Release(1)
+	if st.launched > 0 {
+		if wait := st.lastLaunch.Add(st.in.StartSpacing).Sub(workflow.Now(ctx)); wait > 0 {
+			if err := workflow.Sleep(ctx, wait); err != nil {
+				return err
+			}
+		}
+	}
+	st.launched++
+	st.lastLaunch = workflow.Now(ctx)
+	return nil
 }
 
 // startBatches is one plan's starts split into StartWorkflows batches, with their outcomes.
@@ -255,6 +302,10 @@ func (st *sweepStarts) launch(ctx workflow.Context, starts []plannedStart) *star
 				return
 			}
 			defer st.sem.Release(1)
+			if err := st.waitTurn(ctx); err != nil {
+				b.errs[i] = err
+				return
+			}
 			params := StartWorkflowsParams{Starts: make([]StartRequest, len(batch))}
 			for j, s := range batch {
 				params.Starts[j] = s.req

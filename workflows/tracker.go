@@ -12,18 +12,26 @@ import (
 
 // tracker runs activities for one workflow run and keeps what the status query needs to
 // say why the run is not making progress. A workflow cannot see whether an activity task
-// has been picked up, so the tracker combines two deterministic observations:
+// has been picked up; what it does see, it sees through history, so replays compute the
+// same status:
 //
-//   - a watchdog timer raced against each activity future (workflow.Selector): an activity
-//     still unfinished after slotWait, with no word from it, is "waiting for a slot" (or,
-//     on a shard queue, for a worker that may be gone);
-//   - ActivityStateSignal, sent by the activity itself once it has run past slotWait,
-//     while it waits for the memory budget, and before Temporal backs off to retry it.
-//
-// Both arrive through history, so replays compute the same status.
+//   - ActivityStateSignal, sent by the activity itself while it waits for the memory budget
+//     and before Temporal backs off to retry it (off the happy path: a pass that runs
+//     straight through sends none);
+//   - in runs recorded before fewerActionsChange only, a watchdog timer raced against each
+//     activity future (workflow.Selector): an activity still unfinished after slotWait,
+//     with no word from it, was "waiting for a slot" (or, on a shard queue, for a worker
+//     that may be gone). It cost a timer start and cancel per activity, 16 of 69 events of
+//     a two-shard merge, so newer runs leave slot waits to the server, which knows them:
+//     the status lists the activities in flight (InFlight) and QueryMergeWalStatus /
+//     `walkeeper status` match them with DescribeWorkflowExecution's pending activities,
+//     where an activity scheduled and not started for slotWait waits for a slot
+//     (slotBlocked).
 type tracker struct {
 	runID    string
 	slotWait time.Duration
+	// watchdog: race a slotWait timer against each activity (runs before fewerActionsChange).
+	watchdog bool
 	seq      int
 	inflight []*watch
 	onChange func()
@@ -44,10 +52,11 @@ type watch struct {
 	lastErr string
 }
 
-func newTracker(ctx workflow.Context, slotWait time.Duration, onChange func()) *tracker {
+func newTracker(ctx workflow.Context, slotWait time.Duration, watchdog bool, onChange func()) *tracker {
 	t := &tracker{
 		runID:    workflow.GetInfo(ctx).WorkflowExecution.RunID,
 		slotWait: slotWait,
+		watchdog: watchdog,
 		onChange: onChange,
 	}
 	ch := workflow.GetSignalChannel(ctx, ActivityStateSignal)
@@ -87,7 +96,7 @@ func (t *tracker) exec(ctx workflow.Context, opts workflow.ActivityOptions, w *w
 		t.remove(w)
 		t.changed()
 	}()
-	if t.slotWait > 0 {
+	if t.watchdog && t.slotWait > 0 {
 		timerCtx, cancel := workflow.WithCancel(ctx)
 		timer := workflow.NewTimerWithOptions(timerCtx, t.slotWait, workflow.TimerOptions{
 			Summary: "slot watchdog: " + w.activity,
@@ -107,6 +116,21 @@ func (t *tracker) exec(ctx workflow.Context, opts workflow.ActivityOptions, w *w
 		cancel()
 	}
 	return fut.Get(ctx, out)
+}
+
+// notice is what an activity is asked to signal: state changes after notifyAfter, and, in
+// watchdog runs only, the "running" notice that clears the watchdog's slot wait.
+func (t *tracker) notice() (notifyAfter time.Duration, noRunningNotice bool) {
+	return t.slotWait, !t.watchdog
+}
+
+// inFlight lists the activities in flight, oldest first, for the status query.
+func (t *tracker) inFlight() []InFlightActivity {
+	out := make([]InFlightActivity, 0, len(t.inflight))
+	for _, w := range t.inflight {
+		out = append(out, InFlightActivity{ID: w.id, Activity: w.activity, Shard: w.shard, Queue: w.queue})
+	}
+	return out
 }
 
 func (t *tracker) remove(w *watch) {

@@ -175,6 +175,9 @@ func printSchedule(out io.Writer, id string, d *client.ScheduleDescription) erro
 			parts = append(parts, p)
 		}
 		parts = append(parts, sp.CronExpressions...)
+		if sp.Jitter > 0 {
+			parts = append(parts, "jitter up to "+sp.Jitter.String())
+		}
 		for range sp.Calendars {
 			parts = append(parts, "calendar")
 		}

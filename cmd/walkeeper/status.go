@@ -352,7 +352,11 @@ func liveStatus(v converter.EncodedValue, typ string, pending []*workflowpb.Pend
 	if err != nil {
 		return nil, err
 	}
-	return st, json.Unmarshal(raw, &st)
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return nil, err
+	}
+	delete(st, "slot_wait") // nanoseconds; already folded into blocked
+	return st, nil
 }
 
 // printStatusQuery prints the status query's fields: phase, shard, pass and blocked reason

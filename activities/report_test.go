@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/mocks"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
@@ -154,4 +155,45 @@ func TestPrepareSignalsBackoffOnRetryableFailure(t *testing.T) {
 	rec.mu.Lock()
 	require.Contains(t, rec.got[0].Error, "closed")
 	rec.mu.Unlock()
+}
+
+// Progress is recorded between ticks and goes out with the next heartbeat of the reporter's
+// loop, not at once.
+func TestReporterHeartbeatsProgressOnItsTick(t *testing.T) {
+	a := &Activities{}
+	probe := func(ctx context.Context) error {
+		rep := a.startReporter(ctx, 0, false, PrepareProgress{State: workflows.PrepareStateStarting})
+		rep.progress(PrepareProgress{State: workflows.ActivityStateRunning, Done: 1, Total: 2})
+		time.Sleep(400 * time.Millisecond) // past the first tick (a third of 600ms)
+		rep.finish(nil)
+		return nil
+	}
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: time.Minute})
+	env.RegisterActivityWithOptions(probe, activity.RegisterOptions{Name: "probe"})
+	var mu sync.Mutex
+	var beats []PrepareProgress
+	env.SetOnActivityHeartbeatListener(func(_ *activity.Info, details converter.EncodedValues) {
+		if !details.HasValues() {
+			return
+		}
+		var p PrepareProgress
+		require.NoError(t, details.Get(&p))
+		mu.Lock()
+		beats = append(beats, p)
+		mu.Unlock()
+	})
+	env.ExecuteWorkflow(func(ctx workflow.Context) error {
+		ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			StartToCloseTimeout: time.Minute,
+			HeartbeatTimeout:    600 * time.Millisecond,
+		})
+		return workflow.ExecuteActivity(ctx, "probe").Get(ctx, nil)
+	})
+	require.NoError(t, env.GetWorkflowError())
+	mu.Lock()
+	defer mu.Unlock()
+	require.NotEmpty(t, beats, "the tick sends the recorded progress")
+	require.Equal(t, PrepareProgress{State: workflows.ActivityStateRunning, Done: 1, Total: 2}, beats[0])
 }

@@ -326,9 +326,12 @@ func TestMaintenanceSweepPacesStartBatches(t *testing.T) {
 	stats := map[string][]TargetStats{"generic": generic}
 	env.OnActivity(ScanStatsActivity, anyCtx, anyArg).Return(scanFor(stats))
 	starter := &fakeStarter{}
+	var mu sync.Mutex
 	var launched []time.Time
 	env.OnActivity(StartWorkflowsActivity, anyCtx, anyArg).Return(func(ctx context.Context, p StartWorkflowsParams) (StartWorkflowsResult, error) {
+		mu.Lock()
 		launched = append(launched, env.Now())
+		mu.Unlock()
 		return starter.start(ctx, p)
 	})
 	env.ExecuteWorkflow(MaintenanceSweep, MaintenanceSweepInput{StartBatch: 2, StartSpacing: 3 * time.Second})
@@ -356,9 +359,12 @@ func TestMaintenanceSweepUnpacedBeforePacedStarts(t *testing.T) {
 	}
 	env.OnActivity(ScanStatsActivity, anyCtx, anyArg).Return(scanFor(map[string][]TargetStats{"generic": generic}))
 	starter := &fakeStarter{}
+	var mu sync.Mutex
 	var launched []time.Time
 	env.OnActivity(StartWorkflowsActivity, anyCtx, anyArg).Return(func(ctx context.Context, p StartWorkflowsParams) (StartWorkflowsResult, error) {
+		mu.Lock()
 		launched = append(launched, env.Now())
+		mu.Unlock()
 		return starter.start(ctx, p)
 	})
 	env.ExecuteWorkflow(MaintenanceSweep, MaintenanceSweepInput{StartBatch: 1, StartSpacing: time.Minute})

@@ -80,6 +80,12 @@ type Config struct {
 	// SweepInterval is the period of the Temporal schedule "walkeeper-sweep" that the worker
 	// ensures on start (0 = leave the schedule alone).
 	SweepInterval time.Duration
+	// SweepJitter bounds the random delay of each scheduled sweep (at most a quarter of
+	// SweepInterval). SweepStartBatch is the starts per StartWorkflows activity of one sweep
+	// and SweepStartSpacing the least time between two batches (0 = no pacing).
+	SweepJitter       time.Duration
+	SweepStartBatch   int
+	SweepStartSpacing time.Duration
 
 	// LogFormat is json or console; LogLevel debug, info, warn or error.
 	LogFormat string
@@ -127,6 +133,9 @@ func DefaultConfig() Config {
 		GroupCommitMaxRows:    so.GroupCommitMaxRows,
 		CacheBytes:            so.CacheBytes,
 		SweepInterval:         time.Minute,
+		SweepJitter:           5 * time.Second,
+		SweepStartBatch:       16,
+		SweepStartSpacing:     time.Second,
 		LogFormat:             "json",
 		LogLevel:              "info",
 		ShutdownTimeout:       30 * time.Second,
@@ -240,11 +249,16 @@ func (c *Config) Validate() error {
 		{"group-commit-max-rows", int64(c.GroupCommitMaxRows)},
 		{"cache-bytes", c.CacheBytes},
 		{"sweep-interval", int64(c.SweepInterval)},
+		{"sweep-jitter", int64(c.SweepJitter)},
+		{"sweep-start-spacing", int64(c.SweepStartSpacing)},
 		{"shutdown-timeout", int64(c.ShutdownTimeout)},
 	} {
 		if nv.v < 0 {
 			bad(nv.flag, "must not be negative")
 		}
+	}
+	if c.SweepStartBatch < 1 {
+		bad("sweep-start-batch", "must be positive, got %d", c.SweepStartBatch)
 	}
 	if c.MaxBodyBytes < 1 {
 		bad("max-body-bytes", "must be positive, got %d", c.MaxBodyBytes)
@@ -558,6 +572,9 @@ var knobs = func() []knob {
 		intKnob("group-commit-max-rows", "rows per WAL object at most", func(c *Config) *int { return &c.GroupCommitMaxRows }),
 		bytesKnob("cache-bytes", "decoded generations and base runs kept in memory for reads", func(c *Config) *int64 { return &c.CacheBytes }),
 		durKnob("sweep-interval", "period of the Temporal schedule walkeeper-sweep ensured on start (0 = leave it alone)", func(c *Config) *time.Duration { return &c.SweepInterval }),
+		durKnob("sweep-jitter", "random delay of each scheduled sweep, at most this and at most a quarter of sweep-interval (0 = none)", func(c *Config) *time.Duration { return &c.SweepJitter }),
+		intKnob("sweep-start-batch", "workflow starts per StartWorkflows activity of one sweep", func(c *Config) *int { return &c.SweepStartBatch }),
+		durKnob("sweep-start-spacing", "least time between two start batches of one sweep, so a big sweep is not one burst (0 = no pacing)", func(c *Config) *time.Duration { return &c.SweepStartSpacing }),
 		strKnob("log-format", "log encoding: json or console", func(c *Config) *string { return &c.LogFormat }),
 		strKnob("log-level", "log level: debug, info, warn, error", func(c *Config) *string { return &c.LogLevel }),
 		durKnob("shutdown-timeout", "bound on graceful shutdown (HTTP drain, activity drain, final seal)", func(c *Config) *time.Duration { return &c.ShutdownTimeout }),

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -66,6 +67,24 @@ type DevServerOptions struct {
 	StartTimeout time.Duration
 	// StopTimeout is how long Stop waits after SIGTERM before SIGKILL; 0 = 10s.
 	StopTimeout time.Duration
+	// DynamicConfig adds "key=value" server settings after DevServerDynamicConfig (a later
+	// value of the same key wins).
+	DynamicConfig []string
+	// ServerDefaults leaves out DevServerDynamicConfig: the server's own defaults, for
+	// side-by-side measurements.
+	ServerDefaults bool
+	// MetricsPort serves the server's Prometheus metrics on 127.0.0.1:<port> (0 = off).
+	MetricsPort int
+}
+
+// DevServerDynamicConfig is the server tuning walkeeper's dev and test servers start with
+// (docs/OPERATIONS.md "Temporal server tuning"; deploy/temporal/dynamicconfig.yaml sets the
+// same for docker compose). history.transferProcessorMaxPollRPS caps the reads of each
+// history shard's transfer queue, the queue that dispatches every activity and workflow
+// task; at the default 20 reads/s each dispatch waits up to 50 ms for the next read, which
+// dominated a MergeWal's orchestration time (docs/BENCHMARKS.md "Temporal overhead").
+var DevServerDynamicConfig = []string{
+	"history.transferProcessorMaxPollRPS=1000",
 }
 
 // DevServer is a running `temporal server start-dev` child process (in its own process group).
@@ -161,6 +180,12 @@ func startDevServerOnce(ctx context.Context, cli string, o DevServerOptions) (*D
 		"--log-level", o.LogLevel,
 		"--log-format", "json",
 	}
+	for _, kv := range dynamicConfig(o) {
+		args = append(args, "--dynamic-config-value", kv)
+	}
+	if o.MetricsPort > 0 {
+		args = append(args, "--metrics-port", strconv.Itoa(o.MetricsPort))
+	}
 	for _, ns := range append([]string{o.Namespace}, o.ExtraNamespaces...) {
 		if ns != DefaultTemporalNamespace {
 			args = append(args, "--namespace", ns)
@@ -220,6 +245,21 @@ func startDevServerOnce(ctx context.Context, cli string, o DevServerOptions) (*D
 		return nil, err
 	}
 	return s, nil
+}
+
+// dynamicConfig is DevServerDynamicConfig (unless ServerDefaults) with o.DynamicConfig
+// replacing the defaults of the keys it names, each key once.
+func dynamicConfig(o DevServerOptions) []string {
+	key := func(kv string) string { k, _, _ := strings.Cut(kv, "="); return k }
+	var out []string
+	if !o.ServerDefaults {
+		for _, d := range DevServerDynamicConfig {
+			if !slices.ContainsFunc(o.DynamicConfig, func(kv string) bool { return key(kv) == key(d) }) {
+				out = append(out, d)
+			}
+		}
+	}
+	return append(out, o.DynamicConfig...)
 }
 
 // waitReady dials the frontend until it answers and the namespace can be described.

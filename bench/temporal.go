@@ -40,6 +40,12 @@ func (e *temporalEnv) close() {
 // startTemporal connects to o.Temporal or starts `temporal server start-dev` (headless,
 // in-memory database, server log in logDir/temporal.log).
 func startTemporal(ctx context.Context, o Options, logDir string) (*temporalEnv, error) {
+	return startTemporalWith(ctx, o, logDir, devserver.Options{})
+}
+
+// startTemporalWith is startTemporal with dev server settings (ServerDefaults, MetricsPort,
+// DynamicConfig) taken from dev; they are ignored for an existing server.
+func startTemporalWith(ctx context.Context, o Options, logDir string, dev devserver.Options) (*temporalEnv, error) {
 	env := &temporalEnv{hostPort: o.Temporal}
 	if env.hostPort == "" {
 		o.progressf("starting Temporal dev server (temporal server start-dev, headless)")
@@ -54,11 +60,14 @@ func startTemporal(ctx context.Context, o Options, logDir string) (*temporalEnv,
 		sctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 		defer cancel()
 		srv, err := devserver.Start(sctx, devserver.Options{
-			Install:  true,
-			Headless: true,
-			LogLevel: "error",
-			Output:   out,
-			Progress: o.Progress,
+			Install:        true,
+			Headless:       true,
+			LogLevel:       "error",
+			Output:         out,
+			Progress:       o.Progress,
+			ServerDefaults: dev.ServerDefaults,
+			DynamicConfig:  dev.DynamicConfig,
+			MetricsPort:    dev.MetricsPort,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("start Temporal dev server: %w", err)

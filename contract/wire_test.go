@@ -42,6 +42,7 @@ var wireTypes = []any{
 	ActivityState{},
 	PreparedMerge{}, StagedFile{},
 	MergeWalInput{}, MergeWalCarry{}, MergeWalResult{}, ShardMergeResult{}, MergeWalStatus{}, ShardStatus{},
+	InFlightActivity{},
 	CompactBaseInput{}, CompactBaseResult{}, CompactBaseStatus{},
 	MaintenanceSweepInput{}, MaintenanceSweepResult{}, SweepStart{}, SweepSkip{},
 	MergeWalTickInput{}, MergeWalTickResult{},

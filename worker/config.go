@@ -75,6 +75,12 @@ type Config struct {
 	// SweepInterval is the period of the Temporal schedule "walkeeper-sweep" that the worker
 	// ensures on start (0 = leave the schedule alone).
 	SweepInterval time.Duration
+	// SweepJitter bounds the random delay of each scheduled sweep (at most a quarter of
+	// SweepInterval). SweepStartBatch is the starts per StartWorkflows activity of one sweep
+	// and SweepStartSpacing the least time between two batches (0 = no pacing).
+	SweepJitter       time.Duration
+	SweepStartBatch   int
+	SweepStartSpacing time.Duration
 
 	// LogFormat is json or console; LogLevel debug, info, warn or error.
 	LogFormat string
@@ -119,6 +125,9 @@ func DefaultConfig() Config {
 		GroupCommitMaxRows:    so.GroupCommitMaxRows,
 		CacheBytes:            so.CacheBytes,
 		SweepInterval:         time.Minute,
+		SweepJitter:           5 * time.Second,
+		SweepStartBatch:       16,
+		SweepStartSpacing:     time.Second,
 		LogFormat:             "json",
 		LogLevel:              "info",
 		ShutdownTimeout:       30 * time.Second,
@@ -224,11 +233,16 @@ func (c *Config) Validate() error {
 		{"group-commit-max-rows", int64(c.GroupCommitMaxRows)},
 		{"cache-bytes", c.CacheBytes},
 		{"sweep-interval", int64(c.SweepInterval)},
+		{"sweep-jitter", int64(c.SweepJitter)},
+		{"sweep-start-spacing", int64(c.SweepStartSpacing)},
 		{"shutdown-timeout", int64(c.ShutdownTimeout)},
 	} {
 		if nv.v < 0 {
 			bad(nv.flag, "must not be negative")
 		}
+	}
+	if c.SweepStartBatch < 1 {
+		bad("sweep-start-batch", "must be positive, got %d", c.SweepStartBatch)
 	}
 	if c.MaxBodyBytes < 1 {
 		bad("max-body-bytes", "must be positive, got %d", c.MaxBodyBytes)

@@ -42,7 +42,27 @@ const (
 	TargetSchedulePrefix = "merge-wal-tick/"
 
 	scheduleNote = "managed by walkeeper"
+
+	// DefaultScheduleJitter is the default jitter of walkeeper's schedules (ScheduleJitter).
+	DefaultScheduleJitter = 5 * time.Second
 )
+
+// ScheduleJitter is the jitter a schedule of interval every gets: Temporal delays each
+// start by a random amount up to it, so per-target schedules created together, and sweeps
+// of several clusters, do not all fire on the same second. It is at most jitter and at most
+// a quarter of the interval, so a short interval keeps its cadence. Pure.
+func ScheduleJitter(every, jitter time.Duration) time.Duration {
+	return max(0, min(jitter, every/4))
+}
+
+// SweepSchedule configures the schedule walkeeper-sweep.
+type SweepSchedule struct {
+	Every time.Duration
+	// Jitter bounds the random delay of each start (ScheduleJitter).
+	Jitter time.Duration
+	// Input is the sweep's input (thresholds, batching); zero fields take their defaults.
+	Input contract.MaintenanceSweepInput
+}
 
 // TemporalConfig says how to reach Temporal. TLS is switched on by TLS, by any of the TLS
 // files, or by an API key (Temporal Cloud).
@@ -222,6 +242,12 @@ func EnsureSweepSchedule(ctx context.Context, c client.Client, every time.Durati
 
 // EnsureSweepScheduleWith is EnsureSweepSchedule with explicit sweep thresholds.
 func EnsureSweepScheduleWith(ctx context.Context, c client.Client, every time.Duration, in contract.MaintenanceSweepInput) error {
+	return EnsureSweepScheduleOpts(ctx, c, SweepSchedule{Every: every, Jitter: DefaultScheduleJitter, Input: in})
+}
+
+// EnsureSweepScheduleOpts is EnsureSweepSchedule with every setting explicit.
+func EnsureSweepScheduleOpts(ctx context.Context, c client.Client, o SweepSchedule) error {
+	every, in := o.Every, o.Input
 	if every <= 0 {
 		return fmt.Errorf("sweep schedule interval must be positive, got %s", every)
 	}
@@ -235,7 +261,7 @@ func EnsureSweepScheduleWith(ctx context.Context, c client.Client, every time.Du
 		WorkflowRunTimeout: 30 * time.Minute,
 		StaticSummary:      "walkeeper maintenance sweep",
 	}
-	return ensureSchedule(ctx, c, SweepScheduleID, every, action)
+	return ensureSchedule(ctx, c, SweepScheduleID, every, ScheduleJitter(every, o.Jitter), action)
 }
 
 // TargetScheduleID is the ID of target's own merge schedule: "merge-wal-tick/<kind>/<name>".
@@ -246,6 +272,12 @@ func TargetScheduleID(t store.Target) string { return TargetSchedulePrefix + t.P
 // Temporal suffixes every scheduled workflow ID with a timestamp, so the tick itself starts
 // or attaches to the real MergeWal ID ("merge-wal/<kind>/<name>") and dedupe still holds.
 func EnsureTargetSchedule(ctx context.Context, c client.Client, target store.Target, every time.Duration) error {
+	return EnsureTargetScheduleJitter(ctx, c, target, every, DefaultScheduleJitter)
+}
+
+// EnsureTargetScheduleJitter is EnsureTargetSchedule with an explicit jitter bound
+// (ScheduleJitter).
+func EnsureTargetScheduleJitter(ctx context.Context, c client.Client, target store.Target, every, jitter time.Duration) error {
 	if every <= 0 {
 		return fmt.Errorf("schedule interval must be positive, got %s", every)
 	}
@@ -262,11 +294,11 @@ func EnsureTargetSchedule(ctx context.Context, c client.Client, target store.Tar
 			contract.WalKind.ValueSet(string(target.Kind)),
 		),
 	}
-	return ensureSchedule(ctx, c, id, every, action)
+	return ensureSchedule(ctx, c, id, every, ScheduleJitter(every, jitter), action)
 }
 
-func ensureSchedule(ctx context.Context, c client.Client, id string, every time.Duration, action *client.ScheduleWorkflowAction) error {
-	spec := client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: every}}}
+func ensureSchedule(ctx context.Context, c client.Client, id string, every, jitter time.Duration, action *client.ScheduleWorkflowAction) error {
+	spec := client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: every}}, Jitter: jitter}
 	_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
 		ID:            id,
 		Spec:          spec,

@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -79,6 +80,24 @@ type Options struct {
 	StartTimeout time.Duration
 	// StopTimeout is how long Stop waits after SIGTERM before SIGKILL; 0 = 10s.
 	StopTimeout time.Duration
+	// DynamicConfig adds "key=value" server settings after TunedDynamicConfig (a later
+	// value of the same key wins).
+	DynamicConfig []string
+	// ServerDefaults leaves out TunedDynamicConfig: the server's own defaults, for
+	// side-by-side measurements.
+	ServerDefaults bool
+	// MetricsPort serves the server's Prometheus metrics on 127.0.0.1:<port> (0 = off).
+	MetricsPort int
+}
+
+// TunedDynamicConfig is the server tuning walkeeper's dev and test servers start with
+// (docs/OPERATIONS.md "Temporal server tuning"; deploy/temporal/dynamicconfig.yaml sets the
+// same for docker compose). history.transferProcessorMaxPollRPS caps the reads of each
+// history shard's transfer queue, the queue that dispatches every activity and workflow
+// task; at the default 20 reads/s each dispatch waits up to 50 ms for the next read, which
+// dominated a MergeWal's orchestration time (docs/BENCHMARKS.md "Temporal overhead").
+var TunedDynamicConfig = []string{
+	"history.transferProcessorMaxPollRPS=1000",
 }
 
 // Server is a running `temporal server start-dev` child process (in its own process group).
@@ -174,6 +193,12 @@ func startOnce(ctx context.Context, cli string, o Options) (*Server, error) {
 		"--log-level", o.LogLevel,
 		"--log-format", "json",
 	}
+	for _, kv := range dynamicConfig(o) {
+		args = append(args, "--dynamic-config-value", kv)
+	}
+	if o.MetricsPort > 0 {
+		args = append(args, "--metrics-port", strconv.Itoa(o.MetricsPort))
+	}
 	for _, ns := range append([]string{o.Namespace}, o.ExtraNamespaces...) {
 		if ns != defaultNamespace {
 			args = append(args, "--namespace", ns)
@@ -233,6 +258,21 @@ func startOnce(ctx context.Context, cli string, o Options) (*Server, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// dynamicConfig is TunedDynamicConfig (unless ServerDefaults) with o.DynamicConfig
+// replacing the defaults of the keys it names, each key once.
+func dynamicConfig(o Options) []string {
+	key := func(kv string) string { k, _, _ := strings.Cut(kv, "="); return k }
+	var out []string
+	if !o.ServerDefaults {
+		for _, d := range TunedDynamicConfig {
+			if !slices.ContainsFunc(o.DynamicConfig, func(kv string) bool { return key(kv) == key(d) }) {
+				out = append(out, d)
+			}
+		}
+	}
+	return append(out, o.DynamicConfig...)
 }
 
 // waitReady dials the frontend until it answers and the namespace can be described.

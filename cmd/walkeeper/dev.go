@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
+	"github.com/walkeeper/walkeeper/internal/devserver"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/worker"
 )
@@ -91,6 +92,10 @@ log is in <data>/walkeeper.log (--verbose prints it on the console too).`,
 }
 
 func runDev(parent context.Context, out io.Writer, g *globalOptions, o *devOptions, external bool) error {
+	tc, err := g.temporalConfig()
+	if err != nil {
+		return err
+	}
 	if _, err := g.logger("info"); err != nil {
 		return err // a bad --log-level/--log-format, before anything is locked or started
 	}
@@ -114,10 +119,9 @@ func runDev(parent context.Context, out io.Writer, g *globalOptions, o *devOptio
 	defer closeLog()
 
 	// 1. Temporal.
-	tc := g.temporal
 	uiURL := ""
 	if !external {
-		srv, err := worker.StartDevServer(ctx, worker.DevServerOptions{
+		srv, err := devserver.Start(ctx, devserver.Options{
 			CLIPath:  o.cli,
 			Install:  true,
 			DataDir:  data,

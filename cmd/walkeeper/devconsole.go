@@ -15,8 +15,8 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/internal/devserver"
 	"github.com/walkeeper/walkeeper/store"
-	"github.com/walkeeper/walkeeper/worker"
 )
 
 // `walkeeper dev` is calm by default: the full log goes to <data>/walkeeper.log and the
@@ -199,7 +199,7 @@ func devServerError(err error, data string) error {
 
 // temporalCLIHint is how the banner names the Temporal CLI: its full path when known.
 func temporalCLIHint(explicit string) string {
-	if p, err := worker.FindTemporalCLI(explicit); err == nil {
+	if p, err := devserver.FindCLI(explicit); err == nil {
 		return p
 	}
 	return "temporal"

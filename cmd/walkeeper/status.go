@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -62,6 +61,10 @@ Temporal is asked.`,
 			storage = storageOrDev(storage, devSt, live)
 			ctx, cancel := signalContext(cmd.Context())
 			defer cancel()
+			tc, err := g.temporalConfig()
+			if err != nil {
+				return err
+			}
 			logger, err := g.logger("warn")
 			if err != nil {
 				return err
@@ -69,9 +72,9 @@ Temporal is asked.`,
 			// Storage stats are useful even when Temporal is down: report the dial error
 			// after printing them (exit status 1).
 			dctx, dcancel := context.WithTimeout(ctx, 15*time.Second)
-			c, dialErr := worker.Dial(dctx, g.temporal, logger)
+			c, dialErr := worker.Dial(dctx, tc, logger)
 			dcancel()
-			dialErr = temporalUnreachable(g.temporal, dialErr)
+			dialErr = temporalUnreachable(tc, dialErr)
 			if dialErr == nil {
 				defer c.Close()
 			} else if storage == "" {
@@ -104,7 +107,7 @@ Temporal is asked.`,
 			return err
 		},
 	}
-	cmd.Flags().StringVar(&storage, "storage", os.Getenv("WALKEEPER_STORAGE"), "storage root URL to read store stats from (env WALKEEPER_STORAGE)")
+	worker.StringKnobVar(cmd.Flags(), &storage, "storage", "", "storage root URL to read store stats from")
 	return cmd
 }
 
@@ -324,7 +327,7 @@ func printWorkflow(ctx context.Context, out io.Writer, c client.Client, typ, id 
 		fmt.Fprintf(tw, "  live status\tunavailable: %v\n", err)
 		return flushLine(tw, out)
 	}
-	if err := printLiveStatus(tw, out, typ, v); err != nil {
+	if err := printLiveStatus(tw, out, typ, v, d.RawResponse.GetPendingActivities()); err != nil {
 		return err
 	}
 	_, err = fmt.Fprintln(out)

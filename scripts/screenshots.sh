@@ -7,6 +7,10 @@
 #   merge-run.png     one finished MergeWal run's page
 #   schedule.png      the walkeeper-sweep schedule
 #
+# With Node (no npm packages needed) the list's columns are set to walkeeper's search
+# attributes first (scripts/screenshot.mjs); without it Chromium's --screenshot takes the
+# pages with the Web UI's default columns.
+#
 # Re-runnable: every run starts from an empty data directory and overwrites the PNGs. Needs
 # Go, python3 (to pick free ports) and Chromium (Debian: apt-get install -y chromium; or set
 # CHROMIUM=/path/to/chrome). The Temporal CLI is found or built as `walkeeper dev` does.
@@ -77,18 +81,43 @@ wk history generic:demo --limit 10
 echo "screenshots: dev's console now:"
 tail -n 3 "$work/dev.out"
 
-shot() { # file url
-	echo "screenshots: $1 <- $2"
-	"$chromium" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
-		--disable-background-networking --disable-component-update --disable-sync \
-		--user-data-dir="$(mktemp -d -p "$work")" --hide-scrollbars \
-		--virtual-time-budget=15000 --window-size=1600,1000 \
-		--screenshot="$1" "$2" >/dev/null 2>&1
-	[[ -s "$1" ]] || { echo "screenshots: Chromium wrote no $1" >&2; exit 1; }
+# shot FILE URL [COLUMN...]: with Node, through the DevTools protocol (scripts/screenshot.mjs),
+# which first sets the workflow list's columns to COLUMN...; without Node, Chromium's own
+# --screenshot (default columns).
+chromium_flags=(--headless --no-sandbox --disable-gpu --disable-quic --no-first-run
+	--disable-background-networking --disable-component-update --disable-sync --hide-scrollbars)
+node_ws=()
+if command -v node >/dev/null; then
+	if [[ $(node -e 'console.log(typeof WebSocket)') != function ]]; then node_ws=(--experimental-websocket); fi
+fi
+shot() {
+	local file=$1 url=$2
+	shift 2
+	echo "screenshots: $file <- $url"
+	if command -v node >/dev/null; then
+		local port
+		port=$(free_port)
+		"$chromium" "${chromium_flags[@]}" --user-data-dir="$(mktemp -d -p "$work")" \
+			--remote-debugging-port="$port" about:blank >/dev/null 2>&1 &
+		local cpid=$!
+		for _ in $(seq 50); do
+			python3 -c 'import sys,urllib.request; urllib.request.urlopen("http://127.0.0.1:%s/json/version" % sys.argv[1])' "$port" 2>/dev/null && break
+			sleep 0.2
+		done
+		node "${node_ws[@]}" scripts/screenshot.mjs "$port" "$url" "$file" default "$@" || { kill "$cpid"; exit 1; }
+		kill "$cpid" 2>/dev/null || true
+		wait "$cpid" 2>/dev/null || true
+	else
+		"$chromium" "${chromium_flags[@]}" --user-data-dir="$(mktemp -d -p "$work")" \
+			--virtual-time-budget=15000 --window-size=1600,1000 \
+			--screenshot="$file" "$url" >/dev/null 2>&1
+	fi
+	[[ -s "$file" ]] || { echo "screenshots: no $file written" >&2; exit 1; }
 }
 mkdir -p "$out"
 list_url="$ui/namespaces/default/workflows?query=$(python3 -c 'import urllib.parse; print(urllib.parse.quote("WalTarget=\"generic:demo\""))')"
-shot "$out/merges-list.png" "$list_url"
+# The list shows walkeeper's search attributes as columns (empty where a run has none).
+shot "$out/merges-list.png" "$list_url" WalTrigger WalPendingAtStart WalReclaimed WalBytesMerged
 shot "$out/merge-run.png" "$merge_url"
 shot "$out/schedule.png" "$ui/namespaces/default/schedules/walkeeper-sweep"
 echo "screenshots: saved $out/merges-list.png $out/merge-run.png $out/schedule.png"

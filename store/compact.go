@@ -73,7 +73,7 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 	res := CompactResult{BaseVersion: base.Version, RunsLeft: len(base.Runs)}
 	if inputs == nil {
 		s.countCompact("noop")
-		return res, nil
+		return res, s.afterCompactDemand(ctx, len(base.Runs))
 	}
 	allRuns := len(inputs) == len(base.Runs)
 	minPendingSeq := int64(1<<63 - 1)
@@ -141,6 +141,7 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 		return res, err
 	}
 	res.Committed, res.BaseVersion, res.RunsLeft = true, version, left
+	_ = s.afterCompactDemand(ctx, left) // a stale marker costs one needless CompactBase start
 	// The inputs are garbage only now that the manifest replacing them is published.
 	for _, r := range inputs {
 		_ = s.db.bucket.Delete(ctx, r.Path)

@@ -44,6 +44,10 @@ type Options struct {
 	GroupCommitMaxRows int
 	// CacheBytes bounds decoded generations and runs kept for reads (default 256 MiB).
 	CacheBytes int64
+	// CompactDemandRuns: a merge commit that leaves the base with at least this many runs
+	// writes the store's compaction marker in the demand index, which the sweep reads
+	// instead of every store's base manifest (default 32, 0 = no marker).
+	CompactDemandRuns int
 	// Now is the clock (tests); defaults to time.Now.
 	Now func() time.Time
 }
@@ -59,6 +63,7 @@ func DefaultOptions() Options {
 		MaxRowBytes:         1 << 20,
 		GroupCommitMaxRows:  8192,
 		CacheBytes:          256 << 20,
+		CompactDemandRuns:   32,
 	}
 }
 

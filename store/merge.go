@@ -402,6 +402,9 @@ func (s *Store) reconcile(ctx context.Context, shard string, sm *shardManifest, 
 			covered = append(covered, g.Gen)
 		}
 	}
+	// Stale and orphan demand records of the shard go too (best effort: they cost at most a
+	// needless MergeWal start, and reconcile retries).
+	_, _ = s.cleanDemand(ctx, shard, sm, wm, false)
 	if len(covered) == 0 {
 		return nil
 	}
@@ -652,6 +655,7 @@ func (s *Store) Commit(ctx context.Context, p *PreparedMerge) (CommitResult, err
 	res.Reclaimed = reclaimed
 	deleteStart := time.Now()
 	res.Deleted, _ = s.deleteMergedGenerations(ctx, p.Shard, p.Through)
+	s.afterMergeDemand(ctx, p.Shard, p.Through, res.Runs)
 	s.observePhase("delete", deleteStart)
 	if res.AlreadyCommitted {
 		if err := s.dropUnreferencedStaged(ctx, p); err != nil {
@@ -724,7 +728,7 @@ func (s *Store) publishMerge(ctx context.Context, p *PreparedMerge) (CommitResul
 		hold, err := s.publishBaseLocked(ctx, next)
 		res.LockHold += hold
 		if err == nil {
-			res.BaseVersion = next.Version
+			res.BaseVersion, res.Runs = next.Version, len(next.Runs)
 			s.observeLock(res.LockHold)
 			return res, nil
 		}

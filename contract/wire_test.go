@@ -45,6 +45,9 @@ var wireTypes = []any{
 	CompactBaseInput{}, CompactBaseResult{}, CompactBaseStatus{},
 	MaintenanceSweepInput{}, MaintenanceSweepResult{}, SweepStart{}, SweepSkip{},
 	MergeWalTickInput{}, MergeWalTickResult{},
+	ScanDemandParams{}, ScanDemandResult{}, ScanDemandProgress{}, DemandTarget{},
+	ReconcileCursor{}, ReconcilePageParams{}, ReconcilePageResult{}, ReconcileCounts{}, StoreProblem{},
+	ReconcileDemandInput{}, ReconcileDemandResult{}, RecordMaintenanceParams{},
 }
 
 func TestWireShape(t *testing.T) {

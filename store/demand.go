@@ -143,11 +143,16 @@ type DemandCleanResult struct {
 // REQUIRES: sm is the latest shard manifest (or nil: the shard has none) and wm the latest
 // base watermark of the shard, read after sm; a generation listed in sm above wm is pending.
 func (s *Store) cleanDemand(ctx context.Context, shard string, sm *shardManifest, wm uint64, repair bool) (DemandCleanResult, error) {
-	var res DemandCleanResult
 	objs, err := s.db.bucket.List(ctx, demandShardPrefix(s.target, shard))
 	if err != nil {
-		return res, err
+		return DemandCleanResult{}, err
 	}
+	return s.cleanDemandListed(ctx, shard, sm, wm, repair, objs)
+}
+
+// cleanDemandListed is cleanDemand over objs, the listing of the shard's demand prefix.
+func (s *Store) cleanDemandListed(ctx context.Context, shard string, sm *shardManifest, wm uint64, repair bool, objs []ObjectInfo) (DemandCleanResult, error) {
+	var res DemandCleanResult
 	listed := map[uint64]bool{}
 	var next uint64
 	if sm != nil {
@@ -243,24 +248,13 @@ func (s *Store) afterCompactDemand(ctx context.Context, runsLeft int) error {
 	return s.db.bucket.Delete(ctx, demandCompactMarker(s.target))
 }
 
-// syncCompactDemand sets or clears the compaction marker for a base of runs runs.
-func (s *Store) syncCompactDemand(ctx context.Context, runs int) error {
-	t := s.db.opts.CompactDemandRuns
-	if t <= 0 {
-		return nil
-	}
-	if runs >= t {
-		return s.putCompactDemand(ctx, runs)
-	}
-	return s.db.bucket.Delete(ctx, demandCompactMarker(s.target))
-}
-
 // ReconcileDemand checks one store against the demand index: for every shard, records
 // missing for pending generations are written, records of merged or never-published
-// generations deleted, and the compaction marker set or cleared. It reads the base and
-// every shard manifest (a few requests per store). This is the slow background path that
-// catches whatever the seal and merge hooks missed (stores sealed before the index existed,
-// a crash between a commit and its clean-up).
+// generations deleted, and the compaction marker set or cleared. It reads the base, every
+// shard manifest and one listing of the store's demand records (a handful of requests per
+// store, plus one per repair). This is the slow background path that catches whatever the
+// seal and merge hooks missed: stores sealed before the index existed, a crash between a
+// commit and its clean-up, a record lost by hand.
 func (s *Store) ReconcileDemand(ctx context.Context) (DemandCleanResult, error) {
 	var total DemandCleanResult
 	base, err := s.loadBase(ctx)
@@ -271,19 +265,40 @@ func (s *Store) ReconcileDemand(ctx context.Context) (DemandCleanResult, error) 
 	if err != nil {
 		return total, err
 	}
-	var errs []error
-	seen := map[string]bool{}
+	objs, err := s.db.bucket.List(ctx, demandStorePrefix(s.target))
+	if err != nil {
+		return total, err
+	}
+	byShard := map[string][]ObjectInfo{}
+	var order []string // shards in first-seen order: manifests first, then record-only ones
 	for _, sh := range shards {
-		if validateShardID(sh) != nil {
-			continue
+		if validateShardID(sh) == nil {
+			byShard[sh] = nil
+			order = append(order, sh)
 		}
-		seen[sh] = true
-		sm, err := s.loadShard(ctx, sh)
-		if err != nil {
+	}
+	marker := false
+	for _, o := range objs {
+		r, ok := ParseDemandKey(o.Key)
+		switch {
+		case !ok:
+		case r.Compact:
+			marker = true
+		default:
+			if _, seen := byShard[r.Shard]; !seen {
+				order = append(order, r.Shard)
+			}
+			byShard[r.Shard] = append(byShard[r.Shard], o)
+		}
+	}
+	var errs []error
+	for _, sh := range order {
+		var sm *shardManifest
+		if sm, err = s.loadShard(ctx, sh); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		r, err := s.cleanDemand(ctx, sh, sm, base.Watermarks[sh], true)
+		r, err := s.cleanDemandListed(ctx, sh, sm, base.Watermarks[sh], true, byShard[sh])
 		total.Covered += r.Covered
 		total.Orphans += r.Orphans
 		total.Missing += r.Missing
@@ -291,24 +306,40 @@ func (s *Store) ReconcileDemand(ctx context.Context) (DemandCleanResult, error) 
 			errs = append(errs, err)
 		}
 	}
-	// Records of a shard with no manifest directory at all (a seal that crashed before its
-	// first manifest) are orphans once old.
-	dirs, err := s.db.bucket.ListDirs(ctx, demandStorePrefix(s.target))
-	if err != nil {
-		errs = append(errs, err)
-	}
-	for _, sh := range dirs {
-		if seen[sh] || validateShardID(sh) != nil {
-			continue
+	if t := s.db.opts.CompactDemandRuns; t > 0 {
+		switch runs := len(base.Runs); {
+		case runs >= t && !marker:
+			err = s.putCompactDemand(ctx, runs)
+		case runs < t && marker:
+			err = s.db.bucket.Delete(ctx, demandCompactMarker(s.target))
 		}
-		r, err := s.cleanDemand(ctx, sh, nil, 0, false)
-		total.Orphans += r.Orphans
 		if err != nil {
 			errs = append(errs, err)
 		}
 	}
-	if err := s.syncCompactDemand(ctx, len(base.Runs)); err != nil {
-		errs = append(errs, err)
-	}
 	return total, errors.Join(errs...)
+}
+
+// ReconcileStore runs ReconcileDemand on t without making it resident: a reconcile walks
+// the whole registry, and keeping every store it touched open would grow the worker's
+// memory with the fleet. A resident handle is used when there is one.
+func (db *DB) ReconcileStore(ctx context.Context, t Target) (DemandCleanResult, error) {
+	if err := validateTarget(t); err != nil {
+		return DemandCleanResult{}, err
+	}
+	db.mu.Lock()
+	s := db.stores[t]
+	closed := db.closed
+	db.mu.Unlock()
+	if closed {
+		return DemandCleanResult{}, ErrClosed
+	}
+	if s == nil {
+		meta, err := db.readMeta(ctx, t)
+		if err != nil {
+			return DemandCleanResult{}, err
+		}
+		s = newStore(db, t, meta, nil) // demand reconcile never encodes rows
+	}
+	return s.ReconcileDemand(ctx)
 }

@@ -80,6 +80,12 @@ type Config struct {
 	// SweepInterval is the period of the Temporal schedule "walkeeper-sweep" that the worker
 	// ensures on start (0 = leave the schedule alone).
 	SweepInterval time.Duration
+	// ReconcileInterval is the period of the Temporal schedule "walkeeper-reconcile"
+	// (ReconcileDemand) that the worker ensures on start (0 = leave the schedule alone).
+	ReconcileInterval time.Duration
+	// CompactDemandRuns: a merge commit leaving this many base runs marks the store for
+	// compaction in the demand index (0 = no marker: the sweep then never starts CompactBase).
+	CompactDemandRuns int
 
 	// LogFormat is json or console; LogLevel debug, info, warn or error.
 	LogFormat string
@@ -127,6 +133,8 @@ func DefaultConfig() Config {
 		GroupCommitMaxRows:    so.GroupCommitMaxRows,
 		CacheBytes:            so.CacheBytes,
 		SweepInterval:         time.Minute,
+		ReconcileInterval:     time.Hour,
+		CompactDemandRuns:     so.CompactDemandRuns,
 		LogFormat:             "json",
 		LogLevel:              "info",
 		ShutdownTimeout:       30 * time.Second,
@@ -175,6 +183,7 @@ func (c *Config) StoreOptions() store.Options {
 	o.GroupCommitWait = c.GroupCommitWait
 	o.GroupCommitMaxRows = c.GroupCommitMaxRows
 	o.CacheBytes = c.CacheBytes
+	o.CompactDemandRuns = c.CompactDemandRuns
 	return o
 }
 
@@ -240,6 +249,8 @@ func (c *Config) Validate() error {
 		{"group-commit-max-rows", int64(c.GroupCommitMaxRows)},
 		{"cache-bytes", c.CacheBytes},
 		{"sweep-interval", int64(c.SweepInterval)},
+		{"reconcile-interval", int64(c.ReconcileInterval)},
+		{"compact-demand-runs", int64(c.CompactDemandRuns)},
 		{"shutdown-timeout", int64(c.ShutdownTimeout)},
 	} {
 		if nv.v < 0 {
@@ -558,6 +569,8 @@ var knobs = func() []knob {
 		intKnob("group-commit-max-rows", "rows per WAL object at most", func(c *Config) *int { return &c.GroupCommitMaxRows }),
 		bytesKnob("cache-bytes", "decoded generations and base runs kept in memory for reads", func(c *Config) *int64 { return &c.CacheBytes }),
 		durKnob("sweep-interval", "period of the Temporal schedule walkeeper-sweep ensured on start (0 = leave it alone)", func(c *Config) *time.Duration { return &c.SweepInterval }),
+		durKnob("reconcile-interval", "period of the Temporal schedule walkeeper-reconcile (ReconcileDemand: page through the registry, repair the demand index) ensured on start (0 = leave it alone)", func(c *Config) *time.Duration { return &c.ReconcileInterval }),
+		intKnob("compact-demand-runs", "a merge commit that leaves this many base runs marks the store for compaction in the demand index, which the sweep reads (0 = never mark)", func(c *Config) *int { return &c.CompactDemandRuns }),
 		strKnob("log-format", "log encoding: json or console", func(c *Config) *string { return &c.LogFormat }),
 		strKnob("log-level", "log level: debug, info, warn, error", func(c *Config) *string { return &c.LogLevel }),
 		durKnob("shutdown-timeout", "bound on graceful shutdown (HTTP drain, activity drain, final seal)", func(c *Config) *time.Duration { return &c.ShutdownTimeout }),

@@ -27,6 +27,7 @@ type Metrics struct {
 	sweeperStores   *prometheus.GaugeVec     // kind
 	activities      *prometheus.CounterVec   // activity, kind, outcome
 	activitySeconds *prometheus.HistogramVec // activity
+	maintenance     *prometheus.GaugeVec     // workflow
 }
 
 // Trigger label values of walkeeper_trigger_starts_total.
@@ -91,6 +92,7 @@ func NewMetrics(budget *store.Budget) *Metrics {
 	}
 	reg.MustRegister(m.httpRequests, m.httpSeconds, m.triggerStarts, m.sweeperFlush,
 		m.sweeperTimeouts, m.sweeperSkipped, m.sweeperStores, m.activities, m.activitySeconds)
+	m.maintenance = newMaintenanceGauge(reg)
 	for _, k := range store.Kinds {
 		m.sweeperTimeouts.WithLabelValues(string(k))
 		m.sweeperSkipped.WithLabelValues(string(k))

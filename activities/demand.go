@@ -46,7 +46,7 @@ func (a *Activities) ScanDemand(ctx context.Context, p contract.ScanDemandParams
 	}
 	res.Kind = string(kind)
 	k := min(max(p.MaxCandidates, 1), contract.MaxDemandCandidates)
-	rep := a.startReporter(ctx, 0, contract.ScanDemandProgress{})
+	rep := a.startReporter(ctx, 0, false, contract.ScanDemandProgress{})
 	defer rep.finish(nil)
 
 	now := a.now()
@@ -216,7 +216,7 @@ func (a *Activities) ReconcilePage(ctx context.Context, p contract.ReconcilePage
 	if err != nil {
 		return res, err
 	}
-	rep := a.startReporter(ctx, 0, nil)
+	rep := a.startReporter(ctx, 0, false, nil)
 	defer rep.finish(nil)
 
 	var mu sync.Mutex

@@ -10,11 +10,48 @@ import (
 	"go.uber.org/zap"
 )
 
+// compactionPlan is what one compaction pass rewrites (pebble's pickedCompaction for the
+// base table): a set of runs, and whether tombstones may be dropped.
+type compactionPlan struct {
+	inputs []runMeta
+	// allRuns: the inputs are every run of the base, so no older version of a key can hide
+	// in a run the pass does not read.
+	allRuns bool
+	// minPendingSeq is the smallest write sequence of any pending generation: a tombstone
+	// older than it shadows no row that a merge could still bring into the base.
+	minPendingSeq int64
+}
+
+// dropsTombstone reports whether the pass may drop a surviving tombstone of write sequence
+// seq: only when the pass rewrites every run and no pending generation could hold an older
+// version of the key.
+//
+// INVARIANT: a dropped tombstone shadows nothing anywhere, so dropping it resurrects no row.
+func (p compactionPlan) dropsTombstone(seq int64) bool {
+	return p.allRuns && seq < p.minPendingSeq
+}
+
 // planCompaction picks the runs one pass rewrites: the smallest runs first (merges append
 // many small runs; folding them buys the most read amplification per byte), at most
-// maxRuns and stopping after the run that reaches maxBytes. It returns nil when fewer than
-// two runs would be rewritten. Pure: no I/O.
-func planCompaction(runs []runMeta, maxRuns int, maxBytes int64) []runMeta {
+// maxRuns (0 = no cap) and stopping after the run that reaches maxBytes (0 = no cap). The
+// plan is empty (no inputs) when fewer than two runs would be rewritten. pending is the
+// pending generations per shard, for the tombstone rule. Pure: no I/O.
+func planCompaction(base *baseManifest, pending map[string][]genMeta, maxRuns int, maxBytes int64) compactionPlan {
+	inputs := pickCompactionRuns(base.Runs, maxRuns, maxBytes)
+	if inputs == nil {
+		return compactionPlan{}
+	}
+	p := compactionPlan{inputs: inputs, allRuns: len(inputs) == len(base.Runs), minPendingSeq: int64(1<<63 - 1)}
+	for _, gens := range pending {
+		for _, g := range gens {
+			p.minPendingSeq = min(p.minPendingSeq, g.MinSeq)
+		}
+	}
+	return p
+}
+
+// pickCompactionRuns is planCompaction's choice of runs; nil when fewer than two.
+func pickCompactionRuns(runs []runMeta, maxRuns int, maxBytes int64) []runMeta {
 	if len(runs) < 2 {
 		return nil
 	}
@@ -69,18 +106,12 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 		return CompactResult{}, err
 	}
 	base := snap.base
-	inputs := planCompaction(base.Runs, p.MaxRuns, p.MaxBytes)
+	plan := planCompaction(base, snap.pending, p.MaxRuns, p.MaxBytes)
+	inputs := plan.inputs
 	res := CompactResult{BaseVersion: base.Version, RunsLeft: len(base.Runs)}
 	if inputs == nil {
 		s.countCompact("noop")
 		return res, s.afterCompactDemand(ctx, len(base.Runs))
-	}
-	allRuns := len(inputs) == len(base.Runs)
-	minPendingSeq := int64(1<<63 - 1)
-	for _, gens := range snap.pending {
-		for _, g := range gens {
-			minPendingSeq = min(minPendingSeq, g.MinSeq)
-		}
 	}
 	files := make([]*sortedFile, len(inputs))
 	for i, r := range inputs {
@@ -94,7 +125,7 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 	}
 	var dropped int64
 	picks := mergeSorted(files, func(f *sortedFile, i int) bool {
-		if allRuns && f.view.Deleted(i) && f.view.Seq(i) < minPendingSeq {
+		if f.view.Deleted(i) && plan.dropsTombstone(f.view.Seq(i)) {
 			dropped++
 			return true
 		}
@@ -142,7 +173,7 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 	}
 	res.Committed, res.BaseVersion, res.RunsLeft = true, version, left
 	_ = s.afterCompactDemand(ctx, left) // a stale marker costs one needless CompactBase start
-	// The inputs are garbage only now that the manifest replacing them is published.
+	// INVARIANT: the inputs are deleted only after the manifest replacing them is published.
 	for _, r := range inputs {
 		_ = s.db.bucket.Delete(ctx, r.Path)
 		s.db.cache.forget(r.Path)
@@ -160,7 +191,10 @@ func (s *Store) countCompact(result string) {
 }
 
 // publishCompaction replaces inputs by out in the latest manifest, provided every input
-// is still there. REQUIRES: mergeLock not held by the caller.
+// is still there. It holds the merge lock exclusively for the whole read-check-publish
+// loop, so no prepare of this process plans against a base the compaction is replacing.
+//
+// REQUIRES: mergeLock not held by the caller.
 func (s *Store) publishCompaction(ctx context.Context, inputs []runMeta, out *runMeta) (bool, uint64, int, error) {
 	s.mergeLock.Lock()
 	locked := time.Now()
@@ -168,32 +202,14 @@ func (s *Store) publishCompaction(ctx context.Context, inputs []runMeta, out *ru
 		s.observeLock(time.Since(locked))
 		s.mergeLock.Unlock()
 	}()
-	drop := map[string]bool{}
-	for _, r := range inputs {
-		drop[r.ID] = true
-	}
 	for attempt := 0; attempt < 128; attempt++ {
 		base, err := s.loadBase(ctx)
 		if err != nil {
 			return false, 0, 0, err
 		}
-		present := 0
-		next := base.clone()
-		next.Version = base.Version + 1
-		next.Reason = "compact"
-		next.Runs = next.Runs[:0]
-		for _, r := range base.Runs {
-			if drop[r.ID] {
-				present++
-				continue
-			}
-			next.Runs = append(next.Runs, r)
-		}
-		if present != len(inputs) {
+		next, ok := base.withCompaction(inputs, out)
+		if !ok {
 			return false, base.Version, len(base.Runs), nil
-		}
-		if out != nil {
-			next.Runs = append(next.Runs, *out)
 		}
 		err = s.publishBase(ctx, next)
 		if err == nil {

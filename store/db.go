@@ -52,18 +52,39 @@ type Options struct {
 	Now func() time.Time
 }
 
-// DefaultOptions returns the documented defaults.
+// DefaultOptions returns the documented defaults. The fields whose zero value means "off"
+// or "no cap" get their defaults here; the others from EnsureDefaults.
 func DefaultOptions() Options {
-	return Options{
+	o := Options{
 		InstanceID:          "default",
 		MergeMaxGenerations: 64,
 		MergeMaxBytes:       1 << 30,
 		PendingWarn:         256,
 		PendingMax:          4096,
 		MaxRowBytes:         1 << 20,
-		GroupCommitMaxRows:  8192,
-		CacheBytes:          256 << 20,
 		CompactDemandRuns:   32,
+	}
+	o.EnsureDefaults()
+	return o
+}
+
+// EnsureDefaults fills the fields whose zero (or negative) value has no meaning of its own
+// with their defaults: Logger (a no-op logger), Now (time.Now), GroupCommitMaxRows (8192)
+// and CacheBytes (256 MiB). Fields where 0 means "off" or "no cap" (the merge caps, the
+// pending limits, MaxRowBytes, GroupCommitWait) and InstanceID are left as they are: a zero
+// there is a choice, not a gap. OpenDBOnBucket calls it, so a DB never runs without them.
+func (o *Options) EnsureDefaults() {
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.GroupCommitMaxRows <= 0 {
+		o.GroupCommitMaxRows = 8192
+	}
+	if o.CacheBytes <= 0 {
+		o.CacheBytes = 256 << 20
 	}
 }
 
@@ -94,18 +115,7 @@ func OpenDB(ctx context.Context, url string, opts Options) (*DB, error) {
 
 // OpenDBOnBucket opens a DB over an already-open bucket (fault-injection tests wrap one).
 func OpenDBOnBucket(b *Bucket, opts Options) *DB {
-	if opts.Logger == nil {
-		opts.Logger = zap.NewNop()
-	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	if opts.GroupCommitMaxRows <= 0 {
-		opts.GroupCommitMaxRows = 8192
-	}
-	if opts.CacheBytes <= 0 {
-		opts.CacheBytes = 256 << 20
-	}
+	opts.EnsureDefaults()
 	return &DB{
 		bucket: b,
 		opts:   opts,

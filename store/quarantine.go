@@ -74,8 +74,7 @@ func (s *Store) quarantineRun(ctx context.Context, key, reason string) (Quaranti
 			res.AlreadyQuarantined, res.ManifestVersion = true, base.Version
 			return res, nil
 		}
-		next := base.clone()
-		next.Version, next.Reason = base.Version+1, "quarantine"
+		next := base.next("quarantine")
 		next.Runs = next.Runs[:0]
 		found := false
 		for _, r := range base.Runs {
@@ -91,7 +90,7 @@ func (s *Store) quarantineRun(ctx context.Context, key, reason string) (Quaranti
 		if !found {
 			return res, fmt.Errorf("run %s is not in base version %d of %s: %w", key, base.Version, s.target, ErrNotFound)
 		}
-		_, err = s.publishBaseLocked(ctx, next)
+		_, err = s.lockAndPublishBase(ctx, next)
 		if err == nil {
 			res.ManifestVersion = next.Version
 			s.quarantined(res, reason)

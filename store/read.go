@@ -1,7 +1,6 @@
 package store
 
 import (
-	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -337,44 +336,6 @@ func (s *Store) List(ctx context.Context, opts ListOptions) (ListPage, error) {
 	return ListPage{}, s.missingFile(lastErr)
 }
 
-type cursor struct {
-	file *sortedFile
-	i    int
-	mem  []memEntry
-}
-
-type memEntry struct {
-	key string
-	r   memRow
-}
-
-func (c *cursor) done() bool {
-	if c.file != nil {
-		return c.i >= c.file.n
-	}
-	return c.i >= len(c.mem)
-}
-
-func (c *cursor) key() string {
-	if c.file != nil {
-		return c.file.view.Key(c.i)
-	}
-	return c.mem[c.i].key
-}
-
-type cursorHeap []*cursor
-
-func (h cursorHeap) Len() int           { return len(h) }
-func (h cursorHeap) Less(i, j int) bool { return h[i].key() < h[j].key() }
-func (h cursorHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *cursorHeap) Push(x any)        { *h = append(*h, x.(*cursor)) }
-func (h *cursorHeap) Pop() any {
-	old := *h
-	c := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return c
-}
-
 func (s *Store) listOnce(ctx context.Context, opts ListOptions) (ListPage, error) {
 	var memSnap map[string]memRow
 	var memW *writer
@@ -391,17 +352,12 @@ func (s *Store) listOnce(ctx context.Context, opts ListOptions) (ListPage, error
 	if err != nil {
 		return ListPage{}, err
 	}
-	h := &cursorHeap{}
+	cursors := make([]*cursor, 0, len(files)+1)
 	for _, f := range files {
-		c := &cursor{file: f, i: f.firstAfter(opts.After)}
-		if !c.done() {
-			*h = append(*h, c)
-		}
+		cursors = append(cursors, &cursor{file: f, i: f.firstAfter(opts.After)})
 	}
-	var memShard string
 	if opts.Source != SourceBase {
 		if w := memW; w != nil {
-			memShard = w.shard
 			var entries []memEntry
 			for k, r := range memSnap {
 				if opts.After == "" || k > opts.After {
@@ -410,41 +366,25 @@ func (s *Store) listOnce(ctx context.Context, opts ListOptions) (ListPage, error
 			}
 			sort.Slice(entries, func(i, j int) bool { return entries[i].key < entries[j].key })
 			if len(entries) > 0 {
-				*h = append(*h, &cursor{mem: entries})
+				cursors = append(cursors, &cursor{mem: entries, memShard: w.shard})
 			}
 		}
 	}
-	heap.Init(h)
+	it := newMergeIter(cursors)
 	page := ListPage{Rows: []map[string]any{}}
-	for h.Len() > 0 {
-		key := (*h)[0].key()
-		var best *version
-		for h.Len() > 0 && (*h)[0].key() == key {
-			c := (*h)[0]
-			var v version
-			if c.file != nil {
-				v = version{key: key, seq: c.file.view.Seq(c.i), shard: c.file.view.Shard(c.i), deleted: c.file.view.Deleted(c.i), file: c.file, row: c.i}
-			} else {
-				e := c.mem[c.i]
-				v = version{key: key, seq: e.r.seq, shard: memShard, deleted: e.r.deleted, mem: e.r.row}
-			}
-			if best == nil || newer(v.seq, v.shard, best.seq, best.shard) {
-				best = &v
-			}
-			c.i++
-			if c.done() {
-				heap.Pop(h)
-			} else {
-				heap.Fix(h, 0)
-			}
+	for {
+		c, i, ok := it.next()
+		if !ok {
+			break
 		}
+		best := c.versionAt(i)
 		if best.deleted {
 			continue
 		}
-		page.Rows = append(page.Rows, s.toJSON(*best))
+		page.Rows = append(page.Rows, s.toJSON(best))
 		if len(page.Rows) == opts.Limit {
-			if h.Len() > 0 {
-				page.Next = key
+			if it.more() {
+				page.Next = best.key
 			}
 			break
 		}

@@ -67,6 +67,9 @@ func demandSweep(ctx workflow.Context, in contract.MaintenanceSweepInput) (contr
 		})
 	}
 	st := &sweepStarts{in: in, sem: workflow.NewSemaphore(ctx, int64(in.Concurrency)), wg: workflow.NewWaitGroup(ctx)}
+	if in.StartSpacing > 0 {
+		st.pace = workflow.NewSemaphore(ctx, 1) // batches spaced out as in the scan path
+	}
 	kinds := make([]kindSweep, len(target.Kinds))
 	remaining := in.MaxStarts
 	sel := workflow.NewSelector(ctx)

@@ -1,0 +1,97 @@
+// Package store is walkeeper's LSM "MemWAL" store on object storage: per (kind, name), a
+// base table of sorted Parquet runs plus, per writer shard, a write-ahead log and sealed
+// generations (Arrow IPC files) waiting to be merged into the base. It has no Temporal
+// import; workflows drive its merges through activities.
+//
+// # Files
+//
+// The merge protocol lives in files named after its phases:
+//
+//	merge_plan.go     planMerge: which generations a pass folds, fitted to the budget (pure)
+//	merge_prepare.go  Prepare: read, merge newest-per-key, stage a Parquet run
+//	merge_commit.go   Commit (claim, publish, drain, delete) and Abort
+//	merge.go          MergeOnce/MergeAll, the in-process driver, and merge metrics
+//	merge_iter.go     the one k-way merge iterator shared by reads, merges and compaction
+//	merge_gather.go   copying the merge's surviving rows into Arrow records
+//	compact.go        planCompaction and CompactBase
+//	manifest.go       the manifest model and its pure functions
+//	manifest_io.go    version chains on the bucket: loading and publishing manifests
+//	format.go         object layout: keys and names
+//
+// # Merge protocol
+//
+// A merge of one shard runs in two phases, possibly in different processes (docs/DESIGN.md §3):
+//
+//  1. Prepare, under the store's merge lock held shared: plan the oldest pending
+//     generations of the shard (planMerge, fitted to the memory budget), read them, keep
+//     the newest version per key and write the result as a staged run that no manifest
+//     references yet. Appends, reads and other prepares go on meanwhile.
+//  2. Commit: claim the attempt ("commit"), then publish base version v+1 = runs + the
+//     staged run, with the shard's watermark moved to the last merged generation. The
+//     merge lock is held exclusively only around that one conditional write. Then drain
+//     the merged generations from the shard manifest and delete their files.
+//
+// Abort is the other way out of a prepared attempt: claim "abort", then delete the staged
+// files once no commit of the attempt can publish them.
+//
+// # Invariants
+//
+// The code that keeps each of these says so in an INVARIANT: comment.
+//
+//   - Commit object last. A base version is published with put-if-absent, and only after
+//     every file it references is written. Readers and other committers see a new state only
+//     through that one object, so a crash at any point leaves the old state whole.
+//   - Deletes after the commit that makes them garbage. Merged generations are drained and
+//     deleted only after the base version that holds their rows is published; compaction
+//     inputs only after the version that replaces them; staged files of an attempt only
+//     when no commit of it can publish them. A crash between publish and drain is repaired
+//     by the next prepare (reconcile).
+//   - Watermarks per shard. base.Watermarks[shard] is the highest generation of the shard
+//     folded into the base; readers ignore generations at or below it. Watermarks only grow,
+//     and a merge takes a contiguous prefix of the pending generations, so a watermark never
+//     skips a generation. watermarkCoverage classifies a prepared range against it.
+//   - Claims. Each attempt has one claim object, written with put-if-absent, holding
+//     "commit" or "abort": exactly one can win, so a late commit never publishes files an
+//     abort deleted and an abort never deletes files a commit may publish. A claim is
+//     deleted once the watermark makes it meaningless (dropClaim).
+//   - Drain. Drains and other shard-manifest edits are relative ("remove exactly these
+//     generations") and re-applied on every lost race, so a seal that lands meanwhile is
+//     never lost.
+//   - Budget. A prepare reserves its whole initial allowance in one acquire before reading
+//     and only grows without waiting afterwards, so merges cannot deadlock on the budget.
+//
+// Across processes, every publish is a put-if-absent and that is what makes commits safe;
+// the merge lock only orders the merges of one process (a prepare never plans generations
+// while a commit of this process publishes them) and bounds the commit's lock hold.
+//
+// # Locks and naming
+//
+// A function whose name ends in Locked REQUIRES its caller to hold the lock it names (or
+// the obvious one of its receiver) and never takes it itself, as in pebble and in worker/.
+// A function that takes a lock says so in its name or comment instead (lockAndPublishBase)
+// and carries "REQUIRES: <lock> not held by the caller". REQUIRES: comments state every
+// such precondition at the function.
+//
+// Locks of a Store and what they guard:
+//
+//	Store.mergeLock  (RWMutex) merge phases of this process: shared for Prepare, exclusive
+//	                 for the base publish of Commit, quarantine and compaction
+//	Store.writerMu   Store.w and Store.closed
+//	Store.shardsMu   Store.shards (the per-shard chain handles)
+//	writer.sealMu    one seal at a time per writer
+//	writer.mu        the writer's memtables, manifest, positions and death
+//	chain.mu         a chain's cached latest version
+//	fileCache.mu     the decoded-file cache
+//	DB.mu            DB.stores and DB.closed
+//
+// Lock order (take left before right; never the other way):
+//
+//	mergeLock → writerMu → writer.mu
+//	writer.sealMu → writer.mu
+//	DB.createMu's per-target mutex → DB.mu
+//	DB.mu, shardsMu, chain.mu and fileCache.mu are leaves: nothing else is taken while
+//	one of them is held. The Budget's locks are taken only inside its own methods.
+//
+// Appends and reads never take mergeLock: appends go to the writer, and reads are snapshot
+// reads over immutable objects (read.go), so neither waits on a merge.
+package store

@@ -1,0 +1,323 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"golang.org/x/sync/errgroup"
+)
+
+// Prepare, the first phase of the merge protocol (doc.go): plan, read, merge and stage.
+
+// mergeReadConcurrency bounds how many generations one prepare reads at once. On object
+// storage a read is a round trip, and reading them one after another made a prepare a chain
+// of round trips (docs/BENCHMARKS.md, scenario 6). The budget is already held for all of
+// them, so concurrency changes latency, not memory.
+const mergeReadConcurrency = 8
+
+// mergeCaps are the caps of one pass: the store's defaults unless p overrides them.
+func (s *Store) mergeCaps(p PrepareParams) mergeCaps {
+	gens, bytes := s.db.opts.MergeMaxGenerations, s.db.opts.MergeMaxBytes
+	if p.MaxGenerations != nil {
+		gens = *p.MaxGenerations
+	}
+	if p.MaxBytes != nil {
+		bytes = *p.MaxBytes
+	}
+	return mergeCaps{maxGens: max(gens, 0), maxBytes: max(bytes, 0)}
+}
+
+// Prepare reads the oldest pending generations of a shard, keeps the newest row per key,
+// and writes the result as a staged Parquet run that no manifest references yet. It holds
+// the merge lock shared, so appends, reads and other prepares go on; a commit waits.
+// It returns nil when the shard has nothing pending.
+//
+// REQUIRES: mergeLock not held by the caller.
+func (s *Store) Prepare(ctx context.Context, p PrepareParams) (*PreparedMerge, error) {
+	shard := p.Shard
+	if shard == "" {
+		shard = s.db.shard
+	}
+	if err := validateShardID(shard); err != nil {
+		return nil, err
+	}
+	attempt := p.AttemptKey
+	if attempt == "" {
+		attempt = randomKey()
+	}
+	caps := s.mergeCaps(p)
+
+	// INVARIANT: a prepare plans under the shared lock, so it never plans generations while
+	// a commit of this process publishes them (lockAndPublishBase takes it exclusively).
+	s.mergeLock.RLock()
+	defer s.mergeLock.RUnlock()
+
+	sm, err := s.loadShard(ctx, shard)
+	if err != nil || sm == nil {
+		return nil, err
+	}
+	base, err := s.loadBase(ctx)
+	if err != nil {
+		return nil, err
+	}
+	wm := base.Watermarks[shard]
+	if err := s.reconcile(ctx, shard, sm, wm); err != nil {
+		return nil, err
+	}
+	if err := s.dropLeakedStaged(ctx, base, attempt, shard); err != nil {
+		return nil, err
+	}
+	pending := sm.pendingAbove(wm)
+	if len(pending) == 0 {
+		return nil, nil
+	}
+
+	budget := s.db.opts.Budget
+	res, wait, err := budget.Reserve(ctx, mergeReservation(caps.maxBytes, budget.Limit()))
+	if m := s.db.opts.Metrics; m != nil {
+		m.BudgetWaitSeconds.Observe(wait.Seconds())
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer res.Release()
+
+	plan, err := planMerge(pending, caps, res.TryGrow)
+	if err != nil {
+		return nil, fmt.Errorf("%s shard %s: %w", s.target, shard, err)
+	}
+
+	readStart := time.Now()
+	files, owned, err := s.readGensForMerge(ctx, shard, plan.gens, p.Progress)
+	defer func() {
+		for i, f := range files {
+			if f != nil && owned[i] {
+				f.rec.Release()
+			}
+		}
+	}()
+	if err != nil {
+		return nil, err
+	}
+	decoded := make([]int64, len(files))
+	for i, f := range files {
+		decoded[i] = f.bytes
+	}
+	if err := plan.refit(decoded, res.TryGrow); err != nil {
+		return nil, fmt.Errorf("%s shard %s: %w", s.target, shard, err)
+	}
+	files = files[:len(plan.gens)]
+	var inputRows int64
+	for _, f := range files {
+		inputRows += int64(f.n)
+	}
+	s.observePhase("read", readStart)
+
+	writeStart := time.Now()
+	picks := mergeSorted(files, nil)
+	id := stagedRunID(stagedRunPrefix(attempt, s.target, shard), shard, plan.from(), plan.through())
+	staged, err := s.writeStagedRun(ctx, dataKey(s.target, id), picks, mergeChunkRows(plan.bytes, inputRows))
+	if err != nil {
+		return nil, err
+	}
+	s.observePhase("write", writeStart)
+	return &PreparedMerge{
+		Target:      s.target.String(),
+		Shard:       shard,
+		Generations: plan.generations(),
+		Through:     plan.through(),
+		Staged:      []StagedFile{staged},
+		WriterEpoch: sm.WriterEpoch,
+		AttemptKey:  attempt,
+		BaseVersion: base.Version,
+		Bytes:       plan.bytes,
+		Rows:        int64(len(picks)),
+		InputRows:   inputRows,
+	}, nil
+}
+
+// stagedRunPrefix is the part of an attempt's staged run ids that names the attempt, the
+// store and the shard: "m-<hash>-". A retried attempt finds its earlier files by it.
+func stagedRunPrefix(attempt string, t Target, shard string) string {
+	return fmt.Sprintf("m-%s-", hashKey(attempt, t.String(), shard))
+}
+
+// stagedRunID is the id of the run an attempt stages for generations from..through.
+func stagedRunID(prefix, shard string, from, through uint64) string {
+	return fmt.Sprintf("%s%s-%d-%d", prefix, runIDShardTag(shard), from, through)
+}
+
+// runIDShardTag is the shard's part of a staged run id: its first 8 characters, enough to
+// tell shards apart for a human reading a listing (the attempt hash already makes the id
+// unique). Not the abbreviation workflows/ shows in summaries.
+func runIDShardTag(shard string) string {
+	if len(shard) > 8 {
+		return shard[:8]
+	}
+	return shard
+}
+
+// dropLeakedStaged deletes every file an earlier try of this attempt staged that base does
+// not reference. A retried attempt may have staged other generations before it failed
+// (docs/DESIGN.md §3: a retried prepare must not leak).
+//
+// INVARIANT: only unreferenced files are deleted; a referenced one is live data.
+func (s *Store) dropLeakedStaged(ctx context.Context, base *baseManifest, attempt, shard string) error {
+	prefix := strings.TrimSuffix(dataKey(s.target, stagedRunPrefix(attempt, s.target, shard)), ".parquet")
+	objs, err := s.db.bucket.List(ctx, prefix)
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		if !base.references(o.Key) {
+			if err := s.db.bucket.Delete(ctx, o.Key); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// writeStagedRun builds the run chunk by chunk and streams it to storage at key: the output
+// never exists whole in memory, neither as Arrow nor as Parquet bytes (mergeFootprint counts
+// one chunk).
+func (s *Store) writeStagedRun(ctx context.Context, key string, picks []pick, chunkRows int) (StagedFile, error) {
+	staged := StagedFile{Path: key, Rows: int64(len(picks))}
+	if len(picks) > 0 {
+		staged.MinKey, staged.MaxKey = picks[0].key(), picks[len(picks)-1].key()
+		staged.MinSeq, staged.MaxSeq = picks[0].seq(), picks[0].seq()
+		for _, pk := range picks {
+			staged.MinSeq, staged.MaxSeq = min(staged.MinSeq, pk.seq()), max(staged.MaxSeq, pk.seq())
+		}
+	}
+	schema := s.codec.ArrowSchema()
+	var err error
+	staged.Bytes, err = s.db.bucket.PutFrom(ctx, staged.Path, func(w io.Writer) error {
+		off, started := 0, false
+		cw := newChecksumWriter(w) // fresh per call: the sum is of the bytes that were stored
+		defer func() { staged.Checksum = cw.sum() }()
+		return writeParquet(cw, schema, func() (arrow.RecordBatch, error) {
+			if started && off >= len(picks) {
+				return nil, nil
+			}
+			started = true
+			end := min(off+chunkRows, len(picks))
+			rec := copyRows(schema, picks[off:end])
+			off = end
+			return rec, nil
+		})
+	})
+	if err != nil {
+		return StagedFile{}, fmt.Errorf("write staged run: %w", err)
+	}
+	return staged, nil
+}
+
+// readGensForMerge reads and decodes gens concurrently (at most mergeReadConcurrency at
+// once). files[i] is gens[i]; owned[i] is true when the caller must release files[i].rec
+// (it was decoded for this merge, not taken from the cache). Progress, if set, is called
+// once per generation read, never concurrently. On error the error is that of the first
+// failing generation in plan order, as a serial read reported it; files read meanwhile are
+// returned too, so the caller releases them.
+func (s *Store) readGensForMerge(ctx context.Context, shard string, gens []genMeta, progress func(done, total int)) ([]*sortedFile, []bool, error) {
+	files := make([]*sortedFile, len(gens))
+	owned := make([]bool, len(gens))
+	errs := make([]error, len(gens))
+	var mu sync.Mutex
+	done := 0
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(mergeReadConcurrency)
+	for i, gm := range gens {
+		g.Go(func() error {
+			f, own, err := s.readGenForMerge(gctx, gm.Path, gm.Checksum)
+			if err != nil {
+				errs[i] = fmt.Errorf("read generation %d of shard %s: %w", gm.Gen, shard, err)
+				return errs[i]
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			files[i], owned[i] = f, own
+			done++
+			if progress != nil {
+				progress(done, len(gens))
+			}
+			return nil
+		})
+	}
+	werr := g.Wait()
+	if werr == nil {
+		return files, owned, nil
+	}
+	for _, err := range errs {
+		// Skip the reads that failed only because another one did and cancelled them.
+		if err != nil && !(ctx.Err() == nil && errors.Is(err, context.Canceled)) {
+			return files, owned, err
+		}
+	}
+	return files, owned, werr
+}
+
+// readGenForMerge uses a cached decode if a reader already paid for it, and otherwise
+// decodes without caching: a merge reads each generation once, just before it dies.
+// owned reports a decode made for this call, which the caller releases.
+func (s *Store) readGenForMerge(ctx context.Context, p, checksum string) (_ *sortedFile, owned bool, _ error) {
+	s.db.cache.mu.Lock()
+	el, ok := s.db.cache.byKey[p]
+	s.db.cache.mu.Unlock()
+	if ok {
+		return el.Value.(*sortedFile), false, nil
+	}
+	data, err := s.db.bucket.Get(ctx, p)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := verifyChecksum(data, checksum, "generation "+p); err != nil {
+		s.countCorrupt(err)
+		return nil, false, err
+	}
+	recs, err := decodeIPC(data, s.codec, "generation "+p)
+	if err == nil && len(recs) != 1 {
+		releaseAll(recs)
+		err = corruptf("generation %s has %d records, want 1", p, len(recs))
+	}
+	if err != nil {
+		s.countCorrupt(err)
+		return nil, false, err
+	}
+	f, err := s.newSortedFile(p, recs[0])
+	if err != nil {
+		recs[0].Release()
+		return nil, false, err
+	}
+	return f, true, nil
+}
+
+// reconcile repairs a crash between a base commit and its drain: generations at or below
+// the watermark are already in the base, so they are drained and their files deleted.
+func (s *Store) reconcile(ctx context.Context, shard string, sm *shardManifest, wm uint64) error {
+	// Stale and orphan demand records of the shard go too (best effort: they cost at most a
+	// needless MergeWal start, and reconcile retries).
+	_, _ = s.cleanDemand(ctx, shard, sm, wm, false)
+	covered := sm.coveredBy(wm)
+	if len(covered) == 0 {
+		return nil
+	}
+	if _, err := s.drain(ctx, shard, covered); err != nil {
+		return err
+	}
+	_, err := s.deleteMergedGenerations(ctx, shard, wm)
+	return err
+}
+
+func validateShardID(shard string) error {
+	if shard == "" || len(shard) > 64 || strings.ContainsAny(shard, "/\\:") || strings.Contains(shard, "..") {
+		return invalidf("bad shard id %q", shard)
+	}
+	return nil
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/internal/testtemporal"
 	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/worker"
 	"github.com/walkeeper/walkeeper/workflows"
 )
 
@@ -71,6 +72,17 @@ func TestReconcileRepairsWhatTheIndexMissed(t *testing.T) {
 		require.NoError(t, w.Start())
 		t.Cleanup(w.Stop)
 	}
+
+	// The worker's schedule for it: ReconcileDemand, overlap SKIP, jittered.
+	require.NoError(t, worker.EnsureReconcileSchedule(ctx, tc, time.Hour))
+	require.NoError(t, worker.EnsureReconcileSchedule(ctx, tc, time.Hour), "idempotent")
+	d, err := worker.DescribeSchedule(ctx, tc, worker.ReconcileScheduleID)
+	require.NoError(t, err)
+	act, ok := d.Schedule.Action.(*client.ScheduleWorkflowAction)
+	require.True(t, ok)
+	require.Equal(t, contract.ReconcileDemandWorkflow, act.Workflow)
+	require.Equal(t, 6*time.Minute, d.Schedule.Spec.Jitter)
+	require.Equal(t, enumspb.SCHEDULE_OVERLAP_POLICY_SKIP, d.Schedule.Policy.Overlap)
 
 	blind := sweep(ctx, t, tc, "sweep-blind")
 	require.Empty(t, blind.Started, "without records the sweep cannot see the debt")

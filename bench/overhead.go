@@ -131,6 +131,8 @@ func RunTemporalOverhead(ctx context.Context, o Options) (*Result, error) {
 	res.Values["wf_rate"] = w.Median
 	res.Values["direct_rate"] = d.Median
 	res.Values["ratio"] = r.Median
+	res.Values["wf_p50_ms"] = wp.Median
+	res.Values["direct_p50_ms"] = dp.Median
 
 	// Sweep over idle stores.
 	o.progressf("temporal-overhead: creating %d idle stores", idle)

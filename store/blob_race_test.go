@@ -6,11 +6,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -24,11 +24,14 @@ const (
 	raceRounds = 1000
 	raceProcs  = 8
 	raceGorout = 8
+	// raceProcRounds: each round is one barrier across raceProcs processes (8 fsynced
+	// put-if-absent calls on the real disk and a pipe round trip), so fewer rounds than the
+	// goroutine variant, every one of them contended.
+	raceProcRounds = 200
 
-	helperEnv       = "WALKEEPER_BLOB_RACE_HELPER"
-	helperURLEnv    = "WALKEEPER_BLOB_RACE_URL"
-	helperIDEnv     = "WALKEEPER_BLOB_RACE_ID"
-	helperRoundsEnv = "WALKEEPER_BLOB_RACE_ROUNDS"
+	helperEnv    = "WALKEEPER_BLOB_RACE_HELPER"
+	helperURLEnv = "WALKEEPER_BLOB_RACE_URL"
+	helperIDEnv  = "WALKEEPER_BLOB_RACE_ID"
 )
 
 func raceKey(i int) string { return fmt.Sprintf("race/round-%d", i) }
@@ -37,8 +40,10 @@ func racePayload(who string, i int) []byte { return []byte(who + "/" + strconv.I
 
 // TestHelperProcess is not a real test: it is the child side of
 // TestPutIfAbsentRaceProcesses, run by re-executing the test binary with helperEnv set.
-// Protocol: print "READY", wait for stdin to close (the start barrier, so all children start
-// together), then race through the rounds printing "WIN <i>" for every key won.
+// Protocol: print "READY" once the bucket is open, then for every round number read from
+// stdin race for that round's key and answer "WIN <i>" or "LOSE <i>". The parent sends a
+// round to every child at once and waits for every answer before the next (a barrier per
+// round), so every key is contended by every process.
 func TestHelperProcess(t *testing.T) {
 	if os.Getenv(helperEnv) != "1" {
 		t.Skip("helper process for TestPutIfAbsentRaceProcesses")
@@ -50,44 +55,41 @@ func TestHelperProcess(t *testing.T) {
 func runRaceHelper() int {
 	ctx := context.Background()
 	id := os.Getenv(helperIDEnv)
-	rounds, err := strconv.Atoi(os.Getenv(helperRoundsEnv))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "bad rounds:", err)
-		return 2
-	}
 	b, err := OpenBucket(ctx, os.Getenv(helperURLEnv))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "open:", err)
 		return 2
 	}
 	defer b.Close()
-	out := bufio.NewWriter(os.Stdout)
-	fmt.Fprintln(out, "READY")
-	if err := out.Flush(); err != nil {
-		return 2
-	}
-	_, _ = io.Copy(io.Discard, os.Stdin) // returns when the parent closes our stdin
-	for i := 0; i < rounds; i++ {
-		err := b.PutIfAbsent(ctx, raceKey(i), racePayload(id, i))
+	fmt.Println("READY")
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		i, err := strconv.Atoi(strings.TrimSpace(in.Text()))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bad round:", in.Text())
+			return 2
+		}
+		err = b.PutIfAbsent(ctx, raceKey(i), racePayload(id, i))
 		switch {
 		case err == nil:
-			fmt.Fprintf(out, "WIN %d\n", i)
+			fmt.Printf("WIN %d\n", i)
 		case errors.Is(err, ErrAlreadyExists):
+			fmt.Printf("LOSE %d\n", i)
 		default:
 			fmt.Fprintf(os.Stderr, "round %d: %v\n", i, err)
-			_ = out.Flush()
 			return 3
 		}
-	}
-	if err := out.Flush(); err != nil {
-		return 2
 	}
 	return 0
 }
 
-// TestPutIfAbsentRaceProcesses runs raceProcs OS processes through raceRounds keys each on
-// one file:// bucket. This is the case gocloud's fileblob gets wrong (its IfNotExist is
-// stat-then-rename), and the one that matters: several workers on one machine share a dir.
+// TestPutIfAbsentRaceProcesses runs raceProcs OS processes through raceProcRounds keys on
+// one file:// bucket, every key contended by every process (a barrier per round). This is
+// the case gocloud's fileblob gets wrong (its IfNotExist is stat-then-rename), and the one
+// that matters: several workers on one machine share a dir. Besides one winner per key it
+// asserts that the race happened: every process answered every round, and the wins are
+// spread over more than one process (a run in which the processes took turns would hand
+// every key to whoever was released first).
 func TestPutIfAbsentRaceProcesses(t *testing.T) {
 	if os.Getenv(helperEnv) == "1" {
 		t.Skip("inside helper")
@@ -95,40 +97,44 @@ func TestPutIfAbsentRaceProcesses(t *testing.T) {
 	root := t.TempDir()
 	u := fileURL(root)
 	children := startRaceChildren(t, raceProcs, "TestHelperProcess", func(id string) []string {
-		return []string{helperEnv + "=1", helperURLEnv + "=" + u, helperIDEnv + "=" + id, helperRoundsEnv + "=" + strconv.Itoa(raceRounds)}
+		return []string{helperEnv + "=1", helperURLEnv + "=" + u, helperIDEnv + "=" + id}
 	})
-	// Every child has opened the bucket and is waiting on stdin; closing it releases all at once.
+	winners := make([][]string, raceProcRounds)
+	answers := make([]string, len(children))
+	losers := 0
+	for i := 0; i < raceProcRounds; i++ {
+		for _, c := range children {
+			if _, err := fmt.Fprintf(c.stdin, "%d\n", i); err != nil {
+				t.Fatalf("%s: %v; stderr: %s", c.id, err, c.stderr.String())
+			}
+		}
+		var wg sync.WaitGroup
+		for p, c := range children {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				line, err := c.stdout.ReadString('\n')
+				if err != nil {
+					line = "ERR " + err.Error()
+				}
+				answers[p] = strings.TrimSpace(line)
+			}()
+		}
+		wg.Wait()
+		for p, a := range answers {
+			switch a {
+			case fmt.Sprintf("WIN %d", i):
+				winners[i] = append(winners[i], children[p].id)
+			case fmt.Sprintf("LOSE %d", i):
+				losers++
+			default:
+				t.Fatalf("%s round %d: answered %q; stderr: %s", children[p].id, i, a, children[p].stderr.String())
+			}
+		}
+	}
 	for _, c := range children {
 		_ = c.stdin.Close()
 	}
-	winners := make([][]string, raceRounds)
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for _, c := range children {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				line, err := c.stdout.ReadString('\n')
-				if f := strings.Fields(line); len(f) == 2 && f[0] == "WIN" {
-					i, aerr := strconv.Atoi(f[1])
-					if aerr != nil || i < 0 || i >= raceRounds {
-						t.Errorf("%s: bad line %q", c.id, line)
-					} else {
-						mu.Lock()
-						winners[i] = append(winners[i], c.id)
-						mu.Unlock()
-					}
-				} else if line != "" {
-					t.Errorf("%s: unexpected output %q", c.id, line)
-				}
-				if err != nil {
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
 	for _, c := range children {
 		if err := c.cmd.Wait(); err != nil {
 			t.Errorf("%s exited: %v; stderr: %s", c.id, err, c.stderr.String())
@@ -139,6 +145,7 @@ func TestPutIfAbsentRaceProcesses(t *testing.T) {
 	}
 	b := mustOpen(t, u)
 	checkRaceResult(t, b, winners)
+	checkContended(t, winners, losers, raceProcs)
 	if left := tempFilesUnder(t, root); len(left) != 0 {
 		t.Fatalf("temp files left: %d, e.g. %s", len(left), left[0])
 	}
@@ -157,6 +164,7 @@ func TestPutIfAbsentRaceGoroutines(t *testing.T) {
 			ctx := context.Background()
 			winners := make([][]string, raceRounds)
 			var mu sync.Mutex
+			var losers atomic.Int64
 			bar := newBarrier(raceGorout)
 			var wg sync.WaitGroup
 			for g := 0; g < raceGorout; g++ {
@@ -173,6 +181,7 @@ func TestPutIfAbsentRaceGoroutines(t *testing.T) {
 							winners[i] = append(winners[i], id)
 							mu.Unlock()
 						case errors.Is(err, ErrAlreadyExists):
+							losers.Add(1)
 						default:
 							t.Errorf("%s round %d: %v", id, i, err)
 						}
@@ -181,6 +190,7 @@ func TestPutIfAbsentRaceGoroutines(t *testing.T) {
 			}
 			wg.Wait()
 			checkRaceResult(t, b, winners)
+			checkContended(t, winners, int(losers.Load()), raceGorout)
 		})
 	}
 }
@@ -225,6 +235,25 @@ func checkRaceResult(t *testing.T, b *Bucket, winners [][]string) {
 	}
 	if bad > 0 {
 		t.Fatalf("%d of %d keys wrong", bad, len(winners))
+	}
+}
+
+// checkContended asserts that the race happened: every one of n racers lost every key it
+// did not win, and the wins are spread over more than one racer.
+func checkContended(t *testing.T, winners [][]string, losers, n int) {
+	t.Helper()
+	if want := len(winners) * (n - 1); losers != want {
+		t.Errorf("%d lost races, want %d (every racer tries every key, one wins)", losers, want)
+	}
+	perRacer := map[string]int{}
+	for _, w := range winners {
+		if len(w) > 0 {
+			perRacer[w[0]]++
+		}
+	}
+	t.Logf("keys won per racer: %v", perRacer)
+	if len(perRacer) < 2 {
+		t.Errorf("one racer won all %d keys: the racers never competed", len(winners))
 	}
 }
 

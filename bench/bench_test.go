@@ -116,6 +116,7 @@ func TestCommitLockQuick(t *testing.T) {
 	// measured in one run, so it stays on under -race.
 	for _, sz := range []string{"64KiB", "1MiB", "64MiB"} {
 		hold, commit := value(t, res, "mem_"+sz+"_p50_us"), value(t, res, "mem_"+sz+"_commit_p50_us")
+		t.Logf("mem %s: p50 lock hold %.0f µs, p50 Commit %.0f µs (share %.2f)", sz, hold, commit, hold/commit)
 		if share := hold / commit; share > maxLockShare {
 			t.Errorf("mem %s: p50 lock hold %.0f µs is %.0f%% of the p50 Commit (%.0f µs) > %.0f%%: the lock covers more than the conditional write",
 				sz, hold, 100*share, commit, 100*maxLockShare)

@@ -103,8 +103,11 @@ func TestIncidentQuick(t *testing.T) {
 }
 
 // maxLockShare bounds the commit lock's p50 hold as a share of the p50 Commit call on mem://
-// (TestCommitLockQuick).
-const maxLockShare = 0.5
+// (TestCommitLockQuick). A quick run on a loaded 2-vCPU machine measured 0.04–0.10 (hold
+// 16–26 µs of 262–422 µs); with the manifest read and the encoding moved back under the lock
+// (scripts/mutations/commit-lock-covers-manifest-read.patch) 0.13–0.26, the hold 3× longer.
+// 0.2 is twice today's worst size.
+const maxLockShare = 0.2
 
 func TestCommitLockQuick(t *testing.T) {
 	res := runQuick(t, "commit-lock")
@@ -112,8 +115,8 @@ func TestCommitLockQuick(t *testing.T) {
 	// of base version v+1, so on mem:// it is a small part of the Commit call measured in the
 	// same run (the manifest read, the checks, the encoding, the drain of the shard manifest
 	// and the clean-up are outside it). Before the fix the lock also covered the manifest
-	// read, the checks and the encoding, about 10× today's hold. The share is a ratio
-	// measured in one run, so it stays on under -race.
+	// read, the checks and the encoding. The share is a ratio measured in one run, so it
+	// stays on under -race.
 	for _, sz := range []string{"64KiB", "1MiB", "64MiB"} {
 		hold, commit := value(t, res, "mem_"+sz+"_p50_us"), value(t, res, "mem_"+sz+"_commit_p50_us")
 		t.Logf("mem %s: p50 lock hold %.0f µs, p50 Commit %.0f µs (share %.2f)", sz, hold, commit, hold/commit)
@@ -239,9 +242,11 @@ func TestTemporalOverheadQuick(t *testing.T) {
 func TestReadAmpQuick(t *testing.T) {
 	res := runQuick(t, "read-amp")
 	// The scenario's point: reads over many pending generations cost more (docs: List 13× at
-	// 256 pending, 52× at 1,024; quick runs stop lower, but always well above 1).
+	// 256 pending, the quick run's top level, and 52× at 1,024). Under 2× the scenario no
+	// longer measures amplification (a cache answering from merged state, a level that did
+	// not seal, ...).
 	top := value(t, res, "amp_top")
-	if top <= 1.5 {
+	if top <= 2 {
 		t.Errorf("no read amplification measured at the top level: List p50 %.2f× the empty store's", top)
 	}
 	if after := value(t, res, "amp_after_merge"); after >= top {

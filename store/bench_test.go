@@ -143,8 +143,9 @@ func BenchmarkRead(b *testing.B) {
 }
 
 // BenchmarkPrepare measures merge preparation throughput (MB of generation bytes on disk
-// per second) next to the raw cost of reading those same files and writing the same number
-// of bytes to the same disk, in the same run.
+// per second) next to the raw cost of reading those same files and durably writing the same
+// number of bytes to the same disk (fsync of the file and its directory, as Prepare's staged
+// write on file:// does), in the same run.
 func BenchmarkPrepare(b *testing.B) {
 	const gens, rowsPerGen = 8, 20000
 	payload := strings.Repeat("p", 200)

@@ -145,7 +145,7 @@ func TestPutIfAbsentRaceProcesses(t *testing.T) {
 	}
 	b := mustOpen(t, u)
 	checkRaceResult(t, b, winners)
-	checkContended(t, winners, losers, raceProcs)
+	checkContended(t, winners, losers, raceProcs, 0.5)
 	if left := tempFilesUnder(t, root); len(left) != 0 {
 		t.Fatalf("temp files left: %d, e.g. %s", len(left), left[0])
 	}
@@ -190,7 +190,7 @@ func TestPutIfAbsentRaceGoroutines(t *testing.T) {
 			}
 			wg.Wait()
 			checkRaceResult(t, b, winners)
-			checkContended(t, winners, int(losers.Load()), raceGorout)
+			checkContended(t, winners, int(losers.Load()), raceGorout, 0.5)
 		})
 	}
 }
@@ -239,8 +239,11 @@ func checkRaceResult(t *testing.T, b *Bucket, winners [][]string) {
 }
 
 // checkContended asserts that the race happened: every one of n racers lost every key it
-// did not win, and the wins are spread over more than one racer.
-func checkContended(t *testing.T, winners [][]string, losers, n int) {
+// did not win, and the wins are spread over more than one racer, no racer winning more than
+// maxShare of the keys. (Racers that take turns hand nearly every key to whoever goes first;
+// 8 processes released together won 11–14 % each in a run of 200 rounds, 8 goroutines behind
+// a barrier 11–14 % each of 1000.)
+func checkContended(t *testing.T, winners [][]string, losers, n int, maxShare float64) {
 	t.Helper()
 	if want := len(winners) * (n - 1); losers != want {
 		t.Errorf("%d lost races, want %d (every racer tries every key, one wins)", losers, want)
@@ -254,6 +257,11 @@ func checkContended(t *testing.T, winners [][]string, losers, n int) {
 	t.Logf("keys won per racer: %v", perRacer)
 	if len(perRacer) < 2 {
 		t.Errorf("one racer won all %d keys: the racers never competed", len(winners))
+	}
+	for who, n := range perRacer {
+		if share := float64(n) / float64(len(winners)); share > maxShare {
+			t.Errorf("%s won %d of %d keys (%.0f%% > %.0f%%): the racers took turns", who, n, len(winners), 100*share, 100*maxShare)
+		}
 	}
 }
 

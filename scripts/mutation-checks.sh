@@ -7,7 +7,7 @@
 #
 # Not part of scripts/test.sh: each check runs a real test (some start a Temporal dev server,
 # run child processes or a bench scenario), minutes in all. Needs a clean checkout of the
-# patched files.
+# patched files, and edits the work tree while it runs: run nothing else from it meanwhile.
 #
 #   scripts/mutation-checks.sh            # every mutation
 #   scripts/mutation-checks.sh NAME...    # only these (names as in the table)
@@ -76,8 +76,11 @@ for c in "${checks[@]}"; do
     result="BUILD FAILED (not a result)"
     bad=1
   elif [[ $status -ne 0 ]]; then
-    why=$(grep -m1 -E '^\s+[a-z_]+_test\.go:[0-9]+: ' "$log" | sed -E 's/^\s+//' | cut -c1-110)
-    result="FAIL as expected (${took}s): ${why:-see log}"
+    # The last test-file line with text is usually the failed check (logs come before it);
+    # testify prints its message on an "Error:" line below an empty one.
+    why=$(grep -E '^\s+[A-Za-z0-9_]+_test\.go:[0-9]+: \S' "$log" | tail -1 | sed -E 's/^\s+//' | cut -c1-110)
+    [[ -n "$why" ]] || why=$(grep -m1 -E '^\s+Error:' "$log" | sed -E 's/^\s+//; s/\s+/ /g' | cut -c1-110)
+    result="FAIL as expected (${took}s): ${why:-see $log}"
   else
     result="PASSED: mutation survived (${took}s)"
     bad=1

@@ -186,7 +186,7 @@ func TestMemoryQuick(t *testing.T) {
 		// the default GC, ~60 MiB with GOMEMLIMIT = budget + 32 MiB and ~52 MiB at the budget
 		// (before them: ~250 and ~150); the bounds catch a 2× regression. The child is a
 		// race-built copy of this binary under -race, and the race detector multiplies memory
-		// use (5–10× per the Go documentation), so the bound is scaled there, not dropped.
+		// use (measured ~3×, race_on_test.go), so the bound is scaled there, not dropped.
 		limit := map[string]float64{"default": 230, "memlimit": 130, "limitbudget": 120}[k] * raceMemFactor
 		if got := value(t, res, k+"_growth_mib"); got > limit {
 			t.Errorf("%s: peak RSS grew by %.0f MiB while merging > %.0f MiB", k, got, limit)

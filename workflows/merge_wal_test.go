@@ -160,7 +160,10 @@ func TestMergeWalHotShardDoesNotStarveOthers(t *testing.T) {
 	}
 }
 
-func TestMergeWalActivityIDsAreUniqueAcrossRuns(t *testing.T) {
+// Within one run: IDs are distinct and carry the run ID. Across continue-as-new (where the
+// testsuite cannot go: it gives every run the same run ID), see
+// TestMergeWalActivityIDsAreUniqueAcrossRuns on a dev server.
+func TestMergeWalActivityIDsEmbedTheRunID(t *testing.T) {
 	env := newEnv(t)
 	f := newFakeTable("generic:gs", 1, map[string]int{"a": 3})
 	mockTable(env, f)
@@ -175,7 +178,8 @@ func TestMergeWalActivityIDsAreUniqueAcrossRuns(t *testing.T) {
 		// idempotency key of an earlier one.
 		parts := strings.Split(c.activityID, "/")
 		require.Len(t, parts, 3, c.activityID)
-		require.NotEmpty(t, parts[1])
+		require.NotEmpty(t, c.runID)
+		require.Equal(t, c.runID, parts[1], c.activityID)
 	}
 }
 

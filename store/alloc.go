@@ -188,7 +188,7 @@ func (a *memAccount) get(size int) []byte {
 		if b := a.pool.get(size); b != nil {
 			return b
 		}
-		defer a.pool.trim() // the fresh buffer is charged next; make room for it
+		a.pool.trim(int64(classSize(classOf(size)))) // make room for the fresh buffer
 	}
 	return alignedBuffer(size)
 }
@@ -307,12 +307,12 @@ func (p *bufferPool) Bytes() int64 {
 	return p.bytes
 }
 
-// trimLocked drops pooled buffers, largest first (fewest drops for the bytes), until pooled
-// plus allocated bytes fit the limit again.
-//
-// REQUIRES: p.mu held.
-func (p *bufferPool) trimLocked() {
-	over := p.bytes + p.budget.allocated.Load() - p.budget.Limit()
+// trim drops pooled buffers, largest first (fewest drops for the bytes), until pooled plus
+// allocated bytes plus extra, a fresh buffer about to be allocated, fit the limit again.
+func (p *bufferPool) trim(extra int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	over := p.bytes + p.budget.allocated.Load() + extra - p.budget.Limit()
 	for over > 0 {
 		big := -1
 		for k, l := range p.free {
@@ -331,13 +331,6 @@ func (p *bufferPool) trimLocked() {
 		over -= int64(cap(b))
 		release(b)
 	}
-}
-
-// trim is trimLocked for a caller that does not hold p.mu.
-func (p *bufferPool) trim() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.trimLocked()
 }
 
 // errBufferRefused: the account of a read could not hold the object's bytes without waiting.

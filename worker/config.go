@@ -43,8 +43,10 @@ type Config struct {
 	SharedActivitySlots int
 	// MergeBudgetBytes is the process-wide merge memory budget (0 = unlimited).
 	MergeBudgetBytes int64
+	// ReadBudgetBytes bounds what concurrent reads decode outside the cache (0 = unlimited).
+	ReadBudgetBytes int64
 	// MemoryLimitBytes is the Go runtime's soft memory limit (debug.SetMemoryLimit); 0 derives
-	// it from the budget and the read cache (see DerivedMemoryLimit).
+	// it from the read cache and the read budget (see DerivedMemoryLimit).
 	MemoryLimitBytes int64
 	// MergeMaxGenerations and MergeMaxBytes cap one merge pass (0 = no cap).
 	MergeMaxGenerations int
@@ -114,6 +116,7 @@ func DefaultConfig() Config {
 		MergeSlots:            4,
 		SharedActivitySlots:   8,
 		MergeBudgetBytes:      3 << 30,
+		ReadBudgetBytes:       256 << 20,
 		MergeMaxGenerations:   so.MergeMaxGenerations,
 		MergeMaxBytes:         so.MergeMaxBytes,
 		MergeAfterGenerations: 50,
@@ -175,6 +178,9 @@ func (c *Config) StoreOptions() store.Options {
 	o.GroupCommitWait = c.GroupCommitWait
 	o.GroupCommitMaxRows = c.GroupCommitMaxRows
 	o.CacheBytes = c.CacheBytes
+	if c.ReadBudgetBytes > 0 {
+		o.ReadBudget = store.NewBudget(c.ReadBudgetBytes)
+	}
 	return o
 }
 
@@ -227,6 +233,7 @@ func (c *Config) Validate() error {
 		v    int64
 	}{
 		{"merge-budget-bytes", c.MergeBudgetBytes},
+		{"read-budget-bytes", c.ReadBudgetBytes},
 		{"memory-limit", c.MemoryLimitBytes},
 		{"merge-max-generations", int64(c.MergeMaxGenerations)},
 		{"merge-max-bytes", c.MergeMaxBytes},
@@ -416,11 +423,15 @@ const configNotes = `
 - **Memory.** ` + "`--merge-budget-bytes`" + ` is shared by every merge in the process whatever triggered it;
   ` + "`--merge-max-bytes`" + ` and ` + "`--merge-max-generations`" + ` only size one pass. A merge reserves its
   peak footprint, not just its input: input + input/8 (per-row bookkeeping) + 20 MiB (the output chunk
-  being built and the Parquet writer's buffers; the run is streamed to storage), measured in
-  ` + "`walkeeper bench memory`" + `. So a pass of ` + "`--merge-max-bytes`" + ` needs about 1.13 × that plus 20 MiB of
-  budget to run next to another one. ` + "`--memory-limit`" + ` sets the Go runtime's soft limit so that the
-  garbage a merge leaves is collected before the heap doubles (with GOGC alone peak RSS reached 2 ×
-  the budget in ` + "`walkeeper bench memory`" + `, 1.5 × with the limit at the budget); by default it is the budget plus ` + "`--cache-bytes`" + ` plus 512 MiB for everything else.
+  being built and the Parquet writer's buffers; the run is streamed to storage), and every buffer it
+  allocates is charged against that reservation: a generation that does not fit ends the pass at the
+  prefix before it. So a pass of ` + "`--merge-max-bytes`" + ` needs about 1.13 × that plus 20 MiB of budget to
+  run next to another one. Merge buffers live outside the Go heap and are reused, so the budget is
+  their footprint. Reads open pending generations and runs 64 at a time, admitted by
+  ` + "`--read-budget-bytes`" + ` (shared by concurrent reads; a read that cannot fit within 2 s gets 503
+  ` + "`budget_busy`" + `). ` + "`--memory-limit`" + ` is the Go heap's soft limit, by default ` + "`--cache-bytes`" + ` +
+  ` + "`--read-budget-bytes`" + ` + 512 MiB. **Pod sizing rule:** memory limit ≥ ` + "`--merge-budget-bytes`" + ` +
+  ` + "`--cache-bytes`" + ` + ` + "`--read-budget-bytes`" + ` + 512 MiB (docs/OPERATIONS.md, measured in ` + "`walkeeper bench memory`" + `).
 - **Pass size and parallel prepare (changed from docs/DESIGN.md §3).** ` + "`--merge-max-generations`" + ` defaults to
   64, not 8. Commits of one table go one at a time, and each MergeWal pass costs about 0.6 s of
   orchestration and storage round trips whatever its size; at 8 generations per pass one target
@@ -543,7 +554,8 @@ var knobs = func() []knob {
 		intKnob("merge-slots", "concurrent prepare/commit activities on this worker's shard queue", func(c *Config) *int { return &c.MergeSlots }),
 		intKnob("shared-activity-slots", "concurrent activities on the shared queue \"walkeeper\"", func(c *Config) *int { return &c.SharedActivitySlots }),
 		bytesKnob("merge-budget-bytes", "process-wide merge memory budget shared by every merge (0 = unlimited)", func(c *Config) *int64 { return &c.MergeBudgetBytes }),
-		bytesKnob("memory-limit", "Go soft memory limit (debug.SetMemoryLimit); 0 = merge-budget-bytes + cache-bytes + 512MiB, none when the budget is unlimited or GOMEMLIMIT is set", func(c *Config) *int64 { return &c.MemoryLimitBytes }),
+		bytesKnob("read-budget-bytes", "shared by concurrent reads for the files they decode outside the cache; a read that cannot fit within 2s gets 503 budget_busy (0 = unlimited)", func(c *Config) *int64 { return &c.ReadBudgetBytes }),
+		bytesKnob("memory-limit", "Go soft memory limit (debug.SetMemoryLimit) of the Go heap; 0 = cache-bytes + read-budget-bytes + 512MiB (merge buffers live outside the Go heap), none when the merge budget is unlimited or GOMEMLIMIT is set", func(c *Config) *int64 { return &c.MemoryLimitBytes }),
 		intKnob("merge-max-generations", "generations one merge pass takes at most (0 = no cap)", func(c *Config) *int { return &c.MergeMaxGenerations }),
 		bytesKnob("merge-max-bytes", "bytes one merge pass reads at most, checked at generation boundaries (0 = no cap)", func(c *Config) *int64 { return &c.MergeMaxBytes }),
 		intKnob("merge-after-generations", "count trigger: after a seal, start MergeWal when the own shard has this many pending generations (0 = off)", func(c *Config) *int { return &c.MergeAfterGenerations }),

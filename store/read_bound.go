@@ -145,22 +145,33 @@ func groups(srcs []readSource) [][]readSource {
 	return out
 }
 
-// listCandidate is one key's newest version within a group, copied out of the group's
-// files so that the files can be released: row is the rendered row (nil for a tombstone).
+// listCandidate is one key's newest version within a group: where it is (src, row: the
+// index of its source and its row, or src < 0 for the memtable entry mem[row]), never its
+// values, which are rendered only for the rows a page returns (renderPage). The strings are
+// copies, so that a candidate kept past its group's release does not pin the group's memory.
 type listCandidate struct {
 	key     string
 	seq     int64
 	shard   string
 	deleted bool
-	row     map[string]any
+	src     int
+	row     int
 }
 
-// listGroup merges one group from after on and returns the newest version of each of its
-// first max keys, in key order, and whether the group has keys beyond them.
-func (s *Store) listGroup(files []*sortedFile, after string, max int) ([]listCandidate, bool) {
+// listCandidatesPerGroup caps what one group contributes to a round: any cap >= 1 is
+// correct (the frontier keeps undecided keys for the next round); it bounds a round's
+// candidates at groups × this, whatever the page size.
+const listCandidatesPerGroup = 1024
+
+// listGroup merges one group (files are srcs[first:first+len(files)]) from after on and
+// returns the newest version of each of its first max keys, in key order, and whether the
+// group has keys beyond them.
+func listGroup(files []*sortedFile, first int, after string, max int) ([]listCandidate, bool) {
 	cursors := make([]*cursor, 0, len(files))
-	for _, f := range files {
+	index := make(map[*sortedFile]int, len(files))
+	for j, f := range files {
 		cursors = append(cursors, &cursor{file: f, i: f.firstAfter(after)})
+		index[f] = first + j
 	}
 	it := newMergeIter(cursors)
 	var out []listCandidate
@@ -169,12 +180,9 @@ func (s *Store) listGroup(files []*sortedFile, after string, max int) ([]listCan
 		if !ok {
 			return out, false
 		}
-		v := c.versionAt(i)
-		cand := listCandidate{key: v.key, seq: v.seq, shard: v.shard, deleted: v.deleted}
-		if !v.deleted {
-			cand.row = s.toJSON(v)
-		}
-		out = append(out, cand)
+		v := c.file.view
+		out = append(out, listCandidate{key: strings.Clone(v.Key(i)), seq: v.Seq(i), shard: strings.Clone(v.Shard(i)),
+			deleted: v.Deleted(i), src: index[c.file], row: i})
 	}
 	return out, it.more()
 }
@@ -185,39 +193,36 @@ func (s *Store) listGroup(files []*sortedFile, after string, max int) ([]listCan
 // INVARIANT: a key is emitted only once it is decided: it is at or below the frontier of
 // every group that had more keys, so no unread version of it is left in any group.
 func (s *Store) listBounded(ctx context.Context, srcs []readSource, mem []memEntry, memShard string, opts ListOptions) (ListPage, error) {
-	page := ListPage{Rows: []map[string]any{}}
+	var picked []listCandidate
+	next := ""
 	after := opts.After
-	per := max(opts.Limit, 1)
+	per := min(max(opts.Limit, 1), listCandidatesPerGroup)
+rounds:
 	for {
 		var cands []listCandidate
 		frontier, bounded := "", false
+		first := 0
 		for _, grp := range groups(srcs) {
 			files, release, err := s.openGroup(ctx, grp)
 			if err != nil {
 				return ListPage{}, err
 			}
-			got, more := s.listGroup(files, after, per)
-			for i := range got {
-				got[i].key, got[i].shard, got[i].row = strings.Clone(got[i].key), strings.Clone(got[i].shard), cloneRow(got[i].row)
-			}
+			got, more := listGroup(files, first, after, per)
 			release()
+			first += len(grp)
 			if more && (!bounded || got[len(got)-1].key < frontier) {
 				frontier, bounded = got[len(got)-1].key, true
 			}
 			cands = append(cands, got...)
 		}
-		for _, e := range mem {
+		for j, e := range mem {
 			if e.key <= after {
 				continue
 			}
 			if bounded && e.key > frontier {
 				break
 			}
-			c := listCandidate{key: e.key, seq: e.r.seq, shard: memShard, deleted: e.r.deleted}
-			if !c.deleted {
-				c.row = rowToJSON(s.meta.Schema, e.r.row)
-			}
-			cands = append(cands, c)
+			cands = append(cands, listCandidate{key: e.key, seq: e.r.seq, shard: memShard, deleted: e.r.deleted, src: -1, row: j})
 		}
 		// Newest version per decided key, in key order.
 		sort.SliceStable(cands, func(i, j int) bool { return cands[i].key < cands[j].key })
@@ -238,23 +243,66 @@ func (s *Store) listBounded(ctx context.Context, srcs []readSource, mem []memEnt
 			if c.deleted {
 				continue
 			}
-			page.Rows = append(page.Rows, c.row)
-			if len(page.Rows) == opts.Limit {
+			picked = append(picked, c)
+			if len(picked) == opts.Limit {
 				if bounded || i < len(decided)-1 {
-					page.Next = c.key
+					next = c.key
 				}
-				return page, nil
+				break rounds
 			}
 		}
 		if !bounded {
-			return page, nil
+			break
 		}
 		after = frontier
 	}
+	rows, err := s.renderPage(ctx, srcs, mem, picked)
+	if err != nil {
+		return ListPage{}, err
+	}
+	return ListPage{Rows: rows, Next: next}, nil
+}
+
+// renderPage renders the picked rows, opening only the sources they come from, readFanIn
+// at a time like every other read.
+func (s *Store) renderPage(ctx context.Context, srcs []readSource, mem []memEntry, picked []listCandidate) ([]map[string]any, error) {
+	rows := make([]map[string]any, len(picked))
+	bySrc := map[int][]int{} // source -> indexes into picked
+	var need []int
+	for k, c := range picked {
+		if c.src < 0 {
+			rows[k] = rowToJSON(s.meta.Schema, mem[c.row].r.row)
+			continue
+		}
+		if _, ok := bySrc[c.src]; !ok {
+			need = append(need, c.src)
+		}
+		bySrc[c.src] = append(bySrc[c.src], k)
+	}
+	sort.Ints(need)
+	for len(need) > 0 {
+		n := min(len(need), readFanIn)
+		grp := make([]readSource, n)
+		for j, si := range need[:n] {
+			grp[j] = srcs[si]
+		}
+		files, release, err := s.openGroup(ctx, grp)
+		if err != nil {
+			return nil, err
+		}
+		for j, si := range need[:n] {
+			for _, k := range bySrc[si] {
+				rows[k] = s.codec.RowJSON(files[j].rec, picked[k].row)
+			}
+		}
+		release()
+		need = need[n:]
+	}
+	return rows, nil
 }
 
 // cloneRow copies the strings of a rendered row, which alias the decoded file it came from:
-// a candidate kept past its group's release must not pin the group's memory.
+// a row kept past its group's release must not pin the group's memory.
 func cloneRow(m map[string]any) map[string]any {
 	for k, v := range m {
 		if sv, ok := v.(string); ok {

@@ -64,9 +64,11 @@ func (a *memAccount) Allocate(size int) []byte {
 	if size < 0 {
 		panic("store: memAccount: negative size")
 	}
-	b := a.get(size)
+	b, reused := a.get(size)
 	a.charge(int64(cap(b)))
-	clear(b[:cap(b)])
+	if reused {
+		clear(b[:cap(b)]) // fresh memory (make, mmap) is zeroed already
+	}
 	return b[:size]
 }
 
@@ -88,14 +90,14 @@ func (a *memAccount) Free(b []byte) {
 	}
 	a.allocated.Add(-int64(cap(b)))
 	a.budgetAdd(-int64(cap(b)))
-	if a.pool != nil && a.pool.put(b[:0]) {
-		return
+	if a.pool == nil || a.pool.put(b[:0]) {
+		return // without a pool the buffer is on the Go heap (get)
 	}
 	release(b)
 }
 
 // release gives up a buffer nobody uses any more: a mapped one goes back to the OS at once,
-// a heap one to the garbage collector.
+// a heap one to the garbage collector (unmapBuffer refuses a buffer it did not map).
 func release(b []byte) {
 	if isMapped(cap(b)) {
 		unmapBuffer(b)
@@ -106,7 +108,7 @@ func release(b []byte) {
 // into (not zeroed: the read overwrites it). It never waits and never overdraws: ok is false,
 // and nothing is charged, when the reservation cannot hold it.
 func (a *memAccount) buffer(n int) (_ []byte, ok bool) {
-	b := a.get(n)
+	b, _ := a.get(n)
 	if !a.tryCharge(int64(cap(b))) {
 		if a.pool == nil || !a.pool.put(b[:0]) {
 			release(b)
@@ -182,15 +184,18 @@ func (a *memAccount) err() error {
 func (a *memAccount) Allocated() int64 { return a.allocated.Load() }
 func (a *memAccount) Peak() int64      { return a.peak.Load() }
 
-// get takes a buffer of capacity >= size from the pool, or allocates one aligned.
-func (a *memAccount) get(size int) []byte {
-	if a.pool != nil {
-		if b := a.pool.get(size); b != nil {
-			return b
-		}
-		a.pool.trim(int64(classSize(classOf(size)))) // make room for the fresh buffer
+// get takes a buffer of capacity >= size from the pool (reused), or allocates one aligned.
+// Without a pool (an unlimited budget) nothing is reused, so buffers stay on the Go heap:
+// mapping and unmapping every buffer would cost a system call and fresh page faults each.
+func (a *memAccount) get(size int) (_ []byte, reused bool) {
+	if a.pool == nil {
+		return heapBuffer(size), false
 	}
-	return alignedBuffer(size)
+	if b := a.pool.get(size); b != nil {
+		return b, true
+	}
+	a.pool.trim(int64(classSize(classOf(size)))) // make room for the fresh buffer
+	return alignedBuffer(size), false
 }
 
 // mapMinBytes is the smallest buffer mapped outside the Go heap (mapBuffer). Smaller ones,
@@ -211,6 +216,12 @@ func alignedBuffer(size int) []byte {
 			return b[:c:c]
 		}
 	}
+	return heapBuffer(size)
+}
+
+// heapBuffer allocates the class size of size bytes on the Go heap, bufAlignment-aligned.
+func heapBuffer(size int) []byte {
+	c := classSize(classOf(size))
 	raw := make([]byte, c+bufAlignment)
 	off := int(bufAlignment - uintptr(unsafe.Pointer(unsafe.SliceData(raw)))%bufAlignment)
 	if off == bufAlignment {

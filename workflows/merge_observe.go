@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"errors"
 	"fmt"
 
 	"go.temporal.io/sdk/temporal"
@@ -135,4 +136,16 @@ func formatBytes(b int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(b)/float64(div), "KMGTP"[exp])
+}
+
+// listFailure is the workflow's failure when the first listing failed. A missing store fails
+// the run with the activity's one line (StoreNotFound, non-retryable) instead of the
+// activity failure wrapped around it, so Temporal Web and `walkeeper merge --wait` show
+// "store generic:nope does not exist; create it with POST /api/v1/stores/generic/nope".
+func (r *mergeRun) listFailure(err error) error {
+	var appErr *temporal.ApplicationError
+	if r.observe && errors.As(err, &appErr) && appErr.Type() == contract.ErrTypeStoreNotFound {
+		return temporal.NewNonRetryableApplicationError(appErr.Message(), contract.ErrTypeStoreNotFound, nil)
+	}
+	return err
 }

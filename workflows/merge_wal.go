@@ -96,7 +96,7 @@ func MergeWal(ctx workflow.Context, in contract.MergeWalInput) (contract.MergeWa
 	w := r.tr.newWatch(contract.ListPendingShardsActivity, "", contract.TaskQueue)
 	if err := r.tr.exec(ctx, listOptions(), w, contract.ListPendingShardsParams{Target: tgt.String()}, &listed); err != nil {
 		r.setPhase(contract.PhaseDone)
-		return r.result(), err
+		return r.result(), r.listFailure(err)
 	}
 	// Histories recorded before this change visited shards in id order, each until drained.
 	r.fair = workflow.GetVersion(ctx, fairRoundsChange, workflow.DefaultVersion, fairRoundsVersion) >= fairRoundsVersion

@@ -660,3 +660,27 @@ func TestMergeWalLeanRelistFindsShardSealedMidMerge(t *testing.T) {
 	require.Equal(t, 3, lists)
 	require.Equal(t, 3, commits)
 }
+
+// A MergeWal started by hand for a missing store fails once, non-retryably, with the
+// activity's one line as its own message (no activity-error wrapper around it).
+func TestMergeWalMissingStoreFailsWithOneLine(t *testing.T) {
+	env := newEnv(t)
+	line := contract.StoreNotFoundMessage("generic:nope")
+	calls := 0
+	env.OnActivity(contract.ListPendingShardsActivity, anyCtx, anyArg).Return(
+		func(context.Context, contract.ListPendingShardsParams) (contract.ListPendingShardsResult, error) {
+			calls++
+			return contract.ListPendingShardsResult{}, temporal.NewNonRetryableApplicationError(line, contract.ErrTypeStoreNotFound, nil)
+		})
+	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:nope"})
+	err := env.GetWorkflowError()
+	require.Error(t, err)
+	var appErr *temporal.ApplicationError
+	require.True(t, errors.As(err, &appErr))
+	require.Equal(t, contract.ErrTypeStoreNotFound, appErr.Type())
+	require.True(t, appErr.NonRetryable())
+	require.Equal(t, "store generic:nope does not exist; create it with POST /api/v1/stores/generic/nope", appErr.Message())
+	var actErr *temporal.ActivityError
+	require.False(t, errors.As(err, &actErr), "the failure is the line itself, not an activity error around it")
+	require.Equal(t, 1, calls, "a missing store is not retried")
+}

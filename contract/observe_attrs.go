@@ -11,25 +11,29 @@ import (
 // and what it folded. Search attributes are what a list view filters on; the memo repeats
 // them for display, with the trigger's reason in words.
 //
+// SQL visibility (the dev server's SQLite, MySQL, PostgreSQL) offers each namespace only 3
+// custom attributes of type Int (and 3 Double, 10 Keyword). The Int slots go to what
+// filters matter most on: WalPending (live debt), WalPendingAtStart (how far behind) and
+// WalReclaimed; WalBytesMerged is a Double (exact below 2^53 bytes), and the pass count,
+// which only matters for display, lives in the memo (MemoPasses).
+//
 // The names are shared with contract/observe.go (the CLI side); they must stay identical.
 const (
 	WalTriggerName        = "WalTrigger"
 	WalPendingAtStartName = "WalPendingAtStart"
 	WalReclaimedName      = "WalReclaimed"
 	WalBytesMergedName    = "WalBytesMerged"
-	WalPassesName         = "WalPasses"
 )
 
 // Typed keys of the observation search attributes. WalTrigger is set by the start helpers
 // (and upserted as TriggerUnknown by a run started without one); WalPendingAtStart with the
-// first listing of a merge; WalReclaimed, WalBytesMerged and WalPasses once, when the merge
-// (its whole continue-as-new chain) has finished.
+// first listing of a merge; WalReclaimed and WalBytesMerged once, when the merge (its whole
+// continue-as-new chain) has finished.
 var (
 	WalTrigger        = temporal.NewSearchAttributeKeyKeyword(WalTriggerName)
 	WalPendingAtStart = temporal.NewSearchAttributeKeyInt64(WalPendingAtStartName)
 	WalReclaimed      = temporal.NewSearchAttributeKeyInt64(WalReclaimedName)
-	WalBytesMerged    = temporal.NewSearchAttributeKeyInt64(WalBytesMergedName)
-	WalPasses         = temporal.NewSearchAttributeKeyInt64(WalPassesName)
+	WalBytesMerged    = temporal.NewSearchAttributeKeyFloat64(WalBytesMergedName)
 )
 
 // Memo keys. MemoTrigger is set at start; the others when the merge has finished.

@@ -33,8 +33,7 @@ var SearchAttributes = map[string]enumspb.IndexedValueType{
 	WalTriggerName:        enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 	WalPendingAtStartName: enumspb.INDEXED_VALUE_TYPE_INT,
 	WalReclaimedName:      enumspb.INDEXED_VALUE_TYPE_INT,
-	WalBytesMergedName:    enumspb.INDEXED_VALUE_TYPE_INT,
-	WalPassesName:         enumspb.INDEXED_VALUE_TYPE_INT,
+	WalBytesMergedName:    enumspb.INDEXED_VALUE_TYPE_DOUBLE,
 }
 
 // startAttributes are the search attributes a run of t's workflows starts with: WalTarget,

@@ -15,8 +15,8 @@ import (
 //   - WalTrigger is upserted (TriggerUnknown) when the start did not set it, in the same
 //     upsert as the missing WalTarget/WalKind of a bare start;
 //   - WalPendingAtStart rides the first WalPending upsert of the chain;
-//   - once the merge has finished, one upsert sets WalReclaimed, WalBytesMerged and
-//     WalPasses (with WalPending when it moved) and one memo update repeats them for
+//   - once the merge has finished, one upsert sets WalReclaimed and WalBytesMerged (with
+//     WalPending when it moved) and one memo update repeats them with the passes for
 //     display, and the current details say the outcome in words;
 //   - Prepare, Commit and Abort carry summaries naming the shard and the pass.
 //
@@ -43,8 +43,7 @@ func (r *mergeRun) recordOutcome(res contract.MergeWalResult) {
 	updates := []temporal.SearchAttributeUpdate{
 		contract.WalPendingAtStart.ValueSet(int64(res.PendingAtStart)),
 		contract.WalReclaimed.ValueSet(int64(res.Reclaimed)),
-		contract.WalBytesMerged.ValueSet(res.BytesMerged),
-		contract.WalPasses.ValueSet(int64(res.Passes)),
+		contract.WalBytesMerged.ValueSet(float64(res.BytesMerged)),
 	}
 	if total := int64(r.totalPending()); total != r.lastPending {
 		updates = append(updates, contract.WalPending.ValueSet(total))

@@ -460,6 +460,11 @@ func (r *mergeRun) relist(ctx workflow.Context) {
 	}
 	r.listedAt = workflow.Now(ctx)
 	r.plan(listed.Shards)
+	if r.observe && r.totalPending() == 0 {
+		// A drained relisting ends the rounds, and the run's end writes WalPending with its
+		// outcome (recordOutcome): one upsert instead of two.
+		return
+	}
 	r.upsertPending()
 }
 

@@ -220,8 +220,7 @@ func startOnce(ctx context.Context, cli string, o Options) (*Server, error) {
 			"--search-attribute", "WalTrigger=Keyword",
 			"--search-attribute", "WalPendingAtStart=Int",
 			"--search-attribute", "WalReclaimed=Int",
-			"--search-attribute", "WalBytesMerged=Int",
-			"--search-attribute", "WalPasses=Int",
+			"--search-attribute", "WalBytesMerged=Double",
 		)
 	}
 

@@ -103,8 +103,8 @@ func errMisconfigured(msg string) error {
 }
 
 // errStoreNotFound reports that t names no registered store, in the one line every surface
-// uses (contract.StoreNotFoundMessage), as a non-retryable StoreNotFound without the storage
+// uses (contract.MissingStoreMessage), as a non-retryable StoreNotFound without the storage
 // layer's "blob get ...: not found" chain: a store does not appear by retrying.
 func errStoreNotFound(t store.Target) error {
-	return temporal.NewNonRetryableApplicationError(contract.StoreNotFoundMessage(t.String()), contract.ErrTypeStoreNotFound, nil)
+	return temporal.NewNonRetryableApplicationError(contract.MissingStoreMessage(t, ""), contract.ErrTypeStoreNotFound, nil)
 }

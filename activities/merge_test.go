@@ -99,7 +99,7 @@ func TestActivityErrorsAreTyped(t *testing.T) {
 
 	_, err := run[contract.PrepareResult](t, env, contract.PrepareActivity, contract.PrepareParams{Target: "generic:missing", Shard: db.Shard()})
 	requireAppErr(t, err, contract.ErrTypeStoreNotFound, true)
-	require.Contains(t, err.Error(), "store generic:missing does not exist; create it with POST /api/v1/stores/generic/missing")
+	require.Contains(t, err.Error(), "store generic:missing does not exist; create it with: curl -XPOST http://<worker>/api/v1/stores/generic/missing")
 	require.NotContains(t, err.Error(), "_registry", "the storage layer's chain stays out of the message")
 	_, err = run[contract.ListPendingShardsResult](t, env, contract.ListPendingShardsActivity, contract.ListPendingShardsParams{Target: "generic/gs"})
 	requireAppErr(t, err, contract.ErrTypeInvalidInput, true)

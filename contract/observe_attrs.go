@@ -17,13 +17,9 @@ import (
 // WalReclaimed; WalBytesMerged is a Double (exact below 2^53 bytes), and the pass count,
 // which only matters for display, lives in the memo (MemoPasses).
 //
-// The names are shared with contract/observe.go (the CLI side); they must stay identical.
-const (
-	WalTriggerName        = "WalTrigger"
-	WalPendingAtStartName = "WalPendingAtStart"
-	WalReclaimedName      = "WalReclaimed"
-	WalBytesMergedName    = "WalBytesMerged"
-)
+// The names (WalTriggerName, ..., the Memo* keys and most Trigger* values) are declared in
+// contract/observe.go; this file adds the typed keys the workflows use, the values
+// observe.go does not name, and the words.
 
 // Typed keys of the observation search attributes. WalTrigger is set by the start helpers
 // (and upserted as TriggerUnknown by a run started without one); WalPendingAtStart with the
@@ -36,36 +32,14 @@ var (
 	WalBytesMerged    = temporal.NewSearchAttributeKeyFloat64(WalBytesMergedName)
 )
 
-// Memo keys. MemoTrigger is set at start; the others when the merge has finished.
-const (
-	MemoTrigger        = "trigger"
-	MemoTriggerReason  = "trigger_reason"
-	MemoReclaimed      = "reclaimed"
-	MemoBytesMerged    = "bytes_merged"
-	MemoPasses         = "passes"
-	MemoPendingAtStart = "pending_at_start"
-)
+// MemoTriggerReason is the memo key of the trigger's reason in words, set with MemoTrigger.
+const MemoTriggerReason = "trigger_reason"
 
-// Trigger values: the WalTrigger of a run and the Trigger of its input.
+// Trigger values besides those of contract/observe.go.
 const (
-	// TriggerCount: a seal took the worker's own shard to merge_after_generations.
-	TriggerCount = "count"
-	// TriggerSweepCount: MaintenanceSweep found at least merge_min_generations pending.
-	TriggerSweepCount = "sweep-count"
-	// TriggerSweepAge: MaintenanceSweep found the oldest pending generation older than
-	// max_pending_age.
-	TriggerSweepAge = "sweep-age"
 	// TriggerSweepRuns: MaintenanceSweep found at least compact_min_runs base runs
 	// (CompactBase).
 	TriggerSweepRuns = "sweep-runs"
-	// TriggerHTTP: POST /api/v1/stores/{kind}/{name}/merge-wal.
-	TriggerHTTP = "http"
-	// TriggerCLI: `walkeeper merge` / `walkeeper compact`.
-	TriggerCLI = "cli"
-	// TriggerSchedule: a per-target Schedule's MergeWalTick.
-	TriggerSchedule = "schedule"
-	// TriggerBackpressure: an append was refused for too many pending generations.
-	TriggerBackpressure = "backpressure"
 	// TriggerUnknown: started without a trigger, e.g. by hand with `temporal workflow start`
 	// or from Temporal Web.
 	TriggerUnknown = "unknown"
@@ -73,7 +47,7 @@ const (
 
 // Triggers lists every trigger value, for docs and tests.
 var Triggers = []string{TriggerCount, TriggerSweepCount, TriggerSweepAge, TriggerSweepRuns,
-	TriggerHTTP, TriggerCLI, TriggerSchedule, TriggerBackpressure, TriggerUnknown}
+	TriggerHTTP, TriggerCLI, TriggerSchedule, TriggerBackPressure, TriggerUnknown}
 
 // TriggerOrUnknown is trigger, or TriggerUnknown when it is empty.
 func TriggerOrUnknown(trigger string) string {

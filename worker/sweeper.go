@@ -133,7 +133,7 @@ func workflowTrigger(trigger string) string {
 	case TriggerHTTP:
 		return contract.TriggerHTTP
 	case TriggerDebt:
-		return contract.TriggerBackpressure
+		return contract.TriggerBackPressure
 	}
 	return contract.TriggerUnknown
 }

@@ -140,7 +140,8 @@ func formatBytes(b int64) string {
 // listFailure is the workflow's failure when the first listing failed. A missing store fails
 // the run with the activity's one line (StoreNotFound, non-retryable) instead of the
 // activity failure wrapped around it, so Temporal Web and `walkeeper merge --wait` show
-// "store generic:nope does not exist; create it with POST /api/v1/stores/generic/nope".
+// "store generic:nope does not exist; create it with: curl -XPOST http://<worker>/api/v1/stores/generic/nope ..."
+// (contract.MissingStoreMessage, the same line the CLI's pre-check says).
 func (r *mergeRun) listFailure(err error) error {
 	var appErr *temporal.ApplicationError
 	if r.observe && errors.As(err, &appErr) && appErr.Type() == contract.ErrTypeStoreNotFound {

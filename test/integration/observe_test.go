@@ -126,7 +126,7 @@ func TestEveryTriggerIsVisible(t *testing.T) {
 		t.Fatalf("append at pending-max answered %d, want 503", code)
 	}
 	wait("generic:obs-bp")
-	want["generic:obs-bp"] = contract.TriggerBackpressure
+	want["generic:obs-bp"] = contract.TriggerBackPressure
 
 	// The count trigger: a worker whose seals take its own shard to 2 pending.
 	cntCfg := e.config("obs-cnt")
@@ -239,7 +239,7 @@ func TestMergeWalForMissingStoreFailsOnce(t *testing.T) {
 		t.Fatal(herr)
 	}
 	f := ev.GetWorkflowExecutionFailedEventAttributes().GetFailure()
-	const line = "store generic:nope does not exist; create it with POST /api/v1/stores/generic/nope"
+	line := contract.MissingStoreMessage(mustTarget(t, "generic:nope"), "")
 	if f.GetMessage() != line || f.GetCause() != nil || !f.GetApplicationFailureInfo().GetNonRetryable() ||
 		f.GetApplicationFailureInfo().GetType() != contract.ErrTypeStoreNotFound {
 		t.Fatalf("failure %q (type %q, non-retryable %v, cause %v), want %q", f.GetMessage(),

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -23,7 +24,8 @@ import (
 // merge finished before the next starts so that a sweep only sees its own store. Then it
 // finds every run through visibility by WalTarget and WalTrigger (the queries the README
 // gives) and checks that its search attributes and memo say why it ran, how far behind the
-// store was and what it folded, and that its activities are named by shard and pass.
+// store was and what it folded, that its activities are named by shard and pass, and that
+// `walkeeper history` lists it with its trigger.
 func TestEveryTriggerIsVisible(t *testing.T) {
 	e := newEnv(t)
 	w := e.startWorker(e.config("obs"))
@@ -207,6 +209,26 @@ func TestEveryTriggerIsVisible(t *testing.T) {
 		summaries := activitySummaries(t, e, ex.GetExecution().GetWorkflowId(), ex.GetExecution().GetRunId())
 		if !containsPrefix(summaries, "prepare shard ") || !containsPrefix(summaries, "commit shard ") {
 			t.Errorf("%s: activity summaries %q, want prepare/commit named by shard and pass", target, summaries)
+		}
+	}
+	// `walkeeper history` lists each store's merge with its trigger and figures.
+	for target, trigger := range want {
+		stdout, stderr, code := runCLI(t, bin, "history", target, "--json", "--temporal", e.hostPort, "--namespace", e.ns)
+		if code != 0 {
+			t.Fatalf("walkeeper history %s: exit %d\n%s\n%s", target, code, stdout, stderr)
+		}
+		var runs []struct {
+			Workflow  string  `json:"workflow"`
+			Trigger   *string `json:"trigger"`
+			Reclaimed *int64  `json:"reclaimed"`
+			Passes    *int64  `json:"passes"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &runs); err != nil {
+			t.Fatalf("walkeeper history %s --json: %v\n%s", target, err, stdout)
+		}
+		if len(runs) != 1 || runs[0].Workflow != contract.MergeWalWorkflow || runs[0].Trigger == nil || *runs[0].Trigger != trigger ||
+			runs[0].Reclaimed == nil || *runs[0].Reclaimed < 1 || runs[0].Passes == nil || *runs[0].Passes < 1 {
+			t.Errorf("walkeeper history %s: %s, want one MergeWal triggered by %s with reclaimed and passes", target, stdout, trigger)
 		}
 	}
 	// One query per trigger finds exactly its merges: the saved-view recipe of the README.

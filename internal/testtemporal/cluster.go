@@ -1,0 +1,172 @@
+package testtemporal
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/walkeeper/walkeeper/internal/temporalcluster"
+	"github.com/walkeeper/walkeeper/worker"
+	"github.com/walkeeper/walkeeper/workflows"
+)
+
+// Environment variables that choose which Temporal server the tests run against.
+const (
+	// EnvServer picks the server tests start: "dev" (default; the CLI's dev server, SQLite,
+	// one history shard) or "cluster" (the production server on PostgreSQL with several
+	// shards and SQL visibility, package temporalcluster).
+	EnvServer = "WALKEEPER_TEST_TEMPORAL_SERVER"
+	// EnvHostPort points the tests at an existing server (host:port) instead: none is
+	// started. The TLS and API-key variables below and EnvNamespace go with it.
+	EnvHostPort  = "WALKEEPER_TEST_TEMPORAL"
+	EnvNamespace = "WALKEEPER_TEST_NAMESPACE"
+	// TLS for EnvHostPort, as the worker's WALKEEPER_TEMPORAL_TLS* (docs/CONFIG.md).
+	EnvTLS           = "WALKEEPER_TEST_TEMPORAL_TLS"
+	EnvTLSCert       = "WALKEEPER_TEST_TEMPORAL_TLS_CERT"
+	EnvTLSKey        = "WALKEEPER_TEST_TEMPORAL_TLS_KEY"
+	EnvTLSCA         = "WALKEEPER_TEST_TEMPORAL_TLS_CA"
+	EnvTLSServerName = "WALKEEPER_TEST_TEMPORAL_TLS_SERVER_NAME"
+	EnvAPIKey        = "WALKEEPER_TEST_TEMPORAL_API_KEY"
+)
+
+// Mode is where a test's Temporal comes from.
+type Mode string
+
+const (
+	ModeDev      Mode = "dev"      // a dev server started for the test
+	ModeCluster  Mode = "cluster"  // a PostgreSQL-backed server started for the test
+	ModeExternal Mode = "external" // an existing server named by EnvHostPort
+)
+
+// SelectedMode reads EnvHostPort and EnvServer.
+func SelectedMode() (Mode, error) {
+	if os.Getenv(EnvHostPort) != "" {
+		return ModeExternal, nil
+	}
+	switch m := strings.ToLower(os.Getenv(EnvServer)); m {
+	case "", "dev":
+		return ModeDev, nil
+	case "cluster":
+		return ModeCluster, nil
+	default:
+		return "", fmt.Errorf("%s=%q: want dev or cluster", EnvServer, m)
+	}
+}
+
+// ExternalConfig is the connection to the server named by EnvHostPort (ok false when unset).
+// An empty namespace here means the caller's.
+func ExternalConfig() (cfg worker.TemporalConfig, ok bool) {
+	hp := os.Getenv(EnvHostPort)
+	if hp == "" {
+		return worker.TemporalConfig{}, false
+	}
+	cfg = worker.TemporalConfig{
+		HostPort:      hp,
+		Namespace:     os.Getenv(EnvNamespace),
+		TLSCert:       os.Getenv(EnvTLSCert),
+		TLSKey:        os.Getenv(EnvTLSKey),
+		TLSCA:         os.Getenv(EnvTLSCA),
+		TLSServerName: os.Getenv(EnvTLSServerName),
+		APIKey:        os.Getenv(EnvAPIKey),
+	}
+	switch strings.ToLower(os.Getenv(EnvTLS)) {
+	case "1", "true", "yes", "on":
+		cfg.TLS = true
+	}
+	return cfg, true
+}
+
+// StartCluster runs a PostgreSQL-backed Temporal server for t (package temporalcluster) and
+// returns it with a client of o.Namespace. Everything is stopped by t.Cleanup; on failure the
+// server, PostgreSQL and schema logs are kept and their directory is logged.
+func StartCluster(t testing.TB, o Options) (*temporalcluster.Cluster, client.Client) {
+	t.Helper()
+	if o.Namespace == "" {
+		o.Namespace = worker.DefaultTemporalNamespace
+	}
+	dir, err := os.MkdirTemp("", "walkeeper-temporal-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	co := temporalcluster.Options{
+		Dir:        dir,
+		Namespaces: append([]string{o.Namespace}, o.ExtraNamespaces...),
+		Progress:   progressWriter{t},
+	}
+	if !o.NoSearchAttributes {
+		co.SearchAttributes = workflows.SearchAttributes
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cl, err := temporalcluster.Start(ctx, co)
+	if err != nil {
+		t.Fatalf("testtemporal: start PostgreSQL-backed Temporal (logs in %s): %v", dir, err)
+	}
+	t.Cleanup(func() {
+		if err := cl.Stop(); err != nil {
+			t.Errorf("testtemporal: stop cluster: %v", err)
+		}
+		if t.Failed() {
+			t.Logf("testtemporal: Temporal server, PostgreSQL and schema logs kept in %s", dir)
+		} else {
+			_ = os.RemoveAll(dir)
+		}
+	})
+	return cl, dial(t, worker.TemporalConfig{HostPort: cl.HostPort(), Namespace: o.Namespace}, o.Verbose)
+}
+
+// startSelected starts (or finds) the server EnvServer/EnvHostPort select; ok is false in
+// ModeDev, where the caller starts the dev server as before.
+func startSelected(t testing.TB, o Options) (hostPort string, c client.Client, ok bool) {
+	t.Helper()
+	mode, err := SelectedMode()
+	if err != nil {
+		t.Fatalf("testtemporal: %v", err)
+	}
+	switch mode {
+	case ModeCluster:
+		cl, c := StartCluster(t, o)
+		return cl.HostPort(), c, true
+	case ModeExternal:
+		cfg, _ := ExternalConfig()
+		if cfg.Namespace == "" {
+			cfg.Namespace = o.Namespace
+		}
+		if cfg.Namespace == "" {
+			cfg.Namespace = worker.DefaultTemporalNamespace
+		}
+		c := dial(t, cfg, o.Verbose)
+		attrs := workflows.SearchAttributes
+		if o.NoSearchAttributes {
+			attrs = nil
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		for _, ns := range append([]string{cfg.Namespace}, o.ExtraNamespaces...) {
+			if err := temporalcluster.RegisterNamespace(ctx, c, ns, attrs); err != nil {
+				t.Fatalf("testtemporal: %s=%s: %v", EnvHostPort, cfg.HostPort, err)
+			}
+		}
+		return cfg.HostPort, c, true
+	}
+	return "", nil, false
+}
+
+func dial(t testing.TB, cfg worker.TemporalConfig, verbose bool) client.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := worker.Dial(ctx, cfg, zaptest.NewLogger(t, zaptest.Level(zapLevel(verbose))))
+	if err != nil {
+		t.Fatalf("testtemporal: dial %s: %v", cfg.HostPort, err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+

@@ -138,4 +138,3 @@ func httpOK(url string) error {
 	}
 	return nil
 }
-

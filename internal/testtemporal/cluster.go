@@ -169,4 +169,3 @@ func dial(t testing.TB, cfg worker.TemporalConfig, verbose bool) client.Client {
 	t.Cleanup(c.Close)
 	return c
 }
-

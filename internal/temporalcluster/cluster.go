@@ -47,11 +47,6 @@ var (
 // signals, schedules) run as in production, but few enough to start fast.
 const DefaultHistoryShards = 4
 
-// TransferProcessorMaxPollRPS is raised from the server's default of 20 reads per second per
-// shard: at 20, every activity dispatch and workflow task waits up to 50 ms for the next
-// transfer-queue read, which dominates a test's run time (docs/OPERATIONS.md).
-const TransferProcessorMaxPollRPS = 1000
-
 // Options configure Start.
 type Options struct {
 	// Dir receives the server's config, its log and PostgreSQL's log. Required.
@@ -64,7 +59,9 @@ type Options struct {
 	SearchAttributes map[string]enumspb.IndexedValueType
 	// DynamicConfigBase is a dynamic-config file to start from; "" =
 	// <module root>/deploy/temporal/dynamicconfig.yaml, the file docker-compose mounts, so
-	// the test cluster and compose run one configuration.
+	// the test cluster and compose run one configuration (among it
+	// history.transferProcessorMaxPollRPS raised from 20: at 20 every activity dispatch and
+	// workflow task waits up to 50 ms for the next transfer-queue read).
 	DynamicConfigBase string
 	// DynamicConfig adds or overrides keys (unconstrained values).
 	DynamicConfig map[string]any
@@ -125,11 +122,9 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 		return nil, err
 	}
 	if o.DynamicConfigBase == "" {
-		root, err := cachebin.ModuleRoot()
-		if err != nil {
+		if o.DynamicConfigBase, err = DefaultDynamicConfigBase(); err != nil {
 			return nil, err
 		}
-		o.DynamicConfigBase = filepath.Join(root, "deploy", "temporal", "dynamicconfig.yaml")
 	}
 	if err := os.MkdirAll(filepath.Join(o.Dir, "config"), 0o755); err != nil {
 		return nil, err
@@ -157,12 +152,8 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 	}
 	fmt.Fprintf(progress, "temporalcluster: schemas applied (%s)\n", time.Since(start).Round(time.Millisecond))
 
-	extra := map[string]any{"history.transferProcessorMaxPollRPS": TransferProcessorMaxPollRPS}
-	for k, v := range o.DynamicConfig {
-		extra[k] = v
-	}
 	dcPath := filepath.Join(o.Dir, "config", "dynamicconfig.yaml")
-	if err := writeDynamicConfig(dcPath, o.DynamicConfigBase, extra); err != nil {
+	if err := writeDynamicConfig(dcPath, o.DynamicConfigBase, o.DynamicConfig); err != nil {
 		return nil, err
 	}
 	if c.ports, err = newPorts(); err != nil {
@@ -185,6 +176,16 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 	}
 	fmt.Fprintf(progress, "temporalcluster: namespaces %v ready (%s)\n", o.Namespaces, time.Since(start).Round(time.Millisecond))
 	return c, nil
+}
+
+// DefaultDynamicConfigBase is deploy/temporal/dynamicconfig.yaml, the file docker-compose
+// mounts into its Temporal server.
+func DefaultDynamicConfigBase() (string, error) {
+	root, err := cachebin.ModuleRoot()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(root, "deploy", "temporal", "dynamicconfig.yaml"), nil
 }
 
 // HostPort is the frontend's gRPC address.

@@ -10,6 +10,10 @@ import (
 	"github.com/walkeeper/walkeeper/internal/proc"
 )
 
+// PluginName is the SQL persistence plugin for PostgreSQL 12 and later, used for both the
+// default store and SQL visibility (docker-compose's DB=postgres12 is the same).
+const PluginName = "postgres12"
+
 // ports are the server's listening ports: every service of the single binary needs a gRPC
 // and a membership port, the frontend also its HTTP API.
 type ports struct {
@@ -39,7 +43,7 @@ func serverConfig(p ports, pgPort, numHistoryShards int, dynamicConfigPath, logL
 	}
 	sqlStore := func(db string, conns int) map[string]any {
 		return map[string]any{"sql": map[string]any{
-			"pluginName":      "postgres12",
+			"pluginName":      PluginName,
 			"databaseName":    db,
 			"connectAddr":     fmt.Sprintf("127.0.0.1:%d", pgPort),
 			"connectProtocol": "tcp",

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/walkeeper/walkeeper/internal/cachebin"
 	"github.com/walkeeper/walkeeper/internal/proc"
 )
 
@@ -182,5 +183,5 @@ func findPostgresBinDir() (string, error) {
 			return d, nil
 		}
 	}
-	return "", fmt.Errorf("PostgreSQL %s not found (no initdb beside a postgres on PATH nor in /usr/lib/postgresql/%s/bin): run scripts/install-postgres.sh", PostgresMajor, PostgresMajor)
+	return "", fmt.Errorf("PostgreSQL %s: %w (no initdb beside a postgres on PATH nor in /usr/lib/postgresql/%s/bin; run scripts/install-postgres.sh)", PostgresMajor, cachebin.ErrNotInstalled, PostgresMajor)
 }

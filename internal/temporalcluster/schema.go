@@ -64,5 +64,5 @@ func findSchemaRoot(version string) (string, error) {
 			return d, nil
 		}
 	}
-	return "", fmt.Errorf("Temporal %s PostgreSQL schemas not found in %v: run scripts/install-temporal-server.sh", version, candidates)
+	return "", fmt.Errorf("Temporal %s PostgreSQL schemas: %w (looked in %v; run scripts/install-temporal-server.sh)", version, cachebin.ErrNotInstalled, candidates)
 }

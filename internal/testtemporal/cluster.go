@@ -2,6 +2,7 @@ package testtemporal
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/walkeeper/walkeeper/internal/cachebin"
 	"github.com/walkeeper/walkeeper/internal/temporalcluster"
 	"github.com/walkeeper/walkeeper/worker"
 	"github.com/walkeeper/walkeeper/workflows"
@@ -105,6 +107,10 @@ func StartCluster(t testing.TB, o Options) (*temporalcluster.Cluster, client.Cli
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	cl, err := temporalcluster.Start(ctx, co)
+	if errors.Is(err, cachebin.ErrNotInstalled) {
+		_ = os.RemoveAll(dir)
+		cachebin.Missing(t, err)
+	}
 	if err != nil {
 		t.Fatalf("testtemporal: start PostgreSQL-backed Temporal (logs in %s): %v", dir, err)
 	}

@@ -13,6 +13,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
@@ -208,6 +209,23 @@ func TestSQLVisibilitySearchAttributeSlots(t *testing.T) {
 			t.Errorf("concurrent EnsureSearchAttributes %d: %v", i, err)
 		}
 	}
+	// The server picks a free column per attribute (in map order) and rejects only a column
+	// allocated twice, not an alias allocated twice: racing registrations could map one
+	// attribute to two columns. Each must have exactly one.
+	desc, err := race.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: "race"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	columns := map[string][]string{}
+	for field, alias := range desc.GetConfig().GetCustomSearchAttributeAliases() {
+		columns[alias] = append(columns[alias], field)
+	}
+	for name := range workflows.SearchAttributes {
+		if len(columns[name]) != 1 {
+			t.Errorf("after concurrent registration, %s is mapped to columns %v, want exactly one", name, columns[name])
+		}
+	}
+	t.Logf("column per attribute after concurrent registration: %v", columns)
 }
 
 func used(typ enumspb.IndexedValueType) int {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	mrand "math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -147,6 +148,32 @@ func FreePorts(n int) ([]int, error) {
 		}
 		ls = append(ls, l)
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// FreePortsBelow returns n distinct ports in [10000, max) that were free a moment ago,
+// chosen at random (not from the kernel's ephemeral range, which starts at 32768 on Linux).
+// For servers that store their ports in narrow columns.
+func FreePortsBelow(n, max int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			_ = l.Close()
+		}
+	}()
+	ports := make([]int, 0, n)
+	for tries := 0; len(ports) < n; tries++ {
+		if tries > 1000 {
+			return nil, fmt.Errorf("no %d free ports below %d", n, max)
+		}
+		port := 10000 + mrand.IntN(max-10000)
+		l, err := net.Listen("tcp", Addr(port))
+		if err != nil {
+			continue
+		}
+		ls = append(ls, l)
+		ports = append(ports, port)
 	}
 	return ports, nil
 }

@@ -23,9 +23,11 @@ type ports struct {
 	Worker, WorkerMembership                   int
 }
 
-// newPorts picks nine distinct free loopback ports.
+// newPorts picks nine distinct free loopback ports, all below 32768: the PostgreSQL schema
+// keeps a host's membership port in cluster_membership.rpc_port, a SMALLINT, and the server
+// exits ("value out of range for type smallint") on a port from the ephemeral range.
 func newPorts() (ports, error) {
-	f, err := proc.FreePorts(9)
+	f, err := proc.FreePortsBelow(9, 32768)
 	if err != nil {
 		return ports{}, err
 	}

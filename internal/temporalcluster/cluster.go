@@ -338,9 +338,14 @@ func RegisterNamespace(ctx context.Context, cl client.Client, ns string, attrs m
 	} else if err != nil {
 		return fmt.Errorf("describe namespace %s: %w", ns, err)
 	}
-	// A new namespace reaches the frontend's namespace cache within its refresh interval.
+	// A new namespace reaches the frontend's namespace registry within its refresh interval
+	// (~10 s). DescribeNamespace reads the database and answers at once; the calls that go
+	// through the registry (visibility, the operator API) say "not found" until then.
 	if err := poll(ctx, time.Minute, func() error {
-		_, err := cl.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: ns})
+		if _, err := cl.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: ns}); err != nil {
+			return err
+		}
+		_, err := cl.WorkflowService().CountWorkflowExecutions(ctx, &workflowservice.CountWorkflowExecutionsRequest{Namespace: ns})
 		return err
 	}); err != nil {
 		return fmt.Errorf("namespace %s not served after registration: %w", ns, err)

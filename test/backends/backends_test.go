@@ -160,6 +160,11 @@ func testLargePutIfAbsentRace(t *testing.T, root string) {
 			done.Add(1)
 			go func() {
 				defer done.Done()
+				defer func() { // a client-library panic is this writer's error (see failOnPanic)
+					if r := recover(); r != nil {
+						errs[i] = fmt.Errorf("panic: %v\n%s", r, debug.Stack())
+					}
+				}()
 				start.Wait()
 				errs[i] = writers[i].PutIfAbsent(ctx, key, payloads[i])
 			}()

@@ -135,7 +135,6 @@ func (s *Server) Stop() error {
 	return s.p.Stop(syscall.SIGTERM, 10*time.Second)
 }
 
-
 // tempDir is a fresh directory for one server. Not t.TempDir: servers may still be writing
 // while the test's own clean-up runs, and a failed run keeps the logs.
 func tempDir(t testing.TB, kind string) string {

@@ -4,7 +4,9 @@
 //
 // The server is github.com/johannesboyne/gofakes3 (MIT) with its in-memory backend (or any
 // other gofakes3 backend), wrapped in ConditionalWrites so that If-None-Match: * is atomic on
-// PutObject and on CompleteMultipartUpload alike; see docs/S3.md.
+// PutObject and on CompleteMultipartUpload alike; see docs/STORAGE.md. It is a fast
+// in-process fake for unit tests, not a supported server: the backend matrix
+// (test/backends) runs real ones.
 //
 // Typical use:
 //

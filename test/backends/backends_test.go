@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/walkeeper/walkeeper/internal/bucketconformance"
 	"github.com/walkeeper/walkeeper/internal/testservers"
 	"github.com/walkeeper/walkeeper/store"
 )
@@ -35,51 +36,106 @@ const EnvStorageURL = "WALKEEPER_TEST_STORAGE_URL"
 // upload). The conditional create must hold on that path too.
 const largeObject = 17<<20 + 123
 
-// target is one storage root of the matrix.
+// target is one backend of the matrix.
 type target struct {
 	name string
-	open func(t *testing.T) string // returns the storage URL of an empty root
+	// start brings the backend up for t (a server, once per backend) and returns a function
+	// that makes a fresh, empty root on it and returns its storage URL.
+	start func(t *testing.T) (newRoot func(t *testing.T) string)
+	// inProcess: the backend's objects live in one process (mem://), so the cross-process
+	// races run as goroutines on one handle instead.
+	inProcess bool
 }
 
 func targets() []target {
 	if u := os.Getenv(EnvStorageURL); u != "" {
-		return []target{{name: "user", open: func(t *testing.T) string { return withPrefix(t, u) }}}
+		return []target{{name: "user", start: func(*testing.T) func(*testing.T) string {
+			return func(t *testing.T) string { return withPrefix(t, u) }
+		}}}
 	}
 	ts := []target{
-		{name: "file", open: func(t *testing.T) string { return "file://" + filepath.ToSlash(t.TempDir()) + "?nosync=1" }},
-		{name: "mem", open: func(t *testing.T) string { return "mem://" + randomHex(6) }},
+		{name: "file", start: func(*testing.T) func(*testing.T) string {
+			return func(t *testing.T) string { return "file://" + filepath.ToSlash(t.TempDir()) + "?nosync=1" }
+		}},
+		{name: "mem", inProcess: true, start: func(*testing.T) func(*testing.T) string {
+			return func(*testing.T) string { return "mem://" + randomHex(6) }
+		}},
 	}
 	for _, b := range testservers.Backends() {
-		ts = append(ts, target{name: string(b.Kind), open: func(t *testing.T) string {
+		ts = append(ts, target{name: string(b.Kind), start: func(t *testing.T) func(*testing.T) string {
 			s := b.Start(t)
-			t.Logf("%s %s at %s: %s", b.Kind, s.Version, s.Endpoint, s.URL)
-			return s.URL
+			t.Logf("%s %s at %s", b.Kind, s.Version, s.Endpoint)
+			return func(t *testing.T) string {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				u, err := s.NewBucket(ctx, "wk")
+				if err != nil {
+					t.Fatalf("%s: create bucket: %v", b.Kind, err)
+				}
+				return u
+			}
 		}})
 	}
 	return ts
 }
 
-// TestBackendSmoke is the first cut of the matrix: a put-if-absent/list/get/delete round
-// trip and a race of two large conditional uploads of one key, on every backend.
-func TestBackendSmoke(t *testing.T) {
+// The suites of the matrix, in the order they run on each backend. The names are the
+// columns of the table scripts/matrix-table.sh prints.
+var suites = []struct {
+	name string
+	run  func(t *testing.T, tg target, newRoot func(*testing.T) string)
+}{
+	// The whole single-handle Bucket contract (internal/bucketconformance), each case on a
+	// fresh root.
+	{"Conformance", func(t *testing.T, _ target, newRoot func(*testing.T) string) {
+		bucketconformance.Run(t, func(t *testing.T) *store.Bucket { return openBucket(t, newRoot(t)) })
+	}},
+	// Small objects: every process hits every key at once, 40 keys.
+	{"RaceProcesses", func(t *testing.T, tg target, newRoot func(*testing.T) string) {
+		race(t, tg, newRoot(t), raceProcs, 40, 0)
+	}},
+	// ≥ 17 MiB objects on one key per round: S3 multipart (If-None-Match on
+	// CompleteMultipartUpload), Azure staged blocks and Put Block List, GCS resumable chunks.
+	{"RaceProcessesLarge", func(t *testing.T, tg target, newRoot func(*testing.T) string) {
+		race(t, tg, newRoot(t), 3, 4, largeObject)
+	}},
+	{"StoreRoundTrip", func(t *testing.T, _ target, newRoot func(*testing.T) string) { testStoreRoundTrip(t, newRoot(t)) }},
+	{"Smoke", func(t *testing.T, _ target, newRoot func(*testing.T) string) { testRoundTrip(t, newRoot(t)) }},
+	{"LargePutIfAbsentRace", func(t *testing.T, _ target, newRoot func(*testing.T) string) { testLargePutIfAbsentRace(t, newRoot(t)) }},
+	{"PutFromAbandoned", func(t *testing.T, _ target, newRoot func(*testing.T) string) { testPutFromAbandoned(t, newRoot(t)) }},
+}
+
+const raceProcs = 4
+
+// TestMatrix runs every suite on every backend: the backend × suite table of .ci/run.
+func TestMatrix(t *testing.T) {
 	for _, tg := range targets() {
 		t.Run(tg.name, func(t *testing.T) {
-			root := tg.open(t)
-			for _, suite := range []struct {
-				name string
-				run  func(*testing.T, string)
-			}{
-				{"RoundTrip", testRoundTrip},
-				{"LargePutIfAbsentRace", testLargePutIfAbsentRace},
-				{"PutFromAbandoned", testPutFromAbandoned},
-			} {
+			newRoot := tg.start(t)
+			for _, suite := range suites {
 				t.Run(suite.name, func(t *testing.T) {
 					defer failOnPanic(t)
-					suite.run(t, root)
+					suite.run(t, tg, newRoot)
 				})
 			}
 		})
 	}
+}
+
+// TestBucketRaceChild is the child side of the cross-process races (RaceProcesses
+// re-executes this test binary); it skips in a normal run.
+func TestBucketRaceChild(t *testing.T) { bucketconformance.RaceChild(t) }
+
+// race has procs writers race rounds keys on root in lockstep, each object size bytes: OS
+// processes with their own handles, or goroutines on one handle for an in-process backend.
+func race(t *testing.T, tg target, root string, procs, rounds, size int) {
+	if tg.inProcess {
+		bucketconformance.RaceGoroutinesSized(t, openBucket(t, root), procs, rounds, size)
+		return
+	}
+	bucketconformance.RaceProcesses(t, root, bucketconformance.RaceOptions{
+		Procs: procs, Rounds: rounds, ChildTest: "TestBucketRaceChild", Lockstep: true, PayloadSize: size,
+	})
 }
 
 func testRoundTrip(t *testing.T, root string) {

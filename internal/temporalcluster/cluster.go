@@ -69,6 +69,8 @@ type Options struct {
 	LogLevel string
 	// Progress receives one line per start phase; nil = discard.
 	Progress io.Writer
+	// MetricsPort serves the server's Prometheus metrics on 127.0.0.1; 0 = none.
+	MetricsPort int
 }
 
 // Cluster is a running Temporal server on its own PostgreSQL.
@@ -160,7 +162,7 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 		return nil, err
 	}
 	c.hostPort = proc.Addr(c.ports.Frontend)
-	cfg, err := serverConfig(c.ports, c.pg.Port(), o.HistoryShards, dcPath, o.LogLevel)
+	cfg, err := serverConfig(c.ports, c.pg.Port(), o.HistoryShards, dcPath, o.LogLevel, o.MetricsPort)
 	if err != nil {
 		return nil, err
 	}
@@ -196,6 +198,15 @@ func (c *Cluster) Postgres() *Postgres { return c.pg }
 
 // HistoryShards is the cluster's shard count.
 func (c *Cluster) HistoryShards() int { return c.opts.HistoryShards }
+
+// ServerPID is the Temporal server process's id (0 when it is not running). PostgreSQL's
+// processes are separate (Postgres).
+func (c *Cluster) ServerPID() int {
+	if c.srv == nil {
+		return 0
+	}
+	return c.srv.PID()
+}
 
 // LogPath is the server's log file (kept across restarts).
 func (c *Cluster) LogPath() string { return c.log }

@@ -39,7 +39,7 @@ func newPorts() (ports, error) {
 // pre-allocated columns there; see docs/TEMPORAL.md), numHistoryShards shards, and the
 // dynamic config at dynamicConfigPath (it must be absolute: the server resolves a relative
 // path against its root, not the working directory).
-func serverConfig(p ports, pgPort, numHistoryShards int, dynamicConfigPath, logLevel string) ([]byte, error) {
+func serverConfig(p ports, pgPort, numHistoryShards int, dynamicConfigPath, logLevel string, metricsPort int) ([]byte, error) {
 	if !filepath.IsAbs(dynamicConfigPath) {
 		return nil, fmt.Errorf("dynamic config path %q must be absolute", dynamicConfigPath)
 	}
@@ -95,6 +95,12 @@ func serverConfig(p ports, pgPort, numHistoryShards int, dynamicConfigPath, logL
 		},
 		"dcRedirectionPolicy": map[string]any{"policy": "noop"},
 		"dynamicConfigClient": map[string]any{"filepath": dynamicConfigPath, "pollInterval": "10s"},
+	}
+	if metricsPort != 0 {
+		// Prometheus scrape endpoint of the server's own metrics (persistence_requests, ...).
+		cfg["global"].(map[string]any)["metrics"] = map[string]any{"prometheus": map[string]any{
+			"framework": "tally", "listenAddress": fmt.Sprintf("127.0.0.1:%d", metricsPort), "timerType": "histogram",
+		}}
 	}
 	return yaml.Marshal(cfg)
 }

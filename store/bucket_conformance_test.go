@@ -66,7 +66,7 @@ func localOpeners() map[string]bucketconformance.Opener {
 }
 
 // s3Openers starts one in-process S3 server per storage engine walkeeper relies on (s3mem,
-// the tests' default, and s3bolt, what docker-compose's walkeeper-s3 keeps its objects in)
+// the tests' default, and s3bolt, its on-disk engine)
 // and opens a fresh bucket on it per call. With WALKEEPER_S3_TEST_URL set (docs/STORAGE.md), only
 // that endpoint, under a fresh random prefix= per call.
 func s3Openers(t *testing.T) map[string]bucketconformance.Opener {

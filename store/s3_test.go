@@ -65,7 +65,7 @@ func s3PrefixOf(u string) string {
 }
 
 // s3Backends starts one server per gofakes3 backend walkeeper relies on: s3mem (the tests'
-// default) and s3bolt (what docker-compose's walkeeper-s3 keeps its objects in); with
+// default) and s3bolt (its on-disk engine); with
 // WALKEEPER_S3_TEST_URL set, only that endpoint.
 func s3Backends(t *testing.T) map[string]string {
 	t.Helper()

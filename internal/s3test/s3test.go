@@ -143,7 +143,7 @@ func New(opts Options) (*Server, error) {
 	return s, nil
 }
 
-// Serve runs a server until ctx ends (used by the walkeeper-s3 command). wait blocks until
+// Serve runs a server until ctx ends. wait blocks until
 // the server has stopped and its database is closed.
 func Serve(ctx context.Context, opts Options) (addr string, wait func() error, err error) {
 	s, err := New(opts)

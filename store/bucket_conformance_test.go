@@ -66,8 +66,8 @@ func localOpeners() map[string]bucketconformance.Opener {
 }
 
 // s3Openers starts one in-process S3 server per storage engine walkeeper relies on (s3mem,
-// the tests' default, and s3bolt, what docker-compose's walkeeper-s3 keeps its objects in)
-// and opens a fresh bucket on it per call. With WALKEEPER_S3_TEST_URL set (docs/S3.md), only
+// the tests' default, and s3bolt, its on-disk engine)
+// and opens a fresh bucket on it per call. With WALKEEPER_S3_TEST_URL set (docs/STORAGE.md), only
 // that endpoint, under a fresh random prefix= per call.
 func s3Openers(t *testing.T) map[string]bucketconformance.Opener {
 	t.Helper()
@@ -101,7 +101,7 @@ func s3Openers(t *testing.T) map[string]bucketconformance.Opener {
 }
 
 // s3ExternalEnv names an S3 endpoint of your own to test instead of the in-process server
-// (docs/S3.md), without a prefix= parameter: every test adds its own random one.
+// (docs/STORAGE.md), without a prefix= parameter: every test adds its own random one.
 const s3ExternalEnv = "WALKEEPER_S3_TEST_URL"
 
 func withRandomPrefix(u string) string {

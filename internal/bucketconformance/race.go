@@ -15,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/walkeeper/walkeeper/store"
 )
@@ -27,13 +28,33 @@ import (
 // RaceKey is the key of round i of a race; every race writes only under "race/".
 func RaceKey(i int) string { return fmt.Sprintf("race/round-%04d", i) }
 
-func racePayload(who string, i int) []byte { return []byte(who + "/" + strconv.Itoa(i)) }
+// racePayload is who's bytes for round i: "who/i", repeated up to size bytes when size is
+// larger, so every writer's object differs from every other's in every part of it.
+func racePayload(who string, i, size int) []byte {
+	head := []byte(who + "/" + strconv.Itoa(i) + "|")
+	if size <= len(head) {
+		return head[:len(head)-1]
+	}
+	return bytes.Repeat(head, size/len(head)+1)[:size]
+}
+
+// largeRace is the payload size from which RaceProcesses requires the race to have been
+// contended in time: such an upload takes long enough (several requests on S3 multipart,
+// Azure block list, GCS resumable) that writers released together overlap.
+const largeRace = 1 << 20
 
 // RaceGoroutines has goroutines goroutines race through rounds keys on the one handle b, all
-// of them hitting each key at the same moment (a barrier per round), and checks the result
-// (CheckRace) and that the goroutines competed (CheckContended). b should be empty under
-// "race/".
+// of them hitting each key at the same moment (a barrier per round), and checks the result.
+// b should be empty under "race/".
 func RaceGoroutines(t *testing.T, b *store.Bucket, goroutines, rounds int) {
+	t.Helper()
+	RaceGoroutinesSized(t, b, goroutines, rounds, 0)
+}
+
+// RaceGoroutinesSized is RaceGoroutines with payloads of size bytes each (0 = a few bytes):
+// at 17 MiB and more every SDK takes its multi-request upload path (S3 multipart, Azure
+// staged blocks and a block-list commit, GCS resumable chunks).
+func RaceGoroutinesSized(t *testing.T, b *store.Bucket, goroutines, rounds, size int) {
 	t.Helper()
 	ctx := context.Background()
 	winners := make([][]string, rounds)
@@ -48,7 +69,7 @@ func RaceGoroutines(t *testing.T, b *store.Bucket, goroutines, rounds int) {
 			defer wg.Done()
 			for i := 0; i < rounds; i++ {
 				bar.wait()
-				err := b.PutIfAbsent(ctx, RaceKey(i), racePayload(id, i))
+				err := b.PutIfAbsent(ctx, RaceKey(i), racePayload(id, i, size))
 				switch {
 				case err == nil:
 					mu.Lock()
@@ -63,7 +84,7 @@ func RaceGoroutines(t *testing.T, b *store.Bucket, goroutines, rounds int) {
 		}()
 	}
 	wg.Wait()
-	CheckRace(t, b, winners)
+	checkRace(t, b, winners, size)
 	CheckContended(t, winners, int(losers.Load()), goroutines)
 }
 
@@ -75,12 +96,16 @@ type RaceOptions struct {
 	// RaceChild(t). The children are that binary re-executed with -test.run=^ChildTest$.
 	ChildTest string
 	// Lockstep releases the rounds one at a time to every child and waits for all answers
-	// before the next (a barrier per round), so every key is contended by every process.
-	// Without it all rounds are released at once and the children race through them freely:
-	// fewer round trips, but nothing keeps a process that got ahead from winning key after
-	// key uncontested. Either way the race must show that the processes competed
-	// (CheckContended).
+	// before the next, so every key is contended by every process. Without it all rounds are
+	// released at once and the children race through them freely (fewer round trips: use it
+	// where one put-if-absent costs milliseconds, as with fsync on a local disk).
 	Lockstep bool
+	// PayloadSize is the size of each writer's object (0 = a few bytes). From 1 MiB on, with
+	// Lockstep, the race must have been contended in time: in at least one round some
+	// loser's upload started before the winner's finished (a race that ran the writers one
+	// after the other proves only the sequential precondition). Not every round: a backend
+	// as fast as a local disk can finish a 17 MiB upload before a descheduled rival starts.
+	PayloadSize int
 }
 
 // Environment of a race child; RaceChild does nothing unless raceChildEnv is "1".
@@ -88,13 +113,21 @@ const (
 	raceChildEnv = "WALKEEPER_BUCKET_RACE_CHILD"
 	raceURLEnv   = "WALKEEPER_BUCKET_RACE_URL"
 	raceIDEnv    = "WALKEEPER_BUCKET_RACE_ID"
+	raceSizeEnv  = "WALKEEPER_BUCKET_RACE_SIZE"
 )
+
+// attempt is one writer's PutIfAbsent of one round, with its wall-clock interval (the
+// racers are processes on one machine, so their clocks agree).
+type attempt struct {
+	who        string
+	won        bool
+	start, end int64 // Unix nanoseconds
+}
 
 // RaceProcesses has opts.Procs OS processes (the test binary re-executed, see RaceChild)
 // open their own handle on url and race opts.Rounds keys, then checks exactly one winner per
-// key with its own bytes stored (CheckRace) and that the processes competed
-// (CheckContended). The children inherit the environment, so credentials set with t.Setenv
-// reach them. The bucket at url should be empty under "race/".
+// key with its own bytes stored. The children inherit the environment, so credentials set
+// with t.Setenv reach them. The bucket at url should be empty under "race/".
 func RaceProcesses(t *testing.T, url string, opts RaceOptions) {
 	t.Helper()
 	if os.Getenv(raceChildEnv) == "1" {
@@ -104,15 +137,16 @@ func RaceProcesses(t *testing.T, url string, opts RaceOptions) {
 		t.Fatalf("RaceProcesses: bad options %+v", opts)
 	}
 	children := startChildren(t, opts.Procs, opts.ChildTest, func(id string) []string {
-		return []string{raceChildEnv + "=1", raceURLEnv + "=" + url, raceIDEnv + "=" + id}
+		return []string{raceChildEnv + "=1", raceURLEnv + "=" + url, raceIDEnv + "=" + id,
+			raceSizeEnv + "=" + strconv.Itoa(opts.PayloadSize)}
 	})
 	batch := opts.Rounds
 	if opts.Lockstep {
 		batch = 1
 	}
 	winners := make([][]string, opts.Rounds)
+	attempts := make([][]attempt, opts.Rounds)
 	var mu sync.Mutex
-	var losers atomic.Int64
 	for from := 0; from < opts.Rounds; from += batch {
 		to := min(from+batch, opts.Rounds)
 		// Every child is blocked reading stdin: these writes release them together.
@@ -132,17 +166,20 @@ func RaceProcesses(t *testing.T, url string, opts RaceOptions) {
 					switch {
 					case len(f) == 1 && f[0] == "DONE":
 						return
-					case len(f) == 2 && (f[0] == "WIN" || f[0] == "LOSE"):
+					case len(f) == 4 && (f[0] == "WIN" || f[0] == "LOSE"):
 						i, aerr := strconv.Atoi(f[1])
-						if aerr != nil || i < from || i >= to {
+						start, serr := strconv.ParseInt(f[2], 10, 64)
+						end, eerr := strconv.ParseInt(f[3], 10, 64)
+						if aerr != nil || serr != nil || eerr != nil || i < from || i >= to {
 							t.Errorf("%s: bad line %q", c.id, line)
-						} else if f[0] == "WIN" {
-							mu.Lock()
-							winners[i] = append(winners[i], c.id)
-							mu.Unlock()
-						} else {
-							losers.Add(1)
+							continue
 						}
+						mu.Lock()
+						attempts[i] = append(attempts[i], attempt{who: c.id, won: f[0] == "WIN", start: start, end: end})
+						if f[0] == "WIN" {
+							winners[i] = append(winners[i], c.id)
+						}
+						mu.Unlock()
 					default:
 						t.Errorf("%s: unexpected output %q, %v; stderr: %s", c.id, line, err, c.stderr.String())
 						return
@@ -171,8 +208,47 @@ func RaceProcesses(t *testing.T, url string, opts RaceOptions) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	CheckRace(t, b, winners)
-	CheckContended(t, winners, int(losers.Load()), opts.Procs)
+	checkRace(t, b, winners, opts.PayloadSize)
+	perProc := map[string]int{}
+	for _, w := range winners {
+		perProc[w[0]]++
+	}
+	contended := 0
+	for i, as := range attempts {
+		if len(as) != opts.Procs {
+			t.Fatalf("round %d: %d answers, want one per process (%d)", i, len(as), opts.Procs)
+		}
+		if overlapped(as) {
+			contended++
+		}
+	}
+	t.Logf("keys won per process: %v; rounds where a loser's attempt overlapped the winner's: %d of %d",
+		perProc, contended, opts.Rounds)
+	losers := 0
+	for _, as := range attempts {
+		losers += len(as) - 1
+	}
+	CheckContended(t, winners, losers, opts.Procs)
+	if opts.Lockstep && opts.PayloadSize >= largeRace && contended == 0 {
+		t.Fatalf("no round of %d was contended in time (a loser's upload started before the winner's finished): the uploads ran one after the other", opts.Rounds)
+	}
+}
+
+// overlapped reports whether some losing attempt started before the winning one finished,
+// so both were in flight at once. as holds exactly one winner (checkRace ran first).
+func overlapped(as []attempt) bool {
+	var win attempt
+	for _, a := range as {
+		if a.won {
+			win = a
+		}
+	}
+	for _, a := range as {
+		if !a.won && a.start < win.end && win.start < a.end {
+			return true
+		}
+	}
+	return false
 }
 
 // MaxWinShare is the largest share of a race's keys one racer may win before CheckContended
@@ -237,6 +313,11 @@ func RaceChild(t *testing.T) {
 func raceChild() int {
 	ctx := context.Background()
 	id := os.Getenv(raceIDEnv)
+	size, err := strconv.Atoi(os.Getenv(raceSizeEnv))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, raceSizeEnv+":", err)
+		return 2
+	}
 	b, err := store.OpenBucket(ctx, os.Getenv(raceURLEnv))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "open:", err)
@@ -261,12 +342,15 @@ func raceChild() int {
 			return 2
 		}
 		for i := from; i < to; i++ {
-			err := b.PutIfAbsent(ctx, RaceKey(i), racePayload(id, i))
+			payload := racePayload(id, i, size)
+			start := time.Now().UnixNano()
+			err := b.PutIfAbsent(ctx, RaceKey(i), payload)
+			end := time.Now().UnixNano()
 			switch {
 			case err == nil:
-				fmt.Fprintf(out, "WIN %d\n", i)
+				fmt.Fprintf(out, "WIN %d %d %d\n", i, start, end)
 			case errors.Is(err, store.ErrAlreadyExists):
-				fmt.Fprintf(out, "LOSE %d\n", i)
+				fmt.Fprintf(out, "LOSE %d %d %d\n", i, start, end)
 			default:
 				fmt.Fprintf(os.Stderr, "round %d: %v\n", i, err)
 				_ = out.Flush()
@@ -285,6 +369,12 @@ func raceChild() int {
 // that each key holds its winner's bytes, and that nothing else was stored under "race/".
 func CheckRace(t *testing.T, b *store.Bucket, winners [][]string) {
 	t.Helper()
+	checkRace(t, b, winners, 0)
+}
+
+// checkRace is CheckRace for payloads of size bytes.
+func checkRace(t *testing.T, b *store.Bucket, winners [][]string, size int) {
+	t.Helper()
 	ctx := context.Background()
 	bad := 0
 	for i, w := range winners {
@@ -295,9 +385,9 @@ func CheckRace(t *testing.T, b *store.Bucket, winners [][]string) {
 			continue
 		}
 		got, err := b.Get(ctx, RaceKey(i))
-		if err != nil || !bytes.Equal(got, racePayload(w[0], i)) {
+		if err != nil || !bytes.Equal(got, racePayload(w[0], i, size)) {
 			if bad++; bad <= 10 {
-				t.Errorf("key %s: stored %q, %v; want winner %s's payload", RaceKey(i), got, err, w[0])
+				t.Errorf("key %s: stored %d bytes starting %q, %v; want winner %s's payload", RaceKey(i), len(got), got[:min(len(got), 40)], err, w[0])
 			}
 		}
 	}

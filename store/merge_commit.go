@@ -81,9 +81,9 @@ func (s *Store) claim(ctx context.Context, p *PreparedMerge, state string) (stri
 }
 
 // Commit publishes a prepared merge: base version v+1 = runs + staged files with the
-// shard's watermark set to Through. It holds the merge lock exclusively only around the
-// conditional write of the next base manifest; the manifest read and checks run before it
-// and the drain and deletes after it.
+// shard's watermark set to Through. The manifest read, the checks and the conditional write
+// of the next base manifest run before the merge lock is taken, which is then held only to
+// swap the cached latest base (publishBaseThenSwap); the drain and deletes run after it.
 // Committing twice is safe: a watermark already at Through means "done".
 //
 // REQUIRES: mergeLock not held by the caller.
@@ -161,12 +161,9 @@ func (s *Store) publishMerge(ctx context.Context, p *PreparedMerge) (CommitResul
 			return CommitResult{}, fmt.Errorf("staged file %s is missing: %w", f.Path, ErrStalePreparation)
 		}
 	}
-	// The manifest read, the checks and the next version are built outside the lock: the
-	// put-if-absent of version v+1 is what arbitrates between committers (other processes
-	// never see this lock anyway), and a committer that lost the race rebases. The lock
-	// covers only the conditional write, so a prepare of this process never plans
-	// generations while their commit is being published, and the hold is one write, not
-	// the round trips of the manifest read.
+	// Everything runs outside the lock: the put-if-absent of version v+1 is what arbitrates
+	// between committers (other processes never see this lock anyway), and a committer that
+	// lost the race rebases. The lock covers only the in-memory swap after the write.
 	var res CommitResult
 	for attempt := 0; attempt < 128; attempt++ {
 		base, err := s.loadBase(ctx)
@@ -182,7 +179,7 @@ func (s *Store) publishMerge(ctx context.Context, p *PreparedMerge) (CommitResul
 				s.target, p.Shard, base.Watermarks[p.Shard], p.Generations[0], p.Through, ErrStalePreparation)
 		}
 		next := base.withMerge(p)
-		hold, err := s.lockAndPublishBase(ctx, next)
+		hold, err := s.publishBaseThenSwap(ctx, next)
 		res.LockHold += hold
 		if err == nil {
 			res.BaseVersion = next.Version
@@ -199,21 +196,36 @@ func (s *Store) publishMerge(ctx context.Context, p *PreparedMerge) (CommitResul
 	return res, fmt.Errorf("%s: base commit kept losing races: %w", s.target, ErrConflict)
 }
 
-// lockAndPublishBase takes the merge lock exclusively, publishes next with put-if-absent
-// and returns how long the lock was held. The encoding runs before the lock is taken, so
-// the hold is the one conditional write. (Not a ...Locked function: it takes the lock.)
+// publishBaseThenSwap publishes next with put-if-absent and then, holding the merge lock
+// exclusively, swaps this process's cached latest base to it; it returns how long the lock
+// was held. The encoding and the durable write both run before the lock is taken, so the
+// hold is O(1): independent of the merge's size, of the manifest's size and of the
+// storage's latency (a file:// fsync, an S3 round trip). ErrAlreadyExists = lost the race;
+// the lock is then not taken at all. (Not a ...Locked function: it takes the lock.)
+//
+// Why publishing before the lock is safe (docs/FORMAT.md, "Commit lock"): no reader takes
+// the lock (reads are snapshot reads, shard manifests before the base), and a Prepare of
+// this process that plans between the durable write and the swap sees at worst the
+// situation a Prepare in another process always could: a range the new watermark covers,
+// which its own commit then reports as already committed or stale.
 //
 // REQUIRES: mergeLock not held by the caller.
-func (s *Store) lockAndPublishBase(ctx context.Context, next *baseManifest) (time.Duration, error) {
+func (s *Store) publishBaseThenSwap(ctx context.Context, next *baseManifest) (time.Duration, error) {
 	raw, err := s.encodeBase(next)
 	if err != nil {
 		return 0, err
 	}
+	// INVARIANT: the commit object is durable before anything in memory says it exists.
+	if err := s.base.put(ctx, next.Version, raw); err != nil {
+		return 0, err
+	}
 	s.mergeLock.Lock()
-	defer s.mergeLock.Unlock()
 	locked := time.Now()
-	err = s.publishEncodedBase(ctx, next.Version, raw)
-	return time.Since(locked), err
+	s.base.advance(next.Version, raw)
+	hold := time.Since(locked)
+	s.mergeLock.Unlock()
+	s.collectBase(ctx, next.Version)
+	return hold, nil
 }
 
 func (s *Store) observeLock(d time.Duration) {

@@ -36,6 +36,7 @@ var wireTypes = []any{
 	ListPendingShardsParams{}, ListPendingShardsResult{}, ShardPending{},
 	PrepareParams{}, PrepareResult{}, PrepareProgress{},
 	CommitParams{}, CommitResult{}, AbortParams{}, AbortResult{},
+	CommitRoundParams{}, CommitRoundResult{}, RoundShardResult{},
 	CompactPassParams{}, CompactPassResult{},
 	ScanStatsParams{}, ScanStatsResult{}, ScanProgress{}, TargetStats{},
 	StartWorkflowsParams{}, StartWorkflowsResult{}, StartRequest{}, StartOutcome{},

@@ -28,7 +28,8 @@ import (
 // and 256-byte min/max keys encodes to about 2.1 KiB of JSON (TestRoundInputSize pins it),
 // so 32 of them are about 68 KiB, a quarter of the 256 KiB payload budget. Row keys have no
 // length limit of their own (only the row size does), so the caller also caps a round by
-// its encoded size (the workflow's commit loop: contract.MaxRoundBytes).
+// its encoded size (the workflow's commit loop closes a round at contract.MaxRoundBytes,
+// 64 KiB).
 const MaxRoundShards = 32
 
 // Round outcomes, per shard (RoundShardResult.Outcome).

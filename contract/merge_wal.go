@@ -31,6 +31,10 @@ type MergeWalInput struct {
 	PassesPerRun int `json:"passes_per_run,omitempty"`
 	// Carry is progress handed over by continue-as-new; callers leave it empty.
 	Carry *MergeWalCarry `json:"carry,omitempty"`
+	// MaxShardsPerCommit caps the shards whose prepared passes one commit publishes in one
+	// base version (CommitRound): 0 = MaxRoundShards (32), 1 = one shard per Commit on the
+	// shard's queue, as before round commits. At most MaxRoundShards.
+	MaxShardsPerCommit int `json:"max_shards_per_commit,omitempty"`
 }
 
 // MergeWalCarry is the state one run hands to the next over continue-as-new.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
 )
 
@@ -56,6 +57,10 @@ type Config struct {
 	// passes in parallel (commits stay one at a time). The sweeper takes its inverse,
 	// SweeperOptions.SerialPrepare, whose zero value is this default.
 	MergeParallelPrepare bool
+	// MergeShardsPerCommit: the count trigger asks MergeWal to publish the prepared passes
+	// of up to this many shards in one base version (MergeWalInput.MaxShardsPerCommit:
+	// 0 = 32, 1 = one shard per commit).
+	MergeShardsPerCommit int
 
 	// FlushInterval is the seal sweeper period (0 = off). FlushTimeout bounds one store's seal
 	// in a sweep; 0 means max(5 × FlushInterval, 30s).
@@ -221,6 +226,9 @@ func (c *Config) Validate() error {
 	}
 	if c.SharedActivitySlots < 1 {
 		bad("shared-activity-slots", "must be at least 1, got %d", c.SharedActivitySlots)
+	}
+	if c.MergeShardsPerCommit < 0 || c.MergeShardsPerCommit > contract.MaxRoundShards {
+		bad("merge-shards-per-commit", "must be 0 to %d, got %d", contract.MaxRoundShards, c.MergeShardsPerCommit)
 	}
 	for _, nv := range []struct {
 		flag string
@@ -548,6 +556,7 @@ var knobs = func() []knob {
 		bytesKnob("merge-max-bytes", "bytes one merge pass reads at most, checked at generation boundaries (0 = no cap)", func(c *Config) *int64 { return &c.MergeMaxBytes }),
 		intKnob("merge-after-generations", "count trigger: after a seal, start MergeWal when the own shard has this many pending generations (0 = off)", func(c *Config) *int { return &c.MergeAfterGenerations }),
 		boolKnob("merge-parallel-prepare", "count trigger: ask MergeWal to prepare the passes of different shards in parallel (commits stay one at a time)", func(c *Config) *bool { return &c.MergeParallelPrepare }),
+		intKnob("merge-shards-per-commit", "count trigger: shards whose passes one MergeWal commit publishes in one base version (0 = 32, 1 = one shard per commit, at most 32)", func(c *Config) *int { return &c.MergeShardsPerCommit }),
 		durKnob("flush-interval", "flush sweeper period: seal every resident store with a writer in this process (0 = off)", func(c *Config) *time.Duration { return &c.FlushInterval }),
 		durKnob("flush-timeout", "per-store seal timeout in a sweep (0 = max(5 × flush-interval, 30s))", func(c *Config) *time.Duration { return &c.FlushTimeout }),
 		intKnob("pending-warn", "warn when a read unions this many pending generations in one shard (0 = off)", func(c *Config) *int { return &c.PendingWarn }),

@@ -42,9 +42,11 @@ type triggers struct {
 	// parallel: count starts ask MergeWal for parallel prepares (it only matters where
 	// more than one shard is pending; the workflow runs a single shard serially either way).
 	parallel bool
-	log      *zap.Logger
-	metrics  *Metrics
-	life     context.Context // ends at Sweeper.Stop
+	// shardsPerCommit: MergeWalInput.MaxShardsPerCommit of count starts (0 = default).
+	shardsPerCommit int
+	log             *zap.Logger
+	metrics         *Metrics
+	life            context.Context // ends at Sweeper.Stop
 
 	mu       sync.Mutex
 	retry    map[string]bool // target -> last count start failed
@@ -98,6 +100,7 @@ func (tg *triggers) fire(trigger string, t store.Target, pending int) bool {
 		in := contract.MergeWalInput{Target: key}
 		if trigger == TriggerCount {
 			in.ParallelPrepare = tg.parallel
+			in.MaxShardsPerCommit = tg.shardsPerCommit
 		}
 		run, err := tg.start(ctx, t, in)
 		tg.metrics.trigger(trigger, err)
@@ -136,6 +139,9 @@ type SweeperOptions struct {
 	// the default: parallel prepares, which overlap the storage round trips of different
 	// shards; commits stay one at a time either way.
 	SerialPrepare bool
+	// ShardsPerCommit is MergeWalInput.MaxShardsPerCommit of count-trigger starts
+	// (Config.MergeShardsPerCommit; 0 = the workflow's default).
+	ShardsPerCommit int
 	// Start starts or attaches to MergeWal; nil disables the count trigger.
 	Start   MergeStarter
 	Logger  *zap.Logger
@@ -190,7 +196,8 @@ func NewSweeper(opts SweeperOptions) *Sweeper {
 		endLife: endLife,
 		opts:    opts,
 		trigger: &triggers{start: opts.Start, threshold: opts.MergeAfterGenerations, parallel: !opts.SerialPrepare,
-			log: opts.Logger, metrics: opts.Metrics, life: life,
+			shardsPerCommit: opts.ShardsPerCommit,
+			log:             opts.Logger, metrics: opts.Metrics, life: life,
 			retry: map[string]bool{}, inflight: map[string]bool{}},
 		log:      opts.Logger,
 		metrics:  opts.Metrics,

@@ -18,7 +18,7 @@ func (a *Activities) CompactBase(ctx context.Context, p contract.CompactPassPara
 	start := time.Now()
 	var kind store.Kind
 	ctx, stopping := withWorkerStop(ctx)
-	rep := a.startReporter(ctx, p.NotifyAfter, nil)
+	rep := a.startReporter(ctx, p.NotifyAfter, !p.NoRunningNotice, nil)
 	defer func() {
 		if stopping() && errors.Is(err, context.Canceled) {
 			err = errWorkerStopping

@@ -58,7 +58,7 @@ func (a *Activities) Prepare(ctx context.Context, p contract.PrepareParams) (res
 	var kind store.Kind
 	outcome := "ok"
 	ctx, stopping := withWorkerStop(ctx)
-	rep := a.startReporter(ctx, p.NotifyAfter, contract.PrepareProgress{State: contract.PrepareStateStarting})
+	rep := a.startReporter(ctx, p.NotifyAfter, !p.NoRunningNotice, contract.PrepareProgress{State: contract.PrepareStateStarting})
 	defer func() {
 		if stopping() && errors.Is(err, context.Canceled) {
 			err = errWorkerStopping
@@ -147,7 +147,7 @@ func (a *Activities) Commit(ctx context.Context, p contract.CommitParams) (res c
 	start := time.Now()
 	var kind store.Kind
 	ctx, stopping := withWorkerStop(ctx)
-	rep := a.startReporter(ctx, p.NotifyAfter, nil)
+	rep := a.startReporter(ctx, p.NotifyAfter, !p.NoRunningNotice, nil)
 	defer func() {
 		if stopping() && errors.Is(err, context.Canceled) {
 			err = errWorkerStopping

@@ -17,10 +17,14 @@ import (
 // reporter keeps one activity execution visible:
 //
 //   - it heartbeats the latest progress on a ticker, so long store calls (and the budget
-//     wait, which reports no progress) neither time out nor miss a cancellation;
+//     wait, which reports no progress) neither time out nor miss a cancellation. Progress
+//     is only recorded between ticks: every heartbeat that reaches the server is a billed
+//     Temporal action and a persistence write, and an activity shorter than one tick (a
+//     third of its heartbeat timeout) needs none;
 //   - when the workflow asked for it (NotifyAfter), it signals the workflow the few state
-//     changes a workflow cannot observe: running past the slot-wait threshold, waiting for
-//     the memory budget, and failing into a retry backoff (contract.tracker).
+//     changes a workflow cannot observe: waiting for the memory budget, failing into a
+//     retry backoff and, for workflows that still run a slot watchdog (runningNotice),
+//     running past the slot-wait threshold (workflows.tracker).
 //
 // Signals go out in order from one goroutine, never from the caller's goroutine, so a slow
 // frontend cannot stall a store call that holds locks or memory.
@@ -43,7 +47,7 @@ type reporter struct {
 // signalTimeout bounds one signal; a lost signal only makes the status less precise.
 const signalTimeout = 5 * time.Second
 
-func (a *Activities) startReporter(ctx context.Context, notifyAfter time.Duration, details any) *reporter {
+func (a *Activities) startReporter(ctx context.Context, notifyAfter time.Duration, runningNotice bool, details any) *reporter {
 	info := activity.GetInfo(ctx)
 	r := &reporter{
 		ctx:     ctx,
@@ -66,6 +70,9 @@ func (a *Activities) startReporter(ctx context.Context, notifyAfter time.Duratio
 	if info.Attempt > 1 {
 		// The workflow may be showing the backoff of the previous attempt.
 		r.signal(contract.ActivityStateRunning, "", func(string) bool { return true })
+		return r
+	}
+	if !runningNotice {
 		return r
 	}
 	wait := time.Until(info.ScheduledTime.Add(notifyAfter))
@@ -104,12 +111,11 @@ func (r *reporter) heartbeatLoop(every time.Duration) {
 	}
 }
 
-// progress records new heartbeat details (the SDK throttles the actual calls).
+// progress records new heartbeat details; the next tick of the heartbeat loop sends them.
 func (r *reporter) progress(details any) {
 	r.mu.Lock()
 	r.details = details
 	r.mu.Unlock()
-	activity.RecordHeartbeat(r.ctx, details)
 }
 
 // waitingBudget tells the workflow the activity waits for the memory budget.

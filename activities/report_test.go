@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/mocks"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
@@ -48,11 +49,13 @@ func (r *signalRecorder) states() []string {
 	return out
 }
 
-func TestReporterSignalsRunningAndBackoff(t *testing.T) {
+// runBackoffProbe runs an activity whose first attempt fails into a retry, with the given
+// running notice, and returns the states it signalled.
+func runBackoffProbe(t *testing.T, runningNotice bool) *signalRecorder {
 	rec := newSignalRecorder()
 	a := &Activities{Client: rec}
 	probe := func(ctx context.Context) error {
-		rep := a.startReporter(ctx, time.Nanosecond, nil)
+		rep := a.startReporter(ctx, time.Nanosecond, runningNotice, nil)
 		time.Sleep(50 * time.Millisecond) // past the (tiny) slot-wait threshold
 		var err error
 		if activity.GetInfo(ctx).Attempt == 1 {
@@ -73,17 +76,29 @@ func TestReporterSignalsRunningAndBackoff(t *testing.T) {
 		return workflow.ExecuteActivity(ctx, "probe").Get(ctx, nil)
 	})
 	require.NoError(t, env.GetWorkflowError())
+	return rec
+}
+
+func TestReporterSignalsRunningAndBackoff(t *testing.T) {
+	rec := runBackoffProbe(t, true)
 	require.Equal(t, []string{"running@1", "retrying@1", "running@2"}, rec.states())
 	rec.mu.Lock()
 	require.Contains(t, rec.got[1].Error, "merge memory budget busy")
 	rec.mu.Unlock()
 }
 
+// Without the running notice (workflows without a slot watchdog), a pass that runs
+// straight through signals nothing; the backoff and the next attempt still go out.
+func TestReporterSignalsOnlyBackoffWithoutRunningNotice(t *testing.T) {
+	rec := runBackoffProbe(t, false)
+	require.Equal(t, []string{"retrying@1", "running@2"}, rec.states())
+}
+
 func TestReporterStaysQuietWithoutNotifyAfter(t *testing.T) {
 	rec := newSignalRecorder()
 	a := &Activities{Client: rec}
 	probe := func(ctx context.Context) error {
-		rep := a.startReporter(ctx, 0, nil)
+		rep := a.startReporter(ctx, 0, false, nil)
 		time.Sleep(10 * time.Millisecond)
 		err := ToTemporal(store.ErrConflict)
 		rep.finish(err)
@@ -140,4 +155,45 @@ func TestPrepareSignalsBackoffOnRetryableFailure(t *testing.T) {
 	rec.mu.Lock()
 	require.Contains(t, rec.got[0].Error, "closed")
 	rec.mu.Unlock()
+}
+
+// Progress is recorded between ticks and goes out with the next heartbeat of the reporter's
+// loop, not at once.
+func TestReporterHeartbeatsProgressOnItsTick(t *testing.T) {
+	a := &Activities{}
+	probe := func(ctx context.Context) error {
+		rep := a.startReporter(ctx, 0, false, contract.PrepareProgress{State: contract.PrepareStateStarting})
+		rep.progress(contract.PrepareProgress{State: contract.ActivityStateRunning, Done: 1, Total: 2})
+		time.Sleep(400 * time.Millisecond) // past the first tick (a third of 600ms)
+		rep.finish(nil)
+		return nil
+	}
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: time.Minute})
+	env.RegisterActivityWithOptions(probe, activity.RegisterOptions{Name: "probe"})
+	var mu sync.Mutex
+	var beats []contract.PrepareProgress
+	env.SetOnActivityHeartbeatListener(func(_ *activity.Info, details converter.EncodedValues) {
+		if !details.HasValues() {
+			return
+		}
+		var p contract.PrepareProgress
+		require.NoError(t, details.Get(&p))
+		mu.Lock()
+		beats = append(beats, p)
+		mu.Unlock()
+	})
+	env.ExecuteWorkflow(func(ctx workflow.Context) error {
+		ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			StartToCloseTimeout: time.Minute,
+			HeartbeatTimeout:    600 * time.Millisecond,
+		})
+		return workflow.ExecuteActivity(ctx, "probe").Get(ctx, nil)
+	})
+	require.NoError(t, env.GetWorkflowError())
+	mu.Lock()
+	defer mu.Unlock()
+	require.NotEmpty(t, beats, "the tick sends the recorded progress")
+	require.Equal(t, contract.PrepareProgress{State: contract.ActivityStateRunning, Done: 1, Total: 2}, beats[0])
 }

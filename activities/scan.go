@@ -59,7 +59,7 @@ func (a *Activities) ScanStats(ctx context.Context, p contract.ScanStatsParams) 
 		}
 	}
 	// The reporter keeps heartbeating the last progress while slow stores are read.
-	rep := a.startReporter(ctx, 0, prog)
+	rep := a.startReporter(ctx, 0, false, prog)
 	defer rep.finish(nil)
 	now := a.now()
 	scan := &scanState{prog: prog, stats: make([]contract.TargetStats, len(todo)), done: make([]bool, len(todo))}

@@ -2,7 +2,7 @@
 // is a Run function that measures walkeeper and its comparison side by side in one run and
 // returns a Result (markdown tables, targets, machine-readable values, written files).
 //
-// `walkeeper bench <scenario> [--quick] [--out DIR]` runs them from the command line; the
+// `walkeeper-bench <scenario> [--quick] [--out DIR]` runs them from the command line; the
 // package's tests run every scenario in quick mode as a smoke test with loose assertions.
 // docs/BENCHMARKS.md records real runs.
 package bench

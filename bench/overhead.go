@@ -1,28 +1,57 @@
 package bench
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"net"
+	"net/http"
+	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
+	tworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/internal/devserver"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/worker"
 )
 
+// overheadServer is one Temporal server of the overhead comparison with its in-process
+// node, and the store merged through it.
+type overheadServer struct {
+	name     string
+	tenv     *temporalEnv
+	node     *node
+	bare     tworker.Worker
+	viaWF    *store.Store
+	metrics  int // the dev server's Prometheus port (0 = none)
+	wfRates  []float64
+	wfP50    []float64
+	bareP50  []float64
+	requests float64 // persistence requests during the merges
+}
+
 // RunTemporalOverhead measures what running merges as Temporal workflows costs: 1 MiB merges
-// (one generation each) through MergeWal on a real dev server with an in-process node, against
-// the same prepare + commit called in a direct loop, alternating one of each so drift hits both
-// alike; and the time one MaintenanceSweep takes over 1,000 idle stores.
+// (one generation each) through MergeWal against the same prepare + commit called in a
+// direct loop, alternating one of each so drift hits both alike. Without --temporal it does
+// so on two dev servers side by side, walkeeper's tuning (devserver.TunedDynamicConfig)
+// and the server's defaults, each merge going to each in turn; it also times a bare
+// workflow of 4 sequential no-op activities on each, counts each server's persistence
+// requests (its own metrics endpoint) idle and per merge, and its CPU time idle. Last, the
+// time one MaintenanceSweep takes over 1,000 idle stores.
 func RunTemporalOverhead(ctx context.Context, o Options) (*Result, error) {
 	res := newResult("temporal-overhead", o)
-	merges, idle := 20, 1000
+	merges, idle, idleWindow := 20, 1000, 60*time.Second
 	if o.Quick {
-		merges, idle = 5, 100
+		merges, idle, idleWindow = 5, 100, 10*time.Second
 	}
 	if o.Stores > 0 {
 		idle = o.Stores
@@ -37,11 +66,6 @@ func RunTemporalOverhead(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	defer cleanup()
-	tenv, err := startTemporal(ctx, o, dir)
-	if err != nil {
-		return nil, err
-	}
-	defer tenv.close()
 	url := fileURL(filepath.Join(dir, "store"), false)
 	db, err := store.OpenDB(ctx, url, storeOptions("overhead", o.logger(), func(so *store.Options) {
 		so.Budget = store.NewBudget(worker.DefaultConfig().MergeBudgetBytes)
@@ -50,84 +74,234 @@ func RunTemporalOverhead(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	defer db.Close(context.WithoutCancel(ctx))
-	n, err := startNode(ctx, tenv.client, db, worker.NewMetrics(db.Options().Budget), nodeConfig{
-		MergeSlots: worker.DefaultConfig().MergeSlots, SharedActivitySlots: worker.DefaultConfig().SharedActivitySlots,
-	}, o.logger())
-	if err != nil {
-		return nil, err
-	}
-	defer n.stop(ctx)
 
-	viaWF, err := createGeneric(ctx, db, "via-workflow")
-	if err != nil {
-		return nil, err
+	var servers []*overheadServer
+	defer func() {
+		for _, sv := range servers {
+			if sv.bare != nil {
+				sv.bare.Stop()
+			}
+			if sv.node != nil {
+				sv.node.stop(ctx)
+			}
+			sv.tenv.close()
+		}
+	}()
+	type variant struct {
+		name     string
+		defaults bool
+	}
+	variants := []variant{{"tuned", false}, {"server defaults", true}}
+	if o.Temporal != "" {
+		variants = []variant{{"given server", false}}
+	}
+	for i, v := range variants {
+		sv := &overheadServer{name: v.name}
+		dev := devserver.Options{ServerDefaults: v.defaults}
+		if o.Temporal == "" {
+			if sv.metrics, err = freeTCPPort(); err != nil {
+				return nil, err
+			}
+			dev.MetricsPort = sv.metrics
+		}
+		logDir := filepath.Join(dir, fmt.Sprintf("server%d", i))
+		if err := os.MkdirAll(logDir, 0o755); err != nil {
+			return nil, err
+		}
+		if sv.tenv, err = startTemporalWith(ctx, o, logDir, dev); err != nil {
+			return nil, err
+		}
+		servers = append(servers, sv)
+		sv.node, err = startNode(ctx, sv.tenv.client, db, worker.NewMetrics(db.Options().Budget), nodeConfig{
+			MergeSlots: worker.DefaultConfig().MergeSlots, SharedActivitySlots: worker.DefaultConfig().SharedActivitySlots,
+		}, o.logger())
+		if err != nil {
+			return nil, err
+		}
+		if sv.bare, err = startBareWorker(sv.tenv.client); err != nil {
+			return nil, err
+		}
+		if sv.viaWF, err = createGeneric(ctx, db, fmt.Sprintf("via-workflow-%d", i)); err != nil {
+			return nil, err
+		}
+	}
+	if len(servers) > 1 {
+		res.param("servers", "dev server with walkeeper's tuning ("+strings.Join(devserver.TunedDynamicConfig, ", ")+") and dev server with the server's defaults, side by side")
 	}
 	direct, err := createGeneric(ctx, db, "direct")
 	if err != nil {
 		return nil, err
 	}
-	const payload = 4 << 10
-	rows := (1 << 20) / (payload + 64)
-	var wfRates, dRates, ratios, wfP50, dP50 []float64
-	seq := int64(0)
-	for rep := 0; rep < o.reps(); rep++ {
-		var wfTotal, dTotal time.Duration
-		var wfLat, dLat []time.Duration
-		for i := 0; i < merges; i++ {
-			for _, s := range []*store.Store{viaWF, direct} {
-				seq++
-				if err := writeGenerations(ctx, s, 1, rows, payload, 1<<30, seq<<20); err != nil {
-					return nil, err
-				}
-				t0 := time.Now()
-				if s == viaWF {
-					run, err := contract.StartMergeWal(ctx, tenv.client, s.Target(), contract.MergeWalInput{})
-					if err != nil {
-						return nil, err
-					}
-					var out contract.MergeWalResult
-					if err := run.Get(ctx, &out); err != nil {
-						return nil, err
-					}
-					if out.Reclaimed != 1 {
-						return nil, fmt.Errorf("MergeWal reclaimed %d, want 1", out.Reclaimed)
-					}
-					d := time.Since(t0)
-					wfTotal += d
-					wfLat = append(wfLat, d)
-				} else {
-					cr, err := s.MergeOnce(ctx, "")
-					if err != nil {
-						return nil, err
-					}
-					if cr.Reclaimed != 1 {
-						return nil, fmt.Errorf("direct merge reclaimed %d, want 1", cr.Reclaimed)
-					}
-					d := time.Since(t0)
-					dTotal += d
-					dLat = append(dLat, d)
-				}
+
+	// Idle cost first, before any workflow ran: persistence requests and CPU per second.
+	type idleCost struct{ reqPerSec, cpuPct float64 }
+	idleCosts := make([]idleCost, len(servers))
+	if o.Temporal == "" {
+		o.progressf("temporal-overhead: measuring idle servers for %s", idleWindow)
+		before := make([]float64, len(servers))
+		cpu0 := make([]time.Duration, len(servers))
+		for i, sv := range servers {
+			before[i], _ = persistenceRequests(ctx, sv.metrics)
+			cpu0[i], _ = processCPU(sv.tenv.srv.PID())
+		}
+		t0 := time.Now()
+		select {
+		case <-time.After(idleWindow):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		el := time.Since(t0)
+		for i, sv := range servers {
+			after, err1 := persistenceRequests(ctx, sv.metrics)
+			cpu1, err2 := processCPU(sv.tenv.srv.PID())
+			if err1 == nil {
+				idleCosts[i].reqPerSec = (after - before[i]) / el.Seconds()
 			}
-			if st, err := viaWF.Stats(ctx); err == nil && st.Runs >= 32 {
-				_, _ = viaWF.CompactBase(ctx, store.CompactParams{MaxRuns: 32})
-				_, _ = direct.CompactBase(ctx, store.CompactParams{MaxRuns: 32})
+			if err2 == nil {
+				idleCosts[i].cpuPct = 100 * (cpu1 - cpu0[i]).Seconds() / el.Seconds()
 			}
 		}
-		wr, dr := float64(merges)/wfTotal.Seconds(), float64(merges)/dTotal.Seconds()
-		wfRates, dRates, ratios = append(wfRates, wr), append(dRates, dr), append(ratios, dr/wr)
-		wfP50, dP50 = append(wfP50, ms(summarize(wfLat).P50)), append(dP50, ms(summarize(dLat).P50))
-		o.progressf("temporal-overhead: rep %d/%d: workflow %.1f merges/s (p50 %s), direct %.1f merges/s (p50 %s)", rep+1, o.reps(), wr, fmtDur(summarize(wfLat).P50), dr, fmtDur(summarize(dLat).P50))
 	}
-	w, d, r := spreadOf(wfRates), spreadOf(dRates), spreadOf(ratios)
-	wp, dp := spreadOf(wfP50), spreadOf(dP50)
+
+	const payload = 4 << 10
+	rows := (1 << 20) / (payload + 64)
+	var dRates, ratios, dP50 []float64
+	seq := int64(0)
+	mergeVia := func(sv *overheadServer) (time.Duration, error) {
+		t0 := time.Now()
+		run, err := contract.StartMergeWal(ctx, sv.tenv.client, sv.viaWF.Target(), contract.MergeWalInput{})
+		if err != nil {
+			return 0, err
+		}
+		var out contract.MergeWalResult
+		if err := run.Get(ctx, &out); err != nil {
+			return 0, err
+		}
+		if out.Reclaimed != 1 {
+			return 0, fmt.Errorf("MergeWal on %s reclaimed %d, want 1", sv.name, out.Reclaimed)
+		}
+		return time.Since(t0), nil
+	}
+	reqBefore := make([]float64, len(servers))
+	for i, sv := range servers {
+		reqBefore[i], _ = persistenceRequests(ctx, sv.metrics)
+	}
+	for rep := 0; rep < o.reps(); rep++ {
+		wfTotal := make([]time.Duration, len(servers))
+		wfLat := make([][]time.Duration, len(servers))
+		var dTotal time.Duration
+		var dLat []time.Duration
+		for i := 0; i < merges; i++ {
+			for k, sv := range servers {
+				seq++
+				if err := writeGenerations(ctx, sv.viaWF, 1, rows, payload, 1<<30, seq<<20); err != nil {
+					return nil, err
+				}
+				d, err := mergeVia(sv)
+				if err != nil {
+					return nil, err
+				}
+				wfTotal[k] += d
+				wfLat[k] = append(wfLat[k], d)
+			}
+			seq++
+			if err := writeGenerations(ctx, direct, 1, rows, payload, 1<<30, seq<<20); err != nil {
+				return nil, err
+			}
+			t0 := time.Now()
+			cr, err := direct.MergeOnce(ctx, "")
+			if err != nil {
+				return nil, err
+			}
+			if cr.Reclaimed != 1 {
+				return nil, fmt.Errorf("direct merge reclaimed %d, want 1", cr.Reclaimed)
+			}
+			d := time.Since(t0)
+			dTotal += d
+			dLat = append(dLat, d)
+			for _, s := range append([]*store.Store{direct}, viaStores(servers)...) {
+				if st, err := s.Stats(ctx); err == nil && st.Runs >= 32 {
+					_, _ = s.CompactBase(ctx, store.CompactParams{MaxRuns: 32})
+				}
+			}
+		}
+		dr := float64(merges) / dTotal.Seconds()
+		dRates, dP50 = append(dRates, dr), append(dP50, ms(summarize(dLat).P50))
+		line := fmt.Sprintf("temporal-overhead: rep %d/%d: direct %.1f merges/s (p50 %s)", rep+1, o.reps(), dr, fmtDur(summarize(dLat).P50))
+		for k, sv := range servers {
+			wr := float64(merges) / wfTotal[k].Seconds()
+			sv.wfRates, sv.wfP50 = append(sv.wfRates, wr), append(sv.wfP50, ms(summarize(wfLat[k]).P50))
+			if k == 0 {
+				ratios = append(ratios, dr/wr)
+			}
+			line += fmt.Sprintf("; %s: workflow %.1f merges/s (p50 %s)", sv.name, wr, fmtDur(summarize(wfLat[k]).P50))
+		}
+		o.progressf("%s", line)
+		// The bare workflow, alternating servers.
+		bare := make([][]time.Duration, len(servers))
+		for i := 0; i < merges; i++ {
+			for k, sv := range servers {
+				d, err := runBare(ctx, sv.tenv.client)
+				if err != nil {
+					return nil, fmt.Errorf("bare workflow on %s: %w", sv.name, err)
+				}
+				bare[k] = append(bare[k], d)
+			}
+		}
+		for k, sv := range servers {
+			sv.bareP50 = append(sv.bareP50, ms(summarize(bare[k]).P50))
+		}
+	}
+	for i, sv := range servers {
+		if after, err := persistenceRequests(ctx, sv.metrics); err == nil {
+			sv.requests = after - reqBefore[i]
+		}
+	}
+	d, r, dp := spreadOf(dRates), spreadOf(ratios), spreadOf(dP50)
+	header := []string{""}
+	rowsRate := []string{"merges/s"}
+	rowsP50 := []string{"p50 latency per merge (ms)"}
+	rowsOver := []string{"p50 orchestration over the direct loop (ms)"}
+	rowsBare := []string{"bare workflow, 4 sequential no-op activities, p50 (ms)"}
+	rowsReq := []string{"persistence requests per merge + bare run"}
+	rowsIdleReq := []string{"persistence requests/s, idle"}
+	rowsIdleCPU := []string{"server CPU, idle (% of one core)"}
+	for _, sv := range servers {
+		w, wp, bp := spreadOf(sv.wfRates), spreadOf(sv.wfP50), spreadOf(sv.bareP50)
+		header = append(header, "MergeWal, "+sv.name)
+		rowsRate = append(rowsRate, w.fmt("%.1f"))
+		rowsP50 = append(rowsP50, wp.fmt("%.0f"))
+		rowsOver = append(rowsOver, fmt.Sprintf("%.0f", wp.Median-dp.Median))
+		rowsBare = append(rowsBare, bp.fmt("%.0f"))
+		runs := float64(2 * merges * o.reps())
+		rowsReq = append(rowsReq, fmt.Sprintf("%.0f", sv.requests/runs))
+		key := strings.ReplaceAll(sv.name, " ", "_")
+		res.Values["wf_rate_"+key] = w.Median
+		res.Values["orchestration_p50_ms_"+key] = wp.Median - dp.Median
+		res.Values["bare4_p50_ms_"+key] = bp.Median
+	}
+	for i := range servers {
+		rowsIdleReq = append(rowsIdleReq, fmt.Sprintf("%.1f", idleCosts[i].reqPerSec))
+		rowsIdleCPU = append(rowsIdleCPU, fmt.Sprintf("%.1f", idleCosts[i].cpuPct))
+	}
+	header = append(header, "direct prepare + commit")
+	rowsRate = append(rowsRate, d.fmt("%.1f"))
+	rowsP50 = append(rowsP50, dp.fmt("%.0f"))
+	rowsOver = append(rowsOver, "0")
+	rowsBare = append(rowsBare, "-")
+	rowsReq = append(rowsReq, "-")
+	rowsIdleReq = append(rowsIdleReq, "-")
+	rowsIdleCPU = append(rowsIdleCPU, "-")
+	table := [][]string{rowsRate, rowsP50, rowsOver, rowsBare}
+	if o.Temporal == "" {
+		table = append(table, rowsReq, rowsIdleReq, rowsIdleCPU)
+	}
 	res.Tables = append(res.Tables, Table{
-		Title:  "1 MiB merges, one at a time: median over repetitions, range in brackets",
-		Header: []string{"", "MergeWal workflow", "direct prepare + commit", "direct / workflow"},
-		Rows: [][]string{
-			{"merges/s", w.fmt("%.1f"), d.fmt("%.1f"), r.fmt("%.2f")},
-			{"p50 latency per merge (ms)", wp.fmt("%.0f"), dp.fmt("%.0f"), fmt.Sprintf("+%.0f ms", wp.Median-dp.Median)},
-		},
+		Title:  "1 MiB merges, one at a time, each server in turn: median over repetitions, range in brackets",
+		Header: header,
+		Rows:   table,
 	})
+	w := spreadOf(servers[0].wfRates)
 	res.Values["wf_rate"] = w.Median
 	res.Values["direct_rate"] = d.Median
 	res.Values["ratio"] = r.Median
@@ -148,7 +322,7 @@ func RunTemporalOverhead(ctx context.Context, o Options) (*Result, error) {
 	var sweeps []float64
 	for rep := 0; rep < o.reps(); rep++ {
 		t0 := time.Now()
-		run, err := tenv.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		run, err := servers[0].tenv.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 			ID: fmt.Sprintf("bench-sweep-%d-%d", time.Now().UnixNano(), rep), TaskQueue: contract.TaskQueue,
 		}, contract.MaintenanceSweepWorkflow, contract.MaintenanceSweepInput{})
 		if err != nil {
@@ -172,8 +346,122 @@ func RunTemporalOverhead(ctx context.Context, o Options) (*Result, error) {
 		Rows:   [][]string{{fmt.Sprint(idle), sw.fmt("%.2f"), fmt.Sprintf("%.0f", float64(idle)/sw.Median)}},
 	})
 	res.Values["sweep_s"] = sw.Median
-	res.note("The direct loop is the floor: the same store.Prepare/Commit without Temporal. The workflow adds a start, a ListPendingShards activity and the Prepare/Commit activities' scheduling.")
+	res.note("The direct loop is the floor: the same store.Prepare/Commit without Temporal. The workflow adds a start, two ListPendingShards activities and the Prepare/Commit activities' scheduling.")
+	res.note("Persistence requests are the servers' own persistence_requests counters (--metrics-port), summed over operations; CPU is utime+stime of the server process from /proc.")
 	return res, nil
+}
+
+func viaStores(servers []*overheadServer) []*store.Store {
+	out := make([]*store.Store, 0, len(servers))
+	for _, sv := range servers {
+		out = append(out, sv.viaWF)
+	}
+	return out
+}
+
+// The bare workflow: 4 sequential no-op activities, the least a 4-step orchestration costs.
+const (
+	bareQueue    = "bench-bare"
+	bareWorkflow = "BenchBare4"
+	bareActivity = "BenchNoop"
+)
+
+func bareWorkflowFn(ctx workflow.Context) error {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute})
+	for i := 0; i < 4; i++ {
+		if err := workflow.ExecuteActivity(ctx, bareActivity, i).Get(ctx, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func bareActivityFn(_ context.Context, i int) (int, error) { return i, nil }
+
+func startBareWorker(c client.Client) (tworker.Worker, error) {
+	w := tworker.New(c, bareQueue, tworker.Options{WorkerStopTimeout: 5 * time.Second})
+	w.RegisterWorkflowWithOptions(bareWorkflowFn, workflow.RegisterOptions{Name: bareWorkflow})
+	w.RegisterActivityWithOptions(bareActivityFn, activity.RegisterOptions{Name: bareActivity})
+	if err := w.Start(); err != nil {
+		return nil, fmt.Errorf("start bare worker: %w", err)
+	}
+	return w, nil
+}
+
+func runBare(ctx context.Context, c client.Client) (time.Duration, error) {
+	t0 := time.Now()
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID: fmt.Sprintf("bench-bare-%d", time.Now().UnixNano()), TaskQueue: bareQueue,
+	}, bareWorkflow)
+	if err != nil {
+		return 0, err
+	}
+	if err := run.Get(ctx, nil); err != nil {
+		return 0, err
+	}
+	return time.Since(t0), nil
+}
+
+func freeTCPPort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// persistenceRequests sums the persistence_requests counters a Temporal server exports on
+// its metrics port (every operation, every store).
+func persistenceRequests(ctx context.Context, port int) (float64, error) {
+	if port == 0 {
+		return 0, fmt.Errorf("no metrics port")
+	}
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/metrics", port), nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	total := 0.0
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "persistence_requests{") && !strings.HasPrefix(line, "persistence_requests_total{") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
+			total += v
+		}
+	}
+	return total, sc.Err()
+}
+
+// processCPU is the user + system CPU time of process pid so far (Linux /proc; clock ticks
+// of 10 ms, the kernel's USER_HZ).
+func processCPU(pid int) (time.Duration, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	s := string(raw)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("short /proc/%d/stat", pid)
+	}
+	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
+	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("bad /proc/%d/stat", pid)
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond, nil
 }
 
 func createOptsFor(k store.Kind) store.CreateOptions {

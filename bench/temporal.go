@@ -14,6 +14,7 @@ import (
 
 	"github.com/walkeeper/walkeeper/activities"
 	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/internal/devserver"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/worker"
 	"github.com/walkeeper/walkeeper/workflows"
@@ -24,7 +25,7 @@ import (
 type temporalEnv struct {
 	hostPort string
 	client   client.Client
-	srv      *worker.DevServer
+	srv      *devserver.Server
 }
 
 func (e *temporalEnv) close() {
@@ -39,6 +40,12 @@ func (e *temporalEnv) close() {
 // startTemporal connects to o.Temporal or starts `temporal server start-dev` (headless,
 // in-memory database, server log in logDir/temporal.log).
 func startTemporal(ctx context.Context, o Options, logDir string) (*temporalEnv, error) {
+	return startTemporalWith(ctx, o, logDir, devserver.Options{})
+}
+
+// startTemporalWith is startTemporal with dev server settings (ServerDefaults, MetricsPort,
+// DynamicConfig) taken from dev; they are ignored for an existing server.
+func startTemporalWith(ctx context.Context, o Options, logDir string, dev devserver.Options) (*temporalEnv, error) {
 	env := &temporalEnv{hostPort: o.Temporal}
 	if env.hostPort == "" {
 		o.progressf("starting Temporal dev server (temporal server start-dev, headless)")
@@ -52,12 +59,15 @@ func startTemporal(ctx context.Context, o Options, logDir string) (*temporalEnv,
 		}
 		sctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 		defer cancel()
-		srv, err := worker.StartDevServer(sctx, worker.DevServerOptions{
-			Install:  true,
-			Headless: true,
-			LogLevel: "error",
-			Output:   out,
-			Progress: o.Progress,
+		srv, err := devserver.Start(sctx, devserver.Options{
+			Install:        true,
+			Headless:       true,
+			LogLevel:       "error",
+			Output:         out,
+			Progress:       o.Progress,
+			ServerDefaults: dev.ServerDefaults,
+			DynamicConfig:  dev.DynamicConfig,
+			MetricsPort:    dev.MetricsPort,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("start Temporal dev server: %w", err)

@@ -32,10 +32,13 @@ type PrepareParams struct {
 	// MaxGenerations and MaxBytes override the worker's defaults when set (0 = no cap).
 	MaxGenerations *int   `json:"max_generations,omitempty"`
 	MaxBytes       *int64 `json:"max_bytes,omitempty"`
-	// NotifyAfter asks the activity to send ActivityStateSignal once it has been running
-	// this long after it was scheduled (0 = never), so the workflow can tell "running" from
-	// "waiting for a slot".
+	// NotifyAfter asks the activity to send ActivityStateSignal on state changes a workflow
+	// cannot see (budget wait, retry backoff) and, unless NoRunningNotice, a "running" notice
+	// once it has been running this long after it was scheduled (0 = no signals at all).
 	NotifyAfter time.Duration `json:"notify_after,omitempty"`
+	// NoRunningNotice: the workflow runs no slot watchdog (runs after
+	// merge-wal-fewer-actions), so the "running" notice would only cost an action.
+	NoRunningNotice bool `json:"no_running_notice,omitempty"`
 }
 
 // PrepareResult carries the prepared merge, or nil when the shard had nothing pending.
@@ -55,8 +58,10 @@ type PrepareProgress struct {
 
 // CommitParams publishes a prepared merge (docs/DESIGN.md §3 step 2).
 type CommitParams struct {
-	Prepared    PreparedMerge `json:"prepared"`
-	NotifyAfter time.Duration `json:"notify_after,omitempty"`
+	Prepared PreparedMerge `json:"prepared"`
+	// NotifyAfter and NoRunningNotice: see PrepareParams.
+	NotifyAfter     time.Duration `json:"notify_after,omitempty"`
+	NoRunningNotice bool          `json:"no_running_notice,omitempty"`
 }
 
 // CommitResult reports one commit.
@@ -129,8 +134,9 @@ type CompactPassParams struct {
 	Target   string `json:"target"`
 	MaxRuns  int    `json:"max_runs,omitempty"`
 	MaxBytes int64  `json:"max_bytes,omitempty"`
-	// NotifyAfter: see PrepareParams.
-	NotifyAfter time.Duration `json:"notify_after,omitempty"`
+	// NotifyAfter and NoRunningNotice: see PrepareParams.
+	NotifyAfter     time.Duration `json:"notify_after,omitempty"`
+	NoRunningNotice bool          `json:"no_running_notice,omitempty"`
 }
 
 // CompactPassResult reports one compaction pass (activity CompactBase).

@@ -1,5 +1,7 @@
 package contract
 
+import "time"
+
 // CompactBaseInput is CompactBase's input; only Target is required.
 type CompactBaseInput struct {
 	Target string `json:"target"`
@@ -32,4 +34,7 @@ type CompactBaseStatus struct {
 	Pass     int    `json:"pass"`
 	RunsLeft int    `json:"runs_left"`
 	Blocked  string `json:"blocked,omitempty"`
+	// InFlight and SlotWait: see MergeWalStatus.
+	InFlight []InFlightActivity `json:"in_flight,omitempty"`
+	SlotWait time.Duration      `json:"slot_wait,omitempty"`
 }

@@ -21,14 +21,14 @@ type MergeWalInput struct {
 	// ScheduleToStartTimeout is how long Prepare/Commit waits on the shard owner's queue
 	// before falling back to the shared queue (default 30s).
 	ScheduleToStartTimeout time.Duration `json:"schedule_to_start_timeout,omitempty"`
-	// SlotWaitThreshold: an activity unfinished this long with no word from it is reported as
-	// waiting for a slot (default 10s, negative = off).
+	// SlotWaitThreshold: an activity that no worker has started this long after it was
+	// scheduled is reported as waiting for a slot (default 10s, negative = off).
 	SlotWaitThreshold time.Duration `json:"slot_wait_threshold,omitempty"`
 	// PrepareTimeout bounds one Prepare attempt, budget wait included (default 30m).
 	PrepareTimeout time.Duration `json:"prepare_timeout,omitempty"`
-	// PassesPerRun: continue-as-new after this many committed passes (default 100), or
-	// earlier when Temporal suggests it.
-	PassesPerRun int `json:"passes_per_run,omitempty"`
+	// PassesPerWorkflowRun: continue-as-new after this many committed passes (default 100),
+	// or earlier when Temporal suggests it (JSON "passes_per_run", kept for existing callers).
+	PassesPerWorkflowRun int `json:"passes_per_run,omitempty"`
 	// Carry is progress handed over by continue-as-new; callers leave it empty.
 	Carry *MergeWalCarry `json:"carry,omitempty"`
 	// MaxShardsPerCommit caps the shards whose prepared passes one commit publishes in one
@@ -105,6 +105,11 @@ type MergeWalStatus struct {
 	// (JSON "run", kept for existing clients).
 	WorkflowRun int           `json:"run"`
 	Shards      []ShardStatus `json:"shards"`
+	// InFlight lists the activities the run waits on and SlotWait the run's slot-wait
+	// threshold: the workflow cannot see whether a worker picked an activity up, the server
+	// can (ApplyPending, QueryMergeWalStatus).
+	InFlight []InFlightActivity `json:"in_flight,omitempty"`
+	SlotWait time.Duration      `json:"slot_wait,omitempty"`
 }
 
 // ShardStatus is one shard's part of MergeWalStatus.

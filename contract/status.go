@@ -1,5 +1,10 @@
 package contract
 
+import (
+	"fmt"
+	"strings"
+)
+
 // Workflow phases, as MergeWalStatus and CompactBaseStatus report them.
 const (
 	PhaseStarting   = "starting"
@@ -17,3 +22,40 @@ const (
 	BlockedSlot     = "waiting for a slot"
 	BlockedNoWorker = "waiting for a slot, or no worker for shard"
 )
+
+// BackoffReason is the blocked reason of an activity whose attempt failed with lastErr
+// ("" = unknown) and waits for its next attempt.
+func BackoffReason(attempt int, lastErr string) string {
+	if lastErr == "" {
+		return BlockedBackoff
+	}
+	return fmt.Sprintf("%s (attempt %d: %s)", BlockedBackoff, attempt, clipText(lastErr, 200))
+}
+
+// SlotReason is the blocked reason of an activity no worker has started: on a shard's own
+// queue the worker may be gone, on the shared queue every slot is busy.
+func SlotReason(queue, shard string) string {
+	if queue != TaskQueue && shard != "" {
+		return BlockedNoWorker + " " + ShardLabel(shard)
+	}
+	return BlockedSlot + " on " + queue
+}
+
+// ShardLabel abbreviates a shard id for human-facing text (details, summaries, blocked
+// reasons): the first UUID group, or at most 8 bytes.
+func ShardLabel(shard string) string {
+	if i := strings.IndexByte(shard, '-'); i > 0 && i <= 8 {
+		return shard[:i]
+	}
+	if len(shard) > 8 {
+		return shard[:8]
+	}
+	return shard
+}
+
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -21,6 +21,11 @@ type MaintenanceSweepInput struct {
 	Concurrency int `json:"concurrency,omitempty"`
 	// StartBatch is the number of starts per StartWorkflows activity (default 16).
 	StartBatch int `json:"start_batch,omitempty"`
+	// StartSpacing is the least time between the launches of two StartWorkflows batches of
+	// one sweep (default 1s; negative = no pacing), so a sweep that finds a large debt
+	// starts at most StartBatch workflows per StartSpacing instead of one burst on Temporal
+	// and on storage (the merges it starts all list and prepare at once).
+	StartSpacing time.Duration `json:"start_spacing,omitempty"`
 	// ParallelPrepare: MergeWal starts for a target with more than one pending shard ask for
 	// parallel prepares (commits stay one at a time). Default (nil) true.
 	ParallelPrepare *bool `json:"parallel_prepare,omitempty"`

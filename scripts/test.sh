@@ -14,6 +14,11 @@ if [[ -n "$unformatted" ]]; then
   echo "gofmt needed on:"; echo "$unformatted"; exit 1
 fi
 
+echo "== go mod tidy -diff"
+if ! go mod tidy -diff; then
+  echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1
+fi
+
 echo "== go vet ./..."
 go vet ./...
 

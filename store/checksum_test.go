@@ -30,7 +30,7 @@ func readCorpusBytes(t *testing.T, path string) []byte {
 // 10), and a single flipped bit, which could decode into plausible wrong rows.
 func TestChecksumRefusesDamagedObjectsBeforeDecoding(t *testing.T) {
 	ctx := context.Background()
-	crashers := filepath.Join("..", "reliability", "testdata", "crashers")
+	crashers := filepath.Join("..", "test", "reliability", "testdata", "crashers")
 	cases := []struct {
 		name string
 		run  bool

@@ -39,7 +39,7 @@ import (
 // Seeds live in testdata/fuzz/<Name>/ (valid objects of the fuzz schema, truncations, bare
 // magic numbers, inputs the runs found, the fixed crashers of finding 9); docs/RELIABILITY.md
 // records the runs. Crashers not fixed yet are kept outside the corpus, in
-// reliability/testdata/crashers/.
+// test/reliability/testdata/crashers/.
 
 // decodeFuzzSchema has every field type, nullable and not.
 var decodeFuzzSchema = Schema{Fields: []Field{

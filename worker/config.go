@@ -3,15 +3,10 @@ package worker
 import (
 	"errors"
 	"fmt"
-	"math"
 	"net"
 	"os"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
-
-	"github.com/spf13/pflag"
 
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
@@ -85,6 +80,12 @@ type Config struct {
 	// SweepInterval is the period of the Temporal schedule "walkeeper-sweep" that the worker
 	// ensures on start (0 = leave the schedule alone).
 	SweepInterval time.Duration
+	// SweepJitter bounds the random delay of each scheduled sweep (at most a quarter of
+	// SweepInterval). SweepStartBatch is the starts per StartWorkflows activity of one sweep
+	// and SweepStartSpacing the least time between two batches (0 = no pacing).
+	SweepJitter       time.Duration
+	SweepStartBatch   int
+	SweepStartSpacing time.Duration
 
 	// LogFormat is json or console; LogLevel debug, info, warn or error.
 	LogFormat string
@@ -93,8 +94,8 @@ type Config struct {
 	ShutdownTimeout time.Duration
 
 	// envErrs holds environment values that did not parse, by flag name; a flag given on the
-	// command line clears its entry. Validate reports what is left.
-	envErrs map[string]error
+	// command line clears its entry. Validate reports what is left (config_flags.go).
+	envErrs envErrors
 }
 
 // Defaults that other code refers to.
@@ -109,12 +110,9 @@ const (
 func DefaultConfig() Config {
 	so := store.DefaultOptions()
 	return Config{
-		Instance: defaultInstance(),
-		Storage:  DefaultStorage,
-		Temporal: TemporalConfig{
-			HostPort:  DefaultTemporalHostPort,
-			Namespace: DefaultTemporalNamespace,
-		},
+		Instance:              defaultInstance(),
+		Storage:               DefaultStorage,
+		Temporal:              DefaultTemporalConfig(),
 		Listen:                DefaultListen,
 		MergeSlots:            4,
 		SharedActivitySlots:   8,
@@ -132,6 +130,9 @@ func DefaultConfig() Config {
 		GroupCommitMaxRows:    so.GroupCommitMaxRows,
 		CacheBytes:            so.CacheBytes,
 		SweepInterval:         time.Minute,
+		SweepJitter:           5 * time.Second,
+		SweepStartBatch:       16,
+		SweepStartSpacing:     time.Second,
 		LogFormat:             "json",
 		LogLevel:              "info",
 		ShutdownTimeout:       30 * time.Second,
@@ -186,15 +187,7 @@ func (c *Config) StoreOptions() store.Options {
 // Validate reports every problem at once: environment values that did not parse and knob
 // values out of range.
 func (c *Config) Validate() error {
-	var errs []error
-	names := make([]string, 0, len(c.envErrs))
-	for n := range c.envErrs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		errs = append(errs, c.envErrs[n])
-	}
+	errs := sortedEnvErrors(c.envErrs, c.Temporal.envErrs)
 	bad := func(flag, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("--%s: %s", flag, fmt.Sprintf(format, args...)))
 	}
@@ -248,11 +241,16 @@ func (c *Config) Validate() error {
 		{"group-commit-max-rows", int64(c.GroupCommitMaxRows)},
 		{"cache-bytes", c.CacheBytes},
 		{"sweep-interval", int64(c.SweepInterval)},
+		{"sweep-jitter", int64(c.SweepJitter)},
+		{"sweep-start-spacing", int64(c.SweepStartSpacing)},
 		{"shutdown-timeout", int64(c.ShutdownTimeout)},
 	} {
 		if nv.v < 0 {
 			bad(nv.flag, "must not be negative")
 		}
+	}
+	if c.SweepStartBatch < 1 {
+		bad("sweep-start-batch", "must be positive, got %d", c.SweepStartBatch)
 	}
 	if c.MaxBodyBytes < 1 {
 		bad("max-body-bytes", "must be positive, got %d", c.MaxBodyBytes)
@@ -271,384 +269,4 @@ func (c *Config) Validate() error {
 		bad("log-level", "%q is not debug, info, warn or error", c.LogLevel)
 	}
 	return errors.Join(errs...)
-}
-
-// RegisterFlags adds one flag per knob to fs. Precedence is flag > environment > default:
-// environment values are applied to c now (so --help shows them as the default), and a flag
-// given on the command line overrides them when fs is parsed. An environment value that does
-// not parse is reported by Validate unless the flag overrides it. The Temporal connection
-// flags are registered through c.Temporal.RegisterFlags (worker/temporal.go), so a command must
-// not register both.
-func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
-	for _, k := range knobs {
-		if v, ok := os.LookupEnv(k.env()); ok {
-			if err := k.set(c, v); err != nil {
-				if c.envErrs == nil {
-					c.envErrs = map[string]error{}
-				}
-				c.envErrs[k.Flag] = fmt.Errorf("%s=%q: %w", k.env(), v, err)
-			}
-		}
-		if k.temporal {
-			continue
-		}
-		f := fs.VarPF(&knobValue{c: c, k: k}, k.Flag, "", k.Usage+" (env "+k.env()+")")
-		if k.Type == "bool" {
-			f.NoOptDefVal = "true"
-		}
-		if k.Secret {
-			f.DefValue = ""
-		}
-	}
-	c.Temporal.RegisterFlags(fs)
-	// An explicitly given Temporal flag supersedes a bad environment value for it.
-	for _, k := range knobs {
-		if !k.temporal {
-			continue
-		}
-		f := fs.Lookup(k.Flag)
-		if f == nil {
-			continue
-		}
-		if k.Secret {
-			f.DefValue = ""
-		}
-		f.Value = &clearingValue{Value: f.Value, c: c, flag: k.Flag}
-	}
-}
-
-// clearingValue wraps a flag registered elsewhere so that setting it clears the pending
-// environment error of its knob.
-type clearingValue struct {
-	pflag.Value
-	c    *Config
-	flag string
-}
-
-func (v *clearingValue) Set(s string) error {
-	if err := v.Value.Set(s); err != nil {
-		return err
-	}
-	delete(v.c.envErrs, v.flag)
-	return nil
-}
-
-// knobValue adapts one knob of one Config to pflag.Value.
-type knobValue struct {
-	c *Config
-	k knob
-}
-
-func (v *knobValue) String() string {
-	if v.c == nil {
-		return ""
-	}
-	return v.k.get(v.c)
-}
-
-func (v *knobValue) Set(s string) error {
-	if err := v.k.set(v.c, s); err != nil {
-		return err
-	}
-	delete(v.c.envErrs, v.k.Flag)
-	return nil
-}
-
-func (v *knobValue) Type() string { return v.k.Type }
-
-// KnobInfo describes one knob for documentation.
-type KnobInfo struct {
-	Flag    string // command-line flag without dashes
-	Env     string // environment variable
-	Type    string // string, int, bytes, duration, bool
-	Default string // documented default
-	Usage   string
-}
-
-// Knobs lists every knob in documentation order.
-func Knobs() []KnobInfo {
-	d := DefaultConfig()
-	out := make([]KnobInfo, 0, len(knobs))
-	for _, k := range knobs {
-		def := k.get(&d)
-		if k.DocDefault != "" {
-			def = k.DocDefault
-		}
-		out = append(out, KnobInfo{Flag: k.Flag, Env: k.env(), Type: k.Type, Default: def, Usage: k.Usage})
-	}
-	return out
-}
-
-// ConfigMarkdown renders docs/CONFIG.md.
-func ConfigMarkdown() string {
-	var b strings.Builder
-	b.WriteString("# walkeeper worker configuration\n\n")
-	b.WriteString("Generated from `worker.Knobs()` (worker/config.go); `go test ./worker -run TestConfigDocUpToDate`\n")
-	b.WriteString("fails when this file is stale, and `WALKEEPER_UPDATE_DOCS=1` rewrites it.\n\n")
-	b.WriteString("Every knob is a flag of `walkeeper worker` and an environment variable. Precedence:\n")
-	b.WriteString("flag given on the command line > environment variable > default. Sizes take plain bytes\n")
-	b.WriteString("or a binary suffix (`KiB`, `MiB`, `GiB`, `TiB`); durations take Go syntax (`5s`, `2m`) or\n")
-	b.WriteString("plain seconds. `0` means *off* or *no cap* where the description says so.\n\n")
-	b.WriteString("| flag | environment | type | default | meaning |\n|---|---|---|---|---|\n")
-	for _, k := range Knobs() {
-		def := k.Default
-		if def == "" {
-			def = "(empty)"
-		}
-		fmt.Fprintf(&b, "| `--%s` | `%s` | %s | `%s` | %s |\n", k.Flag, k.Env, k.Type, def, k.Usage)
-	}
-	b.WriteString(configNotes)
-	return b.String()
-}
-
-const configNotes = `
-## Notes
-
-- **Shard identity.** The shard id is a pure function of ` + "`--instance`" + `. Two live processes with one
-  instance id fence each other; give every worker its own stable id (a StatefulSet pod name works).
-- **Triggers.** The flush sweeper seals every resident store that has a writer in this process each
-  ` + "`--flush-interval`" + ` (a store opened only for reads, stats or merges is skipped: sealing it would list
-  its WAL every tick; WAL a crashed earlier run left is replayed and sealed at worker start); the three
-  store kinds are swept by independent loops so a slow kind never delays another, and a store whose
-  seal exceeds ` + "`--flush-timeout`" + ` is abandoned for that tick (and skipped until its seal returns).
-  After a seal, when the own shard has at least ` + "`--merge-after-generations`" + ` pending generations,
-  the worker starts (or attaches to) the ` + "`MergeWal`" + ` workflow of that store through Temporal; it
-  never merges in-process. A start failure is counted as a trigger failure, never as a flush failure,
-  and is retried after the next successful flush of that store.
-- **Flushing off.** With ` + "`--flush-interval 0`" + ` nothing seals until ` + "`POST .../flush`" + ` or shutdown, so
-  appends stay invisible to other processes and the count trigger never fires.
-- **Back-pressure.** An append to a store whose own shard already lists ` + "`--pending-max`" + ` pending
-  generations is refused with 503 ` + "`too_many_pending`" + ` and a ` + "`Retry-After`" + ` header, and the worker starts
-  (or attaches to) that store's ` + "`MergeWal`" + ` at most every 30 s while it refuses. Reads that would union
-  more than ` + "`--pending-max`" + ` generations in one shard or in total are refused the same way.
-- **Memory.** ` + "`--merge-budget-bytes`" + ` is shared by every merge in the process whatever triggered it;
-  ` + "`--merge-max-bytes`" + ` and ` + "`--merge-max-generations`" + ` only size one pass. A merge reserves its
-  peak footprint, not just its input: input + input/8 (per-row bookkeeping) + 20 MiB (the output chunk
-  being built and the Parquet writer's buffers; the run is streamed to storage), measured in
-  ` + "`walkeeper bench memory`" + `. So a pass of ` + "`--merge-max-bytes`" + ` needs about 1.13 × that plus 20 MiB of
-  budget to run next to another one. ` + "`--memory-limit`" + ` sets the Go runtime's soft limit so that the
-  garbage a merge leaves is collected before the heap doubles (with GOGC alone peak RSS reached 2 ×
-  the budget in ` + "`walkeeper bench memory`" + `, 1.5 × with the limit at the budget); by default it is the budget plus ` + "`--cache-bytes`" + ` plus 512 MiB for everything else.
-- **Pass size and parallel prepare (changed from docs/DESIGN.md §3).** ` + "`--merge-max-generations`" + ` defaults to
-  64, not 8. Commits of one table go one at a time, and each MergeWal pass costs about 0.6 s of
-  orchestration and storage round trips whatever its size; at 8 generations per pass one target
-  committed 12.2 generations/s against the 20/s that 20 shards sealing every second produce, and its
-  debt grew by ~32–58 generations per minute (docs/BENCHMARKS.md, incident replay runs A and B). At
-  64 it committed 24.4/s and stayed bounded (run C); the system walkeeper replaces batched up to 64
-  generations / 64 MiB as well. ` + "`--merge-max-bytes`" + ` still bounds a pass's memory. With
-  ` + "`--merge-parallel-prepare`" + ` (default on) the count trigger asks MergeWal to prepare different shards'
-  passes concurrently, which overlaps their storage round trips; with one pending shard nothing changes.
-  The MaintenanceSweep does the same for targets with more than one pending shard (its schedule input
-  ` + "`parallel_prepare`" + `, default true).
-- **HTTP-only mode.** A worker started without a Temporal client serves the data plane and the
-  flush sweeper only; ` + "`merge-wal`" + ` answers 503 ` + "`temporal_unavailable`" + ` and the count trigger is off.
-`
-
-// knob is one configuration entry: flag, env, doc and accessors.
-type knob struct {
-	Flag       string
-	Type       string
-	Usage      string
-	DocDefault string
-	Secret     bool
-	temporal   bool // a TemporalConfig field; its flag comes from TemporalConfig.RegisterFlags
-	get        func(*Config) string
-	set        func(*Config, string) error
-}
-
-func (k knob) env() string {
-	return EnvPrefix + strings.ToUpper(strings.ReplaceAll(k.Flag, "-", "_"))
-}
-
-func strKnob(flag, usage string, p func(*Config) *string) knob {
-	return knob{Flag: flag, Type: "string", Usage: usage,
-		get: func(c *Config) string { return *p(c) },
-		set: func(c *Config, s string) error { *p(c) = s; return nil }}
-}
-
-func boolKnob(flag, usage string, p func(*Config) *bool) knob {
-	return knob{Flag: flag, Type: "bool", Usage: usage,
-		get: func(c *Config) string { return strconv.FormatBool(*p(c)) },
-		set: func(c *Config, s string) error {
-			v, err := parseBool(s)
-			if err != nil {
-				return err
-			}
-			*p(c) = v
-			return nil
-		}}
-}
-
-func intKnob(flag, usage string, p func(*Config) *int) knob {
-	return knob{Flag: flag, Type: "int", Usage: usage,
-		get: func(c *Config) string { return strconv.Itoa(*p(c)) },
-		set: func(c *Config, s string) error {
-			v, err := strconv.Atoi(strings.TrimSpace(s))
-			if err != nil {
-				return fmt.Errorf("not an integer")
-			}
-			*p(c) = v
-			return nil
-		}}
-}
-
-func bytesKnob(flag, usage string, p func(*Config) *int64) knob {
-	return knob{Flag: flag, Type: "bytes", Usage: usage,
-		get: func(c *Config) string { return FormatBytes(*p(c)) },
-		set: func(c *Config, s string) error {
-			v, err := ParseBytes(s)
-			if err != nil {
-				return err
-			}
-			*p(c) = v
-			return nil
-		}}
-}
-
-func bytesIntKnob(flag, usage string, p func(*Config) *int) knob {
-	return knob{Flag: flag, Type: "bytes", Usage: usage,
-		get: func(c *Config) string { return FormatBytes(int64(*p(c))) },
-		set: func(c *Config, s string) error {
-			v, err := ParseBytes(s)
-			if err != nil {
-				return err
-			}
-			if v > math.MaxInt32 || v < math.MinInt32 {
-				return fmt.Errorf("%q is out of range", s)
-			}
-			*p(c) = int(v)
-			return nil
-		}}
-}
-
-func durKnob(flag, usage string, p func(*Config) *time.Duration) knob {
-	return knob{Flag: flag, Type: "duration", Usage: usage,
-		get: func(c *Config) string { return p(c).String() },
-		set: func(c *Config, s string) error {
-			v, err := ParseDuration(s)
-			if err != nil {
-				return err
-			}
-			*p(c) = v
-			return nil
-		}}
-}
-
-var knobs = func() []knob {
-	ks := []knob{
-		strKnob("instance", "stable instance id of this process; the shard id derives from it", func(c *Config) *string { return &c.Instance }),
-		strKnob("storage", "storage root URL: file://, mem://, s3://, gs://, azblob://", func(c *Config) *string { return &c.Storage }),
-		strKnob("temporal", "Temporal frontend host:port", func(c *Config) *string { return &c.Temporal.HostPort }),
-		strKnob("namespace", "Temporal namespace", func(c *Config) *string { return &c.Temporal.Namespace }),
-		boolKnob("temporal-tls", "use TLS to reach Temporal (implied by the TLS file flags and by an API key)", func(c *Config) *bool { return &c.Temporal.TLS }),
-		strKnob("temporal-tls-cert", "client certificate (PEM file) for mTLS to Temporal", func(c *Config) *string { return &c.Temporal.TLSCert }),
-		strKnob("temporal-tls-key", "client key (PEM file) for mTLS to Temporal", func(c *Config) *string { return &c.Temporal.TLSKey }),
-		strKnob("temporal-tls-ca", "CA bundle (PEM file) to verify the Temporal server", func(c *Config) *string { return &c.Temporal.TLSCA }),
-		strKnob("temporal-tls-server-name", "TLS server name override for Temporal", func(c *Config) *string { return &c.Temporal.TLSServerName }),
-		strKnob("temporal-api-key", "Temporal API key (e.g. Temporal Cloud); implies TLS", func(c *Config) *string { return &c.Temporal.APIKey }),
-		strKnob("listen", "HTTP data-plane listen address", func(c *Config) *string { return &c.Listen }),
-		strKnob("auth-token", "bearer token required on every HTTP route but /healthz (empty = no auth)", func(c *Config) *string { return &c.AuthToken }),
-		intKnob("merge-slots", "concurrent prepare/commit activities on this worker's shard queue", func(c *Config) *int { return &c.MergeSlots }),
-		intKnob("shared-activity-slots", "concurrent activities on the shared queue \"walkeeper\"", func(c *Config) *int { return &c.SharedActivitySlots }),
-		bytesKnob("merge-budget-bytes", "process-wide merge memory budget shared by every merge (0 = unlimited)", func(c *Config) *int64 { return &c.MergeBudgetBytes }),
-		bytesKnob("memory-limit", "Go soft memory limit (debug.SetMemoryLimit); 0 = merge-budget-bytes + cache-bytes + 512MiB, none when the budget is unlimited or GOMEMLIMIT is set", func(c *Config) *int64 { return &c.MemoryLimitBytes }),
-		intKnob("merge-max-generations", "generations one merge pass takes at most (0 = no cap)", func(c *Config) *int { return &c.MergeMaxGenerations }),
-		bytesKnob("merge-max-bytes", "bytes one merge pass reads at most, checked at generation boundaries (0 = no cap)", func(c *Config) *int64 { return &c.MergeMaxBytes }),
-		intKnob("merge-after-generations", "count trigger: after a seal, start MergeWal when the own shard has this many pending generations (0 = off)", func(c *Config) *int { return &c.MergeAfterGenerations }),
-		boolKnob("merge-parallel-prepare", "count trigger: ask MergeWal to prepare the passes of different shards in parallel (commits stay one at a time)", func(c *Config) *bool { return &c.MergeParallelPrepare }),
-		intKnob("merge-shards-per-commit", "count trigger: shards whose passes one MergeWal commit publishes in one base version (0 = 32, 1 = one shard per commit, at most 32)", func(c *Config) *int { return &c.MergeShardsPerCommit }),
-		durKnob("flush-interval", "flush sweeper period: seal every resident store with a writer in this process (0 = off)", func(c *Config) *time.Duration { return &c.FlushInterval }),
-		durKnob("flush-timeout", "per-store seal timeout in a sweep (0 = max(5 × flush-interval, 30s))", func(c *Config) *time.Duration { return &c.FlushTimeout }),
-		intKnob("pending-warn", "warn when a read unions this many pending generations in one shard (0 = off)", func(c *Config) *int { return &c.PendingWarn }),
-		intKnob("pending-max", "refuse reads above this many pending generations (one shard or total) and appends to an own shard at it (0 = off)", func(c *Config) *int { return &c.PendingMax }),
-		bytesKnob("max-body-bytes", "largest HTTP request body", func(c *Config) *int64 { return &c.MaxBodyBytes }),
-		bytesIntKnob("max-row-bytes", "largest row, measured as its JSON text (0 = no cap)", func(c *Config) *int { return &c.MaxRowBytes }),
-		durKnob("group-commit-wait", "how long the WAL committer lingers for more appends (0 = batch what queued during the previous write)", func(c *Config) *time.Duration { return &c.GroupCommitWait }),
-		intKnob("group-commit-max-rows", "rows per WAL object at most", func(c *Config) *int { return &c.GroupCommitMaxRows }),
-		bytesKnob("cache-bytes", "decoded generations and base runs kept in memory for reads", func(c *Config) *int64 { return &c.CacheBytes }),
-		durKnob("sweep-interval", "period of the Temporal schedule walkeeper-sweep ensured on start (0 = leave it alone)", func(c *Config) *time.Duration { return &c.SweepInterval }),
-		strKnob("log-format", "log encoding: json or console", func(c *Config) *string { return &c.LogFormat }),
-		strKnob("log-level", "log level: debug, info, warn, error", func(c *Config) *string { return &c.LogLevel }),
-		durKnob("shutdown-timeout", "bound on graceful shutdown (HTTP drain, activity drain, final seal)", func(c *Config) *time.Duration { return &c.ShutdownTimeout }),
-	}
-	for i := range ks {
-		switch ks[i].Flag {
-		case "instance":
-			ks[i].DocDefault = "host name"
-		case "auth-token", "temporal-api-key":
-			ks[i].Secret = true
-		}
-		if strings.HasPrefix(ks[i].Flag, "temporal") || ks[i].Flag == "namespace" {
-			ks[i].temporal = true
-		}
-	}
-	return ks
-}()
-
-var byteUnits = []struct {
-	suffix string
-	mult   int64
-}{
-	{"TIB", 1 << 40}, {"GIB", 1 << 30}, {"MIB", 1 << 20}, {"KIB", 1 << 10},
-	{"TI", 1 << 40}, {"GI", 1 << 30}, {"MI", 1 << 20}, {"KI", 1 << 10},
-	{"B", 1},
-}
-
-// ParseBytes reads a byte size: a plain integer or one with a binary suffix
-// (KiB, MiB, GiB, TiB; "Ki"… and case are accepted).
-func ParseBytes(s string) (int64, error) {
-	t := strings.ToUpper(strings.TrimSpace(s))
-	mult := int64(1)
-	for _, u := range byteUnits {
-		if strings.HasSuffix(t, u.suffix) {
-			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.mult
-			break
-		}
-	}
-	v, err := strconv.ParseInt(t, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("%q is not a byte size (e.g. 1048576 or 1MiB)", s)
-	}
-	if v != 0 && (v > (1<<63-1)/mult || v < -(1<<63-1)/mult) {
-		return 0, fmt.Errorf("%q overflows", s)
-	}
-	return v * mult, nil
-}
-
-// FormatBytes prints a size with the largest exact binary suffix.
-func FormatBytes(v int64) string {
-	for _, u := range byteUnits[:4] {
-		if v != 0 && v%u.mult == 0 {
-			return strconv.FormatInt(v/u.mult, 10) + u.suffix[:1] + "iB"
-		}
-	}
-	return strconv.FormatInt(v, 10)
-}
-
-// ParseDuration reads a Go duration ("5s", "2m30s") or plain seconds ("30").
-func ParseDuration(s string) (time.Duration, error) {
-	t := strings.TrimSpace(s)
-	if n, err := strconv.ParseInt(t, 10, 64); err == nil {
-		return time.Duration(n) * time.Second, nil
-	}
-	d, err := time.ParseDuration(t)
-	if err != nil {
-		return 0, fmt.Errorf("%q is not a duration (e.g. 5s, 2m, or plain seconds)", s)
-	}
-	return d, nil
-}
-
-// parseBool accepts strconv.ParseBool's spellings plus yes/no and on/off.
-func parseBool(s string) (bool, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "yes", "on":
-		return true, nil
-	case "no", "off":
-		return false, nil
-	}
-	v, err := strconv.ParseBool(strings.TrimSpace(s))
-	if err != nil {
-		return false, fmt.Errorf("%q is not a boolean", s)
-	}
-	return v, nil
 }

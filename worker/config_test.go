@@ -250,3 +250,16 @@ func TestConfigDocUpToDate(t *testing.T) {
 		}
 	}
 }
+
+func TestScheduleJitter(t *testing.T) {
+	for _, c := range []struct{ every, jitter, want time.Duration }{
+		{time.Minute, 5 * time.Second, 5 * time.Second},
+		{10 * time.Second, 5 * time.Second, 2500 * time.Millisecond},
+		{time.Minute, 0, 0},
+		{time.Minute, -time.Second, 0},
+	} {
+		if got := ScheduleJitter(c.every, c.jitter); got != c.want {
+			t.Errorf("ScheduleJitter(%s, %s) = %s, want %s", c.every, c.jitter, got, c.want)
+		}
+	}
+}

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/pflag"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/serviceerror"
@@ -43,7 +42,27 @@ const (
 	TargetSchedulePrefix = "merge-wal-tick/"
 
 	scheduleNote = "managed by walkeeper"
+
+	// DefaultScheduleJitter is the default jitter of walkeeper's schedules (ScheduleJitter).
+	DefaultScheduleJitter = 5 * time.Second
 )
+
+// ScheduleJitter is the jitter a schedule of interval every gets: Temporal delays each
+// start by a random amount up to it, so per-target schedules created together, and sweeps
+// of several clusters, do not all fire on the same second. It is at most jitter and at most
+// a quarter of the interval, so a short interval keeps its cadence. Pure.
+func ScheduleJitter(every, jitter time.Duration) time.Duration {
+	return max(0, min(jitter, every/4))
+}
+
+// SweepSchedule configures the schedule walkeeper-sweep.
+type SweepSchedule struct {
+	Every time.Duration
+	// Jitter bounds the random delay of each start (ScheduleJitter).
+	Jitter time.Duration
+	// Input is the sweep's input (thresholds, batching); zero fields take their defaults.
+	Input contract.MaintenanceSweepInput
+}
 
 // TemporalConfig says how to reach Temporal. TLS is switched on by TLS, by any of the TLS
 // files, or by an API key (Temporal Cloud).
@@ -56,41 +75,16 @@ type TemporalConfig struct {
 	TLSCA         string `json:"tls_ca,omitempty"`          // CA bundle (PEM file) to verify the server
 	TLSServerName string `json:"tls_server_name,omitempty"` // SNI / verification name override
 	APIKey        string `json:"-"`                         // never logged or serialised
+
+	// envErrs holds environment values that did not parse (RegisterFlags); Validate
+	// reports them. The flags, environment variables and help texts come from the knob
+	// table (config_knobs.go, config_flags.go).
+	envErrs envErrors
 }
 
-// TemporalConfigFromEnv reads WALKEEPER_TEMPORAL, WALKEEPER_NAMESPACE,
-// WALKEEPER_TEMPORAL_TLS, WALKEEPER_TEMPORAL_TLS_CERT, WALKEEPER_TEMPORAL_TLS_KEY,
-// WALKEEPER_TEMPORAL_TLS_CA, WALKEEPER_TEMPORAL_TLS_SERVER_NAME and
-// WALKEEPER_TEMPORAL_API_KEY over the defaults.
-func TemporalConfigFromEnv() TemporalConfig {
-	c := TemporalConfig{
-		HostPort:      temporalEnvOr("WALKEEPER_TEMPORAL", DefaultTemporalHostPort),
-		Namespace:     temporalEnvOr("WALKEEPER_NAMESPACE", DefaultTemporalNamespace),
-		TLSCert:       os.Getenv("WALKEEPER_TEMPORAL_TLS_CERT"),
-		TLSKey:        os.Getenv("WALKEEPER_TEMPORAL_TLS_KEY"),
-		TLSCA:         os.Getenv("WALKEEPER_TEMPORAL_TLS_CA"),
-		TLSServerName: os.Getenv("WALKEEPER_TEMPORAL_TLS_SERVER_NAME"),
-		APIKey:        os.Getenv("WALKEEPER_TEMPORAL_API_KEY"),
-	}
-	switch strings.ToLower(os.Getenv("WALKEEPER_TEMPORAL_TLS")) {
-	case "1", "true", "yes", "on":
-		c.TLS = true
-	}
-	return c
-}
-
-// RegisterFlags adds --temporal, --namespace and the --temporal-tls*/--temporal-api-key
-// flags to fs, with the current values of c (typically TemporalConfigFromEnv) as defaults.
-func (c *TemporalConfig) RegisterFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&c.HostPort, "temporal", c.HostPort, "Temporal frontend host:port (env WALKEEPER_TEMPORAL)")
-	fs.StringVar(&c.Namespace, "namespace", c.Namespace, "Temporal namespace (env WALKEEPER_NAMESPACE)")
-	fs.BoolVar(&c.TLS, "temporal-tls", c.TLS, "use TLS to reach Temporal; implied by the TLS file flags and by an API key (env WALKEEPER_TEMPORAL_TLS)")
-	fs.StringVar(&c.TLSCert, "temporal-tls-cert", c.TLSCert, "client certificate PEM file for mTLS (env WALKEEPER_TEMPORAL_TLS_CERT)")
-	fs.StringVar(&c.TLSKey, "temporal-tls-key", c.TLSKey, "client key PEM file for mTLS (env WALKEEPER_TEMPORAL_TLS_KEY)")
-	fs.StringVar(&c.TLSCA, "temporal-tls-ca", c.TLSCA, "CA bundle PEM file that signs the server certificate (env WALKEEPER_TEMPORAL_TLS_CA)")
-	fs.StringVar(&c.TLSServerName, "temporal-tls-server-name", c.TLSServerName, "server name to verify, if it differs from the host (env WALKEEPER_TEMPORAL_TLS_SERVER_NAME)")
-	fs.StringVar(&c.APIKey, "temporal-api-key", c.APIKey, "API key, e.g. for Temporal Cloud; implies TLS (env WALKEEPER_TEMPORAL_API_KEY)")
-	fs.Lookup("temporal-api-key").DefValue = "" // never print a key from the environment in --help
+// DefaultTemporalConfig is the local dev server's address and namespace, without TLS.
+func DefaultTemporalConfig() TemporalConfig {
+	return TemporalConfig{HostPort: DefaultTemporalHostPort, Namespace: DefaultTemporalNamespace}
 }
 
 // ClientOptions turns the config into SDK client options. logger may be nil.
@@ -248,6 +242,12 @@ func EnsureSweepSchedule(ctx context.Context, c client.Client, every time.Durati
 
 // EnsureSweepScheduleWith is EnsureSweepSchedule with explicit sweep thresholds.
 func EnsureSweepScheduleWith(ctx context.Context, c client.Client, every time.Duration, in contract.MaintenanceSweepInput) error {
+	return EnsureSweepScheduleOpts(ctx, c, SweepSchedule{Every: every, Jitter: DefaultScheduleJitter, Input: in})
+}
+
+// EnsureSweepScheduleOpts is EnsureSweepSchedule with every setting explicit.
+func EnsureSweepScheduleOpts(ctx context.Context, c client.Client, o SweepSchedule) error {
+	every, in := o.Every, o.Input
 	if every <= 0 {
 		return fmt.Errorf("sweep schedule interval must be positive, got %s", every)
 	}
@@ -261,7 +261,7 @@ func EnsureSweepScheduleWith(ctx context.Context, c client.Client, every time.Du
 		WorkflowRunTimeout: 30 * time.Minute,
 		StaticSummary:      "walkeeper maintenance sweep",
 	}
-	return ensureSchedule(ctx, c, SweepScheduleID, every, action)
+	return ensureSchedule(ctx, c, SweepScheduleID, every, ScheduleJitter(every, o.Jitter), action)
 }
 
 // TargetScheduleID is the ID of target's own merge schedule: "merge-wal-tick/<kind>/<name>".
@@ -272,6 +272,12 @@ func TargetScheduleID(t store.Target) string { return TargetSchedulePrefix + t.P
 // Temporal suffixes every scheduled workflow ID with a timestamp, so the tick itself starts
 // or attaches to the real MergeWal ID ("merge-wal/<kind>/<name>") and dedupe still holds.
 func EnsureTargetSchedule(ctx context.Context, c client.Client, target store.Target, every time.Duration) error {
+	return EnsureTargetScheduleJitter(ctx, c, target, every, DefaultScheduleJitter)
+}
+
+// EnsureTargetScheduleJitter is EnsureTargetSchedule with an explicit jitter bound
+// (ScheduleJitter).
+func EnsureTargetScheduleJitter(ctx context.Context, c client.Client, target store.Target, every, jitter time.Duration) error {
 	if every <= 0 {
 		return fmt.Errorf("schedule interval must be positive, got %s", every)
 	}
@@ -288,11 +294,11 @@ func EnsureTargetSchedule(ctx context.Context, c client.Client, target store.Tar
 			contract.WalKind.ValueSet(string(target.Kind)),
 		),
 	}
-	return ensureSchedule(ctx, c, id, every, action)
+	return ensureSchedule(ctx, c, id, every, ScheduleJitter(every, jitter), action)
 }
 
-func ensureSchedule(ctx context.Context, c client.Client, id string, every time.Duration, action *client.ScheduleWorkflowAction) error {
-	spec := client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: every}}}
+func ensureSchedule(ctx context.Context, c client.Client, id string, every, jitter time.Duration, action *client.ScheduleWorkflowAction) error {
+	spec := client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: every}}, Jitter: jitter}
 	_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
 		ID:            id,
 		Spec:          spec,
@@ -375,11 +381,4 @@ func DeleteSchedule(ctx context.Context, c client.Client, id string) error {
 		return fmt.Errorf("delete schedule %s: %w", id, err)
 	}
 	return nil
-}
-
-func temporalEnvOr(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return def
 }

@@ -210,7 +210,16 @@ func (w *Worker) startTemporalLocked(ctx context.Context, db *store.DB) error {
 		log.Warn("could not register search attributes; workflow starts may fail until they exist", zap.Error(err))
 	}
 	if w.cfg.SweepInterval > 0 {
-		if err := EnsureSweepSchedule(ctx, w.tc, w.cfg.SweepInterval); err != nil {
+		spacing := w.cfg.SweepStartSpacing
+		if spacing == 0 {
+			spacing = -1 // the sweep's "no pacing"
+		}
+		err := EnsureSweepScheduleOpts(ctx, w.tc, SweepSchedule{
+			Every:  w.cfg.SweepInterval,
+			Jitter: w.cfg.SweepJitter,
+			Input:  contract.MaintenanceSweepInput{StartBatch: w.cfg.SweepStartBatch, StartSpacing: spacing},
+		})
+		if err != nil {
 			log.Warn("could not ensure the sweep schedule", zap.String("schedule", SweepScheduleID), zap.Error(err))
 		}
 	}

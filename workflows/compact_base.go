@@ -18,6 +18,13 @@ const (
 	compactMaxIdlePasses = 3
 )
 
+// compactNoWatchdogChange versions the removal of the slot watchdog timer (see tracker and
+// fewerActionsChange): runs recorded before it replay with the timer.
+const (
+	compactNoWatchdogChange  = "compact-base-no-watchdog"
+	compactNoWatchdogVersion = workflow.Version(1)
+)
+
 // CompactBase rewrites target's base runs into fewer runs, one bounded pass at a time on
 // the shared queue, until at most TargetRuns remain or MaxPasses.
 func CompactBase(ctx workflow.Context, in contract.CompactBaseInput) (contract.CompactBaseResult, error) {
@@ -51,15 +58,18 @@ func CompactBase(ctx workflow.Context, in contract.CompactBaseInput) (contract.C
 		}
 		workflow.SetCurrentDetails(ctx, line)
 	}
-	tr = newTracker(ctx, DefaultSlotWaitThreshold, refresh)
+	tr = newTracker(ctx, DefaultSlotWaitThreshold, true, refresh)
 	if err := workflow.SetQueryHandler(ctx, contract.StatusQuery, func() (contract.CompactBaseStatus, error) {
 		out := st
 		out.Blocked = tr.blocked("")
+		out.InFlight, out.SlotWait = tr.inFlight(), tr.slotWait
 		return out, nil
 	}); err != nil {
 		return res, err
 	}
 	ensureTargetAttributes(ctx, tgt)
+	// Runs recorded before this change raced a slot watchdog timer against every pass.
+	tr.watchdog = workflow.GetVersion(ctx, compactNoWatchdogChange, workflow.DefaultVersion, compactNoWatchdogVersion) < compactNoWatchdogVersion
 
 	st.Phase = contract.PhaseCompacting
 	idle := 0
@@ -69,11 +79,11 @@ func CompactBase(ctx workflow.Context, in contract.CompactBaseInput) (contract.C
 		var pass contract.CompactPassResult
 		w := tr.newWatch(contract.CompactBaseActivity, "", contract.TaskQueue)
 		params := contract.CompactPassParams{
-			Target:      tgt.String(),
-			MaxRuns:     in.MaxRuns,
-			MaxBytes:    in.MaxBytes,
-			NotifyAfter: tr.slotWait,
+			Target:   tgt.String(),
+			MaxRuns:  in.MaxRuns,
+			MaxBytes: in.MaxBytes,
 		}
+		params.NotifyAfter, params.NoRunningNotice = tr.notice()
 		if err := tr.exec(ctx, compactOptions(), w, params, &pass); err != nil {
 			st.Phase = contract.PhaseDone
 			refresh()

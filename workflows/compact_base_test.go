@@ -6,7 +6,11 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/workflow"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/walkeeper/walkeeper/contract"
 )
@@ -99,5 +103,36 @@ func TestCompactBaseStatusQuery(t *testing.T) {
 	require.Equal(t, contract.PhaseCompacting, seen[0].Phase)
 	require.Equal(t, 1, seen[0].Pass)
 	require.Empty(t, seen[0].Blocked)
-	require.Contains(t, seen[1].Blocked, contract.BlockedSlot+" on "+contract.TaskQueue)
+	// No watchdog: the pass in flight is listed, and the server's pending state says it
+	// waits for a slot.
+	require.Empty(t, seen[1].Blocked)
+	require.Len(t, seen[1].InFlight, 1)
+	a := seen[1].InFlight[0]
+	require.Equal(t, contract.CompactBaseActivity, a.Activity)
+	now := time.Date(2026, 1, 1, 0, 0, 15, 0, time.UTC)
+	st := seen[1]
+	st.ApplyPending([]*workflowpb.PendingActivityInfo{{
+		ActivityId: a.ID, State: enumspb.PENDING_ACTIVITY_STATE_SCHEDULED, Attempt: 1,
+		ScheduledTime: timestamppb.New(now.Add(-15 * time.Second)),
+	}}, now)
+	require.Contains(t, st.Blocked, contract.BlockedSlot+" on "+contract.TaskQueue)
+}
+
+func TestCompactBaseStatusQueryWatchdogBeforeNoWatchdogChange(t *testing.T) {
+	env := newEnv(t)
+	env.OnGetVersion(compactNoWatchdogChange, workflow.DefaultVersion, compactNoWatchdogVersion).Return(workflow.DefaultVersion)
+	env.OnActivity(contract.CompactBaseActivity, anyCtx, anyArg).After(20*time.Second).
+		Return(contract.CompactPassResult{InputRuns: 2, RunsLeft: 3, Committed: true}, nil)
+	var seen []contract.CompactBaseStatus
+	env.RegisterDelayedCallback(func() {
+		v, err := env.QueryWorkflow(contract.StatusQuery)
+		require.NoError(t, err)
+		var st contract.CompactBaseStatus
+		require.NoError(t, v.Get(&st))
+		seen = append(seen, st)
+	}, 15*time.Second)
+	env.ExecuteWorkflow(CompactBase, contract.CompactBaseInput{Target: "generic:gs"})
+	require.NoError(t, env.GetWorkflowError())
+	require.Len(t, seen, 1)
+	require.Contains(t, seen[0].Blocked, contract.BlockedSlot+" on "+contract.TaskQueue)
 }

@@ -3,6 +3,7 @@ package workflows
 import (
 	"fmt"
 	"sort"
+	"time"
 
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
@@ -13,9 +14,9 @@ import (
 )
 
 const (
-	defaultMaxPasses          = 1000
-	defaultPassesPerRun       = 100
-	defaultPrepareConcurrency = 4
+	defaultMaxPasses            = 1000
+	defaultPassesPerWorkflowRun = 100
+	defaultPrepareConcurrency   = 4
 	// maxStaleRestarts bounds consecutive abort-and-prepare-again cycles of one shard: a
 	// preparation keeps going stale only if someone else keeps merging the same shard.
 	maxStaleRestarts = 3
@@ -24,7 +25,7 @@ const (
 // mergeWalDefaults checks in and fills its zero knobs with the defaults MergeWalInput
 // documents.
 func mergeWalDefaults(in contract.MergeWalInput) (contract.MergeWalInput, error) {
-	if in.MaxPasses < 0 || in.PassesPerRun < 0 || in.PrepareConcurrency < 0 ||
+	if in.MaxPasses < 0 || in.PassesPerWorkflowRun < 0 || in.PrepareConcurrency < 0 ||
 		in.ScheduleToStartTimeout < 0 || in.PrepareTimeout < 0 {
 		return in, fmt.Errorf("negative knob in %+v", in)
 	}
@@ -34,8 +35,8 @@ func mergeWalDefaults(in contract.MergeWalInput) (contract.MergeWalInput, error)
 	if in.MaxPasses == 0 {
 		in.MaxPasses = defaultMaxPasses
 	}
-	if in.PassesPerRun == 0 {
-		in.PassesPerRun = defaultPassesPerRun
+	if in.PassesPerWorkflowRun == 0 {
+		in.PassesPerWorkflowRun = defaultPassesPerWorkflowRun
 	}
 	if in.PrepareConcurrency == 0 {
 		in.PrepareConcurrency = defaultPrepareConcurrency
@@ -79,6 +80,10 @@ func MergeWal(ctx workflow.Context, in contract.MergeWalInput) (contract.MergeWa
 		return r.result(), err
 	}
 	ensureTargetAttributes(ctx, tgt)
+	// Runs recorded before this change raced a watchdog timer against every activity,
+	// relisted before every round and upserted WalPending after every pass.
+	r.lean = workflow.GetVersion(ctx, fewerActionsChange, workflow.DefaultVersion, fewerActionsVersion) >= fewerActionsVersion
+	r.tr.watchdog = !r.lean
 	r.log.Info("Merge started.", "workflow_run", r.workflowRun, "parallel_prepare", in.ParallelPrepare)
 
 	// Step 1. List the shards with pending generations (any worker can read the manifests).
@@ -91,6 +96,7 @@ func MergeWal(ctx workflow.Context, in contract.MergeWalInput) (contract.MergeWa
 	}
 	// Histories recorded before this change visited shards in id order, each until drained.
 	r.fair = workflow.GetVersion(ctx, fairRoundsChange, workflow.DefaultVersion, fairRoundsVersion) >= fairRoundsVersion
+	r.listedAt = workflow.Now(ctx)
 	r.plan(listed.Shards)
 	r.upsertPending()
 
@@ -139,6 +145,10 @@ type mergeRun struct {
 	lastPending int64
 	// fair: shards are merged in rounds of one pass per shard (fairRoundsChange).
 	fair bool
+	// lean: a pass costs its Prepare and Commit and nothing else (fewerActionsChange).
+	lean bool
+	// listedAt is the workflow time of the last listing (lean runs relist by time).
+	listedAt time.Time
 }
 
 // fairRoundsChange versions the shard schedule: rounds of one pass per shard, most indebted
@@ -148,6 +158,26 @@ const (
 	fairRoundsChange  = "merge-wal-fair-rounds"
 	fairRoundsVersion = workflow.Version(1)
 )
+
+// fewerActionsChange versions three cuts in what a pass costs in Temporal actions and
+// history events (issue: fewer actions per merge):
+//   - no slot watchdog timer per activity (tracker.watchdog); slot waits come from the
+//     server's pending activities instead (ApplyPending);
+//   - rounds after the first relist only when relistInterval has passed since the last
+//     listing, or when every shard's estimate is drained, instead of before every round;
+//   - WalPending is upserted after listings only, not after every pass.
+//
+// Runs recorded before it replay the old commands.
+const (
+	fewerActionsChange  = "merge-wal-fewer-actions"
+	fewerActionsVersion = workflow.Version(1)
+)
+
+// relistInterval bounds how stale a lean run's shard estimates may get while it merges: a
+// shard that starts sealing mid-merge, or seals again after it was drained, joins the
+// rounds at the next listing, at most this long after the previous one (or when every
+// other shard is drained). WalPending follows the listings.
+const relistInterval = 10 * time.Second
 
 type shardRun struct {
 	res         contract.ShardMergeResult
@@ -176,7 +206,8 @@ func newMergeRun(ctx workflow.Context, in contract.MergeWalInput, tgt target.Tar
 	if slotWait < 0 {
 		slotWait = 0
 	}
-	r.tr = newTracker(ctx, slotWait, r.changed)
+	// The watchdog is on until MergeWal has read fewerActionsChange, before any activity.
+	r.tr = newTracker(ctx, slotWait, true, r.changed)
 	return r
 }
 
@@ -316,10 +347,27 @@ func (r *mergeRun) mergeRounds(ctx workflow.Context, commits workflow.Channel) {
 		sem = workflow.NewSemaphore(ctx, int64(r.in.PrepareConcurrency))
 	}
 	for round := 1; ; round++ {
-		if round > 1 {
-			r.relist(ctx)
+		var order []*shardRun
+		if r.lean {
+			// Listing each round would cost an action per pass on a one-shard table; the
+			// estimates (listed pending minus what the passes folded) plan the rounds in
+			// between, and a drained plan is confirmed by a fresh listing.
+			relisted := false
+			if round > 1 && workflow.Now(ctx).Sub(r.listedAt) >= relistInterval {
+				r.relist(ctx)
+				relisted = true
+			}
+			order = roundOrder(estimatedTodo(r.todo()))
+			if len(order) == 0 && round > 1 && !relisted {
+				r.relist(ctx)
+				order = roundOrder(estimatedTodo(r.todo()))
+			}
+		} else {
+			if round > 1 {
+				r.relist(ctx)
+			}
+			order = roundOrder(r.todo())
 		}
-		order := roundOrder(r.todo())
 		if len(order) == 0 {
 			return
 		}
@@ -359,6 +407,17 @@ func (r *mergeRun) mergeRounds(ctx workflow.Context, commits workflow.Channel) {
 	}
 }
 
+// estimatedTodo keeps the shards whose estimate says something is pending. Pure.
+func estimatedTodo(shards []*shardRun) []*shardRun {
+	var out []*shardRun
+	for _, sh := range shards {
+		if sh.res.Pending > 0 {
+			out = append(out, sh)
+		}
+	}
+	return out
+}
+
 // roundOrder is one round's visiting order: most estimated pending generations first, then
 // shard id. Pure.
 func roundOrder(shards []*shardRun) []*shardRun {
@@ -383,6 +442,7 @@ func (r *mergeRun) relist(ctx workflow.Context) {
 		r.log.Warn("Cannot list pending shards; the round goes on with estimates.", "error", err)
 		return
 	}
+	r.listedAt = workflow.Now(ctx)
 	r.plan(listed.Shards)
 	r.upsertPending()
 }
@@ -429,7 +489,9 @@ func (r *mergeRun) mergePass(ctx workflow.Context, sh *shardRun, commits workflo
 		if p == nil {
 			sh.res.Finished, sh.res.Pending = true, 0
 			sh.phase = contract.ShardDone
-			r.upsertPending()
+			if !r.lean {
+				r.upsertPending()
+			}
 			r.changed()
 			return passDrained
 		}
@@ -487,8 +549,8 @@ func (r *mergeRun) prepare(ctx workflow.Context, sh *shardRun, sem workflow.Sema
 		Shard:          sh.res.Shard,
 		MaxGenerations: r.in.MaxGenerations,
 		MaxBytes:       r.in.MaxBytes,
-		NotifyAfter:    r.tr.slotWait,
 	}
+	params.NotifyAfter, params.NoRunningNotice = r.tr.notice()
 	var res contract.PrepareResult
 	if !sh.res.SharedQueue {
 		sh.queue = contract.ShardQueue(sh.res.Shard)
@@ -521,7 +583,8 @@ func (r *mergeRun) commitLoop(ctx workflow.Context, commits workflow.Channel) {
 func (r *mergeRun) commit(ctx workflow.Context, sh *shardRun, p *contract.PreparedMerge) commitOutcome {
 	sh.phase = contract.ShardCommitting
 	r.current = sh
-	params := contract.CommitParams{Prepared: *p, NotifyAfter: r.tr.slotWait}
+	params := contract.CommitParams{Prepared: *p}
+	params.NotifyAfter, params.NoRunningNotice = r.tr.notice()
 	var res contract.CommitResult
 	if !sh.res.SharedQueue {
 		sh.queue = contract.ShardQueue(sh.res.Shard)
@@ -571,8 +634,10 @@ func (r *mergeRun) committed(sh *shardRun, p *contract.PreparedMerge, res contra
 	sh.phase = contract.ShardPreparing
 	r.log.Info("Merge pass committed.", "shard", sh.res.Shard, "generation", p.Through,
 		"reclaimed", res.Reclaimed, "base_version", res.BaseVersion, "pending", sh.res.Pending)
-	r.upsertPending()
-	if r.passes >= r.in.PassesPerRun || workflow.GetInfo(r.ctx).GetContinueAsNewSuggested() {
+	if !r.lean {
+		r.upsertPending()
+	}
+	if r.passes >= r.in.PassesPerWorkflowRun || workflow.GetInfo(r.ctx).GetContinueAsNewSuggested() {
 		r.stopping = true
 	}
 	r.changed()
@@ -668,12 +733,13 @@ func (r *mergeRun) status() contract.MergeWalStatus {
 		st.Shards = append(st.Shards, ss)
 		st.Reclaimed += sh.res.Reclaimed
 		if st.Blocked == "" && ss.Blocked != "" {
-			st.Blocked = "shard " + shardLabel(sh.res.Shard) + ": " + ss.Blocked
+			st.Blocked = "shard " + contract.ShardLabel(sh.res.Shard) + ": " + ss.Blocked
 		}
 	}
 	if st.Blocked == "" {
 		st.Blocked = r.tr.blocked("")
 	}
+	st.InFlight, st.SlotWait = r.tr.inFlight(), r.tr.slotWait
 	if sh := r.current; sh != nil {
 		st.Shard = sh.res.Shard
 		st.Pass = sh.res.Passes
@@ -696,7 +762,7 @@ func (r *mergeRun) details() string {
 	line := fmt.Sprintf("**%s** %s · shards %d/%d done · %d generations reclaimed · ~%d pending",
 		st.Target, st.Phase, done, len(r.shards), st.Reclaimed, st.Pending)
 	if st.Shard != "" && st.Phase == contract.PhaseMerging {
-		line += fmt.Sprintf(" · shard `%s` pass %d", shardLabel(st.Shard), st.Pass)
+		line += fmt.Sprintf(" · shard `%s` pass %d", contract.ShardLabel(st.Shard), st.Pass)
 	}
 	if st.Blocked != "" {
 		line += "\n\n**blocked:** " + st.Blocked

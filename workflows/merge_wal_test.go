@@ -11,10 +11,12 @@ import (
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
+	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/walkeeper/walkeeper/contract"
 )
@@ -111,7 +113,7 @@ func TestMergeWalHotShardDoesNotStarveOthers(t *testing.T) {
 			return res, err
 		})
 		mockTable(env, f)
-		env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:hot", MaxPasses: maxPasses, PassesPerRun: 1000, ParallelPrepare: parallel})
+		env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:hot", MaxPasses: maxPasses, PassesPerWorkflowRun: 1000, ParallelPrepare: parallel})
 		return mergeResult(t, env), shardsOf(f.calls(&f.commits))
 	}
 	firstAndLast := func(commits []string, shard string) (int, int) {
@@ -432,7 +434,7 @@ func TestMergeWalContinuesAsNewAfterPassesPerRun(t *testing.T) {
 	env := newEnv(t)
 	f := newFakeTable("generic:gs", 1, map[string]int{"a": 5})
 	mockTable(env, f)
-	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:gs", PassesPerRun: 2, ParallelPrepare: true})
+	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:gs", PassesPerWorkflowRun: 2, ParallelPrepare: true})
 	next := continueAsNewInput(t, env.GetWorkflowError())
 	require.Len(t, f.calls(&f.commits), 2)
 	require.Equal(t, 2, next.Carry.Shards[0].Passes)
@@ -492,8 +494,14 @@ func queryStatus(t *testing.T, env interface {
 	return st
 }
 
-func TestMergeWalStatusQueryReportsProgressAndBlockedReasons(t *testing.T) {
+// statusScenario runs a one-shard merge whose first Prepare takes a minute, queries the status
+// at 5s (before the slot-wait threshold), 15s (past it), 21s (after a running notice), 26s
+// (budget wait) and 31s (backoff), and returns the five answers.
+func statusScenario(t *testing.T, watchdog bool) []contract.MergeWalStatus {
 	env := newEnv(t)
+	if watchdog {
+		env.OnGetVersion(fewerActionsChange, workflow.DefaultVersion, fewerActionsVersion).Return(workflow.DefaultVersion)
+	}
 	f := newFakeTable("generic:gs", 2, map[string]int{"a": 4})
 	var prepareIDs []string
 	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
@@ -524,23 +532,64 @@ func TestMergeWalStatusQueryReportsProgressAndBlockedReasons(t *testing.T) {
 	require.Equal(t, 4, res.Reclaimed)
 
 	require.Len(t, seen, 5)
+	return seen
+}
+
+func TestMergeWalStatusQueryReportsProgressAndBlockedReasons(t *testing.T) {
+	seen := statusScenario(t, false)
 	first := seen[0]
 	require.Equal(t, "generic:gs", first.Target)
 	require.Equal(t, contract.PhaseMerging, first.Phase)
 	require.Equal(t, "a", first.Shard)
 	require.Equal(t, 1, first.Pass)
 	require.Equal(t, 4, first.Pending)
-	require.Empty(t, first.Blocked, "nothing is blocked before the watchdog fires")
+	require.Empty(t, first.Blocked, "nothing is blocked before the slot-wait threshold")
 	require.Len(t, first.Shards, 1)
 	require.Equal(t, contract.ShardPreparing, first.Shards[0].Phase)
 	require.Equal(t, contract.ShardQueue("a"), first.Shards[0].Queue)
 
+	// No watchdog timer: the workflow alone cannot tell a slot wait from a run; it lists the
+	// Prepare in flight, and the server's pending state (scheduled, not started) completes it.
+	require.Empty(t, seen[1].Blocked)
+	require.Len(t, seen[1].InFlight, 1)
+	inFlight := seen[1].InFlight[0]
+	require.Equal(t, contract.PrepareActivity, inFlight.Activity)
+	require.Equal(t, "a", inFlight.Shard)
+	require.Equal(t, contract.ShardQueue("a"), inFlight.Queue)
+	require.Equal(t, DefaultSlotWaitThreshold, seen[1].SlotWait)
+	now := time.Date(2026, 1, 1, 0, 0, 15, 0, time.UTC)
+	pending := func(state enumspb.PendingActivityState, scheduled time.Time) []*workflowpb.PendingActivityInfo {
+		return []*workflowpb.PendingActivityInfo{{ActivityId: inFlight.ID, State: state, Attempt: 1, ScheduledTime: timestamppb.New(scheduled)}}
+	}
+	waiting := seen[1]
+	waiting.Shards = append([]contract.ShardStatus(nil), seen[1].Shards...)
+	waiting.ApplyPending(pending(enumspb.PENDING_ACTIVITY_STATE_SCHEDULED, now.Add(-15*time.Second)), now)
+	require.Contains(t, waiting.Blocked, contract.BlockedNoWorker, "unstarted past the threshold on the shard queue")
+	require.Contains(t, waiting.Shards[0].Blocked, contract.BlockedNoWorker)
+	young := seen[1]
+	young.Shards = append([]contract.ShardStatus(nil), seen[1].Shards...)
+	young.ApplyPending(pending(enumspb.PENDING_ACTIVITY_STATE_SCHEDULED, now.Add(-5*time.Second)), now)
+	require.Empty(t, young.Blocked, "scheduled less than the threshold ago")
+	running := seen[1]
+	running.Shards = append([]contract.ShardStatus(nil), seen[1].Shards...)
+	running.ApplyPending(pending(enumspb.PENDING_ACTIVITY_STATE_STARTED, now.Add(-15*time.Second)), now)
+	require.Empty(t, running.Blocked, "a worker picked it up")
+	require.Empty(t, seen[2].Blocked, "the activity said it runs")
+	require.Contains(t, seen[3].Blocked, contract.BlockedBudget)
+	require.Contains(t, seen[4].Blocked, contract.BlockedBackoff)
+	require.Contains(t, seen[4].Blocked, "budget busy")
+}
+
+// Runs recorded before fewerActionsChange keep their watchdog: the status says "waiting for
+// a slot" on its own.
+func TestMergeWalStatusQueryWatchdogBeforeFewerActions(t *testing.T) {
+	seen := statusScenario(t, true)
+	require.Empty(t, seen[0].Blocked, "nothing is blocked before the watchdog fires")
 	require.Contains(t, seen[1].Blocked, contract.BlockedNoWorker, "unstarted past the threshold on the shard queue")
 	require.Contains(t, seen[1].Shards[0].Blocked, contract.BlockedNoWorker)
 	require.Empty(t, seen[2].Blocked, "the activity said it runs")
 	require.Contains(t, seen[3].Blocked, contract.BlockedBudget)
 	require.Contains(t, seen[4].Blocked, contract.BlockedBackoff)
-	require.Contains(t, seen[4].Blocked, "budget busy")
 }
 
 func TestMergeWalUpsertsSearchAttributes(t *testing.T) {
@@ -562,6 +611,52 @@ func TestMergeWalUpsertsSearchAttributes(t *testing.T) {
 	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:gs"})
 	mergeResult(t, env)
 	require.Equal(t, []string{"generic:gs"}, targets, "a bare start gets its target attributes")
+	// contract.WalPending follows the listings: 5 listed; a's pass and b's pass, then a's second pass
+	// on the estimates (no listing in between), then the listing that confirms the drain (0).
+	require.Equal(t, []int64{5, 0}, pending)
+}
+
+func TestMergeWalUpsertsSearchAttributesAfterEveryPassBeforeFewerActions(t *testing.T) {
+	env := newEnv(t)
+	env.OnGetVersion(fewerActionsChange, workflow.DefaultVersion, fewerActionsVersion).Return(workflow.DefaultVersion)
+	f := newFakeTable("generic:gs", 2, map[string]int{"a": 4, "b": 1})
+	mockTable(env, f)
+	var pending []int64
+	env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
+		if v, ok := args.Get(0).(temporal.SearchAttributes).GetInt64(contract.WalPending); ok {
+			pending = append(pending, v)
+		}
+	}).Return(nil)
+	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:gs"})
+	mergeResult(t, env)
 	// 5 listed; a's pass (3 left), b's pass (2), the second listing agrees, a's pass (0).
 	require.Equal(t, []int64{5, 3, 2, 0}, pending)
+}
+
+// A lean run plans rounds from its estimates, but a shard that seals after the first
+// listing is still merged before the run ends: a drained plan is confirmed by a listing.
+func TestMergeWalLeanRelistFindsShardSealedMidMerge(t *testing.T) {
+	env := newEnv(t)
+	f := newFakeTable("generic:gs", 2, map[string]int{"a": 2})
+	mockTable(env, f)
+	commits, lists := 0, 0
+	env.SetOnActivityCompletedListener(func(info *activity.Info, _ converter.EncodedValue, _ error) {
+		switch info.ActivityType.Name {
+		case contract.ListPendingShardsActivity:
+			lists++
+		case contract.CommitActivity:
+			if commits++; commits == 1 {
+				f.mu.Lock()
+				f.pending["b"] = 3
+				f.mu.Unlock()
+			}
+		}
+	})
+	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:gs"})
+	res := mergeResult(t, env)
+	require.Equal(t, 5, res.Reclaimed, "%+v", res)
+	// The first listing; the one that finds b once a's estimate is drained; the one that
+	// confirms the drain after b's two passes (b's second pass ran on its estimate).
+	require.Equal(t, 3, lists)
+	require.Equal(t, 3, commits)
 }

@@ -4,13 +4,15 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/walkeeper/walkeeper/contract"
 )
 
 // roundOrder visits the shards with the most estimated pending generations first, ties by
 // shard id, and leaves its input as it was.
 func TestRoundOrder(t *testing.T) {
 	run := func(shard string, pending int) *shardRun {
-		return &shardRun{res: ShardMergeResult{Shard: shard, Pending: pending}}
+		return &shardRun{res: contract.ShardMergeResult{Shard: shard, Pending: pending}}
 	}
 	for _, tc := range []struct {
 		name string

@@ -19,6 +19,7 @@ const (
 	defaultMaxStarts           = 256
 	defaultSweepConcurrency    = 4
 	defaultStartBatch          = 16
+	defaultStartSpacing        = time.Second
 	maxSkippedListed           = 1000
 )
 
@@ -43,6 +44,9 @@ func sweepDefaults(in contract.MaintenanceSweepInput) contract.MaintenanceSweepI
 	if in.StartBatch <= 0 {
 		in.StartBatch = defaultStartBatch
 	}
+	if in.StartSpacing == 0 {
+		in.StartSpacing = defaultStartSpacing
+	}
 	if in.ParallelPrepare == nil {
 		on := true
 		in.ParallelPrepare = &on
@@ -60,6 +64,13 @@ func sweepDefaults(in contract.MaintenanceSweepInput) contract.MaintenanceSweepI
 const (
 	sweepPerKindChange  = "sweep-per-kind"
 	sweepPerKindVersion = workflow.Version(1)
+)
+
+// sweepPacedStartsChange versions the pacing of start batches (StartSpacing): runs recorded
+// before it launched every batch at once.
+const (
+	sweepPacedStartsChange  = "sweep-paced-starts"
+	sweepPacedStartsVersion = workflow.Version(1)
 )
 
 // MaintenanceSweep scans every kind concurrently (one ScanStats activity per kind) and, as
@@ -84,6 +95,9 @@ func MaintenanceSweep(ctx workflow.Context, in contract.MaintenanceSweepInput) (
 	// Steps 2 and 3. Decide (most indebted first) and start, in bounded batches. One
 	// semaphore bounds the StartWorkflows activities of every kind.
 	st := &sweepStarts{in: in, sem: workflow.NewSemaphore(ctx, int64(in.Concurrency)), wg: workflow.NewWaitGroup(ctx)}
+	if workflow.GetVersion(ctx, sweepPacedStartsChange, workflow.DefaultVersion, sweepPacedStartsVersion) >= sweepPacedStartsVersion && in.StartSpacing > 0 {
+		st.pace = workflow.NewSemaphore(ctx, 1)
+	}
 	kinds := make([]kindSweep, len(target.Kinds))
 	if perKind {
 		remaining := in.MaxStarts
@@ -174,6 +188,34 @@ type sweepStarts struct {
 	in  contract.MaintenanceSweepInput
 	sem workflow.Semaphore
 	wg  workflow.WaitGroup
+	// pace (nil = unpaced) lets one batch at a time wait out StartSpacing after the launch
+	// of the previous one, in plan order (coroutines acquire in the order they were
+	// created, most indebted first).
+	pace       workflow.Semaphore
+	launched   int
+	lastLaunch time.Time
+}
+
+// waitTurn blocks until this batch may launch: StartSpacing after the previous launch.
+// The wait is a workflow timer, so replays wait alike; a sweep of one batch has none.
+func (st *sweepStarts) waitTurn(ctx workflow.Context) error {
+	if st.pace == nil {
+		return nil
+	}
+	if err := st.pace.Acquire(ctx, 1); err != nil {
+		return err
+	}
+	defer st.pace.Release(1)
+	if st.launched > 0 {
+		if wait := st.lastLaunch.Add(st.in.StartSpacing).Sub(workflow.Now(ctx)); wait > 0 {
+			if err := workflow.Sleep(ctx, wait); err != nil {
+				return err
+			}
+		}
+	}
+	st.launched++
+	st.lastLaunch = workflow.Now(ctx)
+	return nil
 }
 
 // startBatches is one plan's starts split into StartWorkflows batches, with their outcomes.
@@ -201,6 +243,10 @@ func (st *sweepStarts) launch(ctx workflow.Context, starts []plannedStart) *star
 				return
 			}
 			defer st.sem.Release(1)
+			if err := st.waitTurn(ctx); err != nil {
+				b.errs[i] = err
+				return
+			}
 			params := contract.StartWorkflowsParams{Starts: make([]contract.StartRequest, len(batch))}
 			for j, s := range batch {
 				params.Starts[j] = s.req

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -313,4 +314,62 @@ func TestMergeWalTickReportsStartFailure(t *testing.T) {
 	env.ExecuteWorkflow(MergeWalTick, contract.MergeWalTickInput{Target: "generic:gs"})
 	typ, _ := appErrType(env.GetWorkflowError())
 	require.Equal(t, contract.ErrTypeStartFailed, typ)
+}
+
+// A sweep that finds a large debt starts it in batches of StartBatch, one batch at least
+// StartSpacing after the previous one, most indebted first; it does not land as one burst.
+func TestMaintenanceSweepPacesStartBatches(t *testing.T) {
+	env := newEnv(t)
+	var generic []contract.TargetStats
+	for i := range 5 {
+		generic = append(generic, contract.TargetStats{Target: fmt.Sprintf("generic:t%d", i), Pending: 100 - i, MaxShardPending: 100 - i, PendingShards: 1})
+	}
+	stats := map[string][]contract.TargetStats{"generic": generic}
+	env.OnActivity(contract.ScanStatsActivity, anyCtx, anyArg).Return(scanFor(stats))
+	starter := &fakeStarter{}
+	var mu sync.Mutex
+	var launched []time.Time
+	env.OnActivity(contract.StartWorkflowsActivity, anyCtx, anyArg).Return(func(ctx context.Context, p contract.StartWorkflowsParams) (contract.StartWorkflowsResult, error) {
+		mu.Lock()
+		launched = append(launched, env.Now())
+		mu.Unlock()
+		return starter.start(ctx, p)
+	})
+	env.ExecuteWorkflow(MaintenanceSweep, contract.MaintenanceSweepInput{StartBatch: 2, StartSpacing: 3 * time.Second})
+	require.NoError(t, env.GetWorkflowError())
+	var res contract.MaintenanceSweepResult
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.Len(t, res.Started, 5)
+	require.Equal(t, 3, starter.batches, "5 starts in batches of 2")
+	require.Len(t, launched, 3)
+	for i := 1; i < len(launched); i++ {
+		require.GreaterOrEqual(t, launched[i].Sub(launched[i-1]), 3*time.Second, "batch %d", i)
+	}
+	for i, r := range starter.requests {
+		require.Equal(t, fmt.Sprintf("generic:t%d", i), r.Target, "most indebted first")
+	}
+}
+
+// Sweeps recorded before sweepPacedStartsChange launch every batch at once.
+func TestMaintenanceSweepUnpacedBeforePacedStarts(t *testing.T) {
+	env := newEnv(t)
+	env.OnGetVersion(sweepPacedStartsChange, workflow.DefaultVersion, sweepPacedStartsVersion).Return(workflow.DefaultVersion)
+	var generic []contract.TargetStats
+	for i := range 4 {
+		generic = append(generic, contract.TargetStats{Target: fmt.Sprintf("generic:t%d", i), Pending: 100 - i, MaxShardPending: 100 - i, PendingShards: 1})
+	}
+	env.OnActivity(contract.ScanStatsActivity, anyCtx, anyArg).Return(scanFor(map[string][]contract.TargetStats{"generic": generic}))
+	starter := &fakeStarter{}
+	var mu sync.Mutex
+	var launched []time.Time
+	env.OnActivity(contract.StartWorkflowsActivity, anyCtx, anyArg).Return(func(ctx context.Context, p contract.StartWorkflowsParams) (contract.StartWorkflowsResult, error) {
+		mu.Lock()
+		launched = append(launched, env.Now())
+		mu.Unlock()
+		return starter.start(ctx, p)
+	})
+	env.ExecuteWorkflow(MaintenanceSweep, contract.MaintenanceSweepInput{StartBatch: 1, StartSpacing: time.Minute})
+	require.NoError(t, env.GetWorkflowError())
+	require.Len(t, launched, 4)
+	require.Less(t, launched[3].Sub(launched[0]), time.Minute)
 }

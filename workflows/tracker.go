@@ -3,7 +3,6 @@ package workflows
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -15,18 +14,26 @@ import (
 
 // tracker runs activities for one workflow run and keeps what the status query needs to
 // say why the run is not making progress. A workflow cannot see whether an activity task
-// has been picked up, so the tracker combines two deterministic observations:
+// has been picked up; what it does see, it sees through history, so replays compute the
+// same status:
 //
-//   - a watchdog timer raced against each activity future (workflow.Selector): an activity
-//     still unfinished after slotWait, with no word from it, is "waiting for a slot" (or,
-//     on a shard queue, for a worker that may be gone);
-//   - ActivityStateSignal, sent by the activity itself once it has run past slotWait,
-//     while it waits for the memory budget, and before Temporal backs off to retry it.
-//
-// Both arrive through history, so replays compute the same status.
+//   - ActivityStateSignal, sent by the activity itself while it waits for the memory budget
+//     and before Temporal backs off to retry it (off the happy path: a pass that runs
+//     straight through sends none);
+//   - in runs recorded before fewerActionsChange only, a watchdog timer raced against each
+//     activity future (workflow.Selector): an activity still unfinished after slotWait,
+//     with no word from it, was "waiting for a slot" (or, on a shard queue, for a worker
+//     that may be gone). It cost a timer start and cancel per activity, 16 of 69 events of
+//     a two-shard merge, so newer runs leave slot waits to the server, which knows them:
+//     the status lists the activities in flight (InFlight) and contract.QueryMergeWalStatus
+//     / `walkeeper status` match them with DescribeWorkflowExecution's pending activities,
+//     where an activity scheduled and not started for slotWait waits for a slot
+//     (contract's ApplyPending).
 type tracker struct {
 	runID    string
 	slotWait time.Duration
+	// watchdog: race a slotWait timer against each activity (runs before fewerActionsChange).
+	watchdog bool
 	seq      int
 	inflight []*watch
 	onChange func()
@@ -47,10 +54,11 @@ type watch struct {
 	lastErr string
 }
 
-func newTracker(ctx workflow.Context, slotWait time.Duration, onChange func()) *tracker {
+func newTracker(ctx workflow.Context, slotWait time.Duration, watchdog bool, onChange func()) *tracker {
 	t := &tracker{
 		runID:    workflow.GetInfo(ctx).WorkflowExecution.RunID,
 		slotWait: slotWait,
+		watchdog: watchdog,
 		onChange: onChange,
 	}
 	ch := workflow.GetSignalChannel(ctx, contract.ActivityStateSignal)
@@ -90,7 +98,7 @@ func (t *tracker) exec(ctx workflow.Context, opts workflow.ActivityOptions, w *w
 		t.remove(w)
 		t.changed()
 	}()
-	if t.slotWait > 0 {
+	if t.watchdog && t.slotWait > 0 {
 		timerCtx, cancel := workflow.WithCancel(ctx)
 		timer := workflow.NewTimerWithOptions(timerCtx, t.slotWait, workflow.TimerOptions{
 			Summary: "slot watchdog: " + w.activity,
@@ -110,6 +118,21 @@ func (t *tracker) exec(ctx workflow.Context, opts workflow.ActivityOptions, w *w
 		cancel()
 	}
 	return fut.Get(ctx, out)
+}
+
+// notice is what an activity is asked to signal: state changes after notifyAfter, and, in
+// watchdog runs only, the "running" notice that clears the watchdog's slot wait.
+func (t *tracker) notice() (notifyAfter time.Duration, noRunningNotice bool) {
+	return t.slotWait, !t.watchdog
+}
+
+// inFlight lists the activities in flight, oldest first, for the status query.
+func (t *tracker) inFlight() []contract.InFlightActivity {
+	out := make([]contract.InFlightActivity, 0, len(t.inflight))
+	for _, w := range t.inflight {
+		out = append(out, contract.InFlightActivity{ID: w.id, Activity: w.activity, Shard: w.shard, Queue: w.queue})
+	}
+	return out
 }
 
 func (t *tracker) remove(w *watch) {
@@ -168,16 +191,10 @@ func (w *watch) blocked() string {
 	case contract.ActivityStateWaitingBudget:
 		return contract.BlockedBudget
 	case contract.ActivityStateRetrying:
-		if w.lastErr != "" {
-			return fmt.Sprintf("%s (attempt %d: %s)", contract.BlockedBackoff, w.attempt, clipText(w.lastErr, 200))
-		}
-		return contract.BlockedBackoff
+		return contract.BackoffReason(w.attempt, w.lastErr)
 	}
 	if w.slow && !w.running {
-		if w.queue != contract.TaskQueue && w.shard != "" {
-			return contract.BlockedNoWorker + " " + shardLabel(w.shard)
-		}
-		return contract.BlockedSlot + " on " + w.queue
+		return contract.SlotReason(w.queue, w.shard)
 	}
 	return ""
 }
@@ -228,23 +245,4 @@ func errorText(err error) string {
 		return te.Error()
 	}
 	return err.Error()
-}
-
-func clipText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}
-
-// shardLabel abbreviates a shard id for human-facing text (details, summaries, blocked
-// reasons): the first UUID group, or at most 8 bytes.
-func shardLabel(shard string) string {
-	if i := strings.IndexByte(shard, '-'); i > 0 && i <= 8 {
-		return shard[:i]
-	}
-	if len(shard) > 8 {
-		return shard[:8]
-	}
-	return shard
 }

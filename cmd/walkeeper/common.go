@@ -22,16 +22,22 @@ type globalOptions struct {
 	logLevel  string
 }
 
+// register adds the global flags. Their names, environment variables and (for Temporal) help
+// texts come from the worker's knob table, so there is one spelling of each.
 func (g *globalOptions) register(fs *pflag.FlagSet) {
-	g.temporal = worker.TemporalConfigFromEnv()
+	g.temporal = worker.DefaultTemporalConfig()
 	g.temporal.RegisterFlags(fs)
-	g.logFormat = os.Getenv("WALKEEPER_LOG_FORMAT")
-	if g.logFormat == "" {
-		g.logFormat = worker.LogFormatConsole
+	worker.StringKnobVar(fs, &g.logFormat, "log-format", worker.LogFormatConsole, "log encoding: console or json")
+	worker.StringKnobVar(fs, &g.logLevel, "log-level", "", "log level: debug, info, warn, error; default info for dev, warn otherwise")
+}
+
+// temporalConfig is the Temporal connection of the global flags; an environment value that
+// did not parse (WALKEEPER_TEMPORAL_TLS=maybe) is a usage error.
+func (g *globalOptions) temporalConfig() (worker.TemporalConfig, error) {
+	if err := g.temporal.Validate(); err != nil {
+		return worker.TemporalConfig{}, usageError{err}
 	}
-	g.logLevel = os.Getenv("WALKEEPER_LOG_LEVEL")
-	fs.StringVar(&g.logFormat, "log-format", g.logFormat, "log encoding: console or json (env WALKEEPER_LOG_FORMAT)")
-	fs.StringVar(&g.logLevel, "log-level", g.logLevel, "log level: debug, info, warn, error; default info for dev, warn otherwise (env WALKEEPER_LOG_LEVEL)")
+	return g.temporal, nil
 }
 
 // logger builds the logger of a client command; defLevel applies when --log-level is unset.
@@ -49,11 +55,15 @@ func (g *globalOptions) logger(defLevel string) (*zap.Logger, error) {
 
 // dial connects to Temporal with the global flags.
 func (g *globalOptions) dial(ctx context.Context) (client.Client, *zap.Logger, error) {
+	tc, err := g.temporalConfig()
+	if err != nil {
+		return nil, nil, err
+	}
 	logger, err := g.logger("warn")
 	if err != nil {
 		return nil, nil, err
 	}
-	c, err := worker.Dial(ctx, g.temporal, logger)
+	c, err := worker.Dial(ctx, tc, logger)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
+	"github.com/walkeeper/walkeeper/internal/devserver"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/worker"
 )
@@ -82,6 +83,10 @@ Temporal's database and log live in <data>/temporal.db and <data>/temporal.log.`
 }
 
 func runDev(parent context.Context, out io.Writer, g *globalOptions, o *devOptions, external bool) error {
+	tc, err := g.temporalConfig()
+	if err != nil {
+		return err
+	}
 	logger, err := g.logger("info")
 	if err != nil {
 		return err
@@ -99,10 +104,9 @@ func runDev(parent context.Context, out io.Writer, g *globalOptions, o *devOptio
 	}
 
 	// 1. Temporal.
-	tc := g.temporal
 	uiURL := ""
 	if !external {
-		srv, err := worker.StartDevServer(ctx, worker.DevServerOptions{
+		srv, err := devserver.Start(ctx, devserver.Options{
 			CLIPath:  o.cli,
 			Install:  true,
 			DataDir:  data,

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -16,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/worker"
 )
 
 // loadGen appends rows to one generic store through the HTTP data plane of one or more
@@ -248,7 +248,7 @@ A worker that answers 503 (too many pending generations) is waited out per Retry
 	f.StringSliceVar(&urls, "http", []string{"http://127.0.0.1:8081"}, "worker base URL(s), comma-separated")
 	f.StringVar(&target, "target", "generic:demo", "store to append to, <kind>:<name>")
 	f.BoolVar(&create, "create", false, "create the (generic) store first")
-	f.StringVar(&l.token, "auth-token", os.Getenv("WALKEEPER_AUTH_TOKEN"), "bearer token for the workers (env WALKEEPER_AUTH_TOKEN)")
+	worker.StringKnobVar(f, &l.token, "auth-token", "", "bearer token for the workers")
 	f.IntVar(&l.rate, "rate", 100, "rows per second")
 	f.IntVar(&l.batch, "batch", 25, "rows per request")
 	f.IntVar(&l.keySpace, "keys", 5000, "distinct ids; later rows overwrite earlier ones")

@@ -114,7 +114,6 @@ Start everything locally (Temporal dev server with Web UI, workers, demo load):
 		newScheduleCmd(g),
 		newLoadCmd(g),
 		newQuarantineCmd(g),
-		newBenchCmd(),
 	)
 	return root
 }

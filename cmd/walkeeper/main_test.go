@@ -151,3 +151,21 @@ func runID(out string) string {
 	}
 	return ""
 }
+
+// A global flag's environment value that does not parse is a usage error (exit 2, one line
+// naming the variable), not a silent default: WALKEEPER_TEMPORAL_TLS=maybe used to mean false.
+func TestBadTemporalEnvExitsTwo(t *testing.T) {
+	t.Setenv("WALKEEPER_TEMPORAL_TLS", "maybe")
+	for _, args := range [][]string{
+		{"merge", "generic:a"},
+		{"status"},
+		{"worker", "--instance", "a", "--storage", "mem://"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			code, out, errOut := runCLI(t, args...)
+			assert.Equal(t, exitUsage, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+			first, _, _ := strings.Cut(errOut, "\n")
+			assert.Contains(t, first, `WALKEEPER_TEMPORAL_TLS="maybe"`)
+		})
+	}
+}

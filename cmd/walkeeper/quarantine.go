@@ -4,11 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/worker"
 )
 
 // newQuarantineCmd is `walkeeper quarantine TARGET OBJECT_KEY --reason TEXT`: the operator's
@@ -86,7 +86,7 @@ the same key changes nothing. It talks to storage directly; workers need no rest
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&storage, "storage", os.Getenv("WALKEEPER_STORAGE"), "storage root URL (env WALKEEPER_STORAGE)")
+	worker.StringKnobVar(cmd.Flags(), &storage, "storage", "", "storage root URL")
 	cmd.Flags().StringVar(&reason, "reason", "", "why, recorded in the manifest next to the object (required)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd

@@ -18,6 +18,7 @@ import (
 type scheduleFlags struct {
 	target string
 	every  time.Duration
+	jitter time.Duration
 	note   string
 }
 
@@ -82,7 +83,7 @@ A paused schedule stays paused. Without --target this is what every worker does 
 		Args: args(cobra.NoArgs),
 		RunE: with(func(ctx context.Context, c client.Client, id string, out io.Writer) error {
 			if sf.target == "" {
-				if err := worker.EnsureSweepSchedule(ctx, c, sf.every); err != nil {
+				if err := worker.EnsureSweepScheduleOpts(ctx, c, worker.SweepSchedule{Every: sf.every, Jitter: sf.jitter}); err != nil {
 					return err
 				}
 			} else {
@@ -90,7 +91,7 @@ A paused schedule stays paused. Without --target this is what every worker does 
 				if err != nil {
 					return err
 				}
-				if err := worker.EnsureTargetSchedule(ctx, c, t, sf.every); err != nil {
+				if err := worker.EnsureTargetScheduleJitter(ctx, c, t, sf.every, sf.jitter); err != nil {
 					return err
 				}
 			}
@@ -99,6 +100,7 @@ A paused schedule stays paused. Without --target this is what every worker does 
 		}),
 	}
 	ensure.Flags().DurationVar(&sf.every, "every", time.Minute, "interval between actions")
+	ensure.Flags().DurationVar(&sf.jitter, "jitter", worker.DefaultScheduleJitter, "random delay of each action, at most this and at most a quarter of --every (0 = none)")
 
 	pause := &cobra.Command{
 		Use:   "pause",
@@ -173,6 +175,9 @@ func printSchedule(out io.Writer, id string, d *client.ScheduleDescription) erro
 			parts = append(parts, p)
 		}
 		parts = append(parts, sp.CronExpressions...)
+		if sp.Jitter > 0 {
+			parts = append(parts, "jitter up to "+sp.Jitter.String())
+		}
 		for range sp.Calendars {
 			parts = append(parts, "calendar")
 		}

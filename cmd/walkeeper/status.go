@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -15,8 +14,10 @@ import (
 	"github.com/spf13/cobra"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
+	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.uber.org/zap"
 
 	"github.com/walkeeper/walkeeper/contract"
@@ -55,6 +56,10 @@ workflow's "status" query.
 			}
 			ctx, cancel := signalContext(cmd.Context())
 			defer cancel()
+			tc, err := g.temporalConfig()
+			if err != nil {
+				return err
+			}
 			logger, err := g.logger("warn")
 			if err != nil {
 				return err
@@ -62,7 +67,7 @@ workflow's "status" query.
 			// Storage stats are useful even when Temporal is down: report the dial error
 			// after printing them (exit status 1).
 			dctx, dcancel := context.WithTimeout(ctx, 15*time.Second)
-			c, dialErr := worker.Dial(dctx, g.temporal, logger)
+			c, dialErr := worker.Dial(dctx, tc, logger)
 			dcancel()
 			if dialErr == nil {
 				defer c.Close()
@@ -96,7 +101,7 @@ workflow's "status" query.
 			return err
 		},
 	}
-	cmd.Flags().StringVar(&storage, "storage", os.Getenv("WALKEEPER_STORAGE"), "storage root URL to read store stats from (env WALKEEPER_STORAGE)")
+	worker.StringKnobVar(cmd.Flags(), &storage, "storage", "", "storage root URL to read store stats from")
 	return cmd
 }
 
@@ -316,13 +321,45 @@ func printWorkflow(ctx context.Context, out io.Writer, c client.Client, typ, id 
 		fmt.Fprintf(tw, "  live status\tunavailable: %v\n", err)
 		return flushLine(tw, out)
 	}
-	var st map[string]any
-	if err := v.Get(&st); err != nil {
+	st, err := liveStatus(v, typ, d.RawResponse.GetPendingActivities())
+	if err != nil {
 		fmt.Fprintf(tw, "  live status\tundecodable: %v\n", err)
 		return flushLine(tw, out)
 	}
 	printStatusQuery(tw, st)
 	return flushLine(tw, out)
+}
+
+// liveStatus decodes a status query answer and completes it with the server's pending
+// activities: the workflow cannot see that no worker has picked an activity up (waiting
+// for a slot, or for a shard's worker), the server can (contract.MergeWalStatus.ApplyPending).
+func liveStatus(v converter.EncodedValue, typ string, pending []*workflowpb.PendingActivityInfo) (map[string]any, error) {
+	var typed interface {
+		ApplyPending([]*workflowpb.PendingActivityInfo, time.Time)
+	}
+	switch typ {
+	case contract.MergeWalWorkflow:
+		typed = &contract.MergeWalStatus{}
+	case contract.CompactBaseWorkflow:
+		typed = &contract.CompactBaseStatus{}
+	}
+	var st map[string]any
+	if typed == nil {
+		return st, v.Get(&st)
+	}
+	if err := v.Get(typed); err != nil {
+		return nil, err
+	}
+	typed.ApplyPending(pending, time.Now())
+	raw, err := json.Marshal(typed)
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return nil, err
+	}
+	delete(st, "slot_wait") // nanoseconds; already folded into blocked
+	return st, nil
 }
 
 // printStatusQuery prints the status query's fields: phase, shard, pass and blocked reason

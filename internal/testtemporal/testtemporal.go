@@ -1,24 +1,27 @@
 // Package testtemporal starts a real Temporal dev server for tests.
 //
 // Tests never assume a running server: Start finds the Temporal CLI (see
-// worker.FindTemporalCLI) or builds it once into <module root>/.cache/bin, then runs
+// devserver.FindCLI) or builds it once into <module root>/.cache/bin, then runs
 // `temporal server start-dev` headless on free ports with a throw-away database, and stops
 // it when the test ends.
 package testtemporal
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"go.temporal.io/sdk/client"
-	"go.uber.org/zap/zapcore"
-	"go.uber.org/zap/zaptest"
+	sdklog "go.temporal.io/sdk/log"
 
-	"github.com/walkeeper/walkeeper/worker"
+	"github.com/walkeeper/walkeeper/internal/devserver"
 )
+
+// defaultNamespace is the namespace every dev server has.
+const defaultNamespace = "default"
 
 // Options tune Start.
 type Options struct {
@@ -42,16 +45,16 @@ func Start(t testing.TB) (hostPort string, c client.Client) {
 }
 
 // StartWithOptions is Start with options; it also returns the server handle.
-func StartWithOptions(t testing.TB, o Options) (*worker.DevServer, client.Client) {
+func StartWithOptions(t testing.TB, o Options) (*devserver.Server, client.Client) {
 	t.Helper()
 	if o.Namespace == "" {
-		o.Namespace = worker.DefaultTemporalNamespace
+		o.Namespace = defaultNamespace
 	}
 	// The CLI build (first run only) can take minutes; the start itself seconds.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	opts := worker.DevServerOptions{
+	opts := devserver.Options{
 		Install:            true,
 		DataDir:            dir,
 		Headless:           true,
@@ -72,7 +75,7 @@ func StartWithOptions(t testing.TB, o Options) (*worker.DevServer, client.Client
 		t.Cleanup(func() { _ = f.Close() })
 		opts.Output = f
 	}
-	srv, err := worker.StartDevServer(ctx, opts)
+	srv, err := devserver.Start(ctx, opts)
 	if err != nil {
 		t.Fatalf("testtemporal: start dev server: %v", err)
 	}
@@ -81,9 +84,10 @@ func StartWithOptions(t testing.TB, o Options) (*worker.DevServer, client.Client
 			t.Errorf("testtemporal: stop dev server: %v", err)
 		}
 	})
-	cfg := worker.TemporalConfig{HostPort: srv.HostPort(), Namespace: o.Namespace}
-	logger := zaptest.NewLogger(t, zaptest.Level(zapLevel(o.Verbose)))
-	c, err := worker.Dial(ctx, cfg, logger)
+	// The SDK's own logs go to the test log (warnings and errors only unless Verbose). The
+	// client is dialled with the SDK directly so that this harness does not depend on worker/.
+	logger := sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(progressWriter{t}, &slog.HandlerOptions{Level: slogLevel(o.Verbose)})))
+	c, err := client.DialContext(ctx, client.Options{HostPort: srv.HostPort(), Namespace: o.Namespace, Logger: logger})
 	if err != nil {
 		t.Fatalf("testtemporal: dial %s: %v", srv.HostPort(), err)
 	}
@@ -98,9 +102,9 @@ func (w progressWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func zapLevel(verbose bool) zapcore.Level {
+func slogLevel(verbose bool) slog.Level {
 	if verbose {
-		return zapcore.DebugLevel
+		return slog.LevelDebug
 	}
-	return zapcore.WarnLevel
+	return slog.LevelWarn
 }

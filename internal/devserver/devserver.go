@@ -1,4 +1,9 @@
-package worker
+// Package devserver runs a local Temporal dev server (`temporal server start-dev`) as a child
+// process: it finds the Temporal CLI or builds it once, picks free ports, waits until the
+// namespace answers, and stops the whole process group. `walkeeper dev`, the benchmarks and the
+// tests use it; a production worker never does, which is why it lives in internal/ and not in
+// worker/.
+package devserver
 
 import (
 	"bytes"
@@ -6,10 +11,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,20 +25,27 @@ import (
 
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
 )
 
 // The Temporal CLI release that walkeeper builds when none is installed. It is the newest
 // tag that `go install` accepts (later tags carry a replace directive) and it embeds the Web UI.
 const (
-	TemporalCLIVersion = "v1.5.1"
-	TemporalCLIModule  = "github.com/temporalio/cli/cmd/temporal"
-	// TemporalCLIEnv names an explicit Temporal CLI binary.
-	TemporalCLIEnv = "WALKEEPER_TEMPORAL_CLI"
+	CLIVersion = "v1.5.1"
+	CLIModule  = "github.com/temporalio/cli/cmd/temporal"
+	// CLIEnv names an explicit Temporal CLI binary.
+	CLIEnv = "WALKEEPER_TEMPORAL_CLI"
 )
 
-// DevServerOptions configures a local `temporal server start-dev`.
-type DevServerOptions struct {
-	// CLIPath is an explicit Temporal CLI binary; empty = FindTemporalCLI's search.
+// defaultNamespace always exists on a dev server.
+const defaultNamespace = "default"
+
+// discardLogger silences the SDK client of the readiness probe.
+var discardLogger = sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler))
+
+// Options configures a local `temporal server start-dev`.
+type Options struct {
+	// CLIPath is an explicit Temporal CLI binary; empty = FindCLI's search.
 	CLIPath string
 	// Install builds the CLI into InstallDir with `go install` when none is found.
 	Install bool
@@ -66,10 +80,28 @@ type DevServerOptions struct {
 	StartTimeout time.Duration
 	// StopTimeout is how long Stop waits after SIGTERM before SIGKILL; 0 = 10s.
 	StopTimeout time.Duration
+	// DynamicConfig adds "key=value" server settings after TunedDynamicConfig (a later
+	// value of the same key wins).
+	DynamicConfig []string
+	// ServerDefaults leaves out TunedDynamicConfig: the server's own defaults, for
+	// side-by-side measurements.
+	ServerDefaults bool
+	// MetricsPort serves the server's Prometheus metrics on 127.0.0.1:<port> (0 = off).
+	MetricsPort int
 }
 
-// DevServer is a running `temporal server start-dev` child process (in its own process group).
-type DevServer struct {
+// TunedDynamicConfig is the server tuning walkeeper's dev and test servers start with
+// (docs/OPERATIONS.md "Temporal server tuning"; deploy/temporal/dynamicconfig.yaml sets the
+// same for docker compose). history.transferProcessorMaxPollRPS caps the reads of each
+// history shard's transfer queue, the queue that dispatches every activity and workflow
+// task; at the default 20 reads/s each dispatch waits up to 50 ms for the next read, which
+// dominated a MergeWal's orchestration time (docs/BENCHMARKS.md "Temporal overhead").
+var TunedDynamicConfig = []string{
+	"history.transferProcessorMaxPollRPS=1000",
+}
+
+// Server is a running `temporal server start-dev` child process (in its own process group).
+type Server struct {
 	cli      string
 	hostPort string
 	uiURL    string
@@ -84,26 +116,26 @@ type DevServer struct {
 }
 
 // HostPort is the frontend address, e.g. "127.0.0.1:7233".
-func (s *DevServer) HostPort() string { return s.hostPort }
+func (s *Server) HostPort() string { return s.hostPort }
 
 // UIURL is the Web UI address, "" when headless.
-func (s *DevServer) UIURL() string { return s.uiURL }
+func (s *Server) UIURL() string { return s.uiURL }
 
 // CLIPath is the Temporal CLI binary that runs the server.
-func (s *DevServer) CLIPath() string { return s.cli }
+func (s *Server) CLIPath() string { return s.cli }
 
 // PID is the server's process id (also its process group id).
-func (s *DevServer) PID() int { return s.cmd.Process.Pid }
+func (s *Server) PID() int { return s.cmd.Process.Pid }
 
-// StartDevServer finds (or installs) the Temporal CLI, starts a dev server and waits until
+// Start finds (or installs) the Temporal CLI, starts a dev server and waits until
 // its frontend answers and its namespace is usable. ctx bounds the start only; the server runs
 // until Stop. Ports of 0 are picked free; a port race is retried with new ports.
-func StartDevServer(ctx context.Context, opts DevServerOptions) (*DevServer, error) {
+func Start(ctx context.Context, opts Options) (*Server, error) {
 	if opts.IP == "" {
 		opts.IP = "127.0.0.1"
 	}
 	if opts.Namespace == "" {
-		opts.Namespace = DefaultTemporalNamespace
+		opts.Namespace = defaultNamespace
 	}
 	if opts.LogLevel == "" {
 		opts.LogLevel = "warn"
@@ -114,9 +146,9 @@ func StartDevServer(ctx context.Context, opts DevServerOptions) (*DevServer, err
 	if opts.StopTimeout <= 0 {
 		opts.StopTimeout = 10 * time.Second
 	}
-	cli, err := FindTemporalCLI(opts.CLIPath)
+	cli, err := FindCLI(opts.CLIPath)
 	if errors.Is(err, errCLINotFound) && opts.Install {
-		cli, err = InstallTemporalCLI(ctx, opts.InstallDir, opts.Progress)
+		cli, err = InstallCLI(ctx, opts.InstallDir, opts.Progress)
 	}
 	if err != nil {
 		return nil, err
@@ -140,7 +172,7 @@ func StartDevServer(ctx context.Context, opts DevServerOptions) (*DevServer, err
 				return nil, err
 			}
 		}
-		s, err := startDevServerOnce(ctx, cli, o)
+		s, err := startOnce(ctx, cli, o)
 		if err == nil {
 			return s, nil
 		}
@@ -152,7 +184,7 @@ func StartDevServer(ctx context.Context, opts DevServerOptions) (*DevServer, err
 	return nil, lastErr
 }
 
-func startDevServerOnce(ctx context.Context, cli string, o DevServerOptions) (*DevServer, error) {
+func startOnce(ctx context.Context, cli string, o Options) (*Server, error) {
 	hostPort := net.JoinHostPort(o.IP, strconv.Itoa(o.Port))
 	args := []string{"server", "start-dev",
 		"--ip", o.IP,
@@ -161,8 +193,14 @@ func startDevServerOnce(ctx context.Context, cli string, o DevServerOptions) (*D
 		"--log-level", o.LogLevel,
 		"--log-format", "json",
 	}
+	for _, kv := range dynamicConfig(o) {
+		args = append(args, "--dynamic-config-value", kv)
+	}
+	if o.MetricsPort > 0 {
+		args = append(args, "--metrics-port", strconv.Itoa(o.MetricsPort))
+	}
 	for _, ns := range append([]string{o.Namespace}, o.ExtraNamespaces...) {
-		if ns != DefaultTemporalNamespace {
+		if ns != defaultNamespace {
 			args = append(args, "--namespace", ns)
 		}
 	}
@@ -182,7 +220,7 @@ func startDevServerOnce(ctx context.Context, cli string, o DevServerOptions) (*D
 		)
 	}
 
-	s := &DevServer{cli: cli, hostPort: hostPort, tail: &tailBuffer{max: 16 << 10}, exited: make(chan struct{}), stopWait: o.StopTimeout}
+	s := &Server{cli: cli, hostPort: hostPort, tail: &tailBuffer{max: 16 << 10}, exited: make(chan struct{}), stopWait: o.StopTimeout}
 	if !o.Headless {
 		s.uiURL = "http://" + net.JoinHostPort(o.IP, strconv.Itoa(o.UIPort))
 	}
@@ -222,8 +260,23 @@ func startDevServerOnce(ctx context.Context, cli string, o DevServerOptions) (*D
 	return s, nil
 }
 
+// dynamicConfig is TunedDynamicConfig (unless ServerDefaults) with o.DynamicConfig
+// replacing the defaults of the keys it names, each key once.
+func dynamicConfig(o Options) []string {
+	key := func(kv string) string { k, _, _ := strings.Cut(kv, "="); return k }
+	var out []string
+	if !o.ServerDefaults {
+		for _, d := range TunedDynamicConfig {
+			if !slices.ContainsFunc(o.DynamicConfig, func(kv string) bool { return key(kv) == key(d) }) {
+				out = append(out, d)
+			}
+		}
+	}
+	return append(out, o.DynamicConfig...)
+}
+
 // waitReady dials the frontend until it answers and the namespace can be described.
-func (s *DevServer) waitReady(ctx context.Context, ns string, timeout time.Duration) error {
+func (s *Server) waitReady(ctx context.Context, ns string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var lastErr error
@@ -246,10 +299,10 @@ func (s *DevServer) waitReady(ctx context.Context, ns string, timeout time.Durat
 	}
 }
 
-func (s *DevServer) probe(ctx context.Context, ns string) error {
+func (s *Server) probe(ctx context.Context, ns string) error {
 	dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	c, err := client.DialContext(dctx, client.Options{HostPort: s.hostPort, Namespace: ns, Logger: NewTemporalLogger(nil)})
+	c, err := client.DialContext(dctx, client.Options{HostPort: s.hostPort, Namespace: ns, Logger: discardLogger})
 	if err != nil {
 		return err
 	}
@@ -260,7 +313,7 @@ func (s *DevServer) probe(ctx context.Context, ns string) error {
 
 // Stop terminates the server's process group: SIGTERM, then SIGKILL after the stop timeout.
 // Safe to call more than once and from several goroutines.
-func (s *DevServer) Stop() error {
+func (s *Server) Stop() error {
 	s.stopOnce.Do(func() {
 		defer s.closeLog()
 		if s.cmd == nil || s.cmd.Process == nil {
@@ -288,9 +341,9 @@ func (s *DevServer) Stop() error {
 }
 
 // Done is closed when the server process has exited.
-func (s *DevServer) Done() <-chan struct{} { return s.exited }
+func (s *Server) Done() <-chan struct{} { return s.exited }
 
-func (s *DevServer) closeLog() {
+func (s *Server) closeLog() {
 	if s.logFile != nil {
 		_ = s.logFile.Close()
 	}
@@ -298,11 +351,11 @@ func (s *DevServer) closeLog() {
 
 var errCLINotFound = errors.New("temporal CLI not found")
 
-// FindTemporalCLI locates a Temporal CLI binary: explicit (a flag), then $WALKEEPER_TEMPORAL_CLI,
+// FindCLI locates a Temporal CLI binary: explicit (a flag), then $WALKEEPER_TEMPORAL_CLI,
 // then `temporal` on PATH, then $GOBIN, $(go env GOPATH)/bin and ~/go/bin, then
-// <module root>/.cache/bin. The error wraps a "not found" sentinel that InstallTemporalCLI cures.
-func FindTemporalCLI(explicit string) (string, error) {
-	for _, p := range []string{explicit, os.Getenv(TemporalCLIEnv)} {
+// <module root>/.cache/bin. The error wraps a "not found" sentinel that InstallCLI cures.
+func FindCLI(explicit string) (string, error) {
+	for _, p := range []string{explicit, os.Getenv(CLIEnv)} {
 		if p == "" {
 			continue
 		}
@@ -326,18 +379,18 @@ func FindTemporalCLI(explicit string) (string, error) {
 	if home, err := os.UserHomeDir(); err == nil {
 		dirs = append(dirs, filepath.Join(home, "go", "bin"))
 	}
-	dirs = append(dirs, DefaultCLIInstallDir())
+	dirs = append(dirs, DefaultInstallDir())
 	for _, d := range dirs {
 		if p := filepath.Join(d, "temporal"); isExecutable(p) {
 			return p, nil
 		}
 	}
 	return "", fmt.Errorf("%w (looked at $%s, PATH, %s); run ./scripts/install-temporal.sh or let walkeeper build it",
-		errCLINotFound, TemporalCLIEnv, strings.Join(dirs, ", "))
+		errCLINotFound, CLIEnv, strings.Join(dirs, ", "))
 }
 
-// DefaultCLIInstallDir is <module root>/.cache/bin, or ./.cache/bin outside the module.
-func DefaultCLIInstallDir() string {
+// DefaultInstallDir is <module root>/.cache/bin, or ./.cache/bin outside the module.
+func DefaultInstallDir() string {
 	root, err := moduleRoot()
 	if err != nil {
 		root, _ = os.Getwd()
@@ -345,12 +398,12 @@ func DefaultCLIInstallDir() string {
 	return filepath.Join(root, ".cache", "bin")
 }
 
-// InstallTemporalCLI builds the Temporal CLI (TemporalCLIVersion) into dir (empty =
-// DefaultCLIInstallDir) with `go install`, CGO off. It takes a file lock so that parallel
+// InstallCLI builds the Temporal CLI (CLIVersion) into dir (empty =
+// DefaultInstallDir) with `go install`, CGO off. It takes a file lock so that parallel
 // test packages build it once, and returns at once when the binary is already there.
-func InstallTemporalCLI(ctx context.Context, dir string, progress io.Writer) (string, error) {
+func InstallCLI(ctx context.Context, dir string, progress io.Writer) (string, error) {
 	if dir == "" {
-		dir = DefaultCLIInstallDir()
+		dir = DefaultInstallDir()
 	}
 	dir, err := filepath.Abs(dir)
 	if err != nil {
@@ -369,15 +422,15 @@ func InstallTemporalCLI(ctx context.Context, dir string, progress io.Writer) (st
 		return bin, nil
 	}
 	pw := progressOrDiscard(progress)
-	fmt.Fprintf(pw, "building Temporal CLI %s (first run only, ~2-3 min) into %s ...\n", TemporalCLIVersion, dir)
-	cmd := exec.CommandContext(ctx, "go", "install", TemporalCLIModule+"@"+TemporalCLIVersion)
+	fmt.Fprintf(pw, "building Temporal CLI %s (first run only, ~2-3 min) into %s ...\n", CLIVersion, dir)
+	cmd := exec.CommandContext(ctx, "go", "install", CLIModule+"@"+CLIVersion)
 	cmd.Env = append(os.Environ(), "GOBIN="+dir, "CGO_ENABLED=0", "GOFLAGS=")
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	cmd.Stderr = &out
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
-		return "", fmt.Errorf("go install %s: %w", TemporalCLIModule, err)
+		return "", fmt.Errorf("go install %s: %w", CLIModule, err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -387,7 +440,7 @@ func InstallTemporalCLI(ctx context.Context, dir string, progress io.Writer) (st
 		select {
 		case err := <-done:
 			if err != nil {
-				return "", fmt.Errorf("go install %s@%s: %w\n%s", TemporalCLIModule, TemporalCLIVersion, err, out.String())
+				return "", fmt.Errorf("go install %s@%s: %w\n%s", CLIModule, CLIVersion, err, out.String())
 			}
 			if !isExecutable(bin) {
 				return "", fmt.Errorf("go install succeeded but %s is missing", bin)
@@ -400,11 +453,11 @@ func InstallTemporalCLI(ctx context.Context, dir string, progress io.Writer) (st
 	}
 }
 
-// EnsureTemporalCLI finds the CLI or installs it (see FindTemporalCLI, InstallTemporalCLI).
-func EnsureTemporalCLI(ctx context.Context, explicit string, progress io.Writer) (string, error) {
-	p, err := FindTemporalCLI(explicit)
+// EnsureCLI finds the CLI or installs it (see FindCLI, InstallCLI).
+func EnsureCLI(ctx context.Context, explicit string, progress io.Writer) (string, error) {
+	p, err := FindCLI(explicit)
 	if errors.Is(err, errCLINotFound) {
-		return InstallTemporalCLI(ctx, "", progress)
+		return InstallCLI(ctx, "", progress)
 	}
 	return p, err
 }

@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/internal/devserver"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/worker"
 )
@@ -74,7 +75,7 @@ func TestMain(m *testing.M) {
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	p, err := worker.FreePort()
+	p, err := devserver.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +188,7 @@ type temporalRig struct {
 	t       *testing.T
 	dir     string
 	port    int
-	srv     *worker.DevServer
+	srv     *devserver.Server
 	c       client.Client
 	restart int
 }
@@ -195,7 +196,7 @@ type temporalRig struct {
 func (r *temporalRig) startServer() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	srv, err := worker.StartDevServer(ctx, worker.DevServerOptions{
+	srv, err := devserver.Start(ctx, devserver.Options{
 		Install: true, DataDir: r.dir, Port: r.port, Headless: true, LogLevel: "error",
 	})
 	if err != nil {
@@ -228,7 +229,7 @@ func TestWorkerProcessesSurviveKillsAndTemporalRestarts(t *testing.T) {
 	rounds := pickInt(2, 10, "WALKEEPER_TEMPORAL_ROUNDS")
 	bin := buildWalkeeper(t)
 	dir := t.TempDir()
-	port, err := worker.FreePort()
+	port, err := devserver.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,8 @@
-package worker_test
+package devserver_test
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"path/filepath"
 	"syscall"
@@ -10,8 +11,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
 
-	"github.com/walkeeper/walkeeper/worker"
+	"github.com/walkeeper/walkeeper/internal/devserver"
 )
 
 // TestDevServer starts a dev server with its Web UI the way `walkeeper dev` does, checks
@@ -20,7 +23,7 @@ func TestDevServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	srv, err := worker.StartDevServer(ctx, worker.DevServerOptions{
+	srv, err := devserver.Start(ctx, devserver.Options{
 		Install:  true,
 		DataDir:  dir,
 		Progress: testWriter{t},
@@ -31,7 +34,7 @@ func TestDevServer(t *testing.T) {
 	assert.FileExists(t, filepath.Join(dir, "temporal.log"))
 	require.NotEmpty(t, srv.UIURL())
 
-	c, err := worker.Dial(ctx, worker.TemporalConfig{HostPort: srv.HostPort()}, nil)
+	c, err := client.DialContext(ctx, client.Options{HostPort: srv.HostPort(), Logger: discardLogger})
 	require.NoError(t, err)
 	c.Close()
 
@@ -58,12 +61,14 @@ func TestDevServer(t *testing.T) {
 }
 
 func TestFindTemporalCLIExplicit(t *testing.T) {
-	_, err := worker.FindTemporalCLI(filepath.Join(t.TempDir(), "nope"))
+	_, err := devserver.FindCLI(filepath.Join(t.TempDir(), "nope"))
 	assert.Error(t, err)
-	t.Setenv(worker.TemporalCLIEnv, filepath.Join(t.TempDir(), "nope"))
-	_, err = worker.FindTemporalCLI("")
-	assert.Error(t, err, "a wrong $%s is an error, not a silent fallback", worker.TemporalCLIEnv)
+	t.Setenv(devserver.CLIEnv, filepath.Join(t.TempDir(), "nope"))
+	_, err = devserver.FindCLI("")
+	assert.Error(t, err, "a wrong $%s is an error, not a silent fallback", devserver.CLIEnv)
 }
+
+var discardLogger = sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler))
 
 type testWriter struct{ t testing.TB }
 

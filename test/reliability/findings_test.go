@@ -284,7 +284,7 @@ func TestFindingSelfFenceHidesAcknowledgedRows(t *testing.T) {
 //
 // store/read.go Get/List retry three times on a file-level ErrNotFound ("a file vanished
 // under a concurrent merge") and then return that error, which still wraps ErrNotFound, so
-// worker/http.go getRow answers 404 row_not_found for a row that exists in the base, and
+// worker/http_rows.go getRow answers 404 row_not_found for a row that exists in the base, and
 // walkeeper_corrupt_objects_total does not move. Proposed fix: after the last attempt,
 // return corruptf("%s referenced by the manifest is missing", path) (and count it), so the
 // data plane answers 500 corrupt.

@@ -17,8 +17,8 @@ import (
 	"github.com/walkeeper/walkeeper/bench"
 )
 
-// newBenchCmd is `walkeeper bench <scenario>`: the benchmark scenarios of package bench.
-func newBenchCmd() *cobra.Command {
+// newRootCmd is `walkeeper-bench <scenario>`: the benchmark scenarios of package bench.
+func newRootCmd() *cobra.Command {
 	var (
 		o          bench.Options
 		out        string
@@ -33,7 +33,7 @@ func newBenchCmd() *cobra.Command {
 		names = append(names, fmt.Sprintf("  %-18s %s", s.Name, s.Short))
 	}
 	cmd := &cobra.Command{
-		Use:   "bench <scenario>|all|list",
+		Use:   "walkeeper-bench <scenario>|all|list",
 		Short: "Run a benchmark scenario (incident replay, commit lock, append latency, ...)",
 		Long: `Run one of walkeeper's benchmark scenarios, measuring walkeeper and its comparison side by
 side in the same run. Results (markdown, JSON, CSV, PNG) go to --out; progress goes to stderr
@@ -44,8 +44,13 @@ Scenarios:
   all                run every scenario in this order
 
 --quick runs each scenario's smoke-test size (under 2 minutes each). Scenarios that need Temporal
-start a dev server (temporal server start-dev) unless --temporal is given explicitly.`,
-		Args: args(cobra.ExactArgs(1)),
+start a dev server (temporal server start-dev) unless --temporal is given.
+
+This is a separate binary from walkeeper so that the production binary links neither the
+scenarios nor the plotting library (docs/BENCHMARKS.md, "Where the benchmarks live").`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			ctx, cancel := signalContext(cmd.Context())
 			defer cancel()
@@ -64,17 +69,14 @@ start a dev server (temporal server start-dev) unless --temporal is given explic
 			} else if _, ok := bench.Lookup(name); ok {
 				run = []string{name}
 			} else {
-				return usagef("unknown scenario %q (see 'walkeeper bench list')", name)
-			}
-			if f := cmd.Flags().Lookup("temporal"); f != nil && f.Changed {
-				o.Temporal = f.Value.String()
+				return usagef("unknown scenario %q (see 'walkeeper-bench list')", name)
 			}
 			o.Reexec = func(ctx context.Context, scenario string, extra ...string) *exec.Cmd {
 				exe, err := os.Executable()
 				if err != nil {
 					exe = os.Args[0]
 				}
-				return exec.CommandContext(ctx, exe, append([]string{"bench", scenario, "--child"}, extra...)...)
+				return exec.CommandContext(ctx, exe, append([]string{scenario, "--child"}, extra...)...)
 			}
 			if child {
 				o.Child = true
@@ -83,7 +85,7 @@ start a dev server (temporal server start-dev) unless --temporal is given explic
 				return err
 			}
 			if out == "" {
-				out = filepath.Join("walkeeper-bench", time.Now().Format("20060102-150405"))
+				out = filepath.Join("walkeeper-bench-results", time.Now().Format("20060102-150405"))
 			}
 			if err := os.MkdirAll(out, 0o755); err != nil {
 				return err
@@ -129,9 +131,11 @@ start a dev server (temporal server start-dev) unless --temporal is given explic
 			return nil
 		},
 	}
+	cmd.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageError{err} })
 	fs := cmd.Flags()
+	fs.StringVar(&o.Temporal, "temporal", "", "host:port of a running Temporal frontend for the scenarios that need one (default: start a dev server)")
 	fs.BoolVar(&o.Quick, "quick", false, "smoke-test size: under 2 minutes per scenario")
-	fs.StringVar(&out, "out", "", "directory for results (markdown, JSON, CSV, PNG, walkeeper.log); default ./walkeeper-bench/<time>")
+	fs.StringVar(&out, "out", "", "directory for results (markdown, JSON, CSV, PNG, walkeeper.log); default ./walkeeper-bench-results/<time>")
 	fs.StringVar(&workDir, "work-dir", "", "directory for the stores a scenario writes (default: the system temp dir); removed afterwards")
 	fs.IntVar(&o.Reps, "reps", 0, "repetitions (default 5, or 1 with --quick)")
 	fs.DurationVar(&o.Duration, "duration", 0, "length of each side of the incident replay (default 4m, 40s with --quick)")

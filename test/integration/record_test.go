@@ -24,7 +24,7 @@ const recordEnv = "WALKEEPER_RECORD_HISTORIES"
 // MergeWalTick, each run against the real server with real workers and kept small. It runs
 // only with WALKEEPER_RECORD_HISTORIES=1 and (over)writes workflows/testdata/replay/*.json:
 //
-//	WALKEEPER_RECORD_HISTORIES=1 go test ./integration -run TestRecordReplayHistories
+//	WALKEEPER_RECORD_HISTORIES=1 go test ./test/integration -run TestRecordReplayHistories
 //
 // Record after a workflow change and keep the old files (see testdata/replay/README.md).
 func TestRecordReplayHistories(t *testing.T) {

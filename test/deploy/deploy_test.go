@@ -29,7 +29,7 @@ import (
 	"github.com/walkeeper/walkeeper/worker"
 )
 
-const repoRoot = ".."
+const repoRoot = "../.."
 
 func readFile(t *testing.T, rel string) string {
 	t.Helper()

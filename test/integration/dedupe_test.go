@@ -108,12 +108,9 @@ func TestTwoStartsOneRun(t *testing.T) {
 	// While it waits, the status query says why, and visibility finds the run by target
 	// with its pending count.
 	waitFor(t, waitShort, "the status query to report the missing shard worker", func() (bool, error) {
-		v, err := e.c.QueryWorkflow(e.ctx(waitShort), first.GetID(), first.GetRunID(), contract.StatusQuery)
+		// The workflow lists its Prepare in flight; the server knows no worker started it.
+		st, err := contract.QueryMergeWalStatus(e.ctx(waitShort), e.c, first.GetID(), first.GetRunID())
 		if err != nil {
-			return false, err
-		}
-		var st contract.MergeWalStatus
-		if err := v.Get(&st); err != nil {
 			return false, err
 		}
 		return strings.Contains(st.Blocked, contract.BlockedNoWorker) && st.Pending == 3, fmt.Errorf("status %+v", st)

@@ -24,7 +24,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/walkeeper/walkeeper/worker"
+	"github.com/walkeeper/walkeeper/internal/devserver"
 )
 
 // namespacePool is the set of namespaces the dev server creates; each test takes one.
@@ -84,7 +84,7 @@ func runSuite(m *testing.M) int {
 	// The first run may build the Temporal CLI (minutes); the start itself takes seconds,
 	// but a loaded machine can stretch it.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	srv, err := worker.StartDevServer(ctx, worker.DevServerOptions{
+	srv, err := devserver.Start(ctx, devserver.Options{
 		Install:         true,
 		DataDir:         filepath.Join(dir, "temporal"),
 		Headless:        true,
@@ -144,7 +144,7 @@ func walkeeperBinary() (string, error) {
 	return suite.binPath, suite.buildErr
 }
 
-// moduleRoot is the directory holding go.mod (the tests run in <root>/integration).
+// moduleRoot is the directory holding go.mod (the tests run in <root>/test/integration).
 func moduleRoot() (string, error) {
 	wd, err := os.Getwd()
 	if err != nil {

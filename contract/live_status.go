@@ -1,0 +1,105 @@
+package contract
+
+import (
+	"context"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	workflowpb "go.temporal.io/api/workflow/v1"
+	"go.temporal.io/sdk/client"
+)
+
+// InFlightActivity is one activity a MergeWal or CompactBase run waits on, as its status
+// query lists it. The server's view of the same activity (DescribeWorkflowExecution's
+// pending activities, matched by ID) tells whether a worker has picked it up.
+type InFlightActivity struct {
+	ID       string `json:"id"`
+	Activity string `json:"activity"`
+	Shard    string `json:"shard,omitempty"`
+	Queue    string `json:"queue"`
+}
+
+// slotBlocked is the blocked reason of activity a as the server reports it (pa), at now: a
+// task scheduled and not started by any worker for at least threshold waits for a slot on
+// the shared queue, or on a shard queue for a slot or a worker that may be gone; a retry
+// waiting for its next attempt backs off. "" when a runs, or has waited less than
+// threshold. Pure.
+func slotBlocked(a InFlightActivity, pa *workflowpb.PendingActivityInfo, now time.Time, threshold time.Duration) string {
+	if pa == nil || pa.GetState() != enumspb.PENDING_ACTIVITY_STATE_SCHEDULED || threshold <= 0 {
+		return ""
+	}
+	if next := pa.GetNextAttemptScheduleTime(); next != nil && next.AsTime().After(now) {
+		return BackoffReason(int(pa.GetAttempt())-1, pa.GetLastFailure().GetMessage())
+	}
+	since := pa.GetScheduledTime().AsTime()
+	if next := pa.GetNextAttemptScheduleTime(); next != nil && next.AsTime().After(since) {
+		since = next.AsTime()
+	}
+	if now.Sub(since) < threshold {
+		return ""
+	}
+	return SlotReason(a.Queue, a.Shard)
+}
+
+// pendingByID indexes a DescribeWorkflowExecution answer's pending activities.
+func pendingByID(pending []*workflowpb.PendingActivityInfo) map[string]*workflowpb.PendingActivityInfo {
+	m := make(map[string]*workflowpb.PendingActivityInfo, len(pending))
+	for _, pa := range pending {
+		m[pa.GetActivityId()] = pa
+	}
+	return m
+}
+
+// ApplyPending completes st with what only the server knows: which in-flight activities no
+// worker has started (waiting for a slot or a shard worker) or wait for a retry. A reason
+// the workflow reported itself (budget wait, backoff) is kept. now is the caller's clock.
+func (st *MergeWalStatus) ApplyPending(pending []*workflowpb.PendingActivityInfo, now time.Time) {
+	byID := pendingByID(pending)
+	for _, a := range st.InFlight {
+		reason := slotBlocked(a, byID[a.ID], now, st.SlotWait)
+		if reason == "" {
+			continue
+		}
+		for i := range st.Shards {
+			if a.Shard != "" && st.Shards[i].Shard == a.Shard && st.Shards[i].Blocked == "" {
+				st.Shards[i].Blocked = reason
+			}
+		}
+		if st.Blocked == "" {
+			if a.Shard != "" {
+				reason = "shard " + ShardLabel(a.Shard) + ": " + reason
+			}
+			st.Blocked = reason
+		}
+	}
+}
+
+// ApplyPending is MergeWalStatus.ApplyPending for CompactBase.
+func (st *CompactBaseStatus) ApplyPending(pending []*workflowpb.PendingActivityInfo, now time.Time) {
+	byID := pendingByID(pending)
+	for _, a := range st.InFlight {
+		if reason := slotBlocked(a, byID[a.ID], now, st.SlotWait); reason != "" && st.Blocked == "" {
+			st.Blocked = reason
+		}
+	}
+}
+
+// QueryMergeWalStatus asks a running MergeWal for its status query and completes it with
+// the server's pending activities (ApplyPending), as `walkeeper status` shows it. runID ""
+// is the latest run.
+func QueryMergeWalStatus(ctx context.Context, c client.Client, workflowID, runID string) (MergeWalStatus, error) {
+	var st MergeWalStatus
+	v, err := c.QueryWorkflow(ctx, workflowID, runID, StatusQuery)
+	if err != nil {
+		return st, err
+	}
+	if err := v.Get(&st); err != nil {
+		return st, err
+	}
+	d, err := c.DescribeWorkflowExecution(ctx, workflowID, runID)
+	if err != nil {
+		return st, err
+	}
+	st.ApplyPending(d.GetPendingActivities(), time.Now())
+	return st, nil
+}

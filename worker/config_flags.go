@@ -1,0 +1,179 @@
+package worker
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+
+	"github.com/spf13/pflag"
+)
+
+// This file binds the knob table (config_knobs.go) to flags and environment variables.
+// Precedence everywhere is flag > environment > default: environment values are applied when
+// the flags are registered (so --help shows them as the default), and a flag given on the
+// command line overrides them when fs is parsed. An environment value that does not parse is
+// kept as an error that Validate reports, unless the flag overrides it; it never silently
+// means the zero value.
+
+// envErrors holds environment values that did not parse, by flag name.
+type envErrors map[string]error
+
+// applyEnv sets one knob from its environment variable, if set, and records a parse error.
+func (e *envErrors) applyEnv(k knob, set func(string) error) {
+	v, ok := os.LookupEnv(k.env())
+	if !ok {
+		return
+	}
+	if err := set(v); err != nil {
+		if *e == nil {
+			*e = envErrors{}
+		}
+		(*e)[k.Flag] = fmt.Errorf("%s=%q: %w", k.env(), v, err)
+	}
+}
+
+// sorted lists the errors of every map in flag order.
+func sortedEnvErrors(ms ...envErrors) []error {
+	all := map[string]error{}
+	for _, m := range ms {
+		for f, err := range m {
+			all[f] = err
+		}
+	}
+	names := make([]string, 0, len(all))
+	for n := range all {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	errs := make([]error, 0, len(names))
+	for _, n := range names {
+		errs = append(errs, all[n])
+	}
+	return errs
+}
+
+// RegisterFlags adds one flag per knob to fs (see the precedence rule above). The Temporal
+// connection knobs are registered by c.Temporal.RegisterFlags, so that every command spells
+// them alike; a command registers either this or that, not both.
+func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
+	for _, k := range knobs {
+		if k.temporal {
+			continue
+		}
+		c.envErrs.applyEnv(k, func(v string) error { return k.set(c, v) })
+		registerKnobFlag(fs, k, &knobValue{
+			get: func() string { return k.get(c) },
+			set: func(s string) error { return k.set(c, s) },
+			ok:  func() { delete(c.envErrs, k.Flag) },
+			typ: k.Type,
+		})
+	}
+	c.Temporal.RegisterFlags(fs)
+}
+
+// RegisterFlags adds --temporal, --namespace and the --temporal-tls*/--temporal-api-key
+// flags to fs from the knob table, with WALKEEPER_TEMPORAL, WALKEEPER_NAMESPACE, … applied
+// over the current values of c. Validate reports environment values that did not parse.
+func (c *TemporalConfig) RegisterFlags(fs *pflag.FlagSet) {
+	for _, k := range knobs {
+		if !k.temporal {
+			continue
+		}
+		c.envErrs.applyEnv(k, func(v string) error { return k.tset(c, v) })
+		registerKnobFlag(fs, k, &knobValue{
+			get: func() string { return k.tget(c) },
+			set: func(s string) error { return k.tset(c, s) },
+			ok:  func() { delete(c.envErrs, k.Flag) },
+			typ: k.Type,
+		})
+	}
+}
+
+// TemporalConfigFromEnv returns the Temporal defaults overridden by every WALKEEPER_TEMPORAL*
+// and WALKEEPER_NAMESPACE variable that is set; a value that does not parse is an error.
+func TemporalConfigFromEnv() (TemporalConfig, error) {
+	c := DefaultTemporalConfig()
+	var errs []error
+	for _, k := range knobs {
+		if !k.temporal {
+			continue
+		}
+		if v, ok := os.LookupEnv(k.env()); ok {
+			if err := k.tset(&c, v); err != nil {
+				errs = append(errs, fmt.Errorf("%s=%q: %w", k.env(), v, err))
+			}
+		}
+	}
+	return c, errors.Join(errs...)
+}
+
+// Validate reports environment values that did not parse (unless a flag overrode them) and
+// a client certificate without its key or the other way round.
+func (c *TemporalConfig) Validate() error {
+	errs := sortedEnvErrors(c.envErrs)
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		errs = append(errs, errors.New("--temporal-tls-cert: --temporal-tls-cert and --temporal-tls-key go together"))
+	}
+	return errors.Join(errs...)
+}
+
+// StringKnobVar registers, for a command other than `walkeeper worker`, a flag that shares a
+// string knob of the worker (status --storage, load --auth-token, the global --log-format):
+// same flag name, same environment variable, so one name means one thing everywhere. def is
+// the value when the variable is unset and usage the command's own help text. It panics on a
+// name that is not a string knob: that is a programming error, and every command's --help
+// test runs into it.
+func StringKnobVar(fs *pflag.FlagSet, p *string, flag, def, usage string) {
+	k, ok := lookupKnob(flag)
+	if !ok || k.Type != "string" || k.temporal {
+		panic(fmt.Sprintf("worker.StringKnobVar: %q is not a string knob of the worker", flag))
+	}
+	*p = def
+	if v, ok := os.LookupEnv(k.env()); ok {
+		*p = v
+	}
+	k.Usage = usage
+	registerKnobFlag(fs, k, &knobValue{
+		get: func() string { return *p },
+		set: func(s string) error { *p = s; return nil },
+		ok:  func() {},
+		typ: k.Type,
+	})
+}
+
+func registerKnobFlag(fs *pflag.FlagSet, k knob, v *knobValue) {
+	f := fs.VarPF(v, k.Flag, "", k.usage())
+	if k.Type == "bool" {
+		f.NoOptDefVal = "true"
+	}
+	if k.Secret {
+		f.DefValue = "" // never print a secret from the environment in --help
+	}
+}
+
+// knobValue adapts one knob of one config to pflag.Value. Setting it from the command line
+// clears the knob's pending environment error (ok).
+type knobValue struct {
+	get func() string
+	set func(string) error
+	ok  func()
+	typ string
+}
+
+func (v *knobValue) String() string {
+	if v.get == nil { // pflag calls String on a zero value to detect zero defaults
+		return ""
+	}
+	return v.get()
+}
+
+func (v *knobValue) Set(s string) error {
+	if err := v.set(s); err != nil {
+		return err
+	}
+	v.ok()
+	return nil
+}
+
+func (v *knobValue) Type() string { return v.typ }

@@ -1,0 +1,214 @@
+package worker
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// KnobInfo describes one knob for documentation.
+type KnobInfo struct {
+	Flag    string // command-line flag without dashes
+	Env     string // environment variable
+	Type    string // string, int, bytes, duration, bool
+	Default string // documented default
+	Usage   string
+}
+
+// Knobs lists every knob in documentation order.
+func Knobs() []KnobInfo {
+	d := DefaultConfig()
+	out := make([]KnobInfo, 0, len(knobs))
+	for _, k := range knobs {
+		def := k.get(&d)
+		if k.DocDefault != "" {
+			def = k.DocDefault
+		}
+		out = append(out, KnobInfo{Flag: k.Flag, Env: k.env(), Type: k.Type, Default: def, Usage: k.Usage})
+	}
+	return out
+}
+
+// knob is one configuration entry: flag, environment variable, type, documentation and the
+// accessors of its field. The table below is the one source of every knob's flag name,
+// environment name, default (DefaultConfig) and help text: `walkeeper worker`'s flags,
+// the client commands' Temporal flags (TemporalConfig.RegisterFlags), ConfigFromEnv and
+// docs/CONFIG.md are all generated from it.
+type knob struct {
+	Flag       string
+	Type       string
+	Usage      string
+	DocDefault string
+	Secret     bool
+	// temporal marks a TemporalConfig field: tget/tset reach it in a TemporalConfig alone
+	// (the client commands), get/set through Config.Temporal (the worker).
+	temporal bool
+	get      func(*Config) string
+	set      func(*Config, string) error
+	tget     func(*TemporalConfig) string
+	tset     func(*TemporalConfig, string) error
+}
+
+func (k knob) env() string {
+	return EnvPrefix + strings.ToUpper(strings.ReplaceAll(k.Flag, "-", "_"))
+}
+
+// usage is the flag's help text: the knob's, with its environment variable.
+func (k knob) usage() string { return k.Usage + " (env " + k.env() + ")" }
+
+// lookupKnob returns the knob named flag.
+func lookupKnob(flag string) (knob, bool) {
+	for _, k := range knobs {
+		if k.Flag == flag {
+			return k, true
+		}
+	}
+	return knob{}, false
+}
+
+// workerKnob is a knob of a Config field.
+func workerKnob(flag, usage string, f field[Config]) knob {
+	return knob{Flag: flag, Type: f.typ, Usage: usage, get: f.get, set: f.set}
+}
+
+// temporalKnob is a knob of a TemporalConfig field.
+func temporalKnob(flag, usage string, f field[TemporalConfig]) knob {
+	return knob{Flag: flag, Type: f.typ, Usage: usage, temporal: true, tget: f.get, tset: f.set,
+		get: func(c *Config) string { return f.get(&c.Temporal) },
+		set: func(c *Config, s string) error { return f.set(&c.Temporal, s) }}
+}
+
+// field reads and writes one typed field of an owner struct (Config or TemporalConfig) as
+// text; set reports a value that does not parse and leaves the field alone.
+type field[O any] struct {
+	typ string
+	get func(*O) string
+	set func(*O, string) error
+}
+
+func strField[O any](p func(*O) *string) field[O] {
+	return field[O]{typ: "string",
+		get: func(o *O) string { return *p(o) },
+		set: func(o *O, s string) error { *p(o) = s; return nil }}
+}
+
+func boolField[O any](p func(*O) *bool) field[O] {
+	return field[O]{typ: "bool",
+		get: func(o *O) string { return strconv.FormatBool(*p(o)) },
+		set: func(o *O, s string) error {
+			v, err := parseBool(s)
+			if err != nil {
+				return err
+			}
+			*p(o) = v
+			return nil
+		}}
+}
+
+func intField[O any](p func(*O) *int) field[O] {
+	return field[O]{typ: "int",
+		get: func(o *O) string { return strconv.Itoa(*p(o)) },
+		set: func(o *O, s string) error {
+			v, err := strconv.Atoi(strings.TrimSpace(s))
+			if err != nil {
+				return fmt.Errorf("not an integer")
+			}
+			*p(o) = v
+			return nil
+		}}
+}
+
+func bytesField[O any](p func(*O) *int64) field[O] {
+	return field[O]{typ: "bytes",
+		get: func(o *O) string { return FormatBytes(*p(o)) },
+		set: func(o *O, s string) error {
+			v, err := ParseBytes(s)
+			if err != nil {
+				return err
+			}
+			*p(o) = v
+			return nil
+		}}
+}
+
+func bytesIntField[O any](p func(*O) *int) field[O] {
+	return field[O]{typ: "bytes",
+		get: func(o *O) string { return FormatBytes(int64(*p(o))) },
+		set: func(o *O, s string) error {
+			v, err := ParseBytes(s)
+			if err != nil {
+				return err
+			}
+			if v > math.MaxInt32 || v < math.MinInt32 {
+				return fmt.Errorf("%q is out of range", s)
+			}
+			*p(o) = int(v)
+			return nil
+		}}
+}
+
+func durField[O any](p func(*O) *time.Duration) field[O] {
+	return field[O]{typ: "duration",
+		get: func(o *O) string { return p(o).String() },
+		set: func(o *O, s string) error {
+			v, err := ParseDuration(s)
+			if err != nil {
+				return err
+			}
+			*p(o) = v
+			return nil
+		}}
+}
+
+var knobs = func() []knob {
+	ks := []knob{
+		workerKnob("instance", "stable instance id of this process; the shard id derives from it", strField(func(c *Config) *string { return &c.Instance })),
+		workerKnob("storage", "storage root URL: file://, mem://, s3://, gs://, azblob://", strField(func(c *Config) *string { return &c.Storage })),
+		temporalKnob("temporal", "Temporal frontend host:port", strField(func(c *TemporalConfig) *string { return &c.HostPort })),
+		temporalKnob("namespace", "Temporal namespace", strField(func(c *TemporalConfig) *string { return &c.Namespace })),
+		temporalKnob("temporal-tls", "use TLS to reach Temporal (implied by the TLS file flags and by an API key)", boolField(func(c *TemporalConfig) *bool { return &c.TLS })),
+		temporalKnob("temporal-tls-cert", "client certificate (PEM file) for mTLS to Temporal", strField(func(c *TemporalConfig) *string { return &c.TLSCert })),
+		temporalKnob("temporal-tls-key", "client key (PEM file) for mTLS to Temporal", strField(func(c *TemporalConfig) *string { return &c.TLSKey })),
+		temporalKnob("temporal-tls-ca", "CA bundle (PEM file) to verify the Temporal server", strField(func(c *TemporalConfig) *string { return &c.TLSCA })),
+		temporalKnob("temporal-tls-server-name", "TLS server name override for Temporal", strField(func(c *TemporalConfig) *string { return &c.TLSServerName })),
+		temporalKnob("temporal-api-key", "Temporal API key (e.g. Temporal Cloud); implies TLS", strField(func(c *TemporalConfig) *string { return &c.APIKey })),
+		workerKnob("listen", "HTTP data-plane listen address", strField(func(c *Config) *string { return &c.Listen })),
+		workerKnob("auth-token", "bearer token required on every HTTP route but /healthz (empty = no auth)", strField(func(c *Config) *string { return &c.AuthToken })),
+		workerKnob("merge-slots", "concurrent prepare/commit activities on this worker's shard queue", intField(func(c *Config) *int { return &c.MergeSlots })),
+		workerKnob("shared-activity-slots", "concurrent activities on the shared queue \"walkeeper\"", intField(func(c *Config) *int { return &c.SharedActivitySlots })),
+		workerKnob("merge-budget-bytes", "process-wide merge memory budget shared by every merge (0 = unlimited)", bytesField(func(c *Config) *int64 { return &c.MergeBudgetBytes })),
+		workerKnob("memory-limit", "Go soft memory limit (debug.SetMemoryLimit); 0 = merge-budget-bytes + cache-bytes + 512MiB, none when the budget is unlimited or GOMEMLIMIT is set", bytesField(func(c *Config) *int64 { return &c.MemoryLimitBytes })),
+		workerKnob("merge-max-generations", "generations one merge pass takes at most (0 = no cap)", intField(func(c *Config) *int { return &c.MergeMaxGenerations })),
+		workerKnob("merge-max-bytes", "bytes one merge pass reads at most, checked at generation boundaries (0 = no cap)", bytesField(func(c *Config) *int64 { return &c.MergeMaxBytes })),
+		workerKnob("merge-after-generations", "count trigger: after a seal, start MergeWal when the own shard has this many pending generations (0 = off)", intField(func(c *Config) *int { return &c.MergeAfterGenerations })),
+		workerKnob("merge-parallel-prepare", "count trigger: ask MergeWal to prepare the passes of different shards in parallel (commits stay one at a time)", boolField(func(c *Config) *bool { return &c.MergeParallelPrepare })),
+		workerKnob("merge-shards-per-commit", "count trigger: shards whose passes one MergeWal commit publishes in one base version (0 = 32, 1 = one shard per commit, at most 32)", intField(func(c *Config) *int { return &c.MergeShardsPerCommit })),
+		workerKnob("flush-interval", "flush sweeper period: seal every resident store with a writer in this process (0 = off)", durField(func(c *Config) *time.Duration { return &c.FlushInterval })),
+		workerKnob("flush-timeout", "per-store seal timeout in a sweep (0 = max(5 × flush-interval, 30s))", durField(func(c *Config) *time.Duration { return &c.FlushTimeout })),
+		workerKnob("pending-warn", "warn when a read unions this many pending generations in one shard (0 = off)", intField(func(c *Config) *int { return &c.PendingWarn })),
+		workerKnob("pending-max", "refuse reads above this many pending generations (one shard or total) and appends to an own shard at it (0 = off)", intField(func(c *Config) *int { return &c.PendingMax })),
+		workerKnob("max-body-bytes", "largest HTTP request body", bytesField(func(c *Config) *int64 { return &c.MaxBodyBytes })),
+		workerKnob("max-row-bytes", "largest row, measured as its JSON text (0 = no cap)", bytesIntField(func(c *Config) *int { return &c.MaxRowBytes })),
+		workerKnob("group-commit-wait", "how long the WAL committer lingers for more appends (0 = batch what queued during the previous write)", durField(func(c *Config) *time.Duration { return &c.GroupCommitWait })),
+		workerKnob("group-commit-max-rows", "rows per WAL object at most", intField(func(c *Config) *int { return &c.GroupCommitMaxRows })),
+		workerKnob("cache-bytes", "decoded generations and base runs kept in memory for reads", bytesField(func(c *Config) *int64 { return &c.CacheBytes })),
+		workerKnob("sweep-interval", "period of the Temporal schedule walkeeper-sweep ensured on start (0 = leave it alone)", durField(func(c *Config) *time.Duration { return &c.SweepInterval })),
+		workerKnob("sweep-jitter", "random delay of each scheduled sweep, at most this and at most a quarter of sweep-interval (0 = none)", durField(func(c *Config) *time.Duration { return &c.SweepJitter })),
+		workerKnob("sweep-start-batch", "workflow starts per StartWorkflows activity of one sweep", intField(func(c *Config) *int { return &c.SweepStartBatch })),
+		workerKnob("sweep-start-spacing", "least time between two start batches of one sweep, so a big sweep is not one burst (0 = no pacing)", durField(func(c *Config) *time.Duration { return &c.SweepStartSpacing })),
+		workerKnob("log-format", "log encoding: json or console", strField(func(c *Config) *string { return &c.LogFormat })),
+		workerKnob("log-level", "log level: debug, info, warn, error", strField(func(c *Config) *string { return &c.LogLevel })),
+		workerKnob("shutdown-timeout", "bound on graceful shutdown (HTTP drain, activity drain, final seal)", durField(func(c *Config) *time.Duration { return &c.ShutdownTimeout })),
+	}
+	for i := range ks {
+		switch ks[i].Flag {
+		case "instance":
+			ks[i].DocDefault = "host name"
+		case "auth-token", "temporal-api-key":
+			ks[i].Secret = true
+		}
+	}
+	return ks
+}()

@@ -1,0 +1,123 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/walkeeper/walkeeper/contract"
+)
+
+// Handlers of the maintenance routes: flush (seal) and merge-wal.
+
+type flushResponse struct {
+	Target     string  `json:"target"`
+	Sealed     bool    `json:"sealed"`
+	Generation *uint64 `json:"generation"`
+	Rows       int     `json:"rows"`
+	Pending    int     `json:"pending"`
+}
+
+func (a *apiServer) flush(w http.ResponseWriter, r *http.Request) {
+	s, err := a.openStore(r)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	res, err := s.Flush(r.Context())
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	// The count trigger rides a manual seal too; its failure never fails the flush.
+	a.trigger.afterFlush(s.Target(), res)
+	out := flushResponse{Target: s.Target().String(), Sealed: res.Sealed, Rows: res.Rows, Pending: res.Pending}
+	if res.Sealed {
+		g := res.Generation
+		out.Generation = &g
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// mergeRequest is the optional body of POST .../merge-wal.
+type mergeRequest struct {
+	MaxGenerations  *int   `json:"max_generations,omitempty"`
+	MaxBytes        *int64 `json:"max_bytes,omitempty"`
+	ParallelPrepare bool   `json:"parallel_prepare,omitempty"`
+	MaxPasses       int    `json:"max_passes,omitempty"`
+}
+
+func (a *apiServer) mergeWal(w http.ResponseWriter, r *http.Request) {
+	t, err := a.target(r)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	wait := false
+	if ws := r.URL.Query().Get("wait"); ws != "" {
+		if wait, err = strconv.ParseBool(ws); err != nil {
+			a.fail(w, r, newAPIError(http.StatusBadRequest, CodeInvalidInput, "wait %q is not a boolean", ws))
+			return
+		}
+	}
+	body, err := a.readJSONBody(w, r, true)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	var req mergeRequest
+	if body != nil {
+		if err := decodeStrict(body, &req); err != nil {
+			a.fail(w, r, err)
+			return
+		}
+		if (req.MaxGenerations != nil && *req.MaxGenerations < 0) || (req.MaxBytes != nil && *req.MaxBytes < 0) || req.MaxPasses < 0 {
+			a.fail(w, r, newAPIError(http.StatusBadRequest, CodeInvalidInput, "merge knobs must not be negative"))
+			return
+		}
+	}
+	if a.start == nil {
+		a.fail(w, r, &apiError{Status: http.StatusServiceUnavailable, Code: CodeTemporalUnavailable,
+			Message: "this worker runs without Temporal (HTTP-only mode); merges run only through Temporal"})
+		return
+	}
+	if _, err := a.db.Open(r.Context(), t); err != nil {
+		a.fail(w, r, notFoundAs(err, CodeStoreNotFound))
+		return
+	}
+	in := contract.MergeWalInput{Target: t.String(), MaxGenerations: req.MaxGenerations, MaxBytes: req.MaxBytes,
+		ParallelPrepare: req.ParallelPrepare, MaxPasses: req.MaxPasses}
+	run, err := a.start(r.Context(), t, in)
+	a.metrics.trigger(TriggerHTTP, err)
+	if err != nil {
+		a.fail(w, r, classifyTemporal(err))
+		return
+	}
+	out := map[string]any{"workflow_id": run.GetID(), "run_id": run.GetRunID()}
+	if !wait {
+		writeJSON(w, http.StatusAccepted, out)
+		return
+	}
+	// Waiting never holds up shutdown: the workflow keeps running in Temporal either way.
+	wctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	defer context.AfterFunc(a.stopping, cancel)()
+	var res contract.MergeWalResult
+	if err := run.Get(wctx, &res); err != nil {
+		if a.stopping.Err() != nil {
+			a.fail(w, r, &apiError{Status: http.StatusServiceUnavailable, Code: CodeShuttingDown, Extra: out,
+				Message: fmt.Sprintf("worker is stopping; MergeWal %s keeps running in Temporal", run.GetID())})
+			return
+		}
+		if r.Context().Err() != nil {
+			a.fail(w, r, r.Context().Err())
+			return
+		}
+		a.fail(w, r, &apiError{Status: http.StatusInternalServerError, Code: CodeMergeFailed,
+			Message: fmt.Sprintf("MergeWal %s failed: %v", run.GetID(), err), Extra: out})
+		return
+	}
+	out["result"] = res
+	writeJSON(w, http.StatusOK, out)
+}

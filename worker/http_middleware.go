@@ -1,0 +1,194 @@
+package worker
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+// This file holds what every request goes through: routing to a JSON 404/405, bearer
+// auth, the request log line and JSON error answers.
+
+// reqInfo is filled by handlers for the request log line.
+type reqInfo struct {
+	target string
+	code   string
+	err    string
+}
+
+type reqInfoKey struct{}
+
+func infoFrom(ctx context.Context) *reqInfo {
+	if ri, ok := ctx.Value(reqInfoKey{}).(*reqInfo); ok {
+		return ri
+	}
+	return &reqInfo{}
+}
+
+// statusWriter records the status code.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// ServeHTTP: request log + metrics → auth → path check → routes (JSON 404/405 fallback).
+func (a *apiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	ri := &reqInfo{}
+	r = r.WithContext(context.WithValue(r.Context(), reqInfoKey{}, ri))
+	sw := &statusWriter{ResponseWriter: w}
+	h, pattern := a.mux.Handler(r)
+	route := pattern
+	if route == "" {
+		route = "unmatched"
+	}
+	a.serve(sw, r, h, pattern)
+	status := sw.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	d := time.Since(start)
+	a.metrics.httpRequests.WithLabelValues(route, strconv.Itoa(status)).Inc()
+	a.metrics.httpSeconds.WithLabelValues(route).Observe(d.Seconds())
+	lvl := zapcore.DebugLevel
+	switch {
+	case status >= 500:
+		lvl = zapcore.ErrorLevel
+	case status >= 400:
+		lvl = zapcore.InfoLevel
+	}
+	if ce := a.log.Check(lvl, "http request"); ce != nil {
+		fields := []zap.Field{zap.String("method", r.Method), zap.String("route", route),
+			zap.Int("status", status), zap.Duration("duration", d)}
+		if ri.target != "" {
+			fields = append(fields, zap.String("target", ri.target))
+		}
+		if ri.code != "" {
+			fields = append(fields, zap.String("code", ri.code), zap.String("error", ri.err))
+		}
+		ce.Write(fields...)
+	}
+}
+
+// serve runs one request; h and pattern are the mux's match for r.
+func (a *apiServer) serve(w http.ResponseWriter, r *http.Request, h http.Handler, pattern string) {
+	if a.auth && r.URL.Path != "/healthz" && !a.authorized(r) {
+		a.fail(w, r, newAPIError(http.StatusUnauthorized, CodeUnauthorized, "missing or wrong bearer token"))
+		return
+	}
+	// The mux would redirect "." and ".." segments to a cleaned path; refuse them instead, so
+	// a traversal attempt is a plain 400 that touches nothing.
+	for _, seg := range strings.Split(r.URL.EscapedPath(), "/") {
+		if u := unescapeSegment(seg); u == "." || u == ".." {
+			a.fail(w, r, newAPIError(http.StatusBadRequest, CodeInvalidName, "path segment %q is not allowed", u))
+			return
+		}
+	}
+	if pattern == "" {
+		// Not found, method not allowed or a redirect: let the mux decide the status and
+		// headers, then answer in JSON.
+		cw := &captureWriter{header: http.Header{}}
+		h.ServeHTTP(cw, r)
+		switch cw.status {
+		case http.StatusMethodNotAllowed:
+			w.Header().Set("Allow", cw.header.Get("Allow"))
+			a.fail(w, r, newAPIError(http.StatusMethodNotAllowed, CodeMethodNotAllowed,
+				"%s is not allowed on %s (allowed: %s)", r.Method, r.URL.Path, cw.header.Get("Allow")))
+			return
+		case http.StatusNotFound, 0:
+			a.fail(w, r, newAPIError(http.StatusNotFound, CodeNotFound, "no route for %s %s", r.Method, r.URL.Path))
+			return
+		}
+	}
+	a.mux.ServeHTTP(w, r)
+}
+
+func unescapeSegment(s string) string {
+	if !strings.Contains(s, "%") {
+		return s
+	}
+	if u, err := url.PathUnescape(s); err == nil {
+		return u
+	}
+	return s
+}
+
+// captureWriter swallows the mux's plain-text 404/405 so they can be answered in JSON.
+type captureWriter struct {
+	header http.Header
+	status int
+}
+
+func (c *captureWriter) Header() http.Header { return c.header }
+func (c *captureWriter) Write(b []byte) (int, error) {
+	if c.status == 0 {
+		c.status = http.StatusOK
+	}
+	return len(b), nil
+}
+func (c *captureWriter) WriteHeader(code int) {
+	if c.status == 0 {
+		c.status = code
+	}
+}
+
+// authorized compares the bearer token in constant time (over digests, so the length of the
+// configured token does not leak either).
+func (a *apiServer) authorized(r *http.Request) bool {
+	h := r.Header.Get("Authorization")
+	const prefix = "bearer "
+	if len(h) <= len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
+		return false
+	}
+	got := sha256.Sum256([]byte(strings.TrimSpace(h[len(prefix):])))
+	return subtle.ConstantTimeCompare(got[:], a.token[:]) == 1
+}
+
+// fail writes err as a JSON error and records it for the request log.
+func (a *apiServer) fail(w http.ResponseWriter, r *http.Request, err error) {
+	ae := classify(err)
+	ri := infoFrom(r.Context())
+	ri.code, ri.err = ae.Code, ae.Message
+	if ae.Status >= 500 && ae.Status != StatusClientClosedRequest {
+		a.log.Error("request failed", zap.String("method", r.Method), zap.String("path", r.URL.Path),
+			zap.String("target", ri.target), zap.String("code", ae.Code), zap.Error(err))
+	}
+	writeAPIError(w, ae)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	buf, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		buf, _ = json.Marshal(map[string]string{"error": "encode response: " + err.Error(), "code": CodeInternal})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(buf, '\n'))
+}

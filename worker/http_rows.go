@@ -1,0 +1,125 @@
+package worker
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/walkeeper/walkeeper/store"
+)
+
+// Handlers of /api/v1/stores/{kind}/{name}/rows: append, get, list and delete.
+
+// List paging bounds for GET .../rows.
+const (
+	defaultListLimit = 100
+	maxListLimit     = 10000
+)
+
+func (a *apiServer) appendRows(w http.ResponseWriter, r *http.Request) {
+	t, err := a.target(r)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	// The codec checks everything about the rows (duplicate fields included), so the body
+	// only needs to be JSON here.
+	body, err := a.readBody(w, r, false)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	if !json.Valid(body) {
+		a.fail(w, r, invalidJSON(body))
+		return
+	}
+	s, err := a.db.Open(r.Context(), t)
+	if err != nil {
+		a.fail(w, r, notFoundAs(err, CodeStoreNotFound))
+		return
+	}
+	rows, err := s.Codec().DecodeJSON(body, a.cfg.MaxRowBytes)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	if err := a.checkDebt(s); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	if len(rows) > 0 {
+		if _, err := s.Append(r.Context(), rows); err != nil {
+			a.fail(w, r, err)
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"appended": len(rows)})
+}
+
+func (a *apiServer) getRow(w http.ResponseWriter, r *http.Request) {
+	s, err := a.openStore(r)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	row, err := s.Get(r.Context(), r.PathValue("id"))
+	if err != nil {
+		a.fail(w, r, notFoundAs(err, CodeRowNotFound))
+		return
+	}
+	writeJSON(w, http.StatusOK, row)
+}
+
+func (a *apiServer) listRows(w http.ResponseWriter, r *http.Request) {
+	s, err := a.openStore(r)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	opts := store.ListOptions{Source: q.Get("source"), Limit: defaultListLimit, After: q.Get("after")}
+	switch opts.Source {
+	case "":
+		opts.Source = "all"
+	case "all", "base", "wal":
+	default:
+		a.fail(w, r, newAPIError(http.StatusBadRequest, CodeInvalidInput, "source %q is not all, base or wal", opts.Source))
+		return
+	}
+	if ls := q.Get("limit"); ls != "" {
+		n, err := strconv.Atoi(ls)
+		if err != nil || n < 1 || n > maxListLimit {
+			a.fail(w, r, newAPIError(http.StatusBadRequest, CodeInvalidInput, "limit %q is not an integer in 1..%d", ls, maxListLimit))
+			return
+		}
+		opts.Limit = n
+	}
+	page, err := s.List(r.Context(), opts)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	rows := page.Rows
+	if rows == nil {
+		rows = []map[string]any{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"rows": rows, "next": page.Next})
+}
+
+func (a *apiServer) deleteRow(w http.ResponseWriter, r *http.Request) {
+	s, err := a.openStore(r)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	id := r.PathValue("id")
+	if id == "" {
+		a.fail(w, r, newAPIError(http.StatusBadRequest, CodeInvalidInput, "empty row id"))
+		return
+	}
+	if err := s.Delete(r.Context(), id); err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"deleted": id})
+}

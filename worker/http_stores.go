@@ -1,0 +1,113 @@
+package worker
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/walkeeper/walkeeper/store"
+)
+
+// Handlers of /api/v1/stores: create, list and stats.
+
+type createRequest struct {
+	Fields       []store.Field `json:"fields"`
+	SealOnAppend *bool         `json:"seal_on_append,omitempty"`
+}
+
+// storeInfo is one entry of GET /api/v1/stores: the registry entry plus its target string.
+type storeInfo struct {
+	Target string `json:"target"`
+	store.StoreInfo
+}
+
+type storeResponse struct {
+	Target string       `json:"target"`
+	Kind   string       `json:"kind"`
+	Name   string       `json:"name"`
+	Schema store.Schema `json:"schema"`
+}
+
+func (a *apiServer) createStore(w http.ResponseWriter, r *http.Request) {
+	t, err := a.target(r)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	body, err := a.readJSONBody(w, r, t.Kind != store.KindGeneric)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	var req createRequest
+	if body != nil {
+		if err := decodeStrict(body, &req); err != nil {
+			a.fail(w, r, err)
+			return
+		}
+	}
+	var opts store.CreateOptions
+	opts.SealOnAppend = req.SealOnAppend
+	if req.Fields != nil {
+		sch := store.Schema{Fields: req.Fields}
+		if err := store.ValidateSchema(t.Kind, sch); err != nil {
+			a.fail(w, r, err)
+			return
+		}
+		opts.Schema = &sch
+	} else if t.Kind == store.KindGeneric {
+		a.fail(w, r, newAPIError(http.StatusBadRequest, CodeInvalidInput,
+			`a generic store needs a schema: {"fields":[{"name":"id","type":"string"}, ...]}`))
+		return
+	}
+	s, err := a.db.Create(r.Context(), t, opts)
+	if err != nil {
+		if errors.Is(err, store.ErrAlreadyExists) && opts.Schema != nil {
+			if ex, oerr := a.db.Open(r.Context(), t); oerr == nil && !ex.Codec().Schema().Equal(*opts.Schema) {
+				a.fail(w, r, newAPIError(http.StatusConflict, CodeSchemaMismatch,
+					"store %s exists with another schema", t))
+				return
+			}
+		}
+		a.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, storeResponse{Target: t.String(), Kind: string(t.Kind), Name: t.Name,
+		Schema: s.Codec().Schema()})
+}
+
+func (a *apiServer) listStores(w http.ResponseWriter, r *http.Request) {
+	var kind store.Kind
+	if ks := r.URL.Query().Get("kind"); ks != "" {
+		k, err := store.ParseKind(ks)
+		if err != nil {
+			a.fail(w, r, newAPIError(http.StatusBadRequest, CodeUnknownKind,
+				"unknown store kind %q (want rollout, generic or datagen)", ks))
+			return
+		}
+		kind = k
+	}
+	infos, err := a.db.List(r.Context(), kind)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	out := make([]storeInfo, 0, len(infos))
+	for _, in := range infos {
+		out = append(out, storeInfo{Target: in.Target.String(), StoreInfo: in})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"stores": out})
+}
+
+func (a *apiServer) stats(w http.ResponseWriter, r *http.Request) {
+	s, err := a.openStore(r)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	st, err := s.Stats(r.Context())
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}

@@ -206,11 +206,13 @@ func (a *Activities) CommitRound(ctx context.Context, p contract.CommitRoundPara
 	start := time.Now()
 	var kind store.Kind
 	ctx, stopping := withWorkerStop(ctx)
+	rep := a.startReporter(ctx, p.NotifyAfter, !p.NoRunningNotice, nil)
 	defer func() {
 		if stopping() && errors.Is(err, context.Canceled) {
 			err = errWorkerStopping
 		}
 		err = a.done(contract.CommitRoundActivity, kind, start, "ok", err)
+		rep.finish(err)
 	}()
 
 	s, t, err := a.open(ctx, p.Target)

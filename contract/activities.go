@@ -86,6 +86,9 @@ const (
 type CommitRoundParams struct {
 	Target   string          `json:"target"`
 	Prepared []PreparedMerge `json:"prepared"`
+	// NotifyAfter and NoRunningNotice: see PrepareParams.
+	NotifyAfter     time.Duration `json:"notify_after,omitempty"`
+	NoRunningNotice bool          `json:"no_running_notice,omitempty"`
 }
 
 // Round outcomes of one shard (RoundShardResult.Outcome).

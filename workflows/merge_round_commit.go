@@ -3,7 +3,6 @@ package workflows
 import (
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -89,6 +88,7 @@ func preparedSize(p *contract.PreparedMerge) int {
 // for good, every request gets its error, as each Commit would have.
 func (r *mergeRun) commitRound(ctx workflow.Context, batch []*commitRequest) {
 	params := contract.CommitRoundParams{Target: r.target.String(), Prepared: make([]contract.PreparedMerge, len(batch))}
+	params.NotifyAfter, params.NoRunningNotice = r.tr.notice()
 	for i, req := range batch {
 		req.sh.phase = contract.ShardCommitting
 		params.Prepared[i] = *req.p
@@ -126,12 +126,4 @@ func roundShardOutcome(sr contract.RoundShardResult) commitOutcome {
 	}
 	return commitOutcome{err: temporal.NewNonRetryableApplicationError(
 		fmt.Sprintf("shard %s: unknown round outcome %q", sr.Shard, sr.Outcome), contract.ErrTypeInternal, nil)}
-}
-
-func commitRoundOptions() workflow.ActivityOptions {
-	return workflow.ActivityOptions{
-		StartToCloseTimeout: 5 * time.Minute,
-		RetryPolicy:         retryPolicy(10, 30*time.Second),
-		Summary:             "commit round",
-	}
 }

@@ -97,6 +97,9 @@ type nodeConfig struct {
 	// ParallelPrepare makes the node's count-trigger starts ask MergeWal for parallel
 	// prepares, as the worker does with --merge-parallel-prepare (its default).
 	ParallelPrepare bool
+	// ShardsPerCommit is the count trigger's MergeWalInput.MaxShardsPerCommit
+	// (--merge-shards-per-commit; 0 = the workflow default, round commits).
+	ShardsPerCommit int
 }
 
 // node is one walkeeper worker process minus its HTTP data plane: the store handle, the
@@ -122,6 +125,7 @@ func startNode(ctx context.Context, c client.Client, db *store.DB, metrics *work
 		Interval:              cfg.FlushInterval,
 		MergeAfterGenerations: cfg.MergeAfterGenerations,
 		SerialPrepare:         !cfg.ParallelPrepare,
+		ShardsPerCommit:       cfg.ShardsPerCommit,
 		Start:                 start,
 		Logger:                log.Named("sweeper"),
 		Metrics:               metrics,

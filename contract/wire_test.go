@@ -166,6 +166,7 @@ var (
 		ListPendingShardsActivity: {ListPendingShardsParams{}, ListPendingShardsResult{}},
 		PrepareActivity:           {PrepareParams{}, PrepareResult{}},
 		CommitActivity:            {CommitParams{}, CommitResult{}},
+		CommitRoundActivity:       {CommitRoundParams{}, CommitRoundResult{}},
 		AbortActivity:             {AbortParams{}, AbortResult{}},
 		CompactBaseActivity:       {CompactPassParams{}, CompactPassResult{}},
 		ScanStatsActivity:         {ScanStatsParams{}, ScanStatsResult{}},

@@ -112,31 +112,12 @@ func (s *Store) Commit(ctx context.Context, p *PreparedMerge) (CommitResult, err
 
 	// INVARIANT: the drain and the deletes run only after the base version that makes them
 	// garbage is published; a crash in between is repaired by the next prepare (reconcile).
-	drainStart := time.Now()
-	reclaimed, err := s.drain(ctx, p.Shard, p.Generations)
-	s.observePhase("drain", drainStart)
+	reclaimed, deleted, err := s.finishCommitted(ctx, p, res.AlreadyCommitted)
+	res.Reclaimed, res.Deleted = reclaimed, deleted
 	if err != nil {
-		// The base already holds the rows; the next prepare reconciles the drain.
-		s.countMerge("failed", 0)
-		return res, fmt.Errorf("committed base version %d but drain failed: %w", res.BaseVersion, err)
-	}
-	res.Reclaimed = reclaimed
-	deleteStart := time.Now()
-	res.Deleted, _ = s.deleteMergedGenerations(ctx, p.Shard, p.Through)
-	s.observePhase("delete", deleteStart)
-	if res.AlreadyCommitted {
-		if err := s.dropUnreferencedStaged(ctx, p); err != nil {
-			return res, err
-		}
-		s.countMerge("already_committed", reclaimed)
-	} else {
-		s.countMerge("merged", reclaimed)
-	}
-	// The claim is garbage now that the watermark covers the attempt (a late Commit answers
-	// "already committed", a late Abort finds the commit). A failed delete is returned so the
-	// caller's retry, which takes the already-committed path, deletes it.
-	if err := s.dropClaim(ctx, p); err != nil {
-		return res, fmt.Errorf("committed base version %d but claim clean-up failed: %w", res.BaseVersion, err)
+		// The base already holds the rows; a retry takes the already-committed path and
+		// finishes, and the next prepare reconciles the drain anyway.
+		return res, fmt.Errorf("committed base version %d but %w", res.BaseVersion, err)
 	}
 	s.db.log.Info("merge committed", zap.String("target", s.target.String()), zap.String("shard", p.Shard),
 		zap.Uint64("through", p.Through), zap.Int("reclaimed", reclaimed), zap.Uint64("base_version", res.BaseVersion),
@@ -144,7 +125,7 @@ func (s *Store) Commit(ctx context.Context, p *PreparedMerge) (CommitResult, err
 	return res, nil
 }
 
-// publishMerge is the metadata step of Commit: read, check, and publish v+1 under the lock.
+// publishMerge is the metadata step of Commit: read, check, publish v+1, then swap under the lock.
 func (s *Store) publishMerge(ctx context.Context, p *PreparedMerge) (CommitResult, error) {
 	// INVARIANT: the commit object is written last: the staged files it references exist
 	// before the base version that references them is published.
@@ -232,6 +213,39 @@ func (s *Store) observeLock(d time.Duration) {
 	if m := s.db.opts.Metrics; m != nil {
 		m.CommitLockSeconds.Observe(d.Seconds())
 	}
+}
+
+// finishCommitted is everything that follows the publish of p's run, for one shard, in
+// Commit and in CommitRound alike: drain exactly p's generations, delete their files, delete
+// p's staged files if another attempt's run holds the rows (alreadyCommitted and
+// unreferenced), and drop the claim, which the watermark makes meaningless. A failed claim
+// delete is returned so the caller's retry, which takes the already-committed path, deletes
+// it; a failed generation delete is left for the next pass.
+//
+// REQUIRES: a published base version's watermark for p.Shard is at least p.Through.
+func (s *Store) finishCommitted(ctx context.Context, p *PreparedMerge, alreadyCommitted bool) (reclaimed, deleted int, err error) {
+	drainStart := time.Now()
+	reclaimed, err = s.drain(ctx, p.Shard, p.Generations)
+	s.observePhase("drain", drainStart)
+	if err != nil {
+		s.countMerge("failed", 0)
+		return 0, 0, fmt.Errorf("drain failed: %w", err)
+	}
+	deleteStart := time.Now()
+	deleted, _ = s.deleteMergedGenerations(ctx, p.Shard, p.Through)
+	s.observePhase("delete", deleteStart)
+	if alreadyCommitted {
+		if err := s.dropUnreferencedStaged(ctx, p); err != nil {
+			return reclaimed, deleted, err
+		}
+		s.countMerge("already_committed", reclaimed)
+	} else {
+		s.countMerge("merged", reclaimed)
+	}
+	if err := s.dropClaim(ctx, p); err != nil {
+		return reclaimed, deleted, fmt.Errorf("claim clean-up failed: %w", err)
+	}
+	return reclaimed, deleted, nil
 }
 
 // mergeDeleteConcurrency bounds the concurrent deletes of merged generation files.

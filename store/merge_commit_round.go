@@ -306,29 +306,9 @@ func (s *Store) cleanUpRound(ctx context.Context, ps []*PreparedMerge, res *Roun
 //
 // REQUIRES: a published base version's watermark for p.Shard is at least p.Through.
 func (s *Store) cleanUpCommitted(ctx context.Context, p *PreparedMerge, sr *RoundShardResult) error {
-	drainStart := time.Now()
-	reclaimed, err := s.drain(ctx, p.Shard, p.Generations)
-	s.observePhase("drain", drainStart)
-	if err != nil {
-		s.countMerge("failed", 0)
-		return fmt.Errorf("drain: %w", err)
-	}
-	sr.Reclaimed = reclaimed
-	deleteStart := time.Now()
-	sr.Deleted, _ = s.deleteMergedGenerations(ctx, p.Shard, p.Through)
-	s.observePhase("delete", deleteStart)
-	if sr.Outcome == RoundAlreadyCommitted {
-		if err := s.dropUnreferencedStaged(ctx, p); err != nil {
-			return err
-		}
-		s.countMerge("already_committed", reclaimed)
-	} else {
-		s.countMerge("merged", reclaimed)
-	}
-	if err := s.dropClaim(ctx, p); err != nil {
-		return fmt.Errorf("claim clean-up: %w", err)
-	}
-	return nil
+	var err error
+	sr.Reclaimed, sr.Deleted, err = s.finishCommitted(ctx, p, sr.Outcome == RoundAlreadyCommitted)
+	return err
 }
 
 // eachShard runs fn for the indexes idx, roundCleanupConcurrency at a time; fn writes only

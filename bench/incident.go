@@ -48,6 +48,19 @@ const (
 	sideOneShardCommit = "one-shard-commit"
 )
 
+// sharedWorkerNodes is how many nodes serve the shared queue when the replay runs more than
+// the incident's 20 nodes on one machine.
+const sharedWorkerNodes = 4
+
+// shardPollers is the activity pollers per shard queue: the SDK default up to 20 nodes, one
+// beyond.
+func shardPollers(shards int) int {
+	if shards > 20 {
+		return 1
+	}
+	return 0
+}
+
 // sideLabel names a side in tables and plots.
 func sideLabel(side string) string {
 	switch side {
@@ -167,6 +180,9 @@ func RunIncident(ctx context.Context, o Options) (*Result, error) {
 	res.param("merge_max_generations", p.MaxGens)
 	res.param("walkeeper_count_trigger_parallel_prepare", p.Parallel)
 	res.param("reps", o.reps())
+	if p.Shards > 20 {
+		res.param("shared_queue_workers", fmt.Sprintf("first %d nodes; 1 poller per shard queue", sharedWorkerNodes))
+	}
 	// Production: 20 workers (one machine each), flush sweeper every 30 s, object storage.
 	// Here: every worker of both systems and the Temporal server share 2 cores.
 	timeScale := 30 * time.Second / p.SealEvery
@@ -431,7 +447,7 @@ func incidentSideRun(ctx context.Context, o Options, p incidentParams, rep int, 
 			shardsPerCommit = 1
 		}
 		var nodes []*node
-		for _, db := range dbs {
+		for i, db := range dbs {
 			n, err := startNode(ctx, tenv.client, db, worker.NewMetrics(db.Options().Budget), nodeConfig{
 				FlushInterval:         p.SealEvery,
 				MergeAfterGenerations: p.CountTrigger,
@@ -439,6 +455,11 @@ func incidentSideRun(ctx context.Context, o Options, p incidentParams, rep int, 
 				SharedActivitySlots:   worker.DefaultConfig().SharedActivitySlots,
 				ParallelPrepare:       p.Parallel,
 				ShardsPerCommit:       shardsPerCommit,
+				// Past the incident's 20 nodes, only the first sharedWorkerNodes nodes serve the
+				// shared queue (workflows, CommitRound, Abort, listings), and each shard queue
+				// gets one poller: every node still prepares its own shard.
+				NoSharedWorker: p.Shards > 20 && i >= sharedWorkerNodes,
+				ShardPollers:   shardPollers(p.Shards),
 			}, log)
 			if err != nil {
 				return out, err

@@ -100,6 +100,12 @@ type nodeConfig struct {
 	// ShardsPerCommit is the count trigger's MergeWalInput.MaxShardsPerCommit
 	// (--merge-shards-per-commit; 0 = the workflow default, round commits).
 	ShardsPerCommit int
+	// NoSharedWorker leaves out the shared-queue worker (workflows and shared activities),
+	// and ShardPollers (0 = the SDK default) sets the activity pollers of the own shard queue:
+	// with hundreds of nodes on one machine, a shared-queue worker per node would be
+	// hundreds of idle long polls against one dev server.
+	NoSharedWorker bool
+	ShardPollers   int
 }
 
 // node is one walkeeper worker process minus its HTTP data plane: the store handle, the
@@ -133,21 +139,27 @@ func startNode(ctx context.Context, c client.Client, db *store.DB, metrics *work
 	})
 	if c != nil {
 		acts := &activities.Activities{DB: db, Logger: log.Named("activities"), Metrics: metrics, Client: c}
-		shared := tworker.New(c, contract.TaskQueue, tworker.Options{
-			Identity:                           "bench/" + db.Shard(),
-			MaxConcurrentActivityExecutionSize: max(cfg.SharedActivitySlots, 1),
-			WorkerStopTimeout:                  5 * time.Second,
-		})
-		workflows.Register(shared)
-		activities.Register(shared, acts)
+		var tws []tworker.Worker
+		if !cfg.NoSharedWorker {
+			shared := tworker.New(c, contract.TaskQueue, tworker.Options{
+				Identity:                           "bench/" + db.Shard(),
+				MaxConcurrentActivityExecutionSize: max(cfg.SharedActivitySlots, 1),
+				WorkerStopTimeout:                  5 * time.Second,
+			})
+			workflows.Register(shared)
+			activities.Register(shared, acts)
+			tws = append(tws, shared)
+		}
 		own := tworker.New(c, contract.ShardQueue(db.Shard()), tworker.Options{
 			Identity:                           "bench/" + db.Shard(),
 			MaxConcurrentActivityExecutionSize: max(cfg.MergeSlots, 1),
+			MaxConcurrentActivityTaskPollers:   cfg.ShardPollers,
 			WorkerStopTimeout:                  5 * time.Second,
 			DisableWorkflowWorker:              true,
 		})
 		activities.Register(own, acts)
-		for _, tw := range []tworker.Worker{shared, own} {
+		tws = append(tws, own)
+		for _, tw := range tws {
 			if err := tw.Start(); err != nil {
 				n.stop(ctx)
 				return nil, fmt.Errorf("start Temporal worker: %w", err)

@@ -106,6 +106,10 @@ type nodeConfig struct {
 	// hundreds of idle long polls against one dev server.
 	NoSharedWorker bool
 	ShardPollers   int
+	// DeadlockDetection overrides the SDK's 1 s workflow deadlock detector (0 = default):
+	// hundreds of nodes starve one machine's CPU, and a workflow task that merely waited
+	// for the scheduler must not count as a deadlock.
+	DeadlockDetection time.Duration
 }
 
 // node is one walkeeper worker process minus its HTTP data plane: the store handle, the
@@ -145,6 +149,7 @@ func startNode(ctx context.Context, c client.Client, db *store.DB, metrics *work
 				Identity:                           "bench/" + db.Shard(),
 				MaxConcurrentActivityExecutionSize: max(cfg.SharedActivitySlots, 1),
 				WorkerStopTimeout:                  5 * time.Second,
+				DeadlockDetectionTimeout:           cfg.DeadlockDetection,
 			})
 			workflows.Register(shared)
 			activities.Register(shared, acts)

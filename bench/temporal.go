@@ -100,6 +100,9 @@ type nodeConfig struct {
 	// ShardsPerCommit is the count trigger's MergeWalInput.MaxShardsPerCommit
 	// (--merge-shards-per-commit; 0 = the workflow default, round commits).
 	ShardsPerCommit int
+	// PrepareConcurrency is the count trigger's MergeWalInput.PrepareConcurrency
+	// (--merge-prepare-concurrency; 0 = the workflow default).
+	PrepareConcurrency int
 	// NoSharedWorker leaves out the shared-queue worker (workflows and shared activities),
 	// and ShardPollers (0 = the SDK default) sets the activity pollers of the own shard queue:
 	// with hundreds of nodes on one machine, a shared-queue worker per node would be
@@ -136,6 +139,7 @@ func startNode(ctx context.Context, c client.Client, db *store.DB, metrics *work
 		MergeAfterGenerations: cfg.MergeAfterGenerations,
 		SerialPrepare:         !cfg.ParallelPrepare,
 		ShardsPerCommit:       cfg.ShardsPerCommit,
+		PrepareConcurrency:    cfg.PrepareConcurrency,
 		Start:                 start,
 		Logger:                log.Named("sweeper"),
 		Metrics:               metrics,

@@ -44,9 +44,11 @@ type triggers struct {
 	parallel bool
 	// shardsPerCommit: MergeWalInput.MaxShardsPerCommit of count starts (0 = default).
 	shardsPerCommit int
-	log             *zap.Logger
-	metrics         *Metrics
-	life            context.Context // ends at Sweeper.Stop
+	// prepareConcurrency: MergeWalInput.PrepareConcurrency of count starts (0 = default).
+	prepareConcurrency int
+	log                *zap.Logger
+	metrics            *Metrics
+	life               context.Context // ends at Sweeper.Stop
 
 	mu       sync.Mutex
 	retry    map[string]bool // target -> last count start failed
@@ -101,6 +103,7 @@ func (tg *triggers) fire(trigger string, t store.Target, pending int) bool {
 		if trigger == TriggerCount {
 			in.ParallelPrepare = tg.parallel
 			in.MaxShardsPerCommit = tg.shardsPerCommit
+			in.PrepareConcurrency = tg.prepareConcurrency
 		}
 		run, err := tg.start(ctx, t, in)
 		tg.metrics.trigger(trigger, err)
@@ -142,6 +145,9 @@ type SweeperOptions struct {
 	// ShardsPerCommit is MergeWalInput.MaxShardsPerCommit of count-trigger starts
 	// (Config.MergeShardsPerCommit; 0 = the workflow's default).
 	ShardsPerCommit int
+	// PrepareConcurrency is MergeWalInput.PrepareConcurrency of count-trigger starts
+	// (Config.MergePrepareConcurrency; 0 = the workflow's default).
+	PrepareConcurrency int
 	// Start starts or attaches to MergeWal; nil disables the count trigger.
 	Start   MergeStarter
 	Logger  *zap.Logger
@@ -196,8 +202,8 @@ func NewSweeper(opts SweeperOptions) *Sweeper {
 		endLife: endLife,
 		opts:    opts,
 		trigger: &triggers{start: opts.Start, threshold: opts.MergeAfterGenerations, parallel: !opts.SerialPrepare,
-			shardsPerCommit: opts.ShardsPerCommit,
-			log:             opts.Logger, metrics: opts.Metrics, life: life,
+			shardsPerCommit: opts.ShardsPerCommit, prepareConcurrency: opts.PrepareConcurrency,
+			log: opts.Logger, metrics: opts.Metrics, life: life,
 			retry: map[string]bool{}, inflight: map[string]bool{}},
 		log:      opts.Logger,
 		metrics:  opts.Metrics,

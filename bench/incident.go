@@ -181,7 +181,7 @@ func RunIncident(ctx context.Context, o Options) (*Result, error) {
 	res.param("walkeeper_count_trigger_parallel_prepare", p.Parallel)
 	res.param("reps", o.reps())
 	if p.Shards > 20 {
-		res.param("shared_queue_workers", fmt.Sprintf("first %d nodes; 1 poller per shard queue; workflow deadlock detector 10 s; prepare_concurrency 16", sharedWorkerNodes))
+		res.param("shared_queue_workers", fmt.Sprintf("first %d nodes; 1 poller per shard queue; workflow deadlock detector 10 s", sharedWorkerNodes))
 	}
 	// Production: 20 workers (one machine each), flush sweeper every 30 s, object storage.
 	// Here: every worker of both systems and the Temporal server share 2 cores.
@@ -460,14 +460,6 @@ func incidentSideRun(ctx context.Context, o Options, p incidentParams, rep int, 
 				// gets one poller: every node still prepares its own shard.
 				NoSharedWorker: p.Shards > 20 && i >= sharedWorkerNodes,
 				ShardPollers:   shardPollers(p.Shards),
-				// Both sides prepare up to 16 shards at once past 20 nodes, so the comparison
-				// is of the commits, not of the prepare semaphore.
-				PrepareConcurrency: func() int {
-					if p.Shards > 20 {
-						return 16
-					}
-					return 0
-				}(),
 				DeadlockDetection: func() time.Duration {
 					if p.Shards > 20 {
 						return 10 * time.Second

@@ -112,7 +112,7 @@ func (s *Store) Commit(ctx context.Context, p *PreparedMerge) (CommitResult, err
 
 	// INVARIANT: the drain and the deletes run only after the base version that makes them
 	// garbage is published; a crash in between is repaired by the next prepare (reconcile).
-	reclaimed, deleted, err := s.finishCommitted(ctx, p, res.AlreadyCommitted)
+	reclaimed, deleted, err := s.finishCommitted(ctx, p, res.AlreadyCommitted, res.Runs)
 	res.Reclaimed, res.Deleted = reclaimed, deleted
 	if err != nil {
 		// The base already holds the rows; a retry takes the already-committed path and
@@ -163,7 +163,7 @@ func (s *Store) publishMerge(ctx context.Context, p *PreparedMerge) (CommitResul
 		hold, err := s.publishBaseThenSwap(ctx, next)
 		res.LockHold += hold
 		if err == nil {
-			res.BaseVersion = next.Version
+			res.BaseVersion, res.Runs = next.Version, len(next.Runs)
 			s.observeLock(res.LockHold)
 			return res, nil
 		}
@@ -216,14 +216,16 @@ func (s *Store) observeLock(d time.Duration) {
 }
 
 // finishCommitted is everything that follows the publish of p's run, for one shard, in
-// Commit and in CommitRound alike: drain exactly p's generations, delete their files, delete
+// Commit and in CommitRound alike: drain exactly p's generations, delete their files, clean
+// up the shard's demand records (afterMergeDemand, with runs the base's run count after the
+// publish, 0 when already committed), delete
 // p's staged files if another attempt's run holds the rows (alreadyCommitted and
 // unreferenced), and drop the claim, which the watermark makes meaningless. A failed claim
 // delete is returned so the caller's retry, which takes the already-committed path, deletes
 // it; a failed generation delete is left for the next pass.
 //
 // REQUIRES: a published base version's watermark for p.Shard is at least p.Through.
-func (s *Store) finishCommitted(ctx context.Context, p *PreparedMerge, alreadyCommitted bool) (reclaimed, deleted int, err error) {
+func (s *Store) finishCommitted(ctx context.Context, p *PreparedMerge, alreadyCommitted bool, runs int) (reclaimed, deleted int, err error) {
 	drainStart := time.Now()
 	reclaimed, err = s.drain(ctx, p.Shard, p.Generations)
 	s.observePhase("drain", drainStart)
@@ -233,6 +235,7 @@ func (s *Store) finishCommitted(ctx context.Context, p *PreparedMerge, alreadyCo
 	}
 	deleteStart := time.Now()
 	deleted, _ = s.deleteMergedGenerations(ctx, p.Shard, p.Through)
+	s.afterMergeDemand(ctx, p.Shard, p.Through, runs)
 	s.observePhase("delete", deleteStart)
 	if alreadyCommitted {
 		if err := s.dropUnreferencedStaged(ctx, p); err != nil {

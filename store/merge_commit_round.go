@@ -62,9 +62,11 @@ type RoundShardResult struct {
 type RoundCommitResult struct {
 	// BaseVersion is the version this call published; 0 when it published none (every
 	// shard was already committed or stale).
-	BaseVersion uint64             `json:"base_version"`
-	LockHold    time.Duration      `json:"lock_hold"`
-	Shards      []RoundShardResult `json:"shards"`
+	BaseVersion uint64 `json:"base_version"`
+	// Runs is the base's run count after the published version (0 when none was).
+	Runs     int                `json:"runs,omitempty"`
+	LockHold time.Duration      `json:"lock_hold"`
+	Shards   []RoundShardResult `json:"shards"`
 }
 
 // roundCleanupConcurrency bounds the shards drained and cleaned up at once after a round's
@@ -182,7 +184,7 @@ func (s *Store) publishRound(ctx context.Context, ps []*PreparedMerge, res *Roun
 		if err == nil {
 			res.LockHold += hold
 			s.observeLock(hold)
-			res.BaseVersion = next.Version
+			res.BaseVersion, res.Runs = next.Version, len(next.Runs)
 			for _, i := range open {
 				res.Shards[i].Outcome, res.Shards[i].BaseVersion = RoundCommitted, next.Version
 			}
@@ -290,7 +292,11 @@ func (s *Store) cleanUpRound(ctx context.Context, ps []*PreparedMerge, res *Roun
 	var mu sync.Mutex
 	var first error
 	_ = s.eachShard(ctx, done, func(ctx context.Context, i int) error {
-		if err := s.cleanUpCommitted(ctx, ps[i], &res.Shards[i]); err != nil {
+		runs := 0
+		if res.Shards[i].Outcome == RoundCommitted {
+			runs = res.Runs
+		}
+		if err := s.cleanUpCommitted(ctx, ps[i], &res.Shards[i], runs); err != nil {
 			mu.Lock()
 			if first == nil {
 				first = fmt.Errorf("shard %s: %w", ps[i].Shard, err)
@@ -305,9 +311,9 @@ func (s *Store) cleanUpRound(ctx context.Context, ps []*PreparedMerge, res *Roun
 // cleanUpCommitted is Commit's part after the publish, for one shard of a round.
 //
 // REQUIRES: a published base version's watermark for p.Shard is at least p.Through.
-func (s *Store) cleanUpCommitted(ctx context.Context, p *PreparedMerge, sr *RoundShardResult) error {
+func (s *Store) cleanUpCommitted(ctx context.Context, p *PreparedMerge, sr *RoundShardResult, runs int) error {
 	var err error
-	sr.Reclaimed, sr.Deleted, err = s.finishCommitted(ctx, p, sr.Outcome == RoundAlreadyCommitted)
+	sr.Reclaimed, sr.Deleted, err = s.finishCommitted(ctx, p, sr.Outcome == RoundAlreadyCommitted, runs)
 	return err
 }
 

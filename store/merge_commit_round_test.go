@@ -144,6 +144,9 @@ func TestCommitRoundPublishesSeveralShardsInOneVersion(t *testing.T) {
 			f := newRoundFixture(t, url, 5, 3)
 			want := allRows(t, f.writers[0], SourceAll)
 			ps := f.prepareAll(t, "wf/round-1")
+			before, err := f.committer.db.bucket.List(ctx, demandShardPrefix(f.committer.target, f.writers[0].db.Shard()))
+			require.NoError(t, err)
+			require.NotEmpty(t, before, "the seals wrote demand records")
 
 			res, err := f.committer.CommitRound(ctx, ps)
 			require.NoError(t, err)
@@ -158,6 +161,13 @@ func TestCommitRoundPublishesSeveralShardsInOneVersion(t *testing.T) {
 				require.Equal(t, 3, res.Shards[i].Reclaimed)
 				require.EqualValues(t, 1, res.Shards[i].BaseVersion)
 				require.False(t, claimExists(t, f.committer, ps[i]))
+				// The seals' demand records are gone with the drain (afterMergeDemand).
+				objs, err := f.committer.db.bucket.List(ctx, demandShardPrefix(f.committer.target, w.db.Shard()))
+				require.NoError(t, err)
+				for _, o := range objs {
+					r, ok := ParseDemandKey(o.Key)
+					require.False(t, ok && !r.Compact && r.Gen <= ps[i].Through, "demand record %s left after the round", o.Key)
+				}
 			}
 			f.requireConverged(t, want)
 

@@ -53,6 +53,7 @@ func Register(r worker.ActivityRegistry, a *Activities) {
 	reg(a.ListPendingShards, contract.ListPendingShardsActivity)
 	reg(a.Prepare, contract.PrepareActivity)
 	reg(a.Commit, contract.CommitActivity)
+	reg(a.CommitRound, contract.CommitRoundActivity)
 	reg(a.Abort, contract.AbortActivity)
 	reg(a.CompactBase, contract.CompactBaseActivity)
 	reg(a.ScanStats, contract.ScanStatsActivity)

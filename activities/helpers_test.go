@@ -93,6 +93,7 @@ func registerActivities(env interface {
 		contract.ListPendingShardsActivity: a.ListPendingShards,
 		contract.PrepareActivity:           a.Prepare,
 		contract.CommitActivity:            a.Commit,
+		contract.CommitRoundActivity:       a.CommitRound,
 		contract.AbortActivity:             a.Abort,
 		contract.CompactBaseActivity:       a.CompactBase,
 		contract.ScanStatsActivity:         a.ScanStats,

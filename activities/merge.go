@@ -195,3 +195,55 @@ func (a *Activities) Abort(ctx context.Context, p contract.AbortParams) (res con
 		zap.Bool("commit_present", ar.CommitPresent))
 	return contract.AbortResult{Deleted: ar.Deleted, CommitPresent: ar.CommitPresent}, nil
 }
+
+// CommitRound publishes the prepared merges of several shards of one table in one base
+// version (docs/DESIGN.md §3, round commits) and drains each shard. It runs on the shared
+// queue: a round spans shards owned by different processes, and nothing in it needs the
+// owner's memory (every step is a conditional write). Retrying it is safe: shards that a
+// crashed attempt published come back already committed. A stale shard is reported, not
+// an error: the workflow aborts it and prepares it again while the others go on.
+func (a *Activities) CommitRound(ctx context.Context, p contract.CommitRoundParams) (res contract.CommitRoundResult, err error) {
+	start := time.Now()
+	var kind store.Kind
+	ctx, stopping := withWorkerStop(ctx)
+	rep := a.startReporter(ctx, p.NotifyAfter, !p.NoRunningNotice, nil)
+	defer func() {
+		if stopping() && errors.Is(err, context.Canceled) {
+			err = errWorkerStopping
+		}
+		err = a.done(contract.CommitRoundActivity, kind, start, "ok", err)
+		rep.finish(err)
+	}()
+
+	s, t, err := a.open(ctx, p.Target)
+	kind = t.Kind
+	if err != nil {
+		return res, err
+	}
+	ps := make([]*store.PreparedMerge, len(p.Prepared))
+	for i := range p.Prepared {
+		ps[i] = preparedFromWire(&p.Prepared[i])
+	}
+	rr, err := s.CommitRound(ctx, ps)
+	log := a.logger().With(zap.String("target", t.String()), zap.Int("shards", len(ps)),
+		zap.String("workflow_id", activity.GetInfo(ctx).WorkflowExecution.ID))
+	if err != nil {
+		log.Warn("round commit failed", zap.Error(err))
+		return res, err
+	}
+	res.BaseVersion = rr.BaseVersion
+	res.Shards = make([]contract.RoundShardResult, len(rr.Shards))
+	stale := 0
+	for i, sr := range rr.Shards {
+		res.Shards[i] = contract.RoundShardResult{
+			Shard: sr.Shard, Outcome: sr.Outcome, BaseVersion: sr.BaseVersion,
+			Reclaimed: sr.Reclaimed, Reason: sr.Reason,
+		}
+		if sr.Outcome == store.RoundStale {
+			stale++
+		}
+	}
+	log.Info("merge round committed", zap.Uint64("base_version", rr.BaseVersion), zap.Int("stale", stale),
+		zap.Duration("lock_hold", rr.LockHold))
+	return res, nil
+}

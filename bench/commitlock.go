@@ -11,7 +11,8 @@ import (
 
 // RunCommitLock measures how long Commit holds the store's write (merge) lock
 // (CommitResult.LockHold) for merges of 64 KiB, 1 MiB and 64 MiB, on file:// (with fsync) and
-// mem://. Only metadata may happen under the lock, so the hold must not grow with merge size.
+// mem://. Only the in-memory swap happens under the lock, so the hold must not grow with merge
+// size or storage latency.
 // The base is compacted whenever it reaches 32 runs (outside the measurement), as the sweep's
 // CompactBase would, so the manifest under the lock stays production-sized.
 func RunCommitLock(ctx context.Context, o Options) (*Result, error) {
@@ -68,7 +69,7 @@ func RunCommitLock(ctx context.Context, o Options) (*Result, error) {
 		for _, sz := range sizes {
 			k := key{be, sz.name}
 			a, b := spreadOf(p50s[k]), spreadOf(p99s[k])
-			t.Rows = append(t.Rows, []string{be, sz.name, a.fmt("%.0f"), b.fmt("%.0f")})
+			t.Rows = append(t.Rows, []string{be, sz.name, a.fmt("%.1f"), b.fmt("%.1f")})
 			res.Values[fmt.Sprintf("%s_%s_p50_us", be, sz.name)] = a.Median
 			res.Values[fmt.Sprintf("%s_%s_p99_us", be, sz.name)] = b.Median
 			res.Values[fmt.Sprintf("%s_%s_p99_us_max", be, sz.name)] = b.Max
@@ -85,13 +86,13 @@ func RunCommitLock(ctx context.Context, o Options) (*Result, error) {
 		for _, sz := range sizes {
 			worst = max(worst, spreadOf(p99s[key{be, sz.name}]).Median)
 		}
-		met := worst <= 2000
+		met := worst <= 1000
 		allMet = allMet && met
-		res.target(be+": p99 lock hold", "≤ 2 ms", fmt.Sprintf("worst size %.2f ms", worst/1000), met)
+		res.target(be+": p99 lock hold", "≤ 1 ms", fmt.Sprintf("worst size %.3f ms", worst/1000), met)
 		res.target(be+": 64 MiB / 64 KiB", "≤ 1.5", fmt.Sprintf("p99 %.2f, p50 %.2f", ratio, ratioP50), ratio <= 1.5)
 	}
 	res.Tables = append(res.Tables, t)
-	res.note("LockHold is measured by store.Commit itself around the exclusive merge lock, which covers only the conditional write of base version v+1 (the manifest read, the watermark check and the encoding happen before it). On file:// that write is temp file + fsync + link + directory fsync, so its hold is one fsync of this disk.")
+	res.note("LockHold is measured by store.Commit itself around the exclusive merge lock, which covers only the in-memory swap of the cached latest base: the manifest read, the watermark check, the encoding and the conditional write of base version v+1 (on file:// temp file + fsync + link + directory fsync) all happen before the lock is taken, so the hold depends neither on the merge's size nor on the backend's latency.")
 	_ = allMet
 	return res, nil
 }

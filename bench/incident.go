@@ -37,6 +37,39 @@ type incidentParams struct {
 	Sample       time.Duration
 	MaxGens      int // merge_max_generations of both systems
 	Parallel     bool
+	// Other is the second side: sideBaseline or sideOneShardCommit.
+	Other string
+}
+
+// Sides of the incident replay.
+const (
+	sideWalkeeper      = "walkeeper"
+	sideBaseline       = "baseline"
+	sideOneShardCommit = "one-shard-commit"
+)
+
+// sharedWorkerNodes is how many nodes serve the shared queue when the replay runs more than
+// the incident's 20 nodes on one machine.
+const sharedWorkerNodes = 4
+
+// shardPollers is the activity pollers per shard queue: the SDK default up to 20 nodes, one
+// beyond.
+func shardPollers(shards int) int {
+	if shards > 20 {
+		return 1
+	}
+	return 0
+}
+
+// sideLabel names a side in tables and plots.
+func sideLabel(side string) string {
+	switch side {
+	case sideBaseline:
+		return "baseline (old serial sweeper)"
+	case sideOneShardCommit:
+		return "walkeeper, one shard per commit"
+	}
+	return "walkeeper"
 }
 
 func incidentDefaults(o Options) incidentParams {
@@ -79,6 +112,10 @@ func incidentDefaults(o Options) incidentParams {
 	}
 	if o.MergeMaxGenerations > 0 {
 		p.MaxGens = o.MergeMaxGenerations
+	}
+	p.Other = sideBaseline
+	if o.IncidentCompare != "" {
+		p.Other = o.IncidentCompare
 	}
 	switch {
 	case o.Latency < 0:
@@ -124,7 +161,11 @@ func maxOf(xs []int) int {
 // running at the same time on the same machine with identical traffic and storage model.
 func RunIncident(ctx context.Context, o Options) (*Result, error) {
 	p := incidentDefaults(o)
+	if p.Other != sideBaseline && p.Other != sideOneShardCommit {
+		return nil, fmt.Errorf("--compare %q: want %s or %s", p.Other, sideBaseline, sideOneShardCommit)
+	}
 	res := newResult("incident", o)
+	res.param("compare", p.Other)
 	res.param("shards", p.Shards)
 	res.param("rollout_stores", p.Rollout)
 	res.param("hot_generic_stores", 1)
@@ -139,6 +180,9 @@ func RunIncident(ctx context.Context, o Options) (*Result, error) {
 	res.param("merge_max_generations", p.MaxGens)
 	res.param("walkeeper_count_trigger_parallel_prepare", p.Parallel)
 	res.param("reps", o.reps())
+	if p.Shards > 20 {
+		res.param("shared_queue_workers", fmt.Sprintf("first %d nodes; 1 poller per shard queue; workflow deadlock detector 10 s", sharedWorkerNodes))
+	}
 	// Production: 20 workers (one machine each), flush sweeper every 30 s, object storage.
 	// Here: every worker of both systems and the Temporal server share 2 cores.
 	timeScale := 30 * time.Second / p.SealEvery
@@ -190,7 +234,7 @@ func RunIncident(ctx context.Context, o Options) (*Result, error) {
 
 	res.Tables = append(res.Tables, Table{
 		Title:  "Hot generic store: pending generations per shard (median over repetitions, range in brackets)",
-		Header: []string{"", "walkeeper", "baseline (old serial sweeper)", "baseline / walkeeper"},
+		Header: []string{"", "walkeeper", sideLabel(p.Other), "second side / walkeeper"},
 		Rows: [][]string{
 			{"max pending in any shard over the run", wkMax.fmt("%.0f"), baseMax.fmt("%.0f"), fmt.Sprintf("%.1f×", baseMax.Median/math.Max(wkMax.Median, 1))},
 			{"max pending in any shard at the end", wkFinal.fmt("%.0f"), baseFinal.fmt("%.0f"), fmt.Sprintf("%.1f×", baseFinal.Median/math.Max(wkFinal.Median, 1))},
@@ -204,8 +248,12 @@ func RunIncident(ctx context.Context, o Options) (*Result, error) {
 	})
 	limit := 2 * p.CountTrigger
 	res.target("walkeeper max pending per shard, whole run", fmt.Sprintf("≤ %d (2 × count trigger)", limit), wkMax.fmt("%.0f"), wkMax.Max <= float64(limit))
-	res.target("baseline grows without bound", "rising trend, above walkeeper", fmt.Sprintf("%s gens/min, end %s", baseSlope.fmt("%+.1f"), baseFinal.fmt("%.0f")),
-		baseSlope.Min > 0 && baseFinal.Min > wkFinal.Max)
+	if p.Other == sideBaseline {
+		res.target("baseline grows without bound", "rising trend, above walkeeper", fmt.Sprintf("%s gens/min, end %s", baseSlope.fmt("%+.1f"), baseFinal.fmt("%.0f")),
+			baseSlope.Min > 0 && baseFinal.Min > wkFinal.Max)
+	} else {
+		res.target("one shard per commit, for comparison", "reported", fmt.Sprintf("max %s, end %s, %s gens/min", baseMax.fmt("%.0f"), baseFinal.fmt("%.0f"), baseSlope.fmt("%+.1f")), true)
+	}
 	res.Values["count_trigger"] = float64(p.CountTrigger)
 	res.Values["walkeeper_mean2_max"] = col(func(r incidentRun) float64 { return r.WkMean2 }).Max
 	res.Values["baseline_mean2_min"] = col(func(r incidentRun) float64 { return r.BaseMean2 }).Min
@@ -216,6 +264,9 @@ func RunIncident(ctx context.Context, o Options) (*Result, error) {
 	res.Values["walkeeper_final_max"] = wkFinal.Max
 	res.Values["baseline_slope_median"] = baseSlope.Median
 	res.Values["baseline_cycle_p50_s"] = cycle.Median
+	if p.Other == sideOneShardCommit {
+		res.note("Both sides are walkeeper on the same Temporal dev server setup; the second side's count trigger asks MergeWal for one shard per commit (--merge-shards-per-commit 1: a Commit activity per pass, one at a time per table), the first for round commits (up to 32 shards' passes per CommitRound). Neither side runs the MaintenanceSweep schedule (its starts would not carry the knob): MergeWal is started by the count trigger and keeps running rounds while they commit.")
+	}
 	res.note("The baseline merges the hot generic store only in its cleanup sweep, one pass of at most merge_max_generations of its own shard per visit, and reaches the generic kind only after walking every resident rollout store; a cycle longer than merge_max_generations × the seal interval makes the hot store's debt grow without bound (cycle p50 above).")
 	res.note("The two systems run one after the other in the same invocation (order alternating by repetition), each with the machine to itself, identical traffic and the same storage model: file:// without fsync plus %s added to every storage request.", p.Latency)
 	return res, nil
@@ -234,9 +285,9 @@ type incidentSide struct {
 // alone on the machine with identical traffic and storage model.
 func incidentOnce(ctx context.Context, o Options, p incidentParams, rep int) (incidentRun, error) {
 	var run incidentRun
-	order := []string{"walkeeper", "baseline"}
+	order := []string{sideWalkeeper, p.Other}
 	if rep%2 == 1 {
-		order = []string{"baseline", "walkeeper"}
+		order = []string{p.Other, sideWalkeeper}
 	}
 	sides := map[string]incidentSide{}
 	for _, name := range order {
@@ -246,7 +297,7 @@ func incidentOnce(ctx context.Context, o Options, p incidentParams, rep int) (in
 		}
 		sides[name] = sd
 	}
-	wk, base := sides["walkeeper"], sides["baseline"]
+	wk, base := sides[sideWalkeeper], sides[p.Other]
 	run.samplesWk, run.samplesBase = wk.samples, base.samples
 	for _, s := range run.samplesWk {
 		run.WkMax = max(run.WkMax, maxOf(s.Pending))
@@ -273,7 +324,7 @@ func incidentOnce(ctx context.Context, o Options, p incidentParams, rep int) (in
 
 func incidentSideRun(ctx context.Context, o Options, p incidentParams, rep int, sideName string) (incidentSide, error) {
 	var out incidentSide
-	isWK := sideName == "walkeeper"
+	isWK := sideName != sideBaseline
 	dir, cleanup, err := o.workDir("incident-" + sideName)
 	if err != nil {
 		return out, err
@@ -386,17 +437,35 @@ func incidentSideRun(ctx context.Context, o Options, p incidentParams, rep int, 
 	var stopSystem func()
 	var cycleMu sync.Mutex
 	if isWK {
-		if err := worker.EnsureSweepSchedule(ctx, tenv.client, p.SweepEvery); err != nil {
-			return out, fmt.Errorf("sweep schedule: %w", err)
+		if p.Other != sideOneShardCommit {
+			if err := worker.EnsureSweepSchedule(ctx, tenv.client, p.SweepEvery); err != nil {
+				return out, fmt.Errorf("sweep schedule: %w", err)
+			}
+		}
+		shardsPerCommit := 0
+		if sideName == sideOneShardCommit {
+			shardsPerCommit = 1
 		}
 		var nodes []*node
-		for _, db := range dbs {
+		for i, db := range dbs {
 			n, err := startNode(ctx, tenv.client, db, worker.NewMetrics(db.Options().Budget), nodeConfig{
 				FlushInterval:         p.SealEvery,
 				MergeAfterGenerations: p.CountTrigger,
 				MergeSlots:            worker.DefaultConfig().MergeSlots,
 				SharedActivitySlots:   worker.DefaultConfig().SharedActivitySlots,
 				ParallelPrepare:       p.Parallel,
+				ShardsPerCommit:       shardsPerCommit,
+				// Past the incident's 20 nodes, only the first sharedWorkerNodes nodes serve the
+				// shared queue (workflows, CommitRound, Abort, listings), and each shard queue
+				// gets one poller: every node still prepares its own shard.
+				NoSharedWorker: p.Shards > 20 && i >= sharedWorkerNodes,
+				ShardPollers:   shardPollers(p.Shards),
+				DeadlockDetection: func() time.Duration {
+					if p.Shards > 20 {
+						return 10 * time.Second
+					}
+					return 0
+				}(),
 			}, log)
 			if err != nil {
 				return out, err
@@ -588,7 +657,7 @@ func writeIncidentFiles(dir string, rep int, p incidentParams, run incidentRun) 
 	for _, x := range []struct {
 		sys string
 		ss  []sample
-	}{{"walkeeper", run.samplesWk}, {"baseline", run.samplesBase}} {
+	}{{sideWalkeeper, run.samplesWk}, {p.Other, run.samplesBase}} {
 		for _, s := range x.ss {
 			for i, v := range s.Pending {
 				c.row(fmt.Sprintf("%.1f", s.T), x.sys, i, v)
@@ -615,7 +684,7 @@ func writeIncidentFiles(dir string, rep int, p incidentParams, run incidentRun) 
 		}
 		lines = append(lines, series{Name: sys + ": max over shards", X: xs, Y: ys, Color: strong})
 	}
-	add(run.samplesBase, "baseline (serial sweeper)", colBaseline, colBaselineLight)
+	add(run.samplesBase, sideLabel(p.Other), colBaseline, colBaselineLight)
 	add(run.samplesWk, "walkeeper", colWalkeeper, colWalkeeperLight)
 	pngPath := filepath.Join(dir, name+".png")
 	title := fmt.Sprintf("Hot generic store: pending generations per shard (%d shards, %d rollout stores, %s/request)", p.Shards, p.Rollout, p.Latency)

@@ -143,6 +143,22 @@ type nodeConfig struct {
 	// ParallelPrepare makes the node's count-trigger starts ask MergeWal for parallel
 	// prepares, as the worker does with --merge-parallel-prepare (its default).
 	ParallelPrepare bool
+	// ShardsPerCommit is the count trigger's MergeWalInput.MaxShardsPerCommit
+	// (--merge-shards-per-commit; 0 = the workflow default, round commits).
+	ShardsPerCommit int
+	// PrepareConcurrency is the count trigger's MergeWalInput.PrepareConcurrency
+	// (--merge-prepare-concurrency; 0 = the workflow default).
+	PrepareConcurrency int
+	// NoSharedWorker leaves out the shared-queue worker (workflows and shared activities),
+	// and ShardPollers (0 = the SDK default) sets the activity pollers of the own shard queue:
+	// with hundreds of nodes on one machine, a shared-queue worker per node would be
+	// hundreds of idle long polls against one dev server.
+	NoSharedWorker bool
+	ShardPollers   int
+	// DeadlockDetection overrides the SDK's 1 s workflow deadlock detector (0 = default):
+	// hundreds of nodes starve one machine's CPU, and a workflow task that merely waited
+	// for the scheduler must not count as a deadlock.
+	DeadlockDetection time.Duration
 }
 
 // node is one walkeeper worker process minus its HTTP data plane: the store handle, the
@@ -168,6 +184,8 @@ func startNode(ctx context.Context, c client.Client, db *store.DB, metrics *work
 		Interval:              cfg.FlushInterval,
 		MergeAfterGenerations: cfg.MergeAfterGenerations,
 		SerialPrepare:         !cfg.ParallelPrepare,
+		ShardsPerCommit:       cfg.ShardsPerCommit,
+		PrepareConcurrency:    cfg.PrepareConcurrency,
 		Start:                 start,
 		Logger:                log.Named("sweeper"),
 		Metrics:               metrics,
@@ -175,21 +193,28 @@ func startNode(ctx context.Context, c client.Client, db *store.DB, metrics *work
 	})
 	if c != nil {
 		acts := &activities.Activities{DB: db, Logger: log.Named("activities"), Metrics: metrics, Client: c}
-		shared := tworker.New(c, contract.TaskQueue, tworker.Options{
-			Identity:                           "bench/" + db.Shard(),
-			MaxConcurrentActivityExecutionSize: max(cfg.SharedActivitySlots, 1),
-			WorkerStopTimeout:                  5 * time.Second,
-		})
-		workflows.Register(shared)
-		activities.Register(shared, acts)
+		var tws []tworker.Worker
+		if !cfg.NoSharedWorker {
+			shared := tworker.New(c, contract.TaskQueue, tworker.Options{
+				Identity:                           "bench/" + db.Shard(),
+				MaxConcurrentActivityExecutionSize: max(cfg.SharedActivitySlots, 1),
+				WorkerStopTimeout:                  5 * time.Second,
+				DeadlockDetectionTimeout:           cfg.DeadlockDetection,
+			})
+			workflows.Register(shared)
+			activities.Register(shared, acts)
+			tws = append(tws, shared)
+		}
 		own := tworker.New(c, contract.ShardQueue(db.Shard()), tworker.Options{
 			Identity:                           "bench/" + db.Shard(),
 			MaxConcurrentActivityExecutionSize: max(cfg.MergeSlots, 1),
+			MaxConcurrentActivityTaskPollers:   cfg.ShardPollers,
 			WorkerStopTimeout:                  5 * time.Second,
 			DisableWorkflowWorker:              true,
 		})
 		activities.Register(own, acts)
-		for _, tw := range []tworker.Worker{shared, own} {
+		tws = append(tws, own)
+		for _, tw := range tws {
 			if err := tw.Start(); err != nil {
 				n.stop(ctx)
 				return nil, fmt.Errorf("start Temporal worker: %w", err)

@@ -71,6 +71,55 @@ type CommitResult struct {
 	AlreadyCommitted bool   `json:"already_committed,omitempty"`
 }
 
+// MaxRoundShards caps the prepared merges of one CommitRound (store.MaxRoundShards; a
+// test in activities keeps the two equal). MaxRoundBytes caps their encoded size: a round
+// is closed once its PreparedMerges reach it (at least one is always taken), so the
+// activity input stays under a quarter of Temporal's 256 KiB payload budget even for
+// merges with long keys. A typical PreparedMerge is well under 2 KiB, so 32 fit.
+const (
+	MaxRoundShards = 32
+	MaxRoundBytes  = 64 << 10
+)
+
+// CommitRoundParams publishes the prepared merges of several shards of one table in one
+// base version (docs/DESIGN.md §3, round commits): at most MaxRoundShards, distinct shards.
+type CommitRoundParams struct {
+	Target   string          `json:"target"`
+	Prepared []PreparedMerge `json:"prepared"`
+	// NotifyAfter and NoRunningNotice: see PrepareParams.
+	NotifyAfter     time.Duration `json:"notify_after,omitempty"`
+	NoRunningNotice bool          `json:"no_running_notice,omitempty"`
+}
+
+// Round outcomes of one shard (RoundShardResult.Outcome).
+const (
+	// RoundCommitted: the round's base version published the shard's pass.
+	RoundCommitted = "committed"
+	// RoundAlreadyCommitted: the watermark already covered the pass (a retried round, or
+	// another attempt merged the same generations); nothing was published for it again.
+	RoundAlreadyCommitted = "already_committed"
+	// RoundStale: the preparation can never publish; it was left out of the version and
+	// the workflow aborts it and prepares the shard again, as after a stale Commit.
+	RoundStale = "stale"
+)
+
+// RoundShardResult is one shard's outcome in a CommitRound, in the order of the input.
+type RoundShardResult struct {
+	Shard       string `json:"shard"`
+	Outcome     string `json:"outcome"`
+	BaseVersion uint64 `json:"base_version,omitempty"`
+	Reclaimed   int    `json:"reclaimed,omitempty"`
+	// Reason says why a shard is stale.
+	Reason string `json:"reason,omitempty"`
+}
+
+// CommitRoundResult reports one CommitRound. BaseVersion is the version it published (0
+// when every shard was already committed or stale).
+type CommitRoundResult struct {
+	BaseVersion uint64             `json:"base_version,omitempty"`
+	Shards      []RoundShardResult `json:"shards"`
+}
+
 // AbortParams discards a prepared merge whose commit is proven absent.
 type AbortParams struct {
 	Prepared PreparedMerge `json:"prepared"`

@@ -37,6 +37,10 @@ type MergeWalInput struct {
 	// search attribute, the memo and the run's summary.
 	Trigger       string `json:"trigger,omitempty"`
 	TriggerReason string `json:"trigger_reason,omitempty"`
+	// MaxShardsPerCommit caps the shards whose prepared passes one commit publishes in one
+	// base version (CommitRound): 0 = MaxRoundShards (32), 1 = one shard per Commit on the
+	// shard's queue, as before round commits. At most MaxRoundShards.
+	MaxShardsPerCommit int `json:"max_shards_per_commit,omitempty"`
 }
 
 // MergeWalCarry is the state one run hands to the next over continue-as-new.

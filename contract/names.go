@@ -30,6 +30,7 @@ const (
 	ListPendingShardsActivity = "ListPendingShards"
 	PrepareActivity           = "Prepare"
 	CommitActivity            = "Commit"
+	CommitRoundActivity       = "CommitRound"
 	AbortActivity             = "Abort"
 	CompactBaseActivity       = "CompactBase"
 	ScanStatsActivity         = "ScanStats"

@@ -30,8 +30,14 @@
 //     references yet. Appends, reads and other prepares go on meanwhile.
 //  2. Commit: claim the attempt ("commit"), then publish base version v+1 = runs + the
 //     staged run, with the shard's watermark moved to the last merged generation. The
-//     merge lock is held exclusively only around that one conditional write. Then drain
-//     the merged generations from the shard manifest and delete their files.
+//     conditional write happens before the merge lock is taken; the lock is held
+//     exclusively only to swap the cached latest base (O(1)). Then drain the merged
+//     generations from the shard manifest and delete their files.
+//
+// CommitRound (merge_commit_round.go) is Commit for the prepared merges of up to
+// MaxRoundShards shards at once: each is checked and claimed as in Commit, and one base
+// version publishes all that are still open, each with its own watermark; each is then
+// drained as Commit drains one. A stale one is left out without blocking the others.
 //
 // Abort is the other way out of a prepared attempt: claim "abort", then delete the staged
 // files once no commit of the attempt can publish them.
@@ -67,21 +73,23 @@
 //     one group's read-budget reservation and never waits while holding it.
 //
 // Across processes, every publish is a put-if-absent and that is what makes commits safe;
-// the merge lock only orders the merges of one process (a prepare never plans generations
-// while a commit of this process publishes them) and bounds the commit's lock hold.
+// the merge lock only orders this process's cached view of the base against its prepares'
+// planning. A prepare may still plan a range that a commit published a moment earlier, as a
+// prepare in another process always could; the commit's watermark check catches it.
 //
 // # Locks and naming
 //
 // A function whose name ends in Locked REQUIRES its caller to hold the lock it names (or
 // the obvious one of its receiver) and never takes it itself, as in pebble and in worker/.
-// A function that takes a lock says so in its name or comment instead (lockAndPublishBase)
+// A function that takes a lock says so in its name or comment instead (publishBaseThenSwap)
 // and carries "REQUIRES: <lock> not held by the caller". REQUIRES: comments state every
 // such precondition at the function.
 //
 // Locks of a Store and what they guard:
 //
 //	Store.mergeLock  (RWMutex) merge phases of this process: shared for Prepare, exclusive
-//	                 for the base publish of Commit, quarantine and compaction
+//	                 for the in-memory swap after the base publish of Commit, CommitRound
+//	                 and quarantine, and for the whole of compaction
 //	Store.writerMu   Store.w and Store.closed
 //	Store.shardsMu   Store.shards (the per-shard chain handles)
 //	writer.sealMu    one seal at a time per writer

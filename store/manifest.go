@@ -213,16 +213,29 @@ func (m *baseManifest) references(p string) bool {
 // REQUIRES: watermarkCoverage(m.Watermarks[p.Shard], p.Generations[0], p.Through) is
 // rangeOpen: the runs already in m hold none of p's generations.
 func (m *baseManifest) withMerge(p *PreparedMerge) *baseManifest {
+	return m.withMerges([]*PreparedMerge{p})
+}
+
+// withMerges is the draft of the one version that publishes every merge of ps (CommitRound):
+// m's runs plus each merge's staged files, each merge's shard watermark moved to its
+// Through. Rows of different merges are ranked by (seq, shard) like any others, so the order
+// of ps does not matter to readers.
+//
+// REQUIRES: the shards of ps are distinct, and for each p watermarkCoverage is rangeOpen
+// against m (as for withMerge).
+func (m *baseManifest) withMerges(ps []*PreparedMerge) *baseManifest {
 	n := m.next("merge")
-	for _, f := range p.Staged {
-		n.Runs = append(n.Runs, runMeta{
-			ID: strings.TrimSuffix(path.Base(f.Path), ".parquet"), Path: f.Path, Rows: f.Rows, Bytes: f.Bytes,
-			MinKey: f.MinKey, MaxKey: f.MaxKey, MinSeq: f.MinSeq, MaxSeq: f.MaxSeq,
-			Checksum: f.Checksum,
-			Source:   fmt.Sprintf("merge:%s:%d-%d", p.Shard, p.Generations[0], p.Through),
-		})
+	for _, p := range ps {
+		for _, f := range p.Staged {
+			n.Runs = append(n.Runs, runMeta{
+				ID: strings.TrimSuffix(path.Base(f.Path), ".parquet"), Path: f.Path, Rows: f.Rows, Bytes: f.Bytes,
+				MinKey: f.MinKey, MaxKey: f.MaxKey, MinSeq: f.MinSeq, MaxSeq: f.MaxSeq,
+				Checksum: f.Checksum,
+				Source:   fmt.Sprintf("merge:%s:%d-%d", p.Shard, p.Generations[0], p.Through),
+			})
+		}
+		n.Watermarks[p.Shard] = p.Through
 	}
-	n.Watermarks[p.Shard] = p.Through
 	return n
 }
 

@@ -122,17 +122,31 @@ func (c *chain) listLatest(ctx context.Context) (uint64, []byte, error) {
 	return best, raw, err
 }
 
-// publish writes version v. ErrAlreadyExists means another writer published v first.
+// publish writes version v and makes it the cached latest. ErrAlreadyExists means another
+// writer published v first.
 func (c *chain) publish(ctx context.Context, v uint64, raw []byte) error {
-	if err := c.b.PutIfAbsent(ctx, c.prefix+versionName(v), raw); err != nil {
+	if err := c.put(ctx, v, raw); err != nil {
 		return err
 	}
+	c.advance(v, raw)
+	return nil
+}
+
+// put is the durable half of publish: the put-if-absent of version v, leaving the cache
+// alone. The base chain's committers call it outside any lock and advance under it
+// (publishBaseThenSwap).
+func (c *chain) put(ctx context.Context, v uint64, raw []byte) error {
+	return c.b.PutIfAbsent(ctx, c.prefix+versionName(v), raw)
+}
+
+// advance is the in-memory half of publish: version v (already durable) becomes the cached
+// latest unless a newer one already is. O(1); takes only chain.mu.
+func (c *chain) advance(v uint64, raw []byte) {
 	c.mu.Lock()
 	if v > c.hint {
 		c.hint, c.hintRaw = v, raw
 	}
 	c.mu.Unlock()
-	return nil
 }
 
 // collect deletes versions older than keep behind latest, oldest first (best effort).
@@ -179,8 +193,8 @@ func (s *Store) loadBase(ctx context.Context) (*baseManifest, error) {
 }
 
 // publishBase publishes next as version next.Version. ErrAlreadyExists = lost the race.
-// It takes no lock: compaction calls it holding mergeLock; lockAndPublishBase does the same
-// publish under the lock for merges and quarantines.
+// It takes no lock: compaction calls it holding mergeLock; merges and quarantines publish
+// with publishBaseThenSwap instead, which takes the lock only for the in-memory swap.
 func (s *Store) publishBase(ctx context.Context, next *baseManifest) error {
 	raw, err := s.encodeBase(next)
 	if err != nil {
@@ -201,10 +215,15 @@ func (s *Store) publishEncodedBase(ctx context.Context, v uint64, raw []byte) er
 	if err := s.base.publish(ctx, v, raw); err != nil {
 		return err
 	}
+	s.collectBase(ctx, v)
+	return nil
+}
+
+// collectBase starts the background collection of old base versions every 64 versions.
+func (s *Store) collectBase(ctx context.Context, v uint64) {
 	if v%64 == 0 {
 		go s.base.collect(context.WithoutCancel(ctx), v, 256)
 	}
-	return nil
 }
 
 // loadShard returns the latest manifest of shard, or nil if the shard never wrote.

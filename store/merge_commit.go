@@ -81,9 +81,9 @@ func (s *Store) claim(ctx context.Context, p *PreparedMerge, state string) (stri
 }
 
 // Commit publishes a prepared merge: base version v+1 = runs + staged files with the
-// shard's watermark set to Through. It holds the merge lock exclusively only around the
-// conditional write of the next base manifest; the manifest read and checks run before it
-// and the drain and deletes after it.
+// shard's watermark set to Through. The manifest read, the checks and the conditional write
+// of the next base manifest run before the merge lock is taken, which is then held only to
+// swap the cached latest base (publishBaseThenSwap); the drain and deletes run after it.
 // Committing twice is safe: a watermark already at Through means "done".
 //
 // REQUIRES: mergeLock not held by the caller.
@@ -112,32 +112,12 @@ func (s *Store) Commit(ctx context.Context, p *PreparedMerge) (CommitResult, err
 
 	// INVARIANT: the drain and the deletes run only after the base version that makes them
 	// garbage is published; a crash in between is repaired by the next prepare (reconcile).
-	drainStart := time.Now()
-	reclaimed, err := s.drain(ctx, p.Shard, p.Generations)
-	s.observePhase("drain", drainStart)
+	reclaimed, deleted, err := s.finishCommitted(ctx, p, res.AlreadyCommitted, res.Runs)
+	res.Reclaimed, res.Deleted = reclaimed, deleted
 	if err != nil {
-		// The base already holds the rows; the next prepare reconciles the drain.
-		s.countMerge("failed", 0)
-		return res, fmt.Errorf("committed base version %d but drain failed: %w", res.BaseVersion, err)
-	}
-	res.Reclaimed = reclaimed
-	deleteStart := time.Now()
-	res.Deleted, _ = s.deleteMergedGenerations(ctx, p.Shard, p.Through)
-	s.afterMergeDemand(ctx, p.Shard, p.Through, res.Runs)
-	s.observePhase("delete", deleteStart)
-	if res.AlreadyCommitted {
-		if err := s.dropUnreferencedStaged(ctx, p); err != nil {
-			return res, err
-		}
-		s.countMerge("already_committed", reclaimed)
-	} else {
-		s.countMerge("merged", reclaimed)
-	}
-	// The claim is garbage now that the watermark covers the attempt (a late Commit answers
-	// "already committed", a late Abort finds the commit). A failed delete is returned so the
-	// caller's retry, which takes the already-committed path, deletes it.
-	if err := s.dropClaim(ctx, p); err != nil {
-		return res, fmt.Errorf("committed base version %d but claim clean-up failed: %w", res.BaseVersion, err)
+		// The base already holds the rows; a retry takes the already-committed path and
+		// finishes, and the next prepare reconciles the drain anyway.
+		return res, fmt.Errorf("committed base version %d but %w", res.BaseVersion, err)
 	}
 	s.db.log.Info("merge committed", zap.String("target", s.target.String()), zap.String("shard", p.Shard),
 		zap.Uint64("through", p.Through), zap.Int("reclaimed", reclaimed), zap.Uint64("base_version", res.BaseVersion),
@@ -145,7 +125,7 @@ func (s *Store) Commit(ctx context.Context, p *PreparedMerge) (CommitResult, err
 	return res, nil
 }
 
-// publishMerge is the metadata step of Commit: read, check, and publish v+1 under the lock.
+// publishMerge is the metadata step of Commit: read, check, publish v+1, then swap under the lock.
 func (s *Store) publishMerge(ctx context.Context, p *PreparedMerge) (CommitResult, error) {
 	// INVARIANT: the commit object is written last: the staged files it references exist
 	// before the base version that references them is published.
@@ -162,12 +142,9 @@ func (s *Store) publishMerge(ctx context.Context, p *PreparedMerge) (CommitResul
 			return CommitResult{}, fmt.Errorf("staged file %s is missing: %w", f.Path, ErrStalePreparation)
 		}
 	}
-	// The manifest read, the checks and the next version are built outside the lock: the
-	// put-if-absent of version v+1 is what arbitrates between committers (other processes
-	// never see this lock anyway), and a committer that lost the race rebases. The lock
-	// covers only the conditional write, so a prepare of this process never plans
-	// generations while their commit is being published, and the hold is one write, not
-	// the round trips of the manifest read.
+	// Everything runs outside the lock: the put-if-absent of version v+1 is what arbitrates
+	// between committers (other processes never see this lock anyway), and a committer that
+	// lost the race rebases. The lock covers only the in-memory swap after the write.
 	var res CommitResult
 	for attempt := 0; attempt < 128; attempt++ {
 		base, err := s.loadBase(ctx)
@@ -183,7 +160,7 @@ func (s *Store) publishMerge(ctx context.Context, p *PreparedMerge) (CommitResul
 				s.target, p.Shard, base.Watermarks[p.Shard], p.Generations[0], p.Through, ErrStalePreparation)
 		}
 		next := base.withMerge(p)
-		hold, err := s.lockAndPublishBase(ctx, next)
+		hold, err := s.publishBaseThenSwap(ctx, next)
 		res.LockHold += hold
 		if err == nil {
 			res.BaseVersion, res.Runs = next.Version, len(next.Runs)
@@ -200,27 +177,78 @@ func (s *Store) publishMerge(ctx context.Context, p *PreparedMerge) (CommitResul
 	return res, fmt.Errorf("%s: base commit kept losing races: %w", s.target, ErrConflict)
 }
 
-// lockAndPublishBase takes the merge lock exclusively, publishes next with put-if-absent
-// and returns how long the lock was held. The encoding runs before the lock is taken, so
-// the hold is the one conditional write. (Not a ...Locked function: it takes the lock.)
+// publishBaseThenSwap publishes next with put-if-absent and then, holding the merge lock
+// exclusively, swaps this process's cached latest base to it; it returns how long the lock
+// was held. The encoding and the durable write both run before the lock is taken, so the
+// hold is O(1): independent of the merge's size, of the manifest's size and of the
+// storage's latency (a file:// fsync, an S3 round trip). ErrAlreadyExists = lost the race;
+// the lock is then not taken at all. (Not a ...Locked function: it takes the lock.)
+//
+// Why publishing before the lock is safe (docs/FORMAT.md, "Commit lock"): no reader takes
+// the lock (reads are snapshot reads, shard manifests before the base), and a Prepare of
+// this process that plans between the durable write and the swap sees at worst the
+// situation a Prepare in another process always could: a range the new watermark covers,
+// which its own commit then reports as already committed or stale.
 //
 // REQUIRES: mergeLock not held by the caller.
-func (s *Store) lockAndPublishBase(ctx context.Context, next *baseManifest) (time.Duration, error) {
+func (s *Store) publishBaseThenSwap(ctx context.Context, next *baseManifest) (time.Duration, error) {
 	raw, err := s.encodeBase(next)
 	if err != nil {
 		return 0, err
 	}
+	// INVARIANT: the commit object is durable before anything in memory says it exists.
+	if err := s.base.put(ctx, next.Version, raw); err != nil {
+		return 0, err
+	}
 	s.mergeLock.Lock()
-	defer s.mergeLock.Unlock()
 	locked := time.Now()
-	err = s.publishEncodedBase(ctx, next.Version, raw)
-	return time.Since(locked), err
+	s.base.advance(next.Version, raw)
+	hold := time.Since(locked)
+	s.mergeLock.Unlock()
+	s.collectBase(ctx, next.Version)
+	return hold, nil
 }
 
 func (s *Store) observeLock(d time.Duration) {
 	if m := s.db.opts.Metrics; m != nil {
 		m.CommitLockSeconds.Observe(d.Seconds())
 	}
+}
+
+// finishCommitted is everything that follows the publish of p's run, for one shard, in
+// Commit and in CommitRound alike: drain exactly p's generations, delete their files, clean
+// up the shard's demand records (afterMergeDemand, with runs the base's run count after the
+// publish, 0 when already committed), delete
+// p's staged files if another attempt's run holds the rows (alreadyCommitted and
+// unreferenced), and drop the claim, which the watermark makes meaningless. A failed claim
+// delete is returned so the caller's retry, which takes the already-committed path, deletes
+// it; a failed generation delete is left for the next pass.
+//
+// REQUIRES: a published base version's watermark for p.Shard is at least p.Through.
+func (s *Store) finishCommitted(ctx context.Context, p *PreparedMerge, alreadyCommitted bool, runs int) (reclaimed, deleted int, err error) {
+	drainStart := time.Now()
+	reclaimed, err = s.drain(ctx, p.Shard, p.Generations)
+	s.observePhase("drain", drainStart)
+	if err != nil {
+		s.countMerge("failed", 0)
+		return 0, 0, fmt.Errorf("drain failed: %w", err)
+	}
+	deleteStart := time.Now()
+	deleted, _ = s.deleteMergedGenerations(ctx, p.Shard, p.Through)
+	s.afterMergeDemand(ctx, p.Shard, p.Through, runs)
+	s.observePhase("delete", deleteStart)
+	if alreadyCommitted {
+		if err := s.dropUnreferencedStaged(ctx, p); err != nil {
+			return reclaimed, deleted, err
+		}
+		s.countMerge("already_committed", reclaimed)
+	} else {
+		s.countMerge("merged", reclaimed)
+	}
+	if err := s.dropClaim(ctx, p); err != nil {
+		return reclaimed, deleted, fmt.Errorf("claim clean-up failed: %w", err)
+	}
+	return reclaimed, deleted, nil
 }
 
 // mergeDeleteConcurrency bounds the concurrent deletes of merged generation files.

@@ -55,8 +55,11 @@ func (s *Store) Prepare(ctx context.Context, p PrepareParams) (*PreparedMerge, e
 	}
 	caps := s.mergeCaps(p)
 
-	// INVARIANT: a prepare plans under the shared lock, so it never plans generations while
-	// a commit of this process publishes them (lockAndPublishBase takes it exclusively).
+	// A prepare plans under the shared lock, so this process's cached base does not advance
+	// while it plans (publishBaseThenSwap takes the lock exclusively for that swap). A base
+	// version published durably meanwhile can still cover what it plans, exactly as one from
+	// another process can: the commit's watermark check then reports the attempt as already
+	// committed or stale (docs/FORMAT.md, "Commit lock").
 	s.mergeLock.RLock()
 	defer s.mergeLock.RUnlock()
 

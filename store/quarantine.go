@@ -90,7 +90,7 @@ func (s *Store) quarantineRun(ctx context.Context, key, reason string) (Quaranti
 		if !found {
 			return res, fmt.Errorf("run %s is not in base version %d of %s: %w", key, base.Version, s.target, ErrNotFound)
 		}
-		_, err = s.lockAndPublishBase(ctx, next)
+		_, err = s.publishBaseThenSwap(ctx, next)
 		if err == nil {
 			res.ManifestVersion = next.Version
 			s.quarantined(res, reason)

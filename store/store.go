@@ -11,7 +11,7 @@ import (
 //
 // Locking (doc.go has the rules and the lock order). mergeLock orders merges inside one
 // process: Prepare holds it shared for the whole (slow) read-and-stage, Commit holds it
-// exclusively only while it publishes the next base manifest. Appends and reads never take
+// exclusively only to swap the cached latest base after the durable publish. Appends and reads never take
 // it: appends go to the writer, reads are snapshot reads over immutable objects (see
 // read.go), so neither ever waits on a merge. Across processes every publish is a
 // put-if-absent, so the lock is an optimisation and a contract for tests, not what makes
@@ -22,8 +22,8 @@ type Store struct {
 	meta   storeMeta
 	codec  *Codec
 
-	// mergeLock: shared for Prepare, exclusive for publishing a base version from this
-	// process's merges, compactions and quarantines.
+	// mergeLock: shared for Prepare; exclusive for the in-memory swap after a merge or
+	// quarantine publishes a base version, and for a compaction's whole publish.
 	mergeLock sync.RWMutex
 
 	base *chain

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
 )
 
@@ -53,6 +54,14 @@ type Config struct {
 	// passes in parallel (commits stay one at a time). The sweeper takes its inverse,
 	// SweeperOptions.SerialPrepare, whose zero value is this default.
 	MergeParallelPrepare bool
+	// MergeShardsPerCommit: the count trigger asks MergeWal to publish the prepared passes
+	// of up to this many shards in one base version (MergeWalInput.MaxShardsPerCommit:
+	// 0 = 32, 1 = one shard per commit).
+	MergeShardsPerCommit int
+	// MergePrepareConcurrency: the count trigger's MergeWalInput.PrepareConcurrency, the
+	// prepares of different shards in flight at once with parallel prepares (0 = the
+	// workflow's default, 4).
+	MergePrepareConcurrency int
 
 	// FlushInterval is the seal sweeper period (0 = off). FlushTimeout bounds one store's seal
 	// in a sweep; 0 means max(5 × FlushInterval, 30s).
@@ -229,6 +238,12 @@ func (c *Config) Validate() error {
 	}
 	if c.SharedActivitySlots < 1 {
 		bad("shared-activity-slots", "must be at least 1, got %d", c.SharedActivitySlots)
+	}
+	if c.MergePrepareConcurrency < 0 {
+		bad("merge-prepare-concurrency", "must not be negative, got %d", c.MergePrepareConcurrency)
+	}
+	if c.MergeShardsPerCommit < 0 || c.MergeShardsPerCommit > contract.MaxRoundShards {
+		bad("merge-shards-per-commit", "must be 0 to %d, got %d", contract.MaxRoundShards, c.MergeShardsPerCommit)
 	}
 	for _, nv := range []struct {
 		flag string

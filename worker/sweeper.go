@@ -43,9 +43,13 @@ type triggers struct {
 	// parallel: count starts ask MergeWal for parallel prepares (it only matters where
 	// more than one shard is pending; the workflow runs a single shard serially either way).
 	parallel bool
-	log      *zap.Logger
-	metrics  *Metrics
-	life     context.Context // ends at Sweeper.Stop
+	// shardsPerCommit: MergeWalInput.MaxShardsPerCommit of count starts (0 = default).
+	shardsPerCommit int
+	// prepareConcurrency: MergeWalInput.PrepareConcurrency of count starts (0 = default).
+	prepareConcurrency int
+	log                *zap.Logger
+	metrics            *Metrics
+	life               context.Context // ends at Sweeper.Stop
 
 	mu       sync.Mutex
 	retry    map[string]bool // target -> last count start failed
@@ -101,6 +105,8 @@ func (tg *triggers) fire(trigger string, t store.Target, pending int, reason str
 		in := contract.MergeWalInput{Target: key, Trigger: workflowTrigger(trigger), TriggerReason: reason}
 		if trigger == TriggerCount {
 			in.ParallelPrepare = tg.parallel
+			in.MaxShardsPerCommit = tg.shardsPerCommit
+			in.PrepareConcurrency = tg.prepareConcurrency
 		}
 		run, err := tg.start(ctx, t, in)
 		tg.metrics.trigger(trigger, err)
@@ -152,6 +158,12 @@ type SweeperOptions struct {
 	// the default: parallel prepares, which overlap the storage round trips of different
 	// shards; commits stay one at a time either way.
 	SerialPrepare bool
+	// ShardsPerCommit is MergeWalInput.MaxShardsPerCommit of count-trigger starts
+	// (Config.MergeShardsPerCommit; 0 = the workflow's default).
+	ShardsPerCommit int
+	// PrepareConcurrency is MergeWalInput.PrepareConcurrency of count-trigger starts
+	// (Config.MergePrepareConcurrency; 0 = the workflow's default).
+	PrepareConcurrency int
 	// Start starts or attaches to MergeWal; nil disables the count trigger.
 	Start   MergeStarter
 	Logger  *zap.Logger
@@ -206,6 +218,7 @@ func NewSweeper(opts SweeperOptions) *Sweeper {
 		endLife: endLife,
 		opts:    opts,
 		trigger: &triggers{start: opts.Start, threshold: opts.MergeAfterGenerations, parallel: !opts.SerialPrepare,
+			shardsPerCommit: opts.ShardsPerCommit, prepareConcurrency: opts.PrepareConcurrency,
 			log: opts.Logger, metrics: opts.Metrics, life: life,
 			retry: map[string]bool{}, inflight: map[string]bool{}},
 		log:      opts.Logger,

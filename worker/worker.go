@@ -141,6 +141,8 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 		Timeout:               w.cfg.EffectiveFlushTimeout(),
 		MergeAfterGenerations: w.cfg.MergeAfterGenerations,
 		SerialPrepare:         !w.cfg.MergeParallelPrepare,
+		ShardsPerCommit:       w.cfg.MergeShardsPerCommit,
+		PrepareConcurrency:    w.cfg.MergePrepareConcurrency,
 		Start:                 w.start,
 		Logger:                log.Named("sweeper"),
 		Metrics:               w.metrics,

@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/walkeeper/walkeeper/contract"
 )
@@ -29,6 +30,9 @@ func stubPrepare(context.Context, contract.PrepareParams) (contract.PrepareResul
 }
 func stubCommit(context.Context, contract.CommitParams) (contract.CommitResult, error) {
 	return contract.CommitResult{}, errors.New("not mocked")
+}
+func stubCommitRound(context.Context, contract.CommitRoundParams) (contract.CommitRoundResult, error) {
+	return contract.CommitRoundResult{}, errors.New("not mocked")
 }
 func stubAbort(context.Context, contract.AbortParams) (contract.AbortResult, error) {
 	return contract.AbortResult{}, errors.New("not mocked")
@@ -52,7 +56,17 @@ func stubReconcilePage(context.Context, contract.ReconcilePageParams) (contract.
 // stubRecordMaintenance succeeds: recording a success has no outcome a test mocks.
 func stubRecordMaintenance(context.Context, contract.RecordMaintenanceParams) error { return nil }
 
+// newEnv is a test environment for the one-shard-per-commit path: round commits are
+// pinned off as in histories recorded before roundCommitChange (the same code runs for
+// MaxShardsPerCommit 1). newRoundEnv leaves them on.
 func newEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
+	t.Helper()
+	env := newRoundEnv(t)
+	env.OnGetVersion(roundCommitChange, workflow.DefaultVersion, roundCommitVersion).Return(workflow.DefaultVersion)
+	return env
+}
+
+func newRoundEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
@@ -64,6 +78,7 @@ func newEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 		contract.ListPendingShardsActivity: stubListPendingShards,
 		contract.PrepareActivity:           stubPrepare,
 		contract.CommitActivity:            stubCommit,
+		contract.CommitRoundActivity:       stubCommitRound,
 		contract.AbortActivity:             stubAbort,
 		contract.CompactBaseActivity:       stubCompact,
 		contract.ScanStatsActivity:         stubScan,
@@ -99,6 +114,10 @@ type fakeTable struct {
 	prepares  []call
 	commits   []call
 	aborts    []call
+	// rounds lists the shards of each CommitRound, in call order.
+	rounds [][]string
+	// staleOnce: the next round that includes the shard reports it stale.
+	staleOnce map[string]bool
 }
 
 func newFakeTable(target string, perPass int, pending map[string]int) *fakeTable {
@@ -156,6 +175,40 @@ func (f *fakeTable) commit(ctx context.Context, p contract.CommitParams) (contra
 	return contract.CommitResult{Reclaimed: len(p.Prepared.Generations), BaseVersion: f.version}, nil
 }
 
+// commitRound models CommitRound: one base version for every shard of the round that is
+// still open, already committed for covered ones, stale for those in staleOnce.
+func (f *fakeTable) commitRound(ctx context.Context, p contract.CommitRoundParams) (contract.CommitRoundResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	info := activity.GetInfo(ctx)
+	var res contract.CommitRoundResult
+	var shards []string
+	published := false
+	for _, pm := range p.Prepared {
+		shards = append(shards, pm.Shard)
+		f.commits = append(f.commits, call{shard: pm.Shard, queue: info.TaskQueue, activityID: info.ActivityID, through: pm.Through})
+		sr := contract.RoundShardResult{Shard: pm.Shard}
+		switch {
+		case f.staleOnce[pm.Shard]:
+			delete(f.staleOnce, pm.Shard)
+			sr.Outcome, sr.Reason = contract.RoundStale, "watermark moved"
+		case f.watermark[pm.Shard] >= pm.Through:
+			sr.Outcome, sr.BaseVersion = contract.RoundAlreadyCommitted, f.version
+		default:
+			if !published {
+				f.version++
+				published = true
+				res.BaseVersion = f.version
+			}
+			f.watermark[pm.Shard] = pm.Through
+			sr.Outcome, sr.BaseVersion, sr.Reclaimed = contract.RoundCommitted, f.version, len(pm.Generations)
+		}
+		res.Shards = append(res.Shards, sr)
+	}
+	f.rounds = append(f.rounds, shards)
+	return res, nil
+}
+
 func (f *fakeTable) abort(ctx context.Context, p contract.AbortParams) (contract.AbortResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -176,6 +229,7 @@ func mockTable(env *testsuite.TestWorkflowEnvironment, f *fakeTable) {
 	env.OnActivity(contract.ListPendingShardsActivity, anyCtx, anyArg).Return(f.list).Maybe()
 	env.OnActivity(contract.PrepareActivity, anyCtx, anyArg).Return(f.prepare).Maybe()
 	env.OnActivity(contract.CommitActivity, anyCtx, anyArg).Return(f.commit).Maybe()
+	env.OnActivity(contract.CommitRoundActivity, anyCtx, anyArg).Return(f.commitRound).Maybe()
 	env.OnActivity(contract.AbortActivity, anyCtx, anyArg).Return(f.abort).Maybe()
 }
 

@@ -32,6 +32,9 @@ func mergeWalDefaults(in contract.MergeWalInput) (contract.MergeWalInput, error)
 	if in.MaxGenerations != nil && *in.MaxGenerations < 0 || in.MaxBytes != nil && *in.MaxBytes < 0 {
 		return in, fmt.Errorf("negative max_generations or max_bytes")
 	}
+	if in.MaxShardsPerCommit < 0 || in.MaxShardsPerCommit > contract.MaxRoundShards {
+		return in, fmt.Errorf("max_shards_per_commit %d is not 0 to %d", in.MaxShardsPerCommit, contract.MaxRoundShards)
+	}
 	if in.MaxPasses == 0 {
 		in.MaxPasses = defaultMaxPasses
 	}
@@ -100,6 +103,11 @@ func MergeWal(ctx workflow.Context, in contract.MergeWalInput) (contract.MergeWa
 	}
 	// Histories recorded before this change visited shards in id order, each until drained.
 	r.fair = workflow.GetVersion(ctx, fairRoundsChange, workflow.DefaultVersion, fairRoundsVersion) >= fairRoundsVersion
+	// Histories recorded before round commits committed one shard per Commit activity; a
+	// run asked for one shard per commit still does, without a marker.
+	if r.fair && shardsPerCommit(r.in) > 1 {
+		r.roundCommits = workflow.GetVersion(ctx, roundCommitChange, workflow.DefaultVersion, roundCommitVersion) >= roundCommitVersion
+	}
 	r.listedAt = workflow.Now(ctx)
 	r.plan(listed.Shards)
 	r.noteStart()
@@ -162,6 +170,9 @@ type mergeRun struct {
 	// pendingAtStartSet: WalPendingAtStart carries it.
 	pendingAtStart    int
 	pendingAtStartSet bool
+	// roundCommits: one commit publishes the ready passes of many shards in one base
+	// version (roundCommitChange, merge_round_commit.go).
+	roundCommits bool
 }
 
 // fairRoundsChange versions the shard schedule: rounds of one pass per shard, most indebted
@@ -315,6 +326,10 @@ func (r *mergeRun) mergeShards(ctx workflow.Context) {
 	loopDone.Add(1)
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		defer loopDone.Done()
+		if r.roundCommits {
+			r.roundCommitLoop(ctx, commits)
+			return
+		}
 		r.commitLoop(ctx, commits)
 	})
 
@@ -359,8 +374,13 @@ func (r *mergeRun) mergeShards(ctx workflow.Context) {
 // nothing.
 func (r *mergeRun) mergeRounds(ctx workflow.Context, commits workflow.Channel) {
 	var sem workflow.Semaphore
-	if r.in.ParallelPrepare {
+	switch {
+	case r.in.ParallelPrepare:
 		sem = workflow.NewSemaphore(ctx, int64(r.in.PrepareConcurrency))
+	case r.roundCommits:
+		// Prepares one at a time, but each shard's pass is a coroutine, so the next shard
+		// prepares while earlier ones wait for (or ride in) a round commit.
+		sem = workflow.NewSemaphore(ctx, 1)
 	}
 	for round := 1; ; round++ {
 		var order []*shardRun

@@ -102,7 +102,8 @@ func TestMergeWalActivityIDsAreUniqueAcrossRuns(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	run, err := contract.StartMergeWal(ctx, c, tg, contract.MergeWalInput{PassesPerWorkflowRun: 1})
+	// One Commit per pass: this worker registers Commit, not CommitRound (the IDs are the point).
+	run, err := contract.StartMergeWal(ctx, c, tg, contract.MergeWalInput{PassesPerWorkflowRun: 1, MaxShardsPerCommit: 1})
 	require.NoError(t, err)
 	var res contract.MergeWalResult
 	require.NoError(t, run.Get(ctx, &res)) // follows the continue-as-new chain

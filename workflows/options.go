@@ -60,6 +60,17 @@ func commitOptions(scheduleToStart time.Duration) workflow.ActivityOptions {
 	}
 }
 
+// commitRoundOptions: like commitOptions, on the shared queue (no schedule-to-start
+// fallback) and without a heartbeat timeout (a round is a bounded number of conditional
+// writes).
+func commitRoundOptions() workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: 5 * time.Minute,
+		RetryPolicy:         retryPolicy(10, 30*time.Second),
+		Summary:             "commit round",
+	}
+}
+
 func abortOptions() workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		StartToCloseTimeout: 2 * time.Minute,

@@ -1,0 +1,424 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// roundFixture is one table with several writer shards (one DB each, as one process per
+// writer) and a committer process of its own, as the shared-queue worker that runs a
+// round's CommitRound. The committer's bucket goes through faults when set.
+type roundFixture struct {
+	url       string
+	writers   []*Store
+	committer *Store
+	faults    atomic.Pointer[FaultFuncs]
+}
+
+func newRoundFixture(t *testing.T, url string, shards, gens int) *roundFixture {
+	t.Helper()
+	f := &roundFixture{url: url}
+	for i := 0; i < shards; i++ {
+		db := openTestDB(t, url, fmt.Sprintf("w%d", i))
+		var s *Store
+		if i == 0 {
+			s = createGeneric(t, db, "round", false)
+		} else {
+			s = openGeneric(t, db, "round")
+		}
+		for g := 0; g < gens; g++ {
+			appendRows(t, s, row(fmt.Sprintf("s%d-g%d", i, g), int64(g)), row("shared", int64(100*i+g)))
+			flush(t, s)
+		}
+		f.writers = append(f.writers, s)
+	}
+	cdb := openTestDB(t, url, "committer")
+	cdb.bucket = cdb.bucket.WithFaults(FaultFuncs{
+		BeforeFunc: func(op, key string) error {
+			if ff := f.faults.Load(); ff != nil {
+				return ff.Before(op, key)
+			}
+			return nil
+		},
+		AfterFunc: func(op, key string, err error) error {
+			if ff := f.faults.Load(); ff != nil {
+				return ff.After(op, key, err)
+			}
+			return err
+		},
+	})
+	f.committer = openGeneric(t, cdb, "round")
+	return f
+}
+
+func (f *roundFixture) prepareAll(t *testing.T, attempt string) []*PreparedMerge {
+	t.Helper()
+	var ps []*PreparedMerge
+	for i, s := range f.writers {
+		p, err := s.Prepare(context.Background(), PrepareParams{AttemptKey: fmt.Sprintf("%s/%d", attempt, i)})
+		require.NoError(t, err)
+		require.NotNil(t, p)
+		ps = append(ps, p)
+	}
+	return ps
+}
+
+// requireConverged checks the end state every round must reach: the rows of want, each
+// exactly once in the base; nothing pending, no generation file, no staged file outside the
+// base and no commit claim left behind.
+func (f *roundFixture) requireConverged(t *testing.T, want map[string]int64) {
+	t.Helper()
+	ctx := context.Background()
+	s := f.writers[0]
+	require.Equal(t, want, allRows(t, s, SourceAll))
+	require.Equal(t, want, allRows(t, s, SourceBase))
+	base, err := s.loadBase(ctx)
+	require.NoError(t, err)
+	// Each shard's generations 1..watermark are covered by exactly one merged run each: none
+	// is folded twice, none skipped.
+	covered := map[string][][2]uint64{}
+	for _, r := range base.Runs {
+		var shard string
+		var from, through uint64
+		_, err := fmt.Sscanf(strings.ReplaceAll(r.Source, ":", " "), "merge %s %d-%d", &shard, &from, &through)
+		require.NoError(t, err, r.Source)
+		covered[shard] = append(covered[shard], [2]uint64{from, through})
+	}
+	for shard, wm := range base.Watermarks {
+		rs := covered[shard]
+		sort.Slice(rs, func(i, j int) bool { return rs[i][0] < rs[j][0] })
+		next := uint64(1)
+		for _, r := range rs {
+			require.Equal(t, next, r[0], "shard %s: runs %v", shard, rs)
+			next = r[1] + 1
+		}
+		require.Equal(t, wm, next-1, "shard %s: runs %v", shard, rs)
+	}
+	for _, w := range f.writers {
+		require.Zero(t, pendingOf(t, s, w.db.Shard()))
+		require.Empty(t, listedGens(t, s, w.db.Shard()))
+		require.Empty(t, genFilesOnDisk(t, s, w.db.Shard()))
+	}
+	objs, err := s.db.bucket.List(ctx, path.Join(storePrefix(s.target), dataDir)+"/")
+	require.NoError(t, err)
+	require.Len(t, objs, len(base.Runs), "no staged file left behind")
+	claims, err := s.db.bucket.List(ctx, storePrefix(s.target))
+	require.NoError(t, err)
+	for _, o := range claims {
+		if !strings.Contains(o.Key, "/attempts/") {
+			continue
+		}
+		// Only abort claims of attempts aborted below the watermark stay: they are what
+		// stops a late commit of that attempt (dropClaim).
+		raw, err := s.db.bucket.Get(ctx, o.Key)
+		require.NoError(t, err)
+		var c attemptClaim
+		require.NoError(t, json.Unmarshal(raw, &c))
+		require.Equal(t, "abort", c.State, "no commit claim left behind: %s", o.Key)
+	}
+}
+
+func outcomes(res RoundCommitResult) []string {
+	var out []string
+	for _, sr := range res.Shards {
+		out = append(out, sr.Outcome)
+	}
+	return out
+}
+
+// Happy path on every backend: the passes of several shards land in one base version, each
+// shard with its own watermark, and every shard is drained.
+func TestCommitRoundPublishesSeveralShardsInOneVersion(t *testing.T) {
+	for name, url := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			f := newRoundFixture(t, url, 5, 3)
+			want := allRows(t, f.writers[0], SourceAll)
+			ps := f.prepareAll(t, "wf/round-1")
+			before, err := f.committer.db.bucket.List(ctx, demandShardPrefix(f.committer.target, f.writers[0].db.Shard()))
+			require.NoError(t, err)
+			require.NotEmpty(t, before, "the seals wrote demand records")
+
+			res, err := f.committer.CommitRound(ctx, ps)
+			require.NoError(t, err)
+			require.EqualValues(t, 1, res.BaseVersion, "one base version for the whole round")
+			require.Equal(t, []string{"committed", "committed", "committed", "committed", "committed"}, outcomes(res))
+			base, err := f.committer.loadBase(ctx)
+			require.NoError(t, err)
+			require.EqualValues(t, 1, base.Version)
+			require.Len(t, base.Runs, 5)
+			for i, w := range f.writers {
+				require.EqualValues(t, 3, base.Watermarks[w.db.Shard()])
+				require.Equal(t, 3, res.Shards[i].Reclaimed)
+				require.EqualValues(t, 1, res.Shards[i].BaseVersion)
+				require.False(t, claimExists(t, f.committer, ps[i]))
+				// The seals' demand records are gone with the drain (afterMergeDemand).
+				objs, err := f.committer.db.bucket.List(ctx, demandShardPrefix(f.committer.target, w.db.Shard()))
+				require.NoError(t, err)
+				for _, o := range objs {
+					r, ok := ParseDemandKey(o.Key)
+					require.False(t, ok && !r.Compact && r.Gen <= ps[i].Through, "demand record %s left after the round", o.Key)
+				}
+			}
+			f.requireConverged(t, want)
+
+			// A retry of the whole round after it finished reports every shard already
+			// committed and publishes nothing.
+			again, err := f.committer.CommitRound(ctx, ps)
+			require.NoError(t, err)
+			require.Zero(t, again.BaseVersion)
+			for _, sr := range again.Shards {
+				require.Equal(t, RoundAlreadyCommitted, sr.Outcome)
+				require.EqualValues(t, 1, sr.BaseVersion)
+			}
+			f.requireConverged(t, want)
+		})
+	}
+}
+
+// A stale shard among several is left out without blocking the others, and its Abort
+// (the workflow's compensation) deletes exactly its staged files.
+func TestCommitRoundLeavesStaleShardsOut(t *testing.T) {
+	ctx := context.Background()
+	f := newRoundFixture(t, fmt.Sprintf("mem://round-stale-%d", testURLSeq.Add(1)), 4, 3)
+	want := allRows(t, f.writers[0], SourceAll)
+	ps := f.prepareAll(t, "wf/round-1")
+
+	// Shard 1: another attempt merged its first generation meanwhile, so the watermark is
+	// inside the prepared range. Shard 2: its attempt was aborted first. Shard 3: its staged
+	// file is gone.
+	one := 1
+	other, err := f.writers[1].Prepare(ctx, PrepareParams{AttemptKey: "other/1", MaxGenerations: &one})
+	require.NoError(t, err)
+	_, err = f.writers[1].Commit(ctx, other)
+	require.NoError(t, err)
+	_, err = f.writers[2].claim(ctx, ps[2], "abort")
+	require.NoError(t, err)
+	require.NoError(t, f.writers[3].db.bucket.Delete(ctx, ps[3].Staged[0].Path))
+
+	res, err := f.committer.CommitRound(ctx, ps)
+	require.NoError(t, err)
+	require.Equal(t, []string{"committed", "stale", "stale", "stale"}, outcomes(res))
+	require.Contains(t, res.Shards[1].Reason, "watermark 1 inside prepared range 1..3")
+	require.Contains(t, res.Shards[2].Reason, "was aborted")
+	require.Contains(t, res.Shards[3].Reason, "is missing")
+	base, err := f.committer.loadBase(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 3, base.Watermarks[f.writers[0].db.Shard()])
+	require.EqualValues(t, 1, base.Watermarks[f.writers[1].db.Shard()])
+	require.Zero(t, base.Watermarks[f.writers[2].db.Shard()])
+	require.Equal(t, want, allRows(t, f.writers[0], SourceAll), "nothing lost while the stale shards wait")
+
+	// Compensation: each stale attempt's Abort proves its commit absent and deletes its
+	// files; the shards then merge again.
+	for _, i := range []int{1, 2, 3} {
+		ar, err := f.writers[i].Abort(ctx, ps[i])
+		require.NoError(t, err, "shard %d", i)
+		require.False(t, ar.CommitPresent)
+	}
+	_, err = f.writers[0].MergeAll(ctx)
+	require.NoError(t, err)
+	f.requireConverged(t, want)
+}
+
+// Crash points of a round, injected with the fault decorator on the committer's bucket: the
+// reads right after the crash are whole, and a retry of the same round converges.
+func TestCommitRoundCrashPoints(t *testing.T) {
+	injected := errors.New("injected crash")
+	isBase := func(key string) bool { return strings.Contains(key, "/_versions/") }
+	isShardManifest := func(key string) bool { return strings.Contains(key, "/manifest/") }
+	cases := []struct {
+		name string
+		// faults returns the hooks for one round; shards are the writers' shard ids.
+		faults func(shards []string) FaultFuncs
+		// published: the crashed call's base version is durable.
+		published bool
+	}{
+		{"before-publish", func([]string) FaultFuncs {
+			return FaultFuncs{BeforeFunc: func(op, key string) error {
+				if op == OpPutIfAbsent && isBase(key) {
+					return injected
+				}
+				return nil
+			}}
+		}, false},
+		{"publish-landed-reply-lost", func([]string) FaultFuncs {
+			return FaultFuncs{AfterFunc: func(op, key string, err error) error {
+				if op == OpPutIfAbsent && isBase(key) && err == nil {
+					return injected
+				}
+				return err
+			}}
+		}, true},
+		{"after-publish-before-drains", func([]string) FaultFuncs {
+			return FaultFuncs{BeforeFunc: func(op, key string) error {
+				if op == OpPutIfAbsent && isShardManifest(key) {
+					return injected
+				}
+				return nil
+			}}
+		}, true},
+		{"between-drains", func(shards []string) FaultFuncs {
+			// Only the second shard's drain fails: the others are drained.
+			return FaultFuncs{BeforeFunc: func(op, key string) error {
+				if op == OpPutIfAbsent && isShardManifest(key) && strings.Contains(key, "/"+shards[1]+"/") {
+					return injected
+				}
+				return nil
+			}}
+		}, true},
+		{"during-claim-clean-up", func([]string) FaultFuncs {
+			return FaultFuncs{BeforeFunc: func(op, key string) error {
+				if op == OpDelete && strings.Contains(key, "/attempts/") {
+					return injected
+				}
+				return nil
+			}}
+		}, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			f := newRoundFixture(t, fmt.Sprintf("mem://round-crash-%d", testURLSeq.Add(1)), 3, 2)
+			want := allRows(t, f.writers[0], SourceAll)
+			ps := f.prepareAll(t, "wf/round-1")
+			var shards []string
+			for _, w := range f.writers {
+				shards = append(shards, w.db.Shard())
+			}
+			ff := tc.faults(shards)
+			f.faults.Store(&ff)
+			_, err := f.committer.CommitRound(ctx, ps)
+			require.ErrorIs(t, err, injected)
+			f.faults.Store(nil)
+
+			base, err := f.writers[0].loadBase(ctx)
+			require.NoError(t, err)
+			if tc.published {
+				require.EqualValues(t, 1, base.Version)
+			} else {
+				require.Zero(t, base.Version)
+			}
+			require.Equal(t, want, allRows(t, f.writers[0], SourceAll), "reads right after the crash")
+
+			// The activity's retry: same input.
+			res, err := f.committer.CommitRound(ctx, ps)
+			require.NoError(t, err)
+			for _, sr := range res.Shards {
+				if tc.published {
+					require.Equal(t, RoundAlreadyCommitted, sr.Outcome)
+				} else {
+					require.Equal(t, RoundCommitted, sr.Outcome)
+				}
+				require.EqualValues(t, 1, sr.BaseVersion)
+			}
+			f.requireConverged(t, want)
+		})
+	}
+}
+
+// A stale shard's compensation can crash too: its staged files are deleted only by an
+// Abort that proved the commit absent, and the retried Abort finishes the job.
+func TestCommitRoundCompensationCrash(t *testing.T) {
+	ctx := context.Background()
+	f := newRoundFixture(t, fmt.Sprintf("mem://round-comp-%d", testURLSeq.Add(1)), 2, 2)
+	want := allRows(t, f.writers[0], SourceAll)
+	ps := f.prepareAll(t, "wf/round-1")
+	one := 1
+	other, err := f.writers[1].Prepare(ctx, PrepareParams{AttemptKey: "other/1", MaxGenerations: &one})
+	require.NoError(t, err)
+	_, err = f.writers[1].Commit(ctx, other)
+	require.NoError(t, err)
+
+	res, err := f.committer.CommitRound(ctx, ps)
+	require.NoError(t, err)
+	require.Equal(t, []string{"committed", "stale"}, outcomes(res))
+
+	injected := errors.New("injected crash")
+	ff := FaultFuncs{BeforeFunc: func(op, key string) error {
+		if op == OpDelete && strings.HasSuffix(key, ".parquet") {
+			return injected
+		}
+		return nil
+	}}
+	f.faults.Store(&ff)
+	_, err = f.committer.Abort(ctx, ps[1])
+	require.ErrorIs(t, err, injected)
+	f.faults.Store(nil)
+	ok, err := f.committer.db.bucket.Exists(ctx, ps[1].Staged[0].Path)
+	require.NoError(t, err)
+	require.True(t, ok, "the crashed compensation deleted nothing")
+	require.Equal(t, want, allRows(t, f.writers[0], SourceAll))
+
+	ar, err := f.committer.Abort(ctx, ps[1])
+	require.NoError(t, err)
+	require.Equal(t, 1, ar.Deleted)
+	_, err = f.writers[0].MergeAll(ctx)
+	require.NoError(t, err)
+	f.requireConverged(t, want)
+}
+
+func TestCommitRoundRejectsBadInput(t *testing.T) {
+	ctx := context.Background()
+	f := newRoundFixture(t, fmt.Sprintf("mem://round-bad-%d", testURLSeq.Add(1)), 2, 1)
+	ps := f.prepareAll(t, "wf/round-1")
+	_, err := f.committer.CommitRound(ctx, nil)
+	require.ErrorIs(t, err, ErrInvalidInput)
+	_, err = f.committer.CommitRound(ctx, []*PreparedMerge{ps[0], ps[0]})
+	require.ErrorIs(t, err, ErrInvalidInput)
+	tooMany := make([]*PreparedMerge, MaxRoundShards+1)
+	for i := range tooMany {
+		tooMany[i] = ps[0]
+	}
+	_, err = f.committer.CommitRound(ctx, tooMany)
+	require.ErrorIs(t, err, ErrInvalidInput)
+	bad := *ps[1]
+	bad.Staged = []StagedFile{{Path: "elsewhere/x.parquet"}}
+	_, err = f.committer.CommitRound(ctx, []*PreparedMerge{ps[0], &bad})
+	require.ErrorIs(t, err, ErrInvalidInput)
+	base, err := f.committer.loadBase(ctx)
+	require.NoError(t, err)
+	require.Zero(t, base.Version, "bad input writes nothing")
+	require.False(t, claimExists(t, f.committer, ps[0]))
+}
+
+// TestRoundInputSize pins the bound MaxRoundShards rests on: a worst-case PreparedMerge
+// (64 generations, long staged path, 256-byte keys) is about 2.1 KiB of JSON, so a full
+// round of them is about 68 KiB, far below the 256 KiB payload budget.
+func TestRoundInputSize(t *testing.T) {
+	gens := make([]uint64, 64)
+	for i := range gens {
+		gens[i] = 1_000_000_000 + uint64(i)
+	}
+	key := strings.Repeat("k", 256)
+	p := PreparedMerge{
+		Target: "generic:" + strings.Repeat("n", 100), Shard: strings.Repeat("s", 64),
+		Generations: gens, Through: gens[63],
+		Staged: []StagedFile{{
+			Path: strings.Repeat("p", 200) + ".parquet", Rows: 1 << 40, Bytes: 1 << 40,
+			MinKey: key, MaxKey: key, MinSeq: 1 << 60, MaxSeq: 1 << 60, Checksum: "deadbeef",
+		}},
+		WriterEpoch: 1 << 40, AttemptKey: strings.Repeat("a", 160), BaseVersion: 1 << 40,
+		Bytes: 1 << 40, Rows: 1 << 40, InputRows: 1 << 40,
+	}
+	one, err := json.Marshal(p)
+	require.NoError(t, err)
+	t.Logf("worst-case PreparedMerge: %d bytes of JSON", len(one))
+	require.Less(t, len(one), 3<<10)
+	round := make([]PreparedMerge, MaxRoundShards)
+	for i := range round {
+		round[i] = p
+	}
+	all, err := json.Marshal(round)
+	require.NoError(t, err)
+	require.Less(t, len(all), 96<<10, "a full round's input")
+}

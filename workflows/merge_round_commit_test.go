@@ -1,0 +1,165 @@
+package workflows
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/walkeeper/walkeeper/contract"
+)
+
+// With parallel prepares, the passes of every shard that is ready when a commit starts go
+// into one CommitRound: still one commit in flight, far fewer commits than passes, and every
+// shard drained with its own watermark. The commit loop does not wait to fill a round: the
+// first ready pass commits at once, and what becomes ready while a commit runs is the next
+// round, so rounds widen exactly when commits are the bottleneck.
+func TestMergeWalRoundCommitsSeveralShardsAtOnce(t *testing.T) {
+	env := newRoundEnv(t)
+	pending := map[string]int{}
+	for i := 0; i < 8; i++ {
+		pending[fmt.Sprintf("s%d", i)] = 4
+	}
+	f := newFakeTable("generic:hot", 2, pending)
+	env.OnActivity(contract.PrepareActivity, anyCtx, anyArg).After(time.Second).Return(f.prepare)
+	env.OnActivity(contract.CommitRoundActivity, anyCtx, anyArg).After(2 * time.Second).Return(f.commitRound)
+	mockTable(env, f)
+	in := trackInflight(env)
+
+	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:hot", ParallelPrepare: true, PrepareConcurrency: 8})
+	res := mergeResult(t, env)
+
+	require.Equal(t, 1, in.max[contract.CommitRoundActivity], "one commit in flight per table")
+	require.Zero(t, in.max[contract.CommitActivity], "no one-shard commits")
+	require.Equal(t, 32, res.Reclaimed)
+	require.Equal(t, 16, res.Passes)
+	rounds := f.rounds
+	require.Less(t, len(rounds), 16, "fewer commits than passes: %v", rounds)
+	widest := 0
+	for _, r := range rounds {
+		widest = max(widest, len(r))
+		seen := map[string]bool{}
+		for _, s := range r {
+			require.False(t, seen[s], "a shard at most once per round: %v", r)
+			seen[s] = true
+		}
+	}
+	require.GreaterOrEqual(t, widest, 7, "the prepares that finish while a commit runs commit together: %v", rounds)
+	for _, c := range f.calls(&f.commits) {
+		require.Equal(t, contract.TaskQueue, c.queue, "a round commit runs on the shared queue")
+	}
+	require.EqualValues(t, len(rounds), f.version, "one base version per round")
+	for _, sr := range res.Shards {
+		require.Equal(t, 4, sr.Reclaimed, sr.Shard)
+		require.Equal(t, 2, sr.Passes, sr.Shard)
+		require.True(t, sr.Finished, sr.Shard)
+		require.Empty(t, sr.Error, sr.Shard)
+	}
+}
+
+// Serial prepares still ride in shared rounds: the next shard prepares while the previous
+// ones' round commit runs, and what is ready meanwhile commits together.
+func TestMergeWalSerialPreparesBatchIntoRounds(t *testing.T) {
+	env := newRoundEnv(t)
+	f := newFakeTable("generic:hot", 4, map[string]int{"a": 4, "b": 4, "c": 4, "d": 4, "e": 4})
+	env.OnActivity(contract.PrepareActivity, anyCtx, anyArg).After(time.Second).Return(f.prepare)
+	env.OnActivity(contract.CommitRoundActivity, anyCtx, anyArg).After(3 * time.Second).Return(f.commitRound)
+	mockTable(env, f)
+	in := trackInflight(env)
+
+	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:hot"})
+	res := mergeResult(t, env)
+
+	require.Equal(t, 1, in.max[contract.PrepareActivity], "serial prepares")
+	require.Equal(t, 1, in.max[contract.CommitRoundActivity])
+	require.Equal(t, 20, res.Reclaimed)
+	require.Less(t, len(f.rounds), 5, "rounds carry several shards: %v", f.rounds)
+}
+
+// MaxShardsPerCommit caps a round; the rest wait for the next one.
+func TestMergeWalRoundCommitRespectsTheCap(t *testing.T) {
+	env := newRoundEnv(t)
+	f := newFakeTable("generic:hot", 2, map[string]int{"a": 2, "b": 2, "c": 2, "d": 2, "e": 2})
+	env.OnActivity(contract.PrepareActivity, anyCtx, anyArg).After(time.Second).Return(f.prepare)
+	// A commit takes time, so what becomes ready meanwhile waits for the next round.
+	env.OnActivity(contract.CommitRoundActivity, anyCtx, anyArg).After(2 * time.Second).Return(f.commitRound)
+	mockTable(env, f)
+
+	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:hot", ParallelPrepare: true, PrepareConcurrency: 5, MaxShardsPerCommit: 2})
+	res := mergeResult(t, env)
+	require.Equal(t, 10, res.Reclaimed)
+	for _, r := range f.rounds {
+		require.LessOrEqual(t, len(r), 2, "%v", f.rounds)
+	}
+	require.Len(t, f.rounds, 3)
+}
+
+// A stale shard in a round is aborted and prepared again, without holding back the shards
+// that committed with it.
+func TestMergeWalStaleShardInRoundIsAbortedAndPreparedAgain(t *testing.T) {
+	env := newRoundEnv(t)
+	f := newFakeTable("generic:hot", 2, map[string]int{"a": 2, "b": 2, "c": 2})
+	f.staleOnce = map[string]bool{"b": true}
+	env.OnActivity(contract.PrepareActivity, anyCtx, anyArg).After(time.Second).Return(f.prepare)
+	// A commit takes time, so what becomes ready meanwhile waits for the next round.
+	env.OnActivity(contract.CommitRoundActivity, anyCtx, anyArg).After(2 * time.Second).Return(f.commitRound)
+	mockTable(env, f)
+
+	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:hot", ParallelPrepare: true, PrepareConcurrency: 3})
+	res := mergeResult(t, env)
+
+	// The first ready pass commits at once, the two ready meanwhile share the next round
+	// (which shard is first among passes finishing together is up to the test server); b,
+	// stale wherever it was, commits alone after its abort and new prepare.
+	require.Len(t, f.rounds, 3, "%v", f.rounds)
+	require.Equal(t, []string{"a", "b", "c"}, sortedCopy(append(append([]string(nil), f.rounds[0]...), f.rounds[1]...)), "%v", f.rounds)
+	require.Equal(t, []string{"b"}, f.rounds[2])
+	aborts := f.calls(&f.aborts)
+	require.Len(t, aborts, 1)
+	require.Equal(t, "b", aborts[0].shard)
+	require.Equal(t, contract.TaskQueue, aborts[0].queue)
+	require.Equal(t, 1, shardResult(t, res, "b").Restarts)
+	for _, s := range []string{"a", "b", "c"} {
+		sr := shardResult(t, res, s)
+		require.Equal(t, 2, sr.Reclaimed, s)
+		require.Empty(t, sr.Error, s)
+	}
+	require.Equal(t, 0, shardResult(t, res, "a").Restarts)
+}
+
+// MaxShardsPerCommit 1 is the design before round commits: one Commit per pass on the
+// shard's queue, and no version marker.
+func TestMergeWalOneShardPerCommitUsesCommit(t *testing.T) {
+	env := newRoundEnv(t)
+	f := newFakeTable("generic:hot", 2, map[string]int{"a": 2, "b": 2})
+	mockTable(env, f)
+	in := trackInflight(env)
+	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:hot", ParallelPrepare: true, MaxShardsPerCommit: 1})
+	res := mergeResult(t, env)
+	require.Equal(t, 4, res.Reclaimed)
+	require.Empty(t, f.rounds)
+	require.Equal(t, 1, in.max[contract.CommitActivity])
+	for _, c := range f.calls(&f.commits) {
+		require.Equal(t, contract.ShardQueue(c.shard), c.queue)
+	}
+}
+
+func TestMergeWalMaxShardsPerCommitOutOfRangeIsInvalid(t *testing.T) {
+	env := newRoundEnv(t)
+	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:hot", MaxShardsPerCommit: contract.MaxRoundShards + 1})
+	require.True(t, env.IsWorkflowCompleted())
+	typ, nonRetryable := appErrType(env.GetWorkflowError())
+	require.Equal(t, contract.ErrTypeInvalidInput, typ)
+	require.True(t, nonRetryable)
+}
+
+func sortedCopy(xs []string) []string {
+	out := append([]string(nil), xs...)
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j] < out[j-1]; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}

@@ -47,6 +47,13 @@ type backend interface {
 	// list calls fn for every object whose key starts with prefix (recursive), in no
 	// particular order, streaming page by page; an error from fn stops the listing.
 	list(ctx context.Context, prefix string, fn func(ObjectInfo) error) error
+	// listFrom calls fn for every object whose key starts with prefix and sorts after
+	// startAfter ("" = from the first), in key order (bytewise, which is UTF-8 binary order,
+	// the order S3, GCS and Azure list in), streaming; an error from fn stops the listing.
+	// The listing starts at startAfter where the storage can (S3 StartAfter, GCS
+	// StartOffset, Azure startFrom, mem:// and file:// natively), so a caller that stops
+	// after n objects pays for about n, not for the prefix (docs/STORAGE.md "Listing costs").
+	listFrom(ctx context.Context, prefix, startAfter string, fn func(ObjectInfo) error) error
 	// listDirs calls fn for the name of every immediate "sub-directory" under prefix
 	// ("" or ending in "/"), in no particular order; directories holding no object do
 	// not count.

@@ -21,8 +21,6 @@ import (
 //     SDK walkeeper builds with), set on the first request only; later pages follow the
 //     marker. A server that ignores it lists from the start of the prefix: still correct
 //     (keys up to startAfter are skipped here), only slower.
-//   - mem://: memblob's page token is the last key of the previous page, so startAfter is
-//     passed as the first token.
 //
 // Keys are sent unescaped. gocloud stores a key under a hex-escaped name only when it holds
 // "__0x<hex>__" or, on Azure, one of `"#%?` (everything else it escapes, checkKey rejects);
@@ -32,9 +30,6 @@ import (
 func (g *gocloudBackend) listFrom(ctx context.Context, prefix, startAfter string, fn func(ObjectInfo) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
-	}
-	if g.shared {
-		return g.listFromMem(ctx, prefix, startAfter, fn)
 	}
 	opts := &blob.ListOptions{Prefix: prefix}
 	if startAfter != "" {
@@ -90,35 +85,5 @@ func startAfterHook(key string) func(as func(any) bool) error {
 			return nil
 		}
 		return nil
-	}
-}
-
-// memListPage is the page size of a mem:// ordered listing, like the object stores' 1000.
-const memListPage = 1000
-
-// listFromMem pages memblob with its page token, the last key of the previous page.
-func (g *gocloudBackend) listFromMem(ctx context.Context, prefix, startAfter string, fn func(ObjectInfo) error) error {
-	opts := &blob.ListOptions{Prefix: prefix}
-	token := blob.FirstPageToken
-	if startAfter != "" {
-		token = []byte(startAfter)
-	}
-	for {
-		objs, next, err := g.bkt.ListPage(ctx, token, memListPage, opts)
-		if err != nil && !errors.Is(err, io.EOF) {
-			return mapErr(err)
-		}
-		for _, o := range objs {
-			if o.IsDir || isTempKey(o.Key) || o.Key <= startAfter {
-				continue
-			}
-			if err := fn(ObjectInfo{Key: o.Key, Size: o.Size, ModTime: o.ModTime}); err != nil {
-				return err
-			}
-		}
-		if len(next) == 0 {
-			return nil
-		}
-		token = next
 	}
 }

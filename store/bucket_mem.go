@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net/url"
 	"slices"
 	"sort"
 	"strings"
@@ -43,6 +44,13 @@ var memBuckets = struct {
 }{m: map[string]*memBackend{}}
 
 func openMemBackend(_ context.Context, rawURL string) (*memBackend, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, invalidf("storage url %q: %v", rawURL, err)
+	}
+	if u.RawQuery != "" {
+		return nil, invalidf("storage url %q: mem:// takes no parameters", rawURL)
+	}
 	memBuckets.Lock()
 	defer memBuckets.Unlock()
 	m := memBuckets.m[rawURL]

@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -19,6 +20,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/internal/cachebin"
 	"github.com/walkeeper/walkeeper/internal/devserver"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/worker"
@@ -42,8 +44,9 @@ type overheadServer struct {
 // RunTemporalOverhead measures what running merges as Temporal workflows costs: 1 MiB merges
 // (one generation each) through MergeWal against the same prepare + commit called in a
 // direct loop, alternating one of each so drift hits both alike. Without --temporal it does
-// so on two dev servers side by side, walkeeper's tuning (devserver.TunedDynamicConfig)
-// and the server's defaults, each merge going to each in turn; it also times a bare
+// so on three servers side by side, each merge going to each in turn: two dev servers,
+// walkeeper's tuning (devserver.TunedDynamicConfig) and the server's defaults, and the
+// production server on PostgreSQL (internal/temporalcluster, as CI and docker-compose run it); it also times a bare
 // workflow of 4 sequential no-op activities on each, counts each server's persistence
 // requests (its own metrics endpoint) idle and per merge, and its CPU time idle. Last, the
 // time one MaintenanceSweep takes over 1,000 idle stores.
@@ -90,10 +93,11 @@ func RunTemporalOverhead(ctx context.Context, o Options) (*Result, error) {
 	type variant struct {
 		name     string
 		defaults bool
+		cluster  bool // the production server on PostgreSQL instead of a dev server
 	}
-	variants := []variant{{"tuned", false}, {"server defaults", true}}
+	variants := []variant{{"tuned", false, false}, {"server defaults", true, false}, {"postgres cluster", false, true}}
 	if o.Temporal != "" {
-		variants = []variant{{"given server", false}}
+		variants = []variant{{"given server", false, false}}
 	}
 	for i, v := range variants {
 		sv := &overheadServer{name: v.name}
@@ -108,7 +112,19 @@ func RunTemporalOverhead(ctx context.Context, o Options) (*Result, error) {
 		if err := os.MkdirAll(logDir, 0o755); err != nil {
 			return nil, err
 		}
-		if sv.tenv, err = startTemporalWith(ctx, o, logDir, dev); err != nil {
+		if v.cluster {
+			sv.tenv, err = startCluster(ctx, o, logDir, sv.metrics)
+			if errors.Is(err, cachebin.ErrNotInstalled) && os.Getenv("CI") == "" {
+				// Outside CI the third column is optional: the comparison of the two dev
+				// servers stands on its own.
+				res.note("No PostgreSQL-backed column: %v.", err)
+				o.progressf("temporal-overhead: %v; running without the PostgreSQL-backed server", err)
+				continue
+			}
+		} else {
+			sv.tenv, err = startTemporalWith(ctx, o, logDir, dev)
+		}
+		if err != nil {
 			return nil, err
 		}
 		servers = append(servers, sv)
@@ -126,7 +142,7 @@ func RunTemporalOverhead(ctx context.Context, o Options) (*Result, error) {
 		}
 	}
 	if len(servers) > 1 {
-		res.param("servers", "dev server with walkeeper's tuning ("+strings.Join(devserver.TunedDynamicConfig, ", ")+") and dev server with the server's defaults, side by side")
+		res.param("servers", "dev server with walkeeper's tuning ("+strings.Join(devserver.TunedDynamicConfig, ", ")+"), dev server with the server's defaults, and Temporal server v1.29.1 on PostgreSQL 15 (4 history shards, SQL visibility, docker-compose's dynamic config), side by side")
 	}
 	direct, err := createGeneric(ctx, db, "direct")
 	if err != nil {
@@ -142,7 +158,7 @@ func RunTemporalOverhead(ctx context.Context, o Options) (*Result, error) {
 		cpu0 := make([]time.Duration, len(servers))
 		for i, sv := range servers {
 			before[i], _ = persistenceRequests(ctx, sv.metrics)
-			cpu0[i], _ = processCPU(sv.tenv.srv.PID())
+			cpu0[i], _ = processCPU(sv.tenv.serverPID())
 		}
 		t0 := time.Now()
 		select {
@@ -153,7 +169,7 @@ func RunTemporalOverhead(ctx context.Context, o Options) (*Result, error) {
 		el := time.Since(t0)
 		for i, sv := range servers {
 			after, err1 := persistenceRequests(ctx, sv.metrics)
-			cpu1, err2 := processCPU(sv.tenv.srv.PID())
+			cpu1, err2 := processCPU(sv.tenv.serverPID())
 			if err1 == nil {
 				idleCosts[i].reqPerSec = (after - before[i]) / el.Seconds()
 			}
@@ -305,6 +321,9 @@ func RunTemporalOverhead(ctx context.Context, o Options) (*Result, error) {
 	res.Values["wf_rate"] = w.Median
 	res.Values["direct_rate"] = d.Median
 	res.Values["ratio"] = r.Median
+	// The first server's p50s (tuned, or the one given): what the orchestration claim is about.
+	res.Values["wf_p50_ms"] = spreadOf(servers[0].wfP50).Median
+	res.Values["direct_p50_ms"] = dp.Median
 
 	// Sweep over idle stores.
 	o.progressf("temporal-overhead: creating %d idle stores", idle)
@@ -347,7 +366,7 @@ func RunTemporalOverhead(ctx context.Context, o Options) (*Result, error) {
 	})
 	res.Values["sweep_s"] = sw.Median
 	res.note("The direct loop is the floor: the same store.Prepare/Commit without Temporal. The workflow adds a start, two ListPendingShards activities and the Prepare/Commit activities' scheduling.")
-	res.note("Persistence requests are the servers' own persistence_requests counters (--metrics-port), summed over operations; CPU is utime+stime of the server process from /proc.")
+	res.note("Persistence requests are the servers' own persistence_requests counters (--metrics-port; the cluster's Prometheus endpoint), summed over operations; CPU is utime+stime of the server process from /proc (for the PostgreSQL cluster the Temporal server process only, PostgreSQL's own processes not included).")
 	return res, nil
 }
 

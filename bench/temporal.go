@@ -15,6 +15,7 @@ import (
 	"github.com/walkeeper/walkeeper/activities"
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/internal/devserver"
+	"github.com/walkeeper/walkeeper/internal/temporalcluster"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/worker"
 	"github.com/walkeeper/walkeeper/workflows"
@@ -26,6 +27,8 @@ type temporalEnv struct {
 	hostPort string
 	client   client.Client
 	srv      *devserver.Server
+	cluster  *temporalcluster.Cluster // the PostgreSQL-backed server (temporal-overhead)
+	dir      string                   // removed on close (the cluster's database)
 }
 
 func (e *temporalEnv) close() {
@@ -35,6 +38,49 @@ func (e *temporalEnv) close() {
 	if e.srv != nil {
 		_ = e.srv.Stop()
 	}
+	if e.cluster != nil {
+		_ = e.cluster.Stop()
+	}
+	if e.dir != "" {
+		_ = os.RemoveAll(e.dir)
+	}
+}
+
+// serverPID is the Temporal server process (0 for an existing server).
+func (e *temporalEnv) serverPID() int {
+	switch {
+	case e.srv != nil:
+		return e.srv.PID()
+	case e.cluster != nil:
+		return e.cluster.ServerPID()
+	}
+	return 0
+}
+
+// startCluster starts the production Temporal server on its own PostgreSQL (4 history
+// shards, SQL visibility, the dynamic config docker-compose mounts; internal/temporalcluster)
+// with its metrics on metricsPort, the binaries from scripts/install-servers.sh.
+func startCluster(ctx context.Context, o Options, dir string, metricsPort int) (*temporalEnv, error) {
+	o.progressf("starting Temporal server on PostgreSQL (internal/temporalcluster)")
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	cl, err := temporalcluster.Start(sctx, temporalcluster.Options{
+		Dir:              dir,
+		SearchAttributes: contract.SearchAttributes,
+		MetricsPort:      metricsPort,
+		Progress:         o.Progress,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start Temporal on PostgreSQL (logs in %s; install with scripts/install-servers.sh): %w", dir, err)
+	}
+	env := &temporalEnv{hostPort: cl.HostPort(), cluster: cl}
+	c, err := worker.Dial(ctx, worker.TemporalConfig{HostPort: env.hostPort, Namespace: worker.DefaultTemporalNamespace}, o.logger())
+	if err != nil {
+		env.close()
+		return nil, fmt.Errorf("dial Temporal at %s: %w", env.hostPort, err)
+	}
+	env.client = c
+	return env, nil
 }
 
 // startTemporal connects to o.Temporal or starts `temporal server start-dev` (headless,

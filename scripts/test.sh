@@ -1,49 +1,102 @@
 #!/usr/bin/env bash
-# The project's test command: formatting, go vet, then every test with the race detector.
-# Tests that need Temporal start their own dev server (internal/testtemporal); they find the
-# Temporal CLI via $WALKEEPER_TEMPORAL_CLI, PATH, GOPATH/bin or .cache/bin, and build it into
-# .cache/bin if it is missing. The full verbose log is kept in .cache/test.log.
+# The project's test command, the whole run on a fresh machine:
+#
+#   1. install every server the suites start into .cache/ (scripts/install-servers.sh:
+#      the Temporal CLI and server, PostgreSQL, MinIO, versitygw, fake-gcs-server, Azurite;
+#      each a no-op when already installed; WALKEEPER_SKIP_INSTALL=1 skips the step);
+#   2. gofmt, go mod tidy, go vet, the compose/Prometheus/Grafana checks;
+#   3. every test with the race detector, Temporal on the CLI's dev server — among them the
+#      storage backend matrix (test/backends) on every backend;
+#   4. beside 3, in parallel: the integration suite and the reliability suite's Temporal
+#      restarts on the production Temporal server on PostgreSQL (4 history shards, SQL
+#      visibility; WALKEEPER_TEST_TEMPORAL_SERVER=cluster). WALKEEPER_SKIP_CLUSTER=1 skips it;
+#   5. the backend × suite matrix and the Temporal server × suite table.
+#
+# Logs: .cache/test.log (3, verbose), .cache/test-cluster.log (4). Exit status non-zero if
+# anything failed.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 mkdir -p .cache
 log=.cache/test.log
+clog=.cache/test-cluster.log
+t0=$(date +%s)
+stamp() { echo "[$(( $(date +%s) - t0 ))s] $*"; }
 
-echo "== gofmt"
+if [[ -z "${WALKEEPER_SKIP_INSTALL:-}" ]]; then
+  stamp "== install servers (scripts/install-servers.sh; logs in .cache/install-logs)"
+  ./scripts/install-servers.sh >/dev/null
+fi
+export WALKEEPER_TEMPORAL_CLI="${WALKEEPER_TEMPORAL_CLI:-$PWD/.cache/bin/temporal}"
+
+stamp "== gofmt"
 unformatted=$(find . -name '*.go' -not -path './.cache/*' -not -path './.git/*' -print0 | xargs -0 gofmt -l)
 if [[ -n "$unformatted" ]]; then
   echo "gofmt needed on:"; echo "$unformatted"; exit 1
 fi
 
-echo "== go mod tidy -diff"
+stamp "== go mod tidy -diff"
 if ! go mod tidy -diff; then
   echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1
 fi
 
-echo "== go vet ./..."
+stamp "== go vet ./..."
 go vet ./...
 
-echo "== docker-compose config, Prometheus rules, Grafana dashboard"
+stamp "== docker-compose config, Prometheus rules, Grafana dashboard"
 ./scripts/check-compose.sh
 
-echo "== go test -race -count=1 -timeout 25m ./...   (verbose log: $log)"
+# 4, in the background: mostly waiting on servers and timeouts, so it shares the cores with 3
+# at little cost. No -race here: the same code runs under -race in 3.
+cluster_pid=
+if [[ -z "${WALKEEPER_SKIP_CLUSTER:-}" ]]; then
+  stamp "== beside it: Temporal on PostgreSQL: ./test/integration, ./test/reliability restarts (log: $clog)"
+  (
+    export WALKEEPER_TEST_TEMPORAL_SERVER=cluster
+    rc=0
+    go test -count=1 -timeout 25m -v ./test/integration || rc=1
+    go test -count=1 -timeout 25m -v -run '^TestWorkerProcessesSurviveKillsAndTemporalRestarts$' ./test/reliability || rc=1
+    exit $rc
+  ) >"$clog" 2>&1 &
+  cluster_pid=$!
+fi
+
+stamp "== go test -race -count=1 -timeout 25m ./...   (verbose log: $log)"
 set +e
 go test -race -count=1 -timeout 25m -v ./... 2>&1 | tee "$log" | grep -E --line-buffered '^(ok|FAIL|--- FAIL|panic:|\?|# )|^[^ ].*\.go:[0-9]+:[0-9]+: '
 status=${PIPESTATUS[0]}
 set -e
+stamp "== go test ./... done (exit $status)"
 
-passed=$(grep -cE '^\s*--- PASS' "$log" || true)
-failed=$(grep -cE '^\s*--- FAIL' "$log" || true)
-skipped=$(grep -cE '^\s*--- SKIP' "$log" || true)
-if [[ $status -ne 0 ]]; then
-  echo
-  echo "== failures (details in $log)"
-  grep -nE -A25 '^\s*--- FAIL|^panic:|^FAIL\s|build failed|\[setup failed\]' "$log" | head -400 || true
+cluster_status=0
+if [[ -n "$cluster_pid" ]]; then
+  wait "$cluster_pid" || cluster_status=$?
+  stamp "== cluster run done (exit $cluster_status)"
+  grep -E '^(ok|FAIL|--- FAIL|panic:)' "$clog" || true
 fi
+
+passed=$(cat "$log" ${cluster_pid:+"$clog"} | grep -cE '^\s*--- PASS' || true)
+failed=$(cat "$log" ${cluster_pid:+"$clog"} | grep -cE '^\s*--- FAIL' || true)
+skipped=$(cat "$log" ${cluster_pid:+"$clog"} | grep -cE '^\s*--- SKIP' || true)
+for f in "$log" ${cluster_pid:+"$clog"}; do
+  if grep -qE '^\s*--- FAIL|^panic:|^FAIL\s' "$f"; then
+    echo
+    echo "== failures in $f"
+    grep -nE -A25 '^\s*--- FAIL|^panic:|^FAIL\s|build failed|\[setup failed\]' "$f" | head -300 || true
+  fi
+done
+
 echo
-echo "summary: ${passed} passed, ${failed} failed, ${skipped} skipped"
-if [[ $status -ne 0 ]]; then
-  echo "RESULT: FAIL (go test exit status $status)"
-else
-  echo "RESULT: OK"
+echo "== storage backend matrix (test/backends, $log)"
+matrix_status=0
+./scripts/matrix-table.sh "$log" || matrix_status=$?
+echo
+echo "== Temporal servers"
+./scripts/matrix-table.sh --temporal "$log" ${cluster_pid:+"$clog"} || matrix_status=$?
+
+echo
+echo "summary: ${passed} passed, ${failed} failed, ${skipped} skipped; $(( $(date +%s) - t0 ))s"
+if [[ $status -ne 0 || $cluster_status -ne 0 || $matrix_status -ne 0 ]]; then
+  echo "RESULT: FAIL (go test $status, cluster $cluster_status, matrix $matrix_status)"
+  exit 1
 fi
-exit $status
+echo "RESULT: OK"

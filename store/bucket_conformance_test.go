@@ -66,8 +66,8 @@ func localOpeners() map[string]bucketconformance.Opener {
 }
 
 // s3Openers starts one in-process S3 server per storage engine walkeeper relies on (s3mem,
-// the tests' default, and s3bolt, what docker-compose's walkeeper-s3 keeps its objects in)
-// and opens a fresh bucket on it per call. With WALKEEPER_S3_TEST_URL set (docs/S3.md), only
+// the tests' default, and s3bolt, its on-disk engine)
+// and opens a fresh bucket on it per call. With WALKEEPER_S3_TEST_URL set (docs/STORAGE.md), only
 // that endpoint, under a fresh random prefix= per call.
 func s3Openers(t *testing.T) map[string]bucketconformance.Opener {
 	t.Helper()
@@ -101,7 +101,7 @@ func s3Openers(t *testing.T) map[string]bucketconformance.Opener {
 }
 
 // s3ExternalEnv names an S3 endpoint of your own to test instead of the in-process server
-// (docs/S3.md), without a prefix= parameter: every test adds its own random one.
+// (docs/STORAGE.md), without a prefix= parameter: every test adds its own random one.
 const s3ExternalEnv = "WALKEEPER_S3_TEST_URL"
 
 func withRandomPrefix(u string) string {
@@ -155,14 +155,15 @@ func TestS3PutIfAbsentRaceGoroutines(t *testing.T) {
 // re-executing the test binary; it skips in a normal run.
 func TestBucketRaceChild(t *testing.T) { bucketconformance.RaceChild(t) }
 
-// TestPutIfAbsentRaceProcesses: 8 OS processes race 1000 keys on one file:// root on the
-// real disk. This is the case gocloud's fileblob gets wrong (its IfNotExist is
-// stat-then-rename), and the one that matters: several workers on one machine share a dir.
-// Every key costs an fsync, so the rounds run freely rather than in lockstep.
+// TestPutIfAbsentRaceProcesses: 8 OS processes race 200 keys on one file:// root on the
+// real disk, released together per key, so every key is contended by every process. This is
+// the case gocloud's fileblob gets wrong (its IfNotExist is stat-then-rename), and the one
+// that matters: several workers on one machine share a dir. A round costs a pipe round trip
+// to every child and an fsync, hence fewer keys than the goroutine race.
 func TestPutIfAbsentRaceProcesses(t *testing.T) {
 	root := t.TempDir()
 	bucketconformance.RaceProcesses(t, fileURL(root), bucketconformance.RaceOptions{
-		Procs: 8, Rounds: 1000, ChildTest: "TestBucketRaceChild",
+		Procs: 8, Rounds: 200, ChildTest: "TestBucketRaceChild", Lockstep: true,
 	})
 	// ".tmp-" is the file backend's reserved temp prefix (store.Bucket's key rules).
 	var left []string

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -47,35 +48,56 @@ func (g *gocloudBackend) get(ctx context.Context, key string) ([]byte, error) {
 		return nil, mapErr(err)
 	}
 	defer r.Close()
-	return readSized(r, r.Size())
+	return readSized(ctx, r, r.Size())
 }
 
 func (g *gocloudBackend) put(ctx context.Context, key string, data []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return mapErr(g.bkt.WriteAll(ctx, key, data, writerOpts(false)))
+	return mapErr(g.upload(ctx, key, data, false))
 }
 
 func (g *gocloudBackend) putFrom(ctx context.Context, key string, write func(io.Writer) error) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	// Cancelling the writer's context before Close is gocloud's documented way to
-	// abandon an upload, so a failed write never publishes a prefix.
+	// Cancelling the upload's context before the driver sees EOF is gocloud's documented
+	// way to abandon an upload, so a failed write never publishes a prefix.
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	w, err := g.bkt.NewWriter(wctx, key, writerOpts(false))
-	if err != nil {
-		return 0, mapErr(err)
+	// The bytes go through a pipe into Bucket.Upload (the driver reads them), not through
+	// Writer.Write: see upload for why.
+	pr, pw := io.Pipe()
+	type written struct {
+		n   int64
+		err error
 	}
-	cw := &countingWriter{w: w}
-	if err := write(cw); err != nil {
-		cancel()
-		_ = w.Close()
-		return 0, err
+	done := make(chan written, 1)
+	go func() {
+		cw := &countingWriter{w: pw}
+		err := write(cw)
+		if err != nil {
+			cancel() // abandon the upload before the driver reads EOF
+		}
+		_ = pw.CloseWithError(err)
+		done <- written{cw.n, err}
+	}()
+	uerr := g.bkt.Upload(wctx, key, pr, writerOpts(false))
+	// INVARIANT: write has returned or will, now: a write blocked on a pipe nobody reads
+	// gets errUploadEnded.
+	_ = pr.CloseWithError(errUploadEnded)
+	w := <-done
+	if w.err != nil {
+		if errors.Is(w.err, errUploadEnded) && uerr != nil {
+			return 0, mapErr(uerr)
+		}
+		return 0, w.err
 	}
-	return cw.n, mapErr(w.Close())
+	if uerr != nil {
+		return 0, mapErr(uerr)
+	}
+	return w.n, nil
 }
 
 // putIfAbsent writes with gocloud's IfNotExist: S3 If-None-Match: * (also on the
@@ -88,7 +110,7 @@ func (g *gocloudBackend) putIfAbsent(ctx context.Context, key string, data []byt
 		return err
 	}
 	for attempt := 0; ; attempt++ {
-		err := mapErr(g.bkt.WriteAll(ctx, key, data, writerOpts(true)))
+		err := mapErr(g.upload(ctx, key, data, true))
 		if err == nil || !isConditionalConflict(err) || attempt >= 4 {
 			return err
 		}
@@ -189,6 +211,19 @@ func mapErr(err error) error {
 func isConditionalConflict(err error) bool {
 	var ae interface{ ErrorCode() string }
 	return errors.As(err, &ae) && ae.ErrorCode() == "ConditionalRequestConflict"
+}
+
+// errUploadEnded is what a putFrom writer sees when the upload ended before it finished.
+var errUploadEnded = errors.New("store: upload ended before the writer finished")
+
+// upload stores data with Bucket.Upload, never Writer.Write: gocloud v0.47.0's azureblob
+// writer panics whenever an upload that went through Write fails (its upload goroutine sets
+// the pipe reader to nil after the error while writer.Close is about to close it: a nil
+// *io.PipeReader dereference). For a conditional create every lost race is such a failure,
+// so every lost commit race on azblob:// crashed the process (docs/STORAGE.md §4; regression:
+// test/backends on Azurite). Upload hands the reader to the driver, which opens no pipe.
+func (g *gocloudBackend) upload(ctx context.Context, key string, data []byte, ifNotExist bool) error {
+	return g.bkt.Upload(ctx, key, bytes.NewReader(data), writerOpts(ifNotExist))
 }
 
 func writerOpts(ifNotExist bool) *blob.WriterOptions {

@@ -25,7 +25,7 @@ import (
 // Keys are sent unescaped. gocloud stores a key under a hex-escaped name only when it holds
 // "__0x<hex>__" or, on Azure, one of `"#%?` (everything else it escapes, checkKey rejects);
 // such a key lists where its escaped name sorts, which can differ from its key order, so a
-// cursor may step over it (docs/STORAGE.md "Listing costs"). Walkeeper's own keys are plain
+// cursor may step over it (docs/STORAGE.md §6). Walkeeper's own keys are plain
 // unless a store name holds "__0x<hex>__".
 func (g *gocloudBackend) listFrom(ctx context.Context, prefix, startAfter string, fn func(ObjectInfo) error) error {
 	if err := ctx.Err(); err != nil {

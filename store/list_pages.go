@@ -34,7 +34,7 @@ func (b *Bucket) Walk(ctx context.Context, prefix string, fn func(ObjectInfo) er
 // Cost per page: every backend starts its listing at `after` (backend.listFrom), so a page
 // costs one or two list requests on s3://, gs:// and azblob://, whatever the prefix holds;
 // file:// reads the directories on the way (names only, memory bounded by a window);
-// mem:// is in memory. docs/STORAGE.md "Listing costs" has the figures.
+// mem:// is in memory. docs/STORAGE.md §6 has the figures.
 func (b *Bucket) ListPage(ctx context.Context, prefix, after string, limit int) ([]ObjectInfo, bool, error) {
 	limit = min(max(limit, 1), MaxListPage)
 	out := make([]ObjectInfo, 0, min(limit, 64))

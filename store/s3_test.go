@@ -18,7 +18,7 @@ import (
 
 // The s3:// backend tested for real: an in-process S3-compatible server (gofakes3 behind
 // internal/s3test's atomic conditional-write wrapper) reached over HTTP through gocloud's
-// s3blob and the AWS SDK, the same stack a worker uses against AWS S3. docs/S3.md says what a
+// s3blob and the AWS SDK, the same stack a worker uses against AWS S3. docs/STORAGE.md says what a
 // server must support; these tests are the proof for the one we ship.
 //
 // t.Setenv (AWS credentials) forbids t.Parallel in these tests.
@@ -26,7 +26,7 @@ import (
 // s3ExternalEnv points the S3 tests at an endpoint of your own instead of the in-process
 // server, e.g. WALKEEPER_S3_TEST_URL='s3://my-bucket?region=eu-west-1' (no prefix=
 // parameter: every test adds its own random one and leaves its objects behind). The AWS
-// credentials come from the environment as usual. See docs/S3.md. The conformance suite and
+// credentials come from the environment as usual. See docs/STORAGE.md. The conformance suite and
 // the put-if-absent races on s3:// are in bucket_conformance_test.go.
 const s3ExternalEnv = "WALKEEPER_S3_TEST_URL"
 
@@ -65,7 +65,7 @@ func s3PrefixOf(u string) string {
 }
 
 // s3Backends starts one server per gofakes3 backend walkeeper relies on: s3mem (the tests'
-// default) and s3bolt (what docker-compose's walkeeper-s3 keeps its objects in); with
+// default) and s3bolt (its on-disk engine); with
 // WALKEEPER_S3_TEST_URL set, only that endpoint.
 func s3Backends(t *testing.T) map[string]string {
 	t.Helper()

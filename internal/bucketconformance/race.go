@@ -9,10 +9,13 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/walkeeper/walkeeper/store"
 )
@@ -25,16 +28,38 @@ import (
 // RaceKey is the key of round i of a race; every race writes only under "race/".
 func RaceKey(i int) string { return fmt.Sprintf("race/round-%04d", i) }
 
-func racePayload(who string, i int) []byte { return []byte(who + "/" + strconv.Itoa(i)) }
+// racePayload is who's bytes for round i: "who/i", repeated up to size bytes when size is
+// larger, so every writer's object differs from every other's in every part of it.
+func racePayload(who string, i, size int) []byte {
+	head := []byte(who + "/" + strconv.Itoa(i) + "|")
+	if size <= len(head) {
+		return head[:len(head)-1]
+	}
+	return bytes.Repeat(head, size/len(head)+1)[:size]
+}
+
+// largeRace is the payload size from which RaceProcesses requires the race to have been
+// contended in time: such an upload takes long enough (several requests on S3 multipart,
+// Azure block list, GCS resumable) that writers released together overlap.
+const largeRace = 1 << 20
 
 // RaceGoroutines has goroutines goroutines race through rounds keys on the one handle b, all
 // of them hitting each key at the same moment (a barrier per round), and checks the result.
 // b should be empty under "race/".
 func RaceGoroutines(t *testing.T, b *store.Bucket, goroutines, rounds int) {
 	t.Helper()
+	RaceGoroutinesSized(t, b, goroutines, rounds, 0)
+}
+
+// RaceGoroutinesSized is RaceGoroutines with payloads of size bytes each (0 = a few bytes):
+// at 17 MiB and more every SDK takes its multi-request upload path (S3 multipart, Azure
+// staged blocks and a block-list commit, GCS resumable chunks).
+func RaceGoroutinesSized(t *testing.T, b *store.Bucket, goroutines, rounds, size int) {
+	t.Helper()
 	ctx := context.Background()
 	winners := make([][]string, rounds)
 	var mu sync.Mutex
+	var losers atomic.Int64
 	bar := newBarrier(goroutines)
 	var wg sync.WaitGroup
 	for g := 0; g < goroutines; g++ {
@@ -44,13 +69,14 @@ func RaceGoroutines(t *testing.T, b *store.Bucket, goroutines, rounds int) {
 			defer wg.Done()
 			for i := 0; i < rounds; i++ {
 				bar.wait()
-				err := b.PutIfAbsent(ctx, RaceKey(i), racePayload(id, i))
+				err := b.PutIfAbsent(ctx, RaceKey(i), racePayload(id, i, size))
 				switch {
 				case err == nil:
 					mu.Lock()
 					winners[i] = append(winners[i], id)
 					mu.Unlock()
 				case errors.Is(err, store.ErrAlreadyExists):
+					losers.Add(1)
 				default:
 					t.Errorf("%s round %d: %v", id, i, err)
 				}
@@ -58,7 +84,8 @@ func RaceGoroutines(t *testing.T, b *store.Bucket, goroutines, rounds int) {
 		}()
 	}
 	wg.Wait()
-	CheckRace(t, b, winners)
+	checkRace(t, b, winners, size)
+	CheckContended(t, winners, int(losers.Load()), goroutines)
 }
 
 // RaceOptions configures RaceProcesses.
@@ -73,6 +100,12 @@ type RaceOptions struct {
 	// released at once and the children race through them freely (fewer round trips: use it
 	// where one put-if-absent costs milliseconds, as with fsync on a local disk).
 	Lockstep bool
+	// PayloadSize is the size of each writer's object (0 = a few bytes). From 1 MiB on, with
+	// Lockstep, the race must have been contended in time: in at least one round some
+	// loser's upload started before the winner's finished (a race that ran the writers one
+	// after the other proves only the sequential precondition). Not every round: a backend
+	// as fast as a local disk can finish a 17 MiB upload before a descheduled rival starts.
+	PayloadSize int
 }
 
 // Environment of a race child; RaceChild does nothing unless raceChildEnv is "1".
@@ -80,7 +113,16 @@ const (
 	raceChildEnv = "WALKEEPER_BUCKET_RACE_CHILD"
 	raceURLEnv   = "WALKEEPER_BUCKET_RACE_URL"
 	raceIDEnv    = "WALKEEPER_BUCKET_RACE_ID"
+	raceSizeEnv  = "WALKEEPER_BUCKET_RACE_SIZE"
 )
+
+// attempt is one writer's PutIfAbsent of one round, with its wall-clock interval (the
+// racers are processes on one machine, so their clocks agree).
+type attempt struct {
+	who        string
+	won        bool
+	start, end int64 // Unix nanoseconds
+}
 
 // RaceProcesses has opts.Procs OS processes (the test binary re-executed, see RaceChild)
 // open their own handle on url and race opts.Rounds keys, then checks exactly one winner per
@@ -95,13 +137,15 @@ func RaceProcesses(t *testing.T, url string, opts RaceOptions) {
 		t.Fatalf("RaceProcesses: bad options %+v", opts)
 	}
 	children := startChildren(t, opts.Procs, opts.ChildTest, func(id string) []string {
-		return []string{raceChildEnv + "=1", raceURLEnv + "=" + url, raceIDEnv + "=" + id}
+		return []string{raceChildEnv + "=1", raceURLEnv + "=" + url, raceIDEnv + "=" + id,
+			raceSizeEnv + "=" + strconv.Itoa(opts.PayloadSize)}
 	})
 	batch := opts.Rounds
 	if opts.Lockstep {
 		batch = 1
 	}
 	winners := make([][]string, opts.Rounds)
+	attempts := make([][]attempt, opts.Rounds)
 	var mu sync.Mutex
 	for from := 0; from < opts.Rounds; from += batch {
 		to := min(from+batch, opts.Rounds)
@@ -122,15 +166,20 @@ func RaceProcesses(t *testing.T, url string, opts RaceOptions) {
 					switch {
 					case len(f) == 1 && f[0] == "DONE":
 						return
-					case len(f) == 2 && (f[0] == "WIN" || f[0] == "LOSE"):
+					case len(f) == 4 && (f[0] == "WIN" || f[0] == "LOSE"):
 						i, aerr := strconv.Atoi(f[1])
-						if aerr != nil || i < from || i >= to {
+						start, serr := strconv.ParseInt(f[2], 10, 64)
+						end, eerr := strconv.ParseInt(f[3], 10, 64)
+						if aerr != nil || serr != nil || eerr != nil || i < from || i >= to {
 							t.Errorf("%s: bad line %q", c.id, line)
-						} else if f[0] == "WIN" {
-							mu.Lock()
-							winners[i] = append(winners[i], c.id)
-							mu.Unlock()
+							continue
 						}
+						mu.Lock()
+						attempts[i] = append(attempts[i], attempt{who: c.id, won: f[0] == "WIN", start: start, end: end})
+						if f[0] == "WIN" {
+							winners[i] = append(winners[i], c.id)
+						}
+						mu.Unlock()
 					default:
 						t.Errorf("%s: unexpected output %q, %v; stderr: %s", c.id, line, err, c.stderr.String())
 						return
@@ -159,14 +208,93 @@ func RaceProcesses(t *testing.T, url string, opts RaceOptions) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	CheckRace(t, b, winners)
+	checkRace(t, b, winners, opts.PayloadSize)
 	perProc := map[string]int{}
 	for _, w := range winners {
 		perProc[w[0]]++
 	}
-	t.Logf("keys won per process: %v", perProc)
-	if opts.Lockstep && opts.Rounds >= 20 && len(perProc) < 2 {
-		t.Fatalf("one process won every round: the race was never contended")
+	contended := 0
+	for i, as := range attempts {
+		if len(as) != opts.Procs {
+			t.Fatalf("round %d: %d answers, want one per process (%d)", i, len(as), opts.Procs)
+		}
+		if overlapped(as) {
+			contended++
+		}
+	}
+	t.Logf("keys won per process: %v; rounds where a loser's attempt overlapped the winner's: %d of %d",
+		perProc, contended, opts.Rounds)
+	losers := 0
+	for _, as := range attempts {
+		losers += len(as) - 1
+	}
+	CheckContended(t, winners, losers, opts.Procs)
+	if opts.Lockstep && opts.PayloadSize >= largeRace && contended == 0 {
+		t.Fatalf("no round of %d was contended in time (a loser's upload started before the winner's finished): the uploads ran one after the other", opts.Rounds)
+	}
+}
+
+// overlapped reports whether some losing attempt started before the winning one finished,
+// so both were in flight at once. as holds exactly one winner (checkRace ran first).
+func overlapped(as []attempt) bool {
+	var win attempt
+	for _, a := range as {
+		if a.won {
+			win = a
+		}
+	}
+	for _, a := range as {
+		if !a.won && a.start < win.end && win.start < a.end {
+			return true
+		}
+	}
+	return false
+}
+
+// MaxWinShare is the largest share of a race's keys one racer may win before CheckContended
+// calls the race uncontested. Racers that take turns hand nearly every key to whoever goes
+// first. In one run of store's races, 8 racers each won 8–20 % of 200 keys (processes in
+// lockstep on file:// and S3, goroutines on S3), 11–16 % of 1000 (goroutines on file:// and
+// mem://, processes running freely on file://).
+const MaxWinShare = 0.5
+
+// minSharedRounds: below this many keys a fair race can hand more than MaxWinShare to one
+// racer by chance, so CheckContended checks only the loser count.
+const minSharedRounds = 20
+
+// CheckContended asserts that a race of n racers over len(winners) keys happened, which
+// CheckRace alone cannot tell from racers that took turns: every racer tried every key, so
+// exactly n-1 put-if-absent calls lost each key (losers counts them all), and with at least
+// minSharedRounds keys the wins are spread over more than one racer, none winning more than
+// MaxWinShare of them. Call it after CheckRace (which checks one winner per key).
+func CheckContended(t *testing.T, winners [][]string, losers, n int) {
+	t.Helper()
+	if want := len(winners) * (n - 1); losers != want {
+		t.Errorf("%d lost races, want %d (each of %d racers tries every one of %d keys, one wins)", losers, want, n, len(winners))
+	}
+	perRacer := map[string]int{}
+	for _, w := range winners {
+		if len(w) > 0 {
+			perRacer[w[0]]++
+		}
+	}
+	t.Logf("keys won per racer: %v", perRacer)
+	if len(winners) < minSharedRounds {
+		return
+	}
+	if len(perRacer) < 2 {
+		t.Errorf("one racer won all %d keys: the racers never competed", len(winners))
+	}
+	// Sorted, so a failure reads the same every run.
+	who := make([]string, 0, len(perRacer))
+	for w := range perRacer {
+		who = append(who, w)
+	}
+	slices.Sort(who)
+	for _, w := range who {
+		if share := float64(perRacer[w]) / float64(len(winners)); share > MaxWinShare {
+			t.Errorf("%s won %d of %d keys (%.0f%% > %.0f%%): the racers took turns", w, perRacer[w], len(winners), 100*share, 100*MaxWinShare)
+		}
 	}
 }
 
@@ -185,6 +313,11 @@ func RaceChild(t *testing.T) {
 func raceChild() int {
 	ctx := context.Background()
 	id := os.Getenv(raceIDEnv)
+	size, err := strconv.Atoi(os.Getenv(raceSizeEnv))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, raceSizeEnv+":", err)
+		return 2
+	}
 	b, err := store.OpenBucket(ctx, os.Getenv(raceURLEnv))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "open:", err)
@@ -209,12 +342,15 @@ func raceChild() int {
 			return 2
 		}
 		for i := from; i < to; i++ {
-			err := b.PutIfAbsent(ctx, RaceKey(i), racePayload(id, i))
+			payload := racePayload(id, i, size)
+			start := time.Now().UnixNano()
+			err := b.PutIfAbsent(ctx, RaceKey(i), payload)
+			end := time.Now().UnixNano()
 			switch {
 			case err == nil:
-				fmt.Fprintf(out, "WIN %d\n", i)
+				fmt.Fprintf(out, "WIN %d %d %d\n", i, start, end)
 			case errors.Is(err, store.ErrAlreadyExists):
-				fmt.Fprintf(out, "LOSE %d\n", i)
+				fmt.Fprintf(out, "LOSE %d %d %d\n", i, start, end)
 			default:
 				fmt.Fprintf(os.Stderr, "round %d: %v\n", i, err)
 				_ = out.Flush()
@@ -233,6 +369,12 @@ func raceChild() int {
 // that each key holds its winner's bytes, and that nothing else was stored under "race/".
 func CheckRace(t *testing.T, b *store.Bucket, winners [][]string) {
 	t.Helper()
+	checkRace(t, b, winners, 0)
+}
+
+// checkRace is CheckRace for payloads of size bytes.
+func checkRace(t *testing.T, b *store.Bucket, winners [][]string, size int) {
+	t.Helper()
 	ctx := context.Background()
 	bad := 0
 	for i, w := range winners {
@@ -243,9 +385,9 @@ func CheckRace(t *testing.T, b *store.Bucket, winners [][]string) {
 			continue
 		}
 		got, err := b.Get(ctx, RaceKey(i))
-		if err != nil || !bytes.Equal(got, racePayload(w[0], i)) {
+		if err != nil || !bytes.Equal(got, racePayload(w[0], i, size)) {
 			if bad++; bad <= 10 {
-				t.Errorf("key %s: stored %q, %v; want winner %s's payload", RaceKey(i), got, err, w[0])
+				t.Errorf("key %s: stored %d bytes starting %q, %v; want winner %s's payload", RaceKey(i), len(got), got[:min(len(got), 40)], err, w[0])
 			}
 		}
 	}

@@ -4,7 +4,9 @@
 //
 // The server is github.com/johannesboyne/gofakes3 (MIT) with its in-memory backend (or any
 // other gofakes3 backend), wrapped in ConditionalWrites so that If-None-Match: * is atomic on
-// PutObject and on CompleteMultipartUpload alike; see docs/S3.md.
+// PutObject and on CompleteMultipartUpload alike; see docs/STORAGE.md. It is a fast
+// in-process fake for unit tests, not a supported server: the backend matrix
+// (test/backends) runs real ones.
 //
 // Typical use:
 //
@@ -141,7 +143,7 @@ func New(opts Options) (*Server, error) {
 	return s, nil
 }
 
-// Serve runs a server until ctx ends (used by the walkeeper-s3 command). wait blocks until
+// Serve runs a server until ctx ends. wait blocks until
 // the server has stopped and its database is closed.
 func Serve(ctx context.Context, opts Options) (addr string, wait func() error, err error) {
 	s, err := New(opts)

@@ -173,7 +173,7 @@ func TestConditionalWritesSerialisesAKey(t *testing.T) {
 	}
 }
 
-// TestBoltBackendSurvivesRestart: the walkeeper-s3 server of docker-compose.yml keeps objects
+// TestBoltBackendSurvivesRestart: the bbolt engine keeps objects
 // in a bbolt file; a restarted server serves them, and preconditions still hold.
 func TestBoltBackendSurvivesRestart(t *testing.T) {
 	SetCredentials(t)

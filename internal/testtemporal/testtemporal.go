@@ -25,7 +25,7 @@ const defaultNamespace = "default"
 
 // Options tune Start.
 type Options struct {
-	// NoSearchAttributes starts a vanilla server without WalTarget/WalKind/WalPending, for
+	// NoSearchAttributes starts a vanilla server without walkeeper's search attributes, for
 	// tests of worker.EnsureSearchAttributes.
 	NoSearchAttributes bool
 	// Namespace of the returned client; empty = "default".
@@ -38,8 +38,14 @@ type Options struct {
 
 // Start runs a dev server for t and returns its frontend address and a connected client.
 // Both are cleaned up with t.Cleanup. It fails the test if the server cannot start.
+//
+// WALKEEPER_TEST_TEMPORAL_SERVER=cluster starts a PostgreSQL-backed server instead, and
+// WALKEEPER_TEST_TEMPORAL=host:port uses an existing one (see cluster.go).
 func Start(t testing.TB) (hostPort string, c client.Client) {
 	t.Helper()
+	if hostPort, c, ok := startSelected(t, Options{}); ok {
+		return hostPort, c
+	}
 	srv, c := StartWithOptions(t, Options{})
 	return srv.HostPort(), c
 }

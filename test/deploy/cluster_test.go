@@ -17,13 +17,13 @@ import (
 	"go.uber.org/zap/zaptest"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/walkeeper/walkeeper/internal/s3test"
+	"github.com/walkeeper/walkeeper/internal/testservers"
 	"github.com/walkeeper/walkeeper/internal/testtemporal"
 	"github.com/walkeeper/walkeeper/worker"
 )
 
 // TestComposeClusterWithoutDocker runs what `docker compose up` runs, minus Docker: the
-// walkeeper-s3 server, a Temporal dev server standing in for auto-setup + PostgreSQL, the
+// s3 service's server (versitygw, natively), the PostgreSQL-backed Temporal server, the
 // `schedule` one-shot, and one worker per worker-* service configured from exactly the
 // environment docker-compose.yml gives it (only host names are rewritten to loopback). Then it
 // does what the file's header tells a person to try: create a store, append through two
@@ -53,21 +53,20 @@ func TestComposeClusterWithoutDocker(t *testing.T) {
 		t.Fatalf("workers %v", workers)
 	}
 
-	// Service "s3": the same server, in memory; the bucket the compose file creates.
-	s3, err := s3test.New(s3test.Options{Buckets: []string{c.Services["s3"].Environment["S3_BUCKETS"]}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s3.Close() })
-	// Service "temporal".
-	hostPort, tc := testtemporal.Start(t)
+	// Service "s3": the same server and version, natively, with a bucket of its own.
+	vgw, _ := testservers.Lookup(testservers.VersityGW)
+	s3 := vgw.Start(t)
+	bucket := strings.TrimPrefix(s3.URL[:strings.Index(s3.URL, "?")], "s3://")
+	// Service "temporal": the same server version, persistence and visibility.
+	cluster, tc := testtemporal.StartCluster(t, testtemporal.Options{})
+	hostPort := cluster.HostPort()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
 	rewrite := func(k, v string) string {
 		switch k {
 		case "WALKEEPER_STORAGE":
-			return strings.Replace(v, "http://s3:9000", s3.Endpoint(), 1)
+			return strings.Replace(strings.Replace(v, "http://s3:9000", s3.Endpoint, 1), "s3://walkeeper?", "s3://"+bucket+"?", 1)
 		case "WALKEEPER_TEMPORAL":
 			return hostPort
 		case "WALKEEPER_LISTEN":

@@ -24,7 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/walkeeper/walkeeper/internal/s3test"
+	"github.com/walkeeper/walkeeper/internal/testservers"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/worker"
 )
@@ -347,12 +347,13 @@ func TestComposeWorkersUseRealConfig(t *testing.T) {
 		}
 	}
 
-	// The workers' storage URL opens and works against the server walkeeper-s3 runs (only the
-	// host differs inside the compose network).
+	// The workers' storage URL opens and works against the server the s3 service runs
+	// (versitygw, natively; only the host and bucket differ inside the compose network).
 	if !strings.Contains(storage, "endpoint=http://s3:9000") {
 		t.Fatalf("storage URL %q does not point at the s3 service", storage)
 	}
-	url := s3test.Start(t)
+	vgw, _ := testservers.Lookup(testservers.VersityGW)
+	url := vgw.Start(t).URL
 	endpoint := regexp.MustCompile(`endpoint=http://127\.0\.0\.1:[0-9]+`).FindString(url)
 	bucket := strings.TrimPrefix(url[:strings.Index(url, "?")], "s3://")
 	local := strings.Replace(strings.Replace(storage, "endpoint=http://s3:9000", endpoint, 1), "s3://walkeeper?", "s3://"+bucket+"?", 1)
@@ -376,7 +377,7 @@ func TestComposeWorkersUseRealConfig(t *testing.T) {
 
 func TestDockerfileBuildsWhatComposeRuns(t *testing.T) {
 	df := readFile(t, "deploy/Dockerfile")
-	for _, pkg := range []string{"./cmd/walkeeper", "./internal/s3test/cmd/walkeeper-s3"} {
+	for _, pkg := range []string{"./cmd/walkeeper"} {
 		if !strings.Contains(df, pkg) {
 			t.Errorf("deploy/Dockerfile does not build %s", pkg)
 		}
@@ -396,7 +397,7 @@ func TestDockerfileBuildsWhatComposeRuns(t *testing.T) {
 		}
 	}
 	sort.Strings(stages)
-	if strings.Join(stages, ",") != "build,runtime,s3,walkeeper" {
+	if strings.Join(stages, ",") != "build,runtime,walkeeper" {
 		t.Errorf("stages %v", stages)
 	}
 }

@@ -1,5 +1,7 @@
-// Package integration runs walkeeper end to end against a real Temporal server: a
-// `temporal server start-dev` child process started by TestMain (never assumed running),
+// Package integration runs walkeeper end to end against a real Temporal server started by
+// TestMain (never assumed running) through internal/testtemporal: `temporal server
+// start-dev` by default, the production server on PostgreSQL with
+// WALKEEPER_TEST_TEMPORAL_SERVER=cluster,
 // in-process workers built with worker.New on file:// storage, and, where a test needs a
 // real OS process, the walkeeper binary built by TestMain or this test binary re-executed
 // as a worker.
@@ -24,7 +26,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/walkeeper/walkeeper/internal/devserver"
+	"github.com/walkeeper/walkeeper/internal/testtemporal"
 )
 
 // namespacePool is the set of namespaces the dev server creates; each test takes one.
@@ -84,27 +86,26 @@ func runSuite(m *testing.M) int {
 	// The first run may build the Temporal CLI (minutes); the start itself takes seconds,
 	// but a loaded machine can stretch it.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	srv, err := devserver.Start(ctx, devserver.Options{
-		Install:         true,
-		DataDir:         filepath.Join(dir, "temporal"),
-		Headless:        true,
-		ExtraNamespaces: namespaces,
-		LogLevel:        "error",
-		StartTimeout:    3 * time.Minute,
-		Progress:        os.Stderr,
+	// testtemporal picks the server: the dev server by default, the PostgreSQL-backed cluster
+	// with WALKEEPER_TEST_TEMPORAL_SERVER=cluster, an existing one with WALKEEPER_TEST_TEMPORAL.
+	srv, err := testtemporal.StartShared(ctx, testtemporal.SharedOptions{
+		Dir:        dir,
+		Namespaces: namespaces,
+		Progress:   os.Stderr,
 	})
 	cancel()
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "integration: start Temporal dev server: %v (files in %s)\n", err, dir)
+		fmt.Fprintf(os.Stderr, "integration: %v (files in %s)\n", err, dir)
 		return 1
 	}
+	fmt.Fprintf(os.Stderr, "integration: Temporal %s server at %s\n", srv.Mode(), srv.HostPort())
 	suite.hostPort = srv.HostPort()
 	suite.cliPath = srv.CLIPath()
 
 	code := m.Run()
 
 	if err := srv.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "integration: stop Temporal dev server:", err)
+		fmt.Fprintln(os.Stderr, "integration: stop Temporal server:", err)
 	}
 	<-built
 	if code != 0 || suite.failed.Load() {

@@ -34,6 +34,9 @@ var product = []string{
 // harnesses are packages that only tests, benchmarks and `walkeeper dev` may link.
 var harnesses = []string{
 	module + "/internal/testtemporal",
+	module + "/internal/temporalcluster",
+	module + "/internal/testservers",
+	module + "/internal/bucketconformance",
 	module + "/internal/s3test",
 	module + "/bench",
 	module + "/test/",
@@ -85,7 +88,7 @@ var rules = []rule{
 	},
 	{
 		name:   "the test harnesses do not depend on the worker",
-		from:   []string{"internal/testtemporal", "internal/devserver", "internal/s3test"},
+		from:   []string{"internal/testtemporal", "internal/temporalcluster", "internal/testservers", "internal/devserver", "internal/s3test"},
 		forbid: []string{module + "/worker", module + "/cmd/"},
 	},
 }

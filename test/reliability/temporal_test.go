@@ -17,12 +17,11 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
-	"go.uber.org/zap"
 
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/internal/devserver"
+	"github.com/walkeeper/walkeeper/internal/testtemporal"
 	"github.com/walkeeper/walkeeper/store"
-	"github.com/walkeeper/walkeeper/worker"
 )
 
 // The process-level half of the suite: real `walkeeper worker` processes (the binary built
@@ -183,29 +182,25 @@ func httpJSON(method, url string, body any, out any) (int, error) {
 	return res.StatusCode, nil
 }
 
-// temporalRig is a dev server whose database survives restarts, plus a client.
+// temporalRig is a Temporal server whose database survives restarts, plus a client: the dev
+// server by default, the PostgreSQL-backed cluster with WALKEEPER_TEST_TEMPORAL_SERVER=cluster
+// (internal/testtemporal).
 type temporalRig struct {
-	t       *testing.T
-	dir     string
-	port    int
-	srv     *devserver.Server
+	srv     testtemporal.Restartable
 	c       client.Client
 	restart int
 }
 
-func (r *temporalRig) startServer() {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	srv, err := devserver.Start(ctx, devserver.Options{
-		Install: true, DataDir: r.dir, Port: r.port, Headless: true, LogLevel: "error",
-	})
-	if err != nil {
-		r.t.Fatalf("start Temporal dev server: %v", err)
-	}
-	r.srv = srv
-}
+func (r *temporalRig) hostPort() string { return r.srv.HostPort() }
 
-func (r *temporalRig) hostPort() string { return fmt.Sprintf("127.0.0.1:%d", r.port) }
+// faults are what a round injects mid-merge, in turn; the cluster adds a PostgreSQL restart
+// under the running server.
+func (r *temporalRig) faults() []string {
+	if r.srv.Mode() == testtemporal.ModeCluster {
+		return []string{"kill-worker", "restart-temporal", "restart-postgres"}
+	}
+	return []string{"kill-worker", "restart-temporal"}
+}
 
 type rigLoad struct {
 	oracle *Oracle
@@ -213,10 +208,12 @@ type rigLoad struct {
 }
 
 // TestWorkerProcessesSurviveKillsAndTemporalRestarts: two `walkeeper worker` processes share
-// one file:// root and one Temporal dev server. Each round seals generations on both
-// workers through the HTTP data plane, starts MergeWal (one pass = one generation, so the
-// merge takes many activities), and mid-merge either SIGKILLs a worker and restarts it
-// (same instance), or stops the Temporal server and restarts it on the same database file.
+// one file:// root and one Temporal server (testtemporal.StartRestartable: the dev server, or
+// the PostgreSQL-backed cluster). Each round seals generations on both workers through the
+// HTTP data plane, starts MergeWal (one pass = one generation, so the merge takes many
+// activities), and mid-merge either SIGKILLs a worker and restarts it (same instance), or
+// stops the Temporal server process and restarts it on the same database, or (cluster)
+// restarts PostgreSQL under the running server.
 // Every MergeWal must complete; then the oracle checks every acknowledged row (read from the
 // storage root by a separate reader), pending is 0, and no key is read twice.
 func TestWorkerProcessesSurviveKillsAndTemporalRestarts(t *testing.T) {
@@ -226,22 +223,12 @@ func TestWorkerProcessesSurviveKillsAndTemporalRestarts(t *testing.T) {
 	// Parallel with the mixed load: most of this test is waiting (a killed worker's activity
 	// is retried after its one-minute heartbeat timeout).
 	t.Parallel()
-	rounds := pickInt(2, 10, "WALKEEPER_TEMPORAL_ROUNDS")
 	bin := buildWalkeeper(t)
 	dir := t.TempDir()
-	port, err := devserver.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rig := &temporalRig{t: t, dir: filepath.Join(dir, "temporal"), port: port}
-	rig.startServer()
-	t.Cleanup(func() { _ = rig.srv.Stop() })
-	c, err := worker.Dial(context.Background(), worker.TemporalConfig{HostPort: rig.hostPort(), Namespace: "default"}, zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	rig.c = c
+	srv, c := testtemporal.StartRestartable(t, testtemporal.Options{})
+	rig := &temporalRig{srv: srv, c: c}
+	faults := rig.faults()
+	rounds := pickInt(len(faults), 10, "WALKEEPER_TEMPORAL_ROUNDS")
 
 	storage := "file://" + filepath.Join(dir, "storage")
 	common := []string{"--storage", storage, "--temporal", rig.hostPort(), "--flush-interval", "0",
@@ -269,7 +256,7 @@ func TestWorkerProcessesSurviveKillsAndTemporalRestarts(t *testing.T) {
 	wk := store.Target{Kind: store.KindGeneric, Name: "wk"}
 
 	for round := 0; round < rounds; round++ {
-		fault := []string{"kill-worker", "restart-temporal"}[round%2]
+		fault := faults[round%len(faults)]
 		t.Run(fmt.Sprintf("round%d-%s", round, fault), func(t *testing.T) {
 			// Seal 8 generations per worker (each a batch of 40 rows, some keys rewritten).
 			for g := 0; g < 8; g++ {
@@ -321,12 +308,18 @@ func TestWorkerProcessesSurviveKillsAndTemporalRestarts(t *testing.T) {
 				time.Sleep(300 * time.Millisecond)
 				victim.start()
 			case "restart-temporal":
-				if err := rig.srv.Stop(); err != nil {
+				rctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+				defer cancel()
+				if err := rig.srv.RestartServer(rctx); err != nil {
 					t.Fatal(err)
 				}
-				time.Sleep(time.Second)
-				rig.startServer()
 				rig.restart++
+			case "restart-postgres":
+				rctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+				defer cancel()
+				if err := rig.srv.RestartPersistence(rctx); err != nil {
+					t.Fatal(err)
+				}
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 			defer cancel()

@@ -1,0 +1,415 @@
+// Package temporalcluster runs a real Temporal server for tests: the production server
+// binary (not the CLI's dev server) on PostgreSQL 15, with several history shards and SQL
+// visibility, on free loopback ports. The Temporal server process and PostgreSQL can each be
+// restarted on their own, for the reliability suite.
+//
+// The binaries come from scripts/install-temporal-server.sh (server and temporal-sql-tool,
+// with the schema files) and scripts/install-postgres.sh. Start takes 15-60 s on a loaded
+// 2-core machine: initdb, the schema tool's ~30 migration steps, and the server's start.
+package temporalcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/walkeeper/walkeeper/internal/cachebin"
+	"github.com/walkeeper/walkeeper/internal/proc"
+)
+
+// Versions this package is built and tested against. scripts/install-temporal-server.sh
+// installs ServerVersion; docker-compose.yml runs the same (test/compose keeps them equal).
+const (
+	ServerVersion = "v1.29.1"
+	PostgresMajor = "15"
+)
+
+// Tools installed by scripts/install-temporal-server.sh.
+var (
+	ServerTool  = cachebin.Tool{Name: "temporal-server", Script: "scripts/install-temporal-server.sh", EnvVar: "WALKEEPER_TEMPORAL_SERVER_BIN"}
+	SQLToolTool = cachebin.Tool{Name: "temporal-sql-tool", Script: "scripts/install-temporal-server.sh", EnvVar: "WALKEEPER_TEMPORAL_SQL_TOOL_BIN"}
+)
+
+// DefaultHistoryShards is the shard count of the test cluster: more than one, so that
+// workflows of one test land on different shards and cross-shard paths (child workflows,
+// signals, schedules) run as in production, but few enough to start fast.
+const DefaultHistoryShards = 4
+
+// Options configure Start.
+type Options struct {
+	// Dir receives the server's config, its log and PostgreSQL's log. Required.
+	Dir string
+	// HistoryShards; 0 = DefaultHistoryShards. Fixed for the life of the database.
+	HistoryShards int
+	// Namespaces registered at start (retention one day); empty = just "default".
+	Namespaces []string
+	// SearchAttributes are registered in every namespace of Namespaces.
+	SearchAttributes map[string]enumspb.IndexedValueType
+	// DynamicConfigBase is a dynamic-config file to start from; "" =
+	// <module root>/deploy/temporal/dynamicconfig.yaml, the file docker-compose mounts, so
+	// the test cluster and compose run one configuration (among it
+	// history.transferProcessorMaxPollRPS raised from 20: at 20 every activity dispatch and
+	// workflow task waits up to 50 ms for the next transfer-queue read).
+	DynamicConfigBase string
+	// DynamicConfig adds or overrides keys (unconstrained values).
+	DynamicConfig map[string]any
+	// LogLevel of the server; "" = "warn".
+	LogLevel string
+	// Progress receives one line per start phase; nil = discard.
+	Progress io.Writer
+	// MetricsPort serves the server's Prometheus metrics on 127.0.0.1; 0 = none.
+	MetricsPort int
+}
+
+// Cluster is a running Temporal server on its own PostgreSQL.
+type Cluster struct {
+	opts     Options
+	pg       *Postgres
+	ports    ports
+	bin      string
+	root     string // --root of the server: holds config/development.yaml
+	log      string
+	srv      *proc.Proc
+	hostPort string
+	// namespacesDone are the namespaces registered so far; a restarted server is ready once
+	// it serves them all.
+	namespacesDone []string
+}
+
+// Start sets up PostgreSQL and the schemas, starts the server and registers the namespaces
+// and search attributes. On error everything started is stopped again.
+func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
+	if o.Dir == "" {
+		return nil, errors.New("temporalcluster: Options.Dir is required")
+	}
+	if o.HistoryShards == 0 {
+		o.HistoryShards = DefaultHistoryShards
+	}
+	if len(o.Namespaces) == 0 {
+		o.Namespaces = []string{"default"}
+	}
+	if o.LogLevel == "" {
+		o.LogLevel = "warn"
+	}
+	progress := o.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	bin, err := cachebin.Find(ServerTool)
+	if err != nil {
+		return nil, err
+	}
+	sqlTool, err := cachebin.Find(SQLToolTool)
+	if err != nil {
+		return nil, err
+	}
+	schemaRoot, err := findSchemaRoot(ServerVersion)
+	if err != nil {
+		return nil, err
+	}
+	pgBin, err := findPostgresBinDir()
+	if err != nil {
+		return nil, err
+	}
+	if o.DynamicConfigBase == "" {
+		if o.DynamicConfigBase, err = DefaultDynamicConfigBase(); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(o.Dir, "config"), 0o755); err != nil {
+		return nil, err
+	}
+	c := &Cluster{opts: o, bin: bin, root: o.Dir, log: filepath.Join(o.Dir, "temporal.log")}
+	defer func() {
+		if err != nil {
+			_ = c.Stop()
+		}
+	}()
+
+	start := time.Now()
+	if c.pg, err = startPostgres(ctx, pgBin, filepath.Join(o.Dir, "postgres.log")); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(progress, "temporalcluster: PostgreSQL on 127.0.0.1:%d (%s)\n", c.pg.Port(), time.Since(start).Round(time.Millisecond))
+	schemaLog, err := os.Create(filepath.Join(o.Dir, "schema.log"))
+	if err != nil {
+		return nil, err
+	}
+	err = setupSchemas(ctx, sqlTool, schemaRoot, c.pg.Port(), schemaLog)
+	_ = schemaLog.Close()
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(progress, "temporalcluster: schemas applied (%s)\n", time.Since(start).Round(time.Millisecond))
+
+	dcPath := filepath.Join(o.Dir, "config", "dynamicconfig.yaml")
+	if err := writeDynamicConfig(dcPath, o.DynamicConfigBase, o.DynamicConfig); err != nil {
+		return nil, err
+	}
+	if c.ports, err = newPorts(); err != nil {
+		return nil, err
+	}
+	c.hostPort = proc.Addr(c.ports.Frontend)
+	cfg, err := serverConfig(c.ports, c.pg.Port(), o.HistoryShards, dcPath, o.LogLevel, o.MetricsPort)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(o.Dir, "config", "development.yaml"), cfg, 0o644); err != nil {
+		return nil, err
+	}
+	if err := c.StartServer(ctx); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(progress, "temporalcluster: server %s on %s (%s)\n", ServerVersion, c.hostPort, time.Since(start).Round(time.Millisecond))
+	if err := c.registerNamespaces(ctx); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(progress, "temporalcluster: namespaces %v ready (%s)\n", o.Namespaces, time.Since(start).Round(time.Millisecond))
+	return c, nil
+}
+
+// DefaultDynamicConfigBase is deploy/temporal/dynamicconfig.yaml, the file docker-compose
+// mounts into its Temporal server.
+func DefaultDynamicConfigBase() (string, error) {
+	root, err := cachebin.ModuleRoot()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(root, "deploy", "temporal", "dynamicconfig.yaml"), nil
+}
+
+// HostPort is the frontend's gRPC address.
+func (c *Cluster) HostPort() string { return c.hostPort }
+
+// Postgres is the cluster's database server.
+func (c *Cluster) Postgres() *Postgres { return c.pg }
+
+// HistoryShards is the cluster's shard count.
+func (c *Cluster) HistoryShards() int { return c.opts.HistoryShards }
+
+// ServerPID is the Temporal server process's id (0 when it is not running). PostgreSQL's
+// processes are separate (Postgres).
+func (c *Cluster) ServerPID() int {
+	if c.srv == nil {
+		return 0
+	}
+	return c.srv.PID()
+}
+
+// LogPath is the server's log file (kept across restarts).
+func (c *Cluster) LogPath() string { return c.log }
+
+// StartServer starts the Temporal server process (after StopServer) on the same config,
+// ports and database, and waits until the frontend answers and every namespace is served.
+func (c *Cluster) StartServer(ctx context.Context) error {
+	if c.srv != nil {
+		select {
+		case <-c.srv.Exited():
+		default:
+			return errors.New("temporalcluster: server already running")
+		}
+	}
+	p, err := proc.Start(proc.Spec{
+		Path: c.bin,
+		Args: []string{"--root", c.root, "--config", "config", "--env", "development", "--allow-no-auth", "start"},
+		Log:  c.log,
+	})
+	if err != nil {
+		return err
+	}
+	c.srv = p
+	return c.waitReady(ctx, 3*time.Minute)
+}
+
+// StopServer stops the server process: SIGTERM (graceful: shards released, connections
+// drained), SIGKILL after 30 s. With kill set it is SIGKILLed at once, like a crash.
+func (c *Cluster) StopServer(kill bool) error {
+	if c.srv == nil {
+		return nil
+	}
+	if kill {
+		return c.srv.Stop(syscall.SIGKILL, 30*time.Second)
+	}
+	return c.srv.Stop(syscall.SIGTERM, 30*time.Second)
+}
+
+// RestartServer stops the server process (see StopServer) and starts it again.
+func (c *Cluster) RestartServer(ctx context.Context, kill bool) error {
+	if err := c.StopServer(kill); err != nil {
+		return err
+	}
+	return c.StartServer(ctx)
+}
+
+// RestartPostgres stops PostgreSQL in mode and starts it again, with the Temporal server
+// left running: the server must ride out the outage on its connection pool's retries.
+// It returns once PostgreSQL accepts connections and the frontend serves again.
+func (c *Cluster) RestartPostgres(ctx context.Context, mode StopMode) error {
+	if err := c.pg.Restart(ctx, mode); err != nil {
+		return err
+	}
+	return c.waitReady(ctx, 3*time.Minute)
+}
+
+// Stop stops the server and PostgreSQL and deletes the database directory.
+func (c *Cluster) Stop() error {
+	var errs []error
+	if c.srv != nil {
+		errs = append(errs, c.srv.Stop(syscall.SIGTERM, 30*time.Second))
+	}
+	if c.pg != nil {
+		errs = append(errs, c.pg.remove())
+	}
+	return errors.Join(errs...)
+}
+
+// waitReady polls until the frontend answers DescribeNamespace for every namespace that is
+// registered already (the first start: the system namespace).
+func (c *Cluster) waitReady(ctx context.Context, timeout time.Duration) error {
+	var cl client.Client
+	defer func() {
+		if cl != nil {
+			cl.Close()
+		}
+	}()
+	return c.srv.WaitFor(timeout, func() error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if cl == nil {
+			var err error
+			cl, err = client.Dial(client.Options{HostPort: c.hostPort, Logger: nopLogger{}})
+			if err != nil {
+				return err
+			}
+		}
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		if _, err := cl.WorkflowService().GetSystemInfo(cctx, &workflowservice.GetSystemInfoRequest{}); err != nil {
+			return err
+		}
+		for _, ns := range append([]string{"temporal-system"}, c.registered()...) {
+			if _, err := cl.WorkflowService().DescribeNamespace(cctx, &workflowservice.DescribeNamespaceRequest{Namespace: ns}); err != nil {
+				return fmt.Errorf("namespace %s: %w", ns, err)
+			}
+		}
+		return nil
+	})
+}
+
+// registered lists the namespaces registerNamespaces has created so far.
+func (c *Cluster) registered() []string {
+	return c.namespacesDone
+}
+
+func (c *Cluster) registerNamespaces(ctx context.Context) error {
+	cl, err := client.Dial(client.Options{HostPort: c.hostPort, Logger: nopLogger{}})
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	for _, ns := range c.opts.Namespaces {
+		if err := RegisterNamespace(ctx, cl, ns, c.opts.SearchAttributes); err != nil {
+			return err
+		}
+		c.namespacesDone = append(c.namespacesDone, ns)
+	}
+	return nil
+}
+
+// RegisterNamespace registers namespace ns (retention one day) unless it exists, registers
+// attrs in it, and waits until the frontend serves both. It works on any cluster (the tests'
+// own or an existing one) whose credentials allow it.
+func RegisterNamespace(ctx context.Context, cl client.Client, ns string, attrs map[string]enumspb.IndexedValueType) error {
+	// Describe first: on someone else's cluster the namespace usually exists, and the
+	// credentials may allow using it but not registering one.
+	_, err := cl.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: ns})
+	var notFound *serviceerror.NamespaceNotFound
+	if errors.As(err, &notFound) {
+		_, err = cl.WorkflowService().RegisterNamespace(ctx, &workflowservice.RegisterNamespaceRequest{
+			Namespace:                        ns,
+			WorkflowExecutionRetentionPeriod: durationpb.New(24 * time.Hour),
+		})
+		var exists *serviceerror.NamespaceAlreadyExists
+		if err != nil && !errors.As(err, &exists) {
+			return fmt.Errorf("register namespace %s: %w", ns, err)
+		}
+	} else if err != nil {
+		return fmt.Errorf("describe namespace %s: %w", ns, err)
+	}
+	// A new namespace reaches the frontend's namespace registry within its refresh interval
+	// (~10 s). DescribeNamespace reads the database and answers at once; the calls that go
+	// through the registry (visibility, the operator API) say "not found" until then.
+	if err := poll(ctx, time.Minute, func() error {
+		if _, err := cl.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: ns}); err != nil {
+			return err
+		}
+		_, err := cl.WorkflowService().CountWorkflowExecutions(ctx, &workflowservice.CountWorkflowExecutionsRequest{Namespace: ns})
+		return err
+	}); err != nil {
+		return fmt.Errorf("namespace %s not served after registration: %w", ns, err)
+	}
+	if len(attrs) == 0 {
+		return nil
+	}
+	if err := poll(ctx, time.Minute, func() error {
+		_, err := cl.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{Namespace: ns, SearchAttributes: attrs})
+		var exists *serviceerror.AlreadyExists
+		if err != nil && !errors.As(err, &exists) {
+			var invalid *serviceerror.InvalidArgument
+			if errors.As(err, &invalid) {
+				return permanent{err} // e.g. no slot left of a type on SQL visibility
+			}
+			return err
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("add search attributes in namespace %s: %w", ns, err)
+	}
+	return nil
+}
+
+// permanent marks an error poll must not retry.
+type permanent struct{ error }
+
+func (p permanent) Unwrap() error { return p.error }
+
+// poll retries f every 250 ms until it succeeds, returns a permanent error, or timeout.
+func poll(ctx context.Context, timeout time.Duration, f func() error) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := f()
+		var perm permanent
+		if err == nil || errors.As(err, &perm) {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// nopLogger silences the SDK client the cluster uses for its own probes.
+type nopLogger struct{}
+
+func (nopLogger) Debug(string, ...any) {}
+func (nopLogger) Info(string, ...any)  {}
+func (nopLogger) Warn(string, ...any)  {}
+func (nopLogger) Error(string, ...any) {}

@@ -1,0 +1,61 @@
+package testservers
+
+import (
+	"context"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+
+	"github.com/walkeeper/walkeeper/internal/proc"
+)
+
+// Azurite's well-known development account (the same in every Azurite and in Microsoft's
+// documentation; it grants nothing outside the emulator).
+const (
+	AzuriteAccount = "devstoreaccount1"
+	AzuriteKey     = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+)
+
+// startAzurite runs Azurite's blob service. gocloud's azureblob reaches it with
+// protocol=http and domain=127.0.0.1:PORT in the URL: a domain starting with 127.0.0.1 makes
+// it address the account by path (http://127.0.0.1:PORT/devstoreaccount1/CONTAINER), as the
+// emulator expects; the shared key comes from AZURE_STORAGE_ACCOUNT and AZURE_STORAGE_KEY.
+func startAzurite(t testing.TB, s *Server) error {
+	port, err := proc.FreePort()
+	if err != nil {
+		return err
+	}
+	addr := proc.Addr(port)
+	s.p, err = proc.Start(proc.Spec{
+		Path: s.bin,
+		Args: []string{"--blobHost", "127.0.0.1", "--blobPort", strconv.Itoa(port),
+			"--location", filepath.Join(s.dir, "data"), "--debug", filepath.Join(s.dir, "debug.log"),
+			"--skipApiVersionCheck", "--disableTelemetry"},
+		Log: s.log,
+	})
+	if err != nil {
+		return err
+	}
+	s.Endpoint = "http://" + addr
+	s.Env = []string{"AZURE_STORAGE_ACCOUNT=" + AzuriteAccount, "AZURE_STORAGE_KEY=" + AzuriteKey}
+	cred, err := azblob.NewSharedKeyCredential(AzuriteAccount, AzuriteKey)
+	if err != nil {
+		return err
+	}
+	accountURL := s.Endpoint + "/" + AzuriteAccount
+	s.newBucket = func(ctx context.Context, name string) (string, error) {
+		c, err := container.NewClientWithSharedKeyCredential(accountURL+"/"+name, cred, nil)
+		if err != nil {
+			return "", err
+		}
+		if _, err := c.Create(ctx, nil); err != nil {
+			return "", err
+		}
+		return "azblob://" + name + "?protocol=http&domain=" + addr, nil
+	}
+	return s.p.WaitTCP(addr, time.Minute)
+}

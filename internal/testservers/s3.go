@@ -1,0 +1,140 @@
+package testservers
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/walkeeper/walkeeper/internal/proc"
+)
+
+// S3 credentials shared by MinIO (root user) and versitygw (root account), so one set of
+// AWS_* variables serves both. MinIO wants a secret of at least 8 characters.
+const (
+	S3AccessKey = "walkeeper"
+	S3SecretKey = "walkeeper-secret"
+	S3Region    = "us-east-1"
+)
+
+func s3Env() []string {
+	return []string{
+		"AWS_ACCESS_KEY_ID=" + S3AccessKey,
+		"AWS_SECRET_ACCESS_KEY=" + S3SecretKey,
+		"AWS_REGION=" + S3Region,
+		// No metadata endpoint here: fail at once instead of after its timeouts.
+		"AWS_EC2_METADATA_DISABLED=true",
+	}
+}
+
+// startMinIO runs `minio server DIR` (single drive) with the web console off.
+func startMinIO(t testing.TB, s *Server) error {
+	ports, err := proc.FreePorts(2)
+	if err != nil {
+		return err
+	}
+	addr, console := proc.Addr(ports[0]), proc.Addr(ports[1])
+	data := filepath.Join(s.dir, "data")
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		return err
+	}
+	s.p, err = proc.Start(proc.Spec{
+		Path: s.bin,
+		Args: []string{"server", data, "--address", addr, "--console-address", console, "--quiet"},
+		Env: []string{
+			"MINIO_ROOT_USER=" + S3AccessKey,
+			"MINIO_ROOT_PASSWORD=" + S3SecretKey,
+			"MINIO_BROWSER=off",
+			"MINIO_UPDATE=off",
+			"MINIO_CONFIG_ENV_FILE=", // never read a config file of the machine
+		},
+		Log: s.log,
+	})
+	if err != nil {
+		return err
+	}
+	s.Endpoint = "http://" + addr
+	// MinIO's readiness probe answers 200 once the drive is formatted and the S3 API serves.
+	if err := s.p.WaitFor(2*time.Minute, func() error { return httpOK(s.Endpoint + "/minio/health/ready") }); err != nil {
+		return err
+	}
+	return s3Ready(s)
+}
+
+// startVersityGW runs versitygw's posix backend over DIR: a bucket is a directory.
+func startVersityGW(t testing.TB, s *Server) error {
+	port, err := proc.FreePort()
+	if err != nil {
+		return err
+	}
+	addr := proc.Addr(port)
+	data := filepath.Join(s.dir, "data")
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		return err
+	}
+	s.p, err = proc.Start(proc.Spec{
+		Path: s.bin,
+		Args: []string{"--port", addr, "--access", S3AccessKey, "--secret", S3SecretKey, "--region", S3Region, "posix", data},
+		Log:  s.log,
+	})
+	if err != nil {
+		return err
+	}
+	s.Endpoint = "http://" + addr
+	if err := s.p.WaitTCP(addr, time.Minute); err != nil {
+		return err
+	}
+	return s3Ready(s)
+}
+
+// s3Ready finishes an S3 server's start: environment, bucket creation, readiness through
+// the S3 API itself (ListBuckets signed with the test credentials).
+func s3Ready(s *Server) error {
+	s.Env = s3Env()
+	client := s3.New(s3.Options{
+		Region:       S3Region,
+		BaseEndpoint: aws.String(s.Endpoint),
+		UsePathStyle: true,
+		Credentials:  credentials.NewStaticCredentialsProvider(S3AccessKey, S3SecretKey, ""),
+	})
+	if err := s.p.WaitFor(time.Minute, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, err := client.ListBuckets(ctx, &s3.ListBucketsInput{})
+		return err
+	}); err != nil {
+		return err
+	}
+	s.newBucket = func(ctx context.Context, name string) (string, error) {
+		if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
+			return "", err
+		}
+		return S3URL(name, s.Endpoint), nil
+	}
+	return nil
+}
+
+// S3URL is the storage URL of bucket on an S3-compatible endpoint (path-style addressing).
+func S3URL(bucket, endpoint string) string {
+	return "s3://" + bucket + "?endpoint=" + endpoint + "&region=" + S3Region + "&use_path_style=true"
+}
+
+func httpOK(url string) error {
+	c := http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return err
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return nil
+}

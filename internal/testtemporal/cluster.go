@@ -1,0 +1,232 @@
+package testtemporal
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+
+	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/internal/cachebin"
+	"github.com/walkeeper/walkeeper/internal/temporalcluster"
+)
+
+// Environment variables that choose which Temporal server the tests run against.
+const (
+	// EnvServer picks the server tests start: "dev" (default; the CLI's dev server, SQLite,
+	// one history shard) or "cluster" (the production server on PostgreSQL with several
+	// shards and SQL visibility, package temporalcluster).
+	EnvServer = "WALKEEPER_TEST_TEMPORAL_SERVER"
+	// EnvHostPort points the tests at an existing server (host:port) instead: none is
+	// started. The TLS and API-key variables below and EnvNamespace go with it.
+	EnvHostPort  = "WALKEEPER_TEST_TEMPORAL"
+	EnvNamespace = "WALKEEPER_TEST_NAMESPACE"
+	// TLS for EnvHostPort, as the worker's WALKEEPER_TEMPORAL_TLS* (docs/CONFIG.md).
+	EnvTLS           = "WALKEEPER_TEST_TEMPORAL_TLS"
+	EnvTLSCert       = "WALKEEPER_TEST_TEMPORAL_TLS_CERT"
+	EnvTLSKey        = "WALKEEPER_TEST_TEMPORAL_TLS_KEY"
+	EnvTLSCA         = "WALKEEPER_TEST_TEMPORAL_TLS_CA"
+	EnvTLSServerName = "WALKEEPER_TEST_TEMPORAL_TLS_SERVER_NAME"
+	EnvAPIKey        = "WALKEEPER_TEST_TEMPORAL_API_KEY"
+)
+
+// Mode is where a test's Temporal comes from.
+type Mode string
+
+const (
+	ModeDev      Mode = "dev"      // a dev server started for the test
+	ModeCluster  Mode = "cluster"  // a PostgreSQL-backed server started for the test
+	ModeExternal Mode = "external" // an existing server named by EnvHostPort
+)
+
+// SelectedMode reads EnvHostPort and EnvServer.
+func SelectedMode() (Mode, error) {
+	if os.Getenv(EnvHostPort) != "" {
+		return ModeExternal, nil
+	}
+	switch m := strings.ToLower(os.Getenv(EnvServer)); m {
+	case "", "dev":
+		return ModeDev, nil
+	case "cluster":
+		return ModeCluster, nil
+	default:
+		return "", fmt.Errorf("%s=%q: want dev or cluster", EnvServer, m)
+	}
+}
+
+// Conn says how to reach a Temporal server: the fields of the worker's TemporalConfig that
+// a test needs (this harness must not import worker/, see test/lint).
+type Conn struct {
+	HostPort, Namespace                   string
+	TLS                                   bool
+	TLSCert, TLSKey, TLSCA, TLSServerName string
+	APIKey                                string
+}
+
+// ExternalConfig is the connection to the server named by EnvHostPort (ok false when unset).
+// An empty namespace here means the caller's.
+func ExternalConfig() (cfg Conn, ok bool) {
+	hp := os.Getenv(EnvHostPort)
+	if hp == "" {
+		return Conn{}, false
+	}
+	cfg = Conn{
+		HostPort:      hp,
+		Namespace:     os.Getenv(EnvNamespace),
+		TLSCert:       os.Getenv(EnvTLSCert),
+		TLSKey:        os.Getenv(EnvTLSKey),
+		TLSCA:         os.Getenv(EnvTLSCA),
+		TLSServerName: os.Getenv(EnvTLSServerName),
+		APIKey:        os.Getenv(EnvAPIKey),
+	}
+	switch strings.ToLower(os.Getenv(EnvTLS)) {
+	case "1", "true", "yes", "on":
+		cfg.TLS = true
+	}
+	return cfg, true
+}
+
+// StartCluster runs a PostgreSQL-backed Temporal server for t (package temporalcluster) and
+// returns it with a client of o.Namespace. Everything is stopped by t.Cleanup; on failure the
+// server, PostgreSQL and schema logs are kept and their directory is logged.
+func StartCluster(t testing.TB, o Options) (*temporalcluster.Cluster, client.Client) {
+	t.Helper()
+	if o.Namespace == "" {
+		o.Namespace = defaultNamespace
+	}
+	dir, err := os.MkdirTemp("", "walkeeper-temporal-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	co := temporalcluster.Options{
+		Dir:        dir,
+		Namespaces: append([]string{o.Namespace}, o.ExtraNamespaces...),
+		Progress:   progressWriter{t},
+	}
+	if !o.NoSearchAttributes {
+		co.SearchAttributes = contract.SearchAttributes
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cl, err := temporalcluster.Start(ctx, co)
+	if errors.Is(err, cachebin.ErrNotInstalled) {
+		_ = os.RemoveAll(dir)
+		cachebin.Missing(t, err)
+	}
+	if err != nil {
+		t.Fatalf("testtemporal: start PostgreSQL-backed Temporal (logs in %s): %v", dir, err)
+	}
+	t.Cleanup(func() {
+		if err := cl.Stop(); err != nil {
+			t.Errorf("testtemporal: stop cluster: %v", err)
+		}
+		if t.Failed() {
+			t.Logf("testtemporal: Temporal server, PostgreSQL and schema logs kept in %s", dir)
+		} else {
+			_ = os.RemoveAll(dir)
+		}
+	})
+	return cl, dial(t, Conn{HostPort: cl.HostPort(), Namespace: o.Namespace}, o.Verbose)
+}
+
+// startSelected starts (or finds) the server EnvServer/EnvHostPort select; ok is false in
+// ModeDev, where the caller starts the dev server as before.
+func startSelected(t testing.TB, o Options) (hostPort string, c client.Client, ok bool) {
+	t.Helper()
+	mode, err := SelectedMode()
+	if err != nil {
+		t.Fatalf("testtemporal: %v", err)
+	}
+	switch mode {
+	case ModeCluster:
+		cl, c := StartCluster(t, o)
+		return cl.HostPort(), c, true
+	case ModeExternal:
+		cfg, _ := ExternalConfig()
+		if cfg.Namespace == "" {
+			cfg.Namespace = o.Namespace
+		}
+		if cfg.Namespace == "" {
+			cfg.Namespace = defaultNamespace
+		}
+		c := dial(t, cfg, o.Verbose)
+		attrs := contract.SearchAttributes
+		if o.NoSearchAttributes {
+			attrs = nil
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		for _, ns := range append([]string{cfg.Namespace}, o.ExtraNamespaces...) {
+			if err := temporalcluster.RegisterNamespace(ctx, c, ns, attrs); err != nil {
+				t.Fatalf("testtemporal: %s=%s: %v", EnvHostPort, cfg.HostPort, err)
+			}
+		}
+		return cfg.HostPort, c, true
+	}
+	return "", nil, false
+}
+
+func dial(t testing.TB, cfg Conn, verbose bool) client.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	opts := client.Options{
+		HostPort:  cfg.HostPort,
+		Namespace: cfg.Namespace,
+		Logger:    sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(progressWriter{t}, &slog.HandlerOptions{Level: slogLevel(verbose)}))),
+	}
+	tlsCfg, err := cfg.tlsConfig()
+	if err != nil {
+		t.Fatalf("testtemporal: %v", err)
+	}
+	opts.ConnectionOptions.TLS = tlsCfg
+	if cfg.APIKey != "" {
+		opts.Credentials = client.NewAPIKeyStaticCredentials(cfg.APIKey)
+	}
+	c, err := client.DialContext(ctx, opts)
+	if err != nil {
+		t.Fatalf("testtemporal: dial %s: %v", cfg.HostPort, err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// tlsConfig follows the worker's rules: TLS is on when asked for, or when any TLS file or
+// an API key is given.
+func (c Conn) tlsConfig() (*tls.Config, error) {
+	if !c.TLS && c.TLSCert == "" && c.TLSKey == "" && c.TLSCA == "" && c.TLSServerName == "" && c.APIKey == "" {
+		return nil, nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: c.TLSServerName}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		return nil, fmt.Errorf("%s and %s must be given together", EnvTLSCert, EnvTLSKey)
+	}
+	if c.TLSCert != "" {
+		pair, err := tls.LoadX509KeyPair(c.TLSCert, c.TLSKey)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", EnvTLSCert, err)
+		}
+		cfg.Certificates = []tls.Certificate{pair}
+	}
+	if c.TLSCA != "" {
+		pem, err := os.ReadFile(c.TLSCA)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", EnvTLSCA, err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("%s: no PEM certificates in %s", EnvTLSCA, c.TLSCA)
+		}
+		cfg.RootCAs = pool
+	}
+	return cfg, nil
+}

@@ -1,0 +1,117 @@
+package testtemporal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/walkeeper/walkeeper/internal/devserver"
+	"github.com/walkeeper/walkeeper/internal/temporalcluster"
+)
+
+// ErrNoPersistenceRestart is returned by RestartPersistence on the dev server, whose SQLite
+// database lives inside the server process: there is no separate database to restart.
+var ErrNoPersistenceRestart = errors.New("testtemporal: the dev server has no separate database to restart")
+
+// Restartable is a Temporal server a reliability test may stop and start again on the same
+// address and database: the dev server (on-disk SQLite) or the PostgreSQL-backed cluster,
+// whichever EnvServer selects.
+type Restartable interface {
+	HostPort() string
+	// Mode is ModeDev or ModeCluster.
+	Mode() Mode
+	// RestartServer stops the server process (SIGTERM) and starts it again on the same
+	// database and ports; it returns once the frontend serves the namespaces again.
+	RestartServer(ctx context.Context) error
+	// RestartPersistence restarts the database under a running server (cluster only;
+	// ErrNoPersistenceRestart on the dev server).
+	RestartPersistence(ctx context.Context) error
+}
+
+// StartRestartable starts the server EnvServer selects, for t, and a client of o.Namespace
+// ("default" when empty). With EnvHostPort set (someone else's server) the test is skipped:
+// restarting that server is not the test's to do.
+func StartRestartable(t testing.TB, o Options) (Restartable, client.Client) {
+	t.Helper()
+	mode, err := SelectedMode()
+	if err != nil {
+		t.Fatalf("testtemporal: %v", err)
+	}
+	switch mode {
+	case ModeExternal:
+		t.Skipf("testtemporal: %s names an existing server; this test restarts its server", EnvHostPort)
+	case ModeCluster:
+		cl, c := StartCluster(t, o)
+		return clusterServer{cl}, c
+	}
+	if o.Namespace == "" {
+		o.Namespace = defaultNamespace
+	}
+	port, err := devserver.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &devServer{opts: devserver.Options{
+		Install: true, DataDir: filepath.Join(t.TempDir(), "temporal"), Port: port, Headless: true,
+		Namespace: o.Namespace, ExtraNamespaces: o.ExtraNamespaces, NoSearchAttributes: o.NoSearchAttributes,
+		LogLevel: "error",
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	if err := d.start(ctx); err != nil {
+		t.Fatalf("testtemporal: %v", err)
+	}
+	t.Cleanup(func() {
+		if d.srv != nil {
+			if err := d.srv.Stop(); err != nil {
+				t.Errorf("testtemporal: stop dev server: %v", err)
+			}
+		}
+	})
+	return d, dial(t, Conn{HostPort: d.HostPort(), Namespace: o.Namespace}, o.Verbose)
+}
+
+type clusterServer struct{ cl *temporalcluster.Cluster }
+
+func (c clusterServer) HostPort() string { return c.cl.HostPort() }
+func (c clusterServer) Mode() Mode       { return ModeCluster }
+func (c clusterServer) RestartServer(ctx context.Context) error {
+	return c.cl.RestartServer(ctx, false)
+}
+func (c clusterServer) RestartPersistence(ctx context.Context) error {
+	return c.cl.RestartPostgres(ctx, temporalcluster.Fast)
+}
+
+// devServer is the dev server on an on-disk database and a fixed port, so a restart comes
+// back on the same address with the same workflows.
+type devServer struct {
+	opts devserver.Options
+	srv  *devserver.Server
+}
+
+func (d *devServer) start(ctx context.Context) error {
+	srv, err := devserver.Start(ctx, d.opts)
+	if err != nil {
+		return fmt.Errorf("start dev server: %w", err)
+	}
+	d.srv = srv
+	return nil
+}
+
+func (d *devServer) HostPort() string { return fmt.Sprintf("127.0.0.1:%d", d.opts.Port) }
+func (d *devServer) Mode() Mode       { return ModeDev }
+
+func (d *devServer) RestartServer(ctx context.Context) error {
+	if err := d.srv.Stop(); err != nil {
+		return fmt.Errorf("stop dev server: %w", err)
+	}
+	d.srv = nil
+	return d.start(ctx)
+}
+
+func (d *devServer) RestartPersistence(context.Context) error { return ErrNoPersistenceRestart }

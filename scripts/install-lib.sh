@@ -1,0 +1,37 @@
+# Shared helpers for the scripts/install-*.sh scripts. Source it; do not run it.
+#
+# Every installer puts its binaries into $ROOT/.cache/bin and records the version it built in
+# $ROOT/.cache/bin/.NAME.version, so a later run with the same version does nothing and a run
+# with a new version rebuilds. Installers print the installed binary's path on their last line
+# (stdout); everything else goes to stderr.
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BIN_DIR="$ROOT/.cache/bin"
+mkdir -p "$BIN_DIR"
+
+# installed NAME VERSION: true when $BIN_DIR/NAME exists and was built at VERSION.
+installed() {
+  local name=$1 version=$2
+  [[ -x "$BIN_DIR/$name" && -f "$BIN_DIR/.$name.version" && "$(cat "$BIN_DIR/.$name.version")" == "$version" ]]
+}
+
+# mark_installed NAME VERSION SECONDS: records the version and how long the install took.
+mark_installed() {
+  local name=$1 version=$2 secs=$3
+  echo "$version" >"$BIN_DIR/.$name.version"
+  echo "installed $name $version in ${secs}s" >&2
+}
+
+need_go() {
+  command -v go >/dev/null || { echo "install: the go command is needed (Go 1.26+)" >&2; exit 1; }
+}
+
+# go_install VERSION PKG...: go install of one or more packages of ONE module at VERSION
+# (go install accepts several packages per call only when they share module and version).
+# Installs into $GOBIN_DIR when set, else $BIN_DIR. Runs under nice so a build never starves tests running next to it.
+go_install() {
+  local version=$1; shift
+  local args=()
+  for p in "$@"; do args+=("$p@$version"); done
+  GOBIN="${GOBIN_DIR:-$BIN_DIR}" CGO_ENABLED=0 GOFLAGS=-buildvcs=false nice -n 10 go install "${args[@]}"
+}

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Install every server the test suites start, into ./.cache (each installer is idempotent and
+# a no-op when its version is already there):
+#
+#   Temporal CLI (dev server)            scripts/install-temporal.sh
+#   Temporal server + temporal-sql-tool  scripts/install-temporal-server.sh
+#   PostgreSQL 15 (Debian package)       scripts/install-postgres.sh
+#   MinIO, versitygw (s3://)             scripts/install-minio.sh, scripts/install-versitygw.sh
+#   fake-gcs-server (gs://)              scripts/install-fake-gcs-server.sh
+#   Azurite (azblob://, npm)             scripts/install-azurite.sh
+#
+# The Go builds are CPU-bound and share the build cache, so they run two at a time
+# (INSTALL_JOBS); apt-get and npm are network-bound and run beside them. Each installer's
+# output goes to .cache/install-logs/NAME.log; a summary with the seconds each took is
+# printed at the end. Exit status 1 if any installer failed.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+LOGS="$ROOT/.cache/install-logs"
+mkdir -p "$LOGS"
+JOBS="${INSTALL_JOBS:-2}"
+
+run() { # run NAME SCRIPT: runs one installer, records its status and duration
+  local name=$1 script=$2 start rc=0
+  start=$(date +%s)
+  "$ROOT/scripts/$script" >"$LOGS/$name.log" 2>&1 || rc=$?
+  echo "$name $rc $(( $(date +%s) - start ))" >"$LOGS/$name.status"
+}
+
+start=$(date +%s)
+rm -f "$LOGS"/*.status
+# Network-bound, beside the builds.
+run postgres install-postgres.sh &
+run azurite install-azurite.sh &
+# CPU-bound Go builds, JOBS at a time, biggest first.
+builds=(temporal-server:install-temporal-server.sh temporal-cli:install-temporal.sh
+        minio:install-minio.sh versitygw:install-versitygw.sh fake-gcs-server:install-fake-gcs-server.sh)
+pids=()
+for b in "${builds[@]}"; do
+  while :; do # wait for a free build slot
+    live=()
+    for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && live+=("$p"); done
+    pids=("${live[@]}")
+    (( ${#pids[@]} < JOBS )) && break
+    sleep 1
+  done
+  run "${b%%:*}" "${b#*:}" &
+  pids+=("$!")
+done
+wait
+
+failed=0
+printf '%-16s %-6s %s\n' installer status seconds >&2
+for f in "$LOGS"/*.status; do
+  read -r name rc secs <"$f"
+  printf '%-16s %-6s %s\n' "$name" "$([[ $rc == 0 ]] && echo ok || echo FAIL)" "$secs" >&2
+  if [[ $rc != 0 ]]; then failed=1; tail -n 20 "$LOGS/$name.log" >&2; fi
+done
+echo "install-servers: $(( $(date +%s) - start ))s in all" >&2
+[[ $failed == 0 ]] || exit 1
+echo "$ROOT/.cache/bin"

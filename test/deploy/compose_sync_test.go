@@ -1,0 +1,92 @@
+package deploy_test
+
+import (
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/walkeeper/walkeeper/internal/temporalcluster"
+)
+
+// TestComposeMatchesNativeCI keeps docker-compose.yml and the servers CI runs natively in
+// step: one Temporal server version, PostgreSQL major, S3 server version, history shard
+// count, persistence plugin, database names and dynamic config file, and the credentials the
+// workers sign with equal to the s3 service's root account.
+func TestComposeMatchesNativeCI(t *testing.T) {
+	var c struct {
+		Services map[string]struct {
+			Image       string            `yaml:"image"`
+			Environment map[string]string `yaml:"environment"`
+			Volumes     []string          `yaml:"volumes"`
+		} `yaml:"services"`
+	}
+	if err := yaml.Unmarshal([]byte(readFile(t, "docker-compose.yml")), &c); err != nil {
+		t.Fatal(err)
+	}
+	// ${VAR:-default} in an image reference: the default is what `docker compose up` runs.
+	tag := func(service string) (repo, version string) {
+		img := c.Services[service].Image
+		img = regexp.MustCompile(`\$\{[A-Z_]+:-([^}]+)\}`).ReplaceAllString(img, "$1")
+		repo, version, _ = strings.Cut(img, ":")
+		return repo, version
+	}
+
+	if repo, v := tag("temporal"); (repo != "temporalio/auto-setup" && repo != "temporalio/server") || "v"+v != temporalcluster.ServerVersion {
+		t.Errorf("compose temporal image %s:%s; CI runs Temporal server %s (internal/temporalcluster)", repo, v, temporalcluster.ServerVersion)
+	}
+	if !strings.Contains(readFile(t, "scripts/install-temporal-server.sh"), `VERSION="${TEMPORAL_SERVER_VERSION:-`+temporalcluster.ServerVersion+`}"`) {
+		t.Errorf("scripts/install-temporal-server.sh does not install %s", temporalcluster.ServerVersion)
+	}
+	if repo, v := tag("postgresql"); repo != "postgres" || strings.SplitN(v, ".", 2)[0] != temporalcluster.PostgresMajor {
+		t.Errorf("compose postgresql image %s:%s; CI runs PostgreSQL %s", repo, v, temporalcluster.PostgresMajor)
+	}
+	vgw := regexp.MustCompile(`VERSION="\$\{VERSITYGW_VERSION:-([^}]+)\}"`).FindStringSubmatch(readFile(t, "scripts/install-versitygw.sh"))
+	if repo, v := tag("s3"); vgw == nil || repo != "versity/versitygw" || v != vgw[1] {
+		t.Errorf("compose s3 image %s:%s; the storage matrix runs versitygw %v (scripts/install-versitygw.sh)", repo, v, vgw)
+	}
+
+	env := c.Services["temporal"].Environment
+	want := map[string]string{
+		"DB":                 temporalcluster.PluginName,
+		"DBNAME":             temporalcluster.DatabaseTemporal,
+		"VISIBILITY_DBNAME":  temporalcluster.DatabaseVisibility,
+		"NUM_HISTORY_SHARDS": strconv.Itoa(temporalcluster.DefaultHistoryShards),
+	}
+	for k, v := range want {
+		if env[k] != v {
+			t.Errorf("compose temporal %s=%q, CI's cluster uses %q", k, env[k], v)
+		}
+	}
+	// The same dynamic config file, at an absolute path (a relative one is resolved against
+	// the server's root, not where the file is mounted).
+	dc := env["DYNAMIC_CONFIG_FILE_PATH"]
+	if !path.IsAbs(dc) {
+		t.Errorf("DYNAMIC_CONFIG_FILE_PATH %q is not absolute", dc)
+	}
+	mounted := false
+	for _, v := range c.Services["temporal"].Volumes {
+		if src, dst, _ := strings.Cut(v, ":"); src == "./deploy/temporal/dynamicconfig.yaml" && strings.TrimSuffix(dst, ":ro") == dc {
+			mounted = true
+		}
+	}
+	if !mounted {
+		t.Errorf("compose temporal does not mount deploy/temporal/dynamicconfig.yaml at %s, the file CI's cluster reads", dc)
+	}
+	if base, err := temporalcluster.DefaultDynamicConfigBase(); err != nil || !strings.HasSuffix(base, "/deploy/temporal/dynamicconfig.yaml") {
+		t.Errorf("temporalcluster's dynamic config base is %q (%v)", base, err)
+	}
+
+	s3 := c.Services["s3"].Environment
+	for name, svc := range c.Services {
+		if svc.Environment["WALKEEPER_STORAGE"] == "" {
+			continue
+		}
+		if svc.Environment["AWS_ACCESS_KEY_ID"] != s3["ROOT_ACCESS_KEY"] || svc.Environment["AWS_SECRET_ACCESS_KEY"] != s3["ROOT_SECRET_KEY"] {
+			t.Errorf("service %s signs with AWS_ACCESS_KEY_ID=%q, the s3 service's root account is %q", name, svc.Environment["AWS_ACCESS_KEY_ID"], s3["ROOT_ACCESS_KEY"])
+		}
+	}
+}

@@ -20,7 +20,8 @@ import (
 //
 // One mutex guards everything: every operation is atomic, putIfAbsent included. The index
 // is a sorted slice plus an unsorted tail of keys added since the last listing, merged in
-// by the next listing; deleted keys leave the map at once and the index at that merge.
+// by the next listing; deleted keys leave the map at once and the index at a merge. Every
+// operation is O(log n) but a listing after writes, which sorts the tail and merges: O(n).
 type memBackend struct {
 	mu      sync.Mutex
 	objs    map[string]memObject
@@ -130,13 +131,12 @@ func (m *memBackend) store(key string, data []byte, ifAbsent bool) bool {
 	return true
 }
 
-// indexed reports whether key is in the sorted index or the tail (live or deleted).
+// indexed reports whether key is in the sorted index (live or deleted). A deleted tail key
+// written again is appended to the tail once more; merge drops the duplicate.
 // REQUIRES: m.mu held; key not in m.objs.
 func (m *memBackend) indexed(key string) bool {
-	if _, ok := slices.BinarySearch(m.sorted, key); ok {
-		return true
-	}
-	return false // tail keys are always live: delete removes them from the tail at once
+	_, ok := slices.BinarySearch(m.sorted, key)
+	return ok
 }
 
 func (m *memBackend) exists(ctx context.Context, key string) (bool, error) {
@@ -159,11 +159,9 @@ func (m *memBackend) delete(ctx context.Context, key string) error {
 		return nil
 	}
 	delete(m.objs, key)
-	if i := slices.Index(m.tail, key); i >= 0 {
-		m.tail = slices.Delete(m.tail, i, i+1)
-	} else {
+	if _, inSorted := slices.BinarySearch(m.sorted, key); inSorted {
 		m.removed++
-	}
+	} // a tail key stays in the tail; merge drops it (and any duplicate a re-put adds)
 	return nil
 }
 
@@ -183,7 +181,7 @@ func (m *memBackend) merge() {
 		} else {
 			k, j = m.tail[j], j+1
 		}
-		if _, ok := m.objs[k]; ok {
+		if _, ok := m.objs[k]; ok && (len(out) == 0 || out[len(out)-1] != k) {
 			out = append(out, k)
 		}
 	}

@@ -19,8 +19,9 @@ type ObjectInfo struct {
 	ModTime time.Time
 }
 
-// backend is one storage implementation behind Bucket: bucket_file.go (file://, native) and
-// bucket_gocloud.go (mem://, s3://, gs://, azblob:// through gocloud.dev/blob), and the
+// backend is one storage implementation behind Bucket: bucket_file.go (file://, native),
+// bucket_mem.go (mem://, native, sorted in memory) and bucket_gocloud.go (s3://, gs://,
+// azblob:// through gocloud.dev/blob), and the
 // fault-injecting decorator of bucket_faults.go that wraps either.
 //
 // REQUIRES (every method): key or prefix already passed checkKey or checkPrefix; ctx is
@@ -47,6 +48,13 @@ type backend interface {
 	// list calls fn for every object whose key starts with prefix (recursive), in no
 	// particular order, streaming page by page; an error from fn stops the listing.
 	list(ctx context.Context, prefix string, fn func(ObjectInfo) error) error
+	// listFrom calls fn for every object whose key starts with prefix and sorts after
+	// startAfter ("" = from the first), in key order (bytewise, which is UTF-8 binary order,
+	// the order S3, GCS and Azure list in), streaming; an error from fn stops the listing.
+	// The listing starts at startAfter where the storage can (S3 StartAfter, GCS
+	// StartOffset, Azure startFrom, mem:// and file:// natively), so a caller that stops
+	// after n objects pays for about n, not for the prefix (docs/STORAGE.md §6).
+	listFrom(ctx context.Context, prefix, startAfter string, fn func(ObjectInfo) error) error
 	// listDirs calls fn for the name of every immediate "sub-directory" under prefix
 	// ("" or ending in "/"), in no particular order; directories holding no object do
 	// not count.
@@ -64,8 +72,9 @@ type backend interface {
 // be the "directory" of another key ("a" and "a/b"): object stores allow it, a filesystem
 // cannot, so the layout must never do it. See bucket_keys.go.
 //
-// All backends go through gocloud.dev/blob except file://, which is implemented directly on
-// the local filesystem (bucket_file.go says why). The semantics every backend must share are
+// s3://, gs:// and azblob:// go through gocloud.dev/blob; file:// is implemented directly on
+// the local filesystem and mem:// directly in memory (bucket_file.go and bucket_mem.go say
+// why). The semantics every backend must share are
 // the conformance suite in internal/bucketconformance.
 type Bucket struct {
 	core *bucketCore
@@ -188,7 +197,7 @@ func (b *Bucket) PutFrom(ctx context.Context, key string, write func(io.Writer) 
 //   - file://: write a temp file in the key's directory, fsync it, os.Link(tmp, final) —
 //     link(2) fails with EEXIST atomically if the name exists, across processes — remove the
 //     temp name and fsync the directory. Hard links must be supported by the filesystem.
-//   - mem://: gocloud IfNotExist, checked and applied under the bucket's mutex.
+//   - mem://: checked and applied under the bucket's mutex (bucket_mem.go).
 //   - s3/gs/azblob: gocloud IfNotExist (S3 If-None-Match: *, GCS DoesNotExist precondition,
 //     Azure If-None-Match: *). S3's 409 ConditionalRequestConflict (two conditional writes in
 //     flight) is retried a few times: the retry then either wins or sees 412.

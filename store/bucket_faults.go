@@ -112,6 +112,10 @@ func (f *faultBackend) list(ctx context.Context, prefix string, fn func(ObjectIn
 	return f.around(OpList, prefix, func() error { return f.inner.list(ctx, prefix, fn) })
 }
 
+func (f *faultBackend) listFrom(ctx context.Context, prefix, startAfter string, fn func(ObjectInfo) error) error {
+	return f.around(OpList, prefix, func() error { return f.inner.listFrom(ctx, prefix, startAfter, fn) })
+}
+
 func (f *faultBackend) listDirs(ctx context.Context, prefix string, fn func(string) error) error {
 	return f.around(OpListDirs, prefix, func() error { return f.inner.listDirs(ctx, prefix, fn) })
 }

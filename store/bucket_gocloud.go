@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"time"
 
 	"gocloud.dev/blob"
@@ -20,38 +19,13 @@ import (
 	_ "gocloud.dev/blob/azureblob"
 	_ "gocloud.dev/blob/fileblob"
 	_ "gocloud.dev/blob/gcsblob"
-	_ "gocloud.dev/blob/memblob"
 	_ "gocloud.dev/blob/s3blob"
 )
 
-// gocloudBackend serves mem://, s3://, gs:// and azblob:// through gocloud.dev/blob.
+// gocloudBackend serves s3://, gs:// and azblob:// through gocloud.dev/blob (mem:// is
+// bucket_mem.go).
 type gocloudBackend struct {
-	bkt    *blob.Bucket
-	shared bool // mem://: bkt belongs to the process-global registry; never close it
-}
-
-// memBuckets is the process-global registry of mem:// buckets, keyed by the full URL string,
-// so that several DB handles opened on "mem://x" in one process (typically one test) see the
-// same objects, like several processes sharing one real bucket. Entries live for the whole
-// process: closing a handle does not drop the data, so a close-and-reopen test still finds it.
-var memBuckets = struct {
-	sync.Mutex
-	m map[string]*blob.Bucket
-}{m: map[string]*blob.Bucket{}}
-
-func openMemBackend(ctx context.Context, rawURL string) (*gocloudBackend, error) {
-	memBuckets.Lock()
-	defer memBuckets.Unlock()
-	bkt := memBuckets.m[rawURL]
-	if bkt == nil {
-		var err error
-		bkt, err = blob.OpenBucket(ctx, rawURL)
-		if err != nil {
-			return nil, invalidf("open %q: %v", rawURL, err)
-		}
-		memBuckets.m[rawURL] = bkt
-	}
-	return &gocloudBackend{bkt: bkt, shared: true}, nil
+	bkt *blob.Bucket
 }
 
 func openGocloudBackend(ctx context.Context, rawURL string) (*gocloudBackend, error) {
@@ -62,12 +36,7 @@ func openGocloudBackend(ctx context.Context, rawURL string) (*gocloudBackend, er
 	return &gocloudBackend{bkt: bkt}, nil
 }
 
-func (g *gocloudBackend) close() error {
-	if g.shared {
-		return nil
-	}
-	return g.bkt.Close()
-}
+func (g *gocloudBackend) close() error { return g.bkt.Close() }
 
 // get reads the object into one buffer sized from the object's length (readSized).
 func (g *gocloudBackend) get(ctx context.Context, key string) ([]byte, error) {

@@ -1,15 +1,10 @@
 package store
 
 import (
-	"container/heap"
 	"context"
 	"errors"
-	"io"
 	"path"
-	"sort"
 	"strings"
-
-	"gocloud.dev/blob"
 )
 
 // Listings that must not grow with the fleet: a streaming walk (the sweep's scan of the
@@ -32,23 +27,30 @@ func (b *Bucket) Walk(ctx context.Context, prefix string, fn func(ObjectInfo) er
 }
 
 // ListPage returns up to limit objects under prefix whose key sorts after `after` ("" =
-// from the start), in key order, and whether more may follow. Callers page by passing the
-// last key of the previous page. limit is clamped to [1, MaxListPage].
+// from the start), in key order (bytewise = UTF-8 binary, the object stores' order), and
+// whether more may follow. Callers page by passing the last key of the previous page. limit
+// is clamped to [1, MaxListPage].
 //
-// Cost per page: mem:// and s3:// start the backend listing at `after` (one or a few list
-// requests per page); file:// and the other backends stream the prefix and keep only the
-// limit smallest keys after `after` (memory bounded by limit, time linear in the prefix).
+// Cost per page: every backend starts its listing at `after` (backend.listFrom), so a page
+// costs one or two list requests on s3://, gs:// and azblob://, whatever the prefix holds;
+// file:// reads the directories on the way (names only, memory bounded by a window);
+// mem:// is in memory. docs/STORAGE.md §6 has the figures.
 func (b *Bucket) ListPage(ctx context.Context, prefix, after string, limit int) ([]ObjectInfo, bool, error) {
 	limit = min(max(limit, 1), MaxListPage)
-	var out []ObjectInfo
-	var more bool
+	out := make([]ObjectInfo, 0, min(limit, 64))
+	more := false
 	err := b.do(ctx, OpList, prefix, checkPrefix, func(be backend) error {
-		var err error
-		if g, ok := be.(*gocloudBackend); ok && g.startsAfter() {
-			out, more, err = g.listPageAfter(ctx, prefix, after, limit)
-			return err
+		err := be.listFrom(ctx, prefix, after, func(o ObjectInfo) error {
+			if len(out) == limit {
+				more = true
+				return errPageFull
+			}
+			out = append(out, o)
+			return nil
+		})
+		if errors.Is(err, errPageFull) {
+			return nil
 		}
-		out, more, err = listPageScan(ctx, be, prefix, after, limit)
 		return err
 	})
 	if err != nil {
@@ -57,82 +59,8 @@ func (b *Bucket) ListPage(ctx context.Context, prefix, after string, limit int) 
 	return out, more, nil
 }
 
-// listPageScan is ListPage for any backend: stream the prefix, keep the limit smallest keys
-// after `after` in a bounded max-heap.
-func listPageScan(ctx context.Context, be backend, prefix, after string, limit int) ([]ObjectInfo, bool, error) {
-	h := &keyMaxHeap{}
-	more := false
-	err := be.list(ctx, prefix, func(o ObjectInfo) error {
-		if o.Key <= after {
-			return nil
-		}
-		if h.Len() < limit {
-			heap.Push(h, o)
-			return nil
-		}
-		more = true
-		if o.Key < (*h)[0].Key {
-			(*h)[0] = o
-			heap.Fix(h, 0)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, false, err
-	}
-	out := []ObjectInfo(*h)
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
-	return out, more, nil
-}
-
-// keyMaxHeap keeps the largest key on top, so the bounded page evicts it first.
-type keyMaxHeap []ObjectInfo
-
-func (h keyMaxHeap) Len() int           { return len(h) }
-func (h keyMaxHeap) Less(i, j int) bool { return h[i].Key > h[j].Key }
-func (h keyMaxHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *keyMaxHeap) Push(x any)        { *h = append(*h, x.(ObjectInfo)) }
-func (h *keyMaxHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
-}
-
-// startsAfter reports whether the backend can begin a listing after a key: memblob's page
-// token is the last key of the previous page (mem:// is the only shared gocloud backend).
-// S3's StartAfter and GCS's StartOffset would do the same; until they are wired, those
-// backends take the bounded scan.
-func (g *gocloudBackend) startsAfter() bool { return g.shared }
-
-// listPageAfter is ListPage on a backend whose page token is a key to start after.
-func (g *gocloudBackend) listPageAfter(ctx context.Context, prefix, after string, limit int) ([]ObjectInfo, bool, error) {
-	opts := &blob.ListOptions{Prefix: prefix}
-	token := blob.FirstPageToken
-	if after != "" {
-		token = []byte(after)
-	}
-	out := make([]ObjectInfo, 0, limit)
-	for {
-		objs, next, err := g.bkt.ListPage(ctx, token, limit-len(out)+1, opts)
-		if err != nil && !errors.Is(err, io.EOF) {
-			return nil, false, mapErr(err)
-		}
-		for _, o := range objs {
-			if o.IsDir || isTempKey(o.Key) || o.Key <= after {
-				continue
-			}
-			if len(out) == limit {
-				return out, true, nil
-			}
-			out = append(out, ObjectInfo{Key: o.Key, Size: o.Size, ModTime: o.ModTime})
-		}
-		if len(next) == 0 {
-			return out, false, nil
-		}
-		token = next
-	}
-}
+// errPageFull stops a listFrom once a page has one key more than it returns.
+var errPageFull = errors.New("page full")
 
 // RegistryPage is one page of registered stores of a kind, in name order.
 type RegistryPage struct {

@@ -41,6 +41,8 @@ var cases = []testCase{
 	{"ListRecursiveSortedPrefix", testListRecursiveSortedPrefix},
 	{"ListDirs", testListDirs},
 	{"ListPages", testListPages},
+	{"ListPageStartAfter", testListPageStartAfter},
+	{"ListPageAcrossBackendPages", testListPageAcrossBackendPages},
 	{"RepeatedWritesLeaveOnlyObjects", testRepeatedWrites},
 	{"InvalidKeys", testInvalidKeys},
 	{"ContextAndClose", testContextAndClose},
@@ -286,6 +288,126 @@ func testListPages(t *testing.T, b *store.Bucket) {
 	dirs := listDirs(t, b, "p/")
 	if len(dirs) != many || dirs[0] != "0000" || dirs[many-1] != fmt.Sprintf("%04d", many-1) {
 		t.Fatalf("ListDirs over pages: %d dirs, want %d", len(dirs), many)
+	}
+}
+
+// testListPageStartAfter: ListPage pages in key order (bytewise) from any cursor, including
+// one that is no stored key, with keys whose order differs from a per-directory name order
+// ("a.x" < "a/b" as keys, while the directory "a" sorts before "a.x" by name) and a prefix ending mid-segment.
+func testListPageStartAfter(t *testing.T, b *store.Bucket) {
+	ctx := context.Background()
+	keys := []string{"q/a.x", "q/a/b", "q/a/c/d", "q/a0", "q/b", "q/bb/c", "q/z", "q/\u00e9", "r/a"}
+	for _, k := range keys {
+		mustPut(t, b, k, k)
+	}
+	want := keys[:len(keys)-1] // not r/a
+	for _, limit := range []int{1, 2, 3, 100} {
+		var got []string
+		after := ""
+		for pages := 0; ; pages++ {
+			if pages > len(want)+1 {
+				t.Fatalf("limit %d: ListPage never ends (%q)", limit, got)
+			}
+			objs, more, err := b.ListPage(ctx, "q/", after, limit)
+			if err != nil {
+				t.Fatalf("ListPage(q/, %q, %d): %v", after, limit, err)
+			}
+			if len(objs) > limit {
+				t.Fatalf("ListPage(q/, %q, %d) = %d objects", after, limit, len(objs))
+			}
+			for _, o := range objs {
+				got = append(got, o.Key)
+				if o.Size != int64(len(o.Key)) {
+					t.Errorf("ListPage %q: size %d, want %d", o.Key, o.Size, len(o.Key))
+				}
+			}
+			if !more {
+				break
+			}
+			if len(objs) == 0 {
+				t.Fatalf("limit %d: more with an empty page after %q", limit, after)
+			}
+			after = objs[len(objs)-1].Key
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("ListPage pages (limit %d) = %q, want %q", limit, got, want)
+		}
+	}
+	for _, c := range []struct {
+		prefix, after string
+		want          []string
+	}{
+		{"q/", "q/a/b", []string{"q/a/c/d", "q/a0"}},   // a stored key
+		{"q/", "q/a/", []string{"q/a/b", "q/a/c/d"}},   // a "directory"
+		{"q/", "q/aa", []string{"q/b", "q/bb/c"}},      // between keys
+		{"q/a", "q/a.x", []string{"q/a/b", "q/a/c/d"}}, // prefix mid-segment
+		{"q/", "q/\u00e9", nil},                        // the last key
+		{"q/", "p", []string{"q/a.x", "q/a/b"}},        // before the prefix
+		{"q/", "zz", nil},                              // after the prefix
+	} {
+		objs, _, err := b.ListPage(ctx, c.prefix, c.after, 2)
+		if err != nil {
+			t.Fatalf("ListPage(%q, %q): %v", c.prefix, c.after, err)
+		}
+		var got []string
+		for _, o := range objs {
+			got = append(got, o.Key)
+		}
+		if !reflect.DeepEqual(got, c.want) {
+			t.Errorf("ListPage(%q, after %q, 2) = %q, want %q", c.prefix, c.after, got, c.want)
+		}
+	}
+}
+
+// testListPageAcrossBackendPages: a ListPage that starts deep into a prefix larger than one
+// backend listing page (1000 keys) returns the keys right after the cursor.
+func testListPageAcrossBackendPages(t *testing.T, b *store.Bucket) {
+	const many = 2100
+	ctx := context.Background()
+	putMany(t, b, many, func(i int) string { return fmt.Sprintf("s/%05d", i) })
+	for _, start := range []int{0, 999, 1000, 1500, many - 3} {
+		after := fmt.Sprintf("s/%05d", start)
+		objs, more, err := b.ListPage(ctx, "s/", after, 500)
+		if err != nil {
+			t.Fatalf("ListPage(after %q): %v", after, err)
+		}
+		n := min(500, many-1-start)
+		if len(objs) != n || more != (start+1+500 < many) {
+			t.Fatalf("ListPage(after %q) = %d objects, more %v; want %d", after, len(objs), more, n)
+		}
+		for i, o := range objs {
+			if w := fmt.Sprintf("s/%05d", start+1+i); o.Key != w {
+				t.Fatalf("ListPage(after %q)[%d] = %q, want %q", after, i, o.Key, w)
+			}
+		}
+	}
+}
+
+// putMany writes n empty objects named by key, 8 at a time.
+func putMany(t *testing.T, b *store.Bucket, n int, key func(int) string) {
+	t.Helper()
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	next := atomic.Int64{}
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				if err := b.Put(context.Background(), key(i), nil); err != nil {
+					failed.Store(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err, _ := failed.Load().(error); err != nil {
+		t.Fatalf("put: %v", err)
 	}
 }
 

@@ -1,0 +1,42 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/walkeeper/walkeeper/store"
+)
+
+// BenchmarkListPageMem: one ListPage of 500 under a small prefix (1000 keys) of a mem://
+// bucket that holds 100k or 1M objects in all, the fleet benchmark's registry shape.
+//
+//	go test -run '^$' -bench BenchmarkListPageMem -benchtime 20x ./store/
+func BenchmarkListPageMem(b *testing.B) {
+	for _, total := range []int{100_000, 1_000_000} {
+		b.Run(fmt.Sprintf("objects=%d", total), func(b *testing.B) {
+			ctx := context.Background()
+			bkt, err := store.OpenBucket(ctx, fmt.Sprintf("mem://bench-listpage-%d", total))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer bkt.Close()
+			for i := 0; i < total; i++ {
+				k := fmt.Sprintf("_registry/generic/s%07d.json", i)
+				if i < 1000 {
+					k = fmt.Sprintf("_demand/generic/s%07d", i)
+				}
+				if err := bkt.Put(ctx, k, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				objs, _, err := bkt.ListPage(ctx, "_demand/generic/", "_demand/generic/s0000250", 500)
+				if err != nil || len(objs) != 500 {
+					b.Fatalf("ListPage: %d, %v", len(objs), err)
+				}
+			}
+		})
+	}
+}

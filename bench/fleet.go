@@ -1,0 +1,787 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"image/color"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"golang.org/x/sync/errgroup"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/worker"
+)
+
+// The fleet benchmark (issue 11, "How to show it"): one MaintenanceSweep over a registered
+// fleet of idle stores, 1 % of them in debt, measured for the design before the demand index
+// (every store's stats read by one ScanStats per kind) and the demand-driven sweep, side by
+// side in one run on one Temporal server.
+//
+// Setup per fleet size and design: a fresh mem:// root; the fleet registered by writing
+// each store's `_registry/<kind>/<name>.json` and `<kind>/<name>/store.json` directly (the
+// bytes DB.Create writes for a template store, with the name replaced), without latency;
+// the debt planted through the store's own seal path by two writer processes that then
+// "die" (their DBs are closed): half the indebted stores get fleetOldGens generations sealed
+// an hour ago (older than MaxPendingAge, below the count threshold: only the time trigger
+// finds them), half fleetHotGens fresh ones (over merge_min_generations). Then 8 walkeeper
+// worker instances (in this process, each with its own instance ID, shard queue and store
+// handle, wired as worker.Worker wires them) serve the sweep, every storage request paying
+// the modelled object-store latency.
+
+const (
+	fleetKind      = store.KindGeneric
+	fleetWorkers   = 8
+	fleetOldGens   = 2
+	fleetHotGens   = 10
+	fleetMergeMin  = 8
+	fleetMaxAge    = 10 * time.Minute
+	fleetMaxStarts = 1000 // contract.MaxDemandCandidates: the most one sweep may start
+	fleetInterval  = time.Minute
+	listPageKeys   = 1000 // an object store's list page (S3 ListObjectsV2 MaxKeys)
+)
+
+// fleetSample is one sweep of one design over one fleet.
+type fleetSample struct {
+	Stores, Debt int
+	Design       fleetDesign
+	// Failed is the reason the sweep did not finish ("" = it did).
+	Failed   string
+	Duration time.Duration
+	// Requests are the storage requests of the sweep's discovery (list pages counted as an
+	// object store bills them: one per 1000 keys).
+	Requests int64
+	ByOp     map[string]int64
+	// LargestEvent is the largest event of the sweep's history (proto bytes: the largest
+	// activity input/result/failure, workflow input/result); LargestHeartbeat the largest
+	// heartbeat details seen while it ran.
+	LargestEvent, LargestHeartbeat int
+	Events                         int
+	RSSStart, RSSPeak              int64
+	// TTM is the longest time from a store's debt being planted to its MergeWal start;
+	// Merged counts the indebted stores whose MergeWal started, of Debt.
+	TTM     time.Duration
+	Started int
+	Scanned int
+}
+
+func (s fleetSample) rssGrowth() int64 { return max(s.RSSPeak-s.RSSStart, 0) }
+
+// RunFleet is the fleet scenario.
+func RunFleet(ctx context.Context, o Options) (*Result, error) {
+	res := newResult("fleet", o)
+	sizes := o.FleetSizes
+	if len(sizes) == 0 {
+		sizes = []int{10_000, 100_000}
+		if o.Quick {
+			sizes = []int{2_000, 20_000}
+		}
+	}
+	latency := 10 * time.Millisecond
+	if o.Latency < 0 {
+		latency = 0
+	} else if o.Latency > 0 {
+		latency = o.Latency
+	}
+	budget := 5 * time.Minute
+	if o.Quick {
+		budget = 40 * time.Second
+	}
+	res.param("sizes", fmt.Sprint(sizes))
+	res.param("kind", fleetKind)
+	res.param("debt", "1% (half old: 2 generations sealed 1h ago; half hot: 10 generations)")
+	res.param("workers", fmt.Sprintf("%d in-process instances", fleetWorkers))
+	res.param("latency", latency)
+	res.param("max_starts", fleetMaxStarts)
+	res.param("sweep_budget", budget)
+
+	tenv, err := startTemporal(ctx, o, o.OutDir)
+	if err != nil {
+		return nil, err
+	}
+	defer tenv.close()
+
+	var samples []fleetSample
+	seq := 0
+	for _, n := range sizes {
+		for _, d := range fleetDesigns {
+			for rep := 0; rep < o.reps(); rep++ {
+				seq++
+				s, err := runFleetOnce(ctx, o, tenv, fleetRun{seq: seq, stores: n, design: d, latency: latency, budget: budget})
+				if errors.Is(err, errDesignUnavailable) {
+					o.progressf("fleet: %d stores, %s: not run (%v)", n, d, err)
+					samples = append(samples, fleetSample{Stores: n, Design: d, Failed: "not run: " + err.Error()})
+					break
+				}
+				if err != nil {
+					return nil, fmt.Errorf("fleet %d stores, %s: %w", n, d, err)
+				}
+				o.progressf("fleet: %d stores, %s: %s", n, d, s.summary())
+				samples = append(samples, s)
+			}
+		}
+	}
+	fleetReport(res, o, sizes, samples)
+	return res, nil
+}
+
+// fleetRun is one fleet's parameters.
+type fleetRun struct {
+	seq     int
+	stores  int
+	design  fleetDesign
+	latency time.Duration
+	budget  time.Duration
+}
+
+func (s fleetSample) summary() string {
+	if s.Failed != "" {
+		return fmt.Sprintf("FAILED (%s) after %s, %d requests", s.Failed, fmtDur(s.Duration), s.Requests)
+	}
+	return fmt.Sprintf("sweep %s, %d requests, largest event %d B, %d events, RSS +%.0f MiB, %d/%d started, time-to-merge %s",
+		fmtDur(s.Duration), s.Requests, s.LargestEvent, s.Events, mib(s.rssGrowth()), s.Started, s.Debt, fmtDur(s.TTM))
+}
+
+func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun) (fleetSample, error) {
+	s := fleetSample{Stores: r.stores, Design: r.design}
+	in, err := sweepInputFor(r.design, contract.MaintenanceSweepInput{
+		MergeMinGenerations: fleetMergeMin,
+		MaxPendingAge:       fleetMaxAge,
+		MaxStarts:           fleetMaxStarts,
+		// The scan at its best: 64 stores' stats read at once instead of 8.
+		ScanConcurrency: 64,
+	})
+	if err != nil {
+		return s, err
+	}
+	url := memURL("fleet")
+	raw, err := store.OpenBucket(ctx, url)
+	if err != nil {
+		return s, err
+	}
+	prefix := fmt.Sprintf("f%d-", r.seq)
+	t0 := time.Now()
+	if err := registerFleet(ctx, raw, prefix, r.stores); err != nil {
+		return s, fmt.Errorf("register: %w", err)
+	}
+	o.progressf("fleet: registered %d stores in %s (%s)", r.stores, fmtDur(time.Since(t0)), r.design)
+	t0 = time.Now()
+	planted, records, err := plantDebt(ctx, url, prefix, r.stores, o)
+	if err != nil {
+		return s, fmt.Errorf("plant debt: %w", err)
+	}
+	s.Debt = len(planted)
+	o.progressf("fleet: planted debt in %d stores (%d generations) in %s", len(planted), records, fmtDur(time.Since(t0)))
+
+	hook := &fleetFaults{latency: r.latency, registryPrefix: "_registry/" + string(fleetKind) + "/", registryKeys: int64(r.stores),
+		demandPrefix: "_demand/" + string(fleetKind) + "/", demandKeys: int64(records)}
+	var nodes []*node
+	defer func() {
+		for _, n := range nodes {
+			n.stop(ctx)
+			_ = n.db.Close(context.WithoutCancel(ctx))
+		}
+	}()
+	for i := 0; i < fleetWorkers; i++ {
+		// Each worker has its own handle on the root (closing a DB closes its bucket).
+		db, err := openLatencyDB(ctx, url, hook, storeOptions(fmt.Sprintf("%sw%d", prefix, i), o.logger().Named("store")))
+		if err != nil {
+			return s, err
+		}
+		n, err := startNode(ctx, tenv.client, db, worker.NewMetrics(db.Options().Budget), nodeConfig{
+			FlushInterval: time.Hour, MergeSlots: 4, SharedActivitySlots: 16,
+		}, o.logger())
+		if err != nil {
+			_ = db.Close(ctx)
+			return s, err
+		}
+		nodes = append(nodes, n)
+	}
+
+	// The sweep.
+	resetPeakRSS()
+	s.RSSStart = procStatus("VmRSS")
+	hook.reset()
+	start := time.Now()
+	sweepID := fmt.Sprintf("fleet-sweep-%d-%d", time.Now().UnixNano(), r.seq)
+	run, err := tenv.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: sweepID, TaskQueue: contract.TaskQueue},
+		contract.MaintenanceSweepWorkflow, in)
+	if err != nil {
+		return s, err
+	}
+	w := watchSweep(ctx, tenv.client, sweepID, run.GetRunID(), hook, r.budget)
+	s.Duration = time.Since(start)
+	s.Failed, s.LargestHeartbeat = w.failed, w.heartbeat
+	s.Requests, s.ByOp = w.requests, w.byOp
+	s.RSSPeak = procStatus("VmHWM")
+	if s.Failed != "" {
+		_ = tenv.client.TerminateWorkflow(context.WithoutCancel(ctx), sweepID, run.GetRunID(), "fleet bench: "+s.Failed)
+	} else {
+		var out contract.MaintenanceSweepResult
+		if err := run.Get(ctx, &out); err != nil {
+			s.Failed = "failed: " + firstLine(err.Error())
+		}
+		s.Scanned = out.Scanned
+	}
+	s.Events, s.LargestEvent, err = historySize(ctx, tenv.client, sweepID, run.GetRunID())
+	if err != nil {
+		return s, err
+	}
+	if s.Failed == "" {
+		s.Started, s.TTM, err = timeToMerge(ctx, tenv.client, start, planted)
+		if err != nil {
+			return s, err
+		}
+	}
+	terminateMerges(ctx, tenv.client, start, prefix)
+	return s, nil
+}
+
+// registerFleet writes n stores' registry entry and store.json straight into the bucket:
+// the bytes DB.Create writes (docs/FORMAT.md §1), taken from a template store created in a
+// scratch bucket, with the template's name replaced. 1M stores take seconds this way; DB.Create
+// would also keep every store resident in the creating DB.
+func registerFleet(ctx context.Context, b *store.Bucket, prefix string, n int) error {
+	const tmplName = "fleet-template-name"
+	tdb, err := store.OpenDB(ctx, memURL("fleet-template"), storeOptions("fleet-template", nil))
+	if err != nil {
+		return err
+	}
+	t := store.Target{Kind: fleetKind, Name: tmplName}
+	if _, err := createGeneric(ctx, tdb, tmplName); err != nil {
+		return err
+	}
+	tb := tdb.Bucket()
+	reg, err := tb.Get(ctx, "_registry/"+string(fleetKind)+"/"+tmplName+".json")
+	if err != nil {
+		return err
+	}
+	meta, err := tb.Get(ctx, t.Path()+"/store.json")
+	if err != nil {
+		return err
+	}
+	_ = tdb.Close(ctx)
+	quoted := []byte(`"` + tmplName + `"`)
+	if bytes.Count(reg, quoted) != 1 || bytes.Count(meta, quoted) != 1 {
+		return fmt.Errorf("template store's objects name it %d and %d times, want once each", bytes.Count(reg, quoted), bytes.Count(meta, quoted))
+	}
+	var g errgroup.Group
+	g.SetLimit(4)
+	const chunk = 10_000
+	for lo := 0; lo < n; lo += chunk {
+		g.Go(func() error {
+			for i := lo; i < min(lo+chunk, n); i++ {
+				name := fleetName(prefix, i)
+				q := []byte(`"` + name + `"`)
+				if err := b.Put(ctx, "_registry/"+string(fleetKind)+"/"+name+".json", bytes.Replace(reg, quoted, q, 1)); err != nil {
+					return err
+				}
+				if err := b.Put(ctx, string(fleetKind)+"/"+name+"/store.json", bytes.Replace(meta, quoted, q, 1)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+func fleetName(prefix string, i int) string { return fmt.Sprintf("%s%07d", prefix, i) }
+
+// plantDebt seals generations in 1 % of the n stores (every 100th), through two writers that
+// are closed afterwards: the even ones get fleetOldGens generations sealed an hour ago, the
+// odd ones fleetHotGens fresh ones. It returns when each store's last seal returned, and the
+// number of generations sealed.
+func plantDebt(ctx context.Context, url, prefix string, n int, o Options) (map[store.Target]time.Time, int, error) {
+	old, err := store.OpenDB(ctx, url, storeOptions(prefix+"writer-old", o.logger().Named("store"), func(so *store.Options) {
+		so.Now = func() time.Time { return time.Now().Add(-time.Hour) }
+	}))
+	if err != nil {
+		return nil, 0, err
+	}
+	hot, err := store.OpenDB(ctx, url, storeOptions(prefix+"writer-hot", o.logger().Named("store")))
+	if err != nil {
+		_ = old.Close(ctx)
+		return nil, 0, err
+	}
+	defer func() {
+		_ = old.Close(context.WithoutCancel(ctx))
+		_ = hot.Close(context.WithoutCancel(ctx))
+	}()
+	debt := max(n/100, 1)
+	var mu sync.Mutex
+	planted := make(map[store.Target]time.Time, debt)
+	var gens atomic.Int64
+	var g errgroup.Group
+	g.SetLimit(8)
+	for j := 0; j < debt; j++ {
+		g.Go(func() error {
+			db, k := old, fleetOldGens
+			if j%2 == 1 {
+				db, k = hot, fleetHotGens
+			}
+			t := store.Target{Kind: fleetKind, Name: fleetName(prefix, j*(n/debt))}
+			st, err := db.Open(ctx, t)
+			if err != nil {
+				return err
+			}
+			if err := writeGenerations(ctx, st, k, 1, 64, 1, int64(j)); err != nil {
+				return fmt.Errorf("%s: %w", t, err)
+			}
+			gens.Add(int64(k))
+			mu.Lock()
+			planted[t] = time.Now()
+			mu.Unlock()
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, 0, err
+	}
+	return planted, int(gens.Load()), nil
+}
+
+// fleetFaults models the object store for the workers: every request pays latency and is
+// counted by operation. A listing of the registry or of the demand index is counted, and
+// slept, as the pages an object store would serve (one per listPageKeys keys; mem:// lists
+// in one call): the bench knows how many keys each holds.
+type fleetFaults struct {
+	latency        time.Duration
+	registryPrefix string
+	registryKeys   int64
+	demandPrefix   string
+	demandKeys     int64
+
+	mu   sync.Mutex
+	byOp map[string]int64
+}
+
+func (f *fleetFaults) Before(op, key string) error {
+	pages := int64(1)
+	if op == store.OpList {
+		switch key {
+		case f.registryPrefix:
+			pages = max(1, (f.registryKeys+listPageKeys-1)/listPageKeys)
+		case f.demandPrefix:
+			pages = max(1, (f.demandKeys+listPageKeys-1)/listPageKeys)
+		}
+	}
+	f.mu.Lock()
+	if f.byOp == nil {
+		f.byOp = map[string]int64{}
+	}
+	f.byOp[op] += pages
+	f.mu.Unlock()
+	if f.latency > 0 {
+		time.Sleep(time.Duration(pages) * f.latency)
+	}
+	return nil
+}
+
+func (f *fleetFaults) After(op, key string, err error) error { return err }
+
+func (f *fleetFaults) reset() {
+	f.mu.Lock()
+	f.byOp = map[string]int64{}
+	f.mu.Unlock()
+}
+
+func (f *fleetFaults) snapshot() (int64, map[string]int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var total int64
+	out := make(map[string]int64, len(f.byOp))
+	for k, v := range f.byOp {
+		out[k] = v
+		total += v
+	}
+	return total, out
+}
+
+// sweepWatch is what watchSweep saw.
+type sweepWatch struct {
+	failed    string
+	heartbeat int
+	requests  int64
+	byOp      map[string]int64
+}
+
+// watchSweep polls the sweep until it closes, its discovery activity fails an attempt (the
+// design before the index: a result over the server's blob limit or gRPC's 4 MiB), or the
+// budget runs out. The storage requests are snapshotted when discovery ends: the MergeWal
+// runs the sweep starts afterwards make requests of their own.
+func watchSweep(ctx context.Context, c client.Client, id, runID string, hook *fleetFaults, budget time.Duration) sweepWatch {
+	var w sweepWatch
+	deadline := time.Now().Add(budget)
+	sawDiscovery, snapped := false, false
+	snap := func() {
+		if !snapped {
+			w.requests, w.byOp = hook.snapshot()
+			snapped = true
+		}
+	}
+	defer snap()
+	for {
+		d, err := c.DescribeWorkflowExecution(ctx, id, runID)
+		if err != nil {
+			w.failed = "describe: " + firstLine(err.Error())
+			return w
+		}
+		if d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			snap()
+			return w
+		}
+		discovering := false
+		for _, pa := range d.GetPendingActivities() {
+			if !discoveryActivities[pa.GetActivityType().GetName()] {
+				continue
+			}
+			discovering, sawDiscovery = true, true
+			w.heartbeat = max(w.heartbeat, proto.Size(pa.GetHeartbeatDetails()))
+			if pa.GetAttempt() > 1 && pa.GetLastFailure() != nil {
+				snap()
+				w.failed = fmt.Sprintf("failed: %s attempt %d: %s", pa.GetActivityType().GetName(), pa.GetAttempt()-1, firstLine(pa.GetLastFailure().GetMessage()))
+				return w
+			}
+		}
+		if sawDiscovery && !discovering {
+			snap()
+		}
+		if time.Now().After(deadline) {
+			snap()
+			w.failed = fmt.Sprintf("failed: not finished within %s", budget)
+			return w
+		}
+		select {
+		case <-ctx.Done():
+			w.failed = ctx.Err().Error()
+			return w
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// historySize returns the number of events of a workflow run and the size of its largest
+// event.
+func historySize(ctx context.Context, c client.Client, id, runID string) (events, largest int, err error) {
+	it := c.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			return events, largest, err
+		}
+		events++
+		largest = max(largest, proto.Size(ev))
+	}
+	return events, largest, nil
+}
+
+// timeToMerge waits (up to 30 s, visibility is eventually consistent) for every planted
+// store's MergeWal start to be visible and returns how many were, and the longest time from a
+// store's planting to its MergeWal's start.
+func timeToMerge(ctx context.Context, c client.Client, since time.Time, planted map[store.Target]time.Time) (int, time.Duration, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		starts := map[string]time.Time{}
+		var token []byte
+		for {
+			resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+				Query:         fmt.Sprintf("WorkflowType = '%s' AND StartTime >= '%s'", contract.MergeWalWorkflow, since.UTC().Format(time.RFC3339Nano)),
+				NextPageToken: token,
+			})
+			if err != nil {
+				return 0, 0, err
+			}
+			for _, e := range resp.GetExecutions() {
+				starts[e.GetExecution().GetWorkflowId()] = e.GetStartTime().AsTime()
+			}
+			if token = resp.GetNextPageToken(); len(token) == 0 {
+				break
+			}
+		}
+		n, worst := 0, time.Duration(0)
+		for t, at := range planted {
+			if st, ok := starts[contract.MergeWalID(t)]; ok {
+				n++
+				worst = max(worst, st.Sub(at))
+			}
+		}
+		if n == len(planted) || time.Now().After(deadline) {
+			return n, worst, nil
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// terminateMerges ends the MergeWal runs this fleet's sweep started, so the next fleet's
+// sweep is measured alone.
+func terminateMerges(ctx context.Context, c client.Client, since time.Time, prefix string) {
+	var token []byte
+	for {
+		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+			Query:         fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus = 'Running' AND StartTime >= '%s'", contract.MergeWalWorkflow, since.UTC().Format(time.RFC3339Nano)),
+			NextPageToken: token,
+		})
+		if err != nil {
+			return
+		}
+		for _, e := range resp.GetExecutions() {
+			if id := e.GetExecution().GetWorkflowId(); strings.Contains(id, "/"+prefix) {
+				_ = c.TerminateWorkflow(context.WithoutCancel(ctx), id, e.GetExecution().GetRunId(), "fleet bench: next fleet")
+			}
+		}
+		if token = resp.GetNextPageToken(); len(token) == 0 {
+			return
+		}
+	}
+}
+
+// resetPeakRSS resets the process's VmHWM to its current RSS (Linux ≥ 4.0: writing 5 to
+// /proc/self/clear_refs), so the next VmHWM read is the peak since now.
+func resetPeakRSS() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0o644) }
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
+}
+
+// fleetReport fills res from the samples: a table per design, values, targets and plots.
+func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
+	type agg = fleetAgg
+	aggs := map[fleetDesign]map[int]*agg{}
+	for _, d := range fleetDesigns {
+		aggs[d] = map[int]*agg{}
+		for _, n := range sizes {
+			var ss []fleetSample
+			for _, s := range samples {
+				if s.Design == d && s.Stores == n {
+					ss = append(ss, s)
+				}
+			}
+			a := &agg{}
+			var dur, req, ev, events, rss, ttm []float64
+			for _, s := range ss {
+				a.debt = s.Debt
+				if s.Failed != "" {
+					a.failed = s.Failed
+				}
+				dur = append(dur, s.Duration.Seconds())
+				req = append(req, float64(s.Requests))
+				ev = append(ev, float64(s.LargestEvent))
+				events = append(events, float64(s.Events))
+				rss = append(rss, mib(s.rssGrowth()))
+				ttm = append(ttm, s.TTM.Seconds())
+				a.hb = max(a.hb, float64(s.LargestHeartbeat))
+				a.started = s.Started
+				a.byOp = s.ByOp
+			}
+			a.dur, a.req, a.ev, a.events, a.rss, a.ttm = spreadOf(dur), spreadOf(req), spreadOf(ev), spreadOf(events), spreadOf(rss), spreadOf(ttm)
+			aggs[d][n] = a
+		}
+	}
+	for _, d := range fleetDesigns {
+		t := Table{
+			Title: fmt.Sprintf("Design %q: one sweep per fleet size, median over repetitions", d),
+			Header: []string{"stores", "in debt", "outcome", "sweep", "storage requests", "by operation", "largest event (B)",
+				"largest heartbeat (B)", "history events", "RSS growth (MiB)", "MergeWal started", "time-to-merge (max)"},
+		}
+		for _, n := range sizes {
+			a := aggs[d][n]
+			key := fmt.Sprintf("%s_%d_", d, n)
+			outcome := "finished"
+			if a.failed != "" {
+				outcome = a.failed
+				res.Values[key+"failed"] = 1
+			} else {
+				res.Values[key+"failed"] = 0
+			}
+			if strings.HasPrefix(a.failed, "not run") {
+				t.Rows = append(t.Rows, []string{fmt.Sprint(n), fmt.Sprint(a.debt), outcome, "-", "-", "-", "-", "-", "-", "-", "-", "-"})
+				continue
+			}
+			res.Values[key+"sweep_s"] = a.dur.Median
+			res.Values[key+"requests"] = a.req.Median
+			res.Values[key+"largest_event_bytes"] = a.ev.Median
+			res.Values[key+"largest_heartbeat_bytes"] = a.hb
+			res.Values[key+"history_events"] = a.events.Median
+			res.Values[key+"rss_growth_mib"] = a.rss.Median
+			res.Values[key+"debt"] = float64(a.debt)
+			ttm := "-"
+			if a.failed == "" {
+				res.Values[key+"started"] = float64(a.started)
+				res.Values[key+"ttm_s"] = a.ttm.Median
+				ttm = a.ttm.fmt("%.1f") + " s"
+			}
+			t.Rows = append(t.Rows, []string{fmt.Sprint(n), fmt.Sprint(a.debt), outcome, a.dur.fmt("%.1f") + " s", a.req.fmt("%.0f"),
+				fmtOps(a.byOp), a.ev.fmt("%.0f"), fmt.Sprintf("%.0f", a.hb), a.events.fmt("%.0f"), a.rss.fmt("%.1f"),
+				fmt.Sprintf("%d/%d", a.started, a.debt), ttm})
+		}
+		res.Tables = append(res.Tables, t)
+	}
+
+	// Targets, for each design that ran.
+	lo, hi := sizes[0], sizes[len(sizes)-1]
+	for _, d := range fleetDesigns {
+		a0, a1 := aggs[d][lo], aggs[d][hi]
+		if strings.HasPrefix(a0.failed, "not run") {
+			continue
+		}
+		allOK := true
+		bounded, payload, events := true, true, true
+		for _, n := range sizes {
+			a := aggs[d][n]
+			if a.failed != "" {
+				allOK = false
+				continue
+			}
+			bounded = bounded && a.req.Median <= float64(2*a.debt+100)
+			payload = payload && a.ev.Median <= 256<<10 && a.hb <= 256<<10
+			events = events && a.events.Median <= 10_000
+		}
+		name := string(d)
+		res.target(name+": every sweep finishes", "no failed sweep at any size", failedSizes(aggs[d], sizes), allOK)
+		if a1.failed == "" {
+			res.target(name+": sweep within its interval", fmt.Sprintf("≤ %s at %d stores", fleetInterval, hi), fmt.Sprintf("%.1f s", a1.dur.Median), a1.dur.Median <= fleetInterval.Seconds())
+		}
+		res.target(name+": requests per sweep", "≤ 2 × stores in debt + 100 at every size", requestsLine(aggs[d], sizes), bounded && allOK)
+		if a0.failed == "" && a1.failed == "" && a0.req.Median > 0 {
+			r := a1.req.Median / a0.req.Median
+			res.Values[name+"_requests_ratio"] = r
+			res.target(name+": requests ratio", fmt.Sprintf("≤ 1.5 from %d to %d stores at 1%% debt", lo, hi), fmt.Sprintf("%.2f (debt grows with the fleet: %d → %d)", r, a0.debt, a1.debt), r <= 1.5)
+		}
+		res.target(name+": largest payload", "≤ 256 KiB (largest history event, heartbeat)", payloadLine(aggs[d], sizes), payload && allOK)
+		res.target(name+": sweep history", "≤ 10,000 events", eventsLine(aggs[d], sizes), events && allOK)
+		if a0.failed == "" && a1.failed == "" {
+			r := (a1.rss.Median + 1) / (a0.rss.Median + 1)
+			res.Values[name+"_rss_ratio"] = r
+			res.target(name+": worker RSS growth during the sweep", "flat: (growth+1 MiB) ratio ≤ 1.3", fmt.Sprintf("%.1f → %.1f MiB (%.2f)", a0.rss.Median, a1.rss.Median, r), r <= 1.3)
+			ok := true
+			for _, n := range sizes {
+				ok = ok && aggs[d][n].ttm.Median <= fleetInterval.Seconds() && aggs[d][n].started == aggs[d][n].debt
+			}
+			res.target(name+": time-to-merge", fmt.Sprintf("every indebted store's MergeWal started ≤ %s after its debt was planted", fleetInterval), ttmLine(aggs[d], sizes), ok)
+		}
+	}
+	res.note("Workers: %d in-process walkeeper instances (own instance ID, store handle, shard queue; shared-queue workflow and activity workers) against one Temporal dev server; mem:// is per process, so worker child processes would need a storage server shared between processes. RSS is the bench process's (workers, the mem:// fleet, the client): the table reports its growth during the sweep (VmHWM after the sweep, reset through /proc/self/clear_refs at its start, minus VmRSS at its start).", fleetWorkers)
+	res.note("Storage requests: every request of the 8 workers from the sweep's start until its discovery activity (ScanStats or ScanDemand) completed; the MergeWal runs it starts afterwards are not counted. A listing of the registry or of the demand index counts (and sleeps) one request per 1000 keys, as an object store pages it.")
+	res.note("Time-to-merge: the sweep starts when the debt is planted (the best phase); with a schedule every interval add up to one interval. The old debt was sealed an hour ago (past MaxPendingAge) at planting, so it has crossed its threshold at the planting time.")
+	res.note("The fleet is registered without latency by writing the registry entry and store.json of each store directly (the bytes DB.Create writes for a template store); the debt goes through the seal path of two writers closed afterwards.")
+
+	// Plots.
+	if o.OutDir == "" {
+		return
+	}
+	plotOne := func(file, title, ylabel string, val func(a *agg) float64) {
+		var lines []series
+		for i, d := range fleetDesigns {
+			s := series{Name: string(d), Color: []color.Color{colBaseline, colWalkeeper}[i]}
+			for _, n := range sizes {
+				a := aggs[d][n]
+				if a.failed != "" {
+					continue
+				}
+				s.X = append(s.X, float64(n))
+				s.Y = append(s.Y, val(a))
+			}
+			if len(s.X) > 0 {
+				lines = append(lines, s)
+			}
+		}
+		p := filepath.Join(o.OutDir, file)
+		if err := savePlot(p, title, "registered stores", ylabel, lines, nil, 480, 320); err == nil {
+			res.Files = append(res.Files, p)
+		}
+	}
+	plotOne("fleet-sweep-duration.png", "Sweep duration", "seconds", func(a *agg) float64 { return a.dur.Median })
+	plotOne("fleet-requests.png", "Storage requests per sweep", "requests", func(a *agg) float64 { return a.req.Median })
+	plotOne("fleet-rss.png", "Worker RSS growth during the sweep", "MiB", func(a *agg) float64 { return a.rss.Median })
+	plotOne("fleet-time-to-merge.png", "Time to MergeWal start", "seconds", func(a *agg) float64 { return a.ttm.Median })
+	if csv, err := createCSV(filepath.Join(o.OutDir, "fleet.csv"), "design", "stores", "debt", "failed", "sweep_s", "requests", "largest_event_bytes", "largest_heartbeat_bytes", "history_events", "rss_growth_mib", "started", "ttm_s"); err == nil {
+		for _, s := range samples {
+			csv.row(string(s.Design), s.Stores, s.Debt, strings.ReplaceAll(s.Failed, ",", ";"), s.Duration.Seconds(), s.Requests, s.LargestEvent, s.LargestHeartbeat, s.Events, mib(s.rssGrowth()), s.Started, s.TTM.Seconds())
+		}
+		_ = csv.close()
+		res.Files = append(res.Files, filepath.Join(o.OutDir, "fleet.csv"))
+	}
+}
+
+func fmtOps(m map[string]int64) string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	var parts []string
+	for _, k := range ks {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// fleetAgg is one design at one fleet size over its repetitions.
+type fleetAgg struct {
+	failed                         string
+	dur, req, ev, events, rss, ttm spread
+	hb                             float64
+	started, debt                  int
+	byOp                           map[string]int64
+}
+
+func perSize(m map[int]*fleetAgg, sizes []int, f func(n int, a *fleetAgg) string) string {
+	var parts []string
+	for _, n := range sizes {
+		parts = append(parts, fmt.Sprintf("%d: %s", n, f(n, m[n])))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func failedSizes(m map[int]*fleetAgg, sizes []int) string {
+	return perSize(m, sizes, func(_ int, a *fleetAgg) string {
+		if a.failed != "" {
+			return a.failed
+		}
+		return "finished"
+	})
+}
+
+func requestsLine(m map[int]*fleetAgg, sizes []int) string {
+	return perSize(m, sizes, func(_ int, a *fleetAgg) string {
+		if a.failed != "" {
+			return "failed"
+		}
+		return fmt.Sprintf("%.0f (bound %d)", a.req.Median, 2*a.debt+100)
+	})
+}
+
+func payloadLine(m map[int]*fleetAgg, sizes []int) string {
+	return perSize(m, sizes, func(_ int, a *fleetAgg) string {
+		return fmt.Sprintf("%.0f KiB event, %.0f KiB heartbeat", a.ev.Median/1024, a.hb/1024)
+	})
+}
+
+func eventsLine(m map[int]*fleetAgg, sizes []int) string {
+	return perSize(m, sizes, func(_ int, a *fleetAgg) string { return fmt.Sprintf("%.0f", a.events.Median) })
+}
+
+func ttmLine(m map[int]*fleetAgg, sizes []int) string {
+	return perSize(m, sizes, func(_ int, a *fleetAgg) string {
+		return fmt.Sprintf("%.1f s, %d/%d started", a.ttm.Median, a.started, a.debt)
+	})
+}

@@ -3,9 +3,9 @@ package bench
 import (
 	"bytes"
 	"context"
-	"image/color"
 	"errors"
 	"fmt"
+	"image/color"
 	"os"
 	"path/filepath"
 	"sort"
@@ -56,7 +56,9 @@ const (
 // fleetSample is one sweep of one design over one fleet.
 type fleetSample struct {
 	Stores, Debt int
-	Design       fleetDesign
+	// FixedDebt: the debt of the smallest fleet, not 1 % of this one.
+	FixedDebt bool
+	Design    fleetDesign
 	// Failed is the reason the sweep did not finish ("" = it did).
 	Failed   string
 	Duration time.Duration
@@ -113,23 +115,37 @@ func RunFleet(ctx context.Context, o Options) (*Result, error) {
 	}
 	defer tenv.close()
 
+	// Every size at 1 % debt; every larger size also at the smallest size's debt, for the
+	// issue's ratio "at the same debt".
+	fixed := debtOf(sizes[0])
 	var samples []fleetSample
 	seq := 0
 	for _, n := range sizes {
-		for _, d := range fleetDesigns {
-			for rep := 0; rep < o.reps(); rep++ {
-				seq++
-				s, err := runFleetOnce(ctx, o, tenv, fleetRun{seq: seq, stores: n, design: d, latency: latency, budget: budget})
-				if errors.Is(err, errDesignUnavailable) {
-					o.progressf("fleet: %d stores, %s: not run (%v)", n, d, err)
-					samples = append(samples, fleetSample{Stores: n, Design: d, Failed: "not run: " + err.Error()})
-					break
+		debts := []bool{false}
+		if n != sizes[0] {
+			debts = append(debts, true)
+		}
+		for _, fixedDebt := range debts {
+			debt := debtOf(n)
+			if fixedDebt {
+				debt = fixed
+			}
+			for _, d := range fleetDesigns {
+				for rep := 0; rep < o.reps(); rep++ {
+					seq++
+					s, err := runFleetOnce(ctx, o, tenv, fleetRun{seq: seq, stores: n, debt: debt, design: d, latency: latency, budget: budget})
+					s.FixedDebt = fixedDebt
+					if errors.Is(err, errDesignUnavailable) {
+						o.progressf("fleet: %d stores, %s: not run (%v)", n, d, err)
+						samples = append(samples, fleetSample{Stores: n, Debt: debt, FixedDebt: fixedDebt, Design: d, Failed: "not run: " + err.Error()})
+						break
+					}
+					if err != nil {
+						return nil, fmt.Errorf("fleet %d stores, %s: %w", n, d, err)
+					}
+					o.progressf("fleet: %d stores, %d in debt, %s: %s", n, debt, d, s.summary())
+					samples = append(samples, s)
 				}
-				if err != nil {
-					return nil, fmt.Errorf("fleet %d stores, %s: %w", n, d, err)
-				}
-				o.progressf("fleet: %d stores, %s: %s", n, d, s.summary())
-				samples = append(samples, s)
 			}
 		}
 	}
@@ -141,6 +157,7 @@ func RunFleet(ctx context.Context, o Options) (*Result, error) {
 type fleetRun struct {
 	seq     int
 	stores  int
+	debt    int
 	design  fleetDesign
 	latency time.Duration
 	budget  time.Duration
@@ -166,7 +183,9 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 	if err != nil {
 		return s, err
 	}
-	url := memURL("fleet")
+	// The sorted index: memblob sorts every key of the bucket on each list page, which would
+	// make every listing cost the fleet (store/bucket_memsorted.go).
+	url := memURL("fleet") + "?index=sorted"
 	raw, err := store.OpenBucket(ctx, url)
 	if err != nil {
 		return s, err
@@ -178,7 +197,7 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 	}
 	o.progressf("fleet: registered %d stores in %s (%s)", r.stores, fmtDur(time.Since(t0)), r.design)
 	t0 = time.Now()
-	planted, records, err := plantDebt(ctx, url, prefix, r.stores, o)
+	planted, records, err := plantDebt(ctx, url, prefix, r.stores, r.debt, o)
 	if err != nil {
 		return s, fmt.Errorf("plant debt: %w", err)
 	}
@@ -300,11 +319,13 @@ func registerFleet(ctx context.Context, b *store.Bucket, prefix string, n int) e
 
 func fleetName(prefix string, i int) string { return fmt.Sprintf("%s%07d", prefix, i) }
 
-// plantDebt seals generations in 1 % of the n stores (every 100th), through two writers that
+func debtOf(n int) int { return max(n/100, 1) }
+
+// plantDebt seals generations in debt of the n stores (spread evenly), through two writers that
 // are closed afterwards: the even ones get fleetOldGens generations sealed an hour ago, the
 // odd ones fleetHotGens fresh ones. It returns when each store's last seal returned, and the
 // number of generations sealed.
-func plantDebt(ctx context.Context, url, prefix string, n int, o Options) (map[store.Target]time.Time, int, error) {
+func plantDebt(ctx context.Context, url, prefix string, n, debt int, o Options) (map[store.Target]time.Time, int, error) {
 	old, err := store.OpenDB(ctx, url, storeOptions(prefix+"writer-old", o.logger().Named("store"), func(so *store.Options) {
 		so.Now = func() time.Time { return time.Now().Add(-time.Hour) }
 	}))
@@ -320,7 +341,6 @@ func plantDebt(ctx context.Context, url, prefix string, n int, o Options) (map[s
 		_ = old.Close(context.WithoutCancel(ctx))
 		_ = hot.Close(context.WithoutCancel(ctx))
 	}()
-	debt := max(n/100, 1)
 	var mu sync.Mutex
 	planted := make(map[store.Target]time.Time, debt)
 	var gens atomic.Int64
@@ -562,58 +582,62 @@ func firstLine(s string) string {
 	return s
 }
 
+// fleetKey names one cell of the report: a design at a fleet size, at 1 % debt or at the
+// smallest fleet's debt.
+type fleetKey struct {
+	design fleetDesign
+	stores int
+	fixed  bool
+}
+
+func (k fleetKey) valuePrefix() string {
+	if k.fixed {
+		return fmt.Sprintf("%s_%d_fixed_", k.design, k.stores)
+	}
+	return fmt.Sprintf("%s_%d_", k.design, k.stores)
+}
+
 // fleetReport fills res from the samples: a table per design, values, targets and plots.
 func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
-	type agg = fleetAgg
-	aggs := map[fleetDesign]map[int]*agg{}
-	for _, d := range fleetDesigns {
-		aggs[d] = map[int]*agg{}
-		for _, n := range sizes {
-			var ss []fleetSample
-			for _, s := range samples {
-				if s.Design == d && s.Stores == n {
-					ss = append(ss, s)
-				}
-			}
-			a := &agg{}
-			var dur, req, ev, events, rss, ttm []float64
-			for _, s := range ss {
-				a.debt = s.Debt
-				if s.Failed != "" {
-					a.failed = s.Failed
-				}
-				dur = append(dur, s.Duration.Seconds())
-				req = append(req, float64(s.Requests))
-				ev = append(ev, float64(s.LargestEvent))
-				events = append(events, float64(s.Events))
-				rss = append(rss, mib(s.rssGrowth()))
-				ttm = append(ttm, s.TTM.Seconds())
-				a.hb = max(a.hb, float64(s.LargestHeartbeat))
-				a.started = s.Started
-				a.byOp = s.ByOp
-			}
-			a.dur, a.req, a.ev, a.events, a.rss, a.ttm = spreadOf(dur), spreadOf(req), spreadOf(ev), spreadOf(events), spreadOf(rss), spreadOf(ttm)
-			aggs[d][n] = a
+	aggs := map[fleetKey]*fleetAgg{}
+	var order []fleetKey
+	for _, s := range samples {
+		k := fleetKey{s.Design, s.Stores, s.FixedDebt}
+		a := aggs[k]
+		if a == nil {
+			a = &fleetAgg{}
+			aggs[k] = a
+			order = append(order, k)
 		}
+		a.add(s)
+	}
+	for _, a := range aggs {
+		a.finish()
 	}
 	for _, d := range fleetDesigns {
 		t := Table{
-			Title: fmt.Sprintf("Design %q: one sweep per fleet size, median over repetitions", d),
+			Title: fmt.Sprintf("Design %q: one sweep per fleet, median over repetitions", d),
 			Header: []string{"stores", "in debt", "outcome", "sweep", "storage requests", "by operation", "largest event (B)",
 				"largest heartbeat (B)", "history events", "RSS growth (MiB)", "MergeWal started", "time-to-merge (max)"},
 		}
-		for _, n := range sizes {
-			a := aggs[d][n]
-			key := fmt.Sprintf("%s_%d_", d, n)
+		for _, k := range order {
+			if k.design != d {
+				continue
+			}
+			a := aggs[k]
+			key := k.valuePrefix()
+			debt := fmt.Sprintf("%d (1%%)", a.debt)
+			if k.fixed {
+				debt = fmt.Sprintf("%d (as at %d)", a.debt, sizes[0])
+			}
 			outcome := "finished"
+			res.Values[key+"failed"] = 0
 			if a.failed != "" {
 				outcome = a.failed
 				res.Values[key+"failed"] = 1
-			} else {
-				res.Values[key+"failed"] = 0
 			}
-			if strings.HasPrefix(a.failed, "not run") {
-				t.Rows = append(t.Rows, []string{fmt.Sprint(n), fmt.Sprint(a.debt), outcome, "-", "-", "-", "-", "-", "-", "-", "-", "-"})
+			if a.notRun() {
+				t.Rows = append(t.Rows, []string{fmt.Sprint(k.stores), debt, outcome, "-", "-", "-", "-", "-", "-", "-", "-", "-"})
 				continue
 			}
 			res.Values[key+"sweep_s"] = a.dur.Median
@@ -629,24 +653,38 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 				res.Values[key+"ttm_s"] = a.ttm.Median
 				ttm = a.ttm.fmt("%.1f") + " s"
 			}
-			t.Rows = append(t.Rows, []string{fmt.Sprint(n), fmt.Sprint(a.debt), outcome, a.dur.fmt("%.1f") + " s", a.req.fmt("%.0f"),
+			t.Rows = append(t.Rows, []string{fmt.Sprint(k.stores), debt, outcome, a.dur.fmt("%.1f") + " s", a.req.fmt("%.0f"),
 				fmtOps(a.byOp), a.ev.fmt("%.0f"), fmt.Sprintf("%.0f", a.hb), a.events.fmt("%.0f"), a.rss.fmt("%.1f"),
 				fmt.Sprintf("%d/%d", a.started, a.debt), ttm})
 		}
 		res.Tables = append(res.Tables, t)
 	}
 
-	// Targets, for each design that ran.
 	lo, hi := sizes[0], sizes[len(sizes)-1]
 	for _, d := range fleetDesigns {
-		a0, a1 := aggs[d][lo], aggs[d][hi]
-		if strings.HasPrefix(a0.failed, "not run") {
+		if a := aggs[fleetKey{d, lo, false}]; a == nil || a.notRun() {
 			continue
 		}
-		allOK := true
-		bounded, payload, events := true, true, true
-		for _, n := range sizes {
-			a := aggs[d][n]
+		var mine []fleetKey
+		for _, k := range order {
+			if k.design == d {
+				mine = append(mine, k)
+			}
+		}
+		line := func(f func(k fleetKey, a *fleetAgg) string) string {
+			var parts []string
+			for _, k := range mine {
+				label := fmt.Sprint(k.stores)
+				if k.fixed {
+					label += " (same debt)"
+				}
+				parts = append(parts, label+": "+f(k, aggs[k]))
+			}
+			return strings.Join(parts, "; ")
+		}
+		allOK, bounded, payload, events, ttmOK := true, true, true, true, true
+		for _, k := range mine {
+			a := aggs[k]
 			if a.failed != "" {
 				allOK = false
 				continue
@@ -654,68 +692,95 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 			bounded = bounded && a.req.Median <= float64(2*a.debt+100)
 			payload = payload && a.ev.Median <= 256<<10 && a.hb <= 256<<10
 			events = events && a.events.Median <= 10_000
+			ttmOK = ttmOK && (k.fixed || a.ttm.Median <= fleetInterval.Seconds() && a.started == a.debt)
 		}
 		name := string(d)
-		res.target(name+": every sweep finishes", "no failed sweep at any size", failedSizes(aggs[d], sizes), allOK)
-		if a1.failed == "" {
-			res.target(name+": sweep within its interval", fmt.Sprintf("≤ %s at %d stores", fleetInterval, hi), fmt.Sprintf("%.1f s", a1.dur.Median), a1.dur.Median <= fleetInterval.Seconds())
-		}
-		res.target(name+": requests per sweep", "≤ 2 × stores in debt + 100 at every size", requestsLine(aggs[d], sizes), bounded && allOK)
-		if a0.failed == "" && a1.failed == "" && a0.req.Median > 0 {
-			r := a1.req.Median / a0.req.Median
-			res.Values[name+"_requests_ratio"] = r
-			res.target(name+": requests ratio", fmt.Sprintf("≤ 1.5 from %d to %d stores at 1%% debt", lo, hi), fmt.Sprintf("%.2f (debt grows with the fleet: %d → %d)", r, a0.debt, a1.debt), r <= 1.5)
-		}
-		res.target(name+": largest payload", "≤ 256 KiB (largest history event, heartbeat)", payloadLine(aggs[d], sizes), payload && allOK)
-		res.target(name+": sweep history", "≤ 10,000 events", eventsLine(aggs[d], sizes), events && allOK)
-		if a0.failed == "" && a1.failed == "" {
-			r := (a1.rss.Median + 1) / (a0.rss.Median + 1)
-			res.Values[name+"_rss_ratio"] = r
-			res.target(name+": worker RSS growth during the sweep", "flat: (growth+1 MiB) ratio ≤ 1.3", fmt.Sprintf("%.1f → %.1f MiB (%.2f)", a0.rss.Median, a1.rss.Median, r), r <= 1.3)
-			ok := true
-			for _, n := range sizes {
-				ok = ok && aggs[d][n].ttm.Median <= fleetInterval.Seconds() && aggs[d][n].started == aggs[d][n].debt
+		res.target(name+": every sweep finishes", "no failed sweep at any size", line(func(_ fleetKey, a *fleetAgg) string {
+			if a.failed != "" {
+				return a.failed
 			}
-			res.target(name+": time-to-merge", fmt.Sprintf("every indebted store's MergeWal started ≤ %s after its debt was planted", fleetInterval), ttmLine(aggs[d], sizes), ok)
+			return "finished"
+		}), allOK)
+		if a := aggs[fleetKey{d, hi, false}]; a.failed == "" {
+			res.target(name+": sweep within its interval", fmt.Sprintf("≤ %s at %d stores", fleetInterval, hi), fmt.Sprintf("%.1f s", a.dur.Median), a.dur.Median <= fleetInterval.Seconds())
 		}
+		res.target(name+": requests per sweep", "≤ 2 × stores in debt + 100", line(func(_ fleetKey, a *fleetAgg) string {
+			if a.failed != "" {
+				return "failed"
+			}
+			return fmt.Sprintf("%.0f (bound %d)", a.req.Median, 2*a.debt+100)
+		}), bounded && allOK)
+		a0, a1 := aggs[fleetKey{d, lo, false}], aggs[fleetKey{d, hi, true}]
+		if a1 != nil {
+			if a0.failed == "" && a1.failed == "" && a0.req.Median > 0 {
+				r := a1.req.Median / a0.req.Median
+				res.Values[name+"_requests_ratio"] = r
+				res.target(name+": requests ratio at the same debt", fmt.Sprintf("≤ 1.5 from %d to %d stores, %d in debt", lo, hi, a0.debt), fmt.Sprintf("%.2f", r), r <= 1.5)
+				g := (a1.rss.Median + 1) / (a0.rss.Median + 1)
+				res.Values[name+"_rss_ratio"] = g
+				res.target(name+": worker RSS growth during the sweep", fmt.Sprintf("flat: (growth + 1 MiB) ratio ≤ 1.3 from %d to %d stores at the same debt", lo, hi),
+					fmt.Sprintf("%.1f → %.1f MiB (%.2f)", a0.rss.Median, a1.rss.Median, g), g <= 1.3)
+			} else {
+				res.target(name+": requests ratio at the same debt", fmt.Sprintf("≤ 1.5 from %d to %d stores", lo, hi), "a sweep failed", false)
+			}
+		}
+		res.target(name+": largest payload", "≤ 256 KiB (largest history event; heartbeat details)", line(func(_ fleetKey, a *fleetAgg) string {
+			return fmt.Sprintf("%.0f KiB, %.0f KiB", a.ev.Median/1024, a.hb/1024)
+		}), payload)
+		res.target(name+": sweep history", "≤ 10,000 events", line(func(_ fleetKey, a *fleetAgg) string { return fmt.Sprintf("%.0f", a.events.Median) }), events)
+		res.target(name+": time-to-merge", fmt.Sprintf("every indebted store's MergeWal started ≤ %s after its debt was planted", fleetInterval), line(func(_ fleetKey, a *fleetAgg) string {
+			if a.failed != "" {
+				return "none started"
+			}
+			return fmt.Sprintf("%.1f s, %d/%d started", a.ttm.Median, a.started, a.debt)
+		}), ttmOK && allOK)
 	}
 	res.note("Workers: %d in-process walkeeper instances (own instance ID, store handle, shard queue; shared-queue workflow and activity workers) against one Temporal dev server; mem:// is per process, so worker child processes would need a storage server shared between processes. RSS is the bench process's (workers, the mem:// fleet, the client): the table reports its growth during the sweep (VmHWM after the sweep, reset through /proc/self/clear_refs at its start, minus VmRSS at its start).", fleetWorkers)
 	res.note("Storage requests: every request of the 8 workers from the sweep's start until its discovery activity (ScanStats or ScanDemand) completed; the MergeWal runs it starts afterwards are not counted. A listing of the registry or of the demand index counts (and sleeps) one request per 1000 keys, as an object store pages it.")
 	res.note("Time-to-merge: the sweep starts when the debt is planted (the best phase); with a schedule every interval add up to one interval. The old debt was sealed an hour ago (past MaxPendingAge) at planting, so it has crossed its threshold at the planting time.")
-	res.note("The fleet is registered without latency by writing the registry entry and store.json of each store directly (the bytes DB.Create writes for a template store); the debt goes through the seal path of two writers closed afterwards.")
+	res.note("The fleet is registered without latency by writing the registry entry and store.json of each store directly (the bytes DB.Create writes for a template store); the debt goes through the seal path of two writers closed afterwards. The scan side reads 64 stores' stats at once (ScanConcurrency; default 8).")
 
-	// Plots.
 	if o.OutDir == "" {
 		return
 	}
-	plotOne := func(file, title, ylabel string, val func(a *agg) float64) {
+	plotOne := func(file, title, ylabel string, withFixed bool, val func(a *fleetAgg) float64) {
 		var lines []series
 		for i, d := range fleetDesigns {
-			s := series{Name: string(d), Color: []color.Color{colBaseline, colWalkeeper}[i]}
-			for _, n := range sizes {
-				a := aggs[d][n]
-				if a.failed != "" {
+			for _, fixed := range []bool{false, true} {
+				if fixed && !withFixed {
 					continue
 				}
-				s.X = append(s.X, float64(n))
-				s.Y = append(s.Y, val(a))
-			}
-			if len(s.X) > 0 {
-				lines = append(lines, s)
+				name := string(d) + ", 1% in debt"
+				if fixed {
+					name = fmt.Sprintf("%s, %d in debt", d, debtOf(lo))
+				}
+				s := series{Name: name, Color: []color.Color{colBaseline, colWalkeeper}[i], Dashed: fixed}
+				for _, n := range sizes {
+					k := fleetKey{d, n, fixed && n != lo}
+					a := aggs[k]
+					if a == nil || a.failed != "" {
+						continue
+					}
+					s.X = append(s.X, float64(n))
+					s.Y = append(s.Y, val(a))
+				}
+				if len(s.X) > 0 {
+					lines = append(lines, s)
+				}
 			}
 		}
 		p := filepath.Join(o.OutDir, file)
-		if err := savePlot(p, title, "registered stores", ylabel, lines, nil, 480, 320); err == nil {
+		if err := savePlot(p, title+" (failed sweeps omitted)", "registered stores", ylabel, lines, nil, 520, 340); err == nil {
 			res.Files = append(res.Files, p)
 		}
 	}
-	plotOne("fleet-sweep-duration.png", "Sweep duration", "seconds", func(a *agg) float64 { return a.dur.Median })
-	plotOne("fleet-requests.png", "Storage requests per sweep", "requests", func(a *agg) float64 { return a.req.Median })
-	plotOne("fleet-rss.png", "Worker RSS growth during the sweep", "MiB", func(a *agg) float64 { return a.rss.Median })
-	plotOne("fleet-time-to-merge.png", "Time to MergeWal start", "seconds", func(a *agg) float64 { return a.ttm.Median })
-	if csv, err := createCSV(filepath.Join(o.OutDir, "fleet.csv"), "design", "stores", "debt", "failed", "sweep_s", "requests", "largest_event_bytes", "largest_heartbeat_bytes", "history_events", "rss_growth_mib", "started", "ttm_s"); err == nil {
+	plotOne("fleet-sweep-duration.png", "Sweep duration", "seconds", true, func(a *fleetAgg) float64 { return a.dur.Median })
+	plotOne("fleet-requests.png", "Storage requests per sweep", "requests", true, func(a *fleetAgg) float64 { return a.req.Median })
+	plotOne("fleet-rss.png", "Worker process RSS growth during the sweep", "MiB", true, func(a *fleetAgg) float64 { return a.rss.Median })
+	plotOne("fleet-time-to-merge.png", "Debt planted to MergeWal start (max)", "seconds", false, func(a *fleetAgg) float64 { return a.ttm.Median })
+	if csv, err := createCSV(filepath.Join(o.OutDir, "fleet.csv"), "design", "stores", "debt", "fixed_debt", "failed", "sweep_s", "requests", "largest_event_bytes", "largest_heartbeat_bytes", "history_events", "rss_growth_mib", "started", "ttm_s"); err == nil {
 		for _, s := range samples {
-			csv.row(string(s.Design), s.Stores, s.Debt, strings.ReplaceAll(s.Failed, ",", ";"), s.Duration.Seconds(), s.Requests, s.LargestEvent, s.LargestHeartbeat, s.Events, mib(s.rssGrowth()), s.Started, s.TTM.Seconds())
+			csv.row(string(s.Design), s.Stores, s.Debt, s.FixedDebt, strings.ReplaceAll(s.Failed, ",", ";"), s.Duration.Seconds(), s.Requests, s.LargestEvent, s.LargestHeartbeat, s.Events, mib(s.rssGrowth()), s.Started, s.TTM.Seconds())
 		}
 		_ = csv.close()
 		res.Files = append(res.Files, filepath.Join(o.OutDir, "fleet.csv"))
@@ -735,8 +800,9 @@ func fmtOps(m map[string]int64) string {
 	return strings.Join(parts, ", ")
 }
 
-// fleetAgg is one design at one fleet size over its repetitions.
+// fleetAgg is one design at one fleet size and debt over its repetitions.
 type fleetAgg struct {
+	samples                        []fleetSample
 	failed                         string
 	dur, req, ev, events, rss, ttm spread
 	hb                             float64
@@ -744,44 +810,27 @@ type fleetAgg struct {
 	byOp                           map[string]int64
 }
 
-func perSize(m map[int]*fleetAgg, sizes []int, f func(n int, a *fleetAgg) string) string {
-	var parts []string
-	for _, n := range sizes {
-		parts = append(parts, fmt.Sprintf("%d: %s", n, f(n, m[n])))
+func (a *fleetAgg) add(s fleetSample) { a.samples = append(a.samples, s) }
+
+func (a *fleetAgg) notRun() bool { return strings.HasPrefix(a.failed, "not run") }
+
+// finish computes the medians; a failure of any repetition is the cell's outcome.
+func (a *fleetAgg) finish() {
+	var dur, req, ev, events, rss, ttm []float64
+	for _, s := range a.samples {
+		a.debt = s.Debt
+		if s.Failed != "" {
+			a.failed = s.Failed
+		}
+		dur = append(dur, s.Duration.Seconds())
+		req = append(req, float64(s.Requests))
+		ev = append(ev, float64(s.LargestEvent))
+		events = append(events, float64(s.Events))
+		rss = append(rss, mib(s.rssGrowth()))
+		ttm = append(ttm, s.TTM.Seconds())
+		a.hb = max(a.hb, float64(s.LargestHeartbeat))
+		a.started = s.Started
+		a.byOp = s.ByOp
 	}
-	return strings.Join(parts, "; ")
-}
-
-func failedSizes(m map[int]*fleetAgg, sizes []int) string {
-	return perSize(m, sizes, func(_ int, a *fleetAgg) string {
-		if a.failed != "" {
-			return a.failed
-		}
-		return "finished"
-	})
-}
-
-func requestsLine(m map[int]*fleetAgg, sizes []int) string {
-	return perSize(m, sizes, func(_ int, a *fleetAgg) string {
-		if a.failed != "" {
-			return "failed"
-		}
-		return fmt.Sprintf("%.0f (bound %d)", a.req.Median, 2*a.debt+100)
-	})
-}
-
-func payloadLine(m map[int]*fleetAgg, sizes []int) string {
-	return perSize(m, sizes, func(_ int, a *fleetAgg) string {
-		return fmt.Sprintf("%.0f KiB event, %.0f KiB heartbeat", a.ev.Median/1024, a.hb/1024)
-	})
-}
-
-func eventsLine(m map[int]*fleetAgg, sizes []int) string {
-	return perSize(m, sizes, func(_ int, a *fleetAgg) string { return fmt.Sprintf("%.0f", a.events.Median) })
-}
-
-func ttmLine(m map[int]*fleetAgg, sizes []int) string {
-	return perSize(m, sizes, func(_ int, a *fleetAgg) string {
-		return fmt.Sprintf("%.1f s, %d/%d started", a.ttm.Median, a.started, a.debt)
-	})
+	a.dur, a.req, a.ev, a.events, a.rss, a.ttm = spreadOf(dur), spreadOf(req), spreadOf(ev), spreadOf(events), spreadOf(rss), spreadOf(ttm)
 }

@@ -3,11 +3,14 @@ package bench
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/walkeeper/walkeeper/contract"
 )
 
 // Every scenario runs in quick mode as a smoke test. Assertions are deliberately loose: they
@@ -221,5 +224,61 @@ func TestSummaryHelpers(t *testing.T) {
 	}
 	if _, err := Run(context.Background(), "nope", Options{}); err == nil {
 		t.Fatal("unknown scenario accepted")
+	}
+}
+
+// TestFleetQuick runs the fleet scenario at 2,000 and 20,000 stores. The design before the
+// demand index reads every store (≥ 4 requests per store) and, at 20,000 stores in one kind,
+// its ScanStats result passes the server's blob limit: the run must record that as a failed
+// sweep, not crash. The demand side, where this build has it, must finish at every size
+// within the request bound.
+func TestFleetQuick(t *testing.T) {
+	needTemporal(t)
+	res := runQuick(t, "fleet")
+	need := func(key string) float64 {
+		t.Helper()
+		v, ok := res.Values[key]
+		if !ok {
+			t.Fatalf("value %q missing (have %v)", key, res.Values)
+		}
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			t.Fatalf("value %q = %v", key, v)
+		}
+		return v
+	}
+	for _, key := range []string{"scan_2000_", "scan_20000_", "scan_20000_fixed_"} {
+		need(key + "failed")
+		for _, k := range []string{"sweep_s", "requests", "largest_event_bytes", "history_events", "rss_growth_mib", "debt"} {
+			need(key + k)
+		}
+	}
+	if need("scan_2000_failed") == 0 {
+		if got := need("scan_2000_requests"); got < 4*2000 {
+			t.Errorf("full scan of 2000 stores made %.0f storage requests, want ≥ 4 per store", got)
+		}
+		if need("scan_2000_started") != need("scan_2000_debt") {
+			t.Errorf("full scan at 2000 stores started %.0f of %.0f indebted stores", res.Values["scan_2000_started"], res.Values["scan_2000_debt"])
+		}
+	}
+	if _, err := sweepInputFor(designDemand, contract.MaintenanceSweepInput{}); err != nil {
+		t.Logf("demand side not in this build: %v", err)
+		return
+	}
+	for _, key := range []string{"demand_2000_", "demand_20000_", "demand_20000_fixed_"} {
+		if need(key+"failed") != 0 {
+			t.Errorf("%s: the demand-driven sweep failed", key)
+			continue
+		}
+		debt := need(key + "debt")
+		if got := need(key + "requests"); got > 2*debt+100 {
+			t.Errorf("%s: %.0f storage requests > 2 × %.0f in debt + 100", key, got, debt)
+		}
+		if got := need(key + "started"); got != debt {
+			t.Errorf("%s: %.0f of %.0f indebted stores had their MergeWal started", key, got, debt)
+		}
+		if got := need(key + "largest_event_bytes"); got > 256<<10 {
+			t.Errorf("%s: largest sweep history event %.0f B > 256 KiB", key, got)
+		}
+		need(key + "ttm_s")
 	}
 }

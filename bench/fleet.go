@@ -251,6 +251,9 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 		var out contract.MaintenanceSweepResult
 		if err := run.Get(ctx, &out); err != nil {
 			s.Failed = "failed: " + firstLine(err.Error())
+		} else if len(out.ScanErrors) > 0 {
+			// The sweep "succeeds" with the kind's scan failed: nothing of that kind starts.
+			s.Failed = "failed: scan error " + firstLine(out.ScanErrors[0])
 		}
 		s.Scanned = out.Scanned
 	}

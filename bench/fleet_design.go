@@ -2,6 +2,7 @@ package bench
 
 import (
 	"errors"
+	"reflect"
 
 	"github.com/walkeeper/walkeeper/contract"
 )
@@ -28,16 +29,20 @@ var errDesignUnavailable = errors.New("not in this build")
 // (its storage requests are counted up to there; the starts that follow make none).
 var discoveryActivities = map[string]bool{contract.ScanStatsActivity: true, "ScanDemand": true}
 
-// ADAPTER (until the demand index is on main): sweepInputFor selects the design through the
-// sweep input. The demand branch adds MaintenanceSweepInput.Discovery ("scan" | "demand",
-// default demand); this build has only the stats scan, so the demand side reports
-// errDesignUnavailable and the bench records it as "not run" instead of measuring the scan
-// twice under two names.
+// ADAPTER (until the demand index is on main; replace with `in.Discovery = ...` then):
+// sweepInputFor selects the design through the sweep input field the demand index adds,
+// MaintenanceSweepInput.Discovery ("scan" | "demand", default demand), found by reflection
+// so that this file builds before and after it lands. A build without the field has only the
+// stats scan: the demand side reports errDesignUnavailable and the bench records it as
+// "not run" instead of measuring the scan twice under two names.
 func sweepInputFor(d fleetDesign, in contract.MaintenanceSweepInput) (contract.MaintenanceSweepInput, error) {
-	switch d {
-	case designScan:
-		return in, nil
-	default:
+	f := reflect.ValueOf(&in).Elem().FieldByName("Discovery")
+	if !f.IsValid() || f.Kind() != reflect.String {
+		if d == designScan {
+			return in, nil
+		}
 		return in, errDesignUnavailable
 	}
+	f.SetString(string(d))
+	return in, nil
 }

@@ -50,7 +50,10 @@ const (
 	fleetMaxAge    = 10 * time.Minute
 	fleetMaxStarts = 1000 // contract.MaxDemandCandidates: the most one sweep may start
 	fleetInterval  = time.Minute
-	listPageKeys   = 1000 // an object store's list page (S3 ListObjectsV2 MaxKeys)
+	// fleetStartBatch and fleetScanConcurrency are the sweep knobs the bench sets.
+	fleetStartBatch      = 32
+	fleetScanConcurrency = 128
+	listPageKeys         = 1000 // an object store's list page (S3 ListObjectsV2 MaxKeys)
 )
 
 // fleetSample is one sweep of one design over one fleet.
@@ -107,6 +110,8 @@ func RunFleet(ctx context.Context, o Options) (*Result, error) {
 	res.param("workers", fmt.Sprintf("%d in-process instances", fleetWorkers))
 	res.param("latency", latency)
 	res.param("max_starts", fleetMaxStarts)
+	res.param("start_batch", fleetStartBatch)
+	res.param("scan_concurrency", fleetScanConcurrency)
 	res.param("sweep_budget", budget)
 
 	tenv, err := startTemporal(ctx, o, o.OutDir)
@@ -177,8 +182,10 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 		MergeMinGenerations: fleetMergeMin,
 		MaxPendingAge:       fleetMaxAge,
 		MaxStarts:           fleetMaxStarts,
-		// The scan at its best: 64 stores' stats read at once instead of 8.
-		ScanConcurrency: 64,
+		// 1000 starts in batches of 32, one batch a second (the default 16 would take 63 s).
+		StartBatch: fleetStartBatch,
+		// The scan at its best: 128 stores' stats read at once instead of 8.
+		ScanConcurrency: fleetScanConcurrency,
 	})
 	if err != nil {
 		return s, err
@@ -240,11 +247,11 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 	if err != nil {
 		return s, err
 	}
-	w := watchSweep(ctx, tenv.client, sweepID, run.GetRunID(), hook, r.budget)
+	w := watchSweep(ctx, tenv.client, sweepID, run.GetRunID(), r.budget)
 	s.Duration = time.Since(start)
 	s.Failed, s.LargestHeartbeat = w.failed, w.heartbeat
-	s.Requests, s.ByOp = w.requests, w.byOp
 	s.RSSPeak = procStatus("VmHWM")
+	stopped := time.Now()
 	if s.Failed != "" {
 		_ = tenv.client.TerminateWorkflow(context.WithoutCancel(ctx), sweepID, run.GetRunID(), "fleet bench: "+s.Failed)
 	} else {
@@ -257,10 +264,17 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 		}
 		s.Scanned = out.Scanned
 	}
-	s.Events, s.LargestEvent, err = historySize(ctx, tenv.client, sweepID, run.GetRunID())
+	h, err := historyOf(ctx, tenv.client, sweepID, run.GetRunID())
 	if err != nil {
 		return s, err
 	}
+	s.Events, s.LargestEvent = h.events, h.largest
+	// Count up to the end of discovery (a failed sweep: up to when it was stopped).
+	until := h.discoveryEnd
+	if until.IsZero() || s.Failed != "" && stopped.Before(until) {
+		until = stopped
+	}
+	s.Requests, s.ByOp = hook.countBefore(until)
 	if s.Failed == "" {
 		s.Started, s.TTM, err = timeToMerge(ctx, tenv.client, start, planted)
 		if err != nil {
@@ -268,6 +282,22 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 		}
 	}
 	terminateMerges(ctx, tenv.client, start, prefix)
+	for _, n := range nodes {
+		n.stop(ctx)
+		_ = n.db.Close(context.WithoutCancel(ctx))
+	}
+	nodes = nil
+	// mem:// roots live as long as the process: drop this fleet's objects so the next
+	// fleet's memory is its own.
+	for _, p := range []string{"_registry/", string(fleetKind) + "/", "_demand/"} {
+		objs, err := raw.List(ctx, p)
+		if err != nil {
+			continue
+		}
+		for _, ob := range objs {
+			_ = raw.Delete(ctx, ob.Key)
+		}
+	}
 	return s, nil
 }
 
@@ -387,8 +417,9 @@ type fleetFaults struct {
 	demandPrefix   string
 	demandKeys     int64
 
-	mu   sync.Mutex
-	byOp map[string]int64
+	mu    sync.Mutex
+	since time.Time                  // REQUIRES: mu
+	byMs  map[int64]map[string]int64 // REQUIRES: mu; requests per op, per millisecond since `since`
 }
 
 func (f *fleetFaults) Before(op, key string) error {
@@ -402,10 +433,15 @@ func (f *fleetFaults) Before(op, key string) error {
 		}
 	}
 	f.mu.Lock()
-	if f.byOp == nil {
-		f.byOp = map[string]int64{}
+	if f.byMs != nil {
+		ms := time.Since(f.since).Milliseconds()
+		m := f.byMs[ms]
+		if m == nil {
+			m = map[string]int64{}
+			f.byMs[ms] = m
+		}
+		m[op] += pages
 	}
-	f.byOp[op] += pages
 	f.mu.Unlock()
 	if f.latency > 0 {
 		time.Sleep(time.Duration(pages) * f.latency)
@@ -415,20 +451,27 @@ func (f *fleetFaults) Before(op, key string) error {
 
 func (f *fleetFaults) After(op, key string, err error) error { return err }
 
+// reset starts counting from now.
 func (f *fleetFaults) reset() {
 	f.mu.Lock()
-	f.byOp = map[string]int64{}
+	f.since, f.byMs = time.Now(), map[int64]map[string]int64{}
 	f.mu.Unlock()
 }
 
-func (f *fleetFaults) snapshot() (int64, map[string]int64) {
+// countBefore returns the requests issued before `until` (zero = all so far), by operation.
+func (f *fleetFaults) countBefore(until time.Time) (int64, map[string]int64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var total int64
-	out := make(map[string]int64, len(f.byOp))
-	for k, v := range f.byOp {
-		out[k] = v
-		total += v
+	out := map[string]int64{}
+	for ms, m := range f.byMs {
+		if !until.IsZero() && !f.since.Add(time.Duration(ms)*time.Millisecond).Before(until) {
+			continue
+		}
+		for op, v := range m {
+			out[op] += v
+			total += v
+		}
 	}
 	return total, out
 }
@@ -437,25 +480,13 @@ func (f *fleetFaults) snapshot() (int64, map[string]int64) {
 type sweepWatch struct {
 	failed    string
 	heartbeat int
-	requests  int64
-	byOp      map[string]int64
 }
 
-// watchSweep polls the sweep until it closes, its discovery activity fails an attempt (the
-// design before the index: a result over the server's blob limit or gRPC's 4 MiB), or the
-// budget runs out. The storage requests are snapshotted when discovery ends: the MergeWal
-// runs the sweep starts afterwards make requests of their own.
-func watchSweep(ctx context.Context, c client.Client, id, runID string, hook *fleetFaults, budget time.Duration) sweepWatch {
+// watchSweep polls the sweep until it closes, its discovery activity fails an attempt, or
+// the budget runs out, and keeps the largest heartbeat details of its discovery activities.
+func watchSweep(ctx context.Context, c client.Client, id, runID string, budget time.Duration) sweepWatch {
 	var w sweepWatch
 	deadline := time.Now().Add(budget)
-	sawDiscovery, snapped := false, false
-	snap := func() {
-		if !snapped {
-			w.requests, w.byOp = hook.snapshot()
-			snapped = true
-		}
-	}
-	defer snap()
 	for {
 		d, err := c.DescribeWorkflowExecution(ctx, id, runID)
 		if err != nil {
@@ -463,27 +494,19 @@ func watchSweep(ctx context.Context, c client.Client, id, runID string, hook *fl
 			return w
 		}
 		if d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-			snap()
 			return w
 		}
-		discovering := false
 		for _, pa := range d.GetPendingActivities() {
 			if !discoveryActivities[pa.GetActivityType().GetName()] {
 				continue
 			}
-			discovering, sawDiscovery = true, true
 			w.heartbeat = max(w.heartbeat, proto.Size(pa.GetHeartbeatDetails()))
 			if pa.GetAttempt() > 1 && pa.GetLastFailure() != nil {
-				snap()
 				w.failed = fmt.Sprintf("failed: %s attempt %d: %s", pa.GetActivityType().GetName(), pa.GetAttempt()-1, firstLine(pa.GetLastFailure().GetMessage()))
 				return w
 			}
 		}
-		if sawDiscovery && !discovering {
-			snap()
-		}
 		if time.Now().After(deadline) {
-			snap()
 			w.failed = fmt.Sprintf("failed: not finished within %s", budget)
 			return w
 		}
@@ -496,19 +519,54 @@ func watchSweep(ctx context.Context, c client.Client, id, runID string, hook *fl
 	}
 }
 
-// historySize returns the number of events of a workflow run and the size of its largest
-// event.
-func historySize(ctx context.Context, c client.Client, id, runID string) (events, largest int, err error) {
+// sweepHistory is what a sweep's history shows.
+type sweepHistory struct {
+	events, largest int
+	// discoveryEnd is when discovery ended: the last discovery activity closed, or the first
+	// StartWorkflows started if that was earlier (no MergeWal exists before it). Zero if
+	// neither happened.
+	discoveryEnd time.Time
+}
+
+// historyOf reads a workflow run's history: its events, the size of the largest, and when
+// discovery ended.
+func historyOf(ctx context.Context, c client.Client, id, runID string) (sweepHistory, error) {
+	var h sweepHistory
+	types := map[int64]string{}
+	var lastDiscovery, firstStart time.Time
 	it := c.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	for it.HasNext() {
 		ev, err := it.Next()
 		if err != nil {
-			return events, largest, err
+			return h, err
 		}
-		events++
-		largest = max(largest, proto.Size(ev))
+		h.events++
+		h.largest = max(h.largest, proto.Size(ev))
+		at := ev.GetEventTime().AsTime()
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil {
+			types[ev.GetEventId()] = a.GetActivityType().GetName()
+		}
+		if a := ev.GetActivityTaskStartedEventAttributes(); a != nil && types[a.GetScheduledEventId()] == contract.StartWorkflowsActivity && firstStart.IsZero() {
+			firstStart = at
+		}
+		var sched int64
+		switch {
+		case ev.GetActivityTaskCompletedEventAttributes() != nil:
+			sched = ev.GetActivityTaskCompletedEventAttributes().GetScheduledEventId()
+		case ev.GetActivityTaskFailedEventAttributes() != nil:
+			sched = ev.GetActivityTaskFailedEventAttributes().GetScheduledEventId()
+		case ev.GetActivityTaskTimedOutEventAttributes() != nil:
+			sched = ev.GetActivityTaskTimedOutEventAttributes().GetScheduledEventId()
+		}
+		if sched != 0 && discoveryActivities[types[sched]] {
+			lastDiscovery = at
+		}
 	}
-	return events, largest, nil
+	h.discoveryEnd = lastDiscovery
+	if !firstStart.IsZero() && (h.discoveryEnd.IsZero() || firstStart.Before(h.discoveryEnd)) {
+		h.discoveryEnd = firstStart
+	}
+	return h, nil
 }
 
 // timeToMerge waits (up to 30 s, visibility is eventually consistent) for every planted
@@ -741,7 +799,7 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 	res.note("Workers: %d in-process walkeeper instances (own instance ID, store handle, shard queue; shared-queue workflow and activity workers) against one Temporal dev server; mem:// is per process, so worker child processes would need a storage server shared between processes. RSS is the bench process's (workers, the mem:// fleet, the client): the table reports its growth during the sweep (VmHWM after the sweep, reset through /proc/self/clear_refs at its start, minus VmRSS at its start).", fleetWorkers)
 	res.note("Storage requests: every request of the 8 workers from the sweep's start until its discovery activity (ScanStats or ScanDemand) completed; the MergeWal runs it starts afterwards are not counted. A listing of the registry or of the demand index counts (and sleeps) one request per 1000 keys, as an object store pages it.")
 	res.note("Time-to-merge: the sweep starts when the debt is planted (the best phase); with a schedule every interval add up to one interval. The old debt was sealed an hour ago (past MaxPendingAge) at planting, so it has crossed its threshold at the planting time.")
-	res.note("The fleet is registered without latency by writing the registry entry and store.json of each store directly (the bytes DB.Create writes for a template store); the debt goes through the seal path of two writers closed afterwards. The scan side reads 64 stores' stats at once (ScanConcurrency; default 8).")
+	res.note("The fleet is registered without latency by writing the registry entry and store.json of each store directly (the bytes DB.Create writes for a template store); the debt goes through the seal path of two writers closed afterwards. The scan side reads 128 stores' stats at once (ScanConcurrency; default 8); starts go in batches of 32 (StartBatch; default 16), one batch a second.")
 
 	if o.OutDir == "" {
 		return

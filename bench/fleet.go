@@ -8,6 +8,7 @@ import (
 	"image/color"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
@@ -237,6 +238,9 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 	}
 
 	// The sweep.
+	// Hand the previous fleet's freed heap back to the OS first, so the growth is this
+	// sweep's and not hidden by memory the runtime still holds.
+	debug.FreeOSMemory()
 	resetPeakRSS()
 	s.RSSStart = procStatus("VmRSS")
 	hook.reset()

@@ -52,6 +52,8 @@ type Options struct {
 	// FleetSizes overrides the fleet sizes of the fleet scenario (registered stores); nil =
 	// the default (10k, 100k; 2k, 20k with Quick).
 	FleetSizes []int
+	// FleetDesigns limits the fleet scenario to some designs ("scan", "demand"); nil = both.
+	FleetDesigns []string
 	// MergeMaxGenerations overrides merge_max_generations of both systems in the incident
 	// replay; 0 = the default (8).
 	MergeMaxGenerations int

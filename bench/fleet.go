@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -95,6 +96,11 @@ func RunFleet(ctx context.Context, o Options) (*Result, error) {
 			sizes = []int{2_000, 20_000}
 		}
 	}
+	for _, n := range sizes {
+		if n < 1 || n > 10_000_000 {
+			return nil, fmt.Errorf("fleet: size %d out of range [1, 10000000]", n)
+		}
+	}
 	latency := 10 * time.Millisecond
 	if o.Latency < 0 {
 		latency = 0
@@ -123,6 +129,17 @@ func RunFleet(ctx context.Context, o Options) (*Result, error) {
 
 	// Every size at 1 % debt; every larger size also at the smallest size's debt, for the
 	// issue's ratio "at the same debt".
+	designs := fleetDesigns
+	if len(o.FleetDesigns) > 0 {
+		designs = nil
+		for _, d := range o.FleetDesigns {
+			if !slices.Contains(fleetDesigns, fleetDesign(d)) {
+				return nil, fmt.Errorf("fleet: unknown design %q (want scan or demand)", d)
+			}
+			designs = append(designs, fleetDesign(d))
+		}
+	}
+	res.param("designs", fmt.Sprint(designs))
 	fixed := debtOf(sizes[0])
 	var samples []fleetSample
 	seq := 0
@@ -136,7 +153,7 @@ func RunFleet(ctx context.Context, o Options) (*Result, error) {
 			if fixedDebt {
 				debt = fixed
 			}
-			for _, d := range fleetDesigns {
+			for _, d := range designs {
 				for rep := 0; rep < o.reps(); rep++ {
 					seq++
 					s, err := runFleetOnce(ctx, o, tenv, fleetRun{seq: seq, stores: n, debt: debt, design: d, latency: latency, budget: budget})
@@ -722,7 +739,9 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 				fmtOps(a.byOp), a.ev.fmt("%.0f"), fmt.Sprintf("%.0f", a.hb), a.events.fmt("%.0f"), a.rss.fmt("%.1f"),
 				fmt.Sprintf("%d/%d", a.started, a.debt), ttm})
 		}
-		res.Tables = append(res.Tables, t)
+		if len(t.Rows) > 0 {
+			res.Tables = append(res.Tables, t)
+		}
 	}
 
 	lo, hi := sizes[0], sizes[len(sizes)-1]

@@ -143,6 +143,7 @@ scenarios nor the plotting library (docs/BENCHMARKS.md, "Where the benchmarks li
 	fs.IntVar(&o.Stores, "stores", 0, "incident: rollout stores (default 300, 120 with --quick); temporal-overhead: idle stores to sweep (default 1000)")
 	fs.DurationVar(&o.Latency, "latency", 0, "incident, fleet: modelled object-store latency added to every storage request (incident: default 10ms, 25ms with --quick; fleet: 10ms; negative = none)")
 	fs.IntSliceVar(&o.FleetSizes, "sizes", nil, "fleet: registered stores per fleet, comma-separated (default 10000,100000; 2000,20000 with --quick)")
+	fs.StringSliceVar(&o.FleetDesigns, "designs", nil, "fleet: designs to measure, comma-separated: scan (stats of every store), demand (demand index); default both")
 	fs.IntVar(&o.MergeMaxGenerations, "merge-max-generations", 0, "incident: merge_max_generations of both systems (default 8)")
 	fs.BoolVar(&o.ParallelPrepare, "parallel-prepare", false, "incident: walkeeper's count trigger starts MergeWal with parallel_prepare")
 	fs.StringVar(&logLevel, "log-level", "warn", "level of walkeeper's own log, written to <out>/walkeeper.log")

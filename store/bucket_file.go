@@ -36,7 +36,11 @@ type fileBackend struct {
 
 func openFileBackend(ctx context.Context, rawURL string, u *url.URL) (*fileBackend, error) {
 	if u.Host != "" && u.Host != "localhost" && u.Host != "." {
-		return nil, invalidf("storage url %q: file:// host must be empty, localhost or \".\"", rawURL)
+		// "file://.cache/dev/storage" reads as host ".cache": almost always a relative path
+		// written without "./". Say which URL was meant rather than guess: a host could also
+		// be a mistaken remote share, and a guessed root would create directories.
+		return nil, invalidf("storage url %q: file:// takes no host (here %q); for a relative path write file://./%s, for an absolute one file:///<path>",
+			rawURL, u.Host, strings.TrimPrefix(u.Host+u.Path, "/"))
 	}
 	p := u.Path
 	if u.Host == "." {

@@ -65,7 +65,7 @@ func (g *globalOptions) dial(ctx context.Context) (client.Client, *zap.Logger, e
 	}
 	c, err := worker.Dial(ctx, tc, logger)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, temporalUnreachable(g.temporal, err)
 	}
 	return c, logger, nil
 }
@@ -74,7 +74,8 @@ func (g *globalOptions) dial(ctx context.Context) (client.Client, *zap.Logger, e
 func parseTarget(s string) (store.Target, error) {
 	t, err := store.ParseTarget(s)
 	if err != nil {
-		return store.Target{}, usagef("target %q: %v (want <kind>:<name>, e.g. generic:demo)", s, err)
+		// err already names the target and the expected form.
+		return store.Target{}, usageError{err}
 	}
 	return t, nil
 }

@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -33,6 +34,7 @@ type devOptions struct {
 	uiPort       int
 	httpPort     int
 	cli          string
+	verbose      bool
 }
 
 func newDevCmd(g *globalOptions) *cobra.Command {
@@ -53,7 +55,13 @@ func newDevCmd(g *globalOptions) *cobra.Command {
      --demo-duration, sealed every 2s, so merges show up in the Web UI.
 
 Ctrl-C stops the load, seals and stops the workers, then stops the Temporal server.
-Temporal's database and log live in <data>/temporal.db and <data>/temporal.log.`,
+Temporal's database and log live in <data>/temporal.db and <data>/temporal.log.
+
+dev locks <data> (<data>/dev.lock) before it starts anything: a second dev on the same
+directory is refused with the holder's pid, start time and command. While it runs,
+<data>/dev.json names its storage, Temporal and Web UI, so status, history, merge, compact
+and queries need no flags. The console shows a live summary every few seconds; the full
+log is in <data>/walkeeper.log (--verbose prints it on the console too).`,
 		Example: `  walkeeper dev
   walkeeper dev --workers 3 --demo=false
   walkeeper dev --temporal 127.0.0.1:7233   # use a Temporal that is already running`,
@@ -79,6 +87,7 @@ Temporal's database and log live in <data>/temporal.db and <data>/temporal.log.`
 	f.IntVar(&o.uiPort, "ui-port", 8233, "Temporal Web UI port (a free one if taken)")
 	f.IntVar(&o.httpPort, "http-port", 8081, "HTTP port of worker dev-0; dev-i listens on http-port+i")
 	f.StringVar(&o.cli, "temporal-cli", "", "Temporal CLI binary to run the dev server (env WALKEEPER_TEMPORAL_CLI)")
+	f.BoolVar(&o.verbose, "verbose", false, "print the full log on the console too, not only into <data>/walkeeper.log")
 	return cmd
 }
 
@@ -87,11 +96,9 @@ func runDev(parent context.Context, out io.Writer, g *globalOptions, o *devOptio
 	if err != nil {
 		return err
 	}
-	logger, err := g.logger("info")
-	if err != nil {
-		return err
+	if _, err := g.logger("info"); err != nil {
+		return err // a bad --log-level/--log-format, before anything is locked or started
 	}
-	defer func() { _ = logger.Sync() }()
 	ctx, stopSignals := signalContext(parent)
 	defer stopSignals()
 
@@ -99,9 +106,17 @@ func runDev(parent context.Context, out io.Writer, g *globalOptions, o *devOptio
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(data, 0o755); err != nil {
-		return fmt.Errorf("data dir: %w", err)
+	// 0. The data directory, locked before Temporal starts (devlock.go).
+	lock, err := lockDataDir(data, currentHolder())
+	if err != nil {
+		return err
 	}
+	defer lock.Release()
+	logger, logPath, closeLog, err := devLogger(g, data, o.verbose)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
 
 	// 1. Temporal.
 	uiURL := ""
@@ -115,7 +130,8 @@ func runDev(parent context.Context, out io.Writer, g *globalOptions, o *devOptio
 			Progress: out,
 		})
 		if err != nil {
-			return err
+			logger.Error("start temporal dev server", zap.Error(err))
+			return devServerError(err, data)
 		}
 		defer func() {
 			fmt.Fprintln(out, "stopping Temporal dev server...")
@@ -180,7 +196,31 @@ func runDev(parent context.Context, out io.Writer, g *globalOptions, o *devOptio
 		return err
 	}
 
-	printDevBanner(out, tc, uiURL, storage, data, workers, httpURLs, o.demo)
+	cli := temporalCLIHint(o.cli)
+	logNote := " (--verbose to see it here)"
+	if o.verbose {
+		logNote = " (and on this console)"
+	}
+	printDevBanner(out, tc, uiURL, storage, data, workers, httpURLs, o.demo,
+		fmt.Sprintf("  walkeeper log    %s%s", logPath, logNote),
+		fmt.Sprintf("  temporal CLI     %s workflow list --address %s --query 'WalTarget=\"generic:demo\"'", cli, tc.HostPort),
+		"  from a terminal  walkeeper status | walkeeper history generic:demo | walkeeper queries")
+	if err := writeDevState(data, devState{
+		PID: os.Getpid(), Started: time.Now(), Command: strings.Join(os.Args, " "),
+		Storage: storage, Temporal: tc.HostPort, Namespace: tc.Namespace, UI: uiURL,
+		HTTP: httpURLs, TemporalCLI: cli, Log: logPath,
+	}); err != nil {
+		return err
+	}
+	defer os.Remove(filepath.Join(data, devStateFile))
+	if !o.verbose {
+		if sdb, err := store.OpenDB(ctx, storage, devConsoleStoreOptions(logger)); err == nil {
+			defer func() { _ = sdb.Close(context.Background()) }()
+			go newDevConsole(out, c, sdb, uiURL).run(ctx)
+		} else {
+			logger.Warn("dev console: open storage", zap.Error(err))
+		}
+	}
 
 	// 5. Demo load.
 	var demoDone chan struct{}
@@ -209,8 +249,8 @@ func runDev(parent context.Context, out io.Writer, g *globalOptions, o *devOptio
 			}
 			if ctx.Err() == nil {
 				fmt.Fprintf(out, "demo: done, %d rows appended, %d seals; merges run by count trigger and sweep.\n"+
-					"      walkeeper status generic:demo --temporal %s --storage %s\n",
-					lg.appended.Load(), lg.flushes.Load(), tc.HostPort, storage)
+					"      walkeeper status generic:demo; walkeeper history generic:demo\n",
+					lg.appended.Load(), lg.flushes.Load())
 			}
 		}()
 	}
@@ -265,7 +305,7 @@ func devWorkerConfig(g *globalOptions, tc worker.TemporalConfig, storage string,
 	return cfg
 }
 
-func printDevBanner(out io.Writer, tc worker.TemporalConfig, uiURL, storage, data string, workers []*worker.Worker, httpURLs []string, demo bool) {
+func printDevBanner(out io.Writer, tc worker.TemporalConfig, uiURL, storage, data string, workers []*worker.Worker, httpURLs []string, demo bool, extra ...string) {
 	fmt.Fprintln(out)
 	fmt.Fprintln(out, "walkeeper dev is running")
 	fmt.Fprintf(out, "  Temporal         %s (namespace %s)\n", tc.HostPort, tc.Namespace)
@@ -290,6 +330,9 @@ func printDevBanner(out io.Writer, tc worker.TemporalConfig, uiURL, storage, dat
 		} else {
 			fmt.Fprintf(out, "  try              curl -s %s/api/v1/stores\n", httpURLs[0])
 		}
+	}
+	for _, l := range extra {
+		fmt.Fprintln(out, l)
 	}
 	fmt.Fprintln(out, "Ctrl-C stops everything.")
 	fmt.Fprintln(out)

@@ -34,16 +34,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return exitOK
 	}
-	if isUsageError(err) {
-		fmt.Fprintf(stderr, "walkeeper: %v\nRun 'walkeeper --help' for usage.\n", err)
-		return exitUsage
+	// One line per error (errfmt.go); a bad command line also says where help is.
+	line := errorLine(err)
+	if isUsageError(err) && cmd != nil {
+		line += fmt.Sprintf(" (see '%s --help')", cmd.CommandPath())
 	}
-	fmt.Fprintf(stderr, "walkeeper: %v\n", err)
-	return exitFailure
+	fmt.Fprintf(stderr, "walkeeper: %s\n", line)
+	return exitCodeOf(err)
 }
 
 // usageError marks a bad command line (exit status 2).
@@ -111,6 +112,8 @@ Start everything locally (Temporal dev server with Web UI, workers, demo load):
 		newMergeCmd(g),
 		newCompactCmd(g),
 		newStatusCmd(g),
+		newHistoryCmd(g),
+		newQueriesCmd(g),
 		newScheduleCmd(g),
 		newLoadCmd(g),
 		newQuarantineCmd(g),

@@ -20,6 +20,7 @@ func newMergeCmd(g *globalOptions) *cobra.Command {
 		maxGens  int
 		maxBytes int64
 		parallel bool
+		storage  string
 	)
 	cmd := &cobra.Command{
 		Use:   "merge TARGET",
@@ -45,6 +46,9 @@ Ctrl-C stops waiting, not the merge.`,
 			}
 			ctx, cancel := signalContext(cmd.Context())
 			defer cancel()
+			if err := g.precheckStore(ctx, cmd, storage, t); err != nil {
+				return err
+			}
 			c, _, err := g.dial(ctx)
 			if err != nil {
 				return err
@@ -63,6 +67,7 @@ Ctrl-C stops waiting, not the merge.`,
 	f.IntVar(&maxGens, "max-generations", 0, "generations one pass takes at most (0 = no cap; default: the workflow's)")
 	f.Int64Var(&maxBytes, "max-bytes", 0, "bytes one pass reads at most (0 = no cap; default: the workflow's)")
 	f.BoolVar(&parallel, "parallel-prepare", false, "prepare shards in parallel (commits stay serial)")
+	registerStorageCheckFlag(cmd, &storage)
 	return cmd
 }
 
@@ -70,6 +75,7 @@ func newCompactCmd(g *globalOptions) *cobra.Command {
 	var (
 		wait    bool
 		timeout time.Duration
+		storage string
 	)
 	cmd := &cobra.Command{
 		Use:   "compact TARGET",
@@ -86,6 +92,9 @@ With --wait, waits for the result and prints it.`,
 			}
 			ctx, cancel := signalContext(cmd.Context())
 			defer cancel()
+			if err := g.precheckStore(ctx, cmd, storage, t); err != nil {
+				return err
+			}
 			c, _, err := g.dial(ctx)
 			if err != nil {
 				return err
@@ -102,6 +111,7 @@ With --wait, waits for the result and prints it.`,
 	f := cmd.Flags()
 	f.BoolVar(&wait, "wait", false, "wait for the workflow result and print it")
 	f.DurationVar(&timeout, "timeout", 0, "give up waiting after this long (0 = no limit; the workflow keeps running)")
+	registerStorageCheckFlag(cmd, &storage)
 	return cmd
 }
 

@@ -14,10 +14,8 @@ import (
 	"github.com/spf13/cobra"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
-	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/converter"
 	"go.uber.org/zap"
 
 	"github.com/walkeeper/walkeeper/contract"
@@ -41,9 +39,14 @@ pending bytes and merged watermark; then the target's MergeWal and CompactBase w
 and, while one runs, its live status (phase, shard, pass, blocked reason) from the
 workflow's "status" query.
 
---storage is read directly (object storage or file://); without it only Temporal is asked.`,
-		Example: `  walkeeper status --storage file://.cache/dev/storage
-  walkeeper status generic:demo --storage file://.cache/dev/storage`,
+--storage is read directly (object storage or file://). Without --storage and
+$WALKEEPER_STORAGE, a running 'walkeeper dev' (its <data>/dev.json) supplies the storage, and
+the Temporal address unless --temporal or $WALKEEPER_TEMPORAL is set; with neither, only
+Temporal is asked.`,
+		Example: `  walkeeper status                    # under a running 'walkeeper dev': its storage and Temporal
+  walkeeper status generic:demo
+  walkeeper status --storage file://./.cache/dev/storage     # a relative path: file://./<path>
+  walkeeper status --storage file:///srv/walkeeper/storage`,
 		Args: args(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			var target *store.Target
@@ -54,6 +57,8 @@ workflow's "status" query.
 				}
 				target = &t
 			}
+			devSt, live := g.devDefaults(cmd)
+			storage = storageOrDev(storage, devSt, live)
 			ctx, cancel := signalContext(cmd.Context())
 			defer cancel()
 			tc, err := g.temporalConfig()
@@ -69,6 +74,7 @@ workflow's "status" query.
 			dctx, dcancel := context.WithTimeout(ctx, 15*time.Second)
 			c, dialErr := worker.Dial(dctx, tc, logger)
 			dcancel()
+			dialErr = temporalUnreachable(tc, dialErr)
 			if dialErr == nil {
 				defer c.Close()
 			} else if storage == "" {
@@ -145,7 +151,7 @@ func statusAll(ctx context.Context, out io.Writer, c client.Client, db *store.DB
 		}
 		fmt.Fprintln(out)
 	} else {
-		fmt.Fprintln(out, "Stores: pass --storage URL (or set WALKEEPER_STORAGE) to list stores and pending generations.")
+		fmt.Fprintln(out, "Stores: pass --storage URL (or set WALKEEPER_STORAGE, or run 'walkeeper dev') to list stores and pending generations.")
 		fmt.Fprintln(out)
 	}
 	if c == nil {
@@ -269,7 +275,7 @@ func statusTarget(ctx context.Context, out io.Writer, c client.Client, db *store
 			return err
 		}
 	} else {
-		fmt.Fprintln(out, "  (pass --storage URL or set WALKEEPER_STORAGE for base table and shard stats)")
+		fmt.Fprintln(out, "  (pass --storage URL, set WALKEEPER_STORAGE or run 'walkeeper dev' for base table and shard stats)")
 	}
 	fmt.Fprintln(out)
 	if c == nil {
@@ -321,100 +327,11 @@ func printWorkflow(ctx context.Context, out io.Writer, c client.Client, typ, id 
 		fmt.Fprintf(tw, "  live status\tunavailable: %v\n", err)
 		return flushLine(tw, out)
 	}
-	st, err := liveStatus(v, typ, d.RawResponse.GetPendingActivities())
-	if err != nil {
-		fmt.Fprintf(tw, "  live status\tundecodable: %v\n", err)
-		return flushLine(tw, out)
+	if err := printLiveStatus(tw, out, typ, v, d.RawResponse.GetPendingActivities()); err != nil {
+		return err
 	}
-	printStatusQuery(tw, st)
-	return flushLine(tw, out)
-}
-
-// liveStatus decodes a status query answer and completes it with the server's pending
-// activities: the workflow cannot see that no worker has picked an activity up (waiting
-// for a slot, or for a shard's worker), the server can (contract.MergeWalStatus.ApplyPending).
-func liveStatus(v converter.EncodedValue, typ string, pending []*workflowpb.PendingActivityInfo) (map[string]any, error) {
-	var typed interface {
-		ApplyPending([]*workflowpb.PendingActivityInfo, time.Time)
-	}
-	switch typ {
-	case contract.MergeWalWorkflow:
-		typed = &contract.MergeWalStatus{}
-	case contract.CompactBaseWorkflow:
-		typed = &contract.CompactBaseStatus{}
-	}
-	var st map[string]any
-	if typed == nil {
-		return st, v.Get(&st)
-	}
-	if err := v.Get(typed); err != nil {
-		return nil, err
-	}
-	typed.ApplyPending(pending, time.Now())
-	raw, err := json.Marshal(typed)
-	if err != nil {
-		return nil, err
-	}
-	if err := json.Unmarshal(raw, &st); err != nil {
-		return nil, err
-	}
-	delete(st, "slot_wait") // nanoseconds; already folded into blocked
-	return st, nil
-}
-
-// printStatusQuery prints the status query's fields: phase, shard, pass and blocked reason
-// first, then any other scalar fields, in a stable order.
-func printStatusQuery(w io.Writer, st map[string]any) {
-	first := []string{"phase", "shard", "pass", "blocked", "blocked_reason"}
-	seen := map[string]bool{}
-	lower := map[string]string{}
-	for k := range st {
-		lower[strings.ToLower(k)] = k
-	}
-	for _, f := range first {
-		if k, ok := lower[f]; ok {
-			seen[k] = true
-			fmt.Fprintf(w, "  %s\t%s\n", strings.ReplaceAll(f, "_", " "), scalar(st[k]))
-		}
-	}
-	if _, ok := lower["blocked"]; !ok {
-		if _, ok := lower["blocked_reason"]; !ok {
-			fmt.Fprintf(w, "  blocked\t-\n")
-		}
-	}
-	var rest []string
-	for k := range st {
-		if !seen[k] {
-			rest = append(rest, k)
-		}
-	}
-	sort.Strings(rest)
-	for _, k := range rest {
-		fmt.Fprintf(w, "  %s\t%s\n", k, scalar(st[k]))
-	}
-}
-
-func scalar(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "-"
-	case string:
-		if x == "" {
-			return "-"
-		}
-		return x
-	case float64:
-		if x == float64(int64(x)) {
-			return fmt.Sprintf("%d", int64(x))
-		}
-		return fmt.Sprintf("%g", x)
-	default:
-		b, err := json.Marshal(x)
-		if err != nil {
-			return fmt.Sprint(x)
-		}
-		return string(b)
-	}
+	_, err = fmt.Fprintln(out)
+	return err
 }
 
 func flushLine(tw *tabwriter.Writer, out io.Writer) error {

@@ -1,0 +1,215 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/internal/devserver"
+	"github.com/walkeeper/walkeeper/store"
+)
+
+// `walkeeper dev` is calm by default: the full log goes to <data>/walkeeper.log and the
+// console shows a short live summary, refreshed every few seconds. --verbose sends the log to
+// the console as well.
+
+const (
+	devLogFile = "walkeeper.log"
+	// devSummaryEvery is how often the console summary is refreshed.
+	devSummaryEvery = 3 * time.Second
+	// devSummaryMaxStores bounds the stores whose pending generations the summary adds up.
+	devSummaryMaxStores = 50
+)
+
+// devLogger is the logger of `walkeeper dev`: into <data>/walkeeper.log always, and to the
+// console (stderr) too when verbose. close flushes and closes the file.
+func devLogger(g *globalOptions, data string, verbose bool) (logger *zap.Logger, path string, close func(), err error) {
+	console, err := g.logger("info")
+	if err != nil {
+		return nil, "", nil, err
+	}
+	path = filepath.Join(data, devLogFile)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("dev log: %w", err)
+	}
+	lvl := zapcore.InfoLevel
+	if g.logLevel != "" {
+		_ = lvl.UnmarshalText([]byte(strings.ToLower(g.logLevel))) // validated by g.logger
+	}
+	encCfg := zap.NewProductionEncoderConfig()
+	encCfg.TimeKey = "ts"
+	encCfg.EncodeTime = zapcore.RFC3339NanoTimeEncoder
+	encCfg.EncodeDuration = zapcore.StringDurationEncoder
+	fileCore := zapcore.NewCore(zapcore.NewJSONEncoder(encCfg), zapcore.AddSync(f), lvl)
+	if verbose {
+		logger = console.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core { return zapcore.NewTee(c, fileCore) }))
+	} else {
+		logger = zap.New(fileCore, zap.AddCaller(), zap.AddStacktrace(zapcore.ErrorLevel))
+	}
+	return logger, path, func() { _ = logger.Sync(); _ = f.Close() }, nil
+}
+
+// devConsole prints the live summary of a running dev.
+type devConsole struct {
+	out     io.Writer
+	tty     bool // rewrite one line in place instead of printing a new one
+	c       client.Client
+	db      *store.DB // a read-only view of the dev's storage
+	uiURL   string
+	every   time.Duration
+	last    string
+	started time.Time
+}
+
+func newDevConsole(out io.Writer, c client.Client, db *store.DB, uiURL string) *devConsole {
+	return &devConsole{out: out, tty: isTerminal(out), c: c, db: db, uiURL: uiURL, every: devSummaryEvery, started: time.Now()}
+}
+
+// run refreshes the summary until ctx ends. Without a terminal a line is printed only when
+// it changed, so a log of the console stays short.
+func (d *devConsole) run(ctx context.Context) {
+	t := time.NewTicker(d.every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			if d.tty && d.last != "" {
+				fmt.Fprintln(d.out)
+			}
+			return
+		case <-t.C:
+		}
+		qctx, cancel := context.WithTimeout(ctx, d.every)
+		line := d.summary(qctx)
+		cancel()
+		if ctx.Err() != nil {
+			continue
+		}
+		switch {
+		case d.tty:
+			fmt.Fprintf(d.out, "\r\033[K%s", line)
+		case line != d.last:
+			fmt.Fprintln(d.out, line)
+		}
+		d.last = line
+	}
+}
+
+// summary is one line: stores, pending, merges done and running, last merge, UI link.
+func (d *devConsole) summary(ctx context.Context) string {
+	parts := []string{time.Now().Format("15:04:05")}
+	parts = append(parts, d.storesPart(ctx))
+	parts = append(parts, d.mergesPart(ctx))
+	if d.uiURL != "" {
+		parts = append(parts, "UI "+d.uiURL)
+	}
+	return strings.Join(parts, " | ")
+}
+
+func (d *devConsole) storesPart(ctx context.Context) string {
+	infos, err := d.db.List(ctx, "")
+	if err != nil {
+		return "stores ?"
+	}
+	pending, counted := 0, 0
+	for _, info := range infos {
+		if counted == devSummaryMaxStores {
+			break
+		}
+		st, err := targetStats(ctx, d.db, info.Target)
+		if err != nil {
+			continue
+		}
+		pending += st.TotalPending()
+		counted++
+	}
+	more := ""
+	if counted < len(infos) {
+		more = fmt.Sprintf(" (in %d of them)", counted)
+	}
+	return fmt.Sprintf("stores %d, pending %d%s", len(infos), pending, more)
+}
+
+func (d *devConsole) mergesPart(ctx context.Context) string {
+	merges := fmt.Sprintf("WorkflowType=%q", contract.MergeWalWorkflow)
+	done, err1 := d.count(ctx, merges+` AND ExecutionStatus="Completed"`)
+	running, err2 := d.count(ctx, merges+` AND ExecutionStatus="Running"`)
+	if err1 != nil || err2 != nil {
+		return "merges ?"
+	}
+	s := fmt.Sprintf("merges done %d, running %d", done, running)
+	resp, err := d.c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+		Query:    merges + ` AND ExecutionStatus!="Running"`,
+		PageSize: 1,
+	})
+	if err != nil || len(resp.GetExecutions()) == 0 {
+		return s
+	}
+	e := resp.GetExecutions()[0]
+	r := historyRunOf(e, uiLinks{})
+	tgt := observedString(e.GetSearchAttributes().GetIndexedFields()[contract.WalTargetName])
+	last := fmt.Sprintf("last merge %s %s", strOrDash(tgt), r.Result)
+	if r.Close != nil {
+		last += fmt.Sprintf(" %s ago", time.Since(*r.Close).Round(time.Second))
+	}
+	if r.Reclaimed != nil {
+		last += fmt.Sprintf(", reclaimed %d", *r.Reclaimed)
+	}
+	return s + " | " + last
+}
+
+func (d *devConsole) count(ctx context.Context, query string) (int64, error) {
+	resp, err := d.c.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Query: query})
+	if err != nil {
+		return 0, err
+	}
+	return resp.GetCount(), nil
+}
+
+// isTerminal reports whether w is a character device (a terminal), not a file or pipe.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// devServerError shortens a failed dev server start to one line: its full output is in
+// the server's log file already.
+func devServerError(err error, data string) error {
+	msg := err.Error()
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = strings.TrimSuffix(strings.TrimRight(msg[:i], " :;"), "; output")
+	}
+	return fmt.Errorf("%s (server output: %s)", msg, filepath.Join(data, "temporal.log"))
+}
+
+// temporalCLIHint is how the banner names the Temporal CLI: its full path when known.
+func temporalCLIHint(explicit string) string {
+	if p, err := devserver.FindCLI(explicit); err == nil {
+		return p
+	}
+	return "temporal"
+}
+
+// devConsoleStoreOptions open the console's own read-only view of the storage, so that the
+// summary never makes a worker's DB hold stores it does not serve.
+func devConsoleStoreOptions(logger *zap.Logger) store.Options {
+	opts := store.DefaultOptions()
+	opts.Logger = logger
+	opts.InstanceID = "walkeeper-dev-console"
+	return opts
+}

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// devLockFile is the lock `walkeeper dev` holds on its data directory for as long as it
+// runs. Two Temporal dev servers on one SQLite file stall each other (SQLITE_BUSY, "Failed
+// to lock shard") and two sets of workers share shards, so a second dev must refuse to start
+// anything; the lock is taken before Temporal starts.
+const devLockFile = "dev.lock"
+
+// lockHolder is who holds a data directory, written into the lock file by the holder so
+// that a refused second dev can name it.
+type lockHolder struct {
+	PID     int       `json:"pid"`
+	Started time.Time `json:"started"`
+	Command string    `json:"command"`
+}
+
+func (h lockHolder) String() string {
+	s := fmt.Sprintf("pid %d", h.PID)
+	if !h.Started.IsZero() {
+		s += ", started " + h.Started.Local().Format(time.DateTime)
+	}
+	if h.Command != "" {
+		s += fmt.Sprintf(", command %q", h.Command)
+	}
+	return s
+}
+
+// currentHolder describes this process.
+func currentHolder() lockHolder {
+	return lockHolder{PID: os.Getpid(), Started: time.Now(), Command: strings.Join(os.Args, " ")}
+}
+
+// dirLock is a held lock on a data directory. The lock is flock(2) on an open file: the
+// kernel drops it when the process dies however it dies, so a crashed dev never leaves a
+// stale lock behind (the file itself stays, with the last holder's description in it).
+type dirLock struct {
+	f    *os.File
+	path string
+}
+
+// dirLockedError says the data directory is held by another process.
+type dirLockedError struct {
+	dir    string
+	holder lockHolder
+	known  bool // the holder's description could be read
+}
+
+func (e *dirLockedError) Error() string {
+	who := "another process"
+	if e.known {
+		who = "walkeeper dev (" + e.holder.String() + ")"
+	}
+	return fmt.Sprintf("data directory %s is in use by %s; stop it first, or pass --data DIR for a second one", e.dir, who)
+}
+
+// lockDataDir takes the lock on dir for holder without waiting. It fails with a
+// *dirLockedError naming the holder when another open lock file holds it.
+func lockDataDir(dir string, holder lockHolder) (*dirLock, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	path := filepath.Join(dir, devLockFile)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	// A reader's probe (dataDirInUse) holds the lock shared for an instant: retry briefly
+	// before calling the directory taken.
+	for attempt := 0; ; attempt++ {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) || attempt == 4 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		h, herr := readHolder(f)
+		_ = f.Close()
+		return nil, &dirLockedError{dir: dir, holder: h, known: herr == nil}
+	}
+	if err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	// We hold it: replace the previous holder's description with ours.
+	b, _ := json.Marshal(holder)
+	if err := f.Truncate(0); err == nil {
+		_, err = f.WriteAt(append(b, '\n'), 0)
+	}
+	if err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("lock %s: write holder: %w", path, err)
+	}
+	return &dirLock{f: f, path: path}, nil
+}
+
+func readHolder(f *os.File) (lockHolder, error) {
+	var h lockHolder
+	b, err := io.ReadAll(io.NewSectionReader(f, 0, 4096))
+	if err != nil {
+		return h, err
+	}
+	if err := json.Unmarshal(b, &h); err != nil || h.PID == 0 {
+		return h, fmt.Errorf("no holder in lock file")
+	}
+	return h, nil
+}
+
+// Release drops the lock. The file stays: removing it would let a process that opened it
+// just before lock a file nobody else sees.
+func (l *dirLock) Release() {
+	if l == nil || l.f == nil {
+		return
+	}
+	_ = syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
+	_ = l.f.Close()
+	l.f = nil
+}
+
+// dataDirInUse reports whether a live dev holds dir, without disturbing it: it tries the
+// lock and, if it got it, drops it at once. Readers use it to tell a running dev's state
+// file from one a stopped dev left behind.
+func dataDirInUse(dir string) bool {
+	f, err := os.Open(filepath.Join(dir, devLockFile))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	err = syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB)
+	if err == nil {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		return false
+	}
+	return errors.Is(err, syscall.EWOULDBLOCK)
+}

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// A running `walkeeper dev` describes itself in <data>/dev.json, so the client commands
+// (status, history, merge, compact, queries) find its Temporal, storage and Web UI without
+// flags. The file is trusted only while dev's lock on the directory is held (devlock.go): a
+// file left behind by a dev that stopped or crashed is ignored.
+
+const (
+	devStateFile = "dev.json"
+	// devDataEnv names the data directory of the dev to read, for a dev started with --data.
+	devDataEnv = "WALKEEPER_DEV_DATA"
+	// uiEnv is the Temporal Web UI base URL for the links commands print.
+	uiEnv = "WALKEEPER_TEMPORAL_UI"
+	// defaultUIURL is where `temporal server start-dev` serves the Web UI by default.
+	defaultUIURL = "http://127.0.0.1:8233"
+)
+
+// devState is the content of dev.json.
+type devState struct {
+	PID         int       `json:"pid"`
+	Started     time.Time `json:"started"`
+	Command     string    `json:"command"`
+	Storage     string    `json:"storage"`
+	Temporal    string    `json:"temporal"`
+	Namespace   string    `json:"namespace"`
+	UI          string    `json:"ui,omitempty"`
+	HTTP        []string  `json:"http,omitempty"`
+	TemporalCLI string    `json:"temporal_cli,omitempty"`
+	Log         string    `json:"log,omitempty"`
+}
+
+// defaultDevDataDir is dev's --data default, or $WALKEEPER_DEV_DATA.
+func defaultDevDataDir() string {
+	if d := os.Getenv(devDataEnv); d != "" {
+		return d
+	}
+	return filepath.Join(".cache", "dev")
+}
+
+// writeDevState replaces dir/dev.json atomically (temp file + rename).
+func writeDevState(dir string, st devState) error {
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, ".dev.json-*")
+	if err != nil {
+		return fmt.Errorf("dev state: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(append(b, '\n')); err != nil {
+		_ = tmp.Close()
+		return fmt.Errorf("dev state: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("dev state: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), filepath.Join(dir, devStateFile)); err != nil {
+		return fmt.Errorf("dev state: %w", err)
+	}
+	return nil
+}
+
+// readDevState reads dir/dev.json if a live dev holds dir.
+func readDevState(dir string) (devState, bool) {
+	var st devState
+	if !dataDirInUse(dir) {
+		return st, false
+	}
+	b, err := os.ReadFile(filepath.Join(dir, devStateFile))
+	if err != nil || json.Unmarshal(b, &st) != nil || st.Temporal == "" {
+		return devState{}, false
+	}
+	return st, true
+}
+
+// devDefaults fills in, from a running dev, the Temporal address and namespace that neither
+// the command line nor the environment set. It returns the dev's state for the callers that
+// want more of it (storage, UI, HTTP).
+func (g *globalOptions) devDefaults(cmd *cobra.Command) (devState, bool) {
+	st, ok := readDevState(defaultDevDataDir())
+	if !ok {
+		return st, false
+	}
+	if !flagChanged(cmd.Flags(), "temporal") && os.Getenv("WALKEEPER_TEMPORAL") == "" {
+		g.temporal.HostPort = st.Temporal
+		if !flagChanged(cmd.Flags(), "namespace") && os.Getenv("WALKEEPER_NAMESPACE") == "" && st.Namespace != "" {
+			g.temporal.Namespace = st.Namespace
+		}
+	}
+	return st, true
+}
+
+// storageOrDev is the --storage value (flag or $WALKEEPER_STORAGE), else the running dev's.
+func storageOrDev(flag string, st devState, live bool) string {
+	if flag != "" || !live {
+		return flag
+	}
+	return st.Storage
+}
+
+// uiBaseOrDev is the --ui value (flag or $WALKEEPER_TEMPORAL_UI), else the running dev's
+// Web UI, else the dev server's default address.
+func uiBaseOrDev(flag string, st devState, live bool) string {
+	switch {
+	case flag != "":
+		return flag
+	case live && st.UI != "":
+		return st.UI
+	}
+	return defaultUIURL
+}
+
+// registerUIFlag adds --ui to a command that prints Web UI links.
+func registerUIFlag(cmd *cobra.Command, v *string) {
+	cmd.Flags().StringVar(v, "ui", os.Getenv(uiEnv),
+		"Temporal Web UI base URL for links (env "+uiEnv+"; default: the running dev's, else "+defaultUIURL+")")
+}

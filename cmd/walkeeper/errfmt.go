@@ -1,0 +1,180 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/walkeeper/walkeeper/target"
+	"github.com/walkeeper/walkeeper/worker"
+)
+
+// Errors said once: every failure of a command is printed as one line, "walkeeper: <line>".
+// errorLine builds that line from an error chain that may repeat itself (each layer adding
+// the context it knows, some of which an inner layer already said) and that may carry a
+// Temporal failure chain (WorkflowExecutionError -> ActivityError -> ApplicationError ->
+// ...), whose Error() text names every layer with its type and retry flags.
+
+// errorLine renders err as one line: our own context, then the innermost cause of a
+// Temporal failure chain, with sentinel marks that add nothing ("invalid input: ") and
+// repeated segments dropped, and only the first line of a multi-line message.
+func errorLine(err error) string {
+	msg := err.Error()
+	if outer, cause, ok := temporalCause(err); ok {
+		// Keep what we said around the Temporal error, replace its text by its cause.
+		if i := strings.Index(msg, outer.Error()); i >= 0 {
+			msg = msg[:i] + cause
+		} else {
+			msg = cause
+		}
+	}
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = msg[:i]
+	}
+	msg = dedupeSegments(msg)
+	return strings.TrimRight(msg, " :;")
+}
+
+// temporalCause finds the outermost Temporal failure in err's chain and says its chain once:
+// the messages of its failures, outermost first, each dropped when an earlier one already
+// contains it. An activity's ApplicationError carries the Go error's whole text as its
+// message and that error's chain again as its causes ("store x: blob get k: not found", then
+// "blob get k: not found", then "not found"); the wrappers (WorkflowExecutionError,
+// ActivityError) carry only ids and types. So a failed merge reads
+// "store generic:x: blob get ...: not found", not five layers of it.
+func temporalCause(err error) (outer error, cause string, ok bool) {
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if isTemporalFailure(e) {
+			outer = e
+			break
+		}
+	}
+	if outer == nil {
+		return nil, "", false
+	}
+	var said []string
+	add := func(m string) {
+		for _, s := range said {
+			if strings.Contains(s, m) {
+				return
+			}
+		}
+		said = append(said, m)
+	}
+	for e := outer; e != nil; e = errors.Unwrap(e) {
+		if m := failureMessage(e); m != "" {
+			add(m)
+		} else if !isTemporalFailure(e) {
+			// A plain Go error below the failures (in-process, e.g. the test
+			// environment): its text includes whatever it wraps.
+			add(e.Error())
+			break
+		}
+	}
+	if len(said) == 0 {
+		return outer, outer.Error(), true
+	}
+	return outer, strings.Join(said, ": "), true
+}
+
+func isTemporalFailure(e error) bool {
+	switch e.(type) {
+	case *temporal.WorkflowExecutionError, *temporal.ApplicationError, *temporal.ActivityError,
+		*temporal.TimeoutError, *temporal.CanceledError, *temporal.TerminatedError,
+		*temporal.PanicError, *temporal.ServerError, *temporal.ChildWorkflowExecutionError:
+		return true
+	}
+	return false
+}
+
+// failureMessage is a failure's own message without the extras Error() adds; "" for the
+// wrapper failures that only carry a cause.
+func failureMessage(e error) string {
+	switch x := e.(type) {
+	case *temporal.ApplicationError:
+		return x.Message()
+	case *temporal.TimeoutError:
+		return x.Message()
+	case *temporal.ServerError:
+		return x.Message()
+	case *temporal.CanceledError, *temporal.TerminatedError, *temporal.PanicError:
+		return x.Error()
+	}
+	return ""
+}
+
+// markSegments are error texts that only mark a class (for errors.Is) and say nothing a
+// reader needs when more follows them.
+var markSegments = map[string]bool{
+	target.ErrInvalidInput.Error(): true,
+}
+
+// dedupeSegments drops every ": "-separated segment that repeats an earlier one, and mark
+// segments that are not last: "target \"x\": invalid input: target \"x\": want ..." reads
+// "target \"x\": want ...".
+func dedupeSegments(msg string) string {
+	segs := strings.Split(msg, ": ")
+	seen := make(map[string]bool, len(segs))
+	out := segs[:0]
+	for i, s := range segs {
+		key := strings.TrimSpace(s)
+		if seen[key] || (markSegments[key] && i < len(segs)-1) {
+			continue
+		}
+		seen[key] = true
+		out = append(out, s)
+	}
+	return strings.Join(out, ": ")
+}
+
+// exitCodeOf maps an error to the exit status: 2 for bad usage and bad input (a malformed
+// target, a store that does not exist), 1 for every other failure.
+func exitCodeOf(err error) int {
+	var missing *storeMissingError
+	if isUsageError(err) || errors.Is(err, target.ErrInvalidInput) || errors.As(err, &missing) {
+		return exitUsage
+	}
+	return exitFailure
+}
+
+// temporalUnreachable turns a dial failure into one line that says where we looked, the
+// transport's own last word (e.g. "connection refused") and what to do about it.
+func temporalUnreachable(tc worker.TemporalConfig, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &unreachableError{hostPort: tc.HostPort, namespace: tc.Namespace, err: err}
+}
+
+type unreachableError struct {
+	hostPort, namespace string
+	err                 error
+}
+
+func (e *unreachableError) Error() string {
+	ns := e.namespace
+	if ns == "" {
+		ns = worker.DefaultTemporalNamespace
+	}
+	return fmt.Sprintf("cannot reach Temporal at %s (namespace %s): %s; start one with 'walkeeper dev' or pass --temporal HOST:PORT",
+		e.hostPort, ns, transportCause(e.err))
+}
+
+func (e *unreachableError) Unwrap() error { return e.err }
+
+// transportCause is the last word of a gRPC dial error, whose text nests the same failure
+// several times ("failed reaching server: last connection error: connection error: desc =
+// \"transport: Error while dialing: dial tcp 127.0.0.1:1: connect: connection refused\"").
+func transportCause(err error) string {
+	msg := strings.TrimSpace(err.Error())
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = msg[:i]
+	}
+	msg = strings.TrimRight(msg, `"`)
+	if i := strings.LastIndex(msg, ": "); i >= 0 && i+2 < len(msg) {
+		msg = msg[i+2:]
+	}
+	return msg
+}

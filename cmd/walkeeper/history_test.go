@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/internal/testtemporal"
+	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/worker"
+)
+
+// TestHistoryAgainstTemporal runs real merges and a compaction through a real worker on a
+// real dev server, then reads them back with `walkeeper history` (table and JSON, paged by
+// --limit); a MergeWal started for a missing store without the CLI's pre-check fails, and its
+// error is printed as one line, unwrapped to its cause. Every `walkeeper queries` query is
+// accepted by the server's visibility.
+func TestHistoryAgainstTemporal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Temporal dev server")
+	}
+	noDev(t)
+	hostPort, tc := testtemporal.Start(t)
+	storage := "file://" + filepath.ToSlash(filepath.Join(t.TempDir(), "storage"))
+	cfg := worker.DefaultConfig()
+	cfg.Instance = "history"
+	cfg.Storage = storage
+	cfg.Listen = "127.0.0.1:0"
+	cfg.FlushInterval = time.Hour // seals only by the flush calls below
+	cfg.SweepInterval = 0
+	w, err := worker.New(cfg, zaptest.NewLogger(t), tc)
+	require.NoError(t, err)
+	require.NoError(t, w.Start(context.Background()))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		assert.NoError(t, w.Stop(ctx))
+	})
+	base := "http://" + w.HTTPAddr()
+	post := func(path, body string) {
+		t.Helper()
+		res, err := http.Post(base+path, "application/json", strings.NewReader(body))
+		require.NoError(t, err)
+		res.Body.Close()
+		require.Less(t, res.StatusCode, 300, "POST %s: %s", path, res.Status)
+	}
+	post("/api/v1/stores/generic/h", `{"fields":[{"name":"id","type":"string"}]}`)
+	for i := range 3 {
+		post("/api/v1/stores/generic/h/rows", fmt.Sprintf(`[{"id":"r%d"}]`, i))
+		post("/api/v1/stores/generic/h/flush", "")
+	}
+
+	cli := func(args ...string) (int, string, string) {
+		t.Helper()
+		return runCLI(t, append(args, "--temporal", hostPort)...)
+	}
+	code, out, errOut := cli("merge", "generic:h", "--wait", "--storage", storage)
+	require.Equal(t, exitOK, code, "%s%s", out, errOut)
+	code, out, errOut = cli("compact", "generic:h", "--wait", "--storage", storage)
+	require.Equal(t, exitOK, code, "%s%s", out, errOut)
+
+	// No storage known: no pre-check, so the workflow itself meets the missing store. Its
+	// failure chain is printed as one line: our context, then the innermost cause.
+	code, _, errOut = cli("merge", "generic:nope", "--wait", "--timeout", "90s")
+	assert.Equal(t, exitFailure, code, errOut)
+	line := firstLine(errOut)
+	t.Logf("merge of a missing store, no pre-check: %s", line)
+	assert.True(t, strings.HasPrefix(line, "walkeeper: MergeWal generic:nope (workflow merge-wal/generic/nope, run "), line)
+	assert.NotContains(t, line, "(type:")
+	assert.NotContains(t, line, "retryable")
+	assert.NotContains(t, line, "workflow execution error")
+	_, cause, _ := strings.Cut(line, "): ")
+	assert.Contains(t, cause, "generic:nope", "the cause names the store")
+
+	const ui = "http://ui.test:8233/"
+	var runs []historyRun
+	require.Eventually(t, func() bool {
+		code, out, _ := cli("history", "generic:h", "--json", "--ui", ui)
+		runs = nil
+		return code == exitOK && json.Unmarshal([]byte(out), &runs) == nil && len(runs) == 2 &&
+			runs[0].Close != nil && runs[1].Close != nil
+	}, 30*time.Second, 250*time.Millisecond, "history of generic:h: %+v", runs)
+	types := map[string]historyRun{}
+	for _, r := range runs {
+		types[r.Workflow] = r
+		assert.Equal(t, "Completed", r.Result)
+		require.NotNil(t, r.DurationSec)
+		assert.GreaterOrEqual(t, *r.DurationSec, 0.0)
+		assert.Equal(t, fmt.Sprintf("http://ui.test:8233/namespaces/default/workflows/%s/%s/history",
+			strings.ReplaceAll(r.WorkflowID, "/", "%2F"), r.RunID), r.URL)
+	}
+	require.Contains(t, types, "MergeWal")
+	require.Contains(t, types, "CompactBase")
+	assert.Equal(t, "merge-wal/generic/h", types["MergeWal"].WorkflowID)
+	assert.Equal(t, "compact/generic/h", types["CompactBase"].WorkflowID)
+
+	code, out, errOut = cli("history", "generic:h", "--ui", ui)
+	require.Equal(t, exitOK, code, errOut)
+	t.Logf("walkeeper history generic:h:\n%s", out)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 3, out)
+	assert.Regexp(t, `^WHEN\s+WORKFLOW\s+TRIGGER\s+PENDING AT START\s+RECLAIMED\s+BYTES\s+DURATION\s+RESULT\s+WEB UI$`, lines[0])
+	for _, l := range lines[1:] {
+		assert.Regexp(t, `^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s+(MergeWal|CompactBase)\s+\S+\s+\S+\s+\S+\s+.+\s+Completed\s+http://ui\.test:8233/namespaces/default/workflows/`, l)
+	}
+
+	// --limit reads no more than asked and says so.
+	code, out, _ = cli("history", "generic:h", "--limit", "1")
+	require.Equal(t, exitOK, code)
+	lines = strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 3, out)
+	assert.Equal(t, "(the newest 1 runs; --limit N for more)", lines[2])
+
+	require.Eventually(t, func() bool {
+		code, out, _ := cli("history", "generic:nope")
+		return code == exitOK && strings.Contains(out, "MergeWal") && strings.Contains(out, "Failed")
+	}, 30*time.Second, 250*time.Millisecond)
+	code, out, _ = cli("history", "generic:none")
+	assert.Equal(t, exitOK, code)
+	assert.Equal(t, "No MergeWal or CompactBase runs of generic:none on record in namespace default.\n", out)
+
+	// dev's console summary over the same server and storage.
+	sdb, err := store.OpenDB(t.Context(), storage, devConsoleStoreOptions(zaptest.NewLogger(t)))
+	require.NoError(t, err)
+	defer func() { _ = sdb.Close(context.Background()) }()
+	summary := newDevConsole(nil, tc, sdb, "http://ui.test:8233").summary(t.Context())
+	t.Logf("dev console: %s", summary)
+	assert.Regexp(t, `^\d\d:\d\d:\d\d \| stores 1, pending 0 \| merges done 1, running 0 \| last merge generic:(h Completed|nope Failed) \d+s ago \| UI http://ui.test:8233$`, summary)
+
+	// The saved views' queries use the workflow side's attributes (contract/observe.go);
+	// register the ones this server lacks, as a worker does, and have visibility parse each.
+	ctx := t.Context()
+	_, err = tc.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
+		Namespace: "default",
+		SearchAttributes: map[string]enumspb.IndexedValueType{
+			contract.WalTriggerName:        enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+			contract.WalPendingAtStartName: enumspb.INDEXED_VALUE_TYPE_INT,
+		},
+	})
+	if err != nil && !strings.Contains(err.Error(), "already") {
+		require.NoError(t, err)
+	}
+	h := store.Target{Kind: store.KindGeneric, Name: "h"}
+	for _, v := range append(savedViews(nil, time.Minute, 100), savedViews(&h, 30*time.Second, 5)...) {
+		require.Eventually(t, func() bool {
+			_, err := tc.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Namespace: "default", Query: v.query})
+			if err != nil {
+				t.Logf("%s: %v", v.query, err)
+			}
+			return err == nil
+		}, 20*time.Second, 500*time.Millisecond, "query of %q", v.name)
+	}
+	resp, err := tc.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Namespace: "default",
+		Query: savedViews(&h, time.Minute, 100)[0].query})
+	require.NoError(t, err)
+	assert.EqualValues(t, 2, resp.GetCount(), "merges and compactions of generic:h")
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/store"
+)
+
+// triggerValues are the WalTrigger values, in the order `queries` lists them.
+var triggerValues = []string{
+	contract.TriggerCount, contract.TriggerSweepAge, contract.TriggerSweepCount,
+	contract.TriggerHTTP, contract.TriggerCLI, contract.TriggerSchedule, contract.TriggerBackPressure,
+}
+
+func newQueriesCmd(g *globalOptions) *cobra.Command {
+	var (
+		ui         string
+		slowerThan time.Duration
+		behind     int
+	)
+	cmd := &cobra.Command{
+		Use:   "queries [TARGET]",
+		Short: "Print the Temporal visibility queries of useful saved views, with Web UI links",
+		Long: `Print the visibility queries worth saving as views in Temporal Web: merges by store, by
+trigger, the slowest, the failed ones, the stores that were far behind, and what runs now.
+Each comes with its Web UI link (paste the query into the search box of Workflows, then
+"Save as view"). With TARGET (<kind>:<name>) every query is narrowed to that store.
+
+Nothing is contacted: the command only prints. The links use --ui, else the running
+'walkeeper dev''s Web UI, else ` + defaultUIURL + `.`,
+		Example: `  walkeeper queries
+  walkeeper queries generic:demo --slower-than 30s`,
+		Args: args(cobra.MaximumNArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			var t *store.Target
+			if len(a) == 1 {
+				pt, err := parseTarget(a[0])
+				if err != nil {
+					return err
+				}
+				t = &pt
+			}
+			if slowerThan <= 0 {
+				return usagef("--slower-than must be positive")
+			}
+			st, live := g.devDefaults(cmd)
+			links := uiLinks{base: uiBaseOrDev(ui, st, live), namespace: g.temporal.Namespace}
+			cli := "temporal"
+			if live && st.TemporalCLI != "" {
+				cli = st.TemporalCLI
+			}
+			return writeQueries(cmd.OutOrStdout(), savedViews(t, slowerThan, behind), links, cli, g.temporal.HostPort, g.temporal.Namespace)
+		},
+	}
+	registerUIFlag(cmd, &ui)
+	cmd.Flags().DurationVar(&slowerThan, "slower-than", time.Minute, "what \"slow\" means for the slowest-runs view")
+	cmd.Flags().IntVar(&behind, "behind", 100, "pending generations at start that make a store \"far behind\"")
+	return cmd
+}
+
+// savedView is one query worth saving in Temporal Web.
+type savedView struct {
+	name, query string
+}
+
+// savedViews lists the views, narrowed to t when it is set.
+func savedViews(t *store.Target, slowerThan time.Duration, behind int) []savedView {
+	both := fmt.Sprintf("(WorkflowType=%q OR WorkflowType=%q)", contract.MergeWalWorkflow, contract.CompactBaseWorkflow)
+	merges := fmt.Sprintf("WorkflowType=%q", contract.MergeWalWorkflow)
+	scope, of := "", ""
+	if t != nil {
+		scope = fmt.Sprintf("%s=%q AND ", contract.WalTargetName, t.String())
+		of = " of " + t.String()
+	}
+	var v []savedView
+	if t != nil {
+		v = append(v, savedView{"merges and compactions" + of, scope + both})
+	} else {
+		v = append(v, savedView{"merges of one store (replace the target)",
+			fmt.Sprintf("%s=%q AND %s", contract.WalTargetName, "generic:demo", merges)})
+		v = append(v, savedView{"merges of one kind", fmt.Sprintf("%s=%q AND %s", contract.WalKindName, "generic", merges)})
+	}
+	for _, tr := range triggerValues {
+		v = append(v, savedView{"merges" + of + " triggered by " + tr,
+			fmt.Sprintf("%s%s AND %s=%q", scope, merges, contract.WalTriggerName, tr)})
+	}
+	v = append(v,
+		savedView{fmt.Sprintf("the slowest: runs%s that took longer than %s", of, slowerThan),
+			fmt.Sprintf("%s%s AND ExecutionDuration > %q", scope, both, slowerThan.String())},
+		savedView{"the failed ones" + of,
+			fmt.Sprintf(`%s%s AND (ExecutionStatus="Failed" OR ExecutionStatus="TimedOut" OR ExecutionStatus="Terminated")`, scope, both)},
+		savedView{fmt.Sprintf("merges%s that started with more than %d pending generations", of, behind),
+			fmt.Sprintf("%s%s AND %s > %d", scope, merges, contract.WalPendingAtStartName, behind)},
+		savedView{"running now" + of, fmt.Sprintf(`%s%s AND ExecutionStatus="Running"`, scope, both)},
+	)
+	return v
+}
+
+func writeQueries(out io.Writer, views []savedView, links uiLinks, cli, hostPort, ns string) error {
+	fmt.Fprintf(out, "Saved views for Temporal Web (namespace %s): paste a query into the Workflows search box, then \"Save as view\".\n", ns)
+	for _, v := range views {
+		fmt.Fprintf(out, "\n%s\n  %s\n  %s\n", v.name, v.query, links.list(v.query))
+	}
+	if len(views) > 0 {
+		fmt.Fprintf(out, "\nFrom a terminal, e.g.:\n  %s workflow list --address %s --namespace %s --query '%s'\n",
+			cli, hostPort, ns, strings.ReplaceAll(views[0].query, "'", `'\''`))
+	}
+	_, err := fmt.Fprintln(out, "\nThe trigger, pending-at-start, reclaimed and bytes values of each run: walkeeper history TARGET")
+	return err
+}

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	workflowpb "go.temporal.io/api/workflow/v1"
+	"go.temporal.io/sdk/converter"
+
+	"github.com/walkeeper/walkeeper/contract"
+)
+
+// printLiveStatus prints the answer of a running workflow's status query as a formatted
+// block: the run's phase and why it waits, then (MergeWal) one row per shard. tw holds the
+// "key\tvalue" lines printed so far and is flushed here.
+//
+// The answer is completed with the server's pending activities first: the workflow cannot
+// see that no worker has picked an activity up (waiting for a slot, or for a shard's worker),
+// the server can (contract.MergeWalStatus.ApplyPending).
+func printLiveStatus(tw *tabwriter.Writer, out io.Writer, typ string, v converter.EncodedValue, pending []*workflowpb.PendingActivityInfo) error {
+	switch typ {
+	case contract.MergeWalWorkflow:
+		var st contract.MergeWalStatus
+		if err := v.Get(&st); err != nil {
+			fmt.Fprintf(tw, "  live status\tundecodable: %v\n", err)
+			return tw.Flush()
+		}
+		st.ApplyPending(pending, time.Now())
+		return printMergeStatus(tw, out, st)
+	case contract.CompactBaseWorkflow:
+		var st contract.CompactBaseStatus
+		if err := v.Get(&st); err != nil {
+			fmt.Fprintf(tw, "  live status\tundecodable: %v\n", err)
+			return tw.Flush()
+		}
+		st.ApplyPending(pending, time.Now())
+		fmt.Fprintf(tw, "  phase\t%s, pass %d\n", dash(st.Phase), st.Pass)
+		fmt.Fprintf(tw, "  runs left\t%d\n", st.RunsLeft)
+		fmt.Fprintf(tw, "  blocked\t%s\n", dash(st.Blocked))
+		printInFlight(tw, st.InFlight)
+		return tw.Flush()
+	}
+	fmt.Fprintf(tw, "  live status\tno view for workflow type %s\n", typ)
+	return tw.Flush()
+}
+
+func printMergeStatus(tw *tabwriter.Writer, out io.Writer, st contract.MergeWalStatus) error {
+	phase := dash(st.Phase)
+	if st.WorkflowRun > 1 {
+		phase += fmt.Sprintf(" (workflow run %d of the continue-as-new chain)", st.WorkflowRun)
+	}
+	fmt.Fprintf(tw, "  phase\t%s\n", phase)
+	if st.Shard != "" {
+		fmt.Fprintf(tw, "  last step\tshard %s, pass %d\n", st.Shard, st.Pass)
+	}
+	fmt.Fprintf(tw, "  pending\t%d generations\n", st.Pending)
+	fmt.Fprintf(tw, "  reclaimed\t%d generations so far\n", st.Reclaimed)
+	fmt.Fprintf(tw, "  blocked\t%s\n", dash(st.Blocked))
+	printInFlight(tw, st.InFlight)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(st.Shards) == 0 {
+		return nil
+	}
+	fmt.Fprintln(out)
+	sw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(sw, "  SHARD\tPHASE\tPENDING\tPASSES\tRECLAIMED\tQUEUE\tWAITING ON / ERROR")
+	for _, sh := range st.Shards {
+		note := sh.Blocked
+		if sh.Error != "" {
+			note = sh.Error
+		}
+		fmt.Fprintf(sw, "  %s\t%s\t%d\t%d\t%d\t%s\t%s\n", sh.Shard, dash(sh.Phase), sh.Pending, sh.Passes, sh.Reclaimed, dash(sh.Queue), dash(note))
+	}
+	return sw.Flush()
+}
+
+// printInFlight lists the activities the run waits on, one line each.
+func printInFlight(tw io.Writer, acts []contract.InFlightActivity) {
+	for i, a := range acts {
+		key := ""
+		if i == 0 {
+			key = "in flight"
+		}
+		where := a.Queue
+		if a.Shard != "" {
+			where = "shard " + a.Shard + " on " + a.Queue
+		}
+		fmt.Fprintf(tw, "  %s\t%s (%s)\n", key, a.Activity, where)
+	}
+}
+
+// dash is s, or "-" for an empty s.
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

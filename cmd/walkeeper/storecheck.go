@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+
+	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/store"
+)
+
+// storeMissingError refuses a merge or compaction of a store that is not registered, before
+// anything starts in Temporal: no Failed run is left behind. Exit status 2 (bad input).
+type storeMissingError struct {
+	target store.Target
+	worker string // a worker's HTTP base URL for the create hint, or ""
+}
+
+func (e *storeMissingError) Error() string {
+	return contract.MissingStoreMessage(e.target, e.worker)
+}
+
+// checkStoreExists opens the registry at storage and refuses a target that is not in it.
+// With no storage known it checks nothing: the workflow then refuses the missing store
+// itself, once, non-retryably.
+func checkStoreExists(ctx context.Context, storage string, t store.Target, worker string, logger *zap.Logger) error {
+	if storage == "" {
+		return nil
+	}
+	opts := store.DefaultOptions()
+	opts.Logger = logger
+	opts.InstanceID = "walkeeper-cli"
+	db, err := store.OpenDB(ctx, storage, opts)
+	if err != nil {
+		return fmt.Errorf("open storage %s: %w", storage, err)
+	}
+	defer func() { _ = db.Close(context.Background()) }()
+	if _, err := db.Open(ctx, t); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return &storeMissingError{target: t, worker: worker}
+		}
+		return fmt.Errorf("check store %s in %s: %w", t, storage, err)
+	}
+	return nil
+}
+
+// firstOr is s[0], or "" for an empty s.
+func firstOr(s []string) string {
+	if len(s) == 0 {
+		return ""
+	}
+	return s[0]
+}
+
+// registerStorageCheckFlag adds --storage to merge and compact, read only to refuse a
+// missing store before anything starts.
+func registerStorageCheckFlag(cmd *cobra.Command, v *string) {
+	cmd.Flags().StringVar(v, "storage", os.Getenv("WALKEEPER_STORAGE"),
+		"storage root URL, read to refuse a store that does not exist before starting (env WALKEEPER_STORAGE; default: the running dev's)")
+}
+
+// precheckStore applies a running dev's defaults and refuses a missing store (see
+// checkStoreExists) before a merge or compaction is started.
+func (g *globalOptions) precheckStore(ctx context.Context, cmd *cobra.Command, storage string, t store.Target) error {
+	st, live := g.devDefaults(cmd)
+	logger, err := g.logger("warn")
+	if err != nil {
+		return err
+	}
+	return checkStoreExists(ctx, storageOrDev(storage, st, live), t, firstOr(st.HTTP), logger)
+}

@@ -57,6 +57,9 @@ func Register(r worker.ActivityRegistry, a *Activities) {
 	reg(a.CompactBase, contract.CompactBaseActivity)
 	reg(a.ScanStats, contract.ScanStatsActivity)
 	reg(a.StartWorkflows, contract.StartWorkflowsActivity)
+	reg(a.ScanDemand, contract.ScanDemandActivity)
+	reg(a.ReconcilePage, contract.ReconcilePageActivity)
+	reg(a.RecordMaintenance, contract.RecordMaintenanceActivity)
 }
 
 func (a *Activities) logger() *zap.Logger {

@@ -32,6 +32,11 @@ type MaintenanceSweepInput struct {
 	// ScanConcurrency bounds the store stats one ScanStats activity reads at once
 	// (0 = the activity's default, 8).
 	ScanConcurrency int `json:"scan_concurrency,omitempty"`
+	// Discovery picks how the sweep finds stores in debt: DiscoveryDemand ("" = default)
+	// lists the demand index (cost follows the debt); DiscoveryScan reads every store's
+	// stats (ScanStats, cost follows the fleet: the design before the index, kept for the
+	// fleet benchmark and as an escape hatch).
+	Discovery string `json:"discovery,omitempty"`
 }
 
 // MaintenanceSweepResult reports one sweep.
@@ -47,6 +52,14 @@ type MaintenanceSweepResult struct {
 	SkippedOmitted int         `json:"skipped_omitted,omitempty"`
 	// ScanErrors lists kinds whose scan failed as a whole.
 	ScanErrors []string `json:"scan_errors,omitempty"`
+	// Discovery is how the stores were found (DiscoveryDemand or DiscoveryScan; "" in runs
+	// recorded before the demand index).
+	Discovery string `json:"discovery,omitempty"`
+	// StoresWithDebt counts the stores with demand records, DemandRecords the records
+	// listed, and Qualified the stores over a threshold (demand discovery only).
+	StoresWithDebt int `json:"stores_with_debt,omitempty"`
+	DemandRecords  int `json:"demand_records,omitempty"`
+	Qualified      int `json:"qualified,omitempty"`
 }
 
 // SweepStart is one workflow the sweep started or attached to.

@@ -46,6 +46,9 @@ var wireTypes = []any{
 	CompactBaseInput{}, CompactBaseResult{}, CompactBaseStatus{},
 	MaintenanceSweepInput{}, MaintenanceSweepResult{}, SweepStart{}, SweepSkip{},
 	MergeWalTickInput{}, MergeWalTickResult{},
+	ScanDemandParams{}, ScanDemandResult{}, ScanDemandProgress{}, DemandTarget{},
+	ReconcileCursor{}, ReconcilePageParams{}, ReconcilePageResult{}, ReconcileCounts{}, StoreProblem{},
+	ReconcileDemandInput{}, ReconcileDemandResult{}, RecordMaintenanceParams{},
 }
 
 func TestWireShape(t *testing.T) {
@@ -160,6 +163,7 @@ var (
 		CompactBaseWorkflow:      {CompactBaseInput{}, CompactBaseResult{}},
 		MaintenanceSweepWorkflow: {MaintenanceSweepInput{}, MaintenanceSweepResult{}},
 		MergeWalTickWorkflow:     {MergeWalTickInput{}, MergeWalTickResult{}},
+		ReconcileDemandWorkflow:  {ReconcileDemandInput{}, ReconcileDemandResult{}},
 	}
 	activityPayloads = map[string][2]any{
 		ListPendingShardsActivity: {ListPendingShardsParams{}, ListPendingShardsResult{}},
@@ -169,6 +173,9 @@ var (
 		CompactBaseActivity:       {CompactPassParams{}, CompactPassResult{}},
 		ScanStatsActivity:         {ScanStatsParams{}, ScanStatsResult{}},
 		StartWorkflowsActivity:    {StartWorkflowsParams{}, StartWorkflowsResult{}},
+		ScanDemandActivity:        {ScanDemandParams{}, ScanDemandResult{}},
+		ReconcilePageActivity:     {ReconcilePageParams{}, ReconcilePageResult{}},
+		RecordMaintenanceActivity: {RecordMaintenanceParams{}, nil}, // returns only an error
 	}
 )
 
@@ -259,7 +266,7 @@ func TestRecordedHistoriesDecode(t *testing.T) {
 		}
 	}
 	// The histories must exercise the prepared-merge wire type, or this test proves little.
-	for _, name := range []string{"PrepareResult", "CommitParams", "MergeWalInput", "MergeWalResult", "ScanStatsResult"} {
+	for _, name := range []string{"PrepareResult", "CommitParams", "MergeWalInput", "MergeWalResult", "ScanStatsResult", "ScanDemandResult", "ReconcilePageResult"} {
 		if decoded[name] == 0 {
 			t.Errorf("no recorded %s payload decoded; the histories no longer cover it", name)
 		}

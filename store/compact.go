@@ -111,7 +111,7 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 	res := CompactResult{BaseVersion: base.Version, RunsLeft: len(base.Runs)}
 	if inputs == nil {
 		s.countCompact("noop")
-		return res, nil
+		return res, s.afterCompactDemand(ctx, len(base.Runs))
 	}
 	files := make([]*sortedFile, len(inputs))
 	for i, r := range inputs {
@@ -172,6 +172,7 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 		return res, err
 	}
 	res.Committed, res.BaseVersion, res.RunsLeft = true, version, left
+	_ = s.afterCompactDemand(ctx, left) // a stale marker costs one needless CompactBase start
 	// INVARIANT: the inputs are deleted only after the manifest replacing them is published.
 	for _, r := range inputs {
 		_ = s.db.bucket.Delete(ctx, r.Path)

@@ -44,6 +44,10 @@ type Options struct {
 	GroupCommitMaxRows int
 	// CacheBytes bounds decoded generations and runs kept for reads (default 256 MiB).
 	CacheBytes int64
+	// CompactDemandRuns: a merge commit that leaves the base with at least this many runs
+	// writes the store's compaction marker in the demand index, which the sweep reads
+	// instead of every store's base manifest (default 32, 0 = no marker).
+	CompactDemandRuns int
 	// Now is the clock (tests); defaults to time.Now.
 	Now func() time.Time
 }
@@ -58,6 +62,7 @@ func DefaultOptions() Options {
 		PendingWarn:         256,
 		PendingMax:          4096,
 		MaxRowBytes:         1 << 20,
+		CompactDemandRuns:   32,
 	}
 	o.EnsureDefaults()
 	return o
@@ -361,37 +366,60 @@ func (db *DB) Resident() []*Store {
 // were never sealed (a crash or kill), replays them and seals them, so that they become
 // visible to every reader even if this process never writes to that store again.
 func (db *DB) Recover(ctx context.Context) (int, error) {
-	infos, err := db.List(ctx, "")
-	if err != nil {
-		return 0, err
-	}
-	recovered := 0
+	// Page through the registry: a worker's memory at start must not grow with the fleet.
+	// The requests still do (one WAL listing per store), which is why this runs once, in the
+	// background, at start.
+	recovered, failed := 0, 0
 	var errs []error
-	for _, info := range infos {
-		objs, err := db.bucket.List(ctx, walPrefix(info.Target, db.shard))
-		if err != nil {
+	fail := func(err error) {
+		if failed++; len(errs) < maxRecoverErrors {
 			errs = append(errs, err)
-			continue
 		}
-		if len(objs) == 0 {
-			continue
+	}
+	for _, kind := range Kinds {
+		for after := ""; ; {
+			page, err := db.ListStores(ctx, kind, after, MaxListPage)
+			if err != nil {
+				fail(err)
+				break
+			}
+			for _, info := range page.Stores {
+				objs, err := db.bucket.List(ctx, walPrefix(info.Target, db.shard))
+				if err != nil {
+					fail(err)
+					continue
+				}
+				if len(objs) == 0 {
+					continue
+				}
+				s, err := db.Open(ctx, info.Target)
+				if err != nil {
+					fail(err)
+					continue
+				}
+				res, err := s.Flush(ctx)
+				if err != nil {
+					fail(fmt.Errorf("recover %s: %w", info.Target, err))
+					continue
+				}
+				if res.Sealed {
+					recovered++
+				}
+			}
+			if page.Next == "" {
+				break
+			}
+			after = page.Next
 		}
-		s, err := db.Open(ctx, info.Target)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		res, err := s.Flush(ctx)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("recover %s: %w", info.Target, err))
-			continue
-		}
-		if res.Sealed {
-			recovered++
-		}
+	}
+	if failed > len(errs) {
+		errs = append(errs, fmt.Errorf("and %d more recovery errors", failed-len(errs)))
 	}
 	return recovered, errors.Join(errs...)
 }
+
+// maxRecoverErrors bounds the errors Recover returns (the rest are counted).
+const maxRecoverErrors = 10
 
 // Close seals every resident writer's memtable and closes the bucket.
 func (db *DB) Close(ctx context.Context) error {

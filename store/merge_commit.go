@@ -123,6 +123,7 @@ func (s *Store) Commit(ctx context.Context, p *PreparedMerge) (CommitResult, err
 	res.Reclaimed = reclaimed
 	deleteStart := time.Now()
 	res.Deleted, _ = s.deleteMergedGenerations(ctx, p.Shard, p.Through)
+	s.afterMergeDemand(ctx, p.Shard, p.Through, res.Runs)
 	s.observePhase("delete", deleteStart)
 	if res.AlreadyCommitted {
 		if err := s.dropUnreferencedStaged(ctx, p); err != nil {
@@ -185,7 +186,7 @@ func (s *Store) publishMerge(ctx context.Context, p *PreparedMerge) (CommitResul
 		hold, err := s.lockAndPublishBase(ctx, next)
 		res.LockHold += hold
 		if err == nil {
-			res.BaseVersion = next.Version
+			res.BaseVersion, res.Runs = next.Version, len(next.Runs)
 			s.observeLock(res.LockHold)
 			return res, nil
 		}

@@ -301,6 +301,9 @@ func (s *Store) readGenForMerge(ctx context.Context, p, checksum string) (_ *sor
 // reconcile repairs a crash between a base commit and its drain: generations at or below
 // the watermark are already in the base, so they are drained and their files deleted.
 func (s *Store) reconcile(ctx context.Context, shard string, sm *shardManifest, wm uint64) error {
+	// Stale and orphan demand records of the shard go too (best effort: they cost at most a
+	// needless MergeWal start, and reconcile retries).
+	_, _ = s.cleanDemand(ctx, shard, sm, wm, false)
 	covered := sm.coveredBy(wm)
 	if len(covered) == 0 {
 		return nil

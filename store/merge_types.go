@@ -64,6 +64,8 @@ type CommitResult struct {
 	AlreadyCommitted bool          `json:"already_committed"`
 	LockHold         time.Duration `json:"lock_hold"`
 	Deleted          int           `json:"deleted"`
+	// Runs is the base's run count after the commit (0 when already committed).
+	Runs int `json:"runs,omitempty"`
 }
 
 // AbortResult reports one abort.

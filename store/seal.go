@@ -137,6 +137,7 @@ type sealedGen struct {
 // (the object written last makes it live). It refuses if another writer claimed the shard.
 func (w *writer) publishSeal(ctx context.Context, g *sealedGen, replayAfter uint64) (*shardManifest, error) {
 	written := ""
+	recorded := uint64(0) // generation numbers start at 1
 	for attempt := 0; attempt < 64; attempt++ {
 		cur, err := w.s.loadShard(ctx, w.shard)
 		if err != nil {
@@ -163,6 +164,15 @@ func (w *writer) publishSeal(ctx context.Context, g *sealedGen, replayAfter uint
 					return nil, fmt.Errorf("write generation %s: %w", gm.Path, err)
 				}
 				written = gm.Path
+			}
+			// The demand record goes after the generation and before the manifest that
+			// publishes it, so a crash anywhere in between leaves the generation findable
+			// by the sweep (docs/FORMAT.md, demand crash table).
+			if recorded != gm.Gen {
+				if err := w.s.putDemand(ctx, w.shard, gm); err != nil {
+					return nil, err
+				}
+				recorded = gm.Gen
 			}
 			next.Flushed = append(next.Flushed, gm)
 			next.NextGeneration = gm.Gen + 1

@@ -75,6 +75,12 @@ type Config struct {
 	// SweepInterval is the period of the Temporal schedule "walkeeper-sweep" that the worker
 	// ensures on start (0 = leave the schedule alone).
 	SweepInterval time.Duration
+	// ReconcileInterval is the period of the Temporal schedule "walkeeper-reconcile"
+	// (ReconcileDemand) that the worker ensures on start (0 = leave the schedule alone).
+	ReconcileInterval time.Duration
+	// CompactDemandRuns: a merge commit leaving this many base runs marks the store for
+	// compaction in the demand index (0 = no marker: the sweep then never starts CompactBase).
+	CompactDemandRuns int
 	// SweepJitter bounds the random delay of each scheduled sweep (at most a quarter of
 	// SweepInterval). SweepStartBatch is the starts per StartWorkflows activity of one sweep
 	// and SweepStartSpacing the least time between two batches (0 = no pacing).
@@ -125,6 +131,8 @@ func DefaultConfig() Config {
 		GroupCommitMaxRows:    so.GroupCommitMaxRows,
 		CacheBytes:            so.CacheBytes,
 		SweepInterval:         time.Minute,
+		ReconcileInterval:     time.Hour,
+		CompactDemandRuns:     so.CompactDemandRuns,
 		SweepJitter:           5 * time.Second,
 		SweepStartBatch:       16,
 		SweepStartSpacing:     time.Second,
@@ -176,6 +184,7 @@ func (c *Config) StoreOptions() store.Options {
 	o.GroupCommitWait = c.GroupCommitWait
 	o.GroupCommitMaxRows = c.GroupCommitMaxRows
 	o.CacheBytes = c.CacheBytes
+	o.CompactDemandRuns = c.CompactDemandRuns
 	return o
 }
 
@@ -233,6 +242,8 @@ func (c *Config) Validate() error {
 		{"group-commit-max-rows", int64(c.GroupCommitMaxRows)},
 		{"cache-bytes", c.CacheBytes},
 		{"sweep-interval", int64(c.SweepInterval)},
+		{"reconcile-interval", int64(c.ReconcileInterval)},
+		{"compact-demand-runs", int64(c.CompactDemandRuns)},
 		{"sweep-jitter", int64(c.SweepJitter)},
 		{"sweep-start-spacing", int64(c.SweepStartSpacing)},
 		{"shutdown-timeout", int64(c.ShutdownTimeout)},

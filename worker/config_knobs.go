@@ -197,6 +197,8 @@ var knobs = func() []knob {
 		workerKnob("sweep-jitter", "random delay of each scheduled sweep, at most this and at most a quarter of sweep-interval (0 = none)", durField(func(c *Config) *time.Duration { return &c.SweepJitter })),
 		workerKnob("sweep-start-batch", "workflow starts per StartWorkflows activity of one sweep", intField(func(c *Config) *int { return &c.SweepStartBatch })),
 		workerKnob("sweep-start-spacing", "least time between two start batches of one sweep, so a big sweep is not one burst (0 = no pacing)", durField(func(c *Config) *time.Duration { return &c.SweepStartSpacing })),
+		workerKnob("reconcile-interval", "period of the Temporal schedule walkeeper-reconcile (ReconcileDemand: page through the registry, repair the demand index) ensured on start (0 = leave it alone)", durField(func(c *Config) *time.Duration { return &c.ReconcileInterval })),
+		workerKnob("compact-demand-runs", "a merge commit that leaves this many base runs marks the store for compaction in the demand index, which the sweep reads (0 = never mark)", intField(func(c *Config) *int { return &c.CompactDemandRuns })),
 		workerKnob("log-format", "log encoding: json or console", strField(func(c *Config) *string { return &c.LogFormat })),
 		workerKnob("log-level", "log level: debug, info, warn, error", strField(func(c *Config) *string { return &c.LogLevel })),
 		workerKnob("shutdown-timeout", "bound on graceful shutdown (HTTP drain, activity drain, final seal)", durField(func(c *Config) *time.Duration { return &c.ShutdownTimeout })),

@@ -76,26 +76,17 @@ func (a *apiServer) createStore(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *apiServer) listStores(w http.ResponseWriter, r *http.Request) {
-	var kind store.Kind
-	if ks := r.URL.Query().Get("kind"); ks != "" {
-		k, err := store.ParseKind(ks)
-		if err != nil {
-			a.fail(w, r, newAPIError(http.StatusBadRequest, CodeUnknownKind,
-				"unknown store kind %q (want rollout, generic or datagen)", ks))
-			return
-		}
-		kind = k
-	}
-	infos, err := a.db.List(r.Context(), kind)
+	kinds, after, limit, err := storesQuery(r)
 	if err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	out := make([]storeInfo, 0, len(infos))
-	for _, in := range infos {
-		out = append(out, storeInfo{Target: in.Target.String(), StoreInfo: in})
+	page, err := listStoresPage(r.Context(), a.db, kinds, after, limit)
+	if err != nil {
+		a.fail(w, r, err)
+		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"stores": out})
+	writeJSON(w, http.StatusOK, page)
 }
 
 func (a *apiServer) stats(w http.ResponseWriter, r *http.Request) {

@@ -27,6 +27,7 @@ type Metrics struct {
 	sweeperStores   *prometheus.GaugeVec     // kind
 	activities      *prometheus.CounterVec   // activity, kind, outcome
 	activitySeconds *prometheus.HistogramVec // activity
+	maintenance     *prometheus.GaugeVec     // workflow
 }
 
 // Trigger label values of walkeeper_trigger_starts_total.
@@ -91,6 +92,13 @@ func NewMetrics(budget *store.Budget) *Metrics {
 	}
 	reg.MustRegister(m.httpRequests, m.httpSeconds, m.triggerStarts, m.sweeperFlush,
 		m.sweeperTimeouts, m.sweeperSkipped, m.sweeperStores, m.activities, m.activitySeconds)
+	// The series appears only once a run succeeded on this worker, so a restarted worker
+	// does not report "never" as 1970; the alerts take the max over workers.
+	m.maintenance = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "walkeeper", Subsystem: "maintenance", Name: "last_success_timestamp_seconds",
+		Help: "Unix time of the last successful fleet-wide maintenance run (sweep, reconcile) recorded by this worker.",
+	}, []string{"workflow"})
+	reg.MustRegister(m.maintenance)
 	for _, k := range store.Kinds {
 		m.sweeperTimeouts.WithLabelValues(string(k))
 		m.sweeperSkipped.WithLabelValues(string(k))

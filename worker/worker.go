@@ -222,6 +222,11 @@ func (w *Worker) startTemporalLocked(ctx context.Context, db *store.DB) error {
 			log.Warn("could not ensure the sweep schedule", zap.String("schedule", SweepScheduleID), zap.Error(err))
 		}
 	}
+	if w.cfg.ReconcileInterval > 0 {
+		if err := EnsureReconcileSchedule(ctx, w.tc, w.cfg.ReconcileInterval); err != nil {
+			log.Warn("could not ensure the reconcile schedule", zap.String("schedule", ReconcileScheduleID), zap.Error(err))
+		}
+	}
 	host, _ := os.Hostname()
 	identity := fmt.Sprintf("%d@%s/%s", os.Getpid(), host, w.cfg.Instance)
 	acts := &activities.Activities{DB: db, Logger: w.actLog.Named("activities"), Metrics: w.metrics, Client: w.tc}

@@ -42,6 +42,15 @@ func stubScan(context.Context, contract.ScanStatsParams) (contract.ScanStatsResu
 func stubStart(context.Context, contract.StartWorkflowsParams) (contract.StartWorkflowsResult, error) {
 	return contract.StartWorkflowsResult{}, errors.New("not mocked")
 }
+func stubScanDemand(context.Context, contract.ScanDemandParams) (contract.ScanDemandResult, error) {
+	return contract.ScanDemandResult{}, errors.New("not mocked")
+}
+func stubReconcilePage(context.Context, contract.ReconcilePageParams) (contract.ReconcilePageResult, error) {
+	return contract.ReconcilePageResult{}, errors.New("not mocked")
+}
+
+// stubRecordMaintenance succeeds: recording a success has no outcome a test mocks.
+func stubRecordMaintenance(context.Context, contract.RecordMaintenanceParams) error { return nil }
 
 func newEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	t.Helper()
@@ -59,6 +68,9 @@ func newEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 		contract.CompactBaseActivity:       stubCompact,
 		contract.ScanStatsActivity:         stubScan,
 		contract.StartWorkflowsActivity:    stubStart,
+		contract.ScanDemandActivity:        stubScanDemand,
+		contract.ReconcilePageActivity:     stubReconcilePage,
+		contract.RecordMaintenanceActivity: stubRecordMaintenance,
 	} {
 		env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}

@@ -15,6 +15,7 @@ func Register(r worker.WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(CompactBase, workflow.RegisterOptions{Name: contract.CompactBaseWorkflow})
 	r.RegisterWorkflowWithOptions(MaintenanceSweep, workflow.RegisterOptions{Name: contract.MaintenanceSweepWorkflow})
 	r.RegisterWorkflowWithOptions(MergeWalTick, workflow.RegisterOptions{Name: contract.MergeWalTickWorkflow})
+	r.RegisterWorkflowWithOptions(ReconcileDemand, workflow.RegisterOptions{Name: contract.ReconcileDemandWorkflow})
 }
 
 // ensureTargetAttributes upserts WalTarget and WalKind when the start did not set them (a

@@ -80,6 +80,13 @@ const (
 // itself.
 func MaintenanceSweep(ctx workflow.Context, in contract.MaintenanceSweepInput) (contract.MaintenanceSweepResult, error) {
 	in = sweepDefaults(in)
+	if err := validDiscovery(in.Discovery); err != nil {
+		return contract.MaintenanceSweepResult{}, err
+	}
+	demandIndex := workflow.GetVersion(ctx, sweepDemandChange, workflow.DefaultVersion, sweepDemandVersion) >= sweepDemandVersion
+	if demandIndex && in.Discovery != contract.DiscoveryScan {
+		return demandSweep(ctx, in)
+	}
 	res := contract.MaintenanceSweepResult{Started: []contract.SweepStart{}, Skipped: []contract.SweepSkip{}}
 	logger := workflow.GetLogger(ctx)
 	perKind := workflow.GetVersion(ctx, sweepPerKindChange, workflow.DefaultVersion, sweepPerKindVersion) >= sweepPerKindVersion
@@ -162,6 +169,12 @@ func MaintenanceSweep(ctx workflow.Context, in contract.MaintenanceSweepInput) (
 	}
 	logger.Info("Sweep finished.", "scanned", res.Scanned, "started", len(res.Started),
 		"skipped", len(res.Skipped)+res.SkippedOmitted, "scan_errors", len(res.ScanErrors))
+	if demandIndex {
+		res.Discovery = contract.DiscoveryScan
+		if len(res.ScanErrors) == 0 {
+			recordMaintenance(ctx, contract.MaintenanceSweepName)
+		}
+	}
 	return res, nil
 }
 

@@ -90,7 +90,7 @@ func TestMaintenanceSweepOrdersByDebtAndStartsOnlyEligible(t *testing.T) {
 	env.OnActivity(contract.StartWorkflowsActivity, anyCtx, anyArg).Return(starter.start)
 	in := trackInflight(env)
 
-	env.ExecuteWorkflow(MaintenanceSweep, contract.MaintenanceSweepInput{})
+	env.ExecuteWorkflow(MaintenanceSweep, contract.MaintenanceSweepInput{Discovery: contract.DiscoveryScan})
 	require.True(t, env.IsWorkflowCompleted())
 	require.NoError(t, env.GetWorkflowError())
 	var res contract.MaintenanceSweepResult
@@ -152,8 +152,11 @@ func TestMaintenanceSweepStartsEachKindAsItsScanReturns(t *testing.T) {
 		env.OnActivity(contract.StartWorkflowsActivity, anyCtx, anyArg).Return(starter.start)
 		var done []string
 		env.SetOnActivityCompletedListener(func(info *activity.Info, _ converter.EncodedValue, _ error) {
-			done = append(done, info.ActivityType.Name)
+			if info.ActivityType.Name != contract.RecordMaintenanceActivity {
+				done = append(done, info.ActivityType.Name)
+			}
 		})
+		in.Discovery = contract.DiscoveryScan
 		env.ExecuteWorkflow(MaintenanceSweep, in)
 		require.NoError(t, env.GetWorkflowError())
 		return done, starter
@@ -202,7 +205,7 @@ func TestMaintenanceSweepMaxStartsSpansKinds(t *testing.T) {
 	env.OnActivity(contract.ScanStatsActivity, anyCtx, anyArg).Return(scanFor(stats))
 	starter := &fakeStarter{}
 	env.OnActivity(contract.StartWorkflowsActivity, anyCtx, anyArg).Return(starter.start)
-	env.ExecuteWorkflow(MaintenanceSweep, contract.MaintenanceSweepInput{MaxStarts: 3})
+	env.ExecuteWorkflow(MaintenanceSweep, contract.MaintenanceSweepInput{Discovery: contract.DiscoveryScan, MaxStarts: 3})
 	require.NoError(t, env.GetWorkflowError())
 	var res contract.MaintenanceSweepResult
 	require.NoError(t, env.GetWorkflowResult(&res))
@@ -226,7 +229,7 @@ func TestMaintenanceSweepBoundsStartsAndBatches(t *testing.T) {
 	env.OnActivity(contract.StartWorkflowsActivity, anyCtx, anyArg).After(time.Second).Return(starter.start)
 	in := trackInflight(env)
 
-	env.ExecuteWorkflow(MaintenanceSweep, contract.MaintenanceSweepInput{MaxStarts: 3, StartBatch: 1, Concurrency: 2})
+	env.ExecuteWorkflow(MaintenanceSweep, contract.MaintenanceSweepInput{Discovery: contract.DiscoveryScan, MaxStarts: 3, StartBatch: 1, Concurrency: 2})
 	require.NoError(t, env.GetWorkflowError())
 	var res contract.MaintenanceSweepResult
 	require.NoError(t, env.GetWorkflowResult(&res))
@@ -253,7 +256,7 @@ func TestMaintenanceSweepToleratesOneKindFailing(t *testing.T) {
 		}
 		return contract.ScanStatsResult{Kind: p.Kind}, nil
 	})
-	env.ExecuteWorkflow(MaintenanceSweep, contract.MaintenanceSweepInput{})
+	env.ExecuteWorkflow(MaintenanceSweep, contract.MaintenanceSweepInput{Discovery: contract.DiscoveryScan})
 	require.NoError(t, env.GetWorkflowError())
 	var res contract.MaintenanceSweepResult
 	require.NoError(t, env.GetWorkflowResult(&res))
@@ -265,7 +268,7 @@ func TestMaintenanceSweepFailsWhenEveryScanFails(t *testing.T) {
 	env := newEnv(t)
 	env.OnActivity(contract.ScanStatsActivity, anyCtx, anyArg).Return(contract.ScanStatsResult{},
 		temporal.NewNonRetryableApplicationError("bucket gone", contract.ErrTypeNotFound, nil))
-	env.ExecuteWorkflow(MaintenanceSweep, contract.MaintenanceSweepInput{})
+	env.ExecuteWorkflow(MaintenanceSweep, contract.MaintenanceSweepInput{Discovery: contract.DiscoveryScan})
 	typ, _ := appErrType(env.GetWorkflowError())
 	require.Equal(t, contract.ErrTypeScanFailed, typ)
 }
@@ -335,7 +338,7 @@ func TestMaintenanceSweepPacesStartBatches(t *testing.T) {
 		mu.Unlock()
 		return starter.start(ctx, p)
 	})
-	env.ExecuteWorkflow(MaintenanceSweep, contract.MaintenanceSweepInput{StartBatch: 2, StartSpacing: 3 * time.Second})
+	env.ExecuteWorkflow(MaintenanceSweep, contract.MaintenanceSweepInput{Discovery: contract.DiscoveryScan, StartBatch: 2, StartSpacing: 3 * time.Second})
 	require.NoError(t, env.GetWorkflowError())
 	var res contract.MaintenanceSweepResult
 	require.NoError(t, env.GetWorkflowResult(&res))
@@ -368,7 +371,7 @@ func TestMaintenanceSweepUnpacedBeforePacedStarts(t *testing.T) {
 		mu.Unlock()
 		return starter.start(ctx, p)
 	})
-	env.ExecuteWorkflow(MaintenanceSweep, contract.MaintenanceSweepInput{StartBatch: 1, StartSpacing: time.Minute})
+	env.ExecuteWorkflow(MaintenanceSweep, contract.MaintenanceSweepInput{Discovery: contract.DiscoveryScan, StartBatch: 1, StartSpacing: time.Minute})
 	require.NoError(t, env.GetWorkflowError())
 	require.Len(t, launched, 4)
 	require.Less(t, launched[3].Sub(launched[0]), time.Minute)

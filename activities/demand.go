@@ -1,0 +1,283 @@
+package activities
+
+import (
+	"container/heap"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/store"
+)
+
+// The demand-driven sweep's scan and the background reconcile (docs/DESIGN.md §12).
+
+// MaintenanceMetrics is implemented by a Metrics that also records the last successful
+// fleet-wide run (the worker's Prometheus metrics do); RecordMaintenance uses it.
+type MaintenanceMetrics interface {
+	MaintenanceSucceeded(workflow string, at time.Time)
+}
+
+// DefaultReconcileConcurrency is how many stores one ReconcilePage reconciles at once: a
+// store costs a handful of storage round trips, so the page's time is
+// page size × requests per store × latency / concurrency.
+const DefaultReconcileConcurrency = 16
+
+// ScanDemand lists kind's demand index as it streams, aggregates each store's records
+// (contiguous in the listing), and keeps the p.MaxCandidates most indebted stores over a
+// threshold in a bounded heap: memory, result and heartbeat are bounded whatever the number
+// of stores or records. It reads no store: the records' keys hold what the sweep decides on.
+func (a *Activities) ScanDemand(ctx context.Context, p contract.ScanDemandParams) (res contract.ScanDemandResult, err error) {
+	start := time.Now()
+	kind, err := store.ParseKind(p.Kind)
+	defer func() { err = a.done(contract.ScanDemandActivity, kind, start, "ok", err) }()
+	if err != nil {
+		return res, err
+	}
+	if a.DB == nil {
+		return res, errMisconfigured("activities have no store DB")
+	}
+	res.Kind = string(kind)
+	k := min(max(p.MaxCandidates, 1), contract.MaxDemandCandidates)
+	rep := a.startReporter(ctx, 0, false, contract.ScanDemandProgress{})
+	defer rep.finish(nil)
+
+	now := a.now()
+	top := &candidateHeap{}
+	agg := newStoreDemand()
+	flush := func() {
+		if agg.target == "" {
+			return
+		}
+		t := agg.result(now)
+		res.StoresWithDebt++
+		if qualifies(t, p) {
+			res.Qualified++
+			if top.Len() < k {
+				heap.Push(top, t)
+			} else if contract.DemandBefore(t, (*top)[0]) {
+				(*top)[0] = t
+				heap.Fix(top, 0)
+			}
+		}
+		agg.reset("")
+		if res.StoresWithDebt%1024 == 0 {
+			rep.progress(contract.ScanDemandProgress{Records: res.Records, Stores: res.StoresWithDebt})
+		}
+	}
+	err = a.DB.WalkDemand(ctx, kind, func(r store.DemandRecord) error {
+		res.Records++
+		if t := r.Target.String(); t != agg.target {
+			flush()
+			agg.reset(t)
+		}
+		agg.add(r)
+		return ctx.Err()
+	})
+	if err != nil {
+		return res, err
+	}
+	flush()
+	res.Targets = top.sorted()
+	return res, guardPayload(contract.ScanDemandActivity, res)
+}
+
+// qualifies reports whether t is over one of the sweep's thresholds.
+func qualifies(t contract.DemandTarget, p contract.ScanDemandParams) bool {
+	if t.Compact {
+		return true
+	}
+	if t.Pending <= 0 {
+		return false
+	}
+	if p.MergeMinGenerations > 0 && t.Pending >= p.MergeMinGenerations {
+		return true
+	}
+	return p.MaxPendingAge > 0 && t.OldestPendingAge >= p.MaxPendingAge
+}
+
+// storeDemand aggregates one store's records. Bounded by the store's own pending
+// generations (a store refuses reads past PendingMax), never by the fleet.
+type storeDemand struct {
+	target  string
+	compact bool
+	gens    map[string]map[uint64]bool // shard -> generation (dedupes a re-sealed generation)
+	bytes   int64
+	oldest  time.Time
+}
+
+func newStoreDemand() *storeDemand { return &storeDemand{gens: map[string]map[uint64]bool{}} }
+
+func (s *storeDemand) reset(target string) {
+	s.target, s.compact, s.bytes, s.oldest = target, false, 0, time.Time{}
+	clear(s.gens)
+}
+
+func (s *storeDemand) add(r store.DemandRecord) {
+	if r.Compact {
+		s.compact = true
+		return
+	}
+	g := s.gens[r.Shard]
+	if g == nil {
+		g = map[uint64]bool{}
+		s.gens[r.Shard] = g
+	}
+	if g[r.Gen] {
+		return
+	}
+	g[r.Gen] = true
+	s.bytes += r.Bytes
+	if s.oldest.IsZero() || r.SealedAt.Before(s.oldest) {
+		s.oldest = r.SealedAt
+	}
+}
+
+func (s *storeDemand) result(now time.Time) contract.DemandTarget {
+	t := contract.DemandTarget{Target: s.target, Compact: s.compact, PendingBytes: s.bytes}
+	for _, g := range s.gens {
+		if len(g) == 0 {
+			continue
+		}
+		t.Pending += len(g)
+		t.PendingShards++
+		t.MaxShardPending = max(t.MaxShardPending, len(g))
+	}
+	if !s.oldest.IsZero() {
+		t.OldestPendingAge = max(now.Sub(s.oldest), 0)
+	}
+	return t
+}
+
+// candidateHeap keeps the least indebted candidate on top, so the bounded set evicts it.
+type candidateHeap []contract.DemandTarget
+
+func (h candidateHeap) Len() int           { return len(h) }
+func (h candidateHeap) Less(i, j int) bool { return contract.DemandBefore(h[j], h[i]) }
+func (h candidateHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *candidateHeap) Push(x any)        { *h = append(*h, x.(contract.DemandTarget)) }
+func (h *candidateHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// sorted drains the heap most indebted first. A store listed twice (a backend that broke
+// contiguity) keeps its more indebted entry.
+func (h *candidateHeap) sorted() []contract.DemandTarget {
+	out := make([]contract.DemandTarget, h.Len())
+	for i := len(out) - 1; i >= 0; i-- {
+		out[i] = heap.Pop(h).(contract.DemandTarget)
+	}
+	seen := make(map[string]bool, len(out))
+	kept := out[:0]
+	for _, t := range out {
+		if !seen[t.Target] {
+			seen[t.Target] = true
+			kept = append(kept, t)
+		}
+	}
+	return kept
+}
+
+// ReconcilePage reconciles one page of kind's registry with the demand index
+// (store.DB.ReconcileStore), at most p.Concurrency stores at once. A store that cannot be
+// read is reported (bounded list) and skipped; only a failure to list the page fails the
+// activity. Memory: one page.
+func (a *Activities) ReconcilePage(ctx context.Context, p contract.ReconcilePageParams) (res contract.ReconcilePageResult, err error) {
+	start := time.Now()
+	kind, err := store.ParseKind(p.Kind)
+	defer func() { err = a.done(contract.ReconcilePageActivity, kind, start, "ok", err) }()
+	if err != nil {
+		return res, err
+	}
+	if a.DB == nil {
+		return res, errMisconfigured("activities have no store DB")
+	}
+	res.Kind = string(kind)
+	limit := p.Limit
+	if limit <= 0 {
+		limit = contract.DefaultReconcilePage
+	}
+	limit = min(limit, contract.MaxReconcilePage)
+	conc := p.Concurrency
+	if conc <= 0 {
+		conc = DefaultReconcileConcurrency
+	}
+	page, err := a.DB.ListStores(ctx, kind, p.After, limit)
+	if err != nil {
+		return res, err
+	}
+	rep := a.startReporter(ctx, 0, false, nil)
+	defer rep.finish(nil)
+
+	var mu sync.Mutex
+	var g errgroup.Group
+	g.SetLimit(conc)
+	for _, info := range page.Stores {
+		if ctx.Err() != nil {
+			break
+		}
+		g.Go(func() error {
+			r, err := a.DB.ReconcileStore(ctx, info.Target)
+			mu.Lock()
+			defer mu.Unlock()
+			res.Counts.Stores++
+			res.Counts.Missing += r.Missing
+			res.Counts.Covered += r.Covered
+			res.Counts.Orphans += r.Orphans
+			if err != nil && ctx.Err() == nil {
+				res.Counts.Unreadable++
+				if len(res.Problems) < contract.MaxReconcileUnreadable {
+					res.Problems = append(res.Problems, contract.StoreProblem{Target: info.Target.String(), Error: err.Error(), ErrorType: ErrorType(err)})
+				}
+				a.logger().Warn("demand reconcile skipped a store", zap.String("target", info.Target.String()), zap.Error(err))
+			}
+			return nil
+		})
+	}
+	_ = g.Wait() // every Go returns nil: a store's error is in Problems
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
+	res.Counts.Pages = 1
+	res.Next = page.Next
+	return res, guardPayload(contract.ReconcilePageActivity, res)
+}
+
+// RecordMaintenance records a successful fleet-wide run on this worker's metrics
+// (walkeeper_maintenance_last_success_timestamp_seconds).
+func (a *Activities) RecordMaintenance(ctx context.Context, p contract.RecordMaintenanceParams) error {
+	if p.Workflow != contract.MaintenanceSweepName && p.Workflow != contract.ReconcileDemandName {
+		return a.done(contract.RecordMaintenanceActivity, "", time.Now(), "ok",
+			temporal.NewNonRetryableApplicationError(fmt.Sprintf("unknown maintenance workflow %q", p.Workflow), contract.ErrTypeInvalidInput, nil))
+	}
+	if m, ok := a.Metrics.(MaintenanceMetrics); ok {
+		m.MaintenanceSucceeded(p.Workflow, a.now())
+	}
+	activity.GetLogger(ctx).Info("maintenance run succeeded", "workflow", p.Workflow)
+	return nil
+}
+
+// guardPayload refuses a result larger than contract.MaxPayloadBytes with a non-retryable
+// error naming it: gRPC would refuse it at 4 MiB on every retry, for ever.
+func guardPayload(activityName string, v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if len(raw) > contract.MaxPayloadBytes {
+		return temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("%s result is %d bytes, over the %d-byte payload limit", activityName, len(raw), contract.MaxPayloadBytes),
+			contract.ErrTypePayloadTooLarge, nil)
+	}
+	return nil
+}

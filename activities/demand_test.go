@@ -1,0 +1,101 @@
+package activities
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/store"
+)
+
+type maintenanceRecorder struct {
+	Metrics
+	got []string
+}
+
+func (m *maintenanceRecorder) ActivityDone(string, store.Kind, string, time.Duration) {}
+func (m *maintenanceRecorder) MaintenanceSucceeded(workflow string, _ time.Time) {
+	m.got = append(m.got, workflow)
+}
+
+func activityEnv(t *testing.T, a *Activities) *testsuite.TestActivityEnvironment {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestActivityEnvironment()
+	Register(env, a)
+	return env
+}
+
+// ScanDemand returns at most MaxCandidates stores over a threshold, most indebted first,
+// counting every store with records, and reads no store.
+func TestScanDemandKeepsTheMostIndebtedCandidates(t *testing.T) {
+	url := memURL(t)
+	db := openDB(t, url, "w1")
+	old := openDB(t, url, "w-old")
+	seal(t, db, "generic:five", []string{"a"}, []string{"b"}, []string{"c"}, []string{"d"}, []string{"e"})
+	seal(t, db, "generic:four", []string{"a"}, []string{"b"}, []string{"c"}, []string{"d"})
+	seal(t, db, "generic:three", []string{"a"}, []string{"b"}, []string{"c"})
+	seal(t, db, "generic:one", []string{"a"})
+	seal(t, old, "generic:aged", []string{"a"})
+
+	// The aged store's record says it was sealed two hours before "now".
+	counter := &store.RequestCounter{}
+	b, err := store.OpenBucket(context.Background(), url)
+	require.NoError(t, err)
+	scanDB := store.OpenDBOnBucket(b.WithFaults(counter), store.DefaultOptions())
+	a := &Activities{DB: scanDB, Now: func() time.Time { return time.Now().Add(2 * time.Hour) }}
+	env := activityEnv(t, a)
+	v, err := env.ExecuteActivity(contract.ScanDemandActivity, contract.ScanDemandParams{
+		Kind: "generic", MaxCandidates: 2, MergeMinGenerations: 3, MaxPendingAge: 3 * time.Hour,
+	})
+	require.NoError(t, err)
+	var res contract.ScanDemandResult
+	require.NoError(t, v.Get(&res))
+	require.Equal(t, 5, res.StoresWithDebt)
+	require.Equal(t, 14, res.Records)
+	require.Equal(t, 3, res.Qualified, "five, four, three over 3 pending; nothing old enough")
+	require.Len(t, res.Targets, 2)
+	require.Equal(t, "generic:five", res.Targets[0].Target)
+	require.Equal(t, 5, res.Targets[0].Pending)
+	require.Equal(t, 1, res.Targets[0].PendingShards)
+	require.Equal(t, "generic:four", res.Targets[1].Target)
+	c := counter.Counts()
+	require.Zero(t, c.Get, "list-only")
+	require.EqualValues(t, 1, c.List)
+
+	// With a shorter age every store with debt qualifies, aged and one included.
+	v, err = env.ExecuteActivity(contract.ScanDemandActivity, contract.ScanDemandParams{
+		Kind: "generic", MaxCandidates: 10, MergeMinGenerations: 3, MaxPendingAge: time.Hour,
+	})
+	require.NoError(t, err)
+	require.NoError(t, v.Get(&res))
+	require.Equal(t, 5, res.Qualified)
+	require.Len(t, res.Targets, 5)
+
+	_, err = env.ExecuteActivity(contract.ScanDemandActivity, contract.ScanDemandParams{Kind: "nope"})
+	require.Error(t, err)
+}
+
+func TestRecordMaintenance(t *testing.T) {
+	m := &maintenanceRecorder{}
+	env := activityEnv(t, &Activities{Metrics: m})
+	_, err := env.ExecuteActivity(contract.RecordMaintenanceActivity, contract.RecordMaintenanceParams{Workflow: contract.MaintenanceSweepName})
+	require.NoError(t, err)
+	require.Equal(t, []string{contract.MaintenanceSweepName}, m.got)
+	_, err = env.ExecuteActivity(contract.RecordMaintenanceActivity, contract.RecordMaintenanceParams{Workflow: "other"})
+	require.ErrorContains(t, err, "unknown maintenance workflow")
+}
+
+func TestGuardPayloadRefusesOversizedResults(t *testing.T) {
+	big := contract.ScanDemandResult{}
+	for range 2000 {
+		big.Targets = append(big.Targets, contract.DemandTarget{Target: "generic:" + string(make([]byte, 120))})
+	}
+	err := guardPayload(contract.ScanDemandActivity, big)
+	require.ErrorContains(t, err, "payload limit")
+	require.Equal(t, contract.ErrTypePayloadTooLarge, ErrorType(err))
+	require.NoError(t, guardPayload(contract.ScanDemandActivity, contract.ScanDemandResult{}))
+}

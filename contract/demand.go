@@ -1,0 +1,191 @@
+package contract
+
+import "time"
+
+// The demand-driven sweep and the paged reconcile (docs/DESIGN.md §12, docs/FORMAT.md
+// "Demand records"). Every type here is bounded whatever the fleet's size: results carry at
+// most a capped candidate set or page, and counters.
+
+// Workflow and activity names of the demand index.
+const (
+	ReconcileDemandWorkflow = "ReconcileDemand"
+
+	ScanDemandActivity          = "ScanDemand"
+	ReconcilePageActivity       = "ReconcilePage"
+	RecordMaintenanceActivity   = "RecordMaintenance"
+	ReconcileDemandScheduleID   = "walkeeper-reconcile"
+	ReconcileDemandWorkflowID   = "walkeeper-reconcile"
+	MaintenanceSweepName        = "sweep"
+	ReconcileDemandName         = "reconcile"
+	DiscoveryDemand             = "demand"
+	DiscoveryScan               = "scan"
+	MaxDemandCandidates         = 1000
+	MaxReconcilePage            = 1000
+	DefaultReconcilePage        = 500
+	DefaultReconcilePagesPerRun = 50
+	MaxReconcileUnreadable      = 50
+)
+
+// Error types of fleet-wide maintenance that cannot finish. Both are non-retryable at the
+// workflow level: the run fails visibly (a failed workflow, the alert on the age of the last
+// successful run) instead of retrying silently for ever.
+const (
+	// ErrTypeSweepListFailed: listing the demand index failed after the activity's retries.
+	ErrTypeSweepListFailed = "SweepListFailed"
+	// ErrTypeReconcileFailed: a registry page could not be listed after its retries.
+	ErrTypeReconcileFailed = "ReconcileFailed"
+	// ErrTypePayloadTooLarge: an activity result would pass the payload limit
+	// (MaxPayloadBytes); retrying returns the same result.
+	ErrTypePayloadTooLarge = "PayloadTooLarge"
+)
+
+// MaxPayloadBytes is the largest activity result or workflow input/result walkeeper sends:
+// half the SDK's 512 KiB warning, far below gRPC's 4 MiB refusal.
+const MaxPayloadBytes = 256 << 10
+
+// ScanDemandParams asks for the most indebted stores of one kind, from the demand index.
+type ScanDemandParams struct {
+	Kind string `json:"kind"`
+	// MaxCandidates bounds the targets returned (the sweep passes its MaxStarts; at most
+	// MaxDemandCandidates).
+	MaxCandidates int `json:"max_candidates"`
+	// MergeMinGenerations and MaxPendingAge are the sweep's merge thresholds: only stores at
+	// or over one of them (or with a compaction marker) are candidates.
+	MergeMinGenerations int           `json:"merge_min_generations"`
+	MaxPendingAge       time.Duration `json:"max_pending_age,omitempty"`
+}
+
+// DemandTarget is one candidate of ScanDemand: a store's debt as its demand records show it.
+type DemandTarget struct {
+	Target           string        `json:"target"`
+	Pending          int           `json:"pending"`
+	MaxShardPending  int           `json:"max_shard_pending"`
+	PendingShards    int           `json:"pending_shards,omitempty"`
+	PendingBytes     int64         `json:"pending_bytes,omitempty"`
+	OldestPendingAge time.Duration `json:"oldest_pending_age"`
+	// Compact: the store's base has at least the store's compact_demand_runs runs.
+	Compact bool `json:"compact,omitempty"`
+}
+
+// ScanDemandResult is one kind's candidates, most indebted first, and counters. Bounded:
+// at most MaxCandidates targets.
+type ScanDemandResult struct {
+	Kind    string         `json:"kind"`
+	Targets []DemandTarget `json:"targets"`
+	// StoresWithDebt counts the stores with at least one demand record.
+	StoresWithDebt int `json:"stores_with_debt"`
+	// Qualified counts the stores over a threshold; Qualified - len(Targets) were left for
+	// the next sweep.
+	Qualified int `json:"qualified"`
+	// Records counts the demand records listed.
+	Records int `json:"records"`
+}
+
+// ScanDemandProgress is ScanDemand's heartbeat: counters only (a retry lists again from
+// the start; the listing costs requests in proportion to the debt, not the fleet).
+type ScanDemandProgress struct {
+	Records int `json:"records"`
+	Stores  int `json:"stores"`
+}
+
+// DemandBefore orders candidates most indebted first, as the sweep orders stores: the
+// deepest shard, then total pending, then the oldest pending generation, then a compaction
+// marker, then target name. Pure; shared by the activity's bounded heap and the workflow.
+func DemandBefore(a, b DemandTarget) bool {
+	if a.MaxShardPending != b.MaxShardPending {
+		return a.MaxShardPending > b.MaxShardPending
+	}
+	if a.Pending != b.Pending {
+		return a.Pending > b.Pending
+	}
+	if a.OldestPendingAge != b.OldestPendingAge {
+		return a.OldestPendingAge > b.OldestPendingAge
+	}
+	if a.Compact != b.Compact {
+		return a.Compact
+	}
+	return a.Target < b.Target
+}
+
+// ReconcileCursor is where a reconcile stands: the kind (index into target.Kinds) and the
+// last store name done in it.
+type ReconcileCursor struct {
+	KindIndex int    `json:"kind_index"`
+	After     string `json:"after,omitempty"`
+}
+
+// ReconcilePageParams is one page of the registry to reconcile.
+type ReconcilePageParams struct {
+	Kind  string `json:"kind"`
+	After string `json:"after,omitempty"`
+	// Limit is the page size (default DefaultReconcilePage, at most MaxReconcilePage).
+	Limit int `json:"limit,omitempty"`
+	// Concurrency bounds the stores reconciled at once (default 8).
+	Concurrency int `json:"concurrency,omitempty"`
+}
+
+// StoreProblem is one store reconcile could not read.
+type StoreProblem struct {
+	Target    string `json:"target"`
+	Error     string `json:"error"`
+	ErrorType string `json:"error_type,omitempty"`
+}
+
+// ReconcileCounts are a reconcile's repairs.
+type ReconcileCounts struct {
+	Stores     int `json:"stores"`
+	Missing    int `json:"missing"`
+	Covered    int `json:"covered"`
+	Orphans    int `json:"orphans"`
+	Unreadable int `json:"unreadable"`
+	Pages      int `json:"pages"`
+}
+
+// Add adds o to c.
+func (c *ReconcileCounts) Add(o ReconcileCounts) {
+	c.Stores += o.Stores
+	c.Missing += o.Missing
+	c.Covered += o.Covered
+	c.Orphans += o.Orphans
+	c.Unreadable += o.Unreadable
+	c.Pages += o.Pages
+}
+
+// ReconcilePageResult reports one page. Next is "" after the kind's last page.
+type ReconcilePageResult struct {
+	Kind   string          `json:"kind"`
+	Next   string          `json:"next,omitempty"`
+	Counts ReconcileCounts `json:"counts"`
+	// Problems lists unreadable stores (at most MaxReconcileUnreadable; Counts.Unreadable
+	// counts all).
+	Problems []StoreProblem `json:"problems,omitempty"`
+}
+
+// ReconcileDemandInput is the reconcile's input (the schedule passes zero values; a
+// continued run carries the cursor and totals).
+type ReconcileDemandInput struct {
+	PageSize    int `json:"page_size,omitempty"`
+	Concurrency int `json:"concurrency,omitempty"`
+	// PagesPerRun: continue-as-new after this many pages (default
+	// DefaultReconcilePagesPerRun), so the history stays bounded at any fleet size.
+	PagesPerRun int             `json:"pages_per_run,omitempty"`
+	Cursor      ReconcileCursor `json:"cursor"`
+	Totals      ReconcileCounts `json:"totals"`
+	Problems    []StoreProblem  `json:"problems,omitempty"`
+	// Runs counts the workflow runs of this reconcile before this one.
+	Runs      int       `json:"runs,omitempty"`
+	StartedAt time.Time `json:"started_at,omitzero"`
+}
+
+// ReconcileDemandResult is the reconcile's totals over all its runs.
+type ReconcileDemandResult struct {
+	Totals   ReconcileCounts `json:"totals"`
+	Problems []StoreProblem  `json:"problems,omitempty"`
+	Runs     int             `json:"runs"`
+}
+
+// RecordMaintenanceParams reports one successful fleet-wide run (sweep or reconcile), so the
+// worker's gauge of the last success moves and the alert on its age stays quiet.
+type RecordMaintenanceParams struct {
+	Workflow string `json:"workflow"`
+}

@@ -1,0 +1,345 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The demand index (docs/FORMAT.md "Demand records", docs/DESIGN.md §12): one small object
+// per sealed generation, outside every store's prefix, so that the maintenance sweep finds
+// the stores in debt by listing the index instead of reading every store's manifests.
+//
+//	_demand/<kind>/<name>/<shard>/<gen %020d>-<sealed unix s>-<bytes>   one per sealed generation
+//	_demand/<kind>/<name>/:compact                                       base has >= CompactDemandRuns runs
+//
+// Everything the sweep decides on is in the key (generation, seal time, size), so a sweep
+// is list-only: it never GETs a record. ':' cannot appear in a shard id (validateShardID),
+// so the compaction marker can never collide with a shard's directory.
+const (
+	demandDir        = "_demand"
+	demandCompactKey = ":compact"
+)
+
+// DemandOrphanAge is how old a demand record for a generation the shard manifest never
+// published must be before clean-up deletes it. A seal writes the record and then the
+// manifest, two puts apart; ten minutes is far longer than any seal, so a record younger
+// than this may belong to a seal still in flight and is kept.
+const DemandOrphanAge = 10 * time.Minute
+
+func demandKindPrefix(k Kind) string      { return path.Join(demandDir, string(k)) + "/" }
+func demandStorePrefix(t Target) string   { return path.Join(demandDir, string(t.Kind), t.Name) + "/" }
+func demandCompactMarker(t Target) string { return demandStorePrefix(t) + demandCompactKey }
+func demandShardPrefix(t Target, shard string) string {
+	return demandStorePrefix(t) + shard + "/"
+}
+func demandKey(t Target, shard string, gen uint64, sealedAt time.Time, bytes int64) string {
+	return fmt.Sprintf("%s%020d-%d-%d", demandShardPrefix(t, shard), gen, sealedAt.Unix(), max(bytes, 0))
+}
+
+// DemandRecord is one parsed key of the demand index.
+type DemandRecord struct {
+	Key    string
+	Target Target
+	// Shard is empty for the compaction marker (Compact true).
+	Shard    string
+	Gen      uint64
+	SealedAt time.Time
+	Bytes    int64
+	// Compact marks the store's "base has many runs" marker instead of a generation.
+	Compact bool
+}
+
+// demandBody is the record's content: the same facts as the key, for a human or an outside
+// reader. The sweep never reads it.
+type demandBody struct {
+	Target   string    `json:"target"`
+	Shard    string    `json:"shard,omitempty"`
+	Gen      uint64    `json:"gen,omitempty"`
+	SealedAt time.Time `json:"sealed_at,omitzero"`
+	Bytes    int64     `json:"bytes,omitempty"`
+	Runs     int       `json:"runs,omitempty"`
+}
+
+// ParseDemandKey parses a key of the demand index. ok is false for a key that is not one
+// (a foreign object under _demand/): callers skip it.
+func ParseDemandKey(key string) (DemandRecord, bool) {
+	rest, ok := strings.CutPrefix(key, demandDir+"/")
+	if !ok {
+		return DemandRecord{}, false
+	}
+	parts := strings.Split(rest, "/")
+	if len(parts) < 3 {
+		return DemandRecord{}, false
+	}
+	kind, err := ParseKind(parts[0])
+	if err != nil || ValidateName(parts[1]) != nil {
+		return DemandRecord{}, false
+	}
+	r := DemandRecord{Key: key, Target: Target{Kind: kind, Name: parts[1]}}
+	if len(parts) == 3 {
+		if parts[2] != demandCompactKey {
+			return DemandRecord{}, false
+		}
+		r.Compact = true
+		return r, true
+	}
+	if len(parts) != 4 || validateShardID(parts[2]) != nil {
+		return DemandRecord{}, false
+	}
+	r.Shard = parts[2]
+	f := strings.Split(parts[3], "-")
+	if len(f) != 3 || len(f[0]) != 20 {
+		return DemandRecord{}, false
+	}
+	var e1, e2, e3 error
+	var sealed int64
+	r.Gen, e1 = strconv.ParseUint(f[0], 10, 64)
+	sealed, e2 = strconv.ParseInt(f[1], 10, 64)
+	r.Bytes, e3 = strconv.ParseInt(f[2], 10, 64)
+	if e1 != nil || e2 != nil || e3 != nil {
+		return DemandRecord{}, false
+	}
+	r.SealedAt = time.Unix(sealed, 0).UTC()
+	return r, true
+}
+
+// putDemand writes the demand record of generation g of shard. Idempotent: a re-seal of the
+// same generation at the same second writes the same key.
+//
+// REQUIRES: the generation object is written; the shard manifest that lists it is not yet
+// published (docs/FORMAT.md, demand crash table).
+func (s *Store) putDemand(ctx context.Context, shard string, g genMeta) error {
+	body, _ := json.Marshal(demandBody{Target: s.target.String(), Shard: shard, Gen: g.Gen, SealedAt: g.SealedAt, Bytes: g.Bytes})
+	key := demandKey(s.target, shard, g.Gen, g.SealedAt, g.Bytes)
+	if err := s.db.bucket.Put(ctx, key, body); err != nil {
+		return fmt.Errorf("write demand record %s: %w", key, err)
+	}
+	return nil
+}
+
+// DemandCleanResult counts what one clean-up of a shard's demand records did.
+type DemandCleanResult struct {
+	// Covered: records of generations at or below the watermark (merged) deleted.
+	Covered int `json:"covered"`
+	// Orphans: records of generations the manifest will never list deleted.
+	Orphans int `json:"orphans"`
+	// Missing: generations the manifest lists without a record, written now (repair).
+	Missing int `json:"missing"`
+}
+
+// cleanDemand makes the shard's demand records match its manifest sm and watermark wm:
+// deletes records of merged generations (gen <= wm) and of generations that were never
+// published (gen not listed, below next_generation, or at/above it and older than
+// DemandOrphanAge), and, when repair is set, writes the record of every pending
+// generation that has none. Costs one listing of the shard's demand prefix (bounded by its
+// pending generations) plus one request per change.
+//
+// REQUIRES: sm is the latest shard manifest (or nil: the shard has none) and wm the latest
+// base watermark of the shard, read after sm; a generation listed in sm above wm is pending.
+func (s *Store) cleanDemand(ctx context.Context, shard string, sm *shardManifest, wm uint64, repair bool) (DemandCleanResult, error) {
+	objs, err := s.db.bucket.List(ctx, demandShardPrefix(s.target, shard))
+	if err != nil {
+		return DemandCleanResult{}, err
+	}
+	return s.cleanDemandListed(ctx, shard, sm, wm, repair, objs)
+}
+
+// cleanDemandListed is cleanDemand over objs, the listing of the shard's demand prefix.
+func (s *Store) cleanDemandListed(ctx context.Context, shard string, sm *shardManifest, wm uint64, repair bool, objs []ObjectInfo) (DemandCleanResult, error) {
+	var res DemandCleanResult
+	listed := map[uint64]bool{}
+	var next uint64
+	if sm != nil {
+		next = sm.NextGeneration
+		for _, g := range sm.Flushed {
+			if g.Gen > wm {
+				listed[g.Gen] = true
+			}
+		}
+	}
+	now := s.db.opts.Now()
+	have := map[uint64]bool{}
+	var errs []error
+	for _, o := range objs {
+		r, ok := ParseDemandKey(o.Key)
+		if !ok || r.Compact {
+			continue
+		}
+		var drop, orphan bool
+		switch {
+		case r.Gen <= wm:
+			drop = true
+		case listed[r.Gen]:
+			have[r.Gen] = true
+		case r.Gen < next:
+			drop, orphan = true, true // drained without a watermark move (quarantine) or a lost seal retry
+		default:
+			// At or above next_generation: a seal between its record and its manifest, or
+			// one that crashed there. Only an old one is certainly dead.
+			drop, orphan = now.Sub(r.SealedAt) >= DemandOrphanAge && now.Sub(o.ModTime) >= DemandOrphanAge, true
+		}
+		if !drop {
+			continue
+		}
+		if err := s.db.bucket.Delete(ctx, o.Key); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if orphan {
+			res.Orphans++
+		} else {
+			res.Covered++
+		}
+	}
+	if repair && sm != nil {
+		for _, g := range sm.Flushed {
+			if g.Gen <= wm || have[g.Gen] {
+				continue
+			}
+			if err := s.putDemand(ctx, shard, g); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			res.Missing++
+		}
+	}
+	return res, errors.Join(errs...)
+}
+
+// afterMergeDemand is the merge commit's clean-up of the demand index, run after the drain:
+// the records of shard's generations at or below through (now in the base) are deleted,
+// and the compaction marker is written when the base now holds runs >= CompactDemandRuns.
+// Best effort: a failed delete leaves stale records, which cost at most one needless
+// MergeWal start and are deleted by the next prepare or reconcile; a failed marker put is
+// repaired by reconcile.
+func (s *Store) afterMergeDemand(ctx context.Context, shard string, through uint64, runs int) {
+	if objs, err := s.db.bucket.List(ctx, demandShardPrefix(s.target, shard)); err == nil {
+		for _, o := range objs {
+			if r, ok := ParseDemandKey(o.Key); ok && !r.Compact && r.Gen <= through {
+				_ = s.db.bucket.Delete(ctx, o.Key)
+			}
+		}
+	}
+	if t := s.db.opts.CompactDemandRuns; t > 0 && runs >= t {
+		_ = s.putCompactDemand(ctx, runs)
+	}
+}
+
+// putCompactDemand writes the compaction marker (idempotent).
+func (s *Store) putCompactDemand(ctx context.Context, runs int) error {
+	body, _ := json.Marshal(demandBody{Target: s.target.String(), Runs: runs})
+	return s.db.bucket.Put(ctx, demandCompactMarker(s.target), body)
+}
+
+// afterCompactDemand clears the compaction marker once a compaction left fewer runs than
+// CompactDemandRuns (the marker is absent below the threshold: a delete of an absent key is
+// not an error).
+func (s *Store) afterCompactDemand(ctx context.Context, runsLeft int) error {
+	t := s.db.opts.CompactDemandRuns
+	if t <= 0 || runsLeft >= t {
+		return nil
+	}
+	return s.db.bucket.Delete(ctx, demandCompactMarker(s.target))
+}
+
+// ReconcileDemand checks one store against the demand index: for every shard, records
+// missing for pending generations are written, records of merged or never-published
+// generations deleted, and the compaction marker set or cleared. It reads the base, every
+// shard manifest and one listing of the store's demand records (a handful of requests per
+// store, plus one per repair). This is the slow background path that catches whatever the
+// seal and merge hooks missed: stores sealed before the index existed, a crash between a
+// commit and its clean-up, a record lost by hand.
+func (s *Store) ReconcileDemand(ctx context.Context) (DemandCleanResult, error) {
+	var total DemandCleanResult
+	base, err := s.loadBase(ctx)
+	if err != nil {
+		return total, err
+	}
+	shards, err := s.listShards(ctx)
+	if err != nil {
+		return total, err
+	}
+	objs, err := s.db.bucket.List(ctx, demandStorePrefix(s.target))
+	if err != nil {
+		return total, err
+	}
+	byShard := map[string][]ObjectInfo{}
+	var order []string // shards in first-seen order: manifests first, then record-only ones
+	for _, sh := range shards {
+		if validateShardID(sh) == nil {
+			byShard[sh] = nil
+			order = append(order, sh)
+		}
+	}
+	marker := false
+	for _, o := range objs {
+		r, ok := ParseDemandKey(o.Key)
+		switch {
+		case !ok:
+		case r.Compact:
+			marker = true
+		default:
+			if _, seen := byShard[r.Shard]; !seen {
+				order = append(order, r.Shard)
+			}
+			byShard[r.Shard] = append(byShard[r.Shard], o)
+		}
+	}
+	var errs []error
+	for _, sh := range order {
+		var sm *shardManifest
+		if sm, err = s.loadShard(ctx, sh); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		r, err := s.cleanDemandListed(ctx, sh, sm, base.Watermarks[sh], true, byShard[sh])
+		total.Covered += r.Covered
+		total.Orphans += r.Orphans
+		total.Missing += r.Missing
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if t := s.db.opts.CompactDemandRuns; t > 0 {
+		switch runs := len(base.Runs); {
+		case runs >= t && !marker:
+			err = s.putCompactDemand(ctx, runs)
+		case runs < t && marker:
+			err = s.db.bucket.Delete(ctx, demandCompactMarker(s.target))
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return total, errors.Join(errs...)
+}
+
+// ReconcileStore runs ReconcileDemand on t without making it resident: a reconcile walks
+// the whole registry, and keeping every store it touched open would grow the worker's
+// memory with the fleet. A resident handle is used when there is one.
+func (db *DB) ReconcileStore(ctx context.Context, t Target) (DemandCleanResult, error) {
+	if err := validateTarget(t); err != nil {
+		return DemandCleanResult{}, err
+	}
+	db.mu.Lock()
+	s := db.stores[t]
+	closed := db.closed
+	db.mu.Unlock()
+	if closed {
+		return DemandCleanResult{}, ErrClosed
+	}
+	if s == nil {
+		meta, err := db.readMeta(ctx, t)
+		if err != nil {
+			return DemandCleanResult{}, err
+		}
+		s = newStore(db, t, meta, nil) // demand reconcile never encodes rows
+	}
+	return s.ReconcileDemand(ctx)
+}

@@ -1,0 +1,274 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// demandOf lists the parsed generation records of target t (compaction marker excluded).
+func demandOf(t *testing.T, db *DB, tgt Target) []DemandRecord {
+	t.Helper()
+	var out []DemandRecord
+	require.NoError(t, db.WalkDemand(context.Background(), tgt.Kind, func(r DemandRecord) error {
+		if r.Target == tgt && !r.Compact {
+			out = append(out, r)
+		}
+		return nil
+	}))
+	return out
+}
+
+func TestDemandKeyRoundTrip(t *testing.T) {
+	tgt := Target{Kind: KindGeneric, Name: "orders"}
+	at := time.Unix(1_700_000_123, 0).UTC()
+	key := demandKey(tgt, "s1", 42, at, 4096)
+	require.NoError(t, checkKey(key))
+	r, ok := ParseDemandKey(key)
+	require.True(t, ok)
+	require.Equal(t, DemandRecord{Key: key, Target: tgt, Shard: "s1", Gen: 42, SealedAt: at, Bytes: 4096}, r)
+
+	m, ok := ParseDemandKey(demandCompactMarker(tgt))
+	require.True(t, ok)
+	require.True(t, m.Compact)
+	require.Equal(t, tgt, m.Target)
+
+	for _, bad := range []string{"_demand/generic", "_demand/nokind/x/s/00000000000000000001-1-1",
+		"_demand/generic/x/s/1-1-1", "_demand/generic/x/s/00000000000000000001-x-1", "_demand/generic/x/other", "foo"} {
+		_, ok := ParseDemandKey(bad)
+		require.False(t, ok, bad)
+	}
+}
+
+// A seal writes its demand record before the manifest that publishes the generation: with
+// every manifest put failing, the record is there and the generation is not listed.
+func TestSealWritesDemandBeforeManifest(t *testing.T) {
+	for name, url := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			var crash atomic.Bool
+			var manifestPuts atomic.Int64
+			b, err := OpenBucket(context.Background(), url)
+			require.NoError(t, err)
+			opts := DefaultOptions()
+			opts.InstanceID = "w1"
+			db := OpenDBOnBucket(b.WithFaults(FaultFuncs{BeforeFunc: func(op, key string) error {
+				if crash.Load() && op == OpPutIfAbsent && strings.Contains(key, "/manifest/") {
+					manifestPuts.Add(1)
+					return errors.New("injected: crash before the manifest publish")
+				}
+				return nil
+			}}), opts)
+			t.Cleanup(func() { _ = db.Close(context.Background()) })
+			s := createGeneric(t, db, "orders", false)
+			appendRows(t, s, row("a", 1))
+			crash.Store(true)
+			_, err = s.Flush(context.Background())
+			require.Error(t, err)
+			require.Positive(t, manifestPuts.Load())
+			recs := demandOf(t, db, s.target)
+			require.Len(t, recs, 1, "the record is written before the manifest")
+			require.Equal(t, db.shard, recs[0].Shard)
+			require.Empty(t, listedGens(t, s, db.shard))
+
+			// The writer recovers and seals again: still exactly one live generation, its
+			// record findable.
+			crash.Store(false)
+			res := flush(t, s)
+			require.True(t, res.Sealed)
+			found := false
+			for _, r := range demandOf(t, db, s.target) {
+				found = found || r.Gen == res.Generation
+			}
+			require.True(t, found, "the published generation has a record")
+		})
+	}
+}
+
+// The merge commit deletes the records its watermark covers; a seal landing after the
+// prepare keeps its own.
+func TestMergeCommitDeletesCoveredDemand(t *testing.T) {
+	for name, url := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			db := openTestDB(t, url, "w1")
+			s := createGeneric(t, db, "orders", false)
+			for i := range 3 {
+				appendRows(t, s, row(fmt.Sprint("k", i), int64(i)))
+				flush(t, s)
+			}
+			require.Len(t, demandOf(t, db, s.target), 3)
+			p, err := s.Prepare(ctx, PrepareParams{Shard: db.shard})
+			require.NoError(t, err)
+			appendRows(t, s, row("late", 9))
+			late := flush(t, s)
+			_, err = s.Commit(ctx, p)
+			require.NoError(t, err)
+			recs := demandOf(t, db, s.target)
+			require.Len(t, recs, 1)
+			require.Equal(t, late.Generation, recs[0].Gen)
+		})
+	}
+}
+
+// A crash between the commit and its demand clean-up leaves stale records; the next
+// prepare (what a sweep-started MergeWal runs) deletes them, and so does reconcile.
+func TestStaleAndOrphanDemandAreCleaned(t *testing.T) {
+	ctx := context.Background()
+	now := time.Now()
+	clock := func() time.Time { return now }
+	db := openTestDB(t, backends(t)["mem"], "w1", func(o *Options) { o.Now = clock })
+	s := createGeneric(t, db, "orders", false)
+	appendRows(t, s, row("a", 1))
+	g := flush(t, s)
+
+	// Stale: the commit's clean-up "crashed" (every demand delete fails).
+	db.bucket = db.bucket.WithFaults(FaultFuncs{BeforeFunc: func(op, key string) error {
+		if op == OpDelete && strings.HasPrefix(key, demandDir+"/") {
+			return errors.New("injected: crash before demand clean-up")
+		}
+		return nil
+	}})
+	_, err := s.MergeOnce(ctx, db.shard)
+	require.NoError(t, err)
+	require.Len(t, demandOf(t, db, s.target), 1, "stale record survives the failed clean-up")
+	db.bucket = db.bucket.WithFaults(nil)
+
+	// Orphans: a seal that crashed between its record and its manifest (gen at
+	// next_generation), one recent and one old; and one for a generation never published
+	// below next_generation.
+	sh := db.shard
+	fresh := demandKey(s.target, sh, g.Generation+1, now, 10)
+	old := demandKey(s.target, sh, g.Generation+2, now.Add(-time.Hour), 10)
+	require.NoError(t, db.bucket.Put(ctx, fresh, []byte("{}")))
+	require.NoError(t, db.bucket.Put(ctx, old, []byte("{}")))
+
+	// A prepare that finds nothing to merge still cleans the shard's records.
+	_, err = s.Prepare(ctx, PrepareParams{Shard: sh})
+	require.NoError(t, err)
+	recs := demandOf(t, db, s.target)
+	require.Len(t, recs, 2, "covered record deleted; in-flight-looking orphans stay until old: %+v", recs)
+
+	// The old orphan is old by its key's seal time but was just written: clean-up waits
+	// for both to pass DemandOrphanAge.
+	now = now.Add(DemandOrphanAge + time.Minute)
+	res, err := s.ReconcileDemand(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 2, res.Orphans)
+	require.Empty(t, demandOf(t, db, s.target))
+}
+
+// Reconcile writes the record of a pending generation that has none (sealed before the
+// index existed, or its record lost) and sets the compaction marker from the run count.
+func TestReconcileRepairsMissingDemandAndCompactMarker(t *testing.T) {
+	ctx := context.Background()
+	db := openTestDB(t, backends(t)["mem"], "w1", func(o *Options) { o.CompactDemandRuns = 2 })
+	s := createGeneric(t, db, "orders", false)
+	for i := range 2 {
+		appendRows(t, s, row(fmt.Sprint("k", i), 1))
+		flush(t, s)
+		_, err := s.MergeOnce(ctx, db.shard)
+		require.NoError(t, err)
+	}
+	ok, err := db.bucket.Exists(ctx, demandCompactMarker(s.target))
+	require.NoError(t, err)
+	require.True(t, ok, "the commit that made 2 runs wrote the marker")
+
+	appendRows(t, s, row("p", 1))
+	g := flush(t, s)
+	for _, r := range demandOf(t, db, s.target) {
+		require.NoError(t, db.bucket.Delete(ctx, r.Key))
+	}
+	require.NoError(t, db.bucket.Delete(ctx, demandCompactMarker(s.target)))
+
+	res, err := s.ReconcileDemand(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Missing)
+	recs := demandOf(t, db, s.target)
+	require.Len(t, recs, 1)
+	require.Equal(t, g.Generation, recs[0].Gen)
+	ok, err = db.bucket.Exists(ctx, demandCompactMarker(s.target))
+	require.NoError(t, err)
+	require.True(t, ok, "reconcile restored the marker")
+
+	_, err = s.CompactBase(ctx, CompactParams{})
+	require.NoError(t, err)
+	ok, err = db.bucket.Exists(ctx, demandCompactMarker(s.target))
+	require.NoError(t, err)
+	require.False(t, ok, "compaction below the threshold cleared the marker")
+}
+
+// ListStores pages the registry in name order with a cursor, across many pages, on both
+// the native (file://) and the start-after (mem://) paths; Walk streams.
+func TestListStoresPagesAcrossManyPages(t *testing.T) {
+	for name, url := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			db := openTestDB(t, url, "w1")
+			const n = 23
+			want := make([]string, 0, n)
+			for i := range n {
+				nm := fmt.Sprintf("s%03d", i)
+				if i%5 == 0 {
+					nm += "-x" // "-" sorts before ".json": key order must still be name order here
+				}
+				createGeneric(t, db, nm, false)
+				want = append(want, nm)
+			}
+			var got []string
+			after, pages := "", 0
+			for {
+				page, err := db.ListStores(ctx, KindGeneric, after, 5)
+				require.NoError(t, err)
+				require.LessOrEqual(t, len(page.Stores), 5)
+				pages++
+				for _, s := range page.Stores {
+					got = append(got, s.Name)
+				}
+				if page.Next == "" {
+					break
+				}
+				after = page.Next
+			}
+			require.Equal(t, 5, pages)
+			all, err := db.List(ctx, KindGeneric)
+			require.NoError(t, err)
+			require.Len(t, got, n)
+			for i, s := range all {
+				require.Equal(t, s.Name, got[i], "pages follow List's order")
+			}
+
+			_, err = db.ListStores(ctx, KindGeneric, "../x", 5)
+			require.ErrorIs(t, err, ErrInvalidInput)
+			_, err = db.ListStores(ctx, Kind("nope"), "", 5)
+			require.ErrorIs(t, err, ErrInvalidInput)
+
+			seen := 0
+			require.NoError(t, db.Bucket().Walk(ctx, registryDir+"/", func(ObjectInfo) error { seen++; return nil }))
+			require.Equal(t, n, seen)
+			stop := errors.New("stop")
+			require.ErrorIs(t, db.Bucket().Walk(ctx, registryDir+"/", func(ObjectInfo) error { return stop }), stop)
+		})
+	}
+}
+
+func TestRequestCounterCounts(t *testing.T) {
+	ctx := context.Background()
+	b, err := OpenBucket(ctx, backends(t)["mem"])
+	require.NoError(t, err)
+	rc := &RequestCounter{}
+	cb := b.WithFaults(rc)
+	require.NoError(t, cb.Put(ctx, "a/b", []byte("x")))
+	_, err = cb.Get(ctx, "a/b")
+	require.NoError(t, err)
+	_, _, err = cb.ListPage(ctx, "a/", "", 10)
+	require.NoError(t, err)
+	c := rc.Counts()
+	require.Equal(t, RequestCounts{Get: 1, Put: 1, List: 1}, c)
+	require.EqualValues(t, 3, c.Total())
+}

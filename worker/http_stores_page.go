@@ -1,0 +1,106 @@
+package worker
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+
+	"github.com/walkeeper/walkeeper/store"
+)
+
+// GET /api/v1/stores pages the registry (docs/API.md): a response never holds more than
+// `limit` stores, whatever the root holds, and `next` is the cursor of the following page.
+
+const (
+	defaultStoresLimit = 500
+	maxStoresLimit     = store.MaxListPage
+)
+
+// storesPage is the body of GET /api/v1/stores.
+type storesPage struct {
+	Stores []storeInfo `json:"stores"`
+	// Next is the "<kind>:<name>" to pass as ?after= for the next page; absent on the last.
+	Next string `json:"next,omitempty"`
+}
+
+// storesQuery parses ?kind=&limit=&after=. after is a target "<kind>:<name>" (the next of
+// the previous page); with ?kind= it may also be a bare name.
+func storesQuery(r *http.Request) (kinds []store.Kind, after store.Target, limit int, err error) {
+	q := r.URL.Query()
+	kinds = store.Kinds
+	if ks := q.Get("kind"); ks != "" {
+		k, perr := store.ParseKind(ks)
+		if perr != nil {
+			return nil, after, 0, newAPIError(http.StatusBadRequest, CodeUnknownKind,
+				"unknown store kind %q (want rollout, generic or datagen)", ks)
+		}
+		kinds = []store.Kind{k}
+	}
+	limit = defaultStoresLimit
+	if ls := q.Get("limit"); ls != "" {
+		n, aerr := strconv.Atoi(ls)
+		if aerr != nil || n < 1 || n > maxStoresLimit {
+			return nil, after, 0, newAPIError(http.StatusBadRequest, CodeInvalidInput, "limit %q is not an integer in 1..%d", ls, maxStoresLimit)
+		}
+		limit = n
+	}
+	if as := q.Get("after"); as != "" {
+		t, perr := store.ParseTarget(as)
+		if perr != nil && len(kinds) == 1 {
+			t, perr = store.Target{Kind: kinds[0], Name: as}, store.ValidateName(as)
+		}
+		if perr != nil {
+			return nil, after, 0, newAPIError(http.StatusBadRequest, CodeInvalidInput, "after %q is not a \"<kind>:<name>\" cursor", as)
+		}
+		if !kindIn(t.Kind, kinds) {
+			return nil, after, 0, newAPIError(http.StatusBadRequest, CodeInvalidInput, "after %q is not of kind %s", as, kinds[0])
+		}
+		after = t
+	}
+	return kinds, after, limit, nil
+}
+
+func kindIn(k store.Kind, ks []store.Kind) bool {
+	for _, x := range ks {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}
+
+// listStoresPage answers one page: kinds in order, each in registry key order, starting
+// after `after`. At most limit stores and about limit/1000+1 registry listings per kind.
+func listStoresPage(ctx context.Context, db *store.DB, kinds []store.Kind, after store.Target, limit int) (storesPage, error) {
+	out := storesPage{Stores: make([]storeInfo, 0, min(limit, 64))}
+	started := after.Kind == ""
+	for _, k := range kinds {
+		cursor := ""
+		if !started {
+			if k != after.Kind {
+				continue
+			}
+			started, cursor = true, after.Name
+		}
+		for {
+			page, err := db.ListStores(ctx, k, cursor, limit-len(out.Stores))
+			if err != nil {
+				return storesPage{}, err
+			}
+			for _, in := range page.Stores {
+				out.Stores = append(out.Stores, storeInfo{Target: in.Target.String(), StoreInfo: in})
+			}
+			if len(out.Stores) == limit {
+				if page.Next != "" || k != kinds[len(kinds)-1] {
+					out.Next = out.Stores[len(out.Stores)-1].Target
+				}
+				return out, nil
+			}
+			if page.Next == "" {
+				break
+			}
+			cursor = page.Next
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,70 @@
+package worker
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"testing"
+)
+
+// GET /api/v1/stores pages with ?limit=&after=, across kinds, and every store is listed
+// exactly once; bad cursors and limits are 400 invalid_input.
+func TestListStoresPages(t *testing.T) {
+	rs := &recStarter{}
+	w := startWorker(t, testConfig(t), rs.start)
+	c := newClient(t, w)
+	want := map[string]bool{}
+	for i := range 7 {
+		name := fmt.Sprintf("g%02d", i)
+		expect(t, c.postJSON("/api/v1/stores/generic/"+name, genericSchema), http.StatusCreated, "")
+		want["generic:"+name] = true
+	}
+	for i := range 3 {
+		name := fmt.Sprintf("r%02d", i)
+		expect(t, c.do(http.MethodPost, "/api/v1/stores/rollout/"+name, "", nil), http.StatusCreated, "")
+		want["rollout:"+name] = true
+	}
+	seen := map[string]bool{}
+	after, pages := "", 0
+	for {
+		q := "/api/v1/stores?limit=3"
+		if after != "" {
+			q += "&after=" + url.QueryEscape(after)
+		}
+		r := c.get(q)
+		expect(t, r, http.StatusOK, "")
+		body := r.json(t)
+		stores := body["stores"].([]any)
+		if len(stores) > 3 {
+			t.Fatalf("page of %d stores over limit 3: %s", len(stores), r.body)
+		}
+		for _, s := range stores {
+			tgt := s.(map[string]any)["target"].(string)
+			if seen[tgt] {
+				t.Fatalf("%s listed twice", tgt)
+			}
+			seen[tgt] = true
+		}
+		pages++
+		next, _ := body["next"].(string)
+		if next == "" {
+			break
+		}
+		after = next
+		if pages > 10 {
+			t.Fatal("paging does not end")
+		}
+	}
+	if len(seen) != len(want) || pages < 4 {
+		t.Fatalf("listed %d stores in %d pages, want %d in >= 4", len(seen), pages, len(want))
+	}
+	// A bare name is a cursor within ?kind=.
+	r := c.get("/api/v1/stores?kind=generic&limit=2&after=g04")
+	expect(t, r, http.StatusOK, "")
+	if st := r.json(t)["stores"].([]any); len(st) != 2 || st[0].(map[string]any)["name"] != "g05" {
+		t.Fatalf("after=g04 = %s", r.body)
+	}
+	for _, bad := range []string{"limit=0", "limit=1001", "limit=x", "after=..", "kind=generic&after=rollout:r00"} {
+		expect(t, c.get("/api/v1/stores?"+bad), http.StatusBadRequest, CodeInvalidInput)
+	}
+}

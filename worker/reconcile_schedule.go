@@ -1,0 +1,39 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/walkeeper/walkeeper/contract"
+)
+
+// ReconcileScheduleID is the Schedule that runs ReconcileDemand (docs/DESIGN.md §12).
+const ReconcileScheduleID = contract.ReconcileDemandScheduleID
+
+// ReconcileJitter is the jitter of walkeeper-reconcile: up to a tenth of its interval
+// (ScheduleJitter caps it at a quarter), so the reconciles of several namespaces or
+// deployments sharing one storage do not start in the same second.
+func ReconcileJitter(every time.Duration) time.Duration { return ScheduleJitter(every, every/10) }
+
+// EnsureReconcileSchedule creates the Schedule "walkeeper-reconcile" that starts
+// ReconcileDemand every `every` (ReconcileJitter), or, if it exists, reconciles its spec,
+// action and policies. Overlap SKIP: a reconcile still paging (across its continue-as-new
+// runs) makes the next tick a no-op. A paused schedule stays paused.
+func EnsureReconcileSchedule(ctx context.Context, c client.Client, every time.Duration) error {
+	if every <= 0 {
+		return fmt.Errorf("reconcile schedule interval must be positive, got %s", every)
+	}
+	action := &client.ScheduleWorkflowAction{
+		ID:        contract.ReconcileDemandWorkflowID,
+		Workflow:  contract.ReconcileDemandWorkflow,
+		Args:      []any{contract.ReconcileDemandInput{}},
+		TaskQueue: contract.TaskQueue,
+		// Per run: a run pages DefaultReconcilePagesPerRun pages, then continues as new.
+		WorkflowRunTimeout: time.Hour,
+		StaticSummary:      "walkeeper demand index reconcile",
+	}
+	return ensureSchedule(ctx, c, ReconcileScheduleID, every, ReconcileJitter(every), action)
+}

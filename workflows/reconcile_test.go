@@ -1,0 +1,111 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/target"
+)
+
+// fakeRegistry pages a registry of n stores per kind, pageSize at a time.
+type fakeRegistry struct {
+	n     int
+	calls []contract.ReconcilePageParams
+}
+
+func (f *fakeRegistry) page(_ context.Context, p contract.ReconcilePageParams) (contract.ReconcilePageResult, error) {
+	f.calls = append(f.calls, p)
+	start := 0
+	if p.After != "" {
+		_, _ = fmt.Sscanf(p.After, "s%06d", &start)
+		start++
+	}
+	end := min(start+p.Limit, f.n)
+	res := contract.ReconcilePageResult{Kind: p.Kind, Counts: contract.ReconcileCounts{Stores: end - start, Pages: 1, Missing: 1}}
+	if start == 0 && p.Kind == "generic" {
+		res.Counts.Unreadable = 1
+		res.Problems = []contract.StoreProblem{{Target: "generic:s000000", Error: "corrupt"}}
+	}
+	if end < f.n {
+		res.Next = fmt.Sprintf("s%06d", end-1)
+	}
+	return res, nil
+}
+
+// A reconcile pages through every kind and continues as new every PagesPerRun pages,
+// carrying the cursor and totals, so its history stays bounded at any fleet size.
+func TestReconcileDemandPagesAndContinuesAsNew(t *testing.T) {
+	reg := &fakeRegistry{n: 10}
+	in := contract.ReconcileDemandInput{PageSize: 3, PagesPerRun: 2}
+	for run := 0; ; run++ {
+		require.Less(t, run, 20, "the reconcile must end")
+		env := newEnv(t)
+		env.OnActivity(contract.ReconcilePageActivity, anyCtx, anyArg).Return(reg.page)
+		env.ExecuteWorkflow(ReconcileDemand, in)
+		err := env.GetWorkflowError()
+		var can *workflow.ContinueAsNewError
+		if errors.As(err, &can) {
+			require.Equal(t, contract.ReconcileDemandWorkflow, can.WorkflowType.Name)
+			var next contract.ReconcileDemandInput
+			require.NoError(t, converterDecode(can, &next))
+			require.Equal(t, run+1, next.Runs)
+			in = next
+			continue
+		}
+		require.NoError(t, err)
+		var res contract.ReconcileDemandResult
+		require.NoError(t, env.GetWorkflowResult(&res))
+		// 10 stores in pages of 3 = 4 pages per kind.
+		require.Equal(t, 4*len(target.Kinds), res.Totals.Pages)
+		require.Equal(t, 10*len(target.Kinds), res.Totals.Stores)
+		require.Equal(t, 4*len(target.Kinds), res.Totals.Missing)
+		require.Equal(t, 1, res.Totals.Unreadable)
+		require.Len(t, res.Problems, 1)
+		require.Equal(t, 6, res.Runs, "12 pages at 2 per run")
+		break
+	}
+	// Every page started after the previous page's last store.
+	for i := 1; i < len(reg.calls); i++ {
+		prev, cur := reg.calls[i-1], reg.calls[i]
+		if prev.Kind == cur.Kind {
+			require.NotEmpty(t, cur.After)
+		} else {
+			require.Empty(t, cur.After)
+		}
+	}
+}
+
+// A page that cannot be listed after the activity's retries fails the reconcile with a
+// non-retryable ReconcileFailed naming the kind and cursor.
+func TestReconcileDemandFailsLoudly(t *testing.T) {
+	env := newEnv(t)
+	attempts := 0
+	env.OnActivity(contract.ReconcilePageActivity, anyCtx, anyArg).Return(func(context.Context, contract.ReconcilePageParams) (contract.ReconcilePageResult, error) {
+		attempts++
+		return contract.ReconcilePageResult{}, errors.New("list _registry/generic/: access denied")
+	})
+	env.ExecuteWorkflow(ReconcileDemand, contract.ReconcileDemandInput{})
+	var appErr *temporal.ApplicationError
+	require.ErrorAs(t, env.GetWorkflowError(), &appErr)
+	require.Equal(t, contract.ErrTypeReconcileFailed, appErr.Type())
+	require.True(t, appErr.NonRetryable())
+	require.Contains(t, appErr.Error(), string(target.Kinds[0]))
+	require.Equal(t, 5, attempts)
+
+	env = newEnv(t)
+	env.ExecuteWorkflow(ReconcileDemand, contract.ReconcileDemandInput{PageSize: contract.MaxReconcilePage + 1})
+	require.ErrorAs(t, env.GetWorkflowError(), &appErr)
+	require.Equal(t, contract.ErrTypeInvalidInput, appErr.Type())
+}
+
+func converterDecode(can *workflow.ContinueAsNewError, v any) error {
+	return converter.GetDefaultDataConverter().FromPayloads(can.Input, v)
+}

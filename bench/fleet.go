@@ -19,6 +19,8 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/protobuf/proto"
 
@@ -75,8 +77,11 @@ type fleetSample struct {
 	// activity input/result/failure, workflow input/result); LargestHeartbeat the largest
 	// heartbeat details seen while it ran.
 	LargestEvent, LargestHeartbeat int
-	Events                         int
-	RSSStart, RSSPeak              int64
+	// LargestPayload is the largest payload the SDK warned about uploading (> 512 KiB), 0 if
+	// none.
+	LargestPayload    int
+	Events            int
+	RSSStart, RSSPeak int64
 	// TTM is the longest time from a store's debt being planted to its MergeWal start;
 	// Merged counts the indebted stores whose MergeWal started, of Debt.
 	TTM     time.Duration
@@ -121,6 +126,9 @@ func RunFleet(ctx context.Context, o Options) (*Result, error) {
 	res.param("scan_concurrency", fleetScanConcurrency)
 	res.param("sweep_budget", budget)
 
+	// The SDK logs its payload warnings through the client's logger.
+	warn := &payloadWarnings{}
+	o.Logger = zap.New(warn.wrap(o.logger().Core()))
 	tenv, err := startTemporal(ctx, o, o.OutDir)
 	if err != nil {
 		return nil, err
@@ -156,7 +164,7 @@ func RunFleet(ctx context.Context, o Options) (*Result, error) {
 			for _, d := range designs {
 				for rep := 0; rep < o.reps(); rep++ {
 					seq++
-					s, err := runFleetOnce(ctx, o, tenv, fleetRun{seq: seq, stores: n, debt: debt, design: d, latency: latency, budget: budget})
+					s, err := runFleetOnce(ctx, o, tenv, fleetRun{seq: seq, stores: n, debt: debt, design: d, latency: latency, budget: budget, warn: warn})
 					s.FixedDebt = fixedDebt
 					if errors.Is(err, errDesignUnavailable) {
 						o.progressf("fleet: %d stores, %s: not run (%v)", n, d, err)
@@ -184,6 +192,7 @@ type fleetRun struct {
 	design  fleetDesign
 	latency time.Duration
 	budget  time.Duration
+	warn    *payloadWarnings
 }
 
 func (s fleetSample) summary() string {
@@ -231,6 +240,8 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 
 	hook := &fleetFaults{latency: r.latency, registryPrefix: "_registry/" + string(fleetKind) + "/", registryKeys: int64(r.stores),
 		demandPrefix: "_demand/" + string(fleetKind) + "/", demandKeys: int64(records)}
+	warn := r.warn
+	warn.largest.Store(0)
 	var nodes []*node
 	defer func() {
 		for _, n := range nodes {
@@ -292,15 +303,25 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 	s.Events, s.LargestEvent = h.events, h.largest
 	// Count up to the end of discovery (a failed sweep: up to when it was stopped).
 	until := h.discoveryEnd
-	if until.IsZero() || s.Failed != "" && stopped.Before(until) {
+	if until.IsZero() || s.Failed != "" {
 		until = stopped
 	}
-	s.Requests, s.ByOp = hook.countBefore(until)
-	if s.Failed == "" {
-		s.Started, s.TTM, err = timeToMerge(ctx, tenv.client, start, planted)
-		if err != nil {
-			return s, err
+	// A result gRPC refused never reaches the history: the SDK's payload warning names it.
+	if big := warn.largest.Swap(0); big > 0 {
+		s.LargestPayload = int(big)
+		if s.Failed != "" && big > grpcMaxMessage {
+			s.Failed = fmt.Sprintf("failed: a %.1f MB activity result exceeds gRPC's 4 MiB (the worker could not report it; %s)", float64(big)/1e6, strings.TrimPrefix(s.Failed, "failed: "))
 		}
+	}
+	s.Requests, s.ByOp = hook.countBefore(until)
+	// A failed sweep may have started some merges before it stopped: count them too.
+	wait := 30 * time.Second
+	if s.Failed != "" {
+		wait = 3 * time.Second
+	}
+	s.Started, s.TTM, err = timeToMerge(ctx, tenv.client, start, planted, wait)
+	if err != nil {
+		return s, err
 	}
 	terminateMerges(ctx, tenv.client, start, prefix)
 	for _, n := range nodes {
@@ -590,11 +611,11 @@ func historyOf(ctx context.Context, c client.Client, id, runID string) (sweepHis
 	return h, nil
 }
 
-// timeToMerge waits (up to 30 s, visibility is eventually consistent) for every planted
+// timeToMerge waits (up to wait, visibility is eventually consistent) for every planted
 // store's MergeWal start to be visible and returns how many were, and the longest time from a
 // store's planting to its MergeWal's start.
-func timeToMerge(ctx context.Context, c client.Client, since time.Time, planted map[store.Target]time.Time) (int, time.Duration, error) {
-	deadline := time.Now().Add(30 * time.Second)
+func timeToMerge(ctx context.Context, c client.Client, since time.Time, planted map[store.Target]time.Time, wait time.Duration) (int, time.Duration, error) {
+	deadline := time.Now().Add(wait)
 	for {
 		starts := map[string]time.Time{}
 		var token []byte
@@ -730,8 +751,9 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 			res.Values[key+"rss_growth_mib"] = a.rss.Median
 			res.Values[key+"debt"] = float64(a.debt)
 			ttm := "-"
-			if a.failed == "" {
-				res.Values[key+"started"] = float64(a.started)
+			res.Values[key+"started"] = float64(a.started)
+			res.Values[key+"largest_payload_bytes"] = a.payload
+			if a.started > 0 {
 				res.Values[key+"ttm_s"] = a.ttm.Median
 				ttm = a.ttm.fmt("%.1f") + " s"
 			}
@@ -774,9 +796,9 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 				continue
 			}
 			bounded = bounded && a.req.Median <= float64(2*a.debt+100)
-			payload = payload && a.ev.Median <= 256<<10 && a.hb <= 256<<10
+			payload = payload && a.ev.Median <= 256<<10 && a.hb <= 256<<10 && a.payload <= 256<<10
 			events = events && a.events.Median <= 10_000
-			ttmOK = ttmOK && (k.fixed || a.ttm.Median <= fleetInterval.Seconds() && a.started == a.debt)
+			ttmOK = ttmOK && a.ttm.Median <= fleetInterval.Seconds() && a.started == a.debt
 		}
 		name := string(d)
 		res.target(name+": every sweep finishes", "no failed sweep at any size", line(func(_ fleetKey, a *fleetAgg) string {
@@ -809,12 +831,15 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 			}
 		}
 		res.target(name+": largest payload", "≤ 256 KiB (largest history event; heartbeat details)", line(func(_ fleetKey, a *fleetAgg) string {
+			if a.payload > 0 {
+				return fmt.Sprintf("%.0f KiB, %.0f KiB; SDK warned of a %.0f KiB payload", a.ev.Median/1024, a.hb/1024, a.payload/1024)
+			}
 			return fmt.Sprintf("%.0f KiB, %.0f KiB", a.ev.Median/1024, a.hb/1024)
-		}), payload)
+		}), payload && allOK)
 		res.target(name+": sweep history", "≤ 10,000 events", line(func(_ fleetKey, a *fleetAgg) string { return fmt.Sprintf("%.0f", a.events.Median) }), events)
 		res.target(name+": time-to-merge", fmt.Sprintf("every indebted store's MergeWal started ≤ %s after its debt was planted", fleetInterval), line(func(_ fleetKey, a *fleetAgg) string {
-			if a.failed != "" {
-				return "none started"
+			if a.started == 0 {
+				return fmt.Sprintf("0/%d started", a.debt)
 			}
 			return fmt.Sprintf("%.1f s, %d/%d started", a.ttm.Median, a.started, a.debt)
 		}), ttmOK && allOK)
@@ -862,9 +887,9 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 	plotOne("fleet-requests.png", "Storage requests per sweep", "requests", true, func(a *fleetAgg) float64 { return a.req.Median })
 	plotOne("fleet-rss.png", "Worker process RSS growth during the sweep", "MiB", true, func(a *fleetAgg) float64 { return a.rss.Median })
 	plotOne("fleet-time-to-merge.png", "Debt planted to MergeWal start (max)", "seconds", false, func(a *fleetAgg) float64 { return a.ttm.Median })
-	if csv, err := createCSV(filepath.Join(o.OutDir, "fleet.csv"), "design", "stores", "debt", "fixed_debt", "failed", "sweep_s", "requests", "largest_event_bytes", "largest_heartbeat_bytes", "history_events", "rss_growth_mib", "started", "ttm_s"); err == nil {
+	if csv, err := createCSV(filepath.Join(o.OutDir, "fleet.csv"), "design", "stores", "debt", "fixed_debt", "failed", "sweep_s", "requests", "largest_event_bytes", "largest_heartbeat_bytes", "history_events", "rss_growth_mib", "started", "ttm_s", "largest_payload_bytes"); err == nil {
 		for _, s := range samples {
-			csv.row(string(s.Design), s.Stores, s.Debt, s.FixedDebt, strings.ReplaceAll(s.Failed, ",", ";"), s.Duration.Seconds(), s.Requests, s.LargestEvent, s.LargestHeartbeat, s.Events, mib(s.rssGrowth()), s.Started, s.TTM.Seconds())
+			csv.row(string(s.Design), s.Stores, s.Debt, s.FixedDebt, strings.ReplaceAll(s.Failed, ",", ";"), s.Duration.Seconds(), s.Requests, s.LargestEvent, s.LargestHeartbeat, s.Events, mib(s.rssGrowth()), s.Started, s.TTM.Seconds(), s.LargestPayload)
 		}
 		_ = csv.close()
 		res.Files = append(res.Files, filepath.Join(o.OutDir, "fleet.csv"))
@@ -889,7 +914,7 @@ type fleetAgg struct {
 	samples                        []fleetSample
 	failed                         string
 	dur, req, ev, events, rss, ttm spread
-	hb                             float64
+	hb, payload                    float64
 	started, debt                  int
 	byOp                           map[string]int64
 }
@@ -913,8 +938,58 @@ func (a *fleetAgg) finish() {
 		rss = append(rss, mib(s.rssGrowth()))
 		ttm = append(ttm, s.TTM.Seconds())
 		a.hb = max(a.hb, float64(s.LargestHeartbeat))
+		a.payload = max(a.payload, float64(s.LargestPayload))
 		a.started = s.Started
 		a.byOp = s.ByOp
 	}
 	a.dur, a.req, a.ev, a.events, a.rss, a.ttm = spreadOf(dur), spreadOf(req), spreadOf(ev), spreadOf(events), spreadOf(rss), spreadOf(ttm)
+}
+
+// grpcMaxMessage is gRPC's default message limit, which Temporal's frontend keeps.
+const grpcMaxMessage = 4 << 20
+
+// payloadWarnings records the largest PayloadSize of the SDK's "payload over the warning
+// limit" log lines (TMPRL1103), which the workers log before sending a result: the only trace
+// of a result that gRPC then refuses.
+type payloadWarnings struct{ largest atomic.Int64 }
+
+func (p *payloadWarnings) wrap(c zapcore.Core) zapcore.Core { return &payloadCore{Core: c, p: p} }
+
+type payloadCore struct {
+	zapcore.Core
+	p *payloadWarnings
+}
+
+func (c *payloadCore) With(fs []zapcore.Field) zapcore.Core {
+	return &payloadCore{Core: c.Core.With(fs), p: c.p}
+}
+
+func (c *payloadCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	if strings.Contains(e.Message, "TMPRL1103") {
+		ce = ce.AddCore(e, c)
+	}
+	return c.Core.Check(e, ce)
+}
+
+func (c *payloadCore) Write(e zapcore.Entry, fs []zapcore.Field) error {
+	if !strings.Contains(e.Message, "TMPRL1103") {
+		return c.Core.Write(e, fs)
+	}
+	for _, f := range fs {
+		switch f.Type {
+		case zapcore.Int64Type, zapcore.Int32Type, zapcore.Int16Type, zapcore.Int8Type,
+			zapcore.Uint64Type, zapcore.Uint32Type, zapcore.Uint16Type, zapcore.Uint8Type:
+		default:
+			continue
+		}
+		if f.Key == "PayloadSize" {
+			for {
+				cur := c.p.largest.Load()
+				if f.Integer <= cur || c.p.largest.CompareAndSwap(cur, f.Integer) {
+					break
+				}
+			}
+		}
+	}
+	return nil
 }

@@ -2,22 +2,21 @@ package bench
 
 import (
 	"errors"
-	"reflect"
 
 	"github.com/walkeeper/walkeeper/contract"
 )
 
 // fleetDesign is one side of the fleet benchmark: how MaintenanceSweep finds the stores in
-// debt.
+// debt (MaintenanceSweepInput.Discovery).
 type fleetDesign string
 
 const (
 	// designScan is the design before the demand index: one ScanStats activity per kind
 	// reads every registered store's stats and returns them in one result.
-	designScan fleetDesign = "scan"
+	designScan fleetDesign = contract.DiscoveryScan
 	// designDemand lists the demand index (_demand/<kind>/) with one ScanDemand activity
 	// per kind and returns a bounded candidate set.
-	designDemand fleetDesign = "demand"
+	designDemand fleetDesign = contract.DiscoveryDemand
 )
 
 var fleetDesigns = []fleetDesign{designScan, designDemand}
@@ -27,22 +26,15 @@ var errDesignUnavailable = errors.New("not in this build")
 
 // discoveryActivities are the activities whose completion ends a sweep's discovery step
 // (its storage requests are counted up to there; the starts that follow make none).
-var discoveryActivities = map[string]bool{contract.ScanStatsActivity: true, "ScanDemand": true}
+var discoveryActivities = map[string]bool{contract.ScanStatsActivity: true, contract.ScanDemandActivity: true}
 
-// ADAPTER (until the demand index is on main; replace with `in.Discovery = ...` then):
-// sweepInputFor selects the design through the sweep input field the demand index adds,
-// MaintenanceSweepInput.Discovery ("scan" | "demand", default demand), found by reflection
-// so that this file builds before and after it lands. A build without the field has only the
-// stats scan: the demand side reports errDesignUnavailable and the bench records it as
-// "not run" instead of measuring the scan twice under two names.
+// sweepInputFor selects the design through the sweep input.
 func sweepInputFor(d fleetDesign, in contract.MaintenanceSweepInput) (contract.MaintenanceSweepInput, error) {
-	f := reflect.ValueOf(&in).Elem().FieldByName("Discovery")
-	if !f.IsValid() || f.Kind() != reflect.String {
-		if d == designScan {
-			return in, nil
-		}
+	switch d {
+	case designScan, designDemand:
+		in.Discovery = string(d)
+		return in, nil
+	default:
 		return in, errDesignUnavailable
 	}
-	f.SetString(string(d))
-	return in, nil
 }

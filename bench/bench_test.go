@@ -282,3 +282,41 @@ func TestFleetQuick(t *testing.T) {
 		need(key + "ttm_s")
 	}
 }
+
+// TestFleetReport: the report of a run where the scan fails at the larger size keeps the
+// failure as a value and an unmet target, and still plots both designs.
+func TestFleetReport(t *testing.T) {
+	o := Options{OutDir: t.TempDir()}
+	res := newResult("fleet", o)
+	samples := []fleetSample{
+		{Stores: 100, Debt: 1, Design: designScan, Duration: time.Second, Requests: 504, Events: 30, Started: 1, TTM: time.Second},
+		{Stores: 100, Debt: 1, Design: designDemand, Duration: time.Second, Requests: 3, Events: 30, Started: 1, TTM: time.Second},
+		{Stores: 1000, Debt: 10, Design: designScan, Duration: 2 * time.Second, Requests: 5040, Failed: "failed: too big", LargestPayload: 5 << 20},
+		{Stores: 1000, Debt: 10, Design: designDemand, Duration: time.Second, Requests: 3, Events: 40, Started: 10, TTM: 2 * time.Second},
+		{Stores: 1000, Debt: 1, FixedDebt: true, Design: designScan, Duration: 2 * time.Second, Requests: 5004, Failed: "failed: too big"},
+		{Stores: 1000, Debt: 1, FixedDebt: true, Design: designDemand, Duration: time.Second, Requests: 3, Events: 30, Started: 1, TTM: time.Second},
+	}
+	fleetReport(res, o, []int{100, 1000}, samples)
+	if res.Values["scan_1000_failed"] != 1 || res.Values["demand_1000_failed"] != 0 {
+		t.Fatalf("failed values: %v", res.Values)
+	}
+	if r, ok := res.Values["demand_requests_ratio"]; !ok || r != 1 {
+		t.Fatalf("demand requests ratio %v (present %v)", r, ok)
+	}
+	for _, tg := range res.Targets {
+		if strings.HasPrefix(tg.Name, "scan: every sweep") && tg.Met {
+			t.Errorf("target %q met with a failed sweep", tg.Name)
+		}
+		if strings.HasPrefix(tg.Name, "demand: requests per sweep") && !tg.Met {
+			t.Errorf("target %q not met: %s", tg.Name, tg.Measured)
+		}
+	}
+	if len(res.Files) != 5 {
+		t.Fatalf("files %v, want 4 plots and a CSV", res.Files)
+	}
+	for _, f := range res.Files {
+		if st, err := os.Stat(f); err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}

@@ -852,7 +852,7 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 	if o.OutDir == "" {
 		return
 	}
-	plotOne := func(file, title, ylabel string, withFixed bool, val func(a *fleetAgg) float64) {
+	plotOne := func(file, title, ylabel string, withFixed, withFailed, logY bool, val func(a *fleetAgg) float64) {
 		var lines []series
 		for i, d := range fleetDesigns {
 			for _, fixed := range []bool{false, true} {
@@ -863,15 +863,15 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 				if fixed {
 					name = fmt.Sprintf("%s, %d in debt", d, debtOf(lo))
 				}
-				s := series{Name: name, Color: []color.Color{colBaseline, colWalkeeper}[i], Dashed: fixed}
+				s := series{Name: name, Color: []color.Color{colBaseline, colWalkeeper}[i], Dashed: fixed, Points: true, LogY: logY}
 				for _, n := range sizes {
 					k := fleetKey{d, n, fixed && n != lo}
 					a := aggs[k]
-					if a == nil || a.failed != "" {
+					if a == nil || a.notRun() || a.failed != "" && !withFailed {
 						continue
 					}
 					s.X = append(s.X, float64(n))
-					s.Y = append(s.Y, val(a))
+					s.Y = append(s.Y, max(val(a), 1e-3))
 				}
 				if len(s.X) > 0 {
 					lines = append(lines, s)
@@ -879,14 +879,14 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 			}
 		}
 		p := filepath.Join(o.OutDir, file)
-		if err := savePlot(p, title+" (failed sweeps omitted)", "registered stores", ylabel, lines, nil, 520, 340); err == nil {
+		if err := savePlot(p, title, "registered stores", ylabel, lines, nil, 520, 340); err == nil {
 			res.Files = append(res.Files, p)
 		}
 	}
-	plotOne("fleet-sweep-duration.png", "Sweep duration", "seconds", true, func(a *fleetAgg) float64 { return a.dur.Median })
-	plotOne("fleet-requests.png", "Storage requests per sweep", "requests", true, func(a *fleetAgg) float64 { return a.req.Median })
-	plotOne("fleet-rss.png", "Worker process RSS growth during the sweep", "MiB", true, func(a *fleetAgg) float64 { return a.rss.Median })
-	plotOne("fleet-time-to-merge.png", "Debt planted to MergeWal start (max)", "seconds", false, func(a *fleetAgg) float64 { return a.ttm.Median })
+	plotOne("fleet-sweep-duration.png", "Sweep duration (failed sweeps: until stopped)", "seconds", true, true, false, func(a *fleetAgg) float64 { return a.dur.Median })
+	plotOne("fleet-requests.png", "Storage requests per sweep (failed sweeps: until stopped)", "requests (log)", true, true, true, func(a *fleetAgg) float64 { return a.req.Median })
+	plotOne("fleet-rss.png", "Worker process RSS growth during the sweep", "MiB", true, true, false, func(a *fleetAgg) float64 { return a.rss.Median })
+	plotOne("fleet-time-to-merge.png", "Debt planted to MergeWal start (max; finished sweeps)", "seconds", false, false, false, func(a *fleetAgg) float64 { return a.ttm.Median })
 	if csv, err := createCSV(filepath.Join(o.OutDir, "fleet.csv"), "design", "stores", "debt", "fixed_debt", "failed", "sweep_s", "requests", "largest_event_bytes", "largest_heartbeat_bytes", "history_events", "rss_growth_mib", "started", "ttm_s", "largest_payload_bytes"); err == nil {
 		for _, s := range samples {
 			csv.row(string(s.Design), s.Stores, s.Debt, s.FixedDebt, strings.ReplaceAll(s.Failed, ",", ";"), s.Duration.Seconds(), s.Requests, s.LargestEvent, s.LargestHeartbeat, s.Events, mib(s.rssGrowth()), s.Started, s.TTM.Seconds(), s.LargestPayload)

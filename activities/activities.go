@@ -86,6 +86,9 @@ func (a *Activities) open(ctx context.Context, target string) (*store.Store, sto
 		return nil, t, errMisconfigured("activities have no store DB")
 	}
 	s, err := a.DB.Open(ctx, t)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, t, errStoreNotFound(t)
+	}
 	return s, t, err
 }
 

@@ -101,3 +101,10 @@ func classify(err error) errorClass {
 func errMisconfigured(msg string) error {
 	return temporal.NewNonRetryableApplicationError(msg, contract.ErrTypeMisconfigured, nil)
 }
+
+// errStoreNotFound reports that t names no registered store, in the one line every surface
+// uses (contract.MissingStoreMessage), as a non-retryable StoreNotFound without the storage
+// layer's "blob get ...: not found" chain: a store does not appear by retrying.
+func errStoreNotFound(t store.Target) error {
+	return temporal.NewNonRetryableApplicationError(contract.MissingStoreMessage(t, ""), contract.ErrTypeStoreNotFound, nil)
+}

@@ -98,7 +98,9 @@ func TestActivityErrorsAreTyped(t *testing.T) {
 	env := newActivityEnv(t, &Activities{DB: db})
 
 	_, err := run[contract.PrepareResult](t, env, contract.PrepareActivity, contract.PrepareParams{Target: "generic:missing", Shard: db.Shard()})
-	requireAppErr(t, err, contract.ErrTypeNotFound, true)
+	requireAppErr(t, err, contract.ErrTypeStoreNotFound, true)
+	require.Contains(t, err.Error(), "store generic:missing does not exist; create it with: curl -XPOST http://<worker>/api/v1/stores/generic/missing")
+	require.NotContains(t, err.Error(), "_registry", "the storage layer's chain stays out of the message")
 	_, err = run[contract.ListPendingShardsResult](t, env, contract.ListPendingShardsActivity, contract.ListPendingShardsParams{Target: "generic/gs"})
 	requireAppErr(t, err, contract.ErrTypeInvalidInput, true)
 	_, err = run[contract.CommitResult](t, env, contract.CommitActivity, contract.CommitParams{Prepared: contract.PreparedMerge{Target: "nope"}})

@@ -253,7 +253,7 @@ var Scenarios = []Scenario{
 	{"commit-lock", "commit write-lock hold p50/p99 for 64 KiB, 1 MiB and 64 MiB merges on file:// and mem://", RunCommitLock},
 	{"append-latency", "append latency p50/p99 with merges running vs idle", RunAppendLatency},
 	{"merge-throughput", "merge throughput (MB/s of generations) vs raw I/O of the same bytes", RunMergeThroughput},
-	{"memory", "12 concurrent merges of half the budget each: peak RSS of a child process vs budget + 64 MiB", RunMemory},
+	{"memory", "peak RSS of a child process: 12 concurrent merges of half the budget each (32 MiB, 128 MiB, 1 GiB), and 16 concurrent Lists over 2,000 pending generations", RunMemory},
 	{"parallel-prepare", "prepare of 4 shards in parallel vs serially", RunParallelPrepare},
 	{"temporal-overhead", "merges/s through MergeWal workflows vs a direct loop; time to sweep 1,000 idle stores", RunTemporalOverhead},
 	{"fleet", "one MaintenanceSweep over 10k and 100k registered stores (1% in debt, 10 ms/request): full stats scan vs demand index", RunFleet},

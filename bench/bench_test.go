@@ -86,13 +86,13 @@ func needTemporal(t *testing.T) {
 func TestIncidentQuick(t *testing.T) {
 	needTemporal(t)
 	res := runQuick(t, "incident")
-	trig := res.Values["count_trigger"]
+	trig := value(t, res, "count_trigger")
 	// Normal: walkeeper peaks well below the count trigger; the bound is the issue's 2× plus
 	// slack for a loaded machine.
-	if got, limit := res.Values["walkeeper_max"], 3*trig; got > limit {
+	if got, limit := value(t, res, "walkeeper_max"), 3*trig; got > limit {
 		t.Errorf("walkeeper max pending per shard %.0f > %.0f (3 × count trigger %.0f)", got, limit, trig)
 	}
-	if b, w := res.Values["baseline_mean2_min"], res.Values["walkeeper_mean2_max"]; b <= w {
+	if b, w := value(t, res, "baseline_mean2_min"), value(t, res, "walkeeper_mean2_max"); b <= w {
 		t.Errorf("second half: baseline averages %.1f pending in its worst shard, walkeeper %.1f: the replay no longer separates them", b, w)
 	}
 	if len(res.Files) < 2 {
@@ -105,86 +105,130 @@ func TestIncidentQuick(t *testing.T) {
 	}
 }
 
+// maxLockShare bounds the commit lock's p50 hold as a share of the p50 Commit call on mem://
+// (TestCommitLockQuick). A quick run on a loaded 2-vCPU machine measured 0.04–0.10 (hold
+// 16–26 µs of 262–422 µs); with the manifest read and the encoding moved back under the lock
+// (scripts/mutations/commit-lock-covers-manifest-read.patch) 0.13–0.26, the hold 3× longer.
+// 0.2 is twice today's worst size.
+const maxLockShare = 0.2
+
 func TestCommitLockQuick(t *testing.T) {
 	res := runQuick(t, "commit-lock")
-	// A lock held across the merge's data I/O would take ~100 ms to seconds for 64 MiB. The
-	// medians are ~0.3 ms (mem) and ~3–5 ms (file, one fsynced put); tails are disk noise, so
-	// only medians are asserted.
+	// The claim (docs/BENCHMARKS.md scenario 2): the lock covers only the conditional write
+	// of base version v+1, so on mem:// it is a small part of the Commit call measured in the
+	// same run (the manifest read, the checks, the encoding, the drain of the shard manifest
+	// and the clean-up are outside it). Before the fix the lock also covered the manifest
+	// read, the checks and the encoding. The share is a ratio measured in one run, so it
+	// stays on under -race.
 	for _, sz := range []string{"64KiB", "1MiB", "64MiB"} {
-		if got := res.Values["mem_"+sz+"_p50_us"]; got > 5000 {
-			t.Errorf("mem %s: p50 lock hold %.0f µs > 5 ms", sz, got)
+		hold, commit := value(t, res, "mem_"+sz+"_p50_us"), value(t, res, "mem_"+sz+"_commit_p50_us")
+		t.Logf("mem %s: p50 lock hold %.0f µs, p50 Commit %.0f µs (share %.2f)", sz, hold, commit, hold/commit)
+		if share := hold / commit; share > maxLockShare {
+			t.Errorf("mem %s: p50 lock hold %.0f µs is %.0f%% of the p50 Commit (%.0f µs) > %.0f%%: the lock covers more than the conditional write",
+				sz, hold, 100*share, commit, 100*maxLockShare)
 		}
-		if got := res.Values["file_"+sz+"_p50_us"]; got > 100000 {
-			t.Errorf("file %s: p50 lock hold %.0f µs > 100 ms", sz, got)
+		// Absolute medians only catch gross regressions (timing, relaxed under -race): the
+		// docs report 23–44 µs (mem) and one fsync, 3–5 ms (file).
+		if got := value(t, res, "mem_"+sz+"_p50_us"); got > 1000*raceSlowdown {
+			t.Errorf("mem %s: p50 lock hold %.0f µs > %.0f µs", sz, got, 1000*raceSlowdown)
+		}
+		if got := value(t, res, "file_"+sz+"_p50_us"); got > 100000*raceSlowdown {
+			t.Errorf("file %s: p50 lock hold %.0f µs > %.0f ms", sz, got, 100*raceSlowdown)
 		}
 	}
-	if r := res.Values["mem_ratio_p50"]; r > 5 {
+	// The hold must not grow with the merge: docs report a 64 MiB / 64 KiB p50 ratio of 0.52.
+	if r := value(t, res, "mem_ratio_p50"); r > 3 {
 		t.Errorf("mem: 64 MiB / 64 KiB p50 lock hold = %.1f: the lock grows with merge size", r)
 	}
 }
 
 func TestAppendLatencyQuick(t *testing.T) {
 	res := runQuick(t, "append-latency")
-	// Under -race the merging child (a race-built re-exec of this binary) can spend the
-	// whole short busy phase starting up, so only a normal build must have merged.
-	if (res.Values["merged"] == 0 || res.Values["merged_nosync"] == 0) && !raceEnabled {
-		t.Errorf("no generation merged during the busy phases: %v", res.Values)
+	// The ratio below only means something if merges ran during the busy phases: the merger
+	// is in this process and starts each busy phase with a 40-generation backlog, so it
+	// merges under -race too.
+	for _, k := range []string{"merged", "merged_nosync"} {
+		if value(t, res, k) == 0 {
+			t.Errorf("%s: no generation merged during the busy phases: %v", k, res.Values)
+		}
 	}
 	// Without fsync the disk queue is out of the picture: appends never take the merge lock,
 	// so merges may cost CPU but must not multiply append latency. (With fsync the shared
-	// disk dominates; no assertion.)
-	if r := res.Values["ratio_p50_nosync"]; r > 3 {
+	// disk dominates; no assertion.) A busy phase without appends is NaN and fails in value.
+	value(t, res, "ratio_p50")
+	if r := value(t, res, "ratio_p50_nosync"); r > 3 {
 		t.Errorf("append p50 with merges / idle, no fsync = %.2f > 3", r)
 	}
 }
 
 func TestMergeThroughputQuick(t *testing.T) {
-	res := runQuick(t, "merge-throughput")
+	// The median of 3 repetitions (a quick one takes ~1 s): at load 25–40 single quick
+	// repetitions ranged 0.43–2.45 (4 KiB rows) for the same binary, fsyncs on a shared disk.
+	res := runQuick(t, "merge-throughput", func(o *Options) { o.Reps = 3 })
 	// After the issue-4 fixes the full run measures 1.14 (4 KiB rows) and 0.67 (200 B rows),
 	// quick runs ~1.3 and ~0.5, with 2–3× spread between repetitions on a loaded 2-vCPU
 	// machine; the bounds catch a 2× regression (the state before: 0.45 and 0.32).
-	if r := res.Values["ratio"]; r < 0.4 {
+	if r := value(t, res, "ratio"); r < 0.4 {
 		t.Errorf("merge throughput / raw I/O, 4 KiB rows = %.2f < 0.4", r)
 	}
-	if r := res.Values["ratio_small"]; r < 0.2 {
+	if r := value(t, res, "ratio_small"); r < 0.2 {
 		t.Errorf("merge throughput / raw I/O, 200 B rows = %.2f < 0.2", r)
 	}
 }
 
 func TestMemoryQuick(t *testing.T) {
 	res := runQuick(t, "memory")
-	budget := res.Values["budget"]
-	for _, k := range []string{"default", "memlimit", "limitbudget"} {
-		if got := res.Values[k+"_max_reserved"]; got > budget {
-			t.Errorf("%s: reserved %.0f bytes > budget %.0f", k, got, budget)
+	budget := value(t, res, "budget")
+	for _, k := range []string{"default", "workerdefaults", "limitbudget"} {
+		if got := value(t, res, k+"_max_reserved"); got > budget || got <= 0 {
+			t.Errorf("%s: max reserved %.0f bytes, want in (0, budget %.0f]", k, got, budget)
 		}
-		if res.Values[k+"_prepared"] != 12 {
-			t.Errorf("%s: %v of 12 merges prepared", k, res.Values[k+"_prepared"])
+		if got := value(t, res, k+"_prepared"); got != 12 {
+			t.Errorf("%s: %v of 12 merges prepared", k, got)
 		}
-		// Peak RSS above the child's RSS before merging (the binary and runtime, ~56 MiB,
-		// are not the merges'). Quick runs after the issue-4 fixes grow by 85–113 MiB with
-		// the default GC, ~60 MiB with GOMEMLIMIT = budget + 32 MiB and ~52 MiB at the budget
-		// (before them: ~250 and ~150); the bounds catch a 2× regression.
-		limit := map[string]float64{"default": 230, "memlimit": 130, "limitbudget": 120}[k]
-		if got := res.Values[k+"_growth_mib"]; got > limit && !raceEnabled {
+		// Peak RSS above the child's RSS before merging (the binary and runtime, ~60 MiB,
+		// are not the merges'). Quick runs with the budget-charged allocator (issue 13) grow
+		// by ~63 MiB with GOGC alone, ~61 MiB with the worker's default soft limit and ~51 MiB
+		// with the limit at the budget (before it: 94, 60 and 53); the bounds catch a 2×
+		// regression. The child is a race-built copy of this binary under -race, and the race
+		// detector multiplies memory use (race_on_test.go), so the bound is scaled there, not
+		// dropped.
+		limit := map[string]float64{"default": 150, "workerdefaults": 150, "limitbudget": 120}[k] * raceMemFactor
+		if got := value(t, res, k+"_growth_mib"); got > limit {
 			t.Errorf("%s: peak RSS grew by %.0f MiB while merging > %.0f MiB", k, got, limit)
 		}
+	}
+	if got := value(t, res, "reads_lists"); got != 16 {
+		t.Errorf("reads: %v of 16 Lists returned rows", got)
+	}
+	if got, rb := value(t, res, "reads_max_reserved"), value(t, res, "read_budget"); got > rb || got <= 0 {
+		t.Errorf("reads: max reserved %.0f bytes, want in (0, read budget %.0f]", got, rb)
+	}
+	// 16 Lists over 2,000 generations with the cache off; the read budget is 32 MiB.
+	// The goal (issue 13) is read budget + 32 MiB = 64 MiB; today 16 Lists grow by ~104 MiB
+	// (docs/BENCHMARKS.md §5b), so this bound catches a 2× regression of today's state, not
+	// the goal.
+	if got, limit := value(t, res, "reads_growth_mib"), 3*32.0+64; got > limit*raceMemFactor {
+		t.Errorf("reads: peak RSS grew by %.0f MiB > %.0f MiB", got, limit*raceMemFactor)
 	}
 }
 
 func TestParallelPrepareQuick(t *testing.T) {
 	res := runQuick(t, "parallel-prepare")
 	// With a per-request latency, prepares are latency-bound and must overlap. (On a local
-	// disk they are CPU-bound: no assertion, a loaded 2-vCPU machine has no spare core.)
-	if r := res.Values["ratio_latency"]; r < 1.1 {
+	// disk they are CPU-bound: no bound, a loaded 2-vCPU machine has no spare core.)
+	value(t, res, "ratio")
+	if r := value(t, res, "ratio_latency"); r < 1.1 {
 		t.Errorf("parallel prepare under 10 ms/request latency: serial/parallel = %.2f < 1.1", r)
 	}
 	// A prepare reads its generations concurrently: ~14 sequential round trips for a quick
 	// prepare of 4 generations (metadata, list, the reads as one, the staged write). Reading
 	// them one after another again, or another few round trips per prepare, trips this.
-	// The count is derived from time (prepare time / modelled latency), so it only means
-	// round trips when CPU time is small against 10 ms: not under -race.
-	if n := res.Values["roundtrips_per_prepare"]; n > 28 && !raceEnabled {
+	// The count is derived from time (prepare time / modelled latency), so it is a timing
+	// bound: it only means round trips when CPU time is small against 10 ms, and under -race
+	// CPU time is not small.
+	n := value(t, res, "roundtrips_per_prepare")
+	if n > 28 && !raceEnabled {
 		t.Errorf("serial prepare under 10 ms/request latency took %.1f round trips per prepare > 28", n)
 	}
 }
@@ -192,20 +236,57 @@ func TestParallelPrepareQuick(t *testing.T) {
 func TestTemporalOverheadQuick(t *testing.T) {
 	needTemporal(t)
 	res := runQuick(t, "temporal-overhead")
-	if res.Values["wf_rate"] <= 0 || res.Values["direct_rate"] <= 0 {
+	wf, direct := value(t, res, "wf_rate"), value(t, res, "direct_rate")
+	if wf <= 0 || direct <= 0 {
 		t.Fatalf("no merges measured: %v", res.Values)
 	}
-	if res.Values["sweep_s"] > 60 {
-		t.Errorf("sweep over idle stores took %.1fs", res.Values["sweep_s"])
+	// docs/BENCHMARKS.md scenario 7, run 3: a one-generation MergeWal costs 65 ms of
+	// orchestration over the same prepare + commit called directly (target ≤ 100 ms), and
+	// the bare workflow of 4 sequential no-op activities 77 ms, on the tuned server. Both are
+	// a start, 4 activities and 5 workflow tasks on the same server, so their ratio holds on
+	// a loaded machine: 0.85 in that full run, 2.1 and 2.0 in quick runs at load 12 and 30. A
+	// doubling of MergeWal's orchestration (a timer or an activity more per pass, the state
+	// before run 3: +346 ms) crosses 4. The ratio is a timing bound too (the workflows' own
+	// code runs slower under -race), so it relaxes there.
+	wfP50, dP50 := value(t, res, "wf_p50_ms"), value(t, res, "direct_p50_ms")
+	bare := value(t, res, "bare4_p50_ms_tuned")
+	over := wfP50 - dP50
+	limit := 4.0
+	if raceEnabled {
+		limit = 8
+	}
+	t.Logf("orchestration %.0f ms over the direct loop (p50 %.0f vs %.0f ms), bare 4-activity workflow %.0f ms: ratio %.2f", over, wfP50, dP50, bare, over/bare)
+	if over > limit*bare {
+		t.Errorf("MergeWal adds %.0f ms per 1 MiB merge over the direct loop (p50 %.0f vs %.0f ms), %.1f× the bare 4-activity workflow's %.0f ms in the same run > %.0f×",
+			over, wfP50, dP50, over/bare, bare, limit)
+	}
+	// And a gross bound for a regression that slows both alike (timing, relaxed under -race).
+	if over > 1000*raceSlowdown {
+		t.Errorf("MergeWal adds %.0f ms per 1 MiB merge over the direct loop > %.0f ms", over, 1000*raceSlowdown)
+	}
+	// The sweep over idle stores: 0.20 s for 1,000 stores in the docs (run 3), against 151 ms
+	// for a one-generation MergeWal measured in the same run (1.3×). Both are a workflow and a
+	// few activities on the same server, so the ratio holds on a loaded machine; the quick run
+	// sweeps 100 stores (0.22 s against a 224 ms MergeWal at load 12), so a sweep slower than
+	// two one-generation merges is a regression of over 2× (serial scans, a scan per store in
+	// the workflow, ...).
+	sweep := value(t, res, "sweep_s")
+	if limit := 2 * wfP50 / 1000; sweep > limit {
+		t.Errorf("sweep over idle stores took %.2fs > %.2fs (2 × a one-pass MergeWal's p50, same run)", sweep, limit)
 	}
 }
 
 func TestReadAmpQuick(t *testing.T) {
 	res := runQuick(t, "read-amp")
-	if res.Values["amp_top"] <= 1 {
-		t.Logf("note: no read amplification measured at the top level (%.2f×)", res.Values["amp_top"])
+	// The scenario's point: reads over many pending generations cost more (docs: List 13× at
+	// 256 pending, the quick run's top level, and 52× at 1,024). Under 2× the scenario no
+	// longer measures amplification (a cache answering from merged state, a level that did
+	// not seal, ...).
+	top := value(t, res, "amp_top")
+	if top <= 2 {
+		t.Errorf("no read amplification measured at the top level: List p50 %.2f× the empty store's", top)
 	}
-	if top, after := res.Values["amp_top"], res.Values["amp_after_merge"]; after >= top {
+	if after := value(t, res, "amp_after_merge"); after >= top {
 		t.Errorf("merging did not help: List p50 %.1f× the empty store's after merging, %.1f× before", after, top)
 	}
 }

@@ -24,31 +24,54 @@ import (
 const MemoryChildEnv = "WALKEEPER_BENCH_MEMORY_CHILD"
 
 type memoryChildParams struct {
+	Mode     string `json:"mode"` // "merge" (default) or "reads"
 	URL      string `json:"url"`
 	Budget   int64  `json:"budget"`
 	Requests int    `json:"requests"`
 	Stores   []string
 	Shard    string `json:"shard"`
+	// ReadBudget is the read budget of the reads child (0 = none).
+	ReadBudget int64 `json:"read_budget"`
 }
 
 type memoryChildResult struct {
-	VmHWM       int64   `json:"vm_hwm"`
-	VmRSSStart  int64   `json:"vm_rss_start"`
-	MaxReserved int64   `json:"max_reserved"`
-	Budget      int64   `json:"budget"`
-	Prepared    int     `json:"prepared"`
-	Bytes       int64   `json:"bytes"`
-	Elapsed     float64 `json:"elapsed_s"`
-	MaxWaiting  int     `json:"max_waiting"`
-	GoMemLimit  string  `json:"gomemlimit"`
+	VmHWM        int64   `json:"vm_hwm"`
+	VmRSSStart   int64   `json:"vm_rss_start"`
+	MaxReserved  int64   `json:"max_reserved"`
+	MaxAllocated int64   `json:"max_allocated"`
+	Budget       int64   `json:"budget"`
+	Prepared     int     `json:"prepared"`
+	Bytes        int64   `json:"bytes"`
+	Elapsed      float64 `json:"elapsed_s"`
+	MaxWaiting   int     `json:"max_waiting"`
+	GoMemLimit   string  `json:"gomemlimit"`
+	Busy         int     `json:"busy"`
 }
 
-// RunMemory runs 12 concurrent merge requests, each sized half the process budget
-// (merge_max_bytes = budget/2 over 12 stores holding at least that much), in a child process so
-// that the peak RSS the OS reports (VmHWM in /proc/self/status) is the merges' own. Target:
-// peak RSS ≤ budget + 64 MiB; reserved bytes never above the budget (sampled every 200 µs,
-// and guaranteed by the semaphore). Each request prepares and then aborts (prepare is where the
-// memory is; commit is metadata), so the data is reused by every repetition.
+// The worker's default soft memory limit at the default cache and read budget
+// (worker.Config.DerivedMemoryLimit: cache + read budget + 512 MiB; merge buffers are
+// outside the Go heap).
+const workerDefaultMemLimit = 256<<20 + 256<<20 + 512<<20
+
+// memoryBudgets are the merge budgets the scenario runs at.
+func memoryBudgets(o Options) []int64 {
+	if o.Quick {
+		return []int64{32 << 20}
+	}
+	return []int64{32 << 20, 128 << 20, 1 << 30}
+}
+
+// RunMemory measures peak RSS (VmHWM in /proc/self/status) of a child process against its
+// RSS before the load, in two parts:
+//
+//   - merges: 12 concurrent merge requests, each sized half the process budget
+//     (merge_max_bytes = budget/2 over 12 stores holding at least that much), at each budget
+//     of memoryBudgets. Targets: growth ≤ budget + 32 MiB with the worker's default soft
+//     limit, ≤ 1.25 × budget + 32 MiB with GOGC alone; reserved bytes never above the budget
+//     (sampled every 200 µs, and guaranteed by the semaphore). Each request prepares and
+//     then aborts (prepare is where the memory is), so the data is reused by every run.
+//   - reads: 16 concurrent Lists over a store with 2,000 pending generations, the cache off,
+//     with and without a read budget. Target: growth ≤ read budget + 32 MiB.
 func RunMemory(ctx context.Context, o Options) (*Result, error) {
 	if o.Child {
 		return nil, memoryChild(ctx, o)
@@ -57,25 +80,131 @@ func RunMemory(ctx context.Context, o Options) (*Result, error) {
 		return nil, errors.New("memory: no way to start the child process (Options.Reexec is nil)")
 	}
 	res := newResult("memory", o)
-	budget := int64(128 << 20)
-	if o.Quick {
-		budget = 32 << 20
-	}
 	const requests = 12
+	budgets := memoryBudgets(o)
+	var names []string
+	for _, b := range budgets {
+		names = append(names, fmt.Sprintf("%d MiB", b>>20))
+	}
 	res.param("reps", o.reps())
-	res.param("budget", fmt.Sprintf("%d MiB", budget>>20))
+	res.param("budgets", strings.Join(names, ", "))
 	res.param("requests", requests)
-	res.param("request_size", fmt.Sprintf("%d MiB (merge_max_bytes = budget/2)", budget>>21))
-	res.param("GOGC", "default (100)")
+	res.param("request_size", "budget/2 (merge_max_bytes)")
 	dir, cleanup, err := o.workDir("memory")
 	if err != nil {
 		return nil, err
 	}
 	defer cleanup()
-	url := fileURL(dir, true)
 
-	// Data: one store per request, 4 generations of budget/8 each (the 4th reaches budget/2).
-	o.progressf("memory: writing %d stores × %d MiB of generations", requests, budget>>21)
+	type variant struct {
+		key, name string
+		memLimit  func(budget int64) int64 // 0 = none
+		goal      func(budget int64) float64
+	}
+	variants := []variant{
+		{"default", "GOGC alone (default GC)", func(int64) int64 { return 0 },
+			func(b int64) float64 { return 1.25*mib(b) + 32 }},
+		{"workerdefaults", "worker defaults (GOMEMLIMIT = cache + read budget + 512 MiB)", func(int64) int64 { return workerDefaultMemLimit },
+			func(b int64) float64 { return mib(b) + 32 }},
+		{"limitbudget", "GOMEMLIMIT = budget", func(b int64) int64 { return b },
+			func(b int64) float64 { return mib(b) + 32 }},
+	}
+	t := Table{Title: "Merges: peak RSS of the child process (VmHWM), median over repetitions, range in brackets",
+		Header: []string{"budget", "child", "peak RSS (MiB)", "RSS before (MiB)", "growth (MiB)", "goal (MiB)", "max reserved (MiB)", "max allocated (MiB)", "max waiting", "prepared", "time (s)"}}
+	for bi, budget := range budgets {
+		url := fileURL(filepath.Join(dir, fmt.Sprintf("merge-%d", budget>>20)), true)
+		o.progressf("memory: writing %d stores × %d MiB of generations", requests, budget>>21)
+		stores, err := writeMemoryStores(ctx, o, url, requests, budget)
+		if err != nil {
+			return nil, err
+		}
+		for _, v := range variants {
+			runs, err := runMemoryChildren(ctx, o, memoryChildParams{URL: url, Budget: budget, Requests: requests, Stores: stores, Shard: store.ShardID("writer")}, v.memLimit(budget))
+			if err != nil {
+				return nil, err
+			}
+			g := spreadOf(runs.growth)
+			goal := v.goal(budget)
+			t.Rows = append(t.Rows, []string{fmt.Sprintf("%d MiB", budget>>20), v.name, spreadOf(runs.hwm).fmt("%.0f"), spreadOf(runs.start).fmt("%.0f"), g.fmt("%.0f"),
+				fmt.Sprintf("%.0f", goal), fmt.Sprintf("%.0f", mib(runs.maxReserved)), fmt.Sprintf("%.0f", mib(runs.maxAllocated)), fmt.Sprint(runs.maxWaiting), fmt.Sprint(runs.prepared), spreadOf(runs.elapsed).fmt("%.1f")})
+			res.target(fmt.Sprintf("%d MiB, %s: peak RSS growth", budget>>20, v.key), fmt.Sprintf("≤ %.0f MiB", goal), g.fmt("%.0f")+" MiB", g.Max <= goal)
+			res.target(fmt.Sprintf("%d MiB, %s: reserved never above budget", budget>>20, v.key), fmt.Sprintf("≤ %d MiB", budget>>20), fmt.Sprintf("%.0f MiB", mib(runs.maxReserved)), runs.maxReserved <= budget)
+			prefix := fmt.Sprintf("b%d_%s", budget>>20, v.key)
+			keys := []string{prefix}
+			if bi == 0 {
+				keys = append(keys, v.key) // the first budget's figures under the plain keys (tests)
+			}
+			for _, key := range keys {
+				res.Values[key+"_peak_mib"] = spreadOf(runs.hwm).Median
+				res.Values[key+"_growth_mib"] = g.Median
+				res.Values[key+"_max_reserved"] = float64(runs.maxReserved)
+				res.Values[key+"_prepared"] = float64(runs.prepared)
+			}
+		}
+		if bi == 0 {
+			res.Values["budget"] = float64(budget)
+		}
+	}
+	res.Tables = append(res.Tables, t)
+
+	// Reads: 16 concurrent Lists over 2,000 pending generations.
+	const lists, gens = 16, 2000
+	readBudget := int64(32 << 20)
+	payload := 1 << 10
+	rows := 16 // ~16 KiB per generation, 32 MiB in all (quick)
+	if !o.Quick {
+		readBudget, rows = 64<<20, 64 // ~64 KiB per generation, 128 MiB in all
+	}
+	url := fileURL(filepath.Join(dir, "reads"), true)
+	o.progressf("memory: writing %d generations of %d rows for the read test", gens, rows)
+	db, err := store.OpenDB(ctx, url, storeOptions("writer", o.logger()))
+	if err != nil {
+		return nil, err
+	}
+	s, err := createGeneric(ctx, db, "reads")
+	if err != nil {
+		return nil, err
+	}
+	if err := writeGenerations(ctx, s, gens, rows, payload, gens*rows/2, 0); err != nil {
+		return nil, err
+	}
+	if err := db.Close(ctx); err != nil {
+		return nil, err
+	}
+	rt := Table{Title: fmt.Sprintf("Reads: %d concurrent Lists (limit 100) over %d pending generations (%d MiB), cache off: peak RSS of the child (VmHWM)", lists, gens, int64(gens*rows*payload)>>20),
+		Header: []string{"child", "peak RSS (MiB)", "RSS before (MiB)", "growth (MiB)", "goal (MiB)", "max read reserved (MiB)", "busy refusals", "time (s)"}}
+	for _, rv := range []struct {
+		key, name string
+		budget    int64
+	}{
+		{"reads", fmt.Sprintf("read budget %d MiB, worker defaults", readBudget>>20), readBudget},
+		{"reads_nobudget", "no read budget (groups of 64 only)", 0},
+	} {
+		runs, err := runMemoryChildren(ctx, o, memoryChildParams{Mode: "reads", URL: url, Requests: lists, Stores: []string{"reads"}, ReadBudget: rv.budget}, workerDefaultMemLimit)
+		if err != nil {
+			return nil, err
+		}
+		g := spreadOf(runs.growth)
+		goal := "—"
+		if rv.budget > 0 {
+			lim := mib(rv.budget) + 32
+			goal = fmt.Sprintf("%.0f", lim)
+			res.target(rv.key+": peak RSS growth", fmt.Sprintf("≤ %.0f MiB", lim), g.fmt("%.0f")+" MiB", g.Max <= lim)
+		}
+		rt.Rows = append(rt.Rows, []string{rv.name, spreadOf(runs.hwm).fmt("%.0f"), spreadOf(runs.start).fmt("%.0f"), g.fmt("%.0f"), goal,
+			fmt.Sprintf("%.0f", mib(runs.maxReserved)), fmt.Sprint(runs.busy), spreadOf(runs.elapsed).fmt("%.1f")})
+		res.Values[rv.key+"_growth_mib"] = g.Median
+		res.Values[rv.key+"_lists"] = float64(runs.prepared)
+		res.Values[rv.key+"_max_reserved"] = float64(runs.maxReserved)
+	}
+	res.Values["read_budget"] = float64(readBudget)
+	res.Tables = append(res.Tables, rt)
+	return res, nil
+}
+
+// writeMemoryStores writes one store per request, 4 generations of budget/8 each (the 4th
+// reaches budget/2), and returns their names.
+func writeMemoryStores(ctx context.Context, o Options, url string, requests int, budget int64) ([]string, error) {
 	db, err := store.OpenDB(ctx, url, storeOptions("writer", o.logger()))
 	if err != nil {
 		return nil, err
@@ -94,73 +223,52 @@ func RunMemory(ctx context.Context, o Options) (*Result, error) {
 		}
 		names = append(names, name)
 	}
-	if err := db.Close(ctx); err != nil {
-		return nil, err
-	}
+	return names, db.Close(ctx)
+}
 
-	type variant struct {
-		name     string
-		memLimit string
-	}
-	// A merge reserves its whole footprint (store.Prepare), so with the soft limit at the
-	// budget the live heap stays under the limit and the collector keeps up without
-	// thrashing; budget + 32 MiB is the variant measured before that change.
-	variants := []variant{
-		{"default GC", ""},
-		{"GOMEMLIMIT = budget + 32 MiB", strconv.FormatInt(budget+32<<20, 10)},
-		{"GOMEMLIMIT = budget", strconv.FormatInt(budget, 10)},
-	}
-	t := Table{Title: "Peak RSS of the child process (VmHWM), median over repetitions, range in brackets",
-		Header: []string{"child", "peak RSS (MiB)", "RSS before merging (MiB)", "peak − before (MiB)", "budget + 64 MiB", "max reserved (MiB)", "max waiting", "prepared", "time (s)"}}
-	for vi, v := range variants {
-		var hwm, start, reserved, growth, elapsed []float64
-		var maxRes int64
-		var waiting, prepared int
-		for rep := 0; rep < o.reps(); rep++ {
-			raw, _ := json.Marshal(memoryChildParams{URL: url, Budget: budget, Requests: requests, Stores: names, Shard: store.ShardID("writer")})
-			cmd := o.Reexec(ctx, "memory")
-			if cmd.Env == nil {
-				cmd.Env = os.Environ()
-			}
-			cmd.Env = append(cmd.Env, MemoryChildEnv+"="+string(raw))
-			if v.memLimit != "" {
-				cmd.Env = append(cmd.Env, "GOMEMLIMIT="+v.memLimit)
-			}
-			var out, errb bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &out, &errb
-			if err := cmd.Run(); err != nil {
-				return nil, fmt.Errorf("memory child: %v\n%s", err, lastLines(errb.String(), 20))
-			}
-			var cr memoryChildResult
-			if err := json.Unmarshal(lastJSONLine(out.Bytes()), &cr); err != nil {
-				return nil, fmt.Errorf("memory child output: %v\n%s\n%s", err, out.String(), lastLines(errb.String(), 20))
-			}
-			hwm = append(hwm, mib(cr.VmHWM))
-			start = append(start, mib(cr.VmRSSStart))
-			reserved = append(reserved, mib(cr.MaxReserved))
-			growth = append(growth, mib(cr.VmHWM-cr.VmRSSStart))
-			elapsed = append(elapsed, cr.Elapsed)
-			maxRes = max(maxRes, cr.MaxReserved)
-			waiting = max(waiting, cr.MaxWaiting)
-			prepared = cr.Prepared
-			o.progressf("memory: %s rep %d/%d: peak RSS %.0f MiB (budget %d MiB), max reserved %.0f MiB, %d prepared in %.1fs",
-				v.name, rep+1, o.reps(), mib(cr.VmHWM), budget>>20, mib(cr.MaxReserved), cr.Prepared, cr.Elapsed)
+// memoryRuns are the repetitions of one child configuration.
+type memoryRuns struct {
+	hwm, start, growth, elapsed []float64
+	maxReserved, maxAllocated   int64
+	maxWaiting, prepared, busy  int
+}
+
+// runMemoryChildren runs the child o.reps() times with p (and GOMEMLIMIT = memLimit, when
+// set) and collects what they measured.
+func runMemoryChildren(ctx context.Context, o Options, p memoryChildParams, memLimit int64) (memoryRuns, error) {
+	var r memoryRuns
+	for rep := 0; rep < o.reps(); rep++ {
+		raw, _ := json.Marshal(p)
+		cmd := o.Reexec(ctx, "memory")
+		if cmd.Env == nil {
+			cmd.Env = os.Environ()
 		}
-		h := spreadOf(hwm)
-		t.Rows = append(t.Rows, []string{v.name, h.fmt("%.0f"), spreadOf(start).fmt("%.0f"), spreadOf(growth).fmt("%.0f"), fmt.Sprint((budget >> 20) + 64), spreadOf(reserved).fmt("%.0f"), fmt.Sprint(waiting), fmt.Sprint(prepared), spreadOf(elapsed).fmt("%.1f")})
-		limit := mib(budget) + 64
-		res.target(v.name+": peak RSS", fmt.Sprintf("≤ %.0f MiB", limit), h.fmt("%.0f")+" MiB", h.Max <= limit)
-		res.target(v.name+": reserved never above budget", fmt.Sprintf("≤ %d MiB", budget>>20), fmt.Sprintf("%.0f MiB", mib(maxRes)), maxRes <= budget)
-		key := []string{"default", "memlimit", "limitbudget"}[vi]
-		res.Values[key+"_peak_mib_max"] = h.Max
-		res.Values[key+"_peak_mib"] = h.Median
-		res.Values[key+"_growth_mib"] = spreadOf(growth).Median
-		res.Values[key+"_max_reserved"] = float64(maxRes)
-		res.Values[key+"_prepared"] = float64(prepared)
+		cmd.Env = append(cmd.Env, MemoryChildEnv+"="+string(raw))
+		if memLimit > 0 {
+			cmd.Env = append(cmd.Env, "GOMEMLIMIT="+strconv.FormatInt(memLimit, 10))
+		}
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Run(); err != nil {
+			return r, fmt.Errorf("memory child: %v\n%s", err, lastLines(errb.String(), 20))
+		}
+		var cr memoryChildResult
+		if err := json.Unmarshal(lastJSONLine(out.Bytes()), &cr); err != nil {
+			return r, fmt.Errorf("memory child output: %v\n%s\n%s", err, out.String(), lastLines(errb.String(), 20))
+		}
+		r.hwm = append(r.hwm, mib(cr.VmHWM))
+		r.start = append(r.start, mib(cr.VmRSSStart))
+		r.growth = append(r.growth, mib(cr.VmHWM-cr.VmRSSStart))
+		r.elapsed = append(r.elapsed, cr.Elapsed)
+		r.maxReserved = max(r.maxReserved, cr.MaxReserved)
+		r.maxAllocated = max(r.maxAllocated, cr.MaxAllocated)
+		r.maxWaiting = max(r.maxWaiting, cr.MaxWaiting)
+		r.prepared = cr.Prepared
+		r.busy += cr.Busy
+		o.progressf("memory %s: rep %d/%d: peak RSS %.0f MiB (before %.0f), max reserved %.0f MiB, %d done in %.1fs",
+			p.Mode, rep+1, o.reps(), mib(cr.VmHWM), mib(cr.VmRSSStart), mib(cr.MaxReserved), cr.Prepared, cr.Elapsed)
 	}
-	res.Values["budget"] = float64(budget)
-	res.Tables = append(res.Tables, t)
-	return res, nil
+	return r, nil
 }
 
 // memoryChild is the child half: open the store with the budget, run the requests at once,
@@ -172,10 +280,20 @@ func memoryChild(ctx context.Context, o Options) error {
 	}
 	runtime.GC()
 	b := store.NewBudget(p.Budget)
+	if p.Mode == "reads" {
+		b = store.NewBudget(p.ReadBudget)
+	}
 	db, err := store.OpenDB(ctx, p.URL, storeOptions("memory-child", o.logger(), func(so *store.Options) {
 		so.Budget = b
 		so.MergeMaxBytes = p.Budget / 2
 		so.MergeMaxGenerations = 0
+		if p.Mode == "reads" {
+			so.Budget = nil
+			so.CacheBytes = 1 // cache off: every List decodes what it reads
+			if p.ReadBudget > 0 {
+				so.ReadBudget = b
+			}
+		}
 	}))
 	if err != nil {
 		return err
@@ -190,8 +308,7 @@ func memoryChild(ctx context.Context, o Options) error {
 		stores = append(stores, s)
 	}
 	rssStart := procStatus("VmRSS")
-	var maxReserved atomic.Int64
-	var maxWaiting atomic.Int64
+	var maxReserved, maxAllocated, maxWaiting atomic.Int64
 	stop := make(chan struct{})
 	sampled := make(chan struct{})
 	go func() {
@@ -206,6 +323,9 @@ func memoryChild(ctx context.Context, o Options) error {
 				if r := b.Reserved(); r > maxReserved.Load() {
 					maxReserved.Store(r)
 				}
+				if r := b.Allocated(); r > maxAllocated.Load() {
+					maxAllocated.Store(r)
+				}
 				if w := int64(b.Waiting()); w > maxWaiting.Load() {
 					maxWaiting.Store(w)
 				}
@@ -216,13 +336,33 @@ func memoryChild(ctx context.Context, o Options) error {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var firstErr error
-	prepared := 0
+	done, busy := 0, 0
 	var bytesRead int64
 	for i := 0; i < p.Requests; i++ {
 		s := stores[i%len(stores)]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			if p.Mode == "reads" {
+				// A refused read (budget_busy) is what a client retries after Retry-After.
+				for attempt := 0; ; attempt++ {
+					page, err := s.List(ctx, store.ListOptions{Limit: 100})
+					mu.Lock()
+					if errors.Is(err, store.ErrBudgetBusy) && attempt < 20 {
+						busy++
+						mu.Unlock()
+						continue
+					}
+					if err != nil && firstErr == nil {
+						firstErr = err
+					}
+					if err == nil && len(page.Rows) > 0 {
+						done++
+					}
+					mu.Unlock()
+					return
+				}
+			}
 			pm, err := s.Prepare(ctx, store.PrepareParams{Shard: p.Shard, AttemptKey: fmt.Sprintf("memory/%d", i)})
 			if err == nil && pm != nil {
 				_, err = s.Abort(ctx, pm)
@@ -233,7 +373,7 @@ func memoryChild(ctx context.Context, o Options) error {
 				firstErr = err
 			}
 			if pm != nil {
-				prepared++
+				done++
 				bytesRead += pm.Bytes
 			}
 		}()
@@ -245,15 +385,15 @@ func memoryChild(ctx context.Context, o Options) error {
 		return firstErr
 	}
 	if path := os.Getenv("WALKEEPER_BENCH_MEMPROFILE"); path != "" {
-		if f, err := os.Create(path); err == nil {
+		if f, err := os.Create(path + "." + strings.ReplaceAll(p.Mode+"-"+os.Getenv("GOMEMLIMIT"), "/", "")); err == nil {
 			_ = pprof.Lookup("allocs").WriteTo(f, 0)
 			_ = f.Close()
 		}
 	}
 	out := memoryChildResult{
-		VmHWM: procStatus("VmHWM"), VmRSSStart: rssStart, MaxReserved: maxReserved.Load(), Budget: p.Budget,
-		Prepared: prepared, Bytes: bytesRead, Elapsed: time.Since(start).Seconds(), MaxWaiting: int(maxWaiting.Load()),
-		GoMemLimit: os.Getenv("GOMEMLIMIT"),
+		VmHWM: procStatus("VmHWM"), VmRSSStart: rssStart, MaxReserved: maxReserved.Load(), MaxAllocated: maxAllocated.Load(), Budget: p.Budget,
+		Prepared: done, Bytes: bytesRead, Elapsed: time.Since(start).Seconds(), MaxWaiting: int(maxWaiting.Load()),
+		GoMemLimit: os.Getenv("GOMEMLIMIT"), Busy: busy,
 	}
 	raw, _ := json.Marshal(out)
 	w := o.ChildOut
@@ -304,5 +444,3 @@ func lastLines(s string, n int) string {
 	}
 	return strings.Join(ls, "\n")
 }
-
-var _ = filepath.Join

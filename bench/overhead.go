@@ -305,6 +305,9 @@ func RunTemporalOverhead(ctx context.Context, o Options) (*Result, error) {
 	res.Values["wf_rate"] = w.Median
 	res.Values["direct_rate"] = d.Median
 	res.Values["ratio"] = r.Median
+	// The first server's p50s (tuned, or the one given): what the orchestration claim is about.
+	res.Values["wf_p50_ms"] = spreadOf(servers[0].wfP50).Median
+	res.Values["direct_p50_ms"] = dp.Median
 
 	// Sweep over idle stores.
 	o.progressf("temporal-overhead: creating %d idle stores", idle)

@@ -151,6 +151,9 @@ type StartRequest struct {
 	Target   string `json:"target"`
 	// ParallelPrepare asks a MergeWal start for parallel prepares (MergeWalInput).
 	ParallelPrepare bool `json:"parallel_prepare,omitempty"`
+	// Trigger and Reason become the started workflow's Trigger and TriggerReason.
+	Trigger string `json:"trigger,omitempty"`
+	Reason  string `json:"reason,omitempty"`
 }
 
 // StartWorkflowsParams is a batch of starts.

@@ -13,6 +13,9 @@ type CompactBaseInput struct {
 	MaxPasses int `json:"max_passes,omitempty"`
 	// TargetRuns: stop once the base has at most this many runs (default 4).
 	TargetRuns int `json:"target_runs,omitempty"`
+	// Trigger and TriggerReason: see MergeWalInput.
+	Trigger       string `json:"trigger,omitempty"`
+	TriggerReason string `json:"trigger_reason,omitempty"`
 }
 
 // CompactBaseResult is CompactBase's result.

@@ -20,6 +20,9 @@ const (
 	ErrTypeStartFailed      = "StartFailed"
 	ErrTypeAllShardsFailed  = "AllShardsFailed"
 	ErrTypeScanFailed       = "ScanFailed"
+	// ErrTypeStoreNotFound: the target names no registered store. Its message is
+	// MissingStoreMessage, one line that says how to create the store.
+	ErrTypeStoreNotFound = "StoreNotFound"
 )
 
 // NonRetryableErrorTypes are never retried by an activity retry policy: retrying the same
@@ -28,6 +31,7 @@ var NonRetryableErrorTypes = []string{
 	ErrTypeInvalidInput,
 	ErrTypeCorruptData,
 	ErrTypeNotFound,
+	ErrTypeStoreNotFound,
 	ErrTypeStalePreparation,
 	ErrTypeMisconfigured,
 }

@@ -31,6 +31,12 @@ type MergeWalInput struct {
 	PassesPerWorkflowRun int `json:"passes_per_run,omitempty"`
 	// Carry is progress handed over by continue-as-new; callers leave it empty.
 	Carry *MergeWalCarry `json:"carry,omitempty"`
+	// Trigger says who started the merge (one of Triggers; empty = TriggerUnknown, e.g. a
+	// start by hand from the Temporal CLI or Web) and TriggerReason why, in words
+	// ("oldest pending 11m0s >= 10m0s"). The start helpers copy them into the WalTrigger
+	// search attribute, the memo and the run's summary.
+	Trigger       string `json:"trigger,omitempty"`
+	TriggerReason string `json:"trigger_reason,omitempty"`
 }
 
 // MergeWalCarry is the state one run hands to the next over continue-as-new.
@@ -39,6 +45,9 @@ type MergeWalCarry struct {
 	// the tag is in recorded histories and stays).
 	WorkflowRuns int                `json:"runs"`
 	Shards       []ShardMergeResult `json:"shards"`
+	// PendingAtStart is the total pending generations of the chain's first listing
+	// (WalPendingAtStart).
+	PendingAtStart int `json:"pending_at_start,omitempty"`
 }
 
 // ShardMergeResult is one shard's outcome.
@@ -61,6 +70,9 @@ type ShardMergeResult struct {
 	ErrorType        string `json:"error_type,omitempty"`
 	// Permanent: the error cannot go away by retrying (corrupt data, invalid input...).
 	Permanent bool `json:"permanent,omitempty"`
+	// BytesMerged is the in-memory size of the rows the committed passes read
+	// (PreparedMerge.Bytes summed).
+	BytesMerged int64 `json:"bytes_merged,omitempty"`
 }
 
 // MergeWalResult is MergeWal's result: per-shard reclaimed generations, versions and errors.
@@ -73,6 +85,10 @@ type MergeWalResult struct {
 	// WorkflowRuns counts the workflow runs of the continue-as-new chain (JSON "runs": the tag
 	// is in recorded histories and stays).
 	WorkflowRuns int `json:"runs"`
+	// BytesMerged sums the shards' BytesMerged; PendingAtStart is the total pending
+	// generations the merge found at its first listing (WalPendingAtStart).
+	BytesMerged    int64 `json:"bytes_merged,omitempty"`
+	PendingAtStart int   `json:"pending_at_start,omitempty"`
 }
 
 // Per-shard phases.

@@ -22,9 +22,11 @@ const (
 	WalPendingAtStartName = "WalPendingAtStart"
 	// WalReclaimedName (Int) is the generations the run reclaimed, set when it finishes.
 	WalReclaimedName = "WalReclaimed"
-	// WalBytesMergedName (Int) is the WAL bytes the run folded into the base table.
+	// WalBytesMergedName (Double: SQL visibility has only 3 custom Int slots per namespace,
+	// see contract/observe_attrs.go) is the WAL bytes the run folded into the base table.
 	WalBytesMergedName = "WalBytesMerged"
-	// WalPassesName (Int) is the merge passes the run made over all shards.
+	// WalPassesName is the merge passes the run made over all shards. Not registered as a
+	// search attribute (no Int slot left on SQL visibility): the passes are in the memo only.
 	WalPassesName = "WalPasses"
 )
 

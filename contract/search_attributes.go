@@ -29,12 +29,19 @@ var SearchAttributes = map[string]enumspb.IndexedValueType{
 	WalTargetName:  enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 	WalKindName:    enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 	WalPendingName: enumspb.INDEXED_VALUE_TYPE_INT,
+
+	WalTriggerName:        enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+	WalPendingAtStartName: enumspb.INDEXED_VALUE_TYPE_INT,
+	WalReclaimedName:      enumspb.INDEXED_VALUE_TYPE_INT,
+	WalBytesMergedName:    enumspb.INDEXED_VALUE_TYPE_DOUBLE,
 }
 
-// targetAttributes are the WalTarget and WalKind values of t's workflows.
-func targetAttributes(t target.Target) temporal.SearchAttributes {
+// startAttributes are the search attributes a run of t's workflows starts with: WalTarget,
+// WalKind and WalTrigger.
+func startAttributes(t target.Target, trigger string) temporal.SearchAttributes {
 	return temporal.NewSearchAttributes(
 		WalTarget.ValueSet(t.String()),
 		WalKind.ValueSet(string(t.Kind)),
+		WalTrigger.ValueSet(TriggerOrUnknown(trigger)),
 	)
 }

@@ -22,13 +22,24 @@ func TestNamesAndIDs(t *testing.T) {
 	require.Equal(t, enumspb.INDEXED_VALUE_TYPE_KEYWORD, SearchAttributes[WalTarget.GetName()])
 	require.Equal(t, enumspb.INDEXED_VALUE_TYPE_KEYWORD, SearchAttributes[WalKind.GetName()])
 	require.Equal(t, enumspb.INDEXED_VALUE_TYPE_INT, SearchAttributes[WalPending.GetName()])
-	require.Len(t, SearchAttributes, 3)
+	require.Equal(t, enumspb.INDEXED_VALUE_TYPE_KEYWORD, SearchAttributes[WalTrigger.GetName()])
+	require.Equal(t, enumspb.INDEXED_VALUE_TYPE_INT, SearchAttributes[WalPendingAtStartName])
+	require.Equal(t, enumspb.INDEXED_VALUE_TYPE_INT, SearchAttributes[WalReclaimedName])
+	require.Equal(t, enumspb.INDEXED_VALUE_TYPE_DOUBLE, SearchAttributes[WalBytesMergedName])
+	require.Len(t, SearchAttributes, 7)
+	ints := 0
+	for _, typ := range SearchAttributes {
+		if typ == enumspb.INDEXED_VALUE_TYPE_INT {
+			ints++
+		}
+	}
+	require.LessOrEqual(t, ints, 3, "SQL visibility has 3 Int slots per namespace")
 }
 
 func TestStartOptionsDedupeOnTargetID(t *testing.T) {
 	tg, err := target.ParseTarget("rollout:r1")
 	require.NoError(t, err)
-	o := startOptions(MergeWalID(tg), tg)
+	o := startOptions(MergeWalID(tg), tg, TriggerSweepAge, "oldest pending 11m0s >= 10m0s")
 	require.Equal(t, "merge-wal/rollout/r1", o.ID)
 	require.Equal(t, TaskQueue, o.TaskQueue)
 	require.Equal(t, enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING, o.WorkflowIDConflictPolicy)
@@ -40,6 +51,16 @@ func TestStartOptionsDedupeOnTargetID(t *testing.T) {
 	v, ok = o.TypedSearchAttributes.GetKeyword(WalKind)
 	require.True(t, ok)
 	require.Equal(t, "rollout", v)
+	v, ok = o.TypedSearchAttributes.GetKeyword(WalTrigger)
+	require.True(t, ok)
+	require.Equal(t, TriggerSweepAge, v)
+	require.Equal(t, map[string]any{MemoTrigger: TriggerSweepAge, MemoTriggerReason: "oldest pending 11m0s >= 10m0s"}, o.Memo)
+
+	// A start that names no trigger says so.
+	o = startOptions(MergeWalID(tg), tg, "", "")
+	v, _ = o.TypedSearchAttributes.GetKeyword(WalTrigger)
+	require.Equal(t, TriggerUnknown, v)
+	require.Equal(t, map[string]any{MemoTrigger: TriggerUnknown}, o.Memo)
 }
 
 func TestStartMergeWalAndCompactBaseUseTheTargetID(t *testing.T) {
@@ -57,7 +78,8 @@ func TestStartMergeWalAndCompactBaseUseTheTargetID(t *testing.T) {
 			inputs = append(inputs, args.Get(3))
 		}).Return(run, nil)
 
-	_, err = StartMergeWal(context.Background(), c, tg, MergeWalInput{Target: "ignored:x", ParallelPrepare: true})
+	_, err = StartMergeWal(context.Background(), c, tg, MergeWalInput{Target: "ignored:x", ParallelPrepare: true,
+		Trigger: TriggerSweepCount, TriggerReason: "37 pending >= 8"})
 	require.NoError(t, err)
 	_, err = StartCompactBase(context.Background(), c, tg, CompactBaseInput{})
 	require.NoError(t, err)
@@ -66,8 +88,11 @@ func TestStartMergeWalAndCompactBaseUseTheTargetID(t *testing.T) {
 	require.Equal(t, "merge-wal/generic/gs", got[0].ID)
 	require.Equal(t, "compact/generic/gs", got[1].ID)
 	require.Equal(t, []any{MergeWalWorkflow, CompactBaseWorkflow}, types)
-	require.Equal(t, MergeWalInput{Target: "generic:gs", ParallelPrepare: true}, inputs[0], "the target argument wins")
-	require.Equal(t, CompactBaseInput{Target: "generic:gs"}, inputs[1])
+	require.Equal(t, MergeWalInput{Target: "generic:gs", ParallelPrepare: true, Trigger: TriggerSweepCount,
+		TriggerReason: "37 pending >= 8"}, inputs[0], "the target argument wins")
+	require.Equal(t, CompactBaseInput{Target: "generic:gs", Trigger: TriggerUnknown}, inputs[1])
+	require.Equal(t, "Merge WAL of generic:gs — triggered by sweep-count (37 pending >= 8)", got[0].StaticSummary)
+	require.Equal(t, "Compact base of generic:gs — triggered by unknown", got[1].StaticSummary)
 	for _, o := range got {
 		require.Equal(t, enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING, o.WorkflowIDConflictPolicy)
 		require.True(t, o.WorkflowExecutionErrorWhenAlreadyStarted)

@@ -43,13 +43,19 @@ func encodeIPC(schema *arrow.Schema, recs ...arrow.RecordBatch) ([]byte, error) 
 // at 12 % of a merge's allocations). Callers therefore must not modify data afterwards; every
 // caller passes bytes fresh from storage that nothing else holds.
 func decodeIPC(data []byte, c *Codec, what string) (recs []arrow.RecordBatch, err error) {
+	return decodeIPCWith(memory.DefaultAllocator, data, c, what)
+}
+
+// decodeIPCWith is decodeIPC allocating what the reader allocates (metadata, never the
+// aliased column buffers) from mem.
+func decodeIPCWith(mem memory.Allocator, data []byte, c *Codec, what string) (recs []arrow.RecordBatch, err error) {
 	defer func() {
 		if r := recover(); r != nil { // arrow's readers panic on some garbled inputs
 			releaseAll(recs)
 			recs, err = nil, corruptf("%s: %v", what, r)
 		}
 	}()
-	rd, err := ipc.NewMappedFileReader(data, ipc.WithAllocator(memory.DefaultAllocator))
+	rd, err := ipc.NewMappedFileReader(data, ipc.WithAllocator(mem))
 	if err != nil {
 		return nil, corruptf("%s: %v", what, err)
 	}
@@ -129,8 +135,9 @@ const compressionSample = 256 << 10
 
 // parquetProps are the writer properties of a base run. Compression is chosen per column
 // from sample, the first chunk written: Snappy where it pays, none where it does not.
-func parquetProps(schema *arrow.Schema, sample arrow.RecordBatch) *parquet.WriterProperties {
+func parquetProps(mem memory.Allocator, schema *arrow.Schema, sample arrow.RecordBatch) *parquet.WriterProperties {
 	opts := []parquet.WriterProperty{
+		parquet.WithAllocator(mem),
 		parquet.WithCompression(compress.Codecs.Snappy),
 		parquet.WithMaxRowGroupLength(parquetRowGroup),
 		parquet.WithStats(true),
@@ -218,6 +225,11 @@ func encodeParquet(schema *arrow.Schema, rec arrow.RecordBatch) ([]byte, error) 
 // return at least one record (an empty one for an empty run). On error, records already
 // handed over are released; the caller owns nothing it has passed in.
 func writeParquet(w io.Writer, schema *arrow.Schema, next func() (arrow.RecordBatch, error)) error {
+	return writeParquetWith(memory.DefaultAllocator, w, schema, next)
+}
+
+// writeParquetWith is writeParquet with the writer's buffers (pages, encoders) from mem.
+func writeParquetWith(mem memory.Allocator, w io.Writer, schema *arrow.Schema, next func() (arrow.RecordBatch, error)) error {
 	rec, err := next()
 	if err != nil {
 		return err
@@ -225,7 +237,8 @@ func writeParquet(w io.Writer, schema *arrow.Schema, next func() (arrow.RecordBa
 	if rec == nil {
 		return fmt.Errorf("writeParquet: no records")
 	}
-	fw, err := pqarrow.NewFileWriter(schema, w, parquetProps(schema, rec), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	fw, err := pqarrow.NewFileWriter(schema, w, parquetProps(mem, schema, rec),
+		pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(mem)))
 	if err != nil {
 		rec.Release()
 		return err

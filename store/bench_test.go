@@ -143,8 +143,9 @@ func BenchmarkRead(b *testing.B) {
 }
 
 // BenchmarkPrepare measures merge preparation throughput (MB of generation bytes on disk
-// per second) next to the raw cost of reading those same files and writing the same number
-// of bytes to the same disk, in the same run.
+// per second) next to the raw cost of reading those same files and durably writing the same
+// number of bytes to the same disk (fsync of the file and its directory, as Prepare's staged
+// write on file:// does), in the same run.
 func BenchmarkPrepare(b *testing.B) {
 	const gens, rowsPerGen = 8, 20000
 	payload := strings.Repeat("p", 200)
@@ -187,7 +188,7 @@ func BenchmarkPrepare(b *testing.B) {
 			b.StartTimer()
 		}
 	})
-	b.Run("raw-read-write", func(b *testing.B) {
+	b.Run("raw-read-write-fsync", func(b *testing.B) {
 		b.SetBytes(onDisk)
 		out := filepath.Join(dir, "raw.out")
 		for i := 0; i < b.N; i++ {
@@ -199,11 +200,38 @@ func BenchmarkPrepare(b *testing.B) {
 				}
 				all = append(all, data...)
 			}
-			if err := os.WriteFile(out, all, 0o644); err != nil {
+			// Durable like Prepare's staged write on file://: fsync the file, then its
+			// directory.
+			if err := writeFileSynced(out, all); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
+}
+
+// writeFileSynced writes data to path and fsyncs the file and its directory.
+func writeFileSynced(path string, data []byte) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	d, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }
 
 // BenchmarkCommitLockHold reports how long Commit holds the store's write lock for a small

@@ -307,12 +307,18 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 // readSized reads r to EOF into a buffer of size bytes, the length the storage reported:
 // ReadAll without a hint doubles its way up and allocates about twice the object (issue 4).
 // A reader that turns out longer or shorter than reported still yields all of its bytes.
-func readSized(r io.Reader, size int64) ([]byte, error) {
+//
+// The buffer comes from the read-buffer hook of ctx when it has one (withReadBuffer: a
+// budgeted merge reads into memory its account charged), else from the Go heap.
+func readSized(ctx context.Context, r io.Reader, size int64) ([]byte, error) {
 	if size < 0 || size > 1<<40 {
 		size = 0
 	}
 	// One spare byte lets the read observe EOF without growing a full buffer.
-	buf := make([]byte, 0, size+1)
+	buf, err := readBuffer(ctx, int(size+1))
+	if err != nil {
+		return nil, err
+	}
 	for {
 		n, err := r.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]

@@ -158,14 +158,15 @@ func TestS3PutIfAbsentRaceGoroutines(t *testing.T) {
 // re-executing the test binary; it skips in a normal run.
 func TestBucketRaceChild(t *testing.T) { bucketconformance.RaceChild(t) }
 
-// TestPutIfAbsentRaceProcesses: 8 OS processes race 1000 keys on one file:// root on the
-// real disk. This is the case gocloud's fileblob gets wrong (its IfNotExist is
-// stat-then-rename), and the one that matters: several workers on one machine share a dir.
-// Every key costs an fsync, so the rounds run freely rather than in lockstep.
+// TestPutIfAbsentRaceProcesses: 8 OS processes race 200 keys on one file:// root on the
+// real disk, released together per key, so every key is contended by every process. This is
+// the case gocloud's fileblob gets wrong (its IfNotExist is stat-then-rename), and the one
+// that matters: several workers on one machine share a dir. A round costs a pipe round trip
+// to every child and an fsync, hence fewer keys than the goroutine race.
 func TestPutIfAbsentRaceProcesses(t *testing.T) {
 	root := t.TempDir()
 	bucketconformance.RaceProcesses(t, fileURL(root), bucketconformance.RaceOptions{
-		Procs: 8, Rounds: 1000, ChildTest: "TestBucketRaceChild",
+		Procs: 8, Rounds: 200, ChildTest: "TestBucketRaceChild", Lockstep: true,
 	})
 	// ".tmp-" is the file backend's reserved temp prefix (store.Bucket's key rules).
 	var left []string

@@ -105,7 +105,7 @@ func (f *fileBackend) get(ctx context.Context, key string) ([]byte, error) {
 	// Objects are never modified in place (only replaced by rename), so the open descriptor
 	// reads one complete version even if a put replaces the key meanwhile; its size is
 	// known, so read it into one buffer of that size.
-	return readSized(fh, st.Size())
+	return readSized(ctx, fh, st.Size())
 }
 
 func (f *fileBackend) exists(ctx context.Context, key string) (bool, error) {

@@ -78,7 +78,7 @@ func (g *gocloudBackend) get(ctx context.Context, key string) ([]byte, error) {
 		return nil, mapErr(err)
 	}
 	defer r.Close()
-	return readSized(r, r.Size())
+	return readSized(ctx, r, r.Size())
 }
 
 func (g *gocloudBackend) put(ctx context.Context, key string, data []byte) error {

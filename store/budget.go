@@ -23,6 +23,10 @@ type Budget struct {
 	sem      *semaphore.Weighted // nil when unlimited
 	reserved atomic.Int64        // gauge; never above the semaphore's own count, so never above limit
 	waiting  atomic.Int64
+	// allocated is what the memAccounts of this budget's reservations hold (alloc.go);
+	// pool keeps their freed buffers for reuse (nil when unlimited).
+	allocated atomic.Int64
+	pool      *bufferPool
 }
 
 // NewBudget returns a budget of limit bytes; limit <= 0 means unlimited.
@@ -30,7 +34,28 @@ func NewBudget(limit int64) *Budget {
 	if limit <= 0 {
 		return &Budget{}
 	}
-	return &Budget{limit: limit, sem: semaphore.NewWeighted(limit)}
+	b := &Budget{limit: limit, sem: semaphore.NewWeighted(limit)}
+	b.pool = newBufferPool(b)
+	return b
+}
+
+// Allocated returns the bytes the accounts of this budget's reservations have allocated
+// and not freed (alloc.go); Pooled what the budget keeps of freed buffers for reuse.
+// Allocated may exceed Reserved only by an overdraft (memAccount.err) or the lone
+// whole-limit holder's growth.
+func (b *Budget) Allocated() int64 {
+	if b == nil {
+		return 0
+	}
+	return b.allocated.Load()
+}
+
+// Pooled returns the bytes of freed buffers the budget keeps for reuse.
+func (b *Budget) Pooled() int64 {
+	if b == nil {
+		return 0
+	}
+	return b.pool.Bytes()
 }
 
 // Limit returns the limit in bytes, 0 when unlimited.
@@ -161,6 +186,25 @@ func (r *Reservation) TryGrow(total int64) bool {
 	r.b.reserved.Add(extra)
 	r.bytes += extra
 	return true
+}
+
+// budget returns the reservation's budget (nil for a nil budget).
+func (r *Reservation) budget() *Budget {
+	if r == nil {
+		return nil
+	}
+	return r.b
+}
+
+// limit returns the budget's limit, 0 when unlimited.
+func (r *Reservation) limit() int64 { return r.budget().Limit() }
+
+// holdsWholeLimit reports whether the reservation holds the budget's whole (non-zero) limit:
+// the lone oversized holder, whose TryGrow succeeds past the limit because nobody else runs.
+// An unlimited budget's reservations always grow, so they count as whole too.
+func (r *Reservation) holdsWholeLimit() bool {
+	l := r.limit()
+	return l <= 0 || r.Bytes() >= l
 }
 
 // Release returns the bytes to the budget. Idempotent, so it can sit in a defer and also be

@@ -137,7 +137,7 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 
 	var out *runMeta
 	if len(picks) > 0 {
-		rec := copyRows(s.codec.ArrowSchema(), picks)
+		rec := copyRows(nil, s.codec.ArrowSchema(), picks)
 		data, err := encodeParquet(s.codec.ArrowSchema(), rec)
 		rec.Release()
 		if err != nil {

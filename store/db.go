@@ -23,6 +23,10 @@ type Options struct {
 	InstanceID string
 	// Budget is the process-wide merge memory budget shared by every merge (nil = unlimited).
 	Budget *Budget
+	// ReadBudget bounds what concurrent reads decode outside the cache (read_bound.go): a
+	// read admits its files readFanIn at a time, and waits at most readBudgetWait for room
+	// before it fails with ErrBudgetBusy (nil = unlimited).
+	ReadBudget *Budget
 	// MergeMaxGenerations caps generations per merge pass (default 64, 0 = no cap). At 8, one
 	// target's commits (one at a time) could not keep up with 20 shards sealing every second
 	// (docs/BENCHMARKS.md scenario 1).

@@ -17,6 +17,8 @@
 //	manifest.go       the manifest model and its pure functions
 //	manifest_io.go    version chains on the bucket: loading and publishing manifests
 //	format.go         object layout: keys and names
+//	alloc.go          memAccount: the budget-charged Arrow allocator merges allocate through
+//	read_bound.go     bounded reads: sources opened readFanIn at a time, the read budget
 //
 // # Merge protocol
 //
@@ -59,6 +61,10 @@
 //     never lost.
 //   - Budget. A prepare reserves its whole initial allowance in one acquire before reading
 //     and only grows without waiting afterwards, so merges cannot deadlock on the budget.
+//     Every buffer it allocates is charged to that reservation (memAccount): a generation
+//     that does not fit ends the plan at the prefix before it, an Arrow allocation past it
+//     fails the prepare with ErrBudgetBusy (a panic in race builds). A read holds at most
+//     one group's read-budget reservation and never waits while holding it.
 //
 // Across processes, every publish is a put-if-absent and that is what makes commits safe;
 // the merge lock only orders the merges of one process (a prepare never plans generations
@@ -82,6 +88,7 @@
 //	writer.mu        the writer's memtables, manifest, positions and death
 //	chain.mu         a chain's cached latest version
 //	fileCache.mu     the decoded-file cache
+//	bufferPool.mu    a Budget's pooled merge buffers
 //	DB.mu            DB.stores and DB.closed
 //
 // Lock order (take left before right; never the other way):
@@ -89,7 +96,7 @@
 //	mergeLock → writerMu → writer.mu
 //	writer.sealMu → writer.mu
 //	DB.createMu's per-target mutex → DB.mu
-//	DB.mu, shardsMu, chain.mu and fileCache.mu are leaves: nothing else is taken while
+//	DB.mu, shardsMu, chain.mu, fileCache.mu and bufferPool.mu are leaves: nothing else is taken while
 //	one of them is held. The Budget's locks are taken only inside its own methods.
 //
 // Appends and reads never take mergeLock: appends go to the writer, and reads are snapshot

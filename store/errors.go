@@ -30,7 +30,10 @@ var (
 	ErrCorrupt = errors.New("corrupt data")
 	// ErrFenced: another process with the same instance id claimed this shard.
 	ErrFenced = errors.New("fenced")
-	// ErrBudgetBusy: the memory budget could not grow while reading the first generation.
+	// ErrBudgetBusy: the merge budget could not grow while reading the first generation (or
+	// a merge's allocations overdrew its reservation), or the read budget could not admit a
+	// read's files in time (read_bound.go). Retry later; the text keeps "merge memory budget
+	// busy", which callers and alerts already match.
 	ErrBudgetBusy = errors.New("merge memory budget busy")
 	// ErrClosed: the handle was closed.
 	ErrClosed = errors.New("closed")

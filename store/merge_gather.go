@@ -17,8 +17,12 @@ import (
 // per-type loops are written out on purpose: a generic version (type-parameterised array
 // and builder) measured about 35% slower on this hot path, since Go's shape stenciling turns
 // every Value and Append into a dictionary call.
-func copyRows(schema *arrow.Schema, picks []pick) arrow.RecordBatch {
-	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+// mem nil means memory.DefaultAllocator.
+func copyRows(mem memory.Allocator, schema *arrow.Schema, picks []pick) arrow.RecordBatch {
+	if mem == nil {
+		mem = memory.DefaultAllocator
+	}
+	b := array.NewRecordBuilder(mem, schema)
 	defer b.Release()
 	for c := 0; c < schema.NumFields(); c++ {
 		fb := b.Field(c)

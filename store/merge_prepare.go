@@ -7,7 +7,9 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"golang.org/x/sync/errgroup"
@@ -93,17 +95,26 @@ func (s *Store) Prepare(ctx context.Context, p PrepareParams) (*PreparedMerge, e
 		return nil, fmt.Errorf("%s shard %s: %w", s.target, shard, err)
 	}
 
+	// Every buffer of the merge is charged to acct, against res: the reservation is a
+	// bound on what the merge allocates, not only on what it planned (alloc.go).
+	acct := newMemAccount(res, budget)
 	readStart := time.Now()
-	files, owned, err := s.readGensForMerge(ctx, shard, plan.gens, p.Progress)
+	files, frees, err := s.readGensForMerge(ctx, acct, shard, plan.gens, p.Progress)
 	defer func() {
 		for i, f := range files {
-			if f != nil && owned[i] {
+			if f != nil && frees[i] != nil {
 				f.rec.Release()
+				frees[i]() // after the record that aliases the bytes
 			}
 		}
 	}()
 	if err != nil {
 		return nil, err
+	}
+	if len(files) < len(plan.gens) {
+		// The account could not hold every generation's bytes: keep the complete prefix
+		// that it did hold (growth rule, doc.go).
+		plan.gens = plan.gens[:len(files)]
 	}
 	decoded := make([]int64, len(files))
 	for i, f := range files {
@@ -111,6 +122,13 @@ func (s *Store) Prepare(ctx context.Context, p PrepareParams) (*PreparedMerge, e
 	}
 	if err := plan.refit(decoded, res.TryGrow); err != nil {
 		return nil, fmt.Errorf("%s shard %s: %w", s.target, shard, err)
+	}
+	for i := len(plan.gens); i < len(files); i++ {
+		if frees[i] != nil {
+			files[i].rec.Release()
+			frees[i]()
+		}
+		files[i] = nil
 	}
 	files = files[:len(plan.gens)]
 	var inputRows int64
@@ -121,8 +139,14 @@ func (s *Store) Prepare(ctx context.Context, p PrepareParams) (*PreparedMerge, e
 
 	writeStart := time.Now()
 	picks := mergeSorted(files, nil)
+	// The picks live on the Go heap (they point at files); charge them all the same.
+	pickBytes := int64(cap(picks)) * int64(unsafe.Sizeof(pick{}))
+	if !acct.tryCharge(pickBytes) {
+		return nil, fmt.Errorf("%s shard %s: merge of %d rows: %w", s.target, shard, len(picks), ErrBudgetBusy)
+	}
+	defer acct.uncharge(pickBytes)
 	id := stagedRunID(stagedRunPrefix(attempt, s.target, shard), shard, plan.from(), plan.through())
-	staged, err := s.writeStagedRun(ctx, dataKey(s.target, id), picks, mergeChunkRows(plan.bytes, inputRows))
+	staged, err := s.writeStagedRun(ctx, acct, dataKey(s.target, id), picks, mergeChunkRows(plan.bytes, inputRows))
 	if err != nil {
 		return nil, err
 	}
@@ -187,10 +211,14 @@ func (s *Store) dropLeakedStaged(ctx context.Context, base *baseManifest, attemp
 // writeStagedRun builds the run chunk by chunk and streams it to storage at key: the output
 // never exists whole in memory, neither as Arrow nor as Parquet bytes (mergeFootprint counts
 // one chunk).
-func (s *Store) writeStagedRun(ctx context.Context, key string, picks []pick, chunkRows int) (StagedFile, error) {
+//
+// Its buffers come from acct; a chunk that overdrew the reservation fails the write with
+// ErrBudgetBusy (acct.err). The keys it returns are copies: the picks alias the inputs'
+// bytes, which go back to the budget's pool after the merge.
+func (s *Store) writeStagedRun(ctx context.Context, acct *memAccount, key string, picks []pick, chunkRows int) (StagedFile, error) {
 	staged := StagedFile{Path: key, Rows: int64(len(picks))}
 	if len(picks) > 0 {
-		staged.MinKey, staged.MaxKey = picks[0].key(), picks[len(picks)-1].key()
+		staged.MinKey, staged.MaxKey = strings.Clone(picks[0].key()), strings.Clone(picks[len(picks)-1].key())
 		staged.MinSeq, staged.MaxSeq = picks[0].seq(), picks[0].seq()
 		for _, pk := range picks {
 			staged.MinSeq, staged.MaxSeq = min(staged.MinSeq, pk.seq()), max(staged.MaxSeq, pk.seq())
@@ -202,13 +230,16 @@ func (s *Store) writeStagedRun(ctx context.Context, key string, picks []pick, ch
 		off, started := 0, false
 		cw := newChecksumWriter(w) // fresh per call: the sum is of the bytes that were stored
 		defer func() { staged.Checksum = cw.sum() }()
-		return writeParquet(cw, schema, func() (arrow.RecordBatch, error) {
+		return writeParquetWith(acct, cw, schema, func() (arrow.RecordBatch, error) {
+			if err := acct.err(); err != nil {
+				return nil, err
+			}
 			if started && off >= len(picks) {
 				return nil, nil
 			}
 			started = true
 			end := min(off+chunkRows, len(picks))
-			rec := copyRows(schema, picks[off:end])
+			rec := copyRows(acct, schema, picks[off:end])
 			off = end
 			return rec, nil
 		})
@@ -220,29 +251,44 @@ func (s *Store) writeStagedRun(ctx context.Context, key string, picks []pick, ch
 }
 
 // readGensForMerge reads and decodes gens concurrently (at most mergeReadConcurrency at
-// once). files[i] is gens[i]; owned[i] is true when the caller must release files[i].rec
-// (it was decoded for this merge, not taken from the cache). Progress, if set, is called
-// once per generation read, never concurrently. On error the error is that of the first
-// failing generation in plan order, as a serial read reported it; files read meanwhile are
-// returned too, so the caller releases them.
-func (s *Store) readGensForMerge(ctx context.Context, shard string, gens []genMeta, progress func(done, total int)) ([]*sortedFile, []bool, error) {
+// once), into buffers of acct. files[i] is gens[i]; frees[i] is non-nil when the caller
+// must release files[i].rec and then call frees[i] (it was decoded for this merge, not
+// taken from the cache). Progress, if set, is called once per generation read, never
+// concurrently.
+//
+// When acct cannot hold a generation's bytes (errBufferRefused), the generations from that
+// one on are not read and files is cut to the prefix before it (the caller merges that
+// prefix); when that is the first generation, the error is errFirstOverBudget. On another
+// error the error is that of the first failing generation in plan order, as a serial read
+// reported it; files read meanwhile are returned too, so the caller releases them.
+func (s *Store) readGensForMerge(ctx context.Context, acct *memAccount, shard string, gens []genMeta, progress func(done, total int)) ([]*sortedFile, []func(), error) {
 	files := make([]*sortedFile, len(gens))
-	owned := make([]bool, len(gens))
+	frees := make([]func(), len(gens))
 	errs := make([]error, len(gens))
+	var cut atomic.Int64 // the first generation acct refused; len(gens) while none was
+	cut.Store(int64(len(gens)))
 	var mu sync.Mutex
 	done := 0
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(mergeReadConcurrency)
 	for i, gm := range gens {
 		g.Go(func() error {
-			f, own, err := s.readGenForMerge(gctx, gm.Path, gm.Checksum)
+			if int64(i) > cut.Load() {
+				return nil // past a refused generation: not part of the prefix
+			}
+			f, free, err := s.readGenForMerge(gctx, acct, gm.Path, gm.Checksum)
+			if errors.Is(err, errBufferRefused) {
+				for c := cut.Load(); int64(i) < c && !cut.CompareAndSwap(c, int64(i)); c = cut.Load() {
+				}
+				return nil
+			}
 			if err != nil {
 				errs[i] = fmt.Errorf("read generation %d of shard %s: %w", gm.Gen, shard, err)
 				return errs[i]
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			files[i], owned[i] = f, own
+			files[i], frees[i] = f, free
 			done++
 			if progress != nil {
 				progress(done, len(gens))
@@ -251,51 +297,68 @@ func (s *Store) readGensForMerge(ctx context.Context, shard string, gens []genMe
 		})
 	}
 	werr := g.Wait()
-	if werr == nil {
-		return files, owned, nil
-	}
-	for _, err := range errs {
-		// Skip the reads that failed only because another one did and cancelled them.
-		if err != nil && !(ctx.Err() == nil && errors.Is(err, context.Canceled)) {
-			return files, owned, err
+	if werr != nil {
+		for _, err := range errs {
+			// Skip the reads that failed only because another one did and cancelled them.
+			if err != nil && !(ctx.Err() == nil && errors.Is(err, context.Canceled)) {
+				return files, frees, err
+			}
 		}
+		return files, frees, werr
 	}
-	return files, owned, werr
+	n := int(cut.Load())
+	if n == 0 {
+		return files, frees, errFirstOverBudget
+	}
+	for i := n; i < len(files); i++ {
+		if files[i] != nil && frees[i] != nil {
+			files[i].rec.Release()
+			frees[i]()
+		}
+		files[i], frees[i] = nil, nil
+	}
+	return files[:n], frees[:n], nil
 }
 
 // readGenForMerge uses a cached decode if a reader already paid for it, and otherwise
-// decodes without caching: a merge reads each generation once, just before it dies.
-// owned reports a decode made for this call, which the caller releases.
-func (s *Store) readGenForMerge(ctx context.Context, p, checksum string) (_ *sortedFile, owned bool, _ error) {
+// decodes without caching, into a buffer of acct: a merge reads each generation once, just
+// before it dies. free is nil for a cached file; otherwise the caller releases the record
+// and then calls free, which returns the object's bytes (aliased by the record) to acct.
+func (s *Store) readGenForMerge(ctx context.Context, acct *memAccount, p, checksum string) (_ *sortedFile, free func(), _ error) {
 	s.db.cache.mu.Lock()
 	el, ok := s.db.cache.byKey[p]
 	s.db.cache.mu.Unlock()
 	if ok {
-		return el.Value.(*sortedFile), false, nil
+		return el.Value.(*sortedFile), nil, nil
 	}
-	data, err := s.db.bucket.Get(ctx, p)
+	rctx, freeBuf := withReadBuffer(ctx, acct)
+	data, err := s.db.bucket.Get(rctx, p)
 	if err != nil {
-		return nil, false, err
+		freeBuf()
+		return nil, nil, err
 	}
 	if err := verifyChecksum(data, checksum, "generation "+p); err != nil {
+		freeBuf()
 		s.countCorrupt(err)
-		return nil, false, err
+		return nil, nil, err
 	}
-	recs, err := decodeIPC(data, s.codec, "generation "+p)
+	recs, err := decodeIPCWith(acct, data, s.codec, "generation "+p)
 	if err == nil && len(recs) != 1 {
 		releaseAll(recs)
 		err = corruptf("generation %s has %d records, want 1", p, len(recs))
 	}
 	if err != nil {
+		freeBuf()
 		s.countCorrupt(err)
-		return nil, false, err
+		return nil, nil, err
 	}
 	f, err := s.newSortedFile(p, recs[0])
 	if err != nil {
 		recs[0].Release()
-		return nil, false, err
+		freeBuf()
+		return nil, nil, err
 	}
-	return f, true, nil
+	return f, freeBuf, nil
 }
 
 // reconcile repairs a crash between a base commit and its drain: generations at or below

@@ -10,6 +10,7 @@ type Metrics struct {
 	ReadPendingGenerations prometheus.Histogram
 	ReadsRefused           prometheus.Counter
 	ReadsRetried           prometheus.Counter
+	ReadsBudgetBusy        prometheus.Counter
 	FlushTotal             *prometheus.CounterVec // kind, result
 	MergeTotal             *prometheus.CounterVec // kind, result
 	MergePhaseSeconds      *prometheus.HistogramVec
@@ -36,6 +37,10 @@ func NewMetrics(reg prometheus.Registerer, budget *Budget) *Metrics {
 		ReadsRefused: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "walkeeper_read_refused_total",
 			Help: "Reads refused because a shard or the store had too many pending generations.",
+		}),
+		ReadsBudgetBusy: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "walkeeper_read_budget_busy_total",
+			Help: "Reads refused (HTTP 503 budget_busy) because the read budget could not admit their files within the wait.",
 		}),
 		ReadsRetried: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "walkeeper_read_retried_total",
@@ -99,7 +104,7 @@ func NewMetrics(reg prometheus.Registerer, budget *Budget) *Metrics {
 		Help: "The process merge budget (0 = unlimited).",
 	}, func() float64 { return float64(budget.Limit()) })
 	if reg != nil {
-		reg.MustRegister(m.ReadPendingGenerations, m.ReadsRefused, m.ReadsRetried, m.FlushTotal, m.MergeTotal,
+		reg.MustRegister(m.ReadPendingGenerations, m.ReadsRefused, m.ReadsRetried, m.ReadsBudgetBusy, m.FlushTotal, m.MergeTotal,
 			m.MergePhaseSeconds, m.CommitLockSeconds, m.BudgetWaitSeconds, m.BudgetReservedBytes,
 			m.BudgetLimitBytes, m.GenerationsReclaimed, m.AppendRows, m.AppendSeconds, m.WALObjects,
 			m.CompactTotal, m.CorruptObjects)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"go.uber.org/zap"
@@ -173,46 +174,6 @@ func (s *Store) newSortedFile(path string, r arrow.RecordBatch) (*sortedFile, er
 	return &sortedFile{path: path, rec: r, view: view, n: n, bytes: recordBytes(r)}, nil
 }
 
-// files loads the sources a read needs, in parallel.
-func (s *Store) files(ctx context.Context, snap *readSnapshot, source string, keyFilter func(minKey, maxKey string) bool) ([]*sortedFile, error) {
-	type want struct {
-		path, checksum string
-		run            bool
-	}
-	var wants []want
-	if source != SourceWAL {
-		for _, r := range snap.base.Runs {
-			if keyFilter == nil || keyFilter(r.MinKey, r.MaxKey) {
-				wants = append(wants, want{r.Path, r.Checksum, true})
-			}
-		}
-	}
-	if source != SourceBase {
-		for _, sh := range snap.shards {
-			for _, g := range snap.pending[sh] {
-				if keyFilter == nil || keyFilter(g.MinKey, g.MaxKey) {
-					wants = append(wants, want{g.Path, g.Checksum, false})
-				}
-			}
-		}
-	}
-	out := make([]*sortedFile, len(wants))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(16)
-	for i, w := range wants {
-		g.Go(func() error {
-			var err error
-			if w.run {
-				out[i], err = s.loadRun(gctx, w.path, w.checksum)
-			} else {
-				out[i], err = s.loadGen(gctx, w.path, w.checksum)
-			}
-			return err
-		})
-	}
-	return out, g.Wait()
-}
-
 // version is one candidate row version found by a read.
 type version struct {
 	key     string
@@ -284,29 +245,37 @@ func (s *Store) getOnce(ctx context.Context, key string) (map[string]any, error)
 	if err != nil {
 		return nil, err
 	}
-	files, err := s.files(ctx, snap, SourceAll, func(lo, hi string) bool { return lo <= key && key <= hi })
-	if err != nil {
-		return nil, err
-	}
+	srcs := s.sources(snap, SourceAll, func(lo, hi string) bool { return lo <= key && key <= hi })
+	// Group by group (read_bound.go): the newest version seen so far is rendered before its
+	// group is released, so no more than one group is ever held.
 	var best *version
-	consider := func(v version) {
-		if best == nil || newer(v.seq, v.shard, best.seq, best.shard) {
-			vv := v
-			best = &vv
+	var bestRow map[string]any
+	for _, grp := range groups(srcs) {
+		files, release, err := s.openGroup(ctx, grp)
+		if err != nil {
+			return nil, err
 		}
-	}
-	for _, f := range files {
-		if i := f.find(key); i >= 0 {
-			consider(version{key: key, seq: f.view.Seq(i), shard: f.view.Shard(i), deleted: f.view.Deleted(i), file: f, row: i})
+		for _, f := range files {
+			if i := f.find(key); i >= 0 && (best == nil || newer(f.view.Seq(i), f.view.Shard(i), best.seq, best.shard)) {
+				best = &version{key: key, seq: f.view.Seq(i), shard: f.view.Shard(i), deleted: f.view.Deleted(i), file: f, row: i}
+			}
 		}
+		if best != nil && best.file != nil {
+			if !best.deleted {
+				bestRow = cloneRow(s.toJSON(*best))
+			}
+			best.shard, best.file = strings.Clone(best.shard), nil
+		}
+		release()
 	}
-	if memRow != nil {
-		consider(version{key: key, seq: memRow.seq, shard: memShard, deleted: memRow.deleted, mem: memRow.row})
+	if memRow != nil && (best == nil || newer(memRow.seq, memShard, best.seq, best.shard)) {
+		best = &version{key: key, seq: memRow.seq, shard: memShard, deleted: memRow.deleted}
+		bestRow = rowToJSON(s.meta.Schema, memRow.row)
 	}
 	if best == nil || best.deleted {
 		return nil, fmt.Errorf("%s: key %q: %w", s.target, key, errRowNotFound)
 	}
-	return s.toJSON(*best), nil
+	return bestRow, nil
 }
 
 // List returns one page of rows in key order, newest version per key, tombstones hidden.
@@ -348,27 +317,32 @@ func (s *Store) listOnce(ctx context.Context, opts ListOptions) (ListPage, error
 	if err != nil {
 		return ListPage{}, err
 	}
-	files, err := s.files(ctx, snap, opts.Source, func(lo, hi string) bool { return opts.After == "" || hi > opts.After })
+	srcs := s.sources(snap, opts.Source, func(lo, hi string) bool { return opts.After == "" || hi > opts.After })
+	var mem []memEntry
+	var memShard string
+	if memW != nil {
+		for k, r := range memSnap {
+			if opts.After == "" || k > opts.After {
+				mem = append(mem, memEntry{k, r})
+			}
+		}
+		sort.Slice(mem, func(i, j int) bool { return mem[i].key < mem[j].key })
+		memShard = memW.shard
+	}
+	if len(srcs) > readFanIn {
+		return s.listBounded(ctx, srcs, mem, memShard, opts)
+	}
+	files, release, err := s.openGroup(ctx, srcs)
 	if err != nil {
 		return ListPage{}, err
 	}
+	defer release()
 	cursors := make([]*cursor, 0, len(files)+1)
 	for _, f := range files {
 		cursors = append(cursors, &cursor{file: f, i: f.firstAfter(opts.After)})
 	}
-	if opts.Source != SourceBase {
-		if w := memW; w != nil {
-			var entries []memEntry
-			for k, r := range memSnap {
-				if opts.After == "" || k > opts.After {
-					entries = append(entries, memEntry{k, r})
-				}
-			}
-			sort.Slice(entries, func(i, j int) bool { return entries[i].key < entries[j].key })
-			if len(entries) > 0 {
-				cursors = append(cursors, &cursor{mem: entries, memShard: w.shard})
-			}
-		}
+	if len(mem) > 0 {
+		cursors = append(cursors, &cursor{mem: mem, memShard: memShard})
 	}
 	it := newMergeIter(cursors)
 	page := ListPage{Rows: []map[string]any{}}

@@ -38,8 +38,10 @@ type Config struct {
 	SharedActivitySlots int
 	// MergeBudgetBytes is the process-wide merge memory budget (0 = unlimited).
 	MergeBudgetBytes int64
+	// ReadBudgetBytes bounds what concurrent reads decode outside the cache (0 = unlimited).
+	ReadBudgetBytes int64
 	// MemoryLimitBytes is the Go runtime's soft memory limit (debug.SetMemoryLimit); 0 derives
-	// it from the budget and the read cache (see DerivedMemoryLimit).
+	// it from the read cache and the read budget (see DerivedMemoryLimit).
 	MemoryLimitBytes int64
 	// MergeMaxGenerations and MergeMaxBytes cap one merge pass (0 = no cap).
 	MergeMaxGenerations int
@@ -118,6 +120,7 @@ func DefaultConfig() Config {
 		MergeSlots:            4,
 		SharedActivitySlots:   8,
 		MergeBudgetBytes:      3 << 30,
+		ReadBudgetBytes:       256 << 20,
 		MergeMaxGenerations:   so.MergeMaxGenerations,
 		MergeMaxBytes:         so.MergeMaxBytes,
 		MergeAfterGenerations: 50,
@@ -184,6 +187,9 @@ func (c *Config) StoreOptions() store.Options {
 	o.GroupCommitWait = c.GroupCommitWait
 	o.GroupCommitMaxRows = c.GroupCommitMaxRows
 	o.CacheBytes = c.CacheBytes
+	if c.ReadBudgetBytes > 0 {
+		o.ReadBudget = store.NewBudget(c.ReadBudgetBytes)
+	}
 	o.CompactDemandRuns = c.CompactDemandRuns
 	return o
 }
@@ -229,6 +235,7 @@ func (c *Config) Validate() error {
 		v    int64
 	}{
 		{"merge-budget-bytes", c.MergeBudgetBytes},
+		{"read-budget-bytes", c.ReadBudgetBytes},
 		{"memory-limit", c.MemoryLimitBytes},
 		{"merge-max-generations", int64(c.MergeMaxGenerations)},
 		{"merge-max-bytes", c.MergeMaxBytes},

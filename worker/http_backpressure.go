@@ -47,5 +47,5 @@ func (a *apiServer) kickDebtMerge(t store.Target, pending int) {
 	}
 	a.kicked[key] = now
 	a.kickMu.Unlock()
-	a.trigger.fire(TriggerDebt, t, pending)
+	a.trigger.fire(TriggerDebt, t, pending, fmt.Sprintf("appends refused: this worker's shard has %d pending generations", pending))
 }

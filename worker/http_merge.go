@@ -87,7 +87,8 @@ func (a *apiServer) mergeWal(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	in := contract.MergeWalInput{Target: t.String(), MaxGenerations: req.MaxGenerations, MaxBytes: req.MaxBytes,
-		ParallelPrepare: req.ParallelPrepare, MaxPasses: req.MaxPasses}
+		ParallelPrepare: req.ParallelPrepare, MaxPasses: req.MaxPasses,
+		Trigger: contract.TriggerHTTP, TriggerReason: r.Method + " " + r.URL.Path}
 	run, err := a.start(r.Context(), t, in)
 	a.metrics.trigger(TriggerHTTP, err)
 	if err != nil {

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -70,12 +71,14 @@ func (tg *triggers) afterFlush(t store.Target, res store.FlushResult) bool {
 	if res.Pending < tg.threshold || (!res.Sealed && !retry) {
 		return false
 	}
-	return tg.fire(TriggerCount, t, res.Pending)
+	return tg.fire(TriggerCount, t, res.Pending,
+		fmt.Sprintf("own shard %d pending >= merge_after_generations %d", res.Pending, tg.threshold))
 }
 
 // fire launches one background start for t unless one is already running for it (or too many
-// are); it reports whether it launched.
-func (tg *triggers) fire(trigger string, t store.Target, pending int) bool {
+// are); it reports whether it launched. trigger is the metric label (TriggerCount or
+// TriggerDebt), reason the words the run's summary shows.
+func (tg *triggers) fire(trigger string, t store.Target, pending int, reason string) bool {
 	if tg == nil || tg.start == nil {
 		return false
 	}
@@ -95,7 +98,7 @@ func (tg *triggers) fire(trigger string, t store.Target, pending int) bool {
 		defer tg.wg.Done()
 		ctx, cancel := context.WithTimeout(tg.life, startTimeout)
 		defer cancel()
-		in := contract.MergeWalInput{Target: key}
+		in := contract.MergeWalInput{Target: key, Trigger: workflowTrigger(trigger), TriggerReason: reason}
 		if trigger == TriggerCount {
 			in.ParallelPrepare = tg.parallel
 		}
@@ -120,6 +123,19 @@ func (tg *triggers) fire(trigger string, t store.Target, pending int) bool {
 			zap.Int("pending", pending), zap.String("workflow_id", run.GetID()), zap.String("run_id", run.GetRunID()))
 	}()
 	return true
+}
+
+// workflowTrigger is the WalTrigger of a start by the trigger behind metric label trigger.
+func workflowTrigger(trigger string) string {
+	switch trigger {
+	case TriggerCount:
+		return contract.TriggerCount
+	case TriggerHTTP:
+		return contract.TriggerHTTP
+	case TriggerDebt:
+		return contract.TriggerBackPressure
+	}
+	return contract.TriggerUnknown
 }
 
 // wait blocks until every launched start has returned.

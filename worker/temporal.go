@@ -154,9 +154,10 @@ func Dial(ctx context.Context, cfg TemporalConfig, logger *zap.Logger) (client.C
 	return c, nil
 }
 
-// EnsureSearchAttributes registers WalTarget, WalKind and WalPending (contract.SearchAttributes)
+// EnsureSearchAttributes registers walkeeper's search attributes (contract.SearchAttributes:
+// WalTarget, WalKind, WalPending, WalTrigger, WalPendingAtStart, WalReclaimed, WalBytesMerged)
 // in namespace ns through the operator API, so a vanilla server or cluster needs no manual
-// step. Idempotent and safe to race: attributes that already exist with the right type are
+// step. On SQL visibility they take all 3 custom Int slots of the namespace. Idempotent and safe to race: attributes that already exist with the right type are
 // left alone and an AlreadyExists answer counts as success. An attribute registered with a
 // different type is an error (the workflows would fail their tasks forever otherwise).
 // Needs operator permissions; on Temporal Cloud register them once with tcld instead.

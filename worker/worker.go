@@ -352,12 +352,16 @@ func (w *Worker) teardownLocked(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// memoryLimitHeadroom is what DerivedMemoryLimit allows on top of the merge budget and the
-// read cache: the runtime, Temporal workers, memtables and request bodies.
+// memoryLimitHeadroom is what DerivedMemoryLimit allows on top of the read cache and the
+// read budget: the runtime, Temporal workers, memtables, request bodies and the Parquet
+// writer's own small buffers. It is the "fixed base" of the pod sizing rule.
 const memoryLimitHeadroom = 512 << 20
 
 // DerivedMemoryLimit is the soft memory limit the worker sets: MemoryLimitBytes when given,
-// else budget + cache + headroom; 0 (none) when the merge budget is unlimited.
+// else cache + read budget + headroom; 0 (none) when the merge budget is unlimited. The
+// merge budget is not part of it: merge buffers are mapped outside the Go heap
+// (store/alloc.go), so the limit bounds what the garbage collector manages and the pod's
+// memory is this limit plus the merge budget.
 func (c Config) DerivedMemoryLimit() int64 {
 	if c.MemoryLimitBytes > 0 {
 		return c.MemoryLimitBytes
@@ -365,7 +369,7 @@ func (c Config) DerivedMemoryLimit() int64 {
 	if c.MergeBudgetBytes <= 0 {
 		return 0
 	}
-	return c.MergeBudgetBytes + c.CacheBytes + memoryLimitHeadroom
+	return c.CacheBytes + c.ReadBudgetBytes + memoryLimitHeadroom
 }
 
 // applyMemoryLimit sets the runtime's soft memory limit from the configuration. The budget

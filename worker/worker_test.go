@@ -272,10 +272,17 @@ func TestWorkerStartFailsCleanlyOnBusyPort(t *testing.T) {
 	}
 }
 
-// blockingRun is a workflow run whose result never comes.
-type blockingRun struct{ fakeRun }
+// blockingRun is a workflow run whose result never comes. waiting (when set) is closed once
+// a caller is blocked in Get.
+type blockingRun struct {
+	fakeRun
+	waiting chan struct{}
+}
 
 func (r *blockingRun) Get(ctx context.Context, v any) error {
+	if r.waiting != nil {
+		close(r.waiting)
+	}
 	<-ctx.Done()
 	return ctx.Err()
 }
@@ -289,8 +296,9 @@ func TestWorkerStopDoesNotWaitForMergeWaiters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	waiting := make(chan struct{})
 	w.start = func(_ context.Context, tg store.Target, _ contract.MergeWalInput) (client.WorkflowRun, error) {
-		return &blockingRun{fakeRun{id: "merge-wal/" + tg.Path(), runID: "r"}}, nil
+		return &blockingRun{fakeRun: fakeRun{id: "merge-wal/" + tg.Path(), runID: "r"}, waiting: waiting}, nil
 	}
 	if err := w.Start(context.Background()); err != nil {
 		t.Fatal(err)
@@ -299,7 +307,14 @@ func TestWorkerStopDoesNotWaitForMergeWaiters(t *testing.T) {
 	expect(t, c.postJSON("/api/v1/stores/generic/gs", genericSchema), http.StatusCreated, "")
 	got := make(chan resp, 1)
 	go func() { got <- c.do(http.MethodPost, "/api/v1/stores/generic/gs/merge-wal?wait=true", "", nil) }()
-	time.Sleep(100 * time.Millisecond) // let the request reach the wait
+	// Stop only once the handler is blocked waiting for the workflow's result.
+	select {
+	case <-waiting:
+	case r := <-got:
+		t.Fatalf("merge-wal?wait=true answered before waiting: %d %s", r.status, r.body)
+	case <-time.After(time.Minute):
+		t.Fatal("merge-wal?wait=true never reached the wait")
+	}
 	begin := time.Now()
 	if err := w.Stop(context.Background()); err != nil {
 		t.Fatalf("Stop: %v", err)

@@ -67,7 +67,9 @@ func CompactBase(ctx workflow.Context, in contract.CompactBaseInput) (contract.C
 	}); err != nil {
 		return res, err
 	}
-	ensureTargetAttributes(ctx, tgt)
+	// Runs recorded before this change did not set WalTrigger when a start left it out.
+	observe := workflow.GetVersion(ctx, compactObserveChange, workflow.DefaultVersion, compactObserveVersion) >= compactObserveVersion
+	ensureTargetAttributes(ctx, tgt, observe, in.Trigger)
 	// Runs recorded before this change raced a slot watchdog timer against every pass.
 	tr.watchdog = workflow.GetVersion(ctx, compactNoWatchdogChange, workflow.DefaultVersion, compactNoWatchdogVersion) < compactNoWatchdogVersion
 
@@ -116,3 +118,10 @@ func CompactBase(ctx workflow.Context, in contract.CompactBaseInput) (contract.C
 	refresh()
 	return res, nil
 }
+
+// compactObserveChange versions the WalTrigger upsert of a CompactBase started without one
+// (issue 14: every run says its trigger).
+const (
+	compactObserveChange  = "compact-base-observe"
+	compactObserveVersion = workflow.Version(1)
+)

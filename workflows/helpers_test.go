@@ -82,6 +82,7 @@ type call struct {
 	shard      string
 	queue      string
 	activityID string
+	runID      string // of the workflow run that scheduled the activity
 	through    uint64
 }
 
@@ -122,7 +123,7 @@ func (f *fakeTable) prepare(ctx context.Context, p contract.PrepareParams) (cont
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	info := activity.GetInfo(ctx)
-	f.prepares = append(f.prepares, call{shard: p.Shard, queue: info.TaskQueue, activityID: info.ActivityID})
+	f.prepares = append(f.prepares, call{shard: p.Shard, queue: info.TaskQueue, activityID: info.ActivityID, runID: info.WorkflowExecution.RunID})
 	wm := f.watermark[p.Shard]
 	n := uint64(f.pending[p.Shard])
 	if wm >= n {
@@ -146,7 +147,7 @@ func (f *fakeTable) commit(ctx context.Context, p contract.CommitParams) (contra
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	info := activity.GetInfo(ctx)
-	f.commits = append(f.commits, call{shard: p.Prepared.Shard, queue: info.TaskQueue, activityID: info.ActivityID, through: p.Prepared.Through})
+	f.commits = append(f.commits, call{shard: p.Prepared.Shard, queue: info.TaskQueue, activityID: info.ActivityID, runID: info.WorkflowExecution.RunID, through: p.Prepared.Through})
 	if f.watermark[p.Prepared.Shard] >= p.Prepared.Through {
 		return contract.CommitResult{BaseVersion: f.version, AlreadyCommitted: true}, nil
 	}

@@ -79,12 +79,16 @@ func MergeWal(ctx workflow.Context, in contract.MergeWalInput) (contract.MergeWa
 	}); err != nil {
 		return r.result(), err
 	}
-	ensureTargetAttributes(ctx, tgt)
+	// Runs recorded before this change kept no trigger, debt or outcome in visibility, and
+	// named their activities only by type.
+	r.observe = workflow.GetVersion(ctx, observeChange, workflow.DefaultVersion, observeVersion) >= observeVersion
+	ensureTargetAttributes(ctx, tgt, r.observe, in.Trigger)
 	// Runs recorded before this change raced a watchdog timer against every activity,
 	// relisted before every round and upserted WalPending after every pass.
 	r.lean = workflow.GetVersion(ctx, fewerActionsChange, workflow.DefaultVersion, fewerActionsVersion) >= fewerActionsVersion
 	r.tr.watchdog = !r.lean
-	r.log.Info("Merge started.", "workflow_run", r.workflowRun, "parallel_prepare", in.ParallelPrepare)
+	r.log.Info("Merge started.", "workflow_run", r.workflowRun, "parallel_prepare", in.ParallelPrepare,
+		"trigger", contract.TriggerWords(in.Trigger, in.TriggerReason))
 
 	// Step 1. List the shards with pending generations (any worker can read the manifests).
 	r.setPhase(contract.PhaseListing)
@@ -92,12 +96,13 @@ func MergeWal(ctx workflow.Context, in contract.MergeWalInput) (contract.MergeWa
 	w := r.tr.newWatch(contract.ListPendingShardsActivity, "", contract.TaskQueue)
 	if err := r.tr.exec(ctx, listOptions(), w, contract.ListPendingShardsParams{Target: tgt.String()}, &listed); err != nil {
 		r.setPhase(contract.PhaseDone)
-		return r.result(), err
+		return r.result(), r.listFailure(err)
 	}
 	// Histories recorded before this change visited shards in id order, each until drained.
 	r.fair = workflow.GetVersion(ctx, fairRoundsChange, workflow.DefaultVersion, fairRoundsVersion) >= fairRoundsVersion
 	r.listedAt = workflow.Now(ctx)
 	r.plan(listed.Shards)
+	r.noteStart()
 	r.upsertPending()
 
 	// Step 2. Merge the shards, one commit at a time.
@@ -111,13 +116,14 @@ func MergeWal(ctx workflow.Context, in contract.MergeWalInput) (contract.MergeWa
 	if r.stopping && r.unfinished() > 0 {
 		r.setPhase(contract.PhaseContinuing)
 		next := r.in
-		next.Carry = &contract.MergeWalCarry{WorkflowRuns: r.workflowRun, Shards: r.result().Shards}
+		next.Carry = &contract.MergeWalCarry{WorkflowRuns: r.workflowRun, Shards: r.result().Shards, PendingAtStart: r.pendingAtStart}
 		r.log.Info("Merge continues as new.", "passes", r.passes)
 		return r.result(), workflow.NewContinueAsNewError(ctx, contract.MergeWalWorkflow, next)
 	}
 	r.setPhase(contract.PhaseDone)
 	res := r.result()
-	r.log.Info("Merge finished.", "reclaimed", res.Reclaimed, "passes", res.Passes)
+	r.recordOutcome(res)
+	r.log.Info("Merge finished.", "reclaimed", res.Reclaimed, "passes", res.Passes, "bytes", res.BytesMerged)
 	if r.allFailedPermanently() {
 		return res, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("every shard of %s failed: %s", tgt, res.Shards[0].Error),
@@ -149,6 +155,13 @@ type mergeRun struct {
 	lean bool
 	// listedAt is the workflow time of the last listing (lean runs relist by time).
 	listedAt time.Time
+	// observe: the run keeps its trigger, debt and outcome in visibility and names its
+	// activities by shard and pass (observeChange).
+	observe bool
+	// pendingAtStart is the total pending of the chain's first listing (-1: not listed yet);
+	// pendingAtStartSet: WalPendingAtStart carries it.
+	pendingAtStart    int
+	pendingAtStartSet bool
 }
 
 // fairRoundsChange versions the shard schedule: rounds of one pass per shard, most indebted
@@ -188,16 +201,19 @@ type shardRun struct {
 
 func newMergeRun(ctx workflow.Context, in contract.MergeWalInput, tgt target.Target) *mergeRun {
 	r := &mergeRun{
-		ctx:         ctx,
-		in:          in,
-		target:      tgt,
-		log:         log.With(workflow.GetLogger(ctx), "target", tgt.String()),
-		workflowRun: 1,
-		phase:       contract.PhaseStarting,
-		lastPending: -1,
+		ctx:            ctx,
+		in:             in,
+		target:         tgt,
+		log:            log.With(workflow.GetLogger(ctx), "target", tgt.String()),
+		workflowRun:    1,
+		phase:          contract.PhaseStarting,
+		lastPending:    -1,
+		pendingAtStart: -1,
 	}
 	if in.Carry != nil {
 		r.workflowRun = in.Carry.WorkflowRuns + 1
+		r.pendingAtStart = in.Carry.PendingAtStart
+		r.pendingAtStartSet = true // the first run upserted it; continue-as-new keeps it
 	}
 	if v, ok := workflow.GetTypedSearchAttributes(ctx).GetInt64(contract.WalPending); ok {
 		r.lastPending = v
@@ -444,6 +460,11 @@ func (r *mergeRun) relist(ctx workflow.Context) {
 	}
 	r.listedAt = workflow.Now(ctx)
 	r.plan(listed.Shards)
+	if r.observe && r.totalPending() == 0 {
+		// A drained relisting ends the rounds, and the run's end writes WalPending with its
+		// outcome (recordOutcome): one upsert instead of two.
+		return
+	}
 	r.upsertPending()
 }
 
@@ -555,14 +576,14 @@ func (r *mergeRun) prepare(ctx workflow.Context, sh *shardRun, sem workflow.Sema
 	if !sh.res.SharedQueue {
 		sh.queue = contract.ShardQueue(sh.res.Shard)
 		w := r.tr.newWatch(contract.PrepareActivity, sh.res.Shard, sh.queue)
-		err := r.tr.exec(ctx, prepareOptions(r.in.PrepareTimeout, r.in.ScheduleToStartTimeout), w, params, &res)
+		err := r.tr.exec(ctx, withSummary(prepareOptions(r.in.PrepareTimeout, r.in.ScheduleToStartTimeout), r.activitySummary("prepare", sh, false)), w, params, &res)
 		if !isScheduleToStartTimeout(err) {
 			return res.Prepared, true, err
 		}
 		r.fallBack(sh, contract.PrepareActivity)
 	}
 	w := r.tr.newWatch(contract.PrepareActivity, sh.res.Shard, contract.TaskQueue)
-	err := r.tr.exec(ctx, prepareOptions(r.in.PrepareTimeout, 0), w, params, &res)
+	err := r.tr.exec(ctx, withSummary(prepareOptions(r.in.PrepareTimeout, 0), r.activitySummary("prepare", sh, true)), w, params, &res)
 	return res.Prepared, true, err
 }
 
@@ -589,14 +610,14 @@ func (r *mergeRun) commit(ctx workflow.Context, sh *shardRun, p *contract.Prepar
 	if !sh.res.SharedQueue {
 		sh.queue = contract.ShardQueue(sh.res.Shard)
 		w := r.tr.newWatch(contract.CommitActivity, sh.res.Shard, sh.queue)
-		err := r.tr.exec(ctx, commitOptions(r.in.ScheduleToStartTimeout), w, params, &res)
+		err := r.tr.exec(ctx, withSummary(commitOptions(r.in.ScheduleToStartTimeout), r.activitySummary("commit", sh, false)), w, params, &res)
 		if !isScheduleToStartTimeout(err) {
 			return commitOutcome{res: res, err: err}
 		}
 		r.fallBack(sh, contract.CommitActivity)
 	}
 	w := r.tr.newWatch(contract.CommitActivity, sh.res.Shard, contract.TaskQueue)
-	err := r.tr.exec(ctx, commitOptions(0), w, params, &res)
+	err := r.tr.exec(ctx, withSummary(commitOptions(0), r.activitySummary("commit", sh, true)), w, params, &res)
 	return commitOutcome{res: res, err: err}
 }
 
@@ -609,7 +630,7 @@ func (r *mergeRun) abort(ctx workflow.Context, sh *shardRun, p *contract.Prepare
 	}
 	var res contract.AbortResult
 	w := r.tr.newWatch(contract.AbortActivity, sh.res.Shard, contract.TaskQueue)
-	err := r.tr.exec(ctx, abortOptions(), w, contract.AbortParams{Prepared: *p}, &res)
+	err := r.tr.exec(ctx, withSummary(abortOptions(), r.activitySummary("abort", sh, false)), w, contract.AbortParams{Prepared: *p}, &res)
 	if err != nil {
 		r.log.Warn("Abort failed; staged files may leak.", "shard", sh.res.Shard, "error", err)
 	}
@@ -629,6 +650,7 @@ func (r *mergeRun) committed(sh *shardRun, p *contract.PreparedMerge, res contra
 	r.passes++
 	sh.res.Reclaimed += res.Reclaimed
 	sh.res.BaseVersion = max(sh.res.BaseVersion, res.BaseVersion)
+	sh.res.BytesMerged += p.Bytes
 	sh.res.Pending = max(0, sh.res.Pending-len(p.Generations))
 	sh.staleInARow = 0
 	sh.phase = contract.ShardPreparing
@@ -680,14 +702,21 @@ func (r *mergeRun) totalPending() int {
 // upsertPending keeps WalPending equal to the estimated pending generations.
 func (r *mergeRun) upsertPending() {
 	total := int64(r.totalPending())
-	if total == r.lastPending {
+	// The first listing's total rides the same upsert as WalPending.
+	atStart := r.observe && !r.pendingAtStartSet && r.pendingAtStart >= 0
+	if total == r.lastPending && !atStart {
 		return
 	}
-	if err := workflow.UpsertTypedSearchAttributes(r.ctx, contract.WalPending.ValueSet(total)); err != nil {
+	updates := []temporal.SearchAttributeUpdate{contract.WalPending.ValueSet(total)}
+	if atStart {
+		updates = append(updates, contract.WalPendingAtStart.ValueSet(int64(r.pendingAtStart)))
+	}
+	if err := workflow.UpsertTypedSearchAttributes(r.ctx, updates...); err != nil {
 		r.log.Warn("Cannot upsert WalPending.", "error", err)
 		return
 	}
 	r.lastPending = total
+	r.pendingAtStartSet = r.pendingAtStartSet || atStart
 }
 
 func (r *mergeRun) setPhase(p string) {
@@ -707,7 +736,9 @@ func (r *mergeRun) result() contract.MergeWalResult {
 		res.Reclaimed += sh.res.Reclaimed
 		res.Passes += sh.res.Passes
 		res.BaseVersion = max(res.BaseVersion, sh.res.BaseVersion)
+		res.BytesMerged += sh.res.BytesMerged
 	}
+	res.PendingAtStart = max(0, r.pendingAtStart)
 	return res
 }
 
@@ -752,6 +783,9 @@ func (r *mergeRun) status() contract.MergeWalStatus {
 
 // details is the short markdown progress line Temporal Web shows for the run.
 func (r *mergeRun) details() string {
+	if r.observe && r.phase == contract.PhaseDone {
+		return r.outcomeDetails()
+	}
 	st := r.status()
 	done := 0
 	for _, sh := range r.shards {

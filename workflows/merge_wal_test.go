@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/target"
 )
 
 func shardsOf(calls []call) []string {
@@ -160,7 +161,10 @@ func TestMergeWalHotShardDoesNotStarveOthers(t *testing.T) {
 	}
 }
 
-func TestMergeWalActivityIDsAreUniqueAcrossRuns(t *testing.T) {
+// Within one run: IDs are distinct and carry the run ID. Across continue-as-new (where the
+// testsuite cannot go: it gives every run the same run ID), see
+// TestMergeWalActivityIDsAreUniqueAcrossRuns on a dev server.
+func TestMergeWalActivityIDsEmbedTheRunID(t *testing.T) {
 	env := newEnv(t)
 	f := newFakeTable("generic:gs", 1, map[string]int{"a": 3})
 	mockTable(env, f)
@@ -175,7 +179,8 @@ func TestMergeWalActivityIDsAreUniqueAcrossRuns(t *testing.T) {
 		// idempotency key of an earlier one.
 		parts := strings.Split(c.activityID, "/")
 		require.Len(t, parts, 3, c.activityID)
-		require.NotEmpty(t, parts[1])
+		require.NotEmpty(t, c.runID)
+		require.Equal(t, c.runID, parts[1], c.activityID)
 	}
 }
 
@@ -659,4 +664,31 @@ func TestMergeWalLeanRelistFindsShardSealedMidMerge(t *testing.T) {
 	// confirms the drain after b's two passes (b's second pass ran on its estimate).
 	require.Equal(t, 3, lists)
 	require.Equal(t, 3, commits)
+}
+
+// A MergeWal started by hand for a missing store fails once, non-retryably, with the
+// activity's one line as its own message (no activity-error wrapper around it).
+func TestMergeWalMissingStoreFailsWithOneLine(t *testing.T) {
+	env := newEnv(t)
+	tgt, err := target.ParseTarget("generic:nope")
+	require.NoError(t, err)
+	line := contract.MissingStoreMessage(tgt, "")
+	calls := 0
+	env.OnActivity(contract.ListPendingShardsActivity, anyCtx, anyArg).Return(
+		func(context.Context, contract.ListPendingShardsParams) (contract.ListPendingShardsResult, error) {
+			calls++
+			return contract.ListPendingShardsResult{}, temporal.NewNonRetryableApplicationError(line, contract.ErrTypeStoreNotFound, nil)
+		})
+	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:nope"})
+	err = env.GetWorkflowError()
+	require.Error(t, err)
+	var appErr *temporal.ApplicationError
+	require.True(t, errors.As(err, &appErr))
+	require.Equal(t, contract.ErrTypeStoreNotFound, appErr.Type())
+	require.True(t, appErr.NonRetryable())
+	require.Equal(t, line, appErr.Message())
+	require.True(t, strings.HasPrefix(line, "store generic:nope does not exist; create it with: curl -XPOST "), line)
+	var actErr *temporal.ActivityError
+	require.False(t, errors.As(err, &actErr), "the failure is the line itself, not an activity error around it")
+	require.Equal(t, 1, calls, "a missing store is not retried")
 }

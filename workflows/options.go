@@ -102,3 +102,9 @@ func startWorkflowsOptions() workflow.ActivityOptions {
 		Summary:             "start workflows",
 	}
 }
+
+// withSummary is o with the summary Temporal Web shows for the activity.
+func withSummary(o workflow.ActivityOptions, summary string) workflow.ActivityOptions {
+	o.Summary = summary
+	return o
+}

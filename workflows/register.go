@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
@@ -19,16 +20,22 @@ func Register(r worker.WorkflowRegistry) {
 }
 
 // ensureTargetAttributes upserts WalTarget and WalKind when the start did not set them (a
-// bare `temporal workflow start`), so every run is findable by target in Temporal Web.
-func ensureTargetAttributes(ctx workflow.Context, t target.Target) {
+// bare `temporal workflow start`), so every run is findable by target in Temporal Web. With
+// withTrigger (runs from observeChange on) it also sets WalTrigger when missing, to trigger
+// or TriggerUnknown; the same one upsert covers all three.
+func ensureTargetAttributes(ctx workflow.Context, t target.Target, withTrigger bool, trigger string) {
 	sa := workflow.GetTypedSearchAttributes(ctx)
-	if v, ok := sa.GetKeyword(contract.WalTarget); ok && v == t.String() {
+	var updates []temporal.SearchAttributeUpdate
+	if v, ok := sa.GetKeyword(contract.WalTarget); !ok || v != t.String() {
+		updates = append(updates, contract.WalTarget.ValueSet(t.String()), contract.WalKind.ValueSet(string(t.Kind)))
+	}
+	if _, ok := sa.GetKeyword(contract.WalTrigger); withTrigger && !ok {
+		updates = append(updates, contract.WalTrigger.ValueSet(contract.TriggerOrUnknown(trigger)))
+	}
+	if len(updates) == 0 {
 		return
 	}
-	err := workflow.UpsertTypedSearchAttributes(ctx,
-		contract.WalTarget.ValueSet(t.String()),
-		contract.WalKind.ValueSet(string(t.Kind)))
-	if err != nil {
+	if err := workflow.UpsertTypedSearchAttributes(ctx, updates...); err != nil {
 		workflow.GetLogger(ctx).Warn("Cannot set target search attributes.", "error", err)
 	}
 }

@@ -355,16 +355,17 @@ func planSweepWithin(all []contract.TargetStats, in contract.MaintenanceSweepInp
 	sortByDebt(ok)
 	for _, t := range ok {
 		var wants []plannedStart
-		if reason := mergeReason(t, in); reason != "" {
-			req := contract.StartRequest{Workflow: contract.MergeWalWorkflow, Target: t.Target}
+		if trigger, reason := mergeTrigger(t, in); reason != "" {
+			req := contract.StartRequest{Workflow: contract.MergeWalWorkflow, Target: t.Target, Trigger: trigger, Reason: reason}
 			// Prepares of different shards overlap their storage round trips; with one
 			// pending shard there is nothing to overlap.
 			req.ParallelPrepare = in.ParallelPrepare != nil && *in.ParallelPrepare && t.PendingShards > 1
 			wants = append(wants, plannedStart{req, reason})
 		}
 		if in.CompactMinRuns > 0 && t.Runs >= in.CompactMinRuns {
-			wants = append(wants, plannedStart{contract.StartRequest{Workflow: contract.CompactBaseWorkflow, Target: t.Target},
-				fmt.Sprintf("%d runs >= %d", t.Runs, in.CompactMinRuns)})
+			reason := fmt.Sprintf("%d runs >= %d", t.Runs, in.CompactMinRuns)
+			wants = append(wants, plannedStart{contract.StartRequest{Workflow: contract.CompactBaseWorkflow, Target: t.Target,
+				Trigger: contract.TriggerSweepRuns, Reason: reason}, reason})
 		}
 		if len(wants) == 0 {
 			p.skipped = append(p.skipped, contract.SweepSkip{Target: t.Target, Reason: "below thresholds"})
@@ -409,7 +410,8 @@ func MergeWalTick(ctx workflow.Context, in contract.MergeWalTickInput) (contract
 	res := contract.MergeWalTickResult{Target: tgt.String(), WorkflowID: contract.MergeWalID(tgt)}
 	actx := workflow.WithActivityOptions(ctx, withQueue(startWorkflowsOptions(), contract.TaskQueue))
 	var out contract.StartWorkflowsResult
-	params := contract.StartWorkflowsParams{Starts: []contract.StartRequest{{Workflow: contract.MergeWalWorkflow, Target: tgt.String()}}}
+	params := contract.StartWorkflowsParams{Starts: []contract.StartRequest{{Workflow: contract.MergeWalWorkflow, Target: tgt.String(),
+		Trigger: contract.TriggerSchedule, Reason: scheduleReason(ctx)}}}
 	if err := workflow.ExecuteActivity(actx, contract.StartWorkflowsActivity, params).Get(ctx, &out); err != nil {
 		return res, err
 	}

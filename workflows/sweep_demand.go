@@ -148,14 +148,15 @@ func planDemandWithin(all []contract.DemandTarget, in contract.MaintenanceSweepI
 		var wants []plannedStart
 		stats := contract.TargetStats{Target: t.Target, Pending: t.Pending, MaxShardPending: t.MaxShardPending,
 			OldestPendingAge: t.OldestPendingAge, PendingShards: t.PendingShards}
-		if reason := mergeReason(stats, in); reason != "" {
-			req := contract.StartRequest{Workflow: contract.MergeWalWorkflow, Target: t.Target}
+		if trigger, reason := mergeTrigger(stats, in); reason != "" {
+			req := contract.StartRequest{Workflow: contract.MergeWalWorkflow, Target: t.Target, Trigger: trigger, Reason: reason}
 			req.ParallelPrepare = in.ParallelPrepare != nil && *in.ParallelPrepare && t.PendingShards > 1
 			wants = append(wants, plannedStart{req, reason})
 		}
 		if t.Compact && in.CompactMinRuns > 0 {
-			wants = append(wants, plannedStart{contract.StartRequest{Workflow: contract.CompactBaseWorkflow, Target: t.Target},
-				"compaction marker: base runs >= compact_demand_runs"})
+			const reason = "compaction marker: base runs >= compact_demand_runs"
+			wants = append(wants, plannedStart{contract.StartRequest{Workflow: contract.CompactBaseWorkflow, Target: t.Target,
+				Trigger: contract.TriggerSweepRuns, Reason: reason}, reason})
 		}
 		if len(wants) == 0 {
 			p.skipped = append(p.skipped, contract.SweepSkip{Target: t.Target, Reason: "below thresholds"})

@@ -64,9 +64,12 @@ func TestDemandSweepStartsCandidatesInDebtOrder(t *testing.T) {
 		require.Equal(t, defaultMaxPendingAge, p.MaxPendingAge)
 	}
 	require.Equal(t, []contract.StartRequest{
-		{Workflow: contract.MergeWalWorkflow, Target: "generic:hot", ParallelPrepare: true},
-		{Workflow: contract.MergeWalWorkflow, Target: "generic:old"},
-		{Workflow: contract.CompactBaseWorkflow, Target: "generic:runs"},
+		{Workflow: contract.MergeWalWorkflow, Target: "generic:hot", ParallelPrepare: true,
+			Trigger: contract.TriggerSweepCount, Reason: "30 pending >= 8"},
+		{Workflow: contract.MergeWalWorkflow, Target: "generic:old",
+			Trigger: contract.TriggerSweepAge, Reason: "oldest pending 1h0m0s >= 10m0s, 1 pending"},
+		{Workflow: contract.CompactBaseWorkflow, Target: "generic:runs",
+			Trigger: contract.TriggerSweepRuns, Reason: "compaction marker: base runs >= compact_demand_runs"},
 	}, starter.requests)
 	require.Equal(t, contract.DiscoveryDemand, res.Discovery)
 	require.Equal(t, 40, res.StoresWithDebt)

@@ -103,14 +103,17 @@ func TestMaintenanceSweepOrdersByDebtAndStartsOnlyEligible(t *testing.T) {
 	// Each kind is started as its scan returns, most indebted first within the kind.
 	// Parallel prepare (the default) is asked for where more than one shard is pending.
 	requested := []contract.StartRequest{
-		{Workflow: contract.MergeWalWorkflow, Target: "generic:gs"},
-		{Workflow: contract.CompactBaseWorkflow, Target: "generic:gs"},
-		{Workflow: contract.MergeWalWorkflow, Target: "generic:old"},     // 1 pending, but older than 10m
-		{Workflow: contract.CompactBaseWorkflow, Target: "generic:runs"}, // 33 runs >= 32
-		{Workflow: contract.MergeWalWorkflow, Target: "rollout:deep", ParallelPrepare: true},
-		{Workflow: contract.MergeWalWorkflow, Target: "datagen:wide", ParallelPrepare: true}, // shard 10 of 40
-		{Workflow: contract.MergeWalWorkflow, Target: "datagen:tie-a"},                       // ties broken by name
-		{Workflow: contract.MergeWalWorkflow, Target: "datagen:tie-b"},
+		{Workflow: contract.MergeWalWorkflow, Target: "generic:gs", Trigger: contract.TriggerSweepCount, Reason: "12600 pending >= 8, oldest pending 72h0m0s"},
+		{Workflow: contract.CompactBaseWorkflow, Target: "generic:gs", Trigger: contract.TriggerSweepRuns, Reason: "40 runs >= 32"},
+		// 1 pending, but older than 10m
+		{Workflow: contract.MergeWalWorkflow, Target: "generic:old", Trigger: contract.TriggerSweepAge, Reason: "oldest pending 1h0m0s >= 10m0s, 1 pending"},
+		{Workflow: contract.CompactBaseWorkflow, Target: "generic:runs", Trigger: contract.TriggerSweepRuns, Reason: "33 runs >= 32"},
+		{Workflow: contract.MergeWalWorkflow, Target: "rollout:deep", ParallelPrepare: true, Trigger: contract.TriggerSweepCount, Reason: "40 pending >= 8"},
+		// shard 10 of 40
+		{Workflow: contract.MergeWalWorkflow, Target: "datagen:wide", ParallelPrepare: true, Trigger: contract.TriggerSweepCount, Reason: "40 pending >= 8"},
+		// ties broken by name
+		{Workflow: contract.MergeWalWorkflow, Target: "datagen:tie-a", Trigger: contract.TriggerSweepCount, Reason: "9 pending >= 8"},
+		{Workflow: contract.MergeWalWorkflow, Target: "datagen:tie-b", Trigger: contract.TriggerSweepCount, Reason: "9 pending >= 8"},
 	}
 	require.Equal(t, requested, starter.requests)
 	// The result lists the kinds in kind order (rollout, generic, datagen).
@@ -182,8 +185,8 @@ func TestMaintenanceSweepStartsEachKindAsItsScanReturns(t *testing.T) {
 		require.Less(t, slices.Index(done, contract.StartWorkflowsActivity), lastScan,
 			"the generic store's merge starts before the slow rollout scan is back: %v", done)
 		require.Equal(t, []contract.StartRequest{
-			{Workflow: contract.MergeWalWorkflow, Target: "generic:hot", ParallelPrepare: true},
-			{Workflow: contract.MergeWalWorkflow, Target: "rollout:r"},
+			{Workflow: contract.MergeWalWorkflow, Target: "generic:hot", ParallelPrepare: true, Trigger: contract.TriggerSweepCount, Reason: "80 pending >= 8"},
+			{Workflow: contract.MergeWalWorkflow, Target: "rollout:r", Trigger: contract.TriggerSweepCount, Reason: "9 pending >= 8"},
 		}, starter.requests)
 	})
 	t.Run("parallel prepare off", func(t *testing.T) {
@@ -299,7 +302,8 @@ func TestMergeWalTickStartsTheRealMergeWal(t *testing.T) {
 	require.NoError(t, env.GetWorkflowResult(&res))
 	require.Equal(t, "merge-wal/generic/gs", res.WorkflowID)
 	require.Equal(t, "run-generic:gs", res.RunID)
-	require.Equal(t, []contract.StartRequest{{Workflow: contract.MergeWalWorkflow, Target: "generic:gs"}}, starter.requests)
+	require.Equal(t, []contract.StartRequest{{Workflow: contract.MergeWalWorkflow, Target: "generic:gs",
+		Trigger: contract.TriggerSchedule, Reason: "per-target schedule"}}, starter.requests)
 }
 
 func TestMergeWalTickBadTarget(t *testing.T) {

@@ -37,7 +37,8 @@ Ctrl-C stops waiting, not the merge.`,
 			if err != nil {
 				return err
 			}
-			in := contract.MergeWalInput{Target: t.String(), ParallelPrepare: parallel}
+			in := contract.MergeWalInput{Target: t.String(), ParallelPrepare: parallel,
+				Trigger: contract.TriggerCLI, TriggerReason: "walkeeper merge"}
 			if flagChanged(cmd.Flags(), "max-generations") {
 				in.MaxGenerations = &maxGens
 			}
@@ -101,7 +102,8 @@ With --wait, waits for the result and prints it.`,
 			}
 			defer c.Close()
 			// INTEGRATION(C): input type of StartCompactBase as pinned in SPEC ("Same StartCompactBase").
-			run, err := contract.StartCompactBase(ctx, c, t, contract.CompactBaseInput{Target: t.String()})
+			run, err := contract.StartCompactBase(ctx, c, t, contract.CompactBaseInput{Target: t.String(),
+				Trigger: contract.TriggerCLI, TriggerReason: "walkeeper compact"})
 			if err != nil {
 				return fmt.Errorf("start CompactBase for %s: %w", t, err)
 			}

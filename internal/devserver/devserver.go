@@ -66,7 +66,7 @@ type Options struct {
 	Namespace string
 	// ExtraNamespaces are created as well.
 	ExtraNamespaces []string
-	// NoSearchAttributes skips pre-registering WalTarget/WalKind/WalPending (to test
+	// NoSearchAttributes skips pre-registering walkeeper's search attributes (to test
 	// EnsureSearchAttributes against a vanilla server).
 	NoSearchAttributes bool
 	// LogLevel of the server (debug|info|warn|error); empty = warn.
@@ -217,6 +217,10 @@ func startOnce(ctx context.Context, cli string, o Options) (*Server, error) {
 			"--search-attribute", "WalTarget=Keyword",
 			"--search-attribute", "WalKind=Keyword",
 			"--search-attribute", "WalPending=Int",
+			"--search-attribute", "WalTrigger=Keyword",
+			"--search-attribute", "WalPendingAtStart=Int",
+			"--search-attribute", "WalReclaimed=Int",
+			"--search-attribute", "WalBytesMerged=Double",
 		)
 	}
 

@@ -25,7 +25,7 @@ const defaultNamespace = "default"
 
 // Options tune Start.
 type Options struct {
-	// NoSearchAttributes starts a vanilla server without WalTarget/WalKind/WalPending, for
+	// NoSearchAttributes starts a vanilla server without walkeeper's search attributes, for
 	// tests of worker.EnsureSearchAttributes.
 	NoSearchAttributes bool
 	// Namespace of the returned client; empty = "default".

@@ -1,7 +1,9 @@
 // Package duckdb_test proves the base table is readable by outside tools: it builds a store
 // through the store package, merges it, then reads the Parquet runs with DuckDB
 // (@duckdb/node-api, read-base.mjs) following only docs/FORMAT.md, and requires exactly the
-// rows the store's own API returns for source=base.
+// rows an oracle of the test's own appends, overwrites and deletes predicts, both from DuckDB
+// and from the store's API (source=base). The oracle is not the store: a merge that wrote
+// wrong rows would be read the same way by both readers.
 //
 // Node and the locked npm packages are installed on demand by scripts/install-duckdb.sh.
 package duckdb_test
@@ -42,7 +44,8 @@ const storeName = "duck"
 // TestDuckDBReadsMergedBase: three shards write rows of all six types (with nulls, extreme
 // values, overwrites across shards and generations, and deletes), several merge passes turn
 // them into several base runs (so shadowed versions and tombstones are physically present),
-// and DuckDB's reading of the runs listed by the latest manifest must equal List(source=base).
+// and DuckDB's reading of the runs listed by the latest manifest, like List(source=base), must
+// equal the oracle (rowOracle: the newest write of every key, in the test's order).
 // It checks again after a compaction and with generations left pending after the last merge.
 func TestDuckDBReadsMergedBase(t *testing.T) {
 	node := ensureDuckDB(t)
@@ -74,6 +77,7 @@ func TestDuckDBReadsMergedBase(t *testing.T) {
 		stores = append(stores, s)
 	}
 
+	oracle := newRowOracle()
 	appendJSON := func(s *store.Store, rows ...map[string]any) {
 		t.Helper()
 		body, err := json.Marshal(rows)
@@ -87,6 +91,7 @@ func TestDuckDBReadsMergedBase(t *testing.T) {
 		if _, err := s.Append(ctx, decoded); err != nil {
 			t.Fatal(err)
 		}
+		oracle.put(t, body)
 	}
 	flush := func(s *store.Store) {
 		t.Helper()
@@ -99,6 +104,7 @@ func TestDuckDBReadsMergedBase(t *testing.T) {
 		if err := s.Delete(ctx, key); err != nil {
 			t.Fatal(err)
 		}
+		oracle.delete(key)
 	}
 	// Generation 1 of every shard: distinct keys, every type, nulls and extremes.
 	for sh, s := range stores {
@@ -167,14 +173,12 @@ func TestDuckDBReadsMergedBase(t *testing.T) {
 		t.Fatalf("want several base runs to exercise cross-run dedupe, got %d", len(paths))
 	}
 	t.Logf("base version %d, %d runs", version, len(paths))
-	want := apiBase(t, stores[1])
+	want := oracle.snapshot() // everything so far is merged
 	if len(want) < 100 {
-		t.Fatalf("API returned only %d rows", len(want))
+		t.Fatalf("the oracle holds only %d rows", len(want))
 	}
-	if _, ok := want["s0-003"]; ok {
-		t.Fatal("deleted row listed by the API")
-	}
-	compareRows(t, want, duckRows(t, node, paths), "after merges")
+	compareRows(t, want, apiBase(t, stores[1]), "API base after merges")
+	compareRows(t, want, duckRows(t, node, paths), "DuckDB after merges")
 
 	// Pending generations are not part of the base: both readers ignore them.
 	appendJSON(stores[2], map[string]any{"id": "s0-000", "s": "pending only"}, map[string]any{"id": "pending-new"})
@@ -203,11 +207,46 @@ func TestDuckDBReadsMergedBase(t *testing.T) {
 		t.Fatal(err)
 	}
 	paths4, _ := latestRuns(t, root, target)
-	final := apiBase(t, stores[1])
-	if _, ok := final["pending-new"]; !ok {
-		t.Fatal("merged row missing from the API")
+	final := oracle.snapshot()
+	compareRows(t, final, apiBase(t, stores[1]), "API base after the final merge")
+	compareRows(t, final, duckRows(t, node, paths4), "DuckDB after the final merge")
+}
+
+// rowOracle predicts the base table from the test's own writes: per key the newest row
+// written (every write replaces the whole row; a column it leaves out is null), deleted keys
+// gone. The test writes sequentially, so "newest" is the test's order, whichever shard wrote.
+type rowOracle struct{ rows map[string]map[string]any }
+
+func newRowOracle() *rowOracle { return &rowOracle{rows: map[string]map[string]any{}} }
+
+// put records the rows of one acknowledged append, given as the JSON body sent, decoded the
+// way duckRows decodes DuckDB's output (numbers as json.Number).
+func (o *rowOracle) put(t *testing.T, body []byte) {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var rows []map[string]any
+	if err := dec.Decode(&rows); err != nil {
+		t.Fatal(err)
 	}
-	compareRows(t, final, duckRows(t, node, paths4), "after the final merge")
+	for _, r := range rows {
+		full := map[string]any{}
+		for _, f := range allTypes.Fields {
+			full[f.Name] = r[f.Name]
+		}
+		o.rows[r["id"].(string)] = full
+	}
+}
+
+func (o *rowOracle) delete(key string) { delete(o.rows, key) }
+
+// snapshot copies the predicted table.
+func (o *rowOracle) snapshot() map[string]map[string]any {
+	out := make(map[string]map[string]any, len(o.rows))
+	for k, r := range o.rows {
+		out[k] = r
+	}
+	return out
 }
 
 // TestReadBaseScriptEdgeCases: the empty table (version 0: no manifest, no runs) and usage
@@ -351,7 +390,7 @@ func compareRows(t *testing.T, want, got map[string]map[string]any, what string)
 			wn, werr := normalise(f.Type, w[f.Name])
 			gn, gerr := normalise(f.Type, g[f.Name])
 			if werr != nil || gerr != nil || wn != gn {
-				diff = append(diff, fmt.Sprintf("%s.%s: API %v (%v), DuckDB %v (%v)", id, f.Name, w[f.Name], werr, g[f.Name], gerr))
+				diff = append(diff, fmt.Sprintf("%s.%s: want %v (%v), got %v (%v)", id, f.Name, w[f.Name], werr, g[f.Name], gerr))
 			}
 		}
 	}
@@ -364,7 +403,7 @@ func compareRows(t *testing.T, want, got map[string]map[string]any, what string)
 	sort.Strings(extra)
 	sort.Strings(diff)
 	if len(missing)+len(extra)+len(diff) > 0 {
-		t.Fatalf("%s: %d rows from the API, %d from DuckDB\nmissing in DuckDB: %v\nonly in DuckDB: %v\ndifferent:\n  %s",
+		t.Fatalf("%s: want %d rows, got %d\nmissing: %v\nunexpected: %v\ndifferent:\n  %s",
 			what, len(want), len(got), missing, extra, strings.Join(diff, "\n  "))
 	}
 }

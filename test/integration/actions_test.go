@@ -24,6 +24,8 @@ type historyCost struct {
 	// TemporalChangeVersion included).
 	Activities int
 	Upserts    int
+	// Outcomes counts the upserts that record a finished merge (WalReclaimed).
+	Outcomes int
 }
 
 func costOf(events []*historypb.HistoryEvent) historyCost {
@@ -52,6 +54,9 @@ func costOf(events []*historypb.HistoryEvent) historyCost {
 		case enumspb.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES:
 			c.Actions++
 			c.Upserts++
+			if _, ok := ev.GetUpsertWorkflowSearchAttributesEventAttributes().GetSearchAttributes().GetIndexedFields()[contract.WalReclaimedName]; ok {
+				c.Outcomes++
+			}
 		case enumspb.EVENT_TYPE_MARKER_RECORDED:
 			if ev.GetMarkerRecordedEventAttributes().GetMarkerName() != "Version" {
 				c.Actions++
@@ -83,6 +88,11 @@ const (
 	maxActionsPerPass = 3
 	maxEventsPerPass  = 13
 	maxRunOverhead    = 10
+	// maxUpsertsPerRun: three GetVersion change-version upserts (fair rounds, fewer actions,
+	// observe), WalPending with WalPendingAtStart after the first listing, at most two
+	// relistings by time on a loaded machine, and the outcome (WalReclaimed, WalBytesMerged,
+	// WalPending) at the end. A drained relisting leaves WalPending to the outcome.
+	maxUpsertsPerRun = 7
 )
 
 // TestMergeWalActionsPerPass runs happy-path merges of one and two shards against the real
@@ -120,6 +130,12 @@ func TestMergeWalActionsPerPass(t *testing.T) {
 			r.name, r.shards, r.gens, res.Passes, c.Events, c.Actions, c.Activities, c.Upserts, c.Timers)
 		if c.Timers != 0 {
 			t.Errorf("%s: %d timers in a happy-path merge, want none", r.name, c.Timers)
+		}
+		if c.Outcomes != 1 {
+			t.Errorf("%s: %d outcome upserts, want one at the end", r.name, c.Outcomes)
+		}
+		if c.Upserts > maxUpsertsPerRun {
+			t.Errorf("%s: %d search attribute upserts, budget %d per run", r.name, c.Upserts, maxUpsertsPerRun)
 		}
 		return c, res.Passes
 	}

@@ -31,7 +31,7 @@ func TestBadTargetFailsFast(t *testing.T) {
 		{contract.MergeWalWorkflow, map[string]any{"target": "generic:x", "max_passes": -1}, contract.ErrTypeInvalidInput},
 		{contract.CompactBaseWorkflow, map[string]any{"target": "nope:x"}, contract.ErrTypeInvalidInput},
 		{contract.MergeWalTickWorkflow, map[string]any{"target": "generic"}, contract.ErrTypeInvalidInput},
-		{contract.MergeWalWorkflow, map[string]any{"target": "generic:missing"}, contract.ErrTypeNotFound},
+		{contract.MergeWalWorkflow, map[string]any{"target": "generic:missing"}, contract.ErrTypeStoreNotFound},
 	}
 	for i, tc := range cases {
 		t.Run(fmt.Sprintf("%s-%d", tc.workflow, i), func(t *testing.T) {

@@ -20,7 +20,7 @@ import (
 type raceArg struct {
 	URL        string `json:"url"`
 	Instance   string `json:"instance"`
-	Dir        string `json:"dir"` // ready-<instance>, start, result-<instance>.json
+	Dir        string `json:"dir"` // ready-<instance>, start, prepared-<instance>-<round>, go-<round>, result-<instance>.json
 	Rounds     int    `json:"rounds"`
 	Rows       int    `json:"rows"`
 	MaxGensCap int    `json:"max_gens_cap"`
@@ -34,6 +34,7 @@ type raceResult struct {
 	Versions  []uint64         `json:"versions"`
 	Conflicts int              `json:"conflicts"`  // Commit calls that returned ErrConflict and were retried
 	LostRaces int64            `json:"lost_races"` // base put-if-absent calls that found the version taken
+	LostBy    []int64          `json:"lost_by"`    // LostRaces per round
 	Rows      map[string]int64 `json:"rows"`       // every acknowledged row
 	Elapsed   time.Duration    `json:"elapsed"`
 }
@@ -41,7 +42,8 @@ type raceResult struct {
 func init() { childModes["commit-race"] = commitRaceChild }
 
 // commitRaceChild is one shard: rounds of append → seal → prepare → commit to the shared
-// base table, as fast as it can, starting when the parent says so.
+// base table. Every round's commit waits for the parent's go-<round>, which comes once every
+// child has prepared that round (a barrier per round), so the commits of a round race.
 func commitRaceChild(ctx context.Context, raw json.RawMessage) error {
 	var a raceArg
 	if err := json.Unmarshal(raw, &a); err != nil {
@@ -66,14 +68,8 @@ func commitRaceChild(ctx context.Context, raw json.RawMessage) error {
 	if err := os.WriteFile(filepath.Join(a.Dir, "ready-"+a.Instance), nil, 0o644); err != nil {
 		return err
 	}
-	for deadline := time.Now().Add(5 * time.Minute); ; {
-		if _, err := os.Stat(filepath.Join(a.Dir, "start")); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			return errors.New("never told to start")
-		}
-		time.Sleep(time.Millisecond)
+	if err := awaitFile(filepath.Join(a.Dir, "start")); err != nil {
+		return err
 	}
 	res := raceResult{Shard: db.Shard(), Rows: map[string]int64{}}
 	start := time.Now()
@@ -96,6 +92,13 @@ func commitRaceChild(ctx context.Context, raw json.RawMessage) error {
 		if err != nil || p == nil {
 			return fmt.Errorf("round %d prepare: %v (nil=%v)", r, err, p == nil)
 		}
+		if err := os.WriteFile(filepath.Join(a.Dir, fmt.Sprintf("prepared-%s-%d", a.Instance, r)), nil, 0o644); err != nil {
+			return err
+		}
+		if err := awaitFile(filepath.Join(a.Dir, fmt.Sprintf("go-%d", r))); err != nil {
+			return fmt.Errorf("round %d: %w", r, err)
+		}
+		lostBefore := lost.Load()
 		for {
 			cr, err := s.Commit(ctx, p)
 			if errors.Is(err, store.ErrConflict) {
@@ -115,21 +118,35 @@ func commitRaceChild(ctx context.Context, raw json.RawMessage) error {
 			res.Through = p.Through
 			break
 		}
+		res.LostBy = append(res.LostBy, lost.Load()-lostBefore)
 	}
 	res.Elapsed = time.Since(start)
 	res.LostRaces = lost.Load()
 	return WriteJSONFile(filepath.Join(a.Dir, "result-"+a.Instance+".json"), res)
 }
 
+// awaitFile waits until path exists (the parent's barrier), polling every millisecond.
+func awaitFile(path string) error {
+	for deadline := time.Now().Add(5 * time.Minute); ; {
+		if _, err := os.Stat(path); err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("never released: %s", filepath.Base(path))
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // TestCommitRaceProcesses: ≥ 8 OS processes, one shard each, commit merges to ONE base
-// table as fast as they can. No commit may be lost or doubled: every acknowledged commit
+// table, all of a round's commits released at once. No commit may be lost or doubled: every acknowledged commit
 // published a distinct version, the versions are exactly 1..total, each shard's watermark
 // equals the last generation its process acknowledged, and every row is in the base once.
 func TestCommitRaceProcesses(t *testing.T) {
 	procs := pickInt(8, 12, "WALKEEPER_RACE_PROCS")
 	rounds := pickInt(25, 200, "WALKEEPER_RACE_ROUNDS")
 	if raceEnabled && !soak() {
-		rounds = 6
+		rounds = 10 // fewer rounds, each still contended by every process
 	}
 	t.Run("file", func(t *testing.T) {
 		runCommitRace(t, fileURL(t), nil, procs, rounds)
@@ -186,6 +203,17 @@ func runCommitRace(t *testing.T, url string, env map[string]string, procs, round
 	if err := os.WriteFile(filepath.Join(dir, "start"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// The barrier of every round: release its commits once every child has prepared it.
+	for r := 0; r < rounds; r++ {
+		for i := range children {
+			if err := awaitFile(filepath.Join(dir, fmt.Sprintf("prepared-racer-%02d-%d", i, r))); err != nil {
+				t.Fatalf("child %d, round %d: %v", i, r, err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("go-%d", r)), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	results := make([]raceResult, procs)
 	for i, c := range children {
 		res, err := c.Wait()
@@ -201,7 +229,11 @@ func runCommitRace(t *testing.T, url string, env map[string]string, procs, round
 	total, conflicts, lost := 0, 0, int64(0)
 	seen := map[uint64]string{}
 	want := map[string]int64{}
+	lostIn := make([]int64, rounds)
 	for _, r := range results {
+		for i, n := range r.LostBy {
+			lostIn[i] += n
+		}
 		total += r.Merges
 		conflicts += r.Conflicts
 		lost += r.LostRaces
@@ -264,6 +296,15 @@ func runCommitRace(t *testing.T, url string, env map[string]string, procs, round
 			break
 		}
 	}
-	t.Logf("%d processes × %d rounds: %d commits in %s (%.1f commits/s), %d lost put-if-absent races rebased, %d ErrConflict retries; %s",
-		procs, rounds, total, elapsed.Round(time.Millisecond), float64(total)/elapsed.Seconds(), lost, conflicts, lay.Summary())
+	t.Logf("%d processes × %d rounds: %d commits in %s (%.1f commits/s), %d lost put-if-absent races rebased (per round %v), %d ErrConflict retries; %s",
+		procs, rounds, total, elapsed.Round(time.Millisecond), float64(total)/elapsed.Seconds(), lost, lostIn, conflicts, lay.Summary())
+	// The race happened: with every round's commits released at once, committers lose the
+	// put-if-absent of v+1 and rebase. Fewer lost races than rounds means the processes
+	// mostly took turns, and the checks above proved nothing about racing committers.
+	if total != procs*rounds {
+		t.Errorf("%d commits, want %d (%d processes × %d rounds)", total, procs*rounds, procs, rounds)
+	}
+	if lost < int64(rounds) {
+		t.Errorf("%d lost put-if-absent races in %d rounds of %d racing committers (per round %v): the commits did not race", lost, rounds, procs, lostIn)
+	}
 }

@@ -1,0 +1,385 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"math/bits"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// Memory accounting: the budget is the footprint (issue 13).
+//
+// A memAccount is the Arrow memory.Allocator of one budgeted operation (a merge's Prepare).
+// Every byte it hands out, through Arrow (builders, the Parquet writer, the IPC reader) or
+// as a raw read buffer for an object's bytes (buffer), is charged against the operation's
+// Reservation, and credited back on Free. The reservation taken before a merge is therefore
+// a bound checked against real allocations, not an estimate that holds only on paper.
+//
+// Growth rule (doc.go, Budget): an allocation beyond the reservation may grow it with the
+// non-waiting TryGrow and nothing else; nobody waits while holding bytes. Where growth is
+// refused:
+//   - buffer (the input of a merge) refuses too; the merge keeps the complete prefix of
+//     generations it could read, or fails with ErrBudgetBusy when that prefix is empty;
+//   - an Arrow Allocate cannot refuse (the interface has no error), so the account records
+//     an overdraft, counts it, and the merge fails with ErrBudgetBusy at its next chunk
+//     boundary (err). In builds with the race detector (allocCheck) an overdraft panics:
+//     the tests prove the footprint model (mergeFootprint) covers what merges allocate.
+//
+// Freed buffers go back to the Budget's bufferPool and are handed out again by the next
+// operation, without being zeroed by the Go allocator or collected by the garbage
+// collector first. The garbage collector only sees what merges allocate outside the
+// account, so the heap stays near what the budget reserves (docs/BENCHMARKS.md, memory).
+type memAccount struct {
+	res  *Reservation
+	pool *bufferPool // nil: plain Go allocations, nothing reused
+
+	// allocated is the bytes handed out and not yet freed (capacity, not length).
+	allocated atomic.Int64
+	peak      atomic.Int64
+	// overdrawn is the bytes allocated while growth was refused (0 in a healthy merge).
+	overdrawn atomic.Int64
+}
+
+var _ memory.Allocator = (*memAccount)(nil)
+
+// newMemAccount accounts allocations against res, reusing buffers of b's pool.
+func newMemAccount(res *Reservation, b *Budget) *memAccount {
+	a := &memAccount{res: res}
+	if b != nil {
+		a.pool = b.pool
+	}
+	return a
+}
+
+// bufAlignment is the start alignment of Arrow buffers (Arrow's own Go allocator uses 64).
+const bufAlignment = 64
+
+// Allocate returns a zeroed buffer of size bytes, charged to the account. Arrow relies on
+// fresh buffers being zeroed (padding, null bitmaps), so a reused one is cleared here.
+func (a *memAccount) Allocate(size int) []byte {
+	if size < 0 {
+		panic("store: memAccount: negative size")
+	}
+	b, reused := a.get(size)
+	a.charge(int64(cap(b)))
+	if reused {
+		clear(b[:cap(b)]) // fresh memory (make, mmap) is zeroed already
+	}
+	return b[:size]
+}
+
+// Reallocate grows or shrinks b to size, keeping its contents, like memory.GoAllocator.
+func (a *memAccount) Reallocate(size int, b []byte) []byte {
+	if size <= cap(b) {
+		return b[:size]
+	}
+	nb := a.Allocate(size)
+	copy(nb, b)
+	a.Free(b)
+	return nb
+}
+
+// Free credits b and returns it to the pool. b must come from this account.
+func (a *memAccount) Free(b []byte) {
+	if cap(b) == 0 {
+		return
+	}
+	a.allocated.Add(-int64(cap(b)))
+	a.budgetAdd(-int64(cap(b)))
+	if a.pool == nil || a.pool.put(b[:0]) {
+		return // without a pool the buffer is on the Go heap (get)
+	}
+	release(b)
+}
+
+// release gives up a buffer nobody uses any more: a mapped one goes back to the OS at once,
+// a heap one to the garbage collector (unmapBuffer refuses a buffer it did not map).
+func release(b []byte) {
+	if isMapped(cap(b)) {
+		unmapBuffer(b)
+	}
+}
+
+// buffer returns a buffer of length 0 and capacity at least n for reading an object's bytes
+// into (not zeroed: the read overwrites it). It never waits and never overdraws: ok is false,
+// and nothing is charged, when the reservation cannot hold it.
+func (a *memAccount) buffer(n int) (_ []byte, ok bool) {
+	b, _ := a.get(n)
+	if !a.tryCharge(int64(cap(b))) {
+		if a.pool == nil || !a.pool.put(b[:0]) {
+			release(b)
+		}
+		return nil, false
+	}
+	return b[:0], true
+}
+
+// tryCharge charges n bytes if they fit the reservation, growing it without waiting.
+func (a *memAccount) tryCharge(n int64) bool {
+	for {
+		cur := a.allocated.Load()
+		if cur+n > a.res.Bytes() && !a.res.TryGrow(cur+n) {
+			return false
+		}
+		if a.allocated.CompareAndSwap(cur, cur+n) {
+			a.budgetAdd(n)
+			a.notePeak(cur + n)
+			return true
+		}
+	}
+}
+
+// uncharge credits n bytes charged with tryCharge for memory the account does not hand out.
+func (a *memAccount) uncharge(n int64) {
+	a.allocated.Add(-n)
+	a.budgetAdd(-n)
+}
+
+func (a *memAccount) notePeak(total int64) {
+	for p := a.peak.Load(); total > p && !a.peak.CompareAndSwap(p, total); p = a.peak.Load() {
+	}
+}
+
+// budgetAdd keeps the budget-wide allocated gauge the pool is bounded by.
+func (a *memAccount) budgetAdd(n int64) {
+	if b := a.res.budget(); b != nil {
+		b.allocated.Add(n)
+	}
+}
+
+// charge adds the n bytes of an Arrow allocation. One that does not fit is an overdraft: the
+// Allocator interface cannot refuse it, so it is recorded (err reports it).
+func (a *memAccount) charge(n int64) {
+	total := a.allocated.Add(n)
+	a.budgetAdd(n)
+	a.notePeak(total)
+	if allocCheck {
+		if b := a.res.budget(); b != nil && b.limit > 0 && b.Reserved() > b.limit {
+			panic(fmt.Sprintf("store: %d bytes reserved from a budget of %d", b.Reserved(), b.limit))
+		}
+	}
+	if total <= a.res.Bytes() || a.res.TryGrow(total) {
+		return
+	}
+	a.overdrawn.Add(n)
+	if allocCheck && !a.res.holdsWholeLimit() {
+		panic(fmt.Sprintf("store: allocated %d bytes with a reservation of %d (budget %d): mergeFootprint is too small",
+			total, a.res.Bytes(), a.res.limit()))
+	}
+}
+
+// err is ErrBudgetBusy once an allocation overdrew the reservation.
+func (a *memAccount) err() error {
+	if n := a.overdrawn.Load(); n > 0 {
+		return fmt.Errorf("%w: %d bytes allocated beyond the reservation of %d", ErrBudgetBusy, n, a.res.Bytes())
+	}
+	return nil
+}
+
+// Allocated returns the bytes handed out and not freed; Peak the most ever at once.
+func (a *memAccount) Allocated() int64 { return a.allocated.Load() }
+func (a *memAccount) Peak() int64      { return a.peak.Load() }
+
+// get takes a buffer of capacity >= size from the pool (reused), or allocates one aligned.
+// Without a pool (an unlimited budget) nothing is reused, so buffers stay on the Go heap:
+// mapping and unmapping every buffer would cost a system call and fresh page faults each.
+func (a *memAccount) get(size int) (_ []byte, reused bool) {
+	if a.pool == nil {
+		return heapBuffer(size), false
+	}
+	if b := a.pool.get(size); b != nil {
+		return b, true
+	}
+	a.pool.trim(int64(classSize(classOf(size)))) // make room for the fresh buffer
+	return alignedBuffer(size), false
+}
+
+// mapMinBytes is the smallest buffer mapped outside the Go heap (mapBuffer). Smaller ones,
+// many and short-lived (builders' bitmaps, encoder scratch), stay on the Go heap; the large
+// ones, the objects' bytes and the output chunks, are what the budget is about.
+const mapMinBytes = 256 << 10
+
+// isMapped reports whether a buffer of capacity c was (or would be) mapped. Capacities are
+// class sizes, so the class decides.
+func isMapped(c int) bool { return c >= mapMinBytes }
+
+// alignedBuffer allocates the class size of size bytes, starting at a bufAlignment
+// boundary: mapped outside the Go heap from mapMinBytes on, else on the Go heap.
+func alignedBuffer(size int) []byte {
+	c := classSize(classOf(size))
+	if isMapped(c) {
+		if b := mapBuffer(c); b != nil {
+			return b[:c:c]
+		}
+	}
+	return heapBuffer(size)
+}
+
+// heapBuffer allocates the class size of size bytes on the Go heap, bufAlignment-aligned.
+func heapBuffer(size int) []byte {
+	c := classSize(classOf(size))
+	raw := make([]byte, c+bufAlignment)
+	off := int(bufAlignment - uintptr(unsafe.Pointer(unsafe.SliceData(raw)))%bufAlignment)
+	if off == bufAlignment {
+		off = 0
+	}
+	return raw[off : off+c : off+c]
+}
+
+// Buffer size classes: four per power of two from 4 KiB (at most 19 % rounding), so a freed
+// buffer serves later requests of about its size. Smaller requests share the 4 KiB class.
+const (
+	minClassShift = 12
+	classSteps    = 4
+)
+
+// classOf is the smallest class whose size is >= size.
+func classOf(size int) int {
+	if size <= 1<<minClassShift {
+		return 0
+	}
+	shift := bits.Len(uint(size-1)) - 1 // 2^shift < size <= 2^(shift+1)
+	step := (size - 1 - 1<<shift) >> (shift - 2)
+	return (shift-minClassShift)*classSteps + step + 1
+}
+
+// classSize is the byte size of class c.
+func classSize(c int) int {
+	if c == 0 {
+		return 1 << minClassShift
+	}
+	shift := (c-1)/classSteps + minClassShift
+	step := (c-1)%classSteps + 1
+	return 1<<shift + step<<(shift-2)
+}
+
+// bufferPool keeps freed buffers of a Budget for reuse, by size class. What it keeps is
+// bounded: pooled bytes plus the bytes the budget's accounts have allocated stay within the
+// limit, so the process's budgeted memory, in use or kept, stays within the budget. A
+// buffer that does not fit is dropped to the garbage collector, and a fresh allocation
+// that would not fit drops pooled buffers first (trim).
+type bufferPool struct {
+	budget *Budget
+	mu     sync.Mutex
+	free   map[int][][]byte // class -> buffers of at least classSize(class) bytes
+	bytes  int64
+}
+
+func newBufferPool(b *Budget) *bufferPool {
+	return &bufferPool{budget: b, free: map[int][][]byte{}}
+}
+
+// get returns a pooled buffer of capacity >= size (length 0), or nil.
+func (p *bufferPool) get(size int) []byte {
+	c := classOf(size)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	l := p.free[c]
+	if len(l) == 0 {
+		return nil
+	}
+	b := l[len(l)-1]
+	l[len(l)-1] = nil
+	p.free[c] = l[:len(l)-1]
+	p.bytes -= int64(cap(b))
+	return b
+}
+
+// put keeps b for reuse if it fits the bound, and reports whether it did.
+func (p *bufferPool) put(b []byte) bool {
+	c := classOf(cap(b) + 1)
+	if classSize(c) > cap(b) {
+		c-- // the largest class b can serve whole
+	}
+	if c < 0 || cap(b) < classSize(0) {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.bytes+int64(cap(b))+p.budget.allocated.Load() > p.budget.Limit() {
+		return false
+	}
+	p.free[c] = append(p.free[c], b)
+	p.bytes += int64(cap(b))
+	return true
+}
+
+// Bytes returns what the pool keeps.
+func (p *bufferPool) Bytes() int64 {
+	if p == nil {
+		return 0
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.bytes
+}
+
+// trim drops pooled buffers, largest first (fewest drops for the bytes), until pooled plus
+// allocated bytes plus extra, a fresh buffer about to be allocated, fit the limit again.
+func (p *bufferPool) trim(extra int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	over := p.bytes + p.budget.allocated.Load() + extra - p.budget.Limit()
+	for over > 0 {
+		big := -1
+		for k, l := range p.free {
+			if len(l) > 0 && k > big {
+				big = k
+			}
+		}
+		if big < 0 {
+			return
+		}
+		l := p.free[big]
+		b := l[len(l)-1]
+		l[len(l)-1] = nil
+		p.free[big] = l[:len(l)-1]
+		p.bytes -= int64(cap(b))
+		over -= int64(cap(b))
+		release(b)
+	}
+}
+
+// errBufferRefused: the account of a read could not hold the object's bytes without waiting.
+var errBufferRefused = fmt.Errorf("%w: no room for the object's bytes", ErrBudgetBusy)
+
+type readBufferKey struct{}
+
+// readTarget is the read-buffer hook of one Bucket read: the account the buffer is charged
+// to, and the buffer handed out (which the reader frees, whether or not the returned bytes
+// still alias it: an object longer than its reported size is regrown on the Go heap).
+type readTarget struct {
+	a   *memAccount
+	buf []byte
+}
+
+// withReadBuffer makes the one Bucket read under the returned context read into a buffer of
+// a: the object's bytes are then memory the account charged. The caller calls free once
+// done with the bytes, returning the buffer to the pool. A read that a cannot hold fails
+// with errBufferRefused instead of waiting.
+func withReadBuffer(ctx context.Context, a *memAccount) (_ context.Context, free func()) {
+	t := &readTarget{a: a}
+	return context.WithValue(ctx, readBufferKey{}, t), func() {
+		if t.buf != nil {
+			t.a.Free(t.buf)
+			t.buf = nil
+		}
+	}
+}
+
+// readBuffer returns an empty buffer of capacity n for a Bucket read under ctx.
+func readBuffer(ctx context.Context, n int) ([]byte, error) {
+	if t, ok := ctx.Value(readBufferKey{}).(*readTarget); ok && t.a != nil && t.buf == nil {
+		b, ok := t.a.buffer(n)
+		if !ok {
+			return nil, errBufferRefused
+		}
+		t.buf = b
+		return b, nil
+	}
+	return make([]byte, 0, n), nil
+}

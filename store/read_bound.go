@@ -1,0 +1,313 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// Bounded reads (issue 13): a Get or List over many pending generations never decodes them
+// all at once. Sources (generations and base runs) are opened readFanIn at a time, and each
+// group is admitted by the read budget (Options.ReadBudget) before its files are decoded, so
+// concurrent reads share one bound: a read's working set is at most one group, and the
+// process's is the cache plus the read budget.
+//
+//   - Get folds group by group into the one newest version it has seen.
+//   - List merges each group on its own, keeping per group the newest version of its first
+//     keys (tombstones included) up to a frontier, and then merges the groups' candidates:
+//     every key at or below the smallest frontier of a group that had more keys is decided,
+//     and the next round continues after that frontier until the page is full.
+//
+// A group that the read budget cannot admit within readBudgetWait fails the read with
+// ErrBudgetBusy (HTTP 503 budget_busy with Retry-After): a read waits briefly, never holds
+// bytes while waiting, and never takes the process down.
+
+// readFanIn is how many sources a read opens at once.
+const readFanIn = 64
+
+// readBudgetWait is how long a read waits for the read budget before it gives up.
+const readBudgetWait = 2 * time.Second
+
+// readSource is one file a read may need, described by its manifest entry.
+type readSource struct {
+	path, checksum string
+	run            bool
+	bytes          int64
+}
+
+// sources lists the files a read of source needs whose key range keyFilter accepts
+// (nil = all): base runs first, then the shards' pending generations.
+func (s *Store) sources(snap *readSnapshot, source string, keyFilter func(minKey, maxKey string) bool) []readSource {
+	var out []readSource
+	if source != SourceWAL {
+		for _, r := range snap.base.Runs {
+			if keyFilter == nil || keyFilter(r.MinKey, r.MaxKey) {
+				out = append(out, readSource{r.Path, r.Checksum, true, r.Bytes})
+			}
+		}
+	}
+	if source != SourceBase {
+		for _, sh := range snap.shards {
+			for _, g := range snap.pending[sh] {
+				if keyFilter == nil || keyFilter(g.MinKey, g.MaxKey) {
+					out = append(out, readSource{g.Path, g.Checksum, false, g.Bytes})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// readCost is what decoding src may hold: a generation decodes to about its object (the
+// record aliases the bytes); a Parquet run is read as a table and concatenated, so about
+// twice its object at the peak.
+func readCost(src readSource) int64 {
+	if src.run {
+		return 2 * src.bytes
+	}
+	return src.bytes
+}
+
+// openGroup admits srcs to the read budget and decodes them (16 at a time). The caller
+// calls release once it no longer uses the files (after it has copied out what it keeps).
+// Files already cached cost nothing: the cache bytes are bounded on their own.
+func (s *Store) openGroup(ctx context.Context, srcs []readSource) (_ []*sortedFile, release func(), _ error) {
+	var want int64
+	s.db.cache.mu.Lock()
+	for _, src := range srcs {
+		if _, ok := s.db.cache.byKey[src.path]; !ok {
+			want += readCost(src)
+		}
+	}
+	s.db.cache.mu.Unlock()
+	res, err := s.admitRead(ctx, want)
+	if err != nil {
+		return nil, func() {}, err
+	}
+	out := make([]*sortedFile, len(srcs))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	for i, src := range srcs {
+		g.Go(func() error {
+			var err error
+			if src.run {
+				out[i], err = s.loadRun(gctx, src.path, src.checksum)
+			} else {
+				out[i], err = s.loadGen(gctx, src.path, src.checksum)
+			}
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		res.Release()
+		return nil, func() {}, err
+	}
+	return out, res.Release, nil
+}
+
+// admitRead reserves want bytes of the read budget, waiting at most readBudgetWait.
+func (s *Store) admitRead(ctx context.Context, want int64) (*Reservation, error) {
+	b := s.db.opts.ReadBudget
+	if b == nil || want == 0 {
+		return nil, nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, readBudgetWait)
+	defer cancel()
+	res, _, err := b.Reserve(wctx, want)
+	if err != nil {
+		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			if m := s.db.opts.Metrics; m != nil {
+				m.ReadsBudgetBusy.Inc()
+			}
+			return nil, fmt.Errorf("%s: read of %d bytes waited %s for the read budget of %d: %w",
+				s.target, want, readBudgetWait, b.Limit(), ErrBudgetBusy)
+		}
+		return nil, err
+	}
+	return res, nil
+}
+
+// groups splits srcs into consecutive groups of at most readFanIn.
+func groups(srcs []readSource) [][]readSource {
+	var out [][]readSource
+	for len(srcs) > readFanIn {
+		out = append(out, srcs[:readFanIn])
+		srcs = srcs[readFanIn:]
+	}
+	if len(srcs) > 0 {
+		out = append(out, srcs)
+	}
+	return out
+}
+
+// listCandidate is one key's newest version within a group: where it is (src, row: the
+// index of its source and its row, or src < 0 for the memtable entry mem[row]), never its
+// values, which are rendered only for the rows a page returns (renderPage). The strings are
+// copies, so that a candidate kept past its group's release does not pin the group's memory.
+type listCandidate struct {
+	key     string
+	seq     int64
+	shard   string
+	deleted bool
+	src     int
+	row     int
+}
+
+// listCandidatesPerGroup caps what one group contributes to a round: any cap >= 1 is
+// correct (the frontier keeps undecided keys for the next round); it bounds a round's
+// candidates at groups × this, whatever the page size.
+const listCandidatesPerGroup = 1024
+
+// listGroup merges one group (files are srcs[first:first+len(files)]) from after on and
+// returns the newest version of each of its first max keys, in key order, and whether the
+// group has keys beyond them.
+func listGroup(files []*sortedFile, first int, after string, max int) ([]listCandidate, bool) {
+	cursors := make([]*cursor, 0, len(files))
+	index := make(map[*sortedFile]int, len(files))
+	for j, f := range files {
+		cursors = append(cursors, &cursor{file: f, i: f.firstAfter(after)})
+		index[f] = first + j
+	}
+	it := newMergeIter(cursors)
+	var out []listCandidate
+	for len(out) < max {
+		c, i, ok := it.next()
+		if !ok {
+			return out, false
+		}
+		v := c.file.view
+		out = append(out, listCandidate{key: strings.Clone(v.Key(i)), seq: v.Seq(i), shard: strings.Clone(v.Shard(i)),
+			deleted: v.Deleted(i), src: index[c.file], row: i})
+	}
+	return out, it.more()
+}
+
+// listBounded is List over more than readFanIn sources, round by round (see the top of this
+// file). mem is the memtable's entries after opts.After, in key order.
+//
+// INVARIANT: a key is emitted only once it is decided: it is at or below the frontier of
+// every group that had more keys, so no unread version of it is left in any group.
+func (s *Store) listBounded(ctx context.Context, srcs []readSource, mem []memEntry, memShard string, opts ListOptions) (ListPage, error) {
+	var picked []listCandidate
+	next := ""
+	after := opts.After
+	per := min(max(opts.Limit, 1), listCandidatesPerGroup)
+rounds:
+	for {
+		var cands []listCandidate
+		frontier, bounded := "", false
+		first := 0
+		for _, grp := range groups(srcs) {
+			files, release, err := s.openGroup(ctx, grp)
+			if err != nil {
+				return ListPage{}, err
+			}
+			got, more := listGroup(files, first, after, per)
+			release()
+			first += len(grp)
+			if more && (!bounded || got[len(got)-1].key < frontier) {
+				frontier, bounded = got[len(got)-1].key, true
+			}
+			cands = append(cands, got...)
+		}
+		for j, e := range mem {
+			if e.key <= after {
+				continue
+			}
+			if bounded && e.key > frontier {
+				break
+			}
+			cands = append(cands, listCandidate{key: e.key, seq: e.r.seq, shard: memShard, deleted: e.r.deleted, src: -1, row: j})
+		}
+		// Newest version per decided key, in key order.
+		sort.SliceStable(cands, func(i, j int) bool { return cands[i].key < cands[j].key })
+		var decided []listCandidate
+		for _, c := range cands {
+			if bounded && c.key > frontier {
+				break
+			}
+			if n := len(decided); n > 0 && decided[n-1].key == c.key {
+				if newer(c.seq, c.shard, decided[n-1].seq, decided[n-1].shard) {
+					decided[n-1] = c
+				}
+				continue
+			}
+			decided = append(decided, c)
+		}
+		for i, c := range decided {
+			if c.deleted {
+				continue
+			}
+			picked = append(picked, c)
+			if len(picked) == opts.Limit {
+				if bounded || i < len(decided)-1 {
+					next = c.key
+				}
+				break rounds
+			}
+		}
+		if !bounded {
+			break
+		}
+		after = frontier
+	}
+	rows, err := s.renderPage(ctx, srcs, mem, picked)
+	if err != nil {
+		return ListPage{}, err
+	}
+	return ListPage{Rows: rows, Next: next}, nil
+}
+
+// renderPage renders the picked rows, opening only the sources they come from, readFanIn
+// at a time like every other read.
+func (s *Store) renderPage(ctx context.Context, srcs []readSource, mem []memEntry, picked []listCandidate) ([]map[string]any, error) {
+	rows := make([]map[string]any, len(picked))
+	bySrc := map[int][]int{} // source -> indexes into picked
+	var need []int
+	for k, c := range picked {
+		if c.src < 0 {
+			rows[k] = rowToJSON(s.meta.Schema, mem[c.row].r.row)
+			continue
+		}
+		if _, ok := bySrc[c.src]; !ok {
+			need = append(need, c.src)
+		}
+		bySrc[c.src] = append(bySrc[c.src], k)
+	}
+	sort.Ints(need)
+	for len(need) > 0 {
+		n := min(len(need), readFanIn)
+		grp := make([]readSource, n)
+		for j, si := range need[:n] {
+			grp[j] = srcs[si]
+		}
+		files, release, err := s.openGroup(ctx, grp)
+		if err != nil {
+			return nil, err
+		}
+		for j, si := range need[:n] {
+			for _, k := range bySrc[si] {
+				rows[k] = s.codec.RowJSON(files[j].rec, picked[k].row)
+			}
+		}
+		release()
+		need = need[n:]
+	}
+	return rows, nil
+}
+
+// cloneRow copies the strings of a rendered row, which alias the decoded file it came from:
+// a row kept past its group's release must not pin the group's memory.
+func cloneRow(m map[string]any) map[string]any {
+	for k, v := range m {
+		if sv, ok := v.(string); ok {
+			m[k] = strings.Clone(sv)
+		}
+	}
+	return m
+}

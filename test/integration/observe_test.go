@@ -1,0 +1,306 @@
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	workflowpb "go.temporal.io/api/workflow/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+
+	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/worker"
+)
+
+// TestEveryTriggerIsVisible drives one merge per trigger kind on the real dev server (the
+// sweep by count and by age, HTTP, the walkeeper CLI, a per-target schedule, back-pressure,
+// the count trigger, and a bare `temporal workflow start`), one store per trigger, each
+// merge finished before the next starts so that a sweep only sees its own store. Then it
+// finds every run through visibility by WalTarget and WalTrigger (the queries the README
+// gives) and checks that its search attributes and memo say why it ran, how far behind the
+// store was and what it folded, that its activities are named by shard and pass, and that
+// `walkeeper history` lists it with its trigger.
+func TestEveryTriggerIsVisible(t *testing.T) {
+	e := newEnv(t)
+	w := e.startWorker(e.config("obs"))
+	a := newAPI(t, w.HTTPAddr())
+	seal := func(a api, name string, n int) {
+		t.Helper()
+		for g := range n {
+			a.must(200, "POST", "/api/v1/stores/generic/"+name+"/rows", fmt.Sprintf(`[{"id":"r%d","v":%d,"note":"x"}]`, g, g), nil)
+			a.must(200, "POST", "/api/v1/stores/generic/"+name+"/flush", nil, nil)
+		}
+	}
+	create := func(a api, name string) {
+		t.Helper()
+		a.must(201, "POST", "/api/v1/stores/generic/"+name, genericSchemaJSON, nil)
+	}
+	wait := func(target string) {
+		t.Helper()
+		id := contract.MergeWalID(mustTarget(t, target))
+		waitFor(t, waitShort, "MergeWal of "+target+" to start", func() (bool, error) {
+			_, err := e.describe(id, "")
+			return err == nil, nil
+		})
+		e.mergeResult(e.c.GetWorkflow(e.ctx(waitShort), id, ""), waitLong)
+	}
+	sweep := func(name string, in contract.MaintenanceSweepInput) contract.MaintenanceSweepResult {
+		t.Helper()
+		in.CompactMinRuns = -1
+		run, err := e.c.ExecuteWorkflow(e.ctx(waitShort), client.StartWorkflowOptions{ID: "obs-" + name, TaskQueue: contract.TaskQueue},
+			contract.MaintenanceSweepWorkflow, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res contract.MaintenanceSweepResult
+		if err := run.Get(e.ctx(waitLong), &res); err != nil {
+			t.Fatalf("sweep %s: %v", name, err)
+		}
+		return res
+	}
+	want := map[string]string{} // target -> trigger
+
+	// Sweep, by count: 3 pending >= 3 (age off).
+	create(a, "obs-sweepc")
+	seal(a, "obs-sweepc", 3)
+	if res := sweep("count", contract.MaintenanceSweepInput{MergeMinGenerations: 3, MaxPendingAge: -1}); len(res.Started) != 1 {
+		t.Fatalf("sweep by count started %+v, want generic:obs-sweepc only", res.Started)
+	}
+	wait("generic:obs-sweepc")
+	want["generic:obs-sweepc"] = contract.TriggerSweepCount
+
+	// Sweep, by age: 1 pending, below the count threshold but older than 1ms.
+	create(a, "obs-sweepa")
+	seal(a, "obs-sweepa", 1)
+	time.Sleep(10 * time.Millisecond)
+	if res := sweep("age", contract.MaintenanceSweepInput{MergeMinGenerations: 100, MaxPendingAge: time.Millisecond}); len(res.Started) != 1 {
+		t.Fatalf("sweep by age started %+v, want generic:obs-sweepa only", res.Started)
+	}
+	wait("generic:obs-sweepa")
+	want["generic:obs-sweepa"] = contract.TriggerSweepAge
+
+	// HTTP.
+	create(a, "obs-http")
+	seal(a, "obs-http", 2)
+	a.must(200, "POST", "/api/v1/stores/generic/obs-http/merge-wal?wait=true", nil, nil)
+	want["generic:obs-http"] = contract.TriggerHTTP
+
+	// The walkeeper CLI.
+	bin, err := walkeeperBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	create(a, "obs-cli")
+	seal(a, "obs-cli", 2)
+	if stdout, stderr, code := runCLI(t, bin, "merge", "generic:obs-cli", "--wait", "--temporal", e.hostPort, "--namespace", e.ns); code != 0 {
+		t.Fatalf("walkeeper merge: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	want["generic:obs-cli"] = contract.TriggerCLI
+
+	// A per-target schedule, fired now.
+	create(a, "obs-sched")
+	seal(a, "obs-sched", 2)
+	sched := mustTarget(t, "generic:obs-sched")
+	if err := worker.EnsureTargetSchedule(e.ctx(waitShort), e.c, sched, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = worker.DeleteSchedule(e.ctx(waitShort), e.c, worker.TargetScheduleID(sched)) })
+	if err := worker.TriggerSchedule(e.ctx(waitShort), e.c, worker.TargetScheduleID(sched)); err != nil {
+		t.Fatal(err)
+	}
+	wait("generic:obs-sched")
+	want["generic:obs-sched"] = contract.TriggerSchedule
+
+	// Back-pressure: a worker that refuses appends to its shard at 2 pending starts the merge.
+	bpCfg := e.config("obs-bp")
+	bpCfg.PendingMax = 2
+	bpCfg.PendingWarn = 1
+	bp := newAPI(t, e.startWorker(bpCfg).HTTPAddr())
+	create(bp, "obs-bp")
+	seal(bp, "obs-bp", 2)
+	if code := bp.call("POST", "/api/v1/stores/generic/obs-bp/rows", `[{"id":"refused","v":0}]`, nil); code != http.StatusServiceUnavailable {
+		t.Fatalf("append at pending-max answered %d, want 503", code)
+	}
+	wait("generic:obs-bp")
+	want["generic:obs-bp"] = contract.TriggerBackPressure
+
+	// The count trigger: a worker whose seals take its own shard to 2 pending.
+	cntCfg := e.config("obs-cnt")
+	cntCfg.MergeAfterGenerations = 2
+	cnt := newAPI(t, e.startWorker(cntCfg).HTTPAddr())
+	create(cnt, "obs-count")
+	seal(cnt, "obs-count", 2)
+	wait("generic:obs-count")
+	want["generic:obs-count"] = contract.TriggerCount
+
+	// A bare `temporal workflow start`, as a user might from the Temporal CLI or Web.
+	create(a, "obs-bare")
+	seal(a, "obs-bare", 1)
+	if stdout, stderr, code := runCLI(t, suite.cliPath, "workflow", "start", "--address", e.hostPort, "--namespace", e.ns,
+		"--type", "MergeWal", "--task-queue", contract.TaskQueue, "--workflow-id", "merge-wal/generic/obs-bare",
+		"--input", `{"target":"generic:obs-bare"}`); code != 0 {
+		t.Fatalf("temporal workflow start: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	wait("generic:obs-bare")
+	want["generic:obs-bare"] = contract.TriggerUnknown
+
+	dc := converter.GetDefaultDataConverter()
+	decode := func(p *commonpb.Payload, out any) {
+		t.Helper()
+		if p == nil {
+			t.Fatalf("missing payload")
+		}
+		if err := dc.FromPayload(p, out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for target, trigger := range want {
+		q := fmt.Sprintf("WorkflowType = 'MergeWal' AND WalTarget = '%s' AND WalTrigger = '%s' AND ExecutionStatus = 'Completed'", target, trigger)
+		var found []*workflowpb.WorkflowExecutionInfo
+		waitFor(t, waitShort, "visibility to list "+target+" by trigger "+trigger, func() (bool, error) {
+			res, n, err := e.listExecutions(q + " AND WalReclaimed >= 1")
+			found = found[:0]
+			for _, p := range res {
+				found = append(found, p.GetExecutions()...)
+			}
+			return n == 1, err
+		})
+		ex := found[0]
+		sa := ex.GetSearchAttributes().GetIndexedFields()
+		var gotTrigger string
+		var atStart, reclaimed int64
+		var bytesF float64
+		decode(sa[contract.WalTriggerName], &gotTrigger)
+		decode(sa[contract.WalPendingAtStartName], &atStart)
+		decode(sa[contract.WalReclaimedName], &reclaimed)
+		decode(sa[contract.WalBytesMergedName], &bytesF)
+		bytes := int64(bytesF)
+		if gotTrigger != trigger || atStart < 1 || reclaimed < 1 || bytes <= 0 {
+			t.Errorf("%s: WalTrigger %q (want %q), WalPendingAtStart %d, WalReclaimed %d, WalBytesMerged %d",
+				target, gotTrigger, trigger, atStart, reclaimed, bytes)
+		}
+		memo := ex.GetMemo().GetFields()
+		var mTrigger, mReason string
+		var mReclaimed, mPasses, mAtStart, mBytes int64
+		decode(memo[contract.MemoTrigger], &mTrigger)
+		decode(memo[contract.MemoReclaimed], &mReclaimed)
+		decode(memo[contract.MemoPasses], &mPasses)
+		decode(memo[contract.MemoPendingAtStart], &mAtStart)
+		decode(memo[contract.MemoBytesMerged], &mBytes)
+		if p := memo[contract.MemoTriggerReason]; p != nil {
+			decode(p, &mReason)
+		}
+		if mTrigger != trigger || mReclaimed != reclaimed || mPasses < 1 || mAtStart != atStart || mBytes != bytes {
+			t.Errorf("%s: memo trigger %q reclaimed %d passes %d pending_at_start %d bytes %d; search attributes say %q %d %d %d",
+				target, mTrigger, mReclaimed, mPasses, mAtStart, mBytes, trigger, reclaimed, atStart, bytes)
+		}
+		if trigger != contract.TriggerUnknown && mReason == "" {
+			t.Errorf("%s: no trigger_reason in the memo", target)
+		}
+		t.Logf("%s: %s (%s), %d pending at start, %d reclaimed, %d bytes, %d passes", target, trigger, mReason, atStart, reclaimed, bytes, mPasses)
+
+		// Its Prepare is named by shard and pass in the history Temporal Web shows.
+		summaries := activitySummaries(t, e, ex.GetExecution().GetWorkflowId(), ex.GetExecution().GetRunId())
+		if !containsPrefix(summaries, "prepare shard ") || !containsPrefix(summaries, "commit shard ") {
+			t.Errorf("%s: activity summaries %q, want prepare/commit named by shard and pass", target, summaries)
+		}
+	}
+	// `walkeeper history` lists each store's merge with its trigger and figures.
+	for target, trigger := range want {
+		stdout, stderr, code := runCLI(t, bin, "history", target, "--json", "--temporal", e.hostPort, "--namespace", e.ns)
+		if code != 0 {
+			t.Fatalf("walkeeper history %s: exit %d\n%s\n%s", target, code, stdout, stderr)
+		}
+		var runs []struct {
+			Workflow  string  `json:"workflow"`
+			Trigger   *string `json:"trigger"`
+			Reclaimed *int64  `json:"reclaimed"`
+			Passes    *int64  `json:"passes"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &runs); err != nil {
+			t.Fatalf("walkeeper history %s --json: %v\n%s", target, err, stdout)
+		}
+		if len(runs) != 1 || runs[0].Workflow != contract.MergeWalWorkflow || runs[0].Trigger == nil || *runs[0].Trigger != trigger ||
+			runs[0].Reclaimed == nil || *runs[0].Reclaimed < 1 || runs[0].Passes == nil || *runs[0].Passes < 1 {
+			t.Errorf("walkeeper history %s: %s, want one MergeWal triggered by %s with reclaimed and passes", target, stdout, trigger)
+		}
+	}
+	// One query per trigger finds exactly its merges: the saved-view recipe of the README.
+	_, n, err := e.listExecutions(fmt.Sprintf("WorkflowType = 'MergeWal' AND WalTrigger = '%s'", contract.TriggerSweepAge))
+	if err != nil || n != 1 {
+		t.Errorf("WalTrigger = sweep-age lists %d runs (%v), want 1", n, err)
+	}
+}
+
+// A MergeWal started by hand for a store that does not exist fails once, non-retryably,
+// with one line that says how to create the store.
+func TestMergeWalForMissingStoreFailsOnce(t *testing.T) {
+	e := newEnv(t)
+	e.startWorker(e.config("obs-missing"))
+	run := e.startMerge("generic:nope", contract.MergeWalInput{})
+	err := run.Get(e.ctx(waitLong), nil)
+	if err == nil {
+		t.Fatal("MergeWal for a missing store succeeded")
+	}
+	d, derr := e.describe(run.GetID(), run.GetRunID())
+	if derr != nil {
+		t.Fatal(derr)
+	}
+	if st := d.GetWorkflowExecutionInfo().GetStatus(); st != enumspb.WORKFLOW_EXECUTION_STATUS_FAILED {
+		t.Fatalf("status %v, want failed", st)
+	}
+	it := e.c.GetWorkflowHistory(e.ctx(waitShort), run.GetID(), run.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT)
+	ev, herr := it.Next()
+	if herr != nil {
+		t.Fatal(herr)
+	}
+	f := ev.GetWorkflowExecutionFailedEventAttributes().GetFailure()
+	line := contract.MissingStoreMessage(mustTarget(t, "generic:nope"), "")
+	if f.GetMessage() != line || f.GetCause() != nil || !f.GetApplicationFailureInfo().GetNonRetryable() ||
+		f.GetApplicationFailureInfo().GetType() != contract.ErrTypeStoreNotFound {
+		t.Fatalf("failure %q (type %q, non-retryable %v, cause %v), want %q", f.GetMessage(),
+			f.GetApplicationFailureInfo().GetType(), f.GetApplicationFailureInfo().GetNonRetryable(), f.GetCause(), line)
+	}
+	c := e.historyCost(run.GetID(), run.GetRunID())
+	if c.Activities != 1 {
+		t.Errorf("%d activity attempts, want the one listing, not retried", c.Activities)
+	}
+}
+
+func activitySummaries(t *testing.T, e *env, id, runID string) []string {
+	t.Helper()
+	it := e.c.GetWorkflowHistory(e.ctx(waitShort), id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	var out []string
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.GetEventType() != enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED {
+			continue
+		}
+		var s string
+		if p := ev.GetUserMetadata().GetSummary(); p != nil {
+			if err := converter.GetDefaultDataConverter().FromPayload(p, &s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func containsPrefix(ss []string, prefix string) bool {
+	for _, s := range ss {
+		if strings.HasPrefix(s, prefix) && strings.Contains(s, " pass ") {
+			return true
+		}
+	}
+	return false
+}

@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"math"
 	"os"
 	"os/exec"
 	"strings"
@@ -316,17 +315,7 @@ func TestSummaryHelpers(t *testing.T) {
 func TestFleetQuick(t *testing.T) {
 	needTemporal(t)
 	res := runQuick(t, "fleet")
-	need := func(key string) float64 {
-		t.Helper()
-		v, ok := res.Values[key]
-		if !ok {
-			t.Fatalf("value %q missing (have %v)", key, res.Values)
-		}
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			t.Fatalf("value %q = %v", key, v)
-		}
-		return v
-	}
+	need := func(key string) float64 { t.Helper(); return value(t, res, key) }
 	for _, key := range []string{"scan_2000_", "scan_20000_", "scan_20000_fixed_"} {
 		need(key + "failed")
 		for _, k := range []string{"sweep_s", "requests", "largest_event_bytes", "history_events", "rss_growth_mib", "debt"} {

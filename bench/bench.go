@@ -49,6 +49,11 @@ type Options struct {
 	// Stores overrides the number of rollout stores (incident, sweep part of temporal);
 	// 0 = default.
 	Stores int
+	// FleetSizes overrides the fleet sizes of the fleet scenario (registered stores); nil =
+	// the default (10k, 100k; 2k, 20k with Quick).
+	FleetSizes []int
+	// FleetDesigns limits the fleet scenario to some designs ("scan", "demand"); nil = both.
+	FleetDesigns []string
 	// MergeMaxGenerations overrides merge_max_generations of both systems in the incident
 	// replay; 0 = the default (8).
 	MergeMaxGenerations int
@@ -255,6 +260,7 @@ var Scenarios = []Scenario{
 	{"memory", "peak RSS of a child process: 12 concurrent merges of half the budget each (32 MiB, 128 MiB, 1 GiB), and 16 concurrent Lists over 2,000 pending generations", RunMemory},
 	{"parallel-prepare", "prepare of 4 shards in parallel vs serially", RunParallelPrepare},
 	{"temporal-overhead", "merges/s through MergeWal workflows vs a direct loop; time to sweep 1,000 idle stores", RunTemporalOverhead},
+	{"fleet", "one MaintenanceSweep over 10k and 100k registered stores (1% in debt, 10 ms/request): full stats scan vs demand index", RunFleet},
 	{"read-amp", "Get/List latency at 0, 16, 256, 1024 pending generations and after merging", RunReadAmp},
 }
 

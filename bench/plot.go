@@ -18,6 +18,10 @@ type series struct {
 	Thin   bool
 	// NoLegend hides the line from the legend (per-shard lines).
 	NoLegend bool
+	// Points marks every point (a series of one point draws no line).
+	Points bool
+	// LogY draws the plot's y axis on a log scale (any series asking for it; values must be > 0).
+	LogY bool
 }
 
 // hline is a horizontal reference line.
@@ -37,6 +41,7 @@ func savePlot(path, title, xLabel, yLabel string, lines []series, refs []hline, 
 	p.Legend.Left = true
 	p.Add(plotter.NewGrid())
 	xmax := 0.0
+	logY := false
 	for _, s := range lines {
 		if len(s.X) == 0 {
 			continue
@@ -59,8 +64,22 @@ func savePlot(path, title, xLabel, yLabel string, lines []series, refs []hline, 
 			l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
 		}
 		p.Add(l)
+		thumbs := []plot.Thumbnailer{l}
+		if s.Points {
+			sc, err := plotter.NewScatter(pts)
+			if err != nil {
+				return err
+			}
+			sc.Color = s.Color
+			sc.Radius = vg.Points(3)
+			p.Add(sc)
+			thumbs = append(thumbs, sc)
+		}
+		if s.LogY {
+			logY = true
+		}
 		if !s.NoLegend {
-			p.Legend.Add(s.Name, l)
+			p.Legend.Add(s.Name, thumbs...)
 		}
 	}
 	for _, r := range refs {
@@ -76,6 +95,11 @@ func savePlot(path, title, xLabel, yLabel string, lines []series, refs []hline, 
 		p.Legend.Add(r.Name, l)
 	}
 	p.Y.Min = 0
+	if logY {
+		p.Y.Scale = plot.LogScale{}
+		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+		p.Y.Min = 1
+	}
 	p.X.Min = 0
 	p.Legend.ThumbnailWidth = vg.Points(20)
 	_ = draw.PosRight

@@ -62,6 +62,9 @@ func localOpeners() map[string]bucketconformance.Opener {
 		"mem": func(t *testing.T) *store.Bucket {
 			return open(t, fmt.Sprintf("mem://conformance-%d", memSeq.Add(1)))
 		},
+		"mem-sorted": func(t *testing.T) *store.Bucket {
+			return open(t, fmt.Sprintf("mem://conformance-%d?index=sorted", memSeq.Add(1)))
+		},
 	}
 }
 
@@ -113,7 +116,7 @@ func withRandomPrefix(u string) string {
 }
 
 func runAll(t *testing.T, openers map[string]bucketconformance.Opener, run func(*testing.T, bucketconformance.Opener)) {
-	for _, name := range []string{"file", "file-nosync", "mem", "s3mem", "s3bolt", "external"} {
+	for _, name := range []string{"file", "file-nosync", "mem", "mem-sorted", "s3mem", "s3bolt", "external"} {
 		if o, ok := openers[name]; ok {
 			t.Run(name, func(t *testing.T) { run(t, o) })
 		}

@@ -1,0 +1,995 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"image/color"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"golang.org/x/sync/errgroup"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/worker"
+)
+
+// The fleet benchmark (issue 11, "How to show it"): one MaintenanceSweep over a registered
+// fleet of idle stores, 1 % of them in debt, measured for the design before the demand index
+// (every store's stats read by one ScanStats per kind) and the demand-driven sweep, side by
+// side in one run on one Temporal server.
+//
+// Setup per fleet size and design: a fresh mem:// root; the fleet registered by writing
+// each store's `_registry/<kind>/<name>.json` and `<kind>/<name>/store.json` directly (the
+// bytes DB.Create writes for a template store, with the name replaced), without latency;
+// the debt planted through the store's own seal path by two writer processes that then
+// "die" (their DBs are closed): half the indebted stores get fleetOldGens generations sealed
+// an hour ago (older than MaxPendingAge, below the count threshold: only the time trigger
+// finds them), half fleetHotGens fresh ones (over merge_min_generations). Then 8 walkeeper
+// worker instances (in this process, each with its own instance ID, shard queue and store
+// handle, wired as worker.Worker wires them) serve the sweep, every storage request paying
+// the modelled object-store latency.
+
+const (
+	fleetKind      = store.KindGeneric
+	fleetWorkers   = 8
+	fleetOldGens   = 2
+	fleetHotGens   = 10
+	fleetMergeMin  = 8
+	fleetMaxAge    = 10 * time.Minute
+	fleetMaxStarts = 1000 // contract.MaxDemandCandidates: the most one sweep may start
+	fleetInterval  = time.Minute
+	// fleetStartBatch and fleetScanConcurrency are the sweep knobs the bench sets.
+	fleetStartBatch      = 32
+	fleetScanConcurrency = 128
+	listPageKeys         = 1000 // an object store's list page (S3 ListObjectsV2 MaxKeys)
+)
+
+// fleetSample is one sweep of one design over one fleet.
+type fleetSample struct {
+	Stores, Debt int
+	// FixedDebt: the debt of the smallest fleet, not 1 % of this one.
+	FixedDebt bool
+	Design    fleetDesign
+	// Failed is the reason the sweep did not finish ("" = it did).
+	Failed   string
+	Duration time.Duration
+	// Requests are the storage requests of the sweep's discovery (list pages counted as an
+	// object store bills them: one per 1000 keys).
+	Requests int64
+	ByOp     map[string]int64
+	// LargestEvent is the largest event of the sweep's history (proto bytes: the largest
+	// activity input/result/failure, workflow input/result); LargestHeartbeat the largest
+	// heartbeat details seen while it ran.
+	LargestEvent, LargestHeartbeat int
+	// LargestPayload is the largest payload the SDK warned about uploading (> 512 KiB), 0 if
+	// none.
+	LargestPayload    int
+	Events            int
+	RSSStart, RSSPeak int64
+	// TTM is the longest time from a store's debt being planted to its MergeWal start;
+	// Merged counts the indebted stores whose MergeWal started, of Debt.
+	TTM     time.Duration
+	Started int
+	Scanned int
+}
+
+func (s fleetSample) rssGrowth() int64 { return max(s.RSSPeak-s.RSSStart, 0) }
+
+// RunFleet is the fleet scenario.
+func RunFleet(ctx context.Context, o Options) (*Result, error) {
+	res := newResult("fleet", o)
+	sizes := o.FleetSizes
+	if len(sizes) == 0 {
+		sizes = []int{10_000, 100_000}
+		if o.Quick {
+			sizes = []int{2_000, 20_000}
+		}
+	}
+	for _, n := range sizes {
+		if n < 1 || n > 10_000_000 {
+			return nil, fmt.Errorf("fleet: size %d out of range [1, 10000000]", n)
+		}
+	}
+	latency := 10 * time.Millisecond
+	if o.Latency < 0 {
+		latency = 0
+	} else if o.Latency > 0 {
+		latency = o.Latency
+	}
+	budget := 5 * time.Minute
+	if o.Quick {
+		budget = 40 * time.Second
+	}
+	res.param("sizes", fmt.Sprint(sizes))
+	res.param("kind", fleetKind)
+	res.param("debt", "1% (half old: 2 generations sealed 1h ago; half hot: 10 generations)")
+	res.param("workers", fmt.Sprintf("%d in-process instances", fleetWorkers))
+	res.param("latency", latency)
+	res.param("max_starts", fleetMaxStarts)
+	res.param("start_batch", fleetStartBatch)
+	res.param("scan_concurrency", fleetScanConcurrency)
+	res.param("sweep_budget", budget)
+
+	// The SDK logs its payload warnings through the client's logger.
+	warn := &payloadWarnings{}
+	o.Logger = zap.New(warn.wrap(o.logger().Core()))
+	tenv, err := startTemporal(ctx, o, o.OutDir)
+	if err != nil {
+		return nil, err
+	}
+	defer tenv.close()
+
+	// Every size at 1 % debt; every larger size also at the smallest size's debt, for the
+	// issue's ratio "at the same debt".
+	designs := fleetDesigns
+	if len(o.FleetDesigns) > 0 {
+		designs = nil
+		for _, d := range o.FleetDesigns {
+			if !slices.Contains(fleetDesigns, fleetDesign(d)) {
+				return nil, fmt.Errorf("fleet: unknown design %q (want scan or demand)", d)
+			}
+			designs = append(designs, fleetDesign(d))
+		}
+	}
+	res.param("designs", fmt.Sprint(designs))
+	fixed := debtOf(sizes[0])
+	var samples []fleetSample
+	seq := 0
+	for _, n := range sizes {
+		debts := []bool{false}
+		if n != sizes[0] {
+			debts = append(debts, true)
+		}
+		for _, fixedDebt := range debts {
+			debt := debtOf(n)
+			if fixedDebt {
+				debt = fixed
+			}
+			for _, d := range designs {
+				for rep := 0; rep < o.reps(); rep++ {
+					seq++
+					s, err := runFleetOnce(ctx, o, tenv, fleetRun{seq: seq, stores: n, debt: debt, design: d, latency: latency, budget: budget, warn: warn})
+					s.FixedDebt = fixedDebt
+					if errors.Is(err, errDesignUnavailable) {
+						o.progressf("fleet: %d stores, %s: not run (%v)", n, d, err)
+						samples = append(samples, fleetSample{Stores: n, Debt: debt, FixedDebt: fixedDebt, Design: d, Failed: "not run: " + err.Error()})
+						break
+					}
+					if err != nil {
+						return nil, fmt.Errorf("fleet %d stores, %s: %w", n, d, err)
+					}
+					o.progressf("fleet: %d stores, %d in debt, %s: %s", n, debt, d, s.summary())
+					samples = append(samples, s)
+				}
+			}
+		}
+	}
+	fleetReport(res, o, sizes, samples)
+	return res, nil
+}
+
+// fleetRun is one fleet's parameters.
+type fleetRun struct {
+	seq     int
+	stores  int
+	debt    int
+	design  fleetDesign
+	latency time.Duration
+	budget  time.Duration
+	warn    *payloadWarnings
+}
+
+func (s fleetSample) summary() string {
+	if s.Failed != "" {
+		return fmt.Sprintf("FAILED (%s) after %s, %d requests", s.Failed, fmtDur(s.Duration), s.Requests)
+	}
+	return fmt.Sprintf("sweep %s, %d requests, largest event %d B, %d events, RSS +%.0f MiB, %d/%d started, time-to-merge %s",
+		fmtDur(s.Duration), s.Requests, s.LargestEvent, s.Events, mib(s.rssGrowth()), s.Started, s.Debt, fmtDur(s.TTM))
+}
+
+func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun) (fleetSample, error) {
+	s := fleetSample{Stores: r.stores, Design: r.design}
+	in, err := sweepInputFor(r.design, contract.MaintenanceSweepInput{
+		MergeMinGenerations: fleetMergeMin,
+		MaxPendingAge:       fleetMaxAge,
+		MaxStarts:           fleetMaxStarts,
+		// 1000 starts in batches of 32, one batch a second (the default 16 would take 63 s).
+		StartBatch: fleetStartBatch,
+		// The scan at its best: 128 stores' stats read at once instead of 8.
+		ScanConcurrency: fleetScanConcurrency,
+	})
+	if err != nil {
+		return s, err
+	}
+	// The sorted index: memblob sorts every key of the bucket on each list page, which would
+	// make every listing cost the fleet (store/bucket_memsorted.go).
+	url := memURL("fleet") + "?index=sorted"
+	raw, err := store.OpenBucket(ctx, url)
+	if err != nil {
+		return s, err
+	}
+	prefix := fmt.Sprintf("f%d-", r.seq)
+	t0 := time.Now()
+	if err := registerFleet(ctx, raw, prefix, r.stores); err != nil {
+		return s, fmt.Errorf("register: %w", err)
+	}
+	o.progressf("fleet: registered %d stores in %s (%s)", r.stores, fmtDur(time.Since(t0)), r.design)
+	t0 = time.Now()
+	planted, records, err := plantDebt(ctx, url, prefix, r.stores, r.debt, o)
+	if err != nil {
+		return s, fmt.Errorf("plant debt: %w", err)
+	}
+	s.Debt = len(planted)
+	o.progressf("fleet: planted debt in %d stores (%d generations) in %s", len(planted), records, fmtDur(time.Since(t0)))
+
+	hook := &fleetFaults{latency: r.latency, registryPrefix: "_registry/" + string(fleetKind) + "/", registryKeys: int64(r.stores),
+		demandPrefix: "_demand/" + string(fleetKind) + "/", demandKeys: int64(records)}
+	warn := r.warn
+	warn.largest.Store(0)
+	var nodes []*node
+	defer func() {
+		for _, n := range nodes {
+			n.stop(ctx)
+			_ = n.db.Close(context.WithoutCancel(ctx))
+		}
+	}()
+	for i := 0; i < fleetWorkers; i++ {
+		// Each worker has its own handle on the root (closing a DB closes its bucket).
+		db, err := openLatencyDB(ctx, url, hook, storeOptions(fmt.Sprintf("%sw%d", prefix, i), o.logger().Named("store")))
+		if err != nil {
+			return s, err
+		}
+		n, err := startNode(ctx, tenv.client, db, worker.NewMetrics(db.Options().Budget), nodeConfig{
+			FlushInterval: time.Hour, MergeSlots: 4, SharedActivitySlots: 16,
+		}, o.logger())
+		if err != nil {
+			_ = db.Close(ctx)
+			return s, err
+		}
+		nodes = append(nodes, n)
+	}
+
+	// The sweep.
+	// Hand the previous fleet's freed heap back to the OS first, so the growth is this
+	// sweep's and not hidden by memory the runtime still holds.
+	debug.FreeOSMemory()
+	resetPeakRSS()
+	s.RSSStart = procStatus("VmRSS")
+	hook.reset()
+	start := time.Now()
+	sweepID := fmt.Sprintf("fleet-sweep-%d-%d", time.Now().UnixNano(), r.seq)
+	run, err := tenv.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: sweepID, TaskQueue: contract.TaskQueue},
+		contract.MaintenanceSweepWorkflow, in)
+	if err != nil {
+		return s, err
+	}
+	w := watchSweep(ctx, tenv.client, sweepID, run.GetRunID(), r.budget)
+	s.Duration = time.Since(start)
+	s.Failed, s.LargestHeartbeat = w.failed, w.heartbeat
+	s.RSSPeak = procStatus("VmHWM")
+	stopped := time.Now()
+	if s.Failed != "" {
+		_ = tenv.client.TerminateWorkflow(context.WithoutCancel(ctx), sweepID, run.GetRunID(), "fleet bench: "+s.Failed)
+	} else {
+		var out contract.MaintenanceSweepResult
+		if err := run.Get(ctx, &out); err != nil {
+			s.Failed = "failed: " + firstLine(err.Error())
+		} else if len(out.ScanErrors) > 0 {
+			// The sweep "succeeds" with the kind's scan failed: nothing of that kind starts.
+			s.Failed = "failed: scan error " + firstLine(out.ScanErrors[0])
+		}
+		s.Scanned = out.Scanned
+	}
+	h, err := historyOf(ctx, tenv.client, sweepID, run.GetRunID())
+	if err != nil {
+		return s, err
+	}
+	s.Events, s.LargestEvent = h.events, h.largest
+	// Count up to the end of discovery (a failed sweep: up to when it was stopped).
+	until := h.discoveryEnd
+	if until.IsZero() || s.Failed != "" {
+		until = stopped
+	}
+	// A result gRPC refused never reaches the history: the SDK's payload warning names it.
+	if big := warn.largest.Swap(0); big > 0 {
+		s.LargestPayload = int(big)
+		if s.Failed != "" && big > grpcMaxMessage {
+			s.Failed = fmt.Sprintf("failed: a %.1f MB activity result exceeds gRPC's 4 MiB (the worker could not report it; %s)", float64(big)/1e6, strings.TrimPrefix(s.Failed, "failed: "))
+		}
+	}
+	s.Requests, s.ByOp = hook.countBefore(until)
+	// A failed sweep may have started some merges before it stopped: count them too.
+	wait := 30 * time.Second
+	if s.Failed != "" {
+		wait = 3 * time.Second
+	}
+	s.Started, s.TTM, err = timeToMerge(ctx, tenv.client, start, planted, wait)
+	if err != nil {
+		return s, err
+	}
+	terminateMerges(ctx, tenv.client, start, prefix)
+	for _, n := range nodes {
+		n.stop(ctx)
+		_ = n.db.Close(context.WithoutCancel(ctx))
+	}
+	nodes = nil
+	// mem:// roots live as long as the process: drop this fleet's objects so the next
+	// fleet's memory is its own.
+	for _, p := range []string{"_registry/", string(fleetKind) + "/", "_demand/"} {
+		objs, err := raw.List(ctx, p)
+		if err != nil {
+			continue
+		}
+		for _, ob := range objs {
+			_ = raw.Delete(ctx, ob.Key)
+		}
+	}
+	return s, nil
+}
+
+// registerFleet writes n stores' registry entry and store.json straight into the bucket:
+// the bytes DB.Create writes (docs/FORMAT.md §1), taken from a template store created in a
+// scratch bucket, with the template's name replaced. 1M stores take seconds this way; DB.Create
+// would also keep every store resident in the creating DB.
+func registerFleet(ctx context.Context, b *store.Bucket, prefix string, n int) error {
+	const tmplName = "fleet-template-name"
+	tdb, err := store.OpenDB(ctx, memURL("fleet-template"), storeOptions("fleet-template", nil))
+	if err != nil {
+		return err
+	}
+	t := store.Target{Kind: fleetKind, Name: tmplName}
+	if _, err := createGeneric(ctx, tdb, tmplName); err != nil {
+		return err
+	}
+	tb := tdb.Bucket()
+	reg, err := tb.Get(ctx, "_registry/"+string(fleetKind)+"/"+tmplName+".json")
+	if err != nil {
+		return err
+	}
+	meta, err := tb.Get(ctx, t.Path()+"/store.json")
+	if err != nil {
+		return err
+	}
+	_ = tdb.Close(ctx)
+	quoted := []byte(`"` + tmplName + `"`)
+	if bytes.Count(reg, quoted) != 1 || bytes.Count(meta, quoted) != 1 {
+		return fmt.Errorf("template store's objects name it %d and %d times, want once each", bytes.Count(reg, quoted), bytes.Count(meta, quoted))
+	}
+	var g errgroup.Group
+	g.SetLimit(4)
+	const chunk = 10_000
+	for lo := 0; lo < n; lo += chunk {
+		g.Go(func() error {
+			for i := lo; i < min(lo+chunk, n); i++ {
+				name := fleetName(prefix, i)
+				q := []byte(`"` + name + `"`)
+				if err := b.Put(ctx, "_registry/"+string(fleetKind)+"/"+name+".json", bytes.Replace(reg, quoted, q, 1)); err != nil {
+					return err
+				}
+				if err := b.Put(ctx, string(fleetKind)+"/"+name+"/store.json", bytes.Replace(meta, quoted, q, 1)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+func fleetName(prefix string, i int) string { return fmt.Sprintf("%s%07d", prefix, i) }
+
+func debtOf(n int) int { return max(n/100, 1) }
+
+// plantDebt seals generations in debt of the n stores (spread evenly), through two writers that
+// are closed afterwards: the even ones get fleetOldGens generations sealed an hour ago, the
+// odd ones fleetHotGens fresh ones. It returns when each store's last seal returned, and the
+// number of generations sealed.
+func plantDebt(ctx context.Context, url, prefix string, n, debt int, o Options) (map[store.Target]time.Time, int, error) {
+	old, err := store.OpenDB(ctx, url, storeOptions(prefix+"writer-old", o.logger().Named("store"), func(so *store.Options) {
+		so.Now = func() time.Time { return time.Now().Add(-time.Hour) }
+	}))
+	if err != nil {
+		return nil, 0, err
+	}
+	hot, err := store.OpenDB(ctx, url, storeOptions(prefix+"writer-hot", o.logger().Named("store")))
+	if err != nil {
+		_ = old.Close(ctx)
+		return nil, 0, err
+	}
+	defer func() {
+		_ = old.Close(context.WithoutCancel(ctx))
+		_ = hot.Close(context.WithoutCancel(ctx))
+	}()
+	var mu sync.Mutex
+	planted := make(map[store.Target]time.Time, debt)
+	var gens atomic.Int64
+	var g errgroup.Group
+	g.SetLimit(8)
+	for j := 0; j < debt; j++ {
+		g.Go(func() error {
+			db, k := old, fleetOldGens
+			if j%2 == 1 {
+				db, k = hot, fleetHotGens
+			}
+			t := store.Target{Kind: fleetKind, Name: fleetName(prefix, j*(n/debt))}
+			st, err := db.Open(ctx, t)
+			if err != nil {
+				return err
+			}
+			if err := writeGenerations(ctx, st, k, 1, 64, 1, int64(j)); err != nil {
+				return fmt.Errorf("%s: %w", t, err)
+			}
+			gens.Add(int64(k))
+			mu.Lock()
+			planted[t] = time.Now()
+			mu.Unlock()
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, 0, err
+	}
+	return planted, int(gens.Load()), nil
+}
+
+// fleetFaults models the object store for the workers: every request pays latency and is
+// counted by operation. A listing of the registry or of the demand index is counted, and
+// slept, as the pages an object store would serve (one per listPageKeys keys; mem:// lists
+// in one call): the bench knows how many keys each holds.
+type fleetFaults struct {
+	latency        time.Duration
+	registryPrefix string
+	registryKeys   int64
+	demandPrefix   string
+	demandKeys     int64
+
+	mu    sync.Mutex
+	since time.Time                  // REQUIRES: mu
+	byMs  map[int64]map[string]int64 // REQUIRES: mu; requests per op, per millisecond since `since`
+}
+
+func (f *fleetFaults) Before(op, key string) error {
+	pages := int64(1)
+	if op == store.OpList {
+		switch key {
+		case f.registryPrefix:
+			pages = max(1, (f.registryKeys+listPageKeys-1)/listPageKeys)
+		case f.demandPrefix:
+			pages = max(1, (f.demandKeys+listPageKeys-1)/listPageKeys)
+		}
+	}
+	f.mu.Lock()
+	if f.byMs != nil {
+		ms := time.Since(f.since).Milliseconds()
+		m := f.byMs[ms]
+		if m == nil {
+			m = map[string]int64{}
+			f.byMs[ms] = m
+		}
+		m[op] += pages
+	}
+	f.mu.Unlock()
+	if f.latency > 0 {
+		time.Sleep(time.Duration(pages) * f.latency)
+	}
+	return nil
+}
+
+func (f *fleetFaults) After(op, key string, err error) error { return err }
+
+// reset starts counting from now.
+func (f *fleetFaults) reset() {
+	f.mu.Lock()
+	f.since, f.byMs = time.Now(), map[int64]map[string]int64{}
+	f.mu.Unlock()
+}
+
+// countBefore returns the requests issued before `until` (zero = all so far), by operation.
+func (f *fleetFaults) countBefore(until time.Time) (int64, map[string]int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var total int64
+	out := map[string]int64{}
+	for ms, m := range f.byMs {
+		if !until.IsZero() && !f.since.Add(time.Duration(ms)*time.Millisecond).Before(until) {
+			continue
+		}
+		for op, v := range m {
+			out[op] += v
+			total += v
+		}
+	}
+	return total, out
+}
+
+// sweepWatch is what watchSweep saw.
+type sweepWatch struct {
+	failed    string
+	heartbeat int
+}
+
+// watchSweep polls the sweep until it closes, its discovery activity fails an attempt, or
+// the budget runs out, and keeps the largest heartbeat details of its discovery activities.
+func watchSweep(ctx context.Context, c client.Client, id, runID string, budget time.Duration) sweepWatch {
+	var w sweepWatch
+	deadline := time.Now().Add(budget)
+	for {
+		d, err := c.DescribeWorkflowExecution(ctx, id, runID)
+		if err != nil {
+			w.failed = "describe: " + firstLine(err.Error())
+			return w
+		}
+		if d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			return w
+		}
+		for _, pa := range d.GetPendingActivities() {
+			if !discoveryActivities[pa.GetActivityType().GetName()] {
+				continue
+			}
+			w.heartbeat = max(w.heartbeat, proto.Size(pa.GetHeartbeatDetails()))
+			if pa.GetAttempt() > 1 && pa.GetLastFailure() != nil {
+				w.failed = fmt.Sprintf("failed: %s attempt %d: %s", pa.GetActivityType().GetName(), pa.GetAttempt()-1, firstLine(pa.GetLastFailure().GetMessage()))
+				return w
+			}
+		}
+		if time.Now().After(deadline) {
+			w.failed = fmt.Sprintf("failed: not finished within %s", budget)
+			return w
+		}
+		select {
+		case <-ctx.Done():
+			w.failed = ctx.Err().Error()
+			return w
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// sweepHistory is what a sweep's history shows.
+type sweepHistory struct {
+	events, largest int
+	// discoveryEnd is when discovery ended: the last discovery activity closed, or the first
+	// StartWorkflows started if that was earlier (no MergeWal exists before it). Zero if
+	// neither happened.
+	discoveryEnd time.Time
+}
+
+// historyOf reads a workflow run's history: its events, the size of the largest, and when
+// discovery ended.
+func historyOf(ctx context.Context, c client.Client, id, runID string) (sweepHistory, error) {
+	var h sweepHistory
+	types := map[int64]string{}
+	var lastDiscovery, firstStart time.Time
+	it := c.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			return h, err
+		}
+		h.events++
+		h.largest = max(h.largest, proto.Size(ev))
+		at := ev.GetEventTime().AsTime()
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil {
+			types[ev.GetEventId()] = a.GetActivityType().GetName()
+		}
+		if a := ev.GetActivityTaskStartedEventAttributes(); a != nil && types[a.GetScheduledEventId()] == contract.StartWorkflowsActivity && firstStart.IsZero() {
+			firstStart = at
+		}
+		var sched int64
+		switch {
+		case ev.GetActivityTaskCompletedEventAttributes() != nil:
+			sched = ev.GetActivityTaskCompletedEventAttributes().GetScheduledEventId()
+		case ev.GetActivityTaskFailedEventAttributes() != nil:
+			sched = ev.GetActivityTaskFailedEventAttributes().GetScheduledEventId()
+		case ev.GetActivityTaskTimedOutEventAttributes() != nil:
+			sched = ev.GetActivityTaskTimedOutEventAttributes().GetScheduledEventId()
+		}
+		if sched != 0 && discoveryActivities[types[sched]] {
+			lastDiscovery = at
+		}
+	}
+	h.discoveryEnd = lastDiscovery
+	if !firstStart.IsZero() && (h.discoveryEnd.IsZero() || firstStart.Before(h.discoveryEnd)) {
+		h.discoveryEnd = firstStart
+	}
+	return h, nil
+}
+
+// timeToMerge waits (up to wait, visibility is eventually consistent) for every planted
+// store's MergeWal start to be visible and returns how many were, and the longest time from a
+// store's planting to its MergeWal's start.
+func timeToMerge(ctx context.Context, c client.Client, since time.Time, planted map[store.Target]time.Time, wait time.Duration) (int, time.Duration, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		starts := map[string]time.Time{}
+		var token []byte
+		for {
+			resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+				Query:         fmt.Sprintf("WorkflowType = '%s' AND StartTime >= '%s'", contract.MergeWalWorkflow, since.UTC().Format(time.RFC3339Nano)),
+				NextPageToken: token,
+			})
+			if err != nil {
+				return 0, 0, err
+			}
+			for _, e := range resp.GetExecutions() {
+				starts[e.GetExecution().GetWorkflowId()] = e.GetStartTime().AsTime()
+			}
+			if token = resp.GetNextPageToken(); len(token) == 0 {
+				break
+			}
+		}
+		n, worst := 0, time.Duration(0)
+		for t, at := range planted {
+			if st, ok := starts[contract.MergeWalID(t)]; ok {
+				n++
+				worst = max(worst, st.Sub(at))
+			}
+		}
+		if n == len(planted) || time.Now().After(deadline) {
+			return n, worst, nil
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// terminateMerges ends the MergeWal runs this fleet's sweep started, so the next fleet's
+// sweep is measured alone.
+func terminateMerges(ctx context.Context, c client.Client, since time.Time, prefix string) {
+	var token []byte
+	for {
+		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+			Query:         fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus = 'Running' AND StartTime >= '%s'", contract.MergeWalWorkflow, since.UTC().Format(time.RFC3339Nano)),
+			NextPageToken: token,
+		})
+		if err != nil {
+			return
+		}
+		for _, e := range resp.GetExecutions() {
+			if id := e.GetExecution().GetWorkflowId(); strings.Contains(id, "/"+prefix) {
+				_ = c.TerminateWorkflow(context.WithoutCancel(ctx), id, e.GetExecution().GetRunId(), "fleet bench: next fleet")
+			}
+		}
+		if token = resp.GetNextPageToken(); len(token) == 0 {
+			return
+		}
+	}
+}
+
+// resetPeakRSS resets the process's VmHWM to its current RSS (Linux ≥ 4.0: writing 5 to
+// /proc/self/clear_refs), so the next VmHWM read is the peak since now.
+func resetPeakRSS() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0o644) }
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
+}
+
+// fleetKey names one cell of the report: a design at a fleet size, at 1 % debt or at the
+// smallest fleet's debt.
+type fleetKey struct {
+	design fleetDesign
+	stores int
+	fixed  bool
+}
+
+func (k fleetKey) valuePrefix() string {
+	if k.fixed {
+		return fmt.Sprintf("%s_%d_fixed_", k.design, k.stores)
+	}
+	return fmt.Sprintf("%s_%d_", k.design, k.stores)
+}
+
+// fleetReport fills res from the samples: a table per design, values, targets and plots.
+func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
+	aggs := map[fleetKey]*fleetAgg{}
+	var order []fleetKey
+	for _, s := range samples {
+		k := fleetKey{s.Design, s.Stores, s.FixedDebt}
+		a := aggs[k]
+		if a == nil {
+			a = &fleetAgg{}
+			aggs[k] = a
+			order = append(order, k)
+		}
+		a.add(s)
+	}
+	for _, a := range aggs {
+		a.finish()
+	}
+	for _, d := range fleetDesigns {
+		t := Table{
+			Title: fmt.Sprintf("Design %q: one sweep per fleet, median over repetitions", d),
+			Header: []string{"stores", "in debt", "outcome", "sweep", "storage requests", "by operation", "largest event (B)",
+				"largest heartbeat (B)", "history events", "RSS growth (MiB)", "MergeWal started", "time-to-merge (max)"},
+		}
+		for _, k := range order {
+			if k.design != d {
+				continue
+			}
+			a := aggs[k]
+			key := k.valuePrefix()
+			debt := fmt.Sprintf("%d (1%%)", a.debt)
+			if k.fixed {
+				debt = fmt.Sprintf("%d (as at %d)", a.debt, sizes[0])
+			}
+			outcome := "finished"
+			res.Values[key+"failed"] = 0
+			if a.failed != "" {
+				outcome = a.failed
+				res.Values[key+"failed"] = 1
+			}
+			if a.notRun() {
+				t.Rows = append(t.Rows, []string{fmt.Sprint(k.stores), debt, outcome, "-", "-", "-", "-", "-", "-", "-", "-", "-"})
+				continue
+			}
+			res.Values[key+"sweep_s"] = a.dur.Median
+			res.Values[key+"requests"] = a.req.Median
+			res.Values[key+"largest_event_bytes"] = a.ev.Median
+			res.Values[key+"largest_heartbeat_bytes"] = a.hb
+			res.Values[key+"history_events"] = a.events.Median
+			res.Values[key+"rss_growth_mib"] = a.rss.Median
+			res.Values[key+"debt"] = float64(a.debt)
+			ttm := "-"
+			res.Values[key+"started"] = float64(a.started)
+			res.Values[key+"largest_payload_bytes"] = a.payload
+			if a.started > 0 {
+				res.Values[key+"ttm_s"] = a.ttm.Median
+				ttm = a.ttm.fmt("%.1f") + " s"
+			}
+			t.Rows = append(t.Rows, []string{fmt.Sprint(k.stores), debt, outcome, a.dur.fmt("%.1f") + " s", a.req.fmt("%.0f"),
+				fmtOps(a.byOp), a.ev.fmt("%.0f"), fmt.Sprintf("%.0f", a.hb), a.events.fmt("%.0f"), a.rss.fmt("%.1f"),
+				fmt.Sprintf("%d/%d", a.started, a.debt), ttm})
+		}
+		if len(t.Rows) > 0 {
+			res.Tables = append(res.Tables, t)
+		}
+	}
+
+	lo, hi := sizes[0], sizes[len(sizes)-1]
+	for _, d := range fleetDesigns {
+		if a := aggs[fleetKey{d, lo, false}]; a == nil || a.notRun() {
+			continue
+		}
+		var mine []fleetKey
+		for _, k := range order {
+			if k.design == d {
+				mine = append(mine, k)
+			}
+		}
+		line := func(f func(k fleetKey, a *fleetAgg) string) string {
+			var parts []string
+			for _, k := range mine {
+				label := fmt.Sprint(k.stores)
+				if k.fixed {
+					label += " (same debt)"
+				}
+				parts = append(parts, label+": "+f(k, aggs[k]))
+			}
+			return strings.Join(parts, "; ")
+		}
+		allOK, bounded, payload, events, ttmOK := true, true, true, true, true
+		for _, k := range mine {
+			a := aggs[k]
+			if a.failed != "" {
+				allOK = false
+				continue
+			}
+			bounded = bounded && a.req.Median <= float64(2*a.debt+100)
+			payload = payload && a.ev.Median <= 256<<10 && a.hb <= 256<<10 && a.payload <= 256<<10
+			events = events && a.events.Median <= 10_000
+			ttmOK = ttmOK && a.ttm.Median <= fleetInterval.Seconds() && a.started == a.debt
+		}
+		name := string(d)
+		res.target(name+": every sweep finishes", "no failed sweep at any size", line(func(_ fleetKey, a *fleetAgg) string {
+			if a.failed != "" {
+				return a.failed
+			}
+			return "finished"
+		}), allOK)
+		if a := aggs[fleetKey{d, hi, false}]; a.failed == "" {
+			res.target(name+": sweep within its interval", fmt.Sprintf("≤ %s at %d stores", fleetInterval, hi), fmt.Sprintf("%.1f s", a.dur.Median), a.dur.Median <= fleetInterval.Seconds())
+		}
+		res.target(name+": requests per sweep", "≤ 2 × stores in debt + 100", line(func(_ fleetKey, a *fleetAgg) string {
+			if a.failed != "" {
+				return "failed"
+			}
+			return fmt.Sprintf("%.0f (bound %d)", a.req.Median, 2*a.debt+100)
+		}), bounded && allOK)
+		a0, a1 := aggs[fleetKey{d, lo, false}], aggs[fleetKey{d, hi, true}]
+		if a1 != nil {
+			if a0.failed == "" && a1.failed == "" && a0.req.Median > 0 {
+				r := a1.req.Median / a0.req.Median
+				res.Values[name+"_requests_ratio"] = r
+				res.target(name+": requests ratio at the same debt", fmt.Sprintf("≤ 1.5 from %d to %d stores, %d in debt", lo, hi, a0.debt), fmt.Sprintf("%.2f", r), r <= 1.5)
+				g := (a1.rss.Median + 1) / (a0.rss.Median + 1)
+				res.Values[name+"_rss_ratio"] = g
+				res.target(name+": worker RSS growth during the sweep", fmt.Sprintf("flat: (growth + 1 MiB) ratio ≤ 1.3 from %d to %d stores at the same debt", lo, hi),
+					fmt.Sprintf("%.1f → %.1f MiB (%.2f)", a0.rss.Median, a1.rss.Median, g), g <= 1.3)
+			} else {
+				res.target(name+": requests ratio at the same debt", fmt.Sprintf("≤ 1.5 from %d to %d stores", lo, hi), "a sweep failed", false)
+			}
+		}
+		res.target(name+": largest payload", "≤ 256 KiB (largest history event; heartbeat details)", line(func(_ fleetKey, a *fleetAgg) string {
+			if a.payload > 0 {
+				return fmt.Sprintf("%.0f KiB, %.0f KiB; SDK warned of a %.0f KiB payload", a.ev.Median/1024, a.hb/1024, a.payload/1024)
+			}
+			return fmt.Sprintf("%.0f KiB, %.0f KiB", a.ev.Median/1024, a.hb/1024)
+		}), payload && allOK)
+		res.target(name+": sweep history", "≤ 10,000 events", line(func(_ fleetKey, a *fleetAgg) string { return fmt.Sprintf("%.0f", a.events.Median) }), events)
+		res.target(name+": time-to-merge", fmt.Sprintf("every indebted store's MergeWal started ≤ %s after its debt was planted", fleetInterval), line(func(_ fleetKey, a *fleetAgg) string {
+			if a.started == 0 {
+				return fmt.Sprintf("0/%d started", a.debt)
+			}
+			return fmt.Sprintf("%.1f s, %d/%d started", a.ttm.Median, a.started, a.debt)
+		}), ttmOK && allOK)
+	}
+	res.note("Workers: %d in-process walkeeper instances (own instance ID, store handle, shard queue; shared-queue workflow and activity workers) against one Temporal dev server; mem:// is per process, so worker child processes would need a storage server shared between processes. RSS is the bench process's (workers, the mem:// fleet, the client): the table reports its growth during the sweep (VmHWM after the sweep, reset through /proc/self/clear_refs at its start, minus VmRSS at its start).", fleetWorkers)
+	res.note("Storage requests: every request of the 8 workers from the sweep's start until its discovery activity (ScanStats or ScanDemand) completed; the MergeWal runs it starts afterwards are not counted. A listing of the registry or of the demand index counts (and sleeps) one request per 1000 keys, as an object store pages it.")
+	res.note("Time-to-merge: the sweep starts when the debt is planted (the best phase); with a schedule every interval add up to one interval. The old debt was sealed an hour ago (past MaxPendingAge) at planting, so it has crossed its threshold at the planting time.")
+	res.note("The fleet is registered without latency by writing the registry entry and store.json of each store directly (the bytes DB.Create writes for a template store); the debt goes through the seal path of two writers closed afterwards. The scan side reads 128 stores' stats at once (ScanConcurrency; default 8); starts go in batches of 32 (StartBatch; default 16), one batch a second.")
+
+	if o.OutDir == "" {
+		return
+	}
+	plotOne := func(file, title, ylabel string, withFixed, withFailed, logY bool, val func(a *fleetAgg) float64) {
+		var lines []series
+		for i, d := range fleetDesigns {
+			for _, fixed := range []bool{false, true} {
+				if fixed && !withFixed {
+					continue
+				}
+				name := string(d) + ", 1% in debt"
+				if fixed {
+					name = fmt.Sprintf("%s, %d in debt", d, debtOf(lo))
+				}
+				s := series{Name: name, Color: []color.Color{colBaseline, colWalkeeper}[i], Dashed: fixed, Points: true, LogY: logY}
+				for _, n := range sizes {
+					k := fleetKey{d, n, fixed && n != lo}
+					a := aggs[k]
+					if a == nil || a.notRun() || a.failed != "" && !withFailed {
+						continue
+					}
+					s.X = append(s.X, float64(n))
+					s.Y = append(s.Y, max(val(a), 1e-3))
+				}
+				if len(s.X) > 0 {
+					lines = append(lines, s)
+				}
+			}
+		}
+		p := filepath.Join(o.OutDir, file)
+		if err := savePlot(p, title, "registered stores", ylabel, lines, nil, 520, 340); err == nil {
+			res.Files = append(res.Files, p)
+		}
+	}
+	plotOne("fleet-sweep-duration.png", "Sweep duration (failed sweeps: until stopped)", "seconds", true, true, false, func(a *fleetAgg) float64 { return a.dur.Median })
+	plotOne("fleet-requests.png", "Storage requests per sweep (failed sweeps: until stopped)", "requests (log)", true, true, true, func(a *fleetAgg) float64 { return a.req.Median })
+	plotOne("fleet-rss.png", "Worker process RSS growth during the sweep", "MiB", true, true, false, func(a *fleetAgg) float64 { return a.rss.Median })
+	plotOne("fleet-time-to-merge.png", "Debt planted to MergeWal start (max; finished sweeps)", "seconds", false, false, false, func(a *fleetAgg) float64 { return a.ttm.Median })
+	if csv, err := createCSV(filepath.Join(o.OutDir, "fleet.csv"), "design", "stores", "debt", "fixed_debt", "failed", "sweep_s", "requests", "largest_event_bytes", "largest_heartbeat_bytes", "history_events", "rss_growth_mib", "started", "ttm_s", "largest_payload_bytes"); err == nil {
+		for _, s := range samples {
+			csv.row(string(s.Design), s.Stores, s.Debt, s.FixedDebt, strings.ReplaceAll(s.Failed, ",", ";"), s.Duration.Seconds(), s.Requests, s.LargestEvent, s.LargestHeartbeat, s.Events, mib(s.rssGrowth()), s.Started, s.TTM.Seconds(), s.LargestPayload)
+		}
+		_ = csv.close()
+		res.Files = append(res.Files, filepath.Join(o.OutDir, "fleet.csv"))
+	}
+}
+
+func fmtOps(m map[string]int64) string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	var parts []string
+	for _, k := range ks {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// fleetAgg is one design at one fleet size and debt over its repetitions.
+type fleetAgg struct {
+	samples                        []fleetSample
+	failed                         string
+	dur, req, ev, events, rss, ttm spread
+	hb, payload                    float64
+	started, debt                  int
+	byOp                           map[string]int64
+}
+
+func (a *fleetAgg) add(s fleetSample) { a.samples = append(a.samples, s) }
+
+func (a *fleetAgg) notRun() bool { return strings.HasPrefix(a.failed, "not run") }
+
+// finish computes the medians; a failure of any repetition is the cell's outcome.
+func (a *fleetAgg) finish() {
+	var dur, req, ev, events, rss, ttm []float64
+	for _, s := range a.samples {
+		a.debt = s.Debt
+		if s.Failed != "" {
+			a.failed = s.Failed
+		}
+		dur = append(dur, s.Duration.Seconds())
+		req = append(req, float64(s.Requests))
+		ev = append(ev, float64(s.LargestEvent))
+		events = append(events, float64(s.Events))
+		rss = append(rss, mib(s.rssGrowth()))
+		ttm = append(ttm, s.TTM.Seconds())
+		a.hb = max(a.hb, float64(s.LargestHeartbeat))
+		a.payload = max(a.payload, float64(s.LargestPayload))
+		a.started = s.Started
+		a.byOp = s.ByOp
+	}
+	a.dur, a.req, a.ev, a.events, a.rss, a.ttm = spreadOf(dur), spreadOf(req), spreadOf(ev), spreadOf(events), spreadOf(rss), spreadOf(ttm)
+}
+
+// grpcMaxMessage is gRPC's default message limit, which Temporal's frontend keeps.
+const grpcMaxMessage = 4 << 20
+
+// payloadWarnings records the largest PayloadSize of the SDK's "payload over the warning
+// limit" log lines (TMPRL1103), which the workers log before sending a result: the only trace
+// of a result that gRPC then refuses.
+type payloadWarnings struct{ largest atomic.Int64 }
+
+func (p *payloadWarnings) wrap(c zapcore.Core) zapcore.Core { return &payloadCore{Core: c, p: p} }
+
+type payloadCore struct {
+	zapcore.Core
+	p *payloadWarnings
+}
+
+func (c *payloadCore) With(fs []zapcore.Field) zapcore.Core {
+	return &payloadCore{Core: c.Core.With(fs), p: c.p}
+}
+
+func (c *payloadCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	if strings.Contains(e.Message, "TMPRL1103") {
+		ce = ce.AddCore(e, c)
+	}
+	return c.Core.Check(e, ce)
+}
+
+func (c *payloadCore) Write(e zapcore.Entry, fs []zapcore.Field) error {
+	if !strings.Contains(e.Message, "TMPRL1103") {
+		return c.Core.Write(e, fs)
+	}
+	for _, f := range fs {
+		switch f.Type {
+		case zapcore.Int64Type, zapcore.Int32Type, zapcore.Int16Type, zapcore.Int8Type,
+			zapcore.Uint64Type, zapcore.Uint32Type, zapcore.Uint16Type, zapcore.Uint8Type:
+		default:
+			continue
+		}
+		if f.Key == "PayloadSize" {
+			for {
+				cur := c.p.largest.Load()
+				if f.Integer <= cur || c.p.largest.CompareAndSwap(cur, f.Integer) {
+					break
+				}
+			}
+		}
+	}
+	return nil
+}

@@ -217,9 +217,9 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 	if err != nil {
 		return s, err
 	}
-	// The sorted index: memblob sorts every key of the bucket on each list page, which would
-	// make every listing cost the fleet (store/bucket_memsorted.go).
-	url := memURL("fleet") + "?index=sorted"
+	// mem:// keeps a sorted key index (store/bucket_mem.go), so a listing page costs what an
+	// object store's does, not a sort of the whole fleet (gocloud's memblob did that).
+	url := memURL("fleet")
 	raw, err := store.OpenBucket(ctx, url)
 	if err != nil {
 		return s, err

@@ -107,10 +107,6 @@ func OpenBucket(ctx context.Context, rawURL string) (*Bucket, error) {
 	case "file":
 		be, err = openFileBackend(ctx, rawURL, u)
 	case "mem":
-		if u.Query().Get("index") == "sorted" {
-			be = openSortedMemBackend(rawURL)
-			break
-		}
 		be, err = openMemBackend(ctx, rawURL)
 	case "s3", "gs", "azblob":
 		be, err = openGocloudBackend(ctx, rawURL)

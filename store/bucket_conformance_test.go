@@ -62,9 +62,6 @@ func localOpeners() map[string]bucketconformance.Opener {
 		"mem": func(t *testing.T) *store.Bucket {
 			return open(t, fmt.Sprintf("mem://conformance-%d", memSeq.Add(1)))
 		},
-		"mem-sorted": func(t *testing.T) *store.Bucket {
-			return open(t, fmt.Sprintf("mem://conformance-%d?index=sorted", memSeq.Add(1)))
-		},
 	}
 }
 

@@ -3,6 +3,7 @@ package workflows
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -111,6 +112,30 @@ func (r *mergeRun) activitySummary(kind string, sh *shardRun, shared bool) strin
 	}
 	return s
 }
+
+// roundSummary names a CommitRound in Temporal Web by the shards and passes it commits:
+// "commit round: shard 3f2a pass 2, shard 9c01 pass 1". At most roundSummaryShards are named
+// (a round holds up to contract.MaxRoundShards), the rest counted.
+func (r *mergeRun) roundSummary(batch []*commitRequest) string {
+	if !r.observe {
+		return "commit round"
+	}
+	var b strings.Builder
+	b.WriteString("commit round:")
+	for i, req := range batch {
+		if i == roundSummaryShards {
+			fmt.Fprintf(&b, " +%d more", len(batch)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, " shard %s pass %d", contract.ShardLabel(req.sh.res.Shard), req.sh.res.Passes+1)
+	}
+	return b.String()
+}
+
+const roundSummaryShards = 8
 
 // plural is "1 pass", "3 passes", "2 shards". Pure.
 func plural(n int, noun string) string {

@@ -97,7 +97,7 @@ func (r *mergeRun) commitRound(ctx workflow.Context, batch []*commitRequest) {
 	r.changed()
 	var res contract.CommitRoundResult
 	w := r.tr.newWatch(contract.CommitRoundActivity, "", contract.TaskQueue)
-	err := r.tr.exec(ctx, commitRoundOptions(), w, params, &res)
+	err := r.tr.exec(ctx, withSummary(commitRoundOptions(), r.roundSummary(batch)), w, params, &res)
 	if err == nil && len(res.Shards) != len(batch) {
 		err = temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("round commit answered for %d shards, asked for %d", len(res.Shards), len(batch)),

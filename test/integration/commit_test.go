@@ -116,9 +116,13 @@ func TestOneCommitInFlightPerTable(t *testing.T) {
 		counting.versions = nil
 		counting.mu.Unlock()
 
+		// One shard per commit: this test counts one Commit per pass and one base version per
+		// commit. Round commits (several shards in one version) are the store's and the
+		// workflow tests' (store/merge_commit_round_test.go, workflows/merge_round_commit_test.go).
 		run := e.startMerge(target, contract.MergeWalInput{
-			MaxGenerations:  ptr(1),
-			ParallelPrepare: mode.parallel,
+			MaxGenerations:     ptr(1),
+			ParallelPrepare:    mode.parallel,
+			MaxShardsPerCommit: 1,
 		})
 		res := e.mergeResult(run, waitLong)
 

@@ -53,7 +53,13 @@ func TestChildProcess(t *testing.T) {
 
 func runQuick(t *testing.T, name string, tweak ...func(*Options)) *Result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	// A deadline, not a bound: the memory scenario writes 2,000 generations, which takes
+	// ~4 minutes on a race-built binary (a timing bound, so it relaxes under -race).
+	deadline := 4 * time.Minute
+	if raceEnabled {
+		deadline = 12 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
 	start := time.Now()
 	o := quickOptions(t)

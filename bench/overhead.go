@@ -343,7 +343,7 @@ func RunTemporalOverhead(ctx context.Context, o Options) (*Result, error) {
 		t0 := time.Now()
 		run, err := servers[0].tenv.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 			ID: fmt.Sprintf("bench-sweep-%d-%d", time.Now().UnixNano(), rep), TaskQueue: contract.TaskQueue,
-		}, contract.MaintenanceSweepWorkflow, contract.MaintenanceSweepInput{})
+		}, contract.MaintenanceSweepWorkflow, contract.MaintenanceSweepInput{Discovery: contract.DiscoveryScan}) // the full scan: the cost of reading every store
 		if err != nil {
 			return nil, err
 		}

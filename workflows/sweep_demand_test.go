@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,8 +31,11 @@ func demandFor(byKind map[string]contract.ScanDemandResult) func(context.Context
 func TestDemandSweepStartsCandidatesInDebtOrder(t *testing.T) {
 	env := newEnv(t)
 	var params []contract.ScanDemandParams
+	var paramsMu sync.Mutex // the testsuite runs the per-kind scans concurrently
 	env.OnActivity(contract.ScanDemandActivity, anyCtx, anyArg).Return(func(ctx context.Context, p contract.ScanDemandParams) (contract.ScanDemandResult, error) {
+		paramsMu.Lock()
 		params = append(params, p)
+		paramsMu.Unlock()
 		return demandFor(map[string]contract.ScanDemandResult{
 			"generic": {StoresWithDebt: 40, Records: 90, Qualified: 5, Targets: []contract.DemandTarget{
 				{Target: "generic:old", Pending: 1, MaxShardPending: 1, PendingShards: 1, OldestPendingAge: time.Hour},

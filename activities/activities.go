@@ -139,3 +139,33 @@ func withWorkerStop(ctx context.Context) (context.Context, func() bool) {
 }
 
 var errWorkerStopping = errors.New("worker is shutting down")
+
+// storeCall is the frame every store-calling activity (Prepare, Commit, CommitRound,
+// CompactBase) runs in: a context that also ends when the worker stops, the liveness
+// reporter, and, at the end, the metric and the Temporal error mapping (a.done).
+type storeCall struct {
+	a        *Activities
+	name     string
+	start    time.Time
+	stopping func() bool
+	rep      *reporter
+}
+
+// beginStoreCall starts the frame; the activity defers end with its result error.
+func (a *Activities) beginStoreCall(ctx context.Context, name string, notifyAfter time.Duration, runningNotice bool, details any) (context.Context, *storeCall) {
+	c := &storeCall{a: a, name: name, start: time.Now()}
+	ctx, c.stopping = withWorkerStop(ctx)
+	c.rep = a.startReporter(ctx, notifyAfter, runningNotice, details)
+	return ctx, c
+}
+
+// end maps err (a cancellation caused by the worker stopping becomes errWorkerStopping),
+// records the outcome for kind and stops the reporter. It returns the error to return.
+func (c *storeCall) end(kind store.Kind, outcome string, err error) error {
+	if c.stopping() && errors.Is(err, context.Canceled) {
+		err = errWorkerStopping
+	}
+	err = c.a.done(c.name, kind, c.start, outcome, err)
+	c.rep.finish(err)
+	return err
+}

@@ -2,8 +2,6 @@ package activities
 
 import (
 	"context"
-	"errors"
-	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.uber.org/zap"
@@ -15,17 +13,9 @@ import (
 // CompactBase runs one bounded compaction pass over the target's base runs. The output run
 // is named from workflow ID + "/" + activity ID, so a retried attempt overwrites it.
 func (a *Activities) CompactBase(ctx context.Context, p contract.CompactPassParams) (res contract.CompactPassResult, err error) {
-	start := time.Now()
 	var kind store.Kind
-	ctx, stopping := withWorkerStop(ctx)
-	rep := a.startReporter(ctx, p.NotifyAfter, !p.NoRunningNotice, nil)
-	defer func() {
-		if stopping() && errors.Is(err, context.Canceled) {
-			err = errWorkerStopping
-		}
-		err = a.done(contract.CompactBaseActivity, kind, start, "ok", err)
-		rep.finish(err)
-	}()
+	ctx, call := a.beginStoreCall(ctx, contract.CompactBaseActivity, p.NotifyAfter, !p.NoRunningNotice, nil)
+	defer func() { err = call.end(kind, "ok", err) }()
 
 	s, t, err := a.open(ctx, p.Target)
 	kind = t.Kind

@@ -2,7 +2,6 @@ package activities
 
 import (
 	"context"
-	"errors"
 	"sort"
 	"sync"
 	"time"
@@ -54,18 +53,10 @@ const budgetWaitHint = 2 * time.Second
 // attempt overwrites its own staged files. It returns a nil Prepared when nothing is
 // pending. Progress (generations read) is heartbeated; the budget wait heartbeats too.
 func (a *Activities) Prepare(ctx context.Context, p contract.PrepareParams) (res contract.PrepareResult, err error) {
-	start := time.Now()
 	var kind store.Kind
 	outcome := "ok"
-	ctx, stopping := withWorkerStop(ctx)
-	rep := a.startReporter(ctx, p.NotifyAfter, !p.NoRunningNotice, contract.PrepareProgress{State: contract.PrepareStateStarting})
-	defer func() {
-		if stopping() && errors.Is(err, context.Canceled) {
-			err = errWorkerStopping
-		}
-		err = a.done(contract.PrepareActivity, kind, start, outcome, err)
-		rep.finish(err)
-	}()
+	ctx, call := a.beginStoreCall(ctx, contract.PrepareActivity, p.NotifyAfter, !p.NoRunningNotice, contract.PrepareProgress{State: contract.PrepareStateStarting})
+	defer func() { err = call.end(kind, outcome, err) }()
 
 	s, t, err := a.open(ctx, p.Target)
 	kind = t.Kind
@@ -81,7 +72,7 @@ func (a *Activities) Prepare(ctx context.Context, p contract.PrepareParams) (res
 	watchDone := make(chan struct{})
 	go func() {
 		defer close(watchDone)
-		a.watchBudget(rep, firstRead)
+		a.watchBudget(call.rep, firstRead)
 	}()
 	defer func() {
 		once.Do(func() { close(firstRead) })
@@ -95,8 +86,8 @@ func (a *Activities) Prepare(ctx context.Context, p contract.PrepareParams) (res
 		MaxBytes:       p.MaxBytes,
 		Progress: func(done, total int) {
 			once.Do(func() { close(firstRead) })
-			rep.running()
-			rep.progress(contract.PrepareProgress{State: contract.ActivityStateRunning, Done: done, Total: total})
+			call.rep.running()
+			call.rep.progress(contract.PrepareProgress{State: contract.ActivityStateRunning, Done: done, Total: total})
 		},
 	})
 	if err != nil {
@@ -144,17 +135,9 @@ func (a *Activities) watchBudget(rep *reporter, firstRead <-chan struct{}) {
 
 // Commit publishes a prepared merge (docs/DESIGN.md §3 step 2). Committing twice is safe.
 func (a *Activities) Commit(ctx context.Context, p contract.CommitParams) (res contract.CommitResult, err error) {
-	start := time.Now()
 	var kind store.Kind
-	ctx, stopping := withWorkerStop(ctx)
-	rep := a.startReporter(ctx, p.NotifyAfter, !p.NoRunningNotice, nil)
-	defer func() {
-		if stopping() && errors.Is(err, context.Canceled) {
-			err = errWorkerStopping
-		}
-		err = a.done(contract.CommitActivity, kind, start, "ok", err)
-		rep.finish(err)
-	}()
+	ctx, call := a.beginStoreCall(ctx, contract.CommitActivity, p.NotifyAfter, !p.NoRunningNotice, nil)
+	defer func() { err = call.end(kind, "ok", err) }()
 
 	s, t, err := a.open(ctx, p.Prepared.Target)
 	kind = t.Kind
@@ -203,17 +186,9 @@ func (a *Activities) Abort(ctx context.Context, p contract.AbortParams) (res con
 // crashed attempt published come back already committed. A stale shard is reported, not
 // an error: the workflow aborts it and prepares it again while the others go on.
 func (a *Activities) CommitRound(ctx context.Context, p contract.CommitRoundParams) (res contract.CommitRoundResult, err error) {
-	start := time.Now()
 	var kind store.Kind
-	ctx, stopping := withWorkerStop(ctx)
-	rep := a.startReporter(ctx, p.NotifyAfter, !p.NoRunningNotice, nil)
-	defer func() {
-		if stopping() && errors.Is(err, context.Canceled) {
-			err = errWorkerStopping
-		}
-		err = a.done(contract.CommitRoundActivity, kind, start, "ok", err)
-		rep.finish(err)
-	}()
+	ctx, call := a.beginStoreCall(ctx, contract.CommitRoundActivity, p.NotifyAfter, !p.NoRunningNotice, nil)
+	defer func() { err = call.end(kind, "ok", err) }()
 
 	s, t, err := a.open(ctx, p.Target)
 	kind = t.Kind

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/walkeeper/walkeeper/internal/cli"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -50,9 +51,9 @@ This is a separate binary from walkeeper so that the production binary links nei
 scenarios nor the plotting library (docs/BENCHMARKS.md, "Where the benchmarks live").`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Args:          args(cobra.ExactArgs(1)),
+		Args:          cli.Args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			ctx, cancel := signalContext(cmd.Context())
+			ctx, cancel := cli.SignalContext(cmd.Context())
 			defer cancel()
 			name := a[0]
 			if name == "list" {
@@ -69,7 +70,7 @@ scenarios nor the plotting library (docs/BENCHMARKS.md, "Where the benchmarks li
 			} else if _, ok := bench.Lookup(name); ok {
 				run = []string{name}
 			} else {
-				return usagef("unknown scenario %q (see 'walkeeper-bench list')", name)
+				return cli.Usagef("unknown scenario %q (see 'walkeeper-bench list')", name)
 			}
 			o.Reexec = func(ctx context.Context, scenario string, extra ...string) *exec.Cmd {
 				exe, err := os.Executable()
@@ -95,7 +96,7 @@ scenarios nor the plotting library (docs/BENCHMARKS.md, "Where the benchmarks li
 			o.Progress = cmd.ErrOrStderr()
 			logger, closeLog, err := benchLogger(filepath.Join(out, "walkeeper.log"), logLevel)
 			if err != nil {
-				return usageError{err}
+				return cli.Usage(err)
 			}
 			defer closeLog()
 			o.Logger = logger
@@ -131,7 +132,7 @@ scenarios nor the plotting library (docs/BENCHMARKS.md, "Where the benchmarks li
 			return nil
 		},
 	}
-	cmd.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageError{err} })
+	cmd.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return cli.Usage(err) })
 	fs := cmd.Flags()
 	fs.StringVar(&o.Temporal, "temporal", "", "host:port of a running Temporal frontend for the scenarios that need one (default: start a dev server)")
 	fs.BoolVar(&o.Quick, "quick", false, "smoke-test size: under 2 minutes per scenario")

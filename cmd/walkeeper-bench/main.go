@@ -10,22 +10,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"github.com/walkeeper/walkeeper/internal/cli"
 	"io"
 	"os"
-	"os/signal"
-	"strings"
-	"syscall"
-
-	"github.com/spf13/cobra"
-)
-
-// Exit codes, as for walkeeper.
-const (
-	exitOK      = 0
-	exitFailure = 1
-	exitUsage   = 2
 )
 
 func main() {
@@ -40,52 +28,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
-		return exitOK
+		return cli.ExitOK
 	}
-	if isUsageError(err) {
+	if cli.IsUsageError(err) {
 		fmt.Fprintf(stderr, "walkeeper-bench: %v\nRun 'walkeeper-bench --help' for usage.\n", err)
-		return exitUsage
+		return cli.ExitUsage
 	}
 	fmt.Fprintf(stderr, "walkeeper-bench: %v\n", err)
-	return exitFailure
-}
-
-// usageError marks a bad command line (exit status 2).
-type usageError struct{ err error }
-
-func (e usageError) Error() string { return e.err.Error() }
-func (e usageError) Unwrap() error { return e.err }
-
-func usagef(format string, args ...any) error {
-	return usageError{fmt.Errorf(format, args...)}
-}
-
-func isUsageError(err error) bool {
-	var ue usageError
-	if errors.As(err, &ue) {
-		return true
-	}
-	// Errors cobra produces itself before RunE.
-	msg := err.Error()
-	for _, p := range []string{"unknown flag", "unknown shorthand flag", "flag needs an argument", "invalid argument "} {
-		if strings.HasPrefix(msg, p) {
-			return true
-		}
-	}
-	return false
-}
-
-// args wraps a cobra positional-argument check so that its failure is a usage error.
-func args(check cobra.PositionalArgs) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, a []string) error {
-		if err := check(cmd, a); err != nil {
-			return usageError{err}
-		}
-		return nil
-	}
-}
-
-// signalContext is ctx cancelled on SIGINT or SIGTERM.
-func signalContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	return cli.ExitFailure
 }

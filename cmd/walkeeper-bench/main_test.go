@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"github.com/walkeeper/walkeeper/internal/cli"
 	"strings"
 	"testing"
 	"time"
@@ -31,7 +32,7 @@ func TestBadUsageExitsTwo(t *testing.T) {
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			code, out, errOut := runCLI(t, args...)
-			assert.Equal(t, exitUsage, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+			assert.Equal(t, cli.ExitUsage, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
 			assert.Equal(t, 2, strings.Count(errOut, "\n"), "one line of error and one of help: %q", errOut)
 		})
 	}
@@ -41,7 +42,7 @@ func TestBadUsageExitsTwo(t *testing.T) {
 // bench, in its order.
 func TestListNamesEveryScenario(t *testing.T) {
 	code, out, errOut := runCLI(t, "list")
-	assert.Equal(t, exitOK, code, errOut)
+	assert.Equal(t, cli.ExitOK, code, errOut)
 	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
 	if assert.Len(t, lines, len(bench.Scenarios)) {
 		for i, s := range bench.Scenarios {

@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"os"
-	"os/signal"
-	"syscall"
+	"github.com/walkeeper/walkeeper/internal/cli"
 
 	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/client"
@@ -35,7 +33,7 @@ func (g *globalOptions) register(fs *pflag.FlagSet) {
 // did not parse (WALKEEPER_TEMPORAL_TLS=maybe) is a usage error.
 func (g *globalOptions) temporalConfig() (worker.TemporalConfig, error) {
 	if err := g.temporal.Validate(); err != nil {
-		return worker.TemporalConfig{}, usageError{err}
+		return worker.TemporalConfig{}, cli.Usage(err)
 	}
 	return g.temporal, nil
 }
@@ -48,7 +46,7 @@ func (g *globalOptions) logger(defLevel string) (*zap.Logger, error) {
 	}
 	l, err := worker.NewLogger(g.logFormat, lvl)
 	if err != nil {
-		return nil, usageError{err}
+		return nil, cli.Usage(err)
 	}
 	return l, nil
 }
@@ -75,12 +73,7 @@ func parseTarget(s string) (store.Target, error) {
 	t, err := store.ParseTarget(s)
 	if err != nil {
 		// err already names the target and the expected form.
-		return store.Target{}, usageError{err}
+		return store.Target{}, cli.Usage(err)
 	}
 	return t, nil
-}
-
-// signalContext is ctx cancelled on SIGINT or SIGTERM.
-func signalContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/walkeeper/walkeeper/internal/cli"
 	"io"
 	"net"
 	"net/url"
@@ -65,13 +66,13 @@ log is in <data>/walkeeper.log (--verbose prints it on the console too).`,
 		Example: `  walkeeper dev
   walkeeper dev --workers 3 --demo=false
   walkeeper dev --temporal 127.0.0.1:7233   # use a Temporal that is already running`,
-		Args: args(cobra.NoArgs),
+		Args: cli.Args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			if o.workers < 1 {
-				return usagef("--workers must be at least 1")
+				return cli.Usagef("--workers must be at least 1")
 			}
 			if o.sweepEvery <= 0 {
-				return usagef("--sweep-every must be positive")
+				return cli.Usagef("--sweep-every must be positive")
 			}
 			external := flagChanged(cmd.Flags(), "temporal")
 			return runDev(cmd.Context(), cmd.OutOrStdout(), g, o, external)
@@ -99,7 +100,7 @@ func runDev(parent context.Context, out io.Writer, g *globalOptions, o *devOptio
 	if _, err := g.logger("info"); err != nil {
 		return err // a bad --log-level/--log-format, before anything is locked or started
 	}
-	ctx, stopSignals := signalContext(parent)
+	ctx, stopSignals := cli.SignalContext(parent)
 	defer stopSignals()
 
 	data, err := filepath.Abs(o.data)
@@ -279,7 +280,7 @@ func forceExitOnSecondSignal(out io.Writer) {
 		for range ch {
 			if time.Since(first) > time.Second {
 				fmt.Fprintln(out, "second interrupt: exiting without a clean shutdown")
-				os.Exit(exitFailure)
+				os.Exit(cli.ExitFailure)
 			}
 		}
 	}()

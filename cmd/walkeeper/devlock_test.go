@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/walkeeper/walkeeper/internal/cli"
 	"os"
 	"path/filepath"
 	"testing"
@@ -49,7 +50,7 @@ func TestDevRefusedBeforeTemporalStarts(t *testing.T) {
 	require.NoError(t, err)
 	defer l.Release()
 	code, _, errOut := runCLI(t, "dev", "--data", dir, "--temporal-cli", "/nonexistent/temporal")
-	assert.Equal(t, exitFailure, code)
+	assert.Equal(t, cli.ExitFailure, code)
 	assert.Equal(t, fmt.Sprintf("walkeeper: data directory %s is in use by walkeeper dev (%s); stop it first, or pass --data DIR for a second one", dir, holder),
 		firstLine(errOut))
 	for _, f := range []string{"temporal.db", "temporal.log", devStateFile, devLogFile} {

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/walkeeper/walkeeper/internal/cli"
 	"strings"
 
 	"go.temporal.io/sdk/temporal"
@@ -133,10 +134,10 @@ func dedupeSegments(msg string) string {
 // target, a store that does not exist), 1 for every other failure.
 func exitCodeOf(err error) int {
 	var missing *storeMissingError
-	if isUsageError(err) || errors.Is(err, target.ErrInvalidInput) || errors.As(err, &missing) {
-		return exitUsage
+	if cli.IsUsageError(err) || errors.Is(err, target.ErrInvalidInput) || errors.As(err, &missing) {
+		return cli.ExitUsage
 	}
-	return exitFailure
+	return cli.ExitFailure
 }
 
 // temporalUnreachable turns a dial failure into one line that says where we looked, the

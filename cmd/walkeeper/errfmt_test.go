@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/walkeeper/walkeeper/internal/cli"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -29,7 +30,7 @@ func TestErrorFirstLineBadTarget(t *testing.T) {
 	noDev(t)
 	for _, args := range [][]string{{"merge", "foo"}, {"compact", "foo"}, {"history", "foo"}, {"status", "foo"}} {
 		code, _, errOut := runCLI(t, args...)
-		assert.Equal(t, exitUsage, code)
+		assert.Equal(t, cli.ExitUsage, code)
 		assert.Equal(t, fmt.Sprintf(`walkeeper: target "foo": want <kind>:<name>, e.g. generic:gs (see 'walkeeper %s --help')`, args[0]),
 			firstLine(errOut))
 	}
@@ -39,7 +40,7 @@ func TestErrorFirstLineUnreachableTemporal(t *testing.T) {
 	noDev(t)
 	for _, args := range [][]string{{"merge", "generic:x"}, {"history", "generic:x"}, {"schedule", "describe"}} {
 		code, _, errOut := runCLI(t, append(args, "--temporal", "127.0.0.1:1")...)
-		assert.Equal(t, exitFailure, code)
+		assert.Equal(t, cli.ExitFailure, code)
 		assert.Equal(t, "walkeeper: cannot reach Temporal at 127.0.0.1:1 (namespace default): connection refused; "+
 			"start one with 'walkeeper dev' or pass --temporal HOST:PORT", firstLine(errOut), "walkeeper %v", args)
 	}
@@ -51,18 +52,18 @@ func TestErrorFirstLineMissingStore(t *testing.T) {
 	noDev(t)
 	storage := "file://" + filepath.ToSlash(filepath.Join(t.TempDir(), "storage"))
 	code, _, errOut := runCLI(t, "merge", "generic:nope", "--storage", storage, "--temporal", "127.0.0.1:1")
-	assert.Equal(t, exitUsage, code)
+	assert.Equal(t, cli.ExitUsage, code)
 	assert.Equal(t, `walkeeper: store generic:nope does not exist; create it with: curl -XPOST http://<worker>/api/v1/stores/generic/nope`+
 		` -H 'Content-Type: application/json' -d '{"fields":[{"name":"id","type":"string"}, ...]}'`, firstLine(errOut))
 
 	code, _, errOut = runCLI(t, "compact", "rollout:nope", "--storage", storage, "--temporal", "127.0.0.1:1")
-	assert.Equal(t, exitUsage, code)
+	assert.Equal(t, cli.ExitUsage, code)
 	assert.Equal(t, `walkeeper: store rollout:nope does not exist; create it with: curl -XPOST http://<worker>/api/v1/stores/rollout/nope`, firstLine(errOut))
 
 	// WALKEEPER_STORAGE works like the flag.
 	t.Setenv("WALKEEPER_STORAGE", storage)
 	code, _, errOut = runCLI(t, "merge", "generic:nope", "--temporal", "127.0.0.1:1")
-	assert.Equal(t, exitUsage, code)
+	assert.Equal(t, cli.ExitUsage, code)
 	assert.True(t, strings.HasPrefix(errOut, "walkeeper: store generic:nope does not exist;"), errOut)
 }
 
@@ -79,7 +80,7 @@ func TestErrorFirstLineMissingStoreUnderDev(t *testing.T) {
 	require.NoError(t, writeDevState(dir, devState{PID: 1, Storage: storage, Temporal: "127.0.0.1:1", Namespace: "default",
 		HTTP: []string{"http://127.0.0.1:18081"}}))
 	code, _, errOut := runCLI(t, "merge", "generic:nope")
-	assert.Equal(t, exitUsage, code)
+	assert.Equal(t, cli.ExitUsage, code)
 	assert.True(t, strings.HasPrefix(firstLine(errOut),
 		"walkeeper: store generic:nope does not exist; create it with: curl -XPOST http://127.0.0.1:18081/api/v1/stores/generic/nope "), errOut)
 
@@ -90,12 +91,12 @@ func TestErrorFirstLineMissingStoreUnderDev(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, db.Close(t.Context()))
 	code, _, errOut = runCLI(t, "merge", "rollout:there")
-	assert.Equal(t, exitFailure, code)
+	assert.Equal(t, cli.ExitFailure, code)
 	assert.True(t, strings.HasPrefix(errOut, "walkeeper: cannot reach Temporal at 127.0.0.1:1 "), errOut)
 
 	// status reads the dev's storage too, and still prints it when Temporal is down.
 	code, out, errOut := runCLI(t, "status")
-	assert.Equal(t, exitFailure, code)
+	assert.Equal(t, cli.ExitFailure, code)
 	assert.Contains(t, out, "Stores (1):")
 	assert.Contains(t, out, "rollout:there")
 	assert.True(t, strings.HasPrefix(errOut, "walkeeper: cannot reach Temporal at 127.0.0.1:1 "), errOut)
@@ -103,7 +104,7 @@ func TestErrorFirstLineMissingStoreUnderDev(t *testing.T) {
 	// A dev that stopped (lock released) is not trusted: its storage is not used.
 	lock.Release()
 	code, _, errOut = runCLI(t, "merge", "generic:nope", "--temporal", "127.0.0.1:1")
-	assert.Equal(t, exitFailure, code)
+	assert.Equal(t, cli.ExitFailure, code)
 	assert.True(t, strings.HasPrefix(errOut, "walkeeper: cannot reach Temporal at 127.0.0.1:1 "), errOut)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/walkeeper/walkeeper/internal/cli"
 	"io"
 	"net/url"
 	"strconv"
@@ -52,17 +53,17 @@ and Web UI are used unless --temporal/--ui (or their environment variables) say 
 		Example: `  walkeeper history generic:demo
   walkeeper history generic:demo --limit 10 --json
   walkeeper history generic:demo --ui https://temporal.example.com`,
-		Args: args(cobra.ExactArgs(1)),
+		Args: cli.Args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			t, err := parseTarget(a[0])
 			if err != nil {
 				return err
 			}
 			if limit < 1 {
-				return usagef("--limit must be at least 1")
+				return cli.Usagef("--limit must be at least 1")
 			}
 			st, live := g.devDefaults(cmd)
-			ctx, cancel := signalContext(cmd.Context())
+			ctx, cancel := cli.SignalContext(cmd.Context())
 			defer cancel()
 			c, _, err := g.dial(ctx)
 			if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/walkeeper/walkeeper/internal/cli"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -63,19 +64,19 @@ func TestHistoryAgainstTemporal(t *testing.T) {
 		post("/api/v1/stores/generic/h/flush", "")
 	}
 
-	cli := func(args ...string) (int, string, string) {
+	runCLI := func(args ...string) (int, string, string) {
 		t.Helper()
 		return runCLI(t, append(args, "--temporal", hostPort)...)
 	}
-	code, out, errOut := cli("merge", "generic:h", "--wait", "--storage", storage)
-	require.Equal(t, exitOK, code, "%s%s", out, errOut)
-	code, out, errOut = cli("compact", "generic:h", "--wait", "--storage", storage)
-	require.Equal(t, exitOK, code, "%s%s", out, errOut)
+	code, out, errOut := runCLI("merge", "generic:h", "--wait", "--storage", storage)
+	require.Equal(t, cli.ExitOK, code, "%s%s", out, errOut)
+	code, out, errOut = runCLI("compact", "generic:h", "--wait", "--storage", storage)
+	require.Equal(t, cli.ExitOK, code, "%s%s", out, errOut)
 
 	// No storage known: no pre-check, so the workflow itself meets the missing store. Its
 	// failure chain is printed as one line: our context, then the innermost cause.
-	code, _, errOut = cli("merge", "generic:nope", "--wait", "--timeout", "90s")
-	assert.Equal(t, exitFailure, code, errOut)
+	code, _, errOut = runCLI("merge", "generic:nope", "--wait", "--timeout", "90s")
+	assert.Equal(t, cli.ExitFailure, code, errOut)
 	line := firstLine(errOut)
 	t.Logf("merge of a missing store, no pre-check: %s", line)
 	assert.True(t, strings.HasPrefix(line, "walkeeper: MergeWal generic:nope (workflow merge-wal/generic/nope, run "), line)
@@ -88,9 +89,9 @@ func TestHistoryAgainstTemporal(t *testing.T) {
 	const ui = "http://ui.test:8233/"
 	var runs []historyRun
 	require.Eventually(t, func() bool {
-		code, out, _ := cli("history", "generic:h", "--json", "--ui", ui)
+		code, out, _ := runCLI("history", "generic:h", "--json", "--ui", ui)
 		runs = nil
-		return code == exitOK && json.Unmarshal([]byte(out), &runs) == nil && len(runs) == 2 &&
+		return code == cli.ExitOK && json.Unmarshal([]byte(out), &runs) == nil && len(runs) == 2 &&
 			runs[0].Close != nil && runs[1].Close != nil
 	}, 30*time.Second, 250*time.Millisecond, "history of generic:h: %+v", runs)
 	types := map[string]historyRun{}
@@ -107,8 +108,8 @@ func TestHistoryAgainstTemporal(t *testing.T) {
 	assert.Equal(t, "merge-wal/generic/h", types["MergeWal"].WorkflowID)
 	assert.Equal(t, "compact/generic/h", types["CompactBase"].WorkflowID)
 
-	code, out, errOut = cli("history", "generic:h", "--ui", ui)
-	require.Equal(t, exitOK, code, errOut)
+	code, out, errOut = runCLI("history", "generic:h", "--ui", ui)
+	require.Equal(t, cli.ExitOK, code, errOut)
 	t.Logf("walkeeper history generic:h:\n%s", out)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	require.Len(t, lines, 3, out)
@@ -118,18 +119,18 @@ func TestHistoryAgainstTemporal(t *testing.T) {
 	}
 
 	// --limit reads no more than asked and says so.
-	code, out, _ = cli("history", "generic:h", "--limit", "1")
-	require.Equal(t, exitOK, code)
+	code, out, _ = runCLI("history", "generic:h", "--limit", "1")
+	require.Equal(t, cli.ExitOK, code)
 	lines = strings.Split(strings.TrimSpace(out), "\n")
 	require.Len(t, lines, 3, out)
 	assert.Equal(t, "(the newest 1 runs; --limit N for more)", lines[2])
 
 	require.Eventually(t, func() bool {
-		code, out, _ := cli("history", "generic:nope")
-		return code == exitOK && strings.Contains(out, "MergeWal") && strings.Contains(out, "Failed")
+		code, out, _ := runCLI("history", "generic:nope")
+		return code == cli.ExitOK && strings.Contains(out, "MergeWal") && strings.Contains(out, "Failed")
 	}, 30*time.Second, 250*time.Millisecond)
-	code, out, _ = cli("history", "generic:none")
-	assert.Equal(t, exitOK, code)
+	code, out, _ = runCLI("history", "generic:none")
+	assert.Equal(t, cli.ExitOK, code)
 	assert.Equal(t, "No MergeWal or CompactBase runs of generic:none on record in namespace default.\n", out)
 
 	// dev's console summary over the same server and storage.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/walkeeper/walkeeper/internal/cli"
 	"io"
 	"net/http"
 	"strconv"
@@ -213,24 +214,24 @@ flushed generations accumulate and merges have work. Ids repeat after --keys row
 really deduplicate. With --create a generic store is created first (an existing one is fine).
 A worker that answers 503 (too many pending generations) is waited out per Retry-After.`,
 		Example: `  walkeeper load --http http://127.0.0.1:8081 --target generic:demo --create --duration 1m`,
-		Args:    args(cobra.NoArgs),
+		Args:    cli.Args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			t, err := parseTarget(target)
 			if err != nil {
 				return err
 			}
 			if len(urls) == 0 {
-				return usagef("--http needs at least one worker URL")
+				return cli.Usagef("--http needs at least one worker URL")
 			}
 			if l.rate <= 0 || l.batch <= 0 {
-				return usagef("--rate and --batch must be positive")
+				return cli.Usagef("--rate and --batch must be positive")
 			}
 			if create && t.Kind != store.KindGeneric {
-				return usagef("--create only makes generic stores; %s must exist", t)
+				return cli.Usagef("--create only makes generic stores; %s must exist", t)
 			}
 			l.target, l.urls, l.out = t, urls, cmd.ErrOrStderr()
 			l.init()
-			ctx, cancel := signalContext(cmd.Context())
+			ctx, cancel := cli.SignalContext(cmd.Context())
 			defer cancel()
 			if create {
 				if err := l.create(ctx); err != nil {

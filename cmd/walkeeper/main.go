@@ -7,21 +7,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"github.com/walkeeper/walkeeper/internal/cli"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-)
-
-// Exit codes.
-const (
-	exitOK      = 0
-	exitFailure = 1
-	exitUsage   = 2
 )
 
 func main() {
@@ -36,50 +28,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root.SetErr(stderr)
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
-		return exitOK
+		return cli.ExitOK
 	}
 	// One line per error (errfmt.go); a bad command line also says where help is.
 	line := errorLine(err)
-	if isUsageError(err) && cmd != nil {
+	if cli.IsUsageError(err) && cmd != nil {
 		line += fmt.Sprintf(" (see '%s --help')", cmd.CommandPath())
 	}
 	fmt.Fprintf(stderr, "walkeeper: %s\n", line)
 	return exitCodeOf(err)
-}
-
-// usageError marks a bad command line (exit status 2).
-type usageError struct{ err error }
-
-func (e usageError) Error() string { return e.err.Error() }
-func (e usageError) Unwrap() error { return e.err }
-
-func usagef(format string, args ...any) error {
-	return usageError{fmt.Errorf(format, args...)}
-}
-
-func isUsageError(err error) bool {
-	var ue usageError
-	if errors.As(err, &ue) {
-		return true
-	}
-	// Errors cobra produces itself before any RunE: unknown sub-commands and flags.
-	msg := err.Error()
-	for _, p := range []string{"unknown command ", "unknown flag", "unknown shorthand flag", "flag needs an argument", "invalid argument "} {
-		if strings.HasPrefix(msg, p) {
-			return true
-		}
-	}
-	return false
-}
-
-// args wraps a cobra positional-argument check so that its failure is a usage error.
-func args(check cobra.PositionalArgs) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, a []string) error {
-		if err := check(cmd, a); err != nil {
-			return usageError{err}
-		}
-		return nil
-	}
 }
 
 func newRootCmd() *cobra.Command {
@@ -99,12 +56,12 @@ Start everything locally (Temporal dev server with Web UI, workers, demo load):
   walkeeper dev`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Args:          args(cobra.NoArgs),
+		Args:          cli.Args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			return cmd.Help()
 		},
 	}
-	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageError{err} })
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return cli.Usage(err) })
 	g.register(root.PersistentFlags())
 	root.AddCommand(
 		newDevCmd(g),
@@ -125,10 +82,10 @@ Start everything locally (Temporal dev server with Web UI, workers, demo load):
 // is called without one (or with an unknown one) instead of silently printing help.
 func parentRunE(cmd *cobra.Command, a []string) error {
 	if len(a) > 0 {
-		return usagef("unknown command %q for %q", a[0], cmd.CommandPath())
+		return cli.Usagef("unknown command %q for %q", a[0], cmd.CommandPath())
 	}
 	_ = cmd.Help()
-	return usagef("%s needs a sub-command", cmd.CommandPath())
+	return cli.Usagef("%s needs a sub-command", cmd.CommandPath())
 }
 
 // flagChanged reports whether the named flag was given on the command line.

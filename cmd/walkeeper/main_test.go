@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"github.com/walkeeper/walkeeper/internal/cli"
 	"strings"
 	"testing"
 	"time"
@@ -52,7 +53,7 @@ func TestBadUsageExitsTwo(t *testing.T) {
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			code, out, errOut := runCLI(t, args...)
-			assert.Equal(t, exitUsage, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+			assert.Equal(t, cli.ExitUsage, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
 			assert.NotEmpty(t, errOut)
 		})
 	}
@@ -78,66 +79,66 @@ func TestHelpEverywhere(t *testing.T) {
 			args := append(append([]string{}, p...), flag)
 			t.Run(strings.Join(args, " "), func(t *testing.T) {
 				code, out, errOut := runCLI(t, args...)
-				assert.Equal(t, exitOK, code, errOut)
+				assert.Equal(t, cli.ExitOK, code, errOut)
 				assert.Contains(t, out, "Usage:")
 			})
 		}
 	}
 	code, out, _ := runCLI(t, "help", "merge")
-	assert.Equal(t, exitOK, code)
+	assert.Equal(t, cli.ExitOK, code)
 	assert.Contains(t, out, "walkeeper merge TARGET")
 	code, out, _ = runCLI(t)
-	assert.Equal(t, exitOK, code)
+	assert.Equal(t, cli.ExitOK, code)
 	assert.Contains(t, out, "Available Commands:")
 }
 
 func TestUnreachableTemporalExitsOne(t *testing.T) {
 	code, _, errOut := runCLI(t, "schedule", "describe", "--temporal", "127.0.0.1:1")
-	assert.Equal(t, exitFailure, code, errOut)
+	assert.Equal(t, cli.ExitFailure, code, errOut)
 	assert.Contains(t, errOut, "127.0.0.1:1")
 }
 
 // TestCommandsAgainstTemporal drives the Temporal-facing commands against a real dev server.
 func TestCommandsAgainstTemporal(t *testing.T) {
 	hostPort, _ := testtemporal.Start(t)
-	cli := func(args ...string) string {
+	runCLI := func(args ...string) string {
 		t.Helper()
 		code, out, errOut := runCLI(t, append(args, "--temporal", hostPort)...)
-		require.Equal(t, exitOK, code, "walkeeper %s\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), out, errOut)
+		require.Equal(t, cli.ExitOK, code, "walkeeper %s\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), out, errOut)
 		return out
 	}
 
-	out := cli("schedule", "ensure", "--every", "1h")
+	out := runCLI("schedule", "ensure", "--every", "1h")
 	assert.Contains(t, out, "walkeeper-sweep ensured")
-	cli("schedule", "ensure", "--every", "30m")
-	out = cli("schedule", "describe")
+	runCLI("schedule", "ensure", "--every", "30m")
+	out = runCLI("schedule", "describe")
 	assert.Contains(t, out, "every 30m0s")
 	assert.Contains(t, out, "MaintenanceSweep")
 	assert.Contains(t, out, "Skip")
-	cli("schedule", "pause", "--note", "testing")
-	out = cli("schedule", "describe")
+	runCLI("schedule", "pause", "--note", "testing")
+	out = runCLI("schedule", "describe")
 	assert.Contains(t, out, "paused")
 	assert.Contains(t, out, "testing")
-	cli("schedule", "resume")
-	cli("schedule", "trigger")
+	runCLI("schedule", "resume")
+	runCLI("schedule", "trigger")
 
-	cli("schedule", "ensure", "--target", "generic:gs", "--every", "1h")
-	out = cli("schedule", "describe", "--target", "generic:gs")
+	runCLI("schedule", "ensure", "--target", "generic:gs", "--every", "1h")
+	out = runCLI("schedule", "describe", "--target", "generic:gs")
 	assert.Contains(t, out, "merge-wal-tick/generic/gs")
 	assert.Contains(t, out, "MergeWalTick")
 
 	// No worker runs in this test: the merge starts and stays running, and a second merge
 	// attaches to it (same workflow ID).
-	out = cli("merge", "generic:gs")
+	out = runCLI("merge", "generic:gs")
 	assert.Contains(t, out, "merge-wal/generic/gs")
 	first := runID(out)
-	out = cli("merge", "generic:gs")
+	out = runCLI("merge", "generic:gs")
 	assert.Equal(t, first, runID(out), "second merge must attach to the running one")
 
-	out = cli("status")
+	out = runCLI("status")
 	assert.Contains(t, out, "merge-wal/generic/gs")
 	assert.Contains(t, out, "generic:gs")
-	out = cli("status", "generic:gs")
+	out = runCLI("status", "generic:gs")
 	assert.Contains(t, out, "Running")
 	assert.Contains(t, out, "no worker is polling task queue walkeeper")
 	assert.Contains(t, out, "compact/generic/gs: no run on record")
@@ -163,7 +164,7 @@ func TestBadTemporalEnvExitsTwo(t *testing.T) {
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			code, out, errOut := runCLI(t, args...)
-			assert.Equal(t, exitUsage, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+			assert.Equal(t, cli.ExitUsage, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
 			first, _, _ := strings.Cut(errOut, "\n")
 			assert.Contains(t, first, `WALKEEPER_TEMPORAL_TLS="maybe"`)
 		})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/walkeeper/walkeeper/internal/cli"
 	"io"
 	"time"
 
@@ -31,7 +32,7 @@ at once. Prints the workflow and run ID; with --wait, waits for the result and p
 Ctrl-C stops waiting, not the merge.`,
 		Example: `  walkeeper merge generic:demo
   walkeeper merge generic:demo --wait --max-generations 16`,
-		Args: args(cobra.ExactArgs(1)),
+		Args: cli.Args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			t, err := parseTarget(a[0])
 			if err != nil {
@@ -45,7 +46,7 @@ Ctrl-C stops waiting, not the merge.`,
 			if flagChanged(cmd.Flags(), "max-bytes") {
 				in.MaxBytes = &maxBytes
 			}
-			ctx, cancel := signalContext(cmd.Context())
+			ctx, cancel := cli.SignalContext(cmd.Context())
 			defer cancel()
 			if err := g.precheckStore(ctx, cmd, storage, t); err != nil {
 				return err
@@ -85,13 +86,13 @@ func newCompactCmd(g *globalOptions) *cobra.Command {
 runs into fewer runs, or attach to the one already running (workflow ID compact/<kind>/<name>).
 With --wait, waits for the result and prints it.`,
 		Example: `  walkeeper compact generic:demo --wait`,
-		Args:    args(cobra.ExactArgs(1)),
+		Args:    cli.Args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			t, err := parseTarget(a[0])
 			if err != nil {
 				return err
 			}
-			ctx, cancel := signalContext(cmd.Context())
+			ctx, cancel := cli.SignalContext(cmd.Context())
 			defer cancel()
 			if err := g.precheckStore(ctx, cmd, storage, t); err != nil {
 				return err

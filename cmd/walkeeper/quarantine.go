@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/walkeeper/walkeeper/internal/cli"
 
 	"github.com/spf13/cobra"
 
@@ -33,19 +34,19 @@ object from a backup first; quarantine is for when that is not possible. Running
 the same key changes nothing. It talks to storage directly; workers need no restart.`,
 		Example: `  walkeeper quarantine generic:demo generic/demo/_mem_wal/<shard>/gen/00000000000000000042-1.arrow \
     --reason "checksum mismatch, no backup" --storage s3://bucket?prefix=walkeeper/`,
-		Args: args(cobra.ExactArgs(2)),
+		Args: cli.Args(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			target, err := parseTarget(a[0])
 			if err != nil {
 				return err
 			}
 			if storage == "" {
-				return usagef("--storage is required (or set WALKEEPER_STORAGE)")
+				return cli.Usagef("--storage is required (or set WALKEEPER_STORAGE)")
 			}
 			if reason == "" {
-				return usagef("--reason is required: it is recorded in the manifest next to the object")
+				return cli.Usagef("--reason is required: it is recorded in the manifest next to the object")
 			}
-			ctx, cancel := signalContext(cmd.Context())
+			ctx, cancel := cli.SignalContext(cmd.Context())
 			defer cancel()
 			logger, err := g.logger("warn")
 			if err != nil {

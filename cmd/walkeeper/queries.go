@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/walkeeper/walkeeper/internal/cli"
 	"io"
 	"strings"
 	"time"
@@ -36,7 +37,7 @@ Nothing is contacted: the command only prints. The links use --ui, else the runn
 'walkeeper dev''s Web UI, else ` + defaultUIURL + `.`,
 		Example: `  walkeeper queries
   walkeeper queries generic:demo --slower-than 30s`,
-		Args: args(cobra.MaximumNArgs(1)),
+		Args: cli.Args(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			var t *store.Target
 			if len(a) == 1 {
@@ -47,7 +48,7 @@ Nothing is contacted: the command only prints. The links use --ui, else the runn
 				t = &pt
 			}
 			if slowerThan <= 0 {
-				return usagef("--slower-than must be positive")
+				return cli.Usagef("--slower-than must be positive")
 			}
 			st, live := g.devDefaults(cmd)
 			links := uiLinks{base: uiBaseOrDev(ui, st, live), namespace: g.temporal.Namespace}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/walkeeper/walkeeper/internal/cli"
 	"io"
 	"strings"
 	"text/tabwriter"
@@ -46,7 +47,7 @@ With --target <kind>:<name> it is "merge-wal-tick/<kind>/<name>": a per-target s
 action (MergeWalTick) starts or attaches to that target's MergeWal workflow.
 
 Both use overlap policy SKIP and a one-minute catch-up window.`,
-		Args: args(cobra.ArbitraryArgs),
+		Args: cli.Args(cobra.ArbitraryArgs),
 		RunE: parentRunE,
 	}
 	pf := cmd.PersistentFlags()
@@ -60,9 +61,9 @@ Both use overlap policy SKIP and a one-minute catch-up window.`,
 				return err
 			}
 			if cmd.Name() == "ensure" && sf.every <= 0 {
-				return usagef("--every must be positive")
+				return cli.Usagef("--every must be positive")
 			}
-			ctx, cancel := signalContext(cmd.Context())
+			ctx, cancel := cli.SignalContext(cmd.Context())
 			defer cancel()
 			c, _, err := g.dial(ctx)
 			if err != nil {
@@ -80,7 +81,7 @@ Both use overlap policy SKIP and a one-minute catch-up window.`,
 A paused schedule stays paused. Without --target this is what every worker does on start.`,
 		Example: `  walkeeper schedule ensure --every 1m
   walkeeper schedule ensure --target generic:demo --every 30s`,
-		Args: args(cobra.NoArgs),
+		Args: cli.Args(cobra.NoArgs),
 		RunE: with(func(ctx context.Context, c client.Client, id string, out io.Writer) error {
 			if sf.target == "" {
 				if err := worker.EnsureSweepScheduleOpts(ctx, c, worker.SweepSchedule{Every: sf.every, Jitter: sf.jitter}); err != nil {
@@ -105,7 +106,7 @@ A paused schedule stays paused. Without --target this is what every worker does 
 	pause := &cobra.Command{
 		Use:   "pause",
 		Short: "Pause the schedule (manual triggers still work)",
-		Args:  args(cobra.NoArgs),
+		Args:  cli.Args(cobra.NoArgs),
 		RunE: with(func(ctx context.Context, c client.Client, id string, out io.Writer) error {
 			if err := worker.PauseSchedule(ctx, c, id, sf.note); err != nil {
 				return err
@@ -117,7 +118,7 @@ A paused schedule stays paused. Without --target this is what every worker does 
 	resume := &cobra.Command{
 		Use:   "resume",
 		Short: "Resume a paused schedule",
-		Args:  args(cobra.NoArgs),
+		Args:  cli.Args(cobra.NoArgs),
 		RunE: with(func(ctx context.Context, c client.Client, id string, out io.Writer) error {
 			if err := worker.ResumeSchedule(ctx, c, id, sf.note); err != nil {
 				return err
@@ -129,7 +130,7 @@ A paused schedule stays paused. Without --target this is what every worker does 
 	trigger := &cobra.Command{
 		Use:   "trigger",
 		Short: "Run the schedule's action now (skipped if the previous one still runs)",
-		Args:  args(cobra.NoArgs),
+		Args:  cli.Args(cobra.NoArgs),
 		RunE: with(func(ctx context.Context, c client.Client, id string, out io.Writer) error {
 			if err := worker.TriggerSchedule(ctx, c, id); err != nil {
 				return err
@@ -141,7 +142,7 @@ A paused schedule stays paused. Without --target this is what every worker does 
 	describe := &cobra.Command{
 		Use:   "describe",
 		Short: "Show the schedule's interval, state and recent and next actions",
-		Args:  args(cobra.NoArgs),
+		Args:  cli.Args(cobra.NoArgs),
 		RunE: with(func(ctx context.Context, c client.Client, id string, out io.Writer) error {
 			d, err := worker.DescribeSchedule(ctx, c, id)
 			if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/walkeeper/walkeeper/internal/cli"
 	"io"
 	"sort"
 	"strings"
@@ -47,7 +48,7 @@ Temporal is asked.`,
   walkeeper status generic:demo
   walkeeper status --storage file://./.cache/dev/storage     # a relative path: file://./<path>
   walkeeper status --storage file:///srv/walkeeper/storage`,
-		Args: args(cobra.MaximumNArgs(1)),
+		Args: cli.Args(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			var target *store.Target
 			if len(a) == 1 {
@@ -59,7 +60,7 @@ Temporal is asked.`,
 			}
 			devSt, live := g.devDefaults(cmd)
 			storage = storageOrDev(storage, devSt, live)
-			ctx, cancel := signalContext(cmd.Context())
+			ctx, cancel := cli.SignalContext(cmd.Context())
 			defer cancel()
 			tc, err := g.temporalConfig()
 			if err != nil {

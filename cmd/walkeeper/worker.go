@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/walkeeper/walkeeper/internal/cli"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -27,17 +28,17 @@ Every flag is also read from WALKEEPER_<FLAG> (upper case, dashes as underscores
 precedence: flag > environment > default. SIGINT/SIGTERM stop it gracefully: the HTTP
 server drains, running activities finish, memtables are sealed.`,
 		Example: `  walkeeper worker --instance w1 --storage s3://bucket/walkeeper --temporal temporal:7233`,
-		Args:    args(cobra.NoArgs),
+		Args:    cli.Args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			if err := cfg.Validate(); err != nil {
-				return usageError{err}
+				return cli.Usage(err)
 			}
 			logger, err := worker.NewLogger(cfg.LogFormat, cfg.LogLevel)
 			if err != nil {
-				return usageError{err}
+				return cli.Usage(err)
 			}
 			defer func() { _ = logger.Sync() }()
-			ctx, stop := signalContext(cmd.Context())
+			ctx, stop := cli.SignalContext(cmd.Context())
 			defer stop()
 			return runWorker(ctx, cfg, logger, dialWait)
 		},

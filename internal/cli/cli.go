@@ -1,0 +1,68 @@
+// Package cli holds what walkeeper's two commands (cmd/walkeeper and cmd/walkeeper-bench)
+// share about their command lines: the exit codes, the usage-error mark that selects exit
+// status 2, and the signal context.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes of both commands.
+const (
+	ExitOK      = 0
+	ExitFailure = 1
+	ExitUsage   = 2
+)
+
+// UsageError marks a bad command line (exit status 2).
+type UsageError struct{ Err error }
+
+func (e UsageError) Error() string { return e.Err.Error() }
+func (e UsageError) Unwrap() error { return e.Err }
+
+// Usage marks err as a usage error.
+func Usage(err error) error { return UsageError{err} }
+
+// Usagef is a usage error with a formatted message.
+func Usagef(format string, args ...any) error {
+	return UsageError{fmt.Errorf(format, args...)}
+}
+
+// IsUsageError reports whether err is a bad command line: marked with UsageError, or one of
+// the errors cobra produces itself before RunE.
+func IsUsageError(err error) bool {
+	var ue UsageError
+	if errors.As(err, &ue) {
+		return true
+	}
+	msg := err.Error()
+	for _, p := range []string{"unknown command ", "unknown flag", "unknown shorthand flag", "flag needs an argument", "invalid argument "} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// Args wraps a cobra positional-argument check so that its failure is a usage error.
+func Args(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, a []string) error {
+		if err := check(cmd, a); err != nil {
+			return UsageError{err}
+		}
+		return nil
+	}
+}
+
+// SignalContext is ctx cancelled on SIGINT or SIGTERM.
+func SignalContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+}

@@ -354,35 +354,51 @@ func planSweepWithin(all []contract.TargetStats, in contract.MaintenanceSweepInp
 	p.scanned = len(ok)
 	sortByDebt(ok)
 	for _, t := range ok {
-		var wants []plannedStart
-		if trigger, reason := mergeTrigger(t, in); reason != "" {
-			req := contract.StartRequest{Workflow: contract.MergeWalWorkflow, Target: t.Target, Trigger: trigger, Reason: reason}
-			// Prepares of different shards overlap their storage round trips; with one
-			// pending shard there is nothing to overlap.
-			req.ParallelPrepare = in.ParallelPrepare != nil && *in.ParallelPrepare && t.PendingShards > 1
-			wants = append(wants, plannedStart{req, reason})
-		}
+		compact := ""
 		if in.CompactMinRuns > 0 && t.Runs >= in.CompactMinRuns {
-			reason := fmt.Sprintf("%d runs >= %d", t.Runs, in.CompactMinRuns)
-			wants = append(wants, plannedStart{contract.StartRequest{Workflow: contract.CompactBaseWorkflow, Target: t.Target,
-				Trigger: contract.TriggerSweepRuns, Reason: reason}, reason})
+			compact = fmt.Sprintf("%d runs >= %d", t.Runs, in.CompactMinRuns)
 		}
-		if len(wants) == 0 {
-			p.skipped = append(p.skipped, contract.SweepSkip{Target: t.Target, Reason: "below thresholds"})
-			continue
-		}
-		for _, w := range wants {
-			if len(p.starts) >= maxStarts {
-				p.skipped = append(p.skipped, contract.SweepSkip{Target: t.Target,
-					Reason: fmt.Sprintf("%s wanted (%s) but max starts (%d) reached", w.req.Workflow, w.reason, in.MaxStarts)})
-				continue
-			}
-			p.starts = append(p.starts, w)
-		}
+		p.add(t.Target, wantStarts(t, compact, in), in, maxStarts)
 	}
 	sort.SliceStable(failed, func(i, j int) bool { return failed[i].Target < failed[j].Target })
 	p.skipped = append(failed, p.skipped...)
 	return p
+}
+
+// wantStarts is what one target needs: a MergeWal when its debt crosses a trigger
+// (mergeTrigger), a CompactBase when compactReason says why. Both discoveries (the scan and
+// the demand index) plan through it. Pure.
+func wantStarts(t contract.TargetStats, compactReason string, in contract.MaintenanceSweepInput) []plannedStart {
+	var wants []plannedStart
+	if trigger, reason := mergeTrigger(t, in); reason != "" {
+		req := contract.StartRequest{Workflow: contract.MergeWalWorkflow, Target: t.Target, Trigger: trigger, Reason: reason}
+		// Prepares of different shards overlap their storage round trips; with one
+		// pending shard there is nothing to overlap.
+		req.ParallelPrepare = in.ParallelPrepare != nil && *in.ParallelPrepare && t.PendingShards > 1
+		wants = append(wants, plannedStart{req, reason})
+	}
+	if compactReason != "" {
+		wants = append(wants, plannedStart{contract.StartRequest{Workflow: contract.CompactBaseWorkflow, Target: t.Target,
+			Trigger: contract.TriggerSweepRuns, Reason: compactReason}, compactReason})
+	}
+	return wants
+}
+
+// add records target's wanted starts while the plan has room (maxStarts), and why it skips
+// the rest or the whole target. Pure.
+func (p *sweepPlan) add(target string, wants []plannedStart, in contract.MaintenanceSweepInput, maxStarts int) {
+	if len(wants) == 0 {
+		p.skipped = append(p.skipped, contract.SweepSkip{Target: target, Reason: "below thresholds"})
+		return
+	}
+	for _, w := range wants {
+		if len(p.starts) >= maxStarts {
+			p.skipped = append(p.skipped, contract.SweepSkip{Target: target,
+				Reason: fmt.Sprintf("%s wanted (%s) but max starts (%d) reached", w.req.Workflow, w.reason, in.MaxStarts)})
+			continue
+		}
+		p.starts = append(p.starts, w)
+	}
 }
 
 func mergeReason(t contract.TargetStats, in contract.MaintenanceSweepInput) string {

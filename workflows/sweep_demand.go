@@ -145,31 +145,13 @@ func planDemandWithin(all []contract.DemandTarget, in contract.MaintenanceSweepI
 	sort.SliceStable(ts, func(i, j int) bool { return contract.DemandBefore(ts[i], ts[j]) })
 	p := sweepPlan{scanned: len(ts)}
 	for _, t := range ts {
-		var wants []plannedStart
 		stats := contract.TargetStats{Target: t.Target, Pending: t.Pending, MaxShardPending: t.MaxShardPending,
 			OldestPendingAge: t.OldestPendingAge, PendingShards: t.PendingShards}
-		if trigger, reason := mergeTrigger(stats, in); reason != "" {
-			req := contract.StartRequest{Workflow: contract.MergeWalWorkflow, Target: t.Target, Trigger: trigger, Reason: reason}
-			req.ParallelPrepare = in.ParallelPrepare != nil && *in.ParallelPrepare && t.PendingShards > 1
-			wants = append(wants, plannedStart{req, reason})
-		}
+		compact := ""
 		if t.Compact && in.CompactMinRuns > 0 {
-			const reason = "compaction marker: base runs >= compact_demand_runs"
-			wants = append(wants, plannedStart{contract.StartRequest{Workflow: contract.CompactBaseWorkflow, Target: t.Target,
-				Trigger: contract.TriggerSweepRuns, Reason: reason}, reason})
+			compact = "compaction marker: base runs >= compact_demand_runs"
 		}
-		if len(wants) == 0 {
-			p.skipped = append(p.skipped, contract.SweepSkip{Target: t.Target, Reason: "below thresholds"})
-			continue
-		}
-		for _, w := range wants {
-			if len(p.starts) >= maxStarts {
-				p.skipped = append(p.skipped, contract.SweepSkip{Target: t.Target,
-					Reason: fmt.Sprintf("%s wanted (%s) but max starts (%d) reached", w.req.Workflow, w.reason, in.MaxStarts)})
-				continue
-			}
-			p.starts = append(p.starts, w)
-		}
+		p.add(t.Target, wantStarts(stats, compact, in), in, maxStarts)
 	}
 	return p
 }

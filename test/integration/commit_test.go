@@ -41,7 +41,7 @@ func (g *gauge) reset() {
 	g.total.Store(0)
 }
 
-// countingActivities wraps the real Prepare and Commit of every worker of the test with one
+// countingActivities wraps the real Prepare, Commit and CommitRound of every worker of the test with one
 // shared pair of gauges: the process-wide number of Prepare and Commit executions in flight
 // around the real store call. Each call also lingers a little so that two executions that
 // could overlap would.
@@ -74,13 +74,32 @@ func (c *countingActivities) register(r tworker.ActivityRegistry, a *activities.
 		}
 		return res, err
 	}, activity.RegisterOptions{Name: contract.CommitActivity, DisableAlreadyRegisteredCheck: true})
+	r.RegisterActivityWithOptions(func(ctx context.Context, p contract.CommitRoundParams) (contract.CommitRoundResult, error) {
+		c.commits.enter()
+		defer c.commits.leave()
+		time.Sleep(c.linger)
+		res, err := a.CommitRound(ctx, p)
+		time.Sleep(c.linger)
+		if err == nil {
+			for _, sr := range res.Shards {
+				if sr.Outcome == contract.RoundCommitted {
+					c.mu.Lock()
+					c.versions = append(c.versions, res.BaseVersion)
+					c.mu.Unlock()
+					break // one base version per round, however many shards it covers
+				}
+			}
+		}
+		return res, err
+	}, activity.RegisterOptions{Name: contract.CommitRoundActivity, DisableAlreadyRegisteredCheck: true})
 }
 
 // At most one commit in flight per table: four writer shards each with pending
 // generations, one MergeWal, one generation per pass (so 12 commits per merge), with the
-// Commit activity of every worker wrapped by one shared in-flight counter. Serially and with
-// ParallelPrepare (where the prepares must be seen overlapping, or the test proves nothing),
-// the counter never exceeds one, and every commit publishes the next base version.
+// Commit and CommitRound activities of every worker wrapped by one shared in-flight counter.
+// Serially, with ParallelPrepare (where the prepares must be seen overlapping, or the test
+// proves nothing) and with round commits (where some round must cover two shards), the
+// counter never exceeds one, and every commit publishes the next base version.
 func TestOneCommitInFlightPerTable(t *testing.T) {
 	e := newEnv(t)
 	const target = "generic:commits"
@@ -104,7 +123,10 @@ func TestOneCommitInFlightPerTable(t *testing.T) {
 	for _, mode := range []struct {
 		name     string
 		parallel bool
-	}{{"serial", false}, {"parallel-prepare", true}} {
+		// round: round commits (several shards in one CommitRound and one base version);
+		// otherwise one shard per Commit, one base version per pass.
+		round bool
+	}{{"serial", false, false}, {"parallel-prepare", true, false}, {"round-commit", true, true}} {
 		for i, s := range stores {
 			e.writeGenerations(s, fmt.Sprintf("%s-%d-", mode.name, i), gens, rowsPerGen)
 		}
@@ -116,21 +138,26 @@ func TestOneCommitInFlightPerTable(t *testing.T) {
 		counting.versions = nil
 		counting.mu.Unlock()
 
-		// One shard per commit: this test counts one Commit per pass and one base version per
-		// commit. Round commits (several shards in one version) are the store's and the
-		// workflow tests' (store/merge_commit_round_test.go, workflows/merge_round_commit_test.go).
+		perCommit := 1
+		if mode.round {
+			perCommit = 0 // the default: up to contract.MaxRoundShards per CommitRound
+		}
 		run := e.startMerge(target, contract.MergeWalInput{
 			MaxGenerations:     ptr(1),
 			ParallelPrepare:    mode.parallel,
-			MaxShardsPerCommit: 1,
+			MaxShardsPerCommit: perCommit,
 		})
 		res := e.mergeResult(run, waitLong)
 
 		if res.Reclaimed != shards*gens || res.Passes != shards*gens {
 			t.Fatalf("%s: result %+v, want %d generations reclaimed in %d passes", mode.name, res, shards*gens, shards*gens)
 		}
-		if got := counting.commits.total.Load(); got != shards*gens {
-			t.Errorf("%s: %d commits executed, want %d", mode.name, got, shards*gens)
+		commits := counting.commits.total.Load()
+		switch {
+		case !mode.round && commits != shards*gens:
+			t.Errorf("%s: %d commits executed, want %d", mode.name, commits, shards*gens)
+		case mode.round && (commits < gens || commits > shards*gens):
+			t.Errorf("%s: %d round commits executed, want %d..%d", mode.name, commits, gens, shards*gens)
 		}
 		if m := counting.commits.max.Load(); m != 1 {
 			t.Errorf("%s: %d commits of one table were in flight at once, want at most 1", mode.name, m)
@@ -157,9 +184,20 @@ func TestOneCommitInFlightPerTable(t *testing.T) {
 			}
 		}
 		after := e.stats(writers[0], target)
-		if totalPending(after) != 0 || after.Rows != int64(written) || after.BaseVersion != before.BaseVersion+uint64(shards*gens) {
+		// One base version per commit: shards*gens of them for one-shard commits, one per
+		// round for round commits.
+		counting.mu.Lock()
+		published := len(counting.versions)
+		counting.mu.Unlock()
+		if !mode.round && published != shards*gens {
+			t.Errorf("%s: %d commits published a version, want %d", mode.name, published, shards*gens)
+		}
+		if totalPending(after) != 0 || after.Rows != int64(written) || after.BaseVersion != before.BaseVersion+uint64(published) {
 			t.Fatalf("%s: after merge pending %d rows %d version %d; want 0, %d, %d", mode.name,
-				totalPending(after), after.Rows, after.BaseVersion, written, before.BaseVersion+uint64(shards*gens))
+				totalPending(after), after.Rows, after.BaseVersion, written, before.BaseVersion+uint64(published))
+		}
+		if mode.round && published >= shards*gens {
+			t.Errorf("%s: %d versions for %d passes: no round covered two shards", mode.name, published, shards*gens)
 		}
 	}
 }

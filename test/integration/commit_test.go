@@ -41,9 +41,9 @@ func (g *gauge) reset() {
 	g.total.Store(0)
 }
 
-// countingActivities wraps the real Prepare, Commit and CommitRound of every worker of the test with one
-// shared pair of gauges: the process-wide number of Prepare and Commit executions in flight
-// around the real store call. Each call also lingers a little so that two executions that
+// countingActivities wraps the real Prepare, Commit and CommitRound of every worker of the
+// test with one shared pair of gauges: the process-wide number of Prepare and commit
+// (Commit or CommitRound) executions in flight around the real store call. Each call also lingers a little so that two executions that
 // could overlap would.
 type countingActivities struct {
 	prepares, commits gauge

@@ -111,25 +111,28 @@ func TestIncidentQuick(t *testing.T) {
 }
 
 // maxLockShare bounds the commit lock's p50 hold as a share of the p50 Commit call on mem://
-// (TestCommitLockQuick). A quick run on a loaded 2-vCPU machine measured 0.04–0.10 (hold
-// 16–26 µs of 262–422 µs); with the manifest read and the encoding moved back under the lock
-// (scripts/mutations/commit-lock-covers-manifest-read.patch) 0.13–0.26, the hold 3× longer.
-// 0.2 is twice today's worst size.
-const maxLockShare = 0.2
+// (TestCommitLockQuick). Since the lock covers only the in-memory swap of the cached base
+// (publishBaseThenSwap), a quick run measures a hold of 0.2–0.4 µs in a 120–170 µs Commit
+// (share 0.002–0.003); with the manifest read and the encoding moved back under the lock
+// (scripts/mutations/commit-lock-covers-manifest-read.patch) 31–45 µs, share 0.14–0.28, which
+// the old bound of 0.2 caught at one size of three. 0.05 is 15× today's share and 3× under
+// the mutation's.
+const maxLockShare = 0.05
 
 func TestCommitLockQuick(t *testing.T) {
 	res := runQuick(t, "commit-lock")
-	// The claim (docs/BENCHMARKS.md scenario 2): the lock covers only the conditional write
-	// of base version v+1, so on mem:// it is a small part of the Commit call measured in the
-	// same run (the manifest read, the checks, the encoding, the drain of the shard manifest
-	// and the clean-up are outside it). Before the fix the lock also covered the manifest
-	// read, the checks and the encoding. The share is a ratio measured in one run, so it
-	// stays on under -race.
+	// The claim (docs/BENCHMARKS.md scenario 2): the lock covers only the in-memory swap of
+	// the cached latest base, so on mem:// it is a tiny part of the Commit call measured in
+	// the same run (the manifest read, the checks, the encoding, the conditional write of
+	// base version v+1, the drain of the shard manifest and the clean-up are outside it).
+	// Before issue 4's fix the lock also covered the manifest read, the checks and the
+	// encoding, and before CommitRound the write. The share is a ratio measured in one run,
+	// so it stays on under -race.
 	for _, sz := range []string{"64KiB", "1MiB", "64MiB"} {
 		hold, commit := value(t, res, "mem_"+sz+"_p50_us"), value(t, res, "mem_"+sz+"_commit_p50_us")
-		t.Logf("mem %s: p50 lock hold %.0f µs, p50 Commit %.0f µs (share %.2f)", sz, hold, commit, hold/commit)
+		t.Logf("mem %s: p50 lock hold %.1f µs, p50 Commit %.0f µs (share %.3f)", sz, hold, commit, hold/commit)
 		if share := hold / commit; share > maxLockShare {
-			t.Errorf("mem %s: p50 lock hold %.0f µs is %.0f%% of the p50 Commit (%.0f µs) > %.0f%%: the lock covers more than the conditional write",
+			t.Errorf("mem %s: p50 lock hold %.0f µs is %.0f%% of the p50 Commit (%.0f µs) > %.0f%%: the lock covers more than the swap",
 				sz, hold, 100*share, commit, 100*maxLockShare)
 		}
 		// Absolute medians only catch gross regressions (timing, relaxed under -race): the
@@ -291,8 +294,12 @@ func TestReadAmpQuick(t *testing.T) {
 	if top <= 2 {
 		t.Errorf("no read amplification measured at the top level: List p50 %.2f× the empty store's", top)
 	}
-	if after := value(t, res, "amp_after_merge"); after >= top {
-		t.Errorf("merging did not help: List p50 %.1f× the empty store's after merging, %.1f× before", after, top)
+	// After merging everything and compacting the base, a List is back near the clean
+	// store's (docs: 1.9× against 13× at 256 pending; quick runs 1.9–2.2× against 12–20×).
+	// At least halving it is the bound: a merge that left most generations pending
+	// (scripts/mutations/merge-all-one-pass.patch: 0.75 of them) passed "after < before".
+	if after := value(t, res, "amp_after_merge"); after > top/2 {
+		t.Errorf("merging did not help: List p50 %.1f× the empty store's after merging, %.1f× before (want at most half)", after, top)
 	}
 }
 

@@ -98,6 +98,20 @@ func RunReadAmp(ctx context.Context, o Options) (*Result, error) {
 					}
 					gl = append(gl, time.Since(t0))
 				}
+				// The reads must see the pending generations, not only the base: a read that
+				// skipped them would be fast and wrong, and this scenario would time it.
+				newest, want := "k000000042", int64(42) // a base row (n = key)
+				if pending > 0 {
+					g := pending - 1 // the newest generation's first row, no later write
+					newest, want = fmt.Sprintf("k%09d", (g*rowsPerGen)%baseRows), int64(g)
+				}
+				row, err := rs.Get(ctx, newest)
+				if err != nil {
+					return durStats{}, durStats{}, fmt.Errorf("get %s: %w", newest, err)
+				}
+				if got := fmt.Sprint(row["n"]); got != fmt.Sprint(want) {
+					return durStats{}, durStats{}, fmt.Errorf("get %s at %d pending: n = %s, want %d (the newest pending generation's value)", newest, pending, got, want)
+				}
 				for i := 0; i < lists; i++ {
 					t0 := time.Now()
 					page, err := rs.List(ctx, store.ListOptions{Limit: 100, After: fmt.Sprintf("k%09d", (i*7919)%(baseRows-200))})

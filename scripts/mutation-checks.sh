@@ -18,22 +18,28 @@
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-# name | package | -run regexp | extra environment (space-separated K=V, or -)
+# name | package | -run regexp | extra environment (space-separated K=V, or -) | expected failure
+# The expected failure is an extended regexp that the failed check's message must match: a
+# test that fails for another reason (a timeout, a crash, a different check) does not count.
 checks=(
-  "blob-race-take-turns|./store/|^TestPutIfAbsentRaceProcesses\$|-"
-  "commit-race-take-turns|./test/reliability/|^TestCommitRaceProcesses\$/^file\$|WALKEEPER_RACE_ROUNDS=8"
-  "activity-id-constant|./workflows/|^TestMergeWalActivityIDs|-"
-  "activity-id-first-run|./workflows/|^TestMergeWalActivityIDsAreUniqueAcrossRuns\$|-"
-  "stop-waits-for-waiters|./worker/|^TestWorkerStopDoesNotWaitForMergeWaiters\$|-"
-  "merge-writes-wrong-value|./test/duckdb/|^TestDuckDBReadsMergedBase\$|-"
-  "prepare-allocates-beyond-budget|./test/integration/|^TestConcurrentMergesStayWithinBudget\$|-"
-  "bench-skip-the-merge|./bench/|^TestAppendLatencyQuick\$|-"
-  "bench-renamed-key|./bench/|^TestCommitLockQuick\$|-"
-  "commit-lock-covers-manifest-read|./bench/|^TestCommitLockQuick\$|-"
+  "blob-race-take-turns|./store/|^TestPutIfAbsentRaceProcesses\$|-|won [0-9]+ of [0-9]+ keys .*the racers took turns"
+  "commit-race-take-turns|./test/reliability/|^TestCommitRaceProcesses\$/^file\$|WALKEEPER_RACE_ROUNDS=8|lost put-if-absent races in .*the commits did not race"
+  "activity-id-constant|./workflows/|^TestMergeWalActivityIDs|-|middle part is not the run ID"
+  "activity-id-first-run|./workflows/|^TestMergeWalActivityIDsAreUniqueAcrossRuns\$|-|used twice across runs"
+  "stop-waits-for-waiters|./worker/|^TestWorkerStopDoesNotWaitForMergeWaiters\$|-|Stop(: .*deadline exceeded| took .* behind a merge waiter)"
+  "merge-writes-wrong-value|./test/duckdb/|^TestDuckDBReadsMergedBase\$|-|want [0-9]+ rows, got [0-9]+"
+  "prepare-allocates-beyond-budget|./test/integration/|^TestConcurrentMergesStayWithinBudget\$|-|process heap grew by"
+  "bench-skip-the-merge|./bench/|^TestAppendLatencyQuick\$|-|no generation merged during the busy phases"
+  "bench-renamed-key|./bench/|^TestCommitLockQuick\$|-|no value \"mem_ratio_p50\""
+  "commit-lock-covers-manifest-read|./bench/|^TestCommitLockQuick\$|-|the lock covers more than the swap"
+  "read-skips-pending|./bench/|^TestReadAmpQuick\$|-|the newest pending generation's value"
+  "merge-all-one-pass|./bench/|^TestReadAmpQuick\$|-|merging did not help"
+  "merge-wal-timer-per-pass|./bench/|^TestTemporalOverheadQuick\$|-|MergeWal adds .* the bare 4-activity workflow"
+  "merge-wal-actions-before-run-3|./test/integration/|^TestMergeWalActionsPerPass\$|-|timers in a happy-path merge|actions per shard pass, budget"
 )
 
 if [[ "${1:-}" == "--list" ]]; then
-  for c in "${checks[@]}"; do IFS='|' read -r name pkg run _ <<<"$c"; echo "$name  $pkg  $run"; done
+  for c in "${checks[@]}"; do IFS='|' read -r name pkg run _ _ <<<"$c"; echo "$name  $pkg  $run"; done
   exit 0
 fi
 
@@ -51,7 +57,7 @@ mkdir -p .cache
 rows=()
 bad=0
 for c in "${checks[@]}"; do
-  IFS='|' read -r name pkg run envs <<<"$c"
+  IFS='|' read -r name pkg run envs want <<<"$c"
   if [[ $# -gt 0 ]] && ! printf '%s\n' "$@" | grep -qx "$name"; then
     continue
   fi
@@ -64,11 +70,11 @@ for c in "${checks[@]}"; do
   fi
   git apply "$patch" && applied="$name"
   log=".cache/mutation-$name.log"
-  echo "== $name: go test -count=1 -run '$run' $pkg   (log: $log)" >&2
+  echo "== $name: go test -count=1 -v -run '$run' $pkg   (log: $log)" >&2
   envargs=()
   [[ "$envs" != "-" ]] && read -r -a envargs <<<"$envs"
   start=$SECONDS
-  env "${envargs[@]}" nice -n 10 go test -count=1 -timeout 15m -run "$run" "$pkg" >"$log" 2>&1
+  env "${envargs[@]}" nice -n 10 go test -count=1 -v -timeout 15m -run "$run" "$pkg" >"$log" 2>&1
   status=$?
   revert
   took=$((SECONDS - start))
@@ -76,11 +82,15 @@ for c in "${checks[@]}"; do
     result="BUILD FAILED (not a result)"
     bad=1
   elif [[ $status -ne 0 ]]; then
-    # The last test-file line with text is usually the failed check (logs come before it);
-    # testify prints its message on an "Error:" line below an empty one.
-    why=$(grep -E '^\s+[A-Za-z0-9_]+_test\.go:[0-9]+: \S' "$log" | tail -1 | sed -E 's/^\s+//' | cut -c1-110)
-    [[ -n "$why" ]] || why=$(grep -m1 -E '^\s+Error:' "$log" | sed -E 's/^\s+//; s/\s+/ /g' | cut -c1-110)
-    result="FAIL as expected (${took}s): ${why:-see $log}"
+    # The expected check's message: test-file lines (t.Errorf/t.Fatalf) or testify's
+    # "Error:" / "Messages:" lines. A failure without it failed for another reason.
+    why=$(grep -E "$want" "$log" | grep -m1 -vE '^\s*(=== RUN|--- )' | sed -E 's/^\s+//; s/\s+/ /g' | cut -c1-160)
+    if [[ -n "$why" ]]; then
+      result="FAIL as expected (${took}s): ${why}"
+    else
+      result="FAILED, but not with /$want/ (${took}s): see $log"
+      bad=1
+    fi
   else
     result="PASSED: mutation survived (${took}s)"
     bad=1

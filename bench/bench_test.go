@@ -252,10 +252,15 @@ func TestTemporalOverheadQuick(t *testing.T) {
 	// orchestration over the same prepare + commit called directly (target ≤ 100 ms), and
 	// the bare workflow of 4 sequential no-op activities 77 ms, on the tuned server. Both are
 	// a start, 4 activities and 5 workflow tasks on the same server, so their ratio holds on
-	// a loaded machine: 0.85 in that full run, 2.1 and 2.0 in quick runs at load 12 and 30. A
-	// doubling of MergeWal's orchestration (a timer or an activity more per pass, the state
-	// before run 3: +346 ms) crosses 4. The ratio is a timing bound too (the workflows' own
-	// code runs slower under -race), so it relaxes there.
+	// a loaded machine: 0.85 in that full run, 2.1 and 2.0 in quick runs at load 12 and 30,
+	// 1.1 at load 6. The bound catches what the bare workflow cannot absorb: a 500 ms timer
+	// per pass (scripts/mutations/merge-wal-timer-per-pass.patch) measured 16.6. It does not
+	// catch the actions of the state before run 3 (a watchdog timer per activity, an upsert
+	// per pass: merge-wal-actions-before-run-3.patch, ratio 2.19 against 1.10 the run
+	// before): a bound tight enough for that would flake on this machine, and
+	// test/integration TestMergeWalActionsPerPass counts those from real histories instead.
+	// The ratio is a timing bound too (the workflows' own code runs slower under -race), so
+	// it relaxes there.
 	wfP50, dP50 := value(t, res, "wf_p50_ms"), value(t, res, "direct_p50_ms")
 	bare := value(t, res, "bare4_p50_ms_tuned")
 	over := wfP50 - dP50
@@ -294,10 +299,15 @@ func TestReadAmpQuick(t *testing.T) {
 	if top <= 2 {
 		t.Errorf("no read amplification measured at the top level: List p50 %.2f× the empty store's", top)
 	}
+	// The last rows measure a fully merged store: a merge that left generations pending
+	// (scripts/mutations/merge-all-one-pass.patch: 192 of 256) was timed as "after merging"
+	// and passed the bound below on a loaded machine (15.7× against 91.4× before).
+	if left := value(t, res, "pending_after_merge"); left != 0 {
+		t.Errorf("merging left %.0f generations pending: the rows after merging do not measure a merged store", left)
+	}
 	// After merging everything and compacting the base, a List is back near the clean
-	// store's (docs: 1.9× against 13× at 256 pending; quick runs 1.9–2.2× against 12–20×).
-	// At least halving it is the bound: a merge that left most generations pending
-	// (scripts/mutations/merge-all-one-pass.patch: 0.75 of them) passed "after < before".
+	// store's (docs: 1.9× against 13× at 256 pending; quick runs 1.9–2.2× against 12–20×),
+	// so at least halving it is a loose bound (it passed "after < before" only).
 	if after := value(t, res, "amp_after_merge"); after > top/2 {
 		t.Errorf("merging did not help: List p50 %.1f× the empty store's after merging, %.1f× before (want at most half)", after, top)
 	}

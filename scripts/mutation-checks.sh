@@ -36,7 +36,7 @@ checks=(
   "merge-all-one-pass|./bench/|^TestReadAmpQuick\$|-|merging left [0-9]+ generations pending"
   "merge-wal-timer-per-pass|./bench/|^TestTemporalOverheadQuick\$|-|MergeWal adds .* the bare 4-activity workflow"
   "overdraft-does-not-panic|./store/|^TestMemAccountOverdraftIsBudgetBusy\$|GOFLAGS=-race|race build: an overdraft must panic"
-  "history-duration-zero|./cmd/walkeeper/|^TestHistoryAgainstTemporal\$|-|Messages: +(MergeWal|CompactBase) duration"
+  "history-duration-zero|./cmd/walkeeper/|^TestHistoryAgainstTemporal\$|-|Messages:[[:space:]]+(MergeWal|CompactBase) duration"
   "merge-wal-actions-before-run-3|./test/integration/|^TestMergeWalActionsPerPass\$|-|timers in a happy-path merge|actions per shard pass, budget"
 )
 

@@ -112,7 +112,7 @@ func TestIncidentQuick(t *testing.T) {
 
 // maxLockShare bounds the commit lock's p50 hold as a share of the p50 Commit call on mem://
 // (TestCommitLockQuick). Since the lock covers only the in-memory swap of the cached base
-// (publishBaseThenSwap), a quick run measures a hold of 0.2–0.4 µs in a 120–170 µs Commit
+// (publishBaseThenSwap), a quick run measures a hold of 0.2–0.4 µs in a 120–500 µs Commit
 // (share 0.002–0.003); with the manifest read and the encoding moved back under the lock
 // (scripts/mutations/commit-lock-covers-manifest-read.patch) 31–45 µs, share 0.14–0.28, which
 // the old bound of 0.2 caught at one size of three. 0.05 is 15× today's share and 3× under
@@ -254,7 +254,7 @@ func TestTemporalOverheadQuick(t *testing.T) {
 	// a start, 4 activities and 5 workflow tasks on the same server, so their ratio holds on
 	// a loaded machine: 0.85 in that full run, 2.1 and 2.0 in quick runs at load 12 and 30,
 	// 1.1 at load 6. The bound catches what the bare workflow cannot absorb: a 500 ms timer
-	// per pass (scripts/mutations/merge-wal-timer-per-pass.patch) measured 16.6. It does not
+	// per pass (scripts/mutations/merge-wal-timer-per-pass.patch) measured 16.6–21.3. It does not
 	// catch the actions of the state before run 3 (a watchdog timer per activity, an upsert
 	// per pass: merge-wal-actions-before-run-3.patch, ratio 2.19 against 1.10 the run
 	// before): a bound tight enough for that would flake on this machine, and
@@ -301,13 +301,14 @@ func TestReadAmpQuick(t *testing.T) {
 	}
 	// The last rows measure a fully merged store: a merge that left generations pending
 	// (scripts/mutations/merge-all-one-pass.patch: 192 of 256) was timed as "after merging"
-	// and passed the bound below on a loaded machine (15.7× against 91.4× before).
+	// and passed the timing bound below, the old one and the new, on a loaded machine (15.7×
+	// against 91.4× before).
 	if left := value(t, res, "pending_after_merge"); left != 0 {
 		t.Errorf("merging left %.0f generations pending: the rows after merging do not measure a merged store", left)
 	}
 	// After merging everything and compacting the base, a List is back near the clean
-	// store's (docs: 1.9× against 13× at 256 pending; quick runs 1.9–2.2× against 12–20×),
-	// so at least halving it is a loose bound (it passed "after < before" only).
+	// store's (docs: 1.9× against 13× at 256 pending; quick runs 1.9–2.2× against 12–20×);
+	// requiring at least half (it was "less than before") is still loose.
 	if after := value(t, res, "amp_after_merge"); after > top/2 {
 		t.Errorf("merging did not help: List p50 %.1f× the empty store's after merging, %.1f× before (want at most half)", after, top)
 	}

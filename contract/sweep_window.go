@@ -16,7 +16,7 @@ import (
 const (
 	SweepWindowWorkflow = "SweepWindow"
 	// SweepNowSignal asks a running window for a round now (`walkeeper schedule trigger`);
-	// signals that arrive together are served by one round.
+	// the signals that arrived before a round starts are served by that one round.
 	SweepNowSignal = "walkeeper-sweep-now"
 	// WalSweepStartsName (Double: the 3 custom Int slots of SQL visibility are taken, see
 	// contract/observe_attrs.go) counts the workflows this run of a window has started. It

@@ -10,8 +10,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 
+	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/worker"
 )
 
@@ -194,6 +197,9 @@ func printSchedule(out io.Writer, id string, d *client.ScheduleDescription) erro
 		wf := a.Workflow
 		if s, ok := wf.(string); ok {
 			fmt.Fprintf(tw, "action\tworkflow %s on task queue %s (ID prefix %s)\n", s, a.TaskQueue, a.ID)
+			if in, ok := sweepWindowInput(s, a.Args); ok {
+				fmt.Fprintf(tw, "sweep\ta round every %s, windows of %s\n", in.Interval, in.Window)
+			}
 		} else {
 			fmt.Fprintf(tw, "action\tworkflow on task queue %s (ID prefix %s)\n", a.TaskQueue, a.ID)
 		}
@@ -253,6 +259,20 @@ func printSchedule(out io.Writer, id string, d *client.ScheduleDescription) erro
 	}
 	fmt.Fprintf(tw, "created\t%s\n", d.Info.CreatedAt.Local().Format(time.RFC3339))
 	return tw.Flush()
+}
+
+// sweepWindowInput decodes the input of a SweepWindow action, if that is what the action
+// starts.
+func sweepWindowInput(workflow string, args []any) (contract.SweepWindowInput, bool) {
+	var in contract.SweepWindowInput
+	if workflow != contract.SweepWindowWorkflow || len(args) != 1 {
+		return in, false
+	}
+	p, ok := args[0].(*commonpb.Payload)
+	if !ok || converter.GetDefaultDataConverter().FromPayload(p, &in) != nil {
+		return in, false
+	}
+	return in, true
 }
 
 func orDash(s string) string {

@@ -78,6 +78,7 @@ Both use a one-minute catch-up window.`,
 			}
 			ctx, cancel := cli.SignalContext(cmd.Context())
 			defer cancel()
+			g.devDefaults(cmd) // a running dev's Temporal, unless --temporal says otherwise
 			c, _, err := g.dial(ctx)
 			if err != nil {
 				return err

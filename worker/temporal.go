@@ -407,6 +407,25 @@ func PauseSweep(ctx context.Context, c client.Client, note string) error {
 	if err != nil {
 		return err
 	}
+	return cancelSweepWindows(ctx, c, ids)
+}
+
+// DeleteSweep deletes walkeeper-sweep and cancels its running window (deleting the schedule
+// alone leaves the window sweeping until its end).
+func DeleteSweep(ctx context.Context, c client.Client) error {
+	ids, _, err := runningSweepWindows(ctx, c)
+	if err != nil {
+		return err
+	}
+	if err := DeleteSchedule(ctx, c, SweepScheduleID); err != nil {
+		return err
+	}
+	return cancelSweepWindows(ctx, c, ids)
+}
+
+// cancelSweepWindows requests the cancellation of the windows ids; one that has closed
+// meanwhile is no error.
+func cancelSweepWindows(ctx context.Context, c client.Client, ids []string) error {
 	for _, id := range ids {
 		if err := c.CancelWorkflow(ctx, id, ""); err != nil {
 			var notFound *serviceerror.NotFound

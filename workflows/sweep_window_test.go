@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	sdkpb "go.temporal.io/api/sdk/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
@@ -102,11 +103,23 @@ func TestSweepWindowReportsRoundsThatStart(t *testing.T) {
 	starter := &fakeStarter{}
 	recorded := 0
 	env := newWindowEnv(t, f, starter, &recorded)
+	var details string
+	env.RegisterDelayedCallback(func() { // between rounds 4 and 5
+		v, err := env.QueryWorkflow("__temporal_workflow_metadata")
+		require.NoError(t, err)
+		var md sdkpb.WorkflowMetadata
+		require.NoError(t, v.Get(&md))
+		details = md.GetCurrentDetails()
+	}, 35*time.Second)
 	env.ExecuteWorkflow(SweepWindow, contract.SweepWindowInput{Interval: 10 * time.Second, Window: 50 * time.Second})
 	require.NoError(t, env.GetWorkflowError())
 	var res contract.SweepWindowResult
 	require.NoError(t, env.GetWorkflowResult(&res))
 
+	// The current details name the starting round, its start and its skip reasons.
+	require.Contains(t, details, "4 rounds: 3 idle, 0 failed; 1 workflows started.")
+	require.Contains(t, details, "round 3: started 1 (1 sweep-count); skipped 5: 5 below thresholds — MergeWal generic:hot")
+	require.Contains(t, details, "Last: round 4: started nothing; skipped 5: 5 below thresholds at ")
 	require.Equal(t, contract.SweepWindowTotals{Rounds: 5, IdleRounds: 4, Started: 1}, res.Totals)
 	require.Equal(t, []contract.StartRequest{{Workflow: contract.MergeWalWorkflow, Target: "generic:hot",
 		Trigger: contract.TriggerSweepCount, Reason: "12 pending >= 8; sweep window " + testWindowID + " round 3"}}, starter.requests)

@@ -11,10 +11,12 @@ import (
 	"strings"
 	"time"
 
+	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
 
@@ -371,10 +373,11 @@ func runningSweepWindows(ctx context.Context, c client.Client) ([]string, *clien
 
 // SweepNow asks for a sweep round now and says how: the running window gets the signal
 // walkeeper-sweep-now (a round at once, the window's cadence kept); with no window running
-// the schedule is triggered, which starts a window whose first round runs at once. Works
-// while the schedule is paused too, like a schedule trigger.
+// the schedule is triggered, which starts a window whose first round runs at once. While the
+// schedule is paused and no window runs, one MaintenanceSweep with the schedule's sweep input
+// runs instead (a window would go on sweeping for a whole window).
 func SweepNow(ctx context.Context, c client.Client) (string, error) {
-	ids, _, err := runningSweepWindows(ctx, c)
+	ids, d, err := runningSweepWindows(ctx, c)
 	if err != nil {
 		return "", err
 	}
@@ -384,9 +387,26 @@ func SweepNow(ctx context.Context, c client.Client) (string, error) {
 			return "signaled sweep window " + id + " for a round now", nil
 		}
 		var notFound *serviceerror.NotFound
-		if !errors.As(err, &notFound) { // a window that just closed falls through to a trigger
+		if !errors.As(err, &notFound) { // a window that just closed falls through
 			return "", fmt.Errorf("signal sweep window %s: %w", id, err)
 		}
+	}
+	if d.Schedule.State != nil && d.Schedule.State.Paused {
+		var in contract.SweepWindowInput
+		if a, ok := d.Schedule.Action.(*client.ScheduleWorkflowAction); ok && len(a.Args) == 1 {
+			if p, ok := a.Args[0].(*commonpb.Payload); ok {
+				_ = converter.GetDefaultDataConverter().FromPayload(p, &in) // unreadable: the default thresholds
+			}
+		}
+		id := fmt.Sprintf("%s-now-%s", SweepWorkflowID, time.Now().UTC().Format(time.RFC3339))
+		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+			ID: id, TaskQueue: contract.TaskQueue, WorkflowRunTimeout: 30 * time.Minute,
+			StaticSummary: "walkeeper sweep now (schedule " + SweepScheduleID + " paused)",
+		}, contract.MaintenanceSweepWorkflow, in.Sweep)
+		if err != nil {
+			return "", fmt.Errorf("start sweep %s: %w", id, err)
+		}
+		return "schedule " + SweepScheduleID + " is paused: started one MaintenanceSweep " + run.GetID(), nil
 	}
 	if err := c.ScheduleClient().GetHandle(ctx, SweepScheduleID).Trigger(ctx, client.ScheduleTriggerOptions{
 		Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_BUFFER_ONE,

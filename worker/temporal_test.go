@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -119,6 +120,20 @@ func TestTemporalAdmin(t *testing.T) {
 		assert.Equal(t, "maintenance window", d.Schedule.State.Note)
 		assert.True(t, historyHas(ctx, t, c, window, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED))
 
+		// Paused and no window running (no worker here to act on the cancel): sweep now runs
+		// one MaintenanceSweep instead of starting an hour-long window.
+		require.NoError(t, c.TerminateWorkflow(ctx, window, "", "test: the window ended"))
+		require.Eventually(t, func() bool {
+			d, err = worker.DescribeSchedule(ctx, c, worker.SweepScheduleID)
+			return err == nil && len(d.Info.RunningWorkflows) == 0
+		}, 30*time.Second, 200*time.Millisecond)
+		msg, err = worker.SweepNow(ctx, c)
+		require.NoError(t, err)
+		assert.Contains(t, msg, "is paused: started one MaintenanceSweep "+worker.SweepWorkflowID+"-now-")
+		resp, err := c.DescribeWorkflowExecution(ctx, msg[strings.LastIndex(msg, " ")+1:], "")
+		require.NoError(t, err)
+		assert.Equal(t, contract.MaintenanceSweepWorkflow, resp.GetWorkflowExecutionInfo().GetType().GetName())
+
 		// The next ensure updates the interval and leaves the operator's pause alone.
 		require.NoError(t, worker.EnsureSweepScheduleOpts(ctx, c, worker.SweepSchedule{Every: time.Minute, Window: 30 * time.Minute}))
 		d, err = worker.DescribeSchedule(ctx, c, worker.SweepScheduleID)
@@ -132,7 +147,6 @@ func TestTemporalAdmin(t *testing.T) {
 		assert.False(t, d.Schedule.State.Paused)
 
 		assert.Error(t, worker.EnsureSweepSchedule(ctx, c, 0))
-		require.NoError(t, c.TerminateWorkflow(ctx, window, "", "test done"))
 	})
 
 	t.Run("target schedule", func(t *testing.T) {

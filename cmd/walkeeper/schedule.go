@@ -156,7 +156,8 @@ A paused schedule stays paused. Without --target this is what every worker does 
 		Short: "Run the schedule's action now (the sweep: a round now, in the running window)",
 		Long: `Run the schedule's action now. For the sweep schedule this is "sweep now": the running
 SweepWindow gets the signal walkeeper-sweep-now and runs a round at once (or, with no window
-running, the schedule starts one, whose first round runs at once). For a per-target schedule
+running, the schedule starts one, whose first round runs at once; while the schedule is paused,
+one MaintenanceSweep runs instead). For a per-target schedule
 the tick starts now, skipped if the previous one still runs.`,
 		Args: cli.Args(cobra.NoArgs),
 		RunE: with(func(ctx context.Context, c client.Client, id string, out io.Writer) error {

@@ -473,7 +473,7 @@ func incidentSideRun(ctx context.Context, o Options, p incidentParams, rep int, 
 			nodes = append(nodes, n)
 		}
 		stopSystem = sync.OnceFunc(func() {
-			_ = worker.DeleteSchedule(context.WithoutCancel(ctx), tenv.client, worker.SweepScheduleID)
+			_ = worker.DeleteSweep(context.WithoutCancel(ctx), tenv.client) // the schedule and its running window
 			var wg sync.WaitGroup
 			for _, n := range nodes {
 				wg.Add(1)

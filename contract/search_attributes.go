@@ -34,6 +34,8 @@ var SearchAttributes = map[string]enumspb.IndexedValueType{
 	WalPendingAtStartName: enumspb.INDEXED_VALUE_TYPE_INT,
 	WalReclaimedName:      enumspb.INDEXED_VALUE_TYPE_INT,
 	WalBytesMergedName:    enumspb.INDEXED_VALUE_TYPE_DOUBLE,
+
+	WalSweepStartsName: enumspb.INDEXED_VALUE_TYPE_DOUBLE, // SweepWindow, contract/sweep_window.go
 }
 
 // startAttributes are the search attributes a run of t's workflows starts with: WalTarget,

@@ -26,7 +26,8 @@ func TestNamesAndIDs(t *testing.T) {
 	require.Equal(t, enumspb.INDEXED_VALUE_TYPE_INT, SearchAttributes[WalPendingAtStartName])
 	require.Equal(t, enumspb.INDEXED_VALUE_TYPE_INT, SearchAttributes[WalReclaimedName])
 	require.Equal(t, enumspb.INDEXED_VALUE_TYPE_DOUBLE, SearchAttributes[WalBytesMergedName])
-	require.Len(t, SearchAttributes, 7)
+	require.Equal(t, enumspb.INDEXED_VALUE_TYPE_DOUBLE, SearchAttributes[WalSweepStarts.GetName()])
+	require.Len(t, SearchAttributes, 8)
 	ints := 0
 	for _, typ := range SearchAttributes {
 		if typ == enumspb.INDEXED_VALUE_TYPE_INT {

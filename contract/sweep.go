@@ -64,8 +64,11 @@ type MaintenanceSweepResult struct {
 
 // SweepStart is one workflow the sweep started or attached to.
 type SweepStart struct {
-	Target     string `json:"target"`
-	Workflow   string `json:"workflow"`
+	Target   string `json:"target"`
+	Workflow string `json:"workflow"`
+	// Trigger is the start's WalTrigger (sweep-count, sweep-age, sweep-runs; "" in runs
+	// recorded before it was reported).
+	Trigger    string `json:"trigger,omitempty"`
 	Reason     string `json:"reason"`
 	WorkflowID string `json:"workflow_id"`
 	RunID      string `json:"run_id,omitempty"`

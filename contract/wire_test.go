@@ -50,6 +50,7 @@ var wireTypes = []any{
 	ScanDemandParams{}, ScanDemandResult{}, ScanDemandProgress{}, DemandTarget{},
 	ReconcileCursor{}, ReconcilePageParams{}, ReconcilePageResult{}, ReconcileCounts{}, StoreProblem{},
 	ReconcileDemandInput{}, ReconcileDemandResult{}, RecordMaintenanceParams{},
+	SweepWindowInput{}, SweepWindowCarry{}, SweepWindowTotals{}, SweepRound{}, SweepWindowResult{}, SweepRoundsMemo{},
 }
 
 func TestWireShape(t *testing.T) {
@@ -165,6 +166,7 @@ var (
 		MaintenanceSweepWorkflow: {MaintenanceSweepInput{}, MaintenanceSweepResult{}},
 		MergeWalTickWorkflow:     {MergeWalTickInput{}, MergeWalTickResult{}},
 		ReconcileDemandWorkflow:  {ReconcileDemandInput{}, ReconcileDemandResult{}},
+		SweepWindowWorkflow:      {SweepWindowInput{}, SweepWindowResult{}},
 	}
 	activityPayloads = map[string][2]any{
 		ListPendingShardsActivity: {ListPendingShardsParams{}, ListPendingShardsResult{}},

@@ -71,8 +71,9 @@ if (namespace && columns.length) {
   });
   await load(url);
 }
-// The UI is a JS app: give it time to fetch and render after the load event.
-await sleep(6000);
+// The UI is a JS app: give it time to fetch and render after the load event (on a loaded
+// 2-core machine the schedule page needed more than 6 s; SHOT_WAIT_MS overrides).
+await sleep(Number(process.env.SHOT_WAIT_MS || 15000));
 const { data } = await send("Page.captureScreenshot", { format: "png" });
 writeFileSync(file, Buffer.from(data, "base64"));
 ws.close();

@@ -6,6 +6,8 @@
 #   merges-list.png   a store's merges: Workflows filtered by WalTarget="generic:demo"
 #   merge-run.png     one finished MergeWal run's page
 #   schedule.png      the walkeeper-sweep schedule
+#   sweep-window.png  the running sweep window: its current details list the rounds that
+#                     started something and why the rest was skipped
 #
 # With Node (no npm packages needed) the list's columns are set to walkeeper's search
 # attributes first (scripts/screenshot.mjs); without it Chromium's --screenshot takes the
@@ -120,4 +122,13 @@ list_url="$ui/namespaces/default/workflows?query=$(python3 -c 'import urllib.par
 shot "$out/merges-list.png" "$list_url" WalTrigger WalPendingAtStart WalReclaimed WalBytesMerged
 shot "$out/merge-run.png" "$merge_url"
 shot "$out/schedule.png" "$ui/namespaces/default/schedules/walkeeper-sweep"
-echo "screenshots: saved $out/merges-list.png $out/merge-run.png $out/schedule.png"
+window=$(wk schedule describe | python3 -c '
+import re, sys
+m = re.search(r"^running\s+(\S+) \(run (\S+)\)", sys.stdin.read(), re.M)
+print("%s/%s" % m.groups() if m else "")')
+if [[ -z "$window" ]]; then
+	echo "screenshots: no running sweep window" >&2
+	exit 1
+fi
+shot "$out/sweep-window.png" "$ui/namespaces/default/workflows/$window/history"
+echo "screenshots: saved $out/merges-list.png $out/merge-run.png $out/schedule.png $out/sweep-window.png"

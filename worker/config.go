@@ -83,17 +83,20 @@ type Config struct {
 	// CacheBytes bounds decoded generations and runs kept for reads.
 	CacheBytes int64
 
-	// SweepInterval is the period of the Temporal schedule "walkeeper-sweep" that the worker
-	// ensures on start (0 = leave the schedule alone).
+	// SweepInterval is the time between two sweep rounds of the Temporal schedule
+	// "walkeeper-sweep" that the worker ensures on start (0 = leave the schedule alone).
+	// SweepWindow is how long one SweepWindow workflow runs rounds: the schedule starts one
+	// per window (docs/DESIGN.md §12, "Sweep windows").
 	SweepInterval time.Duration
+	SweepWindow   time.Duration
 	// ReconcileInterval is the period of the Temporal schedule "walkeeper-reconcile"
 	// (ReconcileDemand) that the worker ensures on start (0 = leave the schedule alone).
 	ReconcileInterval time.Duration
 	// CompactDemandRuns: a merge commit leaving this many base runs marks the store for
 	// compaction in the demand index (0 = no marker: the sweep then never starts CompactBase).
 	CompactDemandRuns int
-	// SweepJitter bounds the random delay of each scheduled sweep (at most a quarter of
-	// SweepInterval). SweepStartBatch is the starts per StartWorkflows activity of one sweep
+	// SweepJitter bounds the random delay of each scheduled sweep window (at most a quarter
+	// of SweepWindow). SweepStartBatch is the starts per StartWorkflows activity of one sweep
 	// and SweepStartSpacing the least time between two batches (0 = no pacing).
 	SweepJitter       time.Duration
 	SweepStartBatch   int
@@ -143,6 +146,7 @@ func DefaultConfig() Config {
 		GroupCommitMaxRows:    so.GroupCommitMaxRows,
 		CacheBytes:            so.CacheBytes,
 		SweepInterval:         time.Minute,
+		SweepWindow:           DefaultSweepWindow,
 		ReconcileInterval:     time.Hour,
 		CompactDemandRuns:     so.CompactDemandRuns,
 		SweepJitter:           5 * time.Second,
@@ -264,6 +268,7 @@ func (c *Config) Validate() error {
 		{"group-commit-max-rows", int64(c.GroupCommitMaxRows)},
 		{"cache-bytes", c.CacheBytes},
 		{"sweep-interval", int64(c.SweepInterval)},
+		{"sweep-window", int64(c.SweepWindow)},
 		{"reconcile-interval", int64(c.ReconcileInterval)},
 		{"compact-demand-runs", int64(c.CompactDemandRuns)},
 		{"sweep-jitter", int64(c.SweepJitter)},

@@ -11,10 +11,12 @@ import (
 	"strings"
 	"time"
 
+	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
 
@@ -30,13 +32,17 @@ const (
 
 // Schedule and workflow names owned by the Temporal plumbing (docs/DESIGN.md §4).
 const (
-	// SweepScheduleID is the Schedule that runs MaintenanceSweep.
+	// SweepScheduleID is the Schedule that runs the sweep: one SweepWindow per window
+	// (docs/DESIGN.md §12, "Sweep windows").
 	SweepScheduleID = "walkeeper-sweep"
-	// SweepWorkflowID is the workflow ID prefix of sweep runs (Temporal appends the
-	// nominal start time to every scheduled workflow ID).
-	SweepWorkflowID = "maintenance-sweep"
+	// SweepWorkflowID is the workflow ID prefix of sweep windows (Temporal appends the
+	// nominal start time to every scheduled workflow ID). Before windows the schedule started
+	// a MaintenanceSweep per interval, with the prefix "maintenance-sweep".
+	SweepWorkflowID = "sweep-window"
 	// SweepCatchupWindow bounds how late a missed sweep may still start.
 	SweepCatchupWindow = time.Minute
+	// DefaultSweepWindow is how long one SweepWindow runs rounds (SweepSchedule.Window).
+	DefaultSweepWindow = contract.DefaultSweepWindow
 
 	// TargetSchedulePrefix prefixes per-target merge schedules: "merge-wal-tick/<kind>/<name>".
 	TargetSchedulePrefix = "merge-wal-tick/"
@@ -57,8 +63,12 @@ func ScheduleJitter(every, jitter time.Duration) time.Duration {
 
 // SweepSchedule configures the schedule walkeeper-sweep.
 type SweepSchedule struct {
+	// Every is the time between two sweep rounds.
 	Every time.Duration
-	// Jitter bounds the random delay of each start (ScheduleJitter).
+	// Window is how long one SweepWindow runs rounds, and the schedule's interval (0 =
+	// DefaultSweepWindow). A window shorter than Every runs one round.
+	Window time.Duration
+	// Jitter bounds the random delay of each window's start (ScheduleJitter of Window).
 	Jitter time.Duration
 	// Input is the sweep's input (thresholds, batching); zero fields take their defaults.
 	Input contract.MaintenanceSweepInput
@@ -267,10 +277,11 @@ func saNames(m map[string]enumspb.IndexedValueType) string {
 	return strings.Join(names, ",")
 }
 
-// EnsureSweepSchedule creates the Schedule "walkeeper-sweep" that starts MaintenanceSweep
-// (default input) on the shared task queue every `every`, or, if it exists, reconciles its
-// spec, action and policies. Overlap SKIP: a sweep still running makes the next tick a no-op;
-// catch-up window 1m. A paused schedule stays paused (pausing is an operator's decision).
+// EnsureSweepSchedule creates the Schedule "walkeeper-sweep" that starts one SweepWindow
+// (default input) per DefaultSweepWindow on the shared task queue, running a sweep round
+// every `every`, or, if it exists, reconciles its spec, action and policies (an upgrade from
+// the MaintenanceSweep-per-interval action gets the window action). See
+// EnsureSweepScheduleOpts.
 func EnsureSweepSchedule(ctx context.Context, c client.Client, every time.Duration) error {
 	return EnsureSweepScheduleWith(ctx, c, every, contract.MaintenanceSweepInput{})
 }
@@ -281,22 +292,179 @@ func EnsureSweepScheduleWith(ctx context.Context, c client.Client, every time.Du
 }
 
 // EnsureSweepScheduleOpts is EnsureSweepSchedule with every setting explicit.
+//
+// Overlap BUFFER_ONE: two windows never run at once, and a window whose last round runs past
+// the next tick delays the next window instead of making the schedule skip it (SKIP would
+// leave a whole window without sweeps). Interval specs are aligned to the epoch, so a new
+// schedule would first fire at the next whole window; unless the schedule is paused, a
+// window is started at once when none runs (the first deployment, an upgrade from the
+// MaintenanceSweep action, a window that failed).
 func EnsureSweepScheduleOpts(ctx context.Context, c client.Client, o SweepSchedule) error {
 	every, in := o.Every, o.Input
 	if every <= 0 {
 		return fmt.Errorf("sweep schedule interval must be positive, got %s", every)
 	}
+	window := o.Window
+	if window == 0 {
+		window = DefaultSweepWindow
+	}
+	if window < 0 {
+		return fmt.Errorf("sweep window must be positive, got %s", window)
+	}
 	action := &client.ScheduleWorkflowAction{
 		ID:        SweepWorkflowID,
-		Workflow:  contract.MaintenanceSweepWorkflow,
-		Args:      []any{in},
+		Workflow:  contract.SweepWindowWorkflow,
+		Args:      []any{contract.SweepWindowInput{Sweep: in, Interval: every, Window: window}},
 		TaskQueue: contract.TaskQueue,
-		// A sweep only scans and starts workflows; if it runs this long something is wrong,
-		// and the next tick should get its turn.
-		WorkflowRunTimeout: 30 * time.Minute,
-		StaticSummary:      "walkeeper maintenance sweep",
+		// Per run (a window continues as new within its event budget): the window, plus
+		// room for a last round that lists slowly or paces many starts.
+		WorkflowRunTimeout: window + 30*time.Minute,
+		StaticSummary:      fmt.Sprintf("walkeeper sweep window: a round every %s for %s", every, window),
+		StaticDetails: "Runs a sweep round every interval: lists the demand index of every kind and starts MergeWal / CompactBase " +
+			"for the stores over a threshold. Rounds that start nothing leave only their listings here. The current details list " +
+			"the last rounds that started something and why the rest was skipped; WalSweepStarts counts the window's starts.",
 	}
-	return ensureSchedule(ctx, c, SweepScheduleID, every, ScheduleJitter(every, o.Jitter), action)
+	err := ensureScheduleWith(ctx, c, SweepScheduleID, window, ScheduleJitter(window, o.Jitter), action, enumspb.SCHEDULE_OVERLAP_POLICY_BUFFER_ONE)
+	if err != nil {
+		return err
+	}
+	_, err = startSweepWindowIfIdle(ctx, c)
+	return err
+}
+
+// startSweepWindowIfIdle triggers the sweep schedule when it is not paused and no window
+// runs, and says whether it did. A MaintenanceSweep left running by the schedule's old
+// action gets the window queued behind it (BUFFER_ONE) rather than beside it.
+func startSweepWindowIfIdle(ctx context.Context, c client.Client) (bool, error) {
+	d, err := DescribeSchedule(ctx, c, SweepScheduleID)
+	if err != nil {
+		return false, err
+	}
+	if d.Schedule.State != nil && d.Schedule.State.Paused {
+		return false, nil
+	}
+	overlap := enumspb.SCHEDULE_OVERLAP_POLICY_SKIP
+	for _, r := range d.Info.RunningWorkflows {
+		if strings.HasPrefix(r.WorkflowID, SweepWorkflowID+"-") {
+			return false, nil
+		}
+		overlap = enumspb.SCHEDULE_OVERLAP_POLICY_BUFFER_ONE
+	}
+	if err := c.ScheduleClient().GetHandle(ctx, SweepScheduleID).Trigger(ctx, client.ScheduleTriggerOptions{Overlap: overlap}); err != nil {
+		return false, fmt.Errorf("trigger schedule %s: %w", SweepScheduleID, err)
+	}
+	return true, nil
+}
+
+// runningSweepWindows lists the IDs of the sweep windows the schedule is running.
+func runningSweepWindows(ctx context.Context, c client.Client) ([]string, *client.ScheduleDescription, error) {
+	d, err := DescribeSchedule(ctx, c, SweepScheduleID)
+	if err != nil {
+		return nil, nil, err
+	}
+	var ids []string
+	for _, r := range d.Info.RunningWorkflows {
+		if strings.HasPrefix(r.WorkflowID, SweepWorkflowID+"-") {
+			ids = append(ids, r.WorkflowID)
+		}
+	}
+	return ids, d, nil
+}
+
+// SweepNow asks for a sweep round now and says how: the running window gets the signal
+// walkeeper-sweep-now (a round at once, the window's cadence kept); with no window running
+// the schedule is triggered, which starts a window whose first round runs at once. While the
+// schedule is paused and no window runs, one MaintenanceSweep with the schedule's sweep input
+// runs instead (a window would go on sweeping for a whole window).
+func SweepNow(ctx context.Context, c client.Client) (string, error) {
+	ids, d, err := runningSweepWindows(ctx, c)
+	if err != nil {
+		return "", err
+	}
+	for _, id := range ids {
+		err := c.SignalWorkflow(ctx, id, "", contract.SweepNowSignal, nil)
+		if err == nil {
+			return "signaled sweep window " + id + " for a round now", nil
+		}
+		var notFound *serviceerror.NotFound
+		if !errors.As(err, &notFound) { // a window that just closed falls through
+			return "", fmt.Errorf("signal sweep window %s: %w", id, err)
+		}
+	}
+	if d.Schedule.State != nil && d.Schedule.State.Paused {
+		var in contract.SweepWindowInput
+		if a, ok := d.Schedule.Action.(*client.ScheduleWorkflowAction); ok && len(a.Args) == 1 {
+			if p, ok := a.Args[0].(*commonpb.Payload); ok {
+				_ = converter.GetDefaultDataConverter().FromPayload(p, &in) // unreadable: the default thresholds
+			}
+		}
+		id := fmt.Sprintf("%s-now-%s", SweepWorkflowID, time.Now().UTC().Format(time.RFC3339))
+		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+			ID: id, TaskQueue: contract.TaskQueue, WorkflowRunTimeout: 30 * time.Minute,
+			StaticSummary: "walkeeper sweep now (schedule " + SweepScheduleID + " paused)",
+		}, contract.MaintenanceSweepWorkflow, in.Sweep)
+		if err != nil {
+			return "", fmt.Errorf("start sweep %s: %w", id, err)
+		}
+		return "schedule " + SweepScheduleID + " is paused: started one MaintenanceSweep " + run.GetID(), nil
+	}
+	if err := c.ScheduleClient().GetHandle(ctx, SweepScheduleID).Trigger(ctx, client.ScheduleTriggerOptions{
+		Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_BUFFER_ONE,
+	}); err != nil {
+		return "", fmt.Errorf("trigger schedule %s: %w", SweepScheduleID, err)
+	}
+	return "no sweep window was running: schedule " + SweepScheduleID + " triggered, its window sweeps at once", nil
+}
+
+// PauseSweep pauses walkeeper-sweep and cancels the running window, so sweeps stop now and
+// not at the window's end (pausing the schedule alone, e.g. from Temporal Web, only stops
+// new windows). Manual sweeps (SweepNow) still work.
+func PauseSweep(ctx context.Context, c client.Client, note string) error {
+	if err := PauseSchedule(ctx, c, SweepScheduleID, note); err != nil {
+		return err
+	}
+	ids, _, err := runningSweepWindows(ctx, c)
+	if err != nil {
+		return err
+	}
+	return cancelSweepWindows(ctx, c, ids)
+}
+
+// DeleteSweep deletes walkeeper-sweep and cancels its running window (deleting the schedule
+// alone leaves the window sweeping until its end).
+func DeleteSweep(ctx context.Context, c client.Client) error {
+	ids, _, err := runningSweepWindows(ctx, c)
+	if err != nil {
+		return err
+	}
+	if err := DeleteSchedule(ctx, c, SweepScheduleID); err != nil {
+		return err
+	}
+	return cancelSweepWindows(ctx, c, ids)
+}
+
+// cancelSweepWindows requests the cancellation of the windows ids; one that has closed
+// meanwhile is no error.
+func cancelSweepWindows(ctx context.Context, c client.Client, ids []string) error {
+	for _, id := range ids {
+		if err := c.CancelWorkflow(ctx, id, ""); err != nil {
+			var notFound *serviceerror.NotFound
+			if !errors.As(err, &notFound) {
+				return fmt.Errorf("cancel sweep window %s: %w", id, err)
+			}
+		}
+	}
+	return nil
+}
+
+// ResumeSweep unpauses walkeeper-sweep and starts a window now if none runs, so sweeps
+// resume at once and not at the next whole window.
+func ResumeSweep(ctx context.Context, c client.Client, note string) error {
+	if err := ResumeSchedule(ctx, c, SweepScheduleID, note); err != nil {
+		return err
+	}
+	_, err := startSweepWindowIfIdle(ctx, c)
+	return err
 }
 
 // TargetScheduleID is the ID of target's own merge schedule: "merge-wal-tick/<kind>/<name>".
@@ -333,12 +501,17 @@ func EnsureTargetScheduleJitter(ctx context.Context, c client.Client, target sto
 }
 
 func ensureSchedule(ctx context.Context, c client.Client, id string, every, jitter time.Duration, action *client.ScheduleWorkflowAction) error {
+	return ensureScheduleWith(ctx, c, id, every, jitter, action, enumspb.SCHEDULE_OVERLAP_POLICY_SKIP)
+}
+
+// ensureScheduleWith is ensureSchedule with an explicit overlap policy.
+func ensureScheduleWith(ctx context.Context, c client.Client, id string, every, jitter time.Duration, action *client.ScheduleWorkflowAction, overlap enumspb.ScheduleOverlapPolicy) error {
 	spec := client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: every}}, Jitter: jitter}
 	_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
 		ID:            id,
 		Spec:          spec,
 		Action:        action,
-		Overlap:       enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
+		Overlap:       overlap,
 		CatchupWindow: SweepCatchupWindow,
 		Note:          scheduleNote,
 	})
@@ -356,7 +529,7 @@ func ensureSchedule(ctx context.Context, c client.Client, id string, every, jitt
 			if s.Policy == nil {
 				s.Policy = &client.SchedulePolicies{}
 			}
-			s.Policy.Overlap = enumspb.SCHEDULE_OVERLAP_POLICY_SKIP
+			s.Policy.Overlap = overlap
 			s.Policy.CatchupWindow = SweepCatchupWindow
 			return &client.ScheduleUpdate{Schedule: &s}, nil
 		},

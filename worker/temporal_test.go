@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,45 +57,94 @@ func TestTemporalAdmin(t *testing.T) {
 	})
 
 	t.Run("sweep schedule", func(t *testing.T) {
-		require.NoError(t, worker.EnsureSweepSchedule(ctx, c, time.Hour))
+		// An old deployment's schedule: a MaintenanceSweep per interval, overlap SKIP.
+		_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
+			ID:   worker.SweepScheduleID,
+			Spec: client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: time.Minute}}},
+			Action: &client.ScheduleWorkflowAction{ID: "maintenance-sweep", Workflow: contract.MaintenanceSweepWorkflow,
+				Args: []any{contract.MaintenanceSweepInput{}}, TaskQueue: contract.TaskQueue},
+			Paused: true,
+		})
+		require.NoError(t, err)
+		require.NoError(t, worker.ResumeSchedule(ctx, c, worker.SweepScheduleID, ""))
+
+		// Ensuring it upgrades the action: one SweepWindow per window, a round every Every.
+		require.NoError(t, worker.EnsureSweepScheduleOpts(ctx, c, worker.SweepSchedule{Every: time.Minute, Window: time.Hour}))
 		d, err := worker.DescribeSchedule(ctx, c, worker.SweepScheduleID)
 		require.NoError(t, err)
 		assertInterval(t, d, time.Hour)
 		a := d.Schedule.Action.(*client.ScheduleWorkflowAction)
-		assert.Equal(t, contract.MaintenanceSweepWorkflow, a.Workflow)
+		assert.Equal(t, contract.SweepWindowWorkflow, a.Workflow)
 		assert.Equal(t, contract.TaskQueue, a.TaskQueue)
 		assert.Equal(t, worker.SweepWorkflowID, a.ID)
-		assert.Equal(t, enumspb.SCHEDULE_OVERLAP_POLICY_SKIP, d.Schedule.Policy.Overlap)
+		require.Len(t, a.Args, 1)
+		var in contract.SweepWindowInput
+		require.NoError(t, converter.GetDefaultDataConverter().FromPayload(a.Args[0].(*commonpb.Payload), &in))
+		assert.Equal(t, time.Minute, in.Interval)
+		assert.Equal(t, time.Hour, in.Window)
+		assert.Equal(t, enumspb.SCHEDULE_OVERLAP_POLICY_BUFFER_ONE, d.Schedule.Policy.Overlap)
 		assert.Equal(t, time.Minute, d.Schedule.Policy.CatchupWindow)
 		assert.False(t, d.Schedule.State.Paused)
 
-		require.NoError(t, worker.PauseSchedule(ctx, c, worker.SweepScheduleID, "maintenance window"))
+		// No window ran, so the ensure started one at once (no worker polls here: it stays
+		// running), instead of waiting for the next whole hour.
+		var window string
+		require.Eventually(t, func() bool {
+			d, err = worker.DescribeSchedule(ctx, c, worker.SweepScheduleID)
+			if err != nil || len(d.Info.RunningWorkflows) != 1 {
+				return false
+			}
+			window = d.Info.RunningWorkflows[0].WorkflowID
+			return true
+		}, 30*time.Second, 200*time.Millisecond)
+		assert.Contains(t, window, worker.SweepWorkflowID+"-")
+
+		// A second ensure (another worker starting) starts no second window.
+		require.NoError(t, worker.EnsureSweepScheduleOpts(ctx, c, worker.SweepSchedule{Every: time.Minute, Window: time.Hour}))
+		time.Sleep(time.Second)
+		d, err = worker.DescribeSchedule(ctx, c, worker.SweepScheduleID)
+		require.NoError(t, err)
+		assert.Len(t, d.Info.RunningWorkflows, 1)
+
+		// Sweep now signals the running window.
+		msg, err := worker.SweepNow(ctx, c)
+		require.NoError(t, err)
+		assert.Contains(t, msg, "signaled sweep window "+window)
+		assert.True(t, historyHas(ctx, t, c, window, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED))
+
+		// Pausing the sweep pauses the schedule and cancels the window.
+		require.NoError(t, worker.PauseSweep(ctx, c, "maintenance window"))
 		d, err = worker.DescribeSchedule(ctx, c, worker.SweepScheduleID)
 		require.NoError(t, err)
 		assert.True(t, d.Schedule.State.Paused)
 		assert.Equal(t, "maintenance window", d.Schedule.State.Note)
+		assert.True(t, historyHas(ctx, t, c, window, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED))
 
-		// The second ensure updates the interval and leaves the operator's pause alone.
-		require.NoError(t, worker.EnsureSweepSchedule(ctx, c, 30*time.Minute))
+		// Paused and no window running (no worker here to act on the cancel): sweep now runs
+		// one MaintenanceSweep instead of starting an hour-long window.
+		require.NoError(t, c.TerminateWorkflow(ctx, window, "", "test: the window ended"))
+		require.Eventually(t, func() bool {
+			d, err = worker.DescribeSchedule(ctx, c, worker.SweepScheduleID)
+			return err == nil && len(d.Info.RunningWorkflows) == 0
+		}, 30*time.Second, 200*time.Millisecond)
+		msg, err = worker.SweepNow(ctx, c)
+		require.NoError(t, err)
+		assert.Contains(t, msg, "is paused: started one MaintenanceSweep "+worker.SweepWorkflowID+"-now-")
+		resp, err := c.DescribeWorkflowExecution(ctx, msg[strings.LastIndex(msg, " ")+1:], "")
+		require.NoError(t, err)
+		assert.Equal(t, contract.MaintenanceSweepWorkflow, resp.GetWorkflowExecutionInfo().GetType().GetName())
+
+		// The next ensure updates the interval and leaves the operator's pause alone.
+		require.NoError(t, worker.EnsureSweepScheduleOpts(ctx, c, worker.SweepSchedule{Every: time.Minute, Window: 30 * time.Minute}))
 		d, err = worker.DescribeSchedule(ctx, c, worker.SweepScheduleID)
 		require.NoError(t, err)
 		assertInterval(t, d, 30*time.Minute)
 		assert.True(t, d.Schedule.State.Paused, "ensure must not unpause")
 
-		require.NoError(t, worker.ResumeSchedule(ctx, c, worker.SweepScheduleID, ""))
+		require.NoError(t, worker.ResumeSweep(ctx, c, ""))
 		d, err = worker.DescribeSchedule(ctx, c, worker.SweepScheduleID)
 		require.NoError(t, err)
 		assert.False(t, d.Schedule.State.Paused)
-
-		// A trigger starts the action now; the workflow ID carries a timestamp suffix.
-		require.NoError(t, worker.TriggerSchedule(ctx, c, worker.SweepScheduleID))
-		require.Eventually(t, func() bool {
-			d, err = worker.DescribeSchedule(ctx, c, worker.SweepScheduleID)
-			return err == nil && d.Info.NumActions >= 1 && len(d.Info.RecentActions) >= 1
-		}, 30*time.Second, 200*time.Millisecond)
-		started := d.Info.RecentActions[len(d.Info.RecentActions)-1].StartWorkflowResult
-		require.NotNil(t, started)
-		assert.Contains(t, started.WorkflowID, worker.SweepWorkflowID+"-")
 
 		assert.Error(t, worker.EnsureSweepSchedule(ctx, c, 0))
 	})
@@ -124,6 +174,20 @@ func TestTemporalAdmin(t *testing.T) {
 		_, err = worker.DescribeSchedule(ctx, c, id)
 		assert.Error(t, err)
 	})
+}
+
+// historyHas says whether workflow id's history has an event of type typ.
+func historyHas(ctx context.Context, t *testing.T, c client.Client, id string, typ enumspb.EventType) bool {
+	t.Helper()
+	it := c.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		e, err := it.Next()
+		require.NoError(t, err)
+		if e.GetEventType() == typ {
+			return true
+		}
+	}
+	return false
 }
 
 func assertInterval(t *testing.T, d *client.ScheduleDescription, every time.Duration) {

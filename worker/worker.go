@@ -217,6 +217,7 @@ func (w *Worker) startTemporalLocked(ctx context.Context, db *store.DB) error {
 		}
 		err := EnsureSweepScheduleOpts(ctx, w.tc, SweepSchedule{
 			Every:  w.cfg.SweepInterval,
+			Window: w.cfg.SweepWindow,
 			Jitter: w.cfg.SweepJitter,
 			Input:  contract.MaintenanceSweepInput{StartBatch: w.cfg.SweepStartBatch, StartSpacing: spacing},
 		})

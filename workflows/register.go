@@ -15,6 +15,7 @@ func Register(r worker.WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(MergeWal, workflow.RegisterOptions{Name: contract.MergeWalWorkflow})
 	r.RegisterWorkflowWithOptions(CompactBase, workflow.RegisterOptions{Name: contract.CompactBaseWorkflow})
 	r.RegisterWorkflowWithOptions(MaintenanceSweep, workflow.RegisterOptions{Name: contract.MaintenanceSweepWorkflow})
+	r.RegisterWorkflowWithOptions(SweepWindow, workflow.RegisterOptions{Name: contract.SweepWindowWorkflow})
 	r.RegisterWorkflowWithOptions(MergeWalTick, workflow.RegisterOptions{Name: contract.MergeWalTickWorkflow})
 	r.RegisterWorkflowWithOptions(ReconcileDemand, workflow.RegisterOptions{Name: contract.ReconcileDemandWorkflow})
 }

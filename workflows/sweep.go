@@ -85,24 +85,50 @@ func MaintenanceSweep(ctx workflow.Context, in contract.MaintenanceSweepInput) (
 	}
 	demandIndex := workflow.GetVersion(ctx, sweepDemandChange, workflow.DefaultVersion, sweepDemandVersion) >= sweepDemandVersion
 	if demandIndex && in.Discovery != contract.DiscoveryScan {
-		return demandSweep(ctx, in)
+		res, err := demandSweep(ctx, in, roundLabel{})
+		if err != nil {
+			return res, err
+		}
+		recordMaintenance(ctx, contract.MaintenanceSweepName)
+		return res, nil
 	}
+	perKind := workflow.GetVersion(ctx, sweepPerKindChange, workflow.DefaultVersion, sweepPerKindVersion) >= sweepPerKindVersion
+	res, err := scanSweep(ctx, in, perKind, func() bool {
+		return workflow.GetVersion(ctx, sweepPacedStartsChange, workflow.DefaultVersion, sweepPacedStartsVersion) >= sweepPacedStartsVersion
+	}, roundLabel{})
+	if err != nil {
+		return res, err
+	}
+	if demandIndex {
+		res.Discovery = contract.DiscoveryScan
+		if len(res.ScanErrors) == 0 {
+			recordMaintenance(ctx, contract.MaintenanceSweepName)
+		}
+	}
+	return res, nil
+}
+
+// scanSweep is one sweep by ScanStats (reading every store's stats): the scans of every
+// kind at once, then the starts, planned per kind as each scan returns (perKind) or all
+// together once every scan has returned. paced says whether start batches are spaced out;
+// it is asked only after the scans were scheduled (where MaintenanceSweep's version marker
+// of the pacing sits in its histories). label names the window round, if any.
+func scanSweep(ctx workflow.Context, in contract.MaintenanceSweepInput, perKind bool, paced func() bool, label roundLabel) (contract.MaintenanceSweepResult, error) {
 	res := contract.MaintenanceSweepResult{Started: []contract.SweepStart{}, Skipped: []contract.SweepSkip{}}
 	logger := workflow.GetLogger(ctx)
-	perKind := workflow.GetVersion(ctx, sweepPerKindChange, workflow.DefaultVersion, sweepPerKindVersion) >= sweepPerKindVersion
 
 	// Step 1. Scan the kinds concurrently.
-	scanCtx := workflow.WithActivityOptions(ctx, withQueue(scanOptions(), contract.TaskQueue))
 	futures := make([]workflow.Future, len(target.Kinds))
 	for i, k := range target.Kinds {
+		scanCtx := workflow.WithActivityOptions(ctx, withQueue(label.options(scanOptions(), string(k)), contract.TaskQueue))
 		futures[i] = workflow.ExecuteActivity(scanCtx, contract.ScanStatsActivity,
 			contract.ScanStatsParams{Kind: string(k), Concurrency: in.ScanConcurrency})
 	}
 
 	// Steps 2 and 3. Decide (most indebted first) and start, in bounded batches. One
 	// semaphore bounds the StartWorkflows activities of every kind.
-	st := &sweepStarts{in: in, sem: workflow.NewSemaphore(ctx, int64(in.Concurrency)), wg: workflow.NewWaitGroup(ctx)}
-	if workflow.GetVersion(ctx, sweepPacedStartsChange, workflow.DefaultVersion, sweepPacedStartsVersion) >= sweepPacedStartsVersion && in.StartSpacing > 0 {
+	st := &sweepStarts{in: in, label: label, sem: workflow.NewSemaphore(ctx, int64(in.Concurrency)), wg: workflow.NewWaitGroup(ctx)}
+	if paced() && in.StartSpacing > 0 {
 		st.pace = workflow.NewSemaphore(ctx, 1)
 	}
 	kinds := make([]kindSweep, len(target.Kinds))
@@ -118,7 +144,7 @@ func MaintenanceSweep(ctx workflow.Context, in contract.MaintenanceSweepInput) (
 				}
 				kinds[i].plan = planSweepWithin(scan.Targets, in, remaining)
 				remaining -= len(kinds[i].plan.starts)
-				kinds[i].batches = st.launch(ctx, kinds[i].plan.starts)
+				kinds[i].batches = st.launch(ctx, string(target.Kinds[i]), kinds[i].plan, 0)
 			})
 		}
 		for range futures {
@@ -137,7 +163,7 @@ func MaintenanceSweep(ctx workflow.Context, in contract.MaintenanceSweepInput) (
 		}
 		if countScanErrors(kinds) < len(kinds) {
 			kinds[0].plan = planSweep(targets, in)
-			kinds[0].batches = st.launch(ctx, kinds[0].plan.starts)
+			kinds[0].batches = st.launch(ctx, "", kinds[0].plan, 0)
 		}
 	}
 	for _, k := range kinds {
@@ -169,12 +195,6 @@ func MaintenanceSweep(ctx workflow.Context, in contract.MaintenanceSweepInput) (
 	}
 	logger.Info("Sweep finished.", "scanned", res.Scanned, "started", len(res.Started),
 		"skipped", len(res.Skipped)+res.SkippedOmitted, "scan_errors", len(res.ScanErrors))
-	if demandIndex {
-		res.Discovery = contract.DiscoveryScan
-		if len(res.ScanErrors) == 0 {
-			recordMaintenance(ctx, contract.MaintenanceSweepName)
-		}
-	}
 	return res, nil
 }
 
@@ -198,9 +218,10 @@ func countScanErrors(kinds []kindSweep) int {
 // sweepStarts runs the StartWorkflows batches of one sweep: at most in.Concurrency in
 // flight across every kind.
 type sweepStarts struct {
-	in  contract.MaintenanceSweepInput
-	sem workflow.Semaphore
-	wg  workflow.WaitGroup
+	in    contract.MaintenanceSweepInput
+	label roundLabel
+	sem   workflow.Semaphore
+	wg    workflow.WaitGroup
 	// pace (nil = unpaced) lets one batch at a time wait out StartSpacing after the launch
 	// of the previous one, in plan order (coroutines acquire in the order they were
 	// created, most indebted first).
@@ -238,16 +259,23 @@ type startBatches struct {
 	errs     []error
 }
 
-// launch starts one coroutine per batch of starts; st.wg covers them.
-func (st *sweepStarts) launch(ctx workflow.Context, starts []plannedStart) *startBatches {
+// launch starts one coroutine per batch of plan's starts; st.wg covers them. kind names
+// the plan's kind in a window round's summaries ("" = every kind), omitted the qualified
+// stores the kind's scan left out (demand discovery).
+func (st *sweepStarts) launch(ctx workflow.Context, kind string, plan sweepPlan, omitted int) *startBatches {
+	starts := plan.starts
 	b := &startBatches{}
 	for i := 0; i < len(starts); i += st.in.StartBatch {
 		b.batches = append(b.batches, starts[i:min(i+st.in.StartBatch, len(starts))])
 	}
 	b.outcomes = make([]contract.StartWorkflowsResult, len(b.batches))
 	b.errs = make([]error, len(b.batches))
-	startCtx := workflow.WithActivityOptions(ctx, withQueue(startWorkflowsOptions(), contract.TaskQueue))
 	for i, batch := range b.batches {
+		opts := startWorkflowsOptions()
+		if st.label.round > 0 {
+			opts.Summary = st.label.batchSummary(kind, plan, omitted, i, len(b.batches), batch)
+		}
+		startCtx := workflow.WithActivityOptions(ctx, withQueue(opts, contract.TaskQueue))
 		st.wg.Add(1)
 		workflow.Go(ctx, func(ctx workflow.Context) {
 			defer st.wg.Done()
@@ -262,7 +290,7 @@ func (st *sweepStarts) launch(ctx workflow.Context, starts []plannedStart) *star
 			}
 			params := contract.StartWorkflowsParams{Starts: make([]contract.StartRequest, len(batch))}
 			for j, s := range batch {
-				params.Starts[j] = s.req
+				params.Starts[j] = st.label.request(s.req)
 			}
 			b.errs[i] = workflow.ExecuteActivity(startCtx, contract.StartWorkflowsActivity, params).Get(ctx, &b.outcomes[i])
 		})
@@ -287,7 +315,7 @@ func (b *startBatches) report(res *contract.MaintenanceSweepResult, addSkip func
 			default:
 				o := b.outcomes[i].Outcomes[j]
 				res.Started = append(res.Started, contract.SweepStart{
-					Target: s.req.Target, Workflow: s.req.Workflow, Reason: s.reason,
+					Target: s.req.Target, Workflow: s.req.Workflow, Trigger: s.req.Trigger, Reason: s.reason,
 					WorkflowID: o.WorkflowID, RunID: o.RunID,
 				})
 			}
@@ -309,6 +337,9 @@ type sweepPlan struct {
 	scanned int
 	starts  []plannedStart
 	skipped []contract.SweepSkip
+	// below counts the stores with debt under every threshold that the plan does not list
+	// (demand discovery: ScanDemand returns only candidates).
+	below int
 }
 
 // sortByDebt orders targets most indebted first: the deepest shard, then total pending,

@@ -56,17 +56,19 @@ func validDiscovery(d string) error {
 // constant number of events per kind plus one per start batch: bounded by MaxStarts, not
 // by the fleet. A kind whose scan fails after its retries fails the sweep, after the other
 // kinds' starts, with ErrTypeSweepListFailed.
-func demandSweep(ctx workflow.Context, in contract.MaintenanceSweepInput) (contract.MaintenanceSweepResult, error) {
+//
+// label names the window round, if any; the caller records the sweep's success.
+func demandSweep(ctx workflow.Context, in contract.MaintenanceSweepInput, label roundLabel) (contract.MaintenanceSweepResult, error) {
 	res := contract.MaintenanceSweepResult{Started: []contract.SweepStart{}, Skipped: []contract.SweepSkip{}, Discovery: contract.DiscoveryDemand}
-	scanCtx := workflow.WithActivityOptions(ctx, withQueue(demandScanOptions(), contract.TaskQueue))
 	futures := make([]workflow.Future, len(target.Kinds))
 	for i, k := range target.Kinds {
+		scanCtx := workflow.WithActivityOptions(ctx, withQueue(label.options(demandScanOptions(), string(k)), contract.TaskQueue))
 		futures[i] = workflow.ExecuteActivity(scanCtx, contract.ScanDemandActivity, contract.ScanDemandParams{
 			Kind: string(k), MaxCandidates: min(in.MaxStarts, contract.MaxDemandCandidates),
 			MergeMinGenerations: in.MergeMinGenerations, MaxPendingAge: in.MaxPendingAge,
 		})
 	}
-	st := &sweepStarts{in: in, sem: workflow.NewSemaphore(ctx, int64(in.Concurrency)), wg: workflow.NewWaitGroup(ctx)}
+	st := &sweepStarts{in: in, label: label, sem: workflow.NewSemaphore(ctx, int64(in.Concurrency)), wg: workflow.NewWaitGroup(ctx)}
 	if in.StartSpacing > 0 {
 		st.pace = workflow.NewSemaphore(ctx, 1) // batches spaced out as in the scan path
 	}
@@ -83,12 +85,12 @@ func demandSweep(ctx workflow.Context, in contract.MaintenanceSweepInput) (contr
 			res.StoresWithDebt += scan.StoresWithDebt
 			res.DemandRecords += scan.Records
 			res.Qualified += scan.Qualified
-			if left := scan.Qualified - len(scan.Targets); left > 0 {
-				res.SkippedOmitted += left // over threshold, beyond the scan's candidates: next sweep
-			}
+			left := max(0, scan.Qualified-len(scan.Targets))
+			res.SkippedOmitted += left // over threshold, beyond the scan's candidates: next sweep
 			kinds[i].plan = planDemandWithin(scan.Targets, in, remaining)
+			kinds[i].plan.below = max(0, scan.StoresWithDebt-scan.Qualified)
 			remaining -= len(kinds[i].plan.starts)
-			kinds[i].batches = st.launch(ctx, kinds[i].plan.starts)
+			kinds[i].batches = st.launch(ctx, string(target.Kinds[i]), kinds[i].plan, left)
 		})
 	}
 	for range futures {
@@ -122,7 +124,6 @@ func demandSweep(ctx workflow.Context, in contract.MaintenanceSweepInput) (contr
 			fmt.Sprintf("demand index listing failed for %d of %d kinds: %s", len(res.ScanErrors), len(target.Kinds), res.ScanErrors[0]),
 			contract.ErrTypeSweepListFailed, nil, res)
 	}
-	recordMaintenance(ctx, contract.MaintenanceSweepName)
 	return res, nil
 }
 

@@ -51,7 +51,8 @@ func newDevCmd(g *globalOptions) *cobra.Command {
   2. the search attributes WalTarget, WalKind, WalPending;
   3. --workers in-process workers (instances dev-0, dev-1, ...) sharing the storage
      file://<data>/storage, with HTTP data planes on 127.0.0.1:<http-port>, +1, ...;
-  4. the schedule walkeeper-sweep, every --sweep-every;
+  4. the schedule walkeeper-sweep: one SweepWindow workflow an hour, running a sweep round
+     every --sweep-every;
   5. with --demo, a demo load: a generic store "demo" gets rows through every worker for
      --demo-duration, sealed every 2s, so merges show up in the Web UI.
 
@@ -83,7 +84,7 @@ log is in <data>/walkeeper.log (--verbose prints it on the console too).`,
 	f.IntVar(&o.workers, "workers", 3, "number of in-process workers")
 	f.BoolVar(&o.demo, "demo", true, "run the demo load against generic:demo")
 	f.DurationVar(&o.demoDuration, "demo-duration", 30*time.Second, "how long the demo load runs")
-	f.DurationVar(&o.sweepEvery, "sweep-every", 10*time.Second, "interval of the walkeeper-sweep schedule")
+	f.DurationVar(&o.sweepEvery, "sweep-every", 10*time.Second, "time between two sweep rounds (the schedule walkeeper-sweep starts one SweepWindow workflow an hour that runs them)")
 	f.IntVar(&o.port, "temporal-port", 7233, "Temporal dev server frontend port (a free one if taken)")
 	f.IntVar(&o.uiPort, "ui-port", 8233, "Temporal Web UI port (a free one if taken)")
 	f.IntVar(&o.httpPort, "http-port", 8081, "HTTP port of worker dev-0; dev-i listens on http-port+i")

@@ -153,6 +153,7 @@ func TestHistoryAgainstTemporal(t *testing.T) {
 		SearchAttributes: map[string]enumspb.IndexedValueType{
 			contract.WalTriggerName:        enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 			contract.WalPendingAtStartName: enumspb.INDEXED_VALUE_TYPE_INT,
+			contract.WalSweepStartsName:    enumspb.INDEXED_VALUE_TYPE_DOUBLE,
 		},
 	})
 	if err != nil && !strings.Contains(err.Error(), "already") {

@@ -98,6 +98,13 @@ func TestUnreachableTemporalExitsOne(t *testing.T) {
 	assert.Contains(t, errOut, "127.0.0.1:1")
 }
 
+// A sweep window that is not positive is a usage error, refused before anything is dialed.
+func TestScheduleEnsureRefusesBadWindow(t *testing.T) {
+	code, _, errOut := runCLI(t, "schedule", "ensure", "--window", "0", "--temporal", "127.0.0.1:1")
+	assert.Equal(t, cli.ExitUsage, code, errOut)
+	assert.Contains(t, errOut, "--window must be positive")
+}
+
 // TestCommandsAgainstTemporal drives the Temporal-facing commands against a real dev server.
 func TestCommandsAgainstTemporal(t *testing.T) {
 	hostPort, _ := testtemporal.Start(t)
@@ -108,19 +115,22 @@ func TestCommandsAgainstTemporal(t *testing.T) {
 		return out
 	}
 
-	out := runCLI("schedule", "ensure", "--every", "1h")
-	assert.Contains(t, out, "walkeeper-sweep ensured")
-	runCLI("schedule", "ensure", "--every", "30m")
+	out := runCLI("schedule", "ensure", "--every", "1m")
+	assert.Contains(t, out, "walkeeper-sweep ensured: a sweep window every 1h0m0s, a round every 1m0s")
+	runCLI("schedule", "ensure", "--every", "20s", "--window", "30m")
 	out = runCLI("schedule", "describe")
 	assert.Contains(t, out, "every 30m0s")
-	assert.Contains(t, out, "MaintenanceSweep")
-	assert.Contains(t, out, "Skip")
+	assert.Contains(t, out, "SweepWindow")
+	assert.Contains(t, out, "a round every 20s, windows of 30m0s")
+	assert.Contains(t, out, "BufferOne")
 	runCLI("schedule", "pause", "--note", "testing")
 	out = runCLI("schedule", "describe")
 	assert.Contains(t, out, "paused")
 	assert.Contains(t, out, "testing")
 	runCLI("schedule", "resume")
-	runCLI("schedule", "trigger")
+	// The ensure (or the resume) started a window; no worker runs here, so it stays
+	// running and the trigger signals it.
+	assert.Contains(t, runCLI("schedule", "trigger"), "signaled sweep window sweep-window-")
 
 	runCLI("schedule", "ensure", "--target", "generic:gs", "--every", "1h")
 	out = runCLI("schedule", "describe", "--target", "generic:gs")

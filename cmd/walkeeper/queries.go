@@ -29,7 +29,8 @@ func newQueriesCmd(g *globalOptions) *cobra.Command {
 		Use:   "queries [TARGET]",
 		Short: "Print the Temporal visibility queries of useful saved views, with Web UI links",
 		Long: `Print the visibility queries worth saving as views in Temporal Web: merges by store, by
-trigger, the slowest, the failed ones, the stores that were far behind, and what runs now.
+trigger, the slowest, the failed ones, the stores that were far behind, what runs now, and the
+sweep windows that started something.
 Each comes with its Web UI link (paste the query into the search box of Workflows, then
 "Save as view"). With TARGET (<kind>:<name>) every query is narrowed to that store.
 
@@ -100,6 +101,11 @@ func savedViews(t *store.Target, slowerThan time.Duration, behind int) []savedVi
 			fmt.Sprintf("%s%s AND %s > %d", scope, merges, contract.WalPendingAtStartName, behind)},
 		savedView{"running now" + of, fmt.Sprintf(`%s%s AND ExecutionStatus="Running"`, scope, both)},
 	)
+	if t == nil {
+		// The sweep's own runs: a window that started nothing is not worth a look.
+		v = append(v, savedView{"sweep windows that started something (their current details and memo say which rounds, and why the rest was skipped)",
+			fmt.Sprintf("WorkflowType=%q AND %s > 0", contract.SweepWindowWorkflow, contract.WalSweepStartsName)})
+	}
 	return v
 }
 

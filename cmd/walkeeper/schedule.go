@@ -10,8 +10,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 
+	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/worker"
 )
 
@@ -19,6 +22,7 @@ import (
 type scheduleFlags struct {
 	target string
 	every  time.Duration
+	window time.Duration
 	jitter time.Duration
 	note   string
 }
@@ -41,12 +45,18 @@ func newScheduleCmd(g *globalOptions) *cobra.Command {
 		Short: "Manage the Temporal Schedules that trigger sweeps and merges",
 		Long: `Manage walkeeper's Temporal Schedules.
 
-Without --target the schedule is "walkeeper-sweep": it runs the MaintenanceSweep workflow,
-which scans every store kind and starts MergeWal/CompactBase where needed.
-With --target <kind>:<name> it is "merge-wal-tick/<kind>/<name>": a per-target schedule whose
-action (MergeWalTick) starts or attaches to that target's MergeWal workflow.
+Without --target the schedule is "walkeeper-sweep": once per --window (default 1h) it starts
+a SweepWindow workflow, which runs a sweep round every --every: each round lists every store
+kind's demand index and starts MergeWal/CompactBase where needed. Rounds that start nothing
+leave no workflow behind; the window's current details list the rounds that started
+something and why the rest was skipped (docs/DESIGN.md §12). Overlap policy BUFFER_ONE: two
+windows never run at once. For the sweep schedule, trigger runs a round now (it signals the
+running window), pause also cancels the running window, and resume starts one at once.
 
-Both use overlap policy SKIP and a one-minute catch-up window.`,
+With --target <kind>:<name> it is "merge-wal-tick/<kind>/<name>": a per-target schedule whose
+action (MergeWalTick) starts or attaches to that target's MergeWal workflow; overlap SKIP.
+
+Both use a one-minute catch-up window.`,
 		Args: cli.Args(cobra.ArbitraryArgs),
 		RunE: parentRunE,
 	}
@@ -63,8 +73,12 @@ Both use overlap policy SKIP and a one-minute catch-up window.`,
 			if cmd.Name() == "ensure" && sf.every <= 0 {
 				return cli.Usagef("--every must be positive")
 			}
+			if cmd.Name() == "ensure" && sf.window <= 0 {
+				return cli.Usagef("--window must be positive")
+			}
 			ctx, cancel := cli.SignalContext(cmd.Context())
 			defer cancel()
+			g.devDefaults(cmd) // a running dev's Temporal, unless --temporal says otherwise
 			c, _, err := g.dial(ctx)
 			if err != nil {
 				return err
@@ -79,36 +93,42 @@ Both use overlap policy SKIP and a one-minute catch-up window.`,
 		Short: "Create the schedule, or update its interval and action if it exists",
 		Long: `Create the schedule, or update its interval, action and policies if it exists.
 A paused schedule stays paused. Without --target this is what every worker does on start.`,
-		Example: `  walkeeper schedule ensure --every 1m
+		Example: `  walkeeper schedule ensure --every 1m --window 1h
   walkeeper schedule ensure --target generic:demo --every 30s`,
 		Args: cli.Args(cobra.NoArgs),
 		RunE: with(func(ctx context.Context, c client.Client, id string, out io.Writer) error {
 			if sf.target == "" {
-				if err := worker.EnsureSweepScheduleOpts(ctx, c, worker.SweepSchedule{Every: sf.every, Jitter: sf.jitter}); err != nil {
+				if err := worker.EnsureSweepScheduleOpts(ctx, c, worker.SweepSchedule{Every: sf.every, Window: sf.window, Jitter: sf.jitter}); err != nil {
 					return err
 				}
-			} else {
-				t, err := parseTarget(sf.target)
-				if err != nil {
-					return err
-				}
-				if err := worker.EnsureTargetScheduleJitter(ctx, c, t, sf.every, sf.jitter); err != nil {
-					return err
-				}
+				fmt.Fprintf(out, "schedule %s ensured: a sweep window every %s, a round every %s\n", id, sf.window, sf.every)
+				return nil
+			}
+			t, err := parseTarget(sf.target)
+			if err != nil {
+				return err
+			}
+			if err := worker.EnsureTargetScheduleJitter(ctx, c, t, sf.every, sf.jitter); err != nil {
+				return err
 			}
 			fmt.Fprintf(out, "schedule %s ensured: every %s\n", id, sf.every)
 			return nil
 		}),
 	}
-	ensure.Flags().DurationVar(&sf.every, "every", time.Minute, "interval between actions")
-	ensure.Flags().DurationVar(&sf.jitter, "jitter", worker.DefaultScheduleJitter, "random delay of each action, at most this and at most a quarter of --every (0 = none)")
+	ensure.Flags().DurationVar(&sf.every, "every", time.Minute, "interval between actions (the sweep schedule: between sweep rounds)")
+	ensure.Flags().DurationVar(&sf.window, "window", worker.DefaultSweepWindow, "sweep schedule only: how long one SweepWindow workflow runs rounds")
+	ensure.Flags().DurationVar(&sf.jitter, "jitter", worker.DefaultScheduleJitter, "random delay of each action, at most this and at most a quarter of the schedule's interval (0 = none)")
 
 	pause := &cobra.Command{
 		Use:   "pause",
-		Short: "Pause the schedule (manual triggers still work)",
+		Short: "Pause the schedule (manual triggers still work); the sweep's running window is canceled",
 		Args:  cli.Args(cobra.NoArgs),
 		RunE: with(func(ctx context.Context, c client.Client, id string, out io.Writer) error {
-			if err := worker.PauseSchedule(ctx, c, id, sf.note); err != nil {
+			pause := func() error { return worker.PauseSchedule(ctx, c, id, sf.note) }
+			if sf.target == "" {
+				pause = func() error { return worker.PauseSweep(ctx, c, sf.note) }
+			}
+			if err := pause(); err != nil {
 				return err
 			}
 			fmt.Fprintf(out, "schedule %s paused\n", id)
@@ -117,10 +137,14 @@ A paused schedule stays paused. Without --target this is what every worker does 
 	}
 	resume := &cobra.Command{
 		Use:   "resume",
-		Short: "Resume a paused schedule",
+		Short: "Resume a paused schedule (the sweep: and start a window now if none runs)",
 		Args:  cli.Args(cobra.NoArgs),
 		RunE: with(func(ctx context.Context, c client.Client, id string, out io.Writer) error {
-			if err := worker.ResumeSchedule(ctx, c, id, sf.note); err != nil {
+			resume := func() error { return worker.ResumeSchedule(ctx, c, id, sf.note) }
+			if sf.target == "" {
+				resume = func() error { return worker.ResumeSweep(ctx, c, sf.note) }
+			}
+			if err := resume(); err != nil {
 				return err
 			}
 			fmt.Fprintf(out, "schedule %s resumed\n", id)
@@ -129,9 +153,22 @@ A paused schedule stays paused. Without --target this is what every worker does 
 	}
 	trigger := &cobra.Command{
 		Use:   "trigger",
-		Short: "Run the schedule's action now (skipped if the previous one still runs)",
-		Args:  cli.Args(cobra.NoArgs),
+		Short: "Run the schedule's action now (the sweep: a round now, in the running window)",
+		Long: `Run the schedule's action now. For the sweep schedule this is "sweep now": the running
+SweepWindow gets the signal walkeeper-sweep-now and runs a round at once (or, with no window
+running, the schedule starts one, whose first round runs at once; while the schedule is paused,
+one MaintenanceSweep runs instead). For a per-target schedule
+the tick starts now, skipped if the previous one still runs.`,
+		Args: cli.Args(cobra.NoArgs),
 		RunE: with(func(ctx context.Context, c client.Client, id string, out io.Writer) error {
+			if sf.target == "" {
+				msg, err := worker.SweepNow(ctx, c)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(out, msg)
+				return nil
+			}
 			if err := worker.TriggerSchedule(ctx, c, id); err != nil {
 				return err
 			}
@@ -162,6 +199,9 @@ func printSchedule(out io.Writer, id string, d *client.ScheduleDescription) erro
 		wf := a.Workflow
 		if s, ok := wf.(string); ok {
 			fmt.Fprintf(tw, "action\tworkflow %s on task queue %s (ID prefix %s)\n", s, a.TaskQueue, a.ID)
+			if in, ok := sweepWindowInput(s, a.Args); ok {
+				fmt.Fprintf(tw, "sweep\ta round every %s, windows of %s\n", in.Interval, in.Window)
+			}
 		} else {
 			fmt.Fprintf(tw, "action\tworkflow on task queue %s (ID prefix %s)\n", a.TaskQueue, a.ID)
 		}
@@ -221,6 +261,20 @@ func printSchedule(out io.Writer, id string, d *client.ScheduleDescription) erro
 	}
 	fmt.Fprintf(tw, "created\t%s\n", d.Info.CreatedAt.Local().Format(time.RFC3339))
 	return tw.Flush()
+}
+
+// sweepWindowInput decodes the input of a SweepWindow action, if that is what the action
+// starts.
+func sweepWindowInput(workflow string, args []any) (contract.SweepWindowInput, bool) {
+	var in contract.SweepWindowInput
+	if workflow != contract.SweepWindowWorkflow || len(args) != 1 {
+		return in, false
+	}
+	p, ok := args[0].(*commonpb.Payload)
+	if !ok || converter.GetDefaultDataConverter().FromPayload(p, &in) != nil {
+		return in, false
+	}
+	return in, true
 }
 
 func orDash(s string) string {

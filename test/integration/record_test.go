@@ -153,3 +153,63 @@ func (e *env) saveHistory(path, id, runID string) int {
 	}
 	return len(h.Events)
 }
+
+// TestRecordReplayHistoriesSweepWindow records the SweepWindow histories (with the command
+// of TestRecordReplayHistories, or alone with -run TestRecordReplayHistoriesSweepWindow):
+// sweep-window.json, a first run with idle rounds, a round that starts a merge and a
+// sweep-now signal, ending in continue-as-new (a small event budget), and
+// sweep-window-continued.json, the next run to the window's end.
+func TestRecordReplayHistoriesSweepWindow(t *testing.T) {
+	if os.Getenv(recordEnv) == "" {
+		t.Skip("set " + recordEnv + "=1 to record workflows/testdata/replay/sweep-window*.json")
+	}
+	e := newEnv(t)
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outDir := filepath.Join(root, "workflows", "testdata", "replay")
+	w := e.startWorker(e.config("rec-window"))
+	e.writeGenerations(e.createStore(w.DB(), "generic:quiet"), "q", 1, 2)
+
+	run, err := e.c.ExecuteWorkflow(e.ctx(waitShort), client.StartWorkflowOptions{
+		ID: "record/sweep-window", TaskQueue: contract.TaskQueue,
+	}, contract.SweepWindowWorkflow, contract.SweepWindowInput{
+		Sweep: contract.MaintenanceSweepInput{MergeMinGenerations: 3}, Interval: 2 * time.Second, Window: 40 * time.Second, EventBudget: 150,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Second) // idle rounds
+	e.writeGenerations(e.createStore(w.DB(), "generic:hot"), "h", 3, 2)
+	waitFor(t, waitShort, "the window to start MergeWal of generic:hot", func() (bool, error) {
+		_, err := e.describe(contract.MergeWalID(mustTarget(t, "generic:hot")), "")
+		return err == nil, nil
+	})
+	if err := e.c.SignalWorkflow(e.ctx(waitShort), run.GetID(), "", contract.SweepNowSignal, nil); err != nil {
+		t.Fatal(err)
+	}
+	var res contract.SweepWindowResult
+	if err := e.c.GetWorkflow(e.ctx(waitShort), run.GetID(), "").Get(e.ctx(waitLong), &res); err != nil {
+		t.Fatalf("window: %v", err)
+	}
+	if res.Runs < 2 || res.Totals.Started < 1 {
+		t.Fatalf("window: %+v, want a continued run and a start", res)
+	}
+	desc, err := e.describe(run.GetID(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := e.saveHistory(filepath.Join(outDir, "sweep-window.json"), run.GetID(), run.GetRunID())
+	t.Logf("sweep-window.json: %d events", n)
+	n = e.saveHistory(filepath.Join(outDir, "sweep-window-continued.json"), run.GetID(), desc.GetWorkflowExecutionInfo().GetExecution().GetRunId())
+	t.Logf("sweep-window-continued.json: %d events (%d runs, %+v)", n, res.Runs, res.Totals)
+
+	replayer := tworker.NewWorkflowReplayer()
+	workflows.Register(replayer)
+	for _, f := range []string{"sweep-window.json", "sweep-window-continued.json"} {
+		if err := replayer.ReplayWorkflowHistoryFromJSONFile(nil, filepath.Join(outDir, f)); err != nil {
+			t.Errorf("replay %s: %v", f, err)
+		}
+	}
+}

@@ -1,0 +1,141 @@
+package integration
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/converter"
+
+	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/worker"
+)
+
+// TestSweepWindowLeavesNoWorkflowPerIdleRound runs the sweep schedule as a worker ensures it
+// (a round every 2 s, a window of 10 minutes) on the real dev server. Idle rounds, with a
+// store whose debt stays below every threshold, add no workflow beyond the one window; a
+// store that then crosses the count threshold gets its MergeWal started by the window, with
+// the window and the round in its trigger reason, and visibility lists the window among
+// those that started something. `walkeeper schedule trigger` (SweepNow) runs a round in the
+// same window.
+func TestSweepWindowLeavesNoWorkflowPerIdleRound(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.config("sweepwin")
+	cfg.SweepInterval = 2 * time.Second
+	cfg.SweepWindow = 10 * time.Minute
+	cfg.SweepJitter = 0
+	w := e.startWorker(cfg)
+	a := newAPI(t, w.HTTPAddr())
+	seal := func(name string, n int) {
+		t.Helper()
+		for g := range n {
+			a.must(200, "POST", "/api/v1/stores/generic/"+name+"/rows", fmt.Sprintf(`[{"id":"r%d","v":%d}]`, g, g), nil)
+			a.must(200, "POST", "/api/v1/stores/generic/"+name+"/flush", nil, nil)
+		}
+	}
+	a.must(201, "POST", "/api/v1/stores/generic/quiet", genericSchemaJSON, nil)
+	seal("quiet", 1) // in the demand index, below every threshold
+
+	// The worker's ensure started a window at once.
+	var window string
+	waitFor(t, waitShort, "the sweep window to start", func() (bool, error) {
+		d, err := worker.DescribeSchedule(e.ctx(waitShort), e.c, worker.SweepScheduleID)
+		if err != nil || len(d.Info.RunningWorkflows) == 0 {
+			return false, err
+		}
+		window = d.Info.RunningWorkflows[0].WorkflowID
+		return true, nil
+	})
+	if !strings.HasPrefix(window, worker.SweepWorkflowID+"-") {
+		t.Fatalf("running %q, want a %s-* window", window, worker.SweepWorkflowID)
+	}
+
+	// N idle rounds: the window's history grows by its timers, the namespace by nothing.
+	const idleRounds = 6
+	waitFor(t, waitLong, fmt.Sprintf("%d sweep rounds", idleRounds), func() (bool, error) {
+		return e.countEvents(window, enumspb.EVENT_TYPE_TIMER_FIRED) >= idleRounds, nil
+	})
+	if _, n, err := e.listExecutions(""); err != nil || n != 1 {
+		t.Fatalf("after %d idle rounds the namespace has %d workflows (err %v), want the one window", idleRounds, n, err)
+	}
+	if n := e.countEvents(window, enumspb.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES); n != 0 {
+		t.Fatalf("idle rounds upserted search attributes %d times", n)
+	}
+
+	// A store over the count threshold (8 pending): the window's next round starts its merge.
+	a.must(201, "POST", "/api/v1/stores/generic/hot", genericSchemaJSON, nil)
+	seal("hot", 8)
+	id := contract.MergeWalID(mustTarget(t, "generic:hot"))
+	waitFor(t, waitShort, "the window to start MergeWal of generic:hot", func() (bool, error) {
+		_, err := e.describe(id, "")
+		return err == nil, nil
+	})
+	e.mergeResult(e.c.GetWorkflow(e.ctx(waitShort), id, ""), waitLong)
+	desc, err := e.describe(id, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reason string
+	if err := converter.GetDefaultDataConverter().FromPayload(desc.GetWorkflowExecutionInfo().GetMemo().GetFields()[contract.MemoTriggerReason], &reason); err != nil {
+		t.Fatalf("trigger reason of %s: %v", id, err)
+	}
+	if !strings.HasPrefix(reason, "8 pending >= 8") || !strings.Contains(reason, "; sweep window "+window+" round ") {
+		t.Fatalf("trigger reason %q does not link back to the window %s", reason, window)
+	}
+
+	// Visibility lists the window among those that started something; the namespace holds
+	// the window and the merge, nothing per round.
+	q := fmt.Sprintf("WorkflowType=%q AND %s > 0", contract.SweepWindowWorkflow, contract.WalSweepStartsName)
+	waitFor(t, waitShort, "visibility to list the window by "+contract.WalSweepStartsName, func() (bool, error) {
+		_, n, err := e.listExecutions(q)
+		return n == 1, err
+	})
+	if _, n, err := e.listExecutions(""); err != nil || n != 2 {
+		t.Fatalf("the namespace has %d workflows (err %v), want the window and the merge", n, err)
+	}
+
+	// Sweep now: a signal, served by a round of the same window.
+	before := e.countEvents(window, enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
+	msg, err := worker.SweepNow(e.ctx(waitShort), e.c)
+	if err != nil || !strings.Contains(msg, window) {
+		t.Fatalf("SweepNow: %q, %v", msg, err)
+	}
+	waitFor(t, waitShort, "the sweep-now round", func() (bool, error) {
+		return e.countEvents(window, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED) == 1 &&
+			e.countEvents(window, enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED) > before, nil
+	})
+	if _, n, err := e.listExecutions(""); err != nil || n != 2 {
+		t.Fatalf("after sweep now the namespace has %d workflows (err %v), want 2", n, err)
+	}
+
+	// Pausing the sweep ends the window now, as canceled.
+	if err := worker.PauseSweep(e.ctx(waitShort), e.c, "test done"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, waitShort, "the paused sweep's window to end", func() (bool, error) {
+		d, err := e.describe(window, "")
+		if err != nil {
+			return false, err
+		}
+		return d.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED, nil
+	})
+}
+
+// countEvents counts the events of type typ in workflow id's current run.
+func (e *env) countEvents(id string, typ enumspb.EventType) int {
+	e.t.Helper()
+	it := e.c.GetWorkflowHistory(e.ctx(waitShort), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	n := 0
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			e.t.Fatalf("history of %s: %v", id, err)
+		}
+		if ev.GetEventType() == typ {
+			n++
+		}
+	}
+	return n
+}

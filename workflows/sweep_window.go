@@ -1,0 +1,434 @@
+package workflows
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/walkeeper/walkeeper/contract"
+)
+
+// sweepRecordEvery is the least time between two RecordMaintenance calls of a window: the
+// alert WalkeeperSweepStale fires after 5 minutes without one, and recording every round of
+// a 10 s interval would add an activity to every idle round.
+const sweepRecordEvery = time.Minute
+
+// SweepWindow runs a sweep round every in.Interval for in.Window (docs/DESIGN.md §12, "Sweep
+// windows"). A round is what one MaintenanceSweep did (the same planning code, inline: no
+// workflow per round), so the Schedule walkeeper-sweep starts one workflow per window
+// instead of one per interval, and a round that starts nothing leaves only its listings and
+// its timer in this history. A round that starts something says so in its StartWorkflows
+// summaries, in the memo and WalSweepStarts, and in the current details; each start's reason
+// names the window and the round. The signal walkeeper-sweep-now runs a round at once.
+//
+// INVARIANT: the history stays bounded: the run continues as new once it has
+// in.EventBudget events or Temporal suggests it, carrying only counters and at most
+// MaxSweepRecentRounds rounds.
+func SweepWindow(ctx workflow.Context, in contract.SweepWindowInput) (contract.SweepWindowResult, error) {
+	in, err := sweepWindowDefaults(in)
+	if err != nil {
+		return contract.SweepWindowResult{}, err
+	}
+	w := &sweepWindow{in: in, id: workflow.GetInfo(ctx).WorkflowExecution.ID}
+	if in.Carry != nil {
+		w.carry = *in.Carry
+	} else {
+		now := workflow.Now(ctx)
+		w.carry = contract.SweepWindowCarry{Origin: now, Ends: now.Add(in.Window)}
+	}
+	now := workflow.GetSignalChannel(ctx, contract.SweepNowSignal)
+	logger := workflow.GetLogger(ctx)
+
+	// A window's first round is its first slot, at once; a continued run waits for the
+	// next slot (the previous run served the current one) unless a sweep-now was pending.
+	trigger := contract.SweepRoundInterval
+	switch {
+	case in.Carry == nil:
+	case w.carry.SweepNow:
+		trigger = contract.SweepRoundNow
+		w.carry.SweepNow = false
+	default:
+		next := w.nextSlot(workflow.Now(ctx))
+		if !next.Before(w.carry.Ends) {
+			return w.finish(ctx)
+		}
+		if trigger, err = w.wait(ctx, now, next); err != nil {
+			return w.result(), err
+		}
+	}
+	for {
+		if err := w.round(ctx, trigger); err != nil {
+			return w.result(), err // canceled
+		}
+		next := w.nextSlot(workflow.Now(ctx))
+		asked := drainSweepNow(now)
+		if !asked && !next.Before(w.carry.Ends) {
+			return w.finish(ctx)
+		}
+		info := workflow.GetInfo(ctx)
+		if info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() >= in.EventBudget {
+			w.carry.Runs++
+			w.carry.SweepNow = asked
+			in.Carry = &w.carry
+			logger.Info("Sweep window continues as new.", "rounds", w.carry.Totals.Rounds, "started", w.carry.Totals.Started,
+				"runs", w.carry.Runs, "history_length", info.GetCurrentHistoryLength())
+			return contract.SweepWindowResult{}, workflow.NewContinueAsNewError(ctx, contract.SweepWindowWorkflow, in)
+		}
+		if asked {
+			trigger = contract.SweepRoundNow
+			continue
+		}
+		if trigger, err = w.wait(ctx, now, next); err != nil {
+			return w.result(), err
+		}
+	}
+}
+
+// sweepWindowDefaults fills the zero knobs of in and checks the rest.
+func sweepWindowDefaults(in contract.SweepWindowInput) (contract.SweepWindowInput, error) {
+	in.Sweep = sweepDefaults(in.Sweep)
+	if err := validDiscovery(in.Sweep.Discovery); err != nil {
+		return in, err
+	}
+	if in.Interval == 0 {
+		in.Interval = contract.DefaultSweepInterval
+	}
+	if in.Window == 0 {
+		in.Window = contract.DefaultSweepWindow
+	}
+	if in.EventBudget <= 0 {
+		in.EventBudget = contract.DefaultSweepEventBudget
+	}
+	if in.Interval < 0 || in.Window < 0 {
+		return in, invalidInput(fmt.Errorf("sweep window %s, interval %s: both must be positive", in.Window, in.Interval))
+	}
+	if c := in.Carry; c != nil && (c.Origin.IsZero() || c.Ends.Before(c.Origin)) {
+		return in, invalidInput(fmt.Errorf("sweep window carry: origin %s, ends %s", c.Origin, c.Ends))
+	}
+	return in, nil
+}
+
+// sweepWindow is one run of a window.
+type sweepWindow struct {
+	in    contract.SweepWindowInput
+	id    string
+	carry contract.SweepWindowCarry
+	// last says the newest round in words, for the current details.
+	last string
+}
+
+// nextSlot is the first round start (Origin + k × Interval) after now. Pure.
+func (w *sweepWindow) nextSlot(now time.Time) time.Time {
+	k := now.Sub(w.carry.Origin)/w.in.Interval + 1
+	return w.carry.Origin.Add(k * w.in.Interval)
+}
+
+// drainSweepNow empties the sweep-now channel and says whether it held a signal.
+func drainSweepNow(ch workflow.ReceiveChannel) bool {
+	asked := false
+	for ch.ReceiveAsync(nil) {
+		asked = true
+	}
+	return asked
+}
+
+// wait blocks until next or a sweep-now signal, and says which came. A canceled window
+// returns the cancellation.
+func (w *sweepWindow) wait(ctx workflow.Context, now workflow.ReceiveChannel, next time.Time) (string, error) {
+	w.details(ctx, next)
+	timerCtx, cancel := workflow.WithCancel(ctx)
+	defer cancel()
+	timer := workflow.NewTimerWithOptions(timerCtx, next.Sub(workflow.Now(ctx)), workflow.TimerOptions{Summary: "next sweep round"})
+	trigger := contract.SweepRoundInterval
+	var timerErr error
+	sel := workflow.NewSelector(ctx)
+	sel.AddFuture(timer, func(f workflow.Future) { timerErr = f.Get(ctx, nil) })
+	sel.AddReceive(now, func(ch workflow.ReceiveChannel, _ bool) {
+		drainSweepNow(ch)
+		trigger = contract.SweepRoundNow
+	})
+	sel.AddReceive(ctx.Done(), func(workflow.ReceiveChannel, bool) {})
+	sel.Select(ctx)
+	if err := ctx.Err(); err != nil {
+		return "", temporal.NewCanceledError("sweep window canceled")
+	}
+	if timerErr != nil {
+		return "", timerErr
+	}
+	return trigger, nil
+}
+
+// round runs one sweep round and reports it. Only a canceled window makes it return an
+// error: a round whose listing failed is counted, logged and shown, and the next round
+// tries again (the alert on the last recorded success is what fires if none succeeds).
+func (w *sweepWindow) round(ctx workflow.Context, trigger string) error {
+	w.carry.Totals.Rounds++
+	n := w.carry.Totals.Rounds
+	at := workflow.Now(ctx)
+	label := roundLabel{window: w.id, round: n}
+	var res contract.MaintenanceSweepResult
+	var err error
+	if w.in.Sweep.Discovery == contract.DiscoveryScan {
+		res, err = scanSweep(ctx, w.in.Sweep, true, func() bool { return true }, label)
+	} else {
+		res, err = demandSweep(ctx, w.in.Sweep, label)
+	}
+	if ctx.Err() != nil {
+		return temporal.NewCanceledError("sweep window canceled")
+	}
+	failure := ""
+	switch {
+	case err != nil:
+		failure = errorText(err)
+	case len(res.ScanErrors) > 0:
+		failure = "scan failed for " + strings.Join(res.ScanErrors, "; ")
+	}
+	summary := roundSummary(n, trigger, res, failure)
+	w.last = fmt.Sprintf("%s at %s", summary, at.UTC().Format(time.TimeOnly))
+	logger := workflow.GetLogger(ctx)
+	if failure == "" && at.Sub(w.carry.LastRecorded) >= sweepRecordEvery {
+		recordMaintenance(ctx, contract.MaintenanceSweepName)
+		w.carry.LastRecorded = at
+	}
+	if failure == "" && len(res.Started) == 0 {
+		w.carry.Totals.IdleRounds++
+		return nil
+	}
+	r := contract.SweepRound{Round: n, At: at.UTC(), Trigger: trigger, Summary: summary, Started: len(res.Started), Error: failure}
+	r.Starts = res.Started[:min(len(res.Started), contract.MaxSweepRoundStarts)]
+	w.carry.Recent = append(w.carry.Recent, r)
+	if extra := len(w.carry.Recent) - contract.MaxSweepRecentRounds; extra > 0 {
+		w.carry.Recent = append([]contract.SweepRound(nil), w.carry.Recent[extra:]...)
+	}
+	if failure != "" {
+		w.carry.Totals.FailedRounds++
+		logger.Warn("Sweep round failed.", "round", n, "error", failure, "started", len(res.Started))
+	}
+	if len(res.Started) == 0 {
+		return nil
+	}
+	w.carry.Totals.Started += len(res.Started)
+	logger.Info("Sweep round started workflows.", "round", n, "summary", summary)
+	w.mark(ctx)
+	return nil
+}
+
+// mark tells visibility that the window started something: WalSweepStarts (the window's
+// starts so far, over all its runs: a continued run inherits it) and the memo's last
+// starting rounds. Two events, only in rounds that start something.
+func (w *sweepWindow) mark(ctx workflow.Context) {
+	memo := contract.SweepRoundsMemo{Started: w.carry.Totals.Started}
+	for _, r := range w.carry.Recent {
+		if r.Started > 0 {
+			memo.Rounds = append(memo.Rounds, r.At.Format(time.TimeOnly)+" "+r.Summary)
+		}
+	}
+	if err := workflow.UpsertTypedSearchAttributes(ctx, contract.WalSweepStarts.ValueSet(float64(w.carry.Totals.Started))); err != nil {
+		workflow.GetLogger(ctx).Warn("Cannot set WalSweepStarts.", "error", err)
+	}
+	if err := workflow.UpsertMemo(ctx, map[string]any{contract.MemoSweepRounds: memo}); err != nil {
+		workflow.GetLogger(ctx).Warn("Cannot set the sweep window's memo.", "error", err)
+	}
+}
+
+// details shows the window in Temporal Web's current details (no history event).
+func (w *sweepWindow) details(ctx workflow.Context, next time.Time) {
+	t := w.carry.Totals
+	var b strings.Builder
+	fmt.Fprintf(&b, "Sweep window until %s UTC, a round every %s (run %d).\n\n", w.carry.Ends.UTC().Format(time.TimeOnly), w.in.Interval, w.carry.Runs+1)
+	fmt.Fprintf(&b, "%d rounds: %d idle, %d failed; %d workflows started.\n\n", t.Rounds, t.IdleRounds, t.FailedRounds, t.Started)
+	if w.last != "" {
+		fmt.Fprintf(&b, "Last: %s.\n\n", w.last)
+	}
+	if !next.IsZero() {
+		fmt.Fprintf(&b, "Next round at %s UTC.\n", next.UTC().Format(time.TimeOnly))
+	}
+	if len(w.carry.Recent) > 0 {
+		b.WriteString("\nLast rounds that started something or failed:\n")
+		for i := len(w.carry.Recent) - 1; i >= 0; i-- {
+			r := w.carry.Recent[i]
+			fmt.Fprintf(&b, "- %s %s", r.At.Format(time.TimeOnly), r.Summary)
+			if len(r.Starts) > 0 {
+				names := make([]string, len(r.Starts))
+				for j, s := range r.Starts {
+					names[j] = s.Workflow + " " + s.Target
+				}
+				fmt.Fprintf(&b, " — %s", strings.Join(names, ", "))
+				if r.Started > len(r.Starts) {
+					fmt.Fprintf(&b, ", and %d more", r.Started-len(r.Starts))
+				}
+			}
+			b.WriteString("\n")
+		}
+	}
+	workflow.SetCurrentDetails(ctx, b.String())
+}
+
+// finish ends the window: Completed, or failed with SweepListFailed when every round of it
+// failed (the window did nothing an operator can rely on).
+func (w *sweepWindow) finish(ctx workflow.Context) (contract.SweepWindowResult, error) {
+	w.details(ctx, time.Time{})
+	res := w.result()
+	t := w.carry.Totals
+	workflow.GetLogger(ctx).Info("Sweep window finished.", "rounds", t.Rounds, "idle", t.IdleRounds,
+		"failed", t.FailedRounds, "started", t.Started, "runs", res.Runs)
+	if t.Rounds > 0 && t.FailedRounds == t.Rounds {
+		last := ""
+		if n := len(w.carry.Recent); n > 0 {
+			last = w.carry.Recent[n-1].Error
+		}
+		return res, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("every one of the window's %d sweep rounds failed, the last: %s", t.Rounds, last),
+			contract.ErrTypeSweepListFailed, nil, res)
+	}
+	return res, nil
+}
+
+func (w *sweepWindow) result() contract.SweepWindowResult {
+	recent := w.carry.Recent
+	if recent == nil {
+		recent = []contract.SweepRound{}
+	}
+	return contract.SweepWindowResult{Totals: w.carry.Totals, Runs: w.carry.Runs + 1, Recent: recent}
+}
+
+// roundLabel names a window's round in its activity summaries and in the reasons of the
+// workflows it starts. The zero value (a MaintenanceSweep) leaves both as they were.
+type roundLabel struct {
+	window string
+	round  int
+}
+
+// options is o with the round and the kind in its summary.
+func (l roundLabel) options(o workflow.ActivityOptions, kind string) workflow.ActivityOptions {
+	if l.round > 0 {
+		o.Summary = fmt.Sprintf("round %d %s: %s", l.round, kind, o.Summary)
+	}
+	return o
+}
+
+// request is req with the window and round appended to its reason, so the started run's
+// summary and memo link back to the sweep that started it.
+func (l roundLabel) request(req contract.StartRequest) contract.StartRequest {
+	if l.round > 0 {
+		req.Reason = fmt.Sprintf("%s; sweep window %s round %d", req.Reason, l.window, l.round)
+	}
+	return req
+}
+
+// batchSummary is the summary of one StartWorkflows batch of a round: the first batch of a
+// kind says the kind's whole plan ("round 12 generic: start 3 (2 sweep-count, 1 sweep-age);
+// skipped 41: 38 below thresholds, 3 left for the next round"), the others their part.
+func (l roundLabel) batchSummary(kind string, plan sweepPlan, omitted, i, batches int, batch []plannedStart) string {
+	if kind == "" {
+		kind = "every kind"
+	}
+	if i > 0 {
+		return fmt.Sprintf("round %d %s: start batch %d/%d (%d)", l.round, kind, i+1, batches, len(batch))
+	}
+	triggers := make([]string, len(plan.starts))
+	for j, s := range plan.starts {
+		triggers[j] = s.req.Trigger
+	}
+	s := fmt.Sprintf("round %d %s: start %d (%s)", l.round, kind, len(plan.starts), countWords(triggers))
+	if skips := skipWords(plan.below, plan.skipped, omitted); skips != "" {
+		s += "; " + skips
+	}
+	if batches > 1 {
+		s += fmt.Sprintf(" — batch 1/%d", batches)
+	}
+	return s
+}
+
+// roundSummary says a finished round in words. Pure.
+func roundSummary(n int, trigger string, res contract.MaintenanceSweepResult, failure string) string {
+	s := fmt.Sprintf("round %d", n)
+	if trigger == contract.SweepRoundNow {
+		s += " (sweep now)"
+	}
+	if len(res.Started) == 0 {
+		s += ": started nothing"
+	} else {
+		triggers := make([]string, len(res.Started))
+		for i, st := range res.Started {
+			triggers[i] = st.Trigger
+		}
+		s += fmt.Sprintf(": started %d (%s)", len(res.Started), countWords(triggers))
+	}
+	if skips := skipWords(max(0, res.StoresWithDebt-res.Qualified), res.Skipped, res.SkippedOmitted); skips != "" {
+		s += "; " + skips
+	}
+	if failure != "" {
+		s += "; FAILED: " + failure
+	}
+	return s
+}
+
+// countWords counts equal values in first-seen order: "2 sweep-count, 1 sweep-age". Pure.
+func countWords(values []string) string {
+	var order []string
+	counts := map[string]int{}
+	for _, v := range values {
+		if v == "" {
+			v = "unknown"
+		}
+		if counts[v] == 0 {
+			order = append(order, v)
+		}
+		counts[v]++
+	}
+	parts := make([]string, len(order))
+	for i, v := range order {
+		parts[i] = fmt.Sprintf("%d %s", counts[v], v)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// skipWords says why a round or a kind skipped what it skipped: "skipped 41: 38 below
+// thresholds, 3 left for the next round" ("" when nothing was skipped). Pure.
+func skipWords(below int, skipped []contract.SweepSkip, omitted int) string {
+	total := below + len(skipped) + omitted
+	var kinds []string
+	for _, sk := range skipped {
+		kinds = append(kinds, skipKind(sk.Reason))
+	}
+	words := countWords(kinds)
+	if below > 0 {
+		words = joinWords(fmt.Sprintf("%d below thresholds", below), words)
+	}
+	if omitted > 0 {
+		words = joinWords(words, fmt.Sprintf("%d left for the next round", omitted))
+	}
+	if total == 0 {
+		return ""
+	}
+	return fmt.Sprintf("skipped %d: %s", total, words)
+}
+
+func joinWords(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + ", " + b
+}
+
+// skipKind is the class of a SweepSkip reason, for counting. Pure.
+func skipKind(reason string) string {
+	switch {
+	case reason == "below thresholds":
+		return "below thresholds"
+	case strings.Contains(reason, "max starts"):
+		return "over max starts"
+	case strings.HasPrefix(reason, "stats unavailable"):
+		return "stats unavailable"
+	case strings.HasPrefix(reason, "start "):
+		return "start failed"
+	}
+	return "other"
+}

@@ -1,0 +1,286 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	sdkpb "go.temporal.io/api/sdk/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/walkeeper/walkeeper/contract"
+)
+
+const testWindowID = "sweep-window-test"
+
+// windowFleet answers ScanDemand: idle, except for the rounds listed in debtAt (by the
+// round's index, counted from the generic kind's scans), where generic:hot is over the count
+// threshold.
+type windowFleet struct {
+	mu      sync.Mutex
+	scans   map[string]int // kind -> scans so far
+	debtAt  map[int]bool   // generic scan number (1-based) -> generic:hot in debt
+	failing string         // kind whose listing fails
+	failFor int            // its first failFor scans fail (0 = every one)
+}
+
+func (f *windowFleet) scan(_ context.Context, p contract.ScanDemandParams) (contract.ScanDemandResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.scans == nil {
+		f.scans = map[string]int{}
+	}
+	f.scans[p.Kind]++
+	if p.Kind == f.failing && (f.failFor == 0 || f.scans[p.Kind] <= f.failFor) {
+		return contract.ScanDemandResult{}, errors.New("list _demand/" + p.Kind + "/: connection reset")
+	}
+	res := contract.ScanDemandResult{Kind: p.Kind}
+	if p.Kind == "generic" {
+		res.StoresWithDebt = 5 // 5 stores with small debt, below every threshold
+		if f.debtAt[f.scans[p.Kind]] {
+			res.StoresWithDebt++
+			res.Qualified = 1
+			res.Targets = []contract.DemandTarget{{Target: "generic:hot", Pending: 12, MaxShardPending: 12, PendingShards: 1}}
+		}
+	}
+	return res, nil
+}
+
+func (f *windowFleet) scansOf(kind string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.scans[kind]
+}
+
+func newWindowEnv(t *testing.T, f *windowFleet, starter *fakeStarter, recorded *int) *testsuite.TestWorkflowEnvironment {
+	t.Helper()
+	env := newRoundEnv(t)
+	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: testWindowID})
+	env.OnActivity(contract.ScanDemandActivity, anyCtx, anyArg).Return(f.scan)
+	env.OnActivity(contract.StartWorkflowsActivity, anyCtx, anyArg).Return(starter.start)
+	env.OnActivity(contract.RecordMaintenanceActivity, anyCtx, anyArg).Return(func(context.Context, contract.RecordMaintenanceParams) error {
+		*recorded++
+		return nil
+	})
+	return env
+}
+
+// A window runs a round at once and then one every interval until the window ends, on
+// workflow timers; rounds that start nothing are only counted. Success is recorded at most
+// once a minute.
+func TestSweepWindowRunsRoundsUntilTheWindowEnds(t *testing.T) {
+	f := &windowFleet{}
+	starter := &fakeStarter{}
+	recorded := 0
+	env := newWindowEnv(t, f, starter, &recorded)
+	env.ExecuteWorkflow(SweepWindow, contract.SweepWindowInput{Interval: 10 * time.Second, Window: 125 * time.Second})
+	require.NoError(t, env.GetWorkflowError())
+	var res contract.SweepWindowResult
+	require.NoError(t, env.GetWorkflowResult(&res))
+
+	// Rounds at 0, 10, ..., 120 s: 13, all idle.
+	require.Equal(t, contract.SweepWindowTotals{Rounds: 13, IdleRounds: 13}, res.Totals)
+	require.Equal(t, 1, res.Runs)
+	require.Empty(t, res.Recent)
+	require.Equal(t, 13, f.scansOf("generic"))
+	require.Equal(t, 13, f.scansOf("rollout"))
+	require.Empty(t, starter.requests)
+	require.Equal(t, 3, recorded, "rounds at 0, 60 and 120 s record the sweep's success")
+}
+
+// A round that starts something is reported with its skip reasons, and each start's reason
+// names the window and the round, so the merge links back to the sweep.
+func TestSweepWindowReportsRoundsThatStart(t *testing.T) {
+	f := &windowFleet{debtAt: map[int]bool{3: true}}
+	starter := &fakeStarter{}
+	recorded := 0
+	env := newWindowEnv(t, f, starter, &recorded)
+	var details string
+	env.RegisterDelayedCallback(func() { // between rounds 4 and 5
+		v, err := env.QueryWorkflow("__temporal_workflow_metadata")
+		require.NoError(t, err)
+		var md sdkpb.WorkflowMetadata
+		require.NoError(t, v.Get(&md))
+		details = md.GetCurrentDetails()
+	}, 35*time.Second)
+	env.ExecuteWorkflow(SweepWindow, contract.SweepWindowInput{Interval: 10 * time.Second, Window: 50 * time.Second})
+	require.NoError(t, env.GetWorkflowError())
+	var res contract.SweepWindowResult
+	require.NoError(t, env.GetWorkflowResult(&res))
+
+	// The current details name the starting round, its start and its skip reasons.
+	require.Contains(t, details, "4 rounds: 3 idle, 0 failed; 1 workflows started.")
+	require.Contains(t, details, "round 3: started 1 (1 sweep-count); skipped 5: 5 below thresholds — MergeWal generic:hot")
+	require.Contains(t, details, "Last: round 4: started nothing; skipped 5: 5 below thresholds at ")
+	require.Equal(t, contract.SweepWindowTotals{Rounds: 5, IdleRounds: 4, Started: 1}, res.Totals)
+	require.Equal(t, []contract.StartRequest{{Workflow: contract.MergeWalWorkflow, Target: "generic:hot",
+		Trigger: contract.TriggerSweepCount, Reason: "12 pending >= 8; sweep window " + testWindowID + " round 3"}}, starter.requests)
+	require.Len(t, res.Recent, 1)
+	r := res.Recent[0]
+	require.Equal(t, 3, r.Round)
+	require.Equal(t, contract.SweepRoundInterval, r.Trigger)
+	require.Equal(t, "round 3: started 1 (1 sweep-count); skipped 5: 5 below thresholds", r.Summary)
+	require.Equal(t, []contract.SweepStart{{Target: "generic:hot", Workflow: contract.MergeWalWorkflow, Trigger: contract.TriggerSweepCount,
+		Reason: "12 pending >= 8", WorkflowID: "merge-wal/generic/hot", RunID: "run-generic:hot"}}, r.Starts)
+	require.False(t, r.At.IsZero())
+}
+
+// When Temporal suggests it (or the event budget is reached) the run continues as new with
+// the window's state; the next run waits for the next slot and carries on to the same end.
+func TestSweepWindowContinuesAsNewCarryingItsState(t *testing.T) {
+	f := &windowFleet{debtAt: map[int]bool{1: true}}
+	starter := &fakeStarter{}
+	recorded := 0
+	env := newWindowEnv(t, f, starter, &recorded)
+	env.SetCurrentHistoryLength(contract.DefaultSweepEventBudget) // over budget after the first round
+	env.ExecuteWorkflow(SweepWindow, contract.SweepWindowInput{Interval: 10 * time.Second, Window: 40 * time.Second})
+	var can *workflow.ContinueAsNewError
+	require.True(t, errors.As(env.GetWorkflowError(), &can), "got %v", env.GetWorkflowError())
+	require.Equal(t, contract.SweepWindowWorkflow, can.WorkflowType.Name)
+	var next contract.SweepWindowInput
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
+	require.NotNil(t, next.Carry)
+	c := *next.Carry
+	require.Equal(t, 1, c.Runs)
+	require.Equal(t, contract.SweepWindowTotals{Rounds: 1, Started: 1}, c.Totals)
+	require.Equal(t, 40*time.Second, c.Ends.Sub(c.Origin))
+	require.Len(t, c.Recent, 1)
+	require.False(t, c.SweepNow)
+	require.Equal(t, 10*time.Second, next.Interval)
+
+	// The next run, started where the first one stopped.
+	env2 := newWindowEnv(t, f, starter, &recorded)
+	env2.SetStartTime(c.Origin.Add(time.Second))
+	env2.ExecuteWorkflow(SweepWindow, next)
+	require.NoError(t, env2.GetWorkflowError())
+	var res contract.SweepWindowResult
+	require.NoError(t, env2.GetWorkflowResult(&res))
+	// Slots 10, 20, 30 s in the second run: 4 rounds in all, the first one's start kept.
+	require.Equal(t, contract.SweepWindowTotals{Rounds: 4, IdleRounds: 3, Started: 1}, res.Totals)
+	require.Equal(t, 2, res.Runs)
+	require.Len(t, res.Recent, 1)
+	require.Equal(t, 1, res.Recent[0].Round)
+
+	// Temporal's suggestion alone also continues as new.
+	env3 := newWindowEnv(t, &windowFleet{}, &fakeStarter{}, &recorded)
+	env3.SetContinueAsNewSuggested(true)
+	env3.ExecuteWorkflow(SweepWindow, contract.SweepWindowInput{Interval: 10 * time.Second, Window: 40 * time.Second})
+	require.True(t, errors.As(env3.GetWorkflowError(), &can))
+}
+
+// The sweep-now signal runs a round at once, between two slots; the cadence is kept.
+func TestSweepWindowSweepNowSignal(t *testing.T) {
+	f := &windowFleet{debtAt: map[int]bool{2: true}}
+	starter := &fakeStarter{}
+	recorded := 0
+	env := newWindowEnv(t, f, starter, &recorded)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(contract.SweepNowSignal, nil)
+	}, 15*time.Second)
+	env.ExecuteWorkflow(SweepWindow, contract.SweepWindowInput{Interval: time.Minute, Window: 150 * time.Second})
+	require.NoError(t, env.GetWorkflowError())
+	var res contract.SweepWindowResult
+	require.NoError(t, env.GetWorkflowResult(&res))
+	// Rounds at 0, 15 s (sweep now), 60, 120 s.
+	require.Equal(t, 4, res.Totals.Rounds)
+	require.Len(t, res.Recent, 1)
+	require.Equal(t, contract.SweepRoundNow, res.Recent[0].Trigger)
+	require.True(t, strings.HasPrefix(res.Recent[0].Summary, "round 2 (sweep now): started 1"), res.Recent[0].Summary)
+	require.Contains(t, starter.requests[0].Reason, "round 2")
+}
+
+// A round whose listing fails is counted and reported; the window goes on. A window of
+// which every round failed fails, non-retryably, with SweepListFailed, and records nothing.
+func TestSweepWindowFailedRounds(t *testing.T) {
+	f := &windowFleet{failing: "rollout", debtAt: map[int]bool{1: true}}
+	starter := &fakeStarter{}
+	recorded := 0
+	env := newWindowEnv(t, f, starter, &recorded)
+	env.ExecuteWorkflow(SweepWindow, contract.SweepWindowInput{Interval: 5 * time.Minute, Window: 10 * time.Minute})
+	err := env.GetWorkflowError()
+	require.Error(t, err)
+	var appErr *temporal.ApplicationError
+	require.True(t, errors.As(err, &appErr), "got %v", err)
+	require.Equal(t, contract.ErrTypeSweepListFailed, appErr.Type())
+	require.True(t, appErr.NonRetryable())
+	require.Contains(t, appErr.Error(), "every one of the window's 2 sweep rounds failed")
+	require.Zero(t, recorded)
+	// The other kinds' starts still went out, and the round says both.
+	require.Len(t, starter.requests, 1)
+	var res contract.SweepWindowResult
+	require.NoError(t, appErr.Details(&res))
+	require.Equal(t, contract.SweepWindowTotals{Rounds: 2, FailedRounds: 2, Started: 1}, res.Totals)
+	require.Contains(t, res.Recent[0].Summary, "started 1 (1 sweep-count)")
+	require.Contains(t, res.Recent[0].Summary, "FAILED: ")
+	require.Contains(t, res.Recent[0].Error, "connection reset")
+
+	// One good round is enough for the window to complete.
+	f2 := &windowFleet{failing: "datagen", failFor: 5} // every attempt of the first round
+	env2 := newWindowEnv(t, f2, &fakeStarter{}, &recorded)
+	env2.ExecuteWorkflow(SweepWindow, contract.SweepWindowInput{Interval: 5 * time.Minute, Window: 10 * time.Minute})
+	require.NoError(t, env2.GetWorkflowError())
+	res = contract.SweepWindowResult{}
+	require.NoError(t, env2.GetWorkflowResult(&res))
+	require.Equal(t, contract.SweepWindowTotals{Rounds: 2, IdleRounds: 1, FailedRounds: 1}, res.Totals)
+	require.Equal(t, 1, recorded)
+}
+
+// A canceled window (walkeeper schedule pause) ends as canceled between rounds.
+func TestSweepWindowCancel(t *testing.T) {
+	f := &windowFleet{}
+	recorded := 0
+	env := newWindowEnv(t, f, &fakeStarter{}, &recorded)
+	env.RegisterDelayedCallback(env.CancelWorkflow, 25*time.Second)
+	env.ExecuteWorkflow(SweepWindow, contract.SweepWindowInput{Interval: 10 * time.Second, Window: time.Hour})
+	require.True(t, temporal.IsCanceledError(env.GetWorkflowError()), "got %v", env.GetWorkflowError())
+	require.Equal(t, 3, f.scansOf("generic"))
+}
+
+// Bad knobs are refused before anything runs.
+func TestSweepWindowRefusesBadInput(t *testing.T) {
+	recorded := 0
+	env := newWindowEnv(t, &windowFleet{}, &fakeStarter{}, &recorded)
+	env.ExecuteWorkflow(SweepWindow, contract.SweepWindowInput{Interval: -time.Second})
+	var appErr *temporal.ApplicationError
+	require.True(t, errors.As(env.GetWorkflowError(), &appErr))
+	require.Equal(t, contract.ErrTypeInvalidInput, appErr.Type())
+}
+
+// The words of a round and of a start batch: what started, by trigger, and why the rest was
+// skipped.
+func TestSweepRoundWords(t *testing.T) {
+	res := contract.MaintenanceSweepResult{
+		Started: []contract.SweepStart{
+			{Trigger: contract.TriggerSweepCount}, {Trigger: contract.TriggerSweepAge}, {Trigger: contract.TriggerSweepCount},
+		},
+		Skipped: []contract.SweepSkip{
+			{Target: "generic:a", Reason: "MergeWal wanted (9 pending >= 8) but max starts (3) reached"},
+			{Target: "generic:b", Reason: "start MergeWal failed: unavailable"},
+		},
+		SkippedOmitted: 4, StoresWithDebt: 45, Qualified: 9,
+	}
+	require.Equal(t, "round 12: started 3 (2 sweep-count, 1 sweep-age); skipped 42: 36 below thresholds, 1 over max starts, 1 start failed, 4 left for the next round",
+		roundSummary(12, contract.SweepRoundInterval, res, ""))
+	require.Equal(t, "round 1 (sweep now): started nothing", roundSummary(1, contract.SweepRoundNow, contract.MaintenanceSweepResult{}, ""))
+
+	l := roundLabel{window: "w", round: 7}
+	starts := []plannedStart{
+		{req: contract.StartRequest{Trigger: contract.TriggerSweepAge}}, {req: contract.StartRequest{Trigger: contract.TriggerSweepAge}},
+		{req: contract.StartRequest{Trigger: contract.TriggerSweepRuns}},
+	}
+	plan := sweepPlan{starts: starts, below: 38}
+	require.Equal(t, "round 7 generic: start 3 (2 sweep-age, 1 sweep-runs); skipped 41: 38 below thresholds, 3 left for the next round — batch 1/2",
+		l.batchSummary("generic", plan, 3, 0, 2, starts[:2]))
+	require.Equal(t, "round 7 generic: start batch 2/2 (1)", l.batchSummary("generic", plan, 3, 1, 2, starts[2:]))
+	require.Equal(t, "round 7 rollout: scan demand index", l.options(demandScanOptions(), "rollout").Summary)
+	require.Equal(t, "scan demand index", roundLabel{}.options(demandScanOptions(), "rollout").Summary)
+	require.Equal(t, "x", roundLabel{}.request(contract.StartRequest{Reason: "x"}).Reason)
+}

@@ -174,16 +174,21 @@ func (m *memBackend) delete(ctx context.Context, key string) error {
 // REQUIRES: m.mu held.
 func (m *memBackend) fold() {
 	out := make([]string, 0, len(m.sorted)-m.removed+len(m.tail))
+	live := func(k string) bool { _, ok := m.objs[k]; return ok }
 	i, j := 0, 0
 	for i < len(m.sorted) || j < len(m.tail) {
-		var k string
 		if j == len(m.tail) || (i < len(m.sorted) && m.sorted[i] < m.tail[j]) {
-			k, i = m.sorted[i], i+1
+			// With nothing deleted from the index every key of it is live: copy without a
+			// map lookup per key (2M lookups per fold made a 1M-store registration 10x slower).
+			if m.removed == 0 || live(m.sorted[i]) {
+				out = append(out, m.sorted[i])
+			}
+			i++
 		} else {
-			k, j = m.tail[j], j+1
-		}
-		if _, ok := m.objs[k]; ok {
-			out = append(out, k)
+			if live(m.tail[j]) {
+				out = append(out, m.tail[j])
+			}
+			j++
 		}
 	}
 	m.sorted, m.tail, m.removed = out, nil, 0

@@ -42,7 +42,16 @@ type incidentParams struct {
 	// Storage is the backend under the latency model: storageFile (file:// without fsync) up
 	// to the incident's 20 shards, storageMem past it (see incidentStorage).
 	Storage string
+	// PrepareConcurrency is the count trigger's MergeWal prepare concurrency
+	// (--merge-prepare-concurrency) on both sides; 0 = the workflow's default (4).
+	PrepareConcurrency int
 }
+
+// wideTablePrepareConcurrency is the prepare concurrency past the incident's 20 shards, what
+// an operator sets for a table of hundreds of writers: at the default 4, a round over 200
+// shards is 50 waves of prepares, longer than the 64 s a shard takes to seal 64
+// generations (merge_max_generations), so no round can keep up whatever it commits.
+const wideTablePrepareConcurrency = 16
 
 // Storage backends of the incident replay.
 const (
@@ -138,6 +147,9 @@ func incidentDefaults(o Options) incidentParams {
 		p.MaxGens = o.MergeMaxGenerations
 	}
 	p.Storage = incidentStorage(p.Shards)
+	if p.Shards > 20 {
+		p.PrepareConcurrency = wideTablePrepareConcurrency
+	}
 	p.Other = sideBaseline
 	if o.IncidentCompare != "" {
 		p.Other = o.IncidentCompare
@@ -203,6 +215,7 @@ func RunIncident(ctx context.Context, o Options) (*Result, error) {
 	res.param("rollout_append_every_per_shard", p.RolloutEvery)
 	res.param("baseline_store_timeout", p.StoreTimeout)
 	res.param("merge_max_generations", p.MaxGens)
+	res.param("prepare_concurrency", p.PrepareConcurrency)
 	res.param("storage", map[string]string{storageFile: "file:// without fsync", storageMem: "mem://"}[p.Storage])
 	res.param("walkeeper_count_trigger_parallel_prepare", p.Parallel)
 	res.param("reps", o.reps())
@@ -484,6 +497,7 @@ func incidentSideRun(ctx context.Context, o Options, p incidentParams, rep int, 
 				SharedActivitySlots:   worker.DefaultConfig().SharedActivitySlots,
 				ParallelPrepare:       p.Parallel,
 				ShardsPerCommit:       shardsPerCommit,
+				PrepareConcurrency:    p.PrepareConcurrency,
 				// Past the incident's 20 nodes, only the first sharedWorkerNodes nodes serve the
 				// shared queue (workflows, CommitRound, Abort, listings), and each shard queue
 				// gets one poller: every node still prepares its own shard.

@@ -856,7 +856,7 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 			return fmt.Sprintf("%.0f KiB, %.0f KiB", a.ev.Median/1024, a.hb/1024)
 		}), payload && allOK)
 		res.target(name+": sweep history", "≤ 10,000 events", line(func(_ fleetKey, a *fleetAgg) string { return fmt.Sprintf("%.0f", a.events.Median) }), events)
-		res.target(name+": time-to-merge", fmt.Sprintf("every indebted store's MergeWal started ≤ %s after its debt was planted", fleetInterval), line(func(_ fleetKey, a *fleetAgg) string {
+		res.target(name+": time-to-merge", fmt.Sprintf("every indebted store's MergeWal started ≤ %s after its debt was planted or the sweep started", fleetInterval), line(func(_ fleetKey, a *fleetAgg) string {
 			if a.started == 0 {
 				return fmt.Sprintf("0/%d started", a.debt)
 			}
@@ -865,7 +865,7 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 	}
 	res.note("Workers: %d in-process walkeeper instances (own instance ID, store handle, shard queue; shared-queue workflow and activity workers) against one Temporal dev server; mem:// is per process, so worker child processes would need a storage server shared between processes. RSS is the bench process's (workers, the mem:// fleet, the client): the table reports its growth during the sweep (VmHWM after the sweep, reset through /proc/self/clear_refs at its start, minus VmRSS at its start). A worker's memory for discovery is bounded from above by the bytes the whole process allocated from the sweep's start to the end of discovery (runtime/metrics /gc/heap/allocs:bytes, sampled every 50 ms): RSS growth at 1M stores measures the GC's pacing over the fleet's own heap, not a worker.", fleetWorkers)
 	res.note("Storage requests: every request of the 8 workers from the sweep's start until its discovery activity (ScanStats or ScanDemand) completed; the MergeWal runs it starts afterwards are not counted. A listing of the registry or of the demand index counts (and sleeps) one request per 1000 keys, as an object store pages it.")
-	res.note("Time-to-merge: the sweep starts when the debt is planted (the best phase); with a schedule every interval add up to one interval. The old debt was sealed an hour ago (past MaxPendingAge) at planting, so it has crossed its threshold at the planting time.")
+	res.note("Time-to-merge: from the later of a store's planting and the sweep's start (planting 10,000 stores' debt takes minutes at 1M stores, and the sweep starts when planting ends: the best phase) to its MergeWal's start; with a schedule every interval add up to one interval. The old debt was sealed an hour ago (past MaxPendingAge) at planting, so it has crossed its threshold at the planting time.")
 	res.note("The fleet is registered without latency by writing the registry entry and store.json of each store directly (the bytes DB.Create writes for a template store); the debt goes through the seal path of two writers closed afterwards. The scan side reads 128 stores' stats at once (ScanConcurrency; default 8); starts go in batches of 128 (StartBatch; default 16), one batch a second, each batch 16 starts at a time.")
 
 	if o.OutDir == "" {

@@ -34,6 +34,8 @@ const DefaultReconcileConcurrency = 16
 // (contiguous in the listing), and keeps the p.MaxCandidates most indebted stores over a
 // threshold in a bounded heap: memory, result and heartbeat are bounded whatever the number
 // of stores or records. It reads no store: the records' keys hold what the sweep decides on.
+// p.After pages past the candidates an earlier call returned, p.AsOf fixes the clock the
+// pages' ages are measured by.
 func (a *Activities) ScanDemand(ctx context.Context, p contract.ScanDemandParams) (res contract.ScanDemandResult, err error) {
 	start := time.Now()
 	kind, err := store.ParseKind(p.Kind)
@@ -50,6 +52,9 @@ func (a *Activities) ScanDemand(ctx context.Context, p contract.ScanDemandParams
 	defer rep.finish(nil)
 
 	now := a.now()
+	if !p.AsOf.IsZero() {
+		now = p.AsOf
+	}
 	top := &candidateHeap{}
 	agg := newStoreDemand()
 	flush := func() {
@@ -58,7 +63,7 @@ func (a *Activities) ScanDemand(ctx context.Context, p contract.ScanDemandParams
 		}
 		t := agg.result(now)
 		res.StoresWithDebt++
-		if qualifies(t, p) {
+		if qualifies(t, p) && (p.After == nil || contract.DemandBefore(*p.After, t)) {
 			res.Qualified++
 			if top.Len() < k {
 				heap.Push(top, t)

@@ -79,6 +79,42 @@ func TestScanDemandKeepsTheMostIndebtedCandidates(t *testing.T) {
 	require.Error(t, err)
 }
 
+// Pages of two candidates, each after the last target of the one before, as of one
+// moment, return every qualified store once, most indebted first, and then nothing.
+func TestScanDemandPagesInDebtOrder(t *testing.T) {
+	url := memURL(t)
+	db := openDB(t, url, "w1")
+	seal(t, db, "generic:five", []string{"a"}, []string{"b"}, []string{"c"}, []string{"d"}, []string{"e"})
+	seal(t, db, "generic:four", []string{"a"}, []string{"b"}, []string{"c"}, []string{"d"})
+	seal(t, db, "generic:three", []string{"a"}, []string{"b"}, []string{"c"})
+	seal(t, db, "generic:two", []string{"a"}, []string{"b"})
+	seal(t, db, "generic:one", []string{"a"})
+	env := activityEnv(t, &Activities{DB: openDB(t, url, "scan")})
+	asOf := time.Now().Add(time.Hour)
+	var got []string
+	var qualified []int
+	var after *contract.DemandTarget
+	for page := 0; page < 4; page++ {
+		v, err := env.ExecuteActivity(contract.ScanDemandActivity, contract.ScanDemandParams{
+			Kind: "generic", MaxCandidates: 2, MergeMinGenerations: 2, After: after, AsOf: asOf,
+		})
+		require.NoError(t, err)
+		var res contract.ScanDemandResult
+		require.NoError(t, v.Get(&res))
+		require.Equal(t, 5, res.StoresWithDebt, "every page lists the whole index")
+		qualified = append(qualified, res.Qualified)
+		for _, tg := range res.Targets {
+			got = append(got, tg.Target)
+		}
+		if len(res.Targets) == 0 {
+			break
+		}
+		after = &res.Targets[len(res.Targets)-1]
+	}
+	require.Equal(t, []string{"generic:five", "generic:four", "generic:three", "generic:two"}, got)
+	require.Equal(t, []int{4, 2, 0}, qualified, "qualified counts what is left after the cursor")
+}
+
 func TestRecordMaintenance(t *testing.T) {
 	m := &maintenanceRecorder{}
 	env := activityEnv(t, &Activities{Metrics: m})

@@ -7,16 +7,24 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
 )
 
+// startConcurrency bounds the starts one StartWorkflows has in flight. Each start is one
+// round trip to the frontend (a few ms on an idle server, tens on a loaded one), so a batch
+// started one after another takes batch size × round trip: 256 starts at 10 ms is 2.6 s,
+// longer than the sweep's spacing between batches, and a sweep could not start what it
+// plans within its interval. 16 in flight keeps the burst on the frontend bounded.
+const startConcurrency = 16
+
 // StartWorkflows starts (or attaches to) one workflow per request through
 // contract.StartMergeWal / StartCompactBase, so the sweep and the schedule ticks dedupe on
-// the same workflow IDs as every other trigger. Each request reports its own outcome; the
-// activity fails (and is retried as a whole, which the ID policies make harmless) only when
-// every start failed.
+// the same workflow IDs as every other trigger, at most startConcurrency at once. Each
+// request reports its own outcome, in request order; the activity fails (and is retried as
+// a whole, which the ID policies make harmless) only when every start failed.
 func (a *Activities) StartWorkflows(ctx context.Context, p contract.StartWorkflowsParams) (res contract.StartWorkflowsResult, err error) {
 	start := time.Now()
 	defer func() { err = a.done(contract.StartWorkflowsActivity, "", start, "ok", err) }()
@@ -24,20 +32,32 @@ func (a *Activities) StartWorkflows(ctx context.Context, p contract.StartWorkflo
 		return res, errMisconfigured("activities have no Temporal client")
 	}
 	res.Outcomes = make([]contract.StartOutcome, len(p.Starts))
+	errs := make([]error, len(p.Starts))
+	var g errgroup.Group
+	g.SetLimit(startConcurrency)
+	for i, req := range p.Starts {
+		g.Go(func() error {
+			o := contract.StartOutcome{Workflow: req.Workflow, Target: req.Target}
+			id, runID, err := a.startOne(ctx, req)
+			o.WorkflowID, o.RunID = id, runID
+			if err != nil {
+				o.Error = err.Error()
+				errs[i] = err
+				a.logger().Warn("workflow start failed", zap.String("workflow", req.Workflow),
+					zap.String("target", req.Target), zap.Error(err))
+			}
+			res.Outcomes[i] = o
+			return nil
+		})
+	}
+	_ = g.Wait() // every Go returns nil: a start's error is in its outcome
 	failed := 0
 	var lastErr error
-	for i, req := range p.Starts {
-		o := contract.StartOutcome{Workflow: req.Workflow, Target: req.Target}
-		id, runID, err := a.startOne(ctx, req)
-		o.WorkflowID, o.RunID = id, runID
+	for _, err := range errs {
 		if err != nil {
-			o.Error = err.Error()
 			failed++
 			lastErr = err
-			a.logger().Warn("workflow start failed", zap.String("workflow", req.Workflow),
-				zap.String("target", req.Target), zap.Error(err))
 		}
-		res.Outcomes[i] = o
 	}
 	if len(p.Starts) > 0 && failed == len(p.Starts) {
 		return res, temporal.NewApplicationErrorWithOptions(

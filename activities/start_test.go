@@ -3,7 +3,11 @@ package activities
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
@@ -14,13 +18,17 @@ import (
 	"github.com/walkeeper/walkeeper/contract"
 )
 
-// fakeClient answers ExecuteWorkflow with a run whose IDs echo the options.
+// fakeClient answers ExecuteWorkflow with a run whose IDs echo the options. The activity
+// starts concurrently: the options are collected under a lock.
 func fakeClient(fail map[string]error) (*mocks.Client, *[]client.StartWorkflowOptions) {
 	c := &mocks.Client{}
+	var mu sync.Mutex
 	var got []client.StartWorkflowOptions
 	c.On("ExecuteWorkflow", mock.Anything, mock.Anything, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, o client.StartWorkflowOptions, _ any, _ ...any) (client.WorkflowRun, error) {
+			mu.Lock()
 			got = append(got, o)
+			mu.Unlock()
 			if err := fail[o.ID]; err != nil {
 				return nil, err
 			}
@@ -72,10 +80,14 @@ func TestStartWorkflowsFailsWhenEveryStartFails(t *testing.T) {
 // MergeWal's input.
 func TestStartWorkflowsPassesParallelPrepare(t *testing.T) {
 	c := &mocks.Client{}
-	var inputs []contract.MergeWalInput
+	var mu sync.Mutex
+	inputs := map[string]contract.MergeWalInput{}
 	c.On("ExecuteWorkflow", mock.Anything, mock.Anything, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, o client.StartWorkflowOptions, _ any, args ...any) (client.WorkflowRun, error) {
-			inputs = append(inputs, args[0].(contract.MergeWalInput))
+			in := args[0].(contract.MergeWalInput)
+			mu.Lock()
+			inputs[in.Target] = in
+			mu.Unlock()
 			run := &mocks.WorkflowRun{}
 			run.On("GetID").Return(o.ID)
 			run.On("GetRunID").Return("run")
@@ -87,7 +99,39 @@ func TestStartWorkflowsPassesParallelPrepare(t *testing.T) {
 		{Workflow: contract.MergeWalWorkflow, Target: "generic:narrow"},
 	}})
 	require.Len(t, inputs, 2)
-	require.True(t, inputs[0].ParallelPrepare)
-	require.Equal(t, "generic:wide", inputs[0].Target)
-	require.False(t, inputs[1].ParallelPrepare)
+	require.True(t, inputs["generic:wide"].ParallelPrepare)
+	require.False(t, inputs["generic:narrow"].ParallelPrepare)
+}
+
+// A batch's starts overlap (at most startConcurrency at once) and their outcomes keep the
+// request order.
+func TestStartWorkflowsStartsConcurrentlyInOrder(t *testing.T) {
+	c := &mocks.Client{}
+	var inFlight, peak atomic.Int64
+	c.On("ExecuteWorkflow", mock.Anything, mock.Anything, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, o client.StartWorkflowOptions, _ any, _ ...any) (client.WorkflowRun, error) {
+			n := inFlight.Add(1)
+			for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+			}
+			time.Sleep(20 * time.Millisecond) // a frontend round trip
+			inFlight.Add(-1)
+			run := &mocks.WorkflowRun{}
+			run.On("GetID").Return(o.ID)
+			run.On("GetRunID").Return("run-" + o.ID)
+			return run, nil
+		})
+	env := newActivityEnv(t, &Activities{Client: c})
+	var starts []contract.StartRequest
+	for i := 0; i < 4*startConcurrency; i++ {
+		starts = append(starts, contract.StartRequest{Workflow: contract.MergeWalWorkflow, Target: fmt.Sprintf("generic:s%03d", i)})
+	}
+	res := mustRun[contract.StartWorkflowsResult](t, env, contract.StartWorkflowsActivity, contract.StartWorkflowsParams{Starts: starts})
+	require.Len(t, res.Outcomes, len(starts))
+	for i, o := range res.Outcomes {
+		require.Equal(t, starts[i].Target, o.Target)
+		require.Equal(t, fmt.Sprintf("merge-wal/generic/s%03d", i), o.WorkflowID)
+		require.Empty(t, o.Error)
+	}
+	require.Greater(t, peak.Load(), int64(1), "starts of one batch ran one after another")
+	require.LessOrEqual(t, peak.Load(), int64(startConcurrency))
 }

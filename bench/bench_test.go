@@ -342,7 +342,7 @@ func TestFleetQuick(t *testing.T) {
 	need := func(key string) float64 { t.Helper(); return value(t, res, key) }
 	for _, key := range []string{"scan_2000_", "scan_20000_", "scan_20000_fixed_"} {
 		need(key + "failed")
-		for _, k := range []string{"sweep_s", "requests", "largest_event_bytes", "history_events", "rss_growth_mib", "debt"} {
+		for _, k := range []string{"sweep_s", "requests", "largest_event_bytes", "history_events", "rss_growth_mib", "discovery_alloc_mib", "debt"} {
 			need(key + k)
 		}
 	}
@@ -374,6 +374,12 @@ func TestFleetQuick(t *testing.T) {
 			t.Errorf("%s: largest sweep history event %.0f B > 256 KiB", key, got)
 		}
 		need(key + "ttm_s")
+	}
+	// What discovery allocates bounds a worker's memory for it: at the same debt it must not
+	// follow the fleet (10× the stores; the scan's grows about 10×). Loose: idle workers'
+	// polling allocates too.
+	if lo, hi := need("demand_2000_discovery_alloc_mib"), need("demand_20000_fixed_discovery_alloc_mib"); hi > 2*lo+16 {
+		t.Errorf("demand discovery allocated %.1f MiB at 20000 stores against %.1f at 2000, same debt", hi, lo)
 	}
 }
 

@@ -39,6 +39,39 @@ type incidentParams struct {
 	Parallel     bool
 	// Other is the second side: sideBaseline or sideOneShardCommit.
 	Other string
+	// Storage is the backend under the latency model: storageFile (file:// without fsync) up
+	// to the incident's 20 shards, storageMem past it (see incidentStorage).
+	Storage string
+	// PrepareConcurrency is the count trigger's MergeWal prepare concurrency
+	// (--merge-prepare-concurrency) on both sides; 0 = the workflow's default (4).
+	PrepareConcurrency int
+}
+
+// wideTablePrepareConcurrency is the prepare concurrency past the incident's 20 shards, what
+// an operator sets for a table of hundreds of writers: at the default 4, a round over 200
+// shards is 50 waves of prepares, longer than the 64 s a shard takes to seal 64
+// generations (merge_max_generations), so no round can keep up whatever it commits.
+const wideTablePrepareConcurrency = 16
+
+// Storage backends of the incident replay.
+const (
+	storageFile = "file"
+	storageMem  = "mem"
+)
+
+// incidentStorage picks the backend under the modelled latency. Up to the incident's 20
+// shards the replay keeps file:// without fsync (the runs recorded before are on it). Past
+// it, creating the seals' files is what the machine runs out of: a CPU profile of 200
+// shards for 40 s per side spent 59 % of the process's CPU in the kernel's openat of
+// file://'s temp files (docs/BENCHMARKS.md, "Many writers"), so the shards sealed ~0.4
+// times a second instead of once. Production's storage is an object store, whose cost
+// is its round trip, which the latency model already charges; mem:// (one sorted index
+// shared by the process's DBs) plus that latency models it without the local file system.
+func incidentStorage(shards int) string {
+	if shards > 20 {
+		return storageMem
+	}
+	return storageFile
 }
 
 // Sides of the incident replay.
@@ -113,6 +146,10 @@ func incidentDefaults(o Options) incidentParams {
 	if o.MergeMaxGenerations > 0 {
 		p.MaxGens = o.MergeMaxGenerations
 	}
+	p.Storage = incidentStorage(p.Shards)
+	if p.Shards > 20 {
+		p.PrepareConcurrency = wideTablePrepareConcurrency
+	}
 	p.Other = sideBaseline
 	if o.IncidentCompare != "" {
 		p.Other = o.IncidentCompare
@@ -178,6 +215,8 @@ func RunIncident(ctx context.Context, o Options) (*Result, error) {
 	res.param("rollout_append_every_per_shard", p.RolloutEvery)
 	res.param("baseline_store_timeout", p.StoreTimeout)
 	res.param("merge_max_generations", p.MaxGens)
+	res.param("prepare_concurrency", p.PrepareConcurrency)
+	res.param("storage", map[string]string{storageFile: "file:// without fsync", storageMem: "mem://"}[p.Storage])
 	res.param("walkeeper_count_trigger_parallel_prepare", p.Parallel)
 	res.param("reps", o.reps())
 	if p.Shards > 20 {
@@ -268,7 +307,7 @@ func RunIncident(ctx context.Context, o Options) (*Result, error) {
 		res.note("Both sides are walkeeper on the same Temporal dev server setup; the second side's count trigger asks MergeWal for one shard per commit (--merge-shards-per-commit 1: a Commit activity per pass, one at a time per table), the first for round commits (up to 32 shards' passes per CommitRound). Neither side runs the MaintenanceSweep schedule (its starts would not carry the knob): MergeWal is started by the count trigger and keeps running rounds while they commit.")
 	}
 	res.note("The baseline merges the hot generic store only in its cleanup sweep, one pass of at most merge_max_generations of its own shard per visit, and reaches the generic kind only after walking every resident rollout store; a cycle longer than merge_max_generations × the seal interval makes the hot store's debt grow without bound (cycle p50 above).")
-	res.note("The two systems run one after the other in the same invocation (order alternating by repetition), each with the machine to itself, identical traffic and the same storage model: file:// without fsync plus %s added to every storage request.", p.Latency)
+	res.note("The two systems run one after the other in the same invocation (order alternating by repetition), each with the machine to itself, identical traffic and the same storage model: %s plus %s added to every storage request.", map[string]string{storageFile: "file:// without fsync", storageMem: "mem:// (past 20 shards the local file system's file creation, not the modelled object store, limited the seal rate)"}[p.Storage], p.Latency)
 	return res, nil
 }
 
@@ -346,6 +385,9 @@ func incidentSideRun(ctx context.Context, o Options, p incidentParams, rep int, 
 	}
 	all := append([]store.Target{hot}, rollout...)
 	url := fileURL(filepath.Join(dir, "storage"), true)
+	if p.Storage == storageMem {
+		url = memURL("incident-" + sideName)
+	}
 	lat := &latencyFaults{}
 
 	// Setup (no latency): create the stores, open one DB per shard, make every store resident
@@ -455,6 +497,7 @@ func incidentSideRun(ctx context.Context, o Options, p incidentParams, rep int, 
 				SharedActivitySlots:   worker.DefaultConfig().SharedActivitySlots,
 				ParallelPrepare:       p.Parallel,
 				ShardsPerCommit:       shardsPerCommit,
+				PrepareConcurrency:    p.PrepareConcurrency,
 				// Past the incident's 20 nodes, only the first sharedWorkerNodes nodes serve the
 				// shared queue (workflows, CommitRound, Abort, listings), and each shard queue
 				// gets one poller: every node still prepares its own shard.

@@ -53,6 +53,14 @@ type ScanDemandParams struct {
 	// or over one of them (or with a compaction marker) are candidates.
 	MergeMinGenerations int           `json:"merge_min_generations"`
 	MaxPendingAge       time.Duration `json:"max_pending_age,omitempty"`
+	// After pages the candidates: only stores strictly after it in DemandBefore order (less
+	// indebted) are returned and counted in Qualified; nil = from the most indebted. A sweep
+	// that must start more than MaxDemandCandidates stores of a kind passes the last target
+	// of the previous page (docs/DESIGN.md §12).
+	After *DemandTarget `json:"after,omitempty"`
+	// AsOf, when set, is the moment pending ages are measured at instead of the activity's
+	// clock, so every page of one sweep orders (and pages) stores alike.
+	AsOf time.Time `json:"as_of,omitzero"`
 }
 
 // DemandTarget is one candidate of ScanDemand: a store's debt as its demand records show it.
@@ -74,8 +82,8 @@ type ScanDemandResult struct {
 	Targets []DemandTarget `json:"targets"`
 	// StoresWithDebt counts the stores with at least one demand record.
 	StoresWithDebt int `json:"stores_with_debt"`
-	// Qualified counts the stores over a threshold; Qualified - len(Targets) were left for
-	// the next sweep.
+	// Qualified counts the stores over a threshold (after ScanDemandParams.After when set);
+	// Qualified - len(Targets) were left for the next page or sweep.
 	Qualified int `json:"qualified"`
 	// Records counts the demand records listed.
 	Records int `json:"records"`

@@ -40,3 +40,40 @@ func BenchmarkListPageMem(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPutThenListMem: a write followed by a small listing in a mem:// bucket of 100k or
+// 1M objects, the shape of a seal (generation, demand record, manifest) in the fleet
+// benchmark's 1M-store root. Each op must cost what an object store's would, not the size of
+// the bucket.
+//
+//	go test -run '^$' -bench BenchmarkPutThenListMem -benchtime 200x ./store/
+func BenchmarkPutThenListMem(b *testing.B) {
+	for _, total := range []int{100_000, 1_000_000} {
+		b.Run(fmt.Sprintf("objects=%d", total), func(b *testing.B) {
+			ctx := context.Background()
+			bkt, err := store.OpenBucket(ctx, fmt.Sprintf("mem://bench-putlist-%d", total))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer bkt.Close()
+			for i := 0; i < total; i++ {
+				if err := bkt.Put(ctx, fmt.Sprintf("_registry/generic/s%07d.json", i), nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if _, _, err := bkt.ListPage(ctx, "_registry/", "", 1); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if err := bkt.Put(ctx, fmt.Sprintf("generic/s%07d/wal/g%04d", i%1000, i), nil); err != nil {
+					b.Fatal(err)
+				}
+				objs, _, err := bkt.ListPage(ctx, fmt.Sprintf("generic/s%07d/wal/", i%1000), "", 100)
+				if err != nil || len(objs) == 0 {
+					b.Fatalf("ListPage: %d, %v", len(objs), err)
+				}
+			}
+		})
+	}
+}

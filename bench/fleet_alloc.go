@@ -1,0 +1,76 @@
+package bench
+
+import (
+	"runtime/metrics"
+	"sync"
+	"time"
+)
+
+// allocSampler records the process's cumulative heap allocation (runtime/metrics
+// /gc/heap/allocs:bytes) every period, so the bytes allocated up to a moment known only
+// later (the end of a sweep's discovery, read from its history) can be looked up.
+//
+// Why allocations and not RSS: the fleet's workers run in the bench process, next to the
+// mem:// fleet itself, and a heap of 1M stores' objects lets the GC defer collection by as
+// much again (GOGC), so RSS growth measures the GC's pacing at that heap size, not a worker.
+// Bytes allocated during discovery bound from above what any one worker can hold for it,
+// and do not depend on the pacing: if they do not grow with the fleet, no worker's
+// discovery memory does.
+type allocSampler struct {
+	mu      sync.Mutex
+	start   uint64
+	samples []allocSample // REQUIRES: mu
+	done    chan struct{}
+	once    sync.Once
+}
+
+type allocSample struct {
+	at    time.Time
+	bytes uint64
+}
+
+func readAllocs() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
+}
+
+func startAllocSampler(period time.Duration) *allocSampler {
+	a := &allocSampler{start: readAllocs(), done: make(chan struct{})}
+	go func() {
+		tk := time.NewTicker(period)
+		defer tk.Stop()
+		for {
+			select {
+			case <-a.done:
+				return
+			case now := <-tk.C:
+				v := readAllocs()
+				a.mu.Lock()
+				a.samples = append(a.samples, allocSample{now, v})
+				a.mu.Unlock()
+			}
+		}
+	}()
+	return a
+}
+
+func (a *allocSampler) stop() { a.once.Do(func() { close(a.done) }) }
+
+// allocatedBy returns the bytes allocated since the start up to the first sample at or
+// after until (the last sample if none is; until zero: the last sample).
+func (a *allocSampler) allocatedBy(until time.Time) int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	last := a.start
+	for _, s := range a.samples {
+		last = s.bytes
+		if !until.IsZero() && !s.at.Before(until) {
+			break
+		}
+	}
+	return int64(last - a.start)
+}

@@ -21,9 +21,7 @@ import (
 // starts MergeWal, which drains pending generations into the base table, and the HTTP
 // merge-wal route with wait=true returns the workflow's result.
 func TestWorkerEndToEndWithTemporal(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a Temporal dev server")
-	}
+	testtemporal.SkipShort(t)
 	_, tc := testtemporal.Start(t)
 
 	cfg := worker.DefaultConfig()

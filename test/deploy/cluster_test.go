@@ -30,9 +30,7 @@ import (
 // workers, merge through a third, read the merged base, and find the MergeWal in Temporal's
 // visibility by its WalTarget search attribute, as Temporal Web would.
 func TestComposeClusterWithoutDocker(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a Temporal dev server")
-	}
+	testtemporal.SkipShort(t)
 	var c struct {
 		Services map[string]struct {
 			Command     []string          `yaml:"command"`

@@ -49,9 +49,7 @@ func storeName(i int) string { return fmt.Sprintf("s-%05d", i) }
 // demand index must then hold only the store below threshold, and a second sweep must
 // start nothing and cost a constant number of storage requests.
 func TestSweepDrainsDebtInAFleetOf50kStores(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a Temporal dev server")
-	}
+	testtemporal.SkipShort(t)
 	began := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()

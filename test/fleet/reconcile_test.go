@@ -33,9 +33,7 @@ const recordEnv = "WALKEEPER_RECORD_HISTORIES"
 // registry and writes the missing records; it continues as new every PagesPerRun pages and
 // records its success. The sweep then finds and drains them.
 func TestReconcileRepairsWhatTheIndexMissed(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a Temporal dev server")
-	}
+	testtemporal.SkipShort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	url := fmt.Sprintf("mem://reconcile-%d", time.Now().UnixNano())

@@ -217,9 +217,7 @@ type rigLoad struct {
 // Every MergeWal must complete; then the oracle checks every acknowledged row (read from the
 // storage root by a separate reader), pending is 0, and no key is read twice.
 func TestWorkerProcessesSurviveKillsAndTemporalRestarts(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a Temporal dev server and worker processes")
-	}
+	testtemporal.SkipShort(t)
 	// Parallel with the mixed load: most of this test is waiting (a killed worker's activity
 	// is retried after its one-minute heartbeat timeout).
 	t.Parallel()

@@ -1,13 +1,10 @@
 package worker
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -18,6 +15,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/internal/apitest"
 	"github.com/walkeeper/walkeeper/store"
 )
 
@@ -140,34 +138,11 @@ func (r resp) json(t *testing.T) map[string]any {
 	return m
 }
 
-// do sends a request; rawPath, when it contains escapes, is sent exactly as written.
+// do sends a request; a path with escapes is sent exactly as written.
 func (c *apiClient) do(method, path, contentType string, body []byte) resp {
 	c.t.Helper()
-	u, err := url.Parse(c.base + path)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequest(method, u.String(), rd)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
-	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		c.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return resp{status: res.StatusCode, header: res.Header, body: b}
+	r := apitest.Client{T: c.t, Base: c.base, Token: c.token}.DoType(method, path, contentType, body)
+	return resp{status: r.Status, header: r.Header, body: r.Body}
 }
 
 func (c *apiClient) postJSON(path, body string) resp {

@@ -1,16 +1,14 @@
 package testservers
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/walkeeper/walkeeper/internal/apitest"
 	"github.com/walkeeper/walkeeper/internal/proc"
 )
 
@@ -38,20 +36,12 @@ func startFakeGCS(t testing.TB, s *Server) error {
 		return err
 	}
 	s.newBucket = func(ctx context.Context, name string) (string, error) {
-		body, _ := json.Marshal(map[string]string{"name": name})
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.Endpoint+"/storage/v1/b?project=walkeeper-test", bytes.NewReader(body))
+		res, err := apitest.Do(ctx, apitest.JSON(http.MethodPost, s.Endpoint+"/storage/v1/b?project=walkeeper-test", map[string]string{"name": name}))
 		if err != nil {
 			return "", err
 		}
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return "", err
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-			return "", fmt.Errorf("create bucket %s: %s: %s", name, resp.Status, msg)
+		if res.Status != http.StatusOK {
+			return "", fmt.Errorf("create bucket %s: %d: %.4096s", name, res.Status, res.Body)
 		}
 		return "gs://" + name, nil
 	}

@@ -121,10 +121,13 @@ func mustRun[T any](t *testing.T, env *testsuite.TestActivityEnvironment, name s
 	return out
 }
 
-func requireAppErr(t *testing.T, err error, typ string, nonRetryable bool) {
+// requireAppErr requires err to be an application error of type typ and retryability, and
+// returns it.
+func requireAppErr(t *testing.T, err error, typ string, nonRetryable bool) *temporal.ApplicationError {
 	t.Helper()
 	var appErr *temporal.ApplicationError
 	require.True(t, errors.As(err, &appErr), "want application error %s, got %v", typ, err)
 	require.Equal(t, typ, appErr.Type(), "%v", err)
 	require.Equal(t, nonRetryable, appErr.NonRetryable(), "%v", err)
+	return appErr
 }

@@ -77,6 +77,14 @@ func (r *fakeRun) GetWithOptions(_ context.Context, v any, _ client.WorkflowRunG
 }
 
 // recStarter records MergeWal starts; fail makes the next starts fail.
+// serveAPI starts a worker on cfg whose merge starts rs records, and a client of its API.
+func serveAPI(t *testing.T, cfg Config) (w *Worker, c *apiClient, rs *recStarter) {
+	t.Helper()
+	rs = &recStarter{}
+	w = startWorker(t, cfg, rs.start)
+	return w, newClient(t, w), rs
+}
+
 type recStarter struct {
 	mu    sync.Mutex
 	calls []startCall
@@ -147,6 +155,13 @@ func (c *apiClient) do(method, path, contentType string, body []byte) resp {
 
 func (c *apiClient) postJSON(path, body string) resp {
 	return c.do(http.MethodPost, path, "application/json", []byte(body))
+}
+
+// sealGS appends rows (a JSON array) to generic:gs and flushes them into one generation.
+func (c *apiClient) sealGS(t *testing.T, rows string) {
+	t.Helper()
+	expect(t, c.postJSON("/api/v1/stores/generic/gs/rows", rows), http.StatusOK, "")
+	expect(t, c.do(http.MethodPost, "/api/v1/stores/generic/gs/flush", "", nil), http.StatusOK, "")
 }
 
 func (c *apiClient) get(path string) resp { return c.do(http.MethodGet, path, "", nil) }

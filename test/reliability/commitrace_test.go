@@ -276,10 +276,7 @@ func runCommitRace(t *testing.T, url string, env map[string]string, procs, round
 	if len(lay.Orphans) > 0 {
 		t.Errorf("staged files outside the base: %v", lay.Orphans)
 	}
-	reader, err := createOrOpen(ctx, mustOpenDB(t, url, "race-reader", nil, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
+	reader := mustStore(t, mustOpenDB(t, url, "race-reader", nil, nil))
 	base, dups, err := ReadAll(ctx, reader, store.SourceBase, 1000)
 	if err != nil {
 		t.Fatal(err)

@@ -87,6 +87,28 @@ func mustOpenDB(t testing.TB, url, instance string, faults store.Faults, tweak f
 	return db
 }
 
+// mustStore is createOrOpen that fails the test on an error.
+func mustStore(t testing.TB, db *store.DB) *store.Store {
+	t.Helper()
+	s, err := createOrOpen(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// mustSeal appends rows to s and seals them into one generation.
+func mustSeal(t testing.TB, s *store.Store, rows ...store.Row) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := s.Append(ctx, rows); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // createOrOpen creates the reliability store or opens it, retrying transient errors for
 // up to a minute (faults may be on).
 func createOrOpen(ctx context.Context, db *store.DB) (*store.Store, error) {

@@ -49,8 +49,7 @@ func TestChecksumRefusesDamagedObjectsBeforeDecoding(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			db := openTestDB(t, "file://"+t.TempDir(), "w1")
 			s := createGeneric(t, db, "sum", false)
-			appendRows(t, s, row("a", 1), row("b", 2))
-			flush(t, s)
+			seal(t, s, row("a", 1), row("b", 2))
 			if tc.run {
 				_, err := s.MergeAll(ctx)
 				require.NoError(t, err)

@@ -99,8 +99,7 @@ func TestMergeCommitDeletesCoveredDemand(t *testing.T) {
 			db := openTestDB(t, url, "w1")
 			s := createGeneric(t, db, "orders", false)
 			for i := range 3 {
-				appendRows(t, s, row(fmt.Sprint("k", i), int64(i)))
-				flush(t, s)
+				seal(t, s, row(fmt.Sprint("k", i), int64(i)))
 			}
 			require.Len(t, demandOf(t, db, s.target), 3)
 			p, err := s.Prepare(ctx, PrepareParams{Shard: db.shard})
@@ -170,8 +169,7 @@ func TestReconcileRepairsMissingDemandAndCompactMarker(t *testing.T) {
 	db := openTestDB(t, backends(t)["mem"], "w1", func(o *Options) { o.CompactDemandRuns = 2 })
 	s := createGeneric(t, db, "orders", false)
 	for i := range 2 {
-		appendRows(t, s, row(fmt.Sprint("k", i), 1))
-		flush(t, s)
+		seal(t, s, row(fmt.Sprint("k", i), 1))
 		_, err := s.MergeOnce(ctx, db.shard)
 		require.NoError(t, err)
 	}

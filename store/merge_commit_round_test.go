@@ -36,8 +36,7 @@ func newRoundFixture(t *testing.T, url string, shards, gens int) *roundFixture {
 			s = openGeneric(t, db, "round")
 		}
 		for g := 0; g < gens; g++ {
-			appendRows(t, s, row(fmt.Sprintf("s%d-g%d", i, g), int64(g)), row("shared", int64(100*i+g)))
-			flush(t, s)
+			seal(t, s, row(fmt.Sprintf("s%d-g%d", i, g), int64(g)), row("shared", int64(100*i+g)))
 		}
 		f.writers = append(f.writers, s)
 	}

@@ -75,6 +75,21 @@ func flush(t *testing.T, s *Store) FlushResult {
 	return res
 }
 
+// seal appends rows to s and seals them into one generation.
+func seal(t *testing.T, s *Store, rows ...Row) {
+	t.Helper()
+	appendRows(t, s, rows...)
+	flush(t, s)
+}
+
+// sealGenerations seals n generations of one row each, k<i> = i for i in [0, n).
+func sealGenerations(t *testing.T, s *Store, n int) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		seal(t, s, row(fmt.Sprintf("k%d", i), int64(i)))
+	}
+}
+
 // allRows lists every row (all pages) as id -> n.
 func allRows(t *testing.T, s *Store, source string) map[string]int64 {
 	t.Helper()
@@ -196,8 +211,7 @@ func TestMergedGenerationFilesAreDeleted(t *testing.T) {
 			db := openTestDB(t, url, "w1")
 			s := createGeneric(t, db, "leak", false)
 			for i := 0; i < 30; i++ {
-				appendRows(t, s, row(fmt.Sprintf("k%02d", i), int64(i)))
-				flush(t, s)
+				seal(t, s, row(fmt.Sprintf("k%02d", i), int64(i)))
 				if (i+1)%10 == 0 {
 					_, err := s.MergeAll(ctx)
 					require.NoError(t, err)
@@ -216,10 +230,7 @@ func TestMergePassIsBoundedAndLeftoversSurvive(t *testing.T) {
 	ctx := context.Background()
 	db := openTestDB(t, "file://"+t.TempDir(), "w1", func(o *Options) { o.MergeMaxGenerations = 3 })
 	s := createGeneric(t, db, "bounded", false)
-	for i := 0; i < 10; i++ {
-		appendRows(t, s, row(fmt.Sprintf("k%d", i), int64(i)))
-		flush(t, s)
-	}
+	sealGenerations(t, s, 10)
 	var passes []int
 	for pendingOf(t, s, db.Shard()) > 0 {
 		before := pendingOf(t, s, db.Shard())
@@ -257,8 +268,7 @@ func TestMergeCaps(t *testing.T) {
 			})
 			s := createGeneric(t, db, "caps", false)
 			for i := 0; i < 5; i++ {
-				appendRows(t, s, Row{Key: fmt.Sprintf("k%d", i), Values: []any{fmt.Sprintf("k%d", i), int64(i), blob}})
-				flush(t, s)
+				seal(t, s, Row{Key: fmt.Sprintf("k%d", i), Values: []any{fmt.Sprintf("k%d", i), int64(i), blob}})
 			}
 			var passes []int
 			for pendingOf(t, s, db.Shard()) > 0 {
@@ -283,10 +293,7 @@ func TestPrepareDoesNotBlockOnReadLockButCommitWaits(t *testing.T) {
 	ctx := context.Background()
 	db := openTestDB(t, "file://"+t.TempDir(), "w1")
 	s := createGeneric(t, db, "locks", false)
-	for i := 0; i < 3; i++ {
-		appendRows(t, s, row(fmt.Sprintf("k%d", i), int64(i)))
-		flush(t, s)
-	}
+	sealGenerations(t, s, 3)
 	s.mergeLock.RLock() // a long prepare elsewhere, or any shared holder
 	p, err := s.Prepare(ctx, PrepareParams{})
 	require.NoError(t, err, "prepare must not wait for a shared holder")
@@ -332,10 +339,8 @@ func TestNewestWriteWinsAcrossShardsAndMerges(t *testing.T) {
 
 			appendRows(t, sa, row("x", 1), row("x", 2)) // later in one batch = newer
 			flush(t, sa)
-			appendRows(t, sb, row("x", 3), row("y", 10))
-			flush(t, sb)
-			appendRows(t, sa, row("z", 5))
-			flush(t, sa)
+			seal(t, sb, row("x", 3), row("y", 10))
+			seal(t, sa, row("z", 5))
 			want := map[string]int64{"x": 3, "y": 10, "z": 5}
 			require.Equal(t, want, allRows(t, sa, SourceAll))
 
@@ -361,10 +366,7 @@ func TestTwoPreparesOfOneShardCommitOnce(t *testing.T) {
 	ctx := context.Background()
 	db := openTestDB(t, "file://"+t.TempDir(), "w1")
 	s := createGeneric(t, db, "twice", false)
-	for i := 0; i < 4; i++ {
-		appendRows(t, s, row(fmt.Sprintf("k%d", i), int64(i)))
-		flush(t, s)
-	}
+	sealGenerations(t, s, 4)
 	p1, err := s.Prepare(ctx, PrepareParams{AttemptKey: "wf-1/act-1"})
 	require.NoError(t, err)
 	p2, err := s.Prepare(ctx, PrepareParams{AttemptKey: "wf-2/act-1"})
@@ -409,8 +411,7 @@ func TestRacingCommittersFromManyShardsAllLand(t *testing.T) {
 					s = openGeneric(t, db, "race")
 				}
 				for g := 0; g < 3; g++ {
-					appendRows(t, s, row(fmt.Sprintf("s%d-g%d", i, g), int64(g)))
-					flush(t, s)
+					seal(t, s, row(fmt.Sprintf("s%d-g%d", i, g), int64(g)))
 				}
 				stores = append(stores, s)
 				dbs = append(dbs, db)
@@ -456,8 +457,7 @@ func TestCrashBetweenMergeStepsLosesNothing(t *testing.T) {
 			db := openTestDB(t, url, "w1")
 			s := createGeneric(t, db, "crash", false)
 			for i := 0; i < 5; i++ {
-				appendRows(t, s, row(fmt.Sprintf("k%d", i), int64(i)), row("shared", int64(100+i)))
-				flush(t, s)
+				seal(t, s, row(fmt.Sprintf("k%d", i), int64(i)), row("shared", int64(100+i)))
 			}
 			want := allRows(t, s, SourceAll)
 			p, err := s.Prepare(ctx, PrepareParams{AttemptKey: "wf/1"})
@@ -523,8 +523,7 @@ func TestRestartedWriterReplaysWAL(t *testing.T) {
 	url := "file://" + t.TempDir()
 	db := openTestDB(t, url, "w1")
 	s := createGeneric(t, db, "replay", false)
-	appendRows(t, s, row("a", 1))
-	flush(t, s)
+	seal(t, s, row("a", 1))
 	appendRows(t, s, row("b", 2), row("a", 3))
 	// No Close: simulate a kill. A new process with the same instance id recovers.
 	db2 := openTestDB(t, url, "w1")
@@ -611,8 +610,7 @@ func TestReadCapsWarnAndRefuse(t *testing.T) {
 	db := openTestDB(t, url, "w1", func(o *Options) { o.PendingMax = 3; o.PendingWarn = 2 })
 	s := createGeneric(t, db, "caps", false)
 	for i := 0; i < 4; i++ {
-		appendRows(t, s, row(fmt.Sprintf("k%d", i), 1))
-		flush(t, s)
+		seal(t, s, row(fmt.Sprintf("k%d", i), 1))
 	}
 	_, err := s.Get(ctx, "k1")
 	require.ErrorIs(t, err, ErrTooManyPending)
@@ -629,10 +627,8 @@ func TestReadCapsWarnAndRefuse(t *testing.T) {
 	sa := createGeneric(t, a, "caps", false)
 	sb := openGeneric(t, b, "caps")
 	for i := 0; i < 2; i++ {
-		appendRows(t, sa, row(fmt.Sprintf("a%d", i), 1))
-		flush(t, sa)
-		appendRows(t, sb, row(fmt.Sprintf("b%d", i), 1))
-		flush(t, sb)
+		seal(t, sa, row(fmt.Sprintf("a%d", i), 1))
+		seal(t, sb, row(fmt.Sprintf("b%d", i), 1))
 	}
 	_, err = sa.List(ctx, ListOptions{})
 	require.ErrorIs(t, err, ErrTooManyPending)
@@ -650,10 +646,8 @@ func TestCorruptGenerationBlocksOnlyItsShard(t *testing.T) {
 	b := openTestDB(t, url, "b")
 	sa := createGeneric(t, a, "c", false)
 	sb := openGeneric(t, b, "c")
-	appendRows(t, sa, row("a1", 1))
-	flush(t, sa)
-	appendRows(t, sb, row("b1", 1))
-	flush(t, sb)
+	seal(t, sa, row("a1", 1))
+	seal(t, sb, row("b1", 1))
 	gens := listedGens(t, sa, a.Shard())
 	require.Len(t, gens, 1)
 	require.NoError(t, a.bucket.Put(ctx, gens[0], []byte("ARROW1 garbage, truncated")))
@@ -678,8 +672,7 @@ func TestConcurrentPreparesQueueOnOneBudget(t *testing.T) {
 		} else {
 			s = openGeneric(t, db, "b")
 		}
-		appendRows(t, s, row(fmt.Sprintf("k%d", i), int64(i)))
-		flush(t, s)
+		seal(t, s, row(fmt.Sprintf("k%d", i), int64(i)))
 		stores = append(stores, s)
 	}
 	var maxSeen atomic.Int64
@@ -717,8 +710,7 @@ func TestAbortDeletesOnlyWhenCommitIsProvenAbsent(t *testing.T) {
 	ctx := context.Background()
 	db := openTestDB(t, "file://"+t.TempDir(), "w1")
 	s := createGeneric(t, db, "abort", false)
-	appendRows(t, s, row("a", 1))
-	flush(t, s)
+	seal(t, s, row("a", 1))
 	p, err := s.Prepare(ctx, PrepareParams{AttemptKey: "wf/a"})
 	require.NoError(t, err)
 	res, err := s.Commit(ctx, p)
@@ -730,8 +722,7 @@ func TestAbortDeletesOnlyWhenCommitIsProvenAbsent(t *testing.T) {
 	require.Equal(t, 0, ar.Deleted)
 	require.Equal(t, map[string]int64{"a": 1}, allRows(t, s, SourceBase))
 
-	appendRows(t, s, row("b", 2))
-	flush(t, s)
+	seal(t, s, row("b", 2))
 	p2, err := s.Prepare(ctx, PrepareParams{AttemptKey: "wf/b"})
 	require.NoError(t, err)
 	ar, err = s.Abort(ctx, p2)
@@ -746,10 +737,7 @@ func TestStalePreparation(t *testing.T) {
 	ctx := context.Background()
 	db := openTestDB(t, "file://"+t.TempDir(), "w1", func(o *Options) { o.MergeMaxGenerations = 2 })
 	s := createGeneric(t, db, "stale", false)
-	for i := 0; i < 3; i++ {
-		appendRows(t, s, row(fmt.Sprintf("k%d", i), int64(i)))
-		flush(t, s)
-	}
+	sealGenerations(t, s, 3)
 	three := 3
 	wide, err := s.Prepare(ctx, PrepareParams{AttemptKey: "wide", MaxGenerations: &three})
 	require.NoError(t, err)
@@ -771,8 +759,7 @@ func TestCompactBase(t *testing.T) {
 	db := openTestDB(t, "file://"+t.TempDir(), "w1", func(o *Options) { o.MergeMaxGenerations = 1 })
 	s := createGeneric(t, db, "compact", false)
 	for i := 0; i < 6; i++ {
-		appendRows(t, s, row("same", int64(i)), row(fmt.Sprintf("k%d", i), int64(i)))
-		flush(t, s)
+		seal(t, s, row("same", int64(i)), row(fmt.Sprintf("k%d", i), int64(i)))
 	}
 	require.NoError(t, s.Delete(ctx, "k0"))
 	flush(t, s)
@@ -793,8 +780,7 @@ func TestCompactBase(t *testing.T) {
 	require.Equal(t, want, allRows(t, s, SourceAll))
 
 	// A merge lands between passes; compaction keeps its run.
-	appendRows(t, s, row("late", 42))
-	flush(t, s)
+	seal(t, s, row("late", 42))
 	_, err = s.MergeAll(ctx)
 	require.NoError(t, err)
 	want["late"] = 42
@@ -816,10 +802,7 @@ func TestCompactionCommitsOnlyIfInputsAreCurrent(t *testing.T) {
 	ctx := context.Background()
 	db := openTestDB(t, "file://"+t.TempDir(), "w1", func(o *Options) { o.MergeMaxGenerations = 1 })
 	s := createGeneric(t, db, "cc", false)
-	for i := 0; i < 3; i++ {
-		appendRows(t, s, row(fmt.Sprintf("k%d", i), int64(i)))
-		flush(t, s)
-	}
+	sealGenerations(t, s, 3)
 	_, err := s.MergeAll(ctx)
 	require.NoError(t, err)
 	base, err := s.loadBase(ctx)
@@ -871,8 +854,7 @@ func TestReadsSamplePendingGenerationsPerShard(t *testing.T) {
 	db := openTestDB(t, fmt.Sprintf("mem://hist-%d", testURLSeq.Add(1)), "w1", func(o *Options) { o.Metrics = metrics })
 	s := createGeneric(t, db, "h", false)
 	for i := 0; i < 3; i++ {
-		appendRows(t, s, row(fmt.Sprintf("k%d", i), 1))
-		flush(t, s)
+		seal(t, s, row(fmt.Sprintf("k%d", i), 1))
 	}
 	_, err := s.List(ctx, ListOptions{})
 	require.NoError(t, err)
@@ -889,8 +871,7 @@ func TestGarbledRunIsCorrupt(t *testing.T) {
 			ctx := context.Background()
 			db := openTestDB(t, fmt.Sprintf("mem://garble-%d", testURLSeq.Add(1)), "w1")
 			s := createGeneric(t, db, "g", false)
-			appendRows(t, s, row("a", 1), row("b", 2))
-			flush(t, s)
+			seal(t, s, row("a", 1), row("b", 2))
 			_, err := s.MergeAll(ctx)
 			require.NoError(t, err)
 			base, err := s.loadBase(ctx)

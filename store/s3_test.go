@@ -63,6 +63,15 @@ func s3PrefixOf(u string) string {
 	return rest
 }
 
+// openS3Bucket opens url for the test.
+func openS3Bucket(t *testing.T, url string) *Bucket {
+	t.Helper()
+	b, err := OpenBucket(context.Background(), url)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Close() })
+	return b
+}
+
 // s3Backends is a fresh bucket on each of s3test.StartEngines' servers; with
 // WALKEEPER_S3_TEST_URL set, only that endpoint.
 func s3Backends(t *testing.T) map[string]string {
@@ -93,9 +102,7 @@ func TestS3LargeObjectsAndMultipartPreconditions(t *testing.T) {
 			continue
 		}
 		t.Run(name, func(t *testing.T) {
-			b, err := OpenBucket(ctx, url)
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = b.Close() })
+			b := openS3Bucket(t, url)
 			big := bytes.Repeat([]byte("0123456789abcdef"), (17<<20)/16+7) // > 17 MiB: 3 parts, not aligned
 			other := bytes.Repeat([]byte{'z'}, len(big)+100)
 
@@ -124,16 +131,13 @@ func TestS3LargeObjectsAndMultipartPreconditions(t *testing.T) {
 // TestS3PrefixIsolatesRoots: gocloud's ?prefix= parameter gives each storage root its own
 // key space in one bucket (the path part of an s3:// URL is ignored by gocloud).
 func TestS3PrefixIsolatesRoots(t *testing.T) {
-	ctx := context.Background()
 	url := s3URL(t)
 	a := openTestDB(t, s3WithPrefix(url, "tenant-a/"), "w1")
 	bdb := openTestDB(t, s3WithPrefix(url, "tenant-b/"), "w1")
 	createGeneric(t, a, "same", false)
 	createGeneric(t, bdb, "same", false) // no ErrAlreadyExists: another root
 
-	raw, err := OpenBucket(ctx, url)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = raw.Close() })
+	raw := openS3Bucket(t, url)
 	keys := listKeys(t, raw, "")
 	require.Contains(t, keys, "tenant-a/_registry/generic/same.json")
 	require.Contains(t, keys, "tenant-b/_registry/generic/same.json")
@@ -275,9 +279,7 @@ func TestS3AppendFlushMergeReadRoundTrip(t *testing.T) {
 
 	// Layout (docs/FORMAT.md §1) and no leftovers: no generation files, no WAL objects of
 	// merged data, every data/ file referenced by the latest manifest.
-	raw, err := OpenBucket(ctx, url)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = raw.Close() })
+	raw := openS3Bucket(t, url)
 	keys := listKeys(t, raw, "")
 	require.Contains(t, keys, "_registry/generic/rt.json")
 	require.Contains(t, keys, "generic/rt/store.json")

@@ -103,41 +103,35 @@ A paused schedule stays paused. Without --target this is what every worker does 
 	ensure.Flags().DurationVar(&sf.every, "every", time.Minute, "interval between actions")
 	ensure.Flags().DurationVar(&sf.jitter, "jitter", worker.DefaultScheduleJitter, "random delay of each action, at most this and at most a quarter of --every (0 = none)")
 
-	pause := &cobra.Command{
-		Use:   "pause",
-		Short: "Pause the schedule (manual triggers still work)",
-		Args:  cli.Args(cobra.NoArgs),
-		RunE: with(func(ctx context.Context, c client.Client, id string, out io.Writer) error {
-			if err := worker.PauseSchedule(ctx, c, id, sf.note); err != nil {
-				return err
-			}
-			fmt.Fprintf(out, "schedule %s paused\n", id)
-			return nil
-		}),
-	}
-	resume := &cobra.Command{
-		Use:   "resume",
-		Short: "Resume a paused schedule",
-		Args:  cli.Args(cobra.NoArgs),
-		RunE: with(func(ctx context.Context, c client.Client, id string, out io.Writer) error {
-			if err := worker.ResumeSchedule(ctx, c, id, sf.note); err != nil {
-				return err
-			}
-			fmt.Fprintf(out, "schedule %s resumed\n", id)
-			return nil
-		}),
-	}
-	trigger := &cobra.Command{
-		Use:   "trigger",
-		Short: "Run the schedule's action now (skipped if the previous one still runs)",
-		Args:  cli.Args(cobra.NoArgs),
-		RunE: with(func(ctx context.Context, c client.Client, id string, out io.Writer) error {
-			if err := worker.TriggerSchedule(ctx, c, id); err != nil {
-				return err
-			}
-			fmt.Fprintf(out, "schedule %s triggered\n", id)
-			return nil
-		}),
+	cmd.AddCommand(ensure)
+	// The state changes: each calls one worker function and says what it did.
+	for _, sc := range []struct {
+		use, short, done string
+		change           func(ctx context.Context, c client.Client, id string) error
+	}{
+		{"pause", "Pause the schedule (manual triggers still work)", "paused",
+			func(ctx context.Context, c client.Client, id string) error {
+				return worker.PauseSchedule(ctx, c, id, sf.note)
+			}},
+		{"resume", "Resume a paused schedule", "resumed",
+			func(ctx context.Context, c client.Client, id string) error {
+				return worker.ResumeSchedule(ctx, c, id, sf.note)
+			}},
+		{"trigger", "Run the schedule's action now (skipped if the previous one still runs)", "triggered",
+			worker.TriggerSchedule},
+	} {
+		cmd.AddCommand(&cobra.Command{
+			Use:   sc.use,
+			Short: sc.short,
+			Args:  cli.Args(cobra.NoArgs),
+			RunE: with(func(ctx context.Context, c client.Client, id string, out io.Writer) error {
+				if err := sc.change(ctx, c, id); err != nil {
+					return err
+				}
+				fmt.Fprintf(out, "schedule %s %s\n", id, sc.done)
+				return nil
+			}),
+		})
 	}
 	describe := &cobra.Command{
 		Use:   "describe",
@@ -151,7 +145,7 @@ A paused schedule stays paused. Without --target this is what every worker does 
 			return printSchedule(out, id, d)
 		}),
 	}
-	cmd.AddCommand(ensure, pause, resume, trigger, describe)
+	cmd.AddCommand(describe)
 	return cmd
 }
 

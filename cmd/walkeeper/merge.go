@@ -103,21 +103,19 @@ func (sf *startFlags) register(cmd *cobra.Command) {
 // startRun and reports the run, waiting for its result if sf asks to. Ctrl-C stops the wait,
 // not the workflow.
 func (g *globalOptions) start(cmd *cobra.Command, t store.Target, typ string, sf startFlags, startRun func(context.Context, client.Client) (client.WorkflowRun, error)) error {
+	// The store check comes first: a missing store needs no Temporal to be reported.
 	ctx, cancel := cli.SignalContext(cmd.Context())
 	defer cancel()
 	if err := g.precheckStore(ctx, cmd, sf.storage, t); err != nil {
 		return err
 	}
-	c, _, err := g.dial(ctx)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	run, err := startRun(ctx, c)
-	if err != nil {
-		return fmt.Errorf("start %s for %s: %w", typ, t, err)
-	}
-	return reportRun(ctx, cmd.OutOrStdout(), run, typ, t.String(), sf.wait, sf.timeout)
+	return g.withTemporal(cmd, func(ctx context.Context, c client.Client) error {
+		run, err := startRun(ctx, c)
+		if err != nil {
+			return fmt.Errorf("start %s for %s: %w", typ, t, err)
+		}
+		return reportRun(ctx, cmd.OutOrStdout(), run, typ, t.String(), sf.wait, sf.timeout)
+	})
 }
 
 // reportRun prints a started/attached run and, with wait, its JSON result.

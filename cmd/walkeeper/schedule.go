@@ -63,14 +63,9 @@ Both use overlap policy SKIP and a one-minute catch-up window.`,
 			if cmd.Name() == "ensure" && sf.every <= 0 {
 				return cli.Usagef("--every must be positive")
 			}
-			ctx, cancel := cli.SignalContext(cmd.Context())
-			defer cancel()
-			c, _, err := g.dial(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			return run(ctx, c, id, cmd.OutOrStdout())
+			return g.withTemporal(cmd, func(ctx context.Context, c client.Client) error {
+				return run(ctx, c, id, cmd.OutOrStdout())
+			})
 		}
 	}
 

@@ -89,16 +89,10 @@ func (a *apiServer) listStores(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, page)
 }
 
-func (a *apiServer) stats(w http.ResponseWriter, r *http.Request) {
-	s, err := a.openStore(r)
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
+func (a *apiServer) stats(r *http.Request, s *store.Store) (any, error) {
 	st, err := s.Stats(r.Context())
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, st)
+	return st, nil
 }

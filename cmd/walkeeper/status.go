@@ -83,12 +83,9 @@ Temporal is asked.`,
 			}
 			var db *store.DB
 			if storage != "" {
-				opts := store.DefaultOptions()
-				opts.Logger = logger
-				opts.InstanceID = "walkeeper-status"
-				db, err = store.OpenDB(ctx, storage, opts)
+				db, err = openStorage(ctx, storage, "walkeeper-status", logger)
 				if err != nil {
-					return fmt.Errorf("open storage %s: %w", storage, err)
+					return err
 				}
 				defer func() { _ = db.Close(context.Background()) }()
 			}

@@ -335,21 +335,7 @@ func waitFor(t *testing.T, d time.Duration, what string, f func() bool) {
 func verifyRoot(t *testing.T, storage string, tg store.Target, oracle *Oracle) {
 	t.Helper()
 	ctx := context.Background()
-	db := mustOpenDB(t, storage, fmt.Sprintf("verifier-%d", time.Now().UnixNano()), nil, nil)
-	s, err := db.Open(ctx, tg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	all, dups, err := ReadAll(ctx, s, store.SourceAll, 1000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(dups) > 0 {
-		t.Errorf("keys read twice: %v", dups)
-	}
-	for _, v := range oracle.Verify(all) {
-		t.Errorf("oracle: %s", v)
-	}
+	db, s, all := readChecked(t, storage, fmt.Sprintf("verifier-%d", time.Now().UnixNano()), tg, oracle, "after the run")
 	st, err := s.Stats(ctx)
 	if err != nil {
 		t.Fatal(err)

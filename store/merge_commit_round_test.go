@@ -141,6 +141,16 @@ func (f *roundFixture) requireConverged(t *testing.T) {
 	}
 }
 
+// requireEveryShard requires every shard of res to have outcome and to be in base version
+// baseVersion.
+func requireEveryShard(t *testing.T, res RoundCommitResult, outcome string, baseVersion uint64) {
+	t.Helper()
+	for _, sr := range res.Shards {
+		require.Equal(t, outcome, sr.Outcome, "shard %s", sr.Shard)
+		require.EqualValues(t, baseVersion, sr.BaseVersion, "shard %s", sr.Shard)
+	}
+}
+
 func outcomes(res RoundCommitResult) []string {
 	var out []string
 	for _, sr := range res.Shards {
@@ -189,10 +199,7 @@ func TestCommitRoundPublishesSeveralShardsInOneVersion(t *testing.T) {
 			again, err := f.committer.CommitRound(ctx, ps)
 			require.NoError(t, err)
 			require.Zero(t, again.BaseVersion)
-			for _, sr := range again.Shards {
-				require.Equal(t, RoundAlreadyCommitted, sr.Outcome)
-				require.EqualValues(t, 1, sr.BaseVersion)
-			}
+			requireEveryShard(t, again, RoundAlreadyCommitted, 1)
 			f.requireConverged(t)
 		})
 	}
@@ -320,14 +327,11 @@ func TestCommitRoundCrashPoints(t *testing.T) {
 			// The activity's retry: same input.
 			res, err := f.committer.CommitRound(ctx, ps)
 			require.NoError(t, err)
-			for _, sr := range res.Shards {
-				if tc.published {
-					require.Equal(t, RoundAlreadyCommitted, sr.Outcome)
-				} else {
-					require.Equal(t, RoundCommitted, sr.Outcome)
-				}
-				require.EqualValues(t, 1, sr.BaseVersion)
+			outcome := RoundCommitted
+			if tc.published {
+				outcome = RoundAlreadyCommitted
 			}
+			requireEveryShard(t, res, outcome, 1)
 			f.requireConverged(t)
 		})
 	}

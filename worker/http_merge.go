@@ -56,21 +56,14 @@ func (a *apiServer) mergeWal(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	body, err := a.readJSONBody(w, r, true)
-	if err != nil {
+	var req mergeRequest
+	if err := a.decodeJSONBody(w, r, true, &req); err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	var req mergeRequest
-	if body != nil {
-		if err := decodeStrict(body, &req); err != nil {
-			a.fail(w, r, err)
-			return
-		}
-		if (req.MaxGenerations != nil && *req.MaxGenerations < 0) || (req.MaxBytes != nil && *req.MaxBytes < 0) || req.MaxPasses < 0 {
-			a.fail(w, r, newAPIError(http.StatusBadRequest, CodeInvalidInput, "merge knobs must not be negative"))
-			return
-		}
+	if (req.MaxGenerations != nil && *req.MaxGenerations < 0) || (req.MaxBytes != nil && *req.MaxBytes < 0) || req.MaxPasses < 0 {
+		a.fail(w, r, newAPIError(http.StatusBadRequest, CodeInvalidInput, "merge knobs must not be negative"))
+		return
 	}
 	if a.start == nil {
 		a.fail(w, r, &apiError{Status: http.StatusServiceUnavailable, Code: CodeTemporalUnavailable,

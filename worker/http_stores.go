@@ -33,17 +33,10 @@ func (a *apiServer) createStore(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	body, err := a.readJSONBody(w, r, t.Kind != store.KindGeneric)
-	if err != nil {
+	var req createRequest
+	if err := a.decodeJSONBody(w, r, t.Kind != store.KindGeneric, &req); err != nil {
 		a.fail(w, r, err)
 		return
-	}
-	var req createRequest
-	if body != nil {
-		if err := decodeStrict(body, &req); err != nil {
-			a.fail(w, r, err)
-			return
-		}
 	}
 	var opts store.CreateOptions
 	opts.SealOnAppend = req.SealOnAppend

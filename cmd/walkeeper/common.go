@@ -82,6 +82,18 @@ func (g *globalOptions) withTemporal(cmd *cobra.Command, f func(ctx context.Cont
 	return f(ctx, c)
 }
 
+// parseOptionalTarget parses the optional TARGET argument of a command: nil when absent.
+func parseOptionalTarget(args []string) (*store.Target, error) {
+	if len(args) == 0 {
+		return nil, nil
+	}
+	t, err := parseTarget(args[0])
+	if err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
 // parseTarget parses a <kind>:<name> argument; a malformed one is a usage error.
 func parseTarget(s string) (store.Target, error) {
 	t, err := store.ParseTarget(s)

@@ -50,13 +50,9 @@ Temporal is asked.`,
   walkeeper status --storage file:///srv/walkeeper/storage`,
 		Args: cli.Args(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			var target *store.Target
-			if len(a) == 1 {
-				t, err := parseTarget(a[0])
-				if err != nil {
-					return err
-				}
-				target = &t
+			target, err := parseOptionalTarget(a)
+			if err != nil {
+				return err
 			}
 			devSt, live := g.devDefaults(cmd)
 			storage = storageOrDev(storage, devSt, live)

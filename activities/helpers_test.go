@@ -7,11 +7,13 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
@@ -73,6 +75,15 @@ func seal(t *testing.T, db *store.DB, target string, gens ...[]string) *store.St
 		require.True(t, res.Sealed)
 	}
 	return s
+}
+
+// newTestWorkflowEnv is a workflow test environment with a deadlock timeout loose enough for
+// loaded CI machines.
+func newTestWorkflowEnv() *testsuite.TestWorkflowEnvironment {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: time.Minute})
+	return env
 }
 
 func newActivityEnv(t *testing.T, a *Activities) *testsuite.TestActivityEnvironment {

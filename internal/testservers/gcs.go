@@ -9,28 +9,19 @@ import (
 	"time"
 
 	"github.com/walkeeper/walkeeper/internal/apitest"
-	"github.com/walkeeper/walkeeper/internal/proc"
 )
 
 // startFakeGCS runs fake-gcs-server over plain HTTP with its in-memory backend. gocloud's
 // gcsblob (through cloud.google.com/go/storage) talks to it when STORAGE_EMULATOR_HOST is
 // set: unauthenticated, JSON API at http://HOST/storage/v1/, uploads at /upload/storage/v1/.
 func startFakeGCS(t testing.TB, s *Server) error {
-	port, err := proc.FreePort()
-	if err != nil {
-		return err
-	}
-	addr := proc.Addr(port)
-	s.p, err = proc.Start(proc.Spec{
-		Path: s.bin,
-		Args: []string{"-scheme", "http", "-host", "127.0.0.1", "-port", strconv.Itoa(port),
-			"-public-host", addr, "-backend", "memory", "-log-level", "warn"},
-		Log: s.log,
+	addr, err := s.runOnFreePort(func(port int, addr string) []string {
+		return []string{"-scheme", "http", "-host", "127.0.0.1", "-port", strconv.Itoa(port),
+			"-public-host", addr, "-backend", "memory", "-log-level", "warn"}
 	})
 	if err != nil {
 		return err
 	}
-	s.Endpoint = "http://" + addr
 	s.Env = []string{"STORAGE_EMULATOR_HOST=" + addr}
 	if err := s.p.WaitFor(time.Minute, func() error { return httpOK(s.Endpoint + "/storage/v1/b") }); err != nil {
 		return err

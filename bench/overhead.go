@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -22,6 +21,7 @@ import (
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/internal/cachebin"
 	"github.com/walkeeper/walkeeper/internal/devserver"
+	"github.com/walkeeper/walkeeper/internal/proc"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/worker"
 )
@@ -96,7 +96,7 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 		sv := &overheadServer{name: v.name}
 		dev := devserver.Options{ServerDefaults: v.defaults}
 		if o.Temporal == "" {
-			if sv.metrics, err = freeTCPPort(); err != nil {
+			if sv.metrics, err = proc.FreePort(); err != nil {
 				return err
 			}
 			dev.MetricsPort = sv.metrics
@@ -412,15 +412,6 @@ func runBare(ctx context.Context, c client.Client) (time.Duration, error) {
 		return 0, err
 	}
 	return time.Since(t0), nil
-}
-
-func freeTCPPort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // persistenceRequests sums the persistence_requests counters a Temporal server exports on

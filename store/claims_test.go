@@ -20,8 +20,7 @@ func claimExists(t *testing.T, s *Store, p *PreparedMerge) bool {
 // commit of that attempt from publishing.
 func TestAttemptClaimsDoNotAccumulate(t *testing.T) {
 	ctx := context.Background()
-	db := openTestDB(t, "file://"+t.TempDir(), "w1")
-	s := createGeneric(t, db, "claims", false)
+	_, s := newGenericStore(t, "file://"+t.TempDir(), "claims")
 
 	// A committed attempt leaves no claim, and neither does a late Abort of it.
 	seal(t, s, row("a", 1))

@@ -11,8 +11,7 @@ import (
 // it lets both go on, keeps the object, and hides exactly its rows.
 func TestQuarantineDamagedGenerationUnblocksTheShard(t *testing.T) {
 	ctx := context.Background()
-	db := openTestDB(t, "file://"+t.TempDir(), "w1")
-	s := createGeneric(t, db, "q", false)
+	db, s := newGenericStore(t, "file://"+t.TempDir(), "q")
 	seal(t, s, row("a", 1), row("b", 1))
 	appendRows(t, s, row("b", 2), row("c", 2)) // the generation that gets damaged
 	flush(t, s)
@@ -71,8 +70,7 @@ func TestQuarantineDamagedGenerationUnblocksTheShard(t *testing.T) {
 
 func TestQuarantineDamagedRunUnblocksReadsAndCompaction(t *testing.T) {
 	ctx := context.Background()
-	db := openTestDB(t, "file://"+t.TempDir(), "w1", func(o *Options) { o.MergeMaxGenerations = 1 })
-	s := createGeneric(t, db, "qr", false)
+	db, s := newGenericStore(t, "file://"+t.TempDir(), "qr", func(o *Options) { o.MergeMaxGenerations = 1 })
 	for i, k := range []string{"a", "b", "c"} {
 		seal(t, s, row(k, int64(i+1)))
 	}

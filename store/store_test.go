@@ -53,6 +53,14 @@ func createGeneric(t *testing.T, db *DB, name string, seal bool) *Store {
 	return s
 }
 
+// newGenericStore opens a DB for the instance "w1" on url and creates the generic store name
+// (testSchema, no seal on append) in it.
+func newGenericStore(t *testing.T, url, name string, tweak ...func(*Options)) (*DB, *Store) {
+	t.Helper()
+	db := openTestDB(t, url, "w1", tweak...)
+	return db, createGeneric(t, db, name, false)
+}
+
 func openGeneric(t *testing.T, db *DB, name string) *Store {
 	t.Helper()
 	s, err := db.Open(context.Background(), Target{Kind: KindGeneric, Name: name})
@@ -165,8 +173,7 @@ func TestAppendFlushReadMergeOnEveryBackend(t *testing.T) {
 	for name, url := range backends(t) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			db := openTestDB(t, url, "w1")
-			s := createGeneric(t, db, "basic", false)
+			db, s := newGenericStore(t, url, "basic")
 			appendRows(t, s, row("a", 1), row("b", 2))
 			// Visible to its own process before the seal.
 			got, err := s.Get(ctx, "a")
@@ -208,8 +215,7 @@ func TestMergedGenerationFilesAreDeleted(t *testing.T) {
 	for name, url := range backends(t) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			db := openTestDB(t, url, "w1")
-			s := createGeneric(t, db, "leak", false)
+			db, s := newGenericStore(t, url, "leak")
 			for i := 0; i < 30; i++ {
 				seal(t, s, row(fmt.Sprintf("k%02d", i), int64(i)))
 				if (i+1)%10 == 0 {
@@ -228,8 +234,7 @@ func TestMergedGenerationFilesAreDeleted(t *testing.T) {
 // Story D: a pass is bounded and leftovers survive: 10 generations, cap 3 → 3,3,3,1.
 func TestMergePassIsBoundedAndLeftoversSurvive(t *testing.T) {
 	ctx := context.Background()
-	db := openTestDB(t, "file://"+t.TempDir(), "w1", func(o *Options) { o.MergeMaxGenerations = 3 })
-	s := createGeneric(t, db, "bounded", false)
+	db, s := newGenericStore(t, "file://"+t.TempDir(), "bounded", func(o *Options) { o.MergeMaxGenerations = 3 })
 	sealGenerations(t, s, 10)
 	var passes []int
 	for pendingOf(t, s, db.Shard()) > 0 {
@@ -291,8 +296,7 @@ func TestMergeCaps(t *testing.T) {
 // Story H: prepare runs while a reader holds the lock; commit waits for it.
 func TestPrepareDoesNotBlockOnReadLockButCommitWaits(t *testing.T) {
 	ctx := context.Background()
-	db := openTestDB(t, "file://"+t.TempDir(), "w1")
-	s := createGeneric(t, db, "locks", false)
+	_, s := newGenericStore(t, "file://"+t.TempDir(), "locks")
 	sealGenerations(t, s, 3)
 	s.mergeLock.RLock() // a long prepare elsewhere, or any shared holder
 	p, err := s.Prepare(ctx, PrepareParams{})
@@ -364,8 +368,7 @@ func TestNewestWriteWinsAcrossShardsAndMerges(t *testing.T) {
 // Two prepares of the same generations commit once; the loser's files are removed.
 func TestTwoPreparesOfOneShardCommitOnce(t *testing.T) {
 	ctx := context.Background()
-	db := openTestDB(t, "file://"+t.TempDir(), "w1")
-	s := createGeneric(t, db, "twice", false)
+	db, s := newGenericStore(t, "file://"+t.TempDir(), "twice")
 	sealGenerations(t, s, 4)
 	p1, err := s.Prepare(ctx, PrepareParams{AttemptKey: "wf-1/act-1"})
 	require.NoError(t, err)
@@ -454,8 +457,7 @@ func TestCrashBetweenMergeStepsLosesNothing(t *testing.T) {
 		t.Run(step, func(t *testing.T) {
 			ctx := context.Background()
 			url := fmt.Sprintf("mem://crash-%s-%d", step, testURLSeq.Add(1))
-			db := openTestDB(t, url, "w1")
-			s := createGeneric(t, db, "crash", false)
+			_, s := newGenericStore(t, url, "crash")
 			for i := 0; i < 5; i++ {
 				seal(t, s, row(fmt.Sprintf("k%d", i), int64(i)), row("shared", int64(100+i)))
 			}
@@ -521,8 +523,7 @@ func TestCrashBetweenMergeStepsLosesNothing(t *testing.T) {
 func TestRestartedWriterReplaysWAL(t *testing.T) {
 	ctx := context.Background()
 	url := "file://" + t.TempDir()
-	db := openTestDB(t, url, "w1")
-	s := createGeneric(t, db, "replay", false)
+	_, s := newGenericStore(t, url, "replay")
 	seal(t, s, row("a", 1))
 	appendRows(t, s, row("b", 2), row("a", 3))
 	// No Close: simulate a kill. A new process with the same instance id recovers.
@@ -554,8 +555,7 @@ func TestRestartedWriterReplaysWAL(t *testing.T) {
 
 func TestGroupCommitSharesWALObjects(t *testing.T) {
 	ctx := context.Background()
-	db := openTestDB(t, "file://"+t.TempDir(), "w1")
-	s := createGeneric(t, db, "group", false)
+	_, s := newGenericStore(t, "file://"+t.TempDir(), "group")
 	const writers, per = 32, 20
 	var wg sync.WaitGroup
 	for w := 0; w < writers; w++ {
@@ -607,8 +607,7 @@ func TestSealOnAppendIsVisibleEverywhereAndSurvivesReopen(t *testing.T) {
 func TestReadCapsWarnAndRefuse(t *testing.T) {
 	ctx := context.Background()
 	url := fmt.Sprintf("mem://caps-%d", testURLSeq.Add(1))
-	db := openTestDB(t, url, "w1", func(o *Options) { o.PendingMax = 3; o.PendingWarn = 2 })
-	s := createGeneric(t, db, "caps", false)
+	_, s := newGenericStore(t, url, "caps", func(o *Options) { o.PendingMax = 3; o.PendingWarn = 2 })
 	for i := 0; i < 4; i++ {
 		seal(t, s, row(fmt.Sprintf("k%d", i), 1))
 	}
@@ -708,8 +707,7 @@ func TestConcurrentPreparesQueueOnOneBudget(t *testing.T) {
 
 func TestAbortDeletesOnlyWhenCommitIsProvenAbsent(t *testing.T) {
 	ctx := context.Background()
-	db := openTestDB(t, "file://"+t.TempDir(), "w1")
-	s := createGeneric(t, db, "abort", false)
+	_, s := newGenericStore(t, "file://"+t.TempDir(), "abort")
 	seal(t, s, row("a", 1))
 	p, err := s.Prepare(ctx, PrepareParams{AttemptKey: "wf/a"})
 	require.NoError(t, err)
@@ -735,8 +733,7 @@ func TestAbortDeletesOnlyWhenCommitIsProvenAbsent(t *testing.T) {
 
 func TestStalePreparation(t *testing.T) {
 	ctx := context.Background()
-	db := openTestDB(t, "file://"+t.TempDir(), "w1", func(o *Options) { o.MergeMaxGenerations = 2 })
-	s := createGeneric(t, db, "stale", false)
+	_, s := newGenericStore(t, "file://"+t.TempDir(), "stale", func(o *Options) { o.MergeMaxGenerations = 2 })
 	sealGenerations(t, s, 3)
 	three := 3
 	wide, err := s.Prepare(ctx, PrepareParams{AttemptKey: "wide", MaxGenerations: &three})
@@ -756,8 +753,7 @@ func TestStalePreparation(t *testing.T) {
 
 func TestCompactBase(t *testing.T) {
 	ctx := context.Background()
-	db := openTestDB(t, "file://"+t.TempDir(), "w1", func(o *Options) { o.MergeMaxGenerations = 1 })
-	s := createGeneric(t, db, "compact", false)
+	db, s := newGenericStore(t, "file://"+t.TempDir(), "compact", func(o *Options) { o.MergeMaxGenerations = 1 })
 	for i := 0; i < 6; i++ {
 		seal(t, s, row("same", int64(i)), row(fmt.Sprintf("k%d", i), int64(i)))
 	}
@@ -800,8 +796,7 @@ func TestCompactBase(t *testing.T) {
 
 func TestCompactionCommitsOnlyIfInputsAreCurrent(t *testing.T) {
 	ctx := context.Background()
-	db := openTestDB(t, "file://"+t.TempDir(), "w1", func(o *Options) { o.MergeMaxGenerations = 1 })
-	s := createGeneric(t, db, "cc", false)
+	_, s := newGenericStore(t, "file://"+t.TempDir(), "cc", func(o *Options) { o.MergeMaxGenerations = 1 })
 	sealGenerations(t, s, 3)
 	_, err := s.MergeAll(ctx)
 	require.NoError(t, err)
@@ -851,8 +846,7 @@ func TestReadsSamplePendingGenerationsPerShard(t *testing.T) {
 	ctx := context.Background()
 	reg := prometheus.NewRegistry()
 	metrics := NewMetrics(reg, nil)
-	db := openTestDB(t, fmt.Sprintf("mem://hist-%d", testURLSeq.Add(1)), "w1", func(o *Options) { o.Metrics = metrics })
-	s := createGeneric(t, db, "h", false)
+	_, s := newGenericStore(t, fmt.Sprintf("mem://hist-%d", testURLSeq.Add(1)), "h", func(o *Options) { o.Metrics = metrics })
 	for i := 0; i < 3; i++ {
 		seal(t, s, row(fmt.Sprintf("k%d", i), 1))
 	}
@@ -869,8 +863,7 @@ func TestGarbledRunIsCorrupt(t *testing.T) {
 	for _, damage := range []string{"truncated", "garbled"} {
 		t.Run(damage, func(t *testing.T) {
 			ctx := context.Background()
-			db := openTestDB(t, fmt.Sprintf("mem://garble-%d", testURLSeq.Add(1)), "w1")
-			s := createGeneric(t, db, "g", false)
+			db, s := newGenericStore(t, fmt.Sprintf("mem://garble-%d", testURLSeq.Add(1)), "g")
 			seal(t, s, row("a", 1), row("b", 2))
 			_, err := s.MergeAll(ctx)
 			require.NoError(t, err)

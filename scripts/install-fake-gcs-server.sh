@@ -4,4 +4,5 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/install-lib.sh"
 
-install_go_binary fake-gcs-server "${FAKE_GCS_SERVER_VERSION:-v1.56.1}" github.com/fsouza/fake-gcs-server
+VERSION="${FAKE_GCS_SERVER_VERSION:-v1.56.1}"
+install_go_binary fake-gcs-server "$VERSION" github.com/fsouza/fake-gcs-server

@@ -8,4 +8,5 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/install-lib.sh"
 
-install_go_binary minio "${MINIO_VERSION:-v0.0.0-20260212201848-7aac2a2c5b7c}" github.com/minio/minio
+VERSION="${MINIO_VERSION:-v0.0.0-20260212201848-7aac2a2c5b7c}"
+install_go_binary minio "$VERSION" github.com/minio/minio

@@ -4,4 +4,5 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/install-lib.sh"
 
-install_go_binary versitygw "${VERSITYGW_VERSION:-v1.8.0}" github.com/versity/versitygw/cmd/versitygw
+VERSION="${VERSITYGW_VERSION:-v1.8.0}"
+install_go_binary versitygw "$VERSION" github.com/versity/versitygw/cmd/versitygw

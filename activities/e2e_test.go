@@ -3,11 +3,9 @@ package activities
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/testsuite"
-	"go.temporal.io/sdk/worker"
 
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
@@ -19,9 +17,7 @@ import (
 
 func newWorkflowEnv(t *testing.T, a *Activities) *testsuite.TestWorkflowEnvironment {
 	t.Helper()
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
-	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: time.Minute}) // loaded CI machines
+	env := newTestWorkflowEnv()
 	workflows.Register(env)
 	Register(env, a)
 	return env

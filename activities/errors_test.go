@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -38,35 +39,20 @@ func TestToTemporalMapsEveryMark(t *testing.T) {
 			// Wrapped twice, the way the store reports errors.
 			orig := fmt.Errorf("merge generic:gs: %w", fmt.Errorf("read gen 7: %w", c.mark))
 			mapped := ToTemporal(orig)
-			var appErr *temporal.ApplicationError
-			require.True(t, errors.As(mapped, &appErr))
-			require.Equal(t, c.errType, appErr.Type())
-			require.Equal(t, c.nonRetryable, appErr.NonRetryable())
+			appErr := requireAppErr(t, mapped, c.errType, c.nonRetryable)
 			require.Contains(t, appErr.Error(), "read gen 7", "the message keeps the store's context")
 			require.True(t, errors.Is(mapped, c.mark), "wrapping is preserved")
 			require.Equal(t, c.errType, ErrorType(orig))
 			require.Equal(t, c.errType, ErrorType(mapped))
 			// Non-retryable types are exactly the ones every retry policy lists.
-			require.Equal(t, c.nonRetryable, contains(contract.NonRetryableErrorTypes, c.errType))
+			require.Equal(t, c.nonRetryable, slices.Contains(contract.NonRetryableErrorTypes, c.errType))
 		})
 	}
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 func TestToTemporalHaltWinsOverRetry(t *testing.T) {
 	both := errors.Join(fmt.Errorf("cas lost: %w", store.ErrConflict), fmt.Errorf("manifest: %w", store.ErrCorrupt))
-	var appErr *temporal.ApplicationError
-	require.True(t, errors.As(ToTemporal(both), &appErr))
-	require.Equal(t, "CorruptData", appErr.Type())
-	require.True(t, appErr.NonRetryable())
+	requireAppErr(t, ToTemporal(both), "CorruptData", true)
 }
 
 func TestToTemporalPassThrough(t *testing.T) {
@@ -79,10 +65,7 @@ func TestToTemporalPassThrough(t *testing.T) {
 	require.Equal(t, already, ToTemporal(already))
 	require.Equal(t, "Custom", ErrorType(already))
 
-	var appErr *temporal.ApplicationError
-	require.True(t, errors.As(ToTemporal(errWorkerStopping), &appErr))
-	require.Equal(t, "Closed", appErr.Type())
-	require.False(t, appErr.NonRetryable())
+	requireAppErr(t, ToTemporal(errWorkerStopping), "Closed", false)
 }
 
 func TestMappedErrorsSurviveTheActivityBoundary(t *testing.T) {
@@ -105,9 +88,6 @@ func TestMappedErrorsSurviveTheActivityBoundary(t *testing.T) {
 		"busy":    {"BudgetBusy", false},
 	} {
 		_, err := env.ExecuteActivity("fail", mark)
-		var appErr *temporal.ApplicationError
-		require.True(t, errors.As(err, &appErr), "%s: %v", mark, err)
-		require.Equal(t, want.typ, appErr.Type())
-		require.Equal(t, want.nonRetryable, appErr.NonRetryable())
+		requireAppErr(t, err, want.typ, want.nonRetryable)
 	}
 }

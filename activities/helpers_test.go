@@ -7,11 +7,13 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
@@ -75,6 +77,15 @@ func seal(t *testing.T, db *store.DB, target string, gens ...[]string) *store.St
 	return s
 }
 
+// newTestWorkflowEnv is a workflow test environment with a deadlock timeout loose enough for
+// loaded CI machines.
+func newTestWorkflowEnv() *testsuite.TestWorkflowEnvironment {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: time.Minute})
+	return env
+}
+
 func newActivityEnv(t *testing.T, a *Activities) *testsuite.TestActivityEnvironment {
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
@@ -121,10 +132,13 @@ func mustRun[T any](t *testing.T, env *testsuite.TestActivityEnvironment, name s
 	return out
 }
 
-func requireAppErr(t *testing.T, err error, typ string, nonRetryable bool) {
+// requireAppErr requires err to be an application error of type typ and retryability, and
+// returns it.
+func requireAppErr(t *testing.T, err error, typ string, nonRetryable bool) *temporal.ApplicationError {
 	t.Helper()
 	var appErr *temporal.ApplicationError
 	require.True(t, errors.As(err, &appErr), "want application error %s, got %v", typ, err)
 	require.Equal(t, typ, appErr.Type(), "%v", err)
 	require.Equal(t, nonRetryable, appErr.NonRetryable(), "%v", err)
+	return appErr
 }

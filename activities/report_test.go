@@ -14,7 +14,6 @@ import (
 	"go.temporal.io/sdk/mocks"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
-	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/walkeeper/walkeeper/contract"
@@ -64,9 +63,7 @@ func runBackoffProbe(t *testing.T, runningNotice bool) *signalRecorder {
 		rep.finish(err)
 		return err
 	}
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
-	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: time.Minute})
+	env := newTestWorkflowEnv()
 	env.RegisterActivityWithOptions(probe, activity.RegisterOptions{Name: "probe"})
 	env.ExecuteWorkflow(func(ctx workflow.Context) error {
 		ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
@@ -168,9 +165,7 @@ func TestReporterHeartbeatsProgressOnItsTick(t *testing.T) {
 		rep.finish(nil)
 		return nil
 	}
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
-	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: time.Minute})
+	env := newTestWorkflowEnv()
 	env.RegisterActivityWithOptions(probe, activity.RegisterOptions{Name: "probe"})
 	var mu sync.Mutex
 	var beats []contract.PrepareProgress

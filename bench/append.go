@@ -12,30 +12,23 @@ import (
 	"github.com/walkeeper/walkeeper/store"
 )
 
-// RunAppendLatency measures one-row append latency on file:// (fsync) while merges of the
+// appendLatency measures one-row append latency on file:// (fsync) while merges of the
 // same store run continuously, against the same appends with no merge running. Phases
 // alternate (idle, busy), (busy, idle), ... so drift on a shared machine hits both alike, and
 // before every phase the store is brought back to the same state (untimed). In both
 // phases a sealer flushes the appender's memtable every 100 ms (as the flush sweeper would);
 // another shard writes a 1 MiB generation every 100 ms. In the busy phase that shard's
 // generations are merged back to back (prepare + commit, 8 generations per pass).
-func RunAppendLatency(ctx context.Context, o Options) (*Result, error) {
-	res := newResult("append-latency", o)
+func appendLatency(ctx context.Context, o Options, res *Result, dir string) error {
 	phase := 8 * time.Second
 	appenders := 4
 	if o.Quick {
 		phase = 3 * time.Second
 	}
-	res.param("reps", o.reps())
 	res.param("phase", phase)
 	res.param("appenders", appenders)
 	res.param("storage", "file:// with fsync, then without")
 	res.param("merge_load", "another shard's 1 MiB generations, 8 per pass, back to back")
-	dir, cleanup, err := o.workDir("append")
-	if err != nil {
-		return nil, err
-	}
-	defer cleanup()
 	for vi, nosync := range []bool{false, true} {
 		label := "file:// with fsync"
 		suffix := ""
@@ -231,10 +224,10 @@ func RunAppendLatency(ctx context.Context, o Options) (*Result, error) {
 			return nil
 		}()
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return res, nil
+	return nil
 }
 
 // every runs f every d until ctx ends, in a goroutine counted by wg.

@@ -251,17 +251,36 @@ type Scenario struct {
 	Run   func(ctx context.Context, o Options) (*Result, error)
 }
 
+// measured is a scenario that writes stores, run in the frame those scenarios share: a Result
+// named after the scenario whose first parameter is the number of repetitions, and a work
+// directory of its own, removed when body returns. body measures and records into res.
+func measured(name, short string, body func(ctx context.Context, o Options, res *Result, dir string) error) Scenario {
+	return Scenario{Name: name, Short: short, Run: func(ctx context.Context, o Options) (*Result, error) {
+		res := newResult(name, o)
+		res.param("reps", o.reps())
+		dir, cleanup, err := o.workDir(name)
+		if err != nil {
+			return nil, err
+		}
+		defer cleanup()
+		if err := body(ctx, o, res, dir); err != nil {
+			return nil, err
+		}
+		return res, nil
+	}}
+}
+
 // Scenarios lists every scenario in the priority order.
 var Scenarios = []Scenario{
 	{"incident", "incident replay: 20 shards, 300 rollout stores, 1 hot generic store; walkeeper vs the old serial sweeper (CSV + PNG)", RunIncident},
-	{"commit-lock", "commit write-lock hold p50/p99 for 64 KiB, 1 MiB and 64 MiB merges on file:// and mem://", RunCommitLock},
-	{"append-latency", "append latency p50/p99 with merges running vs idle", RunAppendLatency},
-	{"merge-throughput", "merge throughput (MB/s of generations) vs raw I/O of the same bytes", RunMergeThroughput},
+	measured("commit-lock", "commit write-lock hold p50/p99 for 64 KiB, 1 MiB and 64 MiB merges on file:// and mem://", commitLock),
+	measured("append-latency", "append latency p50/p99 with merges running vs idle", appendLatency),
+	measured("merge-throughput", "merge throughput (MB/s of generations) vs raw I/O of the same bytes", mergeThroughput),
 	{"memory", "peak RSS of a child process: 12 concurrent merges of half the budget each (32 MiB, 128 MiB, 1 GiB), and 16 concurrent Lists over 2,000 pending generations", RunMemory},
-	{"parallel-prepare", "prepare of 4 shards in parallel vs serially", RunParallelPrepare},
-	{"temporal-overhead", "merges/s through MergeWal workflows vs a direct loop; time to sweep 1,000 idle stores", RunTemporalOverhead},
+	measured("parallel-prepare", "prepare of 4 shards in parallel vs serially", parallelPrepare),
+	measured("temporal-overhead", "merges/s through MergeWal workflows vs a direct loop; time to sweep 1,000 idle stores", temporalOverhead),
 	{"fleet", "one MaintenanceSweep over 10k and 100k registered stores (1% in debt, 10 ms/request): full stats scan vs demand index", RunFleet},
-	{"read-amp", "Get/List latency at 0, 16, 256, 1024 pending generations and after merging", RunReadAmp},
+	measured("read-amp", "Get/List latency at 0, 16, 256, 1024 pending generations and after merging", readAmp),
 }
 
 // Lookup finds a scenario by name.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/internal/testtemporal"
 )
 
 // Every scenario runs in quick mode as a smoke test. Assertions are deliberately loose: they
@@ -74,13 +75,6 @@ func runQuick(t *testing.T, name string, tweak ...func(*Options)) *Result {
 	return res
 }
 
-func needTemporal(t *testing.T) {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("starts a Temporal dev server; skipped with -short")
-	}
-}
-
 // TestIncidentQuick replays the incident with walkeeper's defaults (the count trigger asks
 // MergeWal for parallel prepares, 64 generations per pass); WALKEEPER_BENCH_SERIAL=1 replays
 // serial shard visits. Before MergeWal took shards in rounds, the serial schedule merged the
@@ -89,7 +83,7 @@ func needTemporal(t *testing.T) {
 // 3 × the count trigger, not the 2×: in one repetition of nine walkeeper's side
 // stalled for the whole run and reached 34, and a stall must not fail the suite.
 func TestIncidentQuick(t *testing.T) {
-	needTemporal(t)
+	testtemporal.SkipShort(t)
 	res := runQuick(t, "incident")
 	trig := value(t, res, "count_trigger")
 	// Normal: walkeeper peaks well below the count trigger; the bound is the 2× plus
@@ -242,7 +236,7 @@ func TestParallelPrepareQuick(t *testing.T) {
 }
 
 func TestTemporalOverheadQuick(t *testing.T) {
-	needTemporal(t)
+	testtemporal.SkipShort(t)
 	res := runQuick(t, "temporal-overhead")
 	wf, direct := value(t, res, "wf_rate"), value(t, res, "direct_rate")
 	if wf <= 0 || direct <= 0 {
@@ -337,7 +331,7 @@ func TestSummaryHelpers(t *testing.T) {
 // sweep, not crash. The demand side, where this build has it, must finish at every size
 // within the request bound.
 func TestFleetQuick(t *testing.T) {
-	needTemporal(t)
+	testtemporal.SkipShort(t)
 	res := runQuick(t, "fleet")
 	need := func(key string) float64 { t.Helper(); return value(t, res, key) }
 	for _, key := range []string{"scan_2000_", "scan_20000_", "scan_20000_fixed_"} {

@@ -9,14 +9,13 @@ import (
 	"github.com/walkeeper/walkeeper/store"
 )
 
-// RunCommitLock measures how long Commit holds the store's write (merge) lock
+// commitLock measures how long Commit holds the store's write (merge) lock
 // (CommitResult.LockHold) for merges of 64 KiB, 1 MiB and 64 MiB, on file:// (with fsync) and
 // mem://. Only the in-memory swap happens under the lock, so the hold must not grow with merge
 // size or storage latency.
 // The base is compacted whenever it reaches 32 runs (outside the measurement), as the sweep's
 // CompactBase would, so the manifest under the lock stays production-sized.
-func RunCommitLock(ctx context.Context, o Options) (*Result, error) {
-	res := newResult("commit-lock", o)
+func commitLock(ctx context.Context, o Options, res *Result, dir string) error {
 	type size struct {
 		name   string
 		bytes  int
@@ -27,16 +26,10 @@ func RunCommitLock(ctx context.Context, o Options) (*Result, error) {
 		sizes = []size{{"64KiB", 64 << 10, 12}, {"1MiB", 1 << 20, 6}, {"64MiB", 64 << 20, 2}}
 	}
 	backends := []string{"file", "mem"}
-	res.param("reps", o.reps())
 	res.param("row_payload", "4 KiB")
 	for _, sz := range sizes {
 		res.param("merges_per_rep_"+sz.name, sz.merges)
 	}
-	dir, cleanup, err := o.workDir("commit-lock")
-	if err != nil {
-		return nil, err
-	}
-	defer cleanup()
 
 	type key struct{ backend, size string }
 	p50s := map[key][]float64{}
@@ -52,7 +45,7 @@ func RunCommitLock(ctx context.Context, o Options) (*Result, error) {
 				}
 				holds, commits, err := commitLockOnce(ctx, o, url, sz.bytes, sz.merges)
 				if err != nil {
-					return nil, fmt.Errorf("%s %s: %w", be, sz.name, err)
+					return fmt.Errorf("%s %s: %w", be, sz.name, err)
 				}
 				st := summarize(holds)
 				k := key{be, sz.name}
@@ -94,7 +87,7 @@ func RunCommitLock(ctx context.Context, o Options) (*Result, error) {
 	res.Tables = append(res.Tables, t)
 	res.note("LockHold is measured by store.Commit itself around the exclusive merge lock, which covers only the in-memory swap of the cached latest base: the manifest read, the watermark check, the encoding and the conditional write of base version v+1 (on file:// temp file + fsync + link + directory fsync) all happen before the lock is taken, so the hold depends neither on the merge's size nor on the backend's latency.")
 	_ = allMet
-	return res, nil
+	return nil
 }
 
 // commitLockOnce runs merges of about bytes each on a fresh store and returns each commit's

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -22,6 +21,7 @@ import (
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/internal/cachebin"
 	"github.com/walkeeper/walkeeper/internal/devserver"
+	"github.com/walkeeper/walkeeper/internal/proc"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/worker"
 )
@@ -41,7 +41,7 @@ type overheadServer struct {
 	requests float64 // persistence requests during the merges
 }
 
-// RunTemporalOverhead measures what running merges as Temporal workflows costs: 1 MiB merges
+// temporalOverhead measures what running merges as Temporal workflows costs: 1 MiB merges
 // (one generation each) through MergeWal against the same prepare + commit called in a
 // direct loop, alternating one of each so drift hits both alike. Without --temporal it does
 // so on three servers side by side, each merge going to each in turn: two dev servers,
@@ -50,8 +50,7 @@ type overheadServer struct {
 // workflow of 4 sequential no-op activities on each, counts each server's persistence
 // requests (its own metrics endpoint) idle and per merge, and its CPU time idle. Last, the
 // time one MaintenanceSweep takes over 1,000 idle stores.
-func RunTemporalOverhead(ctx context.Context, o Options) (*Result, error) {
-	res := newResult("temporal-overhead", o)
+func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) error {
 	merges, idle, idleWindow := 20, 1000, 60*time.Second
 	if o.Quick {
 		merges, idle, idleWindow = 5, 100, 10*time.Second
@@ -59,22 +58,16 @@ func RunTemporalOverhead(ctx context.Context, o Options) (*Result, error) {
 	if o.Stores > 0 {
 		idle = o.Stores
 	}
-	res.param("reps", o.reps())
 	res.param("merges_per_rep", merges)
 	res.param("merge_size", "1 MiB (one generation)")
 	res.param("idle_stores", idle)
 	res.param("storage", "file:// with fsync")
-	dir, cleanup, err := o.workDir("overhead")
-	if err != nil {
-		return nil, err
-	}
-	defer cleanup()
 	url := fileURL(filepath.Join(dir, "store"), false)
 	db, err := store.OpenDB(ctx, url, storeOptions("overhead", o.logger(), func(so *store.Options) {
 		so.Budget = store.NewBudget(worker.DefaultConfig().MergeBudgetBytes)
 	}))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer db.Close(context.WithoutCancel(ctx))
 
@@ -103,14 +96,14 @@ func RunTemporalOverhead(ctx context.Context, o Options) (*Result, error) {
 		sv := &overheadServer{name: v.name}
 		dev := devserver.Options{ServerDefaults: v.defaults}
 		if o.Temporal == "" {
-			if sv.metrics, err = freeTCPPort(); err != nil {
-				return nil, err
+			if sv.metrics, err = proc.FreePort(); err != nil {
+				return err
 			}
 			dev.MetricsPort = sv.metrics
 		}
 		logDir := filepath.Join(dir, fmt.Sprintf("server%d", i))
 		if err := os.MkdirAll(logDir, 0o755); err != nil {
-			return nil, err
+			return err
 		}
 		if v.cluster {
 			sv.tenv, err = startCluster(ctx, o, logDir, sv.metrics)
@@ -125,20 +118,20 @@ func RunTemporalOverhead(ctx context.Context, o Options) (*Result, error) {
 			sv.tenv, err = startTemporalWith(ctx, o, logDir, dev)
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 		servers = append(servers, sv)
 		sv.node, err = startNode(ctx, sv.tenv.client, db, worker.NewMetrics(db.Options().Budget), nodeConfig{
 			MergeSlots: worker.DefaultConfig().MergeSlots, SharedActivitySlots: worker.DefaultConfig().SharedActivitySlots,
 		}, o.logger())
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if sv.bare, err = startBareWorker(sv.tenv.client); err != nil {
-			return nil, err
+			return err
 		}
 		if sv.viaWF, err = createGeneric(ctx, db, fmt.Sprintf("via-workflow-%d", i)); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if len(servers) > 1 {
@@ -146,7 +139,7 @@ func RunTemporalOverhead(ctx context.Context, o Options) (*Result, error) {
 	}
 	direct, err := createGeneric(ctx, db, "direct")
 	if err != nil {
-		return nil, err
+		return err
 	}
 
 	// Idle cost first, before any workflow ran: persistence requests and CPU per second.
@@ -164,7 +157,7 @@ func RunTemporalOverhead(ctx context.Context, o Options) (*Result, error) {
 		select {
 		case <-time.After(idleWindow):
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return ctx.Err()
 		}
 		el := time.Since(t0)
 		for i, sv := range servers {
@@ -211,26 +204,26 @@ func RunTemporalOverhead(ctx context.Context, o Options) (*Result, error) {
 			for k, sv := range servers {
 				seq++
 				if err := writeGenerations(ctx, sv.viaWF, 1, rows, payload, 1<<30, seq<<20); err != nil {
-					return nil, err
+					return err
 				}
 				d, err := mergeVia(sv)
 				if err != nil {
-					return nil, err
+					return err
 				}
 				wfTotal[k] += d
 				wfLat[k] = append(wfLat[k], d)
 			}
 			seq++
 			if err := writeGenerations(ctx, direct, 1, rows, payload, 1<<30, seq<<20); err != nil {
-				return nil, err
+				return err
 			}
 			t0 := time.Now()
 			cr, err := direct.MergeOnce(ctx, "")
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if cr.Reclaimed != 1 {
-				return nil, fmt.Errorf("direct merge reclaimed %d, want 1", cr.Reclaimed)
+				return fmt.Errorf("direct merge reclaimed %d, want 1", cr.Reclaimed)
 			}
 			d := time.Since(t0)
 			dTotal += d
@@ -259,7 +252,7 @@ func RunTemporalOverhead(ctx context.Context, o Options) (*Result, error) {
 			for k, sv := range servers {
 				d, err := runBare(ctx, sv.tenv.client)
 				if err != nil {
-					return nil, fmt.Errorf("bare workflow on %s: %w", sv.name, err)
+					return fmt.Errorf("bare workflow on %s: %w", sv.name, err)
 				}
 				bare[k] = append(bare[k], d)
 			}
@@ -336,7 +329,7 @@ func RunTemporalOverhead(ctx context.Context, o Options) (*Result, error) {
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return nil, err
+		return err
 	}
 	var sweeps []float64
 	for rep := 0; rep < o.reps(); rep++ {
@@ -345,15 +338,15 @@ func RunTemporalOverhead(ctx context.Context, o Options) (*Result, error) {
 			ID: fmt.Sprintf("bench-sweep-%d-%d", time.Now().UnixNano(), rep), TaskQueue: contract.TaskQueue,
 		}, contract.MaintenanceSweepWorkflow, contract.MaintenanceSweepInput{Discovery: contract.DiscoveryScan}) // the full scan: the cost of reading every store
 		if err != nil {
-			return nil, err
+			return err
 		}
 		var out contract.MaintenanceSweepResult
 		if err := run.Get(ctx, &out); err != nil {
-			return nil, err
+			return err
 		}
 		d := time.Since(t0)
 		if out.Scanned < idle {
-			return nil, fmt.Errorf("sweep scanned %d stores, want ≥ %d", out.Scanned, idle)
+			return fmt.Errorf("sweep scanned %d stores, want ≥ %d", out.Scanned, idle)
 		}
 		sweeps = append(sweeps, d.Seconds())
 		o.progressf("temporal-overhead: sweep %d/%d over %d stores: %s (%d started)", rep+1, o.reps(), out.Scanned, fmtDur(d), len(out.Started))
@@ -367,7 +360,7 @@ func RunTemporalOverhead(ctx context.Context, o Options) (*Result, error) {
 	res.Values["sweep_s"] = sw.Median
 	res.note("The direct loop is the floor: the same store.Prepare/Commit without Temporal. The workflow adds a start, two ListPendingShards activities and the Prepare/Commit activities' scheduling.")
 	res.note("Persistence requests are the servers' own persistence_requests counters (--metrics-port; the cluster's Prometheus endpoint), summed over operations; CPU is utime+stime of the server process from /proc (for the PostgreSQL cluster the Temporal server process only, PostgreSQL's own processes not included).")
-	return res, nil
+	return nil
 }
 
 func viaStores(servers []*overheadServer) []*store.Store {
@@ -419,15 +412,6 @@ func runBare(ctx context.Context, c client.Client) (time.Duration, error) {
 		return 0, err
 	}
 	return time.Since(t0), nil
-}
-
-func freeTCPPort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // persistenceRequests sums the persistence_requests counters a Temporal server exports on

@@ -12,37 +12,30 @@ import (
 	"github.com/walkeeper/walkeeper/store"
 )
 
-// RunParallelPrepare prepares the pending generations of 4 shards of one store one after
+// parallelPrepare prepares the pending generations of 4 shards of one store one after
 // another and then all 4 at once (what MergeWal does with parallel_prepare; commits stay one at
 // a time and are not timed here), from a cold process cache each time, on file:// with fsync,
 // and again with a modelled object-store latency of 10 ms per request.
 // The staged files are aborted after each round so every round prepares the same data. Order
 // alternates between repetitions.
-func RunParallelPrepare(ctx context.Context, o Options) (*Result, error) {
-	res := newResult("parallel-prepare", o)
+func parallelPrepare(ctx context.Context, o Options, res *Result, dir string) error {
 	const shards = 4
 	gens, rows, payload := 8, 256, 4<<10 // 8 × 1 MiB per shard
 	rounds := 3
 	if o.Quick {
 		gens, rounds = 4, 1
 	}
-	res.param("reps", o.reps())
 	res.param("shards", shards)
 	res.param("per_shard", fmt.Sprintf("%d generations × %.0f MiB", gens, mib(int64(rows*(payload+64)))))
 	res.param("rounds_per_rep", rounds)
 	res.param("storage", "file:// with fsync")
-	dir, cleanup, err := o.workDir("prepare")
-	if err != nil {
-		return nil, err
-	}
-	defer cleanup()
 	url := fileURL(filepath.Join(dir, "store"), false)
 	target := store.Target{Kind: store.KindGeneric, Name: "pp"}
 	var shardIDs []string
 	for i := 0; i < shards; i++ {
 		w, err := store.OpenDB(ctx, url, storeOptions(fmt.Sprintf("writer-%d", i), o.logger()))
 		if err != nil {
-			return nil, err
+			return err
 		}
 		var s *store.Store
 		if i == 0 {
@@ -51,14 +44,14 @@ func RunParallelPrepare(ctx context.Context, o Options) (*Result, error) {
 			s, err = w.Open(ctx, target)
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if err := writeGenerations(ctx, s, gens, rows, payload, 1<<30, int64(i)<<32); err != nil {
-			return nil, err
+			return err
 		}
 		shardIDs = append(shardIDs, w.Shard())
 		if err := w.Close(ctx); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	prepareAll := func(parallel bool, round int, latency time.Duration) (time.Duration, error) {
@@ -126,7 +119,7 @@ func RunParallelPrepare(ctx context.Context, o Options) (*Result, error) {
 				for _, par := range order {
 					d, err := prepareAll(par, rep*rounds+r, latency)
 					if err != nil {
-						return nil, err
+						return err
 					}
 					if par {
 						pd += d
@@ -153,5 +146,5 @@ func RunParallelPrepare(ctx context.Context, o Options) (*Result, error) {
 	}
 	res.Tables = append(res.Tables, t)
 	res.note("A prepare reads its generations concurrently (at most 8 at once), so with a per-request latency its own time is a handful of round trips (loadShard, loadBase, list, the reads, the staged write); 4 prepares at once overlap those chains. On a local disk prepares are CPU-bound (newest-per-key, Parquet encode) and 4 prepares on 2 busy vCPUs only compete.")
-	return res, nil
+	return nil
 }

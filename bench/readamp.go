@@ -8,14 +8,13 @@ import (
 	"github.com/walkeeper/walkeeper/store"
 )
 
-// RunReadAmp measures Get and a 100-row List page from a reader process (no memtable; every
+// readAmp measures Get and a 100-row List page from a reader process (no memtable; every
 // generation comes from storage, then from the decoded-file cache) over a 10,000-row base with
 // 0, 16, 256 and 1024 pending generations of 100 rows each on top, and again after merging
 // them all (merge_max_generations 8, so one base run per 8 generations), and again after
 // compacting the base into one run. Storage: file:// without fsync (writes are not what is
 // measured).
-func RunReadAmp(ctx context.Context, o Options) (*Result, error) {
-	res := newResult("read-amp", o)
+func readAmp(ctx context.Context, o Options, res *Result, dir string) error {
 	levels := []int{0, 16, 256, 1024}
 	gets, lists := 400, 100
 	if o.Quick {
@@ -23,16 +22,10 @@ func RunReadAmp(ctx context.Context, o Options) (*Result, error) {
 		gets, lists = 100, 20
 	}
 	const baseRows, rowsPerGen = 10000, 100
-	res.param("reps", o.reps())
 	res.param("base_rows", baseRows)
 	res.param("rows_per_generation", rowsPerGen)
 	res.param("gets_per_level", gets)
 	res.param("lists_per_level", lists)
-	dir, cleanup, err := o.workDir("readamp")
-	if err != nil {
-		return nil, err
-	}
-	defer cleanup()
 
 	type row struct{ getP50, getP99, listP50, listP99 []float64 }
 	rowsBy := map[string]*row{}
@@ -54,17 +47,17 @@ func RunReadAmp(ctx context.Context, o Options) (*Result, error) {
 			url := fileURL(fmt.Sprintf("%s/r%d-p%d", dir, rep, pending), true)
 			w, err := store.OpenDB(ctx, url, storeOptions("writer", o.logger(), func(so *store.Options) { so.PendingMax = 0; so.PendingWarn = 0 }))
 			if err != nil {
-				return nil, err
+				return err
 			}
 			s, err := createGeneric(ctx, w, "ra")
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if err := writeGenerations(ctx, s, 1, baseRows, 16, baseRows, 0); err != nil {
-				return nil, err
+				return err
 			}
 			if _, err := s.MergeAll(ctx); err != nil {
-				return nil, err
+				return err
 			}
 			o.progressf("read-amp: rep %d/%d: writing %d pending generations", rep+1, o.reps(), pending)
 			for g := 0; g < pending; g++ {
@@ -74,10 +67,10 @@ func RunReadAmp(ctx context.Context, o Options) (*Result, error) {
 					batch[i] = genericRow(fmt.Sprintf("k%09d", k), int64(g), payloadOf(16, int64(g*rowsPerGen+i)))
 				}
 				if _, err := s.Append(ctx, batch); err != nil {
-					return nil, err
+					return err
 				}
 				if _, err := s.Flush(ctx); err != nil {
-					return nil, err
+					return err
 				}
 			}
 			measure := func() (durStats, durStats, error) {
@@ -124,17 +117,17 @@ func RunReadAmp(ctx context.Context, o Options) (*Result, error) {
 			}
 			g, l, err := measure()
 			if err != nil {
-				return nil, err
+				return err
 			}
 			add(fmt.Sprintf("%d pending", pending), g, l)
 			o.progressf("read-amp: %d pending: get p50 %s p99 %s, list p50 %s p99 %s", pending, fmtDur(g.P50), fmtDur(g.P99), fmtDur(l.P50), fmtDur(l.P99))
 			if pending == levels[len(levels)-1] {
 				if _, err := s.MergeAll(ctx); err != nil {
-					return nil, err
+					return err
 				}
 				g, l, err := measure()
 				if err != nil {
-					return nil, err
+					return err
 				}
 				st, _ := s.Stats(ctx)
 				add(fmt.Sprintf("%d pending, after merging (%d base runs)", pending, st.Runs), g, l)
@@ -143,7 +136,7 @@ func RunReadAmp(ctx context.Context, o Options) (*Result, error) {
 				for i := 0; i < 64; i++ {
 					cr, err := s.CompactBase(ctx, store.CompactParams{MaxRuns: 16})
 					if err != nil {
-						return nil, err
+						return err
 					}
 					if !cr.Committed || cr.RunsLeft <= 1 {
 						break
@@ -151,10 +144,10 @@ func RunReadAmp(ctx context.Context, o Options) (*Result, error) {
 				}
 				g, l, err = measure()
 				if err != nil {
-					return nil, err
+					return err
 				}
 				if st, err = s.Stats(ctx); err != nil {
-					return nil, err
+					return err
 				}
 				// What the last rows measure: everything merged (read by the test).
 				res.Values["pending_after_merge"] = max(res.Values["pending_after_merge"], float64(st.TotalPending()))
@@ -162,7 +155,7 @@ func RunReadAmp(ctx context.Context, o Options) (*Result, error) {
 				o.progressf("read-amp: after compaction: get p50 %s, list p50 %s (%d runs)", fmtDur(g.P50), fmtDur(l.P50), st.Runs)
 			}
 			if err := w.Close(ctx); err != nil {
-				return nil, err
+				return err
 			}
 		}
 	}
@@ -182,5 +175,5 @@ func RunReadAmp(ctx context.Context, o Options) (*Result, error) {
 	res.Values["amp_top"] = spreadOf(rowsBy[top].listP50).Median / base
 	res.Values["amp_after_merge"] = spreadOf(rowsBy[after].listP50).Median / base
 	res.note("The first read of each level decodes every pending generation (cold); the cache (256 MiB) then holds them, so p50 shows the per-read merge cost over N sorted files and p99 includes the cold first read.")
-	return res, nil
+	return nil
 }

@@ -11,27 +11,20 @@ import (
 	"github.com/walkeeper/walkeeper/store"
 )
 
-// RunMergeThroughput measures merge throughput — MB of generation files merged per second,
+// mergeThroughput measures merge throughput — MB of generation files merged per second,
 // prepare + commit, from a cold process cache — next to the raw I/O bound of the same bytes
 // measured in the same run on the same disk: read the same generation files and write (and
 // fsync) as many bytes to a new file. Both read from the page cache (the generations were
 // just written), which is the favourable case for the raw bound.
-func RunMergeThroughput(ctx context.Context, o Options) (*Result, error) {
-	res := newResult("merge-throughput", o)
+func mergeThroughput(ctx context.Context, o Options, res *Result, dir string) error {
 	gens, rowsPerGen, payload := 8, 1024, 4<<10 // 8 × ~4 MiB
 	if o.Quick {
 		rowsPerGen = 256 // 8 × ~1 MiB
 	}
-	res.param("reps", o.reps())
 	res.param("generations", gens)
 	res.param("generation_size", fmt.Sprintf("%.1f MiB", mib(int64(rowsPerGen*(payload+64)))))
 	res.param("row_shapes", "4 KiB binary payload; 200 B binary payload (same bytes, 16× the rows)")
 	res.param("storage", "file:// with fsync")
-	dir, cleanup, err := o.workDir("throughput")
-	if err != nil {
-		return nil, err
-	}
-	defer cleanup()
 
 	type variant struct {
 		name, suffix        string
@@ -176,9 +169,9 @@ func RunMergeThroughput(ctx context.Context, o Options) (*Result, error) {
 			return nil
 		}()
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
 	res.Tables = append(res.Tables, t)
-	return res, nil
+	return nil
 }

@@ -35,3 +35,18 @@ go_install() {
   for p in "$@"; do args+=("$p@$version"); done
   GOBIN="${GOBIN_DIR:-$BIN_DIR}" CGO_ENABLED=0 GOFLAGS=-buildvcs=false nice -n 10 go install "${args[@]}"
 }
+
+# install_go_binary NAME VERSION PKG: the whole install of a server that is one Go binary
+# named NAME, built from PKG at VERSION: nothing when already installed at VERSION; prints the
+# binary's path last.
+install_go_binary() {
+  local name=$1 version=$2 pkg=$3
+  if installed "$name" "$version"; then echo "$BIN_DIR/$name"; return 0; fi
+  need_go
+  echo "building $name $version (first run only) ..." >&2
+  local start
+  start=$(date +%s)
+  go_install "$version" "$pkg"
+  mark_installed "$name" "$version" $(( $(date +%s) - start ))
+  echo "$BIN_DIR/$name"
+}

@@ -9,10 +9,4 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/install-lib.sh"
 
 VERSION="${MINIO_VERSION:-v0.0.0-20260212201848-7aac2a2c5b7c}"
-if installed minio "$VERSION"; then echo "$BIN_DIR/minio"; exit 0; fi
-need_go
-echo "building MinIO $VERSION (first run only) ..." >&2
-start=$(date +%s)
-go_install "$VERSION" github.com/minio/minio
-mark_installed minio "$VERSION" $(( $(date +%s) - start ))
-echo "$BIN_DIR/minio"
+install_go_binary minio "$VERSION" github.com/minio/minio

@@ -65,9 +65,8 @@ func localOpeners() map[string]bucketconformance.Opener {
 	}
 }
 
-// s3Openers starts one in-process S3 server per storage engine walkeeper relies on (s3mem,
-// the tests' default, and s3bolt, its on-disk engine)
-// and opens a fresh bucket on it per call. With WALKEEPER_S3_TEST_URL set (docs/STORAGE.md), only
+// s3Openers opens a fresh bucket per call on each of s3test.StartEngines' servers (s3mem,
+// the tests' default, and s3bolt, its on-disk engine). With WALKEEPER_S3_TEST_URL set (docs/STORAGE.md), only
 // that endpoint, under a fresh random prefix= per call.
 func s3Openers(t *testing.T) map[string]bucketconformance.Opener {
 	t.Helper()
@@ -76,19 +75,8 @@ func s3Openers(t *testing.T) map[string]bucketconformance.Opener {
 			return open(t, withRandomPrefix(ext))
 		}}
 	}
-	s3test.SetCredentials(t)
 	out := map[string]bucketconformance.Opener{}
-	for _, name := range []string{"s3mem", "s3bolt"} {
-		opts := s3test.Options{}
-		if name == "s3bolt" {
-			opts.BoltPath = filepath.Join(t.TempDir(), "s3.db")
-			opts.BoltNoSync = true
-		}
-		srv, err := s3test.New(opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = srv.Close() })
+	for name, srv := range s3test.StartEngines(t) {
 		out[name] = func(t *testing.T) *store.Bucket {
 			bucket := s3test.NewBucketName()
 			if err := srv.CreateBucket(bucket); err != nil {

@@ -143,33 +143,35 @@ func (g *gocloudBackend) delete(ctx context.Context, key string) error {
 // list follows gocloud's paged listing (continuation tokens) and hands each object to fn as
 // its page arrives.
 func (g *gocloudBackend) list(ctx context.Context, prefix string, fn func(ObjectInfo) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	it := g.bkt.List(&blob.ListOptions{Prefix: prefix})
-	for {
-		obj, err := it.Next(ctx)
-		if errors.Is(err, io.EOF) {
+	return g.eachListed(ctx, &blob.ListOptions{Prefix: prefix}, func(obj *blob.ListObject) error {
+		if obj.IsDir || isTempKey(obj.Key) {
 			return nil
 		}
-		if err != nil {
-			return mapErr(err)
-		}
-		if obj.IsDir || isTempKey(obj.Key) {
-			continue
-		}
-		if err := fn(ObjectInfo{Key: obj.Key, Size: obj.Size, ModTime: obj.ModTime}); err != nil {
-			return err
-		}
-	}
+		return fn(ObjectInfo{Key: obj.Key, Size: obj.Size, ModTime: obj.ModTime})
+	})
 }
 
 // listDirs is a delimiter ("/") listing: object stores report each common prefix once.
 func (g *gocloudBackend) listDirs(ctx context.Context, prefix string, fn func(string) error) error {
+	return g.eachListed(ctx, &blob.ListOptions{Prefix: prefix, Delimiter: "/"}, func(obj *blob.ListObject) error {
+		if !obj.IsDir {
+			return nil
+		}
+		name := strings.TrimSuffix(strings.TrimPrefix(obj.Key, prefix), "/")
+		if name == "" || strings.HasPrefix(name, tempPrefix) {
+			return nil
+		}
+		return fn(name)
+	})
+}
+
+// eachListed runs one gocloud listing page by page, handing every entry to fn as its page
+// arrives, until the listing ends or fn or the storage fails.
+func (g *gocloudBackend) eachListed(ctx context.Context, opts *blob.ListOptions, fn func(*blob.ListObject) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	it := g.bkt.List(&blob.ListOptions{Prefix: prefix, Delimiter: "/"})
+	it := g.bkt.List(opts)
 	for {
 		obj, err := it.Next(ctx)
 		if errors.Is(err, io.EOF) {
@@ -178,14 +180,7 @@ func (g *gocloudBackend) listDirs(ctx context.Context, prefix string, fn func(st
 		if err != nil {
 			return mapErr(err)
 		}
-		if !obj.IsDir {
-			continue
-		}
-		name := strings.TrimSuffix(strings.TrimPrefix(obj.Key, prefix), "/")
-		if name == "" || strings.HasPrefix(name, tempPrefix) {
-			continue
-		}
-		if err := fn(name); err != nil {
+		if err := fn(obj); err != nil {
 			return err
 		}
 	}

@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
-	"io"
 
 	"cloud.google.com/go/storage"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
@@ -28,29 +26,16 @@ import (
 // cursor may step over it (docs/STORAGE.md §6). Walkeeper's own keys are plain
 // unless a store name holds "__0x<hex>__".
 func (g *gocloudBackend) listFrom(ctx context.Context, prefix, startAfter string, fn func(ObjectInfo) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
 	opts := &blob.ListOptions{Prefix: prefix}
 	if startAfter != "" {
 		opts.BeforeList = startAfterHook(startAfter)
 	}
-	it := g.bkt.List(opts)
-	for {
-		obj, err := it.Next(ctx)
-		if errors.Is(err, io.EOF) {
+	return g.eachListed(ctx, opts, func(obj *blob.ListObject) error {
+		if obj.IsDir || isTempKey(obj.Key) || obj.Key <= startAfter {
 			return nil
 		}
-		if err != nil {
-			return mapErr(err)
-		}
-		if obj.IsDir || isTempKey(obj.Key) || obj.Key <= startAfter {
-			continue
-		}
-		if err := fn(ObjectInfo{Key: obj.Key, Size: obj.Size, ModTime: obj.ModTime}); err != nil {
-			return err
-		}
-	}
+		return fn(ObjectInfo{Key: obj.Key, Size: obj.Size, ModTime: obj.ModTime})
+	})
 }
 
 // startAfterHook is a gocloud BeforeList that makes the driver's first list request start

@@ -47,10 +47,8 @@ func TestChecksumRefusesDamagedObjectsBeforeDecoding(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			db := openTestDB(t, "file://"+t.TempDir(), "w1")
-			s := createGeneric(t, db, "sum", false)
-			appendRows(t, s, row("a", 1), row("b", 2))
-			flush(t, s)
+			db, s := newGenericStore(t, "file://"+t.TempDir(), "sum")
+			seal(t, s, row("a", 1), row("b", 2))
 			if tc.run {
 				_, err := s.MergeAll(ctx)
 				require.NoError(t, err)
@@ -100,8 +98,7 @@ func flipMiddleBit(orig []byte) []byte {
 func TestWALChecksum(t *testing.T) {
 	ctx := context.Background()
 	root := "file://" + t.TempDir()
-	db := openTestDB(t, root, "w1")
-	s := createGeneric(t, db, "walsum", false)
+	db, s := newGenericStore(t, root, "walsum")
 	appendRows(t, s, row("a", 1))
 	appendRows(t, s, row("b", 2))
 	objs, err := db.bucket.List(ctx, walPrefix(s.target, db.Shard()))

@@ -20,12 +20,10 @@ func claimExists(t *testing.T, s *Store, p *PreparedMerge) bool {
 // commit of that attempt from publishing.
 func TestAttemptClaimsDoNotAccumulate(t *testing.T) {
 	ctx := context.Background()
-	db := openTestDB(t, "file://"+t.TempDir(), "w1")
-	s := createGeneric(t, db, "claims", false)
+	_, s := newGenericStore(t, "file://"+t.TempDir(), "claims")
 
 	// A committed attempt leaves no claim, and neither does a late Abort of it.
-	appendRows(t, s, row("a", 1))
-	flush(t, s)
+	seal(t, s, row("a", 1))
 	p, err := s.Prepare(ctx, PrepareParams{AttemptKey: "wf/a"})
 	require.NoError(t, err)
 	_, err = s.Commit(ctx, p)
@@ -37,8 +35,7 @@ func TestAttemptClaimsDoNotAccumulate(t *testing.T) {
 	require.False(t, claimExists(t, s, p), "abort of a committed attempt left a claim")
 
 	// An abort below the watermark keeps its claim: it is what refuses a late commit.
-	appendRows(t, s, row("b", 2))
-	flush(t, s)
+	seal(t, s, row("b", 2))
 	stale, err := s.Prepare(ctx, PrepareParams{AttemptKey: "wf/b"})
 	require.NoError(t, err)
 	_, err = s.Abort(ctx, stale)

@@ -12,7 +12,6 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -59,32 +58,13 @@ const decodeFuzzRows = `[
  {"id":"d","n":9223372036854775807,"f":1e308,"ok":true,"bin":"/w==","at":"2262-04-11T23:47:16Z","s":"yy"}
 ]`
 
-var decodeFuzzSeq atomic.Int64
-
 // decodeFuzzStore creates a store of decodeFuzzSchema on a fresh mem:// bucket (dropped when
 // the test ends) with rows appended and sealed: one pending generation; with merged, also
 // two base runs.
 func decodeFuzzStore(t *testing.T, merged bool) (*DB, *Store) {
 	t.Helper()
 	ctx := context.Background()
-	url := fmt.Sprintf("mem://decode-fuzz-%d-%d", os.Getpid(), decodeFuzzSeq.Add(1))
-	t.Cleanup(func() {
-		memBuckets.Lock()
-		delete(memBuckets.m, url)
-		memBuckets.Unlock()
-	})
-	opts := DefaultOptions()
-	opts.InstanceID = "w1"
-	db, err := OpenDB(ctx, url, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close(context.Background()) })
-	sch := decodeFuzzSchema
-	s, err := db.Create(ctx, Target{Kind: KindGeneric, Name: "fz"}, CreateOptions{Schema: &sch})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, s := fuzzStore(t, "decode-fuzz", decodeFuzzSchema)
 	rows, err := s.Codec().DecodeJSON([]byte(decodeFuzzRows), 0)
 	if err != nil {
 		t.Fatal(err)

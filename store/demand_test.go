@@ -96,11 +96,9 @@ func TestMergeCommitDeletesCoveredDemand(t *testing.T) {
 	for name, url := range backends(t) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			db := openTestDB(t, url, "w1")
-			s := createGeneric(t, db, "orders", false)
+			db, s := newGenericStore(t, url, "orders")
 			for i := range 3 {
-				appendRows(t, s, row(fmt.Sprint("k", i), int64(i)))
-				flush(t, s)
+				seal(t, s, row(fmt.Sprint("k", i), int64(i)))
 			}
 			require.Len(t, demandOf(t, db, s.target), 3)
 			p, err := s.Prepare(ctx, PrepareParams{Shard: db.shard})
@@ -122,8 +120,7 @@ func TestStaleAndOrphanDemandAreCleaned(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now()
 	clock := func() time.Time { return now }
-	db := openTestDB(t, backends(t)["mem"], "w1", func(o *Options) { o.Now = clock })
-	s := createGeneric(t, db, "orders", false)
+	db, s := newGenericStore(t, backends(t)["mem"], "orders", func(o *Options) { o.Now = clock })
 	appendRows(t, s, row("a", 1))
 	g := flush(t, s)
 
@@ -167,11 +164,9 @@ func TestStaleAndOrphanDemandAreCleaned(t *testing.T) {
 // index existed, or its record lost) and sets the compaction marker from the run count.
 func TestReconcileRepairsMissingDemandAndCompactMarker(t *testing.T) {
 	ctx := context.Background()
-	db := openTestDB(t, backends(t)["mem"], "w1", func(o *Options) { o.CompactDemandRuns = 2 })
-	s := createGeneric(t, db, "orders", false)
+	db, s := newGenericStore(t, backends(t)["mem"], "orders", func(o *Options) { o.CompactDemandRuns = 2 })
 	for i := range 2 {
-		appendRows(t, s, row(fmt.Sprint("k", i), 1))
-		flush(t, s)
+		seal(t, s, row(fmt.Sprint("k", i), 1))
 		_, err := s.MergeOnce(ctx, db.shard)
 		require.NoError(t, err)
 	}

@@ -19,13 +19,14 @@ import (
 //
 // Seeds live in testdata/fuzz/<Name>/; docs/RELIABILITY.md records the runs.
 
-var manifestFuzzSeq atomic.Int64
+var fuzzSeq atomic.Int64
 
-// manifestFuzzStore creates a generic store on a fresh mem:// bucket whose registry entry is
-// dropped when the test ends (so a long fuzz run does not keep every bucket alive).
-func manifestFuzzStore(t *testing.T) (*DB, *Store) {
+// fuzzStore creates a generic store "fz" of sch for the instance "w1" on a fresh mem:// bucket
+// named after prefix, whose registry entry is dropped when the test ends (so a long fuzz run
+// does not keep every bucket alive).
+func fuzzStore(t *testing.T, prefix string, sch Schema) (*DB, *Store) {
 	t.Helper()
-	url := fmt.Sprintf("mem://manifest-fuzz-%d-%d", os.Getpid(), manifestFuzzSeq.Add(1))
+	url := fmt.Sprintf("mem://%s-%d-%d", prefix, os.Getpid(), fuzzSeq.Add(1))
 	t.Cleanup(func() {
 		memBuckets.Lock()
 		delete(memBuckets.m, url)
@@ -37,12 +38,18 @@ func manifestFuzzStore(t *testing.T) (*DB, *Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sch := Schema{Fields: []Field{{Name: "id", Type: TypeString}, {Name: "n", Type: TypeInt64, Nullable: true}}}
+	t.Cleanup(func() { _ = db.Close(context.Background()) })
 	s, err := db.Create(context.Background(), Target{Kind: KindGeneric, Name: "fz"}, CreateOptions{Schema: &sch})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return db, s
+}
+
+// manifestFuzzStore is a generic store of a key and one number on a fresh bucket.
+func manifestFuzzStore(t *testing.T) (*DB, *Store) {
+	t.Helper()
+	return fuzzStore(t, "manifest-fuzz", Schema{Fields: []Field{{Name: "id", Type: TypeString}, {Name: "n", Type: TypeInt64, Nullable: true}}})
 }
 
 // exercise runs every read-side consumer of the manifests; errors are fine, panics are not.

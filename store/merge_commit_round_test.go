@@ -22,6 +22,8 @@ type roundFixture struct {
 	writers   []*Store
 	committer *Store
 	faults    atomic.Pointer[FaultFuncs]
+	// want is every row the writers wrote, as read before anything is merged.
+	want map[string]int64
 }
 
 func newRoundFixture(t *testing.T, url string, shards, gens int) *roundFixture {
@@ -36,8 +38,7 @@ func newRoundFixture(t *testing.T, url string, shards, gens int) *roundFixture {
 			s = openGeneric(t, db, "round")
 		}
 		for g := 0; g < gens; g++ {
-			appendRows(t, s, row(fmt.Sprintf("s%d-g%d", i, g), int64(g)), row("shared", int64(100*i+g)))
-			flush(t, s)
+			seal(t, s, row(fmt.Sprintf("s%d-g%d", i, g), int64(g)), row("shared", int64(100*i+g)))
 		}
 		f.writers = append(f.writers, s)
 	}
@@ -57,7 +58,20 @@ func newRoundFixture(t *testing.T, url string, shards, gens int) *roundFixture {
 		},
 	})
 	f.committer = openGeneric(t, cdb, "round")
+	f.want = allRows(t, f.writers[0], SourceAll)
 	return f
+}
+
+// commitAhead has another attempt merge shard i's first generation, so that the watermark
+// moves inside what an earlier prepare of that shard covers.
+func (f *roundFixture) commitAhead(t *testing.T, i int) {
+	t.Helper()
+	ctx := context.Background()
+	one := 1
+	other, err := f.writers[i].Prepare(ctx, PrepareParams{AttemptKey: "other/1", MaxGenerations: &one})
+	require.NoError(t, err)
+	_, err = f.writers[i].Commit(ctx, other)
+	require.NoError(t, err)
 }
 
 func (f *roundFixture) prepareAll(t *testing.T, attempt string) []*PreparedMerge {
@@ -72,15 +86,15 @@ func (f *roundFixture) prepareAll(t *testing.T, attempt string) []*PreparedMerge
 	return ps
 }
 
-// requireConverged checks the end state every round must reach: the rows of want, each
+// requireConverged checks the end state every round must reach: the rows of f.want, each
 // exactly once in the base; nothing pending, no generation file, no staged file outside the
 // base and no commit claim left behind.
-func (f *roundFixture) requireConverged(t *testing.T, want map[string]int64) {
+func (f *roundFixture) requireConverged(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
 	s := f.writers[0]
-	require.Equal(t, want, allRows(t, s, SourceAll))
-	require.Equal(t, want, allRows(t, s, SourceBase))
+	require.Equal(t, f.want, allRows(t, s, SourceAll))
+	require.Equal(t, f.want, allRows(t, s, SourceBase))
 	base, err := s.loadBase(ctx)
 	require.NoError(t, err)
 	// Each shard's generations 1..watermark are covered by exactly one merged run each: none
@@ -127,6 +141,16 @@ func (f *roundFixture) requireConverged(t *testing.T, want map[string]int64) {
 	}
 }
 
+// requireEveryShard requires every shard of res to have outcome and to be in base version
+// baseVersion.
+func requireEveryShard(t *testing.T, res RoundCommitResult, outcome string, baseVersion uint64) {
+	t.Helper()
+	for _, sr := range res.Shards {
+		require.Equal(t, outcome, sr.Outcome, "shard %s", sr.Shard)
+		require.EqualValues(t, baseVersion, sr.BaseVersion, "shard %s", sr.Shard)
+	}
+}
+
 func outcomes(res RoundCommitResult) []string {
 	var out []string
 	for _, sr := range res.Shards {
@@ -142,7 +166,6 @@ func TestCommitRoundPublishesSeveralShardsInOneVersion(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			f := newRoundFixture(t, url, 5, 3)
-			want := allRows(t, f.writers[0], SourceAll)
 			ps := f.prepareAll(t, "wf/round-1")
 			before, err := f.committer.db.bucket.List(ctx, demandShardPrefix(f.committer.target, f.writers[0].db.Shard()))
 			require.NoError(t, err)
@@ -169,18 +192,15 @@ func TestCommitRoundPublishesSeveralShardsInOneVersion(t *testing.T) {
 					require.False(t, ok && !r.Compact && r.Gen <= ps[i].Through, "demand record %s left after the round", o.Key)
 				}
 			}
-			f.requireConverged(t, want)
+			f.requireConverged(t)
 
 			// A retry of the whole round after it finished reports every shard already
 			// committed and publishes nothing.
 			again, err := f.committer.CommitRound(ctx, ps)
 			require.NoError(t, err)
 			require.Zero(t, again.BaseVersion)
-			for _, sr := range again.Shards {
-				require.Equal(t, RoundAlreadyCommitted, sr.Outcome)
-				require.EqualValues(t, 1, sr.BaseVersion)
-			}
-			f.requireConverged(t, want)
+			requireEveryShard(t, again, RoundAlreadyCommitted, 1)
+			f.requireConverged(t)
 		})
 	}
 }
@@ -190,18 +210,13 @@ func TestCommitRoundPublishesSeveralShardsInOneVersion(t *testing.T) {
 func TestCommitRoundLeavesStaleShardsOut(t *testing.T) {
 	ctx := context.Background()
 	f := newRoundFixture(t, fmt.Sprintf("mem://round-stale-%d", testURLSeq.Add(1)), 4, 3)
-	want := allRows(t, f.writers[0], SourceAll)
 	ps := f.prepareAll(t, "wf/round-1")
 
 	// Shard 1: another attempt merged its first generation meanwhile, so the watermark is
 	// inside the prepared range. Shard 2: its attempt was aborted first. Shard 3: its staged
 	// file is gone.
-	one := 1
-	other, err := f.writers[1].Prepare(ctx, PrepareParams{AttemptKey: "other/1", MaxGenerations: &one})
-	require.NoError(t, err)
-	_, err = f.writers[1].Commit(ctx, other)
-	require.NoError(t, err)
-	_, err = f.writers[2].claim(ctx, ps[2], "abort")
+	f.commitAhead(t, 1)
+	_, err := f.writers[2].claim(ctx, ps[2], "abort")
 	require.NoError(t, err)
 	require.NoError(t, f.writers[3].db.bucket.Delete(ctx, ps[3].Staged[0].Path))
 
@@ -216,7 +231,7 @@ func TestCommitRoundLeavesStaleShardsOut(t *testing.T) {
 	require.EqualValues(t, 3, base.Watermarks[f.writers[0].db.Shard()])
 	require.EqualValues(t, 1, base.Watermarks[f.writers[1].db.Shard()])
 	require.Zero(t, base.Watermarks[f.writers[2].db.Shard()])
-	require.Equal(t, want, allRows(t, f.writers[0], SourceAll), "nothing lost while the stale shards wait")
+	require.Equal(t, f.want, allRows(t, f.writers[0], SourceAll), "nothing lost while the stale shards wait")
 
 	// Compensation: each stale attempt's Abort proves its commit absent and deletes its
 	// files; the shards then merge again.
@@ -227,7 +242,7 @@ func TestCommitRoundLeavesStaleShardsOut(t *testing.T) {
 	}
 	_, err = f.writers[0].MergeAll(ctx)
 	require.NoError(t, err)
-	f.requireConverged(t, want)
+	f.requireConverged(t)
 }
 
 // Crash points of a round, injected with the fault decorator on the committer's bucket: the
@@ -289,7 +304,6 @@ func TestCommitRoundCrashPoints(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			f := newRoundFixture(t, fmt.Sprintf("mem://round-crash-%d", testURLSeq.Add(1)), 3, 2)
-			want := allRows(t, f.writers[0], SourceAll)
 			ps := f.prepareAll(t, "wf/round-1")
 			var shards []string
 			for _, w := range f.writers {
@@ -308,20 +322,17 @@ func TestCommitRoundCrashPoints(t *testing.T) {
 			} else {
 				require.Zero(t, base.Version)
 			}
-			require.Equal(t, want, allRows(t, f.writers[0], SourceAll), "reads right after the crash")
+			require.Equal(t, f.want, allRows(t, f.writers[0], SourceAll), "reads right after the crash")
 
 			// The activity's retry: same input.
 			res, err := f.committer.CommitRound(ctx, ps)
 			require.NoError(t, err)
-			for _, sr := range res.Shards {
-				if tc.published {
-					require.Equal(t, RoundAlreadyCommitted, sr.Outcome)
-				} else {
-					require.Equal(t, RoundCommitted, sr.Outcome)
-				}
-				require.EqualValues(t, 1, sr.BaseVersion)
+			outcome := RoundCommitted
+			if tc.published {
+				outcome = RoundAlreadyCommitted
 			}
-			f.requireConverged(t, want)
+			requireEveryShard(t, res, outcome, 1)
+			f.requireConverged(t)
 		})
 	}
 }
@@ -331,13 +342,8 @@ func TestCommitRoundCrashPoints(t *testing.T) {
 func TestCommitRoundCompensationCrash(t *testing.T) {
 	ctx := context.Background()
 	f := newRoundFixture(t, fmt.Sprintf("mem://round-comp-%d", testURLSeq.Add(1)), 2, 2)
-	want := allRows(t, f.writers[0], SourceAll)
 	ps := f.prepareAll(t, "wf/round-1")
-	one := 1
-	other, err := f.writers[1].Prepare(ctx, PrepareParams{AttemptKey: "other/1", MaxGenerations: &one})
-	require.NoError(t, err)
-	_, err = f.writers[1].Commit(ctx, other)
-	require.NoError(t, err)
+	f.commitAhead(t, 1)
 
 	res, err := f.committer.CommitRound(ctx, ps)
 	require.NoError(t, err)
@@ -357,14 +363,14 @@ func TestCommitRoundCompensationCrash(t *testing.T) {
 	ok, err := f.committer.db.bucket.Exists(ctx, ps[1].Staged[0].Path)
 	require.NoError(t, err)
 	require.True(t, ok, "the crashed compensation deleted nothing")
-	require.Equal(t, want, allRows(t, f.writers[0], SourceAll))
+	require.Equal(t, f.want, allRows(t, f.writers[0], SourceAll))
 
 	ar, err := f.committer.Abort(ctx, ps[1])
 	require.NoError(t, err)
 	require.Equal(t, 1, ar.Deleted)
 	_, err = f.writers[0].MergeAll(ctx)
 	require.NoError(t, err)
-	f.requireConverged(t, want)
+	f.requireConverged(t)
 }
 
 func TestCommitRoundRejectsBadInput(t *testing.T) {

@@ -265,16 +265,8 @@ func TestDecodeIPCRejectsOutOfBoundsOffsets(t *testing.T) {
 	body = strings.TrimSuffix(strings.TrimPrefix(body, "[]byte("), ")")
 	data, err := strconv.Unquote(body)
 	require.NoError(t, err)
-	// The schema the input was fuzzed against (decodeFuzzSchema), so it gets past CheckRecord.
-	c, err := NewCodec(KindGeneric, Schema{Fields: []Field{
-		{Name: "id", Type: TypeString},
-		{Name: "n", Type: TypeInt64, Nullable: true},
-		{Name: "f", Type: TypeFloat64, Nullable: true},
-		{Name: "ok", Type: TypeBool, Nullable: true},
-		{Name: "bin", Type: TypeBinary, Nullable: true},
-		{Name: "at", Type: TypeTimestamp, Nullable: true},
-		{Name: "s", Type: TypeString},
-	}})
+	// The schema the input was fuzzed against, so it gets past CheckRecord.
+	c, err := NewCodec(KindGeneric, decodeFuzzSchema)
 	require.NoError(t, err)
 	recs, err := decodeIPC([]byte(data), c, "crasher")
 	if err == nil {

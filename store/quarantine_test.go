@@ -11,14 +11,11 @@ import (
 // it lets both go on, keeps the object, and hides exactly its rows.
 func TestQuarantineDamagedGenerationUnblocksTheShard(t *testing.T) {
 	ctx := context.Background()
-	db := openTestDB(t, "file://"+t.TempDir(), "w1")
-	s := createGeneric(t, db, "q", false)
-	appendRows(t, s, row("a", 1), row("b", 1))
-	flush(t, s)
+	db, s := newGenericStore(t, "file://"+t.TempDir(), "q")
+	seal(t, s, row("a", 1), row("b", 1))
 	appendRows(t, s, row("b", 2), row("c", 2)) // the generation that gets damaged
 	flush(t, s)
-	appendRows(t, s, row("d", 3))
-	flush(t, s)
+	seal(t, s, row("d", 3))
 	sm, err := s.loadShard(ctx, db.Shard())
 	require.NoError(t, err)
 	require.Len(t, sm.Flushed, 3)
@@ -65,8 +62,7 @@ func TestQuarantineDamagedGenerationUnblocksTheShard(t *testing.T) {
 	require.True(t, ok, "clean-up after the merge must not delete a quarantined object")
 
 	// New appends and merges go on as usual.
-	appendRows(t, s, row("c", 4))
-	flush(t, s)
+	seal(t, s, row("c", 4))
 	_, err = s.MergeAll(ctx)
 	require.NoError(t, err)
 	require.Equal(t, map[string]int64{"a": 1, "b": 1, "c": 4, "d": 3}, allRows(t, s, SourceBase))
@@ -74,11 +70,9 @@ func TestQuarantineDamagedGenerationUnblocksTheShard(t *testing.T) {
 
 func TestQuarantineDamagedRunUnblocksReadsAndCompaction(t *testing.T) {
 	ctx := context.Background()
-	db := openTestDB(t, "file://"+t.TempDir(), "w1", func(o *Options) { o.MergeMaxGenerations = 1 })
-	s := createGeneric(t, db, "qr", false)
+	db, s := newGenericStore(t, "file://"+t.TempDir(), "qr", func(o *Options) { o.MergeMaxGenerations = 1 })
 	for i, k := range []string{"a", "b", "c"} {
-		appendRows(t, s, row(k, int64(i+1)))
-		flush(t, s)
+		seal(t, s, row(k, int64(i+1)))
 	}
 	_, err := s.MergeAll(ctx)
 	require.NoError(t, err)

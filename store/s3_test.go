@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
@@ -64,41 +63,29 @@ func s3PrefixOf(u string) string {
 	return rest
 }
 
-// s3Backends starts one server per gofakes3 backend walkeeper relies on: s3mem (the tests'
-// default) and s3bolt (its on-disk engine); with
+// openS3Bucket opens url for the test.
+func openS3Bucket(t *testing.T, url string) *Bucket {
+	t.Helper()
+	b, err := OpenBucket(context.Background(), url)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Close() })
+	return b
+}
+
+// s3Backends is a fresh bucket on each of s3test.StartEngines' servers; with
 // WALKEEPER_S3_TEST_URL set, only that endpoint.
 func s3Backends(t *testing.T) map[string]string {
 	t.Helper()
 	if os.Getenv(s3ExternalEnv) != "" {
 		return map[string]string{"external": s3URL(t)}
 	}
-	s3test.SetCredentials(t)
 	out := map[string]string{}
-	for _, name := range []string{"s3mem", "s3bolt"} {
-		opts := s3test.Options{}
-		if name == "s3bolt" {
-			opts.BoltPath = filepath.Join(t.TempDir(), "s3.db")
-			opts.BoltNoSync = true
-		}
-		srv, err := s3test.New(opts)
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = srv.Close() })
+	for name, srv := range s3test.StartEngines(t) {
 		bucket := s3test.NewBucketName()
 		require.NoError(t, srv.CreateBucket(bucket))
 		out[name] = srv.BucketURL(bucket)
 	}
 	return out
-}
-
-func s3Keys(t *testing.T, b *Bucket, prefix string) []string {
-	t.Helper()
-	objs, err := b.List(context.Background(), prefix)
-	require.NoError(t, err)
-	keys := []string{}
-	for _, o := range objs {
-		keys = append(keys, o.Key)
-	}
-	return keys
 }
 
 // TestS3LargeObjectsAndMultipartPreconditions: objects of 16 MiB and more (the AWS SDK
@@ -115,9 +102,7 @@ func TestS3LargeObjectsAndMultipartPreconditions(t *testing.T) {
 			continue
 		}
 		t.Run(name, func(t *testing.T) {
-			b, err := OpenBucket(ctx, url)
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = b.Close() })
+			b := openS3Bucket(t, url)
 			big := bytes.Repeat([]byte("0123456789abcdef"), (17<<20)/16+7) // > 17 MiB: 3 parts, not aligned
 			other := bytes.Repeat([]byte{'z'}, len(big)+100)
 
@@ -146,17 +131,14 @@ func TestS3LargeObjectsAndMultipartPreconditions(t *testing.T) {
 // TestS3PrefixIsolatesRoots: gocloud's ?prefix= parameter gives each storage root its own
 // key space in one bucket (the path part of an s3:// URL is ignored by gocloud).
 func TestS3PrefixIsolatesRoots(t *testing.T) {
-	ctx := context.Background()
 	url := s3URL(t)
 	a := openTestDB(t, s3WithPrefix(url, "tenant-a/"), "w1")
 	bdb := openTestDB(t, s3WithPrefix(url, "tenant-b/"), "w1")
 	createGeneric(t, a, "same", false)
 	createGeneric(t, bdb, "same", false) // no ErrAlreadyExists: another root
 
-	raw, err := OpenBucket(ctx, url)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = raw.Close() })
-	keys := s3Keys(t, raw, "")
+	raw := openS3Bucket(t, url)
+	keys := listKeys(t, raw, "")
 	require.Contains(t, keys, "tenant-a/_registry/generic/same.json")
 	require.Contains(t, keys, "tenant-b/_registry/generic/same.json")
 	for _, k := range keys {
@@ -258,8 +240,7 @@ func TestS3AppendFlushMergeReadRoundTrip(t *testing.T) {
 	require.NoError(t, s2.Delete(ctx, "k07"))
 	flush(t, s2)
 	require.NoError(t, s1.Delete(ctx, "k08"))
-	appendRows(t, s1, Row{Key: "nulls", Values: []any{"nulls", nil, nil}})
-	flush(t, s1)
+	seal(t, s1, Row{Key: "nulls", Values: []any{"nulls", nil, nil}})
 
 	want := map[string]int64{"x1": 1, "nulls": -1}
 	for i := 0; i < 40; i++ {
@@ -298,10 +279,8 @@ func TestS3AppendFlushMergeReadRoundTrip(t *testing.T) {
 
 	// Layout (docs/FORMAT.md §1) and no leftovers: no generation files, no WAL objects of
 	// merged data, every data/ file referenced by the latest manifest.
-	raw, err := OpenBucket(ctx, url)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = raw.Close() })
-	keys := s3Keys(t, raw, "")
+	raw := openS3Bucket(t, url)
+	keys := listKeys(t, raw, "")
 	require.Contains(t, keys, "_registry/generic/rt.json")
 	require.Contains(t, keys, "generic/rt/store.json")
 	base, err := reader.loadBase(ctx)
@@ -314,7 +293,7 @@ func TestS3AppendFlushMergeReadRoundTrip(t *testing.T) {
 	for _, r := range base.Runs {
 		live = append(live, r.Path)
 	}
-	data := s3Keys(t, raw, "generic/rt/data/")
+	data := listKeys(t, raw, "generic/rt/data/")
 	require.Subset(t, data, live)
 
 	// A fresh process sees the same after closing everything.

@@ -53,6 +53,14 @@ func createGeneric(t *testing.T, db *DB, name string, seal bool) *Store {
 	return s
 }
 
+// newGenericStore opens a DB for the instance "w1" on url and creates the generic store name
+// (testSchema, no seal on append) in it.
+func newGenericStore(t *testing.T, url, name string, tweak ...func(*Options)) (*DB, *Store) {
+	t.Helper()
+	db := openTestDB(t, url, "w1", tweak...)
+	return db, createGeneric(t, db, name, false)
+}
+
 func openGeneric(t *testing.T, db *DB, name string) *Store {
 	t.Helper()
 	s, err := db.Open(context.Background(), Target{Kind: KindGeneric, Name: name})
@@ -73,6 +81,21 @@ func flush(t *testing.T, s *Store) FlushResult {
 	res, err := s.Flush(context.Background())
 	require.NoError(t, err)
 	return res
+}
+
+// seal appends rows to s and seals them into one generation.
+func seal(t *testing.T, s *Store, rows ...Row) {
+	t.Helper()
+	appendRows(t, s, rows...)
+	flush(t, s)
+}
+
+// sealGenerations seals n generations of one row each, k<i> = i for i in [0, n).
+func sealGenerations(t *testing.T, s *Store, n int) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		seal(t, s, row(fmt.Sprintf("k%d", i), int64(i)))
+	}
 }
 
 // allRows lists every row (all pages) as id -> n.
@@ -150,8 +173,7 @@ func TestAppendFlushReadMergeOnEveryBackend(t *testing.T) {
 	for name, url := range backends(t) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			db := openTestDB(t, url, "w1")
-			s := createGeneric(t, db, "basic", false)
+			db, s := newGenericStore(t, url, "basic")
 			appendRows(t, s, row("a", 1), row("b", 2))
 			// Visible to its own process before the seal.
 			got, err := s.Get(ctx, "a")
@@ -193,11 +215,9 @@ func TestMergedGenerationFilesAreDeleted(t *testing.T) {
 	for name, url := range backends(t) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			db := openTestDB(t, url, "w1")
-			s := createGeneric(t, db, "leak", false)
+			db, s := newGenericStore(t, url, "leak")
 			for i := 0; i < 30; i++ {
-				appendRows(t, s, row(fmt.Sprintf("k%02d", i), int64(i)))
-				flush(t, s)
+				seal(t, s, row(fmt.Sprintf("k%02d", i), int64(i)))
 				if (i+1)%10 == 0 {
 					_, err := s.MergeAll(ctx)
 					require.NoError(t, err)
@@ -214,12 +234,8 @@ func TestMergedGenerationFilesAreDeleted(t *testing.T) {
 // Story D: a pass is bounded and leftovers survive: 10 generations, cap 3 → 3,3,3,1.
 func TestMergePassIsBoundedAndLeftoversSurvive(t *testing.T) {
 	ctx := context.Background()
-	db := openTestDB(t, "file://"+t.TempDir(), "w1", func(o *Options) { o.MergeMaxGenerations = 3 })
-	s := createGeneric(t, db, "bounded", false)
-	for i := 0; i < 10; i++ {
-		appendRows(t, s, row(fmt.Sprintf("k%d", i), int64(i)))
-		flush(t, s)
-	}
+	db, s := newGenericStore(t, "file://"+t.TempDir(), "bounded", func(o *Options) { o.MergeMaxGenerations = 3 })
+	sealGenerations(t, s, 10)
 	var passes []int
 	for pendingOf(t, s, db.Shard()) > 0 {
 		before := pendingOf(t, s, db.Shard())
@@ -257,8 +273,7 @@ func TestMergeCaps(t *testing.T) {
 			})
 			s := createGeneric(t, db, "caps", false)
 			for i := 0; i < 5; i++ {
-				appendRows(t, s, Row{Key: fmt.Sprintf("k%d", i), Values: []any{fmt.Sprintf("k%d", i), int64(i), blob}})
-				flush(t, s)
+				seal(t, s, Row{Key: fmt.Sprintf("k%d", i), Values: []any{fmt.Sprintf("k%d", i), int64(i), blob}})
 			}
 			var passes []int
 			for pendingOf(t, s, db.Shard()) > 0 {
@@ -281,12 +296,8 @@ func TestMergeCaps(t *testing.T) {
 // Story H: prepare runs while a reader holds the lock; commit waits for it.
 func TestPrepareDoesNotBlockOnReadLockButCommitWaits(t *testing.T) {
 	ctx := context.Background()
-	db := openTestDB(t, "file://"+t.TempDir(), "w1")
-	s := createGeneric(t, db, "locks", false)
-	for i := 0; i < 3; i++ {
-		appendRows(t, s, row(fmt.Sprintf("k%d", i), int64(i)))
-		flush(t, s)
-	}
+	_, s := newGenericStore(t, "file://"+t.TempDir(), "locks")
+	sealGenerations(t, s, 3)
 	s.mergeLock.RLock() // a long prepare elsewhere, or any shared holder
 	p, err := s.Prepare(ctx, PrepareParams{})
 	require.NoError(t, err, "prepare must not wait for a shared holder")
@@ -332,10 +343,8 @@ func TestNewestWriteWinsAcrossShardsAndMerges(t *testing.T) {
 
 			appendRows(t, sa, row("x", 1), row("x", 2)) // later in one batch = newer
 			flush(t, sa)
-			appendRows(t, sb, row("x", 3), row("y", 10))
-			flush(t, sb)
-			appendRows(t, sa, row("z", 5))
-			flush(t, sa)
+			seal(t, sb, row("x", 3), row("y", 10))
+			seal(t, sa, row("z", 5))
 			want := map[string]int64{"x": 3, "y": 10, "z": 5}
 			require.Equal(t, want, allRows(t, sa, SourceAll))
 
@@ -359,12 +368,8 @@ func TestNewestWriteWinsAcrossShardsAndMerges(t *testing.T) {
 // Two prepares of the same generations commit once; the loser's files are removed.
 func TestTwoPreparesOfOneShardCommitOnce(t *testing.T) {
 	ctx := context.Background()
-	db := openTestDB(t, "file://"+t.TempDir(), "w1")
-	s := createGeneric(t, db, "twice", false)
-	for i := 0; i < 4; i++ {
-		appendRows(t, s, row(fmt.Sprintf("k%d", i), int64(i)))
-		flush(t, s)
-	}
+	db, s := newGenericStore(t, "file://"+t.TempDir(), "twice")
+	sealGenerations(t, s, 4)
 	p1, err := s.Prepare(ctx, PrepareParams{AttemptKey: "wf-1/act-1"})
 	require.NoError(t, err)
 	p2, err := s.Prepare(ctx, PrepareParams{AttemptKey: "wf-2/act-1"})
@@ -409,8 +414,7 @@ func TestRacingCommittersFromManyShardsAllLand(t *testing.T) {
 					s = openGeneric(t, db, "race")
 				}
 				for g := 0; g < 3; g++ {
-					appendRows(t, s, row(fmt.Sprintf("s%d-g%d", i, g), int64(g)))
-					flush(t, s)
+					seal(t, s, row(fmt.Sprintf("s%d-g%d", i, g), int64(g)))
 				}
 				stores = append(stores, s)
 				dbs = append(dbs, db)
@@ -453,11 +457,9 @@ func TestCrashBetweenMergeStepsLosesNothing(t *testing.T) {
 		t.Run(step, func(t *testing.T) {
 			ctx := context.Background()
 			url := fmt.Sprintf("mem://crash-%s-%d", step, testURLSeq.Add(1))
-			db := openTestDB(t, url, "w1")
-			s := createGeneric(t, db, "crash", false)
+			_, s := newGenericStore(t, url, "crash")
 			for i := 0; i < 5; i++ {
-				appendRows(t, s, row(fmt.Sprintf("k%d", i), int64(i)), row("shared", int64(100+i)))
-				flush(t, s)
+				seal(t, s, row(fmt.Sprintf("k%d", i), int64(i)), row("shared", int64(100+i)))
 			}
 			want := allRows(t, s, SourceAll)
 			p, err := s.Prepare(ctx, PrepareParams{AttemptKey: "wf/1"})
@@ -521,10 +523,8 @@ func TestCrashBetweenMergeStepsLosesNothing(t *testing.T) {
 func TestRestartedWriterReplaysWAL(t *testing.T) {
 	ctx := context.Background()
 	url := "file://" + t.TempDir()
-	db := openTestDB(t, url, "w1")
-	s := createGeneric(t, db, "replay", false)
-	appendRows(t, s, row("a", 1))
-	flush(t, s)
+	_, s := newGenericStore(t, url, "replay")
+	seal(t, s, row("a", 1))
 	appendRows(t, s, row("b", 2), row("a", 3))
 	// No Close: simulate a kill. A new process with the same instance id recovers.
 	db2 := openTestDB(t, url, "w1")
@@ -555,8 +555,7 @@ func TestRestartedWriterReplaysWAL(t *testing.T) {
 
 func TestGroupCommitSharesWALObjects(t *testing.T) {
 	ctx := context.Background()
-	db := openTestDB(t, "file://"+t.TempDir(), "w1")
-	s := createGeneric(t, db, "group", false)
+	_, s := newGenericStore(t, "file://"+t.TempDir(), "group")
 	const writers, per = 32, 20
 	var wg sync.WaitGroup
 	for w := 0; w < writers; w++ {
@@ -608,11 +607,9 @@ func TestSealOnAppendIsVisibleEverywhereAndSurvivesReopen(t *testing.T) {
 func TestReadCapsWarnAndRefuse(t *testing.T) {
 	ctx := context.Background()
 	url := fmt.Sprintf("mem://caps-%d", testURLSeq.Add(1))
-	db := openTestDB(t, url, "w1", func(o *Options) { o.PendingMax = 3; o.PendingWarn = 2 })
-	s := createGeneric(t, db, "caps", false)
+	_, s := newGenericStore(t, url, "caps", func(o *Options) { o.PendingMax = 3; o.PendingWarn = 2 })
 	for i := 0; i < 4; i++ {
-		appendRows(t, s, row(fmt.Sprintf("k%d", i), 1))
-		flush(t, s)
+		seal(t, s, row(fmt.Sprintf("k%d", i), 1))
 	}
 	_, err := s.Get(ctx, "k1")
 	require.ErrorIs(t, err, ErrTooManyPending)
@@ -629,10 +626,8 @@ func TestReadCapsWarnAndRefuse(t *testing.T) {
 	sa := createGeneric(t, a, "caps", false)
 	sb := openGeneric(t, b, "caps")
 	for i := 0; i < 2; i++ {
-		appendRows(t, sa, row(fmt.Sprintf("a%d", i), 1))
-		flush(t, sa)
-		appendRows(t, sb, row(fmt.Sprintf("b%d", i), 1))
-		flush(t, sb)
+		seal(t, sa, row(fmt.Sprintf("a%d", i), 1))
+		seal(t, sb, row(fmt.Sprintf("b%d", i), 1))
 	}
 	_, err = sa.List(ctx, ListOptions{})
 	require.ErrorIs(t, err, ErrTooManyPending)
@@ -650,10 +645,8 @@ func TestCorruptGenerationBlocksOnlyItsShard(t *testing.T) {
 	b := openTestDB(t, url, "b")
 	sa := createGeneric(t, a, "c", false)
 	sb := openGeneric(t, b, "c")
-	appendRows(t, sa, row("a1", 1))
-	flush(t, sa)
-	appendRows(t, sb, row("b1", 1))
-	flush(t, sb)
+	seal(t, sa, row("a1", 1))
+	seal(t, sb, row("b1", 1))
 	gens := listedGens(t, sa, a.Shard())
 	require.Len(t, gens, 1)
 	require.NoError(t, a.bucket.Put(ctx, gens[0], []byte("ARROW1 garbage, truncated")))
@@ -678,8 +671,7 @@ func TestConcurrentPreparesQueueOnOneBudget(t *testing.T) {
 		} else {
 			s = openGeneric(t, db, "b")
 		}
-		appendRows(t, s, row(fmt.Sprintf("k%d", i), int64(i)))
-		flush(t, s)
+		seal(t, s, row(fmt.Sprintf("k%d", i), int64(i)))
 		stores = append(stores, s)
 	}
 	var maxSeen atomic.Int64
@@ -715,10 +707,8 @@ func TestConcurrentPreparesQueueOnOneBudget(t *testing.T) {
 
 func TestAbortDeletesOnlyWhenCommitIsProvenAbsent(t *testing.T) {
 	ctx := context.Background()
-	db := openTestDB(t, "file://"+t.TempDir(), "w1")
-	s := createGeneric(t, db, "abort", false)
-	appendRows(t, s, row("a", 1))
-	flush(t, s)
+	_, s := newGenericStore(t, "file://"+t.TempDir(), "abort")
+	seal(t, s, row("a", 1))
 	p, err := s.Prepare(ctx, PrepareParams{AttemptKey: "wf/a"})
 	require.NoError(t, err)
 	res, err := s.Commit(ctx, p)
@@ -730,8 +720,7 @@ func TestAbortDeletesOnlyWhenCommitIsProvenAbsent(t *testing.T) {
 	require.Equal(t, 0, ar.Deleted)
 	require.Equal(t, map[string]int64{"a": 1}, allRows(t, s, SourceBase))
 
-	appendRows(t, s, row("b", 2))
-	flush(t, s)
+	seal(t, s, row("b", 2))
 	p2, err := s.Prepare(ctx, PrepareParams{AttemptKey: "wf/b"})
 	require.NoError(t, err)
 	ar, err = s.Abort(ctx, p2)
@@ -744,12 +733,8 @@ func TestAbortDeletesOnlyWhenCommitIsProvenAbsent(t *testing.T) {
 
 func TestStalePreparation(t *testing.T) {
 	ctx := context.Background()
-	db := openTestDB(t, "file://"+t.TempDir(), "w1", func(o *Options) { o.MergeMaxGenerations = 2 })
-	s := createGeneric(t, db, "stale", false)
-	for i := 0; i < 3; i++ {
-		appendRows(t, s, row(fmt.Sprintf("k%d", i), int64(i)))
-		flush(t, s)
-	}
+	_, s := newGenericStore(t, "file://"+t.TempDir(), "stale", func(o *Options) { o.MergeMaxGenerations = 2 })
+	sealGenerations(t, s, 3)
 	three := 3
 	wide, err := s.Prepare(ctx, PrepareParams{AttemptKey: "wide", MaxGenerations: &three})
 	require.NoError(t, err)
@@ -768,11 +753,9 @@ func TestStalePreparation(t *testing.T) {
 
 func TestCompactBase(t *testing.T) {
 	ctx := context.Background()
-	db := openTestDB(t, "file://"+t.TempDir(), "w1", func(o *Options) { o.MergeMaxGenerations = 1 })
-	s := createGeneric(t, db, "compact", false)
+	db, s := newGenericStore(t, "file://"+t.TempDir(), "compact", func(o *Options) { o.MergeMaxGenerations = 1 })
 	for i := 0; i < 6; i++ {
-		appendRows(t, s, row("same", int64(i)), row(fmt.Sprintf("k%d", i), int64(i)))
-		flush(t, s)
+		seal(t, s, row("same", int64(i)), row(fmt.Sprintf("k%d", i), int64(i)))
 	}
 	require.NoError(t, s.Delete(ctx, "k0"))
 	flush(t, s)
@@ -793,8 +776,7 @@ func TestCompactBase(t *testing.T) {
 	require.Equal(t, want, allRows(t, s, SourceAll))
 
 	// A merge lands between passes; compaction keeps its run.
-	appendRows(t, s, row("late", 42))
-	flush(t, s)
+	seal(t, s, row("late", 42))
 	_, err = s.MergeAll(ctx)
 	require.NoError(t, err)
 	want["late"] = 42
@@ -814,12 +796,8 @@ func TestCompactBase(t *testing.T) {
 
 func TestCompactionCommitsOnlyIfInputsAreCurrent(t *testing.T) {
 	ctx := context.Background()
-	db := openTestDB(t, "file://"+t.TempDir(), "w1", func(o *Options) { o.MergeMaxGenerations = 1 })
-	s := createGeneric(t, db, "cc", false)
-	for i := 0; i < 3; i++ {
-		appendRows(t, s, row(fmt.Sprintf("k%d", i), int64(i)))
-		flush(t, s)
-	}
+	_, s := newGenericStore(t, "file://"+t.TempDir(), "cc", func(o *Options) { o.MergeMaxGenerations = 1 })
+	sealGenerations(t, s, 3)
 	_, err := s.MergeAll(ctx)
 	require.NoError(t, err)
 	base, err := s.loadBase(ctx)
@@ -868,11 +846,9 @@ func TestReadsSamplePendingGenerationsPerShard(t *testing.T) {
 	ctx := context.Background()
 	reg := prometheus.NewRegistry()
 	metrics := NewMetrics(reg, nil)
-	db := openTestDB(t, fmt.Sprintf("mem://hist-%d", testURLSeq.Add(1)), "w1", func(o *Options) { o.Metrics = metrics })
-	s := createGeneric(t, db, "h", false)
+	_, s := newGenericStore(t, fmt.Sprintf("mem://hist-%d", testURLSeq.Add(1)), "h", func(o *Options) { o.Metrics = metrics })
 	for i := 0; i < 3; i++ {
-		appendRows(t, s, row(fmt.Sprintf("k%d", i), 1))
-		flush(t, s)
+		seal(t, s, row(fmt.Sprintf("k%d", i), 1))
 	}
 	_, err := s.List(ctx, ListOptions{})
 	require.NoError(t, err)
@@ -887,10 +863,8 @@ func TestGarbledRunIsCorrupt(t *testing.T) {
 	for _, damage := range []string{"truncated", "garbled"} {
 		t.Run(damage, func(t *testing.T) {
 			ctx := context.Background()
-			db := openTestDB(t, fmt.Sprintf("mem://garble-%d", testURLSeq.Add(1)), "w1")
-			s := createGeneric(t, db, "g", false)
-			appendRows(t, s, row("a", 1), row("b", 2))
-			flush(t, s)
+			db, s := newGenericStore(t, fmt.Sprintf("mem://garble-%d", testURLSeq.Add(1)), "g")
+			seal(t, s, row("a", 1), row("b", 2))
 			_, err := s.MergeAll(ctx)
 			require.NoError(t, err)
 			base, err := s.loadBase(ctx)

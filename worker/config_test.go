@@ -83,12 +83,7 @@ func TestConfigPrecedenceFlagOverEnvOverDefault(t *testing.T) {
 	t.Setenv("WALKEEPER_TEMPORAL_TLS", "yes")
 	t.Setenv("WALKEEPER_AUTH_TOKEN", "hidden")
 
-	c := DefaultConfig()
-	fs := pflag.NewFlagSet("worker", pflag.ContinueOnError)
-	c.RegisterFlags(fs)
-	if err := fs.Parse([]string{"--merge-slots=3", "--namespace", "from-flag", "--flush-timeout", "1m"}); err != nil {
-		t.Fatal(err)
-	}
+	c, fs := parsedConfig(t, "--merge-slots=3", "--namespace", "from-flag", "--flush-timeout", "1m")
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -134,12 +129,7 @@ func TestConfigBadEnvReportedUnlessFlagGiven(t *testing.T) {
 	t.Setenv("WALKEEPER_FLUSH_INTERVAL", "soon")
 	t.Setenv("WALKEEPER_TEMPORAL_TLS", "maybe")
 
-	c := DefaultConfig()
-	fs := pflag.NewFlagSet("worker", pflag.ContinueOnError)
-	c.RegisterFlags(fs)
-	if err := fs.Parse(nil); err != nil {
-		t.Fatal(err)
-	}
+	c, _ := parsedConfig(t)
 	err := c.Validate()
 	if err == nil {
 		t.Fatal("bad environment values accepted")
@@ -150,12 +140,7 @@ func TestConfigBadEnvReportedUnlessFlagGiven(t *testing.T) {
 		}
 	}
 
-	c = DefaultConfig()
-	fs = pflag.NewFlagSet("worker", pflag.ContinueOnError)
-	c.RegisterFlags(fs)
-	if err := fs.Parse([]string{"--merge-slots", "2", "--flush-interval", "1s", "--temporal-tls=false"}); err != nil {
-		t.Fatal(err)
-	}
+	c, _ = parsedConfig(t, "--merge-slots", "2", "--flush-interval", "1s", "--temporal-tls=false")
 	if err := c.Validate(); err != nil {
 		t.Fatalf("flags did not supersede bad env values: %v", err)
 	}
@@ -262,4 +247,17 @@ func TestScheduleJitter(t *testing.T) {
 			t.Errorf("ScheduleJitter(%s, %s) = %s, want %s", c.every, c.jitter, got, c.want)
 		}
 	}
+}
+
+// parsedConfig is DefaultConfig after the worker's flags parsed args (and the environment
+// the test set), with the flag set.
+func parsedConfig(t *testing.T, args ...string) (Config, *pflag.FlagSet) {
+	t.Helper()
+	c := DefaultConfig()
+	fs := pflag.NewFlagSet("worker", pflag.ContinueOnError)
+	c.RegisterFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return c, fs
 }

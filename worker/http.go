@@ -47,12 +47,12 @@ func newAPIServer(db *store.DB, cfg Config, log *zap.Logger, m *Metrics, start M
 	mux.HandleFunc("GET /api/v1/stores", a.listStores)
 	mux.HandleFunc("POST /api/v1/stores/{kind}/{name}", a.createStore)
 	mux.HandleFunc("POST /api/v1/stores/{kind}/{name}/rows", a.appendRows)
-	mux.HandleFunc("GET /api/v1/stores/{kind}/{name}/rows", a.listRows)
-	mux.HandleFunc("GET /api/v1/stores/{kind}/{name}/rows/{id}", a.getRow)
-	mux.HandleFunc("DELETE /api/v1/stores/{kind}/{name}/rows/{id}", a.deleteRow)
-	mux.HandleFunc("POST /api/v1/stores/{kind}/{name}/flush", a.flush)
+	mux.HandleFunc("GET /api/v1/stores/{kind}/{name}/rows", a.onStore(a.listRows))
+	mux.HandleFunc("GET /api/v1/stores/{kind}/{name}/rows/{id}", a.onStore(a.getRow))
+	mux.HandleFunc("DELETE /api/v1/stores/{kind}/{name}/rows/{id}", a.onStore(a.deleteRow))
+	mux.HandleFunc("POST /api/v1/stores/{kind}/{name}/flush", a.onStore(a.flush))
 	mux.HandleFunc("POST /api/v1/stores/{kind}/{name}/merge-wal", a.mergeWal)
-	mux.HandleFunc("GET /api/v1/stores/{kind}/{name}/stats", a.stats)
+	mux.HandleFunc("GET /api/v1/stores/{kind}/{name}/stats", a.onStore(a.stats))
 	a.mux = mux
 	return a
 }
@@ -75,6 +75,24 @@ func (a *apiServer) target(r *http.Request) (store.Target, error) {
 	t := store.Target{Kind: k, Name: name}
 	infoFrom(r.Context()).target = t.String()
 	return t, nil
+}
+
+// onStore serves a route of one existing store: h gets the store the path names, and what it
+// returns is the 200 JSON answer, or the error answer.
+func (a *apiServer) onStore(h func(r *http.Request, s *store.Store) (any, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s, err := a.openStore(r)
+		if err != nil {
+			a.fail(w, r, err)
+			return
+		}
+		out, err := h(r, s)
+		if err != nil {
+			a.fail(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, out)
+	}
 }
 
 // openStore resolves the path to an existing store (store_not_found otherwise).

@@ -24,6 +24,16 @@ func (a *apiServer) readJSONBody(w http.ResponseWriter, r *http.Request, allowEm
 	return body, nil
 }
 
+// decodeJSONBody is readJSONBody plus decodeStrict into v; an allowed empty body leaves v as
+// it is.
+func (a *apiServer) decodeJSONBody(w http.ResponseWriter, r *http.Request, allowEmpty bool, v any) error {
+	body, err := a.readJSONBody(w, r, allowEmpty)
+	if err != nil || body == nil {
+		return err
+	}
+	return decodeStrict(body, v)
+}
+
 // readBody enforces the media type and the size cap. An empty body is returned as nil when
 // allowEmpty, and is invalid_json otherwise.
 func (a *apiServer) readBody(w http.ResponseWriter, r *http.Request, allowEmpty bool) ([]byte, error) {

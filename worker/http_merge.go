@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/store"
 )
 
 // Handlers of the maintenance routes: flush (seal) and merge-wal.
@@ -19,16 +20,10 @@ type flushResponse struct {
 	Pending    int     `json:"pending"`
 }
 
-func (a *apiServer) flush(w http.ResponseWriter, r *http.Request) {
-	s, err := a.openStore(r)
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
+func (a *apiServer) flush(r *http.Request, s *store.Store) (any, error) {
 	res, err := s.Flush(r.Context())
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return nil, err
 	}
 	// The count trigger rides a manual seal too; its failure never fails the flush.
 	a.trigger.afterFlush(s.Target(), res)
@@ -37,7 +32,7 @@ func (a *apiServer) flush(w http.ResponseWriter, r *http.Request) {
 		g := res.Generation
 		out.Generation = &g
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out, nil
 }
 
 // mergeRequest is the optional body of POST .../merge-wal.
@@ -61,21 +56,14 @@ func (a *apiServer) mergeWal(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	body, err := a.readJSONBody(w, r, true)
-	if err != nil {
+	var req mergeRequest
+	if err := a.decodeJSONBody(w, r, true, &req); err != nil {
 		a.fail(w, r, err)
 		return
 	}
-	var req mergeRequest
-	if body != nil {
-		if err := decodeStrict(body, &req); err != nil {
-			a.fail(w, r, err)
-			return
-		}
-		if (req.MaxGenerations != nil && *req.MaxGenerations < 0) || (req.MaxBytes != nil && *req.MaxBytes < 0) || req.MaxPasses < 0 {
-			a.fail(w, r, newAPIError(http.StatusBadRequest, CodeInvalidInput, "merge knobs must not be negative"))
-			return
-		}
+	if (req.MaxGenerations != nil && *req.MaxGenerations < 0) || (req.MaxBytes != nil && *req.MaxBytes < 0) || req.MaxPasses < 0 {
+		a.fail(w, r, newAPIError(http.StatusBadRequest, CodeInvalidInput, "merge knobs must not be negative"))
+		return
 	}
 	if a.start == nil {
 		a.fail(w, r, &apiError{Status: http.StatusServiceUnavailable, Code: CodeTemporalUnavailable,

@@ -56,26 +56,15 @@ func (a *apiServer) appendRows(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"appended": len(rows)})
 }
 
-func (a *apiServer) getRow(w http.ResponseWriter, r *http.Request) {
-	s, err := a.openStore(r)
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
+func (a *apiServer) getRow(r *http.Request, s *store.Store) (any, error) {
 	row, err := s.Get(r.Context(), r.PathValue("id"))
 	if err != nil {
-		a.fail(w, r, notFoundAs(err, CodeRowNotFound))
-		return
+		return nil, notFoundAs(err, CodeRowNotFound)
 	}
-	writeJSON(w, http.StatusOK, row)
+	return row, nil
 }
 
-func (a *apiServer) listRows(w http.ResponseWriter, r *http.Request) {
-	s, err := a.openStore(r)
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
+func (a *apiServer) listRows(r *http.Request, s *store.Store) (any, error) {
 	q := r.URL.Query()
 	opts := store.ListOptions{Source: q.Get("source"), Limit: defaultListLimit, After: q.Get("after")}
 	switch opts.Source {
@@ -83,43 +72,33 @@ func (a *apiServer) listRows(w http.ResponseWriter, r *http.Request) {
 		opts.Source = "all"
 	case "all", "base", "wal":
 	default:
-		a.fail(w, r, newAPIError(http.StatusBadRequest, CodeInvalidInput, "source %q is not all, base or wal", opts.Source))
-		return
+		return nil, newAPIError(http.StatusBadRequest, CodeInvalidInput, "source %q is not all, base or wal", opts.Source)
 	}
 	if ls := q.Get("limit"); ls != "" {
 		n, err := strconv.Atoi(ls)
 		if err != nil || n < 1 || n > maxListLimit {
-			a.fail(w, r, newAPIError(http.StatusBadRequest, CodeInvalidInput, "limit %q is not an integer in 1..%d", ls, maxListLimit))
-			return
+			return nil, newAPIError(http.StatusBadRequest, CodeInvalidInput, "limit %q is not an integer in 1..%d", ls, maxListLimit)
 		}
 		opts.Limit = n
 	}
 	page, err := s.List(r.Context(), opts)
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return nil, err
 	}
 	rows := page.Rows
 	if rows == nil {
 		rows = []map[string]any{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"rows": rows, "next": page.Next})
+	return map[string]any{"rows": rows, "next": page.Next}, nil
 }
 
-func (a *apiServer) deleteRow(w http.ResponseWriter, r *http.Request) {
-	s, err := a.openStore(r)
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
+func (a *apiServer) deleteRow(r *http.Request, s *store.Store) (any, error) {
 	id := r.PathValue("id")
 	if id == "" {
-		a.fail(w, r, newAPIError(http.StatusBadRequest, CodeInvalidInput, "empty row id"))
-		return
+		return nil, newAPIError(http.StatusBadRequest, CodeInvalidInput, "empty row id")
 	}
 	if err := s.Delete(r.Context(), id); err != nil {
-		a.fail(w, r, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"deleted": id})
+	return map[string]any{"deleted": id}, nil
 }

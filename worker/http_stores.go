@@ -33,17 +33,10 @@ func (a *apiServer) createStore(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	body, err := a.readJSONBody(w, r, t.Kind != store.KindGeneric)
-	if err != nil {
+	var req createRequest
+	if err := a.decodeJSONBody(w, r, t.Kind != store.KindGeneric, &req); err != nil {
 		a.fail(w, r, err)
 		return
-	}
-	var req createRequest
-	if body != nil {
-		if err := decodeStrict(body, &req); err != nil {
-			a.fail(w, r, err)
-			return
-		}
 	}
 	var opts store.CreateOptions
 	opts.SealOnAppend = req.SealOnAppend
@@ -89,16 +82,10 @@ func (a *apiServer) listStores(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, page)
 }
 
-func (a *apiServer) stats(w http.ResponseWriter, r *http.Request) {
-	s, err := a.openStore(r)
-	if err != nil {
-		a.fail(w, r, err)
-		return
-	}
+func (a *apiServer) stats(r *http.Request, s *store.Store) (any, error) {
 	st, err := s.Stats(r.Context())
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, st)
+	return st, nil
 }

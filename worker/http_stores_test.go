@@ -10,9 +10,7 @@ import (
 // GET /api/v1/stores pages with ?limit=&after=, across kinds, and every store is listed
 // exactly once; bad cursors and limits are 400 invalid_input.
 func TestListStoresPages(t *testing.T) {
-	rs := &recStarter{}
-	w := startWorker(t, testConfig(t), rs.start)
-	c := newClient(t, w)
+	_, c, _ := serveAPI(t, testConfig(t))
 	want := map[string]bool{}
 	for i := range 7 {
 		name := fmt.Sprintf("g%02d", i)

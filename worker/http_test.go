@@ -19,9 +19,7 @@ import (
 )
 
 func TestHTTPRoutesHappyPath(t *testing.T) {
-	rs := &recStarter{}
-	w := startWorker(t, testConfig(t), rs.start)
-	c := newClient(t, w)
+	w, c, rs := serveAPI(t, testConfig(t))
 
 	// healthz, create, list stores.
 	expect(t, c.get("/healthz"), http.StatusOK, "")
@@ -302,13 +300,10 @@ func TestHTTPAppendRefusedOverPendingLimit(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.PendingWarn = 0
 	cfg.PendingMax = 2
-	rs := &recStarter{}
-	w := startWorker(t, cfg, rs.start)
-	c := newClient(t, w)
+	_, c, rs := serveAPI(t, cfg)
 	expect(t, c.postJSON("/api/v1/stores/generic/gs", genericSchema), http.StatusCreated, "")
 	for i := range 2 {
-		expect(t, c.postJSON("/api/v1/stores/generic/gs/rows", fmt.Sprintf(`[{"id":"r%d"}]`, i)), http.StatusOK, "")
-		expect(t, c.do(http.MethodPost, "/api/v1/stores/generic/gs/flush", "", nil), http.StatusOK, "")
+		c.sealGS(t, fmt.Sprintf(`[{"id":"r%d"}]`, i))
 	}
 	r := c.postJSON("/api/v1/stores/generic/gs/rows", `[{"id":"late"}]`)
 	expect(t, r, http.StatusServiceUnavailable, CodeTooManyPending)
@@ -330,13 +325,10 @@ func TestHTTPAppendRefusedOverPendingLimit(t *testing.T) {
 func TestHTTPFlushRunsCountTrigger(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.MergeAfterGenerations = 2
-	rs := &recStarter{}
-	w := startWorker(t, cfg, rs.start)
-	c := newClient(t, w)
+	w, c, rs := serveAPI(t, cfg)
 	expect(t, c.postJSON("/api/v1/stores/generic/gs", genericSchema), http.StatusCreated, "")
 	for i := range 2 {
-		expect(t, c.postJSON("/api/v1/stores/generic/gs/rows", fmt.Sprintf(`[{"id":"r%d"}]`, i)), http.StatusOK, "")
-		expect(t, c.do(http.MethodPost, "/api/v1/stores/generic/gs/flush", "", nil), http.StatusOK, "")
+		c.sealGS(t, fmt.Sprintf(`[{"id":"r%d"}]`, i))
 		w.sweeper.trigger.wait() // starts run in the background
 		if want := i; rs.count() != want {
 			t.Fatalf("after flush %d: starts = %d, want %d", i+1, rs.count(), want)
@@ -344,14 +336,11 @@ func TestHTTPFlushRunsCountTrigger(t *testing.T) {
 	}
 	// A failing start never fails the flush.
 	rs.setFail(errors.New("temporal down"))
-	expect(t, c.postJSON("/api/v1/stores/generic/gs/rows", `[{"id":"r9"}]`), http.StatusOK, "")
-	expect(t, c.do(http.MethodPost, "/api/v1/stores/generic/gs/flush", "", nil), http.StatusOK, "")
+	c.sealGS(t, `[{"id":"r9"}]`)
 }
 
 func TestHTTPMergeWalErrors(t *testing.T) {
-	rs := &recStarter{}
-	w := startWorker(t, testConfig(t), rs.start)
-	c := newClient(t, w)
+	w, c, rs := serveAPI(t, testConfig(t))
 	expect(t, c.do(http.MethodPost, "/api/v1/stores/generic/none/merge-wal", "", nil), http.StatusNotFound, CodeStoreNotFound)
 	expect(t, c.postJSON("/api/v1/stores/generic/gs", genericSchema), http.StatusCreated, "")
 	expect(t, c.postJSON("/api/v1/stores/generic/gs/merge-wal", `{"bogus":1}`), http.StatusBadRequest, CodeInvalidInput)

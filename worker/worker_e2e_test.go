@@ -1,18 +1,15 @@
 package worker_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"go.uber.org/zap/zaptest"
 
+	"github.com/walkeeper/walkeeper/internal/apitest"
 	"github.com/walkeeper/walkeeper/internal/testtemporal"
 	"github.com/walkeeper/walkeeper/worker"
 )
@@ -21,9 +18,7 @@ import (
 // starts MergeWal, which drains pending generations into the base table, and the HTTP
 // merge-wal route with wait=true returns the workflow's result.
 func TestWorkerEndToEndWithTemporal(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a Temporal dev server")
-	}
+	testtemporal.SkipShort(t)
 	_, tc := testtemporal.Start(t)
 
 	cfg := worker.DefaultConfig()
@@ -48,26 +43,13 @@ func TestWorkerEndToEndWithTemporal(t *testing.T) {
 			t.Errorf("Stop: %v", err)
 		}
 	})
-	base := "http://" + w.HTTPAddr()
+	api := apitest.Client{T: t, Base: "http://" + w.HTTPAddr()}
 	call := func(method, path, body string) (int, map[string]any) {
 		t.Helper()
-		var rd io.Reader
-		if body != "" {
-			rd = bytes.NewBufferString(body)
-		}
-		req, _ := http.NewRequest(method, base+path, rd)
-		if body != "" {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
+		r := api.Do(method, path, body)
 		var m map[string]any
-		raw, _ := io.ReadAll(res.Body)
-		_ = json.Unmarshal(raw, &m)
-		return res.StatusCode, m
+		_ = r.Decode(&m)
+		return r.Status, m
 	}
 	if st, m := call("POST", "/api/v1/stores/generic/gs", `{"fields":[{"name":"id","type":"string"}]}`); st != 201 {
 		t.Fatalf("create: %d %v", st, m)

@@ -1,13 +1,10 @@
 package worker
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -18,6 +15,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/internal/apitest"
 	"github.com/walkeeper/walkeeper/store"
 )
 
@@ -79,6 +77,14 @@ func (r *fakeRun) GetWithOptions(_ context.Context, v any, _ client.WorkflowRunG
 }
 
 // recStarter records MergeWal starts; fail makes the next starts fail.
+// serveAPI starts a worker on cfg whose merge starts rs records, and a client of its API.
+func serveAPI(t *testing.T, cfg Config) (w *Worker, c *apiClient, rs *recStarter) {
+	t.Helper()
+	rs = &recStarter{}
+	w = startWorker(t, cfg, rs.start)
+	return w, newClient(t, w), rs
+}
+
 type recStarter struct {
 	mu    sync.Mutex
 	calls []startCall
@@ -140,38 +146,22 @@ func (r resp) json(t *testing.T) map[string]any {
 	return m
 }
 
-// do sends a request; rawPath, when it contains escapes, is sent exactly as written.
+// do sends a request; a path with escapes is sent exactly as written.
 func (c *apiClient) do(method, path, contentType string, body []byte) resp {
 	c.t.Helper()
-	u, err := url.Parse(c.base + path)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequest(method, u.String(), rd)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
-	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		c.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return resp{status: res.StatusCode, header: res.Header, body: b}
+	r := apitest.Client{T: c.t, Base: c.base, Token: c.token}.DoType(method, path, contentType, body)
+	return resp{status: r.Status, header: r.Header, body: r.Body}
 }
 
 func (c *apiClient) postJSON(path, body string) resp {
 	return c.do(http.MethodPost, path, "application/json", []byte(body))
+}
+
+// sealGS appends rows (a JSON array) to generic:gs and flushes them into one generation.
+func (c *apiClient) sealGS(t *testing.T, rows string) {
+	t.Helper()
+	expect(t, c.postJSON("/api/v1/stores/generic/gs/rows", rows), http.StatusOK, "")
+	expect(t, c.do(http.MethodPost, "/api/v1/stores/generic/gs/flush", "", nil), http.StatusOK, "")
 }
 
 func (c *apiClient) get(path string) resp { return c.do(http.MethodGet, path, "", nil) }

@@ -233,6 +233,18 @@ func mockTable(env *testsuite.TestWorkflowEnvironment, f *fakeTable) {
 	env.OnActivity(contract.AbortActivity, anyCtx, anyArg).Return(f.abort).Maybe()
 }
 
+// mockTimedTable is mockTable with modelled durations: every Prepare takes prepare, and every
+// commit of the commitActivity type (Commit or CommitRound) takes commit.
+func mockTimedTable(env *testsuite.TestWorkflowEnvironment, f *fakeTable, prepare time.Duration, commitActivity string, commit time.Duration) {
+	env.OnActivity(contract.PrepareActivity, anyCtx, anyArg).After(prepare).Return(f.prepare)
+	commitFn := any(f.commit)
+	if commitActivity == contract.CommitRoundActivity {
+		commitFn = f.commitRound
+	}
+	env.OnActivity(commitActivity, anyCtx, anyArg).After(commit).Return(commitFn)
+	mockTable(env, f)
+}
+
 // inflight tracks how many activities of each type run at once, from the test env's
 // listeners (they run on the env's main loop, so no locking is needed).
 type inflight struct {

@@ -22,9 +22,7 @@ func TestMergeWalRoundCommitsSeveralShardsAtOnce(t *testing.T) {
 		pending[fmt.Sprintf("s%d", i)] = 4
 	}
 	f := newFakeTable("generic:hot", 2, pending)
-	env.OnActivity(contract.PrepareActivity, anyCtx, anyArg).After(time.Second).Return(f.prepare)
-	env.OnActivity(contract.CommitRoundActivity, anyCtx, anyArg).After(2 * time.Second).Return(f.commitRound)
-	mockTable(env, f)
+	mockTimedTable(env, f, time.Second, contract.CommitRoundActivity, 2*time.Second)
 	in := trackInflight(env)
 
 	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:hot", ParallelPrepare: true, PrepareConcurrency: 8})
@@ -63,9 +61,7 @@ func TestMergeWalRoundCommitsSeveralShardsAtOnce(t *testing.T) {
 func TestMergeWalSerialPreparesBatchIntoRounds(t *testing.T) {
 	env := newRoundEnv(t)
 	f := newFakeTable("generic:hot", 4, map[string]int{"a": 4, "b": 4, "c": 4, "d": 4, "e": 4})
-	env.OnActivity(contract.PrepareActivity, anyCtx, anyArg).After(time.Second).Return(f.prepare)
-	env.OnActivity(contract.CommitRoundActivity, anyCtx, anyArg).After(3 * time.Second).Return(f.commitRound)
-	mockTable(env, f)
+	mockTimedTable(env, f, time.Second, contract.CommitRoundActivity, 3*time.Second)
 	in := trackInflight(env)
 
 	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:hot"})
@@ -81,10 +77,8 @@ func TestMergeWalSerialPreparesBatchIntoRounds(t *testing.T) {
 func TestMergeWalRoundCommitRespectsTheCap(t *testing.T) {
 	env := newRoundEnv(t)
 	f := newFakeTable("generic:hot", 2, map[string]int{"a": 2, "b": 2, "c": 2, "d": 2, "e": 2})
-	env.OnActivity(contract.PrepareActivity, anyCtx, anyArg).After(time.Second).Return(f.prepare)
 	// A commit takes time, so what becomes ready meanwhile waits for the next round.
-	env.OnActivity(contract.CommitRoundActivity, anyCtx, anyArg).After(2 * time.Second).Return(f.commitRound)
-	mockTable(env, f)
+	mockTimedTable(env, f, time.Second, contract.CommitRoundActivity, 2*time.Second)
 
 	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:hot", ParallelPrepare: true, PrepareConcurrency: 5, MaxShardsPerCommit: 2})
 	res := mergeResult(t, env)
@@ -101,10 +95,8 @@ func TestMergeWalStaleShardInRoundIsAbortedAndPreparedAgain(t *testing.T) {
 	env := newRoundEnv(t)
 	f := newFakeTable("generic:hot", 2, map[string]int{"a": 2, "b": 2, "c": 2})
 	f.staleOnce = map[string]bool{"b": true}
-	env.OnActivity(contract.PrepareActivity, anyCtx, anyArg).After(time.Second).Return(f.prepare)
 	// A commit takes time, so what becomes ready meanwhile waits for the next round.
-	env.OnActivity(contract.CommitRoundActivity, anyCtx, anyArg).After(2 * time.Second).Return(f.commitRound)
-	mockTable(env, f)
+	mockTimedTable(env, f, time.Second, contract.CommitRoundActivity, 2*time.Second)
 
 	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:hot", ParallelPrepare: true, PrepareConcurrency: 3})
 	res := mergeResult(t, env)

@@ -30,9 +30,7 @@ type activityCall struct {
 // run ID of the run that scheduled it: an ID built from a constant, the workflow ID or the
 // first run's ID would repeat in the next run.
 func TestMergeWalActivityIDsAreUniqueAcrossRuns(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a Temporal dev server; skipped with -short")
-	}
+	testtemporal.SkipShort(t)
 	_, c := testtemporal.Start(t)
 	tg := target.Target{Kind: target.KindGeneric, Name: "ids"}
 	const shard, gens = "a", 3

@@ -33,9 +33,7 @@ func shardsOf(calls []call) []string {
 func TestMergeWalSerialCommitsOneAtATimeInRounds(t *testing.T) {
 	env := newEnv(t)
 	f := newFakeTable("generic:gs", 2, map[string]int{"c": 3, "a": 2, "b": 4})
-	env.OnActivity(contract.PrepareActivity, anyCtx, anyArg).After(time.Second).Return(f.prepare)
-	env.OnActivity(contract.CommitActivity, anyCtx, anyArg).After(2 * time.Second).Return(f.commit)
-	mockTable(env, f)
+	mockTimedTable(env, f, time.Second, contract.CommitActivity, 2*time.Second)
 	in := trackInflight(env)
 
 	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:gs"})
@@ -187,9 +185,7 @@ func TestMergeWalActivityIDsEmbedTheRunID(t *testing.T) {
 func TestMergeWalParallelPrepareStillCommitsOneAtATime(t *testing.T) {
 	env := newEnv(t)
 	f := newFakeTable("rollout:r", 2, map[string]int{"s1": 4, "s2": 4, "s3": 4, "s4": 4})
-	env.OnActivity(contract.PrepareActivity, anyCtx, anyArg).After(5 * time.Second).Return(f.prepare)
-	env.OnActivity(contract.CommitActivity, anyCtx, anyArg).After(3 * time.Second).Return(f.commit)
-	mockTable(env, f)
+	mockTimedTable(env, f, 5*time.Second, contract.CommitActivity, 3*time.Second)
 	in := trackInflight(env)
 
 	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "rollout:r", ParallelPrepare: true, PrepareConcurrency: 3})

@@ -11,22 +11,16 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/walkeeper/walkeeper/internal/cli"
 	"io"
-	"os"
+
+	"github.com/walkeeper/walkeeper/internal/cli"
 )
 
-func main() {
-	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
-}
+func main() { cli.Main(run) }
 
 // run executes the command line args and returns the process exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	root := newRootCmd()
-	root.SetArgs(args)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
-	err := root.ExecuteContext(ctx)
+	_, err := cli.Execute(ctx, newRootCmd(), args, stdout, stderr)
 	if err == nil {
 		return cli.ExitOK
 	}

@@ -2,12 +2,13 @@ package main
 
 import (
 	"context"
-	"github.com/walkeeper/walkeeper/internal/cli"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
 
+	"github.com/walkeeper/walkeeper/internal/cli"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/worker"
 )
@@ -66,6 +67,31 @@ func (g *globalOptions) dial(ctx context.Context) (client.Client, *zap.Logger, e
 		return nil, nil, temporalUnreachable(g.temporal, err)
 	}
 	return c, logger, nil
+}
+
+// withTemporal runs f with a client of the global flags' Temporal, under a context that
+// Ctrl-C cancels; the client is closed when f returns.
+func (g *globalOptions) withTemporal(cmd *cobra.Command, f func(ctx context.Context, c client.Client) error) error {
+	ctx, cancel := cli.SignalContext(cmd.Context())
+	defer cancel()
+	c, _, err := g.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return f(ctx, c)
+}
+
+// parseOptionalTarget parses the optional TARGET argument of a command: nil when absent.
+func parseOptionalTarget(args []string) (*store.Target, error) {
+	if len(args) == 0 {
+		return nil, nil
+	}
+	t, err := parseTarget(args[0])
+	if err != nil {
+		return nil, err
+	}
+	return &t, nil
 }
 
 // parseTarget parses a <kind>:<name> argument; a malformed one is a usage error.

@@ -63,23 +63,18 @@ and Web UI are used unless --temporal/--ui (or their environment variables) say 
 				return cli.Usagef("--limit must be at least 1")
 			}
 			st, live := g.devDefaults(cmd)
-			ctx, cancel := cli.SignalContext(cmd.Context())
-			defer cancel()
-			c, _, err := g.dial(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			links := uiLinks{base: uiBaseOrDev(ui, st, live), namespace: g.temporal.Namespace}
-			runs, err := listHistory(ctx, c, t, limit, links)
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				return writeHistoryJSON(out, runs)
-			}
-			return writeHistoryTable(out, t, g.temporal.Namespace, runs, limit)
+			return g.withTemporal(cmd, func(ctx context.Context, c client.Client) error {
+				links := uiLinks{base: uiBaseOrDev(ui, st, live), namespace: g.temporal.Namespace}
+				runs, err := listHistory(ctx, c, t, limit, links)
+				if err != nil {
+					return err
+				}
+				out := cmd.OutOrStdout()
+				if asJSON {
+					return writeHistoryJSON(out, runs)
+				}
+				return writeHistoryTable(out, t, g.temporal.Namespace, runs, limit)
+			})
 		},
 	}
 	f := cmd.Flags()

@@ -30,9 +30,7 @@ import (
 // error is printed as one line, unwrapped to its cause. Every `walkeeper queries` query is
 // accepted by the server's visibility.
 func TestHistoryAgainstTemporal(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a Temporal dev server")
-	}
+	testtemporal.SkipShort(t)
 	noDev(t)
 	hostPort, tc := testtemporal.Start(t)
 	storage := "file://" + filepath.ToSlash(filepath.Join(t.TempDir(), "storage"))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/walkeeper/walkeeper/internal/cli"
 	"io"
 	"time"
 
@@ -12,16 +11,16 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/internal/cli"
+	"github.com/walkeeper/walkeeper/store"
 )
 
 func newMergeCmd(g *globalOptions) *cobra.Command {
 	var (
-		wait     bool
-		timeout  time.Duration
+		sf       startFlags
 		maxGens  int
 		maxBytes int64
 		parallel bool
-		storage  string
 	)
 	cmd := &cobra.Command{
 		Use:   "merge TARGET",
@@ -46,39 +45,21 @@ Ctrl-C stops waiting, not the merge.`,
 			if flagChanged(cmd.Flags(), "max-bytes") {
 				in.MaxBytes = &maxBytes
 			}
-			ctx, cancel := cli.SignalContext(cmd.Context())
-			defer cancel()
-			if err := g.precheckStore(ctx, cmd, storage, t); err != nil {
-				return err
-			}
-			c, _, err := g.dial(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			run, err := contract.StartMergeWal(ctx, c, t, in)
-			if err != nil {
-				return fmt.Errorf("start MergeWal for %s: %w", t, err)
-			}
-			return reportRun(ctx, cmd.OutOrStdout(), run, "MergeWal", t.String(), wait, timeout)
+			return g.start(cmd, t, "MergeWal", sf, func(ctx context.Context, c client.Client) (client.WorkflowRun, error) {
+				return contract.StartMergeWal(ctx, c, t, in)
+			})
 		},
 	}
+	sf.register(cmd)
 	f := cmd.Flags()
-	f.BoolVar(&wait, "wait", false, "wait for the workflow result and print it")
-	f.DurationVar(&timeout, "timeout", 0, "give up waiting after this long (0 = no limit; the workflow keeps running)")
 	f.IntVar(&maxGens, "max-generations", 0, "generations one pass takes at most (0 = no cap; default: the workflow's)")
 	f.Int64Var(&maxBytes, "max-bytes", 0, "bytes one pass reads at most (0 = no cap; default: the workflow's)")
 	f.BoolVar(&parallel, "parallel-prepare", false, "prepare shards in parallel (commits stay serial)")
-	registerStorageCheckFlag(cmd, &storage)
 	return cmd
 }
 
 func newCompactCmd(g *globalOptions) *cobra.Command {
-	var (
-		wait    bool
-		timeout time.Duration
-		storage string
-	)
+	var sf startFlags
 	cmd := &cobra.Command{
 		Use:   "compact TARGET",
 		Short: "Start (or attach to) the CompactBase workflow of a target",
@@ -92,30 +73,49 @@ With --wait, waits for the result and prints it.`,
 			if err != nil {
 				return err
 			}
-			ctx, cancel := cli.SignalContext(cmd.Context())
-			defer cancel()
-			if err := g.precheckStore(ctx, cmd, storage, t); err != nil {
-				return err
-			}
-			c, _, err := g.dial(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			// INTEGRATION(C): input type of StartCompactBase as pinned in SPEC ("Same StartCompactBase").
-			run, err := contract.StartCompactBase(ctx, c, t, contract.CompactBaseInput{Target: t.String(),
-				Trigger: contract.TriggerCLI, TriggerReason: "walkeeper compact"})
-			if err != nil {
-				return fmt.Errorf("start CompactBase for %s: %w", t, err)
-			}
-			return reportRun(ctx, cmd.OutOrStdout(), run, "CompactBase", t.String(), wait, timeout)
+			return g.start(cmd, t, "CompactBase", sf, func(ctx context.Context, c client.Client) (client.WorkflowRun, error) {
+				// INTEGRATION(C): input type of StartCompactBase as pinned in SPEC ("Same StartCompactBase").
+				return contract.StartCompactBase(ctx, c, t, contract.CompactBaseInput{Target: t.String(),
+					Trigger: contract.TriggerCLI, TriggerReason: "walkeeper compact"})
+			})
 		},
 	}
-	f := cmd.Flags()
-	f.BoolVar(&wait, "wait", false, "wait for the workflow result and print it")
-	f.DurationVar(&timeout, "timeout", 0, "give up waiting after this long (0 = no limit; the workflow keeps running)")
-	registerStorageCheckFlag(cmd, &storage)
+	sf.register(cmd)
 	return cmd
+}
+
+// startFlags are the flags of the commands that start (or attach to) one workflow of a
+// target: whether to wait for its result, for how long, and the storage pre-check.
+type startFlags struct {
+	wait    bool
+	timeout time.Duration
+	storage string
+}
+
+func (sf *startFlags) register(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.BoolVar(&sf.wait, "wait", false, "wait for the workflow result and print it")
+	f.DurationVar(&sf.timeout, "timeout", 0, "give up waiting after this long (0 = no limit; the workflow keeps running)")
+	registerStorageCheckFlag(cmd, &sf.storage)
+}
+
+// start checks that t's store exists, starts (or attaches to) its typ workflow through
+// startRun and reports the run, waiting for its result if sf asks to. Ctrl-C stops the wait,
+// not the workflow.
+func (g *globalOptions) start(cmd *cobra.Command, t store.Target, typ string, sf startFlags, startRun func(context.Context, client.Client) (client.WorkflowRun, error)) error {
+	// The store check comes first: a missing store needs no Temporal to be reported.
+	ctx, cancel := cli.SignalContext(cmd.Context())
+	defer cancel()
+	if err := g.precheckStore(ctx, cmd, sf.storage, t); err != nil {
+		return err
+	}
+	return g.withTemporal(cmd, func(ctx context.Context, c client.Client) error {
+		run, err := startRun(ctx, c)
+		if err != nil {
+			return fmt.Errorf("start %s for %s: %w", typ, t, err)
+		}
+		return reportRun(ctx, cmd.OutOrStdout(), run, typ, t.String(), sf.wait, sf.timeout)
+	})
 }
 
 // reportRun prints a started/attached run and, with wait, its JSON result.

@@ -4,11 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/walkeeper/walkeeper/internal/cli"
 
 	"github.com/spf13/cobra"
 
-	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/internal/cli"
 	"github.com/walkeeper/walkeeper/worker"
 )
 
@@ -52,12 +51,9 @@ the same key changes nothing. It talks to storage directly; workers need no rest
 			if err != nil {
 				return err
 			}
-			opts := store.DefaultOptions()
-			opts.Logger = logger
-			opts.InstanceID = "walkeeper-quarantine"
-			db, err := store.OpenDB(ctx, storage, opts)
+			db, err := openStorage(ctx, storage, "walkeeper-quarantine", logger)
 			if err != nil {
-				return fmt.Errorf("open storage %s: %w", storage, err)
+				return err
 			}
 			defer func() { _ = db.Close(context.Background()) }()
 			s, err := db.Open(ctx, target)

@@ -40,13 +40,9 @@ Nothing is contacted: the command only prints. The links use --ui, else the runn
   walkeeper queries generic:demo --slower-than 30s`,
 		Args: cli.Args(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			var t *store.Target
-			if len(a) == 1 {
-				pt, err := parseTarget(a[0])
-				if err != nil {
-					return err
-				}
-				t = &pt
+			t, err := parseOptionalTarget(a)
+			if err != nil {
+				return err
 			}
 			if slowerThan <= 0 {
 				return cli.Usagef("--slower-than must be positive")

@@ -76,15 +76,10 @@ Both use a one-minute catch-up window.`,
 			if cmd.Name() == "ensure" && sf.window <= 0 {
 				return cli.Usagef("--window must be positive")
 			}
-			ctx, cancel := cli.SignalContext(cmd.Context())
-			defer cancel()
 			g.devDefaults(cmd) // a running dev's Temporal, unless --temporal says otherwise
-			c, _, err := g.dial(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			return run(ctx, c, id, cmd.OutOrStdout())
+			return g.withTemporal(cmd, func(ctx context.Context, c client.Client) error {
+				return run(ctx, c, id, cmd.OutOrStdout())
+			})
 		}
 	}
 

@@ -50,13 +50,9 @@ Temporal is asked.`,
   walkeeper status --storage file:///srv/walkeeper/storage`,
 		Args: cli.Args(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			var target *store.Target
-			if len(a) == 1 {
-				t, err := parseTarget(a[0])
-				if err != nil {
-					return err
-				}
-				target = &t
+			target, err := parseOptionalTarget(a)
+			if err != nil {
+				return err
 			}
 			devSt, live := g.devDefaults(cmd)
 			storage = storageOrDev(storage, devSt, live)
@@ -83,12 +79,9 @@ Temporal is asked.`,
 			}
 			var db *store.DB
 			if storage != "" {
-				opts := store.DefaultOptions()
-				opts.Logger = logger
-				opts.InstanceID = "walkeeper-status"
-				db, err = store.OpenDB(ctx, storage, opts)
+				db, err = openStorage(ctx, storage, "walkeeper-status", logger)
 				if err != nil {
-					return fmt.Errorf("open storage %s: %w", storage, err)
+					return err
 				}
 				defer func() { _ = db.Close(context.Background()) }()
 			}

@@ -24,6 +24,19 @@ func (e *storeMissingError) Error() string {
 	return contract.MissingStoreMessage(e.target, e.worker)
 }
 
+// openStorage opens the storage root for one command, as the instance (shard) named
+// instance; the caller closes the DB.
+func openStorage(ctx context.Context, storage, instance string, logger *zap.Logger) (*store.DB, error) {
+	opts := store.DefaultOptions()
+	opts.Logger = logger
+	opts.InstanceID = instance
+	db, err := store.OpenDB(ctx, storage, opts)
+	if err != nil {
+		return nil, fmt.Errorf("open storage %s: %w", storage, err)
+	}
+	return db, nil
+}
+
 // checkStoreExists opens the registry at storage and refuses a target that is not in it.
 // With no storage known it checks nothing: the workflow then refuses the missing store
 // itself, once, non-retryably.
@@ -31,12 +44,9 @@ func checkStoreExists(ctx context.Context, storage string, t store.Target, worke
 	if storage == "" {
 		return nil
 	}
-	opts := store.DefaultOptions()
-	opts.Logger = logger
-	opts.InstanceID = "walkeeper-cli"
-	db, err := store.OpenDB(ctx, storage, opts)
+	db, err := openStorage(ctx, storage, "walkeeper-cli", logger)
 	if err != nil {
-		return fmt.Errorf("open storage %s: %w", storage, err)
+		return err
 	}
 	defer func() { _ = db.Close(context.Background()) }()
 	if _, err := db.Open(ctx, t); err != nil {

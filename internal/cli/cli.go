@@ -1,12 +1,13 @@
 // Package cli holds what walkeeper's two commands (cmd/walkeeper and cmd/walkeeper-bench)
 // share about their command lines: the exit codes, the usage-error mark that selects exit
-// status 2, and the signal context.
+// status 2, how a root command runs, and the signal context.
 package cli
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -60,6 +61,23 @@ func Args(check cobra.PositionalArgs) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// Run is a command's whole run: its command line in, its exit code out.
+type Run func(ctx context.Context, args []string, stdout, stderr io.Writer) int
+
+// Main is both commands' main: it runs this process's command line and exits with the code.
+func Main(run Run) {
+	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// Execute runs root on args with its output going to stdout and stderr. It returns the command
+// that ran (whose CommandPath names its help) and its error.
+func Execute(ctx context.Context, root *cobra.Command, args []string, stdout, stderr io.Writer) (*cobra.Command, error) {
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	return root.ExecuteContextC(ctx)
 }
 
 // SignalContext is ctx cancelled on SIGINT or SIGTERM.

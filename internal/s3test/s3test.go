@@ -26,6 +26,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -256,6 +257,29 @@ func StartServer(t testing.TB) *Server {
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	return s
+}
+
+// StartEngines starts one server per storage engine walkeeper's tests rely on, named after
+// it: "s3mem" (in memory, the tests' default) and "s3bolt" (a bbolt file, unsynced). The
+// credentials are set as by SetCredentials, and the servers stop when the test ends.
+func StartEngines(t testing.TB) map[string]*Server {
+	t.Helper()
+	SetCredentials(t)
+	out := map[string]*Server{}
+	for _, name := range []string{"s3mem", "s3bolt"} {
+		opts := Options{}
+		if name == "s3bolt" {
+			opts.BoltPath = filepath.Join(t.TempDir(), "s3.db")
+			opts.BoltNoSync = true
+		}
+		s, err := New(opts)
+		if err != nil {
+			t.Fatalf("s3test: start %s server: %v", name, err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		out[name] = s
+	}
+	return out
 }
 
 // Start starts an in-memory server for the test with one fresh, randomly named bucket and

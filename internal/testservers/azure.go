@@ -9,8 +9,6 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
-
-	"github.com/walkeeper/walkeeper/internal/proc"
 )
 
 // Azurite's well-known development account (the same in every Azurite and in Microsoft's
@@ -25,22 +23,14 @@ const (
 // it address the account by path (http://127.0.0.1:PORT/devstoreaccount1/CONTAINER), as the
 // emulator expects; the shared key comes from AZURE_STORAGE_ACCOUNT and AZURE_STORAGE_KEY.
 func startAzurite(t testing.TB, s *Server) error {
-	port, err := proc.FreePort()
-	if err != nil {
-		return err
-	}
-	addr := proc.Addr(port)
-	s.p, err = proc.Start(proc.Spec{
-		Path: s.bin,
-		Args: []string{"--blobHost", "127.0.0.1", "--blobPort", strconv.Itoa(port),
+	addr, err := s.runOnFreePort(func(port int, _ string) []string {
+		return []string{"--blobHost", "127.0.0.1", "--blobPort", strconv.Itoa(port),
 			"--location", filepath.Join(s.dir, "data"), "--debug", filepath.Join(s.dir, "debug.log"),
-			"--skipApiVersionCheck", "--disableTelemetry"},
-		Log: s.log,
+			"--skipApiVersionCheck", "--disableTelemetry"}
 	})
 	if err != nil {
 		return err
 	}
-	s.Endpoint = "http://" + addr
 	s.Env = []string{"AZURE_STORAGE_ACCOUNT=" + AzuriteAccount, "AZURE_STORAGE_KEY=" + AzuriteKey}
 	cred, err := azblob.NewSharedKeyCredential(AzuriteAccount, AzuriteKey)
 	if err != nil {

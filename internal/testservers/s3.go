@@ -70,24 +70,16 @@ func startMinIO(t testing.TB, s *Server) error {
 
 // startVersityGW runs versitygw's posix backend over DIR: a bucket is a directory.
 func startVersityGW(t testing.TB, s *Server) error {
-	port, err := proc.FreePort()
-	if err != nil {
-		return err
-	}
-	addr := proc.Addr(port)
 	data := filepath.Join(s.dir, "data")
 	if err := os.MkdirAll(data, 0o755); err != nil {
 		return err
 	}
-	s.p, err = proc.Start(proc.Spec{
-		Path: s.bin,
-		Args: []string{"--port", addr, "--access", S3AccessKey, "--secret", S3SecretKey, "--region", S3Region, "posix", data},
-		Log:  s.log,
+	addr, err := s.runOnFreePort(func(_ int, addr string) []string {
+		return []string{"--port", addr, "--access", S3AccessKey, "--secret", S3SecretKey, "--region", S3Region, "posix", data}
 	})
 	if err != nil {
 		return err
 	}
-	s.Endpoint = "http://" + addr
 	if err := s.p.WaitTCP(addr, time.Minute); err != nil {
 		return err
 	}

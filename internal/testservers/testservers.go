@@ -118,6 +118,22 @@ type Server struct {
 	newBucket     func(ctx context.Context, name string) (string, error)
 }
 
+// runOnFreePort starts the server's binary listening on a free loopback port: args builds
+// its command line from the port and its host:port. It sets Endpoint and returns the
+// host:port.
+func (s *Server) runOnFreePort(args func(port int, addr string) []string) (string, error) {
+	port, err := proc.FreePort()
+	if err != nil {
+		return "", err
+	}
+	addr := proc.Addr(port)
+	if s.p, err = proc.Start(proc.Spec{Path: s.bin, Args: args(port, addr), Log: s.log}); err != nil {
+		return "", err
+	}
+	s.Endpoint = "http://" + addr
+	return addr, nil
+}
+
 // NewBucket creates another bucket (container) named name plus a random suffix and returns
 // its storage URL: tests that need an empty root of their own use it.
 func (s *Server) NewBucket(ctx context.Context, name string) (string, error) {

@@ -36,6 +36,15 @@ type Options struct {
 	Verbose bool
 }
 
+// SkipShort skips t under -short. Every test that starts a Temporal server (Start, a cluster,
+// worker processes) calls it first, so that -short runs none of them, for one reason.
+func SkipShort(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a Temporal server; skipped with -short")
+	}
+}
+
 // Start runs a dev server for t and returns its frontend address and a connected client.
 // Both are cleaned up with t.Cleanup. It fails the test if the server cannot start.
 //

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
-	"net/http"
 	"os"
 	"sort"
 	"strings"
@@ -17,6 +15,7 @@ import (
 	"go.uber.org/zap/zaptest"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/walkeeper/walkeeper/internal/apitest"
 	"github.com/walkeeper/walkeeper/internal/testservers"
 	"github.com/walkeeper/walkeeper/internal/testtemporal"
 	"github.com/walkeeper/walkeeper/worker"
@@ -30,9 +29,7 @@ import (
 // workers, merge through a third, read the merged base, and find the MergeWal in Temporal's
 // visibility by its WalTarget search attribute, as Temporal Web would.
 func TestComposeClusterWithoutDocker(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a Temporal dev server")
-	}
+	testtemporal.SkipShort(t)
 	var c struct {
 		Services map[string]struct {
 			Command     []string          `yaml:"command"`
@@ -115,25 +112,14 @@ func TestComposeClusterWithoutDocker(t *testing.T) {
 		addrs[name] = "http://" + w.HTTPAddr()
 	}
 
+	api := apitest.Client{T: t, Ctx: ctx}
 	call := func(method, url, body string, want int) []byte {
 		t.Helper()
-		req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
+		r := api.Do(method, url, body)
+		if r.Status != want {
+			t.Fatalf("%s %s: %d %s, want %d", method, url, r.Status, r.Body, want)
 		}
-		if body != "" {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatalf("%s %s: %v", method, url, err)
-		}
-		defer resp.Body.Close()
-		out, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != want {
-			t.Fatalf("%s %s: %d %s, want %d", method, url, resp.StatusCode, out, want)
-		}
-		return out
+		return r.Body
 	}
 	w0, w1, w2 := addrs[workers[0]], addrs[workers[1]], addrs[workers[2]]
 	for _, a := range []string{w0, w1, w2} {

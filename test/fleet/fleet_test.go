@@ -49,9 +49,7 @@ func storeName(i int) string { return fmt.Sprintf("s-%05d", i) }
 // demand index must then hold only the store below threshold, and a second sweep must
 // start nothing and cost a constant number of storage requests.
 func TestSweepDrainsDebtInAFleetOf50kStores(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a Temporal dev server")
-	}
+	testtemporal.SkipShort(t)
 	began := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -100,15 +98,7 @@ func TestSweepDrainsDebtInAFleetOf50kStores(t *testing.T) {
 	for _, w := range []*store.DB{writerA, writerB, dead} {
 		queues = append(queues, contract.ShardQueue(w.Shard()))
 	}
-	for i, q := range queues {
-		w := tworker.New(tc, q, tworker.Options{DisableWorkflowWorker: i > 0})
-		if i == 0 {
-			workflows.Register(w)
-		}
-		activities.Register(w, acts)
-		require.NoError(t, w.Start())
-		t.Cleanup(w.Stop)
-	}
+	startWorkers(t, tc, acts, queues...)
 
 	// Sweep 1: finds and starts exactly the stores over a threshold.
 	t.Logf("server and workers up at %s", time.Since(began).Round(time.Millisecond))
@@ -207,4 +197,19 @@ func openStats(ctx context.Context, db *store.DB, name string) (store.Stats, err
 		return store.Stats{}, err
 	}
 	return s.Stats(ctx)
+}
+
+// startWorkers runs one Temporal worker per queue with acts registered, stopped when the test
+// ends; the first queue's worker also runs the workflows (the others are shard queues).
+func startWorkers(t *testing.T, tc client.Client, acts *activities.Activities, queues ...string) {
+	t.Helper()
+	for i, q := range queues {
+		w := tworker.New(tc, q, tworker.Options{DisableWorkflowWorker: i > 0})
+		if i == 0 {
+			workflows.Register(w)
+		}
+		activities.Register(w, acts)
+		require.NoError(t, w.Start())
+		t.Cleanup(w.Stop)
+	}
 }

@@ -14,14 +14,12 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/sdk/client"
-	tworker "go.temporal.io/sdk/worker"
 
 	"github.com/walkeeper/walkeeper/activities"
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/internal/testtemporal"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/worker"
-	"github.com/walkeeper/walkeeper/workflows"
 )
 
 // recordEnv makes TestReconcileRepairsWhatTheIndexMissed write the histories it produces
@@ -33,9 +31,7 @@ const recordEnv = "WALKEEPER_RECORD_HISTORIES"
 // registry and writes the missing records; it continues as new every PagesPerRun pages and
 // records its success. The sweep then finds and drains them.
 func TestReconcileRepairsWhatTheIndexMissed(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a Temporal dev server")
-	}
+	testtemporal.SkipShort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	url := fmt.Sprintf("mem://reconcile-%d", time.Now().UnixNano())
@@ -63,15 +59,7 @@ func TestReconcileRepairsWhatTheIndexMissed(t *testing.T) {
 	db := openDB(t, url, "worker", nil)
 	_, tc := testtemporal.Start(t)
 	acts := &activities.Activities{DB: db, Client: tc}
-	for i, q := range []string{contract.TaskQueue, contract.ShardQueue(writer.Shard())} {
-		w := tworker.New(tc, q, tworker.Options{DisableWorkflowWorker: i > 0})
-		if i == 0 {
-			workflows.Register(w)
-		}
-		activities.Register(w, acts)
-		require.NoError(t, w.Start())
-		t.Cleanup(w.Stop)
-	}
+	startWorkers(t, tc, acts, contract.TaskQueue, contract.ShardQueue(writer.Shard()))
 
 	// The worker's schedule for it: ReconcileDemand, overlap SKIP, jittered.
 	require.NoError(t, worker.EnsureReconcileSchedule(ctx, tc, time.Hour))

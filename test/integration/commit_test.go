@@ -61,37 +61,35 @@ func (c *countingActivities) register(r tworker.ActivityRegistry, a *activities.
 		time.Sleep(c.linger)
 		return a.Prepare(ctx, p)
 	}, activity.RegisterOptions{Name: contract.PrepareActivity, DisableAlreadyRegisteredCheck: true})
-	r.RegisterActivityWithOptions(func(ctx context.Context, p contract.CommitParams) (contract.CommitResult, error) {
+	r.RegisterActivityWithOptions(commitCounted(c, a.Commit, func(res contract.CommitResult) (uint64, bool) {
+		return res.BaseVersion, !res.AlreadyCommitted
+	}), activity.RegisterOptions{Name: contract.CommitActivity, DisableAlreadyRegisteredCheck: true})
+	r.RegisterActivityWithOptions(commitCounted(c, a.CommitRound, func(res contract.CommitRoundResult) (uint64, bool) {
+		for _, sr := range res.Shards {
+			if sr.Outcome == contract.RoundCommitted {
+				return res.BaseVersion, true // one base version per round, however many shards it covers
+			}
+		}
+		return 0, false
+	}), activity.RegisterOptions{Name: contract.CommitRoundActivity, DisableAlreadyRegisteredCheck: true})
+}
+
+// commitCounted wraps one commit activity: counted in flight, lingering around the real call,
+// and recording the base version it published (published reports it; false = none).
+func commitCounted[P, R any](c *countingActivities, commit func(context.Context, P) (R, error), published func(R) (uint64, bool)) func(context.Context, P) (R, error) {
+	return func(ctx context.Context, p P) (R, error) {
 		c.commits.enter()
 		defer c.commits.leave()
 		time.Sleep(c.linger)
-		res, err := a.Commit(ctx, p)
+		res, err := commit(ctx, p)
 		time.Sleep(c.linger)
-		if err == nil && !res.AlreadyCommitted {
+		if v, ok := published(res); err == nil && ok {
 			c.mu.Lock()
-			c.versions = append(c.versions, res.BaseVersion)
+			c.versions = append(c.versions, v)
 			c.mu.Unlock()
 		}
 		return res, err
-	}, activity.RegisterOptions{Name: contract.CommitActivity, DisableAlreadyRegisteredCheck: true})
-	r.RegisterActivityWithOptions(func(ctx context.Context, p contract.CommitRoundParams) (contract.CommitRoundResult, error) {
-		c.commits.enter()
-		defer c.commits.leave()
-		time.Sleep(c.linger)
-		res, err := a.CommitRound(ctx, p)
-		time.Sleep(c.linger)
-		if err == nil {
-			for _, sr := range res.Shards {
-				if sr.Outcome == contract.RoundCommitted {
-					c.mu.Lock()
-					c.versions = append(c.versions, res.BaseVersion)
-					c.mu.Unlock()
-					break // one base version per round, however many shards it covers
-				}
-			}
-		}
-		return res, err
-	}, activity.RegisterOptions{Name: contract.CommitRoundActivity, DisableAlreadyRegisteredCheck: true})
+	}
 }
 
 // At most one commit in flight per table: four writer shards each with pending

@@ -1,13 +1,10 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -25,6 +22,7 @@ import (
 
 	"github.com/walkeeper/walkeeper/activities"
 	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/internal/apitest"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/worker"
 	"github.com/walkeeper/walkeeper/workflows"
@@ -100,19 +98,8 @@ func fileLogger(t *testing.T, path string) *zap.Logger {
 	}
 	enc := zap.NewProductionEncoderConfig()
 	enc.EncodeTime = zapcore.ISO8601TimeEncoder
-	core := zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.AddSync(&lockedWriter{w: f}), zapcore.InfoLevel)
+	core := zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.Lock(zapcore.AddSync(f)), zapcore.InfoLevel)
 	return zap.New(core).With(zap.String("test", t.Name()))
-}
-
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 func (e *env) ctx(d time.Duration) context.Context {
@@ -407,42 +394,13 @@ func newAPI(t *testing.T, addr string) api { return api{t: t, base: "http://" + 
 // call sends body (a string, or nil) and decodes a JSON answer into out (when non-nil).
 func (a api) call(method, path string, body any, out any) int {
 	a.t.Helper()
-	var rd io.Reader
-	switch b := body.(type) {
-	case nil:
-	case string:
-		rd = strings.NewReader(b)
-	default:
-		raw, err := json.Marshal(b)
-		if err != nil {
-			a.t.Fatal(err)
-		}
-		rd = bytes.NewReader(raw)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, a.base+path, rd)
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	if rd != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
+	r := apitest.Client{T: a.t, Base: a.base, Ctx: ctx}.Do(method, path, body)
+	if err := r.Decode(out); err != nil {
 		a.t.Fatalf("%s %s: %v", method, path, err)
 	}
-	defer res.Body.Close()
-	raw, err := io.ReadAll(res.Body)
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	if out != nil && len(raw) > 0 {
-		if err := json.Unmarshal(raw, out); err != nil {
-			a.t.Fatalf("%s %s: %d %s: %v", method, path, res.StatusCode, raw, err)
-		}
-	}
-	return res.StatusCode
+	return r.Status
 }
 
 // must is call that fails the test unless the status is want.

@@ -38,6 +38,7 @@ var harnesses = []string{
 	module + "/internal/testservers",
 	module + "/internal/bucketconformance",
 	module + "/internal/s3test",
+	module + "/internal/apitest",
 	module + "/bench",
 	module + "/test/",
 	"github.com/johannesboyne/gofakes3",
@@ -88,7 +89,7 @@ var rules = []rule{
 	},
 	{
 		name:   "the test harnesses do not depend on the worker",
-		from:   []string{"internal/testtemporal", "internal/temporalcluster", "internal/testservers", "internal/devserver", "internal/s3test"},
+		from:   []string{"internal/testtemporal", "internal/temporalcluster", "internal/testservers", "internal/devserver", "internal/s3test", "internal/apitest"},
 		forbid: []string{module + "/worker", module + "/cmd/"},
 	},
 }

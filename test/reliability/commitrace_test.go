@@ -152,17 +152,7 @@ func TestCommitRaceProcesses(t *testing.T) {
 		runCommitRace(t, fileURL(t), nil, procs, rounds)
 	})
 	t.Run("s3", func(t *testing.T) {
-		s3test.SetCredentials(t)
-		srv, err := s3test.New(s3test.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = srv.Close() })
-		bucket := s3test.NewBucketName()
-		if err := srv.CreateBucket(bucket); err != nil {
-			t.Fatal(err)
-		}
-		runCommitRace(t, srv.BucketURL(bucket), s3test.Env(), procs, max(rounds/2, 4))
+		runCommitRace(t, s3test.Start(t), s3test.Env(), procs, max(rounds/2, 4))
 	})
 }
 
@@ -276,10 +266,7 @@ func runCommitRace(t *testing.T, url string, env map[string]string, procs, round
 	if len(lay.Orphans) > 0 {
 		t.Errorf("staged files outside the base: %v", lay.Orphans)
 	}
-	reader, err := createOrOpen(ctx, mustOpenDB(t, url, "race-reader", nil, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
+	reader := mustStore(t, mustOpenDB(t, url, "race-reader", nil, nil))
 	base, dups, err := ReadAll(ctx, reader, store.SourceBase, 1000)
 	if err != nil {
 		t.Fatal(err)

@@ -19,11 +19,12 @@ const SoakEnv = "WALKEEPER_SOAK"
 
 func soak() bool { return os.Getenv(SoakEnv) == "1" }
 
-// pick returns the short or the soak value; env (if set) overrides both.
-func pickDuration(short, long time.Duration, env string) time.Duration {
+// pick returns the short or the soak value; env, when set to a value parse accepts,
+// overrides both.
+func pick[T any](short, long T, env string, parse func(string) (T, error)) T {
 	if s := os.Getenv(env); s != "" {
-		if d, err := time.ParseDuration(s); err == nil {
-			return d
+		if v, err := parse(s); err == nil {
+			return v
 		}
 	}
 	if soak() {
@@ -32,17 +33,11 @@ func pickDuration(short, long time.Duration, env string) time.Duration {
 	return short
 }
 
-func pickInt(short, long int, env string) int {
-	if s := os.Getenv(env); s != "" {
-		if n, err := strconv.Atoi(s); err == nil {
-			return n
-		}
-	}
-	if soak() {
-		return long
-	}
-	return short
+func pickDuration(short, long time.Duration, env string) time.Duration {
+	return pick(short, long, env, time.ParseDuration)
 }
+
+func pickInt(short, long int, env string) int { return pick(short, long, env, strconv.Atoi) }
 
 var urlSeq atomic.Int64
 
@@ -85,6 +80,28 @@ func mustOpenDB(t testing.TB, url, instance string, faults store.Faults, tweak f
 	}
 	t.Cleanup(func() { _ = db.Close(context.Background()) })
 	return db
+}
+
+// mustStore is createOrOpen that fails the test on an error.
+func mustStore(t testing.TB, db *store.DB) *store.Store {
+	t.Helper()
+	s, err := createOrOpen(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// mustSeal appends rows to s and seals them into one generation.
+func mustSeal(t testing.TB, s *store.Store, rows ...store.Row) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := s.Append(ctx, rows); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // createOrOpen creates the reliability store or opens it, retrying transient errors for
@@ -132,4 +149,28 @@ func TestReliabilityChild(t *testing.T) {
 	if err := f(context.Background(), json.RawMessage(os.Getenv(ChildArgEnv))); err != nil {
 		t.Fatalf("child %s: %v", mode, err)
 	}
+}
+
+// readChecked reads every row of tg through a fresh reader (instance) on storage and reports,
+// each error prefixed with what, the keys read twice and every oracle violation. It returns
+// the reader's DB and store, and the rows.
+func readChecked(t *testing.T, storage, instance string, tg store.Target, oracle *Oracle, what string) (*store.DB, *store.Store, map[string]int64) {
+	t.Helper()
+	ctx := context.Background()
+	db := mustOpenDB(t, storage, instance, nil, nil)
+	s, err := db.Open(ctx, tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, dups, err := ReadAll(ctx, s, store.SourceAll, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dups) > 0 {
+		t.Errorf("%s: keys read twice: %v", what, dups)
+	}
+	for _, v := range oracle.Verify(all) {
+		t.Errorf("%s: %s", what, v)
+	}
+	return db, s, all
 }

@@ -126,6 +126,22 @@ func mergeShard(ctx context.Context, s *store.Store, shard string) (int, error) 
 	return total, fmt.Errorf("shard %s: still merging after 100 passes", shard)
 }
 
+// drainShards merges every shard of s (what a store of the test is called, for the errors)
+// and requires nothing pending afterwards.
+func drainShards(ctx context.Context, t testing.TB, s *store.Store, shards []string, what string) {
+	t.Helper()
+	for _, sh := range shards {
+		if _, err := mergeShard(ctx, s, sh); err != nil {
+			t.Errorf("%s shard %s: %v", what, sh, err)
+		}
+	}
+	for sh, n := range pendingOf(ctx, t, s) {
+		if n != 0 {
+			t.Errorf("%s shard %s: %d pending after merging", what, sh, n)
+		}
+	}
+}
+
 func pendingOf(ctx context.Context, t testing.TB, s *store.Store) map[string]int {
 	t.Helper()
 	st, err := s.Stats(ctx)
@@ -352,16 +368,7 @@ func runCorrupt(t *testing.T, url string) {
 	// --- store b: merges do not read the base, so every shard drains; reads in the garbled
 	// run's range and compaction fail with ErrCorrupt; nothing is published over it.
 	before = corruptCounter(t, met)
-	for _, sh := range shardIDs {
-		if _, err := mergeShard(ctx, cb, sh); err != nil {
-			t.Errorf("store b shard %s: %v", sh, err)
-		}
-	}
-	for sh, n := range pendingOf(ctx, t, cb) {
-		if n != 0 {
-			t.Errorf("store b shard %s: %d pending after merging", sh, n)
-		}
-	}
+	drainShards(ctx, t, cb, shardIDs, "store b")
 	okB, corB := checkGets(ctx, t, cb, stores["b"].oracle, badRun.Path, badRun.MinKey, badRun.MaxKey)
 	if corB == 0 {
 		t.Errorf("store b: no Get hit the garbled run")
@@ -410,16 +417,7 @@ func runCorrupt(t *testing.T, url string) {
 		cs.write(ctx, t, i, keyRange(prefix("c", i), 25, 40), 4)
 		cs.seal(ctx, t, i)
 	}
-	for _, sh := range shardIDs {
-		if _, err := mergeShard(ctx, cc, sh); err != nil {
-			t.Errorf("store c shard %s: %v", sh, err)
-		}
-	}
-	for sh, n := range pendingOf(ctx, t, cc) {
-		if n != 0 {
-			t.Errorf("store c shard %s: %d pending after merging", sh, n)
-		}
-	}
+	drainShards(ctx, t, cc, shardIDs, "store c")
 	all, dups, err := ReadAll(ctx, cc, store.SourceAll, 37)
 	if err != nil {
 		t.Fatalf("store c full read: %v", err)

@@ -28,6 +28,19 @@ type crashArg struct {
 	Order string `json:"order"` // "prepare-first" or "recover-first" (when no preparation survived)
 }
 
+// open opens the child's DB (with faults, nil = none) and the reliability store in it.
+func (a crashArg) open(ctx context.Context, faults store.Faults) (*store.DB, *store.Store, error) {
+	db, err := openDB(ctx, a.URL, a.Instance, faults, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := db.Open(ctx, target)
+	if err != nil {
+		return nil, nil, err
+	}
+	return db, s, nil
+}
+
 type crashRestartResult struct {
 	PreparedFound bool   `json:"prepared_found"`
 	Outcome       string `json:"outcome"`
@@ -61,11 +74,7 @@ func crashChild(ctx context.Context, raw json.RawMessage) error {
 		return fmt.Errorf("unknown step %q", a.Step)
 	}
 	hook := &StepHook{Step: step, Hit: func(Step) { KillSelf() }}
-	db, err := openDB(ctx, a.URL, a.Instance, hook, nil)
-	if err != nil {
-		return err
-	}
-	s, err := db.Open(ctx, target)
+	_, s, err := a.open(ctx, hook)
 	if err != nil {
 		return err
 	}
@@ -121,11 +130,7 @@ func crashRestartChild(ctx context.Context, raw json.RawMessage) error {
 	if err := json.Unmarshal(raw, &a); err != nil {
 		return err
 	}
-	db, err := openDB(ctx, a.URL, a.Instance, nil, nil)
-	if err != nil {
-		return err
-	}
-	s, err := db.Open(ctx, target)
+	db, s, err := a.open(ctx, nil)
 	if err != nil {
 		return err
 	}
@@ -278,21 +283,7 @@ func runCrashStep(t *testing.T, step Step, iters int) {
 		if err := oracle.LoadAckLog(a.ackLog()); err != nil {
 			t.Fatal(err)
 		}
-		checkDB := mustOpenDB(t, url, fmt.Sprintf("crash-checker-%d", it), nil, nil)
-		checker, err := checkDB.Open(ctx, target)
-		if err != nil {
-			t.Fatal(err)
-		}
-		all, dups, err := ReadAll(ctx, checker, store.SourceAll, 1000)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(dups) > 0 {
-			t.Errorf("iteration %d: keys read twice: %v", it, dups)
-		}
-		for _, v := range oracle.Verify(all) {
-			t.Errorf("iteration %d: %s", it, v)
-		}
+		checkDB, checker, all := readChecked(t, url, fmt.Sprintf("crash-checker-%d", it), target, oracle, fmt.Sprintf("iteration %d", it))
 		base, _, err := ReadAll(ctx, checker, store.SourceBase, 1000)
 		if err != nil {
 			t.Fatal(err)

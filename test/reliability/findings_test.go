@@ -64,16 +64,8 @@ func TestFindingReadDuringSealSeesAcknowledgedRow(t *testing.T) {
 			ctx := context.Background()
 			g := newGate("", "/_versions/") // the read's base-manifest load, after its shard-manifest reads
 			db := mustOpenDB(t, memURL(t), "w1", g, nil)
-			s, err := createOrOpen(ctx, db)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := s.Append(ctx, []store.Row{Row("a", 1)}); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := s.Flush(ctx); err != nil {
-				t.Fatal(err)
-			}
+			s := mustStore(t, db)
+			mustSeal(t, s, Row("a", 1))
 			if _, err := s.Append(ctx, []store.Row{Row("a", 2)}); err != nil { // acknowledged, in the memtable
 				t.Fatal(err)
 			}
@@ -130,18 +122,10 @@ func TestFindingRetriedPrepareDoesNotLeakStagedFile(t *testing.T) {
 		return err
 	}}
 	db := mustOpenDB(t, memURL(t), "w1", faults, nil)
-	s, err := createOrOpen(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustStore(t, db)
 	appendFlush := func(k string, v int64) {
 		t.Helper()
-		if _, err := s.Append(ctx, []store.Row{Row(k, v)}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.Flush(ctx); err != nil {
-			t.Fatal(err)
-		}
+		mustSeal(t, s, Row(k, v))
 	}
 	appendFlush("a", 1)
 	appendFlush("b", 1)
@@ -185,17 +169,9 @@ func TestFindingAlreadyCommittedCleanupFailureIsReported(t *testing.T) {
 		return nil
 	}}
 	db := mustOpenDB(t, memURL(t), "w1", faults, nil)
-	s, err := createOrOpen(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustStore(t, db)
 	for i := 0; i < 2; i++ {
-		if _, err := s.Append(ctx, []store.Row{Row(fmt.Sprint("k", i), 1)}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.Flush(ctx); err != nil {
-			t.Fatal(err)
-		}
+		mustSeal(t, s, Row(fmt.Sprint("k", i), 1))
 	}
 	p1, err := s.Prepare(ctx, store.PrepareParams{AttemptKey: "owner"})
 	if err != nil {
@@ -254,10 +230,7 @@ func TestFindingSelfFenceHidesAcknowledgedRows(t *testing.T) {
 		},
 	}
 	db := mustOpenDB(t, memURL(t), "w1", faults, nil)
-	s, err := createOrOpen(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustStore(t, db)
 	if _, err := s.Append(ctx, []store.Row{Row("a", 1)}); err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +239,7 @@ func TestFindingSelfFenceHidesAcknowledgedRows(t *testing.T) {
 		t.Fatalf("want the injected WAL failure, got %v", err)
 	}
 	failClaim.Store(true)
-	_, err = s.Append(ctx, []store.Row{Row("c", 1)})
+	_, err := s.Append(ctx, []store.Row{Row("c", 1)})
 	failClaim.Store(false)
 	t.Logf("append after the ambiguous WAL write: %v", err)
 	row, err := s.Get(ctx, "a")
@@ -291,16 +264,8 @@ func TestFindingSelfFenceHidesAcknowledgedRows(t *testing.T) {
 func TestFindingMissingRunIsNotRowNotFound(t *testing.T) {
 	ctx := context.Background()
 	db := mustOpenDB(t, memURL(t), "w1", nil, nil)
-	s, err := createOrOpen(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Append(ctx, []store.Row{Row("a", 1)}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s := mustStore(t, db)
+	mustSeal(t, s, Row("a", 1))
 	if _, err := s.MergeAll(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -311,10 +276,7 @@ func TestFindingMissingRunIsNotRowNotFound(t *testing.T) {
 	if err := db.Bucket().Delete(ctx, lay.Runs[0]); err != nil { // the object is lost
 		t.Fatal(err)
 	}
-	reader, err := createOrOpen(ctx, mustOpenDB(t, db.Bucket().URL(), "reader", nil, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
+	reader := mustStore(t, mustOpenDB(t, db.Bucket().URL(), "reader", nil, nil))
 	_, err = reader.Get(ctx, "a")
 	if err == nil || errors.Is(err, store.ErrNotFound) || !errors.Is(err, store.ErrCorrupt) {
 		t.Fatalf("get of a row whose base run is missing: %v; want ErrCorrupt (HTTP 500 corrupt), not ErrNotFound (HTTP 404 row_not_found)", err)
@@ -332,15 +294,12 @@ func TestFindingMissingRunIsNotRowNotFound(t *testing.T) {
 func TestFindingHostileManifestPathIsCorrupt(t *testing.T) {
 	ctx := context.Background()
 	db := mustOpenDB(t, memURL(t), "w1", nil, nil)
-	s, err := createOrOpen(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustStore(t, db)
 	raw := `{"version":1,"runs":[{"id":"x","path":"../x.parquet","rows":1,"min_key":"a","max_key":"z"}],"watermarks":{}}`
 	if err := db.Bucket().PutIfAbsent(ctx, target.Path()+"/_versions/00000000000000000001.json", []byte(raw)); err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.Get(ctx, "b")
+	_, err := s.Get(ctx, "b")
 	if !errors.Is(err, store.ErrCorrupt) {
 		t.Fatalf("get over a manifest naming %q: %v; want ErrCorrupt, not ErrInvalidInput (HTTP 400)", "../x.parquet", err)
 	}
@@ -373,27 +332,16 @@ func TestFindingStaleChainHintCatchesUpOnFlakyStorage(t *testing.T) {
 		return nil
 	}}
 	writerDB := mustOpenDB(t, url, "writer", nil, nil)
-	w, err := createOrOpen(ctx, writerDB)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := mustStore(t, writerDB)
 	if _, err := w.Append(ctx, []store.Row{Row("a", 1)}); err != nil {
 		t.Fatal(err)
 	}
-	reader, err := createOrOpen(ctx, mustOpenDB(t, url, "reader", faults, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
+	reader := mustStore(t, mustOpenDB(t, url, "reader", faults, nil))
 	if _, err := reader.Stats(ctx); err != nil { // caches the writer's chain at its first version
 		t.Fatal(err)
 	}
 	for i := 0; i < 200; i++ { // the writer's shard manifest moves 200 versions on
-		if _, err := w.Append(ctx, []store.Row{Row("a", int64(i+2))}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := w.Flush(ctx); err != nil {
-			t.Fatal(err)
-		}
+		mustSeal(t, w, Row("a", int64(i+2)))
 	}
 	failEvery.Store(50) // 2% of manifest reads fail
 	gets.Store(0)

@@ -176,10 +176,7 @@ func (l *faultLoad) run() {
 		}
 		stores[i] = s
 	}
-	observer, err := createOrOpen(ctx, mustOpenDB(t, l.url, "load-observer", l.inj, tweak))
-	if err != nil {
-		t.Fatal(err)
-	}
+	observer := mustStore(t, mustOpenDB(t, l.url, "load-observer", l.inj, tweak))
 
 	const appendersPerShard, keysPerAppender = 2, 40
 	owned := make([][]string, l.shards) // keys written by shard i
@@ -234,10 +231,7 @@ func (l *faultLoad) run() {
 			t.Fatalf("sentinel flush: %v", err)
 		}
 	}
-	checker, err := createOrOpen(ctx, mustOpenDB(t, l.url, "load-checker", nil, tweak))
-	if err != nil {
-		t.Fatal(err)
-	}
+	checker := mustStore(t, mustOpenDB(t, l.url, "load-checker", nil, tweak))
 	for pass := 0; ; pass++ {
 		if _, err := checker.MergeAll(ctx); err != nil {
 			t.Fatalf("final MergeAll: %v", err)

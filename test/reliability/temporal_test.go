@@ -1,11 +1,8 @@
 package reliability
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,6 +16,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/internal/apitest"
 	"github.com/walkeeper/walkeeper/internal/devserver"
 	"github.com/walkeeper/walkeeper/internal/testtemporal"
 	"github.com/walkeeper/walkeeper/store"
@@ -149,37 +147,20 @@ func tailFile(p string) string {
 	return tail(string(b), 6000)
 }
 
+// httpJSON sends body as JSON and decodes the answer into out; a status of 300 or more is an
+// error. It fails no test, so the load goroutines can call it.
 func httpJSON(method, url string, body any, out any) (int, error) {
-	var rd io.Reader
-	if body != nil {
-		raw, err := json.Marshal(body)
-		if err != nil {
-			return 0, err
-		}
-		rd = bytes.NewReader(raw)
-	}
-	req, err := http.NewRequest(method, url, rd)
+	r, err := apitest.Do(context.Background(), apitest.JSON(method, url, body))
 	if err != nil {
 		return 0, err
 	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+	if err := r.Decode(out); err != nil {
+		return r.Status, fmt.Errorf("%s %s: %w", method, url, err)
 	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err
+	if r.Status >= 300 {
+		return r.Status, fmt.Errorf("%s %s: %d %s", method, url, r.Status, r.Body)
 	}
-	defer res.Body.Close()
-	raw, _ := io.ReadAll(res.Body)
-	if out != nil && len(raw) > 0 {
-		if err := json.Unmarshal(raw, out); err != nil {
-			return res.StatusCode, fmt.Errorf("%s %s: %d %q: %w", method, url, res.StatusCode, raw, err)
-		}
-	}
-	if res.StatusCode >= 300 {
-		return res.StatusCode, fmt.Errorf("%s %s: %d %s", method, url, res.StatusCode, raw)
-	}
-	return res.StatusCode, nil
+	return r.Status, nil
 }
 
 // temporalRig is a Temporal server whose database survives restarts, plus a client: the dev
@@ -217,9 +198,7 @@ type rigLoad struct {
 // Every MergeWal must complete; then the oracle checks every acknowledged row (read from the
 // storage root by a separate reader), pending is 0, and no key is read twice.
 func TestWorkerProcessesSurviveKillsAndTemporalRestarts(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a Temporal dev server and worker processes")
-	}
+	testtemporal.SkipShort(t)
 	// Parallel with the mixed load: most of this test is waiting (a killed worker's activity
 	// is retried after its one-minute heartbeat timeout).
 	t.Parallel()
@@ -356,21 +335,7 @@ func waitFor(t *testing.T, d time.Duration, what string, f func() bool) {
 func verifyRoot(t *testing.T, storage string, tg store.Target, oracle *Oracle) {
 	t.Helper()
 	ctx := context.Background()
-	db := mustOpenDB(t, storage, fmt.Sprintf("verifier-%d", time.Now().UnixNano()), nil, nil)
-	s, err := db.Open(ctx, tg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	all, dups, err := ReadAll(ctx, s, store.SourceAll, 1000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(dups) > 0 {
-		t.Errorf("keys read twice: %v", dups)
-	}
-	for _, v := range oracle.Verify(all) {
-		t.Errorf("oracle: %s", v)
-	}
+	db, s, all := readChecked(t, storage, fmt.Sprintf("verifier-%d", time.Now().UnixNano()), tg, oracle, "after the run")
 	st, err := s.Stats(ctx)
 	if err != nil {
 		t.Fatal(err)

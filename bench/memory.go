@@ -37,22 +37,22 @@ type memoryChildParams struct {
 }
 
 type memoryChildResult struct {
-	VmHWM        int64   `json:"vm_hwm"`
-	VmRSSStart   int64   `json:"vm_rss_start"`
-	MaxReserved  int64   `json:"max_reserved"`
-	MaxAllocated int64   `json:"max_allocated"`
+	VmHWM        int64 `json:"vm_hwm"`
+	VmRSSStart   int64 `json:"vm_rss_start"`
+	MaxReserved  int64 `json:"max_reserved"`
+	MaxAllocated int64 `json:"max_allocated"`
 	// MaxHeapLive is the most the Go heap held live after a collection (/gc/heap/live:bytes),
 	// MaxHeap the most it held in objects, live or garbage (/memory/classes/heap/objects:bytes),
 	// sampled with the reservation.
-	MaxHeapLive int64 `json:"max_heap_live"`
-	MaxHeap     int64 `json:"max_heap"`
-	Budget       int64   `json:"budget"`
-	Prepared     int     `json:"prepared"`
-	Bytes        int64   `json:"bytes"`
-	Elapsed      float64 `json:"elapsed_s"`
-	MaxWaiting   int     `json:"max_waiting"`
-	GoMemLimit   string  `json:"gomemlimit"`
-	Busy         int     `json:"busy"`
+	MaxHeapLive int64   `json:"max_heap_live"`
+	MaxHeap     int64   `json:"max_heap"`
+	Budget      int64   `json:"budget"`
+	Prepared    int     `json:"prepared"`
+	Bytes       int64   `json:"bytes"`
+	Elapsed     float64 `json:"elapsed_s"`
+	MaxWaiting  int     `json:"max_waiting"`
+	GoMemLimit  string  `json:"gomemlimit"`
+	Busy        int     `json:"busy"`
 }
 
 // The worker's default soft memory limit at the default cache and read budget

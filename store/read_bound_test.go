@@ -120,3 +120,17 @@ func TestArenaEstimateCoversWhatTheArenaTakes(t *testing.T) {
 		res.Release()
 	}
 }
+
+func TestReadBudgetBusy(t *testing.T) {
+	ctx := context.Background()
+	rb := NewBudget(1 << 20)
+	s, _ := boundedReadStore(t, 3, func(o *Options) { o.ReadBudget = rb; o.CacheBytes = 1 })
+	held := mustReserve(t, rb, 1<<20)
+	start := time.Now()
+	_, err := s.List(ctx, ListOptions{})
+	require.ErrorIs(t, err, ErrBudgetBusy, "a read that cannot fit waits briefly, then is refused")
+	require.Less(t, time.Since(start), readBudgetWait+5*time.Second)
+	held.Release()
+	_, err = s.List(ctx, ListOptions{})
+	require.NoError(t, err)
+}

@@ -141,7 +141,7 @@ func runMemoryMerges(ctx context.Context, o Options, res *Result, dir string, bu
 			func(b int64) float64 { return mib(b) + 32 }},
 	}
 	t := Table{Title: "Merges: peak RSS of the child process (VmHWM), median over repetitions, range in brackets",
-		Header: []string{"budget", "child", "peak RSS (MiB)", "RSS before (MiB)", "growth (MiB)", "goal (MiB)", "max reserved (MiB)", "max allocated (MiB)", "max waiting", "prepared", "time (s)"}}
+		Header: []string{"budget", "child", "peak RSS (MiB)", "RSS before (MiB)", "growth (MiB)", "goal (MiB)", "max reserved (MiB)", "max allocated (MiB)", "max Go heap (MiB)", "max waiting", "prepared", "time (s)"}}
 	for bi, budget := range budgets {
 		url := fileURL(filepath.Join(dir, fmt.Sprintf("merge-%d", budget>>20)), true)
 		o.progressf("memory: writing %d stores × %d MiB of generations", requests, budget>>21)
@@ -157,7 +157,7 @@ func runMemoryMerges(ctx context.Context, o Options, res *Result, dir string, bu
 			g := spreadOf(runs.growth)
 			goal := v.goal(budget)
 			t.Rows = append(t.Rows, []string{fmt.Sprintf("%d MiB", budget>>20), v.name, spreadOf(runs.hwm).fmt("%.0f"), spreadOf(runs.start).fmt("%.0f"), g.fmt("%.0f"),
-				fmt.Sprintf("%.0f", goal), fmt.Sprintf("%.0f", mib(runs.maxReserved)), fmt.Sprintf("%.0f", mib(runs.maxAllocated)), fmt.Sprint(runs.maxWaiting), fmt.Sprint(runs.prepared), spreadOf(runs.elapsed).fmt("%.1f")})
+				fmt.Sprintf("%.0f", goal), fmt.Sprintf("%.0f", mib(runs.maxReserved)), fmt.Sprintf("%.0f", mib(runs.maxAllocated)), fmt.Sprintf("%.0f", mib(runs.maxHeap)), fmt.Sprint(runs.maxWaiting), fmt.Sprint(runs.prepared), spreadOf(runs.elapsed).fmt("%.1f")})
 			res.target(fmt.Sprintf("%d MiB, %s: peak RSS growth", budget>>20, v.key), fmt.Sprintf("≤ %.0f MiB", goal), g.fmt("%.0f")+" MiB", g.Max <= goal)
 			res.target(fmt.Sprintf("%d MiB, %s: reserved never above budget", budget>>20, v.key), fmt.Sprintf("≤ %d MiB", budget>>20), fmt.Sprintf("%.0f MiB", mib(runs.maxReserved)), runs.maxReserved <= budget)
 			prefix := fmt.Sprintf("b%d_%s", budget>>20, v.key)
@@ -183,13 +183,13 @@ func runMemoryMerges(ctx context.Context, o Options, res *Result, dir string, bu
 
 // runMemoryReads is the read part of RunMemory.
 func runMemoryReads(ctx context.Context, o Options, res *Result, dir string) error {
-	// Reads: 16 concurrent Lists over 2,000 pending generations.
+	// Reads: 16 concurrent Lists over 2,000 pending generations, at a read budget of each
+	// of the merge budgets.
 	const lists, gens = 16, 2000
-	readBudget := int64(32 << 20)
 	payload := 1 << 10
 	rows := 16 // ~16 KiB per generation, 32 MiB in all (quick)
 	if !o.Quick {
-		readBudget, rows = 64<<20, 64 // ~64 KiB per generation, 128 MiB in all
+		rows = 64 // ~64 KiB per generation, 128 MiB in all
 	}
 	url := fileURL(filepath.Join(dir, "reads"), true)
 	o.progressf("memory: writing %d generations of %d rows for the read test", gens, rows)
@@ -208,15 +208,25 @@ func runMemoryReads(ctx context.Context, o Options, res *Result, dir string) err
 		return err
 	}
 	rt := Table{Title: fmt.Sprintf("Reads: %d concurrent Lists (limit 100) over %d pending generations (%d MiB), cache off: peak RSS of the child (VmHWM)", lists, gens, int64(gens*rows*payload)>>20),
-		Header: []string{"child", "peak RSS (MiB)", "RSS before (MiB)", "growth (MiB)", "goal (MiB)", "max read reserved (MiB)", "busy refusals", "time (s)"}}
-	for _, rv := range []struct {
+		Header: []string{"child", "peak RSS (MiB)", "RSS before (MiB)", "growth (MiB)", "goal (MiB)", "max read reserved (MiB)", "max read allocated (MiB)", "max Go heap (MiB)", "busy refusals", "time (s)"}}
+	type readVariant struct {
 		key, name string
 		budget    int64
-	}{
-		{"reads", fmt.Sprintf("read budget %d MiB, worker defaults", readBudget>>20), readBudget},
-		{"reads_nobudget", "no read budget (groups of 64 only)", 0},
-	} {
-		runs, err := runMemoryChildren(ctx, o, memoryChildParams{Mode: "reads", URL: url, Requests: lists, Stores: []string{"reads"}, ReadBudget: rv.budget}, workerDefaultMemLimit)
+		memLimit  int64
+	}
+	var variants []readVariant
+	for i, rb := range memoryBudgets(o) {
+		key := fmt.Sprintf("reads_rb%d", rb>>20)
+		if i == 0 {
+			key = "reads" // the first budget's figures under the plain keys (tests)
+		}
+		variants = append(variants,
+			readVariant{key, fmt.Sprintf("read budget %d MiB, worker defaults", rb>>20), rb, workerDefaultMemLimit},
+			readVariant{key + "_gogc", fmt.Sprintf("read budget %d MiB, GOGC alone", rb>>20), rb, 0})
+	}
+	variants = append(variants, readVariant{"reads_nobudget", "no read budget (groups of 64 only), worker defaults", 0, workerDefaultMemLimit})
+	for _, rv := range variants {
+		runs, err := runMemoryChildren(ctx, o, memoryChildParams{Mode: "reads", URL: url, Requests: lists, Stores: []string{"reads"}, ReadBudget: rv.budget}, rv.memLimit)
 		if err != nil {
 			return err
 		}
@@ -224,16 +234,19 @@ func runMemoryReads(ctx context.Context, o Options, res *Result, dir string) err
 		goal := "—"
 		if rv.budget > 0 {
 			lim := mib(rv.budget) + 32
+			if rv.memLimit == 0 {
+				lim = 1.25*mib(rv.budget) + 32 // GOGC alone
+			}
 			goal = fmt.Sprintf("%.0f", lim)
 			res.target(rv.key+": peak RSS growth", fmt.Sprintf("≤ %.0f MiB", lim), g.fmt("%.0f")+" MiB", g.Max <= lim)
 		}
 		rt.Rows = append(rt.Rows, []string{rv.name, spreadOf(runs.hwm).fmt("%.0f"), spreadOf(runs.start).fmt("%.0f"), g.fmt("%.0f"), goal,
-			fmt.Sprintf("%.0f", mib(runs.maxReserved)), fmt.Sprint(runs.busy), spreadOf(runs.elapsed).fmt("%.1f")})
+			fmt.Sprintf("%.0f", mib(runs.maxReserved)), fmt.Sprintf("%.0f", mib(runs.maxAllocated)), fmt.Sprintf("%.0f", mib(runs.maxHeap)), fmt.Sprint(runs.busy), spreadOf(runs.elapsed).fmt("%.1f")})
 		res.Values[rv.key+"_growth_mib"] = g.Median
 		res.Values[rv.key+"_lists"] = float64(runs.prepared)
 		res.Values[rv.key+"_max_reserved"] = float64(runs.maxReserved)
 	}
-	res.Values["read_budget"] = float64(readBudget)
+	res.Values["read_budget"] = float64(memoryBudgets(o)[0])
 	res.Tables = append(res.Tables, rt)
 	return nil
 }

@@ -94,7 +94,7 @@ func (s *Store) openGroup(ctx context.Context, srcs []readSource) (_ []*sortedFi
 		if _, ok := s.db.cache.byKey[src.path]; ok {
 			continue
 		}
-		if budget.Limit() > 0 && !s.db.cache.keeps(readCost(src)) {
+		if budget.Limit() > 0 && !s.db.cache.keeps(src.bytes) {
 			private[i] = true
 			sizes = append(sizes, src.bytes)
 			if src.run {

@@ -67,6 +67,11 @@ type Options struct {
 	// Latency is the modelled object-store round trip added to every storage request in the
 	// incident scenario; negative = none, 0 = default.
 	Latency time.Duration
+	// MemoryBudgets overrides the merge budgets of the memory scenario, in bytes; nil = the
+	// default (32 MiB; 32 MiB, 128 MiB, 1 GiB in full).
+	MemoryBudgets []int64
+	// MemoryParts limits the memory scenario to some parts ("merges", "reads"); nil = both.
+	MemoryParts []string
 	// Child, when set, runs the child half of a scenario that measures a separate process
 	// (memory) and writes its JSON result to ChildOut.
 	Child    bool

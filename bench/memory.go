@@ -10,7 +10,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,17 +37,22 @@ type memoryChildParams struct {
 }
 
 type memoryChildResult struct {
-	VmHWM        int64   `json:"vm_hwm"`
-	VmRSSStart   int64   `json:"vm_rss_start"`
-	MaxReserved  int64   `json:"max_reserved"`
-	MaxAllocated int64   `json:"max_allocated"`
-	Budget       int64   `json:"budget"`
-	Prepared     int     `json:"prepared"`
-	Bytes        int64   `json:"bytes"`
-	Elapsed      float64 `json:"elapsed_s"`
-	MaxWaiting   int     `json:"max_waiting"`
-	GoMemLimit   string  `json:"gomemlimit"`
-	Busy         int     `json:"busy"`
+	VmHWM        int64 `json:"vm_hwm"`
+	VmRSSStart   int64 `json:"vm_rss_start"`
+	MaxReserved  int64 `json:"max_reserved"`
+	MaxAllocated int64 `json:"max_allocated"`
+	// MaxHeapLive is the most the Go heap held live after a collection (/gc/heap/live:bytes),
+	// MaxHeap the most it held in objects, live or garbage (/memory/classes/heap/objects:bytes),
+	// sampled with the reservation.
+	MaxHeapLive int64   `json:"max_heap_live"`
+	MaxHeap     int64   `json:"max_heap"`
+	Budget      int64   `json:"budget"`
+	Prepared    int     `json:"prepared"`
+	Bytes       int64   `json:"bytes"`
+	Elapsed     float64 `json:"elapsed_s"`
+	MaxWaiting  int     `json:"max_waiting"`
+	GoMemLimit  string  `json:"gomemlimit"`
+	Busy        int     `json:"busy"`
 }
 
 // The worker's default soft memory limit at the default cache and read budget
@@ -55,10 +62,18 @@ const workerDefaultMemLimit = 256<<20 + 256<<20 + 512<<20
 
 // memoryBudgets are the merge budgets the scenario runs at.
 func memoryBudgets(o Options) []int64 {
+	if len(o.MemoryBudgets) > 0 {
+		return o.MemoryBudgets
+	}
 	if o.Quick {
 		return []int64{32 << 20}
 	}
 	return []int64{32 << 20, 128 << 20, 1 << 30}
+}
+
+// memoryPart reports whether the memory scenario runs part ("merges", "reads").
+func memoryPart(o Options, part string) bool {
+	return len(o.MemoryParts) == 0 || slices.Contains(o.MemoryParts, part)
 }
 
 // RunMemory measures peak RSS (VmHWM in /proc/self/status) of a child process against its
@@ -96,6 +111,22 @@ func RunMemory(ctx context.Context, o Options) (*Result, error) {
 	}
 	defer cleanup()
 
+	if memoryPart(o, "merges") {
+		if err := runMemoryMerges(ctx, o, res, dir, budgets, requests); err != nil {
+			return nil, err
+		}
+	}
+	if memoryPart(o, "reads") {
+		if err := runMemoryReads(ctx, o, res, dir); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+// runMemoryMerges is the merge part of RunMemory: requests concurrent prepares of budget/2
+// each, at each budget, in each child variant.
+func runMemoryMerges(ctx context.Context, o Options, res *Result, dir string, budgets []int64, requests int) error {
 	type variant struct {
 		key, name string
 		memLimit  func(budget int64) int64 // 0 = none
@@ -110,23 +141,23 @@ func RunMemory(ctx context.Context, o Options) (*Result, error) {
 			func(b int64) float64 { return mib(b) + 32 }},
 	}
 	t := Table{Title: "Merges: peak RSS of the child process (VmHWM), median over repetitions, range in brackets",
-		Header: []string{"budget", "child", "peak RSS (MiB)", "RSS before (MiB)", "growth (MiB)", "goal (MiB)", "max reserved (MiB)", "max allocated (MiB)", "max waiting", "prepared", "time (s)"}}
+		Header: []string{"budget", "child", "peak RSS (MiB)", "RSS before (MiB)", "growth (MiB)", "goal (MiB)", "max reserved (MiB)", "max allocated (MiB)", "max Go heap (MiB)", "max waiting", "prepared", "time (s)"}}
 	for bi, budget := range budgets {
 		url := fileURL(filepath.Join(dir, fmt.Sprintf("merge-%d", budget>>20)), true)
 		o.progressf("memory: writing %d stores × %d MiB of generations", requests, budget>>21)
 		stores, err := writeMemoryStores(ctx, o, url, requests, budget)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for _, v := range variants {
 			runs, err := runMemoryChildren(ctx, o, memoryChildParams{URL: url, Budget: budget, Requests: requests, Stores: stores, Shard: store.ShardID("writer")}, v.memLimit(budget))
 			if err != nil {
-				return nil, err
+				return err
 			}
 			g := spreadOf(runs.growth)
 			goal := v.goal(budget)
 			t.Rows = append(t.Rows, []string{fmt.Sprintf("%d MiB", budget>>20), v.name, spreadOf(runs.hwm).fmt("%.0f"), spreadOf(runs.start).fmt("%.0f"), g.fmt("%.0f"),
-				fmt.Sprintf("%.0f", goal), fmt.Sprintf("%.0f", mib(runs.maxReserved)), fmt.Sprintf("%.0f", mib(runs.maxAllocated)), fmt.Sprint(runs.maxWaiting), fmt.Sprint(runs.prepared), spreadOf(runs.elapsed).fmt("%.1f")})
+				fmt.Sprintf("%.0f", goal), fmt.Sprintf("%.0f", mib(runs.maxReserved)), fmt.Sprintf("%.0f", mib(runs.maxAllocated)), fmt.Sprintf("%.0f", mib(runs.maxHeap)), fmt.Sprint(runs.maxWaiting), fmt.Sprint(runs.prepared), spreadOf(runs.elapsed).fmt("%.1f")})
 			res.target(fmt.Sprintf("%d MiB, %s: peak RSS growth", budget>>20, v.key), fmt.Sprintf("≤ %.0f MiB", goal), g.fmt("%.0f")+" MiB", g.Max <= goal)
 			res.target(fmt.Sprintf("%d MiB, %s: reserved never above budget", budget>>20, v.key), fmt.Sprintf("≤ %d MiB", budget>>20), fmt.Sprintf("%.0f MiB", mib(runs.maxReserved)), runs.maxReserved <= budget)
 			prefix := fmt.Sprintf("b%d_%s", budget>>20, v.key)
@@ -147,59 +178,77 @@ func RunMemory(ctx context.Context, o Options) (*Result, error) {
 	}
 	res.Tables = append(res.Tables, t)
 
-	// Reads: 16 concurrent Lists over 2,000 pending generations.
+	return nil
+}
+
+// runMemoryReads is the read part of RunMemory.
+func runMemoryReads(ctx context.Context, o Options, res *Result, dir string) error {
+	// Reads: 16 concurrent Lists over 2,000 pending generations, at a read budget of each
+	// of the merge budgets.
 	const lists, gens = 16, 2000
-	readBudget := int64(32 << 20)
 	payload := 1 << 10
 	rows := 16 // ~16 KiB per generation, 32 MiB in all (quick)
 	if !o.Quick {
-		readBudget, rows = 64<<20, 64 // ~64 KiB per generation, 128 MiB in all
+		rows = 64 // ~64 KiB per generation, 128 MiB in all
 	}
 	url := fileURL(filepath.Join(dir, "reads"), true)
 	o.progressf("memory: writing %d generations of %d rows for the read test", gens, rows)
 	db, err := store.OpenDB(ctx, url, storeOptions("writer", o.logger()))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	s, err := createGeneric(ctx, db, "reads")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := writeGenerations(ctx, s, gens, rows, payload, gens*rows/2, 0); err != nil {
-		return nil, err
+		return err
 	}
 	if err := db.Close(ctx); err != nil {
-		return nil, err
+		return err
 	}
 	rt := Table{Title: fmt.Sprintf("Reads: %d concurrent Lists (limit 100) over %d pending generations (%d MiB), cache off: peak RSS of the child (VmHWM)", lists, gens, int64(gens*rows*payload)>>20),
-		Header: []string{"child", "peak RSS (MiB)", "RSS before (MiB)", "growth (MiB)", "goal (MiB)", "max read reserved (MiB)", "busy refusals", "time (s)"}}
-	for _, rv := range []struct {
+		Header: []string{"child", "peak RSS (MiB)", "RSS before (MiB)", "growth (MiB)", "goal (MiB)", "max read reserved (MiB)", "max read allocated (MiB)", "max Go heap (MiB)", "busy refusals", "time (s)"}}
+	type readVariant struct {
 		key, name string
 		budget    int64
-	}{
-		{"reads", fmt.Sprintf("read budget %d MiB, worker defaults", readBudget>>20), readBudget},
-		{"reads_nobudget", "no read budget (groups of 64 only)", 0},
-	} {
-		runs, err := runMemoryChildren(ctx, o, memoryChildParams{Mode: "reads", URL: url, Requests: lists, Stores: []string{"reads"}, ReadBudget: rv.budget}, workerDefaultMemLimit)
+		memLimit  int64
+	}
+	var variants []readVariant
+	for i, rb := range memoryBudgets(o) {
+		key := fmt.Sprintf("reads_rb%d", rb>>20)
+		if i == 0 {
+			key = "reads" // the first budget's figures under the plain keys (tests)
+		}
+		variants = append(variants,
+			readVariant{key, fmt.Sprintf("read budget %d MiB, worker defaults", rb>>20), rb, workerDefaultMemLimit},
+			readVariant{key + "_gogc", fmt.Sprintf("read budget %d MiB, GOGC alone", rb>>20), rb, 0})
+	}
+	variants = append(variants, readVariant{"reads_nobudget", "no read budget (groups of 64 only), worker defaults", 0, workerDefaultMemLimit})
+	for _, rv := range variants {
+		runs, err := runMemoryChildren(ctx, o, memoryChildParams{Mode: "reads", URL: url, Requests: lists, Stores: []string{"reads"}, ReadBudget: rv.budget}, rv.memLimit)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		g := spreadOf(runs.growth)
 		goal := "—"
 		if rv.budget > 0 {
 			lim := mib(rv.budget) + 32
+			if rv.memLimit == 0 {
+				lim = 1.25*mib(rv.budget) + 32 // GOGC alone
+			}
 			goal = fmt.Sprintf("%.0f", lim)
 			res.target(rv.key+": peak RSS growth", fmt.Sprintf("≤ %.0f MiB", lim), g.fmt("%.0f")+" MiB", g.Max <= lim)
 		}
 		rt.Rows = append(rt.Rows, []string{rv.name, spreadOf(runs.hwm).fmt("%.0f"), spreadOf(runs.start).fmt("%.0f"), g.fmt("%.0f"), goal,
-			fmt.Sprintf("%.0f", mib(runs.maxReserved)), fmt.Sprint(runs.busy), spreadOf(runs.elapsed).fmt("%.1f")})
+			fmt.Sprintf("%.0f", mib(runs.maxReserved)), fmt.Sprintf("%.0f", mib(runs.maxAllocated)), fmt.Sprintf("%.0f", mib(runs.maxHeap)), fmt.Sprint(runs.busy), spreadOf(runs.elapsed).fmt("%.1f")})
 		res.Values[rv.key+"_growth_mib"] = g.Median
 		res.Values[rv.key+"_lists"] = float64(runs.prepared)
 		res.Values[rv.key+"_max_reserved"] = float64(runs.maxReserved)
 	}
-	res.Values["read_budget"] = float64(readBudget)
+	res.Values["read_budget"] = float64(memoryBudgets(o)[0])
 	res.Tables = append(res.Tables, rt)
-	return res, nil
+	return nil
 }
 
 // writeMemoryStores writes one store per request, 4 generations of budget/8 each (the 4th
@@ -230,6 +279,7 @@ func writeMemoryStores(ctx context.Context, o Options, url string, requests int,
 type memoryRuns struct {
 	hwm, start, growth, elapsed []float64
 	maxReserved, maxAllocated   int64
+	maxHeapLive, maxHeap        int64
 	maxWaiting, prepared, busy  int
 }
 
@@ -262,11 +312,13 @@ func runMemoryChildren(ctx context.Context, o Options, p memoryChildParams, memL
 		r.elapsed = append(r.elapsed, cr.Elapsed)
 		r.maxReserved = max(r.maxReserved, cr.MaxReserved)
 		r.maxAllocated = max(r.maxAllocated, cr.MaxAllocated)
+		r.maxHeapLive = max(r.maxHeapLive, cr.MaxHeapLive)
+		r.maxHeap = max(r.maxHeap, cr.MaxHeap)
 		r.maxWaiting = max(r.maxWaiting, cr.MaxWaiting)
 		r.prepared = cr.Prepared
 		r.busy += cr.Busy
-		o.progressf("memory %s: rep %d/%d: peak RSS %.0f MiB (before %.0f), max reserved %.0f MiB, %d done in %.1fs",
-			p.Mode, rep+1, o.reps(), mib(cr.VmHWM), mib(cr.VmRSSStart), mib(cr.MaxReserved), cr.Prepared, cr.Elapsed)
+		o.progressf("memory %s: rep %d/%d: peak RSS %.0f MiB (before %.0f), max reserved %.0f MiB, allocated %.0f MiB, heap live %.0f MiB, heap %.0f MiB, %d done in %.1fs",
+			p.Mode, rep+1, o.reps(), mib(cr.VmHWM), mib(cr.VmRSSStart), mib(cr.MaxReserved), mib(cr.MaxAllocated), mib(cr.MaxHeapLive), mib(cr.MaxHeap), cr.Prepared, cr.Elapsed)
 	}
 	return r, nil
 }
@@ -308,7 +360,13 @@ func memoryChild(ctx context.Context, o Options) error {
 		stores = append(stores, s)
 	}
 	rssStart := procStatus("VmRSS")
-	var maxReserved, maxAllocated, maxWaiting atomic.Int64
+	var maxReserved, maxAllocated, maxWaiting, maxHeapLive, maxHeap atomic.Int64
+	profile := os.Getenv("WALKEEPER_BENCH_MEMPROFILE")
+	if profile != "" {
+		profile += fmt.Sprintf(".%s-b%d-rb%d-limit%s", p.Mode, p.Budget>>20, p.ReadBudget>>20, os.Getenv("GOMEMLIMIT"))
+	}
+	var profiledLive int64
+	heap := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/heap/objects:bytes"}}
 	stop := make(chan struct{})
 	sampled := make(chan struct{})
 	go func() {
@@ -328,6 +386,17 @@ func memoryChild(ctx context.Context, o Options) error {
 				}
 				if w := int64(b.Waiting()); w > maxWaiting.Load() {
 					maxWaiting.Store(w)
+				}
+				metrics.Read(heap)
+				if v := int64(heap[0].Value.Uint64()); v > maxHeapLive.Load() {
+					if profile != "" && v > profiledLive+2<<20 {
+						writeProfile(profile+".heap", "heap") // what is live near the peak
+						profiledLive = v
+					}
+					maxHeapLive.Store(v)
+				}
+				if v := int64(heap[1].Value.Uint64()); v > maxHeap.Load() {
+					maxHeap.Store(v)
 				}
 			}
 		}
@@ -384,14 +453,12 @@ func memoryChild(ctx context.Context, o Options) error {
 	if firstErr != nil {
 		return firstErr
 	}
-	if path := os.Getenv("WALKEEPER_BENCH_MEMPROFILE"); path != "" {
-		if f, err := os.Create(path + "." + strings.ReplaceAll(p.Mode+"-"+os.Getenv("GOMEMLIMIT"), "/", "")); err == nil {
-			_ = pprof.Lookup("allocs").WriteTo(f, 0)
-			_ = f.Close()
-		}
+	if profile != "" {
+		writeProfile(profile, "allocs")
 	}
 	out := memoryChildResult{
 		VmHWM: procStatus("VmHWM"), VmRSSStart: rssStart, MaxReserved: maxReserved.Load(), MaxAllocated: maxAllocated.Load(), Budget: p.Budget,
+		MaxHeapLive: maxHeapLive.Load(), MaxHeap: maxHeap.Load(),
 		Prepared: done, Bytes: bytesRead, Elapsed: time.Since(start).Seconds(), MaxWaiting: int(maxWaiting.Load()),
 		GoMemLimit: os.Getenv("GOMEMLIMIT"), Busy: busy,
 	}
@@ -402,6 +469,14 @@ func memoryChild(ctx context.Context, o Options) error {
 	}
 	_, err = fmt.Fprintf(w, "%s\n", raw)
 	return err
+}
+
+// writeProfile writes the runtime profile name to path (best effort: a diagnostic).
+func writeProfile(path, name string) {
+	if f, err := os.Create(path); err == nil {
+		_ = pprof.Lookup(name).WriteTo(f, 0)
+		_ = f.Close()
+	}
 }
 
 // procStatus reads a "kB" field of /proc/self/status in bytes (0 if unavailable).

@@ -371,8 +371,16 @@ func withReadBuffer(ctx context.Context, a *memAccount) (_ context.Context, free
 	}
 }
 
-// readBuffer returns an empty buffer of capacity n for a Bucket read under ctx.
+// readBuffer returns an empty buffer of capacity n for a Bucket read under ctx: a buffer of
+// the read arena of withReadArena when it has room, a buffer of the account of
+// withReadBuffer, or else the Go heap.
 func readBuffer(ctx context.Context, n int) ([]byte, error) {
+	if r, ok := ctx.Value(readArenaKey{}).(*readArena); ok {
+		if b := r.take(n); b != nil {
+			return b, nil // read_arena.go
+		}
+		return make([]byte, 0, n), nil
+	}
 	if t, ok := ctx.Value(readBufferKey{}).(*readTarget); ok && t.a != nil && t.buf == nil {
 		b, ok := t.a.buffer(n)
 		if !ok {

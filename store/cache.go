@@ -87,7 +87,7 @@ func (c *fileCache) put(f *sortedFile) {
 	if _, ok := c.byKey[f.path]; ok {
 		return
 	}
-	if f.bytes > c.limit/4 {
+	if !c.keeps(f.bytes) {
 		return // too big to be worth evicting everyone else for
 	}
 	c.byKey[f.path] = c.order.PushFront(f)
@@ -100,6 +100,10 @@ func (c *fileCache) put(f *sortedFile) {
 		c.used -= old.bytes
 	}
 }
+
+// keeps reports whether put would keep a file of about n bytes (a file that does not
+// fit is read outside the cache, into the read budget's buffers: read_arena.go).
+func (c *fileCache) keeps(n int64) bool { return n <= c.limit/4 }
 
 // forget drops path (after its object was deleted).
 func (c *fileCache) forget(path string) {

@@ -80,6 +80,34 @@ func pickCompactionRuns(runs []runMeta, maxRuns int, maxBytes int64) []runMeta {
 	return out
 }
 
+// compactFootprintFactor is what a compaction pass holds per byte of input run objects: the
+// decoded inputs (a Parquet run decodes to about twice its object at the peak: readCost),
+// the merged record (about the inputs) and the encoded output (about the record).
+const compactFootprintFactor = 4
+
+// compactionFootprint is the reservation of a pass over inputs (at least 1 byte).
+func compactionFootprint(inputs []runMeta) int64 {
+	var n int64
+	for _, r := range inputs {
+		n += r.Bytes
+	}
+	return max(compactFootprintFactor*n, 1)
+}
+
+// compactionMaxBytes caps a pass's input bytes (maxBytes, 0 = no cap) so that its footprint
+// fits the budget's limit (0 = unlimited). The planner may still overshoot by the run that
+// reaches the cap; such a pass takes the whole budget and runs alone (Budget.Reserve).
+func compactionMaxBytes(maxBytes, limit int64) int64 {
+	if limit <= 0 {
+		return maxBytes
+	}
+	c := max(limit/compactFootprintFactor, 1)
+	if maxBytes == 0 || maxBytes > c {
+		return c
+	}
+	return maxBytes
+}
+
 // CompactBase rewrites a bounded set of base runs into one run, dropping shadowed rows.
 // Tombstones are dropped only when every run is rewritten and no pending generation could
 // hold an older version of the key. The commit succeeds only if every input run is still
@@ -106,16 +134,30 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 		return CompactResult{}, err
 	}
 	base := snap.base
-	plan := planCompaction(base, snap.pending, p.MaxRuns, p.MaxBytes)
+	budget := s.db.opts.Budget
+	plan := planCompaction(base, snap.pending, p.MaxRuns, compactionMaxBytes(p.MaxBytes, budget.Limit()))
 	inputs := plan.inputs
 	res := CompactResult{BaseVersion: base.Version, RunsLeft: len(base.Runs)}
 	if inputs == nil {
 		s.countCompact("noop")
 		return res, s.afterCompactDemand(ctx, len(base.Runs))
 	}
+	// The pass holds its inputs, the merged record and the encoded run at once: it takes
+	// their estimate from the process budget, like a merge, in the one waiting call before
+	// it holds anything (docs/DESIGN.md §3; the growth rule of doc.go).
+	resv, wait, err := budget.Reserve(ctx, compactionFootprint(inputs))
+	if m := s.db.opts.Metrics; m != nil {
+		m.BudgetWaitSeconds.Observe(wait.Seconds())
+	}
+	if err != nil {
+		return res, err
+	}
+	defer resv.Release()
 	files := make([]*sortedFile, len(inputs))
 	for i, r := range inputs {
-		f, err := s.loadRun(ctx, r.Path, r.Checksum)
+		// Not through the cache: the inputs die with this pass, and a cached copy would be
+		// memory outside the reservation once it is released.
+		f, err := s.privateLoad(ctx, readSource{path: r.Path, checksum: r.Checksum, run: true, bytes: r.Bytes}, nil)
 		if err != nil {
 			s.countCompact("failed")
 			return res, fmt.Errorf("read run %s: %w", r.ID, err)

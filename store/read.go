@@ -119,18 +119,7 @@ func (s *Store) loadGen(ctx context.Context, path, checksum string) (*sortedFile
 			s.countCorrupt(err)
 			return nil, err
 		}
-		recs, err := decodeIPC(data, s.codec, "generation "+path)
-		if err != nil {
-			s.countCorrupt(err)
-			return nil, err
-		}
-		if len(recs) != 1 {
-			releaseAll(recs)
-			err := corruptf("generation %s has %d records, want 1", path, len(recs))
-			s.countCorrupt(err)
-			return nil, err
-		}
-		return s.newSortedFile(path, recs[0])
+		return s.decodeGen(path, data)
 	})
 }
 
@@ -355,10 +344,11 @@ func (s *Store) listOnce(ctx context.Context, opts ListOptions) (ListPage, error
 		if best.deleted {
 			continue
 		}
-		page.Rows = append(page.Rows, s.toJSON(best))
+		// Copies: the files' buffers go back to the read budget on release (read_arena.go).
+		page.Rows = append(page.Rows, cloneRow(s.toJSON(best)))
 		if len(page.Rows) == opts.Limit {
 			if it.more() {
-				page.Next = best.key
+				page.Next = strings.Clone(best.key)
 			}
 			break
 		}

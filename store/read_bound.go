@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -63,9 +65,9 @@ func (s *Store) sources(snap *readSnapshot, source string, keyFilter func(minKey
 	return out
 }
 
-// readCost is what decoding src may hold: a generation decodes to about its object (the
-// record aliases the bytes); a Parquet run is read as a table and concatenated, so about
-// twice its object at the peak.
+// readCost is what decoding src through the cache may hold: a generation decodes to about
+// its object (the record aliases the bytes); a Parquet run is read as a table and
+// concatenated, so about twice its object at the peak.
 func readCost(src readSource) int64 {
 	if src.run {
 		return 2 * src.bytes
@@ -75,39 +77,75 @@ func readCost(src readSource) int64 {
 
 // openGroup admits srcs to the read budget and decodes them (16 at a time). The caller
 // calls release once it no longer uses the files (after it has copied out what it keeps).
-// Files already cached cost nothing: the cache bytes are bounded on their own.
+//
+// A source is read one of three ways: from the cache (costs nothing: the cache bytes are
+// bounded on their own); through the cache (a file the cache will keep: decoded on the Go
+// heap and charged readCost while the read holds it); or, with a read budget, privately into
+// the group's read arena (a file the cache would not keep: its bytes are a buffer of the
+// read reservation, freed to the budget's pool on release; read_arena.go). A private run's
+// decoded table is still on the Go heap, charged its object size on top of its arena slot.
 func (s *Store) openGroup(ctx context.Context, srcs []readSource) (_ []*sortedFile, release func(), _ error) {
+	budget := s.db.opts.ReadBudget
+	private := make([]bool, len(srcs))
 	var want int64
+	var sizes []int64
 	s.db.cache.mu.Lock()
-	for _, src := range srcs {
-		if _, ok := s.db.cache.byKey[src.path]; !ok {
-			want += readCost(src)
+	for i, src := range srcs {
+		if _, ok := s.db.cache.byKey[src.path]; ok {
+			continue
 		}
+		if budget.Limit() > 0 && !s.db.cache.keeps(src.bytes) {
+			private[i] = true
+			sizes = append(sizes, src.bytes)
+			if src.run {
+				want += src.bytes // the decoded table, on the Go heap
+			}
+			continue
+		}
+		want += readCost(src)
 	}
 	s.db.cache.mu.Unlock()
+	hint := arenaEstimate(sizes)
+	want += hint + int64(len(sizes))*decodedFileHeap
 	res, err := s.admitRead(ctx, want)
 	if err != nil {
 		return nil, func() {}, err
 	}
+	var arena *readArena
+	if len(sizes) > 0 {
+		arena = newReadArena(newMemAccount(res, budget), hint, len(sizes))
+	}
 	out := make([]*sortedFile, len(srcs))
+	release = func() {
+		for i, f := range out {
+			if f != nil && private[i] {
+				f.rec.Release()
+			}
+		}
+		arena.free() // after the records that alias it
+		res.Release()
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(16)
 	for i, src := range srcs {
 		g.Go(func() error {
 			var err error
-			if src.run {
+			switch {
+			case private[i]:
+				out[i], err = s.privateLoad(gctx, src, arena)
+			case src.run:
 				out[i], err = s.loadRun(gctx, src.path, src.checksum)
-			} else {
+			default:
 				out[i], err = s.loadGen(gctx, src.path, src.checksum)
 			}
 			return err
 		})
 	}
 	if err := g.Wait(); err != nil {
-		res.Release()
+		release()
 		return nil, func() {}, err
 	}
-	return out, res.Release, nil
+	return out, release, nil
 }
 
 // admitRead reserves want bytes of the read budget, waiting at most readBudgetWait.
@@ -164,9 +202,11 @@ type listCandidate struct {
 const listCandidatesPerGroup = 1024
 
 // listGroup merges one group (files are srcs[first:first+len(files)]) from after on and
-// returns the newest version of each of its first max keys, in key order, and whether the
-// group has keys beyond them.
-func listGroup(files []*sortedFile, first int, after string, max int) ([]listCandidate, bool) {
+// returns the newest version of each of its first max keys, in key order (only keys at or
+// below upTo when bounded), and whether the group has keys beyond them that the caller must
+// treat as undecided: true when it stopped at max with keys left, false when it ran out or
+// stopped at upTo (keys past upTo are undecided anyway).
+func listGroup(files []*sortedFile, first int, after string, max int, upTo string, bounded bool) ([]listCandidate, bool) {
 	cursors := make([]*cursor, 0, len(files))
 	index := make(map[*sortedFile]int, len(files))
 	for j, f := range files {
@@ -181,11 +221,68 @@ func listGroup(files []*sortedFile, first int, after string, max int) ([]listCan
 			return out, false
 		}
 		v := c.file.view
-		out = append(out, listCandidate{key: strings.Clone(v.Key(i)), seq: v.Seq(i), shard: strings.Clone(v.Shard(i)),
+		if bounded && v.Key(i) > upTo {
+			return out, false
+		}
+		out = append(out, listCandidate{key: strings.Clone(v.Key(i)), seq: v.Seq(i), shard: internShard(v.Shard(i)),
 			deleted: v.Deleted(i), src: index[c.file], row: i})
 	}
 	return out, it.more()
 }
+
+// mergeCandidates merges two key-ordered, key-unique candidate lists into one, keeping the
+// newer version of a key in both. It may reuse a's and b's arrays.
+func mergeCandidates(a, b []listCandidate) []listCandidate {
+	if len(a) == 0 {
+		return b
+	}
+	if len(b) == 0 {
+		return a
+	}
+	out := make([]listCandidate, 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		switch {
+		case a[0].key < b[0].key:
+			out, a = append(out, a[0]), a[1:]
+		case b[0].key < a[0].key:
+			out, b = append(out, b[0]), b[1:]
+		default:
+			if newer(b[0].seq, b[0].shard, a[0].seq, a[0].shard) {
+				out = append(out, b[0])
+			} else {
+				out = append(out, a[0])
+			}
+			a, b = a[1:], b[1:]
+		}
+	}
+	return append(append(out, a...), b...)
+}
+
+// internShard returns a copy of shard id that is shared by every caller that asks for the
+// same id: a store has few shards, and candidates number in the thousands.
+func internShard(shard string) string {
+	if v, ok := shardIDs.Load(shard); ok {
+		return v.(string)
+	}
+	if shardIDsCount.Load() >= maxInternedShards {
+		return strings.Clone(shard)
+	}
+	c := strings.Clone(shard)
+	if v, loaded := shardIDs.LoadOrStore(c, c); loaded {
+		return v.(string)
+	}
+	shardIDsCount.Add(1)
+	return c
+}
+
+// maxInternedShards bounds the interned shard ids (a process sees its fleet's shards; past
+// the bound ids are copied per candidate, as before).
+const maxInternedShards = 1 << 16
+
+var (
+	shardIDs      sync.Map
+	shardIDsCount atomic.Int64
+)
 
 // listBounded is List over more than readFanIn sources, round by round (see the top of this
 // file). mem is the memtable's entries after opts.After, in key order.
@@ -199,6 +296,8 @@ func (s *Store) listBounded(ctx context.Context, srcs []readSource, mem []memEnt
 	per := min(max(opts.Limit, 1), listCandidatesPerGroup)
 rounds:
 	for {
+		// cands is the newest version per key seen so far, in key order, and only keys at or
+		// below the frontier once it is bounded: at most per + one group's worth at a time.
 		var cands []listCandidate
 		frontier, bounded := "", false
 		first := 0
@@ -207,14 +306,23 @@ rounds:
 			if err != nil {
 				return ListPage{}, err
 			}
-			got, more := listGroup(files, first, after, per)
+			got, more := listGroup(files, first, after, per, frontier, bounded)
 			release()
 			first += len(grp)
 			if more && (!bounded || got[len(got)-1].key < frontier) {
 				frontier, bounded = got[len(got)-1].key, true
 			}
-			cands = append(cands, got...)
+			cands = mergeCandidates(cands, got)
+			if bounded {
+				cands = cands[:sort.Search(len(cands), func(i int) bool { return cands[i].key > frontier })]
+			}
+			// Keys past the per-th are left for the next round, as a group's would be.
+			if len(cands) > per {
+				cands = cands[:per]
+				frontier, bounded = cands[per-1].key, true
+			}
 		}
+		var memCands []listCandidate
 		for j, e := range mem {
 			if e.key <= after {
 				continue
@@ -222,23 +330,9 @@ rounds:
 			if bounded && e.key > frontier {
 				break
 			}
-			cands = append(cands, listCandidate{key: e.key, seq: e.r.seq, shard: memShard, deleted: e.r.deleted, src: -1, row: j})
+			memCands = append(memCands, listCandidate{key: e.key, seq: e.r.seq, shard: memShard, deleted: e.r.deleted, src: -1, row: j})
 		}
-		// Newest version per decided key, in key order.
-		sort.SliceStable(cands, func(i, j int) bool { return cands[i].key < cands[j].key })
-		var decided []listCandidate
-		for _, c := range cands {
-			if bounded && c.key > frontier {
-				break
-			}
-			if n := len(decided); n > 0 && decided[n-1].key == c.key {
-				if newer(c.seq, c.shard, decided[n-1].seq, decided[n-1].shard) {
-					decided[n-1] = c
-				}
-				continue
-			}
-			decided = append(decided, c)
-		}
+		decided := mergeCandidates(cands, memCands)
 		for i, c := range decided {
 			if c.deleted {
 				continue
@@ -292,22 +386,11 @@ func (s *Store) renderPage(ctx context.Context, srcs []readSource, mem []memEntr
 		}
 		for j, si := range need[:n] {
 			for _, k := range bySrc[si] {
-				rows[k] = s.codec.RowJSON(files[j].rec, picked[k].row)
+				rows[k] = cloneRow(s.codec.RowJSON(files[j].rec, picked[k].row))
 			}
 		}
 		release()
 		need = need[n:]
 	}
 	return rows, nil
-}
-
-// cloneRow copies the strings of a rendered row, which alias the decoded file it came from:
-// a row kept past its group's release must not pin the group's memory.
-func cloneRow(m map[string]any) map[string]any {
-	for k, v := range m {
-		if sv, ok := v.(string); ok {
-			m[k] = strings.Clone(sv)
-		}
-	}
-	return m
 }

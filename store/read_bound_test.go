@@ -45,8 +45,21 @@ func boundedReadStore(t *testing.T, gens int, tweak ...func(*Options)) (*Store, 
 }
 
 func TestListAndGetOverManyGenerationsAreBounded(t *testing.T) {
+	t.Run("cached", func(t *testing.T) { testBoundedReads(t, 0) })
+	// Cache off: every file is read into the read arena, whose buffers the next group
+	// reuses, so rows, keys and cursors kept across pages prove they were copied out.
+	t.Run("arena", func(t *testing.T) { testBoundedReads(t, 1) })
+}
+
+func testBoundedReads(t *testing.T, cacheBytes int64) {
 	ctx := context.Background()
-	s, want := boundedReadStore(t, 3*readFanIn+7, func(o *Options) { o.ReadBudget = NewBudget(4 << 20) })
+	rb := NewBudget(4 << 20)
+	s, want := boundedReadStore(t, 3*readFanIn+7, func(o *Options) {
+		o.ReadBudget = rb
+		if cacheBytes > 0 {
+			o.CacheBytes = cacheBytes
+		}
+	})
 	st, err := s.Stats(ctx)
 	require.NoError(t, err)
 	require.Greater(t, st.Shards[0].PendingGenerations, readFanIn, "more generations than one group")
@@ -79,7 +92,33 @@ func TestListAndGetOverManyGenerationsAreBounded(t *testing.T) {
 	}
 	_, err = s.Get(ctx, "k9999")
 	require.ErrorIs(t, err, ErrNotFound)
-	require.Zero(t, s.db.opts.ReadBudget.Reserved(), "reads release the read budget")
+	require.Zero(t, rb.Reserved(), "reads release the read budget")
+	require.Zero(t, rb.Allocated(), "reads free their arenas")
+	require.LessOrEqual(t, rb.Pooled(), rb.Limit(), "the pool keeps at most the budget")
+}
+
+func TestArenaEstimateCoversWhatTheArenaTakes(t *testing.T) {
+	many := make([]int64, readFanIn)
+	for i := range many {
+		many[i] = int64(i) << 10
+	}
+	for _, sizes := range [][]int64{{0}, {100}, {16 << 10, 16 << 10, 16 << 10}, {300 << 10, 10, 2 << 20}, many} {
+		b := NewBudget(64 << 20)
+		res := mustReserve(t, b, arenaEstimate(sizes)+int64(len(sizes))*decodedFileHeap)
+		a := newMemAccount(res, b)
+		r := newReadArena(a, arenaEstimate(sizes), len(sizes))
+		for _, sz := range sizes {
+			n := int(sz) + ipcObjectOverhead + 1
+			buf := r.take(n)
+			require.NotNil(t, buf, "sizes %v", sizes)
+			require.Equal(t, n, cap(buf))
+		}
+		require.LessOrEqual(t, a.Peak(), res.Bytes(), "sizes %v: the arena stays within its estimate", sizes)
+		r.free()
+		require.Zero(t, a.Allocated())
+		require.Zero(t, b.Allocated())
+		res.Release()
+	}
 }
 
 func TestReadBudgetBusy(t *testing.T) {

@@ -28,6 +28,7 @@ func newRootCmd() *cobra.Command {
 		failOnMiss bool
 		child      bool
 		cpuProfile string
+		budgetsMiB []int
 	)
 	var names []string
 	for _, s := range bench.Scenarios {
@@ -71,6 +72,17 @@ scenarios nor the plotting library (docs/BENCHMARKS.md, "Where the benchmarks li
 				run = []string{name}
 			} else {
 				return cli.Usagef("unknown scenario %q (see 'walkeeper-bench list')", name)
+			}
+			for _, m := range budgetsMiB {
+				if m <= 0 {
+					return cli.Usagef("--budgets-mib: %d is not a positive size", m)
+				}
+				o.MemoryBudgets = append(o.MemoryBudgets, int64(m)<<20)
+			}
+			for _, p := range o.MemoryParts {
+				if p != "merges" && p != "reads" {
+					return cli.Usagef("--parts: unknown part %q (merges, reads)", p)
+				}
 			}
 			o.Reexec = func(ctx context.Context, scenario string, extra ...string) *exec.Cmd {
 				exe, err := os.Executable()
@@ -146,6 +158,8 @@ scenarios nor the plotting library (docs/BENCHMARKS.md, "Where the benchmarks li
 	fs.DurationVar(&o.Latency, "latency", 0, "incident, fleet: modelled object-store latency added to every storage request (incident: default 10ms, 25ms with --quick; fleet: 10ms; negative = none)")
 	fs.IntSliceVar(&o.FleetSizes, "sizes", nil, "fleet: registered stores per fleet, comma-separated (default 10000,100000; 2000,20000 with --quick)")
 	fs.StringSliceVar(&o.FleetDesigns, "designs", nil, "fleet: designs to measure, comma-separated: scan (stats of every store), demand (demand index); default both")
+	fs.IntSliceVar(&budgetsMiB, "budgets-mib", nil, "memory: merge budgets in MiB, comma-separated (default 32; 32,128,1024 in full)")
+	fs.StringSliceVar(&o.MemoryParts, "parts", nil, "memory: parts to run, comma-separated: merges, reads; default both")
 	fs.IntVar(&o.MergeMaxGenerations, "merge-max-generations", 0, "incident: merge_max_generations of both systems (default 8)")
 	fs.BoolVar(&o.ParallelPrepare, "parallel-prepare", false, "incident: walkeeper's count trigger starts MergeWal with parallel_prepare")
 	fs.StringVar(&logLevel, "log-level", "warn", "level of walkeeper's own log, written to <out>/walkeeper.log")

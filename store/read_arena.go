@@ -1,0 +1,195 @@
+package store
+
+import (
+	"context"
+	"strings"
+	"sync"
+)
+
+// Read buffers charged to the read budget (issue 13). A read group's files that the cache
+// will not keep ("private" files) are read into a readArena: large buffers of the read
+// reservation's memAccount that the objects' bytes (which a decoded generation aliases, zero
+// copy) are carved from. They are memory the read budget charged, outside the Go heap from
+// mapMinBytes on, and go back to the read budget's pool when the group is released, for the
+// next group to reuse without the Go allocator zeroing them or the collector counting them
+// toward its heap goal.
+//
+// INVARIANT: nothing of a private file is used after its group's release: whatever a read
+// keeps past it (keys, shard ids, rendered rows) is copied out first (strings.Clone,
+// cloneRow), because the arena's buffers are handed to the next read.
+
+// arenaChunk is the size of the buffers small objects are packed into; an object larger
+// than a quarter of it gets a buffer of its own.
+const arenaChunk = 1 << 20
+
+// ipcObjectOverhead estimates what an IPC generation object holds beyond its record bytes
+// (the manifest's size): the schema, twice (message and footer), the record's metadata and
+// padding. Only the read reservation uses it; an object larger than estimated still reads.
+const ipcObjectOverhead = 2 << 10
+
+// decodedFileHeap is what one decoded private file keeps on the Go heap next to its arena
+// bytes: the Arrow metadata of its record (schema, array data, buffers' headers: ~4 KiB per
+// generation in the memory benchmark's allocation profile), doubled for the collector's
+// headroom (GOGC 100). The read arena charges it to the read budget, so that the budget
+// bounds a read's working set, not only its buffers.
+const decodedFileHeap = 8 << 10
+
+// arenaEstimate is the reservation that a group's private objects of about these (record)
+// sizes take in an arena: objects, their overhead and one spare byte each, and the tail of
+// a partly used chunk. Pure.
+func arenaEstimate(sizes []int64) int64 {
+	var small, large int64
+	for _, sz := range sizes {
+		n := max(sz, 0) + ipcObjectOverhead + 1
+		if n > arenaChunk/4 {
+			large += int64(classSize(classOf(int(n))))
+		} else {
+			small += n
+		}
+	}
+	if small == 0 {
+		return large
+	}
+	chunks := (small + arenaChunk - 1) / arenaChunk
+	return large + chunks*arenaChunk
+}
+
+// readArena carves read buffers out of chunks of one account, for the objects of one
+// group read concurrently. hint is what the group's objects are expected to need
+// (arenaEstimate): a small group takes a chunk of about its size, not a whole arenaChunk.
+type readArena struct {
+	acct *memAccount
+	heap int64 // decodedFileHeap of the group's files, charged while the arena lives
+	mu   sync.Mutex
+	hint int64
+	used int64    // bytes carved so far
+	bufs [][]byte // taken from acct, freed on free
+	cur  []byte   // the chunk small objects are carved from: [0:len) carved, [len:cap) free
+}
+
+func newReadArena(a *memAccount, hint int64, files int) *readArena {
+	r := &readArena{acct: a, hint: hint}
+	if h := int64(files) * decodedFileHeap; a.tryCharge(h) {
+		r.heap = h // else the reservation was clamped: the buffers get what it holds
+	}
+	return r
+}
+
+// take returns an empty buffer of capacity n, or nil when the account cannot hold one
+// without waiting (the reservation was clamped to the budget's limit, or an object is
+// larger than its manifest says): the read then uses the Go heap, as a read without a read
+// budget does, so a read never fails or waits for want of arena.
+func (r *readArena) take(n int) []byte {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if n > arenaChunk/4 {
+		b, ok := r.acct.buffer(n)
+		if !ok {
+			return nil
+		}
+		r.bufs = append(r.bufs, b)
+		r.used += int64(n)
+		return b[:0:n]
+	}
+	if cap(r.cur)-len(r.cur) < n {
+		size := int(min(arenaChunk, max(r.hint-r.used, int64(n))))
+		b, ok := r.acct.buffer(size)
+		if !ok {
+			return nil
+		}
+		r.bufs = append(r.bufs, b)
+		r.cur = b[:0:cap(b)]
+	}
+	off := len(r.cur)
+	r.cur = r.cur[:off+n]
+	r.used += int64(n)
+	return r.cur[off : off : off+n]
+}
+
+// free returns the buffers to the account (and so to the budget's pool).
+//
+// REQUIRES: no record aliasing the arena is used any more.
+func (r *readArena) free() {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, b := range r.bufs {
+		r.acct.Free(b)
+	}
+	r.acct.uncharge(r.heap)
+	r.bufs, r.cur, r.heap = nil, nil, 0
+}
+
+type readArenaKey struct{}
+
+// withReadArena makes the Bucket reads under the returned context read into buffers of r
+// (readBuffer). The arena owns them: nothing is freed per read.
+func withReadArena(ctx context.Context, r *readArena) context.Context {
+	if r == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, readArenaKey{}, r)
+}
+
+// privateLoad decodes src into a buffer of arena (or the Go heap when it has none), without
+// the cache: its record aliases the arena, so it must not outlive the group (readArena).
+func (s *Store) privateLoad(ctx context.Context, src readSource, arena *readArena) (*sortedFile, error) {
+	data, err := s.db.bucket.Get(withReadArena(ctx, arena), src.path)
+	if err != nil {
+		return nil, err
+	}
+	what := "generation " + src.path
+	if src.run {
+		what = "run " + src.path
+	}
+	if err := verifyChecksum(data, src.checksum, what); err != nil {
+		s.countCorrupt(err)
+		return nil, err
+	}
+	if src.run {
+		rec, err := decodeParquet(ctx, data, s.codec, what)
+		if err != nil {
+			s.countCorrupt(err)
+			return nil, err
+		}
+		return s.newSortedFile(src.path, rec)
+	}
+	return s.decodeGen(src.path, data)
+}
+
+// decodeGen decodes the bytes of a generation into a sortedFile whose record aliases data.
+func (s *Store) decodeGen(path string, data []byte) (*sortedFile, error) {
+	recs, err := decodeIPC(data, s.codec, "generation "+path)
+	if err != nil {
+		s.countCorrupt(err)
+		return nil, err
+	}
+	if len(recs) != 1 {
+		releaseAll(recs)
+		err := corruptf("generation %s has %d records, want 1", path, len(recs))
+		s.countCorrupt(err)
+		return nil, err
+	}
+	f, err := s.newSortedFile(path, recs[0])
+	if err != nil {
+		recs[0].Release()
+		return nil, err
+	}
+	return f, nil
+}
+
+// cloneRow copies the strings of a rendered row, which alias the decoded file it came from:
+// a row kept past its group's release must not point into the group's buffers.
+func cloneRow(m map[string]any) map[string]any {
+	for k, v := range m {
+		if sv, ok := v.(string); ok {
+			m[k] = strings.Clone(sv)
+		}
+	}
+	return m
+}

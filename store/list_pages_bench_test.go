@@ -16,20 +16,12 @@ func BenchmarkListPageMem(b *testing.B) {
 	for _, total := range []int{100_000, 1_000_000} {
 		b.Run(fmt.Sprintf("objects=%d", total), func(b *testing.B) {
 			ctx := context.Background()
-			bkt, err := store.OpenBucket(ctx, fmt.Sprintf("mem://bench-listpage-%d", total))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer bkt.Close()
-			for i := 0; i < total; i++ {
-				k := fmt.Sprintf("_registry/generic/s%07d.json", i)
+			bkt := filledMemBucket(b, fmt.Sprintf("mem://bench-listpage-%d", total), total, func(i int) string {
 				if i < 1000 {
-					k = fmt.Sprintf("_demand/generic/s%07d", i)
+					return fmt.Sprintf("_demand/generic/s%07d", i)
 				}
-				if err := bkt.Put(ctx, k, nil); err != nil {
-					b.Fatal(err)
-				}
-			}
+				return fmt.Sprintf("_registry/generic/s%07d.json", i)
+			})
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				objs, _, err := bkt.ListPage(ctx, "_demand/generic/", "_demand/generic/s0000250", 500)
@@ -51,16 +43,9 @@ func BenchmarkPutThenListMem(b *testing.B) {
 	for _, total := range []int{100_000, 1_000_000} {
 		b.Run(fmt.Sprintf("objects=%d", total), func(b *testing.B) {
 			ctx := context.Background()
-			bkt, err := store.OpenBucket(ctx, fmt.Sprintf("mem://bench-putlist-%d", total))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer bkt.Close()
-			for i := 0; i < total; i++ {
-				if err := bkt.Put(ctx, fmt.Sprintf("_registry/generic/s%07d.json", i), nil); err != nil {
-					b.Fatal(err)
-				}
-			}
+			bkt := filledMemBucket(b, fmt.Sprintf("mem://bench-putlist-%d", total), total, func(i int) string {
+				return fmt.Sprintf("_registry/generic/s%07d.json", i)
+			})
 			if _, _, err := bkt.ListPage(ctx, "_registry/", "", 1); err != nil {
 				b.Fatal(err)
 			}
@@ -76,4 +61,22 @@ func BenchmarkPutThenListMem(b *testing.B) {
 			}
 		})
 	}
+}
+
+// filledMemBucket opens the mem:// bucket url with n empty objects named keyOf(0..n-1), the
+// fleet-sized root both benchmarks list in; it is closed when the benchmark ends.
+func filledMemBucket(b *testing.B, url string, n int, keyOf func(i int) string) *store.Bucket {
+	b.Helper()
+	ctx := context.Background()
+	bkt, err := store.OpenBucket(ctx, url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { bkt.Close() })
+	for i := 0; i < n; i++ {
+		if err := bkt.Put(ctx, keyOf(i), nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return bkt
 }

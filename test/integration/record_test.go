@@ -19,6 +19,22 @@ import (
 // recordEnv turns TestRecordReplayHistories on.
 const recordEnv = "WALKEEPER_RECORD_HISTORIES"
 
+// recordingEnv skips t unless recordEnv is set; otherwise it returns a test environment
+// and the directory the recorded histories go to (workflows/testdata/replay). files names
+// what the caller writes there, for the skip message.
+func recordingEnv(t *testing.T, files string) (*env, string) {
+	t.Helper()
+	if os.Getenv(recordEnv) == "" {
+		t.Skip("set " + recordEnv + "=1 to record workflows/testdata/replay/" + files)
+	}
+	e := newEnv(t)
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, filepath.Join(root, "workflows", "testdata", "replay")
+}
+
 // TestRecordReplayHistories records the histories that workflows/replay_test.go replays:
 // MergeWal (serial and with parallel prepares, two shards), CompactBase, MaintenanceSweep and
 // MergeWalTick, each run against the real server with real workers and kept small. It runs
@@ -28,15 +44,7 @@ const recordEnv = "WALKEEPER_RECORD_HISTORIES"
 //
 // Record after a workflow change and keep the old files (see testdata/replay/README.md).
 func TestRecordReplayHistories(t *testing.T) {
-	if os.Getenv(recordEnv) == "" {
-		t.Skip("set " + recordEnv + "=1 to record workflows/testdata/replay/*.json")
-	}
-	e := newEnv(t)
-	root, err := moduleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	outDir := filepath.Join(root, "workflows", "testdata", "replay")
+	e, outDir := recordingEnv(t, "*.json")
 
 	wa := e.startWorker(e.config("rec-a"))
 	wb := e.startWorker(e.config("rec-b"))
@@ -160,15 +168,7 @@ func (e *env) saveHistory(path, id, runID string) int {
 // sweep-now signal, ending in continue-as-new (a small event budget), and
 // sweep-window-continued.json, the next run to the window's end.
 func TestRecordReplayHistoriesSweepWindow(t *testing.T) {
-	if os.Getenv(recordEnv) == "" {
-		t.Skip("set " + recordEnv + "=1 to record workflows/testdata/replay/sweep-window*.json")
-	}
-	e := newEnv(t)
-	root, err := moduleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	outDir := filepath.Join(root, "workflows", "testdata", "replay")
+	e, outDir := recordingEnv(t, "sweep-window*.json")
 	w := e.startWorker(e.config("rec-window"))
 	e.writeGenerations(e.createStore(w.DB(), "generic:quiet"), "q", 1, 2)
 

@@ -114,38 +114,33 @@ A paused schedule stays paused. Without --target this is what every worker does 
 	ensure.Flags().DurationVar(&sf.window, "window", worker.DefaultSweepWindow, "sweep schedule only: how long one SweepWindow workflow runs rounds")
 	ensure.Flags().DurationVar(&sf.jitter, "jitter", worker.DefaultScheduleJitter, "random delay of each action, at most this and at most a quarter of the schedule's interval (0 = none)")
 
-	pause := &cobra.Command{
-		Use:   "pause",
-		Short: "Pause the schedule (manual triggers still work); the sweep's running window is canceled",
-		Args:  cli.Args(cobra.NoArgs),
-		RunE: with(func(ctx context.Context, c client.Client, id string, out io.Writer) error {
-			pause := func() error { return worker.PauseSchedule(ctx, c, id, sf.note) }
-			if sf.target == "" {
-				pause = func() error { return worker.PauseSweep(ctx, c, sf.note) }
-			}
-			if err := pause(); err != nil {
-				return err
-			}
-			fmt.Fprintf(out, "schedule %s paused\n", id)
-			return nil
-		}),
+	// pause and resume: each changes one schedule's state through the worker, the sweep's
+	// through the call that also cancels or starts its window.
+	stateChange := func(use, short, done string,
+		ofTarget func(ctx context.Context, c client.Client, id, note string) error,
+		ofSweep func(ctx context.Context, c client.Client, note string) error,
+	) *cobra.Command {
+		return &cobra.Command{
+			Use:   use,
+			Short: short,
+			Args:  cli.Args(cobra.NoArgs),
+			RunE: with(func(ctx context.Context, c client.Client, id string, out io.Writer) error {
+				change := func() error { return ofTarget(ctx, c, id, sf.note) }
+				if sf.target == "" {
+					change = func() error { return ofSweep(ctx, c, sf.note) }
+				}
+				if err := change(); err != nil {
+					return err
+				}
+				fmt.Fprintf(out, "schedule %s %s\n", id, done)
+				return nil
+			}),
+		}
 	}
-	resume := &cobra.Command{
-		Use:   "resume",
-		Short: "Resume a paused schedule (the sweep: and start a window now if none runs)",
-		Args:  cli.Args(cobra.NoArgs),
-		RunE: with(func(ctx context.Context, c client.Client, id string, out io.Writer) error {
-			resume := func() error { return worker.ResumeSchedule(ctx, c, id, sf.note) }
-			if sf.target == "" {
-				resume = func() error { return worker.ResumeSweep(ctx, c, sf.note) }
-			}
-			if err := resume(); err != nil {
-				return err
-			}
-			fmt.Fprintf(out, "schedule %s resumed\n", id)
-			return nil
-		}),
-	}
+	pause := stateChange("pause", "Pause the schedule (manual triggers still work); the sweep's running window is canceled",
+		"paused", worker.PauseSchedule, worker.PauseSweep)
+	resume := stateChange("resume", "Resume a paused schedule (the sweep: and start a window now if none runs)",
+		"resumed", worker.ResumeSchedule, worker.ResumeSweep)
 	trigger := &cobra.Command{
 		Use:   "trigger",
 		Short: "Run the schedule's action now (the sweep: a round now, in the running window)",

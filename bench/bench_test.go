@@ -405,8 +405,8 @@ func TestFleetReport(t *testing.T) {
 			t.Errorf("target %q not met: %s", tg.Name, tg.Measured)
 		}
 	}
-	if len(res.Files) != 5 {
-		t.Fatalf("files %v, want 4 plots and a CSV", res.Files)
+	if len(res.Files) != 6 {
+		t.Fatalf("files %v, want 5 plots (sweep duration, requests, RSS, discovery allocations, time-to-merge) and a CSV", res.Files)
 	}
 	for _, f := range res.Files {
 		if st, err := os.Stat(f); err != nil || st.Size() == 0 {

@@ -229,7 +229,11 @@ func TestMaintenanceSweepBoundsStartsAndBatches(t *testing.T) {
 	}
 	env.OnActivity(contract.ScanStatsActivity, anyCtx, anyArg).Return(scanFor(map[string][]contract.TargetStats{"generic": ts}))
 	starter := &fakeStarter{fail: map[string]string{"generic:b": "frontend unavailable"}}
-	env.OnActivity(contract.StartWorkflowsActivity, anyCtx, anyArg).After(time.Second).Return(starter.start)
+	// Each batch takes 3 s of workflow time, longer than the 1 s StartSpacing between
+	// launches, so the second batch launches while the first runs. (With 1 s each, the
+	// batch's end and the next launch fell on the same instant, and their order, hence
+	// the overlap, was up to the test environment.)
+	env.OnActivity(contract.StartWorkflowsActivity, anyCtx, anyArg).After(3 * time.Second).Return(starter.start)
 	in := trackInflight(env)
 
 	env.ExecuteWorkflow(MaintenanceSweep, contract.MaintenanceSweepInput{Discovery: contract.DiscoveryScan, MaxStarts: 3, StartBatch: 1, Concurrency: 2})

@@ -255,8 +255,11 @@ func overlapped(as []attempt) bool {
 // calls the race uncontested. Racers that take turns hand nearly every key to whoever goes
 // first. In one run of store's races, 8 racers each won 8–20 % of 200 keys (processes in
 // lockstep on file:// and S3, goroutines on S3), 11–16 % of 1000 (goroutines on file:// and
-// mem://, processes running freely on file://).
-const MaxWinShare = 0.5
+// mem://, processes running freely on file://). But the share is not fair everywhere: on
+// MinIO, 4 processes racing 40 keys, every round overlapping in time, proc-0 won 26 (65 %),
+// because it hears of each round first. So the bound sits between a biased real race and
+// racers taking turns (199 of 200 to one racer when the mutation makes them take turns).
+const MaxWinShare = 0.9
 
 // minSharedRounds: below this many keys a fair race can hand more than MaxWinShare to one
 // racer by chance, so CheckContended checks only the loser count.

@@ -15,7 +15,7 @@ import (
 // is taken. So the hold does not grow with the merge's size or with the backend's latency
 // (an fsync on file://). Measured side by side in one run, 64 KiB and 64 MiB merges on
 // file:// and mem://, both through Commit and CommitRound. The bounds are loose (a shared
-// 2-core machine): the benchmark (walkeeper bench commit-lock) reports the real figures.
+// 2-core machine): the benchmark (walkeeper-bench commit-lock) reports the real figures.
 func TestCommitLockHoldIsIndependentOfMergeSize(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes 64 MiB merges")

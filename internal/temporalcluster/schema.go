@@ -18,27 +18,33 @@ const (
 	DatabaseVisibility = "temporal_visibility"
 )
 
+// SchemaScript is the set-up script docker-compose.yml runs in its temporal-schema service,
+// relative to the module root. The test cluster runs the same file, so every cluster test
+// proves the compose set-up's schema step.
+const SchemaScript = "deploy/temporal/setup-postgres.sh"
+
 // setupSchemas creates both databases and applies every versioned schema step with the
-// server's own tool, exactly as an operator sets up a PostgreSQL-backed cluster.
+// server's own tool, through SchemaScript: exactly what an operator's compose set-up runs.
 func setupSchemas(ctx context.Context, sqlTool, schemaRoot string, port int, log *os.File) error {
-	for _, db := range []struct{ name, dir string }{
-		{DatabaseTemporal, "temporal"},
-		{DatabaseVisibility, "visibility"},
-	} {
-		base := []string{"--plugin", "postgres12", "--endpoint", "127.0.0.1", "--port", strconv.Itoa(port),
-			"--user", PostgresUser, "--password", "", "--database", db.name}
-		steps := [][]string{
-			{"create-database"},
-			{"setup-schema", "--version", "0.0"},
-			{"update-schema", "--schema-dir", filepath.Join(schemaRoot, db.dir, "versioned")},
-		}
-		for _, step := range steps {
-			cmd := exec.CommandContext(ctx, sqlTool, append(append([]string{}, base...), step...)...)
-			cmd.Stdout, cmd.Stderr = log, log
-			if err := cmd.Run(); err != nil {
-				return fmt.Errorf("temporal-sql-tool %s on %s: %w (output in %s)", step[0], db.name, err, log.Name())
-			}
-		}
+	root, err := cachebin.ModuleRoot()
+	if err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, "sh", filepath.Join(root, SchemaScript))
+	cmd.Env = append(os.Environ(),
+		"SQL_TOOL="+sqlTool,
+		"SCHEMA_DIR="+schemaRoot,
+		"POSTGRES_SEEDS=127.0.0.1",
+		"DB_PORT="+strconv.Itoa(port),
+		"POSTGRES_USER="+PostgresUser,
+		"POSTGRES_PWD=",
+		"DBNAME="+DatabaseTemporal,
+		"VISIBILITY_DBNAME="+DatabaseVisibility,
+		"CONNECT_ATTEMPTS=10",
+	)
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s: %w (output in %s)", SchemaScript, err, log.Name())
 	}
 	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -16,6 +18,8 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/walkeeper/walkeeper/internal/apitest"
+	"github.com/walkeeper/walkeeper/internal/cachebin"
+	"github.com/walkeeper/walkeeper/internal/devserver"
 	"github.com/walkeeper/walkeeper/internal/testservers"
 	"github.com/walkeeper/walkeeper/internal/testtemporal"
 	"github.com/walkeeper/walkeeper/worker"
@@ -77,6 +81,28 @@ func TestComposeClusterWithoutDocker(t *testing.T) {
 				t.Setenv(k, rewrite(k, env[k]))
 			}
 		}
+	}
+
+	// Service "temporal-namespace": deploy/temporal/create-namespace.sh, natively, twice (a
+	// second `up` runs it again), for a namespace the cluster did not register; then the
+	// namespace must be served.
+	cli, err := devserver.FindCLI("")
+	if err != nil {
+		t.Fatalf("temporal CLI for the namespace script: %v", err)
+	}
+	root, err := cachebin.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		cmd := exec.CommandContext(ctx, "sh", filepath.Join(root, "deploy/temporal/create-namespace.sh"))
+		cmd.Env = append(os.Environ(), "TEMPORAL_CLI="+cli, "TEMPORAL_ADDRESS="+hostPort, "DEFAULT_NAMESPACE=compose-namespace")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("create-namespace.sh: %v\n%s", err, out)
+		}
+	}
+	if _, err := tc.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: "compose-namespace"}); err != nil {
+		t.Fatalf("namespace registered by create-namespace.sh: %v", err)
 	}
 
 	// Service "schedule": `walkeeper schedule ensure --every 1m` with its environment.

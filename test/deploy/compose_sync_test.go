@@ -35,8 +35,27 @@ func TestComposeMatchesNativeCI(t *testing.T) {
 		return repo, version
 	}
 
-	if repo, v := tag("temporal"); (repo != "temporalio/auto-setup" && repo != "temporalio/server") || "v"+v != temporalcluster.ServerVersion {
+	if repo, v := tag("temporal"); repo != "temporalio/server" || "v"+v != temporalcluster.ServerVersion {
 		t.Errorf("compose temporal image %s:%s; CI runs Temporal server %s (internal/temporalcluster)", repo, v, temporalcluster.ServerVersion)
+	}
+	// The schema and namespace one-shots: the admin-tools build of the same server release,
+	// each running the deploy/temporal script that CI runs natively.
+	for service, script := range map[string]string{
+		"temporal-schema":    temporalcluster.SchemaScript,
+		"temporal-namespace": "deploy/temporal/create-namespace.sh",
+	} {
+		if repo, v := tag(service); repo != "temporalio/admin-tools" || !strings.HasPrefix("v"+v, temporalcluster.ServerVersion+"-") {
+			t.Errorf("compose %s image %s:%s; want temporalio/admin-tools of server %s", service, repo, v, temporalcluster.ServerVersion)
+		}
+		mountedScript := false
+		for _, v := range c.Services[service].Volumes {
+			if src, _, _ := strings.Cut(v, ":"); src == "./"+script {
+				mountedScript = true
+			}
+		}
+		if !mountedScript {
+			t.Errorf("compose %s does not run ./%s", service, script)
+		}
 	}
 	if !strings.Contains(readFile(t, "scripts/install-temporal-server.sh"), `VERSION="${TEMPORAL_SERVER_VERSION:-`+temporalcluster.ServerVersion+`}"`) {
 		t.Errorf("scripts/install-temporal-server.sh does not install %s", temporalcluster.ServerVersion)
@@ -59,6 +78,13 @@ func TestComposeMatchesNativeCI(t *testing.T) {
 	for k, v := range want {
 		if env[k] != v {
 			t.Errorf("compose temporal %s=%q, CI's cluster uses %q", k, env[k], v)
+		}
+	}
+	// The schema step writes the databases the server reads, with the server's credentials.
+	schemaEnv := c.Services["temporal-schema"].Environment
+	for _, k := range []string{"DBNAME", "VISIBILITY_DBNAME", "POSTGRES_SEEDS", "DB_PORT", "POSTGRES_USER", "POSTGRES_PWD"} {
+		if schemaEnv[k] != env[k] {
+			t.Errorf("compose temporal-schema %s=%q, the server uses %q", k, schemaEnv[k], env[k])
 		}
 	}
 	// The same dynamic config file, at an absolute path (a relative one is resolved against

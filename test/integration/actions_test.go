@@ -26,6 +26,9 @@ type historyCost struct {
 	Upserts    int
 	// Outcomes counts the upserts that record a finished merge (WalReclaimed).
 	Outcomes int
+	// Listings counts ListPendingShards activity tasks; LocalActivities local-activity
+	// markers (MergeWal's listings since merge-wal-local-list).
+	Listings, LocalActivities int
 }
 
 func costOf(events []*historypb.HistoryEvent) historyCost {
@@ -42,6 +45,9 @@ func costOf(events []*historypb.HistoryEvent) historyCost {
 		case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
 			c.Actions++
 			c.Activities++
+			if ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName() == contract.ListPendingShardsActivity {
+				c.Listings++
+			}
 		case enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED:
 			// Only the last attempt is recorded; the ones before it were billed too.
 			if extra := int(ev.GetActivityTaskStartedEventAttributes().GetAttempt()) - 1; extra > 0 {
@@ -58,7 +64,12 @@ func costOf(events []*historypb.HistoryEvent) historyCost {
 				c.Outcomes++
 			}
 		case enumspb.EVENT_TYPE_MARKER_RECORDED:
-			if ev.GetMarkerRecordedEventAttributes().GetMarkerName() != "Version" {
+			switch ev.GetMarkerRecordedEventAttributes().GetMarkerName() {
+			case "Version":
+			case "LocalActivity":
+				c.Actions++
+				c.LocalActivities++
+			default:
 				c.Actions++
 			}
 		}
@@ -130,8 +141,11 @@ func TestMergeWalActionsPerPass(t *testing.T) {
 			t.Fatalf("%s: reclaimed %d in %d passes, want %d in %d: %+v", r.name, res.Reclaimed, res.Passes, want, want, res)
 		}
 		c := e.historyCost(wr.GetID(), wr.GetRunID())
-		t.Logf("%s: %d shard(s) × %d generation(s): %d passes, %d events, %d actions (%d activities, %d upserts, %d timers)",
-			r.name, r.shards, r.gens, res.Passes, c.Events, c.Actions, c.Activities, c.Upserts, c.Timers)
+		t.Logf("%s: %d shard(s) × %d generation(s): %d passes, %d events, %d actions (%d activities, %d local-activity markers, %d upserts, %d timers)",
+			r.name, r.shards, r.gens, res.Passes, c.Events, c.Actions, c.Activities, c.LocalActivities, c.Upserts, c.Timers)
+		if c.Listings != 0 || c.LocalActivities < 2 {
+			t.Errorf("%s: %d ListPendingShards activities and %d local-activity markers, want none and the first and confirming listing", r.name, c.Listings, c.LocalActivities)
+		}
 		if c.Timers != 0 {
 			t.Errorf("%s: %d timers in a happy-path merge, want none", r.name, c.Timers)
 		}

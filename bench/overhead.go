@@ -358,7 +358,7 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 		Rows:   [][]string{{fmt.Sprint(idle), sw.fmt("%.2f"), fmt.Sprintf("%.0f", float64(idle)/sw.Median)}},
 	})
 	res.Values["sweep_s"] = sw.Median
-	res.note("The direct loop is the floor: the same store.Prepare/Commit without Temporal. The workflow adds a start, two ListPendingShards activities and the Prepare/Commit activities' scheduling.")
+	res.note("The direct loop is the floor: the same store.Prepare/Commit without Temporal. The workflow adds a start, two ListPendingShards listings (local activities since merge-wal-local-list: no activity dispatch) and the Prepare/Commit activities' scheduling.")
 	res.note("Persistence requests are the servers' own persistence_requests counters (--metrics-port; the cluster's Prometheus endpoint), summed over operations; CPU is utime+stime of the server process from /proc (for the PostgreSQL cluster the Temporal server process only, PostgreSQL's own processes not included).")
 	return nil
 }

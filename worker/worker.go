@@ -234,10 +234,15 @@ func (w *Worker) startTemporalLocked(ctx context.Context, db *store.DB) error {
 	identity := fmt.Sprintf("%d@%s/%s", os.Getpid(), host, w.cfg.Instance)
 	acts := &activities.Activities{DB: db, Logger: w.actLog.Named("activities"), Metrics: w.metrics, Client: w.tc}
 
+	// MergeWal's listings run as local activities on this worker (workflows/merge_list.go),
+	// so it registers every activity; they keep the bound they had as activity tasks on this
+	// queue instead of the SDK's 1,000, so a sweep that starts hundreds of merges at once does
+	// not read every store's manifests at once.
 	shared := tworker.New(w.tc, contract.TaskQueue, tworker.Options{
-		Identity:                           identity,
-		MaxConcurrentActivityExecutionSize: w.cfg.SharedActivitySlots,
-		WorkerStopTimeout:                  w.cfg.ShutdownTimeout / 2,
+		Identity:                                identity,
+		MaxConcurrentActivityExecutionSize:      w.cfg.SharedActivitySlots,
+		MaxConcurrentLocalActivityExecutionSize: w.cfg.SharedActivitySlots,
+		WorkerStopTimeout:                       w.cfg.ShutdownTimeout / 2,
 	})
 	workflows.Register(shared)
 	activities.Register(shared, acts)

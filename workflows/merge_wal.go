@@ -90,14 +90,15 @@ func MergeWal(ctx workflow.Context, in contract.MergeWalInput) (contract.MergeWa
 	// relisted before every round and upserted WalPending after every pass.
 	r.lean = workflow.GetVersion(ctx, fewerActionsChange, workflow.DefaultVersion, fewerActionsVersion) >= fewerActionsVersion
 	r.tr.watchdog = !r.lean
+	// Runs recorded before this change listed through an activity task (merge_list.go).
+	r.localList = r.lean && workflow.GetVersion(ctx, localListChange, workflow.DefaultVersion, localListVersion) >= localListVersion
 	r.log.Info("Merge started.", "workflow_run", r.workflowRun, "parallel_prepare", in.ParallelPrepare,
 		"trigger", contract.TriggerWords(in.Trigger, in.TriggerReason))
 
 	// Step 1. List the shards with pending generations (any worker can read the manifests).
 	r.setPhase(contract.PhaseListing)
-	var listed contract.ListPendingShardsResult
-	w := r.tr.newWatch(contract.ListPendingShardsActivity, "", contract.TaskQueue)
-	if err := r.tr.exec(ctx, listOptions(), w, contract.ListPendingShardsParams{Target: tgt.String()}, &listed); err != nil {
+	listed, err := r.list(ctx)
+	if err != nil {
 		r.setPhase(contract.PhaseDone)
 		return r.result(), r.listFailure(err)
 	}
@@ -161,6 +162,8 @@ type mergeRun struct {
 	fair bool
 	// lean: a pass costs its Prepare and Commit and nothing else (fewerActionsChange).
 	lean bool
+	// localList: ListPendingShards runs as a local activity (localListChange).
+	localList bool
 	// listedAt is the workflow time of the last listing (lean runs relist by time).
 	listedAt time.Time
 	// observe: the run keeps its trigger, debt and outcome in visibility and names its
@@ -472,9 +475,8 @@ func roundOrder(shards []*shardRun) []*shardRun {
 func (r *mergeRun) relist(ctx workflow.Context) {
 	r.setPhase(contract.PhaseListing)
 	defer r.setPhase(contract.PhaseMerging)
-	var listed contract.ListPendingShardsResult
-	w := r.tr.newWatch(contract.ListPendingShardsActivity, "", contract.TaskQueue)
-	if err := r.tr.exec(ctx, listOptions(), w, contract.ListPendingShardsParams{Target: r.target.String()}, &listed); err != nil {
+	listed, err := r.list(ctx)
+	if err != nil {
 		r.log.Warn("Cannot list pending shards; the round goes on with estimates.", "error", err)
 		return
 	}

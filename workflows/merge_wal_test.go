@@ -639,13 +639,20 @@ func TestMergeWalUpsertsSearchAttributesAfterEveryPassBeforeFewerActions(t *test
 func TestMergeWalLeanRelistFindsShardSealedMidMerge(t *testing.T) {
 	env := newEnv(t)
 	f := newFakeTable("generic:gs", 2, map[string]int{"a": 2})
+	commits, lists, activityLists := 0, 0, 0
+	// Listings are local activities (localListChange): none may go through an activity task.
+	env.OnActivity(contract.ListPendingShardsActivity, anyCtx, anyArg).Return(
+		func(ctx context.Context, p contract.ListPendingShardsParams) (contract.ListPendingShardsResult, error) {
+			if activity.GetInfo(ctx).IsLocalActivity {
+				lists++
+			} else {
+				activityLists++
+			}
+			return f.list(ctx, p)
+		})
 	mockTable(env, f)
-	commits, lists := 0, 0
 	env.SetOnActivityCompletedListener(func(info *activity.Info, _ converter.EncodedValue, _ error) {
-		switch info.ActivityType.Name {
-		case contract.ListPendingShardsActivity:
-			lists++
-		case contract.CommitActivity:
+		if info.ActivityType.Name == contract.CommitActivity {
 			if commits++; commits == 1 {
 				f.mu.Lock()
 				f.pending["b"] = 3
@@ -659,6 +666,7 @@ func TestMergeWalLeanRelistFindsShardSealedMidMerge(t *testing.T) {
 	// The first listing; the one that finds b once a's estimate is drained; the one that
 	// confirms the drain after b's two passes (b's second pass ran on its estimate).
 	require.Equal(t, 3, lists)
+	require.Zero(t, activityLists, "a listing ran as an activity task, not as a local activity")
 	require.Equal(t, 3, commits)
 }
 

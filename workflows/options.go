@@ -87,6 +87,21 @@ func listOptions() workflow.ActivityOptions {
 	}
 }
 
+// localListOptions: ListPendingShards as a local activity (localListChange). It runs while
+// its workflow task is open (the SDK heartbeats the task past its timeout), cannot heartbeat
+// and cannot be seen by the server, so its time is bounded end to end: 30 s an attempt, 2
+// minutes in all (the activity's one attempt), at most 5 attempts. The backoff stays under
+// the workflow task timeout (10 s), so retries run in the worker without a timer; once they
+// are spent the merge sees the last attempt's failure, as after the activity's retries.
+func localListOptions() workflow.LocalActivityOptions {
+	return workflow.LocalActivityOptions{
+		ScheduleToCloseTimeout: 2 * time.Minute,
+		StartToCloseTimeout:    30 * time.Second,
+		RetryPolicy:            retryPolicy(5, 8*time.Second),
+		Summary:                "list pending shards",
+	}
+}
+
 func compactOptions() workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		StartToCloseTimeout: time.Hour,

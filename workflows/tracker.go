@@ -120,6 +120,22 @@ func (t *tracker) exec(ctx workflow.Context, opts workflow.ActivityOptions, w *w
 	return fut.Get(ctx, out)
 }
 
+// execLocal runs one local activity under w (lean runs only: no watchdog, and the activity
+// sends no ActivityStateSignal, it runs inside the workflow task). It is in flight for the
+// status query like any other; the server never lists it among the pending activities, so
+// it never reads as waiting for a slot (contract.ApplyPending). A local activity takes no
+// activity ID: w.id only names it in the status.
+func (t *tracker) execLocal(ctx workflow.Context, opts workflow.LocalActivityOptions, w *watch, arg, out any) error {
+	fut := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, opts), w.activity, arg)
+	t.inflight = append(t.inflight, w)
+	t.changed()
+	defer func() {
+		t.remove(w)
+		t.changed()
+	}()
+	return fut.Get(ctx, out)
+}
+
 // notice is what an activity is asked to signal: state changes after notifyAfter, and, in
 // watchdog runs only, the "running" notice that clears the watchdog's slot wait.
 func (t *tracker) notice() (notifyAfter time.Duration, noRunningNotice bool) {

@@ -323,8 +323,8 @@ func decodeBaseManifest(raw []byte, v uint64, t Target) (*baseManifest, error) {
 // ErrCorrupt.
 func decodeShardManifest(raw []byte, v uint64, t Target, shard string) (*shardManifest, error) {
 	var m shardManifest
-	if err := decodeJSONObject(raw, &m, fmt.Sprintf("shard manifest %s/%s/%d", t, shard, v)); err != nil {
-		return nil, err
+	if err := unmarshalShardManifest(raw, &m); err != nil {
+		return nil, corruptf("shard manifest %s/%s/%d: %v", t, shard, v, err)
 	}
 	if m.Version != v || m.Shard != shard {
 		return nil, corruptf("shard manifest %s/%s/%d names %s/%d", t, shard, v, m.Shard, m.Version)

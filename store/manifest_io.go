@@ -297,7 +297,7 @@ func (s *Store) loadShard(ctx context.Context, shard string) (*shardManifest, er
 // REQUIRES: the caller does not change next after this call (it is shared from then on).
 func (s *Store) publishShard(ctx context.Context, next *shardManifest) error {
 	next.UpdatedAt = s.db.opts.Now().UTC()
-	raw, err := json.Marshal(next)
+	raw, err := encodeShardManifest(next)
 	if err != nil {
 		return err
 	}

@@ -102,3 +102,40 @@ func TestLoadShardReusesDecodeOfSameVersion(t *testing.T) {
 	require.NoError(t, err)
 	require.Same(t, m4, m5)
 }
+
+// The base manifest goes through the same cache: a committer keeps its draft as the decode
+// of the version it published, another handle decodes that version once and then reuses it,
+// and what it handed out before is never changed.
+func TestLoadBaseReusesDecodeOfSameVersion(t *testing.T) {
+	ctx := context.Background()
+	url := newMemURL()
+	_, w := newGenericStore(t, url, "basecache")
+	other := openGeneric(t, openTestDB(t, url, "w2"), "basecache")
+
+	before, err := other.loadBase(ctx)
+	require.NoError(t, err)
+	require.Zero(t, before.Version)
+
+	sealGenerations(t, w, 2)
+	p, err := w.Prepare(ctx, PrepareParams{})
+	require.NoError(t, err)
+	res, err := w.Commit(ctx, p)
+	require.NoError(t, err)
+
+	own, err := w.loadBase(ctx)
+	require.NoError(t, err)
+	require.Equal(t, res.BaseVersion, own.Version)
+	again, err := w.loadBase(ctx)
+	require.NoError(t, err)
+	require.Same(t, own, again, "the committer reuses its draft")
+
+	b1, err := other.loadBase(ctx)
+	require.NoError(t, err)
+	require.Equal(t, res.BaseVersion, b1.Version, "the storage read finds the new version")
+	require.Len(t, b1.Runs, len(own.Runs))
+	b2, err := other.loadBase(ctx)
+	require.NoError(t, err)
+	require.Same(t, b1, b2)
+	require.Zero(t, before.Version)
+	require.Empty(t, before.Runs, "a decode handed out is never changed")
+}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 )
@@ -99,6 +100,36 @@ func BenchmarkLoadShardManifest(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				if _, err := decodeShardManifest(raw, v, w.target, shard); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkDecodeBaseManifest is the decode of a base version a handle reads for the first
+// time (every prepare after a round commit): runs base runs, 200 shard watermarks.
+func BenchmarkDecodeBaseManifest(b *testing.B) {
+	tgt := Target{Kind: KindGeneric, Name: "hot"}
+	for _, runs := range []int{100, 1000} {
+		b.Run(fmt.Sprintf("runs=%d", runs), func(b *testing.B) {
+			m := &baseManifest{Version: 7, Watermarks: map[string]uint64{}, Reason: "merge"}
+			for i := range runs {
+				id := fmt.Sprintf("m-149c897f083bb3287725a484-%08d", i)
+				m.Runs = append(m.Runs, runMeta{ID: id, Path: dataKey(tgt, id), Rows: 64, Bytes: 9000,
+					MinKey: "k000000", MaxKey: "k999999", MinSeq: 1796122116141868182, MaxSeq: 1796122116141869155,
+					Checksum: "f040933d", Source: fmt.Sprintf("merge:shard-%03d:%d-%d", i%200, i, i+63)})
+			}
+			for i := range 200 {
+				m.Watermarks[fmt.Sprintf("shard-%03d", i)] = uint64(1000 + i)
+			}
+			raw, err := json.Marshal(m)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := decodeBaseManifest(raw, 7, tgt); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -142,3 +142,106 @@ func FuzzShardManifestCodec(f *testing.F) {
 		sameAsEncodingJSON(t, raw)
 	})
 }
+
+// sameBaseAsEncodingJSON is sameAsEncodingJSON for the base manifest.
+func sameBaseAsEncodingJSON(t *testing.T, raw []byte) {
+	t.Helper()
+	var fast, slow baseManifest
+	errFast := unmarshalBaseManifest(raw, &fast)
+	errSlow := json.Unmarshal(raw, &slow)
+	if (errFast == nil) != (errSlow == nil) {
+		t.Fatalf("codec error %v, encoding/json error %v, for %q", errFast, errSlow, raw)
+	}
+	if errSlow == nil && !reflect.DeepEqual(fast, slow) {
+		t.Fatalf("codec decoded %+v, encoding/json %+v, from %q", fast, slow, raw)
+	}
+}
+
+func randomBaseManifest(r *rand.Rand) *baseManifest {
+	shard := randomShardManifest(r) // its strings, numbers and times
+	m := &baseManifest{Version: shard.Version, CreatedAt: shard.UpdatedAt}
+	if r.IntN(2) == 0 {
+		m.Reason = shard.Shard
+	}
+	switch r.IntN(3) {
+	case 0:
+	case 1:
+		m.Runs = []runMeta{}
+	default:
+		for _, g := range shard.Flushed {
+			m.Runs = append(m.Runs, runMeta{ID: g.MinKey, Path: g.Path, Rows: g.Rows, Bytes: g.Bytes, MinKey: g.MinKey, MaxKey: g.MaxKey,
+				MinSeq: g.MinSeq, MaxSeq: g.MaxSeq, Deletes: g.Rows, Checksum: g.Checksum, Source: g.MaxKey})
+		}
+	}
+	if r.IntN(4) > 0 {
+		m.Watermarks = map[string]uint64{}
+		for _, g := range shard.Flushed {
+			m.Watermarks[g.Path] = g.Gen
+		}
+	}
+	if len(shard.Quarantined) > 0 {
+		m.Quarantined = shard.Quarantined
+	}
+	return m
+}
+
+func TestBaseManifestCodec(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for i := 0; i < 2000; i++ {
+		m := randomBaseManifest(r)
+		got, err := encodeBaseManifest(m)
+		require.NoError(t, err)
+		want, err := json.Marshal(m)
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(got))
+		sameBaseAsEncodingJSON(t, got)
+	}
+
+	m := &baseManifest{Version: 12, CreatedAt: time.Now().UTC(), Reason: "merge",
+		Watermarks: map[string]uint64{"2f90d4b5-0361-5700-a264-7f3fb3ca947e": 40, "a": 3}}
+	for i := range 3 {
+		m.Runs = append(m.Runs, runMeta{ID: fmt.Sprintf("m-%d", i), Path: fmt.Sprintf("generic/hot/data/m-%d.parquet", i), Rows: 5, Bytes: 1938,
+			MinKey: "a0000", MaxKey: "a0004", MinSeq: 1796122116141868182, MaxSeq: 1796122116141869155, Checksum: "f040933d", Source: "merge:a:1-3"})
+	}
+	raw, err := encodeBaseManifest(m)
+	require.NoError(t, err)
+	var fast baseManifest
+	p := manifestParser{b: raw}
+	require.True(t, p.baseManifest(&fast), "the fast path reads what walkeeper writes")
+	require.Equal(t, m.Watermarks, fast.Watermarks)
+	require.Equal(t, m.Runs, fast.Runs)
+
+	for _, in := range []string{
+		string(raw),
+		strings.ReplaceAll(string(raw), ",", ",\n  "),
+		`{"version":1,"watermarks":null}`,
+		`{"version":1,"watermarks":{}}`,
+		`{"version":1,"watermarks":{"a":1},"watermarks":{"b":2}}`,
+		`{"version":1,"watermarks":{"a":1,"a":2}}`,
+		`{"version":1,"watermarks":{"a":-1}}`,
+		`{"version":1,"watermarks":{"a\u0062":1}}`,
+		`{"version":1,"watermarks":[]}`,
+		`{"version":1,"runs":[{"id":"x"}],"runs":[]}`,
+		`{"version":1,"runs":[{"id":"x","future":1}]}`,
+		`{"version":1,"runs":null}`,
+		`{"version":1,"reason":"compact","quarantined":[]}`,
+		`{"version":1,"Version":2}`,
+		`{"version":1,"created_at":"2026-12-01T16:00:00.000000001+01:00"}`,
+		`{"version":1,} `,
+		`{"version":1}{}`,
+	} {
+		sameBaseAsEncodingJSON(t, []byte(in))
+	}
+}
+
+// FuzzBaseManifestCodec holds the base codec's decoder to encoding/json on any input.
+func FuzzBaseManifestCodec(f *testing.F) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for range 16 {
+		raw, _ := encodeBaseManifest(randomBaseManifest(r))
+		f.Add(raw)
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		sameBaseAsEncodingJSON(t, raw)
+	})
+}

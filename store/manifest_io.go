@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -254,7 +253,7 @@ func (s *Store) publishBase(ctx context.Context, next *baseManifest) error {
 // do the CPU work before taking it.
 func (s *Store) encodeBase(next *baseManifest) ([]byte, error) {
 	next.CreatedAt = s.db.opts.Now().UTC()
-	return json.Marshal(next)
+	return encodeBaseManifest(next)
 }
 
 // publishEncodedBase publishes raw (from encodeBase) as version v.

@@ -75,9 +75,12 @@ type CommitResult struct {
 // test in activities keeps the two equal). MaxRoundBytes caps their encoded size: a round
 // is closed once its PreparedMerges reach it (at least one is always taken), so the
 // activity input stays under a quarter of Temporal's 256 KiB payload budget even for
-// merges with long keys. A typical PreparedMerge is well under 2 KiB, so 32 fit.
+// merges with long keys. A pass of 64 generations with short keys encodes to ~0.8 KiB
+// (store's TestRoundInputSize), so 64 fit in MaxRoundBytes; a worst-case one (256-byte
+// keys, 200-character paths) to ~2.1 KiB, so MaxRoundBytes closes such a round at ~30.
+// It was 32 until round commits over 200 shards took 7 CommitRounds (docs/DESIGN.md §11).
 const (
-	MaxRoundShards = 32
+	MaxRoundShards = 64
 	MaxRoundBytes  = 64 << 10
 )
 

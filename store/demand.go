@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // The demand index (docs/FORMAT.md "Demand records", docs/DESIGN.md §12): one small object
@@ -217,14 +219,19 @@ func (s *Store) cleanDemandListed(ctx context.Context, shard string, sm *shardMa
 // and the compaction marker is written when the base now holds runs >= CompactDemandRuns.
 // Best effort: a failed delete leaves stale records, which cost at most one needless
 // MergeWal start and are deleted by the next prepare or reconcile; a failed marker put is
-// repaired by reconcile.
+// repaired by reconcile. The deletes run mergeDeleteConcurrency at a time, as the
+// generation files' do: one after another they were a pass's longest chain of round trips
+// (64 deletes at 10 ms, 0.64 s per shard, in every shard of a round commit).
 func (s *Store) afterMergeDemand(ctx context.Context, shard string, through uint64, runs int) {
 	if objs, err := s.db.bucket.List(ctx, demandShardPrefix(s.target, shard)); err == nil {
+		var g errgroup.Group
+		g.SetLimit(mergeDeleteConcurrency)
 		for _, o := range objs {
 			if r, ok := ParseDemandKey(o.Key); ok && !r.Compact && r.Gen <= through {
-				_ = s.db.bucket.Delete(ctx, o.Key)
+				g.Go(func() error { return s.db.bucket.Delete(ctx, o.Key) })
 			}
 		}
+		_ = g.Wait()
 	}
 	if t := s.db.opts.CompactDemandRuns; t > 0 && runs >= t {
 		_ = s.putCompactDemand(ctx, runs)

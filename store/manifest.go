@@ -300,8 +300,8 @@ func watermarkCoverage(wm, from, through uint64) rangeCoverage {
 // Anything else is ErrCorrupt.
 func decodeBaseManifest(raw []byte, v uint64, t Target) (*baseManifest, error) {
 	var m baseManifest
-	if err := decodeJSONObject(raw, &m, fmt.Sprintf("base manifest %d of %s", v, t)); err != nil {
-		return nil, err
+	if err := unmarshalBaseManifest(raw, &m); err != nil {
+		return nil, corruptf("base manifest %d of %s: %v", v, t, err)
 	}
 	if m.Version != v {
 		return nil, corruptf("base manifest %s/%d says version %d", t, v, m.Version)
@@ -323,8 +323,8 @@ func decodeBaseManifest(raw []byte, v uint64, t Target) (*baseManifest, error) {
 // ErrCorrupt.
 func decodeShardManifest(raw []byte, v uint64, t Target, shard string) (*shardManifest, error) {
 	var m shardManifest
-	if err := decodeJSONObject(raw, &m, fmt.Sprintf("shard manifest %s/%s/%d", t, shard, v)); err != nil {
-		return nil, err
+	if err := unmarshalShardManifest(raw, &m); err != nil {
+		return nil, corruptf("shard manifest %s/%s/%d: %v", t, shard, v, err)
 	}
 	if m.Version != v || m.Shard != shard {
 		return nil, corruptf("shard manifest %s/%s/%d names %s/%d", t, shard, v, m.Shard, m.Version)

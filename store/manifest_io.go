@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -24,6 +23,13 @@ type chain struct {
 	mu      sync.Mutex
 	hint    uint64
 	hintRaw []byte
+	// hintObj is version hint decoded (nil until someone decoded or published it). A version
+	// is immutable (put-if-absent, never rewritten), so the decode of the version read last
+	// is reused while the storage read still says it is the latest (latestDecoded).
+	//
+	// INVARIANT: hintObj is shared by every caller that gets it; nobody mutates it (callers
+	// clone before drafting the next version).
+	hintObj any
 }
 
 func newChain(b *Bucket, prefix string) *chain { return &chain{b: b, prefix: prefix} }
@@ -57,7 +63,7 @@ func (c *chain) latest(ctx context.Context) (uint64, []byte, error) {
 			// Remember progress, so a failure later in the walk does not start it over.
 			c.mu.Lock()
 			if v > c.hint {
-				c.hint, c.hintRaw = v, raw
+				c.hint, c.hintRaw, c.hintObj = v, raw, nil
 			}
 			c.mu.Unlock()
 			continue
@@ -93,11 +99,41 @@ func (c *chain) latest(ctx context.Context) (uint64, []byte, error) {
 		raw = got
 	}
 	c.mu.Lock()
-	if v >= c.hint {
-		c.hint, c.hintRaw = v, raw
+	if v > c.hint {
+		c.hint, c.hintRaw, c.hintObj = v, raw, nil
 	}
 	c.mu.Unlock()
 	return v, raw, nil
+}
+
+// latestDecoded is latest with the version decoded: the decode of the version read last is
+// reused when the storage read finds the same version again (the read is still made: it is
+// what tells a reader, or the WAL's fencing check, that nothing newer exists), and a new
+// version is decoded once per handle instead of once per read. decode must return a value
+// nobody mutates afterwards (see hintObj). (0, nil, nil) when the chain is empty.
+func (c *chain) latestDecoded(ctx context.Context, decode func(v uint64, raw []byte) (any, error)) (uint64, any, error) {
+	v, raw, err := c.latest(ctx)
+	if err != nil || v == 0 {
+		return 0, nil, err
+	}
+	c.mu.Lock()
+	obj := c.hintObj
+	if c.hint != v {
+		obj = nil
+	}
+	c.mu.Unlock()
+	if obj != nil {
+		return v, obj, nil
+	}
+	if obj, err = decode(v, raw); err != nil {
+		return 0, nil, err
+	}
+	c.mu.Lock()
+	if c.hint == v && c.hintObj == nil {
+		c.hintObj = obj
+	}
+	c.mu.Unlock()
+	return v, obj, nil
 }
 
 func (c *chain) listLatest(ctx context.Context) (uint64, []byte, error) {
@@ -122,13 +158,16 @@ func (c *chain) listLatest(ctx context.Context) (uint64, []byte, error) {
 	return best, raw, err
 }
 
-// publish writes version v and makes it the cached latest. ErrAlreadyExists means another
-// writer published v first.
-func (c *chain) publish(ctx context.Context, v uint64, raw []byte) error {
+// publish writes version v and makes it the cached latest, with obj (nil: none) as its
+// decoded value, so the publisher never decodes its own version. ErrAlreadyExists means
+// another writer published v first.
+//
+// REQUIRES: obj is what raw decodes to, and nobody mutates it afterwards.
+func (c *chain) publish(ctx context.Context, v uint64, raw []byte, obj any) error {
 	if err := c.put(ctx, v, raw); err != nil {
 		return err
 	}
-	c.advance(v, raw)
+	c.advance(v, raw, obj)
 	return nil
 }
 
@@ -140,11 +179,14 @@ func (c *chain) put(ctx context.Context, v uint64, raw []byte) error {
 }
 
 // advance is the in-memory half of publish: version v (already durable) becomes the cached
-// latest unless a newer one already is. O(1); takes only chain.mu.
-func (c *chain) advance(v uint64, raw []byte) {
+// latest, with obj (nil: none) as its decoded value, unless a newer one already is. O(1);
+// takes only chain.mu.
+//
+// REQUIRES: as for publish.
+func (c *chain) advance(v uint64, raw []byte, obj any) {
 	c.mu.Lock()
 	if v > c.hint {
-		c.hint, c.hintRaw = v, raw
+		c.hint, c.hintRaw, c.hintObj = v, raw, obj
 	}
 	c.mu.Unlock()
 }
@@ -180,16 +222,20 @@ func (s *Store) shardChain(shard string) *chain {
 	return c
 }
 
-// loadBase returns the latest base manifest (version 0 = empty table).
+// loadBase returns the latest base manifest (version 0 = empty table). The result is shared
+// with the handle's cache (chain.hintObj): callers draft a new version with next, never by
+// changing it.
 func (s *Store) loadBase(ctx context.Context) (*baseManifest, error) {
-	v, raw, err := s.base.latest(ctx)
+	v, obj, err := s.base.latestDecoded(ctx, func(v uint64, raw []byte) (any, error) {
+		return decodeBaseManifest(raw, v, s.target)
+	})
 	if err != nil {
 		return nil, err
 	}
 	if v == 0 {
 		return emptyBase(), nil
 	}
-	return decodeBaseManifest(raw, v, s.target)
+	return obj.(*baseManifest), nil
 }
 
 // publishBase publishes next as version next.Version. ErrAlreadyExists = lost the race.
@@ -207,12 +253,12 @@ func (s *Store) publishBase(ctx context.Context, next *baseManifest) error {
 // do the CPU work before taking it.
 func (s *Store) encodeBase(next *baseManifest) ([]byte, error) {
 	next.CreatedAt = s.db.opts.Now().UTC()
-	return json.Marshal(next)
+	return encodeBaseManifest(next)
 }
 
 // publishEncodedBase publishes raw (from encodeBase) as version v.
 func (s *Store) publishEncodedBase(ctx context.Context, v uint64, raw []byte) error {
-	if err := s.base.publish(ctx, v, raw); err != nil {
+	if err := s.base.publish(ctx, v, raw, nil); err != nil {
 		return err
 	}
 	s.collectBase(ctx, v)
@@ -226,26 +272,36 @@ func (s *Store) collectBase(ctx context.Context, v uint64) {
 	}
 }
 
-// loadShard returns the latest manifest of shard, or nil if the shard never wrote.
+// loadShard returns the latest manifest of shard, or nil if the shard never wrote. The
+// storage read of the latest version is made every time; the decode only for a version
+// this handle has not seen (chain.latestDecoded). Every seal, WAL fencing check, prepare and
+// snapshot loads a shard manifest that lists every pending generation, so decoding it on
+// each read cost a 200-writer table almost half its CPU (docs/BENCHMARKS.md scenario 1,
+// "200 shards again"). The result is shared with the handle's cache: callers clone it
+// before drafting a new version, never change it.
 func (s *Store) loadShard(ctx context.Context, shard string) (*shardManifest, error) {
-	v, raw, err := s.shardChain(shard).latest(ctx)
-	if err != nil {
+	v, obj, err := s.shardChain(shard).latestDecoded(ctx, func(v uint64, raw []byte) (any, error) {
+		return decodeShardManifest(raw, v, s.target, shard)
+	})
+	if err != nil || v == 0 {
 		return nil, err
 	}
-	if v == 0 {
-		return nil, nil
-	}
-	return decodeShardManifest(raw, v, s.target, shard)
+	return obj.(*shardManifest), nil
 }
 
+// publishShard publishes next as version next.Version; ErrAlreadyExists = lost the race.
+// next becomes the handle's cached decode of that version, so the publisher (a writer's
+// seal, above all) never decodes what it wrote.
+//
+// REQUIRES: the caller does not change next after this call (it is shared from then on).
 func (s *Store) publishShard(ctx context.Context, next *shardManifest) error {
 	next.UpdatedAt = s.db.opts.Now().UTC()
-	raw, err := json.Marshal(next)
+	raw, err := encodeShardManifest(next)
 	if err != nil {
 		return err
 	}
 	c := s.shardChain(next.Shard)
-	if err := c.publish(ctx, next.Version, raw); err != nil {
+	if err := c.publish(ctx, next.Version, raw, next); err != nil {
 		return err
 	}
 	if next.Version%64 == 0 {

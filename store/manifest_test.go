@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -56,4 +57,85 @@ func TestShardManifestCoveredBy(t *testing.T) {
 	require.Nil(t, m.coveredBy(1))
 	require.Equal(t, []uint64{2, 3}, m.coveredBy(4))
 	require.Equal(t, []genMeta{{Gen: 5}}, m.pendingAbove(4))
+}
+
+// A handle reuses its decode of a shard manifest version while the storage read still finds
+// that version the latest, sees a version another handle published at once, never decodes
+// what it published itself, and never changes a decode it handed out.
+func TestLoadShardReusesDecodeOfSameVersion(t *testing.T) {
+	ctx := context.Background()
+	url := newMemURL()
+	db, w := newGenericStore(t, url, "cache")
+	other := openGeneric(t, openTestDB(t, url, "w2"), "cache")
+	shard := db.shard
+
+	appendRows(t, w, row("a", 1))
+	_, err := w.Flush(ctx)
+	require.NoError(t, err)
+	own, err := w.loadShard(ctx, shard)
+	require.NoError(t, err)
+	require.Same(t, w.residentWriter().manifest, own, "the publisher keeps what it published as its decode")
+
+	m1, err := other.loadShard(ctx, shard)
+	require.NoError(t, err)
+	m2, err := other.loadShard(ctx, shard)
+	require.NoError(t, err)
+	require.Same(t, m1, m2, "same version, same decode")
+	require.Len(t, m1.Flushed, 1)
+
+	appendRows(t, w, row("b", 2))
+	_, err = w.Flush(ctx)
+	require.NoError(t, err)
+	m3, err := other.loadShard(ctx, shard)
+	require.NoError(t, err)
+	require.Equal(t, m1.Version+1, m3.Version, "the storage read finds the newer version")
+	require.Len(t, m3.Flushed, 2)
+	require.Len(t, m1.Flushed, 1, "a decode handed out is never changed")
+
+	// A drain by the other handle: the writer's next read decodes the new version once.
+	_, err = other.drain(ctx, shard, []uint64{m3.Flushed[0].Gen})
+	require.NoError(t, err)
+	m4, err := w.loadShard(ctx, shard)
+	require.NoError(t, err)
+	require.Len(t, m4.Flushed, 1)
+	m5, err := w.loadShard(ctx, shard)
+	require.NoError(t, err)
+	require.Same(t, m4, m5)
+}
+
+// The base manifest goes through the same cache: a committer keeps its draft as the decode
+// of the version it published, another handle decodes that version once and then reuses it,
+// and what it handed out before is never changed.
+func TestLoadBaseReusesDecodeOfSameVersion(t *testing.T) {
+	ctx := context.Background()
+	url := newMemURL()
+	_, w := newGenericStore(t, url, "basecache")
+	other := openGeneric(t, openTestDB(t, url, "w2"), "basecache")
+
+	before, err := other.loadBase(ctx)
+	require.NoError(t, err)
+	require.Zero(t, before.Version)
+
+	sealGenerations(t, w, 2)
+	p, err := w.Prepare(ctx, PrepareParams{})
+	require.NoError(t, err)
+	res, err := w.Commit(ctx, p)
+	require.NoError(t, err)
+
+	own, err := w.loadBase(ctx)
+	require.NoError(t, err)
+	require.Equal(t, res.BaseVersion, own.Version)
+	again, err := w.loadBase(ctx)
+	require.NoError(t, err)
+	require.Same(t, own, again, "the committer reuses its draft")
+
+	b1, err := other.loadBase(ctx)
+	require.NoError(t, err)
+	require.Equal(t, res.BaseVersion, b1.Version, "the storage read finds the new version")
+	require.Len(t, b1.Runs, len(own.Runs))
+	b2, err := other.loadBase(ctx)
+	require.NoError(t, err)
+	require.Same(t, b1, b2)
+	require.Zero(t, before.Version)
+	require.Empty(t, before.Runs, "a decode handed out is never changed")
 }

@@ -202,7 +202,7 @@ func (s *Store) publishBaseThenSwap(ctx context.Context, next *baseManifest) (ti
 	}
 	s.mergeLock.Lock()
 	locked := time.Now()
-	s.base.advance(next.Version, raw)
+	s.base.advance(next.Version, raw, next)
 	hold := time.Since(locked)
 	s.mergeLock.Unlock()
 	s.collectBase(ctx, next.Version)

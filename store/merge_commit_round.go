@@ -24,13 +24,15 @@ import (
 // the version and reported; the others are published without it.
 
 // MaxRoundShards caps the prepared merges one CommitRound takes. The round's activity
-// input is the list of PreparedMerges: one with 64 generations, a 200-character staged path
-// and 256-byte min/max keys encodes to about 2.1 KiB of JSON (TestRoundInputSize pins it),
-// so 32 of them are about 68 KiB, a quarter of the 256 KiB payload budget. Row keys have no
-// length limit of their own (only the row size does), so the caller also caps a round by
-// its encoded size (the workflow's commit loop closes a round at contract.MaxRoundBytes,
-// 64 KiB).
-const MaxRoundShards = 32
+// input is the list of PreparedMerges: one of 64 generations with short keys encodes to
+// ~0.8 KiB of JSON, so 64 of them are ~50 KiB, under the caller's 64 KiB cap
+// (contract.MaxRoundBytes, at which the workflow's commit loop closes a round); one with a
+// 200-character staged path and 256-byte min/max keys to ~2.1 KiB, so that cap closes a
+// round of those at ~30, and even 64 of them would be ~135 KiB, under the 256 KiB payload
+// budget (TestRoundInputSize pins both). It was 32: a round over 200 shards then took 7
+// CommitRounds, each an activity's orchestration and a base version (docs/BENCHMARKS.md
+// scenario 1, "Run D").
+const MaxRoundShards = 64
 
 // Round outcomes, per shard (RoundShardResult.Outcome).
 const (
@@ -69,9 +71,13 @@ type RoundCommitResult struct {
 	Shards   []RoundShardResult `json:"shards"`
 }
 
-// roundCleanupConcurrency bounds the shards drained and cleaned up at once after a round's
-// publish; each shard's own deletes are bounded by mergeDeleteConcurrency.
-const roundCleanupConcurrency = 4
+// roundCleanupConcurrency bounds the shards checked, claimed, drained and cleaned up at once
+// in a round; each shard's own deletes are bounded by mergeDeleteConcurrency. A shard's
+// clean-up is a chain of round trips (drain: read and publish the shard manifest; the
+// generation and demand deletes; the claim), not CPU, so a round of 64 shards at 16 at once
+// is four waves of it; at 4 at once a round of 32 was eight, seconds on object storage
+// before the next round could start.
+const roundCleanupConcurrency = 16
 
 // CommitRound publishes the still-open prepared merges of ps in one base version v+1 = runs
 // + every included staged run, each shard's watermark at its Through; then drains each shard

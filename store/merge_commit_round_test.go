@@ -397,16 +397,50 @@ func TestCommitRoundRejectsBadInput(t *testing.T) {
 	require.False(t, claimExists(t, f.committer, ps[0]))
 }
 
-// TestRoundInputSize pins the bound MaxRoundShards rests on: a worst-case PreparedMerge
-// (64 generations, long staged path, 256-byte keys) is about 2.1 KiB of JSON, so a full
-// round of them is about 68 KiB, far below the 256 KiB payload budget.
+// TestRoundInputSize pins the bounds MaxRoundShards rests on: a typical PreparedMerge of 64
+// generations (the shape of a recorded CommitRound input: a UUID shard, short keys) is
+// under 1 KiB of JSON, so a full round of them fits the workflow's 64 KiB round cap
+// (contract.MaxRoundBytes); a worst-case one (long staged path, 256-byte keys) is about
+// 2.1 KiB, so that cap closes a round of them at ~30, and even a full round of them stays
+// far below the 256 KiB payload budget.
 func TestRoundInputSize(t *testing.T) {
+	const maxRoundBytes = 64 << 10 // contract.MaxRoundBytes (store does not import contract)
+	marshalRound := func(p PreparedMerge) (one, all int) {
+		raw, err := json.Marshal(p)
+		require.NoError(t, err)
+		round := make([]PreparedMerge, MaxRoundShards)
+		for i := range round {
+			round[i] = p
+		}
+		rawAll, err := json.Marshal(round)
+		require.NoError(t, err)
+		return len(raw), len(rawAll)
+	}
+
 	gens := make([]uint64, 64)
+	for i := range gens {
+		gens[i] = 10_000 + uint64(i)
+	}
+	typical := PreparedMerge{
+		Target: "generic:hot", Shard: "2f90d4b5-0361-5700-a264-7f3fb3ca947e",
+		Generations: gens, Through: gens[63],
+		Staged: []StagedFile{{
+			Path: "generic/hot/data/m-149c897f083bb3287725a484-2f90d4b5-10000-10063.parquet", Rows: 64, Bytes: 9_000,
+			MinKey: "k000000", MaxKey: "k999999", MinSeq: 1796122116141868182, MaxSeq: 1796122116141869155, Checksum: "f040933d",
+		}},
+		WriterEpoch: 1, AttemptKey: "merge-wal/generic/hot/Prepare/01a23138-8034-7ca1-a927-ea9ed04a8cc4/12",
+		BaseVersion: 1200, Bytes: 9_000, Rows: 64, InputRows: 64,
+	}
+	one, all := marshalRound(typical)
+	t.Logf("typical PreparedMerge of 64 generations: %d bytes of JSON; %d of them: %d bytes", one, MaxRoundShards, all)
+	require.Less(t, one, 1<<10)
+	require.Less(t, all, maxRoundBytes, "a full round of typical passes fits the round cap")
+
 	for i := range gens {
 		gens[i] = 1_000_000_000 + uint64(i)
 	}
 	key := strings.Repeat("k", 256)
-	p := PreparedMerge{
+	worst := PreparedMerge{
 		Target: "generic:" + strings.Repeat("n", 100), Shard: strings.Repeat("s", 64),
 		Generations: gens, Through: gens[63],
 		Staged: []StagedFile{{
@@ -416,15 +450,9 @@ func TestRoundInputSize(t *testing.T) {
 		WriterEpoch: 1 << 40, AttemptKey: strings.Repeat("a", 160), BaseVersion: 1 << 40,
 		Bytes: 1 << 40, Rows: 1 << 40, InputRows: 1 << 40,
 	}
-	one, err := json.Marshal(p)
-	require.NoError(t, err)
-	t.Logf("worst-case PreparedMerge: %d bytes of JSON", len(one))
-	require.Less(t, len(one), 3<<10)
-	round := make([]PreparedMerge, MaxRoundShards)
-	for i := range round {
-		round[i] = p
-	}
-	all, err := json.Marshal(round)
-	require.NoError(t, err)
-	require.Less(t, len(all), 96<<10, "a full round's input")
+	one, all = marshalRound(worst)
+	t.Logf("worst-case PreparedMerge: %d bytes of JSON; %d of them: %d bytes", one, MaxRoundShards, all)
+	require.Less(t, one, 3<<10)
+	require.Greater(t, maxRoundBytes/one, 24, "the round cap still takes a couple of dozen worst-case passes")
+	require.Less(t, all, 160<<10, "a full round's input, even uncapped, under the 256 KiB budget")
 }

@@ -192,26 +192,17 @@ func (w *writer) walGroupCommit(batch []*appendReq) {
 }
 
 // shardEpoch returns the writer epoch of the shard's latest manifest (0 if the shard never
-// wrote), for the fencing check of every WAL group commit. A manifest version is immutable
-// (written put-if-absent), so the epoch of the version seen last time is reused and only a
-// new version is decoded: decoding the whole manifest, every pending generation of it, on
-// every append cost the writers of a 200-shard table 31 % of their CPU with ~100 pending
-// generations per shard (docs/BENCHMARKS.md, "Many writers"), an append cost growing with
-// the debt it waits for. The storage read of the latest version stays: it is the check.
-// REQUIRES: called from the WAL committer goroutine only.
+// wrote), for the fencing check of every WAL group commit. The storage read of the latest
+// version is made on every call: it is the check. Its decode is not: loadShard reuses the
+// handle's decode of a version it has seen (a manifest version is immutable), so the check
+// decodes only versions another process published. Decoding the whole manifest, every
+// pending generation of it, on every append cost the writers of a 200-shard table 31 % of
+// their CPU with ~100 pending generations per shard (docs/BENCHMARKS.md, "200 shards
+// again"): an append cost growing with the debt it waits for.
 func (w *writer) shardEpoch(ctx context.Context) (uint64, error) {
-	c := w.s.shardChain(w.shard)
-	v, raw, err := c.latest(ctx)
-	if err != nil || v == 0 {
+	m, err := w.s.loadShard(ctx, w.shard)
+	if err != nil || m == nil {
 		return 0, err
 	}
-	if v == w.fence.version {
-		return w.fence.epoch, nil
-	}
-	m, err := decodeShardManifest(raw, v, w.s.target, w.shard)
-	if err != nil {
-		return 0, err
-	}
-	w.fence.version, w.fence.epoch = v, m.WriterEpoch
 	return m.WriterEpoch, nil
 }

@@ -110,10 +110,6 @@ type writer struct {
 	stop    chan struct{}   // closed by close: the WAL committer exits
 	stopped chan struct{}   // closed by the WAL committer when it has exited
 
-	// fence caches the writer epoch of one shard manifest version for the WAL group
-	// commit's fencing check (shardEpoch). Only the WAL committer goroutine uses it.
-	fence struct{ version, epoch uint64 }
-
 	// sealMu serialises seals (seal holds it for the whole seal, I/O included).
 	// Lock order: sealMu before mu.
 	sealMu sync.Mutex

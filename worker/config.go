@@ -56,7 +56,7 @@ type Config struct {
 	MergeParallelPrepare bool
 	// MergeShardsPerCommit: the count trigger asks MergeWal to publish the prepared passes
 	// of up to this many shards in one base version (MergeWalInput.MaxShardsPerCommit:
-	// 0 = 32, 1 = one shard per commit).
+	// 0 = 64, 1 = one shard per commit).
 	MergeShardsPerCommit int
 	// MergePrepareConcurrency: the count trigger's MergeWalInput.PrepareConcurrency, the
 	// prepares of different shards in flight at once with parallel prepares (0 = the

@@ -186,7 +186,7 @@ var knobs = func() []knob {
 		workerKnob("merge-after-generations", "count trigger: after a seal, start MergeWal when the own shard has this many pending generations (0 = off)", intField(func(c *Config) *int { return &c.MergeAfterGenerations })),
 		workerKnob("merge-parallel-prepare", "count trigger: ask MergeWal to prepare the passes of different shards in parallel (commits stay one at a time)", boolField(func(c *Config) *bool { return &c.MergeParallelPrepare })),
 		workerKnob("merge-prepare-concurrency", "count trigger: prepares of different shards one MergeWal runs at once with parallel prepares (0 = 4)", intField(func(c *Config) *int { return &c.MergePrepareConcurrency })),
-		workerKnob("merge-shards-per-commit", "count trigger: shards whose passes one MergeWal commit publishes in one base version (0 = 32, 1 = one shard per commit, at most 32)", intField(func(c *Config) *int { return &c.MergeShardsPerCommit })),
+		workerKnob("merge-shards-per-commit", "count trigger: shards whose passes one MergeWal commit publishes in one base version (0 = 64, 1 = one shard per commit, at most 64)", intField(func(c *Config) *int { return &c.MergeShardsPerCommit })),
 		workerKnob("flush-interval", "flush sweeper period: seal every resident store with a writer in this process (0 = off)", durField(func(c *Config) *time.Duration { return &c.FlushInterval })),
 		workerKnob("flush-timeout", "per-store seal timeout in a sweep (0 = max(5 × flush-interval, 30s))", durField(func(c *Config) *time.Duration { return &c.FlushTimeout })),
 		workerKnob("pending-warn", "warn when a read unions this many pending generations in one shard (0 = off)", intField(func(c *Config) *int { return &c.PendingWarn })),

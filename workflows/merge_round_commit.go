@@ -23,10 +23,16 @@ import (
 // the outcome is unchanged: a stale shard is aborted and prepared again (mergePass).
 
 // roundCommitChange versions round commits: runs recorded before it commit one shard per
-// Commit activity on the shard's queue.
+// Commit activity on the shard's queue. Version 1 took up to 32 shards per round by
+// default (legacyRoundShards); version 2 takes up to contract.MaxRoundShards (64).
 const (
 	roundCommitChange  = "merge-wal-round-commit"
-	roundCommitVersion = workflow.Version(1)
+	roundCommitV1      = workflow.Version(1)
+	roundCommitVersion = workflow.Version(2)
+	// legacyRoundShards is the default round size of roundCommitV1 runs (the value of
+	// contract.MaxRoundShards when they were recorded), so that they replay the rounds
+	// they closed.
+	legacyRoundShards = 32
 )
 
 // shardsPerCommit is the most shards one commit covers: MaxShardsPerCommit, 0 meaning
@@ -39,12 +45,22 @@ func shardsPerCommit(in contract.MergeWalInput) int {
 	return in.MaxShardsPerCommit
 }
 
+// roundShards is the most shards one round commit of this run covers: shardsPerCommit, at
+// most legacyRoundShards in a run recorded at roundCommitV1.
+func (r *mergeRun) roundShards() int {
+	limit := shardsPerCommit(r.in)
+	if r.roundCommitV < roundCommitVersion {
+		limit = min(limit, legacyRoundShards)
+	}
+	return limit
+}
+
 // roundCommitLoop is commitLoop for round commits: it waits for one commit request, then
 // takes every other request already queued, up to the round's caps, and commits them all
 // in one CommitRound. A request that would take the round past contract.MaxRoundBytes waits
 // for the next round (at least one request always goes).
 func (r *mergeRun) roundCommitLoop(ctx workflow.Context, commits workflow.Channel) {
-	limit := shardsPerCommit(r.in)
+	limit := r.roundShards()
 	var carry *commitRequest
 	for {
 		first := carry

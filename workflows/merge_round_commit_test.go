@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/walkeeper/walkeeper/contract"
 )
@@ -87,6 +88,39 @@ func TestMergeWalRoundCommitRespectsTheCap(t *testing.T) {
 		require.LessOrEqual(t, len(r), 2, "%v", f.rounds)
 	}
 	require.Len(t, f.rounds, 3)
+}
+
+// By default a round takes up to contract.MaxRoundShards (64) shards; a run recorded at
+// roundCommitV1, when that cap was 32, keeps closing its rounds at 32 on replay.
+func TestMergeWalRoundSizeFollowsTheChangeVersion(t *testing.T) {
+	for _, version := range []workflow.Version{roundCommitVersion, roundCommitV1} {
+		env := newRoundEnv(t)
+		if version != roundCommitVersion {
+			env.OnGetVersion(roundCommitChange, workflow.DefaultVersion, roundCommitVersion).Return(version)
+		}
+		// 60 shards of one pass each (fewer than the 100 passes before continue-as-new).
+		pending := map[string]int{}
+		for i := 0; i < 60; i++ {
+			pending[fmt.Sprintf("s%03d", i)] = 2
+		}
+		f := newFakeTable("generic:hot", 2, pending)
+		// The first commit takes long enough for every other shard to prepare meanwhile.
+		mockTimedTable(env, f, time.Second, contract.CommitRoundActivity, time.Minute)
+
+		env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:hot", ParallelPrepare: true, PrepareConcurrency: 60})
+		res := mergeResult(t, env)
+		require.Equal(t, 120, res.Reclaimed)
+		widest := 0
+		for _, r := range f.rounds {
+			widest = max(widest, len(r))
+		}
+		if version == roundCommitV1 {
+			require.Equal(t, legacyRoundShards, widest, "version 1 rounds: %d", len(f.rounds))
+		} else {
+			require.Greater(t, widest, legacyRoundShards, "rounds: %d", len(f.rounds))
+			require.LessOrEqual(t, widest, contract.MaxRoundShards)
+		}
+	}
 }
 
 // A stale shard in a round is aborted and prepared again, without holding back the shards

@@ -107,7 +107,8 @@ func MergeWal(ctx workflow.Context, in contract.MergeWalInput) (contract.MergeWa
 	// Histories recorded before round commits committed one shard per Commit activity; a
 	// run asked for one shard per commit still does, without a marker.
 	if r.fair && shardsPerCommit(r.in) > 1 {
-		r.roundCommits = workflow.GetVersion(ctx, roundCommitChange, workflow.DefaultVersion, roundCommitVersion) >= roundCommitVersion
+		r.roundCommitV = workflow.GetVersion(ctx, roundCommitChange, workflow.DefaultVersion, roundCommitVersion)
+		r.roundCommits = r.roundCommitV >= roundCommitV1
 	}
 	r.listedAt = workflow.Now(ctx)
 	r.plan(listed.Shards)
@@ -174,8 +175,10 @@ type mergeRun struct {
 	pendingAtStart    int
 	pendingAtStartSet bool
 	// roundCommits: one commit publishes the ready passes of many shards in one base
-	// version (roundCommitChange, merge_round_commit.go).
+	// version (roundCommitChange, merge_round_commit.go); roundCommitV is the change's
+	// version (it sets the round size, roundShards).
 	roundCommits bool
+	roundCommitV workflow.Version
 }
 
 // fairRoundsChange versions the shard schedule: rounds of one pass per shard, most indebted

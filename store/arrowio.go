@@ -147,6 +147,14 @@ func parquetProps(mem memory.Allocator, schema *arrow.Schema, sample arrow.Recor
 		parquet.WithDictionaryDefault(false),
 		parquet.WithDictionaryFor(ColShard, true),
 	}
+	for c := 0; c < schema.NumFields(); c++ {
+		// Min/max statistics of opaque binary values (payloads) cost a comparison of every
+		// value (3 % of a 200 B-row prepare) and prune nothing: no reader filters on them.
+		// Keys (strings) and the fixed-width columns keep theirs.
+		if schema.Field(c).Type.ID() == arrow.BINARY {
+			opts = append(opts, parquet.WithStatsFor(schema.Field(c).Name, false))
+		}
+	}
 	if sample != nil && sample.NumRows() > 0 {
 		// The encoder takes values a batch of rows at a time and grows its buffer to hold a
 		// whole batch before cutting pages: keep a batch near one data page (1 MiB) so wide

@@ -241,8 +241,8 @@ func (s *Store) writeStagedRun(ctx context.Context, acct *memAccount, key string
 				return nil, nil
 			}
 			started = true
-			end := min(off+chunkRows, len(picks))
-			rec := copyRows(acct, schema, picks[off:end])
+			end := chunkEnd(picks, off, chunkRows)
+			rec := gatherRows(acct, schema, picks[off:end])
 			off = end
 			return rec, nil
 		})

@@ -231,4 +231,3 @@ func (s *Store) writeCompacted(ctx context.Context, acct *memAccount, w io.Write
 	})
 	return out, err
 }
-

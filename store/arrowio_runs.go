@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
@@ -37,11 +38,14 @@ const runBatchRowOverhead = 8 + 4 + 64
 // runBatches streams the record batches of one base run, in key order, each checked like a
 // decoded run (schema, buffers, keys strictly ascending within and across batches).
 type runBatches struct {
-	pf   *file.Reader
-	rr   pqarrow.RecordReader
-	c    *Codec
-	what string
-	rows int64
+	pf *file.Reader
+	fr *pqarrow.FileReader
+	rr pqarrow.RecordReader // opened by the first next
+	// rowGroups are the row groups read (nil: all; keyRowGroups narrows them).
+	rowGroups []int
+	c         *Codec
+	what      string
+	rows      int64
 	// batchRows and window: the rows per batch and the bytes the reader may hold at once
 	// (two batches, the one handed out and the one being decoded, and page scratch).
 	batchRows int64
@@ -102,14 +106,40 @@ func openRunBatches(ctx context.Context, mem memory.Allocator, data []byte, c *C
 		rb.close()
 		return nil, err
 	}
-	if rb.rr, err = fr.GetRecordReader(ctx, nil, nil); err != nil {
-		rb.close()
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, corruptf("%s: %v", what, err)
-	}
+	rb.fr = fr
 	return rb, nil
+}
+
+// keyRowGroups restricts the batches to the row groups whose key statistics may hold key
+// (all of them where a row group has none). Call before the first next.
+func (rb *runBatches) keyRowGroups(key string) {
+	md := rb.pf.MetaData()
+	rb.rowGroups = []int{}
+	for g := 0; g < rb.pf.NumRowGroups(); g++ {
+		if mayHoldKey(md.RowGroup(g), rb.c.key, key) {
+			rb.rowGroups = append(rb.rowGroups, g)
+		}
+	}
+}
+
+// mayHoldKey reports whether a row group's statistics of the key column allow key.
+func mayHoldKey(rg *metadata.RowGroupMetaData, keyCol int, key string) bool {
+	cc, err := rg.ColumnChunk(keyCol)
+	if err != nil {
+		return true
+	}
+	if ok, err := cc.StatsSet(); err != nil || !ok {
+		return true
+	}
+	st, err := cc.Statistics()
+	if err != nil || st == nil || !st.HasMinMax() {
+		return true
+	}
+	bs, ok := st.(*metadata.ByteArrayStatistics)
+	if !ok {
+		return true
+	}
+	return string(bs.Min()) <= key && key <= string(bs.Max())
 }
 
 // checkRunSchema checks the run's Arrow schema against the store's, column by column.
@@ -148,6 +178,19 @@ func (rb *runBatches) next(ctx context.Context) (f *sortedFile, err error) {
 			f, err = nil, corruptf("%s: %v", rb.what, r)
 		}
 	}()
+	if rb.rr == nil {
+		if rb.rowGroups != nil && len(rb.rowGroups) == 0 {
+			rb.done = true
+			return nil, nil
+		}
+		if rb.rr, err = rb.fr.GetRecordReader(ctx, nil, rb.rowGroups); err != nil {
+			rb.done = true
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, corruptf("%s: %v", rb.what, err)
+		}
+	}
 	if !rb.rr.Next() {
 		rb.done = true
 		if err := rb.rr.Err(); err != nil {

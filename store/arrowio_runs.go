@@ -38,9 +38,10 @@ const runBatchRowOverhead = 8 + 4 + 64
 // runBatches streams the record batches of one base run, in key order, each checked like a
 // decoded run (schema, buffers, keys strictly ascending within and across batches).
 type runBatches struct {
-	pf *file.Reader
-	fr *pqarrow.FileReader
-	rr pqarrow.RecordReader // opened by the first next
+	pf  *file.Reader
+	fr  *pqarrow.FileReader
+	mem memory.Allocator
+	rr  pqarrow.RecordReader // opened by the first next
 	// rowGroups are the row groups read (nil: all; keyRowGroups narrows them).
 	rowGroups []int
 	c         *Codec
@@ -106,8 +107,19 @@ func openRunBatches(ctx context.Context, mem memory.Allocator, data []byte, c *C
 		rb.close()
 		return nil, err
 	}
-	rb.fr = fr
+	rb.fr, rb.mem = fr, mem
 	return rb, nil
+}
+
+// whole makes the next batch the whole run: one record, each column decoded into one array
+// (no concatenation of chunks). Call before the first next.
+func (rb *runBatches) whole() error {
+	fr, err := pqarrow.NewFileReader(rb.pf, pqarrow.ArrowReadProperties{BatchSize: max(rb.rows, 1)}, rb.mem)
+	if err != nil {
+		return corruptf("%s: %v", rb.what, err)
+	}
+	rb.fr, rb.batchRows = fr, max(rb.rows, 1)
+	return nil
 }
 
 // keyRowGroups restricts the batches to the row groups whose key statistics may hold key

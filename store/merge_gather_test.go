@@ -1,8 +1,11 @@
 package store
 
 import (
+	"context"
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -60,4 +63,64 @@ func TestGatherRowsMatchesRowByRowCopy(t *testing.T) {
 	require.Equal(t, 1600, chunkEnd(long, 1500, 4096))
 	require.Equal(t, 1000, chunkEnd(long, 0, 1000))
 	require.Equal(t, 2000, chunkEnd(interleaved, 0, 4096)) // short runs: the whole rest
+}
+
+// A merge's concurrent reads get their buffers in plan order: when the reservation holds only
+// the first two generations and cannot grow (a prepare is queued for the budget), a slow read
+// of the first generation still gets its buffer and the merge keeps the prefix of two,
+// instead of the later reads taking the room and failing the merge with errFirstOverBudget.
+func TestMergeReadsKeepThePrefixWhateverTheReadOrder(t *testing.T) {
+	ctx := context.Background()
+	budget := NewBudget(64 << 20)
+	db := openTestDB(t, "file://"+t.TempDir(), "w1", func(o *Options) { o.Budget = budget })
+	s := createGeneric(t, db, "order", false)
+	pad := strings.Repeat("p", 1000)
+	for g := 0; g < 3; g++ {
+		var rs []Row
+		for i := 0; i < 2000; i++ {
+			k := fmt.Sprintf("k%d-%05d", g, i)
+			rs = append(rs, Row{Key: k, Values: []any{k, int64(i), pad}})
+		}
+		appendRows(t, s, rs...)
+		flush(t, s)
+	}
+	sm, err := s.loadShard(ctx, db.shard)
+	require.NoError(t, err)
+	gens := sm.pendingAbove(0)
+	require.Len(t, gens, 3)
+	db.bucket = db.bucket.WithFaults(FaultFuncs{BeforeFunc: func(op, key string) error {
+		if op == OpGet && key == gens[0].Path {
+			time.Sleep(300 * time.Millisecond) // the later reads get there first
+		}
+		return nil
+	}})
+
+	var want int64
+	for _, g := range gens[:2] {
+		want += int64(classSize(classOf(int(g.Bytes) + 1)))
+	}
+	res := mustReserve(t, budget, want+4096)
+	queued := make(chan struct{})
+	go func() { // queued for the rest of the budget: no reservation may grow meanwhile
+		defer close(queued)
+		r, _, err := budget.Reserve(ctx, budget.Limit())
+		if err == nil {
+			r.Release()
+		}
+	}()
+	for budget.Waiting() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	acct := newMemAccount(res, budget)
+	files, frees, err := s.readGensForMerge(ctx, acct, db.shard, gens, nil)
+	require.NoError(t, err)
+	require.Len(t, files, 2, "the prefix the reservation holds")
+	for i, f := range files {
+		require.Equal(t, gens[i].Path, f.path)
+		f.rec.Release()
+		frees[i]()
+	}
+	require.Zero(t, acct.Allocated(), "every buffer and prepaid byte was credited")
+	res.Release()
+	<-queued
 }

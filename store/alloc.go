@@ -118,6 +118,26 @@ func (a *memAccount) buffer(n int) (_ []byte, ok bool) {
 	return b[:0], true
 }
 
+// bufferPrepaid is buffer for a read whose caller charged prepaid bytes ahead (prepay): the
+// buffer takes them over and is charged only the difference to its capacity (or credits
+// what it does not need). On false, prepaid stays charged.
+func (a *memAccount) bufferPrepaid(n int, prepaid int64) (_ []byte, ok bool) {
+	if prepaid <= 0 {
+		return a.buffer(n)
+	}
+	b, _ := a.get(n)
+	switch extra := int64(cap(b)) - prepaid; {
+	case extra > 0 && !a.tryCharge(extra):
+		if a.pool == nil || !a.pool.put(b[:0]) {
+			release(b)
+		}
+		return nil, false
+	case extra < 0:
+		a.uncharge(-extra)
+	}
+	return b[:0], true
+}
+
 // tryCharge charges n bytes if they fit the reservation, growing it without waiting.
 func (a *memAccount) tryCharge(n int64) bool {
 	for {
@@ -355,6 +375,9 @@ type readBufferKey struct{}
 type readTarget struct {
 	a   *memAccount
 	buf []byte
+	// prepaid is what the caller charged for the buffer ahead of the read (prepay); the
+	// buffer takes it over, and free credits whatever no buffer took.
+	prepaid int64
 }
 
 // withReadBuffer makes the one Bucket read under the returned context read into a buffer of
@@ -362,13 +385,32 @@ type readTarget struct {
 // done with the bytes, returning the buffer to the pool. A read that a cannot hold fails
 // with errBufferRefused instead of waiting.
 func withReadBuffer(ctx context.Context, a *memAccount) (_ context.Context, free func()) {
-	t := &readTarget{a: a}
+	return withPrepaidReadBuffer(ctx, a, 0)
+}
+
+// withPrepaidReadBuffer is withReadBuffer for a read whose buffer the caller already charged
+// prepaid bytes for (prepay): the buffer is charged only what it needs beyond them.
+func withPrepaidReadBuffer(ctx context.Context, a *memAccount, prepaid int64) (_ context.Context, free func()) {
+	t := &readTarget{a: a, prepaid: prepaid}
 	return context.WithValue(ctx, readBufferKey{}, t), func() {
 		if t.buf != nil {
 			t.a.Free(t.buf)
 			t.buf = nil
 		}
+		if t.prepaid > 0 {
+			t.a.uncharge(t.prepaid)
+			t.prepaid = 0
+		}
 	}
+}
+
+// prepay charges, without waiting, what a read buffer for an object of about size bytes
+// takes (its size class), so that concurrent reads get their buffers in the order the
+// caller prepays, not in the order their reads happen to get there. ok is false, with
+// nothing charged, when the reservation cannot hold it.
+func (a *memAccount) prepay(size int64) (int64, bool) {
+	n := int64(classSize(classOf(int(max(size, 0)) + 1)))
+	return n, a.tryCharge(n)
 }
 
 // readBuffer returns an empty buffer of capacity n for a Bucket read under ctx: a buffer of
@@ -382,11 +424,11 @@ func readBuffer(ctx context.Context, n int) ([]byte, error) {
 		return make([]byte, 0, n), nil
 	}
 	if t, ok := ctx.Value(readBufferKey{}).(*readTarget); ok && t.a != nil && t.buf == nil {
-		b, ok := t.a.buffer(n)
+		b, ok := t.a.bufferPrepaid(n, t.prepaid)
 		if !ok {
 			return nil, errBufferRefused
 		}
-		t.buf = b
+		t.buf, t.prepaid = b, 0
 		return b, nil
 	}
 	return make([]byte, 0, n), nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"time"
 
@@ -80,28 +81,27 @@ func pickCompactionRuns(runs []runMeta, maxRuns int, maxBytes int64) []runMeta {
 	return out
 }
 
-// compactFootprintFactor is what a compaction pass holds per byte of input run objects: the
-// decoded inputs (a Parquet run decodes to about twice its object at the peak: readCost),
-// the merged record (about the inputs) and the encoded output (about the record).
-const compactFootprintFactor = 4
-
-// compactionFootprint is the reservation of a pass over inputs (at least 1 byte).
+// compactionFootprint is the reservation of a pass over inputs, taken before it reads them:
+// their object bytes, a reader window per run (compactRunGuess; the footers then give the
+// real bound, compactNeed) and the output window.
 func compactionFootprint(inputs []runMeta) int64 {
-	var n int64
+	n := int64(compactOutputWindow)
 	for _, r := range inputs {
-		n += r.Bytes
+		n += max(r.Bytes, 0) + compactRunGuess(r)
 	}
-	return max(compactFootprintFactor*n, 1)
+	return n
 }
 
 // compactionMaxBytes caps a pass's input bytes (maxBytes, 0 = no cap) so that its footprint
-// fits the budget's limit (0 = unlimited). The planner may still overshoot by the run that
-// reaches the cap; such a pass takes the whole budget and runs alone (Budget.Reserve).
+// fits the budget's limit (0 = unlimited): half of what the output window leaves, at least a
+// quarter of the limit. The planner may still overshoot by the run that reaches the cap;
+// such a pass takes the whole budget and runs alone (Budget.Reserve), or fails with
+// ErrBudgetBusy when its footers need more than the limit.
 func compactionMaxBytes(maxBytes, limit int64) int64 {
 	if limit <= 0 {
 		return maxBytes
 	}
-	c := max(limit/compactFootprintFactor, 1)
+	c := max((limit-compactOutputWindow)/2, limit/4, 1)
 	if maxBytes == 0 || maxBytes > c {
 		return c
 	}
@@ -153,51 +153,46 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 		return res, err
 	}
 	defer resv.Release()
-	files := make([]*sortedFile, len(inputs))
-	for i, r := range inputs {
-		// Not through the cache: the inputs die with this pass, and a cached copy would be
-		// memory outside the reservation once it is released.
-		f, err := s.privateLoad(ctx, readSource{path: r.Path, checksum: r.Checksum, run: true, bytes: r.Bytes}, nil)
-		if err != nil {
-			s.countCompact("failed")
-			return res, fmt.Errorf("read run %s: %w", r.ID, err)
-		}
-		files[i] = f
-		res.RowsIn += int64(f.n)
+	acct := newMemAccount(resv, budget)
+	ins, freeInputs, err := s.readCompactInputs(ctx, acct, inputs)
+	defer freeInputs()
+	if err != nil {
+		s.countCompact("failed")
+		return res, err
 	}
-	var dropped int64
-	picks := mergeSorted(files, func(f *sortedFile, i int) bool {
-		if f.view.Deleted(i) && plan.dropsTombstone(f.view.Seq(i)) {
-			dropped++
-			return true
-		}
-		return false
-	})
-	res.DroppedDeletes = dropped
-	res.RowsOut = int64(len(picks))
+	// The footers bound what the batches and pages can take: the pass holds that or fails
+	// now, before decoding, rather than overdraw (growth rule: grow without waiting or fail).
+	if need := compactNeed(ins); need > resv.Bytes() && !resv.TryGrow(need) {
+		s.countCompact("failed")
+		return res, fmt.Errorf("%s: compaction of %d runs needs %d bytes, reserved %d of a budget of %d: %w",
+			s.target, len(inputs), need, resv.Bytes(), budget.Limit(), ErrBudgetBusy)
+	}
 	res.InputRuns = len(inputs)
-
-	var out *runMeta
-	if len(picks) > 0 {
-		rec := copyRows(nil, s.codec.ArrowSchema(), picks)
-		data, err := encodeParquet(s.codec.ArrowSchema(), rec)
-		rec.Release()
-		if err != nil {
-			return res, err
-		}
-		id := fmt.Sprintf("c-%s", hashKey(attempt, s.target.String(), fmt.Sprint(base.Version)))
-		out = &runMeta{ID: id, Path: dataKey(s.target, id), Rows: int64(len(picks)), Bytes: int64(len(data)),
-			MinKey: picks[0].key(), MaxKey: picks[len(picks)-1].key(), MinSeq: picks[0].seq(), MaxSeq: picks[0].seq(), Source: "compact",
-			Checksum: checksumOf(data)}
-		for _, pk := range picks {
-			out.MinSeq, out.MaxSeq = min(out.MinSeq, pk.seq()), max(out.MaxSeq, pk.seq())
-			if pk.f.view.Deleted(pk.i) {
-				out.Deletes++
-			}
-		}
-		if err := s.db.bucket.Put(ctx, out.Path, data); err != nil {
-			return res, err
-		}
+	id := fmt.Sprintf("c-%s", hashKey(attempt, s.target.String(), fmt.Sprint(base.Version)))
+	out := &runMeta{ID: id, Path: dataKey(s.target, id), Source: "compact"}
+	drop := func(f *sortedFile, i int) bool {
+		return f.view.Deleted(i) && plan.dropsTombstone(f.view.Seq(i))
+	}
+	var co compactOutput
+	out.Bytes, err = s.db.bucket.PutFrom(ctx, out.Path, func(w io.Writer) error {
+		cw := newChecksumWriter(w) // fresh per call: the sum is of the bytes that were stored
+		var err error
+		co, err = s.writeCompacted(ctx, acct, cw, ins, drop)
+		out.Checksum = cw.sum()
+		return err
+	})
+	if err != nil {
+		s.countCompact("failed")
+		_ = s.db.bucket.Delete(ctx, out.Path)
+		return res, fmt.Errorf("write compacted run: %w", err)
+	}
+	freeInputs() // the inputs' bytes go back to the pool before the commit's I/O
+	res.RowsIn, res.RowsOut, res.DroppedDeletes = co.rowsIn, co.rowsOut, co.dropped
+	out.Rows, out.MinKey, out.MaxKey, out.MinSeq, out.MaxSeq, out.Deletes = co.rowsOut, co.minKey, co.maxKey, co.minSeq, co.maxSeq, co.deletes
+	if co.rowsOut == 0 {
+		_ = s.db.bucket.Delete(ctx, out.Path) // every row was a droppable tombstone
+		out = nil
+	} else {
 		res.OutputRuns = 1
 	}
 

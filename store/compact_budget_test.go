@@ -3,9 +3,11 @@ package store
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/stretchr/testify/require"
 )
 
@@ -16,7 +18,9 @@ func TestCompactionMaxBytesFitsTheBudget(t *testing.T) {
 	require.Equal(t, int64(1<<20), compactionMaxBytes(8<<20, 4<<20))
 	require.Equal(t, int64(100), compactionMaxBytes(100, 4<<20))
 	require.Equal(t, int64(1), compactionMaxBytes(0, 2), "a tiny budget still allows a pass")
-	require.Equal(t, int64(4*30), compactionFootprint([]runMeta{{Bytes: 10}, {Bytes: 20}}))
+	require.Equal(t, int64(64<<20-compactOutputWindow)/2, compactionMaxBytes(0, 64<<20), "what the output window leaves, halved")
+	require.Equal(t, int64(compactOutputWindow+30+(40+64<<10)+(80+64<<10)), compactionFootprint([]runMeta{{Bytes: 10}, {Bytes: 20}}))
+	require.Equal(t, int64(compactOutputWindow+(1<<30)+compactRunWindow), compactionFootprint([]runMeta{{Bytes: 1 << 30}}))
 }
 
 // CompactBase takes its footprint from the process budget before reading, waits for it
@@ -48,4 +52,83 @@ func TestCompactBaseReservesFromTheBudget(t *testing.T) {
 	require.Equal(t, 1, res.RunsLeft)
 	require.Zero(t, budget.Reserved(), "the pass released its reservation")
 	require.Equal(t, want, allRows(t, s, SourceAll))
+}
+
+// A pass over runs many record batches long pages through them (arrowio_runs.go): the rows
+// come back identical (newest version per key, tombstones dropped by the rule), its
+// allocations stay within what it reserved (checked by the allocator under -race), and every
+// byte goes back to the budget.
+func TestCompactBaseStreamsRunsInBatches(t *testing.T) {
+	ctx := context.Background()
+	budget := NewBudget(64 << 20)
+	db := openTestDB(t, "file://"+t.TempDir(), "w1", func(o *Options) { o.MergeMaxGenerations = 1; o.Budget = budget })
+	s := createGeneric(t, db, "batches", false)
+	pad := strings.Repeat("v", 180)
+	const rows = 12000
+	for g := 0; g < 3; g++ {
+		var rs []Row
+		for i := 0; i < rows; i++ {
+			k := fmt.Sprintf("k%06d", i*3+g%2) // runs 0 and 2 share keys, run 1 interleaves
+			rs = append(rs, Row{Key: k, Values: []any{k, int64(g*rows + i), fmt.Sprintf("%s%d", pad, g)}})
+		}
+		appendRows(t, s, rs...)
+		flush(t, s)
+		if g == 2 {
+			for i := 0; i < rows; i += 5 {
+				require.NoError(t, s.Delete(ctx, fmt.Sprintf("k%06d", i*3)))
+			}
+			flush(t, s)
+		}
+		_, err := s.MergeAll(ctx)
+		require.NoError(t, err)
+	}
+	want := bigList(t, s)
+	require.NotEmpty(t, want)
+
+	base, err := s.loadBase(ctx)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(base.Runs), 3)
+	data, err := db.bucket.Get(ctx, base.Runs[0].Path)
+	require.NoError(t, err)
+	rb, err := openRunBatches(ctx, memory.DefaultAllocator, data, s.codec, "run")
+	require.NoError(t, err)
+	batches := 0
+	for {
+		f, err := rb.next(ctx)
+		require.NoError(t, err)
+		if f == nil {
+			break
+		}
+		batches++
+		f.rec.Release()
+	}
+	rb.close()
+	require.Greater(t, batches, 2, "a run of %d rows must span several batches of %d", rb.Rows(), rb.batchRows)
+
+	res, err := s.CompactBase(ctx, CompactParams{MaxRuns: -1})
+	require.NoError(t, err)
+	require.True(t, res.Committed)
+	require.Equal(t, 1, res.RunsLeft)
+	require.Equal(t, want, bigList(t, s))
+	require.Zero(t, budget.Reserved(), "the pass released its reservation")
+	require.Zero(t, budget.Allocated(), "every buffer of the pass went back")
+	require.LessOrEqual(t, budget.Pooled(), budget.Limit())
+}
+
+// bigList lists every row as id -> n and s, in pages of 10,000.
+func bigList(t *testing.T, s *Store) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	after := ""
+	for {
+		page, err := s.List(context.Background(), ListOptions{Limit: 10000, After: after})
+		require.NoError(t, err)
+		for _, r := range page.Rows {
+			out[r["id"].(string)] = fmt.Sprint(r["n"], "/", r["s"])
+		}
+		if page.Next == "" {
+			return out
+		}
+		after = page.Next
+	}
 }

@@ -98,3 +98,96 @@ func copyRows(mem memory.Allocator, schema *arrow.Schema, picks []pick) arrow.Re
 	}
 	return b.NewRecordBatch()
 }
+
+// Runs: the picks of a merge often come in runs of consecutive rows of one input (inputs
+// whose key ranges do not overlap, or time-ordered keys written by one writer). A chunk that
+// is one run is the input's rows already: it is written as a zero-copy slice of the input
+// record. A chunk of few, long runs is gathered a run at a time, a bulk copy of each
+// column's range (array.Concatenate of slices), instead of row by row. Only chunks of short
+// runs (interleaved keys) pay the per-row copy of copyRows.
+
+// minSliceRows is the shortest run that ends a chunk early so that the chunk is a zero-copy
+// slice: shorter, the extra row group would cost more than the copy it saves.
+const minSliceRows = 1024
+
+// minBulkRunRows is the average run length from which gathering by runs beats copying row
+// by row (each run costs a slice and a bulk copy per column).
+const minBulkRunRows = 32
+
+// runLen is the length of the run of consecutive rows of one input that starts at picks[0].
+func runLen(picks []pick) int {
+	if len(picks) == 0 {
+		return 0
+	}
+	f, i := picks[0].f, picks[0].i
+	n := 1
+	for n < len(picks) && picks[n].f == f && picks[n].i == i+n {
+		n++
+	}
+	return n
+}
+
+// chunkEnd is where the output chunk that starts at picks[off] ends: after chunkRows picks,
+// or earlier at the end of a run of at least minSliceRows that starts the chunk, so that the
+// chunk is a slice of its input.
+func chunkEnd(picks []pick, off, chunkRows int) int {
+	end := min(off+chunkRows, len(picks))
+	if r := runLen(picks[off:end]); r >= minSliceRows {
+		return off + r
+	}
+	return end
+}
+
+// gatherRows builds the record of picks, as a zero-copy slice of its input when picks are one
+// run, by runs when they are long on average, and else row by row (copyRows). Buffers it
+// allocates come from mem (nil: memory.DefaultAllocator). The caller releases the record; a
+// slice keeps its input's buffers alive until then.
+//
+// REQUIRES: every pick's record has schema.
+func gatherRows(mem memory.Allocator, schema *arrow.Schema, picks []pick) arrow.RecordBatch {
+	if len(picks) == 0 {
+		return copyRows(mem, schema, picks)
+	}
+	if r := runLen(picks); r == len(picks) {
+		lo := picks[0].i
+		return picks[0].f.rec.NewSlice(int64(lo), int64(lo+r))
+	}
+	var runs []pick // the first pick of each run; its length is up to the next run's start
+	var lens []int
+	for off := 0; off < len(picks); {
+		r := runLen(picks[off:])
+		runs, lens = append(runs, picks[off]), append(lens, r)
+		off += r
+		if len(runs)*minBulkRunRows > len(picks) {
+			return copyRows(mem, schema, picks) // short runs: row by row is cheaper
+		}
+	}
+	if mem == nil {
+		mem = memory.DefaultAllocator
+	}
+	cols := make([]arrow.Array, schema.NumFields())
+	defer func() {
+		for _, a := range cols {
+			if a != nil {
+				a.Release()
+			}
+		}
+	}()
+	parts := make([]arrow.Array, len(runs))
+	for c := range cols {
+		for k, p := range runs {
+			parts[k] = array.NewSlice(p.f.rec.Column(c), int64(p.i), int64(p.i+lens[k]))
+		}
+		a, err := array.Concatenate(parts, mem)
+		for _, s := range parts {
+			s.Release()
+		}
+		if err != nil {
+			// Concatenate fails only on offsets overflowing int32, which an 8 MiB chunk
+			// cannot reach; copy row by row rather than fail the merge.
+			return copyRows(mem, schema, picks)
+		}
+		cols[c] = a
+	}
+	return array.NewRecordBatch(schema, cols, int64(len(picks)))
+}

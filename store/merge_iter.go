@@ -15,6 +15,9 @@ type cursor struct {
 	mem  []memEntry
 	// memShard is the shard id of the memtable's rows (mem cursors only).
 	memShard string
+	// refill, if set, moves an exhausted file cursor to the next batch of its source (a base
+	// run read in batches) and reports whether there was one (file cursors only).
+	refill func(c *cursor) bool
 }
 
 type memEntry struct {
@@ -121,6 +124,32 @@ func (it *mergeIter) next() (c *cursor, row int, ok bool) {
 		}
 	}
 	return c, row, true
+}
+
+// nextFile is next for merges of file cursors only, some of which may refill (runs read in
+// batches): it returns the batch that holds the newest version of the smallest key left,
+// which the winning cursor may have moved past by the time it returns.
+//
+// REQUIRES: a batch a cursor moved past stays valid until the caller is done with its rows,
+// and the first row of a refilled batch has a key above the last of the batch before.
+func (it *mergeIter) nextFile() (f *sortedFile, row int, ok bool) {
+	if it.h.Len() == 0 {
+		return nil, 0, false
+	}
+	key := it.h[0].key()
+	for it.h.Len() > 0 && it.h[0].key() == key {
+		top := it.h[0]
+		if f == nil || newer(top.file.view.Seq(top.i), top.file.view.Shard(top.i), f.view.Seq(row), f.view.Shard(row)) {
+			f, row = top.file, top.i
+		}
+		top.i++
+		if top.done() && (top.refill == nil || !top.refill(top)) {
+			heap.Pop(&it.h)
+		} else {
+			heap.Fix(&it.h, 0)
+		}
+	}
+	return f, row, true
 }
 
 // pick is one surviving row version chosen by mergeSorted.

@@ -241,8 +241,8 @@ func (s *Store) writeStagedRun(ctx context.Context, acct *memAccount, key string
 				return nil, nil
 			}
 			started = true
-			end := min(off+chunkRows, len(picks))
-			rec := copyRows(acct, schema, picks[off:end])
+			end := chunkEnd(picks, off, chunkRows)
+			rec := gatherRows(acct, schema, picks[off:end])
 			off = end
 			return rec, nil
 		})
@@ -270,16 +270,44 @@ func (s *Store) readGensForMerge(ctx context.Context, acct *memAccount, shard st
 	errs := make([]error, len(gens))
 	var cut atomic.Int64 // the first generation acct refused; len(gens) while none was
 	cut.Store(int64(len(gens)))
+	// The buffers are charged in plan order before the reads start, so that the prefix the
+	// account holds does not depend on which concurrent read gets there first: a later
+	// generation's buffer must never leave the first one without room.
+	prepaid := make([]int64, len(gens))
+	for i, gm := range gens {
+		if s.cachedFile(gm.Path) {
+			continue
+		}
+		n, ok := acct.prepay(gm.Bytes)
+		if !ok {
+			cut.Store(int64(i))
+			break
+		}
+		prepaid[i] = n
+	}
+	defer func() {
+		for i := range gens {
+			if prepaid[i] > 0 {
+				acct.uncharge(prepaid[i]) // a generation not read (past the cut or cancelled)
+			}
+		}
+	}()
 	var mu sync.Mutex
 	done := 0
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(mergeReadConcurrency)
 	for i, gm := range gens {
+		if int64(i) >= cut.Load() {
+			break // past a generation the account could not hold: not part of the prefix
+		}
+		pre := prepaid[i]
+		prepaid[i] = 0 // the read's buffer takes it over, or its free credits it
 		g.Go(func() error {
 			if int64(i) > cut.Load() {
+				acct.uncharge(pre)
 				return nil // past a refused generation: not part of the prefix
 			}
-			f, free, err := s.readGenForMerge(gctx, acct, gm.Path, gm.Checksum)
+			f, free, err := s.readGenForMerge(gctx, acct, gm.Path, gm.Checksum, pre)
 			if errors.Is(err, errBufferRefused) {
 				for c := cut.Load(); int64(i) < c && !cut.CompareAndSwap(c, int64(i)); c = cut.Load() {
 				}
@@ -324,17 +352,18 @@ func (s *Store) readGensForMerge(ctx context.Context, acct *memAccount, shard st
 }
 
 // readGenForMerge uses a cached decode if a reader already paid for it, and otherwise
-// decodes without caching, into a buffer of acct: a merge reads each generation once, just
-// before it dies. free is nil for a cached file; otherwise the caller releases the record
+// decodes without caching, into a buffer of acct (prepaid bytes of it charged ahead by the
+// caller): a merge reads each generation once, just before it dies. free is nil for a cached file; otherwise the caller releases the record
 // and then calls free, which returns the object's bytes (aliased by the record) to acct.
-func (s *Store) readGenForMerge(ctx context.Context, acct *memAccount, p, checksum string) (_ *sortedFile, free func(), _ error) {
+func (s *Store) readGenForMerge(ctx context.Context, acct *memAccount, p, checksum string, prepaid int64) (_ *sortedFile, free func(), _ error) {
+	rctx, freeBuf := withPrepaidReadBuffer(ctx, acct, prepaid)
 	s.db.cache.mu.Lock()
 	el, ok := s.db.cache.byKey[p]
 	s.db.cache.mu.Unlock()
 	if ok {
+		freeBuf() // credits the prepaid bytes
 		return el.Value.(*sortedFile), nil, nil
 	}
-	rctx, freeBuf := withReadBuffer(ctx, acct)
 	data, err := s.db.bucket.Get(rctx, p)
 	if err != nil {
 		freeBuf()
@@ -362,6 +391,14 @@ func (s *Store) readGenForMerge(ctx context.Context, acct *memAccount, p, checks
 		return nil, nil, err
 	}
 	return f, freeBuf, nil
+}
+
+// cachedFile reports whether the cache holds a decoded p.
+func (s *Store) cachedFile(p string) bool {
+	s.db.cache.mu.Lock()
+	defer s.db.cache.mu.Unlock()
+	_, ok := s.db.cache.byKey[p]
+	return ok
 }
 
 // reconcile repairs a crash between a base commit and its drain: generations at or below

@@ -239,7 +239,23 @@ func (s *Store) getOnce(ctx context.Context, key string) (map[string]any, error)
 	// group is released, so no more than one group is ever held.
 	var best *version
 	var bestRow map[string]any
-	for _, grp := range groups(srcs) {
+	// Base runs the cache will not keep are looked up a row group at a time (read_runs.go).
+	rest := srcs[:0:0]
+	for _, src := range srcs {
+		if !s.privateRun(src) {
+			rest = append(rest, src)
+			continue
+		}
+		hit, err := s.getFromRun(ctx, src, key)
+		if err != nil {
+			return nil, err
+		}
+		if hit.found && (best == nil || newer(hit.seq, hit.shard, best.seq, best.shard)) {
+			best = &version{key: key, seq: hit.seq, shard: hit.shard, deleted: hit.deleted}
+			bestRow = hit.row
+		}
+	}
+	for _, grp := range groups(rest) {
 		files, release, err := s.openGroup(ctx, grp)
 		if err != nil {
 			return nil, err

@@ -1,0 +1,255 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+)
+
+// Base runs read in record batches (issue 13): a run is decoded a batch of rows at a time,
+// each batch into buffers of the caller's allocator, instead of whole into one record on the
+// Go heap. The footer says, before anything is decoded, how large a batch and the reader's
+// page buffers can get (runWindow), so a budgeted caller can reserve that bound before it
+// holds the batches; its allocator then checks it.
+
+// runBatchBytes is the decoded size a batch of a run aims at.
+const runBatchBytes = 1 << 20
+
+// runPageScratchMax bounds what the reader holds per column for the page it decodes (the
+// page as stored and decompressed): a data page is about 1 MiB (the writer's default page
+// size) plus the values of the last write batch.
+const runPageScratchMax = 4 << 20
+
+// runBatchRowOverhead is the Arrow size per row of a batch beyond the Parquet plain size of
+// its values: a validity bit and an offset per column at most, and the shard id, which is
+// dictionary-encoded in the file (an index) but one string per row in Arrow (at most 64
+// bytes: validateShardID).
+const runBatchRowOverhead = 8 + 4 + 64
+
+// runBatches streams the record batches of one base run, in key order, each checked like a
+// decoded run (schema, buffers, keys strictly ascending within and across batches).
+type runBatches struct {
+	pf  *file.Reader
+	fr  *pqarrow.FileReader
+	mem memory.Allocator
+	rr  pqarrow.RecordReader // opened by the first next
+	// rowGroups are the row groups read (nil: all; keyRowGroups narrows them).
+	rowGroups []int
+	c         *Codec
+	what      string
+	rows      int64
+	// batchRows and window: the rows per batch and the bytes the reader may hold at once
+	// (two batches, the one handed out and the one being decoded, and page scratch).
+	batchRows int64
+	window    int64
+	last      string // the last key of the previous batch (a copy)
+	seen      bool
+	done      bool
+}
+
+// openRunBatches opens the Parquet run data (which the batches do not alias: every batch is
+// decoded into buffers of mem) for reading in batches. It reads only the footer.
+func openRunBatches(ctx context.Context, mem memory.Allocator, data []byte, c *Codec, what string) (rb *runBatches, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if rb != nil {
+				rb.close()
+			}
+			rb, err = nil, corruptf("%s: %v", what, r)
+		}
+	}()
+	props := parquet.NewReaderProperties(mem)
+	// Pages are read through a small buffer from data, not as whole column chunks copied to
+	// fresh Go slices (the reader's default).
+	props.BufferedStreamEnabled = true
+	props.BufferSize = 64 << 10
+	pf, err := file.NewParquetReader(bytes.NewReader(data), file.WithReadProps(props))
+	if err != nil {
+		return nil, corruptf("%s: %v", what, err)
+	}
+	rb = &runBatches{pf: pf, c: c, what: what, rows: pf.NumRows()}
+	md := pf.MetaData()
+	var perRow, scratch int64 = 1, 0
+	for g := 0; g < pf.NumRowGroups(); g++ {
+		rg := md.RowGroup(g)
+		if n := rg.NumRows(); n > 0 {
+			perRow = max(perRow, rg.TotalByteSize()/n)
+		}
+		var s int64
+		for col := 0; col < rg.NumColumns(); col++ {
+			cc, err := rg.ColumnChunk(col)
+			if err != nil {
+				rb.close()
+				return nil, corruptf("%s: row group %d column %d: %v", what, g, col, err)
+			}
+			s += min(max(cc.TotalUncompressedSize(), 0)+max(cc.TotalCompressedSize(), 0), runPageScratchMax)
+		}
+		scratch = max(scratch, s)
+	}
+	perRow += runBatchRowOverhead
+	rb.batchRows = min(max(runBatchBytes/perRow, 64), parquetRowGroup)
+	rb.window = 2*min(rb.batchRows, max(rb.rows, 1))*perRow + scratch
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: rb.batchRows}, mem)
+	if err != nil {
+		rb.close()
+		return nil, corruptf("%s: %v", what, err)
+	}
+	if err := checkRunSchema(fr, c.ArrowSchema(), what); err != nil {
+		rb.close()
+		return nil, err
+	}
+	rb.fr, rb.mem = fr, mem
+	return rb, nil
+}
+
+// whole makes the next batch the whole run: one record, each column decoded into one array
+// (no concatenation of chunks). Call before the first next.
+func (rb *runBatches) whole() error {
+	fr, err := pqarrow.NewFileReader(rb.pf, pqarrow.ArrowReadProperties{BatchSize: max(rb.rows, 1)}, rb.mem)
+	if err != nil {
+		return corruptf("%s: %v", rb.what, err)
+	}
+	rb.fr, rb.batchRows = fr, max(rb.rows, 1)
+	return nil
+}
+
+// keyRowGroups restricts the batches to the row groups whose key statistics may hold key
+// (all of them where a row group has none). Call before the first next.
+func (rb *runBatches) keyRowGroups(key string) {
+	md := rb.pf.MetaData()
+	rb.rowGroups = []int{}
+	for g := 0; g < rb.pf.NumRowGroups(); g++ {
+		if mayHoldKey(md.RowGroup(g), rb.c.key, key) {
+			rb.rowGroups = append(rb.rowGroups, g)
+		}
+	}
+}
+
+// mayHoldKey reports whether a row group's statistics of the key column allow key.
+func mayHoldKey(rg *metadata.RowGroupMetaData, keyCol int, key string) bool {
+	cc, err := rg.ColumnChunk(keyCol)
+	if err != nil {
+		return true
+	}
+	if ok, err := cc.StatsSet(); err != nil || !ok {
+		return true
+	}
+	st, err := cc.Statistics()
+	if err != nil || st == nil || !st.HasMinMax() {
+		return true
+	}
+	bs, ok := st.(*metadata.ByteArrayStatistics)
+	if !ok {
+		return true
+	}
+	return string(bs.Min()) <= key && key <= string(bs.Max())
+}
+
+// checkRunSchema checks the run's Arrow schema against the store's, column by column.
+func checkRunSchema(fr *pqarrow.FileReader, want *arrow.Schema, what string) error {
+	got, err := fr.Schema()
+	if err != nil {
+		return corruptf("%s: %v", what, err)
+	}
+	if got.NumFields() != want.NumFields() {
+		return corruptf("%s: %d columns, want %d", what, got.NumFields(), want.NumFields())
+	}
+	for i := 0; i < want.NumFields(); i++ {
+		g, w := got.Field(i), want.Field(i)
+		if !arrow.TypeEqual(g.Type, w.Type) || g.Name != w.Name {
+			return corruptf("%s: column %d is %s %s, want %s %s", what, i, g.Name, g.Type, w.Name, w.Type)
+		}
+	}
+	return nil
+}
+
+// Rows is the run's row count (from its footer); Window the bytes the reader may hold at once.
+func (rb *runBatches) Rows() int64   { return rb.rows }
+func (rb *runBatches) Window() int64 { return rb.window }
+
+// next returns the run's next batch as a sortedFile, or nil at the end. The caller releases
+// the batch's record; it stays valid after later calls.
+func (rb *runBatches) next(ctx context.Context) (f *sortedFile, err error) {
+	if rb.done {
+		return nil, nil
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			if f != nil {
+				f.rec.Release()
+			}
+			f, err = nil, corruptf("%s: %v", rb.what, r)
+		}
+	}()
+	if rb.rr == nil {
+		if rb.rowGroups != nil && len(rb.rowGroups) == 0 {
+			rb.done = true
+			return nil, nil
+		}
+		if rb.rr, err = rb.fr.GetRecordReader(ctx, nil, rb.rowGroups); err != nil {
+			rb.done = true
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, corruptf("%s: %v", rb.what, err)
+		}
+	}
+	if !rb.rr.Next() {
+		rb.done = true
+		if err := rb.rr.Err(); err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, corruptf("%s: %v", rb.what, err)
+		}
+		return nil, nil
+	}
+	got := rb.rr.RecordBatch()
+	rec := array.NewRecordBatch(rb.c.ArrowSchema(), got.Columns(), got.NumRows())
+	if err := rb.c.CheckRecord(rec); err != nil {
+		rec.Release()
+		return nil, fmt.Errorf("%s: %w", rb.what, err)
+	}
+	if err := validateBuffers(rec); err != nil {
+		rec.Release()
+		return nil, corruptf("%s: %v", rb.what, err)
+	}
+	view, err := rb.c.View(rec)
+	if err != nil {
+		rec.Release()
+		return nil, err
+	}
+	n := int(rec.NumRows())
+	for i := 0; i < n; i++ {
+		k := view.Key(i)
+		if (i > 0 && view.Key(i-1) >= k) || (i == 0 && rb.seen && rb.last >= k) {
+			rec.Release()
+			return nil, corruptf("%s: keys not strictly sorted at a batch row %d", rb.what, i)
+		}
+	}
+	if n > 0 {
+		rb.last, rb.seen = strings.Clone(view.Key(n-1)), true
+	}
+	return &sortedFile{path: rb.what, rec: rec, view: view, n: n, bytes: recordBytes(rec)}, nil
+}
+
+// close releases the reader (not the batches handed out).
+func (rb *runBatches) close() {
+	if rb.rr != nil {
+		rb.rr.Release()
+		rb.rr = nil
+	}
+	if rb.pf != nil {
+		_ = rb.pf.Close()
+		rb.pf = nil
+	}
+}

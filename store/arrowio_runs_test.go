@@ -1,0 +1,98 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/stretchr/testify/require"
+)
+
+// runOf encodes rows rows of a compressible payload as a base run of 8,000-row row groups,
+// as merges write them.
+func runOf(t *testing.T, c *Codec, rows, payload int) []byte {
+	t.Helper()
+	var rs []Row
+	var seqs []int64
+	pad := strings.Repeat("v", payload)
+	for i := 0; i < rows; i++ {
+		k := fmt.Sprintf("k%07d", i)
+		rs = append(rs, Row{Key: k, Values: []any{k, int64(i), pad + k}})
+		seqs = append(seqs, int64(i))
+	}
+	rec, err := c.Build(nil, rs, seqs, "shard-1", nil)
+	require.NoError(t, err)
+	defer rec.Release()
+	var buf bytes.Buffer
+	var parts []arrow.RecordBatch
+	for off := int64(0); off < int64(rows); off += 8000 {
+		parts = append(parts, rec.NewSlice(off, min(off+8000, int64(rows))))
+	}
+	require.NoError(t, writeParquetRecs(&buf, c.ArrowSchema(), parts...))
+	return buf.Bytes()
+}
+
+// writeParquetRecs writes recs (released here) as one run, a row group each.
+func writeParquetRecs(w *bytes.Buffer, schema *arrow.Schema, recs ...arrow.RecordBatch) error {
+	i := 0
+	return writeParquet(w, schema, func() (arrow.RecordBatch, error) {
+		if i == len(recs) {
+			return nil, nil
+		}
+		i++
+		return recs[i-1], nil
+	})
+}
+
+// A run read in batches holds at most its footer's window (checked against the allocator's
+// peak), a small part of what decoding it whole holds, and yields the same rows.
+func TestRunBatchesStayWithinTheirWindow(t *testing.T) {
+	ctx := context.Background()
+	c, err := NewCodec(KindGeneric, testSchema)
+	require.NoError(t, err)
+	data := runOf(t, c, 40000, 1000)
+
+	budget := NewBudget(1 << 30)
+	whole := newMemAccount(mustReserve(t, budget, 1<<30), budget)
+	rb, err := openRunBatches(ctx, whole, data, c, "run")
+	require.NoError(t, err)
+	require.NoError(t, rb.whole())
+	all, err := rb.next(ctx)
+	require.NoError(t, err)
+	rb.close()
+	wholePeak := whole.Peak()
+	whole.res.Release()
+
+	res := mustReserve(t, budget, 1<<30)
+	defer res.Release()
+	acct := newMemAccount(res, budget)
+	rb, err = openRunBatches(ctx, acct, data, c, "run")
+	require.NoError(t, err)
+	rows, batches := 0, 0
+	for {
+		f, err := rb.next(ctx)
+		require.NoError(t, err)
+		if f == nil {
+			break
+		}
+		for i := 0; i < f.n; i++ {
+			require.Equal(t, all.view.Key(rows+i), f.view.Key(i))
+			require.Equal(t, all.rec.Column(2).ValueStr(rows+i), f.rec.Column(2).ValueStr(i))
+		}
+		rows += f.n
+		batches++
+		f.rec.Release()
+	}
+	all.rec.Release()
+	require.Equal(t, 40000, rows)
+	t.Logf("run %d bytes, %d rows: whole decode peak %d KiB; %d batches of %d rows: peak %d KiB, window %d KiB",
+		len(data), rows, wholePeak>>10, batches, rb.batchRows, acct.Peak()>>10, rb.Window()>>10)
+	require.Greater(t, batches, 10)
+	require.LessOrEqual(t, acct.Peak(), rb.Window(), "the footer's window bounds what the batches hold")
+	require.Less(t, acct.Peak()*4, wholePeak)
+	rb.close()
+	require.Zero(t, acct.Allocated(), "closing the reader frees its buffers")
+}

@@ -1,0 +1,233 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"unsafe"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+// A compaction pass streams (issue 13): it holds its input runs' object bytes (buffers of its
+// account, outside the Go heap from mapMinBytes on) and decodes each run a record batch at a
+// time (arrowio_runs.go), merges the batches, and writes the output run chunk by chunk
+// through Bucket.PutFrom. Every buffer comes from the pass's memAccount, so its reservation
+// is a bound its allocations are checked against (alloc.go), not an estimate.
+
+// compactOutputWindow is what the output side of a pass holds at once: the picks and the
+// chunk being copied out (mergeChunkBytes), the batches that chunk still refers to (up to
+// compactRetiredMax) and the Parquet writer's page and write buffers.
+const compactOutputWindow = 2*compactChunkBytes + compactRetiredMax + 4<<20
+
+// compactChunkBytes is the size of the output chunks (row groups) of a pass.
+const compactChunkBytes = 4 << 20
+
+// compactRetiredMax bounds the bytes of input batches a pass has moved past but whose picked
+// rows are not yet copied out: beyond it, the chunk is written early.
+const compactRetiredMax = compactChunkBytes
+
+// compactRunWindow is the reservation per input run before its footer is read: two batches
+// and the page scratch of a typical run (runBatches.Window measures the real one). A small
+// run takes at most four times its object bytes.
+const compactRunWindow = 2*runBatchBytes + 2<<20
+
+func compactRunGuess(r runMeta) int64 { return min(compactRunWindow, 4*max(r.Bytes, 0)+64<<10) }
+
+// compactInput is one input run of a pass: its object bytes and its footer's bounds.
+type compactInput struct {
+	meta   runMeta
+	data   []byte
+	free   func()
+	rows   int64
+	window int64
+}
+
+// readCompactInputs reads the inputs' bytes into buffers of acct and checks their checksums
+// and footers. The caller calls release.
+func (s *Store) readCompactInputs(ctx context.Context, acct *memAccount, inputs []runMeta) (_ []*compactInput, release func(), _ error) {
+	var ins []*compactInput
+	release = func() { // idempotent
+		for _, in := range ins {
+			in.free()
+		}
+		ins = nil
+	}
+	for _, r := range inputs {
+		rctx, free := withReadBuffer(ctx, acct)
+		data, err := s.db.bucket.Get(rctx, r.Path)
+		if err != nil {
+			free()
+			if errors.Is(err, errBufferRefused) {
+				err = fmt.Errorf("run %s is larger than the pass reserved: %w", r.ID, ErrBudgetBusy)
+			}
+			return nil, release, fmt.Errorf("read run %s: %w", r.ID, err)
+		}
+		in := &compactInput{meta: r, data: data, free: free}
+		ins = append(ins, in)
+		what := "run " + r.Path
+		if err := verifyChecksum(data, r.Checksum, what); err != nil {
+			s.countCorrupt(err)
+			return nil, release, fmt.Errorf("read run %s: %w", r.ID, err)
+		}
+		rb, err := openRunBatches(ctx, acct, data, s.codec, what)
+		if err != nil {
+			s.countCorrupt(err)
+			return nil, release, fmt.Errorf("read run %s: %w", r.ID, err)
+		}
+		in.rows, in.window = rb.Rows(), rb.Window()
+		rb.close()
+	}
+	return ins, release, nil
+}
+
+// compactNeed is the bytes a pass over ins holds at its peak: the objects, each run's reader
+// window and the output window.
+func compactNeed(ins []*compactInput) int64 {
+	n := int64(compactOutputWindow)
+	for _, in := range ins {
+		n += int64(cap(in.data)) + in.window
+	}
+	return n
+}
+
+// compactResult is what streaming a pass produced.
+type compactOutput struct {
+	rowsIn, rowsOut, dropped, deletes int64
+	minKey, maxKey                    string
+	minSeq, maxSeq                    int64
+}
+
+// writeCompacted merges ins into one run written to w, a batch at a time; drop discards a
+// surviving version (the tombstone rule). It may be called again for a retried write: it
+// starts over from the objects' bytes.
+func (s *Store) writeCompacted(ctx context.Context, acct *memAccount, w io.Writer, ins []*compactInput, drop func(f *sortedFile, i int) bool) (out compactOutput, err error) {
+	schema := s.codec.ArrowSchema()
+	var readers []*runBatches
+	var live []*sortedFile // batches handed out and not yet released
+	defer func() {
+		for _, rb := range readers {
+			rb.close()
+		}
+		for _, f := range live {
+			f.rec.Release()
+		}
+	}()
+	var retired []*sortedFile // batches cursors moved past whose picks are not copied out yet
+	var retiredBytes int64
+	var ferr error
+	cursors := make([]*cursor, 0, len(ins))
+	var perRow int64 = 1
+	for _, in := range ins {
+		rb, err := openRunBatches(ctx, acct, in.data, s.codec, "run "+in.meta.Path)
+		if err != nil {
+			return out, err
+		}
+		readers = append(readers, rb)
+		out.rowsIn += rb.Rows()
+		perRow = max(perRow, rb.window/max(2*rb.batchRows, 1))
+		c := &cursor{}
+		c.refill = func(c *cursor) bool {
+			if c.file != nil {
+				retired = append(retired, c.file)
+				retiredBytes += c.file.bytes
+				c.file = nil
+			}
+			for {
+				f, err := rb.next(ctx)
+				if err != nil || f == nil {
+					if ferr == nil {
+						ferr = err
+					}
+					return false
+				}
+				live = append(live, f)
+				if f.n > 0 {
+					c.file, c.i = f, 0
+					return true
+				}
+			}
+		}
+		if c.refill(c) {
+			cursors = append(cursors, c)
+		}
+		if ferr != nil {
+			return out, ferr
+		}
+	}
+	it := newMergeIter(cursors)
+	chunkRows := int(min(max(compactChunkBytes/perRow, 64), parquetRowGroup))
+	picks := make([]pick, 0, chunkRows)
+	pickBytes := int64(cap(picks)) * int64(unsafe.Sizeof(pick{}))
+	if !acct.tryCharge(pickBytes) {
+		return out, fmt.Errorf("compaction of %d runs: %w", len(ins), ErrBudgetBusy)
+	}
+	defer acct.uncharge(pickBytes)
+	// releaseRetired frees the batches no pick refers to any more.
+	releaseRetired := func() {
+		for _, f := range retired {
+			f.rec.Release()
+			for j, l := range live {
+				if l == f {
+					live[j] = live[len(live)-1]
+					live = live[:len(live)-1]
+					break
+				}
+			}
+		}
+		retired, retiredBytes = retired[:0], 0
+	}
+	first, ended := true, false
+	err = writeParquetWith(acct, w, schema, func() (arrow.RecordBatch, error) {
+		if err := acct.err(); err != nil {
+			return nil, err
+		}
+		if ended {
+			return nil, nil
+		}
+		for {
+			picks = picks[:0]
+			for len(picks) < chunkRows && retiredBytes <= compactRetiredMax {
+				f, i, ok := it.nextFile()
+				if ferr != nil {
+					return nil, ferr
+				}
+				if !ok {
+					ended = true
+					break
+				}
+				if drop != nil && drop(f, i) {
+					out.dropped++
+					continue
+				}
+				picks = append(picks, pick{f, i})
+				seq := f.view.Seq(i)
+				if out.rowsOut == 0 {
+					out.minKey, out.minSeq, out.maxSeq = strings.Clone(f.view.Key(i)), seq, seq
+				}
+				out.minSeq, out.maxSeq = min(out.minSeq, seq), max(out.maxSeq, seq)
+				if f.view.Deleted(i) {
+					out.deletes++
+				}
+				out.rowsOut++
+			}
+			if len(picks) > 0 || first {
+				// The first record is written even when empty: a run has at least one.
+				first = false
+				if len(picks) > 0 {
+					out.maxKey = strings.Clone(picks[len(picks)-1].key())
+				}
+				rec := copyRows(acct, schema, picks)
+				releaseRetired() // the record holds copies
+				return rec, nil
+			}
+			releaseRetired() // only dropped rows since the last chunk
+			if ended {
+				return nil, nil
+			}
+		}
+	})
+	return out, err
+}

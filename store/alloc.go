@@ -250,12 +250,22 @@ func heapBuffer(size int) []byte {
 	return raw[off : off+c : off+c]
 }
 
-// Buffer size classes: four per power of two from 4 KiB (at most 19 % rounding), so a freed
-// buffer serves later requests of about its size. Smaller requests share the 4 KiB class.
+// Buffer size classes: four per power of two from 4 KiB, so a freed buffer serves later
+// requests of about its size. Smaller requests share the 4 KiB class. A request just over a
+// class boundary gets the next class, up to a quarter more than it asked for
+// (maxClassRounding: 2^k + 1 bytes take 1.25 × 2^k).
 const (
-	minClassShift = 12
-	classSteps    = 4
+	minClassShift    = 12
+	classSteps       = 4
+	maxClassRounding = classSteps // request/maxClassRounding bounds the rounding
 )
+
+// readBufferBytes is what a read buffer for an object of size bytes takes from its account:
+// its size class (the buffer holds size+1 bytes, so a read can tell an object longer than
+// its manifest says).
+func readBufferBytes(size int64) int64 {
+	return int64(classSize(classOf(int(max(size, 0)) + 1)))
+}
 
 // classOf is the smallest class whose size is >= size.
 func classOf(size int) int {
@@ -409,7 +419,7 @@ func withPrepaidReadBuffer(ctx context.Context, a *memAccount, prepaid int64) (_
 // caller prepays, not in the order their reads happen to get there. ok is false, with
 // nothing charged, when the reservation cannot hold it.
 func (a *memAccount) prepay(size int64) (int64, bool) {
-	n := int64(classSize(classOf(int(max(size, 0)) + 1)))
+	n := readBufferBytes(size)
 	return n, a.tryCharge(n)
 }
 

@@ -97,12 +97,15 @@ func (p *mergePlan) refit(decoded []int64, grow func(total int64) bool) error {
 //
 // REQUIRES: grow never waits (waiting while holding part of the budget could deadlock).
 func fitToBudget(sizes []int64, grow func(total int64) bool) (int, int64) {
-	var total int64
+	var total, held int64
 	for i, sz := range sizes {
-		if grow != nil && !grow(mergeFootprint(total+sz)) {
+		// What the generation's read buffer takes is its size class, up to a quarter more
+		// than its bytes: the footprint counts the buffer, not the object.
+		if grow != nil && !grow(mergeFootprint(held+readBufferBytes(sz))) {
 			return i, total
 		}
 		total += sz
+		held += readBufferBytes(sz)
 	}
 	return len(sizes), total
 }
@@ -114,7 +117,10 @@ func fitToBudget(sizes []int64, grow func(total int64) bool) (int, int64) {
 func mergeReservation(maxBytes, limit int64) int64 {
 	want := int64(0)
 	if maxBytes > 0 {
-		want = mergeFootprint(maxBytes)
+		// The read buffers of maxBytes of generations take up to a quarter more (their size
+		// classes, alloc.go). Reserving that up front means a full pass never has to grow its
+		// reservation, which is refused while other merges wait for the budget.
+		want = mergeFootprint(maxBytes + maxBytes/maxClassRounding)
 	}
 	if limit > 0 && (want == 0 || want > limit) {
 		want = limit

@@ -79,17 +79,17 @@ func (r MaintenanceSweepResult) StartedCount() int { return len(r.Started) + r.S
 const (
 	// DefaultSweepMaxStarts clears 1 % of a million stores in one sweep interval.
 	DefaultSweepMaxStarts = 10_000
-	// DefaultSweepStartBatch: 256 starts are one StartWorkflows activity, about 58 KiB of
-	// input and 73 KiB of result with 128-byte store names (TestStartBatchPayloadBounded).
+	// DefaultSweepStartBatch: 256 starts are one StartWorkflows activity, at most 84 KiB of
+	// input and 96 KiB of result with 128-byte store names (TestStartBatchPayloadBounded).
 	DefaultSweepStartBatch = 256
 	// MaxSweepStarts bounds MaxStarts.
 	MaxSweepStarts = 50_000
-	// MaxStartBatch bounds StartBatch: 512 starts with 128-byte names stay under
-	// MaxPayloadBytes both ways.
+	// MaxStartBatch bounds StartBatch: 512 starts with 128-byte names are at most 168 KiB
+	// in and 191 KiB out, under MaxPayloadBytes.
 	MaxStartBatch = 512
-	// MaxSweepListed bounds the starts and the skips a sweep's result lists by name: 500 of
+	// MaxSweepListed bounds the starts and the skips a sweep's result lists by name: 256 of
 	// each with 128-byte names stay under MaxPayloadBytes (TestSweepResultPayloadBounded).
-	MaxSweepListed = 500
+	MaxSweepListed = 256
 	// MaxSweepEvents bounds the history one sweep (or one window round) may add, by
 	// SweepHistoryBound: half of Temporal's 10,240-event warning, so a window continuing
 	// as new at DefaultSweepEventBudget stays below it too.

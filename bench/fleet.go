@@ -46,12 +46,12 @@ import (
 // the modelled object-store latency.
 
 const (
-	fleetKind      = store.KindGeneric
-	fleetWorkers   = 8
-	fleetOldGens   = 2
-	fleetHotGens   = 10
-	fleetMergeMin  = 8
-	fleetMaxAge    = 10 * time.Minute
+	fleetKind     = store.KindGeneric
+	fleetWorkers  = 8
+	fleetOldGens  = 2
+	fleetHotGens  = 10
+	fleetMergeMin = 8
+	fleetMaxAge   = 10 * time.Minute
 	// fleetMaxStarts and fleetStartBatch are the sweep's defaults (the worker's too): 10,000
 	// starts per sweep, enough for 1 % of a million stores, in batches of 256.
 	fleetMaxStarts = contract.DefaultSweepMaxStarts

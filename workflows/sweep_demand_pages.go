@@ -122,9 +122,14 @@ func pagedDemandSweep(ctx workflow.Context, in contract.MaintenanceSweepInput, l
 					plan.below = max(0, scan.StoresWithDebt-scan.Qualified)
 				}
 				remaining -= len(plan.starts)
+				last := remaining <= 0 || len(scan.Targets) < want || len(plan.starts) == 0 || kp.pages >= maxPages
+				left := 0 // what this page's summary says is left for the next round
+				if last {
+					left = kp.omitted
+				}
 				kp.plans = append(kp.plans, plan)
-				kp.batches = append(kp.batches, st.launch(ctx, pageKind(string(k), kp.pages), plan, kp.omitted))
-				if remaining <= 0 || len(scan.Targets) < want || len(plan.starts) == 0 || kp.pages >= maxPages {
+				kp.batches = append(kp.batches, st.launch(ctx, pageKind(string(k), kp.pages), plan, left))
+				if last {
 					return
 				}
 				after = &scan.Targets[len(scan.Targets)-1]

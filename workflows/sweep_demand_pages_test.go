@@ -405,3 +405,45 @@ func TestPagedIndexOrder(t *testing.T) {
 	ts := x.fill("generic", 50)
 	require.True(t, sort.SliceIsSorted(ts, func(i, j int) bool { return contract.DemandBefore(ts[i], ts[j]) }))
 }
+
+// A window round that pages counts every start, listed or not: the round's Started, the
+// window's totals and the round's words; an input past the
+// bounds fails the window at once instead of failing every round for an hour.
+func TestSweepWindowRoundCountsOmittedStarts(t *testing.T) {
+	x := newPagedIndex()
+	x.fill("generic", 1500)
+	env := newRoundEnv(t)
+	env.OnActivity(contract.ScanDemandActivity, anyCtx, anyArg).Return(x.scan)
+	starter := &fakeStarter{}
+	env.OnActivity(contract.StartWorkflowsActivity, anyCtx, anyArg).Return(starter.start)
+	env.OnActivity(contract.RecordMaintenanceActivity, anyCtx, anyArg).Return(nil).Maybe()
+	env.ExecuteWorkflow(SweepWindow, contract.SweepWindowInput{Interval: time.Minute, Window: 30 * time.Second})
+	require.NoError(t, env.GetWorkflowError())
+	var res contract.SweepWindowResult
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.Len(t, starter.requests, 1500)
+	require.Equal(t, 1500, res.Totals.Started)
+	require.Len(t, res.Recent, 1)
+	require.Equal(t, 1500, res.Recent[0].Started)
+	require.Len(t, res.Recent[0].Starts, contract.MaxSweepRoundStarts)
+	require.Equal(t, fmt.Sprintf("round 1: started 1500 (first %d: %d sweep-count; %d more)", contract.MaxSweepListed, contract.MaxSweepListed, 1500-contract.MaxSweepListed),
+		res.Recent[0].Summary)
+	require.Len(t, x.paramsOf("generic"), 2)
+
+	env = newRoundEnv(t)
+	env.ExecuteWorkflow(SweepWindow, contract.SweepWindowInput{Sweep: contract.MaintenanceSweepInput{StartBatch: contract.MaxStartBatch + 1},
+		Interval: time.Minute, Window: time.Hour})
+	typ, _ := appErrType(env.GetWorkflowError())
+	require.Equal(t, contract.ErrTypeInvalidInput, typ)
+}
+
+// A page's batches say the page in a window round; only the last page says what is left
+// for the next round.
+func TestPageBatchSummaries(t *testing.T) {
+	require.Equal(t, "generic", pageKind("generic", 1))
+	require.Equal(t, "generic page 3", pageKind("generic", 3))
+	l := roundLabel{window: "w", round: 2}
+	starts := []plannedStart{{req: contract.StartRequest{Trigger: contract.TriggerSweepCount}}}
+	require.Equal(t, "round 2 generic page 2: start 1 (1 sweep-count); skipped 7: 7 left for the next round",
+		l.batchSummary(pageKind("generic", 2), sweepPlan{starts: starts}, 7, 0, 1, starts))
+}

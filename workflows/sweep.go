@@ -246,6 +246,9 @@ type sweepStarts struct {
 	pace       workflow.Semaphore
 	launched   int
 	lastLaunch time.Time
+	// priority, when set, is the task-queue priority of the batches (the paged sweep's
+	// contract.SweepPriority; nil on the paths before it, whose commands replay unchanged).
+	priority *temporal.Priority
 }
 
 // waitTurn blocks until this batch may launch: StartSpacing after the previous launch.
@@ -290,6 +293,9 @@ func (st *sweepStarts) launch(ctx workflow.Context, kind string, plan sweepPlan,
 	b.errs = make([]error, len(b.batches))
 	for i, batch := range b.batches {
 		opts := startWorkflowsOptions()
+		if st.priority != nil {
+			opts.Priority = *st.priority
+		}
 		if st.label.round > 0 {
 			opts.Summary = st.label.batchSummary(kind, plan, omitted, i, len(b.batches), batch)
 		}

@@ -72,7 +72,8 @@ type kindPages struct {
 // counted in SkippedOmitted and are first in line next sweep.
 //
 // A store whose debt changed between two pages is at worst started twice (the ID policy
-// attaches the second start) or left to the next sweep.
+// attaches the second start) or left to the next sweep. Its activities run at
+// contract.SweepPriority, ahead of the tasks of the merges it starts.
 //
 // INVARIANT: the history this adds is at most contract.SweepHistoryBound(kinds, MaxStarts,
 // StartBatch) events, checked on input (validPagedSweep). A kind whose page fails after its
@@ -85,7 +86,8 @@ func pagedDemandSweep(ctx workflow.Context, in contract.MaintenanceSweepInput, l
 	}
 	res := contract.MaintenanceSweepResult{Started: []contract.SweepStart{}, Skipped: []contract.SweepSkip{}, Discovery: contract.DiscoveryDemand}
 	asOf := workflow.Now(ctx)
-	st := &sweepStarts{in: in, label: label, sem: workflow.NewSemaphore(ctx, int64(in.Concurrency)), wg: workflow.NewWaitGroup(ctx)}
+	prio := contract.SweepPriority // ahead of the merges' tasks on the shared queue
+	st := &sweepStarts{in: in, label: label, sem: workflow.NewSemaphore(ctx, int64(in.Concurrency)), wg: workflow.NewWaitGroup(ctx), priority: &prio}
 	if in.StartSpacing > 0 {
 		st.pace = workflow.NewSemaphore(ctx, 1) // batches spaced out as in the scan path
 	}
@@ -98,7 +100,9 @@ func pagedDemandSweep(ctx workflow.Context, in contract.MaintenanceSweepInput, l
 		listed.Add(1)
 		workflow.Go(ctx, func(ctx workflow.Context) {
 			defer listed.Done()
-			scanCtx := workflow.WithActivityOptions(ctx, withQueue(label.options(demandScanOptions(), string(k)), contract.TaskQueue))
+			opts := label.options(demandScanOptions(), string(k))
+			opts.Priority = prio
+			scanCtx := workflow.WithActivityOptions(ctx, withQueue(opts, contract.TaskQueue))
 			var after *contract.DemandTarget
 			for {
 				want := min(max(remaining, 1), contract.MaxDemandCandidates)

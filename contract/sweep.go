@@ -63,7 +63,7 @@ type MaintenanceSweepResult struct {
 	Scanned int `json:"scanned"`
 	// Started lists the workflows started or attached to (the server does not tell which),
 	// most indebted target first: at most MaxSweepListed; StartedOmitted counts the rest, so
-	// len(Started) + StartedOmitted is what the sweep started (SweepResultStarted).
+	// len(Started) + StartedOmitted is what the sweep started (StartedCount).
 	Started        []SweepStart `json:"started"`
 	StartedOmitted int          `json:"started_omitted,omitempty"`
 	// Skipped lists targets not acted on and why, in debt order (at most MaxSweepListed;
@@ -83,8 +83,8 @@ type MaintenanceSweepResult struct {
 	Qualified      int `json:"qualified,omitempty"`
 }
 
-// Started is how many workflows the sweep started or attached to: the listed ones and the
-// omitted ones.
+// StartedCount is how many workflows the sweep started or attached to: the listed ones and
+// the omitted ones.
 func (r MaintenanceSweepResult) StartedCount() int { return len(r.Started) + r.StartedOmitted }
 
 // Defaults and bounds of one sweep (docs/DESIGN.md §12, "Sweep"). The paged demand sweep

@@ -349,7 +349,7 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 			return fmt.Errorf("sweep scanned %d stores, want ≥ %d", out.Scanned, idle)
 		}
 		sweeps = append(sweeps, d.Seconds())
-		o.progressf("temporal-overhead: sweep %d/%d over %d stores: %s (%d started)", rep+1, o.reps(), out.Scanned, fmtDur(d), len(out.Started))
+		o.progressf("temporal-overhead: sweep %d/%d over %d stores: %s (%d started)", rep+1, o.reps(), out.Scanned, fmtDur(d), out.StartedCount())
 	}
 	sw := spreadOf(sweeps)
 	res.Tables = append(res.Tables, Table{

@@ -1,6 +1,19 @@
 package contract
 
-import "time"
+import (
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+)
+
+// SweepPriority is the task-queue priority of the sweep's workflow and activity tasks
+// (1 = first; Temporal's default is 3): a sweep that starts thousands of MergeWal runs
+// shares the task queue with them, and their workflow and activity tasks, queued FIFO,
+// starved the sweep's own next workflow task for minutes at 1 % of a million stores
+// (docs/BENCHMARKS.md §9, run 6). The Schedule walkeeper-sweep starts its windows with it and
+// the paged sweep sets it on its activities. Needs a server whose matcher honours priority
+// (Temporal 1.29: dynamic config matching.useNewMatcher=true; docs/OPERATIONS.md).
+var SweepPriority = temporal.Priority{PriorityKey: 1}
 
 // MaintenanceSweepInput is the sweep's input (the Schedule walkeeper-sweep passes it).
 // Zero fields take their defaults.
@@ -14,12 +27,17 @@ type MaintenanceSweepInput struct {
 	// CompactMinRuns: start CompactBase for a target with at least this many base runs
 	// (default 32; negative = off).
 	CompactMinRuns int `json:"compact_min_runs,omitempty"`
-	// MaxStarts caps the workflows one sweep starts (default 256); the most indebted targets
-	// go first.
+	// MaxStarts caps the workflows one sweep starts (default DefaultSweepMaxStarts, 10,000;
+	// 256 in runs before the paged demand sweep; at most MaxSweepStarts); the most indebted
+	// targets go first. The demand sweep pages each kind's candidates (at most
+	// MaxDemandCandidates per ScanDemand) until MaxStarts are planned, so one sweep can clear
+	// 1 % of a million stores.
 	MaxStarts int `json:"max_starts,omitempty"`
 	// Concurrency bounds the StartWorkflows activities in flight (default 4).
 	Concurrency int `json:"concurrency,omitempty"`
-	// StartBatch is the number of starts per StartWorkflows activity (default 16).
+	// StartBatch is the number of starts per StartWorkflows activity (default
+	// DefaultSweepStartBatch, 256; 16 in runs before the paged demand sweep; at most
+	// MaxStartBatch).
 	StartBatch int `json:"start_batch,omitempty"`
 	// StartSpacing is the least time between the launches of two StartWorkflows batches of
 	// one sweep (default 1s; negative = no pacing), so a sweep that finds a large debt
@@ -44,10 +62,13 @@ type MaintenanceSweepResult struct {
 	// Scanned counts the stores whose stats were read.
 	Scanned int `json:"scanned"`
 	// Started lists the workflows started or attached to (the server does not tell which),
-	// most indebted target first.
-	Started []SweepStart `json:"started"`
-	// Skipped lists targets not acted on and why, in debt order (at most maxSkippedListed;
-	// SkippedOmitted counts the rest).
+	// most indebted target first: at most MaxSweepListed; StartedOmitted counts the rest, so
+	// len(Started) + StartedOmitted is what the sweep started (StartedCount).
+	Started        []SweepStart `json:"started"`
+	StartedOmitted int          `json:"started_omitted,omitempty"`
+	// Skipped lists targets not acted on and why, in debt order (at most MaxSweepListed;
+	// SkippedOmitted counts the rest, and the qualified stores the demand index was not
+	// paged to).
 	Skipped        []SweepSkip `json:"skipped"`
 	SkippedOmitted int         `json:"skipped_omitted,omitempty"`
 	// ScanErrors lists kinds whose scan failed as a whole.
@@ -60,6 +81,52 @@ type MaintenanceSweepResult struct {
 	StoresWithDebt int `json:"stores_with_debt,omitempty"`
 	DemandRecords  int `json:"demand_records,omitempty"`
 	Qualified      int `json:"qualified,omitempty"`
+}
+
+// StartedCount is how many workflows the sweep started or attached to: the listed ones and
+// the omitted ones.
+func (r MaintenanceSweepResult) StartedCount() int { return len(r.Started) + r.StartedOmitted }
+
+// Defaults and bounds of one sweep (docs/DESIGN.md §12, "Sweep"). The paged demand sweep
+// refuses an input past a bound as invalid, so no sweep's history or payload outgrows them.
+const (
+	// DefaultSweepMaxStarts clears 1 % of a million stores in one sweep interval.
+	DefaultSweepMaxStarts = 10_000
+	// DefaultSweepStartBatch: 256 starts are one StartWorkflows activity, at most 84 KiB of
+	// input and 96 KiB of result with 128-byte store names (TestStartBatchPayloadBounded).
+	DefaultSweepStartBatch = 256
+	// MaxSweepStarts bounds MaxStarts.
+	MaxSweepStarts = 50_000
+	// MaxStartBatch bounds StartBatch: 512 starts with 128-byte names are at most 168 KiB
+	// in and 191 KiB out, under MaxPayloadBytes.
+	MaxStartBatch = 512
+	// MaxSweepListed bounds the starts and the skips a sweep's result lists by name: 256 of
+	// each with 128-byte names stay under MaxPayloadBytes (TestSweepResultPayloadBounded).
+	MaxSweepListed = 256
+	// MaxSweepEvents bounds the history one sweep (or one window round) may add, by
+	// SweepHistoryBound: half of Temporal's 10,240-event warning, so a window continuing
+	// as new at DefaultSweepEventBudget stays below it too.
+	MaxSweepEvents = 5_000
+)
+
+// SweepHistoryBound is the most events one paged demand sweep with these knobs adds to a
+// history: per kind at most SweepPagesPerKind(maxStarts) pages, each a ScanDemand (3 events)
+// and the workflow task it wakes (3); at most maxStarts / startBatch + pages start batches,
+// each a StartWorkflows (3), its spacing timer (2) and the two workflow tasks they wake (6);
+// and 24 for the start, the first and last workflow tasks, the version markers and
+// RecordMaintenance. kinds is the number of kinds. Pure.
+func SweepHistoryBound(kinds, maxStarts, startBatch int) int {
+	pages := kinds * SweepPagesPerKind(maxStarts)
+	batches := (maxStarts+startBatch-1)/startBatch + pages
+	return 24 + 6*pages + 11*batches
+}
+
+// SweepPagesPerKind bounds the ScanDemand pages one sweep lists per kind: two per
+// MaxDemandCandidates of maxStarts (a page whose candidates all start consumes a full
+// page of starts; one that starts fewer, as compaction markers with compaction off do,
+// still ends the listing within twice as many), plus the short last page. Pure.
+func SweepPagesPerKind(maxStarts int) int {
+	return 2*((maxStarts+MaxDemandCandidates-1)/MaxDemandCandidates) + 1
 }
 
 // SweepStart is one workflow the sweep started or attached to.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/target"
 )
 
 // EnvPrefix prefixes the environment variable of every knob: flag --merge-slots is read from
@@ -96,9 +97,13 @@ type Config struct {
 	// compaction in the demand index (0 = no marker: the sweep then never starts CompactBase).
 	CompactDemandRuns int
 	// SweepJitter bounds the random delay of each scheduled sweep window (at most a quarter
-	// of SweepWindow). SweepStartBatch is the starts per StartWorkflows activity of one sweep
-	// and SweepStartSpacing the least time between two batches (0 = no pacing).
+	// of SweepWindow). SweepMaxStarts caps the workflows one sweep round starts, most
+	// indebted first (the demand index is paged until it is reached); SweepStartBatch is the
+	// starts per StartWorkflows activity of one sweep and SweepStartSpacing the least time
+	// between two batches (0 = no pacing). The defaults start 10,000 in 40 batches of 256, one
+	// a second: 1 % of a million stores within a one-minute interval (docs/DESIGN.md §11).
 	SweepJitter       time.Duration
+	SweepMaxStarts    int
 	SweepStartBatch   int
 	SweepStartSpacing time.Duration
 
@@ -150,7 +155,8 @@ func DefaultConfig() Config {
 		ReconcileInterval:     time.Hour,
 		CompactDemandRuns:     so.CompactDemandRuns,
 		SweepJitter:           5 * time.Second,
-		SweepStartBatch:       16,
+		SweepMaxStarts:        contract.DefaultSweepMaxStarts,
+		SweepStartBatch:       contract.DefaultSweepStartBatch,
 		SweepStartSpacing:     time.Second,
 		LogFormat:             "json",
 		LogLevel:              "info",
@@ -279,8 +285,16 @@ func (c *Config) Validate() error {
 			bad(nv.flag, "must not be negative")
 		}
 	}
-	if c.SweepStartBatch < 1 {
-		bad("sweep-start-batch", "must be positive, got %d", c.SweepStartBatch)
+	switch {
+	case c.SweepStartBatch < 1 || c.SweepStartBatch > contract.MaxStartBatch:
+		bad("sweep-start-batch", "must be 1 to %d, got %d", contract.MaxStartBatch, c.SweepStartBatch)
+	case c.SweepMaxStarts < 1 || c.SweepMaxStarts > contract.MaxSweepStarts:
+		bad("sweep-max-starts", "must be 1 to %d, got %d", contract.MaxSweepStarts, c.SweepMaxStarts)
+	default:
+		if n := contract.SweepHistoryBound(len(target.Kinds), c.SweepMaxStarts, c.SweepStartBatch); n > contract.MaxSweepEvents {
+			bad("sweep-max-starts", "%d starts in batches of %d could add %d events to a sweep's history, at most %d: raise --sweep-start-batch",
+				c.SweepMaxStarts, c.SweepStartBatch, n, contract.MaxSweepEvents)
+		}
 	}
 	if c.MaxBodyBytes < 1 {
 		bad("max-body-bytes", "must be positive, got %d", c.MaxBodyBytes)

@@ -316,6 +316,7 @@ func EnsureSweepScheduleOpts(ctx context.Context, c client.Client, o SweepSchedu
 		Workflow:  contract.SweepWindowWorkflow,
 		Args:      []any{contract.SweepWindowInput{Sweep: in, Interval: every, Window: window}},
 		TaskQueue: contract.TaskQueue,
+		Priority:  contract.SweepPriority, // ahead of the merges it starts on the same queue
 		// Per run (a window continues as new within its event budget): the window, plus
 		// room for a last round that lists slowly or paces many starts.
 		WorkflowRunTimeout: window + 30*time.Minute,
@@ -400,7 +401,7 @@ func SweepNow(ctx context.Context, c client.Client) (string, error) {
 		}
 		id := fmt.Sprintf("%s-now-%s", SweepWorkflowID, time.Now().UTC().Format(time.RFC3339))
 		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-			ID: id, TaskQueue: contract.TaskQueue, WorkflowRunTimeout: 30 * time.Minute,
+			ID: id, TaskQueue: contract.TaskQueue, WorkflowRunTimeout: 30 * time.Minute, Priority: contract.SweepPriority,
 			StaticSummary: "walkeeper sweep now (schedule " + SweepScheduleID + " paused)",
 		}, contract.MaintenanceSweepWorkflow, in.Sweep)
 		if err != nil {

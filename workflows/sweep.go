@@ -16,16 +16,39 @@ const (
 	defaultMergeMinGenerations = 8
 	defaultMaxPendingAge       = 10 * time.Minute
 	defaultCompactMinRuns      = 32
-	defaultMaxStarts           = 256
 	defaultSweepConcurrency    = 4
-	defaultStartBatch          = 16
 	defaultStartSpacing        = time.Second
-	maxSkippedListed           = 1000
+	// legacyMaxStarts and legacyStartBatch are the defaults of MaxStarts and StartBatch on
+	// the paths before sweepDemandPagesChange (the scan, the single ScanDemand per kind): a
+	// run of them replays with the batches it was recorded with.
+	legacyMaxStarts  = 256
+	legacyStartBatch = 16
+	// maxSkippedListed bounds the skips (and, on the paged path, the starts) a result lists.
+	maxSkippedListed = contract.MaxSweepListed
 )
 
 // sweepDefaults fills the zero knobs of in with the defaults MaintenanceSweepInput
-// documents.
+// documents, MaxStarts and StartBatch with those of the paths before the paged demand
+// sweep (legacyStartDefaults).
 func sweepDefaults(in contract.MaintenanceSweepInput) contract.MaintenanceSweepInput {
+	return legacyStartDefaults(sweepKnobDefaults(in))
+}
+
+// legacyStartDefaults fills zero MaxStarts and StartBatch as the paths before
+// sweepDemandPagesChange did.
+func legacyStartDefaults(in contract.MaintenanceSweepInput) contract.MaintenanceSweepInput {
+	if in.MaxStarts <= 0 {
+		in.MaxStarts = legacyMaxStarts
+	}
+	if in.StartBatch <= 0 {
+		in.StartBatch = legacyStartBatch
+	}
+	return in
+}
+
+// sweepKnobDefaults fills the zero knobs of in except MaxStarts and StartBatch, whose
+// defaults depend on the path (legacyStartDefaults, pagedStartDefaults).
+func sweepKnobDefaults(in contract.MaintenanceSweepInput) contract.MaintenanceSweepInput {
 	if in.MergeMinGenerations <= 0 {
 		in.MergeMinGenerations = defaultMergeMinGenerations
 	}
@@ -35,14 +58,8 @@ func sweepDefaults(in contract.MaintenanceSweepInput) contract.MaintenanceSweepI
 	if in.CompactMinRuns == 0 {
 		in.CompactMinRuns = defaultCompactMinRuns
 	}
-	if in.MaxStarts <= 0 {
-		in.MaxStarts = defaultMaxStarts
-	}
 	if in.Concurrency <= 0 {
 		in.Concurrency = defaultSweepConcurrency
-	}
-	if in.StartBatch <= 0 {
-		in.StartBatch = defaultStartBatch
 	}
 	if in.StartSpacing == 0 {
 		in.StartSpacing = defaultStartSpacing
@@ -79,7 +96,7 @@ const (
 // other trigger. A slow kind never delays another kind's starts. It never merges anything
 // itself.
 func MaintenanceSweep(ctx workflow.Context, in contract.MaintenanceSweepInput) (contract.MaintenanceSweepResult, error) {
-	in = sweepDefaults(in)
+	in = sweepKnobDefaults(in)
 	if err := validDiscovery(in.Discovery); err != nil {
 		return contract.MaintenanceSweepResult{}, err
 	}
@@ -114,6 +131,7 @@ func MaintenanceSweep(ctx workflow.Context, in contract.MaintenanceSweepInput) (
 // it is asked only after the scans were scheduled (where MaintenanceSweep's version marker
 // of the pacing sits in its histories). label names the window round, if any.
 func scanSweep(ctx workflow.Context, in contract.MaintenanceSweepInput, perKind bool, paced func() bool, label roundLabel) (contract.MaintenanceSweepResult, error) {
+	in = legacyStartDefaults(in)
 	res := contract.MaintenanceSweepResult{Started: []contract.SweepStart{}, Skipped: []contract.SweepSkip{}}
 	logger := workflow.GetLogger(ctx)
 
@@ -193,7 +211,7 @@ func scanSweep(ctx workflow.Context, in contract.MaintenanceSweepInput, perKind 
 	for _, k := range kinds {
 		k.batches.report(&res, addSkip)
 	}
-	logger.Info("Sweep finished.", "scanned", res.Scanned, "started", len(res.Started),
+	logger.Info("Sweep finished.", "scanned", res.Scanned, "started", res.StartedCount(),
 		"skipped", len(res.Skipped)+res.SkippedOmitted, "scan_errors", len(res.ScanErrors))
 	return res, nil
 }
@@ -228,6 +246,9 @@ type sweepStarts struct {
 	pace       workflow.Semaphore
 	launched   int
 	lastLaunch time.Time
+	// priority, when set, is the task-queue priority of the batches (the paged sweep's
+	// contract.SweepPriority; nil on the paths before it, whose commands replay unchanged).
+	priority *temporal.Priority
 }
 
 // waitTurn blocks until this batch may launch: StartSpacing after the previous launch.
@@ -272,6 +293,9 @@ func (st *sweepStarts) launch(ctx workflow.Context, kind string, plan sweepPlan,
 	b.errs = make([]error, len(b.batches))
 	for i, batch := range b.batches {
 		opts := startWorkflowsOptions()
+		if st.priority != nil {
+			opts.Priority = *st.priority
+		}
 		if st.label.round > 0 {
 			opts.Summary = st.label.batchSummary(kind, plan, omitted, i, len(b.batches), batch)
 		}
@@ -298,7 +322,8 @@ func (st *sweepStarts) launch(ctx workflow.Context, kind string, plan sweepPlan,
 	return b
 }
 
-// report adds every start's outcome to res, in plan order. b may be nil (no plan).
+// report adds every start's outcome to res, in plan order: the first maxSkippedListed
+// starts by name, the rest counted in StartedOmitted. b may be nil (no plan).
 func (b *startBatches) report(res *contract.MaintenanceSweepResult, addSkip func(contract.SweepSkip)) {
 	if b == nil {
 		return
@@ -314,6 +339,10 @@ func (b *startBatches) report(res *contract.MaintenanceSweepResult, addSkip func
 				addSkip(contract.SweepSkip{Target: s.req.Target, Reason: fmt.Sprintf("start %s failed: %s", s.req.Workflow, b.outcomes[i].Outcomes[j].Error)})
 			default:
 				o := b.outcomes[i].Outcomes[j]
+				if len(res.Started) >= maxSkippedListed {
+					res.StartedOmitted++ // the result stays bounded: counted, not listed
+					continue
+				}
 				res.Started = append(res.Started, contract.SweepStart{
 					Target: s.req.Target, Workflow: s.req.Workflow, Trigger: s.req.Trigger, Reason: s.reason,
 					WorkflowID: o.WorkflowID, RunID: o.RunID,

@@ -50,15 +50,25 @@ func validDiscovery(d string) error {
 	return invalidInput(fmt.Errorf("sweep discovery %q: want %q or %q", d, contract.DiscoveryDemand, contract.DiscoveryScan))
 }
 
-// demandSweep is MaintenanceSweep over the demand index: each kind's ScanDemand returns at
-// most in.MaxStarts candidates, most indebted first, and the kind is planned and started as
-// soon as its scan returns (the per-kind order of sweepPerKindChange). Its history holds a
-// constant number of events per kind plus one per start batch: bounded by MaxStarts, not
-// by the fleet. A kind whose scan fails after its retries fails the sweep, after the other
-// kinds' starts, with ErrTypeSweepListFailed.
-//
-// label names the window round, if any; the caller records the sweep's success.
+// demandSweep is MaintenanceSweep over the demand index: the paged sweep
+// (pagedDemandSweep), or for runs recorded before sweepDemandPagesChange one ScanDemand per
+// kind (singleDemandSweep). label names the window round, if any; the caller records the
+// sweep's success.
 func demandSweep(ctx workflow.Context, in contract.MaintenanceSweepInput, label roundLabel) (contract.MaintenanceSweepResult, error) {
+	if workflow.GetVersion(ctx, sweepDemandPagesChange, workflow.DefaultVersion, sweepDemandPagesVersion) >= sweepDemandPagesVersion {
+		return pagedDemandSweep(ctx, in, label)
+	}
+	return singleDemandSweep(ctx, legacyStartDefaults(in), label)
+}
+
+// singleDemandSweep is the demand sweep before sweepDemandPagesChange: each kind's
+// ScanDemand returns at most in.MaxStarts candidates (at most MaxDemandCandidates), most
+// indebted first, and the kind is planned and started as soon as its scan returns (the
+// per-kind order of sweepPerKindChange). Its history holds a constant number of events per
+// kind plus one per start batch: bounded by MaxStarts, not by the fleet. A kind whose scan
+// fails after its retries fails the sweep, after the other kinds' starts, with
+// ErrTypeSweepListFailed.
+func singleDemandSweep(ctx workflow.Context, in contract.MaintenanceSweepInput, label roundLabel) (contract.MaintenanceSweepResult, error) {
 	res := contract.MaintenanceSweepResult{Started: []contract.SweepStart{}, Skipped: []contract.SweepSkip{}, Discovery: contract.DiscoveryDemand}
 	futures := make([]workflow.Future, len(target.Kinds))
 	for i, k := range target.Kinds {
@@ -118,7 +128,7 @@ func demandSweep(ctx workflow.Context, in contract.MaintenanceSweepInput, label 
 		k.batches.report(&res, addSkip)
 	}
 	workflow.GetLogger(ctx).Info("Sweep finished.", "discovery", res.Discovery, "stores_with_debt", res.StoresWithDebt,
-		"started", len(res.Started), "skipped", len(res.Skipped)+res.SkippedOmitted, "scan_errors", len(res.ScanErrors))
+		"started", res.StartedCount(), "skipped", len(res.Skipped)+res.SkippedOmitted, "scan_errors", len(res.ScanErrors))
 	if len(res.ScanErrors) > 0 {
 		return res, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("demand index listing failed for %d of %d kinds: %s", len(res.ScanErrors), len(target.Kinds), res.ScanErrors[0]),

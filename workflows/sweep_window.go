@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -89,7 +90,7 @@ func SweepWindow(ctx workflow.Context, in contract.SweepWindowInput) (contract.S
 
 // sweepWindowDefaults fills the zero knobs of in and checks the rest.
 func sweepWindowDefaults(in contract.SweepWindowInput) (contract.SweepWindowInput, error) {
-	in.Sweep = sweepDefaults(in.Sweep)
+	in.Sweep = sweepKnobDefaults(in.Sweep) // MaxStarts and StartBatch per round's path
 	if err := validDiscovery(in.Sweep.Discovery); err != nil {
 		return in, err
 	}
@@ -161,8 +162,8 @@ func (w *sweepWindow) wait(ctx workflow.Context, now workflow.ReceiveChannel, ne
 	return trigger, nil
 }
 
-// round runs one sweep round and reports it. Only a canceled window makes it return an
-// error: a round whose listing failed is counted, logged and shown, and the next round
+// round runs one sweep round and reports it. Only a canceled window or an invalid sweep
+// input (past the paged sweep's bounds) makes it return an error: a round whose listing failed is counted, logged and shown, and the next round
 // tries again (the alert on the last recorded success is what fires if none succeeds).
 func (w *sweepWindow) round(ctx workflow.Context, trigger string) error {
 	w.carry.Totals.Rounds++
@@ -179,6 +180,9 @@ func (w *sweepWindow) round(ctx workflow.Context, trigger string) error {
 	if ctx.Err() != nil {
 		return temporal.NewCanceledError("sweep window canceled")
 	}
+	if appErr := (*temporal.ApplicationError)(nil); errors.As(err, &appErr) && appErr.Type() == contract.ErrTypeInvalidInput {
+		return err // every round would fail alike: the window fails at once
+	}
 	failure := ""
 	switch {
 	case err != nil:
@@ -193,11 +197,12 @@ func (w *sweepWindow) round(ctx workflow.Context, trigger string) error {
 		recordMaintenance(ctx, contract.MaintenanceSweepName)
 		w.carry.LastRecorded = at
 	}
-	if failure == "" && len(res.Started) == 0 {
+	started := res.StartedCount()
+	if failure == "" && started == 0 {
 		w.carry.Totals.IdleRounds++
 		return nil
 	}
-	r := contract.SweepRound{Round: n, At: at.UTC(), Trigger: trigger, Summary: summary, Started: len(res.Started), Error: failure}
+	r := contract.SweepRound{Round: n, At: at.UTC(), Trigger: trigger, Summary: summary, Started: started, Error: failure}
 	r.Starts = res.Started[:min(len(res.Started), contract.MaxSweepRoundStarts)]
 	w.carry.Recent = append(w.carry.Recent, r)
 	if extra := len(w.carry.Recent) - contract.MaxSweepRecentRounds; extra > 0 {
@@ -205,12 +210,12 @@ func (w *sweepWindow) round(ctx workflow.Context, trigger string) error {
 	}
 	if failure != "" {
 		w.carry.Totals.FailedRounds++
-		logger.Warn("Sweep round failed.", "round", n, "error", failure, "started", len(res.Started))
+		logger.Warn("Sweep round failed.", "round", n, "error", failure, "started", started)
 	}
-	if len(res.Started) == 0 {
+	if started == 0 {
 		return nil
 	}
-	w.carry.Totals.Started += len(res.Started)
+	w.carry.Totals.Started += started
 	logger.Info("Sweep round started workflows.", "round", n, "summary", summary)
 	w.mark(ctx)
 	return nil
@@ -349,14 +354,18 @@ func roundSummary(n int, trigger string, res contract.MaintenanceSweepResult, fa
 	if trigger == contract.SweepRoundNow {
 		s += " (sweep now)"
 	}
-	if len(res.Started) == 0 {
+	if res.StartedCount() == 0 {
 		s += ": started nothing"
 	} else {
 		triggers := make([]string, len(res.Started))
 		for i, st := range res.Started {
 			triggers[i] = st.Trigger
 		}
-		s += fmt.Sprintf(": started %d (%s)", len(res.Started), countWords(triggers))
+		words := countWords(triggers)
+		if res.StartedOmitted > 0 { // the result lists the first starts only
+			words = fmt.Sprintf("first %d: %s; %d more", len(res.Started), words, res.StartedOmitted)
+		}
+		s += fmt.Sprintf(": started %d (%s)", res.StartedCount(), words)
 	}
 	if skips := skipWords(max(0, res.StoresWithDebt-res.Qualified), res.Skipped, res.SkippedOmitted); skips != "" {
 		s += "; " + skips

@@ -96,8 +96,12 @@ type Options struct {
 // history shard's transfer queue, the queue that dispatches every activity and workflow
 // task; at the default 20 reads/s each dispatch waits up to 50 ms for the next read, which
 // dominated a MergeWal's orchestration time (docs/BENCHMARKS.md "Temporal overhead").
+//
+// matching.useNewMatcher makes the 1.29 matcher honour task priority, which the sweep uses
+// so that the merges it starts do not starve its own tasks (contract.SweepPriority).
 var TunedDynamicConfig = []string{
 	"history.transferProcessorMaxPollRPS=1000",
+	"matching.useNewMatcher=true",
 }
 
 // Server is a running `temporal server start-dev` child process (in its own process group).

@@ -1,0 +1,192 @@
+package workflows
+
+import (
+	"fmt"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/target"
+)
+
+// sweepDemandPagesChange versions the paged demand sweep: each kind's candidates are listed
+// in pages of at most MaxDemandCandidates (ScanDemand with After and AsOf) until MaxStarts
+// are planned, so one sweep can start more than 1,000 stores of a kind (10,000 in debt at
+// 1 % of a million stores; docs/BENCHMARKS.md §9). Runs recorded before it replay one
+// ScanDemand per kind with the old defaults (MaxStarts 256, StartBatch 16).
+const (
+	sweepDemandPagesChange  = "sweep-demand-pages"
+	sweepDemandPagesVersion = workflow.Version(1)
+)
+
+// pagedStartDefaults fills zero MaxStarts and StartBatch with the paged sweep's defaults.
+func pagedStartDefaults(in contract.MaintenanceSweepInput) contract.MaintenanceSweepInput {
+	if in.MaxStarts <= 0 {
+		in.MaxStarts = contract.DefaultSweepMaxStarts
+	}
+	if in.StartBatch <= 0 {
+		in.StartBatch = contract.DefaultSweepStartBatch
+	}
+	return in
+}
+
+// validPagedSweep checks the bounds that keep one paged sweep's payloads and history
+// bounded (contract.MaxSweepStarts, MaxStartBatch, MaxSweepEvents). Pure.
+func validPagedSweep(in contract.MaintenanceSweepInput) error {
+	switch {
+	case in.MaxStarts > contract.MaxSweepStarts:
+		return invalidInput(fmt.Errorf("sweep max_starts %d: at most %d", in.MaxStarts, contract.MaxSweepStarts))
+	case in.StartBatch > contract.MaxStartBatch:
+		return invalidInput(fmt.Errorf("sweep start_batch %d: at most %d (one StartWorkflows payload)", in.StartBatch, contract.MaxStartBatch))
+	}
+	if n := contract.SweepHistoryBound(len(target.Kinds), in.MaxStarts, in.StartBatch); n > contract.MaxSweepEvents {
+		return invalidInput(fmt.Errorf("sweep max_starts %d in batches of %d could add %d history events, at most %d: raise start_batch or lower max_starts",
+			in.MaxStarts, in.StartBatch, n, contract.MaxSweepEvents))
+	}
+	return nil
+}
+
+// kindPages is one kind's part of a paged sweep: the counters of its first page, the plans
+// and batches of every page, and why its listing stopped.
+type kindPages struct {
+	scanErr string
+	// first is the first page's counters (every page lists the whole index of the kind:
+	// StoresWithDebt and Records are the same on each, Qualified counts from its cursor).
+	first contract.ScanDemandResult
+	// omitted counts the qualified stores after the last page's candidates.
+	omitted int
+	plans   []sweepPlan
+	batches []*startBatches
+	pages   int
+}
+
+// pagedDemandSweep is the demand sweep in pages. Every kind runs in its own coroutine
+// (kinds stay concurrent, as their first pages are scheduled at once): it lists up to
+// min(remaining, MaxDemandCandidates) candidates after the previous page's last
+// (ScanDemand After, ages AsOf the sweep's start, so every page orders stores alike), plans
+// the page against what is left of MaxStarts across kinds, launches its start batches, and
+// lists the next page unless nothing is left, the page was short (every qualified store
+// listed), the page started nothing (no progress: its candidates all skipped), or the
+// kind listed contract.SweepPagesPerKind pages. The qualified stores not reached are
+// counted in SkippedOmitted and are first in line next sweep.
+//
+// A store whose debt changed between two pages is at worst started twice (the ID policy
+// attaches the second start) or left to the next sweep. Its activities run at
+// contract.SweepPriority, ahead of the tasks of the merges it starts.
+//
+// INVARIANT: the history this adds is at most contract.SweepHistoryBound(kinds, MaxStarts,
+// StartBatch) events, checked on input (validPagedSweep). A kind whose page fails after its
+// retries stops listing and fails the sweep with ErrTypeSweepListFailed, after every start
+// already planned (its earlier pages' and the other kinds') went out.
+func pagedDemandSweep(ctx workflow.Context, in contract.MaintenanceSweepInput, label roundLabel) (contract.MaintenanceSweepResult, error) {
+	in = pagedStartDefaults(in)
+	if err := validPagedSweep(in); err != nil {
+		return contract.MaintenanceSweepResult{}, err
+	}
+	res := contract.MaintenanceSweepResult{Started: []contract.SweepStart{}, Skipped: []contract.SweepSkip{}, Discovery: contract.DiscoveryDemand}
+	asOf := workflow.Now(ctx)
+	prio := contract.SweepPriority // ahead of the merges' tasks on the shared queue
+	st := &sweepStarts{in: in, label: label, sem: workflow.NewSemaphore(ctx, int64(in.Concurrency)), wg: workflow.NewWaitGroup(ctx), priority: &prio}
+	if in.StartSpacing > 0 {
+		st.pace = workflow.NewSemaphore(ctx, 1) // batches spaced out as in the scan path
+	}
+	kinds := make([]kindPages, len(target.Kinds))
+	remaining := in.MaxStarts
+	maxPages := contract.SweepPagesPerKind(in.MaxStarts)
+	listed := workflow.NewWaitGroup(ctx)
+	for i, k := range target.Kinds {
+		kp := &kinds[i]
+		listed.Add(1)
+		workflow.Go(ctx, func(ctx workflow.Context) {
+			defer listed.Done()
+			opts := label.options(demandScanOptions(), string(k))
+			opts.Priority = prio
+			scanCtx := workflow.WithActivityOptions(ctx, withQueue(opts, contract.TaskQueue))
+			var after *contract.DemandTarget
+			for {
+				want := min(max(remaining, 1), contract.MaxDemandCandidates)
+				var scan contract.ScanDemandResult
+				err := workflow.ExecuteActivity(scanCtx, contract.ScanDemandActivity, contract.ScanDemandParams{
+					Kind: string(k), MaxCandidates: want,
+					MergeMinGenerations: in.MergeMinGenerations, MaxPendingAge: in.MaxPendingAge,
+					After: after, AsOf: asOf,
+				}).Get(ctx, &scan)
+				if err != nil {
+					kp.scanErr = fmt.Sprintf("%s: %s", k, errorText(err))
+					return
+				}
+				kp.pages++
+				if kp.pages == 1 {
+					kp.first = scan
+				}
+				kp.omitted = max(0, scan.Qualified-len(scan.Targets))
+				plan := planDemandWithin(scan.Targets, in, remaining)
+				if kp.pages == 1 {
+					plan.below = max(0, scan.StoresWithDebt-scan.Qualified)
+				}
+				remaining -= len(plan.starts)
+				last := remaining <= 0 || len(scan.Targets) < want || len(plan.starts) == 0 || kp.pages >= maxPages
+				left := 0 // what this page's summary says is left for the next round
+				if last {
+					left = kp.omitted
+				}
+				kp.plans = append(kp.plans, plan)
+				kp.batches = append(kp.batches, st.launch(ctx, pageKind(string(k), kp.pages), plan, left))
+				if last {
+					return
+				}
+				after = &scan.Targets[len(scan.Targets)-1]
+			}
+		})
+	}
+	listed.Wait(ctx)
+	st.wg.Wait(ctx)
+
+	addSkip := func(s contract.SweepSkip) {
+		if len(res.Skipped) < maxSkippedListed {
+			res.Skipped = append(res.Skipped, s)
+		} else {
+			res.SkippedOmitted++
+		}
+	}
+	pages := 0
+	for _, k := range kinds {
+		if k.scanErr != "" {
+			res.ScanErrors = append(res.ScanErrors, k.scanErr)
+		}
+		pages += k.pages
+		res.StoresWithDebt += k.first.StoresWithDebt
+		res.DemandRecords += k.first.Records
+		res.Qualified += k.first.Qualified
+		res.SkippedOmitted += k.omitted // over threshold, beyond the pages listed: next sweep
+		for _, p := range k.plans {
+			res.Scanned += p.scanned
+			for _, s := range p.skipped {
+				addSkip(s)
+			}
+		}
+	}
+	for _, k := range kinds {
+		for _, b := range k.batches {
+			b.report(&res, addSkip)
+		}
+	}
+	workflow.GetLogger(ctx).Info("Sweep finished.", "discovery", res.Discovery, "stores_with_debt", res.StoresWithDebt,
+		"pages", pages, "started", res.StartedCount(), "skipped", len(res.Skipped)+res.SkippedOmitted, "scan_errors", len(res.ScanErrors))
+	if len(res.ScanErrors) > 0 {
+		return res, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("demand index listing failed for %d of %d kinds: %s", len(res.ScanErrors), len(target.Kinds), res.ScanErrors[0]),
+			contract.ErrTypeSweepListFailed, nil, res)
+	}
+	return res, nil
+}
+
+// pageKind names a kind's page in a window round's batch summaries: the kind for its first
+// page, "generic page 3" for the others. Pure.
+func pageKind(kind string, page int) string {
+	if page <= 1 {
+		return kind
+	}
+	return fmt.Sprintf("%s page %d", kind, page)
+}

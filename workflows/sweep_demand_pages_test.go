@@ -1,0 +1,451 @@
+package workflows
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/target"
+)
+
+// pagedIndex is a demand index for the paged sweep: per kind its qualified stores (most
+// indebted first) and its stores below every threshold. ScanDemand answers as the activity
+// does: the MaxCandidates most indebted after p.After, Qualified counted from the cursor.
+type pagedIndex struct {
+	mu     sync.Mutex
+	kinds  map[string][]contract.DemandTarget
+	below  map[string]int
+	failAt map[string]int // kind -> the page (1-based) whose every attempt fails
+	params map[string][]contract.ScanDemandParams
+}
+
+func newPagedIndex() *pagedIndex {
+	return &pagedIndex{kinds: map[string][]contract.DemandTarget{}, below: map[string]int{}, failAt: map[string]int{},
+		params: map[string][]contract.ScanDemandParams{}}
+}
+
+// fill gives kind n qualified stores, each more indebted than the next.
+func (x *pagedIndex) fill(kind string, n int) []contract.DemandTarget {
+	ts := make([]contract.DemandTarget, n)
+	for i := range ts {
+		p := 8 + n - i
+		ts[i] = contract.DemandTarget{Target: fmt.Sprintf("%s:s%06d", kind, i), Pending: p, MaxShardPending: p, PendingShards: 1}
+	}
+	x.kinds[kind] = ts
+	return ts
+}
+
+func (x *pagedIndex) scan(_ context.Context, p contract.ScanDemandParams) (contract.ScanDemandResult, error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.params[p.Kind] = append(x.params[p.Kind], p)
+	page := 1 // attempts of one page share its cursor: pages are told apart by cursor
+	if p.After != nil {
+		page = 1 + distinctCursors(x.params[p.Kind])
+	}
+	if f := x.failAt[p.Kind]; f > 0 && page == f {
+		return contract.ScanDemandResult{}, errors.New("list _demand/" + p.Kind + "/: connection reset")
+	}
+	all := x.kinds[p.Kind]
+	res := contract.ScanDemandResult{Kind: p.Kind, StoresWithDebt: len(all) + x.below[p.Kind], Records: 3 * (len(all) + x.below[p.Kind])}
+	for _, t := range all {
+		if p.After != nil && !contract.DemandBefore(*p.After, t) {
+			continue
+		}
+		res.Qualified++
+		if len(res.Targets) < p.MaxCandidates {
+			res.Targets = append(res.Targets, t)
+		}
+	}
+	return res, nil
+}
+
+func distinctCursors(ps []contract.ScanDemandParams) int {
+	seen := map[string]bool{}
+	for _, p := range ps {
+		if p.After != nil {
+			seen[p.After.Target] = true
+		}
+	}
+	return len(seen)
+}
+
+func (x *pagedIndex) paramsOf(kind string) []contract.ScanDemandParams {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return append([]contract.ScanDemandParams(nil), x.params[kind]...)
+}
+
+// sweepCounts counts what a sweep scheduled, for its history bound.
+type sweepCounts struct {
+	mu         sync.Mutex
+	activities map[string]int
+	timers     int
+}
+
+func countSweep(env *testsuite.TestWorkflowEnvironment) *sweepCounts {
+	c := &sweepCounts{activities: map[string]int{}}
+	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+		c.mu.Lock()
+		c.activities[info.ActivityType.Name]++
+		c.mu.Unlock()
+	})
+	env.SetOnTimerScheduledListener(func(string, time.Duration) {
+		c.mu.Lock()
+		c.timers++
+		c.mu.Unlock()
+	})
+	return c
+}
+
+// events is an upper bound of the history the counted sweep wrote: every activity 3 events
+// and the workflow task it wakes 3, every timer 2 and its workflow task 3, plus the start,
+// the first and last workflow tasks and the markers.
+func (c *sweepCounts) events() int {
+	n := 24
+	for _, a := range c.activities {
+		n += 6 * a
+	}
+	return n + 5*c.timers
+}
+
+func runPaged(t *testing.T, x *pagedIndex, in contract.MaintenanceSweepInput) (*testsuite.TestWorkflowEnvironment, *fakeStarter, *sweepCounts) {
+	t.Helper()
+	env := newEnv(t)
+	env.OnActivity(contract.ScanDemandActivity, anyCtx, anyArg).Return(x.scan)
+	starter := &fakeStarter{}
+	env.OnActivity(contract.StartWorkflowsActivity, anyCtx, anyArg).Return(starter.start)
+	env.OnActivity(contract.RecordMaintenanceActivity, anyCtx, anyArg).Return(nil).Maybe()
+	counts := countSweep(env)
+	env.ExecuteWorkflow(MaintenanceSweep, in)
+	require.True(t, env.IsWorkflowCompleted())
+	return env, starter, counts
+}
+
+func targetsOf(reqs []contract.StartRequest, kind string) []string {
+	var out []string
+	for _, r := range reqs {
+		if strings.HasPrefix(r.Target, kind+":") {
+			out = append(out, r.Target)
+		}
+	}
+	return out
+}
+
+func namesOf(ts []contract.DemandTarget) []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = t.Target
+	}
+	return out
+}
+
+// One kind with 2,500 stores over threshold and MaxStarts 2,200: three pages (1,000, 1,000,
+// 200), each after the previous page's last candidate and with the sweep's one AsOf, the
+// 2,200 most indebted started in debt order, the other 300 counted for the next sweep; the
+// result lists 500 starts and counts the rest.
+func TestPagedSweepFollowsDebtOrderAcrossPages(t *testing.T) {
+	x := newPagedIndex()
+	all := x.fill("generic", 2500)
+	x.below["generic"] = 7
+	env, starter, _ := runPaged(t, x, contract.MaintenanceSweepInput{MaxStarts: 2200})
+	require.NoError(t, env.GetWorkflowError())
+	var res contract.MaintenanceSweepResult
+	require.NoError(t, env.GetWorkflowResult(&res))
+
+	ps := x.paramsOf("generic")
+	require.Len(t, ps, 3)
+	require.Nil(t, ps[0].After)
+	require.Equal(t, []int{1000, 1000, 200}, []int{ps[0].MaxCandidates, ps[1].MaxCandidates, ps[2].MaxCandidates})
+	require.Equal(t, all[999], *ps[1].After)
+	require.Equal(t, all[1999], *ps[2].After)
+	require.False(t, ps[0].AsOf.IsZero())
+	require.Equal(t, ps[0].AsOf, ps[1].AsOf)
+	require.Equal(t, ps[0].AsOf, ps[2].AsOf)
+
+	require.Equal(t, namesOf(all[:2200]), targetsOf(starter.requests, "generic"), "in debt order across pages")
+	require.Equal(t, 2200, res.StartedCount())
+	require.Len(t, res.Started, contract.MaxSweepListed)
+	require.Equal(t, 2200-contract.MaxSweepListed, res.StartedOmitted)
+	for i, s := range res.Started {
+		require.Equal(t, all[i].Target, s.Target, "the listed starts are the most indebted")
+	}
+	require.Equal(t, 300, res.SkippedOmitted, "qualified stores past the last page wait for the next sweep")
+	require.Equal(t, 2507, res.StoresWithDebt, "counted once, not per page")
+	require.Equal(t, 2500, res.Qualified)
+	require.Equal(t, 2200, res.Scanned)
+	require.LessOrEqual(t, starter.batches, (2200+contract.DefaultSweepStartBatch-1)/contract.DefaultSweepStartBatch+3)
+}
+
+// MaxStarts is shared by the kinds as their pages return: generic's 1,500 and rollout's 800
+// under MaxStarts 2,000 start 2,000 in all, each kind a prefix of its debt order, none twice;
+// rollout's short first page ends its listing.
+func TestPagedSweepMaxStartsAcrossPagesAndKinds(t *testing.T) {
+	x := newPagedIndex()
+	gen := x.fill("generic", 1500)
+	roll := x.fill("rollout", 800)
+	env, starter, _ := runPaged(t, x, contract.MaintenanceSweepInput{MaxStarts: 2000})
+	require.NoError(t, env.GetWorkflowError())
+	var res contract.MaintenanceSweepResult
+	require.NoError(t, env.GetWorkflowResult(&res))
+
+	require.Len(t, starter.requests, 2000)
+	seen := map[string]bool{}
+	for _, r := range starter.requests {
+		require.False(t, seen[r.Target], "started twice: %s", r.Target)
+		seen[r.Target] = true
+	}
+	g, r := targetsOf(starter.requests, "generic"), targetsOf(starter.requests, "rollout")
+	require.Equal(t, namesOf(gen[:len(g)]), g, "generic in debt order")
+	require.Equal(t, namesOf(roll[:len(r)]), r, "rollout in debt order")
+	require.Len(t, x.paramsOf("rollout"), 1, "a short page ends the kind's listing")
+	require.Len(t, x.paramsOf("datagen"), 1)
+	asked := 0
+	for _, p := range x.paramsOf("generic")[1:] {
+		asked += p.MaxCandidates
+	}
+	require.LessOrEqual(t, asked, 2000-1000, "later pages ask only for what is left")
+	require.Equal(t, 2000, res.StartedCount())
+	require.Equal(t, 300, res.SkippedOmitted+countReason(res.Skipped, "max starts"))
+}
+
+func countReason(skips []contract.SweepSkip, sub string) int {
+	n := 0
+	for _, s := range skips {
+		if strings.Contains(s.Reason, sub) {
+			n++
+		}
+	}
+	return n
+}
+
+// A page shorter than asked for ends the kind's listing: 999 stores are one page, 1,000 two
+// (the second empty), and nothing is omitted.
+func TestPagedSweepShortPageStops(t *testing.T) {
+	for _, n := range []int{999, 1000} {
+		x := newPagedIndex()
+		x.fill("generic", n)
+		env, starter, _ := runPaged(t, x, contract.MaintenanceSweepInput{})
+		require.NoError(t, env.GetWorkflowError())
+		var res contract.MaintenanceSweepResult
+		require.NoError(t, env.GetWorkflowResult(&res))
+		want := 1
+		if n == 1000 {
+			want = 2
+		}
+		require.Len(t, x.paramsOf("generic"), want, "%d stores", n)
+		require.Len(t, starter.requests, n)
+		require.Zero(t, res.SkippedOmitted)
+	}
+}
+
+// A page that starts nothing ends the listing too (its candidates are compaction markers
+// and compaction is off): the listing is bounded by progress, not by the index.
+func TestPagedSweepStopsWithoutProgress(t *testing.T) {
+	x := newPagedIndex()
+	ts := make([]contract.DemandTarget, 3000)
+	for i := range ts {
+		ts[i] = contract.DemandTarget{Target: fmt.Sprintf("generic:c%06d", i), Compact: true}
+	}
+	x.kinds["generic"] = ts
+	env, starter, _ := runPaged(t, x, contract.MaintenanceSweepInput{CompactMinRuns: -1})
+	require.NoError(t, env.GetWorkflowError())
+	require.Len(t, x.paramsOf("generic"), 1)
+	require.Empty(t, starter.requests)
+}
+
+// A kind whose second page keeps failing fails the sweep with a non-retryable
+// SweepListFailed naming it, after its first page's starts and the other kinds' went out.
+func TestPagedSweepFailingPageFailsLoudly(t *testing.T) {
+	x := newPagedIndex()
+	gen := x.fill("generic", 1500)
+	roll := x.fill("rollout", 20)
+	x.failAt["generic"] = 2
+	env, starter, _ := runPaged(t, x, contract.MaintenanceSweepInput{})
+	var appErr *temporal.ApplicationError
+	require.ErrorAs(t, env.GetWorkflowError(), &appErr)
+	require.Equal(t, contract.ErrTypeSweepListFailed, appErr.Type())
+	require.True(t, appErr.NonRetryable())
+	require.Contains(t, appErr.Error(), "generic")
+	require.Len(t, x.paramsOf("generic"), 1+5, "the first page, then the second page's 5 attempts")
+	require.Equal(t, namesOf(gen[:1000]), targetsOf(starter.requests, "generic"), "the first page's starts went out")
+	require.Equal(t, namesOf(roll), targetsOf(starter.requests, "rollout"), "the other kinds were served")
+	var res contract.MaintenanceSweepResult
+	require.NoError(t, appErr.Details(&res))
+	require.Equal(t, 1020, res.StartedCount())
+	require.Len(t, res.ScanErrors, 1)
+}
+
+// The history a sweep adds is bounded by contract.SweepHistoryBound: 10,000 starts of the
+// default knobs over three kinds (10 pages, 40 batches) stay far under it, the bound itself
+// is at most MaxSweepEvents, and an input whose bound would pass it is refused.
+func TestPagedSweepHistoryBounded(t *testing.T) {
+	x := newPagedIndex()
+	x.fill("generic", 9000)
+	x.fill("rollout", 1500)
+	x.fill("datagen", 300)
+	env, starter, counts := runPaged(t, x, contract.MaintenanceSweepInput{})
+	require.NoError(t, env.GetWorkflowError())
+	require.Len(t, starter.requests, contract.DefaultSweepMaxStarts)
+
+	bound := contract.SweepHistoryBound(len(target.Kinds), contract.DefaultSweepMaxStarts, contract.DefaultSweepStartBatch)
+	require.LessOrEqual(t, bound, contract.MaxSweepEvents)
+	pages := counts.activities[contract.ScanDemandActivity]
+	require.LessOrEqual(t, pages, 10+len(target.Kinds), "pages: what MaxStarts needs plus one short page per kind")
+	require.LessOrEqual(t, counts.activities[contract.StartWorkflowsActivity], contract.DefaultSweepMaxStarts/contract.DefaultSweepStartBatch+pages)
+	t.Logf("10,000 starts: %d pages, %d batches, %d timers: at most %d events (bound %d)",
+		pages, counts.activities[contract.StartWorkflowsActivity], counts.timers, counts.events(), bound)
+	require.LessOrEqual(t, counts.events(), bound)
+
+	for _, in := range []contract.MaintenanceSweepInput{
+		{MaxStarts: contract.MaxSweepStarts + 1},
+		{StartBatch: contract.MaxStartBatch + 1},
+		{MaxStarts: 10_000, StartBatch: 16}, // 625 batches
+	} {
+		env := newEnv(t)
+		env.ExecuteWorkflow(MaintenanceSweep, in)
+		typ, _ := appErrType(env.GetWorkflowError())
+		require.Equal(t, contract.ErrTypeInvalidInput, typ, "%+v", in)
+	}
+}
+
+// The result stays under the payload limit at the most one sweep may start, with the
+// longest store names: 256 starts and 256 skips listed, the rest counted.
+func TestSweepResultPayloadBounded(t *testing.T) {
+	long := strings.Repeat("n", 120)
+	x := newPagedIndex()
+	ts := make([]contract.DemandTarget, 12_000)
+	for i := range ts {
+		p := 8 + len(ts) - i
+		ts[i] = contract.DemandTarget{Target: fmt.Sprintf("generic:%s%07d", long, i), Pending: p, MaxShardPending: p, PendingShards: 2,
+			OldestPendingAge: 90 * time.Minute}
+	}
+	x.kinds["generic"] = ts
+	marked := make([]contract.DemandTarget, 600) // compaction markers, compaction off: listed as skips
+	for i := range marked {
+		marked[i] = contract.DemandTarget{Target: fmt.Sprintf("datagen:%s%07d", long, i), Compact: true}
+	}
+	x.kinds["datagen"] = marked
+	env, _, _ := runPaged(t, x, contract.MaintenanceSweepInput{MaxStarts: 10_500, StartBatch: 512, CompactMinRuns: -1})
+	require.NoError(t, env.GetWorkflowError())
+	var res contract.MaintenanceSweepResult
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.Equal(t, 10_500, res.StartedCount())
+	raw, err := json.Marshal(res)
+	require.NoError(t, err)
+	t.Logf("result of 10,500 starts with 128-byte names: %d bytes (%d listed, %d skips listed)", len(raw), len(res.Started), len(res.Skipped))
+	require.Len(t, res.Skipped, contract.MaxSweepListed)
+	require.LessOrEqual(t, len(raw), contract.MaxPayloadBytes)
+}
+
+// One StartWorkflows batch stays under the payload limit both ways at MaxStartBatch with
+// the longest store names, and the default batch of 256 well under it.
+func TestStartBatchPayloadBounded(t *testing.T) {
+	long := strings.Repeat("n", 127)
+	for _, n := range []int{contract.DefaultSweepStartBatch, contract.MaxStartBatch} {
+		var in contract.StartWorkflowsParams
+		var out contract.StartWorkflowsResult
+		for i := range n {
+			tgt := fmt.Sprintf("generic:%s", long[:127-7]) + fmt.Sprintf("%07d", i)
+			in.Starts = append(in.Starts, roundLabel{window: "sweep-window-2026-12-01T16:00:00Z", round: 60}.request(contract.StartRequest{
+				Workflow: contract.MergeWalWorkflow, Target: tgt, Trigger: contract.TriggerSweepCount, ParallelPrepare: true,
+				Reason: "10000 pending >= 8, oldest pending 1h30m0s"}))
+			out.Outcomes = append(out.Outcomes, contract.StartOutcome{Workflow: contract.MergeWalWorkflow, Target: tgt,
+				WorkflowID: "merge-wal/generic/" + tgt[len("generic:"):], RunID: "0195e5d2-7b1c-7e3a-9f00-3c5d2a1b4e6f"})
+		}
+		rawIn, err := json.Marshal(in)
+		require.NoError(t, err)
+		rawOut, err := json.Marshal(out)
+		require.NoError(t, err)
+		t.Logf("%d starts with 128-byte names: %d bytes in, %d bytes out", n, len(rawIn), len(rawOut))
+		require.LessOrEqual(t, len(rawIn), contract.MaxPayloadBytes)
+		require.LessOrEqual(t, len(rawOut), contract.MaxPayloadBytes)
+	}
+}
+
+// A run recorded before sweep-demand-pages replays the single ScanDemand per kind, with the
+// defaults of then (MaxStarts 256, batches of 16).
+func TestDemandSweepBeforePagesListsOnce(t *testing.T) {
+	x := newPagedIndex()
+	all := x.fill("generic", 1500)
+	env := newEnv(t)
+	env.OnGetVersion(sweepDemandPagesChange, workflow.DefaultVersion, sweepDemandPagesVersion).Return(workflow.DefaultVersion)
+	env.OnActivity(contract.ScanDemandActivity, anyCtx, anyArg).Return(x.scan)
+	starter := &fakeStarter{}
+	env.OnActivity(contract.StartWorkflowsActivity, anyCtx, anyArg).Return(starter.start)
+	env.OnActivity(contract.RecordMaintenanceActivity, anyCtx, anyArg).Return(nil)
+	env.ExecuteWorkflow(MaintenanceSweep, contract.MaintenanceSweepInput{})
+	require.NoError(t, env.GetWorkflowError())
+	ps := x.paramsOf("generic")
+	require.Len(t, ps, 1)
+	require.Equal(t, legacyMaxStarts, ps[0].MaxCandidates)
+	require.True(t, ps[0].AsOf.IsZero())
+	require.Equal(t, namesOf(all[:legacyMaxStarts]), targetsOf(starter.requests, "generic"))
+	require.Equal(t, legacyMaxStarts/legacyStartBatch, starter.batches)
+	var res contract.MaintenanceSweepResult
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.Equal(t, 1500-legacyMaxStarts, res.SkippedOmitted)
+}
+
+// The fake index's order is DemandBefore's, as the activity's.
+func TestPagedIndexOrder(t *testing.T) {
+	x := newPagedIndex()
+	ts := x.fill("generic", 50)
+	require.True(t, sort.SliceIsSorted(ts, func(i, j int) bool { return contract.DemandBefore(ts[i], ts[j]) }))
+}
+
+// A window round that pages counts every start, listed or not: the round's Started, the
+// window's totals and the round's words; an input past the
+// bounds fails the window at once instead of failing every round for an hour.
+func TestSweepWindowRoundCountsOmittedStarts(t *testing.T) {
+	x := newPagedIndex()
+	x.fill("generic", 1500)
+	env := newRoundEnv(t)
+	env.OnActivity(contract.ScanDemandActivity, anyCtx, anyArg).Return(x.scan)
+	starter := &fakeStarter{}
+	env.OnActivity(contract.StartWorkflowsActivity, anyCtx, anyArg).Return(starter.start)
+	env.OnActivity(contract.RecordMaintenanceActivity, anyCtx, anyArg).Return(nil).Maybe()
+	env.ExecuteWorkflow(SweepWindow, contract.SweepWindowInput{Interval: time.Minute, Window: 30 * time.Second})
+	require.NoError(t, env.GetWorkflowError())
+	var res contract.SweepWindowResult
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.Len(t, starter.requests, 1500)
+	require.Equal(t, 1500, res.Totals.Started)
+	require.Len(t, res.Recent, 1)
+	require.Equal(t, 1500, res.Recent[0].Started)
+	require.Len(t, res.Recent[0].Starts, contract.MaxSweepRoundStarts)
+	require.Equal(t, fmt.Sprintf("round 1: started 1500 (first %d: %d sweep-count; %d more)", contract.MaxSweepListed, contract.MaxSweepListed, 1500-contract.MaxSweepListed),
+		res.Recent[0].Summary)
+	require.Len(t, x.paramsOf("generic"), 2)
+
+	env = newRoundEnv(t)
+	env.ExecuteWorkflow(SweepWindow, contract.SweepWindowInput{Sweep: contract.MaintenanceSweepInput{StartBatch: contract.MaxStartBatch + 1},
+		Interval: time.Minute, Window: time.Hour})
+	typ, _ := appErrType(env.GetWorkflowError())
+	require.Equal(t, contract.ErrTypeInvalidInput, typ)
+}
+
+// A page's batches say the page in a window round; only the last page says what is left
+// for the next round.
+func TestPageBatchSummaries(t *testing.T) {
+	require.Equal(t, "generic", pageKind("generic", 1))
+	require.Equal(t, "generic page 3", pageKind("generic", 3))
+	l := roundLabel{window: "w", round: 2}
+	starts := []plannedStart{{req: contract.StartRequest{Trigger: contract.TriggerSweepCount}}}
+	require.Equal(t, "round 2 generic page 2: start 1 (1 sweep-count); skipped 7: 7 left for the next round",
+		l.batchSummary(pageKind("generic", 2), sweepPlan{starts: starts}, 7, 0, 1, starts))
+}

@@ -298,7 +298,13 @@ func TestComposeWorkersUseRealConfig(t *testing.T) {
 				t.Errorf("service %s sets %s, which the worker does not read (worker.Knobs)", name, env)
 			}
 		}
-		if len(svc.Profiles) == 0 && name != "schedule" {
+		// One-shots run to completion and are waited for with service_completed_successfully:
+		// no healthcheck, and a restart policy that gives up (on-failure), not "always".
+		oneShot := name == "schedule" || name == "temporal-schema" || name == "temporal-namespace"
+		if oneShot && !strings.HasPrefix(svc.Restart, "on-failure") {
+			t.Errorf("one-shot service %s has restart %q, want on-failure", name, svc.Restart)
+		}
+		if len(svc.Profiles) == 0 && !oneShot {
 			if svc.Restart == "" || svc.Restart == "no" {
 				t.Errorf("service %s has no restart policy", name)
 			}
@@ -325,11 +331,19 @@ func TestComposeWorkersUseRealConfig(t *testing.T) {
 			if l := svc.Environment["WALKEEPER_LISTEN"]; strings.HasPrefix(l, "127.") || strings.HasPrefix(l, "localhost") {
 				t.Errorf("worker %s listens on %s: unreachable from other containers", name, l)
 			}
-			if svc.DependsOn["temporal"].Condition != "service_healthy" || svc.DependsOn["s3"].Condition != "service_healthy" {
-				t.Errorf("worker %s must wait for healthy temporal and s3", name)
+			// temporal-namespace completes only once the server is up and serves the namespace.
+			if svc.DependsOn["temporal-namespace"].Condition != "service_completed_successfully" || svc.DependsOn["s3"].Condition != "service_healthy" {
+				t.Errorf("worker %s must wait for the namespace step and a healthy s3", name)
 			}
 			storage = svc.Environment["WALKEEPER_STORAGE"]
 		}
+	}
+	// The set-up chain: schema before the server, the namespace once the server is healthy.
+	if c.Services["temporal"].DependsOn["temporal-schema"].Condition != "service_completed_successfully" {
+		t.Errorf("temporal must wait for temporal-schema to complete")
+	}
+	if c.Services["temporal-namespace"].DependsOn["temporal"].Condition != "service_healthy" {
+		t.Errorf("temporal-namespace must wait for a healthy temporal")
 	}
 	if len(instances) < 3 {
 		t.Errorf("%d workers, want at least 3", len(instances))

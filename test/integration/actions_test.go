@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"encoding/json"
 	"testing"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -27,8 +28,21 @@ type historyCost struct {
 	// Outcomes counts the upserts that record a finished merge (WalReclaimed).
 	Outcomes int
 	// Listings counts ListPendingShards activity tasks; LocalActivities local-activity
-	// markers (MergeWal's listings since merge-wal-local-list).
-	Listings, LocalActivities int
+	// markers (MergeWal's listings since merge-wal-local-list), LocalAttempts the attempts
+	// those markers record (a local activity retries inside the worker, one marker in all).
+	Listings, LocalActivities, LocalAttempts int
+}
+
+// localActivityAttempts reads the attempt count a LocalActivity marker records (the SDK's
+// marker data: {"ActivityType":...,"Attempt":n,...}); 1 if it cannot be read.
+func localActivityAttempts(ev *historypb.HistoryEvent) int {
+	for _, p := range ev.GetMarkerRecordedEventAttributes().GetDetails()["data"].GetPayloads() {
+		var d struct{ Attempt int }
+		if json.Unmarshal(p.GetData(), &d) == nil && d.Attempt > 0 {
+			return d.Attempt
+		}
+	}
+	return 1
 }
 
 func costOf(events []*historypb.HistoryEvent) historyCost {
@@ -69,6 +83,7 @@ func costOf(events []*historypb.HistoryEvent) historyCost {
 			case "LocalActivity":
 				c.Actions++
 				c.LocalActivities++
+				c.LocalAttempts += localActivityAttempts(ev)
 			default:
 				c.Actions++
 			}

@@ -267,9 +267,11 @@ func TestMergeWalForMissingStoreFailsOnce(t *testing.T) {
 		t.Fatalf("failure %q (type %q, non-retryable %v, cause %v), want %q", f.GetMessage(),
 			f.GetApplicationFailureInfo().GetType(), f.GetApplicationFailureInfo().GetNonRetryable(), f.GetCause(), line)
 	}
+	// The listing is a local activity (merge-wal-local-list): one marker, one attempt.
 	c := e.historyCost(run.GetID(), run.GetRunID())
-	if c.Activities != 1 {
-		t.Errorf("%d activity attempts, want the one listing, not retried", c.Activities)
+	if c.Activities != 0 || c.LocalActivities != 1 || c.LocalAttempts != 1 {
+		t.Errorf("%d activity attempts, %d local-activity markers of %d attempts; want the one listing, not retried",
+			c.Activities, c.LocalActivities, c.LocalAttempts)
 	}
 }
 

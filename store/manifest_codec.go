@@ -277,8 +277,17 @@ func (p *manifestParser) object(field func(key []byte) bool) bool {
 	}
 }
 
+// document reads a whole manifest: one object, then nothing but white space.
+func (p *manifestParser) document(field func(key []byte) bool) bool {
+	if !p.object(field) {
+		return false
+	}
+	p.ws()
+	return p.i == len(p.b)
+}
+
 func (p *manifestParser) shardManifest(m *shardManifest) bool {
-	ok := p.object(func(key []byte) bool {
+	return p.document(func(key []byte) bool {
 		switch string(key) {
 		case "shard":
 			return p.string(&m.Shard)
@@ -299,30 +308,31 @@ func (p *manifestParser) shardManifest(m *shardManifest) bool {
 		}
 		return false // quarantined, or a field this release does not know
 	})
-	if !ok {
-		return false
-	}
-	p.ws()
-	return p.i == len(p.b)
 }
 
 // flushed reads the generation list. Like encoding/json it reuses no element of an earlier
 // value of the same key: a repeated "flushed" replaces the list.
 func (p *manifestParser) flushed(dst *[]genMeta) bool {
+	return parseObjects(p, dst, 64, p.genMeta)
+}
+
+// parseObjects reads a JSON array of objects, each read by elem, into a new slice that
+// replaces *dst (as encoding/json does for a repeated key). capHint sizes the slice.
+func parseObjects[T any](p *manifestParser, dst *[]T, capHint int, elem func(*T) bool) bool {
 	if !p.tok('[') {
 		return false
 	}
-	out := make([]genMeta, 0, 64)
+	out := make([]T, 0, capHint)
 	if !p.tok(']') {
 		for {
 			if !p.peek('{') {
 				return false
 			}
-			var g genMeta
-			if !p.genMeta(&g) {
+			var v T
+			if !elem(&v) {
 				return false
 			}
-			out = append(out, g)
+			out = append(out, v)
 			if p.tok(',') {
 				continue
 			}
@@ -472,7 +482,7 @@ func unmarshalBaseManifest(raw []byte, m *baseManifest) error {
 }
 
 func (p *manifestParser) baseManifest(m *baseManifest) bool {
-	ok := p.object(func(key []byte) bool {
+	return p.document(func(key []byte) bool {
 		switch string(key) {
 		case "version":
 			return p.uint(&m.Version)
@@ -487,40 +497,11 @@ func (p *manifestParser) baseManifest(m *baseManifest) bool {
 		}
 		return false // quarantined, or a field this release does not know
 	})
-	if !ok {
-		return false
-	}
-	p.ws()
-	return p.i == len(p.b)
 }
 
 // runs reads the run list; a repeated "runs" replaces it, as with encoding/json.
 func (p *manifestParser) runs(dst *[]runMeta) bool {
-	if !p.tok('[') {
-		return false
-	}
-	out := make([]runMeta, 0, 16)
-	if !p.tok(']') {
-		for {
-			if !p.peek('{') {
-				return false
-			}
-			var r runMeta
-			if !p.runMeta(&r) {
-				return false
-			}
-			out = append(out, r)
-			if p.tok(',') {
-				continue
-			}
-			if !p.tok(']') {
-				return false
-			}
-			break
-		}
-	}
-	*dst = out
-	return true
+	return parseObjects(p, dst, 16, p.runMeta)
 }
 
 // watermarks reads the shard → watermark object. Like encoding/json it adds to a map an

@@ -195,13 +195,7 @@ func scanSweep(ctx workflow.Context, in contract.MaintenanceSweepInput, perKind 
 	st.wg.Wait(ctx)
 
 	// Report, kind by kind in kind order (most indebted first within a kind).
-	addSkip := func(s contract.SweepSkip) {
-		if len(res.Skipped) < maxSkippedListed {
-			res.Skipped = append(res.Skipped, s)
-		} else {
-			res.SkippedOmitted++
-		}
-	}
+	addSkip := listSkip(&res)
 	for _, k := range kinds {
 		res.Scanned += k.plan.scanned
 		for _, s := range k.plan.skipped {
@@ -500,4 +494,17 @@ func MergeWalTick(ctx workflow.Context, in contract.MergeWalTickInput) (contract
 	}
 	res.WorkflowID, res.RunID = o.WorkflowID, o.RunID
 	return res, nil
+}
+
+// listSkip returns the function that records a skipped store in res: listed while fewer than
+// maxSkippedListed are, counted in SkippedOmitted after that, so the result stays bounded
+// however many stores a sweep skips.
+func listSkip(res *contract.MaintenanceSweepResult) func(contract.SweepSkip) {
+	return func(s contract.SweepSkip) {
+		if len(res.Skipped) < maxSkippedListed {
+			res.Skipped = append(res.Skipped, s)
+		} else {
+			res.SkippedOmitted++
+		}
+	}
 }

@@ -108,13 +108,7 @@ func singleDemandSweep(ctx workflow.Context, in contract.MaintenanceSweepInput, 
 	}
 	st.wg.Wait(ctx)
 
-	addSkip := func(s contract.SweepSkip) {
-		if len(res.Skipped) < maxSkippedListed {
-			res.Skipped = append(res.Skipped, s)
-		} else {
-			res.SkippedOmitted++
-		}
-	}
+	addSkip := listSkip(&res)
 	for _, k := range kinds {
 		if k.scanErr != "" {
 			res.ScanErrors = append(res.ScanErrors, k.scanErr)

@@ -143,13 +143,7 @@ func pagedDemandSweep(ctx workflow.Context, in contract.MaintenanceSweepInput, l
 	listed.Wait(ctx)
 	st.wg.Wait(ctx)
 
-	addSkip := func(s contract.SweepSkip) {
-		if len(res.Skipped) < maxSkippedListed {
-			res.Skipped = append(res.Skipped, s)
-		} else {
-			res.SkippedOmitted++
-		}
-	}
+	addSkip := listSkip(&res)
 	pages := 0
 	for _, k := range kinds {
 		if k.scanErr != "" {

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"fmt"
+	historypb "go.temporal.io/api/history/v1"
 	"slices"
 	"strings"
 	"testing"
@@ -128,42 +129,43 @@ func TestSweepWindowLeavesNoWorkflowPerIdleRound(t *testing.T) {
 }
 
 // countEvents counts the events of type typ in workflow id's current run.
-// countUpserts counts the search-attribute upserts in id's history that set anything but
-// the attributes named in except.
-func (e *env) countUpserts(id string, except ...string) int {
+// eachEvent calls f with every event of id's latest run, in order.
+func (e *env) eachEvent(id string, f func(*historypb.HistoryEvent)) {
 	e.t.Helper()
 	it := e.c.GetWorkflowHistory(e.ctx(waitShort), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	n := 0
 	for it.HasNext() {
 		ev, err := it.Next()
 		if err != nil {
 			e.t.Fatalf("history of %s: %v", id, err)
 		}
+		f(ev)
+	}
+}
+
+// countUpserts counts the search-attribute upserts in id's history that set anything but
+// the attributes named in except.
+func (e *env) countUpserts(id string, except ...string) int {
+	n := 0
+	e.eachEvent(id, func(ev *historypb.HistoryEvent) {
 		if ev.GetEventType() != enumspb.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES {
-			continue
+			return
 		}
 		for name := range ev.GetUpsertWorkflowSearchAttributesEventAttributes().GetSearchAttributes().GetIndexedFields() {
 			if !slices.Contains(except, name) {
 				n++
-				break
+				return
 			}
 		}
-	}
+	})
 	return n
 }
 
 func (e *env) countEvents(id string, typ enumspb.EventType) int {
-	e.t.Helper()
-	it := e.c.GetWorkflowHistory(e.ctx(waitShort), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	n := 0
-	for it.HasNext() {
-		ev, err := it.Next()
-		if err != nil {
-			e.t.Fatalf("history of %s: %v", id, err)
-		}
+	e.eachEvent(id, func(ev *historypb.HistoryEvent) {
 		if ev.GetEventType() == typ {
 			n++
 		}
-	}
+	})
 	return n
 }

@@ -417,3 +417,26 @@ func TestFleetReport(t *testing.T) {
 		}
 	}
 }
+
+// TestFleetWorkerQuick runs one real worker process over 1,000 and 10,000 registered stores on
+// file:// with the same 20 in debt: the sweep starts every one, the reconcile reads every
+// registered store, and the worker's peak RSS does not follow the fleet (10× the stores; a
+// worker that kept every store it saw would hold ~100 MiB more). Loose: 1.5, not the issue's
+// 1.3 that the documented run checks.
+func TestFleetWorkerQuick(t *testing.T) {
+	testtemporal.SkipShort(t)
+	res := runQuick(t, "fleet-worker", func(o *Options) { o.FleetSizes = []int{1000, 10000} })
+	for _, n := range []int{1000, 10000} {
+		if got, debt := value(t, res, fmt.Sprintf("started_%d", n)), value(t, res, fmt.Sprintf("debt_%d", n)); got != debt || debt != fleetWorkerQuickDebt {
+			t.Errorf("%d stores: %v of %v MergeWal runs in debt ran (planted %d)", n, got, debt, fleetWorkerQuickDebt)
+		}
+		if got := value(t, res, fmt.Sprintf("reconcile_stores_%d", n)); got != float64(n) {
+			t.Errorf("%d stores: the reconcile read %v registered stores", n, got)
+		}
+	}
+	for _, k := range []string{"sweep_peak_ratio", "reconcile_peak_ratio"} {
+		if got := value(t, res, k); got > 1.5 || got <= 0 {
+			t.Errorf("%s = %.2f, want in (0, 1.5]", k, got)
+		}
+	}
+}

@@ -407,7 +407,7 @@ func registerFleet(ctx context.Context, b *store.Bucket, prefix string, n int) e
 		return fmt.Errorf("template store's objects name it %d and %d times, want once each", bytes.Count(reg, quoted), bytes.Count(meta, quoted))
 	}
 	var g errgroup.Group
-	g.SetLimit(4)
+	g.SetLimit(16) // file:// (fleet-worker) waits on the file system, not the CPU
 	const chunk = 10_000
 	for lo := 0; lo < n; lo += chunk {
 		g.Go(func() error {

@@ -1,0 +1,483 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/worker"
+)
+
+// The fleet-worker scenario measures what the fleet scenario can only bound: the peak RSS of
+// one real worker process during a sweep and during a reconcile, against the number of
+// registered stores at the same debt (issue 11: "a worker's peak RSS during a sweep is flat
+// in fleet size, ratio ≤ 1.3 from 10k to 1M").
+//
+// The fleet scenario's workers share the bench process with a mem:// fleet (2 GiB at 1M), so
+// its RSS is the fleet's and the GC's. Here the fleet is on file:// (nosync), written straight
+// to disk by the bench, and the worker is a child process wired exactly as `walkeeper worker`
+// wires one (worker.New + Start on a dialled client): its RSS holds no store it does not open.
+// The bench reads the child's VmRSS before each phase and its VmHWM after, resetting the
+// peak through /proc/<pid>/clear_refs in between.
+
+// FleetWorkerChildEnv carries the child's parameters (JSON).
+const FleetWorkerChildEnv = "WALKEEPER_BENCH_FLEET_WORKER"
+
+// fleetWorkerDebt is the stores in debt at every fleet size (the same debt), half old and
+// small, half hot, as in the fleet scenario; quick runs plant fleetWorkerQuickDebt (one
+// worker merges 100 stores in ~35 s).
+const (
+	fleetWorkerDebt      = 100
+	fleetWorkerQuickDebt = 20
+)
+
+type fleetWorkerChildParams struct {
+	URL      string `json:"url"`
+	Temporal string `json:"temporal"`
+	Instance string `json:"instance"`
+}
+
+// fleetWorkerSample is one fleet size's measurement.
+type fleetWorkerSample struct {
+	Stores, Debt                      int
+	Register, Plant                   time.Duration
+	SweepDur                          time.Duration
+	SweepFailed                       string
+	Started                           int
+	SweepRSSStart, SweepRSSPeak       int64
+	ReconcileDur                      time.Duration
+	ReconcileDone                     bool
+	ReconcilePages, ReconcileStores   int
+	ReconcileRSSStart, ReconcileRSSPk int64
+}
+
+func (s fleetWorkerSample) sweepGrowth() int64 { return max(s.SweepRSSPeak-s.SweepRSSStart, 0) }
+func (s fleetWorkerSample) reconcileGrowth() int64 {
+	return max(s.ReconcileRSSPk-s.ReconcileRSSStart, 0)
+}
+
+// RunFleetWorker is the fleet-worker scenario.
+func RunFleetWorker(ctx context.Context, o Options) (*Result, error) {
+	if o.Child {
+		return nil, fleetWorkerChild(ctx, o)
+	}
+	if o.Reexec == nil {
+		return nil, errors.New("fleet-worker: needs a child process (run it through walkeeper-bench)")
+	}
+	res := newResult("fleet-worker", o)
+	sizes := o.FleetSizes
+	if len(sizes) == 0 {
+		sizes = []int{10_000, 1_000_000}
+		if o.Quick {
+			sizes = []int{2_000, 20_000}
+		}
+	}
+	for _, n := range sizes {
+		if n < fleetWorkerDebt || n > 10_000_000 {
+			return nil, fmt.Errorf("fleet-worker: size %d out of range [%d, 10000000]", n, fleetWorkerDebt)
+		}
+	}
+	// The reconcile pages through the whole registry; at 1M stores on file:// that is longer
+	// than a bench should wait, so it is measured over its first budget.
+	reconcileBudget := 3 * time.Minute
+	sweepBudget := 5 * time.Minute
+	debt := fleetWorkerDebt
+	if o.Quick {
+		reconcileBudget, sweepBudget, debt = 30*time.Second, time.Minute, fleetWorkerQuickDebt
+	}
+	res.param("sizes", fmt.Sprint(sizes))
+	res.param("debt", fmt.Sprintf("%d stores at every size (half 2 generations sealed 1h ago, half 10 fresh)", debt))
+	res.param("storage", "file:// (nosync), fleet written by the bench")
+	res.param("worker", "one child process, worker.New + Start with the default configuration (sweep and reconcile schedules off)")
+	res.param("reconcile_budget", reconcileBudget)
+
+	dir, cleanup, err := o.workDir("fleet-worker")
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	tenv, err := startTemporal(ctx, o, o.OutDir)
+	if err != nil {
+		return nil, err
+	}
+	defer tenv.close()
+
+	var samples []fleetWorkerSample
+	for i, n := range sizes {
+		s, err := runFleetWorkerOnce(ctx, o, tenv, filepath.Join(dir, fmt.Sprintf("fleet-%d", n)), i, n, debt, sweepBudget, reconcileBudget)
+		if err != nil {
+			return nil, fmt.Errorf("fleet-worker %d stores: %w", n, err)
+		}
+		o.progressf("fleet-worker: %d stores: sweep %s, %d started, worker RSS +%.1f MiB (from %.1f); reconcile %s (%d pages, finished %v), +%.1f MiB",
+			n, fmtDur(s.SweepDur), s.Started, mib(s.sweepGrowth()), mib(s.SweepRSSStart), fmtDur(s.ReconcileDur), s.ReconcilePages, s.ReconcileDone, mib(s.reconcileGrowth()))
+		samples = append(samples, s)
+	}
+	fleetWorkerReport(res, o, samples)
+	return res, nil
+}
+
+func runFleetWorkerOnce(ctx context.Context, o Options, tenv *temporalEnv, root string, seq, n, debt int, sweepBudget, reconcileBudget time.Duration) (fleetWorkerSample, error) {
+	s := fleetWorkerSample{Stores: n}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return s, err
+	}
+	defer func() {
+		t0 := time.Now()
+		_ = os.RemoveAll(root)
+		o.progressf("fleet-worker: removed the %d-store fleet in %s", n, fmtDur(time.Since(t0)))
+	}()
+	url := fileURL(root, true)
+	b, err := store.OpenBucket(ctx, url)
+	if err != nil {
+		return s, err
+	}
+	prefix := fmt.Sprintf("w%d-", seq)
+	t0 := time.Now()
+	err = registerFleet(ctx, b, prefix, n)
+	_ = b.Close()
+	if err != nil {
+		return s, fmt.Errorf("register: %w", err)
+	}
+	s.Register = time.Since(t0)
+	o.progressf("fleet-worker: registered %d stores on file:// in %s", n, fmtDur(s.Register))
+	t0 = time.Now()
+	planted, _, err := plantDebt(ctx, url, prefix, n, debt, o)
+	if err != nil {
+		return s, fmt.Errorf("plant debt: %w", err)
+	}
+	s.Debt, s.Plant = len(planted), time.Since(t0)
+	o.progressf("fleet-worker: planted debt in %d stores in %s; starting the worker", s.Debt, fmtDur(s.Plant))
+
+	child, err := startFleetWorkerChild(ctx, o, fleetWorkerChildParams{URL: url, Temporal: tenv.hostPort, Instance: fmt.Sprintf("fleet-worker-%d", seq)})
+	if err != nil {
+		return s, err
+	}
+	defer child.stop()
+	time.Sleep(2 * time.Second) // let the worker's pollers and start-up reads settle
+
+	// The sweep, and the merges it starts (they run in this worker).
+	s.SweepRSSStart = child.resetPeak()
+	start := time.Now()
+	sweepID := fmt.Sprintf("fleet-worker-sweep-%d-%d", time.Now().UnixNano(), seq)
+	run, err := tenv.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: sweepID, TaskQueue: contract.TaskQueue, Priority: contract.SweepPriority},
+		contract.MaintenanceSweepWorkflow, contract.MaintenanceSweepInput{MergeMinGenerations: fleetMergeMin, MaxPendingAge: fleetMaxAge})
+	if err != nil {
+		return s, err
+	}
+	sctx, cancel := context.WithTimeout(ctx, sweepBudget)
+	var out contract.MaintenanceSweepResult
+	err = run.Get(sctx, &out)
+	cancel()
+	s.SweepDur = time.Since(start)
+	switch {
+	case err != nil:
+		s.SweepFailed = firstLine(err.Error())
+		_ = tenv.client.TerminateWorkflow(context.WithoutCancel(ctx), sweepID, run.GetRunID(), "fleet-worker bench: "+s.SweepFailed)
+	case len(out.ScanErrors) > 0:
+		s.SweepFailed = "scan error " + firstLine(out.ScanErrors[0])
+	}
+	// Wait for the merges the sweep started to close: their memory is the sweep's too.
+	s.Started = waitMerges(ctx, tenv.client, planted, sweepBudget)
+	s.SweepRSSPeak = child.peak()
+	o.progressf("fleet-worker: sweep %s, %d of %d MergeWal runs closed after %s", fmtDur(s.SweepDur), s.Started, s.Debt, fmtDur(time.Since(start)))
+
+	// One reconcile over the registry, within its budget.
+	s.ReconcileRSSStart = child.resetPeak()
+	start = time.Now()
+	recID := fmt.Sprintf("fleet-worker-reconcile-%d-%d", time.Now().UnixNano(), seq)
+	_, err = tenv.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: recID, TaskQueue: contract.TaskQueue, Priority: contract.SweepPriority},
+		contract.ReconcileDemandWorkflow, contract.ReconcileDemandInput{})
+	if err != nil {
+		return s, err
+	}
+	rctx, cancel := context.WithTimeout(ctx, reconcileBudget)
+	var rout contract.ReconcileDemandResult
+	// GetWorkflow with no run ID follows the continue-as-new chain to its last run.
+	err = tenv.client.GetWorkflow(rctx, recID, "").Get(rctx, &rout)
+	cancel()
+	s.ReconcileDur = time.Since(start)
+	s.ReconcileRSSPk = child.peak()
+	if err == nil {
+		s.ReconcileDone, s.ReconcilePages, s.ReconcileStores = true, rout.Totals.Pages, rout.Totals.Stores
+	} else {
+		// Not finished within the budget: its progress is in the current run's input.
+		s.ReconcilePages, s.ReconcileStores = reconcileProgress(ctx, tenv.client, recID)
+		_ = tenv.client.TerminateWorkflow(context.WithoutCancel(ctx), recID, "", "fleet-worker bench: reconcile budget over")
+	}
+	t0 = time.Now()
+	child.stop()
+	o.progressf("fleet-worker: reconcile %s; worker stopped in %s", fmtDur(s.ReconcileDur), fmtDur(time.Since(t0)))
+	return s, nil
+}
+
+// waitMerges waits (up to budget) for the MergeWal run of every planted target to close and
+// returns how many ran.
+func waitMerges(ctx context.Context, c client.Client, planted map[store.Target]time.Time, budget time.Duration) int {
+	wctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	var targets []store.Target
+	for t := range planted {
+		targets = append(targets, t)
+	}
+	ran := make([]bool, len(targets))
+	var g errgroup.Group
+	g.SetLimit(16)
+	for i, t := range targets {
+		g.Go(func() error {
+			// The sweep may still be starting it: retry "not found" until the budget.
+			for wctx.Err() == nil {
+				err := c.GetWorkflow(wctx, contract.MergeWalID(t), "").Get(wctx, nil)
+				var nf *serviceerror.NotFound
+				if !errors.As(err, &nf) {
+					ran[i] = err == nil
+					return nil
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+			return nil
+		})
+	}
+	_ = g.Wait()
+	n := 0
+	for _, r := range ran {
+		if r {
+			n++
+		}
+	}
+	return n
+}
+
+// reconcileProgress reads the totals a running reconcile carries in its current run's input.
+func reconcileProgress(ctx context.Context, c client.Client, id string) (pages, stores int) {
+	it := c.GetWorkflowHistory(ctx, id, "", false, 0)
+	if !it.HasNext() {
+		return 0, 0
+	}
+	ev, err := it.Next()
+	if err != nil {
+		return 0, 0
+	}
+	a := ev.GetWorkflowExecutionStartedEventAttributes()
+	if a == nil || len(a.GetInput().GetPayloads()) == 0 {
+		return 0, 0
+	}
+	var in contract.ReconcileDemandInput
+	if err := json.Unmarshal(a.GetInput().GetPayloads()[0].GetData(), &in); err != nil {
+		return 0, 0
+	}
+	return in.Totals.Pages, in.Totals.Stores
+}
+
+// fleetWorkerChildProc is the running child worker.
+type fleetWorkerChildProc struct {
+	pid   int
+	stdin io.WriteCloser
+	done  chan error
+	once  sync.Once
+}
+
+func startFleetWorkerChild(ctx context.Context, o Options, p fleetWorkerChildParams) (*fleetWorkerChildProc, error) {
+	raw, _ := json.Marshal(p)
+	cmd := o.Reexec(ctx, "fleet-worker")
+	if cmd.Env == nil {
+		cmd.Env = os.Environ()
+	}
+	cmd.Env = append(cmd.Env, FleetWorkerChildEnv+"="+string(raw))
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = io.Discard
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	ch := &fleetWorkerChildProc{pid: cmd.Process.Pid, stdin: stdin, done: make(chan error, 1)}
+	ready := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		sent := false
+		for sc.Scan() {
+			if !sent && strings.Contains(sc.Text(), `"ready":true`) {
+				ready <- nil
+				sent = true
+			}
+		}
+		if !sent {
+			ready <- errors.New("fleet-worker child exited before it was ready")
+		}
+		ch.done <- cmd.Wait()
+	}()
+	select {
+	case err := <-ready:
+		if err != nil {
+			return nil, err
+		}
+	case <-time.After(2 * time.Minute):
+		_ = cmd.Process.Kill()
+		return nil, errors.New("fleet-worker child not ready within 2 minutes")
+	}
+	return ch, nil
+}
+
+// resetPeak resets the child's VmHWM to its current RSS and returns that RSS.
+func (c *fleetWorkerChildProc) resetPeak() int64 {
+	_ = os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", c.pid), []byte("5"), 0o644)
+	return procStatusOf(c.pid, "VmRSS")
+}
+
+func (c *fleetWorkerChildProc) peak() int64 { return procStatusOf(c.pid, "VmHWM") }
+
+// stop closes the child's stdin (it stops gracefully) and waits for it; once.
+func (c *fleetWorkerChildProc) stop() {
+	c.once.Do(func() {
+		_ = c.stdin.Close()
+		select {
+		case <-c.done:
+		case <-time.After(time.Minute):
+			if p, err := os.FindProcess(c.pid); err == nil {
+				_ = p.Kill()
+			}
+		}
+	})
+}
+
+// procStatusOf reads one field of /proc/<pid>/status, in bytes.
+func procStatusOf(pid int, field string) int64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(raw), "\n") {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			fs := strings.Fields(rest)
+			if len(fs) == 0 {
+				return 0
+			}
+			v, _ := strconv.ParseInt(fs[0], 10, 64)
+			return v << 10
+		}
+	}
+	return 0
+}
+
+// fleetWorkerChild is the child half: one worker, as `walkeeper worker` runs it, until stdin
+// closes.
+func fleetWorkerChild(ctx context.Context, o Options) error {
+	var p fleetWorkerChildParams
+	if err := json.Unmarshal([]byte(os.Getenv(FleetWorkerChildEnv)), &p); err != nil {
+		return fmt.Errorf("fleet-worker child: bad %s: %w", FleetWorkerChildEnv, err)
+	}
+	cfg := worker.DefaultConfig()
+	cfg.Instance = p.Instance
+	cfg.Storage = p.URL
+	cfg.Temporal.HostPort = p.Temporal
+	cfg.Listen = "127.0.0.1:0"
+	cfg.SweepInterval = 0
+	cfg.ReconcileInterval = 0
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	logger := zap.NewNop()
+	c, err := worker.Dial(ctx, cfg.Temporal, logger)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	w, err := worker.New(cfg, logger, c)
+	if err != nil {
+		return err
+	}
+	if err := w.Start(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintln(o.ChildOut, `{"ready":true}`)
+	_, _ = io.Copy(io.Discard, os.Stdin) // the parent closes stdin to stop us
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	return w.Stop(sctx)
+}
+
+func fleetWorkerReport(res *Result, o Options, samples []fleetWorkerSample) {
+	t := Table{
+		Title: "One worker process (child), the same debt at every fleet size",
+		Header: []string{"stores", "in debt", "register / plant", "sweep", "MergeWal ran", "worker RSS before (MiB)",
+			"peak RSS, sweep + its merges (MiB)", "growth", "reconcile", "reconcile pages / stores", "peak RSS, reconcile (MiB)", "growth"},
+	}
+	for _, s := range samples {
+		sweep := fmtDur(s.SweepDur)
+		if s.SweepFailed != "" {
+			sweep += " (failed: " + s.SweepFailed + ")"
+		}
+		rec := fmtDur(s.ReconcileDur)
+		if !s.ReconcileDone {
+			rec += " (budget; not finished)"
+		}
+		t.Rows = append(t.Rows, []string{
+			fmt.Sprint(s.Stores), fmt.Sprint(s.Debt), fmtDur(s.Register) + " / " + fmtDur(s.Plant), sweep,
+			fmt.Sprintf("%d/%d", s.Started, s.Debt), fmt.Sprintf("%.1f", mib(s.SweepRSSStart)),
+			fmt.Sprintf("%.1f", mib(s.SweepRSSPeak)), fmt.Sprintf("%.1f", mib(s.sweepGrowth())), rec,
+			fmt.Sprintf("%d / %d", s.ReconcilePages, s.ReconcileStores),
+			fmt.Sprintf("%.1f", mib(s.ReconcileRSSPk)), fmt.Sprintf("%.1f", mib(s.reconcileGrowth())),
+		})
+		res.Values[fmt.Sprintf("sweep_peak_mib_%d", s.Stores)] = mib(s.SweepRSSPeak)
+		res.Values[fmt.Sprintf("reconcile_peak_mib_%d", s.Stores)] = mib(s.ReconcileRSSPk)
+		res.Values[fmt.Sprintf("sweep_growth_mib_%d", s.Stores)] = mib(s.sweepGrowth())
+		res.Values[fmt.Sprintf("reconcile_growth_mib_%d", s.Stores)] = mib(s.reconcileGrowth())
+		res.Values[fmt.Sprintf("started_%d", s.Stores)] = float64(s.Started)
+		res.Values[fmt.Sprintf("debt_%d", s.Stores)] = float64(s.Debt)
+		res.Values[fmt.Sprintf("reconcile_pages_%d", s.Stores)] = float64(s.ReconcilePages)
+		res.Values[fmt.Sprintf("reconcile_stores_%d", s.Stores)] = float64(s.ReconcileStores)
+	}
+	res.Tables = append(res.Tables, t)
+	if len(samples) < 2 {
+		return
+	}
+	lo, hi := samples[0], samples[len(samples)-1]
+	// The issue's target is the peak RSS (VmHWM over the phase), whose ratio is meaningful;
+	// the growth over the phase is a few MiB to tens, noise-sized at the reconcile, and is
+	// reported beside it.
+	ratio := func(a, b int64) float64 { return float64(b) / float64(max(a, 1)) }
+	sr, rr := ratio(lo.SweepRSSPeak, hi.SweepRSSPeak), ratio(lo.ReconcileRSSPk, hi.ReconcileRSSPk)
+	res.Values["sweep_peak_ratio"], res.Values["reconcile_peak_ratio"] = sr, rr
+	res.target(fmt.Sprintf("worker peak RSS during a sweep and its merges, %d → %d stores", lo.Stores, hi.Stores), "≤ 1.3",
+		fmt.Sprintf("%.2f (%.1f → %.1f MiB; growth %.1f → %.1f MiB)", sr, mib(lo.SweepRSSPeak), mib(hi.SweepRSSPeak), mib(lo.sweepGrowth()), mib(hi.sweepGrowth())), sr <= 1.3)
+	res.target(fmt.Sprintf("worker peak RSS during a reconcile, %d → %d stores", lo.Stores, hi.Stores), "≤ 1.3",
+		fmt.Sprintf("%.2f (%.1f → %.1f MiB; growth %.1f → %.1f MiB)", rr, mib(lo.ReconcileRSSPk), mib(hi.ReconcileRSSPk), mib(lo.reconcileGrowth()), mib(hi.reconcileGrowth())), rr <= 1.3)
+	var lines []series
+	for _, sv := range []struct {
+		name string
+		val  func(fleetWorkerSample) int64
+	}{{"sweep + its merges", func(s fleetWorkerSample) int64 { return s.SweepRSSPeak }},
+		{"reconcile", func(s fleetWorkerSample) int64 { return s.ReconcileRSSPk }}} {
+		l := series{Name: sv.name, Points: true}
+		for _, s := range samples {
+			l.X = append(l.X, float64(s.Stores))
+			l.Y = append(l.Y, mib(sv.val(s)))
+		}
+		lines = append(lines, l)
+	}
+	p := filepath.Join(o.OutDir, "fleet-worker-rss.png")
+	if err := savePlot(p, "One worker's peak RSS (same debt)", "registered stores", "MiB", lines, nil, 520, 340); err == nil {
+		res.Files = append(res.Files, p)
+	}
+}

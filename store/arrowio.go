@@ -128,8 +128,8 @@ const parquetRowGroup = 64 * 1024
 // allocation each time, zeroed again when it went back to the library's pool, and the page
 // was copied twice more (levels and values into one buffer, then to the output) through
 // buffers larger than a core's L2 cache. At 128 KiB the pooled buffers are reused and stay
-// in cache: encoding a 200 B-row merge took 60 % less CPU (docs/BENCHMARKS.md, scenario 4),
-// for about 40 bytes of page header per 128 KiB.
+// in cache: encoding a 200 B-row merge took about 40 % less CPU (docs/BENCHMARKS.md,
+// scenario 4), for about 40 bytes of page header per 128 KiB.
 const parquetPageSize = 128 << 10
 
 // incompressibleRatio: a column whose sampled values Snappy shrinks by less than this
@@ -159,14 +159,14 @@ func parquetProps(mem memory.Allocator, schema *arrow.Schema, sample arrow.Recor
 		parquet.WithStatsFor(ColShard, false),
 	}
 	// DELTA_BINARY_PACKED for _seq and DELTA_BYTE_ARRAY for the sorted keys would save
-	// another ~6 % of bytes and ~25 % of encode CPU, but arrow-go's delta decoders allocate
+	// another ~6 % of bytes and up to 25 % of encode CPU, but arrow-go's delta decoders allocate
 	// from the reader's allocator and never free it, so every read of a run would leak
 	// budget charges (docs/BENCHMARKS.md, scenario 4): all columns stay PLAIN.
 	if !oneShard(sample) {
 		// Compaction interleaves the rows of many shards: a few distinct values, the
 		// dictionary's case. A merge writes one shard's rows, which plain encoding and
 		// Snappy store in a few bytes per page without the dictionary's hash probe per
-		// value (8 % of a 200 B-row encode).
+		// value (8–13 % of a 200 B-row prepare).
 		opts = append(opts, parquet.WithDictionaryFor(ColShard, true))
 	}
 	for c := 0; c < schema.NumFields(); c++ {

@@ -123,6 +123,15 @@ func releaseAll(recs []arrow.RecordBatch) {
 // parquetRowGroup bounds row-group size so that readers can stream large runs.
 const parquetRowGroup = 64 * 1024
 
+// parquetPageSize is the data page size the writer cuts pages at. arrow-go's default of
+// 1 MiB made every page's encoder buffer double its way to 2 MiB, a fresh zeroed
+// allocation each time, zeroed again when it went back to the library's pool, and the page
+// was copied twice more (levels and values into one buffer, then to the output) through
+// buffers larger than a core's L2 cache. At 128 KiB the pooled buffers are reused and stay
+// in cache: encoding a 200 B-row merge took about 40 % less CPU (docs/BENCHMARKS.md,
+// scenario 4), for about 40 bytes of page header per 128 KiB.
+const parquetPageSize = 128 << 10
+
 // incompressibleRatio: a column whose sampled values Snappy shrinks by less than this
 // fraction is written uncompressed. Snappy on random payloads was ~23 % of prepare CPU
 // (docs/BENCHMARKS.md, scenario 4) and saved nothing; uncompressed column chunks are plain
@@ -132,19 +141,33 @@ const incompressibleRatio = 0.9
 // compressionSample is how many value bytes per column the codec choice looks at.
 const compressionSample = 256 << 10
 
-// parquetProps are the writer properties of a base run. Compression is chosen per column
-// from sample, the first chunk written: Snappy where it pays, none where it does not.
+// parquetProps are the writer properties of a base run (docs/FORMAT.md §2 lists the
+// encodings). Compression is chosen per column from sample, the first chunk written:
+// Snappy where it pays, none where it does not; so is the shard column's encoding.
 func parquetProps(mem memory.Allocator, schema *arrow.Schema, sample arrow.RecordBatch) *parquet.WriterProperties {
 	opts := []parquet.WriterProperty{
 		parquet.WithAllocator(mem),
 		parquet.WithCompression(compress.Codecs.Snappy),
 		parquet.WithMaxRowGroupLength(parquetRowGroup),
+		parquet.WithDataPageSize(parquetPageSize),
 		parquet.WithStats(true),
 		// Keys and payloads are mostly unique, so dictionary encoding costs a hash-table
-		// probe per value (the top of the prepare profile) and saves nothing; the shard
-		// column is the one with few distinct values.
+		// probe per value (the top of the prepare profile) and saves nothing.
 		parquet.WithDictionaryDefault(false),
-		parquet.WithDictionaryFor(ColShard, true),
+		// Nothing filters on the writing shard; min/max of every value cost a comparison
+		// each (up to 15 % of a 200 B-row encode).
+		parquet.WithStatsFor(ColShard, false),
+	}
+	// DELTA_BINARY_PACKED for _seq and DELTA_BYTE_ARRAY for the sorted keys would save
+	// another ~6 % of bytes and up to 25 % of encode CPU, but arrow-go's delta decoders allocate
+	// from the reader's allocator and never free it, so every read of a run would leak
+	// budget charges (docs/BENCHMARKS.md, scenario 4): all columns stay PLAIN.
+	if !oneShard(sample) {
+		// Compaction interleaves the rows of many shards: a few distinct values, the
+		// dictionary's case. A merge writes one shard's rows, which plain encoding and
+		// Snappy store in a few bytes per page without the dictionary's hash probe per
+		// value (8–13 % of a 200 B-row prepare).
+		opts = append(opts, parquet.WithDictionaryFor(ColShard, true))
 	}
 	for c := 0; c < schema.NumFields(); c++ {
 		// Min/max statistics of opaque binary values (payloads) cost a comparison of every
@@ -156,13 +179,13 @@ func parquetProps(mem memory.Allocator, schema *arrow.Schema, sample arrow.Recor
 	}
 	if sample != nil && sample.NumRows() > 0 {
 		// The encoder takes values a batch of rows at a time and grows its buffer to hold a
-		// whole batch before cutting pages: keep a batch near one data page (1 MiB) so wide
-		// rows do not regrow a multi-MiB buffer per batch.
+		// whole batch before cutting pages: keep a batch near one data page so wide rows do
+		// not regrow a multi-MiB buffer per batch.
 		perRow := max(recordBytes(sample)/sample.NumRows(), 1)
-		opts = append(opts, parquet.WithBatchSize(min(max((1<<20)/perRow, 64), 1024)))
+		opts = append(opts, parquet.WithBatchSize(min(max(parquetPageSize/perRow, 64), 1024)))
 		for c := 0; c < schema.NumFields(); c++ {
 			if schema.Field(c).Name == ColShard {
-				continue // dictionary-encoded: tiny and repetitive
+				continue // tiny and repetitive once encoded
 			}
 			if incompressible(sample.Column(c)) {
 				opts = append(opts, parquet.WithCompressionFor(schema.Field(c).Name, compress.Codecs.Uncompressed))
@@ -170,6 +193,28 @@ func parquetProps(mem memory.Allocator, schema *arrow.Schema, sample arrow.Recor
 		}
 	}
 	return parquet.NewWriterProperties(opts...)
+}
+
+// oneShard reports whether every row of sample has the same shard id.
+func oneShard(sample arrow.RecordBatch) bool {
+	if sample == nil || sample.NumRows() == 0 {
+		return false
+	}
+	idx := sample.Schema().FieldIndices(ColShard)
+	if len(idx) != 1 {
+		return false
+	}
+	col, ok := sample.Column(idx[0]).(*array.String)
+	if !ok || col.NullN() > 0 {
+		return false
+	}
+	first := col.Value(0)
+	for i := 1; i < col.Len(); i++ {
+		if col.Value(i) != first {
+			return false
+		}
+	}
+	return true
 }
 
 // incompressible reports whether a string or binary column's values do not compress with

@@ -25,8 +25,8 @@ import (
 const runBatchBytes = 1 << 20
 
 // runPageScratchMax bounds what the reader holds per column for the page it decodes (the
-// page as stored and decompressed): a data page is about 1 MiB (the writer's default page
-// size) plus the values of the last write batch.
+// page as stored and decompressed): a data page is about parquetPageSize (1 MiB in runs
+// written before it was set) plus the values of the last write batch.
 const runPageScratchMax = 4 << 20
 
 // runBatchRowOverhead is the Arrow size per row of a batch beyond the Parquet plain size of

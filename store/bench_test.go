@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sort"
@@ -207,6 +208,66 @@ func BenchmarkPrepare(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkPrepareRuns is BenchmarkPrepare in the shape of walkeeper-bench merge-throughput's
+// 200 B-row case: generations of consecutive keys that do not overlap (a writer of
+// time-ordered keys), 200 B random (incompressible) payloads, 8 × ~4 MiB. Its picks come in
+// long runs, so it measures the Parquet encoder and the staged write rather than the copy.
+func BenchmarkPrepareRuns(b *testing.B) {
+	const gens, rowsPerGen, payloadBytes = 8, 1024 * 4096 / 264, 200
+	schema := Schema{Fields: []Field{
+		{Name: "id", Type: TypeString},
+		{Name: "n", Type: TypeInt64, Nullable: true},
+		{Name: "payload", Type: TypeBinary, Nullable: true},
+	}}
+	db, _ := benchDB(b, func(o *Options) { o.MergeMaxGenerations = 0; o.MergeMaxBytes = 0 })
+	f := false
+	s, err := db.Create(context.Background(), Target{Kind: KindGeneric, Name: "runs"}, CreateOptions{Schema: &schema, SealOnAppend: &f})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(1, 2))
+	for g := 0; g < gens; g++ {
+		rows := make([]Row, rowsPerGen)
+		for i := range rows {
+			n := int64(g*rowsPerGen + i)
+			payload := make([]byte, payloadBytes)
+			for j := range payload {
+				payload[j] = byte(rng.Uint32())
+			}
+			k := fmt.Sprintf("k%09d", n)
+			rows[i] = Row{Key: k, Values: []any{k, n, payload}}
+		}
+		if _, err := s.Append(ctx, rows); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.Flush(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	sm, err := s.loadShard(ctx, db.shard)
+	if err != nil || sm == nil {
+		b.Fatal(err)
+	}
+	var onDisk int64
+	for _, gm := range sm.Flushed {
+		onDisk += gm.Bytes
+	}
+	b.SetBytes(onDisk)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		db.cache.clear()
+		p, err := s.Prepare(ctx, PrepareParams{AttemptKey: fmt.Sprintf("bench/%d", i)})
+		if err != nil || p == nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		b.ReportMetric(float64(p.Staged[0].Bytes)/float64(onDisk), "out/in")
+		_ = db.bucket.Delete(ctx, p.Staged[0].Path)
+		b.StartTimer()
+	}
 }
 
 // writeFileSynced writes data to path and fsyncs the file and its directory.

@@ -233,7 +233,9 @@ func (s *Store) writeStagedRun(ctx context.Context, acct *memAccount, key string
 		off, started := 0, false
 		cw := newChecksumWriter(w) // fresh per call: the sum is of the bytes that were stored
 		defer func() { staged.Checksum = cw.sum() }()
-		return writeParquetWith(acct, cw, schema, func() (arrow.RecordBatch, error) {
+		// The checksum and the storage writes run behind the encoder, on another core.
+		wb := newWriteBehind(acct, cw)
+		err := writeParquetWith(acct, wb, schema, func() (arrow.RecordBatch, error) {
 			if err := acct.err(); err != nil {
 				return nil, err
 			}
@@ -246,6 +248,10 @@ func (s *Store) writeStagedRun(ctx context.Context, acct *memAccount, key string
 			off = end
 			return rec, nil
 		})
+		if cerr := wb.close(); err == nil {
+			err = cerr
+		}
+		return err
 	})
 	if err != nil {
 		return StagedFile{}, fmt.Errorf("write staged run: %w", err)

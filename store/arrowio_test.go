@@ -1,0 +1,129 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/stretchr/testify/require"
+)
+
+// TestParquetEncodingsPerColumn: a run is written with the encodings docs/FORMAT.md §2
+// lists (PLAIN, and a dictionary for the shard column of a run of many shards only), in
+// data pages of about parquetPageSize, and reads back to the same rows, returning every
+// buffer the reader took.
+func TestParquetEncodingsPerColumn(t *testing.T) {
+	c, err := NewCodec(KindGeneric, testSchema)
+	require.NoError(t, err)
+	schema := c.ArrowSchema()
+	build := func(shards ...string) arrow.RecordBatch {
+		rows := make([]Row, 20000)
+		seqs := make([]int64, len(rows))
+		for i := range rows {
+			k := fmt.Sprintf("k%08d", i)
+			rows[i] = Row{Key: k, Values: []any{k, int64(i * 7), fmt.Sprintf("value %d", i%13)}}
+			seqs[i] = 1_700_000_000_000_000_000 + int64(i)*1000
+		}
+		rec, err := c.Build(memory.DefaultAllocator, rows, seqs, shards[0], nil)
+		require.NoError(t, err)
+		if len(shards) == 1 {
+			return rec
+		}
+		// Interleave the shards as compaction does: rebuild the shard column row by row.
+		defer rec.Release()
+		picks := make([]pick, rec.NumRows())
+		files := make([]*sortedFile, len(shards))
+		for i, sh := range shards {
+			r, err := c.Build(memory.DefaultAllocator, rows, seqs, sh, nil)
+			require.NoError(t, err)
+			t.Cleanup(r.Release)
+			files[i] = &sortedFile{rec: r}
+		}
+		for i := range picks {
+			picks[i] = pick{f: files[i%len(files)], i: i}
+		}
+		return copyRows(nil, schema, picks)
+	}
+	for _, tc := range []struct {
+		name      string
+		shards    []string
+		shardEnc  parquet.Encoding
+		shardDict bool
+	}{
+		{"one shard", []string{"s1"}, parquet.Encodings.Plain, false},
+		{"many shards", []string{"s1", "s2", "s3"}, parquet.Encodings.RLEDict, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := build(tc.shards...)
+			defer rec.Release()
+			data, err := encodeParquet(schema, rec)
+			require.NoError(t, err)
+			pf, err := file.NewParquetReader(bytes.NewReader(data))
+			require.NoError(t, err)
+			defer pf.Close()
+			rg := pf.MetaData().RowGroup(0)
+			encodings := func(name string) []parquet.Encoding {
+				i := schema.FieldIndices(name)[0]
+				cc, err := rg.ColumnChunk(i)
+				require.NoError(t, err)
+				return cc.Encodings()
+			}
+			for _, col := range []string{"id", "n", "s", ColSeq, ColDeleted} {
+				require.Equal(t, []parquet.Encoding{parquet.Encodings.Plain}, plainOnly(encodings(col)), col)
+			}
+			require.Contains(t, encodings(ColShard), tc.shardEnc)
+			if !tc.shardDict {
+				require.False(t, slices.Contains(encodings(ColShard), parquet.Encodings.RLEDict), "a one-shard run needs no dictionary")
+			}
+
+			// Pages: the payload-sized string column spans several pages of at most
+			// about parquetPageSize each (plus one write batch).
+			cr, err := pf.RowGroup(0).GetColumnPageReader(schema.FieldIndices("s")[0])
+			require.NoError(t, err)
+			pages := 0
+			for cr.Next() {
+				pages++
+				require.LessOrEqual(t, len(cr.Page().Data()), 2*parquetPageSize)
+			}
+			require.NoError(t, cr.Err())
+			require.Greater(t, pages, 1)
+
+			budget := NewBudget(1 << 30)
+			acct := newMemAccount(mustReserve(t, budget, 1<<30), budget)
+			rb, err := openRunBatches(context.Background(), acct, data, c, "run")
+			require.NoError(t, err)
+			require.NoError(t, rb.whole())
+			f, err := rb.next(context.Background())
+			require.NoError(t, err)
+			got := f.rec
+			defer func() {
+				got.Release()
+				rb.close()
+				require.Zero(t, acct.Allocated(), "the reader returns every buffer")
+			}()
+			require.Equal(t, rec.NumRows(), got.NumRows())
+			for col := 0; col < int(rec.NumCols()); col++ {
+				require.Truef(t, array.Equal(rec.Column(col), got.Column(col)), "column %s", schema.Field(col).Name)
+			}
+		})
+	}
+}
+
+// plainOnly drops the level encodings (RLE, BIT_PACKED) a column chunk lists besides its
+// values' encodings.
+func plainOnly(encs []parquet.Encoding) []parquet.Encoding {
+	var out []parquet.Encoding
+	for _, e := range encs {
+		if e != parquet.Encodings.RLE && e != parquet.Encodings.BitPacked && !slices.Contains(out, e) {
+			out = append(out, e)
+		}
+	}
+	return out
+}

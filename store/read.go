@@ -352,11 +352,11 @@ func (s *Store) listOnce(ctx context.Context, opts ListOptions) (ListPage, error
 	it := newMergeIter(cursors)
 	page := ListPage{Rows: []map[string]any{}}
 	for {
-		c, i, ok := it.next()
+		h, ok := it.next()
 		if !ok {
 			break
 		}
-		best := c.versionAt(i)
+		best := h.version()
 		if best.deleted {
 			continue
 		}

@@ -216,16 +216,16 @@ func listGroup(files []*sortedFile, first int, after string, max int, upTo strin
 	it := newMergeIter(cursors)
 	var out []listCandidate
 	for len(out) < max {
-		c, i, ok := it.next()
+		h, ok := it.next()
 		if !ok {
 			return out, false
 		}
-		v := c.file.view
-		if bounded && v.Key(i) > upTo {
+		v := h.f.view
+		if bounded && v.Key(h.i) > upTo {
 			return out, false
 		}
-		out = append(out, listCandidate{key: strings.Clone(v.Key(i)), seq: v.Seq(i), shard: internShard(v.Shard(i)),
-			deleted: v.Deleted(i), src: index[c.file], row: i})
+		out = append(out, listCandidate{key: strings.Clone(v.Key(h.i)), seq: v.Seq(h.i), shard: internShard(v.Shard(h.i)),
+			deleted: v.Deleted(h.i), src: index[h.f], row: h.i})
 	}
 	return out, it.more()
 }

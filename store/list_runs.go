@@ -88,6 +88,7 @@ func (r *listRun) refill(c *cursor) bool {
 		if f == nil {
 			return false
 		}
+		r.s.countRunRows(f.n)
 		if i := f.firstAfter(r.after); i < f.n {
 			r.cur, c.file, c.i = f, f, i
 			return true
@@ -95,6 +96,13 @@ func (r *listRun) refill(c *cursor) bool {
 		f.rec.Release() // the start of the first row group: keys at or below after
 	}
 	return false
+}
+
+// countRunRows counts n rows of a base run decoded by a read outside the cache.
+func (s *Store) countRunRows(n int) {
+	if m := s.db.opts.Metrics; m != nil {
+		m.ReadRunRowsDecoded.Add(float64(n))
+	}
 }
 
 // close releases the batch the cursor is in and the reader (the object's bytes are the
@@ -109,8 +117,9 @@ func (r *listRun) close() {
 
 // growForRuns grows res to what the group holds once its runs' footers are read: what its
 // account has allocated (the objects' bytes, the decoded generations' metadata) and every
-// run's window, without waiting; ErrBudgetBusy when the budget cannot give it.
-func (s *Store) growForRuns(res *Reservation, acct *memAccount, runs []*listRun) error {
+// run's window, without waiting. When the budget cannot give it, it returns ErrBudgetBusy and
+// the bytes the reservation lacks.
+func (s *Store) growForRuns(res *Reservation, acct *memAccount, runs []*listRun) (short int64, _ error) {
 	need, streamed := acct.Allocated(), false
 	for _, r := range runs {
 		if r != nil {
@@ -118,12 +127,9 @@ func (s *Store) growForRuns(res *Reservation, acct *memAccount, runs []*listRun)
 			streamed = true
 		}
 	}
-	if streamed && need > res.Bytes() && !res.TryGrow(need) {
-		if m := s.db.opts.Metrics; m != nil {
-			m.ReadsBudgetBusy.Inc()
-		}
-		return fmt.Errorf("%s: a list over base runs needs %d bytes of the read budget of %d: %w",
-			s.target, need, s.db.opts.ReadBudget.Limit(), ErrBudgetBusy)
+	if !streamed || need <= res.Bytes() || res.TryGrow(need) {
+		return 0, nil
 	}
-	return nil
+	return need - res.Bytes(), fmt.Errorf("%s: a list over base runs needs %d bytes of the read budget of %d and holds %d: %w",
+		s.target, need, s.db.opts.ReadBudget.Limit(), res.Bytes(), ErrBudgetBusy)
 }

@@ -125,9 +125,28 @@ func (g *readGroup) err() error {
 // charged its arena bytes and a window guessed from them, grown to the window its footer
 // gives before any batch is decoded.
 //
+// A group whose runs' footers ask for more than the admission guessed, and whose
+// reservation cannot grow without waiting (another read is queued), is released and admitted
+// once more with what the footers said: it waits again holding nothing, so a read fails with
+// ErrBudgetBusy only when the budget cannot give it the bytes within readBudgetWait.
+//
 // INVARIANT: whether a run is private depends on its size and the cache's limit only (a
 // file the cache would not keep is never cached), so privateRun decides it the same way.
 func (s *Store) openGroup(ctx context.Context, srcs []readSource, after string) (*readGroup, error) {
+	g, short, err := s.tryOpenGroup(ctx, srcs, after, 0)
+	if short > 0 {
+		if g, short, err = s.tryOpenGroup(ctx, srcs, after, short); short > 0 {
+			if m := s.db.opts.Metrics; m != nil {
+				m.ReadsBudgetBusy.Inc()
+			}
+		}
+	}
+	return g, err
+}
+
+// tryOpenGroup is openGroup admitted with extra bytes beyond its estimate. short is how many
+// bytes its reservation lacked when it failed with ErrBudgetBusy for want of growth (0 else).
+func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after string, extra int64) (_ *readGroup, short int64, _ error) {
 	budget := s.db.opts.ReadBudget
 	private := make([]bool, len(srcs))
 	var want int64
@@ -149,10 +168,10 @@ func (s *Store) openGroup(ctx context.Context, srcs []readSource, after string) 
 	}
 	s.db.cache.mu.Unlock()
 	hint := arenaEstimate(sizes)
-	want += hint + int64(len(sizes))*decodedFileHeap
+	want += hint + int64(len(sizes))*decodedFileHeap + extra
 	res, err := s.admitRead(ctx, want)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	var arena *readArena
 	var acct *memAccount
@@ -198,13 +217,13 @@ func (s *Store) openGroup(ctx context.Context, srcs []readSource, after string) 
 	}
 	err = eg.Wait()
 	if err == nil && acct != nil {
-		err = s.growForRuns(res, acct, g.runs)
+		short, err = s.growForRuns(res, acct, g.runs)
 	}
 	if err != nil {
 		g.release()
-		return nil, err
+		return nil, short, err
 	}
-	return g, nil
+	return g, 0, nil
 }
 
 // admitRead reserves want bytes of the read budget, waiting at most readBudgetWait.

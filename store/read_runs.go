@@ -77,6 +77,7 @@ func (s *Store) getFromRun(ctx context.Context, src readSource, key string) (hit
 		if f == nil {
 			return runHit{}, nil
 		}
+		s.countRunRows(f.n)
 		if i := f.find(key); i >= 0 {
 			v := f.view
 			hit = runHit{found: true, seq: v.Seq(i), shard: strings.Clone(v.Shard(i)), deleted: v.Deleted(i)}

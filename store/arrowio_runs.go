@@ -42,8 +42,11 @@ type runBatches struct {
 	fr  *pqarrow.FileReader
 	mem memory.Allocator
 	rr  pqarrow.RecordReader // opened by the first next
-	// rowGroups are the row groups read (nil: all; keyRowGroups narrows them).
+	// rowGroups are the row groups read (nil: all; keyRowGroups and rowGroupsAfter narrow
+	// them), selected their row count, and handed the rows of the batches handed out.
 	rowGroups []int
+	selected  int64
+	handed    int64
 	c         *Codec
 	what      string
 	rows      int64
@@ -76,7 +79,7 @@ func openRunBatches(ctx context.Context, mem memory.Allocator, data []byte, c *C
 	if err != nil {
 		return nil, corruptf("%s: %v", what, err)
 	}
-	rb = &runBatches{pf: pf, c: c, what: what, rows: pf.NumRows()}
+	rb = &runBatches{pf: pf, c: c, what: what, rows: pf.NumRows(), selected: pf.NumRows()}
 	md := pf.MetaData()
 	var perRow, scratch int64 = 1, 0
 	for g := 0; g < pf.NumRowGroups(); g++ {
@@ -125,33 +128,67 @@ func (rb *runBatches) whole() error {
 // keyRowGroups restricts the batches to the row groups whose key statistics may hold key
 // (all of them where a row group has none). Call before the first next.
 func (rb *runBatches) keyRowGroups(key string) {
+	rb.selectRowGroups(func(rg *metadata.RowGroupMetaData) bool { return mayHoldKey(rg, rb.c.key, key) })
+}
+
+// rowGroupsAfter restricts the batches to the row groups that may hold a key above after:
+// from the first whose key statistics' max is above it (or that has none) on, as keys
+// ascend across row groups. Call before the first next.
+func (rb *runBatches) rowGroupsAfter(after string) {
+	started := false
+	rb.selectRowGroups(func(rg *metadata.RowGroupMetaData) bool {
+		started = started || mayHoldKeyAbove(rg, rb.c.key, after)
+		return started
+	})
+}
+
+// selectRowGroups keeps the row groups keep accepts, in order.
+func (rb *runBatches) selectRowGroups(keep func(rg *metadata.RowGroupMetaData) bool) {
 	md := rb.pf.MetaData()
-	rb.rowGroups = []int{}
+	rb.rowGroups, rb.selected = []int{}, 0
 	for g := 0; g < rb.pf.NumRowGroups(); g++ {
-		if mayHoldKey(md.RowGroup(g), rb.c.key, key) {
+		if rg := md.RowGroup(g); keep(rg) {
 			rb.rowGroups = append(rb.rowGroups, g)
+			rb.selected += rg.NumRows()
 		}
 	}
 }
 
+// RowsLeft is how many rows of the selected row groups the batches have not handed out yet.
+func (rb *runBatches) RowsLeft() int64 { return rb.selected - rb.handed }
+
 // mayHoldKey reports whether a row group's statistics of the key column allow key.
 func mayHoldKey(rg *metadata.RowGroupMetaData, keyCol int, key string) bool {
+	lo, hi, ok := keyStats(rg, keyCol)
+	return !ok || lo <= key && key <= hi
+}
+
+// mayHoldKeyAbove reports whether a row group's statistics of the key column allow a key
+// above after.
+func mayHoldKeyAbove(rg *metadata.RowGroupMetaData, keyCol int, after string) bool {
+	_, hi, ok := keyStats(rg, keyCol)
+	return !ok || hi > after
+}
+
+// keyStats returns a row group's min and max key, ok false where it has no statistics (the
+// Parquet writer drops, rather than truncates, min/max values longer than its limit).
+func keyStats(rg *metadata.RowGroupMetaData, keyCol int) (lo, hi string, ok bool) {
 	cc, err := rg.ColumnChunk(keyCol)
 	if err != nil {
-		return true
+		return "", "", false
 	}
-	if ok, err := cc.StatsSet(); err != nil || !ok {
-		return true
+	if set, err := cc.StatsSet(); err != nil || !set {
+		return "", "", false
 	}
 	st, err := cc.Statistics()
 	if err != nil || st == nil || !st.HasMinMax() {
-		return true
+		return "", "", false
 	}
-	bs, ok := st.(*metadata.ByteArrayStatistics)
-	if !ok {
-		return true
+	bs, isBytes := st.(*metadata.ByteArrayStatistics)
+	if !isBytes {
+		return "", "", false
 	}
-	return string(bs.Min()) <= key && key <= string(bs.Max())
+	return string(bs.Min()), string(bs.Max()), true
 }
 
 // checkRunSchema checks the run's Arrow schema against the store's, column by column.
@@ -239,6 +276,7 @@ func (rb *runBatches) next(ctx context.Context) (f *sortedFile, err error) {
 	if n > 0 {
 		rb.last, rb.seen = strings.Clone(view.Key(n-1)), true
 	}
+	rb.handed += int64(n)
 	return &sortedFile{path: rb.what, rec: rec, view: view, n: n, bytes: recordBytes(rec)}, nil
 }
 

@@ -190,7 +190,8 @@ func (s *Store) writeCompacted(ctx context.Context, acct *memAccount, w io.Write
 		for {
 			picks = picks[:0]
 			for len(picks) < chunkRows && retiredBytes <= compactRetiredMax {
-				f, i, ok := it.nextFile()
+				h, ok := it.next()
+				f, i := h.f, h.i
 				if ferr != nil {
 					return nil, ferr
 				}

@@ -16,8 +16,10 @@ type cursor struct {
 	// memShard is the shard id of the memtable's rows (mem cursors only).
 	memShard string
 	// refill, if set, moves an exhausted file cursor to the next batch of its source (a base
-	// run read in batches) and reports whether there was one (file cursors only).
+	// run read in batches) and reports whether there was one (file cursors only). rest, if
+	// set, reports without decoding whether the source has rows beyond the current batch.
 	refill func(c *cursor) bool
+	rest   func() bool
 }
 
 type memEntry struct {
@@ -55,14 +57,37 @@ func (c *cursor) shardAt(i int) string {
 	return c.memShard
 }
 
-// versionAt is row i of the cursor's source as a read's candidate version.
-func (c *cursor) versionAt(i int) version {
-	if c.file != nil {
-		v := c.file.view
-		return version{key: v.Key(i), seq: v.Seq(i), shard: v.Shard(i), deleted: v.Deleted(i), file: c.file, row: i}
+// hit is the row version next picked: its cursor, and the file (f; nil for a memtable row,
+// c.mem[i]) and row that hold it. The file is kept apart from the cursor because a cursor
+// that refills moves to its next batch once it has run out of rows.
+type hit struct {
+	c *cursor
+	f *sortedFile
+	i int
+}
+
+func (h hit) seq() int64 {
+	if h.f != nil {
+		return h.f.view.Seq(h.i)
 	}
-	e := c.mem[i]
-	return version{key: e.key, seq: e.r.seq, shard: c.memShard, deleted: e.r.deleted, mem: e.r.row}
+	return h.c.mem[h.i].r.seq
+}
+
+func (h hit) shard() string {
+	if h.f != nil {
+		return h.f.view.Shard(h.i)
+	}
+	return h.c.memShard
+}
+
+// version is the hit as a read's candidate version.
+func (h hit) version() version {
+	if h.f != nil {
+		v := h.f.view
+		return version{key: v.Key(h.i), seq: v.Seq(h.i), shard: v.Shard(h.i), deleted: v.Deleted(h.i), file: h.f, row: h.i}
+	}
+	e := h.c.mem[h.i]
+	return version{key: e.key, seq: e.r.seq, shard: h.c.memShard, deleted: e.r.deleted, mem: e.r.row}
 }
 
 type cursorHeap []*cursor
@@ -81,9 +106,17 @@ func (h *cursorHeap) Pop() any {
 // mergeIter yields, key by key in ascending order, the newest version of each key over its
 // cursors (newer: write sequence, then shard id).
 //
-// REQUIRES: every cursor's source is sorted by key with each key at most once.
+// A cursor with refill (a base run read in batches) that runs out of rows is refilled at the
+// start of the next call to next, not when it runs out: a read that stops after the key it
+// needed never decodes a batch it does not use, and the batch the returned hit is in is still
+// the cursor's while the caller copies from it.
+//
+// REQUIRES: every cursor's source is sorted by key with each key at most once, and the first
+// row of a refilled batch has a key above the last of the batch before.
 type mergeIter struct {
 	h cursorHeap
+	// pending are the refilling cursors that ran out of rows, to refill on the next call.
+	pending []*cursor
 }
 
 // newMergeIter merges cursors; exhausted ones are dropped. The cursors are advanced in place.
@@ -98,58 +131,53 @@ func newMergeIter(cursors []*cursor) *mergeIter {
 	return it
 }
 
-// more reports whether a key is left.
-func (it *mergeIter) more() bool { return it.h.Len() > 0 }
+// more reports whether a key is left. A pending cursor counts when its rest says its source
+// has rows beyond its batch (without decoding them), or has no rest to ask.
+func (it *mergeIter) more() bool {
+	if it.h.Len() > 0 {
+		return true
+	}
+	for _, c := range it.pending {
+		if c.rest == nil || c.rest() {
+			return true
+		}
+	}
+	return false
+}
 
-// next returns the cursor and row that hold the newest version of the smallest key left,
-// and advances every cursor past that key. ok is false when no key is left.
+// next returns the newest version of the smallest key left, and advances every cursor past
+// that key. ok is false when no key is left.
 //
 // INVARIANT: of equal (seq, shard) versions the first one popped wins, so a tie resolves
 // the same way in reads, merges and compaction.
-func (it *mergeIter) next() (c *cursor, row int, ok bool) {
+func (it *mergeIter) next() (h hit, ok bool) {
+	for _, c := range it.pending {
+		if c.refill(c) {
+			heap.Push(&it.h, c)
+		}
+	}
+	clear(it.pending)
+	it.pending = it.pending[:0]
 	if it.h.Len() == 0 {
-		return nil, 0, false
+		return hit{}, false
 	}
 	key := it.h[0].key()
 	for it.h.Len() > 0 && it.h[0].key() == key {
 		top := it.h[0]
-		if c == nil || newer(top.seqAt(top.i), top.shardAt(top.i), c.seqAt(row), c.shardAt(row)) {
-			c, row = top, top.i
+		if at := (hit{c: top, f: top.file, i: top.i}); !ok || newer(at.seq(), at.shard(), h.seq(), h.shard()) {
+			h, ok = at, true
 		}
 		top.i++
-		if top.done() {
-			heap.Pop(&it.h)
-		} else {
+		if !top.done() {
 			heap.Fix(&it.h, 0)
+			continue
+		}
+		heap.Pop(&it.h)
+		if top.refill != nil {
+			it.pending = append(it.pending, top)
 		}
 	}
-	return c, row, true
-}
-
-// nextFile is next for merges of file cursors only, some of which may refill (runs read in
-// batches): it returns the batch that holds the newest version of the smallest key left,
-// which the winning cursor may have moved past by the time it returns.
-//
-// REQUIRES: a batch a cursor moved past stays valid until the caller is done with its rows,
-// and the first row of a refilled batch has a key above the last of the batch before.
-func (it *mergeIter) nextFile() (f *sortedFile, row int, ok bool) {
-	if it.h.Len() == 0 {
-		return nil, 0, false
-	}
-	key := it.h[0].key()
-	for it.h.Len() > 0 && it.h[0].key() == key {
-		top := it.h[0]
-		if f == nil || newer(top.file.view.Seq(top.i), top.file.view.Shard(top.i), f.view.Seq(row), f.view.Shard(row)) {
-			f, row = top.file, top.i
-		}
-		top.i++
-		if top.done() && (top.refill == nil || !top.refill(top)) {
-			heap.Pop(&it.h)
-		} else {
-			heap.Fix(&it.h, 0)
-		}
-	}
-	return f, row, true
+	return h, true
 }
 
 // pick is one surviving row version chosen by mergeSorted.
@@ -176,13 +204,13 @@ func mergeSorted(files []*sortedFile, drop func(f *sortedFile, i int) bool) []pi
 	it := newMergeIter(cursors)
 	out := make([]pick, 0, total)
 	for {
-		c, i, ok := it.next()
+		h, ok := it.next()
 		if !ok {
 			return out
 		}
-		if drop != nil && drop(c.file, i) {
+		if drop != nil && drop(h.f, h.i) {
 			continue
 		}
-		out = append(out, pick{c.file, i})
+		out = append(out, pick{h.f, h.i})
 	}
 }

@@ -69,11 +69,11 @@ func TestMergeIterNewestPerKey(t *testing.T) {
 	it := newMergeIter([]*cursor{{file: f1}, {file: empty}, {file: f2}, mem})
 	var got []string
 	for {
-		cur, i, ok := it.next()
+		h, ok := it.next()
 		if !ok {
 			break
 		}
-		got = append(got, describe(cur.versionAt(i)))
+		got = append(got, describe(h.version()))
 	}
 	require.Equal(t, []string{
 		"a:2@3/s2", // newer sequence wins

@@ -11,6 +11,7 @@ type Metrics struct {
 	ReadsRefused           prometheus.Counter
 	ReadsRetried           prometheus.Counter
 	ReadsBudgetBusy        prometheus.Counter
+	ReadRunRowsDecoded     prometheus.Counter
 	FlushTotal             *prometheus.CounterVec // kind, result
 	MergeTotal             *prometheus.CounterVec // kind, result
 	MergePhaseSeconds      *prometheus.HistogramVec
@@ -41,6 +42,10 @@ func NewMetrics(reg prometheus.Registerer, budget *Budget) *Metrics {
 		ReadsBudgetBusy: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "walkeeper_read_budget_busy_total",
 			Help: "Reads refused (HTTP 503 budget_busy) because the read budget could not admit their files within the wait.",
+		}),
+		ReadRunRowsDecoded: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "walkeeper_read_run_rows_decoded_total",
+			Help: "Rows of base runs the cache does not keep that Gets and Lists decoded (in record batches). Against the rows reads return, it is their decode amplification.",
 		}),
 		ReadsRetried: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "walkeeper_read_retried_total",
@@ -104,7 +109,7 @@ func NewMetrics(reg prometheus.Registerer, budget *Budget) *Metrics {
 		Help: "The process merge budget (0 = unlimited).",
 	}, func() float64 { return float64(budget.Limit()) })
 	if reg != nil {
-		reg.MustRegister(m.ReadPendingGenerations, m.ReadsRefused, m.ReadsRetried, m.ReadsBudgetBusy, m.FlushTotal, m.MergeTotal,
+		reg.MustRegister(m.ReadPendingGenerations, m.ReadsRefused, m.ReadsRetried, m.ReadsBudgetBusy, m.ReadRunRowsDecoded, m.FlushTotal, m.MergeTotal,
 			m.MergePhaseSeconds, m.CommitLockSeconds, m.BudgetWaitSeconds, m.BudgetReservedBytes,
 			m.BudgetLimitBytes, m.GenerationsReclaimed, m.AppendRows, m.AppendSeconds, m.WALObjects,
 			m.CompactTotal, m.CorruptObjects)

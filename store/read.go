@@ -256,11 +256,11 @@ func (s *Store) getOnce(ctx context.Context, key string) (map[string]any, error)
 		}
 	}
 	for _, grp := range groups(rest) {
-		files, release, err := s.openGroup(ctx, grp)
+		g, err := s.openGroup(ctx, grp, "")
 		if err != nil {
 			return nil, err
 		}
-		for _, f := range files {
+		for _, f := range g.files { // rest holds no run that openGroup would stream
 			if i := f.find(key); i >= 0 && (best == nil || newer(f.view.Seq(i), f.view.Shard(i), best.seq, best.shard)) {
 				best = &version{key: key, seq: f.view.Seq(i), shard: f.view.Shard(i), deleted: f.view.Deleted(i), file: f, row: i}
 			}
@@ -271,7 +271,7 @@ func (s *Store) getOnce(ctx context.Context, key string) (map[string]any, error)
 			}
 			best.shard, best.file = strings.Clone(best.shard), nil
 		}
-		release()
+		g.release()
 	}
 	if memRow != nil && (best == nil || newer(memRow.seq, memShard, best.seq, best.shard)) {
 		best = &version{key: key, seq: memRow.seq, shard: memShard, deleted: memRow.deleted}
@@ -337,30 +337,28 @@ func (s *Store) listOnce(ctx context.Context, opts ListOptions) (ListPage, error
 	if len(srcs) > readFanIn {
 		return s.listBounded(ctx, srcs, mem, memShard, opts)
 	}
-	files, release, err := s.openGroup(ctx, srcs)
+	g, err := s.openGroup(ctx, srcs, opts.After)
 	if err != nil {
 		return ListPage{}, err
 	}
-	defer release()
-	cursors := make([]*cursor, 0, len(files)+1)
-	for _, f := range files {
-		cursors = append(cursors, &cursor{file: f, i: f.firstAfter(opts.After)})
-	}
+	defer g.release()
+	cursors := g.cursors(opts.After)
 	if len(mem) > 0 {
 		cursors = append(cursors, &cursor{mem: mem, memShard: memShard})
 	}
 	it := newMergeIter(cursors)
 	page := ListPage{Rows: []map[string]any{}}
 	for {
-		c, i, ok := it.next()
+		h, ok := it.next()
 		if !ok {
 			break
 		}
-		best := c.versionAt(i)
+		best := h.version()
 		if best.deleted {
 			continue
 		}
-		// Copies: the files' buffers go back to the read budget on release (read_arena.go).
+		// Copies: the files' buffers go back to the read budget on release (read_arena.go),
+		// and a streamed run's batch as soon as the merge moves past it (list_runs.go).
 		page.Rows = append(page.Rows, cloneRow(s.toJSON(best)))
 		if len(page.Rows) == opts.Limit {
 			if it.more() {
@@ -368,6 +366,9 @@ func (s *Store) listOnce(ctx context.Context, opts ListOptions) (ListPage, error
 			}
 			break
 		}
+	}
+	if err := g.err(); err != nil {
+		return ListPage{}, err
 	}
 	return page, nil
 }

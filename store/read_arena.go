@@ -136,28 +136,17 @@ func withReadArena(ctx context.Context, r *readArena) context.Context {
 	return context.WithValue(ctx, readArenaKey{}, r)
 }
 
-// privateLoad decodes src into a buffer of arena (or the Go heap when it has none), without
-// the cache: its record aliases the arena, so it must not outlive the group (readArena).
+// privateLoad decodes generation src into a buffer of arena (or the Go heap when it has
+// none), without the cache: its record aliases the arena, so it must not outlive the group
+// (readArena). Base runs read privately are streamed instead (list_runs.go).
 func (s *Store) privateLoad(ctx context.Context, src readSource, arena *readArena) (*sortedFile, error) {
 	data, err := s.db.bucket.Get(withReadArena(ctx, arena), src.path)
 	if err != nil {
 		return nil, err
 	}
-	what := "generation " + src.path
-	if src.run {
-		what = "run " + src.path
-	}
-	if err := verifyChecksum(data, src.checksum, what); err != nil {
+	if err := verifyChecksum(data, src.checksum, "generation "+src.path); err != nil {
 		s.countCorrupt(err)
 		return nil, err
-	}
-	if src.run {
-		rec, err := decodeParquet(ctx, data, s.codec, what)
-		if err != nil {
-			s.countCorrupt(err)
-			return nil, err
-		}
-		return s.newSortedFile(src.path, rec)
 	}
 	return s.decodeGen(src.path, data)
 }

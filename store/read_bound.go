@@ -65,9 +65,12 @@ func (s *Store) sources(snap *readSnapshot, source string, keyFilter func(minKey
 	return out
 }
 
-// readCost is what decoding src through the cache may hold: a generation decodes to about
-// its object (the record aliases the bytes); a Parquet run is read as a table and
-// concatenated, so about twice its object at the peak.
+// readCost is what decoding src through the cache may hold while a read holds it: a
+// generation decodes to about its object (the record aliases the bytes); a base run is
+// decoded whole, each column into one array grown by doubling, so about twice its object at
+// the peak. Only files the cache keeps (at most a quarter of it) are decoded this way when a
+// read budget is set: the others are read into the group's arena, and base runs among them
+// are streamed in batches (list_runs.go), each charged what it really holds.
 func readCost(src readSource) int64 {
 	if src.run {
 		return 2 * src.bytes
@@ -75,16 +78,75 @@ func readCost(src readSource) int64 {
 	return src.bytes
 }
 
-// openGroup admits srcs to the read budget and decodes them (16 at a time). The caller
-// calls release once it no longer uses the files (after it has copied out what it keeps).
+// readGroup is a group of a read's sources, admitted to the read budget and opened: files[i]
+// is srcs[i] decoded whole, or nil where runs[i] streams it (a base run the cache will not
+// keep). release gives everything back; the caller calls it once it no longer uses the
+// files or cursors (after it has copied out what it keeps).
+type readGroup struct {
+	files   []*sortedFile
+	runs    []*listRun
+	release func()
+}
+
+// cursors returns one merge cursor per source, each at its first key above after (the after
+// the group was opened with, for the streamed runs).
+func (g *readGroup) cursors(after string) []*cursor {
+	out := make([]*cursor, len(g.files))
+	for i, f := range g.files {
+		if r := g.runs[i]; r != nil {
+			out[i] = r.cursor()
+		} else {
+			out[i] = &cursor{file: f, i: f.firstAfter(after)}
+		}
+	}
+	return out
+}
+
+// err is the first error a streamed run's cursor met decoding a batch: a merge over the
+// group's cursors is complete only when it is nil.
+func (g *readGroup) err() error {
+	for _, r := range g.runs {
+		if r != nil && r.err != nil {
+			return r.err
+		}
+	}
+	return nil
+}
+
+// openGroup admits srcs to the read budget and opens them (16 at a time); base runs the
+// cache will not keep are opened for streaming from after on ("" = from the start).
 //
 // A source is read one of three ways: from the cache (costs nothing: the cache bytes are
 // bounded on their own); through the cache (a file the cache will keep: decoded on the Go
 // heap and charged readCost while the read holds it); or, with a read budget, privately into
 // the group's read arena (a file the cache would not keep: its bytes are a buffer of the
-// read reservation, freed to the budget's pool on release; read_arena.go). A private run's
-// decoded table is still on the Go heap, charged its object size on top of its arena slot.
-func (s *Store) openGroup(ctx context.Context, srcs []readSource) (_ []*sortedFile, release func(), _ error) {
+// read reservation, freed to the budget's pool on release; read_arena.go). A private
+// generation's record aliases its arena bytes; a private base run is streamed (list_runs.go):
+// charged its arena bytes and a window guessed from them, grown to the window its footer
+// gives before any batch is decoded.
+//
+// A group whose runs' footers ask for more than the admission guessed, and whose
+// reservation cannot grow without waiting (another read is queued), is released and admitted
+// once more with what the footers said: it waits again holding nothing, so a read fails with
+// ErrBudgetBusy only when the budget cannot give it the bytes within readBudgetWait.
+//
+// INVARIANT: whether a run is private depends on its size and the cache's limit only (a
+// file the cache would not keep is never cached), so privateRun decides it the same way.
+func (s *Store) openGroup(ctx context.Context, srcs []readSource, after string) (*readGroup, error) {
+	g, short, err := s.tryOpenGroup(ctx, srcs, after, 0)
+	if short > 0 {
+		if g, short, err = s.tryOpenGroup(ctx, srcs, after, short); short > 0 {
+			if m := s.db.opts.Metrics; m != nil {
+				m.ReadsBudgetBusy.Inc()
+			}
+		}
+	}
+	return g, err
+}
+
+// tryOpenGroup is openGroup admitted with extra bytes beyond its estimate. short is how many
+// bytes its reservation lacked when it failed with ErrBudgetBusy for want of growth (0 else).
+func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after string, extra int64) (_ *readGroup, short int64, _ error) {
 	budget := s.db.opts.ReadBudget
 	private := make([]bool, len(srcs))
 	var want int64
@@ -98,7 +160,7 @@ func (s *Store) openGroup(ctx context.Context, srcs []readSource) (_ []*sortedFi
 			private[i] = true
 			sizes = append(sizes, src.bytes)
 			if src.run {
-				want += src.bytes // the decoded table, on the Go heap
+				want += compactRunGuess(runMeta{Bytes: src.bytes}) // its batches, until the footer says
 			}
 			continue
 		}
@@ -106,46 +168,62 @@ func (s *Store) openGroup(ctx context.Context, srcs []readSource) (_ []*sortedFi
 	}
 	s.db.cache.mu.Unlock()
 	hint := arenaEstimate(sizes)
-	want += hint + int64(len(sizes))*decodedFileHeap
+	want += hint + int64(len(sizes))*decodedFileHeap + extra
 	res, err := s.admitRead(ctx, want)
 	if err != nil {
-		return nil, func() {}, err
+		return nil, 0, err
 	}
 	var arena *readArena
+	var acct *memAccount
 	if len(sizes) > 0 {
-		arena = newReadArena(newMemAccount(res, budget), hint, len(sizes))
+		acct = newMemAccount(res, budget)
+		arena = newReadArena(acct, hint, len(sizes))
 	}
-	out := make([]*sortedFile, len(srcs))
-	release = func() {
-		for i, f := range out {
+	g := &readGroup{files: make([]*sortedFile, len(srcs)), runs: make([]*listRun, len(srcs))}
+	g.release = func() {
+		for i, f := range g.files {
 			if f != nil && private[i] {
 				f.rec.Release()
 			}
 		}
-		arena.free() // after the records that alias it
+		for _, r := range g.runs {
+			if r != nil {
+				r.close()
+			}
+		}
+		arena.free() // after the records and readers that alias it
 		res.Release()
 	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(16)
+	eg, gctx := errgroup.WithContext(ctx)
+	eg.SetLimit(16)
 	for i, src := range srcs {
-		g.Go(func() error {
+		eg.Go(func() error {
 			var err error
 			switch {
+			case private[i] && src.run:
+				g.runs[i], err = s.openListRun(gctx, src, arena, acct, after)
+				if err == nil {
+					g.runs[i].ctx = ctx // gctx ends with the opening; the batches are decoded later
+				}
 			case private[i]:
-				out[i], err = s.privateLoad(gctx, src, arena)
+				g.files[i], err = s.privateLoad(gctx, src, arena)
 			case src.run:
-				out[i], err = s.loadRun(gctx, src.path, src.checksum)
+				g.files[i], err = s.loadRun(gctx, src.path, src.checksum)
 			default:
-				out[i], err = s.loadGen(gctx, src.path, src.checksum)
+				g.files[i], err = s.loadGen(gctx, src.path, src.checksum)
 			}
 			return err
 		})
 	}
-	if err := g.Wait(); err != nil {
-		release()
-		return nil, func() {}, err
+	err = eg.Wait()
+	if err == nil && acct != nil {
+		short, err = s.growForRuns(res, acct, g.runs)
 	}
-	return out, release, nil
+	if err != nil {
+		g.release()
+		return nil, short, err
+	}
+	return g, 0, nil
 }
 
 // admitRead reserves want bytes of the read budget, waiting at most readBudgetWait.
@@ -185,15 +263,18 @@ func groups(srcs []readSource) [][]readSource {
 
 // listCandidate is one key's newest version within a group: where it is (src, row: the
 // index of its source and its row, or src < 0 for the memtable entry mem[row]), never its
-// values, which are rendered only for the rows a page returns (renderPage). The strings are
-// copies, so that a candidate kept past its group's release does not pin the group's memory.
+// values, which are rendered only for the rows a page returns (renderPage); but a version in
+// a streamed base run is rendered at once (rendered: its batch is released before the page
+// is rendered), unless it is a tombstone. The strings are copies, so that a candidate kept
+// past its group's release does not pin the group's memory.
 type listCandidate struct {
-	key     string
-	seq     int64
-	shard   string
-	deleted bool
-	src     int
-	row     int
+	key      string
+	seq      int64
+	shard    string
+	deleted  bool
+	src      int
+	row      int
+	rendered map[string]any
 }
 
 // listCandidatesPerGroup caps what one group contributes to a round: any cap >= 1 is
@@ -201,33 +282,36 @@ type listCandidate struct {
 // candidates at groups × this, whatever the page size.
 const listCandidatesPerGroup = 1024
 
-// listGroup merges one group (files are srcs[first:first+len(files)]) from after on and
-// returns the newest version of each of its first max keys, in key order (only keys at or
-// below upTo when bounded), and whether the group has keys beyond them that the caller must
-// treat as undecided: true when it stopped at max with keys left, false when it ran out or
-// stopped at upTo (keys past upTo are undecided anyway).
-func listGroup(files []*sortedFile, first int, after string, max int, upTo string, bounded bool) ([]listCandidate, bool) {
-	cursors := make([]*cursor, 0, len(files))
-	index := make(map[*sortedFile]int, len(files))
-	for j, f := range files {
-		cursors = append(cursors, &cursor{file: f, i: f.firstAfter(after)})
-		index[f] = first + j
+// listGroup merges one opened group (its sources are srcs[first:first+len(g.files)]) from
+// after on and returns the newest version of each of its first max keys, in key order (only
+// keys at or below upTo when bounded), and whether the group has keys beyond them that the
+// caller must treat as undecided: true when it stopped at max with keys left, false when it
+// ran out or stopped at upTo (keys past upTo are undecided anyway).
+func (s *Store) listGroup(g *readGroup, first int, after string, max int, upTo string, bounded bool) ([]listCandidate, bool, error) {
+	cursors := g.cursors(after)
+	index := make(map[*cursor]int, len(cursors))
+	for j, c := range cursors {
+		index[c] = first + j
 	}
 	it := newMergeIter(cursors)
 	var out []listCandidate
 	for len(out) < max {
-		c, i, ok := it.next()
+		h, ok := it.next()
 		if !ok {
-			return out, false
+			return out, false, g.err()
 		}
-		v := c.file.view
-		if bounded && v.Key(i) > upTo {
-			return out, false
+		v := h.f.view
+		if bounded && v.Key(h.i) > upTo {
+			return out, false, g.err()
 		}
-		out = append(out, listCandidate{key: strings.Clone(v.Key(i)), seq: v.Seq(i), shard: internShard(v.Shard(i)),
-			deleted: v.Deleted(i), src: index[c.file], row: i})
+		c := listCandidate{key: strings.Clone(v.Key(h.i)), seq: v.Seq(h.i), shard: internShard(v.Shard(h.i)),
+			deleted: v.Deleted(h.i), src: index[h.c], row: h.i}
+		if h.c.refill != nil && !c.deleted {
+			c.rendered = cloneRow(s.codec.RowJSON(h.f.rec, h.i))
+		}
+		out = append(out, c)
 	}
-	return out, it.more()
+	return out, it.more(), g.err()
 }
 
 // mergeCandidates merges two key-ordered, key-unique candidate lists into one, keeping the
@@ -302,12 +386,15 @@ rounds:
 		frontier, bounded := "", false
 		first := 0
 		for _, grp := range groups(srcs) {
-			files, release, err := s.openGroup(ctx, grp)
+			g, err := s.openGroup(ctx, grp, after)
 			if err != nil {
 				return ListPage{}, err
 			}
-			got, more := listGroup(files, first, after, per, frontier, bounded)
-			release()
+			got, more, err := s.listGroup(g, first, after, per, frontier, bounded)
+			g.release()
+			if err != nil {
+				return ListPage{}, err
+			}
 			first += len(grp)
 			if more && (!bounded || got[len(got)-1].key < frontier) {
 				frontier, bounded = got[len(got)-1].key, true
@@ -364,7 +451,11 @@ func (s *Store) renderPage(ctx context.Context, srcs []readSource, mem []memEntr
 	bySrc := map[int][]int{} // source -> indexes into picked
 	var need []int
 	for k, c := range picked {
-		if c.src < 0 {
+		switch {
+		case c.rendered != nil:
+			rows[k] = c.rendered
+			continue
+		case c.src < 0:
 			rows[k] = rowToJSON(s.meta.Schema, mem[c.row].r.row)
 			continue
 		}
@@ -380,16 +471,16 @@ func (s *Store) renderPage(ctx context.Context, srcs []readSource, mem []memEntr
 		for j, si := range need[:n] {
 			grp[j] = srcs[si]
 		}
-		files, release, err := s.openGroup(ctx, grp)
+		g, err := s.openGroup(ctx, grp, "")
 		if err != nil {
 			return nil, err
 		}
 		for j, si := range need[:n] {
 			for _, k := range bySrc[si] {
-				rows[k] = cloneRow(s.codec.RowJSON(files[j].rec, picked[k].row))
+				rows[k] = cloneRow(s.codec.RowJSON(g.files[j].rec, picked[k].row))
 			}
 		}
-		release()
+		g.release()
 		need = need[n:]
 	}
 	return rows, nil

@@ -36,13 +36,30 @@ func (s *Store) privateRun(src readSource) bool {
 
 // getFromRun looks key up in base run src, charged to the read budget: it is admitted with
 // the object's bytes and a reader window guessed from them, and once the footer gives the
-// real window it grows without waiting or fails with ErrBudgetBusy (the growth rule).
-func (s *Store) getFromRun(ctx context.Context, src readSource, key string) (hit runHit, err error) {
+// real window it grows without waiting (the growth rule); where growth is refused (another
+// read is queued) it gives everything back and is admitted once more with what the footer
+// said, as a group is (openGroup), so it fails with ErrBudgetBusy only when the budget cannot
+// give the bytes within readBudgetWait.
+func (s *Store) getFromRun(ctx context.Context, src readSource, key string) (runHit, error) {
+	hit, short, err := s.tryGetFromRun(ctx, src, key, 0)
+	if short > 0 {
+		if hit, short, err = s.tryGetFromRun(ctx, src, key, short); short > 0 {
+			if m := s.db.opts.Metrics; m != nil {
+				m.ReadsBudgetBusy.Inc()
+			}
+		}
+	}
+	return hit, err
+}
+
+// tryGetFromRun is getFromRun admitted with extra bytes beyond its estimate; short is what
+// its reservation lacked when it failed with ErrBudgetBusy for want of growth (0 else).
+func (s *Store) tryGetFromRun(ctx context.Context, src readSource, key string, extra int64) (hit runHit, short int64, err error) {
 	budget := s.db.opts.ReadBudget
 	hint := arenaEstimate([]int64{src.bytes})
-	res, err := s.admitRead(ctx, hint+decodedFileHeap+compactRunGuess(runMeta{Bytes: src.bytes}))
+	res, err := s.admitRead(ctx, hint+decodedFileHeap+compactRunGuess(runMeta{Bytes: src.bytes})+extra)
 	if err != nil {
-		return runHit{}, err
+		return runHit{}, 0, err
 	}
 	defer res.Release()
 	acct := newMemAccount(res, budget)
@@ -51,32 +68,33 @@ func (s *Store) getFromRun(ctx context.Context, src readSource, key string) (hit
 	what := "run " + src.path
 	data, err := s.db.bucket.Get(withReadArena(ctx, arena), src.path)
 	if err != nil {
-		return runHit{}, err
+		return runHit{}, 0, err
 	}
 	if err := verifyChecksum(data, src.checksum, what); err != nil {
 		s.countCorrupt(err)
-		return runHit{}, err
+		return runHit{}, 0, err
 	}
 	rb, err := openRunBatches(ctx, acct, data, s.codec, what)
 	if err != nil {
 		s.countCorrupt(err)
-		return runHit{}, err
+		return runHit{}, 0, err
 	}
 	defer rb.close()
 	if need := acct.Allocated() + rb.Window(); need > res.Bytes() && !res.TryGrow(need) {
-		return runHit{}, fmt.Errorf("%s: a read of run %s needs %d bytes of the read budget of %d: %w",
-			s.target, src.path, need, budget.Limit(), ErrBudgetBusy)
+		return runHit{}, need - res.Bytes(), fmt.Errorf("%s: a read of run %s needs %d bytes of the read budget of %d and holds %d: %w",
+			s.target, src.path, need, budget.Limit(), res.Bytes(), ErrBudgetBusy)
 	}
 	rb.keyRowGroups(key)
 	for {
 		f, err := rb.next(ctx)
 		if err != nil {
 			s.countCorrupt(err)
-			return runHit{}, err
+			return runHit{}, 0, err
 		}
 		if f == nil {
-			return runHit{}, nil
+			return runHit{}, 0, nil
 		}
+		s.countRunRows(f.n)
 		if i := f.find(key); i >= 0 {
 			v := f.view
 			hit = runHit{found: true, seq: v.Seq(i), shard: strings.Clone(v.Shard(i)), deleted: v.Deleted(i)}
@@ -84,7 +102,7 @@ func (s *Store) getFromRun(ctx context.Context, src readSource, key string) (hit
 				hit.row = cloneRow(s.codec.RowJSON(f.rec, i))
 			}
 			f.rec.Release()
-			return hit, nil
+			return hit, 0, nil
 		}
 		f.rec.Release()
 	}

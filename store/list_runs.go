@@ -1,0 +1,135 @@
+package store
+
+import (
+	"context"
+	"fmt"
+)
+
+// Base runs in a List (issue 13). A List over a base run the cache will not keep streams it:
+// the run's object is read into the group's read arena (its checksum covers the whole
+// object), and a cursor decodes it a record batch at a time into buffers of the group's read
+// reservation, starting at the first row group whose key statistics' max is above the page's
+// `after`, and decodes the next batch only when the merge asks for a key beyond the one it
+// holds. A page of 100 rows so decodes one or two batches of a run, not the run.
+//
+// The group's reservation covers what the cursors really hold: it is admitted with the
+// objects' bytes and a window guessed from them (compactRunGuess), and once the footers say
+// how large a batch and the reader's page buffers get (runBatches.Window) it grows to that
+// without waiting, or the read fails with ErrBudgetBusy (the growth rule: never wait while
+// holding). Every batch is allocated through the group's memAccount, so the allocator checks
+// the bound (in the race build an allocation beyond it panics).
+
+// listRun streams one base run for the cursor of a List (listRun.cursor).
+type listRun struct {
+	s     *Store
+	ctx   context.Context // the read's: the batches are decoded after the group is opened
+	rb    *runBatches
+	acct  *memAccount
+	after string
+	// cur is the batch the cursor is in: released when the cursor moves on (refill) or the
+	// group is released (close).
+	cur *sortedFile
+	err error
+}
+
+// openListRun reads run src into arena and opens it for batches from after on (its footer
+// only: nothing is decoded until the cursor asks).
+func (s *Store) openListRun(ctx context.Context, src readSource, arena *readArena, acct *memAccount, after string) (*listRun, error) {
+	what := "run " + src.path
+	data, err := s.db.bucket.Get(withReadArena(ctx, arena), src.path)
+	if err != nil {
+		return nil, err
+	}
+	if err := verifyChecksum(data, src.checksum, what); err != nil {
+		s.countCorrupt(err)
+		return nil, err
+	}
+	rb, err := openRunBatches(ctx, acct, data, s.codec, what)
+	if err != nil {
+		s.countCorrupt(err)
+		return nil, err
+	}
+	rb.rowGroupsAfter(after)
+	return &listRun{s: s, ctx: ctx, rb: rb, acct: acct, after: after}, nil
+}
+
+// cursor returns the run's merge cursor, at its first key above after (decoding the batch
+// that holds it), or an exhausted cursor when there is none or the decode failed (err).
+func (r *listRun) cursor() *cursor {
+	c := &cursor{refill: r.refill, rest: func() bool { return r.err == nil && r.rb.RowsLeft() > 0 }}
+	r.refill(c)
+	return c
+}
+
+// refill moves c to the run's next batch that has a key above after, releasing the batch it
+// was in, and reports whether there was one.
+//
+// REQUIRES: the caller copied what it keeps of the rows of c's batch (mergeIter calls refill
+// at the start of the next call to next, after the caller is done with the hit it returned).
+func (r *listRun) refill(c *cursor) bool {
+	if r.cur != nil {
+		r.cur.rec.Release()
+		r.cur = nil
+	}
+	c.file, c.i = nil, 0
+	for r.err == nil {
+		f, err := r.rb.next(r.ctx)
+		if err == nil {
+			err = r.acct.err() // a batch allocated beyond the reservation
+		}
+		if err != nil {
+			if f != nil {
+				f.rec.Release()
+			}
+			r.s.countCorrupt(err)
+			r.err = err
+			return false
+		}
+		if f == nil {
+			return false
+		}
+		r.s.countRunRows(f.n)
+		if i := f.firstAfter(r.after); i < f.n {
+			r.cur, c.file, c.i = f, f, i
+			return true
+		}
+		f.rec.Release() // the start of the first row group: keys at or below after
+	}
+	return false
+}
+
+// countRunRows counts n rows of a base run decoded by a read outside the cache.
+func (s *Store) countRunRows(n int) {
+	if m := s.db.opts.Metrics; m != nil {
+		m.ReadRunRowsDecoded.Add(float64(n))
+	}
+}
+
+// close releases the batch the cursor is in and the reader (the object's bytes are the
+// arena's, freed after this).
+func (r *listRun) close() {
+	if r.cur != nil {
+		r.cur.rec.Release()
+		r.cur = nil
+	}
+	r.rb.close()
+}
+
+// growForRuns grows res to what the group holds once its runs' footers are read: what its
+// account has allocated (the objects' bytes, the decoded generations' metadata) and every
+// run's window, without waiting. When the budget cannot give it, it returns ErrBudgetBusy and
+// the bytes the reservation lacks.
+func (s *Store) growForRuns(res *Reservation, acct *memAccount, runs []*listRun) (short int64, _ error) {
+	need, streamed := acct.Allocated(), false
+	for _, r := range runs {
+		if r != nil {
+			need += r.rb.Window()
+			streamed = true
+		}
+	}
+	if !streamed || need <= res.Bytes() || res.TryGrow(need) {
+		return 0, nil
+	}
+	return need - res.Bytes(), fmt.Errorf("%s: a list over base runs needs %d bytes of the read budget of %d and holds %d: %w",
+		s.target, need, s.db.opts.ReadBudget.Limit(), res.Bytes(), ErrBudgetBusy)
+}

@@ -1,0 +1,229 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+)
+
+// streamedRunStore writes rows rows (keys k000000, k000002, ...: every other key, so that
+// generations can add keys between them) merged into one base run, rewrites that run in
+// row groups of groupRows rows, and puts gens pending generations on top of it (updates,
+// tombstones and new keys, nothing left in the memtable). The store (db) reads with the
+// cache off and the read budget rb, so its Lists stream the run; ref is a second handle on
+// the same storage whose cache keeps the run, so its Lists decode the run whole.
+func streamedRunStore(t *testing.T, rows, groupRows, gens int, rb *Budget) (s, ref *Store, m *Metrics) {
+	t.Helper()
+	ctx := context.Background()
+	url := "file://" + t.TempDir() + "?nosync=1"
+	m = NewMetrics(prometheus.NewRegistry(), nil)
+	db := openTestDB(t, url, "w1", func(o *Options) {
+		o.ReadBudget = rb
+		o.CacheBytes = 1 // keeps nothing: the run and the generations are read privately
+		o.Metrics = m
+	})
+	s = createGeneric(t, db, "liststream", false)
+	pad := strings.Repeat("p", 100)
+	var rs []Row
+	for i := 0; i < rows; i++ {
+		k := fmt.Sprintf("k%06d", 2*i)
+		rs = append(rs, Row{Key: k, Values: []any{k, int64(i), pad + k}})
+	}
+	appendRows(t, s, rs...)
+	flush(t, s)
+	_, err := s.MergeAll(ctx)
+	require.NoError(t, err)
+	splitRunRowGroups(t, s, int64(groupRows))
+
+	rng := rand.New(rand.NewPCG(13, 17))
+	for g := 0; g < gens; g++ {
+		var batch []Row
+		for range 40 {
+			k := fmt.Sprintf("k%06d", rng.IntN(2*rows+20)) // base keys, keys between them, past the end
+			batch = append(batch, Row{Key: k, Values: []any{k, int64(1_000_000 + g), fmt.Sprintf("gen%d", g)}})
+		}
+		appendRows(t, s, batch...)
+		for range 5 {
+			require.NoError(t, s.Delete(ctx, fmt.Sprintf("k%06d", rng.IntN(2*rows))))
+		}
+		flush(t, s)
+	}
+	st, err := s.Stats(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, st.Runs)
+	if gens > 0 {
+		require.Equal(t, gens, st.Shards[0].PendingGenerations)
+	}
+
+	refDB := openTestDB(t, url, "w2", func(o *Options) { o.CacheBytes = 1 << 30 })
+	return s, openGeneric(t, refDB, "liststream"), m
+}
+
+// splitRunRowGroups rewrites every base run of s in row groups of groupRows rows (merges
+// write row groups of about 8 MiB) under a new path, and publishes the base version that
+// lists the rewritten runs.
+func splitRunRowGroups(t *testing.T, s *Store, groupRows int64) {
+	t.Helper()
+	ctx := context.Background()
+	base, err := s.loadBase(ctx)
+	require.NoError(t, err)
+	next := base.next("test: small row groups")
+	for i, r := range next.Runs {
+		data, err := s.db.bucket.Get(ctx, r.Path)
+		require.NoError(t, err)
+		rec, err := decodeParquet(ctx, data, s.codec, r.Path)
+		require.NoError(t, err)
+		var parts []arrow.RecordBatch
+		for off := int64(0); off < rec.NumRows(); off += groupRows {
+			parts = append(parts, rec.NewSlice(off, min(off+groupRows, rec.NumRows())))
+		}
+		rec.Release()
+		var buf bytes.Buffer
+		require.NoError(t, writeParquetRecs(&buf, s.codec.ArrowSchema(), parts...))
+		r.Path = strings.TrimSuffix(r.Path, ".parquet") + "-small-row-groups.parquet"
+		r.Bytes, r.Checksum = int64(buf.Len()), checksumOf(buf.Bytes())
+		require.NoError(t, s.db.bucket.Put(ctx, r.Path, buf.Bytes()))
+		next.Runs[i] = r
+	}
+	require.NoError(t, s.publishBase(ctx, next))
+	data, err := s.db.bucket.Get(ctx, next.Runs[0].Path)
+	require.NoError(t, err)
+	rb, err := openRunBatches(ctx, nil, data, s.codec, "run")
+	require.NoError(t, err)
+	defer rb.close()
+	require.Equal(t, int((rb.Rows()+groupRows-1)/groupRows), rb.pf.NumRowGroups())
+}
+
+// listAll pages through s from after with limit, returning every page.
+func listAll(t *testing.T, s *Store, after string, limit int) []ListPage {
+	t.Helper()
+	var pages []ListPage
+	for {
+		page, err := s.List(context.Background(), ListOptions{Limit: limit, After: after})
+		require.NoError(t, err)
+		pages = append(pages, page)
+		if page.Next == "" {
+			return pages
+		}
+		after = page.Next
+	}
+}
+
+// A List over a base run of many row groups that the cache does not keep, streamed a batch
+// at a time, returns exactly what the whole decode returns (a second handle whose cache keeps
+// the run), page by page to the end: newest version across the run and the pending
+// generations, tombstones hidden, pages continuing after their cursor; with the sources in
+// one group and in more than readFanIn (listBounded, whose candidates from the run are
+// rendered before its batch is released). Every byte goes back to the read budget.
+func TestListStreamsBaseRunsAsTheWholeDecode(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		gens int
+	}{{"one group", 6}, {"bounded", readFanIn + 6}} {
+		t.Run(tc.name, func(t *testing.T) {
+			rb := NewBudget(64 << 20)
+			s, ref, _ := streamedRunStore(t, 6000, 100, tc.gens, rb)
+			for _, limit := range []int{13, 1000} {
+				want := listAll(t, ref, "", limit)
+				got := listAll(t, s, "", limit)
+				require.Equal(t, len(want), len(got), "pages of %d", limit)
+				for i := range want {
+					require.Equal(t, want[i], got[i], "page %d of %d rows", i, limit)
+				}
+			}
+			// Cursors anywhere: on a key, between keys, before the first, past the last.
+			for _, after := range []string{"k000000", "k003001", "k007777", "k011998", "a", "k999999"} {
+				want, err := ref.List(context.Background(), ListOptions{Limit: 100, After: after})
+				require.NoError(t, err)
+				got, err := s.List(context.Background(), ListOptions{Limit: 100, After: after})
+				require.NoError(t, err)
+				require.Equal(t, want, got, "after %q", after)
+			}
+			require.Zero(t, rb.Reserved())
+			require.Zero(t, rb.Allocated(), "every buffer of the lists went back")
+			require.LessOrEqual(t, rb.Pooled(), rb.Limit())
+		})
+	}
+}
+
+// A List page of 100 rows decodes the batch that holds its first keys and no more of the
+// run: far fewer rows than the run holds, whether it starts at the first row group or at one
+// in the middle (picked by the key statistics), and only rows of the run at or after that
+// row group.
+func TestListPageDecodesOnlyTheRowGroupsItNeeds(t *testing.T) {
+	ctx := context.Background()
+	const rows = 60000
+	rb := NewBudget(64 << 20)
+	s, ref, m := streamedRunStore(t, rows, 500, 2, rb)
+	base, err := s.loadBase(ctx)
+	require.NoError(t, err)
+	data, err := s.db.bucket.Get(ctx, base.Runs[0].Path)
+	require.NoError(t, err)
+	r, err := openRunBatches(ctx, nil, data, s.codec, "run")
+	require.NoError(t, err)
+	batchRows, groups := r.batchRows, r.pf.NumRowGroups()
+	r.close()
+	require.Greater(t, groups, 100)
+
+	for _, after := range []string{"", "k060001", "k119000"} {
+		before := testutil.ToFloat64(m.ReadRunRowsDecoded)
+		got, err := s.List(ctx, ListOptions{Limit: 100, After: after})
+		require.NoError(t, err)
+		decoded := int64(testutil.ToFloat64(m.ReadRunRowsDecoded) - before)
+		want, err := ref.List(ctx, ListOptions{Limit: 100, After: after})
+		require.NoError(t, err)
+		require.Equal(t, want, got)
+		require.Len(t, got.Rows, 100)
+		t.Logf("after %q: decoded %d of the run's %d rows (%d row groups of 500; batches of %d rows)",
+			after, decoded, rows, groups, batchRows)
+		require.Positive(t, decoded)
+		// One batch holds the page; a second at most where the page crosses a batch.
+		require.LessOrEqual(t, decoded, 2*batchRows, "after %q", after)
+		require.Less(t, decoded*10, int64(rows), "after %q: a page decodes a small part of the run", after)
+	}
+	require.Zero(t, rb.Reserved())
+	require.Zero(t, rb.Allocated())
+}
+
+// Concurrent Lists over a streamed run share the read budget and keep their allocations
+// within their reservations: in the race-detector build the allocator panics on an
+// allocation beyond a reservation that does not hold the whole budget (allocCheck), and in
+// every build such an allocation fails the read with ErrBudgetBusy; so every List succeeds,
+// returns what the whole decode returns, and gives every byte back.
+func TestListOverStreamedRunsStaysWithinItsReservation(t *testing.T) {
+	ctx := context.Background()
+	rb := NewBudget(48 << 20) // several groups at once, never one holding the whole budget
+	s, ref, _ := streamedRunStore(t, 20000, 300, 4, rb)
+	afters := []string{"", "k010001", "k020000", "k030003", "k039990", "k000777"}
+	want := make([]ListPage, len(afters))
+	for i, after := range afters {
+		p, err := ref.List(ctx, ListOptions{Limit: 500, After: after})
+		require.NoError(t, err)
+		want[i] = p
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 4*len(afters))
+	pages := make([]ListPage, len(errs))
+	for w := range errs {
+		wg.Go(func() {
+			pages[w], errs[w] = s.List(ctx, ListOptions{Limit: 500, After: afters[w%len(afters)]})
+		})
+	}
+	wg.Wait()
+	for w := range errs {
+		require.NoError(t, errs[w])
+		require.Equal(t, want[w%len(afters)], pages[w])
+	}
+	require.Zero(t, rb.Reserved())
+	require.Zero(t, rb.Allocated(), "every buffer of the lists went back")
+	require.LessOrEqual(t, rb.Pooled(), rb.Limit())
+}

@@ -33,6 +33,10 @@ type Activities struct {
 	// misconfigured and the status query cannot tell a running activity from one waiting
 	// for a slot.
 	Client client.Client
+	// StartConcurrency bounds the starts one StartWorkflows activity has in flight
+	// (0 = DefaultStartConcurrency; at most MaxStartConcurrency, checked by the worker's
+	// configuration; a larger value is clamped).
+	StartConcurrency int
 	// Now is the clock for pending ages (nil = time.Now).
 	Now func() time.Time
 }

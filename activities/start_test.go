@@ -103,35 +103,41 @@ func TestStartWorkflowsPassesParallelPrepare(t *testing.T) {
 	require.False(t, inputs["generic:narrow"].ParallelPrepare)
 }
 
-// A batch's starts overlap (at most startConcurrency at once) and their outcomes keep the
-// request order.
+// A batch's starts overlap (at most StartConcurrency at once, the default when unset) and
+// their outcomes keep the request order.
 func TestStartWorkflowsStartsConcurrentlyInOrder(t *testing.T) {
-	c := &mocks.Client{}
-	var inFlight, peak atomic.Int64
-	c.On("ExecuteWorkflow", mock.Anything, mock.Anything, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, o client.StartWorkflowOptions, _ any, _ ...any) (client.WorkflowRun, error) {
-			n := inFlight.Add(1)
-			for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+	for _, tc := range []struct {
+		set, limit int
+	}{{0, DefaultStartConcurrency}, {4, 4}, {48, 48}} {
+		t.Run(fmt.Sprint(tc.set), func(t *testing.T) {
+			c := &mocks.Client{}
+			var inFlight, peak atomic.Int64
+			c.On("ExecuteWorkflow", mock.Anything, mock.Anything, mock.Anything, mock.Anything).Return(
+				func(_ context.Context, o client.StartWorkflowOptions, _ any, _ ...any) (client.WorkflowRun, error) {
+					n := inFlight.Add(1)
+					for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+					}
+					time.Sleep(20 * time.Millisecond) // a frontend round trip
+					inFlight.Add(-1)
+					run := &mocks.WorkflowRun{}
+					run.On("GetID").Return(o.ID)
+					run.On("GetRunID").Return("run-" + o.ID)
+					return run, nil
+				})
+			env := newActivityEnv(t, &Activities{Client: c, StartConcurrency: tc.set})
+			var starts []contract.StartRequest
+			for i := 0; i < 4*tc.limit; i++ {
+				starts = append(starts, contract.StartRequest{Workflow: contract.MergeWalWorkflow, Target: fmt.Sprintf("generic:s%03d", i)})
 			}
-			time.Sleep(20 * time.Millisecond) // a frontend round trip
-			inFlight.Add(-1)
-			run := &mocks.WorkflowRun{}
-			run.On("GetID").Return(o.ID)
-			run.On("GetRunID").Return("run-" + o.ID)
-			return run, nil
+			res := mustRun[contract.StartWorkflowsResult](t, env, contract.StartWorkflowsActivity, contract.StartWorkflowsParams{Starts: starts})
+			require.Len(t, res.Outcomes, len(starts))
+			for i, o := range res.Outcomes {
+				require.Equal(t, starts[i].Target, o.Target)
+				require.Equal(t, fmt.Sprintf("merge-wal/generic/s%03d", i), o.WorkflowID)
+				require.Empty(t, o.Error)
+			}
+			require.Greater(t, peak.Load(), int64(1), "starts of one batch ran one after another")
+			require.LessOrEqual(t, peak.Load(), int64(tc.limit))
 		})
-	env := newActivityEnv(t, &Activities{Client: c})
-	var starts []contract.StartRequest
-	for i := 0; i < 4*startConcurrency; i++ {
-		starts = append(starts, contract.StartRequest{Workflow: contract.MergeWalWorkflow, Target: fmt.Sprintf("generic:s%03d", i)})
 	}
-	res := mustRun[contract.StartWorkflowsResult](t, env, contract.StartWorkflowsActivity, contract.StartWorkflowsParams{Starts: starts})
-	require.Len(t, res.Outcomes, len(starts))
-	for i, o := range res.Outcomes {
-		require.Equal(t, starts[i].Target, o.Target)
-		require.Equal(t, fmt.Sprintf("merge-wal/generic/s%03d", i), o.WorkflowID)
-		require.Empty(t, o.Error)
-	}
-	require.Greater(t, peak.Load(), int64(1), "starts of one batch ran one after another")
-	require.LessOrEqual(t, peak.Load(), int64(startConcurrency))
 }

@@ -55,7 +55,7 @@ func (a *Activities) StartWorkflows(ctx context.Context, p contract.StartWorkflo
 			id, runID, err := a.startOne(ctx, req)
 			o.WorkflowID, o.RunID = id, runID
 			if err != nil {
-				o.Error = err.Error()
+				o.Error = contract.StartError(err)
 				errs[i] = err
 				a.logger().Warn("workflow start failed", zap.String("workflow", req.Workflow),
 					zap.String("target", req.Target), zap.Error(err))

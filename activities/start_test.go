@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
@@ -140,4 +142,21 @@ func TestStartWorkflowsStartsConcurrentlyInOrder(t *testing.T) {
 			require.LessOrEqual(t, peak.Load(), int64(tc.limit))
 		})
 	}
+}
+
+// A failed start's error is cut to contract.MaxStartErrorBytes in its outcome, on a rune
+// boundary, so a batch's result stays bounded however long the server's messages are.
+func TestStartWorkflowsBoundsOutcomeErrors(t *testing.T) {
+	long := errors.New("frontend: " + strings.Repeat("é", 200))
+	c, _ := fakeClient(map[string]error{"merge-wal/generic/down": long})
+	env := newActivityEnv(t, &Activities{Client: c})
+	res := mustRun[contract.StartWorkflowsResult](t, env, contract.StartWorkflowsActivity, contract.StartWorkflowsParams{Starts: []contract.StartRequest{
+		{Workflow: contract.MergeWalWorkflow, Target: "generic:up"},
+		{Workflow: contract.MergeWalWorkflow, Target: "generic:down"},
+	}})
+	msg := res.Outcomes[1].Error
+	require.LessOrEqual(t, len(msg), contract.MaxStartErrorBytes)
+	require.True(t, utf8.ValidString(msg), "cut on a rune boundary")
+	require.True(t, strings.HasPrefix(msg, "frontend: é"))
+	require.True(t, strings.HasSuffix(msg, "…"))
 }

@@ -89,14 +89,14 @@ func (a *Activities) startOne(ctx context.Context, req contract.StartRequest) (i
 	switch req.Workflow {
 	case contract.MergeWalWorkflow:
 		run, err := contract.StartMergeWal(ctx, a.Client, t, contract.MergeWalInput{ParallelPrepare: req.ParallelPrepare,
-			Trigger: req.Trigger, TriggerReason: req.Reason})
+			Trigger: req.Trigger, TriggerReason: req.Reason}, contract.EagerStart(a.EagerStart))
 		if err != nil {
 			return contract.MergeWalID(t), "", err
 		}
 		return run.GetID(), run.GetRunID(), nil
 	case contract.CompactBaseWorkflow:
 		run, err := contract.StartCompactBase(ctx, a.Client, t, contract.CompactBaseInput{
-			Trigger: req.Trigger, TriggerReason: req.Reason})
+			Trigger: req.Trigger, TriggerReason: req.Reason}, contract.EagerStart(a.EagerStart))
 		if err != nil {
 			return contract.CompactID(t), "", err
 		}

@@ -301,7 +301,7 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 		}
 		n, err := startNode(ctx, tenv.client, db, worker.NewMetrics(db.Options().Budget), nodeConfig{
 			FlushInterval: time.Hour, MergeSlots: 4, SharedActivitySlots: 16,
-			StartConcurrency: r.variant.Concurrency,
+			StartConcurrency: r.variant.Concurrency, EagerStart: r.variant.Eager,
 		}, o.logger())
 		if err != nil {
 			_ = db.Close(ctx)

@@ -17,6 +17,7 @@ type fleetVariant struct {
 	Concurrency int    // 0 = activities.DefaultStartConcurrency
 	Batch       int    // 0 = contract.DefaultSweepStartBatch
 	Pacing      string // "" = the workflow's default (planned)
+	Eager       bool   // StartWorkflows asks for eager starts (Activities.EagerStart)
 }
 
 func (v fleetVariant) isDefault() bool { return v == fleetVariant{} }
@@ -42,23 +43,31 @@ func (v fleetVariant) pacing() string {
 	return contract.StartPacingPlanned
 }
 
-// String is the variant as --variants spells it: concurrency/batch/pacing.
+// String is the variant as --variants spells it: concurrency/batch/pacing[/eager].
 func (v fleetVariant) String() string {
-	return fmt.Sprintf("%d/%d/%s", v.concurrency(), v.batch(), v.pacing())
+	s := fmt.Sprintf("%d/%d/%s", v.concurrency(), v.batch(), v.pacing())
+	if v.Eager {
+		s += "/eager"
+	}
+	return s
 }
 
 // parseFleetVariants reads --variants: comma-separated concurrency/batch/pacing triples,
 // e.g. "16/256/after-launch,32/512/planned"; a part left empty takes the default
-// ("/512/" = the default concurrency and pacing, batches of 512). nil = one default variant.
+// ("/512/" = the default concurrency and pacing, batches of 512), and a fourth part "eager"
+// asks for eager starts. nil = one default variant.
 func parseFleetVariants(specs []string) ([]fleetVariant, error) {
 	var out []fleetVariant
 	seen := map[string]bool{}
 	for _, spec := range specs {
 		parts := strings.Split(strings.TrimSpace(spec), "/")
-		if len(parts) != 3 {
-			return nil, fmt.Errorf("fleet: variant %q: want concurrency/batch/pacing, e.g. 32/256/planned", spec)
-		}
 		var v fleetVariant
+		if len(parts) == 4 && parts[3] == "eager" {
+			v.Eager, parts = true, parts[:3]
+		}
+		if len(parts) != 3 {
+			return nil, fmt.Errorf("fleet: variant %q: want concurrency/batch/pacing[/eager], e.g. 32/256/planned", spec)
+		}
 		for i, bound := range []int{activities.MaxStartConcurrency, contract.MaxStartBatch} {
 			if parts[i] == "" {
 				continue

@@ -7,12 +7,12 @@ import (
 )
 
 func TestParseFleetVariants(t *testing.T) {
-	vs, err := parseFleetVariants([]string{"16/256/after-launch", "32/512/planned", "/128/"})
+	vs, err := parseFleetVariants([]string{"16/256/after-launch", "32/512/planned", "/128/", "32/512/planned/eager"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"16/256/after-launch", "32/512/planned", "32/128/planned"}
-	if len(vs) != 3 {
+	want := []string{"16/256/after-launch", "32/512/planned", "32/128/planned", "32/512/planned/eager"}
+	if len(vs) != 4 || !vs[3].Eager {
 		t.Fatalf("variants %v", vs)
 	}
 	for i, v := range vs {
@@ -26,7 +26,7 @@ func TestParseFleetVariants(t *testing.T) {
 	if vs, err := parseFleetVariants(nil); err != nil || len(vs) != 1 || !vs[0].isDefault() {
 		t.Errorf("no variants: %v %v, want one default", vs, err)
 	}
-	for _, bad := range []string{"32/256", "0/256/planned", "32/513/planned", "x/256/planned", "32/256/eager"} {
+	for _, bad := range []string{"32/256", "0/256/planned", "32/513/planned", "x/256/planned", "32/256/eager", "32/256/planned/lazy"} {
 		if _, err := parseFleetVariants([]string{bad}); err == nil {
 			t.Errorf("%q accepted", bad)
 		}

@@ -107,6 +107,9 @@ type fleetSample struct {
 	Pages, Batches int
 	BatchTime      time.Duration
 	StartSpan      time.Duration
+	// LaunchGap is the mean time between two consecutive StartWorkflows launches (scheduled
+	// events): StartSpacing when the cadence holds, more when workflow tasks run late.
+	LaunchGap time.Duration
 }
 
 // startRate is the starts per second over the sweep's start span (0 without starts).
@@ -241,8 +244,8 @@ func (s fleetSample) summary() string {
 	if s.Failed != "" {
 		return fmt.Sprintf("FAILED (%s) after %s, %d requests", s.Failed, fmtDur(s.Duration), s.Requests)
 	}
-	return fmt.Sprintf("sweep %s, %d requests (%d of earlier fleets left out), largest event %d B, %d events (%d pages, %d batches of mean %s), RSS +%.0f MiB, %d/%d started (%.1f/s), time-to-merge %s",
-		fmtDur(s.Duration), s.Requests, s.OtherFleets, s.LargestEvent, s.Events, s.Pages, s.Batches, fmtDur(s.BatchTime), mib(s.rssGrowth()), s.Started, s.Debt, s.startRate(), fmtDur(s.TTM))
+	return fmt.Sprintf("sweep %s, %d requests (%d of earlier fleets left out), largest event %d B, %d events (%d pages, %d batches of mean %s launched %s apart), RSS +%.0f MiB, %d/%d started (%.1f/s), time-to-merge %s",
+		fmtDur(s.Duration), s.Requests, s.OtherFleets, s.LargestEvent, s.Events, s.Pages, s.Batches, fmtDur(s.BatchTime), fmtDur(s.LaunchGap), mib(s.rssGrowth()), s.Started, s.Debt, s.startRate(), fmtDur(s.TTM))
 }
 
 func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun) (fleetSample, error) {
@@ -348,7 +351,7 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 		return s, err
 	}
 	s.Events, s.LargestEvent = h.events, h.largest
-	s.Pages, s.Batches, s.BatchTime, s.StartSpan = h.pages, h.batches, h.batchTime, h.startSpan
+	s.Pages, s.Batches, s.BatchTime, s.StartSpan, s.LaunchGap = h.pages, h.batches, h.batchTime, h.startSpan, h.launchGap
 	// Count up to the end of discovery (a failed sweep: up to when it was stopped): every
 	// request until the first start, then only the listings of the demand index (the paged
 	// sweep lists its later pages while its first starts run; the MergeWal runs they start
@@ -684,6 +687,7 @@ type sweepHistory struct {
 	pages, batches int
 	batchTime      time.Duration
 	startSpan      time.Duration
+	launchGap      time.Duration
 	// lastDiscovery is when the last discovery activity closed.
 	lastDiscovery time.Time
 	// discoveryEnd is when discovery ended: the last discovery activity closed, or the first
@@ -697,7 +701,8 @@ type sweepHistory struct {
 func historyOf(ctx context.Context, c client.Client, id, runID string) (sweepHistory, error) {
 	var h sweepHistory
 	types := map[int64]string{}
-	var lastDiscovery, firstStart, lastStartEnd time.Time
+	var lastDiscovery, firstStart, lastStartEnd, firstLaunch, lastLaunch time.Time
+	launches := 0
 	started := map[int64]time.Time{} // StartWorkflows: scheduled event ID -> started
 	var batchTotal time.Duration
 	it := c.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
@@ -711,6 +716,13 @@ func historyOf(ctx context.Context, c client.Client, id, runID string) (sweepHis
 		at := ev.GetEventTime().AsTime()
 		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil {
 			types[ev.GetEventId()] = a.GetActivityType().GetName()
+			if a.GetActivityType().GetName() == contract.StartWorkflowsActivity {
+				if launches == 0 {
+					firstLaunch = at
+				}
+				lastLaunch = at
+				launches++
+			}
 		}
 		if a := ev.GetActivityTaskStartedEventAttributes(); a != nil && types[a.GetScheduledEventId()] == contract.StartWorkflowsActivity {
 			started[a.GetScheduledEventId()] = at
@@ -740,6 +752,9 @@ func historyOf(ctx context.Context, c client.Client, id, runID string) (sweepHis
 	if h.batches > 0 {
 		h.batchTime = batchTotal / time.Duration(h.batches)
 		h.startSpan = lastStartEnd.Sub(firstStart)
+	}
+	if launches > 1 {
+		h.launchGap = lastLaunch.Sub(firstLaunch) / time.Duration(launches-1)
 	}
 	h.lastDiscovery = lastDiscovery
 	h.discoveryEnd = lastDiscovery
@@ -878,7 +893,7 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 		t := Table{
 			Title: fmt.Sprintf("Design %q: one sweep per fleet, median over repetitions", d.name()),
 			Header: []string{"stores", "in debt", "outcome", "sweep", "storage requests", "by operation", "largest event (B)",
-				"largest heartbeat (B)", "history events", "pages / start batches (mean batch)", "allocated in discovery (MiB)", "RSS growth (MiB)", "MergeWal started", "starts/s", "time-to-merge (max)"},
+				"largest heartbeat (B)", "history events", "pages / start batches (mean batch, launch gap)", "allocated in discovery (MiB)", "RSS growth (MiB)", "MergeWal started", "starts/s", "time-to-merge (max)"},
 		}
 		for _, k := range order {
 			if k.side != d {
@@ -911,6 +926,7 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 			res.Values[key+"pages"] = float64(a.last.Pages)
 			res.Values[key+"start_batches"] = float64(a.last.Batches)
 			res.Values[key+"start_rate"] = a.last.startRate()
+			res.Values[key+"launch_gap_s"] = a.last.LaunchGap.Seconds()
 			ttm := "-"
 			res.Values[key+"started"] = float64(a.started)
 			res.Values[key+"largest_payload_bytes"] = a.payload
@@ -920,7 +936,7 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 			}
 			t.Rows = append(t.Rows, []string{fmt.Sprint(k.stores), debt, outcome, a.dur.fmt("%.1f") + " s", a.req.fmt("%.0f"),
 				fmtOps(a.byOp), a.ev.fmt("%.0f"), fmt.Sprintf("%.0f", a.hb), a.events.fmt("%.0f"),
-				fmt.Sprintf("%d / %d (%s)", a.last.Pages, a.last.Batches, fmtDur(a.last.BatchTime)), a.alloc.fmt("%.1f"), a.rss.fmt("%.1f"),
+				fmt.Sprintf("%d / %d (%s, %s)", a.last.Pages, a.last.Batches, fmtDur(a.last.BatchTime), fmtDur(a.last.LaunchGap)), a.alloc.fmt("%.1f"), a.rss.fmt("%.1f"),
 				fmt.Sprintf("%d/%d", a.started, a.debt), fmt.Sprintf("%.1f", a.last.startRate()), ttm})
 		}
 		if len(t.Rows) > 0 {

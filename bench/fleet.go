@@ -313,6 +313,12 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 		nodes = append(nodes, n)
 	}
 
+	// The previous fleet's leftover activities first: wait until they stop reaching these
+	// workers (runs 7 and 9 counted up to 151 of their requests in a later sweep).
+	if waited, n := hook.quiesce(ctx, 5*time.Second, 2*time.Minute); n > 0 {
+		o.progressf("fleet: %d requests for earlier fleets' stores drained in %s before the sweep", n, fmtDur(waited))
+	}
+
 	// The sweep.
 	// Hand the previous fleet's freed heap back to the OS first, so the growth is this
 	// sweep's and not hidden by memory the runtime still holds.
@@ -549,7 +555,28 @@ func ofOtherFleet(key, prefix string) bool {
 	return false
 }
 
-// otherFleets returns the requests for other fleets' stores since reset.
+// quiesce waits until no request for another fleet's stores came for quiet (the activities
+// of the previous fleet's terminated MergeWal runs that still reach this fleet's workers have
+// drained: they would run during this fleet's sweep, in its allocations and CPU), at most
+// limit. It returns how long it waited and how many such requests it saw.
+func (f *fleetFaults) quiesce(ctx context.Context, quiet, limit time.Duration) (time.Duration, int64) {
+	start := time.Now()
+	last, lastChange := f.otherFleets(), time.Now()
+	for time.Since(lastChange) < quiet && time.Since(start) < limit {
+		select {
+		case <-ctx.Done():
+			return time.Since(start), f.otherFleets()
+		case <-time.After(250 * time.Millisecond):
+		}
+		if n := f.otherFleets(); n != last {
+			last, lastChange = n, time.Now()
+		}
+	}
+	return time.Since(start), last
+}
+
+// otherFleets returns the requests for other fleets' stores since reset (before the first
+// reset: since the hook was made).
 func (f *fleetFaults) otherFleets() int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -573,7 +600,7 @@ func (f *fleetFaults) Before(op, key string) error {
 		}
 	}
 	f.mu.Lock()
-	if f.byMs != nil && f.fleetPrefix != "" && ofOtherFleet(key, f.fleetPrefix) {
+	if f.fleetPrefix != "" && ofOtherFleet(key, f.fleetPrefix) {
 		f.other += pages
 	} else if f.byMs != nil {
 		ms := time.Since(f.since).Milliseconds()

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -84,5 +85,21 @@ func TestFleetReportVariants(t *testing.T) {
 		if _, ok := res.Values[key]; !ok {
 			t.Errorf("value %s missing", key)
 		}
+	}
+}
+
+// quiesce returns once no request for another fleet came for the quiet period, and not
+// before: a request within it restarts the wait.
+func TestFleetFaultsQuiesce(t *testing.T) {
+	f := &fleetFaults{fleetPrefix: "f3-"}
+	go func() {
+		for range 4 {
+			_ = f.Before("get", "generic/f2-0000001/store.json")
+			time.Sleep(200 * time.Millisecond)
+		}
+	}()
+	waited, n := f.quiesce(context.Background(), 500*time.Millisecond, 10*time.Second)
+	if n != 4 || waited < 1100*time.Millisecond || waited > 5*time.Second {
+		t.Errorf("quiesce waited %s and saw %d requests, want 4 and ≥ 1.1 s", waited, n)
 	}
 }

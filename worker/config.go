@@ -101,8 +101,10 @@ type Config struct {
 	// of SweepWindow). SweepMaxStarts caps the workflows one sweep round starts, most
 	// indebted first (the demand index is paged until it is reached); SweepStartBatch is the
 	// starts per StartWorkflows activity of one sweep and SweepStartSpacing the least time
-	// between two batches (0 = no pacing). The defaults start 10,000 in 40 batches of 256, one
-	// a second: 1 % of a million stores within a one-minute interval (docs/DESIGN.md §11).
+	// between two batches (0 = no pacing), counted from the first launch. The defaults plan
+	// 10,000 starts in 40 batches of 256, one a second: 1 % of a million stores within a
+	// one-minute interval when Temporal takes ≥ 167 starts a second (docs/DESIGN.md §11,
+	// docs/BENCHMARKS.md §9).
 	SweepJitter       time.Duration
 	SweepMaxStarts    int
 	SweepStartBatch   int

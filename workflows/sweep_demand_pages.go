@@ -76,7 +76,9 @@ type kindPages struct {
 //
 // A store whose debt changed between two pages is at worst started twice (the ID policy
 // attaches the second start) or left to the next sweep. Its activities run at
-// contract.SweepPriority, ahead of the tasks of the merges it starts.
+// contract.SweepPriority, ahead of the tasks of the merges it starts. Batches launch on the
+// planned cadence of sweepPlannedPacingChange (sweep_pacing.go) unless the run predates it or
+// the input asks for StartPacingAfterLaunch.
 //
 // INVARIANT: the history this adds is at most contract.SweepHistoryBound(kinds, MaxStarts,
 // StartBatch) events, checked on input (validPagedSweep). A kind whose page fails after its

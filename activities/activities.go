@@ -33,6 +33,14 @@ type Activities struct {
 	// misconfigured and the status query cannot tell a running activity from one waiting
 	// for a slot.
 	Client client.Client
+	// StartConcurrency bounds the starts one StartWorkflows activity has in flight
+	// (0 = DefaultStartConcurrency; at most MaxStartConcurrency, checked by the worker's
+	// configuration; a larger value is clamped).
+	StartConcurrency int
+	// EagerStart makes StartWorkflows ask for eager starts (contract.EagerStart): the first
+	// workflow task of each run goes to a worker of Client on the shared queue in the start's
+	// response. Off by default; the fleet benchmark measures it (docs/BENCHMARKS.md §9).
+	EagerStart bool
 	// Now is the clock for pending ages (nil = time.Now).
 	Now func() time.Time
 }

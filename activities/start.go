@@ -13,16 +13,30 @@ import (
 	"github.com/walkeeper/walkeeper/store"
 )
 
-// startConcurrency bounds the starts one StartWorkflows has in flight. Each start is one
-// round trip to the frontend (a few ms on an idle server, tens on a loaded one), so a batch
-// started one after another takes batch size × round trip: 256 starts at 10 ms is 2.6 s,
-// longer than the sweep's spacing between batches, and a sweep could not start what it
-// plans within its interval. 16 in flight keeps the burst on the frontend bounded.
-const startConcurrency = 16
+// DefaultStartConcurrency and MaxStartConcurrency are the default and the bound of
+// Activities.StartConcurrency: the starts one StartWorkflows has in flight. Each start is one
+// round trip to the frontend (66 ms on an idle dev server, 0.4–0.6 s while the merges a big
+// sweep started run next to it), so a batch started one after another takes batch size ×
+// round trip and a sweep could not start what it plans within its interval. At 1 % of a
+// million stores 16 in flight gave 69.5 starts/s and 32 gave 115.5 (docs/BENCHMARKS.md §9,
+// runs 7–9). The bound keeps one activity's burst on the frontend (and its goroutines)
+// small: the sweep's Concurrency batches multiply it.
+const (
+	DefaultStartConcurrency = 32
+	MaxStartConcurrency     = 256
+)
+
+// startConcurrency is a.StartConcurrency, or its default when unset.
+func (a *Activities) startConcurrency() int {
+	if a.StartConcurrency > 0 {
+		return min(a.StartConcurrency, MaxStartConcurrency)
+	}
+	return DefaultStartConcurrency
+}
 
 // StartWorkflows starts (or attaches to) one workflow per request through
 // contract.StartMergeWal / StartCompactBase, so the sweep and the schedule ticks dedupe on
-// the same workflow IDs as every other trigger, at most startConcurrency at once. Each
+// the same workflow IDs as every other trigger, at most a.StartConcurrency at once. Each
 // request reports its own outcome, in request order; the activity fails (and is retried as
 // a whole, which the ID policies make harmless) only when every start failed.
 func (a *Activities) StartWorkflows(ctx context.Context, p contract.StartWorkflowsParams) (res contract.StartWorkflowsResult, err error) {
@@ -34,14 +48,14 @@ func (a *Activities) StartWorkflows(ctx context.Context, p contract.StartWorkflo
 	res.Outcomes = make([]contract.StartOutcome, len(p.Starts))
 	errs := make([]error, len(p.Starts))
 	var g errgroup.Group
-	g.SetLimit(startConcurrency)
+	g.SetLimit(a.startConcurrency())
 	for i, req := range p.Starts {
 		g.Go(func() error {
 			o := contract.StartOutcome{Workflow: req.Workflow, Target: req.Target}
 			id, runID, err := a.startOne(ctx, req)
 			o.WorkflowID, o.RunID = id, runID
 			if err != nil {
-				o.Error = err.Error()
+				o.Error = contract.StartError(err)
 				errs[i] = err
 				a.logger().Warn("workflow start failed", zap.String("workflow", req.Workflow),
 					zap.String("target", req.Target), zap.Error(err))
@@ -75,14 +89,14 @@ func (a *Activities) startOne(ctx context.Context, req contract.StartRequest) (i
 	switch req.Workflow {
 	case contract.MergeWalWorkflow:
 		run, err := contract.StartMergeWal(ctx, a.Client, t, contract.MergeWalInput{ParallelPrepare: req.ParallelPrepare,
-			Trigger: req.Trigger, TriggerReason: req.Reason})
+			Trigger: req.Trigger, TriggerReason: req.Reason}, contract.EagerStart(a.EagerStart))
 		if err != nil {
 			return contract.MergeWalID(t), "", err
 		}
 		return run.GetID(), run.GetRunID(), nil
 	case contract.CompactBaseWorkflow:
 		run, err := contract.StartCompactBase(ctx, a.Client, t, contract.CompactBaseInput{
-			Trigger: req.Trigger, TriggerReason: req.Reason})
+			Trigger: req.Trigger, TriggerReason: req.Reason}, contract.EagerStart(a.EagerStart))
 		if err != nil {
 			return contract.CompactID(t), "", err
 		}

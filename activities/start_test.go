@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
@@ -103,35 +105,76 @@ func TestStartWorkflowsPassesParallelPrepare(t *testing.T) {
 	require.False(t, inputs["generic:narrow"].ParallelPrepare)
 }
 
-// A batch's starts overlap (at most startConcurrency at once) and their outcomes keep the
-// request order.
+// A batch's starts overlap (at most StartConcurrency at once, the default when unset) and
+// their outcomes keep the request order.
 func TestStartWorkflowsStartsConcurrentlyInOrder(t *testing.T) {
-	c := &mocks.Client{}
-	var inFlight, peak atomic.Int64
-	c.On("ExecuteWorkflow", mock.Anything, mock.Anything, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, o client.StartWorkflowOptions, _ any, _ ...any) (client.WorkflowRun, error) {
-			n := inFlight.Add(1)
-			for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+	for _, tc := range []struct {
+		set, limit int
+	}{{0, DefaultStartConcurrency}, {4, 4}, {48, 48}} {
+		t.Run(fmt.Sprint(tc.set), func(t *testing.T) {
+			c := &mocks.Client{}
+			var inFlight, peak atomic.Int64
+			c.On("ExecuteWorkflow", mock.Anything, mock.Anything, mock.Anything, mock.Anything).Return(
+				func(_ context.Context, o client.StartWorkflowOptions, _ any, _ ...any) (client.WorkflowRun, error) {
+					n := inFlight.Add(1)
+					for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+					}
+					time.Sleep(20 * time.Millisecond) // a frontend round trip
+					inFlight.Add(-1)
+					run := &mocks.WorkflowRun{}
+					run.On("GetID").Return(o.ID)
+					run.On("GetRunID").Return("run-" + o.ID)
+					return run, nil
+				})
+			env := newActivityEnv(t, &Activities{Client: c, StartConcurrency: tc.set})
+			var starts []contract.StartRequest
+			for i := 0; i < 4*tc.limit; i++ {
+				starts = append(starts, contract.StartRequest{Workflow: contract.MergeWalWorkflow, Target: fmt.Sprintf("generic:s%03d", i)})
 			}
-			time.Sleep(20 * time.Millisecond) // a frontend round trip
-			inFlight.Add(-1)
-			run := &mocks.WorkflowRun{}
-			run.On("GetID").Return(o.ID)
-			run.On("GetRunID").Return("run-" + o.ID)
-			return run, nil
+			res := mustRun[contract.StartWorkflowsResult](t, env, contract.StartWorkflowsActivity, contract.StartWorkflowsParams{Starts: starts})
+			require.Len(t, res.Outcomes, len(starts))
+			for i, o := range res.Outcomes {
+				require.Equal(t, starts[i].Target, o.Target)
+				require.Equal(t, fmt.Sprintf("merge-wal/generic/s%03d", i), o.WorkflowID)
+				require.Empty(t, o.Error)
+			}
+			require.Greater(t, peak.Load(), int64(1), "starts of one batch ran one after another")
+			require.LessOrEqual(t, peak.Load(), int64(tc.limit))
 		})
+	}
+}
+
+// A failed start's error is cut to contract.MaxStartErrorBytes in its outcome, on a rune
+// boundary, so a batch's result stays bounded however long the server's messages are.
+func TestStartWorkflowsBoundsOutcomeErrors(t *testing.T) {
+	long := errors.New("frontend: " + strings.Repeat("é", 200))
+	c, _ := fakeClient(map[string]error{"merge-wal/generic/down": long})
 	env := newActivityEnv(t, &Activities{Client: c})
-	var starts []contract.StartRequest
-	for i := 0; i < 4*startConcurrency; i++ {
-		starts = append(starts, contract.StartRequest{Workflow: contract.MergeWalWorkflow, Target: fmt.Sprintf("generic:s%03d", i)})
+	res := mustRun[contract.StartWorkflowsResult](t, env, contract.StartWorkflowsActivity, contract.StartWorkflowsParams{Starts: []contract.StartRequest{
+		{Workflow: contract.MergeWalWorkflow, Target: "generic:up"},
+		{Workflow: contract.MergeWalWorkflow, Target: "generic:down"},
+	}})
+	msg := res.Outcomes[1].Error
+	require.LessOrEqual(t, len(msg), contract.MaxStartErrorBytes)
+	require.True(t, utf8.ValidString(msg), "cut on a rune boundary")
+	require.True(t, strings.HasPrefix(msg, "frontend: é"))
+	require.True(t, strings.HasSuffix(msg, "…"))
+}
+
+// EagerStart asks the server for eager starts of every workflow a batch starts; without it
+// no start asks.
+func TestStartWorkflowsEagerStart(t *testing.T) {
+	for _, eager := range []bool{false, true} {
+		c, got := fakeClient(nil)
+		env := newActivityEnv(t, &Activities{Client: c, EagerStart: eager})
+		mustRun[contract.StartWorkflowsResult](t, env, contract.StartWorkflowsActivity, contract.StartWorkflowsParams{Starts: []contract.StartRequest{
+			{Workflow: contract.MergeWalWorkflow, Target: "generic:a"},
+			{Workflow: contract.CompactBaseWorkflow, Target: "generic:b"},
+		}})
+		require.Len(t, *got, 2)
+		for _, o := range *got {
+			require.Equal(t, eager, o.EnableEagerStart, "%s", o.ID)
+			require.Equal(t, contract.TaskQueue, o.TaskQueue)
+		}
 	}
-	res := mustRun[contract.StartWorkflowsResult](t, env, contract.StartWorkflowsActivity, contract.StartWorkflowsParams{Starts: starts})
-	require.Len(t, res.Outcomes, len(starts))
-	for i, o := range res.Outcomes {
-		require.Equal(t, starts[i].Target, o.Target)
-		require.Equal(t, fmt.Sprintf("merge-wal/generic/s%03d", i), o.WorkflowID)
-		require.Empty(t, o.Error)
-	}
-	require.Greater(t, peak.Load(), int64(1), "starts of one batch ran one after another")
-	require.LessOrEqual(t, peak.Load(), int64(startConcurrency))
 }

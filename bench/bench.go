@@ -54,6 +54,10 @@ type Options struct {
 	FleetSizes []int
 	// FleetDesigns limits the fleet scenario to some designs ("scan", "demand"); nil = both.
 	FleetDesigns []string
+	// FleetVariants lists start-path variants of the fleet scenario to measure side by side,
+	// each "concurrency/batch/pacing" (starts in flight per StartWorkflows, StartBatch,
+	// StartPacing; an empty part = the default); nil = the build's defaults only.
+	FleetVariants []string
 	// MergeMaxGenerations overrides merge_max_generations of both systems in the incident
 	// replay; 0 = the default (8).
 	MergeMaxGenerations int

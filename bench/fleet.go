@@ -24,6 +24,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/walkeeper/walkeeper/activities"
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/worker"
@@ -68,6 +69,8 @@ type fleetSample struct {
 	// FixedDebt: the debt of the smallest fleet, not 1 % of this one.
 	FixedDebt bool
 	Design    fleetDesign
+	// Variant is the start path's setting (--variants; zero = the build's defaults).
+	Variant fleetVariant
 	// Failed is the reason the sweep did not finish ("" = it did).
 	Failed   string
 	Duration time.Duration
@@ -75,6 +78,10 @@ type fleetSample struct {
 	// object store bills them: one per 1000 keys).
 	Requests int64
 	ByOp     map[string]int64
+	// OtherFleets counts the requests in the same window that named an earlier fleet's
+	// stores (activities of its terminated MergeWal runs still dispatched to this fleet's
+	// workers), left out of Requests.
+	OtherFleets int64
 	// LargestEvent is the largest event of the sweep's history (proto bytes: the largest
 	// activity input/result/failure, workflow input/result); LargestHeartbeat the largest
 	// heartbeat details seen while it ran.
@@ -100,6 +107,9 @@ type fleetSample struct {
 	Pages, Batches int
 	BatchTime      time.Duration
 	StartSpan      time.Duration
+	// LaunchGap is the mean time between two consecutive StartWorkflows launches (scheduled
+	// events): StartSpacing when the cadence holds, more when workflow tasks run late.
+	LaunchGap time.Duration
 }
 
 // startRate is the starts per second over the sweep's start span (0 without starts).
@@ -111,6 +121,8 @@ func (s fleetSample) startRate() float64 {
 }
 
 func (s fleetSample) rssGrowth() int64 { return max(s.RSSPeak-s.RSSStart, 0) }
+
+func (s fleetSample) side() fleetSide { return fleetSide{s.Design, s.Variant} }
 
 // RunFleet is the fleet scenario.
 func RunFleet(ctx context.Context, o Options) (*Result, error) {
@@ -126,6 +138,10 @@ func RunFleet(ctx context.Context, o Options) (*Result, error) {
 		if n < 1 || n > 10_000_000 {
 			return nil, fmt.Errorf("fleet: size %d out of range [1, 10000000]", n)
 		}
+	}
+	variants, err := parseFleetVariants(o.FleetVariants)
+	if err != nil {
+		return nil, err
 	}
 	latency := 10 * time.Millisecond
 	if o.Latency < 0 {
@@ -170,6 +186,9 @@ func RunFleet(ctx context.Context, o Options) (*Result, error) {
 		}
 	}
 	res.param("designs", fmt.Sprint(designs))
+	if len(o.FleetVariants) > 0 {
+		res.param("variants (starts in flight per StartWorkflows / StartBatch / pacing)", fmt.Sprint(variants))
+	}
 	fixed := debtOf(sizes[0])
 	var samples []fleetSample
 	seq := 0
@@ -184,20 +203,23 @@ func RunFleet(ctx context.Context, o Options) (*Result, error) {
 				debt = fixed
 			}
 			for _, d := range designs {
-				for rep := 0; rep < o.reps(); rep++ {
-					seq++
-					s, err := runFleetOnce(ctx, o, tenv, fleetRun{seq: seq, stores: n, debt: debt, design: d, latency: latency, budget: budget, warn: warn})
-					s.FixedDebt = fixedDebt
-					if errors.Is(err, errDesignUnavailable) {
-						o.progressf("fleet: %d stores, %s: not run (%v)", n, d, err)
-						samples = append(samples, fleetSample{Stores: n, Debt: debt, FixedDebt: fixedDebt, Design: d, Failed: "not run: " + err.Error()})
-						break
+				for _, v := range variants {
+					side := fleetSide{d, v}
+					for rep := 0; rep < o.reps(); rep++ {
+						seq++
+						s, err := runFleetOnce(ctx, o, tenv, fleetRun{seq: seq, stores: n, debt: debt, design: d, variant: v, latency: latency, budget: budget, warn: warn})
+						s.FixedDebt = fixedDebt
+						if errors.Is(err, errDesignUnavailable) {
+							o.progressf("fleet: %d stores, %s: not run (%v)", n, side.name(), err)
+							samples = append(samples, fleetSample{Stores: n, Debt: debt, FixedDebt: fixedDebt, Design: d, Variant: v, Failed: "not run: " + err.Error()})
+							break
+						}
+						if err != nil {
+							return nil, fmt.Errorf("fleet %d stores, %s: %w", n, side.name(), err)
+						}
+						o.progressf("fleet: %d stores, %d in debt, %s: %s", n, debt, side.name(), s.summary())
+						samples = append(samples, s)
 					}
-					if err != nil {
-						return nil, fmt.Errorf("fleet %d stores, %s: %w", n, d, err)
-					}
-					o.progressf("fleet: %d stores, %d in debt, %s: %s", n, debt, d, s.summary())
-					samples = append(samples, s)
 				}
 			}
 		}
@@ -212,6 +234,7 @@ type fleetRun struct {
 	stores  int
 	debt    int
 	design  fleetDesign
+	variant fleetVariant
 	latency time.Duration
 	budget  time.Duration
 	warn    *payloadWarnings
@@ -221,19 +244,20 @@ func (s fleetSample) summary() string {
 	if s.Failed != "" {
 		return fmt.Sprintf("FAILED (%s) after %s, %d requests", s.Failed, fmtDur(s.Duration), s.Requests)
 	}
-	return fmt.Sprintf("sweep %s, %d requests, largest event %d B, %d events (%d pages, %d batches of mean %s), RSS +%.0f MiB, %d/%d started (%.1f/s), time-to-merge %s",
-		fmtDur(s.Duration), s.Requests, s.LargestEvent, s.Events, s.Pages, s.Batches, fmtDur(s.BatchTime), mib(s.rssGrowth()), s.Started, s.Debt, s.startRate(), fmtDur(s.TTM))
+	return fmt.Sprintf("sweep %s, %d requests (%d of earlier fleets left out), largest event %d B, %d events (%d pages, %d batches of mean %s launched %s apart), RSS +%.0f MiB, %d/%d started (%.1f/s), time-to-merge %s",
+		fmtDur(s.Duration), s.Requests, s.OtherFleets, s.LargestEvent, s.Events, s.Pages, s.Batches, fmtDur(s.BatchTime), fmtDur(s.LaunchGap), mib(s.rssGrowth()), s.Started, s.Debt, s.startRate(), fmtDur(s.TTM))
 }
 
 func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun) (fleetSample, error) {
-	s := fleetSample{Stores: r.stores, Design: r.design}
+	s := fleetSample{Stores: r.stores, Design: r.design, Variant: r.variant}
 	in, err := sweepInputFor(r.design, contract.MaintenanceSweepInput{
 		MergeMinGenerations: fleetMergeMin,
 		MaxPendingAge:       fleetMaxAge,
 		MaxStarts:           fleetMaxStarts,
-		// 10,000 starts in batches of 256, one batch a second: 40 s at the least
-		// (StartWorkflows starts 16 of a batch at once).
-		StartBatch: fleetStartBatch,
+		// 10,000 starts in batches of 256 (the default variant), one batch a second: 40 s
+		// at the least; the variant's pacing ("" = the workflow's default).
+		StartBatch:  r.variant.batch(),
+		StartPacing: r.variant.Pacing,
 		// The scan at its best: 128 stores' stats read at once instead of 8.
 		ScanConcurrency: fleetScanConcurrency,
 	})
@@ -261,7 +285,7 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 	s.Debt = len(planted)
 	o.progressf("fleet: planted debt in %d stores (%d generations) in %s", len(planted), records, fmtDur(time.Since(t0)))
 
-	hook := &fleetFaults{latency: r.latency, registryPrefix: "_registry/" + string(fleetKind) + "/", registryKeys: int64(r.stores),
+	hook := &fleetFaults{latency: r.latency, fleetPrefix: prefix, registryPrefix: "_registry/" + string(fleetKind) + "/", registryKeys: int64(r.stores),
 		demandPrefix: "_demand/" + string(fleetKind) + "/", demandKeys: int64(records)}
 	warn := r.warn
 	warn.largest.Store(0)
@@ -280,12 +304,19 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 		}
 		n, err := startNode(ctx, tenv.client, db, worker.NewMetrics(db.Options().Budget), nodeConfig{
 			FlushInterval: time.Hour, MergeSlots: 4, SharedActivitySlots: 16,
+			StartConcurrency: r.variant.Concurrency, EagerStart: r.variant.Eager,
 		}, o.logger())
 		if err != nil {
 			_ = db.Close(ctx)
 			return s, err
 		}
 		nodes = append(nodes, n)
+	}
+
+	// The previous fleet's leftover activities first: wait until they stop reaching these
+	// workers (runs 7 and 9 counted up to 151 of their requests in a later sweep).
+	if waited, n := hook.quiesce(ctx, 5*time.Second, 2*time.Minute); n > 0 {
+		o.progressf("fleet: %d requests for earlier fleets' stores drained in %s before the sweep", n, fmtDur(waited))
 	}
 
 	// The sweep.
@@ -326,7 +357,7 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 		return s, err
 	}
 	s.Events, s.LargestEvent = h.events, h.largest
-	s.Pages, s.Batches, s.BatchTime, s.StartSpan = h.pages, h.batches, h.batchTime, h.startSpan
+	s.Pages, s.Batches, s.BatchTime, s.StartSpan, s.LaunchGap = h.pages, h.batches, h.batchTime, h.startSpan, h.launchGap
 	// Count up to the end of discovery (a failed sweep: up to when it was stopped): every
 	// request until the first start, then only the listings of the demand index (the paged
 	// sweep lists its later pages while its first starts run; the MergeWal runs they start
@@ -343,6 +374,7 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 		}
 	}
 	s.Requests, s.ByOp = hook.countBefore(until)
+	s.OtherFleets = hook.otherFleets()
 	if later := hook.indexListsBetween(until, indexUntil); later > 0 {
 		s.Requests += later
 		s.ByOp[store.OpList] += later
@@ -488,7 +520,12 @@ func plantDebt(ctx context.Context, url, prefix string, n, debt int, o Options) 
 // slept, as the pages an object store would serve (one per listPageKeys keys; mem:// lists
 // in one call): the bench knows how many keys each holds.
 type fleetFaults struct {
-	latency        time.Duration
+	latency time.Duration
+	// fleetPrefix starts the names of this fleet's stores ("f3-"): a request for a store of
+	// an earlier fleet (f1-..., f2-...) is one of its terminated MergeWal runs' activities
+	// that still reached this fleet's workers, and is counted apart (other), not as the
+	// sweep's.
+	fleetPrefix    string
 	registryPrefix string
 	registryKeys   int64
 	demandPrefix   string
@@ -500,6 +537,50 @@ type fleetFaults struct {
 	// indexByMs counts the listings of a kind's demand index (`_demand/<kind>/`: ScanDemand's),
 	// per millisecond since `since`. REQUIRES: mu.
 	indexByMs map[int64]int64
+	other     int64 // REQUIRES: mu
+}
+
+// ofOtherFleet says whether key names a store of another fleet than prefix's: a path
+// segment shaped like a fleet store's name ("f<seq>-...") that does not start with prefix.
+func ofOtherFleet(key, prefix string) bool {
+	for seg := range strings.SplitSeq(key, "/") {
+		i := 1
+		for i < len(seg) && seg[i] >= '0' && seg[i] <= '9' {
+			i++
+		}
+		if len(seg) > 2 && seg[0] == 'f' && i > 1 && i < len(seg) && seg[i] == '-' && !strings.HasPrefix(seg, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// quiesce waits until no request for another fleet's stores came for quiet (the activities
+// of the previous fleet's terminated MergeWal runs that still reach this fleet's workers have
+// drained: they would run during this fleet's sweep, in its allocations and CPU), at most
+// limit. It returns how long it waited and how many such requests it saw.
+func (f *fleetFaults) quiesce(ctx context.Context, quiet, limit time.Duration) (time.Duration, int64) {
+	start := time.Now()
+	last, lastChange := f.otherFleets(), time.Now()
+	for time.Since(lastChange) < quiet && time.Since(start) < limit {
+		select {
+		case <-ctx.Done():
+			return time.Since(start), f.otherFleets()
+		case <-time.After(250 * time.Millisecond):
+		}
+		if n := f.otherFleets(); n != last {
+			last, lastChange = n, time.Now()
+		}
+	}
+	return time.Since(start), last
+}
+
+// otherFleets returns the requests for other fleets' stores since reset (before the first
+// reset: since the hook was made).
+func (f *fleetFaults) otherFleets() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.other
 }
 
 // isIndexListing says whether a listing of key is a ScanDemand page: the whole demand index
@@ -519,7 +600,9 @@ func (f *fleetFaults) Before(op, key string) error {
 		}
 	}
 	f.mu.Lock()
-	if f.byMs != nil {
+	if f.fleetPrefix != "" && ofOtherFleet(key, f.fleetPrefix) {
+		f.other += pages
+	} else if f.byMs != nil {
 		ms := time.Since(f.since).Milliseconds()
 		m := f.byMs[ms]
 		if m == nil {
@@ -543,7 +626,7 @@ func (f *fleetFaults) After(op, key string, err error) error { return err }
 // reset starts counting from now.
 func (f *fleetFaults) reset() {
 	f.mu.Lock()
-	f.since, f.byMs, f.indexByMs = time.Now(), map[int64]map[string]int64{}, map[int64]int64{}
+	f.since, f.byMs, f.indexByMs, f.other = time.Now(), map[int64]map[string]int64{}, map[int64]int64{}, 0
 	f.mu.Unlock()
 }
 
@@ -631,6 +714,7 @@ type sweepHistory struct {
 	pages, batches int
 	batchTime      time.Duration
 	startSpan      time.Duration
+	launchGap      time.Duration
 	// lastDiscovery is when the last discovery activity closed.
 	lastDiscovery time.Time
 	// discoveryEnd is when discovery ended: the last discovery activity closed, or the first
@@ -644,7 +728,8 @@ type sweepHistory struct {
 func historyOf(ctx context.Context, c client.Client, id, runID string) (sweepHistory, error) {
 	var h sweepHistory
 	types := map[int64]string{}
-	var lastDiscovery, firstStart, lastStartEnd time.Time
+	var lastDiscovery, firstStart, lastStartEnd, firstLaunch, lastLaunch time.Time
+	launches := 0
 	started := map[int64]time.Time{} // StartWorkflows: scheduled event ID -> started
 	var batchTotal time.Duration
 	it := c.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
@@ -658,6 +743,13 @@ func historyOf(ctx context.Context, c client.Client, id, runID string) (sweepHis
 		at := ev.GetEventTime().AsTime()
 		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil {
 			types[ev.GetEventId()] = a.GetActivityType().GetName()
+			if a.GetActivityType().GetName() == contract.StartWorkflowsActivity {
+				if launches == 0 {
+					firstLaunch = at
+				}
+				lastLaunch = at
+				launches++
+			}
 		}
 		if a := ev.GetActivityTaskStartedEventAttributes(); a != nil && types[a.GetScheduledEventId()] == contract.StartWorkflowsActivity {
 			started[a.GetScheduledEventId()] = at
@@ -687,6 +779,9 @@ func historyOf(ctx context.Context, c client.Client, id, runID string) (sweepHis
 	if h.batches > 0 {
 		h.batchTime = batchTotal / time.Duration(h.batches)
 		h.startSpan = lastStartEnd.Sub(firstStart)
+	}
+	if launches > 1 {
+		h.launchGap = lastLaunch.Sub(firstLaunch) / time.Duration(launches-1)
 	}
 	h.lastDiscovery = lastDiscovery
 	h.discoveryEnd = lastDiscovery
@@ -788,24 +883,28 @@ func firstLine(s string) string {
 // fleetKey names one cell of the report: a design at a fleet size, at 1 % debt or at the
 // smallest fleet's debt.
 type fleetKey struct {
-	design fleetDesign
+	side   fleetSide
 	stores int
 	fixed  bool
 }
 
 func (k fleetKey) valuePrefix() string {
 	if k.fixed {
-		return fmt.Sprintf("%s_%d_fixed_", k.design, k.stores)
+		return fmt.Sprintf("%s_%d_fixed_", k.side.valueName(), k.stores)
 	}
-	return fmt.Sprintf("%s_%d_", k.design, k.stores)
+	return fmt.Sprintf("%s_%d_", k.side.valueName(), k.stores)
 }
 
 // fleetReport fills res from the samples: a table per design, values, targets and plots.
 func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 	aggs := map[fleetKey]*fleetAgg{}
 	var order []fleetKey
+	var sides []fleetSide // in the order measured: design, then variant
 	for _, s := range samples {
-		k := fleetKey{s.Design, s.Stores, s.FixedDebt}
+		if !slices.Contains(sides, s.side()) {
+			sides = append(sides, s.side())
+		}
+		k := fleetKey{s.side(), s.Stores, s.FixedDebt}
 		a := aggs[k]
 		if a == nil {
 			a = &fleetAgg{}
@@ -817,14 +916,14 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 	for _, a := range aggs {
 		a.finish()
 	}
-	for _, d := range fleetDesigns {
+	for _, d := range sides {
 		t := Table{
-			Title: fmt.Sprintf("Design %q: one sweep per fleet, median over repetitions", d),
+			Title: fmt.Sprintf("Design %q: one sweep per fleet, median over repetitions", d.name()),
 			Header: []string{"stores", "in debt", "outcome", "sweep", "storage requests", "by operation", "largest event (B)",
-				"largest heartbeat (B)", "history events", "pages / start batches (mean batch)", "allocated in discovery (MiB)", "RSS growth (MiB)", "MergeWal started", "starts/s", "time-to-merge (max)"},
+				"largest heartbeat (B)", "history events", "pages / start batches (mean batch, launch gap)", "allocated in discovery (MiB)", "RSS growth (MiB)", "MergeWal started", "starts/s", "time-to-merge (max)"},
 		}
 		for _, k := range order {
-			if k.design != d {
+			if k.side != d {
 				continue
 			}
 			a := aggs[k]
@@ -854,6 +953,7 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 			res.Values[key+"pages"] = float64(a.last.Pages)
 			res.Values[key+"start_batches"] = float64(a.last.Batches)
 			res.Values[key+"start_rate"] = a.last.startRate()
+			res.Values[key+"launch_gap_s"] = a.last.LaunchGap.Seconds()
 			ttm := "-"
 			res.Values[key+"started"] = float64(a.started)
 			res.Values[key+"largest_payload_bytes"] = a.payload
@@ -863,7 +963,7 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 			}
 			t.Rows = append(t.Rows, []string{fmt.Sprint(k.stores), debt, outcome, a.dur.fmt("%.1f") + " s", a.req.fmt("%.0f"),
 				fmtOps(a.byOp), a.ev.fmt("%.0f"), fmt.Sprintf("%.0f", a.hb), a.events.fmt("%.0f"),
-				fmt.Sprintf("%d / %d (%s)", a.last.Pages, a.last.Batches, fmtDur(a.last.BatchTime)), a.alloc.fmt("%.1f"), a.rss.fmt("%.1f"),
+				fmt.Sprintf("%d / %d (%s, %s)", a.last.Pages, a.last.Batches, fmtDur(a.last.BatchTime), fmtDur(a.last.LaunchGap)), a.alloc.fmt("%.1f"), a.rss.fmt("%.1f"),
 				fmt.Sprintf("%d/%d", a.started, a.debt), fmt.Sprintf("%.1f", a.last.startRate()), ttm})
 		}
 		if len(t.Rows) > 0 {
@@ -872,13 +972,13 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 	}
 
 	lo, hi := sizes[0], sizes[len(sizes)-1]
-	for _, d := range fleetDesigns {
+	for _, d := range sides {
 		if a := aggs[fleetKey{d, lo, false}]; a == nil || a.notRun() {
 			continue
 		}
 		var mine []fleetKey
 		for _, k := range order {
-			if k.design == d {
+			if k.side == d {
 				mine = append(mine, k)
 			}
 		}
@@ -902,10 +1002,10 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 			}
 			bounded = bounded && a.req.Median <= float64(2*a.debt+100)
 			payload = payload && a.ev.Median <= 256<<10 && a.hb <= 256<<10 && a.payload <= 256<<10
-			events = events && a.events.Median <= 10_000 && a.events.Median <= float64(contract.SweepHistoryBound(3, fleetMaxStarts, fleetStartBatch))
+			events = events && a.events.Median <= 10_000 && a.events.Median <= float64(contract.SweepHistoryBound(3, fleetMaxStarts, d.variant.batch()))
 			ttmOK = ttmOK && a.ttm.Median <= fleetInterval.Seconds() && a.started == a.debt
 		}
-		name := string(d)
+		name := d.name()
 		res.target(name+": every sweep finishes", "no failed sweep at any size", line(func(_ fleetKey, a *fleetAgg) string {
 			if a.failed != "" {
 				return a.failed
@@ -925,14 +1025,14 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 		if a1 != nil {
 			if a0.failed == "" && a1.failed == "" && a0.req.Median > 0 {
 				r := a1.req.Median / a0.req.Median
-				res.Values[name+"_requests_ratio"] = r
+				res.Values[d.valueName()+"_requests_ratio"] = r
 				res.target(name+": requests ratio at the same debt", fmt.Sprintf("≤ 1.5 from %d to %d stores, %d in debt", lo, hi, a0.debt), fmt.Sprintf("%.2f", r), r <= 1.5)
 				g := (a1.alloc.Median + 1) / (a0.alloc.Median + 1)
-				res.Values[name+"_alloc_ratio"] = g
+				res.Values[d.valueName()+"_alloc_ratio"] = g
 				res.target(name+": worker memory for discovery", fmt.Sprintf("flat: (bytes allocated in discovery + 1 MiB) ratio ≤ 1.3 from %d to %d stores at the same debt", lo, hi),
 					fmt.Sprintf("%.1f → %.1f MiB (%.2f)", a0.alloc.Median, a1.alloc.Median, g), g <= 1.3)
 				r2 := (a1.rss.Median + 1) / (a0.rss.Median + 1)
-				res.Values[name+"_rss_ratio"] = r2
+				res.Values[d.valueName()+"_rss_ratio"] = r2
 			} else {
 				res.target(name+": requests ratio at the same debt", fmt.Sprintf("≤ 1.5 from %d to %d stores", lo, hi), "a sweep failed", false)
 			}
@@ -943,7 +1043,7 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 			}
 			return fmt.Sprintf("%.0f KiB, %.0f KiB", a.ev.Median/1024, a.hb/1024)
 		}), payload && allOK)
-		res.target(name+": sweep history", fmt.Sprintf("≤ 10,000 events (and ≤ %d, the paged sweep's bound)", contract.SweepHistoryBound(3, fleetMaxStarts, fleetStartBatch)), line(func(_ fleetKey, a *fleetAgg) string { return fmt.Sprintf("%.0f", a.events.Median) }), events)
+		res.target(name+": sweep history", fmt.Sprintf("≤ 10,000 events (and ≤ %d, the paged sweep's bound)", contract.SweepHistoryBound(3, fleetMaxStarts, d.variant.batch())), line(func(_ fleetKey, a *fleetAgg) string { return fmt.Sprintf("%.0f", a.events.Median) }), events)
 		res.target(name+": time-to-merge", fmt.Sprintf("every indebted store's MergeWal started ≤ %s after its debt was planted or the sweep started", fleetInterval), line(func(_ fleetKey, a *fleetAgg) string {
 			if a.started == 0 {
 				return fmt.Sprintf("0/%d started", a.debt)
@@ -952,26 +1052,26 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 		}), ttmOK && allOK)
 	}
 	res.note("Workers: %d in-process walkeeper instances (own instance ID, store handle, shard queue; shared-queue workflow and activity workers) against one Temporal dev server; mem:// is per process, so worker child processes would need a storage server shared between processes. RSS is the bench process's (workers, the mem:// fleet, the client): the table reports its growth during the sweep (VmHWM after the sweep, reset through /proc/self/clear_refs at its start, minus VmRSS at its start). A worker's memory for discovery is bounded from above by the bytes the whole process allocated from the sweep's start to the end of discovery (runtime/metrics /gc/heap/allocs:bytes, sampled every 50 ms): RSS growth at 1M stores measures the GC's pacing over the fleet's own heap, not a worker.", fleetWorkers)
-	res.note("Storage requests: every request of the 8 workers from the sweep's start until its first StartWorkflows started (or its discovery activity closed), and after that the listings of the demand index (the later ScanDemand pages of the paged sweep); the MergeWal runs the sweep starts are not counted. A listing of the registry or of the demand index counts (and sleeps) one request per 1000 keys, as an object store pages it.")
-	res.note("Starts/s: MergeWal runs started over the span from the sweep's first StartWorkflows start to its last one's close (from the sweep's history); the mean batch is a StartWorkflows activity's start-to-close time (%d starts, 16 at a time).", fleetStartBatch)
+	res.note("Storage requests: every request of the 8 workers from the sweep's start until its first StartWorkflows started (or its discovery activity closed), and after that the listings of the demand index (the later ScanDemand pages of the paged sweep); the MergeWal runs the sweep starts are not counted, nor requests for an earlier fleet's stores (activities of its terminated MergeWal runs that still reach this fleet's workers; counted apart in the progress log). A listing of the registry or of the demand index counts (and sleeps) one request per 1000 keys, as an object store pages it.")
+	res.note("Starts/s: MergeWal runs started over the span from the sweep's first StartWorkflows start to its last one's close (from the sweep's history); the mean batch is a StartWorkflows activity's start-to-close time (a variant's batch, its starts in flight at a time; by default %d starts, %d at a time).", fleetStartBatch, activities.DefaultStartConcurrency)
 	res.note("Time-to-merge: from the later of a store's planting and the sweep's start (planting 10,000 stores' debt takes minutes at 1M stores, and the sweep starts when planting ends: the best phase) to its MergeWal's start; with a schedule every interval add up to one interval. The old debt was sealed an hour ago (past MaxPendingAge) at planting, so it has crossed its threshold at the planting time.")
-	res.note("The fleet is registered without latency by writing the registry entry and store.json of each store directly (the bytes DB.Create writes for a template store); the debt goes through the seal path of two writers closed afterwards. The scan side reads 128 stores' stats at once (ScanConcurrency; default 8); starts go in the sweep's default batches of 256 (StartBatch), at most 10,000 per sweep (MaxStarts), one batch a second, each batch 16 starts at a time, 4 batches in flight (Concurrency).")
+	res.note("The fleet is registered without latency by writing the registry entry and store.json of each store directly (the bytes DB.Create writes for a template store); the debt goes through the seal path of two writers closed afterwards. The scan side reads 128 stores' stats at once (ScanConcurrency; default 8); starts go in the sweep's default batches of 256 (StartBatch), at most 10,000 per sweep (MaxStarts), one batch a second from the first launch (planned pacing), each batch 32 starts at a time, 4 batches in flight (Concurrency), unless a variant (--variants concurrency/batch/pacing) says otherwise.")
 
 	if o.OutDir == "" {
 		return
 	}
 	plotOne := func(file, title, ylabel string, withFixed, withFailed, logY bool, val func(a *fleetAgg) float64) {
 		var lines []series
-		for i, d := range fleetDesigns {
+		for i, d := range sides {
 			for _, fixed := range []bool{false, true} {
 				if fixed && !withFixed {
 					continue
 				}
-				name := string(d) + ", 1% in debt"
+				name := d.name() + ", 1% in debt"
 				if fixed {
-					name = fmt.Sprintf("%s, %d in debt", d, debtOf(lo))
+					name = fmt.Sprintf("%s, %d in debt", d.name(), debtOf(lo))
 				}
-				s := series{Name: name, Color: []color.Color{colBaseline, colWalkeeper}[i], Dashed: fixed, Points: true, LogY: logY}
+				s := series{Name: name, Color: sideColor(d, i), Dashed: fixed, Points: true, LogY: logY}
 				for _, n := range sizes {
 					k := fleetKey{d, n, fixed && n != lo}
 					a := aggs[k]
@@ -996,13 +1096,33 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 	plotOne("fleet-rss.png", "Bench process RSS growth during the sweep (8 workers and the fleet)", "MiB", true, true, false, func(a *fleetAgg) float64 { return a.rss.Median })
 	plotOne("fleet-discovery-alloc.png", "Bytes allocated during discovery (bounds a worker's discovery memory)", "MiB (log)", true, true, true, func(a *fleetAgg) float64 { return a.alloc.Median })
 	plotOne("fleet-time-to-merge.png", "Debt planted to MergeWal start (max; finished sweeps)", "seconds", false, false, false, func(a *fleetAgg) float64 { return a.ttm.Median })
-	if csv, err := createCSV(filepath.Join(o.OutDir, "fleet.csv"), "design", "stores", "debt", "fixed_debt", "failed", "sweep_s", "requests", "largest_event_bytes", "largest_heartbeat_bytes", "history_events", "rss_growth_mib", "started", "ttm_s", "largest_payload_bytes", "discovery_alloc_mib"); err == nil {
+	if csv, err := createCSV(filepath.Join(o.OutDir, "fleet.csv"), "design", "variant", "stores", "debt", "fixed_debt", "failed", "sweep_s", "requests", "largest_event_bytes", "largest_heartbeat_bytes", "history_events", "rss_growth_mib", "started", "ttm_s", "largest_payload_bytes", "discovery_alloc_mib"); err == nil {
 		for _, s := range samples {
-			csv.row(string(s.Design), s.Stores, s.Debt, s.FixedDebt, strings.ReplaceAll(s.Failed, ",", ";"), s.Duration.Seconds(), s.Requests, s.LargestEvent, s.LargestHeartbeat, s.Events, mib(s.rssGrowth()), s.Started, s.TTM.Seconds(), s.LargestPayload, mib(s.DiscoveryAlloc))
+			csv.row(string(s.Design), s.Variant.String(), s.Stores, s.Debt, s.FixedDebt, strings.ReplaceAll(s.Failed, ",", ";"), s.Duration.Seconds(), s.Requests, s.LargestEvent, s.LargestHeartbeat, s.Events, mib(s.rssGrowth()), s.Started, s.TTM.Seconds(), s.LargestPayload, mib(s.DiscoveryAlloc))
 		}
 		_ = csv.close()
 		res.Files = append(res.Files, filepath.Join(o.OutDir, "fleet.csv"))
 	}
+}
+
+// sideColor: the scan red and the demand design blue, as in the runs before variants; a
+// variant beyond the first of the demand design takes the next colour of sidePalette.
+func sideColor(d fleetSide, i int) color.Color {
+	if d.variant.isDefault() {
+		if d.design == designScan {
+			return colBaseline
+		}
+		return colWalkeeper
+	}
+	return sidePalette[i%len(sidePalette)]
+}
+
+var sidePalette = []color.Color{
+	colBaseline, colWalkeeper,
+	color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
+	color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff},
+	color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff},
+	color.RGBA{R: 0x8c, G: 0x56, B: 0x4b, A: 0xff},
 }
 
 func fmtOps(m map[string]int64) string {

@@ -146,6 +146,11 @@ type nodeConfig struct {
 	// ShardsPerCommit is the count trigger's MergeWalInput.MaxShardsPerCommit
 	// (--merge-shards-per-commit; 0 = the workflow default, round commits).
 	ShardsPerCommit int
+	// StartConcurrency is the starts one StartWorkflows has in flight on this node
+	// (--sweep-start-concurrency; 0 = activities.DefaultStartConcurrency).
+	StartConcurrency int
+	// EagerStart makes the node's StartWorkflows ask for eager starts (Activities.EagerStart).
+	EagerStart bool
 	// PrepareConcurrency is the count trigger's MergeWalInput.PrepareConcurrency
 	// (--merge-prepare-concurrency; 0 = the workflow default).
 	PrepareConcurrency int
@@ -192,7 +197,8 @@ func startNode(ctx context.Context, c client.Client, db *store.DB, metrics *work
 		Resident:              db.Resident,
 	})
 	if c != nil {
-		acts := &activities.Activities{DB: db, Logger: log.Named("activities"), Metrics: metrics, Client: c}
+		acts := &activities.Activities{DB: db, Logger: log.Named("activities"), Metrics: metrics, Client: c,
+			StartConcurrency: cfg.StartConcurrency, EagerStart: cfg.EagerStart}
 		var tws []tworker.Worker
 		if !cfg.NoSharedWorker {
 			shared := tworker.New(c, contract.TaskQueue, tworker.Options{

@@ -220,7 +220,10 @@ type StartOutcome struct {
 	Target     string `json:"target"`
 	WorkflowID string `json:"workflow_id,omitempty"`
 	RunID      string `json:"run_id,omitempty"`
-	Error      string `json:"error,omitempty"`
+	// Error is why the start failed, cut by StartError (the activity logs the whole error),
+	// so a batch of MaxStartBatch outcomes stays under MaxPayloadBytes however many of its
+	// starts fail.
+	Error string `json:"error,omitempty"`
 }
 
 // StartWorkflowsResult reports every start of the batch, in request order.

@@ -17,7 +17,7 @@ import (
 // run. in.Target is set from t; in.Trigger (TriggerUnknown when empty) becomes the WalTrigger
 // search attribute and the memo's trigger, and with in.TriggerReason the run's summary.
 // An attach keeps the running merge's trigger.
-func StartMergeWal(ctx context.Context, c client.Client, t target.Target, in MergeWalInput) (client.WorkflowRun, error) {
+func StartMergeWal(ctx context.Context, c client.Client, t target.Target, in MergeWalInput, with ...StartOption) (client.WorkflowRun, error) {
 	in.Target = t.String()
 	in.Trigger = TriggerOrUnknown(in.Trigger)
 	opts := startOptions(MergeWalID(t), t, in.Trigger, in.TriggerReason)
@@ -25,18 +25,37 @@ func StartMergeWal(ctx context.Context, c client.Client, t target.Target, in Mer
 	opts.StaticDetails = "Folds every shard's flushed generations into the base table, oldest first, one commit at a time.\n\n" +
 		"Triggered by **" + TriggerWords(in.Trigger, in.TriggerReason) + "**. The current details show the live phase and, " +
 		"once finished, the shards, generations reclaimed, bytes and passes."
+	for _, o := range with {
+		o(&opts)
+	}
 	return c.ExecuteWorkflow(ctx, opts, MergeWalWorkflow, in)
 }
 
 // StartCompactBase starts t's CompactBase or attaches to the running one; see
 // StartMergeWal for the ID policies and the trigger. in.Target is set from t.
-func StartCompactBase(ctx context.Context, c client.Client, t target.Target, in CompactBaseInput) (client.WorkflowRun, error) {
+func StartCompactBase(ctx context.Context, c client.Client, t target.Target, in CompactBaseInput, with ...StartOption) (client.WorkflowRun, error) {
 	in.Target = t.String()
 	in.Trigger = TriggerOrUnknown(in.Trigger)
 	opts := startOptions(CompactID(t), t, in.Trigger, in.TriggerReason)
 	opts.StaticSummary = fmt.Sprintf("Compact base of %s — triggered by %s", t, TriggerWords(in.Trigger, in.TriggerReason))
 	opts.StaticDetails = "Rewrites the base table's runs into fewer runs, a bounded amount of work per pass."
+	for _, o := range with {
+		o(&opts)
+	}
 	return c.ExecuteWorkflow(ctx, opts, CompactBaseWorkflow, in)
+}
+
+// StartOption adjusts how StartMergeWal and StartCompactBase start a run; the ID policies,
+// task queue and search attributes stay as startOptions sets them.
+type StartOption func(*client.StartWorkflowOptions)
+
+// EagerStart (on) asks the server to hand the new run's first workflow task back in the
+// start's response, to a worker of the starting client polling TaskQueue with a free
+// workflow slot (the SDK's EnableEagerStart), instead of dispatching it through matching; the
+// server and the SDK fall back to a normal start when they cannot. Measured for the sweep's
+// starts in docs/BENCHMARKS.md §9 run 9.
+func EagerStart(on bool) StartOption {
+	return func(o *client.StartWorkflowOptions) { o.EnableEagerStart = on }
 }
 
 // startOptions are the start options every trigger of t's workflow id uses: the shared

@@ -44,6 +44,15 @@ type MaintenanceSweepInput struct {
 	// starts at most StartBatch workflows per StartSpacing instead of one burst on Temporal
 	// and on storage (the merges it starts all list and prepare at once).
 	StartSpacing time.Duration `json:"start_spacing,omitempty"`
+	// StartPacing says what StartSpacing is measured from on the paged demand sweep:
+	// StartPacingPlanned ("" = default) launches batch n at the sweep's first launch +
+	// n × StartSpacing, so a workflow task that runs late does not push every later batch
+	// back (the batches that fell due meanwhile launch together, at most Concurrency in
+	// flight); StartPacingAfterLaunch waits StartSpacing after the previous batch's
+	// actual launch, as runs before the sweep-planned-pacing change did (kept for the fleet
+	// benchmark's side-by-side runs and as an escape hatch for a server that must see
+	// at least StartSpacing between any two launches).
+	StartPacing string `json:"start_pacing,omitempty"`
 	// ParallelPrepare: MergeWal starts for a target with more than one pending shard ask for
 	// parallel prepares (commits stay one at a time). Default (nil) true.
 	ParallelPrepare *bool `json:"parallel_prepare,omitempty"`
@@ -56,6 +65,12 @@ type MaintenanceSweepInput struct {
 	// fleet benchmark and as an escape hatch).
 	Discovery string `json:"discovery,omitempty"`
 }
+
+// The values of MaintenanceSweepInput.StartPacing.
+const (
+	StartPacingPlanned     = "planned"
+	StartPacingAfterLaunch = "after-launch"
+)
 
 // MaintenanceSweepResult reports one sweep.
 type MaintenanceSweepResult struct {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/walkeeper/walkeeper/activities"
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/target"
@@ -100,12 +101,19 @@ type Config struct {
 	// of SweepWindow). SweepMaxStarts caps the workflows one sweep round starts, most
 	// indebted first (the demand index is paged until it is reached); SweepStartBatch is the
 	// starts per StartWorkflows activity of one sweep and SweepStartSpacing the least time
-	// between two batches (0 = no pacing). The defaults start 10,000 in 40 batches of 256, one
-	// a second: 1 % of a million stores within a one-minute interval (docs/DESIGN.md §11).
+	// between two batches (0 = no pacing), counted from the first launch. The defaults plan
+	// 10,000 starts in 40 batches of 256, one a second: 1 % of a million stores within a
+	// one-minute interval when Temporal takes ≥ 167 starts a second (docs/DESIGN.md §11,
+	// docs/BENCHMARKS.md §9).
 	SweepJitter       time.Duration
 	SweepMaxStarts    int
 	SweepStartBatch   int
 	SweepStartSpacing time.Duration
+	// SweepStartConcurrency bounds the starts one StartWorkflows activity of this worker has
+	// in flight (activities.DefaultStartConcurrency, 32; at most
+	// activities.MaxStartConcurrency): with a sweep's Concurrency batches of 4, 128 starts in
+	// flight, which the start rate at 1 % of a million stores needs (docs/BENCHMARKS.md §9).
+	SweepStartConcurrency int
 
 	// LogFormat is json or console; LogLevel debug, info, warn or error.
 	LogFormat string
@@ -158,6 +166,7 @@ func DefaultConfig() Config {
 		SweepMaxStarts:        contract.DefaultSweepMaxStarts,
 		SweepStartBatch:       contract.DefaultSweepStartBatch,
 		SweepStartSpacing:     time.Second,
+		SweepStartConcurrency: activities.DefaultStartConcurrency,
 		LogFormat:             "json",
 		LogLevel:              "info",
 		ShutdownTimeout:       30 * time.Second,
@@ -288,6 +297,8 @@ func (c *Config) Validate() error {
 	switch {
 	case c.SweepStartBatch < 1 || c.SweepStartBatch > contract.MaxStartBatch:
 		bad("sweep-start-batch", "must be 1 to %d, got %d", contract.MaxStartBatch, c.SweepStartBatch)
+	case c.SweepStartConcurrency < 1 || c.SweepStartConcurrency > activities.MaxStartConcurrency:
+		bad("sweep-start-concurrency", "must be 1 to %d, got %d", activities.MaxStartConcurrency, c.SweepStartConcurrency)
 	case c.SweepMaxStarts < 1 || c.SweepMaxStarts > contract.MaxSweepStarts:
 		bad("sweep-max-starts", "must be 1 to %d, got %d", contract.MaxSweepStarts, c.SweepMaxStarts)
 	default:

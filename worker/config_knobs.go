@@ -202,6 +202,7 @@ var knobs = func() []knob {
 		workerKnob("sweep-max-starts", "most workflows one sweep round starts, most indebted first (the demand index is paged until it is reached)", intField(func(c *Config) *int { return &c.SweepMaxStarts })),
 		workerKnob("sweep-start-batch", "workflow starts per StartWorkflows activity of one sweep (at most 512)", intField(func(c *Config) *int { return &c.SweepStartBatch })),
 		workerKnob("sweep-start-spacing", "least time between two start batches of one sweep, so a big sweep is not one burst (0 = no pacing)", durField(func(c *Config) *time.Duration { return &c.SweepStartSpacing })),
+		workerKnob("sweep-start-concurrency", "workflow starts one StartWorkflows activity of this worker has in flight (1 to 256); a sweep runs up to 4 such activities at once", intField(func(c *Config) *int { return &c.SweepStartConcurrency })),
 		workerKnob("reconcile-interval", "period of the Temporal schedule walkeeper-reconcile (ReconcileDemand: page through the registry, repair the demand index) ensured on start (0 = leave it alone)", durField(func(c *Config) *time.Duration { return &c.ReconcileInterval })),
 		workerKnob("compact-demand-runs", "a merge commit that leaves this many base runs marks the store for compaction in the demand index, which the sweep reads (0 = never mark)", intField(func(c *Config) *int { return &c.CompactDemandRuns })),
 		workerKnob("log-format", "log encoding: json or console", strField(func(c *Config) *string { return &c.LogFormat })),

@@ -35,6 +35,7 @@ func TestDefaultConfigIsValidAndDocumented(t *testing.T) {
 		{"max body", c.MaxBodyBytes, int64(8 << 20)},
 		{"max row", c.MaxRowBytes, 1 << 20},
 		{"auth", c.AuthToken, ""},
+		{"sweep start concurrency", c.SweepStartConcurrency, 32},
 	}
 	for _, ck := range checks {
 		if ck.got != ck.want {
@@ -164,6 +165,8 @@ func TestConfigValidateRejectsNonsense(t *testing.T) {
 		"namespace":    func(c *Config) { c.Temporal.Namespace = "" },
 		"token":        func(c *Config) { c.AuthToken = "a b" },
 		"budget":       func(c *Config) { c.MergeBudgetBytes = -1 },
+		"start conc 0": func(c *Config) { c.SweepStartConcurrency = 0 },
+		"start conc":   func(c *Config) { c.SweepStartConcurrency = 257 },
 	} {
 		c := DefaultConfig()
 		mut(&c)

@@ -232,7 +232,8 @@ func (w *Worker) startTemporalLocked(ctx context.Context, db *store.DB) error {
 	}
 	host, _ := os.Hostname()
 	identity := fmt.Sprintf("%d@%s/%s", os.Getpid(), host, w.cfg.Instance)
-	acts := &activities.Activities{DB: db, Logger: w.actLog.Named("activities"), Metrics: w.metrics, Client: w.tc}
+	acts := &activities.Activities{DB: db, Logger: w.actLog.Named("activities"), Metrics: w.metrics, Client: w.tc,
+		StartConcurrency: w.cfg.SweepStartConcurrency}
 
 	// MergeWal's listings run as local activities on this worker (workflows/merge_list.go),
 	// so it registers every activity; they keep the bound they had as activity tasks on this

@@ -234,37 +234,18 @@ type sweepStarts struct {
 	label roundLabel
 	sem   workflow.Semaphore
 	wg    workflow.WaitGroup
-	// pace (nil = unpaced) lets one batch at a time wait out StartSpacing after the launch
-	// of the previous one, in plan order (coroutines acquire in the order they were
-	// created, most indebted first).
-	pace       workflow.Semaphore
-	launched   int
-	lastLaunch time.Time
+	// pace (nil = unpaced) lets one batch at a time wait for its launch time, in plan order
+	// (coroutines acquire in the order they were created, most indebted first): StartSpacing
+	// after the previous launch, or, when planned, firstLaunch + launched × StartSpacing
+	// (waitTurn, sweep_pacing.go).
+	pace        workflow.Semaphore
+	planned     bool
+	launched    int
+	firstLaunch time.Time
+	lastLaunch  time.Time
 	// priority, when set, is the task-queue priority of the batches (the paged sweep's
 	// contract.SweepPriority; nil on the paths before it, whose commands replay unchanged).
 	priority *temporal.Priority
-}
-
-// waitTurn blocks until this batch may launch: StartSpacing after the previous launch.
-// The wait is a workflow timer, so replays wait alike; a sweep of one batch has none.
-func (st *sweepStarts) waitTurn(ctx workflow.Context) error {
-	if st.pace == nil {
-		return nil
-	}
-	if err := st.pace.Acquire(ctx, 1); err != nil {
-		return err
-	}
-	defer st.pace.Release(1)
-	if st.launched > 0 {
-		if wait := st.lastLaunch.Add(st.in.StartSpacing).Sub(workflow.Now(ctx)); wait > 0 {
-			if err := workflow.Sleep(ctx, wait); err != nil {
-				return err
-			}
-		}
-	}
-	st.launched++
-	st.lastLaunch = workflow.Now(ctx)
-	return nil
 }
 
 // startBatches is one plan's starts split into StartWorkflows batches, with their outcomes.

@@ -40,6 +40,9 @@ func validPagedSweep(in contract.MaintenanceSweepInput) error {
 	case in.StartBatch > contract.MaxStartBatch:
 		return invalidInput(fmt.Errorf("sweep start_batch %d: at most %d (one StartWorkflows payload)", in.StartBatch, contract.MaxStartBatch))
 	}
+	if err := validStartPacing(in.StartPacing); err != nil {
+		return err
+	}
 	if n := contract.SweepHistoryBound(len(target.Kinds), in.MaxStarts, in.StartBatch); n > contract.MaxSweepEvents {
 		return invalidInput(fmt.Errorf("sweep max_starts %d in batches of %d could add %d history events, at most %d: raise start_batch or lower max_starts",
 			in.MaxStarts, in.StartBatch, n, contract.MaxSweepEvents))
@@ -73,7 +76,9 @@ type kindPages struct {
 //
 // A store whose debt changed between two pages is at worst started twice (the ID policy
 // attaches the second start) or left to the next sweep. Its activities run at
-// contract.SweepPriority, ahead of the tasks of the merges it starts.
+// contract.SweepPriority, ahead of the tasks of the merges it starts. Batches launch on the
+// planned cadence of sweepPlannedPacingChange (sweep_pacing.go) unless the run predates it or
+// the input asks for StartPacingAfterLaunch.
 //
 // INVARIANT: the history this adds is at most contract.SweepHistoryBound(kinds, MaxStarts,
 // StartBatch) events, checked on input (validPagedSweep). A kind whose page fails after its
@@ -84,12 +89,14 @@ func pagedDemandSweep(ctx workflow.Context, in contract.MaintenanceSweepInput, l
 	if err := validPagedSweep(in); err != nil {
 		return contract.MaintenanceSweepResult{}, err
 	}
+	planned := plannedPacing(ctx, in)
 	res := contract.MaintenanceSweepResult{Started: []contract.SweepStart{}, Skipped: []contract.SweepSkip{}, Discovery: contract.DiscoveryDemand}
 	asOf := workflow.Now(ctx)
 	prio := contract.SweepPriority // ahead of the merges' tasks on the shared queue
 	st := &sweepStarts{in: in, label: label, sem: workflow.NewSemaphore(ctx, int64(in.Concurrency)), wg: workflow.NewWaitGroup(ctx), priority: &prio}
 	if in.StartSpacing > 0 {
-		st.pace = workflow.NewSemaphore(ctx, 1) // batches spaced out as in the scan path
+		st.pace = workflow.NewSemaphore(ctx, 1)
+		st.planned = planned // launch times first + n × StartSpacing (sweep_pacing.go)
 	}
 	kinds := make([]kindPages, len(target.Kinds))
 	remaining := in.MaxStarts

@@ -358,7 +358,7 @@ func TestStartBatchPayloadBounded(t *testing.T) {
 	long := strings.Repeat("n", 127)
 	for _, n := range []int{contract.DefaultSweepStartBatch, contract.MaxStartBatch} {
 		var in contract.StartWorkflowsParams
-		var out contract.StartWorkflowsResult
+		var out, failed contract.StartWorkflowsResult
 		for i := range n {
 			tgt := fmt.Sprintf("generic:%s", long[:127-7]) + fmt.Sprintf("%07d", i)
 			in.Starts = append(in.Starts, roundLabel{window: "sweep-window-2026-12-01T16:00:00Z", round: 60}.request(contract.StartRequest{
@@ -366,7 +366,16 @@ func TestStartBatchPayloadBounded(t *testing.T) {
 				Reason: "10000 pending >= 8, oldest pending 1h30m0s"}))
 			out.Outcomes = append(out.Outcomes, contract.StartOutcome{Workflow: contract.MergeWalWorkflow, Target: tgt,
 				WorkflowID: "merge-wal/generic/" + tgt[len("generic:"):], RunID: "0195e5d2-7b1c-7e3a-9f00-3c5d2a1b4e6f"})
+			failed.Outcomes = append(failed.Outcomes, contract.StartOutcome{Workflow: contract.MergeWalWorkflow, Target: tgt,
+				WorkflowID: "merge-wal/generic/" + tgt[len("generic:"):], Error: contract.StartError(errors.New(strings.Repeat("<\"", contract.MaxPayloadBytes)))})
 		}
+		// The worst result: every start but one failed, each error as long as an outcome
+		// keeps, and every byte of it escaped in JSON.
+		failed.Outcomes[0] = out.Outcomes[0]
+		rawFailed, err := json.Marshal(failed)
+		require.NoError(t, err)
+		t.Logf("%d starts, all but one failed: %d bytes out", n, len(rawFailed))
+		require.LessOrEqual(t, len(rawFailed), contract.MaxPayloadBytes)
 		rawIn, err := json.Marshal(in)
 		require.NoError(t, err)
 		rawOut, err := json.Marshal(out)

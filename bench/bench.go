@@ -289,6 +289,7 @@ var Scenarios = []Scenario{
 	measured("parallel-prepare", "prepare of 4 shards in parallel vs serially", parallelPrepare),
 	measured("temporal-overhead", "merges/s through MergeWal workflows vs a direct loop; time to sweep 1,000 idle stores", temporalOverhead),
 	{"fleet", "one MaintenanceSweep over 10k and 100k registered stores (1% in debt, 10 ms/request): full stats scan vs demand index", RunFleet},
+	{"start-rate", "MergeWal starts/s the Temporal server accepts at 16, 64 and 128 in flight with nothing running what it starts", RunStartRate},
 	{"fleet-worker", "peak RSS of one worker process during a sweep and a reconcile at 10k and 1M registered stores on file://, the same debt", RunFleetWorker},
 	measured("read-amp", "Get/List latency at 0, 16, 256, 1024 pending generations and after merging", readAmp),
 }

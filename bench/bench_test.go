@@ -440,3 +440,18 @@ func TestFleetWorkerQuick(t *testing.T) {
 		}
 	}
 }
+
+// TestStartRateQuick: every start of the quick size succeeds at each in-flight level and the
+// rate is a positive number (its size on this machine is in docs/BENCHMARKS.md §9).
+func TestStartRateQuick(t *testing.T) {
+	testtemporal.SkipShort(t)
+	res := runQuick(t, "start-rate")
+	for _, k := range startRateInFlight {
+		if got := value(t, res, fmt.Sprintf("failed_%d", k)); got != 0 {
+			t.Errorf("%d in flight: %v starts failed", k, got)
+		}
+		if got := value(t, res, fmt.Sprintf("starts_per_s_%d", k)); got <= 0 {
+			t.Errorf("%d in flight: %v starts/s", k, got)
+		}
+	}
+}

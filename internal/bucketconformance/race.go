@@ -116,6 +116,16 @@ const (
 	raceSizeEnv  = "WALKEEPER_BUCKET_RACE_SIZE"
 )
 
+// raceStartAhead is how far ahead of its release a batch's first put is scheduled: enough
+// for every child to read its line and build its payload on a loaded 2-core machine (a large
+// payload is tens of MiB to fill, race detector included).
+func raceStartAhead(payload int) time.Duration {
+	if payload >= largeRace {
+		return 250 * time.Millisecond
+	}
+	return 10 * time.Millisecond
+}
+
 // attempt is one writer's PutIfAbsent of one round, with its wall-clock interval (the
 // racers are processes on one machine, so their clocks agree).
 type attempt struct {
@@ -149,9 +159,13 @@ func RaceProcesses(t *testing.T, url string, opts RaceOptions) {
 	var mu sync.Mutex
 	for from := 0; from < opts.Rounds; from += batch {
 		to := min(from+batch, opts.Rounds)
-		// Every child is blocked reading stdin: these writes release them together.
+		// Every child is blocked reading stdin: these writes release them, and each starts
+		// its first put at the same instant, a little ahead: woken one after another by the
+		// writes, a child that finishes a fast upload (file:// writes 17 MiB in milliseconds)
+		// before the next is scheduled would make the race a sequence.
+		startAt := time.Now().Add(raceStartAhead(opts.PayloadSize)).UnixNano()
 		for _, c := range children {
-			if _, err := fmt.Fprintf(c.stdin, "%d %d\n", from, to); err != nil {
+			if _, err := fmt.Fprintf(c.stdin, "%d %d %d\n", from, to, startAt); err != nil {
 				t.Fatalf("%s: %v; stderr: %s", c.id, err, c.stderr.String())
 			}
 		}
@@ -304,7 +318,8 @@ func CheckContended(t *testing.T, winners [][]string, losers, n int) {
 // RaceChild is the child side of RaceProcesses. Call it as the whole body of the test named
 // in RaceOptions.ChildTest; in a normal run (not a child) it skips. It never returns in a
 // child: it exits the process. Protocol over stdin/stdout: print READY once the bucket is
-// open and reachable; then for each line "<from> <to>" race keys from..to-1, print
+// open and reachable; then for each line "<from> <to> <start Unix ns>" wait for the start
+// instant and race keys from..to-1, print
 // "WIN <i>" or "LOSE <i>" for each and then "DONE"; exit 0 when stdin closes.
 func RaceChild(t *testing.T) {
 	if os.Getenv(raceChildEnv) != "1" {
@@ -340,12 +355,16 @@ func raceChild() int {
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
 		var from, to int
-		if _, err := fmt.Sscanf(in.Text(), "%d %d", &from, &to); err != nil {
+		var startAt int64
+		if _, err := fmt.Sscanf(in.Text(), "%d %d %d", &from, &to, &startAt); err != nil {
 			fmt.Fprintf(os.Stderr, "bad batch %q: %v\n", in.Text(), err)
 			return 2
 		}
 		for i := from; i < to; i++ {
 			payload := racePayload(id, i, size)
+			if i == from {
+				time.Sleep(time.Until(time.Unix(0, startAt))) // every child starts together
+			}
 			start := time.Now().UnixNano()
 			err := b.PutIfAbsent(ctx, RaceKey(i), payload)
 			end := time.Now().UnixNano()

@@ -380,8 +380,8 @@ func procStatusOf(pid int, field string) int64 {
 	return 0
 }
 
-// fleetWorkerChild is the child half: one worker, as `walkeeper worker` runs it, until stdin
-// closes.
+// fleetWorkerChild is the child half: one worker, run by worker.Run as `walkeeper worker`
+// runs it, until stdin closes.
 func fleetWorkerChild(ctx context.Context, o Options) error {
 	var p fleetWorkerChildParams
 	if err := json.Unmarshal([]byte(os.Getenv(FleetWorkerChildEnv)), &p); err != nil {
@@ -403,18 +403,13 @@ func fleetWorkerChild(ctx context.Context, o Options) error {
 		return err
 	}
 	defer c.Close()
-	w, err := worker.New(cfg, logger, c)
-	if err != nil {
-		return err
-	}
-	if err := w.Start(ctx); err != nil {
-		return err
-	}
-	fmt.Fprintln(o.ChildOut, `{"ready":true}`)
-	_, _ = io.Copy(io.Discard, os.Stdin) // the parent closes stdin to stop us
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	return w.Stop(sctx)
+	// Run until the parent closes stdin.
+	ctx, stop := context.WithCancel(ctx)
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		stop()
+	}()
+	return worker.Run(ctx, cfg, logger, c, func(*worker.Worker) { fmt.Fprintln(o.ChildOut, `{"ready":true}`) })
 }
 
 func fleetWorkerReport(res *Result, o Options, samples []fleetWorkerSample) {

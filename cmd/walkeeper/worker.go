@@ -2,14 +2,13 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"github.com/walkeeper/walkeeper/internal/cli"
 	"time"
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
 
+	"github.com/walkeeper/walkeeper/internal/cli"
 	"github.com/walkeeper/walkeeper/worker"
 )
 
@@ -54,23 +53,7 @@ func runWorker(ctx context.Context, cfg worker.Config, logger *zap.Logger, dialW
 		return err
 	}
 	defer c.Close()
-	w, err := worker.New(cfg, logger, c)
-	if err != nil {
-		return err
-	}
-	if err := w.Start(ctx); err != nil {
-		return err
-	}
-	logger.Info("worker started", zap.String("instance", cfg.Instance), zap.String("shard", w.DB().Shard()),
-		zap.String("http", w.HTTPAddr()), zap.String("temporal", cfg.Temporal.HostPort), zap.String("namespace", cfg.Temporal.Namespace))
-	<-ctx.Done()
-	logger.Info("shutting down")
-	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout+5*time.Second)
-	defer cancel()
-	if err := w.Stop(sctx); err != nil {
-		return fmt.Errorf("stop worker: %w", err)
-	}
-	return nil
+	return worker.Run(ctx, cfg, logger, c, nil)
 }
 
 // dialRetry dials Temporal until it answers or wait is over (Temporal may start alongside).

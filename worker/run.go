@@ -1,0 +1,41 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.uber.org/zap"
+)
+
+// shutdownSealSlack is the time Run's Stop gets beyond ShutdownTimeout: Stop bounds the
+// draining by ShutdownTimeout, and the store's final seal needs a little after it.
+const shutdownSealSlack = 5 * time.Second
+
+// Run is a worker process's life on a dialled client: New, Start, started (nil = nothing),
+// then wait for ctx and Stop within ShutdownTimeout (+5 s for the final seal). `walkeeper
+// worker` runs it, and so does the fleet-worker benchmark's child, so what it measures is the
+// process an operator runs.
+func Run(ctx context.Context, cfg Config, logger *zap.Logger, c client.Client, started func(*Worker)) error {
+	w, err := New(cfg, logger, c)
+	if err != nil {
+		return err
+	}
+	if err := w.Start(ctx); err != nil {
+		return err
+	}
+	logger.Info("worker started", zap.String("instance", cfg.Instance), zap.String("shard", w.DB().Shard()),
+		zap.String("http", w.HTTPAddr()), zap.String("temporal", cfg.Temporal.HostPort), zap.String("namespace", cfg.Temporal.Namespace))
+	if started != nil {
+		started(w)
+	}
+	<-ctx.Done()
+	logger.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout+shutdownSealSlack)
+	defer cancel()
+	if err := w.Stop(sctx); err != nil {
+		return fmt.Errorf("stop worker: %w", err)
+	}
+	return nil
+}

@@ -41,15 +41,7 @@ func (s *Store) privateRun(src readSource) bool {
 // said, as a group is (openGroup), so it fails with ErrBudgetBusy only when the budget cannot
 // give the bytes within readBudgetWait.
 func (s *Store) getFromRun(ctx context.Context, src readSource, key string) (runHit, error) {
-	hit, short, err := s.tryGetFromRun(ctx, src, key, 0)
-	if short > 0 {
-		if hit, short, err = s.tryGetFromRun(ctx, src, key, short); short > 0 {
-			if m := s.db.opts.Metrics; m != nil {
-				m.ReadsBudgetBusy.Inc()
-			}
-		}
-	}
-	return hit, err
+	return readmitIfShort(s, func(extra int64) (runHit, int64, error) { return s.tryGetFromRun(ctx, src, key, extra) })
 }
 
 // tryGetFromRun is getFromRun admitted with extra bytes beyond its estimate; short is what

@@ -127,17 +127,9 @@ func (s fleetSample) side() fleetSide { return fleetSide{s.Design, s.Variant} }
 // RunFleet is the fleet scenario.
 func RunFleet(ctx context.Context, o Options) (*Result, error) {
 	res := newResult("fleet", o)
-	sizes := o.FleetSizes
-	if len(sizes) == 0 {
-		sizes = []int{10_000, 100_000}
-		if o.Quick {
-			sizes = []int{2_000, 20_000}
-		}
-	}
-	for _, n := range sizes {
-		if n < 1 || n > 10_000_000 {
-			return nil, fmt.Errorf("fleet: size %d out of range [1, 10000000]", n)
-		}
+	sizes, err := fleetSizes(o, "fleet", []int{10_000, 100_000}, 1)
+	if err != nil {
+		return nil, err
 	}
 	variants, err := parseFleetVariants(o.FleetVariants)
 	if err != nil {
@@ -457,6 +449,24 @@ func registerFleet(ctx context.Context, b *store.Bucket, prefix string, n int) e
 		})
 	}
 	return g.Wait()
+}
+
+// fleetSizes is o.FleetSizes, or full (2k and 20k with Quick), each checked to lie in
+// [least, 10M].
+func fleetSizes(o Options, scenario string, full []int, least int) ([]int, error) {
+	sizes := o.FleetSizes
+	if len(sizes) == 0 {
+		sizes = full
+		if o.Quick {
+			sizes = []int{2_000, 20_000}
+		}
+	}
+	for _, n := range sizes {
+		if n < least || n > 10_000_000 {
+			return nil, fmt.Errorf("%s: size %d out of range [%d, 10000000]", scenario, n, least)
+		}
+	}
+	return sizes, nil
 }
 
 func fleetName(prefix string, i int) string { return fmt.Sprintf("%s%07d", prefix, i) }

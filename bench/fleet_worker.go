@@ -81,17 +81,9 @@ func RunFleetWorker(ctx context.Context, o Options) (*Result, error) {
 		return nil, errors.New("fleet-worker: needs a child process (run it through walkeeper-bench)")
 	}
 	res := newResult("fleet-worker", o)
-	sizes := o.FleetSizes
-	if len(sizes) == 0 {
-		sizes = []int{10_000, 1_000_000}
-		if o.Quick {
-			sizes = []int{2_000, 20_000}
-		}
-	}
-	for _, n := range sizes {
-		if n < fleetWorkerDebt || n > 10_000_000 {
-			return nil, fmt.Errorf("fleet-worker: size %d out of range [%d, 10000000]", n, fleetWorkerDebt)
-		}
+	sizes, err := fleetSizes(o, "fleet-worker", []int{10_000, 1_000_000}, fleetWorkerDebt)
+	if err != nil {
+		return nil, err
 	}
 	// The reconcile pages through the whole registry; at 1M stores on file:// that is longer
 	// than a bench should wait, so it is measured over its first budget.

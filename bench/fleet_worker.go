@@ -16,6 +16,7 @@ import (
 
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 
@@ -270,7 +271,7 @@ func reconcileProgress(ctx context.Context, c client.Client, id string) (pages, 
 		return 0, 0
 	}
 	var in contract.ReconcileDemandInput
-	if err := json.Unmarshal(a.GetInput().GetPayloads()[0].GetData(), &in); err != nil {
+	if err := converter.GetDefaultDataConverter().FromPayload(a.GetInput().GetPayloads()[0], &in); err != nil {
 		return 0, 0
 	}
 	return in.Totals.Pages, in.Totals.Stores

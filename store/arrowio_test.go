@@ -63,11 +63,7 @@ func TestParquetEncodingsPerColumn(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := build(tc.shards...)
 			defer rec.Release()
-			data, err := encodeParquet(schema, rec)
-			require.NoError(t, err)
-			pf, err := file.NewParquetReader(bytes.NewReader(data))
-			require.NoError(t, err)
-			defer pf.Close()
+			pf, data := openEncoded(t, schema, rec)
 			rg := pf.MetaData().RowGroup(0)
 			encodings := func(name string) []parquet.Encoding {
 				i := schema.FieldIndices(name)[0]
@@ -126,4 +122,16 @@ func plainOnly(encs []parquet.Encoding) []parquet.Encoding {
 		}
 	}
 	return out
+}
+
+// openEncoded writes rec with encodeParquet and opens the bytes as a Parquet file, closed
+// when the test ends.
+func openEncoded(t *testing.T, schema *arrow.Schema, rec arrow.RecordBatch) (*file.Reader, []byte) {
+	t.Helper()
+	data, err := encodeParquet(schema, rec)
+	require.NoError(t, err)
+	pf, err := file.NewParquetReader(bytes.NewReader(data))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = pf.Close() })
+	return pf, data
 }

@@ -18,7 +18,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/compress"
-	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/stretchr/testify/require"
 )
 
@@ -195,11 +194,7 @@ func TestParquetCodecPerColumn(t *testing.T) {
 	}
 	rec := b.NewRecordBatch()
 	defer rec.Release()
-	data, err := encodeParquet(schema, rec)
-	require.NoError(t, err)
-	pf, err := file.NewParquetReader(bytes.NewReader(data))
-	require.NoError(t, err)
-	defer pf.Close()
+	pf, _ := openEncoded(t, schema, rec)
 	md := pf.MetaData().RowGroup(0)
 	codec := func(i int) compress.Compression {
 		cc, err := md.ColumnChunk(i)

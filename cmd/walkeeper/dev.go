@@ -87,7 +87,7 @@ log is in <data>/walkeeper.log (--verbose prints it on the console too).`,
 	f.DurationVar(&o.sweepEvery, "sweep-every", 10*time.Second, "time between two sweep rounds (the schedule walkeeper-sweep starts one SweepWindow workflow an hour that runs them)")
 	f.IntVar(&o.port, "temporal-port", 7233, "Temporal dev server frontend port (a free one if taken)")
 	f.IntVar(&o.uiPort, "ui-port", 8233, "Temporal Web UI port (a free one if taken)")
-	f.IntVar(&o.httpPort, "http-port", 8081, "HTTP port of worker dev-0; dev-i listens on http-port+i")
+	f.IntVar(&o.httpPort, "http-port", 8081, "HTTP port of worker dev-0; dev-i listens on http-port+i (a free one if taken)")
 	f.StringVar(&o.cli, "temporal-cli", "", "Temporal CLI binary to run the dev server (env WALKEEPER_TEMPORAL_CLI)")
 	f.BoolVar(&o.verbose, "verbose", false, "print the full log on the console too, not only into <data>/walkeeper.log")
 	return cmd
@@ -293,7 +293,9 @@ func devWorkerConfig(g *globalOptions, tc worker.TemporalConfig, storage string,
 	cfg.Instance = "dev-" + strconv.Itoa(i)
 	cfg.Storage = storage
 	cfg.Temporal = tc
-	cfg.Listen = net.JoinHostPort("127.0.0.1", strconv.Itoa(o.httpPort+i))
+	// A taken port is replaced with a free one, as the Temporal ports are; the banner shows
+	// the address the worker really listens on.
+	cfg.Listen = net.JoinHostPort("127.0.0.1", strconv.Itoa(portOrFree(o.httpPort+i)))
 	cfg.LogFormat = g.logFormat
 	if g.logLevel != "" {
 		cfg.LogLevel = g.logLevel

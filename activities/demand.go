@@ -28,7 +28,7 @@ type MaintenanceMetrics interface {
 // DefaultReconcileConcurrency is how many stores one ReconcilePage reconciles at once: a
 // store costs a handful of storage round trips, so the page's time is
 // page size × requests per store × latency / concurrency.
-const DefaultReconcileConcurrency = 16
+const DefaultReconcileConcurrency = contract.DefaultReconcileConcurrency
 
 // ScanDemand lists kind's demand index as it streams, aggregates each store's records
 // (contiguous in the listing), and keeps the p.MaxCandidates most indebted stores over a
@@ -194,9 +194,9 @@ func (h *candidateHeap) sorted() []contract.DemandTarget {
 }
 
 // ReconcilePage reconciles one page of kind's registry with the demand index
-// (store.DB.ReconcileStore), at most p.Concurrency stores at once. A store that cannot be
-// read is reported (bounded list) and skipped; only a failure to list the page fails the
-// activity. Memory: one page.
+// (store.DB.ReconcileStore), at most p.Concurrency stores at once (at most
+// contract.MaxStoreConcurrency). A store that cannot be read is reported (bounded list) and
+// skipped; only a failure to list the page fails the activity. Memory: one page.
 func (a *Activities) ReconcilePage(ctx context.Context, p contract.ReconcilePageParams) (res contract.ReconcilePageResult, err error) {
 	start := time.Now()
 	kind, err := store.ParseKind(p.Kind)
@@ -217,6 +217,7 @@ func (a *Activities) ReconcilePage(ctx context.Context, p contract.ReconcilePage
 	if conc <= 0 {
 		conc = DefaultReconcileConcurrency
 	}
+	conc = min(conc, contract.MaxStoreConcurrency) // the reconcile input's bound, kept here too
 	page, err := a.DB.ListStores(ctx, kind, p.After, limit)
 	if err != nil {
 		return res, err

@@ -50,6 +50,14 @@ func TestToTemporalMapsEveryMark(t *testing.T) {
 	}
 }
 
+// A workflow input out of bounds (contract's Validate) maps like any invalid input: the one
+// table needs no entry of its own.
+func TestToTemporalMapsAnInputError(t *testing.T) {
+	err := contract.MaintenanceSweepInput{ScanConcurrency: 100_000}.Validate()
+	appErr := requireAppErr(t, ToTemporal(err), contract.ErrTypeInvalidInput, true)
+	require.Contains(t, appErr.Error(), "invalid input: scan_concurrency: 100000 is above the ceiling 128")
+}
+
 func TestToTemporalHaltWinsOverRetry(t *testing.T) {
 	both := errors.Join(fmt.Errorf("cas lost: %w", store.ErrConflict), fmt.Errorf("manifest: %w", store.ErrCorrupt))
 	requireAppErr(t, ToTemporal(both), "CorruptData", true)

@@ -19,10 +19,10 @@ const maxResumableTargets = 5000
 // DefaultScanConcurrency is how many stores' stats one ScanStats reads at once when the
 // sweep does not say. Reading stats is a few storage round trips per store; one after
 // another, 300 stores at 25 ms per request took ~30 s (docs/BENCHMARKS.md finding 5).
-const DefaultScanConcurrency = 8
+const DefaultScanConcurrency = contract.DefaultScanConcurrency
 
 // ScanStats reads the stats of every store of one kind, at most p.Concurrency stores at once
-// (DefaultScanConcurrency when 0), heartbeating as stores complete. A store whose stats
+// (DefaultScanConcurrency when 0, at most contract.MaxStoreConcurrency), heartbeating as stores complete. A store whose stats
 // cannot be read (corrupt, vanished, unreachable) is reported with its error and does not
 // fail the scan or delay the others beyond its own reads.
 func (a *Activities) ScanStats(ctx context.Context, p contract.ScanStatsParams) (res contract.ScanStatsResult, err error) {
@@ -40,6 +40,7 @@ func (a *Activities) ScanStats(ctx context.Context, p contract.ScanStatsParams) 
 	if limit <= 0 {
 		limit = DefaultScanConcurrency
 	}
+	limit = min(limit, contract.MaxStoreConcurrency) // the sweep input's bound, kept here too
 
 	var prog contract.ScanProgress
 	if activity.HasHeartbeatDetails(ctx) {

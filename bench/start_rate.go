@@ -59,7 +59,7 @@ func RunStartRate(ctx context.Context, o Options) (*Result, error) {
 						return
 					}
 					tg := store.Target{Kind: store.KindGeneric, Name: fmt.Sprintf("rate-%d-%07d", inflight, i)}
-					if _, err := contract.StartMergeWal(ctx, tenv.client, tg, contract.MergeWalInput{Trigger: "bench"}); err != nil {
+					if _, err := contract.StartMergeWal(ctx, tenv.client, tg, contract.MergeWalInput{Trigger: contract.TriggerCLI, TriggerReason: "bench start-rate"}); err != nil {
 						failed.Add(1)
 					}
 				}

@@ -2,7 +2,8 @@ package contract
 
 import "time"
 
-// CompactBaseInput is CompactBase's input; only Target is required.
+// CompactBaseInput is CompactBase's input; only Target is required. Validate bounds every
+// field.
 type CompactBaseInput struct {
 	Target string `json:"target"`
 	// MaxRuns and MaxBytes bound one pass (0 = the store's defaults: 16 runs, 1 GiB;

@@ -128,7 +128,8 @@ type ReconcilePageParams struct {
 	After string `json:"after,omitempty"`
 	// Limit is the page size (default DefaultReconcilePage, at most MaxReconcilePage).
 	Limit int `json:"limit,omitempty"`
-	// Concurrency bounds the stores reconciled at once (default 8).
+	// Concurrency bounds the stores reconciled at once (default DefaultReconcileConcurrency,
+	// 16; at most MaxStoreConcurrency).
 	Concurrency int `json:"concurrency,omitempty"`
 }
 
@@ -170,7 +171,8 @@ type ReconcilePageResult struct {
 }
 
 // ReconcileDemandInput is the reconcile's input (the schedule passes zero values; a
-// continued run carries the cursor and totals).
+// continued run carries the cursor and totals, and a start that sets them fails:
+// CarriedField). Validate bounds every field.
 type ReconcileDemandInput struct {
 	PageSize    int `json:"page_size,omitempty"`
 	Concurrency int `json:"concurrency,omitempty"`

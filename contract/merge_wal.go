@@ -3,7 +3,7 @@ package contract
 import "time"
 
 // MergeWalInput is MergeWal's input. Only Target is required:
-// `{"target":"generic:gs"}`. Durations are JSON nanoseconds.
+// `{"target":"generic:gs"}`. Durations are JSON nanoseconds. Validate bounds every field.
 type MergeWalInput struct {
 	Target string `json:"target"`
 	// MaxGenerations and MaxBytes cap one pass (nil = the worker's merge_max_generations /
@@ -29,7 +29,8 @@ type MergeWalInput struct {
 	// PassesPerWorkflowRun: continue-as-new after this many committed passes (default 100),
 	// or earlier when Temporal suggests it (JSON "passes_per_run", kept for existing callers).
 	PassesPerWorkflowRun int `json:"passes_per_run,omitempty"`
-	// Carry is progress handed over by continue-as-new; callers leave it empty.
+	// Carry is progress handed over by continue-as-new; a start that sets it fails
+	// (a run trusts a carry only from its own chain's continue-as-new).
 	Carry *MergeWalCarry `json:"carry,omitempty"`
 	// Trigger says who started the merge (one of Triggers; empty = TriggerUnknown, e.g. a
 	// start by hand from the Temporal CLI or Web) and TriggerReason why, in words

@@ -16,10 +16,14 @@ import (
 // makes a start the server refuses surface as an error instead of a handle to a stale closed
 // run. in.Target is set from t; in.Trigger (TriggerUnknown when empty) becomes the WalTrigger
 // search attribute and the memo's trigger, and with in.TriggerReason the run's summary.
-// An attach keeps the running merge's trigger.
+// An attach keeps the running merge's trigger. An input out of bounds (Validate) is refused
+// before anything is started, with the input error the run would fail with.
 func StartMergeWal(ctx context.Context, c client.Client, t target.Target, in MergeWalInput, with ...StartOption) (client.WorkflowRun, error) {
 	in.Target = t.String()
 	in.Trigger = TriggerOrUnknown(in.Trigger)
+	if err := in.Validate(); err != nil {
+		return nil, err // the run would fail at once; say so before starting it
+	}
 	opts := startOptions(MergeWalID(t), t, in.Trigger, in.TriggerReason)
 	opts.StaticSummary = fmt.Sprintf("Merge WAL of %s — triggered by %s", t, TriggerWords(in.Trigger, in.TriggerReason))
 	opts.StaticDetails = "Folds every shard's flushed generations into the base table, oldest first, one commit at a time.\n\n" +
@@ -36,6 +40,9 @@ func StartMergeWal(ctx context.Context, c client.Client, t target.Target, in Mer
 func StartCompactBase(ctx context.Context, c client.Client, t target.Target, in CompactBaseInput, with ...StartOption) (client.WorkflowRun, error) {
 	in.Target = t.String()
 	in.Trigger = TriggerOrUnknown(in.Trigger)
+	if err := in.Validate(); err != nil {
+		return nil, err
+	}
 	opts := startOptions(CompactID(t), t, in.Trigger, in.TriggerReason)
 	opts.StaticSummary = fmt.Sprintf("Compact base of %s — triggered by %s", t, TriggerWords(in.Trigger, in.TriggerReason))
 	opts.StaticDetails = "Rewrites the base table's runs into fewer runs, a bounded amount of work per pass."

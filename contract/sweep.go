@@ -16,7 +16,7 @@ import (
 var SweepPriority = temporal.Priority{PriorityKey: 1}
 
 // MaintenanceSweepInput is the sweep's input (the Schedule walkeeper-sweep passes it).
-// Zero fields take their defaults.
+// Zero fields take their defaults; Validate bounds every field.
 type MaintenanceSweepInput struct {
 	// MergeMinGenerations: start MergeWal for a target with at least this many pending
 	// generations in total (default 8).

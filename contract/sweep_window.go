@@ -55,7 +55,7 @@ const (
 )
 
 // SweepWindowInput is the input of SweepWindow (the Schedule walkeeper-sweep passes it).
-// Zero fields take their defaults.
+// Zero fields take their defaults; Validate bounds every field.
 type SweepWindowInput struct {
 	// Sweep is every round's sweep input (thresholds, batching, discovery).
 	Sweep MaintenanceSweepInput `json:"sweep"`
@@ -69,7 +69,8 @@ type SweepWindowInput struct {
 	// EventBudget: continue as new once the run's history has this many events (default
 	// DefaultSweepEventBudget) or Temporal suggests it.
 	EventBudget int `json:"event_budget,omitempty"`
-	// Carry is the state of the window across its continue-as-new runs (nil in the first).
+	// Carry is the state of the window across its continue-as-new runs (nil in the first;
+	// a start that sets it fails).
 	Carry *SweepWindowCarry `json:"carry,omitempty"`
 }
 

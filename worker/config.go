@@ -261,6 +261,7 @@ func (c *Config) Validate() error {
 	if c.MergePrepareConcurrency < 0 {
 		bad("merge-prepare-concurrency", "must not be negative, got %d", c.MergePrepareConcurrency)
 	}
+	c.validateWorkflowInputs(bad)
 	if c.MergeShardsPerCommit < 0 || c.MergeShardsPerCommit > contract.MaxRoundShards {
 		bad("merge-shards-per-commit", "must be 0 to %d, got %d", contract.MaxRoundShards, c.MergeShardsPerCommit)
 	}

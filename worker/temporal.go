@@ -311,10 +311,14 @@ func EnsureSweepScheduleOpts(ctx context.Context, c client.Client, o SweepSchedu
 	if window < 0 {
 		return fmt.Errorf("sweep window must be positive, got %s", window)
 	}
+	input := contract.SweepWindowInput{Sweep: in, Interval: every, Window: window}
+	if err := input.Validate(); err != nil {
+		return fmt.Errorf("sweep schedule: every window would fail at once: %w", err)
+	}
 	action := &client.ScheduleWorkflowAction{
 		ID:        SweepWorkflowID,
 		Workflow:  contract.SweepWindowWorkflow,
-		Args:      []any{contract.SweepWindowInput{Sweep: in, Interval: every, Window: window}},
+		Args:      []any{input},
 		TaskQueue: contract.TaskQueue,
 		Priority:  contract.SweepPriority, // ahead of the merges it starts on the same queue
 		// Per run (a window continues as new within its event budget): the window, plus

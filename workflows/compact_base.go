@@ -11,8 +11,8 @@ import (
 )
 
 const (
-	defaultCompactPasses     = 16
-	defaultCompactTargetRuns = 4
+	defaultCompactPasses     = contract.DefaultCompactMaxPasses
+	defaultCompactTargetRuns = contract.DefaultCompactTargetRuns
 	// compactMaxIdlePasses: passes in a row that commit nothing (lost the race to merges
 	// changing the runs, or nothing to rewrite) before giving up.
 	compactMaxIdlePasses = 3
@@ -28,12 +28,12 @@ const (
 // CompactBase rewrites target's base runs into fewer runs, one bounded pass at a time on
 // the shared queue, until at most TargetRuns remain or MaxPasses.
 func CompactBase(ctx workflow.Context, in contract.CompactBaseInput) (contract.CompactBaseResult, error) {
+	if err := checkInput(ctx, in, ""); err != nil {
+		return contract.CompactBaseResult{}, err
+	}
 	tgt, err := target.ParseTarget(in.Target)
 	if err != nil {
-		return contract.CompactBaseResult{Target: in.Target}, invalidInput(err)
-	}
-	if in.MaxRuns < -1 || in.MaxBytes < 0 || in.MaxPasses < 0 || in.TargetRuns < 0 || in.MaxRuns == 1 {
-		return contract.CompactBaseResult{Target: in.Target}, invalidInput(fmt.Errorf("bad compaction bounds in %+v", in))
+		return contract.CompactBaseResult{}, invalidInput(err) // Validate parsed it already
 	}
 	if in.MaxPasses == 0 {
 		in.MaxPasses = defaultCompactPasses

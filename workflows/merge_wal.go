@@ -14,27 +14,17 @@ import (
 )
 
 const (
-	defaultMaxPasses            = 1000
-	defaultPassesPerWorkflowRun = 100
-	defaultPrepareConcurrency   = 4
+	defaultMaxPasses            = contract.DefaultMergeMaxPasses
+	defaultPassesPerWorkflowRun = contract.DefaultPassesPerWorkflowRun
+	defaultPrepareConcurrency   = contract.DefaultPrepareConcurrency
 	// maxStaleRestarts bounds consecutive abort-and-prepare-again cycles of one shard: a
 	// preparation keeps going stale only if someone else keeps merging the same shard.
 	maxStaleRestarts = 3
 )
 
-// mergeWalDefaults checks in and fills its zero knobs with the defaults MergeWalInput
-// documents.
-func mergeWalDefaults(in contract.MergeWalInput) (contract.MergeWalInput, error) {
-	if in.MaxPasses < 0 || in.PassesPerWorkflowRun < 0 || in.PrepareConcurrency < 0 ||
-		in.ScheduleToStartTimeout < 0 || in.PrepareTimeout < 0 {
-		return in, fmt.Errorf("negative knob in %+v", in)
-	}
-	if in.MaxGenerations != nil && *in.MaxGenerations < 0 || in.MaxBytes != nil && *in.MaxBytes < 0 {
-		return in, fmt.Errorf("negative max_generations or max_bytes")
-	}
-	if in.MaxShardsPerCommit < 0 || in.MaxShardsPerCommit > contract.MaxRoundShards {
-		return in, fmt.Errorf("max_shards_per_commit %d is not 0 to %d", in.MaxShardsPerCommit, contract.MaxRoundShards)
-	}
+// mergeWalDefaults fills the zero knobs of a checked input (MergeWalInput.Validate) with the
+// defaults MergeWalInput documents.
+func mergeWalDefaults(in contract.MergeWalInput) contract.MergeWalInput {
 	if in.MaxPasses == 0 {
 		in.MaxPasses = defaultMaxPasses
 	}
@@ -53,11 +43,7 @@ func mergeWalDefaults(in contract.MergeWalInput) (contract.MergeWalInput, error)
 	if in.PrepareTimeout == 0 {
 		in.PrepareTimeout = DefaultPrepareTimeout
 	}
-	return in, nil
-}
-
-func invalidInput(err error) error {
-	return temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrTypeInvalidInput, err)
+	return in
 }
 
 // MergeWal folds every shard's pending generations of one target into its base table
@@ -69,13 +55,18 @@ func invalidInput(err error) error {
 // whether prepares run serially (default) or in parallel. A failing shard records its error
 // and the others go on; the workflow fails only when every shard failed for good.
 func MergeWal(ctx workflow.Context, in contract.MergeWalInput) (contract.MergeWalResult, error) {
+	carried := ""
+	if in.Carry != nil {
+		carried = "carry"
+	}
+	if err := checkInput(ctx, in, carried); err != nil {
+		return contract.MergeWalResult{}, err
+	}
 	tgt, err := target.ParseTarget(in.Target)
 	if err != nil {
-		return contract.MergeWalResult{Target: in.Target}, invalidInput(err)
+		return contract.MergeWalResult{}, invalidInput(err) // Validate parsed it already
 	}
-	if in, err = mergeWalDefaults(in); err != nil {
-		return contract.MergeWalResult{Target: in.Target}, invalidInput(err)
-	}
+	in = mergeWalDefaults(in)
 	r := newMergeRun(ctx, in, tgt)
 	if err := workflow.SetQueryHandler(ctx, contract.StatusQuery, func() (contract.MergeWalStatus, error) {
 		return r.status(), nil

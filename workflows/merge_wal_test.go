@@ -422,6 +422,7 @@ func TestMergeWalContinuesAsNewWhenSuggested(t *testing.T) {
 	// The next run picks up where the first stopped and accumulates.
 	env2 := newEnv(t)
 	mockTable(env2, f)
+	env2.SetContinuedExecutionRunID("run-1")
 	env2.ExecuteWorkflow(MergeWal, next)
 	res := mergeResult(t, env2)
 	require.Equal(t, 2, res.WorkflowRuns)

@@ -16,14 +16,14 @@ import (
 // DefaultScheduleToStartTimeout bounds how long Prepare or Commit waits on a shard queue
 // before falling back to the shared queue (docs/DESIGN.md §4: never strand a target whose owner
 // is gone).
-const DefaultScheduleToStartTimeout = 30 * time.Second
+const DefaultScheduleToStartTimeout = contract.DefaultScheduleToStartTimeout
 
 // DefaultSlotWaitThreshold is how long an activity may sit unfinished, without telling the
 // workflow it runs, before the status query reports it waiting for a slot.
-const DefaultSlotWaitThreshold = 10 * time.Second
+const DefaultSlotWaitThreshold = contract.DefaultSlotWaitThreshold
 
 // DefaultPrepareTimeout bounds one Prepare attempt, budget wait included.
-const DefaultPrepareTimeout = 30 * time.Minute
+const DefaultPrepareTimeout = contract.DefaultPrepareTimeout
 
 func retryPolicy(maxAttempts int32, maxInterval time.Duration) *temporal.RetryPolicy {
 	return &temporal.RetryPolicy{

@@ -30,17 +30,14 @@ func reconcilePageOptions() workflow.ActivityOptions {
 // INVARIANT: the history is bounded at any fleet size: every PagesPerRun pages the run
 // continues as new carrying only the cursor, the totals and a capped problem list.
 func ReconcileDemand(ctx workflow.Context, in contract.ReconcileDemandInput) (contract.ReconcileDemandResult, error) {
-	if in.PageSize <= 0 {
+	if err := checkInput(ctx, in, in.CarriedField()); err != nil {
+		return contract.ReconcileDemandResult{}, err
+	}
+	if in.PageSize == 0 {
 		in.PageSize = contract.DefaultReconcilePage
 	}
-	if in.PageSize > contract.MaxReconcilePage {
-		return contract.ReconcileDemandResult{}, invalidInput(fmt.Errorf("reconcile page size %d: at most %d", in.PageSize, contract.MaxReconcilePage))
-	}
-	if in.PagesPerRun <= 0 {
+	if in.PagesPerRun == 0 {
 		in.PagesPerRun = contract.DefaultReconcilePagesPerRun
-	}
-	if in.Cursor.KindIndex < 0 || in.Cursor.KindIndex > len(target.Kinds) {
-		return contract.ReconcileDemandResult{}, invalidInput(fmt.Errorf("reconcile cursor kind index %d out of range", in.Cursor.KindIndex))
 	}
 	if in.StartedAt.IsZero() {
 		in.StartedAt = workflow.Now(ctx).UTC()

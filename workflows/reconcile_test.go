@@ -43,12 +43,15 @@ func (f *fakeRegistry) page(_ context.Context, p contract.ReconcilePageParams) (
 // A reconcile pages through every kind and continues as new every PagesPerRun pages,
 // carrying the cursor and totals, so its history stays bounded at any fleet size.
 func TestReconcileDemandPagesAndContinuesAsNew(t *testing.T) {
-	reg := &fakeRegistry{n: 10}
-	in := contract.ReconcileDemandInput{PageSize: 3, PagesPerRun: 2}
+	reg := &fakeRegistry{n: 25}
+	in := contract.ReconcileDemandInput{PageSize: contract.MinReconcilePage, PagesPerRun: 2}
 	for run := 0; ; run++ {
 		require.Less(t, run, 20, "the reconcile must end")
 		env := newEnv(t)
 		env.OnActivity(contract.ReconcilePageActivity, anyCtx, anyArg).Return(reg.page)
+		if run > 0 {
+			env.SetContinuedExecutionRunID(fmt.Sprintf("run-%d", run))
+		}
 		env.ExecuteWorkflow(ReconcileDemand, in)
 		err := env.GetWorkflowError()
 		var can *workflow.ContinueAsNewError
@@ -63,13 +66,13 @@ func TestReconcileDemandPagesAndContinuesAsNew(t *testing.T) {
 		require.NoError(t, err)
 		var res contract.ReconcileDemandResult
 		require.NoError(t, env.GetWorkflowResult(&res))
-		// 10 stores in pages of 3 = 4 pages per kind.
-		require.Equal(t, 4*len(target.Kinds), res.Totals.Pages)
-		require.Equal(t, 10*len(target.Kinds), res.Totals.Stores)
-		require.Equal(t, 4*len(target.Kinds), res.Totals.Missing)
+		// 25 stores in pages of 10 = 3 pages per kind.
+		require.Equal(t, 3*len(target.Kinds), res.Totals.Pages)
+		require.Equal(t, 25*len(target.Kinds), res.Totals.Stores)
+		require.Equal(t, 3*len(target.Kinds), res.Totals.Missing)
 		require.Equal(t, 1, res.Totals.Unreadable)
 		require.Len(t, res.Problems, 1)
-		require.Equal(t, 6, res.Runs, "12 pages at 2 per run")
+		require.Equal(t, 5, res.Runs, "9 pages at 2 per run")
 		break
 	}
 	// Every page started after the previous page's last store.

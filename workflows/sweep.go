@@ -13,16 +13,16 @@ import (
 )
 
 const (
-	defaultMergeMinGenerations = 8
-	defaultMaxPendingAge       = 10 * time.Minute
-	defaultCompactMinRuns      = 32
-	defaultSweepConcurrency    = 4
-	defaultStartSpacing        = time.Second
+	defaultMergeMinGenerations = contract.DefaultSweepMergeMinGenerations
+	defaultMaxPendingAge       = contract.DefaultSweepMaxPendingAge
+	defaultCompactMinRuns      = contract.DefaultSweepCompactMinRuns
+	defaultSweepConcurrency    = contract.DefaultSweepConcurrency
+	defaultStartSpacing        = contract.DefaultSweepStartSpacing
 	// legacyMaxStarts and legacyStartBatch are the defaults of MaxStarts and StartBatch on
 	// the paths before sweepDemandPagesChange (the scan, the single ScanDemand per kind): a
 	// run of them replays with the batches it was recorded with.
-	legacyMaxStarts  = 256
-	legacyStartBatch = 16
+	legacyMaxStarts  = contract.ScanSweepMaxStarts
+	legacyStartBatch = contract.ScanSweepStartBatch
 	// maxSkippedListed bounds the skips (and, on the paged path, the starts) a result lists.
 	maxSkippedListed = contract.MaxSweepListed
 )
@@ -68,9 +68,6 @@ func sweepKnobDefaults(in contract.MaintenanceSweepInput) contract.MaintenanceSw
 		on := true
 		in.ParallelPrepare = &on
 	}
-	if in.ScanConcurrency < 0 {
-		in.ScanConcurrency = 0
-	}
 	return in
 }
 
@@ -96,10 +93,10 @@ const (
 // other trigger. A slow kind never delays another kind's starts. It never merges anything
 // itself.
 func MaintenanceSweep(ctx workflow.Context, in contract.MaintenanceSweepInput) (contract.MaintenanceSweepResult, error) {
-	in = sweepKnobDefaults(in)
-	if err := validDiscovery(in.Discovery); err != nil {
+	if err := checkInput(ctx, in, ""); err != nil {
 		return contract.MaintenanceSweepResult{}, err
 	}
+	in = sweepKnobDefaults(in)
 	demandIndex := workflow.GetVersion(ctx, sweepDemandChange, workflow.DefaultVersion, sweepDemandVersion) >= sweepDemandVersion
 	if demandIndex && in.Discovery != contract.DiscoveryScan {
 		res, err := demandSweep(ctx, in, roundLabel{})
@@ -454,9 +451,12 @@ func mergeReason(t contract.TargetStats, in contract.MaintenanceSweepInput) stri
 // directly without defeating ID dedupe; it starts this tick, whose StartWorkflows activity
 // uses the real MergeWal ID.
 func MergeWalTick(ctx workflow.Context, in contract.MergeWalTickInput) (contract.MergeWalTickResult, error) {
+	if err := checkInput(ctx, in, ""); err != nil {
+		return contract.MergeWalTickResult{}, err
+	}
 	tgt, err := target.ParseTarget(in.Target)
 	if err != nil {
-		return contract.MergeWalTickResult{Target: in.Target}, invalidInput(err)
+		return contract.MergeWalTickResult{}, invalidInput(err) // Validate parsed it already
 	}
 	res := contract.MergeWalTickResult{Target: tgt.String(), WorkflowID: contract.MergeWalID(tgt)}
 	actx := workflow.WithActivityOptions(ctx, withQueue(startWorkflowsOptions(), contract.TaskQueue))

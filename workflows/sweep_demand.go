@@ -41,15 +41,6 @@ func recordMaintenanceOptions() workflow.ActivityOptions {
 	}
 }
 
-// validDiscovery checks the sweep input's Discovery field.
-func validDiscovery(d string) error {
-	switch d {
-	case "", contract.DiscoveryDemand, contract.DiscoveryScan:
-		return nil
-	}
-	return invalidInput(fmt.Errorf("sweep discovery %q: want %q or %q", d, contract.DiscoveryDemand, contract.DiscoveryScan))
-}
-
 // demandSweep is MaintenanceSweep over the demand index: the paged sweep
 // (pagedDemandSweep), or for runs recorded before sweepDemandPagesChange one ScanDemand per
 // kind (singleDemandSweep). label names the window round, if any; the caller records the

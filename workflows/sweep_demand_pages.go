@@ -31,25 +31,6 @@ func pagedStartDefaults(in contract.MaintenanceSweepInput) contract.MaintenanceS
 	return in
 }
 
-// validPagedSweep checks the bounds that keep one paged sweep's payloads and history
-// bounded (contract.MaxSweepStarts, MaxStartBatch, MaxSweepEvents). Pure.
-func validPagedSweep(in contract.MaintenanceSweepInput) error {
-	switch {
-	case in.MaxStarts > contract.MaxSweepStarts:
-		return invalidInput(fmt.Errorf("sweep max_starts %d: at most %d", in.MaxStarts, contract.MaxSweepStarts))
-	case in.StartBatch > contract.MaxStartBatch:
-		return invalidInput(fmt.Errorf("sweep start_batch %d: at most %d (one StartWorkflows payload)", in.StartBatch, contract.MaxStartBatch))
-	}
-	if err := validStartPacing(in.StartPacing); err != nil {
-		return err
-	}
-	if n := contract.SweepHistoryBound(len(target.Kinds), in.MaxStarts, in.StartBatch); n > contract.MaxSweepEvents {
-		return invalidInput(fmt.Errorf("sweep max_starts %d in batches of %d could add %d history events, at most %d: raise start_batch or lower max_starts",
-			in.MaxStarts, in.StartBatch, n, contract.MaxSweepEvents))
-	}
-	return nil
-}
-
 // kindPages is one kind's part of a paged sweep: the counters of its first page, the plans
 // and batches of every page, and why its listing stopped.
 type kindPages struct {
@@ -81,14 +62,11 @@ type kindPages struct {
 // the input asks for StartPacingAfterLaunch.
 //
 // INVARIANT: the history this adds is at most contract.SweepHistoryBound(kinds, MaxStarts,
-// StartBatch) events, checked on input (validPagedSweep). A kind whose page fails after its
+// StartBatch) events, checked on input (MaintenanceSweepInput.Validate). A kind whose page fails after its
 // retries stops listing and fails the sweep with ErrTypeSweepListFailed, after every start
 // already planned (its earlier pages' and the other kinds') went out.
 func pagedDemandSweep(ctx workflow.Context, in contract.MaintenanceSweepInput, label roundLabel) (contract.MaintenanceSweepResult, error) {
 	in = pagedStartDefaults(in)
-	if err := validPagedSweep(in); err != nil {
-		return contract.MaintenanceSweepResult{}, err
-	}
 	planned := plannedPacing(ctx, in)
 	res := contract.MaintenanceSweepResult{Started: []contract.SweepStart{}, Skipped: []contract.SweepSkip{}, Discovery: contract.DiscoveryDemand}
 	asOf := workflow.Now(ctx)

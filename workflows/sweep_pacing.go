@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"fmt"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
@@ -19,15 +18,6 @@ const (
 	sweepPlannedPacingChange  = "sweep-planned-pacing"
 	sweepPlannedPacingVersion = workflow.Version(1)
 )
-
-// validStartPacing checks MaintenanceSweepInput.StartPacing. Pure.
-func validStartPacing(p string) error {
-	switch p {
-	case "", contract.StartPacingPlanned, contract.StartPacingAfterLaunch:
-		return nil
-	}
-	return invalidInput(fmt.Errorf("sweep start_pacing %q: want %q or %q", p, contract.StartPacingPlanned, contract.StartPacingAfterLaunch))
-}
 
 // plannedPacing says whether this paged sweep paces its batches from their planned launch
 // times: the run carries sweepPlannedPacingChange and the input did not ask for the old

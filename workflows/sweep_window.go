@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -29,10 +28,15 @@ const sweepRecordEvery = time.Minute
 // in.EventBudget events or Temporal suggests it, carrying only counters and at most
 // MaxSweepRecentRounds rounds.
 func SweepWindow(ctx workflow.Context, in contract.SweepWindowInput) (contract.SweepWindowResult, error) {
-	in, err := sweepWindowDefaults(in)
-	if err != nil {
+	carried := ""
+	if in.Carry != nil {
+		carried = "carry"
+	}
+	if err := checkInput(ctx, in, carried); err != nil {
 		return contract.SweepWindowResult{}, err
 	}
+	in = sweepWindowDefaults(in)
+	var err error
 	w := &sweepWindow{in: in, id: workflow.GetInfo(ctx).WorkflowExecution.ID}
 	if in.Carry != nil {
 		w.carry = *in.Carry
@@ -88,28 +92,19 @@ func SweepWindow(ctx workflow.Context, in contract.SweepWindowInput) (contract.S
 	}
 }
 
-// sweepWindowDefaults fills the zero knobs of in and checks the rest.
-func sweepWindowDefaults(in contract.SweepWindowInput) (contract.SweepWindowInput, error) {
+// sweepWindowDefaults fills the zero knobs of a checked input (SweepWindowInput.Validate).
+func sweepWindowDefaults(in contract.SweepWindowInput) contract.SweepWindowInput {
 	in.Sweep = sweepKnobDefaults(in.Sweep) // MaxStarts and StartBatch per round's path
-	if err := validDiscovery(in.Sweep.Discovery); err != nil {
-		return in, err
-	}
 	if in.Interval == 0 {
 		in.Interval = contract.DefaultSweepInterval
 	}
 	if in.Window == 0 {
 		in.Window = contract.DefaultSweepWindow
 	}
-	if in.EventBudget <= 0 {
+	if in.EventBudget == 0 {
 		in.EventBudget = contract.DefaultSweepEventBudget
 	}
-	if in.Interval < 0 || in.Window < 0 {
-		return in, invalidInput(fmt.Errorf("sweep window %s, interval %s: both must be positive", in.Window, in.Interval))
-	}
-	if c := in.Carry; c != nil && (c.Origin.IsZero() || c.Ends.Before(c.Origin)) {
-		return in, invalidInput(fmt.Errorf("sweep window carry: origin %s, ends %s", c.Origin, c.Ends))
-	}
-	return in, nil
+	return in
 }
 
 // sweepWindow is one run of a window.
@@ -162,9 +157,10 @@ func (w *sweepWindow) wait(ctx workflow.Context, now workflow.ReceiveChannel, ne
 	return trigger, nil
 }
 
-// round runs one sweep round and reports it. Only a canceled window or an invalid sweep
-// input (past the paged sweep's bounds) makes it return an error: a round whose listing failed is counted, logged and shown, and the next round
-// tries again (the alert on the last recorded success is what fires if none succeeds).
+// round runs one sweep round and reports it. Only a canceled window makes it return an
+// error (the input was checked before the first round): a round whose listing failed is
+// counted, logged and shown, and the next round tries again (the alert on the last recorded
+// success is what fires if none succeeds).
 func (w *sweepWindow) round(ctx workflow.Context, trigger string) error {
 	w.carry.Totals.Rounds++
 	n := w.carry.Totals.Rounds
@@ -179,9 +175,6 @@ func (w *sweepWindow) round(ctx workflow.Context, trigger string) error {
 	}
 	if ctx.Err() != nil {
 		return temporal.NewCanceledError("sweep window canceled")
-	}
-	if appErr := (*temporal.ApplicationError)(nil); errors.As(err, &appErr) && appErr.Type() == contract.ErrTypeInvalidInput {
-		return err // every round would fail alike: the window fails at once
 	}
 	failure := ""
 	switch {

@@ -159,6 +159,7 @@ func TestSweepWindowContinuesAsNewCarryingItsState(t *testing.T) {
 	// The next run, started where the first one stopped.
 	env2 := newWindowEnv(t, f, starter, &recorded)
 	env2.SetStartTime(c.Origin.Add(time.Second))
+	env2.SetContinuedExecutionRunID("run-1")
 	env2.ExecuteWorkflow(SweepWindow, next)
 	require.NoError(t, env2.GetWorkflowError())
 	var res contract.SweepWindowResult

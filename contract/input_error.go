@@ -1,0 +1,162 @@
+package contract
+
+import (
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/walkeeper/walkeeper/target"
+)
+
+// Workflow inputs come from anyone with access to the namespace (`temporal workflow start
+// --input`), so every field of every input has bounds on both sides, checked by a pure
+// Validate method on the input (validate_*.go) before a workflow does anything. A field out of
+// bounds is an input error that names the field by its JSON name; the workflows fail with it as
+// a non-retryable ErrTypeInvalidInput (workflows/input.go), and because it wraps
+// target.ErrInvalidInput (which is store.ErrInvalidInput) every other layer maps it the way it
+// maps any invalid input: activities/errors.go to ErrTypeInvalidInput, the HTTP API to 400
+// invalid_input.
+
+// inputError is one workflow input field outside its bounds. Its message is
+// "invalid input: <field>: <problem>", e.g. "invalid input: interval: 1ns is below the floor 1s".
+// It is not a wire type: a workflow fails with its message (workflows/input.go).
+type inputError struct {
+	// Field is the JSON name of the field, dotted and indexed for nested fields
+	// ("sweep.scan_concurrency", "carry.shards[2].shard").
+	Field string
+	// Problem says what is wrong, with the value and the bound.
+	Problem string
+}
+
+func (e *inputError) Error() string {
+	return target.ErrInvalidInput.Error() + ": " + e.Field + ": " + e.Problem
+}
+
+// Unwrap makes errors.Is(err, target.ErrInvalidInput) hold.
+func (e *inputError) Unwrap() error { return target.ErrInvalidInput }
+
+// inputErrorf is the input error of field.
+func inputErrorf(field, format string, args ...any) *inputError {
+	return &inputError{Field: field, Problem: fmt.Sprintf(format, args...)}
+}
+
+// within prefixes the field of err (an input error) with parent, so a nested input's error
+// names the whole path. Other errors and nil pass through.
+func within(parent string, err error) error {
+	if ie, ok := err.(*inputError); ok {
+		return &inputError{Field: parent + "." + ie.Field, Problem: ie.Problem}
+	}
+	return err
+}
+
+// firstInvalid returns the first non-nil error: inputs report the first bad field, in field
+// order, so a message names exactly one.
+func firstInvalid(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// intIn checks lo <= v <= hi.
+func intIn(field string, v, lo, hi int) error {
+	switch {
+	case v < lo:
+		return inputErrorf(field, "%d is below the floor %d", v, lo)
+	case v > hi:
+		return inputErrorf(field, "%d is above the ceiling %d", v, hi)
+	}
+	return nil
+}
+
+// int64In checks lo <= v <= hi.
+func int64In(field string, v, lo, hi int64) error {
+	switch {
+	case v < lo:
+		return inputErrorf(field, "%d is below the floor %d", v, lo)
+	case v > hi:
+		return inputErrorf(field, "%d is above the ceiling %d", v, hi)
+	}
+	return nil
+}
+
+// durationIn checks lo <= v <= hi.
+func durationIn(field string, v, lo, hi time.Duration) error {
+	switch {
+	case v < lo:
+		return inputErrorf(field, "%s is below the floor %s", v, lo)
+	case v > hi:
+		return inputErrorf(field, "%s is above the ceiling %s", v, hi)
+	}
+	return nil
+}
+
+// defaulted is v, or def when v is zero: the bounds apply to the value a workflow uses.
+func defaulted[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// notNegative checks v >= 0 for counters carried across continue-as-new.
+func notNegative(field string, v int) error {
+	if v < 0 {
+		return inputErrorf(field, "%d is negative", v)
+	}
+	return nil
+}
+
+// oneOf checks that v is one of the allowed values.
+func oneOf(field, v string, allowed ...string) error {
+	for _, a := range allowed {
+		if v == a {
+			return nil
+		}
+	}
+	quoted := make([]string, len(allowed))
+	for i, a := range allowed {
+		quoted[i] = fmt.Sprintf("%q", a)
+	}
+	return inputErrorf(field, "%q is not one of %s", clipText(v, quotedMax), strings.Join(quoted, ", "))
+}
+
+// textWithin checks that s is at most maxBytes of valid UTF-8 without control characters:
+// free text that ends up in logs, summaries and the memo.
+func textWithin(field, s string, maxBytes int) error {
+	if len(s) > maxBytes {
+		return inputErrorf(field, "%d bytes long, at most %d allowed", len(s), maxBytes)
+	}
+	if !utf8.ValidString(s) {
+		return inputErrorf(field, "is not valid UTF-8")
+	}
+	if i := strings.IndexFunc(s, unicode.IsControl); i >= 0 {
+		return inputErrorf(field, "control character %q at offset %d", s[i], i)
+	}
+	return nil
+}
+
+// targetField checks a required target "<kind>:<name>" (target.ParseTarget).
+func targetField(field, s string) error {
+	if s == "" {
+		return inputErrorf(field, "required, e.g. generic:gs")
+	}
+	if _, err := target.ParseTarget(s); err != nil {
+		return inputErrorf(field, "%s", strings.TrimPrefix(err.Error(), target.ErrInvalidInput.Error()+": "))
+	}
+	return nil
+}
+
+// quotedMax bounds hostile text quoted in a message.
+const quotedMax = 64
+
+// CarriedOnStartError is the error of a run whose input holds field, state that only
+// continue-as-new hands over, although the run was not continued as new (a forged carry).
+func CarriedOnStartError(field string) error {
+	return inputErrorf(field, "is handed over by continue-as-new only; a start must leave it out")
+}

@@ -1,0 +1,42 @@
+package contract
+
+// Defaults and bounds of CompactBaseInput (docs/TEMPORAL.md, "Workflow inputs"). A zero field
+// takes its default; the bounds apply to the value the workflow uses.
+const (
+	// DefaultCompactMaxPasses and MaxCompactMaxPasses: passes of one CompactBase, each a
+	// CompactBase activity.
+	DefaultCompactMaxPasses = 16
+	MaxCompactMaxPasses     = 1000
+	// DefaultCompactTargetRuns: stop once the base has at most this many runs.
+	DefaultCompactTargetRuns = 4
+	// MaxCompactRuns bounds max_runs (0 = the store's 16, -1 = every run, else at least 2:
+	// rewriting one run changes nothing) and target_runs.
+	MaxCompactRuns = 1024
+	// CompactEveryRun is max_runs' "every run".
+	CompactEveryRun = -1
+	// MinCompactBytes and MaxCompactBytes bound max_bytes (0 = the store's default, itself
+	// capped by the worker's merge budget).
+	MinCompactBytes = 1 << 20
+	MaxCompactBytes = 64 << 30
+)
+
+// Validate checks every field of a CompactBase input against its bounds. Pure.
+func (in CompactBaseInput) Validate() error {
+	maxRuns := error(nil)
+	if in.MaxRuns != 0 && in.MaxRuns != CompactEveryRun && (in.MaxRuns < 2 || in.MaxRuns > MaxCompactRuns) {
+		maxRuns = inputErrorf("max_runs", "%d: want 0 (the store's default), -1 (every run) or 2 to %d", in.MaxRuns, MaxCompactRuns)
+	}
+	maxBytes := error(nil)
+	if in.MaxBytes != 0 {
+		maxBytes = int64In("max_bytes", in.MaxBytes, MinCompactBytes, MaxCompactBytes)
+	}
+	return firstInvalid(
+		targetField("target", in.Target),
+		maxRuns,
+		maxBytes,
+		intIn("max_passes", defaulted(in.MaxPasses, DefaultCompactMaxPasses), 1, MaxCompactMaxPasses),
+		intIn("target_runs", defaulted(in.TargetRuns, DefaultCompactTargetRuns), 1, MaxCompactRuns),
+		triggerField("trigger", in.Trigger),
+		textWithin("trigger_reason", in.TriggerReason, MaxTriggerReasonBytes),
+	)
+}

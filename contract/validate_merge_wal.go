@@ -1,0 +1,188 @@
+package contract
+
+import (
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Defaults and bounds of MergeWalInput (docs/TEMPORAL.md, "Workflow inputs"). A zero field
+// takes its default; the bounds apply to the value the workflow uses.
+const (
+	// DefaultMergeMaxPasses and MaxMergeMaxPasses: passes per shard over the whole chain.
+	// Each pass is at least a Prepare and a Commit, so the ceiling bounds what one start
+	// can cost per shard.
+	DefaultMergeMaxPasses = 1000
+	MaxMergeMaxPasses     = 10_000
+	// DefaultPassesPerWorkflowRun and MaxPassesPerWorkflowRun: committed passes before
+	// continue-as-new. A run also continues as new when Temporal suggests it (by default at
+	// 4,096 events), so the ceiling only bounds what a run may ask for.
+	DefaultPassesPerWorkflowRun = 100
+	MaxPassesPerWorkflowRun     = 1000
+	// DefaultPrepareConcurrency and MaxPrepareConcurrency: prepares of one merge at once
+	// with parallel_prepare; a round commit takes at most MaxRoundShards shards anyway.
+	DefaultPrepareConcurrency = 4
+	MaxPrepareConcurrency     = MaxRoundShards
+	// MaxMergeGenerations bounds max_generations (0 = no cap: the worker's merge budget
+	// still bounds a pass's memory).
+	MaxMergeGenerations = 100_000
+	// MinMergeBytes and MaxMergeBytes bound max_bytes (0 = no cap, as above).
+	MinMergeBytes = 1 << 20
+	MaxMergeBytes = 64 << 30
+	// Schedule-to-start on the owner's queue before the shared queue takes over: below a
+	// second every Prepare and Commit would time out and run twice.
+	DefaultScheduleToStartTimeout = 30 * time.Second
+	MinScheduleToStartTimeout     = time.Second
+	MaxScheduleToStartTimeout     = time.Hour
+	// Slot-wait threshold (negative = off): every activity signals its workflow once it
+	// passes, so a tiny one would turn every activity into an extra signal.
+	DefaultSlotWaitThreshold = 10 * time.Second
+	MinSlotWaitThreshold     = time.Second
+	MaxSlotWaitThreshold     = time.Hour
+	// One Prepare attempt, budget wait included: a prepare that times out is retried, so a
+	// tiny timeout would only multiply attempts.
+	DefaultPrepareTimeout = 30 * time.Minute
+	MinPrepareTimeout     = 10 * time.Second
+	MaxPrepareTimeout     = 24 * time.Hour
+	// MaxTriggerReasonBytes bounds trigger_reason, which becomes the run's summary and memo.
+	MaxTriggerReasonBytes = 1024
+	// MaxCarriedShards bounds the shards a MergeWal carry lists: far more than a store has
+	// writers, and at about 150 bytes a shard the carry stays within a payload.
+	MaxCarriedShards = 4096
+	// MaxCarriedRuns bounds the workflow-run counters carried across continue-as-new.
+	MaxCarriedRuns = 1_000_000
+	// maxShardIDBytes is the store's bound on a shard id (store.validateShardID).
+	maxShardIDBytes = 64
+	// maxCarriedErrorBytes and maxErrorTypeBytes bound the error text a carry repeats.
+	maxCarriedErrorBytes = 64 << 10
+	maxErrorTypeBytes    = 64
+)
+
+// Validate checks every field of a MergeWal input against its bounds (see the constants
+// above); a carry is checked for shape here and for provenance by the workflow. Pure.
+func (in MergeWalInput) Validate() error {
+	maxPasses := defaulted(in.MaxPasses, DefaultMergeMaxPasses)
+	err := firstInvalid(
+		targetField("target", in.Target),
+		optionalCount("max_generations", in.MaxGenerations, 1, MaxMergeGenerations),
+		optionalBytes("max_bytes", in.MaxBytes, MinMergeBytes, MaxMergeBytes),
+		intIn("prepare_concurrency", defaulted(in.PrepareConcurrency, DefaultPrepareConcurrency), 1, MaxPrepareConcurrency),
+		intIn("max_passes", maxPasses, 1, MaxMergeMaxPasses),
+		durationIn("schedule_to_start_timeout", defaulted(in.ScheduleToStartTimeout, DefaultScheduleToStartTimeout),
+			MinScheduleToStartTimeout, MaxScheduleToStartTimeout),
+		offOrDurationIn("slot_wait_threshold", defaulted(in.SlotWaitThreshold, DefaultSlotWaitThreshold),
+			MinSlotWaitThreshold, MaxSlotWaitThreshold),
+		durationIn("prepare_timeout", defaulted(in.PrepareTimeout, DefaultPrepareTimeout), MinPrepareTimeout, MaxPrepareTimeout),
+		intIn("passes_per_run", defaulted(in.PassesPerWorkflowRun, DefaultPassesPerWorkflowRun), 1, MaxPassesPerWorkflowRun),
+		triggerField("trigger", in.Trigger),
+		textWithin("trigger_reason", in.TriggerReason, MaxTriggerReasonBytes),
+		intIn("max_shards_per_commit", defaulted(in.MaxShardsPerCommit, MaxRoundShards), 1, MaxRoundShards),
+	)
+	if err != nil || in.Carry == nil {
+		return err
+	}
+	return within("carry", in.Carry.validate(maxPasses))
+}
+
+// validate checks a carry's shape: counters in range, at most MaxCarriedShards shards with
+// valid, distinct ids, none with more passes than the chain allows. Pure.
+func (c MergeWalCarry) validate(maxPasses int) error {
+	err := firstInvalid(
+		intIn("runs", c.WorkflowRuns, 1, MaxCarriedRuns),
+		notNegative("pending_at_start", c.PendingAtStart),
+	)
+	if err != nil {
+		return err
+	}
+	if len(c.Shards) > MaxCarriedShards {
+		return inputErrorf("shards", "%d shards, at most %d allowed", len(c.Shards), MaxCarriedShards)
+	}
+	seen := make(map[string]bool, len(c.Shards))
+	for i, sh := range c.Shards {
+		if err := within(indexed("shards", i), sh.validate(maxPasses)); err != nil {
+			return err
+		}
+		if seen[sh.Shard] {
+			return inputErrorf(indexed("shards", i)+".shard", "%q is listed twice", sh.Shard)
+		}
+		seen[sh.Shard] = true
+	}
+	return nil
+}
+
+// validate checks one carried shard result. Pure.
+func (r ShardMergeResult) validate(maxPasses int) error {
+	return firstInvalid(
+		shardField("shard", r.Shard),
+		notNegative("reclaimed", r.Reclaimed),
+		intIn("passes", r.Passes, 0, maxPasses),
+		notNegative("pending", r.Pending),
+		notNegative("restarts", r.Restarts),
+		int64In("bytes_merged", r.BytesMerged, 0, 1<<62),
+		lengthWithin("error", r.Error, maxCarriedErrorBytes),
+		lengthWithin("error_type", r.ErrorType, maxErrorTypeBytes),
+	)
+}
+
+// Validate checks MergeWalTick's only field. Pure.
+func (in MergeWalTickInput) Validate() error {
+	return targetField("target", in.Target)
+}
+
+// shardField checks a shard id by the store's rule: 1 to 64 bytes, no '/', '\\' or ':', no
+// "..", so it is one path segment and one task-queue suffix.
+func shardField(field, s string) error {
+	switch {
+	case s == "":
+		return inputErrorf(field, "required")
+	case len(s) > maxShardIDBytes:
+		return inputErrorf(field, "%d bytes long, at most %d allowed", len(s), maxShardIDBytes)
+	case strings.ContainsAny(s, `/\:`) || strings.Contains(s, ".."):
+		return inputErrorf(field, "%q must not contain '/', '\\', ':' or \"..\"", clipText(s, quotedMax))
+	}
+	return textWithin(field, s, maxShardIDBytes)
+}
+
+// triggerField checks a trigger: empty (unknown) or one of Triggers.
+func triggerField(field, s string) error {
+	return oneOf(field, s, append([]string{""}, Triggers...)...)
+}
+
+// optionalCount checks a count that may be absent (nil: the worker's default) or 0 (no cap).
+func optionalCount(field string, v *int, lo, hi int) error {
+	if v == nil || *v == 0 {
+		return nil
+	}
+	return intIn(field, *v, lo, hi)
+}
+
+// optionalBytes checks a byte size that may be absent (nil: the worker's default) or 0 (no
+// cap).
+func optionalBytes(field string, v *int64, lo, hi int64) error {
+	if v == nil || *v == 0 {
+		return nil
+	}
+	return int64In(field, *v, lo, hi)
+}
+
+// offOrDurationIn checks a duration whose negative values mean "off".
+func offOrDurationIn(field string, v, lo, hi time.Duration) error {
+	if v < 0 {
+		return nil
+	}
+	return durationIn(field, v, lo, hi)
+}
+
+// lengthWithin bounds text produced by walkeeper's own code (error messages, which may span
+// lines), carried across continue-as-new.
+func lengthWithin(field, s string, maxBytes int) error {
+	if len(s) > maxBytes {
+		return inputErrorf(field, "%d bytes long, at most %d allowed", len(s), maxBytes)
+	}
+	return nil
+}
+
+// indexed names element i of a list field: "shards[2]".
+func indexed(field string, i int) string {
+	return field + "[" + strconv.Itoa(i) + "]"
+}

@@ -1,0 +1,84 @@
+package contract
+
+import (
+	"github.com/walkeeper/walkeeper/target"
+)
+
+// Bounds of ReconcileDemandInput besides DefaultReconcilePage, MaxReconcilePage and
+// DefaultReconcilePagesPerRun (docs/TEMPORAL.md, "Workflow inputs").
+const (
+	// MinReconcilePage: a page is one activity, so tiny pages would make a reconcile of a
+	// million stores cost a million actions.
+	MinReconcilePage = 10
+	// MaxReconcilePagesPerRun: a page adds about six events, so a run stays far below
+	// Temporal's 10,240-event warning.
+	MaxReconcilePagesPerRun = 1000
+)
+
+// Validate checks every field of a reconcile input against its bounds, the carried cursor,
+// totals and problems for shape (their provenance is the workflow's to check, see
+// CarriedField). Pure.
+func (in ReconcileDemandInput) Validate() error {
+	err := firstInvalid(
+		intIn("page_size", defaulted(in.PageSize, DefaultReconcilePage), MinReconcilePage, MaxReconcilePage),
+		intIn("concurrency", defaulted(in.Concurrency, DefaultReconcileConcurrency), 1, MaxStoreConcurrency),
+		intIn("pages_per_run", defaulted(in.PagesPerRun, DefaultReconcilePagesPerRun), 1, MaxReconcilePagesPerRun),
+		intIn("cursor.kind_index", in.Cursor.KindIndex, 0, len(target.Kinds)),
+		cursorAfter("cursor.after", in.Cursor.After),
+		notNegative("totals.stores", in.Totals.Stores),
+		notNegative("totals.missing", in.Totals.Missing),
+		notNegative("totals.covered", in.Totals.Covered),
+		notNegative("totals.orphans", in.Totals.Orphans),
+		notNegative("totals.unreadable", in.Totals.Unreadable),
+		notNegative("totals.pages", in.Totals.Pages),
+		intIn("runs", in.Runs, 0, MaxCarriedRuns),
+	)
+	if err != nil {
+		return err
+	}
+	if len(in.Problems) > MaxReconcileUnreadable {
+		return inputErrorf("problems", "%d problems, at most %d allowed", len(in.Problems), MaxReconcileUnreadable)
+	}
+	for i, p := range in.Problems {
+		f := indexed("problems", i)
+		err := firstInvalid(
+			lengthWithin(f+".target", p.Target, maxCarriedTextBytes),
+			lengthWithin(f+".error", p.Error, maxCarriedErrorBytes),
+			lengthWithin(f+".error_type", p.ErrorType, maxErrorTypeBytes),
+		)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CarriedField names the first field of in that holds what only a continued run may hold (a
+// cursor past the start, totals, problems, a run count, a start time), or "" when there is
+// none.
+func (in ReconcileDemandInput) CarriedField() string {
+	switch {
+	case in.Cursor != (ReconcileCursor{}):
+		return "cursor"
+	case in.Totals != (ReconcileCounts{}):
+		return "totals"
+	case len(in.Problems) > 0:
+		return "problems"
+	case in.Runs != 0:
+		return "runs"
+	case !in.StartedAt.IsZero():
+		return "started_at"
+	}
+	return ""
+}
+
+// cursorAfter checks a registry cursor: empty (the kind's start) or a store name.
+func cursorAfter(field, after string) error {
+	if after == "" {
+		return nil
+	}
+	if err := target.ValidateName(after); err != nil {
+		return inputErrorf(field, "not a store name: %q", clipText(after, quotedMax))
+	}
+	return nil
+}

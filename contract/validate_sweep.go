@@ -1,0 +1,202 @@
+package contract
+
+import (
+	"time"
+
+	"github.com/walkeeper/walkeeper/target"
+)
+
+// Defaults and bounds of MaintenanceSweepInput and SweepWindowInput (docs/TEMPORAL.md,
+// "Workflow inputs"). A zero field takes its default; the bounds apply to the value the
+// workflow uses.
+const (
+	// DefaultSweepMergeMinGenerations and MaxSweepMergeMinGenerations bound
+	// merge_min_generations.
+	DefaultSweepMergeMinGenerations = 8
+	MaxSweepMergeMinGenerations     = 100_000
+	// max_pending_age (negative = off): a month is as good as off; a millisecond is as
+	// eager as merge_min_generations 1, which max_starts already bounds.
+	DefaultSweepMaxPendingAge = 10 * time.Minute
+	MinSweepMaxPendingAge     = time.Millisecond
+	MaxSweepMaxPendingAge     = 30 * 24 * time.Hour
+	// DefaultSweepCompactMinRuns and MaxSweepCompactMinRuns bound compact_min_runs
+	// (negative = off).
+	DefaultSweepCompactMinRuns = 32
+	MaxSweepCompactMinRuns     = 100_000
+	// DefaultSweepConcurrency and MaxSweepConcurrency: StartWorkflows activities of one
+	// sweep in flight.
+	DefaultSweepConcurrency = 4
+	MaxSweepConcurrency     = 32
+	// ScanSweepMaxStarts and ScanSweepStartBatch are max_starts' and start_batch's
+	// defaults with discovery "scan" (and in demand sweeps recorded before the paged one).
+	ScanSweepMaxStarts  = 256
+	ScanSweepStartBatch = 16
+	// start_spacing (negative = no pacing): at most a minute between two batches, so a
+	// sweep's starts cannot be spread over hours.
+	DefaultSweepStartSpacing = time.Second
+	MinSweepStartSpacing     = 10 * time.Millisecond
+	MaxSweepStartSpacing     = time.Minute
+	// DefaultScanConcurrency and DefaultReconcileConcurrency are the activities' defaults;
+	// MaxStoreConcurrency bounds both: stores one ScanStats or ReconcilePage reads at once.
+	DefaultScanConcurrency      = 8
+	DefaultReconcileConcurrency = 16
+	MaxStoreConcurrency         = 128
+	// Interval between two rounds of a window: below a second, rounds run back to back,
+	// each a few billable actions.
+	MinSweepInterval = time.Second
+	MaxSweepInterval = MaxSweepWindow
+	// MinSweepWindow and MaxSweepWindow bound how long one window runs rounds.
+	MinSweepWindow = time.Second
+	MaxSweepWindow = 24 * time.Hour
+	// MinSweepEventBudget and MaxSweepEventBudget bound event_budget: below 100 a window
+	// would continue as new after nearly every round; above MaxSweepEvents the last round
+	// (at most MaxSweepEvents more) could pass Temporal's 10,240-event warning.
+	MinSweepEventBudget = 100
+	MaxSweepEventBudget = MaxSweepEvents
+	// maxCarriedTextBytes bounds the words a window's carry repeats (summaries, reasons).
+	maxCarriedTextBytes = 64 << 10
+)
+
+// Validate checks every field of a sweep input against its bounds, including the history
+// one sweep may add (SweepHistoryBound). Pure.
+func (in MaintenanceSweepInput) Validate() error {
+	maxStarts, startBatch := in.starts()
+	err := firstInvalid(
+		intIn("merge_min_generations", defaulted(in.MergeMinGenerations, DefaultSweepMergeMinGenerations), 1, MaxSweepMergeMinGenerations),
+		offOrDurationIn("max_pending_age", defaulted(in.MaxPendingAge, DefaultSweepMaxPendingAge), MinSweepMaxPendingAge, MaxSweepMaxPendingAge),
+		offOrIntIn("compact_min_runs", defaulted(in.CompactMinRuns, DefaultSweepCompactMinRuns), 1, MaxSweepCompactMinRuns),
+		intIn("max_starts", maxStarts, 1, MaxSweepStarts),
+		intIn("concurrency", defaulted(in.Concurrency, DefaultSweepConcurrency), 1, MaxSweepConcurrency),
+		intIn("start_batch", startBatch, 1, MaxStartBatch),
+		offOrDurationIn("start_spacing", defaulted(in.StartSpacing, DefaultSweepStartSpacing), MinSweepStartSpacing, MaxSweepStartSpacing),
+		oneOf("start_pacing", in.StartPacing, "", StartPacingPlanned, StartPacingAfterLaunch),
+		intIn("scan_concurrency", defaulted(in.ScanConcurrency, DefaultScanConcurrency), 1, MaxStoreConcurrency),
+		oneOf("discovery", in.Discovery, "", DiscoveryDemand, DiscoveryScan),
+	)
+	if err != nil {
+		return err
+	}
+	if n := SweepHistoryBound(len(target.Kinds), maxStarts, startBatch); n > MaxSweepEvents {
+		return inputErrorf("max_starts", "%d starts in batches of %d could add %d history events, at most %d: raise start_batch or lower max_starts",
+			maxStarts, startBatch, n, MaxSweepEvents)
+	}
+	return nil
+}
+
+// starts is the max_starts and start_batch the sweep uses: the paged demand sweep's
+// defaults, or the scan's. Pure.
+func (in MaintenanceSweepInput) starts() (maxStarts, startBatch int) {
+	if in.Discovery == DiscoveryScan {
+		return defaulted(in.MaxStarts, ScanSweepMaxStarts), defaulted(in.StartBatch, ScanSweepStartBatch)
+	}
+	return defaulted(in.MaxStarts, DefaultSweepMaxStarts), defaulted(in.StartBatch, DefaultSweepStartBatch)
+}
+
+// Validate checks every field of a window input against its bounds: the rounds' sweep input
+// (as MaintenanceSweepInput.Validate, under "sweep."), the cadence, and a carry's shape (its
+// provenance is the workflow's to check). Pure.
+func (in SweepWindowInput) Validate() error {
+	window := defaulted(in.Window, DefaultSweepWindow)
+	err := firstInvalid(
+		within("sweep", in.Sweep.Validate()),
+		durationIn("interval", defaulted(in.Interval, DefaultSweepInterval), MinSweepInterval, MaxSweepInterval),
+		durationIn("window", window, MinSweepWindow, MaxSweepWindow),
+		intIn("event_budget", defaulted(in.EventBudget, DefaultSweepEventBudget), MinSweepEventBudget, MaxSweepEventBudget),
+	)
+	if err != nil || in.Carry == nil {
+		return err
+	}
+	return within("carry", in.Carry.validate(window))
+}
+
+// validate checks a window's carry: its span within the window, counters that add up, and
+// at most MaxSweepRecentRounds rounds of at most MaxSweepRoundStarts starts. Pure.
+func (c SweepWindowCarry) validate(window time.Duration) error {
+	t := c.Totals
+	err := firstInvalid(
+		timeSet("origin", c.Origin),
+		spanWithin("ends", c.Origin, c.Ends, window),
+		intIn("runs", c.Runs, 1, MaxCarriedRuns),
+		notBefore("last_recorded", c.LastRecorded, c.Origin),
+		notNegative("totals.rounds", t.Rounds),
+		intIn("totals.idle_rounds", t.IdleRounds, 0, t.Rounds),
+		intIn("totals.failed_rounds", t.FailedRounds, 0, t.Rounds-t.IdleRounds),
+		notNegative("totals.started", t.Started),
+	)
+	if err != nil {
+		return err
+	}
+	if len(c.Recent) > MaxSweepRecentRounds {
+		return inputErrorf("recent", "%d rounds, at most %d allowed", len(c.Recent), MaxSweepRecentRounds)
+	}
+	for i, r := range c.Recent {
+		if err := within(indexed("recent", i), r.validate(t.Rounds)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validate checks one carried round of a window that has run rounds rounds. Pure.
+func (r SweepRound) validate(rounds int) error {
+	err := firstInvalid(
+		intIn("round", r.Round, 1, rounds),
+		oneOf("trigger", r.Trigger, SweepRoundInterval, SweepRoundNow),
+		lengthWithin("summary", r.Summary, maxCarriedTextBytes),
+		notNegative("started", r.Started),
+		lengthWithin("error", r.Error, maxCarriedTextBytes),
+	)
+	if err != nil {
+		return err
+	}
+	if len(r.Starts) > MaxSweepRoundStarts {
+		return inputErrorf("starts", "%d starts, at most %d allowed", len(r.Starts), MaxSweepRoundStarts)
+	}
+	for i, s := range r.Starts {
+		f := indexed("starts", i)
+		err := firstInvalid(
+			lengthWithin(f+".target", s.Target, maxCarriedTextBytes),
+			lengthWithin(f+".workflow", s.Workflow, maxCarriedTextBytes),
+			lengthWithin(f+".trigger", s.Trigger, maxCarriedTextBytes),
+			lengthWithin(f+".reason", s.Reason, maxCarriedTextBytes),
+			lengthWithin(f+".workflow_id", s.WorkflowID, maxCarriedTextBytes),
+			lengthWithin(f+".run_id", s.RunID, maxCarriedTextBytes),
+		)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// offOrIntIn checks a count whose negative values mean "off".
+func offOrIntIn(field string, v, lo, hi int) error {
+	if v < 0 {
+		return nil
+	}
+	return intIn(field, v, lo, hi)
+}
+
+// timeSet checks that a carried moment is set.
+func timeSet(field string, t time.Time) error {
+	if t.IsZero() {
+		return inputErrorf(field, "required")
+	}
+	return nil
+}
+
+// spanWithin checks from <= to <= from + span.
+func spanWithin(field string, from, to time.Time, span time.Duration) error {
+	if to.Before(from) || to.Sub(from) > span {
+		return inputErrorf(field, "%s is not within %s of the origin %s", to.Format(time.RFC3339Nano), span, from.Format(time.RFC3339Nano))
+	}
+	return nil
+}
+
+// notBefore checks that an optional moment (zero = unset) is not before from.
+func notBefore(field string, t, from time.Time) error {
+	if !t.IsZero() && t.Before(from) {
+		return inputErrorf(field, "%s is before the origin %s", t.Format(time.RFC3339Nano), from.Format(time.RFC3339Nano))
+	}
+	return nil
+}

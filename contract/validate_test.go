@@ -1,0 +1,374 @@
+package contract
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/mocks"
+
+	"github.com/walkeeper/walkeeper/target"
+)
+
+// boundCase is one input and the field its Validate must name ("" = valid).
+type boundCase struct {
+	name  string
+	in    interface{ Validate() error }
+	field string
+}
+
+func requireBounds(t *testing.T, cases []boundCase) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := c.in.Validate()
+			if c.field == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			require.True(t, strings.HasPrefix(err.Error(), "invalid input: "+c.field+": "), "got %q, want field %s", err, c.field)
+			require.ErrorIs(t, err, target.ErrInvalidInput, "every layer maps it as invalid input")
+		})
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+func mergeIn(mod func(*MergeWalInput)) MergeWalInput {
+	in := MergeWalInput{Target: "generic:gs"}
+	mod(&in)
+	return in
+}
+
+func TestMergeWalInputBounds(t *testing.T) {
+	m := mergeIn
+	requireBounds(t, []boundCase{
+		{"defaults", m(func(*MergeWalInput) {}), ""},
+		{"target missing", m(func(in *MergeWalInput) { in.Target = "" }), "target"},
+		{"target kind", m(func(in *MergeWalInput) { in.Target = "bogus:gs" }), "target"},
+		{"target name", m(func(in *MergeWalInput) { in.Target = "generic:a/b" }), "target"},
+		{"generations no cap", m(func(in *MergeWalInput) { in.MaxGenerations = ptrTo(0) }), ""},
+		{"generations floor", m(func(in *MergeWalInput) { in.MaxGenerations = ptrTo(1) }), ""},
+		{"generations below", m(func(in *MergeWalInput) { in.MaxGenerations = ptrTo(-1) }), "max_generations"},
+		{"generations ceiling", m(func(in *MergeWalInput) { in.MaxGenerations = ptrTo(MaxMergeGenerations) }), ""},
+		{"generations above", m(func(in *MergeWalInput) { in.MaxGenerations = ptrTo(MaxMergeGenerations + 1) }), "max_generations"},
+		{"bytes no cap", m(func(in *MergeWalInput) { in.MaxBytes = ptrTo(int64(0)) }), ""},
+		{"bytes floor", m(func(in *MergeWalInput) { in.MaxBytes = ptrTo(int64(MinMergeBytes)) }), ""},
+		{"bytes below", m(func(in *MergeWalInput) { in.MaxBytes = ptrTo(int64(MinMergeBytes - 1)) }), "max_bytes"},
+		{"bytes ceiling", m(func(in *MergeWalInput) { in.MaxBytes = ptrTo(int64(MaxMergeBytes)) }), ""},
+		{"bytes above", m(func(in *MergeWalInput) { in.MaxBytes = ptrTo(int64(MaxMergeBytes + 1)) }), "max_bytes"},
+		{"prepare concurrency floor", m(func(in *MergeWalInput) { in.PrepareConcurrency = 1 }), ""},
+		{"prepare concurrency below", m(func(in *MergeWalInput) { in.PrepareConcurrency = -1 }), "prepare_concurrency"},
+		{"prepare concurrency ceiling", m(func(in *MergeWalInput) { in.PrepareConcurrency = MaxPrepareConcurrency }), ""},
+		{"prepare concurrency above", m(func(in *MergeWalInput) { in.PrepareConcurrency = MaxPrepareConcurrency + 1 }), "prepare_concurrency"},
+		{"passes floor", m(func(in *MergeWalInput) { in.MaxPasses = 1 }), ""},
+		{"passes below", m(func(in *MergeWalInput) { in.MaxPasses = -1 }), "max_passes"},
+		{"passes ceiling", m(func(in *MergeWalInput) { in.MaxPasses = MaxMergeMaxPasses }), ""},
+		{"passes above", m(func(in *MergeWalInput) { in.MaxPasses = MaxMergeMaxPasses + 1 }), "max_passes"},
+		{"schedule-to-start floor", m(func(in *MergeWalInput) { in.ScheduleToStartTimeout = MinScheduleToStartTimeout }), ""},
+		{"schedule-to-start below", m(func(in *MergeWalInput) { in.ScheduleToStartTimeout = MinScheduleToStartTimeout - 1 }), "schedule_to_start_timeout"},
+		{"schedule-to-start negative", m(func(in *MergeWalInput) { in.ScheduleToStartTimeout = -time.Second }), "schedule_to_start_timeout"},
+		{"schedule-to-start ceiling", m(func(in *MergeWalInput) { in.ScheduleToStartTimeout = MaxScheduleToStartTimeout }), ""},
+		{"schedule-to-start above", m(func(in *MergeWalInput) { in.ScheduleToStartTimeout = MaxScheduleToStartTimeout + 1 }), "schedule_to_start_timeout"},
+		{"slot wait off", m(func(in *MergeWalInput) { in.SlotWaitThreshold = -1 }), ""},
+		{"slot wait floor", m(func(in *MergeWalInput) { in.SlotWaitThreshold = MinSlotWaitThreshold }), ""},
+		{"slot wait below", m(func(in *MergeWalInput) { in.SlotWaitThreshold = MinSlotWaitThreshold - 1 }), "slot_wait_threshold"},
+		{"slot wait ceiling", m(func(in *MergeWalInput) { in.SlotWaitThreshold = MaxSlotWaitThreshold }), ""},
+		{"slot wait above", m(func(in *MergeWalInput) { in.SlotWaitThreshold = MaxSlotWaitThreshold + 1 }), "slot_wait_threshold"},
+		{"prepare timeout floor", m(func(in *MergeWalInput) { in.PrepareTimeout = MinPrepareTimeout }), ""},
+		{"prepare timeout below", m(func(in *MergeWalInput) { in.PrepareTimeout = MinPrepareTimeout - 1 }), "prepare_timeout"},
+		{"prepare timeout ceiling", m(func(in *MergeWalInput) { in.PrepareTimeout = MaxPrepareTimeout }), ""},
+		{"prepare timeout above", m(func(in *MergeWalInput) { in.PrepareTimeout = MaxPrepareTimeout + 1 }), "prepare_timeout"},
+		{"passes per run floor", m(func(in *MergeWalInput) { in.PassesPerWorkflowRun = 1 }), ""},
+		{"passes per run below", m(func(in *MergeWalInput) { in.PassesPerWorkflowRun = -1 }), "passes_per_run"},
+		{"passes per run ceiling", m(func(in *MergeWalInput) { in.PassesPerWorkflowRun = MaxPassesPerWorkflowRun }), ""},
+		{"passes per run above", m(func(in *MergeWalInput) { in.PassesPerWorkflowRun = MaxPassesPerWorkflowRun + 1 }), "passes_per_run"},
+		{"every trigger", m(func(in *MergeWalInput) { in.Trigger = TriggerBackPressure }), ""},
+		{"trigger unknown value", m(func(in *MergeWalInput) { in.Trigger = "Count" }), "trigger"},
+		{"reason at the ceiling", m(func(in *MergeWalInput) { in.TriggerReason = strings.Repeat("é", MaxTriggerReasonBytes/2) }), ""},
+		{"reason above", m(func(in *MergeWalInput) { in.TriggerReason = strings.Repeat("x", MaxTriggerReasonBytes+1) }), "trigger_reason"},
+		{"reason control character", m(func(in *MergeWalInput) { in.TriggerReason = "a\x1b[2Jb" }), "trigger_reason"},
+		{"reason not UTF-8", m(func(in *MergeWalInput) { in.TriggerReason = "a\xffb" }), "trigger_reason"},
+		{"shards per commit floor", m(func(in *MergeWalInput) { in.MaxShardsPerCommit = 1 }), ""},
+		{"shards per commit below", m(func(in *MergeWalInput) { in.MaxShardsPerCommit = -1 }), "max_shards_per_commit"},
+		{"shards per commit ceiling", m(func(in *MergeWalInput) { in.MaxShardsPerCommit = MaxRoundShards }), ""},
+		{"shards per commit above", m(func(in *MergeWalInput) { in.MaxShardsPerCommit = MaxRoundShards + 1 }), "max_shards_per_commit"},
+	})
+	for _, trig := range Triggers {
+		require.NoError(t, m(func(in *MergeWalInput) { in.Trigger = trig }).Validate(), trig)
+	}
+}
+
+func TestMergeWalCarryBounds(t *testing.T) {
+	c := func(mod func(*MergeWalCarry)) MergeWalInput {
+		carry := MergeWalCarry{WorkflowRuns: 1, PendingAtStart: 9, Shards: []ShardMergeResult{
+			{Shard: "0f3c2a9e-7a1b-5c4d-9e8f-0123456789ab", Passes: 3, Reclaimed: 24, Pending: 5},
+			{Shard: "default", Finished: true, Error: "prepare: corrupt\nmore", ErrorType: ErrTypeCorruptData, Permanent: true},
+		}}
+		mod(&carry)
+		return MergeWalInput{Target: "generic:gs", MaxPasses: 3, Carry: &carry}
+	}
+	requireBounds(t, []boundCase{
+		{"valid", c(func(*MergeWalCarry) {}), ""},
+		{"runs below", c(func(x *MergeWalCarry) { x.WorkflowRuns = 0 }), "carry.runs"},
+		{"runs above", c(func(x *MergeWalCarry) { x.WorkflowRuns = MaxCarriedRuns + 1 }), "carry.runs"},
+		{"pending at start negative", c(func(x *MergeWalCarry) { x.PendingAtStart = -1 }), "carry.pending_at_start"},
+		{"too many shards", c(func(x *MergeWalCarry) {
+			x.Shards = make([]ShardMergeResult, MaxCarriedShards+1)
+		}), "carry.shards"},
+		{"shard empty", c(func(x *MergeWalCarry) { x.Shards[1].Shard = "" }), "carry.shards[1].shard"},
+		{"shard too long", c(func(x *MergeWalCarry) { x.Shards[0].Shard = strings.Repeat("a", maxShardIDBytes+1) }), "carry.shards[0].shard"},
+		{"shard a path", c(func(x *MergeWalCarry) { x.Shards[0].Shard = "a/b" }), "carry.shards[0].shard"},
+		{"shard a traversal", c(func(x *MergeWalCarry) { x.Shards[0].Shard = "a..b" }), "carry.shards[0].shard"},
+		{"shard twice", c(func(x *MergeWalCarry) { x.Shards[1].Shard = x.Shards[0].Shard }), "carry.shards[1].shard"},
+		{"passes at max passes", c(func(x *MergeWalCarry) { x.Shards[0].Passes = 3 }), ""},
+		{"passes over max passes", c(func(x *MergeWalCarry) { x.Shards[0].Passes = 4 }), "carry.shards[0].passes"},
+		{"reclaimed negative", c(func(x *MergeWalCarry) { x.Shards[0].Reclaimed = -1 }), "carry.shards[0].reclaimed"},
+		{"pending negative", c(func(x *MergeWalCarry) { x.Shards[0].Pending = -1 }), "carry.shards[0].pending"},
+		{"restarts negative", c(func(x *MergeWalCarry) { x.Shards[0].Restarts = -1 }), "carry.shards[0].restarts"},
+		{"bytes negative", c(func(x *MergeWalCarry) { x.Shards[0].BytesMerged = -1 }), "carry.shards[0].bytes_merged"},
+		{"error too long", c(func(x *MergeWalCarry) { x.Shards[1].Error = strings.Repeat("e", maxCarriedErrorBytes+1) }), "carry.shards[1].error"},
+		{"error type too long", c(func(x *MergeWalCarry) { x.Shards[1].ErrorType = strings.Repeat("T", maxErrorTypeBytes+1) }), "carry.shards[1].error_type"},
+	})
+}
+
+func TestMergeWalTickInputBounds(t *testing.T) {
+	requireBounds(t, []boundCase{
+		{"valid", MergeWalTickInput{Target: "rollout:r1"}, ""},
+		{"missing", MergeWalTickInput{}, "target"},
+		{"reserved name", MergeWalTickInput{Target: "generic:_stats"}, "target"},
+	})
+}
+
+func TestCompactBaseInputBounds(t *testing.T) {
+	c := func(mod func(*CompactBaseInput)) CompactBaseInput {
+		in := CompactBaseInput{Target: "generic:gs"}
+		mod(&in)
+		return in
+	}
+	requireBounds(t, []boundCase{
+		{"defaults", c(func(*CompactBaseInput) {}), ""},
+		{"target missing", c(func(in *CompactBaseInput) { in.Target = "" }), "target"},
+		{"every run", c(func(in *CompactBaseInput) { in.MaxRuns = CompactEveryRun }), ""},
+		{"runs floor", c(func(in *CompactBaseInput) { in.MaxRuns = 2 }), ""},
+		{"one run", c(func(in *CompactBaseInput) { in.MaxRuns = 1 }), "max_runs"},
+		{"runs below", c(func(in *CompactBaseInput) { in.MaxRuns = -2 }), "max_runs"},
+		{"runs ceiling", c(func(in *CompactBaseInput) { in.MaxRuns = MaxCompactRuns }), ""},
+		{"runs above", c(func(in *CompactBaseInput) { in.MaxRuns = MaxCompactRuns + 1 }), "max_runs"},
+		{"bytes floor", c(func(in *CompactBaseInput) { in.MaxBytes = MinCompactBytes }), ""},
+		{"bytes below", c(func(in *CompactBaseInput) { in.MaxBytes = MinCompactBytes - 1 }), "max_bytes"},
+		{"bytes negative", c(func(in *CompactBaseInput) { in.MaxBytes = -1 }), "max_bytes"},
+		{"bytes ceiling", c(func(in *CompactBaseInput) { in.MaxBytes = MaxCompactBytes }), ""},
+		{"bytes above", c(func(in *CompactBaseInput) { in.MaxBytes = MaxCompactBytes + 1 }), "max_bytes"},
+		{"passes floor", c(func(in *CompactBaseInput) { in.MaxPasses = 1 }), ""},
+		{"passes below", c(func(in *CompactBaseInput) { in.MaxPasses = -1 }), "max_passes"},
+		{"passes ceiling", c(func(in *CompactBaseInput) { in.MaxPasses = MaxCompactMaxPasses }), ""},
+		{"passes above", c(func(in *CompactBaseInput) { in.MaxPasses = MaxCompactMaxPasses + 1 }), "max_passes"},
+		{"target runs floor", c(func(in *CompactBaseInput) { in.TargetRuns = 1 }), ""},
+		{"target runs below", c(func(in *CompactBaseInput) { in.TargetRuns = -1 }), "target_runs"},
+		{"target runs ceiling", c(func(in *CompactBaseInput) { in.TargetRuns = MaxCompactRuns }), ""},
+		{"target runs above", c(func(in *CompactBaseInput) { in.TargetRuns = MaxCompactRuns + 1 }), "target_runs"},
+		{"trigger", c(func(in *CompactBaseInput) { in.Trigger = TriggerSweepRuns }), ""},
+		{"trigger unknown value", c(func(in *CompactBaseInput) { in.Trigger = "nightly" }), "trigger"},
+		{"reason above", c(func(in *CompactBaseInput) { in.TriggerReason = strings.Repeat("x", MaxTriggerReasonBytes+1) }), "trigger_reason"},
+	})
+}
+
+func sweepIn(mod func(*MaintenanceSweepInput)) MaintenanceSweepInput {
+	var in MaintenanceSweepInput
+	mod(&in)
+	return in
+}
+
+func TestMaintenanceSweepInputBounds(t *testing.T) {
+	s := sweepIn
+	requireBounds(t, []boundCase{
+		{"defaults", s(func(*MaintenanceSweepInput) {}), ""},
+		{"scan defaults", s(func(in *MaintenanceSweepInput) { in.Discovery = DiscoveryScan }), ""},
+		{"min generations floor", s(func(in *MaintenanceSweepInput) { in.MergeMinGenerations = 1 }), ""},
+		{"min generations below", s(func(in *MaintenanceSweepInput) { in.MergeMinGenerations = -1 }), "merge_min_generations"},
+		{"min generations ceiling", s(func(in *MaintenanceSweepInput) { in.MergeMinGenerations = MaxSweepMergeMinGenerations }), ""},
+		{"min generations above", s(func(in *MaintenanceSweepInput) { in.MergeMinGenerations = MaxSweepMergeMinGenerations + 1 }), "merge_min_generations"},
+		{"pending age off", s(func(in *MaintenanceSweepInput) { in.MaxPendingAge = -1 }), ""},
+		{"pending age floor", s(func(in *MaintenanceSweepInput) { in.MaxPendingAge = MinSweepMaxPendingAge }), ""},
+		{"pending age below", s(func(in *MaintenanceSweepInput) { in.MaxPendingAge = MinSweepMaxPendingAge - 1 }), "max_pending_age"},
+		{"pending age ceiling", s(func(in *MaintenanceSweepInput) { in.MaxPendingAge = MaxSweepMaxPendingAge }), ""},
+		{"pending age above", s(func(in *MaintenanceSweepInput) { in.MaxPendingAge = MaxSweepMaxPendingAge + 1 }), "max_pending_age"},
+		{"compact off", s(func(in *MaintenanceSweepInput) { in.CompactMinRuns = -1 }), ""},
+		{"compact floor", s(func(in *MaintenanceSweepInput) { in.CompactMinRuns = 1 }), ""},
+		{"compact ceiling", s(func(in *MaintenanceSweepInput) { in.CompactMinRuns = MaxSweepCompactMinRuns }), ""},
+		{"compact above", s(func(in *MaintenanceSweepInput) { in.CompactMinRuns = MaxSweepCompactMinRuns + 1 }), "compact_min_runs"},
+		{"max starts floor", s(func(in *MaintenanceSweepInput) { in.MaxStarts = 1 }), ""},
+		{"max starts below", s(func(in *MaintenanceSweepInput) { in.MaxStarts = -1 }), "max_starts"},
+		{"max starts within the history bound", s(func(in *MaintenanceSweepInput) { in.MaxStarts, in.StartBatch = 39_000, MaxStartBatch }), ""},
+		{"max starts past the history bound", s(func(in *MaintenanceSweepInput) { in.MaxStarts, in.StartBatch = MaxSweepStarts, MaxStartBatch }), "max_starts"},
+		{"max starts above", s(func(in *MaintenanceSweepInput) { in.MaxStarts = MaxSweepStarts + 1 }), "max_starts"},
+		{"concurrency floor", s(func(in *MaintenanceSweepInput) { in.Concurrency = 1 }), ""},
+		{"concurrency below", s(func(in *MaintenanceSweepInput) { in.Concurrency = -1 }), "concurrency"},
+		{"concurrency ceiling", s(func(in *MaintenanceSweepInput) { in.Concurrency = MaxSweepConcurrency }), ""},
+		{"concurrency above", s(func(in *MaintenanceSweepInput) { in.Concurrency = MaxSweepConcurrency + 1 }), "concurrency"},
+		{"start batch floor", s(func(in *MaintenanceSweepInput) { in.StartBatch, in.MaxStarts = 1, 100 }), ""},
+		{"start batch below", s(func(in *MaintenanceSweepInput) { in.StartBatch = -1 }), "start_batch"},
+		{"start batch ceiling", s(func(in *MaintenanceSweepInput) { in.StartBatch = MaxStartBatch }), ""},
+		{"start batch above", s(func(in *MaintenanceSweepInput) { in.StartBatch = MaxStartBatch + 1 }), "start_batch"},
+		{"spacing off", s(func(in *MaintenanceSweepInput) { in.StartSpacing = -1 }), ""},
+		{"spacing floor", s(func(in *MaintenanceSweepInput) { in.StartSpacing = MinSweepStartSpacing }), ""},
+		{"spacing below", s(func(in *MaintenanceSweepInput) { in.StartSpacing = MinSweepStartSpacing - 1 }), "start_spacing"},
+		{"spacing ceiling", s(func(in *MaintenanceSweepInput) { in.StartSpacing = MaxSweepStartSpacing }), ""},
+		{"spacing above", s(func(in *MaintenanceSweepInput) { in.StartSpacing = MaxSweepStartSpacing + 1 }), "start_spacing"},
+		{"pacing planned", s(func(in *MaintenanceSweepInput) { in.StartPacing = StartPacingPlanned }), ""},
+		{"pacing after launch", s(func(in *MaintenanceSweepInput) { in.StartPacing = StartPacingAfterLaunch }), ""},
+		{"pacing unknown", s(func(in *MaintenanceSweepInput) { in.StartPacing = "Planned" }), "start_pacing"},
+		{"scan concurrency floor", s(func(in *MaintenanceSweepInput) { in.ScanConcurrency = 1 }), ""},
+		{"scan concurrency below", s(func(in *MaintenanceSweepInput) { in.ScanConcurrency = -1 }), "scan_concurrency"},
+		{"scan concurrency ceiling", s(func(in *MaintenanceSweepInput) { in.ScanConcurrency = MaxStoreConcurrency }), ""},
+		{"scan concurrency above", s(func(in *MaintenanceSweepInput) { in.ScanConcurrency = 100_000 }), "scan_concurrency"},
+		{"discovery scan", s(func(in *MaintenanceSweepInput) { in.Discovery = DiscoveryScan }), ""},
+		{"discovery unknown", s(func(in *MaintenanceSweepInput) { in.Discovery = "Scan" }), "discovery"},
+		// One batch per start: the demand defaults would pass the history bound, the scan's
+		// (256 starts) do not.
+		{"demand batch of one", s(func(in *MaintenanceSweepInput) { in.StartBatch = 1 }), "max_starts"},
+		{"scan batch of one", s(func(in *MaintenanceSweepInput) { in.StartBatch, in.Discovery = 1, DiscoveryScan }), ""},
+	})
+}
+
+func TestSweepWindowInputBounds(t *testing.T) {
+	w := func(mod func(*SweepWindowInput)) SweepWindowInput {
+		var in SweepWindowInput
+		mod(&in)
+		return in
+	}
+	requireBounds(t, []boundCase{
+		{"defaults", w(func(*SweepWindowInput) {}), ""},
+		{"interval floor", w(func(in *SweepWindowInput) { in.Interval = MinSweepInterval }), ""},
+		{"interval below", w(func(in *SweepWindowInput) { in.Interval = 1 }), "interval"},
+		{"interval negative", w(func(in *SweepWindowInput) { in.Interval = -time.Minute }), "interval"},
+		{"interval ceiling", w(func(in *SweepWindowInput) { in.Interval = MaxSweepInterval }), ""},
+		{"interval above", w(func(in *SweepWindowInput) { in.Interval = MaxSweepInterval + 1 }), "interval"},
+		{"window floor", w(func(in *SweepWindowInput) { in.Window = MinSweepWindow }), ""},
+		{"window below", w(func(in *SweepWindowInput) { in.Window = MinSweepWindow - 1 }), "window"},
+		{"window ceiling", w(func(in *SweepWindowInput) { in.Window = MaxSweepWindow }), ""},
+		{"window above", w(func(in *SweepWindowInput) { in.Window = MaxSweepWindow + 1 }), "window"},
+		{"budget floor", w(func(in *SweepWindowInput) { in.EventBudget = MinSweepEventBudget }), ""},
+		{"budget below", w(func(in *SweepWindowInput) { in.EventBudget = MinSweepEventBudget - 1 }), "event_budget"},
+		{"budget negative", w(func(in *SweepWindowInput) { in.EventBudget = -1 }), "event_budget"},
+		{"budget ceiling", w(func(in *SweepWindowInput) { in.EventBudget = MaxSweepEventBudget }), ""},
+		{"budget above", w(func(in *SweepWindowInput) { in.EventBudget = MaxSweepEventBudget + 1 }), "event_budget"},
+		{"sweep field", w(func(in *SweepWindowInput) { in.Sweep.Concurrency = MaxSweepConcurrency + 1 }), "sweep.concurrency"},
+	})
+	// The message the contract quotes.
+	err := SweepWindowInput{Interval: 1}.Validate()
+	require.EqualError(t, err, "invalid input: interval: 1ns is below the floor 1s")
+}
+
+func TestSweepWindowCarryBounds(t *testing.T) {
+	origin := time.Date(2026, 12, 1, 13, 20, 13, 772784688, time.UTC)
+	c := func(mod func(*SweepWindowCarry)) SweepWindowInput {
+		carry := SweepWindowCarry{Origin: origin, Ends: origin.Add(40 * time.Second), Runs: 2, LastRecorded: origin,
+			Totals: SweepWindowTotals{Rounds: 17, IdleRounds: 15, Started: 2},
+			Recent: []SweepRound{
+				{Round: 4, At: origin.Add(6 * time.Second), Trigger: SweepRoundInterval, Summary: "round 4: started 1", Started: 1,
+					Starts: []SweepStart{{Target: "generic:hot", Workflow: MergeWalWorkflow, Trigger: TriggerSweepCount, WorkflowID: "merge-wal/generic/hot"}}},
+				{Round: 5, At: origin.Add(7 * time.Second), Trigger: SweepRoundNow, Started: 1},
+			}}
+		mod(&carry)
+		return SweepWindowInput{Interval: 2 * time.Second, Window: 40 * time.Second, EventBudget: 150, Carry: &carry}
+	}
+	requireBounds(t, []boundCase{
+		{"as recorded", c(func(*SweepWindowCarry) {}), ""},
+		{"no origin", c(func(x *SweepWindowCarry) { x.Origin = time.Time{} }), "carry.origin"},
+		{"ends before origin", c(func(x *SweepWindowCarry) { x.Ends = origin.Add(-time.Second) }), "carry.ends"},
+		{"ends past the window", c(func(x *SweepWindowCarry) { x.Ends = origin.Add(41 * time.Second) }), "carry.ends"},
+		{"runs below", c(func(x *SweepWindowCarry) { x.Runs = 0 }), "carry.runs"},
+		{"runs above", c(func(x *SweepWindowCarry) { x.Runs = MaxCarriedRuns + 1 }), "carry.runs"},
+		{"recorded before origin", c(func(x *SweepWindowCarry) { x.LastRecorded = origin.Add(-time.Second) }), "carry.last_recorded"},
+		{"rounds negative", c(func(x *SweepWindowCarry) { x.Totals.Rounds = -1 }), "carry.totals.rounds"},
+		{"idle over rounds", c(func(x *SweepWindowCarry) { x.Totals.IdleRounds = 18 }), "carry.totals.idle_rounds"},
+		{"failed over the rest", c(func(x *SweepWindowCarry) { x.Totals.FailedRounds = 3 }), "carry.totals.failed_rounds"},
+		{"started negative", c(func(x *SweepWindowCarry) { x.Totals.Started = -1 }), "carry.totals.started"},
+		{"too many rounds", c(func(x *SweepWindowCarry) {
+			x.Recent = make([]SweepRound, MaxSweepRecentRounds+1)
+		}), "carry.recent"},
+		{"round zero", c(func(x *SweepWindowCarry) { x.Recent[0].Round = 0 }), "carry.recent[0].round"},
+		{"round after the last", c(func(x *SweepWindowCarry) { x.Recent[1].Round = 18 }), "carry.recent[1].round"},
+		{"round trigger", c(func(x *SweepWindowCarry) { x.Recent[1].Trigger = "cron" }), "carry.recent[1].trigger"},
+		{"round summary too long", c(func(x *SweepWindowCarry) { x.Recent[0].Summary = strings.Repeat("s", maxCarriedTextBytes+1) }), "carry.recent[0].summary"},
+		{"round started negative", c(func(x *SweepWindowCarry) { x.Recent[0].Started = -1 }), "carry.recent[0].started"},
+		{"round too many starts", c(func(x *SweepWindowCarry) {
+			x.Recent[0].Starts = make([]SweepStart, MaxSweepRoundStarts+1)
+		}), "carry.recent[0].starts"},
+		{"start reason too long", c(func(x *SweepWindowCarry) {
+			x.Recent[0].Starts[0].Reason = strings.Repeat("r", maxCarriedTextBytes+1)
+		}), "carry.recent[0].starts[0].reason"},
+	})
+}
+
+func TestReconcileDemandInputBounds(t *testing.T) {
+	r := func(mod func(*ReconcileDemandInput)) ReconcileDemandInput {
+		var in ReconcileDemandInput
+		mod(&in)
+		return in
+	}
+	requireBounds(t, []boundCase{
+		{"defaults", r(func(*ReconcileDemandInput) {}), ""},
+		{"page floor", r(func(in *ReconcileDemandInput) { in.PageSize = MinReconcilePage }), ""},
+		{"page below", r(func(in *ReconcileDemandInput) { in.PageSize = MinReconcilePage - 1 }), "page_size"},
+		{"page ceiling", r(func(in *ReconcileDemandInput) { in.PageSize = MaxReconcilePage }), ""},
+		{"page above", r(func(in *ReconcileDemandInput) { in.PageSize = MaxReconcilePage + 1 }), "page_size"},
+		{"concurrency floor", r(func(in *ReconcileDemandInput) { in.Concurrency = 1 }), ""},
+		{"concurrency below", r(func(in *ReconcileDemandInput) { in.Concurrency = -1 }), "concurrency"},
+		{"concurrency ceiling", r(func(in *ReconcileDemandInput) { in.Concurrency = MaxStoreConcurrency }), ""},
+		{"concurrency above", r(func(in *ReconcileDemandInput) { in.Concurrency = MaxStoreConcurrency + 1 }), "concurrency"},
+		{"pages per run floor", r(func(in *ReconcileDemandInput) { in.PagesPerRun = 1 }), ""},
+		{"pages per run below", r(func(in *ReconcileDemandInput) { in.PagesPerRun = -1 }), "pages_per_run"},
+		{"pages per run ceiling", r(func(in *ReconcileDemandInput) { in.PagesPerRun = MaxReconcilePagesPerRun }), ""},
+		{"pages per run above", r(func(in *ReconcileDemandInput) { in.PagesPerRun = MaxReconcilePagesPerRun + 1 }), "pages_per_run"},
+		{"cursor done", r(func(in *ReconcileDemandInput) { in.Cursor.KindIndex = len(target.Kinds) }), ""},
+		{"cursor below", r(func(in *ReconcileDemandInput) { in.Cursor.KindIndex = -1 }), "cursor.kind_index"},
+		{"cursor above", r(func(in *ReconcileDemandInput) { in.Cursor.KindIndex = len(target.Kinds) + 1 }), "cursor.kind_index"},
+		{"cursor after a name", r(func(in *ReconcileDemandInput) { in.Cursor.After = "s000009" }), ""},
+		{"cursor after not a name", r(func(in *ReconcileDemandInput) { in.Cursor.After = "a/../b" }), "cursor.after"},
+		{"totals negative", r(func(in *ReconcileDemandInput) { in.Totals.Pages = -1 }), "totals.pages"},
+		{"runs below", r(func(in *ReconcileDemandInput) { in.Runs = -1 }), "runs"},
+		{"runs above", r(func(in *ReconcileDemandInput) { in.Runs = MaxCarriedRuns + 1 }), "runs"},
+		{"problems at the ceiling", r(func(in *ReconcileDemandInput) { in.Problems = make([]StoreProblem, MaxReconcileUnreadable) }), ""},
+		{"problems above", r(func(in *ReconcileDemandInput) { in.Problems = make([]StoreProblem, MaxReconcileUnreadable+1) }), "problems"},
+		{"problem error too long", r(func(in *ReconcileDemandInput) {
+			in.Problems = []StoreProblem{{Target: "generic:x", Error: strings.Repeat("e", maxCarriedErrorBytes+1)}}
+		}), "problems[0].error"},
+	})
+}
+
+func TestReconcileDemandCarriedField(t *testing.T) {
+	require.Equal(t, "", ReconcileDemandInput{PageSize: 10, Concurrency: 4, PagesPerRun: 2}.CarriedField())
+	require.Equal(t, "cursor", ReconcileDemandInput{Cursor: ReconcileCursor{After: "s1"}}.CarriedField())
+	require.Equal(t, "totals", ReconcileDemandInput{Totals: ReconcileCounts{Pages: 1}}.CarriedField())
+	require.Equal(t, "problems", ReconcileDemandInput{Problems: []StoreProblem{{}}}.CarriedField())
+	require.Equal(t, "runs", ReconcileDemandInput{Runs: 2}.CarriedField())
+	require.Equal(t, "started_at", ReconcileDemandInput{StartedAt: time.Unix(1, 0)}.CarriedField())
+}
+
+// A start helper refuses an input out of bounds before it reaches Temporal, with the error
+// the run would fail with (the HTTP API answers it as 400 invalid_input).
+func TestStartHelpersRefuseInvalidInput(t *testing.T) {
+	tg, err := target.ParseTarget("generic:gs")
+	require.NoError(t, err)
+	c := &mocks.Client{} // no ExecuteWorkflow expectation: a call would panic
+	_, err = StartMergeWal(context.Background(), c, tg, MergeWalInput{MaxPasses: MaxMergeMaxPasses + 1})
+	require.ErrorIs(t, err, target.ErrInvalidInput)
+	require.True(t, strings.HasPrefix(err.Error(), "invalid input: max_passes: "), err.Error())
+	_, err = StartCompactBase(context.Background(), c, tg, CompactBaseInput{Trigger: "bench"})
+	require.True(t, errors.Is(err, target.ErrInvalidInput))
+	require.True(t, strings.HasPrefix(err.Error(), "invalid input: trigger: "), err.Error())
+	c.AssertNotCalled(t, "ExecuteWorkflow")
+}
+
+func TestCarriedOnStartError(t *testing.T) {
+	err := CarriedOnStartError("carry")
+	require.EqualError(t, err, "invalid input: carry: is handed over by continue-as-new only; a start must leave it out")
+	require.ErrorIs(t, err, target.ErrInvalidInput)
+}

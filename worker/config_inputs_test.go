@@ -1,0 +1,47 @@
+package worker
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/walkeeper/walkeeper/contract"
+)
+
+// Knobs that become inputs of the workflows the worker starts are held to those inputs'
+// bounds at start, naming the flag.
+func TestConfigRefusesKnobsItsWorkflowsWouldRefuse(t *testing.T) {
+	for flag, mut := range map[string]func(*Config){
+		"merge-prepare-concurrency": func(c *Config) { c.MergePrepareConcurrency = contract.MaxPrepareConcurrency + 1 },
+		"sweep-interval":            func(c *Config) { c.SweepInterval = 500 * time.Millisecond },
+		"sweep-window":              func(c *Config) { c.SweepWindow = 48 * time.Hour },
+		"sweep-start-spacing":       func(c *Config) { c.SweepStartSpacing = time.Millisecond },
+	} {
+		c := DefaultConfig()
+		mut(&c)
+		err := c.Validate()
+		require.Error(t, err, flag)
+		require.True(t, strings.Contains(err.Error(), "--"+flag+": "), "%s: %v", flag, err)
+	}
+
+	// Without a schedule the sweep knobs start nothing; at their bounds they are fine.
+	c := DefaultConfig()
+	c.SweepInterval, c.SweepStartSpacing = 0, time.Millisecond
+	require.NoError(t, c.Validate())
+	c = DefaultConfig()
+	c.MergePrepareConcurrency, c.SweepInterval, c.SweepWindow, c.SweepStartSpacing =
+		contract.MaxPrepareConcurrency, contract.MinSweepInterval, contract.MaxSweepWindow, contract.MaxSweepStartSpacing
+	require.NoError(t, c.Validate())
+}
+
+// The schedule's action is checked as the window will check it, so a schedule that would
+// start only failing windows is never created.
+func TestSweepScheduleRefusesAnInputItsWindowsWouldRefuse(t *testing.T) {
+	err := EnsureSweepScheduleOpts(t.Context(), nil, SweepSchedule{Every: time.Millisecond, Window: time.Hour})
+	require.ErrorContains(t, err, "invalid input: interval: 1ms is below the floor 1s")
+	err = EnsureSweepScheduleOpts(t.Context(), nil, SweepSchedule{Every: time.Minute,
+		Input: contract.MaintenanceSweepInput{ScanConcurrency: 100_000}})
+	require.ErrorContains(t, err, "invalid input: sweep.scan_concurrency: ")
+}

@@ -78,6 +78,9 @@ type Config struct {
 	// MaxBodyBytes caps an HTTP request body; MaxRowBytes caps one encoded row (0 = no cap).
 	MaxBodyBytes int64
 	MaxRowBytes  int
+	// PageBytes caps the encoded answer of one list page (stores or rows); a page always
+	// holds at least one item and carries `next` when it stops early.
+	PageBytes int64
 
 	// GroupCommitWait and GroupCommitMaxRows tune the WAL group commit.
 	GroupCommitWait    time.Duration
@@ -155,6 +158,7 @@ func DefaultConfig() Config {
 		PendingMax:            so.PendingMax,
 		MaxBodyBytes:          8 << 20,
 		MaxRowBytes:           so.MaxRowBytes,
+		PageBytes:             4 << 20,
 		GroupCommitWait:       so.GroupCommitWait,
 		GroupCommitMaxRows:    so.GroupCommitMaxRows,
 		CacheBytes:            so.CacheBytes,
@@ -309,6 +313,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxBodyBytes < 1 {
 		bad("max-body-bytes", "must be positive, got %d", c.MaxBodyBytes)
+	}
+	if c.PageBytes < 1 {
+		bad("page-bytes", "must be positive, got %d", c.PageBytes)
 	}
 	if c.PendingWarn > 0 && c.PendingMax > 0 && c.PendingWarn > c.PendingMax {
 		bad("pending-warn", "%d is above --pending-max %d", c.PendingWarn, c.PendingMax)

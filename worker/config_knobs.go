@@ -193,6 +193,7 @@ var knobs = func() []knob {
 		workerKnob("pending-max", "refuse reads above this many pending generations (one shard or total) and appends to an own shard at it (0 = off)", intField(func(c *Config) *int { return &c.PendingMax })),
 		workerKnob("max-body-bytes", "largest HTTP request body", bytesField(func(c *Config) *int64 { return &c.MaxBodyBytes })),
 		workerKnob("max-row-bytes", "largest row, measured as its JSON text (0 = no cap)", bytesIntField(func(c *Config) *int { return &c.MaxRowBytes })),
+		workerKnob("page-bytes", "a page of GET .../rows or GET /api/v1/stores stops before its answer exceeds this many bytes (it always holds one item) and carries next", bytesField(func(c *Config) *int64 { return &c.PageBytes })),
 		workerKnob("group-commit-wait", "how long the WAL committer lingers for more appends (0 = batch what queued during the previous write)", durField(func(c *Config) *time.Duration { return &c.GroupCommitWait })),
 		workerKnob("group-commit-max-rows", "rows per WAL object at most", intField(func(c *Config) *int { return &c.GroupCommitMaxRows })),
 		workerKnob("cache-bytes", "decoded generations and base runs kept in memory for reads", bytesField(func(c *Config) *int64 { return &c.CacheBytes })),

@@ -47,7 +47,7 @@ func newAPIServer(db *store.DB, cfg Config, log *zap.Logger, m *Metrics, start M
 	mux.HandleFunc("GET /api/v1/stores", a.listStores)
 	mux.HandleFunc("POST /api/v1/stores/{kind}/{name}", a.createStore)
 	mux.HandleFunc("POST /api/v1/stores/{kind}/{name}/rows", a.appendRows)
-	mux.HandleFunc("GET /api/v1/stores/{kind}/{name}/rows", a.onStore(a.listRows))
+	mux.HandleFunc("GET /api/v1/stores/{kind}/{name}/rows", a.listRows)
 	mux.HandleFunc("GET /api/v1/stores/{kind}/{name}/rows/{id}", a.onStore(a.getRow))
 	mux.HandleFunc("DELETE /api/v1/stores/{kind}/{name}/rows/{id}", a.onStore(a.deleteRow))
 	mux.HandleFunc("POST /api/v1/stores/{kind}/{name}/flush", a.onStore(a.flush))

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -181,14 +182,19 @@ func (a *apiServer) fail(w http.ResponseWriter, r *http.Request, err error) {
 	writeAPIError(w, ae)
 }
 
+// writeJSON answers v with status; HTML characters are not escaped (the answer is JSON, never
+// HTML), so a '<' in a row costs one byte, not six.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	buf, err := json.Marshal(v)
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		status = http.StatusInternalServerError
-		buf, _ = json.Marshal(map[string]string{"error": "encode response: " + err.Error(), "code": CodeInternal})
+		buf.Reset()
+		_ = enc.Encode(map[string]string{"error": "internal error: the answer does not encode as JSON", "code": CodeInternal})
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
-	_, _ = w.Write(append(buf, '\n'))
+	_, _ = w.Write(buf.Bytes())
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"os"
 )
 
 // This file holds the request-body checks every handler shares: media type and size cap;
@@ -46,6 +47,10 @@ func (a *apiServer) readBody(w http.ResponseWriter, r *http.Request, allowEmpty 
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return nil, err
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, newAPIError(http.StatusBadRequest, CodeInvalidJSON,
+				"the body did not arrive within --http-read-timeout (%s)", a.cfg.HTTPReadTimeout)
 		}
 		return nil, newAPIError(http.StatusBadRequest, CodeInvalidJSON, "read body: %v", err)
 	}

@@ -164,20 +164,15 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 		log.Warn("no Temporal client: HTTP-only mode (no merges, no count trigger)")
 	}
 
-	w.srv = &http.Server{
-		Handler:           w.api,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          zap.NewStdLog(log.Named("http")),
-	}
+	w.srv = newHTTPServer(w.cfg, w.api, log.Named("http"))
 	w.serveErr = make(chan error, 1)
-	go func(srv *http.Server) {
+	go func(srv *http.Server, ln net.Listener) {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("http server stopped", zap.Error(err))
 			w.serveErr <- err
 		}
 		close(w.serveErr)
-	}(w.srv)
+	}(w.srv, limitConnections(ln, w.cfg.MaxConnections))
 
 	bgCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	w.cancel = cancel

@@ -106,7 +106,7 @@ func (a *apiServer) mergeWal(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		a.fail(w, r, &apiError{Status: http.StatusInternalServerError, Code: CodeMergeFailed,
-			Message: fmt.Sprintf("MergeWal %s failed: %v", run.GetID(), err), Extra: out})
+			Message: fmt.Sprintf("MergeWal %s failed", run.GetID()), Extra: out, Cause: err})
 		return
 	}
 	out["result"] = res

@@ -55,9 +55,15 @@ type apiError struct {
 	Message    string
 	RetryAfter time.Duration
 	Extra      map[string]any // extra fields in the JSON body
+	Cause      error          // logged, never answered
 }
 
-func (e *apiError) Error() string { return e.Code + ": " + e.Message }
+func (e *apiError) Error() string {
+	if e.Cause != nil {
+		return e.Code + ": " + e.Message + ": " + e.Cause.Error()
+	}
+	return e.Code + ": " + e.Message
+}
 
 func newAPIError(status int, code, format string, args ...any) *apiError {
 	return &apiError{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}

@@ -60,7 +60,8 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// ServeHTTP: request log + metrics → auth → path check → routes (JSON 404/405 fallback).
+// ServeHTTP: request log + metrics → auth → browser guard → path check → routes (JSON
+// 404/405 fallback).
 func (a *apiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	ri := &reqInfo{}
@@ -106,6 +107,10 @@ func (a *apiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (a *apiServer) serve(w http.ResponseWriter, r *http.Request, h http.Handler, pattern string) {
 	if a.auth && r.URL.Path != "/healthz" && !a.authorized(r) {
 		a.fail(w, r, newAPIError(http.StatusUnauthorized, CodeUnauthorized, "missing or wrong bearer token"))
+		return
+	}
+	if ae := a.guard.check(r); ae != nil {
+		a.fail(w, r, ae)
 		return
 	}
 	// The mux would redirect "." and ".." segments to a cleaned path; refuse them instead, so

@@ -47,3 +47,16 @@ func limitConnections(ln net.Listener, n int) net.Listener {
 	}
 	return netutil.LimitListener(ln, n)
 }
+
+// warnIfUnauthenticated sets walkeeper_http_unauthenticated, and warns once, when the data
+// plane is reachable beyond this machine (not on loopback) without a bearer token.
+func (w *Worker) warnIfUnauthenticated(addr net.Addr) {
+	open := w.cfg.AuthToken == "" && !isLoopback(addr)
+	if !open {
+		w.metrics.httpUnauthenticated.Set(0)
+		return
+	}
+	w.metrics.httpUnauthenticated.Set(1)
+	w.log.Warn("the HTTP data plane listens beyond loopback without --auth-token: whoever reaches the address can read, write and create stores",
+		zap.String("listen", addr.String()))
+}

@@ -148,13 +148,13 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 		Metrics:               w.metrics,
 		Resident:              db.Resident,
 	})
-	w.api = newAPIServer(db, w.cfg, log.Named("http"), w.metrics, w.start, w.sweeper.trigger)
-
 	ln, err := net.Listen("tcp", w.cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", w.cfg.Listen, err)
 	}
 	w.ln = ln
+	w.api = newAPIServer(db, w.cfg, ln.Addr(), log.Named("http"), w.metrics, w.start, w.sweeper.trigger)
+	w.warnIfUnauthenticated(ln.Addr())
 
 	if w.tc != nil {
 		if err := w.startTemporalLocked(ctx, db); err != nil {

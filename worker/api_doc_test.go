@@ -267,7 +267,7 @@ func TestAPIDocListsEveryErrorCode(t *testing.T) {
 func TestAPIDocErrorStatusIsFixedPerCode(t *testing.T) {
 	codes, names := httpErrorCodes(t)
 	statusOf := map[string]int{
-		"StatusBadRequest": http.StatusBadRequest, "StatusUnauthorized": http.StatusUnauthorized,
+		"StatusBadRequest": http.StatusBadRequest, "StatusUnauthorized": http.StatusUnauthorized, "StatusForbidden": http.StatusForbidden,
 		"StatusNotFound": http.StatusNotFound, "StatusMethodNotAllowed": http.StatusMethodNotAllowed,
 		"StatusConflict": http.StatusConflict, "StatusRequestEntityTooLarge": http.StatusRequestEntityTooLarge,
 		"StatusUnsupportedMediaType": http.StatusUnsupportedMediaType, "StatusClientClosedRequest": StatusClientClosedRequest,

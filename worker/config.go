@@ -78,6 +78,16 @@ type Config struct {
 	// MaxBodyBytes caps an HTTP request body; MaxRowBytes caps one encoded row (0 = no cap).
 	MaxBodyBytes int64
 	MaxRowBytes  int
+	// PageBytes caps the encoded answer of one list page (stores or rows); a page always
+	// holds at least one item and carries `next` when it stops early.
+	PageBytes int64
+	// HTTPReadTimeout bounds reading one whole request, body included; HTTPWriteTimeout
+	// bounds writing its answer (merge-wal?wait=true counts it from the end of its wait).
+	// 0 = no bound.
+	HTTPReadTimeout  time.Duration
+	HTTPWriteTimeout time.Duration
+	// MaxConnections caps the open HTTP connections (0 = no cap).
+	MaxConnections int
 
 	// GroupCommitWait and GroupCommitMaxRows tune the WAL group commit.
 	GroupCommitWait    time.Duration
@@ -155,6 +165,10 @@ func DefaultConfig() Config {
 		PendingMax:            so.PendingMax,
 		MaxBodyBytes:          8 << 20,
 		MaxRowBytes:           so.MaxRowBytes,
+		PageBytes:             4 << 20,
+		HTTPReadTimeout:       30 * time.Second,
+		HTTPWriteTimeout:      60 * time.Second,
+		MaxConnections:        1024,
 		GroupCommitWait:       so.GroupCommitWait,
 		GroupCommitMaxRows:    so.GroupCommitMaxRows,
 		CacheBytes:            so.CacheBytes,
@@ -280,6 +294,9 @@ func (c *Config) Validate() error {
 		{"pending-warn", int64(c.PendingWarn)},
 		{"pending-max", int64(c.PendingMax)},
 		{"max-row-bytes", int64(c.MaxRowBytes)},
+		{"http-read-timeout", int64(c.HTTPReadTimeout)},
+		{"http-write-timeout", int64(c.HTTPWriteTimeout)},
+		{"max-connections", int64(c.MaxConnections)},
 		{"group-commit-wait", int64(c.GroupCommitWait)},
 		{"group-commit-max-rows", int64(c.GroupCommitMaxRows)},
 		{"cache-bytes", c.CacheBytes},
@@ -310,6 +327,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxBodyBytes < 1 {
 		bad("max-body-bytes", "must be positive, got %d", c.MaxBodyBytes)
+	}
+	if c.PageBytes < 1 {
+		bad("page-bytes", "must be positive, got %d", c.PageBytes)
 	}
 	if c.PendingWarn > 0 && c.PendingMax > 0 && c.PendingWarn > c.PendingMax {
 		bad("pending-warn", "%d is above --pending-max %d", c.PendingWarn, c.PendingMax)

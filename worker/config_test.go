@@ -34,6 +34,10 @@ func TestDefaultConfigIsValidAndDocumented(t *testing.T) {
 		{"pending max", c.PendingMax, 4096},
 		{"max body", c.MaxBodyBytes, int64(8 << 20)},
 		{"max row", c.MaxRowBytes, 1 << 20},
+		{"page bytes", c.PageBytes, int64(4 << 20)},
+		{"http read timeout", c.HTTPReadTimeout, 30 * time.Second},
+		{"http write timeout", c.HTTPWriteTimeout, 60 * time.Second},
+		{"max connections", c.MaxConnections, 1024},
 		{"auth", c.AuthToken, ""},
 		{"sweep start concurrency", c.SweepStartConcurrency, 32},
 	}
@@ -159,6 +163,9 @@ func TestConfigValidateRejectsNonsense(t *testing.T) {
 		"flush":        func(c *Config) { c.FlushInterval = -time.Second },
 		"pending-warn": func(c *Config) { c.PendingWarn, c.PendingMax = 10, 5 },
 		"body":         func(c *Config) { c.MaxBodyBytes = 0 },
+		"page-bytes":   func(c *Config) { c.PageBytes = 0 },
+		"read timeout": func(c *Config) { c.HTTPReadTimeout = -time.Second },
+		"connections":  func(c *Config) { c.MaxConnections = -1 },
 		"log-format":   func(c *Config) { c.LogFormat = "xml" },
 		"log-level":    func(c *Config) { c.LogLevel = "loud" },
 		"tls pair":     func(c *Config) { c.Temporal.TLSCert = "cert.pem" },
@@ -176,6 +183,7 @@ func TestConfigValidateRejectsNonsense(t *testing.T) {
 	}
 	c := DefaultConfig()
 	c.MergeAfterGenerations, c.FlushInterval, c.PendingWarn, c.PendingMax, c.MergeBudgetBytes = 0, 0, 0, 0, 0
+	c.HTTPReadTimeout, c.HTTPWriteTimeout, c.MaxConnections = 0, 0, 0
 	if err := c.Validate(); err != nil {
 		t.Errorf("0 = off must validate: %v", err)
 	}

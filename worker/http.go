@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"crypto/sha256"
+	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -22,6 +23,7 @@ type apiServer struct {
 	trigger *triggers    // count trigger after a manual flush, debt trigger
 	auth    bool
 	token   [sha256.Size]byte
+	guard   browserGuard
 	mux     *routeMux
 
 	kickMu sync.Mutex
@@ -33,12 +35,14 @@ type apiServer struct {
 	stop     context.CancelFunc
 }
 
-func newAPIServer(db *store.DB, cfg Config, log *zap.Logger, m *Metrics, start MergeStarter, trig *triggers) *apiServer {
+// newAPIServer builds the data plane of a worker whose listener has the address addr.
+func newAPIServer(db *store.DB, cfg Config, addr net.Addr, log *zap.Logger, m *Metrics, start MergeStarter, trig *triggers) *apiServer {
 	a := &apiServer{db: db, cfg: cfg, log: log, metrics: m, start: start, trigger: trig}
 	if cfg.AuthToken != "" {
 		a.auth = true
 		a.token = sha256.Sum256([]byte(cfg.AuthToken))
 	}
+	a.guard = newBrowserGuard(cfg.Listen, addr, a.auth)
 	a.kicked = map[string]time.Time{}
 	a.stopping, a.stop = context.WithCancel(context.Background())
 	mux := newRouteMux()
@@ -47,7 +51,7 @@ func newAPIServer(db *store.DB, cfg Config, log *zap.Logger, m *Metrics, start M
 	mux.HandleFunc("GET /api/v1/stores", a.listStores)
 	mux.HandleFunc("POST /api/v1/stores/{kind}/{name}", a.createStore)
 	mux.HandleFunc("POST /api/v1/stores/{kind}/{name}/rows", a.appendRows)
-	mux.HandleFunc("GET /api/v1/stores/{kind}/{name}/rows", a.onStore(a.listRows))
+	mux.HandleFunc("GET /api/v1/stores/{kind}/{name}/rows", a.listRows)
 	mux.HandleFunc("GET /api/v1/stores/{kind}/{name}/rows/{id}", a.onStore(a.getRow))
 	mux.HandleFunc("DELETE /api/v1/stores/{kind}/{name}/rows/{id}", a.onStore(a.deleteRow))
 	mux.HandleFunc("POST /api/v1/stores/{kind}/{name}/flush", a.onStore(a.flush))

@@ -7,27 +7,16 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"os"
 )
 
-// This file holds the request-body checks every handler shares: media type, size cap,
-// JSON syntax, duplicate member names and strict decoding.
+// This file holds the request-body checks every handler shares: media type and size cap;
+// http_json_strict.go holds the strict decoding.
 
-// readJSONBody is readBody plus checkJSON (syntax and duplicate member names).
-func (a *apiServer) readJSONBody(w http.ResponseWriter, r *http.Request, allowEmpty bool) ([]byte, error) {
-	body, err := a.readBody(w, r, allowEmpty)
-	if err != nil || body == nil {
-		return nil, err
-	}
-	if err := checkJSON(body); err != nil {
-		return nil, err
-	}
-	return body, nil
-}
-
-// decodeJSONBody is readJSONBody plus decodeStrict into v; an allowed empty body leaves v as
-// it is.
+// decodeJSONBody is readBody plus decodeStrict into v; an allowed empty body leaves v as it
+// is.
 func (a *apiServer) decodeJSONBody(w http.ResponseWriter, r *http.Request, allowEmpty bool, v any) error {
-	body, err := a.readJSONBody(w, r, allowEmpty)
+	body, err := a.readBody(w, r, allowEmpty)
 	if err != nil || body == nil {
 		return err
 	}
@@ -59,6 +48,10 @@ func (a *apiServer) readBody(w http.ResponseWriter, r *http.Request, allowEmpty 
 		if errors.As(err, &mbe) {
 			return nil, err
 		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, newAPIError(http.StatusBadRequest, CodeInvalidJSON,
+				"the body did not arrive within --http-read-timeout (%s)", a.cfg.HTTPReadTimeout)
+		}
 		return nil, newAPIError(http.StatusBadRequest, CodeInvalidJSON, "read body: %v", err)
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
@@ -78,80 +71,4 @@ func invalidJSON(body []byte) *apiError {
 		msg = err.Error()
 	}
 	return newAPIError(http.StatusBadRequest, CodeInvalidJSON, "%s", msg)
-}
-
-// checkJSON rejects malformed JSON (invalid_json) and objects with a repeated member name
-// (invalid_input): encoding/json would silently keep the last one.
-func checkJSON(body []byte) error {
-	if !json.Valid(body) {
-		return invalidJSON(body)
-	}
-	if !bytes.Contains(body, []byte{'{'}) {
-		return nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	type frame struct {
-		obj    bool
-		keys   map[string]struct{}
-		expKey bool // next token in this object is a key
-	}
-	var stack []*frame
-	for {
-		tok, err := dec.Token()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return newAPIError(http.StatusBadRequest, CodeInvalidJSON, "%v", err)
-		}
-		var top *frame
-		if len(stack) > 0 {
-			top = stack[len(stack)-1]
-		}
-		if top != nil && top.obj && top.expKey {
-			if d, ok := tok.(json.Delim); ok && d == '}' {
-				stack = stack[:len(stack)-1]
-				continue
-			}
-			key, _ := tok.(string)
-			if _, dup := top.keys[key]; dup {
-				return newAPIError(http.StatusBadRequest, CodeInvalidInput,
-					"duplicate field %q in a JSON object (at byte %d)", key, dec.InputOffset())
-			}
-			top.keys[key] = struct{}{}
-			top.expKey = false
-			continue
-		}
-		// A value (or the end of an array).
-		if top != nil && top.obj {
-			top.expKey = true
-		}
-		if d, ok := tok.(json.Delim); ok {
-			switch d {
-			case '{':
-				stack = append(stack, &frame{obj: true, keys: map[string]struct{}{}, expKey: true})
-			case '[':
-				stack = append(stack, &frame{})
-			case ']':
-				stack = stack[:len(stack)-1]
-				if len(stack) > 0 && stack[len(stack)-1].obj {
-					stack[len(stack)-1].expKey = true
-				}
-			}
-		}
-	}
-}
-
-// decodeStrict unmarshals body into v, refusing unknown fields and trailing data.
-func decodeStrict(body []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return newAPIError(http.StatusBadRequest, CodeInvalidInput, "%v", err)
-	}
-	if dec.More() {
-		return newAPIError(http.StatusBadRequest, CodeInvalidInput, "trailing data after the JSON value")
-	}
-	return nil
 }

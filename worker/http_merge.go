@@ -93,7 +93,9 @@ func (a *apiServer) mergeWal(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	defer context.AfterFunc(a.stopping, cancel)()
 	var res contract.MergeWalResult
-	if err := run.Get(wctx, &res); err != nil {
+	err = run.Get(wctx, &res)
+	a.freshWriteDeadline(w)
+	if err != nil {
 		if a.stopping.Err() != nil {
 			a.fail(w, r, &apiError{Status: http.StatusServiceUnavailable, Code: CodeShuttingDown, Extra: out,
 				Message: fmt.Sprintf("worker is stopping; MergeWal %s keeps running in Temporal", run.GetID())})
@@ -104,7 +106,7 @@ func (a *apiServer) mergeWal(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		a.fail(w, r, &apiError{Status: http.StatusInternalServerError, Code: CodeMergeFailed,
-			Message: fmt.Sprintf("MergeWal %s failed: %v", run.GetID(), err), Extra: out})
+			Message: fmt.Sprintf("MergeWal %s failed", run.GetID()), Extra: out, Cause: err})
 		return
 	}
 	out["result"] = res

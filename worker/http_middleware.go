@@ -1,7 +1,9 @@
 package worker
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
@@ -9,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -23,6 +26,7 @@ type reqInfo struct {
 	target string
 	code   string
 	err    string
+	id     string // request id of a 500, in its answer and its log lines
 }
 
 type reqInfoKey struct{}
@@ -56,7 +60,8 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// ServeHTTP: request log + metrics → auth → path check → routes (JSON 404/405 fallback).
+// ServeHTTP: request log + metrics → auth → browser guard → path check → routes (JSON
+// 404/405 fallback).
 func (a *apiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	ri := &reqInfo{}
@@ -83,13 +88,16 @@ func (a *apiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		lvl = zapcore.InfoLevel
 	}
 	if ce := a.log.Check(lvl, "http request"); ce != nil {
-		fields := []zap.Field{zap.String("method", r.Method), zap.String("route", route),
+		fields := []zap.Field{zap.String("method", clipText(r.Method)), zap.String("route", route),
 			zap.Int("status", status), zap.Duration("duration", d)}
 		if ri.target != "" {
 			fields = append(fields, zap.String("target", ri.target))
 		}
 		if ri.code != "" {
-			fields = append(fields, zap.String("code", ri.code), zap.String("error", ri.err))
+			fields = append(fields, zap.String("code", ri.code), zap.String("error", clipText(ri.err)))
+		}
+		if ri.id != "" {
+			fields = append(fields, zap.String("request_id", ri.id))
 		}
 		ce.Write(fields...)
 	}
@@ -101,11 +109,15 @@ func (a *apiServer) serve(w http.ResponseWriter, r *http.Request, h http.Handler
 		a.fail(w, r, newAPIError(http.StatusUnauthorized, CodeUnauthorized, "missing or wrong bearer token"))
 		return
 	}
+	if ae := a.guard.check(r); ae != nil {
+		a.fail(w, r, ae)
+		return
+	}
 	// The mux would redirect "." and ".." segments to a cleaned path; refuse them instead, so
 	// a traversal attempt is a plain 400 that touches nothing.
 	for _, seg := range strings.Split(r.URL.EscapedPath(), "/") {
 		if u := unescapeSegment(seg); u == "." || u == ".." {
-			a.fail(w, r, newAPIError(http.StatusBadRequest, CodeInvalidName, "path segment %q is not allowed", u))
+			a.fail(w, r, newAPIError(http.StatusBadRequest, CodeInvalidName, "path segment %q is not allowed", clipText(u)))
 			return
 		}
 	}
@@ -118,10 +130,10 @@ func (a *apiServer) serve(w http.ResponseWriter, r *http.Request, h http.Handler
 		case http.StatusMethodNotAllowed:
 			w.Header().Set("Allow", cw.header.Get("Allow"))
 			a.fail(w, r, newAPIError(http.StatusMethodNotAllowed, CodeMethodNotAllowed,
-				"%s is not allowed on %s (allowed: %s)", r.Method, r.URL.Path, cw.header.Get("Allow")))
+				"%s is not allowed on %s (allowed: %s)", clipText(r.Method), clipText(r.URL.Path), cw.header.Get("Allow")))
 			return
 		case http.StatusNotFound, 0:
-			a.fail(w, r, newAPIError(http.StatusNotFound, CodeNotFound, "no route for %s %s", r.Method, r.URL.Path))
+			a.fail(w, r, newAPIError(http.StatusNotFound, CodeNotFound, "no route for %s %s", clipText(r.Method), clipText(r.URL.Path)))
 			return
 		}
 	}
@@ -169,26 +181,63 @@ func (a *apiServer) authorized(r *http.Request) bool {
 	return subtle.ConstantTimeCompare(got[:], a.token[:]) == 1
 }
 
-// fail writes err as a JSON error and records it for the request log.
+// fail writes err as a JSON error and records it for the request log. A 500 answers a fixed
+// text with a request id, never the error's own text (it may name objects, paths or hosts of
+// the storage); the worker log has the whole error under that id.
 func (a *apiServer) fail(w http.ResponseWriter, r *http.Request, err error) {
 	ae := classify(err)
 	ri := infoFrom(r.Context())
+	if ae.Status == http.StatusInternalServerError {
+		ri.id = newRequestID()
+		c := *ae
+		c.Message = internalMessage(ae, ri.id)
+		ae = &c
+		w.Header().Set("X-Request-Id", ri.id)
+	}
 	ri.code, ri.err = ae.Code, ae.Message
 	if ae.Status >= 500 && ae.Status != StatusClientClosedRequest {
-		a.log.Error("request failed", zap.String("method", r.Method), zap.String("path", r.URL.Path),
-			zap.String("target", ri.target), zap.String("code", ae.Code), zap.Error(err))
+		a.log.Error("request failed", zap.String("method", clipText(r.Method)), zap.String("path", clipText(r.URL.Path)),
+			zap.String("target", ri.target), zap.String("code", ae.Code), zap.String("request_id", ri.id), zap.Error(err))
 	}
 	writeAPIError(w, ae)
 }
 
+// internalMessage is the answer's text for a 500: what kind of failure, and where its
+// details are.
+func internalMessage(ae *apiError, id string) string {
+	switch ae.Code {
+	case CodeCorrupt:
+		return "a stored object does not decode; see the worker log (request id " + id + ")"
+	case CodeMergeFailed:
+		return "the MergeWal run failed; see the run in Temporal and the worker log (request id " + id + ")"
+	}
+	return "internal error; see the worker log (request id " + id + ")"
+}
+
+// requestIDs numbers the 500s of this process after a random prefix, so ids from several
+// workers' logs do not collide.
+var requestIDs = struct {
+	prefix string
+	seq    atomic.Uint64
+}{prefix: rand.Text()[:8]}
+
+func newRequestID() string {
+	return requestIDs.prefix + "-" + strconv.FormatUint(requestIDs.seq.Add(1), 10)
+}
+
+// writeJSON answers v with status; HTML characters are not escaped (the answer is JSON, never
+// HTML), so a '<' in a row costs one byte, not six.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	buf, err := json.Marshal(v)
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		status = http.StatusInternalServerError
-		buf, _ = json.Marshal(map[string]string{"error": "encode response: " + err.Error(), "code": CodeInternal})
+		buf.Reset()
+		_ = enc.Encode(map[string]string{"error": "internal error: the answer does not encode as JSON", "code": CodeInternal})
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
-	_, _ = w.Write(append(buf, '\n'))
+	_, _ = w.Write(buf.Bytes())
 }

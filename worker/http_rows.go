@@ -10,7 +10,7 @@ import (
 
 // Handlers of /api/v1/stores/{kind}/{name}/rows: append, get, list and delete.
 
-// List paging bounds for GET .../rows.
+// List paging bounds for GET .../rows (the byte bound is --page-bytes, http_rows_page.go).
 const (
 	defaultListLimit = 100
 	maxListLimit     = 10000
@@ -64,7 +64,8 @@ func (a *apiServer) getRow(r *http.Request, s *store.Store) (any, error) {
 	return row, nil
 }
 
-func (a *apiServer) listRows(r *http.Request, s *store.Store) (any, error) {
+// rowsQuery parses ?source=&limit=&after= of GET .../rows.
+func rowsQuery(r *http.Request) (store.ListOptions, error) {
 	q := r.URL.Query()
 	opts := store.ListOptions{Source: q.Get("source"), Limit: defaultListLimit, After: q.Get("after")}
 	switch opts.Source {
@@ -72,24 +73,16 @@ func (a *apiServer) listRows(r *http.Request, s *store.Store) (any, error) {
 		opts.Source = "all"
 	case "all", "base", "wal":
 	default:
-		return nil, newAPIError(http.StatusBadRequest, CodeInvalidInput, "source %q is not all, base or wal", opts.Source)
+		return opts, newAPIError(http.StatusBadRequest, CodeInvalidInput, "source %q is not all, base or wal", clipText(opts.Source))
 	}
 	if ls := q.Get("limit"); ls != "" {
 		n, err := strconv.Atoi(ls)
 		if err != nil || n < 1 || n > maxListLimit {
-			return nil, newAPIError(http.StatusBadRequest, CodeInvalidInput, "limit %q is not an integer in 1..%d", ls, maxListLimit)
+			return opts, newAPIError(http.StatusBadRequest, CodeInvalidInput, "limit %q is not an integer in 1..%d", clipText(ls), maxListLimit)
 		}
 		opts.Limit = n
 	}
-	page, err := s.List(r.Context(), opts)
-	if err != nil {
-		return nil, err
-	}
-	rows := page.Rows
-	if rows == nil {
-		rows = []map[string]any{}
-	}
-	return map[string]any{"rows": rows, "next": page.Next}, nil
+	return opts, nil
 }
 
 func (a *apiServer) deleteRow(r *http.Request, s *store.Store) (any, error) {

@@ -79,7 +79,24 @@ func (a *apiServer) listStores(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, page)
+	a.writeStoresPage(w, r, page)
+}
+
+// writeStoresPage streams page, ending it early (with next) before it exceeds --page-bytes.
+func (a *apiServer) writeStoresPage(w http.ResponseWriter, r *http.Request, page storesPage) {
+	pw := newPageWriter(w, "stores", true, a.cfg.PageBytes)
+	for i, in := range page.Stores {
+		ok, err := pw.add(in, in.Target)
+		if err != nil && !pw.started() {
+			a.fail(w, r, err)
+			return
+		}
+		if err != nil || !ok {
+			_ = pw.end(page.Stores[i-1].Target)
+			return
+		}
+	}
+	_ = pw.end(page.Next)
 }
 
 func (a *apiServer) stats(r *http.Request, s *store.Store) (any, error) {

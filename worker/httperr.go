@@ -21,6 +21,8 @@ const (
 	CodeUnknownKind          = "unknown_kind"           // 400: kind is not rollout, generic or datagen
 	CodeInvalidName          = "invalid_name"           // 400: store name fails the name rule, or a "." / ".." path segment
 	CodeUnauthorized         = "unauthorized"           // 401: bearer token missing or wrong
+	CodeCrossOrigin          = "cross_origin"           // 403: a browser's state-changing request from another origin, to a worker without a token
+	CodeHostNotAllowed       = "host_not_allowed"       // 403: a Host that is not a loopback name, on a worker listening on loopback
 	CodeNotFound             = "not_found"              // 404: no such route (or object)
 	CodeStoreNotFound        = "store_not_found"        // 404: the store does not exist
 	CodeRowNotFound          = "row_not_found"          // 404: the row does not exist (or is deleted)
@@ -55,9 +57,15 @@ type apiError struct {
 	Message    string
 	RetryAfter time.Duration
 	Extra      map[string]any // extra fields in the JSON body
+	Cause      error          // logged, never answered
 }
 
-func (e *apiError) Error() string { return e.Code + ": " + e.Message }
+func (e *apiError) Error() string {
+	if e.Cause != nil {
+		return e.Code + ": " + e.Message + ": " + e.Cause.Error()
+	}
+	return e.Code + ": " + e.Message
+}
 
 func newAPIError(status int, code, format string, args ...any) *apiError {
 	return &apiError{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}

@@ -18,16 +18,18 @@ type Metrics struct {
 	Registry *prometheus.Registry
 	Store    *store.Metrics
 
-	httpRequests    *prometheus.CounterVec   // route, code
-	httpSeconds     *prometheus.HistogramVec // route
-	triggerStarts   *prometheus.CounterVec   // trigger, result
-	sweeperFlush    prometheus.Histogram
-	sweeperTimeouts *prometheus.CounterVec   // kind
-	sweeperSkipped  *prometheus.CounterVec   // kind
-	sweeperStores   *prometheus.GaugeVec     // kind
-	activities      *prometheus.CounterVec   // activity, kind, outcome
-	activitySeconds *prometheus.HistogramVec // activity
-	maintenance     *prometheus.GaugeVec     // workflow
+	httpRequests *prometheus.CounterVec   // route, code
+	httpSeconds  *prometheus.HistogramVec // route
+	// httpUnauthenticated is 1 while the data plane listens beyond loopback without a token.
+	httpUnauthenticated prometheus.Gauge
+	triggerStarts       *prometheus.CounterVec // trigger, result
+	sweeperFlush        prometheus.Histogram
+	sweeperTimeouts     *prometheus.CounterVec   // kind
+	sweeperSkipped      *prometheus.CounterVec   // kind
+	sweeperStores       *prometheus.GaugeVec     // kind
+	activities          *prometheus.CounterVec   // activity, kind, outcome
+	activitySeconds     *prometheus.HistogramVec // activity
+	maintenance         *prometheus.GaugeVec     // workflow
 }
 
 // Trigger label values of walkeeper_trigger_starts_total.
@@ -59,6 +61,10 @@ func NewMetrics(budget *store.Budget) *Metrics {
 			Help:    "HTTP request latency by route pattern.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
 		}, []string{"route"}),
+		httpUnauthenticated: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "walkeeper", Subsystem: "http", Name: "unauthenticated",
+			Help: "1 when the HTTP data plane listens on a non-loopback address without --auth-token, else 0.",
+		}),
 		triggerStarts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "walkeeper", Subsystem: "trigger", Name: "starts_total",
 			Help: "MergeWal starts (or attaches) by trigger and result; never counted as flush outcomes.",
@@ -90,7 +96,7 @@ func NewMetrics(budget *store.Budget) *Metrics {
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 11),
 		}, []string{"activity"}),
 	}
-	reg.MustRegister(m.httpRequests, m.httpSeconds, m.triggerStarts, m.sweeperFlush,
+	reg.MustRegister(m.httpRequests, m.httpSeconds, m.httpUnauthenticated, m.triggerStarts, m.sweeperFlush,
 		m.sweeperTimeouts, m.sweeperSkipped, m.sweeperStores, m.activities, m.activitySeconds)
 	// The series appears only once a run succeeded on this worker, so a restarted worker
 	// does not report "never" as 1970; the alerts take the max over workers.

@@ -148,13 +148,13 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 		Metrics:               w.metrics,
 		Resident:              db.Resident,
 	})
-	w.api = newAPIServer(db, w.cfg, log.Named("http"), w.metrics, w.start, w.sweeper.trigger)
-
 	ln, err := net.Listen("tcp", w.cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", w.cfg.Listen, err)
 	}
 	w.ln = ln
+	w.api = newAPIServer(db, w.cfg, ln.Addr(), log.Named("http"), w.metrics, w.start, w.sweeper.trigger)
+	w.warnIfUnauthenticated(ln.Addr())
 
 	if w.tc != nil {
 		if err := w.startTemporalLocked(ctx, db); err != nil {
@@ -164,20 +164,15 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 		log.Warn("no Temporal client: HTTP-only mode (no merges, no count trigger)")
 	}
 
-	w.srv = &http.Server{
-		Handler:           w.api,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          zap.NewStdLog(log.Named("http")),
-	}
+	w.srv = newHTTPServer(w.cfg, w.api, log.Named("http"))
 	w.serveErr = make(chan error, 1)
-	go func(srv *http.Server) {
+	go func(srv *http.Server, ln net.Listener) {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("http server stopped", zap.Error(err))
 			w.serveErr <- err
 		}
 		close(w.serveErr)
-	}(w.srv)
+	}(w.srv, limitConnections(ln, w.cfg.MaxConnections))
 
 	bgCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	w.cancel = cancel

@@ -1,0 +1,92 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"go.temporal.io/sdk/client"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/store"
+)
+
+// observedWorker starts an HTTP-only worker whose log is recorded.
+func observedWorker(t *testing.T, cfg Config, start MergeStarter) (*Worker, *observer.ObservedLogs) {
+	t.Helper()
+	core, logs := observer.New(zapcore.DebugLevel)
+	w, err := New(cfg, zap.New(core), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.start = start
+	if err := w.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.Stop(context.Background()) })
+	return w, logs
+}
+
+// A 500 answers a fixed text with a request id, never the error's own text; the log has the
+// whole error under the same id.
+func TestHTTPInternalErrorsDoNotEchoTheError(t *testing.T) {
+	const secret = "dial tcp 10.1.2.3:9000: /var/lib/secret/bucket"
+	rs := &recStarter{}
+	rs.setFail(errors.New(secret))
+	w, logs := observedWorker(t, testConfig(t), rs.start)
+	c := newClient(t, w)
+	expect(t, c.postJSON("/api/v1/stores/generic/gs", genericSchema), http.StatusCreated, "")
+	r := c.do(http.MethodPost, "/api/v1/stores/generic/gs/merge-wal", "", nil)
+	m := expect(t, r, http.StatusInternalServerError, CodeInternal)
+	id := r.header.Get("X-Request-Id")
+	msg := m["error"].(string)
+	if id == "" || msg != "internal error; see the worker log (request id "+id+")" {
+		t.Fatalf("500 message %q, X-Request-Id %q", msg, id)
+	}
+	lines := logs.FilterMessage("request failed").FilterField(zap.String("request_id", id)).All()
+	if len(lines) != 1 || !strings.Contains(fmt.Sprint(lines[0].ContextMap()["error"]), secret) {
+		t.Fatalf("the log has no line with request id %s and the error: %v", id, logs.All())
+	}
+
+	// A failed MergeWal that was waited for: its ids, not its error.
+	w.api.start = func(_ context.Context, tg store.Target, _ contract.MergeWalInput) (client.WorkflowRun, error) {
+		return &fakeRun{id: "merge-wal/" + tg.Path(), runID: "r", err: errors.New(secret)}, nil
+	}
+	r = c.do(http.MethodPost, "/api/v1/stores/generic/gs/merge-wal?wait=true", "", nil)
+	m = expect(t, r, http.StatusInternalServerError, CodeMergeFailed)
+	if strings.Contains(string(r.body), "secret") || m["workflow_id"] != "merge-wal/generic/gs" || r.header.Get("X-Request-Id") == "" {
+		t.Fatalf("merge_failed answer: %s", r.body)
+	}
+}
+
+// A long path is clipped in the answer and in the log line.
+func TestHTTPClipsLongPathsInLogs(t *testing.T) {
+	w, logs := observedWorker(t, testConfig(t), nil)
+	c := newClient(t, w)
+	long := "/" + strings.Repeat("p", 40<<10)
+	r := c.get(long)
+	m := expect(t, r, http.StatusNotFound, CodeNotFound)
+	if msg := m["error"].(string); len(msg) > 2*maxEchoedText || !strings.Contains(msg, "clipped") {
+		t.Fatalf("404 message of %d bytes: %.300s", len(msg), msg)
+	}
+	lines := logs.FilterMessage("http request").All()
+	if len(lines) == 0 {
+		t.Fatal("no request log line")
+	}
+	for _, l := range lines {
+		for k, v := range l.ContextMap() {
+			if s, ok := v.(string); ok && len(s) > 2*maxEchoedText {
+				t.Fatalf("log field %s is %d bytes", k, len(s))
+			}
+		}
+	}
+	if got := clipText("ab€" + strings.Repeat("c", maxEchoedText)); !strings.HasPrefix(got, "ab€") || !strings.HasSuffix(got, "bytes]") {
+		t.Fatalf("clipText = %q", got)
+	}
+}

@@ -1,0 +1,214 @@
+package worker
+
+import (
+	"bytes"
+	"encoding"
+	"encoding/json"
+	"io"
+	"net/http"
+	"reflect"
+	"slices"
+	"strings"
+)
+
+// Strict JSON for request bodies. encoding/json matches member names case-insensitively and
+// keeps the last of a repeated member, so {"fields":[…],"FIELDS":[…]} would decode as one of
+// them; checkMembers refuses such bodies before anything is decoded: every object decoded into
+// a struct may only use that struct's member names, spelled exactly, each at most once.
+
+// decodeStrict unmarshals body into v (a pointer) after checkMembers, refusing trailing data.
+func decodeStrict(body []byte, v any) error {
+	if err := checkMembers(body, reflect.TypeOf(v)); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return newAPIError(http.StatusBadRequest, CodeInvalidInput, "%v", err)
+	}
+	if dec.More() {
+		return newAPIError(http.StatusBadRequest, CodeInvalidInput, "trailing data after the JSON value")
+	}
+	return nil
+}
+
+// checkJSON rejects malformed JSON (invalid_json) and objects with a repeated member name
+// (invalid_input), whatever their names.
+func checkJSON(body []byte) error { return checkMembers(body, nil) }
+
+// checkMembers walks body once and refuses (invalid_json) malformed JSON and (invalid_input)
+// any object that repeats a member, and any object decoded into a struct of t (nil: no type)
+// with a member name that is not exactly one of the struct's.
+func checkMembers(body []byte, t reflect.Type) error {
+	if !json.Valid(body) {
+		return invalidJSON(body)
+	}
+	if !bytes.Contains(body, []byte{'{'}) {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	type frame struct {
+		object  bool
+		members map[string]reflect.Type // exact names of a struct; nil: any name
+		values  reflect.Type            // the type of every member (map) or element (array)
+		seen    map[string]struct{}
+		key     bool         // next token is a member name
+		next    reflect.Type // the type of the member whose name was just read
+	}
+	var stack []*frame
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return newAPIError(http.StatusBadRequest, CodeInvalidJSON, "%v", err)
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if top != nil && top.object && top.key {
+			if d, ok := tok.(json.Delim); ok && d == '}' {
+				stack = stack[:len(stack)-1]
+				continue
+			}
+			name, _ := tok.(string)
+			if _, dup := top.seen[name]; dup {
+				return newAPIError(http.StatusBadRequest, CodeInvalidInput,
+					"member %q is given twice in one JSON object (at byte %d)", clipText(name), dec.InputOffset())
+			}
+			top.seen[name] = struct{}{}
+			top.key, top.next = false, top.values
+			if top.members != nil {
+				ft, ok := top.members[name]
+				if !ok {
+					return unknownMember(name, top.members)
+				}
+				top.next = ft
+			}
+			continue
+		}
+		// A value, or the end of an array.
+		var vt reflect.Type
+		switch {
+		case top == nil:
+			vt = t
+		case top.object:
+			vt, top.key = top.next, true
+		default:
+			vt = top.values
+		}
+		d, ok := tok.(json.Delim)
+		if !ok {
+			continue
+		}
+		switch d {
+		case '{':
+			f := &frame{object: true, key: true, seen: map[string]struct{}{}}
+			f.members, f.values = objectShape(vt)
+			stack = append(stack, f)
+		case '[':
+			stack = append(stack, &frame{values: elemType(vt)})
+		case ']':
+			stack = stack[:len(stack)-1]
+			if len(stack) > 0 && stack[len(stack)-1].object {
+				stack[len(stack)-1].key = true
+			}
+		}
+	}
+}
+
+// unknownMember is the 400 for a member a struct does not have, naming the member it
+// differs from only in case when there is one.
+func unknownMember(name string, members map[string]reflect.Type) error {
+	names := make([]string, 0, len(members))
+	for m := range members {
+		if strings.EqualFold(m, name) {
+			return newAPIError(http.StatusBadRequest, CodeInvalidInput,
+				"unknown member %q: member names are case-sensitive (did you mean %q?)", clipText(name), m)
+		}
+		names = append(names, m)
+	}
+	slices.Sort(names)
+	return newAPIError(http.StatusBadRequest, CodeInvalidInput,
+		"unknown member %q (want %s)", clipText(name), strings.Join(names, ", "))
+}
+
+var (
+	jsonUnmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
+)
+
+// decodesItself reports whether encoding/json hands t's JSON to a method of t, whose member
+// names are then t's own business.
+func decodesItself(t reflect.Type) bool {
+	pt := reflect.PointerTo(t)
+	return t.Implements(jsonUnmarshalerType) || pt.Implements(jsonUnmarshalerType) ||
+		t.Implements(textUnmarshalerType) || pt.Implements(textUnmarshalerType)
+}
+
+func deref(t reflect.Type) reflect.Type {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t
+}
+
+// objectShape is what a JSON object decoded into t may hold: a struct's exact member names
+// and their types, or (members nil) any names with values of one type (nil: any).
+func objectShape(t reflect.Type) (members map[string]reflect.Type, values reflect.Type) {
+	t = deref(t)
+	if t == nil || decodesItself(t) {
+		return nil, nil
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		members = map[string]reflect.Type{}
+		addStructMembers(members, t)
+		return members, nil
+	case reflect.Map:
+		return nil, t.Elem()
+	}
+	return nil, nil
+}
+
+// addStructMembers adds the JSON member names of struct t (as encoding/json names them,
+// embedded structs without a tag flattened) to members.
+func addStructMembers(members map[string]reflect.Type, t reflect.Type) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		if f.Anonymous && name == "" {
+			if ft := deref(f.Type); ft.Kind() == reflect.Struct {
+				addStructMembers(members, ft)
+				continue
+			}
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		members[name] = f.Type
+	}
+}
+
+// elemType is the element type of an array or slice type t (nil: any).
+func elemType(t reflect.Type) reflect.Type {
+	t = deref(t)
+	if t == nil || decodesItself(t) {
+		return nil
+	}
+	switch t.Kind() {
+	case reflect.Slice, reflect.Array:
+		return t.Elem()
+	}
+	return nil
+}

@@ -1,0 +1,108 @@
+package worker
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+)
+
+// pageWriter streams one list page, {"<items>":[item,…],"next":"<cursor>"}, item by item, and
+// stops it before the answer grows past a byte bound (--page-bytes): a page is bounded in
+// rows by its limit and in bytes by this, whatever the rows hold. Items are encoded one at a
+// time into a reused buffer (without HTML escaping, which makes a '<' six bytes), so the
+// answer is never held whole.
+type pageWriter struct {
+	w         http.ResponseWriter
+	items     string // the member holding the items: "rows" or "stores"
+	omitEmpty bool   // leave "next" out on the last page instead of writing ""
+	limit     int64
+	begun     bool  // the status and the opening are written
+	size      int64 // bytes of the answer so far
+	n         int   // items written so far
+	item      bytes.Buffer
+	cursor    bytes.Buffer
+	enc       *json.Encoder // into item
+	curEnc    *json.Encoder // into cursor
+}
+
+func newPageWriter(w http.ResponseWriter, items string, omitEmpty bool, limit int64) *pageWriter {
+	p := &pageWriter{w: w, items: items, omitEmpty: omitEmpty, limit: limit}
+	p.enc = json.NewEncoder(&p.item)
+	p.enc.SetEscapeHTML(false)
+	p.curEnc = json.NewEncoder(&p.cursor)
+	p.curEnc.SetEscapeHTML(false)
+	return p
+}
+
+// started reports whether the answer (status 200) has begun.
+func (p *pageWriter) started() bool { return p.begun }
+
+// add writes v unless the page is full: it fits when the answer, with v and a "next" of
+// cursor (v's own cursor: the longest tail the page can end with after v), stays within the
+// limit, and the first item always fits. An error is an item that does not encode; nothing of
+// it is written.
+func (p *pageWriter) add(v any, cursor string) (bool, error) {
+	p.item.Reset()
+	if err := p.enc.Encode(v); err != nil {
+		return false, err
+	}
+	item := bytes.TrimSuffix(p.item.Bytes(), []byte{'\n'})
+	tail, err := p.tail(cursor)
+	if err != nil {
+		return false, err
+	}
+	if p.n > 0 && p.size+1+int64(len(item)+len(tail)) > p.limit {
+		return false, nil
+	}
+	if p.n > 0 {
+		p.write([]byte{','})
+	} else {
+		p.begin()
+	}
+	p.write(item)
+	p.n++
+	return true, nil
+}
+
+// end closes the page with its next cursor ("" on the last page).
+func (p *pageWriter) end(next string) error {
+	tail, err := p.tail(next)
+	if err != nil {
+		return err
+	}
+	if !p.begun {
+		p.begin() // an empty page
+	}
+	p.write(tail)
+	return nil
+}
+
+// begin writes the status, the headers and the opening of the answer.
+func (p *pageWriter) begin() {
+	p.begun = true
+	p.w.Header().Set("Content-Type", "application/json")
+	p.w.Header().Set("X-Content-Type-Options", "nosniff")
+	p.w.WriteHeader(http.StatusOK)
+	p.write([]byte(`{"` + p.items + `":[`))
+}
+
+// tail closes the answer with cursor as "next".
+func (p *pageWriter) tail(cursor string) ([]byte, error) {
+	if cursor == "" && p.omitEmpty {
+		return []byte("]}\n"), nil
+	}
+	p.cursor.Reset()
+	p.cursor.WriteString(`],"next":`)
+	if err := p.curEnc.Encode(cursor); err != nil {
+		return nil, err
+	}
+	b := bytes.TrimSuffix(p.cursor.Bytes(), []byte{'\n'})
+	return append(b, '}', '\n'), nil
+}
+
+// write sends b; a failed write (the client went away) shows in the request's context and
+// in the status already logged, so it is not reported twice.
+func (p *pageWriter) write(b []byte) {
+	n, _ := p.w.Write(b)
+	p.size += int64(n)
+}

@@ -1,0 +1,182 @@
+package worker
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+// rowsPage is one decoded answer of GET .../rows.
+type rowsPage struct {
+	Rows []map[string]any `json:"rows"`
+	Next *string          `json:"next"`
+}
+
+func decodeRowsPage(t *testing.T, r resp) rowsPage {
+	t.Helper()
+	var p rowsPage
+	if err := json.Unmarshal(r.body, &p); err != nil {
+		t.Fatalf("rows page is not JSON: %v: %.200s", err, r.body)
+	}
+	if p.Next == nil {
+		t.Fatalf("rows page without next: %.200s", r.body)
+	}
+	return p
+}
+
+// A rows page stops before its answer passes --page-bytes, always holds one row, and its next
+// continues exactly after the last row sent: paging by bytes loses and repeats nothing. Rows
+// are sent as they are, '<' included (no HTML escaping).
+func TestListRowsPageBytes(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.PageBytes = 4 << 10
+	_, c, _ := serveAPI(t, cfg)
+	expect(t, c.postJSON("/api/v1/stores/generic/gs", genericSchema), http.StatusCreated, "")
+	text := strings.Repeat("<b>", 300) // 900 bytes, 5400 if escaped
+	var rows []string
+	for i := range 40 {
+		rows = append(rows, fmt.Sprintf(`{"id":"r%02d","s":"%s"}`, i, text))
+	}
+	expect(t, c.postJSON("/api/v1/stores/generic/gs/rows", "["+strings.Join(rows, ",")+"]"), http.StatusOK, "")
+
+	var got []string
+	after, pages := "", 0
+	for {
+		r := c.get("/api/v1/stores/generic/gs/rows?limit=1000&after=" + url.QueryEscape(after))
+		expect(t, r, http.StatusOK, "")
+		if int64(len(r.body)) > cfg.PageBytes {
+			t.Fatalf("page %d is %d bytes, over --page-bytes %d", pages, len(r.body), cfg.PageBytes)
+		}
+		if strings.Contains(string(r.body), `\u003c`) || !strings.Contains(string(r.body), "<b>") {
+			t.Fatalf("page %d escapes HTML: %.200s", pages, r.body)
+		}
+		p := decodeRowsPage(t, r)
+		if len(p.Rows) == 0 {
+			t.Fatalf("page %d is empty with next %q", pages, *p.Next)
+		}
+		for _, row := range p.Rows {
+			got = append(got, row["id"].(string))
+		}
+		pages++
+		if *p.Next == "" {
+			break
+		}
+		if *p.Next != got[len(got)-1] {
+			t.Fatalf("page %d: next %q is not its last row %q", pages, *p.Next, got[len(got)-1])
+		}
+		after = *p.Next
+		if pages > 40 {
+			t.Fatal("paging does not end")
+		}
+	}
+	if len(got) != 40 || pages < 10 {
+		t.Fatalf("listed %d rows in %d pages, want 40 rows in >= 10 pages of 4 KiB", len(got), pages)
+	}
+	for i, id := range got {
+		if want := fmt.Sprintf("r%02d", i); id != want {
+			t.Fatalf("row %d is %s, want %s (order or a repeat)", i, id, want)
+		}
+	}
+
+	// The row limit still applies, and a row larger than the page bound comes alone.
+	p := decodeRowsPage(t, c.get("/api/v1/stores/generic/gs/rows?limit=2"))
+	if len(p.Rows) != 2 || *p.Next != "r01" {
+		t.Fatalf("limit=2: %d rows, next %q", len(p.Rows), *p.Next)
+	}
+	big := strings.Repeat("x", 6<<10)
+	expect(t, c.postJSON("/api/v1/stores/generic/gs/rows", `[{"id":"a-big","s":"`+big+`"}]`), http.StatusOK, "")
+	p = decodeRowsPage(t, c.get("/api/v1/stores/generic/gs/rows"))
+	if len(p.Rows) != 1 || p.Rows[0]["id"] != "a-big" || *p.Next != "a-big" {
+		t.Fatalf("a row over the page bound: %d rows, next %q", len(p.Rows), *p.Next)
+	}
+	// An empty store answers an empty page.
+	expect(t, c.postJSON("/api/v1/stores/generic/empty", genericSchema), http.StatusCreated, "")
+	if r := c.get("/api/v1/stores/generic/empty/rows"); string(r.body) != `{"rows":[],"next":""}`+"\n" {
+		t.Fatalf("empty page = %q", r.body)
+	}
+}
+
+// The rows of a page are read in chunks sized by the rows seen so far: with small rows and a
+// large limit the page is still complete (limit rows, next set), and nextChunkRows asks for
+// what the bytes left hold.
+func TestListRowsChunks(t *testing.T) {
+	_, c, _ := serveAPI(t, testConfig(t))
+	expect(t, c.postJSON("/api/v1/stores/generic/gs", genericSchema), http.StatusCreated, "")
+	var rows []string
+	for i := range 350 {
+		rows = append(rows, fmt.Sprintf(`{"id":"k%03d","n":%d}`, i, i))
+	}
+	expect(t, c.postJSON("/api/v1/stores/generic/gs/rows", "["+strings.Join(rows, ",")+"]"), http.StatusOK, "")
+	p := decodeRowsPage(t, c.get("/api/v1/stores/generic/gs/rows?limit=300"))
+	if len(p.Rows) != 300 || *p.Next != "k299" || p.Rows[299]["n"] != float64(299) {
+		t.Fatalf("limit=300 over 350 rows: %d rows, next %q", len(p.Rows), *p.Next)
+	}
+	p = decodeRowsPage(t, c.get("/api/v1/stores/generic/gs/rows?limit=300&after=k299"))
+	if len(p.Rows) != 50 || *p.Next != "" {
+		t.Fatalf("last page: %d rows, next %q", len(p.Rows), *p.Next)
+	}
+
+	pw := &pageWriter{size: 1000, n: 10} // 100 bytes a row so far
+	for _, c := range []struct {
+		limit int64
+		left  int
+		want  int
+	}{
+		{limit: 4000, left: 500, want: 31}, // 3000 bytes left: 30 rows, one more to cross the bound
+		{limit: 4000, left: 5, want: 5},
+		{limit: 1000, left: 50, want: 1},
+	} {
+		if got := nextChunkRows(pw, c.limit, c.left); got != c.want {
+			t.Errorf("nextChunkRows(limit %d, left %d) = %d, want %d", c.limit, c.left, got, c.want)
+		}
+	}
+}
+
+// GET /api/v1/stores stops at --page-bytes too, and its next continues it.
+func TestListStoresPageBytes(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.PageBytes = 512
+	_, c, _ := serveAPI(t, cfg)
+	for i := range 12 {
+		expect(t, c.postJSON(fmt.Sprintf("/api/v1/stores/generic/store-with-a-long-name-%02d", i), genericSchema), http.StatusCreated, "")
+	}
+	seen := map[string]bool{}
+	after, pages := "", 0
+	for {
+		r := c.get("/api/v1/stores?after=" + url.QueryEscape(after))
+		expect(t, r, http.StatusOK, "")
+		if int64(len(r.body)) > cfg.PageBytes {
+			t.Fatalf("stores page is %d bytes, over %d", len(r.body), cfg.PageBytes)
+		}
+		body := r.json(t)
+		stores := body["stores"].([]any)
+		if len(stores) == 0 {
+			t.Fatalf("empty stores page: %s", r.body)
+		}
+		for _, s := range stores {
+			tgt := s.(map[string]any)["target"].(string)
+			if seen[tgt] {
+				t.Fatalf("%s listed twice", tgt)
+			}
+			seen[tgt] = true
+		}
+		pages++
+		next, _ := body["next"].(string)
+		if next == "" {
+			break
+		}
+		if last := stores[len(stores)-1].(map[string]any)["target"]; next != last {
+			t.Fatalf("next %q is not the last store %q", next, last)
+		}
+		after = next
+		if pages > 12 {
+			t.Fatal("paging does not end")
+		}
+	}
+	if len(seen) != 12 || pages < 3 {
+		t.Fatalf("listed %d stores in %d pages, want 12 in >= 3", len(seen), pages)
+	}
+}

@@ -1,0 +1,185 @@
+package worker
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/store"
+)
+
+// rawConn dials the worker's listener for tests that speak HTTP/1.1 by hand.
+func rawConn(t *testing.T, w *Worker) net.Conn {
+	t.Helper()
+	conn, err := net.Dial("tcp", w.HTTPAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return conn
+}
+
+// closedByServer waits up to within for the server to close conn: true when it did, false
+// when the wait ran out first.
+func closedByServer(t *testing.T, conn net.Conn, within time.Duration) bool {
+	t.Helper()
+	_ = conn.SetReadDeadline(time.Now().Add(within))
+	_, err := io.Copy(io.Discard, conn)
+	if err == nil || errors.Is(err, syscall.ECONNRESET) {
+		return true
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return false
+	}
+	t.Fatalf("reading from the worker: %v", err)
+	return false
+}
+
+// A client that sends the headers and one byte of a larger body is cut off by
+// --http-read-timeout, not served for ever.
+func TestHTTPReadTimeoutCutsOffATrickledBody(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.HTTPReadTimeout = 300 * time.Millisecond
+	w := startWorker(t, cfg, nil)
+	start := time.Now() // the server's read timeout starts after this, when it accepts
+	conn := rawConn(t, w)
+	_, err := fmt.Fprintf(conn, "POST /api/v1/stores/generic/gs/rows HTTP/1.1\r\nHost: %s\r\n"+
+		"Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n[", w.HTTPAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer to a stalled body: %v", err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusBadRequest {
+		t.Fatalf("stalled body: status %d, want 400", res.StatusCode)
+	}
+	if !closedByServer(t, conn, 30*time.Second) {
+		t.Fatal("the worker still holds a connection whose body stalled 30 s ago")
+	}
+	if d := time.Since(start); d < cfg.HTTPReadTimeout {
+		t.Fatalf("closed after %s, before the read timeout %s", d, cfg.HTTPReadTimeout)
+	}
+}
+
+// Headers over 64 KiB are refused (431) instead of buffered up to Go's default of 1 MiB.
+func TestHTTPRefusesHugeHeaders(t *testing.T) {
+	w := startWorker(t, testConfig(t), nil)
+	conn := rawConn(t, w)
+	go func() {
+		_, _ = fmt.Fprintf(conn, "GET /healthz HTTP/1.1\r\nHost: %s\r\nX-Pad: %s\r\n\r\n", w.HTTPAddr(), strings.Repeat("a", 100<<10))
+	}()
+	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+		t.Fatalf("100 KiB of headers: status %d, want 431", res.StatusCode)
+	}
+}
+
+// get sends GET path on a kept-alive raw connection and returns the status.
+func rawGet(t *testing.T, conn net.Conn, br *bufio.Reader, host, path string, within time.Duration) (int, error) {
+	t.Helper()
+	if _, err := fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: %s\r\n\r\n", path, host); err != nil {
+		return 0, err
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(within))
+	res, err := http.ReadResponse(br, nil)
+	if err != nil {
+		return 0, err
+	}
+	_, _ = io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	return res.StatusCode, nil
+}
+
+// --max-connections bounds the open connections: with two held, a third is not served until
+// one of them closes.
+func TestHTTPMaxConnections(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.MaxConnections = 2
+	w := startWorker(t, cfg, nil)
+	host := w.HTTPAddr()
+	var held []net.Conn
+	for range 2 {
+		conn := rawConn(t, w)
+		if st, err := rawGet(t, conn, bufio.NewReader(conn), host, "/healthz", 30*time.Second); err != nil || st != http.StatusOK {
+			t.Fatalf("held connection: %d %v", st, err)
+		}
+		held = append(held, conn)
+	}
+	third := rawConn(t, w)
+	br := bufio.NewReader(third)
+	if st, err := rawGet(t, third, br, host, "/healthz", 300*time.Millisecond); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("a third connection over --max-connections 2 was served: %d %v", st, err)
+	}
+	_ = held[0].Close()
+	_ = third.SetReadDeadline(time.Now().Add(30 * time.Second))
+	res, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("the third connection is not served once one closed: %v", err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("third connection: status %d", res.StatusCode)
+	}
+}
+
+// slowRun is a workflow run whose result comes after a delay.
+type slowRun struct {
+	fakeRun
+	delay time.Duration
+}
+
+func (r *slowRun) Get(ctx context.Context, v any) error {
+	select {
+	case <-time.After(r.delay):
+		return r.fakeRun.Get(ctx, v)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// merge-wal?wait=true outlives both timeouts: the answer gets a fresh write deadline after the
+// wait, and the read deadline (which net/http clears once the request is read) does not cancel
+// the wait.
+func TestHTTPMergeWaitOutlivesTheTimeouts(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.HTTPReadTimeout = 200 * time.Millisecond
+	cfg.HTTPWriteTimeout = 200 * time.Millisecond
+	start := func(_ context.Context, tg store.Target, _ contract.MergeWalInput) (client.WorkflowRun, error) {
+		return &slowRun{fakeRun: fakeRun{id: "merge-wal/" + tg.Path(), runID: "r",
+			result: contract.MergeWalResult{Target: tg.String(), Reclaimed: 1}}, delay: 800 * time.Millisecond}, nil
+	}
+	w := startWorker(t, cfg, start)
+	c := newClient(t, w)
+	// Created directly: a busy machine may take longer than these timeouts to answer a create.
+	if _, err := w.DB().Create(context.Background(), store.Target{Kind: store.KindRollout, Name: "ro"}, store.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, body := range []string{"", `{"max_passes":2}`} {
+		r := c.postJSON("/api/v1/stores/rollout/ro/merge-wal?wait=true", body)
+		expect(t, r, http.StatusOK, "")
+		if res, _ := r.json(t)["result"].(map[string]any); res == nil || res["reclaimed"] != float64(1) {
+			t.Fatalf("merge-wal?wait=true with body %q: %s", body, r.body)
+		}
+	}
+}

@@ -497,6 +497,9 @@ func TestHostileQuick(t *testing.T) {
 				t.Errorf("%s with %d unsealed rows: p50 %v µs, p99 %v µs", op, n, p50, p99)
 			}
 		}
+		if got := value(t, res, fmt.Sprintf("unsealed_%d", n)); got < 0 || got > float64(n) {
+			t.Errorf("%d rows appended: %v unsealed when read", n, got)
+		}
 		if got := value(t, res, fmt.Sprintf("failed_reads_%d", n)); got != 0 {
 			t.Errorf("%d unsealed rows: %v reads failed", n, got)
 		}

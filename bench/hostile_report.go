@@ -60,8 +60,8 @@ func hostileReport(res *Result, sz hostileSizes, mem *hostileMemory, lat *hostil
 	}
 	res.Tables = append(res.Tables, mt)
 
-	lt := Table{Title: fmt.Sprintf("Latency: Get of a sealed row and a List page of %d sealed rows, against the rows unsealed in the memtable (flush interval 0), one client", hostilePageRows),
-		Header: []string{"memtable rows", "filled in", "appends' answers", "pending gens", "worker RSS (MiB)", "Get p50", "Get p99", "ratio p50 / p99", "List p50", "List p99", "ratio p50 / p99", "failed reads"}}
+	lt := Table{Title: fmt.Sprintf("Latency: Get of a sealed row and a List page of %d sealed rows, against the rows appended since the last seal (flush interval 0; the worker may seal a large memtable itself: see \"unsealed when read\"), a store per size, one client", hostilePageRows),
+		Header: []string{"rows appended", "unsealed when read", "filled in", "appends' answers", "pending gens", "worker RSS (MiB)", "Get p50", "Get p99", "ratio p50 / p99", "List p50", "List p99", "ratio p50 / p99", "failed reads"}}
 	var base hostileLevel
 	for i, lv := range lat.levels {
 		if i == 0 {
@@ -77,7 +77,7 @@ func hostileReport(res *Result, sz hostileSizes, mem *hostileMemory, lat *hostil
 		if failed == "" {
 			failed = "0"
 		}
-		lt.Rows = append(lt.Rows, []string{fmt.Sprint(lv.Rows), fill, appends, fmt.Sprint(lv.Pending), fmt.Sprintf("%.0f", mib(lv.RSS)),
+		lt.Rows = append(lt.Rows, []string{fmt.Sprint(lv.Rows), fmt.Sprint(lv.Unsealed), fill, appends, fmt.Sprint(lv.Pending), fmt.Sprintf("%.0f", mib(lv.RSS)),
 			fmt.Sprintf("%s (n=%d)", fmtDur(lv.Get.P50), lv.Get.N), fmtDur(lv.Get.P99), fmt.Sprintf("%.2f / %.2f", gr50, gr99),
 			fmt.Sprintf("%s (n=%d)", fmtDur(lv.List.P50), lv.List.N), fmtDur(lv.List.P99), fmt.Sprintf("%.2f / %.2f", lr50, lr99), failed})
 		sfx := fmt.Sprint(lv.Rows)
@@ -87,6 +87,7 @@ func hostileReport(res *Result, sz hostileSizes, mem *hostileMemory, lat *hostil
 		res.Values["get_p50_ratio_"+sfx], res.Values["get_p99_ratio_"+sfx] = gr50, gr99
 		res.Values["list_p50_ratio_"+sfx], res.Values["list_p99_ratio_"+sfx] = lr50, lr99
 		res.Values["pending_"+sfx] = float64(lv.Pending)
+		res.Values["unsealed_"+sfx] = float64(lv.Unsealed)
 		res.Values["rss_mib_"+sfx] = mib(lv.RSS)
 		res.Values["failed_reads_"+sfx] = float64(len(lv.Failed))
 	}
@@ -101,7 +102,7 @@ func hostileReport(res *Result, sz hostileSizes, mem *hostileMemory, lat *hostil
 			{"List page p50", top.List.P50, base.List.P50}, {"List page p99", top.List.P99, base.List.P99},
 		} {
 			r := durRatio(t.got, t.was)
-			res.target(fmt.Sprintf("%s with %d unsealed rows / empty memtable", t.name, top.Rows), fmt.Sprintf("≤ %.0f", hostileLatencyGoal),
+			res.target(fmt.Sprintf("%s with %d rows appended unsealed / empty memtable", t.name, top.Rows), fmt.Sprintf("≤ %.0f", hostileLatencyGoal),
 				fmt.Sprintf("%.2f (%s vs %s)", r, fmtDur(t.got), fmtDur(t.was)), r <= hostileLatencyGoal)
 		}
 	}

@@ -76,6 +76,9 @@ type Options struct {
 	MemoryBudgets []int64
 	// MemoryParts limits the memory scenario to some parts ("merges", "reads"); nil = both.
 	MemoryParts []string
+	// RSSGuard is the RSS at which the hostile scenario kills its worker child; 0 = the
+	// default (8 GiB, 2 GiB with Quick).
+	RSSGuard int64
 	// Child, when set, runs the child half of a scenario that measures a separate process
 	// (memory) and writes its JSON result to ChildOut.
 	Child    bool
@@ -292,6 +295,7 @@ var Scenarios = []Scenario{
 	{"start-rate", "MergeWal starts/s the Temporal server accepts at 16, 64 and 128 in flight with nothing running what it starts", RunStartRate},
 	{"fleet-worker", "peak RSS of one worker process during a sweep and a reconcile at 10k and 1M registered stores on file://, the same debt", RunFleetWorker},
 	measured("read-amp", "Get/List latency at 0, 16, 256, 1024 pending generations and after merging", readAmp),
+	{"hostile", "one worker process under hostile clients: peak RSS vs its budgets for wide rows, big values, 2,000 connections; Get/List latency at 0 to 1M unsealed rows", RunHostile},
 }
 
 // Lookup finds a scenario by name.

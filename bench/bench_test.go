@@ -2,9 +2,12 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -438,6 +441,85 @@ func TestFleetWorkerQuick(t *testing.T) {
 		if got := value(t, res, k); got > 1.5 || got <= 0 {
 			t.Errorf("%s = %.2f, want in (0, 1.5]", k, got)
 		}
+	}
+}
+
+// TestHostileQuick runs the hostile scenario at its quick size against this build's worker
+// and checks that the output is complete and consistent, not that the build meets the targets:
+// every case measured a peak RSS (or was killed by the guard) and got an answer to each
+// request, the ratios are the peaks over the budget sum, and every memtable size has Get and
+// List samples. docs/BENCHMARKS.md records the targets' figures.
+func TestHostileQuick(t *testing.T) {
+	var out string
+	res := runQuick(t, "hostile", func(o *Options) { out = o.OutDir })
+	sz := hostileSizesFor(Options{Quick: true})
+	budget := value(t, res, "budget_sum_mib")
+	if budget <= 0 {
+		t.Fatalf("budget sum %v MiB", budget)
+	}
+	for _, key := range []string{"wide_rows", "big_append", "big_list", "conns"} {
+		if value(t, res, key+"_skipped") == 1 {
+			if key != "big_list" || value(t, res, "big_append_killed") != 1 {
+				t.Errorf("%s: skipped though no earlier case of its worker was killed", key)
+			}
+			continue
+		}
+		peak, killed := value(t, res, key+"_peak_mib"), value(t, res, key+"_killed") == 1
+		if peak <= 0 || (killed && peak < mib(sz.rssGuard)) {
+			t.Errorf("%s: peak RSS %.0f MiB (killed %v, guard %s)", key, peak, killed, fmtBytes(sz.rssGuard))
+		}
+		if got, want := value(t, res, key+"_ratio"), peak/budget; math.Abs(got-want) > 1e-9*want {
+			t.Errorf("%s: ratio %v, want peak / budget sum = %v", key, got, want)
+		}
+		ok, refused, gone := value(t, res, key+"_ok"), value(t, res, key+"_refused"), value(t, res, key+"_no_answer")
+		if ok+refused+gone < 1 || (!killed && gone > 0) {
+			t.Errorf("%s: %v accepted, %v refused, %v without an answer (killed %v)", key, ok, refused, gone, killed)
+		}
+	}
+	if value(t, res, "wide_rows_rows") <= 0 {
+		t.Errorf("wide rows: no rows sent")
+	}
+	if value(t, res, "big_append_ok") == float64(sz.bigRows/sz.bigPerAppend) && value(t, res, "big_list_killed") == 0 {
+		if got := value(t, res, "big_list_rows"); got != float64(sz.bigRows) {
+			t.Errorf("big values: the List returned %v of the %d rows appended", got, sz.bigRows)
+		}
+	}
+	if got := value(t, res, "conns_idle") + value(t, res, "conns_trickling") + value(t, res, "conns_dial_failed"); got != float64(sz.idleConns+sz.trickleConns) {
+		t.Errorf("connections: %v accounted for, want %d", got, sz.idleConns+sz.trickleConns)
+	}
+	for _, n := range sz.memtableRows {
+		for _, op := range []string{"get", "list"} {
+			k := fmt.Sprintf("_%d", n)
+			if value(t, res, op+"_n"+k) < 1 {
+				t.Errorf("%s with %d unsealed rows: no samples", op, n)
+			}
+			if p50, p99 := value(t, res, op+"_p50_us"+k), value(t, res, op+"_p99_us"+k); p50 <= 0 || p99 < p50 {
+				t.Errorf("%s with %d unsealed rows: p50 %v µs, p99 %v µs", op, n, p50, p99)
+			}
+		}
+		if got := value(t, res, fmt.Sprintf("unsealed_%d", n)); got < 0 || got > float64(n) {
+			t.Errorf("%d rows appended: %v unsealed when read", n, got)
+		}
+		if got := value(t, res, fmt.Sprintf("failed_reads_%d", n)); got != 0 {
+			t.Errorf("%d unsealed rows: %v reads failed", n, got)
+		}
+	}
+	if got := value(t, res, "get_p50_ratio_0"); got != 1 {
+		t.Errorf("the empty memtable's own ratio is %v", got)
+	}
+	if len(res.Targets) != 8 || len(res.Tables) != 2 || len(res.Tables[0].Rows) != 4 || len(res.Tables[1].Rows) != len(sz.memtableRows) {
+		t.Errorf("%d targets, %d tables; want 8 targets and tables of 4 cases and %d memtable sizes", len(res.Targets), len(res.Tables), len(sz.memtableRows))
+	}
+	raw, err := os.ReadFile(filepath.Join(out, "hostile.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var saved struct {
+		Values  map[string]float64 `json:"values"`
+		Targets []Target           `json:"targets"`
+	}
+	if err := json.Unmarshal(raw, &saved); err != nil || len(saved.Values) != len(res.Values) || len(saved.Targets) != len(res.Targets) {
+		t.Errorf("hostile.json: %v; %d values and %d targets, want %d and %d", err, len(saved.Values), len(saved.Targets), len(res.Values), len(res.Targets))
 	}
 }
 

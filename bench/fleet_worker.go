@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,9 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
-	"sync"
 	"time"
 
 	"go.temporal.io/api/serviceerror"
@@ -157,7 +153,7 @@ func runFleetWorkerOnce(ctx context.Context, o Options, tenv *temporalEnv, root 
 	s.Debt, s.Plant = len(planted), time.Since(t0)
 	o.progressf("fleet-worker: planted debt in %d stores in %s; starting the worker", s.Debt, fmtDur(s.Plant))
 
-	child, err := startFleetWorkerChild(ctx, o, fleetWorkerChildParams{URL: url, Temporal: tenv.hostPort, Instance: fmt.Sprintf("fleet-worker-%d", seq)})
+	child, err := startWorkerChild(ctx, o, "fleet-worker", FleetWorkerChildEnv, fleetWorkerChildParams{URL: url, Temporal: tenv.hostPort, Instance: fmt.Sprintf("fleet-worker-%d", seq)})
 	if err != nil {
 		return s, err
 	}
@@ -275,102 +271,6 @@ func reconcileProgress(ctx context.Context, c client.Client, id string) (pages, 
 		return 0, 0
 	}
 	return in.Totals.Pages, in.Totals.Stores
-}
-
-// fleetWorkerChildProc is the running child worker.
-type fleetWorkerChildProc struct {
-	pid   int
-	stdin io.WriteCloser
-	done  chan error
-	once  sync.Once
-}
-
-func startFleetWorkerChild(ctx context.Context, o Options, p fleetWorkerChildParams) (*fleetWorkerChildProc, error) {
-	raw, _ := json.Marshal(p)
-	cmd := o.Reexec(ctx, "fleet-worker")
-	if cmd.Env == nil {
-		cmd.Env = os.Environ()
-	}
-	cmd.Env = append(cmd.Env, FleetWorkerChildEnv+"="+string(raw))
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	cmd.Stderr = io.Discard
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	ch := &fleetWorkerChildProc{pid: cmd.Process.Pid, stdin: stdin, done: make(chan error, 1)}
-	ready := make(chan error, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		sent := false
-		for sc.Scan() {
-			if !sent && strings.Contains(sc.Text(), `"ready":true`) {
-				ready <- nil
-				sent = true
-			}
-		}
-		if !sent {
-			ready <- errors.New("fleet-worker child exited before it was ready")
-		}
-		ch.done <- cmd.Wait()
-	}()
-	select {
-	case err := <-ready:
-		if err != nil {
-			return nil, err
-		}
-	case <-time.After(2 * time.Minute):
-		_ = cmd.Process.Kill()
-		return nil, errors.New("fleet-worker child not ready within 2 minutes")
-	}
-	return ch, nil
-}
-
-// resetPeak resets the child's VmHWM to its current RSS and returns that RSS.
-func (c *fleetWorkerChildProc) resetPeak() int64 {
-	_ = os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", c.pid), []byte("5"), 0o644)
-	return procStatusOf(c.pid, "VmRSS")
-}
-
-func (c *fleetWorkerChildProc) peak() int64 { return procStatusOf(c.pid, "VmHWM") }
-
-// stop closes the child's stdin (it stops gracefully) and waits for it; once.
-func (c *fleetWorkerChildProc) stop() {
-	c.once.Do(func() {
-		_ = c.stdin.Close()
-		select {
-		case <-c.done:
-		case <-time.After(time.Minute):
-			if p, err := os.FindProcess(c.pid); err == nil {
-				_ = p.Kill()
-			}
-		}
-	})
-}
-
-// procStatusOf reads one field of /proc/<pid>/status, in bytes.
-func procStatusOf(pid int, field string) int64 {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for line := range strings.SplitSeq(string(raw), "\n") {
-		if rest, ok := strings.CutPrefix(line, field+":"); ok {
-			fs := strings.Fields(rest)
-			if len(fs) == 0 {
-				return 0
-			}
-			v, _ := strconv.ParseInt(fs[0], 10, 64)
-			return v << 10
-		}
-	}
-	return 0
 }
 
 // fleetWorkerChild is the child half: one worker, run by worker.Run as `walkeeper worker`

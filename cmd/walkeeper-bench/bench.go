@@ -29,6 +29,7 @@ func newRootCmd() *cobra.Command {
 		child      bool
 		cpuProfile string
 		budgetsMiB []int
+		guardMiB   int
 	)
 	var names []string
 	for _, s := range bench.Scenarios {
@@ -79,6 +80,10 @@ scenarios nor the plotting library (docs/BENCHMARKS.md, "Where the benchmarks li
 				}
 				o.MemoryBudgets = append(o.MemoryBudgets, int64(m)<<20)
 			}
+			if guardMiB < 0 {
+				return cli.Usagef("--rss-guard-mib: %d is not a size", guardMiB)
+			}
+			o.RSSGuard = int64(guardMiB) << 20
 			for _, p := range o.MemoryParts {
 				if p != "merges" && p != "reads" {
 					return cli.Usagef("--parts: unknown part %q (merges, reads)", p)
@@ -161,6 +166,7 @@ scenarios nor the plotting library (docs/BENCHMARKS.md, "Where the benchmarks li
 	fs.StringSliceVar(&o.FleetVariants, "variants", nil, "fleet: start-path variants measured side by side, comma-separated concurrency/batch/pacing[/eager] (starts in flight per StartWorkflows, starts per batch, planned or after-launch, eager starts; an empty part = the default), e.g. 16/256/after-launch,32/512/planned/eager; default the build's defaults")
 	fs.IntSliceVar(&budgetsMiB, "budgets-mib", nil, "memory: merge budgets in MiB, comma-separated (default 32; 32,128,1024 in full)")
 	fs.StringSliceVar(&o.MemoryParts, "parts", nil, "memory: parts to run, comma-separated: merges, reads; default both")
+	fs.IntVar(&guardMiB, "rss-guard-mib", 0, "hostile: kill the worker child when its RSS passes this many MiB (default 8192, 2048 with --quick)")
 	fs.IntVar(&o.MergeMaxGenerations, "merge-max-generations", 0, "incident: merge_max_generations of both systems (default 8)")
 	fs.BoolVar(&o.ParallelPrepare, "parallel-prepare", false, "incident: walkeeper's count trigger starts MergeWal with parallel_prepare")
 	fs.StringVar(&logLevel, "log-level", "warn", "level of walkeeper's own log, written to <out>/walkeeper.log")

@@ -29,6 +29,7 @@ func TestBadUsageExitsTwo(t *testing.T) {
 		{"list", "extra"},
 		{"--bogus", "list"},
 		{"memory", "--reps", "many"},
+		{"hostile", "--rss-guard-mib", "-1"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			code, out, errOut := runCLI(t, args...)

@@ -1,0 +1,180 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/walkeeper/walkeeper/worker"
+)
+
+// The hostile scenario runs one real worker process (the bench re-executed as a child that
+// runs worker.Run in HTTP-only mode, as `walkeeper worker` runs without Temporal) and sends it
+// the worst request of each kind a client can send within the documented limits:
+//
+//   - memory: its peak RSS (VmHWM) under wide rows, big values and many connections, each
+//     against the sum of its configured budgets (cache + read budget + merge budget +
+//     memtable bytes), with a fresh worker per case;
+//   - latency: Get and List-page p50/p99 against the number of unsealed rows in the memtable
+//     (flush interval 0), as ratios to an empty memtable.
+//
+// It speaks only the HTTP API and sets knobs by flag name, so the same scenario runs against a
+// build that has the hostile-input limits and one that has not (scripts/bench-before-after.sh):
+// a refusal (413) and an acceptance (200) are both recorded as the worker's answer, and a knob
+// the build lacks is listed as absent.
+
+// HostileChildEnv carries the child's parameters (JSON).
+const HostileChildEnv = "WALKEEPER_BENCH_HOSTILE"
+
+// hostileDefaultMemtableBytes is the memtable bound of the hostile-input contract
+// (--memtable-bytes, 64 MiB): counted in the budget sum on a build without the knob, so both
+// builds' ratios share one denominator.
+const hostileDefaultMemtableBytes = 64 << 20
+
+// hostileBudgetKnobs are the knobs whose sum is the worker's memory budget.
+var hostileBudgetKnobs = []string{"cache-bytes", "read-budget-bytes", "merge-budget-bytes", "memtable-bytes"}
+
+// hostileReportedKnobs are the knobs the child reports (value, or absent on this build).
+var hostileReportedKnobs = append([]string{"max-body-bytes", "max-row-bytes", "max-append-rows", "page-bytes",
+	"max-connections", "http-read-timeout", "http-write-timeout", "flush-interval"}, hostileBudgetKnobs...)
+
+// hostileSizes are the scenario's sizes.
+type hostileSizes struct {
+	// Wide rows: concurrent appends of wideBody bytes each to a store of the key and
+	// wideColumns nullable columns (the schema's most fields).
+	wideAppends int
+	wideBody    int
+	wideColumns int
+	// Big values: bigRows rows of bigValue bytes, bigPerAppend per append.
+	bigRows, bigValue, bigPerAppend int
+	// Many connections: idle raw connections and trickled bodies, held for connHold.
+	idleConns, trickleConns int
+	connHold                time.Duration
+	// Latency: memtable sizes (unsealed rows) and samples per size.
+	memtableRows          []int
+	getSamples, listPages int
+	sampleBudget          time.Duration
+	// rssGuard kills a child whose RSS passes it.
+	rssGuard int64
+	// caseTimeout bounds one memory case.
+	caseTimeout time.Duration
+}
+
+func hostileSizesFor(o Options) hostileSizes {
+	s := hostileSizes{
+		wideAppends: 3, wideBody: 8 << 20, wideColumns: 255,
+		bigRows: 40, bigValue: 500_000, bigPerAppend: 10,
+		idleConns: 2000, trickleConns: 200, connHold: 15 * time.Second,
+		memtableRows: []int{0, 1_000, 100_000, 1_000_000},
+		getSamples:   500, listPages: 200, sampleBudget: 3 * time.Minute,
+		rssGuard:    8 << 30,
+		caseTimeout: 10 * time.Minute,
+	}
+	if o.Quick {
+		s.wideBody = 256 << 10
+		s.bigRows = 10
+		s.idleConns, s.trickleConns, s.connHold = 400, 40, 3*time.Second
+		s.memtableRows = []int{0, 1_000, 10_000}
+		s.getSamples, s.listPages, s.sampleBudget = 200, 100, 20*time.Second
+		s.rssGuard = 2 << 30
+		s.caseTimeout = 2 * time.Minute
+	}
+	if o.RSSGuard > 0 {
+		s.rssGuard = o.RSSGuard
+	}
+	return s
+}
+
+// RunHostile is the hostile scenario.
+func RunHostile(ctx context.Context, o Options) (*Result, error) {
+	if o.Child {
+		return nil, hostileChild(ctx, o)
+	}
+	if o.Reexec == nil {
+		return nil, errors.New("hostile: needs a child process (run it through walkeeper-bench)")
+	}
+	res := newResult("hostile", o)
+	sz := hostileSizesFor(o)
+	res.param("worker", "one child process per case, worker.Run without Temporal (HTTP-only), the build's defaults")
+	res.param("storage", "file:// (nosync)")
+	res.param("wide_rows", fmt.Sprintf("%d concurrent appends of %s of {\"id\":\"r0000001\"} rows, id + %d nullable columns", sz.wideAppends, fmtBytes(int64(sz.wideBody)), sz.wideColumns))
+	res.param("big_values", fmt.Sprintf("%d rows of %d kB of '<', %d per append, then a List of all of them", sz.bigRows, sz.bigValue/1000, sz.bigPerAppend))
+	res.param("connections", fmt.Sprintf("%d idle + %d trickling a body 1 byte/100 ms, held %s", sz.idleConns, sz.trickleConns, sz.connHold))
+	res.param("memtable_rows", fmt.Sprint(sz.memtableRows))
+	res.param("rss_guard", fmtBytes(sz.rssGuard))
+
+	dir, cleanup, err := o.workDir("hostile")
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+
+	mem, err := runHostileMemory(ctx, o, sz, dir)
+	if err != nil {
+		return nil, err
+	}
+	lat, err := runHostileLatency(ctx, o, sz, filepath.Join(dir, "latency"))
+	if err != nil {
+		return nil, err
+	}
+	hostileReport(res, sz, mem, lat)
+	return res, nil
+}
+
+// hostileKnobs is what a child said about its configuration.
+type hostileKnobs struct {
+	Values map[string]string `json:"knobs"`
+	Absent []string          `json:"absent"`
+}
+
+// budgetSum is cache + read budget + merge budget + memtable bytes (the contract's default
+// when the build has no such knob), and which knobs it had to assume.
+func (k hostileKnobs) budgetSum() (sum int64, assumed []string) {
+	for _, name := range hostileBudgetKnobs {
+		v, ok := k.Values[name]
+		if !ok {
+			if name == "memtable-bytes" {
+				sum += hostileDefaultMemtableBytes
+				assumed = append(assumed, name)
+			}
+			continue
+		}
+		n, err := worker.ParseBytes(v)
+		if err == nil {
+			sum += n
+		}
+	}
+	return sum, assumed
+}
+
+// describe renders the knobs as "name=value" and the absent ones.
+func (k hostileKnobs) describe() string {
+	var parts []string
+	for _, name := range hostileReportedKnobs {
+		if v, ok := k.Values[name]; ok {
+			parts = append(parts, name+"="+v)
+		}
+	}
+	s := strings.Join(parts, ", ")
+	if len(k.Absent) > 0 {
+		s += "; not in this build: " + strings.Join(k.Absent, ", ")
+	}
+	return s
+}
+
+// fmtBytes renders n as B, KiB, MiB or GiB.
+func fmtBytes(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n >= 1<<20:
+		return fmt.Sprintf("%.4g MiB", mib(n))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.4g KiB", float64(n)/(1<<10))
+	default:
+		return fmt.Sprintf("%d B", n)
+	}
+}

@@ -1,0 +1,181 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// The latency part: Get and List-page latency against the rows a memtable holds unsealed.
+// Each size has a store of its own with hostileSeedRows rows sealed into a pending
+// generation; every Get and List page reads those rows only, so each size answers the same
+// requests with the same rows and the only difference is the memtable in front of them (rows
+// "m…", sorted after the seeds).
+
+const (
+	hostileSeedRows = 1000
+	// hostilePageRows is the List page size: the API's default.
+	hostilePageRows = 100
+	// hostileAppendRows is the rows per append filling the memtable: the agreed default of
+	// --max-append-rows.
+	hostileAppendRows = 10_000
+)
+
+// hostileLevel is one memtable size's measurement: Rows appended after the seal, of which
+// the worker held Unsealed in its memtable when the reads ran.
+type hostileLevel struct {
+	Rows      int
+	Unsealed  int
+	Fill      time.Duration
+	Appends   []answer
+	Pending   int
+	RSS       int64
+	Get, List durStats
+	Failed    []answer
+}
+
+// hostileLatency is the latency part's outcome.
+type hostileLatency struct {
+	knobs  hostileKnobs
+	levels []hostileLevel
+}
+
+func runHostileLatency(ctx context.Context, o Options, sz hostileSizes, dir string) (*hostileLatency, error) {
+	w, err := startHostileWorker(ctx, o, sz, fileURL(dir, true), "hostile-latency", map[string]string{"flush-interval": "0"})
+	if err != nil {
+		return nil, err
+	}
+	defer w.stop()
+	out := &hostileLatency{knobs: w.knobs}
+	batch := hostileAppendRows
+	if v, ok := w.knobs.Values["max-append-rows"]; ok {
+		if n, err := strconv.Atoi(v); err == nil && n > 0 {
+			batch = min(batch, n)
+		}
+	}
+	rng := rand.New(rand.NewPCG(21, 1))
+	for i, n := range sz.memtableRows {
+		lv, err := hostileLatencyLevel(ctx, w, rng, sz, fmt.Sprintf("lat%d", i), n, batch)
+		if err != nil {
+			return nil, err
+		}
+		o.progressf("hostile: %d rows appended (%d unsealed when read, %d pending generations, worker RSS %.0f MiB, filled in %s: %s): Get p50 %s p99 %s (n=%d), List p50 %s p99 %s (n=%d)%s",
+			lv.Rows, lv.Unsealed, lv.Pending, mib(lv.RSS), fmtDur(lv.Fill), answers(lv.Appends), fmtDur(lv.Get.P50), fmtDur(lv.Get.P99), lv.Get.N,
+			fmtDur(lv.List.P50), fmtDur(lv.List.P99), lv.List.N, failedNote(lv.Failed))
+		out.levels = append(out.levels, lv)
+	}
+	return out, nil
+}
+
+// hostileLatencyLevel measures one memtable size in a store of its own: the seed rows sealed,
+// then rows appended unsealed in batches, then the reads; a final seal says how many rows the
+// worker still held unsealed (it may seal a large memtable by itself) and frees them.
+func hostileLatencyLevel(ctx context.Context, w *hostileWorker, rng *rand.Rand, sz hostileSizes, name string, rows, batch int) (hostileLevel, error) {
+	lv := hostileLevel{Rows: rows}
+	fields := []map[string]any{{"name": "id", "type": "string"}, {"name": "n", "type": "int64", "nullable": true}, {"name": "s", "type": "string", "nullable": true}}
+	if err := w.client.createStore(ctx, name, fields); err != nil {
+		return lv, err
+	}
+	path := "/api/v1/stores/generic/" + name
+	if a, _ := w.client.do(ctx, http.MethodPost, path+"/rows", latencyRows("a%07d", 0, hostileSeedRows)); !a.ok() {
+		return lv, fmt.Errorf("hostile latency: seed rows: %s", a)
+	}
+	if a, _ := w.client.do(ctx, http.MethodPost, path+"/flush", nil); !a.ok() {
+		return lv, fmt.Errorf("hostile latency: seal the seed rows: %s", a)
+	}
+	filled, busy := 0, 0
+	lv.Fill = timed(func() {
+		for filled < rows && ctx.Err() == nil {
+			k := min(batch, rows-filled)
+			a, _ := w.client.do(ctx, http.MethodPost, path+"/rows", latencyRows("m%08d", filled, k))
+			lv.Appends = append(lv.Appends, a)
+			switch {
+			case a.ok():
+				filled += k
+			case a.Status == http.StatusServiceUnavailable && busy < 50:
+				busy++ // backpressure: the worker asks for a retry
+				time.Sleep(100 * time.Millisecond)
+			default:
+				return // refused for good: measure what is there
+			}
+		}
+	})
+	if err := ctx.Err(); err != nil {
+		return lv, err
+	}
+	lv.Pending, _ = w.client.pendingGenerations(ctx, name)
+	lv.RSS = w.child.rss()
+	lv.Get, lv.List, lv.Failed = sampleReads(ctx, w.client, rng, sz, path)
+	a, raw := w.client.do(ctx, http.MethodPost, path+"/flush", nil)
+	var sealed struct {
+		Rows int `json:"rows"`
+	}
+	if !a.ok() || json.Unmarshal(raw, &sealed) != nil {
+		return lv, fmt.Errorf("hostile latency: seal after the reads: %s", a)
+	}
+	lv.Unsealed = sealed.Rows
+	return lv, nil
+}
+
+// sampleReads times Gets of seed rows and List pages after a seed row, sequentially, until
+// their sample counts or the sample budget. Failed reads are returned, not timed.
+func sampleReads(ctx context.Context, c *hostileClient, rng *rand.Rand, sz hostileSizes, path string) (get, list durStats, failed []answer) {
+	// Warm the connection and the seed generation's cache entry, untimed.
+	for range 20 {
+		c.do(ctx, http.MethodGet, fmt.Sprintf("%s/rows/a%07d", path, rng.IntN(hostileSeedRows)), nil)
+		c.do(ctx, http.MethodGet, fmt.Sprintf("%s/rows?limit=%d", path, hostilePageRows), nil)
+	}
+	deadline := time.Now().Add(sz.sampleBudget)
+	var gets, lists []time.Duration
+	for i := 0; (i < sz.getSamples || len(lists) < sz.listPages) && time.Now().Before(deadline) && ctx.Err() == nil; i++ {
+		// Interleaved, so machine drift hits both alike.
+		if len(gets) < sz.getSamples {
+			path := fmt.Sprintf("%s/rows/a%07d", path, rng.IntN(hostileSeedRows))
+			var a answer
+			d := timed(func() { a, _ = c.do(ctx, http.MethodGet, path, nil) })
+			if a.ok() {
+				gets = append(gets, d)
+			} else {
+				failed = append(failed, a)
+			}
+		}
+		if len(lists) < sz.listPages && (i%max(sz.getSamples/sz.listPages, 1) == 0 || len(gets) >= sz.getSamples) {
+			path := fmt.Sprintf("%s/rows?limit=%d&after=a%07d", path, hostilePageRows, rng.IntN(hostileSeedRows-hostilePageRows))
+			var a answer
+			d := timed(func() { a, _ = c.do(ctx, http.MethodGet, path, nil) })
+			if a.ok() {
+				lists = append(lists, d)
+			} else {
+				failed = append(failed, a)
+			}
+		}
+	}
+	return summarize(gets), summarize(lists), failed
+}
+
+// latencyRows is a JSON array of n rows with ids format(first…), a number and a short text.
+func latencyRows(format string, first, n int) []byte {
+	var b bytes.Buffer
+	b.WriteByte('[')
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		id := fmt.Sprintf(format, first+i)
+		fmt.Fprintf(&b, `{"id":%q,"n":%d,"s":"row %s of the hostile latency bench"}`, id, first+i, id)
+	}
+	b.WriteByte(']')
+	return b.Bytes()
+}
+
+func failedNote(failed []answer) string {
+	if len(failed) == 0 {
+		return ""
+	}
+	return "; failed reads: " + answers(failed)
+}

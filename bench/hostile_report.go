@@ -1,0 +1,129 @@
+package bench
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// hostileLatencyGoal is the most a read may slow down with a full memtable, as a ratio to an
+// empty one.
+const hostileLatencyGoal = 2.0
+
+func hostileReport(res *Result, sz hostileSizes, mem *hostileMemory, lat *hostileLatency) {
+	res.param("knobs", mem.knobs.describe())
+	budget := fmt.Sprintf("%.0f MiB (cache-bytes + read-budget-bytes + merge-budget-bytes + memtable-bytes)", mib(mem.budget))
+	if len(mem.assumed) > 0 {
+		budget += "; not in this build, counted at the contract's default: " + strings.Join(mem.assumed, ", ")
+	}
+	res.param("budget_sum", budget)
+	res.Values["budget_sum_mib"] = mib(mem.budget)
+
+	mt := Table{Title: "Memory: peak RSS (VmHWM) of a fresh worker child per case, against its budget sum",
+		Header: []string{"case", "request", "worker's answer", "RSS before (MiB)", "peak RSS (MiB)", "growth (MiB)", "peak / budget sum", "time"}}
+	for _, c := range mem.cases {
+		ans := answers(c.Answers)
+		if c.Note != "" {
+			ans = strings.TrimPrefix(ans+"; "+c.Note, "; ")
+		}
+		peak, ratio := fmt.Sprintf("%.0f", mib(c.Peak)), fmt.Sprintf("%.2f", float64(c.Peak)/float64(max(mem.budget, 1)))
+		switch {
+		case c.Skipped:
+			peak, ratio = "—", "—"
+		case c.Killed:
+			peak = fmt.Sprintf("killed at > %s (%.0f)", fmtBytes(sz.rssGuard), mib(c.Peak))
+			ratio = "> " + ratio
+		}
+		mt.Rows = append(mt.Rows, []string{c.Name, c.Request, ans, fmt.Sprintf("%.0f", mib(c.RSSBefore)), peak,
+			fmt.Sprintf("%.0f", mib(c.growth())), ratio, fmtDur(c.Elapsed)})
+		r := float64(c.Peak) / float64(max(mem.budget, 1))
+		res.Values[c.Key+"_peak_mib"] = mib(c.Peak)
+		res.Values[c.Key+"_growth_mib"] = mib(c.growth())
+		res.Values[c.Key+"_ratio"] = r
+		res.Values[c.Key+"_killed"] = b2f(c.Killed)
+		res.Values[c.Key+"_skipped"] = b2f(c.Skipped)
+		res.Values[c.Key+"_ok"] = float64(c.OK)
+		res.Values[c.Key+"_refused"] = float64(c.Refused)
+		res.Values[c.Key+"_no_answer"] = float64(c.Gone)
+		res.Values[c.Key+"_seconds"] = c.Elapsed.Seconds()
+		for k, v := range c.Counts {
+			res.Values[c.Key+"_"+k] = v
+		}
+		measured := fmt.Sprintf("%.2f (%.0f of %.0f MiB)", r, mib(c.Peak), mib(mem.budget))
+		switch {
+		case c.Skipped:
+			measured = "not measured (worker killed earlier)"
+		case c.Killed:
+			measured = fmt.Sprintf("> %.2f (killed at > %s)", r, fmtBytes(sz.rssGuard))
+		}
+		res.target(c.Name+": peak RSS / budget sum", "≤ 1.00", measured, !c.Killed && !c.Skipped && r <= 1)
+	}
+	res.Tables = append(res.Tables, mt)
+
+	lt := Table{Title: fmt.Sprintf("Latency: Get of a sealed row and a List page of %d sealed rows, against the rows appended since the last seal (flush interval 0; the worker may seal a large memtable itself: see \"unsealed when read\"), a store per size, one client", hostilePageRows),
+		Header: []string{"rows appended", "unsealed when read", "filled in", "appends' answers", "pending gens", "worker RSS (MiB)", "Get p50", "Get p99", "ratio p50 / p99", "List p50", "List p99", "ratio p50 / p99", "failed reads"}}
+	var base hostileLevel
+	for i, lv := range lat.levels {
+		if i == 0 {
+			base = lv
+		}
+		gr50, gr99 := durRatio(lv.Get.P50, base.Get.P50), durRatio(lv.Get.P99, base.Get.P99)
+		lr50, lr99 := durRatio(lv.List.P50, base.List.P50), durRatio(lv.List.P99, base.List.P99)
+		appends, fill := answers(lv.Appends), fmtDur(lv.Fill)
+		if len(lv.Appends) == 0 {
+			appends, fill = "—", "—"
+		}
+		failed := answers(lv.Failed)
+		if failed == "" {
+			failed = "0"
+		}
+		lt.Rows = append(lt.Rows, []string{fmt.Sprint(lv.Rows), fmt.Sprint(lv.Unsealed), fill, appends, fmt.Sprint(lv.Pending), fmt.Sprintf("%.0f", mib(lv.RSS)),
+			fmt.Sprintf("%s (n=%d)", fmtDur(lv.Get.P50), lv.Get.N), fmtDur(lv.Get.P99), fmt.Sprintf("%.2f / %.2f", gr50, gr99),
+			fmt.Sprintf("%s (n=%d)", fmtDur(lv.List.P50), lv.List.N), fmtDur(lv.List.P99), fmt.Sprintf("%.2f / %.2f", lr50, lr99), failed})
+		sfx := fmt.Sprint(lv.Rows)
+		res.Values["get_p50_us_"+sfx], res.Values["get_p99_us_"+sfx] = us(lv.Get.P50), us(lv.Get.P99)
+		res.Values["list_p50_us_"+sfx], res.Values["list_p99_us_"+sfx] = us(lv.List.P50), us(lv.List.P99)
+		res.Values["get_n_"+sfx], res.Values["list_n_"+sfx] = float64(lv.Get.N), float64(lv.List.N)
+		res.Values["get_p50_ratio_"+sfx], res.Values["get_p99_ratio_"+sfx] = gr50, gr99
+		res.Values["list_p50_ratio_"+sfx], res.Values["list_p99_ratio_"+sfx] = lr50, lr99
+		res.Values["pending_"+sfx] = float64(lv.Pending)
+		res.Values["unsealed_"+sfx] = float64(lv.Unsealed)
+		res.Values["rss_mib_"+sfx] = mib(lv.RSS)
+		res.Values["failed_reads_"+sfx] = float64(len(lv.Failed))
+	}
+	res.Tables = append(res.Tables, lt)
+	if n := len(lat.levels); n > 1 {
+		top := lat.levels[n-1]
+		for _, t := range []struct {
+			name     string
+			got, was time.Duration
+		}{
+			{"Get p50", top.Get.P50, base.Get.P50}, {"Get p99", top.Get.P99, base.Get.P99},
+			{"List page p50", top.List.P50, base.List.P50}, {"List page p99", top.List.P99, base.List.P99},
+		} {
+			r := durRatio(t.got, t.was)
+			res.target(fmt.Sprintf("%s with %d rows appended unsealed / empty memtable", t.name, top.Rows), fmt.Sprintf("≤ %.0f", hostileLatencyGoal),
+				fmt.Sprintf("%.2f (%s vs %s)", r, fmtDur(t.got), fmtDur(t.was)), r <= hostileLatencyGoal)
+		}
+	}
+	res.note("Each memory case starts a fresh worker; a worker whose RSS passes %s is killed and the case recorded as killed (the machine's memory is shared).", fmtBytes(sz.rssGuard))
+	res.note("An answer is what the worker said: a refusal (e.g. 413 append_too_large) and an acceptance (200) are both outcomes; \"no answer\" is a transport error (a killed worker, a timeout).")
+	if len(lat.levels) > 0 && len(lat.knobs.Absent) > 0 {
+		res.note("Latency worker: %s.", lat.knobs.describe())
+	}
+}
+
+// durRatio is a/b, 0 when b is 0.
+func durRatio(a, b time.Duration) float64 {
+	if b <= 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,138 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// hostileWorker is one worker child of the hostile scenario with a client to it.
+type hostileWorker struct {
+	child  *workerChild
+	client *hostileClient
+	addr   string
+	knobs  hostileKnobs
+	sz     hostileSizes
+	o      Options
+	// killed is set when a guard killed the child; every later phase is skipped.
+	killed bool
+}
+
+// startHostileWorker starts a worker child on storage url with knobs set over the defaults.
+func startHostileWorker(ctx context.Context, o Options, sz hostileSizes, url, instance string, knobs map[string]string) (*hostileWorker, error) {
+	ch, err := startWorkerChild(ctx, o, "hostile", HostileChildEnv, hostileChildParams{URL: url, Instance: instance, Knobs: knobs})
+	if err != nil {
+		return nil, err
+	}
+	var ready hostileChildReady
+	if err := json.Unmarshal(ch.ready, &ready); err != nil || ready.Addr == "" {
+		ch.stop()
+		return nil, fmt.Errorf("hostile child: bad ready line %q: %v", ch.ready, err)
+	}
+	return &hostileWorker{child: ch, client: newHostileClient(ready.Addr), addr: ready.Addr, knobs: ready.hostileKnobs, sz: sz, o: o}, nil
+}
+
+func (w *hostileWorker) stop() {
+	w.client.close()
+	w.child.stop()
+}
+
+// hostileCase is one measured phase: the worker's answers to the requests and its peak RSS
+// while it answered them.
+type hostileCase struct {
+	Key, Name, Request string
+	Answers            []answer
+	// Note is what the phase observed beyond the answers, Counts the same as numbers
+	// (reported as values "<key>_<name>").
+	Note              string
+	Counts            map[string]float64
+	RSSBefore, Peak   int64
+	Killed, Skipped   bool
+	Elapsed           time.Duration
+	OK, Refused, Gone int
+}
+
+func (c hostileCase) growth() int64 { return max(c.Peak-c.RSSBefore, 0) }
+
+// phase measures f: it resets the child's peak RSS, runs f within the case timeout under the
+// RSS guard, and reads the peak (the one the guard saw when it killed the child).
+func (w *hostileWorker) phase(ctx context.Context, key, name, request string, f func(ctx context.Context) ([]answer, string, map[string]float64)) hostileCase {
+	c := hostileCase{Key: key, Name: name, Request: request}
+	if w.killed || w.child.exited() {
+		c.Skipped = true
+		c.Note = "skipped: the worker was killed by the RSS guard in an earlier phase"
+		return c
+	}
+	c.RSSBefore = w.child.resetPeak()
+	g := guardRSS(w.child, w.sz.rssGuard)
+	cctx, cancel := context.WithTimeout(ctx, w.sz.caseTimeout)
+	start := time.Now()
+	c.Answers, c.Note, c.Counts = f(cctx)
+	c.Elapsed = time.Since(start)
+	cancel()
+	peakAtKill := g.end()
+	if peakAtKill > 0 {
+		c.Killed, c.Peak, w.killed = true, peakAtKill, true
+	} else {
+		c.Peak = w.child.peak()
+	}
+	for _, a := range c.Answers {
+		switch {
+		case a.ok():
+			c.OK++
+		case a.Status > 0:
+			c.Refused++
+		default:
+			c.Gone++
+		}
+	}
+	w.o.progressf("hostile: %s: %s; peak RSS %.0f MiB (before %.0f MiB)%s in %s", name, answers(c.Answers), mib(c.Peak), mib(c.RSSBefore),
+		map[bool]string{true: ", KILLED by the RSS guard", false: ""}[c.Killed], fmtDur(c.Elapsed))
+	return c
+}
+
+// rssGuard kills a child whose RSS passes limit: the machine's memory is shared, and a
+// worker without bounds reaches many GiB on the wide-row case.
+type rssGuard struct {
+	child      *workerChild
+	limit      int64
+	stop, done chan struct{}
+	peakAtKill atomic.Int64
+	once       sync.Once
+}
+
+// rssGuardPoll is how often the guard reads the child's RSS; at a few GiB/s of growth the
+// child overshoots the limit by tens of MiB at most.
+const rssGuardPoll = 10 * time.Millisecond
+
+func guardRSS(c *workerChild, limit int64) *rssGuard {
+	g := &rssGuard{child: c, limit: limit, stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(g.done)
+		tk := time.NewTicker(rssGuardPoll)
+		defer tk.Stop()
+		for {
+			select {
+			case <-g.stop:
+				return
+			case <-tk.C:
+				if c.rss() > limit {
+					g.peakAtKill.Store(max(c.peak(), c.rss()))
+					c.kill()
+					return
+				}
+			}
+		}
+	}()
+	return g
+}
+
+// end stops the guard and returns the peak RSS at which it killed the child (0 = it did not).
+func (g *rssGuard) end() int64 {
+	g.once.Do(func() { close(g.stop) })
+	<-g.done
+	return g.peakAtKill.Load()
+}

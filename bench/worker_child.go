@@ -1,0 +1,179 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// workerChild is a worker process the bench started: a re-exec of the bench running a
+// scenario's child half, which prints one line holding `"ready":true` when it serves and
+// stops gracefully when its stdin closes. The scenarios that measure a worker's RSS
+// (fleet-worker, hostile) run it so that the RSS is the worker's alone.
+type workerChild struct {
+	pid int
+	// ready is the child's ready line (JSON).
+	ready  []byte
+	stdin  io.WriteCloser
+	stderr *tailWriter
+	done   chan struct{}
+	once   sync.Once
+}
+
+// workerChildReadyWait bounds the child's start-up.
+const workerChildReadyWait = 2 * time.Minute
+
+// startWorkerChild re-executes the bench as scenario's child half with params (JSON) in the
+// environment variable env, and waits for its ready line.
+func startWorkerChild(ctx context.Context, o Options, scenario, env string, params any) (*workerChild, error) {
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return nil, err
+	}
+	cmd := o.Reexec(ctx, scenario)
+	if cmd.Env == nil {
+		cmd.Env = os.Environ()
+	}
+	cmd.Env = append(cmd.Env, env+"="+string(raw))
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	ch := &workerChild{stdin: stdin, stderr: &tailWriter{max: 8 << 10}, done: make(chan struct{})}
+	cmd.Stderr = ch.stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	ch.pid = cmd.Process.Pid
+	ready := make(chan []byte, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		var line []byte
+		for sc.Scan() {
+			if line == nil && strings.Contains(sc.Text(), `"ready":true`) {
+				line = append([]byte(nil), sc.Bytes()...)
+				ready <- line
+			}
+		}
+		if line == nil {
+			ready <- nil
+		}
+		_ = cmd.Wait()
+		close(ch.done)
+	}()
+	select {
+	case line := <-ready:
+		if line == nil {
+			<-ch.done
+			return nil, fmt.Errorf("%s child exited before it was ready:\n%s", scenario, lastLines(ch.stderr.String(), 20))
+		}
+		ch.ready = line
+	case <-time.After(workerChildReadyWait):
+		ch.kill()
+		return nil, fmt.Errorf("%s child not ready within %s", scenario, workerChildReadyWait)
+	}
+	return ch, nil
+}
+
+// resetPeak resets the child's VmHWM to its current RSS and returns that RSS.
+func (c *workerChild) resetPeak() int64 {
+	_ = os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", c.pid), []byte("5"), 0o644)
+	return c.rss()
+}
+
+// peak is the child's VmHWM: its largest RSS since start or the last resetPeak.
+func (c *workerChild) peak() int64 { return procStatusOf(c.pid, "VmHWM") }
+
+func (c *workerChild) rss() int64 { return procStatusOf(c.pid, "VmRSS") }
+
+// exited reports whether the child has exited.
+func (c *workerChild) exited() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop closes the child's stdin (it stops gracefully) and waits for it, killing it after a
+// minute; once.
+func (c *workerChild) stop() {
+	c.once.Do(func() {
+		_ = c.stdin.Close()
+		select {
+		case <-c.done:
+		case <-time.After(time.Minute):
+			c.signalKill()
+			<-c.done
+		}
+	})
+}
+
+// kill ends the child at once and waits for it.
+func (c *workerChild) kill() {
+	c.once.Do(func() {
+		c.signalKill()
+		<-c.done
+	})
+}
+
+func (c *workerChild) signalKill() {
+	if p, err := os.FindProcess(c.pid); err == nil {
+		_ = p.Kill()
+	}
+}
+
+// procStatusOf reads one field of /proc/<pid>/status, in bytes.
+func procStatusOf(pid int, field string) int64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(raw), "\n") {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			fs := strings.Fields(rest)
+			if len(fs) == 0 {
+				return 0
+			}
+			v, _ := strconv.ParseInt(fs[0], 10, 64)
+			return v << 10
+		}
+	}
+	return 0
+}
+
+// tailWriter keeps the last max bytes written to it: a child's stderr, for error messages.
+type tailWriter struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (t *tailWriter) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - t.max; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailWriter) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}

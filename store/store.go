@@ -70,6 +70,9 @@ func (s *Store) writer(ctx context.Context) (*writer, error) {
 	if s.w != nil && s.w.alive() {
 		return s.w, nil
 	}
+	if s.w != nil {
+		s.w.stopCommitter() // a dead writer's committer has nothing left to do
+	}
 	w, err := openWriter(ctx, s)
 	if err != nil {
 		return nil, err

@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"net/http"
-	"sync"
-	"time"
 
 	"go.uber.org/zap"
 
@@ -24,8 +22,7 @@ type apiServer struct {
 	token   [sha256.Size]byte
 	mux     *routeMux
 
-	kickMu sync.Mutex
-	kicked map[string]time.Time // target -> last debt-triggered merge start
+	kicks kickLimiter // debt-triggered merge starts, at most one per debtKickEvery per store
 
 	// stopping ends when the worker begins to stop: requests that only wait on Temporal
 	// (merge-wal?wait=true) return at once instead of holding up the HTTP drain.
@@ -39,7 +36,7 @@ func newAPIServer(db *store.DB, cfg Config, log *zap.Logger, m *Metrics, start M
 		a.auth = true
 		a.token = sha256.Sum256([]byte(cfg.AuthToken))
 	}
-	a.kicked = map[string]time.Time{}
+	a.kicks.every = debtKickEvery
 	a.stopping, a.stop = context.WithCancel(context.Background())
 	mux := newRouteMux()
 	mux.HandleFunc("GET /healthz", a.healthz)

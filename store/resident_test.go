@@ -39,7 +39,9 @@ func heapInUse() int64 {
 	return int64(ms.HeapAlloc)
 }
 
-// walCommitters counts the WAL committer goroutines of every writer in the process.
+// walCommitters counts the WAL committer goroutines of every writer in the process. A
+// committer that has closed its stopped channel may still be on its way out, so callers wait
+// for the count (committersSettle) rather than compare it once.
 func walCommitters() int {
 	buf := make([]byte, 1<<20)
 	for {
@@ -51,6 +53,28 @@ func walCommitters() int {
 		buf = make([]byte, 2*len(buf))
 	}
 	return strings.Count(string(buf), ".(*writer).runWALCommitter(")
+}
+
+// settledCommitters is the WAL committer count once earlier tests' committers are gone: the
+// same count three times in a row.
+func settledCommitters() int {
+	n, same := walCommitters(), 0
+	for deadline := time.Now().Add(5 * time.Second); same < 3 && time.Now().Before(deadline); {
+		time.Sleep(2 * time.Millisecond)
+		if m := walCommitters(); m == n {
+			same++
+		} else {
+			n, same = m, 0
+		}
+	}
+	return n
+}
+
+// committersSettle waits until exactly want WAL committers are running.
+func committersSettle(t *testing.T, what string, want int) {
+	t.Helper()
+	waitFor(t, fmt.Sprintf("%s (%d WAL committers running, want %d)", what, walCommitters(), want),
+		func() bool { return walCommitters() == want })
 }
 
 // fakeClock is a settable Options.Now.
@@ -123,14 +147,14 @@ func TestIdleStoreIsSealedEvictedAndReopened(t *testing.T) {
 	busy := createGeneric(t, db, "busy", false)
 	appendRows(t, idle, row("a", 1), row("b", 2))
 	appendRows(t, busy, row("x", 1))
-	committers := walCommitters()
+	committers := settledCommitters()
 
 	clock.Advance(2 * time.Hour)
 	_, err := db.Open(ctx, busy.Target()) // used within the hour: stays
 	require.NoError(t, err)
 	require.Equal(t, 1, db.evictIdle(ctx))
 	require.Equal(t, []string{"busy"}, residentNames(db))
-	require.Equal(t, committers-1, walCommitters(), "the evicted store's WAL committer is still running")
+	committersSettle(t, "the evicted store's WAL committer exits", committers-1)
 	require.Equal(t, 1.0, testutil.ToFloat64(m.ResidentStores))
 	require.Equal(t, 1.0, testutil.ToFloat64(m.ResidentEvictions.WithLabelValues(EvictIdle, "evicted")))
 
@@ -195,16 +219,16 @@ func TestOpenBeyondMaxEvictsLeastRecentlyUsed(t *testing.T) {
 
 func TestReplacedDeadWriterStopsItsCommitter(t *testing.T) {
 	url := backends(t)["mem"]
-	base := walCommitters()
+	base := settledCommitters()
 	// Two processes with the same instance id fence each other's writer of the shard.
 	db1 := openTestDB(t, url, "w1")
 	db2 := openTestDB(t, url, "w1")
 	s1 := createGeneric(t, db1, "fenced", false)
 	appendRows(t, s1, row("a", 1))
 	appendRows(t, openGeneric(t, db2, "fenced"), row("b", 2)) // claims the shard: s1's writer is fenced
-	require.Equal(t, base+2, walCommitters())
+	committersSettle(t, "two writers run", base+2)
 	appendRows(t, s1, row("c", 3)) // fenced once, then a fresh writer reclaims the shard
-	waitFor(t, "the fenced writer's committer exits", func() bool { return walCommitters() == base+2 })
+	committersSettle(t, "the fenced writer's committer exits", base+2)
 	flush(t, s1)
 	require.Equal(t, map[string]int64{"a": 1, "b": 2, "c": 3}, allRows(t, s1, SourceAll))
 }
@@ -224,7 +248,7 @@ func TestEvictionRacesAppendsReadsAndMerges(t *testing.T) {
 func testEvictionRaces(t *testing.T, merges bool) {
 	ctx := context.Background()
 	url := backends(t)["mem"]
-	base := walCommitters()
+	base := settledCommitters()
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg, nil)
 	db := openTestDB(t, url, "w1", withMetrics(m), func(o *Options) {
@@ -342,7 +366,7 @@ func testEvictionRaces(t *testing.T, merges bool) {
 
 	// Idle after a millisecond: the janitor evicts everything, and every writer goroutine ends.
 	waitFor(t, "every store is evicted", func() bool { return db.ResidentCount() == 0 })
-	require.Equal(t, base, walCommitters(), "WAL committers outlived their stores")
+	committersSettle(t, "the evicted stores' WAL committers exit", base)
 	require.Positive(t, testutil.ToFloat64(m.ResidentEvictions.WithLabelValues(EvictMax, "evicted"))+
 		testutil.ToFloat64(m.ResidentEvictions.WithLabelValues(EvictIdle, "evicted")))
 	t.Logf("evictions: %v beyond the max, %v idle",
@@ -380,7 +404,7 @@ func testEvictionRaces(t *testing.T, merges bool) {
 
 func TestCloseWaitsForEvictionsAndStopsTheJanitor(t *testing.T) {
 	ctx := context.Background()
-	base := walCommitters()
+	base := settledCommitters()
 	db, err := OpenDB(ctx, backends(t)["mem"], func() Options {
 		o := DefaultOptions()
 		o.ResidentIdle = time.Millisecond
@@ -394,7 +418,7 @@ func TestCloseWaitsForEvictionsAndStopsTheJanitor(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.NoError(t, db.Close(ctx))
-	require.Equal(t, base, walCommitters())
+	committersSettle(t, "Close stops every WAL committer", base)
 	select {
 	case <-db.janitorDone:
 	default:

@@ -182,8 +182,9 @@ func (db *DB) claimIdle(cutoff int64) []evictClaim {
 }
 
 // enforceMax evicts least recently used stores other than keep (the handle an Open is about
-// to return; nil for none) until at most ResidentStoresMax are resident. The caller pays: a process over its bound is one whose clients open more stores
-// than it keeps, and they are the ones to wait.
+// to return; nil for none) until at most ResidentStoresMax are resident. The caller pays: a
+// process over its bound is one whose clients open more stores than it keeps, and they are
+// the ones to wait.
 //
 // REQUIRES: the caller holds no target lock (eviction takes the victim's).
 func (db *DB) enforceMax(ctx context.Context, keep *Store) {

@@ -52,6 +52,13 @@ type Options struct {
 	// writes the store's compaction marker in the demand index, which the sweep reads
 	// instead of every store's base manifest (default 32, 0 = no marker).
 	CompactDemandRuns int
+	// ResidentStoresMax bounds the stores this process keeps open: beyond it, the least
+	// recently used is evicted (resident.go) by the Open that went over (default 4096,
+	// 0 = no cap).
+	ResidentStoresMax int
+	// ResidentIdle evicts a store not opened, written or read for this long (default 10m,
+	// 0 = never).
+	ResidentIdle time.Duration
 	// Now is the clock (tests); defaults to time.Now.
 	Now func() time.Time
 }
@@ -67,6 +74,8 @@ func DefaultOptions() Options {
 		PendingMax:          4096,
 		MaxRowBytes:         1 << 20,
 		CompactDemandRuns:   32,
+		ResidentStoresMax:   4096,
+		ResidentIdle:        10 * time.Minute,
 	}
 	o.EnsureDefaults()
 	return o
@@ -75,8 +84,9 @@ func DefaultOptions() Options {
 // EnsureDefaults fills the fields whose zero (or negative) value has no meaning of its own
 // with their defaults: Logger (a no-op logger), Now (time.Now), GroupCommitMaxRows (8192)
 // and CacheBytes (256 MiB). Fields where 0 means "off" or "no cap" (the merge caps, the
-// pending limits, MaxRowBytes, GroupCommitWait) and InstanceID are left as they are: a zero
-// there is a choice, not a gap. OpenDBOnBucket calls it, so a DB never runs without them.
+// pending limits, MaxRowBytes, GroupCommitWait, the resident bounds) and InstanceID are left
+// as they are: a zero there is a choice, not a gap. OpenDBOnBucket calls it, so a DB never
+// runs without them.
 func (o *Options) EnsureDefaults() {
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
@@ -104,8 +114,20 @@ type DB struct {
 	mu     sync.Mutex
 	stores map[Target]*Store
 	closed bool
-	// createMu serialises create/open per target inside this process.
-	createMu sync.Map // Target -> *sync.Mutex
+	// claimed counts the stores an eviction has picked that are still in stores.
+	claimed int
+	// leaving holds the handles an eviction has taken out of stores until their writer's
+	// final seal is published, so that older handles' reads still reach that writer.
+	leaving map[Target]*Store
+	// evictions counts evictions in flight (Close waits for them); Add only under mu while
+	// not closed.
+	evictions sync.WaitGroup
+	// janitorStop and janitorDone: the idle-eviction goroutine, started with the first
+	// resident store (nil until then).
+	janitorStop, janitorDone chan struct{}
+
+	// locks serialises create, open and eviction per target inside this process.
+	locks targetLocks
 }
 
 // OpenDB opens the storage root at url (file://, mem://, s3://, gs://, azblob://).
@@ -121,12 +143,13 @@ func OpenDB(ctx context.Context, url string, opts Options) (*DB, error) {
 func OpenDBOnBucket(b *Bucket, opts Options) *DB {
 	opts.EnsureDefaults()
 	return &DB{
-		bucket: b,
-		opts:   opts,
-		log:    opts.Logger,
-		shard:  ShardID(opts.InstanceID),
-		cache:  newFileCache(opts.CacheBytes),
-		stores: map[Target]*Store{},
+		bucket:  b,
+		opts:    opts,
+		log:     opts.Logger,
+		shard:   ShardID(opts.InstanceID),
+		cache:   newFileCache(opts.CacheBytes),
+		stores:  map[Target]*Store{},
+		leaving: map[Target]*Store{},
 	}
 }
 
@@ -149,13 +172,17 @@ type CreateOptions struct {
 	SealOnAppend *bool
 }
 
-func (db *DB) targetLock(t Target) *sync.Mutex {
-	m, _ := db.createMu.LoadOrStore(t, &sync.Mutex{})
-	return m.(*sync.Mutex)
-}
-
 // Create creates a store. ErrAlreadyExists if it exists (with any schema).
 func (db *DB) Create(ctx context.Context, t Target, co CreateOptions) (*Store, error) {
+	s, err := db.create(ctx, t, co)
+	if err != nil {
+		return nil, err
+	}
+	db.enforceMax(ctx, s)
+	return s, nil
+}
+
+func (db *DB) create(ctx context.Context, t Target, co CreateOptions) (*Store, error) {
 	if err := validateTarget(t); err != nil {
 		return nil, err
 	}
@@ -191,9 +218,8 @@ func (db *DB) Create(ctx context.Context, t Target, co CreateOptions) (*Store, e
 	if err != nil {
 		return nil, err
 	}
-	mu := db.targetLock(t)
-	mu.Lock()
-	defer mu.Unlock()
+	unlock := db.locks.lock(t)
+	defer unlock()
 
 	raw, _ := json.MarshalIndent(meta, "", "  ")
 	err = db.bucket.PutIfAbsent(ctx, storeMetaKey(t), raw)
@@ -219,15 +245,7 @@ func (db *DB) Create(ctx context.Context, t Target, co CreateOptions) (*Store, e
 	if err := db.bucket.PutIfAbsent(ctx, registryKey(t), reg); err != nil && !errors.Is(err, ErrAlreadyExists) {
 		return nil, err
 	}
-	s := newStore(db, t, meta, codec)
-	db.mu.Lock()
-	if old, ok := db.stores[t]; ok {
-		s = old
-	} else {
-		db.stores[t] = s
-	}
-	db.mu.Unlock()
-	return s, nil
+	return db.adopt(newStore(db, t, meta, codec))
 }
 
 func validateTarget(t Target) error {
@@ -258,7 +276,8 @@ func (db *DB) readMeta(ctx context.Context, t Target) (storeMeta, error) {
 	return meta, nil
 }
 
-// Open returns the resident handle for an existing store. ErrNotFound if it is not registered.
+// Open returns the resident handle for an existing store. ErrNotFound if it is not registered;
+// nothing of a store that does not exist is kept.
 func (db *DB) Open(ctx context.Context, t Target) (*Store, error) {
 	if err := validateTarget(t); err != nil {
 		return nil, err
@@ -270,19 +289,30 @@ func (db *DB) Open(ctx context.Context, t Target) (*Store, error) {
 	}
 	if s, ok := db.stores[t]; ok {
 		db.mu.Unlock()
+		s.touch()
 		return s, nil
 	}
 	db.mu.Unlock()
+	s, err := db.openSlow(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	db.enforceMax(ctx, s)
+	return s, nil
+}
 
-	mu := db.targetLock(t)
-	mu.Lock()
-	defer mu.Unlock()
+// openSlow makes the resident handle of t from its store.json, unless another Open made it
+// while this one waited for the target's lock.
+func (db *DB) openSlow(ctx context.Context, t Target) (*Store, error) {
+	unlock := db.locks.lock(t)
+	defer unlock()
 	db.mu.Lock()
-	if s, ok := db.stores[t]; ok {
-		db.mu.Unlock()
+	s, ok := db.stores[t]
+	db.mu.Unlock()
+	if ok {
+		s.touch()
 		return s, nil
 	}
-	db.mu.Unlock()
 	if _, err := db.bucket.Get(ctx, registryKey(t)); err != nil {
 		return nil, fmt.Errorf("store %s: %w", t, err)
 	}
@@ -294,11 +324,7 @@ func (db *DB) Open(ctx context.Context, t Target) (*Store, error) {
 	if err != nil {
 		return nil, corruptf("store %s: %v", t, err)
 	}
-	s := newStore(db, t, meta, codec)
-	db.mu.Lock()
-	db.stores[t] = s
-	db.mu.Unlock()
-	return s, nil
+	return db.adopt(newStore(db, t, meta, codec))
 }
 
 // OpenWithSchema opens a generic store and checks that its persisted schema equals want:
@@ -425,7 +451,7 @@ func (db *DB) Recover(ctx context.Context) (int, error) {
 // maxRecoverErrors bounds the errors Recover returns (the rest are counted).
 const maxRecoverErrors = 10
 
-// Close seals every resident writer's memtable and closes the bucket.
+// Close stops evictions, seals every resident writer's memtable and closes the bucket.
 func (db *DB) Close(ctx context.Context) error {
 	db.mu.Lock()
 	if db.closed {
@@ -433,6 +459,9 @@ func (db *DB) Close(ctx context.Context) error {
 		return nil
 	}
 	db.closed = true
+	db.mu.Unlock()
+	db.stopEvictions()
+	db.mu.Lock()
 	stores := make([]*Store, 0, len(db.stores))
 	for _, s := range db.stores {
 		stores = append(stores, s)

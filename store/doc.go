@@ -90,22 +90,25 @@
 //	Store.mergeLock  (RWMutex) merge phases of this process: shared for Prepare, exclusive
 //	                 for the in-memory swap after the base publish of Commit, CommitRound
 //	                 and quarantine, and for the whole of compaction
-//	Store.writerMu   Store.w and Store.closed
+//	Store.writerMu   Store.w, Store.closed and Store.evicted
 //	Store.shardsMu   Store.shards (the per-shard chain handles)
 //	writer.sealMu    one seal at a time per writer
 //	writer.mu        the writer's memtables, manifest, positions and death
 //	chain.mu         a chain's cached latest version
 //	fileCache.mu     the decoded-file cache
 //	bufferPool.mu    a Budget's pooled merge buffers
-//	DB.mu            DB.stores and DB.closed
+//	DB.mu            DB.stores, DB.leaving, DB.closed and the eviction claims
+//	targetLocks.mu   the table of per-target locks (resident.go)
 //
 // Lock order (take left before right; never the other way):
 //
 //	mergeLock → writerMu → writer.mu
 //	writer.sealMu → writer.mu
-//	DB.createMu's per-target mutex → DB.mu
-//	DB.mu, shardsMu, chain.mu, fileCache.mu and bufferPool.mu are leaves: nothing else is taken while
-//	one of them is held. The Budget's locks are taken only inside its own methods.
+//	DB's per-target lock (DB.locks) → DB.mu
+//	DB's per-target lock → writerMu, and → writer.sealMu → writer.mu   (eviction, resident.go)
+//	DB.mu, targetLocks.mu, shardsMu, chain.mu, fileCache.mu and bufferPool.mu are leaves:
+//	nothing else is taken while one of them is held. The Budget's locks are taken only
+//	inside its own methods.
 //
 // Appends and reads never take mergeLock: appends go to the writer, and reads are snapshot
 // reads over immutable objects (read.go), so neither waits on a merge.

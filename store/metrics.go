@@ -25,6 +25,8 @@ type Metrics struct {
 	WALObjects             prometheus.Counter
 	CompactTotal           *prometheus.CounterVec // result
 	CorruptObjects         *prometheus.CounterVec // kind
+	ResidentStores         prometheus.Gauge
+	ResidentEvictions      *prometheus.CounterVec // reason, result
 }
 
 // NewMetrics registers the store collectors on reg. budget may be nil; its gauges then read 0.
@@ -99,6 +101,19 @@ func NewMetrics(reg prometheus.Registerer, budget *Budget) *Metrics {
 			Name: "walkeeper_corrupt_objects_total",
 			Help: "Reads of a stored object (generation, base run, WAL object) that found it damaged: checksum mismatch or undecodable. Counts attempts, not distinct objects; the damaged object blocks its shard or key range until an operator restores it.",
 		}, []string{"kind"}),
+		ResidentStores: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "walkeeper_resident_stores",
+			Help: "Stores this process has open (bounded by --resident-stores-max; idle ones are evicted after --resident-idle).",
+		}),
+		ResidentEvictions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "walkeeper_resident_evictions_total",
+			Help: "Resident stores evicted (memtable sealed, writer stopped, handle dropped) by reason (idle, max) and result (evicted, failed).",
+		}, []string{"reason", "result"}),
+	}
+	for _, reason := range []string{EvictIdle, EvictMax} {
+		for _, result := range []string{"evicted", "failed"} {
+			m.ResidentEvictions.WithLabelValues(reason, result)
+		}
 	}
 	m.BudgetReservedBytes = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "walkeeper_merge_budget_reserved_bytes",
@@ -112,7 +127,7 @@ func NewMetrics(reg prometheus.Registerer, budget *Budget) *Metrics {
 		reg.MustRegister(m.ReadPendingGenerations, m.ReadsRefused, m.ReadsRetried, m.ReadsBudgetBusy, m.ReadRunRowsDecoded, m.FlushTotal, m.MergeTotal,
 			m.MergePhaseSeconds, m.CommitLockSeconds, m.BudgetWaitSeconds, m.BudgetReservedBytes,
 			m.BudgetLimitBytes, m.GenerationsReclaimed, m.AppendRows, m.AppendSeconds, m.WALObjects,
-			m.CompactTotal, m.CorruptObjects)
+			m.CompactTotal, m.CorruptObjects, m.ResidentStores, m.ResidentEvictions)
 	}
 	return m
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
@@ -22,6 +23,8 @@ func TestOptionsEnsureDefaults(t *testing.T) {
 	require.Zero(t, o.PendingMax)
 	require.Zero(t, o.MaxRowBytes)
 	require.Zero(t, o.GroupCommitWait)
+	require.Zero(t, o.ResidentStoresMax)
+	require.Zero(t, o.ResidentIdle)
 	require.Empty(t, o.InstanceID)
 
 	// Set fields are kept; negative sizes are treated as unset.
@@ -38,6 +41,8 @@ func TestOptionsEnsureDefaults(t *testing.T) {
 	require.Equal(t, 8192, d.GroupCommitMaxRows)
 	require.Equal(t, int64(256<<20), d.CacheBytes)
 	require.Equal(t, 64, d.MergeMaxGenerations)
+	require.Equal(t, 4096, d.ResidentStoresMax)
+	require.Equal(t, 10*time.Minute, d.ResidentIdle)
 	db, err := OpenDB(context.Background(), "file://"+t.TempDir(), Options{})
 	require.NoError(t, err)
 	defer db.Close(context.Background())

@@ -24,6 +24,9 @@ type FlushResult struct {
 func (s *Store) Flush(ctx context.Context) (FlushResult, error) {
 	w := s.residentWriter()
 	if w == nil {
+		if s.isEvicted() {
+			return FlushResult{}, nil // the eviction sealed it, and no writer took over since
+		}
 		// A process that never wrote may still own unsealed WAL (it crashed before).
 		objs, err := s.db.bucket.List(ctx, walPrefix(s.target, s.db.shard))
 		if err != nil {
@@ -37,6 +40,9 @@ func (s *Store) Flush(ctx context.Context) (FlushResult, error) {
 		}
 	}
 	res, err := w.seal(ctx)
+	if errors.Is(err, errWriterEvicted) {
+		res, err = FlushResult{}, nil // the eviction that retired w sealed what it held
+	}
 	if m := s.db.opts.Metrics; m != nil {
 		result := "sealed"
 		switch {

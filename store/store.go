@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -31,13 +32,21 @@ type Store struct {
 	shardsMu sync.Mutex        // guards shards
 	shards   map[string]*chain // shard id -> its manifest chain, created on first use
 
-	writerMu sync.Mutex // guards w and closed
+	writerMu sync.Mutex // guards w, closed and evicted
 	w        *writer
 	closed   bool
+	// evicted: the DB dropped this handle (resident.go); its writer accessors forward to the
+	// target's resident handle, so a caller still holding it loses nothing.
+	evicted bool
+
+	// lastUsed is the unix-nanosecond time of the last Open, write or read (resident.go).
+	lastUsed atomic.Int64
+	// claimed: an eviction has picked this handle. Guarded by DB.mu.
+	claimed bool
 }
 
 func newStore(db *DB, t Target, meta storeMeta, codec *Codec) *Store {
-	return &Store{
+	s := &Store{
 		db:     db,
 		target: t,
 		meta:   meta,
@@ -45,6 +54,8 @@ func newStore(db *DB, t Target, meta storeMeta, codec *Codec) *Store {
 		base:   newChain(db.bucket, versionsPrefix(t)),
 		shards: map[string]*chain{},
 	}
+	s.touch()
+	return s
 }
 
 // Target is the store's "<kind>:<name>".
@@ -60,15 +71,28 @@ func (s *Store) Schema() Schema { return s.meta.Schema }
 func (s *Store) SealOnAppend() bool { return s.meta.SealOnAppend }
 
 // writer returns the resident writer of this process's shard, claiming the shard (and
-// replaying its unsealed WAL) on first use.
+// replaying its unsealed WAL) on first use. An evicted handle hands out the writer of the
+// target's resident handle, opening one if need be.
 func (s *Store) writer(ctx context.Context) (*writer, error) {
+	s.touch()
 	s.writerMu.Lock()
+	if s.evicted {
+		s.writerMu.Unlock()
+		cur, err := s.db.Open(ctx, s.target)
+		if err != nil {
+			return nil, err
+		}
+		return cur.writer(ctx)
+	}
 	defer s.writerMu.Unlock()
 	if s.closed {
 		return nil, ErrClosed
 	}
 	if s.w != nil && s.w.alive() {
 		return s.w, nil
+	}
+	if s.w != nil {
+		s.w.stopCommitter() // a dead writer's committer has nothing left to do
 	}
 	w, err := openWriter(ctx, s)
 	if err != nil {
@@ -78,12 +102,19 @@ func (s *Store) writer(ctx context.Context) (*writer, error) {
 	return w, nil
 }
 
-// residentWriter returns the current writer without opening one.
+// residentWriter returns the current writer without opening one (an evicted handle: the
+// live handle's, DB.liveHandle).
 func (s *Store) residentWriter() *writer {
 	s.writerMu.Lock()
-	defer s.writerMu.Unlock()
-	if s.w != nil && s.w.alive() {
-		return s.w
+	w, evicted := s.w, s.evicted
+	s.writerMu.Unlock()
+	if w != nil && w.alive() {
+		return w
+	}
+	if evicted {
+		if cur := s.db.liveHandle(s.target); cur != nil && cur != s {
+			return cur.residentWriter()
+		}
 	}
 	return nil
 }
@@ -117,9 +148,17 @@ func backoff(ctx context.Context, attempt int) {
 }
 
 // readWriter returns the last writer, alive or not: a writer killed by a fence still holds
-// acknowledged rows (durable in the WAL) until a replacement has replayed them.
+// acknowledged rows (durable in the WAL) until a replacement has replayed them. An evicted
+// handle whose eviction is over returns the live handle's (DB.liveHandle).
 func (s *Store) readWriter() *writer {
+	s.touch()
 	s.writerMu.Lock()
-	defer s.writerMu.Unlock()
-	return s.w
+	w, evicted := s.w, s.evicted
+	s.writerMu.Unlock()
+	if w == nil && evicted {
+		if cur := s.db.liveHandle(s.target); cur != nil && cur != s {
+			return cur.readWriter()
+		}
+	}
+	return w
 }

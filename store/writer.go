@@ -77,16 +77,20 @@ func (s *Store) submit(ctx context.Context, rows []Row, deleted bool) (AppendRes
 		select {
 		case w.reqs <- req:
 		case <-w.stopped:
-			if attempt == 0 {
+			if attempt < maxSubmitAttempts {
 				continue
 			}
 			return AppendResult{}, ErrClosed
 		case <-ctx.Done():
 			return AppendResult{}, ctx.Err()
 		}
-		// The WAL committer always answers: the WAL write may already be under way, so an
-		// abandoned request could still become durable; waiting keeps the answer truthful.
-		d := <-req.done
+		d, taken := w.await(req)
+		if (!taken || errors.Is(d.err, ErrClosed)) && attempt < maxSubmitAttempts {
+			continue // the writer stopped (evicted or replaced) before writing it: the next one takes it
+		}
+		if !taken {
+			d.err = ErrClosed
+		}
 		if errors.Is(d.err, ErrFenced) && attempt == 0 {
 			continue
 		}
@@ -106,9 +110,10 @@ type writer struct {
 	shard string
 	epoch uint64 // the writer epoch this writer claimed the shard with
 
-	reqs    chan *appendReq // appends waiting for the WAL group commit
-	stop    chan struct{}   // closed by close: the WAL committer exits
-	stopped chan struct{}   // closed by the WAL committer when it has exited
+	reqs     chan *appendReq // appends waiting for the WAL group commit
+	stop     chan struct{}   // closed by stopCommitter: the WAL committer exits
+	stopOnce sync.Once       // closes stop
+	stopped  chan struct{}   // closed by the WAL committer when it has exited
 
 	// sealMu serialises seals (seal holds it for the whole seal, I/O included).
 	// Lock order: sealMu before mu.
@@ -285,15 +290,12 @@ func (w *writer) pendingGenerations() int {
 	return len(w.manifest.Flushed)
 }
 
-// close seals the memtable and stops the WAL committer.
+// close stops the WAL committer and then seals the memtable, so every append it
+// acknowledged is in the seal.
 func (w *writer) close(ctx context.Context) error {
-	_, err := w.seal(ctx)
-	select {
-	case <-w.stop:
-	default:
-		close(w.stop)
-	}
+	w.stopCommitter()
 	<-w.stopped
+	_, err := w.seal(ctx)
 	w.kill(ErrClosed)
 	if errors.Is(err, ErrFenced) {
 		return nil

@@ -94,6 +94,10 @@ type Config struct {
 	GroupCommitMaxRows int
 	// CacheBytes bounds decoded generations and runs kept for reads.
 	CacheBytes int64
+	// ResidentStoresMax bounds the stores kept open (least recently used evicted beyond it;
+	// 0 = no cap); ResidentIdle evicts a store unused that long (0 = never).
+	ResidentStoresMax int
+	ResidentIdle      time.Duration
 
 	// SweepInterval is the time between two sweep rounds of the Temporal schedule
 	// "walkeeper-sweep" that the worker ensures on start (0 = leave the schedule alone).
@@ -172,6 +176,8 @@ func DefaultConfig() Config {
 		GroupCommitWait:       so.GroupCommitWait,
 		GroupCommitMaxRows:    so.GroupCommitMaxRows,
 		CacheBytes:            so.CacheBytes,
+		ResidentStoresMax:     so.ResidentStoresMax,
+		ResidentIdle:          so.ResidentIdle,
 		SweepInterval:         time.Minute,
 		SweepWindow:           DefaultSweepWindow,
 		ReconcileInterval:     time.Hour,
@@ -229,6 +235,8 @@ func (c *Config) StoreOptions() store.Options {
 	o.GroupCommitWait = c.GroupCommitWait
 	o.GroupCommitMaxRows = c.GroupCommitMaxRows
 	o.CacheBytes = c.CacheBytes
+	o.ResidentStoresMax = c.ResidentStoresMax
+	o.ResidentIdle = c.ResidentIdle
 	if c.ReadBudgetBytes > 0 {
 		o.ReadBudget = store.NewBudget(c.ReadBudgetBytes)
 	}
@@ -300,6 +308,8 @@ func (c *Config) Validate() error {
 		{"group-commit-wait", int64(c.GroupCommitWait)},
 		{"group-commit-max-rows", int64(c.GroupCommitMaxRows)},
 		{"cache-bytes", c.CacheBytes},
+		{"resident-stores-max", int64(c.ResidentStoresMax)},
+		{"resident-idle", int64(c.ResidentIdle)},
 		{"sweep-interval", int64(c.SweepInterval)},
 		{"sweep-window", int64(c.SweepWindow)},
 		{"reconcile-interval", int64(c.ReconcileInterval)},

@@ -200,6 +200,8 @@ var knobs = func() []knob {
 		workerKnob("group-commit-wait", "how long the WAL committer lingers for more appends (0 = batch what queued during the previous write)", durField(func(c *Config) *time.Duration { return &c.GroupCommitWait })),
 		workerKnob("group-commit-max-rows", "rows per WAL object at most", intField(func(c *Config) *int { return &c.GroupCommitMaxRows })),
 		workerKnob("cache-bytes", "decoded generations and base runs kept in memory for reads", bytesField(func(c *Config) *int64 { return &c.CacheBytes })),
+		workerKnob("resident-stores-max", "stores kept open at most; opening one more evicts the least recently used (memtable sealed, writer stopped; reopened on its next request) (0 = no cap)", intField(func(c *Config) *int { return &c.ResidentStoresMax })),
+		workerKnob("resident-idle", "evict an open store not used for this long: memtable sealed, writer stopped, reopened on its next request (0 = never)", durField(func(c *Config) *time.Duration { return &c.ResidentIdle })),
 		workerKnob("sweep-interval", "time between two sweep rounds of the Temporal schedule walkeeper-sweep ensured on start (0 = leave it alone; else 1s to 24h)", durField(func(c *Config) *time.Duration { return &c.SweepInterval })),
 		workerKnob("sweep-window", "how long one SweepWindow workflow runs sweep rounds (1s to 24h); the schedule walkeeper-sweep starts one per window, so rounds that start nothing leave no workflow behind", durField(func(c *Config) *time.Duration { return &c.SweepWindow })),
 		workerKnob("sweep-jitter", "random delay of each scheduled sweep window, at most this and at most a quarter of sweep-window (0 = none)", durField(func(c *Config) *time.Duration { return &c.SweepJitter })),

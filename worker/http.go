@@ -5,8 +5,6 @@ import (
 	"crypto/sha256"
 	"net"
 	"net/http"
-	"sync"
-	"time"
 
 	"go.uber.org/zap"
 
@@ -26,8 +24,7 @@ type apiServer struct {
 	guard   browserGuard
 	mux     *routeMux
 
-	kickMu sync.Mutex
-	kicked map[string]time.Time // target -> last debt-triggered merge start
+	kicks kickLimiter // debt-triggered merge starts, at most one per debtKickEvery per store
 
 	// stopping ends when the worker begins to stop: requests that only wait on Temporal
 	// (merge-wal?wait=true) return at once instead of holding up the HTTP drain.
@@ -43,7 +40,7 @@ func newAPIServer(db *store.DB, cfg Config, addr net.Addr, log *zap.Logger, m *M
 		a.token = sha256.Sum256([]byte(cfg.AuthToken))
 	}
 	a.guard = newBrowserGuard(cfg.Listen, addr, a.auth)
-	a.kicked = map[string]time.Time{}
+	a.kicks.every = debtKickEvery
 	a.stopping, a.stop = context.WithCancel(context.Background())
 	mux := newRouteMux()
 	mux.HandleFunc("GET /healthz", a.healthz)

@@ -38,14 +38,8 @@ func (a *apiServer) kickDebtMerge(t store.Target, pending int) {
 	if a.trigger == nil || a.start == nil {
 		return
 	}
-	key := t.String()
-	now := time.Now()
-	a.kickMu.Lock()
-	if last, ok := a.kicked[key]; ok && now.Sub(last) < debtKickEvery {
-		a.kickMu.Unlock()
+	if !a.kicks.allow(t.String(), time.Now()) {
 		return
 	}
-	a.kicked[key] = now
-	a.kickMu.Unlock()
 	a.trigger.fire(TriggerDebt, t, pending, fmt.Sprintf("appends refused: this worker's shard has %d pending generations", pending))
 }

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -142,6 +143,27 @@ func workflowTrigger(trigger string) string {
 		return contract.TriggerBackPressure
 	}
 	return contract.TriggerUnknown
+}
+
+// forgetUnswept drops the count-start retries of kind k's stores that are not in swept (the
+// stores a sweep seals): only their seals retry, so an evicted store's entry would stay for
+// ever. The maintenance sweep still finds such a store's debt in the demand index.
+func (tg *triggers) forgetUnswept(k store.Kind, swept []*store.Store) {
+	if !tg.countEnabled() {
+		return
+	}
+	keep := make(map[string]bool, len(swept))
+	for _, s := range swept {
+		keep[s.Target().String()] = true
+	}
+	prefix := string(k) + ":"
+	tg.mu.Lock()
+	for key := range tg.retry {
+		if strings.HasPrefix(key, prefix) && !keep[key] {
+			delete(tg.retry, key)
+		}
+	}
+	tg.mu.Unlock()
 }
 
 // wait blocks until every launched start has returned.
@@ -309,6 +331,7 @@ func (sw *Sweeper) SweepKind(ctx context.Context, k store.Kind) {
 	if sw.metrics != nil {
 		sw.metrics.sweeperStores.WithLabelValues(string(k)).Set(float64(len(stores)))
 	}
+	sw.trigger.forgetUnswept(k, stores)
 	for _, s := range stores {
 		if ctx.Err() != nil {
 			return

@@ -1,0 +1,353 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Resident stores: the handles this process keeps open (DB.stores) and what bounds them.
+// A handle exists only for a store that exists; a per-target lock lives only while someone
+// holds or waits for it; and a handle idle for Options.ResidentIdle, or the least recently
+// used one beyond Options.ResidentStoresMax, is evicted: its writer's memtable is sealed into
+// a generation (as the flush sweeper seals it), its WAL committer stopped, and the handle
+// dropped. A later Open makes a fresh handle, and a handle a caller still holds forwards its
+// writes and memtable reads to that fresh one (Store.writer), so eviction is invisible to
+// callers.
+
+// Eviction reasons: the reason label of walkeeper_resident_evictions_total.
+const (
+	EvictIdle = "idle"
+	EvictMax  = "max"
+)
+
+// evictTimeout bounds the seals of one eviction; it is not the caller's deadline, because an
+// eviction started must finish (Close waits for it) whoever asked for it.
+const evictTimeout = time.Minute
+
+// maxEvictAttempts bounds the evictions one Open makes to get back under the max: a victim
+// used again since it was picked is kept, and the next Open goes on where this one stopped.
+const maxEvictAttempts = 8
+
+// targetLocks serialises create and open per target inside this process. An entry lives
+// only while its lock is held or waited for, so requests for names that do not exist leave
+// nothing behind.
+type targetLocks struct {
+	mu   sync.Mutex
+	held map[Target]*targetLock
+}
+
+type targetLock struct {
+	mu   sync.Mutex
+	refs int // holders and waiters; guarded by targetLocks.mu
+}
+
+// lock takes t's lock and returns its release.
+func (l *targetLocks) lock(t Target) (unlock func()) {
+	l.mu.Lock()
+	if l.held == nil {
+		l.held = map[Target]*targetLock{}
+	}
+	tl := l.held[t]
+	if tl == nil {
+		tl = &targetLock{}
+		l.held[t] = tl
+	}
+	tl.refs++
+	l.mu.Unlock()
+	tl.mu.Lock()
+	return func() {
+		tl.mu.Unlock()
+		l.mu.Lock()
+		if tl.refs--; tl.refs == 0 {
+			delete(l.held, t)
+		}
+		l.mu.Unlock()
+	}
+}
+
+// size is the number of targets whose lock is held or waited for.
+func (l *targetLocks) size() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.held)
+}
+
+// touch records a use of the handle: idle and least-recently-used eviction go by it.
+func (s *Store) touch() { s.lastUsed.Store(s.db.opts.Now().UnixNano()) }
+
+// isEvicted reports whether the DB dropped this handle.
+func (s *Store) isEvicted() bool {
+	s.writerMu.Lock()
+	defer s.writerMu.Unlock()
+	return s.evicted
+}
+
+// liveHandle is the handle whose writer holds t's memtable in this process: the resident
+// one, or the one being evicted until its final seal is published. nil if neither.
+func (db *DB) liveHandle(t Target) *Store {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if s, ok := db.stores[t]; ok {
+		return s
+	}
+	return db.leaving[t]
+}
+
+// adopt makes s the resident handle of its target and returns it, or returns the handle
+// already resident.
+//
+// REQUIRES: the caller holds the target's lock (db.locks), so no eviction of the target
+// runs meanwhile.
+func (db *DB) adopt(s *Store) (*Store, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.closed {
+		return nil, ErrClosed
+	}
+	if old, ok := db.stores[s.target]; ok {
+		return old, nil
+	}
+	db.stores[s.target] = s
+	db.residentChangedLocked()
+	if db.opts.ResidentIdle > 0 && db.janitorStop == nil {
+		db.startJanitorLocked()
+	}
+	return s, nil
+}
+
+// residentChangedLocked publishes the resident count.
+//
+// REQUIRES: db.mu held.
+func (db *DB) residentChangedLocked() {
+	if m := db.opts.Metrics; m != nil && m.ResidentStores != nil {
+		m.ResidentStores.Set(float64(len(db.stores)))
+	}
+}
+
+// claimLocked marks s as taken by an eviction, so that no other eviction picks it.
+//
+// REQUIRES: db.mu held, db not closed, s resident and not claimed.
+func (db *DB) claimLocked(s *Store) evictClaim {
+	s.claimed = true
+	db.claimed++
+	db.evictions.Add(1)
+	return evictClaim{s: s, seen: s.lastUsed.Load()}
+}
+
+// evictClaim is a store picked for eviction and its last use when it was picked: a use
+// after that saves it.
+type evictClaim struct {
+	s    *Store
+	seen int64
+}
+
+// claimLRU claims the least recently used unclaimed store other than keep while more than
+// the max are resident (claimed stores are on their way out and do not count).
+func (db *DB) claimLRU(keep *Store) (evictClaim, bool) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.closed || db.opts.ResidentStoresMax <= 0 || len(db.stores)-db.claimed <= db.opts.ResidentStoresMax {
+		return evictClaim{}, false
+	}
+	var victim *Store
+	for _, s := range db.stores {
+		if s != keep && !s.claimed && (victim == nil || s.lastUsed.Load() < victim.lastUsed.Load()) {
+			victim = s
+		}
+	}
+	if victim == nil {
+		return evictClaim{}, false
+	}
+	return db.claimLocked(victim), true
+}
+
+// claimIdle claims every unclaimed store last used at or before cutoff (unix nanoseconds).
+func (db *DB) claimIdle(cutoff int64) []evictClaim {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.closed {
+		return nil
+	}
+	var out []evictClaim
+	for _, s := range db.stores {
+		if !s.claimed && s.lastUsed.Load() <= cutoff {
+			out = append(out, db.claimLocked(s))
+		}
+	}
+	return out
+}
+
+// enforceMax evicts least recently used stores other than keep (the handle an Open is about
+// to return; nil for none) until at most ResidentStoresMax are resident. The caller pays: a
+// process over its bound is one whose clients open more stores than it keeps, and they are
+// the ones to wait.
+//
+// REQUIRES: the caller holds no target lock (eviction takes the victim's).
+func (db *DB) enforceMax(ctx context.Context, keep *Store) {
+	for range maxEvictAttempts {
+		c, ok := db.claimLRU(keep)
+		if !ok {
+			return
+		}
+		if _, err := db.evict(ctx, c, EvictMax); err != nil {
+			return // logged and counted; the next Open or janitor pass tries again
+		}
+	}
+}
+
+// evictIdle evicts every store idle for at least ResidentIdle and returns how many it
+// evicted.
+func (db *DB) evictIdle(ctx context.Context) int {
+	if db.opts.ResidentIdle <= 0 {
+		return 0
+	}
+	cutoff := db.opts.Now().Add(-db.opts.ResidentIdle).UnixNano()
+	n := 0
+	for _, c := range db.claimIdle(cutoff) {
+		if ok, _ := db.evict(ctx, c, EvictIdle); ok {
+			n++
+		}
+	}
+	return n
+}
+
+// evict seals the claimed store's writer, stops it and drops the handle. It reports whether
+// the store was evicted; a store used since it was claimed, or whose first seal fails, stays
+// resident as it was.
+//
+// Safety against the same store's appends, reads and merges:
+//   - The first seal runs while appends still flow, so a seal failure changes nothing.
+//   - The handle leaves DB.stores under the target's lock, and only then is it marked
+//     evicted: from then on its writer accessors forward to the resident handle, and an
+//     Open of the target (which a forwarded append makes) waits on the lock until the
+//     eviction is over, so two writers of the store never overlap in this process.
+//   - The WAL committer is stopped before the final seal: every append it acknowledged is in
+//     that seal, and every append it did not take is answered ErrClosed, which Store.submit
+//     retries on the next writer (nothing of it reached the WAL).
+//   - Reads take the memtable snapshot before the manifests (read.go); until the final seal
+//     is published the dying writer still answers for this handle and, through
+//     DB.leaving, for older evicted handles (readWriter); after it the generation does.
+//   - Merges read and publish objects only; their drain tells whichever writer is resident
+//     (residentWriter forwards).
+func (db *DB) evict(ctx context.Context, c evictClaim, reason string) (evicted bool, err error) {
+	s := c.s
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), evictTimeout)
+	defer cancel()
+	defer db.evictions.Done()
+	defer func() {
+		if !evicted {
+			db.mu.Lock()
+			s.claimed = false
+			db.claimed--
+			db.mu.Unlock()
+		}
+		db.countEviction(s, reason, evicted, err)
+	}()
+	if w := s.residentWriter(); w != nil {
+		if _, err := w.seal(ctx); err != nil {
+			return false, fmt.Errorf("evict %s: seal: %w", s.target, err)
+		}
+	}
+	unlock := db.locks.lock(s.target)
+	defer unlock()
+	if s.lastUsed.Load() != c.seen {
+		return false, nil // used again since it was picked: no longer idle, no longer least recent
+	}
+	db.mu.Lock()
+	delete(db.stores, s.target)
+	db.leaving[s.target] = s
+	db.claimed--
+	db.residentChangedLocked()
+	db.mu.Unlock()
+
+	s.writerMu.Lock()
+	s.evicted = true
+	w := s.w
+	s.writerMu.Unlock()
+	if w != nil {
+		err = w.retire(ctx)
+	}
+	// The final seal is published (or the rows are in the WAL only): older handles may
+	// stop reaching this writer, and then this handle may drop it.
+	db.mu.Lock()
+	delete(db.leaving, s.target)
+	db.mu.Unlock()
+	s.writerMu.Lock()
+	s.w = nil
+	s.writerMu.Unlock()
+	return true, err
+}
+
+// countEviction logs and counts one eviction attempt.
+func (db *DB) countEviction(s *Store, reason string, evicted bool, err error) {
+	result := "evicted"
+	switch {
+	case err != nil:
+		result = "failed"
+		if evicted {
+			db.log.Warn("evicted a store whose final seal failed; its rows stay durable in the WAL and are replayed when the store is next written here or at restart",
+				zap.String("target", s.target.String()), zap.String("reason", reason), zap.Error(err))
+		} else {
+			db.log.Warn("could not evict a resident store; it stays resident", zap.String("target", s.target.String()),
+				zap.String("reason", reason), zap.Error(err))
+		}
+	case !evicted:
+		return // used again since it was picked
+	default:
+		db.log.Debug("evicted a resident store", zap.String("target", s.target.String()), zap.String("reason", reason))
+	}
+	if m := db.opts.Metrics; m != nil && m.ResidentEvictions != nil {
+		m.ResidentEvictions.WithLabelValues(reason, result).Inc()
+	}
+}
+
+// startJanitorLocked starts the goroutine that evicts idle stores (and retries the max);
+// Close stops it.
+//
+// REQUIRES: db.mu held, db not closed, ResidentIdle > 0.
+func (db *DB) startJanitorLocked() {
+	stop, done := make(chan struct{}), make(chan struct{})
+	db.janitorStop, db.janitorDone = stop, done
+	every := min(max(db.opts.ResidentIdle/4, 10*time.Millisecond), time.Minute)
+	go func() {
+		defer close(done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				db.evictIdle(ctx)
+				db.enforceMax(ctx, nil)
+			}
+		}
+	}()
+}
+
+// stopEvictions stops the janitor and waits for it and for every eviction in flight.
+//
+// REQUIRES: db.closed already set (no new eviction can be claimed).
+func (db *DB) stopEvictions() {
+	db.mu.Lock()
+	stop, done := db.janitorStop, db.janitorDone
+	db.mu.Unlock()
+	if stop != nil {
+		close(stop)
+		<-done
+	}
+	db.evictions.Wait()
+}
+
+// ResidentCount is the number of stores this process has open.
+func (db *DB) ResidentCount() int {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	return len(db.stores)
+}

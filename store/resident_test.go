@@ -1,0 +1,460 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+)
+
+// missingNameLookups is how many names the hostile-lookup test asks for: 100,000 by default,
+// WALKEEPER_HOSTILE_NAMES=1000000 for the full million.
+func missingNameLookups(t *testing.T) int {
+	if v := os.Getenv("WALKEEPER_HOSTILE_NAMES"); v != "" {
+		n, err := strconv.Atoi(v)
+		require.NoError(t, err, "WALKEEPER_HOSTILE_NAMES")
+		return n
+	}
+	return 100_000
+}
+
+// heapInUse is the live heap after a full collection.
+func heapInUse() int64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
+}
+
+// walCommitters counts the WAL committer goroutines of every writer in the process. A
+// committer that has closed its stopped channel may still be on its way out, so callers wait
+// for the count (committersSettle) rather than compare it once.
+func walCommitters() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	return strings.Count(string(buf), ".(*writer).runWALCommitter(")
+}
+
+// settledCommitters is the WAL committer count once earlier tests' committers are gone: the
+// same count three times in a row.
+func settledCommitters() int {
+	n, same := walCommitters(), 0
+	for deadline := time.Now().Add(5 * time.Second); same < 3 && time.Now().Before(deadline); {
+		time.Sleep(2 * time.Millisecond)
+		if m := walCommitters(); m == n {
+			same++
+		} else {
+			n, same = m, 0
+		}
+	}
+	return n
+}
+
+// committersSettle waits until exactly want WAL committers are running.
+func committersSettle(t *testing.T, what string, want int) {
+	t.Helper()
+	waitFor(t, fmt.Sprintf("%s (%d WAL committers running, want %d)", what, walCommitters(), want),
+		func() bool { return walCommitters() == want })
+}
+
+// fakeClock is a settable Options.Now.
+type fakeClock struct{ ns atomic.Int64 }
+
+func newFakeClock() *fakeClock {
+	c := &fakeClock{}
+	c.ns.Store(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	return c
+}
+func (c *fakeClock) Now() time.Time          { return time.Unix(0, c.ns.Load()) }
+func (c *fakeClock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
+func withClock(c *fakeClock) func(*Options)  { return func(o *Options) { o.Now = c.Now } }
+func withMetrics(m *Metrics) func(*Options)  { return func(o *Options) { o.Metrics = m } }
+func residentNames(db *DB) []string {
+	var out []string
+	for _, s := range db.Resident() {
+		out = append(out, s.Target().Name)
+	}
+	return out
+}
+
+func TestLookupsOfMissingStoresKeepNothing(t *testing.T) {
+	n := missingNameLookups(t)
+	db := openTestDB(t, backends(t)["mem"], "w1")
+	createGeneric(t, db, "real", false)
+	ctx := context.Background()
+	before := heapInUse()
+
+	const workers = 8
+	var wg sync.WaitGroup
+	var wrong atomic.Int64
+	for g := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := g; i < n; i += workers {
+				tg := Target{Kind: Kinds[i%len(Kinds)], Name: fmt.Sprintf("missing-%d", i)}
+				if _, err := db.Open(ctx, tg); !errors.Is(err, ErrNotFound) {
+					wrong.Add(1)
+				}
+				if i%16 == 0 { // the other by-name entry points
+					if _, err := db.ReconcileStore(ctx, tg); !errors.Is(err, ErrNotFound) {
+						wrong.Add(1)
+					}
+					if _, err := db.Create(ctx, tg, CreateOptions{Schema: &Schema{}}); err == nil {
+						wrong.Add(1)
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	require.Zero(t, wrong.Load(), "a lookup of a missing store did not answer not found")
+	require.Zero(t, db.locks.size(), "per-target locks outlived their lookups")
+	require.Equal(t, []string{"real"}, residentNames(db), "only the existing store is resident")
+	// A leak of even 16 bytes a name would show as 1.6 MB at 100,000 names.
+	grown := heapInUse() - before
+	require.Less(t, grown, int64(1<<20), "heap grew by %d bytes over %d lookups", grown, n)
+}
+
+func TestIdleStoreIsSealedEvictedAndReopened(t *testing.T) {
+	ctx := context.Background()
+	url := backends(t)["mem"]
+	clock := newFakeClock()
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg, nil)
+	db := openTestDB(t, url, "w1", withClock(clock), withMetrics(m), func(o *Options) { o.ResidentIdle = time.Hour })
+	idle := createGeneric(t, db, "idle", false)
+	busy := createGeneric(t, db, "busy", false)
+	appendRows(t, idle, row("a", 1), row("b", 2))
+	appendRows(t, busy, row("x", 1))
+	committers := settledCommitters()
+
+	clock.Advance(2 * time.Hour)
+	_, err := db.Open(ctx, busy.Target()) // used within the hour: stays
+	require.NoError(t, err)
+	require.Equal(t, 1, db.evictIdle(ctx))
+	require.Equal(t, []string{"busy"}, residentNames(db))
+	committersSettle(t, "the evicted store's WAL committer exits", committers-1)
+	require.Equal(t, 1.0, testutil.ToFloat64(m.ResidentStores))
+	require.Equal(t, 1.0, testutil.ToFloat64(m.ResidentEvictions.WithLabelValues(EvictIdle, "evicted")))
+
+	// The memtable was sealed into a generation and its WAL deleted: another process sees
+	// the rows, and nothing is left to replay.
+	wal, err := db.Bucket().List(ctx, walPrefix(idle.Target(), db.Shard()))
+	require.NoError(t, err)
+	require.Empty(t, wal)
+	other := openGeneric(t, openTestDB(t, url, "w2"), "idle")
+	require.Equal(t, map[string]int64{"a": 1, "b": 2}, allRows(t, other, SourceAll))
+
+	// The handle the caller kept still works: reads see the rows, an append reopens the store
+	// and lands in the fresh handle's writer.
+	require.Equal(t, map[string]int64{"a": 1, "b": 2}, allRows(t, idle, SourceAll))
+	appendRows(t, idle, row("c", 3))
+	require.ElementsMatch(t, []string{"busy", "idle"}, residentNames(db))
+	fresh := openGeneric(t, db, "idle")
+	require.NotSame(t, idle, fresh)
+	require.True(t, fresh.HasWriter())
+	require.Equal(t, map[string]int64{"a": 1, "b": 2, "c": 3}, allRows(t, fresh, SourceAll))
+	require.Equal(t, map[string]int64{"a": 1, "b": 2, "c": 3}, allRows(t, idle, SourceAll))
+	res, err := idle.Flush(ctx) // through the old handle: seals the fresh writer's row
+	require.NoError(t, err)
+	require.True(t, res.Sealed)
+	require.Equal(t, 1, res.Rows)
+}
+
+func TestOpenBeyondMaxEvictsLeastRecentlyUsed(t *testing.T) {
+	url := backends(t)["mem"]
+	clock := newFakeClock()
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg, nil)
+	db := openTestDB(t, url, "w1", withClock(clock), withMetrics(m), func(o *Options) { o.ResidentStoresMax = 3 })
+	for i := range 5 {
+		clock.Advance(time.Second)
+		s := createGeneric(t, db, fmt.Sprintf("s%d", i), false)
+		appendRows(t, s, row(fmt.Sprintf("k%d", i), int64(i)))
+	}
+	require.Equal(t, []string{"s2", "s3", "s4"}, residentNames(db))
+	clock.Advance(time.Second)
+	openGeneric(t, db, "s3") // s2 is now the least recently used
+	clock.Advance(time.Second)
+	openGeneric(t, db, "s0")
+	require.Equal(t, []string{"s0", "s3", "s4"}, residentNames(db))
+	require.Equal(t, 3.0, testutil.ToFloat64(m.ResidentEvictions.WithLabelValues(EvictMax, "evicted")))
+	require.Equal(t, 3.0, testutil.ToFloat64(m.ResidentStores))
+
+	// The evicted stores' rows were sealed: another process reads them.
+	other := openTestDB(t, url, "w2")
+	for _, i := range []int{1, 2} {
+		require.Equal(t, map[string]int64{fmt.Sprintf("k%d", i): int64(i)},
+			allRows(t, openGeneric(t, other, fmt.Sprintf("s%d", i)), SourceAll))
+	}
+	// Every row written before its store was evicted is readable after it reopens.
+	for i := range 5 {
+		clock.Advance(time.Second)
+		name := fmt.Sprintf("s%d", i)
+		require.Equal(t, map[string]int64{fmt.Sprintf("k%d", i): int64(i)}, allRows(t, openGeneric(t, db, name), SourceAll), name)
+		require.LessOrEqual(t, db.ResidentCount(), 3)
+	}
+}
+
+func TestReplacedDeadWriterStopsItsCommitter(t *testing.T) {
+	url := backends(t)["mem"]
+	base := settledCommitters()
+	// Two processes with the same instance id fence each other's writer of the shard.
+	db1 := openTestDB(t, url, "w1")
+	db2 := openTestDB(t, url, "w1")
+	s1 := createGeneric(t, db1, "fenced", false)
+	appendRows(t, s1, row("a", 1))
+	appendRows(t, openGeneric(t, db2, "fenced"), row("b", 2)) // claims the shard: s1's writer is fenced
+	committersSettle(t, "two writers run", base+2)
+	appendRows(t, s1, row("c", 3)) // fenced once, then a fresh writer reclaims the shard
+	committersSettle(t, "the fenced writer's committer exits", base+2)
+	flush(t, s1)
+	require.Equal(t, map[string]int64{"a": 1, "b": 2, "c": 3}, allRows(t, s1, SourceAll))
+}
+
+// TestEvictionRacesAppendsReadsAndMerges evicts all the time (two resident stores at most,
+// idle after a millisecond) while appenders write unique keys through fresh and long-held
+// handles, readers read every acknowledged key back, and (in one variant) merges run. No
+// acknowledged row may be lost, none sealed twice, and no WAL committer may outlive its store.
+func TestEvictionRacesAppendsReadsAndMerges(t *testing.T) {
+	for _, merges := range []bool{false, true} {
+		t.Run(fmt.Sprintf("merges=%v", merges), func(t *testing.T) {
+			testEvictionRaces(t, merges)
+		})
+	}
+}
+
+func testEvictionRaces(t *testing.T, merges bool) {
+	ctx := context.Background()
+	url := backends(t)["mem"]
+	base := settledCommitters()
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg, nil)
+	db := openTestDB(t, url, "w1", withMetrics(m), func(o *Options) {
+		o.ResidentStoresMax = 2
+		o.ResidentIdle = time.Millisecond
+	})
+	const (
+		nStores   = 5
+		appenders = 6
+		perWriter = 40
+	)
+	names := make([]string, nStores)
+	held := make([]*Store, nStores)
+	for i := range names {
+		names[i] = fmt.Sprintf("race%d", i)
+		held[i] = createGeneric(t, db, names[i], false)
+	}
+	var (
+		mu    sync.Mutex
+		acked = map[string]map[string]int64{} // store -> key -> value
+		wg    sync.WaitGroup
+		stop  = make(chan struct{})
+		errs  = make(chan error, 64)
+	)
+	report := func(err error) {
+		select {
+		case errs <- err:
+		default:
+		}
+	}
+	for g := range appenders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range perWriter {
+				si := (g + i) % nStores
+				s := held[si] // odd appenders keep the handle they got at the start
+				if g%2 == 0 {
+					var err error
+					if s, err = db.Open(ctx, Target{Kind: KindGeneric, Name: names[si]}); err != nil {
+						report(err)
+						return
+					}
+				}
+				key := fmt.Sprintf("g%d-%d", g, i)
+				if _, err := s.Append(ctx, []Row{row(key, int64(g*1000+i))}); err != nil {
+					report(fmt.Errorf("append %s to %s: %w", key, names[si], err))
+					return
+				}
+				mu.Lock()
+				if acked[names[si]] == nil {
+					acked[names[si]] = map[string]int64{}
+				}
+				acked[names[si]][key] = int64(g*1000 + i)
+				mu.Unlock()
+				// Read your write, through a handle that may be evicted by now.
+				if _, err := held[si].Get(ctx, key); err != nil {
+					report(fmt.Errorf("get %s from %s right after its append: %w", key, names[si], err))
+					return
+				}
+			}
+		}()
+	}
+	var bg sync.WaitGroup
+	if merges {
+		bg.Add(1)
+		go func() {
+			defer bg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				s, err := db.Open(ctx, Target{Kind: KindGeneric, Name: names[i%nStores]})
+				if err == nil {
+					_, err = s.MergeAll(ctx)
+				}
+				if err != nil && !errors.Is(err, ErrStalePreparation) && !errors.Is(err, ErrConflict) {
+					report(fmt.Errorf("merge: %w", err))
+					return
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}()
+	}
+	bg.Add(1)
+	go func() { // the flush sweeper's part: seal whatever is resident
+		defer bg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			for _, s := range db.Resident() {
+				if _, err := s.Flush(ctx); err != nil {
+					report(fmt.Errorf("flush %s: %w", s.Target(), err))
+					return
+				}
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	wg.Wait()
+	close(stop)
+	bg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if t.Failed() {
+		return
+	}
+
+	// Idle after a millisecond: the janitor evicts everything, and every writer goroutine ends.
+	waitFor(t, "every store is evicted", func() bool { return db.ResidentCount() == 0 })
+	committersSettle(t, "the evicted stores' WAL committers exit", base)
+	require.Positive(t, testutil.ToFloat64(m.ResidentEvictions.WithLabelValues(EvictMax, "evicted"))+
+		testutil.ToFloat64(m.ResidentEvictions.WithLabelValues(EvictIdle, "evicted")))
+	t.Logf("evictions: %v beyond the max, %v idle",
+		testutil.ToFloat64(m.ResidentEvictions.WithLabelValues(EvictMax, "evicted")),
+		testutil.ToFloat64(m.ResidentEvictions.WithLabelValues(EvictIdle, "evicted")))
+	require.Zero(t, testutil.ToFloat64(m.ResidentEvictions.WithLabelValues(EvictMax, "failed")))
+	require.Zero(t, testutil.ToFloat64(m.ResidentEvictions.WithLabelValues(EvictIdle, "failed")))
+
+	// Every acknowledged row is sealed: another process reads them all, and nothing is left
+	// in the WAL.
+	other := openTestDB(t, url, "w2")
+	total := 0
+	for _, name := range names {
+		want := acked[name]
+		total += len(want)
+		require.Equal(t, want, allRows(t, openGeneric(t, other, name), SourceAll), name)
+		wal, err := db.Bucket().List(ctx, walPrefix(Target{Kind: KindGeneric, Name: name}, db.Shard()))
+		require.NoError(t, err)
+		require.Empty(t, wal, "%s has unsealed WAL", name)
+		if merges {
+			continue
+		}
+		// Each key was appended once, so a row sealed twice would show in the generations'
+		// row count.
+		sh, err := openGeneric(t, other, name).loadShard(ctx, db.Shard())
+		require.NoError(t, err)
+		sealed := int64(0)
+		for _, g := range sh.Flushed {
+			sealed += g.Rows
+		}
+		require.Equal(t, int64(len(want)), sealed, "%s: rows in generations", name)
+	}
+	require.Equal(t, appenders*perWriter, total)
+}
+
+func TestCloseWaitsForEvictionsAndStopsTheJanitor(t *testing.T) {
+	ctx := context.Background()
+	base := settledCommitters()
+	db, err := OpenDB(ctx, backends(t)["mem"], func() Options {
+		o := DefaultOptions()
+		o.ResidentIdle = time.Millisecond
+		return o
+	}())
+	require.NoError(t, err)
+	for i := range 4 {
+		s, err := db.Create(ctx, Target{Kind: KindGeneric, Name: fmt.Sprintf("c%d", i)}, CreateOptions{Schema: &testSchema})
+		require.NoError(t, err)
+		_, err = s.Append(ctx, []Row{row("k", int64(i))})
+		require.NoError(t, err)
+	}
+	require.NoError(t, db.Close(ctx))
+	committersSettle(t, "Close stops every WAL committer", base)
+	select {
+	case <-db.janitorDone:
+	default:
+		t.Fatal("the janitor outlived Close")
+	}
+	_, err = db.Open(ctx, Target{Kind: KindGeneric, Name: "c0"})
+	require.ErrorIs(t, err, ErrClosed)
+}
+
+func TestTargetLocksAreFreedAfterUse(t *testing.T) {
+	var l targetLocks
+	a, b := Target{Kind: KindGeneric, Name: "a"}, Target{Kind: KindGeneric, Name: "b"}
+	unlockA := l.lock(a)
+	waiting := make(chan struct{})
+	got := make(chan struct{})
+	go func() {
+		close(waiting)
+		unlock := l.lock(a) // waits for the first holder
+		close(got)
+		unlock()
+	}()
+	<-waiting
+	l.lock(b)()
+	require.Equal(t, 1, l.size()) // b came and went; a is held
+	select {
+	case <-got:
+		t.Fatal("two holders of one target lock")
+	default:
+	}
+	unlockA()
+	<-got
+	waitFor(t, "the waiter releases", func() bool { return l.size() == 0 })
+	keys := []string{}
+	for k := range l.held {
+		keys = append(keys, k.String())
+	}
+	sort.Strings(keys)
+	require.Empty(t, keys)
+}

@@ -1,0 +1,50 @@
+package worker
+
+import (
+	"sync"
+	"time"
+)
+
+// kickLimiter lets something happen at most once per every for each key (the debt-triggered
+// merge start of one store). It forgets keys older than every as it goes, so it holds only
+// the keys of the last every, never every key it ever saw.
+type kickLimiter struct {
+	every time.Duration
+
+	mu      sync.Mutex
+	last    map[string]time.Time // key -> when it was last allowed
+	pruneAt int                  // prune when last grows to this many entries
+}
+
+// minKickPrune is the smallest size at which the limiter prunes.
+const minKickPrune = 64
+
+// allow reports whether key may go now, and if so records it.
+func (k *kickLimiter) allow(key string, now time.Time) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if last, ok := k.last[key]; ok && now.Sub(last) < k.every {
+		return false
+	}
+	if k.last == nil {
+		k.last = map[string]time.Time{}
+	}
+	k.last[key] = now
+	if len(k.last) >= k.pruneAt {
+		for key, at := range k.last {
+			if now.Sub(at) >= k.every {
+				delete(k.last, key)
+			}
+		}
+		// Amortised: the next prune waits until the map has doubled.
+		k.pruneAt = max(2*len(k.last), minKickPrune)
+	}
+	return true
+}
+
+// size is the number of keys remembered.
+func (k *kickLimiter) size() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return len(k.last)
+}

@@ -55,7 +55,8 @@ func startQuietWorker(t *testing.T, cfg Config, rs *recStarter) *Worker {
 	return w
 }
 
-// serve runs one request through the handler without a network round trip.
+// serve runs one request through the handler without a network round trip, with the Host a
+// client of a loopback worker sends.
 func serve(h http.Handler, method, path, body string) *httptest.ResponseRecorder {
 	var r *http.Request
 	if body == "" {
@@ -64,6 +65,7 @@ func serve(h http.Handler, method, path, body string) *httptest.ResponseRecorder
 		r = httptest.NewRequest(method, path, strings.NewReader(body))
 		r.Header.Set("Content-Type", "application/json")
 	}
+	r.Host = "127.0.0.1"
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, r)
 	return rec

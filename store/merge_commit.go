@@ -302,7 +302,7 @@ func (s *Store) deleteMergedGenerations(ctx context.Context, shard string, throu
 	for _, q := range m.Quarantined {
 		listed[q.Path] = true // set aside for repair: never garbage
 	}
-	objs, err := s.db.bucket.List(ctx, genPrefix(s.target, shard))
+	files, err := s.db.listGenerations(ctx, s.target, shard)
 	if err != nil {
 		return 0, err
 	}
@@ -312,16 +312,15 @@ func (s *Store) deleteMergedGenerations(ctx context.Context, shard string, throu
 	var n atomic.Int64
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(mergeDeleteConcurrency)
-	for _, o := range objs {
-		gen, ok := parseGenNumber(o.Key)
-		if !ok || gen > through || listed[o.Key] {
+	for _, f := range files {
+		if f.gen > through || listed[f.key] {
 			continue
 		}
 		g.Go(func() error {
-			if err := s.db.bucket.Delete(gctx, o.Key); err != nil {
+			if err := s.db.bucket.Delete(gctx, f.key); err != nil {
 				return err
 			}
-			s.db.cache.forget(o.Key)
+			s.db.cache.forget(f.key)
 			n.Add(1)
 			return nil
 		})

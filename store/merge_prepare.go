@@ -202,6 +202,10 @@ func (s *Store) dropLeakedStaged(ctx context.Context, base *baseManifest, attemp
 		return err
 	}
 	for _, o := range objs {
+		if !isStagedRunKey(prefix, shard, o.Key) {
+			s.db.foreignObject(foreignStaging, o.Key) // never deleted: not ours to delete
+			continue
+		}
 		if !base.references(o.Key) {
 			if err := s.db.bucket.Delete(ctx, o.Key); err != nil {
 				return err

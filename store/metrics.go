@@ -25,6 +25,7 @@ type Metrics struct {
 	WALObjects             prometheus.Counter
 	CompactTotal           *prometheus.CounterVec // result
 	CorruptObjects         *prometheus.CounterVec // kind
+	ForeignObjects         *prometheus.CounterVec // place
 }
 
 // NewMetrics registers the store collectors on reg. budget may be nil; its gauges then read 0.
@@ -99,6 +100,10 @@ func NewMetrics(reg prometheus.Registerer, budget *Budget) *Metrics {
 			Name: "walkeeper_corrupt_objects_total",
 			Help: "Reads of a stored object (generation, base run, WAL object) that found it damaged: checksum mismatch or undecodable. Counts attempts, not distinct objects; the damaged object blocks its shard or key range until an operator restores it.",
 		}, []string{"kind"}),
+		ForeignObjects: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "walkeeper_foreign_objects_total",
+			Help: "Keys a listing skipped because walkeeper did not write them (a stray file under the storage root), by place: registry, wal, generations, manifests, shards, demand, staging. Counts each time a listing meets one.",
+		}, []string{"place"}),
 	}
 	m.BudgetReservedBytes = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "walkeeper_merge_budget_reserved_bytes",
@@ -112,7 +117,7 @@ func NewMetrics(reg prometheus.Registerer, budget *Budget) *Metrics {
 		reg.MustRegister(m.ReadPendingGenerations, m.ReadsRefused, m.ReadsRetried, m.ReadsBudgetBusy, m.ReadRunRowsDecoded, m.FlushTotal, m.MergeTotal,
 			m.MergePhaseSeconds, m.CommitLockSeconds, m.BudgetWaitSeconds, m.BudgetReservedBytes,
 			m.BudgetLimitBytes, m.GenerationsReclaimed, m.AppendRows, m.AppendSeconds, m.WALObjects,
-			m.CompactTotal, m.CorruptObjects)
+			m.CompactTotal, m.CorruptObjects, m.ForeignObjects)
 	}
 	return m
 }

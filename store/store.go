@@ -42,7 +42,7 @@ func newStore(db *DB, t Target, meta storeMeta, codec *Codec) *Store {
 		target: t,
 		meta:   meta,
 		codec:  codec,
-		base:   newChain(db.bucket, versionsPrefix(t)),
+		base:   newChain(db, versionsPrefix(t)),
 		shards: map[string]*chain{},
 	}
 }

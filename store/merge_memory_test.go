@@ -80,7 +80,7 @@ func TestPutFromPublishesAllOrNothing(t *testing.T) {
 
 func TestReadSizedToleratesWrongSize(t *testing.T) {
 	for _, size := range []int64{-1, 0, 3, 10, 11, 1000} {
-		got, err := readSized(context.Background(), strings.NewReader("0123456789"), size)
+		got, err := readSized(context.Background(), strings.NewReader("0123456789"), size, -1)
 		require.NoError(t, err)
 		require.Equal(t, "0123456789", string(got), "size hint %d", size)
 	}

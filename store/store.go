@@ -31,6 +31,9 @@ type Store struct {
 	shardsMu sync.Mutex        // guards shards
 	shards   map[string]*chain // shard id -> its manifest chain, created on first use
 
+	genSlackOnce sync.Once // computes genSlack (read_object.go)
+	genSlack     int64
+
 	writerMu sync.Mutex // guards w and closed
 	w        *writer
 	closed   bool

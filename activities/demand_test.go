@@ -135,3 +135,38 @@ func TestGuardPayloadRefusesOversizedResults(t *testing.T) {
 	require.Equal(t, contract.ErrTypePayloadTooLarge, ErrorType(err))
 	require.NoError(t, guardPayload(contract.ScanDemandActivity, contract.ScanDemandResult{}))
 }
+
+// ReconcilePage walks a registry that holds objects walkeeper did not write: they are not
+// stores, a page of them neither fails the walk nor becomes its cursor, and every store is
+// reconciled once.
+func TestReconcilePagesPastForeignRegistryKeys(t *testing.T) {
+	ctx := context.Background()
+	url := memURL(t)
+	db := openDB(t, url, "w1")
+	for _, name := range []string{"a", "m", "z"} {
+		seal(t, db, "generic:"+name, []string{"k"})
+	}
+	b, err := store.OpenBucket(ctx, url)
+	require.NoError(t, err)
+	defer b.Close()
+	for _, k := range []string{".DS_Store", "README.txt", "a/b", "m.json.bak", "n-1.txt", "n-2.txt", "n-3.txt"} {
+		require.NoError(t, b.Put(ctx, "_registry/generic/"+k, []byte("x")))
+	}
+	env := activityEnv(t, &Activities{DB: db})
+	var stores int
+	after := ""
+	for pages := 0; ; pages++ {
+		require.Less(t, pages, 4, "the walk ends")
+		v, err := env.ExecuteActivity(contract.ReconcilePageActivity, contract.ReconcilePageParams{Kind: "generic", After: after, Limit: 1})
+		require.NoError(t, err)
+		var res contract.ReconcilePageResult
+		require.NoError(t, v.Get(&res))
+		require.Zero(t, res.Counts.Unreadable, "%+v", res.Problems)
+		stores += res.Counts.Stores
+		if res.Next == "" {
+			break
+		}
+		after = res.Next
+	}
+	require.Equal(t, 3, stores)
+}

@@ -31,8 +31,10 @@ type ObjectInfo struct {
 // reports absence and lost races with ErrNotFound and ErrAlreadyExists (errors.Is), and
 // never shows a temp name (tempPrefix) as an object or directory.
 type backend interface {
-	// get returns the object's bytes, ErrNotFound if absent (a "directory" is absent).
-	get(ctx context.Context, key string) ([]byte, error)
+	// get returns the object's bytes, ErrNotFound if absent (a "directory" is absent). With
+	// limit >= 0 it reads at most limit+1 bytes and fails with errObjectTooLarge for an
+	// object longer than limit (without reading it when the storage reports its size).
+	get(ctx context.Context, key string, limit int64) ([]byte, error)
 	// put stores data under key, replacing atomically: readers see old or new bytes.
 	put(ctx context.Context, key string, data []byte) error
 	// putFrom is put for an object streamed by write; nothing is published unless write
@@ -154,10 +156,31 @@ func (b *Bucket) WithFaults(f Faults) *Bucket {
 
 // Get returns the object's bytes; ErrNotFound if absent.
 func (b *Bucket) Get(ctx context.Context, key string) ([]byte, error) {
+	return b.getLimit(ctx, key, -1)
+}
+
+// GetAtMost is Get for an object that must not be longer than limit bytes (limit >= 0):
+// a longer one fails with ErrCorrupt after at most limit+1 bytes were read, so a reader
+// that reserved memory for the size a manifest declares never holds more than that.
+func (b *Bucket) GetAtMost(ctx context.Context, key string, limit int64) ([]byte, error) {
+	if limit < 0 {
+		return nil, wrapOp(OpGet, key, invalidf("negative read limit %d", limit))
+	}
+	data, err := b.getLimit(ctx, key, limit)
+	if errors.Is(err, errObjectTooLarge) {
+		return nil, corruptf("%v", err)
+	}
+	return data, err
+}
+
+// errObjectTooLarge is a backend's answer to a get whose object exceeds its limit.
+var errObjectTooLarge = errors.New("object larger than the read limit")
+
+func (b *Bucket) getLimit(ctx context.Context, key string, limit int64) ([]byte, error) {
 	var data []byte
 	err := b.do(ctx, OpGet, key, checkKey, func(be backend) error {
 		var err error
-		data, err = be.get(ctx, key)
+		data, err = be.get(ctx, key, limit)
 		return err
 	})
 	if err != nil {
@@ -315,7 +338,16 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 //
 // The buffer comes from the read-buffer hook of ctx when it has one (withReadBuffer: a
 // budgeted merge reads into memory its account charged), else from the Go heap.
-func readSized(ctx context.Context, r io.Reader, size int64) ([]byte, error) {
+//
+// With limit >= 0, an object reported or found longer than limit fails with
+// errObjectTooLarge, and neither the buffer nor the bytes read exceed limit+1.
+func readSized(ctx context.Context, r io.Reader, size, limit int64) ([]byte, error) {
+	if limit >= 0 {
+		if size > limit {
+			return nil, fmt.Errorf("%w: %d bytes stored, at most %d expected", errObjectTooLarge, size, limit)
+		}
+		r = io.LimitReader(r, limit+1)
+	}
 	if size < 0 || size > 1<<40 {
 		size = 0
 	}
@@ -327,6 +359,9 @@ func readSized(ctx context.Context, r io.Reader, size int64) ([]byte, error) {
 	for {
 		n, err := r.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
+		if limit >= 0 && int64(len(buf)) > limit {
+			return nil, fmt.Errorf("%w: more than the %d bytes expected", errObjectTooLarge, limit)
+		}
 		if err == io.EOF {
 			return buf, nil
 		}

@@ -39,7 +39,7 @@ func openGocloudBackend(ctx context.Context, rawURL string) (*gocloudBackend, er
 func (g *gocloudBackend) close() error { return g.bkt.Close() }
 
 // get reads the object into one buffer sized from the object's length (readSized).
-func (g *gocloudBackend) get(ctx context.Context, key string) ([]byte, error) {
+func (g *gocloudBackend) get(ctx context.Context, key string, limit int64) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -48,7 +48,7 @@ func (g *gocloudBackend) get(ctx context.Context, key string) ([]byte, error) {
 		return nil, mapErr(err)
 	}
 	defer r.Close()
-	return readSized(ctx, r, r.Size())
+	return readSized(ctx, r, r.Size(), limit)
 }
 
 func (g *gocloudBackend) put(ctx context.Context, key string, data []byte) error {

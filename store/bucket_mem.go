@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/url"
 	"slices"
@@ -71,7 +72,7 @@ func openMemBackend(_ context.Context, rawURL string) (*memBackend, error) {
 
 func (m *memBackend) close() error { return nil } // shared by every handle on the URL
 
-func (m *memBackend) get(ctx context.Context, key string) ([]byte, error) {
+func (m *memBackend) get(ctx context.Context, key string, limit int64) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -80,6 +81,9 @@ func (m *memBackend) get(ctx context.Context, key string) ([]byte, error) {
 	m.mu.Unlock()
 	if !ok {
 		return nil, ErrNotFound
+	}
+	if limit >= 0 && int64(len(o.data)) > limit {
+		return nil, fmt.Errorf("%w: %d bytes stored, at most %d expected", errObjectTooLarge, len(o.data), limit)
 	}
 	return bytes.Clone(o.data), nil // objects are immutable; callers may modify their copy
 }

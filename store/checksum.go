@@ -13,8 +13,8 @@ import (
 // and readers check it before decoding. Decoders must not be the first line of defence
 // against damaged objects: a flipped bit can decode into plausible wrong rows, and a garbled
 // Arrow schema can make the Arrow library ask for tens of gigabytes, a fatal out-of-memory
-// that no recover catches (docs/RELIABILITY.md, finding 10). Entries written before the
-// field existed have no checksum and are decoded as before.
+// that no recover catches (docs/RELIABILITY.md, finding 10). An entry without a checksum
+// is ErrCorrupt: every object walkeeper writes has one (read_object.go).
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
@@ -25,11 +25,11 @@ func checksumOf(data []byte) string {
 
 func formatChecksum(sum uint32) string { return fmt.Sprintf("%08x", sum) }
 
-// verifyChecksum returns ErrCorrupt when data does not match want; an empty want (an entry
-// from before checksums) always matches.
+// verifyChecksum returns ErrCorrupt when data does not match want or want is empty (an
+// entry nobody checksummed was not written by walkeeper).
 func verifyChecksum(data []byte, want, what string) error {
 	if want == "" {
-		return nil
+		return corruptf("%s: its manifest entry has no checksum", what)
 	}
 	if got := checksumOf(data); got != want {
 		return corruptf("%s: checksum %s, manifest says %s (%d bytes read)", what, got, want, len(data))
@@ -56,8 +56,8 @@ func (c *checksumWriter) Write(p []byte) (int, error) {
 func (c *checksumWriter) sum() string { return formatChecksum(c.h.Sum32()) }
 
 // WAL objects are listed by no manifest, so their checksum travels in the object: an 8-byte
-// magic and the CRC-32C (big-endian) of the Arrow IPC bytes that follow. Objects without the
-// magic are WAL objects from before it (plain IPC, "ARROW1…") and are decoded unchecked.
+// magic and the CRC-32C (big-endian) of the Arrow IPC bytes that follow. An object without
+// the magic is ErrCorrupt, like any other object whose checksum cannot be checked.
 const walFrameMagic = "WKWAL1\x00\x00"
 
 const walFrameHeader = len(walFrameMagic) + 4
@@ -74,7 +74,7 @@ func frameWAL(ipc []byte) []byte {
 // unframeWAL checks a framed WAL object and returns its IPC bytes.
 func unframeWAL(raw []byte, what string) ([]byte, error) {
 	if !bytes.HasPrefix(raw, []byte(walFrameMagic)) {
-		return raw, nil
+		return nil, corruptf("%s: no WAL header (%d bytes), so no checksum to check", what, len(raw))
 	}
 	if len(raw) < walFrameHeader {
 		return nil, corruptf("%s: %d bytes, shorter than its header", what, len(raw))

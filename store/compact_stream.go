@@ -57,7 +57,7 @@ func (s *Store) readCompactInputs(ctx context.Context, acct *memAccount, inputs 
 	}
 	for _, r := range inputs {
 		rctx, free := withReadBuffer(ctx, acct)
-		data, err := s.db.bucket.Get(rctx, r.Path)
+		data, err := s.readRunObject(rctx, r.Path, r.Checksum, r.Bytes)
 		if err != nil {
 			free()
 			if errors.Is(err, errBufferRefused) {
@@ -68,10 +68,6 @@ func (s *Store) readCompactInputs(ctx context.Context, acct *memAccount, inputs 
 		in := &compactInput{meta: r, data: data, free: free}
 		ins = append(ins, in)
 		what := "run " + r.Path
-		if err := verifyChecksum(data, r.Checksum, what); err != nil {
-			s.countCorrupt(err)
-			return nil, release, fmt.Errorf("read run %s: %w", r.ID, err)
-		}
 		rb, err := openRunBatches(ctx, acct, data, s.codec, what)
 		if err != nil {
 			s.countCorrupt(err)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"path"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -110,6 +109,8 @@ type DB struct {
 	log    *zap.Logger
 	shard  string
 	cache  *fileCache
+	// foreign rate-limits the warnings about keys walkeeper did not write (foreign.go).
+	foreign foreignLog
 
 	mu     sync.Mutex
 	stores map[Target]*Store
@@ -364,8 +365,9 @@ func (db *DB) List(ctx context.Context, kind Kind) ([]StoreInfo, error) {
 			return nil, err
 		}
 		for _, o := range objs {
-			name := strings.TrimSuffix(path.Base(o.Key), ".json")
-			if ValidateName(name) != nil {
+			name, ok := parseRegistryKey(k, o.Key)
+			if !ok {
+				db.foreignObject(foreignRegistry, o.Key)
 				continue
 			}
 			out = append(out, StoreInfo{Target: Target{Kind: k, Name: name}, Kind: k, Name: name, CreatedAt: o.ModTime})
@@ -414,12 +416,12 @@ func (db *DB) Recover(ctx context.Context) (int, error) {
 				break
 			}
 			for _, info := range page.Stores {
-				objs, err := db.bucket.List(ctx, walPrefix(info.Target, db.shard))
+				positions, err := db.listWAL(ctx, info.Target, db.shard)
 				if err != nil {
 					fail(err)
 					continue
 				}
-				if len(objs) == 0 {
+				if len(positions) == 0 {
 					continue
 				}
 				s, err := db.Open(ctx, info.Target)

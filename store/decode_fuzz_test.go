@@ -326,10 +326,12 @@ func FuzzDecodeGeneration(f *testing.F) {
 		if err := db.bucket.Put(ctx, sm.Flushed[0].Path, append([]byte(nil), data...)); err != nil {
 			t.Fatal(err)
 		}
-		// Re-list it with the fuzzed bytes' checksum, so the decoder (not the checksum, which
-		// would refuse any change) is what the store's reads and merge exercise.
+		// Re-list it with the fuzzed bytes' checksum and a size that admits them, so the
+		// decoder (not the checksum or the size limit, which would refuse any change) is what
+		// the store's reads and merge exercise.
 		if _, err := s.editShard(ctx, db.Shard(), func(m *shardManifest) (bool, error) {
 			m.Flushed[0].Checksum = checksumOf(data)
+			m.Flushed[0].Bytes = max(m.Flushed[0].Bytes, int64(len(data)))
 			return true, nil
 		}); err != nil {
 			t.Fatal(err)
@@ -382,6 +384,7 @@ func FuzzDecodeRun(f *testing.F) {
 		next := base.clone() // re-listed with the fuzzed bytes' checksum, as above
 		next.Version++
 		next.Runs[0].Checksum = checksumOf(data)
+		next.Runs[0].Bytes = int64(len(data))
 		if err := s.publishBase(ctx, next); err != nil {
 			t.Fatal(err)
 		}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"strconv"
 	"strings"
 	"time"
 
@@ -96,18 +95,16 @@ func ParseDemandKey(key string) (DemandRecord, bool) {
 	}
 	r.Shard = parts[2]
 	f := strings.Split(parts[3], "-")
-	if len(f) != 3 || len(f[0]) != 20 {
+	if len(f) != 3 {
 		return DemandRecord{}, false
 	}
-	var e1, e2, e3 error
-	var sealed int64
-	r.Gen, e1 = strconv.ParseUint(f[0], 10, 64)
-	sealed, e2 = strconv.ParseInt(f[1], 10, 64)
-	r.Bytes, e3 = strconv.ParseInt(f[2], 10, 64)
-	if e1 != nil || e2 != nil || e3 != nil {
+	gen, ok1 := parseCounter(f[0], 20)
+	sealed, ok2 := parseCounter(f[1], 0) // parseCounter's range is int64's non-negative half
+	size, ok3 := parseCounter(f[2], 0)
+	if !ok1 || !ok2 || !ok3 {
 		return DemandRecord{}, false
 	}
-	r.SealedAt = time.Unix(sealed, 0).UTC()
+	r.Gen, r.SealedAt, r.Bytes = gen, time.Unix(int64(sealed), 0).UTC(), int64(size)
 	return r, true
 }
 
@@ -170,7 +167,11 @@ func (s *Store) cleanDemandListed(ctx context.Context, shard string, sm *shardMa
 	var errs []error
 	for _, o := range objs {
 		r, ok := ParseDemandKey(o.Key)
-		if !ok || r.Compact {
+		if !ok {
+			s.db.foreignObject(foreignDemand, o.Key)
+			continue
+		}
+		if r.Compact || r.Target != s.target || r.Shard != shard {
 			continue
 		}
 		var drop, orphan bool
@@ -227,7 +228,12 @@ func (s *Store) afterMergeDemand(ctx context.Context, shard string, through uint
 		var g errgroup.Group
 		g.SetLimit(mergeDeleteConcurrency)
 		for _, o := range objs {
-			if r, ok := ParseDemandKey(o.Key); ok && !r.Compact && r.Gen <= through {
+			r, ok := ParseDemandKey(o.Key)
+			if !ok {
+				s.db.foreignObject(foreignDemand, o.Key)
+				continue
+			}
+			if !r.Compact && r.Target == s.target && r.Shard == shard && r.Gen <= through {
 				g.Go(func() error { return s.db.bucket.Delete(ctx, o.Key) })
 			}
 		}
@@ -288,7 +294,8 @@ func (s *Store) ReconcileDemand(ctx context.Context) (DemandCleanResult, error) 
 	for _, o := range objs {
 		r, ok := ParseDemandKey(o.Key)
 		switch {
-		case !ok:
+		case !ok || r.Target != s.target:
+			s.db.foreignObject(foreignDemand, o.Key)
 		case r.Compact:
 			marker = true
 		default:

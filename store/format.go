@@ -6,8 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"path"
-	"strconv"
-	"strings"
 )
 
 // FormatVersion is written into every store.json. Readers refuse a newer major format.
@@ -59,38 +57,6 @@ func dataKey(t Target, id string) string { return path.Join(storePrefix(t), data
 
 // versionName formats a version number so that lexical order equals numeric order.
 func versionName(v uint64) string { return fmt.Sprintf("%020d.json", v) }
-
-func parseVersionName(name string) (uint64, bool) {
-	base := path.Base(name)
-	if !strings.HasSuffix(base, ".json") {
-		return 0, false
-	}
-	v, err := strconv.ParseUint(strings.TrimSuffix(base, ".json"), 10, 64)
-	return v, err == nil
-}
-
-func parseWALPos(key string) (uint64, bool) {
-	base := path.Base(key)
-	if !strings.HasSuffix(base, ".arrow") {
-		return 0, false
-	}
-	v, err := strconv.ParseUint(strings.TrimSuffix(base, ".arrow"), 10, 64)
-	return v, err == nil
-}
-
-// parseGenNumber is the generation number in a generation file's key (gen/<g>-<epoch>.arrow).
-func parseGenNumber(key string) (uint64, bool) {
-	base := path.Base(key)
-	i := strings.IndexByte(base, '-')
-	if i <= 0 || !strings.HasSuffix(base, ".arrow") {
-		return 0, false
-	}
-	var g uint64
-	if _, err := fmt.Sscanf(base[:i], "%d", &g); err != nil {
-		return 0, false
-	}
-	return g, true
-}
 
 // hashKey is a short stable hash of parts, for object names derived from idempotency keys:
 // a retried attempt names its files the same way.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"path"
-	"strings"
 )
 
 // Listings that must not grow with the fleet: a streaming walk (the sweep's scan of the
@@ -36,11 +35,21 @@ func (b *Bucket) Walk(ctx context.Context, prefix string, fn func(ObjectInfo) er
 // file:// reads the directories on the way (names only, memory bounded by a window);
 // mem:// is in memory. docs/STORAGE.md §6 has the figures.
 func (b *Bucket) ListPage(ctx context.Context, prefix, after string, limit int) ([]ObjectInfo, bool, error) {
+	return b.listPageKept(ctx, prefix, after, limit, nil)
+}
+
+// listPageKept is ListPage over the objects keep accepts (nil: all): the others neither
+// count toward limit nor end the page, so a page is short only at the end of the listing,
+// however many objects keep refuses (they cost their share of the backend's listing).
+func (b *Bucket) listPageKept(ctx context.Context, prefix, after string, limit int, keep func(ObjectInfo) bool) ([]ObjectInfo, bool, error) {
 	limit = min(max(limit, 1), MaxListPage)
 	out := make([]ObjectInfo, 0, min(limit, 64))
 	more := false
 	err := b.do(ctx, OpList, prefix, checkPrefix, func(be backend) error {
 		err := be.listFrom(ctx, prefix, after, func(o ObjectInfo) error {
+			if keep != nil && !keep(o) {
+				return nil
+			}
 			if len(out) == limit {
 				more = true
 				return errPageFull
@@ -71,7 +80,9 @@ type RegistryPage struct {
 
 // ListStores returns up to limit registered stores of kind after the store named after
 // ("" = from the first), in registry key order. Memory and requests per page are bounded by
-// limit (see Bucket.ListPage), so callers walk a fleet of any size page by page.
+// limit (see Bucket.ListPage), so callers walk a fleet of any size page by page. Keys under
+// the registry that are not entries (foreign.go) are skipped without ending the page, and
+// Next is always the name of a store, so a cursor never lands on one.
 func (db *DB) ListStores(ctx context.Context, kind Kind, after string, limit int) (RegistryPage, error) {
 	if _, err := ParseKind(string(kind)); err != nil {
 		return RegistryPage{}, err
@@ -86,34 +97,38 @@ func (db *DB) ListStores(ctx context.Context, kind Kind, after string, limit int
 	if after != "" {
 		afterKey = registryKey(Target{Kind: kind, Name: after})
 	}
-	objs, more, err := db.bucket.ListPage(ctx, prefix, afterKey, limit)
+	objs, more, err := db.bucket.listPageKept(ctx, prefix, afterKey, limit, func(o ObjectInfo) bool {
+		if _, ok := parseRegistryKey(kind, o.Key); ok {
+			return true
+		}
+		db.foreignObject(foreignRegistry, o.Key)
+		return false
+	})
 	if err != nil {
 		return RegistryPage{}, err
 	}
 	page := RegistryPage{Stores: make([]StoreInfo, 0, len(objs))}
 	for _, o := range objs {
-		name := strings.TrimSuffix(path.Base(o.Key), ".json")
-		if ValidateName(name) != nil {
-			continue
-		}
+		name, _ := parseRegistryKey(kind, o.Key)
 		page.Stores = append(page.Stores, StoreInfo{Target: Target{Kind: kind, Name: name}, Kind: kind, Name: name, CreatedAt: o.ModTime})
 	}
-	if more && len(objs) > 0 {
-		page.Next = strings.TrimSuffix(path.Base(objs[len(objs)-1].Key), ".json")
+	if more && len(page.Stores) > 0 {
+		page.Next = page.Stores[len(page.Stores)-1].Name
 	}
 	return page, nil
 }
 
 // WalkDemand streams the demand index of kind (docs/FORMAT.md "Demand records"): fn gets
-// every parsed record; keys under _demand/ that are not records are skipped. A store's
-// records are contiguous (they share the directory _demand/<kind>/<name>/).
+// every parsed record; keys under _demand/ that are not records are skipped as foreign. A
+// store's records are contiguous (they share the directory _demand/<kind>/<name>/).
 func (db *DB) WalkDemand(ctx context.Context, kind Kind, fn func(DemandRecord) error) error {
 	if _, err := ParseKind(string(kind)); err != nil {
 		return err
 	}
 	return db.bucket.Walk(ctx, demandKindPrefix(kind), func(o ObjectInfo) error {
 		r, ok := ParseDemandKey(o.Key)
-		if !ok {
+		if !ok || r.Target.Kind != kind {
+			db.foreignObject(foreignDemand, o.Key)
 			return nil
 		}
 		return fn(r)

@@ -36,12 +36,8 @@ type listRun struct {
 // only: nothing is decoded until the cursor asks).
 func (s *Store) openListRun(ctx context.Context, src readSource, arena *readArena, acct *memAccount, after string) (*listRun, error) {
 	what := "run " + src.path
-	data, err := s.db.bucket.Get(withReadArena(ctx, arena), src.path)
+	data, err := s.readRunObject(withReadArena(ctx, arena), src.path, src.checksum, src.bytes)
 	if err != nil {
-		return nil, err
-	}
-	if err := verifyChecksum(data, src.checksum, what); err != nil {
-		s.countCorrupt(err)
 		return nil, err
 	}
 	rb, err := openRunBatches(ctx, acct, data, s.codec, what)

@@ -314,6 +314,14 @@ func decodeBaseManifest(raw []byte, v uint64, t Target) (*baseManifest, error) {
 		if !strings.HasPrefix(r.Path, prefix) || checkKey(r.Path) != nil {
 			return nil, corruptf("base manifest %s/%d lists run path %q outside %s", t, v, r.Path, prefix)
 		}
+		if r.Bytes < 0 || r.Rows < 0 {
+			return nil, corruptf("base manifest %s/%d: run %q has %d rows, %d bytes", t, v, r.Path, r.Rows, r.Bytes)
+		}
+	}
+	for shard, wm := range m.Watermarks {
+		if wm > maxCounter {
+			return nil, corruptf("base manifest %s/%d: watermark %d of shard %q is out of range", t, v, wm, clip(shard))
+		}
 	}
 	return &m, nil
 }
@@ -329,10 +337,22 @@ func decodeShardManifest(raw []byte, v uint64, t Target, shard string) (*shardMa
 	if m.Version != v || m.Shard != shard {
 		return nil, corruptf("shard manifest %s/%s/%d names %s/%d", t, shard, v, m.Shard, m.Version)
 	}
+	if m.WriterEpoch > maxCounter || m.NextGeneration > maxCounter || m.ReplayAfter > maxCounter {
+		return nil, corruptf("shard manifest %s/%s/%d: writer_epoch %d, next_generation %d or replay_after %d is out of range",
+			t, shard, v, m.WriterEpoch, m.NextGeneration, m.ReplayAfter)
+	}
 	gp := genPrefix(t, shard)
 	for _, g := range m.Flushed {
 		if !strings.HasPrefix(g.Path, gp) || checkKey(g.Path) != nil {
 			return nil, corruptf("shard manifest %s/%s/%d lists generation path %q outside %s", t, shard, v, g.Path, gp)
+		}
+		if g.Gen > maxCounter || g.Bytes < 0 || g.Rows < 0 {
+			return nil, corruptf("shard manifest %s/%s/%d: generation %d (%q) has %d rows, %d bytes", t, shard, v, g.Gen, g.Path, g.Rows, g.Bytes)
+		}
+	}
+	for _, q := range m.Quarantined {
+		if q.Gen > maxCounter {
+			return nil, corruptf("shard manifest %s/%s/%d: quarantined generation %d is out of range", t, shard, v, q.Gen)
 		}
 	}
 	return &m, nil

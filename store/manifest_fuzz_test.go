@@ -95,6 +95,7 @@ func FuzzBaseManifest(f *testing.F) {
 	f.Add([]byte(`{"version":1,"runs":[{"path":"../../etc/passwd"}]}`))
 	f.Add([]byte(`{"version":1,"runs":[{"path":"generic/other/data/x.parquet","min_key":"z","max_key":"a"}]}`))
 	f.Add([]byte(`{"version":1,"watermarks":{"../x":18446744073709551615}}`))
+	f.Add([]byte(`{"version":1,"watermarks":{"s":9223372036854775808}}`))
 	f.Add([]byte(seedBase[:len(seedBase)/2]))
 	f.Add([]byte(`[]`))
 	f.Add([]byte(`null`))
@@ -111,6 +112,17 @@ func FuzzBaseManifest(f *testing.F) {
 			}
 		} else if m.Version != 1 || m.Watermarks == nil {
 			t.Fatalf("loadBase accepted %+v", m)
+		} else {
+			for sh, wm := range m.Watermarks {
+				if wm > maxCounter {
+					t.Fatalf("loadBase accepted watermark %d of %q", wm, sh)
+				}
+			}
+			for _, r := range m.Runs {
+				if r.Bytes < 0 || r.Rows < 0 {
+					t.Fatalf("loadBase accepted run %+v", r)
+				}
+			}
 		}
 		exercise(t, s)
 	})
@@ -131,6 +143,7 @@ func FuzzShardManifest(f *testing.F) {
 	f.Add([]byte(strings.ReplaceAll(seedShard(shard), `"gen":2`, `"gen":1`)))
 	f.Add([]byte(strings.ReplaceAll(seedShard(shard), "generic/fz/_mem_wal", "generic/fz/../x")))
 	f.Add([]byte(`{"shard":"` + shard + `","version":1,"flushed":[{"gen":18446744073709551615,"path":""}]}`))
+	f.Add([]byte(`{"shard":"` + shard + `","version":1,"replay_after":18446744073709551615}`))
 	f.Add([]byte(`{"shard":"other","version":1}`))
 	f.Add([]byte(`{"shard":"` + shard + `","version":7}`))
 	f.Add([]byte(seedShard(shard)[:100]))
@@ -148,6 +161,14 @@ func FuzzShardManifest(f *testing.F) {
 			}
 		} else if m == nil || m.Version != 1 || m.Shard != shard {
 			t.Fatalf("loadShard accepted %+v", m)
+		} else if m.WriterEpoch > maxCounter || m.NextGeneration > maxCounter || m.ReplayAfter > maxCounter {
+			t.Fatalf("loadShard accepted counters out of range: %+v", m)
+		} else {
+			for _, g := range m.Flushed {
+				if g.Gen > maxCounter || g.Bytes < 0 || g.Rows < 0 {
+					t.Fatalf("loadShard accepted generation %+v", g)
+				}
+			}
 		}
 		exercise(t, s)
 	})

@@ -19,6 +19,8 @@ import (
 type chain struct {
 	b      *Bucket
 	prefix string
+	// foreign is told of every key under prefix that is not a version (foreign.go).
+	foreign func(key string)
 
 	mu      sync.Mutex
 	hint    uint64
@@ -32,7 +34,26 @@ type chain struct {
 	hintObj any
 }
 
-func newChain(b *Bucket, prefix string) *chain { return &chain{b: b, prefix: prefix} }
+func newChain(db *DB, prefix string) *chain {
+	return &chain{b: db.bucket, prefix: prefix, foreign: func(key string) { db.foreignObject(foreignManifests, key) }}
+}
+
+// versions lists the chain's version numbers, ascending, skipping foreign keys.
+func (c *chain) versions(ctx context.Context) ([]uint64, error) {
+	objs, err := c.b.List(ctx, c.prefix)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]uint64, 0, len(objs))
+	for _, o := range objs { // List is sorted, and so are equal-width version names
+		if v, ok := parseVersionKey(c.prefix, o.Key); ok {
+			out = append(out, v)
+		} else {
+			c.foreign(o.Key)
+		}
+	}
+	return out, nil
+}
 
 // latest returns the newest version number and its bytes; (0, nil, nil) when the chain is empty.
 func (c *chain) latest(ctx context.Context) (uint64, []byte, error) {
@@ -137,15 +158,13 @@ func (c *chain) latestDecoded(ctx context.Context, decode func(v uint64, raw []b
 }
 
 func (c *chain) listLatest(ctx context.Context) (uint64, []byte, error) {
-	objs, err := c.b.List(ctx, c.prefix)
+	vs, err := c.versions(ctx)
 	if err != nil {
 		return 0, nil, err
 	}
 	var best uint64
-	for _, o := range objs {
-		if v, ok := parseVersionName(o.Key); ok && v > best {
-			best = v
-		}
+	if len(vs) > 0 {
+		best = vs[len(vs)-1]
 	}
 	if best == 0 {
 		return 0, nil, nil
@@ -196,16 +215,15 @@ func (c *chain) collect(ctx context.Context, latest uint64, keep uint64) {
 	if latest <= keep {
 		return
 	}
-	objs, err := c.b.List(ctx, c.prefix)
+	vs, err := c.versions(ctx)
 	if err != nil {
 		return
 	}
-	for _, o := range objs { // List is sorted, so deletion is ascending.
-		v, ok := parseVersionName(o.Key)
-		if !ok || v+keep >= latest {
-			continue
+	for _, v := range vs { // ascending
+		if v+keep >= latest {
+			break
 		}
-		if err := c.b.Delete(ctx, o.Key); err != nil {
+		if err := c.b.Delete(ctx, c.prefix+versionName(v)); err != nil {
 			return
 		}
 	}
@@ -216,7 +234,7 @@ func (s *Store) shardChain(shard string) *chain {
 	defer s.shardsMu.Unlock()
 	c, ok := s.shards[shard]
 	if !ok {
-		c = newChain(s.db.bucket, shardManifestPrefix(s.target, shard))
+		c = newChain(s.db, shardManifestPrefix(s.target, shard))
 		s.shards[shard] = c
 	}
 	return c
@@ -344,7 +362,20 @@ func (s *Store) editShard(ctx context.Context, shard string, edit func(m *shardM
 	return nil, fmt.Errorf("shard %s of %s: manifest edit kept losing races: %w", shard, s.target, ErrConflict)
 }
 
-// shards lists the shard ids that ever wrote to this store.
+// shards lists the shard ids that ever wrote to this store; a directory under _mem_wal/
+// that is not a shard id is foreign.
 func (s *Store) listShards(ctx context.Context) ([]string, error) {
-	return s.db.bucket.ListDirs(ctx, memWALPrefix(s.target))
+	dirs, err := s.db.bucket.ListDirs(ctx, memWALPrefix(s.target))
+	if err != nil {
+		return nil, err
+	}
+	out := dirs[:0]
+	for _, d := range dirs {
+		if isShardDir(d) {
+			out = append(out, d)
+		} else {
+			s.db.foreignObject(foreignShards, memWALPrefix(s.target)+d+"/")
+		}
+	}
+	return out, nil
 }

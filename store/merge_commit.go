@@ -33,6 +33,9 @@ func (s *Store) validatePrepared(p *PreparedMerge) error {
 	if len(p.Generations) == 0 || p.Generations[len(p.Generations)-1] != p.Through {
 		return invalidf("prepared merge lists no generations or a wrong through")
 	}
+	if p.Through > maxCounter {
+		return invalidf("prepared merge through %d is out of range", p.Through) // a watermark no reader would accept
+	}
 	for i := 1; i < len(p.Generations); i++ {
 		if p.Generations[i] <= p.Generations[i-1] {
 			return invalidf("prepared generations are not ascending")
@@ -45,6 +48,9 @@ func (s *Store) validatePrepared(p *PreparedMerge) error {
 	for _, f := range p.Staged {
 		if !strings.HasPrefix(f.Path, prefix) || strings.Contains(f.Path, "..") || !strings.HasSuffix(f.Path, ".parquet") {
 			return invalidf("staged file %q is outside %s", f.Path, prefix)
+		}
+		if f.Checksum == "" || f.Bytes < 0 || f.Rows < 0 {
+			return invalidf("staged file %q has no checksum or a negative size", f.Path) // no reader would accept the run
 		}
 	}
 	return nil
@@ -302,7 +308,7 @@ func (s *Store) deleteMergedGenerations(ctx context.Context, shard string, throu
 	for _, q := range m.Quarantined {
 		listed[q.Path] = true // set aside for repair: never garbage
 	}
-	objs, err := s.db.bucket.List(ctx, genPrefix(s.target, shard))
+	files, err := s.db.listGenerations(ctx, s.target, shard)
 	if err != nil {
 		return 0, err
 	}
@@ -312,16 +318,15 @@ func (s *Store) deleteMergedGenerations(ctx context.Context, shard string, throu
 	var n atomic.Int64
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(mergeDeleteConcurrency)
-	for _, o := range objs {
-		gen, ok := parseGenNumber(o.Key)
-		if !ok || gen > through || listed[o.Key] {
+	for _, f := range files {
+		if f.gen > through || listed[f.key] {
 			continue
 		}
 		g.Go(func() error {
-			if err := s.db.bucket.Delete(gctx, o.Key); err != nil {
+			if err := s.db.bucket.Delete(gctx, f.key); err != nil {
 				return err
 			}
-			s.db.cache.forget(o.Key)
+			s.db.cache.forget(f.key)
 			n.Add(1)
 			return nil
 		})

@@ -80,7 +80,7 @@ func TestPutFromPublishesAllOrNothing(t *testing.T) {
 
 func TestReadSizedToleratesWrongSize(t *testing.T) {
 	for _, size := range []int64{-1, 0, 3, 10, 11, 1000} {
-		got, err := readSized(context.Background(), strings.NewReader("0123456789"), size)
+		got, err := readSized(context.Background(), strings.NewReader("0123456789"), size, -1)
 		require.NoError(t, err)
 		require.Equal(t, "0123456789", string(got), "size hint %d", size)
 	}
@@ -150,7 +150,7 @@ func TestPrepareConcurrentReadsReportFirstFailingGeneration(t *testing.T) {
 			return nil
 		}
 		gets.Add(1)
-		if g, ok := parseGenNumber(key); ok && (g == 3 || g == 5) {
+		if g, ok := parseGenKey(genPrefix(s.target, db.shard), key); ok && (g == 3 || g == 5) {
 			return fmt.Errorf("gen %d: %w", g, boom)
 		}
 		return nil

@@ -202,6 +202,10 @@ func (s *Store) dropLeakedStaged(ctx context.Context, base *baseManifest, attemp
 		return err
 	}
 	for _, o := range objs {
+		if !isStagedRunKey(prefix, shard, o.Key) {
+			s.db.foreignObject(foreignStaging, o.Key) // never deleted: not ours to delete
+			continue
+		}
 		if !base.references(o.Key) {
 			if err := s.db.bucket.Delete(ctx, o.Key); err != nil {
 				return err
@@ -313,7 +317,7 @@ func (s *Store) readGensForMerge(ctx context.Context, acct *memAccount, shard st
 				acct.uncharge(pre)
 				return nil // past a refused generation: not part of the prefix
 			}
-			f, free, err := s.readGenForMerge(gctx, acct, gm.Path, gm.Checksum, pre)
+			f, free, err := s.readGenForMerge(gctx, acct, gm.Path, gm.Checksum, gm.Bytes, pre)
 			if errors.Is(err, errBufferRefused) {
 				for c := cut.Load(); int64(i) < c && !cut.CompareAndSwap(c, int64(i)); c = cut.Load() {
 				}
@@ -361,7 +365,7 @@ func (s *Store) readGensForMerge(ctx context.Context, acct *memAccount, shard st
 // decodes without caching, into a buffer of acct (prepaid bytes of it charged ahead by the
 // caller): a merge reads each generation once, just before it dies. free is nil for a cached file; otherwise the caller releases the record
 // and then calls free, which returns the object's bytes (aliased by the record) to acct.
-func (s *Store) readGenForMerge(ctx context.Context, acct *memAccount, p, checksum string, prepaid int64) (_ *sortedFile, free func(), _ error) {
+func (s *Store) readGenForMerge(ctx context.Context, acct *memAccount, p, checksum string, recBytes, prepaid int64) (_ *sortedFile, free func(), _ error) {
 	rctx, freeBuf := withPrepaidReadBuffer(ctx, acct, prepaid)
 	s.db.cache.mu.Lock()
 	el, ok := s.db.cache.byKey[p]
@@ -370,14 +374,9 @@ func (s *Store) readGenForMerge(ctx context.Context, acct *memAccount, p, checks
 		freeBuf() // credits the prepaid bytes
 		return el.Value.(*sortedFile), nil, nil
 	}
-	data, err := s.db.bucket.Get(rctx, p)
+	data, err := s.readGenObject(rctx, p, checksum, recBytes)
 	if err != nil {
 		freeBuf()
-		return nil, nil, err
-	}
-	if err := verifyChecksum(data, checksum, "generation "+p); err != nil {
-		freeBuf()
-		s.countCorrupt(err)
 		return nil, nil, err
 	}
 	recs, err := decodeIPCWith(acct, data, s.codec, "generation "+p)

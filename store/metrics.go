@@ -27,6 +27,7 @@ type Metrics struct {
 	CorruptObjects         *prometheus.CounterVec // kind
 	ResidentStores         prometheus.Gauge
 	ResidentEvictions      *prometheus.CounterVec // reason, result
+	ForeignObjects         *prometheus.CounterVec // place
 }
 
 // NewMetrics registers the store collectors on reg. budget may be nil; its gauges then read 0.
@@ -109,6 +110,10 @@ func NewMetrics(reg prometheus.Registerer, budget *Budget) *Metrics {
 			Name: "walkeeper_resident_evictions_total",
 			Help: "Resident stores evicted (memtable sealed, writer stopped, handle dropped) by reason (idle, max) and result (evicted, failed).",
 		}, []string{"reason", "result"}),
+		ForeignObjects: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "walkeeper_foreign_objects_total",
+			Help: "Keys a listing skipped because walkeeper did not write them (a stray file under the storage root), by place: registry, wal, generations, manifests, shards, demand, staging. Counts each time a listing meets one.",
+		}, []string{"place"}),
 	}
 	for _, reason := range []string{EvictIdle, EvictMax} {
 		for _, result := range []string{"evicted", "failed"} {
@@ -127,7 +132,7 @@ func NewMetrics(reg prometheus.Registerer, budget *Budget) *Metrics {
 		reg.MustRegister(m.ReadPendingGenerations, m.ReadsRefused, m.ReadsRetried, m.ReadsBudgetBusy, m.ReadRunRowsDecoded, m.FlushTotal, m.MergeTotal,
 			m.MergePhaseSeconds, m.CommitLockSeconds, m.BudgetWaitSeconds, m.BudgetReservedBytes,
 			m.BudgetLimitBytes, m.GenerationsReclaimed, m.AppendRows, m.AppendSeconds, m.WALObjects,
-			m.CompactTotal, m.CorruptObjects, m.ResidentStores, m.ResidentEvictions)
+			m.CompactTotal, m.CorruptObjects, m.ResidentStores, m.ResidentEvictions, m.ForeignObjects)
 	}
 	return m
 }

@@ -109,14 +109,10 @@ func (s *Store) snapshot(ctx context.Context, enforce bool) (*readSnapshot, erro
 }
 
 // loadGen decodes a flushed generation (cached).
-func (s *Store) loadGen(ctx context.Context, path, checksum string) (*sortedFile, error) {
+func (s *Store) loadGen(ctx context.Context, path, checksum string, bytes int64) (*sortedFile, error) {
 	return s.db.cache.get(ctx, path, func(ctx context.Context) (*sortedFile, error) {
-		data, err := s.db.bucket.Get(ctx, path)
+		data, err := s.readGenObject(ctx, path, checksum, bytes)
 		if err != nil {
-			return nil, err
-		}
-		if err := verifyChecksum(data, checksum, "generation "+path); err != nil {
-			s.countCorrupt(err)
 			return nil, err
 		}
 		return s.decodeGen(path, data)
@@ -124,14 +120,10 @@ func (s *Store) loadGen(ctx context.Context, path, checksum string) (*sortedFile
 }
 
 // loadRun decodes a base run (cached).
-func (s *Store) loadRun(ctx context.Context, path, checksum string) (*sortedFile, error) {
+func (s *Store) loadRun(ctx context.Context, path, checksum string, bytes int64) (*sortedFile, error) {
 	return s.db.cache.get(ctx, path, func(ctx context.Context) (*sortedFile, error) {
-		data, err := s.db.bucket.Get(ctx, path)
+		data, err := s.readRunObject(ctx, path, checksum, bytes)
 		if err != nil {
-			return nil, err
-		}
-		if err := verifyChecksum(data, checksum, "run "+path); err != nil {
-			s.countCorrupt(err)
 			return nil, err
 		}
 		rec, err := decodeParquet(ctx, data, s.codec, "run "+path)

@@ -140,12 +140,8 @@ func withReadArena(ctx context.Context, r *readArena) context.Context {
 // none), without the cache: its record aliases the arena, so it must not outlive the group
 // (readArena). Base runs read privately are streamed instead (list_runs.go).
 func (s *Store) privateLoad(ctx context.Context, src readSource, arena *readArena) (*sortedFile, error) {
-	data, err := s.db.bucket.Get(withReadArena(ctx, arena), src.path)
+	data, err := s.readGenObject(withReadArena(ctx, arena), src.path, src.checksum, src.bytes)
 	if err != nil {
-		return nil, err
-	}
-	if err := verifyChecksum(data, src.checksum, "generation "+src.path); err != nil {
-		s.countCorrupt(err)
 		return nil, err
 	}
 	return s.decodeGen(src.path, data)

@@ -217,9 +217,9 @@ func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after strin
 			case private[i]:
 				g.files[i], err = s.privateLoad(gctx, src, arena)
 			case src.run:
-				g.files[i], err = s.loadRun(gctx, src.path, src.checksum)
+				g.files[i], err = s.loadRun(gctx, src.path, src.checksum, src.bytes)
 			default:
-				g.files[i], err = s.loadGen(gctx, src.path, src.checksum)
+				g.files[i], err = s.loadGen(gctx, src.path, src.checksum, src.bytes)
 			}
 			return err
 		})

@@ -58,12 +58,8 @@ func (s *Store) tryGetFromRun(ctx context.Context, src readSource, key string, e
 	arena := newReadArena(acct, hint, 1)
 	defer arena.free() // after the batches and the reader, which the deferred calls below release first
 	what := "run " + src.path
-	data, err := s.db.bucket.Get(withReadArena(ctx, arena), src.path)
+	data, err := s.readRunObject(withReadArena(ctx, arena), src.path, src.checksum, src.bytes)
 	if err != nil {
-		return runHit{}, 0, err
-	}
-	if err := verifyChecksum(data, src.checksum, what); err != nil {
-		s.countCorrupt(err)
 		return runHit{}, 0, err
 	}
 	rb, err := openRunBatches(ctx, acct, data, s.codec, what)

@@ -28,11 +28,11 @@ func (s *Store) Flush(ctx context.Context) (FlushResult, error) {
 			return FlushResult{}, nil // the eviction sealed it, and no writer took over since
 		}
 		// A process that never wrote may still own unsealed WAL (it crashed before).
-		objs, err := s.db.bucket.List(ctx, walPrefix(s.target, s.db.shard))
+		positions, err := s.db.listWAL(ctx, s.target, s.db.shard)
 		if err != nil {
 			return FlushResult{}, err
 		}
-		if len(objs) == 0 {
+		if len(positions) == 0 {
 			return FlushResult{}, nil
 		}
 		if w, err = s.writer(ctx); err != nil {
@@ -204,13 +204,13 @@ func (w *writer) finishSeal(nFrozen int, m *shardManifest) {
 	w.manifest = m
 	w.mu.Unlock()
 	ctx := context.Background()
-	objs, err := w.s.db.bucket.List(ctx, walPrefix(w.s.target, w.shard))
+	positions, err := w.s.db.listWAL(ctx, w.s.target, w.shard)
 	if err != nil {
 		return
 	}
-	for _, o := range objs {
-		if pos, ok := parseWALPos(o.Key); ok && pos <= m.ReplayAfter {
-			_ = w.s.db.bucket.Delete(ctx, o.Key)
+	for _, pos := range positions {
+		if pos <= m.ReplayAfter {
+			_ = w.s.db.bucket.Delete(ctx, walKey(w.s.target, w.shard, pos))
 		}
 	}
 }

@@ -32,6 +32,9 @@ type Store struct {
 	shardsMu sync.Mutex        // guards shards
 	shards   map[string]*chain // shard id -> its manifest chain, created on first use
 
+	genSlackOnce sync.Once // computes genSlack (read_object.go)
+	genSlack     int64
+
 	writerMu sync.Mutex // guards w, closed and evicted
 	w        *writer
 	closed   bool
@@ -51,7 +54,7 @@ func newStore(db *DB, t Target, meta storeMeta, codec *Codec) *Store {
 		target: t,
 		meta:   meta,
 		codec:  codec,
-		base:   newChain(db.bucket, versionsPrefix(t)),
+		base:   newChain(db, versionsPrefix(t)),
 		shards: map[string]*chain{},
 	}
 	s.touch()

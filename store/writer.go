@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"sync"
 	"time"
 
@@ -190,17 +189,10 @@ func openWriter(ctx context.Context, s *Store) (*writer, error) {
 		manifest: m,
 		lastSeq:  m.MaxSeq,
 	}
-	objs, err := s.db.bucket.List(ctx, walPrefix(s.target, shard))
+	positions, err := s.db.listWAL(ctx, s.target, shard)
 	if err != nil {
 		return nil, err
 	}
-	var positions []uint64
-	for _, o := range objs {
-		if pos, ok := parseWALPos(o.Key); ok {
-			positions = append(positions, pos)
-		}
-	}
-	sort.Slice(positions, func(i, j int) bool { return positions[i] < positions[j] })
 	next := m.ReplayAfter + 1
 	for _, pos := range positions {
 		if pos <= m.ReplayAfter {

@@ -1,0 +1,63 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Counters that grow by one (versions, WAL positions, generations, epochs, watermarks) are
+// refused above maxCounter wherever they are parsed, so incrementing one never wraps.
+
+func TestCountersOutOfRangeAreRefused(t *testing.T) {
+	ctx := context.Background()
+	url := fmt.Sprintf("mem://counters-%d", testURLSeq.Add(1))
+	_, s, _ := mergedStore(t, url)
+	shard := s.db.Shard()
+
+	for _, field := range []string{"replay_after", "next_generation", "writer_epoch"} {
+		sm, err := s.loadShard(ctx, shard)
+		require.NoError(t, err)
+		next := sm.clone()
+		next.Version++
+		switch field {
+		case "replay_after":
+			next.ReplayAfter = 1<<64 - 1
+		case "next_generation":
+			next.NextGeneration = maxCounter + 1
+		case "writer_epoch":
+			next.WriterEpoch = 1<<64 - 1
+		}
+		raw, err := encodeShardManifest(next)
+		require.NoError(t, err)
+		_, err = decodeShardManifest(raw, next.Version, s.target, shard)
+		require.ErrorIs(t, err, ErrCorrupt, field)
+	}
+
+	base, err := s.loadBase(ctx)
+	require.NoError(t, err)
+	next := base.next("test")
+	next.Watermarks[shard] = 1<<64 - 1
+	raw, err := encodeBaseManifest(next)
+	require.NoError(t, err)
+	_, err = decodeBaseManifest(raw, next.Version, s.target)
+	require.ErrorIs(t, err, ErrCorrupt)
+
+	// A prepared merge that would publish such a watermark is refused before it writes.
+	p, err := s.Prepare(ctx, PrepareParams{AttemptKey: "wf/r"})
+	require.NoError(t, err)
+	bad := *p
+	bad.Generations = []uint64{1<<64 - 1}
+	bad.Through = 1<<64 - 1
+	_, err = s.Commit(ctx, &bad)
+	require.ErrorIs(t, err, ErrInvalidInput)
+	noSum := *p
+	noSum.Staged = []StagedFile{p.Staged[0]}
+	noSum.Staged[0].Checksum = ""
+	_, err = s.Commit(ctx, &noSum)
+	require.ErrorIs(t, err, ErrInvalidInput)
+	_, err = s.Commit(ctx, p)
+	require.NoError(t, err)
+}

@@ -1,0 +1,208 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+)
+
+// Objects walkeeper did not write, under every prefix it lists: each listing skips them,
+// counts them in walkeeper_foreign_objects_total{place}, and never reads, replays or
+// deletes them.
+
+// foreignDB opens a DB on url with metrics and an observed logger whose clock stands still,
+// so the foreign-key warnings are rate-limited to exactly one per place.
+func foreignDB(t *testing.T, url, instance string) (*DB, *Metrics, *observer.ObservedLogs) {
+	t.Helper()
+	m := NewMetrics(prometheus.NewRegistry(), nil)
+	core, logs := observer.New(zapcore.WarnLevel)
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	db := openTestDB(t, url, instance, func(o *Options) {
+		o.Metrics, o.Logger, o.Now = m, zap.New(core), func() time.Time { return now }
+	})
+	return db, m, logs
+}
+
+func foreignCount(m *Metrics, place string) float64 {
+	return testutil.ToFloat64(m.ForeignObjects.WithLabelValues(place))
+}
+
+// putForeign stores each key with a few bytes that are no walkeeper object.
+func putForeign(t *testing.T, db *DB, keys ...string) {
+	t.Helper()
+	for _, k := range keys {
+		require.NoError(t, db.bucket.Put(context.Background(), k, []byte("not walkeeper's: "+k)), k)
+	}
+}
+
+// requireStillThere checks that no listing deleted a foreign key.
+func requireStillThere(t *testing.T, db *DB, keys ...string) {
+	t.Helper()
+	for _, k := range keys {
+		ok, err := db.bucket.Exists(context.Background(), k)
+		require.NoError(t, err)
+		require.True(t, ok, "foreign key %s was deleted", k)
+	}
+}
+
+// pageStores walks every page of ListStores with limit and returns the names in order.
+func pageStores(t *testing.T, db *DB, kind Kind, limit int) []string {
+	t.Helper()
+	var names []string
+	after := ""
+	for pages := 0; ; pages++ {
+		require.Less(t, pages, 1000, "ListStores does not end")
+		page, err := db.ListStores(context.Background(), kind, after, limit)
+		require.NoError(t, err, "page after %q", after)
+		require.LessOrEqual(t, len(page.Stores), limit)
+		for _, s := range page.Stores {
+			names = append(names, s.Name)
+		}
+		if page.Next == "" {
+			return names
+		}
+		require.NoError(t, ValidateName(page.Next), "a cursor is always a store name")
+		require.Len(t, page.Stores, limit, "a page that has a next page is full")
+		after = page.Next
+	}
+}
+
+func TestRegistryListingSkipsForeignKeys(t *testing.T) {
+	for name, url := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			db, m, logs := foreignDB(t, url, "w1")
+			stores := []string{"a", "m", "n", "z"}
+			for _, n := range stores {
+				createGeneric(t, db, n, false)
+			}
+			reg := registryDir + "/generic/"
+			foreign := []string{
+				reg + ".DS_Store", reg + "README.txt", reg + "a/b", reg + "a/b.json", reg + "m.json.bak",
+				reg + "zz.JSON", reg + "..json", reg + "~z.json", reg + "-x.json",
+			}
+			// A run of foreign keys longer than any page, between two stores.
+			for i := 0; i < 1100; i++ {
+				foreign = append(foreign, fmt.Sprintf("%sm-junk-%04d.txt", reg, i))
+			}
+			putForeign(t, db, foreign...)
+
+			for _, limit := range []int{1, 2, 3, 1000} {
+				require.Equal(t, stores, pageStores(t, db, KindGeneric, limit), "limit %d", limit)
+			}
+			all, err := db.List(ctx, KindGeneric)
+			require.NoError(t, err)
+			require.Len(t, all, len(stores))
+			for i, s := range all {
+				require.Equal(t, stores[i], s.Name)
+			}
+			_, err = db.Recover(ctx)
+			require.NoError(t, err, "startup recovery pages the same registry")
+
+			require.GreaterOrEqual(t, foreignCount(m, foreignRegistry), float64(len(foreign)))
+			warned := logs.FilterField(zap.String("place", foreignRegistry)).Len()
+			require.Equal(t, 1, warned, "one warning a minute per place, however many keys")
+			requireStillThere(t, db, foreign...)
+		})
+	}
+}
+
+func TestForeignKeysInsideAStoreAreSkipped(t *testing.T) {
+	for name, url := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			db, m, _ := foreignDB(t, url, "w1")
+			s := createGeneric(t, db, "fk", false)
+			seal(t, s, row("a", 1), row("b", 2))
+			seal(t, s, row("c", 3))
+			appendRows(t, s, row("d", 4)) // unsealed: in the WAL only
+			shard := db.Shard()
+			tgt := s.target
+			sp := shardPrefix(tgt, shard)
+			attempt := "wf/foreign"
+			stem := strings.TrimSuffix(dataKey(tgt, stagedRunPrefix(attempt, tgt, shard)), ".parquet")
+			foreign := map[string][]string{
+				foreignWAL: {
+					sp + "wal/README.txt", sp + "wal/18446744073709551615.arrow", sp + "wal/09223372036854775808.arrow",
+					sp + "wal/5.arrow", sp + "wal/00000000000000000000.arrow", sp + "wal/sub/00000000000000000002.arrow",
+				},
+				foreignGenerations: {sp + "gen/.DS_Store", sp + "gen/00000000000000000001-1.arrow.bak", sp + "gen/1-1.arrow"},
+				foreignManifests: {
+					versionsPrefix(tgt) + ".DS_Store", versionsPrefix(tgt) + "18446744073709551615.json",
+					versionsPrefix(tgt) + "99999999999999999999.json", sp + "manifest/notes.txt",
+				},
+				foreignShards: {memWALPrefix(tgt) + "junk/x"},
+				foreignDemand: {
+					demandStorePrefix(tgt) + ".DS_Store", demandShardPrefix(tgt, shard) + "notes",
+					demandShardPrefix(tgt, shard) + "18446744073709551615-1-1",
+				},
+				foreignStaging: {stem + "notes.txt"},
+			}
+			var all []string
+			for _, keys := range foreign {
+				all = append(all, keys...)
+			}
+			putForeign(t, db, all...)
+
+			// A new process of the same instance replays the unsealed WAL past the foreign
+			// keys (a position at 2^64-1 would have wrapped the next one to 0).
+			db2, m2, _ := foreignDB(t, url, "w1")
+			n, err := db2.Recover(ctx)
+			require.NoError(t, err)
+			require.Equal(t, 1, n)
+			s2 := openGeneric(t, db2, "fk")
+			appendRows(t, s2, row("e", 5))
+			flush(t, s2)
+			want := map[string]int64{"a": 1, "b": 2, "c": 3, "d": 4, "e": 5}
+			require.Equal(t, want, allRows(t, s2, SourceAll))
+
+			p, err := s2.Prepare(ctx, PrepareParams{AttemptKey: attempt})
+			require.NoError(t, err)
+			_, err = s2.Commit(ctx, p)
+			require.NoError(t, err)
+			_, err = s2.MergeAll(ctx)
+			require.NoError(t, err)
+			_, err = s2.CompactBase(ctx, CompactParams{})
+			require.NoError(t, err)
+			_, err = s2.ReconcileDemand(ctx)
+			require.NoError(t, err)
+			var records int
+			require.NoError(t, db2.WalkDemand(ctx, KindGeneric, func(DemandRecord) error { records++; return nil }))
+			require.Equal(t, want, allRows(t, openGeneric(t, openTestDB(t, url, "r"), "fk"), SourceAll))
+
+			for place := range foreign {
+				require.Positive(t, foreignCount(m, place)+foreignCount(m2, place), "place %s", place)
+			}
+			requireStillThere(t, db2, all...)
+		})
+	}
+}
+
+func TestDemandWalkSkipsForeignKeys(t *testing.T) {
+	for name, url := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			db, m, _ := foreignDB(t, url, "w1")
+			s := createGeneric(t, db, "dw", false)
+			sealGenerations(t, s, 3)
+			putForeign(t, db, demandDir+"/generic/README", demandDir+"/generic/dw/x/y/z",
+				demandDir+"/generic/Bad Name/"+db.Shard()+"/00000000000000000001-1-1")
+			var gens []uint64
+			require.NoError(t, db.WalkDemand(ctx, KindGeneric, func(r DemandRecord) error {
+				gens = append(gens, r.Gen)
+				return nil
+			}))
+			require.Len(t, gens, 3)
+			require.Equal(t, float64(3), foreignCount(m, foreignDemand))
+		})
+	}
+}

@@ -1,0 +1,134 @@
+package store
+
+import (
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/google/uuid"
+)
+
+// Parsing the keys walkeeper writes (format.go). A storage root is shared with whatever else
+// can write to it (an operator's copy, a desktop's .DS_Store, a sync tool's sidecar files), so
+// every listing recognises its own keys exactly, in the one form format.go writes them, and
+// treats anything else as foreign (foreign.go): a key that is not one of ours must neither
+// stop a listing nor be read, replayed or deleted as if it were.
+
+// maxCounter is the largest version, WAL position, generation number or writer epoch a key or
+// manifest may hold. Each grows by one per write, so no store reaches it, and every value at
+// or below it can be incremented without wrapping uint64 (a position at 2^64-1 would wrap the
+// next one to 0, over the oldest objects).
+const maxCounter = math.MaxInt64
+
+// parseCounter parses a decimal counter in [0, maxCounter] written with width digits
+// (%0<width>d), or in its shortest form when width is 0 (%d).
+func parseCounter(s string, width int) (uint64, bool) {
+	if s == "" || len(s) > 20 || (width > 0 && len(s) != width) || (width == 0 && len(s) > 1 && s[0] == '0') {
+		return 0, false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+	}
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || v > maxCounter {
+		return 0, false
+	}
+	return v, true
+}
+
+// parseSeqName parses prefix + <n %020d> + suffix, n >= 1: a version (prefix = a version
+// chain's, suffix ".json") or a WAL position (prefix = walPrefix, suffix ".arrow").
+// Version 0 is the empty chain and WAL position 0 is never written, so neither is ours.
+func parseSeqName(prefix, key, suffix string) (uint64, bool) {
+	name, ok := strings.CutPrefix(key, prefix)
+	if !ok {
+		return 0, false
+	}
+	digits, ok := strings.CutSuffix(name, suffix)
+	if !ok {
+		return 0, false
+	}
+	v, ok := parseCounter(digits, 20)
+	return v, ok && v >= 1
+}
+
+// parseVersionKey is the version of the chain object key under prefix (versionName).
+func parseVersionKey(prefix, key string) (uint64, bool) { return parseSeqName(prefix, key, ".json") }
+
+// parseWALKey is the position of the WAL object key under prefix (walKey).
+func parseWALKey(prefix, key string) (uint64, bool) { return parseSeqName(prefix, key, ".arrow") }
+
+// parseGenName parses a generation file's name, <g %020d>-<epoch %d>.arrow (genKey).
+func parseGenName(name string) (gen, epoch uint64, ok bool) {
+	stem, ok := strings.CutSuffix(name, ".arrow")
+	if !ok {
+		return 0, 0, false
+	}
+	g, e, ok := strings.Cut(stem, "-")
+	if !ok {
+		return 0, 0, false
+	}
+	if gen, ok = parseCounter(g, 20); !ok {
+		return 0, 0, false
+	}
+	if epoch, ok = parseCounter(e, 0); !ok {
+		return 0, 0, false
+	}
+	return gen, epoch, true
+}
+
+// parseGenKey is the generation number of the generation file key under prefix (genPrefix).
+func parseGenKey(prefix, key string) (uint64, bool) {
+	name, ok := strings.CutPrefix(key, prefix)
+	if !ok {
+		return 0, false
+	}
+	g, _, ok := parseGenName(name)
+	return g, ok
+}
+
+// parseRegistryKey is the store name of a registry entry of kind (registryKey). A nested key
+// (_registry/<kind>/a/b) is not an entry: the name would have a "/" in it.
+func parseRegistryKey(kind Kind, key string) (string, bool) {
+	name, ok := strings.CutPrefix(key, registryDir+"/"+string(kind)+"/")
+	if !ok {
+		return "", false
+	}
+	name, ok = strings.CutSuffix(name, ".json")
+	if !ok || ValidateName(name) != nil {
+		return "", false
+	}
+	return name, true
+}
+
+// isStagedRunKey reports whether key is a run an attempt of shard staged under the data key
+// prefix stem (dataKey of stagedRunPrefix without ".parquet"): stem + <shard tag>-<from>-<through>.parquet.
+func isStagedRunKey(stem, shard, key string) bool {
+	rest, ok := strings.CutPrefix(key, stem+runIDShardTag(shard)+"-")
+	if !ok {
+		return false
+	}
+	rest, ok = strings.CutSuffix(rest, ".parquet")
+	if !ok {
+		return false
+	}
+	from, through, ok := strings.Cut(rest, "-")
+	if !ok {
+		return false
+	}
+	f, ok1 := parseCounter(from, 0)
+	t, ok2 := parseCounter(through, 0)
+	return ok1 && ok2 && f <= t
+}
+
+// isShardDir reports whether a directory name under _mem_wal/ is a shard id as ShardID makes
+// them: a UUID in its canonical lower-case form, or the id of an empty instance id.
+func isShardDir(name string) bool {
+	if name == ShardID("") {
+		return true
+	}
+	u, err := uuid.Parse(name)
+	return err == nil && u.String() == name
+}

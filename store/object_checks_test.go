@@ -1,0 +1,240 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+)
+
+// Every object a reader decodes is checked against its manifest entry before a decoder sees
+// it: a missing checksum, a WAL object without its header, an object longer or shorter than
+// the entry declares and an out-of-range counter are ErrCorrupt (read_object.go).
+
+// mergedStore is a store with one base run (a, b) and one pending generation (c), on url.
+func mergedStore(t *testing.T, url string) (*DB, *Store, *Metrics) {
+	t.Helper()
+	db, m, _ := foreignDB(t, url, "w1")
+	s := createGeneric(t, db, "oc", false)
+	seal(t, s, row("a", 1), row("b", 2))
+	_, err := s.MergeAll(context.Background())
+	require.NoError(t, err)
+	seal(t, s, row("c", 3))
+	return db, s, m
+}
+
+// requireReadsCorrupt checks that a fresh reader's Get of key and List both fail ErrCorrupt.
+func requireReadsCorrupt(t *testing.T, url, key string, budget bool) {
+	t.Helper()
+	ctx := context.Background()
+	rb := NewBudget(8 << 20)
+	reader := openGeneric(t, openTestDB(t, url, "r", func(o *Options) {
+		if budget {
+			o.ReadBudget = rb
+		}
+	}), "oc")
+	_, err := reader.Get(ctx, key)
+	require.ErrorIs(t, err, ErrCorrupt)
+	_, err = reader.List(ctx, ListOptions{})
+	require.ErrorIs(t, err, ErrCorrupt)
+	require.Zero(t, rb.Reserved(), "a refused read gives back what it reserved")
+}
+
+// requireCompactCorrupt merges the pending generation into a second run and checks that a
+// compaction of both fails ErrCorrupt on the damaged first one.
+func requireCompactCorrupt(t *testing.T, s *Store) {
+	t.Helper()
+	ctx := context.Background()
+	_, err := s.MergeAll(ctx)
+	require.NoError(t, err)
+	_, err = s.CompactBase(ctx, CompactParams{MaxRuns: -1})
+	require.ErrorIs(t, err, ErrCorrupt)
+}
+
+func editBase(t *testing.T, s *Store, edit func(*baseManifest)) {
+	t.Helper()
+	ctx := context.Background()
+	base, err := s.loadBase(ctx)
+	require.NoError(t, err)
+	next := base.next("test")
+	edit(next)
+	require.NoError(t, s.publishBase(ctx, next))
+}
+
+func editFlushed(t *testing.T, s *Store, edit func(*genMeta)) {
+	t.Helper()
+	_, err := s.editShard(context.Background(), s.db.Shard(), func(m *shardManifest) (bool, error) {
+		edit(&m.Flushed[len(m.Flushed)-1])
+		return true, nil
+	})
+	require.NoError(t, err)
+}
+
+func TestMissingChecksumIsCorrupt(t *testing.T) {
+	for name, url := range backends(t) {
+		t.Run(name+"/run", func(t *testing.T) {
+			_, s, m := mergedStore(t, url+"-run")
+			editBase(t, s, func(b *baseManifest) { b.Runs[0].Checksum = "" })
+			for _, budget := range []bool{false, true} {
+				requireReadsCorrupt(t, url+"-run", "a", budget)
+			}
+			requireCompactCorrupt(t, s)
+			require.Positive(t, testutil.ToFloat64(m.CorruptObjects.WithLabelValues(string(KindGeneric))))
+		})
+		t.Run(name+"/generation", func(t *testing.T) {
+			_, s, _ := mergedStore(t, url+"-gen")
+			editFlushed(t, s, func(g *genMeta) { g.Checksum = "" })
+			for _, budget := range []bool{false, true} {
+				requireReadsCorrupt(t, url+"-gen", "c", budget)
+			}
+			_, err := s.Prepare(context.Background(), PrepareParams{AttemptKey: "wf/x"})
+			require.ErrorIs(t, err, ErrCorrupt)
+		})
+	}
+}
+
+func TestWALObjectWithoutHeaderIsCorrupt(t *testing.T) {
+	for name, url := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			db, _, _ := foreignDB(t, url, "w1")
+			s := createGeneric(t, db, "oc", false)
+			appendRows(t, s, row("a", 1)) // no seal: a kill leaves it in the WAL
+			positions, err := db.listWAL(ctx, s.target, db.Shard())
+			require.NoError(t, err)
+			require.NotEmpty(t, positions)
+			key := walKey(s.target, db.Shard(), positions[len(positions)-1])
+			framed, err := db.bucket.Get(ctx, key)
+			require.NoError(t, err)
+			require.True(t, bytes.HasPrefix(framed, []byte(walFrameMagic)), "every WAL object walkeeper writes has the header")
+			require.NoError(t, db.bucket.Put(ctx, key, framed[walFrameHeader:])) // a bare IPC file
+
+			db2, m2, _ := foreignDB(t, url, "w1")
+			_, err = db2.Recover(ctx)
+			require.ErrorIs(t, err, ErrCorrupt)
+			require.Positive(t, testutil.ToFloat64(m2.CorruptObjects.WithLabelValues(string(KindGeneric))))
+		})
+	}
+}
+
+func TestObjectSizeMustMatchItsManifest(t *testing.T) {
+	for name, url := range backends(t) {
+		for _, c := range []struct {
+			name  string
+			bytes func(int64) int64
+		}{
+			{"understated", func(n int64) int64 { return n / 2 }},
+			{"overstated", func(n int64) int64 { return n + 1 }},
+			{"zero", func(int64) int64 { return 0 }},
+		} {
+			t.Run(name+"/run-"+c.name, func(t *testing.T) {
+				u := url + "-" + c.name
+				_, s, _ := mergedStore(t, u)
+				editBase(t, s, func(b *baseManifest) { b.Runs[0].Bytes = c.bytes(b.Runs[0].Bytes) })
+				for _, budget := range []bool{false, true} {
+					requireReadsCorrupt(t, u, "a", budget)
+				}
+				requireCompactCorrupt(t, s)
+			})
+		}
+		t.Run(name+"/generation-understated", func(t *testing.T) {
+			u := url + "-gen"
+			db, s, _ := mergedStore(t, u)
+			// A generation whose file is far larger than its declared record size allows.
+			rows := make([]Row, 0, 2000)
+			for i := range 2000 {
+				rows = append(rows, Row{Key: fmt.Sprintf("k%05d", i), Values: []any{fmt.Sprintf("k%05d", i), int64(i), strings.Repeat("x", 50)}})
+			}
+			seal(t, s, rows...)
+			editFlushed(t, s, func(g *genMeta) { g.Bytes = 1 })
+			for _, budget := range []bool{false, true} {
+				requireReadsCorrupt(t, u, "k00001", budget)
+			}
+			_, err := openGeneric(t, openTestDB(t, db.bucket.URL(), "w1"), "oc").Prepare(context.Background(), PrepareParams{AttemptKey: "wf/y"})
+			require.ErrorIs(t, err, ErrCorrupt)
+		})
+	}
+}
+
+// countingReader counts the bytes a read takes from an endless stream.
+type countingReader struct{ n int64 }
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	c.n += int64(len(p))
+	return len(p), nil
+}
+
+func TestReadWithLimitReadsAtMostLimitPlusOne(t *testing.T) {
+	for _, hint := range []int64{-1, 0, 10, 1 << 20} {
+		r := &countingReader{}
+		_, err := readSized(context.Background(), r, hint, 4096)
+		require.ErrorIs(t, err, errObjectTooLarge, "size hint %d", hint)
+		if hint > 4096 {
+			require.Zero(t, r.n, "a reported size over the limit is refused before reading")
+		} else {
+			require.LessOrEqual(t, r.n, int64(4097), "size hint %d", hint)
+		}
+	}
+	got, err := readSized(context.Background(), io.LimitReader(&countingReader{}, 4096), -1, 4096)
+	require.NoError(t, err)
+	require.Len(t, got, 4096, "an object exactly at the limit reads")
+
+	for name, url := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			b, err := OpenBucket(ctx, url)
+			require.NoError(t, err)
+			defer b.Close()
+			require.NoError(t, b.Put(ctx, "x/obj", []byte("0123456789")))
+			got, err := b.GetAtMost(ctx, "x/obj", 10)
+			require.NoError(t, err)
+			require.Equal(t, "0123456789", string(got))
+			_, err = b.GetAtMost(ctx, "x/obj", 9)
+			require.ErrorIs(t, err, ErrCorrupt)
+			_, err = b.GetAtMost(ctx, "x/missing", 9)
+			require.ErrorIs(t, err, ErrNotFound)
+			_, err = b.GetAtMost(ctx, "x/obj", -1)
+			require.ErrorIs(t, err, ErrInvalidInput)
+		})
+	}
+}
+
+func TestGenerationFilesFitTheirReadLimit(t *testing.T) {
+	// Wide schemas with long names are where the file outgrows its record the most.
+	for _, fields := range []int{1, 8, 200} {
+		for _, rows := range []int{1, 3, 500} {
+			t.Run(fmt.Sprintf("%d-fields-%d-rows", fields, rows), func(t *testing.T) {
+				ctx := context.Background()
+				sch := Schema{Fields: []Field{{Name: "id", Type: TypeString}}}
+				for i := 1; i < fields; i++ {
+					typ := []FieldType{TypeInt64, TypeString, TypeBool, TypeFloat64, TypeBinary, TypeTimestamp}[i%6]
+					sch.Fields = append(sch.Fields, Field{Name: fmt.Sprintf("f%03d_%s", i, strings.Repeat("n", 100)), Type: typ, Nullable: true})
+				}
+				db := openTestDB(t, fmt.Sprintf("mem://genlimit-%d", testURLSeq.Add(1)), "w1")
+				s, err := db.Create(ctx, Target{Kind: KindGeneric, Name: "wide"}, CreateOptions{Schema: &sch})
+				require.NoError(t, err)
+				batch := make([]Row, rows)
+				for r := range batch {
+					vals := make([]any, fields)
+					vals[0] = fmt.Sprintf("k%04d", r)
+					batch[r] = Row{Key: vals[0].(string), Values: vals}
+				}
+				seal(t, s, batch...)
+				sm, err := s.loadShard(ctx, db.Shard())
+				require.NoError(t, err)
+				g := sm.Flushed[0]
+				data, err := db.bucket.Get(ctx, g.Path)
+				require.NoError(t, err)
+				require.LessOrEqual(t, int64(len(data)), s.genFileLimit(g.Bytes),
+					"file %d bytes, record %d bytes", len(data), g.Bytes)
+				_, err = s.Get(ctx, "k0000")
+				require.NoError(t, err)
+			})
+		}
+	}
+}

@@ -1,0 +1,85 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Every object a reader decodes is read against its manifest entry: the entry must carry a
+// checksum, the read takes no more bytes than the entry declares (so the memory a read budget
+// admitted for the object is what the read uses), and the bytes must match the checksum.
+// Anything else is ErrCorrupt, before a decoder sees a byte (checksum.go says why).
+
+// readRunObject reads base run path, declared bytes long with checksum sum.
+func (s *Store) readRunObject(ctx context.Context, path, sum string, bytes int64) ([]byte, error) {
+	what := "run " + path
+	data, err := s.readChecked(ctx, path, sum, bytes, what)
+	if err == nil && int64(len(data)) != bytes {
+		err = corruptf("%s: %d bytes, manifest says %d", what, len(data), bytes)
+		s.countCorrupt(err)
+		return nil, err
+	}
+	return data, err
+}
+
+// readGenObject reads generation path with checksum sum whose decoded record the manifest
+// declares recBytes long (a generation's bytes are its Arrow record's, not its file's).
+func (s *Store) readGenObject(ctx context.Context, path, sum string, recBytes int64) ([]byte, error) {
+	return s.readChecked(ctx, path, sum, s.genFileLimit(recBytes), "generation "+path)
+}
+
+// genFileLimit is the largest IPC file a generation whose record holds recBytes can be: the
+// record's buffers, the schema (written twice, as message and footer: an empty file of the
+// schema measures it) and, per field, the record's metadata and buffer padding.
+func (s *Store) genFileLimit(recBytes int64) int64 {
+	s.genSlackOnce.Do(func() {
+		s.genSlack = genFileSlackFallback
+		if s.codec == nil {
+			return
+		}
+		schema := s.codec.ArrowSchema()
+		if empty, err := encodeIPC(schema); err == nil {
+			s.genSlack = int64(len(empty)) + genFileFixedSlack + genFileFieldSlack*int64(schema.NumFields())
+		}
+	})
+	return max(recBytes, 0) + s.genSlack
+}
+
+const (
+	// genFileFixedSlack covers a record batch message's header, the footer's block entry and
+	// the file's magic and alignment.
+	genFileFixedSlack = 1 << 10
+	// genFileFieldSlack covers one field's node and buffer entries in the record batch
+	// message (16 bytes each, up to 3 buffers) and the padding of its buffers.
+	genFileFieldSlack = 256
+	// genFileSlackFallback is the slack of a store without a codec (never read from).
+	genFileSlackFallback = 64 << 10
+)
+
+// readChecked reads path, at most limit bytes, and checks it against sum.
+func (s *Store) readChecked(ctx context.Context, path, sum string, limit int64, what string) ([]byte, error) {
+	if sum == "" {
+		err := corruptf("%s: its manifest entry has no checksum", what)
+		s.countCorrupt(err)
+		return nil, err
+	}
+	if limit < 0 {
+		err := corruptf("%s: manifest declares %d bytes", what, limit)
+		s.countCorrupt(err)
+		return nil, err
+	}
+	data, err := s.db.bucket.GetAtMost(ctx, path, limit)
+	if err != nil {
+		if errors.Is(err, ErrCorrupt) {
+			s.countCorrupt(err)
+			return nil, fmt.Errorf("%s, as its manifest declares: %w", what, err)
+		}
+		return nil, err
+	}
+	if err := verifyChecksum(data, sum, what); err != nil {
+		s.countCorrupt(err)
+		return nil, err
+	}
+	return data, nil
+}

@@ -70,7 +70,7 @@ func (w *writer) seal(ctx context.Context) (FlushResult, error) {
 	// Read what mu guards while holding it: a merge's drain may replace w.manifest
 	// (observe) at any time.
 	replayAfter := w.manifest.ReplayAfter
-	if len(w.active.rows) > 0 || w.active.maxPos > replayAfter {
+	if w.active.len() > 0 || w.active.maxPos > replayAfter {
 		w.frozen = append(w.frozen, w.active)
 		w.active = newMemtable()
 	}
@@ -79,14 +79,11 @@ func (w *writer) seal(ctx context.Context) (FlushResult, error) {
 	w.mu.Unlock()
 
 	var maxPos uint64
-	merged := newMemtable()
 	for _, mt := range frozen {
-		for _, r := range mt.rows {
-			merged.add(r)
-		}
 		maxPos = max(maxPos, mt.maxPos)
 	}
-	if len(merged.rows) == 0 {
+	merged := mergeFrozen(frozen)
+	if merged.len() == 0 {
 		if len(frozen) > 0 && maxPos > replayAfter {
 			// Only fence markers or empty WAL: advance the replay point without a generation.
 			m, err := w.publishSeal(ctx, nil, maxPos)
@@ -126,6 +123,23 @@ func (w *writer) seal(ctx context.Context) (FlushResult, error) {
 	w.finishSeal(len(frozen), m)
 	last := m.Flushed[len(m.Flushed)-1]
 	return FlushResult{Sealed: true, Generation: last.Gen, Rows: len(rows), Pending: len(m.Flushed)}, nil
+}
+
+// mergeFrozen returns one memtable with the newest version of every key of frozen (oldest
+// first, so a later memtable's version wins). Frozen memtables are never changed, so this
+// reads them without writer.mu.
+func mergeFrozen(frozen []*memtable) *memtable {
+	if len(frozen) == 1 {
+		return frozen[0]
+	}
+	merged := newMemtable()
+	for _, mt := range frozen {
+		mt.index.Ascend(func(e *memEntry) bool {
+			merged.add(e.r)
+			return true
+		})
+	}
+	return merged
 }
 
 type sealedGen struct {

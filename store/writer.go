@@ -227,7 +227,7 @@ func openWriter(ctx context.Context, s *Store) (*writer, error) {
 	}
 	w.active.maxPos = next
 	w.nextPos = next + 1
-	if n := len(w.active.rows); n > 0 {
+	if n := w.active.len(); n > 0 {
 		s.db.log.Info("replayed unsealed WAL", zap.String("target", s.target.String()), zap.String("shard", shard), zap.Int("rows", n))
 	}
 	go w.runWALCommitter()

@@ -25,7 +25,7 @@ type ListOptions struct {
 	Source string
 	// Limit is the page size (default 100, at most 10000).
 	Limit int
-	// After is the cursor: the page starts after this key.
+	// After is the cursor: the page starts after this key (at most MaxKeyBytes).
 	After string
 }
 
@@ -193,6 +193,9 @@ func (s *Store) Get(ctx context.Context, key string) (map[string]any, error) {
 	if key == "" {
 		return nil, invalidf("empty key")
 	}
+	if err := checkRowKey("key", key); err != nil {
+		return nil, err
+	}
 	var lastErr error
 	for attempt := 0; attempt < readAttempts; attempt++ {
 		row, err := s.getOnce(ctx, key)
@@ -298,6 +301,9 @@ func (s *Store) List(ctx context.Context, opts ListOptions) (ListPage, error) {
 	}
 	if opts.Limit == 0 {
 		opts.Limit = 100
+	}
+	if err := checkRowKey("the after cursor", opts.After); err != nil {
+		return ListPage{}, err
 	}
 	var lastErr error
 	for attempt := 0; attempt < readAttempts; attempt++ {

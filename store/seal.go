@@ -52,10 +52,6 @@ func (s *Store) Flush(ctx context.Context) (FlushResult, error) {
 	return res, err
 }
 
-// memtableSealBytes seals a memtable early so that a missing flush interval cannot grow
-// it without bound.
-const memtableSealBytes = 64 << 20
-
 // seal turns everything in the memtable into one generation listed in the shard manifest.
 func (w *writer) seal(ctx context.Context) (FlushResult, error) {
 	w.sealMu.Lock()

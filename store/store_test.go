@@ -70,10 +70,19 @@ func openGeneric(t *testing.T, db *DB, name string) *Store {
 
 func row(id string, n int64) Row { return Row{Key: id, Values: []any{id, n, nil}} }
 
+// appendRows appends rows, in as few appends as Options.MaxAppendRows allows.
 func appendRows(t *testing.T, s *Store, rows ...Row) {
 	t.Helper()
-	_, err := s.Append(context.Background(), rows)
-	require.NoError(t, err)
+	per := len(rows)
+	if m := s.db.opts.MaxAppendRows; m > 0 {
+		per = m
+	}
+	for len(rows) > 0 {
+		n := min(per, len(rows))
+		_, err := s.Append(context.Background(), rows[:n])
+		require.NoError(t, err)
+		rows = rows[n:]
+	}
 }
 
 func flush(t *testing.T, s *Store) FlushResult {

@@ -29,6 +29,10 @@ type AppendResult struct {
 // appends are group-committed into one WAL object. Rows later in rows are newer than
 // earlier ones (their write sequences increase). With seal-on-append the rows are also
 // sealed into a generation, so every reader sees them when Append returns.
+//
+// An append of more than Options.MaxAppendRows rows, or whose rows are larger than
+// Options.MemtableBytes, is ErrAppendTooLarge; its size is charged to the append budget
+// while it is in flight (append_limits.go).
 func (s *Store) Append(ctx context.Context, rows []Row) (AppendResult, error) {
 	if len(rows) == 0 {
 		return AppendResult{}, nil
@@ -37,10 +41,22 @@ func (s *Store) Append(ctx context.Context, rows []Row) (AppendResult, error) {
 		if rows[i].Key == "" {
 			return AppendResult{}, invalidf("row %d: empty key", i)
 		}
+		if len(rows[i].Key) > MaxKeyBytes {
+			return AppendResult{}, checkRowKey(fmt.Sprintf("row %d: key", i), rows[i].Key)
+		}
 		if len(rows[i].Values) != len(s.meta.Schema.Fields) {
 			return AppendResult{}, invalidf("row %d: %d values, schema has %d fields", i, len(rows[i].Values), len(s.meta.Schema.Fields))
 		}
 	}
+	size := decodedRowsBytes(rows)
+	if err := s.checkAppendSize(len(rows), size); err != nil {
+		return AppendResult{}, err
+	}
+	res, err := s.chargeAppend(ctx, size)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	defer res.Release()
 	return s.submit(ctx, rows, false)
 }
 
@@ -48,6 +64,9 @@ func (s *Store) Append(ctx context.Context, rows []Row) (AppendResult, error) {
 func (s *Store) Delete(ctx context.Context, key string) error {
 	if key == "" {
 		return invalidf("empty key")
+	}
+	if err := checkRowKey("key", key); err != nil {
+		return err
 	}
 	row := Row{Key: key, Values: make([]any, len(s.meta.Schema.Fields))}
 	row.Values[s.keyField()] = key
@@ -130,6 +149,8 @@ type writer struct {
 	lastSeq int64
 	// dead, once set, is returned by every later WAL group commit and seal (fenced, closed).
 	dead error
+	// sizeSealing is set while the seal of a memtable that reached MemtableBytes runs.
+	sizeSealing bool
 }
 
 func (w *writer) alive() bool {

@@ -36,7 +36,8 @@ type Options struct {
 	// PendingWarn logs a warning when a read sees this many pending generations in a shard
 	// (default 256, 0 = off).
 	PendingWarn int
-	// PendingMax refuses reads above this many pending generations in one shard or in total
+	// PendingMax refuses reads above this many pending generations in one shard or in total,
+	// and writes (appends, deletes) to this process's shard at it, where its seals stop too
 	// (default 4096, 0 = off).
 	PendingMax int
 	// MaxRowBytes rejects rows whose JSON encoding is larger (default 1 MiB, 0 = no limit).

@@ -36,7 +36,7 @@ func (s *Store) Flush(ctx context.Context) (FlushResult, error) {
 			return FlushResult{}, err
 		}
 	}
-	res, err := w.seal(ctx)
+	res, err := w.seal(ctx, false)
 	if m := s.db.opts.Metrics; m != nil {
 		result := "sealed"
 		switch {
@@ -53,7 +53,9 @@ func (s *Store) Flush(ctx context.Context) (FlushResult, error) {
 }
 
 // seal turns everything in the memtable into one generation listed in the shard manifest.
-func (w *writer) seal(ctx context.Context) (FlushResult, error) {
+// reserved says the caller holds a generation slot (admitWrite), so the PendingMax check is
+// already done; otherwise a shard at PendingMax is left unsealed.
+func (w *writer) seal(ctx context.Context, reserved bool) (FlushResult, error) {
 	w.sealMu.Lock()
 	defer w.sealMu.Unlock()
 
@@ -66,6 +68,14 @@ func (w *writer) seal(ctx context.Context) (FlushResult, error) {
 	// Read what mu guards while holding it: a merge's drain may replace w.manifest
 	// (observe) at any time.
 	replayAfter := w.manifest.ReplayAfter
+	if limit := w.s.db.opts.PendingMax; !reserved && limit > 0 && len(w.manifest.Flushed) >= limit {
+		// INVARIANT: a seal never takes the shard above PendingMax, where every read of the
+		// store is refused; the rows stay readable here and durable in the WAL until merges
+		// drain the shard.
+		n := len(w.manifest.Flushed)
+		w.mu.Unlock()
+		return FlushResult{Pending: n}, nil
+	}
 	if w.active.len() > 0 || w.active.maxPos > replayAfter {
 		w.frozen = append(w.frozen, w.active)
 		w.active = newMemtable()

@@ -183,7 +183,7 @@ func (w *writer) walGroupCommit(batch []*appendReq) {
 	res := AppendResult{WALPosition: pos}
 	switch {
 	case w.s.meta.SealOnAppend:
-		fr, err := w.seal(ctx)
+		fr, err := w.seal(ctx, true)
 		if err != nil {
 			// The rows are durable (WAL) and visible here, but not yet to other readers.
 			answer(res, fmt.Errorf("append durable but not sealed: %w", err))
@@ -193,7 +193,7 @@ func (w *writer) walGroupCommit(batch []*appendReq) {
 	case full && sealing:
 		// The seal started for the last full memtable has not finished: seal here, so that
 		// appends wait (the WAL committer is theirs) instead of memtables piling up.
-		_, _ = w.seal(ctx)
+		_, _ = w.seal(ctx, false)
 	case full:
 		go w.sealFull()
 	}
@@ -204,7 +204,7 @@ func (w *writer) walGroupCommit(batch []*appendReq) {
 // leaves the rows durable in the WAL and readable here; the next full memtable or flush
 // retries.
 func (w *writer) sealFull() {
-	_, _ = w.seal(context.Background())
+	_, _ = w.seal(context.Background(), false)
 	w.mu.Lock()
 	w.sizeSealing = false
 	w.mu.Unlock()

@@ -32,7 +32,8 @@ type AppendResult struct {
 //
 // An append of more than Options.MaxAppendRows rows, or whose rows are larger than
 // Options.MemtableBytes, is ErrAppendTooLarge; its size is charged to the append budget
-// while it is in flight (append_limits.go).
+// while it is in flight (append_limits.go). A shard at Options.PendingMax refuses it with
+// ErrTooManyPending (admitWrite).
 func (s *Store) Append(ctx context.Context, rows []Row) (AppendResult, error) {
 	if len(rows) == 0 {
 		return AppendResult{}, nil
@@ -92,20 +93,27 @@ func (s *Store) submit(ctx context.Context, rows []Row, deleted bool) (AppendRes
 		if err != nil {
 			return AppendResult{}, err
 		}
+		release, err := w.admitWrite()
+		if err != nil {
+			return AppendResult{}, err
+		}
 		req := &appendReq{rows: rows, deleted: deleted, done: make(chan appendDone, 1)}
 		select {
 		case w.reqs <- req:
 		case <-w.stopped:
+			release()
 			if attempt == 0 {
 				continue
 			}
 			return AppendResult{}, ErrClosed
 		case <-ctx.Done():
+			release()
 			return AppendResult{}, ctx.Err()
 		}
 		// The WAL committer always answers: the WAL write may already be under way, so an
 		// abandoned request could still become durable; waiting keeps the answer truthful.
 		d := <-req.done
+		release()
 		if errors.Is(d.err, ErrFenced) && attempt == 0 {
 			continue
 		}
@@ -115,6 +123,38 @@ func (s *Store) submit(ctx context.Context, rows []Row, deleted bool) (AppendRes
 		}
 		return d.res, d.err
 	}
+}
+
+// admitWrite refuses a write (ErrTooManyPending) when the shard's pending generations, plus
+// the generations admitted seal-on-append writes may still add, are at PendingMax. The check
+// and the reservation are one step under mu, so concurrent writers cannot all pass a check
+// that only one of them fits: what a seal-on-append write may seal is reserved until it is
+// answered (release), by when its seal is counted in the manifest. Other stores' writes only
+// fill the memtable, whose seals stop at PendingMax (seal).
+func (w *writer) admitWrite() (release func(), err error) {
+	limit := w.s.db.opts.PendingMax
+	if limit <= 0 {
+		return func() {}, nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	pending := len(w.manifest.Flushed) + w.sealSlots
+	if pending >= limit {
+		return nil, fmt.Errorf("%s: this process's shard %s has %d pending generations (limit %d); retry after merges catch up: %w",
+			w.s.target, w.shard, pending, limit, ErrTooManyPending)
+	}
+	if !w.s.meta.SealOnAppend {
+		return func() {}, nil
+	}
+	w.sealSlots++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			w.mu.Lock()
+			w.sealSlots--
+			w.mu.Unlock()
+		})
+	}, nil
 }
 
 // writer owns this process's shard of one store: the WAL group committer, the memtables and
@@ -149,6 +189,9 @@ type writer struct {
 	lastSeq int64
 	// dead, once set, is returned by every later WAL group commit and seal (fenced, closed).
 	dead error
+	// sealSlots counts the admitted writes of a seal-on-append store that have not been
+	// answered yet: each may add one generation (admitWrite).
+	sealSlots int
 	// sizeSealing is set while the seal of a memtable that reached MemtableBytes runs.
 	sizeSealing bool
 }
@@ -308,7 +351,7 @@ func (w *writer) pendingGenerations() int {
 
 // close seals the memtable and stops the WAL committer.
 func (w *writer) close(ctx context.Context) error {
-	_, err := w.seal(ctx)
+	_, err := w.seal(ctx, false)
 	select {
 	case <-w.stop:
 	default:

@@ -71,13 +71,18 @@ type Config struct {
 	FlushTimeout  time.Duration
 
 	// PendingWarn logs a warning when a read unions this many pending generations in one
-	// shard (0 = off); PendingMax refuses reads above it and appends to a shard at it (0 = off).
+	// shard (0 = off); PendingMax refuses reads above it and appends and deletes to a shard at
+	// it (0 = off).
 	PendingWarn int
 	PendingMax  int
 
 	// MaxBodyBytes caps an HTTP request body; MaxRowBytes caps one encoded row (0 = no cap).
 	MaxBodyBytes int64
 	MaxRowBytes  int
+	// MaxAppendRows caps the rows of one append (0 = no cap). MemtableBytes seals an active
+	// memtable when it reaches it and caps one append's decoded rows (store.Options).
+	MaxAppendRows int
+	MemtableBytes int64
 
 	// GroupCommitWait and GroupCommitMaxRows tune the WAL group commit.
 	GroupCommitWait    time.Duration
@@ -155,6 +160,8 @@ func DefaultConfig() Config {
 		PendingMax:            so.PendingMax,
 		MaxBodyBytes:          8 << 20,
 		MaxRowBytes:           so.MaxRowBytes,
+		MaxAppendRows:         so.MaxAppendRows,
+		MemtableBytes:         so.MemtableBytes,
 		GroupCommitWait:       so.GroupCommitWait,
 		GroupCommitMaxRows:    so.GroupCommitMaxRows,
 		CacheBytes:            so.CacheBytes,
@@ -212,6 +219,8 @@ func (c *Config) StoreOptions() store.Options {
 	o.PendingWarn = c.PendingWarn
 	o.PendingMax = c.PendingMax
 	o.MaxRowBytes = c.MaxRowBytes
+	o.MaxAppendRows = c.MaxAppendRows
+	o.MemtableBytes = c.MemtableBytes
 	o.GroupCommitWait = c.GroupCommitWait
 	o.GroupCommitMaxRows = c.GroupCommitMaxRows
 	o.CacheBytes = c.CacheBytes
@@ -279,6 +288,7 @@ func (c *Config) Validate() error {
 		{"pending-warn", int64(c.PendingWarn)},
 		{"pending-max", int64(c.PendingMax)},
 		{"max-row-bytes", int64(c.MaxRowBytes)},
+		{"max-append-rows", int64(c.MaxAppendRows)},
 		{"group-commit-wait", int64(c.GroupCommitWait)},
 		{"group-commit-max-rows", int64(c.GroupCommitMaxRows)},
 		{"cache-bytes", c.CacheBytes},
@@ -309,6 +319,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxBodyBytes < 1 {
 		bad("max-body-bytes", "must be positive, got %d", c.MaxBodyBytes)
+	}
+	if c.MemtableBytes < 1 {
+		bad("memtable-bytes", "must be positive, got %d", c.MemtableBytes)
 	}
 	if c.PendingWarn > 0 && c.PendingMax > 0 && c.PendingWarn > c.PendingMax {
 		bad("pending-warn", "%d is above --pending-max %d", c.PendingWarn, c.PendingMax)

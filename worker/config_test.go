@@ -34,6 +34,8 @@ func TestDefaultConfigIsValidAndDocumented(t *testing.T) {
 		{"pending max", c.PendingMax, 4096},
 		{"max body", c.MaxBodyBytes, int64(8 << 20)},
 		{"max row", c.MaxRowBytes, 1 << 20},
+		{"max append rows", c.MaxAppendRows, 10000},
+		{"memtable bytes", c.MemtableBytes, int64(64 << 20)},
 		{"auth", c.AuthToken, ""},
 		{"sweep start concurrency", c.SweepStartConcurrency, 32},
 	}
@@ -159,6 +161,8 @@ func TestConfigValidateRejectsNonsense(t *testing.T) {
 		"flush":        func(c *Config) { c.FlushInterval = -time.Second },
 		"pending-warn": func(c *Config) { c.PendingWarn, c.PendingMax = 10, 5 },
 		"body":         func(c *Config) { c.MaxBodyBytes = 0 },
+		"memtable":     func(c *Config) { c.MemtableBytes = 0 },
+		"append rows":  func(c *Config) { c.MaxAppendRows = -1 },
 		"log-format":   func(c *Config) { c.LogFormat = "xml" },
 		"log-level":    func(c *Config) { c.LogLevel = "loud" },
 		"tls pair":     func(c *Config) { c.Temporal.TLSCert = "cert.pem" },

@@ -27,6 +27,7 @@ type errorClass struct {
 // everything that halts comes before everything that retries.
 var classes = []errorClass{
 	{store.ErrCorrupt, contract.ErrTypeCorruptData, true, false},
+	// Also its refinements ErrKeyTooLong and ErrAppendTooLarge (errors.Is matches both).
 	{store.ErrInvalidInput, contract.ErrTypeInvalidInput, true, false},
 	{store.ErrNotFound, contract.ErrTypeNotFound, true, false},
 	// The workflow handles it: abort the preparation, then prepare again.

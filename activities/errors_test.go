@@ -23,6 +23,8 @@ func TestToTemporalMapsEveryMark(t *testing.T) {
 		nonRetryable bool
 	}{
 		{store.ErrInvalidInput, "InvalidInput", true},
+		{store.ErrKeyTooLong, "InvalidInput", true},
+		{store.ErrAppendTooLarge, "InvalidInput", true},
 		{store.ErrCorrupt, "CorruptData", true},
 		{store.ErrNotFound, "NotFound", true},
 		{store.ErrStalePreparation, "StalePreparation", true},

@@ -24,20 +24,26 @@ import (
 // not a JSON integer or overflows, a float64 out of range, invalid base64 or RFC 3339 text,
 // invalid UTF-8 or a lone UTF-16 surrogate escape in any string. Datagen: a missing or null
 // event_id is derived (DatagenEventID); a given one must equal the derived one. An empty array
-// gives an empty, non-nil slice. Timestamps are converted to UTC and truncated to microseconds
+// gives an empty, non-nil slice. A key longer than MaxKeyBytes is ErrKeyTooLong (a refinement of
+// ErrInvalidInput). Timestamps are converted to UTC and truncated to microseconds
 // (the stored precision). Nothing is returned with an error: a body is taken whole or not at all.
 func (c *Codec) DecodeJSON(body []byte, maxRowBytes int) ([]Row, error) {
 	if !json.Valid(body) {
 		// Slow path, only to say precisely where and what is wrong.
 		return c.decodeJSONInvalid(body, maxRowBytes)
 	}
-	// Fast path: body is one syntactically valid JSON value, so it can be split by hand
-	// (scanValue and splitObject rely on that; they still never index out of bounds).
+	return c.decodeValidJSON(body, maxRowBytes, 0)
+}
+
+// decodeValidJSON is DecodeJSON's fast path, for a body that is one syntactically valid JSON
+// value, so it can be split by hand (scanValue and splitObject rely on that; they still never
+// index out of bounds). capRows sizes the result (measureJSON's count; 0 = grow as needed).
+func (c *Codec) decodeValidJSON(body []byte, maxRowBytes, capRows int) ([]Row, error) {
 	i := skipWS(body, 0)
 	if body[i] != '[' {
 		return nil, invalidf("body is not a JSON array of row objects (it is a JSON %s)", rawKind(body[i:]))
 	}
-	rows := make([]Row, 0)
+	rows := make([]Row, 0, capRows)
 	seen := make([]bool, len(c.names))
 	i = skipWS(body, i+1)
 	for n := 0; i < len(body) && body[i] != ']'; n++ {
@@ -508,6 +514,9 @@ func (c *Codec) finishRow(i int, vals []any, seen []bool) (Row, error) {
 	key, _ := vals[c.key].(string)
 	if key == "" {
 		return Row{}, invalidf("row %d: field %q: the key must not be empty", i, c.names[c.key])
+	}
+	if len(key) > MaxKeyBytes {
+		return Row{}, checkRowKey(fmt.Sprintf("row %d: field %q", i, c.names[c.key]), key)
 	}
 	return Row{Key: key, Values: vals}, nil
 }

@@ -35,11 +35,20 @@ type Options struct {
 	// PendingWarn logs a warning when a read sees this many pending generations in a shard
 	// (default 256, 0 = off).
 	PendingWarn int
-	// PendingMax refuses reads above this many pending generations in one shard or in total
+	// PendingMax refuses reads above this many pending generations in one shard or in total,
+	// and writes (appends, deletes) to this process's shard at it, where its seals stop too
 	// (default 4096, 0 = off).
 	PendingMax int
 	// MaxRowBytes rejects rows whose JSON encoding is larger (default 1 MiB, 0 = no limit).
 	MaxRowBytes int
+	// MaxAppendRows refuses an append of more rows with ErrAppendTooLarge (default 10000,
+	// 0 = no cap).
+	MaxAppendRows int
+	// MemtableBytes seals the active memtable when it reaches this many (estimated decoded)
+	// bytes, and refuses with ErrAppendTooLarge an append whose decoded rows alone are more.
+	// Appends in flight share an append budget of appendBudgetFactor × MemtableBytes
+	// (append_limits.go). Default 64 MiB.
+	MemtableBytes int64
 	// GroupCommitWait is how long the WAL committer lingers for more appends before writing
 	// (default 0: batch whatever queued up while the previous write was in flight).
 	GroupCommitWait time.Duration
@@ -72,6 +81,7 @@ func DefaultOptions() Options {
 		PendingWarn:         256,
 		PendingMax:          4096,
 		MaxRowBytes:         1 << 20,
+		MaxAppendRows:       10000,
 		CompactDemandRuns:   32,
 		ResidentStoresMax:   4096,
 		ResidentIdle:        10 * time.Minute,
@@ -81,11 +91,12 @@ func DefaultOptions() Options {
 }
 
 // EnsureDefaults fills the fields whose zero (or negative) value has no meaning of its own
-// with their defaults: Logger (a no-op logger), Now (time.Now), GroupCommitMaxRows (8192)
-// and CacheBytes (256 MiB). Fields where 0 means "off" or "no cap" (the merge caps, the
-// pending limits, MaxRowBytes, GroupCommitWait, the resident bounds) and InstanceID are left
-// as they are: a zero there is a choice, not a gap. OpenDBOnBucket calls it, so a DB never
-// runs without them.
+// with their defaults: Logger (a no-op logger), Now (time.Now), GroupCommitMaxRows (8192),
+// CacheBytes (256 MiB) and MemtableBytes (64 MiB: a memtable always has a bound). Fields
+// where 0 means "off" or "no cap" (the merge caps, the pending limits, MaxRowBytes,
+// MaxAppendRows, GroupCommitWait, the resident bounds) and InstanceID are left as they are:
+// a zero there is a choice, not a gap. OpenDBOnBucket calls it, so a DB never runs without
+// them.
 func (o *Options) EnsureDefaults() {
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
@@ -99,6 +110,9 @@ func (o *Options) EnsureDefaults() {
 	if o.CacheBytes <= 0 {
 		o.CacheBytes = 256 << 20
 	}
+	if o.MemtableBytes <= 0 {
+		o.MemtableBytes = DefaultMemtableBytes
+	}
 }
 
 // DB is one process's handle on a storage root: the registry of stores, the resident store
@@ -111,6 +125,8 @@ type DB struct {
 	cache  *fileCache
 	// foreign rate-limits the warnings about keys walkeeper did not write (foreign.go).
 	foreign foreignLog
+	// appends is the budget the decoded rows of appends in flight are charged to.
+	appends *Budget
 
 	mu     sync.Mutex
 	stores map[Target]*Store
@@ -151,6 +167,7 @@ func OpenDBOnBucket(b *Bucket, opts Options) *DB {
 		cache:   newFileCache(opts.CacheBytes),
 		stores:  map[Target]*Store{},
 		leaving: map[Target]*Store{},
+		appends: NewBudget(appendBudgetFactor * opts.MemtableBytes),
 	}
 }
 

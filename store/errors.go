@@ -8,7 +8,7 @@ import (
 )
 
 // The error taxonomy of the store. Every error the store returns wraps at most one of these
-// marks, so callers classify with errors.Is and never by matching text. The activities layer
+// marks (counting a refinement and the mark it refines as one), so callers classify with errors.Is and never by matching text. The activities layer
 // maps them onto Temporal error types in one place (activities/errors.go) and the HTTP data
 // plane onto status codes in one place (worker/httperr.go).
 var (
@@ -37,6 +37,16 @@ var (
 	ErrBudgetBusy = errors.New("merge memory budget busy")
 	// ErrClosed: the handle was closed.
 	ErrClosed = errors.New("closed")
+
+	// Refinements of ErrInvalidInput: errors.Is matches both them and ErrInvalidInput, so a
+	// caller that only knows ErrInvalidInput still treats them as bad input, and the HTTP
+	// data plane gives them their own codes.
+
+	// ErrKeyTooLong: a row key (or a List cursor) is longer than MaxKeyBytes.
+	ErrKeyTooLong = fmt.Errorf("%w: key too long", ErrInvalidInput)
+	// ErrAppendTooLarge: an append has more rows than Options.MaxAppendRows, or its decoded
+	// rows are larger than Options.MemtableBytes. Nothing of it is written.
+	ErrAppendTooLarge = fmt.Errorf("%w: append too large", ErrInvalidInput)
 )
 
 func invalidf(format string, args ...any) error {

@@ -1,7 +1,9 @@
 package store
 
 import (
-	"sort"
+	"unsafe"
+
+	"github.com/google/btree"
 )
 
 // memRow is one row version held in a memtable.
@@ -11,67 +13,120 @@ type memRow struct {
 	deleted bool
 }
 
-// memtable holds rows that are durable in the WAL but not yet sealed.
+// memEntry is a memtable's newest version of one key. Once in an index it is never changed:
+// readers of an index clone hold it without a lock.
+type memEntry struct {
+	key string
+	r   memRow
+}
+
+func memEntryLess(a, b *memEntry) bool { return a.key < b.key }
+
+// memtableDegree is the B-tree degree of a memtable's index: nodes of up to 63 pointers keep
+// a copy-on-write path copy (after a reader's clone) a few KiB.
+const memtableDegree = 32
+
+// memEntryBytes is what one indexed entry costs beyond its row's values: the entry, the
+// index's pointer to it and the node space around that pointer.
+var memEntryBytes = int64(unsafe.Sizeof(memEntry{})) + 16
+
+// memtable holds rows that are durable in the WAL but not yet sealed: the newest version of
+// each key in a B-tree ordered by key, so a read finds a key in O(log n) and starts a page at
+// a cursor without copying the memtable.
+//
+// The active memtable is changed under writer.mu; frozen ones are never changed again, so
+// their index is read without a lock.
 type memtable struct {
-	rows   []memRow
-	newest map[string]int // key -> index of the newest version in rows
-	maxPos uint64         // highest WAL position whose rows are all in this memtable
-	bytes  int64
+	index *btree.BTreeG[*memEntry]
+	// view is a copy-on-write clone of index shared by the reads since the last add (nil
+	// after one): a clone is O(1), and the add after it copies only the path it changes.
+	view   *btree.BTreeG[*memEntry]
+	maxPos uint64 // highest WAL position whose rows are all in this memtable
+	// bytes estimates the memory the indexed versions hold (decodedValuesBytes per row plus
+	// memEntryBytes); a replaced version stops counting.
+	bytes int64
 }
 
-func newMemtable() *memtable { return &memtable{newest: map[string]int{}} }
+func newMemtable() *memtable {
+	return &memtable{index: btree.NewG(memtableDegree, memEntryLess)}
+}
 
+// add makes r the newest version of its key (the last one added wins, as WAL order is
+// write order).
+//
+// REQUIRES: writer.mu held for the active memtable (or the memtable not shared yet).
 func (m *memtable) add(r memRow) {
-	m.rows = append(m.rows, r)
-	m.newest[r.row.Key] = len(m.rows) - 1
-	m.bytes += approxRowBytes(r.row)
+	e := &memEntry{key: r.row.Key, r: r}
+	if old, ok := m.index.ReplaceOrInsert(e); ok {
+		m.bytes -= memEntryBytes + decodedValuesBytes(old.r.row)
+	}
+	m.bytes += memEntryBytes + decodedValuesBytes(r.row)
+	m.view = nil
 }
 
-func approxRowBytes(r Row) int64 {
-	n := int64(len(r.Key)) + 24
-	for _, v := range r.Values {
-		switch x := v.(type) {
-		case string:
-			n += int64(len(x)) + 16
-		case []byte:
-			n += int64(len(x)) + 24
-		default:
-			n += 16
-		}
+// len is the number of keys.
+func (m *memtable) len() int { return m.index.Len() }
+
+// get returns the newest version of key.
+func (m *memtable) get(key string) (memRow, bool) {
+	e, ok := m.index.Get(&memEntry{key: key})
+	if !ok {
+		return memRow{}, false
 	}
-	return n
+	return e.r, true
+}
+
+// readView returns an index that later adds never change.
+//
+// REQUIRES: writer.mu held for the active memtable.
+func (m *memtable) readView() *btree.BTreeG[*memEntry] {
+	if m.view == nil {
+		m.view = m.index.Clone()
+	}
+	return m.view
 }
 
 // newestSorted returns the newest version of every key, sorted by key.
 func (m *memtable) newestSorted() ([]Row, []int64, []bool) {
-	keys := make([]string, 0, len(m.newest))
-	for k := range m.newest {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	rows := make([]Row, len(keys))
-	seqs := make([]int64, len(keys))
-	deleted := make([]bool, len(keys))
-	for i, k := range keys {
-		r := m.rows[m.newest[k]]
-		rows[i], seqs[i], deleted[i] = r.row, r.seq, r.deleted
-	}
+	n := m.index.Len()
+	rows := make([]Row, 0, n)
+	seqs := make([]int64, 0, n)
+	deleted := make([]bool, 0, n)
+	m.index.Ascend(func(e *memEntry) bool {
+		rows, seqs, deleted = append(rows, e.r.row), append(seqs, e.r.seq), append(deleted, e.r.deleted)
+		return true
+	})
 	return rows, seqs, deleted
 }
 
-// snapshot returns the newest local version of every key across frozen and active
-// memtables (for reads in this process).
-func (w *writer) snapshot() map[string]memRow {
+// memGet returns the newest local version of key across the frozen and active memtables
+// (newest write sequence; of equal ones the older memtable's), in O(memtables × log n).
+func (w *writer) memGet(key string) (memRow, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	out := map[string]memRow{}
-	for _, mt := range append(append([]*memtable(nil), w.frozen...), w.active) {
-		for k, i := range mt.newest {
-			r := mt.rows[i]
-			if old, ok := out[k]; !ok || r.seq > old.seq {
-				out[k] = r
-			}
+	var best memRow
+	found := false
+	for _, mt := range w.frozen {
+		if r, ok := mt.get(key); ok && (!found || r.seq > best.seq) {
+			best, found = r, true
 		}
 	}
-	return out
+	if r, ok := w.active.get(key); ok && (!found || r.seq > best.seq) {
+		best, found = r, true
+	}
+	return best, found
+}
+
+// memIterAfter returns an iterator over the newest local version of every key above after
+// (all keys when after is ""), across the frozen and active memtables as they are now; rows
+// appended later are not seen. Nothing is copied but the active memtable's root (a clone).
+func (w *writer) memIterAfter(after string) *memIter {
+	w.mu.Lock()
+	trees := make([]*btree.BTreeG[*memEntry], 0, len(w.frozen)+1)
+	for _, mt := range w.frozen {
+		trees = append(trees, mt.index)
+	}
+	trees = append(trees, w.active.readView())
+	w.mu.Unlock()
+	return newMemIter(trees, after)
 }

@@ -8,11 +8,11 @@ import "container/heap"
 // winner, so the heap and the rule that picks the winner live here once.
 
 // cursor is one sorted source of a merge, positioned at row i: a decoded file (a generation
-// or a base run) or a sorted snapshot of this process's memtable.
+// or a base run) or this process's memtables (memIter).
 type cursor struct {
 	file *sortedFile
 	i    int
-	mem  []memEntry
+	mem  *memIter
 	// memShard is the shard id of the memtable's rows (mem cursors only).
 	memShard string
 	// refill, if set, moves an exhausted file cursor to the next batch of its source (a base
@@ -22,55 +22,52 @@ type cursor struct {
 	rest   func() bool
 }
 
-type memEntry struct {
-	key string
-	r   memRow
-}
-
 func (c *cursor) done() bool {
 	if c.file != nil {
 		return c.i >= c.file.n
 	}
-	return c.i >= len(c.mem)
+	return c.mem.peek() == nil
 }
 
 func (c *cursor) key() string {
 	if c.file != nil {
 		return c.file.view.Key(c.i)
 	}
-	return c.mem[c.i].key
+	return c.mem.peek().key
 }
 
-// seqAt and shardAt are the write sequence and shard id of row i of the cursor's source:
-// the two fields newer ranks versions by.
-func (c *cursor) seqAt(i int) int64 {
+// at is the cursor's current row as a hit.
+func (c *cursor) at() hit {
 	if c.file != nil {
-		return c.file.view.Seq(i)
+		return hit{c: c, f: c.file, i: c.i}
 	}
-	return c.mem[i].r.seq
+	return hit{c: c, m: c.mem.peek()}
 }
 
-func (c *cursor) shardAt(i int) string {
+// advance moves the cursor past its current row.
+func (c *cursor) advance() {
 	if c.file != nil {
-		return c.file.view.Shard(i)
+		c.i++
+		return
 	}
-	return c.memShard
+	c.mem.next()
 }
 
-// hit is the row version next picked: its cursor, and the file (f; nil for a memtable row,
-// c.mem[i]) and row that hold it. The file is kept apart from the cursor because a cursor
-// that refills moves to its next batch once it has run out of rows.
+// hit is the row version next picked: its cursor, and the file (f) and row that hold it,
+// or the memtable entry (m). The file is kept apart from the cursor because a cursor that
+// refills moves to its next batch once it has run out of rows.
 type hit struct {
 	c *cursor
 	f *sortedFile
 	i int
+	m *memEntry
 }
 
 func (h hit) seq() int64 {
 	if h.f != nil {
 		return h.f.view.Seq(h.i)
 	}
-	return h.c.mem[h.i].r.seq
+	return h.m.r.seq
 }
 
 func (h hit) shard() string {
@@ -86,8 +83,7 @@ func (h hit) version() version {
 		v := h.f.view
 		return version{key: v.Key(h.i), seq: v.Seq(h.i), shard: v.Shard(h.i), deleted: v.Deleted(h.i), file: h.f, row: h.i}
 	}
-	e := h.c.mem[h.i]
-	return version{key: e.key, seq: e.r.seq, shard: h.c.memShard, deleted: e.r.deleted, mem: e.r.row}
+	return version{key: h.m.key, seq: h.m.r.seq, shard: h.c.memShard, deleted: h.m.r.deleted, mem: h.m.r.row}
 }
 
 type cursorHeap []*cursor
@@ -164,10 +160,10 @@ func (it *mergeIter) next() (h hit, ok bool) {
 	key := it.h[0].key()
 	for it.h.Len() > 0 && it.h[0].key() == key {
 		top := it.h[0]
-		if at := (hit{c: top, f: top.file, i: top.i}); !ok || newer(at.seq(), at.shard(), h.seq(), h.shard()) {
+		if at := top.at(); !ok || newer(at.seq(), at.shard(), h.seq(), h.shard()) {
 			h, ok = at, true
 		}
-		top.i++
+		top.advance()
 		if !top.done() {
 			heap.Fix(&it.h, 0)
 			continue

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/google/btree"
 	"github.com/stretchr/testify/require"
 )
 
@@ -61,11 +62,11 @@ func TestMergeIterNewestPerKey(t *testing.T) {
 	f1 := iterFile(t, c, "s1", iterRow{"a", 1, 1, false}, iterRow{"b", 1, 5, false}, iterRow{"d", 1, 9, false})
 	f2 := iterFile(t, c, "s2", iterRow{"a", 2, 3, false}, iterRow{"b", 2, 5, false}, iterRow{"c", 2, 2, true})
 	empty := iterFile(t, c, "s3")
-	mem := &cursor{memShard: "s0", mem: []memEntry{
-		{"c", memRow{row: Row{Key: "c", Values: []any{"c", int64(7)}}, seq: 4}},
-		{"d", memRow{row: Row{Key: "d", Values: []any{"d", int64(7)}}, seq: 8, deleted: true}},
-		{"e", memRow{row: Row{Key: "e", Values: []any{"e", int64(7)}}, seq: 1}},
-	}}
+	mt := newMemtable()
+	mt.add(memRow{row: Row{Key: "c", Values: []any{"c", int64(7)}}, seq: 4})
+	mt.add(memRow{row: Row{Key: "d", Values: []any{"d", int64(7)}}, seq: 8, deleted: true})
+	mt.add(memRow{row: Row{Key: "e", Values: []any{"e", int64(7)}}, seq: 1})
+	mem := &cursor{memShard: "s0", mem: newMemIter([]*btree.BTreeG[*memEntry]{mt.index}, "")}
 	it := newMergeIter([]*cursor{{file: f1}, {file: empty}, {file: f2}, mem})
 	var got []string
 	for {

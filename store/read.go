@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -26,7 +25,7 @@ type ListOptions struct {
 	Source string
 	// Limit is the page size (default 100, at most 10000).
 	Limit int
-	// After is the cursor: the page starts after this key.
+	// After is the cursor: the page starts after this key (at most MaxKeyBytes).
 	After string
 }
 
@@ -186,6 +185,9 @@ func (s *Store) Get(ctx context.Context, key string) (map[string]any, error) {
 	if key == "" {
 		return nil, invalidf("empty key")
 	}
+	if err := checkRowKey("key", key); err != nil {
+		return nil, err
+	}
 	var lastErr error
 	for attempt := 0; attempt < readAttempts; attempt++ {
 		row, err := s.getOnce(ctx, key)
@@ -217,8 +219,10 @@ func (s *Store) countRetry() {
 func (s *Store) getOnce(ctx context.Context, key string) (map[string]any, error) {
 	var memRow *memRow
 	var memShard string
+	// The memtables are read before the manifests: a row sealed in between is then found in
+	// both, never in neither.
 	if w := s.readWriter(); w != nil {
-		if r, ok := w.snapshot()[key]; ok {
+		if r, ok := w.memGet(key); ok {
 			memRow, memShard = &r, w.shard
 		}
 	}
@@ -290,6 +294,9 @@ func (s *Store) List(ctx context.Context, opts ListOptions) (ListPage, error) {
 	if opts.Limit == 0 {
 		opts.Limit = 100
 	}
+	if err := checkRowKey("the after cursor", opts.After); err != nil {
+		return ListPage{}, err
+	}
 	var lastErr error
 	for attempt := 0; attempt < readAttempts; attempt++ {
 		page, err := s.listOnce(ctx, opts)
@@ -303,11 +310,12 @@ func (s *Store) List(ctx context.Context, opts ListOptions) (ListPage, error) {
 }
 
 func (s *Store) listOnce(ctx context.Context, opts ListOptions) (ListPage, error) {
-	var memSnap map[string]memRow
-	var memW *writer
+	var mem *memIter
+	var memShard string
 	if opts.Source != SourceBase {
+		// Before the manifests, as in getOnce.
 		if w := s.readWriter(); w != nil {
-			memW, memSnap = w, w.snapshot()
+			mem, memShard = w.memIterAfter(opts.After), w.shard
 		}
 	}
 	snap, err := s.snapshot(ctx, true)
@@ -315,17 +323,6 @@ func (s *Store) listOnce(ctx context.Context, opts ListOptions) (ListPage, error
 		return ListPage{}, err
 	}
 	srcs := s.sources(snap, opts.Source, func(lo, hi string) bool { return opts.After == "" || hi > opts.After })
-	var mem []memEntry
-	var memShard string
-	if memW != nil {
-		for k, r := range memSnap {
-			if opts.After == "" || k > opts.After {
-				mem = append(mem, memEntry{k, r})
-			}
-		}
-		sort.Slice(mem, func(i, j int) bool { return mem[i].key < mem[j].key })
-		memShard = memW.shard
-	}
 	if len(srcs) > readFanIn {
 		return s.listBounded(ctx, srcs, mem, memShard, opts)
 	}
@@ -335,7 +332,7 @@ func (s *Store) listOnce(ctx context.Context, opts ListOptions) (ListPage, error
 	}
 	defer g.release()
 	cursors := g.cursors(opts.After)
-	if len(mem) > 0 {
+	if mem.peek() != nil {
 		cursors = append(cursors, &cursor{mem: mem, memShard: memShard})
 	}
 	it := newMergeIter(cursors)

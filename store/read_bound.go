@@ -271,7 +271,7 @@ func groups(srcs []readSource) [][]readSource {
 }
 
 // listCandidate is one key's newest version within a group: where it is (src, row: the
-// index of its source and its row, or src < 0 for the memtable entry mem[row]), never its
+// index of its source and its row, or src < 0 for the memtable entry memRows[row]), never its
 // values, which are rendered only for the rows a page returns (renderPage); but a version in
 // a streamed base run is rendered at once (rendered: its batch is released before the page
 // is rendered), unless it is a tombstone. The strings are copies, so that a candidate kept
@@ -378,12 +378,15 @@ var (
 )
 
 // listBounded is List over more than readFanIn sources, round by round (see the top of this
-// file). mem is the memtable's entries after opts.After, in key order.
+// file). mem iterates the memtables' entries after opts.After (nil: none); it takes part in
+// each round like one more group, at most per entries a round.
 //
 // INVARIANT: a key is emitted only once it is decided: it is at or below the frontier of
-// every group that had more keys, so no unread version of it is left in any group.
-func (s *Store) listBounded(ctx context.Context, srcs []readSource, mem []memEntry, memShard string, opts ListOptions) (ListPage, error) {
+// every group (and of the memtables) that had more keys, so no unread version of it is left
+// in any of them.
+func (s *Store) listBounded(ctx context.Context, srcs []readSource, mem *memIter, memShard string, opts ListOptions) (ListPage, error) {
 	var picked []listCandidate
+	var memRows []*memEntry // the memtable entries taken so far, by listCandidate.row
 	next := ""
 	after := opts.After
 	per := min(max(opts.Limit, 1), listCandidatesPerGroup)
@@ -418,15 +421,20 @@ rounds:
 				frontier, bounded = cands[per-1].key, true
 			}
 		}
+		// The iterator is already past after: what earlier rounds took is decided.
 		var memCands []listCandidate
-		for j, e := range mem {
-			if e.key <= after {
-				continue
-			}
-			if bounded && e.key > frontier {
+		for len(memCands) < per {
+			e := mem.peek()
+			if e == nil || bounded && e.key > frontier {
 				break
 			}
-			memCands = append(memCands, listCandidate{key: e.key, seq: e.r.seq, shard: memShard, deleted: e.r.deleted, src: -1, row: j})
+			memCands = append(memCands, listCandidate{key: e.key, seq: e.r.seq, shard: memShard, deleted: e.r.deleted, src: -1, row: len(memRows)})
+			memRows = append(memRows, e)
+			mem.next()
+		}
+		if e := mem.peek(); len(memCands) == per && e != nil && (!bounded || e.key <= frontier) {
+			frontier, bounded = memCands[per-1].key, true
+			cands = cands[:sort.Search(len(cands), func(i int) bool { return cands[i].key > frontier })]
 		}
 		decided := mergeCandidates(cands, memCands)
 		for i, c := range decided {
@@ -446,7 +454,7 @@ rounds:
 		}
 		after = frontier
 	}
-	rows, err := s.renderPage(ctx, srcs, mem, picked)
+	rows, err := s.renderPage(ctx, srcs, memRows, picked)
 	if err != nil {
 		return ListPage{}, err
 	}
@@ -455,7 +463,7 @@ rounds:
 
 // renderPage renders the picked rows, opening only the sources they come from, readFanIn
 // at a time like every other read.
-func (s *Store) renderPage(ctx context.Context, srcs []readSource, mem []memEntry, picked []listCandidate) ([]map[string]any, error) {
+func (s *Store) renderPage(ctx context.Context, srcs []readSource, memRows []*memEntry, picked []listCandidate) ([]map[string]any, error) {
 	rows := make([]map[string]any, len(picked))
 	bySrc := map[int][]int{} // source -> indexes into picked
 	var need []int
@@ -465,7 +473,7 @@ func (s *Store) renderPage(ctx context.Context, srcs []readSource, mem []memEntr
 			rows[k] = c.rendered
 			continue
 		case c.src < 0:
-			rows[k] = rowToJSON(s.meta.Schema, mem[c.row].r.row)
+			rows[k] = rowToJSON(s.meta.Schema, memRows[c.row].r.row)
 			continue
 		}
 		if _, ok := bySrc[c.src]; !ok {

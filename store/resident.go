@@ -248,7 +248,7 @@ func (db *DB) evict(ctx context.Context, c evictClaim, reason string) (evicted b
 		db.countEviction(s, reason, evicted, err)
 	}()
 	if w := s.residentWriter(); w != nil {
-		if _, err := w.seal(ctx); err != nil {
+		if _, err := w.seal(ctx, false); err != nil {
 			return false, fmt.Errorf("evict %s: seal: %w", s.target, err)
 		}
 	}

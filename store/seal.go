@@ -39,7 +39,7 @@ func (s *Store) Flush(ctx context.Context) (FlushResult, error) {
 			return FlushResult{}, err
 		}
 	}
-	res, err := w.seal(ctx)
+	res, err := w.seal(ctx, false)
 	if errors.Is(err, errWriterEvicted) {
 		res, err = FlushResult{}, nil // the eviction that retired w sealed what it held
 	}
@@ -58,12 +58,10 @@ func (s *Store) Flush(ctx context.Context) (FlushResult, error) {
 	return res, err
 }
 
-// memtableSealBytes seals a memtable early so that a missing flush interval cannot grow
-// it without bound.
-const memtableSealBytes = 64 << 20
-
 // seal turns everything in the memtable into one generation listed in the shard manifest.
-func (w *writer) seal(ctx context.Context) (FlushResult, error) {
+// reserved says the caller holds a generation slot (admitWrite), so the PendingMax check is
+// already done; otherwise a shard at PendingMax is left unsealed.
+func (w *writer) seal(ctx context.Context, reserved bool) (FlushResult, error) {
 	w.sealMu.Lock()
 	defer w.sealMu.Unlock()
 
@@ -76,7 +74,15 @@ func (w *writer) seal(ctx context.Context) (FlushResult, error) {
 	// Read what mu guards while holding it: a merge's drain may replace w.manifest
 	// (observe) at any time.
 	replayAfter := w.manifest.ReplayAfter
-	if len(w.active.rows) > 0 || w.active.maxPos > replayAfter {
+	if limit := w.s.db.opts.PendingMax; !reserved && limit > 0 && len(w.manifest.Flushed) >= limit {
+		// INVARIANT: a seal never takes the shard above PendingMax, where every read of the
+		// store is refused; the rows stay readable here and durable in the WAL until merges
+		// drain the shard.
+		n := len(w.manifest.Flushed)
+		w.mu.Unlock()
+		return FlushResult{Pending: n}, nil
+	}
+	if w.active.len() > 0 || w.active.maxPos > replayAfter {
 		w.frozen = append(w.frozen, w.active)
 		w.active = newMemtable()
 	}
@@ -85,14 +91,11 @@ func (w *writer) seal(ctx context.Context) (FlushResult, error) {
 	w.mu.Unlock()
 
 	var maxPos uint64
-	merged := newMemtable()
 	for _, mt := range frozen {
-		for _, r := range mt.rows {
-			merged.add(r)
-		}
 		maxPos = max(maxPos, mt.maxPos)
 	}
-	if len(merged.rows) == 0 {
+	merged := mergeFrozen(frozen)
+	if merged.len() == 0 {
 		if len(frozen) > 0 && maxPos > replayAfter {
 			// Only fence markers or empty WAL: advance the replay point without a generation.
 			m, err := w.publishSeal(ctx, nil, maxPos)
@@ -132,6 +135,23 @@ func (w *writer) seal(ctx context.Context) (FlushResult, error) {
 	w.finishSeal(len(frozen), m)
 	last := m.Flushed[len(m.Flushed)-1]
 	return FlushResult{Sealed: true, Generation: last.Gen, Rows: len(rows), Pending: len(m.Flushed)}, nil
+}
+
+// mergeFrozen returns one memtable with the newest version of every key of frozen (oldest
+// first, so a later memtable's version wins). Frozen memtables are never changed, so this
+// reads them without writer.mu.
+func mergeFrozen(frozen []*memtable) *memtable {
+	if len(frozen) == 1 {
+		return frozen[0]
+	}
+	merged := newMemtable()
+	for _, mt := range frozen {
+		mt.index.Ascend(func(e *memEntry) bool {
+			merged.add(e.r)
+			return true
+		})
+	}
+	return merged
 }
 
 type sealedGen struct {

@@ -70,10 +70,19 @@ func openGeneric(t *testing.T, db *DB, name string) *Store {
 
 func row(id string, n int64) Row { return Row{Key: id, Values: []any{id, n, nil}} }
 
+// appendRows appends rows, in as few appends as Options.MaxAppendRows allows.
 func appendRows(t *testing.T, s *Store, rows ...Row) {
 	t.Helper()
-	_, err := s.Append(context.Background(), rows)
-	require.NoError(t, err)
+	per := len(rows)
+	if m := s.db.opts.MaxAppendRows; m > 0 {
+		per = m
+	}
+	for len(rows) > 0 {
+		n := min(per, len(rows))
+		_, err := s.Append(context.Background(), rows[:n])
+		require.NoError(t, err)
+		rows = rows[n:]
+	}
 }
 
 func flush(t *testing.T, s *Store) FlushResult {
@@ -607,10 +616,13 @@ func TestSealOnAppendIsVisibleEverywhereAndSurvivesReopen(t *testing.T) {
 func TestReadCapsWarnAndRefuse(t *testing.T) {
 	ctx := context.Background()
 	url := fmt.Sprintf("mem://caps-%d", testURLSeq.Add(1))
-	_, s := newGenericStore(t, url, "caps", func(o *Options) { o.PendingMax = 3; o.PendingWarn = 2 })
+	// A writer stops at its own limit (TestPendingMaxBoundsEveryWrite), so one without a
+	// limit leaves 4 pending generations for the reader.
+	_, w := newGenericStore(t, url, "caps", func(o *Options) { o.PendingMax = 0 })
 	for i := 0; i < 4; i++ {
-		seal(t, s, row(fmt.Sprintf("k%d", i), 1))
+		seal(t, w, row(fmt.Sprintf("k%d", i), 1))
 	}
+	s := openGeneric(t, openTestDB(t, url, "r", func(o *Options) { o.PendingMax = 3; o.PendingWarn = 2 }), "caps")
 	_, err := s.Get(ctx, "k1")
 	require.ErrorIs(t, err, ErrTooManyPending)
 	_, err = s.List(ctx, ListOptions{})

@@ -173,22 +173,41 @@ func (w *writer) walGroupCommit(batch []*appendReq) {
 		w.active.add(memRow{row: rows[i], seq: seqs[i], deleted: deleted[i]})
 	}
 	w.active.maxPos = pos
-	big := w.active.bytes > memtableSealBytes
+	full := w.active.bytes >= w.s.db.opts.MemtableBytes
+	sealing := w.sizeSealing
+	if full && !sealing {
+		w.sizeSealing = true
+	}
 	w.mu.Unlock()
 
 	res := AppendResult{WALPosition: pos}
-	if w.s.meta.SealOnAppend {
-		fr, err := w.seal(ctx)
+	switch {
+	case w.s.meta.SealOnAppend:
+		fr, err := w.seal(ctx, true)
 		if err != nil {
 			// The rows are durable (WAL) and visible here, but not yet to other readers.
 			answer(res, fmt.Errorf("append durable but not sealed: %w", err))
 			return
 		}
 		res.Generation = fr.Generation
-	} else if big {
-		go func() { _, _ = w.seal(context.Background()) }()
+	case full && sealing:
+		// The seal started for the last full memtable has not finished: seal here, so that
+		// appends wait (the WAL committer is theirs) instead of memtables piling up.
+		_, _ = w.seal(ctx, false)
+	case full:
+		go w.sealFull()
 	}
 	answer(res, nil)
+}
+
+// sealFull seals a memtable that reached MemtableBytes, off the WAL committer. A failure
+// leaves the rows durable in the WAL and readable here; the next full memtable or flush
+// retries.
+func (w *writer) sealFull() {
+	_, _ = w.seal(context.Background(), false)
+	w.mu.Lock()
+	w.sizeSealing = false
+	w.mu.Unlock()
 }
 
 // shardEpoch returns the writer epoch of the shard's latest manifest (0 if the shard never

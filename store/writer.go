@@ -28,6 +28,11 @@ type AppendResult struct {
 // appends are group-committed into one WAL object. Rows later in rows are newer than
 // earlier ones (their write sequences increase). With seal-on-append the rows are also
 // sealed into a generation, so every reader sees them when Append returns.
+//
+// An append of more than Options.MaxAppendRows rows, or whose rows are larger than
+// Options.MemtableBytes, is ErrAppendTooLarge; its size is charged to the append budget
+// while it is in flight (append_limits.go). A shard at Options.PendingMax refuses it with
+// ErrTooManyPending (admitWrite).
 func (s *Store) Append(ctx context.Context, rows []Row) (AppendResult, error) {
 	if len(rows) == 0 {
 		return AppendResult{}, nil
@@ -36,10 +41,22 @@ func (s *Store) Append(ctx context.Context, rows []Row) (AppendResult, error) {
 		if rows[i].Key == "" {
 			return AppendResult{}, invalidf("row %d: empty key", i)
 		}
+		if len(rows[i].Key) > MaxKeyBytes {
+			return AppendResult{}, checkRowKey(fmt.Sprintf("row %d: key", i), rows[i].Key)
+		}
 		if len(rows[i].Values) != len(s.meta.Schema.Fields) {
 			return AppendResult{}, invalidf("row %d: %d values, schema has %d fields", i, len(rows[i].Values), len(s.meta.Schema.Fields))
 		}
 	}
+	size := decodedRowsBytes(rows)
+	if err := s.checkAppendSize(len(rows), size); err != nil {
+		return AppendResult{}, err
+	}
+	res, err := s.chargeAppend(ctx, size)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	defer res.Release()
 	return s.submit(ctx, rows, false)
 }
 
@@ -47,6 +64,9 @@ func (s *Store) Append(ctx context.Context, rows []Row) (AppendResult, error) {
 func (s *Store) Delete(ctx context.Context, key string) error {
 	if key == "" {
 		return invalidf("empty key")
+	}
+	if err := checkRowKey("key", key); err != nil {
+		return err
 	}
 	row := Row{Key: key, Values: make([]any, len(s.meta.Schema.Fields))}
 	row.Values[s.keyField()] = key
@@ -72,18 +92,25 @@ func (s *Store) submit(ctx context.Context, rows []Row, deleted bool) (AppendRes
 		if err != nil {
 			return AppendResult{}, err
 		}
+		release, err := w.admitWrite()
+		if err != nil {
+			return AppendResult{}, err
+		}
 		req := &appendReq{rows: rows, deleted: deleted, done: make(chan appendDone, 1)}
 		select {
 		case w.reqs <- req:
 		case <-w.stopped:
+			release()
 			if attempt < maxSubmitAttempts {
 				continue
 			}
 			return AppendResult{}, ErrClosed
 		case <-ctx.Done():
+			release()
 			return AppendResult{}, ctx.Err()
 		}
 		d, taken := w.await(req)
+		release()
 		if (!taken || errors.Is(d.err, ErrClosed)) && attempt < maxSubmitAttempts {
 			continue // the writer stopped (evicted or replaced) before writing it: the next one takes it
 		}
@@ -99,6 +126,38 @@ func (s *Store) submit(ctx context.Context, rows []Row, deleted bool) (AppendRes
 		}
 		return d.res, d.err
 	}
+}
+
+// admitWrite refuses a write (ErrTooManyPending) when the shard's pending generations, plus
+// the generations admitted seal-on-append writes may still add, are at PendingMax. The check
+// and the reservation are one step under mu, so concurrent writers cannot all pass a check
+// that only one of them fits: what a seal-on-append write may seal is reserved until it is
+// answered (release), by when its seal is counted in the manifest. Other stores' writes only
+// fill the memtable, whose seals stop at PendingMax (seal).
+func (w *writer) admitWrite() (release func(), err error) {
+	limit := w.s.db.opts.PendingMax
+	if limit <= 0 {
+		return func() {}, nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	pending := len(w.manifest.Flushed) + w.sealSlots
+	if pending >= limit {
+		return nil, fmt.Errorf("%s: this process's shard %s has %d pending generations (limit %d); retry after merges catch up: %w",
+			w.s.target, w.shard, pending, limit, ErrTooManyPending)
+	}
+	if !w.s.meta.SealOnAppend {
+		return func() {}, nil
+	}
+	w.sealSlots++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			w.mu.Lock()
+			w.sealSlots--
+			w.mu.Unlock()
+		})
+	}, nil
 }
 
 // writer owns this process's shard of one store: the WAL group committer, the memtables and
@@ -134,6 +193,11 @@ type writer struct {
 	lastSeq int64
 	// dead, once set, is returned by every later WAL group commit and seal (fenced, closed).
 	dead error
+	// sealSlots counts the admitted writes of a seal-on-append store that have not been
+	// answered yet: each may add one generation (admitWrite).
+	sealSlots int
+	// sizeSealing is set while the seal of a memtable that reached MemtableBytes runs.
+	sizeSealing bool
 }
 
 func (w *writer) alive() bool {
@@ -224,7 +288,7 @@ func openWriter(ctx context.Context, s *Store) (*writer, error) {
 	}
 	w.active.maxPos = next
 	w.nextPos = next + 1
-	if n := len(w.active.rows); n > 0 {
+	if n := w.active.len(); n > 0 {
 		s.db.log.Info("replayed unsealed WAL", zap.String("target", s.target.String()), zap.String("shard", shard), zap.Int("rows", n))
 	}
 	go w.runWALCommitter()
@@ -287,7 +351,7 @@ func (w *writer) pendingGenerations() int {
 func (w *writer) close(ctx context.Context) error {
 	w.stopCommitter()
 	<-w.stopped
-	_, err := w.seal(ctx)
+	_, err := w.seal(ctx, false)
 	w.kill(ErrClosed)
 	if errors.Is(err, ErrFenced) {
 		return nil

@@ -50,7 +50,7 @@ func (w *writer) await(req *appendReq) (d appendDone, taken bool) {
 func (w *writer) retire(ctx context.Context) error {
 	w.stopCommitter()
 	<-w.stopped
-	_, err := w.seal(ctx)
+	_, err := w.seal(ctx, false)
 	switch {
 	case err == nil:
 		w.kill(errWriterEvicted)

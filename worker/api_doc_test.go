@@ -249,7 +249,7 @@ func TestAPIDocListsEveryErrorCode(t *testing.T) {
 	}
 	// The statuses in httperr.go's comments (which the table is checked against) are the ones
 	// classify really answers.
-	for _, err := range []error{store.ErrInvalidInput, store.ErrNotFound, store.ErrAlreadyExists,
+	for _, err := range []error{store.ErrInvalidInput, store.ErrKeyTooLong, store.ErrAppendTooLarge, store.ErrNotFound, store.ErrAlreadyExists,
 		store.ErrTooManyPending, store.ErrConflict, store.ErrStalePreparation, store.ErrBudgetBusy,
 		store.ErrFenced, store.ErrClosed, store.ErrCorrupt, context.Canceled, context.DeadlineExceeded,
 		&http.MaxBytesError{Limit: 1}, errors.New("unmarked")} {

@@ -71,7 +71,8 @@ type Config struct {
 	FlushTimeout  time.Duration
 
 	// PendingWarn logs a warning when a read unions this many pending generations in one
-	// shard (0 = off); PendingMax refuses reads above it and appends to a shard at it (0 = off).
+	// shard (0 = off); PendingMax refuses reads above it and appends and deletes to a shard at
+	// it (0 = off).
 	PendingWarn int
 	PendingMax  int
 
@@ -88,6 +89,10 @@ type Config struct {
 	HTTPWriteTimeout time.Duration
 	// MaxConnections caps the open HTTP connections (0 = no cap).
 	MaxConnections int
+	// MaxAppendRows caps the rows of one append (0 = no cap). MemtableBytes seals an active
+	// memtable when it reaches it and caps one append's decoded rows (store.Options).
+	MaxAppendRows int
+	MemtableBytes int64
 
 	// GroupCommitWait and GroupCommitMaxRows tune the WAL group commit.
 	GroupCommitWait    time.Duration
@@ -173,6 +178,8 @@ func DefaultConfig() Config {
 		HTTPReadTimeout:       30 * time.Second,
 		HTTPWriteTimeout:      60 * time.Second,
 		MaxConnections:        1024,
+		MaxAppendRows:         so.MaxAppendRows,
+		MemtableBytes:         so.MemtableBytes,
 		GroupCommitWait:       so.GroupCommitWait,
 		GroupCommitMaxRows:    so.GroupCommitMaxRows,
 		CacheBytes:            so.CacheBytes,
@@ -232,6 +239,8 @@ func (c *Config) StoreOptions() store.Options {
 	o.PendingWarn = c.PendingWarn
 	o.PendingMax = c.PendingMax
 	o.MaxRowBytes = c.MaxRowBytes
+	o.MaxAppendRows = c.MaxAppendRows
+	o.MemtableBytes = c.MemtableBytes
 	o.GroupCommitWait = c.GroupCommitWait
 	o.GroupCommitMaxRows = c.GroupCommitMaxRows
 	o.CacheBytes = c.CacheBytes
@@ -305,6 +314,7 @@ func (c *Config) Validate() error {
 		{"http-read-timeout", int64(c.HTTPReadTimeout)},
 		{"http-write-timeout", int64(c.HTTPWriteTimeout)},
 		{"max-connections", int64(c.MaxConnections)},
+		{"max-append-rows", int64(c.MaxAppendRows)},
 		{"group-commit-wait", int64(c.GroupCommitWait)},
 		{"group-commit-max-rows", int64(c.GroupCommitMaxRows)},
 		{"cache-bytes", c.CacheBytes},
@@ -340,6 +350,9 @@ func (c *Config) Validate() error {
 	}
 	if c.PageBytes < 1 {
 		bad("page-bytes", "must be positive, got %d", c.PageBytes)
+	}
+	if c.MemtableBytes < 1 {
+		bad("memtable-bytes", "must be positive, got %d", c.MemtableBytes)
 	}
 	if c.PendingWarn > 0 && c.PendingMax > 0 && c.PendingWarn > c.PendingMax {
 		bad("pending-warn", "%d is above --pending-max %d", c.PendingWarn, c.PendingMax)

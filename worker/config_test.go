@@ -38,6 +38,8 @@ func TestDefaultConfigIsValidAndDocumented(t *testing.T) {
 		{"http read timeout", c.HTTPReadTimeout, 30 * time.Second},
 		{"http write timeout", c.HTTPWriteTimeout, 60 * time.Second},
 		{"max connections", c.MaxConnections, 1024},
+		{"max append rows", c.MaxAppendRows, 10000},
+		{"memtable bytes", c.MemtableBytes, int64(64 << 20)},
 		{"auth", c.AuthToken, ""},
 		{"sweep start concurrency", c.SweepStartConcurrency, 32},
 	}
@@ -166,6 +168,8 @@ func TestConfigValidateRejectsNonsense(t *testing.T) {
 		"page-bytes":   func(c *Config) { c.PageBytes = 0 },
 		"read timeout": func(c *Config) { c.HTTPReadTimeout = -time.Second },
 		"connections":  func(c *Config) { c.MaxConnections = -1 },
+		"memtable":     func(c *Config) { c.MemtableBytes = 0 },
+		"append rows":  func(c *Config) { c.MaxAppendRows = -1 },
 		"log-format":   func(c *Config) { c.LogFormat = "xml" },
 		"log-level":    func(c *Config) { c.LogLevel = "loud" },
 		"tls pair":     func(c *Config) { c.Temporal.TLSCert = "cert.pem" },

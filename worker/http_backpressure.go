@@ -1,34 +1,25 @@
 package worker
 
 import (
+	"errors"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/walkeeper/walkeeper/store"
 )
 
-// Append back-pressure: refuse appends to a shard at --pending-max and start its merge.
+// Write back-pressure: the store refuses appends and deletes to a shard at --pending-max
+// (store.ErrTooManyPending: 503 too_many_pending + Retry-After); the worker then starts the
+// store's merge.
 
 // debtKickEvery rate-limits the merge start for a store refusing appends.
 const debtKickEvery = 30 * time.Second
 
-// checkDebt refuses an append (too_many_pending, 503 + Retry-After) when this worker's shard
-// of the store already lists PendingMax pending generations. The count is the resident
-// writer's (store.OwnPending: no I/O).
-func (a *apiServer) checkDebt(s *store.Store) error {
-	limit := a.cfg.PendingMax
-	if limit <= 0 {
-		return nil
+// kickIfRefused starts the merge of a store whose write was refused for its pending debt.
+func (a *apiServer) kickIfRefused(s *store.Store, err error) {
+	if errors.Is(err, store.ErrTooManyPending) {
+		a.kickDebtMerge(s.Target(), s.OwnPending())
 	}
-	pending := s.OwnPending()
-	if pending < limit {
-		return nil
-	}
-	a.kickDebtMerge(s.Target(), pending)
-	return &apiError{Status: http.StatusServiceUnavailable, Code: CodeTooManyPending, RetryAfter: retryAfterDebt,
-		Message: fmt.Sprintf("store %s: this worker's shard has %d pending generations (limit %d); retry after merges catch up",
-			s.Target(), pending, limit)}
 }
 
 // kickDebtMerge starts (or attaches to) MergeWal for a store refusing appends, in the

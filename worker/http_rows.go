@@ -38,22 +38,15 @@ func (a *apiServer) appendRows(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, notFoundAs(err, CodeStoreNotFound))
 		return
 	}
-	rows, err := s.Codec().DecodeJSON(body, a.cfg.MaxRowBytes)
+	// The store bounds and charges the append while it decodes, and refuses it at
+	// --pending-max.
+	res, err := s.AppendJSON(r.Context(), body)
 	if err != nil {
+		a.kickIfRefused(s, err)
 		a.fail(w, r, err)
 		return
 	}
-	if err := a.checkDebt(s); err != nil {
-		a.fail(w, r, err)
-		return
-	}
-	if len(rows) > 0 {
-		if _, err := s.Append(r.Context(), rows); err != nil {
-			a.fail(w, r, err)
-			return
-		}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"appended": len(rows)})
+	writeJSON(w, http.StatusOK, map[string]any{"appended": res.Rows})
 }
 
 func (a *apiServer) getRow(r *http.Request, s *store.Store) (any, error) {
@@ -91,6 +84,7 @@ func (a *apiServer) deleteRow(r *http.Request, s *store.Store) (any, error) {
 		return nil, newAPIError(http.StatusBadRequest, CodeInvalidInput, "empty row id")
 	}
 	if err := s.Delete(r.Context(), id); err != nil {
+		a.kickIfRefused(s, err)
 		return nil, err
 	}
 	return map[string]any{"deleted": id}, nil

@@ -391,6 +391,8 @@ func TestClassifyMapsEveryStoreMark(t *testing.T) {
 		code   string
 	}{
 		{fmt.Errorf("x: %w", store.ErrInvalidInput), 400, CodeInvalidInput},
+		{fmt.Errorf("x: %w", store.ErrKeyTooLong), 400, CodeKeyTooLong},
+		{fmt.Errorf("x: %w", store.ErrAppendTooLarge), 413, CodeAppendTooLarge},
 		{fmt.Errorf("x: %w", store.ErrNotFound), 404, CodeNotFound},
 		{fmt.Errorf("x: %w", store.ErrAlreadyExists), 409, CodeAlreadyExists},
 		{fmt.Errorf("x: %w", store.ErrTooManyPending), 503, CodeTooManyPending},

@@ -20,6 +20,7 @@ const (
 	CodeInvalidInput         = "invalid_input"          // 400: JSON is fine, content is not (bad rows, bad schema, bad query)
 	CodeUnknownKind          = "unknown_kind"           // 400: kind is not rollout, generic or datagen
 	CodeInvalidName          = "invalid_name"           // 400: store name fails the name rule, or a "." / ".." path segment
+	CodeKeyTooLong           = "key_too_long"           // 400: a row key (or after cursor) longer than store.MaxKeyBytes
 	CodeUnauthorized         = "unauthorized"           // 401: bearer token missing or wrong
 	CodeCrossOrigin          = "cross_origin"           // 403: a browser's state-changing request from another origin, to a worker without a token
 	CodeHostNotAllowed       = "host_not_allowed"       // 403: a Host that is not a loopback name, on a worker listening on loopback
@@ -31,6 +32,7 @@ const (
 	CodeSchemaMismatch       = "schema_mismatch"        // 409: the store exists with another schema
 	CodeConflict             = "conflict"               // 409: lost a conditional write repeatedly; retry
 	CodeBodyTooLarge         = "body_too_large"         // 413: body over --max-body-bytes
+	CodeAppendTooLarge       = "append_too_large"       // 413: more rows than --max-append-rows, or decoded rows over --memtable-bytes
 	CodeUnsupportedMediaType = "unsupported_media_type" // 415: a body that is not application/json
 	CodeCanceled             = "canceled"               // 499: the client went away
 	CodeInternal             = "internal"               // 500: a bug or an unexpected storage error; never bad input
@@ -84,6 +86,11 @@ func classify(err error) *apiError {
 	case errors.As(err, &mbe):
 		return &apiError{Status: http.StatusRequestEntityTooLarge, Code: CodeBodyTooLarge,
 			Message: fmt.Sprintf("request body is larger than %d bytes", mbe.Limit)}
+	// The refinements of ErrInvalidInput before it.
+	case errors.Is(err, store.ErrKeyTooLong):
+		return &apiError{Status: http.StatusBadRequest, Code: CodeKeyTooLong, Message: msg}
+	case errors.Is(err, store.ErrAppendTooLarge):
+		return &apiError{Status: http.StatusRequestEntityTooLarge, Code: CodeAppendTooLarge, Message: msg}
 	case errors.Is(err, store.ErrInvalidInput):
 		return &apiError{Status: http.StatusBadRequest, Code: CodeInvalidInput, Message: msg}
 	case errors.Is(err, store.ErrNotFound):

@@ -1,0 +1,96 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Append limits: an append is bounded in rows (Options.MaxAppendRows) and in decoded size
+// (Options.MemtableBytes), both checked before its rows are materialised, and its decoded
+// size is charged to the DB's append budget while it is in flight, so concurrent appends
+// cannot multiply memory. Keys are bounded everywhere (MaxKeyBytes).
+
+// MaxKeyBytes is the longest row key, in bytes, that appends, deletes, gets and List
+// cursors accept (ErrKeyTooLong). It is not a knob: stored keys must stay readable by every
+// process whatever its configuration.
+const MaxKeyBytes = 1024
+
+// DefaultMemtableBytes is Options.MemtableBytes when unset.
+const DefaultMemtableBytes = 64 << 20
+
+// appendBudgetFactor sizes the append budget: appendBudgetFactor × MemtableBytes bytes of
+// decoded rows may be in flight at once (128 MiB by default), so two appends of the largest
+// size allowed decode side by side and smaller ones share the room.
+const appendBudgetFactor = 2
+
+// appendBudgetWait is how long an append waits for room in the append budget before it
+// fails with ErrBudgetBusy.
+const appendBudgetWait = 5 * time.Second
+
+// checkRowKey refuses a row key longer than MaxKeyBytes; what names it in the error.
+func checkRowKey(what, key string) error {
+	if len(key) > MaxKeyBytes {
+		return fmt.Errorf("%w: %s is %d bytes, more than the limit of %d", ErrKeyTooLong, what, len(key), MaxKeyBytes)
+	}
+	return nil
+}
+
+// AppendJSON decodes body, a JSON array of row objects, as Codec.DecodeJSON does (with
+// Options.MaxRowBytes) and appends the rows (Append). Before any row is materialised it
+// counts the rows and estimates their decoded size from the text: more than MaxAppendRows
+// rows, or more than MemtableBytes, is ErrAppendTooLarge; the estimate is then reserved from
+// the append budget until the rows are in the memtable (ErrBudgetBusy when there is no room
+// within appendBudgetWait). An empty array appends nothing.
+func (s *Store) AppendJSON(ctx context.Context, body []byte) (AppendResult, error) {
+	o := &s.db.opts
+	if !json.Valid(body) {
+		_, err := s.codec.decodeJSONInvalid(body, o.MaxRowBytes)
+		return AppendResult{}, err
+	}
+	n, size, err := s.codec.measureJSON(body, s.checkAppendSize)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	res, err := s.chargeAppend(ctx, size)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	defer res.Release()
+	rows, err := s.codec.decodeValidJSON(body, o.MaxRowBytes, n)
+	if err != nil || len(rows) == 0 {
+		return AppendResult{}, err
+	}
+	return s.submit(ctx, rows, false)
+}
+
+// checkAppendSize refuses an append of more than MaxAppendRows rows or whose decoded size is
+// more than MemtableBytes.
+func (s *Store) checkAppendSize(rows int, size int64) error {
+	o := &s.db.opts
+	if o.MaxAppendRows > 0 && rows > o.MaxAppendRows {
+		return fmt.Errorf("%s: %w: %d rows, more than the limit of %d rows per append", s.target, ErrAppendTooLarge, rows, o.MaxAppendRows)
+	}
+	if size > o.MemtableBytes {
+		return fmt.Errorf("%s: %w: its rows decode to about %d bytes, more than the memtable bound of %d bytes", s.target, ErrAppendTooLarge, size, o.MemtableBytes)
+	}
+	return nil
+}
+
+// chargeAppend reserves size bytes of the append budget, waiting at most appendBudgetWait.
+func (s *Store) chargeAppend(ctx context.Context, size int64) (*Reservation, error) {
+	b := s.db.appends
+	wctx, cancel := context.WithTimeout(ctx, appendBudgetWait)
+	defer cancel()
+	res, _, err := b.Reserve(wctx, size)
+	if err != nil {
+		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			return nil, fmt.Errorf("%s: an append of about %d decoded bytes waited %s for the append budget of %d bytes: %w",
+				s.target, size, appendBudgetWait, b.Limit(), ErrBudgetBusy)
+		}
+		return nil, err
+	}
+	return res, nil
+}

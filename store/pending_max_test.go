@@ -1,0 +1,87 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// PendingMax bounds every write path of a shard: concurrent seal-on-append writers stop at
+// exactly the limit (admitWrite reserves what each may seal, so none passes a check that
+// only another fits), and appends and deletes of any store are refused there.
+func TestPendingMaxBoundsEveryWrite(t *testing.T) {
+	ctx := context.Background()
+	const limit = 5
+	url := fmt.Sprintf("mem://pendingmax-%d", testURLSeq.Add(1))
+	db := openTestDB(t, url, "w", func(o *Options) { o.PendingMax = limit; o.PendingWarn = 0 })
+
+	t.Run("seal on append, concurrent writers", func(t *testing.T) {
+		s := createGeneric(t, db, "sealed", true)
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		refused := 0
+		for g := range 16 {
+			wg.Go(func() {
+				for i := 0; ; i++ {
+					_, err := s.Append(ctx, []Row{row(fmt.Sprintf("g%02d-%03d", g, i), int64(i))})
+					if errors.Is(err, ErrTooManyPending) {
+						mu.Lock()
+						refused++
+						mu.Unlock()
+						return
+					}
+					if err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		require.Equal(t, 16, refused)
+		st, err := s.Stats(ctx)
+		require.NoError(t, err)
+		require.Equal(t, limit, st.TotalPending(), "the writers stop exactly at the limit")
+		require.Equal(t, limit, s.OwnPending())
+		require.ErrorIs(t, s.Delete(ctx, "g00-000"), ErrTooManyPending)
+		_, err = s.List(ctx, ListOptions{})
+		require.NoError(t, err, "a shard at the limit is still readable")
+	})
+
+	t.Run("memtable store", func(t *testing.T) {
+		s := createGeneric(t, db, "memtable", false)
+		for i := range limit - 1 {
+			seal(t, s, row(fmt.Sprintf("k%d", i), 1))
+		}
+		appendRows(t, s, row("last", 1)) // admitted below the limit
+		require.NoError(t, s.Delete(ctx, "k0"))
+		flush(t, s)
+		require.Equal(t, limit, s.OwnPending())
+		_, err := s.Append(ctx, []Row{row("late", 1)})
+		require.ErrorIs(t, err, ErrTooManyPending)
+		require.ErrorIs(t, s.Delete(ctx, "k1"), ErrTooManyPending)
+		_, err = s.AppendJSON(ctx, []byte(`[{"id":"late"}]`))
+		require.ErrorIs(t, err, ErrTooManyPending)
+	})
+
+	t.Run("a seal stops at the limit", func(t *testing.T) {
+		s := createGeneric(t, db, "sealstop", false)
+		seal(t, s, row("a", 1))
+		appendRows(t, s, row("b", 1))
+		// Rows admitted below the limit stay unsealed while the shard is at it: readable
+		// here, durable in the WAL, sealed once merges make room.
+		db.opts.PendingMax = 1
+		res := flush(t, s)
+		require.False(t, res.Sealed)
+		require.Equal(t, 1, res.Pending)
+		got, err := s.Get(ctx, "b")
+		require.NoError(t, err)
+		require.Equal(t, int64(1), got["n"])
+		db.opts.PendingMax = limit
+		require.True(t, flush(t, s).Sealed)
+	})
+}

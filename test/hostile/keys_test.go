@@ -39,10 +39,16 @@ func TestOverlongKeysAreRefused(t *testing.T) {
 				"after":       {http.MethodGet, rowsPath("keys") + "?after=" + url.QueryEscape(key)},
 			}
 			for what, req := range inURL {
-				r := w.call(t, req.method, req.path, nil, nil)
-				if len(key) > 64*1024 && r.Status == http.StatusRequestHeaderFieldsTooLarge {
-					continue // refused by the header limit, before any handler
+				if len(key) > 64*1024 {
+					// Refused by the 64 KiB header limit before any handler: a 431, or a reset
+					// when the server closes while the client is still sending.
+					r, err := w.do(req.method, req.path, nil, nil)
+					if err == nil && r.Status != http.StatusRequestHeaderFieldsTooLarge {
+						expectError(t, r, http.StatusBadRequest, "key_too_long", what)
+					}
+					continue
 				}
+				r := w.call(t, req.method, req.path, nil, nil)
 				expectError(t, r, http.StatusBadRequest, "key_too_long", what)
 			}
 		})

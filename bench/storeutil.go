@@ -55,6 +55,10 @@ func storeOptions(instance string, log *zap.Logger, tweak ...func(*store.Options
 	o := store.DefaultOptions()
 	o.InstanceID = instance
 	o.Logger = log
+	// The bench writes whole generations of up to 64 MiB in one append, as a trusted
+	// in-process writer; the append bounds a client meets are the hostile scenario's subject.
+	o.MaxAppendRows = 0
+	o.MemtableBytes = 1 << 30
 	for _, f := range tweak {
 		f(&o)
 	}

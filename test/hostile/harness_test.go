@@ -109,16 +109,10 @@ var safeChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 // worker is still running within its memory bound, and the worker is stopped.
 func startWorker(t *testing.T, cfg workerConfig) *worker {
 	t.Helper()
-	if suite.skip != "" {
-		t.Skip(suite.skip)
-	}
-	bin, err := walkeeperBinary()
+	ns := suite.Namespace(t)
+	bin, err := suite.WalkeeperBinary()
 	if err != nil {
 		t.Fatal(err)
-	}
-	i := int(suite.nsNext.Add(1) - 1)
-	if i >= namespacePool {
-		t.Fatalf("namespace pool exhausted (%d): raise namespacePool", namespacePool)
 	}
 	port, err := devserver.FreePort()
 	if err != nil {
@@ -126,10 +120,10 @@ func startWorker(t *testing.T, cfg workerConfig) *worker {
 	}
 	name := safeChars.ReplaceAllString(t.Name(), "_")
 	w := &worker{
-		cfg: cfg, ns: namespaceName(i),
+		cfg: cfg, ns: ns,
 		root:    filepath.Join(t.TempDir(), "storage"),
 		listen:  fmt.Sprintf("127.0.0.1:%d", port),
-		logPath: filepath.Join(suite.logDir, name+".log"),
+		logPath: suite.LogPath(name),
 		done:    make(chan struct{}),
 		// No keep-alive: every request is its own connection, so the connection tests count
 		// only the connections they open themselves.
@@ -139,7 +133,7 @@ func startWorker(t *testing.T, cfg workerConfig) *worker {
 		t.Fatal(err)
 	}
 	args := []string{"worker", "--instance", "hostile-" + name, "--listen", w.listen,
-		"--storage", "file://" + w.root, "--temporal", suite.hostPort, "--namespace", w.ns}
+		"--storage", "file://" + w.root, "--temporal", suite.HostPort(), "--namespace", w.ns}
 	env := []string{}
 	for _, kv := range os.Environ() {
 		// The worker reads every WALKEEPER_* variable; only the harness's own may reach it.
@@ -177,13 +171,11 @@ func startWorker(t *testing.T, cfg workerConfig) *worker {
 	w.cmd = cmd
 	go func() { _ = cmd.Wait(); _ = logf.Close(); close(w.done) }()
 	go w.watchdog()
+	// Registered first so that it runs last, after the alive and memory checks.
+	suite.KeepLogsIfFailed(t, w.logPath)
 	t.Cleanup(func() {
 		w.checkAliveAndBounded(t)
 		w.stop()
-		if t.Failed() {
-			suite.failed.Store(true)
-			t.Logf("worker log: %s", w.logPath)
-		}
 	})
 
 	deadline := time.Now().Add(2 * time.Minute)
@@ -606,7 +598,7 @@ func (w *worker) temporalClient(t *testing.T) client.Client {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	c, err := client.DialContext(ctx, client.Options{
-		HostPort:  suite.hostPort,
+		HostPort:  suite.HostPort(),
 		Namespace: w.ns,
 		Logger:    sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
 	})

@@ -53,7 +53,7 @@ func TestBadWorkflowInputsFailFast(t *testing.T) {
 				t.Parallel()
 				id := fmt.Sprintf("hostile-input-%d", i)
 				start := time.Now()
-				cmd := exec.Command(suite.cliPath, "workflow", "start", "--address", suite.hostPort, "--namespace", w.ns,
+				cmd := exec.Command(suite.CLIPath(), "workflow", "start", "--address", suite.HostPort(), "--namespace", w.ns,
 					"--task-queue", contract.TaskQueue, "--type", tc.workflow, "--workflow-id", id, "--input", tc.input)
 				if out, err := cmd.CombinedOutput(); err != nil {
 					t.Fatalf("temporal workflow start: %v\n%s", err, out)

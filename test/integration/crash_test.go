@@ -228,7 +228,7 @@ func TestWorkerKilledMidPrepare(t *testing.T) {
 		childNS+"="+e.ns,
 		childMarker+"="+marker,
 	)
-	vp := startProc(t, filepath.Join(suite.logDir, safeName(t.Name())+".victim.log"), victim)
+	vp := startProc(t, suite.LogPath(safeName(t.Name())+".victim"), victim)
 	vp.waitLine(t, waitLong, "the victim to start", func(l string) bool { return l == "victim ready" })
 
 	run := e.startMerge(target.String(), contract.MergeWalInput{
@@ -251,7 +251,7 @@ func TestWorkerKilledMidPrepare(t *testing.T) {
 	killedAt := time.Now()
 
 	// The replacement: same instance id, a new process, the real binary.
-	bin, err := walkeeperBinary()
+	bin, err := suite.WalkeeperBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +267,7 @@ func TestWorkerKilledMidPrepare(t *testing.T) {
 		"--log-level", "info",
 	)
 	rep.Env = cleanEnv()
-	rp := startProc(t, filepath.Join(suite.logDir, safeName(t.Name())+".replacement.log"), rep)
+	rp := startProc(t, suite.LogPath(safeName(t.Name())+".replacement"), rep)
 	var addr string
 	rp.waitLine(t, waitLong, "the replacement worker to listen", func(l string) bool {
 		var m map[string]any

@@ -52,24 +52,13 @@ type env struct {
 // newEnv marks t parallel and gives it a namespace of its own.
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	if suite.skip != "" {
-		t.Skip(suite.skip)
-	}
+	ns := suite.Namespace(t)
 	t.Parallel()
-	i := int(suite.nsNext.Add(1) - 1)
-	if i >= namespacePool {
-		t.Fatalf("namespace pool exhausted (%d): raise namespacePool", namespacePool)
-	}
-	e := &env{t: t, ns: namespaceName(i), hostPort: suite.hostPort, dir: t.TempDir()}
+	e := &env{t: t, ns: ns, hostPort: suite.HostPort(), dir: t.TempDir()}
 	e.storage = "file://" + filepath.ToSlash(filepath.Join(e.dir, "storage"))
-	e.logPath = filepath.Join(suite.logDir, safeName(t.Name())+".log")
+	e.logPath = suite.LogPath(safeName(t.Name()))
 	e.log = fileLogger(t, e.logPath)
-	t.Cleanup(func() {
-		if t.Failed() {
-			suite.failed.Store(true)
-			t.Logf("worker and SDK logs: %s", e.logPath)
-		}
-	})
+	suite.KeepLogsIfFailed(t, e.logPath)
 	ctx, cancel := context.WithTimeout(context.Background(), waitShort)
 	defer cancel()
 	c, err := worker.Dial(ctx, worker.TemporalConfig{HostPort: e.hostPort, Namespace: e.ns}, e.log.Named("client"))

@@ -92,7 +92,7 @@ func TestEveryTriggerIsVisible(t *testing.T) {
 	want["generic:obs-http"] = contract.TriggerHTTP
 
 	// The walkeeper CLI.
-	bin, err := walkeeperBinary()
+	bin, err := suite.WalkeeperBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func TestEveryTriggerIsVisible(t *testing.T) {
 	// A bare `temporal workflow start`, as a user might from the Temporal CLI or Web.
 	create(a, "obs-bare")
 	seal(a, "obs-bare", 1)
-	if stdout, stderr, code := runCLI(t, suite.cliPath, "workflow", "start", "--address", e.hostPort, "--namespace", e.ns,
+	if stdout, stderr, code := runCLI(t, suite.CLIPath(), "workflow", "start", "--address", e.hostPort, "--namespace", e.ns,
 		"--type", "MergeWal", "--task-queue", contract.TaskQueue, "--workflow-id", "merge-wal/generic/obs-bare",
 		"--input", `{"target":"generic:obs-bare"}`); code != 0 {
 		t.Fatalf("temporal workflow start: exit %d\n%s\n%s", code, stdout, stderr)

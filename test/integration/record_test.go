@@ -13,6 +13,7 @@ import (
 	tworker "go.temporal.io/sdk/worker"
 
 	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/internal/cachebin"
 	"github.com/walkeeper/walkeeper/workflows"
 )
 
@@ -28,7 +29,7 @@ func recordingEnv(t *testing.T, files string) (*env, string) {
 		t.Skip("set " + recordEnv + "=1 to record workflows/testdata/replay/" + files)
 	}
 	e := newEnv(t)
-	root, err := moduleRoot()
+	root, err := cachebin.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -144,7 +144,7 @@ func TestManualTriggerHTTPAndCLI(t *testing.T) {
 	}
 
 	// CLI.
-	bin, err := walkeeperBinary()
+	bin, err := suite.WalkeeperBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +177,7 @@ func TestManualTriggerHTTPAndCLI(t *testing.T) {
 	// The bare Temporal CLI start of docs/DESIGN.md §4 (no search attributes given): the run
 	// merges, and sets WalTarget/WalKind itself so Temporal Web finds it by target.
 	seal(3, 1)
-	stdout, stderr, code = runCLI(t, suite.cliPath, "workflow", "start",
+	stdout, stderr, code = runCLI(t, suite.CLIPath(), "workflow", "start",
 		"--address", e.hostPort, "--namespace", e.ns,
 		"--type", "MergeWal", "--task-queue", "walkeeper", "--workflow-id", "merge-wal/generic/manual",
 		"--input", `{"target":"generic:manual"}`)

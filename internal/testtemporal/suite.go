@@ -1,0 +1,180 @@
+package testtemporal
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/walkeeper/walkeeper/internal/cachebin"
+)
+
+// SuiteOptions configure a Suite.
+type SuiteOptions struct {
+	// Name prefixes the scratch directory, the namespaces (walkeeper-<Name>-NN) and the
+	// suite's messages. Required.
+	Name string
+	// Namespaces is the pool size: each test takes one, so a workflow one test starts never
+	// reaches another test's workers.
+	Namespaces int
+	// ShortReason is why every test skips under -short.
+	ShortReason string
+	// BinaryEnv names an environment variable that may point at an existing walkeeper
+	// binary to run instead of building ./cmd/walkeeper ("" = always build).
+	BinaryEnv string
+}
+
+// Suite is the TestMain of a package whose tests run walkeeper against one shared Temporal
+// server: a scratch directory kept when anything fails, the server with a pool of
+// namespaces, and the walkeeper binary built once while the server starts.
+type Suite struct {
+	opts SuiteOptions
+
+	skip     string
+	hostPort string
+	cliPath  string
+	logDir   string
+	binDir   string
+	nsNext   atomic.Int32
+	failed   atomic.Bool
+
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+}
+
+// NewSuite returns a suite; its Main runs the tests.
+func NewSuite(o SuiteOptions) *Suite { return &Suite{opts: o} }
+
+// Main starts the server, runs m and stops everything; the result is the exit code.
+func (s *Suite) Main(m *testing.M) int {
+	if testing.Short() {
+		s.skip = s.opts.ShortReason
+		return m.Run()
+	}
+	dir, err := os.MkdirTemp("", "walkeeper-"+s.opts.Name+"-")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", s.opts.Name, err)
+		return 1
+	}
+	s.logDir = filepath.Join(dir, "logs")
+	s.binDir = filepath.Join(dir, "bin")
+	_ = os.MkdirAll(s.logDir, 0o755)
+	_ = os.MkdirAll(s.binDir, 0o755)
+
+	// A build still running when the tests end (none needed it) is awaited, so that it
+	// cannot write into the directory after it is removed.
+	built := make(chan struct{})
+	go func() {
+		defer close(built)
+		_, _ = s.WalkeeperBinary()
+	}()
+	defer func() { <-built }()
+
+	namespaces := make([]string, s.opts.Namespaces)
+	for i := range namespaces {
+		namespaces[i] = s.namespace(i)
+	}
+	// The first run may build the Temporal CLI (minutes); the start itself takes seconds,
+	// but a loaded machine can stretch it.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	srv, err := StartShared(ctx, SharedOptions{Dir: dir, Namespaces: namespaces, Progress: os.Stderr})
+	cancel()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v (files in %s)\n", s.opts.Name, err, dir)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "%s: Temporal %s server at %s\n", s.opts.Name, srv.Mode(), srv.HostPort())
+	s.hostPort = srv.HostPort()
+	s.cliPath = srv.CLIPath()
+
+	code := m.Run()
+
+	if err := srv.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: stop Temporal server: %v\n", s.opts.Name, err)
+	}
+	<-built
+	if code != 0 || s.failed.Load() {
+		fmt.Fprintf(os.Stderr, "%s: logs kept in %s\n", s.opts.Name, dir)
+	} else {
+		_ = os.RemoveAll(dir)
+	}
+	return code
+}
+
+// Namespace skips t under -short and otherwise hands it the next namespace of the pool.
+func (s *Suite) Namespace(t testing.TB) string {
+	t.Helper()
+	if s.skip != "" {
+		t.Skip(s.skip)
+	}
+	i := int(s.nsNext.Add(1) - 1)
+	if i >= s.opts.Namespaces {
+		t.Fatalf("namespace pool exhausted (%d): raise the suite's Namespaces", s.opts.Namespaces)
+	}
+	return s.namespace(i)
+}
+
+func (s *Suite) namespace(i int) string {
+	return fmt.Sprintf("walkeeper-%s-%02d", s.opts.Name, i)
+}
+
+// KeepLogsIfFailed keeps the scratch directory when t fails, and says where its log is.
+func (s *Suite) KeepLogsIfFailed(t testing.TB, logPath string) {
+	t.Cleanup(func() {
+		if t.Failed() {
+			s.failed.Store(true)
+			t.Logf("log: %s", logPath)
+		}
+	})
+}
+
+// HostPort is the shared server's frontend address.
+func (s *Suite) HostPort() string { return s.hostPort }
+
+// CLIPath is the Temporal CLI that runs the server.
+func (s *Suite) CLIPath() string { return s.cliPath }
+
+// LogPath is where a test's process named name logs.
+func (s *Suite) LogPath(name string) string { return filepath.Join(s.logDir, name+".log") }
+
+// WalkeeperBinary returns $BinaryEnv when set, else ./cmd/walkeeper built once.
+func (s *Suite) WalkeeperBinary() (string, error) {
+	s.buildOnce.Do(func() {
+		if s.opts.BinaryEnv != "" {
+			if p := os.Getenv(s.opts.BinaryEnv); p != "" {
+				st, err := os.Stat(p)
+				if err != nil || !st.Mode().IsRegular() || st.Mode()&0o111 == 0 {
+					s.buildErr = fmt.Errorf("%s=%s: not an executable file", s.opts.BinaryEnv, p)
+					return
+				}
+				s.binPath = p
+				return
+			}
+		}
+		root, err := cachebin.ModuleRoot()
+		if err != nil {
+			s.buildErr = err
+			return
+		}
+		out := filepath.Join(s.binDir, "walkeeper")
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd/walkeeper")
+		cmd.Dir = root
+		var buf bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &buf, &buf
+		if err := cmd.Run(); err != nil {
+			s.buildErr = fmt.Errorf("go build ./cmd/walkeeper: %v\n%s", err, buf.String())
+			return
+		}
+		s.binPath = out
+	})
+	return s.binPath, s.buildErr
+}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/walkeeper/walkeeper/internal/devserver"
 )
 
 // workerChild is a worker process the bench started: a re-exec of the bench running a
@@ -22,7 +24,7 @@ type workerChild struct {
 	// ready is the child's ready line (JSON).
 	ready  []byte
 	stdin  io.WriteCloser
-	stderr *tailWriter
+	stderr *devserver.TailBuffer
 	done   chan struct{}
 	once   sync.Once
 }
@@ -50,7 +52,7 @@ func startWorkerChild(ctx context.Context, o Options, scenario, env string, para
 	if err != nil {
 		return nil, err
 	}
-	ch := &workerChild{stdin: stdin, stderr: &tailWriter{max: 8 << 10}, done: make(chan struct{})}
+	ch := &workerChild{stdin: stdin, stderr: devserver.NewTailBuffer(8 << 10), done: make(chan struct{})}
 	cmd.Stderr = ch.stderr
 	if err := cmd.Start(); err != nil {
 		return nil, err
@@ -153,27 +155,4 @@ func procStatusOf(pid int, field string) int64 {
 		}
 	}
 	return 0
-}
-
-// tailWriter keeps the last max bytes written to it: a child's stderr, for error messages.
-type tailWriter struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-}
-
-func (t *tailWriter) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if over := len(t.buf) - t.max; over > 0 {
-		t.buf = append(t.buf[:0], t.buf[over:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tailWriter) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.buf)
 }

@@ -111,7 +111,7 @@ type Server struct {
 	uiURL    string
 	cmd      *exec.Cmd
 	logFile  *os.File
-	tail     *tailBuffer
+	tail     *TailBuffer
 	exited   chan struct{}
 	waitErr  error
 	stopOnce sync.Once
@@ -228,7 +228,7 @@ func startOnce(ctx context.Context, cli string, o Options) (*Server, error) {
 		)
 	}
 
-	s := &Server{cli: cli, hostPort: hostPort, tail: &tailBuffer{max: 16 << 10}, exited: make(chan struct{}), stopWait: o.StopTimeout}
+	s := &Server{cli: cli, hostPort: hostPort, tail: NewTailBuffer(16 << 10), exited: make(chan struct{}), stopWait: o.StopTimeout}
 	if !o.Headless {
 		s.uiURL = "http://" + net.JoinHostPort(o.IP, strconv.Itoa(o.UIPort))
 	}
@@ -559,14 +559,18 @@ func progressOrDiscard(w io.Writer) io.Writer {
 	return w
 }
 
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
+// TailBuffer keeps the last Max bytes written to it: a child process's output, for the
+// error that says why it died.
+type TailBuffer struct {
 	mu  sync.Mutex
 	max int
 	buf []byte
 }
 
-func (t *tailBuffer) Write(p []byte) (int, error) {
+// NewTailBuffer keeps the last max bytes.
+func NewTailBuffer(max int) *TailBuffer { return &TailBuffer{max: max} }
+
+func (t *TailBuffer) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.buf = append(t.buf, p...)
@@ -576,7 +580,7 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (t *tailBuffer) String() string {
+func (t *TailBuffer) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return string(t.buf)

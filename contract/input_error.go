@@ -1,9 +1,9 @@
 package contract
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
-	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -62,35 +62,13 @@ func firstInvalid(errs ...error) error {
 	return nil
 }
 
-// intIn checks lo <= v <= hi.
-func intIn(field string, v, lo, hi int) error {
+// inRange checks lo <= v <= hi: counts, sizes and durations alike.
+func inRange[T cmp.Ordered](field string, v, lo, hi T) error {
 	switch {
 	case v < lo:
-		return inputErrorf(field, "%d is below the floor %d", v, lo)
+		return inputErrorf(field, "%v is below the floor %v", v, lo)
 	case v > hi:
-		return inputErrorf(field, "%d is above the ceiling %d", v, hi)
-	}
-	return nil
-}
-
-// int64In checks lo <= v <= hi.
-func int64In(field string, v, lo, hi int64) error {
-	switch {
-	case v < lo:
-		return inputErrorf(field, "%d is below the floor %d", v, lo)
-	case v > hi:
-		return inputErrorf(field, "%d is above the ceiling %d", v, hi)
-	}
-	return nil
-}
-
-// durationIn checks lo <= v <= hi.
-func durationIn(field string, v, lo, hi time.Duration) error {
-	switch {
-	case v < lo:
-		return inputErrorf(field, "%s is below the floor %s", v, lo)
-	case v > hi:
-		return inputErrorf(field, "%s is above the ceiling %s", v, hi)
+		return inputErrorf(field, "%v is above the ceiling %v", v, hi)
 	}
 	return nil
 }

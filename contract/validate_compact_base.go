@@ -28,14 +28,14 @@ func (in CompactBaseInput) Validate() error {
 	}
 	maxBytes := error(nil)
 	if in.MaxBytes != 0 {
-		maxBytes = int64In("max_bytes", in.MaxBytes, MinCompactBytes, MaxCompactBytes)
+		maxBytes = inRange("max_bytes", in.MaxBytes, MinCompactBytes, MaxCompactBytes)
 	}
 	return firstInvalid(
 		targetField("target", in.Target),
 		maxRuns,
 		maxBytes,
-		intIn("max_passes", defaulted(in.MaxPasses, DefaultCompactMaxPasses), 1, MaxCompactMaxPasses),
-		intIn("target_runs", defaulted(in.TargetRuns, DefaultCompactTargetRuns), 1, MaxCompactRuns),
+		inRange("max_passes", defaulted(in.MaxPasses, DefaultCompactMaxPasses), 1, MaxCompactMaxPasses),
+		inRange("target_runs", defaulted(in.TargetRuns, DefaultCompactTargetRuns), 1, MaxCompactRuns),
 		triggerField("trigger", in.Trigger),
 		textWithin("trigger_reason", in.TriggerReason, MaxTriggerReasonBytes),
 	)

@@ -66,17 +66,17 @@ func (in MergeWalInput) Validate() error {
 		targetField("target", in.Target),
 		optionalCount("max_generations", in.MaxGenerations, 1, MaxMergeGenerations),
 		optionalBytes("max_bytes", in.MaxBytes, MinMergeBytes, MaxMergeBytes),
-		intIn("prepare_concurrency", defaulted(in.PrepareConcurrency, DefaultPrepareConcurrency), 1, MaxPrepareConcurrency),
-		intIn("max_passes", maxPasses, 1, MaxMergeMaxPasses),
-		durationIn("schedule_to_start_timeout", defaulted(in.ScheduleToStartTimeout, DefaultScheduleToStartTimeout),
+		inRange("prepare_concurrency", defaulted(in.PrepareConcurrency, DefaultPrepareConcurrency), 1, MaxPrepareConcurrency),
+		inRange("max_passes", maxPasses, 1, MaxMergeMaxPasses),
+		inRange("schedule_to_start_timeout", defaulted(in.ScheduleToStartTimeout, DefaultScheduleToStartTimeout),
 			MinScheduleToStartTimeout, MaxScheduleToStartTimeout),
 		offOrDurationIn("slot_wait_threshold", defaulted(in.SlotWaitThreshold, DefaultSlotWaitThreshold),
 			MinSlotWaitThreshold, MaxSlotWaitThreshold),
-		durationIn("prepare_timeout", defaulted(in.PrepareTimeout, DefaultPrepareTimeout), MinPrepareTimeout, MaxPrepareTimeout),
-		intIn("passes_per_run", defaulted(in.PassesPerWorkflowRun, DefaultPassesPerWorkflowRun), 1, MaxPassesPerWorkflowRun),
+		inRange("prepare_timeout", defaulted(in.PrepareTimeout, DefaultPrepareTimeout), MinPrepareTimeout, MaxPrepareTimeout),
+		inRange("passes_per_run", defaulted(in.PassesPerWorkflowRun, DefaultPassesPerWorkflowRun), 1, MaxPassesPerWorkflowRun),
 		triggerField("trigger", in.Trigger),
 		textWithin("trigger_reason", in.TriggerReason, MaxTriggerReasonBytes),
-		intIn("max_shards_per_commit", defaulted(in.MaxShardsPerCommit, MaxRoundShards), 1, MaxRoundShards),
+		inRange("max_shards_per_commit", defaulted(in.MaxShardsPerCommit, MaxRoundShards), 1, MaxRoundShards),
 	)
 	if err != nil || in.Carry == nil {
 		return err
@@ -88,7 +88,7 @@ func (in MergeWalInput) Validate() error {
 // valid, distinct ids, none with more passes than the chain allows. Pure.
 func (c MergeWalCarry) validate(maxPasses int) error {
 	err := firstInvalid(
-		intIn("runs", c.WorkflowRuns, 1, MaxCarriedRuns),
+		inRange("runs", c.WorkflowRuns, 1, MaxCarriedRuns),
 		notNegative("pending_at_start", c.PendingAtStart),
 	)
 	if err != nil {
@@ -115,10 +115,10 @@ func (r ShardMergeResult) validate(maxPasses int) error {
 	return firstInvalid(
 		shardField("shard", r.Shard),
 		notNegative("reclaimed", r.Reclaimed),
-		intIn("passes", r.Passes, 0, maxPasses),
+		inRange("passes", r.Passes, 0, maxPasses),
 		notNegative("pending", r.Pending),
 		notNegative("restarts", r.Restarts),
-		int64In("bytes_merged", r.BytesMerged, 0, 1<<62),
+		inRange("bytes_merged", r.BytesMerged, 0, 1<<62),
 		lengthWithin("error", r.Error, maxCarriedErrorBytes),
 		lengthWithin("error_type", r.ErrorType, maxErrorTypeBytes),
 	)
@@ -153,7 +153,7 @@ func optionalCount(field string, v *int, lo, hi int) error {
 	if v == nil || *v == 0 {
 		return nil
 	}
-	return intIn(field, *v, lo, hi)
+	return inRange(field, *v, lo, hi)
 }
 
 // optionalBytes checks a byte size that may be absent (nil: the worker's default) or 0 (no
@@ -162,7 +162,7 @@ func optionalBytes(field string, v *int64, lo, hi int64) error {
 	if v == nil || *v == 0 {
 		return nil
 	}
-	return int64In(field, *v, lo, hi)
+	return inRange(field, *v, lo, hi)
 }
 
 // offOrDurationIn checks a duration whose negative values mean "off".
@@ -170,7 +170,7 @@ func offOrDurationIn(field string, v, lo, hi time.Duration) error {
 	if v < 0 {
 		return nil
 	}
-	return durationIn(field, v, lo, hi)
+	return inRange(field, v, lo, hi)
 }
 
 // lengthWithin bounds text produced by walkeeper's own code (error messages, which may span

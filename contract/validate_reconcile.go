@@ -20,10 +20,10 @@ const (
 // CarriedField). Pure.
 func (in ReconcileDemandInput) Validate() error {
 	err := firstInvalid(
-		intIn("page_size", defaulted(in.PageSize, DefaultReconcilePage), MinReconcilePage, MaxReconcilePage),
-		intIn("concurrency", defaulted(in.Concurrency, DefaultReconcileConcurrency), 1, MaxStoreConcurrency),
-		intIn("pages_per_run", defaulted(in.PagesPerRun, DefaultReconcilePagesPerRun), 1, MaxReconcilePagesPerRun),
-		intIn("cursor.kind_index", in.Cursor.KindIndex, 0, len(target.Kinds)),
+		inRange("page_size", defaulted(in.PageSize, DefaultReconcilePage), MinReconcilePage, MaxReconcilePage),
+		inRange("concurrency", defaulted(in.Concurrency, DefaultReconcileConcurrency), 1, MaxStoreConcurrency),
+		inRange("pages_per_run", defaulted(in.PagesPerRun, DefaultReconcilePagesPerRun), 1, MaxReconcilePagesPerRun),
+		inRange("cursor.kind_index", in.Cursor.KindIndex, 0, len(target.Kinds)),
 		cursorAfter("cursor.after", in.Cursor.After),
 		notNegative("totals.stores", in.Totals.Stores),
 		notNegative("totals.missing", in.Totals.Missing),
@@ -31,7 +31,7 @@ func (in ReconcileDemandInput) Validate() error {
 		notNegative("totals.orphans", in.Totals.Orphans),
 		notNegative("totals.unreadable", in.Totals.Unreadable),
 		notNegative("totals.pages", in.Totals.Pages),
-		intIn("runs", in.Runs, 0, MaxCarriedRuns),
+		inRange("runs", in.Runs, 0, MaxCarriedRuns),
 	)
 	if err != nil {
 		return err

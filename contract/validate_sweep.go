@@ -62,15 +62,15 @@ const (
 func (in MaintenanceSweepInput) Validate() error {
 	maxStarts, startBatch := in.starts()
 	err := firstInvalid(
-		intIn("merge_min_generations", defaulted(in.MergeMinGenerations, DefaultSweepMergeMinGenerations), 1, MaxSweepMergeMinGenerations),
+		inRange("merge_min_generations", defaulted(in.MergeMinGenerations, DefaultSweepMergeMinGenerations), 1, MaxSweepMergeMinGenerations),
 		offOrDurationIn("max_pending_age", defaulted(in.MaxPendingAge, DefaultSweepMaxPendingAge), MinSweepMaxPendingAge, MaxSweepMaxPendingAge),
 		offOrIntIn("compact_min_runs", defaulted(in.CompactMinRuns, DefaultSweepCompactMinRuns), 1, MaxSweepCompactMinRuns),
-		intIn("max_starts", maxStarts, 1, MaxSweepStarts),
-		intIn("concurrency", defaulted(in.Concurrency, DefaultSweepConcurrency), 1, MaxSweepConcurrency),
-		intIn("start_batch", startBatch, 1, MaxStartBatch),
+		inRange("max_starts", maxStarts, 1, MaxSweepStarts),
+		inRange("concurrency", defaulted(in.Concurrency, DefaultSweepConcurrency), 1, MaxSweepConcurrency),
+		inRange("start_batch", startBatch, 1, MaxStartBatch),
 		offOrDurationIn("start_spacing", defaulted(in.StartSpacing, DefaultSweepStartSpacing), MinSweepStartSpacing, MaxSweepStartSpacing),
 		oneOf("start_pacing", in.StartPacing, "", StartPacingPlanned, StartPacingAfterLaunch),
-		intIn("scan_concurrency", defaulted(in.ScanConcurrency, DefaultScanConcurrency), 1, MaxStoreConcurrency),
+		inRange("scan_concurrency", defaulted(in.ScanConcurrency, DefaultScanConcurrency), 1, MaxStoreConcurrency),
 		oneOf("discovery", in.Discovery, "", DiscoveryDemand, DiscoveryScan),
 	)
 	if err != nil {
@@ -99,9 +99,9 @@ func (in SweepWindowInput) Validate() error {
 	window := defaulted(in.Window, DefaultSweepWindow)
 	err := firstInvalid(
 		within("sweep", in.Sweep.Validate()),
-		durationIn("interval", defaulted(in.Interval, DefaultSweepInterval), MinSweepInterval, MaxSweepInterval),
-		durationIn("window", window, MinSweepWindow, MaxSweepWindow),
-		intIn("event_budget", defaulted(in.EventBudget, DefaultSweepEventBudget), MinSweepEventBudget, MaxSweepEventBudget),
+		inRange("interval", defaulted(in.Interval, DefaultSweepInterval), MinSweepInterval, MaxSweepInterval),
+		inRange("window", window, MinSweepWindow, MaxSweepWindow),
+		inRange("event_budget", defaulted(in.EventBudget, DefaultSweepEventBudget), MinSweepEventBudget, MaxSweepEventBudget),
 	)
 	if err != nil || in.Carry == nil {
 		return err
@@ -116,11 +116,11 @@ func (c SweepWindowCarry) validate(window time.Duration) error {
 	err := firstInvalid(
 		timeSet("origin", c.Origin),
 		spanWithin("ends", c.Origin, c.Ends, window),
-		intIn("runs", c.Runs, 1, MaxCarriedRuns),
+		inRange("runs", c.Runs, 1, MaxCarriedRuns),
 		notBefore("last_recorded", c.LastRecorded, c.Origin),
 		notNegative("totals.rounds", t.Rounds),
-		intIn("totals.idle_rounds", t.IdleRounds, 0, t.Rounds),
-		intIn("totals.failed_rounds", t.FailedRounds, 0, t.Rounds-t.IdleRounds),
+		inRange("totals.idle_rounds", t.IdleRounds, 0, t.Rounds),
+		inRange("totals.failed_rounds", t.FailedRounds, 0, t.Rounds-t.IdleRounds),
 		notNegative("totals.started", t.Started),
 	)
 	if err != nil {
@@ -140,7 +140,7 @@ func (c SweepWindowCarry) validate(window time.Duration) error {
 // validate checks one carried round of a window that has run rounds rounds. Pure.
 func (r SweepRound) validate(rounds int) error {
 	err := firstInvalid(
-		intIn("round", r.Round, 1, rounds),
+		inRange("round", r.Round, 1, rounds),
 		oneOf("trigger", r.Trigger, SweepRoundInterval, SweepRoundNow),
 		lengthWithin("summary", r.Summary, maxCarriedTextBytes),
 		notNegative("started", r.Started),
@@ -174,7 +174,7 @@ func offOrIntIn(field string, v, lo, hi int) error {
 	if v < 0 {
 		return nil
 	}
-	return intIn(field, v, lo, hi)
+	return inRange(field, v, lo, hi)
 }
 
 // timeSet checks that a carried moment is set.

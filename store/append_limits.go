@@ -50,6 +50,9 @@ func (s *Store) AppendJSON(ctx context.Context, body []byte) (AppendResult, erro
 		_, err := s.codec.decodeJSONInvalid(body, o.MaxRowBytes)
 		return AppendResult{}, err
 	}
+	if err := s.refuseAtPendingMax(ctx); err != nil {
+		return AppendResult{}, err
+	}
 	n, size, err := s.codec.measureJSON(body, s.checkAppendSize)
 	if err != nil {
 		return AppendResult{}, err
@@ -64,6 +67,25 @@ func (s *Store) AppendJSON(ctx context.Context, body []byte) (AppendResult, erro
 		return AppendResult{}, err
 	}
 	return s.submit(ctx, rows, false)
+}
+
+// refuseAtPendingMax refuses an append to a shard already at PendingMax before its body is
+// measured and decoded, so clients retrying against a full shard cost no decoding. It only
+// saves work: submit's admitWrite is the check that holds.
+func (s *Store) refuseAtPendingMax(ctx context.Context) error {
+	if s.db.opts.PendingMax <= 0 {
+		return nil
+	}
+	w, err := s.writer(ctx)
+	if err != nil {
+		return err
+	}
+	release, err := w.admitWrite()
+	if err != nil {
+		return err
+	}
+	release()
+	return nil
 }
 
 // checkAppendSize refuses an append of more than MaxAppendRows rows or whose decoded size is

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -65,6 +66,11 @@ func TestPendingMaxBoundsEveryWrite(t *testing.T) {
 		require.ErrorIs(t, err, ErrTooManyPending)
 		require.ErrorIs(t, s.Delete(ctx, "k1"), ErrTooManyPending)
 		_, err = s.AppendJSON(ctx, []byte(`[{"id":"late"}]`))
+		require.ErrorIs(t, err, ErrTooManyPending)
+		// At the limit a body is refused before it is measured: one too large to decode
+		// gets the debt answer, not the size one, and costs no decoding.
+		huge := []byte("[" + strings.Repeat(`{"id":"x"},`, db.opts.MaxAppendRows) + `{"id":"y"}]`)
+		_, err = s.AppendJSON(ctx, huge)
 		require.ErrorIs(t, err, ErrTooManyPending)
 	})
 

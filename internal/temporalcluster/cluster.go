@@ -30,7 +30,7 @@ import (
 )
 
 // Versions this package is built and tested against. scripts/install-temporal-server.sh
-// installs ServerVersion; docker-compose.yml runs the same (test/compose keeps them equal).
+// installs ServerVersion; docker-compose.yml runs the same (test/deploy/compose_sync_test.go keeps them equal).
 const (
 	ServerVersion = "v1.29.1"
 	PostgresMajor = "15"

@@ -39,7 +39,7 @@ type Activities struct {
 	StartConcurrency int
 	// EagerStart makes StartWorkflows ask for eager starts (contract.EagerStart): the first
 	// workflow task of each run goes to a worker of Client on the shared queue in the start's
-	// response. Off by default; the fleet benchmark measures it (docs/BENCHMARKS.md §9).
+	// response. Off by default; the fleet benchmark measures it (docs/benchmarks/fleet.md).
 	EagerStart bool
 	// Now is the clock for pending ages (nil = time.Now).
 	Now func() time.Time

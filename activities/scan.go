@@ -18,7 +18,7 @@ const maxResumableTargets = 5000
 
 // DefaultScanConcurrency is how many stores' stats one ScanStats reads at once when the
 // sweep does not say. Reading stats is a few storage round trips per store; one after
-// another, 300 stores at 25 ms per request took ~30 s (docs/BENCHMARKS.md finding 5).
+// another, 300 stores at 25 ms per request took ~30 s in the incident replay.
 const DefaultScanConcurrency = contract.DefaultScanConcurrency
 
 // ScanStats reads the stats of every store of one kind, at most p.Concurrency stores at once

@@ -1,4 +1,4 @@
-// Package bench holds walkeeper's benchmark scenarios (issue 4) as library code: each scenario
+// Package bench holds walkeeper's benchmark scenarios as library code: each scenario
 // is a Run function that measures walkeeper and its comparison side by side in one run and
 // returns a Result (markdown tables, targets, machine-readable values, written files).
 //

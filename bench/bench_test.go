@@ -81,8 +81,7 @@ func runQuick(t *testing.T, name string, tweak ...func(*Options)) *Result {
 // TestIncidentQuick replays the incident with walkeeper's defaults (the count trigger asks
 // MergeWal for parallel prepares, 64 generations per pass); WALKEEPER_BENCH_SERIAL=1 replays
 // serial shard visits. Before MergeWal took shards in rounds, the serial schedule merged the
-// shards it reached again and again while the others climbed to 44 (docs/BENCHMARKS.md,
-// "Incident replay"); both now peak at 4–7 on a loaded 2-core machine. The bound stays at
+// shards it reached again and again while the others climbed to 44 (docs/benchmarks/incident.md); both now peak at 4–7 on a loaded 2-core machine. The bound stays at
 // 3 × the count trigger, not the issue's 2×: in one repetition of nine walkeeper's side
 // stalled for the whole run and reached 34, and a stall must not fail the suite.
 func TestIncidentQuick(t *testing.T) {
@@ -118,11 +117,11 @@ const maxLockShare = 0.05
 
 func TestCommitLockQuick(t *testing.T) {
 	res := runQuick(t, "commit-lock")
-	// The claim (docs/BENCHMARKS.md scenario 2): the lock covers only the in-memory swap of
+	// The claim (docs/benchmarks/commit-lock.md): the lock covers only the in-memory swap of
 	// the cached latest base, so on mem:// it is a tiny part of the Commit call measured in
 	// the same run (the manifest read, the checks, the encoding, the conditional write of
 	// base version v+1, the drain of the shard manifest and the clean-up are outside it).
-	// Before issue 4's fix the lock also covered the manifest read, the checks and the
+	// Before the lock moved behind the publish it also covered the manifest read, the checks and the
 	// encoding, and before CommitRound the write. The share is a ratio measured in one run,
 	// so it stays on under -race.
 	for _, sz := range []string{"64KiB", "1MiB", "64MiB"} {
@@ -192,7 +191,7 @@ func TestMemoryQuick(t *testing.T) {
 			t.Errorf("%s: %v of 12 merges prepared", k, got)
 		}
 		// Peak RSS above the child's RSS before merging (the binary and runtime, ~60 MiB,
-		// are not the merges'). Quick runs with the budget-charged allocator (issue 13) grow
+		// are not the merges'). Quick runs with the budget-charged allocator grow
 		// by ~63 MiB with GOGC alone, ~61 MiB with the worker's default soft limit and ~51 MiB
 		// with the limit at the budget (before it: 94, 60 and 53); the bounds catch a 2×
 		// regression. The child is a race-built copy of this binary under -race, and the race
@@ -210,8 +209,8 @@ func TestMemoryQuick(t *testing.T) {
 		t.Errorf("reads: max reserved %.0f bytes, want in (0, read budget %.0f]", got, rb)
 	}
 	// 16 Lists over 2,000 generations with the cache off; the read budget is 32 MiB.
-	// The goal (issue 13) is read budget + 32 MiB = 64 MiB; today 16 Lists grow by ~104 MiB
-	// (docs/BENCHMARKS.md §5b), so this bound catches a 2× regression of today's state, not
+	// The goal is read budget + 32 MiB = 64 MiB; today 16 Lists grow by ~104 MiB
+	// (docs/benchmarks/memory.md), so this bound catches a 2× regression of today's state, not
 	// the goal.
 	if got, limit := value(t, res, "reads_growth_mib"), 3*32.0+64; got > limit*raceMemFactor {
 		t.Errorf("reads: peak RSS grew by %.0f MiB > %.0f MiB", got, limit*raceMemFactor)
@@ -245,14 +244,14 @@ func TestTemporalOverheadQuick(t *testing.T) {
 	if wf <= 0 || direct <= 0 {
 		t.Fatalf("no merges measured: %v", res.Values)
 	}
-	// docs/BENCHMARKS.md scenario 7, run 3: a one-generation MergeWal costs 65 ms of
+	// docs/benchmarks/temporal-overhead.md: a one-generation MergeWal costs 65 ms of
 	// orchestration over the same prepare + commit called directly (target ≤ 100 ms), and
 	// the bare workflow of 4 sequential no-op activities 77 ms, on the tuned server. Both are
 	// a start, 4 activities and 5 workflow tasks on the same server, so their ratio holds on
 	// a loaded machine: 0.85 in that full run, 2.1 and 2.0 in quick runs at load 12 and 30,
 	// 1.1 at load 6. The bound catches what the bare workflow cannot absorb: a 500 ms timer
 	// per pass (scripts/mutations/merge-wal-timer-per-pass.patch) measured 16.6–21.3. It does not
-	// catch the actions of the state before run 3 (a watchdog timer per activity, an upsert
+	// catch the actions of the older workflow (a watchdog timer per activity, an upsert
 	// per pass: merge-wal-actions-before-run-3.patch, ratio 2.19 against 1.10 the run
 	// before): a bound tight enough for that would flake on this machine, and
 	// test/integration TestMergeWalActionsPerPass counts those from real histories instead.
@@ -274,7 +273,7 @@ func TestTemporalOverheadQuick(t *testing.T) {
 	if over > 1000*raceSlowdown {
 		t.Errorf("MergeWal adds %.0f ms per 1 MiB merge over the direct loop > %.0f ms", over, 1000*raceSlowdown)
 	}
-	// The sweep over idle stores: 0.20 s for 1,000 stores in the docs (run 3), against 151 ms
+	// The sweep over idle stores: 0.20 s for 1,000 stores in the recorded run, against 151 ms
 	// for a one-generation MergeWal measured in the same run (1.3×). Both are a workflow and a
 	// few activities on the same server, so the ratio holds on a loaded machine; the quick run
 	// sweeps 100 stores (0.22 s against a 224 ms MergeWal at load 12), so a sweep slower than
@@ -524,7 +523,7 @@ func TestHostileQuick(t *testing.T) {
 }
 
 // TestStartRateQuick: every start of the quick size succeeds at each in-flight level and the
-// rate is a positive number (its size on this machine is in docs/BENCHMARKS.md §9).
+// rate is a positive number (its size on this machine is in docs/benchmarks/fleet.md).
 func TestStartRateQuick(t *testing.T) {
 	testtemporal.SkipShort(t)
 	res := runQuick(t, "start-rate")

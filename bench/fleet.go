@@ -30,7 +30,7 @@ import (
 	"github.com/walkeeper/walkeeper/worker"
 )
 
-// The fleet benchmark (issue 11, "How to show it"): one MaintenanceSweep over a registered
+// The fleet benchmark: one MaintenanceSweep over a registered
 // fleet of idle stores, 1 % of them in debt, measured for the design before the demand index
 // (every store's stats read by one ScanStats per kind) and the demand-driven sweep, side by
 // side in one run on one Temporal server.

@@ -23,8 +23,8 @@ import (
 
 // The fleet-worker scenario measures what the fleet scenario can only bound: the peak RSS of
 // one real worker process during a sweep and during a reconcile, against the number of
-// registered stores at the same debt (issue 11: "a worker's peak RSS during a sweep is flat
-// in fleet size, ratio ≤ 1.3 from 10k to 1M").
+// registered stores at the same debt; the target is a peak RSS flat in fleet size, a ratio
+// ≤ 1.3 from 10k to 1M stores, so that a worker's memory never limits the fleet.
 //
 // The fleet scenario's workers share the bench process with a mem:// fleet (2 GiB at 1M), so
 // its RSS is the fleet's and the GC's. Here the fleet is on file:// (nosync), written straight

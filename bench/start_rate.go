@@ -16,7 +16,7 @@ import (
 // StartWorkflows use: workflow ID, ID policies, search attributes, summary) with no worker
 // polling, so nothing that is started runs. The fleet scenario's sweep starts its 10,000
 // MergeWal runs while the ones already started execute on the same machine; this is the rate
-// the same server gives when they do not (docs/BENCHMARKS.md §9).
+// the same server gives when they do not (docs/benchmarks/fleet.md).
 
 // startRateInFlight are the starts in flight measured, one after another.
 var startRateInFlight = []int{16, 64, 128}

@@ -6,7 +6,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 )
 
-// What a merge says about itself in Temporal visibility (issue 14, docs/TEMPORAL.md): why it
+// What a merge says about itself in Temporal visibility, so an operator can find and judge any run from a list view
+// (docs/TEMPORAL.md): why it
 // ran (WalTrigger, set at start), and, once it has finished, how far behind the store was
 // and what it folded. Search attributes are what a list view filters on; the memo repeats
 // them for display, with the trigger's reason in words.

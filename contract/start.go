@@ -60,7 +60,7 @@ type StartOption func(*client.StartWorkflowOptions)
 // start's response, to a worker of the starting client polling TaskQueue with a free
 // workflow slot (the SDK's EnableEagerStart), instead of dispatching it through matching; the
 // server and the SDK fall back to a normal start when they cannot. Measured for the sweep's
-// starts in docs/BENCHMARKS.md §9 run 9.
+// starts in docs/benchmarks/fleet.md: no faster on a two-core dev server.
 func EagerStart(on bool) StartOption {
 	return func(o *client.StartWorkflowOptions) { o.EnableEagerStart = on }
 }

@@ -10,7 +10,7 @@ import (
 // (1 = first; Temporal's default is 3): a sweep that starts thousands of MergeWal runs
 // shares the task queue with them, and their workflow and activity tasks, queued FIFO,
 // starved the sweep's own next workflow task for minutes at 1 % of a million stores
-// (docs/BENCHMARKS.md §9, run 6). The Schedule walkeeper-sweep starts its windows with it and
+// (docs/benchmarks/fleet.md). The Schedule walkeeper-sweep starts its windows with it and
 // the paged sweep sets it on its activities. Needs a server whose matcher honours priority
 // (Temporal 1.29: dynamic config matching.useNewMatcher=true; docs/OPERATIONS.md).
 var SweepPriority = temporal.Priority{PriorityKey: 1}

@@ -11,7 +11,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
-// Memory accounting: the budget is the footprint (issue 13).
+// Memory accounting: the budget is the footprint, so that a process's memory stays within
+// what its budgets admit.
 //
 // A memAccount is the Arrow memory.Allocator of one budgeted operation (a merge's Prepare).
 // Every byte it hands out, through Arrow (builders, the Parquet writer, the IPC reader) or

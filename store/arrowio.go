@@ -38,8 +38,8 @@ func encodeIPC(schema *arrow.Schema, recs ...arrow.RecordBatch) ([]byte, error) 
 // Any decode failure is ErrCorrupt: the object will never read differently.
 //
 // The records alias data (zero copy): the column buffers are slices of the object's bytes,
-// so decoding allocates no second copy of a generation (issue 4 measured the copying reader
-// at 12 % of a merge's allocations). Callers therefore must not modify data afterwards; every
+// so decoding allocates no second copy of a generation (a copying reader was 12 % of a
+// merge's allocations). Callers therefore must not modify data afterwards; every
 // caller passes bytes fresh from storage that nothing else holds.
 func decodeIPC(data []byte, c *Codec, what string) (recs []arrow.RecordBatch, err error) {
 	return decodeIPCWith(memory.DefaultAllocator, data, c, what)
@@ -134,7 +134,7 @@ const parquetPageSize = 128 << 10
 
 // incompressibleRatio: a column whose sampled values Snappy shrinks by less than this
 // fraction is written uncompressed. Snappy on random payloads was ~23 % of prepare CPU
-// (docs/BENCHMARKS.md, scenario 4) and saved nothing; uncompressed column chunks are plain
+// (docs/benchmarks/merge-throughput.md) and saved nothing; uncompressed column chunks are plain
 // Parquet that every reader (DuckDB, Spark, pyarrow) handles.
 const incompressibleRatio = 0.9
 
@@ -161,7 +161,7 @@ func parquetProps(mem memory.Allocator, schema *arrow.Schema, sample arrow.Recor
 	// DELTA_BINARY_PACKED for _seq and DELTA_BYTE_ARRAY for the sorted keys would save
 	// another ~6 % of bytes and up to 25 % of encode CPU, but arrow-go's delta decoders allocate
 	// from the reader's allocator and never free it, so every read of a run would leak
-	// budget charges (docs/BENCHMARKS.md, scenario 4): all columns stay PLAIN.
+	// budget charges (docs/benchmarks/merge-throughput.md): all columns stay PLAIN.
 	if !oneShard(sample) {
 		// Compaction interleaves the rows of many shards: a few distinct values, the
 		// dictionary's case. A merge writes one shard's rows, which plain encoding and

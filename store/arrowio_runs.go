@@ -15,7 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
-// Base runs read in record batches (issue 13): a run is decoded a batch of rows at a time,
+// Base runs read in record batches, so a run's decoded size never has to fit at once: a run is decoded a batch of rows at a time,
 // each batch into buffers of the caller's allocator, instead of whole into one record on the
 // Go heap. The footer says, before anything is decoded, how large a batch and the reader's
 // page buffers can get (runWindow), so a budgeted caller can reserve that bound before it

@@ -333,7 +333,7 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 }
 
 // readSized reads r to EOF into a buffer of size bytes, the length the storage reported:
-// ReadAll without a hint doubles its way up and allocates about twice the object (issue 4).
+// ReadAll without a hint doubles its way up and allocates about twice the object.
 // A reader that turns out longer or shorter than reported still yields all of its bytes.
 //
 // The buffer comes from the read-buffer hook of ctx when it has one (withReadBuffer: a

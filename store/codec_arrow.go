@@ -249,7 +249,7 @@ func (c *Codec) buildColumn(mem memory.Allocator, j int, rows []Row, isDel func(
 // src, i = at(k). Every src must have b's type (one column of records with one schema);
 // nulls stay null. Variable-width columns reserve their value bytes up front: Reserve
 // counts rows only, and letting the value buffer double its way up allocates about twice
-// the output (issue 4). It is the one per-type copy of stored cells (merge, compaction);
+// the output. It is the one per-type copy of stored cells (merge, compaction);
 // the six field types and the system columns are all it needs to know.
 func copyCells(b array.Builder, n int, at func(k int) (src arrow.Array, i int)) {
 	b.Reserve(n)

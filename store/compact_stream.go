@@ -11,7 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 )
 
-// A compaction pass streams (issue 13): it holds its input runs' object bytes (buffers of its
+// A compaction pass streams, so that its memory is bounded by its budget, not by its runs: it holds its input runs' object bytes (buffers of its
 // account, outside the Go heap from mapMinBytes on) and decodes each run a record batch at a
 // time (arrowio_runs.go), merges the batches, and writes the output run chunk by chunk
 // through Bucket.PutFrom. Every buffer comes from the pass's memAccount, so its reservation

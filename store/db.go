@@ -28,7 +28,7 @@ type Options struct {
 	ReadBudget *Budget
 	// MergeMaxGenerations caps generations per merge pass (default 64, 0 = no cap). At 8, one
 	// target's commits (one at a time) could not keep up with 20 shards sealing every second
-	// (docs/BENCHMARKS.md scenario 1).
+	// (docs/benchmarks/incident.md).
 	MergeMaxGenerations int
 	// MergeMaxBytes stops a pass after the generation that reaches it (default 1 GiB, 0 = no cap).
 	MergeMaxBytes int64

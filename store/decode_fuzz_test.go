@@ -19,7 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 )
 
-// Fuzz targets for the decoders of stored data objects (issue 5): a generation (Arrow IPC
+// Fuzz targets for the decoders of stored data objects, because storage is not trusted: a generation (Arrow IPC
 // file) or a base run (Parquet) with any bytes in it must decode to records that every
 // consumer can read, or fail with ErrCorrupt — never a panic, never another error class.
 // A record the decoder accepts is then read value by value (the IPC reader is zero-copy, so

@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// Base runs in a List (issue 13). A List over a base run the cache will not keep streams it:
+// Base runs in a List, bounded by the read budget whatever the run's size. A List over a base run the cache will not keep streams it:
 // the run's object is read into the group's read arena (its checksum covers the whole
 // object), and a cursor decodes it a record batch at a time into buffers of the group's read
 // reservation, starting at the first row group whose key statistics' max is above the page's

@@ -8,7 +8,7 @@ import (
 )
 
 // Benchmarks of the shard manifest's costs on the write path of a table with many writers
-// (docs/BENCHMARKS.md scenario 1, "200 shards again"): every seal and every WAL group
+// (docs/benchmarks/incident.md, "200 shards again"): every seal and every WAL group
 // commit's fencing check reads the shard's latest manifest, which lists every pending
 // generation. mem:// without latency, so what is left is the CPU per operation.
 

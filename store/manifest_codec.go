@@ -11,7 +11,7 @@ import (
 // generation and is encoded on every seal and decoded by every reader that meets a new
 // version (the seals of other writers, a snapshot of every shard), so encoding/json's
 // reflection and its second validating pass over the input were most of a 200-writer
-// table's CPU (docs/BENCHMARKS.md scenario 1, "200 shards again").
+// table's CPU (docs/benchmarks/incident.md, "200 shards again").
 //
 // The format does not change (docs/FORMAT.md): appendShardManifest writes exactly the bytes
 // json.Marshal writes, and parseShardManifest reads exactly what json.Unmarshal reads for

@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-// Fuzz targets for manifest decoding (issue 5): a base or shard manifest with any bytes in
+// Fuzz targets for manifest decoding, because storage is not trusted: a base or shard manifest with any bytes in
 // it — truncated, garbled, hostile (paths outside the store, absurd numbers, a million
 // generations) — must make loads fail with ErrCorrupt, and reads, stats and merges over it
 // fail with an error, never a panic or a hang. Run one for a minute with e.g.

@@ -294,7 +294,7 @@ func (s *Store) collectBase(ctx context.Context, v uint64) {
 // storage read of the latest version is made every time; the decode only for a version
 // this handle has not seen (chain.latestDecoded). Every seal, WAL fencing check, prepare and
 // snapshot loads a shard manifest that lists every pending generation, so decoding it on
-// each read cost a 200-writer table almost half its CPU (docs/BENCHMARKS.md scenario 1,
+// each read cost a 200-writer table almost half its CPU (docs/benchmarks/incident.md,
 // "200 shards again"). The result is shared with the handle's cache: callers clone it
 // before drafting a new version, never change it.
 func (s *Store) loadShard(ctx context.Context, shard string) (*shardManifest, error) {

@@ -10,7 +10,7 @@ import (
 
 // copyRows builds one record from picked rows, column by column. Variable-width columns
 // reserve their value bytes up front: Reserve counts rows only, and letting the value buffer
-// double its way up allocated about twice the output (issue 4).
+// double its way up allocated about twice the output.
 //
 // It copies Arrow values into Arrow builders; Codec.Build (codec side) is its counterpart for
 // rows that are not in Arrow form yet, so the two share the per-type shape but no code. The

@@ -136,7 +136,7 @@ const mergeChunkBytes = 8 << 20
 // for the newest-per-key merge (zero-copy: the decoded generations are their object bytes);
 // on top come the picks and key views (~16 B per row, up to 1/8 of the input for 128 B rows)
 // and the output window: one chunk being built, the Parquet writer's page buffers and the
-// write buffer. Measured in `walkeeper-bench memory` (docs/BENCHMARKS.md, scenario 5).
+// write buffer. Measured in `walkeeper-bench memory` (docs/benchmarks/memory.md).
 const (
 	mergeOverheadFactor = 8 // input/8 for per-row bookkeeping
 	mergeOverheadBytes  = 2*mergeChunkBytes + 4<<20

@@ -19,7 +19,7 @@ import (
 
 // mergeReadConcurrency bounds how many generations one prepare reads at once. On object
 // storage a read is a round trip, and reading them one after another made a prepare a chain
-// of round trips (docs/BENCHMARKS.md, scenario 6). The budget is already held for all of
+// of round trips (docs/benchmarks/parallel-prepare.md). The budget is already held for all of
 // them, so concurrency changes latency, not memory.
 const mergeReadConcurrency = 8
 

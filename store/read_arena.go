@@ -6,7 +6,7 @@ import (
 	"sync"
 )
 
-// Read buffers charged to the read budget (issue 13). A read group's files that the cache
+// Read buffers charged to the read budget, so that reads stay within it. A read group's files that the cache
 // will not keep ("private" files) are read into a readArena: large buffers of the read
 // reservation's memAccount that the objects' bytes (which a decoded generation aliases, zero
 // copy) are carved from. They are memory the read budget charged, outside the Go heap from

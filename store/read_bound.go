@@ -13,7 +13,8 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// Bounded reads (issue 13): a Get or List over many pending generations never decodes them
+// Bounded reads, so that a store far behind on merges slows its reads but cannot exhaust
+// the process's memory: a Get or List over many pending generations never decodes them
 // all at once. Sources (generations and base runs) are opened readFanIn at a time, and each
 // group is admitted by the read budget (Options.ReadBudget) before its files are decoded, so
 // concurrent reads share one bound: a read's working set is at most one group, and the

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// Base runs in reads (issue 13). A Get looks a key up in a base run that the cache will not
+// Base runs in reads, bounded by the read budget whatever the run's size. A Get looks a key up in a base run that the cache will not
 // keep a row group at a time: it reads the object's bytes into a read arena, and decodes
 // only the row groups whose key statistics may hold the key, one record batch at a time,
 // into buffers of the read reservation (arrowio_runs.go), instead of the whole run into one

@@ -15,7 +15,7 @@ const writeBehindBuffer = 1 << 20
 // the Parquet encoder fills one buffer while the other is checksummed and written to storage
 // (on file://, copied into the page cache and queued for writeback). A merge's encoder and
 // its storage writes used to take turns on one core; with two cores they overlap
-// (docs/BENCHMARKS.md, scenario 4).
+// (docs/benchmarks/merge-throughput.md).
 //
 // Its two buffers come from mem (a merge's account: they are part of the write buffer that
 // mergeFootprint counts) and are freed by close. An error of w is returned by the Write that

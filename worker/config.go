@@ -122,8 +122,7 @@ type Config struct {
 	// starts per StartWorkflows activity of one sweep and SweepStartSpacing the least time
 	// between two batches (0 = no pacing), counted from the first launch. The defaults plan
 	// 10,000 starts in 40 batches of 256, one a second: 1 % of a million stores within a
-	// one-minute interval when Temporal takes ≥ 167 starts a second (docs/DESIGN.md §11,
-	// docs/BENCHMARKS.md §9).
+	// one-minute interval when Temporal takes ≥ 167 starts a second (docs/benchmarks/fleet.md).
 	SweepJitter       time.Duration
 	SweepMaxStarts    int
 	SweepStartBatch   int
@@ -131,7 +130,7 @@ type Config struct {
 	// SweepStartConcurrency bounds the starts one StartWorkflows activity of this worker has
 	// in flight (activities.DefaultStartConcurrency, 32; at most
 	// activities.MaxStartConcurrency): with a sweep's Concurrency batches of 4, 128 starts in
-	// flight, which the start rate at 1 % of a million stores needs (docs/BENCHMARKS.md §9).
+	// flight, which the start rate at 1 % of a million stores needs (docs/benchmarks/fleet.md).
 	SweepStartConcurrency int
 
 	// LogFormat is json or console; LogLevel debug, info, warn or error.

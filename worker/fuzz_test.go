@@ -20,7 +20,7 @@ import (
 	"github.com/walkeeper/walkeeper/store"
 )
 
-// Fuzz targets for the HTTP decoders (issue 5): whatever a client sends, the data plane
+// Fuzz targets for the HTTP decoders, because clients are not trusted: whatever a client sends, the data plane
 // answers with a JSON error and a status below 500 — never a panic, never a 5xx — except the
 // documented 503s that are not about the input (no Temporal for merge-wal, debt limits).
 // Run one for a minute with e.g.

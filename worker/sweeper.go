@@ -318,7 +318,7 @@ func (sw *Sweeper) SweepOnce(ctx context.Context) {
 // SweepKind seals every resident store of one kind that has a writer in this process, one
 // after another. A store opened only for reads, stats or merges has nothing of this
 // process's in memory, and sealing it would cost a LIST of its WAL prefix every tick (300
-// resident stores: 300 LISTs per second; docs/BENCHMARKS.md finding 6). WAL that a crashed
+// resident stores: 300 LISTs per second). WAL that a crashed
 // earlier run left behind is replayed by DB.Recover when the worker starts, and by the
 // writer itself when this process next appends to the store.
 func (sw *Sweeper) SweepKind(ctx context.Context, k store.Kind) {

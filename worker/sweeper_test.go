@@ -382,7 +382,7 @@ func TestSlowMergeStartDoesNotDelaySeals(t *testing.T) {
 
 // The sweeper seals only stores with a writer in this process. A store that is resident
 // only because it was read, scanned or merged costs nothing per tick (before, every tick
-// listed its WAL prefix: docs/BENCHMARKS.md finding 6). Rows a crashed earlier run left in
+// listed its WAL prefix). Rows a crashed earlier run left in
 // the WAL are still sealed: DB.Recover replays them at worker start.
 func TestSweeperSkipsStoresWithoutWriterAndRecoverSealsCrashWAL(t *testing.T) {
 	ctx := context.Background()

@@ -379,7 +379,7 @@ func (c Config) DerivedMemoryLimit() int64 {
 // applyMemoryLimit sets the runtime's soft memory limit from the configuration. The budget
 // bounds what merges hold, but with the default GOGC the heap may still grow to twice the
 // live bytes before a collection; a soft limit makes the runtime collect earlier instead
-// (docs/BENCHMARKS.md, scenario 5). GOMEMLIMIT in the environment is an operator's explicit
+// (docs/benchmarks/memory.md). GOMEMLIMIT in the environment is an operator's explicit
 // choice and wins.
 func (w *Worker) applyMemoryLimit() {
 	if _, ok := os.LookupEnv("GOMEMLIMIT"); ok {

@@ -120,7 +120,7 @@ func CompactBase(ctx workflow.Context, in contract.CompactBaseInput) (contract.C
 }
 
 // compactObserveChange versions the WalTrigger upsert of a CompactBase started without one
-// (issue 14: every run says its trigger).
+// (every run says its trigger, so a list view can filter on it).
 const (
 	compactObserveChange  = "compact-base-observe"
 	compactObserveVersion = workflow.Version(1)

@@ -6,13 +6,13 @@ import (
 	"github.com/walkeeper/walkeeper/contract"
 )
 
-// localListChange versions how MergeWal lists its shards' debt (issue 11, fewer actions per
-// merge): ListPendingShards runs as a local activity, inside the workflow task that needs it,
+// localListChange versions how MergeWal lists its shards' debt (fewer actions per merge,
+// so the same merges cost less orchestration): ListPendingShards runs as a local activity, inside the workflow task that needs it,
 // on the worker that runs that task, instead of as an activity task on the shared queue. A
 // listing then costs no activity dispatch, no second workflow task to read its result and
 // no schedule/start/complete events: one LocalActivity marker, recorded with the commands
 // that follow it. A one-generation merge goes from 4 activity dispatches and 5 workflow
-// tasks to 2 and 3 (docs/BENCHMARKS.md §7 run 5). The listing is still one billable action
+// tasks to 2 and 3 (docs/benchmarks/temporal-overhead.md). The listing is still one billable action
 // (a local activity marker is one, as an activity is), so a pass costs what it cost.
 //
 // Runs recorded before it (and runs from before fewerActionsChange, which keep every old

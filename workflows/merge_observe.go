@@ -11,8 +11,8 @@ import (
 	"github.com/walkeeper/walkeeper/contract"
 )
 
-// observeChange versions what a merge tells Temporal visibility about itself (issue 14,
-// docs/TEMPORAL.md "What a merge shows"):
+// observeChange versions what a merge tells Temporal visibility about itself (docs/TEMPORAL.md,
+// "What a merge shows"):
 //   - WalTrigger is upserted (TriggerUnknown) when the start did not set it, in the same
 //     upsert as the missing WalTarget/WalKind of a bare start;
 //   - WalPendingAtStart rides the first WalPending upsert of the chain;

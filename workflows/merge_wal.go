@@ -365,7 +365,7 @@ func (r *mergeRun) mergeShards(ctx workflow.Context) {
 // whose writer seals as fast as a pass completes gets one pass per round like every other
 // shard instead of keeping the table to itself, and a shard that was drained and has sealed
 // since is merged again instead of waiting for the next MergeWal, which would only attach to
-// this long-running one (docs/BENCHMARKS.md finding 1). Everything pending when the merge
+// this long-running one; a hot shard can no longer starve the others of its table. Everything pending when the merge
 // started is drained: a shard leaves the rounds only when a listing (or an empty prepare)
 // finds it drained, it fails, or it reaches MaxPasses. The rounds end when a round commits
 // nothing.

@@ -85,8 +85,7 @@ func TestMergeWalSerialBeforeFairRoundsVisitsShardsInOrder(t *testing.T) {
 
 // A shard whose writer seals again every time a pass of it commits always has something
 // pending. The old serial schedule merged it until MaxPasses before it reached any other
-// shard of the table (docs/BENCHMARKS.md finding 1, the incident's starvation inside one
-// target), and the old parallel schedule never came back to a shard that had drained once
+// shard of the table (the incident's starvation inside one target), and the old parallel schedule never came back to a shard that had drained once
 // while the hot shard kept the run alive (every later trigger only attaches to that run).
 // Rounds give every shard a pass per round and merge a drained shard again once it has
 // sealed.

@@ -73,7 +73,7 @@ func sweepKnobDefaults(in contract.MaintenanceSweepInput) contract.MaintenanceSw
 
 // sweepPerKindChange versions the sweep's decision point: each kind is planned and started
 // as soon as its own scan returns, instead of after the slowest kind's scan (a 300-store
-// rollout scan held up the hot generic store's merge; docs/BENCHMARKS.md finding 5). Runs
+// rollout scan held up the hot generic store's merge in the incident replay). Runs
 // recorded before it replay the old order.
 const (
 	sweepPerKindChange  = "sweep-per-kind"

@@ -15,7 +15,7 @@ import (
 // sweepDemandChange versions the sweep's discovery: stores in debt are found by listing the
 // demand index (one ScanDemand per kind, cost in proportion to the debt) instead of reading
 // every store's stats (ScanStats, whose one result per kind outgrew Temporal's payload
-// limits at ~16,000 stores: issue 11). Runs recorded before it replay the scan. A run with
+// limits at ~16,000 stores). Runs recorded before it replay the scan. A run with
 // Discovery "scan" still scans (the fleet benchmark's "design today" side).
 const (
 	sweepDemandChange  = "sweep-demand-index"

@@ -13,7 +13,7 @@ import (
 // sweepDemandPagesChange versions the paged demand sweep: each kind's candidates are listed
 // in pages of at most MaxDemandCandidates (ScanDemand with After and AsOf) until MaxStarts
 // are planned, so one sweep can start more than 1,000 stores of a kind (10,000 in debt at
-// 1 % of a million stores; docs/BENCHMARKS.md §9). Runs recorded before it replay one
+// 1 % of a million stores; docs/benchmarks/fleet.md). Runs recorded before it replay one
 // ScanDemand per kind with the old defaults (MaxStarts 256, StartBatch 16).
 const (
 	sweepDemandPagesChange  = "sweep-demand-pages"

@@ -13,7 +13,7 @@ import (
 // time) instead of StartSpacing after the previous batch's launch. Under load the workflow
 // task that follows each spacing timer ran ~1.2 s late, and with the old cadence every such
 // delay pushed all later batches back: 40 batches launched 2.2 s apart instead of 1 s
-// (docs/BENCHMARKS.md §9, run 8). Runs recorded before it replay the old cadence.
+// (docs/benchmarks/fleet.md). Runs recorded before it replay the old cadence.
 const (
 	sweepPlannedPacingChange  = "sweep-planned-pacing"
 	sweepPlannedPacingVersion = workflow.Version(1)

@@ -138,7 +138,7 @@ func TestMaintenanceSweepOrdersByDebtAndStartsOnlyEligible(t *testing.T) {
 }
 
 // A slow kind's scan (300 rollout stores at object-store latency in the incident replay) must
-// not hold up the starts of a kind whose scan is back (docs/BENCHMARKS.md finding 5).
+// not hold up the starts of a kind whose scan is back (docs/benchmarks/incident.md).
 func TestMaintenanceSweepStartsEachKindAsItsScanReturns(t *testing.T) {
 	stats := map[string][]contract.TargetStats{
 		"rollout": {{Target: "rollout:r", Pending: 9, MaxShardPending: 9, PendingShards: 1}},

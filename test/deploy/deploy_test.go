@@ -169,7 +169,7 @@ func TestAlertRulesUseRealMetricsAndCoverTheIssue(t *testing.T) {
 			alerts[r.Alert] = true
 		}
 	}
-	// Issue 6: pending over the warn level, budget wait tail, merges failing, sweeps skipped.
+	// The alerts an operator needs first: pending over the warn level, budget wait tail, merges failing, sweeps skipped.
 	for _, a := range []string{"WalkeeperPendingOverWarnLevel", "WalkeeperBudgetWaitTail", "WalkeeperMergesFailing",
 		"WalkeeperSweepsSkipped", "WalkeeperFlushSweepsSkipped", "WalkeeperReadsRefused"} {
 		if !alerts[a] {

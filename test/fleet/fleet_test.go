@@ -1,5 +1,5 @@
 // Package fleet runs the maintenance sweep against a fleet well past the size at which the
-// stats-scanning sweep stopped working (~16,000 stores of one kind: issue 11), on mem://
+// stats-scanning sweep stopped working (~16,000 stores of one kind, where its one result per kind outgrew Temporal's payload limit), on mem://
 // storage and a real Temporal dev server (internal/testtemporal), with the real workflows
 // and activities in-process.
 //

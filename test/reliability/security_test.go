@@ -21,7 +21,7 @@ import (
 	"github.com/walkeeper/walkeeper/worker"
 )
 
-// Security checks at the process boundary (issue 5 §6). What worker/http_test.go already
+// Security checks at the process boundary. What worker/http_test.go already
 // covers is not repeated: TestHTTPAuth (401 basics, case-insensitive scheme, /healthz open),
 // TestHTTPListenDefaultIsLoopback (DefaultConfig), TestHTTPBadInputWritesNothing (".." and
 // "%2F" names), worker/temporal_test.go TestTemporalConfigTLS (TLS and API-key options).

@@ -63,7 +63,7 @@ const (
 // shards the replay keeps file:// without fsync (the runs recorded before are on it). Past
 // it, creating the seals' files is what the machine runs out of: a CPU profile of 200
 // shards for 40 s per side spent 59 % of the process's CPU in the kernel's openat of
-// file://'s temp files (docs/BENCHMARKS.md, "Many writers"), so the shards sealed ~0.4
+// file://'s temp files (docs/benchmarks/incident.md, "Many writers"), so the shards sealed ~0.4
 // times a second instead of once. Production's storage is an object store, whose cost
 // is its round trip, which the latency model already charges; mem:// (one sorted index
 // shared by the process's DBs) plus that latency models it without the local file system.

@@ -33,7 +33,7 @@ import (
 // Freed buffers go back to the Budget's bufferPool and are handed out again by the next
 // operation, without being zeroed by the Go allocator or collected by the garbage
 // collector first. The garbage collector only sees what merges allocate outside the
-// account, so the heap stays near what the budget reserves (docs/BENCHMARKS.md, memory).
+// account, so the heap stays near what the budget reserves (docs/benchmarks/memory.md).
 type memAccount struct {
 	res  *Reservation
 	pool *bufferPool // nil: plain Go allocations, nothing reused

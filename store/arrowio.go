@@ -128,8 +128,8 @@ const parquetRowGroup = 64 * 1024
 // allocation each time, zeroed again when it went back to the library's pool, and the page
 // was copied twice more (levels and values into one buffer, then to the output) through
 // buffers larger than a core's L2 cache. At 128 KiB the pooled buffers are reused and stay
-// in cache: encoding a 200 B-row merge took about 40 % less CPU (docs/BENCHMARKS.md,
-// scenario 4), for about 40 bytes of page header per 128 KiB.
+// in cache: encoding a 200 B-row merge took about 40 % less CPU, for about 40 bytes of page
+// header per 128 KiB (docs/benchmarks/merge-throughput.md).
 const parquetPageSize = 128 << 10
 
 // incompressibleRatio: a column whose sampled values Snappy shrinks by less than this

@@ -16,15 +16,15 @@ import (
 // key index so that a listing costs O(log n + listed), not O(n log n). gocloud's memblob,
 // which mem:// used before, sorts every key of the bucket on every list call whatever the
 // prefix: a ListPage of 500 took 0.27 s in a 100k-object bucket and 2.0 s in a 1M-object one
-// (docs/BENCHMARKS.md "Listing"), so a fleet benchmark on mem:// measured memblob.
+// (docs/benchmarks/listing.md), so a fleet benchmark on mem:// measured memblob.
 //
 // One mutex guards everything: every operation is atomic, putIfAbsent included. The index
 // is a sorted slice plus a small sorted tail of keys added since the last fold; a listing
 // walks both in step, so a write costs O(log n + memTailMax) and a listing O(log n + listed)
 // whatever was written before it. The tail is folded into the sorted slice (O(n)) once it
 // holds memTailMax keys, amortized O(n / memTailMax) per write. Folding on every listing
-// after a write instead made a seal in a 1M-object bucket cost ~0.5 s (docs/BENCHMARKS.md
-// §9). Deleted keys leave the map at once and the index at a fold.
+// after a write instead made a seal in a 1M-object bucket cost ~0.5 s (docs/benchmarks/fleet.md).
+// Deleted keys leave the map at once and the index at a fold.
 type memBackend struct {
 	mu      sync.Mutex
 	objs    map[string]memObject

@@ -376,8 +376,8 @@ func (p *manifestParser) genMeta(g *genMeta) bool {
 
 // The base manifest's codec, on the same terms as the shard manifest's: every prepare reads
 // the latest base, which lists every run of the table and every shard's watermark, and a
-// round commit makes a new version that each shard's handle decodes once (docs/BENCHMARKS.md
-// scenario 1, "Run D": 34 % of a 200-writer table's CPU after the shard manifest's codec).
+// round commit makes a new version that each shard's handle decodes once (docs/benchmarks/incident.md,
+// "Run D": 34 % of a 200-writer table's CPU after the shard manifest's codec).
 
 // encodeBaseManifest is json.Marshal(m), byte for byte.
 func encodeBaseManifest(m *baseManifest) ([]byte, error) {

@@ -30,8 +30,8 @@ import (
 // 200-character staged path and 256-byte min/max keys to ~2.1 KiB, so that cap closes a
 // round of those at ~30, and even 64 of them would be ~135 KiB, under the 256 KiB payload
 // budget (TestRoundInputSize pins both). It was 32: a round over 200 shards then took 7
-// CommitRounds, each an activity's orchestration and a base version (docs/BENCHMARKS.md
-// scenario 1, "Run D").
+// CommitRounds, each an activity's orchestration and a base version (docs/benchmarks/incident.md,
+// "Run D").
 const MaxRoundShards = 64
 
 // Round outcomes, per shard (RoundShardResult.Outcome).

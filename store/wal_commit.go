@@ -216,8 +216,8 @@ func (w *writer) sealFull() {
 // handle's decode of a version it has seen (a manifest version is immutable), so the check
 // decodes only versions another process published. Decoding the whole manifest, every
 // pending generation of it, on every append cost the writers of a 200-shard table 31 % of
-// their CPU with ~100 pending generations per shard (docs/BENCHMARKS.md, "200 shards
-// again"): an append cost growing with the debt it waits for.
+// their CPU with ~100 pending generations per shard (docs/benchmarks/incident.md,
+// "200 shards again"): an append cost growing with the debt it waits for.
 func (w *writer) shardEpoch(ctx context.Context) (uint64, error) {
 	m, err := w.s.loadShard(ctx, w.shard)
 	if err != nil || m == nil {

@@ -50,7 +50,7 @@ Scenarios:
 start a dev server (temporal server start-dev) unless --temporal is given.
 
 This is a separate binary from walkeeper so that the production binary links neither the
-scenarios nor the plotting library (docs/BENCHMARKS.md, "Where the benchmarks live").`,
+scenarios nor the plotting library (docs/decisions/0151-benchmarks-in-their-own-binary.md).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          cli.Args(cobra.ExactArgs(1)),

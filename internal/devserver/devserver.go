@@ -95,7 +95,7 @@ type Options struct {
 // same for docker compose). history.transferProcessorMaxPollRPS caps the reads of each
 // history shard's transfer queue, the queue that dispatches every activity and workflow
 // task; at the default 20 reads/s each dispatch waits up to 50 ms for the next read, which
-// dominated a MergeWal's orchestration time (docs/BENCHMARKS.md "Temporal overhead").
+// dominated a MergeWal's orchestration time (docs/benchmarks/temporal-overhead.md).
 //
 // matching.useNewMatcher makes the 1.29 matcher honour task priority, which the sweep uses
 // so that the merges it starts do not starve its own tasks (contract.SweepPriority).

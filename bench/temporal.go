@@ -17,6 +17,7 @@ import (
 	"github.com/walkeeper/walkeeper/internal/devserver"
 	"github.com/walkeeper/walkeeper/internal/temporalcluster"
 	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/temporaladmin"
 	"github.com/walkeeper/walkeeper/worker"
 	"github.com/walkeeper/walkeeper/workflows"
 )
@@ -74,7 +75,7 @@ func startCluster(ctx context.Context, o Options, dir string, metricsPort int) (
 		return nil, fmt.Errorf("start Temporal on PostgreSQL (logs in %s; install with scripts/install-servers.sh): %w", dir, err)
 	}
 	env := &temporalEnv{hostPort: cl.HostPort(), cluster: cl}
-	c, err := worker.Dial(ctx, worker.TemporalConfig{HostPort: env.hostPort, Namespace: worker.DefaultTemporalNamespace}, o.logger())
+	c, err := temporaladmin.Dial(ctx, temporaladmin.Config{HostPort: env.hostPort, Namespace: temporaladmin.DefaultNamespace}, o.logger())
 	if err != nil {
 		env.close()
 		return nil, fmt.Errorf("dial Temporal at %s: %w", env.hostPort, err)
@@ -121,13 +122,13 @@ func startTemporalWith(ctx context.Context, o Options, logDir string, dev devser
 		env.srv = srv
 		env.hostPort = srv.HostPort()
 	}
-	c, err := worker.Dial(ctx, worker.TemporalConfig{HostPort: env.hostPort, Namespace: worker.DefaultTemporalNamespace}, o.logger())
+	c, err := temporaladmin.Dial(ctx, temporaladmin.Config{HostPort: env.hostPort, Namespace: temporaladmin.DefaultNamespace}, o.logger())
 	if err != nil {
 		env.close()
 		return nil, fmt.Errorf("dial Temporal at %s: %w", env.hostPort, err)
 	}
 	env.client = c
-	if err := worker.EnsureSearchAttributes(ctx, c, worker.DefaultTemporalNamespace); err != nil {
+	if err := temporaladmin.EnsureSearchAttributes(ctx, c, temporaladmin.DefaultNamespace); err != nil {
 		env.close()
 		return nil, fmt.Errorf("register search attributes: %w", err)
 	}

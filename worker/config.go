@@ -12,6 +12,7 @@ import (
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/target"
+	"github.com/walkeeper/walkeeper/temporaladmin"
 )
 
 // EnvPrefix prefixes the environment variable of every knob: flag --merge-slots is read from
@@ -186,7 +187,7 @@ func DefaultConfig() Config {
 		ResidentStoresMax:     so.ResidentStoresMax,
 		ResidentIdle:          so.ResidentIdle,
 		SweepInterval:         time.Minute,
-		SweepWindow:           DefaultSweepWindow,
+		SweepWindow:           temporaladmin.DefaultSweepWindow,
 		ReconcileInterval:     time.Hour,
 		CompactDemandRuns:     so.CompactDemandRuns,
 		SweepJitter:           5 * time.Second,

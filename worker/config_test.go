@@ -251,19 +251,6 @@ func TestConfigDocUpToDate(t *testing.T) {
 	}
 }
 
-func TestScheduleJitter(t *testing.T) {
-	for _, c := range []struct{ every, jitter, want time.Duration }{
-		{time.Minute, 5 * time.Second, 5 * time.Second},
-		{10 * time.Second, 5 * time.Second, 2500 * time.Millisecond},
-		{time.Minute, 0, 0},
-		{time.Minute, -time.Second, 0},
-	} {
-		if got := ScheduleJitter(c.every, c.jitter); got != c.want {
-			t.Errorf("ScheduleJitter(%s, %s) = %s, want %s", c.every, c.jitter, got, c.want)
-		}
-	}
-}
-
 // parsedConfig is DefaultConfig after the worker's flags parsed args (and the environment
 // the test set), with the flag set.
 func parsedConfig(t *testing.T, args ...string) (Config, *pflag.FlagSet) {

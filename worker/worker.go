@@ -18,6 +18,7 @@ import (
 	"github.com/walkeeper/walkeeper/activities"
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/temporaladmin"
 	"github.com/walkeeper/walkeeper/workflows"
 )
 
@@ -202,7 +203,7 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 // starts the shared-queue and shard-queue workers.
 func (w *Worker) startTemporalLocked(ctx context.Context, db *store.DB) error {
 	log := w.log
-	if err := EnsureSearchAttributes(ctx, w.tc, w.cfg.Temporal.Namespace); err != nil {
+	if err := temporaladmin.EnsureSearchAttributes(ctx, w.tc, w.cfg.Temporal.Namespace); err != nil {
 		log.Warn("could not register search attributes; workflow starts may fail until they exist", zap.Error(err))
 	}
 	if w.cfg.SweepInterval > 0 {
@@ -210,19 +211,19 @@ func (w *Worker) startTemporalLocked(ctx context.Context, db *store.DB) error {
 		if spacing == 0 {
 			spacing = -1 // the sweep's "no pacing"
 		}
-		err := EnsureSweepScheduleOpts(ctx, w.tc, SweepSchedule{
+		err := temporaladmin.EnsureSweepSchedule(ctx, w.tc, temporaladmin.SweepSchedule{
 			Every:  w.cfg.SweepInterval,
 			Window: w.cfg.SweepWindow,
 			Jitter: w.cfg.SweepJitter,
 			Input:  contract.MaintenanceSweepInput{MaxStarts: w.cfg.SweepMaxStarts, StartBatch: w.cfg.SweepStartBatch, StartSpacing: spacing},
 		})
 		if err != nil {
-			log.Warn("could not ensure the sweep schedule", zap.String("schedule", SweepScheduleID), zap.Error(err))
+			log.Warn("could not ensure the sweep schedule", zap.String("schedule", temporaladmin.SweepScheduleID), zap.Error(err))
 		}
 	}
 	if w.cfg.ReconcileInterval > 0 {
-		if err := EnsureReconcileSchedule(ctx, w.tc, w.cfg.ReconcileInterval); err != nil {
-			log.Warn("could not ensure the reconcile schedule", zap.String("schedule", ReconcileScheduleID), zap.Error(err))
+		if err := temporaladmin.EnsureReconcileSchedule(ctx, w.tc, w.cfg.ReconcileInterval); err != nil {
+			log.Warn("could not ensure the reconcile schedule", zap.String("schedule", temporaladmin.ReconcileScheduleID), zap.Error(err))
 		}
 	}
 	host, _ := os.Hostname()

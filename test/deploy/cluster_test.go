@@ -22,6 +22,7 @@ import (
 	"github.com/walkeeper/walkeeper/internal/devserver"
 	"github.com/walkeeper/walkeeper/internal/testservers"
 	"github.com/walkeeper/walkeeper/internal/testtemporal"
+	"github.com/walkeeper/walkeeper/temporaladmin"
 	"github.com/walkeeper/walkeeper/worker"
 )
 
@@ -107,7 +108,7 @@ func TestComposeClusterWithoutDocker(t *testing.T) {
 
 	// Service "schedule": `walkeeper schedule ensure --every 1m` with its environment.
 	setEnv(c.Services["schedule"].Environment)
-	if err := worker.EnsureSweepSchedule(ctx, tc, time.Minute); err != nil {
+	if err := temporaladmin.EnsureSweepSchedule(ctx, tc, temporaladmin.SweepSchedule{Every: time.Minute, Jitter: temporaladmin.DefaultScheduleJitter}); err != nil {
 		t.Fatalf("schedule ensure: %v", err)
 	}
 
@@ -192,7 +193,7 @@ func TestComposeClusterWithoutDocker(t *testing.T) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	desc, err := tc.ScheduleClient().GetHandle(ctx, worker.SweepScheduleID).Describe(ctx)
+	desc, err := tc.ScheduleClient().GetHandle(ctx, temporaladmin.SweepScheduleID).Describe(ctx)
 	if err != nil {
 		t.Fatalf("sweep schedule: %v", err)
 	}

@@ -23,6 +23,7 @@ const module = "github.com/walkeeper/walkeeper"
 // skipped, so the table may name packages another branch introduces.
 var product = []string{
 	"cmd/walkeeper",
+	"temporaladmin",
 	"worker",
 	"workflows",
 	"activities",

@@ -24,7 +24,7 @@ import (
 // Security checks at the process boundary (issue 5 §6). What worker/http_test.go already
 // covers is not repeated: TestHTTPAuth (401 basics, case-insensitive scheme, /healthz open),
 // TestHTTPListenDefaultIsLoopback (DefaultConfig), TestHTTPBadInputWritesNothing (".." and
-// "%2F" names), worker/temporal_test.go TestTemporalConfigTLS (TLS and API-key options).
+// "%2F" names), temporaladmin/dial_test.go TestConfigTLS (TLS and API-key options).
 
 // TestSecurityBinaryListensOnLoopbackByDefault: the shipped binary's flag default (what a
 // user gets with no --listen and no WALKEEPER_LISTEN) is a loopback address.

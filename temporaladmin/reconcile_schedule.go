@@ -1,10 +1,11 @@
-package worker
+package temporaladmin
 
 import (
 	"context"
 	"fmt"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/walkeeper/walkeeper/contract"
@@ -35,5 +36,5 @@ func EnsureReconcileSchedule(ctx context.Context, c client.Client, every time.Du
 		WorkflowRunTimeout: time.Hour,
 		StaticSummary:      "walkeeper demand index reconcile",
 	}
-	return ensureSchedule(ctx, c, ReconcileScheduleID, every, ReconcileJitter(every), action)
+	return ensureSchedule(ctx, c, ReconcileScheduleID, every, ReconcileJitter(every), action, enumspb.SCHEDULE_OVERLAP_POLICY_SKIP)
 }

@@ -175,7 +175,7 @@ type nodeConfig struct {
 // as the baseline's.
 type node struct {
 	db      *store.DB
-	sweeper *worker.Sweeper
+	flusher *worker.Flusher
 	tws     []tworker.Worker
 	cancel  context.CancelFunc
 }
@@ -186,7 +186,7 @@ func startNode(ctx context.Context, c client.Client, db *store.DB, metrics *work
 	if c != nil {
 		start = worker.TemporalMergeStarter(c)
 	}
-	n.sweeper = worker.NewSweeper(worker.SweeperOptions{
+	n.flusher = worker.NewFlusher(worker.FlusherOptions{
 		Interval:              cfg.FlushInterval,
 		MergeAfterGenerations: cfg.MergeAfterGenerations,
 		SerialPrepare:         !cfg.ParallelPrepare,
@@ -231,18 +231,18 @@ func startNode(ctx context.Context, c client.Client, db *store.DB, metrics *work
 	}
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	n.cancel = cancel
-	n.sweeper.Start(sctx)
+	n.flusher.Start(sctx)
 	return n, nil
 }
 
-// stop stops the sweeper and the Temporal workers; it leaves the DB open.
+// stop stops the flusher and the Temporal workers; it leaves the DB open.
 func (n *node) stop(ctx context.Context) {
 	if n.cancel != nil {
 		n.cancel()
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	_ = n.sweeper.Stop(sctx)
+	_ = n.flusher.Stop(sctx)
 	for _, tw := range n.tws {
 		tw.Stop()
 	}

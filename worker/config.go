@@ -54,7 +54,7 @@ type Config struct {
 	// shard has at least this many pending generations (0 = off).
 	MergeAfterGenerations int
 	// MergeParallelPrepare: the count trigger asks MergeWal to prepare different shards'
-	// passes in parallel (commits stay one at a time). The sweeper takes its inverse,
+	// passes in parallel (commits stay one at a time). The flusher takes its inverse,
 	// SweeperOptions.SerialPrepare, whose zero value is this default.
 	MergeParallelPrepare bool
 	// MergeShardsPerCommit: the count trigger asks MergeWal to publish the prepared passes
@@ -66,7 +66,7 @@ type Config struct {
 	// workflow's default, 4).
 	MergePrepareConcurrency int
 
-	// FlushInterval is the seal sweeper period (0 = off). FlushTimeout bounds one store's seal
+	// FlushInterval is the flusher period (0 = off). FlushTimeout bounds one store's seal
 	// in a sweep; 0 means max(5 × FlushInterval, 30s).
 	FlushInterval time.Duration
 	FlushTimeout  time.Duration
@@ -222,7 +222,7 @@ func ConfigFromEnv() (Config, error) {
 	return c, errors.Join(errs...)
 }
 
-// EffectiveFlushTimeout is the per-store timeout of one sweeper seal.
+// EffectiveFlushTimeout is the per-store timeout of one flusher seal.
 func (c *Config) EffectiveFlushTimeout() time.Duration {
 	if c.FlushTimeout > 0 {
 		return c.FlushTimeout

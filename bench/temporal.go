@@ -15,7 +15,7 @@ import (
 	"github.com/walkeeper/walkeeper/activities"
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/internal/devserver"
-	"github.com/walkeeper/walkeeper/internal/temporalcluster"
+	"github.com/walkeeper/walkeeper/internal/testkit/temporalcluster"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/temporaladmin"
 	"github.com/walkeeper/walkeeper/worker"
@@ -59,10 +59,10 @@ func (e *temporalEnv) serverPID() int {
 }
 
 // startCluster starts the production Temporal server on its own PostgreSQL (4 history
-// shards, SQL visibility, the dynamic config docker-compose mounts; internal/temporalcluster)
+// shards, SQL visibility, the dynamic config docker-compose mounts; internal/testkit/temporalcluster)
 // with its metrics on metricsPort, the binaries from scripts/install-servers.sh.
 func startCluster(ctx context.Context, o Options, dir string, metricsPort int) (*temporalEnv, error) {
-	o.progressf("starting Temporal server on PostgreSQL (internal/temporalcluster)")
+	o.progressf("starting Temporal server on PostgreSQL (internal/testkit/temporalcluster)")
 	sctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
 	cl, err := temporalcluster.Start(sctx, temporalcluster.Options{

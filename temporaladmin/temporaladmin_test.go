@@ -15,7 +15,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/walkeeper/walkeeper/contract"
-	"github.com/walkeeper/walkeeper/internal/testtemporal"
+	"github.com/walkeeper/walkeeper/internal/testkit/testtemporal"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/temporaladmin"
 )

@@ -9,8 +9,8 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
-	"github.com/walkeeper/walkeeper/internal/apitest"
-	"github.com/walkeeper/walkeeper/internal/testtemporal"
+	"github.com/walkeeper/walkeeper/internal/testkit/apitest"
+	"github.com/walkeeper/walkeeper/internal/testkit/testtemporal"
 	"github.com/walkeeper/walkeeper/worker"
 )
 

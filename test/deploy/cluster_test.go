@@ -17,11 +17,11 @@ import (
 	"go.uber.org/zap/zaptest"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/walkeeper/walkeeper/internal/apitest"
+	"github.com/walkeeper/walkeeper/internal/testkit/apitest"
 	"github.com/walkeeper/walkeeper/internal/cachebin"
 	"github.com/walkeeper/walkeeper/internal/devserver"
-	"github.com/walkeeper/walkeeper/internal/testservers"
-	"github.com/walkeeper/walkeeper/internal/testtemporal"
+	"github.com/walkeeper/walkeeper/internal/testkit/testservers"
+	"github.com/walkeeper/walkeeper/internal/testkit/testtemporal"
 	"github.com/walkeeper/walkeeper/temporaladmin"
 	"github.com/walkeeper/walkeeper/worker"
 )

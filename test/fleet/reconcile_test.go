@@ -17,7 +17,7 @@ import (
 
 	"github.com/walkeeper/walkeeper/activities"
 	"github.com/walkeeper/walkeeper/contract"
-	"github.com/walkeeper/walkeeper/internal/testtemporal"
+	"github.com/walkeeper/walkeeper/internal/testkit/testtemporal"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/temporaladmin"
 )

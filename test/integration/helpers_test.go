@@ -22,7 +22,7 @@ import (
 
 	"github.com/walkeeper/walkeeper/activities"
 	"github.com/walkeeper/walkeeper/contract"
-	"github.com/walkeeper/walkeeper/internal/apitest"
+	"github.com/walkeeper/walkeeper/internal/testkit/apitest"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/temporaladmin"
 	"github.com/walkeeper/walkeeper/worker"

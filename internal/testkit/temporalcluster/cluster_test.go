@@ -22,7 +22,7 @@ import (
 
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/internal/cachebin"
-	"github.com/walkeeper/walkeeper/internal/temporalcluster"
+	"github.com/walkeeper/walkeeper/internal/testkit/temporalcluster"
 	"github.com/walkeeper/walkeeper/temporaladmin"
 )
 

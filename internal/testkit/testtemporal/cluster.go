@@ -17,7 +17,7 @@ import (
 
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/internal/cachebin"
-	"github.com/walkeeper/walkeeper/internal/temporalcluster"
+	"github.com/walkeeper/walkeeper/internal/testkit/temporalcluster"
 )
 
 // Environment variables that choose which Temporal server the tests run against.

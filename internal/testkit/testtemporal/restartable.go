@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/walkeeper/walkeeper/internal/devserver"
-	"github.com/walkeeper/walkeeper/internal/temporalcluster"
+	"github.com/walkeeper/walkeeper/internal/testkit/temporalcluster"
 )
 
 // ErrNoPersistenceRestart is returned by RestartPersistence on the dev server, whose SQLite

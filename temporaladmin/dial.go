@@ -45,7 +45,7 @@ func (c Config) ClientOptions(logger *zap.Logger) (client.Options, error) {
 	opts := client.Options{
 		HostPort:  c.HostPort,
 		Namespace: c.Namespace,
-		Logger:    NewSDKLogger(logger),
+		Logger:    newSDKLogger(logger),
 	}
 	if opts.HostPort == "" {
 		opts.HostPort = DefaultHostPort

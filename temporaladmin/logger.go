@@ -8,12 +8,12 @@ import (
 	"go.uber.org/zap/zapcore"
 )
 
-// NewSDKLogger bridges a zap logger to the Temporal SDK's log.Logger, so SDK and
+// newSDKLogger bridges a zap logger to the Temporal SDK's log.Logger, so SDK and
 // workflow/activity logs (workflow.GetLogger, activity.GetLogger) end up in the same stream
 // with the same encoding. The adapter implements log.WithLogger and log.WithSkipCallers, so
 // log.With(logger, "target", t) and the SDK's caller skipping both work. A nil logger yields
 // a no-op logger.
-func NewSDKLogger(z *zap.Logger) sdklog.Logger {
+func newSDKLogger(z *zap.Logger) sdklog.Logger {
 	if z == nil {
 		z = zap.NewNop()
 	}

@@ -14,7 +14,7 @@ import (
 
 func TestSDKLoggerBridge(t *testing.T) {
 	core, logs := observer.New(zapcore.DebugLevel)
-	var l sdklog.Logger = NewSDKLogger(zap.New(core))
+	var l sdklog.Logger = newSDKLogger(zap.New(core))
 
 	l.Info("started", "target", "generic:gs", "pending", 3)
 	sdklog.With(l, "workflow_id", "merge-wal/generic/gs").Warn("slow", "err", errors.New("boom"), "dangling")
@@ -34,5 +34,5 @@ func TestSDKLoggerBridge(t *testing.T) {
 	assert.Equal(t, zapcore.DebugLevel, entries[3].Level)
 
 	// A nil zap logger is a no-op, not a panic.
-	NewSDKLogger(nil).Info("nothing")
+	newSDKLogger(nil).Info("nothing")
 }

@@ -12,20 +12,20 @@ import (
 )
 
 const (
-	// CatchupWindow bounds how late a missed scheduled action may still start.
-	CatchupWindow = time.Minute
+	// catchupWindow bounds how late a missed scheduled action may still start.
+	catchupWindow = time.Minute
 
-	// DefaultScheduleJitter is the default jitter of walkeeper's schedules (ScheduleJitter).
+	// DefaultScheduleJitter is the default jitter of walkeeper's schedules (scheduleJitter).
 	DefaultScheduleJitter = 5 * time.Second
 
 	scheduleNote = "managed by walkeeper"
 )
 
-// ScheduleJitter is the jitter a schedule of interval every gets: Temporal delays each
+// scheduleJitter is the jitter a schedule of interval every gets: Temporal delays each
 // start by a random amount up to it, so per-target schedules created together, and sweeps
 // of several clusters, do not all fire on the same second. It is at most jitter and at most
 // a quarter of the interval, so a short interval keeps its cadence. Pure.
-func ScheduleJitter(every, jitter time.Duration) time.Duration {
+func scheduleJitter(every, jitter time.Duration) time.Duration {
 	return max(0, min(jitter, every/4))
 }
 
@@ -39,7 +39,7 @@ func ensureSchedule(ctx context.Context, c client.Client, id string, every, jitt
 		Spec:          spec,
 		Action:        action,
 		Overlap:       overlap,
-		CatchupWindow: CatchupWindow,
+		CatchupWindow: catchupWindow,
 		Note:          scheduleNote,
 	})
 	if err == nil {
@@ -57,7 +57,7 @@ func ensureSchedule(ctx context.Context, c client.Client, id string, every, jitt
 				s.Policy = &client.SchedulePolicies{}
 			}
 			s.Policy.Overlap = overlap
-			s.Policy.CatchupWindow = CatchupWindow
+			s.Policy.CatchupWindow = catchupWindow
 			return &client.ScheduleUpdate{Schedule: &s}, nil
 		},
 	})

@@ -16,8 +16,8 @@ func TestScheduleJitter(t *testing.T) {
 		{time.Minute, 0, 0},
 		{time.Minute, -time.Second, 0},
 	} {
-		if got := ScheduleJitter(c.every, c.jitter); got != c.want {
-			t.Errorf("ScheduleJitter(%s, %s) = %s, want %s", c.every, c.jitter, got, c.want)
+		if got := scheduleJitter(c.every, c.jitter); got != c.want {
+			t.Errorf("scheduleJitter(%s, %s) = %s, want %s", c.every, c.jitter, got, c.want)
 		}
 	}
 }

@@ -35,7 +35,7 @@ type SweepSchedule struct {
 	// Window is how long one SweepWindow runs rounds, and the schedule's interval (0 =
 	// DefaultSweepWindow). A window shorter than Every runs one round.
 	Window time.Duration
-	// Jitter bounds the random delay of each window's start (ScheduleJitter of Window).
+	// Jitter bounds the random delay of each window's start (scheduleJitter of Window).
 	Jitter time.Duration
 	// Input is the sweep's input (thresholds, batching); zero fields take their defaults.
 	Input contract.MaintenanceSweepInput
@@ -80,7 +80,7 @@ func EnsureSweepSchedule(ctx context.Context, c client.Client, o SweepSchedule) 
 			"for the stores over a threshold. Rounds that start nothing leave only their listings here. The current details list " +
 			"the last rounds that started something and why the rest was skipped; WalSweepStarts counts the window's starts.",
 	}
-	err := ensureSchedule(ctx, c, SweepScheduleID, window, ScheduleJitter(window, o.Jitter), action, enumspb.SCHEDULE_OVERLAP_POLICY_BUFFER_ONE)
+	err := ensureSchedule(ctx, c, SweepScheduleID, window, scheduleJitter(window, o.Jitter), action, enumspb.SCHEDULE_OVERLAP_POLICY_BUFFER_ONE)
 	if err != nil {
 		return err
 	}

@@ -13,17 +13,17 @@ import (
 	"github.com/walkeeper/walkeeper/store"
 )
 
-// TargetSchedulePrefix prefixes per-target merge schedules: "merge-wal-tick/<kind>/<name>".
-const TargetSchedulePrefix = "merge-wal-tick/"
+// targetSchedulePrefix prefixes per-target merge schedules: "merge-wal-tick/<kind>/<name>".
+const targetSchedulePrefix = "merge-wal-tick/"
 
 // TargetScheduleID is the ID of target's own merge schedule: "merge-wal-tick/<kind>/<name>".
-func TargetScheduleID(t store.Target) string { return TargetSchedulePrefix + t.Path() }
+func TargetScheduleID(t store.Target) string { return targetSchedulePrefix + t.Path() }
 
 // EnsureTargetSchedule creates or updates a Schedule that merges one target every `every`.
 // The action is the thin workflow "MergeWalTick" with input {"target": "<kind>:<name>"}:
 // Temporal suffixes every scheduled workflow ID with a timestamp, so the tick itself starts
 // or attaches to the real MergeWal ID ("merge-wal/<kind>/<name>") and dedupe still holds.
-// jitter bounds the random delay of each tick (ScheduleJitter; DefaultScheduleJitter is the
+// jitter bounds the random delay of each tick (scheduleJitter; DefaultScheduleJitter is the
 // usual value).
 func EnsureTargetSchedule(ctx context.Context, c client.Client, target store.Target, every, jitter time.Duration) error {
 	if every <= 0 {
@@ -42,5 +42,5 @@ func EnsureTargetSchedule(ctx context.Context, c client.Client, target store.Tar
 			contract.WalKind.ValueSet(string(target.Kind)),
 		),
 	}
-	return ensureSchedule(ctx, c, id, every, ScheduleJitter(every, jitter), action, enumspb.SCHEDULE_OVERLAP_POLICY_SKIP)
+	return ensureSchedule(ctx, c, id, every, scheduleJitter(every, jitter), action, enumspb.SCHEDULE_OVERLAP_POLICY_SKIP)
 }

@@ -20,7 +20,7 @@ import (
 const EnvPrefix = "WALKEEPER_"
 
 // Config holds every knob of a worker process. The zero value is not useful: start from
-// DefaultConfig (or ConfigFromEnv) and override. docs/CONFIG.md is generated from Knobs().
+// DefaultConfig and override. docs/CONFIG.md is generated from Knobs().
 type Config struct {
 	// Instance is the stable identity of this process; the shard id is derived from it.
 	Instance string
@@ -206,20 +206,6 @@ func defaultInstance() string {
 		return h
 	}
 	return "default"
-}
-
-// ConfigFromEnv returns DefaultConfig overridden by every WALKEEPER_* variable that is set.
-func ConfigFromEnv() (Config, error) {
-	c := DefaultConfig()
-	var errs []error
-	for _, k := range knobs {
-		if v, ok := os.LookupEnv(k.env()); ok {
-			if err := k.set(&c, v); err != nil {
-				errs = append(errs, fmt.Errorf("%s=%q: %w", k.env(), v, err))
-			}
-		}
-	}
-	return c, errors.Join(errs...)
 }
 
 // EffectiveFlushTimeout is the per-store timeout of one flusher seal.

@@ -142,21 +142,6 @@ func (fl *Flusher) Stop(ctx context.Context) error {
 	}
 }
 
-// FlushOnce flushes every kind concurrently and returns when all three passes, and the merge
-// starts they triggered, are done.
-func (fl *Flusher) FlushOnce(ctx context.Context) {
-	var wg sync.WaitGroup
-	for _, k := range store.Kinds {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			fl.FlushKind(ctx, k)
-		}()
-	}
-	wg.Wait()
-	fl.triggers.wait()
-}
-
 // FlushKind seals every resident store of one kind that has a writer in this process, one
 // after another. A store opened only for reads, stats or merges has nothing of this
 // process's in memory, and sealing it would cost a LIST of its WAL prefix every tick (300

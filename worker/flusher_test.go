@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -357,4 +358,19 @@ func TestFlusherSkipsStoresWithoutWriterAndRecoverSealsCrashWAL(t *testing.T) {
 	if err := sw.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// FlushOnce flushes every kind concurrently and returns when all three passes, and the merge
+// starts they triggered, are done.
+func (fl *Flusher) FlushOnce(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, k := range store.Kinds {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fl.FlushKind(ctx, k)
+		}()
+	}
+	wg.Wait()
+	fl.triggers.wait()
 }

@@ -12,14 +12,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/walkeeper/walkeeper/internal/testkit/apitest"
 	"github.com/walkeeper/walkeeper/internal/cachebin"
 	"github.com/walkeeper/walkeeper/internal/devserver"
+	"github.com/walkeeper/walkeeper/internal/testkit/apitest"
 	"github.com/walkeeper/walkeeper/internal/testkit/testservers"
 	"github.com/walkeeper/walkeeper/internal/testkit/testtemporal"
 	"github.com/walkeeper/walkeeper/temporaladmin"
@@ -121,8 +122,10 @@ func TestComposeClusterWithoutDocker(t *testing.T) {
 			}
 		}
 		setEnv(c.Services[name].Environment)
-		cfg, err := worker.ConfigFromEnv()
-		if err != nil {
+		// The worker's own flags read the environment, as `walkeeper worker` with no flags does.
+		cfg := worker.DefaultConfig()
+		cfg.RegisterFlags(pflag.NewFlagSet(name, pflag.ContinueOnError))
+		if err := cfg.Validate(); err != nil {
 			t.Fatalf("%s: config from its compose environment: %v", name, err)
 		}
 		if cfg.Instance != name {

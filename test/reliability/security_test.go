@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 
 	"github.com/walkeeper/walkeeper/store"
@@ -47,10 +48,10 @@ func TestSecurityBinaryListensOnLoopbackByDefault(t *testing.T) {
 	if err != nil || !net.ParseIP(host).IsLoopback() {
 		t.Fatalf("walkeeper worker listens on %q by default, want a loopback address", m[1])
 	}
-	if cfg, err := worker.ConfigFromEnv(); err == nil {
-		if h, _, _ := net.SplitHostPort(cfg.Listen); !net.ParseIP(h).IsLoopback() && os.Getenv("WALKEEPER_LISTEN") == "" {
-			t.Fatalf("ConfigFromEnv without WALKEEPER_LISTEN listens on %q", cfg.Listen)
-		}
+	cfg := worker.DefaultConfig()
+	cfg.RegisterFlags(pflag.NewFlagSet("worker", pflag.ContinueOnError))
+	if h, _, _ := net.SplitHostPort(cfg.Listen); !net.ParseIP(h).IsLoopback() && os.Getenv("WALKEEPER_LISTEN") == "" {
+		t.Fatalf("the worker's configuration without WALKEEPER_LISTEN listens on %q", cfg.Listen)
 	}
 }
 

@@ -92,7 +92,7 @@ var rules = []rule{
 	{
 		name:   "the test harnesses do not depend on the worker",
 		from:   []string{"internal/testkit", "internal/devserver"},
-		forbid: []string{module + "/worker", module + "/temporaladmin", module + "/cmd/"},
+		forbid: []string{module + "/worker", module + "/cmd/"},
 	},
 }
 

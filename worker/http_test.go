@@ -435,13 +435,13 @@ func TestCheckJSONDuplicateMembers(t *testing.T) {
 		`{"a":1`:                       CodeInvalidJSON,
 		`{"fields":[],"seal":true} []`: CodeInvalidJSON,
 	} {
-		err := checkJSON([]byte(body))
+		err := checkMembers([]byte(body), nil)
 		got := ""
 		if err != nil {
 			got = classify(err).Code
 		}
 		if got != want {
-			t.Errorf("checkJSON(%s) = %q (%v), want %q", body, got, err, want)
+			t.Errorf("checkMembers(%s, nil) = %q (%v), want %q", body, got, err, want)
 		}
 	}
 }

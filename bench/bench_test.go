@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/walkeeper/walkeeper/contract"
-	"github.com/walkeeper/walkeeper/internal/testtemporal"
+	"github.com/walkeeper/walkeeper/internal/testkit/testtemporal"
 )
 
 // Every scenario runs in quick mode as a smoke test. Assertions are deliberately loose: they

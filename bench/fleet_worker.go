@@ -18,6 +18,7 @@ import (
 
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/temporaladmin"
 	"github.com/walkeeper/walkeeper/worker"
 )
 
@@ -291,7 +292,7 @@ func fleetWorkerChild(ctx context.Context, o Options) error {
 		return err
 	}
 	logger := zap.NewNop()
-	c, err := worker.Dial(ctx, cfg.Temporal, logger)
+	c, err := temporaladmin.Dial(ctx, cfg.Temporal.Config, logger)
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/temporaladmin"
 	"github.com/walkeeper/walkeeper/worker"
 )
 
@@ -480,7 +481,7 @@ func incidentSideRun(ctx context.Context, o Options, p incidentParams, rep int, 
 	var cycleMu sync.Mutex
 	if isWK {
 		if p.Other != sideOneShardCommit {
-			if err := worker.EnsureSweepSchedule(ctx, tenv.client, p.SweepEvery); err != nil {
+			if err := temporaladmin.EnsureSweepSchedule(ctx, tenv.client, temporaladmin.SweepSchedule{Every: p.SweepEvery, Jitter: temporaladmin.DefaultScheduleJitter}); err != nil {
 				return out, fmt.Errorf("sweep schedule: %w", err)
 			}
 		}
@@ -516,7 +517,7 @@ func incidentSideRun(ctx context.Context, o Options, p incidentParams, rep int, 
 			nodes = append(nodes, n)
 		}
 		stopSystem = sync.OnceFunc(func() {
-			_ = worker.DeleteSweep(context.WithoutCancel(ctx), tenv.client) // the schedule and its running window
+			_ = temporaladmin.DeleteSweep(context.WithoutCancel(ctx), tenv.client) // the schedule and its running window
 			var wg sync.WaitGroup
 			for _, n := range nodes {
 				wg.Add(1)

@@ -46,7 +46,7 @@ type overheadServer struct {
 // direct loop, alternating one of each so drift hits both alike. Without --temporal it does
 // so on three servers side by side, each merge going to each in turn: two dev servers,
 // walkeeper's tuning (devserver.TunedDynamicConfig) and the server's defaults, and the
-// production server on PostgreSQL (internal/temporalcluster, as CI and docker-compose run it); it also times a bare
+// production server on PostgreSQL (internal/testkit/temporalcluster, as CI and docker-compose run it); it also times a bare
 // workflow of 4 sequential no-op activities on each, counts each server's persistence
 // requests (its own metrics endpoint) idle and per merge, and its CPU time idle. Last, the
 // time one MaintenanceSweep takes over 1,000 idle stores.

@@ -15,8 +15,9 @@ import (
 	"github.com/walkeeper/walkeeper/activities"
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/internal/devserver"
-	"github.com/walkeeper/walkeeper/internal/temporalcluster"
+	"github.com/walkeeper/walkeeper/internal/testkit/temporalcluster"
 	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/temporaladmin"
 	"github.com/walkeeper/walkeeper/worker"
 	"github.com/walkeeper/walkeeper/workflows"
 )
@@ -58,10 +59,10 @@ func (e *temporalEnv) serverPID() int {
 }
 
 // startCluster starts the production Temporal server on its own PostgreSQL (4 history
-// shards, SQL visibility, the dynamic config docker-compose mounts; internal/temporalcluster)
+// shards, SQL visibility, the dynamic config docker-compose mounts; internal/testkit/temporalcluster)
 // with its metrics on metricsPort, the binaries from scripts/install-servers.sh.
 func startCluster(ctx context.Context, o Options, dir string, metricsPort int) (*temporalEnv, error) {
-	o.progressf("starting Temporal server on PostgreSQL (internal/temporalcluster)")
+	o.progressf("starting Temporal server on PostgreSQL (internal/testkit/temporalcluster)")
 	sctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
 	cl, err := temporalcluster.Start(sctx, temporalcluster.Options{
@@ -74,7 +75,7 @@ func startCluster(ctx context.Context, o Options, dir string, metricsPort int) (
 		return nil, fmt.Errorf("start Temporal on PostgreSQL (logs in %s; install with scripts/install-servers.sh): %w", dir, err)
 	}
 	env := &temporalEnv{hostPort: cl.HostPort(), cluster: cl}
-	c, err := worker.Dial(ctx, worker.TemporalConfig{HostPort: env.hostPort, Namespace: worker.DefaultTemporalNamespace}, o.logger())
+	c, err := temporaladmin.Dial(ctx, temporaladmin.Config{HostPort: env.hostPort, Namespace: temporaladmin.DefaultNamespace}, o.logger())
 	if err != nil {
 		env.close()
 		return nil, fmt.Errorf("dial Temporal at %s: %w", env.hostPort, err)
@@ -121,13 +122,13 @@ func startTemporalWith(ctx context.Context, o Options, logDir string, dev devser
 		env.srv = srv
 		env.hostPort = srv.HostPort()
 	}
-	c, err := worker.Dial(ctx, worker.TemporalConfig{HostPort: env.hostPort, Namespace: worker.DefaultTemporalNamespace}, o.logger())
+	c, err := temporaladmin.Dial(ctx, temporaladmin.Config{HostPort: env.hostPort, Namespace: temporaladmin.DefaultNamespace}, o.logger())
 	if err != nil {
 		env.close()
 		return nil, fmt.Errorf("dial Temporal at %s: %w", env.hostPort, err)
 	}
 	env.client = c
-	if err := worker.EnsureSearchAttributes(ctx, c, worker.DefaultTemporalNamespace); err != nil {
+	if err := temporaladmin.EnsureSearchAttributes(ctx, c, temporaladmin.DefaultNamespace); err != nil {
 		env.close()
 		return nil, fmt.Errorf("register search attributes: %w", err)
 	}
@@ -174,7 +175,7 @@ type nodeConfig struct {
 // as the baseline's.
 type node struct {
 	db      *store.DB
-	sweeper *worker.Sweeper
+	flusher *worker.Flusher
 	tws     []tworker.Worker
 	cancel  context.CancelFunc
 }
@@ -185,7 +186,7 @@ func startNode(ctx context.Context, c client.Client, db *store.DB, metrics *work
 	if c != nil {
 		start = worker.TemporalMergeStarter(c)
 	}
-	n.sweeper = worker.NewSweeper(worker.SweeperOptions{
+	n.flusher = worker.NewFlusher(worker.FlusherOptions{
 		Interval:              cfg.FlushInterval,
 		MergeAfterGenerations: cfg.MergeAfterGenerations,
 		SerialPrepare:         !cfg.ParallelPrepare,
@@ -230,18 +231,18 @@ func startNode(ctx context.Context, c client.Client, db *store.DB, metrics *work
 	}
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	n.cancel = cancel
-	n.sweeper.Start(sctx)
+	n.flusher.Start(sctx)
 	return n, nil
 }
 
-// stop stops the sweeper and the Temporal workers; it leaves the DB open.
+// stop stops the flusher and the Temporal workers; it leaves the DB open.
 func (n *node) stop(ctx context.Context) {
 	if n.cancel != nil {
 		n.cancel()
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	_ = n.sweeper.Stop(sctx)
+	_ = n.flusher.Stop(sctx)
 	for _, tw := range n.tws {
 		tw.Stop()
 	}

@@ -1,12 +1,10 @@
 package contract
 
 import (
-	"context"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	workflowpb "go.temporal.io/api/workflow/v1"
-	"go.temporal.io/sdk/client"
 )
 
 // InFlightActivity is one activity a MergeWal or CompactBase run waits on, as its status
@@ -82,24 +80,4 @@ func (st *CompactBaseStatus) ApplyPending(pending []*workflowpb.PendingActivityI
 			st.Blocked = reason
 		}
 	}
-}
-
-// QueryMergeWalStatus asks a running MergeWal for its status query and completes it with
-// the server's pending activities (ApplyPending), as `walkeeper status` shows it. runID ""
-// is the latest run.
-func QueryMergeWalStatus(ctx context.Context, c client.Client, workflowID, runID string) (MergeWalStatus, error) {
-	var st MergeWalStatus
-	v, err := c.QueryWorkflow(ctx, workflowID, runID, StatusQuery)
-	if err != nil {
-		return st, err
-	}
-	if err := v.Get(&st); err != nil {
-		return st, err
-	}
-	d, err := c.DescribeWorkflowExecution(ctx, workflowID, runID)
-	if err != nil {
-		return st, err
-	}
-	st.ApplyPending(d.GetPendingActivities(), time.Now())
-	return st, nil
 }

@@ -124,7 +124,7 @@ type MergeWalStatus struct {
 	Shards      []ShardStatus `json:"shards"`
 	// InFlight lists the activities the run waits on and SlotWait the run's slot-wait
 	// threshold: the workflow cannot see whether a worker picked an activity up, the server
-	// can (ApplyPending, QueryMergeWalStatus).
+	// can (ApplyPending).
 	InFlight []InFlightActivity `json:"in_flight,omitempty"`
 	SlotWait time.Duration      `json:"slot_wait,omitempty"`
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Make PostgreSQL 15 available for the PostgreSQL-backed Temporal test cluster
-# (internal/temporalcluster). Debian's postgresql-15 package, installed with apt-get only
+# (internal/testkit/temporalcluster). Debian's postgresql-15 package, installed with apt-get only
 # when no PostgreSQL 15 is found. The cluster runs its own private server on a free loopback
 # port (initdb into a temp directory, as the postgres OS user when run as root); the
 # package's system service is never used.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install the Temporal server (the production binary, not the CLI's dev server) and its SQL
-# schema tool into ./.cache/bin, for the PostgreSQL-backed test cluster (internal/temporalcluster).
+# schema tool into ./.cache/bin, for the PostgreSQL-backed test cluster (internal/testkit/temporalcluster).
 #
 # Both come from the go.temporal.io/server module, so one `go install` builds them together
 # (~4-6 min on 2 cores with a cold build cache). The PostgreSQL schema files the tool applies

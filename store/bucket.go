@@ -77,7 +77,7 @@ type backend interface {
 // s3://, gs:// and azblob:// go through gocloud.dev/blob; file:// is implemented directly on
 // the local filesystem and mem:// directly in memory (bucket_file.go and bucket_mem.go say
 // why). The semantics every backend must share are
-// the conformance suite in internal/bucketconformance.
+// the conformance suite in internal/testkit/bucketconformance.
 type Bucket struct {
 	core *bucketCore
 	be   backend // core.be, or a fault-injecting decorator of it (WithFaults)

@@ -11,12 +11,12 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/walkeeper/walkeeper/internal/bucketconformance"
-	"github.com/walkeeper/walkeeper/internal/s3test"
+	"github.com/walkeeper/walkeeper/internal/testkit/bucketconformance"
+	"github.com/walkeeper/walkeeper/internal/testkit/s3test"
 	"github.com/walkeeper/walkeeper/store"
 )
 
-// The bucket conformance suite (internal/bucketconformance) on every backend this package's
+// The bucket conformance suite (internal/testkit/bucketconformance) on every backend this package's
 // tests can reach without outside servers: file:// with and without fsync, mem://, and s3://
 // on the in-process S3 server in both of its storage engines. This file is an external test
 // package because the suite imports store.

@@ -16,7 +16,7 @@ import (
 
 // Helpers for this package's tests that need a bucket, and the tests of what is not the
 // shared contract: URL opening and the mem:// registry. The contract itself, on every
-// backend, is bucket_conformance_test.go (internal/bucketconformance).
+// backend, is bucket_conformance_test.go (internal/testkit/bucketconformance).
 
 var memSeq atomic.Int64
 

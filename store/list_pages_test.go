@@ -11,7 +11,7 @@ import (
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/walkeeper/walkeeper/internal/s3test"
+	"github.com/walkeeper/walkeeper/internal/testkit/s3test"
 	"github.com/walkeeper/walkeeper/store"
 )
 

@@ -12,11 +12,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/walkeeper/walkeeper/internal/s3test"
+	"github.com/walkeeper/walkeeper/internal/testkit/s3test"
 )
 
 // The s3:// backend tested for real: an in-process S3-compatible server (gofakes3 behind
-// internal/s3test's atomic conditional-write wrapper) reached over HTTP through gocloud's
+// internal/testkit/s3test's atomic conditional-write wrapper) reached over HTTP through gocloud's
 // s3blob and the AWS SDK, the same stack a worker uses against AWS S3. docs/STORAGE.md says what a
 // server must support; these tests are the proof for the one we ship.
 //

@@ -346,3 +346,6 @@ func TestAPIDocErrorStatusIsFixedPerCode(t *testing.T) {
 		t.Fatalf("found only %d places that build an HTTP error; the scan is broken", sites)
 	}
 }
+
+// Patterns lists the registered patterns ("METHOD /path"), in registration order.
+func (m *routeMux) Patterns() []string { return slices.Clone(m.patterns) }

@@ -12,6 +12,7 @@ import (
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/target"
+	"github.com/walkeeper/walkeeper/temporaladmin"
 )
 
 // EnvPrefix prefixes the environment variable of every knob: flag --merge-slots is read from
@@ -19,7 +20,7 @@ import (
 const EnvPrefix = "WALKEEPER_"
 
 // Config holds every knob of a worker process. The zero value is not useful: start from
-// DefaultConfig (or ConfigFromEnv) and override. docs/CONFIG.md is generated from Knobs().
+// DefaultConfig and override. docs/CONFIG.md is generated from Knobs().
 type Config struct {
 	// Instance is the stable identity of this process; the shard id is derived from it.
 	Instance string
@@ -53,7 +54,7 @@ type Config struct {
 	// shard has at least this many pending generations (0 = off).
 	MergeAfterGenerations int
 	// MergeParallelPrepare: the count trigger asks MergeWal to prepare different shards'
-	// passes in parallel (commits stay one at a time). The sweeper takes its inverse,
+	// passes in parallel (commits stay one at a time). The flusher takes its inverse,
 	// SweeperOptions.SerialPrepare, whose zero value is this default.
 	MergeParallelPrepare bool
 	// MergeShardsPerCommit: the count trigger asks MergeWal to publish the prepared passes
@@ -65,7 +66,7 @@ type Config struct {
 	// workflow's default, 4).
 	MergePrepareConcurrency int
 
-	// FlushInterval is the seal sweeper period (0 = off). FlushTimeout bounds one store's seal
+	// FlushInterval is the flusher period (0 = off). FlushTimeout bounds one store's seal
 	// in a sweep; 0 means max(5 × FlushInterval, 30s).
 	FlushInterval time.Duration
 	FlushTimeout  time.Duration
@@ -185,7 +186,7 @@ func DefaultConfig() Config {
 		ResidentStoresMax:     so.ResidentStoresMax,
 		ResidentIdle:          so.ResidentIdle,
 		SweepInterval:         time.Minute,
-		SweepWindow:           DefaultSweepWindow,
+		SweepWindow:           temporaladmin.DefaultSweepWindow,
 		ReconcileInterval:     time.Hour,
 		CompactDemandRuns:     so.CompactDemandRuns,
 		SweepJitter:           5 * time.Second,
@@ -206,21 +207,7 @@ func defaultInstance() string {
 	return "default"
 }
 
-// ConfigFromEnv returns DefaultConfig overridden by every WALKEEPER_* variable that is set.
-func ConfigFromEnv() (Config, error) {
-	c := DefaultConfig()
-	var errs []error
-	for _, k := range knobs {
-		if v, ok := os.LookupEnv(k.env()); ok {
-			if err := k.set(&c, v); err != nil {
-				errs = append(errs, fmt.Errorf("%s=%q: %w", k.env(), v, err))
-			}
-		}
-	}
-	return c, errors.Join(errs...)
-}
-
-// EffectiveFlushTimeout is the per-store timeout of one sweeper seal.
+// EffectiveFlushTimeout is the per-store timeout of one flusher seal.
 func (c *Config) EffectiveFlushTimeout() time.Duration {
 	if c.FlushTimeout > 0 {
 		return c.FlushTimeout

@@ -90,24 +90,6 @@ func (c *TemporalConfig) RegisterFlags(fs *pflag.FlagSet) {
 	}
 }
 
-// TemporalConfigFromEnv returns the Temporal defaults overridden by every WALKEEPER_TEMPORAL*
-// and WALKEEPER_NAMESPACE variable that is set; a value that does not parse is an error.
-func TemporalConfigFromEnv() (TemporalConfig, error) {
-	c := DefaultTemporalConfig()
-	var errs []error
-	for _, k := range knobs {
-		if !k.temporal {
-			continue
-		}
-		if v, ok := os.LookupEnv(k.env()); ok {
-			if err := k.tset(&c, v); err != nil {
-				errs = append(errs, fmt.Errorf("%s=%q: %w", k.env(), v, err))
-			}
-		}
-	}
-	return c, errors.Join(errs...)
-}
-
 // Validate reports environment values that did not parse (unless a flag overrode them) and
 // a client certificate without its key or the other way round.
 func (c *TemporalConfig) Validate() error {

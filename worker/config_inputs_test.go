@@ -35,13 +35,3 @@ func TestConfigRefusesKnobsItsWorkflowsWouldRefuse(t *testing.T) {
 		contract.MaxPrepareConcurrency, contract.MinSweepInterval, contract.MaxSweepWindow, contract.MaxSweepStartSpacing
 	require.NoError(t, c.Validate())
 }
-
-// The schedule's action is checked as the window will check it, so a schedule that would
-// start only failing windows is never created.
-func TestSweepScheduleRefusesAnInputItsWindowsWouldRefuse(t *testing.T) {
-	err := EnsureSweepScheduleOpts(t.Context(), nil, SweepSchedule{Every: time.Millisecond, Window: time.Hour})
-	require.ErrorContains(t, err, "invalid input: interval: 1ms is below the floor 1s")
-	err = EnsureSweepScheduleOpts(t.Context(), nil, SweepSchedule{Every: time.Minute,
-		Input: contract.MaintenanceSweepInput{ScanConcurrency: 100_000}})
-	require.ErrorContains(t, err, "invalid input: sweep.scan_concurrency: ")
-}

@@ -34,7 +34,7 @@ func Knobs() []KnobInfo {
 // knob is one configuration entry: flag, environment variable, type, documentation and the
 // accessors of its field. The table below is the one source of every knob's flag name,
 // environment name, default (DefaultConfig) and help text: `walkeeper worker`'s flags,
-// the client commands' Temporal flags (TemporalConfig.RegisterFlags), ConfigFromEnv and
+// the client commands' Temporal flags (TemporalConfig.RegisterFlags) and
 // docs/CONFIG.md are all generated from it.
 type knob struct {
 	Flag       string

@@ -13,16 +13,16 @@ import (
 
 // apiServer is the HTTP data plane (docs/DESIGN.md §5).
 type apiServer struct {
-	db      *store.DB
-	cfg     Config
-	log     *zap.Logger
-	metrics *Metrics
-	start   MergeStarter // nil: HTTP-only mode
-	trigger *triggers    // count trigger after a manual flush, debt trigger
-	auth    bool
-	token   [sha256.Size]byte
-	guard   browserGuard
-	mux     *routeMux
+	db       *store.DB
+	cfg      Config
+	log      *zap.Logger
+	metrics  *Metrics
+	start    MergeStarter   // nil: HTTP-only mode
+	triggers *mergeTriggers // count trigger after a manual flush, debt trigger
+	auth     bool
+	token    [sha256.Size]byte
+	guard    browserGuard
+	mux      *routeMux
 
 	kicks kickLimiter // debt-triggered merge starts, at most one per debtKickEvery per store
 
@@ -33,8 +33,8 @@ type apiServer struct {
 }
 
 // newAPIServer builds the data plane of a worker whose listener has the address addr.
-func newAPIServer(db *store.DB, cfg Config, addr net.Addr, log *zap.Logger, m *Metrics, start MergeStarter, trig *triggers) *apiServer {
-	a := &apiServer{db: db, cfg: cfg, log: log, metrics: m, start: start, trigger: trig}
+func newAPIServer(db *store.DB, cfg Config, addr net.Addr, log *zap.Logger, m *Metrics, start MergeStarter, trig *mergeTriggers) *apiServer {
+	a := &apiServer{db: db, cfg: cfg, log: log, metrics: m, start: start, triggers: trig}
 	if cfg.AuthToken != "" {
 		a.auth = true
 		a.token = sha256.Sum256([]byte(cfg.AuthToken))

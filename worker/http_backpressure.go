@@ -26,11 +26,11 @@ func (a *apiServer) kickIfRefused(s *store.Store, err error) {
 // background and at most once per debtKickEvery per store: refused writers produce no seals,
 // so the count trigger would not fire again.
 func (a *apiServer) kickDebtMerge(t store.Target, pending int) {
-	if a.trigger == nil || a.start == nil {
+	if a.triggers == nil || a.start == nil {
 		return
 	}
 	if !a.kicks.allow(t.String(), time.Now()) {
 		return
 	}
-	a.trigger.fire(TriggerDebt, t, pending, fmt.Sprintf("appends refused: this worker's shard has %d pending generations", pending))
+	a.triggers.fire(TriggerDebt, t, pending, fmt.Sprintf("appends refused: this worker's shard has %d pending generations", pending))
 }

@@ -32,10 +32,6 @@ func decodeStrict(body []byte, v any) error {
 	return nil
 }
 
-// checkJSON rejects malformed JSON (invalid_json) and objects with a repeated member name
-// (invalid_input), whatever their names.
-func checkJSON(body []byte) error { return checkMembers(body, nil) }
-
 // checkMembers walks body once and refuses (invalid_json) malformed JSON and (invalid_input)
 // any object that repeats a member, and any object decoded into a struct of t (nil: no type)
 // with a member name that is not exactly one of the struct's.

@@ -26,7 +26,7 @@ func (a *apiServer) flush(r *http.Request, s *store.Store) (any, error) {
 		return nil, err
 	}
 	// The count trigger rides a manual seal too; its failure never fails the flush.
-	a.trigger.afterFlush(s.Target(), res)
+	a.triggers.afterFlush(s.Target(), res)
 	out := flushResponse{Target: s.Target().String(), Sealed: res.Sealed, Rows: res.Rows, Pending: res.Pending}
 	if res.Sealed {
 		g := res.Generation

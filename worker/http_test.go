@@ -329,7 +329,7 @@ func TestHTTPFlushRunsCountTrigger(t *testing.T) {
 	expect(t, c.postJSON("/api/v1/stores/generic/gs", genericSchema), http.StatusCreated, "")
 	for i := range 2 {
 		c.sealGS(t, fmt.Sprintf(`[{"id":"r%d"}]`, i))
-		w.sweeper.trigger.wait() // starts run in the background
+		w.flusher.triggers.wait() // starts run in the background
 		if want := i; rs.count() != want {
 			t.Fatalf("after flush %d: starts = %d, want %d", i+1, rs.count(), want)
 		}
@@ -435,13 +435,13 @@ func TestCheckJSONDuplicateMembers(t *testing.T) {
 		`{"a":1`:                       CodeInvalidJSON,
 		`{"fields":[],"seal":true} []`: CodeInvalidJSON,
 	} {
-		err := checkJSON([]byte(body))
+		err := checkMembers([]byte(body), nil)
 		got := ""
 		if err != nil {
 			got = classify(err).Code
 		}
 		if got != want {
-			t.Errorf("checkJSON(%s) = %q (%v), want %q", body, got, err, want)
+			t.Errorf("checkMembers(%s, nil) = %q (%v), want %q", body, got, err, want)
 		}
 	}
 }

@@ -23,10 +23,10 @@ type Metrics struct {
 	// httpUnauthenticated is 1 while the data plane listens beyond loopback without a token.
 	httpUnauthenticated prometheus.Gauge
 	triggerStarts       *prometheus.CounterVec // trigger, result
-	sweeperFlush        prometheus.Histogram
-	sweeperTimeouts     *prometheus.CounterVec   // kind
-	sweeperSkipped      *prometheus.CounterVec   // kind
-	sweeperStores       *prometheus.GaugeVec     // kind
+	flusherFlush        prometheus.Histogram
+	flusherTimeouts     *prometheus.CounterVec   // kind
+	flusherSkipped      *prometheus.CounterVec   // kind
+	flusherStores       *prometheus.GaugeVec     // kind
 	activities          *prometheus.CounterVec   // activity, kind, outcome
 	activitySeconds     *prometheus.HistogramVec // activity
 	maintenance         *prometheus.GaugeVec     // workflow
@@ -69,20 +69,20 @@ func NewMetrics(budget *store.Budget) *Metrics {
 			Namespace: "walkeeper", Subsystem: "trigger", Name: "starts_total",
 			Help: "MergeWal starts (or attaches) by trigger and result; never counted as flush outcomes.",
 		}, []string{"trigger", "result"}),
-		sweeperFlush: prometheus.NewHistogram(prometheus.HistogramOpts{
+		flusherFlush: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: "walkeeper", Subsystem: "sweeper", Name: "flush_seconds",
 			Help:    "Duration of one store's seal in the flush sweeper (completed seals only).",
 			Buckets: []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120},
 		}),
-		sweeperTimeouts: prometheus.NewCounterVec(prometheus.CounterOpts{
+		flusherTimeouts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "walkeeper", Subsystem: "sweeper", Name: "timeouts_total",
 			Help: "Seals abandoned by the flush sweeper after the per-store timeout, by kind.",
 		}, []string{"kind"}),
-		sweeperSkipped: prometheus.NewCounterVec(prometheus.CounterOpts{
+		flusherSkipped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "walkeeper", Subsystem: "sweeper", Name: "skipped_total",
 			Help: "Stores skipped by a sweep because their previous (abandoned) seal is still running, by kind.",
 		}, []string{"kind"}),
-		sweeperStores: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		flusherStores: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: "walkeeper", Subsystem: "sweeper", Name: "resident_stores",
 			Help: "Resident stores seen by the last sweep of each kind.",
 		}, []string{"kind"}),
@@ -96,8 +96,8 @@ func NewMetrics(budget *store.Budget) *Metrics {
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 11),
 		}, []string{"activity"}),
 	}
-	reg.MustRegister(m.httpRequests, m.httpSeconds, m.httpUnauthenticated, m.triggerStarts, m.sweeperFlush,
-		m.sweeperTimeouts, m.sweeperSkipped, m.sweeperStores, m.activities, m.activitySeconds)
+	reg.MustRegister(m.httpRequests, m.httpSeconds, m.httpUnauthenticated, m.triggerStarts, m.flusherFlush,
+		m.flusherTimeouts, m.flusherSkipped, m.flusherStores, m.activities, m.activitySeconds)
 	// The series appears only once a run succeeded on this worker, so a restarted worker
 	// does not report "never" as 1970; the alerts take the max over workers.
 	m.maintenance = prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -106,9 +106,9 @@ func NewMetrics(budget *store.Budget) *Metrics {
 	}, []string{"workflow"})
 	reg.MustRegister(m.maintenance)
 	for _, k := range store.Kinds {
-		m.sweeperTimeouts.WithLabelValues(string(k))
-		m.sweeperSkipped.WithLabelValues(string(k))
-		m.sweeperStores.WithLabelValues(string(k))
+		m.flusherTimeouts.WithLabelValues(string(k))
+		m.flusherSkipped.WithLabelValues(string(k))
+		m.flusherStores.WithLabelValues(string(k))
 	}
 	for _, t := range []string{TriggerCount, TriggerHTTP, TriggerDebt} {
 		for _, r := range []string{ResultStarted, ResultFailed} {

@@ -148,7 +148,7 @@ func TestHTTPLookupsOfMissingStoresKeepNothing(t *testing.T) {
 	if got := w.api.kicks.size(); got != 0 {
 		t.Fatalf("%d debt-kick entries", got)
 	}
-	tg := w.sweeper.trigger
+	tg := w.flusher.triggers
 	tg.mu.Lock()
 	retries, inflight := len(tg.retry), len(tg.inflight)
 	tg.mu.Unlock()
@@ -265,16 +265,16 @@ func TestSweepDropsRetriesOfStoresItNoLongerSeals(t *testing.T) {
 	db, ro, ge := testDB(t, m)
 	rs := &recStarter{}
 	rs.setFail(errors.New("temporal unreachable"))
-	sw := NewSweeper(SweeperOptions{Interval: time.Hour, MergeAfterGenerations: 1, Start: rs.start,
+	sw := NewFlusher(FlusherOptions{Interval: time.Hour, MergeAfterGenerations: 1, Start: rs.start,
 		Metrics: m, Resident: db.Resident})
 	appendIDs(t, ge, "g1")
 	appendIDs(t, ro, "r1")
-	sw.SweepOnce(context.Background())
+	sw.FlushOnce(context.Background())
 	retrying := func() map[string]bool {
-		sw.trigger.mu.Lock()
-		defer sw.trigger.mu.Unlock()
+		sw.triggers.mu.Lock()
+		defer sw.triggers.mu.Unlock()
 		out := map[string]bool{}
-		for k := range sw.trigger.retry {
+		for k := range sw.triggers.retry {
 			out[k] = true
 		}
 		return out
@@ -283,7 +283,7 @@ func TestSweepDropsRetriesOfStoresItNoLongerSeals(t *testing.T) {
 		t.Fatalf("retries after failed starts = %v", got)
 	}
 	sw.opts.Resident = func() []*store.Store { return []*store.Store{ro} } // generic:fast was evicted
-	sw.SweepKind(context.Background(), store.KindGeneric)
+	sw.FlushKind(context.Background(), store.KindGeneric)
 	if got := retrying(); got["generic:fast"] || !got["rollout:slow"] {
 		t.Fatalf("retries after generic:fast left = %v", got)
 	}

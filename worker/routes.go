@@ -1,9 +1,6 @@
 package worker
 
-import (
-	"net/http"
-	"slices"
-)
+import "net/http"
 
 // routeMux is the data plane's http.ServeMux, remembering the patterns registered on it, so
 // that docs/API.md can be checked against the real router (worker/api_doc_test.go).
@@ -26,6 +23,3 @@ func (m *routeMux) HandleFunc(pattern string, h func(http.ResponseWriter, *http.
 	m.ServeMux.HandleFunc(pattern, h)
 	m.patterns = append(m.patterns, pattern)
 }
-
-// Patterns lists the registered patterns ("METHOD /path"), in registration order.
-func (m *routeMux) Patterns() []string { return slices.Clone(m.patterns) }

@@ -18,11 +18,12 @@ import (
 	"github.com/walkeeper/walkeeper/activities"
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/temporaladmin"
 	"github.com/walkeeper/walkeeper/workflows"
 )
 
 // Worker is one walkeeper worker process: the store handle, the HTTP data plane, the flush
-// sweeper and (with a Temporal client) two Temporal workers — one on the shared queue
+// flusher and (with a Temporal client) two Temporal workers — one on the shared queue
 // "walkeeper" (workflows and activities) and one on this shard's queue (activities only, at
 // most MergeSlots at once).
 type Worker struct {
@@ -44,7 +45,7 @@ type Worker struct {
 	srv      *http.Server
 	ln       net.Listener
 	serveErr chan error
-	sweeper  *Sweeper
+	flusher  *Flusher
 	temporal []tworker.Worker
 	cancel   context.CancelFunc // background work (recovery)
 	bg       sync.WaitGroup
@@ -107,7 +108,7 @@ func (w *Worker) Handler() http.Handler {
 }
 
 // Start opens the store, listens, registers and starts the Temporal workers and the flush
-// sweeper. On error everything already started is stopped again.
+// flusher. On error everything already started is stopped again.
 func (w *Worker) Start(ctx context.Context) (err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -136,7 +137,7 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 	log := w.log.With(zap.String("shard", db.Shard()))
 	w.log = log
 
-	w.sweeper = NewSweeper(SweeperOptions{
+	w.flusher = NewFlusher(FlusherOptions{
 		Interval:              w.cfg.FlushInterval,
 		Timeout:               w.cfg.EffectiveFlushTimeout(),
 		MergeAfterGenerations: w.cfg.MergeAfterGenerations,
@@ -153,7 +154,7 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 		return fmt.Errorf("listen %s: %w", w.cfg.Listen, err)
 	}
 	w.ln = ln
-	w.api = newAPIServer(db, w.cfg, ln.Addr(), log.Named("http"), w.metrics, w.start, w.sweeper.trigger)
+	w.api = newAPIServer(db, w.cfg, ln.Addr(), log.Named("http"), w.metrics, w.start, w.flusher.triggers)
 	w.warnIfUnauthenticated(ln.Addr())
 
 	if w.tc != nil {
@@ -176,7 +177,7 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 
 	bgCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	w.cancel = cancel
-	w.sweeper.Start(bgCtx)
+	w.flusher.Start(bgCtx)
 	if w.cfg.FlushInterval <= 0 {
 		log.Warn("flush sweeper is off (--flush-interval 0): appends stay invisible to other processes until a manual flush or shutdown")
 	}
@@ -202,7 +203,7 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 // starts the shared-queue and shard-queue workers.
 func (w *Worker) startTemporalLocked(ctx context.Context, db *store.DB) error {
 	log := w.log
-	if err := EnsureSearchAttributes(ctx, w.tc, w.cfg.Temporal.Namespace); err != nil {
+	if err := temporaladmin.EnsureSearchAttributes(ctx, w.tc, w.cfg.Temporal.Namespace); err != nil {
 		log.Warn("could not register search attributes; workflow starts may fail until they exist", zap.Error(err))
 	}
 	if w.cfg.SweepInterval > 0 {
@@ -210,19 +211,19 @@ func (w *Worker) startTemporalLocked(ctx context.Context, db *store.DB) error {
 		if spacing == 0 {
 			spacing = -1 // the sweep's "no pacing"
 		}
-		err := EnsureSweepScheduleOpts(ctx, w.tc, SweepSchedule{
+		err := temporaladmin.EnsureSweepSchedule(ctx, w.tc, temporaladmin.SweepSchedule{
 			Every:  w.cfg.SweepInterval,
 			Window: w.cfg.SweepWindow,
 			Jitter: w.cfg.SweepJitter,
 			Input:  contract.MaintenanceSweepInput{MaxStarts: w.cfg.SweepMaxStarts, StartBatch: w.cfg.SweepStartBatch, StartSpacing: spacing},
 		})
 		if err != nil {
-			log.Warn("could not ensure the sweep schedule", zap.String("schedule", SweepScheduleID), zap.Error(err))
+			log.Warn("could not ensure the sweep schedule", zap.String("schedule", temporaladmin.SweepScheduleID), zap.Error(err))
 		}
 	}
 	if w.cfg.ReconcileInterval > 0 {
-		if err := EnsureReconcileSchedule(ctx, w.tc, w.cfg.ReconcileInterval); err != nil {
-			log.Warn("could not ensure the reconcile schedule", zap.String("schedule", ReconcileScheduleID), zap.Error(err))
+		if err := temporaladmin.EnsureReconcileSchedule(ctx, w.tc, w.cfg.ReconcileInterval); err != nil {
+			log.Warn("could not ensure the reconcile schedule", zap.String("schedule", temporaladmin.ReconcileScheduleID), zap.Error(err))
 		}
 	}
 	host, _ := os.Hostname()
@@ -263,7 +264,7 @@ func (w *Worker) startTemporalLocked(ctx context.Context, db *store.DB) error {
 	return nil
 }
 
-// Stop shuts down gracefully: HTTP drains, the sweeper stops and in-flight activities finish
+// Stop shuts down gracefully: HTTP drains, the flusher stops and in-flight activities finish
 // (concurrently), then the store seals every resident memtable. A ctx without deadline is
 // bounded by ShutdownTimeout. Stop is idempotent.
 func (w *Worker) Stop(ctx context.Context) error {
@@ -286,7 +287,7 @@ func (w *Worker) Stop(ctx context.Context) error {
 	return err
 }
 
-// teardownLocked stops the HTTP server, the sweeper and the Temporal workers concurrently
+// teardownLocked stops the HTTP server, the flusher and the Temporal workers concurrently
 // (none depends on another, all depend on the store), then closes the store, which seals every
 // resident memtable. HTTP draining and activity draining each get at most half of the time,
 // so the final seal always has some left.
@@ -329,11 +330,11 @@ func (w *Worker) teardownLocked(ctx context.Context) error {
 	} else if w.ln != nil {
 		_ = w.ln.Close()
 	}
-	if w.sweeper != nil {
+	if w.flusher != nil {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := w.sweeper.Stop(ctx); err != nil {
+			if err := w.flusher.Stop(ctx); err != nil {
 				addErr(fmt.Errorf("flush sweeper: %w", err))
 			}
 		}()

@@ -9,8 +9,8 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
-	"github.com/walkeeper/walkeeper/internal/apitest"
-	"github.com/walkeeper/walkeeper/internal/testtemporal"
+	"github.com/walkeeper/walkeeper/internal/testkit/apitest"
+	"github.com/walkeeper/walkeeper/internal/testkit/testtemporal"
 	"github.com/walkeeper/walkeeper/worker"
 )
 
@@ -54,7 +54,7 @@ func TestWorkerEndToEndWithTemporal(t *testing.T) {
 	if st, m := call("POST", "/api/v1/stores/generic/gs", `{"fields":[{"name":"id","type":"string"}]}`); st != 201 {
 		t.Fatalf("create: %d %v", st, m)
 	}
-	// One row per seal: each append waits until the sweeper has sealed it.
+	// One row per seal: each append waits until the flusher has sealed it.
 	for i := range 6 {
 		if st, m := call("POST", "/api/v1/stores/generic/gs/rows", fmt.Sprintf(`[{"id":"r%d"}]`, i)); st != 200 {
 			t.Fatalf("append: %d %v", st, m)

@@ -25,8 +25,8 @@ import (
 //     with no word from it, was "waiting for a slot" (or, on a shard queue, for a worker
 //     that may be gone). It cost a timer start and cancel per activity, 16 of 69 events of
 //     a two-shard merge, so newer runs leave slot waits to the server, which knows them:
-//     the status lists the activities in flight (InFlight) and contract.QueryMergeWalStatus
-//     / `walkeeper status` match them with DescribeWorkflowExecution's pending activities,
+//     the status lists the activities in flight (InFlight) and `walkeeper status`
+//     matches them with DescribeWorkflowExecution's pending activities,
 //     where an activity scheduled and not started for slotWait waits for a slot
 //     (contract's ApplyPending).
 type tracker struct {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/walkeeper/walkeeper/internal/cli"
 	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/temporaladmin"
 	"github.com/walkeeper/walkeeper/worker"
 )
 
@@ -62,7 +63,7 @@ func (g *globalOptions) dial(ctx context.Context) (client.Client, *zap.Logger, e
 	if err != nil {
 		return nil, nil, err
 	}
-	c, err := worker.Dial(ctx, tc, logger)
+	c, err := temporaladmin.Dial(ctx, tc.Config, logger)
 	if err != nil {
 		return nil, nil, temporalUnreachable(g.temporal, err)
 	}

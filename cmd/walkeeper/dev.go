@@ -22,6 +22,7 @@ import (
 
 	"github.com/walkeeper/walkeeper/internal/devserver"
 	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/temporaladmin"
 	"github.com/walkeeper/walkeeper/worker"
 )
 
@@ -142,18 +143,18 @@ func runDev(parent context.Context, out io.Writer, g *globalOptions, o *devOptio
 			}
 		}()
 		tc.HostPort = srv.HostPort()
-		tc.Namespace = worker.DefaultTemporalNamespace
+		tc.Namespace = temporaladmin.DefaultNamespace
 		tc.TLS, tc.TLSCert, tc.TLSKey, tc.TLSCA, tc.TLSServerName, tc.APIKey = false, "", "", "", "", ""
 		uiURL = srv.UIURL()
 	}
-	c, err := worker.Dial(ctx, tc, logger)
+	c, err := temporaladmin.Dial(ctx, tc.Config, logger)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 
 	// 2. Search attributes (a no-op on our dev server, needed on an external one).
-	if err := worker.EnsureSearchAttributes(ctx, c, tc.Namespace); err != nil {
+	if err := temporaladmin.EnsureSearchAttributes(ctx, c, tc.Namespace); err != nil {
 		return err
 	}
 
@@ -194,7 +195,7 @@ func runDev(parent context.Context, out io.Writer, g *globalOptions, o *devOptio
 	}
 
 	// 4. The sweep schedule.
-	if err := worker.EnsureSweepSchedule(ctx, c, o.sweepEvery); err != nil {
+	if err := temporaladmin.EnsureSweepSchedule(ctx, c, temporaladmin.SweepSchedule{Every: o.sweepEvery, Jitter: temporaladmin.DefaultScheduleJitter}); err != nil {
 		return err
 	}
 
@@ -327,7 +328,7 @@ func printDevBanner(out io.Writer, tc worker.TemporalConfig, uiURL, storage, dat
 	if uiURL != "" {
 		fmt.Fprintf(out, "  Temporal log     %s\n", filepath.Join(data, "temporal.log"))
 	}
-	fmt.Fprintf(out, "  schedule         %s\n", worker.SweepScheduleID)
+	fmt.Fprintf(out, "  schedule         %s\n", temporaladmin.SweepScheduleID)
 	if len(httpURLs) > 0 {
 		if demo {
 			fmt.Fprintf(out, "  try              curl -s %s/api/v1/stores/generic/demo/stats\n", httpURLs[0])

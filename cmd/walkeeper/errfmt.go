@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/walkeeper/walkeeper/target"
+	"github.com/walkeeper/walkeeper/temporaladmin"
 	"github.com/walkeeper/walkeeper/worker"
 )
 
@@ -157,7 +158,7 @@ type unreachableError struct {
 func (e *unreachableError) Error() string {
 	ns := e.namespace
 	if ns == "" {
-		ns = worker.DefaultTemporalNamespace
+		ns = temporaladmin.DefaultNamespace
 	}
 	return fmt.Sprintf("cannot reach Temporal at %s (namespace %s): %s; start one with 'walkeeper dev' or pass --temporal HOST:PORT",
 		e.hostPort, ns, transportCause(e.err))

@@ -15,7 +15,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/walkeeper/walkeeper/contract"
-	"github.com/walkeeper/walkeeper/worker"
+	"github.com/walkeeper/walkeeper/temporaladmin"
 )
 
 // scheduleFlags select the schedule: the fleet sweep, or one target's merge schedule.
@@ -29,13 +29,13 @@ type scheduleFlags struct {
 
 func (s *scheduleFlags) id() (string, error) {
 	if s.target == "" {
-		return worker.SweepScheduleID, nil
+		return temporaladmin.SweepScheduleID, nil
 	}
 	t, err := parseTarget(s.target)
 	if err != nil {
 		return "", err
 	}
-	return worker.TargetScheduleID(t), nil
+	return temporaladmin.TargetScheduleID(t), nil
 }
 
 func newScheduleCmd(g *globalOptions) *cobra.Command {
@@ -93,7 +93,7 @@ A paused schedule stays paused. Without --target this is what every worker does 
 		Args: cli.Args(cobra.NoArgs),
 		RunE: with(func(ctx context.Context, c client.Client, id string, out io.Writer) error {
 			if sf.target == "" {
-				if err := worker.EnsureSweepScheduleOpts(ctx, c, worker.SweepSchedule{Every: sf.every, Window: sf.window, Jitter: sf.jitter}); err != nil {
+				if err := temporaladmin.EnsureSweepSchedule(ctx, c, temporaladmin.SweepSchedule{Every: sf.every, Window: sf.window, Jitter: sf.jitter}); err != nil {
 					return err
 				}
 				fmt.Fprintf(out, "schedule %s ensured: a sweep window every %s, a round every %s\n", id, sf.window, sf.every)
@@ -103,7 +103,7 @@ A paused schedule stays paused. Without --target this is what every worker does 
 			if err != nil {
 				return err
 			}
-			if err := worker.EnsureTargetScheduleJitter(ctx, c, t, sf.every, sf.jitter); err != nil {
+			if err := temporaladmin.EnsureTargetSchedule(ctx, c, t, sf.every, sf.jitter); err != nil {
 				return err
 			}
 			fmt.Fprintf(out, "schedule %s ensured: every %s\n", id, sf.every)
@@ -111,8 +111,8 @@ A paused schedule stays paused. Without --target this is what every worker does 
 		}),
 	}
 	ensure.Flags().DurationVar(&sf.every, "every", time.Minute, "interval between actions (the sweep schedule: between sweep rounds)")
-	ensure.Flags().DurationVar(&sf.window, "window", worker.DefaultSweepWindow, "sweep schedule only: how long one SweepWindow workflow runs rounds")
-	ensure.Flags().DurationVar(&sf.jitter, "jitter", worker.DefaultScheduleJitter, "random delay of each action, at most this and at most a quarter of the schedule's interval (0 = none)")
+	ensure.Flags().DurationVar(&sf.window, "window", temporaladmin.DefaultSweepWindow, "sweep schedule only: how long one SweepWindow workflow runs rounds")
+	ensure.Flags().DurationVar(&sf.jitter, "jitter", temporaladmin.DefaultScheduleJitter, "random delay of each action, at most this and at most a quarter of the schedule's interval (0 = none)")
 
 	// pause and resume: each changes one schedule's state through the worker, the sweep's
 	// through the call that also cancels or starts its window.
@@ -138,9 +138,9 @@ A paused schedule stays paused. Without --target this is what every worker does 
 		}
 	}
 	pause := stateChange("pause", "Pause the schedule (manual triggers still work); the sweep's running window is canceled",
-		"paused", worker.PauseSchedule, worker.PauseSweep)
+		"paused", temporaladmin.PauseSchedule, temporaladmin.PauseSweep)
 	resume := stateChange("resume", "Resume a paused schedule (the sweep: and start a window now if none runs)",
-		"resumed", worker.ResumeSchedule, worker.ResumeSweep)
+		"resumed", temporaladmin.ResumeSchedule, temporaladmin.ResumeSweep)
 	trigger := &cobra.Command{
 		Use:   "trigger",
 		Short: "Run the schedule's action now (the sweep: a round now, in the running window)",
@@ -152,14 +152,14 @@ the tick starts now, skipped if the previous one still runs.`,
 		Args: cli.Args(cobra.NoArgs),
 		RunE: with(func(ctx context.Context, c client.Client, id string, out io.Writer) error {
 			if sf.target == "" {
-				msg, err := worker.SweepNow(ctx, c)
+				msg, err := temporaladmin.SweepNow(ctx, c)
 				if err != nil {
 					return err
 				}
 				fmt.Fprintln(out, msg)
 				return nil
 			}
-			if err := worker.TriggerSchedule(ctx, c, id); err != nil {
+			if err := temporaladmin.TriggerSchedule(ctx, c, id); err != nil {
 				return err
 			}
 			fmt.Fprintf(out, "schedule %s triggered\n", id)
@@ -171,7 +171,7 @@ the tick starts now, skipped if the previous one still runs.`,
 		Short: "Show the schedule's interval, state and recent and next actions",
 		Args:  cli.Args(cobra.NoArgs),
 		RunE: with(func(ctx context.Context, c client.Client, id string, out io.Writer) error {
-			d, err := worker.DescribeSchedule(ctx, c, id)
+			d, err := temporaladmin.DescribeSchedule(ctx, c, id)
 			if err != nil {
 				return err
 			}

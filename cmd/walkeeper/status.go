@@ -21,6 +21,7 @@ import (
 
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/temporaladmin"
 	"github.com/walkeeper/walkeeper/worker"
 )
 
@@ -69,7 +70,7 @@ Temporal is asked.`,
 			// Storage stats are useful even when Temporal is down: report the dial error
 			// after printing them (exit status 1).
 			dctx, dcancel := context.WithTimeout(ctx, 15*time.Second)
-			c, dialErr := worker.Dial(dctx, tc, logger)
+			c, dialErr := temporaladmin.Dial(dctx, tc.Config, logger)
 			dcancel()
 			dialErr = temporalUnreachable(tc, dialErr)
 			if dialErr == nil {

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/walkeeper/walkeeper/internal/cli"
+	"github.com/walkeeper/walkeeper/temporaladmin"
 	"github.com/walkeeper/walkeeper/worker"
 )
 
@@ -60,7 +61,7 @@ func runWorker(ctx context.Context, cfg worker.Config, logger *zap.Logger, dialW
 func dialRetry(ctx context.Context, tc worker.TemporalConfig, logger *zap.Logger, wait time.Duration) (client.Client, error) {
 	deadline := time.Now().Add(wait)
 	for {
-		c, err := worker.Dial(ctx, tc, logger)
+		c, err := temporaladmin.Dial(ctx, tc.Config, logger)
 		if err == nil {
 			return c, nil
 		}

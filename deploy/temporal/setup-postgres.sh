@@ -5,7 +5,7 @@
 # One script for both set-ups, so that what CI proves is what `docker compose up` runs:
 #   - docker-compose.yml runs it once in the temporalio/admin-tools image (service
 #     temporal-schema) before the server starts;
-#   - internal/temporalcluster runs it natively before every PostgreSQL-backed test cluster.
+#   - internal/testkit/temporalcluster runs it natively before every PostgreSQL-backed test cluster.
 #
 # Every step is idempotent (create-database, setup-schema --version 0.0 and update-schema
 # leave a database that is already at the target version as it is), so a second

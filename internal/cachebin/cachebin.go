@@ -1,6 +1,6 @@
 // Package cachebin finds the server binaries that scripts/install-*.sh build into
 // <module root>/.cache/bin, and the version each was built at, for the test harnesses that
-// start real servers (internal/testservers, internal/temporalcluster).
+// start real servers (internal/testkit/testservers, internal/testkit/temporalcluster).
 package cachebin
 
 import (

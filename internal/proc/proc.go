@@ -69,16 +69,6 @@ func (p *Proc) PID() int { return p.cmd.Process.Pid }
 // Exited is closed when the process has ended.
 func (p *Proc) Exited() <-chan struct{} { return p.exited }
 
-// ExitErr is the process's exit status once Exited is closed.
-func (p *Proc) ExitErr() error {
-	select {
-	case <-p.exited:
-		return p.err
-	default:
-		return nil
-	}
-}
-
 // Stop sends sig to the process group, waits up to grace for the process to exit, then
 // SIGKILLs the group. It returns nil when the process exited (for whatever reason); calling
 // it again is harmless.

@@ -1,6 +1,6 @@
 // Package backends runs walkeeper's storage layer against every backend it documents:
 // file:// and mem:// in-process, and real servers for s3:// (MinIO, versitygw), gs://
-// (fake-gcs-server) and azblob:// (Azurite), started by internal/testservers. See
+// (fake-gcs-server) and azblob:// (Azurite), started by internal/testkit/testservers. See
 // docs/STORAGE.md for the matrix and how to point it at your own endpoint.
 package backends
 
@@ -21,8 +21,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/walkeeper/walkeeper/internal/bucketconformance"
-	"github.com/walkeeper/walkeeper/internal/testservers"
+	"github.com/walkeeper/walkeeper/internal/testkit/bucketconformance"
+	"github.com/walkeeper/walkeeper/internal/testkit/testservers"
 	"github.com/walkeeper/walkeeper/store"
 )
 
@@ -85,7 +85,7 @@ var suites = []struct {
 	name string
 	run  func(t *testing.T, tg target, newRoot func(*testing.T) string)
 }{
-	// The whole single-handle Bucket contract (internal/bucketconformance), each case on a
+	// The whole single-handle Bucket contract (internal/testkit/bucketconformance), each case on a
 	// fresh root.
 	{"Conformance", func(t *testing.T, _ target, newRoot func(*testing.T) string) {
 		bucketconformance.Run(t, func(t *testing.T) *store.Bucket { return openBucket(t, newRoot(t)) })

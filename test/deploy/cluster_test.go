@@ -12,16 +12,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/walkeeper/walkeeper/internal/apitest"
 	"github.com/walkeeper/walkeeper/internal/cachebin"
 	"github.com/walkeeper/walkeeper/internal/devserver"
-	"github.com/walkeeper/walkeeper/internal/testservers"
-	"github.com/walkeeper/walkeeper/internal/testtemporal"
+	"github.com/walkeeper/walkeeper/internal/testkit/apitest"
+	"github.com/walkeeper/walkeeper/internal/testkit/testservers"
+	"github.com/walkeeper/walkeeper/internal/testkit/testtemporal"
+	"github.com/walkeeper/walkeeper/temporaladmin"
 	"github.com/walkeeper/walkeeper/worker"
 )
 
@@ -107,7 +109,7 @@ func TestComposeClusterWithoutDocker(t *testing.T) {
 
 	// Service "schedule": `walkeeper schedule ensure --every 1m` with its environment.
 	setEnv(c.Services["schedule"].Environment)
-	if err := worker.EnsureSweepSchedule(ctx, tc, time.Minute); err != nil {
+	if err := temporaladmin.EnsureSweepSchedule(ctx, tc, temporaladmin.SweepSchedule{Every: time.Minute, Jitter: temporaladmin.DefaultScheduleJitter}); err != nil {
 		t.Fatalf("schedule ensure: %v", err)
 	}
 
@@ -120,8 +122,10 @@ func TestComposeClusterWithoutDocker(t *testing.T) {
 			}
 		}
 		setEnv(c.Services[name].Environment)
-		cfg, err := worker.ConfigFromEnv()
-		if err != nil {
+		// The worker's own flags read the environment, as `walkeeper worker` with no flags does.
+		cfg := worker.DefaultConfig()
+		cfg.RegisterFlags(pflag.NewFlagSet(name, pflag.ContinueOnError))
+		if err := cfg.Validate(); err != nil {
 			t.Fatalf("%s: config from its compose environment: %v", name, err)
 		}
 		if cfg.Instance != name {
@@ -192,7 +196,7 @@ func TestComposeClusterWithoutDocker(t *testing.T) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	desc, err := tc.ScheduleClient().GetHandle(ctx, worker.SweepScheduleID).Describe(ctx)
+	desc, err := tc.ScheduleClient().GetHandle(ctx, temporaladmin.SweepScheduleID).Describe(ctx)
 	if err != nil {
 		t.Fatalf("sweep schedule: %v", err)
 	}

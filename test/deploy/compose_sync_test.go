@@ -9,7 +9,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/walkeeper/walkeeper/internal/temporalcluster"
+	"github.com/walkeeper/walkeeper/internal/testkit/temporalcluster"
 )
 
 // TestComposeMatchesNativeCI keeps docker-compose.yml and the servers CI runs natively in
@@ -36,7 +36,7 @@ func TestComposeMatchesNativeCI(t *testing.T) {
 	}
 
 	if repo, v := tag("temporal"); repo != "temporalio/server" || "v"+v != temporalcluster.ServerVersion {
-		t.Errorf("compose temporal image %s:%s; CI runs Temporal server %s (internal/temporalcluster)", repo, v, temporalcluster.ServerVersion)
+		t.Errorf("compose temporal image %s:%s; CI runs Temporal server %s (internal/testkit/temporalcluster)", repo, v, temporalcluster.ServerVersion)
 	}
 	// The schema and namespace one-shots: the admin-tools build of the same server release,
 	// each running the deploy/temporal script that CI runs natively.

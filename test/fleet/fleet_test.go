@@ -1,6 +1,6 @@
 // Package fleet runs the maintenance sweep against a fleet well past the size at which the
 // stats-scanning sweep stopped working (~16,000 stores of one kind, where its one result per kind outgrew Temporal's payload limit), on mem://
-// storage and a real Temporal dev server (internal/testtemporal), with the real workflows
+// storage and a real Temporal dev server (internal/testkit/testtemporal), with the real workflows
 // and activities in-process.
 //
 // `go test -short` skips it.
@@ -20,7 +20,7 @@ import (
 
 	"github.com/walkeeper/walkeeper/activities"
 	"github.com/walkeeper/walkeeper/contract"
-	"github.com/walkeeper/walkeeper/internal/testtemporal"
+	"github.com/walkeeper/walkeeper/internal/testkit/testtemporal"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/workflows"
 )

@@ -17,9 +17,9 @@ import (
 
 	"github.com/walkeeper/walkeeper/activities"
 	"github.com/walkeeper/walkeeper/contract"
-	"github.com/walkeeper/walkeeper/internal/testtemporal"
+	"github.com/walkeeper/walkeeper/internal/testkit/testtemporal"
 	"github.com/walkeeper/walkeeper/store"
-	"github.com/walkeeper/walkeeper/worker"
+	"github.com/walkeeper/walkeeper/temporaladmin"
 )
 
 // recordEnv makes TestReconcileRepairsWhatTheIndexMissed write the histories it produces
@@ -62,9 +62,9 @@ func TestReconcileRepairsWhatTheIndexMissed(t *testing.T) {
 	startWorkers(t, tc, acts, contract.TaskQueue, contract.ShardQueue(writer.Shard()))
 
 	// The worker's schedule for it: ReconcileDemand, overlap SKIP, jittered.
-	require.NoError(t, worker.EnsureReconcileSchedule(ctx, tc, time.Hour))
-	require.NoError(t, worker.EnsureReconcileSchedule(ctx, tc, time.Hour), "idempotent")
-	d, err := worker.DescribeSchedule(ctx, tc, worker.ReconcileScheduleID)
+	require.NoError(t, temporaladmin.EnsureReconcileSchedule(ctx, tc, time.Hour))
+	require.NoError(t, temporaladmin.EnsureReconcileSchedule(ctx, tc, time.Hour), "idempotent")
+	d, err := temporaladmin.DescribeSchedule(ctx, tc, temporaladmin.ReconcileScheduleID)
 	require.NoError(t, err)
 	act, ok := d.Schedule.Action.(*client.ScheduleWorkflowAction)
 	require.True(t, ok)

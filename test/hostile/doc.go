@@ -10,7 +10,7 @@
 //
 // The worker is the binary built from ./cmd/walkeeper once per test binary, on a file://
 // root in a temporary directory, connected to a Temporal server that TestMain starts through
-// internal/testtemporal (the CLI's dev server by default), one namespace per test. `go test
+// internal/testkit/testtemporal (the CLI's dev server by default), one namespace per test. `go test
 // -short` skips the package.
 //
 // To show that each test fails before its fix, run the same suite against an older build:

@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/walkeeper/walkeeper/internal/testtemporal"
+	"github.com/walkeeper/walkeeper/internal/testkit/testtemporal"
 )
 
 // suite runs every test's worker process against one shared Temporal server.

@@ -21,6 +21,7 @@ import (
 	"github.com/walkeeper/walkeeper/activities"
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/temporaladmin"
 	"github.com/walkeeper/walkeeper/worker"
 )
 
@@ -79,7 +80,7 @@ func runVictim() error {
 	opts.Logger = logger
 	opts.Budget = store.NewBudget(worker.DefaultConfig().MergeBudgetBytes)
 	db := store.OpenDBOnBucket(faulty, opts)
-	c, err := worker.Dial(ctx, worker.TemporalConfig{HostPort: os.Getenv(childTemporal), Namespace: os.Getenv(childNS)}, logger)
+	c, err := temporaladmin.Dial(ctx, temporaladmin.Config{HostPort: os.Getenv(childTemporal), Namespace: os.Getenv(childNS)}, logger)
 	if err != nil {
 		return err
 	}

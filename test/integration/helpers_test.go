@@ -22,8 +22,9 @@ import (
 
 	"github.com/walkeeper/walkeeper/activities"
 	"github.com/walkeeper/walkeeper/contract"
-	"github.com/walkeeper/walkeeper/internal/apitest"
+	"github.com/walkeeper/walkeeper/internal/testkit/apitest"
 	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/temporaladmin"
 	"github.com/walkeeper/walkeeper/worker"
 	"github.com/walkeeper/walkeeper/workflows"
 )
@@ -61,14 +62,14 @@ func newEnv(t *testing.T) *env {
 	suite.KeepLogsIfFailed(t, e.logPath)
 	ctx, cancel := context.WithTimeout(context.Background(), waitShort)
 	defer cancel()
-	c, err := worker.Dial(ctx, worker.TemporalConfig{HostPort: e.hostPort, Namespace: e.ns}, e.log.Named("client"))
+	c, err := temporaladmin.Dial(ctx, temporaladmin.Config{HostPort: e.hostPort, Namespace: e.ns}, e.log.Named("client"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
 	e.c = c
 	// worker.New registers them too; harness workers and bare clients rely on this.
-	if err := worker.EnsureSearchAttributes(ctx, c, e.ns); err != nil {
+	if err := temporaladmin.EnsureSearchAttributes(ctx, c, e.ns); err != nil {
 		t.Fatal(err)
 	}
 	return e
@@ -106,7 +107,7 @@ func (e *env) config(instance string) worker.Config {
 	cfg := worker.DefaultConfig()
 	cfg.Instance = instance
 	cfg.Storage = e.storage
-	cfg.Temporal = worker.TemporalConfig{HostPort: e.hostPort, Namespace: e.ns}
+	cfg.Temporal.Config = temporaladmin.Config{HostPort: e.hostPort, Namespace: e.ns}
 	cfg.Listen = "127.0.0.1:0"
 	cfg.SweepInterval = 0
 	cfg.FlushInterval = 0

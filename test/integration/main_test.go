@@ -1,5 +1,5 @@
 // Package integration runs walkeeper end to end against a real Temporal server started by
-// TestMain (never assumed running) through internal/testtemporal: `temporal server
+// TestMain (never assumed running) through internal/testkit/testtemporal: `temporal server
 // start-dev` by default, the production server on PostgreSQL with
 // WALKEEPER_TEST_TEMPORAL_SERVER=cluster,
 // in-process workers built with worker.New on file:// storage, and, where a test needs a
@@ -17,7 +17,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/walkeeper/walkeeper/internal/testtemporal"
+	"github.com/walkeeper/walkeeper/internal/testkit/testtemporal"
 )
 
 var suite = testtemporal.NewSuite(testtemporal.SuiteOptions{

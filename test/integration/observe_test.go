@@ -15,7 +15,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/walkeeper/walkeeper/contract"
-	"github.com/walkeeper/walkeeper/worker"
+	"github.com/walkeeper/walkeeper/temporaladmin"
 )
 
 // TestEveryTriggerIsVisible drives one merge per trigger kind on the real dev server (the
@@ -107,11 +107,11 @@ func TestEveryTriggerIsVisible(t *testing.T) {
 	create(a, "obs-sched")
 	seal(a, "obs-sched", 2)
 	sched := mustTarget(t, "generic:obs-sched")
-	if err := worker.EnsureTargetSchedule(e.ctx(waitShort), e.c, sched, time.Hour); err != nil {
+	if err := temporaladmin.EnsureTargetSchedule(e.ctx(waitShort), e.c, sched, time.Hour, temporaladmin.DefaultScheduleJitter); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = worker.DeleteSchedule(e.ctx(waitShort), e.c, worker.TargetScheduleID(sched)) })
-	if err := worker.TriggerSchedule(e.ctx(waitShort), e.c, worker.TargetScheduleID(sched)); err != nil {
+	t.Cleanup(func() { _ = temporaladmin.DeleteSchedule(e.ctx(waitShort), e.c, temporaladmin.TargetScheduleID(sched)) })
+	if err := temporaladmin.TriggerSchedule(e.ctx(waitShort), e.c, temporaladmin.TargetScheduleID(sched)); err != nil {
 		t.Fatal(err)
 	}
 	wait("generic:obs-sched")

@@ -12,7 +12,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/walkeeper/walkeeper/contract"
-	"github.com/walkeeper/walkeeper/worker"
+	"github.com/walkeeper/walkeeper/temporaladmin"
 )
 
 // TestSweepWindowLeavesNoWorkflowPerIdleRound runs the sweep schedule as a worker ensures it
@@ -43,15 +43,15 @@ func TestSweepWindowLeavesNoWorkflowPerIdleRound(t *testing.T) {
 	// The worker's ensure started a window at once.
 	var window string
 	waitFor(t, waitShort, "the sweep window to start", func() (bool, error) {
-		d, err := worker.DescribeSchedule(e.ctx(waitShort), e.c, worker.SweepScheduleID)
+		d, err := temporaladmin.DescribeSchedule(e.ctx(waitShort), e.c, temporaladmin.SweepScheduleID)
 		if err != nil || len(d.Info.RunningWorkflows) == 0 {
 			return false, err
 		}
 		window = d.Info.RunningWorkflows[0].WorkflowID
 		return true, nil
 	})
-	if !strings.HasPrefix(window, worker.SweepWorkflowID+"-") {
-		t.Fatalf("running %q, want a %s-* window", window, worker.SweepWorkflowID)
+	if !strings.HasPrefix(window, temporaladmin.SweepWorkflowID+"-") {
+		t.Fatalf("running %q, want a %s-* window", window, temporaladmin.SweepWorkflowID)
 	}
 
 	// N idle rounds: the window's history grows by its timers, the namespace by nothing.
@@ -103,7 +103,7 @@ func TestSweepWindowLeavesNoWorkflowPerIdleRound(t *testing.T) {
 
 	// Sweep now: a signal, served by a round of the same window.
 	before := e.countEvents(window, enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
-	msg, err := worker.SweepNow(e.ctx(waitShort), e.c)
+	msg, err := temporaladmin.SweepNow(e.ctx(waitShort), e.c)
 	if err != nil || !strings.Contains(msg, window) {
 		t.Fatalf("SweepNow: %q, %v", msg, err)
 	}
@@ -116,7 +116,7 @@ func TestSweepWindowLeavesNoWorkflowPerIdleRound(t *testing.T) {
 	}
 
 	// Pausing the sweep ends the window now, as canceled.
-	if err := worker.PauseSweep(e.ctx(waitShort), e.c, "test done"); err != nil {
+	if err := temporaladmin.PauseSweep(e.ctx(waitShort), e.c, "test done"); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, waitShort, "the paused sweep's window to end", func() (bool, error) {

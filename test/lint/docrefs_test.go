@@ -216,7 +216,7 @@ var (
 	bareCiteRe = regexp.MustCompile(`(?:^|[^\w./\-])([\w\-]+\.(?:go|md|sh|yml|yaml|json|mjs|tmpl)):(\d+)(?:[-–](\d+))?`)
 	// What may follow a path that is a template rather than a file: store/<kind>, x-<n>.json.
 	templateRest = regexp.MustCompile(`^[\w.\-]*[{<…$]`)
-	// A Go identifier after a package path: internal/testtemporal.Start.
+	// A Go identifier after a package path: internal/testkit/testtemporal.Start.
 	goIdent = regexp.MustCompile(`\.[A-Z]\w*$`)
 	// A directory a command creates: --out bench/results/run.
 	outputFlag = regexp.MustCompile(`--(?:out|work-dir|data)[ =]$`)

@@ -23,6 +23,7 @@ const module = "github.com/walkeeper/walkeeper"
 // skipped, so the table may name packages another branch introduces.
 var product = []string{
 	"cmd/walkeeper",
+	"temporaladmin",
 	"worker",
 	"workflows",
 	"activities",
@@ -31,14 +32,10 @@ var product = []string{
 	"target",
 }
 
-// harnesses are packages that only tests, benchmarks and `walkeeper dev` may link.
+// harnesses are packages that only tests and benchmarks may link: every test harness lives
+// under internal/testkit.
 var harnesses = []string{
-	module + "/internal/testtemporal",
-	module + "/internal/temporalcluster",
-	module + "/internal/testservers",
-	module + "/internal/bucketconformance",
-	module + "/internal/s3test",
-	module + "/internal/apitest",
+	module + "/internal/testkit",
 	module + "/bench",
 	module + "/test/",
 	"github.com/johannesboyne/gofakes3",
@@ -84,12 +81,17 @@ var rules = []rule{
 	},
 	{
 		name:   "only commands start dev servers",
-		from:   []string{"worker", "workflows", "activities", "store", "contract", "target"},
+		from:   []string{"worker", "temporaladmin", "workflows", "activities", "store", "contract", "target"},
 		forbid: []string{module + "/internal/devserver"},
 	},
 	{
+		name:   "temporaladmin runs no workflow code and sits beside the worker",
+		from:   []string{"temporaladmin"},
+		forbid: []string{module + "/worker", module + "/workflows", module + "/activities", module + "/cmd/"},
+	},
+	{
 		name:   "the test harnesses do not depend on the worker",
-		from:   []string{"internal/testtemporal", "internal/temporalcluster", "internal/testservers", "internal/devserver", "internal/s3test", "internal/apitest"},
+		from:   []string{"internal/testkit", "internal/devserver"},
 		forbid: []string{module + "/worker", module + "/cmd/"},
 	},
 }

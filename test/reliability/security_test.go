@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 
 	"github.com/walkeeper/walkeeper/store"
@@ -24,7 +25,7 @@ import (
 // Security checks at the process boundary. What worker/http_test.go already
 // covers is not repeated: TestHTTPAuth (401 basics, case-insensitive scheme, /healthz open),
 // TestHTTPListenDefaultIsLoopback (DefaultConfig), TestHTTPBadInputWritesNothing (".." and
-// "%2F" names), worker/temporal_test.go TestTemporalConfigTLS (TLS and API-key options).
+// "%2F" names), temporaladmin/dial_test.go TestConfigTLS (TLS and API-key options).
 
 // TestSecurityBinaryListensOnLoopbackByDefault: the shipped binary's flag default (what a
 // user gets with no --listen and no WALKEEPER_LISTEN) is a loopback address.
@@ -47,10 +48,10 @@ func TestSecurityBinaryListensOnLoopbackByDefault(t *testing.T) {
 	if err != nil || !net.ParseIP(host).IsLoopback() {
 		t.Fatalf("walkeeper worker listens on %q by default, want a loopback address", m[1])
 	}
-	if cfg, err := worker.ConfigFromEnv(); err == nil {
-		if h, _, _ := net.SplitHostPort(cfg.Listen); !net.ParseIP(h).IsLoopback() && os.Getenv("WALKEEPER_LISTEN") == "" {
-			t.Fatalf("ConfigFromEnv without WALKEEPER_LISTEN listens on %q", cfg.Listen)
-		}
+	cfg := worker.DefaultConfig()
+	cfg.RegisterFlags(pflag.NewFlagSet("worker", pflag.ContinueOnError))
+	if h, _, _ := net.SplitHostPort(cfg.Listen); !net.ParseIP(h).IsLoopback() && os.Getenv("WALKEEPER_LISTEN") == "" {
+		t.Fatalf("the worker's configuration without WALKEEPER_LISTEN listens on %q", cfg.Listen)
 	}
 }
 

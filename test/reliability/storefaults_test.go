@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/walkeeper/walkeeper/internal/s3test"
+	"github.com/walkeeper/walkeeper/internal/testkit/s3test"
 	"github.com/walkeeper/walkeeper/store"
 )
 

@@ -16,9 +16,9 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/walkeeper/walkeeper/contract"
-	"github.com/walkeeper/walkeeper/internal/apitest"
 	"github.com/walkeeper/walkeeper/internal/devserver"
-	"github.com/walkeeper/walkeeper/internal/testtemporal"
+	"github.com/walkeeper/walkeeper/internal/testkit/apitest"
+	"github.com/walkeeper/walkeeper/internal/testkit/testtemporal"
 	"github.com/walkeeper/walkeeper/store"
 )
 
@@ -165,7 +165,7 @@ func httpJSON(method, url string, body any, out any) (int, error) {
 
 // temporalRig is a Temporal server whose database survives restarts, plus a client: the dev
 // server by default, the PostgreSQL-backed cluster with WALKEEPER_TEST_TEMPORAL_SERVER=cluster
-// (internal/testtemporal).
+// (internal/testkit/testtemporal).
 type temporalRig struct {
 	srv     testtemporal.Restartable
 	c       client.Client

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/walkeeper/walkeeper/internal/apitest"
+	"github.com/walkeeper/walkeeper/internal/testkit/apitest"
 )
 
 // startFakeGCS runs fake-gcs-server over plain HTTP with its in-memory backend. gocloud's

@@ -1,14 +1,11 @@
-package worker_test
+package temporaladmin_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	commonpb "go.temporal.io/api/common/v1"
@@ -18,12 +15,12 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/walkeeper/walkeeper/contract"
-	"github.com/walkeeper/walkeeper/internal/testtemporal"
+	"github.com/walkeeper/walkeeper/internal/testkit/testtemporal"
 	"github.com/walkeeper/walkeeper/store"
-	"github.com/walkeeper/walkeeper/worker"
+	"github.com/walkeeper/walkeeper/temporaladmin"
 )
 
-// TestTemporalAdmin runs the Temporal plumbing against a real dev server that starts without
+// TestTemporalAdmin runs the package against a real dev server that starts without
 // walkeeper's search attributes (like a vanilla cluster): registration and schedules must be
 // idempotent, updates must reconcile, and pause/resume/trigger/describe must work.
 func TestTemporalAdmin(t *testing.T) {
@@ -36,7 +33,7 @@ func TestTemporalAdmin(t *testing.T) {
 
 	t.Run("search attributes", func(t *testing.T) {
 		for i := 0; i < 2; i++ {
-			require.NoError(t, worker.EnsureSearchAttributes(ctx, c, "default"), "call %d", i+1)
+			require.NoError(t, temporaladmin.EnsureSearchAttributes(ctx, c, "default"), "call %d", i+1)
 		}
 		resp, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: "default"})
 		require.NoError(t, err)
@@ -51,32 +48,21 @@ func TestTemporalAdmin(t *testing.T) {
 			SearchAttributes: map[string]enumspb.IndexedValueType{"WalPending": enumspb.INDEXED_VALUE_TYPE_KEYWORD},
 		})
 		require.NoError(t, err)
-		err = worker.EnsureSearchAttributes(ctx, c, "conflict")
+		err = temporaladmin.EnsureSearchAttributes(ctx, c, "conflict")
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "WalPending")
 	})
 
 	t.Run("sweep schedule", func(t *testing.T) {
-		// An old deployment's schedule: a MaintenanceSweep per interval, overlap SKIP.
-		_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
-			ID:   worker.SweepScheduleID,
-			Spec: client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: time.Minute}}},
-			Action: &client.ScheduleWorkflowAction{ID: "maintenance-sweep", Workflow: contract.MaintenanceSweepWorkflow,
-				Args: []any{contract.MaintenanceSweepInput{}}, TaskQueue: contract.TaskQueue},
-			Paused: true,
-		})
-		require.NoError(t, err)
-		require.NoError(t, worker.ResumeSchedule(ctx, c, worker.SweepScheduleID, ""))
-
-		// Ensuring it upgrades the action: one SweepWindow per window, a round every Every.
-		require.NoError(t, worker.EnsureSweepScheduleOpts(ctx, c, worker.SweepSchedule{Every: time.Minute, Window: time.Hour}))
-		d, err := worker.DescribeSchedule(ctx, c, worker.SweepScheduleID)
+		// Ensuring creates it: one SweepWindow per window, a round every Every.
+		require.NoError(t, temporaladmin.EnsureSweepSchedule(ctx, c, temporaladmin.SweepSchedule{Every: time.Minute, Window: time.Hour}))
+		d, err := temporaladmin.DescribeSchedule(ctx, c, temporaladmin.SweepScheduleID)
 		require.NoError(t, err)
 		assertInterval(t, d, time.Hour)
 		a := d.Schedule.Action.(*client.ScheduleWorkflowAction)
 		assert.Equal(t, contract.SweepWindowWorkflow, a.Workflow)
 		assert.Equal(t, contract.TaskQueue, a.TaskQueue)
-		assert.Equal(t, worker.SweepWorkflowID, a.ID)
+		assert.Equal(t, temporaladmin.SweepWorkflowID, a.ID)
 		require.Len(t, a.Args, 1)
 		var in contract.SweepWindowInput
 		require.NoError(t, converter.GetDefaultDataConverter().FromPayload(a.Args[0].(*commonpb.Payload), &in))
@@ -90,31 +76,31 @@ func TestTemporalAdmin(t *testing.T) {
 		// running), instead of waiting for the next whole hour.
 		var window string
 		require.Eventually(t, func() bool {
-			d, err = worker.DescribeSchedule(ctx, c, worker.SweepScheduleID)
+			d, err = temporaladmin.DescribeSchedule(ctx, c, temporaladmin.SweepScheduleID)
 			if err != nil || len(d.Info.RunningWorkflows) != 1 {
 				return false
 			}
 			window = d.Info.RunningWorkflows[0].WorkflowID
 			return true
 		}, 30*time.Second, 200*time.Millisecond)
-		assert.Contains(t, window, worker.SweepWorkflowID+"-")
+		assert.Contains(t, window, temporaladmin.SweepWorkflowID+"-")
 
 		// A second ensure (another worker starting) starts no second window.
-		require.NoError(t, worker.EnsureSweepScheduleOpts(ctx, c, worker.SweepSchedule{Every: time.Minute, Window: time.Hour}))
+		require.NoError(t, temporaladmin.EnsureSweepSchedule(ctx, c, temporaladmin.SweepSchedule{Every: time.Minute, Window: time.Hour}))
 		time.Sleep(time.Second)
-		d, err = worker.DescribeSchedule(ctx, c, worker.SweepScheduleID)
+		d, err = temporaladmin.DescribeSchedule(ctx, c, temporaladmin.SweepScheduleID)
 		require.NoError(t, err)
 		assert.Len(t, d.Info.RunningWorkflows, 1)
 
 		// Sweep now signals the running window.
-		msg, err := worker.SweepNow(ctx, c)
+		msg, err := temporaladmin.SweepNow(ctx, c)
 		require.NoError(t, err)
 		assert.Contains(t, msg, "signaled sweep window "+window)
 		assert.True(t, historyHas(ctx, t, c, window, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED))
 
 		// Pausing the sweep pauses the schedule and cancels the window.
-		require.NoError(t, worker.PauseSweep(ctx, c, "maintenance window"))
-		d, err = worker.DescribeSchedule(ctx, c, worker.SweepScheduleID)
+		require.NoError(t, temporaladmin.PauseSweep(ctx, c, "maintenance window"))
+		d, err = temporaladmin.DescribeSchedule(ctx, c, temporaladmin.SweepScheduleID)
 		require.NoError(t, err)
 		assert.True(t, d.Schedule.State.Paused)
 		assert.Equal(t, "maintenance window", d.Schedule.State.Note)
@@ -124,38 +110,38 @@ func TestTemporalAdmin(t *testing.T) {
 		// one MaintenanceSweep instead of starting an hour-long window.
 		require.NoError(t, c.TerminateWorkflow(ctx, window, "", "test: the window ended"))
 		require.Eventually(t, func() bool {
-			d, err = worker.DescribeSchedule(ctx, c, worker.SweepScheduleID)
+			d, err = temporaladmin.DescribeSchedule(ctx, c, temporaladmin.SweepScheduleID)
 			return err == nil && len(d.Info.RunningWorkflows) == 0
 		}, 30*time.Second, 200*time.Millisecond)
-		msg, err = worker.SweepNow(ctx, c)
+		msg, err = temporaladmin.SweepNow(ctx, c)
 		require.NoError(t, err)
-		assert.Contains(t, msg, "is paused: started one MaintenanceSweep "+worker.SweepWorkflowID+"-now-")
+		assert.Contains(t, msg, "is paused: started one MaintenanceSweep "+temporaladmin.SweepWorkflowID+"-now-")
 		resp, err := c.DescribeWorkflowExecution(ctx, msg[strings.LastIndex(msg, " ")+1:], "")
 		require.NoError(t, err)
 		assert.Equal(t, contract.MaintenanceSweepWorkflow, resp.GetWorkflowExecutionInfo().GetType().GetName())
 
 		// The next ensure updates the interval and leaves the operator's pause alone.
-		require.NoError(t, worker.EnsureSweepScheduleOpts(ctx, c, worker.SweepSchedule{Every: time.Minute, Window: 30 * time.Minute}))
-		d, err = worker.DescribeSchedule(ctx, c, worker.SweepScheduleID)
+		require.NoError(t, temporaladmin.EnsureSweepSchedule(ctx, c, temporaladmin.SweepSchedule{Every: time.Minute, Window: 30 * time.Minute}))
+		d, err = temporaladmin.DescribeSchedule(ctx, c, temporaladmin.SweepScheduleID)
 		require.NoError(t, err)
 		assertInterval(t, d, 30*time.Minute)
 		assert.True(t, d.Schedule.State.Paused, "ensure must not unpause")
 
-		require.NoError(t, worker.ResumeSweep(ctx, c, ""))
-		d, err = worker.DescribeSchedule(ctx, c, worker.SweepScheduleID)
+		require.NoError(t, temporaladmin.ResumeSweep(ctx, c, ""))
+		d, err = temporaladmin.DescribeSchedule(ctx, c, temporaladmin.SweepScheduleID)
 		require.NoError(t, err)
 		assert.False(t, d.Schedule.State.Paused)
 
-		assert.Error(t, worker.EnsureSweepSchedule(ctx, c, 0))
+		assert.Error(t, temporaladmin.EnsureSweepSchedule(ctx, c, temporaladmin.SweepSchedule{}))
 	})
 
 	t.Run("target schedule", func(t *testing.T) {
 		target := store.Target{Kind: store.KindGeneric, Name: "gs"}
-		id := worker.TargetScheduleID(target)
+		id := temporaladmin.TargetScheduleID(target)
 		assert.Equal(t, "merge-wal-tick/generic/gs", id)
-		require.NoError(t, worker.EnsureTargetSchedule(ctx, c, target, time.Hour))
-		require.NoError(t, worker.EnsureTargetSchedule(ctx, c, target, 2*time.Hour))
-		d, err := worker.DescribeSchedule(ctx, c, id)
+		require.NoError(t, temporaladmin.EnsureTargetSchedule(ctx, c, target, time.Hour, temporaladmin.DefaultScheduleJitter))
+		require.NoError(t, temporaladmin.EnsureTargetSchedule(ctx, c, target, 2*time.Hour, temporaladmin.DefaultScheduleJitter))
+		d, err := temporaladmin.DescribeSchedule(ctx, c, id)
 		require.NoError(t, err)
 		assertInterval(t, d, 2*time.Hour)
 		a := d.Schedule.Action.(*client.ScheduleWorkflowAction)
@@ -168,10 +154,10 @@ func TestTemporalAdmin(t *testing.T) {
 		require.NoError(t, converter.GetDefaultDataConverter().FromPayload(p, &in))
 		assert.Equal(t, map[string]any{"target": "generic:gs"}, in)
 
-		require.NoError(t, worker.PauseSchedule(ctx, c, id, ""))
-		require.NoError(t, worker.ResumeSchedule(ctx, c, id, ""))
-		require.NoError(t, worker.DeleteSchedule(ctx, c, id))
-		_, err = worker.DescribeSchedule(ctx, c, id)
+		require.NoError(t, temporaladmin.PauseSchedule(ctx, c, id, ""))
+		require.NoError(t, temporaladmin.ResumeSchedule(ctx, c, id, ""))
+		require.NoError(t, temporaladmin.DeleteSchedule(ctx, c, id))
+		_, err = temporaladmin.DescribeSchedule(ctx, c, id)
 		assert.Error(t, err)
 	})
 }
@@ -195,76 +181,4 @@ func assertInterval(t *testing.T, d *client.ScheduleDescription, every time.Dura
 	require.NotNil(t, d.Schedule.Spec)
 	require.Len(t, d.Schedule.Spec.Intervals, 1)
 	assert.Equal(t, every, d.Schedule.Spec.Intervals[0].Every)
-}
-
-func TestTemporalConfigTLS(t *testing.T) {
-	t.Setenv("WALKEEPER_TEMPORAL", "")
-	// Plain by default.
-	o, err := worker.TemporalConfig{}.ClientOptions(nil)
-	require.NoError(t, err)
-	assert.Nil(t, o.ConnectionOptions.TLS)
-	assert.Equal(t, worker.DefaultTemporalHostPort, o.HostPort)
-	assert.Equal(t, worker.DefaultTemporalNamespace, o.Namespace)
-
-	// An API key implies TLS and sets credentials.
-	o, err = worker.TemporalConfig{HostPort: "ns.acct.tmprl.cloud:7233", APIKey: "k"}.ClientOptions(nil)
-	require.NoError(t, err)
-	require.NotNil(t, o.ConnectionOptions.TLS)
-	assert.NotNil(t, o.Credentials)
-
-	// Cert without key is refused; missing files are reported.
-	_, err = worker.TemporalConfig{TLSCert: "a.pem"}.ClientOptions(nil)
-	assert.Error(t, err)
-	_, err = worker.TemporalConfig{TLSCA: filepath.Join(t.TempDir(), "missing.pem")}.ClientOptions(nil)
-	assert.Error(t, err)
-	bad := filepath.Join(t.TempDir(), "bad.pem")
-	require.NoError(t, os.WriteFile(bad, []byte("not pem"), 0o644))
-	_, err = worker.TemporalConfig{TLSCA: bad, TLSServerName: "x"}.ClientOptions(nil)
-	assert.Error(t, err)
-}
-
-func TestTemporalConfigFromEnv(t *testing.T) {
-	t.Setenv("WALKEEPER_TEMPORAL", "temporal:7233")
-	t.Setenv("WALKEEPER_NAMESPACE", "prod")
-	t.Setenv("WALKEEPER_TEMPORAL_TLS", "true")
-	t.Setenv("WALKEEPER_TEMPORAL_TLS_SERVER_NAME", "temporal.internal")
-	c, err := worker.TemporalConfigFromEnv()
-	require.NoError(t, err)
-	assert.Equal(t, "temporal:7233", c.HostPort)
-	assert.Equal(t, "prod", c.Namespace)
-	assert.True(t, c.TLS)
-	assert.Equal(t, "temporal.internal", c.TLSServerName)
-}
-
-// A Temporal boolean in the environment parses like every other knob: a bad value is an
-// error naming the variable, never a silent false (it used to be).
-func TestTemporalConfigBadEnvIsAnError(t *testing.T) {
-	t.Setenv("WALKEEPER_TEMPORAL_TLS", "maybe")
-	_, err := worker.TemporalConfigFromEnv()
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), `WALKEEPER_TEMPORAL_TLS="maybe"`)
-
-	var c worker.TemporalConfig
-	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
-	c.RegisterFlags(fs)
-	require.NoError(t, fs.Parse(nil))
-	err = c.Validate()
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "WALKEEPER_TEMPORAL_TLS")
-
-	// The flag given on the command line supersedes the bad environment value.
-	c = worker.TemporalConfig{}
-	fs = pflag.NewFlagSet("t", pflag.ContinueOnError)
-	c.RegisterFlags(fs)
-	require.NoError(t, fs.Parse([]string{"--temporal-tls"}))
-	require.NoError(t, c.Validate())
-	assert.True(t, c.TLS)
-
-	// Help texts and environment names come from the knob table.
-	for _, k := range worker.Knobs() {
-		if f := fs.Lookup(k.Flag); f != nil {
-			assert.Equal(t, k.Usage+" (env "+k.Env+")", f.Usage, k.Flag)
-		}
-	}
-	assert.NotNil(t, fs.Lookup("temporal-api-key"))
 }

@@ -2,8 +2,6 @@ package testtemporal
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,7 +15,8 @@ import (
 
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/internal/cachebin"
-	"github.com/walkeeper/walkeeper/internal/temporalcluster"
+	"github.com/walkeeper/walkeeper/internal/testkit/temporalcluster"
+	"github.com/walkeeper/walkeeper/temporaladmin"
 )
 
 // Environment variables that choose which Temporal server the tests run against.
@@ -63,23 +62,14 @@ func SelectedMode() (Mode, error) {
 	}
 }
 
-// Conn says how to reach a Temporal server: the fields of the worker's TemporalConfig that
-// a test needs (this harness must not import worker/, see test/lint).
-type Conn struct {
-	HostPort, Namespace                   string
-	TLS                                   bool
-	TLSCert, TLSKey, TLSCA, TLSServerName string
-	APIKey                                string
-}
-
 // ExternalConfig is the connection to the server named by EnvHostPort (ok false when unset).
 // An empty namespace here means the caller's.
-func ExternalConfig() (cfg Conn, ok bool) {
+func ExternalConfig() (cfg temporaladmin.Config, ok bool) {
 	hp := os.Getenv(EnvHostPort)
 	if hp == "" {
-		return Conn{}, false
+		return temporaladmin.Config{}, false
 	}
-	cfg = Conn{
+	cfg = temporaladmin.Config{
 		HostPort:      hp,
 		Namespace:     os.Getenv(EnvNamespace),
 		TLSCert:       os.Getenv(EnvTLSCert),
@@ -135,7 +125,7 @@ func StartCluster(t testing.TB, o Options) (*temporalcluster.Cluster, client.Cli
 			_ = os.RemoveAll(dir)
 		}
 	})
-	return cl, dial(t, Conn{HostPort: cl.HostPort(), Namespace: o.Namespace}, o.Verbose)
+	return cl, dial(t, temporaladmin.Config{HostPort: cl.HostPort(), Namespace: o.Namespace}, o.Verbose)
 }
 
 // startSelected starts (or finds) the server EnvServer/EnvHostPort select; ok is false in
@@ -175,58 +165,19 @@ func startSelected(t testing.TB, o Options) (hostPort string, c client.Client, o
 	return "", nil, false
 }
 
-func dial(t testing.TB, cfg Conn, verbose bool) client.Client {
+func dial(t testing.TB, cfg temporaladmin.Config, verbose bool) client.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	opts := client.Options{
-		HostPort:  cfg.HostPort,
-		Namespace: cfg.Namespace,
-		Logger:    sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(progressWriter{t}, &slog.HandlerOptions{Level: slogLevel(verbose)}))),
-	}
-	tlsCfg, err := cfg.tlsConfig()
+	opts, err := cfg.ClientOptions(nil)
 	if err != nil {
-		t.Fatalf("testtemporal: %v", err)
+		t.Fatalf("testtemporal: %s (%s*): %v", EnvHostPort, EnvTLS, err)
 	}
-	opts.ConnectionOptions.TLS = tlsCfg
-	if cfg.APIKey != "" {
-		opts.Credentials = client.NewAPIKeyStaticCredentials(cfg.APIKey)
-	}
+	opts.Logger = sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(progressWriter{t}, &slog.HandlerOptions{Level: slogLevel(verbose)})))
 	c, err := client.DialContext(ctx, opts)
 	if err != nil {
 		t.Fatalf("testtemporal: dial %s: %v", cfg.HostPort, err)
 	}
 	t.Cleanup(c.Close)
 	return c
-}
-
-// tlsConfig follows the worker's rules: TLS is on when asked for, or when any TLS file or
-// an API key is given.
-func (c Conn) tlsConfig() (*tls.Config, error) {
-	if !c.TLS && c.TLSCert == "" && c.TLSKey == "" && c.TLSCA == "" && c.TLSServerName == "" && c.APIKey == "" {
-		return nil, nil
-	}
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: c.TLSServerName}
-	if (c.TLSCert == "") != (c.TLSKey == "") {
-		return nil, fmt.Errorf("%s and %s must be given together", EnvTLSCert, EnvTLSKey)
-	}
-	if c.TLSCert != "" {
-		pair, err := tls.LoadX509KeyPair(c.TLSCert, c.TLSKey)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", EnvTLSCert, err)
-		}
-		cfg.Certificates = []tls.Certificate{pair}
-	}
-	if c.TLSCA != "" {
-		pem, err := os.ReadFile(c.TLSCA)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", EnvTLSCA, err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("%s: no PEM certificates in %s", EnvTLSCA, c.TLSCA)
-		}
-		cfg.RootCAs = pool
-	}
-	return cfg, nil
 }

@@ -22,8 +22,8 @@ import (
 
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/internal/cachebin"
-	"github.com/walkeeper/walkeeper/internal/temporalcluster"
-	"github.com/walkeeper/walkeeper/worker"
+	"github.com/walkeeper/walkeeper/internal/testkit/temporalcluster"
+	"github.com/walkeeper/walkeeper/temporaladmin"
 )
 
 // startCluster starts one PostgreSQL-backed server for a test (skipped without the binaries
@@ -58,7 +58,7 @@ func startCluster(t *testing.T, namespaces ...string) *temporalcluster.Cluster {
 
 func dial(t *testing.T, c *temporalcluster.Cluster, ns string) client.Client {
 	t.Helper()
-	cl, err := worker.Dial(context.Background(), worker.TemporalConfig{HostPort: c.HostPort(), Namespace: ns}, zap.NewNop())
+	cl, err := temporaladmin.Dial(context.Background(), temporaladmin.Config{HostPort: c.HostPort(), Namespace: ns}, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestSQLVisibilitySearchAttributeSlots(t *testing.T) {
 	// walkeeper's attributes register (and re-register, idempotently).
 	cl := dial(t, c, "default")
 	for range 2 {
-		if err := worker.EnsureSearchAttributes(ctx, cl, "default"); err != nil {
+		if err := temporaladmin.EnsureSearchAttributes(ctx, cl, "default"); err != nil {
 			t.Fatalf("EnsureSearchAttributes on SQL visibility: %v", err)
 		}
 	}
@@ -186,7 +186,7 @@ func TestSQLVisibilitySearchAttributeSlots(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	err := worker.EnsureSearchAttributes(ctx, full, "full")
+	err := temporaladmin.EnsureSearchAttributes(ctx, full, "full")
 	if err == nil || !strings.Contains(err.Error(), "cannot have more than 3 search attribute of type Int") {
 		t.Fatalf("EnsureSearchAttributes with no Int slot left = %v, want the server's InvalidArgument", err)
 	}
@@ -200,7 +200,7 @@ func TestSQLVisibilitySearchAttributeSlots(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = worker.EnsureSearchAttributes(ctx, race, "race")
+			errs[i] = temporaladmin.EnsureSearchAttributes(ctx, race, "race")
 		}()
 	}
 	wg.Wait()

@@ -1,10 +1,11 @@
-package worker
+package temporaladmin
 
 import (
 	"context"
 	"fmt"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/walkeeper/walkeeper/contract"
@@ -13,13 +14,13 @@ import (
 // ReconcileScheduleID is the Schedule that runs ReconcileDemand (docs/DESIGN.md §12).
 const ReconcileScheduleID = contract.ReconcileDemandScheduleID
 
-// ReconcileJitter is the jitter of walkeeper-reconcile: up to a tenth of its interval
-// (ScheduleJitter caps it at a quarter), so the reconciles of several namespaces or
+// reconcileJitter is the jitter of walkeeper-reconcile: up to a tenth of its interval
+// (scheduleJitter caps it at a quarter), so the reconciles of several namespaces or
 // deployments sharing one storage do not start in the same second.
-func ReconcileJitter(every time.Duration) time.Duration { return ScheduleJitter(every, every/10) }
+func reconcileJitter(every time.Duration) time.Duration { return scheduleJitter(every, every/10) }
 
 // EnsureReconcileSchedule creates the Schedule "walkeeper-reconcile" that starts
-// ReconcileDemand every `every` (ReconcileJitter), or, if it exists, reconciles its spec,
+// ReconcileDemand every `every` (reconcileJitter), or, if it exists, reconciles its spec,
 // action and policies. Overlap SKIP: a reconcile still paging (across its continue-as-new
 // runs) makes the next tick a no-op. A paused schedule stays paused.
 func EnsureReconcileSchedule(ctx context.Context, c client.Client, every time.Duration) error {
@@ -35,5 +36,5 @@ func EnsureReconcileSchedule(ctx context.Context, c client.Client, every time.Du
 		WorkflowRunTimeout: time.Hour,
 		StaticSummary:      "walkeeper demand index reconcile",
 	}
-	return ensureSchedule(ctx, c, ReconcileScheduleID, every, ReconcileJitter(every), action)
+	return ensureSchedule(ctx, c, ReconcileScheduleID, every, reconcileJitter(every), action, enumspb.SCHEDULE_OVERLAP_POLICY_SKIP)
 }

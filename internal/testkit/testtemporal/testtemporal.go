@@ -26,7 +26,7 @@ const defaultNamespace = "default"
 // Options tune Start.
 type Options struct {
 	// NoSearchAttributes starts a vanilla server without walkeeper's search attributes, for
-	// tests of worker.EnsureSearchAttributes.
+	// tests of temporaladmin.EnsureSearchAttributes.
 	NoSearchAttributes bool
 	// Namespace of the returned client; empty = "default".
 	Namespace string

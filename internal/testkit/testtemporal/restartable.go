@@ -11,7 +11,8 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/walkeeper/walkeeper/internal/devserver"
-	"github.com/walkeeper/walkeeper/internal/temporalcluster"
+	"github.com/walkeeper/walkeeper/internal/testkit/temporalcluster"
+	"github.com/walkeeper/walkeeper/temporaladmin"
 )
 
 // ErrNoPersistenceRestart is returned by RestartPersistence on the dev server, whose SQLite
@@ -73,7 +74,7 @@ func StartRestartable(t testing.TB, o Options) (Restartable, client.Client) {
 			}
 		}
 	})
-	return d, dial(t, Conn{HostPort: d.HostPort(), Namespace: o.Namespace}, o.Verbose)
+	return d, dial(t, temporaladmin.Config{HostPort: d.HostPort(), Namespace: o.Namespace}, o.Verbose)
 }
 
 type clusterServer struct{ cl *temporalcluster.Cluster }

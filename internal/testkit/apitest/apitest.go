@@ -1,7 +1,7 @@
 // Package apitest is the HTTP client tests share: one request in, the whole answer out, JSON
 // either way. The worker package's own tests, the end-to-end and deployment tests, and the
 // reliability and integration suites call walkeeper's data plane through it, and
-// internal/testservers creates fake-gcs-server's buckets with it.
+// internal/testkit/testservers creates fake-gcs-server's buckets with it.
 package apitest
 
 import (

@@ -13,8 +13,8 @@ var configDoc string
 
 var configDocTmpl = template.Must(template.New("CONFIG.md").Parse(configDoc))
 
-// ConfigMarkdown renders docs/CONFIG.md from Knobs() and config.md.tmpl.
-func ConfigMarkdown() string {
+// configMarkdown renders docs/CONFIG.md from Knobs() and config.md.tmpl.
+func configMarkdown() string {
 	var b strings.Builder
 	if err := configDocTmpl.Execute(&b, Knobs()); err != nil {
 		panic("worker: config.md.tmpl: " + err.Error()) // the template is compiled in; TestConfigDocUpToDate runs it

@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -68,7 +67,7 @@ func appendIDs(t *testing.T, s *store.Store, ids ...string) {
 
 // A wedged store of one kind must not delay the seal of another kind: the kinds run in their
 // own loops, and the wedged store is abandoned after the per-store timeout and then skipped.
-func TestSweeperSlowKindDoesNotDelayOtherKinds(t *testing.T) {
+func TestFlusherSlowKindDoesNotDelayOtherKinds(t *testing.T) {
 	m := NewMetrics(nil)
 	db, ro, ge := testDB(t, m)
 	appendIDs(t, ro, "r1")
@@ -78,7 +77,7 @@ func TestSweeperSlowKindDoesNotDelayOtherKinds(t *testing.T) {
 	var roEntered atomic.Int32
 	var geFlushes atomic.Int32
 	geSealed := make(chan float64, 1) // rollout timeouts seen when generic first sealed
-	sw := NewSweeper(SweeperOptions{
+	sw := NewFlusher(FlusherOptions{
 		Interval: 10 * time.Millisecond,
 		Timeout:  time.Second,
 		Logger:   zaptest.NewLogger(t),
@@ -94,7 +93,7 @@ func TestSweeperSlowKindDoesNotDelayOtherKinds(t *testing.T) {
 				geFlushes.Add(1)
 				if res.Sealed {
 					select {
-					case geSealed <- testutil.ToFloat64(m.sweeperTimeouts.WithLabelValues("rollout")):
+					case geSealed <- testutil.ToFloat64(m.flusherTimeouts.WithLabelValues("rollout")):
 					default:
 					}
 				}
@@ -129,13 +128,13 @@ func TestSweeperSlowKindDoesNotDelayOtherKinds(t *testing.T) {
 		t.Fatalf("generic flushed %d times while rollout was wedged", geFlushes.Load())
 	}
 	// The wedged store timed out once, and is skipped (not re-entered) while its seal runs.
-	for testutil.ToFloat64(m.sweeperTimeouts.WithLabelValues("rollout")) < 1 && time.Now().Before(deadline) {
+	for testutil.ToFloat64(m.flusherTimeouts.WithLabelValues("rollout")) < 1 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
-	if got := testutil.ToFloat64(m.sweeperTimeouts.WithLabelValues("rollout")); got != 1 {
+	if got := testutil.ToFloat64(m.flusherTimeouts.WithLabelValues("rollout")); got != 1 {
 		t.Fatalf("rollout timeouts = %v, want 1", got)
 	}
-	for testutil.ToFloat64(m.sweeperSkipped.WithLabelValues("rollout")) < 1 && time.Now().Before(deadline) {
+	for testutil.ToFloat64(m.flusherSkipped.WithLabelValues("rollout")) < 1 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	if n := roEntered.Load(); n != 1 {
@@ -144,7 +143,7 @@ func TestSweeperSlowKindDoesNotDelayOtherKinds(t *testing.T) {
 	if got := testutil.ToFloat64(m.Store.FlushTotal.WithLabelValues("rollout", "timeout")); got != 1 {
 		t.Fatalf(`walkeeper_flush_total{kind="rollout",result="timeout"} = %v`, got)
 	}
-	if got := testutil.ToFloat64(m.sweeperTimeouts.WithLabelValues("generic")); got != 0 {
+	if got := testutil.ToFloat64(m.flusherTimeouts.WithLabelValues("generic")); got != 0 {
 		t.Fatalf("generic timeouts = %v", got)
 	}
 
@@ -158,16 +157,16 @@ func TestSweeperSlowKindDoesNotDelayOtherKinds(t *testing.T) {
 	}
 }
 
-// SweepOnce runs the kinds concurrently. The rollout store (swept first if kinds ran in order)
+// FlushOnce runs the kinds concurrently. The rollout store (swept first if kinds ran in order)
 // can only finish once the generic store has sealed; run serially, it would sit out its whole
 // timeout.
-func TestSweepOnceRunsKindsConcurrently(t *testing.T) {
+func TestFlushOnceRunsKindsConcurrently(t *testing.T) {
 	m := NewMetrics(nil)
 	db, ro, ge := testDB(t, m)
 	appendIDs(t, ro, "r1")
 	appendIDs(t, ge, "g1")
 	geSealed := make(chan struct{})
-	sw := NewSweeper(SweeperOptions{
+	sw := NewFlusher(FlusherOptions{
 		Interval: time.Hour,
 		Timeout:  5 * time.Second,
 		Logger:   zaptest.NewLogger(t),
@@ -189,11 +188,11 @@ func TestSweepOnceRunsKindsConcurrently(t *testing.T) {
 		},
 	})
 	begin := time.Now()
-	sw.SweepOnce(context.Background())
+	sw.FlushOnce(context.Background())
 	if d := time.Since(begin); d > 4*time.Second {
-		t.Fatalf("SweepOnce took %v: kinds ran one after another", d)
+		t.Fatalf("FlushOnce took %v: kinds ran one after another", d)
 	}
-	if got := testutil.ToFloat64(m.sweeperTimeouts.WithLabelValues("rollout")); got != 0 {
+	if got := testutil.ToFloat64(m.flusherTimeouts.WithLabelValues("rollout")); got != 0 {
 		t.Fatalf("rollout timed out (%v): it waited for the generic pass", got)
 	}
 	if got := testutil.ToFloat64(m.Store.FlushTotal.WithLabelValues("rollout", "sealed")); got != 1 {
@@ -206,123 +205,20 @@ func TestSweepOnceRunsKindsConcurrently(t *testing.T) {
 	}
 }
 
-// The count trigger starts MergeWal exactly when the own shard's pending count reaches the
-// threshold after a seal, and never when the threshold is 0 (off).
-func TestCountTriggerFiresAtThreshold(t *testing.T) {
-	for _, tc := range []struct {
-		threshold int
-		want      []int // pending counts at which a start happens, for seals 1..5
-	}{
-		{threshold: 3, want: []int{3, 4, 5}},
-		{threshold: 1, want: []int{1, 2, 3, 4, 5}},
-		{threshold: 0, want: nil},
-	} {
-		t.Run(fmt.Sprintf("threshold=%d", tc.threshold), func(t *testing.T) {
-			m := NewMetrics(nil)
-			db, _, ge := testDB(t, m)
-			rs := &recStarter{}
-			var pendings []int
-			var mu sync.Mutex
-			sw := NewSweeper(SweeperOptions{
-				Interval: time.Hour, MergeAfterGenerations: tc.threshold, Start: rs.start,
-				Logger: zaptest.NewLogger(t), Metrics: m, Resident: db.Resident,
-				Observe: func(_ store.Target, res store.FlushResult) {
-					mu.Lock()
-					pendings = append(pendings, res.Pending)
-					mu.Unlock()
-				},
-			})
-			var got []int
-			for i := 1; i <= 5; i++ {
-				appendIDs(t, ge, fmt.Sprintf("g%d", i))
-				before := rs.count()
-				sw.SweepOnce(context.Background())
-				if rs.count() > before {
-					got = append(got, i)
-				}
-				if rs.count()-before > 1 {
-					t.Fatalf("seal %d started %d workflows", i, rs.count()-before)
-				}
-			}
-			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
-				t.Fatalf("starts after seals %v, want %v (pending seen: %v)", got, tc.want, pendings)
-			}
-			for _, c := range rs.calls {
-				if c.target != "generic:fast" || c.in.Target != "generic:fast" {
-					t.Fatalf("start call %+v", c)
-				}
-			}
-			// A sweep that seals nothing does not start again.
-			before := rs.count()
-			sw.SweepOnce(context.Background())
-			if rs.count() != before {
-				t.Fatal("an empty flush re-triggered MergeWal")
-			}
-			if got := testutil.ToFloat64(m.triggerStarts.WithLabelValues(TriggerCount, ResultStarted)); int(got) != len(tc.want) {
-				t.Fatalf("trigger_starts_total{count,started} = %v", got)
-			}
-		})
-	}
-}
-
-// Without a starter (HTTP-only mode) the trigger is off whatever the threshold.
-func TestCountTriggerOffWithoutTemporal(t *testing.T) {
-	db, _, ge := testDB(t, nil)
-	sw := NewSweeper(SweeperOptions{Interval: time.Hour, MergeAfterGenerations: 1, Resident: db.Resident})
-	appendIDs(t, ge, "g1")
-	sw.SweepOnce(context.Background()) // must not panic or block
-	if sw.trigger.countEnabled() {
-		t.Fatal("trigger enabled without a starter")
-	}
-}
-
-// A failed start is a trigger failure, not a flush failure, and is retried on the next
-// successful flush even when that flush seals nothing.
-func TestCountTriggerFailureIsNotAFlushFailure(t *testing.T) {
-	m := NewMetrics(nil)
-	db, _, ge := testDB(t, m)
-	rs := &recStarter{}
-	rs.setFail(errors.New("temporal unreachable"))
-	sw := NewSweeper(SweeperOptions{Interval: time.Hour, MergeAfterGenerations: 1, Start: rs.start,
-		Logger: zaptest.NewLogger(t), Metrics: m, Resident: db.Resident})
-
-	appendIDs(t, ge, "g1")
-	sw.SweepOnce(context.Background())
-	if rs.count() != 1 {
-		t.Fatalf("starts = %d, want 1", rs.count())
-	}
-	if got := testutil.ToFloat64(m.Store.FlushTotal.WithLabelValues("generic", "failed")); got != 0 {
-		t.Fatalf("a merge-start failure was counted as a flush failure (%v)", got)
-	}
-	if got := testutil.ToFloat64(m.triggerStarts.WithLabelValues(TriggerCount, ResultFailed)); got != 1 {
-		t.Fatalf("trigger_starts_total{count,failed} = %v", got)
-	}
-
-	rs.setFail(nil)
-	sw.SweepOnce(context.Background()) // seals nothing, but the failed start is retried
-	if rs.count() != 2 {
-		t.Fatalf("starts = %d, want a retry", rs.count())
-	}
-	sw.SweepOnce(context.Background()) // nothing sealed, nothing to retry
-	if rs.count() != 2 {
-		t.Fatalf("starts = %d after a successful retry", rs.count())
-	}
-}
-
-func TestSweeperStartWithZeroIntervalIsOff(t *testing.T) {
+func TestFlusherStartWithZeroIntervalIsOff(t *testing.T) {
 	called := atomic.Int32{}
-	sw := NewSweeper(SweeperOptions{Resident: func() []*store.Store { called.Add(1); return nil }})
+	sw := NewFlusher(FlusherOptions{Resident: func() []*store.Store { called.Add(1); return nil }})
 	sw.Start(context.Background())
 	time.Sleep(20 * time.Millisecond)
 	if err := sw.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if called.Load() != 0 {
-		t.Fatal("a sweeper with interval 0 swept")
+		t.Fatal("a flusher with interval 0 flushed")
 	}
 }
 
-// A slow Temporal frontend never holds the sweep: starts run in the background, one per
+// A slow Temporal frontend never holds the flusher: starts run in the background, one per
 // target, so the next store of the same kind is sealed at once.
 func TestSlowMergeStartDoesNotDelaySeals(t *testing.T) {
 	db, _, ge := testDB(t, nil)
@@ -344,32 +240,32 @@ func TestSlowMergeStartDoesNotDelaySeals(t *testing.T) {
 		return rs.start(ctx, tg, in)
 	}
 	var sealed atomic.Int32
-	sw := NewSweeper(SweeperOptions{Interval: time.Hour, MergeAfterGenerations: 1, Start: slow,
+	sw := NewFlusher(FlusherOptions{Interval: time.Hour, MergeAfterGenerations: 1, Start: slow,
 		Logger: zaptest.NewLogger(t), Resident: db.Resident,
 		Observe: func(_ store.Target, res store.FlushResult) {
 			if res.Sealed {
 				sealed.Add(1)
 			}
 		}})
-	// The starts hang until release: a sweep that waited for them would never return.
+	// The starts hang until release: a flush pass that waited for them would never return.
 	swept := make(chan struct{})
 	go func() {
-		sw.SweepKind(context.Background(), store.KindGeneric)
+		sw.FlushKind(context.Background(), store.KindGeneric)
 		close(swept)
 	}()
 	select {
 	case <-swept:
 	case <-time.After(30 * time.Second):
-		t.Fatal("the sweep waited for hung merge starts")
+		t.Fatal("the flush pass waited for hung merge starts")
 	}
 	if sealed.Load() != 2 {
 		t.Fatalf("sealed %d stores, want 2", sealed.Load())
 	}
-	// A second sweep while the starts still hang does not pile up more starts.
+	// A second flush pass while the starts still hang does not pile up more starts.
 	appendIDs(t, ge, "g2")
-	sw.SweepKind(context.Background(), store.KindGeneric)
+	sw.FlushKind(context.Background(), store.KindGeneric)
 	close(release)
-	sw.trigger.wait()
+	sw.triggers.wait()
 	if rs.count() != 2 {
 		t.Fatalf("starts = %d, want one per store", rs.count())
 	}
@@ -380,11 +276,11 @@ func TestSlowMergeStartDoesNotDelaySeals(t *testing.T) {
 	}
 }
 
-// The sweeper seals only stores with a writer in this process. A store that is resident
+// The flusher seals only stores with a writer in this process. A store that is resident
 // only because it was read, scanned or merged costs nothing per tick (before, every tick
 // listed its WAL prefix). Rows a crashed earlier run left in
 // the WAL are still sealed: DB.Recover replays them at worker start.
-func TestSweeperSkipsStoresWithoutWriterAndRecoverSealsCrashWAL(t *testing.T) {
+func TestFlusherSkipsStoresWithoutWriterAndRecoverSealsCrashWAL(t *testing.T) {
 	ctx := context.Background()
 	root := "file://" + filepath.ToSlash(filepath.Join(t.TempDir(), "storage"))
 	open := func() *store.DB {
@@ -422,12 +318,12 @@ func TestSweeperSkipsStoresWithoutWriterAndRecoverSealsCrashWAL(t *testing.T) {
 		}
 	}
 	var flushed atomic.Int32
-	sw := NewSweeper(SweeperOptions{Interval: time.Hour, Logger: zaptest.NewLogger(t), Resident: db.Resident,
+	sw := NewFlusher(FlusherOptions{Interval: time.Hour, Logger: zaptest.NewLogger(t), Resident: db.Resident,
 		Flush: func(ctx context.Context, s *store.Store) (store.FlushResult, error) {
 			flushed.Add(1)
 			return s.Flush(ctx)
 		}})
-	sw.SweepOnce(ctx)
+	sw.FlushOnce(ctx)
 	if n := flushed.Load(); n != 0 {
 		t.Fatalf("swept %d stores without a writer", n)
 	}
@@ -453,9 +349,9 @@ func TestSweeperSkipsStoresWithoutWriterAndRecoverSealsCrashWAL(t *testing.T) {
 	if _, err := s.Get(ctx, "lost-2"); err != nil {
 		t.Fatalf("row from the crashed run: %v", err)
 	}
-	// Recover claimed the writer, so the sweeper seals this store from now on.
+	// Recover claimed the writer, so the flusher seals this store from now on.
 	appendIDs(t, s, "after")
-	sw.SweepOnce(ctx)
+	sw.FlushOnce(ctx)
 	if n := flushed.Load(); n != 1 {
 		t.Fatalf("swept %d stores after Recover, want the one with a writer", n)
 	}
@@ -464,25 +360,17 @@ func TestSweeperSkipsStoresWithoutWriterAndRecoverSealsCrashWAL(t *testing.T) {
 	}
 }
 
-// Count-trigger starts ask for parallel prepares unless the worker is configured serial.
-func TestCountTriggerParallelPrepareKnob(t *testing.T) {
-	for _, serial := range []bool{false, true} {
-		t.Run(fmt.Sprintf("serial=%v", serial), func(t *testing.T) {
-			db, _, ge := testDB(t, nil)
-			rs := &recStarter{}
-			sw := NewSweeper(SweeperOptions{Interval: time.Hour, MergeAfterGenerations: 1, Start: rs.start,
-				SerialPrepare: serial, Logger: zaptest.NewLogger(t), Resident: db.Resident})
-			appendIDs(t, ge, "g1")
-			sw.SweepOnce(context.Background())
-			if rs.count() != 1 {
-				t.Fatalf("starts = %d", rs.count())
-			}
-			if got := rs.calls[0].in.ParallelPrepare; got == serial {
-				t.Fatalf("ParallelPrepare = %v with SerialPrepare %v", got, serial)
-			}
-		})
+// FlushOnce flushes every kind concurrently and returns when all three passes, and the merge
+// starts they triggered, are done.
+func (fl *Flusher) FlushOnce(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, k := range store.Kinds {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fl.FlushKind(ctx, k)
+		}()
 	}
-	if !DefaultConfig().MergeParallelPrepare {
-		t.Fatal("parallel prepare is documented as the default")
-	}
+	wg.Wait()
+	fl.triggers.wait()
 }

@@ -1,0 +1,108 @@
+// Package temporaladmin talks to Temporal's control plane for walkeeper: it dials the
+// frontend (TLS, API keys), registers the search attributes, and creates, pauses, resumes,
+// triggers and describes walkeeper's schedules. The worker, the commands and the benchmarks
+// share it; it runs no workflow code.
+package temporaladmin
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+
+	"go.temporal.io/sdk/client"
+	"go.uber.org/zap"
+)
+
+// Connection defaults: the local dev server.
+const (
+	DefaultHostPort  = "127.0.0.1:7233"
+	DefaultNamespace = "default"
+)
+
+// Config says how to reach Temporal. TLS is switched on by TLS, by any of the TLS files, or
+// by an API key (Temporal Cloud).
+type Config struct {
+	HostPort      string `json:"host_port"`
+	Namespace     string `json:"namespace"`
+	TLS           bool   `json:"tls"`
+	TLSCert       string `json:"tls_cert,omitempty"`        // client certificate (PEM file), mTLS
+	TLSKey        string `json:"tls_key,omitempty"`         // client key (PEM file), mTLS
+	TLSCA         string `json:"tls_ca,omitempty"`          // CA bundle (PEM file) to verify the server
+	TLSServerName string `json:"tls_server_name,omitempty"` // SNI / verification name override
+	APIKey        string `json:"-"`                         // never logged or serialised
+}
+
+// DefaultConfig is the local dev server's address and namespace, without TLS.
+func DefaultConfig() Config {
+	return Config{HostPort: DefaultHostPort, Namespace: DefaultNamespace}
+}
+
+// ClientOptions turns the config into SDK client options. logger may be nil.
+func (c Config) ClientOptions(logger *zap.Logger) (client.Options, error) {
+	opts := client.Options{
+		HostPort:  c.HostPort,
+		Namespace: c.Namespace,
+		Logger:    newSDKLogger(logger),
+	}
+	if opts.HostPort == "" {
+		opts.HostPort = DefaultHostPort
+	}
+	if opts.Namespace == "" {
+		opts.Namespace = DefaultNamespace
+	}
+	tlsCfg, err := c.tlsConfig()
+	if err != nil {
+		return client.Options{}, err
+	}
+	opts.ConnectionOptions.TLS = tlsCfg
+	if c.APIKey != "" {
+		opts.Credentials = client.NewAPIKeyStaticCredentials(c.APIKey)
+	}
+	return opts, nil
+}
+
+func (c Config) tlsConfig() (*tls.Config, error) {
+	if !c.TLS && c.TLSCert == "" && c.TLSKey == "" && c.TLSCA == "" && c.TLSServerName == "" && c.APIKey == "" {
+		return nil, nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: c.TLSServerName}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		return nil, errors.New("temporal TLS: --temporal-tls-cert and --temporal-tls-key must be given together")
+	}
+	if c.TLSCert != "" {
+		pair, err := tls.LoadX509KeyPair(c.TLSCert, c.TLSKey)
+		if err != nil {
+			return nil, fmt.Errorf("temporal TLS: load client certificate: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{pair}
+	}
+	if c.TLSCA != "" {
+		pem, err := os.ReadFile(c.TLSCA)
+		if err != nil {
+			return nil, fmt.Errorf("temporal TLS: read CA: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("temporal TLS: no PEM certificates in %s", c.TLSCA)
+		}
+		cfg.RootCAs = pool
+	}
+	return cfg, nil
+}
+
+// Dial connects to Temporal and checks that the frontend answers. SDK logs go to logger
+// (may be nil). The caller closes the client.
+func Dial(ctx context.Context, cfg Config, logger *zap.Logger) (client.Client, error) {
+	opts, err := cfg.ClientOptions(logger)
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.DialContext(ctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("dial temporal %s (namespace %s): %w", opts.HostPort, opts.Namespace, err)
+	}
+	return c, nil
+}

@@ -1,0 +1,119 @@
+package temporaladmin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+)
+
+const (
+	// catchupWindow bounds how late a missed scheduled action may still start.
+	catchupWindow = time.Minute
+
+	// DefaultScheduleJitter is the default jitter of walkeeper's schedules (scheduleJitter).
+	DefaultScheduleJitter = 5 * time.Second
+
+	scheduleNote = "managed by walkeeper"
+)
+
+// scheduleJitter is the jitter a schedule of interval every gets: Temporal delays each
+// start by a random amount up to it, so per-target schedules created together, and sweeps
+// of several clusters, do not all fire on the same second. It is at most jitter and at most
+// a quarter of the interval, so a short interval keeps its cadence. Pure.
+func scheduleJitter(every, jitter time.Duration) time.Duration {
+	return max(0, min(jitter, every/4))
+}
+
+// ensureSchedule creates schedule id, an interval spec of every with jitter starting action
+// under the overlap policy, or, if it exists, replaces its spec, action and policies and
+// leaves its paused state alone.
+func ensureSchedule(ctx context.Context, c client.Client, id string, every, jitter time.Duration, action *client.ScheduleWorkflowAction, overlap enumspb.ScheduleOverlapPolicy) error {
+	spec := client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: every}}, Jitter: jitter}
+	_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
+		ID:            id,
+		Spec:          spec,
+		Action:        action,
+		Overlap:       overlap,
+		CatchupWindow: catchupWindow,
+		Note:          scheduleNote,
+	})
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
+		return fmt.Errorf("create schedule %s: %w", id, err)
+	}
+	err = c.ScheduleClient().GetHandle(ctx, id).Update(ctx, client.ScheduleUpdateOptions{
+		DoUpdate: func(in client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
+			s := in.Description.Schedule
+			s.Spec = &spec
+			s.Action = action
+			if s.Policy == nil {
+				s.Policy = &client.SchedulePolicies{}
+			}
+			s.Policy.Overlap = overlap
+			s.Policy.CatchupWindow = catchupWindow
+			return &client.ScheduleUpdate{Schedule: &s}, nil
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("update schedule %s: %w", id, err)
+	}
+	return nil
+}
+
+// PauseSchedule pauses schedule id with an operator note. Manual triggers still work.
+func PauseSchedule(ctx context.Context, c client.Client, id, note string) error {
+	if note == "" {
+		note = "paused with walkeeper"
+	}
+	if err := c.ScheduleClient().GetHandle(ctx, id).Pause(ctx, client.SchedulePauseOptions{Note: note}); err != nil {
+		return fmt.Errorf("pause schedule %s: %w", id, err)
+	}
+	return nil
+}
+
+// ResumeSchedule unpauses schedule id.
+func ResumeSchedule(ctx context.Context, c client.Client, id, note string) error {
+	if note == "" {
+		note = "resumed with walkeeper"
+	}
+	if err := c.ScheduleClient().GetHandle(ctx, id).Unpause(ctx, client.ScheduleUnpauseOptions{Note: note}); err != nil {
+		return fmt.Errorf("resume schedule %s: %w", id, err)
+	}
+	return nil
+}
+
+// TriggerSchedule runs schedule id's action now (even while paused). Overlap SKIP still
+// applies: if the previous action is running, nothing new starts.
+func TriggerSchedule(ctx context.Context, c client.Client, id string) error {
+	err := c.ScheduleClient().GetHandle(ctx, id).Trigger(ctx, client.ScheduleTriggerOptions{
+		Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
+	})
+	if err != nil {
+		return fmt.Errorf("trigger schedule %s: %w", id, err)
+	}
+	return nil
+}
+
+// DescribeSchedule returns the schedule's spec, state and recent/next actions.
+func DescribeSchedule(ctx context.Context, c client.Client, id string) (*client.ScheduleDescription, error) {
+	d, err := c.ScheduleClient().GetHandle(ctx, id).Describe(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("describe schedule %s: %w", id, err)
+	}
+	return d, nil
+}
+
+// DeleteSchedule deletes schedule id; running workflows it started keep running.
+func DeleteSchedule(ctx context.Context, c client.Client, id string) error {
+	if err := c.ScheduleClient().GetHandle(ctx, id).Delete(ctx); err != nil {
+		return fmt.Errorf("delete schedule %s: %w", id, err)
+	}
+	return nil
+}

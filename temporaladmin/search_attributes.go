@@ -1,0 +1,130 @@
+package temporaladmin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+
+	"github.com/walkeeper/walkeeper/contract"
+)
+
+// EnsureSearchAttributes registers walkeeper's search attributes (contract.SearchAttributes:
+// WalTarget, WalKind, WalPending, WalTrigger, WalPendingAtStart, WalReclaimed, WalBytesMerged)
+// in namespace ns through the operator API, so a vanilla server or cluster needs no manual
+// step. On SQL visibility they take all 3 custom Int slots of the namespace. Idempotent and safe to race: attributes that already exist with the right type are
+// left alone and an AlreadyExists answer counts as success. An attribute registered with a
+// different type is an error (the workflows would fail their tasks forever otherwise).
+// Needs operator permissions; on Temporal Cloud register them once with tcld instead.
+func EnsureSearchAttributes(ctx context.Context, c client.Client, ns string) error {
+	if ns == "" {
+		ns = DefaultNamespace
+	}
+	want := contract.SearchAttributes
+	var missing map[string]enumspb.IndexedValueType
+	err := whileNamespaceUnserved(ctx, ns, namespaceServeWait, func() error {
+		var err error
+		missing, err = missingSearchAttributes(ctx, c, ns, want)
+		if err != nil || len(missing) == 0 {
+			return err
+		}
+		_, err = c.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
+			SearchAttributes: missing,
+			Namespace:        ns,
+		})
+		var exists *serviceerror.AlreadyExists
+		if err != nil && !errors.As(err, &exists) {
+			return fmt.Errorf("add search attributes %s in namespace %s: %w", saNames(missing), ns, err)
+		}
+		return nil
+	})
+	if err != nil || len(missing) == 0 {
+		return err
+	}
+	// The frontend caches the search-attribute map; wait (bounded) until it lists them all
+	// so that the first workflow started after this call can use them.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		missing, err = missingSearchAttributes(ctx, c, ns, want)
+		if err != nil {
+			return err
+		}
+		if len(missing) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("search attributes %s still missing in namespace %s after registration", saNames(missing), ns)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// namespaceServeWait bounds how long EnsureSearchAttributes waits for a namespace that the
+// operator API does not serve yet. A namespace registered moments ago is answered by
+// DescribeNamespace at once but by the operator and visibility APIs only after the
+// frontend's namespace registry refreshes (10 s by default; seen on the PostgreSQL-backed
+// server, docs/TEMPORAL.md), so a worker started right after its namespace was created
+// would otherwise fail its start.
+const namespaceServeWait = 45 * time.Second
+
+// whileNamespaceUnserved runs f until it returns anything but NamespaceNotFound, for at most
+// within; then the NamespaceNotFound is returned, wrapped with what to do about it.
+func whileNamespaceUnserved(ctx context.Context, ns string, within time.Duration, f func() error) error {
+	deadline := time.Now().Add(within)
+	for {
+		err := f()
+		var notFound *serviceerror.NamespaceNotFound
+		if !errors.As(err, &notFound) {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("namespace %s is not served after %s: create it (temporal operator namespace create -n %s) or check --temporal-namespace: %w", ns, within, ns, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for namespace %s to be served: %w (last: %v)", ns, ctx.Err(), err)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+func missingSearchAttributes(ctx context.Context, c client.Client, ns string, want map[string]enumspb.IndexedValueType) (map[string]enumspb.IndexedValueType, error) {
+	resp, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: ns})
+	if err != nil {
+		return nil, fmt.Errorf("list search attributes in namespace %s: %w", ns, err)
+	}
+	missing := map[string]enumspb.IndexedValueType{}
+	for name, typ := range want {
+		have, ok := resp.GetCustomAttributes()[name]
+		if !ok {
+			have, ok = resp.GetSystemAttributes()[name]
+		}
+		switch {
+		case !ok:
+			missing[name] = typ
+		case have != typ:
+			return nil, fmt.Errorf("search attribute %s is registered as %s in namespace %s, walkeeper needs %s", name, have, ns, typ)
+		}
+	}
+	return missing, nil
+}
+
+func saNames(m map[string]enumspb.IndexedValueType) string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ",")
+}

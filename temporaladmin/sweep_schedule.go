@@ -1,0 +1,218 @@
+package temporaladmin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+
+	"github.com/walkeeper/walkeeper/contract"
+)
+
+// The sweep's schedule and workflow names (docs/DESIGN.md §4).
+const (
+	// SweepScheduleID is the Schedule that runs the sweep: one SweepWindow per window
+	// (docs/DESIGN.md §12, "Sweep windows").
+	SweepScheduleID = "walkeeper-sweep"
+	// SweepWorkflowID is the workflow ID prefix of sweep windows (Temporal appends the
+	// nominal start time to every scheduled workflow ID).
+	SweepWorkflowID = "sweep-window"
+	// DefaultSweepWindow is how long one SweepWindow runs rounds (SweepSchedule.Window).
+	DefaultSweepWindow = contract.DefaultSweepWindow
+)
+
+// SweepSchedule configures the schedule walkeeper-sweep.
+type SweepSchedule struct {
+	// Every is the time between two sweep rounds.
+	Every time.Duration
+	// Window is how long one SweepWindow runs rounds, and the schedule's interval (0 =
+	// DefaultSweepWindow). A window shorter than Every runs one round.
+	Window time.Duration
+	// Jitter bounds the random delay of each window's start (scheduleJitter of Window).
+	Jitter time.Duration
+	// Input is the sweep's input (thresholds, batching); zero fields take their defaults.
+	Input contract.MaintenanceSweepInput
+}
+
+// EnsureSweepSchedule creates the Schedule "walkeeper-sweep" that starts one SweepWindow per
+// o.Window on the shared task queue, running a sweep round every o.Every, or, if it exists,
+// reconciles its spec, action and policies.
+//
+// Overlap BUFFER_ONE: two windows never run at once, and a window whose last round runs past
+// the next tick delays the next window instead of making the schedule skip it (SKIP would
+// leave a whole window without sweeps). Interval specs are aligned to the epoch, so a new
+// schedule would first fire at the next whole window; unless the schedule is paused, a
+// window is started at once when none runs (the first deployment, a window that failed).
+func EnsureSweepSchedule(ctx context.Context, c client.Client, o SweepSchedule) error {
+	every, in := o.Every, o.Input
+	if every <= 0 {
+		return fmt.Errorf("sweep schedule interval must be positive, got %s", every)
+	}
+	window := o.Window
+	if window == 0 {
+		window = DefaultSweepWindow
+	}
+	if window < 0 {
+		return fmt.Errorf("sweep window must be positive, got %s", window)
+	}
+	input := contract.SweepWindowInput{Sweep: in, Interval: every, Window: window}
+	if err := input.Validate(); err != nil {
+		return fmt.Errorf("sweep schedule: every window would fail at once: %w", err)
+	}
+	action := &client.ScheduleWorkflowAction{
+		ID:        SweepWorkflowID,
+		Workflow:  contract.SweepWindowWorkflow,
+		Args:      []any{input},
+		TaskQueue: contract.TaskQueue,
+		Priority:  contract.SweepPriority, // ahead of the merges it starts on the same queue
+		// Per run (a window continues as new within its event budget): the window, plus
+		// room for a last round that lists slowly or paces many starts.
+		WorkflowRunTimeout: window + 30*time.Minute,
+		StaticSummary:      fmt.Sprintf("walkeeper sweep window: a round every %s for %s", every, window),
+		StaticDetails: "Runs a sweep round every interval: lists the demand index of every kind and starts MergeWal / CompactBase " +
+			"for the stores over a threshold. Rounds that start nothing leave only their listings here. The current details list " +
+			"the last rounds that started something and why the rest was skipped; WalSweepStarts counts the window's starts.",
+	}
+	err := ensureSchedule(ctx, c, SweepScheduleID, window, scheduleJitter(window, o.Jitter), action, enumspb.SCHEDULE_OVERLAP_POLICY_BUFFER_ONE)
+	if err != nil {
+		return err
+	}
+	_, err = startSweepWindowIfIdle(ctx, c)
+	return err
+}
+
+// startSweepWindowIfIdle triggers the sweep schedule when it is not paused and runs no
+// window, and says whether it did.
+func startSweepWindowIfIdle(ctx context.Context, c client.Client) (bool, error) {
+	d, err := DescribeSchedule(ctx, c, SweepScheduleID)
+	if err != nil {
+		return false, err
+	}
+	if d.Schedule.State != nil && d.Schedule.State.Paused || len(d.Info.RunningWorkflows) > 0 {
+		return false, nil
+	}
+	if err := c.ScheduleClient().GetHandle(ctx, SweepScheduleID).Trigger(ctx, client.ScheduleTriggerOptions{
+		Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
+	}); err != nil {
+		return false, fmt.Errorf("trigger schedule %s: %w", SweepScheduleID, err)
+	}
+	return true, nil
+}
+
+// runningSweepWindows lists the IDs of the sweep windows the schedule is running.
+func runningSweepWindows(ctx context.Context, c client.Client) ([]string, *client.ScheduleDescription, error) {
+	d, err := DescribeSchedule(ctx, c, SweepScheduleID)
+	if err != nil {
+		return nil, nil, err
+	}
+	var ids []string
+	for _, r := range d.Info.RunningWorkflows {
+		if strings.HasPrefix(r.WorkflowID, SweepWorkflowID+"-") {
+			ids = append(ids, r.WorkflowID)
+		}
+	}
+	return ids, d, nil
+}
+
+// SweepNow asks for a sweep round now and says how: the running window gets the signal
+// walkeeper-sweep-now (a round at once, the window's cadence kept); with no window running
+// the schedule is triggered, which starts a window whose first round runs at once. While the
+// schedule is paused and no window runs, one MaintenanceSweep with the schedule's sweep input
+// runs instead (a window would go on sweeping for a whole window).
+func SweepNow(ctx context.Context, c client.Client) (string, error) {
+	ids, d, err := runningSweepWindows(ctx, c)
+	if err != nil {
+		return "", err
+	}
+	for _, id := range ids {
+		err := c.SignalWorkflow(ctx, id, "", contract.SweepNowSignal, nil)
+		if err == nil {
+			return "signaled sweep window " + id + " for a round now", nil
+		}
+		var notFound *serviceerror.NotFound
+		if !errors.As(err, &notFound) { // a window that just closed falls through
+			return "", fmt.Errorf("signal sweep window %s: %w", id, err)
+		}
+	}
+	if d.Schedule.State != nil && d.Schedule.State.Paused {
+		var in contract.SweepWindowInput
+		if a, ok := d.Schedule.Action.(*client.ScheduleWorkflowAction); ok && len(a.Args) == 1 {
+			if p, ok := a.Args[0].(*commonpb.Payload); ok {
+				_ = converter.GetDefaultDataConverter().FromPayload(p, &in) // unreadable: the default thresholds
+			}
+		}
+		id := fmt.Sprintf("%s-now-%s", SweepWorkflowID, time.Now().UTC().Format(time.RFC3339))
+		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+			ID: id, TaskQueue: contract.TaskQueue, WorkflowRunTimeout: 30 * time.Minute, Priority: contract.SweepPriority,
+			StaticSummary: "walkeeper sweep now (schedule " + SweepScheduleID + " paused)",
+		}, contract.MaintenanceSweepWorkflow, in.Sweep)
+		if err != nil {
+			return "", fmt.Errorf("start sweep %s: %w", id, err)
+		}
+		return "schedule " + SweepScheduleID + " is paused: started one MaintenanceSweep " + run.GetID(), nil
+	}
+	if err := c.ScheduleClient().GetHandle(ctx, SweepScheduleID).Trigger(ctx, client.ScheduleTriggerOptions{
+		Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_BUFFER_ONE,
+	}); err != nil {
+		return "", fmt.Errorf("trigger schedule %s: %w", SweepScheduleID, err)
+	}
+	return "no sweep window was running: schedule " + SweepScheduleID + " triggered, its window sweeps at once", nil
+}
+
+// PauseSweep pauses walkeeper-sweep and cancels the running window, so sweeps stop now and
+// not at the window's end (pausing the schedule alone, e.g. from Temporal Web, only stops
+// new windows). Manual sweeps (SweepNow) still work.
+func PauseSweep(ctx context.Context, c client.Client, note string) error {
+	if err := PauseSchedule(ctx, c, SweepScheduleID, note); err != nil {
+		return err
+	}
+	ids, _, err := runningSweepWindows(ctx, c)
+	if err != nil {
+		return err
+	}
+	return cancelSweepWindows(ctx, c, ids)
+}
+
+// DeleteSweep deletes walkeeper-sweep and cancels its running window (deleting the schedule
+// alone leaves the window sweeping until its end).
+func DeleteSweep(ctx context.Context, c client.Client) error {
+	ids, _, err := runningSweepWindows(ctx, c)
+	if err != nil {
+		return err
+	}
+	if err := DeleteSchedule(ctx, c, SweepScheduleID); err != nil {
+		return err
+	}
+	return cancelSweepWindows(ctx, c, ids)
+}
+
+// cancelSweepWindows requests the cancellation of the windows ids; one that has closed
+// meanwhile is no error.
+func cancelSweepWindows(ctx context.Context, c client.Client, ids []string) error {
+	for _, id := range ids {
+		if err := c.CancelWorkflow(ctx, id, ""); err != nil {
+			var notFound *serviceerror.NotFound
+			if !errors.As(err, &notFound) {
+				return fmt.Errorf("cancel sweep window %s: %w", id, err)
+			}
+		}
+	}
+	return nil
+}
+
+// ResumeSweep unpauses walkeeper-sweep and starts a window now if none runs, so sweeps
+// resume at once and not at the next whole window.
+func ResumeSweep(ctx context.Context, c client.Client, note string) error {
+	if err := ResumeSchedule(ctx, c, SweepScheduleID, note); err != nil {
+		return err
+	}
+	_, err := startSweepWindowIfIdle(ctx, c)
+	return err
+}

@@ -1,0 +1,46 @@
+package temporaladmin
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/store"
+)
+
+// targetSchedulePrefix prefixes per-target merge schedules: "merge-wal-tick/<kind>/<name>".
+const targetSchedulePrefix = "merge-wal-tick/"
+
+// TargetScheduleID is the ID of target's own merge schedule: "merge-wal-tick/<kind>/<name>".
+func TargetScheduleID(t store.Target) string { return targetSchedulePrefix + t.Path() }
+
+// EnsureTargetSchedule creates or updates a Schedule that merges one target every `every`.
+// The action is the thin workflow "MergeWalTick" with input {"target": "<kind>:<name>"}:
+// Temporal suffixes every scheduled workflow ID with a timestamp, so the tick itself starts
+// or attaches to the real MergeWal ID ("merge-wal/<kind>/<name>") and dedupe still holds.
+// jitter bounds the random delay of each tick (scheduleJitter; DefaultScheduleJitter is the
+// usual value).
+func EnsureTargetSchedule(ctx context.Context, c client.Client, target store.Target, every, jitter time.Duration) error {
+	if every <= 0 {
+		return fmt.Errorf("schedule interval must be positive, got %s", every)
+	}
+	id := TargetScheduleID(target)
+	action := &client.ScheduleWorkflowAction{
+		ID:                 id,
+		Workflow:           contract.MergeWalTickWorkflow,
+		Args:               []any{map[string]any{"target": target.String()}},
+		TaskQueue:          contract.TaskQueue,
+		WorkflowRunTimeout: 10 * time.Minute,
+		StaticSummary:      "merge tick for " + target.String(),
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			contract.WalTarget.ValueSet(target.String()),
+			contract.WalKind.ValueSet(string(target.Kind)),
+		),
+	}
+	return ensureSchedule(ctx, c, id, every, scheduleJitter(every, jitter), action, enumspb.SCHEDULE_OVERLAP_POLICY_SKIP)
+}

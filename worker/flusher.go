@@ -1,0 +1,248 @@
+package worker
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/walkeeper/walkeeper/store"
+)
+
+// FlusherOptions configures a Flusher. Resident and Flush are injectable for tests.
+type FlusherOptions struct {
+	Interval time.Duration // period of each kind's loop; 0 = Start does nothing
+	Timeout  time.Duration // per-store seal timeout; a slower seal is abandoned for the tick
+	// MergeAfterGenerations is the count trigger threshold (0 = off).
+	MergeAfterGenerations int
+	// SerialPrepare makes count-trigger starts visit shards one pass at a time instead of
+	// asking for parallel prepares (Config.MergeParallelPrepare false). The zero value keeps
+	// the default: parallel prepares, which overlap the storage round trips of different
+	// shards; commits stay one at a time either way.
+	SerialPrepare bool
+	// ShardsPerCommit is MergeWalInput.MaxShardsPerCommit of count-trigger starts
+	// (Config.MergeShardsPerCommit; 0 = the workflow's default).
+	ShardsPerCommit int
+	// PrepareConcurrency is MergeWalInput.PrepareConcurrency of count-trigger starts
+	// (Config.MergePrepareConcurrency; 0 = the workflow's default).
+	PrepareConcurrency int
+	// Start starts or attaches to MergeWal; nil disables the count trigger.
+	Start   MergeStarter
+	Logger  *zap.Logger
+	Metrics *Metrics
+	// Resident lists the stores to flush (db.Resident). Only those with a resident writer
+	// are sealed; see FlushKind.
+	Resident func() []*store.Store
+	// Flush seals one store (default (*store.Store).Flush).
+	Flush func(ctx context.Context, s *store.Store) (store.FlushResult, error)
+	// Observe receives every successful flush (the HTTP debt cache uses it); optional.
+	Observe func(t store.Target, res store.FlushResult)
+}
+
+// Flusher seals the memtables of resident stores every interval and, after each seal, runs
+// the merge count trigger. Each store kind runs its own loop, so a kind with many or slow
+// stores never delays another kind's seal. Within a kind, stores are sealed one after
+// another; a seal that exceeds the per-store timeout is abandoned for the tick — it keeps
+// running in the background and its store is skipped until it returns.
+type Flusher struct {
+	opts     FlusherOptions
+	triggers *mergeTriggers
+	log      *zap.Logger
+	metrics  *Metrics
+
+	// life ends at Stop; every seal runs under it (and under its caller's context), so Stop
+	// can end abandoned seals that FlushOnce started as well as the loops'.
+	life     context.Context
+	endLife  context.CancelFunc
+	mu       sync.Mutex
+	inflight map[string]bool // target -> a seal is running (possibly abandoned)
+	cancel   context.CancelFunc
+	loops    sync.WaitGroup
+	seals    sync.WaitGroup
+}
+
+// NewFlusher builds a flusher; call Start to run it.
+func NewFlusher(opts FlusherOptions) *Flusher {
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	if opts.Flush == nil {
+		opts.Flush = func(ctx context.Context, s *store.Store) (store.FlushResult, error) { return s.Flush(ctx) }
+	}
+	if opts.Resident == nil {
+		opts.Resident = func() []*store.Store { return nil }
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = max(5*opts.Interval, minFlushTimeout)
+	}
+	life, endLife := context.WithCancel(context.Background())
+	return &Flusher{
+		life:    life,
+		endLife: endLife,
+		opts:    opts,
+		triggers: &mergeTriggers{start: opts.Start, threshold: opts.MergeAfterGenerations, parallel: !opts.SerialPrepare,
+			shardsPerCommit: opts.ShardsPerCommit, prepareConcurrency: opts.PrepareConcurrency,
+			log: opts.Logger, metrics: opts.Metrics, life: life,
+			retry: map[string]bool{}, inflight: map[string]bool{}},
+		log:      opts.Logger,
+		metrics:  opts.Metrics,
+		inflight: map[string]bool{},
+	}
+}
+
+// Start runs one loop per kind until Stop (or ctx ends). With Interval 0 it does nothing.
+func (fl *Flusher) Start(ctx context.Context) {
+	if fl.opts.Interval <= 0 {
+		return
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	fl.mu.Lock()
+	fl.cancel = cancel
+	fl.mu.Unlock()
+	for _, k := range store.Kinds {
+		fl.loops.Add(1)
+		go func() {
+			defer fl.loops.Done()
+			t := time.NewTicker(fl.opts.Interval)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+					fl.FlushKind(ctx, k)
+				}
+			}
+		}()
+	}
+}
+
+// Stop ends the loops and waits for them and for abandoned seals, at most until ctx ends.
+func (fl *Flusher) Stop(ctx context.Context) error {
+	fl.mu.Lock()
+	cancel := fl.cancel
+	fl.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	fl.endLife()
+	done := make(chan struct{})
+	go func() {
+		fl.loops.Wait()
+		fl.seals.Wait()
+		fl.triggers.wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// FlushKind seals every resident store of one kind that has a writer in this process, one
+// after another. A store opened only for reads, stats or merges has nothing of this
+// process's in memory, and sealing it would cost a LIST of its WAL prefix every tick (300
+// resident stores: 300 LISTs per second). WAL that a crashed
+// earlier run left behind is replayed by DB.Recover when the worker starts, and by the
+// writer itself when this process next appends to the store.
+func (fl *Flusher) FlushKind(ctx context.Context, k store.Kind) {
+	var stores []*store.Store
+	for _, s := range fl.opts.Resident() {
+		if s.Target().Kind == k && s.HasWriter() {
+			stores = append(stores, s)
+		}
+	}
+	if fl.metrics != nil {
+		fl.metrics.flusherStores.WithLabelValues(string(k)).Set(float64(len(stores)))
+	}
+	fl.triggers.forgetUnflushed(k, stores)
+	for _, s := range stores {
+		if ctx.Err() != nil {
+			return
+		}
+		fl.flushStore(ctx, s)
+	}
+}
+
+type flushOutcome struct {
+	res store.FlushResult
+	err error
+}
+
+// flushStore seals one store with the per-store timeout, then runs the count trigger.
+func (fl *Flusher) flushStore(ctx context.Context, s *store.Store) {
+	t := s.Target()
+	key := t.String()
+	kind := string(t.Kind)
+
+	fl.mu.Lock()
+	if fl.inflight[key] {
+		fl.mu.Unlock()
+		if fl.metrics != nil {
+			fl.metrics.flusherSkipped.WithLabelValues(kind).Inc()
+		}
+		fl.log.Debug("flush sweeper skips a store whose previous seal is still running", zap.String("target", key))
+		return
+	}
+	fl.inflight[key] = true
+	fl.mu.Unlock()
+
+	// The seal is not bound to the per-store timer: an abandoned seal keeps making progress
+	// instead of being cancelled and redone from scratch every tick. It ends with the caller's
+	// context or with Stop.
+	sealCtx, cancelSeal := context.WithCancel(fl.life)
+	unhook := context.AfterFunc(ctx, cancelSeal)
+	done := make(chan flushOutcome, 1)
+	started := time.Now()
+	fl.seals.Add(1)
+	go func() {
+		defer fl.seals.Done()
+		defer cancelSeal()
+		defer unhook()
+		res, err := fl.opts.Flush(sealCtx, s)
+		if err == nil && fl.metrics != nil {
+			fl.metrics.flusherFlush.Observe(time.Since(started).Seconds())
+		}
+		fl.mu.Lock()
+		delete(fl.inflight, key)
+		fl.mu.Unlock()
+		done <- flushOutcome{res, err}
+	}()
+
+	timer := time.NewTimer(fl.opts.Timeout)
+	defer timer.Stop()
+	var out flushOutcome
+	select {
+	case out = <-done:
+	case <-timer.C:
+		if fl.metrics != nil {
+			fl.metrics.flusherTimeouts.WithLabelValues(kind).Inc()
+			if fl.metrics.Store != nil {
+				fl.metrics.Store.FlushTotal.WithLabelValues(kind, "timeout").Inc()
+			}
+		}
+		fl.log.Warn("flush sweeper timed out; abandoning this store this tick",
+			zap.String("target", key), zap.String("kind", kind), zap.Duration("timeout", fl.opts.Timeout))
+		return
+	case <-ctx.Done():
+		return
+	}
+	if out.err != nil {
+		if ctx.Err() == nil {
+			fl.log.Warn("flush sweeper failed to seal", zap.String("target", key), zap.String("kind", kind), zap.Error(out.err))
+		}
+		return
+	}
+	if out.res.Sealed {
+		fl.log.Debug("flush sweeper sealed", zap.String("target", key), zap.Uint64("generation", out.res.Generation),
+			zap.Int("rows", out.res.Rows), zap.Int("pending", out.res.Pending))
+	}
+	if fl.opts.Observe != nil {
+		fl.opts.Observe(t, out.res)
+	}
+	// A merge-start failure is a trigger outcome, never a flush failure.
+	fl.triggers.afterFlush(t, out.res)
+}

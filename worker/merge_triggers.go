@@ -1,0 +1,170 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.uber.org/zap"
+
+	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/store"
+)
+
+// MergeStarter starts the MergeWal workflow of a target, or attaches to the one already
+// running (workflow-ID dedupe). Production uses contract.StartMergeWal; tests inject fakes.
+type MergeStarter func(ctx context.Context, t store.Target, in contract.MergeWalInput) (client.WorkflowRun, error)
+
+// TemporalMergeStarter returns the MergeStarter that goes through Temporal.
+func TemporalMergeStarter(c client.Client) MergeStarter {
+	return func(ctx context.Context, t store.Target, in contract.MergeWalInput) (client.WorkflowRun, error) {
+		return contract.StartMergeWal(ctx, c, t, in)
+	}
+}
+
+// startTimeout bounds one workflow start.
+const startTimeout = 10 * time.Second
+
+// maxStartsInFlight bounds concurrent trigger starts per worker; beyond it a start is
+// deferred (count trigger: retried after the next flush of that store).
+const maxStartsInFlight = 8
+
+// mergeTriggers starts MergeWal on behalf of the count trigger (after a seal, when the own shard
+// has at least threshold pending generations) and the debt trigger (an append refused for
+// too many pending generations). It never merges in-process. Starts run in the background, so
+// a slow or unreachable Temporal frontend never holds a flush or an HTTP response; one start
+// per target at a time. A failed count start is remembered and retried after the next
+// successful flush of that store, even if that flush sealed nothing.
+type mergeTriggers struct {
+	start     MergeStarter // nil: off (HTTP-only mode)
+	threshold int          // count threshold; 0: count trigger off
+	// parallel: count starts ask MergeWal for parallel prepares (it only matters where
+	// more than one shard is pending; the workflow runs a single shard serially either way).
+	parallel bool
+	// shardsPerCommit: MergeWalInput.MaxShardsPerCommit of count starts (0 = default).
+	shardsPerCommit int
+	// prepareConcurrency: MergeWalInput.PrepareConcurrency of count starts (0 = default).
+	prepareConcurrency int
+	log                *zap.Logger
+	metrics            *Metrics
+	life               context.Context // ends at Flusher.Stop
+
+	mu       sync.Mutex
+	retry    map[string]bool // target -> last count start failed
+	inflight map[string]bool // target -> a start is running
+	wg       sync.WaitGroup
+}
+
+func (tg *mergeTriggers) countEnabled() bool { return tg != nil && tg.start != nil && tg.threshold > 0 }
+
+// afterFlush applies the count trigger to one successful flush and reports whether a start
+// was launched.
+func (tg *mergeTriggers) afterFlush(t store.Target, res store.FlushResult) bool {
+	if !tg.countEnabled() {
+		return false
+	}
+	key := t.String()
+	tg.mu.Lock()
+	retry := tg.retry[key]
+	if res.Pending < tg.threshold && retry {
+		delete(tg.retry, key) // merged meanwhile: nothing left to retry
+	}
+	tg.mu.Unlock()
+	if res.Pending < tg.threshold || (!res.Sealed && !retry) {
+		return false
+	}
+	return tg.fire(TriggerCount, t, res.Pending,
+		fmt.Sprintf("own shard %d pending >= merge_after_generations %d", res.Pending, tg.threshold))
+}
+
+// fire launches one background start for t unless one is already running for it (or too many
+// are); it reports whether it launched. trigger is the metric label (TriggerCount or
+// TriggerDebt), reason the words the run's summary shows.
+func (tg *mergeTriggers) fire(trigger string, t store.Target, pending int, reason string) bool {
+	if tg == nil || tg.start == nil {
+		return false
+	}
+	key := t.String()
+	tg.mu.Lock()
+	if tg.inflight[key] || len(tg.inflight) >= maxStartsInFlight {
+		if trigger == TriggerCount && !tg.inflight[key] {
+			tg.retry[key] = true
+		}
+		tg.mu.Unlock()
+		return false
+	}
+	tg.inflight[key] = true
+	tg.mu.Unlock()
+	tg.wg.Add(1)
+	go func() {
+		defer tg.wg.Done()
+		ctx, cancel := context.WithTimeout(tg.life, startTimeout)
+		defer cancel()
+		in := contract.MergeWalInput{Target: key, Trigger: workflowTrigger(trigger), TriggerReason: reason}
+		if trigger == TriggerCount {
+			in.ParallelPrepare = tg.parallel
+			in.MaxShardsPerCommit = tg.shardsPerCommit
+			in.PrepareConcurrency = tg.prepareConcurrency
+		}
+		run, err := tg.start(ctx, t, in)
+		tg.metrics.trigger(trigger, err)
+		tg.mu.Lock()
+		delete(tg.inflight, key)
+		if trigger == TriggerCount {
+			if err != nil {
+				tg.retry[key] = true
+			} else {
+				delete(tg.retry, key)
+			}
+		}
+		tg.mu.Unlock()
+		if err != nil {
+			tg.log.Warn("could not start MergeWal", zap.String("trigger", trigger), zap.String("target", key),
+				zap.Int("pending", pending), zap.Error(err))
+			return
+		}
+		tg.log.Info("started MergeWal", zap.String("trigger", trigger), zap.String("target", key),
+			zap.Int("pending", pending), zap.String("workflow_id", run.GetID()), zap.String("run_id", run.GetRunID()))
+	}()
+	return true
+}
+
+// workflowTrigger is the WalTrigger of a start by the trigger behind metric label trigger.
+func workflowTrigger(trigger string) string {
+	switch trigger {
+	case TriggerCount:
+		return contract.TriggerCount
+	case TriggerHTTP:
+		return contract.TriggerHTTP
+	case TriggerDebt:
+		return contract.TriggerBackPressure
+	}
+	return contract.TriggerUnknown
+}
+
+// forgetUnflushed drops the count-start retries of kind k's stores that are not in flushed
+// (the stores a flush pass seals): only their seals retry, so an evicted store's entry would stay for
+// ever. The maintenance sweep still finds such a store's debt in the demand index.
+func (tg *mergeTriggers) forgetUnflushed(k store.Kind, flushed []*store.Store) {
+	if !tg.countEnabled() {
+		return
+	}
+	keep := make(map[string]bool, len(flushed))
+	for _, s := range flushed {
+		keep[s.Target().String()] = true
+	}
+	prefix := string(k) + ":"
+	tg.mu.Lock()
+	for key := range tg.retry {
+		if strings.HasPrefix(key, prefix) && !keep[key] {
+			delete(tg.retry, key)
+		}
+	}
+	tg.mu.Unlock()
+}
+
+// wait blocks until every launched start has returned.
+func (tg *mergeTriggers) wait() { tg.wg.Wait() }

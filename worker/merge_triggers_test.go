@@ -1,0 +1,141 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/walkeeper/walkeeper/store"
+)
+
+// The count trigger starts MergeWal exactly when the own shard's pending count reaches the
+// threshold after a seal, and never when the threshold is 0 (off).
+func TestCountTriggerFiresAtThreshold(t *testing.T) {
+	for _, tc := range []struct {
+		threshold int
+		want      []int // pending counts at which a start happens, for seals 1..5
+	}{
+		{threshold: 3, want: []int{3, 4, 5}},
+		{threshold: 1, want: []int{1, 2, 3, 4, 5}},
+		{threshold: 0, want: nil},
+	} {
+		t.Run(fmt.Sprintf("threshold=%d", tc.threshold), func(t *testing.T) {
+			m := NewMetrics(nil)
+			db, _, ge := testDB(t, m)
+			rs := &recStarter{}
+			var pendings []int
+			var mu sync.Mutex
+			sw := NewFlusher(FlusherOptions{
+				Interval: time.Hour, MergeAfterGenerations: tc.threshold, Start: rs.start,
+				Logger: zaptest.NewLogger(t), Metrics: m, Resident: db.Resident,
+				Observe: func(_ store.Target, res store.FlushResult) {
+					mu.Lock()
+					pendings = append(pendings, res.Pending)
+					mu.Unlock()
+				},
+			})
+			var got []int
+			for i := 1; i <= 5; i++ {
+				appendIDs(t, ge, fmt.Sprintf("g%d", i))
+				before := rs.count()
+				sw.FlushOnce(context.Background())
+				if rs.count() > before {
+					got = append(got, i)
+				}
+				if rs.count()-before > 1 {
+					t.Fatalf("seal %d started %d workflows", i, rs.count()-before)
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Fatalf("starts after seals %v, want %v (pending seen: %v)", got, tc.want, pendings)
+			}
+			for _, c := range rs.calls {
+				if c.target != "generic:fast" || c.in.Target != "generic:fast" {
+					t.Fatalf("start call %+v", c)
+				}
+			}
+			// A flush pass that seals nothing does not start again.
+			before := rs.count()
+			sw.FlushOnce(context.Background())
+			if rs.count() != before {
+				t.Fatal("an empty flush re-triggered MergeWal")
+			}
+			if got := testutil.ToFloat64(m.triggerStarts.WithLabelValues(TriggerCount, ResultStarted)); int(got) != len(tc.want) {
+				t.Fatalf("trigger_starts_total{count,started} = %v", got)
+			}
+		})
+	}
+}
+
+// Without a starter (HTTP-only mode) the trigger is off whatever the threshold.
+func TestCountTriggerOffWithoutTemporal(t *testing.T) {
+	db, _, ge := testDB(t, nil)
+	sw := NewFlusher(FlusherOptions{Interval: time.Hour, MergeAfterGenerations: 1, Resident: db.Resident})
+	appendIDs(t, ge, "g1")
+	sw.FlushOnce(context.Background()) // must not panic or block
+	if sw.triggers.countEnabled() {
+		t.Fatal("trigger enabled without a starter")
+	}
+}
+
+// A failed start is a trigger failure, not a flush failure, and is retried on the next
+// successful flush even when that flush seals nothing.
+func TestCountTriggerFailureIsNotAFlushFailure(t *testing.T) {
+	m := NewMetrics(nil)
+	db, _, ge := testDB(t, m)
+	rs := &recStarter{}
+	rs.setFail(errors.New("temporal unreachable"))
+	sw := NewFlusher(FlusherOptions{Interval: time.Hour, MergeAfterGenerations: 1, Start: rs.start,
+		Logger: zaptest.NewLogger(t), Metrics: m, Resident: db.Resident})
+
+	appendIDs(t, ge, "g1")
+	sw.FlushOnce(context.Background())
+	if rs.count() != 1 {
+		t.Fatalf("starts = %d, want 1", rs.count())
+	}
+	if got := testutil.ToFloat64(m.Store.FlushTotal.WithLabelValues("generic", "failed")); got != 0 {
+		t.Fatalf("a merge-start failure was counted as a flush failure (%v)", got)
+	}
+	if got := testutil.ToFloat64(m.triggerStarts.WithLabelValues(TriggerCount, ResultFailed)); got != 1 {
+		t.Fatalf("trigger_starts_total{count,failed} = %v", got)
+	}
+
+	rs.setFail(nil)
+	sw.FlushOnce(context.Background()) // seals nothing, but the failed start is retried
+	if rs.count() != 2 {
+		t.Fatalf("starts = %d, want a retry", rs.count())
+	}
+	sw.FlushOnce(context.Background()) // nothing sealed, nothing to retry
+	if rs.count() != 2 {
+		t.Fatalf("starts = %d after a successful retry", rs.count())
+	}
+}
+
+// Count-trigger starts ask for parallel prepares unless the worker is configured serial.
+func TestCountTriggerParallelPrepareKnob(t *testing.T) {
+	for _, serial := range []bool{false, true} {
+		t.Run(fmt.Sprintf("serial=%v", serial), func(t *testing.T) {
+			db, _, ge := testDB(t, nil)
+			rs := &recStarter{}
+			sw := NewFlusher(FlusherOptions{Interval: time.Hour, MergeAfterGenerations: 1, Start: rs.start,
+				SerialPrepare: serial, Logger: zaptest.NewLogger(t), Resident: db.Resident})
+			appendIDs(t, ge, "g1")
+			sw.FlushOnce(context.Background())
+			if rs.count() != 1 {
+				t.Fatalf("starts = %d", rs.count())
+			}
+			if got := rs.calls[0].in.ParallelPrepare; got == serial {
+				t.Fatalf("ParallelPrepare = %v with SerialPrepare %v", got, serial)
+			}
+		})
+	}
+	if !DefaultConfig().MergeParallelPrepare {
+		t.Fatal("parallel prepare is documented as the default")
+	}
+}

@@ -79,6 +79,12 @@ func (a *Activities) Prepare(ctx context.Context, p contract.PrepareParams) (res
 		<-watchDone
 	}()
 
+	// Finish what an interrupted merge of the shard left before planning a new one; in this
+	// activity rather than its own, since every activity costs a Temporal action.
+	if _, err := s.Repair(ctx, store.RepairParams{Shard: p.Shard}); err != nil {
+		log.Warn("repair failed", zap.Error(err))
+		return res, err
+	}
 	prepared, err := s.Prepare(ctx, store.PrepareParams{
 		Shard:          p.Shard,
 		AttemptKey:     idempotencyKey(ctx),
@@ -144,7 +150,12 @@ func (a *Activities) Commit(ctx context.Context, p contract.CommitParams) (res c
 	if err != nil {
 		return res, err
 	}
-	cr, err := s.Commit(ctx, preparedFromWire(&p.Prepared))
+	rr, err := s.CommitRound(ctx, []*store.PreparedMerge{preparedFromWire(&p.Prepared)})
+	var cr store.RoundShardResult
+	if err == nil {
+		cr = rr.Shards[0]
+		err = cr.Err()
+	}
 	log := a.logger().With(zap.String("target", t.String()), zap.String("shard", p.Prepared.Shard),
 		zap.Uint64("generation", p.Prepared.Through),
 		zap.String("workflow_id", activity.GetInfo(ctx).WorkflowExecution.ID))
@@ -152,9 +163,10 @@ func (a *Activities) Commit(ctx context.Context, p contract.CommitParams) (res c
 		log.Warn("commit failed", zap.Error(err))
 		return res, err
 	}
+	already := cr.Outcome == store.RoundAlreadyCommitted
 	log.Info("merge committed", zap.Int("reclaimed", cr.Reclaimed), zap.Uint64("base_version", cr.BaseVersion),
-		zap.Bool("already_committed", cr.AlreadyCommitted), zap.Duration("lock_hold", cr.LockHold))
-	return contract.CommitResult{Reclaimed: cr.Reclaimed, BaseVersion: cr.BaseVersion, AlreadyCommitted: cr.AlreadyCommitted}, nil
+		zap.Bool("already_committed", already), zap.Duration("lock_hold", rr.LockHold))
+	return contract.CommitResult{Reclaimed: cr.Reclaimed, BaseVersion: cr.BaseVersion, AlreadyCommitted: already}, nil
 }
 
 // Abort deletes the staged files of a preparation whose commit is proven absent, or reports

@@ -2,8 +2,8 @@ package store
 
 import "time"
 
-// PreparedMerge is the small, JSON-serialisable reference that Prepare returns and Commit or
-// Abort consume. It crosses process boundaries (Temporal activity results), so it carries no
+// PreparedMerge is the small, JSON-serialisable reference that Prepare returns and
+// CommitRound or Abort consume. It crosses process boundaries (Temporal activity results), so it carries no
 // row data: only what is needed to publish or discard the staged files.
 type PreparedMerge struct {
 	// Target is "<kind>:<name>".
@@ -55,17 +55,6 @@ type PrepareParams struct {
 	MaxBytes       *int64
 	// Progress, if set, is called after each generation is read (for heartbeats).
 	Progress func(done, total int)
-}
-
-// CommitResult reports one commit.
-type CommitResult struct {
-	BaseVersion      uint64        `json:"base_version"`
-	Reclaimed        int           `json:"reclaimed"`
-	AlreadyCommitted bool          `json:"already_committed"`
-	LockHold         time.Duration `json:"lock_hold"`
-	Deleted          int           `json:"deleted"`
-	// Runs is the base's run count after the commit (0 when already committed).
-	Runs int `json:"runs,omitempty"`
 }
 
 // AbortResult reports one abort.

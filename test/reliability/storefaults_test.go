@@ -466,7 +466,9 @@ func (l *faultLoad) merger(ctx context.Context, id int, s *store.Store, shards [
 		var p *store.PreparedMerge
 		if _, err := retry(2*time.Minute, func() error {
 			var err error
-			p, err = s.Prepare(ctx, store.PrepareParams{Shard: shard, AttemptKey: attempt})
+			if _, err = s.Repair(ctx, store.RepairParams{Shard: shard}); err == nil {
+				p, err = s.Prepare(ctx, store.PrepareParams{Shard: shard, AttemptKey: attempt})
+			}
 			if err != nil {
 				l.c.prepareFailed.Add(1)
 				l.attempts.prepareFailed(attempt)
@@ -487,9 +489,9 @@ func (l *faultLoad) merger(ctx context.Context, id int, s *store.Store, shards [
 		l.c.prepareOK.Add(1)
 		outcome := ""
 		_, err := retry(2*time.Minute, func() error {
-			res, err := s.Commit(ctx, p)
+			res, err := commitOne(ctx, s, p)
 			switch {
-			case err == nil && res.AlreadyCommitted:
+			case err == nil && res.Outcome == store.RoundAlreadyCommitted:
 				l.c.commitAlready.Add(1)
 				outcome = "already-committed"
 				return nil

@@ -9,18 +9,8 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// The merge of a shard's flushed generations into the base, by phase (docs/FORMAT.md has
-// the protocol):
-//
-//	merge_repair.go   Repair: finish what an interrupted merge left (shared mergeLock)
-//	merge_plan.go     planMerge: which generations a pass folds (pure)
-//	merge_prepare.go  Prepare: read, merge newest-per-key, stage a run (shared mergeLock)
-//	merge_claim.go    claims: "commit" or "abort", exactly one per attempt (no lock)
-//	merge_publish.go  CommitRound: publish one base version (exclusive mergeLock for the swap)
-//	merge_finish.go   drain, delete merged generations, drop claims (no lock)
-//	merge_abort.go    Abort: the other way out of a prepared attempt (no lock)
-//
-// This file is the in-process driver that runs them in order, and what they share.
+// The in-process merge driver, MergeOnce and MergeAll, and what the merge phases share
+// (doc.go lists the phases' files; docs/FORMAT.md is the protocol).
 
 // MergeOnce repairs, prepares and commits one pass of shard ("" = own shard) in this
 // process. It returns a zero result when nothing is pending, and ErrStalePreparation

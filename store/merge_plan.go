@@ -15,7 +15,7 @@ type mergeCaps struct {
 // prefix of them, whole. It is the merge's counterpart of pebble's pickedCompaction.
 //
 // INVARIANT: gens is a non-empty ascending prefix of the shard's pending generations, so the
-// watermark Commit sets (through) covers exactly gens and nothing in between is skipped.
+// watermark the commit sets (through) covers exactly gens and nothing in between is skipped.
 type mergePlan struct {
 	gens []genMeta
 	// bytes is the input size the budget holds for the plan: the manifest's sizes after

@@ -9,10 +9,10 @@ import (
 	"github.com/walkeeper/walkeeper/store"
 )
 
-// commitLock measures how long a commit (CommitRound of one shard) holds the store's write (merge) lock
-// (RoundCommitResult.LockHold) for merges of 64 KiB, 1 MiB and 64 MiB, on file:// (with fsync) and
-// mem://. Only the in-memory swap happens under the lock, so the hold must not grow with merge
-// size or storage latency.
+// commitLock measures how long a commit (a CommitRound of one shard) holds the store's write
+// (merge) lock (RoundCommitResult.LockHold) for merges of 64 KiB, 1 MiB and 64 MiB, on file://
+// (with fsync) and mem://. Only the in-memory swap happens under the lock, so the hold must
+// not grow with merge size or storage latency.
 // The base is compacted whenever it reaches 32 runs (outside the measurement), as the sweep's
 // CompactBase would, so the manifest under the lock stays production-sized.
 func commitLock(ctx context.Context, o Options, res *Result, dir string) error {

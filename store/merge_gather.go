@@ -8,6 +8,10 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
+// Part of the prepare phase: the rows that survive the merge (picks, merge_iter.go) are
+// copied into Arrow records, chunk by chunk, for the staged run. Pure in-memory work on
+// buffers charged to the prepare's budget account; no lock.
+
 // copyRows builds one record from picked rows, column by column. Variable-width columns
 // reserve their value bytes up front: Reserve counts rows only, and letting the value buffer
 // double its way up allocated about twice the output (issue 4).

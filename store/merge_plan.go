@@ -2,8 +2,9 @@ package store
 
 import "fmt"
 
-// Merge planning: which generations of a shard one pass folds, fitted to the memory budget.
-// Everything here is pure (no I/O, no waiting); Prepare (merge_prepare.go) executes the plan.
+// The plan phase of a merge: which generations of a shard one pass folds, fitted to the
+// memory budget. Everything here is pure (no I/O, no waiting, no lock); Prepare
+// (merge_prepare.go) executes the plan under its shared mergeLock.
 
 // mergeCaps bound one merge pass; 0 means no cap.
 type mergeCaps struct {

@@ -18,7 +18,7 @@ import (
 //
 // One commit per table is in flight at a time (the workflow's commit loop), so a round that
 // covers many shards' passes is what makes a table's fold rate grow with its shards
-// (docs/FORMAT.md, "Round commit").
+// (docs/FORMAT.md §5, step 2).
 
 // MaxRoundShards caps the prepared merges one CommitRound takes. The round's activity
 // input is the list of PreparedMerges: one of 64 generations with short keys encodes to

@@ -456,8 +456,8 @@ func (l *faultLoad) lister(ctx context.Context, s *store.Store, deadline time.Ti
 	}
 }
 
-// merger runs the MergeWal protocol by hand: Prepare (retried with the same attempt key),
-// Commit (retried), Abort on StalePreparation. It may pick a shard another merger is
+// merger runs the MergeWal protocol by hand: Repair and Prepare (retried with the same
+// attempt key), a CommitRound of the one shard (retried), Abort on a stale shard. It may pick a shard another merger is
 // merging too (as a zombie activity would).
 func (l *faultLoad) merger(ctx context.Context, id int, s *store.Store, shards []string, deadline time.Time) {
 	for n := 0; time.Now().Before(deadline); n++ {

@@ -104,14 +104,7 @@ func (s *Store) Prepare(ctx context.Context, p PrepareParams) (*PreparedMerge, e
 	acct := newMemAccount(res, budget)
 	readStart := time.Now()
 	files, frees, err := s.readGensForMerge(ctx, acct, shard, plan.gens, p.Progress)
-	defer func() {
-		for i, f := range files {
-			if f != nil && frees[i] != nil {
-				f.rec.Release()
-				frees[i]() // after the record that aliases the bytes
-			}
-		}
-	}()
+	defer func() { releaseMergeInputs(files, frees, 0) }()
 	if err != nil {
 		return nil, err
 	}
@@ -127,13 +120,7 @@ func (s *Store) Prepare(ctx context.Context, p PrepareParams) (*PreparedMerge, e
 	if err := plan.refit(decoded, res.TryGrow); err != nil {
 		return nil, fmt.Errorf("%s shard %s: %w", s.target, shard, err)
 	}
-	for i := len(plan.gens); i < len(files); i++ {
-		if frees[i] != nil {
-			files[i].rec.Release()
-			frees[i]()
-		}
-		files[i] = nil
-	}
+	releaseMergeInputs(files, frees, len(plan.gens))
 	files = files[:len(plan.gens)]
 	var inputRows int64
 	for _, f := range files {
@@ -352,14 +339,20 @@ func (s *Store) readGensForMerge(ctx context.Context, acct *memAccount, shard st
 	if n == 0 {
 		return files, frees, errFirstOverBudget
 	}
-	for i := n; i < len(files); i++ {
+	releaseMergeInputs(files, frees, n)
+	return files[:n], frees[:n], nil
+}
+
+// releaseMergeInputs releases files[from:] that were decoded for this merge (frees[i]
+// non-nil; a cached file is the cache's) and clears them.
+func releaseMergeInputs(files []*sortedFile, frees []func(), from int) {
+	for i := from; i < len(files); i++ {
 		if files[i] != nil && frees[i] != nil {
 			files[i].rec.Release()
-			frees[i]()
+			frees[i]() // after the record that aliases the bytes
 		}
 		files[i], frees[i] = nil, nil
 	}
-	return files[:n], frees[:n], nil
 }
 
 // readGenForMerge uses a cached decode if a reader already paid for it, and otherwise

@@ -48,8 +48,8 @@ func (a *Activities) ListPendingShards(ctx context.Context, p contract.ListPendi
 // first read while others queue looks the same.
 const budgetWaitHint = 2 * time.Second
 
-// Prepare merges the oldest pending generations of one shard into staged files
-// (docs/DESIGN.md §3 step 1). The idempotency key is workflow ID + "/" + activity ID, so a retried
+// Prepare repairs what an interrupted merge of one shard left (store.Repair), then merges
+// the oldest pending generations of the shard into staged files (docs/FORMAT.md §5). The idempotency key is workflow ID + "/" + activity ID, so a retried
 // attempt overwrites its own staged files. It returns a nil Prepared when nothing is
 // pending. Progress (generations read) is heartbeated; the budget wait heartbeats too.
 func (a *Activities) Prepare(ctx context.Context, p contract.PrepareParams) (res contract.PrepareResult, err error) {
@@ -66,6 +66,13 @@ func (a *Activities) Prepare(ctx context.Context, p contract.PrepareParams) (res
 	log := a.logger().With(zap.String("target", t.String()), zap.String("shard", p.Shard),
 		zap.String("workflow_id", activity.GetInfo(ctx).WorkflowExecution.ID))
 
+	// Finish what an interrupted merge of the shard left before planning a new one; in this
+	// activity rather than its own, since every activity costs a Temporal action.
+	if _, err := s.Repair(ctx, store.RepairParams{Shard: p.Shard}); err != nil {
+		log.Warn("repair failed", zap.Error(err))
+		return res, err
+	}
+
 	// Watch for a budget wait until the first generation has been read.
 	var once sync.Once
 	firstRead := make(chan struct{})
@@ -79,12 +86,6 @@ func (a *Activities) Prepare(ctx context.Context, p contract.PrepareParams) (res
 		<-watchDone
 	}()
 
-	// Finish what an interrupted merge of the shard left before planning a new one; in this
-	// activity rather than its own, since every activity costs a Temporal action.
-	if _, err := s.Repair(ctx, store.RepairParams{Shard: p.Shard}); err != nil {
-		log.Warn("repair failed", zap.Error(err))
-		return res, err
-	}
 	prepared, err := s.Prepare(ctx, store.PrepareParams{
 		Shard:          p.Shard,
 		AttemptKey:     idempotencyKey(ctx),

@@ -49,9 +49,10 @@ func (a *Activities) ListPendingShards(ctx context.Context, p contract.ListPendi
 const budgetWaitHint = 2 * time.Second
 
 // Prepare repairs what an interrupted merge of one shard left (store.Repair), then merges
-// the oldest pending generations of the shard into staged files (docs/FORMAT.md §5). The idempotency key is workflow ID + "/" + activity ID, so a retried
-// attempt overwrites its own staged files. It returns a nil Prepared when nothing is
-// pending. Progress (generations read) is heartbeated; the budget wait heartbeats too.
+// the oldest pending generations of the shard into staged files (docs/FORMAT.md §5). The
+// idempotency key is workflow ID + "/" + activity ID, so a retried attempt overwrites its
+// own staged files. It returns a nil Prepared when nothing is pending. Progress
+// (generations read) is heartbeated; the budget wait heartbeats too.
 func (a *Activities) Prepare(ctx context.Context, p contract.PrepareParams) (res contract.PrepareResult, err error) {
 	var kind store.Kind
 	outcome := "ok"

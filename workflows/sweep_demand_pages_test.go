@@ -423,7 +423,7 @@ func TestPagedIndexOrder(t *testing.T) {
 func TestSweepWindowRoundCountsOmittedStarts(t *testing.T) {
 	x := newPagedIndex()
 	x.fill("generic", 1500)
-	env := newRoundEnv(t)
+	env := newEnv(t)
 	env.OnActivity(contract.ScanDemandActivity, anyCtx, anyArg).Return(x.scan)
 	starter := &fakeStarter{}
 	env.OnActivity(contract.StartWorkflowsActivity, anyCtx, anyArg).Return(starter.start)
@@ -441,7 +441,7 @@ func TestSweepWindowRoundCountsOmittedStarts(t *testing.T) {
 		res.Recent[0].Summary)
 	require.Len(t, x.paramsOf("generic"), 2)
 
-	env = newRoundEnv(t)
+	env = newEnv(t)
 	env.ExecuteWorkflow(SweepWindow, contract.SweepWindowInput{Sweep: contract.MaintenanceSweepInput{StartBatch: contract.MaxStartBatch + 1},
 		Interval: time.Minute, Window: time.Hour})
 	typ, _ := appErrType(env.GetWorkflowError())

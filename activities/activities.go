@@ -60,7 +60,6 @@ func Register(r worker.ActivityRegistry, a *Activities) {
 	}
 	reg(a.ListPendingShards, contract.ListPendingShardsActivity)
 	reg(a.Prepare, contract.PrepareActivity)
-	reg(a.Commit, contract.CommitActivity)
 	reg(a.CommitRound, contract.CommitRoundActivity)
 	reg(a.Abort, contract.AbortActivity)
 	reg(a.CompactBase, contract.CompactBaseActivity)

@@ -133,30 +133,6 @@ func (a *Activities) watchBudget(rep *reporter, firstRead <-chan struct{}) {
 	}
 }
 
-// Commit publishes a prepared merge (docs/DESIGN.md §3 step 2). Committing twice is safe.
-func (a *Activities) Commit(ctx context.Context, p contract.CommitParams) (res contract.CommitResult, err error) {
-	var kind store.Kind
-	ctx, call := a.beginStoreCall(ctx, contract.CommitActivity, p.NotifyAfter, !p.NoRunningNotice, nil)
-	defer func() { err = call.end(kind, "ok", err) }()
-
-	s, t, err := a.open(ctx, p.Prepared.Target)
-	kind = t.Kind
-	if err != nil {
-		return res, err
-	}
-	cr, err := s.Commit(ctx, preparedFromWire(&p.Prepared))
-	log := a.logger().With(zap.String("target", t.String()), zap.String("shard", p.Prepared.Shard),
-		zap.Uint64("generation", p.Prepared.Through),
-		zap.String("workflow_id", activity.GetInfo(ctx).WorkflowExecution.ID))
-	if err != nil {
-		log.Warn("commit failed", zap.Error(err))
-		return res, err
-	}
-	log.Info("merge committed", zap.Int("reclaimed", cr.Reclaimed), zap.Uint64("base_version", cr.BaseVersion),
-		zap.Bool("already_committed", cr.AlreadyCommitted), zap.Duration("lock_hold", cr.LockHold))
-	return contract.CommitResult{Reclaimed: cr.Reclaimed, BaseVersion: cr.BaseVersion, AlreadyCommitted: cr.AlreadyCommitted}, nil
-}
-
 // Abort deletes the staged files of a preparation whose commit is proven absent, or reports
 // that the commit is present after all.
 func (a *Activities) Abort(ctx context.Context, p contract.AbortParams) (res contract.AbortResult, err error) {

@@ -56,21 +56,6 @@ type PrepareProgress struct {
 	Total int    `json:"total"`
 }
 
-// CommitParams publishes a prepared merge (docs/DESIGN.md §3 step 2).
-type CommitParams struct {
-	Prepared PreparedMerge `json:"prepared"`
-	// NotifyAfter and NoRunningNotice: see PrepareParams.
-	NotifyAfter     time.Duration `json:"notify_after,omitempty"`
-	NoRunningNotice bool          `json:"no_running_notice,omitempty"`
-}
-
-// CommitResult reports one commit.
-type CommitResult struct {
-	Reclaimed        int    `json:"reclaimed"`
-	BaseVersion      uint64 `json:"base_version"`
-	AlreadyCommitted bool   `json:"already_committed,omitempty"`
-}
-
 // MaxRoundShards caps the prepared merges of one CommitRound (store.MaxRoundShards; a
 // test in activities keeps the two equal). MaxRoundBytes caps their encoded size: a round
 // is closed once its PreparedMerges reach it (at least one is always taken), so the

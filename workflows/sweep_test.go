@@ -97,7 +97,7 @@ func TestMaintenanceSweepOrdersByDebtAndStartsOnlyEligible(t *testing.T) {
 	require.NoError(t, env.GetWorkflowResult(&res))
 
 	require.Equal(t, 3, in.max[contract.ScanStatsActivity], "the three kinds are scanned concurrently")
-	require.Equal(t, 0, in.max[contract.PrepareActivity]+in.max[contract.CommitActivity], "the sweep never merges itself")
+	require.Equal(t, 0, in.max[contract.PrepareActivity]+in.max[contract.CommitRoundActivity], "the sweep never merges itself")
 	require.Equal(t, 9, res.Scanned)
 
 	// Each kind is started as its scan returns, most indebted first within the kind.

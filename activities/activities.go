@@ -63,7 +63,6 @@ func Register(r worker.ActivityRegistry, a *Activities) {
 	reg(a.CommitRound, contract.CommitRoundActivity)
 	reg(a.Abort, contract.AbortActivity)
 	reg(a.CompactBase, contract.CompactBaseActivity)
-	reg(a.ScanStats, contract.ScanStatsActivity)
 	reg(a.StartWorkflows, contract.StartWorkflowsActivity)
 	reg(a.ScanDemand, contract.ScanDemandActivity)
 	reg(a.ReconcilePage, contract.ReconcilePageActivity)

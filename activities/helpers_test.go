@@ -106,7 +106,6 @@ func registerActivities(env interface {
 		contract.CommitRoundActivity:       a.CommitRound,
 		contract.AbortActivity:             a.Abort,
 		contract.CompactBaseActivity:       a.CompactBase,
-		contract.ScanStatsActivity:         a.ScanStats,
 		contract.StartWorkflowsActivity:    a.StartWorkflows,
 	} {
 		env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})

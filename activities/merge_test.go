@@ -104,8 +104,6 @@ func TestActivityErrorsAreTyped(t *testing.T) {
 	_, err = run[contract.CommitRoundResult](t, env, contract.CommitRoundActivity,
 		contract.CommitRoundParams{Target: "nope", Prepared: []contract.PreparedMerge{{Target: "nope"}}})
 	requireAppErr(t, err, contract.ErrTypeInvalidInput, true)
-	_, err = run[contract.ScanStatsResult](t, env, contract.ScanStatsActivity, contract.ScanStatsParams{Kind: "tables"})
-	requireAppErr(t, err, contract.ErrTypeInvalidInput, true)
 
 	bare := newActivityEnv(t, &Activities{})
 	_, err = run[contract.PrepareResult](t, bare, contract.PrepareActivity, contract.PrepareParams{Target: "generic:gs"})

@@ -52,8 +52,6 @@ type Options struct {
 	// FleetSizes overrides the fleet sizes of the fleet scenario (registered stores); nil =
 	// the default (10k, 100k; 2k, 20k with Quick).
 	FleetSizes []int
-	// FleetDesigns limits the fleet scenario to some designs ("scan", "demand"); nil = both.
-	FleetDesigns []string
 	// FleetVariants lists start-path variants of the fleet scenario to measure side by side,
 	// each "concurrency/batch/pacing" (starts in flight per StartWorkflows, StartBatch,
 	// StartPacing; an empty part = the default); nil = the build's defaults only.

@@ -142,45 +142,6 @@ type CompactPassResult struct {
 	Committed      bool   `json:"committed"`
 }
 
-// ScanStatsParams names the kind to scan.
-type ScanStatsParams struct {
-	Kind string `json:"kind"`
-	// Concurrency bounds the stores whose stats are read at once (0 = the activity's
-	// default).
-	Concurrency int `json:"concurrency,omitempty"`
-}
-
-// TargetStats is one store's debt as the sweep sees it. A store whose stats could not be
-// read carries Error (and ErrorType) instead of numbers; the scan goes on without it.
-type TargetStats struct {
-	Target           string        `json:"target"`
-	Pending          int           `json:"pending"`
-	MaxShardPending  int           `json:"max_shard_pending"`
-	OldestPendingAge time.Duration `json:"oldest_pending_age"`
-	// Runs counts the base table's runs (sorted Parquet files), as in every "runs" of this
-	// package except the continue-as-new counters, which say "workflow run".
-	Runs   int `json:"runs"`
-	Shards int `json:"shards"`
-	// PendingShards counts the shards with pending generations.
-	PendingShards int    `json:"pending_shards,omitempty"`
-	BaseVersion   uint64 `json:"base_version"`
-	Error         string `json:"error,omitempty"`
-	ErrorType     string `json:"error_type,omitempty"`
-}
-
-// ScanStatsResult lists every store of one kind, in target order.
-type ScanStatsResult struct {
-	Kind    string        `json:"kind"`
-	Targets []TargetStats `json:"targets"`
-}
-
-// ScanProgress is ScanStats' heartbeat detail: the stats gathered so far, in target order.
-// A retried attempt resumes after LastTarget.
-type ScanProgress struct {
-	LastTarget string        `json:"last_target"`
-	Targets    []TargetStats `json:"targets"`
-}
-
 // StartRequest asks for one workflow start: Workflow is MergeWalWorkflow or
 // CompactBaseWorkflow.
 type StartRequest struct {

@@ -12,8 +12,6 @@ const (
 	ReconcileDemandWorkflowID   = "walkeeper-reconcile"
 	MaintenanceSweepName        = "sweep"
 	ReconcileDemandName         = "reconcile"
-	DiscoveryDemand             = "demand"
-	DiscoveryScan               = "scan"
 	MaxDemandCandidates         = 1000
 	MaxReconcilePage            = 1000
 	DefaultReconcilePage        = 500

@@ -38,7 +38,6 @@ const (
 	CommitRoundActivity       = "CommitRound"
 	AbortActivity             = "Abort"
 	CompactBaseActivity       = "CompactBase"
-	ScanStatsActivity         = "ScanStats"
 	StartWorkflowsActivity    = "StartWorkflows"
 	ScanDemandActivity        = "ScanDemand"
 	ReconcilePageActivity     = "ReconcilePage"

@@ -38,7 +38,6 @@ var wireTypes = []any{
 	AbortParams{}, AbortResult{},
 	CommitRoundParams{}, CommitRoundResult{}, RoundShardResult{},
 	CompactPassParams{}, CompactPassResult{},
-	ScanStatsParams{}, ScanStatsResult{}, ScanProgress{}, TargetStats{},
 	StartWorkflowsParams{}, StartWorkflowsResult{}, StartRequest{}, StartOutcome{},
 	ActivityState{},
 	PreparedMerge{}, StagedFile{},
@@ -174,7 +173,6 @@ var (
 		CommitRoundActivity:       {CommitRoundParams{}, CommitRoundResult{}},
 		AbortActivity:             {AbortParams{}, AbortResult{}},
 		CompactBaseActivity:       {CompactPassParams{}, CompactPassResult{}},
-		ScanStatsActivity:         {ScanStatsParams{}, ScanStatsResult{}},
 		StartWorkflowsActivity:    {StartWorkflowsParams{}, StartWorkflowsResult{}},
 		ScanDemandActivity:        {ScanDemandParams{}, ScanDemandResult{}},
 		ReconcilePageActivity:     {ReconcilePageParams{}, ReconcilePageResult{}},
@@ -269,7 +267,7 @@ func TestRecordedHistoriesDecode(t *testing.T) {
 		}
 	}
 	// The histories must exercise the prepared-merge wire type, or this test proves little.
-	for _, name := range []string{"PrepareResult", "CommitRoundParams", "MergeWalInput", "MergeWalResult", "ScanStatsResult", "ScanDemandResult", "ReconcilePageResult"} {
+	for _, name := range []string{"PrepareResult", "CommitRoundParams", "MergeWalInput", "MergeWalResult", "ScanDemandResult", "ReconcilePageResult"} {
 		if decoded[name] == 0 {
 			t.Errorf("no recorded %s payload decoded; the histories no longer cover it", name)
 		}

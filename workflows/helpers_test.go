@@ -36,9 +36,6 @@ func stubAbort(context.Context, contract.AbortParams) (contract.AbortResult, err
 func stubCompact(context.Context, contract.CompactPassParams) (contract.CompactPassResult, error) {
 	return contract.CompactPassResult{}, errors.New("not mocked")
 }
-func stubScan(context.Context, contract.ScanStatsParams) (contract.ScanStatsResult, error) {
-	return contract.ScanStatsResult{}, errors.New("not mocked")
-}
 func stubStart(context.Context, contract.StartWorkflowsParams) (contract.StartWorkflowsResult, error) {
 	return contract.StartWorkflowsResult{}, errors.New("not mocked")
 }
@@ -67,7 +64,6 @@ func newEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 		contract.CommitRoundActivity:       stubCommitRound,
 		contract.AbortActivity:             stubAbort,
 		contract.CompactBaseActivity:       stubCompact,
-		contract.ScanStatsActivity:         stubScan,
 		contract.StartWorkflowsActivity:    stubStart,
 		contract.ScanDemandActivity:        stubScanDemand,
 		contract.ReconcilePageActivity:     stubReconcilePage,

@@ -153,7 +153,7 @@ func TestMergeWalOneShardPerCommitIsARoundOfOne(t *testing.T) {
 	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:hot", ParallelPrepare: true, MaxShardsPerCommit: 1})
 	res := mergeResult(t, env)
 	require.Equal(t, 4, res.Reclaimed)
-	require.Equal(t, [][]string{{"a"}, {"b"}}, f.rounds)
+	require.ElementsMatch(t, [][]string{{"a"}, {"b"}}, f.rounds)
 	require.Equal(t, 1, in.max[contract.CommitRoundActivity])
 }
 

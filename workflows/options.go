@@ -89,16 +89,6 @@ func compactOptions() workflow.ActivityOptions {
 	}
 }
 
-// scanOptions: one heartbeating activity per kind, resumable from its heartbeat.
-func scanOptions() workflow.ActivityOptions {
-	return workflow.ActivityOptions{
-		StartToCloseTimeout: 30 * time.Minute,
-		HeartbeatTimeout:    time.Minute,
-		RetryPolicy:         retryPolicy(5, time.Minute),
-		Summary:             "scan stats",
-	}
-}
-
 func startWorkflowsOptions() workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		StartToCloseTimeout: 2 * time.Minute,

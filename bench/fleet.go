@@ -99,7 +99,7 @@ type fleetSample struct {
 	TTM     time.Duration
 	Started int
 	Scanned int
-	// Pages counts the sweep's ScanDemand (or ScanStats) activities. Batches counts its
+	// Pages counts the sweep's ScanDemand activities. Batches counts its
 	// StartWorkflows activities, BatchTime their mean time from start to close, and StartSpan
 	// the time from the first one's start to the last one's close: Started / StartSpan is
 	// the start rate the sweep got from Temporal.

@@ -55,7 +55,7 @@ const budgetWaitHint = 2 * time.Second
 func (a *Activities) Prepare(ctx context.Context, p contract.PrepareParams) (res contract.PrepareResult, err error) {
 	var kind store.Kind
 	outcome := "ok"
-	ctx, call := a.beginStoreCall(ctx, contract.PrepareActivity, p.NotifyAfter, !p.NoRunningNotice, contract.PrepareProgress{State: contract.PrepareStateStarting})
+	ctx, call := a.beginStoreCall(ctx, contract.PrepareActivity, p.NotifyAfter, contract.PrepareProgress{State: contract.PrepareStateStarting})
 	defer func() { err = call.end(kind, outcome, err) }()
 
 	s, t, err := a.open(ctx, p.Target)
@@ -163,7 +163,7 @@ func (a *Activities) Abort(ctx context.Context, p contract.AbortParams) (res con
 // an error: the workflow aborts it and prepares it again while the others go on.
 func (a *Activities) CommitRound(ctx context.Context, p contract.CommitRoundParams) (res contract.CommitRoundResult, err error) {
 	var kind store.Kind
-	ctx, call := a.beginStoreCall(ctx, contract.CommitRoundActivity, p.NotifyAfter, !p.NoRunningNotice, nil)
+	ctx, call := a.beginStoreCall(ctx, contract.CommitRoundActivity, p.NotifyAfter, nil)
 	defer func() { err = call.end(kind, "ok", err) }()
 
 	s, t, err := a.open(ctx, p.Target)

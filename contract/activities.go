@@ -33,12 +33,8 @@ type PrepareParams struct {
 	MaxGenerations *int   `json:"max_generations,omitempty"`
 	MaxBytes       *int64 `json:"max_bytes,omitempty"`
 	// NotifyAfter asks the activity to send ActivityStateSignal on state changes a workflow
-	// cannot see (budget wait, retry backoff) and, unless NoRunningNotice, a "running" notice
-	// once it has been running this long after it was scheduled (0 = no signals at all).
+	// cannot see (budget wait, retry backoff); 0 = no signals at all.
 	NotifyAfter time.Duration `json:"notify_after,omitempty"`
-	// NoRunningNotice: the workflow runs no slot watchdog (runs after
-	// merge-wal-fewer-actions), so the "running" notice would only cost an action.
-	NoRunningNotice bool `json:"no_running_notice,omitempty"`
 }
 
 // PrepareResult carries the prepared merge, or nil when the shard had nothing pending.
@@ -74,9 +70,8 @@ const (
 type CommitRoundParams struct {
 	Target   string          `json:"target"`
 	Prepared []PreparedMerge `json:"prepared"`
-	// NotifyAfter and NoRunningNotice: see PrepareParams.
-	NotifyAfter     time.Duration `json:"notify_after,omitempty"`
-	NoRunningNotice bool          `json:"no_running_notice,omitempty"`
+	// NotifyAfter: see PrepareParams.
+	NotifyAfter time.Duration `json:"notify_after,omitempty"`
 }
 
 // Round outcomes of one shard (RoundShardResult.Outcome).
@@ -125,9 +120,8 @@ type CompactPassParams struct {
 	Target   string `json:"target"`
 	MaxRuns  int    `json:"max_runs,omitempty"`
 	MaxBytes int64  `json:"max_bytes,omitempty"`
-	// NotifyAfter and NoRunningNotice: see PrepareParams.
-	NotifyAfter     time.Duration `json:"notify_after,omitempty"`
-	NoRunningNotice bool          `json:"no_running_notice,omitempty"`
+	// NotifyAfter: see PrepareParams.
+	NotifyAfter time.Duration `json:"notify_after,omitempty"`
 }
 
 // CompactPassResult reports one compaction pass (activity CompactBase).

@@ -74,7 +74,7 @@ func CompactBase(ctx workflow.Context, in contract.CompactBaseInput) (contract.C
 			MaxRuns:  in.MaxRuns,
 			MaxBytes: in.MaxBytes,
 		}
-		params.NotifyAfter, params.NoRunningNotice = tr.notice()
+		params.NotifyAfter = tr.notifyAfter()
 		if err := tr.exec(ctx, compactOptions(), w, params, &pass); err != nil {
 			st.Phase = contract.PhaseDone
 			refresh()

@@ -79,7 +79,7 @@ func preparedSize(p *contract.PreparedMerge) int {
 // StalePreparation error. If the activity fails for good, every request gets its error.
 func (r *mergeRun) commitRound(ctx workflow.Context, batch []*commitRequest) {
 	params := contract.CommitRoundParams{Target: r.target.String(), Prepared: make([]contract.PreparedMerge, len(batch))}
-	params.NotifyAfter, params.NoRunningNotice = r.tr.notice()
+	params.NotifyAfter = r.tr.notifyAfter()
 	for i, req := range batch {
 		req.sh.phase = contract.ShardCommitting
 		params.Prepared[i] = *req.p

@@ -469,7 +469,7 @@ func (r *mergeRun) prepare(ctx workflow.Context, sh *shardRun, sem workflow.Sema
 		MaxGenerations: r.in.MaxGenerations,
 		MaxBytes:       r.in.MaxBytes,
 	}
-	params.NotifyAfter, params.NoRunningNotice = r.tr.notice()
+	params.NotifyAfter = r.tr.notifyAfter()
 	var res contract.PrepareResult
 	if !sh.res.SharedQueue {
 		sh.queue = contract.ShardQueue(sh.res.Shard)

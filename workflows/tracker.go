@@ -106,11 +106,9 @@ func (t *tracker) execLocal(ctx workflow.Context, opts workflow.LocalActivityOpt
 	return fut.Get(ctx, out)
 }
 
-// notice is what an activity is asked to signal: state changes after notifyAfter, never a
-// bare "running" notice (nothing in the workflow waits for one).
-func (t *tracker) notice() (notifyAfter time.Duration, noRunningNotice bool) {
-	return t.slotWait, true
-}
+// notifyAfter is what an activity is asked for: signals of the state changes the workflow
+// cannot see (budget wait, retry backoff).
+func (t *tracker) notifyAfter() time.Duration { return t.slotWait }
 
 // inFlight lists the activities in flight, oldest first, for the status query.
 func (t *tracker) inFlight() []contract.InFlightActivity {

@@ -62,10 +62,6 @@ type Options struct {
 	// ParallelPrepare makes walkeeper's count-trigger starts in the incident replay ask MergeWal
 	// for parallel prepares (MergeWalInput.ParallelPrepare).
 	ParallelPrepare bool
-	// IncidentCompare is the incident replay's second side: "" or "baseline" (the old serial
-	// sweeper) or "one-shard-commit" (walkeeper with merge-shards-per-commit 1, the design
-	// before round commits).
-	IncidentCompare string
 	// Latency is the modelled object-store round trip added to every storage request in the
 	// incident scenario; negative = none, 0 = default.
 	Latency time.Duration

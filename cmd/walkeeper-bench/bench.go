@@ -157,7 +157,6 @@ scenarios nor the plotting library (docs/BENCHMARKS.md, "Where the benchmarks li
 	fs.StringVar(&workDir, "work-dir", "", "directory for the stores a scenario writes (default: the system temp dir); removed afterwards")
 	fs.IntVar(&o.Reps, "reps", 0, "repetitions (default 5, or 1 with --quick)")
 	fs.DurationVar(&o.Duration, "duration", 0, "length of each side of the incident replay (default 4m, 40s with --quick)")
-	fs.StringVar(&o.IncidentCompare, "compare", "", "incident: the second side, baseline (the old serial sweeper; default) or one-shard-commit (walkeeper committing one shard per commit)")
 	fs.IntVar(&o.Shards, "shards", 0, "incident: number of shards (worker processes) per side (default 20, 4 with --quick)")
 	fs.IntVar(&o.Stores, "stores", 0, "incident: rollout stores (default 300, 120 with --quick); temporal-overhead: idle stores to sweep (default 1000)")
 	fs.DurationVar(&o.Latency, "latency", 0, "incident, fleet: modelled object-store latency added to every storage request (incident: default 10ms, 25ms with --quick; fleet: 10ms; negative = none)")

@@ -60,11 +60,9 @@ func Register(r worker.ActivityRegistry, a *Activities) {
 	}
 	reg(a.ListPendingShards, contract.ListPendingShardsActivity)
 	reg(a.Prepare, contract.PrepareActivity)
-	reg(a.Commit, contract.CommitActivity)
 	reg(a.CommitRound, contract.CommitRoundActivity)
 	reg(a.Abort, contract.AbortActivity)
 	reg(a.CompactBase, contract.CompactBaseActivity)
-	reg(a.ScanStats, contract.ScanStatsActivity)
 	reg(a.StartWorkflows, contract.StartWorkflowsActivity)
 	reg(a.ScanDemand, contract.ScanDemandActivity)
 	reg(a.ReconcilePage, contract.ReconcilePageActivity)
@@ -160,10 +158,10 @@ type storeCall struct {
 }
 
 // beginStoreCall starts the frame; the activity defers end with its result error.
-func (a *Activities) beginStoreCall(ctx context.Context, name string, notifyAfter time.Duration, runningNotice bool, details any) (context.Context, *storeCall) {
+func (a *Activities) beginStoreCall(ctx context.Context, name string, notifyAfter time.Duration, details any) (context.Context, *storeCall) {
 	c := &storeCall{a: a, name: name, start: time.Now()}
 	ctx, c.stopping = withWorkerStop(ctx)
-	c.rep = a.startReporter(ctx, notifyAfter, runningNotice, details)
+	c.rep = a.startReporter(ctx, notifyAfter, details)
 	return ctx, c
 }
 

@@ -14,7 +14,7 @@ import (
 // is named from workflow ID + "/" + activity ID, so a retried attempt overwrites it.
 func (a *Activities) CompactBase(ctx context.Context, p contract.CompactPassParams) (res contract.CompactPassResult, err error) {
 	var kind store.Kind
-	ctx, call := a.beginStoreCall(ctx, contract.CompactBaseActivity, p.NotifyAfter, !p.NoRunningNotice, nil)
+	ctx, call := a.beginStoreCall(ctx, contract.CompactBaseActivity, p.NotifyAfter, nil)
 	defer func() { err = call.end(kind, "ok", err) }()
 
 	s, t, err := a.open(ctx, p.Target)

@@ -48,7 +48,7 @@ func (a *Activities) ScanDemand(ctx context.Context, p contract.ScanDemandParams
 	}
 	res.Kind = string(kind)
 	k := min(max(p.MaxCandidates, 1), contract.MaxDemandCandidates)
-	rep := a.startReporter(ctx, 0, false, contract.ScanDemandProgress{})
+	rep := a.startReporter(ctx, 0, contract.ScanDemandProgress{})
 	defer rep.finish(nil)
 
 	now := a.now()
@@ -222,7 +222,7 @@ func (a *Activities) ReconcilePage(ctx context.Context, p contract.ReconcilePage
 	if err != nil {
 		return res, err
 	}
-	rep := a.startReporter(ctx, 0, false, nil)
+	rep := a.startReporter(ctx, 0, nil)
 	defer rep.finish(nil)
 
 	var mu sync.Mutex

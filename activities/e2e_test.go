@@ -64,38 +64,28 @@ func TestMergeWalEndToEnd(t *testing.T) {
 }
 
 func TestMaintenanceSweepEndToEnd(t *testing.T) {
-	for _, discovery := range []string{contract.DiscoveryScan, contract.DiscoveryDemand} {
-		t.Run(discovery, func(t *testing.T) {
-			url := memURL(t)
-			db := openDB(t, url, "w1")
-			seal(t, db, "generic:busy", []string{"a"}, []string{"b"}, []string{"c"})
-			seal(t, db, "generic:quiet", []string{"a"})
-			seal(t, db, "rollout:empty")
-			c, got := fakeClient(nil)
+	url := memURL(t)
+	db := openDB(t, url, "w1")
+	seal(t, db, "generic:busy", []string{"a"}, []string{"b"}, []string{"c"})
+	seal(t, db, "generic:quiet", []string{"a"})
+	seal(t, db, "rollout:empty")
+	c, got := fakeClient(nil)
 
-			env := newWorkflowEnv(t, &Activities{DB: db, Client: c})
-			env.ExecuteWorkflow(contract.MaintenanceSweepWorkflow, contract.MaintenanceSweepInput{MergeMinGenerations: 3, Discovery: discovery})
-			require.NoError(t, env.GetWorkflowError())
-			var res contract.MaintenanceSweepResult
-			require.NoError(t, env.GetWorkflowResult(&res))
+	env := newWorkflowEnv(t, &Activities{DB: db, Client: c})
+	env.ExecuteWorkflow(contract.MaintenanceSweepWorkflow, contract.MaintenanceSweepInput{MergeMinGenerations: 3})
+	require.NoError(t, env.GetWorkflowError())
+	var res contract.MaintenanceSweepResult
+	require.NoError(t, env.GetWorkflowResult(&res))
 
-			require.Len(t, res.Started, 1)
-			require.Equal(t, "merge-wal/generic/busy", res.Started[0].WorkflowID)
-			require.Len(t, *got, 1)
-			require.Equal(t, "merge-wal/generic/busy", (*got)[0].ID)
-			require.Equal(t, discovery, res.Discovery)
-			if discovery == contract.DiscoveryScan {
-				require.Equal(t, 3, res.Scanned, "every store's stats read")
-				require.Len(t, res.Skipped, 2)
-				return
-			}
-			// The demand index lists only the two stores with sealed generations, and only
-			// the one over the threshold is a candidate.
-			require.Equal(t, 2, res.StoresWithDebt)
-			require.Equal(t, 4, res.DemandRecords)
-			require.Equal(t, 1, res.Qualified)
-			require.Equal(t, 1, res.Scanned)
-			require.Empty(t, res.Skipped)
-		})
-	}
+	require.Len(t, res.Started, 1)
+	require.Equal(t, "merge-wal/generic/busy", res.Started[0].WorkflowID)
+	require.Len(t, *got, 1)
+	require.Equal(t, "merge-wal/generic/busy", (*got)[0].ID)
+	// The demand index lists only the two stores with sealed generations, and only the one
+	// over the threshold is a candidate.
+	require.Equal(t, 2, res.StoresWithDebt)
+	require.Equal(t, 4, res.DemandRecords)
+	require.Equal(t, 1, res.Qualified)
+	require.Equal(t, 1, res.Scanned)
+	require.Empty(t, res.Skipped)
 }

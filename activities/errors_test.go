@@ -55,9 +55,9 @@ func TestToTemporalMapsEveryMark(t *testing.T) {
 // A workflow input out of bounds (contract's Validate) maps like any invalid input: the one
 // table needs no entry of its own.
 func TestToTemporalMapsAnInputError(t *testing.T) {
-	err := contract.MaintenanceSweepInput{ScanConcurrency: 100_000}.Validate()
+	err := contract.MaintenanceSweepInput{Concurrency: 100_000}.Validate()
 	appErr := requireAppErr(t, ToTemporal(err), contract.ErrTypeInvalidInput, true)
-	require.Contains(t, appErr.Error(), "invalid input: scan_concurrency: 100000 is above the ceiling 128")
+	require.Contains(t, appErr.Error(), "invalid input: concurrency: 100000 is above the ceiling 32")
 }
 
 func TestToTemporalHaltWinsOverRetry(t *testing.T) {

@@ -103,11 +103,9 @@ func registerActivities(env interface {
 	for name, fn := range map[string]any{
 		contract.ListPendingShardsActivity: a.ListPendingShards,
 		contract.PrepareActivity:           a.Prepare,
-		contract.CommitActivity:            a.Commit,
 		contract.CommitRoundActivity:       a.CommitRound,
 		contract.AbortActivity:             a.Abort,
 		contract.CompactBaseActivity:       a.CompactBase,
-		contract.ScanStatsActivity:         a.ScanStats,
 		contract.StartWorkflowsActivity:    a.StartWorkflows,
 	} {
 		env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
@@ -123,6 +121,15 @@ func run[T any](t *testing.T, env *testsuite.TestActivityEnvironment, name strin
 	}
 	require.NoError(t, v.Get(&out))
 	return out, nil
+}
+
+// commitOne commits p alone in a CommitRound and returns its shard's part of the round.
+func commitOne(t *testing.T, env *testsuite.TestActivityEnvironment, p contract.PreparedMerge) contract.RoundShardResult {
+	t.Helper()
+	res := mustRun[contract.CommitRoundResult](t, env, contract.CommitRoundActivity,
+		contract.CommitRoundParams{Target: p.Target, Prepared: []contract.PreparedMerge{p}})
+	require.Len(t, res.Shards, 1)
+	return res.Shards[0]
 }
 
 func mustRun[T any](t *testing.T, env *testsuite.TestActivityEnvironment, name string, arg any) T {

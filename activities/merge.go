@@ -56,7 +56,7 @@ const budgetWaitHint = 2 * time.Second
 func (a *Activities) Prepare(ctx context.Context, p contract.PrepareParams) (res contract.PrepareResult, err error) {
 	var kind store.Kind
 	outcome := "ok"
-	ctx, call := a.beginStoreCall(ctx, contract.PrepareActivity, p.NotifyAfter, !p.NoRunningNotice, contract.PrepareProgress{State: contract.PrepareStateStarting})
+	ctx, call := a.beginStoreCall(ctx, contract.PrepareActivity, p.NotifyAfter, contract.PrepareProgress{State: contract.PrepareStateStarting})
 	defer func() { err = call.end(kind, outcome, err) }()
 
 	s, t, err := a.open(ctx, p.Target)
@@ -141,36 +141,6 @@ func (a *Activities) watchBudget(rep *reporter, firstRead <-chan struct{}) {
 	}
 }
 
-// Commit publishes a prepared merge (docs/DESIGN.md §3 step 2). Committing twice is safe.
-func (a *Activities) Commit(ctx context.Context, p contract.CommitParams) (res contract.CommitResult, err error) {
-	var kind store.Kind
-	ctx, call := a.beginStoreCall(ctx, contract.CommitActivity, p.NotifyAfter, !p.NoRunningNotice, nil)
-	defer func() { err = call.end(kind, "ok", err) }()
-
-	s, t, err := a.open(ctx, p.Prepared.Target)
-	kind = t.Kind
-	if err != nil {
-		return res, err
-	}
-	rr, err := s.CommitRound(ctx, []*store.PreparedMerge{preparedFromWire(&p.Prepared)})
-	var cr store.RoundShardResult
-	if err == nil {
-		cr = rr.Shards[0]
-		err = cr.Err()
-	}
-	log := a.logger().With(zap.String("target", t.String()), zap.String("shard", p.Prepared.Shard),
-		zap.Uint64("generation", p.Prepared.Through),
-		zap.String("workflow_id", activity.GetInfo(ctx).WorkflowExecution.ID))
-	if err != nil {
-		log.Warn("commit failed", zap.Error(err))
-		return res, err
-	}
-	already := cr.Outcome == store.RoundAlreadyCommitted
-	log.Info("merge committed", zap.Int("reclaimed", cr.Reclaimed), zap.Uint64("base_version", cr.BaseVersion),
-		zap.Bool("already_committed", already), zap.Duration("lock_hold", rr.LockHold))
-	return contract.CommitResult{Reclaimed: cr.Reclaimed, BaseVersion: cr.BaseVersion, AlreadyCommitted: already}, nil
-}
-
 // Abort deletes the staged files of a preparation whose commit is proven absent, or reports
 // that the commit is present after all.
 func (a *Activities) Abort(ctx context.Context, p contract.AbortParams) (res contract.AbortResult, err error) {
@@ -201,7 +171,7 @@ func (a *Activities) Abort(ctx context.Context, p contract.AbortParams) (res con
 // an error: the workflow aborts it and prepares it again while the others go on.
 func (a *Activities) CommitRound(ctx context.Context, p contract.CommitRoundParams) (res contract.CommitRoundResult, err error) {
 	var kind store.Kind
-	ctx, call := a.beginStoreCall(ctx, contract.CommitRoundActivity, p.NotifyAfter, !p.NoRunningNotice, nil)
+	ctx, call := a.beginStoreCall(ctx, contract.CommitRoundActivity, p.NotifyAfter, nil)
 	defer func() { err = call.end(kind, "ok", err) }()
 
 	s, t, err := a.open(ctx, p.Target)

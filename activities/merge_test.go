@@ -45,9 +45,9 @@ func TestPrepareCommitAbortOverARealStore(t *testing.T) {
 		require.Equal(t, 3, b.Total)
 	}
 
-	cr := mustRun[contract.CommitResult](t, env, contract.CommitActivity, contract.CommitParams{Prepared: p})
+	cr := commitOne(t, env, p)
 	require.Equal(t, 3, cr.Reclaimed)
-	require.False(t, cr.AlreadyCommitted)
+	require.Equal(t, contract.RoundCommitted, cr.Outcome)
 	row, err := s.Get(ctx, "c")
 	require.NoError(t, err)
 	require.Equal(t, int64(2), row["n"], "the newest version won")
@@ -55,8 +55,8 @@ func TestPrepareCommitAbortOverARealStore(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, st.TotalPending())
 
-	again := mustRun[contract.CommitResult](t, env, contract.CommitActivity, contract.CommitParams{Prepared: p})
-	require.True(t, again.AlreadyCommitted, "committing twice is safe")
+	again := commitOne(t, env, p)
+	require.Equal(t, contract.RoundAlreadyCommitted, again.Outcome, "committing twice is safe")
 
 	ab := mustRun[contract.AbortResult](t, env, contract.AbortActivity, contract.AbortParams{Prepared: p})
 	require.True(t, ab.CommitPresent, "abort never deletes a committed run")
@@ -78,10 +78,9 @@ func TestStalePreparationIsAbortedAndPreparedAgain(t *testing.T) {
 		contract.PrepareParams{Target: "generic:gs", Shard: db.Shard(), MaxGenerations: &one}).Prepared
 	require.Len(t, wide.Generations, 3)
 	require.Len(t, narrow.Generations, 1)
-	mustRun[contract.CommitResult](t, env, contract.CommitActivity, contract.CommitParams{Prepared: *narrow})
+	commitOne(t, env, *narrow)
 
-	_, err := run[contract.CommitResult](t, env, contract.CommitActivity, contract.CommitParams{Prepared: *wide})
-	requireAppErr(t, err, contract.ErrTypeStalePreparation, true)
+	require.Equal(t, contract.RoundStale, commitOne(t, env, *wide).Outcome)
 
 	ab := mustRun[contract.AbortResult](t, env, contract.AbortActivity, contract.AbortParams{Prepared: *wide})
 	require.False(t, ab.CommitPresent)
@@ -89,8 +88,7 @@ func TestStalePreparationIsAbortedAndPreparedAgain(t *testing.T) {
 
 	rest := mustRun[contract.PrepareResult](t, env, contract.PrepareActivity, params).Prepared
 	require.Len(t, rest.Generations, 2)
-	cr := mustRun[contract.CommitResult](t, env, contract.CommitActivity, contract.CommitParams{Prepared: *rest})
-	require.Equal(t, 2, cr.Reclaimed)
+	require.Equal(t, 2, commitOne(t, env, *rest).Reclaimed)
 }
 
 func TestActivityErrorsAreTyped(t *testing.T) {
@@ -103,9 +101,8 @@ func TestActivityErrorsAreTyped(t *testing.T) {
 	require.NotContains(t, err.Error(), "_registry", "the storage layer's chain stays out of the message")
 	_, err = run[contract.ListPendingShardsResult](t, env, contract.ListPendingShardsActivity, contract.ListPendingShardsParams{Target: "generic/gs"})
 	requireAppErr(t, err, contract.ErrTypeInvalidInput, true)
-	_, err = run[contract.CommitResult](t, env, contract.CommitActivity, contract.CommitParams{Prepared: contract.PreparedMerge{Target: "nope"}})
-	requireAppErr(t, err, contract.ErrTypeInvalidInput, true)
-	_, err = run[contract.ScanStatsResult](t, env, contract.ScanStatsActivity, contract.ScanStatsParams{Kind: "tables"})
+	_, err = run[contract.CommitRoundResult](t, env, contract.CommitRoundActivity,
+		contract.CommitRoundParams{Target: "nope", Prepared: []contract.PreparedMerge{{Target: "nope"}}})
 	requireAppErr(t, err, contract.ErrTypeInvalidInput, true)
 
 	bare := newActivityEnv(t, &Activities{})
@@ -123,7 +120,7 @@ func TestCompactBaseActivity(t *testing.T) {
 	for i := 0; i < 4; i++ { // one run per merge pass
 		p := mustRun[contract.PrepareResult](t, env, contract.PrepareActivity,
 			contract.PrepareParams{Target: "generic:gs", Shard: db.Shard(), MaxGenerations: &one}).Prepared
-		mustRun[contract.CommitResult](t, env, contract.CommitActivity, contract.CommitParams{Prepared: *p})
+		commitOne(t, env, *p)
 	}
 	res := mustRun[contract.CompactPassResult](t, env, contract.CompactBaseActivity, contract.CompactPassParams{Target: "generic:gs"})
 	require.True(t, res.Committed)

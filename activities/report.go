@@ -22,9 +22,9 @@ import (
 //     Temporal action and a persistence write, and an activity shorter than one tick (a
 //     third of its heartbeat timeout) needs none;
 //   - when the workflow asked for it (NotifyAfter), it signals the workflow the few state
-//     changes a workflow cannot observe: waiting for the memory budget, failing into a
-//     retry backoff and, for workflows that still run a slot watchdog (runningNotice),
-//     running past the slot-wait threshold (workflows.tracker).
+//     changes a workflow cannot observe: waiting for the memory budget and failing into a
+//     retry backoff (workflows.tracker). A slot wait is the server's to see, so an activity
+//     that runs straight through signals nothing.
 //
 // Signals go out in order from one goroutine, never from the caller's goroutine, so a slow
 // frontend cannot stall a store call that holds locks or memory.
@@ -47,7 +47,7 @@ type reporter struct {
 // signalTimeout bounds one signal; a lost signal only makes the status less precise.
 const signalTimeout = 5 * time.Second
 
-func (a *Activities) startReporter(ctx context.Context, notifyAfter time.Duration, runningNotice bool, details any) *reporter {
+func (a *Activities) startReporter(ctx context.Context, notifyAfter time.Duration, details any) *reporter {
 	info := activity.GetInfo(ctx)
 	r := &reporter{
 		ctx:     ctx,
@@ -70,23 +70,7 @@ func (a *Activities) startReporter(ctx context.Context, notifyAfter time.Duratio
 	if info.Attempt > 1 {
 		// The workflow may be showing the backoff of the previous attempt.
 		r.signal(contract.ActivityStateRunning, "", func(string) bool { return true })
-		return r
 	}
-	if !runningNotice {
-		return r
-	}
-	wait := time.Until(info.ScheduledTime.Add(notifyAfter))
-	r.wg.Add(1)
-	go func() {
-		defer r.wg.Done()
-		t := time.NewTimer(max(wait, 0))
-		defer t.Stop()
-		select {
-		case <-t.C:
-			r.signal(contract.ActivityStateRunning, "", func(prev string) bool { return prev == "" })
-		case <-r.stop:
-		}
-	}()
 	return r
 }
 

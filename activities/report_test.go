@@ -48,14 +48,14 @@ func (r *signalRecorder) states() []string {
 	return out
 }
 
-// runBackoffProbe runs an activity whose first attempt fails into a retry, with the given
-// running notice, and returns the states it signalled.
-func runBackoffProbe(t *testing.T, runningNotice bool) *signalRecorder {
+// runBackoffProbe runs an activity whose first attempt fails into a retry and returns the
+// states it signalled.
+func runBackoffProbe(t *testing.T) *signalRecorder {
 	rec := newSignalRecorder()
 	a := &Activities{Client: rec}
 	probe := func(ctx context.Context) error {
-		rep := a.startReporter(ctx, time.Nanosecond, runningNotice, nil)
-		time.Sleep(50 * time.Millisecond) // past the (tiny) slot-wait threshold
+		rep := a.startReporter(ctx, time.Nanosecond, nil)
+		time.Sleep(50 * time.Millisecond) // past the (tiny) notify threshold
 		var err error
 		if activity.GetInfo(ctx).Attempt == 1 {
 			err = ToTemporal(fmt.Errorf("first generation: %w", store.ErrBudgetBusy))
@@ -76,26 +76,20 @@ func runBackoffProbe(t *testing.T, runningNotice bool) *signalRecorder {
 	return rec
 }
 
-func TestReporterSignalsRunningAndBackoff(t *testing.T) {
-	rec := runBackoffProbe(t, true)
-	require.Equal(t, []string{"running@1", "retrying@1", "running@2"}, rec.states())
-	rec.mu.Lock()
-	require.Contains(t, rec.got[1].Error, "merge memory budget busy")
-	rec.mu.Unlock()
-}
-
-// Without the running notice (workflows without a slot watchdog), a pass that runs
-// straight through signals nothing; the backoff and the next attempt still go out.
-func TestReporterSignalsOnlyBackoffWithoutRunningNotice(t *testing.T) {
-	rec := runBackoffProbe(t, false)
+// A pass that runs straight through signals nothing; the backoff and the next attempt go out.
+func TestReporterSignalsBackoffAndNextAttempt(t *testing.T) {
+	rec := runBackoffProbe(t)
 	require.Equal(t, []string{"retrying@1", "running@2"}, rec.states())
+	rec.mu.Lock()
+	require.Contains(t, rec.got[0].Error, "merge memory budget busy")
+	rec.mu.Unlock()
 }
 
 func TestReporterStaysQuietWithoutNotifyAfter(t *testing.T) {
 	rec := newSignalRecorder()
 	a := &Activities{Client: rec}
 	probe := func(ctx context.Context) error {
-		rep := a.startReporter(ctx, 0, false, nil)
+		rep := a.startReporter(ctx, 0, nil)
 		time.Sleep(10 * time.Millisecond)
 		err := ToTemporal(store.ErrConflict)
 		rep.finish(err)
@@ -159,7 +153,7 @@ func TestPrepareSignalsBackoffOnRetryableFailure(t *testing.T) {
 func TestReporterHeartbeatsProgressOnItsTick(t *testing.T) {
 	a := &Activities{}
 	probe := func(ctx context.Context) error {
-		rep := a.startReporter(ctx, 0, false, contract.PrepareProgress{State: contract.PrepareStateStarting})
+		rep := a.startReporter(ctx, 0, contract.PrepareProgress{State: contract.PrepareStateStarting})
 		rep.progress(contract.PrepareProgress{State: contract.ActivityStateRunning, Done: 1, Total: 2})
 		time.Sleep(400 * time.Millisecond) // past the first tick (a third of 600ms)
 		rep.finish(nil)

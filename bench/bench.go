@@ -52,8 +52,6 @@ type Options struct {
 	// FleetSizes overrides the fleet sizes of the fleet scenario (registered stores); nil =
 	// the default (10k, 100k; 2k, 20k with Quick).
 	FleetSizes []int
-	// FleetDesigns limits the fleet scenario to some designs ("scan", "demand"); nil = both.
-	FleetDesigns []string
 	// FleetVariants lists start-path variants of the fleet scenario to measure side by side,
 	// each "concurrency/batch/pacing" (starts in flight per StartWorkflows, StartBatch,
 	// StartPacing; an empty part = the default); nil = the build's defaults only.
@@ -64,10 +62,6 @@ type Options struct {
 	// ParallelPrepare makes walkeeper's count-trigger starts in the incident replay ask MergeWal
 	// for parallel prepares (MergeWalInput.ParallelPrepare).
 	ParallelPrepare bool
-	// IncidentCompare is the incident replay's second side: "" or "baseline" (the old serial
-	// sweeper) or "one-shard-commit" (walkeeper with merge-shards-per-commit 1, the design
-	// before round commits).
-	IncidentCompare string
 	// Latency is the modelled object-store round trip added to every storage request in the
 	// incident scenario; negative = none, 0 = default.
 	Latency time.Duration

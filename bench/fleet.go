@@ -3,7 +3,6 @@ package bench
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"image/color"
 	"os"
@@ -31,11 +30,12 @@ import (
 )
 
 // The fleet benchmark: one MaintenanceSweep over a registered
-// fleet of idle stores, 1 % of them in debt, measured for the design before the demand index
-// (every store's stats read by one ScanStats per kind) and the demand-driven sweep, side by
-// side in one run on one Temporal server.
+// fleet of idle stores, 1 % of them in debt, found through the demand index. The comparison
+// with the design before the index (every store's stats read by one ScanStats per kind) is
+// reproduced by running this scenario on an earlier build beside this one
+// (scripts/bench-before-after.sh, with the baseline commit docs/BENCHMARKS.md names).
 //
-// Setup per fleet size and design: a fresh mem:// root; the fleet registered by writing
+// Setup per fleet size and variant: a fresh mem:// root; the fleet registered by writing
 // each store's `_registry/<kind>/<name>.json` and `<kind>/<name>/store.json` directly (the
 // bytes DB.Create writes for a template store, with the name replaced), without latency;
 // the debt planted through the store's own seal path by two writer processes that then
@@ -57,10 +57,9 @@ const (
 	// starts per sweep, enough for 1 % of a million stores, in batches of 256.
 	fleetMaxStarts = contract.DefaultSweepMaxStarts
 	fleetInterval  = time.Minute
-	// fleetStartBatch and fleetScanConcurrency are the sweep knobs the bench sets.
-	fleetStartBatch      = contract.DefaultSweepStartBatch
-	fleetScanConcurrency = 128
-	listPageKeys         = 1000 // an object store's list page (S3 ListObjectsV2 MaxKeys)
+	// fleetStartBatch is the sweep knob the bench sets.
+	fleetStartBatch = contract.DefaultSweepStartBatch
+	listPageKeys    = 1000 // an object store's list page (S3 ListObjectsV2 MaxKeys)
 )
 
 // fleetSample is one sweep of one design over one fleet.
@@ -100,7 +99,7 @@ type fleetSample struct {
 	TTM     time.Duration
 	Started int
 	Scanned int
-	// Pages counts the sweep's ScanDemand (or ScanStats) activities. Batches counts its
+	// Pages counts the sweep's ScanDemand activities. Batches counts its
 	// StartWorkflows activities, BatchTime their mean time from start to close, and StartSpan
 	// the time from the first one's start to the last one's close: Started / StartSpan is
 	// the start rate the sweep got from Temporal.
@@ -153,7 +152,6 @@ func RunFleet(ctx context.Context, o Options) (*Result, error) {
 	res.param("latency", latency)
 	res.param("max_starts", fleetMaxStarts)
 	res.param("start_batch", fleetStartBatch)
-	res.param("scan_concurrency", fleetScanConcurrency)
 	res.param("sweep_budget", budget)
 
 	// The SDK logs its payload warnings through the client's logger.
@@ -168,15 +166,6 @@ func RunFleet(ctx context.Context, o Options) (*Result, error) {
 	// Every size at 1 % debt; every larger size also at the smallest size's debt, for the
 	// issue's ratio "at the same debt".
 	designs := fleetDesigns
-	if len(o.FleetDesigns) > 0 {
-		designs = nil
-		for _, d := range o.FleetDesigns {
-			if !slices.Contains(fleetDesigns, fleetDesign(d)) {
-				return nil, fmt.Errorf("fleet: unknown design %q (want scan or demand)", d)
-			}
-			designs = append(designs, fleetDesign(d))
-		}
-	}
 	res.param("designs", fmt.Sprint(designs))
 	if len(o.FleetVariants) > 0 {
 		res.param("variants (starts in flight per StartWorkflows / StartBatch / pacing)", fmt.Sprint(variants))
@@ -201,11 +190,6 @@ func RunFleet(ctx context.Context, o Options) (*Result, error) {
 						seq++
 						s, err := runFleetOnce(ctx, o, tenv, fleetRun{seq: seq, stores: n, debt: debt, design: d, variant: v, latency: latency, budget: budget, warn: warn})
 						s.FixedDebt = fixedDebt
-						if errors.Is(err, errDesignUnavailable) {
-							o.progressf("fleet: %d stores, %s: not run (%v)", n, side.name(), err)
-							samples = append(samples, fleetSample{Stores: n, Debt: debt, FixedDebt: fixedDebt, Design: d, Variant: v, Failed: "not run: " + err.Error()})
-							break
-						}
 						if err != nil {
 							return nil, fmt.Errorf("fleet %d stores, %s: %w", n, side.name(), err)
 						}
@@ -242,7 +226,7 @@ func (s fleetSample) summary() string {
 
 func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun) (fleetSample, error) {
 	s := fleetSample{Stores: r.stores, Design: r.design, Variant: r.variant}
-	in, err := sweepInputFor(r.design, contract.MaintenanceSweepInput{
+	in := contract.MaintenanceSweepInput{
 		MergeMinGenerations: fleetMergeMin,
 		MaxPendingAge:       fleetMaxAge,
 		MaxStarts:           fleetMaxStarts,
@@ -250,11 +234,6 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 		// at the least; the variant's pacing ("" = the workflow's default).
 		StartBatch:  r.variant.batch(),
 		StartPacing: r.variant.Pacing,
-		// The scan at its best: 128 stores' stats read at once instead of 8.
-		ScanConcurrency: fleetScanConcurrency,
-	})
-	if err != nil {
-		return s, err
 	}
 	// mem:// keeps a sorted key index (store/bucket_mem.go), so a listing page costs what an
 	// object store's does, not a sort of the whole fleet (gocloud's memblob did that).
@@ -1065,7 +1044,7 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 	res.note("Storage requests: every request of the 8 workers from the sweep's start until its first StartWorkflows started (or its discovery activity closed), and after that the listings of the demand index (the later ScanDemand pages of the paged sweep); the MergeWal runs the sweep starts are not counted, nor requests for an earlier fleet's stores (activities of its terminated MergeWal runs that still reach this fleet's workers; counted apart in the progress log). A listing of the registry or of the demand index counts (and sleeps) one request per 1000 keys, as an object store pages it.")
 	res.note("Starts/s: MergeWal runs started over the span from the sweep's first StartWorkflows start to its last one's close (from the sweep's history); the mean batch is a StartWorkflows activity's start-to-close time (a variant's batch, its starts in flight at a time; by default %d starts, %d at a time).", fleetStartBatch, activities.DefaultStartConcurrency)
 	res.note("Time-to-merge: from the later of a store's planting and the sweep's start (planting 10,000 stores' debt takes minutes at 1M stores, and the sweep starts when planting ends: the best phase) to its MergeWal's start; with a schedule every interval add up to one interval. The old debt was sealed an hour ago (past MaxPendingAge) at planting, so it has crossed its threshold at the planting time.")
-	res.note("The fleet is registered without latency by writing the registry entry and store.json of each store directly (the bytes DB.Create writes for a template store); the debt goes through the seal path of two writers closed afterwards. The scan side reads 128 stores' stats at once (ScanConcurrency; default 8); starts go in the sweep's default batches of 256 (StartBatch), at most 10,000 per sweep (MaxStarts), one batch a second from the first launch (planned pacing), each batch 32 starts at a time, 4 batches in flight (Concurrency), unless a variant (--variants concurrency/batch/pacing) says otherwise.")
+	res.note("The fleet is registered without latency by writing the registry entry and store.json of each store directly (the bytes DB.Create writes for a template store); the debt goes through the seal path of two writers closed afterwards. Starts go in the sweep's default batches of 256 (StartBatch), at most 10,000 per sweep (MaxStarts), one batch a second from the first launch (planned pacing), each batch 32 starts at a time, 4 batches in flight (Concurrency), unless a variant (--variants concurrency/batch/pacing) says otherwise.")
 
 	if o.OutDir == "" {
 		return
@@ -1115,13 +1094,10 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 	}
 }
 
-// sideColor: the scan red and the demand design blue, as in the runs before variants; a
-// variant beyond the first of the demand design takes the next colour of sidePalette.
+// sideColor: the default variant blue; every other variant takes the next colour of
+// sidePalette.
 func sideColor(d fleetSide, i int) color.Color {
 	if d.variant.isDefault() {
-		if d.design == designScan {
-			return colBaseline
-		}
 		return colWalkeeper
 	}
 	return sidePalette[i%len(sidePalette)]

@@ -38,7 +38,7 @@ type incidentParams struct {
 	Sample       time.Duration
 	MaxGens      int // merge_max_generations of both systems
 	Parallel     bool
-	// Other is the second side: sideBaseline or sideOneShardCommit.
+	// Other is the second side: sideBaseline.
 	Other string
 	// Storage is the backend under the latency model: storageFile (file:// without fsync) up
 	// to the incident's 20 shards, storageMem past it (see incidentStorage).
@@ -77,9 +77,8 @@ func incidentStorage(shards int) string {
 
 // Sides of the incident replay.
 const (
-	sideWalkeeper      = "walkeeper"
-	sideBaseline       = "baseline"
-	sideOneShardCommit = "one-shard-commit"
+	sideWalkeeper = "walkeeper"
+	sideBaseline  = "baseline"
 )
 
 // sharedWorkerNodes is how many nodes serve the shared queue when the replay runs more than
@@ -100,8 +99,6 @@ func sideLabel(side string) string {
 	switch side {
 	case sideBaseline:
 		return "baseline (old serial sweeper)"
-	case sideOneShardCommit:
-		return "walkeeper, one shard per commit"
 	}
 	return "walkeeper"
 }
@@ -152,9 +149,6 @@ func incidentDefaults(o Options) incidentParams {
 		p.PrepareConcurrency = wideTablePrepareConcurrency
 	}
 	p.Other = sideBaseline
-	if o.IncidentCompare != "" {
-		p.Other = o.IncidentCompare
-	}
 	switch {
 	case o.Latency < 0:
 		p.Latency = 0
@@ -199,9 +193,6 @@ func maxOf(xs []int) int {
 // running at the same time on the same machine with identical traffic and storage model.
 func RunIncident(ctx context.Context, o Options) (*Result, error) {
 	p := incidentDefaults(o)
-	if p.Other != sideBaseline && p.Other != sideOneShardCommit {
-		return nil, fmt.Errorf("--compare %q: want %s or %s", p.Other, sideBaseline, sideOneShardCommit)
-	}
 	res := newResult("incident", o)
 	res.param("compare", p.Other)
 	res.param("shards", p.Shards)
@@ -288,12 +279,8 @@ func RunIncident(ctx context.Context, o Options) (*Result, error) {
 	})
 	limit := 2 * p.CountTrigger
 	res.target("walkeeper max pending per shard, whole run", fmt.Sprintf("≤ %d (2 × count trigger)", limit), wkMax.fmt("%.0f"), wkMax.Max <= float64(limit))
-	if p.Other == sideBaseline {
-		res.target("baseline grows without bound", "rising trend, above walkeeper", fmt.Sprintf("%s gens/min, end %s", baseSlope.fmt("%+.1f"), baseFinal.fmt("%.0f")),
-			baseSlope.Min > 0 && baseFinal.Min > wkFinal.Max)
-	} else {
-		res.target("one shard per commit, for comparison", "reported", fmt.Sprintf("max %s, end %s, %s gens/min", baseMax.fmt("%.0f"), baseFinal.fmt("%.0f"), baseSlope.fmt("%+.1f")), true)
-	}
+	res.target("baseline grows without bound", "rising trend, above walkeeper", fmt.Sprintf("%s gens/min, end %s", baseSlope.fmt("%+.1f"), baseFinal.fmt("%.0f")),
+		baseSlope.Min > 0 && baseFinal.Min > wkFinal.Max)
 	res.Values["count_trigger"] = float64(p.CountTrigger)
 	res.Values["walkeeper_mean2_max"] = col(func(r incidentRun) float64 { return r.WkMean2 }).Max
 	res.Values["baseline_mean2_min"] = col(func(r incidentRun) float64 { return r.BaseMean2 }).Min
@@ -304,9 +291,6 @@ func RunIncident(ctx context.Context, o Options) (*Result, error) {
 	res.Values["walkeeper_final_max"] = wkFinal.Max
 	res.Values["baseline_slope_median"] = baseSlope.Median
 	res.Values["baseline_cycle_p50_s"] = cycle.Median
-	if p.Other == sideOneShardCommit {
-		res.note("Both sides are walkeeper on the same Temporal dev server setup; the second side's count trigger asks MergeWal for one shard per commit (--merge-shards-per-commit 1: a Commit activity per pass, one at a time per table), the first for round commits (up to %d shards' passes per CommitRound). Neither side runs the MaintenanceSweep schedule (its starts would not carry the knob): MergeWal is started by the count trigger and keeps running rounds while they commit.", store.MaxRoundShards)
-	}
 	res.note("The baseline merges the hot generic store only in its cleanup sweep, one pass of at most merge_max_generations of its own shard per visit, and reaches the generic kind only after walking every resident rollout store; a cycle longer than merge_max_generations × the seal interval makes the hot store's debt grow without bound (cycle p50 above).")
 	res.note("The two systems run one after the other in the same invocation (order alternating by repetition), each with the machine to itself, identical traffic and the same storage model: %s plus %s added to every storage request.", map[string]string{storageFile: "file:// without fsync", storageMem: "mem:// (past 20 shards the local file system's file creation, not the modelled object store, limited the seal rate)"}[p.Storage], p.Latency)
 	return res, nil
@@ -480,14 +464,8 @@ func incidentSideRun(ctx context.Context, o Options, p incidentParams, rep int, 
 	var stopSystem func()
 	var cycleMu sync.Mutex
 	if isWK {
-		if p.Other != sideOneShardCommit {
-			if err := temporaladmin.EnsureSweepSchedule(ctx, tenv.client, temporaladmin.SweepSchedule{Every: p.SweepEvery, Jitter: temporaladmin.DefaultScheduleJitter}); err != nil {
-				return out, fmt.Errorf("sweep schedule: %w", err)
-			}
-		}
-		shardsPerCommit := 0
-		if sideName == sideOneShardCommit {
-			shardsPerCommit = 1
+		if err := temporaladmin.EnsureSweepSchedule(ctx, tenv.client, temporaladmin.SweepSchedule{Every: p.SweepEvery, Jitter: temporaladmin.DefaultScheduleJitter}); err != nil {
+			return out, fmt.Errorf("sweep schedule: %w", err)
 		}
 		var nodes []*node
 		for i, db := range dbs {
@@ -497,7 +475,6 @@ func incidentSideRun(ctx context.Context, o Options, p incidentParams, rep int, 
 				MergeSlots:            worker.DefaultConfig().MergeSlots,
 				SharedActivitySlots:   worker.DefaultConfig().SharedActivitySlots,
 				ParallelPrepare:       p.Parallel,
-				ShardsPerCommit:       shardsPerCommit,
 				PrepareConcurrency:    p.PrepareConcurrency,
 				// Past the incident's 20 nodes, only the first sharedWorkerNodes nodes serve the
 				// shared queue (workflows, CommitRound, Abort, listings), and each shard queue

@@ -144,9 +144,6 @@ type nodeConfig struct {
 	// ParallelPrepare makes the node's count-trigger starts ask MergeWal for parallel
 	// prepares, as the worker does with --merge-parallel-prepare (its default).
 	ParallelPrepare bool
-	// ShardsPerCommit is the count trigger's MergeWalInput.MaxShardsPerCommit
-	// (--merge-shards-per-commit; 0 = the workflow default, round commits).
-	ShardsPerCommit int
 	// StartConcurrency is the starts one StartWorkflows has in flight on this node
 	// (--sweep-start-concurrency; 0 = activities.DefaultStartConcurrency).
 	StartConcurrency int
@@ -190,7 +187,6 @@ func startNode(ctx context.Context, c client.Client, db *store.DB, metrics *work
 		Interval:              cfg.FlushInterval,
 		MergeAfterGenerations: cfg.MergeAfterGenerations,
 		SerialPrepare:         !cfg.ParallelPrepare,
-		ShardsPerCommit:       cfg.ShardsPerCommit,
 		PrepareConcurrency:    cfg.PrepareConcurrency,
 		Start:                 start,
 		Logger:                log.Named("sweeper"),

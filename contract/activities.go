@@ -33,12 +33,8 @@ type PrepareParams struct {
 	MaxGenerations *int   `json:"max_generations,omitempty"`
 	MaxBytes       *int64 `json:"max_bytes,omitempty"`
 	// NotifyAfter asks the activity to send ActivityStateSignal on state changes a workflow
-	// cannot see (budget wait, retry backoff) and, unless NoRunningNotice, a "running" notice
-	// once it has been running this long after it was scheduled (0 = no signals at all).
+	// cannot see (budget wait, retry backoff); 0 = no signals at all.
 	NotifyAfter time.Duration `json:"notify_after,omitempty"`
-	// NoRunningNotice: the workflow runs no slot watchdog (runs after
-	// merge-wal-fewer-actions), so the "running" notice would only cost an action.
-	NoRunningNotice bool `json:"no_running_notice,omitempty"`
 }
 
 // PrepareResult carries the prepared merge, or nil when the shard had nothing pending.
@@ -54,21 +50,6 @@ type PrepareProgress struct {
 	State string `json:"state"`
 	Done  int    `json:"done"`
 	Total int    `json:"total"`
-}
-
-// CommitParams publishes a prepared merge (docs/DESIGN.md §3 step 2).
-type CommitParams struct {
-	Prepared PreparedMerge `json:"prepared"`
-	// NotifyAfter and NoRunningNotice: see PrepareParams.
-	NotifyAfter     time.Duration `json:"notify_after,omitempty"`
-	NoRunningNotice bool          `json:"no_running_notice,omitempty"`
-}
-
-// CommitResult reports one commit.
-type CommitResult struct {
-	Reclaimed        int    `json:"reclaimed"`
-	BaseVersion      uint64 `json:"base_version"`
-	AlreadyCommitted bool   `json:"already_committed,omitempty"`
 }
 
 // MaxRoundShards caps the prepared merges of one CommitRound (store.MaxRoundShards; a
@@ -89,9 +70,8 @@ const (
 type CommitRoundParams struct {
 	Target   string          `json:"target"`
 	Prepared []PreparedMerge `json:"prepared"`
-	// NotifyAfter and NoRunningNotice: see PrepareParams.
-	NotifyAfter     time.Duration `json:"notify_after,omitempty"`
-	NoRunningNotice bool          `json:"no_running_notice,omitempty"`
+	// NotifyAfter: see PrepareParams.
+	NotifyAfter time.Duration `json:"notify_after,omitempty"`
 }
 
 // Round outcomes of one shard (RoundShardResult.Outcome).
@@ -140,9 +120,8 @@ type CompactPassParams struct {
 	Target   string `json:"target"`
 	MaxRuns  int    `json:"max_runs,omitempty"`
 	MaxBytes int64  `json:"max_bytes,omitempty"`
-	// NotifyAfter and NoRunningNotice: see PrepareParams.
-	NotifyAfter     time.Duration `json:"notify_after,omitempty"`
-	NoRunningNotice bool          `json:"no_running_notice,omitempty"`
+	// NotifyAfter: see PrepareParams.
+	NotifyAfter time.Duration `json:"notify_after,omitempty"`
 }
 
 // CompactPassResult reports one compaction pass (activity CompactBase).
@@ -155,45 +134,6 @@ type CompactPassResult struct {
 	DroppedDeletes int64  `json:"dropped_deletes"`
 	RunsLeft       int    `json:"runs_left"`
 	Committed      bool   `json:"committed"`
-}
-
-// ScanStatsParams names the kind to scan.
-type ScanStatsParams struct {
-	Kind string `json:"kind"`
-	// Concurrency bounds the stores whose stats are read at once (0 = the activity's
-	// default).
-	Concurrency int `json:"concurrency,omitempty"`
-}
-
-// TargetStats is one store's debt as the sweep sees it. A store whose stats could not be
-// read carries Error (and ErrorType) instead of numbers; the scan goes on without it.
-type TargetStats struct {
-	Target           string        `json:"target"`
-	Pending          int           `json:"pending"`
-	MaxShardPending  int           `json:"max_shard_pending"`
-	OldestPendingAge time.Duration `json:"oldest_pending_age"`
-	// Runs counts the base table's runs (sorted Parquet files), as in every "runs" of this
-	// package except the continue-as-new counters, which say "workflow run".
-	Runs   int `json:"runs"`
-	Shards int `json:"shards"`
-	// PendingShards counts the shards with pending generations.
-	PendingShards int    `json:"pending_shards,omitempty"`
-	BaseVersion   uint64 `json:"base_version"`
-	Error         string `json:"error,omitempty"`
-	ErrorType     string `json:"error_type,omitempty"`
-}
-
-// ScanStatsResult lists every store of one kind, in target order.
-type ScanStatsResult struct {
-	Kind    string        `json:"kind"`
-	Targets []TargetStats `json:"targets"`
-}
-
-// ScanProgress is ScanStats' heartbeat detail: the stats gathered so far, in target order.
-// A retried attempt resumes after LastTarget.
-type ScanProgress struct {
-	LastTarget string        `json:"last_target"`
-	Targets    []TargetStats `json:"targets"`
 }
 
 // StartRequest asks for one workflow start: Workflow is MergeWalWorkflow or

@@ -6,19 +6,12 @@ import "time"
 // "Demand records"). Every type here is bounded whatever the fleet's size: results carry at
 // most a capped candidate set or page, and counters.
 
-// Workflow and activity names of the demand index.
+// Names and bounds of the demand index (workflow and activity names: names.go).
 const (
-	ReconcileDemandWorkflow = "ReconcileDemand"
-
-	ScanDemandActivity          = "ScanDemand"
-	ReconcilePageActivity       = "ReconcilePage"
-	RecordMaintenanceActivity   = "RecordMaintenance"
 	ReconcileDemandScheduleID   = "walkeeper-reconcile"
 	ReconcileDemandWorkflowID   = "walkeeper-reconcile"
 	MaintenanceSweepName        = "sweep"
 	ReconcileDemandName         = "reconcile"
-	DiscoveryDemand             = "demand"
-	DiscoveryScan               = "scan"
 	MaxDemandCandidates         = 1000
 	MaxReconcilePage            = 1000
 	DefaultReconcilePage        = 500

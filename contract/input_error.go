@@ -24,7 +24,7 @@ import (
 // It is not a wire type: a workflow fails with its message (workflows/input.go).
 type inputError struct {
 	// Field is the JSON name of the field, dotted and indexed for nested fields
-	// ("sweep.scan_concurrency", "carry.shards[2].shard").
+	// ("sweep.concurrency", "carry.shards[2].shard").
 	Field string
 	// Problem says what is wrong, with the value and the bound.
 	Problem string

@@ -4,8 +4,8 @@ import "github.com/walkeeper/walkeeper/target"
 
 // Task queues (docs/DESIGN.md §4).
 const (
-	// TaskQueue is the shared queue: workflows, scans, stats, clean-up, and Prepare/Commit of
-	// shards whose owner does not pick up its own queue in time.
+	// TaskQueue is the shared queue: workflows, demand scans, round commits, clean-up, and
+	// the Prepare of shards whose owner does not pick up its own queue in time.
 	TaskQueue = "walkeeper"
 	// ShardQueuePrefix prefixes each writer's own queue; see ShardQueue.
 	ShardQueuePrefix = "walkeeper-shard-"
@@ -14,8 +14,9 @@ const (
 // ShardQueue is the task queue served by the owner of shard.
 func ShardQueue(shard string) string { return ShardQueuePrefix + shard }
 
-// Workflow type names. Workflows are registered under these names, never under Go
-// identifiers, so renaming a function cannot break a running history.
+// Workflow type names, registered by workflows.Register. Workflows are registered under
+// these names, never under Go identifiers, so renaming a function cannot break a running
+// history.
 const (
 	MergeWalWorkflow         = "MergeWal"
 	CompactBaseWorkflow      = "CompactBase"
@@ -23,18 +24,24 @@ const (
 	// MergeWalTickWorkflow is the action of per-target schedules: it only starts (or attaches
 	// to) MergeWal under its real ID, because schedule-started IDs carry a timestamp suffix.
 	MergeWalTickWorkflow = "MergeWalTick"
+	// SweepWindowWorkflow is the action of the sweep schedule: sweep rounds for one window
+	// (sweep_window.go).
+	SweepWindowWorkflow = "SweepWindow"
+	// ReconcileDemandWorkflow rebuilds the demand index from the registry (demand.go).
+	ReconcileDemandWorkflow = "ReconcileDemand"
 )
 
-// Activity type names, implemented by package activities.
+// Activity type names, registered by activities.Register.
 const (
 	ListPendingShardsActivity = "ListPendingShards"
 	PrepareActivity           = "Prepare"
-	CommitActivity            = "Commit"
 	CommitRoundActivity       = "CommitRound"
 	AbortActivity             = "Abort"
 	CompactBaseActivity       = "CompactBase"
-	ScanStatsActivity         = "ScanStats"
 	StartWorkflowsActivity    = "StartWorkflows"
+	ScanDemandActivity        = "ScanDemand"
+	ReconcilePageActivity     = "ReconcilePage"
+	RecordMaintenanceActivity = "RecordMaintenance"
 )
 
 // StatusQuery answers with MergeWalStatus on MergeWal and CompactBaseStatus on CompactBase.

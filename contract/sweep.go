@@ -44,26 +44,17 @@ type MaintenanceSweepInput struct {
 	// starts at most StartBatch workflows per StartSpacing instead of one burst on Temporal
 	// and on storage (the merges it starts all list and prepare at once).
 	StartSpacing time.Duration `json:"start_spacing,omitempty"`
-	// StartPacing says what StartSpacing is measured from on the paged demand sweep:
+	// StartPacing says what StartSpacing is measured from:
 	// StartPacingPlanned ("" = default) launches batch n at the sweep's first launch +
 	// n × StartSpacing, so a workflow task that runs late does not push every later batch
 	// back (the batches that fell due meanwhile launch together, at most Concurrency in
 	// flight); StartPacingAfterLaunch waits StartSpacing after the previous batch's
-	// actual launch, as runs before the sweep-planned-pacing change did (kept for the fleet
-	// benchmark's side-by-side runs and as an escape hatch for a server that must see
-	// at least StartSpacing between any two launches).
+	// actual launch (for a server that must see at least StartSpacing between any two
+	// launches).
 	StartPacing string `json:"start_pacing,omitempty"`
 	// ParallelPrepare: MergeWal starts for a target with more than one pending shard ask for
 	// parallel prepares (commits stay one at a time). Default (nil) true.
 	ParallelPrepare *bool `json:"parallel_prepare,omitempty"`
-	// ScanConcurrency bounds the store stats one ScanStats activity reads at once
-	// (0 = the activity's default, 8).
-	ScanConcurrency int `json:"scan_concurrency,omitempty"`
-	// Discovery picks how the sweep finds stores in debt: DiscoveryDemand ("" = default)
-	// lists the demand index (cost follows the debt); DiscoveryScan reads every store's
-	// stats (ScanStats, cost follows the fleet: the design before the index, kept for the
-	// fleet benchmark and as an escape hatch).
-	Discovery string `json:"discovery,omitempty"`
 }
 
 // The values of MaintenanceSweepInput.StartPacing.
@@ -88,11 +79,8 @@ type MaintenanceSweepResult struct {
 	SkippedOmitted int         `json:"skipped_omitted,omitempty"`
 	// ScanErrors lists kinds whose scan failed as a whole.
 	ScanErrors []string `json:"scan_errors,omitempty"`
-	// Discovery is how the stores were found (DiscoveryDemand or DiscoveryScan; "" in runs
-	// recorded before the demand index).
-	Discovery string `json:"discovery,omitempty"`
 	// StoresWithDebt counts the stores with demand records, DemandRecords the records
-	// listed, and Qualified the stores over a threshold (demand discovery only).
+	// listed, and Qualified the stores over a threshold.
 	StoresWithDebt int `json:"stores_with_debt,omitempty"`
 	DemandRecords  int `json:"demand_records,omitempty"`
 	Qualified      int `json:"qualified,omitempty"`

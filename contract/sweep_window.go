@@ -14,7 +14,6 @@ import (
 
 // Names of the windowed sweep.
 const (
-	SweepWindowWorkflow = "SweepWindow"
 	// SweepNowSignal asks a running window for a round now (`walkeeper schedule trigger`);
 	// the signals that arrived before a round starts are served by that one round.
 	SweepNowSignal = "walkeeper-sweep-now"

@@ -27,18 +27,13 @@ const (
 	// sweep in flight.
 	DefaultSweepConcurrency = 4
 	MaxSweepConcurrency     = 32
-	// ScanSweepMaxStarts and ScanSweepStartBatch are max_starts' and start_batch's
-	// defaults with discovery "scan" (and in demand sweeps recorded before the paged one).
-	ScanSweepMaxStarts  = 256
-	ScanSweepStartBatch = 16
 	// start_spacing (negative = no pacing): at most a minute between two batches, so a
 	// sweep's starts cannot be spread over hours.
 	DefaultSweepStartSpacing = time.Second
 	MinSweepStartSpacing     = 10 * time.Millisecond
 	MaxSweepStartSpacing     = time.Minute
-	// DefaultScanConcurrency and DefaultReconcileConcurrency are the activities' defaults;
-	// MaxStoreConcurrency bounds both: stores one ScanStats or ReconcilePage reads at once.
-	DefaultScanConcurrency      = 8
+	// DefaultReconcileConcurrency is ReconcilePage's default; MaxStoreConcurrency bounds the
+	// stores one ReconcilePage reads at once.
 	DefaultReconcileConcurrency = 16
 	MaxStoreConcurrency         = 128
 	// Interval between two rounds of a window: below a second, rounds run back to back,
@@ -70,8 +65,6 @@ func (in MaintenanceSweepInput) Validate() error {
 		inRange("start_batch", startBatch, 1, MaxStartBatch),
 		offOrDurationIn("start_spacing", defaulted(in.StartSpacing, DefaultSweepStartSpacing), MinSweepStartSpacing, MaxSweepStartSpacing),
 		oneOf("start_pacing", in.StartPacing, "", StartPacingPlanned, StartPacingAfterLaunch),
-		inRange("scan_concurrency", defaulted(in.ScanConcurrency, DefaultScanConcurrency), 1, MaxStoreConcurrency),
-		oneOf("discovery", in.Discovery, "", DiscoveryDemand, DiscoveryScan),
 	)
 	if err != nil {
 		return err
@@ -83,12 +76,8 @@ func (in MaintenanceSweepInput) Validate() error {
 	return nil
 }
 
-// starts is the max_starts and start_batch the sweep uses: the paged demand sweep's
-// defaults, or the scan's. Pure.
+// starts is the max_starts and start_batch the sweep uses. Pure.
 func (in MaintenanceSweepInput) starts() (maxStarts, startBatch int) {
-	if in.Discovery == DiscoveryScan {
-		return defaulted(in.MaxStarts, ScanSweepMaxStarts), defaulted(in.StartBatch, ScanSweepStartBatch)
-	}
 	return defaulted(in.MaxStarts, DefaultSweepMaxStarts), defaulted(in.StartBatch, DefaultSweepStartBatch)
 }
 

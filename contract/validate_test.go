@@ -188,7 +188,6 @@ func TestMaintenanceSweepInputBounds(t *testing.T) {
 	s := sweepIn
 	requireBounds(t, []boundCase{
 		{"defaults", s(func(*MaintenanceSweepInput) {}), ""},
-		{"scan defaults", s(func(in *MaintenanceSweepInput) { in.Discovery = DiscoveryScan }), ""},
 		{"min generations floor", s(func(in *MaintenanceSweepInput) { in.MergeMinGenerations = 1 }), ""},
 		{"min generations below", s(func(in *MaintenanceSweepInput) { in.MergeMinGenerations = -1 }), "merge_min_generations"},
 		{"min generations ceiling", s(func(in *MaintenanceSweepInput) { in.MergeMinGenerations = MaxSweepMergeMinGenerations }), ""},
@@ -223,16 +222,8 @@ func TestMaintenanceSweepInputBounds(t *testing.T) {
 		{"pacing planned", s(func(in *MaintenanceSweepInput) { in.StartPacing = StartPacingPlanned }), ""},
 		{"pacing after launch", s(func(in *MaintenanceSweepInput) { in.StartPacing = StartPacingAfterLaunch }), ""},
 		{"pacing unknown", s(func(in *MaintenanceSweepInput) { in.StartPacing = "Planned" }), "start_pacing"},
-		{"scan concurrency floor", s(func(in *MaintenanceSweepInput) { in.ScanConcurrency = 1 }), ""},
-		{"scan concurrency below", s(func(in *MaintenanceSweepInput) { in.ScanConcurrency = -1 }), "scan_concurrency"},
-		{"scan concurrency ceiling", s(func(in *MaintenanceSweepInput) { in.ScanConcurrency = MaxStoreConcurrency }), ""},
-		{"scan concurrency above", s(func(in *MaintenanceSweepInput) { in.ScanConcurrency = 100_000 }), "scan_concurrency"},
-		{"discovery scan", s(func(in *MaintenanceSweepInput) { in.Discovery = DiscoveryScan }), ""},
-		{"discovery unknown", s(func(in *MaintenanceSweepInput) { in.Discovery = "Scan" }), "discovery"},
-		// One batch per start: the demand defaults would pass the history bound, the scan's
-		// (256 starts) do not.
+		// One batch per start: 10,000 starts would pass the history bound.
 		{"demand batch of one", s(func(in *MaintenanceSweepInput) { in.StartBatch = 1 }), "max_starts"},
-		{"scan batch of one", s(func(in *MaintenanceSweepInput) { in.StartBatch, in.Discovery = 1, DiscoveryScan }), ""},
 	})
 }
 

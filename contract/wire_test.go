@@ -35,10 +35,9 @@ var update = flag.Bool("update", false, "rewrite testdata/wire from the current 
 var wireTypes = []any{
 	ListPendingShardsParams{}, ListPendingShardsResult{}, ShardPending{},
 	PrepareParams{}, PrepareResult{}, PrepareProgress{},
-	CommitParams{}, CommitResult{}, AbortParams{}, AbortResult{},
+	AbortParams{}, AbortResult{},
 	CommitRoundParams{}, CommitRoundResult{}, RoundShardResult{},
 	CompactPassParams{}, CompactPassResult{},
-	ScanStatsParams{}, ScanStatsResult{}, ScanProgress{}, TargetStats{},
 	StartWorkflowsParams{}, StartWorkflowsResult{}, StartRequest{}, StartOutcome{},
 	ActivityState{},
 	PreparedMerge{}, StagedFile{},
@@ -171,11 +170,9 @@ var (
 	activityPayloads = map[string][2]any{
 		ListPendingShardsActivity: {ListPendingShardsParams{}, ListPendingShardsResult{}},
 		PrepareActivity:           {PrepareParams{}, PrepareResult{}},
-		CommitActivity:            {CommitParams{}, CommitResult{}},
 		CommitRoundActivity:       {CommitRoundParams{}, CommitRoundResult{}},
 		AbortActivity:             {AbortParams{}, AbortResult{}},
 		CompactBaseActivity:       {CompactPassParams{}, CompactPassResult{}},
-		ScanStatsActivity:         {ScanStatsParams{}, ScanStatsResult{}},
 		StartWorkflowsActivity:    {StartWorkflowsParams{}, StartWorkflowsResult{}},
 		ScanDemandActivity:        {ScanDemandParams{}, ScanDemandResult{}},
 		ReconcilePageActivity:     {ReconcilePageParams{}, ReconcilePageResult{}},
@@ -270,7 +267,7 @@ func TestRecordedHistoriesDecode(t *testing.T) {
 		}
 	}
 	// The histories must exercise the prepared-merge wire type, or this test proves little.
-	for _, name := range []string{"PrepareResult", "CommitParams", "MergeWalInput", "MergeWalResult", "ScanStatsResult", "ScanDemandResult", "ReconcilePageResult"} {
+	for _, name := range []string{"PrepareResult", "CommitRoundParams", "MergeWalInput", "MergeWalResult", "ScanDemandResult", "ReconcilePageResult"} {
 		if decoded[name] == 0 {
 			t.Errorf("no recorded %s payload decoded; the histories no longer cover it", name)
 		}

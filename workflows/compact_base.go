@@ -18,13 +18,6 @@ const (
 	compactMaxIdlePasses = 3
 )
 
-// compactNoWatchdogChange versions the removal of the slot watchdog timer (see tracker and
-// fewerActionsChange): runs recorded before it replay with the timer.
-const (
-	compactNoWatchdogChange  = "compact-base-no-watchdog"
-	compactNoWatchdogVersion = workflow.Version(1)
-)
-
 // CompactBase rewrites target's base runs into fewer runs, one bounded pass at a time on
 // the shared queue, until at most TargetRuns remain or MaxPasses.
 func CompactBase(ctx workflow.Context, in contract.CompactBaseInput) (contract.CompactBaseResult, error) {
@@ -58,7 +51,7 @@ func CompactBase(ctx workflow.Context, in contract.CompactBaseInput) (contract.C
 		}
 		workflow.SetCurrentDetails(ctx, line)
 	}
-	tr = newTracker(ctx, DefaultSlotWaitThreshold, true, refresh)
+	tr = newTracker(ctx, DefaultSlotWaitThreshold, refresh)
 	if err := workflow.SetQueryHandler(ctx, contract.StatusQuery, func() (contract.CompactBaseStatus, error) {
 		out := st
 		out.Blocked = tr.blocked("")
@@ -67,11 +60,7 @@ func CompactBase(ctx workflow.Context, in contract.CompactBaseInput) (contract.C
 	}); err != nil {
 		return res, err
 	}
-	// Runs recorded before this change did not set WalTrigger when a start left it out.
-	observe := workflow.GetVersion(ctx, compactObserveChange, workflow.DefaultVersion, compactObserveVersion) >= compactObserveVersion
-	ensureTargetAttributes(ctx, tgt, observe, in.Trigger)
-	// Runs recorded before this change raced a slot watchdog timer against every pass.
-	tr.watchdog = workflow.GetVersion(ctx, compactNoWatchdogChange, workflow.DefaultVersion, compactNoWatchdogVersion) < compactNoWatchdogVersion
+	ensureTargetAttributes(ctx, tgt, in.Trigger)
 
 	st.Phase = contract.PhaseCompacting
 	idle := 0
@@ -85,7 +74,7 @@ func CompactBase(ctx workflow.Context, in contract.CompactBaseInput) (contract.C
 			MaxRuns:  in.MaxRuns,
 			MaxBytes: in.MaxBytes,
 		}
-		params.NotifyAfter, params.NoRunningNotice = tr.notice()
+		params.NotifyAfter = tr.notifyAfter()
 		if err := tr.exec(ctx, compactOptions(), w, params, &pass); err != nil {
 			st.Phase = contract.PhaseDone
 			refresh()
@@ -118,10 +107,3 @@ func CompactBase(ctx workflow.Context, in contract.CompactBaseInput) (contract.C
 	refresh()
 	return res, nil
 }
-
-// compactObserveChange versions the WalTrigger upsert of a CompactBase started without one
-// (every run says its trigger, so a list view can filter on it).
-const (
-	compactObserveChange  = "compact-base-observe"
-	compactObserveVersion = workflow.Version(1)
-)

@@ -9,7 +9,6 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/workflow"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/walkeeper/walkeeper/contract"
@@ -116,23 +115,4 @@ func TestCompactBaseStatusQuery(t *testing.T) {
 		ScheduledTime: timestamppb.New(now.Add(-15 * time.Second)),
 	}}, now)
 	require.Contains(t, st.Blocked, contract.BlockedSlot+" on "+contract.TaskQueue)
-}
-
-func TestCompactBaseStatusQueryWatchdogBeforeNoWatchdogChange(t *testing.T) {
-	env := newEnv(t)
-	env.OnGetVersion(compactNoWatchdogChange, workflow.DefaultVersion, compactNoWatchdogVersion).Return(workflow.DefaultVersion)
-	env.OnActivity(contract.CompactBaseActivity, anyCtx, anyArg).After(20*time.Second).
-		Return(contract.CompactPassResult{InputRuns: 2, RunsLeft: 3, Committed: true}, nil)
-	var seen []contract.CompactBaseStatus
-	env.RegisterDelayedCallback(func() {
-		v, err := env.QueryWorkflow(contract.StatusQuery)
-		require.NoError(t, err)
-		var st contract.CompactBaseStatus
-		require.NoError(t, v.Get(&st))
-		seen = append(seen, st)
-	}, 15*time.Second)
-	env.ExecuteWorkflow(CompactBase, contract.CompactBaseInput{Target: "generic:gs"})
-	require.NoError(t, env.GetWorkflowError())
-	require.Len(t, seen, 1)
-	require.Contains(t, seen[0].Blocked, contract.BlockedSlot+" on "+contract.TaskQueue)
 }

@@ -14,7 +14,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/walkeeper/walkeeper/contract"
 )
@@ -28,9 +27,6 @@ func stubListPendingShards(context.Context, contract.ListPendingShardsParams) (c
 func stubPrepare(context.Context, contract.PrepareParams) (contract.PrepareResult, error) {
 	return contract.PrepareResult{}, errors.New("not mocked")
 }
-func stubCommit(context.Context, contract.CommitParams) (contract.CommitResult, error) {
-	return contract.CommitResult{}, errors.New("not mocked")
-}
 func stubCommitRound(context.Context, contract.CommitRoundParams) (contract.CommitRoundResult, error) {
 	return contract.CommitRoundResult{}, errors.New("not mocked")
 }
@@ -39,9 +35,6 @@ func stubAbort(context.Context, contract.AbortParams) (contract.AbortResult, err
 }
 func stubCompact(context.Context, contract.CompactPassParams) (contract.CompactPassResult, error) {
 	return contract.CompactPassResult{}, errors.New("not mocked")
-}
-func stubScan(context.Context, contract.ScanStatsParams) (contract.ScanStatsResult, error) {
-	return contract.ScanStatsResult{}, errors.New("not mocked")
 }
 func stubStart(context.Context, contract.StartWorkflowsParams) (contract.StartWorkflowsResult, error) {
 	return contract.StartWorkflowsResult{}, errors.New("not mocked")
@@ -56,17 +49,8 @@ func stubReconcilePage(context.Context, contract.ReconcilePageParams) (contract.
 // stubRecordMaintenance succeeds: recording a success has no outcome a test mocks.
 func stubRecordMaintenance(context.Context, contract.RecordMaintenanceParams) error { return nil }
 
-// newEnv is a test environment for the one-shard-per-commit path: round commits are
-// pinned off as in histories recorded before roundCommitChange (the same code runs for
-// MaxShardsPerCommit 1). newRoundEnv leaves them on.
+// newEnv is a test environment with every walkeeper workflow and a stub of every activity.
 func newEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
-	t.Helper()
-	env := newRoundEnv(t)
-	env.OnGetVersion(roundCommitChange, workflow.DefaultVersion, roundCommitVersion).Return(workflow.DefaultVersion)
-	return env
-}
-
-func newRoundEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
@@ -77,11 +61,9 @@ func newRoundEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	for name, fn := range map[string]any{
 		contract.ListPendingShardsActivity: stubListPendingShards,
 		contract.PrepareActivity:           stubPrepare,
-		contract.CommitActivity:            stubCommit,
 		contract.CommitRoundActivity:       stubCommitRound,
 		contract.AbortActivity:             stubAbort,
 		contract.CompactBaseActivity:       stubCompact,
-		contract.ScanStatsActivity:         stubScan,
 		contract.StartWorkflowsActivity:    stubStart,
 		contract.ScanDemandActivity:        stubScanDemand,
 		contract.ReconcilePageActivity:     stubReconcilePage,
@@ -101,7 +83,7 @@ type call struct {
 	through    uint64
 }
 
-// fakeTable models one target's shards for the mocked Prepare/Commit/Abort: each shard has
+// fakeTable models one target's shards for the mocked Prepare/CommitRound/Abort: each shard has
 // generations 1..n pending; a pass takes up to perPass of them.
 type fakeTable struct {
 	target  string
@@ -162,19 +144,6 @@ func (f *fakeTable) prepare(ctx context.Context, p contract.PrepareParams) (cont
 	}}, nil
 }
 
-func (f *fakeTable) commit(ctx context.Context, p contract.CommitParams) (contract.CommitResult, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	info := activity.GetInfo(ctx)
-	f.commits = append(f.commits, call{shard: p.Prepared.Shard, queue: info.TaskQueue, activityID: info.ActivityID, runID: info.WorkflowExecution.RunID, through: p.Prepared.Through})
-	if f.watermark[p.Prepared.Shard] >= p.Prepared.Through {
-		return contract.CommitResult{BaseVersion: f.version, AlreadyCommitted: true}, nil
-	}
-	f.watermark[p.Prepared.Shard] = p.Prepared.Through
-	f.version++
-	return contract.CommitResult{Reclaimed: len(p.Prepared.Generations), BaseVersion: f.version}, nil
-}
-
 // commitRound models CommitRound: one base version for every shard of the round that is
 // still open, already committed for covered ones, stale for those in staleOnce.
 func (f *fakeTable) commitRound(ctx context.Context, p contract.CommitRoundParams) (contract.CommitRoundResult, error) {
@@ -186,7 +155,7 @@ func (f *fakeTable) commitRound(ctx context.Context, p contract.CommitRoundParam
 	published := false
 	for _, pm := range p.Prepared {
 		shards = append(shards, pm.Shard)
-		f.commits = append(f.commits, call{shard: pm.Shard, queue: info.TaskQueue, activityID: info.ActivityID, through: pm.Through})
+		f.commits = append(f.commits, call{shard: pm.Shard, queue: info.TaskQueue, activityID: info.ActivityID, runID: info.WorkflowExecution.RunID, through: pm.Through})
 		sr := contract.RoundShardResult{Shard: pm.Shard}
 		switch {
 		case f.staleOnce[pm.Shard]:
@@ -228,21 +197,26 @@ func (f *fakeTable) calls(which *[]call) []call {
 func mockTable(env *testsuite.TestWorkflowEnvironment, f *fakeTable) {
 	env.OnActivity(contract.ListPendingShardsActivity, anyCtx, anyArg).Return(f.list).Maybe()
 	env.OnActivity(contract.PrepareActivity, anyCtx, anyArg).Return(f.prepare).Maybe()
-	env.OnActivity(contract.CommitActivity, anyCtx, anyArg).Return(f.commit).Maybe()
 	env.OnActivity(contract.CommitRoundActivity, anyCtx, anyArg).Return(f.commitRound).Maybe()
 	env.OnActivity(contract.AbortActivity, anyCtx, anyArg).Return(f.abort).Maybe()
 }
 
 // mockTimedTable is mockTable with modelled durations: every Prepare takes prepare, and every
-// commit of the commitActivity type (Commit or CommitRound) takes commit.
-func mockTimedTable(env *testsuite.TestWorkflowEnvironment, f *fakeTable, prepare time.Duration, commitActivity string, commit time.Duration) {
+// CommitRound takes commit.
+func mockTimedTable(env *testsuite.TestWorkflowEnvironment, f *fakeTable, prepare, commit time.Duration) {
 	env.OnActivity(contract.PrepareActivity, anyCtx, anyArg).After(prepare).Return(f.prepare)
-	commitFn := any(f.commit)
-	if commitActivity == contract.CommitRoundActivity {
-		commitFn = f.commitRound
-	}
-	env.OnActivity(commitActivity, anyCtx, anyArg).After(commit).Return(commitFn)
+	env.OnActivity(contract.CommitRoundActivity, anyCtx, anyArg).After(commit).Return(f.commitRound)
 	mockTable(env, f)
+}
+
+// hasShard reports whether a round commits a pass of shard.
+func hasShard(p contract.CommitRoundParams, shard string) bool {
+	for _, pm := range p.Prepared {
+		if pm.Shard == shard {
+			return true
+		}
+	}
+	return false
 }
 
 // inflight tracks how many activities of each type run at once, from the test env's

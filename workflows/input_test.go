@@ -230,13 +230,7 @@ func TestMaintenanceSweepRefusesEachFieldOutOfBounds(t *testing.T) {
 		{"spacing below", in(func(v *contract.MaintenanceSweepInput) { v.StartSpacing = time.Millisecond }), "start_spacing", false},
 		{"spacing above", in(func(v *contract.MaintenanceSweepInput) { v.StartSpacing = 2 * time.Minute }), "start_spacing", false},
 		{"unknown pacing", in(func(v *contract.MaintenanceSweepInput) { v.StartPacing = "fast" }), "start_pacing", false},
-		{"scan concurrency below", in(func(v *contract.MaintenanceSweepInput) { v.ScanConcurrency = -1 }), "scan_concurrency", false},
-		{"scan concurrency above", in(func(v *contract.MaintenanceSweepInput) { v.ScanConcurrency = 100_000 }), "scan_concurrency", false},
-		{"unknown discovery", in(func(v *contract.MaintenanceSweepInput) { v.Discovery = "all" }), "discovery", false},
 		{"history too long", in(func(v *contract.MaintenanceSweepInput) { v.MaxStarts, v.StartBatch = contract.MaxSweepStarts, 1 }), "max_starts", false},
-		{"scan history too long", in(func(v *contract.MaintenanceSweepInput) {
-			v.Discovery, v.MaxStarts = contract.DiscoveryScan, contract.MaxSweepStarts
-		}), "max_starts", false},
 	})
 }
 
@@ -251,11 +245,8 @@ func TestMaintenanceSweepRunsAtTheBounds(t *testing.T) {
 	env.ExecuteWorkflow(MaintenanceSweep, contract.MaintenanceSweepInput{MergeMinGenerations: contract.MaxSweepMergeMinGenerations,
 		MaxPendingAge: contract.MinSweepMaxPendingAge, CompactMinRuns: -1, MaxStarts: 2 * contract.DefaultSweepMaxStarts,
 		Concurrency: contract.MaxSweepConcurrency, StartBatch: contract.MaxStartBatch, StartSpacing: contract.MaxSweepStartSpacing,
-		StartPacing: contract.StartPacingAfterLaunch, ScanConcurrency: contract.MaxStoreConcurrency, Discovery: contract.DiscoveryDemand})
+		StartPacing: contract.StartPacingAfterLaunch})
 	require.NoError(t, env.GetWorkflowError())
-	var res contract.MaintenanceSweepResult
-	require.NoError(t, env.GetWorkflowResult(&res))
-	require.Equal(t, contract.DiscoveryDemand, res.Discovery)
 }
 
 func TestSweepWindowRefusesEachFieldOutOfBounds(t *testing.T) {
@@ -280,8 +271,6 @@ func TestSweepWindowRefusesEachFieldOutOfBounds(t *testing.T) {
 		{"window above", in(func(v *contract.SweepWindowInput) { v.Window = 25 * time.Hour }), "window", false},
 		{"budget below", in(func(v *contract.SweepWindowInput) { v.EventBudget = contract.MinSweepEventBudget - 1 }), "event_budget", false},
 		{"budget above", in(func(v *contract.SweepWindowInput) { v.EventBudget = contract.MaxSweepEventBudget + 1 }), "event_budget", false},
-		{"sweep scan concurrency", in(func(v *contract.SweepWindowInput) { v.Sweep.ScanConcurrency = 100_000 }), "sweep.scan_concurrency", false},
-		{"sweep discovery", in(func(v *contract.SweepWindowInput) { v.Sweep.Discovery = "all" }), "sweep.discovery", false},
 		{"carry on a start", carried(func(*contract.SweepWindowCarry) {}), "carry", false},
 		{"carried window too long", carried(func(c *contract.SweepWindowCarry) { c.Ends = origin.Add(100 * 24 * time.Hour) }), "carry.ends", true},
 		{"carried origin missing", carried(func(c *contract.SweepWindowCarry) { c.Origin = time.Time{} }), "carry.origin", true},

@@ -6,9 +6,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/walkeeper/walkeeper/contract"
 )
@@ -18,7 +16,7 @@ const errTypeUnavailable = "Unavailable"
 
 // A listing that keeps failing retryably is retried a bounded number of times as a local
 // activity (localListOptions: 5 attempts), then the merge fails with the listing's own typed
-// error, as it did after the activity's retries.
+// error.
 func TestMergeWalLocalListRetriesBoundedThenFailsTyped(t *testing.T) {
 	env := newEnv(t)
 	calls := 0
@@ -33,31 +31,8 @@ func TestMergeWalLocalListRetriesBoundedThenFailsTyped(t *testing.T) {
 	typ, _ := appErrType(err)
 	require.Equal(t, errTypeUnavailable, typ, "%v", err)
 	var actErr *temporal.ActivityError
-	require.True(t, errors.As(err, &actErr), "the failure is the listing's activity error, as on the activity path: %v", err)
+	require.True(t, errors.As(err, &actErr), "the failure is the listing's activity error: %v", err)
 	require.Equal(t, int(localListOptions().RetryPolicy.MaximumAttempts), calls)
-}
-
-// Runs recorded before localListChange list through the activity, as they did.
-func TestMergeWalListBeforeLocalListIsAnActivity(t *testing.T) {
-	env := newEnv(t)
-	env.OnGetVersion(localListChange, workflow.DefaultVersion, localListVersion).Return(workflow.DefaultVersion)
-	f := newFakeTable("generic:gs", 2, map[string]int{"a": 2})
-	local, remote := 0, 0
-	env.OnActivity(contract.ListPendingShardsActivity, anyCtx, anyArg).Return(
-		func(ctx context.Context, p contract.ListPendingShardsParams) (contract.ListPendingShardsResult, error) {
-			if activity.GetInfo(ctx).IsLocalActivity {
-				local++
-			} else {
-				remote++
-			}
-			return f.list(ctx, p)
-		})
-	mockTable(env, f)
-	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:gs"})
-	res := mergeResult(t, env)
-	require.Equal(t, 2, res.Reclaimed)
-	require.Zero(t, local)
-	require.Equal(t, 2, remote, "the first listing and the one confirming the drain")
 }
 
 // A relisting that fails (all its local attempts) does not fail the merge: the round goes on

@@ -11,22 +11,18 @@ import (
 	"github.com/walkeeper/walkeeper/contract"
 )
 
-// observeChange versions what a merge tells Temporal visibility about itself (docs/TEMPORAL.md,
-// "What a merge shows"):
+// What a merge tells Temporal visibility about itself (docs/TEMPORAL.md "What a merge
+// shows"):
 //   - WalTrigger is upserted (TriggerUnknown) when the start did not set it, in the same
 //     upsert as the missing WalTarget/WalKind of a bare start;
 //   - WalPendingAtStart rides the first WalPending upsert of the chain;
 //   - once the merge has finished, one upsert sets WalReclaimed and WalBytesMerged (with
 //     WalPending when it moved) and one memo update repeats them with the passes for
 //     display, and the current details say the outcome in words;
-//   - Prepare, Commit and Abort carry summaries naming the shard and the pass.
+//   - Prepare, CommitRound and Abort carry summaries naming the shards and the passes.
 //
-// A pass costs what it cost before: every new command is once per run (the start) or per
-// chain (the end). Runs recorded before it replay the old commands.
-const (
-	observeChange  = "merge-wal-observe"
-	observeVersion = workflow.Version(1)
-)
+// None of it costs a pass anything: every command is once per run (the start) or per chain
+// (the end).
 
 // noteStart keeps the first listing's total as the chain's pending at start.
 func (r *mergeRun) noteStart() {
@@ -36,11 +32,8 @@ func (r *mergeRun) noteStart() {
 }
 
 // recordOutcome writes the finished merge's figures to its search attributes and memo.
-// Observing runs only; a failure to record is logged, never fails the merge.
+// A failure to record is logged, never fails the merge.
 func (r *mergeRun) recordOutcome(res contract.MergeWalResult) {
-	if !r.observe {
-		return
-	}
 	updates := []temporal.SearchAttributeUpdate{
 		contract.WalPendingAtStart.ValueSet(int64(res.PendingAtStart)),
 		contract.WalReclaimed.ValueSet(int64(res.Reclaimed)),
@@ -101,11 +94,8 @@ func (r *mergeRun) outcomeDetails() string {
 }
 
 // activitySummary names an activity in Temporal Web by shard and pass: "prepare shard 3f2a
-// pass 2". Observing runs only; older runs keep the bare kind, which replay never compares.
+// pass 2".
 func (r *mergeRun) activitySummary(kind string, sh *shardRun, shared bool) string {
-	if !r.observe {
-		return kind
-	}
 	s := fmt.Sprintf("%s shard %s pass %d", kind, contract.ShardLabel(sh.res.Shard), sh.res.Passes+1)
 	if shared {
 		s += " (shared queue)"
@@ -117,9 +107,6 @@ func (r *mergeRun) activitySummary(kind string, sh *shardRun, shared bool) strin
 // "commit round: shard 3f2a pass 2, shard 9c01 pass 1". At most roundSummaryShards are named
 // (a round holds up to contract.MaxRoundShards), the rest counted.
 func (r *mergeRun) roundSummary(batch []*commitRequest) string {
-	if !r.observe {
-		return "commit round"
-	}
 	var b strings.Builder
 	b.WriteString("commit round:")
 	for i, req := range batch {
@@ -169,7 +156,7 @@ func formatBytes(b int64) string {
 // (contract.MissingStoreMessage, the same line the CLI's pre-check says).
 func (r *mergeRun) listFailure(err error) error {
 	var appErr *temporal.ApplicationError
-	if r.observe && errors.As(err, &appErr) && appErr.Type() == contract.ErrTypeStoreNotFound {
+	if errors.As(err, &appErr) && appErr.Type() == contract.ErrTypeStoreNotFound {
 		return temporal.NewNonRetryableApplicationError(appErr.Message(), contract.ErrTypeStoreNotFound, nil)
 	}
 	return err

@@ -10,8 +10,8 @@ import (
 	"github.com/walkeeper/walkeeper/contract"
 )
 
-// Round commits (docs/DESIGN.md §3, docs/TEMPORAL.md "Round commits"). Still one commit in
-// flight per table, but one commit covers the prepared passes of every shard that is ready
+// Round commits (docs/DESIGN.md §3, docs/TEMPORAL.md "Round commits"). One commit in flight
+// per table, and one commit covers the prepared passes of every shard that is ready
 // when it starts (up to MaxShardsPerCommit and contract.MaxRoundBytes of input), in one base
 // version: the CommitRound activity. A table's fold rate then grows with its shards instead
 // of being one shard's pass per commit's orchestration (~0.4 s on the dev server).
@@ -20,24 +20,10 @@ import (
 // semaphore: PrepareConcurrency with ParallelPrepare, else one at a time) and then queues its
 // commit, so prepares of the next shards go on while a round commit runs, and the commit
 // loop takes everything queued meanwhile as its next round. What a shard's pass does with
-// the outcome is unchanged: a stale shard is aborted and prepared again (mergePass).
-
-// roundCommitChange versions round commits: runs recorded before it commit one shard per
-// Commit activity on the shard's queue. Version 1 took up to 32 shards per round by
-// default (legacyRoundShards); version 2 takes up to contract.MaxRoundShards (64).
-const (
-	roundCommitChange  = "merge-wal-round-commit"
-	roundCommitV1      = workflow.Version(1)
-	roundCommitVersion = workflow.Version(2)
-	// legacyRoundShards is the default round size of roundCommitV1 runs (the value of
-	// contract.MaxRoundShards when they were recorded), so that they replay the rounds
-	// they closed.
-	legacyRoundShards = 32
-)
+// the outcome: a stale shard is aborted and prepared again (mergePass).
 
 // shardsPerCommit is the most shards one commit covers: MaxShardsPerCommit, 0 meaning
-// contract.MaxRoundShards. 1 selects the one-shard Commit activity (the design before round
-// commits), kept for comparison and for deployments that want the owner-queue commit.
+// contract.MaxRoundShards.
 func shardsPerCommit(in contract.MergeWalInput) int {
 	if in.MaxShardsPerCommit == 0 {
 		return contract.MaxRoundShards
@@ -45,22 +31,12 @@ func shardsPerCommit(in contract.MergeWalInput) int {
 	return in.MaxShardsPerCommit
 }
 
-// roundShards is the most shards one round commit of this run covers: shardsPerCommit, at
-// most legacyRoundShards in a run recorded at roundCommitV1.
-func (r *mergeRun) roundShards() int {
-	limit := shardsPerCommit(r.in)
-	if r.roundCommitV < roundCommitVersion {
-		limit = min(limit, legacyRoundShards)
-	}
-	return limit
-}
-
-// roundCommitLoop is commitLoop for round commits: it waits for one commit request, then
+// roundCommitLoop is the only place commits run: it waits for one commit request, then
 // takes every other request already queued, up to the round's caps, and commits them all
 // in one CommitRound. A request that would take the round past contract.MaxRoundBytes waits
 // for the next round (at least one request always goes).
 func (r *mergeRun) roundCommitLoop(ctx workflow.Context, commits workflow.Channel) {
-	limit := r.roundShards()
+	limit := shardsPerCommit(r.in)
 	var carry *commitRequest
 	for {
 		first := carry
@@ -99,12 +75,11 @@ func preparedSize(p *contract.PreparedMerge) int {
 
 // commitRound runs one CommitRound on the shared queue (a round spans shards of different
 // owners; nothing in it needs an owner's memory) and replies to each request with its
-// shard's outcome: committed (or already committed) as a CommitResult, stale as a
-// StalePreparation error, as a one-shard Commit would have answered. If the activity fails
-// for good, every request gets its error, as each Commit would have.
+// shard's outcome: committed (or already committed) as its RoundShardResult, stale as a
+// StalePreparation error. If the activity fails for good, every request gets its error.
 func (r *mergeRun) commitRound(ctx workflow.Context, batch []*commitRequest) {
 	params := contract.CommitRoundParams{Target: r.target.String(), Prepared: make([]contract.PreparedMerge, len(batch))}
-	params.NotifyAfter, params.NoRunningNotice = r.tr.notice()
+	params.NotifyAfter = r.tr.notifyAfter()
 	for i, req := range batch {
 		req.sh.phase = contract.ShardCommitting
 		params.Prepared[i] = *req.p
@@ -128,14 +103,11 @@ func (r *mergeRun) commitRound(ctx workflow.Context, batch []*commitRequest) {
 	}
 }
 
-// roundShardOutcome turns one shard's part of a round into what Commit would have answered.
+// roundShardOutcome turns one shard's part of a round into its pass's commit outcome.
 func roundShardOutcome(sr contract.RoundShardResult) commitOutcome {
 	switch sr.Outcome {
 	case contract.RoundCommitted, contract.RoundAlreadyCommitted:
-		return commitOutcome{res: contract.CommitResult{
-			Reclaimed: sr.Reclaimed, BaseVersion: sr.BaseVersion,
-			AlreadyCommitted: sr.Outcome == contract.RoundAlreadyCommitted,
-		}}
+		return commitOutcome{res: sr}
 	case contract.RoundStale:
 		return commitOutcome{err: temporal.NewApplicationError(
 			fmt.Sprintf("shard %s: %s", sr.Shard, sr.Reason), contract.ErrTypeStalePreparation)}

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/walkeeper/walkeeper/contract"
 )
@@ -17,20 +16,19 @@ import (
 // first ready pass commits at once, and what becomes ready while a commit runs is the next
 // round, so rounds widen exactly when commits are the bottleneck.
 func TestMergeWalRoundCommitsSeveralShardsAtOnce(t *testing.T) {
-	env := newRoundEnv(t)
+	env := newEnv(t)
 	pending := map[string]int{}
 	for i := 0; i < 8; i++ {
 		pending[fmt.Sprintf("s%d", i)] = 4
 	}
 	f := newFakeTable("generic:hot", 2, pending)
-	mockTimedTable(env, f, time.Second, contract.CommitRoundActivity, 2*time.Second)
+	mockTimedTable(env, f, time.Second, 2*time.Second)
 	in := trackInflight(env)
 
 	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:hot", ParallelPrepare: true, PrepareConcurrency: 8})
 	res := mergeResult(t, env)
 
 	require.Equal(t, 1, in.max[contract.CommitRoundActivity], "one commit in flight per table")
-	require.Zero(t, in.max[contract.CommitActivity], "no one-shard commits")
 	require.Equal(t, 32, res.Reclaimed)
 	require.Equal(t, 16, res.Passes)
 	rounds := f.rounds
@@ -60,9 +58,9 @@ func TestMergeWalRoundCommitsSeveralShardsAtOnce(t *testing.T) {
 // Serial prepares still ride in shared rounds: the next shard prepares while the previous
 // ones' round commit runs, and what is ready meanwhile commits together.
 func TestMergeWalSerialPreparesBatchIntoRounds(t *testing.T) {
-	env := newRoundEnv(t)
+	env := newEnv(t)
 	f := newFakeTable("generic:hot", 4, map[string]int{"a": 4, "b": 4, "c": 4, "d": 4, "e": 4})
-	mockTimedTable(env, f, time.Second, contract.CommitRoundActivity, 3*time.Second)
+	mockTimedTable(env, f, time.Second, 3*time.Second)
 	in := trackInflight(env)
 
 	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:hot"})
@@ -76,10 +74,10 @@ func TestMergeWalSerialPreparesBatchIntoRounds(t *testing.T) {
 
 // MaxShardsPerCommit caps a round; the rest wait for the next one.
 func TestMergeWalRoundCommitRespectsTheCap(t *testing.T) {
-	env := newRoundEnv(t)
+	env := newEnv(t)
 	f := newFakeTable("generic:hot", 2, map[string]int{"a": 2, "b": 2, "c": 2, "d": 2, "e": 2})
 	// A commit takes time, so what becomes ready meanwhile waits for the next round.
-	mockTimedTable(env, f, time.Second, contract.CommitRoundActivity, 2*time.Second)
+	mockTimedTable(env, f, time.Second, 2*time.Second)
 
 	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:hot", ParallelPrepare: true, PrepareConcurrency: 5, MaxShardsPerCommit: 2})
 	res := mergeResult(t, env)
@@ -90,14 +88,10 @@ func TestMergeWalRoundCommitRespectsTheCap(t *testing.T) {
 	require.Len(t, f.rounds, 3)
 }
 
-// By default a round takes up to contract.MaxRoundShards (64) shards; a run recorded at
-// roundCommitV1, when that cap was 32, keeps closing its rounds at 32 on replay.
-func TestMergeWalRoundSizeFollowsTheChangeVersion(t *testing.T) {
-	for _, version := range []workflow.Version{roundCommitVersion, roundCommitV1} {
-		env := newRoundEnv(t)
-		if version != roundCommitVersion {
-			env.OnGetVersion(roundCommitChange, workflow.DefaultVersion, roundCommitVersion).Return(version)
-		}
+// By default a round takes up to contract.MaxRoundShards (64) shards.
+func TestMergeWalRoundSizeIsMaxRoundShards(t *testing.T) {
+	{
+		env := newEnv(t)
 		// 60 shards of one pass each (fewer than the 100 passes before continue-as-new).
 		pending := map[string]int{}
 		for i := 0; i < 60; i++ {
@@ -105,7 +99,7 @@ func TestMergeWalRoundSizeFollowsTheChangeVersion(t *testing.T) {
 		}
 		f := newFakeTable("generic:hot", 2, pending)
 		// The first commit takes long enough for every other shard to prepare meanwhile.
-		mockTimedTable(env, f, time.Second, contract.CommitRoundActivity, time.Minute)
+		mockTimedTable(env, f, time.Second, time.Minute)
 
 		env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:hot", ParallelPrepare: true, PrepareConcurrency: 60})
 		res := mergeResult(t, env)
@@ -114,23 +108,19 @@ func TestMergeWalRoundSizeFollowsTheChangeVersion(t *testing.T) {
 		for _, r := range f.rounds {
 			widest = max(widest, len(r))
 		}
-		if version == roundCommitV1 {
-			require.Equal(t, legacyRoundShards, widest, "version 1 rounds: %d", len(f.rounds))
-		} else {
-			require.Greater(t, widest, legacyRoundShards, "rounds: %d", len(f.rounds))
-			require.LessOrEqual(t, widest, contract.MaxRoundShards)
-		}
+		require.Greater(t, widest, 32, "rounds: %d", len(f.rounds))
+		require.LessOrEqual(t, widest, contract.MaxRoundShards)
 	}
 }
 
 // A stale shard in a round is aborted and prepared again, without holding back the shards
 // that committed with it.
 func TestMergeWalStaleShardInRoundIsAbortedAndPreparedAgain(t *testing.T) {
-	env := newRoundEnv(t)
+	env := newEnv(t)
 	f := newFakeTable("generic:hot", 2, map[string]int{"a": 2, "b": 2, "c": 2})
 	f.staleOnce = map[string]bool{"b": true}
 	// A commit takes time, so what becomes ready meanwhile waits for the next round.
-	mockTimedTable(env, f, time.Second, contract.CommitRoundActivity, 2*time.Second)
+	mockTimedTable(env, f, time.Second, 2*time.Second)
 
 	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:hot", ParallelPrepare: true, PrepareConcurrency: 3})
 	res := mergeResult(t, env)
@@ -154,25 +144,21 @@ func TestMergeWalStaleShardInRoundIsAbortedAndPreparedAgain(t *testing.T) {
 	require.Equal(t, 0, shardResult(t, res, "a").Restarts)
 }
 
-// MaxShardsPerCommit 1 is the design before round commits: one Commit per pass on the
-// shard's queue, and no version marker.
-func TestMergeWalOneShardPerCommitUsesCommit(t *testing.T) {
-	env := newRoundEnv(t)
+// MaxShardsPerCommit 1 commits one shard per round, still through CommitRound.
+func TestMergeWalOneShardPerCommitIsARoundOfOne(t *testing.T) {
+	env := newEnv(t)
 	f := newFakeTable("generic:hot", 2, map[string]int{"a": 2, "b": 2})
-	mockTable(env, f)
+	mockTimedTable(env, f, time.Second, 2*time.Second)
 	in := trackInflight(env)
 	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:hot", ParallelPrepare: true, MaxShardsPerCommit: 1})
 	res := mergeResult(t, env)
 	require.Equal(t, 4, res.Reclaimed)
-	require.Empty(t, f.rounds)
-	require.Equal(t, 1, in.max[contract.CommitActivity])
-	for _, c := range f.calls(&f.commits) {
-		require.Equal(t, contract.ShardQueue(c.shard), c.queue)
-	}
+	require.ElementsMatch(t, [][]string{{"a"}, {"b"}}, f.rounds)
+	require.Equal(t, 1, in.max[contract.CommitRoundActivity])
 }
 
 func TestMergeWalMaxShardsPerCommitOutOfRangeIsInvalid(t *testing.T) {
-	env := newRoundEnv(t)
+	env := newEnv(t)
 	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:hot", MaxShardsPerCommit: contract.MaxRoundShards + 1})
 	require.True(t, env.IsWorkflowCompleted())
 	typ, nonRetryable := appErrType(env.GetWorkflowError())

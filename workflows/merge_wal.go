@@ -47,13 +47,13 @@ func mergeWalDefaults(in contract.MergeWalInput) contract.MergeWalInput {
 }
 
 // MergeWal folds every shard's pending generations of one target into its base table
-// (docs/DESIGN.md §3, §4). A pass is a Prepare on the owner's queue, then a Commit. Shards take
-// turns: rounds of one pass per shard, most indebted first, until a round commits nothing,
-// so a shard that seals as fast as it is merged cannot starve the others. Prepares of one
-// round run one after another (the default) or concurrently with ParallelPrepare. Exactly
-// one Commit per table is in flight at any time: every commit goes through one commit loop,
-// whether prepares run serially (default) or in parallel. A failing shard records its error
-// and the others go on; the workflow fails only when every shard failed for good.
+// (docs/DESIGN.md §3, §4). A pass is a Prepare on the owner's queue, then its shard's part of
+// a round commit. Shards take turns: rounds of one pass per shard, most indebted first, until
+// a round commits nothing, so a shard that seals as fast as it is merged cannot starve the
+// others. Prepares of one round run one after another (the default) or concurrently with
+// ParallelPrepare. Exactly one CommitRound per table is in flight at any time: every commit
+// goes through one commit loop (roundCommitLoop). A failing shard records its error and the
+// others go on; the workflow fails only when every shard failed for good.
 func MergeWal(ctx workflow.Context, in contract.MergeWalInput) (contract.MergeWalResult, error) {
 	carried := ""
 	if in.Carry != nil {
@@ -73,16 +73,7 @@ func MergeWal(ctx workflow.Context, in contract.MergeWalInput) (contract.MergeWa
 	}); err != nil {
 		return r.result(), err
 	}
-	// Runs recorded before this change kept no trigger, debt or outcome in visibility, and
-	// named their activities only by type.
-	r.observe = workflow.GetVersion(ctx, observeChange, workflow.DefaultVersion, observeVersion) >= observeVersion
-	ensureTargetAttributes(ctx, tgt, r.observe, in.Trigger)
-	// Runs recorded before this change raced a watchdog timer against every activity,
-	// relisted before every round and upserted WalPending after every pass.
-	r.lean = workflow.GetVersion(ctx, fewerActionsChange, workflow.DefaultVersion, fewerActionsVersion) >= fewerActionsVersion
-	r.tr.watchdog = !r.lean
-	// Runs recorded before this change listed through an activity task (merge_list.go).
-	r.localList = r.lean && workflow.GetVersion(ctx, localListChange, workflow.DefaultVersion, localListVersion) >= localListVersion
+	ensureTargetAttributes(ctx, tgt, in.Trigger)
 	r.log.Info("Merge started.", "workflow_run", r.workflowRun, "parallel_prepare", in.ParallelPrepare,
 		"trigger", contract.TriggerWords(in.Trigger, in.TriggerReason))
 
@@ -92,14 +83,6 @@ func MergeWal(ctx workflow.Context, in contract.MergeWalInput) (contract.MergeWa
 	if err != nil {
 		r.setPhase(contract.PhaseDone)
 		return r.result(), r.listFailure(err)
-	}
-	// Histories recorded before this change visited shards in id order, each until drained.
-	r.fair = workflow.GetVersion(ctx, fairRoundsChange, workflow.DefaultVersion, fairRoundsVersion) >= fairRoundsVersion
-	// Histories recorded before round commits committed one shard per Commit activity; a
-	// run asked for one shard per commit still does, without a marker.
-	if r.fair && shardsPerCommit(r.in) > 1 {
-		r.roundCommitV = workflow.GetVersion(ctx, roundCommitChange, workflow.DefaultVersion, roundCommitVersion)
-		r.roundCommits = r.roundCommitV >= roundCommitV1
 	}
 	r.listedAt = workflow.Now(ctx)
 	r.plan(listed.Shards)
@@ -150,51 +133,15 @@ type mergeRun struct {
 	stopping    bool
 	// lastPending is the WalPending value last upserted (-1: none yet).
 	lastPending int64
-	// fair: shards are merged in rounds of one pass per shard (fairRoundsChange).
-	fair bool
-	// lean: a pass costs its Prepare and Commit and nothing else (fewerActionsChange).
-	lean bool
-	// localList: ListPendingShards runs as a local activity (localListChange).
-	localList bool
-	// listedAt is the workflow time of the last listing (lean runs relist by time).
+	// listedAt is the workflow time of the last listing (rounds relist by time).
 	listedAt time.Time
-	// observe: the run keeps its trigger, debt and outcome in visibility and names its
-	// activities by shard and pass (observeChange).
-	observe bool
 	// pendingAtStart is the total pending of the chain's first listing (-1: not listed yet);
 	// pendingAtStartSet: WalPendingAtStart carries it.
 	pendingAtStart    int
 	pendingAtStartSet bool
-	// roundCommits: one commit publishes the ready passes of many shards in one base
-	// version (roundCommitChange, merge_round_commit.go); roundCommitV is the change's
-	// version (it sets the round size, roundShards).
-	roundCommits bool
-	roundCommitV workflow.Version
 }
 
-// fairRoundsChange versions the shard schedule: rounds of one pass per shard, most indebted
-// first, instead of each shard until drained (in id order, or one coroutine per shard with
-// ParallelPrepare). Runs recorded before it replay the old schedule.
-const (
-	fairRoundsChange  = "merge-wal-fair-rounds"
-	fairRoundsVersion = workflow.Version(1)
-)
-
-// fewerActionsChange versions three cuts in what a pass costs in Temporal actions and
-// history events (issue: fewer actions per merge):
-//   - no slot watchdog timer per activity (tracker.watchdog); slot waits come from the
-//     server's pending activities instead (ApplyPending);
-//   - rounds after the first relist only when relistInterval has passed since the last
-//     listing, or when every shard's estimate is drained, instead of before every round;
-//   - WalPending is upserted after listings only, not after every pass.
-//
-// Runs recorded before it replay the old commands.
-const (
-	fewerActionsChange  = "merge-wal-fewer-actions"
-	fewerActionsVersion = workflow.Version(1)
-)
-
-// relistInterval bounds how stale a lean run's shard estimates may get while it merges: a
+// relistInterval bounds how stale a run's shard estimates may get while it merges: a
 // shard that starts sealing mid-merge, or seals again after it was drained, joins the
 // rounds at the next listing, at most this long after the previous one (or when every
 // other shard is drained). WalPending follows the listings.
@@ -230,15 +177,14 @@ func newMergeRun(ctx workflow.Context, in contract.MergeWalInput, tgt target.Tar
 	if slotWait < 0 {
 		slotWait = 0
 	}
-	// The watchdog is on until MergeWal has read fewerActionsChange, before any activity.
-	r.tr = newTracker(ctx, slotWait, true, r.changed)
+	r.tr = newTracker(ctx, slotWait, r.changed)
 	return r
 }
 
 // plan merges a listing into the shards known so far (the carried results on the first
 // call of a run), in shard order. A shard that failed or reached MaxPasses stays finished;
-// one that no longer has anything pending is done. In fair mode a shard that was drained
-// and has sealed again since is merged again.
+// one that no longer has anything pending is done. A shard that was drained and has sealed
+// again since is merged again.
 func (r *mergeRun) plan(listed []contract.ShardPending) {
 	all := r.shards
 	if all == nil && r.in.Carry != nil {
@@ -257,7 +203,7 @@ func (r *mergeRun) plan(listed []contract.ShardPending) {
 		}
 		seen[sp.Shard] = true
 		if sh, ok := byShard[sp.Shard]; ok {
-			if r.fair && sh.res.Finished && sh.res.Error == "" && !sh.res.MaxPassesReached {
+			if sh.res.Finished && sh.res.Error == "" && !sh.res.MaxPassesReached {
 				sh.res.Finished = false
 			}
 			if !sh.res.Finished {
@@ -305,17 +251,17 @@ type commitRequest struct {
 	reply workflow.Channel
 }
 
+// commitOutcome is a pass's part of a round commit: its shard's result, or why it failed.
 type commitOutcome struct {
-	res contract.CommitResult
+	res contract.RoundShardResult
 	err error
 }
 
 // mergeShards runs every unfinished shard. Prepares run in the shard coroutines (rounds of
-// one pass per shard, serial or behind a semaphore when ParallelPrepare); commits run only in
-// the single commit loop.
+// one pass per shard, behind the prepare semaphore); commits run only in the single commit
+// loop.
 func (r *mergeRun) mergeShards(ctx workflow.Context) {
-	todo := r.todo()
-	if len(todo) == 0 {
+	if len(r.todo()) == 0 {
 		return
 	}
 	commits := workflow.NewChannel(ctx)
@@ -323,45 +269,17 @@ func (r *mergeRun) mergeShards(ctx workflow.Context) {
 	loopDone.Add(1)
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		defer loopDone.Done()
-		if r.roundCommits {
-			r.roundCommitLoop(ctx, commits)
-			return
-		}
-		r.commitLoop(ctx, commits)
+		r.roundCommitLoop(ctx, commits)
 	})
-
-	switch {
-	case r.fair:
-		r.mergeRounds(ctx, commits)
-	case r.in.ParallelPrepare:
-		// Histories recorded before fairRoundsChange: one coroutine per shard, each until
-		// drained.
-		sem := workflow.NewSemaphore(ctx, int64(r.in.PrepareConcurrency))
-		shardsDone := workflow.NewWaitGroup(ctx)
-		for _, sh := range todo {
-			shardsDone.Add(1)
-			workflow.Go(ctx, func(ctx workflow.Context) {
-				defer shardsDone.Done()
-				r.mergeShard(ctx, sh, commits, sem)
-			})
-		}
-		shardsDone.Wait(ctx)
-	default:
-		// Histories recorded before fairRoundsChange: each shard in id order until drained.
-		for _, sh := range todo {
-			if r.stopping || ctx.Err() != nil {
-				break
-			}
-			r.mergeShard(ctx, sh, commits, nil)
-		}
-	}
+	r.mergeRounds(ctx, commits)
 	commits.Close()
 	loopDone.Wait(ctx)
 }
 
 // mergeRounds runs rounds of at most one pass per shard, most indebted shard first, each
-// round planned from a fresh listing: serially, or with ParallelPrepare as one coroutine per
-// shard behind the prepare semaphore, the round ending when every shard's pass has. A shard
+// shard's pass a coroutine behind the prepare semaphore (PrepareConcurrency with
+// ParallelPrepare, else one prepare at a time, so the next shard prepares while earlier ones
+// wait for, or ride in, a round commit); a round ends when every shard's pass has. A shard
 // whose writer seals as fast as a pass completes gets one pass per round like every other
 // shard instead of keeping the table to itself, and a shard that was drained and has sealed
 // since is merged again instead of waiting for the next MergeWal, which would only attach to
@@ -370,67 +288,43 @@ func (r *mergeRun) mergeShards(ctx workflow.Context) {
 // finds it drained, it fails, or it reaches MaxPasses. The rounds end when a round commits
 // nothing.
 func (r *mergeRun) mergeRounds(ctx workflow.Context, commits workflow.Channel) {
-	var sem workflow.Semaphore
-	switch {
-	case r.in.ParallelPrepare:
-		sem = workflow.NewSemaphore(ctx, int64(r.in.PrepareConcurrency))
-	case r.roundCommits:
-		// Prepares one at a time, but each shard's pass is a coroutine, so the next shard
-		// prepares while earlier ones wait for (or ride in) a round commit.
-		sem = workflow.NewSemaphore(ctx, 1)
+	prepares := 1
+	if r.in.ParallelPrepare {
+		prepares = r.in.PrepareConcurrency
 	}
+	sem := workflow.NewSemaphore(ctx, int64(prepares))
 	for round := 1; ; round++ {
-		var order []*shardRun
-		if r.lean {
-			// Listing each round would cost an action per pass on a one-shard table; the
-			// estimates (listed pending minus what the passes folded) plan the rounds in
-			// between, and a drained plan is confirmed by a fresh listing.
-			relisted := false
-			if round > 1 && workflow.Now(ctx).Sub(r.listedAt) >= relistInterval {
-				r.relist(ctx)
-				relisted = true
-			}
+		// Listing each round would cost an action per pass on a one-shard table; the
+		// estimates (listed pending minus what the passes folded) plan the rounds in
+		// between, and a drained plan is confirmed by a fresh listing.
+		relisted := false
+		if round > 1 && workflow.Now(ctx).Sub(r.listedAt) >= relistInterval {
+			r.relist(ctx)
+			relisted = true
+		}
+		order := roundOrder(estimatedTodo(r.todo()))
+		if len(order) == 0 && round > 1 && !relisted {
+			r.relist(ctx)
 			order = roundOrder(estimatedTodo(r.todo()))
-			if len(order) == 0 && round > 1 && !relisted {
-				r.relist(ctx)
-				order = roundOrder(estimatedTodo(r.todo()))
-			}
-		} else {
-			if round > 1 {
-				r.relist(ctx)
-			}
-			order = roundOrder(r.todo())
 		}
 		if len(order) == 0 {
 			return
 		}
 		progress := false
-		pass := func(ctx workflow.Context, sh *shardRun) {
-			if r.mergePass(ctx, sh, commits, sem) == passCommitted {
-				progress = true
-				// Its turn is over; it waits for the next round.
-				sh.phase = contract.ShardQueued
-				r.changed()
-			}
-		}
-		if sem != nil {
-			wg := workflow.NewWaitGroup(ctx)
-			for _, sh := range order {
-				wg.Add(1)
-				workflow.Go(ctx, func(ctx workflow.Context) {
-					defer wg.Done()
-					pass(ctx, sh)
-				})
-			}
-			wg.Wait(ctx)
-		} else {
-			for _, sh := range order {
-				if r.stopping || ctx.Err() != nil {
-					break
+		wg := workflow.NewWaitGroup(ctx)
+		for _, sh := range order {
+			wg.Add(1)
+			workflow.Go(ctx, func(ctx workflow.Context) {
+				defer wg.Done()
+				if r.mergePass(ctx, sh, commits, sem) == passCommitted {
+					progress = true
+					// Its turn is over; it waits for the next round.
+					sh.phase = contract.ShardQueued
+					r.changed()
 				}
-				pass(ctx, sh)
-			}
+			})
 		}
+		wg.Wait(ctx)
 		if !progress || r.stopping || ctx.Err() != nil {
 			// Nothing moved (every shard drained, failed or at MaxPasses: a listing that
 			// keeps claiming debt no prepare finds must not loop forever), or
@@ -476,7 +370,7 @@ func (r *mergeRun) relist(ctx workflow.Context) {
 	}
 	r.listedAt = workflow.Now(ctx)
 	r.plan(listed.Shards)
-	if r.observe && r.totalPending() == 0 {
+	if r.totalPending() == 0 {
 		// A drained relisting ends the rounds, and the run's end writes WalPending with its
 		// outcome (recordOutcome): one upsert instead of two.
 		return
@@ -494,13 +388,6 @@ const (
 	passFailed                       // the shard failed and is done
 	passStopped                      // continue-as-new is due or the workflow is cancelled
 )
-
-// mergeShard runs passes of one shard until nothing is pending, MaxPasses, a permanent
-// failure, or a pending continue-as-new.
-func (r *mergeRun) mergeShard(ctx workflow.Context, sh *shardRun, commits workflow.Channel, sem workflow.Semaphore) {
-	for r.mergePass(ctx, sh, commits, sem) == passCommitted {
-	}
-}
 
 // mergePass prepares and commits one pass of sh. A stale preparation is aborted and
 // prepared again within the same pass (at most maxStaleRestarts times in a row).
@@ -526,9 +413,6 @@ func (r *mergeRun) mergePass(ctx workflow.Context, sh *shardRun, commits workflo
 		if p == nil {
 			sh.res.Finished, sh.res.Pending = true, 0
 			sh.phase = contract.ShardDone
-			if !r.lean {
-				r.upsertPending()
-			}
 			r.changed()
 			return passDrained
 		}
@@ -549,7 +433,7 @@ func (r *mergeRun) mergePass(ctx workflow.Context, sh *shardRun, commits workflo
 		stale := errorType(out.err) == contract.ErrTypeStalePreparation
 		ab, abErr := r.abort(ctx, sh, p)
 		if abErr == nil && ab.CommitPresent {
-			r.committed(sh, p, contract.CommitResult{Reclaimed: len(p.Generations)})
+			r.committed(sh, p, contract.RoundShardResult{Shard: sh.res.Shard, Reclaimed: len(p.Generations)})
 			return passCommitted
 		}
 		if stale && abErr == nil && sh.staleInARow < maxStaleRestarts {
@@ -570,14 +454,12 @@ func (r *mergeRun) prepare(ctx workflow.Context, sh *shardRun, sem workflow.Sema
 	if r.stopping {
 		return nil, false, nil
 	}
-	if sem != nil {
-		if err := sem.Acquire(ctx, 1); err != nil {
-			return nil, false, nil
-		}
-		defer sem.Release(1)
-		if r.stopping {
-			return nil, false, nil
-		}
+	if err := sem.Acquire(ctx, 1); err != nil {
+		return nil, false, nil
+	}
+	defer sem.Release(1)
+	if r.stopping {
+		return nil, false, nil
 	}
 	sh.phase = contract.ShardPreparing
 	r.current = sh
@@ -587,7 +469,7 @@ func (r *mergeRun) prepare(ctx workflow.Context, sh *shardRun, sem workflow.Sema
 		MaxGenerations: r.in.MaxGenerations,
 		MaxBytes:       r.in.MaxBytes,
 	}
-	params.NotifyAfter, params.NoRunningNotice = r.tr.notice()
+	params.NotifyAfter = r.tr.notifyAfter()
 	var res contract.PrepareResult
 	if !sh.res.SharedQueue {
 		sh.queue = contract.ShardQueue(sh.res.Shard)
@@ -601,40 +483,6 @@ func (r *mergeRun) prepare(ctx workflow.Context, sh *shardRun, sem workflow.Sema
 	w := r.tr.newWatch(contract.PrepareActivity, sh.res.Shard, contract.TaskQueue)
 	err := r.tr.exec(ctx, withSummary(prepareOptions(r.in.PrepareTimeout, 0), r.activitySummary("prepare", sh, true)), w, params, &res)
 	return res.Prepared, true, err
-}
-
-// commitLoop is the only place Commit runs: one commit in flight per table, in the order
-// the shards asked.
-func (r *mergeRun) commitLoop(ctx workflow.Context, commits workflow.Channel) {
-	for {
-		var req *commitRequest
-		if !commits.Receive(ctx, &req) {
-			return
-		}
-		req.reply.Send(ctx, r.commit(ctx, req.sh, req.p))
-	}
-}
-
-// commit runs one Commit where the prepare ran: the owner's queue, or the shared queue
-// once the owner failed to pick up work in time.
-func (r *mergeRun) commit(ctx workflow.Context, sh *shardRun, p *contract.PreparedMerge) commitOutcome {
-	sh.phase = contract.ShardCommitting
-	r.current = sh
-	params := contract.CommitParams{Prepared: *p}
-	params.NotifyAfter, params.NoRunningNotice = r.tr.notice()
-	var res contract.CommitResult
-	if !sh.res.SharedQueue {
-		sh.queue = contract.ShardQueue(sh.res.Shard)
-		w := r.tr.newWatch(contract.CommitActivity, sh.res.Shard, sh.queue)
-		err := r.tr.exec(ctx, withSummary(commitOptions(r.in.ScheduleToStartTimeout), r.activitySummary("commit", sh, false)), w, params, &res)
-		if !isScheduleToStartTimeout(err) {
-			return commitOutcome{res: res, err: err}
-		}
-		r.fallBack(sh, contract.CommitActivity)
-	}
-	w := r.tr.newWatch(contract.CommitActivity, sh.res.Shard, contract.TaskQueue)
-	err := r.tr.exec(ctx, withSummary(commitOptions(0), r.activitySummary("commit", sh, true)), w, params, &res)
-	return commitOutcome{res: res, err: err}
 }
 
 // abort discards a prepared merge on the shared queue (clean-up needs no locality). It
@@ -661,7 +509,7 @@ func (r *mergeRun) fallBack(sh *shardRun, activity string) {
 	r.changed()
 }
 
-func (r *mergeRun) committed(sh *shardRun, p *contract.PreparedMerge, res contract.CommitResult) {
+func (r *mergeRun) committed(sh *shardRun, p *contract.PreparedMerge, res contract.RoundShardResult) {
 	sh.res.Passes++
 	r.passes++
 	sh.res.Reclaimed += res.Reclaimed
@@ -672,9 +520,6 @@ func (r *mergeRun) committed(sh *shardRun, p *contract.PreparedMerge, res contra
 	sh.phase = contract.ShardPreparing
 	r.log.Info("Merge pass committed.", "shard", sh.res.Shard, "generation", p.Through,
 		"reclaimed", res.Reclaimed, "base_version", res.BaseVersion, "pending", sh.res.Pending)
-	if !r.lean {
-		r.upsertPending()
-	}
 	if r.passes >= r.in.PassesPerWorkflowRun || workflow.GetInfo(r.ctx).GetContinueAsNewSuggested() {
 		r.stopping = true
 	}
@@ -719,7 +564,7 @@ func (r *mergeRun) totalPending() int {
 func (r *mergeRun) upsertPending() {
 	total := int64(r.totalPending())
 	// The first listing's total rides the same upsert as WalPending.
-	atStart := r.observe && !r.pendingAtStartSet && r.pendingAtStart >= 0
+	atStart := !r.pendingAtStartSet && r.pendingAtStart >= 0
 	if total == r.lastPending && !atStart {
 		return
 	}
@@ -799,7 +644,7 @@ func (r *mergeRun) status() contract.MergeWalStatus {
 
 // details is the short markdown progress line Temporal Web shows for the run.
 func (r *mergeRun) details() string {
-	if r.observe && r.phase == contract.PhaseDone {
+	if r.phase == contract.PhaseDone {
 		return r.outcomeDetails()
 	}
 	st := r.status()

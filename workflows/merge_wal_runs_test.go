@@ -70,16 +70,22 @@ func TestMergeWalActivityIDsAreUniqueAcrossRuns(t *testing.T) {
 			Staged:     []contract.StagedFile{{Path: "staged/" + info.ActivityID}},
 		}}, nil
 	}
-	commit := func(ctx context.Context, p contract.CommitParams) (contract.CommitResult, error) {
-		record(ctx, contract.CommitActivity)
+	commit := func(ctx context.Context, p contract.CommitRoundParams) (contract.CommitRoundResult, error) {
+		record(ctx, contract.CommitRoundActivity)
 		mu.Lock()
 		defer mu.Unlock()
-		if watermark >= p.Prepared.Through {
-			return contract.CommitResult{BaseVersion: version, AlreadyCommitted: true}, nil
+		var res contract.CommitRoundResult
+		for _, pm := range p.Prepared {
+			if watermark >= pm.Through {
+				res.Shards = append(res.Shards, contract.RoundShardResult{Shard: pm.Shard, Outcome: contract.RoundAlreadyCommitted, BaseVersion: version})
+				continue
+			}
+			watermark = pm.Through
+			version++
+			res.BaseVersion = version
+			res.Shards = append(res.Shards, contract.RoundShardResult{Shard: pm.Shard, Outcome: contract.RoundCommitted, Reclaimed: len(pm.Generations), BaseVersion: version})
 		}
-		watermark = p.Prepared.Through
-		version++
-		return contract.CommitResult{Reclaimed: len(p.Prepared.Generations), BaseVersion: version}, nil
+		return res, nil
 	}
 	abort := func(ctx context.Context, p contract.AbortParams) (contract.AbortResult, error) {
 		record(ctx, contract.AbortActivity)
@@ -93,7 +99,7 @@ func TestMergeWalActivityIDsAreUniqueAcrossRuns(t *testing.T) {
 		}
 		w.RegisterActivityWithOptions(list, activity.RegisterOptions{Name: contract.ListPendingShardsActivity})
 		w.RegisterActivityWithOptions(prepare, activity.RegisterOptions{Name: contract.PrepareActivity})
-		w.RegisterActivityWithOptions(commit, activity.RegisterOptions{Name: contract.CommitActivity})
+		w.RegisterActivityWithOptions(commit, activity.RegisterOptions{Name: contract.CommitRoundActivity})
 		w.RegisterActivityWithOptions(abort, activity.RegisterOptions{Name: contract.AbortActivity})
 		require.NoError(t, w.Start())
 		t.Cleanup(w.Stop)
@@ -101,7 +107,6 @@ func TestMergeWalActivityIDsAreUniqueAcrossRuns(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	// One Commit per pass: this worker registers Commit, not CommitRound (the IDs are the point).
 	run, err := contract.StartMergeWal(ctx, c, tg, contract.MergeWalInput{PassesPerWorkflowRun: 1, MaxShardsPerCommit: 1})
 	require.NoError(t, err)
 	var res contract.MergeWalResult
@@ -116,7 +121,7 @@ func TestMergeWalActivityIDsAreUniqueAcrossRuns(t *testing.T) {
 	locals := 0
 	for _, cl := range calls {
 		if cl.local {
-			// Listings are local activities (merge-wal-local-list): the SDK numbers them
+			// Listings are local activities: the SDK numbers them
 			// itself, no ActivityID option applies, and they stage nothing, so no
 			// idempotency key is derived from their ID.
 			require.Equal(t, contract.ListPendingShardsActivity, cl.name, "only listings run locally")

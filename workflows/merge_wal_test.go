@@ -33,13 +33,13 @@ func shardsOf(calls []call) []string {
 func TestMergeWalSerialCommitsOneAtATimeInRounds(t *testing.T) {
 	env := newEnv(t)
 	f := newFakeTable("generic:gs", 2, map[string]int{"c": 3, "a": 2, "b": 4})
-	mockTimedTable(env, f, time.Second, contract.CommitActivity, 2*time.Second)
+	mockTimedTable(env, f, time.Second, 2*time.Second)
 	in := trackInflight(env)
 
 	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:gs"})
 	res := mergeResult(t, env)
 
-	require.Equal(t, 1, in.max[contract.CommitActivity], "commits in flight at once")
+	require.Equal(t, 1, in.max[contract.CommitRoundActivity], "commits in flight at once")
 	require.Equal(t, 1, in.max[contract.PrepareActivity], "serial mode prepares one at a time")
 	// Round 1, most indebted first: b (4), c (3), a (2, drained). Round 2 from a fresh
 	// listing: b (2), c (1). The third listing finds nothing, so no prepare comes back empty.
@@ -49,12 +49,12 @@ func TestMergeWalSerialCommitsOneAtATimeInRounds(t *testing.T) {
 		require.Equal(t, contract.ShardQueue(c.shard), c.queue)
 	}
 	for _, c := range f.calls(&f.commits) {
-		require.Equal(t, contract.ShardQueue(c.shard), c.queue, "commit goes where the prepare ran")
+		require.Equal(t, contract.TaskQueue, c.queue, "a round commit runs on the shared queue")
 	}
 	require.Equal(t, 9, res.Reclaimed)
 	require.Equal(t, 5, res.Passes)
 	require.Equal(t, 1, res.WorkflowRuns)
-	require.Equal(t, uint64(5), res.BaseVersion)
+	require.Equal(t, uint64(len(f.rounds)), res.BaseVersion, "one base version per round")
 	for shard, want := range map[string]int{"a": 2, "b": 4, "c": 3} {
 		sr := shardResult(t, res, shard)
 		require.Equal(t, want, sr.Reclaimed, shard)
@@ -67,41 +67,20 @@ func TestMergeWalSerialCommitsOneAtATimeInRounds(t *testing.T) {
 	require.Equal(t, "c", res.Shards[2].Shard)
 }
 
-// Histories recorded before fairRoundsChange keep their schedule: shards in id order, each
-// until a prepare comes back empty.
-func TestMergeWalSerialBeforeFairRoundsVisitsShardsInOrder(t *testing.T) {
-	env := newEnv(t)
-	env.OnGetVersion(fairRoundsChange, workflow.DefaultVersion, fairRoundsVersion).Return(workflow.DefaultVersion)
-	f := newFakeTable("generic:gs", 2, map[string]int{"c": 3, "a": 2, "b": 4})
-	mockTable(env, f)
-
-	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:gs"})
-	res := mergeResult(t, env)
-
-	require.Equal(t, []string{"a", "a", "b", "b", "b", "c", "c", "c"}, shardsOf(f.calls(&f.prepares)))
-	require.Equal(t, []string{"a", "b", "b", "c", "c"}, shardsOf(f.calls(&f.commits)))
-	require.Equal(t, 9, res.Reclaimed)
-}
-
 // A shard whose writer seals again every time a pass of it commits always has something
-// pending. The old serial schedule merged it until MaxPasses before it reached any other
-// shard of the table (the incident's starvation inside one target), and the old parallel schedule never came back to a shard that had drained once
-// while the hot shard kept the run alive (every later trigger only attaches to that run).
-// Rounds give every shard a pass per round and merge a drained shard again once it has
-// sealed.
+// pending. Rounds give every shard a pass per round, so it cannot keep the table to itself
+// (the starvation inside one target that the incident replay showed), and merge a
+// drained shard again once it has sealed (every later trigger only attaches to this run).
 func TestMergeWalHotShardDoesNotStarveOthers(t *testing.T) {
 	const maxPasses = 30
-	run := func(t *testing.T, legacy, parallel bool) (contract.MergeWalResult, []string) {
+	run := func(t *testing.T, parallel bool) (contract.MergeWalResult, []string) {
 		env := newEnv(t)
-		if legacy {
-			env.OnGetVersion(fairRoundsChange, workflow.DefaultVersion, fairRoundsVersion).Return(workflow.DefaultVersion)
-		}
 		f := newFakeTable("generic:hot", 1, map[string]int{"a": 2, "b": 3, "c": 1})
 		aCommits := 0
-		env.OnActivity(contract.CommitActivity, anyCtx, anyArg).Return(func(ctx context.Context, p contract.CommitParams) (contract.CommitResult, error) {
-			res, err := f.commit(ctx, p)
+		env.OnActivity(contract.CommitRoundActivity, anyCtx, anyArg).Return(func(ctx context.Context, p contract.CommitRoundParams) (contract.CommitRoundResult, error) {
+			res, err := f.commitRound(ctx, p)
 			f.mu.Lock()
-			if p.Prepared.Shard == "a" {
+			if hasShard(p, "a") {
 				f.pending["a"]++ // a's writer seals as fast as a pass completes
 				if aCommits++; aCommits == 10 {
 					f.pending["c"]++ // c, drained long ago, seals once more
@@ -127,18 +106,9 @@ func TestMergeWalHotShardDoesNotStarveOthers(t *testing.T) {
 		return first, last
 	}
 
-	t.Run("serial before", func(t *testing.T) {
-		_, commits := run(t, true, false)
-		first, _ := firstAndLast(commits, "b")
-		require.Equal(t, maxPasses, first, "b waits until a has used up MaxPasses: %v", commits)
-	})
-	t.Run("parallel before", func(t *testing.T) {
-		res, _ := run(t, true, true)
-		require.Equal(t, 1, shardResult(t, res, "c").Reclaimed, "c's second generation waits for the next MergeWal")
-	})
 	for _, parallel := range []bool{false, true} {
 		t.Run(fmt.Sprintf("rounds parallel=%v", parallel), func(t *testing.T) {
-			res, commits := run(t, false, parallel)
+			res, commits := run(t, parallel)
 			require.ElementsMatch(t, []string{"b", "a", "c"}, commits[:3], "round 1: one pass each")
 			if !parallel {
 				require.Equal(t, []string{"b", "a", "c"}, commits[:3], "most indebted first")
@@ -184,14 +154,14 @@ func TestMergeWalActivityIDsEmbedTheRunID(t *testing.T) {
 func TestMergeWalParallelPrepareStillCommitsOneAtATime(t *testing.T) {
 	env := newEnv(t)
 	f := newFakeTable("rollout:r", 2, map[string]int{"s1": 4, "s2": 4, "s3": 4, "s4": 4})
-	mockTimedTable(env, f, 5*time.Second, contract.CommitActivity, 3*time.Second)
+	mockTimedTable(env, f, 5*time.Second, 3*time.Second)
 	in := trackInflight(env)
 
 	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "rollout:r", ParallelPrepare: true, PrepareConcurrency: 3})
 	res := mergeResult(t, env)
 
 	require.Equal(t, 3, in.max[contract.PrepareActivity], "prepares of different shards overlap, bounded by the semaphore")
-	require.Equal(t, 1, in.max[contract.CommitActivity], "commits in flight at once")
+	require.Equal(t, 1, in.max[contract.CommitRoundActivity], "commits in flight at once")
 	require.Equal(t, 16, res.Reclaimed)
 	require.Len(t, f.calls(&f.commits), 8)
 	for _, sr := range res.Shards {
@@ -203,12 +173,7 @@ func TestMergeWalParallelPrepareStillCommitsOneAtATime(t *testing.T) {
 func TestMergeWalStalePreparationAbortsThenPreparesAgain(t *testing.T) {
 	env := newEnv(t)
 	f := newFakeTable("generic:gs", 2, map[string]int{"a": 2})
-	env.OnActivity(contract.CommitActivity, anyCtx, anyArg).Return(func(ctx context.Context, p contract.CommitParams) (contract.CommitResult, error) {
-		f.mu.Lock()
-		f.commits = append(f.commits, call{shard: p.Prepared.Shard, through: p.Prepared.Through})
-		f.mu.Unlock()
-		return contract.CommitResult{}, temporal.NewNonRetryableApplicationError("watermark moved", contract.ErrTypeStalePreparation, nil)
-	}).Once()
+	f.staleOnce = map[string]bool{"a": true}
 	mockTable(env, f)
 
 	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:gs"})
@@ -230,8 +195,12 @@ func TestMergeWalStalePreparationAbortsThenPreparesAgain(t *testing.T) {
 func TestMergeWalStaleForeverFailsShardPermanently(t *testing.T) {
 	env := newEnv(t)
 	f := newFakeTable("generic:gs", 2, map[string]int{"a": 2})
-	env.OnActivity(contract.CommitActivity, anyCtx, anyArg).Return(func(context.Context, contract.CommitParams) (contract.CommitResult, error) {
-		return contract.CommitResult{}, temporal.NewNonRetryableApplicationError("watermark moved", contract.ErrTypeStalePreparation, nil)
+	env.OnActivity(contract.CommitRoundActivity, anyCtx, anyArg).Return(func(_ context.Context, p contract.CommitRoundParams) (contract.CommitRoundResult, error) {
+		var res contract.CommitRoundResult
+		for _, pm := range p.Prepared {
+			res.Shards = append(res.Shards, contract.RoundShardResult{Shard: pm.Shard, Outcome: contract.RoundStale, Reason: "watermark moved"})
+		}
+		return res, nil
 	})
 	mockTable(env, f)
 
@@ -271,12 +240,12 @@ func TestMergeWalCommitFailureProvenAbsentIsAborted(t *testing.T) {
 	env := newEnv(t)
 	f := newFakeTable("generic:gs", 2, map[string]int{"a": 2, "b": 2})
 	attempts := 0
-	env.OnActivity(contract.CommitActivity, anyCtx, anyArg).Return(func(ctx context.Context, p contract.CommitParams) (contract.CommitResult, error) {
-		if p.Prepared.Shard == "a" {
+	env.OnActivity(contract.CommitRoundActivity, anyCtx, anyArg).Return(func(ctx context.Context, p contract.CommitRoundParams) (contract.CommitRoundResult, error) {
+		if hasShard(p, "a") {
 			attempts++
-			return contract.CommitResult{}, temporal.NewApplicationError("lost every race", contract.ErrTypeConflict)
+			return contract.CommitRoundResult{}, temporal.NewApplicationError("lost every race", contract.ErrTypeConflict)
 		}
-		return f.commit(ctx, p)
+		return f.commitRound(ctx, p)
 	})
 	mockTable(env, f)
 
@@ -296,9 +265,9 @@ func TestMergeWalCommitFailureProvenAbsentIsAborted(t *testing.T) {
 func TestMergeWalCommitFoundPresentByAbortCountsAsCommitted(t *testing.T) {
 	env := newEnv(t)
 	f := newFakeTable("generic:gs", 2, map[string]int{"a": 2})
-	env.OnActivity(contract.CommitActivity, anyCtx, anyArg).Return(func(ctx context.Context, p contract.CommitParams) (contract.CommitResult, error) {
-		_, _ = f.commit(ctx, p) // published, but the reply is lost
-		return contract.CommitResult{}, temporal.NewNonRetryableApplicationError("boom after publish", "Internal", nil)
+	env.OnActivity(contract.CommitRoundActivity, anyCtx, anyArg).Return(func(ctx context.Context, p contract.CommitRoundParams) (contract.CommitRoundResult, error) {
+		_, _ = f.commitRound(ctx, p) // published, but the reply is lost
+		return contract.CommitRoundResult{}, temporal.NewNonRetryableApplicationError("boom after publish", "Internal", nil)
 	}).Once()
 	env.OnActivity(contract.AbortActivity, anyCtx, anyArg).Return(contract.AbortResult{CommitPresent: true}, nil).Once()
 	mockTable(env, f)
@@ -334,7 +303,7 @@ func TestMergeWalAllShardsFailingPermanentlyFailsTheWorkflow(t *testing.T) {
 
 func TestMergeWalFallsBackToSharedQueueWhenShardQueueTimesOut(t *testing.T) {
 	env := newEnv(t)
-	f := newFakeTable("generic:gs", 1, map[string]int{"gone": 2, "live": 1, "slow": 2})
+	f := newFakeTable("generic:gs", 1, map[string]int{"gone": 2, "live": 1})
 	s2s := func() error { return temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START, nil) }
 	env.OnActivity(contract.PrepareActivity, anyCtx, anyArg).Return(func(ctx context.Context, p contract.PrepareParams) (contract.PrepareResult, error) {
 		if activity.GetInfo(ctx).TaskQueue == contract.ShardQueue("gone") {
@@ -342,46 +311,22 @@ func TestMergeWalFallsBackToSharedQueueWhenShardQueueTimesOut(t *testing.T) {
 		}
 		return f.prepare(ctx, p)
 	})
-	env.OnActivity(contract.CommitActivity, anyCtx, anyArg).Return(func(ctx context.Context, p contract.CommitParams) (contract.CommitResult, error) {
-		q := activity.GetInfo(ctx).TaskQueue
-		if q == contract.ShardQueue("gone") {
-			return contract.CommitResult{}, fmt.Errorf("commit must not go to a queue that already timed out")
-		}
-		if q == contract.ShardQueue("slow") {
-			return contract.CommitResult{}, s2s() // the owner went away between prepare and commit
-		}
-		return f.commit(ctx, p)
-	})
 	mockTable(env, f)
 
 	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:gs"})
 	res := mergeResult(t, env)
 
-	var slowPrepares []string
 	for _, c := range f.calls(&f.prepares) {
 		switch c.shard {
 		case "gone":
 			require.Equal(t, contract.TaskQueue, c.queue, "every prepare of gone runs on the shared queue")
 		case "live":
 			require.Equal(t, contract.ShardQueue("live"), c.queue)
-		case "slow":
-			slowPrepares = append(slowPrepares, c.queue)
 		}
-	}
-	// slow: prepared by its owner, then (after its first commit fell back) on the shared queue.
-	require.Equal(t, []string{contract.ShardQueue("slow"), contract.TaskQueue}, slowPrepares)
-	for _, c := range f.calls(&f.commits) {
-		want := contract.ShardQueue(c.shard)
-		if c.shard == "gone" || c.shard == "slow" {
-			want = contract.TaskQueue
-		}
-		require.Equal(t, want, c.queue, "commit of %s", c.shard)
 	}
 	gone := shardResult(t, res, "gone")
 	require.True(t, gone.SharedQueue)
 	require.Equal(t, 2, gone.Reclaimed, "a shard whose owner is gone still gets merged")
-	require.True(t, shardResult(t, res, "slow").SharedQueue)
-	require.Equal(t, 2, shardResult(t, res, "slow").Reclaimed)
 	require.False(t, shardResult(t, res, "live").SharedQueue)
 }
 
@@ -405,7 +350,8 @@ func TestMergeWalContinuesAsNewWhenSuggested(t *testing.T) {
 	require.True(t, env.IsWorkflowCompleted())
 	next := continueAsNewInput(t, env.GetWorkflowError())
 
-	require.Len(t, f.calls(&f.commits), 1, "hand over right after the first committed pass")
+	// The pass of b was prepared while a's committed; it commits before the hand-over.
+	require.Equal(t, []string{"a", "b"}, shardsOf(f.calls(&f.commits)), "hand over once the passes in flight have committed")
 	require.Equal(t, "generic:gs", next.Target)
 	require.Equal(t, 50, next.MaxPasses, "knobs are carried")
 	require.NotNil(t, next.Carry)
@@ -498,11 +444,8 @@ func queryStatus(t *testing.T, env interface {
 // statusScenario runs a one-shard merge whose first Prepare takes a minute, queries the status
 // at 5s (before the slot-wait threshold), 15s (past it), 21s (after a running notice), 26s
 // (budget wait) and 31s (backoff), and returns the five answers.
-func statusScenario(t *testing.T, watchdog bool) []contract.MergeWalStatus {
+func statusScenario(t *testing.T) []contract.MergeWalStatus {
 	env := newEnv(t)
-	if watchdog {
-		env.OnGetVersion(fewerActionsChange, workflow.DefaultVersion, fewerActionsVersion).Return(workflow.DefaultVersion)
-	}
 	f := newFakeTable("generic:gs", 2, map[string]int{"a": 4})
 	var prepareIDs []string
 	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
@@ -537,7 +480,7 @@ func statusScenario(t *testing.T, watchdog bool) []contract.MergeWalStatus {
 }
 
 func TestMergeWalStatusQueryReportsProgressAndBlockedReasons(t *testing.T) {
-	seen := statusScenario(t, false)
+	seen := statusScenario(t)
 	first := seen[0]
 	require.Equal(t, "generic:gs", first.Target)
 	require.Equal(t, contract.PhaseMerging, first.Phase)
@@ -581,18 +524,6 @@ func TestMergeWalStatusQueryReportsProgressAndBlockedReasons(t *testing.T) {
 	require.Contains(t, seen[4].Blocked, "budget busy")
 }
 
-// Runs recorded before fewerActionsChange keep their watchdog: the status says "waiting for
-// a slot" on its own.
-func TestMergeWalStatusQueryWatchdogBeforeFewerActions(t *testing.T) {
-	seen := statusScenario(t, true)
-	require.Empty(t, seen[0].Blocked, "nothing is blocked before the watchdog fires")
-	require.Contains(t, seen[1].Blocked, contract.BlockedNoWorker, "unstarted past the threshold on the shard queue")
-	require.Contains(t, seen[1].Shards[0].Blocked, contract.BlockedNoWorker)
-	require.Empty(t, seen[2].Blocked, "the activity said it runs")
-	require.Contains(t, seen[3].Blocked, contract.BlockedBudget)
-	require.Contains(t, seen[4].Blocked, contract.BlockedBackoff)
-}
-
 func TestMergeWalUpsertsSearchAttributes(t *testing.T) {
 	env := newEnv(t)
 	f := newFakeTable("generic:gs", 2, map[string]int{"a": 4, "b": 1})
@@ -617,30 +548,13 @@ func TestMergeWalUpsertsSearchAttributes(t *testing.T) {
 	require.Equal(t, []int64{5, 0}, pending)
 }
 
-func TestMergeWalUpsertsSearchAttributesAfterEveryPassBeforeFewerActions(t *testing.T) {
-	env := newEnv(t)
-	env.OnGetVersion(fewerActionsChange, workflow.DefaultVersion, fewerActionsVersion).Return(workflow.DefaultVersion)
-	f := newFakeTable("generic:gs", 2, map[string]int{"a": 4, "b": 1})
-	mockTable(env, f)
-	var pending []int64
-	env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
-		if v, ok := args.Get(0).(temporal.SearchAttributes).GetInt64(contract.WalPending); ok {
-			pending = append(pending, v)
-		}
-	}).Return(nil)
-	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:gs"})
-	mergeResult(t, env)
-	// 5 listed; a's pass (3 left), b's pass (2), the second listing agrees, a's pass (0).
-	require.Equal(t, []int64{5, 3, 2, 0}, pending)
-}
-
-// A lean run plans rounds from its estimates, but a shard that seals after the first
+// A run plans rounds from its estimates, but a shard that seals after the first
 // listing is still merged before the run ends: a drained plan is confirmed by a listing.
-func TestMergeWalLeanRelistFindsShardSealedMidMerge(t *testing.T) {
+func TestMergeWalRelistFindsShardSealedMidMerge(t *testing.T) {
 	env := newEnv(t)
 	f := newFakeTable("generic:gs", 2, map[string]int{"a": 2})
 	commits, lists, activityLists := 0, 0, 0
-	// Listings are local activities (localListChange): none may go through an activity task.
+	// Listings are local activities: none may go through an activity task.
 	env.OnActivity(contract.ListPendingShardsActivity, anyCtx, anyArg).Return(
 		func(ctx context.Context, p contract.ListPendingShardsParams) (contract.ListPendingShardsResult, error) {
 			if activity.GetInfo(ctx).IsLocalActivity {
@@ -652,7 +566,7 @@ func TestMergeWalLeanRelistFindsShardSealedMidMerge(t *testing.T) {
 		})
 	mockTable(env, f)
 	env.SetOnActivityCompletedListener(func(info *activity.Info, _ converter.EncodedValue, _ error) {
-		if info.ActivityType.Name == contract.CommitActivity {
+		if info.ActivityType.Name == contract.CommitRoundActivity {
 			if commits++; commits == 1 {
 				f.mu.Lock()
 				f.pending["b"] = 3

@@ -9,11 +9,10 @@ import (
 	"github.com/walkeeper/walkeeper/contract"
 )
 
-// Activity options. Changing any value here changes the commands a workflow issues, so a
-// change that must apply to runs already in flight needs workflow.GetVersion; a change for
-// new runs only is safe once old runs have drained (replay tests catch the difference).
+// Activity options. Changing any value here changes the commands a workflow issues; the
+// replay tests (testdata/replay) catch the difference.
 
-// DefaultScheduleToStartTimeout bounds how long Prepare or Commit waits on a shard queue
+// DefaultScheduleToStartTimeout bounds how long Prepare waits on a shard queue
 // before falling back to the shared queue (docs/DESIGN.md §4: never strand a target whose owner
 // is gone).
 const DefaultScheduleToStartTimeout = contract.DefaultScheduleToStartTimeout
@@ -47,22 +46,9 @@ func prepareOptions(startToClose, scheduleToStart time.Duration) workflow.Activi
 	}
 }
 
-// commitOptions: the write lock is held only for metadata, but a commit first waits for
-// prepares of the same store in the worker process to drop their read lock, so it
-// heartbeats while it waits.
-func commitOptions(scheduleToStart time.Duration) workflow.ActivityOptions {
-	return workflow.ActivityOptions{
-		ScheduleToStartTimeout: scheduleToStart,
-		StartToCloseTimeout:    5 * time.Minute,
-		HeartbeatTimeout:       time.Minute,
-		RetryPolicy:            retryPolicy(10, 30*time.Second),
-		Summary:                "commit",
-	}
-}
-
-// commitRoundOptions: like commitOptions, on the shared queue (no schedule-to-start
-// fallback) and without a heartbeat timeout (a round is a bounded number of conditional
-// writes).
+// commitRoundOptions: on the shared queue (no schedule-to-start fallback: a round spans
+// shards of different owners) and without a heartbeat timeout (a round is a bounded number
+// of conditional writes); retried more than a prepare, since a commit is cheap to repeat.
 func commitRoundOptions() workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		StartToCloseTimeout: 5 * time.Minute,
@@ -79,15 +65,7 @@ func abortOptions() workflow.ActivityOptions {
 	}
 }
 
-func listOptions() workflow.ActivityOptions {
-	return workflow.ActivityOptions{
-		StartToCloseTimeout: 2 * time.Minute,
-		RetryPolicy:         retryPolicy(5, 30*time.Second),
-		Summary:             "list pending shards",
-	}
-}
-
-// localListOptions: ListPendingShards as a local activity (localListChange). It runs while
+// localListOptions: ListPendingShards as a local activity (mergeRun.list). It runs while
 // its workflow task is open (the SDK heartbeats the task past its timeout), cannot heartbeat
 // and cannot be seen by the server, so its time is bounded end to end: 30 s an attempt, 2
 // minutes in all (the activity's one attempt), at most 5 attempts. The backoff stays under
@@ -108,16 +86,6 @@ func compactOptions() workflow.ActivityOptions {
 		HeartbeatTimeout:    time.Minute,
 		RetryPolicy:         retryPolicy(5, time.Minute),
 		Summary:             "compact base",
-	}
-}
-
-// scanOptions: one heartbeating activity per kind, resumable from its heartbeat.
-func scanOptions() workflow.ActivityOptions {
-	return workflow.ActivityOptions{
-		StartToCloseTimeout: 30 * time.Minute,
-		HeartbeatTimeout:    time.Minute,
-		RetryPolicy:         retryPolicy(5, time.Minute),
-		Summary:             "scan stats",
 	}
 }
 

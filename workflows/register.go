@@ -21,16 +21,15 @@ func Register(r worker.WorkflowRegistry) {
 }
 
 // ensureTargetAttributes upserts WalTarget and WalKind when the start did not set them (a
-// bare `temporal workflow start`), so every run is findable by target in Temporal Web. With
-// withTrigger (runs from observeChange on) it also sets WalTrigger when missing, to trigger
-// or TriggerUnknown; the same one upsert covers all three.
-func ensureTargetAttributes(ctx workflow.Context, t target.Target, withTrigger bool, trigger string) {
+// bare `temporal workflow start`), so every run is findable by target in Temporal Web, and
+// WalTrigger when missing, to trigger or TriggerUnknown; the same one upsert covers all three.
+func ensureTargetAttributes(ctx workflow.Context, t target.Target, trigger string) {
 	sa := workflow.GetTypedSearchAttributes(ctx)
 	var updates []temporal.SearchAttributeUpdate
 	if v, ok := sa.GetKeyword(contract.WalTarget); !ok || v != t.String() {
 		updates = append(updates, contract.WalTarget.ValueSet(t.String()), contract.WalKind.ValueSet(string(t.Kind)))
 	}
-	if _, ok := sa.GetKeyword(contract.WalTrigger); withTrigger && !ok {
+	if _, ok := sa.GetKeyword(contract.WalTrigger); !ok {
 		updates = append(updates, contract.WalTrigger.ValueSet(contract.TriggerOrUnknown(trigger)))
 	}
 	if len(updates) == 0 {

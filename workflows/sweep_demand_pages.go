@@ -10,27 +10,6 @@ import (
 	"github.com/walkeeper/walkeeper/target"
 )
 
-// sweepDemandPagesChange versions the paged demand sweep: each kind's candidates are listed
-// in pages of at most MaxDemandCandidates (ScanDemand with After and AsOf) until MaxStarts
-// are planned, so one sweep can start more than 1,000 stores of a kind (10,000 in debt at
-// 1 % of a million stores; docs/benchmarks/fleet.md). Runs recorded before it replay one
-// ScanDemand per kind with the old defaults (MaxStarts 256, StartBatch 16).
-const (
-	sweepDemandPagesChange  = "sweep-demand-pages"
-	sweepDemandPagesVersion = workflow.Version(1)
-)
-
-// pagedStartDefaults fills zero MaxStarts and StartBatch with the paged sweep's defaults.
-func pagedStartDefaults(in contract.MaintenanceSweepInput) contract.MaintenanceSweepInput {
-	if in.MaxStarts <= 0 {
-		in.MaxStarts = contract.DefaultSweepMaxStarts
-	}
-	if in.StartBatch <= 0 {
-		in.StartBatch = contract.DefaultSweepStartBatch
-	}
-	return in
-}
-
 // kindPages is one kind's part of a paged sweep: the counters of its first page, the plans
 // and batches of every page, and why its listing stopped.
 type kindPages struct {
@@ -45,7 +24,8 @@ type kindPages struct {
 	pages   int
 }
 
-// pagedDemandSweep is the demand sweep in pages. Every kind runs in its own coroutine
+// demandSweep is one sweep over the demand index, in pages: one sweep can start more than
+// 1,000 stores of a kind (10,000 in debt at 1 % of a million stores). Every kind runs in its own coroutine
 // (kinds stay concurrent, as their first pages are scheduled at once): it lists up to
 // min(remaining, MaxDemandCandidates) candidates after the previous page's last
 // (ScanDemand After, ages AsOf the sweep's start, so every page orders stores alike), plans
@@ -58,23 +38,21 @@ type kindPages struct {
 // A store whose debt changed between two pages is at worst started twice (the ID policy
 // attaches the second start) or left to the next sweep. Its activities run at
 // contract.SweepPriority, ahead of the tasks of the merges it starts. Batches launch on the
-// planned cadence of sweepPlannedPacingChange (sweep_pacing.go) unless the run predates it or
-// the input asks for StartPacingAfterLaunch.
+// planned cadence (sweep_pacing.go) unless the input asks for StartPacingAfterLaunch. label
+// names the window round, if any; the caller records the sweep's success.
 //
 // INVARIANT: the history this adds is at most contract.SweepHistoryBound(kinds, MaxStarts,
 // StartBatch) events, checked on input (MaintenanceSweepInput.Validate). A kind whose page fails after its
 // retries stops listing and fails the sweep with ErrTypeSweepListFailed, after every start
 // already planned (its earlier pages' and the other kinds') went out.
-func pagedDemandSweep(ctx workflow.Context, in contract.MaintenanceSweepInput, label roundLabel) (contract.MaintenanceSweepResult, error) {
-	in = pagedStartDefaults(in)
-	planned := plannedPacing(ctx, in)
-	res := contract.MaintenanceSweepResult{Started: []contract.SweepStart{}, Skipped: []contract.SweepSkip{}, Discovery: contract.DiscoveryDemand}
+func demandSweep(ctx workflow.Context, in contract.MaintenanceSweepInput, label roundLabel) (contract.MaintenanceSweepResult, error) {
+	res := contract.MaintenanceSweepResult{Started: []contract.SweepStart{}, Skipped: []contract.SweepSkip{}}
 	asOf := workflow.Now(ctx)
 	prio := contract.SweepPriority // ahead of the merges' tasks on the shared queue
 	st := &sweepStarts{in: in, label: label, sem: workflow.NewSemaphore(ctx, int64(in.Concurrency)), wg: workflow.NewWaitGroup(ctx), priority: &prio}
 	if in.StartSpacing > 0 {
 		st.pace = workflow.NewSemaphore(ctx, 1)
-		st.planned = planned // launch times first + n × StartSpacing (sweep_pacing.go)
+		st.planned = in.StartPacing != contract.StartPacingAfterLaunch // launch times first + n × StartSpacing
 	}
 	kinds := make([]kindPages, len(target.Kinds))
 	remaining := in.MaxStarts
@@ -151,7 +129,7 @@ func pagedDemandSweep(ctx workflow.Context, in contract.MaintenanceSweepInput, l
 			b.report(&res, addSkip)
 		}
 	}
-	workflow.GetLogger(ctx).Info("Sweep finished.", "discovery", res.Discovery, "stores_with_debt", res.StoresWithDebt,
+	workflow.GetLogger(ctx).Info("Sweep finished.", "stores_with_debt", res.StoresWithDebt,
 		"pages", pages, "started", res.StartedCount(), "skipped", len(res.Skipped)+res.SkippedOmitted, "scan_errors", len(res.ScanErrors))
 	if len(res.ScanErrors) > 0 {
 		return res, temporal.NewNonRetryableApplicationError(

@@ -16,7 +16,6 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/target"
@@ -386,30 +385,6 @@ func TestStartBatchPayloadBounded(t *testing.T) {
 	}
 }
 
-// A run recorded before sweep-demand-pages replays the single ScanDemand per kind, with the
-// defaults of then (MaxStarts 256, batches of 16).
-func TestDemandSweepBeforePagesListsOnce(t *testing.T) {
-	x := newPagedIndex()
-	all := x.fill("generic", 1500)
-	env := newEnv(t)
-	env.OnGetVersion(sweepDemandPagesChange, workflow.DefaultVersion, sweepDemandPagesVersion).Return(workflow.DefaultVersion)
-	env.OnActivity(contract.ScanDemandActivity, anyCtx, anyArg).Return(x.scan)
-	starter := &fakeStarter{}
-	env.OnActivity(contract.StartWorkflowsActivity, anyCtx, anyArg).Return(starter.start)
-	env.OnActivity(contract.RecordMaintenanceActivity, anyCtx, anyArg).Return(nil)
-	env.ExecuteWorkflow(MaintenanceSweep, contract.MaintenanceSweepInput{})
-	require.NoError(t, env.GetWorkflowError())
-	ps := x.paramsOf("generic")
-	require.Len(t, ps, 1)
-	require.Equal(t, legacyMaxStarts, ps[0].MaxCandidates)
-	require.True(t, ps[0].AsOf.IsZero())
-	require.Equal(t, namesOf(all[:legacyMaxStarts]), targetsOf(starter.requests, "generic"))
-	require.Equal(t, legacyMaxStarts/legacyStartBatch, starter.batches)
-	var res contract.MaintenanceSweepResult
-	require.NoError(t, env.GetWorkflowResult(&res))
-	require.Equal(t, 1500-legacyMaxStarts, res.SkippedOmitted)
-}
-
 // The fake index's order is DemandBefore's, as the activity's.
 func TestPagedIndexOrder(t *testing.T) {
 	x := newPagedIndex()
@@ -423,7 +398,7 @@ func TestPagedIndexOrder(t *testing.T) {
 func TestSweepWindowRoundCountsOmittedStarts(t *testing.T) {
 	x := newPagedIndex()
 	x.fill("generic", 1500)
-	env := newRoundEnv(t)
+	env := newEnv(t)
 	env.OnActivity(contract.ScanDemandActivity, anyCtx, anyArg).Return(x.scan)
 	starter := &fakeStarter{}
 	env.OnActivity(contract.StartWorkflowsActivity, anyCtx, anyArg).Return(starter.start)
@@ -441,7 +416,7 @@ func TestSweepWindowRoundCountsOmittedStarts(t *testing.T) {
 		res.Recent[0].Summary)
 	require.Len(t, x.paramsOf("generic"), 2)
 
-	env = newRoundEnv(t)
+	env = newEnv(t)
 	env.ExecuteWorkflow(SweepWindow, contract.SweepWindowInput{Sweep: contract.MaintenanceSweepInput{StartBatch: contract.MaxStartBatch + 1},
 		Interval: time.Minute, Window: time.Hour})
 	typ, _ := appErrType(env.GetWorkflowError())

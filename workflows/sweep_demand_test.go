@@ -12,7 +12,6 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/walkeeper/walkeeper/contract"
 )
@@ -60,7 +59,6 @@ func TestDemandSweepStartsCandidatesInDebtOrder(t *testing.T) {
 	var res contract.MaintenanceSweepResult
 	require.NoError(t, env.GetWorkflowResult(&res))
 
-	require.NotContains(t, ran, contract.ScanStatsActivity)
 	require.Len(t, params, 3)
 	for _, p := range params {
 		require.Equal(t, 10, p.MaxCandidates)
@@ -75,7 +73,6 @@ func TestDemandSweepStartsCandidatesInDebtOrder(t *testing.T) {
 		{Workflow: contract.CompactBaseWorkflow, Target: "generic:runs",
 			Trigger: contract.TriggerSweepRuns, Reason: "compaction marker: base runs >= compact_demand_runs"},
 	}, starter.requests)
-	require.Equal(t, contract.DiscoveryDemand, res.Discovery)
 	require.Equal(t, 40, res.StoresWithDebt)
 	require.Equal(t, 90, res.DemandRecords)
 	require.Equal(t, 2, res.SkippedOmitted, "qualified stores beyond the candidates wait for the next sweep")
@@ -132,41 +129,6 @@ func TestDemandSweepFailsLoudlyWhenAListingFails(t *testing.T) {
 	require.Equal(t, 5, attempts, "bounded retries, then the failure")
 	require.Len(t, starter.requests, 1, "the kinds that listed were still served")
 	require.Zero(t, recorded)
-}
-
-// Discovery "scan" keeps the design before the index (the fleet benchmark's baseline);
-// an unknown discovery is invalid input.
-func TestSweepDiscoveryScanAndInvalid(t *testing.T) {
-	env := newEnv(t)
-	env.OnActivity(contract.ScanStatsActivity, anyCtx, anyArg).Return(scanFor(map[string][]contract.TargetStats{
-		"generic": {{Target: "generic:hot", Pending: 9, MaxShardPending: 9, PendingShards: 1}},
-	}))
-	starter := &fakeStarter{}
-	env.OnActivity(contract.StartWorkflowsActivity, anyCtx, anyArg).Return(starter.start)
-	env.ExecuteWorkflow(MaintenanceSweep, contract.MaintenanceSweepInput{Discovery: contract.DiscoveryScan})
-	require.NoError(t, env.GetWorkflowError())
-	var res contract.MaintenanceSweepResult
-	require.NoError(t, env.GetWorkflowResult(&res))
-	require.Equal(t, contract.DiscoveryScan, res.Discovery)
-	require.Len(t, starter.requests, 1)
-
-	env = newEnv(t)
-	env.ExecuteWorkflow(MaintenanceSweep, contract.MaintenanceSweepInput{Discovery: "guess"})
-	var appErr *temporal.ApplicationError
-	require.ErrorAs(t, env.GetWorkflowError(), &appErr)
-	require.Equal(t, contract.ErrTypeInvalidInput, appErr.Type())
-}
-
-// A run recorded before the demand index (no version marker) keeps scanning stats.
-func TestSweepBeforeDemandIndexScans(t *testing.T) {
-	env := newEnv(t)
-	env.OnGetVersion(sweepDemandChange, workflow.DefaultVersion, sweepDemandVersion).Return(workflow.DefaultVersion)
-	env.OnActivity(contract.ScanStatsActivity, anyCtx, anyArg).Return(scanFor(nil))
-	env.ExecuteWorkflow(MaintenanceSweep, contract.MaintenanceSweepInput{})
-	require.NoError(t, env.GetWorkflowError())
-	var res contract.MaintenanceSweepResult
-	require.NoError(t, env.GetWorkflowResult(&res))
-	require.Empty(t, res.Discovery)
 }
 
 func TestPlanDemandIsPure(t *testing.T) {

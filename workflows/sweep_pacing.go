@@ -4,29 +4,12 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/workflow"
-
-	"github.com/walkeeper/walkeeper/contract"
 )
 
-// sweepPlannedPacingChange versions the launch cadence of the paged demand sweep's start
-// batches: batch n launches at the sweep's first launch + n × StartSpacing (its planned
-// time) instead of StartSpacing after the previous batch's launch. Under load the workflow
-// task that follows each spacing timer ran ~1.2 s late, and with the old cadence every such
-// delay pushed all later batches back: 40 batches launched 2.2 s apart instead of 1 s
-// (docs/benchmarks/fleet.md). Runs recorded before it replay the old cadence.
-const (
-	sweepPlannedPacingChange  = "sweep-planned-pacing"
-	sweepPlannedPacingVersion = workflow.Version(1)
-)
-
-// plannedPacing says whether this paged sweep paces its batches from their planned launch
-// times: the run carries sweepPlannedPacingChange and the input did not ask for the old
-// cadence. The version is asked on every paged sweep, so a run's marker does not depend on
-// its input.
-func plannedPacing(ctx workflow.Context, in contract.MaintenanceSweepInput) bool {
-	v := workflow.GetVersion(ctx, sweepPlannedPacingChange, workflow.DefaultVersion, sweepPlannedPacingVersion)
-	return v >= sweepPlannedPacingVersion && in.StartPacing != contract.StartPacingAfterLaunch
-}
+// Start batches of a sweep launch on a planned cadence: batch n at the sweep's first
+// launch + n × StartSpacing, not StartSpacing after the previous batch's launch. Under load
+// the workflow task that follows each spacing timer runs late, and with the unplanned
+// cadence every such delay pushes all later batches back.
 
 // waitTurn blocks until this batch may launch, then counts its launch. Unplanned: at least
 // StartSpacing after the previous launch, so one late workflow task delays every later

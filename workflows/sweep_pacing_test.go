@@ -11,7 +11,6 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/walkeeper/walkeeper/contract"
 )
@@ -59,14 +58,11 @@ func logLaunches(env *testsuite.TestWorkflowEnvironment) *launchLog {
 // Concurrency 2, whose first two batches take 4.5 s (a late batch: it holds its slot past
 // the planned times of the next ones) and the others no time, and returns when each batch
 // launched, in debt order, and the most in flight.
-func runLateBatches(t *testing.T, in contract.MaintenanceSweepInput, old bool) ([]time.Duration, int) {
+func runLateBatches(t *testing.T, in contract.MaintenanceSweepInput) ([]time.Duration, int) {
 	t.Helper()
 	x := newPagedIndex()
 	all := x.fill("generic", 8)
 	env := newEnv(t)
-	if old {
-		env.OnGetVersion(sweepPlannedPacingChange, workflow.DefaultVersion, sweepPlannedPacingVersion).Return(workflow.DefaultVersion)
-	}
 	env.OnActivity(contract.ScanDemandActivity, anyCtx, anyArg).Return(x.scan)
 	starter := &fakeStarter{}
 	slow := func(p contract.StartWorkflowsParams) bool {
@@ -98,7 +94,7 @@ func runLateBatches(t *testing.T, in contract.MaintenanceSweepInput, old bool) (
 // times: the late ones did not push the later ones back, and never more than Concurrency
 // batches were in flight.
 func TestPagedSweepLateBatchDoesNotDelayLaterOnes(t *testing.T) {
-	at, inflight := runLateBatches(t, contract.MaintenanceSweepInput{}, false)
+	at, inflight := runLateBatches(t, contract.MaintenanceSweepInput{})
 	s := time.Second
 	require.Equal(t, []time.Duration{0, s, 4500 * time.Millisecond, 4500 * time.Millisecond, 4500 * time.Millisecond, 5 * s, 6 * s, 7 * s}, at)
 	require.LessOrEqual(t, inflight, 2, "at most Concurrency batches in flight")
@@ -107,17 +103,14 @@ func TestPagedSweepLateBatchDoesNotDelayLaterOnes(t *testing.T) {
 	}
 }
 
-// The cadence before sweepPlannedPacingChange (and StartPacing after-launch): each batch
-// waits StartSpacing after the previous launch, so the late batch pushes each later one
-// back, and the last launches at 9.5 s instead of 7 s.
-func TestPagedSweepAfterLaunchPacingBeforePlannedPacing(t *testing.T) {
+// StartPacing after-launch: each batch waits StartSpacing after the previous launch, so the
+// late batch pushes each later one back, and the last launches at 9.5 s instead of 7 s.
+func TestPagedSweepAfterLaunchPacing(t *testing.T) {
 	s := time.Second
 	want := []time.Duration{0, s, 4500 * time.Millisecond, 5500 * time.Millisecond, 6500 * time.Millisecond, 7500 * time.Millisecond, 8500 * time.Millisecond, 9500 * time.Millisecond}
-	at, inflight := runLateBatches(t, contract.MaintenanceSweepInput{}, true)
-	require.Equal(t, want, at, "runs recorded before the change")
+	at, inflight := runLateBatches(t, contract.MaintenanceSweepInput{StartPacing: contract.StartPacingAfterLaunch})
+	require.Equal(t, want, at)
 	require.LessOrEqual(t, inflight, 2)
-	at, _ = runLateBatches(t, contract.MaintenanceSweepInput{StartPacing: contract.StartPacingAfterLaunch}, false)
-	require.Equal(t, want, at, "start_pacing after-launch")
 }
 
 // A start_pacing the sweep does not know fails it at once as invalid input, before any

@@ -14,7 +14,7 @@ import (
 // sweep-age, as mergeReason orders them) and the reason in words, with the store's debt, for
 // the started run's WalTrigger and summary. Both are empty when t stays below the thresholds.
 // Pure.
-func mergeTrigger(t contract.TargetStats, in contract.MaintenanceSweepInput) (trigger, reason string) {
+func mergeTrigger(t contract.DemandTarget, in contract.MaintenanceSweepInput) (trigger, reason string) {
 	reason = mergeReason(t, in)
 	switch {
 	case reason == "":

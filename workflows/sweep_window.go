@@ -94,7 +94,7 @@ func SweepWindow(ctx workflow.Context, in contract.SweepWindowInput) (contract.S
 
 // sweepWindowDefaults fills the zero knobs of a checked input (SweepWindowInput.Validate).
 func sweepWindowDefaults(in contract.SweepWindowInput) contract.SweepWindowInput {
-	in.Sweep = sweepKnobDefaults(in.Sweep) // MaxStarts and StartBatch per round's path
+	in.Sweep = sweepDefaults(in.Sweep)
 	if in.Interval == 0 {
 		in.Interval = contract.DefaultSweepInterval
 	}
@@ -168,11 +168,7 @@ func (w *sweepWindow) round(ctx workflow.Context, trigger string) error {
 	label := roundLabel{window: w.id, round: n}
 	var res contract.MaintenanceSweepResult
 	var err error
-	if w.in.Sweep.Discovery == contract.DiscoveryScan {
-		res, err = scanSweep(ctx, w.in.Sweep, true, func() bool { return true }, label)
-	} else {
-		res, err = demandSweep(ctx, w.in.Sweep, label)
-	}
+	res, err = demandSweep(ctx, w.in.Sweep, label)
 	if ctx.Err() != nil {
 		return temporal.NewCanceledError("sweep window canceled")
 	}

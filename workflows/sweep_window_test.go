@@ -62,7 +62,7 @@ func (f *windowFleet) scansOf(kind string) int {
 
 func newWindowEnv(t *testing.T, f *windowFleet, starter *fakeStarter, recorded *int) *testsuite.TestWorkflowEnvironment {
 	t.Helper()
-	env := newRoundEnv(t)
+	env := newEnv(t)
 	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: testWindowID})
 	env.OnActivity(contract.ScanDemandActivity, anyCtx, anyArg).Return(f.scan)
 	env.OnActivity(contract.StartWorkflowsActivity, anyCtx, anyArg).Return(starter.start)

@@ -20,20 +20,14 @@ import (
 //   - ActivityStateSignal, sent by the activity itself while it waits for the memory budget
 //     and before Temporal backs off to retry it (off the happy path: a pass that runs
 //     straight through sends none);
-//   - in runs recorded before fewerActionsChange only, a watchdog timer raced against each
-//     activity future (workflow.Selector): an activity still unfinished after slotWait,
-//     with no word from it, was "waiting for a slot" (or, on a shard queue, for a worker
-//     that may be gone). It cost a timer start and cancel per activity, 16 of 69 events of
-//     a two-shard merge, so newer runs leave slot waits to the server, which knows them:
-//     the status lists the activities in flight (InFlight) and `walkeeper status`
-//     matches them with DescribeWorkflowExecution's pending activities,
-//     where an activity scheduled and not started for slotWait waits for a slot
-//     (contract's ApplyPending).
+//   - the activities in flight (InFlight): slot waits are left to the server, which knows
+//     them, so `walkeeper status` matches them with
+//     DescribeWorkflowExecution's pending activities, where an activity scheduled and not
+//     started for slotWait waits for a slot (contract's ApplyPending). A watchdog timer per
+//     activity would cost a timer start and cancel each.
 type tracker struct {
 	runID    string
 	slotWait time.Duration
-	// watchdog: race a slotWait timer against each activity (runs before fewerActionsChange).
-	watchdog bool
 	seq      int
 	inflight []*watch
 	onChange func()
@@ -45,20 +39,15 @@ type watch struct {
 	activity string
 	shard    string
 	queue    string
-	// slow: the watchdog fired before the activity finished.
-	slow bool
-	// running: the activity reported that it runs; state and lastErr refine it.
-	running bool
-	state   string
-	attempt int
-	lastErr string
+	state    string
+	attempt  int
+	lastErr  string
 }
 
-func newTracker(ctx workflow.Context, slotWait time.Duration, watchdog bool, onChange func()) *tracker {
+func newTracker(ctx workflow.Context, slotWait time.Duration, onChange func()) *tracker {
 	t := &tracker{
 		runID:    workflow.GetInfo(ctx).WorkflowExecution.RunID,
 		slotWait: slotWait,
-		watchdog: watchdog,
 		onChange: onChange,
 	}
 	ch := workflow.GetSignalChannel(ctx, contract.ActivityStateSignal)
@@ -98,30 +87,11 @@ func (t *tracker) exec(ctx workflow.Context, opts workflow.ActivityOptions, w *w
 		t.remove(w)
 		t.changed()
 	}()
-	if t.watchdog && t.slotWait > 0 {
-		timerCtx, cancel := workflow.WithCancel(ctx)
-		timer := workflow.NewTimerWithOptions(timerCtx, t.slotWait, workflow.TimerOptions{
-			Summary: "slot watchdog: " + w.activity,
-		})
-		done := false
-		sel := workflow.NewSelector(ctx)
-		sel.AddFuture(fut, func(workflow.Future) { done = true })
-		sel.AddFuture(timer, func(f workflow.Future) {
-			if f.Get(timerCtx, nil) == nil {
-				w.slow = true
-				t.changed()
-			}
-		})
-		for !done && ctx.Err() == nil {
-			sel.Select(ctx)
-		}
-		cancel()
-	}
 	return fut.Get(ctx, out)
 }
 
-// execLocal runs one local activity under w (lean runs only: no watchdog, and the activity
-// sends no ActivityStateSignal, it runs inside the workflow task). It is in flight for the
+// execLocal runs one local activity under w (the activity sends no ActivityStateSignal, it
+// runs inside the workflow task). It is in flight for the
 // status query like any other; the server never lists it among the pending activities, so
 // it never reads as waiting for a slot (contract.ApplyPending). A local activity takes no
 // activity ID: w.id only names it in the status.
@@ -136,11 +106,9 @@ func (t *tracker) execLocal(ctx workflow.Context, opts workflow.LocalActivityOpt
 	return fut.Get(ctx, out)
 }
 
-// notice is what an activity is asked to signal: state changes after notifyAfter, and, in
-// watchdog runs only, the "running" notice that clears the watchdog's slot wait.
-func (t *tracker) notice() (notifyAfter time.Duration, noRunningNotice bool) {
-	return t.slotWait, !t.watchdog
-}
+// notifyAfter is what an activity is asked for: signals of the state changes the workflow
+// cannot see (budget wait, retry backoff).
+func (t *tracker) notifyAfter() time.Duration { return t.slotWait }
 
 // inFlight lists the activities in flight, oldest first, for the status query.
 func (t *tracker) inFlight() []contract.InFlightActivity {
@@ -168,12 +136,9 @@ func (t *tracker) apply(s contract.ActivityState) {
 		w.attempt = s.Attempt
 		switch s.State {
 		case contract.ActivityStateRunning, contract.ActivityStateWaitingBudget:
-			w.running = true
 			w.state = s.State
 		case contract.ActivityStateRetrying:
 			// Between attempts nothing runs until Temporal dispatches the next one.
-			w.running = false
-			w.slow = false
 			w.state = s.State
 			w.lastErr = s.Error
 		}
@@ -208,9 +173,6 @@ func (w *watch) blocked() string {
 		return contract.BlockedBudget
 	case contract.ActivityStateRetrying:
 		return contract.BackoffReason(w.attempt, w.lastErr)
-	}
-	if w.slow && !w.running {
-		return contract.SlotReason(w.queue, w.shard)
 	}
 	return ""
 }

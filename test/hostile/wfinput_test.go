@@ -28,7 +28,7 @@ const (
 
 // Workflow inputs come from anyone who can start a workflow (the Temporal CLI, the Web UI),
 // not only from walkeeper's own triggers. A field out of its bounds (a sweep interval of
-// 1 ns that would loop, a scan concurrency of 100,000) or a forged continue-as-new carry
+// 1 ns that would loop, a sweep concurrency of 100,000) or a forged continue-as-new carry
 // fails the run at once with a non-retryable ApplicationError of type InvalidInput whose
 // message names the field, and the history stays a handful of events.
 func TestBadWorkflowInputsFailFast(t *testing.T) {
@@ -40,7 +40,7 @@ func TestBadWorkflowInputsFailFast(t *testing.T) {
 		name, workflow, input, field string
 	}{
 		{"sweep window interval 1ns", contract.SweepWindowWorkflow, `{"interval":1}`, "interval"},
-		{"sweep scan concurrency 100000", contract.MaintenanceSweepWorkflow, `{"scan_concurrency":100000}`, "scan_concurrency"},
+		{"sweep concurrency 100000", contract.MaintenanceSweepWorkflow, `{"concurrency":100000}`, "concurrency"},
 		{"merge with a forged carry", contract.MergeWalWorkflow,
 			`{"target":"generic:carry","carry":{"runs":-3,"pending_at_start":-1,"shards":[{"shard":"../../not-a-shard","reclaimed":-5,"passes":-1,"pending":-2}]}}`,
 			"carry"},

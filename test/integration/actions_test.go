@@ -16,19 +16,17 @@ type historyCost struct {
 	// Actions counts the billable actions visible in history (Temporal Cloud's definition):
 	// the start, each activity attempt, each timer, each search attribute upsert, each
 	// signal, each child start or external signal, each side-effect or local-activity
-	// marker, continue-as-new. Version markers (GetVersion) are per run and not billed;
-	// activity heartbeats are billed but not in history (short passes send none, see
+	// marker, continue-as-new. Activity heartbeats are billed but not in history (short passes send none, see
 	// activities.reporter).
 	Actions int
 	Timers  int
-	// Activities counts activity attempts; Upserts search attribute upserts (GetVersion's
-	// TemporalChangeVersion included).
+	// Activities counts activity attempts; Upserts search attribute upserts.
 	Activities int
 	Upserts    int
 	// Outcomes counts the upserts that record a finished merge (WalReclaimed).
 	Outcomes int
 	// Listings counts ListPendingShards activity tasks; LocalActivities local-activity
-	// markers (MergeWal's listings since merge-wal-local-list), LocalAttempts the attempts
+	// markers (MergeWal's listings), LocalAttempts the attempts
 	// those markers record (a local activity retries inside the worker, one marker in all).
 	Listings, LocalActivities, LocalAttempts int
 }
@@ -107,28 +105,25 @@ func (e *env) historyCost(id, runID string) historyCost {
 }
 
 // Budgets of a happy-path MergeWal, from real histories on the dev server. A pass is its
-// Prepare and its Commit (issue target: at most 3 actions per shard pass, no timers); a
+// Prepare and its CommitRound (issue target: at most 3 actions per shard pass, no timers); a
 // run adds a fixed overhead: the start, the first and the confirming listing (each a
-// LocalActivity marker since merge-wal-local-list: one action, as the activity was),
-// GetVersion's change-version upserts, the WalPending upsert after the first listing and
-// the outcome. Measured: 10 (1 start, 2 listings, 5 change-version upserts, WalPending,
-// outcome); one more for a relisting by time on a loaded machine.
+// LocalActivity marker: one action), the WalPending upsert after the first listing and the
+// outcome: 5, one more for a relisting by time on a loaded machine.
 const (
 	maxActionsPerPass = 3
 	maxEventsPerPass  = 13
-	maxRunOverhead    = 11
-	// maxUpsertsPerRun: five GetVersion change-version upserts (observe, fewer actions, local
-	// list, fair rounds, round commits), WalPending with WalPendingAtStart after the first
-	// listing, at most two relistings by time on a loaded machine, and the outcome
-	// (WalReclaimed, WalBytesMerged, WalPending) at the end. A drained relisting leaves
-	// WalPending to the outcome.
-	maxUpsertsPerRun = 9
+	maxRunOverhead    = 6
+	// maxUpsertsPerRun: WalPending with WalPendingAtStart after the first listing, at most
+	// two relistings by time on a loaded machine, and the outcome (WalReclaimed,
+	// WalBytesMerged, WalPending) at the end. A drained relisting leaves WalPending to the
+	// outcome.
+	maxUpsertsPerRun = 4
 )
 
 // TestMergeWalActionsPerPass runs happy-path merges of one and two shards against the real
 // server, one generation per pass, counts each history's actions and events, and derives
 // the cost of one more pass from runs with more passes: it fails if a pass grows beyond its
-// Prepare and Commit (plus a listing when a run outlives relistInterval on a loaded
+// Prepare and CommitRound (plus a listing when a run outlives relistInterval on a loaded
 // machine), or if any timer shows up.
 func TestMergeWalActionsPerPass(t *testing.T) {
 	e := newEnv(t)

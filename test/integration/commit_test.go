@@ -41,9 +41,9 @@ func (g *gauge) reset() {
 	g.total.Store(0)
 }
 
-// countingActivities wraps the real Prepare, Commit and CommitRound of every worker of the
-// test with one shared pair of gauges: the process-wide number of Prepare and commit
-// (Commit or CommitRound) executions in flight around the real store call. Each call also lingers a little so that two executions that
+// countingActivities wraps the real Prepare and CommitRound of every worker of the
+// test with one shared pair of gauges: the process-wide number of Prepare and CommitRound
+// executions in flight around the real store call. Each call also lingers a little so that two executions that
 // could overlap would.
 type countingActivities struct {
 	prepares, commits gauge
@@ -61,9 +61,6 @@ func (c *countingActivities) register(r tworker.ActivityRegistry, a *activities.
 		time.Sleep(c.linger)
 		return a.Prepare(ctx, p)
 	}, activity.RegisterOptions{Name: contract.PrepareActivity, DisableAlreadyRegisteredCheck: true})
-	r.RegisterActivityWithOptions(commitCounted(c, a.Commit, func(res contract.CommitResult) (uint64, bool) {
-		return res.BaseVersion, !res.AlreadyCommitted
-	}), activity.RegisterOptions{Name: contract.CommitActivity, DisableAlreadyRegisteredCheck: true})
 	r.RegisterActivityWithOptions(commitCounted(c, a.CommitRound, func(res contract.CommitRoundResult) (uint64, bool) {
 		for _, sr := range res.Shards {
 			if sr.Outcome == contract.RoundCommitted {
@@ -94,7 +91,7 @@ func commitCounted[P, R any](c *countingActivities, commit func(context.Context,
 
 // At most one commit in flight per table: four writer shards each with pending
 // generations, one MergeWal, one generation per pass (so 12 commits per merge), with the
-// Commit and CommitRound activities of every worker wrapped by one shared in-flight counter.
+// Prepare and CommitRound activities of every worker wrapped by one shared in-flight counter.
 // Serially, with ParallelPrepare (where the prepares must be seen overlapping, or the test
 // proves nothing) and with round commits (where some round must cover two shards), the
 // counter never exceeds one, and every commit publishes the next base version.
@@ -121,8 +118,8 @@ func TestOneCommitInFlightPerTable(t *testing.T) {
 	for _, mode := range []struct {
 		name     string
 		parallel bool
-		// round: round commits (several shards in one CommitRound and one base version);
-		// otherwise one shard per Commit, one base version per pass.
+		// round: several shards in one CommitRound and one base version; otherwise
+		// MaxShardsPerCommit 1, one shard per round, one base version per pass.
 		round bool
 	}{{"serial", false, false}, {"parallel-prepare", true, false}, {"round-commit", true, true}} {
 		for i, s := range stores {

@@ -37,13 +37,14 @@ func recordingEnv(t *testing.T, files string) (*env, string) {
 }
 
 // TestRecordReplayHistories records the histories that workflows/replay_test.go replays:
-// MergeWal (serial and with parallel prepares, two shards), CompactBase, MaintenanceSweep and
-// MergeWalTick, each run against the real server with real workers and kept small. It runs
-// only with WALKEEPER_RECORD_HISTORIES=1 and (over)writes workflows/testdata/replay/*.json:
+// MergeWal (serial and with parallel prepares, two shards), CompactBase, MaintenanceSweep,
+// MergeWalTick and ReconcileDemand, each run against the real server with real workers and
+// kept small. It runs only with WALKEEPER_RECORD_HISTORIES=1 and (over)writes
+// workflows/testdata/replay/*.json:
 //
 //	WALKEEPER_RECORD_HISTORIES=1 go test ./test/integration -run TestRecordReplayHistories
 //
-// Record after a workflow change and keep the old files (see testdata/replay/README.md).
+// Record after a workflow change (see workflows/testdata/replay/README.md).
 func TestRecordReplayHistories(t *testing.T) {
 	e, outDir := recordingEnv(t, "*.json")
 
@@ -126,6 +127,19 @@ func TestRecordReplayHistories(t *testing.T) {
 	if res := e.mergeResult(e.c.GetWorkflow(e.ctx(waitShort), tres.WorkflowID, tres.RunID), waitLong); res.Reclaimed != 1 {
 		t.Fatalf("merge started by the tick: %+v", res)
 	}
+
+	// ReconcileDemand, a page per kind, continued as new after the first.
+	rrun, err := e.c.ExecuteWorkflow(e.ctx(waitShort), client.StartWorkflowOptions{
+		ID: "record/reconcile-demand", TaskQueue: contract.TaskQueue,
+	}, contract.ReconcileDemandWorkflow, contract.ReconcileDemandInput{PageSize: 10, PagesPerRun: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rres contract.ReconcileDemandResult
+	if err := e.c.GetWorkflow(e.ctx(waitShort), rrun.GetID(), "").Get(e.ctx(waitLong), &rres); err != nil {
+		t.Fatalf("reconcile: %+v %v", rres, err)
+	}
+	save("reconcile-demand.json", rrun.GetID(), rrun.GetRunID())
 
 	// What was just written replays against the current code.
 	files, _ := filepath.Glob(filepath.Join(outDir, "*.json"))

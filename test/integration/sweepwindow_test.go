@@ -62,9 +62,7 @@ func TestSweepWindowLeavesNoWorkflowPerIdleRound(t *testing.T) {
 	if _, n, err := e.listExecutions(""); err != nil || n != 1 {
 		t.Fatalf("after %d idle rounds the namespace has %d workflows (err %v), want the one window", idleRounds, n, err)
 	}
-	// GetVersion records each change id once per run, with an upsert of
-	// TemporalChangeVersion (the SDK's, the first round's); any other upsert in idle rounds
-	// would be walkeeper's and one visibility write per round.
+	// An upsert in idle rounds would be one visibility write per round.
 	if n := e.countUpserts(window, "TemporalChangeVersion"); n != 0 {
 		t.Fatalf("idle rounds upserted search attributes %d times", n)
 	}

@@ -12,6 +12,7 @@ import (
 	"go/token"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -205,7 +206,11 @@ type line struct {
 	num  int
 	text string
 	code bool // inside a fenced code block of a markdown file
-	goc  bool // a Go comment
+	// build is the commit a fenced block names as the build that runs its commands ("```sh at
+	// dfef433"): a benchmark record quotes command lines whose flags may since have left the
+	// product with the design they selected, so only the commit is checked.
+	build string
+	goc   bool // a Go comment
 }
 
 var (
@@ -283,6 +288,9 @@ func checkLine(l line, tr *tree, k *known, fail func(line, string)) {
 				fail(l, "link "+m[1]+" does not exist")
 			}
 		}
+	}
+	if l.build != "" {
+		return
 	}
 	// Flags: on a walkeeper command line, or backticked on their own where no other tool's
 	// command is on the line.
@@ -366,13 +374,19 @@ func docLines(t *testing.T, tr *tree) []line {
 		if err != nil {
 			t.Fatal(err)
 		}
-		code := false
+		code, build := false, ""
 		for i, s := range strings.Split(string(b), "\n") {
-			if strings.HasPrefix(strings.TrimSpace(s), "```") {
-				code = !code
+			if fence, ok := strings.CutPrefix(strings.TrimSpace(s), "```"); ok {
+				code, build = !code, ""
+				if m := pastBuildRe.FindStringSubmatch(fence); code && m != nil {
+					build = m[1]
+					if !commitExists(t, build) {
+						t.Errorf("%s:%d: build %s is no commit of this repository", f, i+1, build)
+					}
+				}
 				continue
 			}
-			out = append(out, line{file: f, num: i + 1, text: s, code: code})
+			out = append(out, line{file: f, num: i + 1, text: s, code: code, build: build})
 		}
 	}
 	return out
@@ -400,6 +414,22 @@ func commentLines(t *testing.T, tr *tree) []line {
 		}
 	}
 	return out
+}
+
+// pastBuildRe reads the build a record's code block ran at from its info string.
+var pastBuildRe = regexp.MustCompile(`^\w+ at ([0-9a-f]{7,40})$`)
+
+// commitExists says whether the repository has the commit. A shallow clone may lack old
+// commits, so there every commit is taken as present.
+func commitExists(t *testing.T, commit string) bool {
+	out, err := exec.Command("git", "-C", repoRoot, "rev-parse", "--is-shallow-repository").Output()
+	if err != nil {
+		t.Fatalf("git rev-parse: %v", err)
+	}
+	if strings.TrimSpace(string(out)) == "true" {
+		return true
+	}
+	return exec.Command("git", "-C", repoRoot, "cat-file", "-e", commit+"^{commit}").Run() == nil
 }
 
 func TestDocsAndCommentsNameWhatExists(t *testing.T) {

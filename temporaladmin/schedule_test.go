@@ -28,6 +28,6 @@ func TestSweepScheduleRefusesAnInputItsWindowsWouldRefuse(t *testing.T) {
 	err := EnsureSweepSchedule(t.Context(), nil, SweepSchedule{Every: time.Millisecond, Window: time.Hour})
 	require.ErrorContains(t, err, "invalid input: interval: 1ms is below the floor 1s")
 	err = EnsureSweepSchedule(t.Context(), nil, SweepSchedule{Every: time.Minute,
-		Input: contract.MaintenanceSweepInput{ScanConcurrency: 100_000}})
-	require.ErrorContains(t, err, "invalid input: sweep.scan_concurrency: ")
+		Input: contract.MaintenanceSweepInput{Concurrency: 100_000}})
+	require.ErrorContains(t, err, "invalid input: sweep.concurrency: ")
 }

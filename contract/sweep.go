@@ -44,24 +44,10 @@ type MaintenanceSweepInput struct {
 	// starts at most StartBatch workflows per StartSpacing instead of one burst on Temporal
 	// and on storage (the merges it starts all list and prepare at once).
 	StartSpacing time.Duration `json:"start_spacing,omitempty"`
-	// StartPacing says what StartSpacing is measured from:
-	// StartPacingPlanned ("" = default) launches batch n at the sweep's first launch +
-	// n × StartSpacing, so a workflow task that runs late does not push every later batch
-	// back (the batches that fell due meanwhile launch together, at most Concurrency in
-	// flight); StartPacingAfterLaunch waits StartSpacing after the previous batch's
-	// actual launch (for a server that must see at least StartSpacing between any two
-	// launches).
-	StartPacing string `json:"start_pacing,omitempty"`
 	// ParallelPrepare: MergeWal starts for a target with more than one pending shard ask for
 	// parallel prepares (commits stay one at a time). Default (nil) true.
 	ParallelPrepare *bool `json:"parallel_prepare,omitempty"`
 }
-
-// The values of MaintenanceSweepInput.StartPacing.
-const (
-	StartPacingPlanned     = "planned"
-	StartPacingAfterLaunch = "after-launch"
-)
 
 // MaintenanceSweepResult reports one sweep.
 type MaintenanceSweepResult struct {

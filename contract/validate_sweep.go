@@ -64,7 +64,6 @@ func (in MaintenanceSweepInput) Validate() error {
 		inRange("concurrency", defaulted(in.Concurrency, DefaultSweepConcurrency), 1, MaxSweepConcurrency),
 		inRange("start_batch", startBatch, 1, MaxStartBatch),
 		offOrDurationIn("start_spacing", defaulted(in.StartSpacing, DefaultSweepStartSpacing), MinSweepStartSpacing, MaxSweepStartSpacing),
-		oneOf("start_pacing", in.StartPacing, "", StartPacingPlanned, StartPacingAfterLaunch),
 	)
 	if err != nil {
 		return err

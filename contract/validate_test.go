@@ -219,9 +219,6 @@ func TestMaintenanceSweepInputBounds(t *testing.T) {
 		{"spacing below", s(func(in *MaintenanceSweepInput) { in.StartSpacing = MinSweepStartSpacing - 1 }), "start_spacing"},
 		{"spacing ceiling", s(func(in *MaintenanceSweepInput) { in.StartSpacing = MaxSweepStartSpacing }), ""},
 		{"spacing above", s(func(in *MaintenanceSweepInput) { in.StartSpacing = MaxSweepStartSpacing + 1 }), "start_spacing"},
-		{"pacing planned", s(func(in *MaintenanceSweepInput) { in.StartPacing = StartPacingPlanned }), ""},
-		{"pacing after launch", s(func(in *MaintenanceSweepInput) { in.StartPacing = StartPacingAfterLaunch }), ""},
-		{"pacing unknown", s(func(in *MaintenanceSweepInput) { in.StartPacing = "Planned" }), "start_pacing"},
 		// One batch per start: 10,000 starts would pass the history bound.
 		{"demand batch of one", s(func(in *MaintenanceSweepInput) { in.StartBatch = 1 }), "max_starts"},
 	})

@@ -229,7 +229,6 @@ func TestMaintenanceSweepRefusesEachFieldOutOfBounds(t *testing.T) {
 		{"start batch above", in(func(v *contract.MaintenanceSweepInput) { v.StartBatch = contract.MaxStartBatch + 1 }), "start_batch", false},
 		{"spacing below", in(func(v *contract.MaintenanceSweepInput) { v.StartSpacing = time.Millisecond }), "start_spacing", false},
 		{"spacing above", in(func(v *contract.MaintenanceSweepInput) { v.StartSpacing = 2 * time.Minute }), "start_spacing", false},
-		{"unknown pacing", in(func(v *contract.MaintenanceSweepInput) { v.StartPacing = "fast" }), "start_pacing", false},
 		{"history too long", in(func(v *contract.MaintenanceSweepInput) { v.MaxStarts, v.StartBatch = contract.MaxSweepStarts, 1 }), "max_starts", false},
 	})
 }
@@ -244,8 +243,7 @@ func TestMaintenanceSweepRunsAtTheBounds(t *testing.T) {
 	env.OnActivity(contract.ScanDemandActivity, anyCtx, anyArg).Return(idleScanDemand)
 	env.ExecuteWorkflow(MaintenanceSweep, contract.MaintenanceSweepInput{MergeMinGenerations: contract.MaxSweepMergeMinGenerations,
 		MaxPendingAge: contract.MinSweepMaxPendingAge, CompactMinRuns: -1, MaxStarts: 2 * contract.DefaultSweepMaxStarts,
-		Concurrency: contract.MaxSweepConcurrency, StartBatch: contract.MaxStartBatch, StartSpacing: contract.MaxSweepStartSpacing,
-		StartPacing: contract.StartPacingAfterLaunch})
+		Concurrency: contract.MaxSweepConcurrency, StartBatch: contract.MaxStartBatch, StartSpacing: contract.MaxSweepStartSpacing})
 	require.NoError(t, env.GetWorkflowError())
 }
 

@@ -77,14 +77,11 @@ type sweepStarts struct {
 	sem   workflow.Semaphore
 	wg    workflow.WaitGroup
 	// pace (nil = unpaced) lets one batch at a time wait for its launch time, in plan order
-	// (coroutines acquire in the order they were created, most indebted first): StartSpacing
-	// after the previous launch, or, when planned, firstLaunch + launched × StartSpacing
-	// (waitTurn, sweep_pacing.go).
+	// (coroutines acquire in the order they were created, most indebted first):
+	// firstLaunch + launched × StartSpacing (waitTurn, sweep_pacing.go).
 	pace        workflow.Semaphore
-	planned     bool
 	launched    int
 	firstLaunch time.Time
-	lastLaunch  time.Time
 	// priority is the task-queue priority of the batches (contract.SweepPriority).
 	priority *temporal.Priority
 }

@@ -38,7 +38,7 @@ type kindPages struct {
 // A store whose debt changed between two pages is at worst started twice (the ID policy
 // attaches the second start) or left to the next sweep. Its activities run at
 // contract.SweepPriority, ahead of the tasks of the merges it starts. Batches launch on the
-// planned cadence (sweep_pacing.go) unless the input asks for StartPacingAfterLaunch. label
+// planned cadence (sweep_pacing.go). label
 // names the window round, if any; the caller records the sweep's success.
 //
 // INVARIANT: the history this adds is at most contract.SweepHistoryBound(kinds, MaxStarts,
@@ -52,7 +52,6 @@ func demandSweep(ctx workflow.Context, in contract.MaintenanceSweepInput, label 
 	st := &sweepStarts{in: in, label: label, sem: workflow.NewSemaphore(ctx, int64(in.Concurrency)), wg: workflow.NewWaitGroup(ctx), priority: &prio}
 	if in.StartSpacing > 0 {
 		st.pace = workflow.NewSemaphore(ctx, 1)
-		st.planned = in.StartPacing != contract.StartPacingAfterLaunch // launch times first + n × StartSpacing
 	}
 	kinds := make([]kindPages, len(target.Kinds))
 	remaining := in.MaxStarts

@@ -7,15 +7,13 @@ import (
 )
 
 // Start batches of a sweep launch on a planned cadence: batch n at the sweep's first
-// launch + n × StartSpacing, not StartSpacing after the previous batch's launch. Under load
-// the workflow task that follows each spacing timer runs late, and with the unplanned
-// cadence every such delay pushes all later batches back.
+// launch + n × StartSpacing, not StartSpacing after the previous batch's launch, so a
+// workflow task that runs late under load does not push every later batch back.
 
-// waitTurn blocks until this batch may launch, then counts its launch. Unplanned: at least
-// StartSpacing after the previous launch, so one late workflow task delays every later
-// batch. Planned: at the first launch + launched × StartSpacing; a batch whose time passed
-// while it waited for a Concurrency slot or for a late workflow task launches at once, so
-// the batches that fell due launch together and the sweep keeps its cadence, at most
+// waitTurn blocks until this batch may launch, then counts its launch: at the first
+// launch + launched × StartSpacing. A batch whose time passed while it waited for a
+// Concurrency slot or for a late workflow task launches at once, so the batches that fell
+// due launch together and the sweep keeps its cadence, at most
 // StartBatch starts per StartSpacing on average from the first launch and never more than
 // Concurrency batches in flight (the caller holds a slot of st.sem). The wait is a
 // workflow timer, so replays wait alike; a batch that is due has none.
@@ -32,10 +30,7 @@ func (st *sweepStarts) waitTurn(ctx workflow.Context) error {
 	if st.launched == 0 {
 		st.firstLaunch = workflow.Now(ctx)
 	} else {
-		due := st.lastLaunch.Add(st.in.StartSpacing)
-		if st.planned {
-			due = st.firstLaunch.Add(time.Duration(st.launched) * st.in.StartSpacing)
-		}
+		due := st.firstLaunch.Add(time.Duration(st.launched) * st.in.StartSpacing)
 		if wait := due.Sub(workflow.Now(ctx)); wait > 0 {
 			if err := workflow.Sleep(ctx, wait); err != nil {
 				return err
@@ -43,6 +38,5 @@ func (st *sweepStarts) waitTurn(ctx workflow.Context) error {
 		}
 	}
 	st.launched++
-	st.lastLaunch = workflow.Now(ctx)
 	return nil
 }

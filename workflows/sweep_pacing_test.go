@@ -102,28 +102,3 @@ func TestPagedSweepLateBatchDoesNotDelayLaterOnes(t *testing.T) {
 		require.GreaterOrEqual(t, at[i], time.Duration(i)*s, "batch %d not before its planned time", i)
 	}
 }
-
-// StartPacing after-launch: each batch waits StartSpacing after the previous launch, so the
-// late batch pushes each later one back, and the last launches at 9.5 s instead of 7 s.
-func TestPagedSweepAfterLaunchPacing(t *testing.T) {
-	s := time.Second
-	want := []time.Duration{0, s, 4500 * time.Millisecond, 5500 * time.Millisecond, 6500 * time.Millisecond, 7500 * time.Millisecond, 8500 * time.Millisecond, 9500 * time.Millisecond}
-	at, inflight := runLateBatches(t, contract.MaintenanceSweepInput{StartPacing: contract.StartPacingAfterLaunch})
-	require.Equal(t, want, at)
-	require.LessOrEqual(t, inflight, 2)
-}
-
-// A start_pacing the sweep does not know fails it at once as invalid input, before any
-// listing or start.
-func TestPagedSweepRejectsUnknownStartPacing(t *testing.T) {
-	x := newPagedIndex()
-	x.fill("generic", 3)
-	env := newEnv(t)
-	env.OnActivity(contract.ScanDemandActivity, anyCtx, anyArg).Return(x.scan).Maybe()
-	env.ExecuteWorkflow(MaintenanceSweep, contract.MaintenanceSweepInput{StartPacing: "eager"})
-	require.True(t, env.IsWorkflowCompleted())
-	typ, nonRetryable := appErrType(env.GetWorkflowError())
-	require.Equal(t, contract.ErrTypeInvalidInput, typ)
-	require.True(t, nonRetryable)
-	require.Empty(t, x.paramsOf("generic"), "nothing listed")
-}

@@ -365,7 +365,7 @@ func TestFleetQuick(t *testing.T) {
 func TestFleetReport(t *testing.T) {
 	o := Options{OutDir: t.TempDir()}
 	res := newResult("fleet", o)
-	slow := fleetVariant{Pacing: contract.StartPacingAfterLaunch}
+	slow := fleetVariant{Concurrency: 16, Batch: 16}
 	samples := []fleetSample{
 		{Stores: 100, Debt: 1, Design: designDemand, Variant: slow, Duration: time.Second, Requests: 504, Events: 30, Started: 1, TTM: time.Second},
 		{Stores: 100, Debt: 1, Design: designDemand, Duration: time.Second, Requests: 3, Events: 30, Started: 1, TTM: time.Second},

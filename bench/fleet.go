@@ -168,7 +168,7 @@ func RunFleet(ctx context.Context, o Options) (*Result, error) {
 	designs := fleetDesigns
 	res.param("designs", fmt.Sprint(designs))
 	if len(o.FleetVariants) > 0 {
-		res.param("variants (starts in flight per StartWorkflows / StartBatch / pacing)", fmt.Sprint(variants))
+		res.param("variants (starts in flight per StartWorkflows / StartBatch)", fmt.Sprint(variants))
 	}
 	fixed := debtOf(sizes[0])
 	var samples []fleetSample
@@ -231,9 +231,8 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 		MaxPendingAge:       fleetMaxAge,
 		MaxStarts:           fleetMaxStarts,
 		// 10,000 starts in batches of 256 (the default variant), one batch a second: 40 s
-		// at the least; the variant's pacing ("" = the workflow's default).
-		StartBatch:  r.variant.batch(),
-		StartPacing: r.variant.Pacing,
+		// at the least.
+		StartBatch: r.variant.batch(),
 	}
 	// mem:// keeps a sorted key index (store/bucket_mem.go), so a listing page costs what an
 	// object store's does, not a sort of the whole fleet (gocloud's memblob did that).
@@ -1044,7 +1043,7 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 	res.note("Storage requests: every request of the 8 workers from the sweep's start until its first StartWorkflows started (or its discovery activity closed), and after that the listings of the demand index (the later ScanDemand pages of the paged sweep); the MergeWal runs the sweep starts are not counted, nor requests for an earlier fleet's stores (activities of its terminated MergeWal runs that still reach this fleet's workers; counted apart in the progress log). A listing of the registry or of the demand index counts (and sleeps) one request per 1000 keys, as an object store pages it.")
 	res.note("Starts/s: MergeWal runs started over the span from the sweep's first StartWorkflows start to its last one's close (from the sweep's history); the mean batch is a StartWorkflows activity's start-to-close time (a variant's batch, its starts in flight at a time; by default %d starts, %d at a time).", fleetStartBatch, activities.DefaultStartConcurrency)
 	res.note("Time-to-merge: from the later of a store's planting and the sweep's start (planting 10,000 stores' debt takes minutes at 1M stores, and the sweep starts when planting ends: the best phase) to its MergeWal's start; with a schedule every interval add up to one interval. The old debt was sealed an hour ago (past MaxPendingAge) at planting, so it has crossed its threshold at the planting time.")
-	res.note("The fleet is registered without latency by writing the registry entry and store.json of each store directly (the bytes DB.Create writes for a template store); the debt goes through the seal path of two writers closed afterwards. Starts go in the sweep's default batches of 256 (StartBatch), at most 10,000 per sweep (MaxStarts), one batch a second from the first launch (planned pacing), each batch 32 starts at a time, 4 batches in flight (Concurrency), unless a variant (--variants concurrency/batch/pacing) says otherwise.")
+	res.note("The fleet is registered without latency by writing the registry entry and store.json of each store directly (the bytes DB.Create writes for a template store); the debt goes through the seal path of two writers closed afterwards. Starts go in the sweep's default batches of 256 (StartBatch), at most 10,000 per sweep (MaxStarts), one batch a second from the first launch (planned pacing), each batch 32 starts at a time, 4 batches in flight (Concurrency), unless a variant (--variants concurrency/batch) says otherwise.")
 
 	if o.OutDir == "" {
 		return

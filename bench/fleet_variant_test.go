@@ -8,11 +8,11 @@ import (
 )
 
 func TestParseFleetVariants(t *testing.T) {
-	vs, err := parseFleetVariants([]string{"16/256/after-launch", "32/512/planned", "/128/", "32/512/planned/eager"})
+	vs, err := parseFleetVariants([]string{"16/256", "32/512", "/128", "32/512/eager"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"16/256/after-launch", "32/512/planned", "32/128/planned", "32/512/planned/eager"}
+	want := []string{"16/256", "32/512", "32/128", "32/512/eager"}
 	if len(vs) != 4 || !vs[3].Eager {
 		t.Fatalf("variants %v", vs)
 	}
@@ -22,17 +22,17 @@ func TestParseFleetVariants(t *testing.T) {
 		}
 	}
 	if vs[2].isDefault() || vs[2].Concurrency != 0 || vs[2].Batch != 128 {
-		t.Errorf("/128/ = %+v", vs[2])
+		t.Errorf("/128 = %+v", vs[2])
 	}
 	if vs, err := parseFleetVariants(nil); err != nil || len(vs) != 1 || !vs[0].isDefault() {
 		t.Errorf("no variants: %v %v, want one default", vs, err)
 	}
-	for _, bad := range []string{"32/256", "0/256/planned", "32/513/planned", "x/256/planned", "32/256/eager", "32/256/planned/lazy"} {
+	for _, bad := range []string{"32", "0/256", "32/513", "x/256", "32/256/planned", "32/256/lazy", "32/256/planned/eager"} {
 		if _, err := parseFleetVariants([]string{bad}); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
 	}
-	if _, err := parseFleetVariants([]string{"32/256/planned", "32/256/planned"}); err == nil {
+	if _, err := parseFleetVariants([]string{"32/256", "32/256"}); err == nil {
 		t.Error("a variant listed twice accepted")
 	}
 }
@@ -68,8 +68,8 @@ func TestOfOtherFleet(t *testing.T) {
 func TestFleetReportVariants(t *testing.T) {
 	o := Options{OutDir: t.TempDir()}
 	res := newResult("fleet", o)
-	a := fleetVariant{Concurrency: 16, Batch: 256, Pacing: "after-launch"}
-	b := fleetVariant{Concurrency: 32, Batch: 512, Pacing: "planned"}
+	a := fleetVariant{Concurrency: 16, Batch: 256}
+	b := fleetVariant{Concurrency: 32, Batch: 512}
 	var samples []fleetSample
 	for _, v := range []fleetVariant{a, b} {
 		samples = append(samples,
@@ -78,10 +78,10 @@ func TestFleetReportVariants(t *testing.T) {
 			fleetSample{Stores: 1000, Debt: 1, FixedDebt: true, Design: designDemand, Variant: v, Duration: time.Second, Requests: 3, Events: 30, Started: 1, TTM: time.Second})
 	}
 	fleetReport(res, o, []int{100, 1000}, samples)
-	if len(res.Tables) != 2 || !strings.Contains(res.Tables[0].Title, "16/256/after-launch") || !strings.Contains(res.Tables[1].Title, "32/512/planned") {
+	if len(res.Tables) != 2 || !strings.Contains(res.Tables[0].Title, "16/256") || !strings.Contains(res.Tables[1].Title, "32/512") {
 		t.Fatalf("tables %d: %v", len(res.Tables), res.Tables)
 	}
-	for _, key := range []string{"demand_16_256_after-launch_1000_requests", "demand_32_512_planned_1000_fixed_requests", "demand_32_512_planned_requests_ratio"} {
+	for _, key := range []string{"demand_16_256_1000_requests", "demand_32_512_1000_fixed_requests", "demand_32_512_requests_ratio"} {
 		if _, ok := res.Values[key]; !ok {
 			t.Errorf("value %s missing", key)
 		}

@@ -19,7 +19,6 @@ import (
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/temporaladmin"
 	"github.com/walkeeper/walkeeper/worker"
-	"github.com/walkeeper/walkeeper/workflows"
 )
 
 // temporalEnv is a Temporal frontend and a client: a dev server started for the run, or an
@@ -75,13 +74,21 @@ func startCluster(ctx context.Context, o Options, dir string, metricsPort int) (
 		return nil, fmt.Errorf("start Temporal on PostgreSQL (logs in %s; install with scripts/install-servers.sh): %w", dir, err)
 	}
 	env := &temporalEnv{hostPort: cl.HostPort(), cluster: cl}
-	c, err := temporaladmin.Dial(ctx, temporaladmin.Config{HostPort: env.hostPort, Namespace: temporaladmin.DefaultNamespace}, o.logger())
-	if err != nil {
+	if err := env.dial(ctx, o); err != nil {
 		env.close()
-		return nil, fmt.Errorf("dial Temporal at %s: %w", env.hostPort, err)
+		return nil, err
 	}
-	env.client = c
 	return env, nil
+}
+
+// dial connects the env's client to its server in the default namespace.
+func (e *temporalEnv) dial(ctx context.Context, o Options) error {
+	c, err := temporaladmin.Dial(ctx, temporaladmin.Config{HostPort: e.hostPort, Namespace: temporaladmin.DefaultNamespace}, o.logger())
+	if err != nil {
+		return fmt.Errorf("dial Temporal at %s: %w", e.hostPort, err)
+	}
+	e.client = c
+	return nil
 }
 
 // startTemporal connects to o.Temporal or starts `temporal server start-dev` (headless,
@@ -122,13 +129,11 @@ func startTemporalWith(ctx context.Context, o Options, logDir string, dev devser
 		env.srv = srv
 		env.hostPort = srv.HostPort()
 	}
-	c, err := temporaladmin.Dial(ctx, temporaladmin.Config{HostPort: env.hostPort, Namespace: temporaladmin.DefaultNamespace}, o.logger())
-	if err != nil {
+	if err := env.dial(ctx, o); err != nil {
 		env.close()
-		return nil, fmt.Errorf("dial Temporal at %s: %w", env.hostPort, err)
+		return nil, err
 	}
-	env.client = c
-	if err := temporaladmin.EnsureSearchAttributes(ctx, c, temporaladmin.DefaultNamespace); err != nil {
+	if err := temporaladmin.EnsureSearchAttributes(ctx, env.client, temporaladmin.DefaultNamespace); err != nil {
 		env.close()
 		return nil, fmt.Errorf("register search attributes: %w", err)
 	}
@@ -166,8 +171,7 @@ type nodeConfig struct {
 
 // node is one walkeeper worker process minus its HTTP data plane: the store handle, the
 // flush sweeper with the count trigger, and the two Temporal workers (shared queue and own
-// shard queue), wired exactly as worker.Worker wires them (worker/worker.go Start and
-// startTemporalLocked). It exists because worker.Worker opens its storage from a URL, and the
+// shard queue, worker.TemporalWorkers), wired as worker.Worker wires them. It exists because worker.Worker opens its storage from a URL, and the
 // incident replay needs every node's storage requests to go through the same latency model
 // as the baseline's.
 type node struct {
@@ -196,27 +200,17 @@ func startNode(ctx context.Context, c client.Client, db *store.DB, metrics *work
 	if c != nil {
 		acts := &activities.Activities{DB: db, Logger: log.Named("activities"), Metrics: metrics, Client: c,
 			StartConcurrency: cfg.StartConcurrency, EagerStart: cfg.EagerStart}
-		var tws []tworker.Worker
-		if !cfg.NoSharedWorker {
-			shared := tworker.New(c, contract.TaskQueue, tworker.Options{
-				Identity:                           "bench/" + db.Shard(),
-				MaxConcurrentActivityExecutionSize: max(cfg.SharedActivitySlots, 1),
-				WorkerStopTimeout:                  5 * time.Second,
-				DeadlockDetectionTimeout:           cfg.DeadlockDetection,
-			})
-			workflows.Register(shared)
-			activities.Register(shared, acts)
-			tws = append(tws, shared)
-		}
-		own := tworker.New(c, contract.ShardQueue(db.Shard()), tworker.Options{
-			Identity:                           "bench/" + db.Shard(),
-			MaxConcurrentActivityExecutionSize: max(cfg.MergeSlots, 1),
-			MaxConcurrentActivityTaskPollers:   cfg.ShardPollers,
-			WorkerStopTimeout:                  5 * time.Second,
-			DisableWorkflowWorker:              true,
-		})
-		activities.Register(own, acts)
-		tws = append(tws, own)
+		// The SDK's default bound on local activities, unlike the worker's, as the bench
+		// has always measured its nodes.
+		tws := worker.TemporalWorkers{
+			Identity:            "bench/" + db.Shard(),
+			SharedActivitySlots: max(cfg.SharedActivitySlots, 1),
+			MergeSlots:          max(cfg.MergeSlots, 1),
+			ShardPollers:        cfg.ShardPollers,
+			StopTimeout:         5 * time.Second,
+			DeadlockDetection:   cfg.DeadlockDetection,
+			ShardOnly:           cfg.NoSharedWorker,
+		}.New(c, db.Shard(), acts)
 		for _, tw := range tws {
 			if err := tw.Start(); err != nil {
 				n.stop(ctx)

@@ -19,7 +19,6 @@ import (
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/temporaladmin"
-	"github.com/walkeeper/walkeeper/workflows"
 )
 
 // Worker is one walkeeper worker process: the store handle, the HTTP data plane, the flush
@@ -235,32 +234,21 @@ func (w *Worker) startTemporalLocked(ctx context.Context, db *store.DB) error {
 	// so it registers every activity; they keep the bound they had as activity tasks on this
 	// queue instead of the SDK's 1,000, so a sweep that starts hundreds of merges at once does
 	// not read every store's manifests at once.
-	shared := tworker.New(w.tc, contract.TaskQueue, tworker.Options{
-		Identity:                                identity,
-		MaxConcurrentActivityExecutionSize:      w.cfg.SharedActivitySlots,
-		MaxConcurrentLocalActivityExecutionSize: w.cfg.SharedActivitySlots,
-		WorkerStopTimeout:                       w.cfg.ShutdownTimeout / 2,
-	})
-	workflows.Register(shared)
-	activities.Register(shared, acts)
-
-	shardQueue := contract.ShardQueue(db.Shard())
-	own := tworker.New(w.tc, shardQueue, tworker.Options{
-		Identity:                           identity,
-		MaxConcurrentActivityExecutionSize: w.cfg.MergeSlots,
-		WorkerStopTimeout:                  w.cfg.ShutdownTimeout / 2,
-		DisableWorkflowWorker:              true,
-	})
-	activities.Register(own, acts)
-
-	for _, tw := range []tworker.Worker{shared, own} {
+	tws := TemporalWorkers{
+		Identity:            identity,
+		SharedActivitySlots: w.cfg.SharedActivitySlots,
+		LocalActivitySlots:  w.cfg.SharedActivitySlots,
+		MergeSlots:          w.cfg.MergeSlots,
+		StopTimeout:         w.cfg.ShutdownTimeout / 2,
+	}.New(w.tc, db.Shard(), acts)
+	for _, tw := range tws {
 		if err := tw.Start(); err != nil {
 			return fmt.Errorf("start Temporal worker: %w", err)
 		}
 		w.temporal = append(w.temporal, tw)
 	}
 	log.Info("temporal workers started", zap.String("shared_queue", contract.TaskQueue),
-		zap.String("shard_queue", shardQueue), zap.Int("merge_slots", w.cfg.MergeSlots))
+		zap.String("shard_queue", contract.ShardQueue(db.Shard())), zap.Int("merge_slots", w.cfg.MergeSlots))
 	return nil
 }
 

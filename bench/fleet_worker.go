@@ -2,10 +2,8 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -274,12 +272,12 @@ func reconcileProgress(ctx context.Context, c client.Client, id string) (pages, 
 	return in.Totals.Pages, in.Totals.Stores
 }
 
-// fleetWorkerChild is the child half: one worker, run by worker.Run as `walkeeper worker`
-// runs it, until stdin closes.
+// fleetWorkerChild is the child half: one worker with the default configuration (the
+// schedules off), until stdin closes.
 func fleetWorkerChild(ctx context.Context, o Options) error {
 	var p fleetWorkerChildParams
-	if err := json.Unmarshal([]byte(os.Getenv(FleetWorkerChildEnv)), &p); err != nil {
-		return fmt.Errorf("fleet-worker child: bad %s: %w", FleetWorkerChildEnv, err)
+	if err := childParams("fleet-worker", FleetWorkerChildEnv, &p); err != nil {
+		return err
 	}
 	cfg := worker.DefaultConfig()
 	cfg.Instance = p.Instance
@@ -297,13 +295,7 @@ func fleetWorkerChild(ctx context.Context, o Options) error {
 		return err
 	}
 	defer c.Close()
-	// Run until the parent closes stdin.
-	ctx, stop := context.WithCancel(ctx)
-	go func() {
-		_, _ = io.Copy(io.Discard, os.Stdin)
-		stop()
-	}()
-	return worker.Run(ctx, cfg, logger, c, func(*worker.Worker) { fmt.Fprintln(o.ChildOut, `{"ready":true}`) })
+	return runChildWorker(ctx, o, cfg, logger, c, func(*worker.Worker) any { return map[string]bool{"ready": true} })
 }
 
 func fleetWorkerReport(res *Result, o Options, samples []fleetWorkerSample) {

@@ -21,23 +21,16 @@ import (
 //   - latency: Get and List-page p50/p99 against the number of unsealed rows in the memtable
 //     (flush interval 0), as ratios to an empty memtable.
 //
-// It speaks only the HTTP API and sets knobs by flag name, so the same scenario runs against a
-// build that has the hostile-input limits and one that has not (scripts/bench-before-after.sh):
-// a refusal (413) and an acceptance (200) are both recorded as the worker's answer, and a knob
-// the build lacks is listed as absent.
+// It speaks only the HTTP API and sets knobs by flag name; a refusal (413) and an acceptance
+// (200) are both recorded as the worker's answer.
 
 // HostileChildEnv carries the child's parameters (JSON).
 const HostileChildEnv = "WALKEEPER_BENCH_HOSTILE"
 
-// hostileDefaultMemtableBytes is the memtable bound of the hostile-input contract
-// (--memtable-bytes, 64 MiB): counted in the budget sum on a build without the knob, so both
-// builds' ratios share one denominator.
-const hostileDefaultMemtableBytes = 64 << 20
-
 // hostileBudgetKnobs are the knobs whose sum is the worker's memory budget.
 var hostileBudgetKnobs = []string{"cache-bytes", "read-budget-bytes", "merge-budget-bytes", "memtable-bytes"}
 
-// hostileReportedKnobs are the knobs the child reports (value, or absent on this build).
+// hostileReportedKnobs are the knobs the child reports.
 var hostileReportedKnobs = append([]string{"max-body-bytes", "max-row-bytes", "max-append-rows", "page-bytes",
 	"max-connections", "http-read-timeout", "http-write-timeout", "flush-interval"}, hostileBudgetKnobs...)
 
@@ -124,33 +117,24 @@ func RunHostile(ctx context.Context, o Options) (*Result, error) {
 	return res, nil
 }
 
-// hostileKnobs is what a child said about its configuration.
+// hostileKnobs is what a child said about its configuration: the values of
+// hostileReportedKnobs.
 type hostileKnobs struct {
 	Values map[string]string `json:"knobs"`
-	Absent []string          `json:"absent"`
 }
 
-// budgetSum is cache + read budget + merge budget + memtable bytes (the contract's default
-// when the build has no such knob), and which knobs it had to assume.
-func (k hostileKnobs) budgetSum() (sum int64, assumed []string) {
+// budgetSum is cache + read budget + merge budget + memtable bytes.
+func (k hostileKnobs) budgetSum() int64 {
+	var sum int64
 	for _, name := range hostileBudgetKnobs {
-		v, ok := k.Values[name]
-		if !ok {
-			if name == "memtable-bytes" {
-				sum += hostileDefaultMemtableBytes
-				assumed = append(assumed, name)
-			}
-			continue
-		}
-		n, err := worker.ParseBytes(v)
-		if err == nil {
+		if n, err := worker.ParseBytes(k.Values[name]); err == nil {
 			sum += n
 		}
 	}
-	return sum, assumed
+	return sum
 }
 
-// describe renders the knobs as "name=value" and the absent ones.
+// describe renders the knobs as "name=value".
 func (k hostileKnobs) describe() string {
 	var parts []string
 	for _, name := range hostileReportedKnobs {
@@ -158,11 +142,7 @@ func (k hostileKnobs) describe() string {
 			parts = append(parts, name+"="+v)
 		}
 	}
-	s := strings.Join(parts, ", ")
-	if len(k.Absent) > 0 {
-		s += "; not in this build: " + strings.Join(k.Absent, ", ")
-	}
-	return s
+	return strings.Join(parts, ", ")
 }
 
 // fmtBytes renders n as B, KiB, MiB or GiB.

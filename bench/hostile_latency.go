@@ -48,7 +48,7 @@ type hostileLatency struct {
 func runHostileLatency(ctx context.Context, o Options, sz hostileSizes, dir string) (*hostileLatency, error) {
 	// The memtable bound is raised so that the largest size is really held unsealed: what is
 	// measured is the read cost of a memtable that big, not of the generations a 64 MiB bound
-	// would seal it into. A build without the knob ignores it.
+	// would seal it into.
 	knobs := map[string]string{"flush-interval": "0", "memtable-bytes": "2GiB"}
 	w, err := startHostileWorker(ctx, o, sz, fileURL(dir, true), "hostile-latency", knobs)
 	if err != nil {

@@ -16,10 +16,9 @@ import (
 
 // hostileMemory is the memory part's outcome.
 type hostileMemory struct {
-	knobs   hostileKnobs
-	budget  int64
-	assumed []string
-	cases   []hostileCase
+	knobs  hostileKnobs
+	budget int64
+	cases  []hostileCase
 }
 
 // runHostileMemory runs each case in a worker of its own (a killed worker spoils nothing
@@ -40,7 +39,7 @@ func runHostileMemory(ctx context.Context, o Options, sz hostileSizes, dir strin
 		}
 		if m.knobs.Values == nil {
 			m.knobs = w.knobs
-			m.budget, m.assumed = w.knobs.budgetSum()
+			m.budget = w.knobs.budgetSum()
 		}
 		cases, err := c.run(ctx, w)
 		w.stop()

@@ -12,11 +12,7 @@ const hostileLatencyGoal = 2.0
 
 func hostileReport(res *Result, sz hostileSizes, mem *hostileMemory, lat *hostileLatency) {
 	res.param("knobs", mem.knobs.describe())
-	budget := fmt.Sprintf("%.0f MiB (cache-bytes + read-budget-bytes + merge-budget-bytes + memtable-bytes)", mib(mem.budget))
-	if len(mem.assumed) > 0 {
-		budget += "; not in this build, counted at the contract's default: " + strings.Join(mem.assumed, ", ")
-	}
-	res.param("budget_sum", budget)
+	res.param("budget_sum", fmt.Sprintf("%.0f MiB (cache-bytes + read-budget-bytes + merge-budget-bytes + memtable-bytes)", mib(mem.budget)))
 	res.Values["budget_sum_mib"] = mib(mem.budget)
 
 	mt := Table{Title: "Memory: peak RSS (VmHWM) of a fresh worker child per case, against its budget sum",
@@ -108,9 +104,6 @@ func hostileReport(res *Result, sz hostileSizes, mem *hostileMemory, lat *hostil
 	}
 	res.note("Each memory case starts a fresh worker; a worker whose RSS passes %s is killed and the case recorded as killed (the machine's memory is shared).", fmtBytes(sz.rssGuard))
 	res.note("An answer is what the worker said: a refusal (e.g. 413 append_too_large) and an acceptance (200) are both outcomes; \"no answer\" is a transport error (a killed worker, a timeout).")
-	if len(lat.levels) > 0 && len(lat.knobs.Absent) > 0 {
-		res.note("Latency worker: %s.", lat.knobs.describe())
-	}
 }
 
 // durRatio is a/b, 0 when b is 0.

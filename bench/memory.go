@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -288,14 +287,13 @@ type memoryRuns struct {
 func runMemoryChildren(ctx context.Context, o Options, p memoryChildParams, memLimit int64) (memoryRuns, error) {
 	var r memoryRuns
 	for rep := 0; rep < o.reps(); rep++ {
-		raw, _ := json.Marshal(p)
-		cmd := o.Reexec(ctx, "memory")
-		if cmd.Env == nil {
-			cmd.Env = os.Environ()
-		}
-		cmd.Env = append(cmd.Env, MemoryChildEnv+"="+string(raw))
+		var extra []string
 		if memLimit > 0 {
-			cmd.Env = append(cmd.Env, "GOMEMLIMIT="+strconv.FormatInt(memLimit, 10))
+			extra = append(extra, "GOMEMLIMIT="+strconv.FormatInt(memLimit, 10))
+		}
+		cmd, err := childCmd(ctx, o, "memory", MemoryChildEnv, p, extra...)
+		if err != nil {
+			return r, err
 		}
 		var out, errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errb
@@ -327,8 +325,8 @@ func runMemoryChildren(ctx context.Context, o Options, p memoryChildParams, memL
 // report VmHWM.
 func memoryChild(ctx context.Context, o Options) error {
 	var p memoryChildParams
-	if err := json.Unmarshal([]byte(os.Getenv(MemoryChildEnv)), &p); err != nil {
-		return fmt.Errorf("memory child: bad %s: %w", MemoryChildEnv, err)
+	if err := childParams("memory", MemoryChildEnv, &p); err != nil {
+		return err
 	}
 	runtime.GC()
 	b := store.NewBudget(p.Budget)
@@ -477,45 +475,4 @@ func writeProfile(path, name string) {
 		_ = pprof.Lookup(name).WriteTo(f, 0)
 		_ = f.Close()
 	}
-}
-
-// procStatus reads a "kB" field of /proc/self/status in bytes (0 if unavailable).
-func procStatus(field string) int64 {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, field+":") {
-			continue
-		}
-		fs := strings.Fields(strings.TrimPrefix(line, field+":"))
-		if len(fs) == 0 {
-			return 0
-		}
-		n, _ := strconv.ParseInt(fs[0], 10, 64)
-		return n << 10
-	}
-	return 0
-}
-
-func lastJSONLine(b []byte) []byte {
-	lines := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
-	for i := len(lines) - 1; i >= 0; i-- {
-		if bytes.HasPrefix(bytes.TrimSpace(lines[i]), []byte("{")) {
-			return lines[i]
-		}
-	}
-	return nil
-}
-
-func lastLines(s string, n int) string {
-	ls := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(ls) > n {
-		ls = ls[len(ls)-n:]
-	}
-	return strings.Join(ls, "\n")
 }

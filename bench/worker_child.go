@@ -3,11 +3,9 @@ package bench
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -35,15 +33,10 @@ const workerChildReadyWait = 2 * time.Minute
 // startWorkerChild re-executes the bench as scenario's child half with params (JSON) in the
 // environment variable env, and waits for its ready line.
 func startWorkerChild(ctx context.Context, o Options, scenario, env string, params any) (*workerChild, error) {
-	raw, err := json.Marshal(params)
+	cmd, err := childCmd(ctx, o, scenario, env, params)
 	if err != nil {
 		return nil, err
 	}
-	cmd := o.Reexec(ctx, scenario)
-	if cmd.Env == nil {
-		cmd.Env = os.Environ()
-	}
-	cmd.Env = append(cmd.Env, env+"="+string(raw))
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -91,7 +84,7 @@ func startWorkerChild(ctx context.Context, o Options, scenario, env string, para
 
 // resetPeak resets the child's VmHWM to its current RSS and returns that RSS.
 func (c *workerChild) resetPeak() int64 {
-	_ = os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", c.pid), []byte("5"), 0o644)
+	resetPeakRSSOf(c.pid)
 	return c.rss()
 }
 
@@ -136,23 +129,4 @@ func (c *workerChild) signalKill() {
 	if p, err := os.FindProcess(c.pid); err == nil {
 		_ = p.Kill()
 	}
-}
-
-// procStatusOf reads one field of /proc/<pid>/status, in bytes.
-func procStatusOf(pid int, field string) int64 {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for line := range strings.SplitSeq(string(raw), "\n") {
-		if rest, ok := strings.CutPrefix(line, field+":"); ok {
-			fs := strings.Fields(rest)
-			if len(fs) == 0 {
-				return 0
-			}
-			v, _ := strconv.ParseInt(fs[0], 10, 64)
-			return v << 10
-		}
-	}
-	return 0
 }

@@ -1,0 +1,111 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+
+	"go.temporal.io/sdk/client"
+	"go.uber.org/zap"
+
+	"github.com/walkeeper/walkeeper/worker"
+)
+
+// The scenarios that measure a process's memory run their subject in a child process: the
+// bench re-executed (Options.Reexec) as the scenario's child half, its parameters as JSON
+// in one environment variable.
+
+// childCmd is the command that runs scenario's child half with params (JSON) in the
+// environment variable env, and extra environment entries.
+func childCmd(ctx context.Context, o Options, scenario, env string, params any, extra ...string) (*exec.Cmd, error) {
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return nil, err
+	}
+	cmd := o.Reexec(ctx, scenario)
+	if cmd.Env == nil {
+		cmd.Env = os.Environ()
+	}
+	cmd.Env = append(append(cmd.Env, env+"="+string(raw)), extra...)
+	return cmd, nil
+}
+
+// childParams reads the child half's parameters from the environment variable env into p.
+func childParams(scenario, env string, p any) error {
+	if err := json.Unmarshal([]byte(os.Getenv(env)), p); err != nil {
+		return fmt.Errorf("%s child: bad %s: %w", scenario, env, err)
+	}
+	return nil
+}
+
+// runChildWorker is a worker child's half: cfg run by worker.Run as `walkeeper worker` runs
+// it (c nil = HTTP-only), until the parent closes stdin. Once the worker serves, the JSON of
+// ready(w) goes to o.ChildOut as the ready line; it must hold `"ready":true`.
+func runChildWorker(ctx context.Context, o Options, cfg worker.Config, logger *zap.Logger, c client.Client, ready func(*worker.Worker) any) error {
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		stop()
+	}()
+	out := o.ChildOut
+	if out == nil {
+		out = os.Stdout
+	}
+	return worker.Run(ctx, cfg, logger, c, func(w *worker.Worker) {
+		raw, _ := json.Marshal(ready(w))
+		fmt.Fprintf(out, "%s\n", raw)
+	})
+}
+
+// procStatusOf reads a "kB" field of /proc/<pid>/status in bytes (0 if unavailable).
+func procStatusOf(pid int, field string) int64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(raw), "\n") {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			fs := strings.Fields(rest)
+			if len(fs) == 0 {
+				return 0
+			}
+			v, _ := strconv.ParseInt(fs[0], 10, 64)
+			return v << 10
+		}
+	}
+	return 0
+}
+
+// procStatus is procStatusOf this process.
+func procStatus(field string) int64 { return procStatusOf(os.Getpid(), field) }
+
+// resetPeakRSSOf resets the VmHWM of process pid to its current RSS (Linux ≥ 4.0: writing 5
+// to /proc/<pid>/clear_refs), so the next VmHWM read is the peak since now.
+func resetPeakRSSOf(pid int) {
+	_ = os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0o644)
+}
+
+func lastJSONLine(b []byte) []byte {
+	lines := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
+	for i := len(lines) - 1; i >= 0; i-- {
+		if bytes.HasPrefix(bytes.TrimSpace(lines[i]), []byte("{")) {
+			return lines[i]
+		}
+	}
+	return nil
+}
+
+func lastLines(s string, n int) string {
+	ls := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(ls) > n {
+		ls = ls[len(ls)-n:]
+	}
+	return strings.Join(ls, "\n")
+}

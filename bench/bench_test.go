@@ -367,15 +367,15 @@ func TestFleetReport(t *testing.T) {
 	res := newResult("fleet", o)
 	slow := fleetVariant{Concurrency: 16, Batch: 16}
 	samples := []fleetSample{
-		{Stores: 100, Debt: 1, Design: designDemand, Variant: slow, Duration: time.Second, Requests: 504, Events: 30, Started: 1, TTM: time.Second},
-		{Stores: 100, Debt: 1, Design: designDemand, Duration: time.Second, Requests: 3, Events: 30, Started: 1, TTM: time.Second},
-		{Stores: 1000, Debt: 10, Design: designDemand, Variant: slow, Duration: 2 * time.Second, Requests: 5040, Failed: "failed: too big", LargestPayload: 5 << 20},
-		{Stores: 1000, Debt: 10, Design: designDemand, Duration: time.Second, Requests: 3, Events: 40, Started: 10, TTM: 2 * time.Second},
-		{Stores: 1000, Debt: 1, FixedDebt: true, Design: designDemand, Variant: slow, Duration: 2 * time.Second, Requests: 5004, Failed: "failed: too big"},
-		{Stores: 1000, Debt: 1, FixedDebt: true, Design: designDemand, Duration: time.Second, Requests: 3, Events: 30, Started: 1, TTM: time.Second},
+		{Stores: 100, Debt: 1, Variant: slow, Duration: time.Second, Requests: 504, Events: 30, Started: 1, TTM: time.Second},
+		{Stores: 100, Debt: 1, Duration: time.Second, Requests: 3, Events: 30, Started: 1, TTM: time.Second},
+		{Stores: 1000, Debt: 10, Variant: slow, Duration: 2 * time.Second, Requests: 5040, Failed: "failed: too big", LargestPayload: 5 << 20},
+		{Stores: 1000, Debt: 10, Duration: time.Second, Requests: 3, Events: 40, Started: 10, TTM: 2 * time.Second},
+		{Stores: 1000, Debt: 1, FixedDebt: true, Variant: slow, Duration: 2 * time.Second, Requests: 5004, Failed: "failed: too big"},
+		{Stores: 1000, Debt: 1, FixedDebt: true, Duration: time.Second, Requests: 3, Events: 30, Started: 1, TTM: time.Second},
 	}
 	fleetReport(res, o, []int{100, 1000}, samples)
-	slowKey := fleetSide{designDemand, slow}.valueName()
+	slowKey := slow.valueName()
 	if res.Values[slowKey+"_1000_failed"] != 1 || res.Values["demand_1000_failed"] != 0 {
 		t.Fatalf("failed values: %v", res.Values)
 	}
@@ -383,7 +383,7 @@ func TestFleetReport(t *testing.T) {
 		t.Fatalf("demand requests ratio %v (present %v)", r, ok)
 	}
 	for _, tg := range res.Targets {
-		if strings.HasPrefix(tg.Name, fleetSide{designDemand, slow}.name()+": every sweep") && tg.Met {
+		if strings.HasPrefix(tg.Name, slow.name()+": every sweep") && tg.Met {
 			t.Errorf("target %q met with a failed sweep", tg.Name)
 		}
 		if strings.HasPrefix(tg.Name, "demand: requests per sweep") && !tg.Met {

@@ -29,10 +29,10 @@ import (
 	"github.com/walkeeper/walkeeper/worker"
 )
 
-// The fleet benchmark: one MaintenanceSweep over a registered
-// fleet of idle stores, 1 % of them in debt, found through the demand index. The comparison
-// with the design before the index (every store's stats read by one ScanStats per kind) is
-// reproduced by running this scenario on an earlier build beside this one
+// The fleet benchmark: one MaintenanceSweep over a registered fleet of idle stores, 1 % of
+// them in debt, found through the demand index (_demand/<kind>/, ScanDemand pages per kind).
+// The comparison with the design before the index (every store's stats read by one ScanStats
+// per kind) is reproduced by running this scenario on an earlier build beside this one
 // (scripts/bench-before-after.sh, with the baseline commit docs/BENCHMARKS.md names).
 //
 // Setup per fleet size and variant: a fresh mem:// root; the fleet registered by writing
@@ -62,12 +62,15 @@ const (
 	listPageKeys    = 1000 // an object store's list page (S3 ListObjectsV2 MaxKeys)
 )
 
-// fleetSample is one sweep of one design over one fleet.
+// discoveryActivities are the activities whose completion ends a sweep's discovery step
+// (its storage requests are counted up to there; the starts that follow make none).
+var discoveryActivities = map[string]bool{contract.ScanDemandActivity: true}
+
+// fleetSample is one sweep over one fleet.
 type fleetSample struct {
 	Stores, Debt int
 	// FixedDebt: the debt of the smallest fleet, not 1 % of this one.
 	FixedDebt bool
-	Design    fleetDesign
 	// Variant is the start path's setting (--variants; zero = the build's defaults).
 	Variant fleetVariant
 	// Failed is the reason the sweep did not finish ("" = it did).
@@ -121,8 +124,6 @@ func (s fleetSample) startRate() float64 {
 
 func (s fleetSample) rssGrowth() int64 { return max(s.RSSPeak-s.RSSStart, 0) }
 
-func (s fleetSample) side() fleetSide { return fleetSide{s.Design, s.Variant} }
-
 // RunFleet is the fleet scenario.
 func RunFleet(ctx context.Context, o Options) (*Result, error) {
 	res := newResult("fleet", o)
@@ -165,8 +166,6 @@ func RunFleet(ctx context.Context, o Options) (*Result, error) {
 
 	// Every size at 1 % debt; every larger size also at the smallest size's debt, for the
 	// issue's ratio "at the same debt".
-	designs := fleetDesigns
-	res.param("designs", fmt.Sprint(designs))
 	if len(o.FleetVariants) > 0 {
 		res.param("variants (starts in flight per StartWorkflows / StartBatch)", fmt.Sprint(variants))
 	}
@@ -183,19 +182,16 @@ func RunFleet(ctx context.Context, o Options) (*Result, error) {
 			if fixedDebt {
 				debt = fixed
 			}
-			for _, d := range designs {
-				for _, v := range variants {
-					side := fleetSide{d, v}
-					for rep := 0; rep < o.reps(); rep++ {
-						seq++
-						s, err := runFleetOnce(ctx, o, tenv, fleetRun{seq: seq, stores: n, debt: debt, design: d, variant: v, latency: latency, budget: budget, warn: warn})
-						s.FixedDebt = fixedDebt
-						if err != nil {
-							return nil, fmt.Errorf("fleet %d stores, %s: %w", n, side.name(), err)
-						}
-						o.progressf("fleet: %d stores, %d in debt, %s: %s", n, debt, side.name(), s.summary())
-						samples = append(samples, s)
+			for _, v := range variants {
+				for rep := 0; rep < o.reps(); rep++ {
+					seq++
+					s, err := runFleetOnce(ctx, o, tenv, fleetRun{seq: seq, stores: n, debt: debt, variant: v, latency: latency, budget: budget, warn: warn})
+					s.FixedDebt = fixedDebt
+					if err != nil {
+						return nil, fmt.Errorf("fleet %d stores, %s: %w", n, v.name(), err)
 					}
+					o.progressf("fleet: %d stores, %d in debt, %s: %s", n, debt, v.name(), s.summary())
+					samples = append(samples, s)
 				}
 			}
 		}
@@ -209,7 +205,6 @@ type fleetRun struct {
 	seq     int
 	stores  int
 	debt    int
-	design  fleetDesign
 	variant fleetVariant
 	latency time.Duration
 	budget  time.Duration
@@ -225,7 +220,7 @@ func (s fleetSample) summary() string {
 }
 
 func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun) (fleetSample, error) {
-	s := fleetSample{Stores: r.stores, Design: r.design, Variant: r.variant}
+	s := fleetSample{Stores: r.stores, Variant: r.variant}
 	in := contract.MaintenanceSweepInput{
 		MergeMinGenerations: fleetMergeMin,
 		MaxPendingAge:       fleetMaxAge,
@@ -246,7 +241,7 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 	if err := registerFleet(ctx, raw, prefix, r.stores); err != nil {
 		return s, fmt.Errorf("register: %w", err)
 	}
-	o.progressf("fleet: registered %d stores in %s (%s)", r.stores, fmtDur(time.Since(t0)), r.design)
+	o.progressf("fleet: registered %d stores in %s (%s)", r.stores, fmtDur(time.Since(t0)), r.variant.name())
 	t0 = time.Now()
 	planted, records, err := plantDebt(ctx, url, prefix, r.stores, r.debt, o)
 	if err != nil {
@@ -293,7 +288,7 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 	// Hand the previous fleet's freed heap back to the OS first, so the growth is this
 	// sweep's and not hidden by memory the runtime still holds.
 	debug.FreeOSMemory()
-	resetPeakRSS()
+	resetPeakRSSOf(os.Getpid())
 	s.RSSStart = procStatus("VmRSS")
 	hook.reset()
 	allocs := startAllocSampler(50 * time.Millisecond)
@@ -854,10 +849,6 @@ func terminateMerges(ctx context.Context, c client.Client, since time.Time, pref
 	}
 }
 
-// resetPeakRSS resets the process's VmHWM to its current RSS (Linux ≥ 4.0: writing 5 to
-// /proc/self/clear_refs), so the next VmHWM read is the peak since now.
-func resetPeakRSS() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0o644) }
-
 func firstLine(s string) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = s[:i]
@@ -868,10 +859,10 @@ func firstLine(s string) string {
 	return s
 }
 
-// fleetKey names one cell of the report: a design at a fleet size, at 1 % debt or at the
+// fleetKey names one cell of the report: a variant at a fleet size, at 1 % debt or at the
 // smallest fleet's debt.
 type fleetKey struct {
-	side   fleetSide
+	side   fleetVariant
 	stores int
 	fixed  bool
 }
@@ -883,16 +874,16 @@ func (k fleetKey) valuePrefix() string {
 	return fmt.Sprintf("%s_%d_", k.side.valueName(), k.stores)
 }
 
-// fleetReport fills res from the samples: a table per design, values, targets and plots.
+// fleetReport fills res from the samples: a table per variant, values, targets and plots.
 func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 	aggs := map[fleetKey]*fleetAgg{}
 	var order []fleetKey
-	var sides []fleetSide // in the order measured: design, then variant
+	var sides []fleetVariant // in the order measured
 	for _, s := range samples {
-		if !slices.Contains(sides, s.side()) {
-			sides = append(sides, s.side())
+		if !slices.Contains(sides, s.Variant) {
+			sides = append(sides, s.Variant)
 		}
-		k := fleetKey{s.side(), s.Stores, s.FixedDebt}
+		k := fleetKey{s.Variant, s.Stores, s.FixedDebt}
 		a := aggs[k]
 		if a == nil {
 			a = &fleetAgg{}
@@ -990,7 +981,7 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 			}
 			bounded = bounded && a.req.Median <= float64(2*a.debt+100)
 			payload = payload && a.ev.Median <= 256<<10 && a.hb <= 256<<10 && a.payload <= 256<<10
-			events = events && a.events.Median <= 10_000 && a.events.Median <= float64(contract.SweepHistoryBound(3, fleetMaxStarts, d.variant.batch()))
+			events = events && a.events.Median <= 10_000 && a.events.Median <= float64(contract.SweepHistoryBound(3, fleetMaxStarts, d.batch()))
 			ttmOK = ttmOK && a.ttm.Median <= fleetInterval.Seconds() && a.started == a.debt
 		}
 		name := d.name()
@@ -1031,7 +1022,7 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 			}
 			return fmt.Sprintf("%.0f KiB, %.0f KiB", a.ev.Median/1024, a.hb/1024)
 		}), payload && allOK)
-		res.target(name+": sweep history", fmt.Sprintf("≤ 10,000 events (and ≤ %d, the paged sweep's bound)", contract.SweepHistoryBound(3, fleetMaxStarts, d.variant.batch())), line(func(_ fleetKey, a *fleetAgg) string { return fmt.Sprintf("%.0f", a.events.Median) }), events)
+		res.target(name+": sweep history", fmt.Sprintf("≤ 10,000 events (and ≤ %d, the paged sweep's bound)", contract.SweepHistoryBound(3, fleetMaxStarts, d.batch())), line(func(_ fleetKey, a *fleetAgg) string { return fmt.Sprintf("%.0f", a.events.Median) }), events)
 		res.target(name+": time-to-merge", fmt.Sprintf("every indebted store's MergeWal started ≤ %s after its debt was planted or the sweep started", fleetInterval), line(func(_ fleetKey, a *fleetAgg) string {
 			if a.started == 0 {
 				return fmt.Sprintf("0/%d started", a.debt)
@@ -1084,9 +1075,9 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 	plotOne("fleet-rss.png", "Bench process RSS growth during the sweep (8 workers and the fleet)", "MiB", true, true, false, func(a *fleetAgg) float64 { return a.rss.Median })
 	plotOne("fleet-discovery-alloc.png", "Bytes allocated during discovery (bounds a worker's discovery memory)", "MiB (log)", true, true, true, func(a *fleetAgg) float64 { return a.alloc.Median })
 	plotOne("fleet-time-to-merge.png", "Debt planted to MergeWal start (max; finished sweeps)", "seconds", false, false, false, func(a *fleetAgg) float64 { return a.ttm.Median })
-	if csv, err := createCSV(filepath.Join(o.OutDir, "fleet.csv"), "design", "variant", "stores", "debt", "fixed_debt", "failed", "sweep_s", "requests", "largest_event_bytes", "largest_heartbeat_bytes", "history_events", "rss_growth_mib", "started", "ttm_s", "largest_payload_bytes", "discovery_alloc_mib"); err == nil {
+	if csv, err := createCSV(filepath.Join(o.OutDir, "fleet.csv"), "variant", "stores", "debt", "fixed_debt", "failed", "sweep_s", "requests", "largest_event_bytes", "largest_heartbeat_bytes", "history_events", "rss_growth_mib", "started", "ttm_s", "largest_payload_bytes", "discovery_alloc_mib"); err == nil {
 		for _, s := range samples {
-			csv.row(string(s.Design), s.Variant.String(), s.Stores, s.Debt, s.FixedDebt, strings.ReplaceAll(s.Failed, ",", ";"), s.Duration.Seconds(), s.Requests, s.LargestEvent, s.LargestHeartbeat, s.Events, mib(s.rssGrowth()), s.Started, s.TTM.Seconds(), s.LargestPayload, mib(s.DiscoveryAlloc))
+			csv.row(s.Variant.String(), s.Stores, s.Debt, s.FixedDebt, strings.ReplaceAll(s.Failed, ",", ";"), s.Duration.Seconds(), s.Requests, s.LargestEvent, s.LargestHeartbeat, s.Events, mib(s.rssGrowth()), s.Started, s.TTM.Seconds(), s.LargestPayload, mib(s.DiscoveryAlloc))
 		}
 		_ = csv.close()
 		res.Files = append(res.Files, filepath.Join(o.OutDir, "fleet.csv"))
@@ -1095,8 +1086,8 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 
 // sideColor: the default variant blue; every other variant takes the next colour of
 // sidePalette.
-func sideColor(d fleetSide, i int) color.Color {
-	if d.variant.isDefault() {
+func sideColor(d fleetVariant, i int) color.Color {
+	if d.isDefault() {
 		return colWalkeeper
 	}
 	return sidePalette[i%len(sidePalette)]
@@ -1123,7 +1114,7 @@ func fmtOps(m map[string]int64) string {
 	return strings.Join(parts, ", ")
 }
 
-// fleetAgg is one design at one fleet size and debt over its repetitions.
+// fleetAgg is one variant at one fleet size and debt over its repetitions.
 type fleetAgg struct {
 	samples                        []fleetSample
 	failed                         string

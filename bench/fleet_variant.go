@@ -86,23 +86,17 @@ func parseFleetVariants(specs []string) ([]fleetVariant, error) {
 	return out, nil
 }
 
-// fleetSide is one column of the comparison: a design, and for the demand design a
-// variant of its start path (the scan's starts are not what it is measured for).
-type fleetSide struct {
-	design  fleetDesign
-	variant fleetVariant
-}
-
-// name labels the side in tables, targets and plots: the design alone for the default
-// variant (the reports of runs before --variants), else "demand 32/512".
-func (s fleetSide) name() string {
-	if s.variant.isDefault() {
-		return string(s.design)
+// name labels the variant in tables, targets and plots: "demand" (the sweep's discovery)
+// for the default variant, as in the reports of runs before --variants, else
+// "demand 32/512".
+func (v fleetVariant) name() string {
+	if v.isDefault() {
+		return "demand"
 	}
-	return string(s.design) + " " + s.variant.String()
+	return "demand " + v.String()
 }
 
 // valueName is name as a result value's prefix: "demand", "demand_32_512".
-func (s fleetSide) valueName() string {
-	return strings.NewReplacer(" ", "_", "/", "_").Replace(s.name())
+func (v fleetVariant) valueName() string {
+	return strings.NewReplacer(" ", "_", "/", "_").Replace(v.name())
 }

@@ -73,9 +73,9 @@ func TestFleetReportVariants(t *testing.T) {
 	var samples []fleetSample
 	for _, v := range []fleetVariant{a, b} {
 		samples = append(samples,
-			fleetSample{Stores: 100, Debt: 1, Design: designDemand, Variant: v, Duration: time.Second, Requests: 3, Events: 30, Started: 1, TTM: time.Second},
-			fleetSample{Stores: 1000, Debt: 10, Design: designDemand, Variant: v, Duration: time.Second, Requests: 3, Events: 40, Started: 10, TTM: 2 * time.Second},
-			fleetSample{Stores: 1000, Debt: 1, FixedDebt: true, Design: designDemand, Variant: v, Duration: time.Second, Requests: 3, Events: 30, Started: 1, TTM: time.Second})
+			fleetSample{Stores: 100, Debt: 1, Variant: v, Duration: time.Second, Requests: 3, Events: 30, Started: 1, TTM: time.Second},
+			fleetSample{Stores: 1000, Debt: 10, Variant: v, Duration: time.Second, Requests: 3, Events: 40, Started: 10, TTM: 2 * time.Second},
+			fleetSample{Stores: 1000, Debt: 1, FixedDebt: true, Variant: v, Duration: time.Second, Requests: 3, Events: 30, Started: 1, TTM: time.Second})
 	}
 	fleetReport(res, o, []int{100, 1000}, samples)
 	if len(res.Tables) != 2 || !strings.Contains(res.Tables[0].Title, "16/256") || !strings.Contains(res.Tables[1].Title, "32/512") {

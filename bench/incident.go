@@ -38,8 +38,6 @@ type incidentParams struct {
 	Sample       time.Duration
 	MaxGens      int // merge_max_generations of both systems
 	Parallel     bool
-	// Other is the second side: sideBaseline.
-	Other string
 	// Storage is the backend under the latency model: storageFile (file:// without fsync) up
 	// to the incident's 20 shards, storageMem past it (see incidentStorage).
 	Storage string
@@ -94,14 +92,8 @@ func shardPollers(shards int) int {
 	return 0
 }
 
-// sideLabel names a side in tables and plots.
-func sideLabel(side string) string {
-	switch side {
-	case sideBaseline:
-		return "baseline (old serial sweeper)"
-	}
-	return "walkeeper"
-}
+// baselineLabel names the baseline in tables and plots.
+const baselineLabel = "baseline (old serial sweeper)"
 
 func incidentDefaults(o Options) incidentParams {
 	p := incidentParams{
@@ -148,7 +140,6 @@ func incidentDefaults(o Options) incidentParams {
 	if p.Shards > 20 {
 		p.PrepareConcurrency = wideTablePrepareConcurrency
 	}
-	p.Other = sideBaseline
 	switch {
 	case o.Latency < 0:
 		p.Latency = 0
@@ -194,7 +185,6 @@ func maxOf(xs []int) int {
 func RunIncident(ctx context.Context, o Options) (*Result, error) {
 	p := incidentDefaults(o)
 	res := newResult("incident", o)
-	res.param("compare", p.Other)
 	res.param("shards", p.Shards)
 	res.param("rollout_stores", p.Rollout)
 	res.param("hot_generic_stores", 1)
@@ -265,7 +255,7 @@ func RunIncident(ctx context.Context, o Options) (*Result, error) {
 
 	res.Tables = append(res.Tables, Table{
 		Title:  "Hot generic store: pending generations per shard (median over repetitions, range in brackets)",
-		Header: []string{"", "walkeeper", sideLabel(p.Other), "second side / walkeeper"},
+		Header: []string{"", "walkeeper", baselineLabel, "second side / walkeeper"},
 		Rows: [][]string{
 			{"max pending in any shard over the run", wkMax.fmt("%.0f"), baseMax.fmt("%.0f"), fmt.Sprintf("%.1f×", baseMax.Median/math.Max(wkMax.Median, 1))},
 			{"max pending in any shard at the end", wkFinal.fmt("%.0f"), baseFinal.fmt("%.0f"), fmt.Sprintf("%.1f×", baseFinal.Median/math.Max(wkFinal.Median, 1))},
@@ -309,9 +299,9 @@ type incidentSide struct {
 // alone on the machine with identical traffic and storage model.
 func incidentOnce(ctx context.Context, o Options, p incidentParams, rep int) (incidentRun, error) {
 	var run incidentRun
-	order := []string{sideWalkeeper, p.Other}
+	order := []string{sideWalkeeper, sideBaseline}
 	if rep%2 == 1 {
-		order = []string{p.Other, sideWalkeeper}
+		order = []string{sideBaseline, sideWalkeeper}
 	}
 	sides := map[string]incidentSide{}
 	for _, name := range order {
@@ -321,7 +311,7 @@ func incidentOnce(ctx context.Context, o Options, p incidentParams, rep int) (in
 		}
 		sides[name] = sd
 	}
-	wk, base := sides[sideWalkeeper], sides[p.Other]
+	wk, base := sides[sideWalkeeper], sides[sideBaseline]
 	run.samplesWk, run.samplesBase = wk.samples, base.samples
 	for _, s := range run.samplesWk {
 		run.WkMax = max(run.WkMax, maxOf(s.Pending))
@@ -678,7 +668,7 @@ func writeIncidentFiles(dir string, rep int, p incidentParams, run incidentRun) 
 	for _, x := range []struct {
 		sys string
 		ss  []sample
-	}{{sideWalkeeper, run.samplesWk}, {p.Other, run.samplesBase}} {
+	}{{sideWalkeeper, run.samplesWk}, {sideBaseline, run.samplesBase}} {
 		for _, s := range x.ss {
 			for i, v := range s.Pending {
 				c.row(fmt.Sprintf("%.1f", s.T), x.sys, i, v)
@@ -705,7 +695,7 @@ func writeIncidentFiles(dir string, rep int, p incidentParams, run incidentRun) 
 		}
 		lines = append(lines, series{Name: sys + ": max over shards", X: xs, Y: ys, Color: strong})
 	}
-	add(run.samplesBase, sideLabel(p.Other), colBaseline, colBaselineLight)
+	add(run.samplesBase, baselineLabel, colBaseline, colBaselineLight)
 	add(run.samplesWk, "walkeeper", colWalkeeper, colWalkeeperLight)
 	pngPath := filepath.Join(dir, name+".png")
 	title := fmt.Sprintf("Hot generic store: pending generations per shard (%d shards, %d rollout stores, %s/request)", p.Shards, p.Rollout, p.Latency)

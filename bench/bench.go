@@ -59,9 +59,6 @@ type Options struct {
 	// MergeMaxGenerations overrides merge_max_generations of both systems in the incident
 	// replay; 0 = the default (8).
 	MergeMaxGenerations int
-	// ParallelPrepare makes walkeeper's count-trigger starts in the incident replay ask MergeWal
-	// for parallel prepares (MergeWalInput.ParallelPrepare).
-	ParallelPrepare bool
 	// Latency is the modelled object-store round trip added to every storage request in the
 	// incident scenario; negative = none, 0 = default.
 	Latency time.Duration
@@ -285,7 +282,7 @@ var Scenarios = []Scenario{
 	{"memory", "peak RSS of a child process: 12 concurrent merges of half the budget each (32 MiB, 128 MiB, 1 GiB), and 16 concurrent Lists over 2,000 pending generations", RunMemory},
 	measured("parallel-prepare", "prepare of 4 shards in parallel vs serially", parallelPrepare),
 	measured("temporal-overhead", "merges/s through MergeWal workflows vs a direct loop; time to sweep 1,000 idle stores", temporalOverhead),
-	{"fleet", "one MaintenanceSweep over 10k and 100k registered stores (1% in debt, 10 ms/request): full stats scan vs demand index", RunFleet},
+	{"fleet", "one MaintenanceSweep over 10k and 100k registered stores (1% in debt, 10 ms/request) through the demand index", RunFleet},
 	{"start-rate", "MergeWal starts/s the Temporal server accepts at 16, 64 and 128 in flight with nothing running what it starts", RunStartRate},
 	{"fleet-worker", "peak RSS of one worker process during a sweep and a reconcile at 10k and 1M registered stores on file://, the same debt", RunFleetWorker},
 	measured("read-amp", "Get/List latency at 0, 16, 256, 1024 pending generations and after merging", readAmp),

@@ -129,7 +129,7 @@ func incidentDefaults(o Options) incidentParams {
 	}
 	// The worker's count trigger asks for parallel prepares by default
 	// (--merge-parallel-prepare); WALKEEPER_BENCH_SERIAL=1 replays the serial schedule.
-	p.Parallel = o.ParallelPrepare || worker.DefaultConfig().MergeParallelPrepare
+	p.Parallel = worker.DefaultConfig().MergeParallelPrepare
 	if os.Getenv("WALKEEPER_BENCH_SERIAL") != "" {
 		p.Parallel = false
 	}

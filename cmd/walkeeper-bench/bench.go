@@ -166,7 +166,6 @@ scenarios nor the plotting library (docs/decisions/0151-benchmarks-in-their-own-
 	fs.StringSliceVar(&o.MemoryParts, "parts", nil, "memory: parts to run, comma-separated: merges, reads; default both")
 	fs.IntVar(&guardMiB, "rss-guard-mib", 0, "hostile: kill the worker child when its RSS passes this many MiB (default 8192, 2048 with --quick)")
 	fs.IntVar(&o.MergeMaxGenerations, "merge-max-generations", 0, "incident: merge_max_generations of both systems (default 8)")
-	fs.BoolVar(&o.ParallelPrepare, "parallel-prepare", false, "incident: walkeeper's count trigger starts MergeWal with parallel_prepare")
 	fs.StringVar(&logLevel, "log-level", "warn", "level of walkeeper's own log, written to <out>/walkeeper.log")
 	fs.BoolVar(&failOnMiss, "fail-on-miss", false, "exit 1 when a target is missed")
 	fs.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")

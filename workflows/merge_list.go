@@ -15,7 +15,7 @@ import (
 // *ActivityError around the ApplicationError).
 //
 // REQUIRES: every worker that runs MergeWal tasks has ListPendingShards registered (the
-// shared-queue worker registers every activity: worker.startTemporalLocked).
+// shared-queue worker registers every activity: worker.TemporalWorkers).
 func (r *mergeRun) list(ctx workflow.Context) (contract.ListPendingShardsResult, error) {
 	var listed contract.ListPendingShardsResult
 	params := contract.ListPendingShardsParams{Target: r.target.String()}

@@ -1,0 +1,157 @@
+package bench
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/walkeeper/walkeeper/store"
+)
+
+// fleetFaults models the object store for the workers: every request pays latency and is
+// counted by operation. A listing of the registry or of the demand index is counted, and
+// slept, as the pages an object store would serve (one per listPageKeys keys; mem:// lists
+// in one call): the bench knows how many keys each holds.
+type fleetFaults struct {
+	latency time.Duration
+	// fleetPrefix starts the names of this fleet's stores ("f3-"): a request for a store of
+	// an earlier fleet (f1-..., f2-...) is one of its terminated MergeWal runs' activities
+	// that still reached this fleet's workers, and is counted apart (other), not as the
+	// sweep's.
+	fleetPrefix    string
+	registryPrefix string
+	registryKeys   int64
+	demandPrefix   string
+	demandKeys     int64
+
+	mu    sync.Mutex
+	since time.Time                  // REQUIRES: mu
+	byMs  map[int64]map[string]int64 // REQUIRES: mu; requests per op, per millisecond since `since`
+	// indexByMs counts the listings of a kind's demand index (`_demand/<kind>/`: ScanDemand's),
+	// per millisecond since `since`. REQUIRES: mu.
+	indexByMs map[int64]int64
+	other     int64 // REQUIRES: mu
+}
+
+// ofOtherFleet says whether key names a store of another fleet than prefix's: a path
+// segment shaped like a fleet store's name ("f<seq>-...") that does not start with prefix.
+func ofOtherFleet(key, prefix string) bool {
+	for seg := range strings.SplitSeq(key, "/") {
+		i := 1
+		for i < len(seg) && seg[i] >= '0' && seg[i] <= '9' {
+			i++
+		}
+		if len(seg) > 2 && seg[0] == 'f' && i > 1 && i < len(seg) && seg[i] == '-' && !strings.HasPrefix(seg, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// quiesce waits until no request for another fleet's stores came for quiet (the activities
+// of the previous fleet's terminated MergeWal runs that still reach this fleet's workers have
+// drained: they would run during this fleet's sweep, in its allocations and CPU), at most
+// limit. It returns how long it waited and how many such requests it saw.
+func (f *fleetFaults) quiesce(ctx context.Context, quiet, limit time.Duration) (time.Duration, int64) {
+	start := time.Now()
+	last, lastChange := f.otherFleets(), time.Now()
+	for time.Since(lastChange) < quiet && time.Since(start) < limit {
+		select {
+		case <-ctx.Done():
+			return time.Since(start), f.otherFleets()
+		case <-time.After(250 * time.Millisecond):
+		}
+		if n := f.otherFleets(); n != last {
+			last, lastChange = n, time.Now()
+		}
+	}
+	return time.Since(start), last
+}
+
+// otherFleets returns the requests for other fleets' stores since reset (before the first
+// reset: since the hook was made).
+func (f *fleetFaults) otherFleets() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.other
+}
+
+// isIndexListing says whether a listing of key is a ScanDemand page: the whole demand index
+// of a kind, not one store's records.
+func isIndexListing(op, key string) bool {
+	return op == store.OpList && strings.HasPrefix(key, "_demand/") && strings.Count(key, "/") == 2 && strings.HasSuffix(key, "/")
+}
+
+func (f *fleetFaults) Before(op, key string) error {
+	pages := int64(1)
+	if op == store.OpList {
+		switch key {
+		case f.registryPrefix:
+			pages = max(1, (f.registryKeys+listPageKeys-1)/listPageKeys)
+		case f.demandPrefix:
+			pages = max(1, (f.demandKeys+listPageKeys-1)/listPageKeys)
+		}
+	}
+	f.mu.Lock()
+	if f.fleetPrefix != "" && ofOtherFleet(key, f.fleetPrefix) {
+		f.other += pages
+	} else if f.byMs != nil {
+		ms := time.Since(f.since).Milliseconds()
+		m := f.byMs[ms]
+		if m == nil {
+			m = map[string]int64{}
+			f.byMs[ms] = m
+		}
+		m[op] += pages
+		if isIndexListing(op, key) {
+			f.indexByMs[ms] += pages
+		}
+	}
+	f.mu.Unlock()
+	if f.latency > 0 {
+		time.Sleep(time.Duration(pages) * f.latency)
+	}
+	return nil
+}
+
+func (f *fleetFaults) After(op, key string, err error) error { return err }
+
+// reset starts counting from now.
+func (f *fleetFaults) reset() {
+	f.mu.Lock()
+	f.since, f.byMs, f.indexByMs, f.other = time.Now(), map[int64]map[string]int64{}, map[int64]int64{}, 0
+	f.mu.Unlock()
+}
+
+// indexListsBetween returns the demand-index listing requests issued in [from, until).
+func (f *fleetFaults) indexListsBetween(from, until time.Time) int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var n int64
+	for ms, v := range f.indexByMs {
+		at := f.since.Add(time.Duration(ms) * time.Millisecond)
+		if !at.Before(from) && at.Before(until) {
+			n += v
+		}
+	}
+	return n
+}
+
+// countBefore returns the requests issued before `until` (zero = all so far), by operation.
+func (f *fleetFaults) countBefore(until time.Time) (int64, map[string]int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var total int64
+	out := map[string]int64{}
+	for ms, m := range f.byMs {
+		if !until.IsZero() && !f.since.Add(time.Duration(ms)*time.Millisecond).Before(until) {
+			continue
+		}
+		for op, v := range m {
+			out[op] += v
+			total += v
+		}
+	}
+	return total, out
+}

@@ -1,0 +1,231 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"golang.org/x/sync/errgroup"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/store"
+)
+
+// sweepWatch is what watchSweep saw.
+type sweepWatch struct {
+	failed    string
+	heartbeat int
+}
+
+// watchSweep polls the sweep until it closes, its discovery activity fails an attempt, or
+// the budget runs out, and keeps the largest heartbeat details of its discovery activities.
+func watchSweep(ctx context.Context, c client.Client, id, runID string, budget time.Duration) sweepWatch {
+	var w sweepWatch
+	deadline := time.Now().Add(budget)
+	for {
+		d, err := c.DescribeWorkflowExecution(ctx, id, runID)
+		if err != nil {
+			w.failed = "describe: " + firstLine(err.Error())
+			return w
+		}
+		if d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			return w
+		}
+		for _, pa := range d.GetPendingActivities() {
+			if !discoveryActivities[pa.GetActivityType().GetName()] {
+				continue
+			}
+			w.heartbeat = max(w.heartbeat, proto.Size(pa.GetHeartbeatDetails()))
+			if pa.GetAttempt() > 1 && pa.GetLastFailure() != nil {
+				w.failed = fmt.Sprintf("failed: %s attempt %d: %s", pa.GetActivityType().GetName(), pa.GetAttempt()-1, firstLine(pa.GetLastFailure().GetMessage()))
+				return w
+			}
+		}
+		if time.Now().After(deadline) {
+			w.failed = fmt.Sprintf("failed: not finished within %s", budget)
+			return w
+		}
+		select {
+		case <-ctx.Done():
+			w.failed = ctx.Err().Error()
+			return w
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// sweepHistory is what a sweep's history shows.
+type sweepHistory struct {
+	events, largest int
+	// pages counts the discovery activities, batches the StartWorkflows ones (closed),
+	// batchTime their mean start-to-close time and startSpan the first one's start to the
+	// last one's close.
+	pages, batches int
+	batchTime      time.Duration
+	startSpan      time.Duration
+	launchGap      time.Duration
+	// lastDiscovery is when the last discovery activity closed.
+	lastDiscovery time.Time
+	// discoveryEnd is when discovery ended: the last discovery activity closed, or the first
+	// StartWorkflows started if that was earlier (no MergeWal exists before it). Zero if
+	// neither happened.
+	discoveryEnd time.Time
+}
+
+// historyOf reads a workflow run's history: its events, the size of the largest, and when
+// discovery ended.
+func historyOf(ctx context.Context, c client.Client, id, runID string) (sweepHistory, error) {
+	var h sweepHistory
+	types := map[int64]string{}
+	var lastDiscovery, firstStart, lastStartEnd, firstLaunch, lastLaunch time.Time
+	launches := 0
+	started := map[int64]time.Time{} // StartWorkflows: scheduled event ID -> started
+	var batchTotal time.Duration
+	it := c.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			return h, err
+		}
+		h.events++
+		h.largest = max(h.largest, proto.Size(ev))
+		at := ev.GetEventTime().AsTime()
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil {
+			types[ev.GetEventId()] = a.GetActivityType().GetName()
+			if a.GetActivityType().GetName() == contract.StartWorkflowsActivity {
+				if launches == 0 {
+					firstLaunch = at
+				}
+				lastLaunch = at
+				launches++
+			}
+		}
+		if a := ev.GetActivityTaskStartedEventAttributes(); a != nil && types[a.GetScheduledEventId()] == contract.StartWorkflowsActivity {
+			started[a.GetScheduledEventId()] = at
+			if firstStart.IsZero() {
+				firstStart = at
+			}
+		}
+		var sched int64
+		switch {
+		case ev.GetActivityTaskCompletedEventAttributes() != nil:
+			sched = ev.GetActivityTaskCompletedEventAttributes().GetScheduledEventId()
+		case ev.GetActivityTaskFailedEventAttributes() != nil:
+			sched = ev.GetActivityTaskFailedEventAttributes().GetScheduledEventId()
+		case ev.GetActivityTaskTimedOutEventAttributes() != nil:
+			sched = ev.GetActivityTaskTimedOutEventAttributes().GetScheduledEventId()
+		}
+		if sched != 0 && discoveryActivities[types[sched]] {
+			lastDiscovery = at
+			h.pages++
+		}
+		if sched != 0 && types[sched] == contract.StartWorkflowsActivity {
+			h.batches++
+			batchTotal += at.Sub(started[sched])
+			lastStartEnd = at
+		}
+	}
+	if h.batches > 0 {
+		h.batchTime = batchTotal / time.Duration(h.batches)
+		h.startSpan = lastStartEnd.Sub(firstStart)
+	}
+	if launches > 1 {
+		h.launchGap = lastLaunch.Sub(firstLaunch) / time.Duration(launches-1)
+	}
+	h.lastDiscovery = lastDiscovery
+	h.discoveryEnd = lastDiscovery
+	if !firstStart.IsZero() && (h.discoveryEnd.IsZero() || firstStart.Before(h.discoveryEnd)) {
+		h.discoveryEnd = firstStart
+	}
+	return h, nil
+}
+
+// timeToMerge waits (up to wait, visibility is eventually consistent) for every planted
+// store's MergeWal start to be visible and returns how many were, and the longest time from a
+// store's planting (or the sweep's start, if later) to its MergeWal's start.
+func timeToMerge(ctx context.Context, c client.Client, since time.Time, planted map[store.Target]time.Time, wait time.Duration) (int, time.Duration, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		starts := map[string]time.Time{}
+		var token []byte
+		for {
+			resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+				Query:         fmt.Sprintf("WorkflowType = '%s' AND StartTime >= '%s'", contract.MergeWalWorkflow, since.UTC().Format(time.RFC3339Nano)),
+				NextPageToken: token,
+			})
+			if err != nil {
+				return 0, 0, err
+			}
+			for _, e := range resp.GetExecutions() {
+				starts[e.GetExecution().GetWorkflowId()] = e.GetStartTime().AsTime()
+			}
+			if token = resp.GetNextPageToken(); len(token) == 0 {
+				break
+			}
+		}
+		n, worst := 0, time.Duration(0)
+		for t, at := range planted {
+			if st, ok := starts[contract.MergeWalID(t)]; ok {
+				n++
+				// From the later of its planting and the sweep's start: planting 10,000 stores'
+				// debt takes minutes at 1M stores, and a store cannot be started by a sweep that
+				// has not begun; a schedule adds its phase, up to one interval.
+				from := at
+				if since.After(from) {
+					from = since
+				}
+				worst = max(worst, st.Sub(from))
+			}
+		}
+		if n == len(planted) || time.Now().After(deadline) {
+			return n, worst, nil
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// terminateMerges ends the MergeWal runs this fleet's sweep started, so the next fleet's
+// sweep is measured alone.
+func terminateMerges(ctx context.Context, c client.Client, since time.Time, prefix string) {
+	var token []byte
+	for {
+		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+			Query:         fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus = 'Running' AND StartTime >= '%s'", contract.MergeWalWorkflow, since.UTC().Format(time.RFC3339Nano)),
+			NextPageToken: token,
+		})
+		if err != nil {
+			return
+		}
+		// Up to 32 at once: one at a time, the 10,000 merges of a 1M-store fleet took
+		// longer to terminate than to start.
+		var g errgroup.Group
+		g.SetLimit(32)
+		for _, e := range resp.GetExecutions() {
+			if id := e.GetExecution().GetWorkflowId(); strings.Contains(id, "/"+prefix) {
+				g.Go(func() error {
+					_ = c.TerminateWorkflow(context.WithoutCancel(ctx), id, e.GetExecution().GetRunId(), "fleet bench: next fleet")
+					return nil
+				})
+			}
+		}
+		_ = g.Wait()
+		if token = resp.GetNextPageToken(); len(token) == 0 {
+			return
+		}
+	}
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
+}

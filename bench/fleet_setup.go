@@ -1,0 +1,137 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/walkeeper/walkeeper/store"
+)
+
+// registerFleet writes n stores' registry entry and store.json straight into the bucket:
+// the bytes DB.Create writes (docs/FORMAT.md §1), taken from a template store created in a
+// scratch bucket, with the template's name replaced. 1M stores take seconds this way; DB.Create
+// would also keep every store resident in the creating DB.
+func registerFleet(ctx context.Context, b *store.Bucket, prefix string, n int) error {
+	const tmplName = "fleet-template-name"
+	tdb, err := store.OpenDB(ctx, memURL("fleet-template"), storeOptions("fleet-template", nil))
+	if err != nil {
+		return err
+	}
+	t := store.Target{Kind: fleetKind, Name: tmplName}
+	if _, err := createGeneric(ctx, tdb, tmplName); err != nil {
+		return err
+	}
+	tb := tdb.Bucket()
+	reg, err := tb.Get(ctx, "_registry/"+string(fleetKind)+"/"+tmplName+".json")
+	if err != nil {
+		return err
+	}
+	meta, err := tb.Get(ctx, t.Path()+"/store.json")
+	if err != nil {
+		return err
+	}
+	_ = tdb.Close(ctx)
+	quoted := []byte(`"` + tmplName + `"`)
+	if bytes.Count(reg, quoted) != 1 || bytes.Count(meta, quoted) != 1 {
+		return fmt.Errorf("template store's objects name it %d and %d times, want once each", bytes.Count(reg, quoted), bytes.Count(meta, quoted))
+	}
+	var g errgroup.Group
+	g.SetLimit(16) // file:// (fleet-worker) waits on the file system, not the CPU
+	const chunk = 10_000
+	for lo := 0; lo < n; lo += chunk {
+		g.Go(func() error {
+			for i := lo; i < min(lo+chunk, n); i++ {
+				name := fleetName(prefix, i)
+				q := []byte(`"` + name + `"`)
+				if err := b.Put(ctx, "_registry/"+string(fleetKind)+"/"+name+".json", bytes.Replace(reg, quoted, q, 1)); err != nil {
+					return err
+				}
+				if err := b.Put(ctx, string(fleetKind)+"/"+name+"/store.json", bytes.Replace(meta, quoted, q, 1)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+// fleetSizes is o.FleetSizes, or full (2k and 20k with Quick), each checked to lie in
+// [least, 10M].
+func fleetSizes(o Options, scenario string, full []int, least int) ([]int, error) {
+	sizes := o.FleetSizes
+	if len(sizes) == 0 {
+		sizes = full
+		if o.Quick {
+			sizes = []int{2_000, 20_000}
+		}
+	}
+	for _, n := range sizes {
+		if n < least || n > 10_000_000 {
+			return nil, fmt.Errorf("%s: size %d out of range [%d, 10000000]", scenario, n, least)
+		}
+	}
+	return sizes, nil
+}
+
+func fleetName(prefix string, i int) string { return fmt.Sprintf("%s%07d", prefix, i) }
+
+func debtOf(n int) int { return max(n/100, 1) }
+
+// plantDebt seals generations in debt of the n stores (spread evenly), through two writers that
+// are closed afterwards: the even ones get fleetOldGens generations sealed an hour ago, the
+// odd ones fleetHotGens fresh ones. It returns when each store's last seal returned, and the
+// number of generations sealed.
+func plantDebt(ctx context.Context, url, prefix string, n, debt int, o Options) (map[store.Target]time.Time, int, error) {
+	old, err := store.OpenDB(ctx, url, storeOptions(prefix+"writer-old", o.logger().Named("store"), func(so *store.Options) {
+		so.Now = func() time.Time { return time.Now().Add(-time.Hour) }
+	}))
+	if err != nil {
+		return nil, 0, err
+	}
+	hot, err := store.OpenDB(ctx, url, storeOptions(prefix+"writer-hot", o.logger().Named("store")))
+	if err != nil {
+		_ = old.Close(ctx)
+		return nil, 0, err
+	}
+	defer func() {
+		_ = old.Close(context.WithoutCancel(ctx))
+		_ = hot.Close(context.WithoutCancel(ctx))
+	}()
+	var mu sync.Mutex
+	planted := make(map[store.Target]time.Time, debt)
+	var gens atomic.Int64
+	var g errgroup.Group
+	g.SetLimit(8)
+	for j := 0; j < debt; j++ {
+		g.Go(func() error {
+			db, k := old, fleetOldGens
+			if j%2 == 1 {
+				db, k = hot, fleetHotGens
+			}
+			t := store.Target{Kind: fleetKind, Name: fleetName(prefix, j*(n/debt))}
+			st, err := db.Open(ctx, t)
+			if err != nil {
+				return err
+			}
+			if err := writeGenerations(ctx, st, k, 1, 64, 1, int64(j)); err != nil {
+				return fmt.Errorf("%s: %w", t, err)
+			}
+			gens.Add(int64(k))
+			mu.Lock()
+			planted[t] = time.Now()
+			mu.Unlock()
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, 0, err
+	}
+	return planted, int(gens.Load()), nil
+}

@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -144,14 +143,4 @@ func openLatencyDB(ctx context.Context, url string, f store.Faults, opts store.O
 		return nil, err
 	}
 	return store.OpenDBOnBucket(b.WithFaults(f), opts), nil
-}
-
-func isKind(t store.Target, k store.Kind) bool { return t.Kind == k }
-
-func joinTargets(ts []store.Target) string {
-	var s []string
-	for _, t := range ts {
-		s = append(s, t.String())
-	}
-	return strings.Join(s, ",")
 }

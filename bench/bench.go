@@ -71,13 +71,13 @@ type Options struct {
 	// default (8 GiB, 2 GiB with Quick).
 	RSSGuard int64
 	// Child, when set, runs the child half of a scenario that measures a separate process
-	// (memory) and writes its JSON result to ChildOut.
+	// (memory, fleet-worker, hostile; bench/child.go), which writes its JSON lines to ChildOut.
 	Child    bool
 	ChildOut io.Writer
-	// Reexec builds the command that runs the child half of scenario in a fresh process with
-	// args appended; the command must honour Child/ChildOut semantics (stdout = JSON result).
-	// nil = the memory scenario cannot run.
-	Reexec func(ctx context.Context, scenario string, args ...string) *exec.Cmd
+	// Reexec builds the command that runs the child half of scenario in a fresh process; the
+	// command must honour Child/ChildOut semantics (stdout = JSON result). nil = the
+	// scenarios with a child process cannot run.
+	Reexec func(ctx context.Context, scenario string) *exec.Cmd
 }
 
 func (o Options) reps() int {

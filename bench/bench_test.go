@@ -28,8 +28,8 @@ func quickOptions(t *testing.T) Options {
 		OutDir:   t.TempDir(),
 		WorkDir:  t.TempDir(),
 		Progress: testWriter{t},
-		Reexec: func(ctx context.Context, scenario string, args ...string) *exec.Cmd {
-			cmd := exec.CommandContext(ctx, os.Args[0], append([]string{"-test.run=^TestChildProcess$", "-test.v=false"}, args...)...)
+		Reexec: func(ctx context.Context, scenario string) *exec.Cmd {
+			cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestChildProcess$", "-test.v=false")
 			cmd.Env = append(os.Environ(), "WALKEEPER_BENCH_CHILD="+scenario)
 			return cmd
 		},

@@ -89,12 +89,12 @@ scenarios nor the plotting library (docs/decisions/0151-benchmarks-in-their-own-
 					return cli.Usagef("--parts: unknown part %q (merges, reads)", p)
 				}
 			}
-			o.Reexec = func(ctx context.Context, scenario string, extra ...string) *exec.Cmd {
+			o.Reexec = func(ctx context.Context, scenario string) *exec.Cmd {
 				exe, err := os.Executable()
 				if err != nil {
 					exe = os.Args[0]
 				}
-				return exec.CommandContext(ctx, exe, append([]string{scenario, "--child"}, extra...)...)
+				return exec.CommandContext(ctx, exe, scenario, "--child")
 			}
 			if child {
 				o.Child = true

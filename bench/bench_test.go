@@ -360,8 +360,9 @@ func TestFleetQuick(t *testing.T) {
 	}
 }
 
-// TestFleetReport: the report of a run where a variant's sweep fails at the larger size
-// keeps the failure as a value and an unmet target, and still plots every side.
+// TestFleetReport: variants are reported side by side, a table and values each; the report
+// of a run where a variant's sweep fails at the larger size keeps the failure as a value and
+// an unmet target, and still plots every side.
 func TestFleetReport(t *testing.T) {
 	o := Options{OutDir: t.TempDir()}
 	res := newResult("fleet", o)
@@ -375,6 +376,14 @@ func TestFleetReport(t *testing.T) {
 		{Stores: 1000, Debt: 1, FixedDebt: true, Duration: time.Second, Requests: 3, Events: 30, Started: 1, TTM: time.Second},
 	}
 	fleetReport(res, o, []int{100, 1000}, samples)
+	if len(res.Tables) != 2 || !strings.Contains(res.Tables[0].Title, `"demand 16/16"`) || !strings.Contains(res.Tables[1].Title, `"demand"`) {
+		t.Fatalf("tables %d: %v", len(res.Tables), res.Tables)
+	}
+	for _, key := range []string{"demand_16_16_100_requests", "demand_1000_fixed_requests", "demand_requests_ratio"} {
+		if _, ok := res.Values[key]; !ok {
+			t.Errorf("value %s missing", key)
+		}
+	}
 	slowKey := slow.valueName()
 	if res.Values[slowKey+"_1000_failed"] != 1 || res.Values["demand_1000_failed"] != 0 {
 		t.Fatalf("failed values: %v", res.Values)

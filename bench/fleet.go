@@ -27,6 +27,7 @@ import (
 	"github.com/walkeeper/walkeeper/activities"
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/store/objstore"
 	"github.com/walkeeper/walkeeper/worker"
 )
 
@@ -256,10 +257,10 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 	if err != nil {
 		return s, err
 	}
-	// mem:// keeps a sorted key index (store/bucket_mem.go), so a listing page costs what an
+	// mem:// keeps a sorted key index (store/objstore/mem.go), so a listing page costs what an
 	// object store's does, not a sort of the whole fleet (gocloud's memblob did that).
 	url := memURL("fleet")
-	raw, err := store.OpenBucket(ctx, url)
+	raw, err := objstore.OpenBucket(ctx, url)
 	if err != nil {
 		return s, err
 	}
@@ -369,7 +370,7 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 	s.OtherFleets = hook.otherFleets()
 	if later := hook.indexListsBetween(until, indexUntil); later > 0 {
 		s.Requests += later
-		s.ByOp[store.OpList] += later
+		s.ByOp[objstore.OpList] += later
 	}
 	s.DiscoveryAlloc = allocs.allocatedBy(until)
 	allocs.stop()
@@ -406,7 +407,7 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 // the bytes DB.Create writes (docs/FORMAT.md §1), taken from a template store created in a
 // scratch bucket, with the template's name replaced. 1M stores take seconds this way; DB.Create
 // would also keep every store resident in the creating DB.
-func registerFleet(ctx context.Context, b *store.Bucket, prefix string, n int) error {
+func registerFleet(ctx context.Context, b *objstore.Bucket, prefix string, n int) error {
 	const tmplName = "fleet-template-name"
 	tdb, err := store.OpenDB(ctx, memURL("fleet-template"), storeOptions("fleet-template", nil))
 	if err != nil {
@@ -596,12 +597,12 @@ func (f *fleetFaults) otherFleets() int64 {
 // isIndexListing says whether a listing of key is a ScanDemand page: the whole demand index
 // of a kind, not one store's records.
 func isIndexListing(op, key string) bool {
-	return op == store.OpList && strings.HasPrefix(key, "_demand/") && strings.Count(key, "/") == 2 && strings.HasSuffix(key, "/")
+	return op == objstore.OpList && strings.HasPrefix(key, "_demand/") && strings.Count(key, "/") == 2 && strings.HasSuffix(key, "/")
 }
 
 func (f *fleetFaults) Before(op, key string) error {
 	pages := int64(1)
-	if op == store.OpList {
+	if op == objstore.OpList {
 		switch key {
 		case f.registryPrefix:
 			pages = max(1, (f.registryKeys+listPageKeys-1)/listPageKeys)

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
 // benchSchema is the generic schema every store-level scenario writes: a key, a number and a
@@ -138,8 +139,8 @@ func (l *latencyFaults) Before(op, key string) error {
 func (l *latencyFaults) After(op, key string, err error) error { return err }
 
 // openLatencyDB opens url with every request going through faults.
-func openLatencyDB(ctx context.Context, url string, f store.Faults, opts store.Options) (*store.DB, error) {
-	b, err := store.OpenBucket(ctx, url)
+func openLatencyDB(ctx context.Context, url string, f objstore.Faults, opts store.Options) (*store.DB, error) {
+	b, err := objstore.OpenBucket(ctx, url)
 	if err != nil {
 		return nil, err
 	}

@@ -56,8 +56,8 @@ func (s *Store) readCompactInputs(ctx context.Context, acct *memAccount, inputs 
 		ins = nil
 	}
 	for _, r := range inputs {
-		rctx, free := withReadBuffer(ctx, acct)
-		data, err := s.readRunObject(rctx, r.Path, r.Checksum, r.Bytes)
+		alloc, free := acct.readBuffer(0)
+		data, err := s.readRunObject(ctx, r.Path, r.Checksum, r.Bytes, alloc)
 		if err != nil {
 			free()
 			if errors.Is(err, errBufferRefused) {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
 // Options configure a DB. Use DefaultOptions and override fields; zero values are meaningful
@@ -118,7 +120,7 @@ func (o *Options) EnsureDefaults() {
 // DB is one process's handle on a storage root: the registry of stores, the resident store
 // handles, and this process's shard identity.
 type DB struct {
-	bucket *Bucket
+	bucket *objstore.Bucket
 	opts   Options
 	log    *zap.Logger
 	shard  string
@@ -149,7 +151,7 @@ type DB struct {
 
 // OpenDB opens the storage root at url (file://, mem://, s3://, gs://, azblob://).
 func OpenDB(ctx context.Context, url string, opts Options) (*DB, error) {
-	b, err := OpenBucket(ctx, url)
+	b, err := objstore.OpenBucket(ctx, url)
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +159,7 @@ func OpenDB(ctx context.Context, url string, opts Options) (*DB, error) {
 }
 
 // OpenDBOnBucket opens a DB over an already-open bucket (fault-injection tests wrap one).
-func OpenDBOnBucket(b *Bucket, opts Options) *DB {
+func OpenDBOnBucket(b *objstore.Bucket, opts Options) *DB {
 	opts.EnsureDefaults()
 	return &DB{
 		bucket:  b,
@@ -175,7 +177,7 @@ func OpenDBOnBucket(b *Bucket, opts Options) *DB {
 func (db *DB) Shard() string { return db.shard }
 
 // Bucket exposes the storage (tests and tools).
-func (db *DB) Bucket() *Bucket { return db.bucket }
+func (db *DB) Bucket() *objstore.Bucket { return db.bucket }
 
 // Options returns the options the DB runs with.
 func (db *DB) Options() Options { return db.opts }

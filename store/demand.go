@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
 // The demand index (docs/FORMAT.md "Demand records", docs/DESIGN.md §12): one small object
@@ -150,7 +152,7 @@ func (s *Store) cleanDemand(ctx context.Context, shard string, sm *shardManifest
 }
 
 // cleanDemandListed is cleanDemand over objs, the listing of the shard's demand prefix.
-func (s *Store) cleanDemandListed(ctx context.Context, shard string, sm *shardManifest, wm uint64, repair bool, objs []ObjectInfo) (DemandCleanResult, error) {
+func (s *Store) cleanDemandListed(ctx context.Context, shard string, sm *shardManifest, wm uint64, repair bool, objs []objstore.ObjectInfo) (DemandCleanResult, error) {
 	var res DemandCleanResult
 	listed := map[uint64]bool{}
 	var next uint64
@@ -282,7 +284,7 @@ func (s *Store) ReconcileDemand(ctx context.Context) (DemandCleanResult, error) 
 	if err != nil {
 		return total, err
 	}
-	byShard := map[string][]ObjectInfo{}
+	byShard := map[string][]objstore.ObjectInfo{}
 	var order []string // shards in first-seen order: manifests first, then record-only ones
 	for _, sh := range shards {
 		if validateShardID(sh) == nil {

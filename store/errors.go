@@ -4,21 +4,21 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/walkeeper/walkeeper/target"
+	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
-// The error taxonomy of the store. Every error the store returns wraps at most one of these
+// The error taxonomy of the store. The ones a bucket returns too are objstore's. Every error the store returns wraps at most one of these
 // marks (counting a refinement and the mark it refines as one), so callers classify with errors.Is and never by matching text. The activities layer
 // maps them onto Temporal error types in one place (activities/errors.go) and the HTTP data
 // plane onto status codes in one place (worker/httperr.go).
 var (
 	// ErrNotFound: the store, row, object or manifest does not exist.
-	ErrNotFound = errors.New("not found")
+	ErrNotFound = objstore.ErrNotFound
 	// ErrAlreadyExists: a create or put-if-absent lost to an existing object.
-	ErrAlreadyExists = errors.New("already exists")
+	ErrAlreadyExists = objstore.ErrAlreadyExists
 	// ErrInvalidInput: the caller's input is malformed; retrying the same input never helps.
 	// It is target.ErrInvalidInput, so a bad target parsed by package target carries it too.
-	ErrInvalidInput = target.ErrInvalidInput
+	ErrInvalidInput = objstore.ErrInvalidInput
 	// ErrStalePreparation: the base table's watermark moved into the prepared range; the
 	// prepared files must be aborted and the merge prepared again.
 	ErrStalePreparation = errors.New("stale preparation")
@@ -27,7 +27,7 @@ var (
 	// ErrTooManyPending: a read would union more pending generations than allowed.
 	ErrTooManyPending = errors.New("too many pending generations")
 	// ErrCorrupt: stored bytes do not decode; retrying never helps, quarantine instead.
-	ErrCorrupt = errors.New("corrupt data")
+	ErrCorrupt = objstore.ErrCorrupt
 	// ErrFenced: another process with the same instance id claimed this shard.
 	ErrFenced = errors.New("fenced")
 	// ErrBudgetBusy: the merge budget could not grow while reading the first generation (or
@@ -36,7 +36,7 @@ var (
 	// busy", which callers and alerts already match.
 	ErrBudgetBusy = errors.New("merge memory budget busy")
 	// ErrClosed: the handle was closed.
-	ErrClosed = errors.New("closed")
+	ErrClosed = objstore.ErrClosed
 
 	// Refinements of ErrInvalidInput: errors.Is matches both them and ErrInvalidInput, so a
 	// caller that only knows ErrInvalidInput still treats them as bad input, and the HTTP

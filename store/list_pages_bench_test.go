@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
 // BenchmarkListPageMem: one ListPage of 500 under a small prefix (1000 keys) of a mem://
@@ -65,10 +65,10 @@ func BenchmarkPutThenListMem(b *testing.B) {
 
 // filledMemBucket opens the mem:// bucket url with n empty objects named keyOf(0..n-1), the
 // fleet-sized root both benchmarks list in; it is closed when the benchmark ends.
-func filledMemBucket(b *testing.B, url string, n int, keyOf func(i int) string) *store.Bucket {
+func filledMemBucket(b *testing.B, url string, n int, keyOf func(i int) string) *objstore.Bucket {
 	b.Helper()
 	ctx := context.Background()
-	bkt, err := store.OpenBucket(ctx, url)
+	bkt, err := objstore.OpenBucket(ctx, url)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/walkeeper/walkeeper/internal/s3test"
-	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
 // TestListPageS3RequestsPerPage: on s3:// a ListPage deep into a prefix costs one
@@ -34,7 +34,7 @@ func TestListPageS3RequestsPerPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	b, err := store.OpenBucket(ctx, s3test.BucketURL(srv.URL, bucket))
+	b, err := objstore.OpenBucket(ctx, s3test.BucketURL(srv.URL, bucket))
 	if err != nil {
 		t.Fatal(err)
 	}

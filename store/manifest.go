@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
 // The manifest model: the JSON objects that describe a store and its state, and the pure
@@ -311,7 +313,7 @@ func decodeBaseManifest(raw []byte, v uint64, t Target) (*baseManifest, error) {
 	}
 	prefix := path.Join(storePrefix(t), dataDir) + "/"
 	for _, r := range m.Runs {
-		if !strings.HasPrefix(r.Path, prefix) || checkKey(r.Path) != nil {
+		if !strings.HasPrefix(r.Path, prefix) || objstore.CheckKey(r.Path) != nil {
 			return nil, corruptf("base manifest %s/%d lists run path %q outside %s", t, v, r.Path, prefix)
 		}
 		if r.Bytes < 0 || r.Rows < 0 {
@@ -343,7 +345,7 @@ func decodeShardManifest(raw []byte, v uint64, t Target, shard string) (*shardMa
 	}
 	gp := genPrefix(t, shard)
 	for _, g := range m.Flushed {
-		if !strings.HasPrefix(g.Path, gp) || checkKey(g.Path) != nil {
+		if !strings.HasPrefix(g.Path, gp) || objstore.CheckKey(g.Path) != nil {
 			return nil, corruptf("shard manifest %s/%s/%d lists generation path %q outside %s", t, shard, v, g.Path, gp)
 		}
 		if g.Gen > maxCounter || g.Bytes < 0 || g.Rows < 0 {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
 // Manifest I/O: the put-if-absent version chains on the bucket and the Store's loads and
@@ -17,7 +19,7 @@ import (
 // contiguous range [low, latest]. latest() probes forward from a cached hint instead of
 // listing, which keeps the per-read cost at one failed GET when nothing changed.
 type chain struct {
-	b      *Bucket
+	b      *objstore.Bucket
 	prefix string
 	// foreign is told of every key under prefix that is not a version (foreign.go).
 	foreign func(key string)

@@ -366,7 +366,7 @@ func (s *Store) readGensForMerge(ctx context.Context, acct *memAccount, shard st
 // caller): a merge reads each generation once, just before it dies. free is nil for a cached file; otherwise the caller releases the record
 // and then calls free, which returns the object's bytes (aliased by the record) to acct.
 func (s *Store) readGenForMerge(ctx context.Context, acct *memAccount, p, checksum string, recBytes, prepaid int64) (_ *sortedFile, free func(), _ error) {
-	rctx, freeBuf := withPrepaidReadBuffer(ctx, acct, prepaid)
+	alloc, freeBuf := acct.readBuffer(prepaid)
 	s.db.cache.mu.Lock()
 	el, ok := s.db.cache.byKey[p]
 	s.db.cache.mu.Unlock()
@@ -374,7 +374,7 @@ func (s *Store) readGenForMerge(ctx context.Context, acct *memAccount, p, checks
 		freeBuf() // credits the prepaid bytes
 		return el.Value.(*sortedFile), nil, nil
 	}
-	data, err := s.readGenObject(rctx, p, checksum, recBytes)
+	data, err := s.readGenObject(ctx, p, checksum, recBytes, alloc)
 	if err != nil {
 		freeBuf()
 		return nil, nil, err

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"strings"
 	"testing"
 
@@ -157,49 +156,6 @@ func TestObjectSizeMustMatchItsManifest(t *testing.T) {
 			}
 			_, err := openGeneric(t, openTestDB(t, db.bucket.URL(), "w1"), "oc").Prepare(context.Background(), PrepareParams{AttemptKey: "wf/y"})
 			require.ErrorIs(t, err, ErrCorrupt)
-		})
-	}
-}
-
-// countingReader counts the bytes a read takes from an endless stream.
-type countingReader struct{ n int64 }
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	c.n += int64(len(p))
-	return len(p), nil
-}
-
-func TestReadWithLimitReadsAtMostLimitPlusOne(t *testing.T) {
-	for _, hint := range []int64{-1, 0, 10, 1 << 20} {
-		r := &countingReader{}
-		_, err := readSized(context.Background(), r, hint, 4096)
-		require.ErrorIs(t, err, errObjectTooLarge, "size hint %d", hint)
-		if hint > 4096 {
-			require.Zero(t, r.n, "a reported size over the limit is refused before reading")
-		} else {
-			require.LessOrEqual(t, r.n, int64(4097), "size hint %d", hint)
-		}
-	}
-	got, err := readSized(context.Background(), io.LimitReader(&countingReader{}, 4096), -1, 4096)
-	require.NoError(t, err)
-	require.Len(t, got, 4096, "an object exactly at the limit reads")
-
-	for name, url := range backends(t) {
-		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
-			b, err := OpenBucket(ctx, url)
-			require.NoError(t, err)
-			defer b.Close()
-			require.NoError(t, b.Put(ctx, "x/obj", []byte("0123456789")))
-			got, err := b.GetAtMost(ctx, "x/obj", 10)
-			require.NoError(t, err)
-			require.Equal(t, "0123456789", string(got))
-			_, err = b.GetAtMost(ctx, "x/obj", 9)
-			require.ErrorIs(t, err, ErrCorrupt)
-			_, err = b.GetAtMost(ctx, "x/missing", 9)
-			require.ErrorIs(t, err, ErrNotFound)
-			_, err = b.GetAtMost(ctx, "x/obj", -1)
-			require.ErrorIs(t, err, ErrInvalidInput)
 		})
 	}
 }

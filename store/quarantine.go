@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"go.uber.org/zap"
+
+	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
 // Quarantine is the operator's answer to a damaged object. A generation or base run that
@@ -45,7 +47,7 @@ type QuarantineResult struct {
 //
 // REQUIRES: mergeLock not held by the caller.
 func (s *Store) Quarantine(ctx context.Context, key, reason string) (QuarantineResult, error) {
-	if err := checkKey(key); err != nil {
+	if err := objstore.CheckKey(key); err != nil {
 		return QuarantineResult{}, err
 	}
 	if strings.TrimSpace(reason) == "" {

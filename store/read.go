@@ -110,7 +110,7 @@ func (s *Store) snapshot(ctx context.Context, enforce bool) (*readSnapshot, erro
 // loadGen decodes a flushed generation (cached).
 func (s *Store) loadGen(ctx context.Context, path, checksum string, bytes int64) (*sortedFile, error) {
 	return s.db.cache.get(ctx, path, func(ctx context.Context) (*sortedFile, error) {
-		data, err := s.readGenObject(ctx, path, checksum, bytes)
+		data, err := s.readGenObject(ctx, path, checksum, bytes, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -121,7 +121,7 @@ func (s *Store) loadGen(ctx context.Context, path, checksum string, bytes int64)
 // loadRun decodes a base run (cached).
 func (s *Store) loadRun(ctx context.Context, path, checksum string, bytes int64) (*sortedFile, error) {
 	return s.db.cache.get(ctx, path, func(ctx context.Context) (*sortedFile, error) {
-		data, err := s.readRunObject(ctx, path, checksum, bytes)
+		data, err := s.readRunObject(ctx, path, checksum, bytes, nil)
 		if err != nil {
 			return nil, err
 		}

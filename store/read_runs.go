@@ -58,7 +58,7 @@ func (s *Store) tryGetFromRun(ctx context.Context, src readSource, key string, e
 	arena := newReadArena(acct, hint, 1)
 	defer arena.free() // after the batches and the reader, which the deferred calls below release first
 	what := "run " + src.path
-	data, err := s.readRunObject(withReadArena(ctx, arena), src.path, src.checksum, src.bytes)
+	data, err := s.readRunObject(ctx, src.path, src.checksum, src.bytes, arena.alloc())
 	if err != nil {
 		return runHit{}, 0, err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/walkeeper/walkeeper/internal/s3test"
+	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
 // The s3:// backend tested for real: an in-process S3-compatible server (gofakes3 behind
@@ -26,7 +27,7 @@ import (
 // server, e.g. WALKEEPER_S3_TEST_URL='s3://my-bucket?region=eu-west-1' (no prefix=
 // parameter: every test adds its own random one and leaves its objects behind). The AWS
 // credentials come from the environment as usual. See docs/STORAGE.md. The conformance suite and
-// the put-if-absent races on s3:// are in bucket_conformance_test.go.
+// the put-if-absent races on s3:// are in objstore/conformance_test.go.
 const s3ExternalEnv = "WALKEEPER_S3_TEST_URL"
 
 // s3URL is a fresh, empty S3 storage root for one test: a bucket on an in-process server, or
@@ -64,9 +65,9 @@ func s3PrefixOf(u string) string {
 }
 
 // openS3Bucket opens url for the test.
-func openS3Bucket(t *testing.T, url string) *Bucket {
+func openS3Bucket(t *testing.T, url string) *objstore.Bucket {
 	t.Helper()
-	b, err := OpenBucket(context.Background(), url)
+	b, err := objstore.OpenBucket(context.Background(), url)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = b.Close() })
 	return b

@@ -1,4 +1,4 @@
-package store_test
+package objstore_test
 
 import (
 	"context"
@@ -13,19 +13,19 @@ import (
 
 	"github.com/walkeeper/walkeeper/internal/bucketconformance"
 	"github.com/walkeeper/walkeeper/internal/s3test"
-	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
 // The bucket conformance suite (internal/bucketconformance) on every backend this package's
 // tests can reach without outside servers: file:// with and without fsync, mem://, and s3://
 // on the in-process S3 server in both of its storage engines. This file is an external test
-// package because the suite imports store.
+// package because the suite imports objstore.
 
 var memSeq atomic.Int64
 
-func open(t *testing.T, u string) *store.Bucket {
+func open(t *testing.T, u string) *objstore.Bucket {
 	t.Helper()
-	b, err := store.OpenBucket(context.Background(), u)
+	b, err := objstore.OpenBucket(context.Background(), u)
 	if err != nil {
 		t.Fatalf("OpenBucket(%q): %v", u, err)
 	}
@@ -55,11 +55,11 @@ func tmpfsDir(t *testing.T) string {
 func localOpeners() map[string]bucketconformance.Opener {
 	return map[string]bucketconformance.Opener{
 		// A root that does not exist yet: OpenBucket must create it.
-		"file": func(t *testing.T) *store.Bucket {
+		"file": func(t *testing.T) *objstore.Bucket {
 			return open(t, fileURL(filepath.Join(tmpfsDir(t), "root", "nested")))
 		},
-		"file-nosync": func(t *testing.T) *store.Bucket { return open(t, fileURL(t.TempDir())+"?nosync=1") },
-		"mem": func(t *testing.T) *store.Bucket {
+		"file-nosync": func(t *testing.T) *objstore.Bucket { return open(t, fileURL(t.TempDir())+"?nosync=1") },
+		"mem": func(t *testing.T) *objstore.Bucket {
 			return open(t, fmt.Sprintf("mem://conformance-%d", memSeq.Add(1)))
 		},
 	}
@@ -71,13 +71,13 @@ func localOpeners() map[string]bucketconformance.Opener {
 func s3Openers(t *testing.T) map[string]bucketconformance.Opener {
 	t.Helper()
 	if ext := os.Getenv(s3ExternalEnv); ext != "" {
-		return map[string]bucketconformance.Opener{"external": func(t *testing.T) *store.Bucket {
+		return map[string]bucketconformance.Opener{"external": func(t *testing.T) *objstore.Bucket {
 			return open(t, withRandomPrefix(ext))
 		}}
 	}
 	out := map[string]bucketconformance.Opener{}
 	for name, srv := range s3test.StartEngines(t) {
-		out[name] = func(t *testing.T) *store.Bucket {
+		out[name] = func(t *testing.T) *objstore.Bucket {
 			bucket := s3test.NewBucketName()
 			if err := srv.CreateBucket(bucket); err != nil {
 				t.Fatal(err)
@@ -153,7 +153,7 @@ func TestPutIfAbsentRaceProcesses(t *testing.T) {
 	bucketconformance.RaceProcesses(t, fileURL(root), bucketconformance.RaceOptions{
 		Procs: 8, Rounds: 200, ChildTest: "TestBucketRaceChild", Lockstep: true,
 	})
-	// ".tmp-" is the file backend's reserved temp prefix (store.Bucket's key rules).
+	// ".tmp-" is the file backend's reserved temp prefix (objstore.Bucket's key rules).
 	var left []string
 	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && strings.HasPrefix(d.Name(), ".tmp-") {

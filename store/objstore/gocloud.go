@@ -1,4 +1,4 @@
-package store
+package objstore
 
 import (
 	"bytes"
@@ -23,7 +23,7 @@ import (
 )
 
 // gocloudBackend serves s3://, gs:// and azblob:// through gocloud.dev/blob (mem:// is
-// bucket_mem.go).
+// mem.go).
 type gocloudBackend struct {
 	bkt *blob.Bucket
 }
@@ -39,7 +39,7 @@ func openGocloudBackend(ctx context.Context, rawURL string) (*gocloudBackend, er
 func (g *gocloudBackend) close() error { return g.bkt.Close() }
 
 // get reads the object into one buffer sized from the object's length (readSized).
-func (g *gocloudBackend) get(ctx context.Context, key string, limit int64) ([]byte, error) {
+func (g *gocloudBackend) get(ctx context.Context, key string, limit int64, alloc Alloc) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -48,7 +48,7 @@ func (g *gocloudBackend) get(ctx context.Context, key string, limit int64) ([]by
 		return nil, mapErr(err)
 	}
 	defer r.Close()
-	return readSized(ctx, r, r.Size(), limit)
+	return readSized(r, r.Size(), limit, alloc)
 }
 
 func (g *gocloudBackend) put(ctx context.Context, key string, data []byte) error {

@@ -1,4 +1,4 @@
-package store
+package objstore
 
 import (
 	"bufio"
@@ -83,7 +83,7 @@ func (f *fileBackend) path(key string) string {
 	return filepath.Join(f.root, filepath.FromSlash(key))
 }
 
-func (f *fileBackend) get(ctx context.Context, key string, limit int64) ([]byte, error) {
+func (f *fileBackend) get(ctx context.Context, key string, limit int64, alloc Alloc) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -105,7 +105,7 @@ func (f *fileBackend) get(ctx context.Context, key string, limit int64) ([]byte,
 	// Objects are never modified in place (only replaced by rename), so the open descriptor
 	// reads one complete version even if a put replaces the key meanwhile; its size is
 	// known, so read it into one buffer of that size.
-	return readSized(ctx, fh, st.Size(), limit)
+	return readSized(fh, st.Size(), limit, alloc)
 }
 
 func (f *fileBackend) exists(ctx context.Context, key string) (bool, error) {

@@ -1,4 +1,4 @@
-package store
+package objstore
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 //     (keys up to startAfter are skipped here), only slower.
 //
 // Keys are sent unescaped. gocloud stores a key under a hex-escaped name only when it holds
-// "__0x<hex>__" or, on Azure, one of `"#%?` (everything else it escapes, checkKey rejects);
+// "__0x<hex>__" or, on Azure, one of `"#%?` (everything else it escapes, CheckKey rejects);
 // such a key lists where its escaped name sorts, which can differ from its key order, so a
 // cursor may step over it (docs/STORAGE.md §6). Walkeeper's own keys are plain
 // unless a store name holds "__0x<hex>__".

@@ -1,4 +1,4 @@
-package store
+package objstore
 
 import (
 	"context"
@@ -72,9 +72,9 @@ func (f *faultBackend) around(op, key string, fn func() error) error {
 	return f.faults.After(op, key, fn())
 }
 
-func (f *faultBackend) get(ctx context.Context, key string, limit int64) (data []byte, err error) {
+func (f *faultBackend) get(ctx context.Context, key string, limit int64, alloc Alloc) (data []byte, err error) {
 	err = f.around(OpGet, key, func() error {
-		data, err = f.inner.get(ctx, key, limit)
+		data, err = f.inner.get(ctx, key, limit, alloc)
 		return err
 	})
 	return data, err

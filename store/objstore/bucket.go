@@ -1,4 +1,4 @@
-package store
+package objstore
 
 import (
 	"context"
@@ -19,12 +19,12 @@ type ObjectInfo struct {
 	ModTime time.Time
 }
 
-// backend is one storage implementation behind Bucket: bucket_file.go (file://, native),
-// bucket_mem.go (mem://, native, sorted in memory) and bucket_gocloud.go (s3://, gs://,
+// backend is one storage implementation behind Bucket: file.go (file://, native),
+// mem.go (mem://, native, sorted in memory) and gocloud.go (s3://, gs://,
 // azblob:// through gocloud.dev/blob), and the
-// fault-injecting decorator of bucket_faults.go that wraps either.
+// fault-injecting decorator of faults.go that wraps either.
 //
-// REQUIRES (every method): key or prefix already passed checkKey or checkPrefix; ctx is
+// REQUIRES (every method): key or prefix already passed CheckKey or checkPrefix; ctx is
 // not nil. Bucket checks both, and that the handle is open, before it calls a backend.
 //
 // A backend does nothing for a context that is already done: it returns ctx.Err(). It
@@ -34,7 +34,9 @@ type backend interface {
 	// get returns the object's bytes, ErrNotFound if absent (a "directory" is absent). With
 	// limit >= 0 it reads at most limit+1 bytes and fails with errObjectTooLarge for an
 	// object longer than limit (without reading it when the storage reports its size).
-	get(ctx context.Context, key string, limit int64) ([]byte, error)
+	// alloc, when not nil, provides the buffer the bytes are read into (backends that
+	// hold objects in memory copy them instead).
+	get(ctx context.Context, key string, limit int64, alloc Alloc) ([]byte, error)
 	// put stores data under key, replacing atomically: readers see old or new bytes.
 	put(ctx context.Context, key string, data []byte) error
 	// putFrom is put for an object streamed by write; nothing is published unless write
@@ -65,17 +67,17 @@ type backend interface {
 	close() error
 }
 
-// Bucket is the only storage access in store/. Keys use "/" separators.
+// Bucket is the engine's only storage access. Keys use "/" separators.
 //
 // Key rules (checked on every backend so a key that works on one works on all, ErrInvalidInput
 // otherwise): 1..1024 bytes of valid UTF-8, no control characters or backslashes, no leading
 // or trailing "/", no empty, "." or ".." segments, segments at most 255 bytes, and no segment
 // starting with ".tmp-" (reserved for the file:// backend's temp files). A key must not also
 // be the "directory" of another key ("a" and "a/b"): object stores allow it, a filesystem
-// cannot, so the layout must never do it. See bucket_keys.go.
+// cannot, so the layout must never do it. See keys.go.
 //
 // s3://, gs:// and azblob:// go through gocloud.dev/blob; file:// is implemented directly on
-// the local filesystem and mem:// directly in memory (bucket_file.go and bucket_mem.go say
+// the local filesystem and mem:// directly in memory (file.go and mem.go say
 // why). The semantics every backend must share are
 // the conformance suite in internal/bucketconformance.
 type Bucket struct {
@@ -154,19 +156,25 @@ func (b *Bucket) WithFaults(f Faults) *Bucket {
 	return &Bucket{core: b.core, be: withFaults(b.core.be, f)}
 }
 
+// Alloc returns an empty buffer of capacity at least n for the bytes of one read, so that a
+// caller that budgets memory reads into memory it charged; an error fails the read. A nil
+// Alloc means the Go heap.
+type Alloc func(n int) ([]byte, error)
+
 // Get returns the object's bytes; ErrNotFound if absent.
 func (b *Bucket) Get(ctx context.Context, key string) ([]byte, error) {
-	return b.getLimit(ctx, key, -1)
+	return b.getLimit(ctx, key, -1, nil)
 }
 
 // GetAtMost is Get for an object that must not be longer than limit bytes (limit >= 0):
 // a longer one fails with ErrCorrupt after at most limit+1 bytes were read, so a reader
-// that reserved memory for the size a manifest declares never holds more than that.
-func (b *Bucket) GetAtMost(ctx context.Context, key string, limit int64) ([]byte, error) {
+// that reserved memory for the size a manifest declares never holds more than that. The
+// bytes are read into a buffer of alloc (nil = the Go heap).
+func (b *Bucket) GetAtMost(ctx context.Context, key string, limit int64, alloc Alloc) ([]byte, error) {
 	if limit < 0 {
 		return nil, wrapOp(OpGet, key, invalidf("negative read limit %d", limit))
 	}
-	data, err := b.getLimit(ctx, key, limit)
+	data, err := b.getLimit(ctx, key, limit, alloc)
 	if errors.Is(err, errObjectTooLarge) {
 		return nil, corruptf("%v", err)
 	}
@@ -176,11 +184,11 @@ func (b *Bucket) GetAtMost(ctx context.Context, key string, limit int64) ([]byte
 // errObjectTooLarge is a backend's answer to a get whose object exceeds its limit.
 var errObjectTooLarge = errors.New("object larger than the read limit")
 
-func (b *Bucket) getLimit(ctx context.Context, key string, limit int64) ([]byte, error) {
+func (b *Bucket) getLimit(ctx context.Context, key string, limit int64, alloc Alloc) ([]byte, error) {
 	var data []byte
-	err := b.do(ctx, OpGet, key, checkKey, func(be backend) error {
+	err := b.do(ctx, OpGet, key, CheckKey, func(be backend) error {
 		var err error
-		data, err = be.get(ctx, key, limit)
+		data, err = be.get(ctx, key, limit, alloc)
 		return err
 	})
 	if err != nil {
@@ -193,7 +201,7 @@ func (b *Bucket) getLimit(ctx context.Context, key string, limit int64) ([]byte,
 // bytes, never a mix: object stores replace atomically, and file:// writes a temp file in the
 // target directory, fsyncs it, renames it over the key and fsyncs the directory.
 func (b *Bucket) Put(ctx context.Context, key string, data []byte) error {
-	return b.do(ctx, OpPut, key, checkKey, func(be backend) error {
+	return b.do(ctx, OpPut, key, CheckKey, func(be backend) error {
 		return be.put(ctx, key, data)
 	})
 }
@@ -206,7 +214,7 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte) error {
 // It is the same operation as Put for fault injection (OpPut). It returns the bytes written.
 func (b *Bucket) PutFrom(ctx context.Context, key string, write func(io.Writer) error) (int64, error) {
 	var n int64
-	err := b.do(ctx, OpPut, key, checkKey, func(be backend) error {
+	err := b.do(ctx, OpPut, key, CheckKey, func(be backend) error {
 		var err error
 		n, err = be.putFrom(ctx, key, write)
 		return err
@@ -220,7 +228,7 @@ func (b *Bucket) PutFrom(ctx context.Context, key string, write func(io.Writer) 
 //   - file://: write a temp file in the key's directory, fsync it, os.Link(tmp, final) —
 //     link(2) fails with EEXIST atomically if the name exists, across processes — remove the
 //     temp name and fsync the directory. Hard links must be supported by the filesystem.
-//   - mem://: checked and applied under the bucket's mutex (bucket_mem.go).
+//   - mem://: checked and applied under the bucket's mutex (mem.go).
 //   - s3/gs/azblob: gocloud IfNotExist (S3 If-None-Match: *, GCS DoesNotExist precondition,
 //     Azure If-None-Match: *). S3's 409 ConditionalRequestConflict (two conditional writes in
 //     flight) is retried a few times: the retry then either wins or sees 412.
@@ -228,7 +236,7 @@ func (b *Bucket) PutFrom(ctx context.Context, key string, write func(io.Writer) 
 // Any error other than ErrAlreadyExists leaves the outcome unknown (the object may have
 // landed); callers re-read the key to find out.
 func (b *Bucket) PutIfAbsent(ctx context.Context, key string, data []byte) error {
-	return b.do(ctx, OpPutIfAbsent, key, checkKey, func(be backend) error {
+	return b.do(ctx, OpPutIfAbsent, key, CheckKey, func(be backend) error {
 		return be.putIfAbsent(ctx, key, data)
 	})
 }
@@ -236,7 +244,7 @@ func (b *Bucket) PutIfAbsent(ctx context.Context, key string, data []byte) error
 // Exists reports whether an object is stored under key.
 func (b *Bucket) Exists(ctx context.Context, key string) (bool, error) {
 	var ok bool
-	err := b.do(ctx, OpExists, key, checkKey, func(be backend) error {
+	err := b.do(ctx, OpExists, key, CheckKey, func(be backend) error {
 		var err error
 		ok, err = be.exists(ctx, key)
 		return err
@@ -251,7 +259,7 @@ func (b *Bucket) Exists(ctx context.Context, key string) (bool, error) {
 // On file:// the directories left empty are removed too, so ListDirs answers the same as on
 // an object store (which has no directories at all).
 func (b *Bucket) Delete(ctx context.Context, key string) error {
-	return b.do(ctx, OpDelete, key, checkKey, func(be backend) error {
+	return b.do(ctx, OpDelete, key, CheckKey, func(be backend) error {
 		return be.delete(ctx, key)
 	})
 }
@@ -336,12 +344,12 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 // ReadAll without a hint doubles its way up and allocates about twice the object (issue 4).
 // A reader that turns out longer or shorter than reported still yields all of its bytes.
 //
-// The buffer comes from the read-buffer hook of ctx when it has one (withReadBuffer: a
-// budgeted merge reads into memory its account charged), else from the Go heap.
+// The buffer comes from alloc when it is not nil (a budgeted merge reads into memory its
+// account charged), else from the Go heap.
 //
 // With limit >= 0, an object reported or found longer than limit fails with
 // errObjectTooLarge, and neither the buffer nor the bytes read exceed limit+1.
-func readSized(ctx context.Context, r io.Reader, size, limit int64) ([]byte, error) {
+func readSized(r io.Reader, size, limit int64, alloc Alloc) ([]byte, error) {
 	if limit >= 0 {
 		if size > limit {
 			return nil, fmt.Errorf("%w: %d bytes stored, at most %d expected", errObjectTooLarge, size, limit)
@@ -352,9 +360,12 @@ func readSized(ctx context.Context, r io.Reader, size, limit int64) ([]byte, err
 		size = 0
 	}
 	// One spare byte lets the read observe EOF without growing a full buffer.
-	buf, err := readBuffer(ctx, int(size+1))
-	if err != nil {
-		return nil, err
+	buf := make([]byte, 0, size+1)
+	if alloc != nil {
+		var err error
+		if buf, err = alloc(int(size + 1)); err != nil {
+			return nil, err
+		}
 	}
 	for {
 		n, err := r.Read(buf[len(buf):cap(buf)])

@@ -1,4 +1,4 @@
-package store
+package objstore
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 
 // Helpers for this package's tests that need a bucket, and the tests of what is not the
 // shared contract: URL opening and the mem:// registry. The contract itself, on every
-// backend, is bucket_conformance_test.go (internal/bucketconformance).
+// backend, is conformance_test.go (internal/bucketconformance).
 
 var memSeq atomic.Int64
 
@@ -117,8 +117,8 @@ func tempFilesUnder(t *testing.T, root string) []string {
 
 // TestOpenBucketSchemes: the gocloud schemes are registered, bad URLs are refused.
 func TestOpenBucketSchemes(t *testing.T) {
-	// The gocloud schemes must be registered (the drivers are imported by bucket_gocloud.go;
-	// file:// opens its root through fileblob). mem:// is native (bucket_mem.go).
+	// The gocloud schemes must be registered (the drivers are imported by gocloud.go;
+	// file:// opens its root through fileblob). mem:// is native (mem.go).
 	for _, s := range []string{"file", "s3", "gs", "azblob"} {
 		if !blob.DefaultURLMux().ValidBucketScheme(s) {
 			t.Errorf("scheme %q not registered", s)

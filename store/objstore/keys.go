@@ -1,4 +1,4 @@
-package store
+package objstore
 
 import (
 	"strings"
@@ -15,8 +15,8 @@ const (
 	maxSegmentBytes = 255  // NAME_MAX of common local filesystems; enforced everywhere for the same reason
 )
 
-// checkKey enforces the key rules documented on Bucket.
-func checkKey(key string) error {
+// CheckKey enforces the key rules documented on Bucket (ErrInvalidInput otherwise).
+func CheckKey(key string) error {
 	if key == "" {
 		return invalidf("empty key")
 	}

@@ -1,4 +1,4 @@
-package store
+package objstore
 
 import (
 	"bytes"
@@ -72,7 +72,7 @@ func openMemBackend(_ context.Context, rawURL string) (*memBackend, error) {
 
 func (m *memBackend) close() error { return nil } // shared by every handle on the URL
 
-func (m *memBackend) get(ctx context.Context, key string, limit int64) ([]byte, error) {
+func (m *memBackend) get(ctx context.Context, key string, limit int64, _ Alloc) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

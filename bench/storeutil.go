@@ -11,6 +11,7 @@ import (
 
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/store/objstore"
+	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
 
 // benchSchema is the generic schema every store-level scenario writes: a key, a number and a
@@ -27,7 +28,7 @@ func genericRow(key string, n int64, payload []byte) store.Row {
 
 // rolloutRow is a small rollout record.
 func rolloutRow(key string, step int64) store.Row {
-	vals := make([]any, len(store.RolloutSchema().Fields))
+	vals := make([]any, len(rowcodec.RolloutSchema().Fields))
 	vals[0] = key
 	vals[1] = "run-bench"
 	vals[2] = step

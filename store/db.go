@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/walkeeper/walkeeper/store/objstore"
+	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
 
 // Options configure a DB. Use DefaultOptions and override fields; zero values are meaningful
@@ -206,7 +207,7 @@ func (db *DB) create(ctx context.Context, t Target, co CreateOptions) (*Store, e
 	if err := validateTarget(t); err != nil {
 		return nil, err
 	}
-	meta := storeMeta{FormatVersion: FormatVersion, Kind: t.Kind, Name: t.Name, Key: KeyField(t.Kind), CreatedAt: db.opts.Now().UTC()}
+	meta := storeMeta{FormatVersion: FormatVersion, Kind: t.Kind, Name: t.Name, Key: rowcodec.KeyField(t.Kind), CreatedAt: db.opts.Now().UTC()}
 	switch t.Kind {
 	case KindGeneric:
 		if co.Schema == nil {
@@ -217,12 +218,12 @@ func (db *DB) create(ctx context.Context, t Target, co CreateOptions) (*Store, e
 			meta.SealOnAppend = *co.SealOnAppend
 		}
 	case KindRollout:
-		meta.Schema = RolloutSchema()
+		meta.Schema = rowcodec.RolloutSchema()
 		if co.SealOnAppend != nil && *co.SealOnAppend {
 			return nil, invalidf("rollout stores do not seal on append")
 		}
 	case KindDatagen:
-		meta.Schema = DatagenSchema()
+		meta.Schema = rowcodec.DatagenSchema()
 		meta.SealOnAppend = true
 		if co.SealOnAppend != nil && !*co.SealOnAppend {
 			return nil, invalidf("datagen stores always seal on append")
@@ -231,10 +232,10 @@ func (db *DB) create(ctx context.Context, t Target, co CreateOptions) (*Store, e
 	if co.Schema != nil && t.Kind != KindGeneric && !co.Schema.Equal(meta.Schema) {
 		return nil, invalidf("%s stores have a fixed schema", t.Kind)
 	}
-	if err := ValidateSchema(t.Kind, meta.Schema); err != nil {
+	if err := rowcodec.ValidateSchema(t.Kind, meta.Schema); err != nil {
 		return nil, err
 	}
-	codec, err := NewCodec(t.Kind, meta.Schema)
+	codec, err := rowcodec.NewCodec(t.Kind, meta.Schema)
 	if err != nil {
 		return nil, err
 	}
@@ -290,7 +291,7 @@ func (db *DB) readMeta(ctx context.Context, t Target) (storeMeta, error) {
 	if meta.Kind != t.Kind || meta.Name != t.Name {
 		return meta, corruptf("store.json of %s names %s:%s", t, meta.Kind, meta.Name)
 	}
-	if err := ValidateSchema(t.Kind, meta.Schema); err != nil {
+	if err := rowcodec.ValidateSchema(t.Kind, meta.Schema); err != nil {
 		return meta, corruptf("store.json of %s: %v", t, err)
 	}
 	return meta, nil
@@ -340,7 +341,7 @@ func (db *DB) openSlow(ctx context.Context, t Target) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	codec, err := NewCodec(t.Kind, meta.Schema)
+	codec, err := rowcodec.NewCodec(t.Kind, meta.Schema)
 	if err != nil {
 		return nil, corruptf("store %s: %v", t, err)
 	}

@@ -17,6 +17,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/parquet/file"
+
+	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
 
 // Fuzz targets for the decoders of stored data objects (issue 5): a generation (Arrow IPC
@@ -245,7 +247,7 @@ func knownClass(err error) bool {
 
 // touchRecord reads every value of an accepted record the ways the store does: the typed
 // view (keys, sequences, shards, tombstones), RowAt (WAL replay) and RowJSON (reads).
-func touchRecord(t *testing.T, c *Codec, rec arrow.RecordBatch) (skipped bool) {
+func touchRecord(t *testing.T, c *rowcodec.Codec, rec arrow.RecordBatch) (skipped bool) {
 	t.Helper()
 	if skipKnown && failsValidateFull(rec) {
 		return true
@@ -273,11 +275,11 @@ func touchRecord(t *testing.T, c *Codec, rec arrow.RecordBatch) (skipped bool) {
 }
 
 // decodeFuzzCodec returns c, or the codec of decodeFuzzSchema on the first call.
-func decodeFuzzCodec(t *testing.T, c *Codec) *Codec {
+func decodeFuzzCodec(t *testing.T, c *rowcodec.Codec) *rowcodec.Codec {
 	if c != nil {
 		return c
 	}
-	c, err := NewCodec(KindGeneric, decodeFuzzSchema)
+	c, err := rowcodec.NewCodec(KindGeneric, decodeFuzzSchema)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +287,7 @@ func decodeFuzzCodec(t *testing.T, c *Codec) *Codec {
 }
 
 func FuzzDecodeGeneration(f *testing.F) {
-	var codec *Codec
+	var codec *rowcodec.Codec
 	var validGen []byte
 	f.Add([]byte{})
 	f.Add([]byte("ARROW1"))
@@ -341,7 +343,7 @@ func FuzzDecodeGeneration(f *testing.F) {
 }
 
 func FuzzDecodeRun(f *testing.F) {
-	var codec *Codec
+	var codec *rowcodec.Codec
 	var validSchema *string
 	f.Add([]byte{})
 	f.Add([]byte("PAR1"))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/walkeeper/walkeeper/store/objstore"
+	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
 
 // The error taxonomy of the store. The ones a bucket returns too are objstore's. Every error the store returns wraps at most one of these
@@ -27,7 +28,7 @@ var (
 	// ErrTooManyPending: a read would union more pending generations than allowed.
 	ErrTooManyPending = errors.New("too many pending generations")
 	// ErrCorrupt: stored bytes do not decode; retrying never helps, quarantine instead.
-	ErrCorrupt = objstore.ErrCorrupt
+	ErrCorrupt = rowcodec.ErrCorrupt
 	// ErrFenced: another process with the same instance id claimed this shard.
 	ErrFenced = errors.New("fenced")
 	// ErrBudgetBusy: the merge budget could not grow while reading the first generation (or
@@ -43,7 +44,7 @@ var (
 	// data plane gives them their own codes.
 
 	// ErrKeyTooLong: a row key (or a List cursor) is longer than MaxKeyBytes.
-	ErrKeyTooLong = fmt.Errorf("%w: key too long", ErrInvalidInput)
+	ErrKeyTooLong = rowcodec.ErrKeyTooLong
 	// ErrAppendTooLarge: an append has more rows than Options.MaxAppendRows, or its decoded
 	// rows are larger than Options.MemtableBytes. Nothing of it is written.
 	ErrAppendTooLarge = fmt.Errorf("%w: append too large", ErrInvalidInput)

@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/walkeeper/walkeeper/store/objstore"
+	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
 
 // Tests for the issue-4 memory work: streamed staged runs, sized reads, concurrent
@@ -147,7 +148,7 @@ func TestParquetCodecPerColumn(t *testing.T) {
 
 func TestWriteParquetChunksRoundTrip(t *testing.T) {
 	ctx := context.Background()
-	c, err := NewCodec(KindGeneric, testSchema)
+	c, err := rowcodec.NewCodec(KindGeneric, testSchema)
 	require.NoError(t, err)
 	schema := c.ArrowSchema()
 	var rows []Row
@@ -200,7 +201,7 @@ func TestDecodeIPCRejectsOutOfBoundsOffsets(t *testing.T) {
 	data, err := strconv.Unquote(body)
 	require.NoError(t, err)
 	// The schema the input was fuzzed against, so it gets past CheckRecord.
-	c, err := NewCodec(KindGeneric, decodeFuzzSchema)
+	c, err := rowcodec.NewCodec(KindGeneric, decodeFuzzSchema)
 	require.NoError(t, err)
 	recs, err := decodeIPC([]byte(data), c, "crasher")
 	if err == nil {

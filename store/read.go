@@ -9,6 +9,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
 
 // Read sources for List.
@@ -177,7 +179,7 @@ func (s *Store) toJSON(v version) map[string]any {
 	if v.file != nil {
 		return s.codec.RowJSON(v.file.rec, v.row)
 	}
-	return rowToJSON(s.meta.Schema, v.mem)
+	return rowcodec.RowToJSON(s.meta.Schema, v.mem)
 }
 
 // Get returns the newest version of key. ErrNotFound if absent or deleted.
@@ -185,7 +187,7 @@ func (s *Store) Get(ctx context.Context, key string) (map[string]any, error) {
 	if key == "" {
 		return nil, invalidf("empty key")
 	}
-	if err := checkRowKey("key", key); err != nil {
+	if err := rowcodec.CheckRowKey("key", key); err != nil {
 		return nil, err
 	}
 	var lastErr error
@@ -271,7 +273,7 @@ func (s *Store) getOnce(ctx context.Context, key string) (map[string]any, error)
 	}
 	if memRow != nil && (best == nil || newer(memRow.seq, memShard, best.seq, best.shard)) {
 		best = &version{key: key, seq: memRow.seq, shard: memShard, deleted: memRow.deleted}
-		bestRow = rowToJSON(s.meta.Schema, memRow.row)
+		bestRow = rowcodec.RowToJSON(s.meta.Schema, memRow.row)
 	}
 	if best == nil || best.deleted {
 		return nil, fmt.Errorf("%s: key %q: %w", s.target, key, errRowNotFound)
@@ -294,7 +296,7 @@ func (s *Store) List(ctx context.Context, opts ListOptions) (ListPage, error) {
 	if opts.Limit == 0 {
 		opts.Limit = 100
 	}
-	if err := checkRowKey("the after cursor", opts.After); err != nil {
+	if err := rowcodec.CheckRowKey("the after cursor", opts.After); err != nil {
 		return ListPage{}, err
 	}
 	var lastErr error

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
 
 // Bounded reads (issue 13): a Get or List over many pending generations never decodes them
@@ -473,7 +475,7 @@ func (s *Store) renderPage(ctx context.Context, srcs []readSource, memRows []*me
 			rows[k] = c.rendered
 			continue
 		case c.src < 0:
-			rows[k] = rowToJSON(s.meta.Schema, memRows[c.row].r.row)
+			rows[k] = rowcodec.RowToJSON(s.meta.Schema, memRows[c.row].r.row)
 			continue
 		}
 		if _, ok := bySrc[c.src]; !ok {

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/walkeeper/walkeeper/store/objstore"
 )
@@ -76,9 +75,10 @@ func (s *Store) readChecked(ctx context.Context, path, sum string, limit int64, 
 	}
 	data, err := s.db.bucket.GetAtMost(ctx, path, limit, alloc)
 	if err != nil {
-		if errors.Is(err, ErrCorrupt) {
+		if errors.Is(err, objstore.ErrTooLarge) {
+			err = corruptf("%s, as its manifest declares: %v", what, err)
 			s.countCorrupt(err)
-			return nil, fmt.Errorf("%s, as its manifest declares: %w", what, err)
+			return nil, err
 		}
 		return nil, err
 	}

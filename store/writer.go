@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
 
 // The write path of one store in this process: Append and Delete hand rows to the shard's
@@ -42,13 +44,13 @@ func (s *Store) Append(ctx context.Context, rows []Row) (AppendResult, error) {
 			return AppendResult{}, invalidf("row %d: empty key", i)
 		}
 		if len(rows[i].Key) > MaxKeyBytes {
-			return AppendResult{}, checkRowKey(fmt.Sprintf("row %d: key", i), rows[i].Key)
+			return AppendResult{}, rowcodec.CheckRowKey(fmt.Sprintf("row %d: key", i), rows[i].Key)
 		}
 		if len(rows[i].Values) != len(s.meta.Schema.Fields) {
 			return AppendResult{}, invalidf("row %d: %d values, schema has %d fields", i, len(rows[i].Values), len(s.meta.Schema.Fields))
 		}
 	}
-	size := decodedRowsBytes(rows)
+	size := rowcodec.DecodedRowsBytes(rows)
 	if err := s.checkAppendSize(len(rows), size); err != nil {
 		return AppendResult{}, err
 	}
@@ -65,7 +67,7 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	if key == "" {
 		return invalidf("empty key")
 	}
-	if err := checkRowKey("key", key); err != nil {
+	if err := rowcodec.CheckRowKey("key", key); err != nil {
 		return err
 	}
 	row := Row{Key: key, Values: make([]any, len(s.meta.Schema.Fields))}

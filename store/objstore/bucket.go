@@ -32,7 +32,7 @@ type ObjectInfo struct {
 // never shows a temp name (tempPrefix) as an object or directory.
 type backend interface {
 	// get returns the object's bytes, ErrNotFound if absent (a "directory" is absent). With
-	// limit >= 0 it reads at most limit+1 bytes and fails with errObjectTooLarge for an
+	// limit >= 0 it reads at most limit+1 bytes and fails with ErrTooLarge for an
 	// object longer than limit (without reading it when the storage reports its size).
 	// alloc, when not nil, provides the buffer the bytes are read into (backends that
 	// hold objects in memory copy them instead).
@@ -167,22 +167,15 @@ func (b *Bucket) Get(ctx context.Context, key string) ([]byte, error) {
 }
 
 // GetAtMost is Get for an object that must not be longer than limit bytes (limit >= 0):
-// a longer one fails with ErrCorrupt after at most limit+1 bytes were read, so a reader
+// a longer one fails with ErrTooLarge after at most limit+1 bytes were read, so a reader
 // that reserved memory for the size a manifest declares never holds more than that. The
 // bytes are read into a buffer of alloc (nil = the Go heap).
 func (b *Bucket) GetAtMost(ctx context.Context, key string, limit int64, alloc Alloc) ([]byte, error) {
 	if limit < 0 {
 		return nil, wrapOp(OpGet, key, invalidf("negative read limit %d", limit))
 	}
-	data, err := b.getLimit(ctx, key, limit, alloc)
-	if errors.Is(err, errObjectTooLarge) {
-		return nil, corruptf("%v", err)
-	}
-	return data, err
+	return b.getLimit(ctx, key, limit, alloc)
 }
-
-// errObjectTooLarge is a backend's answer to a get whose object exceeds its limit.
-var errObjectTooLarge = errors.New("object larger than the read limit")
 
 func (b *Bucket) getLimit(ctx context.Context, key string, limit int64, alloc Alloc) ([]byte, error) {
 	var data []byte
@@ -348,11 +341,11 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 // account charged), else from the Go heap.
 //
 // With limit >= 0, an object reported or found longer than limit fails with
-// errObjectTooLarge, and neither the buffer nor the bytes read exceed limit+1.
+// ErrTooLarge, and neither the buffer nor the bytes read exceed limit+1.
 func readSized(r io.Reader, size, limit int64, alloc Alloc) ([]byte, error) {
 	if limit >= 0 {
 		if size > limit {
-			return nil, fmt.Errorf("%w: %d bytes stored, at most %d expected", errObjectTooLarge, size, limit)
+			return nil, fmt.Errorf("%w: %d bytes stored, at most %d expected", ErrTooLarge, size, limit)
 		}
 		r = io.LimitReader(r, limit+1)
 	}
@@ -371,7 +364,7 @@ func readSized(r io.Reader, size, limit int64, alloc Alloc) ([]byte, error) {
 		n, err := r.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
 		if limit >= 0 && int64(len(buf)) > limit {
-			return nil, fmt.Errorf("%w: more than the %d bytes expected", errObjectTooLarge, limit)
+			return nil, fmt.Errorf("%w: more than the %d bytes expected", ErrTooLarge, limit)
 		}
 		if err == io.EOF {
 			return buf, nil

@@ -17,16 +17,12 @@ var (
 	ErrAlreadyExists = errors.New("already exists")
 	// ErrInvalidInput: a malformed key, prefix, URL or limit; retrying never helps.
 	ErrInvalidInput = target.ErrInvalidInput
-	// ErrCorrupt: an object is longer than the caller said it may be (GetAtMost).
-	ErrCorrupt = errors.New("corrupt data")
+	// ErrTooLarge: an object is longer than the caller said it may be (GetAtMost).
+	ErrTooLarge = errors.New("object larger than the read limit")
 	// ErrClosed: the bucket was closed.
 	ErrClosed = errors.New("closed")
 )
 
 func invalidf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalidInput, fmt.Sprintf(format, args...))
-}
-
-func corruptf(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrCorrupt, fmt.Sprintf(format, args...))
 }

@@ -83,7 +83,7 @@ func (m *memBackend) get(ctx context.Context, key string, limit int64, _ Alloc) 
 		return nil, ErrNotFound
 	}
 	if limit >= 0 && int64(len(o.data)) > limit {
-		return nil, fmt.Errorf("%w: %d bytes stored, at most %d expected", errObjectTooLarge, len(o.data), limit)
+		return nil, fmt.Errorf("%w: %d bytes stored, at most %d expected", ErrTooLarge, len(o.data), limit)
 	}
 	return bytes.Clone(o.data), nil // objects are immutable; callers may modify their copy
 }

@@ -88,7 +88,7 @@ func TestReadWithLimitReadsAtMostLimitPlusOne(t *testing.T) {
 	for _, hint := range []int64{-1, 0, 10, 1 << 20} {
 		r := &countingReader{}
 		_, err := readSized(r, hint, 4096, nil)
-		require.ErrorIs(t, err, errObjectTooLarge, "size hint %d", hint)
+		require.ErrorIs(t, err, ErrTooLarge, "size hint %d", hint)
 		if hint > 4096 {
 			require.Zero(t, r.n, "a reported size over the limit is refused before reading")
 		} else {
@@ -108,7 +108,7 @@ func TestReadWithLimitReadsAtMostLimitPlusOne(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, "0123456789", string(got))
 			_, err = b.GetAtMost(ctx, "x/obj", 9, nil)
-			require.ErrorIs(t, err, ErrCorrupt)
+			require.ErrorIs(t, err, ErrTooLarge)
 			_, err = b.GetAtMost(ctx, "x/missing", 9, nil)
 			require.ErrorIs(t, err, ErrNotFound)
 			_, err = b.GetAtMost(ctx, "x/obj", -1, nil)

@@ -1,4 +1,4 @@
-package store
+package rowcodec
 
 import (
 	"encoding/base64"
@@ -55,8 +55,8 @@ func (c *Codec) RowAt(rec arrow.RecordBatch, i int) (Row, error) {
 	return row, nil
 }
 
-// rowToJSON renders a memtable row like Codec.RowJSON renders a stored one.
-func rowToJSON(sch Schema, r Row) map[string]any {
+// RowToJSON renders a memtable row like Codec.RowJSON renders a stored one.
+func RowToJSON(sch Schema, r Row) map[string]any {
 	out := make(map[string]any, len(sch.Fields))
 	for i, f := range sch.Fields {
 		var v any

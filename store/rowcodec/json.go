@@ -1,19 +1,17 @@
-package store
+package rowcodec
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
-	"slices"
 	"strings"
-	"time"
-	"unicode/utf8"
+
+	"github.com/walkeeper/walkeeper/target"
 )
 
 // JSON → Row: DecodeJSON's own tokenizer over the raw body (no reflection, every problem
-// named by row and field), and DecodeObjects for already decoded objects.
+// named by row and field).
 
 // DecodeJSON parses a JSON array of row objects into validated rows. Every problem is an error
 // wrapping ErrInvalidInput that names the row index and, where there is one, the field: a body
@@ -32,13 +30,13 @@ func (c *Codec) DecodeJSON(body []byte, maxRowBytes int) ([]Row, error) {
 		// Slow path, only to say precisely where and what is wrong.
 		return c.decodeJSONInvalid(body, maxRowBytes)
 	}
-	return c.decodeValidJSON(body, maxRowBytes, 0)
+	return c.DecodeValidJSON(body, maxRowBytes, 0)
 }
 
-// decodeValidJSON is DecodeJSON's fast path, for a body that is one syntactically valid JSON
+// DecodeValidJSON is DecodeJSON's fast path, for a body that is one syntactically valid JSON
 // value, so it can be split by hand (scanValue and splitObject rely on that; they still never
-// index out of bounds). capRows sizes the result (measureJSON's count; 0 = grow as needed).
-func (c *Codec) decodeValidJSON(body []byte, maxRowBytes, capRows int) ([]Row, error) {
+// index out of bounds). capRows sizes the result (MeasureJSON's count; 0 = grow as needed).
+func (c *Codec) DecodeValidJSON(body []byte, maxRowBytes, capRows int) ([]Row, error) {
 	i := skipWS(body, 0)
 	if body[i] != '[' {
 		return nil, invalidf("body is not a JSON array of row objects (it is a JSON %s)", rawKind(body[i:]))
@@ -326,167 +324,10 @@ func (c *Codec) fromRaw(j int, raw []byte) (any, string) {
 	return nil, fmt.Sprintf("unsupported field type %q", t)
 }
 
-// DecodeObjects is DecodeJSON for objects already decoded by a json.Decoder with UseNumber
-// (values string, json.Number, bool, nil, map[string]any, []any). For Go callers it also
-// accepts Go integers and floats where a number is expected (never a float for int64),
-// []byte for binary and time.Time for timestamp fields. maxRowBytes (0 = no limit) is compared
-// with the length of the object re-encoded by json.Marshal. Errors are as DecodeJSON's; a row
-// naming several unknown fields reports the first in sorted order.
-func (c *Codec) DecodeObjects(objs []map[string]any, maxRowBytes int) ([]Row, error) {
-	rows := make([]Row, 0, len(objs))
-	seen := make([]bool, len(c.names))
-	for i, obj := range objs {
-		if obj == nil {
-			return nil, invalidf("row %d: want a JSON object, got null", i)
-		}
-		if maxRowBytes > 0 {
-			b, err := json.Marshal(obj)
-			if err != nil {
-				return nil, invalidf("row %d: cannot be encoded as JSON: %v", i, err)
-			}
-			if len(b) > maxRowBytes {
-				return nil, invalidf("row %d: %d bytes of JSON, larger than the limit of %d bytes", i, len(b), maxRowBytes)
-			}
-		}
-		clear(seen)
-		vals := make([]any, len(c.names))
-		matched := 0
-		for j, name := range c.names {
-			v, ok := obj[name]
-			if !ok {
-				continue
-			}
-			matched++
-			seen[j] = true
-			val, p := c.fromAny(j, v)
-			if p != "" {
-				return nil, invalidf("row %d: field %q: %s", i, name, p)
-			}
-			vals[j] = val
-		}
-		if matched < len(obj) {
-			var unknown []string
-			for name := range obj {
-				if _, ok := c.index[name]; !ok {
-					unknown = append(unknown, name)
-				}
-			}
-			slices.Sort(unknown)
-			return nil, invalidf("row %d: unknown field %q (the %s schema has %s)", i, clip(unknown[0]), c.kind, c.fieldList())
-		}
-		row, err := c.finishRow(i, vals, seen)
-		if err != nil {
-			return nil, err
-		}
-		rows = append(rows, row)
-	}
-	return rows, nil
-}
-
-// fromAny converts a decoded value of field j; on failure it returns a description.
-func (c *Codec) fromAny(j int, v any) (any, string) {
-	t := c.types[j]
-	if v == nil {
-		return nil, ""
-	}
-	if s, ok := v.(string); ok {
-		if !utf8.ValidString(s) {
-			return nil, "invalid UTF-8"
-		}
-		switch t {
-		case TypeString:
-			return s, ""
-		case TypeBinary:
-			return parseBinary(s)
-		case TypeTimestamp:
-			return parseTimestamp(s)
-		}
-		return nil, wantGot(t, "string")
-	}
-	switch t {
-	case TypeInt64:
-		switch x := v.(type) {
-		case json.Number:
-			return parseInt64(string(x))
-		case int:
-			return int64(x), ""
-		case int8:
-			return int64(x), ""
-		case int16:
-			return int64(x), ""
-		case int32:
-			return int64(x), ""
-		case int64:
-			return x, ""
-		case uint:
-			return uintToInt64(uint64(x))
-		case uint8:
-			return int64(x), ""
-		case uint16:
-			return int64(x), ""
-		case uint32:
-			return int64(x), ""
-		case uint64:
-			return uintToInt64(x)
-		case float32, float64:
-			return nil, "want int64, got a float (decode JSON with json.Decoder.UseNumber)"
-		}
-	case TypeFloat64:
-		var f float64
-		switch x := v.(type) {
-		case json.Number:
-			return parseFloat64(string(x))
-		case float64:
-			f = x
-		case float32:
-			f = float64(x)
-		case int:
-			f = float64(x)
-		case int8:
-			f = float64(x)
-		case int16:
-			f = float64(x)
-		case int32:
-			f = float64(x)
-		case int64:
-			f = float64(x)
-		case uint:
-			f = float64(x)
-		case uint8:
-			f = float64(x)
-		case uint16:
-			f = float64(x)
-		case uint32:
-			f = float64(x)
-		case uint64:
-			f = float64(x)
-		default:
-			return nil, wantGot(t, goKind(v))
-		}
-		if math.IsNaN(f) || math.IsInf(f, 0) {
-			return nil, fmt.Sprintf("%v is not a finite number", f)
-		}
-		return f, ""
-	case TypeBool:
-		if b, ok := v.(bool); ok {
-			return b, ""
-		}
-	case TypeBinary:
-		if b, ok := v.([]byte); ok {
-			return bytes.Clone(b), ""
-		}
-	case TypeTimestamp:
-		if ts, ok := v.(time.Time); ok {
-			return normTime(ts)
-		}
-	}
-	return nil, wantGot(t, goKind(v))
-}
-
 // finishRow checks presence and nullability, derives the datagen event id and the key.
 func (c *Codec) finishRow(i int, vals []any, seen []bool) (Row, error) {
 	for j, v := range vals {
-		if v != nil || c.nullable[j] || c.kind == KindDatagen && j == c.key {
+		if v != nil || c.nullable[j] || c.kind == target.KindDatagen && j == c.key {
 			continue
 		}
 		if seen[j] {
@@ -494,7 +335,7 @@ func (c *Codec) finishRow(i int, vals []any, seen []bool) (Row, error) {
 		}
 		return Row{}, invalidf("row %d: field %q: missing (the field is non-null)", i, c.names[j])
 	}
-	if c.kind == KindDatagen {
+	if c.kind == target.KindDatagen {
 		item, _ := vals[c.itemIdx].(string)
 		checkpoint, _ := vals[c.checkpointIdx].(string)
 		ordinal, _ := vals[c.ordinalIdx].(int64)
@@ -516,7 +357,7 @@ func (c *Codec) finishRow(i int, vals []any, seen []bool) (Row, error) {
 		return Row{}, invalidf("row %d: field %q: the key must not be empty", i, c.names[c.key])
 	}
 	if len(key) > MaxKeyBytes {
-		return Row{}, checkRowKey(fmt.Sprintf("row %d: field %q", i, c.names[c.key]), key)
+		return Row{}, CheckRowKey(fmt.Sprintf("row %d: field %q", i, c.names[c.key]), key)
 	}
 	return Row{Key: key, Values: vals}, nil
 }

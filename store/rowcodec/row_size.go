@@ -1,4 +1,4 @@
-package store
+package rowcodec
 
 import (
 	"time"
@@ -14,9 +14,9 @@ const (
 	valueSlotBytes = int64(unsafe.Sizeof(any(nil)))
 )
 
-// decodedValuesBytes estimates what r.Values holds: one slot per schema field, null or not,
+// DecodedValuesBytes estimates what r.Values holds: one slot per schema field, null or not,
 // plus per non-null value its boxed copy and payload.
-func decodedValuesBytes(r Row) int64 {
+func DecodedValuesBytes(r Row) int64 {
 	n := int64(len(r.Values)) * valueSlotBytes
 	for _, v := range r.Values {
 		switch x := v.(type) {
@@ -34,11 +34,11 @@ func decodedValuesBytes(r Row) int64 {
 	return n
 }
 
-// decodedRowsBytes is the decoded size of rows (their []Row included).
-func decodedRowsBytes(rows []Row) int64 {
+// DecodedRowsBytes is the decoded size of rows (their []Row included).
+func DecodedRowsBytes(rows []Row) int64 {
 	var n int64
 	for _, r := range rows {
-		n += rowHeaderBytes + decodedValuesBytes(r)
+		n += rowHeaderBytes + DecodedValuesBytes(r)
 	}
 	return n
 }

@@ -1,19 +1,21 @@
-package store
+package rowcodec
 
-// measureJSON walks the rows of body, a valid JSON array of row objects, without
-// materialising them: it counts them and estimates their decoded size (what decodeValidJSON
+import "github.com/walkeeper/walkeeper/target"
+
+// MeasureJSON walks the rows of body, a valid JSON array of row objects, without
+// materialising them: it counts them and estimates their decoded size (what DecodeValidJSON
 // would allocate for them, an upper bound), calling check after every row with the totals so
 // far and stopping at its first error. A body that is not an array of objects measures what
 // it can; decoding then reports what is wrong with it.
 //
 // REQUIRES: json.Valid(body).
-func (c *Codec) measureJSON(body []byte, check func(rows int, size int64) error) (rows int, size int64, err error) {
+func (c *Codec) MeasureJSON(body []byte, check func(rows int, size int64) error) (rows int, size int64, err error) {
 	i := skipWS(body, 0)
 	if i >= len(body) || body[i] != '[' {
 		return 0, 0, nil
 	}
 	perRow := rowHeaderBytes + int64(len(c.names))*valueSlotBytes
-	if c.kind == KindDatagen {
+	if c.kind == target.KindDatagen {
 		perRow += 16 + 36 // a derived event_id (a UUID string)
 	}
 	i = skipWS(body, i+1)
@@ -41,7 +43,7 @@ func (c *Codec) measureJSON(body []byte, check func(rows int, size int64) error)
 }
 
 // rawValueBytes bounds what the decoded value of a field of type t, given as the raw JSON
-// value v, adds to decodedValuesBytes: unquoting and base64 only shrink text.
+// value v, adds to DecodedValuesBytes: unquoting and base64 only shrink text.
 func rawValueBytes(t FieldType, v []byte) int64 {
 	if len(v) == 0 || v[0] == 'n' {
 		return 0

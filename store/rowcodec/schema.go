@@ -1,9 +1,11 @@
-package store
+package rowcodec
 
 import (
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/walkeeper/walkeeper/target"
 )
 
 // FieldType is the type of one user field. The set is closed: see FieldTypes.
@@ -116,11 +118,11 @@ func DatagenSchema() Schema {
 
 // KeyField returns the name of the key field of kind k: "event_id" for datagen, "id" for
 // rollout and generic, "" for an unknown kind.
-func KeyField(k Kind) string {
+func KeyField(k target.Kind) string {
 	switch k {
-	case KindRollout, KindGeneric:
+	case target.KindRollout, target.KindGeneric:
 		return "id"
-	case KindDatagen:
+	case target.KindDatagen:
 		return "event_id"
 	}
 	return ""
@@ -137,15 +139,15 @@ const (
 // system columns), known types, and a field "id" of type string, non-null. Rollout and
 // datagen: the schema must equal RolloutSchema() or DatagenSchema(). Errors wrap
 // ErrInvalidInput and name the offending field.
-func ValidateSchema(k Kind, s Schema) error {
+func ValidateSchema(k target.Kind, s Schema) error {
 	switch k {
-	case KindRollout, KindDatagen:
+	case target.KindRollout, target.KindDatagen:
 		fixed := fixedSchema(k)
 		if !s.Equal(fixed) {
 			return invalidf("%s stores have a fixed schema; %s", k, schemaDiff(fixed, s))
 		}
 		return nil
-	case KindGeneric:
+	case target.KindGeneric:
 	default:
 		return invalidf("unknown store kind %q", clip(string(k)))
 	}
@@ -183,8 +185,8 @@ func ValidateSchema(k Kind, s Schema) error {
 }
 
 // fixedSchema returns the fixed schema of rollout and datagen stores.
-func fixedSchema(k Kind) Schema {
-	if k == KindDatagen {
+func fixedSchema(k target.Kind) Schema {
+	if k == target.KindDatagen {
 		return DatagenSchema()
 	}
 	return RolloutSchema()

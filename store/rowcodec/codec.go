@@ -1,14 +1,16 @@
-package store
+package rowcodec
 
 import (
 	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/google/uuid"
+
+	"github.com/walkeeper/walkeeper/target"
 )
 
-// Codec: a store's rows in their three forms, JSON (codec_json.go, codec_values.go), Row and
-// Arrow (codec_arrow.go, codec_arrow_json.go, codec_record.go).
+// Codec: a store's rows in their three forms, JSON (json.go, values.go), Row and Arrow
+// (arrow.go, arrow_json.go, record.go).
 
 // System columns appended to every stored record, in this order after the user fields. They
 // are non-null in the Arrow schema.
@@ -48,7 +50,7 @@ type Row struct {
 // Codec converts rows of one store between JSON, Row and Arrow. It is immutable and safe for
 // concurrent use.
 type Codec struct {
-	kind     Kind
+	kind     target.Kind
 	schema   Schema
 	names    []string
 	types    []FieldType
@@ -63,11 +65,11 @@ type Codec struct {
 
 // NewCodec returns the codec of a store of kind k with schema s. s is checked with
 // ValidateSchema; for rollout and datagen an empty s means the fixed schema.
-func NewCodec(k Kind, s Schema) (*Codec, error) {
-	if _, err := ParseKind(string(k)); err != nil {
+func NewCodec(k target.Kind, s Schema) (*Codec, error) {
+	if _, err := target.ParseKind(string(k)); err != nil {
 		return nil, err
 	}
-	if (k == KindRollout || k == KindDatagen) && len(s.Fields) == 0 {
+	if (k == target.KindRollout || k == target.KindDatagen) && len(s.Fields) == 0 {
 		s = fixedSchema(k)
 	}
 	if err := ValidateSchema(k, s); err != nil {
@@ -98,14 +100,14 @@ func NewCodec(k Kind, s Schema) (*Codec, error) {
 	md := arrow.NewMetadata([]string{MetadataKind}, []string{string(k)})
 	c.arrow = arrow.NewSchema(fields, &md)
 	c.key = c.index[KeyField(k)]
-	if k == KindDatagen {
+	if k == target.KindDatagen {
 		c.itemIdx, c.checkpointIdx, c.ordinalIdx = c.index["item_id"], c.index["checkpoint"], c.index["ordinal"]
 	}
 	return c, nil
 }
 
 // Kind returns the store kind.
-func (c *Codec) Kind() Kind { return c.kind }
+func (c *Codec) Kind() target.Kind { return c.kind }
 
 // Schema returns a copy of the user schema.
 func (c *Codec) Schema() Schema { return c.schema.clone() }

@@ -1,4 +1,4 @@
-package store
+package rowcodec
 
 import (
 	"bytes"
@@ -12,8 +12,8 @@ import (
 	"unicode/utf8"
 )
 
-// Value parsing shared by DecodeJSON and DecodeObjects: JSON scalars to the Go value of a
-// field type, and the wording of what was wrong.
+// Value parsing of DecodeJSON: JSON scalars to the Go value of a field type, and the
+// wording of what was wrong.
 
 func wantGot(t FieldType, got string) string { return fmt.Sprintf("want %s, got %s", t, got) }
 
@@ -44,13 +44,6 @@ func parseFloat64(s string) (any, string) {
 		return nil, fmt.Sprintf("want float64, got %q", clip(s))
 	}
 	return f, ""
-}
-
-func uintToInt64(u uint64) (any, string) {
-	if u > math.MaxInt64 {
-		return nil, fmt.Sprintf("integer %d is out of the int64 range", u)
-	}
-	return int64(u), ""
 }
 
 // binaryEncoding is standard base64 with padding; Strict refuses non-canonical trailing bits.
@@ -190,25 +183,3 @@ func tokenKind(tok json.Token) string {
 	return fmt.Sprintf("%T", tok)
 }
 
-// goKind names the type of a decoded value for error messages.
-func goKind(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return "string"
-	case json.Number, float64, float32, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
-		return "number"
-	case bool:
-		return "bool"
-	case map[string]any:
-		return "object"
-	case []any:
-		return "array"
-	case []byte:
-		return "[]byte"
-	case time.Time:
-		return "time.Time"
-	}
-	return fmt.Sprintf("unsupported Go type %T", v)
-}

@@ -1,4 +1,4 @@
-package store
+package rowcodec
 
 import (
 	"encoding/json"
@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/walkeeper/walkeeper/target"
 )
 
 func TestFixedSchemas(t *testing.T) {
@@ -35,13 +37,13 @@ func TestFixedSchemas(t *testing.T) {
 	if RolloutSchema().Fields[0].Name != "id" {
 		t.Error("RolloutSchema shares its slice")
 	}
-	if err := ValidateSchema(KindRollout, RolloutSchema()); err != nil {
+	if err := ValidateSchema(target.KindRollout, RolloutSchema()); err != nil {
 		t.Errorf("ValidateSchema(rollout, fixed) = %v", err)
 	}
-	if err := ValidateSchema(KindDatagen, DatagenSchema()); err != nil {
+	if err := ValidateSchema(target.KindDatagen, DatagenSchema()); err != nil {
 		t.Errorf("ValidateSchema(datagen, fixed) = %v", err)
 	}
-	for k, want := range map[Kind]string{KindRollout: "id", KindGeneric: "id", KindDatagen: "event_id", "bogus": ""} {
+	for k, want := range map[target.Kind]string{target.KindRollout: "id", target.KindGeneric: "id", target.KindDatagen: "event_id", "bogus": ""} {
 		if got := KeyField(k); got != want {
 			t.Errorf("KeyField(%q) = %q, want %q", k, got, want)
 		}
@@ -101,7 +103,7 @@ func TestSchemaJSON(t *testing.T) {
 	if !s.Equal(want) {
 		t.Fatalf("decoded %+v", s)
 	}
-	if err := ValidateSchema(KindGeneric, s); err != nil {
+	if err := ValidateSchema(target.KindGeneric, s); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := json.Marshal(s)
@@ -126,18 +128,18 @@ func TestValidateSchema(t *testing.T) {
 
 	valid := []struct {
 		name string
-		k    Kind
+		k    target.Kind
 		s    Schema
 	}{
-		{"minimal", KindGeneric, gen(id)},
-		{"all types", KindGeneric, allTypes},
-		{"id not first", KindGeneric, gen(Field{"n", TypeInt64, true}, id)},
-		{"256 fields", KindGeneric, many(256)},
-		{"128-byte name", KindGeneric, gen(id, Field{name128, TypeBool, true})},
-		{"underscore inside", KindGeneric, gen(id, Field{"a_b_", TypeBool, true}, Field{"A9", TypeBool, true})},
-		{"case differs", KindGeneric, gen(id, Field{"ID", TypeString, true})},
-		{"rollout fixed", KindRollout, RolloutSchema()},
-		{"datagen fixed", KindDatagen, DatagenSchema()},
+		{"minimal", target.KindGeneric, gen(id)},
+		{"all types", target.KindGeneric, allTypes},
+		{"id not first", target.KindGeneric, gen(Field{"n", TypeInt64, true}, id)},
+		{"256 fields", target.KindGeneric, many(256)},
+		{"128-byte name", target.KindGeneric, gen(id, Field{name128, TypeBool, true})},
+		{"underscore inside", target.KindGeneric, gen(id, Field{"a_b_", TypeBool, true}, Field{"A9", TypeBool, true})},
+		{"case differs", target.KindGeneric, gen(id, Field{"ID", TypeString, true})},
+		{"rollout fixed", target.KindRollout, RolloutSchema()},
+		{"datagen fixed", target.KindDatagen, DatagenSchema()},
 	}
 	for _, v := range valid {
 		if err := ValidateSchema(v.k, v.s); err != nil {
@@ -149,34 +151,34 @@ func TestValidateSchema(t *testing.T) {
 	modRollout.Fields[5].Type = TypeString
 	invalid := []struct {
 		name string
-		k    Kind
+		k    target.Kind
 		s    Schema
 		want string
 	}{
-		{"no fields", KindGeneric, Schema{}, "no fields"},
-		{"257 fields", KindGeneric, many(257), "257 fields"},
-		{"missing id", KindGeneric, gen(Field{"n", TypeInt64, true}), `no key field "id"`},
-		{"id int64", KindGeneric, gen(Field{"id", TypeInt64, false}), "want type string, non-null"},
-		{"id nullable", KindGeneric, gen(Field{"id", TypeString, true}), "want type string, non-null"},
-		{"duplicate", KindGeneric, gen(id, Field{"n", TypeInt64, true}, Field{"n", TypeString, true}), `field 2 "n": duplicate of field 1`},
-		{"duplicate id", KindGeneric, gen(id, id), "duplicate"},
-		{"system prefix", KindGeneric, gen(id, Field{"_seq", TypeInt64, true}), "reserved for system columns"},
-		{"underscore", KindGeneric, gen(id, Field{"_", TypeInt64, true}), "reserved"},
-		{"leading digit", KindGeneric, gen(id, Field{"1a", TypeInt64, true}), "not allowed"},
-		{"dash", KindGeneric, gen(id, Field{"a-b", TypeInt64, true}), "not allowed"},
-		{"dot", KindGeneric, gen(id, Field{"a.b", TypeInt64, true}), "not allowed"},
-		{"space", KindGeneric, gen(id, Field{"a b", TypeInt64, true}), "not allowed"},
-		{"unicode", KindGeneric, gen(id, Field{"é", TypeInt64, true}), "not allowed"},
-		{"empty name", KindGeneric, gen(id, Field{"", TypeInt64, true}), "empty name"},
-		{"129-byte name", KindGeneric, gen(id, Field{name128 + "c", TypeInt64, true}), "129 bytes"},
-		{"unknown type", KindGeneric, gen(id, Field{"n", "int", true}), `unknown type "int"`},
-		{"type case", KindGeneric, gen(id, Field{"n", "INT64", true}), "unknown type"},
-		{"empty type", KindGeneric, gen(id, Field{"n", "", true}), "unknown type"},
-		{"rollout empty", KindRollout, Schema{}, "fixed schema"},
-		{"rollout changed", KindRollout, modRollout, `field 5: want "reward" float64 nullable, got "reward" string nullable`},
-		{"rollout extra", KindRollout, gen(append(RolloutSchema().Fields, Field{"x", TypeBool, true})...), `unexpected "x"`},
-		{"rollout short", KindRollout, gen(RolloutSchema().Fields[:3]...), `missing "prompt"`},
-		{"datagen as generic", KindDatagen, gen(id), "fixed schema"},
+		{"no fields", target.KindGeneric, Schema{}, "no fields"},
+		{"257 fields", target.KindGeneric, many(257), "257 fields"},
+		{"missing id", target.KindGeneric, gen(Field{"n", TypeInt64, true}), `no key field "id"`},
+		{"id int64", target.KindGeneric, gen(Field{"id", TypeInt64, false}), "want type string, non-null"},
+		{"id nullable", target.KindGeneric, gen(Field{"id", TypeString, true}), "want type string, non-null"},
+		{"duplicate", target.KindGeneric, gen(id, Field{"n", TypeInt64, true}, Field{"n", TypeString, true}), `field 2 "n": duplicate of field 1`},
+		{"duplicate id", target.KindGeneric, gen(id, id), "duplicate"},
+		{"system prefix", target.KindGeneric, gen(id, Field{"_seq", TypeInt64, true}), "reserved for system columns"},
+		{"underscore", target.KindGeneric, gen(id, Field{"_", TypeInt64, true}), "reserved"},
+		{"leading digit", target.KindGeneric, gen(id, Field{"1a", TypeInt64, true}), "not allowed"},
+		{"dash", target.KindGeneric, gen(id, Field{"a-b", TypeInt64, true}), "not allowed"},
+		{"dot", target.KindGeneric, gen(id, Field{"a.b", TypeInt64, true}), "not allowed"},
+		{"space", target.KindGeneric, gen(id, Field{"a b", TypeInt64, true}), "not allowed"},
+		{"unicode", target.KindGeneric, gen(id, Field{"é", TypeInt64, true}), "not allowed"},
+		{"empty name", target.KindGeneric, gen(id, Field{"", TypeInt64, true}), "empty name"},
+		{"129-byte name", target.KindGeneric, gen(id, Field{name128 + "c", TypeInt64, true}), "129 bytes"},
+		{"unknown type", target.KindGeneric, gen(id, Field{"n", "int", true}), `unknown type "int"`},
+		{"type case", target.KindGeneric, gen(id, Field{"n", "INT64", true}), "unknown type"},
+		{"empty type", target.KindGeneric, gen(id, Field{"n", "", true}), "unknown type"},
+		{"rollout empty", target.KindRollout, Schema{}, "fixed schema"},
+		{"rollout changed", target.KindRollout, modRollout, `field 5: want "reward" float64 nullable, got "reward" string nullable`},
+		{"rollout extra", target.KindRollout, gen(append(RolloutSchema().Fields, Field{"x", TypeBool, true})...), `unexpected "x"`},
+		{"rollout short", target.KindRollout, gen(RolloutSchema().Fields[:3]...), `missing "prompt"`},
+		{"datagen as generic", target.KindDatagen, gen(id), "fixed schema"},
 		{"unknown kind", "bogus", gen(id), "unknown store kind"},
 	}
 	for _, c := range invalid {
@@ -204,7 +206,7 @@ func FuzzValidateSchema(f *testing.F) {
 	f.Add(uint8(0), []byte(`{"fields":[{"name":"id","type":"string"}]}`))
 	f.Add(uint8(2), []byte(`{"fields":[{"name":"event_id","type":"string"},{"name":"item_id","type":"string"},{"name":"checkpoint","type":"string"},{"name":"ordinal","type":"int64"},{"name":"payload","type":"string","nullable":true},{"name":"label","type":"string","nullable":true},{"name":"score","type":"float64","nullable":true},{"name":"created_at","type":"timestamp","nullable":true}]}`))
 	f.Fuzz(func(t *testing.T, kindSel uint8, body []byte) {
-		k := Kinds[int(kindSel)%len(Kinds)]
+		k := target.Kinds[int(kindSel)%len(target.Kinds)]
 		var s Schema
 		if json.Unmarshal(body, &s) != nil {
 			return
@@ -248,7 +250,7 @@ func FuzzValidateSchema(f *testing.F) {
 				t.Fatalf("system column %d = %v", i, af)
 			}
 		}
-		if k == KindGeneric {
+		if k == target.KindGeneric {
 			rec, err := c.Build(nil, []Row{{Key: "k"}}, []int64{1}, "s", []bool{true})
 			if err != nil {
 				t.Fatalf("Build tombstone: %v", err)

@@ -1,4 +1,4 @@
-package store
+package rowcodec
 
 import (
 	"bytes"
@@ -15,6 +15,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/walkeeper/walkeeper/target"
 )
 
 // allTypesSchema is a generic schema with every field type, nullable, plus one non-null
@@ -32,10 +34,10 @@ func allTypesSchema() Schema {
 	}}
 }
 
-func testCodec(t testing.TB, k Kind) *Codec {
+func testCodec(t testing.TB, k target.Kind) *Codec {
 	t.Helper()
 	var s Schema
-	if k == KindGeneric {
+	if k == target.KindGeneric {
 		s = allTypesSchema()
 	}
 	c, err := NewCodec(k, s)
@@ -46,10 +48,10 @@ func testCodec(t testing.TB, k Kind) *Codec {
 }
 
 func TestNewCodec(t *testing.T) {
-	for _, k := range Kinds {
+	for _, k := range target.Kinds {
 		c := testCodec(t, k)
 		if c.Kind() != k {
-			t.Errorf("Kind() = %s", c.Kind())
+			t.Errorf("target.Kind() = %s", c.Kind())
 		}
 		s := c.Schema()
 		as := c.ArrowSchema()
@@ -85,14 +87,14 @@ func TestNewCodec(t *testing.T) {
 		}
 	}
 	key2 := Schema{Fields: []Field{{Name: "n", Type: TypeInt64, Nullable: true}, {Name: "id", Type: TypeString}}}
-	c, err := NewCodec(KindGeneric, key2)
+	c, err := NewCodec(target.KindGeneric, key2)
 	if err != nil || c.KeyIndex() != 1 {
 		t.Errorf("key not first: KeyIndex %v, %v", c, err)
 	}
 	for _, bad := range []struct {
-		k Kind
+		k target.Kind
 		s Schema
-	}{{KindGeneric, Schema{}}, {"bogus", allTypesSchema()}, {KindRollout, allTypesSchema()}, {KindGeneric, Schema{Fields: []Field{{Name: "x", Type: TypeString}}}}} {
+	}{{target.KindGeneric, Schema{}}, {"bogus", allTypesSchema()}, {target.KindRollout, allTypesSchema()}, {target.KindGeneric, Schema{Fields: []Field{{Name: "x", Type: TypeString}}}}} {
 		if _, err := NewCodec(bad.k, bad.s); !errors.Is(err, ErrInvalidInput) {
 			t.Errorf("NewCodec(%s, %v) = %v, want ErrInvalidInput", bad.k, bad.s, err)
 		}
@@ -106,118 +108,118 @@ func TestDecodeJSONBadInput(t *testing.T) {
 	}
 	cases := []struct {
 		name string
-		kind Kind
+		kind target.Kind
 		body string
 		max  int
 		want []string // substrings of the error message
 	}{
 		// The body as a whole.
-		{"empty body", KindGeneric, ``, 0, []string{"body is empty"}},
-		{"whitespace body", KindGeneric, "  \n", 0, []string{"body is empty"}},
-		{"null body", KindGeneric, `null`, 0, []string{"not a JSON array", "null"}},
-		{"object body", KindGeneric, okGen, 0, []string{"not a JSON array", "object"}},
-		{"string body", KindGeneric, `"[]"`, 0, []string{"not a JSON array", "string"}},
-		{"number body", KindGeneric, `1`, 0, []string{"not a JSON array", "number"}},
-		{"garbage body", KindGeneric, `nope`, 0, []string{"not valid JSON"}},
-		{"unterminated array", KindGeneric, `[` + okGen, 0, []string{"not terminated", "after row 0"}},
-		{"unterminated object", KindGeneric, `[{"id":"a"`, 0, []string{"row 0", "invalid JSON"}},
-		{"trailing comma", KindGeneric, `[` + okGen + `,]`, 0, []string{"row 1", "invalid JSON"}},
-		{"trailing data", KindGeneric, `[` + okGen + `] x`, 0, []string{"after the closing ']'"}},
-		{"two arrays", KindGeneric, `[][]`, 0, []string{"after the closing ']'"}},
-		{"bare NaN", KindGeneric, `[{"id":"a","req":1,"f":NaN}]`, 0, []string{"row 0", "invalid JSON"}},
-		{"mismatched close", KindGeneric, `[}`, 0, []string{"invalid JSON at the start of the row array"}},
+		{"empty body", target.KindGeneric, ``, 0, []string{"body is empty"}},
+		{"whitespace body", target.KindGeneric, "  \n", 0, []string{"body is empty"}},
+		{"null body", target.KindGeneric, `null`, 0, []string{"not a JSON array", "null"}},
+		{"object body", target.KindGeneric, okGen, 0, []string{"not a JSON array", "object"}},
+		{"string body", target.KindGeneric, `"[]"`, 0, []string{"not a JSON array", "string"}},
+		{"number body", target.KindGeneric, `1`, 0, []string{"not a JSON array", "number"}},
+		{"garbage body", target.KindGeneric, `nope`, 0, []string{"not valid JSON"}},
+		{"unterminated array", target.KindGeneric, `[` + okGen, 0, []string{"not terminated", "after row 0"}},
+		{"unterminated object", target.KindGeneric, `[{"id":"a"`, 0, []string{"row 0", "invalid JSON"}},
+		{"trailing comma", target.KindGeneric, `[` + okGen + `,]`, 0, []string{"row 1", "invalid JSON"}},
+		{"trailing data", target.KindGeneric, `[` + okGen + `] x`, 0, []string{"after the closing ']'"}},
+		{"two arrays", target.KindGeneric, `[][]`, 0, []string{"after the closing ']'"}},
+		{"bare NaN", target.KindGeneric, `[{"id":"a","req":1,"f":NaN}]`, 0, []string{"row 0", "invalid JSON"}},
+		{"mismatched close", target.KindGeneric, `[}`, 0, []string{"invalid JSON at the start of the row array"}},
 
 		// Elements that are not objects.
-		{"number row", KindGeneric, `[1]`, 0, []string{"row 0", "want a JSON object, got number 1"}},
-		{"null row", KindGeneric, `[` + okGen + `,null]`, 0, []string{"row 1", "want a JSON object, got null"}},
-		{"array row", KindGeneric, `[[` + okGen + `]]`, 0, []string{"row 0", "got array"}},
-		{"string row", KindGeneric, `["x"]`, 0, []string{"row 0", "got string"}},
+		{"number row", target.KindGeneric, `[1]`, 0, []string{"row 0", "want a JSON object, got number 1"}},
+		{"null row", target.KindGeneric, `[` + okGen + `,null]`, 0, []string{"row 1", "want a JSON object, got null"}},
+		{"array row", target.KindGeneric, `[[` + okGen + `]]`, 0, []string{"row 0", "got array"}},
+		{"string row", target.KindGeneric, `["x"]`, 0, []string{"row 0", "got string"}},
 
 		// Fields.
-		{"unknown field", KindGeneric, `[{"id":"a","req":1,"nope":1}]`, 0, []string{"row 0", `unknown field "nope"`}},
-		{"field case", KindGeneric, `[{"ID":"a","req":1}]`, 0, []string{`unknown field "ID"`}},
-		{"system field", KindGeneric, `[{"id":"a","req":1,"_seq":1}]`, 0, []string{`unknown field "_seq"`}},
-		{"missing key", KindGeneric, `[{"req":1}]`, 0, []string{"row 0", `field "id": missing`}},
-		{"null key", KindGeneric, `[{"id":null,"req":1}]`, 0, []string{"row 0", `field "id": null is not allowed`}},
-		{"empty key", KindGeneric, `[` + okGen + `,{"id":"","req":1}]`, 0, []string{"row 1", `field "id": the key must not be empty`}},
-		{"number key", KindGeneric, `[{"id":1,"req":1}]`, 0, []string{`field "id": want string, got number 1`}},
-		{"missing non-null", KindGeneric, `[{"id":"a"}]`, 0, []string{`field "req": missing`}},
-		{"null non-null", KindGeneric, `[{"id":"a","req":null}]`, 0, []string{`field "req": null is not allowed`}},
-		{"duplicate key", KindGeneric, `[{"id":"a","req":1,"n":1,"n":2}]`, 0, []string{"row 0", `field "n": given more than once`}},
-		{"duplicate via escape", KindGeneric, `[{"id":"a","req":1,"\u0069d":"b"}]`, 0, []string{`field "id": given more than once`}},
-		{"object for scalar", KindGeneric, `[{"id":"a","req":1,"s":{"x":1}}]`, 0, []string{`field "s": want string, got object`}},
-		{"array for scalar", KindGeneric, `[{"id":"a","req":1,"n":[1]}]`, 0, []string{`field "n": want int64, got array`}},
-		{"object for key", KindGeneric, `[{"id":{"id":"a"},"req":1}]`, 0, []string{`field "id": want string, got object`}},
-		{"deep nesting", KindGeneric, `[{"id":"a","req":1,"s":` + strings.Repeat("[", 500) + strings.Repeat("]", 500) + `}]`, 0, []string{`field "s": want string, got array`}},
+		{"unknown field", target.KindGeneric, `[{"id":"a","req":1,"nope":1}]`, 0, []string{"row 0", `unknown field "nope"`}},
+		{"field case", target.KindGeneric, `[{"ID":"a","req":1}]`, 0, []string{`unknown field "ID"`}},
+		{"system field", target.KindGeneric, `[{"id":"a","req":1,"_seq":1}]`, 0, []string{`unknown field "_seq"`}},
+		{"missing key", target.KindGeneric, `[{"req":1}]`, 0, []string{"row 0", `field "id": missing`}},
+		{"null key", target.KindGeneric, `[{"id":null,"req":1}]`, 0, []string{"row 0", `field "id": null is not allowed`}},
+		{"empty key", target.KindGeneric, `[` + okGen + `,{"id":"","req":1}]`, 0, []string{"row 1", `field "id": the key must not be empty`}},
+		{"number key", target.KindGeneric, `[{"id":1,"req":1}]`, 0, []string{`field "id": want string, got number 1`}},
+		{"missing non-null", target.KindGeneric, `[{"id":"a"}]`, 0, []string{`field "req": missing`}},
+		{"null non-null", target.KindGeneric, `[{"id":"a","req":null}]`, 0, []string{`field "req": null is not allowed`}},
+		{"duplicate key", target.KindGeneric, `[{"id":"a","req":1,"n":1,"n":2}]`, 0, []string{"row 0", `field "n": given more than once`}},
+		{"duplicate via escape", target.KindGeneric, `[{"id":"a","req":1,"\u0069d":"b"}]`, 0, []string{`field "id": given more than once`}},
+		{"object for scalar", target.KindGeneric, `[{"id":"a","req":1,"s":{"x":1}}]`, 0, []string{`field "s": want string, got object`}},
+		{"array for scalar", target.KindGeneric, `[{"id":"a","req":1,"n":[1]}]`, 0, []string{`field "n": want int64, got array`}},
+		{"object for key", target.KindGeneric, `[{"id":{"id":"a"},"req":1}]`, 0, []string{`field "id": want string, got object`}},
+		{"deep nesting", target.KindGeneric, `[{"id":"a","req":1,"s":` + strings.Repeat("[", 500) + strings.Repeat("]", 500) + `}]`, 0, []string{`field "s": want string, got array`}},
 
 		// int64.
-		{"int64 overflow", KindGeneric, `[{"id":"a","req":9223372036854775808}]`, 0, []string{`field "req": integer 9223372036854775808 is out of the int64 range`}},
-		{"int64 underflow", KindGeneric, `[{"id":"a","req":-9223372036854775809}]`, 0, []string{"out of the int64 range"}},
-		{"int64 huge", KindGeneric, `[{"id":"a","req":1` + strings.Repeat("0", 400) + `}]`, 0, []string{"out of the int64 range", "..."}},
-		{"int64 fraction", KindGeneric, `[{"id":"a","req":1.5}]`, 0, []string{`field "req": want int64, got non-integer number 1.5`}},
-		{"int64 point zero", KindGeneric, `[{"id":"a","req":1.0}]`, 0, []string{"non-integer number 1.0"}},
-		{"int64 exponent", KindGeneric, `[{"id":"a","req":1e3}]`, 0, []string{"non-integer number 1e3"}},
-		{"int64 string", KindGeneric, `[{"id":"a","req":"1"}]`, 0, []string{`field "req": want int64, got string`}},
-		{"int64 bool", KindGeneric, `[{"id":"a","req":true}]`, 0, []string{`want int64, got bool`}},
+		{"int64 overflow", target.KindGeneric, `[{"id":"a","req":9223372036854775808}]`, 0, []string{`field "req": integer 9223372036854775808 is out of the int64 range`}},
+		{"int64 underflow", target.KindGeneric, `[{"id":"a","req":-9223372036854775809}]`, 0, []string{"out of the int64 range"}},
+		{"int64 huge", target.KindGeneric, `[{"id":"a","req":1` + strings.Repeat("0", 400) + `}]`, 0, []string{"out of the int64 range", "..."}},
+		{"int64 fraction", target.KindGeneric, `[{"id":"a","req":1.5}]`, 0, []string{`field "req": want int64, got non-integer number 1.5`}},
+		{"int64 point zero", target.KindGeneric, `[{"id":"a","req":1.0}]`, 0, []string{"non-integer number 1.0"}},
+		{"int64 exponent", target.KindGeneric, `[{"id":"a","req":1e3}]`, 0, []string{"non-integer number 1e3"}},
+		{"int64 string", target.KindGeneric, `[{"id":"a","req":"1"}]`, 0, []string{`field "req": want int64, got string`}},
+		{"int64 bool", target.KindGeneric, `[{"id":"a","req":true}]`, 0, []string{`want int64, got bool`}},
 
 		// float64.
-		{"float overflow", KindGeneric, `[{"id":"a","req":1,"f":1e400}]`, 0, []string{`field "f": number 1e400 is out of the float64 range`}},
-		{"float negative overflow", KindGeneric, `[{"id":"a","req":1,"f":-1e400}]`, 0, []string{"out of the float64 range"}},
-		{"float NaN string", KindGeneric, `[{"id":"a","req":1,"f":"NaN"}]`, 0, []string{`field "f": want float64, got string`}},
-		{"float Infinity string", KindGeneric, `[{"id":"a","req":1,"f":"Infinity"}]`, 0, []string{`want float64, got string`}},
-		{"float -Inf string", KindGeneric, `[{"id":"a","req":1,"f":"-Inf"}]`, 0, []string{`want float64, got string`}},
+		{"float overflow", target.KindGeneric, `[{"id":"a","req":1,"f":1e400}]`, 0, []string{`field "f": number 1e400 is out of the float64 range`}},
+		{"float negative overflow", target.KindGeneric, `[{"id":"a","req":1,"f":-1e400}]`, 0, []string{"out of the float64 range"}},
+		{"float NaN string", target.KindGeneric, `[{"id":"a","req":1,"f":"NaN"}]`, 0, []string{`field "f": want float64, got string`}},
+		{"float Infinity string", target.KindGeneric, `[{"id":"a","req":1,"f":"Infinity"}]`, 0, []string{`want float64, got string`}},
+		{"float -Inf string", target.KindGeneric, `[{"id":"a","req":1,"f":"-Inf"}]`, 0, []string{`want float64, got string`}},
 
 		// bool, binary, timestamp.
-		{"bool string", KindGeneric, `[{"id":"a","req":1,"b":"true"}]`, 0, []string{`field "b": want bool, got string`}},
-		{"bool number", KindGeneric, `[{"id":"a","req":1,"b":1}]`, 0, []string{`want bool, got number 1`}},
-		{"binary bad base64", KindGeneric, `[{"id":"a","req":1,"bin":"!!!"}]`, 0, []string{`field "bin": invalid standard base64`}},
-		{"binary url alphabet", KindGeneric, `[{"id":"a","req":1,"bin":"_-8="}]`, 0, []string{"invalid standard base64"}},
-		{"binary unpadded", KindGeneric, `[{"id":"a","req":1,"bin":"YQ"}]`, 0, []string{"invalid standard base64"}},
-		{"binary number", KindGeneric, `[{"id":"a","req":1,"bin":12}]`, 0, []string{`field "bin": want binary, got number`}},
-		{"timestamp bad", KindGeneric, `[{"id":"a","req":1,"ts":"yesterday"}]`, 0, []string{`field "ts": want an RFC 3339 timestamp`, "yesterday"}},
-		{"timestamp no zone", KindGeneric, `[{"id":"a","req":1,"ts":"2024-01-01T00:00:00"}]`, 0, []string{"RFC 3339"}},
-		{"timestamp date only", KindGeneric, `[{"id":"a","req":1,"ts":"2024-01-01"}]`, 0, []string{"RFC 3339"}},
-		{"timestamp epoch number", KindGeneric, `[{"id":"a","req":1,"ts":1700000000}]`, 0, []string{`want timestamp, got number`}},
-		{"timestamp before year 0", KindGeneric, `[{"id":"a","req":1,"ts":"0000-01-01T00:00:00+01:00"}]`, 0, []string{"outside the years 0000-9999"}},
-		{"timestamp after 9999", KindGeneric, `[{"id":"a","req":1,"ts":"9999-12-31T23:00:00-02:00"}]`, 0, []string{"outside the years 0000-9999"}},
+		{"bool string", target.KindGeneric, `[{"id":"a","req":1,"b":"true"}]`, 0, []string{`field "b": want bool, got string`}},
+		{"bool number", target.KindGeneric, `[{"id":"a","req":1,"b":1}]`, 0, []string{`want bool, got number 1`}},
+		{"binary bad base64", target.KindGeneric, `[{"id":"a","req":1,"bin":"!!!"}]`, 0, []string{`field "bin": invalid standard base64`}},
+		{"binary url alphabet", target.KindGeneric, `[{"id":"a","req":1,"bin":"_-8="}]`, 0, []string{"invalid standard base64"}},
+		{"binary unpadded", target.KindGeneric, `[{"id":"a","req":1,"bin":"YQ"}]`, 0, []string{"invalid standard base64"}},
+		{"binary number", target.KindGeneric, `[{"id":"a","req":1,"bin":12}]`, 0, []string{`field "bin": want binary, got number`}},
+		{"timestamp bad", target.KindGeneric, `[{"id":"a","req":1,"ts":"yesterday"}]`, 0, []string{`field "ts": want an RFC 3339 timestamp`, "yesterday"}},
+		{"timestamp no zone", target.KindGeneric, `[{"id":"a","req":1,"ts":"2024-01-01T00:00:00"}]`, 0, []string{"RFC 3339"}},
+		{"timestamp date only", target.KindGeneric, `[{"id":"a","req":1,"ts":"2024-01-01"}]`, 0, []string{"RFC 3339"}},
+		{"timestamp epoch number", target.KindGeneric, `[{"id":"a","req":1,"ts":1700000000}]`, 0, []string{`want timestamp, got number`}},
+		{"timestamp before year 0", target.KindGeneric, `[{"id":"a","req":1,"ts":"0000-01-01T00:00:00+01:00"}]`, 0, []string{"outside the years 0000-9999"}},
+		{"timestamp after 9999", target.KindGeneric, `[{"id":"a","req":1,"ts":"9999-12-31T23:00:00-02:00"}]`, 0, []string{"outside the years 0000-9999"}},
 
 		// Text encoding.
-		{"invalid UTF-8 value", KindGeneric, "[{\"id\":\"a\",\"req\":1,\"s\":\"a\xffb\"}]", 0, []string{"row 0", `field "s": invalid UTF-8`}},
-		{"invalid UTF-8 key value", KindGeneric, "[{\"id\":\"\xc3\x28\",\"req\":1}]", 0, []string{`field "id": invalid UTF-8`}},
-		{"invalid UTF-8 field name", KindGeneric, "[{\"id\":\"a\",\"req\":1,\"s\xff\":\"x\"}]", 0, []string{"row 0", "invalid UTF-8"}},
-		{"overlong UTF-8", KindGeneric, "[{\"id\":\"a\",\"req\":1,\"s\":\"\xc0\xaf\"}]", 0, []string{"invalid UTF-8"}},
-		{"UTF-8 surrogate bytes", KindGeneric, "[{\"id\":\"a\",\"req\":1,\"s\":\"\xed\xa0\x80\"}]", 0, []string{"invalid UTF-8"}},
-		{"lone high surrogate", KindGeneric, `[{"id":"a","req":1,"s":"x\ud800y"}]`, 0, []string{`field "s": a lone UTF-16 surrogate escape \ud800`}},
-		{"lone low surrogate", KindGeneric, `[{"id":"a","req":1,"s":"\udc00"}]`, 0, []string{`lone UTF-16 surrogate escape \udc00`}},
-		{"reversed surrogates", KindGeneric, `[{"id":"a","req":1,"s":"\udc00\ud800"}]`, 0, []string{"lone UTF-16 surrogate"}},
-		{"high surrogate at end", KindGeneric, `[{"id":"a","req":1,"s":"\ud83d"}]`, 0, []string{"lone UTF-16 surrogate"}},
-		{"surrogate in field name", KindGeneric, `[{"id":"a","req":1,"\ud800":1}]`, 0, []string{"row 0", "field name", "lone UTF-16 surrogate"}},
+		{"invalid UTF-8 value", target.KindGeneric, "[{\"id\":\"a\",\"req\":1,\"s\":\"a\xffb\"}]", 0, []string{"row 0", `field "s": invalid UTF-8`}},
+		{"invalid UTF-8 key value", target.KindGeneric, "[{\"id\":\"\xc3\x28\",\"req\":1}]", 0, []string{`field "id": invalid UTF-8`}},
+		{"invalid UTF-8 field name", target.KindGeneric, "[{\"id\":\"a\",\"req\":1,\"s\xff\":\"x\"}]", 0, []string{"row 0", "invalid UTF-8"}},
+		{"overlong UTF-8", target.KindGeneric, "[{\"id\":\"a\",\"req\":1,\"s\":\"\xc0\xaf\"}]", 0, []string{"invalid UTF-8"}},
+		{"UTF-8 surrogate bytes", target.KindGeneric, "[{\"id\":\"a\",\"req\":1,\"s\":\"\xed\xa0\x80\"}]", 0, []string{"invalid UTF-8"}},
+		{"lone high surrogate", target.KindGeneric, `[{"id":"a","req":1,"s":"x\ud800y"}]`, 0, []string{`field "s": a lone UTF-16 surrogate escape \ud800`}},
+		{"lone low surrogate", target.KindGeneric, `[{"id":"a","req":1,"s":"\udc00"}]`, 0, []string{`lone UTF-16 surrogate escape \udc00`}},
+		{"reversed surrogates", target.KindGeneric, `[{"id":"a","req":1,"s":"\udc00\ud800"}]`, 0, []string{"lone UTF-16 surrogate"}},
+		{"high surrogate at end", target.KindGeneric, `[{"id":"a","req":1,"s":"\ud83d"}]`, 0, []string{"lone UTF-16 surrogate"}},
+		{"surrogate in field name", target.KindGeneric, `[{"id":"a","req":1,"\ud800":1}]`, 0, []string{"row 0", "field name", "lone UTF-16 surrogate"}},
 
 		// Size.
-		{"row too large", KindGeneric, `[` + okGen + `,{"id":"b","req":1,"s":"` + strings.Repeat("x", 100) + `"}]`, 64, []string{"row 1", "larger than the limit of 64 bytes"}},
+		{"row too large", target.KindGeneric, `[` + okGen + `,{"id":"b","req":1,"s":"` + strings.Repeat("x", 100) + `"}]`, 64, []string{"row 1", "larger than the limit of 64 bytes"}},
 
 		// Rows after a good one are numbered.
-		{"third row", KindGeneric, `[` + okGen + `,` + okGen + `,{"id":"c","req":"x"}]`, 0, []string{"row 2", `field "req"`}},
+		{"third row", target.KindGeneric, `[` + okGen + `,` + okGen + `,{"id":"c","req":"x"}]`, 0, []string{"row 2", `field "req"`}},
 
 		// Rollout.
-		{"rollout unknown", KindRollout, `[{"id":"r","reward":1,"extra":2}]`, 0, []string{`unknown field "extra"`, "rollout"}},
-		{"rollout step float", KindRollout, `[{"id":"r","step":2.5}]`, 0, []string{`field "step": want int64`}},
-		{"rollout metadata object", KindRollout, `[{"id":"r","metadata":{"a":1}}]`, 0, []string{`field "metadata": want string, got object`}},
-		{"rollout missing id", KindRollout, `[{"reward":1}]`, 0, []string{`field "id": missing`}},
+		{"rollout unknown", target.KindRollout, `[{"id":"r","reward":1,"extra":2}]`, 0, []string{`unknown field "extra"`, "rollout"}},
+		{"rollout step float", target.KindRollout, `[{"id":"r","step":2.5}]`, 0, []string{`field "step": want int64`}},
+		{"rollout metadata object", target.KindRollout, `[{"id":"r","metadata":{"a":1}}]`, 0, []string{`field "metadata": want string, got object`}},
+		{"rollout missing id", target.KindRollout, `[{"reward":1}]`, 0, []string{`field "id": missing`}},
 
 		// Datagen.
-		{"datagen missing item", KindDatagen, `[{"checkpoint":"c","ordinal":1}]`, 0, []string{`field "item_id": missing`}},
-		{"datagen null checkpoint", KindDatagen, `[{"item_id":"i","checkpoint":null,"ordinal":1}]`, 0, []string{`field "checkpoint": null is not allowed`}},
-		{"datagen ordinal string", KindDatagen, `[{"item_id":"i","checkpoint":"c","ordinal":"1"}]`, 0, []string{`field "ordinal": want int64, got string`}},
-		{"datagen event_id mismatch", KindDatagen, dg(`,"event_id":"00000000-0000-0000-0000-000000000000"`), 0, []string{`field "event_id"`, "does not match the id derived", DatagenEventID("i", "c", 1)}},
-		{"datagen event_id upper", KindDatagen, dg(`,"event_id":"` + strings.ToUpper(DatagenEventID("i", "c", 1)) + `"`), 0, []string{"does not match"}},
-		{"datagen event_id empty", KindDatagen, dg(`,"event_id":""`), 0, []string{"does not match"}},
-		{"datagen event_id number", KindDatagen, dg(`,"event_id":5`), 0, []string{`field "event_id": want string`}},
-		{"datagen NUL item", KindDatagen, `[{"item_id":"a\u0000b","checkpoint":"c","ordinal":1}]`, 0, []string{`field "item_id": NUL bytes are not allowed`}},
-		{"datagen NUL checkpoint", KindDatagen, `[{"item_id":"a","checkpoint":"\u0000","ordinal":1}]`, 0, []string{`field "checkpoint": NUL bytes`}},
+		{"datagen missing item", target.KindDatagen, `[{"checkpoint":"c","ordinal":1}]`, 0, []string{`field "item_id": missing`}},
+		{"datagen null checkpoint", target.KindDatagen, `[{"item_id":"i","checkpoint":null,"ordinal":1}]`, 0, []string{`field "checkpoint": null is not allowed`}},
+		{"datagen ordinal string", target.KindDatagen, `[{"item_id":"i","checkpoint":"c","ordinal":"1"}]`, 0, []string{`field "ordinal": want int64, got string`}},
+		{"datagen event_id mismatch", target.KindDatagen, dg(`,"event_id":"00000000-0000-0000-0000-000000000000"`), 0, []string{`field "event_id"`, "does not match the id derived", DatagenEventID("i", "c", 1)}},
+		{"datagen event_id upper", target.KindDatagen, dg(`,"event_id":"` + strings.ToUpper(DatagenEventID("i", "c", 1)) + `"`), 0, []string{"does not match"}},
+		{"datagen event_id empty", target.KindDatagen, dg(`,"event_id":""`), 0, []string{"does not match"}},
+		{"datagen event_id number", target.KindDatagen, dg(`,"event_id":5`), 0, []string{`field "event_id": want string`}},
+		{"datagen NUL item", target.KindDatagen, `[{"item_id":"a\u0000b","checkpoint":"c","ordinal":1}]`, 0, []string{`field "item_id": NUL bytes are not allowed`}},
+		{"datagen NUL checkpoint", target.KindDatagen, `[{"item_id":"a","checkpoint":"\u0000","ordinal":1}]`, 0, []string{`field "checkpoint": NUL bytes`}},
 	}
-	codecs := map[Kind]*Codec{}
-	for _, k := range Kinds {
+	codecs := map[target.Kind]*Codec{}
+	for _, k := range target.Kinds {
 		codecs[k] = testCodec(t, k)
 	}
 	for _, c := range cases {
@@ -245,7 +247,7 @@ func TestDecodeJSONBadInput(t *testing.T) {
 }
 
 func TestDecodeJSONEmptyArray(t *testing.T) {
-	c := testCodec(t, KindGeneric)
+	c := testCodec(t, target.KindGeneric)
 	for _, body := range []string{`[]`, ` [ ] `, "\n[\n]\n"} {
 		rows, err := c.DecodeJSON([]byte(body), 10)
 		if err != nil || rows == nil || len(rows) != 0 {
@@ -255,7 +257,7 @@ func TestDecodeJSONEmptyArray(t *testing.T) {
 }
 
 func TestDecodeJSONRowSize(t *testing.T) {
-	c := testCodec(t, KindGeneric)
+	c := testCodec(t, target.KindGeneric)
 	row := `{"id":"a", "req":1}` // 19 bytes, inner whitespace counts
 	body := "[  " + row + "  ,\n" + row + "\n]"
 	if _, err := c.DecodeJSON([]byte(body), len(row)); err != nil {
@@ -277,7 +279,7 @@ func TestDecodeJSONRowSize(t *testing.T) {
 
 // roundTripCase is a JSON body, the rows it must decode to (as RowJSON renders them).
 type roundTripCase struct {
-	kind Kind
+	kind target.Kind
 	body string
 	want []map[string]any
 }
@@ -285,7 +287,7 @@ type roundTripCase struct {
 func roundTripCases() map[string]roundTripCase {
 	eid := DatagenEventID("item-1", "ckpt-7", 3)
 	return map[string]roundTripCase{
-		"generic": {KindGeneric, `[
+		"generic": {target.KindGeneric, `[
 			{"id":"full","n":-9223372036854775808,"f":1.5e-300,"b":true,"s":"héllo \"q\" \n \u00e9 \ud83d\ude00","bin":"AAEC/w==","ts":"2024-02-29T23:59:59.123456789+02:00","req":9223372036854775807},
 			{"id":"nulls","n":null,"f":null,"b":null,"s":null,"bin":null,"ts":null,"req":0},
 			{"id":"missing","req":-1},
@@ -298,14 +300,14 @@ func roundTripCases() map[string]roundTripCase {
 			{"id": "zeros", "n": int64(0), "f": 0.0, "b": false, "s": "", "bin": "", "ts": "0000-01-01T00:00:00Z", "req": int64(0)},
 			{"id": "reordered", "n": nil, "f": 12.0, "b": nil, "s": nil, "bin": nil, "ts": "9999-12-31T23:59:59.999999Z", "req": int64(1)},
 		}},
-		"rollout": {KindRollout, `[
+		"rollout": {target.KindRollout, `[
 			{"id":"r1","run_id":"run","step":7,"prompt":"p","completion":"c","reward":0.25,"done":true,"binary_payload":"aGk=","metadata":"{\"k\":[1,2]}","created_at":"2025-06-01T12:00:00Z"},
 			{"id":"r2"}
 		]`, []map[string]any{
 			{"id": "r1", "run_id": "run", "step": int64(7), "prompt": "p", "completion": "c", "reward": 0.25, "done": true, "binary_payload": "aGk=", "metadata": `{"k":[1,2]}`, "created_at": "2025-06-01T12:00:00Z"},
 			{"id": "r2", "run_id": nil, "step": nil, "prompt": nil, "completion": nil, "reward": nil, "done": nil, "binary_payload": nil, "metadata": nil, "created_at": nil},
 		}},
-		"datagen": {KindDatagen, `[
+		"datagen": {target.KindDatagen, `[
 			{"item_id":"item-1","checkpoint":"ckpt-7","ordinal":3,"payload":"x","label":"y","score":-2.5,"created_at":"2025-01-01T00:00:00.5Z"},
 			{"event_id":"` + eid + `","item_id":"item-1","checkpoint":"ckpt-7","ordinal":3},
 			{"event_id":null,"item_id":"","checkpoint":"","ordinal":-4}
@@ -388,7 +390,7 @@ func TestRoundTrip(t *testing.T) {
 }
 
 func TestDecodeJSONValues(t *testing.T) {
-	c := testCodec(t, KindGeneric)
+	c := testCodec(t, target.KindGeneric)
 	rows, err := c.DecodeJSON([]byte(`[{"id":"k","n":42,"f":3,"b":false,"s":"s","bin":"AP8=","ts":"2024-01-01T01:02:03.0000009-05:00","req":1}]`), 0)
 	if err != nil {
 		t.Fatal(err)
@@ -420,7 +422,7 @@ func TestDatagenEventID(t *testing.T) {
 			t.Errorf("collision: %s", other)
 		}
 	}
-	c := testCodec(t, KindDatagen)
+	c := testCodec(t, target.KindDatagen)
 	// A retried append of the same item/checkpoint/ordinal derives the same key, whatever
 	// else changed; a different ordinal derives a different one.
 	rows, err := c.DecodeJSON([]byte(`[
@@ -450,7 +452,7 @@ func TestDatagenEventID(t *testing.T) {
 }
 
 func TestDecodeObjects(t *testing.T) {
-	c := testCodec(t, KindGeneric)
+	c := testCodec(t, target.KindGeneric)
 	ts := time.Date(2024, 5, 6, 7, 8, 9, 123456789, time.FixedZone("x", 3600))
 	rows, err := c.DecodeObjects([]map[string]any{
 		{"id": "a", "n": json.Number("-5"), "f": json.Number("2.5"), "b": true, "s": "x", "bin": "AQI=", "ts": "2024-01-01T00:00:00Z", "req": json.Number("7")},
@@ -523,7 +525,7 @@ func TestDecodeObjects(t *testing.T) {
 func TestBuildTombstones(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	c := testCodec(t, KindDatagen)
+	c := testCodec(t, target.KindDatagen)
 	rows, err := c.DecodeJSON([]byte(`[{"item_id":"i","checkpoint":"c","ordinal":1,"payload":"p"}]`), 0)
 	if err != nil {
 		t.Fatal(err)
@@ -563,7 +565,7 @@ func TestBuildTombstones(t *testing.T) {
 func TestBuildErrors(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	c := testCodec(t, KindGeneric)
+	c := testCodec(t, target.KindGeneric)
 	good := func() []any { return []any{"k", nil, nil, nil, nil, nil, nil, int64(1)} }
 	with := func(j int, v any) Row {
 		vals := good()
@@ -628,7 +630,7 @@ func recordOf(t *testing.T, fields []arrow.Field, cols []arrow.Array, md *arrow.
 func TestCheckRecordAndView(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	c := testCodec(t, KindRollout)
+	c := testCodec(t, target.KindRollout)
 	rows, err := c.DecodeJSON([]byte(`[{"id":"a"},{"id":"b"}]`), 0)
 	if err != nil {
 		t.Fatal(err)
@@ -649,7 +651,7 @@ func TestCheckRecordAndView(t *testing.T) {
 	}
 
 	// Another kind's codec refuses the record.
-	for _, k := range []Kind{KindGeneric, KindDatagen} {
+	for _, k := range []target.Kind{target.KindGeneric, target.KindDatagen} {
 		if err := testCodec(t, k).CheckRecord(rec); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("%s codec accepted a rollout record: %v", k, err)
 		}
@@ -777,9 +779,9 @@ func valueEqual(x, y any) bool {
 
 var fuzzCodecs = func() []*Codec {
 	var cs []*Codec
-	for _, k := range Kinds {
+	for _, k := range target.Kinds {
 		s := Schema{}
-		if k == KindGeneric {
+		if k == target.KindGeneric {
 			s = allTypesSchema()
 		}
 		c, err := NewCodec(k, s)
@@ -797,7 +799,7 @@ var fuzzCodecs = func() []*Codec {
 func FuzzDecodeJSON(f *testing.F) {
 	for _, tc := range roundTripCases() {
 		sel := uint8(0)
-		for i, k := range Kinds {
+		for i, k := range target.Kinds {
 			if k == tc.kind {
 				sel = uint8(i)
 			}
@@ -896,7 +898,7 @@ func FuzzDecodeJSON(f *testing.F) {
 // TestDecodeJSONSplitting covers the hand-written splitter: strings holding brackets, quotes,
 // escaped backslashes and commas, every kind of JSON whitespace, escaped field names.
 func TestDecodeJSONSplitting(t *testing.T) {
-	c := testCodec(t, KindGeneric)
+	c := testCodec(t, target.KindGeneric)
 	body := " \t\r\n[ \t\r\n{ \"id\" \t:\r\n\"a]}\\\"\\\\\" , \"s\":\"[{,\\\\\",\"\\u0072eq\":1 } , {\"req\":-0,\"id\":\"}\"}\n]\n "
 	rows, err := c.DecodeJSON([]byte(body), 0)
 	if err != nil {
@@ -914,7 +916,7 @@ func TestDecodeJSONSplitting(t *testing.T) {
 // TestDecodeJSONErrorOrder: a semantic error in an early row is reported even when the body
 // is also syntactically broken later (the slow path validates rows as it reads them).
 func TestDecodeJSONErrorOrder(t *testing.T) {
-	c := testCodec(t, KindGeneric)
+	c := testCodec(t, target.KindGeneric)
 	_, err := c.DecodeJSON([]byte(`[{"id":"a","req":1},{"id":"b","req":"x"},{"id":`), 0)
 	if !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), `row 1: field "req": want int64, got string`) {
 		t.Errorf("got %v", err)
@@ -926,7 +928,7 @@ func TestDecodeJSONErrorOrder(t *testing.T) {
 }
 
 func BenchmarkDecodeJSON(b *testing.B) {
-	c := testCodec(b, KindRollout)
+	c := testCodec(b, target.KindRollout)
 	var buf bytes.Buffer
 	buf.WriteString("[")
 	for i := 0; i < 1000; i++ {
@@ -946,7 +948,7 @@ func BenchmarkDecodeJSON(b *testing.B) {
 }
 
 func BenchmarkBuild(b *testing.B) {
-	c := testCodec(b, KindRollout)
+	c := testCodec(b, target.KindRollout)
 	rows := make([]Row, 1000)
 	seqs := make([]int64, len(rows))
 	for i := range rows {

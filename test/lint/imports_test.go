@@ -27,6 +27,8 @@ var product = []string{
 	"workflows",
 	"activities",
 	"store",
+	"store/objstore",
+	"store/rowcodec",
 	"contract",
 	"target",
 }
@@ -46,7 +48,7 @@ var harnesses = []string{
 }
 
 // rule forbids the packages matching from (module-relative) to depend on any package
-// matching a prefix in forbid. direct limits the check to the package's own imports, for
+// matching a prefix in forbid (see matches). direct limits the check to the package's own imports, for
 // packages a well-kept dependency links anyway (the Temporal SDK's internal package imports
 // testing and testify for its test suite, so only our own import of them can be refused).
 type rule struct {
@@ -62,9 +64,24 @@ type rule struct {
 
 var rules = []rule{
 	{
-		name:   "store imports no Temporal",
+		name:   "store and its packages import no Temporal",
 		from:   []string{"store"},
 		forbid: []string{"go.temporal.io/"},
+	},
+	{
+		name:   "the bucket layer imports neither the engine nor the row codec",
+		from:   []string{"store/objstore"},
+		forbid: []string{module + "/store$", module + "/store/rowcodec"},
+	},
+	{
+		name:   "the row codec imports neither the engine nor the bucket layer",
+		from:   []string{"store/rowcodec"},
+		forbid: []string{module + "/store$", module + "/store/objstore"},
+	},
+	{
+		name:   "the bucket conformance suite needs only the bucket layer",
+		from:   []string{"internal/bucketconformance"},
+		forbid: []string{module + "/store$", module + "/store/rowcodec"},
 	},
 	{
 		name:   "workflows import neither store nor activities",
@@ -128,8 +145,11 @@ func listModule(t *testing.T) map[string]pkg {
 }
 
 // matches reports whether path is prefix or lies under it; a prefix ending in "/" matches
-// everything below it.
+// everything below it, and one ending in "$" only the package it names.
 func matches(path, prefix string) bool {
+	if exact, ok := strings.CutSuffix(prefix, "$"); ok {
+		return path == exact
+	}
 	if strings.HasSuffix(prefix, "/") {
 		return strings.HasPrefix(path, prefix)
 	}

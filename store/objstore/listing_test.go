@@ -1,4 +1,4 @@
-package store_test
+package objstore_test
 
 import (
 	"context"

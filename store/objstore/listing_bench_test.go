@@ -1,4 +1,4 @@
-package store_test
+package objstore_test
 
 import (
 	"context"
@@ -38,7 +38,7 @@ func BenchmarkListPageMem(b *testing.B) {
 // benchmark's 1M-store root. Each op must cost what an object store's would, not the size of
 // the bucket.
 //
-//	go test -run '^$' -bench BenchmarkPutThenListMem -benchtime 200x ./store/
+//	go test -run '^$' -bench BenchmarkPutThenListMem -benchtime 200x ./store/objstore/
 func BenchmarkPutThenListMem(b *testing.B) {
 	for _, total := range []int{100_000, 1_000_000} {
 		b.Run(fmt.Sprintf("objects=%d", total), func(b *testing.B) {

@@ -48,10 +48,11 @@ func (a *Activities) ListPendingShards(ctx context.Context, p contract.ListPendi
 // first read while others queue looks the same.
 const budgetWaitHint = 2 * time.Second
 
-// Prepare merges the oldest pending generations of one shard into staged files
-// (docs/DESIGN.md §3 step 1). The idempotency key is workflow ID + "/" + activity ID, so a retried
-// attempt overwrites its own staged files. It returns a nil Prepared when nothing is
-// pending. Progress (generations read) is heartbeated; the budget wait heartbeats too.
+// Prepare repairs what an interrupted merge of one shard left (store.Repair), then merges
+// the oldest pending generations of the shard into staged files (docs/FORMAT.md §5). The
+// idempotency key is workflow ID + "/" + activity ID, so a retried attempt overwrites its
+// own staged files. It returns a nil Prepared when nothing is pending. Progress
+// (generations read) is heartbeated; the budget wait heartbeats too.
 func (a *Activities) Prepare(ctx context.Context, p contract.PrepareParams) (res contract.PrepareResult, err error) {
 	var kind store.Kind
 	outcome := "ok"
@@ -65,6 +66,13 @@ func (a *Activities) Prepare(ctx context.Context, p contract.PrepareParams) (res
 	}
 	log := a.logger().With(zap.String("target", t.String()), zap.String("shard", p.Shard),
 		zap.String("workflow_id", activity.GetInfo(ctx).WorkflowExecution.ID))
+
+	// Finish what an interrupted merge of the shard left before planning a new one; in this
+	// activity rather than its own, since every activity costs a Temporal action.
+	if _, err := s.Repair(ctx, store.RepairParams{Shard: p.Shard}); err != nil {
+		log.Warn("repair failed", zap.Error(err))
+		return res, err
+	}
 
 	// Watch for a budget wait until the first generation has been read.
 	var once sync.Once
@@ -144,7 +152,12 @@ func (a *Activities) Commit(ctx context.Context, p contract.CommitParams) (res c
 	if err != nil {
 		return res, err
 	}
-	cr, err := s.Commit(ctx, preparedFromWire(&p.Prepared))
+	rr, err := s.CommitRound(ctx, []*store.PreparedMerge{preparedFromWire(&p.Prepared)})
+	var cr store.RoundShardResult
+	if err == nil {
+		cr = rr.Shards[0]
+		err = cr.Err()
+	}
 	log := a.logger().With(zap.String("target", t.String()), zap.String("shard", p.Prepared.Shard),
 		zap.Uint64("generation", p.Prepared.Through),
 		zap.String("workflow_id", activity.GetInfo(ctx).WorkflowExecution.ID))
@@ -152,9 +165,10 @@ func (a *Activities) Commit(ctx context.Context, p contract.CommitParams) (res c
 		log.Warn("commit failed", zap.Error(err))
 		return res, err
 	}
+	already := cr.Outcome == store.RoundAlreadyCommitted
 	log.Info("merge committed", zap.Int("reclaimed", cr.Reclaimed), zap.Uint64("base_version", cr.BaseVersion),
-		zap.Bool("already_committed", cr.AlreadyCommitted), zap.Duration("lock_hold", cr.LockHold))
-	return contract.CommitResult{Reclaimed: cr.Reclaimed, BaseVersion: cr.BaseVersion, AlreadyCommitted: cr.AlreadyCommitted}, nil
+		zap.Bool("already_committed", already), zap.Duration("lock_hold", rr.LockHold))
+	return contract.CommitResult{Reclaimed: cr.Reclaimed, BaseVersion: cr.BaseVersion, AlreadyCommitted: already}, nil
 }
 
 // Abort deletes the staged files of a preparation whose commit is proven absent, or reports

@@ -9,10 +9,10 @@ import (
 	"github.com/walkeeper/walkeeper/store"
 )
 
-// commitLock measures how long Commit holds the store's write (merge) lock
-// (CommitResult.LockHold) for merges of 64 KiB, 1 MiB and 64 MiB, on file:// (with fsync) and
-// mem://. Only the in-memory swap happens under the lock, so the hold must not grow with merge
-// size or storage latency.
+// commitLock measures how long a commit (a CommitRound of one shard) holds the store's write
+// (merge) lock (RoundCommitResult.LockHold) for merges of 64 KiB, 1 MiB and 64 MiB, on file://
+// (with fsync) and mem://. Only the in-memory swap happens under the lock, so the hold must
+// not grow with merge size or storage latency.
 // The base is compacted whenever it reaches 32 runs (outside the measurement), as the sweep's
 // CompactBase would, so the manifest under the lock stays production-sized.
 func commitLock(ctx context.Context, o Options, res *Result, dir string) error {
@@ -66,7 +66,7 @@ func commitLock(ctx context.Context, o Options, res *Result, dir string) error {
 			res.Values[fmt.Sprintf("%s_%s_p50_us", be, sz.name)] = a.Median
 			res.Values[fmt.Sprintf("%s_%s_p99_us", be, sz.name)] = b.Median
 			res.Values[fmt.Sprintf("%s_%s_p99_us_max", be, sz.name)] = b.Max
-			// The whole Commit call, measured in the same run: what the hold is a part of.
+			// The whole CommitRound call, measured in the same run: what the hold is a part of.
 			res.Values[fmt.Sprintf("%s_%s_commit_p50_us", be, sz.name)] = spreadOf(commitP50s[k]).Median
 		}
 		big, small := spreadOf(p99s[key{be, sizes[2].name}]).Median, spreadOf(p99s[key{be, sizes[0].name}]).Median
@@ -85,13 +85,13 @@ func commitLock(ctx context.Context, o Options, res *Result, dir string) error {
 		res.target(be+": 64 MiB / 64 KiB", "≤ 1.5", fmt.Sprintf("p99 %.2f, p50 %.2f", ratio, ratioP50), ratio <= 1.5)
 	}
 	res.Tables = append(res.Tables, t)
-	res.note("LockHold is measured by store.Commit itself around the exclusive merge lock, which covers only the in-memory swap of the cached latest base: the manifest read, the watermark check, the encoding and the conditional write of base version v+1 (on file:// temp file + fsync + link + directory fsync) all happen before the lock is taken, so the hold depends neither on the merge's size nor on the backend's latency.")
+	res.note("LockHold is measured by store.CommitRound itself around the exclusive merge lock, which covers only the in-memory swap of the cached latest base: the manifest read, the watermark check, the encoding and the conditional write of base version v+1 (on file:// temp file + fsync + link + directory fsync) all happen before the lock is taken, so the hold depends neither on the merge's size nor on the backend's latency.")
 	_ = allMet
 	return nil
 }
 
 // commitLockOnce runs merges of about bytes each on a fresh store and returns each commit's
-// lock hold and the duration of each whole Commit call.
+// lock hold and the duration of each whole CommitRound call.
 func commitLockOnce(ctx context.Context, o Options, url string, bytes, merges int) ([]time.Duration, []time.Duration, error) {
 	db, err := store.OpenDB(ctx, url, storeOptions("lock", o.logger(), func(so *store.Options) {
 		so.MergeMaxGenerations = 0
@@ -118,7 +118,7 @@ func commitLockOnce(ctx context.Context, o Options, url string, bytes, merges in
 			return nil, nil, fmt.Errorf("prepare: %v (nil=%v)", err, p == nil)
 		}
 		t0 := time.Now()
-		cr, err := s.Commit(ctx, p)
+		cr, err := s.CommitRound(ctx, []*store.PreparedMerge{p})
 		if err != nil {
 			return nil, nil, err
 		}

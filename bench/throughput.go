@@ -129,12 +129,12 @@ func mergeThroughput(ctx context.Context, o Options, res *Result, dir string) er
 						return 0, 0, fmt.Errorf("prepare: %v", err)
 					}
 					prep := time.Since(t0)
-					cr, err := ms.Commit(ctx, p)
+					cr, err := ms.CommitRound(ctx, []*store.PreparedMerge{p})
 					if err != nil {
 						return 0, 0, err
 					}
-					if cr.Reclaimed != gens {
-						return 0, 0, fmt.Errorf("reclaimed %d of %d", cr.Reclaimed, gens)
+					if got := cr.Shards[0].Reclaimed; got != gens {
+						return 0, 0, fmt.Errorf("reclaimed %d of %d", got, gens)
 					}
 					return time.Since(t0), prep, nil
 				}

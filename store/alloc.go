@@ -20,7 +20,7 @@ import (
 // Reservation, and credited back on Free. The reservation taken before a merge is therefore
 // a bound checked against real allocations, not an estimate that holds only on paper.
 //
-// Growth rule (doc.go, Budget): an allocation beyond the reservation may grow it with the
+// Growth rule (doc.go, "Budget"): an allocation beyond the reservation may grow it with the
 // non-waiting TryGrow and nothing else; nobody waits while holding bytes. Where growth is
 // refused:
 //   - buffer (the input of a merge) refuses too; the merge keeps the complete prefix of

@@ -207,7 +207,7 @@ func TestConcurrentMergesTinyBudgetNeverDeadlock(t *testing.T) {
 							}
 							return
 						}
-						if _, err := s.Commit(ctx, p); err != nil && !errors.Is(err, ErrStalePreparation) {
+						if _, err := commitOne(ctx, s, p); err != nil && !errors.Is(err, ErrStalePreparation) {
 							t.Errorf("commit: %v", err)
 							return
 						}

@@ -329,7 +329,7 @@ func BenchmarkCommitLockHold(b *testing.B) {
 						b.Fatal(err)
 					}
 					b.StartTimer()
-					res, err := s.Commit(ctx, p)
+					res, err := s.CommitRound(ctx, []*PreparedMerge{p})
 					if err != nil {
 						b.Fatal(err)
 					}

@@ -108,6 +108,28 @@ func compactionMaxBytes(maxBytes, limit int64) int64 {
 	return maxBytes
 }
 
+// CompactParams bounds one compaction pass.
+type CompactParams struct {
+	// MaxRuns is the most runs rewritten per pass (default 16).
+	MaxRuns int
+	// MaxBytes is the most input bytes rewritten per pass (default 1 GiB, 0 = no cap).
+	MaxBytes int64
+	// AttemptKey names the output files (see PrepareParams.AttemptKey).
+	AttemptKey string
+}
+
+// CompactResult reports one compaction pass.
+type CompactResult struct {
+	BaseVersion    uint64 `json:"base_version"`
+	InputRuns      int    `json:"input_runs"`
+	OutputRuns     int    `json:"output_runs"`
+	RowsIn         int64  `json:"rows_in"`
+	RowsOut        int64  `json:"rows_out"`
+	DroppedDeletes int64  `json:"dropped_deletes"`
+	RunsLeft       int    `json:"runs_left"`
+	Committed      bool   `json:"committed"`
+}
+
 // CompactBase rewrites a bounded set of base runs into one run, dropping shadowed rows.
 // Tombstones are dropped only when every run is rewritten and no pending generation could
 // hold an older version of the key. The commit succeeds only if every input run is still

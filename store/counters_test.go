@@ -51,13 +51,13 @@ func TestCountersOutOfRangeAreRefused(t *testing.T) {
 	bad := *p
 	bad.Generations = []uint64{1<<64 - 1}
 	bad.Through = 1<<64 - 1
-	_, err = s.Commit(ctx, &bad)
+	_, err = commitOne(ctx, s, &bad)
 	require.ErrorIs(t, err, ErrInvalidInput)
 	noSum := *p
 	noSum.Staged = []StagedFile{p.Staged[0]}
 	noSum.Staged[0].Checksum = ""
-	_, err = s.Commit(ctx, &noSum)
+	_, err = commitOne(ctx, s, &noSum)
 	require.ErrorIs(t, err, ErrInvalidInput)
-	_, err = s.Commit(ctx, p)
+	_, err = commitOne(ctx, s, p)
 	require.NoError(t, err)
 }

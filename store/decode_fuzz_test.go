@@ -422,7 +422,7 @@ func exerciseDecoded(t *testing.T, s *Store) {
 	p, err := s.Prepare(ctx, PrepareParams{Shard: s.db.Shard(), AttemptKey: "fuzz"})
 	check("prepare", err)
 	if err == nil && p != nil {
-		_, err = s.Commit(ctx, p)
+		_, err = commitOne(ctx, s, p)
 		check("commit", err)
 	}
 	res, err := s.CompactBase(ctx, CompactParams{MaxRuns: -1})

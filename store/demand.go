@@ -221,7 +221,7 @@ func (s *Store) cleanDemandListed(ctx context.Context, shard string, sm *shardMa
 // the records of shard's generations at or below through (now in the base) are deleted,
 // and the compaction marker is written when the base now holds runs >= CompactDemandRuns.
 // Best effort: a failed delete leaves stale records, which cost at most one needless
-// MergeWal start and are deleted by the next prepare or reconcile; a failed marker put is
+// MergeWal start and are deleted by the next Repair or reconcile; a failed marker put is
 // repaired by reconcile. The deletes run mergeDeleteConcurrency at a time, as the
 // generation files' do: one after another they were a pass's longest chain of round trips
 // (64 deletes at 10 ms, 0.64 s per shard, in every shard of a round commit).

@@ -107,7 +107,7 @@ func TestMergeCommitDeletesCoveredDemand(t *testing.T) {
 			require.NoError(t, err)
 			appendRows(t, s, row("late", 9))
 			late := flush(t, s)
-			_, err = s.Commit(ctx, p)
+			_, err = commitOne(ctx, s, p)
 			require.NoError(t, err)
 			recs := demandOf(t, db, s.target)
 			require.Len(t, recs, 1)
@@ -147,8 +147,8 @@ func TestStaleAndOrphanDemandAreCleaned(t *testing.T) {
 	require.NoError(t, db.bucket.Put(ctx, fresh, []byte("{}")))
 	require.NoError(t, db.bucket.Put(ctx, old, []byte("{}")))
 
-	// A prepare that finds nothing to merge still cleans the shard's records.
-	_, err = s.Prepare(ctx, PrepareParams{Shard: sh})
+	// A repair that finds nothing to drain still cleans the shard's records.
+	_, err = s.Repair(ctx, RepairParams{Shard: sh})
 	require.NoError(t, err)
 	recs := demandOf(t, db, s.target)
 	require.Len(t, recs, 2, "covered record deleted; in-flight-looking orphans stay until old: %+v", recs)

@@ -3,79 +3,34 @@
 // generations (Arrow IPC files) waiting to be merged into the base. It has no Temporal
 // import; workflows drive its merges through activities.
 //
-// # Files
+// # Merge
 //
-// The merge protocol lives in files named after its phases:
+// A merge folds a shard's oldest pending generations into the base, in phases that may run
+// in different processes; each file's header says which lock its phase holds:
 //
+//	merge_repair.go   Repair: finish what an interrupted merge of the shard left behind
 //	merge_plan.go     planMerge: which generations a pass folds, fitted to the budget (pure)
-//	merge_prepare.go  Prepare: read, merge newest-per-key, stage a Parquet run
-//	merge_commit.go   Commit (claim, publish, drain, delete) and Abort
-//	merge.go          MergeOnce/MergeAll, the in-process driver, and merge metrics
-//	merge_iter.go     the one k-way merge iterator shared by reads, merges and compaction
-//	merge_gather.go   copying the merge's surviving rows into Arrow records
-//	compact.go        planCompaction and CompactBase
-//	manifest.go       the manifest model and its pure functions
-//	manifest_io.go    version chains on the bucket: loading and publishing manifests
-//	format.go         object layout: keys and names
-//	alloc.go          memAccount: the budget-charged Arrow allocator merges allocate through
-//	read_bound.go     bounded reads: sources opened readFanIn at a time, the read budget
+//	merge_prepare.go  Prepare: read, merge newest-per-key (merge_iter.go), stage a run
+//	                  (merge_gather.go) that no manifest references yet
+//	merge_claim.go    claim each attempt "commit" or "abort": exactly one wins
+//	merge_publish.go  CommitRound: one base version for the prepared merges of 1..64 shards
+//	merge_finish.go   drain the merged generations, delete their files, drop the claims
+//	merge_abort.go    Abort: the other way out of a prepared attempt
+//	merge.go          MergeOnce/MergeAll, the in-process driver
 //
-// # Merge protocol
+// docs/FORMAT.md ("Merge protocol", "Crash table") is the protocol and its invariants; the
+// code that keeps an invariant says so in an INVARIANT: comment. Across processes every
+// publish is a put-if-absent, and that is what makes commits safe; mergeLock only orders
+// this process's cached view of the base against its prepares' planning.
 //
-// A merge of one shard runs in two phases, possibly in different processes (docs/DESIGN.md §3):
+// # Budget
 //
-//  1. Prepare, under the store's merge lock held shared: plan the oldest pending
-//     generations of the shard (planMerge, fitted to the memory budget), read them, keep
-//     the newest version per key and write the result as a staged run that no manifest
-//     references yet. Appends, reads and other prepares go on meanwhile.
-//  2. Commit: claim the attempt ("commit"), then publish base version v+1 = runs + the
-//     staged run, with the shard's watermark moved to the last merged generation. The
-//     conditional write happens before the merge lock is taken; the lock is held
-//     exclusively only to swap the cached latest base (O(1)). Then drain the merged
-//     generations from the shard manifest and delete their files.
-//
-// CommitRound (merge_commit_round.go) is Commit for the prepared merges of up to
-// MaxRoundShards shards at once: each is checked and claimed as in Commit, and one base
-// version publishes all that are still open, each with its own watermark; each is then
-// drained as Commit drains one. A stale one is left out without blocking the others.
-//
-// Abort is the other way out of a prepared attempt: claim "abort", then delete the staged
-// files once no commit of the attempt can publish them.
-//
-// # Invariants
-//
-// The code that keeps each of these says so in an INVARIANT: comment.
-//
-//   - Commit object last. A base version is published with put-if-absent, and only after
-//     every file it references is written. Readers and other committers see a new state only
-//     through that one object, so a crash at any point leaves the old state whole.
-//   - Deletes after the commit that makes them garbage. Merged generations are drained and
-//     deleted only after the base version that holds their rows is published; compaction
-//     inputs only after the version that replaces them; staged files of an attempt only
-//     when no commit of it can publish them. A crash between publish and drain is repaired
-//     by the next prepare (reconcile).
-//   - Watermarks per shard. base.Watermarks[shard] is the highest generation of the shard
-//     folded into the base; readers ignore generations at or below it. Watermarks only grow,
-//     and a merge takes a contiguous prefix of the pending generations, so a watermark never
-//     skips a generation. watermarkCoverage classifies a prepared range against it.
-//   - Claims. Each attempt has one claim object, written with put-if-absent, holding
-//     "commit" or "abort": exactly one can win, so a late commit never publishes files an
-//     abort deleted and an abort never deletes files a commit may publish. A claim is
-//     deleted once the watermark makes it meaningless (dropClaim).
-//   - Drain. Drains and other shard-manifest edits are relative ("remove exactly these
-//     generations") and re-applied on every lost race, so a seal that lands meanwhile is
-//     never lost.
-//   - Budget. A prepare reserves its whole initial allowance in one acquire before reading
-//     and only grows without waiting afterwards, so merges cannot deadlock on the budget.
-//     Every buffer it allocates is charged to that reservation (memAccount): a generation
-//     that does not fit ends the plan at the prefix before it, an Arrow allocation past it
-//     fails the prepare with ErrBudgetBusy (a panic in race builds). A read holds at most
-//     one group's read-budget reservation and never waits while holding it.
-//
-// Across processes, every publish is a put-if-absent and that is what makes commits safe;
-// the merge lock only orders this process's cached view of the base against its prepares'
-// planning. A prepare may still plan a range that a commit published a moment earlier, as a
-// prepare in another process always could; the commit's watermark check catches it.
+// A prepare reserves its whole initial allowance in one acquire before reading and only
+// grows without waiting afterwards, so merges cannot deadlock on the budget. Every buffer it
+// allocates is charged to that reservation (memAccount): a generation that does not fit ends
+// the plan at the prefix before it (the growth rule), an Arrow allocation past it fails the
+// prepare with ErrBudgetBusy (a panic in race builds). A read holds at most one group's
+// read-budget reservation and never waits while holding it.
 //
 // # Locks and naming
 //
@@ -87,8 +42,8 @@
 //
 // Locks of a Store and what they guard:
 //
-//	Store.mergeLock  (RWMutex) merge phases of this process: shared for Prepare, exclusive
-//	                 for the in-memory swap after the base publish of Commit, CommitRound
+//	Store.mergeLock  (RWMutex) merge phases of this process: shared for Repair and Prepare,
+//	                 exclusive for the in-memory swap after the base publish of CommitRound
 //	                 and quarantine, and for the whole of compaction
 //	Store.writerMu   Store.w, Store.closed and Store.evicted
 //	Store.shardsMu   Store.shards (the per-shard chain handles)

@@ -167,7 +167,7 @@ func TestForeignKeysInsideAStoreAreSkipped(t *testing.T) {
 
 			p, err := s2.Prepare(ctx, PrepareParams{AttemptKey: attempt})
 			require.NoError(t, err)
-			_, err = s2.Commit(ctx, p)
+			_, err = commitOne(ctx, s2, p)
 			require.NoError(t, err)
 			_, err = s2.MergeAll(ctx)
 			require.NoError(t, err)

@@ -209,22 +209,13 @@ func (m *baseManifest) references(p string) bool {
 	return false
 }
 
-// withMerge is the draft of the version that publishes p: m's runs plus p's staged files,
-// with p's shard's watermark moved to p.Through.
-//
-// REQUIRES: watermarkCoverage(m.Watermarks[p.Shard], p.Generations[0], p.Through) is
-// rangeOpen: the runs already in m hold none of p's generations.
-func (m *baseManifest) withMerge(p *PreparedMerge) *baseManifest {
-	return m.withMerges([]*PreparedMerge{p})
-}
-
 // withMerges is the draft of the one version that publishes every merge of ps (CommitRound):
 // m's runs plus each merge's staged files, each merge's shard watermark moved to its
 // Through. Rows of different merges are ranked by (seq, shard) like any others, so the order
 // of ps does not matter to readers.
 //
 // REQUIRES: the shards of ps are distinct, and for each p watermarkCoverage is rangeOpen
-// against m (as for withMerge).
+// against m: the runs already in m hold none of p's generations.
 func (m *baseManifest) withMerges(ps []*PreparedMerge) *baseManifest {
 	n := m.next("merge")
 	for _, p := range ps {

@@ -73,7 +73,7 @@ func exercise(t *testing.T, s *Store) {
 	p, err := s.Prepare(ctx, PrepareParams{Shard: s.db.Shard(), AttemptKey: "fuzz"})
 	check("prepare", err)
 	if err == nil && p != nil {
-		_, err = s.Commit(ctx, p)
+		_, err = commitOne(ctx, s, p)
 		check("commit", err)
 	}
 	_, err = s.CompactBase(ctx, CompactParams{})

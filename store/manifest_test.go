@@ -31,7 +31,7 @@ func TestBaseManifestDrafts(t *testing.T) {
 
 	p := &PreparedMerge{Shard: "s2", Generations: []uint64{2, 3}, Through: 3,
 		Staged: []StagedFile{{Path: dataKey(tgt, "m-x-s2-2-3"), Rows: 5, Checksum: "c"}}}
-	merged := base.withMerge(p)
+	merged := base.withMerges([]*PreparedMerge{p})
 	require.Equal(t, uint64(8), merged.Version)
 	require.Equal(t, "merge", merged.Reason)
 	require.Equal(t, map[string]uint64{"s1": 4, "s2": 3}, merged.Watermarks)
@@ -119,7 +119,7 @@ func TestLoadBaseReusesDecodeOfSameVersion(t *testing.T) {
 	sealGenerations(t, w, 2)
 	p, err := w.Prepare(ctx, PrepareParams{})
 	require.NoError(t, err)
-	res, err := w.Commit(ctx, p)
+	res, err := commitOne(ctx, w, p)
 	require.NoError(t, err)
 
 	own, err := w.loadBase(ctx)

@@ -3,17 +3,34 @@ package store
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 )
 
-// MergeOnce prepares and commits one pass of shard ("" = own shard) in this process.
-// It returns a zero result when nothing is pending.
-func (s *Store) MergeOnce(ctx context.Context, shard string) (CommitResult, error) {
+// The in-process merge driver, MergeOnce and MergeAll, and what the merge phases share
+// (doc.go lists the phases' files; docs/FORMAT.md is the protocol).
+
+// MergeOnce repairs, prepares and commits one pass of shard ("" = own shard) in this
+// process. It returns a zero result when nothing is pending, and ErrStalePreparation
+// (after aborting the attempt) when the pass could not publish.
+func (s *Store) MergeOnce(ctx context.Context, shard string) (RoundShardResult, error) {
+	if _, err := s.Repair(ctx, RepairParams{Shard: shard}); err != nil {
+		return RoundShardResult{}, err
+	}
 	p, err := s.Prepare(ctx, PrepareParams{Shard: shard})
 	if err != nil || p == nil {
-		return CommitResult{}, err
+		return RoundShardResult{}, err
 	}
-	res, err := s.Commit(ctx, p)
+	rr, err := s.CommitRound(ctx, []*PreparedMerge{p})
+	if len(rr.Shards) == 0 {
+		return RoundShardResult{}, err
+	}
+	res := rr.Shards[0]
+	if err == nil {
+		err = res.Err()
+	}
 	if errors.Is(err, ErrStalePreparation) {
 		_, _ = s.Abort(ctx, p)
 	}
@@ -45,6 +62,24 @@ func (s *Store) MergeAll(ctx context.Context) (int, error) {
 			return total, nil
 		}
 	}
+}
+
+// eachShard runs fn for the indexes idx, roundCleanupConcurrency at a time; fn writes only
+// its own index's result. The first error cancels the rest and is returned.
+func (s *Store) eachShard(ctx context.Context, idx []int, fn func(ctx context.Context, i int) error) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(roundCleanupConcurrency)
+	for _, i := range idx {
+		g.Go(func() error { return fn(gctx, i) })
+	}
+	return g.Wait()
+}
+
+func validateShardID(shard string) error {
+	if shard == "" || len(shard) > 64 || strings.ContainsAny(shard, "/\\:") || strings.Contains(shard, "..") {
+		return invalidf("bad shard id %q", shard)
+	}
+	return nil
 }
 
 func (s *Store) observePhase(phase string, start time.Time) {

@@ -8,6 +8,10 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
+// The rows that survive a merge (picks, merge_iter.go) gathered into Arrow records, chunk by
+// chunk: for a prepare's staged run, and (copyRows) for compaction's output. Pure in-memory
+// work on buffers charged to the caller's budget account; no lock.
+
 // copyRows builds one record from picked rows, column by column. Variable-width columns
 // reserve their value bytes up front: Reserve counts rows only, and letting the value buffer
 // double its way up allocated about twice the output (issue 4).

@@ -76,7 +76,7 @@ func TestPrepareReservesFootprintBeforeReading(t *testing.T) {
 	}
 	require.GreaterOrEqual(t, mergeFootprint(p.Bytes), p.Bytes+int64(mergeOverheadBytes))
 	require.Zero(t, budget.Reserved(), "released when prepare returns")
-	_, err = s.Commit(ctx, p)
+	_, err = commitOne(ctx, s, p)
 	require.NoError(t, err)
 }
 
@@ -105,7 +105,7 @@ func TestPrepareConcurrentReadsReportFirstFailingGeneration(t *testing.T) {
 	p, err := s.Prepare(ctx, PrepareParams{AttemptKey: "ok"})
 	require.NoError(t, err)
 	require.Len(t, p.Generations, 6)
-	res, err := s.Commit(ctx, p)
+	res, err := commitOne(ctx, s, p)
 	require.NoError(t, err)
 	require.Equal(t, 6, res.Reclaimed)
 	require.Equal(t, 6, res.Deleted, "merged generation files deleted (concurrently) after the drain")

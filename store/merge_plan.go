@@ -2,8 +2,9 @@ package store
 
 import "fmt"
 
-// Merge planning: which generations of a shard one pass folds, fitted to the memory budget.
-// Everything here is pure (no I/O, no waiting); Prepare (merge_prepare.go) executes the plan.
+// The plan phase of a merge: which generations of a shard one pass folds, fitted to the
+// memory budget. Everything here is pure (no I/O, no waiting, no lock); Prepare
+// (merge_prepare.go) executes the plan under its shared mergeLock.
 
 // mergeCaps bound one merge pass; 0 means no cap.
 type mergeCaps struct {
@@ -15,7 +16,7 @@ type mergeCaps struct {
 // prefix of them, whole. It is the merge's counterpart of pebble's pickedCompaction.
 //
 // INVARIANT: gens is a non-empty ascending prefix of the shard's pending generations, so the
-// watermark Commit sets (through) covers exactly gens and nothing in between is skipped.
+// watermark the commit sets (through) covers exactly gens and nothing in between is skipped.
 type mergePlan struct {
 	gens []genMeta
 	// bytes is the input size the budget holds for the plan: the manifest's sizes after

@@ -15,7 +15,10 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// Prepare, the first phase of the merge protocol (doc.go): plan, read, merge and stage.
+// The prepare phase of a merge: plan (merge_plan.go), read the planned generations, keep the
+// newest row per key (merge_iter.go) and stage the result as a Parquet run no manifest
+// references yet (merge_gather.go). It holds mergeLock shared, so appends, reads and other
+// prepares go on; only this process's swap of its cached base waits.
 
 // mergeReadConcurrency bounds how many generations one prepare reads at once. On object
 // storage a read is a round trip, and reading them one after another made a prepare a chain
@@ -35,10 +38,11 @@ func (s *Store) mergeCaps(p PrepareParams) mergeCaps {
 	return mergeCaps{maxGens: max(gens, 0), maxBytes: max(bytes, 0)}
 }
 
-// Prepare reads the oldest pending generations of a shard, keeps the newest row per key,
-// and writes the result as a staged Parquet run that no manifest references yet. It holds
-// the merge lock shared, so appends, reads and other prepares go on; a commit waits.
-// It returns nil when the shard has nothing pending.
+// Prepare reads the oldest pending generations of a shard (those above its base
+// watermark), keeps the newest row per key, and writes the result as a staged Parquet run
+// that no manifest references yet. It returns nil when the shard has nothing pending. It
+// repairs nothing: generations a watermark covers are left to Repair, which callers run
+// first.
 //
 // REQUIRES: mergeLock not held by the caller.
 func (s *Store) Prepare(ctx context.Context, p PrepareParams) (*PreparedMerge, error) {
@@ -72,9 +76,6 @@ func (s *Store) Prepare(ctx context.Context, p PrepareParams) (*PreparedMerge, e
 		return nil, err
 	}
 	wm := base.Watermarks[shard]
-	if err := s.reconcile(ctx, shard, sm, wm); err != nil {
-		return nil, err
-	}
 	if err := s.dropLeakedStaged(ctx, base, attempt, shard); err != nil {
 		return nil, err
 	}
@@ -103,14 +104,7 @@ func (s *Store) Prepare(ctx context.Context, p PrepareParams) (*PreparedMerge, e
 	acct := newMemAccount(res, budget)
 	readStart := time.Now()
 	files, frees, err := s.readGensForMerge(ctx, acct, shard, plan.gens, p.Progress)
-	defer func() {
-		for i, f := range files {
-			if f != nil && frees[i] != nil {
-				f.rec.Release()
-				frees[i]() // after the record that aliases the bytes
-			}
-		}
-	}()
+	defer func() { releaseMergeInputs(files, frees, 0) }()
 	if err != nil {
 		return nil, err
 	}
@@ -126,13 +120,7 @@ func (s *Store) Prepare(ctx context.Context, p PrepareParams) (*PreparedMerge, e
 	if err := plan.refit(decoded, res.TryGrow); err != nil {
 		return nil, fmt.Errorf("%s shard %s: %w", s.target, shard, err)
 	}
-	for i := len(plan.gens); i < len(files); i++ {
-		if frees[i] != nil {
-			files[i].rec.Release()
-			frees[i]()
-		}
-		files[i] = nil
-	}
+	releaseMergeInputs(files, frees, len(plan.gens))
 	files = files[:len(plan.gens)]
 	var inputRows int64
 	for _, f := range files {
@@ -351,14 +339,20 @@ func (s *Store) readGensForMerge(ctx context.Context, acct *memAccount, shard st
 	if n == 0 {
 		return files, frees, errFirstOverBudget
 	}
-	for i := n; i < len(files); i++ {
+	releaseMergeInputs(files, frees, n)
+	return files[:n], frees[:n], nil
+}
+
+// releaseMergeInputs releases files[from:] that were decoded for this merge (frees[i]
+// non-nil; a cached file is the cache's) and clears them.
+func releaseMergeInputs(files []*sortedFile, frees []func(), from int) {
+	for i := from; i < len(files); i++ {
 		if files[i] != nil && frees[i] != nil {
 			files[i].rec.Release()
-			frees[i]()
+			frees[i]() // after the record that aliases the bytes
 		}
 		files[i], frees[i] = nil, nil
 	}
-	return files[:n], frees[:n], nil
 }
 
 // readGenForMerge uses a cached decode if a reader already paid for it, and otherwise
@@ -404,28 +398,4 @@ func (s *Store) cachedFile(p string) bool {
 	defer s.db.cache.mu.Unlock()
 	_, ok := s.db.cache.byKey[p]
 	return ok
-}
-
-// reconcile repairs a crash between a base commit and its drain: generations at or below
-// the watermark are already in the base, so they are drained and their files deleted.
-func (s *Store) reconcile(ctx context.Context, shard string, sm *shardManifest, wm uint64) error {
-	// Stale and orphan demand records of the shard go too (best effort: they cost at most a
-	// needless MergeWal start, and reconcile retries).
-	_, _ = s.cleanDemand(ctx, shard, sm, wm, false)
-	covered := sm.coveredBy(wm)
-	if len(covered) == 0 {
-		return nil
-	}
-	if _, err := s.drain(ctx, shard, covered); err != nil {
-		return err
-	}
-	_, err := s.deleteMergedGenerations(ctx, shard, wm)
-	return err
-}
-
-func validateShardID(shard string) error {
-	if shard == "" || len(shard) > 64 || strings.ContainsAny(shard, "/\\:") || strings.Contains(shard, "..") {
-		return invalidf("bad shard id %q", shard)
-	}
-	return nil
 }

@@ -1,10 +1,12 @@
 package store
 
-import "time"
+// The values the merge phases pass on: what Prepare is asked for and what it returns, and
+// what Abort reports (CommitRound's results are in merge_publish.go, Repair's in
+// merge_repair.go).
 
-// PreparedMerge is the small, JSON-serialisable reference that Prepare returns and Commit or
-// Abort consume. It crosses process boundaries (Temporal activity results), so it carries no
-// row data: only what is needed to publish or discard the staged files.
+// PreparedMerge is the small, JSON-serialisable reference that Prepare returns and
+// CommitRound or Abort consume. It crosses process boundaries (Temporal activity results),
+// so it carries no row data: only what is needed to publish or discard the staged files.
 type PreparedMerge struct {
 	// Target is "<kind>:<name>".
 	Target string `json:"target"`
@@ -57,74 +59,8 @@ type PrepareParams struct {
 	Progress func(done, total int)
 }
 
-// CommitResult reports one commit.
-type CommitResult struct {
-	BaseVersion      uint64        `json:"base_version"`
-	Reclaimed        int           `json:"reclaimed"`
-	AlreadyCommitted bool          `json:"already_committed"`
-	LockHold         time.Duration `json:"lock_hold"`
-	Deleted          int           `json:"deleted"`
-	// Runs is the base's run count after the commit (0 when already committed).
-	Runs int `json:"runs,omitempty"`
-}
-
 // AbortResult reports one abort.
 type AbortResult struct {
 	Deleted       int  `json:"deleted"`
 	CommitPresent bool `json:"commit_present"`
-}
-
-// CompactParams bounds one compaction pass.
-type CompactParams struct {
-	// MaxRuns is the most runs rewritten per pass (default 16).
-	MaxRuns int
-	// MaxBytes is the most input bytes rewritten per pass (default 1 GiB, 0 = no cap).
-	MaxBytes int64
-	// AttemptKey names the output files (see PrepareParams.AttemptKey).
-	AttemptKey string
-}
-
-// CompactResult reports one compaction pass.
-type CompactResult struct {
-	BaseVersion    uint64 `json:"base_version"`
-	InputRuns      int    `json:"input_runs"`
-	OutputRuns     int    `json:"output_runs"`
-	RowsIn         int64  `json:"rows_in"`
-	RowsOut        int64  `json:"rows_out"`
-	DroppedDeletes int64  `json:"dropped_deletes"`
-	RunsLeft       int    `json:"runs_left"`
-	Committed      bool   `json:"committed"`
-}
-
-// ShardStats is one shard's debt.
-type ShardStats struct {
-	Shard              string    `json:"shard"`
-	PendingGenerations int       `json:"pending_generations"`
-	PendingBytes       int64     `json:"pending_bytes"`
-	Watermark          uint64    `json:"watermark"`
-	OldestPending      time.Time `json:"oldest_pending,omitzero"`
-	WriterEpoch        uint64    `json:"writer_epoch"`
-	// Quarantined counts this shard's generations an operator set aside.
-	Quarantined int `json:"quarantined,omitempty"`
-}
-
-// Stats is a store's shape, as the stats route and the sweep see it.
-type Stats struct {
-	Target      string       `json:"target"`
-	BaseVersion uint64       `json:"base_version"`
-	Runs        int          `json:"runs"`
-	Rows        int64        `json:"rows"`
-	BaseBytes   int64        `json:"base_bytes"`
-	Shards      []ShardStats `json:"shards"`
-	// Quarantined counts objects (runs and generations) an operator set aside.
-	Quarantined int `json:"quarantined,omitempty"`
-}
-
-// TotalPending sums pending generations across shards.
-func (s Stats) TotalPending() int {
-	n := 0
-	for _, sh := range s.Shards {
-		n += sh.PendingGenerations
-	}
-	return n
 }

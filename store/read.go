@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"go.uber.org/zap"
@@ -362,6 +363,39 @@ func (s *Store) listOnce(ctx context.Context, opts ListOptions) (ListPage, error
 		return ListPage{}, err
 	}
 	return page, nil
+}
+
+// ShardStats is one shard's debt.
+type ShardStats struct {
+	Shard              string    `json:"shard"`
+	PendingGenerations int       `json:"pending_generations"`
+	PendingBytes       int64     `json:"pending_bytes"`
+	Watermark          uint64    `json:"watermark"`
+	OldestPending      time.Time `json:"oldest_pending,omitzero"`
+	WriterEpoch        uint64    `json:"writer_epoch"`
+	// Quarantined counts this shard's generations an operator set aside.
+	Quarantined int `json:"quarantined,omitempty"`
+}
+
+// Stats is a store's shape, as the stats route and the sweep see it.
+type Stats struct {
+	Target      string       `json:"target"`
+	BaseVersion uint64       `json:"base_version"`
+	Runs        int          `json:"runs"`
+	Rows        int64        `json:"rows"`
+	BaseBytes   int64        `json:"base_bytes"`
+	Shards      []ShardStats `json:"shards"`
+	// Quarantined counts objects (runs and generations) an operator set aside.
+	Quarantined int `json:"quarantined,omitempty"`
+}
+
+// TotalPending sums pending generations across shards.
+func (s Stats) TotalPending() int {
+	n := 0
+	for _, sh := range s.Shards {
+		n += sh.PendingGenerations
+	}
+	return n
 }
 
 // Stats reports the base table and every shard's debt. It does not enforce the read caps:

@@ -178,14 +178,14 @@ func TestS3RacingCommittersFromManyShardsAllLand(t *testing.T) {
 	}
 	start := make(chan struct{})
 	errs := make([]error, shards)
-	results := make([]CommitResult, shards)
+	results := make([]RoundShardResult, shards)
 	var wg sync.WaitGroup
 	for i, s := range stores {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			<-start
-			results[i], errs[i] = s.Commit(ctx, prepared[i])
+			results[i], errs[i] = commitOne(ctx, s, prepared[i])
 		}()
 	}
 	close(start)
@@ -193,7 +193,7 @@ func TestS3RacingCommittersFromManyShardsAllLand(t *testing.T) {
 	versions := map[uint64]bool{}
 	for i, err := range errs {
 		require.NoError(t, err, "shard %d", i)
-		require.False(t, results[i].AlreadyCommitted)
+		require.Equal(t, RoundCommitted, results[i].Outcome)
 		require.False(t, versions[results[i].BaseVersion], "two commits published version %d", results[i].BaseVersion)
 		versions[results[i].BaseVersion] = true
 	}

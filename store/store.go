@@ -13,9 +13,9 @@ import (
 // chain of manifests listing sealed generations, plus this process's memtable.
 //
 // Locking (doc.go has the rules and the lock order). mergeLock orders merges inside one
-// process: Prepare holds it shared for the whole (slow) read-and-stage, Commit holds it
-// exclusively only to swap the cached latest base after the durable publish. Appends and reads never take
-// it: appends go to the writer, reads are snapshot reads over immutable objects (see
+// process: Repair and Prepare hold it shared for their whole (slow) work, CommitRound holds
+// it exclusively only to swap the cached latest base after the durable publish. Appends and
+// reads never take it: appends go to the writer, reads are snapshot reads over immutable objects (see
 // read.go), so neither ever waits on a merge. Across processes every publish is a
 // put-if-absent, so the lock is an optimisation and a contract for tests, not what makes
 // commits safe.
@@ -25,7 +25,7 @@ type Store struct {
 	meta   storeMeta
 	codec  *rowcodec.Codec
 
-	// mergeLock: shared for Prepare; exclusive for the in-memory swap after a merge or
+	// mergeLock: shared for Repair and Prepare; exclusive for the in-memory swap after a merge or
 	// quarantine publishes a base version, and for a compaction's whole publish.
 	mergeLock sync.RWMutex
 

@@ -317,9 +317,9 @@ func TestPrepareDoesNotBlockOnReadLockButCommitWaits(t *testing.T) {
 	require.NoError(t, err)
 	appendRows(t, s, row("k9", 9))
 
-	done := make(chan CommitResult, 1)
+	done := make(chan RoundShardResult, 1)
 	go func() {
-		res, err := s.Commit(ctx, p)
+		res, err := commitOne(ctx, s, p)
 		if err != nil {
 			panic(err)
 		}
@@ -385,21 +385,21 @@ func TestTwoPreparesOfOneShardCommitOnce(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEqual(t, p1.Staged[0].Path, p2.Staged[0].Path)
 
-	r1, err := s.Commit(ctx, p1)
+	r1, err := commitOne(ctx, s, p1)
 	require.NoError(t, err)
-	require.False(t, r1.AlreadyCommitted)
-	r2, err := s.Commit(ctx, p2)
+	require.Equal(t, RoundCommitted, r1.Outcome)
+	r2, err := commitOne(ctx, s, p2)
 	require.NoError(t, err)
-	require.True(t, r2.AlreadyCommitted)
+	require.Equal(t, RoundAlreadyCommitted, r2.Outcome)
 	require.Equal(t, r1.BaseVersion, r2.BaseVersion, "the second commit published nothing")
 
 	ok, err := db.bucket.Exists(ctx, p2.Staged[0].Path)
 	require.NoError(t, err)
 	require.False(t, ok, "the losing attempt's staged file is removed")
 	// Re-committing the winner is idempotent too.
-	r3, err := s.Commit(ctx, p1)
+	r3, err := commitOne(ctx, s, p1)
 	require.NoError(t, err)
-	require.True(t, r3.AlreadyCommitted)
+	require.Equal(t, RoundAlreadyCommitted, r3.Outcome)
 	require.Len(t, allRows(t, s, SourceBase), 4)
 	base, err := s.loadBase(ctx)
 	require.NoError(t, err)
@@ -440,7 +440,7 @@ func TestRacingCommittersFromManyShardsAllLand(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					_, errs[i] = s.Commit(ctx, prepared[i])
+					_, errs[i] = commitOne(ctx, s, prepared[i])
 				}()
 			}
 			wg.Wait()
@@ -479,15 +479,9 @@ func TestCrashBetweenMergeStepsLosesNothing(t *testing.T) {
 				_, err = s.claim(ctx, p, "commit")
 				require.NoError(t, err)
 			case "after-base-commit":
-				_, err = s.claim(ctx, p, "commit")
-				require.NoError(t, err)
-				_, err = s.publishMerge(ctx, p)
-				require.NoError(t, err)
+				publishOnly(t, s, p)
 			case "after-drain":
-				_, err = s.claim(ctx, p, "commit")
-				require.NoError(t, err)
-				_, err = s.publishMerge(ctx, p)
-				require.NoError(t, err)
+				publishOnly(t, s, p)
 				_, err = s.drain(ctx, p.Shard, p.Generations)
 				require.NoError(t, err)
 			}
@@ -498,7 +492,7 @@ func TestCrashBetweenMergeStepsLosesNothing(t *testing.T) {
 
 			// The retried activity (same attempt key) or a fresh merge both converge.
 			if step != "after-prepare" {
-				res, err := s2.Commit(ctx, p)
+				res, err := commitOne(ctx, s2, p)
 				require.NoError(t, err)
 				_ = res
 			}
@@ -723,7 +717,7 @@ func TestAbortDeletesOnlyWhenCommitIsProvenAbsent(t *testing.T) {
 	seal(t, s, row("a", 1))
 	p, err := s.Prepare(ctx, PrepareParams{AttemptKey: "wf/a"})
 	require.NoError(t, err)
-	res, err := s.Commit(ctx, p)
+	res, err := commitOne(ctx, s, p)
 	require.NoError(t, err)
 	require.Equal(t, 1, res.Reclaimed)
 	ar, err := s.Abort(ctx, p)
@@ -738,7 +732,7 @@ func TestAbortDeletesOnlyWhenCommitIsProvenAbsent(t *testing.T) {
 	ar, err = s.Abort(ctx, p2)
 	require.NoError(t, err)
 	require.Equal(t, 1, ar.Deleted)
-	_, err = s.Commit(ctx, p2)
+	_, err = commitOne(ctx, s, p2)
 	require.ErrorIs(t, err, ErrStalePreparation, "an aborted attempt can never commit")
 	require.Equal(t, map[string]int64{"a": 1, "b": 2}, allRows(t, s, SourceAll))
 }
@@ -753,7 +747,7 @@ func TestStalePreparation(t *testing.T) {
 	require.Len(t, wide.Generations, 3)
 	_, err = s.MergeOnce(ctx, "") // commits generations 1-2
 	require.NoError(t, err)
-	_, err = s.Commit(ctx, wide)
+	_, err = commitOne(ctx, s, wide)
 	require.ErrorIs(t, err, ErrStalePreparation)
 	ar, err := s.Abort(ctx, wide)
 	require.NoError(t, err)

@@ -12,7 +12,7 @@ import (
 
 // The WAL group commit: one goroutine per writer turns everything appended since its last
 // WAL write into one WAL object, so concurrent appenders share one object write. Not to be
-// confused with a merge's Commit (merge.go), which publishes a base manifest.
+// confused with a merge's CommitRound (merge_publish.go), which publishes a base manifest.
 
 type appendReq struct {
 	rows    []Row

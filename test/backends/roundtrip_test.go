@@ -94,15 +94,15 @@ func testStoreRoundTrip(t *testing.T, root string) {
 		if err != nil || p == nil {
 			t.Fatalf("Prepare(%s) = %v, %v", sh.Shard, p, err)
 		}
-		res, err := merger.Commit(ctx, p)
-		if err != nil {
-			t.Fatalf("Commit(%s): %v", sh.Shard, err)
+		res, err := merger.CommitRound(ctx, []*store.PreparedMerge{p})
+		if err != nil || res.Shards[0].Outcome != store.RoundCommitted {
+			t.Fatalf("CommitRound(%s) = %+v, %v", sh.Shard, res, err)
 		}
-		reclaimed += res.Reclaimed
-		// A retried Commit activity: safe, and it says so.
-		again, err := merger.Commit(ctx, p)
-		if err != nil || !again.AlreadyCommitted {
-			t.Fatalf("second Commit(%s) = %+v, %v; want AlreadyCommitted", sh.Shard, again, err)
+		reclaimed += res.Shards[0].Reclaimed
+		// A retried commit activity: safe, and it says so.
+		again, err := merger.CommitRound(ctx, []*store.PreparedMerge{p})
+		if err != nil || again.Shards[0].Outcome != store.RoundAlreadyCommitted {
+			t.Fatalf("second CommitRound(%s) = %+v, %v; want already committed", sh.Shard, again, err)
 		}
 	}
 	if reclaimed != 5 {

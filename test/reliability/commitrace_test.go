@@ -101,7 +101,7 @@ func commitRaceChild(ctx context.Context, raw json.RawMessage) error {
 		}
 		lostBefore := lost.Load()
 		for {
-			cr, err := s.Commit(ctx, p)
+			cr, err := commitOne(ctx, s, p)
 			if errors.Is(err, store.ErrConflict) {
 				res.Conflicts++ // 128 lost races in a row: back off and retry, as the activity would
 				time.Sleep(10 * time.Millisecond)
@@ -110,7 +110,7 @@ func commitRaceChild(ctx context.Context, raw json.RawMessage) error {
 			if err != nil {
 				return fmt.Errorf("round %d commit: %w", r, err)
 			}
-			if cr.AlreadyCommitted {
+			if cr.Outcome == store.RoundAlreadyCommitted {
 				res.Already++
 			} else {
 				res.Merges++

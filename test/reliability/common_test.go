@@ -20,6 +20,19 @@ const SoakEnv = "WALKEEPER_SOAK"
 
 func soak() bool { return os.Getenv(SoakEnv) == "1" }
 
+// commitOne commits p as a round of one, as the commit activity does for a one-shard round:
+// the shard's result, and a stale shard as its ErrStalePreparation.
+func commitOne(ctx context.Context, s *store.Store, p *store.PreparedMerge) (store.RoundShardResult, error) {
+	rr, err := s.CommitRound(ctx, []*store.PreparedMerge{p})
+	if len(rr.Shards) == 0 {
+		return store.RoundShardResult{}, err
+	}
+	if err == nil {
+		err = rr.Shards[0].Err()
+	}
+	return rr.Shards[0], err
+}
+
 // pick returns the short or the soak value; env, when set to a value parse accepts,
 // overrides both.
 func pick[T any](short, long T, env string, parse func(string) (T, error)) T {

@@ -117,7 +117,7 @@ func crashChild(ctx context.Context, raw json.RawMessage) error {
 	if err := WriteJSONFile(a.preparedPath(), p); err != nil {
 		return err
 	}
-	if _, err := s.Commit(ctx, p); err != nil {
+	if _, err := commitOne(ctx, s, p); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
 	return fmt.Errorf("step %s was never reached (hook hits %d)", a.Step, hook.Hits())
@@ -142,7 +142,7 @@ func crashRestartChild(ctx context.Context, raw json.RawMessage) error {
 		return err
 	}
 	commit := func(p *store.PreparedMerge) error {
-		cr, err := s.Commit(ctx, p)
+		cr, err := commitOne(ctx, s, p)
 		switch {
 		case errors.Is(err, store.ErrStalePreparation):
 			res.Outcome += " commit:stale"
@@ -150,7 +150,7 @@ func crashRestartChild(ctx context.Context, raw json.RawMessage) error {
 			return err
 		case err != nil:
 			return fmt.Errorf("commit: %w", err)
-		case cr.AlreadyCommitted:
+		case cr.Outcome == store.RoundAlreadyCommitted:
 			res.Outcome += " commit:already"
 		default:
 			res.Outcome += " commit:published"
@@ -185,6 +185,9 @@ func crashRestartChild(ctx context.Context, raw json.RawMessage) error {
 			if err := recoverWAL(); err != nil {
 				return err
 			}
+		}
+		if _, err := s.Repair(ctx, store.RepairParams{}); err != nil {
+			return fmt.Errorf("repair before the retried prepare: %w", err)
 		}
 		p2, err := s.Prepare(ctx, store.PrepareParams{AttemptKey: a.attemptKey()})
 		if err != nil {

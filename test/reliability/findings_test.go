@@ -139,7 +139,7 @@ func TestFindingRetriedPrepareDoesNotLeakStagedFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Commit(ctx, p); err != nil {
+	if _, err := commitOne(ctx, s, p); err != nil {
 		t.Fatal(err)
 	}
 	lay, err := InspectLayout(ctx, db.Bucket().WithFaults(nil), target)
@@ -182,18 +182,18 @@ func TestFindingAlreadyCommittedCleanupFailureIsReported(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Commit(ctx, p1); err != nil {
+	if _, err := commitOne(ctx, s, p1); err != nil {
 		t.Fatal(err)
 	}
 	failDeletes.Store(true)
-	res, err := s.Commit(ctx, p2)
+	res, err := commitOne(ctx, s, p2)
 	failDeletes.Store(false)
 	lay, lerr := InspectLayout(ctx, db.Bucket().WithFaults(nil), target)
 	if lerr != nil {
 		t.Fatal(lerr)
 	}
 	if err == nil && len(lay.Orphans) > 0 {
-		t.Fatalf("Commit reported success (already committed=%v) but left its staged file %v: the failed clean-up is never retried", res.AlreadyCommitted, lay.Orphans)
+		t.Fatalf("Commit reported success (already committed=%v) but left its staged file %v: the failed clean-up is never retried", res.Outcome == store.RoundAlreadyCommitted, lay.Orphans)
 	}
 }
 

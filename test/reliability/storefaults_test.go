@@ -456,8 +456,8 @@ func (l *faultLoad) lister(ctx context.Context, s *store.Store, deadline time.Ti
 	}
 }
 
-// merger runs the MergeWal protocol by hand: Prepare (retried with the same attempt key),
-// Commit (retried), Abort on StalePreparation. It may pick a shard another merger is
+// merger runs the MergeWal protocol by hand: Repair and Prepare (retried with the same
+// attempt key), a CommitRound of the one shard (retried), Abort on a stale shard. It may pick a shard another merger is
 // merging too (as a zombie activity would).
 func (l *faultLoad) merger(ctx context.Context, id int, s *store.Store, shards []string, deadline time.Time) {
 	for n := 0; time.Now().Before(deadline); n++ {
@@ -466,7 +466,9 @@ func (l *faultLoad) merger(ctx context.Context, id int, s *store.Store, shards [
 		var p *store.PreparedMerge
 		if _, err := retry(2*time.Minute, func() error {
 			var err error
-			p, err = s.Prepare(ctx, store.PrepareParams{Shard: shard, AttemptKey: attempt})
+			if _, err = s.Repair(ctx, store.RepairParams{Shard: shard}); err == nil {
+				p, err = s.Prepare(ctx, store.PrepareParams{Shard: shard, AttemptKey: attempt})
+			}
 			if err != nil {
 				l.c.prepareFailed.Add(1)
 				l.attempts.prepareFailed(attempt)
@@ -487,9 +489,9 @@ func (l *faultLoad) merger(ctx context.Context, id int, s *store.Store, shards [
 		l.c.prepareOK.Add(1)
 		outcome := ""
 		_, err := retry(2*time.Minute, func() error {
-			res, err := s.Commit(ctx, p)
+			res, err := commitOne(ctx, s, p)
 			switch {
-			case err == nil && res.AlreadyCommitted:
+			case err == nil && res.Outcome == store.RoundAlreadyCommitted:
 				l.c.commitAlready.Add(1)
 				outcome = "already-committed"
 				return nil

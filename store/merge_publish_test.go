@@ -16,6 +16,28 @@ import (
 	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
+// commitOne commits p as a round of one and returns its shard's result; a stale shard is
+// its ErrStalePreparation, as callers that commit one shard treat it.
+func commitOne(ctx context.Context, s *Store, p *PreparedMerge) (RoundShardResult, error) {
+	rr, err := s.CommitRound(ctx, []*PreparedMerge{p})
+	if len(rr.Shards) == 0 {
+		return RoundShardResult{}, err
+	}
+	if err == nil {
+		err = rr.Shards[0].Err()
+	}
+	return rr.Shards[0], err
+}
+
+// publishOnly claims and publishes p without finishing it: the state a crash between a
+// commit's publish and its drain leaves.
+func publishOnly(t *testing.T, s *Store, p *PreparedMerge) {
+	t.Helper()
+	res := RoundCommitResult{Shards: []RoundShardResult{{Shard: p.Shard, Through: p.Through}}}
+	require.NoError(t, s.publishRound(context.Background(), []*PreparedMerge{p}, &res))
+	require.Equal(t, RoundCommitted, res.Shards[0].Outcome)
+}
+
 // roundFixture is one table with several writer shards (one DB each, as one process per
 // writer) and a committer process of its own, as the shared-queue worker that runs a
 // round's CommitRound. The committer's bucket goes through faults when set.
@@ -72,7 +94,7 @@ func (f *roundFixture) commitAhead(t *testing.T, i int) {
 	one := 1
 	other, err := f.writers[i].Prepare(ctx, PrepareParams{AttemptKey: "other/1", MaxGenerations: &one})
 	require.NoError(t, err)
-	_, err = f.writers[i].Commit(ctx, other)
+	_, err = commitOne(ctx, f.writers[i], other)
 	require.NoError(t, err)
 }
 

@@ -26,7 +26,7 @@ func TestAttemptClaimsDoNotAccumulate(t *testing.T) {
 	seal(t, s, row("a", 1))
 	p, err := s.Prepare(ctx, PrepareParams{AttemptKey: "wf/a"})
 	require.NoError(t, err)
-	_, err = s.Commit(ctx, p)
+	_, err = commitOne(ctx, s, p)
 	require.NoError(t, err)
 	require.False(t, claimExists(t, s, p), "commit claim left after a successful commit")
 	ar, err := s.Abort(ctx, p)
@@ -41,7 +41,7 @@ func TestAttemptClaimsDoNotAccumulate(t *testing.T) {
 	_, err = s.Abort(ctx, stale)
 	require.NoError(t, err)
 	require.True(t, claimExists(t, s, stale), "an abort below the watermark must keep its claim")
-	_, err = s.Commit(ctx, stale)
+	_, err = commitOne(ctx, s, stale)
 	require.ErrorIs(t, err, ErrStalePreparation)
 
 	// Another attempt merges the same generation; aborting the stale one again now finds the

@@ -4,24 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
-	"golang.org/x/sync/errgroup"
 )
 
-// CommitRound: Commit for the prepared merges of several shards at once, in one base
-// version. One commit per table is in flight at a time (the workflow's commit loop), so a
-// table whose commits each cover one shard folds one shard's pass per commit whatever its
-// number of writers; a round commit covers up to MaxRoundShards passes, and the table's fold
-// rate grows with its shards (docs/DESIGN.md §3, docs/FORMAT.md "Round commit").
+// The publish phase of a merge: CommitRound publishes the prepared merges of 1 to
+// MaxRoundShards shards in one base version v+1 = runs + every included staged run, each
+// shard's watermark moved to its own Through, then hands over to the finish phase
+// (merge_finish.go). A one-shard commit is a round of one. The conditional write of v+1 runs
+// outside any lock; mergeLock is held exclusively only to swap this process's cached latest
+// base (publishBaseThenSwap).
 //
-// Every rule of Commit holds per shard: each attempt is claimed before it is published, each
-// shard's watermark moves to its own Through, drains are relative and run only after the
-// publish, deletes only after the drain, and a retry after a publish reports "already
-// committed" from the watermarks alone. A shard whose preparation is stale is left out of
-// the version and reported; the others are published without it.
+// One commit per table is in flight at a time (the workflow's commit loop), so a round that
+// covers many shards' passes is what makes a table's fold rate grow with its shards
+// (docs/FORMAT.md §5, step 2).
 
 // MaxRoundShards caps the prepared merges one CommitRound takes. The round's activity
 // input is the list of PreparedMerges: one of 64 generations with short keys encodes to
@@ -29,9 +26,7 @@ import (
 // (contract.MaxRoundBytes, at which the workflow's commit loop closes a round); one with a
 // 200-character staged path and 256-byte min/max keys to ~2.1 KiB, so that cap closes a
 // round of those at ~30, and even 64 of them would be ~135 KiB, under the 256 KiB payload
-// budget (TestRoundInputSize pins both). It was 32: a round over 200 shards then took 7
-// CommitRounds, each an activity's orchestration and a base version (docs/BENCHMARKS.md
-// scenario 1, "Run D").
+// budget (TestRoundInputSize pins both).
 const MaxRoundShards = 64
 
 // Round outcomes, per shard (RoundShardResult.Outcome).
@@ -43,7 +38,7 @@ const (
 	RoundAlreadyCommitted = "already_committed"
 	// RoundStale: the preparation can never publish (the watermark moved into its range, its
 	// staged files are gone, or its attempt was claimed "abort"). Left out of the version;
-	// the caller aborts it as after a stale Commit, and prepares the shard again.
+	// the caller aborts it and prepares the shard again.
 	RoundStale = "stale"
 )
 
@@ -60,6 +55,15 @@ type RoundShardResult struct {
 	Reason string `json:"reason,omitempty"`
 }
 
+// Err is nil unless the shard is stale; then it is an ErrStalePreparation that says why,
+// for callers that commit one shard and treat a stale one as a failure.
+func (r RoundShardResult) Err() error {
+	if r.Outcome != RoundStale {
+		return nil
+	}
+	return fmt.Errorf("shard %s through %d: %s: %w", r.Shard, r.Through, r.Reason, ErrStalePreparation)
+}
+
 // RoundCommitResult reports one CommitRound.
 type RoundCommitResult struct {
 	// BaseVersion is the version this call published; 0 when it published none (every
@@ -71,24 +75,16 @@ type RoundCommitResult struct {
 	Shards   []RoundShardResult `json:"shards"`
 }
 
-// roundCleanupConcurrency bounds the shards checked, claimed, drained and cleaned up at once
-// in a round; each shard's own deletes are bounded by mergeDeleteConcurrency. A shard's
-// clean-up is a chain of round trips (drain: read and publish the shard manifest; the
-// generation and demand deletes; the claim), not CPU, so a round of 64 shards at 16 at once
-// is four waves of it; at 4 at once a round of 32 was eight, seconds on object storage
-// before the next round could start.
-const roundCleanupConcurrency = 16
-
 // CommitRound publishes the still-open prepared merges of ps in one base version v+1 = runs
 // + every included staged run, each shard's watermark at its Through; then drains each shard
-// and deletes what the version made garbage, as Commit does for one. ps must name distinct
-// shards of this store, at most MaxRoundShards; anything else is ErrInvalidInput and writes
-// nothing.
+// and deletes what the version made garbage. ps must name distinct shards of this store, at
+// most MaxRoundShards; anything else is ErrInvalidInput and writes nothing.
 //
-// Per shard the result says committed, already_committed or stale. An error means the call
-// did not finish: nothing was published if it came before the publish (the shards' claims
-// say "commit", so a retry goes on where it stopped), and the clean-up after it failed
-// otherwise; a retry then reports those shards already committed and finishes it.
+// Per shard the result says committed, already_committed or stale; a stale shard is left
+// out of the version without blocking the others. An error means the call did not finish:
+// nothing was published if it came before the publish (the shards' claims say "commit", so
+// a retry goes on where it stopped), and the clean-up after it failed otherwise; a retry
+// then reports those shards already committed and finishes it. Committing twice is safe.
 //
 // REQUIRES: mergeLock not held by the caller.
 func (s *Store) CommitRound(ctx context.Context, ps []*PreparedMerge) (RoundCommitResult, error) {
@@ -109,8 +105,8 @@ func (s *Store) CommitRound(ctx context.Context, ps []*PreparedMerge) (RoundComm
 
 	// INVARIANT: the drains and deletes run only after the base version that makes them
 	// garbage is published; a crash in between is repaired by the retry or by the next
-	// prepare of each shard (reconcile).
-	if err := s.cleanUpRound(ctx, ps, &res); err != nil {
+	// Repair of each shard.
+	if err := s.finishRound(ctx, ps, &res); err != nil {
 		return res, fmt.Errorf("round committed (base version %d) but clean-up failed: %w", res.BaseVersion, err)
 	}
 	counts := map[string]int{}
@@ -124,28 +120,12 @@ func (s *Store) CommitRound(ctx context.Context, ps []*PreparedMerge) (RoundComm
 	return res, nil
 }
 
-// validateRound checks a round's input before anything acts on it.
-func (s *Store) validateRound(ps []*PreparedMerge) error {
-	if len(ps) == 0 || len(ps) > MaxRoundShards {
-		return invalidf("a round commits 1 to %d prepared merges, not %d", MaxRoundShards, len(ps))
-	}
-	seen := make(map[string]bool, len(ps))
-	for _, p := range ps {
-		if err := s.validatePrepared(p); err != nil {
-			return err
-		}
-		if seen[p.Shard] {
-			return invalidf("shard %s appears twice in one round", p.Shard)
-		}
-		seen[p.Shard] = true
-	}
-	return nil
-}
-
 // publishRound classifies each merge against the latest base, claims the open ones and
 // publishes them in one version, rebasing on every lost race. It fills each shard's
 // Outcome and BaseVersion; the included ones end committed, the rest already committed or
 // stale.
+//
+// REQUIRES: mergeLock not held by the caller.
 func (s *Store) publishRound(ctx context.Context, ps []*PreparedMerge, res *RoundCommitResult) error {
 	base, err := s.loadBase(ctx)
 	if err != nil {
@@ -156,7 +136,7 @@ func (s *Store) publishRound(ctx context.Context, ps []*PreparedMerge, res *Roun
 	// gone is never claimed "commit" (its Abort can then claim "abort" and finish).
 	var open []int
 	for i, p := range ps {
-		if s.classifyRoundShard(base, p, &res.Shards[i]) {
+		if classifyShard(base, p, &res.Shards[i]) {
 			open = append(open, i)
 		}
 	}
@@ -167,16 +147,17 @@ func (s *Store) publishRound(ctx context.Context, ps []*PreparedMerge, res *Roun
 
 	// 2. Claim each open attempt.
 	// INVARIANT: an attempt is claimed "commit" before a version that publishes it is
-	// written, and exactly one of "commit" and "abort" can be claimed, so a round never
+	// written, and exactly one of "commit" and "abort" can be claimed, so a commit never
 	// publishes files an abort deleted.
 	if err := s.claimRound(ctx, ps, open, res); err != nil {
 		return err
 	}
 	open = stillOpen(open, res)
 
-	// 3. One version for all of them. A lost race rebases: merges only append runs and
-	// move their own shards' watermarks, so the draft is rebuilt from the newer version
-	// with the shards it left open.
+	// 3. One version for all of them. The put-if-absent of v+1 is what arbitrates between
+	// committers (other processes never see mergeLock). A lost race rebases: merges only
+	// append runs and move their own shards' watermarks, so the draft is rebuilt from the
+	// newer version with the shards it left open.
 	for attempt := 0; attempt < 128; attempt++ {
 		if len(open) == 0 {
 			return nil
@@ -207,7 +188,7 @@ func (s *Store) publishRound(ctx context.Context, ps []*PreparedMerge, res *Roun
 		var still []int
 		for _, i := range open {
 			res.Shards[i].Outcome = ""
-			if s.classifyRoundShard(base, ps[i], &res.Shards[i]) {
+			if classifyShard(base, ps[i], &res.Shards[i]) {
 				still = append(still, i)
 			}
 		}
@@ -216,9 +197,9 @@ func (s *Store) publishRound(ctx context.Context, ps []*PreparedMerge, res *Roun
 	return fmt.Errorf("%s: round commit kept losing races: %w", s.target, ErrConflict)
 }
 
-// classifyRoundShard records what base's watermark says about p and reports whether p is
-// still open (to be published).
-func (s *Store) classifyRoundShard(base *baseManifest, p *PreparedMerge, sr *RoundShardResult) bool {
+// classifyShard records what base's watermark says about p and reports whether p is still
+// open (to be published).
+func classifyShard(base *baseManifest, p *PreparedMerge, sr *RoundShardResult) bool {
 	wm := base.Watermarks[p.Shard]
 	switch watermarkCoverage(wm, p.Generations[0], p.Through) {
 	case rangeCommitted:
@@ -233,6 +214,9 @@ func (s *Store) classifyRoundShard(base *baseManifest, p *PreparedMerge, sr *Rou
 }
 
 // dropMissingStaged marks stale the open merges whose staged files are gone.
+//
+// INVARIANT: a base version is published only after every file it references is written
+// (the commit object last); a merge whose staged run is missing is never included.
 func (s *Store) dropMissingStaged(ctx context.Context, ps []*PreparedMerge, open []int, res *RoundCommitResult) error {
 	return s.eachShard(ctx, open, func(ctx context.Context, i int) error {
 		for _, f := range ps[i].Staged {
@@ -250,22 +234,6 @@ func (s *Store) dropMissingStaged(ctx context.Context, ps []*PreparedMerge, open
 	})
 }
 
-// claimRound claims "commit" for each open merge; one whose attempt was claimed "abort"
-// first is stale.
-func (s *Store) claimRound(ctx context.Context, ps []*PreparedMerge, open []int, res *RoundCommitResult) error {
-	return s.eachShard(ctx, open, func(ctx context.Context, i int) error {
-		state, err := s.claim(ctx, ps[i], "commit")
-		if err != nil {
-			return err
-		}
-		if state != "commit" {
-			res.Shards[i].Outcome = RoundStale
-			res.Shards[i].Reason = fmt.Sprintf("attempt %s was aborted", ps[i].AttemptKey)
-		}
-		return nil
-	})
-}
-
 // stillOpen keeps the indexes whose outcome is not decided yet.
 func stillOpen(open []int, res *RoundCommitResult) []int {
 	var out []int
@@ -277,59 +245,40 @@ func stillOpen(open []int, res *RoundCommitResult) []int {
 	return out
 }
 
-// cleanUpRound drains and cleans up every shard whose rows the base holds, concurrently
-// across shards, as Commit does for one: drain exactly the merged generations, delete their
-// files, delete a losing attempt's unreferenced staged files, drop the claim. The first
-// error is returned once every shard has been tried, so one shard's failure does not leave
-// the others undrained.
+// publishBaseThenSwap publishes next with put-if-absent and then, holding the merge lock
+// exclusively, swaps this process's cached latest base to it; it returns how long the lock
+// was held. The encoding and the durable write both run before the lock is taken, so the
+// hold is O(1): independent of the merge's size, of the manifest's size and of the
+// storage's latency (a file:// fsync, an S3 round trip). ErrAlreadyExists = lost the race;
+// the lock is then not taken at all. (Not a ...Locked function: it takes the lock.)
 //
-// REQUIRES: for every shard whose outcome is committed or already_committed, a published
-// base version's watermark covers its range (publishRound).
-func (s *Store) cleanUpRound(ctx context.Context, ps []*PreparedMerge, res *RoundCommitResult) error {
-	var done []int
-	for i, sr := range res.Shards {
-		switch sr.Outcome {
-		case RoundCommitted, RoundAlreadyCommitted:
-			done = append(done, i)
-		case RoundStale:
-			s.countMerge("stale", 0)
-		}
+// Why publishing before the lock is safe (docs/FORMAT.md, "Commit lock"): no reader takes
+// the lock (reads are snapshot reads, shard manifests before the base), and a Prepare of
+// this process that plans between the durable write and the swap sees at worst the
+// situation a Prepare in another process always could: a range the new watermark covers,
+// which its own commit then reports as already committed or stale.
+//
+// REQUIRES: mergeLock not held by the caller.
+func (s *Store) publishBaseThenSwap(ctx context.Context, next *baseManifest) (time.Duration, error) {
+	raw, err := s.encodeBase(next)
+	if err != nil {
+		return 0, err
 	}
-	var mu sync.Mutex
-	var first error
-	_ = s.eachShard(ctx, done, func(ctx context.Context, i int) error {
-		runs := 0
-		if res.Shards[i].Outcome == RoundCommitted {
-			runs = res.Runs
-		}
-		if err := s.cleanUpCommitted(ctx, ps[i], &res.Shards[i], runs); err != nil {
-			mu.Lock()
-			if first == nil {
-				first = fmt.Errorf("shard %s: %w", ps[i].Shard, err)
-			}
-			mu.Unlock()
-		}
-		return nil // the other shards go on
-	})
-	return first
+	// INVARIANT: the commit object is durable before anything in memory says it exists.
+	if err := s.base.put(ctx, next.Version, raw); err != nil {
+		return 0, err
+	}
+	s.mergeLock.Lock()
+	locked := time.Now()
+	s.base.advance(next.Version, raw, next)
+	hold := time.Since(locked)
+	s.mergeLock.Unlock()
+	s.collectBase(ctx, next.Version)
+	return hold, nil
 }
 
-// cleanUpCommitted is Commit's part after the publish, for one shard of a round.
-//
-// REQUIRES: a published base version's watermark for p.Shard is at least p.Through.
-func (s *Store) cleanUpCommitted(ctx context.Context, p *PreparedMerge, sr *RoundShardResult, runs int) error {
-	var err error
-	sr.Reclaimed, sr.Deleted, err = s.finishCommitted(ctx, p, sr.Outcome == RoundAlreadyCommitted, runs)
-	return err
-}
-
-// eachShard runs fn for the indexes idx, roundCleanupConcurrency at a time; fn writes only
-// its own index's result. The first error cancels the rest and is returned.
-func (s *Store) eachShard(ctx context.Context, idx []int, fn func(ctx context.Context, i int) error) error {
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(roundCleanupConcurrency)
-	for _, i := range idx {
-		g.Go(func() error { return fn(gctx, i) })
+func (s *Store) observeLock(d time.Duration) {
+	if m := s.db.opts.Metrics; m != nil {
+		m.CommitLockSeconds.Observe(d.Seconds())
 	}
-	return g.Wait()
 }

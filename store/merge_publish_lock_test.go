@@ -47,16 +47,10 @@ func TestCommitLockHoldIsIndependentOfMergeSize(t *testing.T) {
 				flush(t, s)
 				p, err := s.Prepare(ctx, PrepareParams{})
 				require.NoError(t, err)
-				if m%2 == 0 {
-					res, err := s.Commit(ctx, p)
-					require.NoError(t, err)
-					holds = append(holds, res.LockHold)
-				} else {
-					res, err := s.CommitRound(ctx, []*PreparedMerge{p})
-					require.NoError(t, err)
-					require.Equal(t, RoundCommitted, res.Shards[0].Outcome)
-					holds = append(holds, res.LockHold)
-				}
+				res, err := s.CommitRound(ctx, []*PreparedMerge{p})
+				require.NoError(t, err)
+				require.Equal(t, RoundCommitted, res.Shards[0].Outcome)
+				holds = append(holds, res.LockHold)
 			}
 			slices.Sort(holds)
 			p99[sz.name] = holds[len(holds)-1] // with this few samples, p99 is the max

@@ -1,0 +1,50 @@
+package store
+
+import (
+	"context"
+	"fmt"
+)
+
+// Abort, the other way out of a prepared attempt: claim "abort", then delete the staged
+// files once no commit of the attempt can publish them. It takes no lock.
+
+// Abort deletes exactly the staged files of an attempt whose commit is proven absent. The
+// abort claim makes the proof stick: a late commit of the same attempt sees it and
+// reports the shard stale, so files are never deleted under a manifest that references them.
+func (s *Store) Abort(ctx context.Context, p *PreparedMerge) (AbortResult, error) {
+	state, err := s.claim(ctx, p, "abort")
+	if err != nil {
+		return AbortResult{}, err
+	}
+	base, err := s.loadBase(ctx)
+	if err != nil {
+		return AbortResult{}, err
+	}
+	for _, f := range p.Staged {
+		if base.references(f.Path) {
+			// Published, so no claim is needed any more: see dropClaim.
+			return AbortResult{CommitPresent: true}, s.dropClaim(ctx, p)
+		}
+	}
+	cov := watermarkCoverage(base.Watermarks[p.Shard], p.Generations[0], p.Through)
+	// INVARIANT: staged files are deleted only when no commit of the attempt can publish
+	// them. Once the watermark reaches into the prepared range, none can (CommitRound
+	// answers already committed or stale), so its files are garbage whatever the claim
+	// says. Below the range, only an abort claim proves it.
+	if cov == rangeOpen && state == "commit" {
+		return AbortResult{}, fmt.Errorf("attempt %s has started committing; not deleting its files: %w", p.AttemptKey, ErrConflict)
+	}
+	res := AbortResult{CommitPresent: cov == rangeCommitted}
+	for _, f := range p.Staged {
+		if err := s.db.bucket.Delete(ctx, f.Path); err != nil {
+			return res, err
+		}
+		res.Deleted++
+	}
+	s.countMerge("aborted", 0)
+	if cov != rangeOpen {
+		// The abort claim only has to stop a late commit, and none can publish any more.
+		return res, s.dropClaim(ctx, p)
+	}
+	return res, nil
+}

@@ -1,0 +1,129 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+)
+
+// The claim phase of a merge: before a prepared attempt is published or its staged files are
+// deleted, its claim object records "commit" or "abort". The claim is a put-if-absent, so
+// exactly one of the two wins across every process. It takes no lock.
+
+// validatePrepared checks a PreparedMerge that crossed a process boundary before anything
+// acts on it: bad input is ErrInvalidInput and writes nothing.
+func (s *Store) validatePrepared(p *PreparedMerge) error {
+	if p == nil {
+		return invalidf("nil prepared merge")
+	}
+	if p.Target != s.target.String() {
+		return invalidf("prepared merge is for %s, not %s", p.Target, s.target)
+	}
+	if err := validateShardID(p.Shard); err != nil {
+		return err
+	}
+	if len(p.Generations) == 0 || p.Generations[len(p.Generations)-1] != p.Through {
+		return invalidf("prepared merge lists no generations or a wrong through")
+	}
+	if p.Through > maxCounter {
+		return invalidf("prepared merge through %d is out of range", p.Through) // a watermark no reader would accept
+	}
+	for i := 1; i < len(p.Generations); i++ {
+		if p.Generations[i] <= p.Generations[i-1] {
+			return invalidf("prepared generations are not ascending")
+		}
+	}
+	if p.AttemptKey == "" || len(p.Staged) == 0 {
+		return invalidf("prepared merge has no attempt key or no staged files")
+	}
+	prefix := path.Join(storePrefix(s.target), dataDir) + "/"
+	for _, f := range p.Staged {
+		if !strings.HasPrefix(f.Path, prefix) || strings.Contains(f.Path, "..") || !strings.HasSuffix(f.Path, ".parquet") {
+			return invalidf("staged file %q is outside %s", f.Path, prefix)
+		}
+		if f.Checksum == "" || f.Bytes < 0 || f.Rows < 0 {
+			return invalidf("staged file %q has no checksum or a negative size", f.Path) // no reader would accept the run
+		}
+	}
+	return nil
+}
+
+// validateRound checks a commit's input before anything acts on it: 1 to MaxRoundShards
+// valid prepared merges of distinct shards.
+func (s *Store) validateRound(ps []*PreparedMerge) error {
+	if len(ps) == 0 || len(ps) > MaxRoundShards {
+		return invalidf("a round commits 1 to %d prepared merges, not %d", MaxRoundShards, len(ps))
+	}
+	seen := make(map[string]bool, len(ps))
+	for _, p := range ps {
+		if err := s.validatePrepared(p); err != nil {
+			return err
+		}
+		if seen[p.Shard] {
+			return invalidf("shard %s appears twice in one round", p.Shard)
+		}
+		seen[p.Shard] = true
+	}
+	return nil
+}
+
+// claimKey is the object key of p's attempt claim.
+func (s *Store) claimKey(p *PreparedMerge) string {
+	return claimObjectKey(s.target, p.Shard, hashKey(p.AttemptKey, fmt.Sprint(p.Through)))
+}
+
+// claim validates p and records state ("commit" or "abort") for the attempt. It returns
+// the state that holds afterwards: ours, or the one another caller claimed first.
+func (s *Store) claim(ctx context.Context, p *PreparedMerge, state string) (string, error) {
+	if err := s.validatePrepared(p); err != nil {
+		return "", err
+	}
+	raw, _ := json.Marshal(attemptClaim{State: state, AttemptKey: p.AttemptKey, Through: p.Through, At: s.db.opts.Now().UTC()})
+	err := s.db.bucket.PutIfAbsent(ctx, s.claimKey(p), raw)
+	if err == nil {
+		return state, nil
+	}
+	if !errors.Is(err, ErrAlreadyExists) {
+		return "", err
+	}
+	got, err := s.db.bucket.Get(ctx, s.claimKey(p))
+	if err != nil {
+		return "", err
+	}
+	var c attemptClaim
+	if err := decodeJSONObject(got, &c, "attempt claim"); err != nil {
+		return "", err
+	}
+	return c.State, nil
+}
+
+// claimRound claims "commit" for each open merge of a round; one whose attempt was claimed
+// "abort" first is stale.
+func (s *Store) claimRound(ctx context.Context, ps []*PreparedMerge, open []int, res *RoundCommitResult) error {
+	return s.eachShard(ctx, open, func(ctx context.Context, i int) error {
+		state, err := s.claim(ctx, ps[i], "commit")
+		if err != nil {
+			return err
+		}
+		if state != "commit" {
+			res.Shards[i].Outcome = RoundStale
+			res.Shards[i].Reason = fmt.Sprintf("attempt %s was aborted", ps[i].AttemptKey)
+		}
+		return nil
+	})
+}
+
+// dropClaim deletes the attempt's claim once the shard's watermark has reached the
+// attempt's first generation: from then on every commit of the attempt answers "already
+// committed" or stale from the watermark alone and no Abort can delete a file a manifest
+// references, so the claim protects nothing. Claims of attempts aborted below the
+// watermark stay: they are what stops a late commit.
+func (s *Store) dropClaim(ctx context.Context, p *PreparedMerge) error {
+	if err := s.db.bucket.Delete(ctx, s.claimKey(p)); err != nil && !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	return nil
+}

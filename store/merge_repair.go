@@ -1,0 +1,67 @@
+package store
+
+import "context"
+
+// Repair, the step before a prepare: it finishes what an interrupted merge of a shard left
+// behind. A crash between a commit's publish and its finish (merge_finish.go) leaves
+// generations that the base watermark covers still listed in the shard manifest, their
+// files and their demand records; Repair drains and deletes them. It holds mergeLock
+// shared, as Prepare does.
+
+// RepairParams selects the shard Repair repairs.
+type RepairParams struct {
+	// Shard to repair; "" means this process's own shard.
+	Shard string
+}
+
+// RepairResult reports one Repair.
+type RepairResult struct {
+	// Drained is the number of covered generations removed from the shard manifest.
+	Drained int `json:"drained"`
+	// Deleted is the number of merged generation files deleted.
+	Deleted int `json:"deleted"`
+}
+
+// Repair drains the shard's generations at or below its base watermark (already in the
+// base: a commit published them but did not finish), deletes their files, and deletes the
+// shard's stale and orphan demand records. It does nothing when the shard is clean, and
+// repairing twice is safe. Callers run it before Prepare.
+//
+// REQUIRES: mergeLock not held by the caller.
+func (s *Store) Repair(ctx context.Context, p RepairParams) (RepairResult, error) {
+	shard := p.Shard
+	if shard == "" {
+		shard = s.db.shard
+	}
+	if err := validateShardID(shard); err != nil {
+		return RepairResult{}, err
+	}
+	// Shared, like Prepare: a concurrent publish of this process only raises the watermark,
+	// and draining below an older one is still a drain of merged generations.
+	s.mergeLock.RLock()
+	defer s.mergeLock.RUnlock()
+
+	sm, err := s.loadShard(ctx, shard)
+	if err != nil || sm == nil {
+		return RepairResult{}, err
+	}
+	base, err := s.loadBase(ctx) // after sm, as cleanDemand requires
+	if err != nil {
+		return RepairResult{}, err
+	}
+	wm := base.Watermarks[shard]
+	// Best effort: a stale or orphan demand record costs at most a needless MergeWal start,
+	// and the next Repair or the demand reconcile retries.
+	_, _ = s.cleanDemand(ctx, shard, sm, wm, false)
+	covered := sm.coveredBy(wm)
+	if len(covered) == 0 {
+		return RepairResult{}, nil
+	}
+	var res RepairResult
+	// INVARIANT: only generations the published watermark covers are drained and deleted.
+	if res.Drained, err = s.drain(ctx, shard, covered); err != nil {
+		return res, err
+	}
+	res.Deleted, err = s.deleteMergedGenerations(ctx, shard, wm)
+	return res, err
+}

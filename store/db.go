@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/walkeeper/walkeeper/store/manifest"
 	"github.com/walkeeper/walkeeper/store/objstore"
 	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
@@ -207,7 +208,7 @@ func (db *DB) create(ctx context.Context, t Target, co CreateOptions) (*Store, e
 	if err := validateTarget(t); err != nil {
 		return nil, err
 	}
-	meta := storeMeta{FormatVersion: FormatVersion, Kind: t.Kind, Name: t.Name, Key: rowcodec.KeyField(t.Kind), CreatedAt: db.opts.Now().UTC()}
+	meta := manifest.StoreMeta{FormatVersion: FormatVersion, Kind: t.Kind, Name: t.Name, Key: rowcodec.KeyField(t.Kind), CreatedAt: db.opts.Now().UTC()}
 	switch t.Kind {
 	case KindGeneric:
 		if co.Schema == nil {
@@ -262,7 +263,7 @@ func (db *DB) create(ctx context.Context, t Target, co CreateOptions) (*Store, e
 	case err != nil:
 		return nil, err
 	}
-	reg, _ := json.Marshal(registryEntry{Kind: t.Kind, Name: t.Name, CreatedAt: meta.CreatedAt})
+	reg, _ := json.Marshal(manifest.RegistryEntry{Kind: t.Kind, Name: t.Name, CreatedAt: meta.CreatedAt})
 	if err := db.bucket.PutIfAbsent(ctx, registryKey(t), reg); err != nil && !errors.Is(err, ErrAlreadyExists) {
 		return nil, err
 	}
@@ -276,8 +277,8 @@ func validateTarget(t Target) error {
 	return ValidateName(t.Name)
 }
 
-func (db *DB) readMeta(ctx context.Context, t Target) (storeMeta, error) {
-	var meta storeMeta
+func (db *DB) readMeta(ctx context.Context, t Target) (manifest.StoreMeta, error) {
+	var meta manifest.StoreMeta
 	raw, err := db.bucket.Get(ctx, storeMetaKey(t))
 	if err != nil {
 		return meta, fmt.Errorf("store %s: %w", t, err)

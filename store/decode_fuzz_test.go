@@ -18,6 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/parquet/file"
 
+	"github.com/walkeeper/walkeeper/store/manifest"
 	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
 
@@ -331,7 +332,7 @@ func FuzzDecodeGeneration(f *testing.F) {
 		// Re-list it with the fuzzed bytes' checksum and a size that admits them, so the
 		// decoder (not the checksum or the size limit, which would refuse any change) is what
 		// the store's reads and merge exercise.
-		if _, err := s.editShard(ctx, db.Shard(), func(m *shardManifest) (bool, error) {
+		if _, err := s.editShard(ctx, db.Shard(), func(m *manifest.Shard) (bool, error) {
 			m.Flushed[0].Checksum = checksumOf(data)
 			m.Flushed[0].Bytes = max(m.Flushed[0].Bytes, int64(len(data)))
 			return true, nil
@@ -383,7 +384,7 @@ func FuzzDecodeRun(f *testing.F) {
 		if err := db.bucket.Put(ctx, base.Runs[0].Path, append([]byte(nil), data...)); err != nil {
 			t.Fatal(err)
 		}
-		next := base.clone() // re-listed with the fuzzed bytes' checksum, as above
+		next := base.Clone() // re-listed with the fuzzed bytes' checksum, as above
 		next.Version++
 		next.Runs[0].Checksum = checksumOf(data)
 		next.Runs[0].Bytes = int64(len(data))

@@ -88,7 +88,7 @@ func TestMergeReadsKeepThePrefixWhateverTheReadOrder(t *testing.T) {
 	}
 	sm, err := s.loadShard(ctx, db.shard)
 	require.NoError(t, err)
-	gens := sm.pendingAbove(0)
+	gens := sm.PendingAbove(0)
 	require.Len(t, gens, 3)
 	db.bucket = db.bucket.WithFaults(objstore.FaultFuncs{BeforeFunc: func(op, key string) error {
 		if op == objstore.OpGet && key == gens[0].Path {

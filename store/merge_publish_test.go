@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/walkeeper/walkeeper/store/manifest"
 	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
@@ -159,7 +160,7 @@ func (f *roundFixture) requireConverged(t *testing.T) {
 		// stops a late commit of that attempt (dropClaim).
 		raw, err := s.db.bucket.Get(ctx, o.Key)
 		require.NoError(t, err)
-		var c attemptClaim
+		var c manifest.AttemptClaim
 		require.NoError(t, json.Unmarshal(raw, &c))
 		require.Equal(t, "abort", c.State, "no commit claim left behind: %s", o.Key)
 	}

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/walkeeper/walkeeper/store/manifest"
 	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
 
@@ -43,8 +44,8 @@ type ListPage struct {
 // watermark" (skipped, its rows are in the newer base) and never as "drained but not in
 // the base" (rows missing).
 type readSnapshot struct {
-	base    *baseManifest
-	pending map[string][]genMeta
+	base    *manifest.Base
+	pending map[string][]manifest.Gen
 	shards  []string
 	// quarantined counts the shards' quarantined generations (reads skip them).
 	quarantined map[string]int
@@ -57,7 +58,7 @@ func (s *Store) snapshot(ctx context.Context, enforce bool) (*readSnapshot, erro
 	if err != nil {
 		return nil, err
 	}
-	manifests := make([]*shardManifest, len(shards))
+	manifests := make([]*manifest.Shard, len(shards))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(16)
 	for i, sh := range shards {
@@ -74,14 +75,14 @@ func (s *Store) snapshot(ctx context.Context, enforce bool) (*readSnapshot, erro
 	if err != nil {
 		return nil, err
 	}
-	snap := &readSnapshot{base: base, pending: map[string][]genMeta{}, quarantined: map[string]int{}}
+	snap := &readSnapshot{base: base, pending: map[string][]manifest.Gen{}, quarantined: map[string]int{}}
 	total := 0
 	worst, worstShard := 0, ""
 	for i, sh := range shards {
 		if manifests[i] == nil {
 			continue
 		}
-		p := manifests[i].pendingAbove(base.Watermarks[sh])
+		p := manifests[i].PendingAbove(base.Watermarks[sh])
 		snap.quarantined[sh] = len(manifests[i].Quarantined)
 		snap.shards = append(snap.shards, sh)
 		snap.pending[sh] = p
@@ -409,8 +410,8 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 		Target:      s.target.String(),
 		BaseVersion: snap.base.Version,
 		Runs:        len(snap.base.Runs),
-		Rows:        snap.base.rows(),
-		BaseBytes:   snap.base.bytes(),
+		Rows:        snap.base.Rows(),
+		BaseBytes:   snap.base.Bytes(),
 		Shards:      []ShardStats{},
 		Quarantined: len(snap.base.Quarantined),
 	}

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/walkeeper/walkeeper/store/manifest"
 	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
 
@@ -171,7 +172,7 @@ func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after strin
 			private[i] = true
 			sizes = append(sizes, src.bytes)
 			if src.run {
-				want += compactRunGuess(runMeta{Bytes: src.bytes}) // its batches, until the footer says
+				want += compactRunGuess(manifest.Run{Bytes: src.bytes}) // its batches, until the footer says
 			}
 			continue
 		}

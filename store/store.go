@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/walkeeper/walkeeper/store/manifest"
 	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
 
@@ -22,7 +23,7 @@ import (
 type Store struct {
 	db     *DB
 	target Target
-	meta   storeMeta
+	meta   manifest.StoreMeta
 	codec  *rowcodec.Codec
 
 	// mergeLock: shared for Repair and Prepare; exclusive for the in-memory swap after a merge or
@@ -50,7 +51,7 @@ type Store struct {
 	claimed bool
 }
 
-func newStore(db *DB, t Target, meta storeMeta, codec *rowcodec.Codec) *Store {
+func newStore(db *DB, t Target, meta manifest.StoreMeta, codec *rowcodec.Codec) *Store {
 	s := &Store{
 		db:     db,
 		target: t,

@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/walkeeper/walkeeper/store/manifest"
 	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
 
@@ -187,7 +188,7 @@ type writer struct {
 	// frozen are memtables being sealed, or whose seal failed; still readable, oldest first.
 	frozen []*memtable
 	// manifest is the newest shard manifest this writer knows (its seals, merges' drains).
-	manifest *shardManifest
+	manifest *manifest.Shard
 	// nextPos is the WAL position of the next WAL group commit. Only the WAL committer
 	// goroutine advances it.
 	nextPos uint64
@@ -222,16 +223,16 @@ func (w *writer) kill(err error) {
 // acknowledging rows that nobody would replay.
 func openWriter(ctx context.Context, s *Store) (*writer, error) {
 	shard := s.db.shard
-	var m *shardManifest
+	var m *manifest.Shard
 	for attempt := 0; ; attempt++ {
 		cur, err := s.loadShard(ctx, shard)
 		if err != nil {
 			return nil, err
 		}
 		if cur == nil {
-			cur = &shardManifest{Shard: shard, NextGeneration: 1}
+			cur = &manifest.Shard{Shard: shard, NextGeneration: 1}
 		}
-		next := cur.clone()
+		next := cur.Clone()
 		next.Version = cur.Version + 1
 		next.WriterEpoch = cur.WriterEpoch + 1
 		err = s.publishShard(ctx, next)
@@ -362,7 +363,7 @@ func (w *writer) close(ctx context.Context) error {
 }
 
 // observe adopts a newer manifest published by a merge's drain.
-func (w *writer) observe(m *shardManifest) {
+func (w *writer) observe(m *manifest.Shard) {
 	w.mu.Lock()
 	if m != nil && m.Version > w.manifest.Version {
 		w.manifest = m

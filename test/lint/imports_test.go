@@ -29,6 +29,7 @@ var product = []string{
 	"store",
 	"store/objstore",
 	"store/rowcodec",
+	"store/manifest",
 	"contract",
 	"target",
 }
@@ -69,19 +70,24 @@ var rules = []rule{
 		forbid: []string{"go.temporal.io/"},
 	},
 	{
-		name:   "the bucket layer imports neither the engine nor the row codec",
+		name:   "the bucket layer imports neither the engine, the row codec nor the manifest",
 		from:   []string{"store/objstore"},
-		forbid: []string{module + "/store$", module + "/store/rowcodec"},
+		forbid: []string{module + "/store$", module + "/store/rowcodec", module + "/store/manifest"},
 	},
 	{
-		name:   "the row codec imports neither the engine nor the bucket layer",
+		name:   "the row codec imports neither the engine, the bucket layer nor the manifest",
 		from:   []string{"store/rowcodec"},
+		forbid: []string{module + "/store$", module + "/store/objstore", module + "/store/manifest"},
+	},
+	{
+		name:   "the manifest model imports neither the engine nor the bucket layer",
+		from:   []string{"store/manifest"},
 		forbid: []string{module + "/store$", module + "/store/objstore"},
 	},
 	{
 		name:   "the bucket conformance suite needs only the bucket layer",
 		from:   []string{"internal/bucketconformance"},
-		forbid: []string{module + "/store$", module + "/store/rowcodec"},
+		forbid: []string{module + "/store$", module + "/store/rowcodec", module + "/store/manifest"},
 	},
 	{
 		name:   "workflows import neither store nor activities",

@@ -1,4 +1,4 @@
-package store
+package manifest
 
 import (
 	"encoding/json"
@@ -14,15 +14,15 @@ import (
 // table's CPU (docs/BENCHMARKS.md scenario 1, "200 shards again").
 //
 // The format does not change (docs/FORMAT.md): appendShardManifest writes exactly the bytes
-// json.Marshal writes, and parseShardManifest reads exactly what json.Unmarshal reads for
+// json.Marshal writes, and UnmarshalShard reads exactly what json.Unmarshal reads for
 // the shape walkeeper writes. Anything else — whitespace from a pretty-printer aside, an
 // escaped or non-ASCII string, an unknown field, a null, a number json would refuse or
 // round, a quarantined list — makes the fast path give up and encoding/json decide, so
 // outside writers, older and newer releases keep their meaning. TestShardManifestCodec and
 // FuzzShardManifestCodec hold both halves to encoding/json.
 
-// encodeShardManifest is json.Marshal(m), byte for byte.
-func encodeShardManifest(m *shardManifest) ([]byte, error) {
+// EncodeShard is json.Marshal(m), byte for byte.
+func EncodeShard(m *Shard) ([]byte, error) {
 	if len(m.Quarantined) > 0 {
 		return json.Marshal(m)
 	}
@@ -32,11 +32,11 @@ func encodeShardManifest(m *shardManifest) ([]byte, error) {
 	return json.Marshal(m) // a time MarshalJSON refuses: let it say so
 }
 
-// appendShardManifest is encodeShardManifest's fast path; false when a time does not
+// appendShardManifest is EncodeShard's fast path; false when a time does not
 // encode (time.Time.MarshalJSON refuses it).
 //
 // REQUIRES: m.Quarantined is empty.
-func appendShardManifest(m *shardManifest) ([]byte, bool) {
+func appendShardManifest(m *Shard) ([]byte, bool) {
 	ok := true
 	b := make([]byte, 0, 160+len(m.Flushed)*256)
 	b = append(b, `{"shard":`...)
@@ -69,7 +69,7 @@ func appendShardManifest(m *shardManifest) ([]byte, bool) {
 	return append(b, '}'), ok
 }
 
-func appendGenMeta(b []byte, g *genMeta, ok *bool) []byte {
+func appendGenMeta(b []byte, g *Gen, ok *bool) []byte {
 	b = append(b, `{"gen":`...)
 	b = strconv.AppendUint(b, g.Gen, 10)
 	b = append(b, `,"path":`...)
@@ -125,14 +125,14 @@ func appendJSONTime(b []byte, t time.Time, ok *bool) []byte {
 	return append(b, '"')
 }
 
-// unmarshalShardManifest is json.Unmarshal(raw, m) (m zero on entry): the fast path for
-// the shape encodeShardManifest writes, encoding/json for anything else.
-func unmarshalShardManifest(raw []byte, m *shardManifest) error {
+// UnmarshalShard is json.Unmarshal(raw, m) (m zero on entry): the fast path for
+// the shape EncodeShard writes, encoding/json for anything else.
+func UnmarshalShard(raw []byte, m *Shard) error {
 	p := manifestParser{b: raw}
-	if p.shardManifest(m) {
+	if p.shard(m) {
 		return nil
 	}
-	*m = shardManifest{}
+	*m = Shard{}
 	return json.Unmarshal(raw, m)
 }
 
@@ -286,7 +286,7 @@ func (p *manifestParser) document(field func(key []byte) bool) bool {
 	return p.i == len(p.b)
 }
 
-func (p *manifestParser) shardManifest(m *shardManifest) bool {
+func (p *manifestParser) shard(m *Shard) bool {
 	return p.document(func(key []byte) bool {
 		switch string(key) {
 		case "shard":
@@ -312,8 +312,8 @@ func (p *manifestParser) shardManifest(m *shardManifest) bool {
 
 // flushed reads the generation list. Like encoding/json it reuses no element of an earlier
 // value of the same key: a repeated "flushed" replaces the list.
-func (p *manifestParser) flushed(dst *[]genMeta) bool {
-	return parseObjects(p, dst, 64, p.genMeta)
+func (p *manifestParser) flushed(dst *[]Gen) bool {
+	return parseObjects(p, dst, 64, p.gen)
 }
 
 // parseObjects reads a JSON array of objects, each read by elem, into a new slice that
@@ -346,7 +346,7 @@ func parseObjects[T any](p *manifestParser, dst *[]T, capHint int, elem func(*T)
 	return true
 }
 
-func (p *manifestParser) genMeta(g *genMeta) bool {
+func (p *manifestParser) gen(g *Gen) bool {
 	return p.object(func(key []byte) bool {
 		switch string(key) {
 		case "gen":
@@ -379,8 +379,8 @@ func (p *manifestParser) genMeta(g *genMeta) bool {
 // round commit makes a new version that each shard's handle decodes once (docs/BENCHMARKS.md
 // scenario 1, "Run D": 34 % of a 200-writer table's CPU after the shard manifest's codec).
 
-// encodeBaseManifest is json.Marshal(m), byte for byte.
-func encodeBaseManifest(m *baseManifest) ([]byte, error) {
+// EncodeBase is json.Marshal(m), byte for byte.
+func EncodeBase(m *Base) ([]byte, error) {
 	if len(m.Quarantined) > 0 {
 		return json.Marshal(m)
 	}
@@ -390,10 +390,10 @@ func encodeBaseManifest(m *baseManifest) ([]byte, error) {
 	return json.Marshal(m)
 }
 
-// appendBaseManifest is encodeBaseManifest's fast path; false when a time does not encode.
+// appendBaseManifest is EncodeBase's fast path; false when a time does not encode.
 //
 // REQUIRES: m.Quarantined is empty.
-func appendBaseManifest(m *baseManifest) ([]byte, bool) {
+func appendBaseManifest(m *Base) ([]byte, bool) {
 	ok := true
 	b := make([]byte, 0, 128+len(m.Runs)*320+len(m.Watermarks)*64)
 	b = append(b, `{"version":`...)
@@ -440,7 +440,7 @@ func appendBaseManifest(m *baseManifest) ([]byte, bool) {
 	return append(b, '}'), ok
 }
 
-func appendRunMeta(b []byte, r *runMeta) []byte {
+func appendRunMeta(b []byte, r *Run) []byte {
 	b = append(b, `{"id":`...)
 	b = appendJSONString(b, r.ID)
 	b = append(b, `,"path":`...)
@@ -470,18 +470,18 @@ func appendRunMeta(b []byte, r *runMeta) []byte {
 	return append(b, '}')
 }
 
-// unmarshalBaseManifest is json.Unmarshal(raw, m) (m zero on entry): the fast path for the
-// shape encodeBaseManifest writes, encoding/json for anything else.
-func unmarshalBaseManifest(raw []byte, m *baseManifest) error {
+// UnmarshalBase is json.Unmarshal(raw, m) (m zero on entry): the fast path for the
+// shape EncodeBase writes, encoding/json for anything else.
+func UnmarshalBase(raw []byte, m *Base) error {
 	p := manifestParser{b: raw}
-	if p.baseManifest(m) {
+	if p.base(m) {
 		return nil
 	}
-	*m = baseManifest{}
+	*m = Base{}
 	return json.Unmarshal(raw, m)
 }
 
-func (p *manifestParser) baseManifest(m *baseManifest) bool {
+func (p *manifestParser) base(m *Base) bool {
 	return p.document(func(key []byte) bool {
 		switch string(key) {
 		case "version":
@@ -500,8 +500,8 @@ func (p *manifestParser) baseManifest(m *baseManifest) bool {
 }
 
 // runs reads the run list; a repeated "runs" replaces it, as with encoding/json.
-func (p *manifestParser) runs(dst *[]runMeta) bool {
-	return parseObjects(p, dst, 16, p.runMeta)
+func (p *manifestParser) runs(dst *[]Run) bool {
+	return parseObjects(p, dst, 16, p.run)
 }
 
 // watermarks reads the shard → watermark object. Like encoding/json it adds to a map an
@@ -524,7 +524,7 @@ func (p *manifestParser) watermarks(dst *map[string]uint64) bool {
 	})
 }
 
-func (p *manifestParser) runMeta(r *runMeta) bool {
+func (p *manifestParser) run(r *Run) bool {
 	return p.object(func(key []byte) bool {
 		switch string(key) {
 		case "id":

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/walkeeper/walkeeper/store/internal/jsonscan"
 )
 
 // The shard manifest's JSON codec without reflection. A shard manifest lists every pending
@@ -144,16 +146,7 @@ type manifestParser struct {
 	i int
 }
 
-func (p *manifestParser) ws() {
-	for p.i < len(p.b) {
-		switch p.b[p.i] {
-		case ' ', '\t', '\n', '\r':
-			p.i++
-		default:
-			return
-		}
-	}
-}
+func (p *manifestParser) ws() { p.i = jsonscan.SkipWS(p.b, p.i) }
 
 // tok consumes c (after whitespace).
 func (p *manifestParser) tok(c byte) bool {

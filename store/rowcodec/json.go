@@ -3,10 +3,12 @@ package rowcodec
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 
+	"github.com/walkeeper/walkeeper/store/internal/jsonscan"
 	"github.com/walkeeper/walkeeper/target"
 )
 
@@ -34,26 +36,26 @@ func (c *Codec) DecodeJSON(body []byte, maxRowBytes int) ([]Row, error) {
 }
 
 // DecodeValidJSON is DecodeJSON's fast path, for a body that is one syntactically valid JSON
-// value, so it can be split by hand (scanValue and splitObject rely on that; they still never
+// value, so it can be split by hand (jsonscan.ScanValue and SplitObject rely on that; they still never
 // index out of bounds). capRows sizes the result (MeasureJSON's count; 0 = grow as needed).
 func (c *Codec) DecodeValidJSON(body []byte, maxRowBytes, capRows int) ([]Row, error) {
-	i := skipWS(body, 0)
+	i := jsonscan.SkipWS(body, 0)
 	if body[i] != '[' {
 		return nil, invalidf("body is not a JSON array of row objects (it is a JSON %s)", rawKind(body[i:]))
 	}
 	rows := make([]Row, 0, capRows)
 	seen := make([]bool, len(c.names))
-	i = skipWS(body, i+1)
+	i = jsonscan.SkipWS(body, i+1)
 	for n := 0; i < len(body) && body[i] != ']'; n++ {
-		end := scanValue(body, i)
+		end := jsonscan.ScanValue(body, i)
 		row, err := c.decodeRawRow(n, body[i:end], maxRowBytes, seen)
 		if err != nil {
 			return nil, err
 		}
 		rows = append(rows, row)
-		i = skipWS(body, end)
+		i = jsonscan.SkipWS(body, end)
 		if i < len(body) && body[i] == ',' {
-			i = skipWS(body, i+1)
+			i = jsonscan.SkipWS(body, i+1)
 		}
 	}
 	return rows, nil
@@ -120,7 +122,7 @@ func (c *Codec) decodeRawRow(i int, raw []byte, maxRowBytes int, seen []bool) (R
 	textOK := textProblem(raw) == ""
 	clear(seen)
 	vals := make([]any, len(c.names))
-	err := splitObject(raw, func(key, v []byte) error {
+	err := jsonscan.SplitObject(raw, func(key, v []byte) error {
 		if !textOK {
 			if p := textProblem(v); p != "" {
 				return invalidf("row %d: field %q: %s", i, clip(keyString(key)), p)
@@ -144,20 +146,14 @@ func (c *Codec) decodeRawRow(i int, raw []byte, maxRowBytes int, seen []bool) (R
 		vals[j] = val
 		return nil
 	})
-	if m, ok := err.(malformedError); ok {
-		return Row{}, invalidf("row %d: %s", i, m)
+	if errors.Is(err, jsonscan.ErrMalformed) {
+		return Row{}, invalidf("row %d: %v", i, err)
 	}
 	if err != nil {
 		return Row{}, err
 	}
 	return c.finishRow(i, vals, seen)
 }
-
-// malformedError is what splitObject returns for text that is not a JSON object, which cannot
-// happen for input that passed json.Valid; decodeRawRow turns it into ErrInvalidInput.
-type malformedError string
-
-func (e malformedError) Error() string { return string(e) }
 
 // lookup finds the field named by a raw JSON string (with quotes).
 func (c *Codec) lookup(key []byte) (int, bool) {
@@ -174,102 +170,6 @@ func keyString(key []byte) string {
 	s, _ := unquote(key)
 	str, _ := s.(string)
 	return str
-}
-
-// skipWS returns the index of the first non-whitespace byte at or after i.
-func skipWS(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// scanString returns the index just after the JSON string starting at b[i] == '"'.
-func scanString(b []byte, i int) int {
-	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			j++
-		case '"':
-			return j + 1
-		}
-	}
-	return len(b)
-}
-
-// scanValue returns the index just after the valid JSON value starting at b[i]. On invalid
-// input it returns some index in (i, len(b)], never panicking.
-func scanValue(b []byte, i int) int {
-	if i >= len(b) {
-		return len(b)
-	}
-	switch b[i] {
-	case '"':
-		return scanString(b, i)
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(b); j++ {
-			switch b[j] {
-			case '"':
-				j = scanString(b, j) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					return j + 1
-				}
-			}
-		}
-		return len(b)
-	}
-	j := i + 1
-	for j < len(b) {
-		switch b[j] {
-		case ',', '}', ']', ' ', '\t', '\n', '\r':
-			return j
-		}
-		j++
-	}
-	return j
-}
-
-// splitObject calls fn with the raw key (quoted) and raw value of each member of the valid
-// JSON object raw, in order, stopping at the first error fn returns.
-func splitObject(raw []byte, fn func(key, val []byte) error) error {
-	const malformed = malformedError("malformed JSON object")
-	i := skipWS(raw, 1)
-	if i < len(raw) && raw[i] == '}' {
-		return nil
-	}
-	for i < len(raw) {
-		if raw[i] != '"' {
-			return malformed
-		}
-		kEnd := scanString(raw, i)
-		key := raw[i:kEnd]
-		i = skipWS(raw, kEnd)
-		if i >= len(raw) || raw[i] != ':' {
-			return malformed
-		}
-		i = skipWS(raw, i+1)
-		vEnd := scanValue(raw, i)
-		if err := fn(key, raw[i:vEnd]); err != nil {
-			return err
-		}
-		i = skipWS(raw, vEnd)
-		if i >= len(raw) {
-			break
-		}
-		switch raw[i] {
-		case '}':
-			return nil
-		case ',':
-			i = skipWS(raw, i+1)
-		default:
-			return malformed
-		}
-	}
-	return malformed
 }
 
 // fromRaw converts the raw JSON value of field j; on failure it returns a description.

@@ -1,6 +1,10 @@
 package rowcodec
 
-import "github.com/walkeeper/walkeeper/target"
+import (
+	"github.com/walkeeper/walkeeper/target"
+
+	"github.com/walkeeper/walkeeper/store/internal/jsonscan"
+)
 
 // MeasureJSON walks the rows of body, a valid JSON array of row objects, without
 // materialising them: it counts them and estimates their decoded size (what DecodeValidJSON
@@ -10,7 +14,7 @@ import "github.com/walkeeper/walkeeper/target"
 //
 // REQUIRES: json.Valid(body).
 func (c *Codec) MeasureJSON(body []byte, check func(rows int, size int64) error) (rows int, size int64, err error) {
-	i := skipWS(body, 0)
+	i := jsonscan.SkipWS(body, 0)
 	if i >= len(body) || body[i] != '[' {
 		return 0, 0, nil
 	}
@@ -18,12 +22,12 @@ func (c *Codec) MeasureJSON(body []byte, check func(rows int, size int64) error)
 	if c.kind == target.KindDatagen {
 		perRow += 16 + 36 // a derived event_id (a UUID string)
 	}
-	i = skipWS(body, i+1)
+	i = jsonscan.SkipWS(body, i+1)
 	for i < len(body) && body[i] != ']' {
-		end := scanValue(body, i)
+		end := jsonscan.ScanValue(body, i)
 		size += perRow
 		if raw := body[i:end]; len(raw) > 0 && raw[0] == '{' {
-			_ = splitObject(raw, func(key, v []byte) error {
+			_ = jsonscan.SplitObject(raw, func(key, v []byte) error {
 				if j, ok := c.lookup(key); ok {
 					size += rawValueBytes(c.types[j], v)
 				}
@@ -34,9 +38,9 @@ func (c *Codec) MeasureJSON(body []byte, check func(rows int, size int64) error)
 		if err := check(rows, size); err != nil {
 			return rows, size, err
 		}
-		i = skipWS(body, end)
+		i = jsonscan.SkipWS(body, end)
 		if i < len(body) && body[i] == ',' {
-			i = skipWS(body, i+1)
+			i = jsonscan.SkipWS(body, i+1)
 		}
 	}
 	return rows, size, nil

@@ -182,4 +182,3 @@ func tokenKind(tok json.Token) string {
 	}
 	return fmt.Sprintf("%T", tok)
 }
-

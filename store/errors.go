@@ -6,12 +6,15 @@ import (
 
 	"github.com/walkeeper/walkeeper/store/objstore"
 	"github.com/walkeeper/walkeeper/store/rowcodec"
+	"github.com/walkeeper/walkeeper/target"
 )
 
-// The error taxonomy of the store. The ones a bucket returns too are objstore's. Every error the store returns wraps at most one of these
-// marks (counting a refinement and the mark it refines as one), so callers classify with errors.Is and never by matching text. The activities layer
-// maps them onto Temporal error types in one place (activities/errors.go) and the HTTP data
-// plane onto status codes in one place (worker/httperr.go).
+// The error taxonomy of the store. Every error the store returns wraps at most one of these
+// marks (counting a refinement and the mark it refines as one), so callers classify with
+// errors.Is and never by matching text. The marks the bucket layer and the row codec return
+// are theirs (objstore, rowcodec), re-exported here. The activities layer maps them onto
+// Temporal error types in one place (activities/errors.go) and the HTTP data plane onto
+// status codes in one place (worker/httperr.go).
 var (
 	// ErrNotFound: the store, row, object or manifest does not exist.
 	ErrNotFound = objstore.ErrNotFound
@@ -19,7 +22,7 @@ var (
 	ErrAlreadyExists = objstore.ErrAlreadyExists
 	// ErrInvalidInput: the caller's input is malformed; retrying the same input never helps.
 	// It is target.ErrInvalidInput, so a bad target parsed by package target carries it too.
-	ErrInvalidInput = objstore.ErrInvalidInput
+	ErrInvalidInput = target.ErrInvalidInput
 	// ErrStalePreparation: the base table's watermark moved into the prepared range; the
 	// prepared files must be aborted and the merge prepared again.
 	ErrStalePreparation = errors.New("stale preparation")

@@ -69,7 +69,7 @@ func ScanValue(b []byte, i int) int {
 // SplitObject calls fn with the raw key (quoted) and raw value of each member of the valid
 // JSON object raw, in order, stopping at the first error fn returns.
 func SplitObject(raw []byte, fn func(key, val []byte) error) error {
-		i := SkipWS(raw, 1)
+	i := SkipWS(raw, 1)
 	if i < len(raw) && raw[i] == '}' {
 		return nil
 	}

@@ -85,6 +85,11 @@ var rules = []rule{
 		forbid: []string{module + "/store$", module + "/store/objstore"},
 	},
 	{
+		name:   "the JSON scanner is a leaf",
+		from:   []string{"store/internal/jsonscan"},
+		forbid: []string{module + "/"},
+	},
+	{
 		name:   "the bucket conformance suite needs only the bucket layer",
 		from:   []string{"internal/bucketconformance"},
 		forbid: []string{module + "/store$", module + "/store/rowcodec", module + "/store/manifest"},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
 type maintenanceRecorder struct {
@@ -42,8 +43,8 @@ func TestScanDemandKeepsTheMostIndebtedCandidates(t *testing.T) {
 	seal(t, old, "generic:aged", []string{"a"})
 
 	// The aged store's record says it was sealed two hours before "now".
-	counter := &store.RequestCounter{}
-	b, err := store.OpenBucket(context.Background(), url)
+	counter := &objstore.RequestCounter{}
+	b, err := objstore.OpenBucket(context.Background(), url)
 	require.NoError(t, err)
 	scanDB := store.OpenDBOnBucket(b.WithFaults(counter), store.DefaultOptions())
 	a := &Activities{DB: scanDB, Now: func() time.Time { return time.Now().Add(2 * time.Hour) }}
@@ -146,7 +147,7 @@ func TestReconcilePagesPastForeignRegistryKeys(t *testing.T) {
 	for _, name := range []string{"a", "m", "z"} {
 		seal(t, db, "generic:"+name, []string{"k"})
 	}
-	b, err := store.OpenBucket(ctx, url)
+	b, err := objstore.OpenBucket(ctx, url)
 	require.NoError(t, err)
 	defer b.Close()
 	for _, k := range []string{".DS_Store", "README.txt", "a/b", "m.json.bak", "n-1.txt", "n-2.txt", "n-3.txt"} {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/store/objstore"
 	"github.com/walkeeper/walkeeper/worker"
 )
 
@@ -216,10 +217,10 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 		// at the least.
 		StartBatch: r.variant.batch(),
 	}
-	// mem:// keeps a sorted key index (store/bucket_mem.go), so a listing page costs what an
+	// mem:// keeps a sorted key index (store/objstore/mem.go), so a listing page costs what an
 	// object store's does, not a sort of the whole fleet (gocloud's memblob did that).
 	url := memURL("fleet")
-	raw, err := store.OpenBucket(ctx, url)
+	raw, err := objstore.OpenBucket(ctx, url)
 	if err != nil {
 		return s, err
 	}
@@ -329,7 +330,7 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 	s.OtherFleets = hook.otherFleets()
 	if later := hook.indexListsBetween(until, indexUntil); later > 0 {
 		s.Requests += later
-		s.ByOp[store.OpList] += later
+		s.ByOp[objstore.OpList] += later
 	}
 	s.DiscoveryAlloc = allocs.allocatedBy(until)
 	allocs.stop()

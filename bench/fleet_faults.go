@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
 // fleetFaults models the object store for the workers: every request pays latency and is
@@ -80,12 +80,12 @@ func (f *fleetFaults) otherFleets() int64 {
 // isIndexListing says whether a listing of key is a ScanDemand page: the whole demand index
 // of a kind, not one store's records.
 func isIndexListing(op, key string) bool {
-	return op == store.OpList && strings.HasPrefix(key, "_demand/") && strings.Count(key, "/") == 2 && strings.HasSuffix(key, "/")
+	return op == objstore.OpList && strings.HasPrefix(key, "_demand/") && strings.Count(key, "/") == 2 && strings.HasSuffix(key, "/")
 }
 
 func (f *fleetFaults) Before(op, key string) error {
 	pages := int64(1)
-	if op == store.OpList {
+	if op == objstore.OpList {
 		switch key {
 		case f.registryPrefix:
 			pages = max(1, (f.registryKeys+listPageKeys-1)/listPageKeys)

@@ -11,13 +11,14 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
 // registerFleet writes n stores' registry entry and store.json straight into the bucket:
 // the bytes DB.Create writes (docs/FORMAT.md §1), taken from a template store created in a
 // scratch bucket, with the template's name replaced. 1M stores take seconds this way; DB.Create
 // would also keep every store resident in the creating DB.
-func registerFleet(ctx context.Context, b *store.Bucket, prefix string, n int) error {
+func registerFleet(ctx context.Context, b *objstore.Bucket, prefix string, n int) error {
 	const tmplName = "fleet-template-name"
 	tdb, err := store.OpenDB(ctx, memURL("fleet-template"), storeOptions("fleet-template", nil))
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/store/objstore"
 	"github.com/walkeeper/walkeeper/temporaladmin"
 	"github.com/walkeeper/walkeeper/worker"
 )
@@ -131,7 +132,7 @@ func runFleetWorkerOnce(ctx context.Context, o Options, tenv *temporalEnv, root 
 		o.progressf("fleet-worker: removed the %d-store fleet in %s", n, fmtDur(time.Since(t0)))
 	}()
 	url := fileURL(root, true)
-	b, err := store.OpenBucket(ctx, url)
+	b, err := objstore.OpenBucket(ctx, url)
 	if err != nil {
 		return s, err
 	}

@@ -9,6 +9,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/store/objstore"
+	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
 
 // benchSchema is the generic schema every store-level scenario writes: a key, a number and a
@@ -25,7 +27,7 @@ func genericRow(key string, n int64, payload []byte) store.Row {
 
 // rolloutRow is a small rollout record.
 func rolloutRow(key string, step int64) store.Row {
-	vals := make([]any, len(store.RolloutSchema().Fields))
+	vals := make([]any, len(rowcodec.RolloutSchema().Fields))
 	vals[0] = key
 	vals[1] = "run-bench"
 	vals[2] = step
@@ -137,8 +139,8 @@ func (l *latencyFaults) Before(op, key string) error {
 func (l *latencyFaults) After(op, key string, err error) error { return err }
 
 // openLatencyDB opens url with every request going through faults.
-func openLatencyDB(ctx context.Context, url string, f store.Faults, opts store.Options) (*store.DB, error) {
-	b, err := store.OpenBucket(ctx, url)
+func openLatencyDB(ctx context.Context, url string, f objstore.Faults, opts store.Options) (*store.DB, error) {
+	b, err := objstore.OpenBucket(ctx, url)
 	if err != nil {
 		return nil, err
 	}

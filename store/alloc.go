@@ -1,7 +1,6 @@
 package store
 
 import (
-	"context"
 	"fmt"
 	"math/bits"
 	"sync"
@@ -9,6 +8,8 @@ import (
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
 // Memory accounting: the budget is the footprint, so that a process's memory stays within
@@ -378,39 +379,34 @@ func (p *bufferPool) trim(extra int64) {
 // errBufferRefused: the account of a read could not hold the object's bytes without waiting.
 var errBufferRefused = fmt.Errorf("%w: no room for the object's bytes", ErrBudgetBusy)
 
-type readBufferKey struct{}
-
-// readTarget is the read-buffer hook of one Bucket read: the account the buffer is charged
-// to, and the buffer handed out (which the reader frees, whether or not the returned bytes
-// still alias it: an object longer than its reported size is regrown on the Go heap).
-type readTarget struct {
-	a   *memAccount
-	buf []byte
-	// prepaid is what the caller charged for the buffer ahead of the read (prepay); the
-	// buffer takes it over, and free credits whatever no buffer took.
-	prepaid int64
-}
-
-// withReadBuffer makes the one Bucket read under the returned context read into a buffer of
-// a: the object's bytes are then memory the account charged. The caller calls free once
-// done with the bytes, returning the buffer to the pool. A read that a cannot hold fails
-// with errBufferRefused instead of waiting.
-func withReadBuffer(ctx context.Context, a *memAccount) (_ context.Context, free func()) {
-	return withPrepaidReadBuffer(ctx, a, 0)
-}
-
-// withPrepaidReadBuffer is withReadBuffer for a read whose buffer the caller already charged
-// prepaid bytes for (prepay): the buffer is charged only what it needs beyond them.
-func withPrepaidReadBuffer(ctx context.Context, a *memAccount, prepaid int64) (_ context.Context, free func()) {
-	t := &readTarget{a: a, prepaid: prepaid}
-	return context.WithValue(ctx, readBufferKey{}, t), func() {
-		if t.buf != nil {
-			t.a.Free(t.buf)
-			t.buf = nil
+// readBuffer returns the allocator of one Bucket read (GetAtMost) into a buffer of a: the
+// object's bytes are then memory the account charged. prepaid is what the caller already
+// charged for the buffer ahead of the read (prepay); the buffer takes it over and is charged
+// only what it needs beyond it. A read that a cannot hold fails with errBufferRefused
+// instead of waiting. The caller calls free once done with the bytes, which returns the
+// buffer to the pool (whether or not the bytes still alias it: an object longer than its
+// reported size is regrown on the Go heap) and credits whatever no buffer took.
+func (a *memAccount) readBuffer(prepaid int64) (alloc objstore.Alloc, free func()) {
+	var buf []byte
+	alloc = func(n int) ([]byte, error) {
+		if buf != nil || a == nil {
+			return make([]byte, 0, n), nil // one buffer per read
 		}
-		if t.prepaid > 0 {
-			t.a.uncharge(t.prepaid)
-			t.prepaid = 0
+		b, ok := a.bufferPrepaid(n, prepaid)
+		if !ok {
+			return nil, errBufferRefused
+		}
+		buf, prepaid = b, 0
+		return b, nil
+	}
+	return alloc, func() {
+		if buf != nil {
+			a.Free(buf)
+			buf = nil
+		}
+		if prepaid > 0 {
+			a.uncharge(prepaid)
+			prepaid = 0
 		}
 	}
 }
@@ -422,25 +418,4 @@ func withPrepaidReadBuffer(ctx context.Context, a *memAccount, prepaid int64) (_
 func (a *memAccount) prepay(size int64) (int64, bool) {
 	n := readBufferBytes(size)
 	return n, a.tryCharge(n)
-}
-
-// readBuffer returns an empty buffer of capacity n for a Bucket read under ctx: a buffer of
-// the read arena of withReadArena when it has room, a buffer of the account of
-// withReadBuffer, or else the Go heap.
-func readBuffer(ctx context.Context, n int) ([]byte, error) {
-	if r, ok := ctx.Value(readArenaKey{}).(*readArena); ok {
-		if b := r.take(n); b != nil {
-			return b, nil // read_arena.go
-		}
-		return make([]byte, 0, n), nil
-	}
-	if t, ok := ctx.Value(readBufferKey{}).(*readTarget); ok && t.a != nil && t.buf == nil {
-		b, ok := t.a.bufferPrepaid(n, t.prepaid)
-		if !ok {
-			return nil, errBufferRefused
-		}
-		t.buf, t.prepaid = b, 0
-		return b, nil
-	}
-	return make([]byte, 0, n), nil
 }

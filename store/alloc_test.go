@@ -74,8 +74,8 @@ func TestMemAccountBufferRefusesInsteadOfWaiting(t *testing.T) {
 	require.False(t, ok, "beyond the reservation, with nothing free: refused")
 	require.Equal(t, int64(cap(buf)), a.Allocated(), "a refused buffer charges nothing")
 
-	ctx, free := withReadBuffer(context.Background(), a)
-	_, err := readBuffer(ctx, 2<<20)
+	alloc, free := a.readBuffer(0)
+	_, err := alloc(2 << 20)
 	require.ErrorIs(t, err, ErrBudgetBusy)
 	free()
 

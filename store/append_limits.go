@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
 
 // Append limits: an append is bounded in rows (Options.MaxAppendRows) and in decoded size
@@ -14,9 +16,8 @@ import (
 // cannot multiply memory. Keys are bounded everywhere (MaxKeyBytes).
 
 // MaxKeyBytes is the longest row key, in bytes, that appends, deletes, gets and List
-// cursors accept (ErrKeyTooLong). It is not a knob: stored keys must stay readable by every
-// process whatever its configuration.
-const MaxKeyBytes = 1024
+// cursors accept (ErrKeyTooLong; rowcodec.MaxKeyBytes).
+const MaxKeyBytes = rowcodec.MaxKeyBytes
 
 // DefaultMemtableBytes is Options.MemtableBytes when unset.
 const DefaultMemtableBytes = 64 << 20
@@ -30,14 +31,6 @@ const appendBudgetFactor = 2
 // fails with ErrBudgetBusy.
 const appendBudgetWait = 5 * time.Second
 
-// checkRowKey refuses a row key longer than MaxKeyBytes; what names it in the error.
-func checkRowKey(what, key string) error {
-	if len(key) > MaxKeyBytes {
-		return fmt.Errorf("%w: %s is %d bytes, more than the limit of %d", ErrKeyTooLong, what, len(key), MaxKeyBytes)
-	}
-	return nil
-}
-
 // AppendJSON decodes body, a JSON array of row objects, as Codec.DecodeJSON does (with
 // Options.MaxRowBytes) and appends the rows (Append). Before any row is materialised it
 // counts the rows and estimates their decoded size from the text: more than MaxAppendRows
@@ -47,13 +40,13 @@ func checkRowKey(what, key string) error {
 func (s *Store) AppendJSON(ctx context.Context, body []byte) (AppendResult, error) {
 	o := &s.db.opts
 	if !json.Valid(body) {
-		_, err := s.codec.decodeJSONInvalid(body, o.MaxRowBytes)
+		_, err := s.codec.DecodeJSON(body, o.MaxRowBytes)
 		return AppendResult{}, err
 	}
 	if err := s.refuseAtPendingMax(ctx); err != nil {
 		return AppendResult{}, err
 	}
-	n, size, err := s.codec.measureJSON(body, s.checkAppendSize)
+	n, size, err := s.codec.MeasureJSON(body, s.checkAppendSize)
 	if err != nil {
 		return AppendResult{}, err
 	}
@@ -62,7 +55,7 @@ func (s *Store) AppendJSON(ctx context.Context, body []byte) (AppendResult, erro
 		return AppendResult{}, err
 	}
 	defer res.Release()
-	rows, err := s.codec.decodeValidJSON(body, o.MaxRowBytes, n)
+	rows, err := s.codec.DecodeValidJSON(body, o.MaxRowBytes, n)
 	if err != nil || len(rows) == 0 {
 		return AppendResult{}, err
 	}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
 
 // wideSchema is a generic schema of a key and n nullable string columns.
@@ -102,7 +104,7 @@ func TestAppendTooLargeIsRefusedBeforeDecoding(t *testing.T) {
 
 // The estimate an append is charged is at least what its decoded rows hold, for every type.
 func TestAppendChargeCoversDecodedRows(t *testing.T) {
-	c, err := NewCodec(KindGeneric, Schema{Fields: []Field{
+	c, err := rowcodec.NewCodec(KindGeneric, Schema{Fields: []Field{
 		{Name: "id", Type: TypeString}, {Name: "s", Type: TypeString, Nullable: true},
 		{Name: "i", Type: TypeInt64, Nullable: true}, {Name: "f", Type: TypeFloat64, Nullable: true},
 		{Name: "b", Type: TypeBool, Nullable: true}, {Name: "bin", Type: TypeBinary, Nullable: true},
@@ -116,10 +118,10 @@ func TestAppendChargeCoversDecodedRows(t *testing.T) {
 	} {
 		rows, err := c.DecodeJSON([]byte(body), 0)
 		require.NoError(t, err)
-		n, size, err := c.measureJSON([]byte(body), func(int, int64) error { return nil })
+		n, size, err := c.MeasureJSON([]byte(body), func(int, int64) error { return nil })
 		require.NoError(t, err)
 		require.Equal(t, len(rows), n)
-		require.GreaterOrEqual(t, size, decodedRowsBytes(rows), body[:min(len(body), 60)])
+		require.GreaterOrEqual(t, size, rowcodec.DecodedRowsBytes(rows), body[:min(len(body), 60)])
 	}
 }
 

@@ -13,6 +13,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
 
 // WAL objects and generations are Arrow IPC *files*: the footer makes a truncated object
@@ -41,13 +43,13 @@ func encodeIPC(schema *arrow.Schema, recs ...arrow.RecordBatch) ([]byte, error) 
 // so decoding allocates no second copy of a generation (a copying reader was 12 % of a
 // merge's allocations). Callers therefore must not modify data afterwards; every
 // caller passes bytes fresh from storage that nothing else holds.
-func decodeIPC(data []byte, c *Codec, what string) (recs []arrow.RecordBatch, err error) {
+func decodeIPC(data []byte, c *rowcodec.Codec, what string) (recs []arrow.RecordBatch, err error) {
 	return decodeIPCWith(memory.DefaultAllocator, data, c, what)
 }
 
 // decodeIPCWith is decodeIPC allocating what the reader allocates (metadata, never the
 // aliased column buffers) from mem.
-func decodeIPCWith(mem memory.Allocator, data []byte, c *Codec, what string) (recs []arrow.RecordBatch, err error) {
+func decodeIPCWith(mem memory.Allocator, data []byte, c *rowcodec.Codec, what string) (recs []arrow.RecordBatch, err error) {
 	defer func() {
 		if r := recover(); r != nil { // arrow's readers panic on some garbled inputs
 			releaseAll(recs)
@@ -156,7 +158,7 @@ func parquetProps(mem memory.Allocator, schema *arrow.Schema, sample arrow.Recor
 		parquet.WithDictionaryDefault(false),
 		// Nothing filters on the writing shard; min/max of every value cost a comparison
 		// each (up to 15 % of a 200 B-row encode).
-		parquet.WithStatsFor(ColShard, false),
+		parquet.WithStatsFor(rowcodec.ColShard, false),
 	}
 	// DELTA_BINARY_PACKED for _seq and DELTA_BYTE_ARRAY for the sorted keys would save
 	// another ~6 % of bytes and up to 25 % of encode CPU, but arrow-go's delta decoders allocate
@@ -167,7 +169,7 @@ func parquetProps(mem memory.Allocator, schema *arrow.Schema, sample arrow.Recor
 		// dictionary's case. A merge writes one shard's rows, which plain encoding and
 		// Snappy store in a few bytes per page without the dictionary's hash probe per
 		// value (8–13 % of a 200 B-row prepare).
-		opts = append(opts, parquet.WithDictionaryFor(ColShard, true))
+		opts = append(opts, parquet.WithDictionaryFor(rowcodec.ColShard, true))
 	}
 	for c := 0; c < schema.NumFields(); c++ {
 		// Min/max statistics of opaque binary values (payloads) cost a comparison of every
@@ -184,7 +186,7 @@ func parquetProps(mem memory.Allocator, schema *arrow.Schema, sample arrow.Recor
 		perRow := max(recordBytes(sample)/sample.NumRows(), 1)
 		opts = append(opts, parquet.WithBatchSize(min(max(parquetPageSize/perRow, 64), 1024)))
 		for c := 0; c < schema.NumFields(); c++ {
-			if schema.Field(c).Name == ColShard {
+			if schema.Field(c).Name == rowcodec.ColShard {
 				continue // tiny and repetitive once encoded
 			}
 			if incompressible(sample.Column(c)) {
@@ -200,7 +202,7 @@ func oneShard(sample arrow.RecordBatch) bool {
 	if sample == nil || sample.NumRows() == 0 {
 		return false
 	}
-	idx := sample.Schema().FieldIndices(ColShard)
+	idx := sample.Schema().FieldIndices(rowcodec.ColShard)
 	if len(idx) != 1 {
 		return false
 	}
@@ -316,7 +318,7 @@ func writeParquetWith(mem memory.Allocator, w io.Writer, schema *arrow.Schema, n
 // every column chunk whole into a Go slice first. Its peak is still about twice the record
 // (the column builders grow by doubling): reads that must bound their memory read runs in
 // batches instead (read_runs.go, compact_stream.go).
-func decodeParquet(ctx context.Context, data []byte, c *Codec, what string) (rec arrow.RecordBatch, err error) {
+func decodeParquet(ctx context.Context, data []byte, c *rowcodec.Codec, what string) (rec arrow.RecordBatch, err error) {
 	defer func() {
 		if r := recover(); r != nil { // arrow's readers panic on some garbled inputs
 			rec, err = nil, corruptf("%s: %v", what, r)

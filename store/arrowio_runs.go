@@ -13,6 +13,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
 
 // Base runs read in record batches, so a run's decoded size never has to fit at once: a run is decoded a batch of rows at a time,
@@ -47,7 +49,7 @@ type runBatches struct {
 	rowGroups []int
 	selected  int64
 	handed    int64
-	c         *Codec
+	c         *rowcodec.Codec
 	what      string
 	rows      int64
 	// batchRows and window: the rows per batch and the bytes the reader may hold at once
@@ -61,7 +63,7 @@ type runBatches struct {
 
 // openRunBatches opens the Parquet run data (which the batches do not alias: every batch is
 // decoded into buffers of mem) for reading in batches. It reads only the footer.
-func openRunBatches(ctx context.Context, mem memory.Allocator, data []byte, c *Codec, what string) (rb *runBatches, err error) {
+func openRunBatches(ctx context.Context, mem memory.Allocator, data []byte, c *rowcodec.Codec, what string) (rb *runBatches, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			if rb != nil {
@@ -128,7 +130,7 @@ func (rb *runBatches) whole() error {
 // keyRowGroups restricts the batches to the row groups whose key statistics may hold key
 // (all of them where a row group has none). Call before the first next.
 func (rb *runBatches) keyRowGroups(key string) {
-	rb.selectRowGroups(func(rg *metadata.RowGroupMetaData) bool { return mayHoldKey(rg, rb.c.key, key) })
+	rb.selectRowGroups(func(rg *metadata.RowGroupMetaData) bool { return mayHoldKey(rg, rb.c.KeyIndex(), key) })
 }
 
 // rowGroupsAfter restricts the batches to the row groups that may hold a key above after:
@@ -137,7 +139,7 @@ func (rb *runBatches) keyRowGroups(key string) {
 func (rb *runBatches) rowGroupsAfter(after string) {
 	started := false
 	rb.selectRowGroups(func(rg *metadata.RowGroupMetaData) bool {
-		started = started || mayHoldKeyAbove(rg, rb.c.key, after)
+		started = started || mayHoldKeyAbove(rg, rb.c.KeyIndex(), after)
 		return started
 	})
 }

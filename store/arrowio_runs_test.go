@@ -9,11 +9,13 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/stretchr/testify/require"
+
+	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
 
 // runOf encodes rows rows of a compressible payload as a base run of 8,000-row row groups,
 // as merges write them.
-func runOf(t *testing.T, c *Codec, rows, payload int) []byte {
+func runOf(t *testing.T, c *rowcodec.Codec, rows, payload int) []byte {
 	t.Helper()
 	var rs []Row
 	var seqs []int64
@@ -51,7 +53,7 @@ func writeParquetRecs(w *bytes.Buffer, schema *arrow.Schema, recs ...arrow.Recor
 // peak), a small part of what decoding it whole holds, and yields the same rows.
 func TestRunBatchesStayWithinTheirWindow(t *testing.T) {
 	ctx := context.Background()
-	c, err := NewCodec(KindGeneric, testSchema)
+	c, err := rowcodec.NewCodec(KindGeneric, testSchema)
 	require.NoError(t, err)
 	data := runOf(t, c, 40000, 1000)
 

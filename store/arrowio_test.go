@@ -13,6 +13,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/stretchr/testify/require"
+
+	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
 
 // TestParquetEncodingsPerColumn: a run is written with the encodings docs/FORMAT.md §2
@@ -20,7 +22,7 @@ import (
 // data pages of about parquetPageSize, and reads back to the same rows, returning every
 // buffer the reader took.
 func TestParquetEncodingsPerColumn(t *testing.T) {
-	c, err := NewCodec(KindGeneric, testSchema)
+	c, err := rowcodec.NewCodec(KindGeneric, testSchema)
 	require.NoError(t, err)
 	schema := c.ArrowSchema()
 	build := func(shards ...string) arrow.RecordBatch {
@@ -71,12 +73,12 @@ func TestParquetEncodingsPerColumn(t *testing.T) {
 				require.NoError(t, err)
 				return cc.Encodings()
 			}
-			for _, col := range []string{"id", "n", "s", ColSeq, ColDeleted} {
+			for _, col := range []string{"id", "n", "s", rowcodec.ColSeq, rowcodec.ColDeleted} {
 				require.Equal(t, []parquet.Encoding{parquet.Encodings.Plain}, plainOnly(encodings(col)), col)
 			}
-			require.Contains(t, encodings(ColShard), tc.shardEnc)
+			require.Contains(t, encodings(rowcodec.ColShard), tc.shardEnc)
 			if !tc.shardDict {
-				require.False(t, slices.Contains(encodings(ColShard), parquet.Encodings.RLEDict), "a one-shard run needs no dictionary")
+				require.False(t, slices.Contains(encodings(rowcodec.ColShard), parquet.Encodings.RLEDict), "a one-shard run needs no dictionary")
 			}
 
 			// Pages: the payload-sized string column spans several pages of at most

@@ -8,6 +8,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"golang.org/x/sync/singleflight"
+
+	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
 
 // sortedFile is a decoded generation or base run: rows sorted by key, one row per key.
@@ -16,7 +18,7 @@ import (
 type sortedFile struct {
 	path  string
 	rec   arrow.RecordBatch
-	view  RecordView
+	view  rowcodec.RecordView
 	n     int
 	bytes int64
 }

@@ -9,12 +9,14 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/walkeeper/walkeeper/store/manifest"
 )
 
 // compactionPlan is what one compaction pass rewrites (pebble's pickedCompaction for the
 // base table): a set of runs, and whether tombstones may be dropped.
 type compactionPlan struct {
-	inputs []runMeta
+	inputs []manifest.Run
 	// allRuns: the inputs are every run of the base, so no older version of a key can hide
 	// in a run the pass does not read.
 	allRuns bool
@@ -37,7 +39,7 @@ func (p compactionPlan) dropsTombstone(seq int64) bool {
 // maxRuns (0 = no cap) and stopping after the run that reaches maxBytes (0 = no cap). The
 // plan is empty (no inputs) when fewer than two runs would be rewritten. pending is the
 // pending generations per shard, for the tombstone rule. Pure: no I/O.
-func planCompaction(base *baseManifest, pending map[string][]genMeta, maxRuns int, maxBytes int64) compactionPlan {
+func planCompaction(base *manifest.Base, pending map[string][]manifest.Gen, maxRuns int, maxBytes int64) compactionPlan {
 	inputs := pickCompactionRuns(base.Runs, maxRuns, maxBytes)
 	if inputs == nil {
 		return compactionPlan{}
@@ -52,18 +54,18 @@ func planCompaction(base *baseManifest, pending map[string][]genMeta, maxRuns in
 }
 
 // pickCompactionRuns is planCompaction's choice of runs; nil when fewer than two.
-func pickCompactionRuns(runs []runMeta, maxRuns int, maxBytes int64) []runMeta {
+func pickCompactionRuns(runs []manifest.Run, maxRuns int, maxBytes int64) []manifest.Run {
 	if len(runs) < 2 {
 		return nil
 	}
-	sorted := append([]runMeta(nil), runs...)
+	sorted := append([]manifest.Run(nil), runs...)
 	sort.SliceStable(sorted, func(i, j int) bool {
 		if sorted[i].Bytes != sorted[j].Bytes {
 			return sorted[i].Bytes < sorted[j].Bytes
 		}
 		return sorted[i].ID < sorted[j].ID
 	})
-	var out []runMeta
+	var out []manifest.Run
 	var bytes int64
 	for _, r := range sorted {
 		if maxRuns > 0 && len(out) >= maxRuns {
@@ -84,7 +86,7 @@ func pickCompactionRuns(runs []runMeta, maxRuns int, maxBytes int64) []runMeta {
 // compactionFootprint is the reservation of a pass over inputs, taken before it reads them:
 // their object bytes, a reader window per run (compactRunGuess; the footers then give the
 // real bound, compactNeed) and the output window.
-func compactionFootprint(inputs []runMeta) int64 {
+func compactionFootprint(inputs []manifest.Run) int64 {
 	n := int64(compactOutputWindow)
 	for _, r := range inputs {
 		n += max(r.Bytes, 0) + compactRunGuess(r)
@@ -191,7 +193,7 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 	}
 	res.InputRuns = len(inputs)
 	id := fmt.Sprintf("c-%s", hashKey(attempt, s.target.String(), fmt.Sprint(base.Version)))
-	out := &runMeta{ID: id, Path: dataKey(s.target, id), Source: "compact"}
+	out := &manifest.Run{ID: id, Path: dataKey(s.target, id), Source: "compact"}
 	drop := func(f *sortedFile, i int) bool {
 		return f.view.Deleted(i) && plan.dropsTombstone(f.view.Seq(i))
 	}
@@ -254,7 +256,7 @@ func (s *Store) countCompact(result string) {
 // loop, so no prepare of this process plans against a base the compaction is replacing.
 //
 // REQUIRES: mergeLock not held by the caller.
-func (s *Store) publishCompaction(ctx context.Context, inputs []runMeta, out *runMeta) (bool, uint64, int, error) {
+func (s *Store) publishCompaction(ctx context.Context, inputs []manifest.Run, out *manifest.Run) (bool, uint64, int, error) {
 	s.mergeLock.Lock()
 	locked := time.Now()
 	defer func() {
@@ -266,7 +268,7 @@ func (s *Store) publishCompaction(ctx context.Context, inputs []runMeta, out *ru
 		if err != nil {
 			return false, 0, 0, err
 		}
-		next, ok := base.withCompaction(inputs, out)
+		next, ok := base.WithCompaction(inputs, out)
 		if !ok {
 			return false, base.Version, len(base.Runs), nil
 		}

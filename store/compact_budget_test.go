@@ -9,6 +9,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/stretchr/testify/require"
+
+	"github.com/walkeeper/walkeeper/store/manifest"
 )
 
 func TestCompactionMaxBytesFitsTheBudget(t *testing.T) {
@@ -19,8 +21,8 @@ func TestCompactionMaxBytesFitsTheBudget(t *testing.T) {
 	require.Equal(t, int64(100), compactionMaxBytes(100, 4<<20))
 	require.Equal(t, int64(1), compactionMaxBytes(0, 2), "a tiny budget still allows a pass")
 	require.Equal(t, int64(64<<20-compactOutputWindow)/2, compactionMaxBytes(0, 64<<20), "what the output window leaves, halved")
-	require.Equal(t, int64(compactOutputWindow+30+(40+64<<10)+(80+64<<10)), compactionFootprint([]runMeta{{Bytes: 10}, {Bytes: 20}}))
-	require.Equal(t, int64(compactOutputWindow+(1<<30)+compactRunWindow), compactionFootprint([]runMeta{{Bytes: 1 << 30}}))
+	require.Equal(t, int64(compactOutputWindow+30+(40+64<<10)+(80+64<<10)), compactionFootprint([]manifest.Run{{Bytes: 10}, {Bytes: 20}}))
+	require.Equal(t, int64(compactOutputWindow+(1<<30)+compactRunWindow), compactionFootprint([]manifest.Run{{Bytes: 1 << 30}}))
 }
 
 // CompactBase takes its footprint from the process budget before reading, waits for it

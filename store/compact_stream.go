@@ -9,6 +9,8 @@ import (
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/walkeeper/walkeeper/store/manifest"
 )
 
 // A compaction pass streams, so that its memory is bounded by its budget, not by its runs: it holds its input runs' object bytes (buffers of its
@@ -34,11 +36,11 @@ const compactRetiredMax = compactChunkBytes
 // run takes at most four times its object bytes.
 const compactRunWindow = 2*runBatchBytes + 2<<20
 
-func compactRunGuess(r runMeta) int64 { return min(compactRunWindow, 4*max(r.Bytes, 0)+64<<10) }
+func compactRunGuess(r manifest.Run) int64 { return min(compactRunWindow, 4*max(r.Bytes, 0)+64<<10) }
 
 // compactInput is one input run of a pass: its object bytes and its footer's bounds.
 type compactInput struct {
-	meta   runMeta
+	meta   manifest.Run
 	data   []byte
 	free   func()
 	rows   int64
@@ -47,7 +49,7 @@ type compactInput struct {
 
 // readCompactInputs reads the inputs' bytes into buffers of acct and checks their checksums
 // and footers. The caller calls release.
-func (s *Store) readCompactInputs(ctx context.Context, acct *memAccount, inputs []runMeta) (_ []*compactInput, release func(), _ error) {
+func (s *Store) readCompactInputs(ctx context.Context, acct *memAccount, inputs []manifest.Run) (_ []*compactInput, release func(), _ error) {
 	var ins []*compactInput
 	release = func() { // idempotent
 		for _, in := range ins {
@@ -56,8 +58,8 @@ func (s *Store) readCompactInputs(ctx context.Context, acct *memAccount, inputs 
 		ins = nil
 	}
 	for _, r := range inputs {
-		rctx, free := withReadBuffer(ctx, acct)
-		data, err := s.readRunObject(rctx, r.Path, r.Checksum, r.Bytes)
+		alloc, free := acct.readBuffer(0)
+		data, err := s.readRunObject(ctx, r.Path, r.Checksum, r.Bytes, alloc)
 		if err != nil {
 			free()
 			if errors.Is(err, errBufferRefused) {

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/walkeeper/walkeeper/store/manifest"
 )
 
 // Counters that grow by one (versions, WAL positions, generations, epochs, watermarks) are
@@ -20,7 +22,7 @@ func TestCountersOutOfRangeAreRefused(t *testing.T) {
 	for _, field := range []string{"replay_after", "next_generation", "writer_epoch"} {
 		sm, err := s.loadShard(ctx, shard)
 		require.NoError(t, err)
-		next := sm.clone()
+		next := sm.Clone()
 		next.Version++
 		switch field {
 		case "replay_after":
@@ -30,7 +32,7 @@ func TestCountersOutOfRangeAreRefused(t *testing.T) {
 		case "writer_epoch":
 			next.WriterEpoch = 1<<64 - 1
 		}
-		raw, err := encodeShardManifest(next)
+		raw, err := manifest.EncodeShard(next)
 		require.NoError(t, err)
 		_, err = decodeShardManifest(raw, next.Version, s.target, shard)
 		require.ErrorIs(t, err, ErrCorrupt, field)
@@ -38,9 +40,9 @@ func TestCountersOutOfRangeAreRefused(t *testing.T) {
 
 	base, err := s.loadBase(ctx)
 	require.NoError(t, err)
-	next := base.next("test")
+	next := base.Next("test")
 	next.Watermarks[shard] = 1<<64 - 1
-	raw, err := encodeBaseManifest(next)
+	raw, err := manifest.EncodeBase(next)
 	require.NoError(t, err)
 	_, err = decodeBaseManifest(raw, next.Version, s.target)
 	require.ErrorIs(t, err, ErrCorrupt)

@@ -11,6 +11,10 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/walkeeper/walkeeper/store/manifest"
+	"github.com/walkeeper/walkeeper/store/objstore"
+	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
 
 // Options configure a DB. Use DefaultOptions and override fields; zero values are meaningful
@@ -118,7 +122,7 @@ func (o *Options) EnsureDefaults() {
 // DB is one process's handle on a storage root: the registry of stores, the resident store
 // handles, and this process's shard identity.
 type DB struct {
-	bucket *Bucket
+	bucket *objstore.Bucket
 	opts   Options
 	log    *zap.Logger
 	shard  string
@@ -149,7 +153,7 @@ type DB struct {
 
 // OpenDB opens the storage root at url (file://, mem://, s3://, gs://, azblob://).
 func OpenDB(ctx context.Context, url string, opts Options) (*DB, error) {
-	b, err := OpenBucket(ctx, url)
+	b, err := objstore.OpenBucket(ctx, url)
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +161,7 @@ func OpenDB(ctx context.Context, url string, opts Options) (*DB, error) {
 }
 
 // OpenDBOnBucket opens a DB over an already-open bucket (fault-injection tests wrap one).
-func OpenDBOnBucket(b *Bucket, opts Options) *DB {
+func OpenDBOnBucket(b *objstore.Bucket, opts Options) *DB {
 	opts.EnsureDefaults()
 	return &DB{
 		bucket:  b,
@@ -175,7 +179,7 @@ func OpenDBOnBucket(b *Bucket, opts Options) *DB {
 func (db *DB) Shard() string { return db.shard }
 
 // Bucket exposes the storage (tests and tools).
-func (db *DB) Bucket() *Bucket { return db.bucket }
+func (db *DB) Bucket() *objstore.Bucket { return db.bucket }
 
 // Options returns the options the DB runs with.
 func (db *DB) Options() Options { return db.opts }
@@ -204,7 +208,7 @@ func (db *DB) create(ctx context.Context, t Target, co CreateOptions) (*Store, e
 	if err := validateTarget(t); err != nil {
 		return nil, err
 	}
-	meta := storeMeta{FormatVersion: FormatVersion, Kind: t.Kind, Name: t.Name, Key: KeyField(t.Kind), CreatedAt: db.opts.Now().UTC()}
+	meta := manifest.StoreMeta{FormatVersion: FormatVersion, Kind: t.Kind, Name: t.Name, Key: rowcodec.KeyField(t.Kind), CreatedAt: db.opts.Now().UTC()}
 	switch t.Kind {
 	case KindGeneric:
 		if co.Schema == nil {
@@ -215,12 +219,12 @@ func (db *DB) create(ctx context.Context, t Target, co CreateOptions) (*Store, e
 			meta.SealOnAppend = *co.SealOnAppend
 		}
 	case KindRollout:
-		meta.Schema = RolloutSchema()
+		meta.Schema = rowcodec.RolloutSchema()
 		if co.SealOnAppend != nil && *co.SealOnAppend {
 			return nil, invalidf("rollout stores do not seal on append")
 		}
 	case KindDatagen:
-		meta.Schema = DatagenSchema()
+		meta.Schema = rowcodec.DatagenSchema()
 		meta.SealOnAppend = true
 		if co.SealOnAppend != nil && !*co.SealOnAppend {
 			return nil, invalidf("datagen stores always seal on append")
@@ -229,10 +233,10 @@ func (db *DB) create(ctx context.Context, t Target, co CreateOptions) (*Store, e
 	if co.Schema != nil && t.Kind != KindGeneric && !co.Schema.Equal(meta.Schema) {
 		return nil, invalidf("%s stores have a fixed schema", t.Kind)
 	}
-	if err := ValidateSchema(t.Kind, meta.Schema); err != nil {
+	if err := rowcodec.ValidateSchema(t.Kind, meta.Schema); err != nil {
 		return nil, err
 	}
-	codec, err := NewCodec(t.Kind, meta.Schema)
+	codec, err := rowcodec.NewCodec(t.Kind, meta.Schema)
 	if err != nil {
 		return nil, err
 	}
@@ -259,7 +263,7 @@ func (db *DB) create(ctx context.Context, t Target, co CreateOptions) (*Store, e
 	case err != nil:
 		return nil, err
 	}
-	reg, _ := json.Marshal(registryEntry{Kind: t.Kind, Name: t.Name, CreatedAt: meta.CreatedAt})
+	reg, _ := json.Marshal(manifest.RegistryEntry{Kind: t.Kind, Name: t.Name, CreatedAt: meta.CreatedAt})
 	if err := db.bucket.PutIfAbsent(ctx, registryKey(t), reg); err != nil && !errors.Is(err, ErrAlreadyExists) {
 		return nil, err
 	}
@@ -273,8 +277,8 @@ func validateTarget(t Target) error {
 	return ValidateName(t.Name)
 }
 
-func (db *DB) readMeta(ctx context.Context, t Target) (storeMeta, error) {
-	var meta storeMeta
+func (db *DB) readMeta(ctx context.Context, t Target) (manifest.StoreMeta, error) {
+	var meta manifest.StoreMeta
 	raw, err := db.bucket.Get(ctx, storeMetaKey(t))
 	if err != nil {
 		return meta, fmt.Errorf("store %s: %w", t, err)
@@ -288,7 +292,7 @@ func (db *DB) readMeta(ctx context.Context, t Target) (storeMeta, error) {
 	if meta.Kind != t.Kind || meta.Name != t.Name {
 		return meta, corruptf("store.json of %s names %s:%s", t, meta.Kind, meta.Name)
 	}
-	if err := ValidateSchema(t.Kind, meta.Schema); err != nil {
+	if err := rowcodec.ValidateSchema(t.Kind, meta.Schema); err != nil {
 		return meta, corruptf("store.json of %s: %v", t, err)
 	}
 	return meta, nil
@@ -338,7 +342,7 @@ func (db *DB) openSlow(ctx context.Context, t Target) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	codec, err := NewCodec(t.Kind, meta.Schema)
+	codec, err := rowcodec.NewCodec(t.Kind, meta.Schema)
 	if err != nil {
 		return nil, corruptf("store %s: %v", t, err)
 	}

@@ -17,6 +17,9 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/parquet/file"
+
+	"github.com/walkeeper/walkeeper/store/manifest"
+	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
 
 // Fuzz targets for the decoders of stored data objects, because storage is not trusted: a generation (Arrow IPC
@@ -245,7 +248,7 @@ func knownClass(err error) bool {
 
 // touchRecord reads every value of an accepted record the ways the store does: the typed
 // view (keys, sequences, shards, tombstones), RowAt (WAL replay) and RowJSON (reads).
-func touchRecord(t *testing.T, c *Codec, rec arrow.RecordBatch) (skipped bool) {
+func touchRecord(t *testing.T, c *rowcodec.Codec, rec arrow.RecordBatch) (skipped bool) {
 	t.Helper()
 	if skipKnown && failsValidateFull(rec) {
 		return true
@@ -273,11 +276,11 @@ func touchRecord(t *testing.T, c *Codec, rec arrow.RecordBatch) (skipped bool) {
 }
 
 // decodeFuzzCodec returns c, or the codec of decodeFuzzSchema on the first call.
-func decodeFuzzCodec(t *testing.T, c *Codec) *Codec {
+func decodeFuzzCodec(t *testing.T, c *rowcodec.Codec) *rowcodec.Codec {
 	if c != nil {
 		return c
 	}
-	c, err := NewCodec(KindGeneric, decodeFuzzSchema)
+	c, err := rowcodec.NewCodec(KindGeneric, decodeFuzzSchema)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +288,7 @@ func decodeFuzzCodec(t *testing.T, c *Codec) *Codec {
 }
 
 func FuzzDecodeGeneration(f *testing.F) {
-	var codec *Codec
+	var codec *rowcodec.Codec
 	var validGen []byte
 	f.Add([]byte{})
 	f.Add([]byte("ARROW1"))
@@ -329,7 +332,7 @@ func FuzzDecodeGeneration(f *testing.F) {
 		// Re-list it with the fuzzed bytes' checksum and a size that admits them, so the
 		// decoder (not the checksum or the size limit, which would refuse any change) is what
 		// the store's reads and merge exercise.
-		if _, err := s.editShard(ctx, db.Shard(), func(m *shardManifest) (bool, error) {
+		if _, err := s.editShard(ctx, db.Shard(), func(m *manifest.Shard) (bool, error) {
 			m.Flushed[0].Checksum = checksumOf(data)
 			m.Flushed[0].Bytes = max(m.Flushed[0].Bytes, int64(len(data)))
 			return true, nil
@@ -341,7 +344,7 @@ func FuzzDecodeGeneration(f *testing.F) {
 }
 
 func FuzzDecodeRun(f *testing.F) {
-	var codec *Codec
+	var codec *rowcodec.Codec
 	var validSchema *string
 	f.Add([]byte{})
 	f.Add([]byte("PAR1"))
@@ -381,7 +384,7 @@ func FuzzDecodeRun(f *testing.F) {
 		if err := db.bucket.Put(ctx, base.Runs[0].Path, append([]byte(nil), data...)); err != nil {
 			t.Fatal(err)
 		}
-		next := base.clone() // re-listed with the fuzzed bytes' checksum, as above
+		next := base.Clone() // re-listed with the fuzzed bytes' checksum, as above
 		next.Version++
 		next.Runs[0].Checksum = checksumOf(data)
 		next.Runs[0].Bytes = int64(len(data))

@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/walkeeper/walkeeper/store/manifest"
+	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
 // The demand index (docs/FORMAT.md "Demand records", docs/DESIGN.md §12): one small object
@@ -113,7 +116,7 @@ func ParseDemandKey(key string) (DemandRecord, bool) {
 //
 // REQUIRES: the generation object is written; the shard manifest that lists it is not yet
 // published (docs/FORMAT.md, demand crash table).
-func (s *Store) putDemand(ctx context.Context, shard string, g genMeta) error {
+func (s *Store) putDemand(ctx context.Context, shard string, g manifest.Gen) error {
 	body, _ := json.Marshal(demandBody{Target: s.target.String(), Shard: shard, Gen: g.Gen, SealedAt: g.SealedAt, Bytes: g.Bytes})
 	key := demandKey(s.target, shard, g.Gen, g.SealedAt, g.Bytes)
 	if err := s.db.bucket.Put(ctx, key, body); err != nil {
@@ -141,7 +144,7 @@ type DemandCleanResult struct {
 //
 // REQUIRES: sm is the latest shard manifest (or nil: the shard has none) and wm the latest
 // base watermark of the shard, read after sm; a generation listed in sm above wm is pending.
-func (s *Store) cleanDemand(ctx context.Context, shard string, sm *shardManifest, wm uint64, repair bool) (DemandCleanResult, error) {
+func (s *Store) cleanDemand(ctx context.Context, shard string, sm *manifest.Shard, wm uint64, repair bool) (DemandCleanResult, error) {
 	objs, err := s.db.bucket.List(ctx, demandShardPrefix(s.target, shard))
 	if err != nil {
 		return DemandCleanResult{}, err
@@ -150,7 +153,7 @@ func (s *Store) cleanDemand(ctx context.Context, shard string, sm *shardManifest
 }
 
 // cleanDemandListed is cleanDemand over objs, the listing of the shard's demand prefix.
-func (s *Store) cleanDemandListed(ctx context.Context, shard string, sm *shardManifest, wm uint64, repair bool, objs []ObjectInfo) (DemandCleanResult, error) {
+func (s *Store) cleanDemandListed(ctx context.Context, shard string, sm *manifest.Shard, wm uint64, repair bool, objs []objstore.ObjectInfo) (DemandCleanResult, error) {
 	var res DemandCleanResult
 	listed := map[uint64]bool{}
 	var next uint64
@@ -282,7 +285,7 @@ func (s *Store) ReconcileDemand(ctx context.Context) (DemandCleanResult, error) 
 	if err != nil {
 		return total, err
 	}
-	byShard := map[string][]ObjectInfo{}
+	byShard := map[string][]objstore.ObjectInfo{}
 	var order []string // shards in first-seen order: manifests first, then record-only ones
 	for _, sh := range shards {
 		if validateShardID(sh) == nil {
@@ -307,7 +310,7 @@ func (s *Store) ReconcileDemand(ctx context.Context) (DemandCleanResult, error) 
 	}
 	var errs []error
 	for _, sh := range order {
-		var sm *shardManifest
+		var sm *manifest.Shard
 		if sm, err = s.loadShard(ctx, sh); err != nil {
 			errs = append(errs, err)
 			continue

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
 // demandOf lists the parsed generation records of target t (compaction marker excluded).
@@ -29,7 +31,7 @@ func TestDemandKeyRoundTrip(t *testing.T) {
 	tgt := Target{Kind: KindGeneric, Name: "orders"}
 	at := time.Unix(1_700_000_123, 0).UTC()
 	key := demandKey(tgt, "s1", 42, at, 4096)
-	require.NoError(t, checkKey(key))
+	require.NoError(t, objstore.CheckKey(key))
 	r, ok := ParseDemandKey(key)
 	require.True(t, ok)
 	require.Equal(t, DemandRecord{Key: key, Target: tgt, Shard: "s1", Gen: 42, SealedAt: at, Bytes: 4096}, r)
@@ -53,12 +55,12 @@ func TestSealWritesDemandBeforeManifest(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var crash atomic.Bool
 			var manifestPuts atomic.Int64
-			b, err := OpenBucket(context.Background(), url)
+			b, err := objstore.OpenBucket(context.Background(), url)
 			require.NoError(t, err)
 			opts := DefaultOptions()
 			opts.InstanceID = "w1"
-			db := OpenDBOnBucket(b.WithFaults(FaultFuncs{BeforeFunc: func(op, key string) error {
-				if crash.Load() && op == OpPutIfAbsent && strings.Contains(key, "/manifest/") {
+			db := OpenDBOnBucket(b.WithFaults(objstore.FaultFuncs{BeforeFunc: func(op, key string) error {
+				if crash.Load() && op == objstore.OpPutIfAbsent && strings.Contains(key, "/manifest/") {
 					manifestPuts.Add(1)
 					return errors.New("injected: crash before the manifest publish")
 				}
@@ -125,8 +127,8 @@ func TestStaleAndOrphanDemandAreCleaned(t *testing.T) {
 	g := flush(t, s)
 
 	// Stale: the commit's clean-up "crashed" (every demand delete fails).
-	db.bucket = db.bucket.WithFaults(FaultFuncs{BeforeFunc: func(op, key string) error {
-		if op == OpDelete && strings.HasPrefix(key, demandDir+"/") {
+	db.bucket = db.bucket.WithFaults(objstore.FaultFuncs{BeforeFunc: func(op, key string) error {
+		if op == objstore.OpDelete && strings.HasPrefix(key, demandDir+"/") {
 			return errors.New("injected: crash before demand clean-up")
 		}
 		return nil
@@ -244,19 +246,19 @@ func TestListStoresPagesAcrossManyPages(t *testing.T) {
 			require.ErrorIs(t, err, ErrInvalidInput)
 
 			seen := 0
-			require.NoError(t, db.Bucket().Walk(ctx, registryDir+"/", func(ObjectInfo) error { seen++; return nil }))
+			require.NoError(t, db.Bucket().Walk(ctx, registryDir+"/", func(objstore.ObjectInfo) error { seen++; return nil }))
 			require.Equal(t, n, seen)
 			stop := errors.New("stop")
-			require.ErrorIs(t, db.Bucket().Walk(ctx, registryDir+"/", func(ObjectInfo) error { return stop }), stop)
+			require.ErrorIs(t, db.Bucket().Walk(ctx, registryDir+"/", func(objstore.ObjectInfo) error { return stop }), stop)
 		})
 	}
 }
 
 func TestRequestCounterCounts(t *testing.T) {
 	ctx := context.Background()
-	b, err := OpenBucket(ctx, backends(t)["mem"])
+	b, err := objstore.OpenBucket(ctx, backends(t)["mem"])
 	require.NoError(t, err)
-	rc := &RequestCounter{}
+	rc := &objstore.RequestCounter{}
 	cb := b.WithFaults(rc)
 	require.NoError(t, cb.Put(ctx, "a/b", []byte("x")))
 	_, err = cb.Get(ctx, "a/b")
@@ -264,6 +266,6 @@ func TestRequestCounterCounts(t *testing.T) {
 	_, _, err = cb.ListPage(ctx, "a/", "", 10)
 	require.NoError(t, err)
 	c := rc.Counts()
-	require.Equal(t, RequestCounts{Get: 1, Put: 1, List: 1}, c)
+	require.Equal(t, objstore.RequestCounts{Get: 1, Put: 1, List: 1}, c)
 	require.EqualValues(t, 3, c.Total())
 }

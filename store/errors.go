@@ -4,18 +4,22 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/walkeeper/walkeeper/store/objstore"
+	"github.com/walkeeper/walkeeper/store/rowcodec"
 	"github.com/walkeeper/walkeeper/target"
 )
 
 // The error taxonomy of the store. Every error the store returns wraps at most one of these
-// marks (counting a refinement and the mark it refines as one), so callers classify with errors.Is and never by matching text. The activities layer
-// maps them onto Temporal error types in one place (activities/errors.go) and the HTTP data
-// plane onto status codes in one place (worker/httperr.go).
+// marks (counting a refinement and the mark it refines as one), so callers classify with
+// errors.Is and never by matching text. The marks the bucket layer and the row codec return
+// are theirs (objstore, rowcodec), re-exported here. The activities layer maps them onto
+// Temporal error types in one place (activities/errors.go) and the HTTP data plane onto
+// status codes in one place (worker/httperr.go).
 var (
 	// ErrNotFound: the store, row, object or manifest does not exist.
-	ErrNotFound = errors.New("not found")
+	ErrNotFound = objstore.ErrNotFound
 	// ErrAlreadyExists: a create or put-if-absent lost to an existing object.
-	ErrAlreadyExists = errors.New("already exists")
+	ErrAlreadyExists = objstore.ErrAlreadyExists
 	// ErrInvalidInput: the caller's input is malformed; retrying the same input never helps.
 	// It is target.ErrInvalidInput, so a bad target parsed by package target carries it too.
 	ErrInvalidInput = target.ErrInvalidInput
@@ -27,7 +31,7 @@ var (
 	// ErrTooManyPending: a read would union more pending generations than allowed.
 	ErrTooManyPending = errors.New("too many pending generations")
 	// ErrCorrupt: stored bytes do not decode; retrying never helps, quarantine instead.
-	ErrCorrupt = errors.New("corrupt data")
+	ErrCorrupt = rowcodec.ErrCorrupt
 	// ErrFenced: another process with the same instance id claimed this shard.
 	ErrFenced = errors.New("fenced")
 	// ErrBudgetBusy: the merge budget could not grow while reading the first generation (or
@@ -36,14 +40,14 @@ var (
 	// busy", which callers and alerts already match.
 	ErrBudgetBusy = errors.New("merge memory budget busy")
 	// ErrClosed: the handle was closed.
-	ErrClosed = errors.New("closed")
+	ErrClosed = objstore.ErrClosed
 
 	// Refinements of ErrInvalidInput: errors.Is matches both them and ErrInvalidInput, so a
 	// caller that only knows ErrInvalidInput still treats them as bad input, and the HTTP
 	// data plane gives them their own codes.
 
 	// ErrKeyTooLong: a row key (or a List cursor) is longer than MaxKeyBytes.
-	ErrKeyTooLong = fmt.Errorf("%w: key too long", ErrInvalidInput)
+	ErrKeyTooLong = rowcodec.ErrKeyTooLong
 	// ErrAppendTooLarge: an append has more rows than Options.MaxAppendRows, or its decoded
 	// rows are larger than Options.MemtableBytes. Nothing of it is written.
 	ErrAppendTooLarge = fmt.Errorf("%w: append too large", ErrInvalidInput)

@@ -14,10 +14,10 @@ const FormatVersion = 1
 // Object layout (docs/FORMAT.md is the reference for outside readers):
 //
 //	_registry/<kind>/<name>.json                      registry entry (existence)
-//	<kind>/<name>/store.json                          storeMeta
-//	<kind>/<name>/_versions/<v %020d>.json            baseManifest, put-if-absent chain
+//	<kind>/<name>/store.json                          manifest.StoreMeta
+//	<kind>/<name>/_versions/<v %020d>.json            manifest.Base, put-if-absent chain
 //	<kind>/<name>/data/<id>.parquet                   base runs (sorted by key, one row per key)
-//	<kind>/<name>/_mem_wal/<shard>/manifest/<v>.json  shardManifest, put-if-absent chain
+//	<kind>/<name>/_mem_wal/<shard>/manifest/<v>.json  manifest.Shard, put-if-absent chain
 //	<kind>/<name>/_mem_wal/<shard>/wal/<pos>.arrow    WAL objects (Arrow IPC file)
 //	<kind>/<name>/_mem_wal/<shard>/gen/<g>-<epoch>.arrow  flushed generations (Arrow IPC file)
 //	<kind>/<name>/_mem_wal/<shard>/attempts/<h>.json  commit/abort claims of merge attempts

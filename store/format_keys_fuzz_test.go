@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
 // Fuzz targets for what a listing and the WAL replay parse out of a storage root that others
@@ -104,9 +106,7 @@ func FuzzRegistryListing(f *testing.F) {
 		ctx := context.Background()
 		db := openTestDB(t, fmt.Sprintf("mem://fuzz-registry-%d", testURLSeq.Add(1)), "w1")
 		t.Cleanup(func() {
-			memBuckets.Lock()
-			delete(memBuckets.m, db.bucket.URL())
-			memBuckets.Unlock()
+			dropMemBucket(db.bucket.URL())
 		})
 		stores := []string{"a", "m", "z"}
 		for _, n := range stores {
@@ -115,7 +115,7 @@ func FuzzRegistryListing(f *testing.F) {
 		}
 		for _, n := range strings.Split(names, "\n") {
 			key := registryDir + "/generic/" + n
-			if _, ours := parseRegistryKey(KindGeneric, key); ours || checkKey(key) != nil {
+			if _, ours := parseRegistryKey(KindGeneric, key); ours || objstore.CheckKey(key) != nil {
 				continue
 			}
 			if err := db.bucket.Put(ctx, key, []byte("x")); err != nil {

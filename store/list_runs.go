@@ -36,7 +36,7 @@ type listRun struct {
 // only: nothing is decoded until the cursor asks).
 func (s *Store) openListRun(ctx context.Context, src readSource, arena *readArena, acct *memAccount, after string) (*listRun, error) {
 	what := "run " + src.path
-	data, err := s.readRunObject(withReadArena(ctx, arena), src.path, src.checksum, src.bytes)
+	data, err := s.readRunObject(ctx, src.path, src.checksum, src.bytes, arena.alloc())
 	if err != nil {
 		return nil, err
 	}

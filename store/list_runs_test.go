@@ -76,7 +76,7 @@ func splitRunRowGroups(t *testing.T, s *Store, groupRows int64) {
 	ctx := context.Background()
 	base, err := s.loadBase(ctx)
 	require.NoError(t, err)
-	next := base.next("test: small row groups")
+	next := base.Next("test: small row groups")
 	for i, r := range next.Runs {
 		data, err := s.db.bucket.Get(ctx, r.Path)
 		require.NoError(t, err)

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+
+	"github.com/walkeeper/walkeeper/store/manifest"
 )
 
 // Benchmarks of the shard manifest's costs on the write path of a table with many writers
@@ -113,10 +115,10 @@ func BenchmarkDecodeBaseManifest(b *testing.B) {
 	tgt := Target{Kind: KindGeneric, Name: "hot"}
 	for _, runs := range []int{100, 1000} {
 		b.Run(fmt.Sprintf("runs=%d", runs), func(b *testing.B) {
-			m := &baseManifest{Version: 7, Watermarks: map[string]uint64{}, Reason: "merge"}
+			m := &manifest.Base{Version: 7, Watermarks: map[string]uint64{}, Reason: "merge"}
 			for i := range runs {
 				id := fmt.Sprintf("m-149c897f083bb3287725a484-%08d", i)
-				m.Runs = append(m.Runs, runMeta{ID: id, Path: dataKey(tgt, id), Rows: 64, Bytes: 9000,
+				m.Runs = append(m.Runs, manifest.Run{ID: id, Path: dataKey(tgt, id), Rows: 64, Bytes: 9000,
 					MinKey: "k000000", MaxKey: "k999999", MinSeq: 1796122116141868182, MaxSeq: 1796122116141869155,
 					Checksum: "f040933d", Source: fmt.Sprintf("merge:shard-%03d:%d-%d", i%200, i, i+63)})
 			}

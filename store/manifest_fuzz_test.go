@@ -22,15 +22,13 @@ import (
 var fuzzSeq atomic.Int64
 
 // fuzzStore creates a generic store "fz" of sch for the instance "w1" on a fresh mem:// bucket
-// named after prefix, whose registry entry is dropped when the test ends (so a long fuzz run
+// named after prefix, whose objects are dropped when the test ends (so a long fuzz run
 // does not keep every bucket alive).
 func fuzzStore(t *testing.T, prefix string, sch Schema) (*DB, *Store) {
 	t.Helper()
 	url := fmt.Sprintf("mem://%s-%d-%d", prefix, os.Getpid(), fuzzSeq.Add(1))
 	t.Cleanup(func() {
-		memBuckets.Lock()
-		delete(memBuckets.m, url)
-		memBuckets.Unlock()
+		dropMemBucket(url)
 	})
 	opts := DefaultOptions()
 	opts.InstanceID = "w1"

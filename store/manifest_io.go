@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/walkeeper/walkeeper/store/manifest"
+	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
 // Manifest I/O: the put-if-absent version chains on the bucket and the Store's loads and
-// publishes of its base and shard manifests. The model and its pure functions are in
-// manifest.go.
+// publishes of its base and shard manifests. The model and its pure functions are package
+// manifest; decoding with the reader's checks is manifest_decode.go.
 
 // chain is a put-if-absent chain of versioned JSON objects under prefix (<v %020d>.json).
 // Version n+1 exists only if version n existed when it was published, and garbage
@@ -17,7 +20,7 @@ import (
 // contiguous range [low, latest]. latest() probes forward from a cached hint instead of
 // listing, which keeps the per-read cost at one failed GET when nothing changed.
 type chain struct {
-	b      *Bucket
+	b      *objstore.Bucket
 	prefix string
 	// foreign is told of every key under prefix that is not a version (foreign.go).
 	foreign func(key string)
@@ -243,7 +246,7 @@ func (s *Store) shardChain(shard string) *chain {
 // loadBase returns the latest base manifest (version 0 = empty table). The result is shared
 // with the handle's cache (chain.hintObj): callers draft a new version with next, never by
 // changing it.
-func (s *Store) loadBase(ctx context.Context) (*baseManifest, error) {
+func (s *Store) loadBase(ctx context.Context) (*manifest.Base, error) {
 	v, obj, err := s.base.latestDecoded(ctx, func(v uint64, raw []byte) (any, error) {
 		return decodeBaseManifest(raw, v, s.target)
 	})
@@ -251,15 +254,15 @@ func (s *Store) loadBase(ctx context.Context) (*baseManifest, error) {
 		return nil, err
 	}
 	if v == 0 {
-		return emptyBase(), nil
+		return manifest.EmptyBase(), nil
 	}
-	return obj.(*baseManifest), nil
+	return obj.(*manifest.Base), nil
 }
 
 // publishBase publishes next as version next.Version. ErrAlreadyExists = lost the race.
 // It takes no lock: compaction calls it holding mergeLock; merges and quarantines publish
 // with publishBaseThenSwap instead, which takes the lock only for the in-memory swap.
-func (s *Store) publishBase(ctx context.Context, next *baseManifest) error {
+func (s *Store) publishBase(ctx context.Context, next *manifest.Base) error {
 	raw, err := s.encodeBase(next)
 	if err != nil {
 		return err
@@ -269,9 +272,9 @@ func (s *Store) publishBase(ctx context.Context, next *baseManifest) error {
 
 // encodeBase stamps and serialises next, so callers that hold a lock while publishing can
 // do the CPU work before taking it.
-func (s *Store) encodeBase(next *baseManifest) ([]byte, error) {
+func (s *Store) encodeBase(next *manifest.Base) ([]byte, error) {
 	next.CreatedAt = s.db.opts.Now().UTC()
-	return encodeBaseManifest(next)
+	return manifest.EncodeBase(next)
 }
 
 // publishEncodedBase publishes raw (from encodeBase) as version v.
@@ -297,14 +300,14 @@ func (s *Store) collectBase(ctx context.Context, v uint64) {
 // each read cost a 200-writer table almost half its CPU (docs/benchmarks/incident.md,
 // "200 shards again"). The result is shared with the handle's cache: callers clone it
 // before drafting a new version, never change it.
-func (s *Store) loadShard(ctx context.Context, shard string) (*shardManifest, error) {
+func (s *Store) loadShard(ctx context.Context, shard string) (*manifest.Shard, error) {
 	v, obj, err := s.shardChain(shard).latestDecoded(ctx, func(v uint64, raw []byte) (any, error) {
 		return decodeShardManifest(raw, v, s.target, shard)
 	})
 	if err != nil || v == 0 {
 		return nil, err
 	}
-	return obj.(*shardManifest), nil
+	return obj.(*manifest.Shard), nil
 }
 
 // publishShard publishes next as version next.Version; ErrAlreadyExists = lost the race.
@@ -312,9 +315,9 @@ func (s *Store) loadShard(ctx context.Context, shard string) (*shardManifest, er
 // seal, above all) never decodes what it wrote.
 //
 // REQUIRES: the caller does not change next after this call (it is shared from then on).
-func (s *Store) publishShard(ctx context.Context, next *shardManifest) error {
+func (s *Store) publishShard(ctx context.Context, next *manifest.Shard) error {
 	next.UpdatedAt = s.db.opts.Now().UTC()
-	raw, err := encodeShardManifest(next)
+	raw, err := manifest.EncodeShard(next)
 	if err != nil {
 		return err
 	}
@@ -332,7 +335,7 @@ func (s *Store) publishShard(ctx context.Context, next *shardManifest) error {
 // re-reading and re-applying on every lost race. edit returns false to skip publishing.
 // Edits must be relative ("remove exactly these generations"), never absolute, so that a
 // seal landing between two attempts is never lost.
-func (s *Store) editShard(ctx context.Context, shard string, edit func(m *shardManifest) (bool, error)) (*shardManifest, error) {
+func (s *Store) editShard(ctx context.Context, shard string, edit func(m *manifest.Shard) (bool, error)) (*manifest.Shard, error) {
 	for attempt := 0; attempt < 64; attempt++ {
 		cur, err := s.loadShard(ctx, shard)
 		if err != nil {
@@ -341,7 +344,7 @@ func (s *Store) editShard(ctx context.Context, shard string, edit func(m *shardM
 		if cur == nil {
 			return nil, fmt.Errorf("shard %s of %s: %w", shard, s.target, ErrNotFound)
 		}
-		next := cur.clone()
+		next := cur.Clone()
 		next.Version = cur.Version + 1
 		ok, err := edit(next)
 		if err != nil {

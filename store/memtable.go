@@ -4,6 +4,8 @@ import (
 	"unsafe"
 
 	"github.com/google/btree"
+
+	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
 
 // memRow is one row version held in a memtable.
@@ -58,9 +60,9 @@ func newMemtable() *memtable {
 func (m *memtable) add(r memRow) {
 	e := &memEntry{key: r.row.Key, r: r}
 	if old, ok := m.index.ReplaceOrInsert(e); ok {
-		m.bytes -= memEntryBytes + decodedValuesBytes(old.r.row)
+		m.bytes -= memEntryBytes + rowcodec.DecodedValuesBytes(old.r.row)
 	}
-	m.bytes += memEntryBytes + decodedValuesBytes(r.row)
+	m.bytes += memEntryBytes + rowcodec.DecodedValuesBytes(r.row)
 	m.view = nil
 }
 

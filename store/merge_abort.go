@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"fmt"
+
+	"github.com/walkeeper/walkeeper/store/manifest"
 )
 
 // Abort, the other way out of a prepared attempt: claim "abort", then delete the staged
@@ -21,20 +23,20 @@ func (s *Store) Abort(ctx context.Context, p *PreparedMerge) (AbortResult, error
 		return AbortResult{}, err
 	}
 	for _, f := range p.Staged {
-		if base.references(f.Path) {
+		if base.References(f.Path) {
 			// Published, so no claim is needed any more: see dropClaim.
 			return AbortResult{CommitPresent: true}, s.dropClaim(ctx, p)
 		}
 	}
-	cov := watermarkCoverage(base.Watermarks[p.Shard], p.Generations[0], p.Through)
+	cov := manifest.WatermarkCoverage(base.Watermarks[p.Shard], p.Generations[0], p.Through)
 	// INVARIANT: staged files are deleted only when no commit of the attempt can publish
 	// them. Once the watermark reaches into the prepared range, none can (CommitRound
 	// answers already committed or stale), so its files are garbage whatever the claim
 	// says. Below the range, only an abort claim proves it.
-	if cov == rangeOpen && state == "commit" {
+	if cov == manifest.RangeOpen && state == "commit" {
 		return AbortResult{}, fmt.Errorf("attempt %s has started committing; not deleting its files: %w", p.AttemptKey, ErrConflict)
 	}
-	res := AbortResult{CommitPresent: cov == rangeCommitted}
+	res := AbortResult{CommitPresent: cov == manifest.RangeCommitted}
 	for _, f := range p.Staged {
 		if err := s.db.bucket.Delete(ctx, f.Path); err != nil {
 			return res, err
@@ -42,7 +44,7 @@ func (s *Store) Abort(ctx context.Context, p *PreparedMerge) (AbortResult, error
 		res.Deleted++
 	}
 	s.countMerge("aborted", 0)
-	if cov != rangeOpen {
+	if cov != manifest.RangeOpen {
 		// The abort claim only has to stop a late commit, and none can publish any more.
 		return res, s.dropClaim(ctx, p)
 	}

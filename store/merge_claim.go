@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"path"
 	"strings"
+
+	"github.com/walkeeper/walkeeper/store/manifest"
 )
 
 // The claim phase of a merge: before a prepared attempt is published or its staged files are
@@ -81,7 +83,7 @@ func (s *Store) claim(ctx context.Context, p *PreparedMerge, state string) (stri
 	if err := s.validatePrepared(p); err != nil {
 		return "", err
 	}
-	raw, _ := json.Marshal(attemptClaim{State: state, AttemptKey: p.AttemptKey, Through: p.Through, At: s.db.opts.Now().UTC()})
+	raw, _ := json.Marshal(manifest.AttemptClaim{State: state, AttemptKey: p.AttemptKey, Through: p.Through, At: s.db.opts.Now().UTC()})
 	err := s.db.bucket.PutIfAbsent(ctx, s.claimKey(p), raw)
 	if err == nil {
 		return state, nil
@@ -93,7 +95,7 @@ func (s *Store) claim(ctx context.Context, p *PreparedMerge, state string) (stri
 	if err != nil {
 		return "", err
 	}
-	var c attemptClaim
+	var c manifest.AttemptClaim
 	if err := decodeJSONObject(got, &c, "attempt claim"); err != nil {
 		return "", err
 	}

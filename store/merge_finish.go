@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/walkeeper/walkeeper/store/manifest"
 )
 
 // The finish phase of a merge: after the publish, each shard whose rows the base holds is
@@ -108,7 +110,7 @@ func (s *Store) drain(ctx context.Context, shard string, gens []uint64) (int, er
 		drop[g] = true
 	}
 	removed := 0
-	m, err := s.editShard(ctx, shard, func(m *shardManifest) (bool, error) {
+	m, err := s.editShard(ctx, shard, func(m *manifest.Shard) (bool, error) {
 		keep := m.Flushed[:0:0]
 		for _, g := range m.Flushed {
 			if !drop[g.Gen] {
@@ -176,7 +178,7 @@ func (s *Store) deleteMergedGenerations(ctx context.Context, shard string, throu
 // dropUnreferencedStaged deletes an attempt's staged files when the latest base does not
 // reference them (another attempt committed the same generations first).
 //
-// REQUIRES: the watermark covers p's range (rangeCommitted), so no commit of p can
+// REQUIRES: the watermark covers p's range (manifest.RangeCommitted), so no commit of p can
 // publish them any more.
 func (s *Store) dropUnreferencedStaged(ctx context.Context, p *PreparedMerge) error {
 	base, err := s.loadBase(ctx)
@@ -184,7 +186,7 @@ func (s *Store) dropUnreferencedStaged(ctx context.Context, p *PreparedMerge) er
 		return err
 	}
 	for _, f := range p.Staged {
-		if !base.references(f.Path) {
+		if !base.References(f.Path) {
 			if err := s.db.bucket.Delete(ctx, f.Path); err != nil {
 				return err
 			}

@@ -10,6 +10,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/stretchr/testify/require"
+
+	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
 // gatherRows builds the same record as the row-by-row copy whatever the shape of the picks:
@@ -86,10 +88,10 @@ func TestMergeReadsKeepThePrefixWhateverTheReadOrder(t *testing.T) {
 	}
 	sm, err := s.loadShard(ctx, db.shard)
 	require.NoError(t, err)
-	gens := sm.pendingAbove(0)
+	gens := sm.PendingAbove(0)
 	require.Len(t, gens, 3)
-	db.bucket = db.bucket.WithFaults(FaultFuncs{BeforeFunc: func(op, key string) error {
-		if op == OpGet && key == gens[0].Path {
+	db.bucket = db.bucket.WithFaults(objstore.FaultFuncs{BeforeFunc: func(op, key string) error {
+		if op == objstore.OpGet && key == gens[0].Path {
 			time.Sleep(300 * time.Millisecond) // the later reads get there first
 		}
 		return nil

@@ -6,6 +6,8 @@ import (
 
 	"github.com/google/btree"
 	"github.com/stretchr/testify/require"
+
+	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
 
 // iterRow is one row version of a test source: key, value, write sequence, tombstone.
@@ -16,15 +18,15 @@ type iterRow struct {
 	del bool
 }
 
-func iterCodec(t *testing.T) *Codec {
+func iterCodec(t *testing.T) *rowcodec.Codec {
 	t.Helper()
-	c, err := NewCodec(KindGeneric, Schema{Fields: []Field{{Name: "id", Type: TypeString}, {Name: "n", Type: TypeInt64, Nullable: true}}})
+	c, err := rowcodec.NewCodec(KindGeneric, Schema{Fields: []Field{{Name: "id", Type: TypeString}, {Name: "n", Type: TypeInt64, Nullable: true}}})
 	require.NoError(t, err)
 	return c
 }
 
 // iterFile builds a decoded sorted file of shard from rows (sorted by key).
-func iterFile(t *testing.T, c *Codec, shard string, rows ...iterRow) *sortedFile {
+func iterFile(t *testing.T, c *rowcodec.Codec, shard string, rows ...iterRow) *sortedFile {
 	t.Helper()
 	var rs []Row
 	var seqs []int64

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -19,72 +18,13 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/stretchr/testify/require"
+
+	"github.com/walkeeper/walkeeper/store/objstore"
+	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
 
 // Tests for the issue-4 memory work: streamed staged runs, sized reads, concurrent
 // generation reads, the footprint reservation and the per-column codec choice.
-
-func TestPutFromPublishesAllOrNothing(t *testing.T) {
-	for _, be := range testBackends() {
-		t.Run(be.name, func(t *testing.T) {
-			ctx := context.Background()
-			b, _ := be.open(t)
-			want := bytes.Repeat([]byte("0123456789"), 300_000) // several bufio flushes
-			n, err := b.PutFrom(ctx, "a/run.parquet", func(w io.Writer) error {
-				for off := 0; off < len(want); off += 7777 {
-					if _, err := w.Write(want[off:min(off+7777, len(want))]); err != nil {
-						return err
-					}
-				}
-				return nil
-			})
-			require.NoError(t, err)
-			require.Equal(t, int64(len(want)), n)
-			got, err := b.Get(ctx, "a/run.parquet")
-			require.NoError(t, err)
-			require.True(t, bytes.Equal(want, got), "streamed object differs")
-
-			// A failing producer leaves the previous object, never a prefix of the new one.
-			boom := errors.New("encoder failed")
-			_, err = b.PutFrom(ctx, "a/run.parquet", func(w io.Writer) error {
-				_, _ = w.Write([]byte("partial"))
-				return boom
-			})
-			require.ErrorIs(t, err, boom)
-			got, err = b.Get(ctx, "a/run.parquet")
-			require.NoError(t, err)
-			require.True(t, bytes.Equal(want, got), "failed PutFrom replaced the object")
-			_, err = b.PutFrom(ctx, "a/other.parquet", func(w io.Writer) error {
-				_, _ = w.Write([]byte("partial"))
-				return boom
-			})
-			require.ErrorIs(t, err, boom)
-			_, err = b.Get(ctx, "a/other.parquet")
-			require.ErrorIs(t, err, ErrNotFound)
-			require.Equal(t, []string{"a/run.parquet"}, listKeys(t, b, "a/"), "no temp files or partial objects left")
-
-			// It is OpPut for fault injection, like Put.
-			fb := b.WithFaults(FaultFuncs{BeforeFunc: func(op, key string) error {
-				if op == OpPut {
-					return boom
-				}
-				return nil
-			}})
-			called := false
-			_, err = fb.PutFrom(ctx, "a/faulted.parquet", func(w io.Writer) error { called = true; return nil })
-			require.ErrorIs(t, err, boom)
-			require.False(t, called)
-		})
-	}
-}
-
-func TestReadSizedToleratesWrongSize(t *testing.T) {
-	for _, size := range []int64{-1, 0, 3, 10, 11, 1000} {
-		got, err := readSized(context.Background(), strings.NewReader("0123456789"), size, -1)
-		require.NoError(t, err)
-		require.Equal(t, "0123456789", string(got), "size hint %d", size)
-	}
-}
 
 // mergeTestStore writes gens generations of rows rows each (payload bytes of random data per
 // row) into a fresh file:// store and returns it with its bucket.
@@ -145,8 +85,8 @@ func TestPrepareConcurrentReadsReportFirstFailingGeneration(t *testing.T) {
 	s, db := mergeTestStore(t, 6, 50, 20, func(o *Options) { o.MergeMaxGenerations = 0 })
 	boom := errors.New("injected get failure")
 	var gets atomic.Int64
-	db.bucket = db.bucket.WithFaults(FaultFuncs{BeforeFunc: func(op, key string) error {
-		if op != OpGet || !strings.HasSuffix(key, ".arrow") {
+	db.bucket = db.bucket.WithFaults(objstore.FaultFuncs{BeforeFunc: func(op, key string) error {
+		if op != objstore.OpGet || !strings.HasSuffix(key, ".arrow") {
 			return nil
 		}
 		gets.Add(1)
@@ -208,7 +148,7 @@ func TestParquetCodecPerColumn(t *testing.T) {
 
 func TestWriteParquetChunksRoundTrip(t *testing.T) {
 	ctx := context.Background()
-	c, err := NewCodec(KindGeneric, testSchema)
+	c, err := rowcodec.NewCodec(KindGeneric, testSchema)
 	require.NoError(t, err)
 	schema := c.ArrowSchema()
 	var rows []Row
@@ -261,7 +201,7 @@ func TestDecodeIPCRejectsOutOfBoundsOffsets(t *testing.T) {
 	data, err := strconv.Unquote(body)
 	require.NoError(t, err)
 	// The schema the input was fuzzed against, so it gets past CheckRecord.
-	c, err := NewCodec(KindGeneric, decodeFuzzSchema)
+	c, err := rowcodec.NewCodec(KindGeneric, decodeFuzzSchema)
 	require.NoError(t, err)
 	recs, err := decodeIPC([]byte(data), c, "crasher")
 	if err == nil {

@@ -1,6 +1,10 @@
 package store
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/walkeeper/walkeeper/store/manifest"
+)
 
 // The plan phase of a merge: which generations of a shard one pass folds, fitted to the
 // memory budget. Everything here is pure (no I/O, no waiting, no lock); Prepare
@@ -18,7 +22,7 @@ type mergeCaps struct {
 // INVARIANT: gens is a non-empty ascending prefix of the shard's pending generations, so the
 // watermark the commit sets (through) covers exactly gens and nothing in between is skipped.
 type mergePlan struct {
-	gens []genMeta
+	gens []manifest.Gen
 	// bytes is the input size the budget holds for the plan: the manifest's sizes after
 	// planMerge, the decoded sizes after refit.
 	bytes int64
@@ -52,8 +56,8 @@ var errFirstOverBudget = fmt.Errorf("%w while reading the first generation", Err
 //
 // pending must be ascending. An empty pending gives an empty plan. errFirstOverBudget
 // (an ErrBudgetBusy) means grow refused even the first generation.
-func planMerge(pending []genMeta, caps mergeCaps, grow func(total int64) bool) (mergePlan, error) {
-	var gens []genMeta
+func planMerge(pending []manifest.Gen, caps mergeCaps, grow func(total int64) bool) (mergePlan, error) {
+	var gens []manifest.Gen
 	var bytes int64
 	for _, g := range pending {
 		if caps.maxGens > 0 && len(gens) >= caps.maxGens {

@@ -5,14 +5,16 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/walkeeper/walkeeper/store/manifest"
 )
 
 const mib = int64(1 << 20)
 
-func gensOf(sizes ...int64) []genMeta {
-	out := make([]genMeta, len(sizes))
+func gensOf(sizes ...int64) []manifest.Gen {
+	out := make([]manifest.Gen, len(sizes))
 	for i, sz := range sizes {
-		out[i] = genMeta{Gen: uint64(i + 1), Bytes: sz}
+		out[i] = manifest.Gen{Gen: uint64(i + 1), Bytes: sz}
 	}
 	return out
 }
@@ -45,7 +47,7 @@ func (b *planBudget) grow(t *testing.T) func(int64) bool {
 func TestPlanMerge(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		pending []genMeta
+		pending []manifest.Gen
 		caps    mergeCaps
 		budget  *planBudget
 		want    []uint64 // planned generations; nil = empty plan
@@ -169,14 +171,14 @@ func TestMergeReservation(t *testing.T) {
 }
 
 func TestPlanCompaction(t *testing.T) {
-	runs := func(sizes ...int64) []runMeta {
-		out := make([]runMeta, len(sizes))
+	runs := func(sizes ...int64) []manifest.Run {
+		out := make([]manifest.Run, len(sizes))
 		for i, sz := range sizes {
-			out[i] = runMeta{ID: string(rune('a' + i)), Bytes: sz}
+			out[i] = manifest.Run{ID: string(rune('a' + i)), Bytes: sz}
 		}
 		return out
 	}
-	ids := func(rs []runMeta) []string {
+	ids := func(rs []manifest.Run) []string {
 		var out []string
 		for _, r := range rs {
 			out = append(out, r.ID)
@@ -185,7 +187,7 @@ func TestPlanCompaction(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name     string
-		runs     []runMeta
+		runs     []manifest.Run
 		maxRuns  int
 		maxBytes int64
 		want     []string // nil: nothing to do
@@ -201,7 +203,7 @@ func TestPlanCompaction(t *testing.T) {
 		{name: "run cap of one is nothing to do", runs: runs(10, 20), maxRuns: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			base := &baseManifest{Runs: tc.runs}
+			base := &manifest.Base{Runs: tc.runs}
 			p := planCompaction(base, nil, tc.maxRuns, tc.maxBytes)
 			require.Equal(t, tc.want, ids(p.inputs))
 			require.Equal(t, tc.allRuns, p.allRuns)
@@ -212,8 +214,8 @@ func TestPlanCompaction(t *testing.T) {
 // Tombstones are dropped only when every run is rewritten and they are older than every
 // pending generation.
 func TestCompactionPlanDropsTombstone(t *testing.T) {
-	base := &baseManifest{Runs: []runMeta{{ID: "a", Bytes: 1}, {ID: "b", Bytes: 2}, {ID: "c", Bytes: 3}}}
-	pending := map[string][]genMeta{"s1": {{Gen: 4, MinSeq: 50}, {Gen: 5, MinSeq: 70}}, "s2": {{Gen: 1, MinSeq: 40}}}
+	base := &manifest.Base{Runs: []manifest.Run{{ID: "a", Bytes: 1}, {ID: "b", Bytes: 2}, {ID: "c", Bytes: 3}}}
+	pending := map[string][]manifest.Gen{"s1": {{Gen: 4, MinSeq: 50}, {Gen: 5, MinSeq: 70}}, "s2": {{Gen: 1, MinSeq: 40}}}
 
 	all := planCompaction(base, pending, 0, 0)
 	require.True(t, all.allRuns)

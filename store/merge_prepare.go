@@ -13,6 +13,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/walkeeper/walkeeper/store/manifest"
 )
 
 // The prepare phase of a merge: plan (merge_plan.go), read the planned generations, keep the
@@ -79,7 +81,7 @@ func (s *Store) Prepare(ctx context.Context, p PrepareParams) (*PreparedMerge, e
 	if err := s.dropLeakedStaged(ctx, base, attempt, shard); err != nil {
 		return nil, err
 	}
-	pending := sm.pendingAbove(wm)
+	pending := sm.PendingAbove(wm)
 	if len(pending) == 0 {
 		return nil, nil
 	}
@@ -183,7 +185,7 @@ func runIDShardTag(shard string) string {
 // (docs/DESIGN.md §3: a retried prepare must not leak).
 //
 // INVARIANT: only unreferenced files are deleted; a referenced one is live data.
-func (s *Store) dropLeakedStaged(ctx context.Context, base *baseManifest, attempt, shard string) error {
+func (s *Store) dropLeakedStaged(ctx context.Context, base *manifest.Base, attempt, shard string) error {
 	prefix := strings.TrimSuffix(dataKey(s.target, stagedRunPrefix(attempt, s.target, shard)), ".parquet")
 	objs, err := s.db.bucket.List(ctx, prefix)
 	if err != nil {
@@ -194,7 +196,7 @@ func (s *Store) dropLeakedStaged(ctx context.Context, base *baseManifest, attemp
 			s.db.foreignObject(foreignStaging, o.Key) // never deleted: not ours to delete
 			continue
 		}
-		if !base.references(o.Key) {
+		if !base.References(o.Key) {
 			if err := s.db.bucket.Delete(ctx, o.Key); err != nil {
 				return err
 			}
@@ -262,7 +264,7 @@ func (s *Store) writeStagedRun(ctx context.Context, acct *memAccount, key string
 // prefix); when that is the first generation, the error is errFirstOverBudget. On another
 // error the error is that of the first failing generation in plan order, as a serial read
 // reported it; files read meanwhile are returned too, so the caller releases them.
-func (s *Store) readGensForMerge(ctx context.Context, acct *memAccount, shard string, gens []genMeta, progress func(done, total int)) ([]*sortedFile, []func(), error) {
+func (s *Store) readGensForMerge(ctx context.Context, acct *memAccount, shard string, gens []manifest.Gen, progress func(done, total int)) ([]*sortedFile, []func(), error) {
 	files := make([]*sortedFile, len(gens))
 	frees := make([]func(), len(gens))
 	errs := make([]error, len(gens))
@@ -360,7 +362,7 @@ func releaseMergeInputs(files []*sortedFile, frees []func(), from int) {
 // caller): a merge reads each generation once, just before it dies. free is nil for a cached file; otherwise the caller releases the record
 // and then calls free, which returns the object's bytes (aliased by the record) to acct.
 func (s *Store) readGenForMerge(ctx context.Context, acct *memAccount, p, checksum string, recBytes, prepaid int64) (_ *sortedFile, free func(), _ error) {
-	rctx, freeBuf := withPrepaidReadBuffer(ctx, acct, prepaid)
+	alloc, freeBuf := acct.readBuffer(prepaid)
 	s.db.cache.mu.Lock()
 	el, ok := s.db.cache.byKey[p]
 	s.db.cache.mu.Unlock()
@@ -368,7 +370,7 @@ func (s *Store) readGenForMerge(ctx context.Context, acct *memAccount, p, checks
 		freeBuf() // credits the prepaid bytes
 		return el.Value.(*sortedFile), nil, nil
 	}
-	data, err := s.readGenObject(rctx, p, checksum, recBytes)
+	data, err := s.readGenObject(ctx, p, checksum, recBytes, alloc)
 	if err != nil {
 		freeBuf()
 		return nil, nil, err

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/walkeeper/walkeeper/store/manifest"
 )
 
 // The publish phase of a merge: CommitRound publishes the prepared merges of 1 to
@@ -166,7 +168,7 @@ func (s *Store) publishRound(ctx context.Context, ps []*PreparedMerge, res *Roun
 		for j, i := range open {
 			included[j] = ps[i]
 		}
-		next := base.withMerges(included)
+		next := withMerges(base, included)
 		hold, err := s.publishBaseThenSwap(ctx, next)
 		if err == nil {
 			res.LockHold += hold
@@ -199,13 +201,13 @@ func (s *Store) publishRound(ctx context.Context, ps []*PreparedMerge, res *Roun
 
 // classifyShard records what base's watermark says about p and reports whether p is still
 // open (to be published).
-func classifyShard(base *baseManifest, p *PreparedMerge, sr *RoundShardResult) bool {
+func classifyShard(base *manifest.Base, p *PreparedMerge, sr *RoundShardResult) bool {
 	wm := base.Watermarks[p.Shard]
-	switch watermarkCoverage(wm, p.Generations[0], p.Through) {
-	case rangeCommitted:
+	switch manifest.WatermarkCoverage(wm, p.Generations[0], p.Through) {
+	case manifest.RangeCommitted:
 		sr.Outcome, sr.BaseVersion = RoundAlreadyCommitted, base.Version
 		return false
-	case rangeOverlapped:
+	case manifest.RangeOverlapped:
 		sr.Outcome = RoundStale
 		sr.Reason = fmt.Sprintf("watermark %d inside prepared range %d..%d", wm, p.Generations[0], p.Through)
 		return false
@@ -259,7 +261,7 @@ func stillOpen(open []int, res *RoundCommitResult) []int {
 // which its own commit then reports as already committed or stale.
 //
 // REQUIRES: mergeLock not held by the caller.
-func (s *Store) publishBaseThenSwap(ctx context.Context, next *baseManifest) (time.Duration, error) {
+func (s *Store) publishBaseThenSwap(ctx context.Context, next *manifest.Base) (time.Duration, error) {
 	raw, err := s.encodeBase(next)
 	if err != nil {
 		return 0, err

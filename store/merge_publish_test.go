@@ -12,6 +12,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/walkeeper/walkeeper/store/manifest"
+	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
 // commitOne commits p as a round of one and returns its shard's result; a stale shard is
@@ -43,7 +46,7 @@ type roundFixture struct {
 	url       string
 	writers   []*Store
 	committer *Store
-	faults    atomic.Pointer[FaultFuncs]
+	faults    atomic.Pointer[objstore.FaultFuncs]
 	// want is every row the writers wrote, as read before anything is merged.
 	want map[string]int64
 }
@@ -65,7 +68,7 @@ func newRoundFixture(t *testing.T, url string, shards, gens int) *roundFixture {
 		f.writers = append(f.writers, s)
 	}
 	cdb := openTestDB(t, url, "committer")
-	cdb.bucket = cdb.bucket.WithFaults(FaultFuncs{
+	cdb.bucket = cdb.bucket.WithFaults(objstore.FaultFuncs{
 		BeforeFunc: func(op, key string) error {
 			if ff := f.faults.Load(); ff != nil {
 				return ff.Before(op, key)
@@ -157,7 +160,7 @@ func (f *roundFixture) requireConverged(t *testing.T) {
 		// stops a late commit of that attempt (dropClaim).
 		raw, err := s.db.bucket.Get(ctx, o.Key)
 		require.NoError(t, err)
-		var c attemptClaim
+		var c manifest.AttemptClaim
 		require.NoError(t, json.Unmarshal(raw, &c))
 		require.Equal(t, "abort", c.State, "no commit claim left behind: %s", o.Key)
 	}
@@ -276,46 +279,46 @@ func TestCommitRoundCrashPoints(t *testing.T) {
 	cases := []struct {
 		name string
 		// faults returns the hooks for one round; shards are the writers' shard ids.
-		faults func(shards []string) FaultFuncs
+		faults func(shards []string) objstore.FaultFuncs
 		// published: the crashed call's base version is durable.
 		published bool
 	}{
-		{"before-publish", func([]string) FaultFuncs {
-			return FaultFuncs{BeforeFunc: func(op, key string) error {
-				if op == OpPutIfAbsent && isBase(key) {
+		{"before-publish", func([]string) objstore.FaultFuncs {
+			return objstore.FaultFuncs{BeforeFunc: func(op, key string) error {
+				if op == objstore.OpPutIfAbsent && isBase(key) {
 					return injected
 				}
 				return nil
 			}}
 		}, false},
-		{"publish-landed-reply-lost", func([]string) FaultFuncs {
-			return FaultFuncs{AfterFunc: func(op, key string, err error) error {
-				if op == OpPutIfAbsent && isBase(key) && err == nil {
+		{"publish-landed-reply-lost", func([]string) objstore.FaultFuncs {
+			return objstore.FaultFuncs{AfterFunc: func(op, key string, err error) error {
+				if op == objstore.OpPutIfAbsent && isBase(key) && err == nil {
 					return injected
 				}
 				return err
 			}}
 		}, true},
-		{"after-publish-before-drains", func([]string) FaultFuncs {
-			return FaultFuncs{BeforeFunc: func(op, key string) error {
-				if op == OpPutIfAbsent && isShardManifest(key) {
+		{"after-publish-before-drains", func([]string) objstore.FaultFuncs {
+			return objstore.FaultFuncs{BeforeFunc: func(op, key string) error {
+				if op == objstore.OpPutIfAbsent && isShardManifest(key) {
 					return injected
 				}
 				return nil
 			}}
 		}, true},
-		{"between-drains", func(shards []string) FaultFuncs {
+		{"between-drains", func(shards []string) objstore.FaultFuncs {
 			// Only the second shard's drain fails: the others are drained.
-			return FaultFuncs{BeforeFunc: func(op, key string) error {
-				if op == OpPutIfAbsent && isShardManifest(key) && strings.Contains(key, "/"+shards[1]+"/") {
+			return objstore.FaultFuncs{BeforeFunc: func(op, key string) error {
+				if op == objstore.OpPutIfAbsent && isShardManifest(key) && strings.Contains(key, "/"+shards[1]+"/") {
 					return injected
 				}
 				return nil
 			}}
 		}, true},
-		{"during-claim-clean-up", func([]string) FaultFuncs {
-			return FaultFuncs{BeforeFunc: func(op, key string) error {
-				if op == OpDelete && strings.Contains(key, "/attempts/") {
+		{"during-claim-clean-up", func([]string) objstore.FaultFuncs {
+			return objstore.FaultFuncs{BeforeFunc: func(op, key string) error {
+				if op == objstore.OpDelete && strings.Contains(key, "/attempts/") {
 					return injected
 				}
 				return nil
@@ -372,8 +375,8 @@ func TestCommitRoundCompensationCrash(t *testing.T) {
 	require.Equal(t, []string{"committed", "stale"}, outcomes(res))
 
 	injected := errors.New("injected crash")
-	ff := FaultFuncs{BeforeFunc: func(op, key string) error {
-		if op == OpDelete && strings.HasSuffix(key, ".parquet") {
+	ff := objstore.FaultFuncs{BeforeFunc: func(op, key string) error {
+		if op == objstore.OpDelete && strings.HasSuffix(key, ".parquet") {
 			return injected
 		}
 		return nil

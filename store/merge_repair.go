@@ -53,7 +53,7 @@ func (s *Store) Repair(ctx context.Context, p RepairParams) (RepairResult, error
 	// Best effort: a stale or orphan demand record costs at most a needless MergeWal start,
 	// and the next Repair or the demand reconcile retries.
 	_, _ = s.cleanDemand(ctx, shard, sm, wm, false)
-	covered := sm.coveredBy(wm)
+	covered := sm.CoveredBy(wm)
 	if len(covered) == 0 {
 		return RepairResult{}, nil
 	}

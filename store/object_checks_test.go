@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
+
+	"github.com/walkeeper/walkeeper/store/manifest"
 )
 
 // Every object a reader decodes is checked against its manifest entry before a decoder sees
@@ -56,19 +57,19 @@ func requireCompactCorrupt(t *testing.T, s *Store) {
 	require.ErrorIs(t, err, ErrCorrupt)
 }
 
-func editBase(t *testing.T, s *Store, edit func(*baseManifest)) {
+func editBase(t *testing.T, s *Store, edit func(*manifest.Base)) {
 	t.Helper()
 	ctx := context.Background()
 	base, err := s.loadBase(ctx)
 	require.NoError(t, err)
-	next := base.next("test")
+	next := base.Next("test")
 	edit(next)
 	require.NoError(t, s.publishBase(ctx, next))
 }
 
-func editFlushed(t *testing.T, s *Store, edit func(*genMeta)) {
+func editFlushed(t *testing.T, s *Store, edit func(*manifest.Gen)) {
 	t.Helper()
-	_, err := s.editShard(context.Background(), s.db.Shard(), func(m *shardManifest) (bool, error) {
+	_, err := s.editShard(context.Background(), s.db.Shard(), func(m *manifest.Shard) (bool, error) {
 		edit(&m.Flushed[len(m.Flushed)-1])
 		return true, nil
 	})
@@ -79,7 +80,7 @@ func TestMissingChecksumIsCorrupt(t *testing.T) {
 	for name, url := range backends(t) {
 		t.Run(name+"/run", func(t *testing.T) {
 			_, s, m := mergedStore(t, url+"-run")
-			editBase(t, s, func(b *baseManifest) { b.Runs[0].Checksum = "" })
+			editBase(t, s, func(b *manifest.Base) { b.Runs[0].Checksum = "" })
 			for _, budget := range []bool{false, true} {
 				requireReadsCorrupt(t, url+"-run", "a", budget)
 			}
@@ -88,7 +89,7 @@ func TestMissingChecksumIsCorrupt(t *testing.T) {
 		})
 		t.Run(name+"/generation", func(t *testing.T) {
 			_, s, _ := mergedStore(t, url+"-gen")
-			editFlushed(t, s, func(g *genMeta) { g.Checksum = "" })
+			editFlushed(t, s, func(g *manifest.Gen) { g.Checksum = "" })
 			for _, budget := range []bool{false, true} {
 				requireReadsCorrupt(t, url+"-gen", "c", budget)
 			}
@@ -135,7 +136,7 @@ func TestObjectSizeMustMatchItsManifest(t *testing.T) {
 			t.Run(name+"/run-"+c.name, func(t *testing.T) {
 				u := url + "-" + c.name
 				_, s, _ := mergedStore(t, u)
-				editBase(t, s, func(b *baseManifest) { b.Runs[0].Bytes = c.bytes(b.Runs[0].Bytes) })
+				editBase(t, s, func(b *manifest.Base) { b.Runs[0].Bytes = c.bytes(b.Runs[0].Bytes) })
 				for _, budget := range []bool{false, true} {
 					requireReadsCorrupt(t, u, "a", budget)
 				}
@@ -151,55 +152,12 @@ func TestObjectSizeMustMatchItsManifest(t *testing.T) {
 				rows = append(rows, Row{Key: fmt.Sprintf("k%05d", i), Values: []any{fmt.Sprintf("k%05d", i), int64(i), strings.Repeat("x", 50)}})
 			}
 			seal(t, s, rows...)
-			editFlushed(t, s, func(g *genMeta) { g.Bytes = 1 })
+			editFlushed(t, s, func(g *manifest.Gen) { g.Bytes = 1 })
 			for _, budget := range []bool{false, true} {
 				requireReadsCorrupt(t, u, "k00001", budget)
 			}
 			_, err := openGeneric(t, openTestDB(t, db.bucket.URL(), "w1"), "oc").Prepare(context.Background(), PrepareParams{AttemptKey: "wf/y"})
 			require.ErrorIs(t, err, ErrCorrupt)
-		})
-	}
-}
-
-// countingReader counts the bytes a read takes from an endless stream.
-type countingReader struct{ n int64 }
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	c.n += int64(len(p))
-	return len(p), nil
-}
-
-func TestReadWithLimitReadsAtMostLimitPlusOne(t *testing.T) {
-	for _, hint := range []int64{-1, 0, 10, 1 << 20} {
-		r := &countingReader{}
-		_, err := readSized(context.Background(), r, hint, 4096)
-		require.ErrorIs(t, err, errObjectTooLarge, "size hint %d", hint)
-		if hint > 4096 {
-			require.Zero(t, r.n, "a reported size over the limit is refused before reading")
-		} else {
-			require.LessOrEqual(t, r.n, int64(4097), "size hint %d", hint)
-		}
-	}
-	got, err := readSized(context.Background(), io.LimitReader(&countingReader{}, 4096), -1, 4096)
-	require.NoError(t, err)
-	require.Len(t, got, 4096, "an object exactly at the limit reads")
-
-	for name, url := range backends(t) {
-		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
-			b, err := OpenBucket(ctx, url)
-			require.NoError(t, err)
-			defer b.Close()
-			require.NoError(t, b.Put(ctx, "x/obj", []byte("0123456789")))
-			got, err := b.GetAtMost(ctx, "x/obj", 10)
-			require.NoError(t, err)
-			require.Equal(t, "0123456789", string(got))
-			_, err = b.GetAtMost(ctx, "x/obj", 9)
-			require.ErrorIs(t, err, ErrCorrupt)
-			_, err = b.GetAtMost(ctx, "x/missing", 9)
-			require.ErrorIs(t, err, ErrNotFound)
-			_, err = b.GetAtMost(ctx, "x/obj", -1)
-			require.ErrorIs(t, err, ErrInvalidInput)
 		})
 	}
 }

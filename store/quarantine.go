@@ -8,6 +8,9 @@ import (
 	"strings"
 
 	"go.uber.org/zap"
+
+	"github.com/walkeeper/walkeeper/store/manifest"
+	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
 // Quarantine is the operator's answer to a damaged object. A generation or base run that
@@ -45,7 +48,7 @@ type QuarantineResult struct {
 //
 // REQUIRES: mergeLock not held by the caller.
 func (s *Store) Quarantine(ctx context.Context, key, reason string) (QuarantineResult, error) {
-	if err := checkKey(key); err != nil {
+	if err := objstore.CheckKey(key); err != nil {
 		return QuarantineResult{}, err
 	}
 	if strings.TrimSpace(reason) == "" {
@@ -74,7 +77,7 @@ func (s *Store) quarantineRun(ctx context.Context, key, reason string) (Quaranti
 			res.AlreadyQuarantined, res.ManifestVersion = true, base.Version
 			return res, nil
 		}
-		next := base.next("quarantine")
+		next := base.Next("quarantine")
 		next.Runs = next.Runs[:0]
 		found := false
 		for _, r := range base.Runs {
@@ -84,7 +87,7 @@ func (s *Store) quarantineRun(ctx context.Context, key, reason string) (Quaranti
 			}
 			found = true
 			res.Rows, res.MinKey, res.MaxKey = r.Rows, r.MinKey, r.MaxKey
-			next.Quarantined = append(next.Quarantined, quarantinedObject{Path: r.Path, Rows: r.Rows,
+			next.Quarantined = append(next.Quarantined, manifest.QuarantinedObject{Path: r.Path, Rows: r.Rows,
 				MinKey: r.MinKey, MaxKey: r.MaxKey, Reason: reason, At: s.db.opts.Now().UTC()})
 		}
 		if !found {
@@ -107,7 +110,7 @@ func (s *Store) quarantineRun(ctx context.Context, key, reason string) (Quaranti
 func (s *Store) quarantineGen(ctx context.Context, shard, key, reason string) (QuarantineResult, error) {
 	res := QuarantineResult{Kind: "generation", Path: key, Shard: shard}
 	already := false
-	m, err := s.editShard(ctx, shard, func(m *shardManifest) (bool, error) {
+	m, err := s.editShard(ctx, shard, func(m *manifest.Shard) (bool, error) {
 		if q, ok := findQuarantined(m.Quarantined, key); ok {
 			already = true
 			res.Generation, res.Rows, res.MinKey, res.MaxKey = q.Gen, q.Rows, q.MinKey, q.MaxKey
@@ -122,7 +125,7 @@ func (s *Store) quarantineGen(ctx context.Context, shard, key, reason string) (Q
 			}
 			found = true
 			res.Generation, res.Rows, res.MinKey, res.MaxKey = g.Gen, g.Rows, g.MinKey, g.MaxKey
-			m.Quarantined = append(m.Quarantined, quarantinedObject{Path: g.Path, Rows: g.Rows,
+			m.Quarantined = append(m.Quarantined, manifest.QuarantinedObject{Path: g.Path, Rows: g.Rows,
 				MinKey: g.MinKey, MaxKey: g.MaxKey, Gen: g.Gen, Reason: reason, At: s.db.opts.Now().UTC()})
 		}
 		if !found {
@@ -151,11 +154,11 @@ func (s *Store) quarantined(res QuarantineResult, reason string) {
 		zap.String("min_key", res.MinKey), zap.String("max_key", res.MaxKey), zap.String("reason", reason))
 }
 
-func findQuarantined(list []quarantinedObject, key string) (quarantinedObject, bool) {
+func findQuarantined(list []manifest.QuarantinedObject, key string) (manifest.QuarantinedObject, bool) {
 	for _, q := range list {
 		if q.Path == key {
 			return q, true
 		}
 	}
-	return quarantinedObject{}, false
+	return manifest.QuarantinedObject{}, false
 }

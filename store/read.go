@@ -10,6 +10,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/walkeeper/walkeeper/store/manifest"
+	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
 
 // Read sources for List.
@@ -41,8 +44,8 @@ type ListPage struct {
 // watermark" (skipped, its rows are in the newer base) and never as "drained but not in
 // the base" (rows missing).
 type readSnapshot struct {
-	base    *baseManifest
-	pending map[string][]genMeta
+	base    *manifest.Base
+	pending map[string][]manifest.Gen
 	shards  []string
 	// quarantined counts the shards' quarantined generations (reads skip them).
 	quarantined map[string]int
@@ -55,7 +58,7 @@ func (s *Store) snapshot(ctx context.Context, enforce bool) (*readSnapshot, erro
 	if err != nil {
 		return nil, err
 	}
-	manifests := make([]*shardManifest, len(shards))
+	manifests := make([]*manifest.Shard, len(shards))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(16)
 	for i, sh := range shards {
@@ -72,14 +75,14 @@ func (s *Store) snapshot(ctx context.Context, enforce bool) (*readSnapshot, erro
 	if err != nil {
 		return nil, err
 	}
-	snap := &readSnapshot{base: base, pending: map[string][]genMeta{}, quarantined: map[string]int{}}
+	snap := &readSnapshot{base: base, pending: map[string][]manifest.Gen{}, quarantined: map[string]int{}}
 	total := 0
 	worst, worstShard := 0, ""
 	for i, sh := range shards {
 		if manifests[i] == nil {
 			continue
 		}
-		p := manifests[i].pendingAbove(base.Watermarks[sh])
+		p := manifests[i].PendingAbove(base.Watermarks[sh])
 		snap.quarantined[sh] = len(manifests[i].Quarantined)
 		snap.shards = append(snap.shards, sh)
 		snap.pending[sh] = p
@@ -111,7 +114,7 @@ func (s *Store) snapshot(ctx context.Context, enforce bool) (*readSnapshot, erro
 // loadGen decodes a flushed generation (cached).
 func (s *Store) loadGen(ctx context.Context, path, checksum string, bytes int64) (*sortedFile, error) {
 	return s.db.cache.get(ctx, path, func(ctx context.Context) (*sortedFile, error) {
-		data, err := s.readGenObject(ctx, path, checksum, bytes)
+		data, err := s.readGenObject(ctx, path, checksum, bytes, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -122,7 +125,7 @@ func (s *Store) loadGen(ctx context.Context, path, checksum string, bytes int64)
 // loadRun decodes a base run (cached).
 func (s *Store) loadRun(ctx context.Context, path, checksum string, bytes int64) (*sortedFile, error) {
 	return s.db.cache.get(ctx, path, func(ctx context.Context) (*sortedFile, error) {
-		data, err := s.readRunObject(ctx, path, checksum, bytes)
+		data, err := s.readRunObject(ctx, path, checksum, bytes, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -178,7 +181,7 @@ func (s *Store) toJSON(v version) map[string]any {
 	if v.file != nil {
 		return s.codec.RowJSON(v.file.rec, v.row)
 	}
-	return rowToJSON(s.meta.Schema, v.mem)
+	return rowcodec.RowToJSON(s.meta.Schema, v.mem)
 }
 
 // Get returns the newest version of key. ErrNotFound if absent or deleted.
@@ -186,7 +189,7 @@ func (s *Store) Get(ctx context.Context, key string) (map[string]any, error) {
 	if key == "" {
 		return nil, invalidf("empty key")
 	}
-	if err := checkRowKey("key", key); err != nil {
+	if err := rowcodec.CheckRowKey("key", key); err != nil {
 		return nil, err
 	}
 	var lastErr error
@@ -272,7 +275,7 @@ func (s *Store) getOnce(ctx context.Context, key string) (map[string]any, error)
 	}
 	if memRow != nil && (best == nil || newer(memRow.seq, memShard, best.seq, best.shard)) {
 		best = &version{key: key, seq: memRow.seq, shard: memShard, deleted: memRow.deleted}
-		bestRow = rowToJSON(s.meta.Schema, memRow.row)
+		bestRow = rowcodec.RowToJSON(s.meta.Schema, memRow.row)
 	}
 	if best == nil || best.deleted {
 		return nil, fmt.Errorf("%s: key %q: %w", s.target, key, errRowNotFound)
@@ -295,7 +298,7 @@ func (s *Store) List(ctx context.Context, opts ListOptions) (ListPage, error) {
 	if opts.Limit == 0 {
 		opts.Limit = 100
 	}
-	if err := checkRowKey("the after cursor", opts.After); err != nil {
+	if err := rowcodec.CheckRowKey("the after cursor", opts.After); err != nil {
 		return ListPage{}, err
 	}
 	var lastErr error
@@ -407,8 +410,8 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 		Target:      s.target.String(),
 		BaseVersion: snap.base.Version,
 		Runs:        len(snap.base.Runs),
-		Rows:        snap.base.rows(),
-		BaseBytes:   snap.base.bytes(),
+		Rows:        snap.base.Rows(),
+		BaseBytes:   snap.base.Bytes(),
 		Shards:      []ShardStats{},
 		Quarantined: len(snap.base.Quarantined),
 	}

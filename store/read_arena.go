@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"sync"
+
+	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
 // Read buffers charged to the read budget, so that reads stay within it. A read group's files that the cache
@@ -125,22 +127,25 @@ func (r *readArena) free() {
 	r.bufs, r.cur, r.heap = nil, nil, 0
 }
 
-type readArenaKey struct{}
-
-// withReadArena makes the Bucket reads under the returned context read into buffers of r
-// (readBuffer). The arena owns them: nothing is freed per read.
-func withReadArena(ctx context.Context, r *readArena) context.Context {
+// alloc is the allocator of Bucket reads into buffers of r, or of the Go heap where r has
+// no room (nil: no arena). The arena owns its buffers: nothing is freed per read.
+func (r *readArena) alloc() objstore.Alloc {
 	if r == nil {
-		return ctx
+		return nil
 	}
-	return context.WithValue(ctx, readArenaKey{}, r)
+	return func(n int) ([]byte, error) {
+		if b := r.take(n); b != nil {
+			return b, nil
+		}
+		return make([]byte, 0, n), nil
+	}
 }
 
 // privateLoad decodes generation src into a buffer of arena (or the Go heap when it has
 // none), without the cache: its record aliases the arena, so it must not outlive the group
 // (readArena). Base runs read privately are streamed instead (list_runs.go).
 func (s *Store) privateLoad(ctx context.Context, src readSource, arena *readArena) (*sortedFile, error) {
-	data, err := s.readGenObject(withReadArena(ctx, arena), src.path, src.checksum, src.bytes)
+	data, err := s.readGenObject(ctx, src.path, src.checksum, src.bytes, arena.alloc())
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+
+	"github.com/walkeeper/walkeeper/store/manifest"
+	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
 
 // Bounded reads, so that a store far behind on merges slows its reads but cannot exhaust
@@ -170,7 +173,7 @@ func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after strin
 			private[i] = true
 			sizes = append(sizes, src.bytes)
 			if src.run {
-				want += compactRunGuess(runMeta{Bytes: src.bytes}) // its batches, until the footer says
+				want += compactRunGuess(manifest.Run{Bytes: src.bytes}) // its batches, until the footer says
 			}
 			continue
 		}
@@ -474,7 +477,7 @@ func (s *Store) renderPage(ctx context.Context, srcs []readSource, memRows []*me
 			rows[k] = c.rendered
 			continue
 		case c.src < 0:
-			rows[k] = rowToJSON(s.meta.Schema, memRows[c.row].r.row)
+			rows[k] = rowcodec.RowToJSON(s.meta.Schema, memRows[c.row].r.row)
 			continue
 		}
 		if _, ok := bySrc[c.src]; !ok {

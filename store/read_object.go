@@ -3,7 +3,8 @@ package store
 import (
 	"context"
 	"errors"
-	"fmt"
+
+	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
 // Every object a reader decodes is read against its manifest entry: the entry must carry a
@@ -11,10 +12,11 @@ import (
 // admitted for the object is what the read uses), and the bytes must match the checksum.
 // Anything else is ErrCorrupt, before a decoder sees a byte (checksum.go says why).
 
-// readRunObject reads base run path, declared bytes long with checksum sum.
-func (s *Store) readRunObject(ctx context.Context, path, sum string, bytes int64) ([]byte, error) {
+// readRunObject reads base run path, declared bytes long with checksum sum, into a buffer of
+// alloc (nil = the Go heap).
+func (s *Store) readRunObject(ctx context.Context, path, sum string, bytes int64, alloc objstore.Alloc) ([]byte, error) {
 	what := "run " + path
-	data, err := s.readChecked(ctx, path, sum, bytes, what)
+	data, err := s.readChecked(ctx, path, sum, bytes, what, alloc)
 	if err == nil && int64(len(data)) != bytes {
 		err = corruptf("%s: %d bytes, manifest says %d", what, len(data), bytes)
 		s.countCorrupt(err)
@@ -24,9 +26,10 @@ func (s *Store) readRunObject(ctx context.Context, path, sum string, bytes int64
 }
 
 // readGenObject reads generation path with checksum sum whose decoded record the manifest
-// declares recBytes long (a generation's bytes are its Arrow record's, not its file's).
-func (s *Store) readGenObject(ctx context.Context, path, sum string, recBytes int64) ([]byte, error) {
-	return s.readChecked(ctx, path, sum, s.genFileLimit(recBytes), "generation "+path)
+// declares recBytes long (a generation's bytes are its Arrow record's, not its file's), into
+// a buffer of alloc (nil = the Go heap).
+func (s *Store) readGenObject(ctx context.Context, path, sum string, recBytes int64, alloc objstore.Alloc) ([]byte, error) {
+	return s.readChecked(ctx, path, sum, s.genFileLimit(recBytes), "generation "+path, alloc)
 }
 
 // genFileLimit is the largest IPC file a generation whose record holds recBytes can be: the
@@ -57,8 +60,9 @@ const (
 	genFileSlackFallback = 64 << 10
 )
 
-// readChecked reads path, at most limit bytes, and checks it against sum.
-func (s *Store) readChecked(ctx context.Context, path, sum string, limit int64, what string) ([]byte, error) {
+// readChecked reads path, at most limit bytes, into a buffer of alloc, and checks it
+// against sum.
+func (s *Store) readChecked(ctx context.Context, path, sum string, limit int64, what string, alloc objstore.Alloc) ([]byte, error) {
 	if sum == "" {
 		err := corruptf("%s: its manifest entry has no checksum", what)
 		s.countCorrupt(err)
@@ -69,11 +73,12 @@ func (s *Store) readChecked(ctx context.Context, path, sum string, limit int64, 
 		s.countCorrupt(err)
 		return nil, err
 	}
-	data, err := s.db.bucket.GetAtMost(ctx, path, limit)
+	data, err := s.db.bucket.GetAtMost(ctx, path, limit, alloc)
 	if err != nil {
-		if errors.Is(err, ErrCorrupt) {
+		if errors.Is(err, objstore.ErrTooLarge) {
+			err = corruptf("%s, as its manifest declares: %v", what, err)
 			s.countCorrupt(err)
-			return nil, fmt.Errorf("%s, as its manifest declares: %w", what, err)
+			return nil, err
 		}
 		return nil, err
 	}

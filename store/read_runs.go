@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+
+	"github.com/walkeeper/walkeeper/store/manifest"
 )
 
 // Base runs in reads, bounded by the read budget whatever the run's size. A Get looks a key up in a base run that the cache will not
@@ -49,7 +51,7 @@ func (s *Store) getFromRun(ctx context.Context, src readSource, key string) (run
 func (s *Store) tryGetFromRun(ctx context.Context, src readSource, key string, extra int64) (hit runHit, short int64, err error) {
 	budget := s.db.opts.ReadBudget
 	hint := arenaEstimate([]int64{src.bytes})
-	res, err := s.admitRead(ctx, hint+decodedFileHeap+compactRunGuess(runMeta{Bytes: src.bytes})+extra)
+	res, err := s.admitRead(ctx, hint+decodedFileHeap+compactRunGuess(manifest.Run{Bytes: src.bytes})+extra)
 	if err != nil {
 		return runHit{}, 0, err
 	}
@@ -58,7 +60,7 @@ func (s *Store) tryGetFromRun(ctx context.Context, src readSource, key string, e
 	arena := newReadArena(acct, hint, 1)
 	defer arena.free() // after the batches and the reader, which the deferred calls below release first
 	what := "run " + src.path
-	data, err := s.readRunObject(withReadArena(ctx, arena), src.path, src.checksum, src.bytes)
+	data, err := s.readRunObject(ctx, src.path, src.checksum, src.bytes, arena.alloc())
 	if err != nil {
 		return runHit{}, 0, err
 	}

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -13,20 +12,21 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/walkeeper/walkeeper/internal/testkit/s3test"
+	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
-// The s3:// backend tested for real: an in-process S3-compatible server (gofakes3 behind
+// The store on s3:// for real: an in-process S3-compatible server (gofakes3 behind
 // internal/testkit/s3test's atomic conditional-write wrapper) reached over HTTP through gocloud's
-// s3blob and the AWS SDK, the same stack a worker uses against AWS S3. docs/STORAGE.md says what a
-// server must support; these tests are the proof for the one we ship.
+// s3blob and the AWS SDK, the same stack a worker uses against AWS S3. docs/STORAGE.md says
+// what a server must support; these tests and the bucket layer's (objstore/s3_test.go,
+// objstore/conformance_test.go) are the proof for the one we ship.
 //
 // t.Setenv (AWS credentials) forbids t.Parallel in these tests.
 
 // s3ExternalEnv points the S3 tests at an endpoint of your own instead of the in-process
 // server, e.g. WALKEEPER_S3_TEST_URL='s3://my-bucket?region=eu-west-1' (no prefix=
 // parameter: every test adds its own random one and leaves its objects behind). The AWS
-// credentials come from the environment as usual. See docs/STORAGE.md. The conformance suite and
-// the put-if-absent races on s3:// are in bucket_conformance_test.go.
+// credentials come from the environment as usual. See docs/STORAGE.md.
 const s3ExternalEnv = "WALKEEPER_S3_TEST_URL"
 
 // s3URL is a fresh, empty S3 storage root for one test: a bucket on an in-process server, or
@@ -64,68 +64,12 @@ func s3PrefixOf(u string) string {
 }
 
 // openS3Bucket opens url for the test.
-func openS3Bucket(t *testing.T, url string) *Bucket {
+func openS3Bucket(t *testing.T, url string) *objstore.Bucket {
 	t.Helper()
-	b, err := OpenBucket(context.Background(), url)
+	b, err := objstore.OpenBucket(context.Background(), url)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = b.Close() })
 	return b
-}
-
-// s3Backends is a fresh bucket on each of s3test.StartEngines' servers; with
-// WALKEEPER_S3_TEST_URL set, only that endpoint.
-func s3Backends(t *testing.T) map[string]string {
-	t.Helper()
-	if os.Getenv(s3ExternalEnv) != "" {
-		return map[string]string{"external": s3URL(t)}
-	}
-	out := map[string]string{}
-	for name, srv := range s3test.StartEngines(t) {
-		bucket := s3test.NewBucketName()
-		require.NoError(t, srv.CreateBucket(bucket))
-		out[name] = srv.BucketURL(bucket)
-	}
-	return out
-}
-
-// TestS3LargeObjectsAndMultipartPreconditions: objects of 16 MiB and more (the AWS SDK
-// transfer manager's multipart threshold) go up as multipart uploads, and the precondition then rides on
-// CompleteMultipartUpload. A large WAL object or staged run published with PutIfAbsent must
-// still lose cleanly to an existing key.
-//
-// The precondition is enforced by the wrapper in front of every gofakes3 backend, so one
-// backend suffices here (17 MiB uploads are slow under the race detector).
-func TestS3LargeObjectsAndMultipartPreconditions(t *testing.T) {
-	ctx := context.Background()
-	for name, url := range s3Backends(t) {
-		if name == "s3bolt" {
-			continue
-		}
-		t.Run(name, func(t *testing.T) {
-			b := openS3Bucket(t, url)
-			big := bytes.Repeat([]byte("0123456789abcdef"), (17<<20)/16+7) // > 17 MiB: 3 parts, not aligned
-			other := bytes.Repeat([]byte{'z'}, len(big)+100)
-
-			require.NoError(t, b.PutIfAbsent(ctx, "big/wal", big))
-			require.ErrorIs(t, b.PutIfAbsent(ctx, "big/wal", other), ErrAlreadyExists)
-			got, err := b.Get(ctx, "big/wal")
-			require.NoError(t, err)
-			require.True(t, bytes.Equal(big, got), "winner's bytes intact")
-
-			// A small object first, then a large conditional write: still refused.
-			require.NoError(t, b.Put(ctx, "big/small-first", []byte("s")))
-			require.ErrorIs(t, b.PutIfAbsent(ctx, "big/small-first", big), ErrAlreadyExists)
-
-			// Large plain Put replaces whole.
-			require.NoError(t, b.Put(ctx, "big/wal", other))
-			got, err = b.Get(ctx, "big/wal")
-			require.NoError(t, err)
-			require.True(t, bytes.Equal(other, got))
-			objs, err := b.List(ctx, "big/")
-			require.NoError(t, err)
-			require.Len(t, objs, 2)
-		})
-	}
 }
 
 // TestS3PrefixIsolatesRoots: gocloud's ?prefix= parameter gives each storage root its own

@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/walkeeper/walkeeper/store/manifest"
 )
 
 // Seal: the memtables of a writer become one generation file and the shard manifest version
@@ -122,7 +124,7 @@ func (w *writer) seal(ctx context.Context, reserved bool) (FlushResult, error) {
 	for _, q := range seqs {
 		minSeq, maxSeq = min(minSeq, q), max(maxSeq, q)
 	}
-	gm := genMeta{
+	gm := manifest.Gen{
 		Rows: int64(len(rows)), Bytes: size,
 		MinKey: rows[0].Key, MaxKey: rows[len(rows)-1].Key,
 		MinSeq: minSeq, MaxSeq: maxSeq,
@@ -155,13 +157,13 @@ func mergeFrozen(frozen []*memtable) *memtable {
 }
 
 type sealedGen struct {
-	meta genMeta
+	meta manifest.Gen
 	data []byte
 }
 
 // publishSeal writes the generation file and then the manifest version that lists it
 // (the object written last makes it live). It refuses if another writer claimed the shard.
-func (w *writer) publishSeal(ctx context.Context, g *sealedGen, replayAfter uint64) (*shardManifest, error) {
+func (w *writer) publishSeal(ctx context.Context, g *sealedGen, replayAfter uint64) (*manifest.Shard, error) {
 	written := ""
 	recorded := uint64(0) // generation numbers start at 1
 	for attempt := 0; attempt < 64; attempt++ {
@@ -177,7 +179,7 @@ func (w *writer) publishSeal(ctx context.Context, g *sealedGen, replayAfter uint
 			}
 			return nil, err
 		}
-		next := cur.clone()
+		next := cur.Clone()
 		next.Version = cur.Version + 1
 		next.ReplayAfter = max(cur.ReplayAfter, replayAfter)
 		if g != nil {
@@ -218,7 +220,7 @@ func (w *writer) publishSeal(ctx context.Context, g *sealedGen, replayAfter uint
 
 // finishSeal forgets the sealed memtables and deletes the WAL objects the new manifest
 // made garbage (only after that manifest is published).
-func (w *writer) finishSeal(nFrozen int, m *shardManifest) {
+func (w *writer) finishSeal(nFrozen int, m *manifest.Shard) {
 	w.mu.Lock()
 	w.frozen = w.frozen[nFrozen:]
 	w.manifest = m

@@ -5,6 +5,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/walkeeper/walkeeper/store/manifest"
+	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
 
 // Store is one (kind, name) LSM store: a base table of Parquet runs plus, per shard, a
@@ -20,8 +23,8 @@ import (
 type Store struct {
 	db     *DB
 	target Target
-	meta   storeMeta
-	codec  *Codec
+	meta   manifest.StoreMeta
+	codec  *rowcodec.Codec
 
 	// mergeLock: shared for Repair and Prepare; exclusive for the in-memory swap after a merge or
 	// quarantine publishes a base version, and for a compaction's whole publish.
@@ -48,7 +51,7 @@ type Store struct {
 	claimed bool
 }
 
-func newStore(db *DB, t Target, meta storeMeta, codec *Codec) *Store {
+func newStore(db *DB, t Target, meta manifest.StoreMeta, codec *rowcodec.Codec) *Store {
 	s := &Store{
 		db:     db,
 		target: t,
@@ -65,7 +68,7 @@ func newStore(db *DB, t Target, meta storeMeta, codec *Codec) *Store {
 func (s *Store) Target() Target { return s.target }
 
 // Codec converts rows for this store's schema.
-func (s *Store) Codec() *Codec { return s.codec }
+func (s *Store) Codec() *rowcodec.Codec { return s.codec }
 
 // Schema is the store's declared schema.
 func (s *Store) Schema() Schema { return s.meta.Schema }

@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/walkeeper/walkeeper/store/manifest"
+	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
 
 // The write path of one store in this process: Append and Delete hand rows to the shard's
@@ -42,13 +45,13 @@ func (s *Store) Append(ctx context.Context, rows []Row) (AppendResult, error) {
 			return AppendResult{}, invalidf("row %d: empty key", i)
 		}
 		if len(rows[i].Key) > MaxKeyBytes {
-			return AppendResult{}, checkRowKey(fmt.Sprintf("row %d: key", i), rows[i].Key)
+			return AppendResult{}, rowcodec.CheckRowKey(fmt.Sprintf("row %d: key", i), rows[i].Key)
 		}
 		if len(rows[i].Values) != len(s.meta.Schema.Fields) {
 			return AppendResult{}, invalidf("row %d: %d values, schema has %d fields", i, len(rows[i].Values), len(s.meta.Schema.Fields))
 		}
 	}
-	size := decodedRowsBytes(rows)
+	size := rowcodec.DecodedRowsBytes(rows)
 	if err := s.checkAppendSize(len(rows), size); err != nil {
 		return AppendResult{}, err
 	}
@@ -65,7 +68,7 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	if key == "" {
 		return invalidf("empty key")
 	}
-	if err := checkRowKey("key", key); err != nil {
+	if err := rowcodec.CheckRowKey("key", key); err != nil {
 		return err
 	}
 	row := Row{Key: key, Values: make([]any, len(s.meta.Schema.Fields))}
@@ -185,7 +188,7 @@ type writer struct {
 	// frozen are memtables being sealed, or whose seal failed; still readable, oldest first.
 	frozen []*memtable
 	// manifest is the newest shard manifest this writer knows (its seals, merges' drains).
-	manifest *shardManifest
+	manifest *manifest.Shard
 	// nextPos is the WAL position of the next WAL group commit. Only the WAL committer
 	// goroutine advances it.
 	nextPos uint64
@@ -220,16 +223,16 @@ func (w *writer) kill(err error) {
 // acknowledging rows that nobody would replay.
 func openWriter(ctx context.Context, s *Store) (*writer, error) {
 	shard := s.db.shard
-	var m *shardManifest
+	var m *manifest.Shard
 	for attempt := 0; ; attempt++ {
 		cur, err := s.loadShard(ctx, shard)
 		if err != nil {
 			return nil, err
 		}
 		if cur == nil {
-			cur = &shardManifest{Shard: shard, NextGeneration: 1}
+			cur = &manifest.Shard{Shard: shard, NextGeneration: 1}
 		}
-		next := cur.clone()
+		next := cur.Clone()
 		next.Version = cur.Version + 1
 		next.WriterEpoch = cur.WriterEpoch + 1
 		err = s.publishShard(ctx, next)
@@ -360,7 +363,7 @@ func (w *writer) close(ctx context.Context) error {
 }
 
 // observe adopts a newer manifest published by a merge's drain.
-func (w *writer) observe(m *shardManifest) {
+func (w *writer) observe(m *manifest.Shard) {
 	w.mu.Lock()
 	if m != nil && m.Version > w.manifest.Version {
 		w.manifest = m

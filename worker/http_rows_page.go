@@ -5,7 +5,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
 
 // GET .../rows answers a page bounded by ?limit= rows and by --page-bytes bytes. The store
@@ -25,7 +25,7 @@ func (a *apiServer) listRows(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	keyField := store.KeyField(s.Target().Kind)
+	keyField := rowcodec.KeyField(s.Target().Kind)
 	page := newPageWriter(w, "rows", false, a.cfg.PageBytes)
 	left := opts.Limit
 	opts.Limit = min(left, defaultListLimit)

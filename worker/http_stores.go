@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
 
 // Handlers of /api/v1/stores: create, list and stats.
@@ -42,7 +43,7 @@ func (a *apiServer) createStore(w http.ResponseWriter, r *http.Request) {
 	opts.SealOnAppend = req.SealOnAppend
 	if req.Fields != nil {
 		sch := store.Schema{Fields: req.Fields}
-		if err := store.ValidateSchema(t.Kind, sch); err != nil {
+		if err := rowcodec.ValidateSchema(t.Kind, sch); err != nil {
 			a.fail(w, r, err)
 			return
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
 // The operator's path through a damaged generation: the error names the object, the command
@@ -36,7 +37,7 @@ func TestQuarantineCommand(t *testing.T) {
 
 	// Damage the first generation through a second handle: find its key from the error.
 	var genKey string
-	bucket, err := store.OpenBucket(ctx, url)
+	bucket, err := objstore.OpenBucket(ctx, url)
 	require.NoError(t, err)
 	defer func() { _ = bucket.Close() }()
 	objs, err := bucket.List(ctx, "generic/qc/_mem_wal/")

@@ -24,6 +24,7 @@ import (
 	"github.com/walkeeper/walkeeper/internal/testkit/bucketconformance"
 	"github.com/walkeeper/walkeeper/internal/testkit/testservers"
 	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
 // EnvStorageURL points the matrix at a user's own bucket instead of the servers started
@@ -88,7 +89,7 @@ var suites = []struct {
 	// The whole single-handle Bucket contract (internal/testkit/bucketconformance), each case on a
 	// fresh root.
 	{"Conformance", func(t *testing.T, _ target, newRoot func(*testing.T) string) {
-		bucketconformance.Run(t, func(t *testing.T) *store.Bucket { return openBucket(t, newRoot(t)) })
+		bucketconformance.Run(t, func(t *testing.T) *objstore.Bucket { return openBucket(t, newRoot(t)) })
 	}},
 	// Small objects: every process hits every key at once, 40 keys.
 	{"RaceProcesses", func(t *testing.T, tg target, newRoot func(*testing.T) string) {
@@ -203,7 +204,7 @@ func testRoundTrip(t *testing.T, root string) {
 func testLargePutIfAbsentRace(t *testing.T, root string) {
 	ctx := testContext(t)
 	const rounds = 3
-	writers := [2]*store.Bucket{openBucket(t, root), openBucket(t, root)}
+	writers := [2]*objstore.Bucket{openBucket(t, root), openBucket(t, root)}
 	reader := openBucket(t, root)
 	wins := [2]int{}
 	for round := range rounds {
@@ -322,9 +323,9 @@ func failOnPanic(t *testing.T) {
 	}
 }
 
-func openBucket(t *testing.T, root string) *store.Bucket {
+func openBucket(t *testing.T, root string) *objstore.Bucket {
 	t.Helper()
-	b, err := store.OpenBucket(testContext(t), root)
+	b, err := objstore.OpenBucket(testContext(t), root)
 	if err != nil {
 		t.Fatalf("OpenBucket(%s): %v", root, err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/internal/testkit/testtemporal"
 	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/store/objstore"
 	"github.com/walkeeper/walkeeper/workflows"
 )
 
@@ -85,8 +86,8 @@ func TestSweepDrainsDebtInAFleetOf50kStores(t *testing.T) {
 	// One worker process runs the workflows and activities on the shared queue and serves
 	// the writers' shard queues (a dead writer's queue would otherwise fall back to the
 	// shared queue after 30 s per activity; the activities run are the same).
-	counter := &store.RequestCounter{}
-	base, err := store.OpenBucket(ctx, url)
+	counter := &objstore.RequestCounter{}
+	base, err := objstore.OpenBucket(ctx, url)
 	require.NoError(t, err)
 	opts := store.DefaultOptions()
 	opts.InstanceID = "sweeper"

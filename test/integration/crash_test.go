@@ -21,6 +21,7 @@ import (
 	"github.com/walkeeper/walkeeper/activities"
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/store/objstore"
 	"github.com/walkeeper/walkeeper/temporaladmin"
 	"github.com/walkeeper/walkeeper/worker"
 )
@@ -60,14 +61,14 @@ func runVictim() error {
 	if err != nil {
 		return err
 	}
-	b, err := store.OpenBucket(ctx, os.Getenv(childStorage))
+	b, err := objstore.OpenBucket(ctx, os.Getenv(childStorage))
 	if err != nil {
 		return err
 	}
 	var once sync.Once
 	marker := os.Getenv(childMarker)
-	faulty := b.WithFaults(store.FaultFuncs{BeforeFunc: func(op, key string) error {
-		if op == store.OpGet && strings.Contains(key, "/_mem_wal/") && strings.Contains(key, "/gen/") {
+	faulty := b.WithFaults(objstore.FaultFuncs{BeforeFunc: func(op, key string) error {
+		if op == objstore.OpGet && strings.Contains(key, "/_mem_wal/") && strings.Contains(key, "/gen/") {
 			once.Do(func() { _ = os.WriteFile(marker, []byte(key), 0o644) })
 			for {
 				time.Sleep(time.Hour) // until SIGKILL

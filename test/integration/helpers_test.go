@@ -24,6 +24,7 @@ import (
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/internal/testkit/apitest"
 	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/store/objstore"
 	"github.com/walkeeper/walkeeper/temporaladmin"
 	"github.com/walkeeper/walkeeper/worker"
 	"github.com/walkeeper/walkeeper/workflows"
@@ -246,9 +247,9 @@ func (e *env) storeOptions(instance string, mutate func(*store.Options)) store.O
 }
 
 // openDBWithFaults is openDB over a fault-injecting view of the storage root.
-func (e *env) openDBWithFaults(instance string, f store.Faults, mutate func(*store.Options)) *store.DB {
+func (e *env) openDBWithFaults(instance string, f objstore.Faults, mutate func(*store.Options)) *store.DB {
 	e.t.Helper()
-	b, err := store.OpenBucket(e.ctx(waitShort), e.storage)
+	b, err := objstore.OpenBucket(e.ctx(waitShort), e.storage)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
 // gate blocks storage reads of one store's flushed generations until it is opened: a
@@ -26,7 +27,7 @@ func newGate(target store.Target) *gate {
 }
 
 func (g *gate) Before(op, key string) error {
-	if op != store.OpGet || !strings.HasPrefix(key, g.prefix) || !strings.Contains(key, "/_mem_wal/") || !strings.Contains(key, "/gen/") {
+	if op != objstore.OpGet || !strings.HasPrefix(key, g.prefix) || !strings.Contains(key, "/_mem_wal/") || !strings.Contains(key, "/gen/") {
 		return nil
 	}
 	g.once.Do(func() { close(g.entered) })

@@ -28,6 +28,9 @@ var product = []string{
 	"workflows",
 	"activities",
 	"store",
+	"store/objstore",
+	"store/rowcodec",
+	"store/manifest",
 	"contract",
 	"target",
 }
@@ -43,7 +46,7 @@ var harnesses = []string{
 }
 
 // rule forbids the packages matching from (module-relative) to depend on any package
-// matching a prefix in forbid. direct limits the check to the package's own imports, for
+// matching a prefix in forbid (see matches). direct limits the check to the package's own imports, for
 // packages a well-kept dependency links anyway (the Temporal SDK's internal package imports
 // testing and testify for its test suite, so only our own import of them can be refused).
 type rule struct {
@@ -59,9 +62,34 @@ type rule struct {
 
 var rules = []rule{
 	{
-		name:   "store imports no Temporal",
+		name:   "store and its packages import no Temporal",
 		from:   []string{"store"},
 		forbid: []string{"go.temporal.io/"},
+	},
+	{
+		name:   "the bucket layer imports neither the engine, the row codec nor the manifest",
+		from:   []string{"store/objstore"},
+		forbid: []string{module + "/store$", module + "/store/rowcodec", module + "/store/manifest"},
+	},
+	{
+		name:   "the row codec imports neither the engine, the bucket layer nor the manifest",
+		from:   []string{"store/rowcodec"},
+		forbid: []string{module + "/store$", module + "/store/objstore", module + "/store/manifest"},
+	},
+	{
+		name:   "the manifest model imports neither the engine nor the bucket layer",
+		from:   []string{"store/manifest"},
+		forbid: []string{module + "/store$", module + "/store/objstore"},
+	},
+	{
+		name:   "the JSON scanner is a leaf",
+		from:   []string{"store/internal/jsonscan"},
+		forbid: []string{module + "/"},
+	},
+	{
+		name:   "the bucket conformance suite needs only the bucket layer",
+		from:   []string{"internal/testkit/bucketconformance"},
+		forbid: []string{module + "/store$", module + "/store/rowcodec", module + "/store/manifest"},
 	},
 	{
 		name:   "workflows import neither store nor activities",
@@ -130,8 +158,11 @@ func listModule(t *testing.T) map[string]pkg {
 }
 
 // matches reports whether path is prefix or lies under it; a prefix ending in "/" matches
-// everything below it.
+// everything below it, and one ending in "$" only the package it names.
 func matches(path, prefix string) bool {
+	if exact, ok := strings.CutSuffix(prefix, "$"); ok {
+		return path == exact
+	}
 	if strings.HasSuffix(prefix, "/") {
 		return strings.HasPrefix(path, prefix)
 	}

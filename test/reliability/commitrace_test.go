@@ -15,6 +15,7 @@ import (
 
 	"github.com/walkeeper/walkeeper/internal/testkit/s3test"
 	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
 type raceArg struct {
@@ -50,8 +51,8 @@ func commitRaceChild(ctx context.Context, raw json.RawMessage) error {
 		return err
 	}
 	var lost atomic.Int64
-	count := store.FaultFuncs{AfterFunc: func(op, key string, err error) error {
-		if op == store.OpPutIfAbsent && strings.Contains(key, "/_versions/") && errors.Is(err, store.ErrAlreadyExists) {
+	count := objstore.FaultFuncs{AfterFunc: func(op, key string, err error) error {
+		if op == objstore.OpPutIfAbsent && strings.Contains(key, "/_versions/") && errors.Is(err, store.ErrAlreadyExists) {
 			lost.Add(1)
 		}
 		return err

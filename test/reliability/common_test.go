@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
 // SoakEnv switches every test to its long version (see docs/RELIABILITY.md).
@@ -69,8 +70,8 @@ var target = store.Target{Kind: store.KindGeneric, Name: "rel"}
 
 // openDB opens a DB on its own bucket handle (so closing one DB never closes another's),
 // with faults (nil = none).
-func openDB(ctx context.Context, url, instance string, faults store.Faults, tweak func(*store.Options)) (*store.DB, error) {
-	b, err := store.OpenBucket(ctx, url)
+func openDB(ctx context.Context, url, instance string, faults objstore.Faults, tweak func(*store.Options)) (*store.DB, error) {
+	b, err := objstore.OpenBucket(ctx, url)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +86,7 @@ func openDB(ctx context.Context, url, instance string, faults store.Faults, twea
 	return store.OpenDBOnBucket(b, opts), nil
 }
 
-func mustOpenDB(t testing.TB, url, instance string, faults store.Faults, tweak func(*store.Options)) *store.DB {
+func mustOpenDB(t testing.TB, url, instance string, faults objstore.Faults, tweak func(*store.Options)) *store.DB {
 	t.Helper()
 	db, err := openDB(context.Background(), url, instance, faults, tweak)
 	if err != nil {

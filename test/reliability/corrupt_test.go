@@ -12,6 +12,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
 // TestCorruptObjectsAreQuarantined damages one object of each kind on a real root with three
@@ -186,7 +187,7 @@ func checkGets(ctx context.Context, t testing.TB, s *store.Store, o *Oracle, dam
 	return ok, corrupt
 }
 
-func mustBytes(ctx context.Context, t testing.TB, b *store.Bucket, key string, want []byte) {
+func mustBytes(ctx context.Context, t testing.TB, b *objstore.Bucket, key string, want []byte) {
 	t.Helper()
 	got, err := b.Get(ctx, key)
 	if err != nil {

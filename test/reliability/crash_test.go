@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
 type crashArg struct {
@@ -29,7 +30,7 @@ type crashArg struct {
 }
 
 // open opens the child's DB (with faults, nil = none) and the reliability store in it.
-func (a crashArg) open(ctx context.Context, faults store.Faults) (*store.DB, *store.Store, error) {
+func (a crashArg) open(ctx context.Context, faults objstore.Faults) (*store.DB, *store.Store, error) {
 	db, err := openDB(ctx, a.URL, a.Instance, faults, nil)
 	if err != nil {
 		return nil, nil, err

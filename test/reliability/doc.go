@@ -1,5 +1,5 @@
 // Package reliability is walkeeper's fault suite: an oracle of acknowledged
-// appends, fault-injecting bucket wrappers (store.Faults), a child-process harness that
+// appends, fault-injecting bucket wrappers (objstore.Faults), a child-process harness that
 // re-executes the test binary so crashes are real SIGKILLs of real processes, and the tests
 // that combine them: storage faults under a mixed load, commit races across processes,
 // the merge crash matrix, worker and Temporal restarts, damaged objects. docs/RELIABILITY.md

@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
 // ErrInjected is the error every injected fault returns (wrapped with the op and key).
@@ -46,7 +46,7 @@ func (s OpStats) add(o OpStats) OpStats {
 	return OpStats{s.Calls + o.Calls, s.Errors + o.Errors, s.Ghosts + o.Ghosts, s.Spikes + o.Spikes}
 }
 
-// Injector is a store.Faults that fails, delays and "ghosts" bucket calls at random.
+// Injector is a objstore.Faults that fails, delays and "ghosts" bucket calls at random.
 // It starts enabled; Disable turns it into a pass-through (the calls are still counted).
 type Injector struct {
 	cfg     InjectorConfig
@@ -111,7 +111,7 @@ func (in *Injector) active(op string) bool {
 	return in.enabled.Load() && (in.ops == nil || in.ops[op])
 }
 
-// Before implements store.Faults.
+// Before implements objstore.Faults.
 func (in *Injector) Before(op, key string) error {
 	in.count(op, func(s *OpStats) { s.Calls++ })
 	if !in.active(op) {
@@ -128,9 +128,9 @@ func (in *Injector) Before(op, key string) error {
 	return nil
 }
 
-// After implements store.Faults.
+// After implements objstore.Faults.
 func (in *Injector) After(op, key string, err error) error {
-	if err != nil || !in.active(op) || (op != store.OpPut && op != store.OpPutIfAbsent) {
+	if err != nil || !in.active(op) || (op != objstore.OpPut && op != objstore.OpPutIfAbsent) {
 		return err
 	}
 	if in.roll(in.cfg.GhostRate) {
@@ -196,17 +196,17 @@ type Step struct {
 // MergeSteps are the crash points of docs/FORMAT.md §6 the crash matrix kills at: the
 // write path (armed from the first append) and the merge protocol (armed from Prepare).
 var MergeSteps = []Step{
-	{Name: "append-after-wal-put", Op: store.OpPutIfAbsent, KeyContains: "/wal/", When: "after", Nth: 4, Phase: "append"},
-	{Name: "seal-after-gen-file", Op: store.OpPut, KeyContains: "/gen/", When: "after", Nth: 2, Phase: "append"},
-	{Name: "seal-after-manifest", Op: store.OpPutIfAbsent, KeyContains: "/manifest/", When: "after", Nth: 3, Phase: "append"},
-	{Name: "during-read", Op: store.OpGet, KeyContains: "/gen/", When: "before", Nth: 2},
-	{Name: "after-staging", Op: store.OpPut, KeyContains: "/data/m-", When: "after", Nth: 1},
-	{Name: "after-claim", Op: store.OpPutIfAbsent, KeyContains: "/attempts/", When: "after", Nth: 1},
-	{Name: "before-base-commit", Op: store.OpPutIfAbsent, KeyContains: "/_versions/", When: "before", Nth: 1},
-	{Name: "after-base-commit", Op: store.OpPutIfAbsent, KeyContains: "/_versions/", When: "after", Nth: 1},
-	{Name: "during-drain", Op: store.OpPutIfAbsent, KeyContains: "/manifest/", When: "before", Nth: 1},
-	{Name: "after-drain", Op: store.OpPutIfAbsent, KeyContains: "/manifest/", When: "after", Nth: 1},
-	{Name: "during-cleanup", Op: store.OpDelete, KeyContains: "/gen/", When: "after", Nth: 1},
+	{Name: "append-after-wal-put", Op: objstore.OpPutIfAbsent, KeyContains: "/wal/", When: "after", Nth: 4, Phase: "append"},
+	{Name: "seal-after-gen-file", Op: objstore.OpPut, KeyContains: "/gen/", When: "after", Nth: 2, Phase: "append"},
+	{Name: "seal-after-manifest", Op: objstore.OpPutIfAbsent, KeyContains: "/manifest/", When: "after", Nth: 3, Phase: "append"},
+	{Name: "during-read", Op: objstore.OpGet, KeyContains: "/gen/", When: "before", Nth: 2},
+	{Name: "after-staging", Op: objstore.OpPut, KeyContains: "/data/m-", When: "after", Nth: 1},
+	{Name: "after-claim", Op: objstore.OpPutIfAbsent, KeyContains: "/attempts/", When: "after", Nth: 1},
+	{Name: "before-base-commit", Op: objstore.OpPutIfAbsent, KeyContains: "/_versions/", When: "before", Nth: 1},
+	{Name: "after-base-commit", Op: objstore.OpPutIfAbsent, KeyContains: "/_versions/", When: "after", Nth: 1},
+	{Name: "during-drain", Op: objstore.OpPutIfAbsent, KeyContains: "/manifest/", When: "before", Nth: 1},
+	{Name: "after-drain", Op: objstore.OpPutIfAbsent, KeyContains: "/manifest/", When: "after", Nth: 1},
+	{Name: "during-cleanup", Op: objstore.OpDelete, KeyContains: "/gen/", When: "after", Nth: 1},
 }
 
 // StepByName finds a MergeSteps entry.
@@ -219,7 +219,7 @@ func StepByName(name string) (Step, bool) {
 	return Step{}, false
 }
 
-// StepHook is a store.Faults that calls Hit when its step is reached while armed. Hit
+// StepHook is a objstore.Faults that calls Hit when its step is reached while armed. Hit
 // typically kills the process (SIGKILL to itself), so nothing after the step runs.
 type StepHook struct {
 	Step  Step
@@ -239,7 +239,7 @@ func (h *StepHook) match(op, key string) bool {
 	return h.armed.Load() && op == h.Step.Op && strings.Contains(key, h.Step.KeyContains)
 }
 
-// Before implements store.Faults.
+// Before implements objstore.Faults.
 func (h *StepHook) Before(op, key string) error {
 	if h.Step.When == "before" && h.match(op, key) && h.n.Add(1) == int64(h.Step.Nth) {
 		h.hits.Add(1)
@@ -248,7 +248,7 @@ func (h *StepHook) Before(op, key string) error {
 	return nil
 }
 
-// After implements store.Faults.
+// After implements objstore.Faults.
 func (h *StepHook) After(op, key string, err error) error {
 	if err == nil && h.Step.When == "after" && h.match(op, key) && h.n.Add(1) == int64(h.Step.Nth) {
 		h.hits.Add(1)
@@ -257,11 +257,11 @@ func (h *StepHook) After(op, key string, err error) error {
 	return err
 }
 
-// Chain runs several store.Faults in order: the first Before error wins; After results are
+// Chain runs several objstore.Faults in order: the first Before error wins; After results are
 // threaded through every hook.
-type Chain []store.Faults
+type Chain []objstore.Faults
 
-// Before implements store.Faults.
+// Before implements objstore.Faults.
 func (c Chain) Before(op, key string) error {
 	for _, f := range c {
 		if err := f.Before(op, key); err != nil {
@@ -271,7 +271,7 @@ func (c Chain) Before(op, key string) error {
 	return nil
 }
 
-// After implements store.Faults.
+// After implements objstore.Faults.
 func (c Chain) After(op, key string, err error) error {
 	for _, f := range c {
 		err = f.After(op, key, err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
 // Deterministic reproductions of what the randomized tests found. Each one names the store
@@ -115,8 +116,8 @@ func TestFindingReadDuringSealSeesAcknowledgedRow(t *testing.T) {
 func TestFindingRetriedPrepareDoesNotLeakStagedFile(t *testing.T) {
 	ctx := context.Background()
 	var ghost atomic.Bool
-	faults := store.FaultFuncs{AfterFunc: func(op, key string, err error) error {
-		if err == nil && op == store.OpPut && strings.Contains(key, "/data/m-") && ghost.CompareAndSwap(true, false) {
+	faults := objstore.FaultFuncs{AfterFunc: func(op, key string, err error) error {
+		if err == nil && op == objstore.OpPut && strings.Contains(key, "/data/m-") && ghost.CompareAndSwap(true, false) {
 			return fmt.Errorf("put %s landed but reported failure: %w", key, ErrInjected)
 		}
 		return err
@@ -162,8 +163,8 @@ func TestFindingRetriedPrepareDoesNotLeakStagedFile(t *testing.T) {
 func TestFindingAlreadyCommittedCleanupFailureIsReported(t *testing.T) {
 	ctx := context.Background()
 	var failDeletes atomic.Bool
-	faults := store.FaultFuncs{BeforeFunc: func(op, key string) error {
-		if failDeletes.Load() && op == store.OpDelete && strings.Contains(key, "/data/m-") {
+	faults := objstore.FaultFuncs{BeforeFunc: func(op, key string) error {
+		if failDeletes.Load() && op == objstore.OpDelete && strings.Contains(key, "/data/m-") {
 			return fmt.Errorf("delete %s: %w", key, ErrInjected)
 		}
 		return nil
@@ -215,15 +216,15 @@ func TestFindingAlreadyCommittedCleanupFailureIsReported(t *testing.T) {
 func TestFindingSelfFenceHidesAcknowledgedRows(t *testing.T) {
 	ctx := context.Background()
 	var ghostWAL, failClaim atomic.Bool
-	faults := store.FaultFuncs{
+	faults := objstore.FaultFuncs{
 		BeforeFunc: func(op, key string) error {
-			if op == store.OpPutIfAbsent && strings.Contains(key, "/manifest/") && failClaim.Load() {
+			if op == objstore.OpPutIfAbsent && strings.Contains(key, "/manifest/") && failClaim.Load() {
 				return fmt.Errorf("put_if_absent %s: %w", key, ErrInjected)
 			}
 			return nil
 		},
 		AfterFunc: func(op, key string, err error) error {
-			if err == nil && op == store.OpPutIfAbsent && strings.Contains(key, "/wal/") && ghostWAL.CompareAndSwap(true, false) {
+			if err == nil && op == objstore.OpPutIfAbsent && strings.Contains(key, "/wal/") && ghostWAL.CompareAndSwap(true, false) {
 				return fmt.Errorf("put_if_absent %s landed but reported failure: %w", key, ErrInjected)
 			}
 			return err
@@ -322,8 +323,8 @@ func TestFindingStaleChainHintCatchesUpOnFlakyStorage(t *testing.T) {
 	ctx := context.Background()
 	url := memURL(t)
 	var gets, failEvery atomic.Int64
-	faults := store.FaultFuncs{BeforeFunc: func(op, key string) error {
-		if op == store.OpGet && strings.Contains(key, "/manifest/") {
+	faults := objstore.FaultFuncs{BeforeFunc: func(op, key string) error {
+		if op == objstore.OpGet && strings.Contains(key, "/manifest/") {
 			n := gets.Add(1)
 			if f := failEvery.Load(); f > 0 && n%f == 0 {
 				return fmt.Errorf("get %s: %w", key, ErrInjected)

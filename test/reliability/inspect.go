@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
 // Schema is the generic schema every reliability store uses: a string key and one int64
@@ -132,7 +133,7 @@ type shardJSON struct {
 }
 
 // latestVersion reads the highest <v>.json under prefix.
-func latestVersion(ctx context.Context, b *store.Bucket, prefix string) (uint64, []byte, error) {
+func latestVersion(ctx context.Context, b *objstore.Bucket, prefix string) (uint64, []byte, error) {
 	objs, err := b.List(ctx, prefix)
 	if err != nil {
 		return 0, nil, err
@@ -151,7 +152,7 @@ func latestVersion(ctx context.Context, b *store.Bucket, prefix string) (uint64,
 	return best, raw, err
 }
 
-func keys(objs []store.ObjectInfo) []string {
+func keys(objs []objstore.ObjectInfo) []string {
 	out := make([]string, 0, len(objs))
 	for _, o := range objs {
 		out = append(out, o.Key)
@@ -160,7 +161,7 @@ func keys(objs []store.ObjectInfo) []string {
 }
 
 // InspectLayout reads the store's objects the way docs/FORMAT.md describes them.
-func InspectLayout(ctx context.Context, b *store.Bucket, t store.Target) (*Layout, error) {
+func InspectLayout(ctx context.Context, b *objstore.Bucket, t store.Target) (*Layout, error) {
 	root := t.Path()
 	l := &Layout{Watermarks: map[string]uint64{}, Shards: map[string]*ShardLayout{}}
 	v, raw, err := latestVersion(ctx, b, root+"/_versions/")

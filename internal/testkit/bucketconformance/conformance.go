@@ -12,12 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
 // Opener returns a fresh, empty bucket for one test case. It registers the bucket's Close
 // with t.Cleanup itself; the suite may close the bucket earlier (closing twice is allowed).
-type Opener func(t *testing.T) *store.Bucket
+type Opener func(t *testing.T) *objstore.Bucket
 
 // Run runs every case of the contract as a subtest of t, each on its own bucket from open.
 // The cases do not call t.Parallel, so open may use t.Setenv.
@@ -29,7 +29,7 @@ func Run(t *testing.T, open Opener) {
 
 type testCase struct {
 	name string
-	run  func(t *testing.T, b *store.Bucket)
+	run  func(t *testing.T, b *objstore.Bucket)
 }
 
 var cases = []testCase{
@@ -50,14 +50,14 @@ var cases = []testCase{
 	{"Faults", testFaults},
 }
 
-func mustPut(t *testing.T, b *store.Bucket, key, data string) {
+func mustPut(t *testing.T, b *objstore.Bucket, key, data string) {
 	t.Helper()
 	if err := b.Put(context.Background(), key, []byte(data)); err != nil {
 		t.Fatalf("Put(%q): %v", key, err)
 	}
 }
 
-func mustGet(t *testing.T, b *store.Bucket, key string) string {
+func mustGet(t *testing.T, b *objstore.Bucket, key string) string {
 	t.Helper()
 	data, err := b.Get(context.Background(), key)
 	if err != nil {
@@ -67,7 +67,7 @@ func mustGet(t *testing.T, b *store.Bucket, key string) string {
 }
 
 // ListKeys returns the keys List reports under prefix, never nil.
-func ListKeys(t testing.TB, b *store.Bucket, prefix string) []string {
+func ListKeys(t testing.TB, b *objstore.Bucket, prefix string) []string {
 	t.Helper()
 	objs, err := b.List(context.Background(), prefix)
 	if err != nil {
@@ -80,7 +80,7 @@ func ListKeys(t testing.TB, b *store.Bucket, prefix string) []string {
 	return keys
 }
 
-func listDirs(t *testing.T, b *store.Bucket, prefix string) []string {
+func listDirs(t *testing.T, b *objstore.Bucket, prefix string) []string {
 	t.Helper()
 	dirs, err := b.ListDirs(context.Background(), prefix)
 	if err != nil {
@@ -92,17 +92,17 @@ func listDirs(t *testing.T, b *store.Bucket, prefix string) []string {
 	return dirs
 }
 
-func testGetMissing(t *testing.T, b *store.Bucket) {
+func testGetMissing(t *testing.T, b *objstore.Bucket) {
 	ctx := context.Background()
-	if _, err := b.Get(ctx, "a/b"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := b.Get(ctx, "a/b"); !errors.Is(err, objstore.ErrNotFound) {
 		t.Fatalf("Get missing: got %v, want ErrNotFound", err)
 	}
 	mustPut(t, b, "a/b/c", "x")
 	// "a/b" is now a directory on file://; it is still not an object.
-	if _, err := b.Get(ctx, "a/b"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := b.Get(ctx, "a/b"); !errors.Is(err, objstore.ErrNotFound) {
 		t.Fatalf("Get of a directory: got %v, want ErrNotFound", err)
 	}
-	if _, err := b.Get(ctx, "a/b/c/d"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := b.Get(ctx, "a/b/c/d"); !errors.Is(err, objstore.ErrNotFound) {
 		t.Fatalf("Get below an object: got %v, want ErrNotFound", err)
 	}
 	for _, k := range []string{"a/b", "nope", "a/b/c/d"} {
@@ -112,7 +112,7 @@ func testGetMissing(t *testing.T, b *store.Bucket) {
 	}
 }
 
-func testPutGetRoundTrip(t *testing.T, b *store.Bucket) {
+func testPutGetRoundTrip(t *testing.T, b *objstore.Bucket) {
 	ctx := context.Background()
 	payload := []byte{0, 1, 2, 255, '\n', 'x'}
 	if err := b.Put(ctx, "dir/obj.bin", payload); err != nil {
@@ -146,7 +146,7 @@ func testPutGetRoundTrip(t *testing.T, b *store.Bucket) {
 	}
 }
 
-func testOverwrite(t *testing.T, b *store.Bucket) {
+func testOverwrite(t *testing.T, b *objstore.Bucket) {
 	mustPut(t, b, "k", "first version, longer")
 	mustPut(t, b, "k", "second")
 	if got := mustGet(t, b, "k"); got != "second" {
@@ -161,20 +161,20 @@ func testOverwrite(t *testing.T, b *store.Bucket) {
 	}
 }
 
-func testPutIfAbsentTwice(t *testing.T, b *store.Bucket) {
+func testPutIfAbsentTwice(t *testing.T, b *objstore.Bucket) {
 	ctx := context.Background()
 	if err := b.PutIfAbsent(ctx, "v/00000000000000000001.json", []byte("winner")); err != nil {
 		t.Fatalf("first PutIfAbsent: %v", err)
 	}
 	err := b.PutIfAbsent(ctx, "v/00000000000000000001.json", []byte("loser"))
-	if !errors.Is(err, store.ErrAlreadyExists) {
+	if !errors.Is(err, objstore.ErrAlreadyExists) {
 		t.Fatalf("second PutIfAbsent: got %v, want ErrAlreadyExists", err)
 	}
 	if got := mustGet(t, b, "v/00000000000000000001.json"); got != "winner" {
 		t.Fatalf("content after lost race = %q, want winner", got)
 	}
 	mustPut(t, b, "plain", "p")
-	if err := b.PutIfAbsent(ctx, "plain", []byte("q")); !errors.Is(err, store.ErrAlreadyExists) {
+	if err := b.PutIfAbsent(ctx, "plain", []byte("q")); !errors.Is(err, objstore.ErrAlreadyExists) {
 		t.Fatalf("PutIfAbsent over Put: got %v", err)
 	}
 	if got := mustGet(t, b, "plain"); got != "p" {
@@ -182,7 +182,7 @@ func testPutIfAbsentTwice(t *testing.T, b *store.Bucket) {
 	}
 }
 
-func testDeleteIdempotent(t *testing.T, b *store.Bucket) {
+func testDeleteIdempotent(t *testing.T, b *objstore.Bucket) {
 	ctx := context.Background()
 	if err := b.Delete(ctx, "never/was"); err != nil {
 		t.Fatalf("Delete absent: %v", err)
@@ -193,7 +193,7 @@ func testDeleteIdempotent(t *testing.T, b *store.Bucket) {
 			t.Fatalf("Delete #%d: %v", i, err)
 		}
 	}
-	if _, err := b.Get(ctx, "d/k"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := b.Get(ctx, "d/k"); !errors.Is(err, objstore.ErrNotFound) {
 		t.Fatalf("Get after delete: %v", err)
 	}
 	if err := b.PutIfAbsent(ctx, "d/k", []byte("again")); err != nil {
@@ -209,7 +209,7 @@ func testDeleteIdempotent(t *testing.T, b *store.Bucket) {
 	}
 }
 
-func testListRecursiveSortedPrefix(t *testing.T, b *store.Bucket) {
+func testListRecursiveSortedPrefix(t *testing.T, b *objstore.Bucket) {
 	for _, k := range []string{"b/2", "c", "a/c", "a/b/d", "a-b", "a.x", "a/b/c", "b/1/x/y/z"} {
 		mustPut(t, b, k, "v-"+k)
 	}
@@ -236,7 +236,7 @@ func testListRecursiveSortedPrefix(t *testing.T, b *store.Bucket) {
 	}
 }
 
-func testListDirs(t *testing.T, b *store.Bucket) {
+func testListDirs(t *testing.T, b *objstore.Bucket) {
 	ctx := context.Background()
 	for _, k := range []string{"top", "a/b/c", "a/x", "b-1/y", "b/2", "_registry/generic/gs.json", "_registry/rollout/r.json"} {
 		mustPut(t, b, k, "v")
@@ -276,7 +276,7 @@ func testListDirs(t *testing.T, b *store.Bucket) {
 
 // testListPages: more keys than one listing page (1000 on S3, GCS and Azure): the backend
 // must follow the continuation token, and the delimiter listing must page too.
-func testListPages(t *testing.T, b *store.Bucket) {
+func testListPages(t *testing.T, b *objstore.Bucket) {
 	const many = 1100
 	for i := 0; i < many; i++ {
 		mustPut(t, b, fmt.Sprintf("p/%04d/x", i), "")
@@ -294,7 +294,7 @@ func testListPages(t *testing.T, b *store.Bucket) {
 // testListPageStartAfter: ListPage pages in key order (bytewise) from any cursor, including
 // one that is no stored key, with keys whose order differs from a per-directory name order
 // ("a.x" < "a/b" as keys, while the directory "a" sorts before "a.x" by name) and a prefix ending mid-segment.
-func testListPageStartAfter(t *testing.T, b *store.Bucket) {
+func testListPageStartAfter(t *testing.T, b *objstore.Bucket) {
 	ctx := context.Background()
 	keys := []string{"q/a.x", "q/a/b", "q/a/c/d", "q/a0", "q/b", "q/bb/c", "q/z", "q/\u00e9", "r/a"}
 	for _, k := range keys {
@@ -361,7 +361,7 @@ func testListPageStartAfter(t *testing.T, b *store.Bucket) {
 
 // testListPageAcrossBackendPages: a ListPage that starts deep into a prefix larger than one
 // backend listing page (1000 keys) returns the keys right after the cursor.
-func testListPageAcrossBackendPages(t *testing.T, b *store.Bucket) {
+func testListPageAcrossBackendPages(t *testing.T, b *objstore.Bucket) {
 	const many = 2100
 	ctx := context.Background()
 	putMany(t, b, many, func(i int) string { return fmt.Sprintf("s/%05d", i) })
@@ -384,7 +384,7 @@ func testListPageAcrossBackendPages(t *testing.T, b *store.Bucket) {
 }
 
 // putMany writes n empty objects named by key, 8 at a time.
-func putMany(t *testing.T, b *store.Bucket, n int, key func(int) string) {
+func putMany(t *testing.T, b *objstore.Bucket, n int, key func(int) string) {
 	t.Helper()
 	var wg sync.WaitGroup
 	var failed atomic.Value
@@ -413,7 +413,7 @@ func putMany(t *testing.T, b *store.Bucket, n int, key func(int) string) {
 
 // testRepeatedWrites: repeated put-if-absent and put of a few keys leave exactly those keys
 // (no temp or partial objects are ever listed).
-func testRepeatedWrites(t *testing.T, b *store.Bucket) {
+func testRepeatedWrites(t *testing.T, b *objstore.Bucket) {
 	for i := 0; i < 20; i++ {
 		_ = b.PutIfAbsent(context.Background(), fmt.Sprintf("g/%02d", i%5), []byte("x"))
 		mustPut(t, b, fmt.Sprintf("h/%02d", i%3), "y")
@@ -424,32 +424,32 @@ func testRepeatedWrites(t *testing.T, b *store.Bucket) {
 	}
 }
 
-func testInvalidKeys(t *testing.T, b *store.Bucket) {
+func testInvalidKeys(t *testing.T, b *objstore.Bucket) {
 	ctx := context.Background()
 	bad := []string{"", "/a", "a/", "a//b", "./a", "a/./b", "../a", "a/..", "a\\b", "a\x00b",
 		"a\nb", "\xff", ".tmp-x", "a/.tmp-y/b", strings.Repeat("k", 1025), strings.Repeat("s", 256) + "/x"}
 	for _, k := range bad {
-		if _, err := b.Get(ctx, k); !errors.Is(err, store.ErrInvalidInput) {
+		if _, err := b.Get(ctx, k); !errors.Is(err, objstore.ErrInvalidInput) {
 			t.Errorf("Get(%q): %v, want ErrInvalidInput", k, err)
 		}
-		if err := b.Put(ctx, k, []byte("x")); !errors.Is(err, store.ErrInvalidInput) {
+		if err := b.Put(ctx, k, []byte("x")); !errors.Is(err, objstore.ErrInvalidInput) {
 			t.Errorf("Put(%q): %v, want ErrInvalidInput", k, err)
 		}
-		if err := b.PutIfAbsent(ctx, k, []byte("x")); !errors.Is(err, store.ErrInvalidInput) {
+		if err := b.PutIfAbsent(ctx, k, []byte("x")); !errors.Is(err, objstore.ErrInvalidInput) {
 			t.Errorf("PutIfAbsent(%q): %v, want ErrInvalidInput", k, err)
 		}
-		if _, err := b.Exists(ctx, k); !errors.Is(err, store.ErrInvalidInput) {
+		if _, err := b.Exists(ctx, k); !errors.Is(err, objstore.ErrInvalidInput) {
 			t.Errorf("Exists(%q): %v, want ErrInvalidInput", k, err)
 		}
-		if err := b.Delete(ctx, k); !errors.Is(err, store.ErrInvalidInput) {
+		if err := b.Delete(ctx, k); !errors.Is(err, objstore.ErrInvalidInput) {
 			t.Errorf("Delete(%q): %v, want ErrInvalidInput", k, err)
 		}
 	}
 	for _, p := range []string{"/a", "a//", "../", "a/../b", "x\x01"} {
-		if _, err := b.List(ctx, p); !errors.Is(err, store.ErrInvalidInput) {
+		if _, err := b.List(ctx, p); !errors.Is(err, objstore.ErrInvalidInput) {
 			t.Errorf("List(%q): %v, want ErrInvalidInput", p, err)
 		}
-		if _, err := b.ListDirs(ctx, p); !errors.Is(err, store.ErrInvalidInput) {
+		if _, err := b.ListDirs(ctx, p); !errors.Is(err, objstore.ErrInvalidInput) {
 			t.Errorf("ListDirs(%q): %v, want ErrInvalidInput", p, err)
 		}
 	}
@@ -458,7 +458,7 @@ func testInvalidKeys(t *testing.T, b *store.Bucket) {
 	}
 }
 
-func testContextAndClose(t *testing.T, b *store.Bucket) {
+func testContextAndClose(t *testing.T, b *objstore.Bucket) {
 	ctx := context.Background()
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
@@ -475,24 +475,24 @@ func testContextAndClose(t *testing.T, b *store.Bucket) {
 	if err := b.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
-	if _, err := b.Get(ctx, "k"); !errors.Is(err, store.ErrClosed) {
+	if _, err := b.Get(ctx, "k"); !errors.Is(err, objstore.ErrClosed) {
 		t.Fatalf("Get after Close: %v", err)
 	}
-	if err := b.PutIfAbsent(ctx, "k2", nil); !errors.Is(err, store.ErrClosed) {
+	if err := b.PutIfAbsent(ctx, "k2", nil); !errors.Is(err, objstore.ErrClosed) {
 		t.Fatalf("PutIfAbsent after Close: %v", err)
 	}
-	if _, err := b.List(ctx, ""); !errors.Is(err, store.ErrClosed) {
+	if _, err := b.List(ctx, ""); !errors.Is(err, objstore.ErrClosed) {
 		t.Fatalf("List after Close: %v", err)
 	}
-	var nb *store.Bucket
-	if _, err := nb.Get(ctx, "k"); !errors.Is(err, store.ErrClosed) || nb.URL() != "" || nb.Close() != nil {
+	var nb *objstore.Bucket
+	if _, err := nb.Get(ctx, "k"); !errors.Is(err, objstore.ErrClosed) || nb.URL() != "" || nb.Close() != nil {
 		t.Fatalf("nil bucket: %v", err)
 	}
 }
 
 // testPutAtomicReplace overwrites one key in a loop while readers check they only ever see a
 // complete old or new version: the property manifests and the registry rely on.
-func testPutAtomicReplace(t *testing.T, b *store.Bucket) {
+func testPutAtomicReplace(t *testing.T, b *objstore.Bucket) {
 	ctx := context.Background()
 	a := bytes.Repeat([]byte{'a'}, 64<<10)
 	z := bytes.Repeat([]byte{'z'}, 48<<10)
@@ -544,13 +544,13 @@ type recordedCall struct{ op, key string }
 
 // testFaults exercises the reliability hook: injected errors stop the operation, latency is
 // added, and a write can land while the caller is told it failed.
-func testFaults(t *testing.T, base *store.Bucket) {
+func testFaults(t *testing.T, base *objstore.Bucket) {
 	ctx := context.Background()
 	injected := errors.New("injected")
 
 	// Before error: the operation is not performed.
-	fb := base.WithFaults(store.FaultFuncs{BeforeFunc: func(op, key string) error {
-		if op == store.OpPut {
+	fb := base.WithFaults(objstore.FaultFuncs{BeforeFunc: func(op, key string) error {
+		if op == objstore.OpPut {
 			return injected
 		}
 		return nil
@@ -563,8 +563,8 @@ func testFaults(t *testing.T, base *store.Bucket) {
 	}
 
 	// After error on success: landed, but reported as failed.
-	lb := base.WithFaults(store.FaultFuncs{AfterFunc: func(op, key string, err error) error {
-		if op == store.OpPutIfAbsent && err == nil {
+	lb := base.WithFaults(objstore.FaultFuncs{AfterFunc: func(op, key string, err error) error {
+		if op == objstore.OpPutIfAbsent && err == nil {
 			return injected
 		}
 		return err
@@ -576,12 +576,12 @@ func testFaults(t *testing.T, base *store.Bucket) {
 		t.Fatalf("landed write not visible: %q", got)
 	}
 	// The retry through the same faulty handle sees the real outcome.
-	if err := lb.PutIfAbsent(ctx, "v/1", []byte("again")); !errors.Is(err, store.ErrAlreadyExists) {
+	if err := lb.PutIfAbsent(ctx, "v/1", []byte("again")); !errors.Is(err, objstore.ErrAlreadyExists) {
 		t.Fatalf("retry after landed write: %v", err)
 	}
 
 	// Latency.
-	sb := base.WithFaults(store.FaultFuncs{BeforeFunc: func(op, key string) error {
+	sb := base.WithFaults(objstore.FaultFuncs{BeforeFunc: func(op, key string) error {
 		time.Sleep(30 * time.Millisecond)
 		return nil
 	}})
@@ -596,7 +596,7 @@ func testFaults(t *testing.T, base *store.Bucket) {
 	// Every operation reports its name and key; the original handle is unaffected.
 	var mu sync.Mutex
 	var calls []recordedCall
-	rb := base.WithFaults(store.FaultFuncs{
+	rb := base.WithFaults(objstore.FaultFuncs{
 		BeforeFunc: func(op, key string) error {
 			mu.Lock()
 			defer mu.Unlock()
@@ -604,7 +604,7 @@ func testFaults(t *testing.T, base *store.Bucket) {
 			return nil
 		},
 		AfterFunc: func(op, key string, err error) error {
-			if op == store.OpGet && !errors.Is(err, store.ErrNotFound) {
+			if op == objstore.OpGet && !errors.Is(err, objstore.ErrNotFound) {
 				t.Errorf("After got %v for missing get", err)
 			}
 			return err
@@ -619,8 +619,8 @@ func testFaults(t *testing.T, base *store.Bucket) {
 	_, _ = rb.ListDirs(ctx, "p")
 	_, _ = rb.Get(ctx, "bad//key") // invalid input never reaches the hook
 	_ = base.Put(ctx, "unhooked", nil)
-	want := []recordedCall{{store.OpGet, "missing"}, {store.OpPut, "p/q"}, {store.OpPutIfAbsent, "p/r"},
-		{store.OpExists, "p/q"}, {store.OpDelete, "p/q"}, {store.OpList, "p/"}, {store.OpListDirs, "p/"}}
+	want := []recordedCall{{objstore.OpGet, "missing"}, {objstore.OpPut, "p/q"}, {objstore.OpPutIfAbsent, "p/r"},
+		{objstore.OpExists, "p/q"}, {objstore.OpDelete, "p/q"}, {objstore.OpList, "p/"}, {objstore.OpListDirs, "p/"}}
 	if !reflect.DeepEqual(calls, want) {
 		t.Fatalf("calls = %v, want %v", calls, want)
 	}
@@ -630,7 +630,7 @@ func testFaults(t *testing.T, base *store.Bucket) {
 	}
 	// Views share the handle's lifetime.
 	_ = rb.Close()
-	if _, err := base.Get(ctx, "v/1"); !errors.Is(err, store.ErrClosed) {
+	if _, err := base.Get(ctx, "v/1"); !errors.Is(err, objstore.ErrClosed) {
 		t.Fatalf("base after closing a view: %v", err)
 	}
 }

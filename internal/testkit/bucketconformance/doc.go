@@ -1,4 +1,4 @@
-// Package bucketconformance is the contract every storage backend behind store.Bucket must
+// Package bucketconformance is the contract every storage backend behind objstore.Bucket must
 // keep, as a test suite any package can run against any bucket it can open: file://, mem://,
 // the in-process S3 server of internal/testkit/s3test, or a real S3, GCS or Azure endpoint and the
 // servers that imitate them (MinIO, versitygw, fake-gcs-server, Azurite).

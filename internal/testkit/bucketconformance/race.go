@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
 // PutIfAbsent is the base-table commit primitive (docs/DESIGN.md §2): a new manifest version is
@@ -46,7 +46,7 @@ const largeRace = 1 << 20
 // RaceGoroutines has goroutines goroutines race through rounds keys on the one handle b, all
 // of them hitting each key at the same moment (a barrier per round), and checks the result.
 // b should be empty under "race/".
-func RaceGoroutines(t *testing.T, b *store.Bucket, goroutines, rounds int) {
+func RaceGoroutines(t *testing.T, b *objstore.Bucket, goroutines, rounds int) {
 	t.Helper()
 	RaceGoroutinesSized(t, b, goroutines, rounds, 0)
 }
@@ -54,7 +54,7 @@ func RaceGoroutines(t *testing.T, b *store.Bucket, goroutines, rounds int) {
 // RaceGoroutinesSized is RaceGoroutines with payloads of size bytes each (0 = a few bytes):
 // at 17 MiB and more every SDK takes its multi-request upload path (S3 multipart, Azure
 // staged blocks and a block-list commit, GCS resumable chunks).
-func RaceGoroutinesSized(t *testing.T, b *store.Bucket, goroutines, rounds, size int) {
+func RaceGoroutinesSized(t *testing.T, b *objstore.Bucket, goroutines, rounds, size int) {
 	t.Helper()
 	ctx := context.Background()
 	winners := make([][]string, rounds)
@@ -75,7 +75,7 @@ func RaceGoroutinesSized(t *testing.T, b *store.Bucket, goroutines, rounds, size
 					mu.Lock()
 					winners[i] = append(winners[i], id)
 					mu.Unlock()
-				case errors.Is(err, store.ErrAlreadyExists):
+				case errors.Is(err, objstore.ErrAlreadyExists):
 					losers.Add(1)
 				default:
 					t.Errorf("%s round %d: %v", id, i, err)
@@ -217,7 +217,7 @@ func RaceProcesses(t *testing.T, url string, opts RaceOptions) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	b, err := store.OpenBucket(context.Background(), url)
+	b, err := objstore.OpenBucket(context.Background(), url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,7 +336,7 @@ func raceChild() int {
 		fmt.Fprintln(os.Stderr, raceSizeEnv+":", err)
 		return 2
 	}
-	b, err := store.OpenBucket(ctx, os.Getenv(raceURLEnv))
+	b, err := objstore.OpenBucket(ctx, os.Getenv(raceURLEnv))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "open:", err)
 		return 2
@@ -371,7 +371,7 @@ func raceChild() int {
 			switch {
 			case err == nil:
 				fmt.Fprintf(out, "WIN %d %d %d\n", i, start, end)
-			case errors.Is(err, store.ErrAlreadyExists):
+			case errors.Is(err, objstore.ErrAlreadyExists):
 				fmt.Fprintf(out, "LOSE %d %d %d\n", i, start, end)
 			default:
 				fmt.Fprintf(os.Stderr, "round %d: %v\n", i, err)
@@ -389,13 +389,13 @@ func raceChild() int {
 
 // CheckRace asserts exactly one winner per key (winners[i] lists the winners of RaceKey(i)),
 // that each key holds its winner's bytes, and that nothing else was stored under "race/".
-func CheckRace(t *testing.T, b *store.Bucket, winners [][]string) {
+func CheckRace(t *testing.T, b *objstore.Bucket, winners [][]string) {
 	t.Helper()
 	checkRace(t, b, winners, 0)
 }
 
 // checkRace is CheckRace for payloads of size bytes.
-func checkRace(t *testing.T, b *store.Bucket, winners [][]string, size int) {
+func checkRace(t *testing.T, b *objstore.Bucket, winners [][]string, size int) {
 	t.Helper()
 	ctx := context.Background()
 	bad := 0

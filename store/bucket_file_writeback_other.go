@@ -1,9 +1,0 @@
-//go:build !linux
-
-package store
-
-import "os"
-
-// startWriteback is a no-op where sync_file_range(2) does not exist: the fsync before
-// publishing writes everything back at once.
-func startWriteback(*os.File, int64, int64) {}

@@ -1,0 +1,108 @@
+package store
+
+import (
+	"encoding/json"
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/walkeeper/walkeeper/store/manifest"
+	"github.com/walkeeper/walkeeper/store/objstore"
+)
+
+// The engine's side of the manifest model (package manifest): decoding a version with the
+// checks a reader relies on (the key layout of format.go), and the draft that publishes a
+// round of merges.
+
+func decodeJSONObject(data []byte, v any, what string) error {
+	if err := json.Unmarshal(data, v); err != nil {
+		return corruptf("%s: %v", what, err)
+	}
+	return nil
+}
+
+// decodeBaseManifest decodes version v of t's base manifest and checks what a reader
+// relies on: the version it names and run paths inside the store's data directory.
+// Anything else is ErrCorrupt.
+func decodeBaseManifest(raw []byte, v uint64, t Target) (*manifest.Base, error) {
+	var m manifest.Base
+	if err := manifest.UnmarshalBase(raw, &m); err != nil {
+		return nil, corruptf("base manifest %d of %s: %v", v, t, err)
+	}
+	if m.Version != v {
+		return nil, corruptf("base manifest %s/%d says version %d", t, v, m.Version)
+	}
+	if m.Watermarks == nil {
+		m.Watermarks = map[string]uint64{}
+	}
+	prefix := path.Join(storePrefix(t), dataDir) + "/"
+	for _, r := range m.Runs {
+		if !strings.HasPrefix(r.Path, prefix) || objstore.CheckKey(r.Path) != nil {
+			return nil, corruptf("base manifest %s/%d lists run path %q outside %s", t, v, r.Path, prefix)
+		}
+		if r.Bytes < 0 || r.Rows < 0 {
+			return nil, corruptf("base manifest %s/%d: run %q has %d rows, %d bytes", t, v, r.Path, r.Rows, r.Bytes)
+		}
+	}
+	for shard, wm := range m.Watermarks {
+		if wm > maxCounter {
+			return nil, corruptf("base manifest %s/%d: watermark %d of shard %q is out of range", t, v, wm, clip(shard))
+		}
+	}
+	return &m, nil
+}
+
+// decodeShardManifest decodes version v of shard's manifest in t and checks the version
+// and shard it names and that its generation paths are the shard's. Anything else is
+// ErrCorrupt.
+func decodeShardManifest(raw []byte, v uint64, t Target, shard string) (*manifest.Shard, error) {
+	var m manifest.Shard
+	if err := manifest.UnmarshalShard(raw, &m); err != nil {
+		return nil, corruptf("shard manifest %s/%s/%d: %v", t, shard, v, err)
+	}
+	if m.Version != v || m.Shard != shard {
+		return nil, corruptf("shard manifest %s/%s/%d names %s/%d", t, shard, v, m.Shard, m.Version)
+	}
+	if m.WriterEpoch > maxCounter || m.NextGeneration > maxCounter || m.ReplayAfter > maxCounter {
+		return nil, corruptf("shard manifest %s/%s/%d: writer_epoch %d, next_generation %d or replay_after %d is out of range",
+			t, shard, v, m.WriterEpoch, m.NextGeneration, m.ReplayAfter)
+	}
+	gp := genPrefix(t, shard)
+	for _, g := range m.Flushed {
+		if !strings.HasPrefix(g.Path, gp) || objstore.CheckKey(g.Path) != nil {
+			return nil, corruptf("shard manifest %s/%s/%d lists generation path %q outside %s", t, shard, v, g.Path, gp)
+		}
+		if g.Gen > maxCounter || g.Bytes < 0 || g.Rows < 0 {
+			return nil, corruptf("shard manifest %s/%s/%d: generation %d (%q) has %d rows, %d bytes", t, shard, v, g.Gen, g.Path, g.Rows, g.Bytes)
+		}
+	}
+	for _, q := range m.Quarantined {
+		if q.Gen > maxCounter {
+			return nil, corruptf("shard manifest %s/%s/%d: quarantined generation %d is out of range", t, shard, v, q.Gen)
+		}
+	}
+	return &m, nil
+}
+
+// withMerges is the draft of the one version that publishes every merge of ps (CommitRound):
+// m's runs plus each merge's staged files, each merge's shard watermark moved to its
+// Through. Rows of different merges are ranked by (seq, shard) like any others, so the order
+// of ps does not matter to readers.
+//
+// REQUIRES: the shards of ps are distinct, and for each p watermarkCoverage is manifest.RangeOpen
+// against m: the runs already in m hold none of p's generations.
+func withMerges(m *manifest.Base, ps []*PreparedMerge) *manifest.Base {
+	n := m.Next("merge")
+	for _, p := range ps {
+		for _, f := range p.Staged {
+			n.Runs = append(n.Runs, manifest.Run{
+				ID: strings.TrimSuffix(path.Base(f.Path), ".parquet"), Path: f.Path, Rows: f.Rows, Bytes: f.Bytes,
+				MinKey: f.MinKey, MaxKey: f.MaxKey, MinSeq: f.MinSeq, MaxSeq: f.MaxSeq,
+				Checksum: f.Checksum,
+				Source:   fmt.Sprintf("merge:%s:%d-%d", p.Shard, p.Generations[0], p.Through),
+			})
+		}
+		n.Watermarks[p.Shard] = p.Through
+	}
+	return n
+}

@@ -1,0 +1,182 @@
+package objstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"gocloud.dev/blob"
+)
+
+// Helpers for this package's tests that need a bucket, and the tests of what is not the
+// shared contract: URL opening and the mem:// registry. The contract itself, on every
+// backend, is conformance_test.go (internal/testkit/bucketconformance).
+
+var memSeq atomic.Int64
+
+// fileURL turns a local directory into a file:// URL, escaping whatever needs it.
+func fileURL(dir string) string {
+	return (&url.URL{Scheme: "file", Path: filepath.ToSlash(dir)}).String()
+}
+
+// newMemURL returns a mem:// URL no other test uses (mem buckets live for the process).
+func newMemURL() string { return fmt.Sprintf("mem://blobtest-%d", memSeq.Add(1)) }
+
+type testBackend struct {
+	name string
+	// open returns a fresh, empty bucket and, for file://, its root directory.
+	open func(t *testing.T) (*Bucket, string)
+}
+
+func testBackends() []testBackend {
+	return []testBackend{
+		{"file", func(t *testing.T) (*Bucket, string) {
+			// A root that does not exist yet: OpenBucket must create it.
+			root := filepath.Join(t.TempDir(), "root", "nested")
+			return mustOpen(t, fileURL(root)), root
+		}},
+		{"file-nosync", func(t *testing.T) (*Bucket, string) {
+			root := t.TempDir()
+			return mustOpen(t, fileURL(root)+"?nosync=1"), root
+		}},
+		{"mem", func(t *testing.T) (*Bucket, string) {
+			return mustOpen(t, newMemURL()), ""
+		}},
+	}
+}
+
+func mustOpen(t *testing.T, u string) *Bucket {
+	t.Helper()
+	b, err := OpenBucket(context.Background(), u)
+	if err != nil {
+		t.Fatalf("OpenBucket(%q): %v", u, err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	return b
+}
+
+func mustPut(t *testing.T, b *Bucket, key, data string) {
+	t.Helper()
+	if err := b.Put(context.Background(), key, []byte(data)); err != nil {
+		t.Fatalf("Put(%q): %v", key, err)
+	}
+}
+
+func mustGet(t *testing.T, b *Bucket, key string) string {
+	t.Helper()
+	data, err := b.Get(context.Background(), key)
+	if err != nil {
+		t.Fatalf("Get(%q): %v", key, err)
+	}
+	return string(data)
+}
+
+func listKeys(t *testing.T, b *Bucket, prefix string) []string {
+	t.Helper()
+	objs, err := b.List(context.Background(), prefix)
+	if err != nil {
+		t.Fatalf("List(%q): %v", prefix, err)
+	}
+	keys := []string{}
+	for _, o := range objs {
+		keys = append(keys, o.Key)
+	}
+	return keys
+}
+
+func listDirs(t *testing.T, b *Bucket, prefix string) []string {
+	t.Helper()
+	dirs, err := b.ListDirs(context.Background(), prefix)
+	if err != nil {
+		t.Fatalf("ListDirs(%q): %v", prefix, err)
+	}
+	if dirs == nil {
+		dirs = []string{}
+	}
+	return dirs
+}
+
+// tempFilesUnder returns every file:// temp file left under root.
+func tempFilesUnder(t *testing.T, root string) []string {
+	t.Helper()
+	var out []string
+	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && strings.HasPrefix(d.Name(), tempPrefix) {
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out
+}
+
+// TestOpenBucketSchemes: the gocloud schemes are registered, bad URLs are refused.
+func TestOpenBucketSchemes(t *testing.T) {
+	// The gocloud schemes must be registered (the drivers are imported by gocloud.go;
+	// file:// opens its root through fileblob). mem:// is native (mem.go).
+	for _, s := range []string{"file", "s3", "gs", "azblob"} {
+		if !blob.DefaultURLMux().ValidBucketScheme(s) {
+			t.Errorf("scheme %q not registered", s)
+		}
+	}
+	ctx := context.Background()
+	for _, u := range []string{"ftp://x/y", "nope", "file://otherhost/tmp/x", "file://", "mem://x?bogus=1", "%zz"} {
+		b, err := OpenBucket(ctx, u)
+		if err == nil {
+			_ = b.Close()
+			t.Errorf("OpenBucket(%q) succeeded, want error", u)
+		}
+	}
+	if _, err := OpenBucket(ctx, "ftp://x/y"); !errors.Is(err, ErrInvalidInput) {
+		t.Errorf("unsupported scheme: %v, want ErrInvalidInput", err)
+	}
+	// An S3 URL opens without touching the network (credentials are resolved lazily).
+	b, err := OpenBucket(ctx, "s3://walkeeper-test-bucket?region=us-east-1")
+	if err != nil {
+		t.Fatalf("OpenBucket s3: %v", err)
+	}
+	if b.URL() != "s3://walkeeper-test-bucket?region=us-east-1" {
+		t.Errorf("URL() = %q", b.URL())
+	}
+	if err := b.Close(); err != nil {
+		t.Errorf("Close s3: %v", err)
+	}
+}
+
+// TestMemBucketSharedByURL: several handles on one mem:// URL are one bucket; another URL is
+// another bucket; closing a handle keeps the data for the others and for a reopen.
+func TestMemBucketSharedByURL(t *testing.T) {
+	ctx := context.Background()
+	u := newMemURL()
+	b1 := mustOpen(t, u)
+	b2 := mustOpen(t, u)
+	other := mustOpen(t, newMemURL())
+	mustPut(t, b1, "k", "v")
+	if got := mustGet(t, b2, "k"); got != "v" {
+		t.Fatalf("second handle sees %q", got)
+	}
+	if err := b2.PutIfAbsent(ctx, "k", []byte("w")); !errors.Is(err, ErrAlreadyExists) {
+		t.Fatalf("PutIfAbsent through second handle: %v", err)
+	}
+	if _, err := other.Get(ctx, "k"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("other URL sees the object: %v", err)
+	}
+	if err := b1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustGet(t, b2, "k"); got != "v" {
+		t.Fatalf("after closing one handle: %q", got)
+	}
+	b3 := mustOpen(t, u)
+	if got := mustGet(t, b3, "k"); got != "v" {
+		t.Fatalf("after reopen: %q", got)
+	}
+	if b3.URL() != u {
+		t.Fatalf("URL() = %q, want %q", b3.URL(), u)
+	}
+}

@@ -1,0 +1,179 @@
+package objstore
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// fileListWindow bounds the directory entries one ordered listing holds per directory
+// level: a directory is read in chunks and only the fileListWindow smallest names still to
+// list are kept; a larger directory is read again for the next window.
+const fileListWindow = 1024
+
+// listFrom lists in key order from startAfter. A directory's entries are ordered by the key
+// they stand for, a sub-directory "d" as "d/": every key below it starts with "d/", so this
+// order per directory is the key order overall (os.ReadDir's name order is not: "a.x" sorts
+// before "a/b" as keys but after "a" as names). Sub-directories wholly before startAfter,
+// or outside prefix, are never opened; a directory's entries are read (names only, no stat)
+// once per window of fileListWindow, and only listed files are stat'ed.
+func (f *fileBackend) listFrom(ctx context.Context, prefix, startAfter string, fn func(ObjectInfo) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	dirKey := "" // the key prefix the start directory stands for ("" or ending in "/")
+	if i := strings.LastIndex(prefix, "/"); i >= 0 {
+		dirKey = prefix[:i+1]
+	}
+	w := &fileOrderedWalk{f: f, ctx: ctx, prefix: prefix, after: startAfter, fn: fn}
+	return w.dir(dirKey)
+}
+
+type fileOrderedWalk struct {
+	f      *fileBackend
+	ctx    context.Context
+	prefix string
+	after  string
+	fn     func(ObjectInfo) error
+}
+
+// dirEntryKey is one entry of a directory as the key it stands for ("d/" for a directory).
+type dirEntryKey struct {
+	key   string
+	isDir bool
+}
+
+// wanted reports whether the entry can hold or be a key to list: inside prefix and not
+// wholly at or before `after`.
+func (w *fileOrderedWalk) wanted(e dirEntryKey) bool {
+	if e.isDir {
+		inPrefix := strings.HasPrefix(e.key, w.prefix) || strings.HasPrefix(w.prefix, e.key)
+		return inPrefix && (e.key > w.after || strings.HasPrefix(w.after, e.key))
+	}
+	return strings.HasPrefix(e.key, w.prefix) && e.key > w.after
+}
+
+// dir lists the directory standing for dirKey, window by window.
+func (w *fileOrderedWalk) dir(dirKey string) error {
+	lower := "" // entries at or before lower were listed by an earlier window
+	for {
+		win, full, err := w.window(dirKey, lower)
+		if err != nil {
+			return err
+		}
+		for _, e := range win {
+			if err := w.ctx.Err(); err != nil {
+				return err
+			}
+			if e.isDir {
+				if err := w.dir(e.key); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := w.file(e.key); err != nil {
+				return err
+			}
+		}
+		if !full {
+			return nil
+		}
+		lower = win[len(win)-1].key
+	}
+}
+
+// window reads the directory and returns, sorted, the fileListWindow smallest wanted
+// entries after lower, and whether the window was full (more may follow).
+func (w *fileOrderedWalk) window(dirKey, lower string) ([]dirEntryKey, bool, error) {
+	dirPath := w.f.root
+	if dirKey != "" {
+		dirPath = w.f.path(strings.TrimSuffix(dirKey, "/"))
+	}
+	d, err := os.Open(dirPath)
+	if err != nil {
+		if isNotExist(err) {
+			return nil, false, nil // absent, or pruned under a concurrent delete
+		}
+		return nil, false, err
+	}
+	defer d.Close()
+	h := &entryMaxHeap{}
+	full := false
+	for {
+		ents, err := d.ReadDir(256)
+		for _, de := range ents {
+			name := de.Name()
+			if strings.HasPrefix(name, tempPrefix) {
+				continue
+			}
+			e := dirEntryKey{key: dirKey + name, isDir: de.IsDir()}
+			if e.isDir {
+				e.key += "/"
+			} else if !de.Type().IsRegular() {
+				continue
+			}
+			if (lower != "" && e.key <= lower) || !w.wanted(e) {
+				continue
+			}
+			if h.Len() < fileListWindow {
+				heap.Push(h, e)
+				continue
+			}
+			full = true
+			if e.key < (*h)[0].key {
+				(*h)[0] = e
+				heap.Fix(h, 0)
+			}
+		}
+		if errors.Is(err, io.EOF) || (err == nil && len(ents) == 0) {
+			break
+		}
+		if err != nil {
+			if isNotExist(err) {
+				break
+			}
+			return nil, false, err
+		}
+		if err := w.ctx.Err(); err != nil {
+			return nil, false, err
+		}
+	}
+	out := make([]dirEntryKey, h.Len())
+	for i := len(out) - 1; i >= 0; i-- {
+		out[i] = heap.Pop(h).(dirEntryKey)
+	}
+	return out, full, nil
+}
+
+// file stats one listed key and hands it to fn; a file removed meanwhile is skipped.
+func (w *fileOrderedWalk) file(key string) error {
+	st, err := os.Lstat(filepath.Join(w.f.root, filepath.FromSlash(key)))
+	if err != nil {
+		if isNotExist(err) {
+			return nil
+		}
+		return err
+	}
+	if !st.Mode().IsRegular() {
+		return nil
+	}
+	return w.fn(ObjectInfo{Key: key, Size: st.Size(), ModTime: st.ModTime()})
+}
+
+// entryMaxHeap keeps the largest key on top, so a full window evicts it first.
+type entryMaxHeap []dirEntryKey
+
+func (h entryMaxHeap) Len() int           { return len(h) }
+func (h entryMaxHeap) Less(i, j int) bool { return h[i].key > h[j].key }
+func (h entryMaxHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *entryMaxHeap) Push(x any)        { *h = append(*h, x.(dirEntryKey)) }
+func (h *entryMaxHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}

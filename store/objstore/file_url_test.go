@@ -1,0 +1,44 @@
+package objstore
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestFileURLRelativePath pins how a file:// URL names a relative root: "file://./<path>" is
+// resolved against the working directory, and "file://<path>" (whose first element parses as
+// a host) is refused with the URL that was meant, before anything is created.
+func TestFileURLRelativePath(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	ctx := context.Background()
+
+	b, err := OpenBucket(ctx, "file://./.cache/dev/storage")
+	if err != nil {
+		t.Fatalf("file://./ relative path: %v", err)
+	}
+	if err := b.Put(ctx, "k", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".cache", "dev", "storage", "k")); err != nil {
+		t.Fatalf("object not under the working directory: %v", err)
+	}
+
+	_, err = OpenBucket(ctx, "file://.cache/other/storage")
+	if !errors.Is(err, ErrInvalidInput) {
+		t.Fatalf("file://<relative> without ./: got %v, want ErrInvalidInput", err)
+	}
+	const want = `invalid input: storage url "file://.cache/other/storage": file:// takes no host (here ".cache"); for a relative path write file://./.cache/other/storage, for an absolute one file:///<path>`
+	if err.Error() != want {
+		t.Fatalf("error\n got %s\nwant %s", err, want)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".cache", "other")); !os.IsNotExist(err) {
+		t.Fatalf("a refused URL created %s (stat: %v)", filepath.Join(dir, ".cache", "other"), err)
+	}
+}

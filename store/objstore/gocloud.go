@@ -1,0 +1,226 @@
+package objstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"gocloud.dev/blob"
+	"gocloud.dev/gcerrors"
+
+	// The storage schemes served through gocloud. Importing the drivers registers their URL
+	// openers on blob.DefaultURLMux, which is what makes OpenBucket("s3://...") work.
+	// fileblob is registered too: openFileBackend opens the root through it to validate
+	// the URL's parameters, even though file:// objects never go through it.
+	_ "gocloud.dev/blob/azureblob"
+	_ "gocloud.dev/blob/fileblob"
+	_ "gocloud.dev/blob/gcsblob"
+	_ "gocloud.dev/blob/s3blob"
+)
+
+// gocloudBackend serves s3://, gs:// and azblob:// through gocloud.dev/blob (mem:// is
+// mem.go).
+type gocloudBackend struct {
+	bkt *blob.Bucket
+}
+
+func openGocloudBackend(ctx context.Context, rawURL string) (*gocloudBackend, error) {
+	bkt, err := blob.OpenBucket(ctx, rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("open bucket %q: %w", rawURL, err)
+	}
+	return &gocloudBackend{bkt: bkt}, nil
+}
+
+func (g *gocloudBackend) close() error { return g.bkt.Close() }
+
+// get reads the object into one buffer sized from the object's length (readSized).
+func (g *gocloudBackend) get(ctx context.Context, key string, limit int64, alloc Alloc) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	r, err := g.bkt.NewReader(ctx, key, nil)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer r.Close()
+	return readSized(r, r.Size(), limit, alloc)
+}
+
+func (g *gocloudBackend) put(ctx context.Context, key string, data []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return mapErr(g.upload(ctx, key, data, false))
+}
+
+func (g *gocloudBackend) putFrom(ctx context.Context, key string, write func(io.Writer) error) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	// Cancelling the upload's context before the driver sees EOF is gocloud's documented
+	// way to abandon an upload, so a failed write never publishes a prefix.
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// The bytes go through a pipe into Bucket.Upload (the driver reads them), not through
+	// Writer.Write: see upload for why.
+	pr, pw := io.Pipe()
+	type written struct {
+		n   int64
+		err error
+	}
+	done := make(chan written, 1)
+	go func() {
+		cw := &countingWriter{w: pw}
+		err := write(cw)
+		if err != nil {
+			cancel() // abandon the upload before the driver reads EOF
+		}
+		_ = pw.CloseWithError(err)
+		done <- written{cw.n, err}
+	}()
+	uerr := g.bkt.Upload(wctx, key, pr, writerOpts(false))
+	// INVARIANT: write has returned or will, now: a write blocked on a pipe nobody reads
+	// gets errUploadEnded.
+	_ = pr.CloseWithError(errUploadEnded)
+	w := <-done
+	if w.err != nil {
+		if errors.Is(w.err, errUploadEnded) && uerr != nil {
+			return 0, mapErr(uerr)
+		}
+		return 0, w.err
+	}
+	if uerr != nil {
+		return 0, mapErr(uerr)
+	}
+	return w.n, nil
+}
+
+// putIfAbsent writes with gocloud's IfNotExist: S3 If-None-Match: * (also on the
+// CompleteMultipartUpload of objects large enough for the SDK's multipart upload), the GCS
+// DoesNotExist precondition, Azure If-None-Match: *, and mem:// under the bucket's mutex.
+// S3's 409 ConditionalRequestConflict (two conditional writes of one key in flight) is
+// retried a few times with backoff: the retry then either wins or sees 412.
+func (g *gocloudBackend) putIfAbsent(ctx context.Context, key string, data []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for attempt := 0; ; attempt++ {
+		err := mapErr(g.upload(ctx, key, data, true))
+		if err == nil || !isConditionalConflict(err) || attempt >= 4 {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Duration(50<<attempt) * time.Millisecond):
+		}
+	}
+}
+
+func (g *gocloudBackend) exists(ctx context.Context, key string) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	return g.bkt.Exists(ctx, key)
+}
+
+func (g *gocloudBackend) delete(ctx context.Context, key string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	err := mapErr(g.bkt.Delete(ctx, key))
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
+// list follows gocloud's paged listing (continuation tokens) and hands each object to fn as
+// its page arrives.
+func (g *gocloudBackend) list(ctx context.Context, prefix string, fn func(ObjectInfo) error) error {
+	return g.eachListed(ctx, &blob.ListOptions{Prefix: prefix}, func(obj *blob.ListObject) error {
+		if obj.IsDir || isTempKey(obj.Key) {
+			return nil
+		}
+		return fn(ObjectInfo{Key: obj.Key, Size: obj.Size, ModTime: obj.ModTime})
+	})
+}
+
+// listDirs is a delimiter ("/") listing: object stores report each common prefix once.
+func (g *gocloudBackend) listDirs(ctx context.Context, prefix string, fn func(string) error) error {
+	return g.eachListed(ctx, &blob.ListOptions{Prefix: prefix, Delimiter: "/"}, func(obj *blob.ListObject) error {
+		if !obj.IsDir {
+			return nil
+		}
+		name := strings.TrimSuffix(strings.TrimPrefix(obj.Key, prefix), "/")
+		if name == "" || strings.HasPrefix(name, tempPrefix) {
+			return nil
+		}
+		return fn(name)
+	})
+}
+
+// eachListed runs one gocloud listing page by page, handing every entry to fn as its page
+// arrives, until the listing ends or fn or the storage fails.
+func (g *gocloudBackend) eachListed(ctx context.Context, opts *blob.ListOptions, fn func(*blob.ListObject) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	it := g.bkt.List(opts)
+	for {
+		obj, err := it.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return mapErr(err)
+		}
+		if err := fn(obj); err != nil {
+			return err
+		}
+	}
+}
+
+// mapErr converts gocloud error codes into the store's sentinels.
+func mapErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	switch gcerrors.Code(err) {
+	case gcerrors.NotFound:
+		return fmt.Errorf("%w: %v", ErrNotFound, err)
+	case gcerrors.FailedPrecondition:
+		// The only precondition we ever set is IfNotExist.
+		return fmt.Errorf("%w: %v", ErrAlreadyExists, err)
+	}
+	return err
+}
+
+// isConditionalConflict reports S3's 409 ConditionalRequestConflict, which gocloud maps to
+// Unknown. The interface matches smithy.APIError without importing the AWS SDK here.
+func isConditionalConflict(err error) bool {
+	var ae interface{ ErrorCode() string }
+	return errors.As(err, &ae) && ae.ErrorCode() == "ConditionalRequestConflict"
+}
+
+// errUploadEnded is what a putFrom writer sees when the upload ended before it finished.
+var errUploadEnded = errors.New("store: upload ended before the writer finished")
+
+// upload stores data with Bucket.Upload, never Writer.Write: gocloud v0.47.0's azureblob
+// writer panics whenever an upload that went through Write fails (its upload goroutine sets
+// the pipe reader to nil after the error while writer.Close is about to close it: a nil
+// *io.PipeReader dereference). For a conditional create every lost race is such a failure,
+// so every lost commit race on azblob:// crashed the process (docs/STORAGE.md §4; regression:
+// test/backends on Azurite). Upload hands the reader to the driver, which opens no pipe.
+func (g *gocloudBackend) upload(ctx context.Context, key string, data []byte, ifNotExist bool) error {
+	return g.bkt.Upload(ctx, key, bytes.NewReader(data), writerOpts(ifNotExist))
+}
+
+func writerOpts(ifNotExist bool) *blob.WriterOptions {
+	return &blob.WriterOptions{ContentType: "application/octet-stream", IfNotExist: ifNotExist}
+}

@@ -1,0 +1,70 @@
+package objstore
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// tempPrefix starts the name of every temporary file the file:// backend writes next to its
+// final object. A key segment may not start with it (ErrInvalidInput), so List, ListDirs,
+// Exists and Get can recognise and hide temp files exactly, including ones leaked by a crash.
+const tempPrefix = ".tmp-"
+
+const (
+	maxKeyBytes     = 1024 // S3's limit; enforced everywhere so a key valid on one backend is valid on all
+	maxSegmentBytes = 255  // NAME_MAX of common local filesystems; enforced everywhere for the same reason
+)
+
+// CheckKey enforces the key rules documented on Bucket (ErrInvalidInput otherwise).
+func CheckKey(key string) error {
+	if key == "" {
+		return invalidf("empty key")
+	}
+	if len(key) > maxKeyBytes {
+		return invalidf("key longer than %d bytes", maxKeyBytes)
+	}
+	return checkSegments(key, strings.Split(key, "/"))
+}
+
+// checkPrefix enforces the key rules on a List prefix: "" is allowed, and so is a trailing
+// "/" and a partial last segment.
+func checkPrefix(prefix string) error {
+	if prefix == "" {
+		return nil
+	}
+	if len(prefix) > maxKeyBytes {
+		return invalidf("prefix longer than %d bytes", maxKeyBytes)
+	}
+	segs := strings.Split(strings.TrimSuffix(prefix, "/"), "/")
+	return checkSegments(prefix, segs)
+}
+
+func checkSegments(s string, segs []string) error {
+	if !utf8.ValidString(s) {
+		return invalidf("key %q is not valid UTF-8", s)
+	}
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || r == '\\' {
+			return invalidf("key %q contains a control character or backslash", s)
+		}
+	}
+	for _, seg := range segs {
+		switch {
+		case seg == "":
+			return invalidf("key %q has an empty segment (leading, trailing or double \"/\")", s)
+		case seg == "." || seg == "..":
+			return invalidf("key %q has a %q segment", s, seg)
+		case len(seg) > maxSegmentBytes:
+			return invalidf("key %q has a segment longer than %d bytes", s, maxSegmentBytes)
+		case strings.HasPrefix(seg, tempPrefix):
+			return invalidf("key %q has a segment starting with reserved %q", s, tempPrefix)
+		}
+	}
+	return nil
+}
+
+// isTempKey reports whether any segment of key is a temp name. Object stores never hold temp
+// objects written by us, but a foreign tool might copy a file:// tree there; hide them alike.
+func isTempKey(key string) bool {
+	return strings.HasPrefix(key, tempPrefix) || strings.Contains(key, "/"+tempPrefix)
+}

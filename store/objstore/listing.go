@@ -1,0 +1,71 @@
+package objstore
+
+import (
+	"context"
+	"errors"
+)
+
+// Listings that must not grow with the fleet: a streaming walk (the sweep's scan of the
+// demand index) and key-ordered pages with a cursor (the registry, for reconcile and the
+// HTTP API). Bucket.List, which returns one slice, stays for prefixes bounded by one
+// store's state.
+
+// MaxListPage caps one ListPage (and one registry page); larger limits are clamped.
+const MaxListPage = 1000
+
+// Walk calls fn for every object under prefix as the backend streams it, page by page,
+// without holding the listing: memory is one backend page, whatever the prefix holds.
+// Order: the keys of one "directory" (a prefix ending in "/") are always contiguous; within
+// a directory, object stores list in key order and file:// in the order of its directory
+// walk (names sorted per directory). An error from fn stops the walk and is returned.
+func (b *Bucket) Walk(ctx context.Context, prefix string, fn func(ObjectInfo) error) error {
+	return b.do(ctx, OpList, prefix, checkPrefix, func(be backend) error {
+		return be.list(ctx, prefix, fn)
+	})
+}
+
+// ListPage returns up to limit objects under prefix whose key sorts after `after` ("" =
+// from the start), in key order (bytewise = UTF-8 binary, the object stores' order), and
+// whether more may follow. Callers page by passing the last key of the previous page. limit
+// is clamped to [1, MaxListPage].
+//
+// Cost per page: every backend starts its listing at `after` (backend.listFrom), so a page
+// costs one or two list requests on s3://, gs:// and azblob://, whatever the prefix holds;
+// file:// reads the directories on the way (names only, memory bounded by a window);
+// mem:// is in memory. docs/STORAGE.md §6 has the figures.
+func (b *Bucket) ListPage(ctx context.Context, prefix, after string, limit int) ([]ObjectInfo, bool, error) {
+	return b.ListPageWhere(ctx, prefix, after, limit, nil)
+}
+
+// ListPageWhere is ListPage over the objects keep accepts (nil: all): the others neither
+// count toward limit nor end the page, so a page is short only at the end of the listing,
+// however many objects keep refuses (they cost their share of the backend's listing).
+func (b *Bucket) ListPageWhere(ctx context.Context, prefix, after string, limit int, keep func(ObjectInfo) bool) ([]ObjectInfo, bool, error) {
+	limit = min(max(limit, 1), MaxListPage)
+	out := make([]ObjectInfo, 0, min(limit, 64))
+	more := false
+	err := b.do(ctx, OpList, prefix, checkPrefix, func(be backend) error {
+		err := be.listFrom(ctx, prefix, after, func(o ObjectInfo) error {
+			if keep != nil && !keep(o) {
+				return nil
+			}
+			if len(out) == limit {
+				more = true
+				return errPageFull
+			}
+			out = append(out, o)
+			return nil
+		})
+		if errors.Is(err, errPageFull) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return out, more, nil
+}
+
+// errPageFull stops a listFrom once a page has one key more than it returns.
+var errPageFull = errors.New("page full")

@@ -1,0 +1,87 @@
+package objstore_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/walkeeper/walkeeper/internal/testkit/s3test"
+	"github.com/walkeeper/walkeeper/store/objstore"
+)
+
+// TestListPageS3RequestsPerPage: on s3:// a ListPage deep into a prefix costs one
+// ListObjectsV2 request (StartAfter), however many keys sort before the cursor. Counted at
+// the HTTP server, so the SDK's own paging is visible.
+func TestListPageS3RequestsPerPage(t *testing.T) {
+	s3test.SetCredentials(t)
+	backend := s3mem.New()
+	var lists atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && r.URL.Query().Get("list-type") == "2" {
+			lists.Add(1)
+		}
+		s3test.NewHandler(backend, nil).ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	bucket := s3test.NewBucketName()
+	if err := backend.CreateBucket(bucket); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	b, err := objstore.OpenBucket(ctx, s3test.BucketURL(srv.URL, bucket))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	const n = 3000
+	var g errgroup.Group
+	g.SetLimit(8)
+	for i := 0; i < n; i++ {
+		g.Go(func() error { return b.Put(ctx, fmt.Sprintf("_registry/generic/s%05d.json", i), nil) })
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	// Before: each page streamed the whole prefix (3 requests of 1000 here, n/1000 in
+	// general); now one request per page, at any depth.
+	for _, start := range []int{0, 1500, 2900} {
+		before := lists.Load()
+		objs, _, err := b.ListPage(ctx, "_registry/generic/", fmt.Sprintf("_registry/generic/s%05d.json", start), 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(objs) != min(100, n-1-start) || objs[0].Key != fmt.Sprintf("_registry/generic/s%05d.json", start+1) {
+			t.Fatalf("page after %d: %d objects from %q", start, len(objs), objs[0].Key)
+		}
+		if got := lists.Load() - before; got != 1 {
+			t.Errorf("page after %d: %d list requests, want 1", start, got)
+		}
+	}
+	// A whole paged walk costs about n/limit requests, not (n/limit)·(n/1000).
+	before := lists.Load()
+	after, pages, seen := "", 0, 0
+	for {
+		objs, more, err := b.ListPage(ctx, "_registry/generic/", after, 500)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		seen += len(objs)
+		if !more {
+			break
+		}
+		after = objs[len(objs)-1].Key
+	}
+	if seen != n {
+		t.Fatalf("paged walk saw %d keys, want %d", seen, n)
+	}
+	if got := lists.Load() - before; got != int64(pages) {
+		t.Errorf("paged walk: %d list requests for %d pages, want one per page", got, pages)
+	}
+}

@@ -1,0 +1,62 @@
+package objstore
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// TestMemIndexAgainstModel writes, deletes, re-writes and lists keys at random, across
+// several folds of the tail (memTailMax), and checks every listing against a plain map.
+func TestMemIndexAgainstModel(t *testing.T) {
+	ctx := context.Background()
+	m := &memBackend{objs: map[string]memObject{}}
+	model := map[string]bool{}
+	rng := rand.New(rand.NewPCG(1, 2))
+	check := func(prefix, after string) {
+		t.Helper()
+		var got []string
+		if err := m.listFrom(ctx, prefix, after, func(o ObjectInfo) error { got = append(got, o.Key); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		for k := range model {
+			if len(k) >= len(prefix) && k[:len(prefix)] == prefix && k > after {
+				want = append(want, k)
+			}
+		}
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Fatalf("list(%q, after %q): %d keys, want %d", prefix, after, len(got), len(want))
+		}
+	}
+	for op := 0; op < 4*memTailMax; op++ {
+		k := fmt.Sprintf("p%d/k%05d", rng.IntN(3), rng.IntN(2*memTailMax))
+		switch r := rng.IntN(10); {
+		case r < 6:
+			if err := m.put(ctx, k, []byte{1}); err != nil {
+				t.Fatal(err)
+			}
+			model[k] = true
+		case r < 9:
+			if err := m.delete(ctx, k); err != nil {
+				t.Fatal(err)
+			}
+			delete(model, k)
+		default:
+			check(fmt.Sprintf("p%d/", rng.IntN(3)), k)
+		}
+		if op%1000 == 0 {
+			check("", "")
+		}
+	}
+	check("", "")
+	if len(m.sorted) == 0 {
+		t.Fatal("the tail was never folded: the test does not reach memTailMax")
+	}
+	if len(m.tail) >= memTailMax {
+		t.Fatalf("tail %d keys, want < %d", len(m.tail), memTailMax)
+	}
+}

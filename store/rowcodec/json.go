@@ -1,0 +1,279 @@
+package rowcodec
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/walkeeper/walkeeper/store/internal/jsonscan"
+	"github.com/walkeeper/walkeeper/target"
+)
+
+// JSON → Row: DecodeJSON's own tokenizer over the raw body (no reflection, every problem
+// named by row and field).
+
+// DecodeJSON parses a JSON array of row objects into validated rows. Every problem is an error
+// wrapping ErrInvalidInput that names the row index and, where there is one, the field: a body
+// that is not one JSON array (or has data after it), an element that is not an object, a row
+// whose raw JSON object is longer than maxRowBytes (0 = no limit), an unknown field, a field
+// given twice in one object, a missing or null non-null field, a null, missing or empty key, a
+// value of the wrong JSON type (nested objects and arrays are never values), an int64 that is
+// not a JSON integer or overflows, a float64 out of range, invalid base64 or RFC 3339 text,
+// invalid UTF-8 or a lone UTF-16 surrogate escape in any string. Datagen: a missing or null
+// event_id is derived (DatagenEventID); a given one must equal the derived one. An empty array
+// gives an empty, non-nil slice. A key longer than MaxKeyBytes is ErrKeyTooLong (a refinement of
+// ErrInvalidInput). Timestamps are converted to UTC and truncated to microseconds
+// (the stored precision). Nothing is returned with an error: a body is taken whole or not at all.
+func (c *Codec) DecodeJSON(body []byte, maxRowBytes int) ([]Row, error) {
+	if !json.Valid(body) {
+		// Slow path, only to say precisely where and what is wrong.
+		return c.decodeJSONInvalid(body, maxRowBytes)
+	}
+	return c.DecodeValidJSON(body, maxRowBytes, 0)
+}
+
+// DecodeValidJSON is DecodeJSON's fast path, for a body that is one syntactically valid JSON
+// value, so it can be split by hand (jsonscan.ScanValue and SplitObject rely on that; they still never
+// index out of bounds). capRows sizes the result (MeasureJSON's count; 0 = grow as needed).
+func (c *Codec) DecodeValidJSON(body []byte, maxRowBytes, capRows int) ([]Row, error) {
+	i := jsonscan.SkipWS(body, 0)
+	if body[i] != '[' {
+		return nil, invalidf("body is not a JSON array of row objects (it is a JSON %s)", rawKind(body[i:]))
+	}
+	rows := make([]Row, 0, capRows)
+	seen := make([]bool, len(c.names))
+	i = jsonscan.SkipWS(body, i+1)
+	for n := 0; i < len(body) && body[i] != ']'; n++ {
+		end := jsonscan.ScanValue(body, i)
+		row, err := c.decodeRawRow(n, body[i:end], maxRowBytes, seen)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, row)
+		i = jsonscan.SkipWS(body, end)
+		if i < len(body) && body[i] == ',' {
+			i = jsonscan.SkipWS(body, i+1)
+		}
+	}
+	return rows, nil
+}
+
+// decodeJSONInvalid decodes a body that is not valid JSON with encoding/json's Decoder, row
+// by row as json.RawMessage, to report the first problem with its row index.
+func (c *Codec) decodeJSONInvalid(body []byte, maxRowBytes int) ([]Row, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	tok, err := dec.Token()
+	if err == io.EOF {
+		return nil, invalidf("body is empty; want a JSON array of row objects")
+	}
+	if err != nil {
+		return nil, invalidf("body is not valid JSON: %v", err)
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '[' {
+		return nil, invalidf("body is not a JSON array of row objects (it starts with %s)", tokenKind(tok))
+	}
+	seen := make([]bool, len(c.names))
+	n := 0
+	for ; dec.More(); n++ {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, invalidf("row %d: invalid JSON: %v", n, err)
+		}
+		if _, err := c.decodeRawRow(n, raw, maxRowBytes, seen); err != nil {
+			return nil, err
+		}
+	}
+	where := "at the start of the row array"
+	if n > 0 {
+		where = fmt.Sprintf("after row %d", n-1)
+	}
+	tok, err = dec.Token()
+	if err == io.EOF {
+		return nil, invalidf("body: JSON array is not terminated (missing ']' %s)", where)
+	}
+	if err != nil {
+		return nil, invalidf("body: invalid JSON %s: %v", where, err)
+	}
+	if d, ok := tok.(json.Delim); !ok || d != ']' {
+		return nil, invalidf("body: invalid JSON %s", where)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, invalidf("body: unexpected data after the closing ']' of the row array")
+	}
+	return nil, invalidf("body is not valid JSON")
+}
+
+// decodeRawRow decodes row i from its raw JSON text, which must be one valid JSON value.
+// seen is scratch space of len(fields).
+func (c *Codec) decodeRawRow(i int, raw []byte, maxRowBytes int, seen []bool) (Row, error) {
+	if maxRowBytes > 0 && len(raw) > maxRowBytes {
+		return Row{}, invalidf("row %d: %d bytes of JSON, larger than the limit of %d bytes", i, len(raw), maxRowBytes)
+	}
+	if len(raw) == 0 || raw[0] != '{' {
+		return Row{}, invalidf("row %d: want a JSON object, got %s", i, rawKind(raw))
+	}
+	// encoding/json silently replaces invalid UTF-8 and lone surrogate escapes with U+FFFD;
+	// refuse them instead of storing something else than was sent. Check the whole row once,
+	// and only on failure look for the field to blame.
+	textOK := textProblem(raw) == ""
+	clear(seen)
+	vals := make([]any, len(c.names))
+	err := jsonscan.SplitObject(raw, func(key, v []byte) error {
+		if !textOK {
+			if p := textProblem(v); p != "" {
+				return invalidf("row %d: field %q: %s", i, clip(keyString(key)), p)
+			}
+			if p := textProblem(key); p != "" {
+				return invalidf("row %d: field name %q: %s", i, clip(keyString(key)), p)
+			}
+		}
+		j, ok := c.lookup(key)
+		if !ok {
+			return invalidf("row %d: unknown field %q (the %s schema has %s)", i, clip(keyString(key)), c.kind, c.fieldList())
+		}
+		if seen[j] {
+			return invalidf("row %d: field %q: given more than once in one object", i, c.names[j])
+		}
+		seen[j] = true
+		val, p := c.fromRaw(j, v)
+		if p != "" {
+			return invalidf("row %d: field %q: %s", i, c.names[j], p)
+		}
+		vals[j] = val
+		return nil
+	})
+	if errors.Is(err, jsonscan.ErrMalformed) {
+		return Row{}, invalidf("row %d: %v", i, err)
+	}
+	if err != nil {
+		return Row{}, err
+	}
+	return c.finishRow(i, vals, seen)
+}
+
+// lookup finds the field named by a raw JSON string (with quotes).
+func (c *Codec) lookup(key []byte) (int, bool) {
+	if len(key) >= 2 && bytes.IndexByte(key, '\\') < 0 {
+		j, ok := c.index[string(key[1:len(key)-1])] // no allocation
+		return j, ok
+	}
+	j, ok := c.index[keyString(key)]
+	return j, ok
+}
+
+// keyString decodes a raw JSON string (with quotes), for lookups and messages.
+func keyString(key []byte) string {
+	s, _ := unquote(key)
+	str, _ := s.(string)
+	return str
+}
+
+// fromRaw converts the raw JSON value of field j; on failure it returns a description.
+func (c *Codec) fromRaw(j int, raw []byte) (any, string) {
+	t := c.types[j]
+	if len(raw) == 0 {
+		return nil, "empty value"
+	}
+	switch raw[0] {
+	case 'n':
+		return nil, ""
+	case '{', '[':
+		return nil, wantGot(t, rawKind(raw))
+	}
+	switch t {
+	case TypeString:
+		if raw[0] != '"' {
+			return nil, wantGot(t, rawKind(raw))
+		}
+		return unquote(raw)
+	case TypeInt64:
+		if !isNumberStart(raw[0]) {
+			return nil, wantGot(t, rawKind(raw))
+		}
+		return parseInt64(string(raw))
+	case TypeFloat64:
+		if !isNumberStart(raw[0]) {
+			return nil, wantGot(t, rawKind(raw))
+		}
+		return parseFloat64(string(raw))
+	case TypeBool:
+		switch string(raw) {
+		case "true":
+			return true, ""
+		case "false":
+			return false, ""
+		}
+		return nil, wantGot(t, rawKind(raw))
+	case TypeBinary, TypeTimestamp:
+		if raw[0] != '"' {
+			return nil, wantGot(t, rawKind(raw))
+		}
+		s, p := unquote(raw)
+		if p != "" {
+			return nil, p
+		}
+		if t == TypeBinary {
+			return parseBinary(s.(string))
+		}
+		return parseTimestamp(s.(string))
+	}
+	return nil, fmt.Sprintf("unsupported field type %q", t)
+}
+
+// finishRow checks presence and nullability, derives the datagen event id and the key.
+func (c *Codec) finishRow(i int, vals []any, seen []bool) (Row, error) {
+	for j, v := range vals {
+		if v != nil || c.nullable[j] || c.kind == target.KindDatagen && j == c.key {
+			continue
+		}
+		if seen[j] {
+			return Row{}, invalidf("row %d: field %q: null is not allowed (the field is non-null)", i, c.names[j])
+		}
+		return Row{}, invalidf("row %d: field %q: missing (the field is non-null)", i, c.names[j])
+	}
+	if c.kind == target.KindDatagen {
+		item, _ := vals[c.itemIdx].(string)
+		checkpoint, _ := vals[c.checkpointIdx].(string)
+		ordinal, _ := vals[c.ordinalIdx].(int64)
+		if strings.IndexByte(item, 0) >= 0 {
+			return Row{}, invalidf("row %d: field %q: NUL bytes are not allowed (they separate the parts of the derived event_id)", i, "item_id")
+		}
+		if strings.IndexByte(checkpoint, 0) >= 0 {
+			return Row{}, invalidf("row %d: field %q: NUL bytes are not allowed (they separate the parts of the derived event_id)", i, "checkpoint")
+		}
+		derived := DatagenEventID(item, checkpoint, ordinal)
+		if vals[c.key] == nil {
+			vals[c.key] = derived
+		} else if given, _ := vals[c.key].(string); given != derived {
+			return Row{}, invalidf("row %d: field %q: %q does not match the id derived from item_id, checkpoint and ordinal (%s); leave event_id out to have it derived", i, "event_id", clip(given), derived)
+		}
+	}
+	key, _ := vals[c.key].(string)
+	if key == "" {
+		return Row{}, invalidf("row %d: field %q: the key must not be empty", i, c.names[c.key])
+	}
+	if len(key) > MaxKeyBytes {
+		return Row{}, CheckRowKey(fmt.Sprintf("row %d: field %q", i, c.names[c.key]), key)
+	}
+	return Row{Key: key, Values: vals}, nil
+}
+
+func (c *Codec) fieldList() string {
+	const shown = 12
+	var b strings.Builder
+	for j, name := range c.names {
+		if j == shown {
+			fmt.Fprintf(&b, ", ... (%d fields)", len(c.names))
+			break
+		}
+		if j > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(name)
+	}
+	return b.String()
+}

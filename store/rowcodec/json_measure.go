@@ -1,0 +1,66 @@
+package rowcodec
+
+import (
+	"github.com/walkeeper/walkeeper/target"
+
+	"github.com/walkeeper/walkeeper/store/internal/jsonscan"
+)
+
+// MeasureJSON walks the rows of body, a valid JSON array of row objects, without
+// materialising them: it counts them and estimates their decoded size (what DecodeValidJSON
+// would allocate for them, an upper bound), calling check after every row with the totals so
+// far and stopping at its first error. A body that is not an array of objects measures what
+// it can; decoding then reports what is wrong with it.
+//
+// REQUIRES: json.Valid(body).
+func (c *Codec) MeasureJSON(body []byte, check func(rows int, size int64) error) (rows int, size int64, err error) {
+	i := jsonscan.SkipWS(body, 0)
+	if i >= len(body) || body[i] != '[' {
+		return 0, 0, nil
+	}
+	perRow := rowHeaderBytes + int64(len(c.names))*valueSlotBytes
+	if c.kind == target.KindDatagen {
+		perRow += 16 + 36 // a derived event_id (a UUID string)
+	}
+	i = jsonscan.SkipWS(body, i+1)
+	for i < len(body) && body[i] != ']' {
+		end := jsonscan.ScanValue(body, i)
+		size += perRow
+		if raw := body[i:end]; len(raw) > 0 && raw[0] == '{' {
+			_ = jsonscan.SplitObject(raw, func(key, v []byte) error {
+				if j, ok := c.lookup(key); ok {
+					size += rawValueBytes(c.types[j], v)
+				}
+				return nil
+			})
+		}
+		rows++
+		if err := check(rows, size); err != nil {
+			return rows, size, err
+		}
+		i = jsonscan.SkipWS(body, end)
+		if i < len(body) && body[i] == ',' {
+			i = jsonscan.SkipWS(body, i+1)
+		}
+	}
+	return rows, size, nil
+}
+
+// rawValueBytes bounds what the decoded value of a field of type t, given as the raw JSON
+// value v, adds to DecodedValuesBytes: unquoting and base64 only shrink text.
+func rawValueBytes(t FieldType, v []byte) int64 {
+	if len(v) == 0 || v[0] == 'n' {
+		return 0
+	}
+	switch t {
+	case TypeString:
+		return 16 + int64(len(v))
+	case TypeBinary:
+		return 24 + int64(len(v))
+	case TypeTimestamp:
+		return 24
+	case TypeBool:
+		return 0
+	}
+	return 8
+}

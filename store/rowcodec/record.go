@@ -1,0 +1,181 @@
+package rowcodec
+
+import (
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+)
+
+// Stored records: the schema check and typed access to the key and system columns.
+
+func (c *Codec) CheckRecord(rec arrow.RecordBatch) error {
+	if rec == nil {
+		return corruptf("record is nil")
+	}
+	sc := rec.Schema()
+	if sc == nil {
+		return corruptf("record has no schema")
+	}
+	if !sc.Equal(c.arrow) {
+		return corruptf("record schema does not match the %s store schema: %s", c.kind, arrowDiff(c.arrow, sc))
+	}
+	if k, ok := sc.Metadata().GetValue(MetadataKind); ok && k != string(c.kind) {
+		return corruptf("record is of kind %q, want %q", clip(k), c.kind)
+	}
+	if int(rec.NumCols()) != sc.NumFields() {
+		return corruptf("record has %d columns for %d schema fields", rec.NumCols(), sc.NumFields())
+	}
+	rows := rec.NumRows()
+	for j, col := range rec.Columns() {
+		f := sc.Field(j)
+		if col == nil || int64(col.Len()) != rows || !arrow.TypeEqual(col.DataType(), f.Type) {
+			return corruptf("record column %d %q does not match its schema field", j, f.Name)
+		}
+		if !f.Nullable && col.NullN() != 0 {
+			return corruptf("record column %q has %d nulls in a non-null column", f.Name, col.NullN())
+		}
+	}
+	if n := rec.Column(c.key).NullN(); n != 0 {
+		return corruptf("record key column %q has %d nulls", c.names[c.key], n)
+	}
+	return nil
+}
+
+// arrowDiff describes the first difference between two Arrow schemas.
+func arrowDiff(want, got *arrow.Schema) string {
+	wf, gf := want.Fields(), got.Fields()
+	for j := 0; j < len(wf) && j < len(gf); j++ {
+		if !wf[j].Equal(gf[j]) {
+			return fmt.Sprintf("column %d: want %s, got %s", j, wf[j], gf[j])
+		}
+	}
+	return fmt.Sprintf("want %d columns, got %d", len(wf), len(gf))
+}
+
+// KeyAt returns the key of row i of rec (a record with ArrowSchema), or "" if rec does not
+// have the expected key column. For loops, use View.
+func (c *Codec) KeyAt(rec arrow.RecordBatch, i int) string {
+	if a, ok := column(rec, c.key, i).(*array.String); ok && a.IsValid(i) {
+		return a.Value(i)
+	}
+	return ""
+}
+
+// SeqAt returns the _seq of row i of rec, or 0 if rec does not have the expected column.
+func (c *Codec) SeqAt(rec arrow.RecordBatch, i int) int64 {
+	if a, ok := column(rec, len(c.names), i).(*array.Int64); ok {
+		return a.Value(i)
+	}
+	return 0
+}
+
+// ShardAt returns the _shard of row i of rec, or "" if rec does not have the expected column.
+func (c *Codec) ShardAt(rec arrow.RecordBatch, i int) string {
+	if a, ok := column(rec, len(c.names)+1, i).(*array.String); ok {
+		return a.Value(i)
+	}
+	return ""
+}
+
+// DeletedAt returns the _deleted flag of row i of rec, or false if rec does not have the
+// expected column.
+func (c *Codec) DeletedAt(rec arrow.RecordBatch, i int) bool {
+	if a, ok := column(rec, len(c.names)+2, i).(*array.Boolean); ok {
+		return a.Value(i)
+	}
+	return false
+}
+
+// column returns column j of rec if it exists and has row i, else nil.
+func column(rec arrow.RecordBatch, j, i int) arrow.Array {
+	if rec == nil || j < 0 || int64(j) >= rec.NumCols() || i < 0 || int64(i) >= rec.NumRows() {
+		return nil
+	}
+	a := rec.Column(j)
+	if a == nil || i >= a.Len() {
+		return nil
+	}
+	return a
+}
+
+// RecordView gives typed, allocation-free access to the key and system columns of one record:
+// the hot path of merges and reads. It does not retain the record; keep it alive while the
+// view is used. Indexes out of range panic like slice indexes.
+type RecordView struct {
+	rec     arrow.RecordBatch
+	key     *array.String
+	seq     *array.Int64
+	shard   *array.String
+	deleted *array.Boolean
+}
+
+// View type-asserts the key, _seq, _shard and _deleted columns of rec once, finding them by
+// name (so a record projected to just those columns works too). Missing, duplicated or
+// mistyped columns, columns of the wrong length and nulls in them are ErrCorrupt.
+func (c *Codec) View(rec arrow.RecordBatch) (RecordView, error) {
+	if rec == nil || rec.Schema() == nil {
+		return RecordView{}, corruptf("record is nil")
+	}
+	v := RecordView{rec: rec}
+	var err error
+	if v.key, err = viewColumn[*array.String](rec, c.names[c.key]); err != nil {
+		return RecordView{}, err
+	}
+	if v.seq, err = viewColumn[*array.Int64](rec, ColSeq); err != nil {
+		return RecordView{}, err
+	}
+	if v.shard, err = viewColumn[*array.String](rec, ColShard); err != nil {
+		return RecordView{}, err
+	}
+	if v.deleted, err = viewColumn[*array.Boolean](rec, ColDeleted); err != nil {
+		return RecordView{}, err
+	}
+	return v, nil
+}
+
+func viewColumn[T arrow.Array](rec arrow.RecordBatch, name string) (T, error) {
+	var zero T
+	idx := rec.Schema().FieldIndices(name)
+	if len(idx) != 1 {
+		return zero, corruptf("record has %d columns named %q, want 1", len(idx), name)
+	}
+	if int64(idx[0]) >= rec.NumCols() {
+		return zero, corruptf("record column %q is missing", name)
+	}
+	col := rec.Column(idx[0])
+	a, ok := col.(T)
+	if !ok {
+		return zero, corruptf("record column %q has type %s", name, col.DataType())
+	}
+	if int64(a.Len()) != rec.NumRows() {
+		return zero, corruptf("record column %q has %d rows, the record %d", name, a.Len(), rec.NumRows())
+	}
+	if a.NullN() != 0 {
+		return zero, corruptf("record column %q has %d nulls", name, a.NullN())
+	}
+	return a, nil
+}
+
+// Record returns the viewed record.
+func (v RecordView) Record() arrow.RecordBatch { return v.rec }
+
+// Len returns the number of rows.
+func (v RecordView) Len() int {
+	if v.seq == nil {
+		return 0
+	}
+	return v.seq.Len()
+}
+
+// Key returns the key of row i.
+func (v RecordView) Key(i int) string { return v.key.Value(i) }
+
+// Seq returns the write sequence of row i.
+func (v RecordView) Seq(i int) int64 { return v.seq.Value(i) }
+
+// Shard returns the shard that wrote row i.
+func (v RecordView) Shard(i int) string { return v.shard.Value(i) }
+
+// Deleted reports whether row i is a tombstone.
+func (v RecordView) Deleted(i int) bool { return v.deleted.Value(i) }

@@ -1,0 +1,184 @@
+package rowcodec
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// Value parsing of DecodeJSON: JSON scalars to the Go value of a field type, and the
+// wording of what was wrong.
+
+func wantGot(t FieldType, got string) string { return fmt.Sprintf("want %s, got %s", t, got) }
+
+func isNumberStart(b byte) bool { return b == '-' || b >= '0' && b <= '9' }
+
+// parseInt64 accepts a JSON integer (no fraction, no exponent) within the int64 range.
+func parseInt64(s string) (any, string) {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err == nil {
+		return n, ""
+	}
+	if errors.Is(err, strconv.ErrRange) {
+		return nil, fmt.Sprintf("integer %s is out of the int64 range", clip(s))
+	}
+	if _, ferr := strconv.ParseFloat(s, 64); ferr == nil || errors.Is(ferr, strconv.ErrRange) {
+		return nil, fmt.Sprintf("want int64, got non-integer number %s", clip(s))
+	}
+	return nil, fmt.Sprintf("want int64, got %q", clip(s))
+}
+
+// parseFloat64 accepts any finite JSON number.
+func parseFloat64(s string) (any, string) {
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+		if errors.Is(err, strconv.ErrRange) {
+			return nil, fmt.Sprintf("number %s is out of the float64 range", clip(s))
+		}
+		return nil, fmt.Sprintf("want float64, got %q", clip(s))
+	}
+	return f, ""
+}
+
+// binaryEncoding is standard base64 with padding; Strict refuses non-canonical trailing bits.
+var binaryEncoding = base64.StdEncoding.Strict()
+
+func parseBinary(s string) (any, string) {
+	b, err := binaryEncoding.DecodeString(s)
+	if err != nil {
+		return nil, fmt.Sprintf("invalid standard base64: %v", err)
+	}
+	return b, ""
+}
+
+func parseTimestamp(s string) (any, string) {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return nil, fmt.Sprintf("want an RFC 3339 timestamp such as \"2006-01-02T15:04:05Z\", got %q", clip(s))
+	}
+	return normTime(t)
+}
+
+// normTime converts t to UTC at microsecond precision (the stored form) and keeps it within
+// the years RFC 3339 can write.
+func normTime(t time.Time) (any, string) {
+	u := t.UTC()
+	if y := u.Year(); y < 0 || y > 9999 {
+		return nil, fmt.Sprintf("timestamp %s is outside the years 0000-9999 in UTC", u.Format(time.RFC3339Nano))
+	}
+	return time.UnixMicro(u.UnixMicro()).UTC(), ""
+}
+
+// unquote decodes a raw JSON string.
+func unquote(raw []byte) (any, string) {
+	if len(raw) >= 2 && bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw[1 : len(raw)-1]), ""
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, fmt.Sprintf("invalid JSON string: %v", err)
+	}
+	return s, ""
+}
+
+// textProblem reports invalid UTF-8 or a \u escape that is a lone UTF-16 surrogate in raw,
+// valid JSON text (where a backslash occurs only inside strings, always starting an escape).
+// It returns "" when b is fine.
+func textProblem(b []byte) string {
+	if !utf8.Valid(b) {
+		return "invalid UTF-8"
+	}
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' {
+			continue
+		}
+		if i+1 < len(b) && b[i+1] == 'u' {
+			r, ok := hex4(b, i+2)
+			switch {
+			case !ok:
+			case utf16IsHigh(r):
+				r2, ok2 := rune(0), false
+				if i+7 < len(b) && b[i+6] == '\\' && b[i+7] == 'u' {
+					r2, ok2 = hex4(b, i+8)
+				}
+				if !ok2 || !utf16IsLow(r2) {
+					return fmt.Sprintf("a lone UTF-16 surrogate escape \\u%04x", r)
+				}
+				i += 6
+			case utf16IsLow(r):
+				return fmt.Sprintf("a lone UTF-16 surrogate escape \\u%04x", r)
+			}
+		}
+		i++ // skip the escaped character
+	}
+	return ""
+}
+
+func hex4(b []byte, at int) (rune, bool) {
+	if at+4 > len(b) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[at : at+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
+}
+
+func utf16IsHigh(r rune) bool { return r >= 0xD800 && r < 0xDC00 }
+func utf16IsLow(r rune) bool  { return r >= 0xDC00 && r < 0xE000 }
+
+// rawKind names the JSON type of a raw value for error messages.
+func rawKind(raw []byte) string {
+	if len(raw) == 0 {
+		return "nothing"
+	}
+	switch raw[0] {
+	case '"':
+		return "string"
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case 't', 'f':
+		return "bool"
+	case 'n':
+		return "null"
+	}
+	return "number " + clip(string(raw))
+}
+
+// tokenKind names the JSON type of a json.Decoder token.
+func tokenKind(tok json.Token) string {
+	switch t := tok.(type) {
+	case json.Delim:
+		if t == '{' {
+			return "an object"
+		}
+		return fmt.Sprintf("%q", string(t))
+	case string:
+		return "a string"
+	case json.Number, float64:
+		return "a number"
+	case bool:
+		return "a bool"
+	case nil:
+		return "null"
+	}
+	return fmt.Sprintf("%T", tok)
+}

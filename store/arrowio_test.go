@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"slices"
 	"testing"
 
@@ -136,4 +137,36 @@ func openEncoded(t *testing.T, schema *arrow.Schema, rec arrow.RecordBatch) (*fi
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = pf.Close() })
 	return pf, data
+}
+
+// encodeParquet writes one base run into memory, for tests that want a run's bytes.
+func encodeParquet(schema *arrow.Schema, rec arrow.RecordBatch) ([]byte, error) {
+	// Size the buffer once from the record: regrowing a many-MiB buffer zeroes and copies it
+	// repeatedly, and incompressible payloads encode to about their in-memory size.
+	buf := bytes.NewBuffer(make([]byte, 0, recordBytes(rec)+64<<10))
+	rec.Retain() // writeParquet releases what next hands it
+	done := false
+	err := writeParquet(buf, schema, func() (arrow.RecordBatch, error) {
+		if done {
+			return nil, nil
+		}
+		done = true
+		return rec, nil
+	})
+	if !done {
+		rec.Release()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// writeParquet streams one base run to w from the records next returns, in order, until
+// it returns nil. Each record becomes at least one row group and is released once written,
+// so the caller can build the run chunk by chunk and never hold all of it. next must
+// return at least one record (an empty one for an empty run). On error, records already
+// handed over are released; the caller owns nothing it has passed in.
+func writeParquet(w io.Writer, schema *arrow.Schema, next func() (arrow.RecordBatch, error)) error {
+	return writeParquetWith(memory.DefaultAllocator, w, schema, next)
 }

@@ -76,9 +76,6 @@ func New(cfg Config, logger *zap.Logger, tc client.Client) (*Worker, error) {
 // Metrics returns the worker's registry and collectors.
 func (w *Worker) Metrics() *Metrics { return w.metrics }
 
-// Config returns the configuration the worker runs with.
-func (w *Worker) Config() Config { return w.cfg }
-
 // DB is the store handle (nil before Start).
 func (w *Worker) DB() *store.DB {
 	w.mu.Lock()

@@ -279,11 +279,6 @@ func (l uiLinks) list(query string) string {
 		trimSlash(l.base), url.PathEscape(l.namespace), url.Values{"query": {query}}.Encode())
 }
 
-// schedule is a schedule's page.
-func (l uiLinks) schedule(id string) string {
-	return fmt.Sprintf("%s/namespaces/%s/schedules/%s", trimSlash(l.base), url.PathEscape(l.namespace), url.PathEscape(id))
-}
-
 func trimSlash(s string) string {
 	for len(s) > 0 && s[len(s)-1] == '/' {
 		s = s[:len(s)-1]

@@ -10,8 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
-// Row → Arrow: Build and its per-type column builders, and copyCells, the per-type copy of
-// Arrow cells between records.
+// Row → Arrow: Build and its per-type column builders.
 
 // Build makes one record with ArrowSchema from rows: seqs[i] is row i's write sequence, shard
 // the writing shard and deleted[i] (nil = none) marks tombstones, which need only Key; their
@@ -245,100 +244,3 @@ func (c *Codec) buildColumn(mem memory.Allocator, j int, rows []Row, isDel func(
 	panic("store: unreachable: unknown field type " + string(c.types[j]))
 }
 
-// copyCells appends n cells to b, one per k in 0..n-1: row i of array src, where
-// src, i = at(k). Every src must have b's type (one column of records with one schema);
-// nulls stay null. Variable-width columns reserve their value bytes up front: Reserve
-// counts rows only, and letting the value buffer double its way up allocates about twice
-// the output. It is the one per-type copy of stored cells (merge, compaction);
-// the six field types and the system columns are all it needs to know.
-func copyCells(b array.Builder, n int, at func(k int) (src arrow.Array, i int)) {
-	b.Reserve(n)
-	switch bb := b.(type) {
-	case *array.StringBuilder:
-		total := 0
-		for k := range n {
-			a, i := at(k)
-			total += a.(*array.String).ValueLen(i)
-		}
-		bb.ReserveData(total)
-		for k := range n {
-			a, i := at(k)
-			if s := a.(*array.String); s.IsNull(i) {
-				bb.AppendNull()
-			} else {
-				bb.Append(s.Value(i))
-			}
-		}
-	case *array.BinaryBuilder:
-		total := 0
-		for k := range n {
-			a, i := at(k)
-			total += a.(*array.Binary).ValueLen(i)
-		}
-		bb.ReserveData(total)
-		for k := range n {
-			a, i := at(k)
-			if s := a.(*array.Binary); s.IsNull(i) {
-				bb.AppendNull()
-			} else {
-				bb.Append(s.Value(i))
-			}
-		}
-	case *array.Int64Builder:
-		for k := range n {
-			a, i := at(k)
-			if s := a.(*array.Int64); s.IsNull(i) {
-				bb.AppendNull()
-			} else {
-				bb.Append(s.Value(i))
-			}
-		}
-	case *array.Float64Builder:
-		for k := range n {
-			a, i := at(k)
-			if s := a.(*array.Float64); s.IsNull(i) {
-				bb.AppendNull()
-			} else {
-				bb.Append(s.Value(i))
-			}
-		}
-	case *array.BooleanBuilder:
-		for k := range n {
-			a, i := at(k)
-			if s := a.(*array.Boolean); s.IsNull(i) {
-				bb.AppendNull()
-			} else {
-				bb.Append(s.Value(i))
-			}
-		}
-	case *array.TimestampBuilder:
-		for k := range n {
-			a, i := at(k)
-			if s := a.(*array.Timestamp); s.IsNull(i) {
-				bb.AppendNull()
-			} else {
-				bb.Append(s.Value(i))
-			}
-		}
-	default:
-		panic(fmt.Sprintf("store: copyCells: unsupported builder %T", b)) // schemas only hold the six types
-	}
-}
-
-// copyRecordRows builds one record of schema from n rows, one per k in 0..n-1: row i of
-// rec, where rec, i = at(k). Every rec must have schema. mem nil means
-// memory.DefaultAllocator. The caller releases the record.
-func copyRecordRows(mem memory.Allocator, schema *arrow.Schema, n int, at func(k int) (rec arrow.RecordBatch, i int)) arrow.RecordBatch {
-	if mem == nil {
-		mem = memory.DefaultAllocator
-	}
-	b := array.NewRecordBuilder(mem, schema)
-	defer b.Release()
-	for c := 0; c < schema.NumFields(); c++ {
-		copyCells(b.Field(c), n, func(k int) (arrow.Array, int) {
-			rec, i := at(k)
-			return rec.Column(c), i
-		})
-	}
-	return b.NewRecordBatch()
-}

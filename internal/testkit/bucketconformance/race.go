@@ -387,14 +387,9 @@ func raceChild() int {
 	return 0
 }
 
-// CheckRace asserts exactly one winner per key (winners[i] lists the winners of RaceKey(i)),
-// that each key holds its winner's bytes, and that nothing else was stored under "race/".
-func CheckRace(t *testing.T, b *objstore.Bucket, winners [][]string) {
-	t.Helper()
-	checkRace(t, b, winners, 0)
-}
-
-// checkRace is CheckRace for payloads of size bytes.
+// checkRace asserts exactly one winner per key (winners[i] lists the winners of RaceKey(i)),
+// that each key holds its winner's bytes of size bytes, and that nothing else was stored
+// under "race/".
 func checkRace(t *testing.T, b *objstore.Bucket, winners [][]string, size int) {
 	t.Helper()
 	ctx := context.Background()

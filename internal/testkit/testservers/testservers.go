@@ -140,9 +140,6 @@ func (s *Server) NewBucket(ctx context.Context, name string) (string, error) {
 	return s.newBucket(ctx, name+"-"+randomSuffix())
 }
 
-// Dir is the server's data and log directory.
-func (s *Server) Dir() string { return s.dir }
-
 // Stop ends the server. Safe to call twice.
 func (s *Server) Stop() error {
 	if s.p == nil {

@@ -243,4 +243,3 @@ func (c *Codec) buildColumn(mem memory.Allocator, j int, rows []Row, isDel func(
 	}
 	panic("store: unreachable: unknown field type " + string(c.types[j]))
 }
-

@@ -164,74 +164,27 @@ func (p *manifestParser) peek(c byte) bool {
 	return p.i < len(p.b) && p.b[p.i] == c
 }
 
-// str reads a string of plain bytes only (no escapes, no control or non-ASCII bytes, which
-// encoding/json would unescape or replace) and returns it without its quotes.
+// str reads a string encoding/json decodes as its bytes (jsonscan.PlainString) and returns
+// it without its quotes.
 func (p *manifestParser) str() ([]byte, bool) {
-	if !p.tok('"') {
-		return nil, false
-	}
-	start := p.i
-	for p.i < len(p.b) {
-		c := p.b[p.i]
-		if c == '"' {
-			s := p.b[start:p.i]
-			p.i++
-			return s, true
-		}
-		if c < 0x20 || c >= 0x80 || c == '\\' {
-			return nil, false
-		}
-		p.i++
-	}
-	return nil, false
-}
-
-// digits reads a JSON integer without sign, fraction or exponent, as uint64; false on
-// anything else or on overflow (encoding/json refuses those for these fields or would
-// need its own rules).
-func (p *manifestParser) digits() (uint64, bool) {
 	p.ws()
-	start := p.i
-	var v uint64
-	for p.i < len(p.b) && p.b[p.i] >= '0' && p.b[p.i] <= '9' {
-		d := uint64(p.b[p.i] - '0')
-		if v > (1<<64-1-d)/10 {
-			return 0, false
-		}
-		v = v*10 + d
-		p.i++
-	}
-	n := p.i - start
-	if n == 0 || (n > 1 && p.b[start] == '0') {
-		return 0, false
-	}
-	if p.i < len(p.b) {
-		switch p.b[p.i] {
-		case '.', 'e', 'E':
-			return 0, false
-		}
-	}
-	return v, true
+	s, end, ok := jsonscan.PlainString(p.b, p.i)
+	p.i = end
+	return s, ok
 }
 
 func (p *manifestParser) uint(dst *uint64) bool {
-	v, ok := p.digits()
-	*dst = v
+	p.ws()
+	v, end, ok := jsonscan.Uint(p.b, p.i)
+	*dst, p.i = v, end
 	return ok
 }
 
 func (p *manifestParser) int(dst *int64) bool {
-	neg := p.tok('-')
-	v, ok := p.digits()
-	if !ok || v > 1<<63 || (v == 1<<63 && !neg) {
-		return false
-	}
-	if neg {
-		*dst = -int64(v)
-	} else {
-		*dst = int64(v)
-	}
-	return true
+	p.ws()
+	v, end, ok := jsonscan.Int(p.b, p.i)
+	*dst, p.i = v, end
+	return ok
 }
 
 func (p *manifestParser) string(dst *string) bool {

@@ -119,15 +119,15 @@ func (c *Codec) decodeRawRow(i int, raw []byte, maxRowBytes int, seen []bool) (R
 	// encoding/json silently replaces invalid UTF-8 and lone surrogate escapes with U+FFFD;
 	// refuse them instead of storing something else than was sent. Check the whole row once,
 	// and only on failure look for the field to blame.
-	textOK := textProblem(raw) == ""
+	textOK := jsonscan.TextProblem(raw) == ""
 	clear(seen)
 	vals := make([]any, len(c.names))
 	err := jsonscan.SplitObject(raw, func(key, v []byte) error {
 		if !textOK {
-			if p := textProblem(v); p != "" {
+			if p := jsonscan.TextProblem(v); p != "" {
 				return invalidf("row %d: field %q: %s", i, clip(keyString(key)), p)
 			}
-			if p := textProblem(key); p != "" {
+			if p := jsonscan.TextProblem(key); p != "" {
 				return invalidf("row %d: field name %q: %s", i, clip(keyString(key)), p)
 			}
 		}

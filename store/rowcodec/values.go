@@ -1,7 +1,6 @@
 package rowcodec
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -9,7 +8,8 @@ import (
 	"math"
 	"strconv"
 	"time"
-	"unicode/utf8"
+
+	"github.com/walkeeper/walkeeper/store/internal/jsonscan"
 )
 
 // Value parsing of DecodeJSON: JSON scalars to the Go value of a field type, and the
@@ -75,73 +75,14 @@ func normTime(t time.Time) (any, string) {
 	return time.UnixMicro(u.UnixMicro()).UTC(), ""
 }
 
-// unquote decodes a raw JSON string.
+// unquote decodes a raw JSON string, wording a failure for the client.
 func unquote(raw []byte) (any, string) {
-	if len(raw) >= 2 && bytes.IndexByte(raw, '\\') < 0 {
-		return string(raw[1 : len(raw)-1]), ""
-	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
+	s, err := jsonscan.Unquote(raw)
+	if err != nil {
 		return nil, fmt.Sprintf("invalid JSON string: %v", err)
 	}
 	return s, ""
 }
-
-// textProblem reports invalid UTF-8 or a \u escape that is a lone UTF-16 surrogate in raw,
-// valid JSON text (where a backslash occurs only inside strings, always starting an escape).
-// It returns "" when b is fine.
-func textProblem(b []byte) string {
-	if !utf8.Valid(b) {
-		return "invalid UTF-8"
-	}
-	for i := 0; i < len(b); i++ {
-		if b[i] != '\\' {
-			continue
-		}
-		if i+1 < len(b) && b[i+1] == 'u' {
-			r, ok := hex4(b, i+2)
-			switch {
-			case !ok:
-			case utf16IsHigh(r):
-				r2, ok2 := rune(0), false
-				if i+7 < len(b) && b[i+6] == '\\' && b[i+7] == 'u' {
-					r2, ok2 = hex4(b, i+8)
-				}
-				if !ok2 || !utf16IsLow(r2) {
-					return fmt.Sprintf("a lone UTF-16 surrogate escape \\u%04x", r)
-				}
-				i += 6
-			case utf16IsLow(r):
-				return fmt.Sprintf("a lone UTF-16 surrogate escape \\u%04x", r)
-			}
-		}
-		i++ // skip the escaped character
-	}
-	return ""
-}
-
-func hex4(b []byte, at int) (rune, bool) {
-	if at+4 > len(b) {
-		return 0, false
-	}
-	var r rune
-	for _, c := range b[at : at+4] {
-		switch {
-		case c >= '0' && c <= '9':
-			r = r<<4 | rune(c-'0')
-		case c >= 'a' && c <= 'f':
-			r = r<<4 | rune(c-'a'+10)
-		case c >= 'A' && c <= 'F':
-			r = r<<4 | rune(c-'A'+10)
-		default:
-			return 0, false
-		}
-	}
-	return r, true
-}
-
-func utf16IsHigh(r rune) bool { return r >= 0xD800 && r < 0xDC00 }
-func utf16IsLow(r rune) bool  { return r >= 0xDC00 && r < 0xE000 }
 
 // rawKind names the JSON type of a raw value for error messages.
 func rawKind(raw []byte) string {

@@ -1,9 +1,17 @@
-// Package jsonscan finds the extent of JSON text by index, without decoding it: white
-// space, strings, whole values and an object's members. The row codec splits a client's
-// body with it after json.Valid; the manifest parser skips white space with it.
+// Package jsonscan is walkeeper's one hand-written JSON scanner. It finds the extent of
+// JSON text by index (white space, strings, whole values, an object's members) and reads the
+// few scalars the hand-written decoders need, each exactly as encoding/json reads them or not
+// at all. The row codec splits a client's body with it after json.Valid; the manifest codec
+// reads the shape it writes with it and leaves anything else to encoding/json.
 package jsonscan
 
-import "errors"
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"unicode/utf8"
+)
 
 // ErrMalformed is what SplitObject returns for text that is not a JSON object, which cannot
 // happen for input that passed json.Valid.
@@ -103,3 +111,130 @@ func SplitObject(raw []byte, fn func(key, val []byte) error) error {
 	}
 	return ErrMalformed
 }
+
+// PlainString reads the JSON string starting at b[i] when it holds only bytes that
+// encoding/json decodes as themselves (printable ASCII, no backslash). It returns the bytes
+// between the quotes and the index just after the closing quote; ok is false when b[i] is
+// not a quote, the string has an escape, a control or non-ASCII byte, or does not end.
+func PlainString(b []byte, i int) (s []byte, end int, ok bool) {
+	if i >= len(b) || b[i] != '"' {
+		return nil, i, false
+	}
+	for j := i + 1; j < len(b); j++ {
+		c := b[j]
+		if c == '"' {
+			return b[i+1 : j], j + 1, true
+		}
+		if c < 0x20 || c >= 0x80 || c == '\\' {
+			return nil, i, false
+		}
+	}
+	return nil, i, false
+}
+
+// Uint reads the JSON number starting at b[i] when it is an integer without sign, fraction
+// or exponent that fits a uint64, returning it and the index just after it; ok is false on
+// anything else (a leading zero, a '.', 'e' or 'E' after the digits, overflow).
+func Uint(b []byte, i int) (v uint64, end int, ok bool) {
+	j := i
+	for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+		d := uint64(b[j] - '0')
+		if v > (1<<64-1-d)/10 {
+			return 0, i, false
+		}
+		v = v*10 + d
+		j++
+	}
+	if n := j - i; n == 0 || (n > 1 && b[i] == '0') {
+		return 0, i, false
+	}
+	if j < len(b) && (b[j] == '.' || b[j] == 'e' || b[j] == 'E') {
+		return 0, i, false
+	}
+	return v, j, true
+}
+
+// Int reads the JSON number starting at b[i] when it is an integer, with an optional minus
+// sign but no fraction or exponent, within the int64 range; ok is false on anything else.
+func Int(b []byte, i int) (v int64, end int, ok bool) {
+	neg := i < len(b) && b[i] == '-'
+	j := i
+	if neg {
+		j++
+	}
+	u, end, ok := Uint(b, j)
+	if !ok || u > 1<<63 || (u == 1<<63 && !neg) {
+		return 0, i, false
+	}
+	if neg {
+		return -int64(u), end, true
+	}
+	return int64(u), end, true
+}
+
+// Unquote decodes the raw JSON string raw (with its quotes) as encoding/json does, for
+// valid UTF-8: without an escape it is the bytes between the quotes.
+func Unquote(raw []byte) (string, error) {
+	if len(raw) >= 2 && bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw[1 : len(raw)-1]), nil
+	}
+	var s string
+	err := json.Unmarshal(raw, &s)
+	return s, err
+}
+
+// TextProblem reports invalid UTF-8 or a \u escape that is a lone UTF-16 surrogate in raw,
+// valid JSON text (where a backslash occurs only inside strings, always starting an escape).
+// It returns "" when b is fine.
+func TextProblem(b []byte) string {
+	if !utf8.Valid(b) {
+		return "invalid UTF-8"
+	}
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' {
+			continue
+		}
+		if i+1 < len(b) && b[i+1] == 'u' {
+			r, ok := hex4(b, i+2)
+			switch {
+			case !ok:
+			case utf16IsHigh(r):
+				r2, ok2 := rune(0), false
+				if i+7 < len(b) && b[i+6] == '\\' && b[i+7] == 'u' {
+					r2, ok2 = hex4(b, i+8)
+				}
+				if !ok2 || !utf16IsLow(r2) {
+					return fmt.Sprintf("a lone UTF-16 surrogate escape \\u%04x", r)
+				}
+				i += 6
+			case utf16IsLow(r):
+				return fmt.Sprintf("a lone UTF-16 surrogate escape \\u%04x", r)
+			}
+		}
+		i++ // skip the escaped character
+	}
+	return ""
+}
+
+func hex4(b []byte, at int) (rune, bool) {
+	if at+4 > len(b) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[at : at+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
+}
+
+func utf16IsHigh(r rune) bool { return r >= 0xD800 && r < 0xDC00 }
+func utf16IsLow(r rune) bool  { return r >= 0xDC00 && r < 0xE000 }

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 	"sync/atomic"
-	"testing"
 
+	"github.com/walkeeper/walkeeper/internal/testkit/bucketconformance"
 	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
@@ -16,18 +16,8 @@ var memSeq atomic.Int64
 // newMemURL returns a mem:// URL no other test uses (mem buckets live for the process).
 func newMemURL() string { return fmt.Sprintf("mem://blobtest-%d", memSeq.Add(1)) }
 
-func listKeys(t *testing.T, b *objstore.Bucket, prefix string) []string {
-	t.Helper()
-	objs, err := b.List(context.Background(), prefix)
-	if err != nil {
-		t.Fatalf("List(%q): %v", prefix, err)
-	}
-	keys := []string{}
-	for _, o := range objs {
-		keys = append(keys, o.Key)
-	}
-	return keys
-}
+// listKeys returns the keys List reports under prefix, never nil.
+var listKeys = bucketconformance.ListKeys
 
 // dropMemBucket deletes every object of the mem:// bucket at url, so that a long fuzz run
 // does not keep every bucket's bytes alive (mem:// buckets live for the process).

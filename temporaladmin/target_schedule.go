@@ -10,14 +10,14 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/walkeeper/walkeeper/contract"
-	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/target"
 )
 
 // targetSchedulePrefix prefixes per-target merge schedules: "merge-wal-tick/<kind>/<name>".
 const targetSchedulePrefix = "merge-wal-tick/"
 
 // TargetScheduleID is the ID of target's own merge schedule: "merge-wal-tick/<kind>/<name>".
-func TargetScheduleID(t store.Target) string { return targetSchedulePrefix + t.Path() }
+func TargetScheduleID(t target.Target) string { return targetSchedulePrefix + t.Path() }
 
 // EnsureTargetSchedule creates or updates a Schedule that merges one target every `every`.
 // The action is the thin workflow "MergeWalTick" with input {"target": "<kind>:<name>"}:
@@ -25,21 +25,21 @@ func TargetScheduleID(t store.Target) string { return targetSchedulePrefix + t.P
 // or attaches to the real MergeWal ID ("merge-wal/<kind>/<name>") and dedupe still holds.
 // jitter bounds the random delay of each tick (scheduleJitter; DefaultScheduleJitter is the
 // usual value).
-func EnsureTargetSchedule(ctx context.Context, c client.Client, target store.Target, every, jitter time.Duration) error {
+func EnsureTargetSchedule(ctx context.Context, c client.Client, t target.Target, every, jitter time.Duration) error {
 	if every <= 0 {
 		return fmt.Errorf("schedule interval must be positive, got %s", every)
 	}
-	id := TargetScheduleID(target)
+	id := TargetScheduleID(t)
 	action := &client.ScheduleWorkflowAction{
 		ID:                 id,
 		Workflow:           contract.MergeWalTickWorkflow,
-		Args:               []any{map[string]any{"target": target.String()}},
+		Args:               []any{map[string]any{"target": t.String()}},
 		TaskQueue:          contract.TaskQueue,
 		WorkflowRunTimeout: 10 * time.Minute,
-		StaticSummary:      "merge tick for " + target.String(),
+		StaticSummary:      "merge tick for " + t.String(),
 		TypedSearchAttributes: temporal.NewSearchAttributes(
-			contract.WalTarget.ValueSet(target.String()),
-			contract.WalKind.ValueSet(string(target.Kind)),
+			contract.WalTarget.ValueSet(t.String()),
+			contract.WalKind.ValueSet(string(t.Kind)),
 		),
 	}
 	return ensureSchedule(ctx, c, id, every, scheduleJitter(every, jitter), action, enumspb.SCHEDULE_OVERLAP_POLICY_SKIP)

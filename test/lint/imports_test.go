@@ -113,9 +113,9 @@ var rules = []rule{
 		forbid: []string{module + "/internal/devserver"},
 	},
 	{
-		name:   "temporaladmin runs no workflow code and sits beside the worker",
+		name:   "temporaladmin runs no workflow code, reads no store and sits beside the worker",
 		from:   []string{"temporaladmin"},
-		forbid: []string{module + "/worker", module + "/workflows", module + "/activities", module + "/cmd/"},
+		forbid: []string{module + "/worker", module + "/workflows", module + "/activities", module + "/store", module + "/cmd/"},
 	},
 	{
 		name:   "the test harnesses do not depend on the worker",

@@ -51,6 +51,20 @@ func within(parent string, err error) error {
 	return err
 }
 
+// eachWithin checks a list field: at most maxItems elements (noun names them in the
+// message), each checked by check, whose errors name fields relative to the element.
+func eachWithin[T any](field, noun string, items []T, maxItems int, check func(T) error) error {
+	if len(items) > maxItems {
+		return inputErrorf(field, "%d %s, at most %d allowed", len(items), noun, maxItems)
+	}
+	for i, item := range items {
+		if err := within(indexed(field, i), check(item)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // firstInvalid returns the first non-nil error: inputs report the first bad field, in field
 // order, so a message names exactly one.
 func firstInvalid(errs ...error) error {
@@ -107,8 +121,8 @@ func oneOf(field, v string, allowed ...string) error {
 // textWithin checks that s is at most maxBytes of valid UTF-8 without control characters:
 // free text that ends up in logs, summaries and the memo.
 func textWithin(field, s string, maxBytes int) error {
-	if len(s) > maxBytes {
-		return inputErrorf(field, "%d bytes long, at most %d allowed", len(s), maxBytes)
+	if err := lengthWithin(field, s, maxBytes); err != nil {
+		return err
 	}
 	if !utf8.ValidString(s) {
 		return inputErrorf(field, "is not valid UTF-8")

@@ -39,8 +39,8 @@ type MergeWalInput struct {
 	Trigger       string `json:"trigger,omitempty"`
 	TriggerReason string `json:"trigger_reason,omitempty"`
 	// MaxShardsPerCommit caps the shards whose prepared passes one commit publishes in one
-	// base version (CommitRound): 0 = MaxRoundShards (64), 1 = one shard per Commit on the
-	// shard's queue, as before round commits. At most MaxRoundShards.
+	// base version (CommitRound): 0 = MaxRoundShards (64), 1 = one shard per round. At most
+	// MaxRoundShards.
 	MaxShardsPerCommit int `json:"max_shards_per_commit,omitempty"`
 }
 

@@ -94,20 +94,17 @@ func (c MergeWalCarry) validate(maxPasses int) error {
 	if err != nil {
 		return err
 	}
-	if len(c.Shards) > MaxCarriedShards {
-		return inputErrorf("shards", "%d shards, at most %d allowed", len(c.Shards), MaxCarriedShards)
-	}
 	seen := make(map[string]bool, len(c.Shards))
-	for i, sh := range c.Shards {
-		if err := within(indexed("shards", i), sh.validate(maxPasses)); err != nil {
+	return eachWithin("shards", "shards", c.Shards, MaxCarriedShards, func(sh ShardMergeResult) error {
+		if err := sh.validate(maxPasses); err != nil {
 			return err
 		}
 		if seen[sh.Shard] {
-			return inputErrorf(indexed("shards", i)+".shard", "%q is listed twice", sh.Shard)
+			return inputErrorf("shard", "%q is listed twice", sh.Shard)
 		}
 		seen[sh.Shard] = true
-	}
-	return nil
+		return nil
+	})
 }
 
 // validate checks one carried shard result. Pure.
@@ -135,8 +132,6 @@ func shardField(field, s string) error {
 	switch {
 	case s == "":
 		return inputErrorf(field, "required")
-	case len(s) > maxShardIDBytes:
-		return inputErrorf(field, "%d bytes long, at most %d allowed", len(s), maxShardIDBytes)
 	case strings.ContainsAny(s, `/\:`) || strings.Contains(s, ".."):
 		return inputErrorf(field, "%q must not contain '/', '\\', ':' or \"..\"", clipText(s, quotedMax))
 	}

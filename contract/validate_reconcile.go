@@ -36,21 +36,13 @@ func (in ReconcileDemandInput) Validate() error {
 	if err != nil {
 		return err
 	}
-	if len(in.Problems) > MaxReconcileUnreadable {
-		return inputErrorf("problems", "%d problems, at most %d allowed", len(in.Problems), MaxReconcileUnreadable)
-	}
-	for i, p := range in.Problems {
-		f := indexed("problems", i)
-		err := firstInvalid(
-			lengthWithin(f+".target", p.Target, maxCarriedTextBytes),
-			lengthWithin(f+".error", p.Error, maxCarriedErrorBytes),
-			lengthWithin(f+".error_type", p.ErrorType, maxErrorTypeBytes),
+	return eachWithin("problems", "problems", in.Problems, MaxReconcileUnreadable, func(p StoreProblem) error {
+		return firstInvalid(
+			lengthWithin("target", p.Target, maxCarriedTextBytes),
+			lengthWithin("error", p.Error, maxCarriedErrorBytes),
+			lengthWithin("error_type", p.ErrorType, maxErrorTypeBytes),
 		)
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	})
 }
 
 // CarriedField names the first field of in that holds what only a continued run may hold (a

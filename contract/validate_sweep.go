@@ -114,15 +114,9 @@ func (c SweepWindowCarry) validate(window time.Duration) error {
 	if err != nil {
 		return err
 	}
-	if len(c.Recent) > MaxSweepRecentRounds {
-		return inputErrorf("recent", "%d rounds, at most %d allowed", len(c.Recent), MaxSweepRecentRounds)
-	}
-	for i, r := range c.Recent {
-		if err := within(indexed("recent", i), r.validate(t.Rounds)); err != nil {
-			return err
-		}
-	}
-	return nil
+	return eachWithin("recent", "rounds", c.Recent, MaxSweepRecentRounds, func(r SweepRound) error {
+		return r.validate(t.Rounds)
+	})
 }
 
 // validate checks one carried round of a window that has run rounds rounds. Pure.
@@ -137,24 +131,16 @@ func (r SweepRound) validate(rounds int) error {
 	if err != nil {
 		return err
 	}
-	if len(r.Starts) > MaxSweepRoundStarts {
-		return inputErrorf("starts", "%d starts, at most %d allowed", len(r.Starts), MaxSweepRoundStarts)
-	}
-	for i, s := range r.Starts {
-		f := indexed("starts", i)
-		err := firstInvalid(
-			lengthWithin(f+".target", s.Target, maxCarriedTextBytes),
-			lengthWithin(f+".workflow", s.Workflow, maxCarriedTextBytes),
-			lengthWithin(f+".trigger", s.Trigger, maxCarriedTextBytes),
-			lengthWithin(f+".reason", s.Reason, maxCarriedTextBytes),
-			lengthWithin(f+".workflow_id", s.WorkflowID, maxCarriedTextBytes),
-			lengthWithin(f+".run_id", s.RunID, maxCarriedTextBytes),
+	return eachWithin("starts", "starts", r.Starts, MaxSweepRoundStarts, func(s SweepStart) error {
+		return firstInvalid(
+			lengthWithin("target", s.Target, maxCarriedTextBytes),
+			lengthWithin("workflow", s.Workflow, maxCarriedTextBytes),
+			lengthWithin("trigger", s.Trigger, maxCarriedTextBytes),
+			lengthWithin("reason", s.Reason, maxCarriedTextBytes),
+			lengthWithin("workflow_id", s.WorkflowID, maxCarriedTextBytes),
+			lengthWithin("run_id", s.RunID, maxCarriedTextBytes),
 		)
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	})
 }
 
 // offOrIntIn checks a count whose negative values mean "off".

@@ -101,7 +101,8 @@ func (a *Activities) open(ctx context.Context, target string) (*store.Store, sto
 
 // idempotencyKey is the store's AttemptKey for the running attempt, workflow ID + "/" +
 // activity ID: the same across retries of one activity and distinct between activities (the
-// workflows embed their run ID in activity IDs, see contract.tracker). An activity run
+// workflows embed their original run ID in activity IDs, see workflows.tracker; a reset run
+// keeps it, so an activity the reset schedules again is a retry of the same attempt). An activity run
 // outside a workflow keys on its own activity run ID.
 func idempotencyKey(ctx context.Context) string {
 	info := activity.GetInfo(ctx)

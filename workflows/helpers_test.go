@@ -79,7 +79,6 @@ type call struct {
 	shard      string
 	queue      string
 	activityID string
-	runID      string // of the workflow run that scheduled the activity
 	through    uint64
 }
 
@@ -124,7 +123,7 @@ func (f *fakeTable) prepare(ctx context.Context, p contract.PrepareParams) (cont
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	info := activity.GetInfo(ctx)
-	f.prepares = append(f.prepares, call{shard: p.Shard, queue: info.TaskQueue, activityID: info.ActivityID, runID: info.WorkflowExecution.RunID})
+	f.prepares = append(f.prepares, call{shard: p.Shard, queue: info.TaskQueue, activityID: info.ActivityID})
 	wm := f.watermark[p.Shard]
 	n := uint64(f.pending[p.Shard])
 	if wm >= n {
@@ -155,7 +154,7 @@ func (f *fakeTable) commitRound(ctx context.Context, p contract.CommitRoundParam
 	published := false
 	for _, pm := range p.Prepared {
 		shards = append(shards, pm.Shard)
-		f.commits = append(f.commits, call{shard: pm.Shard, queue: info.TaskQueue, activityID: info.ActivityID, runID: info.WorkflowExecution.RunID, through: pm.Through})
+		f.commits = append(f.commits, call{shard: pm.Shard, queue: info.TaskQueue, activityID: info.ActivityID, through: pm.Through})
 		sr := contract.RoundShardResult{Shard: pm.Shard}
 		switch {
 		case f.staleOnce[pm.Shard]:

@@ -26,11 +26,11 @@ import (
 //     started for slotWait waits for a slot (contract's ApplyPending). A watchdog timer per
 //     activity would cost a timer start and cancel each.
 type tracker struct {
-	runID    string
-	slotWait time.Duration
-	seq      int
-	inflight []*watch
-	onChange func()
+	originalRunID string
+	slotWait      time.Duration
+	seq           int
+	inflight      []*watch
+	onChange      func()
 }
 
 // watch is one activity in flight.
@@ -46,9 +46,9 @@ type watch struct {
 
 func newTracker(ctx workflow.Context, slotWait time.Duration, onChange func()) *tracker {
 	t := &tracker{
-		runID:    workflow.GetInfo(ctx).WorkflowExecution.RunID,
-		slotWait: slotWait,
-		onChange: onChange,
+		originalRunID: workflow.GetInfo(ctx).OriginalRunID,
+		slotWait:      slotWait,
+		onChange:      onChange,
 	}
 	ch := workflow.GetSignalChannel(ctx, contract.ActivityStateSignal)
 	workflow.Go(ctx, func(ctx workflow.Context) {
@@ -63,13 +63,15 @@ func newTracker(ctx workflow.Context, slotWait time.Duration, onChange func()) *
 	return t
 }
 
-// newWatch names the next activity. The ID embeds the run ID: activity IDs restart at each
-// continue-as-new and each new run of the same workflow ID, and activities derive their
-// idempotency key (the names of the files they stage) from workflow ID + activity ID.
+// newWatch names the next activity. The ID embeds the original run ID: activity IDs restart
+// at each continue-as-new and each new run of the same workflow ID, and activities derive
+// their idempotency key (the names of the files they stage) from workflow ID + activity ID.
+// A reset keeps the original run ID, so the reset run schedules the IDs its copied history
+// names; an activity it schedules again is a retry of the same attempt to the store.
 func (t *tracker) newWatch(activity, shard, queue string) *watch {
 	t.seq++
 	return &watch{
-		id:       fmt.Sprintf("%s/%s/%d", activity, t.runID, t.seq),
+		id:       fmt.Sprintf("%s/%s/%d", activity, t.originalRunID, t.seq),
 		activity: activity,
 		shard:    shard,
 		queue:    queue,

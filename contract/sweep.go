@@ -13,7 +13,7 @@ import (
 // (docs/benchmarks/fleet.md). The Schedule walkeeper-sweep starts its windows with it and
 // the paged sweep sets it on its activities. Needs a server whose matcher honours priority
 // (Temporal 1.29: dynamic config matching.useNewMatcher=true; docs/OPERATIONS.md).
-var SweepPriority = temporal.Priority{PriorityKey: 1}
+var SweepPriority = temporal.Priority{PriorityKey: PrioritySweep}
 
 // MaintenanceSweepInput is the sweep's input (the Schedule walkeeper-sweep passes it).
 // Zero fields take their defaults; Validate bounds every field.

@@ -1,9 +1,9 @@
 package contract
 
 import (
-	"math"
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"

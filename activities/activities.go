@@ -41,6 +41,9 @@ type Activities struct {
 	// workflow task of each run goes to a worker of Client on the shared queue in the start's
 	// response. Off by default; the fleet benchmark measures it (docs/benchmarks/fleet.md).
 	EagerStart bool
+	// FairnessWeights are the kinds' fairness weights StartWorkflows puts in the MergeWal
+	// inputs it starts (nil = every kind at contract.DefaultFairnessWeight).
+	FairnessWeights contract.FairnessWeights
 	// Now is the clock for pending ages (nil = time.Now).
 	Now func() time.Time
 }

@@ -146,6 +146,9 @@ type StartRequest struct {
 	// Trigger and Reason become the started workflow's Trigger and TriggerReason.
 	Trigger string `json:"trigger,omitempty"`
 	Reason  string `json:"reason,omitempty"`
+	// Urgent becomes a MergeWal start's MergeWalInput.Urgent (the sweep's verdict from the
+	// target's demand).
+	Urgent bool `json:"urgent,omitempty"`
 }
 
 // StartWorkflowsParams is a batch of starts.

@@ -65,6 +65,10 @@ type Config struct {
 	// prepares of different shards in flight at once with parallel prepares (0 = the
 	// workflow's default, 4).
 	MergePrepareConcurrency int
+	// FairnessWeights are the kinds' fairness weights every MergeWal this worker starts
+	// carries (count, debt and HTTP starts, and the sweep's starts its activities make):
+	// under Temporal task-queue fairness each kind gets this share of the merge queues.
+	FairnessWeights contract.FairnessWeights
 
 	// FlushInterval is the flusher period (0 = off). FlushTimeout bounds one store's seal
 	// in a sweep; 0 means max(5 × FlushInterval, 30s).

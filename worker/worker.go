@@ -68,7 +68,7 @@ func New(cfg Config, logger *zap.Logger, tc client.Client) (*Worker, error) {
 		metrics: NewMetrics(budget),
 	}
 	if tc != nil {
-		w.start = TemporalMergeStarter(tc)
+		w.start = TemporalMergeStarter(tc, cfg.FairnessWeights)
 	}
 	return w, nil
 }
@@ -225,7 +225,7 @@ func (w *Worker) startTemporalLocked(ctx context.Context, db *store.DB) error {
 	host, _ := os.Hostname()
 	identity := fmt.Sprintf("%d@%s/%s", os.Getpid(), host, w.cfg.Instance)
 	acts := &activities.Activities{DB: db, Logger: w.actLog.Named("activities"), Metrics: w.metrics, Client: w.tc,
-		StartConcurrency: w.cfg.SweepStartConcurrency}
+		StartConcurrency: w.cfg.SweepStartConcurrency, FairnessWeights: w.cfg.FairnessWeights}
 
 	// MergeWal's listings run as local activities on this worker (workflows/merge_list.go),
 	// so it registers every activity; they keep the bound they had as activity tasks on this

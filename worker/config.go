@@ -69,6 +69,9 @@ type Config struct {
 	// carries (count, debt and HTTP starts, and the sweep's starts its activities make):
 	// under Temporal task-queue fairness each kind gets this share of the merge queues.
 	FairnessWeights contract.FairnessWeights
+	// FairnessProbe: at start, probe whether the Temporal server has task-queue fairness on
+	// (temporaladmin.ProbeFairness: 48 workflow starts) and warn when it has not.
+	FairnessProbe bool
 
 	// FlushInterval is the flusher period (0 = off). FlushTimeout bounds one store's seal
 	// in a sweep; 0 means max(5 × FlushInterval, 30s).
@@ -172,6 +175,7 @@ func DefaultConfig() Config {
 		MergeMaxGenerations:   so.MergeMaxGenerations,
 		MergeMaxBytes:         so.MergeMaxBytes,
 		MergeAfterGenerations: 50,
+		FairnessProbe:         true,
 		MergeParallelPrepare:  true,
 		FlushInterval:         DefaultFlushInterval,
 		PendingWarn:           so.PendingWarn,

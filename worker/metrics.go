@@ -30,6 +30,8 @@ type Metrics struct {
 	activities          *prometheus.CounterVec   // activity, kind, outcome
 	activitySeconds     *prometheus.HistogramVec // activity
 	maintenance         *prometheus.GaugeVec     // workflow
+	// temporalFairness is what the start probe found (checkFairness).
+	temporalFairness prometheus.Gauge
 }
 
 // Trigger label values of walkeeper_trigger_starts_total.
@@ -105,6 +107,12 @@ func NewMetrics(budget *store.Budget) *Metrics {
 		Help: "Unix time of the last successful fleet-wide maintenance run (sweep, reconcile) recorded by this worker.",
 	}, []string{"workflow"})
 	reg.MustRegister(m.maintenance)
+	m.temporalFairness = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: "walkeeper", Subsystem: "temporal", Name: "fairness",
+		Help: "1 when the Temporal server dispatches task queues by fairness key (probed at start), 0 when in arrival order, -1 when not known (probe off, pending or inconclusive).",
+	})
+	m.temporalFairness.Set(fairnessUnknown)
+	reg.MustRegister(m.temporalFairness)
 	for _, k := range store.Kinds {
 		m.flusherTimeouts.WithLabelValues(string(k))
 		m.flusherSkipped.WithLabelValues(string(k))

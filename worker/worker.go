@@ -189,6 +189,13 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 			log.Info("recovered unsealed WAL", zap.Int("stores", n))
 		}
 	}()
+	if w.tc != nil && w.cfg.FairnessProbe {
+		w.bg.Add(1)
+		go func() {
+			defer w.bg.Done()
+			w.checkFairness(bgCtx)
+		}()
+	}
 	log.Info("worker started", zap.String("listen", ln.Addr().String()), zap.String("storage", w.cfg.Storage),
 		zap.Bool("temporal", w.tc != nil), zap.Duration("flush_interval", w.cfg.FlushInterval),
 		zap.Int("merge_after_generations", w.cfg.MergeAfterGenerations))

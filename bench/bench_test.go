@@ -525,3 +525,17 @@ func TestStartRateQuick(t *testing.T) {
 		}
 	}
 }
+
+// TestFairnessQuick: behind the quick mode's largest rollout backlog, the generic merges'
+// p99 with fairness on is below the same server's without it, and every kind completed
+// activities while all were saturated (docs/benchmarks/fairness.md has the sizes).
+func TestFairnessQuick(t *testing.T) {
+	testtemporal.SkipShort(t)
+	res := runQuick(t, "fairness", func(o *Options) { o.Backlogs = []int{0, 150} })
+	if on, off := value(t, res, "light_p99_ms_dev_true_150"), value(t, res, "light_p99_ms_dev_false_150"); on >= off {
+		t.Errorf("generic p99 behind 150 rollout merges: %.0f ms with fairness, %.0f ms without", on, off)
+	}
+	if dev := value(t, res, "share_worst_deviation_false"); dev >= 1 {
+		t.Errorf("a kind got no share while all were saturated (worst deviation %.2f)", dev)
+	}
+}

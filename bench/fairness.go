@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"sync"
 	"time"
 
 	"go.temporal.io/sdk/client"
+	tworker "go.temporal.io/sdk/worker"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/walkeeper/walkeeper/activities"
@@ -86,24 +88,73 @@ func RunFairness(ctx context.Context, o Options) (*Result, error) {
 
 	lat := Table{Title: "Generic merge latency (start to close) behind a rollout backlog, and the drain's throughput",
 		Header: []string{"server", "rollout backlog", "generic p50", "generic p99", "all merges drained in", "merges/s"}}
-	share := Table{Title: "Completed Prepare and CommitRound activities per kind while every kind had merges queued (weights " + fairnessShareWeights.String() + ")",
+	share := Table{Title: "Completed Prepare and CommitRound activities per kind while every kind had merges queued, from the first start until a kind completed 60 % of its own (weights " + fairnessShareWeights.String() + ")",
 		Header: []string{"server", "rollout", "generic", "datagen", "rollout share (want 50 %)", "generic share (want 25 %)", "datagen share (want 25 %)"}}
 	rounds := map[string][]fairnessRound{}
 	shares := map[string]map[store.Kind]float64{}
-	for _, srv := range servers {
+	// The two sides of one server run alternately, round by round, so the load of a shared
+	// machine drifts over both alike.
+	for i := 0; i < len(servers); i += 2 {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		r, s, err := fairnessOn(ctx, o, srv, filepath.Join(dir, fmt.Sprintf("%t-%t", srv.cluster, srv.fair)), backlogs, perKind)
-		if err != nil && srv.cluster {
-			o.progressf("fairness: %s: %v; the cluster is left out", srv.label(), err)
-			res.note("%s not measured: %v", srv.label(), err)
+		pair := servers[i : i+2]
+		var sides []*fairnessSide
+		for _, srv := range pair {
+			side, err := openFairnessSide(ctx, o, srv, filepath.Join(dir, fmt.Sprintf("%t-%t", srv.cluster, srv.fair)))
+			if err != nil {
+				for _, sd := range sides {
+					sd.close(ctx)
+				}
+				if srv.cluster {
+					o.progressf("fairness: %s: %v; the cluster is left out", srv.label(), err)
+					res.note("%s not measured: %v", srv.name, err)
+					sides = nil
+					break
+				}
+				return nil, fmt.Errorf("%s: %w", srv.label(), err)
+			}
+			sides = append(sides, side)
+		}
+		if sides == nil {
 			continue
 		}
+		err := func() error {
+			defer func() {
+				for _, sd := range sides {
+					sd.close(ctx)
+				}
+			}()
+			for _, b := range backlogs {
+				for _, sd := range sides {
+					rd, err := fairnessRoundAt(ctx, o, sd.tenv.client, sd.db, b)
+					if err != nil {
+						return fmt.Errorf("%s: %w", sd.srv.label(), err)
+					}
+					o.progressf("fairness: %s: backlog %d: generic p50 %s p99 %s, drained in %s (%.1f merges/s)", sd.srv.label(), b,
+						fmtDur(rd.light.P50), fmtDur(rd.light.P99), fmtDur(rd.drain), rd.perSec)
+					rounds[sd.srv.label()] = append(rounds[sd.srv.label()], rd)
+				}
+			}
+			for _, sd := range sides {
+				sh, err := fairnessShares(ctx, o, sd.tenv.client, sd.db, sd.counts, perKind)
+				if err != nil {
+					return fmt.Errorf("%s: %w", sd.srv.label(), err)
+				}
+				o.progressf("fairness: %s: completed activities while saturated %v", sd.srv.label(), sh)
+				shares[sd.srv.label()] = sh
+			}
+			return nil
+		}()
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", srv.label(), err)
+			return nil, err
 		}
-		rounds[srv.label()], shares[srv.label()] = r, s
+	}
+	for _, srv := range servers {
+		r, s := rounds[srv.label()], shares[srv.label()]
+		if r == nil {
+			continue
+		}
 		for _, rd := range r {
 			lat.Rows = append(lat.Rows, []string{srv.label(), fmt.Sprint(rd.backlog), fmtDur(rd.light.P50), fmtDur(rd.light.P99),
 				fmtDur(rd.drain), fmt.Sprintf("%.1f", rd.perSec)})
@@ -187,55 +238,62 @@ func abs(x float64) float64 {
 	return x
 }
 
-// fairnessOn measures one server: part one at every backlog, then part two.
-func fairnessOn(ctx context.Context, o Options, srv fairnessServer, dir string, backlogs []int, perKind int) ([]fairnessRound, map[store.Kind]float64, error) {
+// fairnessSide is one server of the comparison with its worker.
+type fairnessSide struct {
+	srv    fairnessServer
+	tenv   *temporalEnv
+	db     *store.DB
+	counts *kindActivities
+	tws    []tworker.Worker
+}
+
+// openFairnessSide starts srv (a dev server or the PostgreSQL cluster with
+// matching.enableFairness set as srv says) and one worker with the default slots over a
+// file:// store of its own.
+func openFairnessSide(ctx context.Context, o Options, srv fairnessServer, dir string) (*fairnessSide, error) {
 	o.progressf("fairness: starting %s", srv.label())
-	var tenv *temporalEnv
+	sd := &fairnessSide{srv: srv, counts: &kindActivities{}}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
 	var err error
 	if srv.cluster {
-		tenv, err = startClusterWith(ctx, o, dir, 0, map[string]any{"matching.enableFairness": srv.fair})
+		sd.tenv, err = startClusterWith(ctx, o, dir, 0, map[string]any{"matching.enableFairness": srv.fair})
 	} else {
-		tenv, err = startTemporalWith(ctx, o, o.OutDir, devserver.Options{DynamicConfig: []string{fmt.Sprintf("matching.enableFairness=%t", srv.fair)}})
+		sd.tenv, err = startTemporalWith(ctx, o, dir, devserver.Options{DynamicConfig: []string{fmt.Sprintf("matching.enableFairness=%t", srv.fair)}})
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	defer tenv.close()
-	db, err := store.OpenDB(ctx, fileURL(filepath.Join(dir, "storage"), true), storeOptions("fairness", o.logger()))
-	if err != nil {
-		return nil, nil, err
+	if sd.db, err = store.OpenDB(ctx, fileURL(filepath.Join(dir, "storage"), true), storeOptions("fairness", o.logger())); err != nil {
+		sd.close(ctx)
+		return nil, err
 	}
-	defer func() { _ = db.Close(context.WithoutCancel(ctx)) }()
-	counts := &kindActivities{}
 	def := worker.DefaultConfig()
-	tws := worker.TemporalWorkers{Identity: "bench/fairness", SharedActivitySlots: def.SharedActivitySlots,
+	sd.tws = worker.TemporalWorkers{Identity: "bench/fairness", SharedActivitySlots: def.SharedActivitySlots,
 		LocalActivitySlots: def.SharedActivitySlots, MergeSlots: def.MergeSlots, StopTimeout: 5 * time.Second,
-	}.New(tenv.client, db.Shard(), &activities.Activities{DB: db, Logger: o.logger(), Metrics: counts, Client: tenv.client})
-	for _, tw := range tws {
+	}.New(sd.tenv.client, sd.db.Shard(), &activities.Activities{DB: sd.db, Logger: o.logger(), Metrics: sd.counts, Client: sd.tenv.client})
+	for _, tw := range sd.tws {
 		if err := tw.Start(); err != nil {
-			return nil, nil, err
+			sd.close(ctx)
+			return nil, err
 		}
-		defer tw.Stop()
 	}
-	ok, err := temporaladmin.ProbeFairness(ctx, tenv.client, "")
-	o.progressf("fairness: %s: the start probe says fairness %v (%v)", srv.label(), ok, err)
+	on, err := temporaladmin.ProbeFairness(ctx, sd.tenv.client, "")
+	o.progressf("fairness: %s: the start probe says fairness on: %v (error: %v)", srv.label(), on, err)
+	return sd, nil
+}
 
-	var rounds []fairnessRound
-	for _, b := range backlogs {
-		rd, err := fairnessRoundAt(ctx, o, tenv.client, db, b)
-		if err != nil {
-			return nil, nil, err
-		}
-		o.progressf("fairness: %s: backlog %d: generic p50 %s p99 %s, drained in %s (%.1f merges/s)", srv.label(), b,
-			fmtDur(rd.light.P50), fmtDur(rd.light.P99), fmtDur(rd.drain), rd.perSec)
-		rounds = append(rounds, rd)
+func (sd *fairnessSide) close(ctx context.Context) {
+	for _, tw := range sd.tws {
+		tw.Stop()
 	}
-	s, err := fairnessShares(ctx, o, tenv.client, db, counts, perKind)
-	if err != nil {
-		return nil, nil, err
+	if sd.db != nil {
+		_ = sd.db.Close(context.WithoutCancel(ctx))
 	}
-	o.progressf("fairness: %s: completed activities while saturated %v", srv.label(), s)
-	return rounds, s, nil
+	if sd.tenv != nil {
+		sd.tenv.close()
+	}
 }
 
 // fairnessRoundAt is part one at one backlog: backlog rollout merges queued, then
@@ -283,28 +341,29 @@ func fairnessRoundAt(ctx context.Context, o Options, c client.Client, db *store.
 	return rd, nil
 }
 
-// fairnessShares is part two: perKind merges of every kind queued (rollout first, then
-// generic, then datagen, each at its weight in fairnessShareWeights), and each kind's
-// completed activities between the last start and the moment the first kind ran out.
+// fairnessShares is part two: perKind merges of every kind, started interleaved (one of
+// each kind in turn) at the kinds' weights in fairnessShareWeights, and each kind's
+// completed Prepare and CommitRound activities from the first start until some kind has
+// completed fairnessShareWindow of its own: up to then every kind has merges queued.
 func fairnessShares(ctx context.Context, o Options, c client.Client, db *store.DB, counts *kindActivities, perKind int) (map[store.Kind]float64, error) {
 	var all []store.Target
 	byKind := map[store.Kind][]store.Target{}
 	for _, k := range store.Kinds {
 		byKind[k] = fairnessTargetsOf(k, perKind)
-		all = append(all, byKind[k]...)
+	}
+	for i := range perKind {
+		for _, k := range store.Kinds {
+			all = append(all, byKind[k][i])
+		}
 	}
 	if err := sealOne(ctx, db, all); err != nil {
 		return nil, err
 	}
-	var runs []client.WorkflowRun
-	for _, k := range store.Kinds {
-		rs, err := startMerges(ctx, c, byKind[k], fairnessShareWeights)
-		if err != nil {
-			return nil, err
-		}
-		runs = append(runs, rs...)
+	t0 := time.Now()
+	runs, err := startMerges(ctx, c, all, fairnessShareWeights)
+	if err != nil {
+		return nil, err
 	}
-	queued := time.Now()
 	var g errgroup.Group
 	for _, run := range runs {
 		g.Go(func() error { return run.Get(ctx, nil) })
@@ -312,8 +371,12 @@ func fairnessShares(ctx context.Context, o Options, c client.Client, db *store.D
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	return counts.sharesWhileAllBusy(queued), nil
+	return counts.sharesUntil(t0, int(fairnessShareWindow*float64(2*perKind))), nil
 }
+
+// fairnessShareWindow: part two counts until some kind has completed this fraction of its
+// activities (a Prepare and a CommitRound per merge).
+const fairnessShareWindow = 0.6
 
 // fairnessTargetsOf names n stores of kind k (the same names every round).
 func fairnessTargetsOf(k store.Kind, n int) []store.Target {
@@ -406,27 +469,21 @@ func (k *kindActivities) ActivityDone(activity string, kind store.Kind, outcome 
 	k.mu.Unlock()
 }
 
-// sharesWhileAllBusy counts each kind's completions after from and before the first kind's
-// last completion (when that kind ran out of queued merges).
-func (k *kindActivities) sharesWhileAllBusy(from time.Time) map[store.Kind]float64 {
+// sharesUntil counts each kind's completions after from until some kind has completed
+// limit of them.
+func (k *kindActivities) sharesUntil(from time.Time, limit int) map[store.Kind]float64 {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	last := map[store.Kind]time.Time{}
-	for _, e := range k.events {
-		if e.at.After(from) && e.at.After(last[e.kind]) {
-			last[e.kind] = e.at
-		}
-	}
-	var ends []time.Time
-	for _, kd := range store.Kinds {
-		ends = append(ends, last[kd])
-	}
-	sort.Slice(ends, func(i, j int) bool { return ends[i].Before(ends[j]) })
-	until := ends[0]
+	events := append([]kindEvent(nil), k.events...)
+	sort.Slice(events, func(i, j int) bool { return events[i].at.Before(events[j].at) })
 	out := map[store.Kind]float64{}
-	for _, e := range k.events {
-		if e.at.After(from) && !e.at.After(until) {
-			out[e.kind]++
+	for _, e := range events {
+		if !e.at.After(from) {
+			continue
+		}
+		out[e.kind]++
+		if out[e.kind] >= float64(limit) {
+			break
 		}
 	}
 	return out

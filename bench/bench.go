@@ -52,6 +52,11 @@ type Options struct {
 	// Backlogs overrides the rollout backlogs of the fairness scenario; nil = the default
 	// (0, 400, 2,000, 10,000; 0, 50, 200 with Quick).
 	Backlogs []int
+	// NoSticky runs the fairness scenario's workers without sticky workflow execution (the
+	// SDK's workflow cache at 0, for the whole process): every workflow task then goes
+	// through the fair task queue instead of the worker's sticky queue, which Temporal 1.29
+	// serves in arrival order.
+	NoSticky bool
 	// FleetSizes overrides the fleet sizes of the fleet scenario (registered stores); nil =
 	// the default (10k, 100k; 2k, 20k with Quick).
 	FleetSizes []int

@@ -63,6 +63,10 @@ type fairnessRound struct {
 // RunFairness is the fairness scenario.
 func RunFairness(ctx context.Context, o Options) (*Result, error) {
 	res := newResult("fairness", o)
+	if o.NoSticky {
+		// Process-wide, as the SDK has it: this scenario's workers are the process's only ones.
+		tworker.SetStickyWorkflowCacheSize(0)
+	}
 	backlogs, perKind := []int{0, 400, 2000, 10_000}, 500
 	if o.Quick {
 		backlogs, perKind = []int{0, 50, 200}, 60
@@ -76,6 +80,7 @@ func RunFairness(ctx context.Context, o Options) (*Result, error) {
 	res.param("saturation weights", fairnessShareWeights.String())
 	def := worker.DefaultConfig()
 	res.param("worker", fmt.Sprintf("one, in process, default slots (%d merge, %d shared)", def.MergeSlots, def.SharedActivitySlots))
+	res.param("sticky workflow execution", !o.NoSticky)
 	servers := []fairnessServer{{"dev server", false, true}, {"dev server", false, false}}
 	if !o.Quick {
 		servers = append(servers, fairnessServer{"PostgreSQL cluster", true, true}, fairnessServer{"PostgreSQL cluster", true, false})

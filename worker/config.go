@@ -72,6 +72,11 @@ type Config struct {
 	// FairnessProbe: at start, probe whether the Temporal server has task-queue fairness on
 	// (temporaladmin.ProbeFairness: 48 workflow starts) and warn when it has not.
 	FairnessProbe bool
+	// StickyWorkflows keeps the SDK's sticky workflow execution: a run's later workflow
+	// tasks go to this worker's sticky queue, which Temporal 1.29 serves in arrival order
+	// whatever the fairness keys. Off, every workflow task goes through the fair shared
+	// queue and replays the run's history (docs/benchmarks/fairness.md).
+	StickyWorkflows bool
 
 	// FlushInterval is the flusher period (0 = off). FlushTimeout bounds one store's seal
 	// in a sweep; 0 means max(5 × FlushInterval, 30s).
@@ -176,6 +181,7 @@ func DefaultConfig() Config {
 		MergeMaxBytes:         so.MergeMaxBytes,
 		MergeAfterGenerations: 50,
 		FairnessProbe:         true,
+		StickyWorkflows:       true,
 		MergeParallelPrepare:  true,
 		FlushInterval:         DefaultFlushInterval,
 		PendingWarn:           so.PendingWarn,

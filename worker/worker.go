@@ -234,6 +234,10 @@ func (w *Worker) startTemporalLocked(ctx context.Context, db *store.DB) error {
 	acts := &activities.Activities{DB: db, Logger: w.actLog.Named("activities"), Metrics: w.metrics, Client: w.tc,
 		StartConcurrency: w.cfg.SweepStartConcurrency, FairnessWeights: w.cfg.FairnessWeights}
 
+	if !w.cfg.StickyWorkflows {
+		// Process-wide in the SDK; a worker process runs only these workers.
+		tworker.SetStickyWorkflowCacheSize(0)
+	}
 	// MergeWal's listings run as local activities on this worker (workflows/merge_list.go),
 	// so it registers every activity; they keep the bound they had as activity tasks on this
 	// queue instead of the SDK's 1,000, so a sweep that starts hundreds of merges at once does

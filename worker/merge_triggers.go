@@ -18,10 +18,11 @@ import (
 // running (workflow-ID dedupe). Production uses contract.StartMergeWal; tests inject fakes.
 type MergeStarter func(ctx context.Context, t store.Target, in contract.MergeWalInput) (client.WorkflowRun, error)
 
-// TemporalMergeStarter returns the MergeStarter that goes through Temporal.
-func TemporalMergeStarter(c client.Client) MergeStarter {
+// TemporalMergeStarter returns the MergeStarter that goes through Temporal; its runs time
+// out after runTimeout (contract.RunTimeout).
+func TemporalMergeStarter(c client.Client, runTimeout time.Duration) MergeStarter {
 	return func(ctx context.Context, t store.Target, in contract.MergeWalInput) (client.WorkflowRun, error) {
-		return contract.StartMergeWal(ctx, c, t, in)
+		return contract.StartMergeWal(ctx, c, t, in, contract.RunTimeout(runTimeout))
 	}
 }
 

@@ -91,9 +91,9 @@ Temporal is asked.`,
 				c = nil
 			}
 			if target == nil {
-				err = statusAll(ctx, out, c, db, logger)
+				err = statusAll(ctx, out, c, tc.Namespace, db, logger)
 			} else {
-				err = statusTarget(ctx, out, c, db, *target)
+				err = statusTarget(ctx, out, c, tc.Namespace, db, *target)
 			}
 			if err == nil && dialErr != nil {
 				fmt.Fprintf(out, "Temporal: unreachable, workflows not shown\n")
@@ -106,7 +106,7 @@ Temporal is asked.`,
 	return cmd
 }
 
-func statusAll(ctx context.Context, out io.Writer, c client.Client, db *store.DB, logger *zap.Logger) error {
+func statusAll(ctx context.Context, out io.Writer, c client.Client, namespace string, db *store.DB, logger *zap.Logger) error {
 	var running []runningWorkflow
 	if c != nil {
 		var err error
@@ -158,9 +158,17 @@ func statusAll(ctx context.Context, out io.Writer, c client.Client, db *store.DB
 		return nil
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  TYPE\tTARGET\tWORKFLOW ID\tRUN ID\tSTARTED")
+	fmt.Fprintln(tw, "  TYPE\tTARGET\tWORKFLOW ID\tRUN ID\tSTARTED\tSTUCK")
+	described := 0
 	for _, r := range running {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s ago\n", r.typ, r.target, r.id, r.runID, time.Since(r.start).Round(time.Second))
+		stuck := "-"
+		// Only runs older than a minute are described, and at most 100 of them: a young run
+		// cannot have failed its workflow task three times.
+		if time.Since(r.start) >= stuckMinAge && described < maxStuckDescribes {
+			described++
+			stuck = dash(stuckNote(ctx, c, namespace, r.id, r.runID))
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s ago\t%s\n", r.typ, r.target, r.id, r.runID, time.Since(r.start).Round(time.Second), stuck)
 	}
 	return tw.Flush()
 }
@@ -245,7 +253,7 @@ func targetStats(ctx context.Context, db *store.DB, t store.Target) (store.Stats
 	return s.Stats(ctx)
 }
 
-func statusTarget(ctx context.Context, out io.Writer, c client.Client, db *store.DB, t store.Target) error {
+func statusTarget(ctx context.Context, out io.Writer, c client.Client, namespace string, db *store.DB, t store.Target) error {
 	fmt.Fprintf(out, "Target %s\n", t)
 	if db != nil {
 		st, err := targetStats(ctx, db, t)
@@ -280,7 +288,7 @@ func statusTarget(ctx context.Context, out io.Writer, c client.Client, db *store
 		{"MergeWal", contract.MergeWalID(t)},
 		{"CompactBase", contract.CompactID(t)},
 	} {
-		if err := printWorkflow(ctx, out, c, wf.typ, wf.id); err != nil {
+		if err := printWorkflow(ctx, out, c, namespace, wf.typ, wf.id); err != nil {
 			return err
 		}
 	}
@@ -288,7 +296,7 @@ func statusTarget(ctx context.Context, out io.Writer, c client.Client, db *store
 }
 
 // printWorkflow prints the latest run of workflow id and, while it runs, its status query.
-func printWorkflow(ctx context.Context, out io.Writer, c client.Client, typ, id string) error {
+func printWorkflow(ctx context.Context, out io.Writer, c client.Client, namespace, typ, id string) error {
 	d, err := c.DescribeWorkflow(ctx, id, "")
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) {
@@ -310,6 +318,9 @@ func printWorkflow(ctx context.Context, out io.Writer, c client.Client, typ, id 
 			fmt.Fprintf(tw, "  closed\t%s\n", ct.AsTime().Local().Format(time.RFC3339))
 		}
 		return flushLine(tw, out)
+	}
+	if st := describedStuck(ctx, c, namespace, d.RawResponse); st.Reason != "" {
+		fmt.Fprintf(tw, "  stuck\t%s\n", stuckText(st))
 	}
 	if tq, err := c.DescribeTaskQueue(ctx, contract.TaskQueue, enumspb.TASK_QUEUE_TYPE_WORKFLOW); err == nil && len(tq.GetPollers()) == 0 {
 		fmt.Fprintf(tw, "  live status\tunavailable: no worker is polling task queue %s\n", contract.TaskQueue)

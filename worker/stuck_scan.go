@@ -26,6 +26,9 @@ const (
 	// maxStuckDescribes bounds one scan's cost: one visibility page of this size, one
 	// DescribeWorkflowExecution per run on it.
 	maxStuckDescribes = 100
+	// minStuckScanTimeout bounds one scan when the interval is shorter: 100 describes of a
+	// loaded frontend take seconds.
+	minStuckScanTimeout = 30 * time.Second
 )
 
 // stuckScan looks, every interval, for MergeWal and CompactBase runs that cannot make
@@ -55,7 +58,7 @@ func (s *stuckScan) run(ctx context.Context) {
 			return
 		case <-time.After(wait):
 		}
-		sctx, cancel := context.WithTimeout(ctx, s.interval)
+		sctx, cancel := context.WithTimeout(ctx, max(s.interval, minStuckScanTimeout))
 		err := s.scan(sctx)
 		cancel()
 		if err != nil && ctx.Err() == nil {

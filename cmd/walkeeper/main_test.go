@@ -38,6 +38,7 @@ func TestBadUsageExitsTwo(t *testing.T) {
 		{"compact"},
 		{"status", "generic:a", "generic:b"},
 		{"status", "generic:a/b"},
+		{"status", "--merge-run-timeout", "1ns"},
 		{"schedule"},
 		{"schedule", "bogus"},
 		{"schedule", "pause", "extra"},

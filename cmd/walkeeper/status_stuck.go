@@ -8,7 +8,6 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/worker"
 )
 
@@ -19,24 +18,30 @@ const (
 	maxStuckDescribes = 100
 )
 
-// describedStuck is why the described running run cannot make progress, as the workers'
-// stuck-run scan sees it (worker.ClassifyRun), with the last workflow task failure. A run
-// without a run timeout is held to contract.DefaultMergeRunTimeout: the CLI does not know
-// the workers' --merge-run-timeout.
-func describedStuck(ctx context.Context, c client.Client, namespace string, d *workflowservice.DescribeWorkflowExecutionResponse) worker.StuckRun {
-	st := worker.ClassifyRun(d, time.Now(), contract.DefaultMergeRunTimeout)
-	e := d.GetWorkflowExecutionInfo().GetExecution()
-	return st.WithLastWorkflowTaskFailure(ctx, c, namespace, e.GetWorkflowId(), e.GetRunId())
+// stuckView tells why running runs cannot make progress, as the workers' stuck-run scan sees
+// it (worker.ClassifyRun). c is nil when Temporal is unreachable; deadline is the workers'
+// --merge-run-timeout, which a run without a run timeout of its own is held to.
+type stuckView struct {
+	c         client.Client
+	namespace string
+	deadline  time.Duration
 }
 
-// stuckNote describes run id/runID and says why it cannot make progress ("" when it can, or
-// when it cannot be described).
-func stuckNote(ctx context.Context, c client.Client, namespace, id, runID string) string {
-	d, err := c.DescribeWorkflowExecution(ctx, id, runID)
+// described classifies a described running run, with its last workflow task failure.
+func (sv stuckView) described(ctx context.Context, d *workflowservice.DescribeWorkflowExecutionResponse) worker.StuckRun {
+	st := worker.ClassifyRun(d, time.Now(), sv.deadline)
+	e := d.GetWorkflowExecutionInfo().GetExecution()
+	return st.WithLastWorkflowTaskFailure(ctx, sv.c, sv.namespace, e.GetWorkflowId(), e.GetRunId())
+}
+
+// note describes run id/runID and says why it cannot make progress ("" when it can, or when
+// it cannot be described).
+func (sv stuckView) note(ctx context.Context, id, runID string) string {
+	d, err := sv.c.DescribeWorkflowExecution(ctx, id, runID)
 	if err != nil {
 		return ""
 	}
-	st := describedStuck(ctx, c, namespace, d)
+	st := sv.described(ctx, d)
 	if st.Reason == "" {
 		return ""
 	}

@@ -142,8 +142,12 @@ func TestStuckMergeIsNoticedAndReplaced(t *testing.T) {
 
 		// `walkeeper status` says why, with the workflow task's failure.
 		if e.isRunning(id, stuck.GetRunID()) {
-			out := runStatus(t, bin, e, tg.String())
-			for _, want := range []string{"stuck", "workflow task failing (attempt", brokenPanic} {
+			out := runStatus(t, bin, e, tg.String(), deadline)
+			ends := "no run timeout: the workers' stuck-run scan terminates it 20s after its start"
+			if sc.runTimeout > 0 {
+				ends = "Temporal ends it at its run timeout 20s"
+			}
+			for _, want := range []string{"stuck", "workflow task failing (attempt", brokenPanic, ends} {
 				if !strings.Contains(out, want) {
 					t.Fatalf("walkeeper status does not say %q:\n%s", want, out)
 				}
@@ -236,10 +240,12 @@ lines:
 	return -1
 }
 
-// runStatus is the output of `walkeeper status TARGET` against the test's namespace.
-func runStatus(t *testing.T, bin string, e *env, target string) string {
+// runStatus is the output of `walkeeper status TARGET` against the test's namespace, told the
+// workers' deadline.
+func runStatus(t *testing.T, bin string, e *env, target string, deadline time.Duration) string {
 	t.Helper()
-	cmd := exec.Command(bin, "status", target, "--storage", e.storage, "--temporal", e.hostPort, "--namespace", e.ns)
+	cmd := exec.Command(bin, "status", target, "--storage", e.storage, "--temporal", e.hostPort, "--namespace", e.ns,
+		"--merge-run-timeout", deadline.String())
 	cmd.Env = cleanEnv()
 	out, err := cmd.CombinedOutput()
 	if err != nil {

@@ -36,7 +36,9 @@ const brokenPanic = "deliberately broken deploy"
 func TestStuckMergeIsNoticedAndReplaced(t *testing.T) {
 	e := newEnv(t)
 	const (
-		deadline = 20 * time.Second
+		// The server retries a failing workflow task a third time about 10 s after the first
+		// attempt; the deadline leaves the scan 20 s more to see it before the run is replaced.
+		deadline = 30 * time.Second
 		interval = 2 * time.Second
 		name     = "stuck"
 	)
@@ -53,7 +55,7 @@ func TestStuckMergeIsNoticedAndReplaced(t *testing.T) {
 	}
 	t.Cleanup(bw.Stop)
 
-	// The real worker process: the walkeeper binary, scanning every 2 s, deadline 20 s.
+	// The real worker process: the walkeeper binary, scanning every 2 s, deadline 30 s.
 	bin, err := suite.WalkeeperBinary()
 	if err != nil {
 		t.Fatal(err)
@@ -143,9 +145,9 @@ func TestStuckMergeIsNoticedAndReplaced(t *testing.T) {
 		// `walkeeper status` says why, with the workflow task's failure.
 		if e.isRunning(id, stuck.GetRunID()) {
 			out := runStatus(t, bin, e, tg.String(), deadline)
-			ends := "no run timeout: the workers' stuck-run scan terminates it 20s after its start"
+			ends := "no run timeout: the workers' stuck-run scan terminates it " + deadline.String() + " after its start"
 			if sc.runTimeout > 0 {
-				ends = "Temporal ends it at its run timeout 20s"
+				ends = "Temporal ends it at its run timeout " + deadline.String()
 			}
 			for _, want := range []string{"stuck", "workflow task failing (attempt", brokenPanic, ends} {
 				if !strings.Contains(out, want) {

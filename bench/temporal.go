@@ -191,7 +191,7 @@ func startNode(ctx context.Context, c client.Client, db *store.DB, metrics *work
 	n := &node{db: db}
 	var start worker.MergeStarter
 	if c != nil {
-		start = worker.TemporalMergeStarter(c, nil)
+		start = worker.TemporalMergeStarter(c, contract.DefaultMergeRunTimeout, nil)
 	}
 	n.flusher = worker.NewFlusher(worker.FlusherOptions{
 		Interval:              cfg.FlushInterval,

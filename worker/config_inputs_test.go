@@ -18,6 +18,8 @@ func TestConfigRefusesKnobsItsWorkflowsWouldRefuse(t *testing.T) {
 		"sweep-interval":            func(c *Config) { c.SweepInterval = 500 * time.Millisecond },
 		"sweep-window":              func(c *Config) { c.SweepWindow = 48 * time.Hour },
 		"sweep-start-spacing":       func(c *Config) { c.SweepStartSpacing = time.Millisecond },
+		"merge-run-timeout":         func(c *Config) { c.MergeRunTimeout = 0 },
+		"stuck-scan-interval":       func(c *Config) { c.StuckScanInterval = 2 * time.Hour },
 	} {
 		c := DefaultConfig()
 		mut(&c)
@@ -33,5 +35,8 @@ func TestConfigRefusesKnobsItsWorkflowsWouldRefuse(t *testing.T) {
 	c = DefaultConfig()
 	c.MergePrepareConcurrency, c.SweepInterval, c.SweepWindow, c.SweepStartSpacing =
 		contract.MaxPrepareConcurrency, contract.MinSweepInterval, contract.MaxSweepWindow, contract.MaxSweepStartSpacing
+	c.MergeRunTimeout, c.StuckScanInterval = contract.MinMergeRunTimeout, MinStuckScanInterval
+	require.NoError(t, c.Validate())
+	c.MergeRunTimeout, c.StuckScanInterval = contract.MaxMergeRunTimeout, 0 // 0: no scan
 	require.NoError(t, c.Validate())
 }

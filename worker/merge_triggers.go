@@ -18,14 +18,15 @@ import (
 // running (workflow-ID dedupe). Production uses contract.StartMergeWal; tests inject fakes.
 type MergeStarter func(ctx context.Context, t store.Target, in contract.MergeWalInput) (client.WorkflowRun, error)
 
-// TemporalMergeStarter returns the MergeStarter that goes through Temporal; a start that
-// names no fairness weight gets its kind's from weights (--fairness-weights).
-func TemporalMergeStarter(c client.Client, weights contract.FairnessWeights) MergeStarter {
+// TemporalMergeStarter returns the MergeStarter that goes through Temporal; its runs time
+// out after runTimeout (contract.RunTimeout), and a start that names no fairness weight gets
+// its kind's from weights (--fairness-weights).
+func TemporalMergeStarter(c client.Client, runTimeout time.Duration, weights contract.FairnessWeights) MergeStarter {
 	return func(ctx context.Context, t store.Target, in contract.MergeWalInput) (client.WorkflowRun, error) {
 		if in.FairnessWeight == 0 {
 			in.FairnessWeight = weights.Weight(t.Kind)
 		}
-		return contract.StartMergeWal(ctx, c, t, in)
+		return contract.StartMergeWal(ctx, c, t, in, contract.RunTimeout(runTimeout))
 	}
 }
 

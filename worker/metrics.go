@@ -30,6 +30,7 @@ type Metrics struct {
 	activities          *prometheus.CounterVec   // activity, kind, outcome
 	activitySeconds     *prometheus.HistogramVec // activity
 	maintenance         *prometheus.GaugeVec     // workflow
+	stuck               stuckMetrics
 	// temporalFairness is what the start probe found (checkFairness).
 	temporalFairness prometheus.Gauge
 }
@@ -107,6 +108,7 @@ func NewMetrics(budget *store.Budget) *Metrics {
 		Help: "Unix time of the last successful fleet-wide maintenance run (sweep, reconcile) recorded by this worker.",
 	}, []string{"workflow"})
 	reg.MustRegister(m.maintenance)
+	m.stuck = newStuckMetrics(reg)
 	m.temporalFairness = prometheus.NewGauge(prometheus.GaugeOpts{
 		Namespace: "walkeeper", Subsystem: "temporal", Name: "fairness",
 		Help: "1 when the Temporal server dispatches task queues by fairness key (probed at start), 0 when in arrival order, -1 when not known (probe off, pending or inconclusive).",

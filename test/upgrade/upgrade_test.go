@@ -213,7 +213,7 @@ type load struct {
 	t      *testing.T
 	f      *fleet
 	oracle map[string]*reliability.Oracle
-	next   map[string]int64 // store/key -> last value
+	next   map[string]int64 // "<store>/<key>" -> the last value appended
 	gen    map[string]int   // store -> generations sealed per worker so far
 	sealed int              // generations sealed in all
 }

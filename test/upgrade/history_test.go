@@ -31,8 +31,12 @@ type run struct {
 	notesCompleted     int
 	// noteRetried: the NoteMergePlan that completed was not its first attempt (an A worker,
 	// which lacks the activity, failed it first).
-	noteRetried   bool
-	taskFailures  []string
+	noteRetried  bool
+	taskFailures []string
+	// timeouts counts activity and workflow tasks that timed out: a task the server handed to
+	// a worker that was stopping is dropped by the SDK on servers without poll-complete-on-
+	// shutdown (1.29), and runs again only after its timeout (CommitRound: 5 minutes).
+	timeouts      int
 	continuedAs   string // the next run of the chain, if it continued as new
 	reclaimedDone int    // the chain's reclaimed total, on a completed run
 	completed     bool
@@ -44,6 +48,7 @@ type histories struct {
 	startedB      int
 	crossed       int // started on A, ended on B
 	noteRetried   int
+	timeouts      int
 	reclaimed     int
 	chainsEndedOn map[string]int
 }
@@ -81,6 +86,7 @@ func readHistories(t *testing.T, c client.Client, f *fleet, chains []chainStart)
 		if r.noteRetried {
 			h.noteRetried++
 		}
+		h.timeouts += r.timeouts
 	}
 	return h
 }
@@ -156,6 +162,8 @@ func readRun(t *testing.T, c client.Client, f *fleet, id, runID string) run {
 			if notes[ev.GetActivityTaskCompletedEventAttributes().GetScheduledEventId()] {
 				r.notesCompleted++
 			}
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT, enumspb.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT:
+			r.timeouts++
 		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
 			r.continuedAs = ev.GetWorkflowExecutionContinuedAsNewEventAttributes().GetNewExecutionRunId()
 		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:

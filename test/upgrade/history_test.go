@@ -23,8 +23,9 @@ const (
 // run is what one workflow run's history says about the upgrade.
 type run struct {
 	id, runID string
-	// startedOn and endedOn are the builds ("A", "B") of the workers that ran its first and
-	// its last workflow task.
+	// startedOn and endedOn are the builds ("A", "B") of the workers that completed its first
+	// and its last workflow task: the first completed task decides the run's path (a first
+	// task that timed out on one worker is run afresh, not replayed, by the next).
 	startedOn, endedOn string
 	versionMarkers     int
 	notesScheduled     int
@@ -33,10 +34,10 @@ type run struct {
 	// which lacks the activity, failed it first).
 	noteRetried  bool
 	taskFailures []string
-	// timeouts counts activity and workflow tasks that timed out: a task the server handed to
-	// a worker that was stopping is dropped by the SDK on servers without poll-complete-on-
-	// shutdown (1.29), and runs again only after its timeout (CommitRound: 5 minutes).
-	timeouts      int
+	// timeouts counts activity and workflow tasks that timed out: a task lost on its way to a
+	// worker (one that was stopping, or under heavy load) runs again only after its timeout
+	// (CommitRound: 5 minutes).
+	timeouts      []string
 	continuedAs   string // the next run of the chain, if it continued as new
 	reclaimedDone int    // the chain's reclaimed total, on a completed run
 	completed     bool
@@ -48,7 +49,7 @@ type histories struct {
 	startedB      int
 	crossed       int // started on A, ended on B
 	noteRetried   int
-	timeouts      int
+	timeouts      map[string]int // "workflow task", or the activity type
 	reclaimed     int
 	chainsEndedOn map[string]int
 }
@@ -57,7 +58,7 @@ type histories struct {
 // run's history once (a start that joined a running chain shares its runs).
 func readHistories(t *testing.T, c client.Client, f *fleet, chains []chainStart) histories {
 	t.Helper()
-	h := histories{chainsEndedOn: map[string]int{}}
+	h := histories{chainsEndedOn: map[string]int{}, timeouts: map[string]int{}}
 	seen := map[string]bool{}
 	ended := map[string]bool{}
 	for _, ch := range chains {
@@ -86,7 +87,9 @@ func readHistories(t *testing.T, c client.Client, f *fleet, chains []chainStart)
 		if r.noteRetried {
 			h.noteRetried++
 		}
-		h.timeouts += r.timeouts
+		for _, what := range r.timeouts {
+			h.timeouts[what]++
+		}
 	}
 	return h
 }
@@ -110,7 +113,7 @@ func (h histories) check(t *testing.T) {
 					r.id, r.runID, r.versionMarkers, noteActivity, r.notesCompleted)
 			}
 		default:
-			t.Errorf("%s run %s: first workflow task ran on an unknown worker", r.id, r.runID)
+			t.Errorf("%s run %s: first workflow task completed by an unknown worker", r.id, r.runID)
 		}
 	}
 	if h.crossed == 0 {
@@ -127,7 +130,8 @@ func readRun(t *testing.T, c client.Client, f *fleet, id, runID string) run {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	r := run{id: id, runID: runID}
-	notes := map[int64]bool{} // scheduled event IDs of NoteMergePlan
+	notes := map[int64]bool{}       // scheduled event IDs of NoteMergePlan
+	scheduled := map[int64]string{} // scheduled event ID -> activity type
 	it := c.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	for it.HasNext() {
 		ev, err := it.Next()
@@ -135,8 +139,8 @@ func readRun(t *testing.T, c client.Client, f *fleet, id, runID string) run {
 			t.Fatalf("history of %s/%s: %v", id, runID, err)
 		}
 		switch ev.GetEventType() {
-		case enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED:
-			b := f.buildOf(ev.GetWorkflowTaskStartedEventAttributes().GetIdentity())
+		case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+			b := f.buildOf(ev.GetWorkflowTaskCompletedEventAttributes().GetIdentity())
 			if r.startedOn == "" {
 				r.startedOn = b
 			}
@@ -149,7 +153,8 @@ func readRun(t *testing.T, c client.Client, f *fleet, id, runID string) run {
 				r.versionMarkers++
 			}
 		case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
-			if ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName() == noteActivity {
+			scheduled[ev.GetEventId()] = ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName()
+			if scheduled[ev.GetEventId()] == noteActivity {
 				notes[ev.GetEventId()] = true
 				r.notesScheduled++
 			}
@@ -162,8 +167,10 @@ func readRun(t *testing.T, c client.Client, f *fleet, id, runID string) run {
 			if notes[ev.GetActivityTaskCompletedEventAttributes().GetScheduledEventId()] {
 				r.notesCompleted++
 			}
-		case enumspb.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT, enumspb.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT:
-			r.timeouts++
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT:
+			r.timeouts = append(r.timeouts, scheduled[ev.GetActivityTaskTimedOutEventAttributes().GetScheduledEventId()])
+		case enumspb.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT:
+			r.timeouts = append(r.timeouts, "workflow task")
 		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
 			r.continuedAs = ev.GetWorkflowExecutionContinuedAsNewEventAttributes().GetNewExecutionRunId()
 		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:

@@ -30,8 +30,8 @@ const (
 	passesPerRun  = 3  // continue-as-new every 3 passes: runs start throughout the upgrade
 	wave2Stores   = 4  // stores sealed again once every worker runs B
 	stopGrace     = time.Minute
-	// mergeWait outlasts CommitRound's 5-minute start-to-close timeout: a commit task handed
-	// to a worker as it stops is lost and runs again only after it (see run.timeouts).
+	// mergeWait outlasts CommitRound's 5-minute start-to-close timeout: a commit task lost on
+	// its way to a worker runs again only after it (see run.timeouts).
 	mergeWait = 8 * time.Minute
 )
 
@@ -134,7 +134,7 @@ func TestRollingUpgradeKeepsMergesRunning(t *testing.T) {
 		t.Errorf("the merges reclaimed %d generations, %d were sealed: a generation was lost or merged twice", h.reclaimed, ld.sealed)
 	}
 	ld.verify(storage)
-	t.Logf("upgrade under load: %d merges in flight when B arrived; %d workflow runs: %d started on A (%d of them finished on B), %d started on B; chains finished on A: %d, on B: %d; %d NoteMergePlan attempts first failed on an A worker; %d tasks timed out (lost at a worker's shutdown); %s in all",
+	t.Logf("upgrade under load: %d merges in flight when B arrived; %d workflow runs: %d started on A (%d of them finished on B), %d started on B; chains finished on A: %d, on B: %d; %d NoteMergePlan attempts first failed on an A worker; tasks timed out (lost on the way to a worker): %v; %s in all",
 		inFlight, len(h.runs), h.startedA, h.crossed, h.startedB, h.chainsEndedOn["A"], h.chainsEndedOn["B"], h.noteRetried, h.timeouts, time.Since(t0).Round(time.Millisecond))
 }
 

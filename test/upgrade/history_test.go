@@ -163,6 +163,11 @@ func readRun(t *testing.T, c client.Client, f *fleet, id, runID string) run {
 			if notes[a.GetScheduledEventId()] && a.GetAttempt() > 1 {
 				r.noteRetried = true
 			}
+			// A retried attempt's start carries the previous attempt's failure; a timed-out
+			// attempt that was retried leaves no ActivityTaskTimedOut event.
+			if a.GetLastFailure().GetTimeoutFailureInfo() != nil {
+				r.timeouts = append(r.timeouts, scheduled[a.GetScheduledEventId()])
+			}
 		case enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
 			if notes[ev.GetActivityTaskCompletedEventAttributes().GetScheduledEventId()] {
 				r.notesCompleted++

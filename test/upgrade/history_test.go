@@ -35,8 +35,8 @@ type run struct {
 	noteRetried  bool
 	taskFailures []string
 	// timeouts counts activity and workflow tasks that timed out: a task lost on its way to a
-	// worker (one that was stopping, or under heavy load) runs again only after its timeout
-	// (CommitRound: 5 minutes).
+	// worker (one that was stopping, or under heavy load) runs again only after its heartbeat
+	// timeout (a minute).
 	timeouts      []string
 	continuedAs   string // the next run of the chain, if it continued as new
 	reclaimedDone int    // the chain's reclaimed total, on a completed run

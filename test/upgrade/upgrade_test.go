@@ -30,8 +30,8 @@ const (
 	passesPerRun  = 3  // continue-as-new every 3 passes: runs start throughout the upgrade
 	wave2Stores   = 4  // stores sealed again once every worker runs B
 	stopGrace     = time.Minute
-	// mergeWait outlasts CommitRound's 5-minute start-to-close timeout: a commit task lost on
-	// its way to a worker runs again only after it (see run.timeouts).
+	// mergeWait leaves room for tasks lost on their way to a worker, each run again after
+	// its heartbeat timeout (a minute; see run.timeouts), on a busy machine.
 	mergeWait = 8 * time.Minute
 )
 

@@ -162,8 +162,12 @@ func (s *Store) Prepare(ctx context.Context, p PrepareParams) (*PreparedMerge, e
 // stagedRunPrefix is the part of an attempt's staged run ids that names the attempt, the
 // store and the shard: "m-<hash>-". A retried attempt finds its earlier files by it.
 func stagedRunPrefix(attempt string, t Target, shard string) string {
-	return fmt.Sprintf("m-%s-", hashKey(attempt, t.String(), shard))
+	return fmt.Sprintf("%s%s-", stagedRunNamePrefix, hashKey(attempt, t.String(), shard))
 }
+
+// stagedRunNamePrefix starts the name of every run a merge stages (and of every merged run
+// in the base: a commit publishes the staged file as it is).
+const stagedRunNamePrefix = "m-"
 
 // stagedRunID is the id of the run an attempt stages for generations from..through.
 func stagedRunID(prefix, shard string, from, through uint64) string {

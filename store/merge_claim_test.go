@@ -44,10 +44,12 @@ func TestAttemptClaimsDoNotAccumulate(t *testing.T) {
 	_, err = commitOne(ctx, s, stale)
 	require.ErrorIs(t, err, ErrStalePreparation)
 
-	// Another attempt merges the same generation; aborting the stale one again now finds the
-	// watermark past its range and collects the claim.
+	// Another attempt merges the same generation: the round that moves the watermark past
+	// the aborted range collects the claim (collectSettledClaims), and aborting the stale one
+	// again leaves none either.
 	_, err = s.MergeAll(ctx)
 	require.NoError(t, err)
+	require.False(t, claimExists(t, s, stale), "the round that covered the aborted range left its claim")
 	_, err = s.Abort(ctx, stale)
 	require.NoError(t, err)
 	require.False(t, claimExists(t, s, stale), "claim kept although no commit of the attempt can publish")

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"strings"
 
 	"go.uber.org/zap"
@@ -27,17 +28,9 @@ import (
 // one (the tag is a shard id's first 8 characters), is never deleted here: only its
 // attempt's abort claim can prove it unpublishable.
 func (s *Store) collectAbandonedStaged(ctx context.Context, own []*PreparedMerge) (int, error) {
-	// The version this round just published, as this handle cached it: an older base than
-	// the latest is as safe (watermarks only grow, and a run a newer version references
-	// had an open range when it was published, so it has one in every older version).
-	var base *manifest.Base
-	if _, obj := s.base.cached(); obj != nil {
-		base = obj.(*manifest.Base)
-	} else {
-		var err error
-		if base, err = s.loadBase(ctx); err != nil {
-			return 0, err
-		}
+	base, err := s.collectorBase(ctx)
+	if err != nil {
+		return 0, err
 	}
 	prefix := dataKey(s.target, stagedRunNamePrefix)
 	prefix = strings.TrimSuffix(prefix, ".parquet")
@@ -109,4 +102,58 @@ func coveredByTag(base *manifest.Base, tag string, from, through uint64) bool {
 		}
 	}
 	return false
+}
+
+// collectorBase is the version this round just published, as this handle cached it, without
+// I/O. An older base than the latest is as safe for both collectors: watermarks only grow, and
+// a run a newer version references had an open range when it was published, so it has one in
+// every older version.
+func (s *Store) collectorBase(ctx context.Context) (*manifest.Base, error) {
+	if _, obj := s.base.cached(); obj != nil {
+		return obj.(*manifest.Base), nil
+	}
+	return s.loadBase(ctx)
+}
+
+// collectSettledClaims deletes the attempt claims of shards whose watermark covers the
+// claimed attempt's last generation: from then on the watermark alone answers every late
+// commit or abort of it (dropClaim), so the claim protects nothing. The abort claim of an
+// attempt aborted with its range open is the one nobody else deletes: a cancelled merge
+// leaves one per pass it aborted. It costs one LIST of attempts/ per shard, and a GET and
+// a DELETE per claim found. It returns how many claims it deleted.
+//
+// INVARIANT: a claim whose attempt's range the watermark does not cover is never deleted.
+func (s *Store) collectSettledClaims(ctx context.Context, shards []string) (int, error) {
+	base, err := s.collectorBase(ctx)
+	if err != nil {
+		return 0, err
+	}
+	deleted := 0
+	for _, shard := range shards {
+		objs, err := s.db.bucket.List(ctx, strings.TrimSuffix(claimObjectKey(s.target, shard, ""), ".json"))
+		if err != nil {
+			return deleted, err
+		}
+		for _, o := range objs {
+			raw, err := s.db.bucket.Get(ctx, o.Key)
+			if errors.Is(err, ErrNotFound) {
+				continue // dropped by its own commit or abort meanwhile
+			}
+			if err != nil {
+				return deleted, err
+			}
+			var c manifest.AttemptClaim
+			if decodeJSONObject(raw, &c, "attempt claim") != nil || c.Through == 0 {
+				continue // not a claim walkeeper wrote: not ours to judge
+			}
+			if base.Watermarks[shard] < c.Through {
+				continue
+			}
+			if err := s.db.bucket.Delete(ctx, o.Key); err != nil && !errors.Is(err, ErrNotFound) {
+				return deleted, err
+			}
+			deleted++
+		}
+	}
+	return deleted, nil
 }

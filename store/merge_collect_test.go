@@ -146,6 +146,47 @@ func TestRoundCommitCollectsAbandonedStagedRuns(t *testing.T) {
 	require.Equal(t, want, allRows(t, s, SourceAll))
 }
 
+// A cancelled merge aborts its prepared pass with the range open: the abort claim stays
+// while it still refuses a late commit, and the first round whose watermark covers the range
+// deletes it. The claim collector costs one LIST per committed shard when it finds nothing.
+func TestRoundCommitCollectsSettledClaims(t *testing.T) {
+	ctx := context.Background()
+	url := fmt.Sprintf("mem://claims-%d", testURLSeq.Add(1))
+	b, err := objstore.OpenBucket(ctx, url)
+	require.NoError(t, err)
+	counter := &opCounter{}
+	opts := DefaultOptions()
+	opts.InstanceID = "w1"
+	db := OpenDBOnBucket(b.WithFaults(counter.faults()), opts)
+	t.Cleanup(func() { _ = db.Close(ctx) })
+	s := createGeneric(t, db, "claims", false)
+	seal(t, s, row("a", 1))
+	seal(t, s, row("b", 2))
+
+	cancelled, err := s.Prepare(ctx, PrepareParams{AttemptKey: "merge-wal/x/Prepare/run-a/2", MaxGenerations: intPtr(1)})
+	require.NoError(t, err)
+	ar, err := s.Abort(ctx, cancelled)
+	require.NoError(t, err)
+	require.False(t, ar.CommitPresent)
+	require.True(t, claimExists(t, s, cancelled), "an open range keeps its abort claim")
+
+	next, err := s.Prepare(ctx, PrepareParams{AttemptKey: "merge-wal/x/Prepare/run-b/2", MaxGenerations: intPtr(2)})
+	require.NoError(t, err)
+	rr, err := s.CommitRound(ctx, []*PreparedMerge{next})
+	require.NoError(t, err)
+	require.Equal(t, RoundCommitted, rr.Shards[0].Outcome)
+	require.Equal(t, 1, rr.SettledClaims)
+	require.False(t, claimExists(t, s, cancelled), "the round that covered the range collected the claim")
+
+	ops := counter.count(func() {
+		n, err := s.collectSettledClaims(ctx, []string{db.Shard()})
+		require.NoError(t, err)
+		require.Zero(t, n)
+	})
+	require.Equal(t, map[string]int{objstore.OpList: 1}, ops, "the claim collector's cost when it finds nothing")
+	require.Equal(t, map[string]int64{"a": 1, "b": 2}, allRows(t, s, SourceBase))
+}
+
 // A staged run's tag is only the first 8 characters of its shard id: a run whose tag names
 // two shards is left alone, as is a name Prepare never makes.
 func TestStagedRunKeysParse(t *testing.T) {

@@ -427,8 +427,8 @@ func (c *opCase) openReader() (*store.DB, *store.Store) {
 }
 
 // verify reads every row (the oracle), and lists the store: a staged run (data/m-*) the
-// latest base does not reference is a leak, an error unless leaksAllowed (right after an
-// action, before the next merge collects them). It returns the pending generations.
+// latest base does not reference, or an attempt claim, is a leak, an error unless
+// leaksAllowed (right after an action, before the next merge collects them). It returns the pending generations.
 func (c *opCase) verify(what string, leaksAllowed bool) int {
 	c.t.Helper()
 	ctx := context.Background()
@@ -454,6 +454,11 @@ func (c *opCase) verify(what string, leaksAllowed bool) int {
 				continue
 			}
 			c.t.Errorf("%s: staged run leaked (the base does not reference it): %s", what, o)
+		}
+	}
+	for sh, sl := range lay.Shards {
+		if len(sl.Attempts) > 0 && !leaksAllowed {
+			c.t.Errorf("%s: shard %s: attempt claims left: %v", what, sh, sl.Attempts)
 		}
 	}
 	c.t.Logf("%s: %d keys; %s", what, len(rows), lay.Summary())

@@ -66,6 +66,7 @@ func TestOperatorActions(t *testing.T) {
 			opTest{"cancel-during-" + step, func(t *testing.T, r *rig) { stopMerge(t, r, "cancel", step) }})
 	}
 	tests = append(tests,
+		opTest{"reset-running-merge/reprepare-under-held-commit", resetUnderHeldCommit},
 		opTest{"signal-garbage", signalGarbage},
 		opTest{"reset-compact-base", resetCompactBase},
 		opTest{"reset-sweep", func(t *testing.T, r *rig) {
@@ -268,4 +269,38 @@ func resetGlobal(t *testing.T, r *rig, workflowType string, input any) {
 		prev = next
 	}
 	c.checkHistories()
+}
+
+// resetUnderHeldCommit: the old run's first publish is held after its attempt was claimed
+// "commit"; more is sealed; the merge is reset to its first workflow task, so the new run's
+// first Prepare is a retry of the very attempt whose commit is held, and plans a longer range.
+// That Prepare must not delete the staged run the held commit is about to publish: once the
+// held publish lands, every row must still be readable.
+func resetUnderHeldCommit(t *testing.T, r *rig) {
+	c := r.newCase(t)
+	c.seal(2)
+	first := c.holdCommit(0)
+	id := contract.MergeWalID(c.tg)
+	var started struct {
+		RunID string `json:"run_id"`
+	}
+	c.must(http.StatusAccepted, http.MethodPost, c.api(1, "/merge-wal"), map[string]any{"max_generations": 8}, &started)
+	run := started.RunID
+	c.runs[run] = true
+	c.held(first, "the old run's first publish")
+	c.seal(1)
+	second := c.holdCommit(0) // the new run's first publish
+	next := c.reset(id, run, resetPoints[0])
+	c.held(second, "the new run's first publish")
+	// The new run's first Prepare (the old run's attempt, retried) has completed.
+	prepared := c.eventAfter(id, next, contract.PrepareActivity, 1)
+	t.Logf("new run %s prepared (event %d); releasing the old run's publish", next, prepared)
+	first.Release()
+	<-first.Done()
+	c.verify("after the old run's held publish landed", true)
+	second.Release()
+	c.waitCompleted(id, next)
+	c.checkHistories()
+	c.verify("after the reset run", false)
+	c.drain()
 }

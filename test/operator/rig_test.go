@@ -224,6 +224,12 @@ func (c *opCase) mergeWait() (int, string) {
 func (c *opCase) temporal(args ...string) string {
 	c.t.Helper()
 	out, err := c.temporalErr(args...)
+	// "Workflow is busy" is Temporal's transient answer to a burst of requests on one run
+	// (an operator retries it too).
+	for try := 1; err != nil && strings.Contains(out, "Workflow is busy") && try < 50; try++ {
+		time.Sleep(time.Duration(try) * 20 * time.Millisecond)
+		out, err = c.temporalErr(args...)
+	}
 	if err != nil {
 		c.t.Fatalf("temporal %s: %v\n%s", strings.Join(args, " "), err, out)
 	}

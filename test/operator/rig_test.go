@@ -274,7 +274,13 @@ func (c *opCase) waitClosed(id, runID string) enumspb.WorkflowExecutionStatus {
 			return st
 		}
 		if time.Now().After(deadline) {
-			c.t.Fatalf("%s/%s still running after %s:\n%s", id, runID, waitLong, c.historyText(id, runID))
+			var pending strings.Builder
+			for _, pa := range c.describe(id, runID).GetPendingActivities() {
+				fmt.Fprintf(&pending, "  %s %s state=%s attempt=%d last failure: %s\n", pa.GetActivityType().GetName(),
+					pa.GetActivityId(), pa.GetState(), pa.GetAttempt(), pa.GetLastFailure().GetMessage())
+			}
+			c.t.Fatalf("%s/%s still running after %s; pending activities:\n%s\nhistory:\n%s", id, runID, waitLong,
+				pending.String(), c.historyText(id, runID))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -21,7 +21,7 @@ func TestMain(m *testing.M) {
 	explicit := false
 	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
 	if !explicit {
-		_ = flag.Set("test.parallel", "12")
+		_ = flag.Set("test.parallel", defaultParallel)
 	}
 	os.Exit(suite.Main(m))
 }

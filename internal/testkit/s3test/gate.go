@@ -29,6 +29,7 @@ type Hold struct {
 
 	hit      chan struct{} // closed when the request is held
 	release  chan struct{} // closed by Release
+	done     chan struct{} // closed when the held request has been served
 	once     sync.Once
 	seen     int
 	captured string
@@ -36,7 +37,7 @@ type Hold struct {
 
 // Hold arms a rule and returns it. skip matching requests pass before the one held.
 func (g *Gate) Hold(method string, skip int, pathContains ...string) *Hold {
-	h := &Hold{method: method, contains: pathContains, skip: skip, hit: make(chan struct{}), release: make(chan struct{})}
+	h := &Hold{method: method, contains: pathContains, skip: skip, hit: make(chan struct{}), release: make(chan struct{}), done: make(chan struct{})}
 	g.mu.Lock()
 	g.holds = append(g.holds, h)
 	g.mu.Unlock()
@@ -45,6 +46,9 @@ func (g *Gate) Hold(method string, skip int, pathContains ...string) *Hold {
 
 // Hit is closed once the rule holds a request.
 func (h *Hold) Hit() <-chan struct{} { return h.hit }
+
+// Done is closed once the held request has been served (or its client gave up).
+func (h *Hold) Done() <-chan struct{} { return h.done }
 
 // Path is the path of the held request ("" before Hit).
 func (h *Hold) Path() string {
@@ -97,13 +101,17 @@ func (g *Gate) match(r *http.Request) *Hold {
 
 // ServeHTTP implements http.Handler.
 func (g *Gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if h := g.match(r); h != nil {
-		close(h.hit)
-		select {
-		case <-h.release:
-		case <-r.Context().Done():
-			return // the client gave up; the request never reached storage
-		}
+	h := g.match(r)
+	if h == nil {
+		g.next.ServeHTTP(w, r)
+		return
+	}
+	defer close(h.done)
+	close(h.hit)
+	select {
+	case <-h.release:
+	case <-r.Context().Done():
+		return // the client gave up; the request never reached storage
 	}
 	g.next.ServeHTTP(w, r)
 }

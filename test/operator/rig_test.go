@@ -20,10 +20,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/walkeeper/walkeeper/contract"
-	"github.com/walkeeper/walkeeper/internal/devserver"
 	"github.com/walkeeper/walkeeper/internal/testkit/apitest"
 	"github.com/walkeeper/walkeeper/internal/testkit/s3test"
-	"github.com/walkeeper/walkeeper/internal/testkit/workerproc"
+	"github.com/walkeeper/walkeeper/internal/testkit/walkeeperproc"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/store/objstore"
 	"github.com/walkeeper/walkeeper/temporaladmin"
@@ -43,7 +42,7 @@ type rig struct {
 	ns, hostPort, cli, storage string
 	gate                       *s3test.Gate
 	c                          client.Client
-	workers                    []*workerproc.Proc
+	workers                    []*walkeeperproc.Worker
 }
 
 func startRig(t *testing.T) *rig {
@@ -89,13 +88,9 @@ func startRig(t *testing.T) *rig {
 		"--log-format", "json", "--log-level", "info", "--temporal-wait", "2m"}
 	for i := range 2 {
 		name := fmt.Sprintf("op-w%d", i)
-		p, err := devserver.FreePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		w := &workerproc.Proc{T: t, Bin: bin, Instance: name, Listen: fmt.Sprintf("127.0.0.1:%d", p),
+		w := &walkeeperproc.Worker{Bin: bin, Instance: name, Listen: walkeeperproc.FreeAddr(t),
 			Log: suite.LogPath(name), Args: args}
-		w.Start()
+		w.Start(t)
 		suite.KeepLogsIfFailed(t, w.Log)
 		r.workers = append(r.workers, w)
 	}
@@ -104,7 +99,7 @@ func startRig(t *testing.T) *rig {
 		var wg sync.WaitGroup
 		for _, w := range r.workers {
 			wg.Add(1)
-			go func() { defer wg.Done(); w.Stop() }()
+			go func() { defer wg.Done(); _, _ = w.Stop(30 * time.Second) }()
 		}
 		wg.Wait()
 	})

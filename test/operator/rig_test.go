@@ -264,10 +264,16 @@ func (c *opCase) latestRun(id string) string {
 func (c *opCase) waitClosed(id, runID string) enumspb.WorkflowExecutionStatus {
 	c.t.Helper()
 	deadline := time.Now().Add(waitLong)
-	for {
+	for polls := 1; ; polls++ {
 		st := c.describe(id, runID).GetWorkflowExecutionInfo().GetStatus()
 		if st != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 			return st
+		}
+		// A run wedged by non-determinism stays running for ever: say so at once.
+		if polls%20 == 0 {
+			if msg := nonDeterminism(c.history(id, runID)); msg != "" {
+				c.t.Fatalf("%s/%s is wedged: %s", id, runID, msg)
+			}
 		}
 		if time.Now().After(deadline) {
 			var pending strings.Builder
@@ -389,16 +395,8 @@ func (c *opCase) checkHistories() {
 			runs[rid] = true
 		}
 		for rid := range runs {
-			for _, ev := range c.historyIfExists(id, rid) {
-				f := ev.GetWorkflowTaskFailedEventAttributes()
-				if f == nil {
-					continue
-				}
-				msg := f.GetFailure().GetMessage()
-				if f.GetCause() == enumspb.WORKFLOW_TASK_FAILED_CAUSE_NON_DETERMINISTIC_ERROR ||
-					strings.Contains(msg, "TMPRL1100") || strings.Contains(strings.ToLower(msg), "nondetermin") {
-					c.t.Errorf("%s/%s event %d: non-determinism: %s", id, rid, ev.GetEventId(), msg)
-				}
+			if msg := nonDeterminism(c.historyIfExists(id, rid)); msg != "" {
+				c.t.Errorf("%s/%s: %s", id, rid, msg)
 			}
 		}
 	}
@@ -509,4 +507,21 @@ func (c *opCase) holdStaging() *s3test.Hold {
 	h := c.r.gate.Hold(http.MethodPut, 0, "/"+c.tg.Path()+"/data/m-")
 	c.t.Cleanup(h.Release)
 	return h
+}
+
+// nonDeterminism describes the first workflow task of evs that failed with non-determinism
+// (TMPRL1100), "" if none did.
+func nonDeterminism(evs []*historypb.HistoryEvent) string {
+	for _, ev := range evs {
+		f := ev.GetWorkflowTaskFailedEventAttributes()
+		if f == nil {
+			continue
+		}
+		msg := f.GetFailure().GetMessage()
+		if f.GetCause() == enumspb.WORKFLOW_TASK_FAILED_CAUSE_NON_DETERMINISTIC_ERROR ||
+			strings.Contains(msg, "TMPRL1100") || strings.Contains(strings.ToLower(msg), "nondetermin") {
+			return fmt.Sprintf("event %d: non-determinism: %s", ev.GetEventId(), msg)
+		}
+	}
+	return ""
 }

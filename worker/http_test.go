@@ -353,7 +353,7 @@ func TestHTTPMergeWalErrors(t *testing.T) {
 	expect(t, r, http.StatusServiceUnavailable, CodeTemporalUnavailable)
 	rs.setFail(nil)
 
-	failing := func(_ context.Context, t store.Target, _ contract.MergeWalInput) (client.WorkflowRun, error) {
+	failing := func(_ context.Context, t store.Target, _ contract.MergeWalInput, _ ...contract.StartOption) (client.WorkflowRun, error) {
 		return &fakeRun{id: "merge-wal/" + t.Path(), runID: "r", err: errors.New("activity failed")}, nil
 	}
 	w.api.start = failing

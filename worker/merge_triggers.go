@@ -15,13 +15,14 @@ import (
 )
 
 // MergeStarter starts the MergeWal workflow of a target, or attaches to the one already
-// running (workflow-ID dedupe). Production uses contract.StartMergeWal; tests inject fakes.
-type MergeStarter func(ctx context.Context, t store.Target, in contract.MergeWalInput) (client.WorkflowRun, error)
+// running (workflow-ID dedupe), with the start options given (contract.PendingAtStart).
+// Production uses contract.StartMergeWal; tests inject fakes.
+type MergeStarter func(ctx context.Context, t store.Target, in contract.MergeWalInput, with ...contract.StartOption) (client.WorkflowRun, error)
 
 // TemporalMergeStarter returns the MergeStarter that goes through Temporal.
 func TemporalMergeStarter(c client.Client) MergeStarter {
-	return func(ctx context.Context, t store.Target, in contract.MergeWalInput) (client.WorkflowRun, error) {
-		return contract.StartMergeWal(ctx, c, t, in)
+	return func(ctx context.Context, t store.Target, in contract.MergeWalInput, with ...contract.StartOption) (client.WorkflowRun, error) {
+		return contract.StartMergeWal(ctx, c, t, in, with...)
 	}
 }
 
@@ -109,7 +110,8 @@ func (tg *mergeTriggers) fire(trigger string, t store.Target, pending int, reaso
 			in.MaxShardsPerCommit = tg.shardsPerCommit
 			in.PrepareConcurrency = tg.prepareConcurrency
 		}
-		run, err := tg.start(ctx, t, in)
+		// The pending count rides the start, where search attributes cost no action.
+		run, err := tg.start(ctx, t, in, contract.PendingAtStart(pending))
 		tg.metrics.trigger(trigger, err)
 		tg.mu.Lock()
 		delete(tg.inflight, key)

@@ -543,9 +543,33 @@ func TestMergeWalUpsertsSearchAttributes(t *testing.T) {
 	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:gs"})
 	mergeResult(t, env)
 	require.Equal(t, []string{"generic:gs"}, targets, "a bare start gets its target attributes")
-	// contract.WalPending follows the listings: 5 listed; a's pass and b's pass, then a's second pass
-	// on the estimates (no listing in between), then the listing that confirms the drain (0).
-	require.Equal(t, []int64{5, 0}, pending)
+	// WalPending is upserted once, with the outcome: the listings' figures (5 listed, then
+	// the estimates, then the listing that confirms the drain) cost no upsert.
+	require.Equal(t, []int64{0}, pending)
+}
+
+// A run whose start set its search attributes (contract.StartMergeWal with
+// contract.PendingAtStart) upserts exactly once: the outcome.
+func TestMergeWalStartedWithAttributesUpsertsOnce(t *testing.T) {
+	env := newEnv(t)
+	f := newFakeTable("generic:gs", 2, map[string]int{"a": 4, "b": 1})
+	mockTable(env, f)
+	require.NoError(t, env.SetTypedSearchAttributesOnStart(temporal.NewSearchAttributes(
+		contract.WalTarget.ValueSet("generic:gs"), contract.WalKind.ValueSet("generic"),
+		contract.WalTrigger.ValueSet(contract.TriggerCount),
+		contract.WalPending.ValueSet(4), contract.WalPendingAtStart.ValueSet(4))))
+	var upserts []temporal.SearchAttributes
+	env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
+		upserts = append(upserts, args.Get(0).(temporal.SearchAttributes))
+	}).Return(nil)
+	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:gs", Trigger: contract.TriggerCount})
+	res := mergeResult(t, env)
+	require.Len(t, upserts, 1, "only the outcome")
+	pending, _ := upserts[0].GetInt64(contract.WalPending)
+	atStart, _ := upserts[0].GetInt64(contract.WalPendingAtStart)
+	reclaimed, _ := upserts[0].GetInt64(contract.WalReclaimed)
+	require.Equal(t, []int64{0, 5, 5}, []int64{pending, atStart, reclaimed}, "the listing's figure replaces the starter's at the end")
+	require.Equal(t, 5, res.Reclaimed)
 }
 
 // A run plans rounds from its estimates, but a shard that seals after the first

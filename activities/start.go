@@ -89,7 +89,7 @@ func (a *Activities) startOne(ctx context.Context, req contract.StartRequest) (i
 	switch req.Workflow {
 	case contract.MergeWalWorkflow:
 		run, err := contract.StartMergeWal(ctx, a.Client, t, contract.MergeWalInput{ParallelPrepare: req.ParallelPrepare,
-			Trigger: req.Trigger, TriggerReason: req.Reason}, contract.EagerStart(a.EagerStart))
+			Trigger: req.Trigger, TriggerReason: req.Reason}, contract.EagerStart(a.EagerStart), contract.PendingAtStart(req.Pending))
 		if err != nil {
 			return contract.MergeWalID(t), "", err
 		}

@@ -1,5 +1,5 @@
 // Package actioncount counts the Temporal Cloud billable actions a workflow run recorded, from
-// its event history, so tests, benchmarks and `walkeeper history --actions` agree on one figure.
+// its event history, so tests, benchmarks and `walkeeper history` agree on one figure.
 //
 // Temporal Cloud's definition (docs.temporal.io/cloud/actions), as far as a history shows it:
 //   - a workflow start, by a client, a schedule, continue-as-new or a parent: the run's

@@ -41,6 +41,10 @@ type Activities struct {
 	// workflow task of each run goes to a worker of Client on the shared queue in the start's
 	// response. Off by default; the fleet benchmark measures it (docs/benchmarks/fleet.md).
 	EagerStart bool
+	// RunTimeout is the run timeout of the MergeWal and CompactBase runs StartWorkflows
+	// starts (0 = contract.DefaultMergeRunTimeout; bounds checked by the worker's
+	// configuration).
+	RunTimeout time.Duration
 	// Now is the clock for pending ages (nil = time.Now).
 	Now func() time.Time
 }

@@ -81,6 +81,14 @@ func (a *Activities) StartWorkflows(ctx context.Context, p contract.StartWorkflo
 	return res, nil
 }
 
+// runTimeout is the start option of a.RunTimeout, or of the default when unset.
+func (a *Activities) runTimeout() contract.StartOption {
+	if a.RunTimeout > 0 {
+		return contract.RunTimeout(a.RunTimeout)
+	}
+	return contract.RunTimeout(contract.DefaultMergeRunTimeout)
+}
+
 func (a *Activities) startOne(ctx context.Context, req contract.StartRequest) (id, runID string, err error) {
 	t, err := store.ParseTarget(req.Target)
 	if err != nil {
@@ -89,14 +97,14 @@ func (a *Activities) startOne(ctx context.Context, req contract.StartRequest) (i
 	switch req.Workflow {
 	case contract.MergeWalWorkflow:
 		run, err := contract.StartMergeWal(ctx, a.Client, t, contract.MergeWalInput{ParallelPrepare: req.ParallelPrepare,
-			Trigger: req.Trigger, TriggerReason: req.Reason}, contract.EagerStart(a.EagerStart), contract.PendingAtStart(req.Pending))
+			Trigger: req.Trigger, TriggerReason: req.Reason}, contract.EagerStart(a.EagerStart), a.runTimeout(), contract.PendingAtStart(req.Pending))
 		if err != nil {
 			return contract.MergeWalID(t), "", err
 		}
 		return run.GetID(), run.GetRunID(), nil
 	case contract.CompactBaseWorkflow:
 		run, err := contract.StartCompactBase(ctx, a.Client, t, contract.CompactBaseInput{
-			Trigger: req.Trigger, TriggerReason: req.Reason}, contract.EagerStart(a.EagerStart))
+			Trigger: req.Trigger, TriggerReason: req.Reason}, contract.EagerStart(a.EagerStart), a.runTimeout())
 		if err != nil {
 			return contract.CompactID(t), "", err
 		}

@@ -627,6 +627,9 @@ func incidentSideRun(ctx context.Context, o Options, p incidentParams, rep int, 
 		if out.bill, err = countTemporalBill(ctx, tenv.client, ""); err != nil {
 			return out, err
 		}
+		tot := out.bill.total()
+		o.progressf("incident %s: %d workflow runs, %d Temporal actions, %d generations merged: %.3f actions per generation",
+			sideName, tot.Runs, tot.Actions, out.bill.reclaimed, out.bill.perGeneration())
 	}
 	out.appErrs = appErrs.Load()
 	for _, t := range rollout {

@@ -185,7 +185,7 @@ func startNode(ctx context.Context, c client.Client, db *store.DB, metrics *work
 	n := &node{db: db}
 	var start worker.MergeStarter
 	if c != nil {
-		start = worker.TemporalMergeStarter(c)
+		start = worker.TemporalMergeStarter(c, contract.DefaultMergeRunTimeout)
 	}
 	n.flusher = worker.NewFlusher(worker.FlusherOptions{
 		Interval:              cfg.FlushInterval,

@@ -17,7 +17,8 @@ import (
 // makes a start the server refuses surface as an error instead of a handle to a stale closed
 // run. in.Target is set from t; in.Trigger (TriggerUnknown when empty) becomes the WalTrigger
 // search attribute and the memo's trigger, and with in.TriggerReason the run's summary.
-// An attach keeps the running merge's trigger. An input out of bounds (Validate) is refused
+// An attach keeps the running merge's trigger. The run times out after
+// DefaultMergeRunTimeout unless RunTimeout says otherwise (run_timeout.go). An input out of bounds (Validate) is refused
 // before anything is started, with the input error the run would fail with.
 func StartMergeWal(ctx context.Context, c client.Client, t target.Target, in MergeWalInput, with ...StartOption) (client.WorkflowRun, error) {
 	in.Target = t.String()
@@ -32,6 +33,9 @@ func StartMergeWal(ctx context.Context, c client.Client, t target.Target, in Mer
 		"once finished, the shards, generations reclaimed, bytes and passes."
 	for _, o := range with {
 		o(&opts)
+	}
+	if err := CheckMergeRunTimeout(opts.WorkflowRunTimeout); err != nil {
+		return nil, fmt.Errorf("run timeout: %w", err)
 	}
 	return c.ExecuteWorkflow(ctx, opts, MergeWalWorkflow, in)
 }
@@ -49,6 +53,9 @@ func StartCompactBase(ctx context.Context, c client.Client, t target.Target, in 
 	opts.StaticDetails = "Rewrites the base table's runs into fewer runs, a bounded amount of work per pass."
 	for _, o := range with {
 		o(&opts)
+	}
+	if err := CheckMergeRunTimeout(opts.WorkflowRunTimeout); err != nil {
+		return nil, fmt.Errorf("run timeout: %w", err)
 	}
 	return c.ExecuteWorkflow(ctx, opts, CompactBaseWorkflow, in)
 }
@@ -83,7 +90,7 @@ func PendingAtStart(n int) StartOption {
 
 // startOptions are the start options every trigger of t's workflow id uses: the shared
 // task queue, the deduplicating ID policies, t's search attributes with the trigger, and
-// the trigger in the memo.
+// the trigger in the memo, and the default run timeout.
 func startOptions(id string, t target.Target, trigger, reason string) client.StartWorkflowOptions {
 	memo := map[string]any{MemoTrigger: TriggerOrUnknown(trigger)}
 	if reason != "" {
@@ -97,5 +104,6 @@ func startOptions(id string, t target.Target, trigger, reason string) client.Sta
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
 		TypedSearchAttributes:                    startAttributes(t, trigger),
 		Memo:                                     memo,
+		WorkflowRunTimeout:                       DefaultMergeRunTimeout,
 	}
 }

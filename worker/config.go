@@ -138,6 +138,14 @@ type Config struct {
 	// flight, which the start rate at 1 % of a million stores needs (docs/benchmarks/fleet.md).
 	SweepStartConcurrency int
 
+	// MergeRunTimeout is the WorkflowRunTimeout of every MergeWal and CompactBase this worker
+	// starts (count trigger, HTTP route, sweep and schedule starts) and the deadline after
+	// which the stuck-run scan terminates a run started without one (docs/DESIGN.md §10).
+	MergeRunTimeout time.Duration
+	// StuckScanInterval is how often this worker looks for MergeWal and CompactBase runs that
+	// cannot make progress (stuck_scan.go); 0 = never.
+	StuckScanInterval time.Duration
+
 	// LogFormat is json or console; LogLevel debug, info, warn or error.
 	LogFormat string
 	LogLevel  string
@@ -199,6 +207,8 @@ func DefaultConfig() Config {
 		SweepStartBatch:          contract.DefaultSweepStartBatch,
 		SweepStartSpacing:        time.Second,
 		SweepStartConcurrency:    activities.DefaultStartConcurrency,
+		MergeRunTimeout:          contract.DefaultMergeRunTimeout,
+		StuckScanInterval:        DefaultStuckScanInterval,
 		LogFormat:                "json",
 		LogLevel:                 "info",
 		ShutdownTimeout:          30 * time.Second,

@@ -12,6 +12,12 @@ func (c *Config) validateWorkflowInputs(bad func(flag, format string, args ...an
 	if c.MergePrepareConcurrency > contract.MaxPrepareConcurrency {
 		bad("merge-prepare-concurrency", "must be 0 to %d, got %d", contract.MaxPrepareConcurrency, c.MergePrepareConcurrency)
 	}
+	if err := contract.CheckMergeRunTimeout(c.MergeRunTimeout); err != nil {
+		bad("merge-run-timeout", "%v", err)
+	}
+	if s := c.StuckScanInterval; s != 0 && (s < MinStuckScanInterval || s > MaxStuckScanInterval) {
+		bad("stuck-scan-interval", "must be 0 (off) or %s to %s, got %s", MinStuckScanInterval, MaxStuckScanInterval, s)
+	}
 	if c.SweepInterval <= 0 {
 		return // no schedule is ensured
 	}

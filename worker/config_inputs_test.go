@@ -21,6 +21,8 @@ func TestConfigRefusesKnobsItsWorkflowsWouldRefuse(t *testing.T) {
 		"sweep-merge-min-generations": func(c *Config) {
 			c.SweepMergeMinGenerations = contract.MaxSweepMergeMinGenerations + 1
 		},
+		"merge-run-timeout":   func(c *Config) { c.MergeRunTimeout = 0 },
+		"stuck-scan-interval": func(c *Config) { c.StuckScanInterval = 2 * time.Hour },
 	} {
 		c := DefaultConfig()
 		mut(&c)
@@ -41,6 +43,10 @@ func TestConfigRefusesKnobsItsWorkflowsWouldRefuse(t *testing.T) {
 	c.MergePrepareConcurrency, c.SweepInterval, c.SweepWindow, c.SweepStartSpacing =
 		contract.MaxPrepareConcurrency, contract.MinSweepInterval, contract.MaxSweepWindow, contract.MaxSweepStartSpacing
 	c.SweepMergeMinGenerations = contract.MaxSweepMergeMinGenerations
+	require.NoError(t, c.Validate())
+	c.MergeRunTimeout, c.StuckScanInterval = contract.MinMergeRunTimeout, MinStuckScanInterval
+	require.NoError(t, c.Validate())
+	c.MergeRunTimeout, c.StuckScanInterval = contract.MaxMergeRunTimeout, 0 // 0: no scan
 	require.NoError(t, c.Validate())
 	// The sweep input the schedule carries takes the same bound.
 	require.NoError(t, contract.MaintenanceSweepInput{MergeMinGenerations: c.SweepMergeMinGenerations}.Validate())

@@ -19,10 +19,11 @@ import (
 // Production uses contract.StartMergeWal; tests inject fakes.
 type MergeStarter func(ctx context.Context, t store.Target, in contract.MergeWalInput, with ...contract.StartOption) (client.WorkflowRun, error)
 
-// TemporalMergeStarter returns the MergeStarter that goes through Temporal.
-func TemporalMergeStarter(c client.Client) MergeStarter {
+// TemporalMergeStarter returns the MergeStarter that goes through Temporal; its runs time
+// out after runTimeout (contract.RunTimeout).
+func TemporalMergeStarter(c client.Client, runTimeout time.Duration) MergeStarter {
 	return func(ctx context.Context, t store.Target, in contract.MergeWalInput, with ...contract.StartOption) (client.WorkflowRun, error) {
-		return contract.StartMergeWal(ctx, c, t, in, with...)
+		return contract.StartMergeWal(ctx, c, t, in, append([]contract.StartOption{contract.RunTimeout(runTimeout)}, with...)...)
 	}
 }
 

@@ -30,6 +30,7 @@ type Metrics struct {
 	activities          *prometheus.CounterVec   // activity, kind, outcome
 	activitySeconds     *prometheus.HistogramVec // activity
 	maintenance         *prometheus.GaugeVec     // workflow
+	stuck               stuckMetrics
 }
 
 // Trigger label values of walkeeper_trigger_starts_total.
@@ -105,6 +106,7 @@ func NewMetrics(budget *store.Budget) *Metrics {
 		Help: "Unix time of the last successful fleet-wide maintenance run (sweep, reconcile) recorded by this worker.",
 	}, []string{"workflow"})
 	reg.MustRegister(m.maintenance)
+	m.stuck = newStuckMetrics(reg)
 	for _, k := range store.Kinds {
 		m.flusherTimeouts.WithLabelValues(string(k))
 		m.flusherSkipped.WithLabelValues(string(k))

@@ -68,7 +68,7 @@ func New(cfg Config, logger *zap.Logger, tc client.Client) (*Worker, error) {
 		metrics: NewMetrics(budget),
 	}
 	if tc != nil {
-		w.start = TemporalMergeStarter(tc)
+		w.start = TemporalMergeStarter(tc, cfg.MergeRunTimeout)
 	}
 	return w, nil
 }
@@ -174,6 +174,15 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 	bgCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	w.cancel = cancel
 	w.flusher.Start(bgCtx)
+	if w.tc != nil && w.cfg.StuckScanInterval > 0 {
+		scan := &stuckScan{c: w.tc, namespace: w.cfg.Temporal.Namespace, interval: w.cfg.StuckScanInterval,
+			deadline: w.cfg.MergeRunTimeout, log: w.log.Named("stuck"), metrics: w.metrics, now: time.Now}
+		w.bg.Add(1)
+		go func() {
+			defer w.bg.Done()
+			scan.run(bgCtx)
+		}()
+	}
 	if w.cfg.FlushInterval <= 0 {
 		log.Warn("flush sweeper is off (--flush-interval 0): appends stay invisible to other processes until a manual flush or shutdown")
 	}
@@ -226,7 +235,7 @@ func (w *Worker) startTemporalLocked(ctx context.Context, db *store.DB) error {
 	host, _ := os.Hostname()
 	identity := fmt.Sprintf("%d@%s/%s", os.Getpid(), host, w.cfg.Instance)
 	acts := &activities.Activities{DB: db, Logger: w.actLog.Named("activities"), Metrics: w.metrics, Client: w.tc,
-		StartConcurrency: w.cfg.SweepStartConcurrency}
+		StartConcurrency: w.cfg.SweepStartConcurrency, RunTimeout: w.cfg.MergeRunTimeout}
 
 	// MergeWal's listings run as local activities on this worker (workflows/merge_list.go),
 	// so it registers every activity; they keep the bound they had as activity tasks on this

@@ -65,6 +65,11 @@ func CompactBase(ctx workflow.Context, in contract.CompactBaseInput) (contract.C
 	st.Phase = contract.PhaseCompacting
 	idle := 0
 	for res.Passes < in.MaxPasses {
+		if res.Passes > 0 && runHandOverDue(ctx) {
+			// The next trigger goes on from what is committed, in a run with a fresh timeout.
+			logger.Info("Compaction stops half-way through its run timeout.", "passes", res.Passes)
+			break
+		}
 		st.Pass = res.Passes + 1
 		refresh()
 		var pass contract.CompactPassResult

@@ -507,7 +507,7 @@ func (r *mergeRun) committed(sh *shardRun, p *contract.PreparedMerge, res contra
 	sh.phase = contract.ShardPreparing
 	r.log.Info("Merge pass committed.", "shard", sh.res.Shard, "generation", p.Through,
 		"reclaimed", res.Reclaimed, "base_version", res.BaseVersion, "pending", sh.res.Pending)
-	if r.passes >= r.in.PassesPerWorkflowRun || workflow.GetInfo(r.ctx).GetContinueAsNewSuggested() {
+	if r.passes >= r.in.PassesPerWorkflowRun || workflow.GetInfo(r.ctx).GetContinueAsNewSuggested() || runHandOverDue(r.ctx) {
 		r.stopping = true
 	}
 	r.changed()

@@ -131,7 +131,7 @@ func TestMergeWalHotShardDoesNotStarveOthers(t *testing.T) {
 // Within one run: IDs are distinct and name the activity and its sequence number. The
 // middle part is the original run ID, which the testsuite leaves empty; across
 // continue-as-new see TestMergeWalActivityIDsAreUniqueAcrossRuns on a dev server, and across
-// a reset the operator-action tests in test/operator.
+// a reset the replay of merge-wal-reset.json (TestReplay).
 func TestMergeWalActivityIDsAreDistinctWithinARun(t *testing.T) {
 	env := newEnv(t)
 	f := newFakeTable("generic:gs", 1, map[string]int{"a": 3})

@@ -46,7 +46,7 @@ Ctrl-C stops waiting, not the merge.`,
 				in.MaxBytes = &maxBytes
 			}
 			return g.start(cmd, t, "MergeWal", sf, func(ctx context.Context, c client.Client) (client.WorkflowRun, error) {
-				return contract.StartMergeWal(ctx, c, t, in)
+				return contract.StartMergeWal(ctx, c, t, in, contract.RunTimeout(sf.runTimeout))
 			})
 		},
 	}
@@ -76,7 +76,7 @@ With --wait, waits for the result and prints it.`,
 			return g.start(cmd, t, "CompactBase", sf, func(ctx context.Context, c client.Client) (client.WorkflowRun, error) {
 				// INTEGRATION(C): input type of StartCompactBase as pinned in SPEC ("Same StartCompactBase").
 				return contract.StartCompactBase(ctx, c, t, contract.CompactBaseInput{Target: t.String(),
-					Trigger: contract.TriggerCLI, TriggerReason: "walkeeper compact"})
+					Trigger: contract.TriggerCLI, TriggerReason: "walkeeper compact"}, contract.RunTimeout(sf.runTimeout))
 			})
 		},
 	}
@@ -87,9 +87,10 @@ With --wait, waits for the result and prints it.`,
 // startFlags are the flags of the commands that start (or attach to) one workflow of a
 // target: whether to wait for its result, for how long, and the storage pre-check.
 type startFlags struct {
-	wait    bool
-	timeout time.Duration
-	storage string
+	wait       bool
+	timeout    time.Duration
+	storage    string
+	runTimeout time.Duration
 }
 
 func (sf *startFlags) register(cmd *cobra.Command) {
@@ -97,6 +98,8 @@ func (sf *startFlags) register(cmd *cobra.Command) {
 	f.BoolVar(&sf.wait, "wait", false, "wait for the workflow result and print it")
 	f.DurationVar(&sf.timeout, "timeout", 0, "give up waiting after this long (0 = no limit; the workflow keeps running)")
 	registerStorageCheckFlag(cmd, &sf.storage)
+	f.DurationVar(&sf.runTimeout, "merge-run-timeout", contract.DefaultMergeRunTimeout,
+		"run timeout of the started run: if it cannot finish, Temporal ends it and the next trigger starts a fresh one (10s to 168h)")
 }
 
 // start checks that t's store exists, starts (or attaches to) its typ workflow through
@@ -104,6 +107,9 @@ func (sf *startFlags) register(cmd *cobra.Command) {
 // not the workflow.
 func (g *globalOptions) start(cmd *cobra.Command, t store.Target, typ string, sf startFlags, startRun func(context.Context, client.Client) (client.WorkflowRun, error)) error {
 	// The store check comes first: a missing store needs no Temporal to be reported.
+	if err := contract.CheckMergeRunTimeout(sf.runTimeout); err != nil {
+		return cli.Usagef("--merge-run-timeout: %v", err)
+	}
 	ctx, cancel := cli.SignalContext(cmd.Context())
 	defer cancel()
 	if err := g.precheckStore(ctx, cmd, sf.storage, t); err != nil {

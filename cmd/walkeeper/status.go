@@ -29,7 +29,10 @@ import (
 const runningQuery = "(WorkflowType='MergeWal' OR WorkflowType='CompactBase') AND ExecutionStatus='Running'"
 
 func newStatusCmd(g *globalOptions) *cobra.Command {
-	var storage string
+	var (
+		storage  string
+		deadline time.Duration
+	)
 	cmd := &cobra.Command{
 		Use:   "status [TARGET]",
 		Short: "Show stores, pending generations and running merges",
@@ -54,6 +57,9 @@ Temporal is asked.`,
 			target, err := parseOptionalTarget(a)
 			if err != nil {
 				return err
+			}
+			if err := contract.CheckMergeRunTimeout(deadline); err != nil {
+				return cli.Usagef("--merge-run-timeout: %v", err)
 			}
 			devSt, live := g.devDefaults(cmd)
 			storage = storageOrDev(storage, devSt, live)
@@ -91,9 +97,9 @@ Temporal is asked.`,
 				c = nil
 			}
 			if target == nil {
-				err = statusAll(ctx, out, c, db, logger)
+				err = statusAll(ctx, out, stuckView{c: c, namespace: tc.Namespace, deadline: deadline}, db, logger)
 			} else {
-				err = statusTarget(ctx, out, c, db, *target)
+				err = statusTarget(ctx, out, stuckView{c: c, namespace: tc.Namespace, deadline: deadline}, db, *target)
 			}
 			if err == nil && dialErr != nil {
 				fmt.Fprintf(out, "Temporal: unreachable, workflows not shown\n")
@@ -103,10 +109,13 @@ Temporal is asked.`,
 		},
 	}
 	worker.StringKnobVar(cmd.Flags(), &storage, "storage", "", "storage root URL to read store stats from")
+	cmd.Flags().DurationVar(&deadline, "merge-run-timeout", contract.DefaultMergeRunTimeout,
+		"the workers' --merge-run-timeout: the deadline of a run started without a run timeout (10s to 168h)")
 	return cmd
 }
 
-func statusAll(ctx context.Context, out io.Writer, c client.Client, db *store.DB, logger *zap.Logger) error {
+func statusAll(ctx context.Context, out io.Writer, sv stuckView, db *store.DB, logger *zap.Logger) error {
+	c := sv.c
 	var running []runningWorkflow
 	if c != nil {
 		var err error
@@ -158,9 +167,17 @@ func statusAll(ctx context.Context, out io.Writer, c client.Client, db *store.DB
 		return nil
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  TYPE\tTARGET\tWORKFLOW ID\tRUN ID\tSTARTED")
+	fmt.Fprintln(tw, "  TYPE\tTARGET\tWORKFLOW ID\tRUN ID\tSTARTED\tSTUCK")
+	described := 0
 	for _, r := range running {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s ago\n", r.typ, r.target, r.id, r.runID, time.Since(r.start).Round(time.Second))
+		stuck := "-"
+		// Only runs older than a minute are described, and at most 100 of them: a young run
+		// cannot have failed its workflow task three times.
+		if time.Since(r.start) >= stuckMinAge && described < maxStuckDescribes {
+			described++
+			stuck = dash(sv.note(ctx, r.id, r.runID))
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s ago\t%s\n", r.typ, r.target, r.id, r.runID, time.Since(r.start).Round(time.Second), stuck)
 	}
 	return tw.Flush()
 }
@@ -245,7 +262,8 @@ func targetStats(ctx context.Context, db *store.DB, t store.Target) (store.Stats
 	return s.Stats(ctx)
 }
 
-func statusTarget(ctx context.Context, out io.Writer, c client.Client, db *store.DB, t store.Target) error {
+func statusTarget(ctx context.Context, out io.Writer, sv stuckView, db *store.DB, t store.Target) error {
+	c := sv.c
 	fmt.Fprintf(out, "Target %s\n", t)
 	if db != nil {
 		st, err := targetStats(ctx, db, t)
@@ -280,7 +298,7 @@ func statusTarget(ctx context.Context, out io.Writer, c client.Client, db *store
 		{"MergeWal", contract.MergeWalID(t)},
 		{"CompactBase", contract.CompactID(t)},
 	} {
-		if err := printWorkflow(ctx, out, c, wf.typ, wf.id); err != nil {
+		if err := printWorkflow(ctx, out, sv, wf.typ, wf.id); err != nil {
 			return err
 		}
 	}
@@ -288,7 +306,8 @@ func statusTarget(ctx context.Context, out io.Writer, c client.Client, db *store
 }
 
 // printWorkflow prints the latest run of workflow id and, while it runs, its status query.
-func printWorkflow(ctx context.Context, out io.Writer, c client.Client, typ, id string) error {
+func printWorkflow(ctx context.Context, out io.Writer, sv stuckView, typ, id string) error {
+	c := sv.c
 	d, err := c.DescribeWorkflow(ctx, id, "")
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) {
@@ -310,6 +329,9 @@ func printWorkflow(ctx context.Context, out io.Writer, c client.Client, typ, id 
 			fmt.Fprintf(tw, "  closed\t%s\n", ct.AsTime().Local().Format(time.RFC3339))
 		}
 		return flushLine(tw, out)
+	}
+	if st := sv.described(ctx, d.RawResponse); st.Reason != "" {
+		fmt.Fprintf(tw, "  stuck\t%s\n", stuckText(st))
 	}
 	if tq, err := c.DescribeTaskQueue(ctx, contract.TaskQueue, enumspb.TASK_QUEUE_TYPE_WORKFLOW); err == nil && len(tq.GetPollers()) == 0 {
 		fmt.Fprintf(tw, "  live status\tunavailable: no worker is polling task queue %s\n", contract.TaskQueue)

@@ -6,9 +6,11 @@ import (
 	"testing"
 	"time"
 
+	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/temporalproto"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	tworker "go.temporal.io/sdk/worker"
 
@@ -80,6 +82,15 @@ func TestRecordReplayHistories(t *testing.T) {
 		t.Fatalf("serial merge: %+v", res)
 	}
 	save("merge-wal-serial.json", run.GetID(), run.GetRunID())
+
+	// The same MergeWal reset, as Temporal Web's Reset button does, to the workflow task
+	// after its first Prepare completed: the reset run replays the copied events, so its
+	// activity IDs must not depend on the run ID (workflows/tracker.go).
+	resetRun := e.resetAfterFirst(run.GetID(), run.GetRunID(), contract.PrepareActivity)
+	if err := e.c.GetWorkflow(e.ctx(waitShort), run.GetID(), resetRun).Get(e.ctx(waitLong), nil); err != nil {
+		t.Fatalf("reset merge: %v", err)
+	}
+	save("merge-wal-reset.json", run.GetID(), resetRun)
 
 	// MergeWal, parallel prepares.
 	write()
@@ -160,6 +171,48 @@ func TestRecordReplayHistories(t *testing.T) {
 			t.Errorf("replay %s: %v", f, err)
 		}
 	}
+}
+
+// resetAfterFirst resets the finished run id/runID to the workflow task that completed
+// right after the first activity of type activity completed, and returns the new run's ID.
+func (e *env) resetAfterFirst(id, runID, activity string) string {
+	e.t.Helper()
+	ctx := e.ctx(time.Minute)
+	it := e.c.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	scheduled := map[int64]string{}
+	var completedAfter, resetTo int64
+	for it.HasNext() && resetTo == 0 {
+		ev, err := it.Next()
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		switch ev.GetEventType() {
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+			scheduled[ev.GetEventId()] = ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName()
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+			if completedAfter == 0 && scheduled[ev.GetActivityTaskCompletedEventAttributes().GetScheduledEventId()] == activity {
+				completedAfter = ev.GetEventId()
+			}
+		case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+			if completedAfter != 0 {
+				resetTo = ev.GetEventId()
+			}
+		}
+	}
+	if resetTo == 0 {
+		e.t.Fatalf("%s/%s: no workflow task completed after a %s", id, runID, activity)
+	}
+	resp, err := e.c.ResetWorkflowExecution(ctx, &workflowservice.ResetWorkflowExecutionRequest{
+		Namespace:                 e.ns,
+		WorkflowExecution:         &commonpb.WorkflowExecution{WorkflowId: id, RunId: runID},
+		Reason:                    "record a reset history",
+		WorkflowTaskFinishEventId: resetTo,
+		RequestId:                 id + "/" + runID + "/reset",
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return resp.GetRunId()
 }
 
 // saveHistory writes the full history of one run as JSON in the format of

@@ -1,0 +1,283 @@
+package integration
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	tworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/walkeeper/walkeeper/contract"
+)
+
+// brokenQueue serves a MergeWal that panics in its first workflow task, as a deploy of broken
+// or non-deterministic workflow code would: every attempt of the task fails.
+const brokenQueue = "walkeeper-broken-deploy"
+
+const brokenPanic = "deliberately broken deploy"
+
+// TestStuckMergeIsNoticedAndReplaced: a MergeWal whose workflow task fails on every attempt
+// holds its store's merges (every trigger attaches to it). The real worker process's
+// stuck-run scan notices it (walkeeper_merge_runs_stuck), `walkeeper status` says why, and
+// the run is replaced after the deadline: a run started by hand without a run timeout is
+// terminated by the scan, a run with one is timed out by Temporal. Each time the next trigger
+// starts a fresh run, which merges the store to zero pending. Detection and replacement
+// times are logged; they are bounded by the scan interval and the deadline, not asserted
+// against wall time.
+func TestStuckMergeIsNoticedAndReplaced(t *testing.T) {
+	e := newEnv(t)
+	const (
+		// The server retries a failing workflow task a third time about 10 s after the first
+		// attempt; the deadline leaves the scan 20 s more to see it before the run is replaced.
+		deadline = 30 * time.Second
+		interval = 2 * time.Second
+		name     = "stuck"
+	)
+	tg := mustTarget(t, "generic:"+name)
+	id := contract.MergeWalID(tg)
+
+	// The broken deploy: an SDK worker of this test process on its own queue.
+	bw := tworker.New(e.c, brokenQueue, tworker.Options{})
+	bw.RegisterWorkflowWithOptions(func(workflow.Context, contract.MergeWalInput) (contract.MergeWalResult, error) {
+		panic(brokenPanic)
+	}, workflow.RegisterOptions{Name: contract.MergeWalWorkflow})
+	if err := bw.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(bw.Stop)
+
+	// The real worker process: the walkeeper binary, scanning every 2 s, deadline 30 s.
+	bin, err := suite.WalkeeperBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wk := exec.Command(bin, "worker", "--instance", "stuckw", "--storage", e.storage,
+		"--temporal", e.hostPort, "--namespace", e.ns, "--listen", "127.0.0.1:0",
+		"--sweep-interval", "0", "--reconcile-interval", "0", "--flush-interval", "0", "--merge-after-generations", "0",
+		"--merge-run-timeout", deadline.String(), "--stuck-scan-interval", interval.String(),
+		"--log-format", "json", "--log-level", "info")
+	wk.Env = cleanEnv()
+	wp := startProc(t, suite.LogPath(safeName(t.Name())+".worker"), wk)
+	addr := ""
+	wp.waitLine(t, waitLong, "the worker to listen", func(l string) bool {
+		var m map[string]any
+		if json.Unmarshal([]byte(l), &m) != nil || m["msg"] != "worker started" {
+			return false
+		}
+		for _, k := range []string{"http", "listen"} {
+			if s, ok := m[k].(string); ok && s != "" {
+				addr = s
+				return true
+			}
+		}
+		return false
+	})
+	a := newAPI(t, addr)
+	a.must(201, "POST", "/api/v1/stores/generic/"+name, genericSchemaJSON, nil)
+	seal := func(from, n int) {
+		for g := from; g < from+n; g++ {
+			a.must(200, "POST", "/api/v1/stores/generic/"+name+"/rows", fmt.Sprintf(`[{"id":"r%d","v":%d}]`, g, g), nil)
+			a.must(200, "POST", "/api/v1/stores/generic/"+name+"/flush", nil, nil)
+		}
+	}
+	pending := func() int {
+		var st httpStats
+		a.must(200, "GET", "/api/v1/stores/generic/"+name+"/stats", nil, &st)
+		return st.pending()
+	}
+	triggerHTTP := func(wait bool) (runID string, res contract.MergeWalResult) {
+		t.Helper()
+		var out struct {
+			RunID  string                  `json:"run_id"`
+			Result contract.MergeWalResult `json:"result"`
+		}
+		if wait {
+			a.must(200, "POST", "/api/v1/stores/generic/"+name+"/merge-wal?wait=true", nil, &out)
+		} else {
+			a.must(202, "POST", "/api/v1/stores/generic/"+name+"/merge-wal", nil, &out)
+		}
+		return out.RunID, out.Result
+	}
+
+	next := 0 // the next generation's row id
+	for _, sc := range []struct {
+		name       string
+		runTimeout time.Duration // 0: started by hand without one
+		want       enumspb.WorkflowExecutionStatus
+	}{
+		{"started by hand without a run timeout", 0, enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED},
+		{"started with the run timeout every walkeeper starter sets", deadline, enumspb.WORKFLOW_EXECUTION_STATUS_TIMED_OUT},
+	} {
+		t.Logf("--- %s", sc.name)
+		seal(next, 3)
+		next += 3
+		terminatedBefore := metricValue(t, addr, "walkeeper_merge_runs_terminated_total", `workflow="MergeWal"`)
+
+		// The stuck run, as `temporal workflow start` (or a broken deploy) would start it.
+		startedAt := time.Now()
+		stuck, err := e.c.ExecuteWorkflow(e.ctx(waitShort), client.StartWorkflowOptions{ID: id, TaskQueue: brokenQueue,
+			WorkflowRunTimeout: sc.runTimeout}, contract.MergeWalWorkflow, contract.MergeWalInput{Target: tg.String()})
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		// It holds the store's merges: a trigger attaches to it.
+		if runID, _ := triggerHTTP(false); runID != stuck.GetRunID() {
+			t.Fatalf("the HTTP trigger started run %s next to the stuck %s: want an attach", runID, stuck.GetRunID())
+		}
+
+		// Detection: the worker process's gauge.
+		waitFor(t, waitLong, "walkeeper_merge_runs_stuck to report the failing workflow task", func() (bool, error) {
+			return metricValue(t, addr, "walkeeper_merge_runs_stuck", `reason="workflow_task"`, `workflow="MergeWal"`) == 1, nil
+		})
+		detected := time.Since(startedAt)
+		t.Logf("detected %s after the stuck run started (scan every %s)", detected.Round(100*time.Millisecond), interval)
+
+		// `walkeeper status` says why, with the workflow task's failure.
+		if e.isRunning(id, stuck.GetRunID()) {
+			out := runStatus(t, bin, e, tg.String(), deadline)
+			ends := "no run timeout: the workers' stuck-run scan terminates it " + deadline.String() + " after its start"
+			if sc.runTimeout > 0 {
+				ends = "Temporal ends it at its run timeout " + deadline.String()
+			}
+			for _, want := range []string{"stuck", "workflow task failing (attempt", brokenPanic, ends} {
+				if !strings.Contains(out, want) {
+					t.Fatalf("walkeeper status does not say %q:\n%s", want, out)
+				}
+			}
+			t.Logf("walkeeper status: %s", grepLine(out, "workflow task failing"))
+			t.Logf("walkeeper status: %s", grepLine(out, "live status"))
+		}
+
+		// Replacement: the run is closed after the deadline, by the scan or by Temporal.
+		waitFor(t, waitLong, "the stuck run to be ended", func() (bool, error) {
+			d, err := e.describe(id, stuck.GetRunID())
+			if err != nil {
+				return false, err
+			}
+			return d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, nil
+		})
+		d, err := e.describe(id, stuck.GetRunID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		info := d.GetWorkflowExecutionInfo()
+		if info.GetStatus() != sc.want {
+			t.Fatalf("stuck run closed as %s, want %s", info.GetStatus(), sc.want)
+		}
+		held := info.GetCloseTime().AsTime().Sub(info.GetStartTime().AsTime())
+		if held < deadline {
+			t.Fatalf("the stuck run was ended after %s, before its deadline %s", held, deadline)
+		}
+		t.Logf("replaced: closed %s after its start (deadline %s)", held.Round(100*time.Millisecond), deadline)
+		terminated := metricValue(t, addr, "walkeeper_merge_runs_terminated_total", `workflow="MergeWal"`)
+		if sc.runTimeout == 0 {
+			if terminated != terminatedBefore+1 {
+				t.Fatalf("walkeeper_merge_runs_terminated_total %v, want %v", terminated, terminatedBefore+1)
+			}
+			reason := closeEventText(t, e, id, stuck.GetRunID())
+			if !strings.Contains(reason, "--merge-run-timeout") || !strings.Contains(reason, "workflow task failing") {
+				t.Fatalf("terminate reason %q does not say why", reason)
+			}
+		} else if terminated != terminatedBefore {
+			t.Fatalf("the scan terminated a run Temporal times out itself")
+		}
+
+		// The next trigger starts a fresh run, which merges the store to zero pending.
+		before := pending()
+		runID, res := triggerHTTP(true)
+		if runID == stuck.GetRunID() {
+			t.Fatalf("the trigger attached to the closed stuck run %s", runID)
+		}
+		if left := pending(); left != 0 || res.Reclaimed != before {
+			t.Fatalf("fresh run %s: reclaimed %d of %d, %d pending left", runID, res.Reclaimed, before, left)
+		}
+		t.Logf("fresh run %s merged %d generations; %s from the stuck run's start to zero pending",
+			runID, res.Reclaimed, time.Since(startedAt).Round(100*time.Millisecond))
+
+		// The gauge clears once the run is gone.
+		waitFor(t, waitLong, "walkeeper_merge_runs_stuck to clear", func() (bool, error) {
+			return metricValue(t, addr, "walkeeper_merge_runs_stuck", `reason="workflow_task"`, `workflow="MergeWal"`) == 0, nil
+		})
+	}
+}
+
+// metricValue is the value of the series of metric whose labels include every one of labels
+// (`name="value"`), as the worker at addr exposes it; -1 when there is none.
+func metricValue(t *testing.T, addr, metric string, labels ...string) float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+lines:
+	for sc.Scan() {
+		l := sc.Text()
+		if !strings.HasPrefix(l, metric+"{") {
+			continue
+		}
+		for _, lb := range labels {
+			if !strings.Contains(l, lb) {
+				continue lines
+			}
+		}
+		v, err := strconv.ParseFloat(l[strings.LastIndexByte(l, ' ')+1:], 64)
+		if err != nil {
+			t.Fatalf("%s: %v", l, err)
+		}
+		return v
+	}
+	return -1
+}
+
+// runStatus is the output of `walkeeper status TARGET` against the test's namespace, told the
+// workers' deadline.
+func runStatus(t *testing.T, bin string, e *env, target string, deadline time.Duration) string {
+	t.Helper()
+	cmd := exec.Command(bin, "status", target, "--storage", e.storage, "--temporal", e.hostPort, "--namespace", e.ns,
+		"--merge-run-timeout", deadline.String())
+	cmd.Env = cleanEnv()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("walkeeper status: %v\n%s", err, out)
+	}
+	return string(out)
+}
+
+// grepLine is the first line of out that contains s.
+func grepLine(out, s string) string {
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, s) {
+			return strings.TrimSpace(l)
+		}
+	}
+	return ""
+}
+
+// closeEventText is the reason of a terminated run's close event.
+func closeEventText(t *testing.T, e *env, id, runID string) string {
+	t.Helper()
+	it := e.c.GetWorkflowHistory(e.ctx(waitShort), id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := ev.GetWorkflowExecutionTerminatedEventAttributes(); a != nil {
+			return a.GetReason()
+		}
+	}
+	return ""
+}

@@ -1,0 +1,139 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.uber.org/zap"
+
+	"github.com/walkeeper/walkeeper/contract"
+)
+
+// Bounds of the stuck-run scan (docs/OPERATIONS.md, "A merge that cannot make progress").
+const (
+	DefaultStuckScanInterval = time.Minute
+	// MinStuckScanInterval: a scan costs one visibility page and up to maxStuckDescribes
+	// describes, so one a second is the most a worker may ask for.
+	MinStuckScanInterval = time.Second
+	MaxStuckScanInterval = time.Hour
+	// maxStuckDescribes bounds one scan's cost: one visibility page of this size, one
+	// DescribeWorkflowExecution per run on it.
+	maxStuckDescribes = 100
+	// minStuckScanTimeout bounds one scan when the interval is shorter: 100 describes of a
+	// loaded frontend take seconds.
+	minStuckScanTimeout = 30 * time.Second
+)
+
+// stuckScan looks, every interval, for MergeWal and CompactBase runs that cannot make
+// progress: a run started more than one interval ago is described and classified
+// (ClassifyRun). Each stuck run is logged with its reason, counted in
+// walkeeper_merge_runs_stuck, and terminated when it is past the deadline without a run
+// timeout of its own (started by hand), so that the next trigger starts a fresh run instead
+// of attaching to it. Every worker scans: the cost is reads only (no Temporal action), a
+// young run is never described, and two workers terminating the same run race harmlessly
+// (the second finds it closed).
+type stuckScan struct {
+	c         client.Client
+	namespace string
+	interval  time.Duration
+	deadline  time.Duration // contract.RunTimeout of this worker's starts
+	log       *zap.Logger
+	metrics   *Metrics
+	now       func() time.Time
+}
+
+// run scans every interval (±10 %, so the workers of a fleet spread out) until ctx ends.
+func (s *stuckScan) run(ctx context.Context) {
+	for {
+		wait := time.Duration(float64(s.interval) * (0.9 + 0.2*rand.Float64()))
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		sctx, cancel := context.WithTimeout(ctx, max(s.interval, minStuckScanTimeout))
+		err := s.scan(sctx)
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			s.log.Warn("stuck-run scan failed", zap.Error(err))
+		}
+		s.metrics.stuckScanned(err)
+	}
+}
+
+// stuckQuery is the visibility query of the runs a scan at now describes: running MergeWal
+// and CompactBase runs started at least interval ago.
+func stuckQuery(now time.Time, interval time.Duration) string {
+	return fmt.Sprintf(`(WorkflowType=%q OR WorkflowType=%q) AND ExecutionStatus="Running" AND StartTime < %q`,
+		contract.MergeWalWorkflow, contract.CompactBaseWorkflow, now.Add(-interval).UTC().Format(time.RFC3339))
+}
+
+// scan is one pass: list, describe, classify, report and terminate what only a terminate
+// ends. The gauges are replaced only after a complete scan.
+func (s *stuckScan) scan(ctx context.Context) error {
+	now := s.now()
+	resp, err := s.c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+		Namespace: s.namespace,
+		PageSize:  maxStuckDescribes,
+		Query:     stuckQuery(now, s.interval),
+	})
+	if err != nil {
+		return fmt.Errorf("list running merges: %w", err)
+	}
+	stuck := map[[2]string]int{}
+	for i, e := range resp.GetExecutions() {
+		if i == maxStuckDescribes {
+			break
+		}
+		typ, id, runID := e.GetType().GetName(), e.GetExecution().GetWorkflowId(), e.GetExecution().GetRunId()
+		d, err := s.c.DescribeWorkflowExecution(ctx, id, runID)
+		if err != nil {
+			var nf *serviceerror.NotFound
+			if errors.As(err, &nf) {
+				continue // closed and gone since the listing
+			}
+			return fmt.Errorf("describe %s: %w", id, err)
+		}
+		if d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			continue
+		}
+		st := ClassifyRun(d, now, s.deadline)
+		if st.Reason == "" {
+			continue
+		}
+		st = st.WithLastWorkflowTaskFailure(ctx, s.c, s.namespace, id, runID)
+		stuck[[2]string{typ, st.Reason}]++
+		s.log.Warn("run cannot make progress", zap.String("workflow_id", id), zap.String("run_id", runID),
+			zap.String("reason", st.Reason), zap.String("detail", st.Detail), zap.Duration("age", st.Age.Round(time.Second)),
+			zap.Duration("deadline", st.Deadline), zap.Bool("own_run_timeout", st.OwnTimeout))
+		if st.Terminable() {
+			s.terminate(ctx, typ, id, runID, st)
+		}
+	}
+	s.metrics.setStuck(stuck)
+	return nil
+}
+
+// terminate ends a run past the deadline that has no run timeout of its own, with a reason
+// that says why and what happens next.
+func (s *stuckScan) terminate(ctx context.Context, typ, id, runID string, st StuckRun) {
+	reason := fmt.Sprintf("walkeeper: run cannot make progress (%s) and is past --merge-run-timeout %s; the next trigger starts a fresh run",
+		st.Detail, st.Deadline)
+	err := s.c.TerminateWorkflow(ctx, id, runID, reason)
+	if err != nil {
+		var nf *serviceerror.NotFound
+		if !errors.As(err, &nf) {
+			s.log.Warn("could not terminate a stuck run", zap.String("workflow_id", id), zap.String("run_id", runID), zap.Error(err))
+		}
+		return // NotFound: closed already (another worker, or it finished)
+	}
+	s.metrics.stuckTerminated(typ)
+	s.log.Warn("terminated a stuck run", zap.String("workflow_id", id), zap.String("run_id", runID), zap.String("reason", reason))
+}

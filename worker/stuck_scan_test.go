@@ -1,0 +1,103 @@
+package worker
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	tworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/internal/testkit/testtemporal"
+)
+
+// Two workers scan the same namespace at once on a real dev server: a MergeWal started by
+// hand without a run timeout whose workflow task always fails is terminated exactly once; one
+// that fails the same way but has a run timeout is reported and left to Temporal; a healthy
+// CompactBase is neither. The scans' clock is an hour ahead, so every run is old enough to be
+// described and the hand-started one is past the deadline.
+func TestStuckScanOnTwoWorkersTerminatesOnce(t *testing.T) {
+	testtemporal.SkipShort(t)
+	_, c := testtemporal.Start(t)
+	const queue = "stuck-scan-test"
+	w := tworker.New(c, queue, tworker.Options{})
+	w.RegisterWorkflowWithOptions(func(workflow.Context, contract.MergeWalInput) (contract.MergeWalResult, error) {
+		panic("broken deploy")
+	}, workflow.RegisterOptions{Name: contract.MergeWalWorkflow})
+	w.RegisterWorkflowWithOptions(func(ctx workflow.Context, _ contract.CompactBaseInput) (contract.CompactBaseResult, error) {
+		return contract.CompactBaseResult{}, workflow.Sleep(ctx, time.Hour)
+	}, workflow.RegisterOptions{Name: contract.CompactBaseWorkflow})
+	require.NoError(t, w.Start())
+	t.Cleanup(w.Stop)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	start := func(id, typ string, runTimeout time.Duration, in any) client.WorkflowRun {
+		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue, WorkflowRunTimeout: runTimeout}, typ, in)
+		require.NoError(t, err)
+		return run
+	}
+	byHand := start("merge-wal/generic/by-hand", contract.MergeWalWorkflow, 0, contract.MergeWalInput{})
+	timed := start("merge-wal/generic/timed", contract.MergeWalWorkflow, 2*time.Hour, contract.MergeWalInput{})
+	healthy := start("compact/generic/healthy", contract.CompactBaseWorkflow, 2*time.Hour, contract.CompactBaseInput{})
+
+	// Both broken runs have failed their workflow task often enough, and visibility lists all three.
+	require.Eventually(t, func() bool {
+		for _, r := range []client.WorkflowRun{byHand, timed} {
+			d, err := c.DescribeWorkflowExecution(ctx, r.GetID(), r.GetRunID())
+			if err != nil || d.GetPendingWorkflowTask().GetAttempt() < StuckWorkflowTaskAttempts {
+				return false
+			}
+		}
+		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: `ExecutionStatus="Running"`})
+		return err == nil && len(resp.GetExecutions()) == 3
+	}, 2*time.Minute, 200*time.Millisecond)
+
+	ahead := func() time.Time { return time.Now().Add(time.Hour) }
+	scans := make([]*stuckScan, 2)
+	for i := range scans {
+		scans[i] = &stuckScan{c: c, namespace: "default", interval: time.Minute, deadline: 10 * time.Minute,
+			log: zaptest.NewLogger(t), metrics: NewMetrics(nil), now: ahead}
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(scans))
+	for i, s := range scans {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = s.scan(ctx)
+		}()
+	}
+	wg.Wait()
+	terminated := 0.0
+	for i, s := range scans {
+		require.NoError(t, errs[i])
+		terminated += testutil.ToFloat64(s.metrics.stuck.terminated.WithLabelValues(contract.MergeWalWorkflow))
+		got := testutil.ToFloat64(s.metrics.stuck.runs.WithLabelValues(contract.MergeWalWorkflow, StuckWorkflowTask))
+		require.Contains(t, []float64{1, 2}, got, "both broken runs, or the timed one after the other worker terminated the first")
+		require.Zero(t, testutil.ToFloat64(s.metrics.stuck.runs.WithLabelValues(contract.CompactBaseWorkflow, StuckPastDeadline)))
+		require.Zero(t, testutil.ToFloat64(s.metrics.stuck.runs.WithLabelValues(contract.CompactBaseWorkflow, StuckWorkflowTask)))
+	}
+	require.Equal(t, 1.0, terminated, "two workers terminate the hand-started run once")
+
+	status := func(r client.WorkflowRun) enumspb.WorkflowExecutionStatus {
+		d, err := c.DescribeWorkflowExecution(ctx, r.GetID(), r.GetRunID())
+		require.NoError(t, err)
+		return d.GetWorkflowExecutionInfo().GetStatus()
+	}
+	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED, status(byHand))
+	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, status(timed), "Temporal times it out itself")
+	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, status(healthy))
+
+	// A later scan sees only the timed run.
+	require.NoError(t, scans[0].scan(ctx))
+	require.Equal(t, 1.0, testutil.ToFloat64(scans[0].metrics.stuck.runs.WithLabelValues(contract.MergeWalWorkflow, StuckWorkflowTask)))
+}

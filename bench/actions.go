@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
@@ -23,8 +25,8 @@ type temporalBill struct {
 	byType map[string]*actioncount.Cost
 	// scheduled counts the runs a schedule started (ScheduleActions each, not in history).
 	scheduled int
-	// reclaimed sums the generations the closed MergeWal runs reclaimed; openMerges counts
-	// those still open when counted (their actions are in, their generations not).
+	// reclaimed sums the generations the MergeWal runs' round commits reclaimed (open runs
+	// and continued-as-new ones included); openMerges counts the runs still open.
 	reclaimed, openMerges int
 }
 
@@ -57,10 +59,11 @@ func countTemporalBill(ctx context.Context, c client.Client, query string) (*tem
 		}
 		for _, e := range resp.GetExecutions() {
 			id, runID, typ := e.GetExecution().GetWorkflowId(), e.GetExecution().GetRunId(), e.GetType().GetName()
-			cost, err := actioncount.Run(ctx, c, id, runID)
+			events, err := actioncount.History(ctx, c, id, runID)
 			if err != nil {
 				return nil, fmt.Errorf("history of %s/%s: %w", id, runID, err)
 			}
+			cost := actioncount.Events(events)
 			if b.byType[typ] == nil {
 				b.byType[typ] = &actioncount.Cost{}
 			}
@@ -71,17 +74,38 @@ func countTemporalBill(ctx context.Context, c client.Client, query string) (*tem
 			if typ != contract.MergeWalWorkflow {
 				continue
 			}
-			var n int
-			if p := e.GetMemo().GetFields()[contract.MemoReclaimed]; p != nil && converter.GetDefaultDataConverter().FromPayload(p, &n) == nil {
-				b.reclaimed += n
-			} else {
-				b.openMerges++ // still running, continued as new, or failed before its outcome
+			b.reclaimed += committedGenerations(events)
+			if e.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+				b.openMerges++
 			}
 		}
 		if token = resp.GetNextPageToken(); len(token) == 0 {
 			return b, nil
 		}
 	}
+}
+
+// committedGenerations sums the generations a MergeWal run's completed CommitRound
+// activities reclaimed: what the run merged, whether or not it has finished. Pure.
+func committedGenerations(events []*historypb.HistoryEvent) int {
+	commits := map[int64]bool{}
+	n := 0
+	for _, ev := range events {
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == contract.CommitRoundActivity {
+			commits[ev.GetEventId()] = true
+		}
+		a := ev.GetActivityTaskCompletedEventAttributes()
+		if a == nil || !commits[a.GetScheduledEventId()] {
+			continue
+		}
+		var res contract.CommitRoundResult
+		if converter.GetDefaultDataConverter().FromPayloads(a.GetResult(), &res) == nil {
+			for _, sh := range res.Shards {
+				n += sh.Reclaimed
+			}
+		}
+	}
+	return n
 }
 
 // table renders the bill: one row per workflow type, the total, and per generation reclaimed

@@ -272,7 +272,7 @@ func RunIncident(ctx context.Context, o Options) (*Result, error) {
 	perGen := col(func(r incidentRun) float64 { return r.wkBill.perGeneration() })
 	if last := runs[len(runs)-1].wkBill; last != nil {
 		res.Tables = append(res.Tables, last.table(fmt.Sprintf(
-			"walkeeper's Temporal actions, last repetition (every workflow's history, Temporal Cloud's definition; %d MergeWal runs still open at the end count their actions, not their generations)", last.openMerges)))
+			"walkeeper's Temporal actions, last repetition (every workflow's history, Temporal Cloud's definition; generations from the MergeWal runs' round commits, %d runs still open at the end included)", last.openMerges)))
 	}
 	res.target("Temporal actions per merged generation (every workflow, walkeeper side)", fmt.Sprintf("≤ %.2f", maxActionsPerGeneration),
 		perGen.fmt("%.3f"), perGen.Max > 0 && perGen.Max <= maxActionsPerGeneration)

@@ -11,14 +11,23 @@ import (
 // Run reads one run's whole history from the server (runID "" = the latest run of id) and
 // counts it.
 func Run(ctx context.Context, c client.Client, id, runID string) (Cost, error) {
+	events, err := History(ctx, c, id, runID)
+	if err != nil {
+		return Cost{}, err
+	}
+	return Events(events), nil
+}
+
+// History reads one run's whole history from the server, every page.
+func History(ctx context.Context, c client.Client, id, runID string) ([]*historypb.HistoryEvent, error) {
 	it := c.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	var events []*historypb.HistoryEvent
 	for it.HasNext() {
 		ev, err := it.Next()
 		if err != nil {
-			return Cost{}, err
+			return nil, err
 		}
 		events = append(events, ev)
 	}
-	return Events(events), nil
+	return events, nil
 }

@@ -31,10 +31,10 @@ func (r *mergeRun) noteStart() {
 }
 
 // actions is the billable actions of the chain so far as the workflow counts them: the runs
-// before this one (carried), this run's start, what its tracker ran and heard, and its
-// upserts.
+// before this one (carried), this run's start, what its tracker ran and heard, its upserts and
+// its timers.
 func (r *mergeRun) actions() int {
-	n := 1 + r.tr.actions + r.upserts
+	n := 1 + r.tr.actions + r.upserts + r.timers
 	if r.in.Carry != nil {
 		n += r.in.Carry.Actions
 	}

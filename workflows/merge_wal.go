@@ -131,8 +131,9 @@ type mergeRun struct {
 	current     *shardRun
 	passes      int // committed passes in this run
 	stopping    bool
-	// upserts counts this run's search attribute upserts (one billable action each).
-	upserts int
+	// upserts and timers count this run's search attribute upserts and timers (one billable
+	// action each).
+	upserts, timers int
 	// listedAt is the workflow time of the last listing (rounds relist by time).
 	listedAt time.Time
 	// pendingAtStart is the total pending of the chain's first listing (-1: not listed yet).
@@ -286,6 +287,12 @@ func (r *mergeRun) mergeRounds(ctx workflow.Context, commits workflow.Channel) {
 		prepares = r.in.PrepareConcurrency
 	}
 	sem := workflow.NewSemaphore(ctx, int64(prepares))
+	// hot: a confirming listing found generations sealed while this run merged. From then on
+	// the run's writers seal as fast as it merges, and a listing at once would find a
+	// round's worth of seals per shard: passes of a few generations at 2 actions each. A hot
+	// run lists again only relistInterval after its last listing (one timer), so each pass
+	// folds what the shard sealed in that time.
+	hot := false
 	for round := 1; ; round++ {
 		// Listing each round would cost an action per pass on a one-shard table; the
 		// estimates (listed pending minus what the passes folded) plan the rounds in
@@ -297,8 +304,12 @@ func (r *mergeRun) mergeRounds(ctx workflow.Context, commits workflow.Channel) {
 		}
 		order := roundOrder(estimatedTodo(r.todo()))
 		if len(order) == 0 && round > 1 && !relisted {
+			if hot && !r.waitToRelist(ctx) {
+				return
+			}
 			r.relist(ctx)
 			order = roundOrder(estimatedTodo(r.todo()))
+			hot = hot || len(order) > 0
 		}
 		if len(order) == 0 {
 			return
@@ -325,6 +336,20 @@ func (r *mergeRun) mergeRounds(ctx workflow.Context, commits workflow.Channel) {
 			return
 		}
 	}
+}
+
+// waitToRelist waits until relistInterval after the last listing (a timer, when that is
+// still ahead). It reports false when the run is cancelled meanwhile.
+func (r *mergeRun) waitToRelist(ctx workflow.Context) bool {
+	wait := r.listedAt.Add(relistInterval).Sub(workflow.Now(ctx))
+	if wait <= 0 {
+		return true
+	}
+	r.setPhase(contract.PhaseWaiting)
+	defer r.setPhase(contract.PhaseMerging)
+	timer := workflow.NewTimerWithOptions(ctx, wait, workflow.TimerOptions{Summary: "wait for more sealed generations"})
+	r.timers++
+	return timer.Get(ctx, nil) == nil
 }
 
 // estimatedTodo keeps the shards whose estimate says something is pending. Pure.

@@ -634,3 +634,43 @@ func TestMergeWalMissingStoreFailsWithOneLine(t *testing.T) {
 	require.False(t, errors.As(err, &actErr), "the failure is the line itself, not an activity error around it")
 	require.Equal(t, 1, calls, "a missing store is not retried")
 }
+
+// A run whose writer seals as fast as it merges (every commit finds more sealed) lists again
+// only relistInterval after its last listing, one timer each time, so its passes fold what the
+// shard sealed meanwhile instead of a listing's and a pass's actions for each few generations.
+// A run whose confirming listing finds nothing new never waits.
+func TestMergeWalHotRunPacesItsListings(t *testing.T) {
+	env := newEnv(t)
+	f := newFakeTable("generic:gs", 8, map[string]int{"a": 2})
+	commits := 0
+	var listedAt []time.Time
+	env.OnActivity(contract.ListPendingShardsActivity, anyCtx, anyArg).Return(
+		func(ctx context.Context, p contract.ListPendingShardsParams) (contract.ListPendingShardsResult, error) {
+			listedAt = append(listedAt, env.Now())
+			return f.list(ctx, p)
+		})
+	mockTable(env, f)
+	env.SetOnActivityCompletedListener(func(info *activity.Info, _ converter.EncodedValue, _ error) {
+		if info.ActivityType.Name == contract.CommitRoundActivity {
+			if commits++; commits <= 3 {
+				f.mu.Lock()
+				f.pending["a"] += 2 // sealed while the pass committed
+				f.mu.Unlock()
+			}
+		}
+	})
+	timers := 0
+	env.SetOnTimerScheduledListener(func(string, time.Duration) { timers++ })
+	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:gs"})
+	res := mergeResult(t, env)
+	require.Equal(t, 8, res.Reclaimed, "%+v", res)
+	require.Len(t, listedAt, 5, "the first listing and one after each of the 4 passes")
+	// The first confirming listing runs at once and finds a hot shard; every later one waits
+	// for relistInterval after the one before, with a timer.
+	require.Less(t, listedAt[1].Sub(listedAt[0]), relistInterval)
+	for i := 2; i < len(listedAt); i++ {
+		require.GreaterOrEqual(t, listedAt[i].Sub(listedAt[i-1]), relistInterval, "listing %d", i)
+	}
+	require.Equal(t, 3, timers)
+	require.Equal(t, 1+4*2+len(listedAt)+timers+2, res.Actions, "start, 4 passes, listings, timers, 2 upserts (bare start, outcome)")
+}

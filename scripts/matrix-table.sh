@@ -5,8 +5,9 @@
 #   scripts/matrix-table.sh [LOG]                  storage backends: backend x suite
 #                                                  (test/backends TestMatrix; default .cache/test.log)
 #   scripts/matrix-table.sh --temporal DEVLOG [CLUSTERLOG]
-#                                                  Temporal server x suite: test/integration and the
-#                                                  reliability suite's Temporal restarts
+#                                                  Temporal server x suite: test/integration, the
+#                                                  reliability suite's Temporal restarts and the
+#                                                  rolling upgrade (test/upgrade)
 #
 # PASS/FAIL/SKIP per cell ("-" = not run). Exit status 1 if any cell failed, or under CI
 # (env CI set) was skipped or not run: there every server must run.
@@ -17,15 +18,16 @@ if [[ "${1:-}" == "--temporal" ]]; then
   [[ $# -ge 1 ]] || { echo "matrix-table: --temporal DEVLOG [CLUSTERLOG]" >&2; exit 2; }
   names=(dev-server postgres-cluster)
   bad=0
-  printf '%-18s %-20s %-28s\n' "temporal server" "test/integration" "reliability restarts"
+  printf '%-18s %-20s %-28s %-20s\n' "temporal server" "test/integration" "reliability restarts" "rolling upgrade"
   n=0
   for f in "$@"; do
     [[ -f "$f" ]] || { echo "matrix-table: $f: no such file" >&2; exit 2; }
     name=${names[$n]:-log$n}; n=$((n + 1))
     integ=$(awk '$1 == "ok" && $2 ~ /\/test\/integration$/ { r = "PASS" } $1 == "FAIL" && $2 ~ /\/test\/integration$/ { r = "FAIL" } END { print (r == "" ? "-" : r) }' "$f")
     rel=$(awk 'match($0, /--- (PASS|FAIL|SKIP): TestWorkerProcessesSurviveKillsAndTemporalRestarts /) { split(substr($0, RSTART, RLENGTH), a, " "); r = a[2]; sub(":", "", r) } END { print (r == "" ? "-" : r) }' "$f")
-    printf '%-18s %-20s %-28s\n' "$name" "$integ" "$rel"
-    for c in "$integ" "$rel"; do
+    upg=$(awk 'match($0, /--- (PASS|FAIL|SKIP): TestRollingUpgradeKeepsMergesRunning /) { split(substr($0, RSTART, RLENGTH), a, " "); r = a[2]; sub(":", "", r) } END { print (r == "" ? "-" : r) }' "$f")
+    printf '%-18s %-20s %-28s %-20s\n' "$name" "$integ" "$rel" "$upg"
+    for c in "$integ" "$rel" "$upg"; do
       if [[ $c == FAIL ]] || [[ -n "${CI:-}" && $c != PASS ]]; then bad=1; fi
     done
   done

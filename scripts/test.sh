@@ -7,9 +7,10 @@
 #   2. gofmt, go mod tidy, go vet, the compose/Prometheus/Grafana checks;
 #   3. every test with the race detector, Temporal on the CLI's dev server — among them the
 #      storage backend matrix (test/backends) on every backend;
-#   4. beside 3, in parallel: the integration suite and the reliability suite's Temporal
-#      restarts on the production Temporal server on PostgreSQL (4 history shards, SQL
-#      visibility; WALKEEPER_TEST_TEMPORAL_SERVER=cluster). WALKEEPER_SKIP_CLUSTER=1 skips it;
+#   4. beside 3, in parallel: the integration suite, the reliability suite's Temporal
+#      restarts and the rolling upgrade (test/upgrade) on the production Temporal server on
+#      PostgreSQL (4 history shards, SQL visibility; WALKEEPER_TEST_TEMPORAL_SERVER=cluster).
+#      WALKEEPER_SKIP_CLUSTER=1 skips it;
 #   5. the backend × suite matrix and the Temporal server × suite table.
 #
 # Logs: .cache/test.log (3, verbose), .cache/test-cluster.log (4). Exit status non-zero if
@@ -49,12 +50,13 @@ stamp "== docker-compose config, Prometheus rules, Grafana dashboard"
 # at little cost. No -race here: the same code runs under -race in 3.
 cluster_pid=
 if [[ -z "${WALKEEPER_SKIP_CLUSTER:-}" ]]; then
-  stamp "== beside it: Temporal on PostgreSQL: ./test/integration, ./test/reliability restarts (log: $clog)"
+  stamp "== beside it: Temporal on PostgreSQL: ./test/integration, ./test/reliability restarts, ./test/upgrade (log: $clog)"
   (
     export WALKEEPER_TEST_TEMPORAL_SERVER=cluster
     rc=0
     go test -count=1 -timeout 25m -v ./test/integration || rc=1
     go test -count=1 -timeout 25m -v -run '^TestWorkerProcessesSurviveKillsAndTemporalRestarts$' ./test/reliability || rc=1
+    go test -count=1 -timeout 25m -v ./test/upgrade || rc=1
     exit $rc
   ) >"$clog" 2>&1 &
   cluster_pid=$!

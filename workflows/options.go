@@ -47,11 +47,14 @@ func prepareOptions(startToClose, scheduleToStart time.Duration) workflow.Activi
 }
 
 // commitRoundOptions: on the shared queue (no schedule-to-start fallback: a round spans
-// shards of different owners) and without a heartbeat timeout (a round is a bounded number
-// of conditional writes); retried more than a prepare, since a commit is cheap to repeat.
+// shards of different owners); retried more than a prepare, since a commit is cheap to
+// repeat. The heartbeat timeout is what notices a task lost in delivery (a worker that
+// stops as it is handed the task): it is retried after a minute, not after the whole
+// start-to-close timeout. A round shorter than a third of it sends no heartbeat.
 func commitRoundOptions() workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		StartToCloseTimeout: 5 * time.Minute,
+		HeartbeatTimeout:    time.Minute,
 		RetryPolicy:         retryPolicy(10, 30*time.Second),
 		Summary:             "commit round",
 	}

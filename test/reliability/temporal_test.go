@@ -5,20 +5,17 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"go.temporal.io/sdk/client"
 
 	"github.com/walkeeper/walkeeper/contract"
-	"github.com/walkeeper/walkeeper/internal/devserver"
 	"github.com/walkeeper/walkeeper/internal/testkit/apitest"
 	"github.com/walkeeper/walkeeper/internal/testkit/testtemporal"
+	"github.com/walkeeper/walkeeper/internal/testkit/walkeeperproc"
 	"github.com/walkeeper/walkeeper/store"
 )
 
@@ -37,24 +34,13 @@ var walkeeperBin struct {
 func buildWalkeeper(t *testing.T) string {
 	t.Helper()
 	walkeeperBin.once.Do(func() {
-		out, err := exec.Command("go", "env", "GOMOD").Output()
-		if err != nil {
-			walkeeperBin.err = fmt.Errorf("go env GOMOD: %w", err)
-			return
-		}
-		root := filepath.Dir(strings.TrimSpace(string(out)))
 		dir, err := os.MkdirTemp("", "walkeeper-bin-")
 		if err != nil {
 			walkeeperBin.err = err
 			return
 		}
 		walkeeperBin.dir = dir
-		walkeeperBin.path = filepath.Join(dir, "walkeeper")
-		cmd := exec.Command("go", "build", "-o", walkeeperBin.path, "./cmd/walkeeper")
-		cmd.Dir = root
-		if b, err := cmd.CombinedOutput(); err != nil {
-			walkeeperBin.err = fmt.Errorf("go build ./cmd/walkeeper: %v\n%s", err, b)
-		}
+		walkeeperBin.path, walkeeperBin.err = walkeeperproc.Build(filepath.Join(dir, "walkeeper"))
 	})
 	if walkeeperBin.err != nil {
 		t.Fatal(walkeeperBin.err)
@@ -70,82 +56,8 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	p, err := devserver.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fmt.Sprintf("127.0.0.1:%d", p)
-}
-
-// workerProc is one `walkeeper worker` process.
-type workerProc struct {
-	t                          *testing.T
-	bin, instance, listen, log string
-	args                       []string
-	cmd                        *exec.Cmd
-	done                       chan struct{}
-}
-
-func (w *workerProc) start() {
-	t := w.t
-	f, err := os.OpenFile(w.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	args := append([]string{"worker", "--instance", w.instance, "--listen", w.listen}, w.args...)
-	cmd := exec.Command(w.bin, args...)
-	cmd.Stdout, cmd.Stderr = f, f
-	cmd.Env = append(os.Environ(), "WALKEEPER_AUTH_TOKEN=")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	w.cmd, w.done = cmd, make(chan struct{})
-	go func(done chan struct{}) { _ = cmd.Wait(); _ = f.Close(); close(done) }(w.done)
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		res, err := http.Get("http://" + w.listen + "/healthz")
-		if err == nil {
-			res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		select {
-		case <-w.done:
-			t.Fatalf("worker %s exited during start; log %s:\n%s", w.instance, w.log, tailFile(w.log))
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("worker %s not healthy after 90s; log:\n%s", w.instance, tailFile(w.log))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-func (w *workerProc) kill() {
-	if w.cmd != nil && w.cmd.Process != nil {
-		_ = w.cmd.Process.Signal(syscall.SIGKILL)
-		<-w.done
-	}
-}
-
-func (w *workerProc) stop() {
-	if w.cmd != nil && w.cmd.Process != nil {
-		_ = w.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-w.done:
-		case <-time.After(30 * time.Second):
-			w.kill()
-		}
-	}
-}
-
-func tailFile(p string) string {
-	b, _ := os.ReadFile(p)
-	return tail(string(b), 6000)
-}
+// stopGrace is how long a SIGTERMed worker may drain before it is killed.
+const stopGrace = 30 * time.Second
 
 // httpJSON sends body as JSON and decodes the answer into out; a status of 300 or more is an
 // error. It fails no test, so the load goroutines can call it.
@@ -213,20 +125,20 @@ func TestWorkerProcessesSurviveKillsAndTemporalRestarts(t *testing.T) {
 	common := []string{"--storage", storage, "--temporal", rig.hostPort(), "--flush-interval", "0",
 		"--merge-after-generations", "0", "--sweep-interval", "0", "--merge-max-generations", "1",
 		"--log-format", "json", "--log-level", "info", "--temporal-wait", "2m"}
-	workers := []*workerProc{
-		{t: t, bin: bin, instance: "rel-wa", listen: freeAddr(t), log: filepath.Join(dir, "wa.log"), args: common},
-		{t: t, bin: bin, instance: "rel-wb", listen: freeAddr(t), log: filepath.Join(dir, "wb.log"), args: common},
+	workers := []*walkeeperproc.Worker{
+		{Bin: bin, Instance: "rel-wa", Listen: walkeeperproc.FreeAddr(t), Log: filepath.Join(dir, "wa.log"), Args: common},
+		{Bin: bin, Instance: "rel-wb", Listen: walkeeperproc.FreeAddr(t), Log: filepath.Join(dir, "wb.log"), Args: common},
 	}
 	for _, w := range workers {
-		w.start()
+		w.Start(t)
 	}
 	t.Cleanup(func() {
 		for _, w := range workers {
-			w.stop()
+			_, _ = w.Stop(stopGrace)
 		}
 	})
-	api := func(w *workerProc, rest string) string {
-		return "http://" + w.listen + "/api/v1/stores/generic/wk" + rest
+	api := func(w *walkeeperproc.Worker, rest string) string {
+		return "http://" + w.Listen + "/api/v1/stores/generic/wk" + rest
 	}
 	if _, err := httpJSON(http.MethodPost, api(workers[0], ""), map[string]any{"fields": Schema.Fields}, nil); err != nil {
 		t.Fatal(err)
@@ -283,9 +195,9 @@ func TestWorkerProcessesSurviveKillsAndTemporalRestarts(t *testing.T) {
 			switch fault {
 			case "kill-worker":
 				victim := workers[round/2%2]
-				victim.kill()
+				victim.Kill()
 				time.Sleep(300 * time.Millisecond)
-				victim.start()
+				victim.Start(t)
 			case "restart-temporal":
 				rctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 				defer cancel()
@@ -305,7 +217,7 @@ func TestWorkerProcessesSurviveKillsAndTemporalRestarts(t *testing.T) {
 			var res contract.MergeWalResult
 			if err := rig.c.GetWorkflow(ctx, started.WorkflowID, "").Get(ctx, &res); err != nil {
 				t.Fatalf("MergeWal %s did not complete after %s: %v\nworker logs:\n%s\n%s", started.WorkflowID, fault, err,
-					tailFile(workers[0].log), tailFile(workers[1].log))
+					walkeeperproc.TailFile(workers[0].Log), walkeeperproc.TailFile(workers[1].Log))
 			}
 			t.Logf("%s: MergeWal completed %s after the fault: passes=%d reclaimed=%d base=%d workflow_runs=%d shards=%+v",
 				fault, time.Since(faultAt).Round(time.Millisecond), res.Passes, res.Reclaimed, res.BaseVersion, res.WorkflowRuns, res.Shards)

@@ -45,6 +45,9 @@ type Activities struct {
 	// starts (0 = contract.DefaultMergeRunTimeout; bounds checked by the worker's
 	// configuration).
 	RunTimeout time.Duration
+	// FairnessWeights are the kinds' fairness weights StartWorkflows puts in the MergeWal
+	// inputs it starts (nil = every kind at contract.DefaultFairnessWeight).
+	FairnessWeights contract.FairnessWeights
 	// Now is the clock for pending ages (nil = time.Now).
 	Now func() time.Time
 }

@@ -97,7 +97,8 @@ func (a *Activities) startOne(ctx context.Context, req contract.StartRequest) (i
 	switch req.Workflow {
 	case contract.MergeWalWorkflow:
 		run, err := contract.StartMergeWal(ctx, a.Client, t, contract.MergeWalInput{ParallelPrepare: req.ParallelPrepare,
-			Trigger: req.Trigger, TriggerReason: req.Reason}, contract.EagerStart(a.EagerStart), a.runTimeout(), contract.PendingAtStart(req.Pending))
+			Trigger: req.Trigger, TriggerReason: req.Reason, Urgent: req.Urgent,
+			FairnessWeight: a.FairnessWeights.Weight(t.Kind)}, contract.EagerStart(a.EagerStart), a.runTimeout(), contract.PendingAtStart(req.Pending))
 		if err != nil {
 			return contract.MergeWalID(t), "", err
 		}

@@ -105,6 +105,38 @@ func TestStartWorkflowsPassesParallelPrepare(t *testing.T) {
 	require.False(t, inputs["generic:narrow"].ParallelPrepare)
 }
 
+// A MergeWal start carries the sweep's urgency and its kind's configured fairness weight,
+// and starts the run at the priority they make (contract.MergePriority).
+func TestStartWorkflowsPassesUrgencyAndFairnessWeight(t *testing.T) {
+	c := &mocks.Client{}
+	var mu sync.Mutex
+	inputs := map[string]contract.MergeWalInput{}
+	opts := map[string]client.StartWorkflowOptions{}
+	c.On("ExecuteWorkflow", mock.Anything, mock.Anything, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, o client.StartWorkflowOptions, _ any, args ...any) (client.WorkflowRun, error) {
+			in := args[0].(contract.MergeWalInput)
+			mu.Lock()
+			inputs[in.Target], opts[in.Target] = in, o
+			mu.Unlock()
+			run := &mocks.WorkflowRun{}
+			run.On("GetID").Return(o.ID)
+			run.On("GetRunID").Return("run")
+			return run, nil
+		})
+	env := newActivityEnv(t, &Activities{Client: c, FairnessWeights: contract.FairnessWeights{"rollout": 3}})
+	mustRun[contract.StartWorkflowsResult](t, env, contract.StartWorkflowsActivity, contract.StartWorkflowsParams{Starts: []contract.StartRequest{
+		{Workflow: contract.MergeWalWorkflow, Target: "rollout:deep", Urgent: true},
+		{Workflow: contract.MergeWalWorkflow, Target: "generic:light"},
+	}})
+	require.Len(t, inputs, 2)
+	require.True(t, inputs["rollout:deep"].Urgent)
+	require.Equal(t, 3.0, inputs["rollout:deep"].FairnessWeight)
+	require.Equal(t, contract.MergePriority("rollout", true, 3), opts["rollout:deep"].Priority)
+	require.False(t, inputs["generic:light"].Urgent)
+	require.Equal(t, contract.DefaultFairnessWeight, inputs["generic:light"].FairnessWeight)
+	require.Equal(t, contract.MergePriority("generic", false, 1), opts["generic:light"].Priority)
+}
+
 // A batch's starts overlap (at most StartConcurrency at once, the default when unset) and
 // their outcomes keep the request order.
 func TestStartWorkflowsStartsConcurrentlyInOrder(t *testing.T) {

@@ -49,6 +49,14 @@ type Options struct {
 	// Stores overrides the number of rollout stores (incident, sweep part of temporal);
 	// 0 = default.
 	Stores int
+	// Backlogs overrides the rollout backlogs of the fairness scenario; nil = the default
+	// (0, 400, 2,000, 10,000; 0, 50, 200 with Quick).
+	Backlogs []int
+	// NoSticky runs the fairness scenario's workers without sticky workflow execution (the
+	// SDK's workflow cache at 0, for the whole process): every workflow task then goes
+	// through the fair task queue instead of the worker's sticky queue, which Temporal 1.29
+	// serves in arrival order.
+	NoSticky bool
 	// FleetSizes overrides the fleet sizes of the fleet scenario (registered stores); nil =
 	// the default (10k, 100k; 2k, 20k with Quick).
 	FleetSizes []int
@@ -283,6 +291,7 @@ var Scenarios = []Scenario{
 	measured("parallel-prepare", "prepare of 4 shards in parallel vs serially", parallelPrepare),
 	measured("temporal-overhead", "merges/s through MergeWal workflows vs a direct loop; time to sweep 1,000 idle stores", temporalOverhead),
 	{"fleet", "one MaintenanceSweep over 10k and 100k registered stores (1% in debt, 10 ms/request) through the demand index", RunFleet},
+	{"fairness", "generic merge latency p50/p99 behind 0, 400, 2,000, 10,000 queued rollout merges, and each kind's share when all are saturated: Temporal task-queue fairness on vs off", RunFairness},
 	{"start-rate", "MergeWal starts/s the Temporal server accepts at 16, 64 and 128 in flight with nothing running what it starts", RunStartRate},
 	{"fleet-worker", "peak RSS of one worker process during a sweep and a reconcile at 10k and 1M registered stores on file://, the same debt", RunFleetWorker},
 	measured("read-amp", "Get/List latency at 0, 16, 256, 1024 pending generations and after merging", readAmp),

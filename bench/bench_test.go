@@ -525,3 +525,17 @@ func TestStartRateQuick(t *testing.T) {
 		}
 	}
 }
+
+// TestFairnessQuick: behind 200 queued rollout merges the generic merges' p50 with fairness
+// on is below the same server's without it (3.5–4.0 s against 13.5 s in
+// docs/benchmarks/fairness.md), and every kind completed activities while all were saturated.
+func TestFairnessQuick(t *testing.T) {
+	testtemporal.SkipShort(t)
+	res := runQuick(t, "fairness", func(o *Options) { o.Backlogs = []int{0, 200} })
+	if on, off := value(t, res, "light_p50_ms_dev_true_200"), value(t, res, "light_p50_ms_dev_false_200"); on >= off {
+		t.Errorf("generic p50 behind 200 rollout merges: %.0f ms with fairness, %.0f ms without", on, off)
+	}
+	if dev := value(t, res, "share_worst_deviation_false"); dev >= 1 {
+		t.Errorf("a kind got no share while all were saturated (worst deviation %.2f)", dev)
+	}
+}

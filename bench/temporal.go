@@ -61,6 +61,11 @@ func (e *temporalEnv) serverPID() int {
 // shards, SQL visibility, the dynamic config docker-compose mounts; internal/testkit/temporalcluster)
 // with its metrics on metricsPort, the binaries from scripts/install-servers.sh.
 func startCluster(ctx context.Context, o Options, dir string, metricsPort int) (*temporalEnv, error) {
+	return startClusterWith(ctx, o, dir, metricsPort, nil)
+}
+
+// startClusterWith is startCluster with dynamic config over the file's (fairness).
+func startClusterWith(ctx context.Context, o Options, dir string, metricsPort int, dc map[string]any) (*temporalEnv, error) {
 	o.progressf("starting Temporal server on PostgreSQL (internal/testkit/temporalcluster)")
 	sctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
@@ -69,6 +74,7 @@ func startCluster(ctx context.Context, o Options, dir string, metricsPort int) (
 		SearchAttributes: contract.SearchAttributes,
 		MetricsPort:      metricsPort,
 		Progress:         o.Progress,
+		DynamicConfig:    dc,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start Temporal on PostgreSQL (logs in %s; install with scripts/install-servers.sh): %w", dir, err)
@@ -185,7 +191,7 @@ func startNode(ctx context.Context, c client.Client, db *store.DB, metrics *work
 	n := &node{db: db}
 	var start worker.MergeStarter
 	if c != nil {
-		start = worker.TemporalMergeStarter(c, contract.DefaultMergeRunTimeout)
+		start = worker.TemporalMergeStarter(c, contract.DefaultMergeRunTimeout, nil)
 	}
 	n.flusher = worker.NewFlusher(worker.FlusherOptions{
 		Interval:              cfg.FlushInterval,

@@ -146,6 +146,9 @@ type StartRequest struct {
 	// Trigger and Reason become the started workflow's Trigger and TriggerReason.
 	Trigger string `json:"trigger,omitempty"`
 	Reason  string `json:"reason,omitempty"`
+	// Urgent becomes a MergeWal start's MergeWalInput.Urgent (the sweep's verdict from the
+	// target's demand).
+	Urgent bool `json:"urgent,omitempty"`
 	// Pending is the target's pending generations as the sweep saw them: a MergeWal start
 	// carries it in WalPending and WalPendingAtStart (contract.PendingAtStart). 0 = unknown.
 	Pending int `json:"pending,omitempty"`

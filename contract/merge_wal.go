@@ -42,6 +42,16 @@ type MergeWalInput struct {
 	// base version (CommitRound): 0 = MaxRoundShards (64), 1 = one shard per round. At most
 	// MaxRoundShards.
 	MaxShardsPerCommit int `json:"max_shards_per_commit,omitempty"`
+	// Urgent: the starter found the store refusing writes (at its pending maximum) or far
+	// past its merge trigger (UrgentPastTriggerFactor); the run and its activities take
+	// PriorityUrgentMerge instead of PriorityRoutineMerge (MergePriority). A start by hand
+	// is routine.
+	Urgent bool `json:"urgent,omitempty"`
+	// FairnessWeight is the target kind's fairness weight the starter was configured with
+	// (--fairness-weights; 0 = DefaultFairnessWeight, else in [MinFairnessWeight,
+	// MaxFairnessWeight]): carried in the input so every activity of the chain uses the
+	// weight recorded at start, whatever the workers' configuration says later.
+	FairnessWeight float64 `json:"fairness_weight,omitempty"`
 }
 
 // MergeWalCarry is the state one run hands to the next over continue-as-new.

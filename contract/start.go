@@ -18,7 +18,9 @@ import (
 // run. in.Target is set from t; in.Trigger (TriggerUnknown when empty) becomes the WalTrigger
 // search attribute and the memo's trigger, and with in.TriggerReason the run's summary.
 // An attach keeps the running merge's trigger. The run times out after
-// DefaultMergeRunTimeout unless RunTimeout says otherwise (run_timeout.go). An input out of bounds (Validate) is refused
+// DefaultMergeRunTimeout unless RunTimeout says otherwise (run_timeout.go). The run's tasks
+// take MergePriority (the kind as fairness key, in.Urgent, in.FairnessWeight), which its
+// activities repeat. An input out of bounds (Validate) is refused
 // before anything is started, with the input error the run would fail with.
 func StartMergeWal(ctx context.Context, c client.Client, t target.Target, in MergeWalInput, with ...StartOption) (client.WorkflowRun, error) {
 	in.Target = t.String()
@@ -27,6 +29,7 @@ func StartMergeWal(ctx context.Context, c client.Client, t target.Target, in Mer
 		return nil, err // the run would fail at once; say so before starting it
 	}
 	opts := startOptions(MergeWalID(t), t, in.Trigger, in.TriggerReason)
+	opts.Priority = MergePriority(t.Kind, in.Urgent, in.FairnessWeight)
 	opts.StaticSummary = fmt.Sprintf("Merge WAL of %s — triggered by %s", t, TriggerWords(in.Trigger, in.TriggerReason))
 	opts.StaticDetails = "Folds every shard's flushed generations into the base table, oldest first, one commit at a time.\n\n" +
 		"Triggered by **" + TriggerWords(in.Trigger, in.TriggerReason) + "**. The current details show the live phase and, " +

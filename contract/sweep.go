@@ -13,7 +13,7 @@ import (
 // (docs/benchmarks/fleet.md). The Schedule walkeeper-sweep starts its windows with it and
 // the paged sweep sets it on its activities. Needs a server whose matcher honours priority
 // (Temporal 1.29: dynamic config matching.useNewMatcher=true; docs/OPERATIONS.md).
-var SweepPriority = temporal.Priority{PriorityKey: 1}
+var SweepPriority = temporal.Priority{PriorityKey: PrioritySweep}
 
 // MaintenanceSweepInput is the sweep's input (the Schedule walkeeper-sweep passes it).
 // Zero fields take their defaults; Validate bounds every field.
@@ -81,12 +81,12 @@ func (r MaintenanceSweepResult) StartedCount() int { return len(r.Started) + r.S
 const (
 	// DefaultSweepMaxStarts clears 1 % of a million stores in one sweep interval.
 	DefaultSweepMaxStarts = 10_000
-	// DefaultSweepStartBatch: 256 starts are one StartWorkflows activity, at most 84 KiB of
+	// DefaultSweepStartBatch: 256 starts are one StartWorkflows activity, at most 88 KiB of
 	// input and 96 KiB of result with 128-byte store names (TestStartBatchPayloadBounded).
 	DefaultSweepStartBatch = 256
 	// MaxSweepStarts bounds MaxStarts.
 	MaxSweepStarts = 50_000
-	// MaxStartBatch bounds StartBatch: 512 starts with 128-byte names are at most 168 KiB
+	// MaxStartBatch bounds StartBatch: 512 starts with 128-byte names are at most 175 KiB
 	// in and 191 KiB out, under MaxPayloadBytes.
 	MaxStartBatch = 512
 	// MaxSweepListed bounds the starts and the skips a sweep's result lists by name: 256 of

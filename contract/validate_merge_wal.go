@@ -81,6 +81,7 @@ func (in MergeWalInput) Validate() error {
 		triggerField("trigger", in.Trigger),
 		textWithin("trigger_reason", in.TriggerReason, MaxTriggerReasonBytes),
 		inRange("max_shards_per_commit", defaulted(in.MaxShardsPerCommit, MaxRoundShards), 1, MaxRoundShards),
+		fairnessWeightField("fairness_weight", in.FairnessWeight),
 	)
 	if err != nil || in.Carry == nil {
 		return err

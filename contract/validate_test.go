@@ -3,6 +3,7 @@ package contract
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -97,6 +98,13 @@ func TestMergeWalInputBounds(t *testing.T) {
 		{"shards per commit below", m(func(in *MergeWalInput) { in.MaxShardsPerCommit = -1 }), "max_shards_per_commit"},
 		{"shards per commit ceiling", m(func(in *MergeWalInput) { in.MaxShardsPerCommit = MaxRoundShards }), ""},
 		{"shards per commit above", m(func(in *MergeWalInput) { in.MaxShardsPerCommit = MaxRoundShards + 1 }), "max_shards_per_commit"},
+		{"fairness weight floor", m(func(in *MergeWalInput) { in.FairnessWeight = MinFairnessWeight }), ""},
+		{"fairness weight below", m(func(in *MergeWalInput) { in.FairnessWeight = MinFairnessWeight / 2 }), "fairness_weight"},
+		{"fairness weight negative", m(func(in *MergeWalInput) { in.FairnessWeight = -1 }), "fairness_weight"},
+		{"fairness weight ceiling", m(func(in *MergeWalInput) { in.FairnessWeight = MaxFairnessWeight }), ""},
+		{"fairness weight above", m(func(in *MergeWalInput) { in.FairnessWeight = MaxFairnessWeight + 1 }), "fairness_weight"},
+		{"fairness weight NaN", m(func(in *MergeWalInput) { in.FairnessWeight = math.NaN() }), "fairness_weight"},
+		{"urgent", m(func(in *MergeWalInput) { in.Urgent = true }), ""},
 	})
 	for _, trig := range Triggers {
 		require.NoError(t, m(func(in *MergeWalInput) { in.Trigger = trig }).Validate(), trig)

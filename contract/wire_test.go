@@ -138,6 +138,8 @@ func filled(typ reflect.Type) reflect.Value {
 			v.SetInt(int64(n))
 		case reflect.Uint, reflect.Uint32, reflect.Uint64:
 			v.SetUint(uint64(n))
+		case reflect.Float32, reflect.Float64:
+			v.SetFloat(float64(n) + 0.5)
 		case reflect.Pointer:
 			v.Set(reflect.New(v.Type().Elem()))
 			fill(v.Elem(), name)

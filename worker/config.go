@@ -65,6 +65,18 @@ type Config struct {
 	// prepares of different shards in flight at once with parallel prepares (0 = the
 	// workflow's default, 4).
 	MergePrepareConcurrency int
+	// FairnessWeights are the kinds' fairness weights every MergeWal this worker starts
+	// carries (count, debt and HTTP starts, and the sweep's starts its activities make):
+	// under Temporal task-queue fairness each kind gets this share of the merge queues.
+	FairnessWeights contract.FairnessWeights
+	// FairnessProbe: at start, probe whether the Temporal server has task-queue fairness on
+	// (temporaladmin.ProbeFairness: 48 workflow starts, 96 when a first round is inconclusive) and warn when it has not.
+	FairnessProbe bool
+	// StickyWorkflows keeps the SDK's sticky workflow execution: a run's later workflow
+	// tasks go to this worker's sticky queue, which Temporal 1.29 serves in arrival order
+	// whatever the fairness keys. Off, every workflow task goes through the fair shared
+	// queue and replays the run's history (docs/benchmarks/fairness.md).
+	StickyWorkflows bool
 
 	// FlushInterval is the flusher period (0 = off). FlushTimeout bounds one store's seal
 	// in a sweep; 0 means max(5 × FlushInterval, 30s).
@@ -180,6 +192,8 @@ func DefaultConfig() Config {
 		MergeMaxGenerations:      so.MergeMaxGenerations,
 		MergeMaxBytes:            so.MergeMaxBytes,
 		MergeAfterGenerations:    50,
+		FairnessProbe:            true,
+		StickyWorkflows:          true,
 		MergeParallelPrepare:     true,
 		FlushInterval:            DefaultFlushInterval,
 		PendingWarn:              so.PendingWarn,

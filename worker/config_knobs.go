@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/walkeeper/walkeeper/contract"
 )
 
 // KnobInfo describes one knob for documentation.
@@ -162,6 +164,20 @@ func durField[O any](p func(*O) *time.Duration) field[O] {
 		}}
 }
 
+// weightsField is a FairnessWeights knob, "kind=weight,..." (contract.ParseFairnessWeights).
+func weightsField[O any](p func(*O) *contract.FairnessWeights) field[O] {
+	return field[O]{typ: "string",
+		get: func(o *O) string { return p(o).String() },
+		set: func(o *O, s string) error {
+			w, err := contract.ParseFairnessWeights(s)
+			if err != nil {
+				return err
+			}
+			*p(o) = w
+			return nil
+		}}
+}
+
 var knobs = func() []knob {
 	ks := []knob{
 		workerKnob("instance", "stable instance id of this process; the shard id derives from it", strField(func(c *Config) *string { return &c.Instance })),
@@ -187,6 +203,9 @@ var knobs = func() []knob {
 		workerKnob("merge-parallel-prepare", "count trigger: ask MergeWal to prepare the passes of different shards in parallel (commits stay one at a time)", boolField(func(c *Config) *bool { return &c.MergeParallelPrepare })),
 		workerKnob("merge-prepare-concurrency", "count trigger: prepares of different shards one MergeWal runs at once with parallel prepares (0 = 4, at most 64)", intField(func(c *Config) *int { return &c.MergePrepareConcurrency })),
 		workerKnob("merge-shards-per-commit", "count trigger: shards whose passes one MergeWal commit publishes in one base version (0 = 64, 1 = one shard per commit, at most 64)", intField(func(c *Config) *int { return &c.MergeShardsPerCommit })),
+		workerKnob("fairness-weights", "each kind's share of the merge task queues under Temporal fairness, kind=weight[,...]; a kind not listed weighs 1, a weight is 0.001 to 1000 (docs/OPERATIONS.md \"Fair share across kinds\")", weightsField(func(c *Config) *contract.FairnessWeights { return &c.FairnessWeights })),
+		workerKnob("fairness-probe", "at start, probe whether the Temporal server dispatches by fairness key (48 short workflow starts on a task queue of their own, 96 when a first round is inconclusive) and warn, with walkeeper_temporal_fairness 0, when it does not", boolField(func(c *Config) *bool { return &c.FairnessProbe })),
+		workerKnob("sticky-workflows", "keep the SDK's sticky workflow execution; off, every workflow task is dispatched by fairness key through the shared queue and replays its run's history (docs/OPERATIONS.md \"Fair share across kinds\")", boolField(func(c *Config) *bool { return &c.StickyWorkflows })),
 		workerKnob("flush-interval", "flush sweeper period: seal every resident store with a writer in this process (0 = off)", durField(func(c *Config) *time.Duration { return &c.FlushInterval })),
 		workerKnob("flush-timeout", "per-store seal timeout in a sweep (0 = max(5 × flush-interval, 30s))", durField(func(c *Config) *time.Duration { return &c.FlushTimeout })),
 		workerKnob("pending-warn", "warn when a read unions this many pending generations in one shard (0 = off)", intField(func(c *Config) *int { return &c.PendingWarn })),

@@ -20,9 +20,13 @@ import (
 type MergeStarter func(ctx context.Context, t store.Target, in contract.MergeWalInput, with ...contract.StartOption) (client.WorkflowRun, error)
 
 // TemporalMergeStarter returns the MergeStarter that goes through Temporal; its runs time
-// out after runTimeout (contract.RunTimeout).
-func TemporalMergeStarter(c client.Client, runTimeout time.Duration) MergeStarter {
+// out after runTimeout (contract.RunTimeout), and a start that names no fairness weight gets
+// its kind's from weights (--fairness-weights).
+func TemporalMergeStarter(c client.Client, runTimeout time.Duration, weights contract.FairnessWeights) MergeStarter {
 	return func(ctx context.Context, t store.Target, in contract.MergeWalInput, with ...contract.StartOption) (client.WorkflowRun, error) {
+		if in.FairnessWeight == 0 {
+			in.FairnessWeight = weights.Weight(t.Kind)
+		}
 		return contract.StartMergeWal(ctx, c, t, in, append([]contract.StartOption{contract.RunTimeout(runTimeout)}, with...)...)
 	}
 }
@@ -105,7 +109,8 @@ func (tg *mergeTriggers) fire(trigger string, t store.Target, pending int, reaso
 		defer tg.wg.Done()
 		ctx, cancel := context.WithTimeout(tg.life, startTimeout)
 		defer cancel()
-		in := contract.MergeWalInput{Target: key, Trigger: workflowTrigger(trigger), TriggerReason: reason}
+		in := contract.MergeWalInput{Target: key, Trigger: workflowTrigger(trigger), TriggerReason: reason,
+			Urgent: tg.urgent(trigger, pending)}
 		if trigger == TriggerCount {
 			in.ParallelPrepare = tg.parallel
 			in.MaxShardsPerCommit = tg.shardsPerCommit
@@ -133,6 +138,19 @@ func (tg *mergeTriggers) fire(trigger string, t store.Target, pending int, reaso
 			zap.Int("pending", pending), zap.String("workflow_id", run.GetID()), zap.String("run_id", run.GetRunID()))
 	}()
 	return true
+}
+
+// urgent: the store refuses appends (the debt trigger fires only then) or its own shard is
+// far past the count trigger (contract.UrgentPastTriggerFactor times its threshold), so its
+// merge goes ahead of routine ones (contract.PriorityUrgentMerge).
+func (tg *mergeTriggers) urgent(trigger string, pending int) bool {
+	switch trigger {
+	case TriggerDebt:
+		return true
+	case TriggerCount:
+		return tg.threshold > 0 && pending >= contract.UrgentPastTriggerFactor*tg.threshold
+	}
+	return false
 }
 
 // workflowTrigger is the WalTrigger of a start by the trigger behind metric label trigger.

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
 )
 
@@ -137,5 +138,31 @@ func TestCountTriggerParallelPrepareKnob(t *testing.T) {
 	}
 	if !DefaultConfig().MergeParallelPrepare {
 		t.Fatal("parallel prepare is documented as the default")
+	}
+}
+
+// A count start is urgent once the own shard is contract.UrgentPastTriggerFactor times past
+// the threshold, routine before; every debt start (appends refused) is urgent.
+func TestCountTriggerUrgentFarPastItsThreshold(t *testing.T) {
+	db, _, ge := testDB(t, nil)
+	rs := &recStarter{}
+	sw := NewFlusher(FlusherOptions{Interval: time.Hour, MergeAfterGenerations: 1, Start: rs.start,
+		Logger: zaptest.NewLogger(t), Resident: db.Resident})
+	var urgent []bool
+	for i := 1; i <= contract.UrgentPastTriggerFactor+1; i++ {
+		appendIDs(t, ge, fmt.Sprintf("g%d", i))
+		before := rs.count()
+		sw.FlushOnce(context.Background())
+		if rs.count() != before+1 {
+			t.Fatalf("seal %d: %d starts", i, rs.count()-before)
+		}
+		urgent = append(urgent, rs.calls[len(rs.calls)-1].in.Urgent)
+	}
+	if want := "[false false false true true]"; fmt.Sprint(urgent) != want {
+		t.Fatalf("urgent by seal %v, want %v", urgent, want)
+	}
+	tg := &mergeTriggers{threshold: 50}
+	if !tg.urgent(TriggerDebt, 1) || tg.urgent(TriggerHTTP, 1_000_000) {
+		t.Fatal("a debt start is urgent, an HTTP start routine")
 	}
 }

@@ -31,6 +31,8 @@ type Metrics struct {
 	activitySeconds     *prometheus.HistogramVec // activity
 	maintenance         *prometheus.GaugeVec     // workflow
 	stuck               stuckMetrics
+	// temporalFairness is what the start probe found (checkFairness).
+	temporalFairness prometheus.Gauge
 }
 
 // Trigger label values of walkeeper_trigger_starts_total.
@@ -107,6 +109,12 @@ func NewMetrics(budget *store.Budget) *Metrics {
 	}, []string{"workflow"})
 	reg.MustRegister(m.maintenance)
 	m.stuck = newStuckMetrics(reg)
+	m.temporalFairness = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: "walkeeper", Subsystem: "temporal", Name: "fairness",
+		Help: "1 when the Temporal server dispatches task queues by fairness key (probed at start), 0 when in arrival order, -1 when not known (probe off, pending or inconclusive).",
+	})
+	m.temporalFairness.Set(fairnessUnknown)
+	reg.MustRegister(m.temporalFairness)
 	for _, k := range store.Kinds {
 		m.flusherTimeouts.WithLabelValues(string(k))
 		m.flusherSkipped.WithLabelValues(string(k))

@@ -68,7 +68,7 @@ func New(cfg Config, logger *zap.Logger, tc client.Client) (*Worker, error) {
 		metrics: NewMetrics(budget),
 	}
 	if tc != nil {
-		w.start = TemporalMergeStarter(tc, cfg.MergeRunTimeout)
+		w.start = TemporalMergeStarter(tc, cfg.MergeRunTimeout, cfg.FairnessWeights)
 	}
 	return w, nil
 }
@@ -198,6 +198,13 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 			log.Info("recovered unsealed WAL", zap.Int("stores", n))
 		}
 	}()
+	if w.tc != nil && w.cfg.FairnessProbe {
+		w.bg.Add(1)
+		go func() {
+			defer w.bg.Done()
+			w.checkFairness(bgCtx)
+		}()
+	}
 	log.Info("worker started", zap.String("listen", ln.Addr().String()), zap.String("storage", w.cfg.Storage),
 		zap.Bool("temporal", w.tc != nil), zap.Duration("flush_interval", w.cfg.FlushInterval),
 		zap.Int("merge_after_generations", w.cfg.MergeAfterGenerations))
@@ -235,8 +242,12 @@ func (w *Worker) startTemporalLocked(ctx context.Context, db *store.DB) error {
 	host, _ := os.Hostname()
 	identity := fmt.Sprintf("%d@%s/%s", os.Getpid(), host, w.cfg.Instance)
 	acts := &activities.Activities{DB: db, Logger: w.actLog.Named("activities"), Metrics: w.metrics, Client: w.tc,
-		StartConcurrency: w.cfg.SweepStartConcurrency, RunTimeout: w.cfg.MergeRunTimeout}
+		StartConcurrency: w.cfg.SweepStartConcurrency, RunTimeout: w.cfg.MergeRunTimeout, FairnessWeights: w.cfg.FairnessWeights}
 
+	if !w.cfg.StickyWorkflows {
+		// Process-wide in the SDK; a worker process runs only these workers.
+		tworker.SetStickyWorkflowCacheSize(0)
+	}
 	// MergeWal's listings run as local activities on this worker (workflows/merge_list.go),
 	// so it registers every activity; they keep the bound they had as activity tasks on this
 	// queue instead of the SDK's 1,000, so a sweep that starts hundreds of merges at once does

@@ -194,6 +194,7 @@ func wantStarts(t contract.DemandTarget, compactReason string, in contract.Maint
 		// Prepares of different shards overlap their storage round trips; with one
 		// pending shard there is nothing to overlap.
 		req.ParallelPrepare = in.ParallelPrepare != nil && *in.ParallelPrepare && t.PendingShards > 1
+		req.Urgent = mergeUrgent(t, in)
 		wants = append(wants, plannedStart{req, reason})
 	}
 	if compactReason != "" {

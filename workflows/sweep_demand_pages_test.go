@@ -361,7 +361,7 @@ func TestStartBatchPayloadBounded(t *testing.T) {
 		for i := range n {
 			tgt := fmt.Sprintf("generic:%s", long[:127-7]) + fmt.Sprintf("%07d", i)
 			in.Starts = append(in.Starts, roundLabel{window: "sweep-window-2026-12-01T16:00:00Z", round: 60}.request(contract.StartRequest{
-				Workflow: contract.MergeWalWorkflow, Target: tgt, Trigger: contract.TriggerSweepCount, ParallelPrepare: true,
+				Workflow: contract.MergeWalWorkflow, Target: tgt, Trigger: contract.TriggerSweepCount, ParallelPrepare: true, Urgent: true,
 				Reason: "10000 pending >= 8, oldest pending 1h30m0s"}))
 			out.Outcomes = append(out.Outcomes, contract.StartOutcome{Workflow: contract.MergeWalWorkflow, Target: tgt,
 				WorkflowID: "merge-wal/generic/" + tgt[len("generic:"):], RunID: "0195e5d2-7b1c-7e3a-9f00-3c5d2a1b4e6f"})

@@ -69,7 +69,7 @@ func TestDemandSweepStartsCandidatesInDebtOrder(t *testing.T) {
 		{Workflow: contract.MergeWalWorkflow, Target: "generic:hot", ParallelPrepare: true,
 			Trigger: contract.TriggerSweepCount, Reason: "30 pending >= 8", Pending: 30},
 		{Workflow: contract.MergeWalWorkflow, Target: "generic:old",
-			Trigger: contract.TriggerSweepAge, Reason: "oldest pending 1h0m0s >= 10m0s, 1 pending", Pending: 1},
+			Trigger: contract.TriggerSweepAge, Reason: "oldest pending 1h0m0s >= 10m0s, 1 pending", Urgent: true, Pending: 1},
 		{Workflow: contract.CompactBaseWorkflow, Target: "generic:runs",
 			Trigger: contract.TriggerSweepRuns, Reason: "compaction marker: base runs >= compact_demand_runs"},
 	}, starter.requests)

@@ -33,6 +33,15 @@ func mergeTrigger(t contract.DemandTarget, in contract.MaintenanceSweepInput) (t
 	return trigger, reason
 }
 
+// mergeUrgent: t's debt is far past the sweep's merge thresholds (contract.
+// UrgentPastTriggerFactor times merge_min_generations, or times max_pending_age), so its
+// merge goes ahead of routine ones (contract.PriorityUrgentMerge). Pure.
+func mergeUrgent(t contract.DemandTarget, in contract.MaintenanceSweepInput) bool {
+	f := contract.UrgentPastTriggerFactor
+	return t.Pending >= f*in.MergeMinGenerations ||
+		(in.MaxPendingAge > 0 && t.OldestPendingAge >= time.Duration(f)*in.MaxPendingAge)
+}
+
 // scheduledByID is the system search attribute naming the Schedule that started a run.
 var scheduledByID = temporal.NewSearchAttributeKeyKeyword("TemporalScheduledById")
 

@@ -160,6 +160,8 @@ scenarios nor the plotting library (docs/decisions/0151-benchmarks-in-their-own-
 	fs.IntVar(&o.Shards, "shards", 0, "incident: number of shards (worker processes) per side (default 20, 4 with --quick)")
 	fs.IntVar(&o.Stores, "stores", 0, "incident: rollout stores (default 300, 120 with --quick); temporal-overhead: idle stores to sweep (default 1000)")
 	fs.DurationVar(&o.Latency, "latency", 0, "incident, fleet: modelled object-store latency added to every storage request (incident: default 10ms, 25ms with --quick; fleet: 10ms; negative = none)")
+	fs.IntSliceVar(&o.Backlogs, "backlogs", nil, "fairness: rollout merges queued ahead of the generic ones, comma-separated (default 0,400,2000,10000; 0,50,200 with --quick)")
+	fs.BoolVar(&o.NoSticky, "no-sticky", false, "fairness: workers without sticky workflow execution (workflow cache 0), so every workflow task is dispatched fairly")
 	fs.IntSliceVar(&o.FleetSizes, "sizes", nil, "fleet: registered stores per fleet, comma-separated (default 10000,100000; 2000,20000 with --quick)")
 	fs.StringSliceVar(&o.FleetVariants, "variants", nil, "fleet: start-path variants measured side by side, comma-separated concurrency/batch[/eager] (starts in flight per StartWorkflows, starts per batch, eager starts; an empty part = the default), e.g. 16/256,32/512/eager; default the build's defaults")
 	fs.IntSliceVar(&budgetsMiB, "budgets-mib", nil, "memory: merge budgets in MiB, comma-separated (default 32; 32,128,1024 in full)")

@@ -183,6 +183,9 @@ func runDev(parent context.Context, out io.Writer, g *globalOptions, o *devOptio
 	var httpURLs []string
 	for i := 0; i < o.workers; i++ {
 		cfg := devWorkerConfig(g, tc, storage, i, o)
+		// The dev server walkeeper starts has fairness on (devserver.TunedDynamicConfig); an
+		// external one is probed, once, by the first worker.
+		cfg.FairnessProbe = external && i == 0
 		w, err := worker.New(cfg, logger, c)
 		if err != nil {
 			return fmt.Errorf("worker %s: %w", cfg.Instance, err)

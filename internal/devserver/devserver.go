@@ -99,9 +99,14 @@ type Options struct {
 //
 // matching.useNewMatcher makes the 1.29 matcher honour task priority, which the sweep uses
 // so that the merges it starts do not starve its own tasks (contract.SweepPriority).
+// matching.enableFairness (which implies the new matcher) dispatches tasks of one priority
+// by fairness key and weight instead of FIFO, so one kind's merge backlog does not starve
+// another kind's merges (contract.MergePriority; docs/OPERATIONS.md "Fair share across
+// kinds").
 var TunedDynamicConfig = []string{
 	"history.transferProcessorMaxPollRPS=1000",
 	"matching.useNewMatcher=true",
+	"matching.enableFairness=true",
 }
 
 // Server is a running `temporal server start-dev` child process (in its own process group).

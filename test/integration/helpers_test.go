@@ -102,8 +102,9 @@ func (e *env) ctx(d time.Duration) context.Context {
 // --- workers -----------------------------------------------------------------------------
 
 // config is a worker configuration for this env: the shared storage root, the test's
-// namespace, a free HTTP port, no sweep schedule, no flush sweeper and no count trigger
-// unless the test turns them on.
+// namespace, a free HTTP port, no sweep schedule, no flush sweeper, no count trigger and
+// no fairness probe (whose workflows would show in the tests' listings) unless the test
+// turns them on.
 func (e *env) config(instance string) worker.Config {
 	cfg := worker.DefaultConfig()
 	cfg.Instance = instance
@@ -113,6 +114,7 @@ func (e *env) config(instance string) worker.Config {
 	cfg.SweepInterval = 0
 	cfg.FlushInterval = 0
 	cfg.MergeAfterGenerations = 0
+	cfg.FairnessProbe = false
 	cfg.ShutdownTimeout = time.Minute
 	return cfg
 }

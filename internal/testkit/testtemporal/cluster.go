@@ -101,6 +101,8 @@ func StartCluster(t testing.TB, o Options) (*temporalcluster.Cluster, client.Cli
 		Dir:        dir,
 		Namespaces: append([]string{o.Namespace}, o.ExtraNamespaces...),
 		Progress:   progressWriter{t},
+		// DynamicConfig overrides deploy/temporal/dynamicconfig.yaml's keys.
+		DynamicConfig: o.DynamicConfig,
 	}
 	if !o.NoSearchAttributes {
 		co.SearchAttributes = contract.SearchAttributes

@@ -8,9 +8,12 @@ package testtemporal
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -34,6 +37,9 @@ type Options struct {
 	ExtraNamespaces []string
 	// Verbose sends server output and SDK logs to the test log.
 	Verbose bool
+	// DynamicConfig sets server settings over walkeeper's tuning (devserver.TunedDynamicConfig,
+	// deploy/temporal/dynamicconfig.yaml), e.g. {"matching.enableFairness": false}.
+	DynamicConfig map[string]any
 }
 
 // SkipShort skips t under -short. Every test that starts a Temporal server (Start, a cluster,
@@ -59,6 +65,17 @@ func Start(t testing.TB) (hostPort string, c client.Client) {
 	return srv.HostPort(), c
 }
 
+// StartSelected is Start with options: the server EnvServer/EnvHostPort select (an
+// external one ignores o.DynamicConfig), else a dev server.
+func StartSelected(t testing.TB, o Options) (hostPort string, c client.Client) {
+	t.Helper()
+	if hostPort, c, ok := startSelected(t, o); ok {
+		return hostPort, c
+	}
+	srv, c := StartWithOptions(t, o)
+	return srv.HostPort(), c
+}
+
 // StartWithOptions is Start with options; it also returns the server handle.
 func StartWithOptions(t testing.TB, o Options) (*devserver.Server, client.Client) {
 	t.Helper()
@@ -78,6 +95,9 @@ func StartWithOptions(t testing.TB, o Options) (*devserver.Server, client.Client
 		NoSearchAttributes: o.NoSearchAttributes,
 		LogLevel:           "error",
 		Progress:           progressWriter{t},
+	}
+	for _, k := range slices.Sorted(maps.Keys(o.DynamicConfig)) {
+		opts.DynamicConfig = append(opts.DynamicConfig, fmt.Sprintf("%s=%v", k, o.DynamicConfig[k]))
 	}
 	if o.Verbose {
 		opts.Output = progressWriter{t}

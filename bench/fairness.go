@@ -1,0 +1,495 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	tworker "go.temporal.io/sdk/worker"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/walkeeper/walkeeper/activities"
+	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/internal/devserver"
+	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/temporaladmin"
+	"github.com/walkeeper/walkeeper/worker"
+)
+
+// The fairness scenario measures Temporal task-queue fairness for MergeWal
+// (contract.MergePriority: the store kind as fairness key): the same server with
+// matching.enableFairness on and off, side by side in one run, one worker with the default
+// slots. Part one queues a backlog of rollout merges and then starts fairnessLight generic
+// merges, and measures the generic merges' latency (start to close) and the throughput of
+// the whole drain. Part two queues every kind at once, rollout at weight 2 and the others at
+// 1, and counts each kind's completed Prepare and CommitRound activities while every kind
+// still has merges queued.
+
+// fairnessLight is the number of generic merges measured behind each backlog.
+const fairnessLight = 20
+
+// fairnessShareWeights are part two's weights: rollout twice the others.
+var fairnessShareWeights = contract.FairnessWeights{store.KindRollout: 2, store.KindGeneric: 1, store.KindDatagen: 1}
+
+// fairnessServer is one server the scenario measures, fairness on or off.
+type fairnessServer struct {
+	name    string // "dev server", "PostgreSQL cluster"
+	cluster bool
+	fair    bool
+}
+
+func (s fairnessServer) label() string {
+	if s.fair {
+		return s.name + ", fairness on"
+	}
+	return s.name + ", fairness off"
+}
+
+// fairnessRound is part one's outcome at one backlog.
+type fairnessRound struct {
+	backlog  int
+	light    durStats
+	drain    time.Duration
+	perSec   float64
+	finished int
+}
+
+// RunFairness is the fairness scenario.
+func RunFairness(ctx context.Context, o Options) (*Result, error) {
+	res := newResult("fairness", o)
+	if o.NoSticky {
+		// Process-wide, as the SDK has it: this scenario's workers are the process's only ones.
+		tworker.SetStickyWorkflowCacheSize(0)
+	}
+	backlogs, perKind := []int{0, 400, 2000, 10_000}, 500
+	if o.Quick {
+		backlogs, perKind = []int{0, 50, 200}, 60
+	}
+	if o.Backlogs != nil {
+		backlogs = o.Backlogs
+	}
+	res.param("backlogs (rollout merges queued)", fmt.Sprint(backlogs))
+	res.param("light merges (generic) per backlog", fairnessLight)
+	res.param("saturation merges per kind", perKind)
+	res.param("saturation weights", fairnessShareWeights.String())
+	def := worker.DefaultConfig()
+	res.param("worker", fmt.Sprintf("one, in process, default slots (%d merge, %d shared)", def.MergeSlots, def.SharedActivitySlots))
+	res.param("sticky workflow execution", !o.NoSticky)
+	servers := []fairnessServer{{"dev server", false, true}, {"dev server", false, false}}
+	if !o.Quick {
+		servers = append(servers, fairnessServer{"PostgreSQL cluster", true, true}, fairnessServer{"PostgreSQL cluster", true, false})
+	}
+	dir, cleanup, err := o.workDir("fairness")
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+
+	lat := Table{Title: "Generic merge latency (start to close) behind a rollout backlog, and the drain's throughput",
+		Header: []string{"server", "rollout backlog", "generic p50", "generic p99", "all merges drained in", "merges/s"}}
+	share := Table{Title: "Completed Prepare and CommitRound activities per kind while every kind had merges queued, from the first start until a kind completed 60 % of its own (weights " + fairnessShareWeights.String() + ")",
+		Header: []string{"server", "rollout", "generic", "datagen", "rollout share (want 50 %)", "generic share (want 25 %)", "datagen share (want 25 %)"}}
+	rounds := map[string][]fairnessRound{}
+	shares := map[string]map[store.Kind]float64{}
+	// The two sides of one server run alternately, round by round, so the load of a shared
+	// machine drifts over both alike.
+	for i := 0; i < len(servers); i += 2 {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		pair := servers[i : i+2]
+		var sides []*fairnessSide
+		for _, srv := range pair {
+			side, err := openFairnessSide(ctx, o, srv, filepath.Join(dir, fmt.Sprintf("%t-%t", srv.cluster, srv.fair)))
+			if err != nil {
+				for _, sd := range sides {
+					sd.close(ctx)
+				}
+				if srv.cluster {
+					o.progressf("fairness: %s: %v; the cluster is left out", srv.label(), err)
+					res.note("%s not measured: %v", srv.name, err)
+					sides = nil
+					break
+				}
+				return nil, fmt.Errorf("%s: %w", srv.label(), err)
+			}
+			sides = append(sides, side)
+		}
+		if sides == nil {
+			continue
+		}
+		err := func() error {
+			defer func() {
+				for _, sd := range sides {
+					sd.close(ctx)
+				}
+			}()
+			for _, b := range backlogs {
+				for _, sd := range sides {
+					rd, err := fairnessRoundAt(ctx, o, sd.tenv.client, sd.db, b)
+					if err != nil {
+						return fmt.Errorf("%s: %w", sd.srv.label(), err)
+					}
+					o.progressf("fairness: %s: backlog %d: generic p50 %s p99 %s, drained in %s (%.1f merges/s)", sd.srv.label(), b,
+						fmtDur(rd.light.P50), fmtDur(rd.light.P99), fmtDur(rd.drain), rd.perSec)
+					rounds[sd.srv.label()] = append(rounds[sd.srv.label()], rd)
+				}
+			}
+			for _, sd := range sides {
+				sh, err := fairnessShares(ctx, o, sd.tenv.client, sd.db, sd.counts, perKind)
+				if err != nil {
+					return fmt.Errorf("%s: %w", sd.srv.label(), err)
+				}
+				o.progressf("fairness: %s: completed activities while saturated %v", sd.srv.label(), sh)
+				shares[sd.srv.label()] = sh
+			}
+			return nil
+		}()
+		if err != nil {
+			return nil, err
+		}
+	}
+	for _, srv := range servers {
+		r, s := rounds[srv.label()], shares[srv.label()]
+		if r == nil {
+			continue
+		}
+		for _, rd := range r {
+			lat.Rows = append(lat.Rows, []string{srv.label(), fmt.Sprint(rd.backlog), fmtDur(rd.light.P50), fmtDur(rd.light.P99),
+				fmtDur(rd.drain), fmt.Sprintf("%.1f", rd.perSec)})
+			key := fmt.Sprintf("%s_%t_%d", map[bool]string{false: "dev", true: "cluster"}[srv.cluster], srv.fair, rd.backlog)
+			res.Values["light_p50_ms_"+key] = ms(rd.light.P50)
+			res.Values["light_p99_ms_"+key] = ms(rd.light.P99)
+			res.Values["merges_per_s_"+key] = rd.perSec
+		}
+		row := []string{srv.label()}
+		var total float64
+		for _, k := range store.Kinds {
+			total += s[k]
+		}
+		for _, k := range store.Kinds {
+			row = append(row, fmt.Sprint(int(s[k])))
+		}
+		for _, k := range store.Kinds {
+			row = append(row, fmt.Sprintf("%.1f %%", 100*s[k]/max(total, 1)))
+		}
+		share.Rows = append(share.Rows, row)
+	}
+	res.Tables = append(res.Tables, lat, share)
+	fairnessTargets(res, servers, rounds, shares)
+	return res, nil
+}
+
+// fairnessTargets judges each server's fair side against the targets: the light kind's p99
+// at every backlog ≤ 2 × its unloaded p99 + 1 s, each kind's share within ±10 % of its
+// weight's, and the drain's throughput at most 5 % below the same server's without fairness.
+func fairnessTargets(res *Result, servers []fairnessServer, rounds map[string][]fairnessRound, shares map[string]map[store.Kind]float64) {
+	for _, srv := range servers {
+		if !srv.fair || rounds[srv.label()] == nil {
+			continue
+		}
+		r := rounds[srv.label()]
+		unloaded := r[0].light.P99
+		limit := 2*unloaded + time.Second
+		worst, met := time.Duration(0), true
+		for _, rd := range r {
+			worst = max(worst, rd.light.P99)
+			met = met && rd.light.P99 <= limit
+		}
+		res.target(srv.name+": generic p99 behind every rollout backlog", fmt.Sprintf("≤ 2 × unloaded p99 %s + 1 s = %s", fmtDur(unloaded), fmtDur(limit)),
+			fmtDur(worst), met)
+
+		s := shares[srv.label()]
+		var total, weights float64
+		for _, k := range store.Kinds {
+			total += s[k]
+			weights += fairnessShareWeights.Weight(k)
+		}
+		worstDev := 0.0
+		for _, k := range store.Kinds {
+			want := fairnessShareWeights.Weight(k) / weights
+			worstDev = max(worstDev, abs(s[k]/max(total, 1)-want)/want)
+		}
+		res.Values["share_worst_deviation_"+fmt.Sprint(srv.cluster)] = worstDev
+		res.target(srv.name+": each kind's share of completed activities, all kinds saturated", "within ±10 % of its weight's share",
+			fmt.Sprintf("worst %.1f %% off", 100*worstDev), worstDev <= 0.10)
+
+		off := rounds[fairnessServer{srv.name, srv.cluster, false}.label()]
+		if off == nil {
+			continue
+		}
+		var fair, fifo float64
+		for i := range r {
+			fair += float64(r[i].finished) / r[i].drain.Seconds()
+			fifo += float64(off[i].finished) / off[i].drain.Seconds()
+		}
+		loss := 1 - fair/fifo
+		res.Values["throughput_loss_"+fmt.Sprint(srv.cluster)] = loss
+		res.target(srv.name+": drain throughput with fairness vs without", "≤ 5 % lower",
+			fmt.Sprintf("%.1f %% lower", 100*loss), loss <= 0.05)
+	}
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// fairnessSide is one server of the comparison with its worker.
+type fairnessSide struct {
+	srv    fairnessServer
+	tenv   *temporalEnv
+	db     *store.DB
+	counts *kindActivities
+	tws    []tworker.Worker
+}
+
+// openFairnessSide starts srv (a dev server or the PostgreSQL cluster with
+// matching.enableFairness set as srv says) and one worker with the default slots over a
+// file:// store of its own.
+func openFairnessSide(ctx context.Context, o Options, srv fairnessServer, dir string) (*fairnessSide, error) {
+	o.progressf("fairness: starting %s", srv.label())
+	sd := &fairnessSide{srv: srv, counts: &kindActivities{}}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	var err error
+	if srv.cluster {
+		sd.tenv, err = startClusterWith(ctx, o, dir, 0, map[string]any{"matching.enableFairness": srv.fair})
+	} else {
+		sd.tenv, err = startTemporalWith(ctx, o, dir, devserver.Options{DynamicConfig: []string{fmt.Sprintf("matching.enableFairness=%t", srv.fair)}})
+	}
+	if err != nil {
+		return nil, err
+	}
+	if sd.db, err = store.OpenDB(ctx, fileURL(filepath.Join(dir, "storage"), true), storeOptions("fairness", o.logger())); err != nil {
+		sd.close(ctx)
+		return nil, err
+	}
+	def := worker.DefaultConfig()
+	sd.tws = worker.TemporalWorkers{Identity: "bench/fairness", SharedActivitySlots: def.SharedActivitySlots,
+		LocalActivitySlots: def.SharedActivitySlots, MergeSlots: def.MergeSlots, StopTimeout: 5 * time.Second,
+	}.New(sd.tenv.client, sd.db.Shard(), &activities.Activities{DB: sd.db, Logger: o.logger(), Metrics: sd.counts, Client: sd.tenv.client})
+	for _, tw := range sd.tws {
+		if err := tw.Start(); err != nil {
+			sd.close(ctx)
+			return nil, err
+		}
+	}
+	on, err := temporaladmin.ProbeFairness(ctx, sd.tenv.client, "")
+	o.progressf("fairness: %s: the start probe says fairness on: %v (error: %v)", srv.label(), on, err)
+	return sd, nil
+}
+
+func (sd *fairnessSide) close(ctx context.Context) {
+	for _, tw := range sd.tws {
+		tw.Stop()
+	}
+	if sd.db != nil {
+		_ = sd.db.Close(context.WithoutCancel(ctx))
+	}
+	if sd.tenv != nil {
+		sd.tenv.close()
+	}
+}
+
+// fairnessRoundAt is part one at one backlog: backlog rollout merges queued, then
+// fairnessLight generic ones, every store with one pending generation.
+func fairnessRoundAt(ctx context.Context, o Options, c client.Client, db *store.DB, backlog int) (fairnessRound, error) {
+	rd := fairnessRound{backlog: backlog}
+	heavy, light := fairnessTargetsOf(store.KindRollout, backlog), fairnessTargetsOf(store.KindGeneric, fairnessLight)
+	if err := sealOne(ctx, db, append(append([]store.Target(nil), heavy...), light...)); err != nil {
+		return rd, err
+	}
+	t0 := time.Now()
+	runs, err := startMerges(ctx, c, heavy, contract.FairnessWeights{})
+	if err != nil {
+		return rd, err
+	}
+	var mu sync.Mutex
+	var lat []time.Duration
+	var g errgroup.Group
+	for _, t := range light {
+		g.Go(func() error {
+			start := time.Now()
+			run, err := contract.StartMergeWal(ctx, c, t, contract.MergeWalInput{Trigger: contract.TriggerCLI, TriggerReason: "bench fairness"})
+			if err != nil {
+				return err
+			}
+			if err := run.Get(ctx, nil); err != nil {
+				return err
+			}
+			mu.Lock()
+			lat = append(lat, time.Since(start))
+			mu.Unlock()
+			return nil
+		})
+	}
+	for _, run := range runs {
+		g.Go(func() error { return run.Get(ctx, nil) })
+	}
+	if err := g.Wait(); err != nil {
+		return rd, err
+	}
+	rd.drain = time.Since(t0)
+	rd.light = summarize(lat)
+	rd.finished = backlog + fairnessLight
+	rd.perSec = float64(rd.finished) / rd.drain.Seconds()
+	return rd, nil
+}
+
+// fairnessShares is part two: perKind merges of every kind, started interleaved (one of
+// each kind in turn) at the kinds' weights in fairnessShareWeights, and each kind's
+// completed Prepare and CommitRound activities from the first start until some kind has
+// completed fairnessShareWindow of its own: up to then every kind has merges queued.
+func fairnessShares(ctx context.Context, o Options, c client.Client, db *store.DB, counts *kindActivities, perKind int) (map[store.Kind]float64, error) {
+	var all []store.Target
+	byKind := map[store.Kind][]store.Target{}
+	for _, k := range store.Kinds {
+		byKind[k] = fairnessTargetsOf(k, perKind)
+	}
+	for i := range perKind {
+		for _, k := range store.Kinds {
+			all = append(all, byKind[k][i])
+		}
+	}
+	if err := sealOne(ctx, db, all); err != nil {
+		return nil, err
+	}
+	t0 := time.Now()
+	runs, err := startMerges(ctx, c, all, fairnessShareWeights)
+	if err != nil {
+		return nil, err
+	}
+	var g errgroup.Group
+	for _, run := range runs {
+		g.Go(func() error { return run.Get(ctx, nil) })
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return counts.sharesUntil(t0, int(fairnessShareWindow*float64(2*perKind))), nil
+}
+
+// fairnessShareWindow: part two counts until some kind has completed this fraction of its
+// activities (a Prepare and a CommitRound per merge).
+const fairnessShareWindow = 0.6
+
+// fairnessTargetsOf names n stores of kind k (the same names every round).
+func fairnessTargetsOf(k store.Kind, n int) []store.Target {
+	out := make([]store.Target, n)
+	for i := range out {
+		out[i] = store.Target{Kind: k, Name: fmt.Sprintf("fair-%06d", i)}
+	}
+	return out
+}
+
+// sealOne creates each target (or opens it) and seals one generation of 5 rows in it.
+func sealOne(ctx context.Context, db *store.DB, targets []store.Target) error {
+	var g errgroup.Group
+	g.SetLimit(8)
+	for _, t := range targets {
+		g.Go(func() error {
+			s, err := db.Open(ctx, t)
+			if err != nil {
+				co := store.CreateOptions{}
+				if t.Kind == store.KindGeneric {
+					sc := benchSchema
+					co.Schema = &sc
+				}
+				if s, err = db.Create(ctx, t, co); err != nil {
+					return err
+				}
+			}
+			rows := make([]map[string]any, 5)
+			for i := range rows {
+				switch t.Kind {
+				case store.KindDatagen:
+					rows[i] = map[string]any{"item_id": "item", "checkpoint": "c", "ordinal": i}
+				default:
+					rows[i] = map[string]any{"id": fmt.Sprintf("r%d", i)}
+				}
+			}
+			body, err := json.Marshal(rows)
+			if err != nil {
+				return err
+			}
+			rs, err := s.Codec().DecodeJSON(body, 0)
+			if err != nil {
+				return err
+			}
+			if _, err := s.Append(ctx, rs); err != nil {
+				return err
+			}
+			_, err = s.Flush(ctx)
+			return err
+		})
+	}
+	return g.Wait()
+}
+
+// startMerges starts one MergeWal per target, 64 starts in flight, at its kind's weight.
+func startMerges(ctx context.Context, c client.Client, targets []store.Target, w contract.FairnessWeights) ([]client.WorkflowRun, error) {
+	runs := make([]client.WorkflowRun, len(targets))
+	var g errgroup.Group
+	g.SetLimit(64)
+	for i, t := range targets {
+		g.Go(func() error {
+			run, err := contract.StartMergeWal(ctx, c, t, contract.MergeWalInput{Trigger: contract.TriggerCLI,
+				TriggerReason: "bench fairness backlog", FairnessWeight: w.Weight(t.Kind)})
+			runs[i] = run
+			return err
+		})
+	}
+	return runs, g.Wait()
+}
+
+// kindActivities records when each Prepare and CommitRound completed, by kind
+// (activities.Metrics).
+type kindActivities struct {
+	mu     sync.Mutex
+	events []kindEvent
+}
+
+type kindEvent struct {
+	at   time.Time
+	kind store.Kind
+}
+
+// ActivityDone implements activities.Metrics.
+func (k *kindActivities) ActivityDone(activity string, kind store.Kind, outcome string, _ time.Duration) {
+	if activity != contract.PrepareActivity && activity != contract.CommitRoundActivity {
+		return
+	}
+	k.mu.Lock()
+	k.events = append(k.events, kindEvent{time.Now(), kind})
+	k.mu.Unlock()
+}
+
+// sharesUntil counts each kind's completions after from until some kind has completed
+// limit of them.
+func (k *kindActivities) sharesUntil(from time.Time, limit int) map[store.Kind]float64 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	events := append([]kindEvent(nil), k.events...)
+	sort.Slice(events, func(i, j int) bool { return events[i].at.Before(events[j].at) })
+	out := map[store.Kind]float64{}
+	for _, e := range events {
+		if !e.at.After(from) {
+			continue
+		}
+		out[e.kind]++
+		if out[e.kind] >= float64(limit) {
+			break
+		}
+	}
+	return out
+}

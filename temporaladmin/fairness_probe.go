@@ -1,0 +1,163 @@
+package temporaladmin
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	taskqueuepb "go.temporal.io/api/taskqueue/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/walkeeper/walkeeper/contract"
+)
+
+// FairnessProbeQueue prefixes the task queue of each ProbeFairness call (a random suffix
+// keeps probes of different workers apart); no worker polls it. A server that enables
+// fairness for some task queues only must match these too (or enable it for the whole
+// namespace) for the probe to see it.
+const FairnessProbeQueue = contract.TaskQueue + "-fairness-probe-"
+
+// FairnessProbeWorkflow is the type of the probe's workflows; nothing registers it.
+const FairnessProbeWorkflow = "WalkeeperFairnessProbe"
+
+// Probe sizes: probeHeavyTasks workflows of a heavy key queue first, then probeLightTasks
+// of a light one, and probePolls of them are taken. A task queue has several partitions
+// (4 by default), spreads tasks over them at random and serves each poll from one, so the
+// probe counts a majority instead of reading one position, and queues enough heavy tasks
+// that no partition runs out of them within the polls when it dispatches in arrival order.
+const (
+	probeHeavyTasks = 32
+	probeLightTasks = 16
+	probePolls      = 8
+	probeTimeout    = time.Minute
+)
+
+// ErrFairnessInconclusive: the probe's polls neither mostly followed the fairness weights
+// nor mostly followed arrival order.
+var ErrFairnessInconclusive = errors.New("fairness probe inconclusive")
+
+// ProbeFairness tells whether the server dispatches a task queue's backlog by fairness key
+// and weight (matching.enableFairness) or in arrival order. One round queues
+// probeHeavyTasks workflow tasks with a heavy key at the least weight, then probeLightTasks
+// with a light key at the greatest weight, on a task queue of its own (FairnessProbeQueue
+// and a random suffix), takes probePolls of them with raw polls, and terminates every probe
+// workflow. A fair server hands out mostly light tasks (their virtual time grows a million
+// times slower); a FIFO one the heavy key's, queued first. A round whose polls are split
+// (a partition may dispatch a heavy task it held before the light ones arrived) is run once
+// more. Cost per round: 48 workflow starts (actions on Temporal Cloud) and 1 to 10 seconds.
+// The error is ErrFairnessInconclusive or the server's.
+func ProbeFairness(ctx context.Context, c client.Client, namespace string) (bool, error) {
+	if namespace == "" {
+		namespace = DefaultNamespace
+	}
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	var lights int
+	for range 2 {
+		var err error
+		if lights, err = probeRound(ctx, c, namespace); err != nil {
+			return false, err
+		}
+		// Measured on loaded dev servers: a FIFO one handed out at most 1 light task of 8 (a
+		// partition runs out of its 8 or so heavy ones only after that many polls of its
+		// own); a fair one 4 to 8, a partition sometimes serving heavy tasks it held in
+		// memory before the light ones arrived.
+		switch {
+		case lights >= probePolls/2:
+			return true, nil
+		case lights <= probePolls/8:
+			return false, nil
+		}
+	}
+	return false, fmt.Errorf("%w: %d of %d polls took the light key", ErrFairnessInconclusive, lights, probePolls)
+}
+
+// probeRound is one round of ProbeFairness: how many of its polls took the light key.
+func probeRound(ctx context.Context, c client.Client, namespace string) (int, error) {
+	var nonce [6]byte
+	_, _ = rand.Read(nonce[:])
+	prefix := "walkeeper-fairness-probe/" + hex.EncodeToString(nonce[:]) + "/"
+	queue := FairnessProbeQueue + hex.EncodeToString(nonce[:])
+	const heavy, light = "heavy", "light"
+	var ids []string
+	defer func() { terminateProbes(c, ids) }()
+	for _, key := range []string{heavy, light} {
+		n, weight := probeHeavyTasks, float32(contract.MinFairnessWeight)
+		if key == light {
+			n, weight = probeLightTasks, contract.MaxFairnessWeight
+		}
+		for i := range n {
+			id := fmt.Sprintf("%s%s/%d", prefix, key, i)
+			_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+				ID: id, TaskQueue: queue, WorkflowRunTimeout: time.Minute,
+				Priority: temporal.Priority{FairnessKey: key, FairnessWeight: weight},
+			}, FairnessProbeWorkflow)
+			if err != nil {
+				return 0, fmt.Errorf("fairness probe: start: %w", err)
+			}
+			ids = append(ids, id)
+		}
+	}
+	if err := waitBacklog(ctx, c, namespace, queue, len(ids)); err != nil {
+		return 0, err
+	}
+	lights := 0
+	for range probePolls {
+		resp, err := c.WorkflowService().PollWorkflowTaskQueue(ctx, &workflowservice.PollWorkflowTaskQueueRequest{
+			Namespace: namespace,
+			TaskQueue: &taskqueuepb.TaskQueue{Name: queue, Kind: enumspb.TASK_QUEUE_KIND_NORMAL},
+			Identity:  "walkeeper-fairness-probe",
+		})
+		if err != nil {
+			return 0, fmt.Errorf("fairness probe: poll: %w", err)
+		}
+		if strings.HasPrefix(resp.GetWorkflowExecution().GetWorkflowId(), prefix+light+"/") {
+			lights++
+		}
+	}
+	return lights, nil
+}
+
+// waitBacklog waits until the probe queue's backlog holds n tasks, so the polls choose
+// among all of them rather than among the first few written.
+func waitBacklog(ctx context.Context, c client.Client, namespace, queue string, n int) error {
+	for {
+		resp, err := c.WorkflowService().DescribeTaskQueue(ctx, &workflowservice.DescribeTaskQueueRequest{
+			Namespace:     namespace,
+			TaskQueue:     &taskqueuepb.TaskQueue{Name: queue, Kind: enumspb.TASK_QUEUE_KIND_NORMAL},
+			TaskQueueType: enumspb.TASK_QUEUE_TYPE_WORKFLOW,
+			ReportStats:   true,
+		})
+		if err != nil {
+			return fmt.Errorf("fairness probe: describe: %w", err)
+		}
+		if resp.GetStats().GetApproximateBacklogCount() >= int64(n) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("fairness probe: %d tasks never showed in the backlog: %w", n, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// terminateProbes ends the probe's workflows (their one-minute run timeout would anyway).
+func terminateProbes(c client.Client, ids []string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var g errgroup.Group
+	g.SetLimit(8)
+	for _, id := range ids {
+		g.Go(func() error { return c.TerminateWorkflow(ctx, id, "", "fairness probe done") })
+	}
+	_ = g.Wait() // best effort: the run timeout ends what a terminate missed
+}

@@ -1,0 +1,147 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/internal/testkit/testtemporal"
+	"github.com/walkeeper/walkeeper/store"
+)
+
+// fairnessOff runs TestLightKindMergeDoesNotWaitForAnotherKindsBacklog against a server of
+// its own with matching.enableFairness=false, where it must fail: the check that the test
+// sees what fairness changes.
+var fairnessOff = flag.Bool("fairness-off", false, "run the fair-share test on a server without task-queue fairness (it must fail)")
+
+// fairBacklog is the rollout merges queued ahead of the generic one.
+const fairBacklog = 300
+
+// A generic merge started behind fairBacklog queued rollout merges, on one worker with the
+// default slots, completes before most of them: the merges' workflow and activity tasks
+// carry their kind as fairness key (contract.MergePriority), so the server hands the
+// generic kind its turn instead of draining the rollout backlog first. The assertion is on
+// completion order, not on time.
+func TestLightKindMergeDoesNotWaitForAnotherKindsBacklog(t *testing.T) {
+	e := newEnv(t)
+	if *fairnessOff {
+		hostPort, c := testtemporal.StartSelected(t, testtemporal.Options{DynamicConfig: map[string]any{"matching.enableFairness": false}})
+		e.hostPort, e.c, e.ns = hostPort, c, "default"
+	}
+
+	start := time.Now()
+	// One writer shard holds one pending generation of every store; the worker started
+	// later as that shard prepares them on its own queue.
+	writer := e.openDB("writer", nil)
+	targets := make([]string, fairBacklog)
+	for i := range targets {
+		targets[i] = fmt.Sprintf("rollout:backlog-%03d", i)
+	}
+	var g errgroup.Group
+	g.SetLimit(8)
+	for _, tg := range targets {
+		g.Go(func() error { return writeOneGeneration(e.ctx(waitLong), writer, mustTarget(t, tg)) })
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	light := "generic:light"
+	e.writeGenerations(e.createStore(writer, light), "l", 1, 10)
+	if err := writer.Close(e.ctx(waitShort)); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Logf("%d stores written in %s", fairBacklog+1, time.Since(start).Round(time.Millisecond))
+	// Queue the backlog, then the light merge, with no worker polling yet.
+	runs := make([]client.WorkflowRun, fairBacklog)
+	g.SetLimit(32)
+	for i, tg := range targets {
+		g.Go(func() error {
+			run, err := contract.StartMergeWal(e.ctx(waitShort), e.c, mustTarget(t, tg), contract.MergeWalInput{})
+			runs[i] = run
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	lightRun := e.startMerge(light, contract.MergeWalInput{})
+
+	t.Logf("%d merges queued after %s", fairBacklog+1, time.Since(start).Round(time.Millisecond))
+	e.startWorker(e.config("writer"))
+	// Twice the usual wait: without fairness (-fairness-off) the light merge waits for most of
+	// the backlog, and the test should fail on the order, not on this wait.
+	if res := e.mergeResult(lightRun, 2*waitLong); res.Reclaimed != 1 {
+		t.Fatalf("light merge reclaimed %d generations, want 1", res.Reclaimed)
+	}
+	// A rollout merge still running closes after the light one; the rest of the backlog
+	// drains until the worker stops.
+	lightClosed := e.closeTime(lightRun)
+	before := 0
+	for _, run := range runs {
+		if closed, ok := e.closedAt(run); ok && closed.Before(lightClosed) {
+			before++
+		}
+	}
+	t.Logf("the generic merge closed after %d of %d rollout merges queued ahead of it (%s after the start)",
+		before, fairBacklog, time.Since(start).Round(time.Millisecond))
+	if before >= fairBacklog/3 {
+		t.Fatalf("the generic merge waited for %d of %d queued rollout merges: the backlog of another kind delays it", before, fairBacklog)
+	}
+}
+
+// writeOneGeneration creates tg (a rollout store) and seals one generation of 5 rows.
+func writeOneGeneration(ctx context.Context, db *store.DB, tg store.Target) error {
+	s, err := db.Create(ctx, tg, store.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	rows := make([]map[string]any, 5)
+	for i := range rows {
+		rows[i] = map[string]any{"id": fmt.Sprintf("r%d", i), "run_id": "run", "step": i, "reward": 0.5, "done": false}
+	}
+	body, err := json.Marshal(rows)
+	if err != nil {
+		return err
+	}
+	rs, err := s.Codec().DecodeJSON(body, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := s.Append(ctx, rs); err != nil {
+		return err
+	}
+	res, err := s.Flush(ctx)
+	if err == nil && !res.Sealed {
+		err = fmt.Errorf("flush of %s sealed nothing", tg)
+	}
+	return err
+}
+
+// closeTime is when run's execution closed; the test fails if it has not.
+func (e *env) closeTime(run client.WorkflowRun) time.Time {
+	e.t.Helper()
+	ct, ok := e.closedAt(run)
+	if !ok {
+		e.t.Fatalf("%s has not closed", run.GetID())
+	}
+	return ct
+}
+
+// closedAt is when run's execution closed, ok false while it runs.
+func (e *env) closedAt(run client.WorkflowRun) (time.Time, bool) {
+	e.t.Helper()
+	d, err := e.describe(run.GetID(), run.GetRunID())
+	if err != nil {
+		e.t.Fatalf("describe %s: %v", run.GetID(), err)
+	}
+	ct := d.GetWorkflowExecutionInfo().GetCloseTime()
+	return ct.AsTime(), ct != nil
+}

@@ -6,7 +6,8 @@
 #      each a no-op when already installed; WALKEEPER_SKIP_INSTALL=1 skips the step);
 #   2. gofmt, go mod tidy, go vet, the compose/Prometheus/Grafana checks;
 #   3. every test with the race detector, Temporal on the CLI's dev server — among them the
-#      storage backend matrix (test/backends) on every backend;
+#      storage backend matrix (test/backends) on every backend, and the operator suite
+#      (test/operator: every Temporal Web / CLI action on a merge, on real worker processes);
 #   4. beside 3, in parallel: the integration suite, the reliability suite's Temporal
 #      restarts and the rolling upgrade (test/upgrade) on the production Temporal server on
 #      PostgreSQL (4 history shards, SQL visibility; WALKEEPER_TEST_TEMPORAL_SERVER=cluster).

@@ -123,6 +123,29 @@ func isStagedRunKey(stem, shard, key string) bool {
 	return ok1 && ok2 && f <= t
 }
 
+// parseStagedRunKey splits the data key of a staged run of t, dataKey of
+// "m-<hash>-<shard tag>-<from>-<through>", into its shard tag and generation range.
+func parseStagedRunKey(t Target, key string) (tag string, from, through uint64, ok bool) {
+	name, ok := strings.CutPrefix(key, strings.TrimSuffix(dataKey(t, stagedRunNamePrefix), ".parquet"))
+	if !ok {
+		return "", 0, 0, false
+	}
+	name, ok = strings.CutSuffix(name, ".parquet")
+	if !ok {
+		return "", 0, 0, false
+	}
+	parts := strings.Split(name, "-")
+	if len(parts) != 4 || len(parts[0]) != 24 || parts[1] == "" {
+		return "", 0, 0, false
+	}
+	from, ok1 := parseCounter(parts[2], 0)
+	through, ok2 := parseCounter(parts[3], 0)
+	if !ok1 || !ok2 || from > through || from == 0 {
+		return "", 0, 0, false
+	}
+	return parts[1], from, through, true
+}
+
 // isShardDir reports whether a directory name under _mem_wal/ is a shard id as ShardID makes
 // them: a UUID in its canonical lower-case form, or the id of an empty instance id.
 func isShardDir(name string) bool {

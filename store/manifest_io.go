@@ -160,6 +160,17 @@ func (c *chain) latestDecoded(ctx context.Context, decode func(v uint64, raw []b
 	return v, obj, nil
 }
 
+// cached is the version this handle read or published last with its decoded value, without
+// any I/O; (0, nil) when none is decoded yet.
+func (c *chain) cached() (uint64, any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.hintObj == nil {
+		return 0, nil
+	}
+	return c.hint, c.hintObj
+}
+
 func (c *chain) listLatest(ctx context.Context) (uint64, []byte, error) {
 	vs, err := c.versions(ctx)
 	if err != nil {

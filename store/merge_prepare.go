@@ -162,8 +162,12 @@ func (s *Store) Prepare(ctx context.Context, p PrepareParams) (*PreparedMerge, e
 // stagedRunPrefix is the part of an attempt's staged run ids that names the attempt, the
 // store and the shard: "m-<hash>-". A retried attempt finds its earlier files by it.
 func stagedRunPrefix(attempt string, t Target, shard string) string {
-	return fmt.Sprintf("m-%s-", hashKey(attempt, t.String(), shard))
+	return fmt.Sprintf("%s%s-", stagedRunNamePrefix, hashKey(attempt, t.String(), shard))
 }
+
+// stagedRunNamePrefix starts the name of every run a merge stages (and of every merged run
+// in the base: a commit publishes the staged file as it is).
+const stagedRunNamePrefix = "m-"
 
 // stagedRunID is the id of the run an attempt stages for generations from..through.
 func stagedRunID(prefix, shard string, from, through uint64) string {
@@ -181,10 +185,11 @@ func runIDShardTag(shard string) string {
 }
 
 // dropLeakedStaged deletes every file an earlier try of this attempt staged that base does
-// not reference. A retried attempt may have staged other generations before it failed
-// (docs/DESIGN.md §3: a retried prepare must not leak).
+// not reference and whose commit nobody claimed. A retried attempt may have staged other
+// generations before it failed (docs/DESIGN.md §3: a retried prepare must not leak).
 //
-// INVARIANT: only unreferenced files are deleted; a referenced one is live data.
+// INVARIANT: only unreferenced files are deleted; a referenced one is live data, and one
+// whose attempt is claimed "commit" may become live data before this Prepare returns.
 func (s *Store) dropLeakedStaged(ctx context.Context, base *manifest.Base, attempt, shard string) error {
 	prefix := strings.TrimSuffix(dataKey(s.target, stagedRunPrefix(attempt, s.target, shard)), ".parquet")
 	objs, err := s.db.bucket.List(ctx, prefix)
@@ -196,13 +201,47 @@ func (s *Store) dropLeakedStaged(ctx context.Context, base *manifest.Base, attem
 			s.db.foreignObject(foreignStaging, o.Key) // never deleted: not ours to delete
 			continue
 		}
-		if !base.References(o.Key) {
-			if err := s.db.bucket.Delete(ctx, o.Key); err != nil {
-				return err
-			}
+		if base.References(o.Key) {
+			continue
+		}
+		inFlight, err := s.commitClaimed(ctx, attempt, shard, o.Key)
+		if err != nil {
+			return err
+		}
+		if inFlight {
+			// An earlier run of the attempt claimed its commit and may publish this file
+			// any moment (a reset run retries the old run's attempt while its commit is
+			// still on a worker). Once the watermark reaches into its range, the round
+			// commit that moved it collects the file if it was never published.
+			continue
+		}
+		if err := s.db.bucket.Delete(ctx, o.Key); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// commitClaimed reports whether the attempt's commit claim for the staged run at key (its
+// range's last generation names the claim) says "commit". One GET, made only for a file an
+// earlier try of the attempt left unreferenced.
+func (s *Store) commitClaimed(ctx context.Context, attempt, shard, key string) (bool, error) {
+	_, _, through, ok := parseStagedRunKey(s.target, key)
+	if !ok {
+		return false, nil
+	}
+	raw, err := s.db.bucket.Get(ctx, claimObjectKey(s.target, shard, hashKey(attempt, fmt.Sprint(through))))
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	var c manifest.AttemptClaim
+	if err := decodeJSONObject(raw, &c, "attempt claim"); err != nil {
+		return false, err
+	}
+	return c.State == "commit", nil
 }
 
 // writeStagedRun builds the run chunk by chunk and streams it to storage at key: the output

@@ -75,6 +75,12 @@ type RoundCommitResult struct {
 	Runs     int                `json:"runs,omitempty"`
 	LockHold time.Duration      `json:"lock_hold"`
 	Shards   []RoundShardResult `json:"shards"`
+	// AbandonedStaged counts the staged runs of terminated, cancelled or reset-away merges
+	// this round found unpublishable and deleted (collectAbandonedStaged).
+	AbandonedStaged int `json:"abandoned_staged,omitempty"`
+	// SettledClaims counts the attempt claims of the round's committed shards that their
+	// watermark made meaningless and this round deleted (collectSettledClaims).
+	SettledClaims int `json:"settled_claims,omitempty"`
 }
 
 // CommitRound publishes the still-open prepared merges of ps in one base version v+1 = runs
@@ -115,10 +121,30 @@ func (s *Store) CommitRound(ctx context.Context, ps []*PreparedMerge) (RoundComm
 	for _, sr := range res.Shards {
 		counts[sr.Outcome]++
 	}
+	if counts[RoundCommitted] > 0 {
+		// Best effort: the round is committed whatever these find; the next round retries.
+		n, err := s.collectAbandonedStaged(ctx, ps)
+		res.AbandonedStaged = n
+		if err != nil {
+			s.db.log.Warn("collecting abandoned staged runs failed", zap.String("target", s.target.String()), zap.Error(err))
+		}
+		var moved []string
+		for _, sr := range res.Shards {
+			if sr.Outcome == RoundCommitted {
+				moved = append(moved, sr.Shard)
+			}
+		}
+		n, err = s.collectSettledClaims(ctx, moved)
+		res.SettledClaims = n
+		if err != nil {
+			s.db.log.Warn("collecting settled attempt claims failed", zap.String("target", s.target.String()), zap.Error(err))
+		}
+	}
 	s.db.log.Info("merge round committed", zap.String("target", s.target.String()),
 		zap.Int("shards", len(ps)), zap.Int("committed", counts[RoundCommitted]),
 		zap.Int("already_committed", counts[RoundAlreadyCommitted]), zap.Int("stale", counts[RoundStale]),
-		zap.Uint64("base_version", res.BaseVersion), zap.Duration("lock_hold", res.LockHold))
+		zap.Uint64("base_version", res.BaseVersion), zap.Duration("lock_hold", res.LockHold),
+		zap.Int("abandoned_staged", res.AbandonedStaged), zap.Int("settled_claims", res.SettledClaims))
 	return res, nil
 }
 

@@ -2,9 +2,12 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
+
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
@@ -105,10 +108,33 @@ func (a *apiServer) mergeWal(w http.ResponseWriter, r *http.Request) {
 			a.fail(w, r, r.Context().Err())
 			return
 		}
+		if stopped := mergeStopped(run.GetID(), err, out); stopped != nil {
+			a.fail(w, r, stopped)
+			return
+		}
 		a.fail(w, r, &apiError{Status: http.StatusInternalServerError, Code: CodeMergeFailed,
 			Message: fmt.Sprintf("MergeWal %s failed", run.GetID()), Extra: out, Cause: err})
 		return
 	}
 	out["result"] = res
 	writeJSON(w, http.StatusOK, out)
+}
+
+// mergeStopped is the answer for a MergeWal that an operator (or a reset, which terminates
+// the run it replaces) stopped before it finished: nothing failed, and what it committed
+// stays; nil for any other error.
+func mergeStopped(id string, err error, ids map[string]any) *apiError {
+	var canceled *temporal.CanceledError
+	var terminated *temporal.TerminatedError
+	how := ""
+	switch {
+	case errors.As(err, &canceled):
+		how = "was cancelled"
+	case errors.As(err, &terminated):
+		how = "was terminated (temporal workflow terminate, or a reset replaced the run)"
+	default:
+		return nil
+	}
+	return &apiError{Status: http.StatusConflict, Code: CodeMergeStopped, Extra: ids, Cause: err,
+		Message: fmt.Sprintf("MergeWal %s %s before it finished; the passes it committed stay, the rest stays pending until the next merge", id, how)}
 }

@@ -13,6 +13,7 @@ import (
 
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
@@ -361,6 +362,16 @@ func TestHTTPMergeWalErrors(t *testing.T) {
 	m := expect(t, r, http.StatusInternalServerError, CodeMergeFailed)
 	if m["workflow_id"] != "merge-wal/generic/gs" {
 		t.Fatalf("merge_failed lacks workflow_id: %s", r.body)
+	}
+
+	// Cancelled in Temporal Web: a conflict that says so, not a failure.
+	w.api.start = func(_ context.Context, t store.Target, _ contract.MergeWalInput) (client.WorkflowRun, error) {
+		return &fakeRun{id: "merge-wal/" + t.Path(), runID: "r", err: temporal.NewCanceledError()}, nil
+	}
+	r = c.do(http.MethodPost, "/api/v1/stores/generic/gs/merge-wal?wait=1", "", nil)
+	m = expect(t, r, http.StatusConflict, CodeMergeStopped)
+	if m["workflow_id"] != "merge-wal/generic/gs" || !strings.Contains(fmt.Sprint(m["error"]), "was cancelled") {
+		t.Fatalf("merge_stopped answer: %s", r.body)
 	}
 }
 

@@ -62,6 +62,8 @@ type Options struct {
 	Buckets []string
 	// Logger receives gofakes3's log lines; nil = discard.
 	Logger gofakes3.Logger
+	// Wrap, when set, wraps the S3 handler (e.g. in a Gate).
+	Wrap func(http.Handler) http.Handler
 }
 
 // Server is a running S3-compatible server.
@@ -130,12 +132,16 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return fail(err)
 	}
+	handler := NewHandler(backend, opts.Logger)
+	if opts.Wrap != nil {
+		handler = opts.Wrap(handler)
+	}
 	s := &Server{
 		backend:  backend,
 		closeDB:  closeBackend,
 		listener: ln,
 		http: &http.Server{
-			Handler:           NewHandler(backend, opts.Logger),
+			Handler:           handler,
 			ReadHeaderTimeout: 30 * time.Second,
 		},
 		done: make(chan error, 1),

@@ -1,0 +1,159 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/walkeeper/walkeeper/store/manifest"
+)
+
+// Collecting abandoned staged runs: a Prepare whose workflow was terminated, cancelled or
+// reset away before its commit or abort leaves its staged run under an attempt key nobody
+// will abort again. Abort's invariant (merge_abort.go) says when such a file is garbage
+// without knowing its attempt: once its shard's watermark reaches into the prepared range,
+// no commit of any attempt can publish it. A round that moves a watermark is exactly when
+// runs become collectable, so the round commit collects them (decision 0281).
+
+// collectAbandonedStaged deletes every staged run of this store that the latest base does
+// not reference and whose shard's watermark reaches into its range. It costs one LIST of
+// the store's staged and merged runs (data/m-*, a page per 1,000, bounded by compaction);
+// only when it finds a candidate, one LIST of the shard directories and a DELETE per run.
+// The base is the one this handle cached, so the common case, nothing to collect, costs that
+// one LIST. It returns how many runs it deleted.
+//
+// INVARIANT: a run whose range is open, or whose shard tag matches no shard or more than
+// one (the tag is a shard id's first 8 characters), is never deleted here: only its
+// attempt's abort claim can prove it unpublishable.
+func (s *Store) collectAbandonedStaged(ctx context.Context, own []*PreparedMerge) (int, error) {
+	base, err := s.collectorBase(ctx)
+	if err != nil {
+		return 0, err
+	}
+	prefix := dataKey(s.target, stagedRunNamePrefix)
+	prefix = strings.TrimSuffix(prefix, ".parquet")
+	objs, err := s.db.bucket.List(ctx, prefix)
+	if err != nil {
+		return 0, err
+	}
+	type candidate struct {
+		key, tag      string
+		from, through uint64
+	}
+	mine := map[string]bool{}
+	for _, p := range own {
+		for _, f := range p.Staged {
+			mine[f.Path] = true
+		}
+	}
+	var cands []candidate
+	for _, o := range objs {
+		if base.References(o.Key) || mine[o.Key] {
+			continue
+		}
+		tag, from, through, ok := parseStagedRunKey(s.target, o.Key)
+		if !ok {
+			continue // not a name Prepare makes: not ours to judge
+		}
+		if !coveredByTag(base, tag, from, through) {
+			continue // open for every shard it may belong to (the usual in-flight Prepare)
+		}
+		cands = append(cands, candidate{o.Key, tag, from, through})
+	}
+	if len(cands) == 0 {
+		return 0, nil
+	}
+	shards, err := s.listShards(ctx)
+	if err != nil {
+		return 0, err
+	}
+	owners := map[string][]string{}
+	for _, sh := range shards {
+		owners[runIDShardTag(sh)] = append(owners[runIDShardTag(sh)], sh)
+	}
+	deleted := 0
+	for _, c := range cands {
+		if len(owners[c.tag]) != 1 {
+			continue
+		}
+		shard := owners[c.tag][0]
+		if manifest.WatermarkCoverage(base.Watermarks[shard], c.from, c.through) == manifest.RangeOpen {
+			continue // a commit of its attempt may still publish it
+		}
+		if err := s.db.bucket.Delete(ctx, c.key); err != nil {
+			return deleted, err
+		}
+		deleted++
+	}
+	if deleted > 0 {
+		s.db.log.Info("abandoned staged runs deleted", zap.String("target", s.target.String()), zap.Int("deleted", deleted))
+	}
+	return deleted, nil
+}
+
+// coveredByTag reports whether the watermark of a shard whose id starts with tag reaches
+// into from..through (the shard directory listing then decides whether the tag is unique).
+func coveredByTag(base *manifest.Base, tag string, from, through uint64) bool {
+	for sh, wm := range base.Watermarks {
+		if runIDShardTag(sh) == tag && manifest.WatermarkCoverage(wm, from, through) != manifest.RangeOpen {
+			return true
+		}
+	}
+	return false
+}
+
+// collectorBase is the version this round just published, as this handle cached it, without
+// I/O. An older base than the latest is as safe for both collectors: watermarks only grow, and
+// a run a newer version references had an open range when it was published, so it has one in
+// every older version.
+func (s *Store) collectorBase(ctx context.Context) (*manifest.Base, error) {
+	if _, obj := s.base.cached(); obj != nil {
+		return obj.(*manifest.Base), nil
+	}
+	return s.loadBase(ctx)
+}
+
+// collectSettledClaims deletes the attempt claims of shards whose watermark covers the
+// claimed attempt's last generation: from then on the watermark alone answers every late
+// commit or abort of it (dropClaim), so the claim protects nothing. The abort claim of an
+// attempt aborted with its range open is the one nobody else deletes: a cancelled merge
+// leaves one per pass it aborted. It costs one LIST of attempts/ per shard, and a GET and
+// a DELETE per claim found. It returns how many claims it deleted.
+//
+// INVARIANT: a claim whose attempt's range the watermark does not cover is never deleted.
+func (s *Store) collectSettledClaims(ctx context.Context, shards []string) (int, error) {
+	base, err := s.collectorBase(ctx)
+	if err != nil {
+		return 0, err
+	}
+	deleted := 0
+	for _, shard := range shards {
+		objs, err := s.db.bucket.List(ctx, strings.TrimSuffix(claimObjectKey(s.target, shard, ""), ".json"))
+		if err != nil {
+			return deleted, err
+		}
+		for _, o := range objs {
+			raw, err := s.db.bucket.Get(ctx, o.Key)
+			if errors.Is(err, ErrNotFound) {
+				continue // dropped by its own commit or abort meanwhile
+			}
+			if err != nil {
+				return deleted, err
+			}
+			var c manifest.AttemptClaim
+			if decodeJSONObject(raw, &c, "attempt claim") != nil || c.Through == 0 {
+				continue // not a claim walkeeper wrote: not ours to judge
+			}
+			if base.Watermarks[shard] < c.Through {
+				continue
+			}
+			if err := s.db.bucket.Delete(ctx, o.Key); err != nil && !errors.Is(err, ErrNotFound) {
+				return deleted, err
+			}
+			deleted++
+		}
+	}
+	return deleted, nil
+}

@@ -1,0 +1,306 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/internal/testkit/s3test"
+)
+
+// resetPoint names where a reset goes: a --type, or the workflow task after the first
+// completion of an activity (--event-id).
+type resetPoint struct {
+	name     string
+	typ      string // FirstWorkflowTask, LastWorkflowTask
+	activity string // Prepare, CommitRound
+}
+
+var resetPoints = []resetPoint{
+	{name: "first-task", typ: "FirstWorkflowTask"},
+	{name: "after-prepare", activity: contract.PrepareActivity},
+	{name: "after-commit", activity: contract.CommitRoundActivity},
+	{name: "last-task", typ: "LastWorkflowTask"},
+}
+
+// reset resets run of id to p with the CLI and returns the new run's ID.
+func (c *opCase) reset(id, runID string, p resetPoint) string {
+	c.t.Helper()
+	args := []string{"workflow", "reset", "--workflow-id", id, "--run-id", runID, "--reason", "operator suite: " + p.name}
+	if p.typ != "" {
+		args = append(args, "--type", p.typ)
+	} else {
+		args = append(args, "--event-id", fmt.Sprint(c.eventAfter(id, runID, p.activity, 1)))
+	}
+	c.temporal(args...)
+	next := c.latestRun(id)
+	if next == runID {
+		c.t.Fatalf("reset of %s/%s to %s made no new run", id, runID, p.name)
+	}
+	return next
+}
+
+// TestOperatorActions runs every case against one rig, each case on its own store.
+func TestOperatorActions(t *testing.T) {
+	r := startRig(t)
+	type opTest struct {
+		name string
+		run  func(t *testing.T, r *rig)
+	}
+	var tests []opTest
+	for _, p := range resetPoints {
+		tests = append(tests,
+			opTest{"reset-finished-merge/" + p.name, func(t *testing.T, r *rig) { resetFinishedMerge(t, r, p) }},
+			opTest{"reset-running-merge/" + p.name, func(t *testing.T, r *rig) { resetRunningMerge(t, r, p) }})
+	}
+	for _, step := range []string{"prepare", "commit"} {
+		tests = append(tests,
+			opTest{"terminate-during-" + step, func(t *testing.T, r *rig) { stopMerge(t, r, "terminate", step) }},
+			opTest{"cancel-during-" + step, func(t *testing.T, r *rig) { stopMerge(t, r, "cancel", step) }})
+	}
+	tests = append(tests,
+		opTest{"reset-running-merge/reprepare-under-held-commit", resetUnderHeldCommit},
+		opTest{"signal-garbage", signalGarbage},
+		opTest{"reset-compact-base", resetCompactBase},
+		opTest{"reset-sweep", func(t *testing.T, r *rig) {
+			resetGlobal(t, r, contract.MaintenanceSweepWorkflow, contract.MaintenanceSweepInput{
+				MergeMinGenerations: contract.MaxSweepMergeMinGenerations, MaxPendingAge: contract.MaxSweepMaxPendingAge,
+				CompactMinRuns: -1})
+		}},
+		opTest{"reset-reconcile-demand", func(t *testing.T, r *rig) {
+			resetGlobal(t, r, contract.ReconcileDemandWorkflow, contract.ReconcileDemandInput{})
+		}},
+	)
+	t.Run("cases", func(t *testing.T) {
+		for _, tc := range tests {
+			t.Run(tc.name, func(t *testing.T) {
+				t.Parallel()
+				tc.run(t, r)
+			})
+		}
+	})
+}
+
+// resetFinishedMerge: a MergeWal that finished is reset to p after more was sealed; the
+// reset run must complete (no non-determinism), merge what was sealed, and leave no staged
+// run behind.
+func resetFinishedMerge(t *testing.T, r *rig, p resetPoint) {
+	c := r.newCase(t)
+	c.seal(2)
+	if st, body := c.mergeWait(); st != http.StatusOK {
+		t.Fatalf("first merge: %d %s", st, body)
+	}
+	id := contract.MergeWalID(c.tg)
+	first := c.latestRun(id)
+	c.seal(1)
+	next := c.reset(id, first, p)
+	c.waitCompleted(id, next)
+	c.checkHistories()
+	c.verify("after the reset run", false)
+	c.drain()
+}
+
+// resetRunningMerge: a MergeWal whose second base publish is held (one round committed,
+// the next in flight, its attempt claimed) is reset to p; then the held publish goes on.
+// The reset run must complete, the old run's late commit must not break it, and every row
+// must be there.
+func resetRunningMerge(t *testing.T, r *rig, p resetPoint) {
+	c := r.newCase(t)
+	c.seal(2)
+	h := c.holdCommit(1)
+	id := contract.MergeWalID(c.tg)
+	run := c.startMerge()
+	c.held(h, "the second round's publish")
+	next := c.reset(id, run, p)
+	h.Release()
+	<-h.Done()
+	c.waitCompleted(id, next)
+	c.checkHistories()
+	c.verify("after the reset run", false)
+	c.drain()
+}
+
+// stopMerge terminates or cancels a MergeWal while its first Prepare uploads its staged
+// run (step "prepare") or while its first round publishes (step "commit"), with an HTTP
+// wait=true caller waiting on it.
+func stopMerge(t *testing.T, r *rig, action, step string) {
+	c := r.newCase(t)
+	c.seal(2)
+	var h *s3test.Hold
+	if step == "commit" {
+		h = c.holdCommit(0)
+	} else {
+		h = c.holdStaging()
+	}
+	id := contract.MergeWalID(c.tg)
+	type answer struct {
+		status int
+		body   string
+	}
+	waited := make(chan answer, 1)
+	go func() {
+		st, body, err := callErr(http.MethodPost, c.api(1, "/merge-wal?wait=true"), nil)
+		if err != nil {
+			body = err.Error()
+		}
+		waited <- answer{st, body}
+	}()
+	c.held(h, "the held "+step)
+	run := c.latestRun(id)
+	switch action {
+	case "terminate":
+		c.temporal("workflow", "terminate", "--workflow-id", id, "--run-id", run, "--reason", "operator suite")
+	case "cancel":
+		c.temporal("workflow", "cancel", "--workflow-id", id, "--run-id", run)
+	}
+	h.Release()
+	<-h.Done()
+	want := map[string]enumspb.WorkflowExecutionStatus{
+		"terminate": enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED,
+		"cancel":    enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED,
+	}[action]
+	if st := c.waitClosed(id, run); st != want {
+		t.Fatalf("%s: run ended %s, want %s:\n%s", action, st, want, c.historyText(id, run))
+	}
+	var a answer
+	select {
+	case a = <-waited:
+	case <-time.After(waitLong):
+		t.Fatalf("the wait=true caller got no answer %s after the %s", waitLong, action)
+	}
+	t.Logf("wait=true caller after %s: %d %s", action, a.status, a.body)
+	said := map[string]string{"terminate": "was terminated", "cancel": "was cancelled"}[action]
+	if a.status != http.StatusConflict || !strings.Contains(a.body, `"merge_stopped"`) || !strings.Contains(a.body, said) {
+		t.Errorf("wait=true caller after %s: %d %s; want 409 merge_stopped saying it %s", action, a.status, a.body, said)
+	}
+	if action == "cancel" {
+		// Every prepared attempt is settled before the run closes: a commit that was in
+		// flight is either published or aborted, never left for the next merge.
+		t.Logf("history of the cancelled run:\n%s", c.historyText(id, run))
+	}
+	c.verify("after the "+action, true)
+	c.drain()
+}
+
+// signalGarbage sends ActivityStateSignal payloads no activity would send (wrong type,
+// unknown activity, nonsense state) to a running MergeWal; the run must go on and complete.
+func signalGarbage(t *testing.T, r *rig) {
+	c := r.newCase(t)
+	c.seal(2)
+	h := c.holdCommit(0)
+	id := contract.MergeWalID(c.tg)
+	run := c.startMerge()
+	c.held(h, "the first round's publish")
+	for _, input := range []string{
+		`"garbage"`,
+		`[1,2,3]`,
+		`{"activity_id":"Prepare/not-a-run/1","state":"exploded","attempt":-7}`,
+		`{"activity_id":"","state":"","attempt":1e300}`,
+		`null`,
+	} {
+		c.temporal("workflow", "signal", "--workflow-id", id, "--run-id", run, "--name", contract.ActivityStateSignal, "--input", input)
+	}
+	// The status query still answers while the signals sit in the history.
+	out := c.temporal("workflow", "query", "--workflow-id", id, "--run-id", run, "--type", contract.StatusQuery)
+	if !strings.Contains(out, c.tg.String()) {
+		t.Errorf("status query after garbage signals: %s", out)
+	}
+	h.Release()
+	c.waitCompleted(id, run)
+	c.checkHistories()
+	c.verify("after the signals", false)
+	c.drain()
+}
+
+// resetCompactBase: a finished CompactBase reset to its first and to its last workflow
+// task completes again, without non-determinism, and loses no row.
+func resetCompactBase(t *testing.T, r *rig) {
+	c := r.newCase(t)
+	c.seal(2)
+	if st, body := c.mergeWait(); st != http.StatusOK {
+		t.Fatalf("merge: %d %s", st, body)
+	}
+	id := contract.CompactID(c.tg)
+	c.ids[id] = true
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	run, err := contract.StartCompactBase(ctx, r.c, c.tg, contract.CompactBaseInput{Target: c.tg.String(), MaxRuns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.runs[run.GetRunID()] = true
+	c.waitCompleted(id, run.GetRunID())
+	prev := run.GetRunID()
+	for _, p := range []resetPoint{resetPoints[0], resetPoints[3]} {
+		next := c.reset(id, prev, p)
+		c.waitCompleted(id, next)
+		prev = next
+	}
+	c.checkHistories()
+	c.verify("after the compaction resets", false)
+	c.drain()
+}
+
+// resetGlobal: a finished run of a store-independent workflow (the sweep, the demand
+// reconcile) reset to its first and to its last workflow task completes again.
+func resetGlobal(t *testing.T, r *rig, workflowType string, input any) {
+	c := r.newCase(t)
+	id := fmt.Sprintf("op-%s-%s", strings.ToLower(workflowType), c.tg.Name)
+	c.ids[id] = true
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	run, err := r.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: contract.TaskQueue}, workflowType, input)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.runs[run.GetRunID()] = true
+	c.waitCompleted(id, run.GetRunID())
+	prev := run.GetRunID()
+	for _, p := range []resetPoint{resetPoints[0], resetPoints[3]} {
+		next := c.reset(id, prev, p)
+		c.waitCompleted(id, next)
+		prev = next
+	}
+	c.checkHistories()
+}
+
+// resetUnderHeldCommit: the old run's first publish is held after its attempt was claimed
+// "commit"; more is sealed; the merge is reset to its first workflow task, so the new run's
+// first Prepare is a retry of the very attempt whose commit is held, and plans a longer range.
+// That Prepare must not delete the staged run the held commit is about to publish: once the
+// held publish lands, every row must still be readable.
+func resetUnderHeldCommit(t *testing.T, r *rig) {
+	c := r.newCase(t)
+	c.seal(2)
+	first := c.holdCommit(0)
+	id := contract.MergeWalID(c.tg)
+	var started struct {
+		RunID string `json:"run_id"`
+	}
+	c.must(http.StatusAccepted, http.MethodPost, c.api(1, "/merge-wal"), map[string]any{"max_generations": 8}, &started)
+	run := started.RunID
+	c.runs[run] = true
+	c.held(first, "the old run's first publish")
+	c.seal(1)
+	second := c.holdCommit(0) // the new run's first publish
+	next := c.reset(id, run, resetPoints[0])
+	c.held(second, "the new run's first publish")
+	// The new run's first Prepare (the old run's attempt, retried) has completed.
+	prepared := c.eventAfter(id, next, contract.PrepareActivity, 1)
+	t.Logf("new run %s prepared (event %d); releasing the old run's publish", next, prepared)
+	first.Release()
+	<-first.Done()
+	c.verify("after the old run's held publish landed", true)
+	second.Release()
+	c.waitCompleted(id, next)
+	c.checkHistories()
+	c.verify("after the reset run", false)
+	c.drain()
+}

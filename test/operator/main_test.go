@@ -1,0 +1,27 @@
+package operator
+
+import (
+	"flag"
+	"os"
+	"testing"
+
+	"github.com/walkeeper/walkeeper/internal/testkit/testtemporal"
+)
+
+var suite = testtemporal.NewSuite(testtemporal.SuiteOptions{
+	Name:        "op",
+	Namespaces:  1,
+	ShortReason: "the operator suite starts a Temporal dev server and worker processes; skipped with -short",
+})
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	// The cases mostly wait on Temporal and the worker processes, each on its own store:
+	// run them together unless -test.parallel was given.
+	explicit := false
+	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
+	if !explicit {
+		_ = flag.Set("test.parallel", defaultParallel)
+	}
+	os.Exit(suite.Main(m))
+}

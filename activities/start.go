@@ -98,7 +98,7 @@ func (a *Activities) startOne(ctx context.Context, req contract.StartRequest) (i
 	case contract.MergeWalWorkflow:
 		run, err := contract.StartMergeWal(ctx, a.Client, t, contract.MergeWalInput{ParallelPrepare: req.ParallelPrepare,
 			Trigger: req.Trigger, TriggerReason: req.Reason, Urgent: req.Urgent,
-			FairnessWeight: a.FairnessWeights.Weight(t.Kind)}, contract.EagerStart(a.EagerStart), a.runTimeout())
+			FairnessWeight: a.FairnessWeights.Weight(t.Kind)}, contract.EagerStart(a.EagerStart), a.runTimeout(), contract.PendingAtStart(req.Pending))
 		if err != nil {
 			return contract.MergeWalID(t), "", err
 		}

@@ -95,8 +95,11 @@ type fleetSample struct {
 	// the time from the first one's start to the last one's close: Started / StartSpan is
 	// the start rate the sweep got from Temporal.
 	Pages, Batches int
-	BatchTime      time.Duration
-	StartSpan      time.Duration
+	// Actions is the sweep's billable Temporal actions (its history) plus one per MergeWal
+	// it started (each start is billed in the started run's history).
+	Actions   int
+	BatchTime time.Duration
+	StartSpan time.Duration
 	// LaunchGap is the mean time between two consecutive StartWorkflows launches (scheduled
 	// events): StartSpacing when the cadence holds, more when workflow tasks run late.
 	LaunchGap time.Duration
@@ -343,6 +346,7 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 	if err != nil {
 		return s, err
 	}
+	s.Actions = h.actions + s.Started
 	terminateMerges(ctx, tenv.client, start, prefix)
 	for _, n := range nodes {
 		n.stop(ctx)

@@ -7,12 +7,14 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/internal/actioncount"
 	"github.com/walkeeper/walkeeper/store"
 )
 
@@ -69,6 +71,8 @@ type sweepHistory struct {
 	batchTime      time.Duration
 	startSpan      time.Duration
 	launchGap      time.Duration
+	// actions is the sweep run's billable Temporal actions (internal/actioncount).
+	actions int
 	// lastDiscovery is when the last discovery activity closed.
 	lastDiscovery time.Time
 	// discoveryEnd is when discovery ended: the last discovery activity closed, or the first
@@ -86,12 +90,14 @@ func historyOf(ctx context.Context, c client.Client, id, runID string) (sweepHis
 	launches := 0
 	started := map[int64]time.Time{} // StartWorkflows: scheduled event ID -> started
 	var batchTotal time.Duration
+	var events []*historypb.HistoryEvent
 	it := c.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	for it.HasNext() {
 		ev, err := it.Next()
 		if err != nil {
 			return h, err
 		}
+		events = append(events, ev)
 		h.events++
 		h.largest = max(h.largest, proto.Size(ev))
 		at := ev.GetEventTime().AsTime()
@@ -130,6 +136,7 @@ func historyOf(ctx context.Context, c client.Client, id, runID string) (sweepHis
 			lastStartEnd = at
 		}
 	}
+	h.actions = actioncount.Events(events).Actions
 	if h.batches > 0 {
 		h.batchTime = batchTotal / time.Duration(h.batches)
 		h.startSpan = lastStartEnd.Sub(firstStart)

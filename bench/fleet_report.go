@@ -10,6 +10,7 @@ import (
 
 	"github.com/walkeeper/walkeeper/activities"
 	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/internal/actioncount"
 )
 
 // fleetKey names one cell of the report: a variant at a fleet size, at 1 % debt or at the
@@ -52,7 +53,8 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 		t := Table{
 			Title: fmt.Sprintf("Design %q: one sweep per fleet, median over repetitions", d.name()),
 			Header: []string{"stores", "in debt", "outcome", "sweep", "storage requests", "by operation", "largest event (B)",
-				"largest heartbeat (B)", "history events", "pages / start batches (mean batch, launch gap)", "allocated in discovery (MiB)", "RSS growth (MiB)", "MergeWal started", "starts/s", "time-to-merge (max)"},
+				"largest heartbeat (B)", "history events", "pages / start batches (mean batch, launch gap)", "allocated in discovery (MiB)", "RSS growth (MiB)", "MergeWal started", "starts/s", "time-to-merge (max)",
+				"Temporal actions: sweep + starts (per 1,000 stores; $ at list price)"},
 		}
 		for _, k := range order {
 			if k.side != d {
@@ -82,6 +84,7 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 			res.Values[key+"start_batches"] = float64(a.last.Batches)
 			res.Values[key+"start_rate"] = a.last.startRate()
 			res.Values[key+"launch_gap_s"] = a.last.LaunchGap.Seconds()
+			res.Values[key+"actions"] = float64(a.last.Actions)
 			ttm := "-"
 			res.Values[key+"started"] = float64(a.started)
 			res.Values[key+"largest_payload_bytes"] = a.payload
@@ -92,7 +95,9 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 			t.Rows = append(t.Rows, []string{fmt.Sprint(k.stores), debt, outcome, a.dur.fmt("%.1f") + " s", a.req.fmt("%.0f"),
 				fmtOps(a.byOp), a.ev.fmt("%.0f"), fmt.Sprintf("%.0f", a.hb), a.events.fmt("%.0f"),
 				fmt.Sprintf("%d / %d (%s, %s)", a.last.Pages, a.last.Batches, fmtDur(a.last.BatchTime), fmtDur(a.last.LaunchGap)), a.alloc.fmt("%.1f"), a.rss.fmt("%.1f"),
-				fmt.Sprintf("%d/%d", a.started, a.debt), fmt.Sprintf("%.1f", a.last.startRate()), ttm})
+				fmt.Sprintf("%d/%d", a.started, a.debt), fmt.Sprintf("%.1f", a.last.startRate()), ttm,
+				fmt.Sprintf("%d (%.2f; $%.4f)", a.last.Actions, 1000*float64(a.last.Actions)/float64(k.stores),
+					float64(a.last.Actions)*actioncount.ListPriceUSDPerMillion/1e6)})
 		}
 		if len(t.Rows) > 0 {
 			res.Tables = append(res.Tables, t)

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"gonum.org/v1/plot/vg"
 
+	"github.com/walkeeper/walkeeper/internal/actioncount"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/temporaladmin"
 	"github.com/walkeeper/walkeeper/worker"
@@ -161,6 +162,7 @@ type incidentRun struct {
 	WkAppendErrs, BaseAppErr   int64
 	WkRequests, BaseRequests   int64
 	samplesWk, samplesBase     []sample
+	wkBill                     *temporalBill
 }
 
 type sample struct {
@@ -267,6 +269,15 @@ func RunIncident(ctx context.Context, o Options) (*Result, error) {
 			{"baseline cleanup cycle p50 / max (s)", "", cycle.fmt("%.1f") + " / " + cycleMax.fmt("%.1f"), ""},
 		},
 	})
+	perGen := col(func(r incidentRun) float64 { return r.wkBill.perGeneration() })
+	if last := runs[len(runs)-1].wkBill; last != nil {
+		res.Tables = append(res.Tables, last.table(fmt.Sprintf(
+			"walkeeper's Temporal actions, last repetition (every workflow's history, Temporal Cloud's definition; generations from the MergeWal runs' round commits, %d runs still open at the end included)", last.openMerges)))
+	}
+	res.target("Temporal actions per merged generation (every workflow, walkeeper side)", fmt.Sprintf("≤ %.2f", maxActionsPerGeneration),
+		perGen.fmt("%.3f"), perGen.Max > 0 && perGen.Max <= maxActionsPerGeneration)
+	res.Values["actions_per_generation"] = perGen.Median
+	res.Values["usd_per_million_generations"] = perGen.Median * actioncount.ListPriceUSDPerMillion
 	limit := 2 * p.CountTrigger
 	res.target("walkeeper max pending per shard, whole run", fmt.Sprintf("≤ %d (2 × count trigger)", limit), wkMax.fmt("%.0f"), wkMax.Max <= float64(limit))
 	res.target("baseline grows without bound", "rising trend, above walkeeper", fmt.Sprintf("%s gens/min, end %s", baseSlope.fmt("%+.1f"), baseFinal.fmt("%.0f")),
@@ -286,6 +297,10 @@ func RunIncident(ctx context.Context, o Options) (*Result, error) {
 	return res, nil
 }
 
+// maxActionsPerGeneration is the incident replay's target of Temporal actions (every
+// workflow) per generation merged: $12.50 per million generations at list price.
+const maxActionsPerGeneration = 0.25
+
 // incidentSide is one system's outcome in one repetition.
 type incidentSide struct {
 	samples  []sample
@@ -293,6 +308,7 @@ type incidentSide struct {
 	appErrs  int64
 	rollMax  int
 	cycles   []time.Duration // baseline cleanup cycles
+	bill     *temporalBill   // walkeeper: every workflow's Temporal actions
 }
 
 // incidentOnce runs both systems one after the other (order alternating by repetition), each
@@ -333,6 +349,7 @@ func incidentOnce(ctx context.Context, o Options, p incidentParams, rep int) (in
 	run.WkAppendErrs, run.BaseAppErr = wk.appErrs, base.appErrs
 	run.WkRequests, run.BaseRequests = wk.requests, base.requests
 	run.WkRolloutMax, run.BaseRoMax = wk.rollMax, base.rollMax
+	run.wkBill = wk.bill
 	return run, nil
 }
 
@@ -605,6 +622,15 @@ func incidentSideRun(ctx context.Context, o Options, p incidentParams, rep int, 
 	o.progressf("incident %s: stopping", sideName)
 	stopSystem()
 	lat.d.Store(0)
+	if isWK {
+		// Every workflow of the run (the namespace is the side's own), from its history.
+		if out.bill, err = countTemporalBill(ctx, tenv.client, ""); err != nil {
+			return out, err
+		}
+		tot := out.bill.total()
+		o.progressf("incident %s: %d workflow runs, %d Temporal actions, %d generations merged: %.3f actions per generation",
+			sideName, tot.Runs, tot.Actions, out.bill.reclaimed, out.bill.perGeneration())
+	}
 	out.appErrs = appErrs.Load()
 	for _, t := range rollout {
 		s, err := sampler.Open(ctx, t)

@@ -1,11 +1,9 @@
 package bench
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -19,6 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/internal/actioncount"
 	"github.com/walkeeper/walkeeper/internal/cachebin"
 	"github.com/walkeeper/walkeeper/internal/devserver"
 	"github.com/walkeeper/walkeeper/internal/proc"
@@ -39,6 +38,11 @@ type overheadServer struct {
 	wfP50    []float64
 	bareP50  []float64
 	requests float64 // persistence requests during the merges
+	// mergeOps sums the persistence counters of the repetitions' merge windows, less idleOps
+	// (the idle rate per second) over each window's length.
+	mergeOps, idleOps persistenceOps
+	// bill is the MergeWal runs' Temporal actions, counted from their histories.
+	bill *temporalBill
 }
 
 // temporalOverhead measures what running merges as Temporal workflows costs: 1 MiB merges
@@ -147,10 +151,10 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 	idleCosts := make([]idleCost, len(servers))
 	if o.Temporal == "" {
 		o.progressf("temporal-overhead: measuring idle servers for %s", idleWindow)
-		before := make([]float64, len(servers))
+		before := make([]persistenceOps, len(servers))
 		cpu0 := make([]time.Duration, len(servers))
 		for i, sv := range servers {
-			before[i], _ = persistenceRequests(ctx, sv.metrics)
+			before[i], _ = scrapePersistence(ctx, sv.metrics)
 			cpu0[i], _ = processCPU(sv.tenv.serverPID())
 		}
 		t0 := time.Now()
@@ -161,10 +165,11 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 		}
 		el := time.Since(t0)
 		for i, sv := range servers {
-			after, err1 := persistenceRequests(ctx, sv.metrics)
+			after, err1 := scrapePersistence(ctx, sv.metrics)
 			cpu1, err2 := processCPU(sv.tenv.serverPID())
 			if err1 == nil {
-				idleCosts[i].reqPerSec = (after - before[i]) / el.Seconds()
+				sv.idleOps = after.since(before[i]).scaled(1 / el.Seconds())
+				idleCosts[i].reqPerSec = sv.idleOps.total()
 			}
 			if err2 == nil {
 				idleCosts[i].cpuPct = 100 * (cpu1 - cpu0[i]).Seconds() / el.Seconds()
@@ -191,11 +196,27 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 		}
 		return time.Since(t0), nil
 	}
+	// Each repetition's merges are one window of each server's persistence counters, read
+	// once the server has reported them (settle) and less the server's idle rate: the bare
+	// workflows run outside it.
+	const settle = 2 * time.Second
+	scrapeAll := func() ([]persistenceOps, time.Time) {
+		if o.Temporal != "" {
+			return nil, time.Now()
+		}
+		time.Sleep(settle)
+		out := make([]persistenceOps, len(servers))
+		for i, sv := range servers {
+			out[i], _ = scrapePersistence(ctx, sv.metrics)
+		}
+		return out, time.Now()
+	}
 	reqBefore := make([]float64, len(servers))
 	for i, sv := range servers {
 		reqBefore[i], _ = persistenceRequests(ctx, sv.metrics)
 	}
 	for rep := 0; rep < o.reps(); rep++ {
+		opsBefore, windowStart := scrapeAll()
 		wfTotal := make([]time.Duration, len(servers))
 		wfLat := make([][]time.Duration, len(servers))
 		var dTotal time.Duration
@@ -232,6 +253,18 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 				if st, err := s.Stats(ctx); err == nil && st.Runs >= 32 {
 					_, _ = s.CompactBase(ctx, store.CompactParams{MaxRuns: 32})
 				}
+			}
+		}
+		if opsBefore != nil {
+			opsAfter, windowEnd := scrapeAll()
+			for i, sv := range servers {
+				if opsBefore[i] == nil || opsAfter[i] == nil {
+					continue
+				}
+				if sv.mergeOps == nil {
+					sv.mergeOps = persistenceOps{}
+				}
+				sv.mergeOps.add(opsAfter[i].since(opsBefore[i]).less(sv.idleOps.scaled(windowEnd.Sub(windowStart).Seconds())))
 			}
 		}
 		dr := float64(merges) / dTotal.Seconds()
@@ -273,6 +306,8 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 	rowsOver := []string{"p50 orchestration over the direct loop (ms)"}
 	rowsBare := []string{"bare workflow, 4 sequential no-op activities, p50 (ms)"}
 	rowsReq := []string{"persistence requests per merge + bare run"}
+	rowsActions := []string{"Temporal actions per MergeWal run (one generation each, from history)"}
+	rowsDollars := []string{"$ per million generations merged, at list price"}
 	rowsIdleReq := []string{"persistence requests/s, idle"}
 	rowsIdleCPU := []string{"server CPU, idle (% of one core)"}
 	for _, sv := range servers {
@@ -284,6 +319,15 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 		rowsBare = append(rowsBare, bp.fmt("%.0f"))
 		runs := float64(2 * merges * o.reps())
 		rowsReq = append(rowsReq, fmt.Sprintf("%.0f", sv.requests/runs))
+		bill, err := countTemporalBill(ctx, sv.tenv.client, fmt.Sprintf("WorkflowType = '%s'", contract.MergeWalWorkflow))
+		if err != nil {
+			return err
+		}
+		sv.bill = bill
+		tot := bill.total()
+		rowsActions = append(rowsActions, fmt.Sprintf("%.1f", float64(tot.Actions)/float64(max(1, tot.Runs))))
+		rowsDollars = append(rowsDollars, fmt.Sprintf("%.0f", actioncount.USDPerMillion(float64(tot.Actions), float64(bill.reclaimed))))
+		res.Values["actions_per_merge_"+strings.ReplaceAll(sv.name, " ", "_")] = float64(tot.Actions) / float64(max(1, tot.Runs))
 		key := strings.ReplaceAll(sv.name, " ", "_")
 		res.Values["wf_rate_"+key] = w.Median
 		res.Values["orchestration_p50_ms_"+key] = wp.Median - dp.Median
@@ -299,9 +343,11 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 	rowsOver = append(rowsOver, "0")
 	rowsBare = append(rowsBare, "-")
 	rowsReq = append(rowsReq, "-")
+	rowsActions = append(rowsActions, "-")
+	rowsDollars = append(rowsDollars, "-")
 	rowsIdleReq = append(rowsIdleReq, "-")
 	rowsIdleCPU = append(rowsIdleCPU, "-")
-	table := [][]string{rowsRate, rowsP50, rowsOver, rowsBare}
+	table := [][]string{rowsRate, rowsP50, rowsOver, rowsBare, rowsActions, rowsDollars}
 	if o.Temporal == "" {
 		table = append(table, rowsReq, rowsIdleReq, rowsIdleCPU)
 	}
@@ -310,6 +356,9 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 		Header: header,
 		Rows:   table,
 	})
+	if o.Temporal == "" {
+		res.Tables = append(res.Tables, persistenceBreakdown(servers, merges*o.reps()))
+	}
 	w := spreadOf(servers[0].wfRates)
 	res.Values["wf_rate"] = w.Median
 	res.Values["direct_rate"] = d.Median
@@ -412,39 +461,6 @@ func runBare(ctx context.Context, c client.Client) (time.Duration, error) {
 		return 0, err
 	}
 	return time.Since(t0), nil
-}
-
-// persistenceRequests sums the persistence_requests counters a Temporal server exports on
-// its metrics port (every operation, every store).
-func persistenceRequests(ctx context.Context, port int) (float64, error) {
-	if port == 0 {
-		return 0, fmt.Errorf("no metrics port")
-	}
-	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(rctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/metrics", port), nil)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	total := 0.0
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "persistence_requests{") && !strings.HasPrefix(line, "persistence_requests_total{") {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
-			total += v
-		}
-	}
-	return total, sc.Err()
 }
 
 // processCPU is the user + system CPU time of process pid so far (Linux /proc; clock ticks

@@ -149,6 +149,9 @@ type StartRequest struct {
 	// Urgent becomes a MergeWal start's MergeWalInput.Urgent (the sweep's verdict from the
 	// target's demand).
 	Urgent bool `json:"urgent,omitempty"`
+	// Pending is the target's pending generations as the sweep saw them: a MergeWal start
+	// carries it in WalPending and WalPendingAtStart (contract.PendingAtStart). 0 = unknown.
+	Pending int `json:"pending,omitempty"`
 }
 
 // StartWorkflowsParams is a batch of starts.

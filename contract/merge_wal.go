@@ -63,6 +63,8 @@ type MergeWalCarry struct {
 	// PendingAtStart is the total pending generations of the chain's first listing
 	// (WalPendingAtStart).
 	PendingAtStart int `json:"pending_at_start,omitempty"`
+	// Actions is the Temporal actions the chain's earlier runs recorded (MergeWalResult.Actions).
+	Actions int `json:"actions,omitempty"`
 }
 
 // ShardMergeResult is one shard's outcome.
@@ -104,6 +106,12 @@ type MergeWalResult struct {
 	// generations the merge found at its first listing (WalPendingAtStart).
 	BytesMerged    int64 `json:"bytes_merged,omitempty"`
 	PendingAtStart int   `json:"pending_at_start,omitempty"`
+	// Actions is the billable Temporal actions the chain recorded, as the workflow counts its
+	// own commands (Temporal Cloud's definition, internal/actioncount): the starts, activities scheduled and retried as its
+	// signals report them, workflow tasks that ran listings, search attribute upserts and
+	// signals received. A retry no signal reported is billed but not counted here; the
+	// history's count (internal/actioncount) is exact.
+	Actions int `json:"actions,omitempty"`
 }
 
 // Per-shard phases.

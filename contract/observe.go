@@ -37,6 +37,9 @@ const (
 	MemoBytesMerged    = "bytes_merged"
 	MemoPasses         = "passes"
 	MemoPendingAtStart = "pending_at_start"
+	// MemoActions is MergeWal's own count of the billable Temporal actions its chain
+	// recorded (MergeWalResult.Actions), set with the outcome.
+	MemoActions = "actions"
 )
 
 // Trigger values of WalTrigger and the "trigger" memo: one per way a merge gets started.

@@ -6,6 +6,7 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/walkeeper/walkeeper/target"
 )
@@ -73,6 +74,21 @@ type StartOption func(*client.StartWorkflowOptions)
 // starts in docs/benchmarks/fleet.md: no faster on a two-core dev server.
 func EagerStart(on bool) StartOption {
 	return func(o *client.StartWorkflowOptions) { o.EnableEagerStart = on }
+}
+
+// PendingAtStart (n > 0) gives a MergeWal start the pending generations its starter already
+// knows (the count trigger's own shard, the sweep's demand scan): WalPending and
+// WalPendingAtStart are set with the start, where they cost no action, so a running merge is
+// found by `WalPending > N` from its first second. The run sets both again, from its own
+// listings, when it finishes. n <= 0 leaves them to the end.
+func PendingAtStart(n int) StartOption {
+	return func(o *client.StartWorkflowOptions) {
+		if n <= 0 {
+			return
+		}
+		o.TypedSearchAttributes = temporal.NewSearchAttributes(o.TypedSearchAttributes.Copy(),
+			WalPending.ValueSet(int64(n)), WalPendingAtStart.ValueSet(int64(n)))
+	}
 }
 
 // startOptions are the start options every trigger of t's workflow id uses: the shared

@@ -7,9 +7,12 @@ import (
 
 // Workflow phases, as MergeWalStatus and CompactBaseStatus report them.
 const (
-	PhaseStarting   = "starting"
-	PhaseListing    = "listing"
-	PhaseMerging    = "merging"
+	PhaseStarting = "starting"
+	PhaseListing  = "listing"
+	PhaseMerging  = "merging"
+	// PhaseWaiting: a MergeWal whose writers seal as fast as it merges waits for the next
+	// listing, so that its passes are not of a few generations each.
+	PhaseWaiting    = "waiting"
 	PhaseCompacting = "compacting"
 	PhaseContinuing = "continuing-as-new"
 	PhaseDone       = "done"

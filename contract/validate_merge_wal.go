@@ -53,6 +53,10 @@ const (
 	MaxCarriedRuns = 1_000_000
 	// maxShardIDBytes is the store's bound on a shard id (store.validateShardID).
 	maxShardIDBytes = 64
+	// MaxCarriedActions bounds a carry's action count: far beyond MaxCarriedRuns runs of
+	// a few actions per pass.
+	MaxCarriedActions = 1 << 40
+
 	// maxCarriedErrorBytes and maxErrorTypeBytes bound the error text a carry repeats.
 	maxCarriedErrorBytes = 64 << 10
 	maxErrorTypeBytes    = 64
@@ -91,6 +95,7 @@ func (c MergeWalCarry) validate(maxPasses int) error {
 	err := firstInvalid(
 		inRange("runs", c.WorkflowRuns, 1, MaxCarriedRuns),
 		notNegative("pending_at_start", c.PendingAtStart),
+		inRange("actions", c.Actions, 0, MaxCarriedActions),
 	)
 	if err != nil {
 		return err

@@ -125,6 +125,8 @@ func TestMergeWalCarryBounds(t *testing.T) {
 		{"runs below", c(func(x *MergeWalCarry) { x.WorkflowRuns = 0 }), "carry.runs"},
 		{"runs above", c(func(x *MergeWalCarry) { x.WorkflowRuns = MaxCarriedRuns + 1 }), "carry.runs"},
 		{"pending at start negative", c(func(x *MergeWalCarry) { x.PendingAtStart = -1 }), "carry.pending_at_start"},
+		{"actions negative", c(func(x *MergeWalCarry) { x.Actions = -1 }), "carry.actions"},
+		{"actions beyond any chain", c(func(x *MergeWalCarry) { x.Actions = MaxCarriedActions + 1 }), "carry.actions"},
 		{"too many shards", c(func(x *MergeWalCarry) {
 			x.Shards = make([]ShardMergeResult, MaxCarriedShards+1)
 		}), "carry.shards"},

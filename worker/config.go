@@ -136,10 +136,14 @@ type Config struct {
 	// between two batches (0 = no pacing), counted from the first launch. The defaults plan
 	// 10,000 starts in 40 batches of 256, one a second: 1 % of a million stores within a
 	// one-minute interval when Temporal takes ≥ 167 starts a second (docs/benchmarks/fleet.md).
-	SweepJitter       time.Duration
-	SweepMaxStarts    int
-	SweepStartBatch   int
-	SweepStartSpacing time.Duration
+	SweepJitter time.Duration
+	// SweepMergeMinGenerations is the sweep's merge threshold (merge_min_generations): a
+	// merge costs the same Temporal actions for 8 generations as for 64, so a higher threshold
+	// is fewer, cheaper merges for more debt (docs/OPERATIONS.md §15).
+	SweepMergeMinGenerations int
+	SweepMaxStarts           int
+	SweepStartBatch          int
+	SweepStartSpacing        time.Duration
 	// SweepStartConcurrency bounds the starts one StartWorkflows activity of this worker has
 	// in flight (activities.DefaultStartConcurrency, 32; at most
 	// activities.MaxStartConcurrency): with a sweep's Concurrency batches of 4, 128 starts in
@@ -177,50 +181,51 @@ const (
 func DefaultConfig() Config {
 	so := store.DefaultOptions()
 	return Config{
-		Instance:              defaultInstance(),
-		Storage:               DefaultStorage,
-		Temporal:              DefaultTemporalConfig(),
-		Listen:                DefaultListen,
-		MergeSlots:            4,
-		SharedActivitySlots:   8,
-		MergeBudgetBytes:      3 << 30,
-		ReadBudgetBytes:       256 << 20,
-		MergeMaxGenerations:   so.MergeMaxGenerations,
-		MergeMaxBytes:         so.MergeMaxBytes,
-		MergeAfterGenerations: 50,
-		FairnessProbe:         true,
-		StickyWorkflows:       true,
-		MergeParallelPrepare:  true,
-		FlushInterval:         DefaultFlushInterval,
-		PendingWarn:           so.PendingWarn,
-		PendingMax:            so.PendingMax,
-		MaxBodyBytes:          8 << 20,
-		MaxRowBytes:           so.MaxRowBytes,
-		PageBytes:             4 << 20,
-		HTTPReadTimeout:       30 * time.Second,
-		HTTPWriteTimeout:      60 * time.Second,
-		MaxConnections:        1024,
-		MaxAppendRows:         so.MaxAppendRows,
-		MemtableBytes:         so.MemtableBytes,
-		GroupCommitWait:       so.GroupCommitWait,
-		GroupCommitMaxRows:    so.GroupCommitMaxRows,
-		CacheBytes:            so.CacheBytes,
-		ResidentStoresMax:     so.ResidentStoresMax,
-		ResidentIdle:          so.ResidentIdle,
-		SweepInterval:         time.Minute,
-		SweepWindow:           temporaladmin.DefaultSweepWindow,
-		ReconcileInterval:     time.Hour,
-		CompactDemandRuns:     so.CompactDemandRuns,
-		SweepJitter:           5 * time.Second,
-		SweepMaxStarts:        contract.DefaultSweepMaxStarts,
-		SweepStartBatch:       contract.DefaultSweepStartBatch,
-		SweepStartSpacing:     time.Second,
-		SweepStartConcurrency: activities.DefaultStartConcurrency,
-		MergeRunTimeout:       contract.DefaultMergeRunTimeout,
-		StuckScanInterval:     DefaultStuckScanInterval,
-		LogFormat:             "json",
-		LogLevel:              "info",
-		ShutdownTimeout:       30 * time.Second,
+		Instance:                 defaultInstance(),
+		Storage:                  DefaultStorage,
+		Temporal:                 DefaultTemporalConfig(),
+		Listen:                   DefaultListen,
+		MergeSlots:               4,
+		SharedActivitySlots:      8,
+		MergeBudgetBytes:         3 << 30,
+		ReadBudgetBytes:          256 << 20,
+		MergeMaxGenerations:      so.MergeMaxGenerations,
+		MergeMaxBytes:            so.MergeMaxBytes,
+		MergeAfterGenerations:    50,
+		FairnessProbe:            true,
+		StickyWorkflows:          true,
+		MergeParallelPrepare:     true,
+		FlushInterval:            DefaultFlushInterval,
+		PendingWarn:              so.PendingWarn,
+		PendingMax:               so.PendingMax,
+		MaxBodyBytes:             8 << 20,
+		MaxRowBytes:              so.MaxRowBytes,
+		PageBytes:                4 << 20,
+		HTTPReadTimeout:          30 * time.Second,
+		HTTPWriteTimeout:         60 * time.Second,
+		MaxConnections:           1024,
+		MaxAppendRows:            so.MaxAppendRows,
+		MemtableBytes:            so.MemtableBytes,
+		GroupCommitWait:          so.GroupCommitWait,
+		GroupCommitMaxRows:       so.GroupCommitMaxRows,
+		CacheBytes:               so.CacheBytes,
+		ResidentStoresMax:        so.ResidentStoresMax,
+		ResidentIdle:             so.ResidentIdle,
+		SweepInterval:            time.Minute,
+		SweepWindow:              temporaladmin.DefaultSweepWindow,
+		ReconcileInterval:        time.Hour,
+		CompactDemandRuns:        so.CompactDemandRuns,
+		SweepJitter:              5 * time.Second,
+		SweepMaxStarts:           contract.DefaultSweepMaxStarts,
+		SweepMergeMinGenerations: contract.DefaultSweepMergeMinGenerations,
+		SweepStartBatch:          contract.DefaultSweepStartBatch,
+		SweepStartSpacing:        time.Second,
+		SweepStartConcurrency:    activities.DefaultStartConcurrency,
+		MergeRunTimeout:          contract.DefaultMergeRunTimeout,
+		StuckScanInterval:        DefaultStuckScanInterval,
+		LogFormat:                "json",
+		LogLevel:                 "info",
+		ShutdownTimeout:          30 * time.Second,
 	}
 }
 
@@ -347,6 +352,8 @@ func (c *Config) Validate() error {
 		bad("sweep-start-batch", "must be 1 to %d, got %d", contract.MaxStartBatch, c.SweepStartBatch)
 	case c.SweepStartConcurrency < 1 || c.SweepStartConcurrency > activities.MaxStartConcurrency:
 		bad("sweep-start-concurrency", "must be 1 to %d, got %d", activities.MaxStartConcurrency, c.SweepStartConcurrency)
+	case c.SweepMergeMinGenerations < 1 || c.SweepMergeMinGenerations > contract.MaxSweepMergeMinGenerations:
+		bad("sweep-merge-min-generations", "must be 1 to %d, got %d", contract.MaxSweepMergeMinGenerations, c.SweepMergeMinGenerations)
 	case c.SweepMaxStarts < 1 || c.SweepMaxStarts > contract.MaxSweepStarts:
 		bad("sweep-max-starts", "must be 1 to %d, got %d", contract.MaxSweepStarts, c.SweepMaxStarts)
 	default:

@@ -18,8 +18,11 @@ func TestConfigRefusesKnobsItsWorkflowsWouldRefuse(t *testing.T) {
 		"sweep-interval":            func(c *Config) { c.SweepInterval = 500 * time.Millisecond },
 		"sweep-window":              func(c *Config) { c.SweepWindow = 48 * time.Hour },
 		"sweep-start-spacing":       func(c *Config) { c.SweepStartSpacing = time.Millisecond },
-		"merge-run-timeout":         func(c *Config) { c.MergeRunTimeout = 0 },
-		"stuck-scan-interval":       func(c *Config) { c.StuckScanInterval = 2 * time.Hour },
+		"sweep-merge-min-generations": func(c *Config) {
+			c.SweepMergeMinGenerations = contract.MaxSweepMergeMinGenerations + 1
+		},
+		"merge-run-timeout":   func(c *Config) { c.MergeRunTimeout = 0 },
+		"stuck-scan-interval": func(c *Config) { c.StuckScanInterval = 2 * time.Hour },
 	} {
 		c := DefaultConfig()
 		mut(&c)
@@ -28,15 +31,23 @@ func TestConfigRefusesKnobsItsWorkflowsWouldRefuse(t *testing.T) {
 		require.True(t, strings.Contains(err.Error(), "--"+flag+": "), "%s: %v", flag, err)
 	}
 
-	// Without a schedule the sweep knobs start nothing; at their bounds they are fine.
 	c := DefaultConfig()
+	c.SweepMergeMinGenerations = 0
+	require.ErrorContains(t, c.Validate(), "--sweep-merge-min-generations: must be 1 to")
+
+	// Without a schedule the sweep knobs start nothing; at their bounds they are fine.
+	c = DefaultConfig()
 	c.SweepInterval, c.SweepStartSpacing = 0, time.Millisecond
 	require.NoError(t, c.Validate())
 	c = DefaultConfig()
 	c.MergePrepareConcurrency, c.SweepInterval, c.SweepWindow, c.SweepStartSpacing =
 		contract.MaxPrepareConcurrency, contract.MinSweepInterval, contract.MaxSweepWindow, contract.MaxSweepStartSpacing
+	c.SweepMergeMinGenerations = contract.MaxSweepMergeMinGenerations
+	require.NoError(t, c.Validate())
 	c.MergeRunTimeout, c.StuckScanInterval = contract.MinMergeRunTimeout, MinStuckScanInterval
 	require.NoError(t, c.Validate())
 	c.MergeRunTimeout, c.StuckScanInterval = contract.MaxMergeRunTimeout, 0 // 0: no scan
 	require.NoError(t, c.Validate())
+	// The sweep input the schedule carries takes the same bound.
+	require.NoError(t, contract.MaintenanceSweepInput{MergeMinGenerations: c.SweepMergeMinGenerations}.Validate())
 }

@@ -231,7 +231,7 @@ func TestSlowMergeStartDoesNotDelaySeals(t *testing.T) {
 	appendIDs(t, other, "o1")
 	release := make(chan struct{})
 	rs := &recStarter{}
-	slow := func(ctx context.Context, tg store.Target, in contract.MergeWalInput) (client.WorkflowRun, error) {
+	slow := func(ctx context.Context, tg store.Target, in contract.MergeWalInput, _ ...contract.StartOption) (client.WorkflowRun, error) {
 		select {
 		case <-release:
 		case <-ctx.Done():

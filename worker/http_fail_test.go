@@ -55,7 +55,7 @@ func TestHTTPInternalErrorsDoNotEchoTheError(t *testing.T) {
 	}
 
 	// A failed MergeWal that was waited for: its ids, not its error.
-	w.api.start = func(_ context.Context, tg store.Target, _ contract.MergeWalInput) (client.WorkflowRun, error) {
+	w.api.start = func(_ context.Context, tg store.Target, _ contract.MergeWalInput, _ ...contract.StartOption) (client.WorkflowRun, error) {
 		return &fakeRun{id: "merge-wal/" + tg.Path(), runID: "r", err: errors.New(secret)}, nil
 	}
 	r = c.do(http.MethodPost, "/api/v1/stores/generic/gs/merge-wal?wait=true", "", nil)

@@ -165,7 +165,7 @@ func TestHTTPMergeWaitOutlivesTheTimeouts(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.HTTPReadTimeout = 200 * time.Millisecond
 	cfg.HTTPWriteTimeout = 200 * time.Millisecond
-	start := func(_ context.Context, tg store.Target, _ contract.MergeWalInput) (client.WorkflowRun, error) {
+	start := func(_ context.Context, tg store.Target, _ contract.MergeWalInput, _ ...contract.StartOption) (client.WorkflowRun, error) {
 		return &slowRun{fakeRun: fakeRun{id: "merge-wal/" + tg.Path(), runID: "r",
 			result: contract.MergeWalResult{Target: tg.String(), Reclaimed: 1}}, delay: 800 * time.Millisecond}, nil
 	}

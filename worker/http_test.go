@@ -354,7 +354,7 @@ func TestHTTPMergeWalErrors(t *testing.T) {
 	expect(t, r, http.StatusServiceUnavailable, CodeTemporalUnavailable)
 	rs.setFail(nil)
 
-	failing := func(_ context.Context, t store.Target, _ contract.MergeWalInput) (client.WorkflowRun, error) {
+	failing := func(_ context.Context, t store.Target, _ contract.MergeWalInput, _ ...contract.StartOption) (client.WorkflowRun, error) {
 		return &fakeRun{id: "merge-wal/" + t.Path(), runID: "r", err: errors.New("activity failed")}, nil
 	}
 	w.api.start = failing
@@ -365,7 +365,7 @@ func TestHTTPMergeWalErrors(t *testing.T) {
 	}
 
 	// Cancelled in Temporal Web: a conflict that says so, not a failure.
-	w.api.start = func(_ context.Context, t store.Target, _ contract.MergeWalInput) (client.WorkflowRun, error) {
+	w.api.start = func(_ context.Context, t store.Target, _ contract.MergeWalInput, _ ...contract.StartOption) (client.WorkflowRun, error) {
 		return &fakeRun{id: "merge-wal/" + t.Path(), runID: "r", err: temporal.NewCanceledError()}, nil
 	}
 	r = c.do(http.MethodPost, "/api/v1/stores/generic/gs/merge-wal?wait=1", "", nil)

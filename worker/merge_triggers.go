@@ -15,18 +15,19 @@ import (
 )
 
 // MergeStarter starts the MergeWal workflow of a target, or attaches to the one already
-// running (workflow-ID dedupe). Production uses contract.StartMergeWal; tests inject fakes.
-type MergeStarter func(ctx context.Context, t store.Target, in contract.MergeWalInput) (client.WorkflowRun, error)
+// running (workflow-ID dedupe), with the start options given (contract.PendingAtStart).
+// Production uses contract.StartMergeWal; tests inject fakes.
+type MergeStarter func(ctx context.Context, t store.Target, in contract.MergeWalInput, with ...contract.StartOption) (client.WorkflowRun, error)
 
 // TemporalMergeStarter returns the MergeStarter that goes through Temporal; its runs time
 // out after runTimeout (contract.RunTimeout), and a start that names no fairness weight gets
 // its kind's from weights (--fairness-weights).
 func TemporalMergeStarter(c client.Client, runTimeout time.Duration, weights contract.FairnessWeights) MergeStarter {
-	return func(ctx context.Context, t store.Target, in contract.MergeWalInput) (client.WorkflowRun, error) {
+	return func(ctx context.Context, t store.Target, in contract.MergeWalInput, with ...contract.StartOption) (client.WorkflowRun, error) {
 		if in.FairnessWeight == 0 {
 			in.FairnessWeight = weights.Weight(t.Kind)
 		}
-		return contract.StartMergeWal(ctx, c, t, in, contract.RunTimeout(runTimeout))
+		return contract.StartMergeWal(ctx, c, t, in, append([]contract.StartOption{contract.RunTimeout(runTimeout)}, with...)...)
 	}
 }
 
@@ -115,7 +116,8 @@ func (tg *mergeTriggers) fire(trigger string, t store.Target, pending int, reaso
 			in.MaxShardsPerCommit = tg.shardsPerCommit
 			in.PrepareConcurrency = tg.prepareConcurrency
 		}
-		run, err := tg.start(ctx, t, in)
+		// The pending count rides the start, where search attributes cost no action.
+		run, err := tg.start(ctx, t, in, contract.PendingAtStart(pending))
 		tg.metrics.trigger(trigger, err)
 		tg.mu.Lock()
 		delete(tg.inflight, key)

@@ -227,7 +227,8 @@ func (w *Worker) startTemporalLocked(ctx context.Context, db *store.DB) error {
 			Every:  w.cfg.SweepInterval,
 			Window: w.cfg.SweepWindow,
 			Jitter: w.cfg.SweepJitter,
-			Input:  contract.MaintenanceSweepInput{MaxStarts: w.cfg.SweepMaxStarts, StartBatch: w.cfg.SweepStartBatch, StartSpacing: spacing},
+			Input: contract.MaintenanceSweepInput{MergeMinGenerations: w.cfg.SweepMergeMinGenerations,
+				MaxStarts: w.cfg.SweepMaxStarts, StartBatch: w.cfg.SweepStartBatch, StartSpacing: spacing},
 		})
 		if err != nil {
 			log.Warn("could not ensure the sweep schedule", zap.String("schedule", temporaladmin.SweepScheduleID), zap.Error(err))

@@ -96,7 +96,7 @@ type startCall struct {
 	in     contract.MergeWalInput
 }
 
-func (s *recStarter) start(_ context.Context, t store.Target, in contract.MergeWalInput) (client.WorkflowRun, error) {
+func (s *recStarter) start(_ context.Context, t store.Target, in contract.MergeWalInput, _ ...contract.StartOption) (client.WorkflowRun, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls = append(s.calls, startCall{t.String(), in})
@@ -287,7 +287,7 @@ func TestWorkerStopDoesNotWaitForMergeWaiters(t *testing.T) {
 		t.Fatal(err)
 	}
 	waiting := make(chan struct{})
-	w.start = func(_ context.Context, tg store.Target, _ contract.MergeWalInput) (client.WorkflowRun, error) {
+	w.start = func(_ context.Context, tg store.Target, _ contract.MergeWalInput, _ ...contract.StartOption) (client.WorkflowRun, error) {
 		return &blockingRun{fakeRun: fakeRun{id: "merge-wal/" + tg.Path(), runID: "r"}, waiting: waiting}, nil
 	}
 	if err := w.Start(context.Background()); err != nil {

@@ -12,17 +12,16 @@ import (
 )
 
 // What a merge tells Temporal visibility about itself (docs/TEMPORAL.md "What a merge
-// shows"):
-//   - WalTrigger is upserted (TriggerUnknown) when the start did not set it, in the same
-//     upsert as the missing WalTarget/WalKind of a bare start;
-//   - WalPendingAtStart rides the first WalPending upsert of the chain;
-//   - once the merge has finished, one upsert sets WalReclaimed and WalBytesMerged (with
-//     WalPending when it moved) and one memo update repeats them with the passes for
-//     display, and the current details say the outcome in words;
+// shows"), at the fewest billable actions (docs/decisions/0321-merge-pays-for-itself.md):
+//   - the start sets WalTarget, WalKind, WalTrigger and, when the starter knows them,
+//     WalPending and WalPendingAtStart (contract.StartMergeWal, contract.PendingAtStart): free;
+//   - a bare start without WalTarget or WalTrigger gets them in one upsert;
+//   - while it runs, the live figures are in the current details and the status query, which
+//     cost nothing, never in an upsert;
+//   - once the merge has finished, one upsert sets WalPendingAtStart, WalReclaimed,
+//     WalBytesMerged and WalPending, and one memo update repeats them with the passes and the
+//     chain's action count for display (a memo update is no billable action);
 //   - Prepare, CommitRound and Abort carry summaries naming the shards and the passes.
-//
-// None of it costs a pass anything: every command is once per run (the start) or per chain
-// (the end).
 
 // noteStart keeps the first listing's total as the chain's pending at start.
 func (r *mergeRun) noteStart() {
@@ -31,19 +30,38 @@ func (r *mergeRun) noteStart() {
 	}
 }
 
+// actions is the billable actions of the chain so far as the workflow counts them: the runs
+// before this one (carried), this run's start, what its tracker ran and heard, its upserts and
+// its timers.
+func (r *mergeRun) actions() int {
+	n := 1 + r.tr.actions + r.upserts + r.timers
+	if r.in.Carry != nil {
+		n += r.in.Carry.Actions
+	}
+	return n
+}
+
+// finish ends a run that drained its merge: it counts the outcome's upsert first, so the
+// details, the memo and the result all say the chain's final action count, then records the
+// outcome.
+func (r *mergeRun) finish() contract.MergeWalResult {
+	r.upserts++
+	r.setPhase(contract.PhaseDone)
+	res := r.result()
+	r.recordOutcome(res)
+	return res
+}
+
 // recordOutcome writes the finished merge's figures to its search attributes and memo.
 // A failure to record is logged, never fails the merge.
 func (r *mergeRun) recordOutcome(res contract.MergeWalResult) {
-	updates := []temporal.SearchAttributeUpdate{
+	err := workflow.UpsertTypedSearchAttributes(r.ctx,
 		contract.WalPendingAtStart.ValueSet(int64(res.PendingAtStart)),
 		contract.WalReclaimed.ValueSet(int64(res.Reclaimed)),
 		contract.WalBytesMerged.ValueSet(float64(res.BytesMerged)),
-	}
-	if total := int64(r.totalPending()); total != r.lastPending {
-		updates = append(updates, contract.WalPending.ValueSet(total))
-		r.lastPending = total
-	}
-	if err := workflow.UpsertTypedSearchAttributes(r.ctx, updates...); err != nil {
+		contract.WalPending.ValueSet(int64(r.totalPending())),
+	)
+	if err != nil {
 		r.log.Warn("Cannot record the merge's outcome in its search attributes.", "error", err)
 	}
 	memo := map[string]any{
@@ -52,6 +70,7 @@ func (r *mergeRun) recordOutcome(res contract.MergeWalResult) {
 		contract.MemoReclaimed:      res.Reclaimed,
 		contract.MemoBytesMerged:    res.BytesMerged,
 		contract.MemoPasses:         res.Passes,
+		contract.MemoActions:        res.Actions,
 	}
 	if r.in.TriggerReason != "" {
 		memo[contract.MemoTriggerReason] = r.in.TriggerReason
@@ -85,6 +104,7 @@ func (r *mergeRun) outcomeDetails() string {
 	if res.WorkflowRuns > 1 {
 		line += fmt.Sprintf(" · %d workflow runs", res.WorkflowRuns)
 	}
+	line += fmt.Sprintf(" · %s", plural(res.Actions, "Temporal action"))
 	for _, sh := range res.Shards {
 		if sh.Error != "" {
 			line += fmt.Sprintf("\n\nshard `%s` failed: %s", contract.ShardLabel(sh.Shard), sh.Error)

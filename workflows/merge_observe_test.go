@@ -2,12 +2,14 @@ package workflows
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	sdkpb "go.temporal.io/api/sdk/v1"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
@@ -37,6 +39,9 @@ func TestMergeWalRecordsTriggerDebtAndOutcome(t *testing.T) {
 	env.OnUpsertMemo(mock.Anything).Run(func(args mock.Arguments) {
 		memos = append(memos, args.Get(0).(map[string]any))
 	}).Return(nil)
+	activities, listings := 0, 0
+	env.SetOnActivityStartedListener(func(*activity.Info, context.Context, converter.EncodedValues) { activities++ })
+	env.SetOnLocalActivityStartedListener(func(*activity.Info, context.Context, []any) { listings++ })
 
 	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:demo"})
 	res := mergeResult(t, env)
@@ -46,7 +51,9 @@ func TestMergeWalRecordsTriggerDebtAndOutcome(t *testing.T) {
 	require.Equal(t, 5, res.PendingAtStart)
 
 	// Search attributes: the bare start gets WalTarget/WalKind/WalTrigger in one upsert; the
-	// first listing's WalPending carries WalPendingAtStart; the end records the outcome.
+	// end records the outcome in one more; nothing in between (the listings' figures are in
+	// the details and the status query).
+	require.Len(t, upserts, 2, "the bare start's target attributes and the outcome")
 	final := map[string]any{}
 	for _, sa := range upserts {
 		for k, v := range sa.GetUntypedValues() {
@@ -70,11 +77,16 @@ func TestMergeWalRecordsTriggerDebtAndOutcome(t *testing.T) {
 		contract.MemoReclaimed:      5,
 		contract.MemoBytesMerged:    int64(5) << 20,
 		contract.MemoPasses:         3,
+		contract.MemoActions:        res.Actions,
 	}, memos[0])
+	// The run's own count: its start, both upserts, each activity and each listing (each in a
+	// workflow task of its own); nothing retried, no signal.
+	require.Equal(t, 1+2+activities+listings, res.Actions, "%d activities, %d listings", activities, listings)
 
 	details := currentDetails(t, env)
 	require.True(t, strings.HasPrefix(details, "**generic:demo** done — 2 shards, 5 generations reclaimed, 5.0 MiB in 3 passes"), details)
 	require.Contains(t, details, "5 pending at start · triggered by unknown")
+	require.True(t, strings.HasSuffix(details, fmt.Sprintf(" · %d Temporal actions", res.Actions)), details)
 }
 
 // The trigger a caller passes reaches the memo and the details; the static summary is the

@@ -73,7 +73,9 @@ func MergeWal(ctx workflow.Context, in contract.MergeWalInput) (contract.MergeWa
 	}); err != nil {
 		return r.result(), err
 	}
-	ensureTargetAttributes(ctx, tgt, in.Trigger)
+	if ensureTargetAttributes(ctx, tgt, in.Trigger) {
+		r.upserts++
+	}
 	r.log.Info("Merge started.", "workflow_run", r.workflowRun, "parallel_prepare", in.ParallelPrepare,
 		"trigger", contract.TriggerWords(in.Trigger, in.TriggerReason))
 
@@ -87,7 +89,6 @@ func MergeWal(ctx workflow.Context, in contract.MergeWalInput) (contract.MergeWa
 	r.listedAt = workflow.Now(ctx)
 	r.plan(listed.Shards)
 	r.noteStart()
-	r.upsertPending()
 
 	// Step 2. Merge the shards, one commit at a time.
 	r.setPhase(contract.PhaseMerging)
@@ -100,13 +101,12 @@ func MergeWal(ctx workflow.Context, in contract.MergeWalInput) (contract.MergeWa
 	if r.stopping && r.unfinished() > 0 {
 		r.setPhase(contract.PhaseContinuing)
 		next := r.in
-		next.Carry = &contract.MergeWalCarry{WorkflowRuns: r.workflowRun, Shards: r.result().Shards, PendingAtStart: r.pendingAtStart}
+		next.Carry = &contract.MergeWalCarry{WorkflowRuns: r.workflowRun, Shards: r.result().Shards, PendingAtStart: r.pendingAtStart,
+			Actions: r.actions()}
 		r.log.Info("Merge continues as new.", "passes", r.passes)
 		return r.result(), workflow.NewContinueAsNewError(ctx, contract.MergeWalWorkflow, next)
 	}
-	r.setPhase(contract.PhaseDone)
-	res := r.result()
-	r.recordOutcome(res)
+	res := r.finish()
 	r.log.Info("Merge finished.", "reclaimed", res.Reclaimed, "passes", res.Passes, "bytes", res.BytesMerged)
 	if r.allFailedPermanently() {
 		return res, temporal.NewNonRetryableApplicationError(
@@ -131,20 +131,19 @@ type mergeRun struct {
 	current     *shardRun
 	passes      int // committed passes in this run
 	stopping    bool
-	// lastPending is the WalPending value last upserted (-1: none yet).
-	lastPending int64
+	// upserts and timers count this run's search attribute upserts and timers (one billable
+	// action each).
+	upserts, timers int
 	// listedAt is the workflow time of the last listing (rounds relist by time).
 	listedAt time.Time
-	// pendingAtStart is the total pending of the chain's first listing (-1: not listed yet);
-	// pendingAtStartSet: WalPendingAtStart carries it.
-	pendingAtStart    int
-	pendingAtStartSet bool
+	// pendingAtStart is the total pending of the chain's first listing (-1: not listed yet).
+	pendingAtStart int
 }
 
 // relistInterval bounds how stale a run's shard estimates may get while it merges: a
 // shard that starts sealing mid-merge, or seals again after it was drained, joins the
 // rounds at the next listing, at most this long after the previous one (or when every
-// other shard is drained). WalPending follows the listings.
+// other shard is drained). The status query shows the listings' estimate.
 const relistInterval = 10 * time.Second
 
 type shardRun struct {
@@ -162,16 +161,11 @@ func newMergeRun(ctx workflow.Context, in contract.MergeWalInput, tgt target.Tar
 		log:            log.With(workflow.GetLogger(ctx), "target", tgt.String()),
 		workflowRun:    1,
 		phase:          contract.PhaseStarting,
-		lastPending:    -1,
 		pendingAtStart: -1,
 	}
 	if in.Carry != nil {
 		r.workflowRun = in.Carry.WorkflowRuns + 1
 		r.pendingAtStart = in.Carry.PendingAtStart
-		r.pendingAtStartSet = true // the first run upserted it; continue-as-new keeps it
-	}
-	if v, ok := workflow.GetTypedSearchAttributes(ctx).GetInt64(contract.WalPending); ok {
-		r.lastPending = v
 	}
 	slotWait := in.SlotWaitThreshold
 	if slotWait < 0 {
@@ -293,6 +287,12 @@ func (r *mergeRun) mergeRounds(ctx workflow.Context, commits workflow.Channel) {
 		prepares = r.in.PrepareConcurrency
 	}
 	sem := workflow.NewSemaphore(ctx, int64(prepares))
+	// hot: a confirming listing found generations sealed while this run merged. From then on
+	// the run's writers seal as fast as it merges, and a listing at once would find a
+	// round's worth of seals per shard: passes of a few generations at 2 actions each. A hot
+	// run lists again only relistInterval after its last listing (one timer), so each pass
+	// folds what the shard sealed in that time.
+	hot := false
 	for round := 1; ; round++ {
 		// Listing each round would cost an action per pass on a one-shard table; the
 		// estimates (listed pending minus what the passes folded) plan the rounds in
@@ -304,8 +304,12 @@ func (r *mergeRun) mergeRounds(ctx workflow.Context, commits workflow.Channel) {
 		}
 		order := roundOrder(estimatedTodo(r.todo()))
 		if len(order) == 0 && round > 1 && !relisted {
+			if hot && !r.waitToRelist(ctx) {
+				return
+			}
 			r.relist(ctx)
 			order = roundOrder(estimatedTodo(r.todo()))
+			hot = hot || len(order) > 0
 		}
 		if len(order) == 0 {
 			return
@@ -332,6 +336,20 @@ func (r *mergeRun) mergeRounds(ctx workflow.Context, commits workflow.Channel) {
 			return
 		}
 	}
+}
+
+// waitToRelist waits until relistInterval after the last listing (a timer, when that is
+// still ahead). It reports false when the run is cancelled meanwhile.
+func (r *mergeRun) waitToRelist(ctx workflow.Context) bool {
+	wait := r.listedAt.Add(relistInterval).Sub(workflow.Now(ctx))
+	if wait <= 0 {
+		return true
+	}
+	r.setPhase(contract.PhaseWaiting)
+	defer r.setPhase(contract.PhaseMerging)
+	timer := workflow.NewTimerWithOptions(ctx, wait, workflow.TimerOptions{Summary: "wait for more sealed generations"})
+	r.timers++
+	return timer.Get(ctx, nil) == nil
 }
 
 // estimatedTodo keeps the shards whose estimate says something is pending. Pure.
@@ -370,12 +388,6 @@ func (r *mergeRun) relist(ctx workflow.Context) {
 	}
 	r.listedAt = workflow.Now(ctx)
 	r.plan(listed.Shards)
-	if r.totalPending() == 0 {
-		// A drained relisting ends the rounds, and the run's end writes WalPending with its
-		// outcome (recordOutcome): one upsert instead of two.
-		return
-	}
-	r.upsertPending()
 }
 
 // passOutcome is how one mergePass ended.
@@ -560,26 +572,6 @@ func (r *mergeRun) totalPending() int {
 	return n
 }
 
-// upsertPending keeps WalPending equal to the estimated pending generations.
-func (r *mergeRun) upsertPending() {
-	total := int64(r.totalPending())
-	// The first listing's total rides the same upsert as WalPending.
-	atStart := !r.pendingAtStartSet && r.pendingAtStart >= 0
-	if total == r.lastPending && !atStart {
-		return
-	}
-	updates := []temporal.SearchAttributeUpdate{contract.WalPending.ValueSet(total)}
-	if atStart {
-		updates = append(updates, contract.WalPendingAtStart.ValueSet(int64(r.pendingAtStart)))
-	}
-	if err := workflow.UpsertTypedSearchAttributes(r.ctx, updates...); err != nil {
-		r.log.Warn("Cannot upsert WalPending.", "error", err)
-		return
-	}
-	r.lastPending = total
-	r.pendingAtStartSet = r.pendingAtStartSet || atStart
-}
-
 func (r *mergeRun) setPhase(p string) {
 	r.phase = p
 	r.changed()
@@ -600,6 +592,7 @@ func (r *mergeRun) result() contract.MergeWalResult {
 		res.BytesMerged += sh.res.BytesMerged
 	}
 	res.PendingAtStart = max(0, r.pendingAtStart)
+	res.Actions = r.actions()
 	return res
 }
 

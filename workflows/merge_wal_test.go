@@ -543,9 +543,33 @@ func TestMergeWalUpsertsSearchAttributes(t *testing.T) {
 	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:gs"})
 	mergeResult(t, env)
 	require.Equal(t, []string{"generic:gs"}, targets, "a bare start gets its target attributes")
-	// contract.WalPending follows the listings: 5 listed; a's pass and b's pass, then a's second pass
-	// on the estimates (no listing in between), then the listing that confirms the drain (0).
-	require.Equal(t, []int64{5, 0}, pending)
+	// WalPending is upserted once, with the outcome: the listings' figures (5 listed, then
+	// the estimates, then the listing that confirms the drain) cost no upsert.
+	require.Equal(t, []int64{0}, pending)
+}
+
+// A run whose start set its search attributes (contract.StartMergeWal with
+// contract.PendingAtStart) upserts exactly once: the outcome.
+func TestMergeWalStartedWithAttributesUpsertsOnce(t *testing.T) {
+	env := newEnv(t)
+	f := newFakeTable("generic:gs", 2, map[string]int{"a": 4, "b": 1})
+	mockTable(env, f)
+	require.NoError(t, env.SetTypedSearchAttributesOnStart(temporal.NewSearchAttributes(
+		contract.WalTarget.ValueSet("generic:gs"), contract.WalKind.ValueSet("generic"),
+		contract.WalTrigger.ValueSet(contract.TriggerCount),
+		contract.WalPending.ValueSet(4), contract.WalPendingAtStart.ValueSet(4))))
+	var upserts []temporal.SearchAttributes
+	env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
+		upserts = append(upserts, args.Get(0).(temporal.SearchAttributes))
+	}).Return(nil)
+	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:gs", Trigger: contract.TriggerCount})
+	res := mergeResult(t, env)
+	require.Len(t, upserts, 1, "only the outcome")
+	pending, _ := upserts[0].GetInt64(contract.WalPending)
+	atStart, _ := upserts[0].GetInt64(contract.WalPendingAtStart)
+	reclaimed, _ := upserts[0].GetInt64(contract.WalReclaimed)
+	require.Equal(t, []int64{0, 5, 5}, []int64{pending, atStart, reclaimed}, "the listing's figure replaces the starter's at the end")
+	require.Equal(t, 5, res.Reclaimed)
 }
 
 // A run plans rounds from its estimates, but a shard that seals after the first
@@ -609,4 +633,44 @@ func TestMergeWalMissingStoreFailsWithOneLine(t *testing.T) {
 	var actErr *temporal.ActivityError
 	require.False(t, errors.As(err, &actErr), "the failure is the line itself, not an activity error around it")
 	require.Equal(t, 1, calls, "a missing store is not retried")
+}
+
+// A run whose writer seals as fast as it merges (every commit finds more sealed) lists again
+// only relistInterval after its last listing, one timer each time, so its passes fold what the
+// shard sealed meanwhile instead of a listing's and a pass's actions for each few generations.
+// A run whose confirming listing finds nothing new never waits.
+func TestMergeWalHotRunPacesItsListings(t *testing.T) {
+	env := newEnv(t)
+	f := newFakeTable("generic:gs", 8, map[string]int{"a": 2})
+	commits := 0
+	var listedAt []time.Time
+	env.OnActivity(contract.ListPendingShardsActivity, anyCtx, anyArg).Return(
+		func(ctx context.Context, p contract.ListPendingShardsParams) (contract.ListPendingShardsResult, error) {
+			listedAt = append(listedAt, env.Now())
+			return f.list(ctx, p)
+		})
+	mockTable(env, f)
+	env.SetOnActivityCompletedListener(func(info *activity.Info, _ converter.EncodedValue, _ error) {
+		if info.ActivityType.Name == contract.CommitRoundActivity {
+			if commits++; commits <= 3 {
+				f.mu.Lock()
+				f.pending["a"] += 2 // sealed while the pass committed
+				f.mu.Unlock()
+			}
+		}
+	})
+	timers := 0
+	env.SetOnTimerScheduledListener(func(string, time.Duration) { timers++ })
+	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:gs"})
+	res := mergeResult(t, env)
+	require.Equal(t, 8, res.Reclaimed, "%+v", res)
+	require.Len(t, listedAt, 5, "the first listing and one after each of the 4 passes")
+	// The first confirming listing runs at once and finds a hot shard; every later one waits
+	// for relistInterval after the one before, with a timer.
+	require.Less(t, listedAt[1].Sub(listedAt[0]), relistInterval)
+	for i := 2; i < len(listedAt); i++ {
+		require.GreaterOrEqual(t, listedAt[i].Sub(listedAt[i-1]), relistInterval, "listing %d", i)
+	}
+	require.Equal(t, 3, timers)
+	require.Equal(t, 1+4*2+len(listedAt)+timers+2, res.Actions, "start, 4 passes, listings, timers, 2 upserts (bare start, outcome)")
 }

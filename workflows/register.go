@@ -23,7 +23,8 @@ func Register(r worker.WorkflowRegistry) {
 // ensureTargetAttributes upserts WalTarget and WalKind when the start did not set them (a
 // bare `temporal workflow start`), so every run is findable by target in Temporal Web, and
 // WalTrigger when missing, to trigger or TriggerUnknown; the same one upsert covers all three.
-func ensureTargetAttributes(ctx workflow.Context, t target.Target, trigger string) {
+// It reports whether it upserted (one billable action).
+func ensureTargetAttributes(ctx workflow.Context, t target.Target, trigger string) bool {
 	sa := workflow.GetTypedSearchAttributes(ctx)
 	var updates []temporal.SearchAttributeUpdate
 	if v, ok := sa.GetKeyword(contract.WalTarget); !ok || v != t.String() {
@@ -33,9 +34,11 @@ func ensureTargetAttributes(ctx workflow.Context, t target.Target, trigger strin
 		updates = append(updates, contract.WalTrigger.ValueSet(contract.TriggerOrUnknown(trigger)))
 	}
 	if len(updates) == 0 {
-		return
+		return false
 	}
 	if err := workflow.UpsertTypedSearchAttributes(ctx, updates...); err != nil {
 		workflow.GetLogger(ctx).Warn("Cannot set target search attributes.", "error", err)
+		return false
 	}
+	return true
 }

@@ -189,7 +189,8 @@ type sweepPlan struct {
 func wantStarts(t contract.DemandTarget, compactReason string, in contract.MaintenanceSweepInput) []plannedStart {
 	var wants []plannedStart
 	if trigger, reason := mergeTrigger(t, in); reason != "" {
-		req := contract.StartRequest{Workflow: contract.MergeWalWorkflow, Target: t.Target, Trigger: trigger, Reason: reason}
+		req := contract.StartRequest{Workflow: contract.MergeWalWorkflow, Target: t.Target, Trigger: trigger, Reason: reason,
+			Pending: t.Pending}
 		// Prepares of different shards overlap their storage round trips; with one
 		// pending shard there is nothing to overlap.
 		req.ParallelPrepare = in.ParallelPrepare != nil && *in.ParallelPrepare && t.PendingShards > 1

@@ -67,9 +67,9 @@ func TestDemandSweepStartsCandidatesInDebtOrder(t *testing.T) {
 	}
 	require.Equal(t, []contract.StartRequest{
 		{Workflow: contract.MergeWalWorkflow, Target: "generic:hot", ParallelPrepare: true,
-			Trigger: contract.TriggerSweepCount, Reason: "30 pending >= 8"},
+			Trigger: contract.TriggerSweepCount, Reason: "30 pending >= 8", Pending: 30},
 		{Workflow: contract.MergeWalWorkflow, Target: "generic:old",
-			Trigger: contract.TriggerSweepAge, Reason: "oldest pending 1h0m0s >= 10m0s, 1 pending", Urgent: true},
+			Trigger: contract.TriggerSweepAge, Reason: "oldest pending 1h0m0s >= 10m0s, 1 pending", Urgent: true, Pending: 1},
 		{Workflow: contract.CompactBaseWorkflow, Target: "generic:runs",
 			Trigger: contract.TriggerSweepRuns, Reason: "compaction marker: base runs >= compact_demand_runs"},
 	}, starter.requests)

@@ -87,8 +87,8 @@ func TestMaintenanceSweepStartsEachKindAsItsListingReturns(t *testing.T) {
 		require.Less(t, slices.Index(done, contract.StartWorkflowsActivity), lastScan,
 			"the generic store's merge starts before the slow rollout listing is back: %v", done)
 		require.Equal(t, []contract.StartRequest{
-			{Workflow: contract.MergeWalWorkflow, Target: "generic:hot", ParallelPrepare: true, Trigger: contract.TriggerSweepCount, Reason: "80 pending >= 8", Urgent: true},
-			{Workflow: contract.MergeWalWorkflow, Target: "rollout:r", Trigger: contract.TriggerSweepCount, Reason: "9 pending >= 8"},
+			{Workflow: contract.MergeWalWorkflow, Target: "generic:hot", ParallelPrepare: true, Trigger: contract.TriggerSweepCount, Reason: "80 pending >= 8", Urgent: true, Pending: 80},
+			{Workflow: contract.MergeWalWorkflow, Target: "rollout:r", Trigger: contract.TriggerSweepCount, Reason: "9 pending >= 8", Pending: 9},
 		}, starter.requests)
 	})
 	t.Run("parallel prepare off", func(t *testing.T) {

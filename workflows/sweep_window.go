@@ -204,24 +204,29 @@ func (w *sweepWindow) round(ctx workflow.Context, trigger string) error {
 	if started == 0 {
 		return nil
 	}
+	first := w.carry.Totals.Started == 0
 	w.carry.Totals.Started += started
 	logger.Info("Sweep round started workflows.", "round", n, "summary", summary)
-	w.mark(ctx)
+	w.mark(ctx, first)
 	return nil
 }
 
-// mark tells visibility that the window started something: WalSweepStarts (the window's
-// starts so far, over all its runs: a continued run inherits it) and the memo's last
-// starting rounds. Two events, only in rounds that start something.
-func (w *sweepWindow) mark(ctx workflow.Context) {
+// mark tells visibility that the window started something: the memo's count and last
+// starting rounds after every round that starts something (a memo update is no billable
+// action), and WalSweepStarts once, with the window's first start (a continued run inherits
+// it): `WalSweepStarts > 0` finds the window, and an upsert per starting round would be a
+// billable action each.
+func (w *sweepWindow) mark(ctx workflow.Context, first bool) {
 	memo := contract.SweepRoundsMemo{Started: w.carry.Totals.Started}
 	for _, r := range w.carry.Recent {
 		if r.Started > 0 {
 			memo.Rounds = append(memo.Rounds, r.At.Format(time.TimeOnly)+" "+r.Summary)
 		}
 	}
-	if err := workflow.UpsertTypedSearchAttributes(ctx, contract.WalSweepStarts.ValueSet(float64(w.carry.Totals.Started))); err != nil {
-		workflow.GetLogger(ctx).Warn("Cannot set WalSweepStarts.", "error", err)
+	if first {
+		if err := workflow.UpsertTypedSearchAttributes(ctx, contract.WalSweepStarts.ValueSet(float64(w.carry.Totals.Started))); err != nil {
+			workflow.GetLogger(ctx).Warn("Cannot set WalSweepStarts.", "error", err)
+		}
 	}
 	if err := workflow.UpsertMemo(ctx, map[string]any{contract.MemoSweepRounds: memo}); err != nil {
 		workflow.GetLogger(ctx).Warn("Cannot set the sweep window's memo.", "error", err)

@@ -122,7 +122,7 @@ func TestSweepWindowReportsRoundsThatStart(t *testing.T) {
 	require.Contains(t, details, "Last: round 4: started nothing; skipped 5: 5 below thresholds at ")
 	require.Equal(t, contract.SweepWindowTotals{Rounds: 5, IdleRounds: 4, Started: 1}, res.Totals)
 	require.Equal(t, []contract.StartRequest{{Workflow: contract.MergeWalWorkflow, Target: "generic:hot",
-		Trigger: contract.TriggerSweepCount, Reason: "12 pending >= 8; sweep window " + testWindowID + " round 3"}}, starter.requests)
+		Trigger: contract.TriggerSweepCount, Reason: "12 pending >= 8; sweep window " + testWindowID + " round 3", Pending: 12}}, starter.requests)
 	require.Len(t, res.Recent, 1)
 	r := res.Recent[0]
 	require.Equal(t, 3, r.Round)

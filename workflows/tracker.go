@@ -31,6 +31,9 @@ type tracker struct {
 	seq           int
 	inflight      []*watch
 	onChange      func()
+	// actions counts the billable actions of what the tracker ran and heard: activities
+	// scheduled, listings, signals received and the retries they announce.
+	actions int
 }
 
 // watch is one activity in flight.
@@ -83,6 +86,7 @@ func (t *tracker) exec(ctx workflow.Context, opts workflow.ActivityOptions, w *w
 	opts.ActivityID = w.id
 	opts.TaskQueue = w.queue
 	fut := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), w.activity, arg)
+	t.actions++ // its first attempt; retries arrive with its signals (apply)
 	t.inflight = append(t.inflight, w)
 	t.changed()
 	defer func() {
@@ -99,6 +103,9 @@ func (t *tracker) exec(ctx workflow.Context, opts workflow.ActivityOptions, w *w
 // activity ID: w.id only names it in the status.
 func (t *tracker) execLocal(ctx workflow.Context, opts workflow.LocalActivityOptions, w *watch, arg, out any) error {
 	fut := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, opts), w.activity, arg)
+	// Temporal Cloud bills the local activities of one workflow task as one action; each
+	// listing runs in a task of its own (after an activity or at the start), so one each.
+	t.actions++
 	t.inflight = append(t.inflight, w)
 	t.changed()
 	defer func() {
@@ -131,6 +138,10 @@ func (t *tracker) remove(w *watch) {
 }
 
 func (t *tracker) apply(s contract.ActivityState) {
+	t.actions++ // the signal itself
+	if s.State == contract.ActivityStateRetrying {
+		t.actions++ // the attempt Temporal runs next, billed like the first
+	}
 	for _, w := range t.inflight {
 		if w.id != s.ActivityID {
 			continue

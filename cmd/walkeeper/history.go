@@ -41,12 +41,15 @@ func newHistoryCmd(g *globalOptions) *cobra.Command {
 		Long: `List the MergeWal and CompactBase runs of TARGET (<kind>:<name>), newest first, from
 Temporal visibility (the query WalTarget="<kind>:<name>"), one row per run: when it started,
 the workflow, what triggered it, the store's pending generations at start, the generations
-reclaimed, the bytes merged, how long it took, its result, and its page in the Temporal
-Web UI. Runs of a continue-as-new chain are listed one by one.
+reclaimed, the billable Temporal actions the merge cost, the bytes merged, how long it took,
+its result, and its page in the Temporal Web UI. Runs of a continue-as-new chain are listed one by one.
 
 The trigger, pending-at-start, reclaimed and bytes columns come from the search attributes
 WalTrigger, WalPendingAtStart, WalReclaimed and WalBytesMerged (or the run's memo) that the
-workflows record; "-" marks a run that does not carry one.
+workflows record; the actions column is the memo's "actions", MergeWal's own count of its
+chain's Temporal Cloud billable actions (starts, activities, listings, upserts, signals;
+docs/TEMPORAL.md "What a merge and a sweep cost in actions"). "-" marks a run that does not
+carry one.
 
 At most --limit runs are read, page by page. Under a running 'walkeeper dev' its Temporal
 and Web UI are used unless --temporal/--ui (or their environment variables) say otherwise.`,
@@ -99,6 +102,7 @@ type historyRun struct {
 	Reclaimed      *int64     `json:"reclaimed"`
 	BytesMerged    *int64     `json:"bytes_merged"`
 	Passes         *int64     `json:"passes"`
+	Actions        *int64     `json:"actions"`
 	URL            string     `json:"url"`
 }
 
@@ -156,6 +160,7 @@ func historyRunOf(e *workflowpb.WorkflowExecutionInfo, links uiLinks) historyRun
 	r.Reclaimed = observedInt(sa[contract.WalReclaimedName], memo[contract.MemoReclaimed])
 	r.BytesMerged = observedInt(sa[contract.WalBytesMergedName], memo[contract.MemoBytesMerged])
 	r.Passes = observedInt(sa[contract.WalPassesName], memo[contract.MemoPasses])
+	r.Actions = observedInt(memo[contract.MemoActions])
 	return r
 }
 
@@ -212,11 +217,11 @@ func writeHistoryTable(out io.Writer, t store.Target, ns string, runs []historyR
 		return err
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "WHEN\tWORKFLOW\tTRIGGER\tPENDING AT START\tRECLAIMED\tBYTES\tDURATION\tRESULT\tWEB UI")
+	fmt.Fprintln(tw, "WHEN\tWORKFLOW\tTRIGGER\tPENDING AT START\tRECLAIMED\tACTIONS\tBYTES\tDURATION\tRESULT\tWEB UI")
 	for _, r := range runs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
 			r.Start.Local().Format(time.DateTime), r.Workflow, strOrDash(r.Trigger),
-			intOrDash(r.PendingAtStart), intOrDash(r.Reclaimed), bytesOrDash(r.BytesMerged),
+			intOrDash(r.PendingAtStart), intOrDash(r.Reclaimed), intOrDash(r.Actions), bytesOrDash(r.BytesMerged),
 			durationOf(r), r.Result, r.URL)
 	}
 	if err := tw.Flush(); err != nil {

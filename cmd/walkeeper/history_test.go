@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/internal/actioncount"
 	"github.com/walkeeper/walkeeper/internal/testkit/testtemporal"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/worker"
@@ -109,16 +110,23 @@ func TestHistoryAgainstTemporal(t *testing.T) {
 	require.Contains(t, types, "CompactBase")
 	assert.Equal(t, "merge-wal/generic/h", types["MergeWal"].WorkflowID)
 	assert.Equal(t, "compact/generic/h", types["CompactBase"].WorkflowID)
+	// The merge's own count of its actions (the memo) is what its history bills.
+	mergeActions, err := actioncount.Run(t.Context(), tc, types["MergeWal"].WorkflowID, types["MergeWal"].RunID)
+	require.NoError(t, err)
+	require.NotNil(t, types["MergeWal"].Actions, "the MergeWal memo carries its action count")
+	assert.EqualValues(t, mergeActions.Actions, *types["MergeWal"].Actions)
+	assert.Nil(t, types["CompactBase"].Actions, "CompactBase does not count its actions")
 
 	code, out, errOut = runCLI("history", "generic:h", "--ui", ui)
 	require.Equal(t, cli.ExitOK, code, errOut)
 	t.Logf("walkeeper history generic:h:\n%s", out)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	require.Len(t, lines, 3, out)
-	assert.Regexp(t, `^WHEN\s+WORKFLOW\s+TRIGGER\s+PENDING AT START\s+RECLAIMED\s+BYTES\s+DURATION\s+RESULT\s+WEB UI$`, lines[0])
+	assert.Regexp(t, `^WHEN\s+WORKFLOW\s+TRIGGER\s+PENDING AT START\s+RECLAIMED\s+ACTIONS\s+BYTES\s+DURATION\s+RESULT\s+WEB UI$`, lines[0])
 	for _, l := range lines[1:] {
-		assert.Regexp(t, `^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s+(MergeWal|CompactBase)\s+\S+\s+\S+\s+\S+\s+.+\s+Completed\s+http://ui\.test:8233/namespaces/default/workflows/`, l)
+		assert.Regexp(t, `^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s+(MergeWal|CompactBase)\s+\S+\s+\S+\s+\S+\s+\S+\s+.+\s+Completed\s+http://ui\.test:8233/namespaces/default/workflows/`, l)
 	}
+	assert.Contains(t, lines[1]+lines[2], fmt.Sprintf(" %d ", mergeActions.Actions), "the MergeWal row shows its action count")
 
 	// --limit reads no more than asked and says so.
 	code, out, _ = runCLI("history", "generic:h", "--limit", "1")

@@ -39,7 +39,7 @@ func recordingEnv(t *testing.T, files string) (*env, string) {
 }
 
 // TestRecordReplayHistories records the histories that workflows/replay_test.go replays:
-// MergeWal (serial and with parallel prepares, two shards), CompactBase, MaintenanceSweep,
+// MergeWal (one shard; serial and with parallel prepares, two shards), CompactBase, MaintenanceSweep,
 // MergeWalTick and ReconcileDemand, each run against the real server with real workers and
 // kept small. It runs only with WALKEEPER_RECORD_HISTORIES=1 and (over)writes
 // workflows/testdata/replay/*.json:
@@ -65,9 +65,19 @@ func TestRecordReplayHistories(t *testing.T) {
 		t.Logf("%s: %d events (%s / %s)", name, n, id, runID)
 	}
 
+	// MergeWal of one shard, one pass: the run workflows' TestRecordedMergeWalActions holds
+	// to its action budget.
+	one := e.createStore(wa.DB(), "generic:replay-one")
+	e.writeGenerations(one, "o", 1, 5)
+	run := e.startMerge("generic:replay-one", contract.MergeWalInput{})
+	if res := e.mergeResult(run, waitLong); res.Reclaimed != 1 {
+		t.Fatalf("one-shard merge: %+v", res)
+	}
+	save("merge-wal-one-shard.json", run.GetID(), run.GetRunID())
+
 	// MergeWal, serial, two shards.
 	write()
-	run := e.startMerge(target, contract.MergeWalInput{})
+	run = e.startMerge(target, contract.MergeWalInput{})
 	if res := e.mergeResult(run, waitLong); res.Reclaimed != 2 {
 		t.Fatalf("serial merge: %+v", res)
 	}

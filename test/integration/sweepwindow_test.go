@@ -28,6 +28,7 @@ func TestSweepWindowLeavesNoWorkflowPerIdleRound(t *testing.T) {
 	cfg.SweepInterval = 2 * time.Second
 	cfg.SweepWindow = 10 * time.Minute
 	cfg.SweepJitter = 0
+	cfg.SweepMergeMinGenerations = 3 // the worker's knob reaches the schedule's sweep input
 	w := e.startWorker(cfg)
 	a := newAPI(t, w.HTTPAddr())
 	seal := func(name string, n int) {
@@ -67,9 +68,9 @@ func TestSweepWindowLeavesNoWorkflowPerIdleRound(t *testing.T) {
 		t.Fatalf("idle rounds upserted search attributes %d times", n)
 	}
 
-	// A store over the count threshold (8 pending): the window's next round starts its merge.
+	// A store over the count threshold (3 pending): the window's next round starts its merge.
 	a.must(201, "POST", "/api/v1/stores/generic/hot", genericSchemaJSON, nil)
-	seal("hot", 8)
+	seal("hot", 3)
 	id := contract.MergeWalID(mustTarget(t, "generic:hot"))
 	waitFor(t, waitShort, "the window to start MergeWal of generic:hot", func() (bool, error) {
 		_, err := e.describe(id, "")
@@ -84,8 +85,20 @@ func TestSweepWindowLeavesNoWorkflowPerIdleRound(t *testing.T) {
 	if err := converter.GetDefaultDataConverter().FromPayload(desc.GetWorkflowExecutionInfo().GetMemo().GetFields()[contract.MemoTriggerReason], &reason); err != nil {
 		t.Fatalf("trigger reason of %s: %v", id, err)
 	}
-	if !strings.HasPrefix(reason, "8 pending >= 8") || !strings.Contains(reason, "; sweep window "+window+" round ") {
+	if !strings.HasPrefix(reason, "3 pending >= 3") || !strings.Contains(reason, "; sweep window "+window+" round ") {
 		t.Fatalf("trigger reason %q does not link back to the window %s", reason, window)
+	}
+	// The sweep's count rode the start (free), not an upsert: the started event carries it.
+	var started *historypb.HistoryEvent
+	e.eachEvent(id, func(ev *historypb.HistoryEvent) {
+		if started == nil && ev.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED {
+			started = ev
+		}
+	})
+	var atStart int64
+	if p := started.GetWorkflowExecutionStartedEventAttributes().GetSearchAttributes().GetIndexedFields()[contract.WalPendingName]; p == nil ||
+		converter.GetDefaultDataConverter().FromPayload(p, &atStart) != nil || atStart != 3 {
+		t.Fatalf("MergeWal started by the sweep carries WalPending %d at start (payload %v), want 3", atStart, p)
 	}
 
 	// Visibility lists the window among those that started something; the namespace holds

@@ -1,0 +1,198 @@
+// Package actioncount counts the Temporal Cloud billable actions a workflow run recorded, from
+// its event history, so tests, benchmarks and `walkeeper history` agree on one figure.
+//
+// Temporal Cloud's definition (docs.temporal.io/cloud/actions), as far as a history shows it:
+//   - a workflow start, by a client, a schedule, continue-as-new or a parent: the run's
+//     WorkflowExecutionStarted event (the ContinuedAsNew event of the run before is not a
+//     second one); search attributes and memo given at start cost nothing more;
+//   - each activity attempt: ActivityTaskScheduled, plus the attempts before the one its
+//     ActivityTaskStarted event records (only the last attempt is written);
+//   - each timer started;
+//   - each UpsertWorkflowSearchAttributes command, however many attributes it sets, except one
+//     that only sets TemporalChangeVersion (GetVersion);
+//   - each signal, counted where it is received (WorkflowExecutionSignaled; the sender's
+//     SignalExternalWorkflowExecutionInitiated is the same signal);
+//   - the local activities of one workflow task: one action for all of their markers;
+//   - each SideEffect, and each MutableSideEffect marker (one is recorded only when the
+//     value changes); Version markers are free;
+//   - each child workflow start initiated (the child's own history counts its run);
+//   - each accepted update, each WorkflowExecutionOptionsUpdated event, each Nexus operation
+//     scheduled or cancel requested.
+//
+// Not in a history, so not counted here: queries (including the `status` query and Temporal
+// Web's call stack), activity heartbeats that reach the server, rejected updates, extra
+// workflow task heartbeats of a long local activity, exports, and a schedule's own two actions
+// per firing (ScheduleActions adds those). A workflow memo update
+// (WorkflowPropertiesModified) is not in Temporal Cloud's list of actions: counted apart, in
+// MemoUpdates, never in Actions.
+package actioncount
+
+import (
+	"encoding/json"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+)
+
+// ListPriceUSDPerMillion is Temporal Cloud's list price of one million actions, before volume
+// discounts.
+const ListPriceUSDPerMillion = 50.0
+
+// ScheduleActions is what Temporal Cloud bills a schedule for one firing besides the start of
+// the workflow it runs (which that workflow's history counts).
+const ScheduleActions = 2
+
+// Cost is what one workflow run (or a sum of runs) cost Temporal, counted from history.
+type Cost struct {
+	// Runs is the workflow runs counted; Events their history events.
+	Runs, Events int
+	// Actions is the billable actions, the sum of the counts below except MemoUpdates and
+	// LocalActivities (whose markers are billed per workflow task, LocalActivityTasks).
+	Actions int
+	Starts  int
+	// Activities counts activity attempts, retries included; Retries only the retries.
+	Activities, Retries int
+	Timers              int
+	Upserts             int
+	Signals             int
+	// LocalActivityTasks is the workflow tasks that recorded local-activity markers;
+	// LocalActivities the markers; LocalAttempts the attempts they record (a local activity
+	// retries inside the worker, one marker in all).
+	LocalActivityTasks, LocalActivities, LocalAttempts int
+	SideEffects                                        int
+	ChildStarts                                        int
+	Updates                                            int
+	Nexus                                              int
+	// MemoUpdates counts WorkflowPropertiesModified events: not billed (see the package doc).
+	MemoUpdates int
+	// ActivitiesByType counts activity attempts per activity type; UpsertsBySearchAttribute
+	// counts the upserts that set each search attribute.
+	ActivitiesByType         map[string]int
+	UpsertsBySearchAttribute map[string]int
+}
+
+// Add sums o into c.
+func (c *Cost) Add(o Cost) {
+	c.Runs += o.Runs
+	c.Events += o.Events
+	c.Actions += o.Actions
+	c.Starts += o.Starts
+	c.Activities += o.Activities
+	c.Retries += o.Retries
+	c.Timers += o.Timers
+	c.Upserts += o.Upserts
+	c.Signals += o.Signals
+	c.LocalActivityTasks += o.LocalActivityTasks
+	c.LocalActivities += o.LocalActivities
+	c.LocalAttempts += o.LocalAttempts
+	c.SideEffects += o.SideEffects
+	c.ChildStarts += o.ChildStarts
+	c.Updates += o.Updates
+	c.Nexus += o.Nexus
+	c.MemoUpdates += o.MemoUpdates
+	c.ActivitiesByType = addCounts(c.ActivitiesByType, o.ActivitiesByType)
+	c.UpsertsBySearchAttribute = addCounts(c.UpsertsBySearchAttribute, o.UpsertsBySearchAttribute)
+}
+
+func addCounts(into, from map[string]int) map[string]int {
+	if len(from) == 0 {
+		return into
+	}
+	if into == nil {
+		into = map[string]int{}
+	}
+	for k, v := range from {
+		into[k] += v
+	}
+	return into
+}
+
+// USDPerMillion is what n actions cost per million units of work (generations merged,
+// stores...) at list price, when they bought `per` of them: the figure to compare designs by.
+func USDPerMillion(actions float64, per float64) float64 {
+	if per <= 0 {
+		return 0
+	}
+	return actions / per * ListPriceUSDPerMillion
+}
+
+// Marker names the Go SDK records (internal constants of go.temporal.io/sdk); its others are
+// SideEffect and MutableSideEffect, one action each.
+const (
+	markerLocalActivity = "LocalActivity"
+	markerVersion       = "Version"
+)
+
+// changeVersionAttribute is the search attribute GetVersion upserts, exempt from billing.
+const changeVersionAttribute = "TemporalChangeVersion"
+
+// Events counts one run's history (all of its events, in order). Pure.
+func Events(events []*historypb.HistoryEvent) Cost {
+	c := Cost{Runs: 1, Events: len(events)}
+	laTasks := map[int64]bool{}
+	for _, ev := range events {
+		switch ev.GetEventType() {
+		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
+			c.Starts++
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+			c.Activities++
+			c.ActivitiesByType = addCounts(c.ActivitiesByType, map[string]int{ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName(): 1})
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED:
+			if extra := int(ev.GetActivityTaskStartedEventAttributes().GetAttempt()) - 1; extra > 0 {
+				c.Activities += extra
+				c.Retries += extra
+				// The type is on the scheduled event; retries are counted in the total only.
+			}
+		case enumspb.EVENT_TYPE_TIMER_STARTED:
+			c.Timers++
+		case enumspb.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES:
+			fields := ev.GetUpsertWorkflowSearchAttributesEventAttributes().GetSearchAttributes().GetIndexedFields()
+			if _, ok := fields[changeVersionAttribute]; ok && len(fields) == 1 {
+				continue
+			}
+			c.Upserts++
+			for name := range fields {
+				c.UpsertsBySearchAttribute = addCounts(c.UpsertsBySearchAttribute, map[string]int{name: 1})
+			}
+		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
+			c.Signals++
+		case enumspb.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED:
+			c.ChildStarts++
+		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED,
+			enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_OPTIONS_UPDATED:
+			c.Updates++
+		case enumspb.EVENT_TYPE_NEXUS_OPERATION_SCHEDULED,
+			enumspb.EVENT_TYPE_NEXUS_OPERATION_CANCEL_REQUESTED:
+			c.Nexus++
+		case enumspb.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED:
+			c.MemoUpdates++
+		case enumspb.EVENT_TYPE_MARKER_RECORDED:
+			m := ev.GetMarkerRecordedEventAttributes()
+			switch m.GetMarkerName() {
+			case markerVersion:
+			case markerLocalActivity:
+				c.LocalActivities++
+				c.LocalAttempts += localActivityAttempts(m)
+				laTasks[m.GetWorkflowTaskCompletedEventId()] = true
+			default: // SideEffect, MutableSideEffect, and any marker of another SDK
+				c.SideEffects++
+			}
+		}
+	}
+	c.LocalActivityTasks = len(laTasks)
+	c.Actions = c.Starts + c.Activities + c.Timers + c.Upserts + c.Signals + c.LocalActivityTasks +
+		c.SideEffects + c.ChildStarts + c.Updates + c.Nexus
+	return c
+}
+
+// localActivityAttempts reads the attempt count a LocalActivity marker records (the SDK's
+// marker data: {"ActivityType":...,"Attempt":n,...}); 1 if it cannot be read.
+func localActivityAttempts(m *historypb.MarkerRecordedEventAttributes) int {
+	for _, p := range m.GetDetails()["data"].GetPayloads() {
+		var d struct{ Attempt int }
+		if json.Unmarshal(p.GetData(), &d) == nil && d.Attempt > 0 {
+			return d.Attempt
+		}
+	}
+	return 1
+}

@@ -7,7 +7,8 @@ WORKDIR /home/ui-server
 RUN groupadd -g 5000 temporal && useradd -u 5000 -g temporal -M -d /home/ui-server temporal && mkdir ./config
 COPY dockerize /usr/local/bin/
 COPY ui-server start-ui-server.sh config-template.yaml ./
-RUN chown temporal:temporal /home/ui-server -R
+# The Go module cache keeps files read-only; upstream's script is executable in git.
+RUN chmod 755 ./start-ui-server.sh && chown temporal:temporal /home/ui-server -R
 USER temporal
 EXPOSE 8080
 ENTRYPOINT ["./start-ui-server.sh"]

@@ -25,7 +25,8 @@
 # Environment:
 #   WALKEEPER_COMPOSE_PROJECT   compose project name                          (wk)
 #   WALKEEPER_COMPOSE_TIMEOUT   seconds to wait for the stack to be healthy   (300)
-#   WALKEEPER_COMPOSE_KEEP=1    leave the stack running on failure, to look at it
+#   WALKEEPER_COMPOSE_KEEP=1    leave the stack (and a dockerd this script started) running on
+#                               failure, to look at it
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -48,6 +49,7 @@ need=()
 [[ -x /usr/bin/docker && -x /usr/sbin/dockerd ]] || need+=(docker.io)
 command -v docker-compose >/dev/null 2>&1 || need+=(docker-compose)
 command -v mmdebstrap >/dev/null 2>&1 || need+=(mmdebstrap)
+command -v curl >/dev/null 2>&1 || need+=(curl)
 if ((${#need[@]})); then
   [[ "$(id -u)" == 0 ]] || die "need ${need[*]} (apt-get install as root)"
   log "installing ${need[*]} (apt-get)"
@@ -55,9 +57,19 @@ if ((${#need[@]})); then
   (apt-get update -qq && apt-get install -y -qq --no-install-recommends "${need[@]}" iptables ca-certificates) \
     >"$cache/logs/apt.log" 2>&1 || { cat "$cache/logs/apt.log" >&2; die "apt-get install ${need[*]}"; }
 fi
+# A dockerd this script starts is stopped when it ends, so the stage leaves no daemon behind.
+dockerd_pid=""
+stop_dockerd() {
+  [[ -n "$dockerd_pid" ]] || return 0
+  kill "$dockerd_pid" 2>/dev/null || true
+  for _ in $(seq 30); do kill -0 "$dockerd_pid" 2>/dev/null || return 0; sleep 1; done
+  log "dockerd ($dockerd_pid) did not stop within 30s"
+}
+trap stop_dockerd EXIT
 if ! docker info >/dev/null 2>&1; then
   log "starting dockerd (log: .cache/compose-ci/logs/dockerd.log)"
   setsid dockerd >"$cache/logs/dockerd.log" 2>&1 </dev/null &
+  dockerd_pid=$!
   for _ in $(seq 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
   docker info >/dev/null 2>&1 || { tail -30 "$cache/logs/dockerd.log" >&2; die "dockerd did not answer within 60s"; }
 fi
@@ -218,10 +230,12 @@ cleanup() {
     dump
     if [[ "${WALKEEPER_COMPOSE_KEEP:-}" == 1 ]]; then
       log "leaving project $project running (WALKEEPER_COMPOSE_KEEP=1)"
+      dockerd_pid=""
       return
     fi
   fi
   dc down -v --remove-orphans >/dev/null 2>&1 || true
+  stop_dockerd
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -348,5 +362,5 @@ again="$(curl -sS --fail-with-body --max-time 60 'localhost:8083/api/v1/stores/g
 log "second up: the base still reads $again"
 
 dc down -v --remove-orphans >"$cache/logs/down.log" 2>&1 || { cat "$cache/logs/down.log" >&2; die "docker-compose down -v"; }
-trap - EXIT
+trap stop_dockerd EXIT
 log "ok: compose stage in $(since "$stage_start")"

@@ -77,6 +77,16 @@ func TestOperatorActions(t *testing.T) {
 		opTest{"reset-reconcile-demand", func(t *testing.T, r *rig) {
 			resetGlobal(t, r, contract.ReconcileDemandWorkflow, contract.ReconcileDemandInput{})
 		}},
+		opTest{"reset-sweep-window", func(t *testing.T, r *rig) {
+			resetGlobal(t, r, contract.SweepWindowWorkflow, contract.SweepWindowInput{
+				Sweep: contract.MaintenanceSweepInput{
+					MergeMinGenerations: contract.MaxSweepMergeMinGenerations, MaxPendingAge: contract.MaxSweepMaxPendingAge,
+					CompactMinRuns: -1},
+				Interval: time.Second, Window: 3 * time.Second})
+		}},
+		opTest{"reset-merge-wal-tick", func(t *testing.T, r *rig) {
+			resetGlobal(t, r, contract.MergeWalTickWorkflow, nil)
+		}},
 	)
 	t.Run("cases", func(t *testing.T) {
 		for _, tc := range tests {
@@ -248,10 +258,17 @@ func resetCompactBase(t *testing.T, r *rig) {
 	c.drain()
 }
 
-// resetGlobal: a finished run of a store-independent workflow (the sweep, the demand
-// reconcile) reset to its first and to its last workflow task completes again.
+// resetGlobal: a finished run of a workflow other than MergeWal and CompactBase (the sweep,
+// a sweep window, the demand reconcile, a schedule's tick) reset to its first and to its
+// last workflow task completes again.
+//
+// A nil input stands for the case's own target (MergeWalTick, which starts or attaches to
+// the case store's MergeWal).
 func resetGlobal(t *testing.T, r *rig, workflowType string, input any) {
 	c := r.newCase(t)
+	if input == nil {
+		input = contract.MergeWalTickInput{Target: c.tg.String()}
+	}
 	id := fmt.Sprintf("op-%s-%s", strings.ToLower(workflowType), c.tg.Name)
 	c.ids[id] = true
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)

@@ -28,6 +28,7 @@ func TestWorkerEndToEndWithTemporal(t *testing.T) {
 	cfg.FlushInterval = 50 * time.Millisecond
 	cfg.MergeAfterGenerations = 3
 	cfg.SweepInterval = 0
+	cfg.FairnessProbe = false // its subject is the merge; TestWorkerWarnsWithoutFairness probes
 	w, err := worker.New(cfg, zaptest.NewLogger(t), tc)
 	if err != nil {
 		t.Fatal(err)

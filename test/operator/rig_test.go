@@ -79,7 +79,7 @@ func startRig(t *testing.T) *rig {
 
 	args := []string{"--storage", r.storage, "--temporal", r.hostPort, "--namespace", ns,
 		"--flush-interval", "0", "--merge-after-generations", "0", "--sweep-interval", "0",
-		"--reconcile-interval", "0", "--merge-max-generations", "1",
+		"--reconcile-interval", "0", "--merge-max-generations", "1", "--fairness-probe=false",
 		// Every case holds an activity at some point: enough slots that held ones never
 		// starve the other cases.
 		"--merge-slots", "32", "--shared-activity-slots", "64",

@@ -104,6 +104,10 @@ func TestMergeWalInputBounds(t *testing.T) {
 		{"fairness weight ceiling", m(func(in *MergeWalInput) { in.FairnessWeight = MaxFairnessWeight }), ""},
 		{"fairness weight above", m(func(in *MergeWalInput) { in.FairnessWeight = MaxFairnessWeight + 1 }), "fairness_weight"},
 		{"fairness weight NaN", m(func(in *MergeWalInput) { in.FairnessWeight = math.NaN() }), "fairness_weight"},
+		{"fairness weight +Inf", m(func(in *MergeWalInput) { in.FairnessWeight = math.Inf(1) }), "fairness_weight"},
+		{"fairness weight -Inf", m(func(in *MergeWalInput) { in.FairnessWeight = math.Inf(-1) }), "fairness_weight"},
+		{"fairness weight huge", m(func(in *MergeWalInput) { in.FairnessWeight = math.MaxFloat64 }), "fairness_weight"},
+		{"fairness weight tiny", m(func(in *MergeWalInput) { in.FairnessWeight = math.SmallestNonzeroFloat64 }), "fairness_weight"},
 		{"urgent", m(func(in *MergeWalInput) { in.Urgent = true }), ""},
 	})
 	for _, trig := range Triggers {

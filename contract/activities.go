@@ -150,7 +150,8 @@ type StartRequest struct {
 	// target's demand).
 	Urgent bool `json:"urgent,omitempty"`
 	// Pending is the target's pending generations as the sweep saw them: a MergeWal start
-	// carries it in WalPending and WalPendingAtStart (contract.PendingAtStart). 0 = unknown.
+	// carries it in WalPending and WalPendingAtStart (contract.PendingAtStart). 0 or less =
+	// unknown; no upper bound is needed, the run sets both from its own listing when it ends.
 	Pending int `json:"pending,omitempty"`
 }
 

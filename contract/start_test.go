@@ -2,6 +2,7 @@ package contract
 
 import (
 	"context"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/mock"
@@ -98,5 +99,27 @@ func TestStartMergeWalAndCompactBaseUseTheTargetID(t *testing.T) {
 		require.Equal(t, enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING, o.WorkflowIDConflictPolicy)
 		require.True(t, o.WorkflowExecutionErrorWhenAlreadyStarted)
 		require.Contains(t, o.StaticSummary, "generic:gs")
+	}
+}
+
+// PendingAtStart sets WalPending and WalPendingAtStart beside the start's own attributes
+// when the starter knows a count; an unknown (0) or garbage (negative) one leaves both to
+// the run's end, and any int fits the Int attributes.
+func TestPendingAtStartRidesTheStart(t *testing.T) {
+	tg, err := target.ParseTarget("generic:gs")
+	require.NoError(t, err)
+	for _, n := range []int{math.MinInt, -1, 0, 1, 7, math.MaxInt} {
+		o := startOptions(MergeWalID(tg), tg, TriggerCount, "")
+		PendingAtStart(n)(&o)
+		kind, ok := o.TypedSearchAttributes.GetKeyword(WalKind)
+		require.True(t, ok, "n=%d: the start's own attributes stay", n)
+		require.Equal(t, "generic", kind)
+		pending, set := o.TypedSearchAttributes.GetInt64(WalPending)
+		atStart, setAtStart := o.TypedSearchAttributes.GetInt64(WalPendingAtStart)
+		require.Equal(t, n > 0, set, "n=%d", n)
+		require.Equal(t, n > 0, setAtStart, "n=%d", n)
+		if n > 0 {
+			require.Equal(t, []int64{int64(n), int64(n)}, []int64{pending, atStart})
+		}
 	}
 }

@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"testing"
@@ -107,15 +106,7 @@ func writeOneGeneration(ctx context.Context, db *store.DB, tg store.Target) erro
 	for i := range rows {
 		rows[i] = map[string]any{"id": fmt.Sprintf("r%d", i), "run_id": "run", "step": i, "reward": 0.5, "done": false}
 	}
-	body, err := json.Marshal(rows)
-	if err != nil {
-		return err
-	}
-	rs, err := s.Codec().DecodeJSON(body, 0)
-	if err != nil {
-		return err
-	}
-	if _, err := s.Append(ctx, rs); err != nil {
+	if err := appendRows(ctx, s, rows); err != nil {
 		return err
 	}
 	res, err := s.Flush(ctx)

@@ -302,17 +302,23 @@ func (e *env) createStore(db *store.DB, target string) *store.Store {
 // appendJSON appends rows (JSON objects) through the store codec, as the HTTP route does.
 func (e *env) appendJSON(s *store.Store, rows []map[string]any) {
 	e.t.Helper()
+	if err := appendRows(e.ctx(waitShort), s, rows); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// appendRows is appendJSON for goroutines, which must not call t.Fatal.
+func appendRows(ctx context.Context, s *store.Store, rows []map[string]any) error {
 	body, err := json.Marshal(rows)
 	if err != nil {
-		e.t.Fatal(err)
+		return err
 	}
 	rs, err := s.Codec().DecodeJSON(body, 0)
 	if err != nil {
-		e.t.Fatal(err)
+		return err
 	}
-	if _, err := s.Append(e.ctx(waitShort), rs); err != nil {
-		e.t.Fatal(err)
-	}
+	_, err = s.Append(ctx, rs)
+	return err
 }
 
 func (e *env) flush(s *store.Store) store.FlushResult {

@@ -2,6 +2,7 @@ package contract
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"go.temporal.io/sdk/temporal"
@@ -40,5 +41,15 @@ func TestMergePriorityLadder(t *testing.T) {
 	}
 	if !(SweepPriority.PriorityKey < PriorityUrgentMerge && PriorityUrgentMerge < PriorityRoutineMerge) {
 		t.Error("the ladder must put the sweep first, then urgent merges, then routine ones")
+	}
+}
+
+// A long bad value is quoted clipped: the error stays one short line.
+func TestParseFairnessWeightsClipsWhatItQuotes(t *testing.T) {
+	for _, bad := range []string{strings.Repeat("x", 1<<16), "rollout=" + strings.Repeat("x", 1<<16), strings.Repeat("k", 1<<16) + "=1"} {
+		_, err := ParseFairnessWeights(bad)
+		if !errors.Is(err, target.ErrInvalidInput) || len(err.Error()) > 512 {
+			t.Errorf("%.20q: a %d-byte error %.80v", bad, len(err.Error()), err)
+		}
 	}
 }

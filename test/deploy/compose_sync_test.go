@@ -1,6 +1,7 @@
 package deploy_test
 
 import (
+	"fmt"
 	"path"
 	"regexp"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/walkeeper/walkeeper/internal/devserver"
 	"github.com/walkeeper/walkeeper/internal/testkit/temporalcluster"
 )
 
@@ -113,6 +115,30 @@ func TestComposeMatchesNativeCI(t *testing.T) {
 		}
 		if svc.Environment["AWS_ACCESS_KEY_ID"] != s3["ROOT_ACCESS_KEY"] || svc.Environment["AWS_SECRET_ACCESS_KEY"] != s3["ROOT_SECRET_KEY"] {
 			t.Errorf("service %s signs with AWS_ACCESS_KEY_ID=%q, the s3 service's root account is %q", name, svc.Environment["AWS_ACCESS_KEY_ID"], s3["ROOT_ACCESS_KEY"])
+		}
+	}
+}
+
+// TestDevServerTuningMatchesDynamicConfig: every setting the dev server is tuned with
+// (devserver.TunedDynamicConfig: the transfer-queue poll rate, the new matcher, task-queue
+// fairness) is in deploy/temporal/dynamicconfig.yaml with the same value, so the dev server
+// tests run on and the cluster CI and docker-compose run behave alike.
+func TestDevServerTuningMatchesDynamicConfig(t *testing.T) {
+	var dc map[string][]struct {
+		Value any `yaml:"value"`
+	}
+	if err := yaml.Unmarshal([]byte(readFile(t, "deploy/temporal/dynamicconfig.yaml")), &dc); err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range devserver.TunedDynamicConfig {
+		key, want, _ := strings.Cut(kv, "=")
+		vals := dc[key]
+		if len(vals) != 1 {
+			t.Errorf("dynamicconfig.yaml has %d values for %s; the dev server is tuned with %s", len(vals), key, kv)
+			continue
+		}
+		if got := fmt.Sprint(vals[0].Value); got != want {
+			t.Errorf("dynamicconfig.yaml sets %s to %s; the dev server is tuned with %s", key, got, kv)
 		}
 	}
 }

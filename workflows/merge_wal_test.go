@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -340,11 +341,22 @@ func continueAsNewInput(t *testing.T, err error) contract.MergeWalInput {
 	return next
 }
 
+// billed counts what a run in env bills as the tracker counts it: its activities and listings
+// started (no retries, no signals in these tests) and its search attribute upserts.
+func billed(env *testsuite.TestWorkflowEnvironment) *int {
+	n := new(int)
+	env.SetOnActivityStartedListener(func(*activity.Info, context.Context, converter.EncodedValues) { *n++ })
+	env.SetOnLocalActivityStartedListener(func(*activity.Info, context.Context, []any) { *n++ })
+	env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(mock.Arguments) { *n++ }).Return(nil)
+	return n
+}
+
 func TestMergeWalContinuesAsNewWhenSuggested(t *testing.T) {
 	env := newEnv(t)
 	f := newFakeTable("generic:gs", 2, map[string]int{"a": 6, "b": 2})
 	mockTable(env, f)
 	env.SetContinueAsNewSuggested(true)
+	first := billed(env)
 
 	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:gs", MaxPasses: 50})
 	require.True(t, env.IsWorkflowCompleted())
@@ -364,13 +376,17 @@ func TestMergeWalContinuesAsNewWhenSuggested(t *testing.T) {
 	require.Equal(t, 4, a.Pending)
 	require.False(t, a.Finished)
 
+	require.Equal(t, 1+*first, next.Carry.Actions, "the first run's start and what it billed")
+
 	// The next run picks up where the first stopped and accumulates.
 	env2 := newEnv(t)
 	mockTable(env2, f)
+	second := billed(env2)
 	env2.SetContinuedExecutionRunID("run-1")
 	env2.ExecuteWorkflow(MergeWal, next)
 	res := mergeResult(t, env2)
 	require.Equal(t, 2, res.WorkflowRuns)
+	require.Equal(t, next.Carry.Actions+1+*second, res.Actions, "the chain's count: the carry's and the second run's")
 	require.Equal(t, 6, shardResult(t, res, "a").Reclaimed)
 	require.Equal(t, 3, shardResult(t, res, "a").Passes)
 	require.Equal(t, 2, shardResult(t, res, "b").Reclaimed)

@@ -107,6 +107,15 @@ func addCounts(into, from map[string]int) map[string]int {
 	return into
 }
 
+// inc counts one more k in m, which it makes on first use.
+func inc(m map[string]int, k string) map[string]int {
+	if m == nil {
+		m = map[string]int{}
+	}
+	m[k]++
+	return m
+}
+
 // USDPerMillion is what n actions cost per million units of work (generations merged,
 // stores...) at list price, when they bought `per` of them: the figure to compare designs by.
 func USDPerMillion(actions float64, per float64) float64 {
@@ -136,7 +145,7 @@ func Events(events []*historypb.HistoryEvent) Cost {
 			c.Starts++
 		case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
 			c.Activities++
-			c.ActivitiesByType = addCounts(c.ActivitiesByType, map[string]int{ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName(): 1})
+			c.ActivitiesByType = inc(c.ActivitiesByType, ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName())
 		case enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED:
 			if extra := int(ev.GetActivityTaskStartedEventAttributes().GetAttempt()) - 1; extra > 0 {
 				c.Activities += extra
@@ -152,7 +161,7 @@ func Events(events []*historypb.HistoryEvent) Cost {
 			}
 			c.Upserts++
 			for name := range fields {
-				c.UpsertsBySearchAttribute = addCounts(c.UpsertsBySearchAttribute, map[string]int{name: 1})
+				c.UpsertsBySearchAttribute = inc(c.UpsertsBySearchAttribute, name)
 			}
 		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
 			c.Signals++

@@ -2,7 +2,6 @@ package integration
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os/exec"
@@ -67,20 +66,7 @@ func TestStuckMergeIsNoticedAndReplaced(t *testing.T) {
 		"--log-format", "json", "--log-level", "info")
 	wk.Env = cleanEnv()
 	wp := startProc(t, suite.LogPath(safeName(t.Name())+".worker"), wk)
-	addr := ""
-	wp.waitLine(t, waitLong, "the worker to listen", func(l string) bool {
-		var m map[string]any
-		if json.Unmarshal([]byte(l), &m) != nil || m["msg"] != "worker started" {
-			return false
-		}
-		for _, k := range []string{"http", "listen"} {
-			if s, ok := m[k].(string); ok && s != "" {
-				addr = s
-				return true
-			}
-		}
-		return false
-	})
+	addr := wp.waitListening(t, "the worker to listen")
 	a := newAPI(t, addr)
 	a.must(201, "POST", "/api/v1/stores/generic/"+name, genericSchemaJSON, nil)
 	seal := func(from, n int) {

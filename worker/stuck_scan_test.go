@@ -118,9 +118,13 @@ func TestStuckScanWalksEveryPageOfTheListing(t *testing.T) {
 	c := &mocks.Client{}
 	var queries []string
 	var tokens []string
+	listFails := false
 	c.On("ListWorkflow", mock.Anything, mock.Anything).Return(
 		func(_ context.Context, req *workflowservice.ListWorkflowExecutionsRequest) (*workflowservice.ListWorkflowExecutionsResponse, error) {
 			queries, tokens = append(queries, req.GetQuery()), append(tokens, string(req.GetNextPageToken()))
+			if listFails {
+				return nil, errors.New("visibility unavailable")
+			}
 			from := 0
 			if len(req.GetNextPageToken()) > 0 {
 				from = int(req.GetNextPageToken()[0])
@@ -160,9 +164,16 @@ func TestStuckScanWalksEveryPageOfTheListing(t *testing.T) {
 	require.Equal(t, 2.0, gauge(), "both stuck runs, one on each page")
 	clock = clock.Add(time.Minute)
 	require.NoError(t, s.scan(context.Background()))
-	require.Equal(t, []string{"", "\x02", ""}, tokens)
 	require.Equal(t, queries[0], queries[1], "the pages of one listing share its query")
 	require.NotEqual(t, queries[1], queries[2], "the next listing looks one minute later")
+
+	// A page that fails starts the listing over; the gauges keep the last complete count.
+	listFails = true
+	require.Error(t, s.scan(context.Background()))
+	listFails = false
+	require.NoError(t, s.scan(context.Background()))
+	require.Equal(t, []string{"", "\x02", "", "\x02", ""}, tokens)
+	require.Equal(t, 2.0, gauge())
 }
 
 // noHistory is a workflow service whose history reads fail (the stuck detail stays short).

@@ -24,7 +24,7 @@ const (
 	MinStuckScanInterval = time.Second
 	MaxStuckScanInterval = time.Hour
 	// maxStuckDescribes bounds one scan's cost: one visibility page of this size, one
-	// DescribeWorkflowExecution per run on it.
+	// DescribeWorkflowExecution per run on it. More running runs take more scans (stuckSweep).
 	maxStuckDescribes = 100
 	// minStuckScanTimeout bounds one scan when the interval is shorter: 100 describes of a
 	// loaded frontend take seconds.
@@ -33,7 +33,7 @@ const (
 
 // stuckScan looks, every interval, for MergeWal and CompactBase runs that cannot make
 // progress: a run started more than one interval ago is described and classified
-// (ClassifyRun). Each stuck run is logged with its reason, counted in
+// (ClassifyRun), one listing page per scan (stuckSweep). Each stuck run is logged with its reason, counted in
 // walkeeper_merge_runs_stuck, and terminated when it is past the deadline without a run
 // timeout of its own (started by hand), so that the next trigger starts a fresh run instead
 // of attaching to it. Every worker scans: the cost is reads only (no Temporal action), a
@@ -47,6 +47,19 @@ type stuckScan struct {
 	log       *zap.Logger
 	metrics   *Metrics
 	now       func() time.Time
+	pageSize  int // runs listed and described per scan: maxStuckDescribes
+	// sweep is the walk through the listing under way (nil: the next scan starts one).
+	sweep *stuckSweep
+}
+
+// stuckSweep walks the listing of the runs that were older than one interval when it began,
+// one page per scan, and sets the gauges from its counts at the last page. Visibility lists
+// running runs newest first, so a single page would never reach the oldest runs of a fleet
+// with more than a page of long merges running, and those are the ones most likely stuck.
+type stuckSweep struct {
+	query string // fixed at the walk's start, which keeps its page tokens valid
+	token []byte // the next page; nil: the first
+	stuck map[[2]string]int
 }
 
 // run scans every interval (±10 %, so the workers of a fleet spread out) until ctx ends.
@@ -75,21 +88,27 @@ func stuckQuery(now time.Time, interval time.Duration) string {
 		contract.MergeWalWorkflow, contract.CompactBaseWorkflow, now.Add(-interval).UTC().Format(time.RFC3339))
 }
 
-// scan is one pass: list, describe, classify, report and terminate what only a terminate
-// ends. The gauges are replaced only after a complete scan.
+// scan reads one page of the sweep (starting one when none is under way): list, describe,
+// classify, report and terminate what only a terminate ends. The gauges are replaced when a
+// sweep reaches its last page; a failed page starts the sweep over at the next scan.
 func (s *stuckScan) scan(ctx context.Context) error {
 	now := s.now()
+	sw := s.sweep
+	if sw == nil {
+		sw = &stuckSweep{query: stuckQuery(now, s.interval), stuck: map[[2]string]int{}}
+	}
+	s.sweep = nil
 	resp, err := s.c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-		Namespace: s.namespace,
-		PageSize:  maxStuckDescribes,
-		Query:     stuckQuery(now, s.interval),
+		Namespace:     s.namespace,
+		PageSize:      int32(s.pageSize),
+		Query:         sw.query,
+		NextPageToken: sw.token,
 	})
 	if err != nil {
 		return fmt.Errorf("list running merges: %w", err)
 	}
-	stuck := map[[2]string]int{}
 	for i, e := range resp.GetExecutions() {
-		if i == maxStuckDescribes {
+		if i == s.pageSize {
 			break
 		}
 		typ, id, runID := e.GetType().GetName(), e.GetExecution().GetWorkflowId(), e.GetExecution().GetRunId()
@@ -109,7 +128,7 @@ func (s *stuckScan) scan(ctx context.Context) error {
 			continue
 		}
 		st = st.WithLastWorkflowTaskFailure(ctx, s.c, s.namespace, id, runID)
-		stuck[[2]string{typ, st.Reason}]++
+		sw.stuck[[2]string{typ, st.Reason}]++
 		s.log.Warn("run cannot make progress", zap.String("workflow_id", id), zap.String("run_id", runID),
 			zap.String("reason", st.Reason), zap.String("detail", st.Detail), zap.Duration("age", st.Age.Round(time.Second)),
 			zap.Duration("deadline", st.Deadline), zap.Bool("own_run_timeout", st.OwnTimeout))
@@ -117,7 +136,11 @@ func (s *stuckScan) scan(ctx context.Context) error {
 			s.terminate(ctx, typ, id, runID, st)
 		}
 	}
-	s.metrics.setStuck(stuck)
+	if sw.token = resp.GetNextPageToken(); len(sw.token) > 0 {
+		s.sweep = sw
+		return nil
+	}
+	s.metrics.setStuck(sw.stuck)
 	return nil
 }
 

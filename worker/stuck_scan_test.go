@@ -2,18 +2,24 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
+	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/mocks"
 	tworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 	"go.uber.org/zap/zaptest"
+	"google.golang.org/grpc"
 
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/internal/testkit/testtemporal"
@@ -65,7 +71,7 @@ func TestStuckScanOnTwoWorkersTerminatesOnce(t *testing.T) {
 	scans := make([]*stuckScan, 2)
 	for i := range scans {
 		scans[i] = &stuckScan{c: c, namespace: "default", interval: time.Minute, deadline: 10 * time.Minute,
-			log: zaptest.NewLogger(t), metrics: NewMetrics(nil), now: ahead}
+			log: zaptest.NewLogger(t), metrics: NewMetrics(nil), now: ahead, pageSize: maxStuckDescribes}
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, len(scans))
@@ -100,4 +106,81 @@ func TestStuckScanOnTwoWorkersTerminatesOnce(t *testing.T) {
 	// A later scan sees only the timed run.
 	require.NoError(t, scans[0].scan(ctx))
 	require.Equal(t, 1.0, testutil.ToFloat64(scans[0].metrics.stuck.runs.WithLabelValues(contract.MergeWalWorkflow, StuckWorkflowTask)))
+}
+
+// More running runs than a page: each scan reads one page of the same listing, the gauges
+// count the whole listing once its last page is read, and the next scan lists afresh. The
+// oldest runs, on the last page, are examined too.
+func TestStuckScanWalksEveryPageOfTheListing(t *testing.T) {
+	now := time.Date(2026, 12, 2, 7, 0, 0, 0, time.UTC)
+	clock := now
+	runs := []string{"new-healthy", "stuck-1", "stuck-2"} // newest first, as visibility lists them
+	c := &mocks.Client{}
+	var queries []string
+	var tokens []string
+	listFails := false
+	c.On("ListWorkflow", mock.Anything, mock.Anything).Return(
+		func(_ context.Context, req *workflowservice.ListWorkflowExecutionsRequest) (*workflowservice.ListWorkflowExecutionsResponse, error) {
+			queries, tokens = append(queries, req.GetQuery()), append(tokens, string(req.GetNextPageToken()))
+			if listFails {
+				return nil, errors.New("visibility unavailable")
+			}
+			from := 0
+			if len(req.GetNextPageToken()) > 0 {
+				from = int(req.GetNextPageToken()[0])
+			}
+			to := min(from+int(req.GetPageSize()), len(runs))
+			resp := &workflowservice.ListWorkflowExecutionsResponse{}
+			for _, id := range runs[from:to] {
+				resp.Executions = append(resp.Executions, &workflowpb.WorkflowExecutionInfo{
+					Execution: &commonpb.WorkflowExecution{WorkflowId: id, RunId: id},
+					Type:      &commonpb.WorkflowType{Name: contract.MergeWalWorkflow}})
+			}
+			if to < len(runs) {
+				resp.NextPageToken = []byte{byte(to)}
+			}
+			return resp, nil
+		}, nil)
+	c.On("DescribeWorkflowExecution", mock.Anything, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, id, _ string) (*workflowservice.DescribeWorkflowExecutionResponse, error) {
+			d := describedRun(now.Add(-10*time.Minute), time.Hour)
+			d.WorkflowExecutionInfo.Status = enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
+			if id != "new-healthy" {
+				d.PendingWorkflowTask = &workflowpb.PendingWorkflowTaskInfo{Attempt: 5}
+			}
+			return d, nil
+		}, nil)
+	c.On("WorkflowService").Return(noHistory{})
+
+	s := &stuckScan{c: c, namespace: "default", interval: time.Minute, deadline: 2 * time.Hour,
+		log: zaptest.NewLogger(t), metrics: NewMetrics(nil), now: func() time.Time { return clock }, pageSize: 2}
+	gauge := func() float64 {
+		return testutil.ToFloat64(s.metrics.stuck.runs.WithLabelValues(contract.MergeWalWorkflow, StuckWorkflowTask))
+	}
+	require.NoError(t, s.scan(context.Background()))
+	require.Zero(t, gauge(), "the listing is not read to its end yet")
+	clock = clock.Add(time.Minute)
+	require.NoError(t, s.scan(context.Background()))
+	require.Equal(t, 2.0, gauge(), "both stuck runs, one on each page")
+	clock = clock.Add(time.Minute)
+	require.NoError(t, s.scan(context.Background()))
+	require.Equal(t, queries[0], queries[1], "the pages of one listing share its query")
+	require.NotEqual(t, queries[1], queries[2], "the next listing looks one minute later")
+
+	// A page that fails starts the listing over; the gauges keep the last complete count.
+	listFails = true
+	require.Error(t, s.scan(context.Background()))
+	listFails = false
+	require.NoError(t, s.scan(context.Background()))
+	require.Equal(t, []string{"", "\x02", "", "\x02", ""}, tokens)
+	require.Equal(t, 2.0, gauge())
+}
+
+// noHistory is a workflow service whose history reads fail (the stuck detail stays short).
+type noHistory struct {
+	workflowservice.WorkflowServiceClient
+}
+
+func (noHistory) GetWorkflowExecutionHistoryReverse(context.Context, *workflowservice.GetWorkflowExecutionHistoryReverseRequest, ...grpc.CallOption) (*workflowservice.GetWorkflowExecutionHistoryReverseResponse, error) {
+	return nil, errors.New("no history in this test")
 }

@@ -176,7 +176,8 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 	w.flusher.Start(bgCtx)
 	if w.tc != nil && w.cfg.StuckScanInterval > 0 {
 		scan := &stuckScan{c: w.tc, namespace: w.cfg.Temporal.Namespace, interval: w.cfg.StuckScanInterval,
-			deadline: w.cfg.MergeRunTimeout, log: w.log.Named("stuck"), metrics: w.metrics, now: time.Now}
+			deadline: w.cfg.MergeRunTimeout, log: w.log.Named("stuck"), metrics: w.metrics, now: time.Now,
+			pageSize: maxStuckDescribes}
 		w.bg.Add(1)
 		go func() {
 			defer w.bg.Done()

@@ -11,6 +11,9 @@ import (
 // just committed, CompactBase starts no further pass, so the pass in flight finishes well
 // before Temporal ends the run (contract.RunContinueAfter). Deterministic: the run's start
 // time and timeout come from its first event, the age from workflow time.
+// A Reset run keeps its first event, so its age counts from the original start while the
+// server counts its run timeout from the reset: past half-way it hands over after its first
+// pass, early but never late.
 func runHandOverDue(ctx workflow.Context) bool {
 	info := workflow.GetInfo(ctx)
 	return workflow.Now(ctx).Sub(info.WorkflowStartTime) >= contract.RunContinueAfter(info.WorkflowRunTimeout)

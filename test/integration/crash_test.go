@@ -177,6 +177,27 @@ func (p *proc) waitLine(t *testing.T, timeout time.Duration, what string, match 
 	}
 }
 
+// waitListening waits for a `walkeeper worker` process's "worker started" log line (json
+// format) and returns the HTTP address it names.
+func (p *proc) waitListening(t *testing.T, what string) string {
+	t.Helper()
+	addr := ""
+	p.waitLine(t, waitLong, what, func(l string) bool {
+		var m map[string]any
+		if json.Unmarshal([]byte(l), &m) != nil || m["msg"] != "worker started" {
+			return false
+		}
+		for _, k := range []string{"http", "listen"} {
+			if s, ok := m[k].(string); ok && s != "" {
+				addr = s
+				return true
+			}
+		}
+		return false
+	})
+	return addr
+}
+
 // A worker killed mid-prepare → the workflow completes on retry with nothing lost. The
 // shard's owner is a real OS process whose Prepare hangs reading a generation; it is
 // SIGKILLed there. Its replacement, the walkeeper binary's `worker` command with the same
@@ -270,20 +291,7 @@ func TestWorkerKilledMidPrepare(t *testing.T) {
 	)
 	rep.Env = cleanEnv()
 	rp := startProc(t, suite.LogPath(safeName(t.Name())+".replacement"), rep)
-	var addr string
-	rp.waitLine(t, waitLong, "the replacement worker to listen", func(l string) bool {
-		var m map[string]any
-		if json.Unmarshal([]byte(l), &m) != nil || m["msg"] != "worker started" {
-			return false
-		}
-		for _, k := range []string{"http", "listen"} {
-			if s, ok := m[k].(string); ok && s != "" {
-				addr = s
-				return true
-			}
-		}
-		return false
-	})
+	addr := rp.waitListening(t, "the replacement worker to listen")
 
 	res := e.mergeResult(run, waitLong)
 	t.Logf("merge completed %s after the kill: %+v", time.Since(killedAt).Round(time.Millisecond), res)

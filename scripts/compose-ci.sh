@@ -224,8 +224,15 @@ dump() {
     fi
   done
 }
+# up_pid is a `docker-compose up -d` still running (it waits for the services a service
+# depends on to be healthy): a failure stops it before `down`, which would otherwise race it.
+up_pid=""
 cleanup() {
   local rc=$?
+  if [[ -n "$up_pid" ]]; then
+    kill "$up_pid" 2>/dev/null || true
+    wait "$up_pid" 2>/dev/null || true
+  fi
   if ((rc != 0)); then
     dump
     if [[ "${WALKEEPER_COMPOSE_KEEP:-}" == 1 ]]; then
@@ -245,7 +252,7 @@ trap 'exit 130' INT TERM
 # exit 0. Prints the seconds from the `up` until each got there, in that order.
 up_and_wait() {
   local label=$1 uplog="$cache/logs/up-${1// /-}.log"
-  local t0 deadline s svc status code health max restarts up_pid
+  local t0 deadline s svc status code health max restarts
   t0=$(date +%s)
   deadline=$(( t0 + timeout ))
   dc up -d >"$uplog" 2>&1 &
@@ -253,8 +260,10 @@ up_and_wait() {
   declare -A done_at=()
   while ((${#done_at[@]} < ${#services[@]})); do
     if [[ -n "$up_pid" ]] && ! kill -0 "$up_pid" 2>/dev/null; then
-      wait "$up_pid" || { cat "$uplog" >&2; die "$label: docker-compose up failed"; }
+      local up_rc=0
+      wait "$up_pid" || up_rc=$?
       up_pid=""
+      ((up_rc == 0)) || { cat "$uplog" >&2; die "$label: docker-compose up failed"; }
     fi
     local ids
     ids="$(docker ps -aq --filter "label=com.docker.compose.project=$project")"
@@ -278,7 +287,10 @@ up_and_wait() {
     sleep 1
   done
   if [[ -n "$up_pid" ]]; then
-    wait "$up_pid" || { cat "$uplog" >&2; die "$label: docker-compose up failed"; }
+    local up_rc=0
+    wait "$up_pid" || up_rc=$?
+    up_pid=""
+    ((up_rc == 0)) || { cat "$uplog" >&2; die "$label: docker-compose up failed"; }
   fi
   for s in "${services[@]}"; do
     if is_oneshot "$s"; then
@@ -334,11 +346,13 @@ assert set(rows) == {"a", "b"} and rows["b"]["n"] == 3 and rows["a"]["n"] in (1,
 PY
 
 # The merge in Temporal, as an operator finds it.
-# Visibility is eventually consistent: the completed run may take a moment to be listed.
+# Visibility is eventually consistent: the completed run may take a moment to be listed; a
+# listing that fails or times out is tried again, like an empty one.
+: >"$cache/logs/workflow-list.log"
 wf=""
 for _ in $(seq 30); do
-  wf="$("$bin/temporal" workflow list --address 127.0.0.1:7233 --namespace default \
-    --query "WorkflowType='MergeWal' AND ExecutionStatus='Completed'" -o json | python3 -c '
+  wf="$("$bin/temporal" workflow list --address 127.0.0.1:7233 --namespace default --command-timeout 10s \
+    --query "WorkflowType='MergeWal' AND ExecutionStatus='Completed'" -o json 2>>"$cache/logs/workflow-list.log" | python3 -c '
 import json, sys
 text = sys.stdin.read().strip()
 try:
@@ -347,11 +361,11 @@ except ValueError:
     items = [json.loads(l) for l in text.splitlines() if l.strip()]
 if isinstance(items, dict):
     items = [items]
-print(" ".join(w["execution"]["workflowId"] for w in items))')"
+print(" ".join(w["execution"]["workflowId"] for w in items))')" || wf=""
   [[ -z "$wf" ]] || break
   sleep 1
 done
-[[ -n "$wf" ]] || die "temporal workflow list finds no completed MergeWal"
+[[ -n "$wf" ]] || { tail -5 "$cache/logs/workflow-list.log" >&2; die "temporal workflow list finds no completed MergeWal"; }
 log "MergeWal in Temporal: $wf"
 
 # Restart on the same volumes: the schema and namespace steps run again and must leave them.

@@ -17,6 +17,11 @@ if [[ "${1:-}" == "--temporal" ]]; then
   shift
   [[ $# -ge 1 ]] || { echo "matrix-table: --temporal DEVLOG [CLUSTERLOG]" >&2; exit 2; }
   names=(dev-server postgres-cluster)
+  # test_result TEST LOG: the last PASS, FAIL or SKIP line of test TEST in LOG, or "-".
+  test_result() {
+    awk -v test="$1" 'match($0, "--- (PASS|FAIL|SKIP): " test " ") { split(substr($0, RSTART, RLENGTH), a, " "); r = a[2]; sub(":", "", r) }
+      END { print (r == "" ? "-" : r) }' "$2"
+  }
   bad=0
   printf '%-18s %-20s %-28s %-20s\n' "temporal server" "test/integration" "reliability restarts" "rolling upgrade"
   n=0
@@ -24,8 +29,8 @@ if [[ "${1:-}" == "--temporal" ]]; then
     [[ -f "$f" ]] || { echo "matrix-table: $f: no such file" >&2; exit 2; }
     name=${names[$n]:-log$n}; n=$((n + 1))
     integ=$(awk '$1 == "ok" && $2 ~ /\/test\/integration$/ { r = "PASS" } $1 == "FAIL" && $2 ~ /\/test\/integration$/ { r = "FAIL" } END { print (r == "" ? "-" : r) }' "$f")
-    rel=$(awk 'match($0, /--- (PASS|FAIL|SKIP): TestWorkerProcessesSurviveKillsAndTemporalRestarts /) { split(substr($0, RSTART, RLENGTH), a, " "); r = a[2]; sub(":", "", r) } END { print (r == "" ? "-" : r) }' "$f")
-    upg=$(awk 'match($0, /--- (PASS|FAIL|SKIP): TestRollingUpgradeKeepsMergesRunning /) { split(substr($0, RSTART, RLENGTH), a, " "); r = a[2]; sub(":", "", r) } END { print (r == "" ? "-" : r) }' "$f")
+    rel=$(test_result TestWorkerProcessesSurviveKillsAndTemporalRestarts "$f")
+    upg=$(test_result TestRollingUpgradeKeepsMergesRunning "$f")
     printf '%-18s %-20s %-28s %-20s\n' "$name" "$integ" "$rel" "$upg"
     for c in "$integ" "$rel" "$upg"; do
       if [[ $c == FAIL ]] || [[ -n "${CI:-}" && $c != PASS ]]; then bad=1; fi

@@ -18,17 +18,30 @@ addr="${TEMPORAL_ADDRESS:-temporal:7233}"
 ns="${DEFAULT_NAMESPACE:-default}"
 attempts="${ATTEMPTS:-60}"
 
-n=1
-until "$cli" operator namespace describe --address "$addr" --namespace "$ns" >/dev/null 2>&1; do
-  # Not served yet: register it (an "already exists" from a racing run is fine), and look again.
-  "$cli" operator namespace create --address "$addr" --namespace "$ns" --retention "${RETENTION:-24h}" >/dev/null 2>&1 || true
-  if [ "$n" -ge "$attempts" ]; then
-    echo "create-namespace: namespace $ns not served by $addr after $attempts attempts" >&2
-    exit 1
-  fi
-  n=$((n + 1))
-  sleep 1
-done
+# retry WHAT CMD...: runs CMD until it succeeds, 1 s apart; fails the script after $attempts tries.
+retry() {
+  what="$1"
+  shift
+  n=1
+  until "$@"; do
+    if [ "$n" -ge "$attempts" ]; then
+      echo "create-namespace: $what not served by $addr after $attempts attempts" >&2
+      exit 1
+    fi
+    n=$((n + 1))
+    sleep 1
+  done
+}
+quiet() { "$@" >/dev/null 2>&1; }
+
+# served_or_register: the namespace is served; if not, register it (an "already exists" from
+# a racing run is fine) and report not yet, so the next try looks again.
+served_or_register() {
+  quiet "$cli" operator namespace describe --address "$addr" --namespace "$ns" && return 0
+  quiet "$cli" operator namespace create --address "$addr" --namespace "$ns" --retention "${RETENTION:-24h}" || true
+  return 1
+}
+retry "namespace $ns" served_or_register
 
 # After a restart on existing volumes the namespace is served seconds before its schedules:
 # describing or updating one queries its scheduler workflow, which runs only once the server's
@@ -37,14 +50,6 @@ done
 first="$("$cli" schedule list --address "$addr" --namespace "$ns" -o json 2>/dev/null |
   sed -n 's/.*"scheduleId": *"\([^"]*\)".*/\1/p' | head -n 1)"
 if [ -n "$first" ]; then
-  n=1
-  until "$cli" schedule describe --address "$addr" --namespace "$ns" --schedule-id "$first" --command-timeout 5s >/dev/null 2>&1; do
-    if [ "$n" -ge "$attempts" ]; then
-      echo "create-namespace: schedule $first in $ns not served by $addr after $attempts attempts" >&2
-      exit 1
-    fi
-    n=$((n + 1))
-    sleep 1
-  done
+  retry "schedule $first in $ns" quiet "$cli" schedule describe --address "$addr" --namespace "$ns" --schedule-id "$first" --command-timeout 5s
 fi
 echo "create-namespace: $ns served by $addr${first:+ (schedules too)}"

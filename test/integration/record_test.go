@@ -15,6 +15,7 @@ import (
 	tworker "go.temporal.io/sdk/worker"
 
 	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/internal/actioncount"
 	"github.com/walkeeper/walkeeper/internal/cachebin"
 	"github.com/walkeeper/walkeeper/workflows"
 )
@@ -178,13 +179,15 @@ func TestRecordReplayHistories(t *testing.T) {
 func (e *env) resetAfterFirst(id, runID, activity string) string {
 	e.t.Helper()
 	ctx := e.ctx(time.Minute)
-	it := e.c.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	events, err := actioncount.History(ctx, e.c, id, runID)
+	if err != nil {
+		e.t.Fatal(err)
+	}
 	scheduled := map[int64]string{}
 	var completedAfter, resetTo int64
-	for it.HasNext() && resetTo == 0 {
-		ev, err := it.Next()
-		if err != nil {
-			e.t.Fatal(err)
+	for _, ev := range events {
+		if resetTo != 0 {
+			break
 		}
 		switch ev.GetEventType() {
 		case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
@@ -221,15 +224,11 @@ func (e *env) resetAfterFirst(id, runID, activity string) string {
 func (e *env) saveHistory(path, id, runID string) int {
 	e.t.Helper()
 	ctx := e.ctx(time.Minute)
-	it := e.c.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	h := &historypb.History{}
-	for it.HasNext() {
-		ev, err := it.Next()
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		h.Events = append(h.Events, ev)
+	events, err := actioncount.History(ctx, e.c, id, runID)
+	if err != nil {
+		e.t.Fatal(err)
 	}
+	h := &historypb.History{Events: events}
 	raw, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(h)
 	if err != nil {
 		e.t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/internal/actioncount"
 	"github.com/walkeeper/walkeeper/internal/testkit/apitest"
 	"github.com/walkeeper/walkeeper/internal/testkit/s3test"
 	"github.com/walkeeper/walkeeper/internal/testkit/walkeeperproc"
@@ -322,14 +323,9 @@ func (c *opCase) history(id, runID string) []*historypb.HistoryEvent {
 	c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitShort)
 	defer cancel()
-	it := c.r.c.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	var evs []*historypb.HistoryEvent
-	for it.HasNext() {
-		ev, err := it.Next()
-		if err != nil {
-			c.t.Fatalf("history of %s/%s: %v", id, runID, err)
-		}
-		evs = append(evs, ev)
+	evs, err := actioncount.History(ctx, c.r.c, id, runID)
+	if err != nil {
+		c.t.Fatalf("history of %s/%s: %v", id, runID, err)
 	}
 	return evs
 }

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/internal/actioncount"
 )
 
 // The names build B's change leaves in a history (testdata/note-merge-plan.patch).
@@ -132,12 +133,11 @@ func readRun(t *testing.T, c client.Client, f *fleet, id, runID string) run {
 	r := run{id: id, runID: runID}
 	notes := map[int64]bool{}       // scheduled event IDs of NoteMergePlan
 	scheduled := map[int64]string{} // scheduled event ID -> activity type
-	it := c.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	for it.HasNext() {
-		ev, err := it.Next()
-		if err != nil {
-			t.Fatalf("history of %s/%s: %v", id, runID, err)
-		}
+	events, err := actioncount.History(ctx, c, id, runID)
+	if err != nil {
+		t.Fatalf("history of %s/%s: %v", id, runID, err)
+	}
+	for _, ev := range events {
 		switch ev.GetEventType() {
 		case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
 			b := f.buildOf(ev.GetWorkflowTaskCompletedEventAttributes().GetIdentity())

@@ -1,18 +1,16 @@
 package testtemporal
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/walkeeper/walkeeper/internal/cachebin"
+	"github.com/walkeeper/walkeeper/internal/testkit/walkeeperproc"
 )
 
 // SuiteOptions configure a Suite.
@@ -158,23 +156,7 @@ func (s *Suite) WalkeeperBinary() (string, error) {
 				return
 			}
 		}
-		root, err := cachebin.ModuleRoot()
-		if err != nil {
-			s.buildErr = err
-			return
-		}
-		out := filepath.Join(s.binDir, "walkeeper")
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd/walkeeper")
-		cmd.Dir = root
-		var buf bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &buf, &buf
-		if err := cmd.Run(); err != nil {
-			s.buildErr = fmt.Errorf("go build ./cmd/walkeeper: %v\n%s", err, buf.String())
-			return
-		}
-		s.binPath = out
+		s.binPath, s.buildErr = walkeeperproc.Build(filepath.Join(s.binDir, "walkeeper"))
 	})
 	return s.binPath, s.buildErr
 }

@@ -146,6 +146,25 @@ func parseStagedRunKey(t Target, key string) (tag string, from, through uint64, 
 	return parts[1], from, through, true
 }
 
+// isClaimKey reports whether key is an attempt claim under the attempts/ prefix stem
+// (claimObjectKey without its hash and ".json"): stem + hashKey's 24 hex digits + ".json".
+func isClaimKey(stem, key string) bool {
+	h, ok := strings.CutPrefix(key, stem)
+	if !ok {
+		return false
+	}
+	h, ok = strings.CutSuffix(h, ".json")
+	if !ok || len(h) != 24 {
+		return false
+	}
+	for i := 0; i < len(h); i++ {
+		if (h[i] < '0' || h[i] > '9') && (h[i] < 'a' || h[i] > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 // isShardDir reports whether a directory name under _mem_wal/ is a shard id as ShardID makes
 // them: a UUID in its canonical lower-case form, or the id of an empty instance id.
 func isShardDir(name string) bool {

@@ -229,6 +229,8 @@ func TestCollectorsSkipForeignKeys(t *testing.T) {
 		dataKey(s.target, "m-"+hex+"-"+runIDShardTag(db.Shard())+"-1-99999999999999999999999"),
 		dataKey(s.target, "m-/nested/"+hex),
 		strings.TrimSuffix(dataKey(s.target, "m-"+hex+"-"+runIDShardTag(db.Shard())+"-1-1"), ".parquet"),
+		dataKey(s.target, "m-"+hex[:10]+"/"+hex[11:]+"-"+runIDShardTag(db.Shard())+"-1-1"),
+		dataKey(s.target, "m-"+strings.ToUpper("abcdef"+hex[6:])+"-"+runIDShardTag(db.Shard())+"-1-1"),
 	}
 	lookalike := dataKey(s.target, "m-"+hex+"-zzzzzzzz-1-1") // parses; its tag names no shard
 	attempts := strings.TrimSuffix(claimObjectKey(s.target, db.Shard(), ""), ".json")

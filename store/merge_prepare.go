@@ -197,7 +197,7 @@ func (s *Store) dropLeakedStaged(ctx context.Context, base *manifest.Base, attem
 		return err
 	}
 	for _, o := range objs {
-		if !isStagedRunKey(prefix, shard, o.Key) {
+		if !isStagedRunKey(s.target, prefix, shard, o.Key) {
 			s.db.foreignObject(foreignStaging, o.Key) // never deleted: not ours to delete
 			continue
 		}

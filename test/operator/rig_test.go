@@ -296,18 +296,6 @@ func (c *opCase) waitCompleted(id, runID string) {
 	}
 }
 
-// waitFor polls cond (an event, never a duration) until it holds.
-func (c *opCase) waitFor(what string, cond func() bool) {
-	c.t.Helper()
-	deadline := time.Now().Add(waitLong)
-	for !cond() {
-		if time.Now().After(deadline) {
-			c.t.Fatalf("timed out after %s waiting for %s", waitLong, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // held waits until the gate holds h's request.
 func (c *opCase) held(h *s3test.Hold, what string) {
 	c.t.Helper()

@@ -207,6 +207,13 @@ func stopMerge(t *testing.T, r *rig, action, step string) {
 	if a.status != http.StatusConflict || !strings.Contains(a.body, `"merge_stopped"`) || !strings.Contains(a.body, said) {
 		t.Errorf("wait=true caller after %s: %d %s; want 409 merge_stopped saying it %s", action, a.status, a.body, said)
 	}
+	if action == "cancel" && step == "commit" {
+		// The pass whose commit the cancel interrupted is settled by the cancelled run itself:
+		// an Abort on a disconnected context, not left for the next merge.
+		if n := c.completed(id, run, contract.AbortActivity); n == 0 {
+			t.Errorf("the cancelled run completed no Abort:\n%s", c.historyText(id, run))
+		}
+	}
 	c.verify("after the "+action, true)
 	c.drain()
 }

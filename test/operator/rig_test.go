@@ -362,6 +362,22 @@ func (c *opCase) eventAfter(id, runID, typ string, nth int) int64 {
 	return 0
 }
 
+// completed counts the completions of activity typ in the run's history.
+func (c *opCase) completed(id, runID, typ string) int {
+	c.t.Helper()
+	scheduled := map[int64]string{}
+	n := 0
+	for _, ev := range c.history(id, runID) {
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil {
+			scheduled[ev.GetEventId()] = a.GetActivityType().GetName()
+		}
+		if a := ev.GetActivityTaskCompletedEventAttributes(); a != nil && scheduled[a.GetScheduledEventId()] == typ {
+			n++
+		}
+	}
+	return n
+}
+
 // checkHistories fails the case if any run of the case's workflows failed a workflow task
 // with non-determinism (TMPRL1100), and checks every run still running is making progress
 // later (the drain waits for it).

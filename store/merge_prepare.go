@@ -230,7 +230,7 @@ func (s *Store) commitClaimed(ctx context.Context, attempt, shard, key string) (
 	if !ok {
 		return false, nil
 	}
-	raw, err := s.db.bucket.Get(ctx, claimObjectKey(s.target, shard, hashKey(attempt, fmt.Sprint(through))))
+	raw, err := s.db.bucket.Get(ctx, s.attemptClaimKey(attempt, shard, through))
 	if errors.Is(err, ErrNotFound) {
 		return false, nil
 	}

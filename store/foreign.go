@@ -21,6 +21,7 @@ const (
 	foreignShards      = "shards"      // directories under _mem_wal/
 	foreignDemand      = "demand"      // _demand/<kind>/
 	foreignStaging     = "staging"     // a merge attempt's staged runs under data/
+	foreignClaims      = "claims"      // _mem_wal/<shard>/attempts/
 )
 
 // foreignLogEvery is how often each place may log a foreign key.

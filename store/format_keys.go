@@ -105,22 +105,9 @@ func parseRegistryKey(kind Kind, key string) (string, bool) {
 
 // isStagedRunKey reports whether key is a run an attempt of shard staged under the data key
 // prefix stem (dataKey of stagedRunPrefix without ".parquet"): stem + <shard tag>-<from>-<through>.parquet.
-func isStagedRunKey(stem, shard, key string) bool {
-	rest, ok := strings.CutPrefix(key, stem+runIDShardTag(shard)+"-")
-	if !ok {
-		return false
-	}
-	rest, ok = strings.CutSuffix(rest, ".parquet")
-	if !ok {
-		return false
-	}
-	from, through, ok := strings.Cut(rest, "-")
-	if !ok {
-		return false
-	}
-	f, ok1 := parseCounter(from, 0)
-	t, ok2 := parseCounter(through, 0)
-	return ok1 && ok2 && f <= t
+func isStagedRunKey(t Target, stem, shard, key string) bool {
+	tag, _, _, ok := parseStagedRunKey(t, key)
+	return ok && tag == runIDShardTag(shard) && strings.HasPrefix(key, stem)
 }
 
 // parseStagedRunKey splits the data key of a staged run of t, dataKey of
@@ -135,7 +122,7 @@ func parseStagedRunKey(t Target, key string) (tag string, from, through uint64, 
 		return "", 0, 0, false
 	}
 	parts := strings.Split(name, "-")
-	if len(parts) != 4 || len(parts[0]) != 24 || parts[1] == "" {
+	if len(parts) != 4 || !isHashKey(parts[0]) || parts[1] == "" {
 		return "", 0, 0, false
 	}
 	from, ok1 := parseCounter(parts[2], 0)
@@ -144,6 +131,30 @@ func parseStagedRunKey(t Target, key string) (tag string, from, through uint64, 
 		return "", 0, 0, false
 	}
 	return parts[1], from, through, true
+}
+
+// isClaimKey reports whether key is an attempt claim under the attempts/ prefix stem
+// (claimObjectKey without its hash and ".json"): stem + hashKey's 24 hex digits + ".json".
+func isClaimKey(stem, key string) bool {
+	h, ok := strings.CutPrefix(key, stem)
+	if !ok {
+		return false
+	}
+	h, ok = strings.CutSuffix(h, ".json")
+	return ok && isHashKey(h)
+}
+
+// isHashKey reports whether h is a name hashKey makes: 24 lower-case hex digits.
+func isHashKey(h string) bool {
+	if len(h) != 24 {
+		return false
+	}
+	for i := 0; i < len(h); i++ {
+		if (h[i] < '0' || h[i] > '9') && (h[i] < 'a' || h[i] > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // isShardDir reports whether a directory name under _mem_wal/ is a shard id as ShardID makes

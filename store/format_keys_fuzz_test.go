@@ -68,8 +68,13 @@ func FuzzKeyParsers(f *testing.F) {
 				require.True(t, r.Gen <= maxCounter && r.Bytes >= 0)
 			}
 		}
-		if isStagedRunKey(stem, shard, key) {
+		if isStagedRunKey(fuzzTarget, stem, shard, key) {
 			require.True(t, strings.HasPrefix(key, stem) && strings.HasSuffix(key, ".parquet") && !strings.Contains(key[len(stem):], "/"))
+		}
+		if tag, from, through, ok := parseStagedRunKey(fuzzTarget, key); ok {
+			hash := strings.TrimPrefix(key, strings.TrimSuffix(dataKey(fuzzTarget, stagedRunNamePrefix), ".parquet"))[:24]
+			require.Equal(t, dataKey(fuzzTarget, fmt.Sprintf("%s%s-%s-%d-%d", stagedRunNamePrefix, hash, tag, from, through)), key)
+			require.True(t, 1 <= from && from <= through && through <= maxCounter)
 		}
 		if isShardDir(key) {
 			require.True(t, key == ShardID("") || len(key) == 36)

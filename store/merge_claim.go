@@ -74,7 +74,13 @@ func (s *Store) validateRound(ps []*PreparedMerge) error {
 
 // claimKey is the object key of p's attempt claim.
 func (s *Store) claimKey(p *PreparedMerge) string {
-	return claimObjectKey(s.target, p.Shard, hashKey(p.AttemptKey, fmt.Sprint(p.Through)))
+	return s.attemptClaimKey(p.AttemptKey, p.Shard, p.Through)
+}
+
+// attemptClaimKey is the object key of the claim of attempt's merge of shard through
+// generation through: an attempt's runs and its claim are named by the same range end.
+func (s *Store) attemptClaimKey(attempt, shard string, through uint64) string {
+	return claimObjectKey(s.target, shard, hashKey(attempt, fmt.Sprint(through)))
 }
 
 // claim validates p and records state ("commit" or "abort") for the attempt. It returns

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 
 	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/walkeeper/walkeeper/store/manifest"
 )
@@ -17,16 +19,20 @@ import (
 // no commit of any attempt can publish it. A round that moves a watermark is exactly when
 // runs become collectable, so the round commit collects them (decision 0281).
 
-// collectAbandonedStaged deletes every staged run of this store that the latest base does
-// not reference and whose shard's watermark reaches into its range. It costs one LIST of
-// the store's staged and merged runs (data/m-*, a page per 1,000, bounded by compaction);
-// only when it finds a candidate, one LIST of the shard directories and a DELETE per run.
-// The base is the one this handle cached, so the common case, nothing to collect, costs that
-// one LIST. It returns how many runs it deleted.
+// collectPerRound bounds the objects each collector deletes in one round commit, so a bucket
+// full of leftovers adds a bounded tail to one commit; the next round goes on with the rest.
+const collectPerRound = 100
+
+// collectAbandonedStaged deletes the staged runs of this store that the latest base does
+// not reference and whose shard's watermark reaches into their range, at most
+// collectPerRound of them. It costs one LIST of the store's staged and merged runs (data/m-*,
+// a page per 1,000, bounded by compaction); only when it finds a candidate, one LIST of the
+// shard directories and a DELETE per run. The base is the one this handle cached, so the
+// common case, nothing to collect, costs that one LIST. It returns how many runs it deleted.
 //
 // INVARIANT: a run whose range is open, or whose shard tag matches no shard or more than
 // one (the tag is a shard id's first 8 characters), is never deleted here: only its
-// attempt's abort claim can prove it unpublishable.
+// attempt's abort claim can prove it unpublishable. A name Prepare never makes is foreign.
 func (s *Store) collectAbandonedStaged(ctx context.Context, own []*PreparedMerge) (int, error) {
 	base, err := s.collectorBase(ctx)
 	if err != nil {
@@ -55,7 +61,8 @@ func (s *Store) collectAbandonedStaged(ctx context.Context, own []*PreparedMerge
 		}
 		tag, from, through, ok := parseStagedRunKey(s.target, o.Key)
 		if !ok {
-			continue // not a name Prepare makes: not ours to judge
+			s.db.foreignObject(foreignStaging, o.Key) // never deleted: not ours to delete
+			continue
 		}
 		if !coveredByTag(base, tag, from, through) {
 			continue // open for every shard it may belong to (the usual in-flight Prepare)
@@ -75,6 +82,9 @@ func (s *Store) collectAbandonedStaged(ctx context.Context, own []*PreparedMerge
 	}
 	deleted := 0
 	for _, c := range cands {
+		if deleted == collectPerRound {
+			break
+		}
 		if len(owners[c.tag]) != 1 {
 			continue
 		}
@@ -119,41 +129,67 @@ func (s *Store) collectorBase(ctx context.Context) (*manifest.Base, error) {
 // claimed attempt's last generation: from then on the watermark alone answers every late
 // commit or abort of it (dropClaim), so the claim protects nothing. The abort claim of an
 // attempt aborted with its range open is the one nobody else deletes: a cancelled merge
-// leaves one per pass it aborted. It costs one LIST of attempts/ per shard, and a GET and
-// a DELETE per claim found. It returns how many claims it deleted.
+// leaves one per pass it aborted. It costs one LIST of attempts/ per shard, the shards
+// listed roundCleanupConcurrency at a time, and a GET and a DELETE per claim found, at most
+// collectPerRound deletes per shard. It returns how many claims it deleted.
 //
-// INVARIANT: a claim whose attempt's range the watermark does not cover is never deleted.
+// INVARIANT: a claim whose attempt's range the watermark does not cover is never deleted,
+// nor is a key under attempts/ that is not a claim walkeeper wrote (foreign).
 func (s *Store) collectSettledClaims(ctx context.Context, shards []string) (int, error) {
 	base, err := s.collectorBase(ctx)
 	if err != nil {
 		return 0, err
 	}
-	deleted := 0
+	var deleted atomic.Int64
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(roundCleanupConcurrency)
 	for _, shard := range shards {
-		objs, err := s.db.bucket.List(ctx, strings.TrimSuffix(claimObjectKey(s.target, shard, ""), ".json"))
+		g.Go(func() error {
+			n, err := s.collectShardClaims(gctx, base.Watermarks[shard], shard)
+			deleted.Add(int64(n))
+			return err
+		})
+	}
+	err = g.Wait()
+	return int(deleted.Load()), err
+}
+
+// collectShardClaims deletes the claims under one shard's attempts/ whose through the
+// watermark covers, at most collectPerRound of them.
+func (s *Store) collectShardClaims(ctx context.Context, watermark uint64, shard string) (int, error) {
+	prefix := strings.TrimSuffix(claimObjectKey(s.target, shard, ""), ".json")
+	objs, err := s.db.bucket.List(ctx, prefix)
+	if err != nil {
+		return 0, err
+	}
+	deleted := 0
+	for _, o := range objs {
+		if deleted == collectPerRound {
+			break
+		}
+		if !isClaimKey(prefix, o.Key) {
+			s.db.foreignObject(foreignClaims, o.Key)
+			continue
+		}
+		raw, err := s.db.bucket.Get(ctx, o.Key)
+		if errors.Is(err, ErrNotFound) {
+			continue // dropped by its own commit or abort meanwhile
+		}
 		if err != nil {
 			return deleted, err
 		}
-		for _, o := range objs {
-			raw, err := s.db.bucket.Get(ctx, o.Key)
-			if errors.Is(err, ErrNotFound) {
-				continue // dropped by its own commit or abort meanwhile
-			}
-			if err != nil {
-				return deleted, err
-			}
-			var c manifest.AttemptClaim
-			if decodeJSONObject(raw, &c, "attempt claim") != nil || c.Through == 0 {
-				continue // not a claim walkeeper wrote: not ours to judge
-			}
-			if base.Watermarks[shard] < c.Through {
-				continue
-			}
-			if err := s.db.bucket.Delete(ctx, o.Key); err != nil && !errors.Is(err, ErrNotFound) {
-				return deleted, err
-			}
-			deleted++
+		var c manifest.AttemptClaim
+		if decodeJSONObject(raw, &c, "attempt claim") != nil || c.Through == 0 {
+			s.db.foreignObject(foreignClaims, o.Key) // not a claim walkeeper wrote: not ours to judge
+			continue
 		}
+		if watermark < c.Through {
+			continue
+		}
+		if err := s.db.bucket.Delete(ctx, o.Key); err != nil && !errors.Is(err, ErrNotFound) {
+			return deleted, err
+		}
+		deleted++
 	}
 	return deleted, nil
 }

@@ -41,6 +41,21 @@ func (c *opCounter) count(f func()) map[string]int {
 	return c.n
 }
 
+// countedStore opens a DB for the instance "w1" on a fresh in-memory bucket whose requests
+// counter counts, and creates the generic store name in it.
+func countedStore(t *testing.T, name string) (*DB, *Store, *opCounter) {
+	t.Helper()
+	ctx := context.Background()
+	b, err := objstore.OpenBucket(ctx, fmt.Sprintf("mem://%s-%d", name, testURLSeq.Add(1)))
+	require.NoError(t, err)
+	counter := &opCounter{}
+	opts := DefaultOptions()
+	opts.InstanceID = "w1"
+	db := OpenDBOnBucket(b.WithFaults(counter.faults()), opts)
+	t.Cleanup(func() { _ = db.Close(ctx) })
+	return db, createGeneric(t, db, name, false), counter
+}
+
 func stagedExists(t *testing.T, s *Store, p *PreparedMerge) bool {
 	t.Helper()
 	ok, err := s.db.bucket.Exists(context.Background(), p.Staged[0].Path)
@@ -55,15 +70,7 @@ func stagedExists(t *testing.T, s *Store, p *PreparedMerge) bool {
 // does.
 func TestRoundCommitCollectsAbandonedStagedRuns(t *testing.T) {
 	ctx := context.Background()
-	url := fmt.Sprintf("mem://collect-%d", testURLSeq.Add(1))
-	b, err := objstore.OpenBucket(ctx, url)
-	require.NoError(t, err)
-	counter := &opCounter{}
-	opts := DefaultOptions()
-	opts.InstanceID = "w1"
-	db := OpenDBOnBucket(b.WithFaults(counter.faults()), opts)
-	t.Cleanup(func() { _ = db.Close(ctx) })
-	s := createGeneric(t, db, "collect", false)
+	db, s, counter := countedStore(t, "collect")
 	for i := 1; i <= 4; i++ {
 		seal(t, s, row(fmt.Sprintf("k%d", i), int64(i)))
 	}
@@ -151,15 +158,7 @@ func TestRoundCommitCollectsAbandonedStagedRuns(t *testing.T) {
 // deletes it. The claim collector costs one LIST per committed shard when it finds nothing.
 func TestRoundCommitCollectsSettledClaims(t *testing.T) {
 	ctx := context.Background()
-	url := fmt.Sprintf("mem://claims-%d", testURLSeq.Add(1))
-	b, err := objstore.OpenBucket(ctx, url)
-	require.NoError(t, err)
-	counter := &opCounter{}
-	opts := DefaultOptions()
-	opts.InstanceID = "w1"
-	db := OpenDBOnBucket(b.WithFaults(counter.faults()), opts)
-	t.Cleanup(func() { _ = db.Close(ctx) })
-	s := createGeneric(t, db, "claims", false)
+	db, s, counter := countedStore(t, "claims")
 	seal(t, s, row("a", 1))
 	seal(t, s, row("b", 2))
 
@@ -210,3 +209,74 @@ func TestStagedRunKeysParse(t *testing.T) {
 }
 
 func intPtr(n int) *int { return &n }
+
+// Keys under data/m- and attempts/ that walkeeper did not write are never read as claims of
+// another form, never deleted and counted foreign; a look-alike staged run whose tag names no
+// shard is left alone too.
+func TestCollectorsSkipForeignKeys(t *testing.T) {
+	ctx := context.Background()
+	db, m, _ := foreignDB(t, fmt.Sprintf("mem://collect-foreign-%d", testURLSeq.Add(1)), "w1")
+	s := createGeneric(t, db, "foreign", false)
+	seal(t, s, row("a", 1))
+	seal(t, s, row("b", 2))
+	_, err := s.MergeAll(ctx)
+	require.NoError(t, err)
+
+	hex := strings.Repeat("0", 24)
+	data := []string{
+		dataKey(s.target, "m-x"),
+		dataKey(s.target, "m-"+hex+"-"+runIDShardTag(db.Shard())+"-2-1"),
+		dataKey(s.target, "m-"+hex+"-"+runIDShardTag(db.Shard())+"-1-99999999999999999999999"),
+		dataKey(s.target, "m-/nested/"+hex),
+		strings.TrimSuffix(dataKey(s.target, "m-"+hex+"-"+runIDShardTag(db.Shard())+"-1-1"), ".parquet"),
+		dataKey(s.target, "m-"+hex[:10]+"/"+hex[11:]+"-"+runIDShardTag(db.Shard())+"-1-1"),
+		dataKey(s.target, "m-"+strings.ToUpper("abcdef"+hex[6:])+"-"+runIDShardTag(db.Shard())+"-1-1"),
+	}
+	lookalike := dataKey(s.target, "m-"+hex+"-zzzzzzzz-1-1") // parses; its tag names no shard
+	attempts := strings.TrimSuffix(claimObjectKey(s.target, db.Shard(), ""), ".json")
+	claims := []string{
+		attempts + "README.txt",
+		attempts + "zz.json",
+		attempts + strings.ToUpper("abcdef"+hex[6:]) + ".json",
+		attempts + "nested/" + hex + ".json",
+		attempts + hex + ".json", // a claim's name, not a claim's body
+	}
+	putForeign(t, db, append(append(append([]string{}, data...), lookalike), claims...)...)
+	require.NoError(t, db.bucket.Put(ctx, attempts+strings.Repeat("1", 24)+".json", []byte(`{"state":"abort"}`)))
+
+	n, err := s.collectAbandonedStaged(ctx, nil)
+	require.NoError(t, err)
+	require.Zero(t, n)
+	require.Equal(t, float64(len(data)), foreignCount(m, foreignStaging))
+	n, err = s.collectSettledClaims(ctx, []string{db.Shard()})
+	require.NoError(t, err)
+	require.Zero(t, n)
+	require.Equal(t, float64(len(claims)+1), foreignCount(m, foreignClaims))
+	requireStillThere(t, db, append(append(data, lookalike), claims...)...)
+	requireStillThere(t, db, attempts+strings.Repeat("1", 24)+".json")
+}
+
+// A bucket full of leftovers costs one round at most collectPerRound deletes per collector;
+// the next round goes on with the rest.
+func TestCollectorsAreBoundedPerRound(t *testing.T) {
+	ctx := context.Background()
+	db, s := newGenericStore(t, fmt.Sprintf("mem://collect-bound-%d", testURLSeq.Add(1)), "bound")
+	seal(t, s, row("a", 1))
+	_, err := s.MergeAll(ctx)
+	require.NoError(t, err)
+	shard := db.Shard()
+	for i := range collectPerRound + 1 {
+		attempt := fmt.Sprintf("gone-%d", i)
+		require.NoError(t, db.bucket.Put(ctx, dataKey(s.target, stagedRunID(stagedRunPrefix(attempt, s.target, shard), shard, 1, 1)), []byte("x")))
+		claim := &PreparedMerge{AttemptKey: attempt, Shard: shard, Through: 1}
+		require.NoError(t, db.bucket.Put(ctx, s.claimKey(claim), []byte(`{"state":"abort","attempt_key":"`+attempt+`","through":1}`)))
+	}
+	for _, want := range []int{collectPerRound, 1, 0} {
+		n, err := s.collectAbandonedStaged(ctx, nil)
+		require.NoError(t, err)
+		require.Equal(t, want, n, "staged runs")
+		n, err = s.collectSettledClaims(ctx, []string{shard})
+		require.NoError(t, err)
+		require.Equal(t, want, n, "claims")
+	}
+}

@@ -197,7 +197,7 @@ func (s *Store) dropLeakedStaged(ctx context.Context, base *manifest.Base, attem
 		return err
 	}
 	for _, o := range objs {
-		if !isStagedRunKey(prefix, shard, o.Key) {
+		if !isStagedRunKey(s.target, prefix, shard, o.Key) {
 			s.db.foreignObject(foreignStaging, o.Key) // never deleted: not ours to delete
 			continue
 		}
@@ -230,7 +230,7 @@ func (s *Store) commitClaimed(ctx context.Context, attempt, shard, key string) (
 	if !ok {
 		return false, nil
 	}
-	raw, err := s.db.bucket.Get(ctx, claimObjectKey(s.target, shard, hashKey(attempt, fmt.Sprint(through))))
+	raw, err := s.db.bucket.Get(ctx, s.attemptClaimKey(attempt, shard, through))
 	if errors.Is(err, ErrNotFound) {
 		return false, nil
 	}

@@ -364,14 +364,17 @@ func TestHTTPMergeWalErrors(t *testing.T) {
 		t.Fatalf("merge_failed lacks workflow_id: %s", r.body)
 	}
 
-	// Cancelled in Temporal Web: a conflict that says so, not a failure.
-	w.api.start = func(_ context.Context, t store.Target, _ contract.MergeWalInput, _ ...contract.StartOption) (client.WorkflowRun, error) {
-		return &fakeRun{id: "merge-wal/" + t.Path(), runID: "r", err: temporal.NewCanceledError()}, nil
-	}
-	r = c.do(http.MethodPost, "/api/v1/stores/generic/gs/merge-wal?wait=1", "", nil)
-	m = expect(t, r, http.StatusConflict, CodeMergeStopped)
-	if m["workflow_id"] != "merge-wal/generic/gs" || !strings.Contains(fmt.Sprint(m["error"]), "was cancelled") {
-		t.Fatalf("merge_stopped answer: %s", r.body)
+	// Cancelled in Temporal Web, or terminated (a reset terminates the run it replaces): a
+	// conflict that says so, not a failure.
+	for said, stop := range map[string]error{"was cancelled": temporal.NewCanceledError(), "was terminated": &temporal.TerminatedError{}} {
+		w.api.start = func(_ context.Context, t store.Target, _ contract.MergeWalInput, _ ...contract.StartOption) (client.WorkflowRun, error) {
+			return &fakeRun{id: "merge-wal/" + t.Path(), runID: "r", err: fmt.Errorf("workflow execution error: %w", stop)}, nil
+		}
+		r = c.do(http.MethodPost, "/api/v1/stores/generic/gs/merge-wal?wait=1", "", nil)
+		m = expect(t, r, http.StatusConflict, CodeMergeStopped)
+		if m["workflow_id"] != "merge-wal/generic/gs" || !strings.Contains(fmt.Sprint(m["error"]), said) {
+			t.Fatalf("merge_stopped answer: %s", r.body)
+		}
 	}
 }
 

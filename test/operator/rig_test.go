@@ -297,18 +297,6 @@ func (c *opCase) waitCompleted(id, runID string) {
 	}
 }
 
-// waitFor polls cond (an event, never a duration) until it holds.
-func (c *opCase) waitFor(what string, cond func() bool) {
-	c.t.Helper()
-	deadline := time.Now().Add(waitLong)
-	for !cond() {
-		if time.Now().After(deadline) {
-			c.t.Fatalf("timed out after %s waiting for %s", waitLong, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // held waits until the gate holds h's request.
 func (c *opCase) held(h *s3test.Hold, what string) {
 	c.t.Helper()
@@ -368,6 +356,22 @@ func (c *opCase) eventAfter(id, runID, typ string, nth int) int64 {
 	}
 	c.t.Fatalf("%s/%s: no workflow task completed after %s #%d:\n%s", id, runID, typ, nth, c.historyText(id, runID))
 	return 0
+}
+
+// completed counts the completions of activity typ in the run's history.
+func (c *opCase) completed(id, runID, typ string) int {
+	c.t.Helper()
+	scheduled := map[int64]string{}
+	n := 0
+	for _, ev := range c.history(id, runID) {
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil {
+			scheduled[ev.GetEventId()] = a.GetActivityType().GetName()
+		}
+		if a := ev.GetActivityTaskCompletedEventAttributes(); a != nil && scheduled[a.GetScheduledEventId()] == typ {
+			n++
+		}
+	}
+	return n
 }
 
 // checkHistories fails the case if any run of the case's workflows failed a workflow task

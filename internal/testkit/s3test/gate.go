@@ -27,12 +27,11 @@ type Hold struct {
 	contains []string
 	skip     int
 
-	hit      chan struct{} // closed when the request is held
-	release  chan struct{} // closed by Release
-	done     chan struct{} // closed when the held request has been served
-	once     sync.Once
-	seen     int
-	captured string
+	hit     chan struct{} // closed when the request is held
+	release chan struct{} // closed by Release
+	done    chan struct{} // closed when the held request has been served
+	once    sync.Once
+	seen    int
 }
 
 // Hold arms a rule and returns it. skip matching requests pass before the one held.
@@ -49,12 +48,6 @@ func (h *Hold) Hit() <-chan struct{} { return h.hit }
 
 // Done is closed once the held request has been served (or its client gave up).
 func (h *Hold) Done() <-chan struct{} { return h.done }
-
-// Path is the path of the held request ("" before Hit).
-func (h *Hold) Path() string {
-	<-h.hit
-	return h.captured
-}
 
 // Release lets the held request (and any later one) through; safe to call twice.
 func (h *Hold) Release() { h.once.Do(func() { close(h.release) }) }
@@ -93,7 +86,6 @@ func (g *Gate) match(r *http.Request) *Hold {
 			continue
 		}
 		g.holds = append(g.holds[:i:i], g.holds[i+1:]...)
-		h.captured = r.URL.Path
 		return h
 	}
 	return nil

@@ -34,7 +34,7 @@ const FairnessProbeWorkflow = "WalkeeperFairnessProbe"
 // probe counts a majority instead of reading one position, and queues enough heavy tasks
 // that no partition runs out of them within the polls when it dispatches in arrival order.
 const (
-	probeHeavyTasks = 32
+	probeHeavyTasks = 64
 	probeLightTasks = 16
 	probePolls      = 8
 	probeTimeout    = time.Minute
@@ -52,7 +52,7 @@ var ErrFairnessInconclusive = errors.New("fairness probe inconclusive")
 // workflow. A fair server hands out mostly light tasks (their virtual time grows a million
 // times slower); a FIFO one the heavy key's, queued first. A round whose polls are split
 // (a partition may dispatch a heavy task it held before the light ones arrived) is run once
-// more. Cost per round: 48 workflow starts (actions on Temporal Cloud) and 1 to 10 seconds.
+// more. Cost per round: 80 workflow starts (actions on Temporal Cloud) and 1 to 10 seconds.
 // The error is ErrFairnessInconclusive or the server's.
 func ProbeFairness(ctx context.Context, c client.Client, namespace string) (bool, error) {
 	if namespace == "" {

@@ -41,7 +41,7 @@ func TestHistoryAgainstTemporal(t *testing.T) {
 	cfg.Listen = "127.0.0.1:0"
 	cfg.FlushInterval = time.Hour // seals only by the flush calls below
 	cfg.SweepInterval = 0
-	cfg.FairnessProbe = false // 48 workflow starts that are not the subject
+	cfg.FairnessProbe = false // 80 workflow starts that are not the subject
 	w, err := worker.New(cfg, zaptest.NewLogger(t), tc)
 	require.NoError(t, err)
 	require.NoError(t, w.Start(context.Background()))

@@ -15,6 +15,7 @@
 #
 # Exit status: 0 valid, 1 invalid, 2 a tool is missing and cannot be installed.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/install-lib.sh"
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 file="${1:-$root/docker-compose.yml}"
@@ -27,9 +28,8 @@ apt_install() {
     return 1
   fi
   log "installing $* (apt-get)"
-  export DEBIAN_FRONTEND=noninteractive
-  if ! apt-get install -y -qq --no-install-recommends "$@" >/dev/null 2>&1; then
-    apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+  if ! apt_get install -y -qq --no-install-recommends "$@" >/dev/null 2>&1; then
+    apt_get update -qq >/dev/null && apt_get install -y -qq --no-install-recommends "$@" >/dev/null
   fi
 }
 

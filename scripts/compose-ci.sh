@@ -3,6 +3,9 @@
 # the tests; WALKEEPER_SKIP_COMPOSE=1 skips it).
 #
 #   scripts/compose-ci.sh
+#   scripts/compose-ci.sh --prepare   only step 1's packages and the Debian rootfs below: what
+#                                     needs the network and little CPU, which .ci/run starts
+#                                     beside the installs and tests. No daemon is started.
 #
 # 1. The engine: installs Debian's docker.io, docker-compose and mmdebstrap when missing
 #    (apt-get, as root) and starts dockerd in the background unless one answers.
@@ -28,9 +31,12 @@
 #   WALKEEPER_COMPOSE_KEEP=1    leave the stack (and a dockerd this script started) running on
 #                               failure, to look at it
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/install-lib.sh"
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
+prepare_only=""
+[[ "${1:-}" == "--prepare" ]] && prepare_only=1
 # The engine's own client first: another docker client on PATH may need plugins the engine lacks.
 export PATH="/usr/bin:/usr/sbin:$PATH"
 cache="$root/.cache/compose-ci"
@@ -53,9 +59,25 @@ command -v curl >/dev/null 2>&1 || need+=(curl)
 if ((${#need[@]})); then
   [[ "$(id -u)" == 0 ]] || die "need ${need[*]} (apt-get install as root)"
   log "installing ${need[*]} (apt-get)"
-  export DEBIAN_FRONTEND=noninteractive
-  (apt-get update -qq && apt-get install -y -qq --no-install-recommends "${need[@]}" iptables ca-certificates) \
+  (apt_get update -qq && apt_get install -y -qq --no-install-recommends "${need[@]}" iptables ca-certificates) \
     >"$cache/logs/apt.log" 2>&1 || { cat "$cache/logs/apt.log" >&2; die "apt-get install ${need[*]}"; }
+fi
+
+# The Debian rootfs every stand-in image starts from, as a tarball (imported below).
+mmdebstrap_args=(--variant=minbase --include=ca-certificates,busybox,tzdata bookworm)
+deb_key="$(printf '%s\n' "${mmdebstrap_args[@]}" | sha256sum | cut -c1-16)"
+tarball="$cache/debian-bookworm-$deb_key.tar"
+if [[ ! -f "$tarball" ]]; then
+  log "mmdebstrap ${mmdebstrap_args[*]} (first run only)"
+  # mmdebstrap picks the output format from the name: keep .tar last. One run at a time: a
+  # stage that finds the preparation's run still going waits for it.
+  flock "$cache/mmdebstrap.lock" bash -c '[[ -f "$1" ]] || { nice -n 15 ionice -c3 mmdebstrap "${@:3}" "$2" && mv "$2" "$1"; }' _ \
+    "$tarball" "${tarball%.tar}.partial.tar" "${mmdebstrap_args[@]}" >"$cache/logs/mmdebstrap.log" 2>&1 ||
+    { tail -30 "$cache/logs/mmdebstrap.log" >&2; die "mmdebstrap"; }
+fi
+if [[ -n "$prepare_only" ]]; then
+  log "prepared: engine packages and the Debian rootfs in $(since "$stage_start")"
+  exit 0
 fi
 # A dockerd this script starts is stopped when it ends, so the stage leaves no daemon behind.
 dockerd_pid=""
@@ -151,17 +173,7 @@ image_id() { docker image inspect -f '{{.Id}}' "$1"; }
 images_start=$(date +%s)
 # The Debian rootfs every stand-in starts from.
 debian=walkeeper-ci/debian:bookworm
-mmdebstrap_args=(--variant=minbase --include=ca-certificates,busybox,tzdata bookworm)
-deb_key="$(printf '%s\n' "${mmdebstrap_args[@]}" | sha256sum | cut -c1-16)"
 if [[ "$(docker image inspect -f '{{ index .Config.Labels "walkeeper.ci.key" }}' "$debian" 2>/dev/null || true)" != "$deb_key" ]]; then
-  tarball="$cache/debian-bookworm-$deb_key.tar"
-  if [[ ! -f "$tarball" ]]; then
-    log "mmdebstrap ${mmdebstrap_args[*]} (first run only)"
-    # mmdebstrap picks the output format from the name: keep .tar last.
-    quiet mmdebstrap "${mmdebstrap_args[@]}" "${tarball%.tar}.partial.tar" >"$cache/logs/mmdebstrap.log" 2>&1 ||
-      { tail -30 "$cache/logs/mmdebstrap.log" >&2; die "mmdebstrap"; }
-    mv "${tarball%.tar}.partial.tar" "$tarball"
-  fi
   docker import --change "LABEL walkeeper.ci.key=$deb_key" --change 'CMD ["/bin/bash"]' "$tarball" "$debian" >/dev/null
   log "image $debian: imported"
 else

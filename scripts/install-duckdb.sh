@@ -10,6 +10,7 @@
 #
 #   scripts/install-duckdb.sh [--force]
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/install-lib.sh"
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 dir="$root/test/duckdb"
@@ -26,9 +27,8 @@ node_ok() {
 if ! node_ok; then
   if [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null 2>&1; then
     log "installing nodejs and npm from Debian"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq nodejs npm >/dev/null
+    apt_get update -qq
+    apt_get install -y -qq nodejs npm >/dev/null
   fi
   if ! node_ok; then
     log "need Node.js >= 18 and npm on PATH (Debian: apt-get install nodejs npm)"

@@ -9,6 +9,13 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN_DIR="$ROOT/.cache/bin"
 mkdir -p "$BIN_DIR"
 
+# apt_get ARGS...: apt-get under one lock file, so the installers, check-compose.sh and the
+# compose stage's preparation, which .ci/run starts beside them, never meet at dpkg's lock
+# (apt-get fails at once when another apt-get holds it).
+apt_get() {
+  DEBIAN_FRONTEND=noninteractive flock "$ROOT/.cache/apt.lock" apt-get "$@"
+}
+
 # installed NAME VERSION: true when $BIN_DIR/NAME exists and was built at VERSION.
 installed() {
   local name=$1 version=$2

@@ -6,6 +6,7 @@
 # package's system service is never used.
 # Idempotent. Prints the directory holding initdb/postgres/pg_isready on the last line.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/install-lib.sh"
 
 MAJOR="${POSTGRES_MAJOR:-15}"
 
@@ -33,9 +34,8 @@ if [[ "$(id -u)" != 0 ]] || ! command -v apt-get >/dev/null 2>&1; then
 fi
 echo "installing postgresql-$MAJOR (apt-get) ..." >&2
 start=$(date +%s)
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq >&2
-apt-get install -y -qq --no-install-recommends "postgresql-$MAJOR" >&2
+apt_get update -qq >&2
+apt_get install -y -qq --no-install-recommends "postgresql-$MAJOR" >&2
 # The package starts a system cluster on port 5432; the tests never use it.
 dir="$(find_bin_dir)" || { echo "install-postgres: postgresql-$MAJOR installed but initdb not found" >&2; exit 1; }
 echo "installed PostgreSQL $MAJOR in $(( $(date +%s) - start ))s: $("$dir/postgres" --version)" >&2

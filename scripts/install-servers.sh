@@ -2,8 +2,8 @@
 # Install every server the test suites start, into ./.cache (each installer is idempotent and
 # a no-op when its version is already there):
 #
-#   Temporal CLI (dev server)            scripts/install-temporal.sh
-#   Temporal server + temporal-sql-tool  scripts/install-temporal-server.sh
+#   Temporal server, temporal-sql-tool   scripts/install-temporal-server.sh (one build with
+#   and the Temporal CLI (dev server)    the CLI; scripts/install-temporal.sh is the CLI alone)
 #   PostgreSQL 15 (Debian package)       scripts/install-postgres.sh
 #   MinIO, versitygw (s3://)             scripts/install-minio.sh, scripts/install-versitygw.sh
 #   fake-gcs-server (gs://)              scripts/install-fake-gcs-server.sh
@@ -32,8 +32,7 @@ rm -f "$LOGS"/*.status
 run postgres install-postgres.sh &
 run azurite install-azurite.sh &
 # CPU-bound Go builds, JOBS at a time, biggest first.
-builds=(temporal-server:install-temporal-server.sh temporal-cli:install-temporal.sh
-        minio:install-minio.sh versitygw:install-versitygw.sh fake-gcs-server:install-fake-gcs-server.sh)
+builds=(temporal:install-temporal-server.sh minio:install-minio.sh versitygw:install-versitygw.sh fake-gcs-server:install-fake-gcs-server.sh)
 pids=()
 for b in "${builds[@]}"; do
   while :; do # wait for a free build slot

@@ -12,17 +12,27 @@
 #      restarts and the rolling upgrade (test/upgrade) on the production Temporal server on
 #      PostgreSQL (4 history shards, SQL visibility; WALKEEPER_TEST_TEMPORAL_SERVER=cluster).
 #      WALKEEPER_SKIP_CLUSTER=1 skips it;
-#   5. the backend × suite matrix and the Temporal server × suite table.
+#   5. beside 3 too: the bench package (every walkeeper-bench scenario in --quick mode, with
+#      the race detector like 3). It is the longest package and mostly waits on its
+#      scenarios' fixed durations, so in 3's queue it alone set the run's length;
+#   6. the backend × suite matrix and the Temporal server × suite table.
 #
-# Logs: .cache/test.log (3, verbose), .cache/test-cluster.log (4). Exit status non-zero if
-# anything failed.
+# Logs: .cache/test.log (3, verbose), .cache/test-cluster.log (4), .cache/test-bench.log (5).
+# Exit status non-zero if anything failed.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 mkdir -p .cache
 log=.cache/test.log
 clog=.cache/test-cluster.log
+blog=.cache/test-bench.log
 t0=$(date +%s)
 stamp() { echo "[$(( $(date +%s) - t0 ))s] $*"; }
+# Every test binary runs through scripts/test-exec.sh, which records its wall and CPU seconds
+# (printed at the end: where the run's time went).
+export WALKEEPER_MODULE_ROOT="$PWD"
+timed=(-exec "$PWD/scripts/test-exec.sh")
+times_dir=.cache/test-times
+rm -rf "$times_dir" && mkdir -p "$times_dir"
 
 if [[ -z "${WALKEEPER_SKIP_INSTALL:-}" ]]; then
   stamp "== install servers (scripts/install-servers.sh; logs in .cache/install-logs)"
@@ -53,22 +63,32 @@ cluster_pid=
 if [[ -z "${WALKEEPER_SKIP_CLUSTER:-}" ]]; then
   stamp "== beside it: Temporal on PostgreSQL: ./test/integration, ./test/reliability restarts, ./test/upgrade (log: $clog)"
   (
-    export WALKEEPER_TEST_TEMPORAL_SERVER=cluster
+    export WALKEEPER_TEST_TEMPORAL_SERVER=cluster WALKEEPER_TEST_TIMES="$PWD/$times_dir/cluster"
     rc=0
-    go test -count=1 -timeout 25m -v ./test/integration || rc=1
-    go test -count=1 -timeout 25m -v -run '^TestWorkerProcessesSurviveKillsAndTemporalRestarts$' ./test/reliability || rc=1
-    go test -count=1 -timeout 25m -v ./test/upgrade || rc=1
+    go test "${timed[@]}" -count=1 -timeout 25m -v ./test/integration || rc=1
+    go test "${timed[@]}" -count=1 -timeout 25m -v -run '^TestWorkerProcessesSurviveKillsAndTemporalRestarts$' ./test/reliability || rc=1
+    go test "${timed[@]}" -count=1 -timeout 25m -v ./test/upgrade || rc=1
     exit $rc
   ) >"$clog" 2>&1 &
   cluster_pid=$!
 fi
 
-stamp "== go test -race -count=1 -timeout 25m ./...   (verbose log: $log)"
+# 5, in the background.
+stamp "== beside it: go test -race ./bench (log: $blog)"
+WALKEEPER_TEST_TIMES="$PWD/$times_dir/bench" go test "${timed[@]}" -race -count=1 -timeout 25m -v ./bench >"$blog" 2>&1 &
+bench_pid=$!
+
+stamp "== go test -race -count=1 -timeout 25m ./... but ./bench   (verbose log: $log)"
 set +e
-go test -race -count=1 -timeout 25m -v ./... 2>&1 | tee "$log" | grep -E --line-buffered '^(ok|FAIL|--- FAIL|panic:|\?|# )|^[^ ].*\.go:[0-9]+:[0-9]+: '
+WALKEEPER_TEST_TIMES="$PWD/$times_dir/main" go test "${timed[@]}" -race -count=1 -timeout 25m -v $(go list ./... | grep -v '/bench$') 2>&1 | tee "$log" | grep -E --line-buffered '^(ok|FAIL|--- FAIL|panic:|\?|# )|^[^ ].*\.go:[0-9]+:[0-9]+: '
 status=${PIPESTATUS[0]}
 set -e
 stamp "== go test ./... done (exit $status)"
+
+bench_status=0
+wait "$bench_pid" || bench_status=$?
+stamp "== bench run done (exit $bench_status)"
+grep -E '^(ok|FAIL|--- FAIL|panic:)' "$blog" || true
 
 cluster_status=0
 if [[ -n "$cluster_pid" ]]; then
@@ -77,10 +97,11 @@ if [[ -n "$cluster_pid" ]]; then
   grep -E '^(ok|FAIL|--- FAIL|panic:)' "$clog" || true
 fi
 
-passed=$(cat "$log" ${cluster_pid:+"$clog"} | grep -cE '^\s*--- PASS' || true)
-failed=$(cat "$log" ${cluster_pid:+"$clog"} | grep -cE '^\s*--- FAIL' || true)
-skipped=$(cat "$log" ${cluster_pid:+"$clog"} | grep -cE '^\s*--- SKIP' || true)
-for f in "$log" ${cluster_pid:+"$clog"}; do
+logs=("$log" "$blog" ${cluster_pid:+"$clog"})
+passed=$(cat "${logs[@]}" | grep -cE '^\s*--- PASS' || true)
+failed=$(cat "${logs[@]}" | grep -cE '^\s*--- FAIL' || true)
+skipped=$(cat "${logs[@]}" | grep -cE '^\s*--- SKIP' || true)
+for f in "${logs[@]}"; do
   if grep -qE '^\s*--- FAIL|^panic:|^FAIL\s' "$f"; then
     echo
     echo "== failures in $f"
@@ -97,9 +118,15 @@ echo "== Temporal servers"
 ./scripts/matrix-table.sh --temporal "$log" ${cluster_pid:+"$clog"} || matrix_status=$?
 
 echo
+echo "== where the time went: test binaries by CPU seconds (wall s, CPU s, lane; $times_dir)"
+for f in "$times_dir"/*; do
+  [[ -f "$f" ]] && sed "s|\$| $(basename "$f")|" "$f"
+done | sort -k3,3 -g -r | awk '{ cpu += $3; printf "  %-40s %7.1f %7.1f  %s\n", $1, $2, $3, $4 } END { printf "  %-40s %7s %7.1f\n", "all test binaries", "", cpu }'
+
+echo
 echo "summary: ${passed} passed, ${failed} failed, ${skipped} skipped; $(( $(date +%s) - t0 ))s"
-if [[ $status -ne 0 || $cluster_status -ne 0 || $matrix_status -ne 0 ]]; then
-  echo "RESULT: FAIL (go test $status, cluster $cluster_status, matrix $matrix_status)"
+if [[ $status -ne 0 || $bench_status -ne 0 || $cluster_status -ne 0 || $matrix_status -ne 0 ]]; then
+  echo "RESULT: FAIL (go test $status, bench $bench_status, cluster $cluster_status, matrix $matrix_status)"
   exit 1
 fi
 echo "RESULT: OK"

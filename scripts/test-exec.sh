@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# go test -exec wrapper (scripts/test.sh): runs one package's test binary and appends a line
+# "PACKAGE_DIR WALL_SECONDS CPU_SECONDS" to $WALKEEPER_TEST_TIMES, so every run can say where
+# its time went. CPU is user + system time of the binary and every child it waited for (worker
+# processes, servers a test starts and stops), from bash's `times`; the exit status is the
+# binary's.
+start=$(date +%s%N)
+"$@"
+rc=$?
+if [[ -n "${WALKEEPER_TEST_TIMES:-}" ]]; then
+  # `times` must run in this shell (a pipe or $(...) would run it in a subshell, whose
+  # children are not the binary).
+  times >"$WALKEEPER_TEST_TIMES.$$"
+  cpu=$(awk 'NR == 2 {
+    s = 0
+    for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); s += a[1] * 60 + a[2] }
+    printf "%.1f", s }' "$WALKEEPER_TEST_TIMES.$$")
+  rm -f "$WALKEEPER_TEST_TIMES.$$"
+  wall=$(( ($(date +%s%N) - start) / 1000000 ))
+  printf '%s %d.%03d %s\n' "${PWD#"$WALKEEPER_MODULE_ROOT"/}" $((wall / 1000)) $((wall % 1000)) "$cpu" >>"$WALKEEPER_TEST_TIMES"
+fi
+exit $rc

@@ -80,11 +80,9 @@ stamp "== beside it: go test ./bench (log: $blog)"
 WALKEEPER_TEST_TIMES="$PWD/$times_dir/bench" go test "${timed[@]}" -count=1 -timeout 25m -v ./bench >"$blog" 2>&1 &
 bench_pid=$!
 
-# Three packages at a time, not GOMAXPROCS (2): most of them wait on servers and child
-# processes for much of their run.
-stamp "== go test -race -p 3 -count=1 -timeout 25m ./... but ./bench   (verbose log: $log)"
+stamp "== go test -race -count=1 -timeout 25m ./... but ./bench   (verbose log: $log)"
 set +e
-WALKEEPER_TEST_TIMES="$PWD/$times_dir/main" go test "${timed[@]}" -race -p 3 -count=1 -timeout 25m -v $(go list ./... | grep -v '/bench$') 2>&1 | tee "$log" | grep -E --line-buffered '^(ok|FAIL|--- FAIL|panic:|\?|# )|^[^ ].*\.go:[0-9]+:[0-9]+: '
+WALKEEPER_TEST_TIMES="$PWD/$times_dir/main" go test "${timed[@]}" -race -count=1 -timeout 25m -v $(go list ./... | grep -v '/bench$') 2>&1 | tee "$log" | grep -E --line-buffered '^(ok|FAIL|--- FAIL|panic:|\?|# )|^[^ ].*\.go:[0-9]+:[0-9]+: '
 status=${PIPESTATUS[0]}
 set -e
 stamp "== go test ./... done (exit $status)"

@@ -7,13 +7,15 @@
 # The CLI embeds the same server release, so the three are one build: a scratch module that
 # requires both releases, and one `go build` of the three commands, which compiles every shared
 # package once (two separate `go install`s select different versions of x/sys, x/net, grpc's
-# genproto and OpenTelemetry, so they shared almost nothing and together took 1.6× as long on
-# 2 cores: docs/RELIABILITY.md, "The whole test run"). The server is built with the CLI's
-# dependency versions, which are the ones its own embedded copy of the same server runs with.
+# genproto and OpenTelemetry, so they shared almost no compiled package; the install step's
+# wall time did not change beyond the machine's spread: decision 0341). The server is built
+# with the CLI's dependency versions, which are the ones its own embedded copy of the same
+# server runs with.
 # The PostgreSQL schema files the tool applies are copied from the module cache to
 # .cache/temporal-server/VERSION/schema/postgresql/v12, so a later `go clean -modcache` does
 # not lose them.
-# Idempotent: builds only what is missing. Prints the server binary's path on the last line.
+# Idempotent: a no-op when all three are installed; an existing CLI is kept. Prints the server
+# binary's path on the last line.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/install-lib.sh"
 

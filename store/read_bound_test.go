@@ -10,6 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// boundedReadKeys is the key space of boundedReadStore: small enough that a List of limit 1
+// pages through it quickly over every generation, large enough that pages cross generations.
+const boundedReadKeys = 200
+
 // boundedReadStore writes gens generations (more than readFanIn) of overlapping keys with
 // updates and tombstones, plus unflushed memtable rows, and returns the expected newest
 // value per live key.
@@ -24,7 +28,7 @@ func boundedReadStore(t *testing.T, gens int, tweak ...func(*Options)) (*Store, 
 	for g := 0; g <= gens; g++ {
 		var batch []Row
 		for range 12 {
-			k := fmt.Sprintf("k%04d", rng.IntN(600))
+			k := fmt.Sprintf("k%04d", rng.IntN(boundedReadKeys))
 			n++
 			batch = append(batch, row(k, n))
 			want[k] = n
@@ -32,7 +36,7 @@ func boundedReadStore(t *testing.T, gens int, tweak ...func(*Options)) (*Store, 
 		_, err := s.Append(ctx, batch)
 		require.NoError(t, err)
 		if g%5 == 4 {
-			k := fmt.Sprintf("k%04d", rng.IntN(600))
+			k := fmt.Sprintf("k%04d", rng.IntN(boundedReadKeys))
 			require.NoError(t, s.Delete(ctx, k))
 			delete(want, k)
 		}

@@ -3,7 +3,7 @@
 # scripts/test.sh keeps):
 #
 #   scripts/matrix-table.sh [LOG]                  storage backends: backend x suite
-#                                                  (test/backends TestMatrix; default .cache/test.log)
+#                                                  (test/backends TestMatrix; default .cache/test-plain.log)
 #   scripts/matrix-table.sh --temporal DEVLOG [CLUSTERLOG]
 #                                                  Temporal server x suite: test/integration, the
 #                                                  reliability suite's Temporal restarts and the
@@ -39,7 +39,7 @@ if [[ "${1:-}" == "--temporal" ]]; then
   exit $bad
 fi
 
-log="${1:-.cache/test.log}"
+log="${1:-.cache/test-plain.log}"
 [[ -f "$log" ]] || { echo "matrix-table: $log: no such file" >&2; exit 2; }
 awk -v ci="${CI:-}" '
   # Only the suite level: TestMatrix/<backend>/<suite>, not the suites own subtests.

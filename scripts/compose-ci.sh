@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# compose-ci.sh — run docker-compose.yml for real: CI's compose stage (.ci/run runs it after
-# the tests; WALKEEPER_SKIP_COMPOSE=1 skips it).
+# compose-ci.sh — run docker-compose.yml for real: CI's compose stage (.ci/run runs it beside
+# the tests, once the servers are installed; WALKEEPER_SKIP_COMPOSE=1 skips it).
 #
 #   scripts/compose-ci.sh
 #   scripts/compose-ci.sh --prepare   only step 1's packages and the Debian rootfs below: what
 #                                     needs the network and little CPU, which .ci/run starts
-#                                     beside the installs and tests. No daemon is started.
+#                                     beside the installs. No daemon is started.
 #
 # 1. The engine: installs Debian's docker.io, docker-compose and mmdebstrap when missing
 #    (apt-get, as root) and starts dockerd in the background unless one answers.
@@ -90,7 +90,8 @@ stop_dockerd() {
 trap stop_dockerd EXIT
 if ! docker info >/dev/null 2>&1; then
   log "starting dockerd (log: .cache/compose-ci/logs/dockerd.log)"
-  setsid dockerd >"$cache/logs/dockerd.log" 2>&1 </dev/null &
+  # Niced, with every build and container it starts: in CI the stage runs beside the tests.
+  setsid nice -n 10 dockerd >"$cache/logs/dockerd.log" 2>&1 </dev/null &
   dockerd_pid=$!
   for _ in $(seq 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
   docker info >/dev/null 2>&1 || { tail -30 "$cache/logs/dockerd.log" >&2; die "dockerd did not answer within 60s"; }

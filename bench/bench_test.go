@@ -286,9 +286,7 @@ func TestTemporalOverheadQuick(t *testing.T) {
 }
 
 func TestReadAmpQuick(t *testing.T) {
-	// Five repetitions (a second or two each): the ratios below are medians over them, so one
-	// level timed during another process's burst on a shared machine does not decide them.
-	res := runQuick(t, "read-amp", func(o *Options) { o.Reps = 5 })
+	res := runQuick(t, "read-amp")
 	// The scenario's point: reads over many pending generations cost more (docs: List 13× at
 	// 256 pending, the quick run's top level, and 52× at 1,024). Under 2× the scenario no
 	// longer measures amplification (a cache answering from merged state, a level that did
@@ -305,12 +303,10 @@ func TestReadAmpQuick(t *testing.T) {
 		t.Errorf("merging left %.0f generations pending: the rows after merging do not measure a merged store", left)
 	}
 	// After merging everything and compacting the base, a List is back near the clean
-	// store's: 256 pending cost 2.5–4× what the merged store costs without the race detector
-	// (medians of 5 repetitions beside a race-built test run), about 7× under it. Requiring a third
-	// less catches merging that does not help; a merge that leaves generations behind is
-	// caught exactly by the check above.
-	if after := value(t, res, "amp_after_merge"); after > top*2/3 {
-		t.Errorf("merging did not help: List p50 %.1f× the empty store's after merging, %.1f× before (want at most two thirds)", after, top)
+	// store's (docs: 1.9× against 13× at 256 pending; quick runs 1.9–2.2× against 12–20×);
+	// requiring at least half (it was "less than before") is still loose.
+	if after := value(t, res, "amp_after_merge"); after > top/2 {
+		t.Errorf("merging did not help: List p50 %.1f× the empty store's after merging, %.1f× before (want at most half)", after, top)
 	}
 }
 

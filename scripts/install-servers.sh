@@ -13,10 +13,15 @@
 # (INSTALL_JOBS); apt-get and npm are network-bound and run beside them. Each installer's
 # output goes to .cache/install-logs/NAME.log; a summary with the seconds each took is
 # printed at the end. Exit status 1 if any installer failed.
+#
+# One run at a time (a lock file): a second run, e.g. .ci/run's compose stage beside the test
+# command, waits for the first and then finds everything installed.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 LOGS="$ROOT/.cache/install-logs"
 mkdir -p "$LOGS"
+exec 9>"$ROOT/.cache/install-servers.lock"
+flock 9
 JOBS="${INSTALL_JOBS:-2}"
 
 run() { # run NAME SCRIPT: runs one installer, records its status and duration

@@ -122,7 +122,8 @@ WALKEEPER_TEST_TIMES="$PWD/$times_dir/plain" go test "${timed[@]}" -count=1 -tim
 plain_pid=$!
 
 # go test starts packages in the order given: the longest (wall seconds, warm run) go first,
-# so that none of them starts last and runs on while the cores idle.
+# so that none of them starts last and runs on while the cores idle. Three at a time: the other
+# lanes end about half-way, and the race run's packages mostly wait on Temporal.
 module=$(go list -m)
 longest=(store test/integration store/objstore test/reliability test/upgrade
   internal/testkit/temporalcluster worker test/operator test/hostile)
@@ -130,7 +131,7 @@ longest=("${longest[@]/#/$module/}")
 race_pkgs=("${longest[@]}" $(go list ./... | grep -v -E '/(bench|test/fleet|test/backends)$' | grep -v -x -F -f <(printf '%s\n' "${longest[@]}")))
 stamp "== go test -race -count=1 -timeout 25m ./... but ./bench ${plain[*]}, longest first   (verbose log: $log)"
 set +e
-WALKEEPER_TEST_TIMES="$PWD/$times_dir/main" go test "${timed[@]}" -race -count=1 -timeout 25m -v "${race_pkgs[@]}" 2>&1 | tee "$log" | grep -E --line-buffered '^(ok|FAIL|--- FAIL|panic:|\?|# )|^[^ ].*\.go:[0-9]+:[0-9]+: '
+WALKEEPER_TEST_TIMES="$PWD/$times_dir/main" go test "${timed[@]}" -race -p 3 -count=1 -timeout 25m -v "${race_pkgs[@]}" 2>&1 | tee "$log" | grep -E --line-buffered '^(ok|FAIL|--- FAIL|panic:|\?|# )|^[^ ].*\.go:[0-9]+:[0-9]+: '
 status=${PIPESTATUS[0]}
 set -e
 stamp "== go test ./... done (exit $status)"

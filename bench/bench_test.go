@@ -302,11 +302,13 @@ func TestReadAmpQuick(t *testing.T) {
 	if left := value(t, res, "pending_after_merge"); left != 0 {
 		t.Errorf("merging left %.0f generations pending: the rows after merging do not measure a merged store", left)
 	}
-	// After merging everything and compacting the base, a List is back near the clean
-	// store's (docs: 1.9× against 13× at 256 pending; quick runs 1.9–2.2× against 12–20×);
-	// requiring at least half (it was "less than before") is still loose.
-	if after := value(t, res, "amp_after_merge"); after > top/2 {
-		t.Errorf("merging did not help: List p50 %.1f× the empty store's after merging, %.1f× before (want at most half)", after, top)
+	// After merging everything and compacting the base, a List costs at most half what it
+	// did over 256 pending generations (docs: 1.9× the clean store's against 13×). Timed side
+	// by side, Lists alternating between a copy of the unmerged store and the merged one: two
+	// levels timed a few seconds apart failed this on a loaded machine (7.0× after merging
+	// against 11.7× before, under -race) because the load changed between them.
+	if speedup := value(t, res, "list_speedup_merged"); speedup < 2 {
+		t.Errorf("merging did not help: a List over 256 pending generations took %.1f× the merged store's, side by side (want at least 2×)", speedup)
 	}
 }
 

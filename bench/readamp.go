@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/walkeeper/walkeeper/store"
@@ -42,9 +43,11 @@ func readAmp(ctx context.Context, o Options, res *Result, dir string) error {
 		r.listP50 = append(r.listP50, us(l.P50))
 		r.listP99 = append(r.listP99, us(l.P99))
 	}
+	var speedups []float64
 	for rep := 0; rep < o.reps(); rep++ {
 		for _, pending := range levels {
-			url := fileURL(fmt.Sprintf("%s/r%d-p%d", dir, rep, pending), true)
+			root := fmt.Sprintf("%s/r%d-p%d", dir, rep, pending)
+			url := fileURL(root, true)
 			w, err := store.OpenDB(ctx, url, storeOptions("writer", o.logger(), func(so *store.Options) { so.PendingMax = 0; so.PendingWarn = 0 }))
 			if err != nil {
 				return err
@@ -122,6 +125,12 @@ func readAmp(ctx context.Context, o Options, res *Result, dir string) error {
 			add(fmt.Sprintf("%d pending", pending), g, l)
 			o.progressf("read-amp: %d pending: get p50 %s p99 %s, list p50 %s p99 %s", pending, fmtDur(g.P50), fmtDur(g.P99), fmtDur(l.P50), fmtDur(l.P99))
 			if pending == levels[len(levels)-1] {
+				// A copy of the store as it is now, unmerged, read side by side with the merged
+				// store below.
+				unmerged := root + "-unmerged"
+				if err := os.CopyFS(unmerged, os.DirFS(root)); err != nil {
+					return err
+				}
 				if _, err := s.MergeAll(ctx); err != nil {
 					return err
 				}
@@ -153,6 +162,12 @@ func readAmp(ctx context.Context, o Options, res *Result, dir string) error {
 				res.Values["pending_after_merge"] = max(res.Values["pending_after_merge"], float64(st.TotalPending()))
 				add(fmt.Sprintf("%d pending, after merging and compaction (%d base run)", pending, st.Runs), g, l)
 				o.progressf("read-amp: after compaction: get p50 %s, list p50 %s (%d runs)", fmtDur(g.P50), fmtDur(l.P50), st.Runs)
+				speedup, err := listSpeedupSideBySide(ctx, o, s.Target(), fileURL(unmerged, true), url, lists)
+				if err != nil {
+					return err
+				}
+				speedups = append(speedups, speedup)
+				o.progressf("read-amp: side by side: a List over %d pending takes %.1f× the merged store's", pending, speedup)
 			}
 			if err := w.Close(ctx); err != nil {
 				return err
@@ -174,6 +189,49 @@ func readAmp(ctx context.Context, o Options, res *Result, dir string) error {
 	after := order[len(order)-1]
 	res.Values["amp_top"] = spreadOf(rowsBy[top].listP50).Median / base
 	res.Values["amp_after_merge"] = spreadOf(rowsBy[after].listP50).Median / base
+	sp := spreadOf(speedups)
+	res.Values["list_speedup_merged"] = sp.Median
+	res.note("Side by side (Lists alternating between a copy of the store at %d pending and the same store merged and compacted, so a loaded machine slows both alike): a List over the pending generations took %s× the merged store's (p50 over p50).", levels[len(levels)-1], sp.fmt("%.1f"))
 	res.note("The first read of each level decodes every pending generation (cold); the cache (256 MiB) then holds them, so p50 shows the per-read merge cost over N sorted files and p99 includes the cold first read.")
 	return nil
+}
+
+// listSpeedupSideBySide opens a reader on each of two stores of target and times n 100-row
+// Lists on each, alternating between them with the same cursors, after one untimed List on
+// each (the cold decode). It returns slowURL's List p50 over fastURL's.
+func listSpeedupSideBySide(ctx context.Context, o Options, target store.Target, slowURL, fastURL string, n int) (float64, error) {
+	var lists [2]func(after string) (time.Duration, error)
+	for i, url := range []string{slowURL, fastURL} {
+		db, err := store.OpenDB(ctx, url, storeOptions("reader", o.logger(), func(so *store.Options) { so.PendingMax = 0; so.PendingWarn = 0 }))
+		if err != nil {
+			return 0, err
+		}
+		defer db.Close(context.WithoutCancel(ctx))
+		s, err := db.Open(ctx, target)
+		if err != nil {
+			return 0, err
+		}
+		lists[i] = func(after string) (time.Duration, error) {
+			t0 := time.Now()
+			page, err := s.List(ctx, store.ListOptions{Limit: 100, After: after})
+			if err != nil || len(page.Rows) != 100 {
+				return 0, fmt.Errorf("list %s: %v (%d rows)", url, err, len(page.Rows))
+			}
+			return time.Since(t0), nil
+		}
+	}
+	var took [2][]time.Duration
+	for i := -1; i < n; i++ {
+		after := fmt.Sprintf("k%09d", max(i, 0)*7919%9800)
+		for side, list := range lists {
+			d, err := list(after)
+			if err != nil {
+				return 0, err
+			}
+			if i >= 0 {
+				took[side] = append(took[side], d)
+			}
+		}
+	}
+	return float64(summarize(took[0]).P50) / float64(summarize(took[1]).P50), nil
 }

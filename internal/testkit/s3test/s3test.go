@@ -31,7 +31,6 @@ import (
 	"time"
 
 	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3bolt"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	bolt "go.etcd.io/bbolt"
 )
@@ -109,7 +108,7 @@ func New(opts Options) (*Server, error) {
 		if err != nil {
 			return nil, fmt.Errorf("open bolt database %s: %w", opts.BoltPath, err)
 		}
-		backend, closeBackend = s3bolt.New(db), db.Close
+		backend, closeBackend = newBoltBackend(db), db.Close
 	default:
 		backend = s3mem.New()
 	}

@@ -15,10 +15,11 @@
 #   5. beside 3 too: the bench package (every walkeeper-bench scenario in --quick mode), in
 #      two lanes, each with about half the scenarios: under -race it was the run's longest
 #      test binary (571–634 s wall, 246–298 s CPU on 2 vCPUs), mostly waiting on its
-#      scenarios' fixed durations. Without -race, but for read-amp and merge-throughput: the
-#      scenarios drive the product code that 3 runs under -race, and their timing checks are
-#      ratios measured side by side; those two time microsecond-scale work, whose ratios
-#      the race detector's heavier per-operation cost keeps clear of a loaded machine's noise.
+#      scenarios' fixed durations. Without -race, but for read-amp, merge-throughput and
+#      parallel-prepare: the scenarios drive the product code that 3 runs under -race, and
+#      their timing checks are ratios measured side by side; those three time short reads,
+#      merges and prepares, whose ratios the race detector's heavier per-operation cost keeps
+#      clear of a loaded machine's noise.
 #   6. beside 3 too, without -race: the fleet and the storage backend matrix (test/fleet,
 #      test/backends). Their product code runs under -race in 3 (store, store/objstore,
 #      activities, workflows, test/integration); what they add is scale and real servers, and
@@ -99,11 +100,11 @@ if [[ -z "${WALKEEPER_SKIP_CLUSTER:-}" ]]; then
 fi
 
 # 5, in the background: the longest scenarios split about evenly between two processes.
-# The two microsecond-scale read and merge timings stay under -race, whose heavier CPU work
-# per read and per merge keeps their ratios clear of the scheduler noise of a loaded machine:
-# without it, each failed its bound beside the other lanes.
+# Three short timings of reads, merges and prepares stay under -race, whose heavier CPU work
+# per operation keeps their ratios clear of the scheduler noise of a loaded machine: without
+# it, each failed its bound beside the other lanes or the fresh run's compiles.
 bench_half='^(TestIncidentQuick|TestFleetWorkerQuick|TestFairnessQuick|TestFleetQuick|TestHostileQuick)$'
-bench_race='^(TestReadAmpQuick|TestMergeThroughputQuick)$'
+bench_race='^(TestReadAmpQuick|TestMergeThroughputQuick|TestParallelPrepareQuick)$'
 stamp "== beside it: go test ./bench, in two processes (logs: $blog, $blog2)"
 WALKEEPER_TEST_TIMES="$PWD/$times_dir/bench" go test "${timed[@]}" -count=1 -timeout 25m -v -run "$bench_half" ./bench >"$blog" 2>&1 &
 bench_pid=$!

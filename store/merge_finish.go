@@ -80,7 +80,11 @@ func (s *Store) finishShard(ctx context.Context, p *PreparedMerge, sr *RoundShar
 		s.countMerge("failed", 0)
 		return fmt.Errorf("drain failed: %w", err)
 	}
-	sr.Reclaimed = reclaimed
+	// The pass reclaims its generations whoever drains them: a retry of a commit whose first
+	// attempt drained them and lost its reply finds nothing left to drain, and the one reply
+	// the workflow sees must still count them. (The workflow counts a commit that Abort finds
+	// present the same way.) The metrics count what this call drained.
+	sr.Reclaimed = len(p.Generations)
 	deleteStart := time.Now()
 	sr.Deleted, _ = s.deleteMergedGenerations(ctx, p.Shard, p.Through)
 	s.afterMergeDemand(ctx, p.Shard, p.Through, runs)

@@ -220,11 +220,16 @@ func TestCommitRoundPublishesSeveralShardsInOneVersion(t *testing.T) {
 			f.requireConverged(t)
 
 			// A retry of the whole round after it finished reports every shard already
-			// committed and publishes nothing.
+			// committed and publishes nothing. It still reports each pass's generations as
+			// reclaimed: when the first attempt's reply was lost, the retry's is the only one
+			// the workflow sees.
 			again, err := f.committer.CommitRound(ctx, ps)
 			require.NoError(t, err)
 			require.Zero(t, again.BaseVersion)
 			requireEveryShard(t, again, RoundAlreadyCommitted, 1)
+			for i := range again.Shards {
+				require.Equal(t, 3, again.Shards[i].Reclaimed, "shard %d", i)
+			}
 			f.requireConverged(t)
 		})
 	}

@@ -77,15 +77,11 @@ func readAmp(ctx context.Context, o Options, res *Result, dir string) error {
 				}
 			}
 			measure := func() (durStats, durStats, error) {
-				r, err := store.OpenDB(ctx, url, storeOptions("reader", o.logger(), func(so *store.Options) { so.PendingMax = 0; so.PendingWarn = 0 }))
+				r, rs, err := openReader(ctx, o, url, s.Target())
 				if err != nil {
 					return durStats{}, durStats{}, err
 				}
 				defer r.Close(context.WithoutCancel(ctx))
-				rs, err := r.Open(ctx, s.Target())
-				if err != nil {
-					return durStats{}, durStats{}, err
-				}
 				var gl, ll []time.Duration
 				for i := 0; i < gets; i++ {
 					t0 := time.Now()
@@ -202,15 +198,11 @@ func readAmp(ctx context.Context, o Options, res *Result, dir string) error {
 func listSpeedupSideBySide(ctx context.Context, o Options, target store.Target, slowURL, fastURL string, n int) (float64, error) {
 	var lists [2]func(after string) (time.Duration, error)
 	for i, url := range []string{slowURL, fastURL} {
-		db, err := store.OpenDB(ctx, url, storeOptions("reader", o.logger(), func(so *store.Options) { so.PendingMax = 0; so.PendingWarn = 0 }))
+		db, s, err := openReader(ctx, o, url, target)
 		if err != nil {
 			return 0, err
 		}
 		defer db.Close(context.WithoutCancel(ctx))
-		s, err := db.Open(ctx, target)
-		if err != nil {
-			return 0, err
-		}
 		lists[i] = func(after string) (time.Duration, error) {
 			t0 := time.Now()
 			page, err := s.List(ctx, store.ListOptions{Limit: 100, After: after})
@@ -234,4 +226,20 @@ func listSpeedupSideBySide(ctx context.Context, o Options, target store.Target, 
 		}
 	}
 	return float64(summarize(took[0]).P50) / float64(summarize(took[1]).P50), nil
+}
+
+// openReader opens target on url as a reader process would, without the pending caps (the
+// scenario reads over more pending generations than a writer may leave). The caller closes
+// the DB.
+func openReader(ctx context.Context, o Options, url string, target store.Target) (*store.DB, *store.Store, error) {
+	db, err := store.OpenDB(ctx, url, storeOptions("reader", o.logger(), func(so *store.Options) { so.PendingMax = 0; so.PendingWarn = 0 }))
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := db.Open(ctx, target)
+	if err != nil {
+		_ = db.Close(context.WithoutCancel(ctx))
+		return nil, nil, err
+	}
+	return db, s, nil
 }

@@ -219,11 +219,16 @@ func TestMemoryQuick(t *testing.T) {
 
 func TestParallelPrepareQuick(t *testing.T) {
 	res := runQuick(t, "parallel-prepare")
-	// With a per-request latency, prepares are latency-bound and must overlap. (On a local
-	// disk they are CPU-bound: no bound, a loaded 2-vCPU machine has no spare core.)
+	// With a per-request latency, prepares are latency-bound and must overlap: the parallel
+	// prepares have more requests in flight at once than one prepare alone. Counted, not timed:
+	// their time ratio (serial/parallel, once bounded at 1.1) fell to 0.86–0.96 when a loaded
+	// machine made the prepares CPU-bound, with or without -race. (On a local disk they are
+	// CPU-bound anyway: no bound.)
 	value(t, res, "ratio")
-	if r := value(t, res, "ratio_latency"); r < 1.1 {
-		t.Errorf("parallel prepare under 10 ms/request latency: serial/parallel = %.2f < 1.1", r)
+	value(t, res, "ratio_latency")
+	serial, parallel := value(t, res, "max_in_flight_serial"), value(t, res, "max_in_flight_parallel")
+	if parallel <= serial {
+		t.Errorf("parallel prepares under 10 ms/request latency had at most %.0f requests in flight at once, one prepare alone %.0f: they did not overlap", parallel, serial)
 	}
 	// A prepare reads its generations concurrently: ~14 sequential round trips for a quick
 	// prepare of 4 generations (metadata, list, the reads as one, the staged write). Reading

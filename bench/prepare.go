@@ -54,6 +54,8 @@ func parallelPrepare(ctx context.Context, o Options, res *Result, dir string) er
 			return err
 		}
 	}
+	// maxInFlight[parallel]: the most storage requests in flight at once during the prepares.
+	var maxInFlight [2]int64
 	prepareAll := func(parallel bool, round int, latency time.Duration) (time.Duration, error) {
 		lat := &latencyFaults{}
 		lat.d.Store(int64(latency))
@@ -66,6 +68,7 @@ func parallelPrepare(ctx context.Context, o Options, res *Result, dir string) er
 		if err != nil {
 			return 0, err
 		}
+		lat.maxInFlight.Store(0)
 		prepared := make([]*store.PreparedMerge, shards)
 		one := func(i int) error {
 			p, err := s.Prepare(ctx, store.PrepareParams{Shard: shardIDs[i], AttemptKey: fmt.Sprintf("pp/%v/%d/%d/%s", parallel, round, i, latency)})
@@ -88,6 +91,13 @@ func parallelPrepare(ctx context.Context, o Options, res *Result, dir string) er
 			}
 		}
 		d := time.Since(t0)
+		if latency > 0 {
+			i := 0
+			if parallel {
+				i = 1
+			}
+			maxInFlight[i] = max(maxInFlight[i], lat.maxInFlight.Load())
+		}
 		var mu sync.Mutex
 		for _, p := range prepared {
 			if p != nil {
@@ -142,9 +152,12 @@ func parallelPrepare(ctx context.Context, o Options, res *Result, dir string) er
 			res.Values["serial_ms_latency"] = sp.Median
 			res.Values["parallel_ms_latency"] = pp.Median
 			res.Values["roundtrips_per_prepare"] = sp.Median / shards / ms(latency)
+			res.Values["max_in_flight_serial"] = float64(maxInFlight[0])
+			res.Values["max_in_flight_parallel"] = float64(maxInFlight[1])
 		}
 	}
 	res.Tables = append(res.Tables, t)
+	res.note("With 10 ms per request, at most %d storage requests were in flight at once during the serial prepares and %d during the parallel ones.", maxInFlight[0], maxInFlight[1])
 	res.note("A prepare reads its generations concurrently (at most 8 at once), so with a per-request latency its own time is a handful of round trips (loadShard, loadBase, list, the reads, the staged write); 4 prepares at once overlap those chains. On a local disk prepares are CPU-bound (newest-per-key, Parquet encode) and 4 prepares on 2 busy vCPUs only compete.")
 	return nil
 }

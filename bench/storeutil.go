@@ -126,17 +126,25 @@ func fileURL(dir string, nosync bool) string {
 type latencyFaults struct {
 	d        atomic.Int64 // nanoseconds; 0 = off
 	requests atomic.Int64
+	// inFlight counts requests between Before and After; maxInFlight is its peak.
+	inFlight, maxInFlight atomic.Int64
 }
 
 func (l *latencyFaults) Before(op, key string) error {
 	l.requests.Add(1)
+	n := l.inFlight.Add(1)
+	for m := l.maxInFlight.Load(); n > m && !l.maxInFlight.CompareAndSwap(m, n); m = l.maxInFlight.Load() {
+	}
 	if d := time.Duration(l.d.Load()); d > 0 {
 		time.Sleep(d)
 	}
 	return nil
 }
 
-func (l *latencyFaults) After(op, key string, err error) error { return err }
+func (l *latencyFaults) After(op, key string, err error) error {
+	l.inFlight.Add(-1)
+	return err
+}
 
 // openLatencyDB opens url with every request going through faults.
 func openLatencyDB(ctx context.Context, url string, f objstore.Faults, opts store.Options) (*store.DB, error) {

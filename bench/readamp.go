@@ -23,6 +23,9 @@ func readAmp(ctx context.Context, o Options, res *Result, dir string) error {
 		gets, lists = 100, 20
 	}
 	const baseRows, rowsPerGen = 10000, 100
+	// listAfter is the cursor of the i-th timed List: spread over the base, and at least a
+	// page before its end, so every page is full.
+	listAfter := func(i int) string { return fmt.Sprintf("k%09d", (i*7919)%(baseRows-200)) }
 	res.param("base_rows", baseRows)
 	res.param("rows_per_generation", rowsPerGen)
 	res.param("gets_per_level", gets)
@@ -106,7 +109,7 @@ func readAmp(ctx context.Context, o Options, res *Result, dir string) error {
 				}
 				for i := 0; i < lists; i++ {
 					t0 := time.Now()
-					page, err := rs.List(ctx, store.ListOptions{Limit: 100, After: fmt.Sprintf("k%09d", (i*7919)%(baseRows-200))})
+					page, err := rs.List(ctx, store.ListOptions{Limit: 100, After: listAfter(i)})
 					if err != nil || len(page.Rows) != 100 {
 						return durStats{}, durStats{}, fmt.Errorf("list: %v (%d rows)", err, len(page.Rows))
 					}
@@ -158,7 +161,7 @@ func readAmp(ctx context.Context, o Options, res *Result, dir string) error {
 				res.Values["pending_after_merge"] = max(res.Values["pending_after_merge"], float64(st.TotalPending()))
 				add(fmt.Sprintf("%d pending, after merging and compaction (%d base run)", pending, st.Runs), g, l)
 				o.progressf("read-amp: after compaction: get p50 %s, list p50 %s (%d runs)", fmtDur(g.P50), fmtDur(l.P50), st.Runs)
-				speedup, err := listSpeedupSideBySide(ctx, o, s.Target(), fileURL(unmerged, true), url, lists)
+				speedup, err := listSpeedupSideBySide(ctx, o, s.Target(), fileURL(unmerged, true), url, lists, listAfter)
 				if err != nil {
 					return err
 				}
@@ -193,9 +196,9 @@ func readAmp(ctx context.Context, o Options, res *Result, dir string) error {
 }
 
 // listSpeedupSideBySide opens a reader on each of two stores of target and times n 100-row
-// Lists on each, alternating between them with the same cursors, after one untimed List on
-// each (the cold decode). It returns slowURL's List p50 over fastURL's.
-func listSpeedupSideBySide(ctx context.Context, o Options, target store.Target, slowURL, fastURL string, n int) (float64, error) {
+// Lists on each, after(0) … after(n-1), alternating between the stores, after one untimed List
+// on each (the cold decode). It returns slowURL's List p50 over fastURL's.
+func listSpeedupSideBySide(ctx context.Context, o Options, target store.Target, slowURL, fastURL string, n int, after func(int) string) (float64, error) {
 	var lists [2]func(after string) (time.Duration, error)
 	for i, url := range []string{slowURL, fastURL} {
 		db, s, err := openReader(ctx, o, url, target)
@@ -203,9 +206,9 @@ func listSpeedupSideBySide(ctx context.Context, o Options, target store.Target, 
 			return 0, err
 		}
 		defer db.Close(context.WithoutCancel(ctx))
-		lists[i] = func(after string) (time.Duration, error) {
+		lists[i] = func(cursor string) (time.Duration, error) {
 			t0 := time.Now()
-			page, err := s.List(ctx, store.ListOptions{Limit: 100, After: after})
+			page, err := s.List(ctx, store.ListOptions{Limit: 100, After: cursor})
 			if err != nil || len(page.Rows) != 100 {
 				return 0, fmt.Errorf("list %s: %v (%d rows)", url, err, len(page.Rows))
 			}
@@ -214,9 +217,9 @@ func listSpeedupSideBySide(ctx context.Context, o Options, target store.Target, 
 	}
 	var took [2][]time.Duration
 	for i := -1; i < n; i++ {
-		after := fmt.Sprintf("k%09d", max(i, 0)*7919%9800)
+		cursor := after(max(i, 0))
 		for side, list := range lists {
-			d, err := list(after)
+			d, err := list(cursor)
 			if err != nil {
 				return 0, err
 			}

@@ -30,7 +30,8 @@ func newBoltBackend(db *bolt.DB) *boltBackend {
 }
 
 // detach copies obj's contents, hash and metadata out of bbolt's memory.
-// REQUIRES: b.mu held (read or write).
+// REQUIRES: no write reaches the bbolt database until it returns (the caller holds
+// boltBackend.mu).
 func detach(obj *gofakes3.Object) (*gofakes3.Object, error) {
 	if obj == nil {
 		return nil, nil

@@ -110,7 +110,7 @@ WALKEEPER_TEST_TIMES="$PWD/$times_dir/bench" go test "${timed[@]}" -count=1 -tim
 bench_pid=$!
 (
   rc=0
-  WALKEEPER_TEST_TIMES="$PWD/$times_dir/bench2" go test "${timed[@]}" -race -count=1 -timeout 25m -v -run "$bench_race" ./bench || rc=1
+  WALKEEPER_TEST_TIMES="$PWD/$times_dir/bench-race" go test "${timed[@]}" -race -count=1 -timeout 25m -v -run "$bench_race" ./bench || rc=1
   WALKEEPER_TEST_TIMES="$PWD/$times_dir/bench2" go test "${timed[@]}" -count=1 -timeout 25m -v -skip "$bench_half|$bench_race" ./bench || rc=1
   exit $rc
 ) >"$blog2" 2>&1 &

@@ -235,14 +235,5 @@ func listSpeedupSideBySide(ctx context.Context, o Options, target store.Target, 
 // scenario reads over more pending generations than a writer may leave). The caller closes
 // the DB.
 func openReader(ctx context.Context, o Options, url string, target store.Target) (*store.DB, *store.Store, error) {
-	db, err := store.OpenDB(ctx, url, storeOptions("reader", o.logger(), func(so *store.Options) { so.PendingMax = 0; so.PendingWarn = 0 }))
-	if err != nil {
-		return nil, nil, err
-	}
-	s, err := db.Open(ctx, target)
-	if err != nil {
-		_ = db.Close(context.WithoutCancel(ctx))
-		return nil, nil, err
-	}
-	return db, s, nil
+	return openAs(ctx, url, "reader", o.logger(), target, func(so *store.Options) { so.PendingMax = 0; so.PendingWarn = 0 })
 }

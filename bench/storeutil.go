@@ -66,10 +66,10 @@ func storeOptions(instance string, log *zap.Logger, tweak ...func(*store.Options
 	return o
 }
 
-// openAs opens url as another process would (its own DB, instance and shard) and opens t in
-// it. The caller closes the DB.
-func openAs(ctx context.Context, url, instance string, log *zap.Logger, t store.Target) (*store.DB, *store.Store, error) {
-	db, err := store.OpenDB(ctx, url, storeOptions(instance, log))
+// openAs opens url as another process would (its own DB, instance and shard, storeOptions
+// with tweak) and opens t in it. The caller closes the DB.
+func openAs(ctx context.Context, url, instance string, log *zap.Logger, t store.Target, tweak ...func(*store.Options)) (*store.DB, *store.Store, error) {
+	db, err := store.OpenDB(ctx, url, storeOptions(instance, log, tweak...))
 	if err != nil {
 		return nil, nil, err
 	}

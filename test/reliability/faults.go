@@ -37,13 +37,14 @@ type InjectorConfig struct {
 // OpStats counts what an Injector did to one operation.
 type OpStats struct {
 	Calls  int64 `json:"calls"`
+	Active int64 `json:"active"` // calls while faults were on, the ones that could fail
 	Errors int64 `json:"errors"` // failed before reaching storage
 	Ghosts int64 `json:"ghosts"` // landed, reported failed
 	Spikes int64 `json:"spikes"` // delayed
 }
 
 func (s OpStats) add(o OpStats) OpStats {
-	return OpStats{s.Calls + o.Calls, s.Errors + o.Errors, s.Ghosts + o.Ghosts, s.Spikes + o.Spikes}
+	return OpStats{s.Calls + o.Calls, s.Active + o.Active, s.Errors + o.Errors, s.Ghosts + o.Ghosts, s.Spikes + o.Spikes}
 }
 
 // Injector is a objstore.Faults that fails, delays and "ghosts" bucket calls at random.
@@ -117,6 +118,7 @@ func (in *Injector) Before(op, key string) error {
 	if !in.active(op) {
 		return nil
 	}
+	in.count(op, func(s *OpStats) { s.Active++ })
 	if in.roll(in.cfg.SpikeRate) {
 		in.count(op, func(s *OpStats) { s.Spikes++ })
 		time.Sleep(in.spike())
@@ -170,7 +172,7 @@ func (in *Injector) Summary() string {
 	sort.Strings(ops)
 	var b strings.Builder
 	t := in.Total()
-	fmt.Fprintf(&b, "total calls=%d errors=%d ghosts=%d spikes=%d;", t.Calls, t.Errors, t.Ghosts, t.Spikes)
+	fmt.Fprintf(&b, "total calls=%d (faults on: %d) errors=%d ghosts=%d spikes=%d;", t.Calls, t.Active, t.Errors, t.Ghosts, t.Spikes)
 	for _, op := range ops {
 		s := st[op]
 		fmt.Fprintf(&b, " %s=%d/%d/%d/%d", op, s.Calls, s.Errors, s.Ghosts, s.Spikes)

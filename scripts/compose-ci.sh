@@ -10,14 +10,16 @@
 # 1. The engine: installs Debian's docker.io, docker-compose and mmdebstrap when missing
 #    (apt-get, as root) and starts dockerd in the background unless one answers.
 # 2. Images, all built here (no registry is reached): a Debian rootfs from mmdebstrap, and on
-#    it stand-ins for the images the project does not build: docker/dockerfile:1, the Go and
-#    Alpine bases of deploy/Dockerfile, postgres:15, temporalio/server, temporalio/admin-tools,
+#    it stand-ins for the images the project does not build: the Go and Alpine bases of
+#    deploy/Dockerfile, postgres:15, temporalio/server, temporalio/admin-tools,
 #    temporalio/ui and versity/versitygw, tagged with the names docker-compose.yml uses and
 #    built from the same release binaries CI runs natively (.cache/bin) and the same upstream
 #    templates (test/deploy/images/; docs/OPERATIONS.md §10 lists every difference). An image
 #    whose inputs did not change is kept (label walkeeper.ci.key), so a warm run builds nothing.
-#    The walkeeper image is built from deploy/Dockerfile by `docker-compose build`, the way the
-#    file's header says, with GO_IMAGE and BASE_IMAGE naming the stand-in bases.
+#    The walkeeper image is built first, from deploy/Dockerfile by `docker-compose build`, the
+#    way the file's header says, with GO_IMAGE and BASE_IMAGE naming the stand-in bases; then
+#    the server binaries are installed (waiting for a scripts/install-servers.sh that is
+#    installing them) and the other stand-ins built from them.
 # 3. `docker-compose -p wk up -d` of the shipped docker-compose.yml; waits until every service
 #    is healthy and every one-shot exited 0 (prints each one's time), runs the walkthrough in
 #    the file's header comment (prints the answers), finds the MergeWal with the Temporal CLI;
@@ -98,42 +100,7 @@ if ! docker info >/dev/null 2>&1; then
 fi
 log "engine: docker $(docker version -f '{{.Server.Version}}'), $(docker-compose version --short)"
 
-# --- 2. inputs: release binaries and upstream files ----------------------------------------
-./scripts/install-temporal-server.sh >/dev/null
-./scripts/install-temporal.sh >/dev/null
-./scripts/install-versitygw.sh >/dev/null
-bin="$root/.cache/bin"
-temporal_version="v$(sed -n 's/^ *image: temporalio\/server:\${TEMPORAL_VERSION:-\([^}]*\)}.*/\1/p' docker-compose.yml)"
-ui_version="v$(sed -n 's/^ *image: temporalio\/ui:\${TEMPORAL_UI_VERSION:-\([^}]*\)}.*/\1/p' docker-compose.yml)"
-buildkit_version=v0.34.2 # the moby/buildkit release whose Dockerfile frontend stands in for docker/dockerfile:1
-
-# go_tool OUT MODULE@VERSION PKG: a static binary of PKG built in a scratch module that requires
-# MODULE@VERSION (go install refuses modules with replace or exclude directives), once.
-go_tool() {
-  local out=$1 modver=$2 pkg=$3
-  [[ -x "$out" ]] && return 0
-  log "building $(basename "$out") from $modver (first run only)"
-  local mod
-  mod="$(mktemp -d)"
-  (cd "$mod" && printf 'module standin\n\ngo 1.26\n' >go.mod &&
-    GOFLAGS=-mod=mod quiet go get "$modver" &&
-    CGO_ENABLED=0 GOFLAGS=-mod=mod quiet go build -trimpath -ldflags='-s -w' -tags 'netgo osusergo' -o "$out.tmp" "$pkg") \
-    >"$cache/logs/$(basename "$out").log" 2>&1 || { tail -20 "$cache/logs/$(basename "$out").log" >&2; rm -rf "$mod"; die "building $pkg"; }
-  rm -rf "$mod"
-  mv "$out.tmp" "$out"
-}
-go_tool "$cache/bin/dockerfile-frontend-$buildkit_version" "github.com/moby/buildkit@$buildkit_version" \
-  github.com/moby/buildkit/frontend/dockerfile/cmd/dockerfile-frontend
-go_tool "$cache/bin/ui-server-$ui_version" "github.com/temporalio/ui-server/v2@$ui_version" \
-  github.com/temporalio/ui-server/v2/cmd/server
-# dockerize: rebuilt when its source changes (replace only a different binary, so the images
-# built from it stay cached).
-CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$cache/bin/dockerize.new" ./test/deploy/images/dockerize
-if cmp -s "$cache/bin/dockerize.new" "$cache/bin/dockerize"; then rm "$cache/bin/dockerize.new"; else mv "$cache/bin/dockerize.new" "$cache/bin/dockerize"; fi
-module_dir() { go mod download -json "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])'; }
-server_mod="$(module_dir "go.temporal.io/server@$temporal_version")"
-ui_mod="$(module_dir "github.com/temporalio/ui-server/v2@$ui_version")"
-
+# --- 2. images ------------------------------------------------------------------------------
 # stage NAME FILE...: a fresh build context .cache/compose-ci/ctx/NAME holding FILEs, each
 # "SRC" or "SRC=NAME_IN_CONTEXT"; hard links or copies that keep mtimes, so the key below is stable.
 stage() {
@@ -189,8 +156,36 @@ on_alpine=(--build-arg "ALPINE_IMAGE=$alpine" --label "walkeeper.ci.base=$(image
 golang=walkeeper-ci/golang:1.26
 stage golang "$(go env GOROOT)=go" "${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}=ca-certificates.crt"
 build_image "$golang" "$images/go.Dockerfile" "$cache/ctx/golang" "${on_alpine[@]}"
-stage frontend "$cache/bin/dockerfile-frontend-$buildkit_version=dockerfile-frontend"
-build_image docker/dockerfile:1 "$images/dockerfile-frontend.Dockerfile" "$cache/ctx/frontend"
+
+# The walkeeper image first, from deploy/Dockerfile, by docker-compose itself (one service: the
+# others name the same image): it is the stage's one long build and needs no server binary,
+# so under .ci/run it compiles while the servers install. BuildKit's cache makes an unchanged
+# tree a no-op.
+t0=$(date +%s)
+DOCKER_BUILDKIT=1 COMPOSE_DOCKER_CLI_BUILD=1 quiet docker-compose -p "$project" build \
+  --build-arg "GO_IMAGE=$golang" --build-arg "BASE_IMAGE=$alpine" worker-0 >"$cache/logs/build-walkeeper.log" 2>&1 ||
+  { tail -60 "$cache/logs/build-walkeeper.log" >&2; die "docker-compose build (deploy/Dockerfile)"; }
+log "image walkeeper/walkeeper:dev: deploy/Dockerfile built in $(since "$t0")"
+
+# The release binaries and upstream files the other stand-ins are made of. One installer at a
+# time: under .ci/run the test command's scripts/install-servers.sh holds the lock while it
+# builds them, and these find them installed.
+# The Temporal build also makes the UI server, at the UI version docker-compose.yml names.
+flock "$root/.cache/install-servers.lock" bash -c './scripts/install-temporal-server.sh && ./scripts/install-temporal.sh && ./scripts/install-versitygw.sh' >/dev/null ||
+  die "installing the Temporal server, CLI and versitygw"
+bin="$root/.cache/bin"
+temporal_version="v$(sed -n 's/^ *image: temporalio\/server:\${TEMPORAL_VERSION:-\([^}]*\)}.*/\1/p' docker-compose.yml)"
+ui_version="$(compose_ui_version)"
+[[ "$(cat "$bin/.temporal-ui-server.version")" == "$ui_version" ]] ||
+  die "the installed UI server is not $ui_version, the version docker-compose.yml runs"
+
+# dockerize: rebuilt when its source changes (replace only a different binary, so the images
+# built from it stay cached).
+CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$cache/bin/dockerize.new" ./test/deploy/images/dockerize
+if cmp -s "$cache/bin/dockerize.new" "$cache/bin/dockerize"; then rm "$cache/bin/dockerize.new"; else mv "$cache/bin/dockerize.new" "$cache/bin/dockerize"; fi
+module_dir() { go mod download -json "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])'; }
+server_mod="$(module_dir "go.temporal.io/server@$temporal_version")"
+ui_mod="$(module_dir "github.com/temporalio/ui-server/v2@$ui_version")"
 
 # The third-party images docker-compose.yml runs, under the names it uses.
 compose_image() { docker-compose -f docker-compose.yml config | python3 -c 'import sys,yaml; print(yaml.safe_load(sys.stdin)["services"][sys.argv[1]]["image"])' "$1"; }
@@ -201,19 +196,10 @@ build_image "$(compose_image temporal-schema)" "$images/admin-tools.Dockerfile" 
 stage server "$bin/temporal-server" "$cache/bin/dockerize" "$server_mod/docker/config_template.yaml" \
   "$server_mod/config/dynamicconfig/docker.yaml=dynamicconfig-docker.yaml" "$images/temporal-entrypoint.sh"
 build_image "$(compose_image temporal)" "$images/temporal-server.Dockerfile" "$cache/ctx/server" "${on_alpine[@]}"
-stage ui "$cache/bin/ui-server-$ui_version=ui-server" "$cache/bin/dockerize" \
-  "$ui_mod/docker/start-ui-server.sh" "$ui_mod/docker/config-template.yaml"
+stage ui "$bin/temporal-ui-server=ui-server" "$ui_mod/docker/start-ui-server.sh" "$ui_mod/config/docker.yaml"
 build_image "$(compose_image temporal-ui)" "$images/ui.Dockerfile" "$cache/ctx/ui" "${on_alpine[@]}"
 stage versitygw "$bin/versitygw"
 build_image "$(compose_image s3)" "$images/versitygw.Dockerfile" "$cache/ctx/versitygw" "${on_alpine[@]}"
-
-# The walkeeper image, from deploy/Dockerfile, by docker-compose itself (one service: the
-# others name the same image). BuildKit's cache makes an unchanged tree a no-op.
-t0=$(date +%s)
-DOCKER_BUILDKIT=1 COMPOSE_DOCKER_CLI_BUILD=1 quiet docker-compose -p "$project" build \
-  --build-arg "GO_IMAGE=$golang" --build-arg "BASE_IMAGE=$alpine" worker-0 >"$cache/logs/build-walkeeper.log" 2>&1 ||
-  { tail -60 "$cache/logs/build-walkeeper.log" >&2; die "docker-compose build (deploy/Dockerfile)"; }
-log "image walkeeper/walkeeper:dev: deploy/Dockerfile built in $(since "$t0")"
 log "images ready in $(since "$images_start")"
 
 # --- 3. the stack ---------------------------------------------------------------------------

@@ -29,6 +29,10 @@ mark_installed() {
   echo "installed $name $version in ${secs}s" >&2
 }
 
+# BUILD_GOGC: the compiler collects garbage four times less often than by default, for 15-25 %
+# less CPU per build at a few hundred MB more per compile (decision 0371).
+BUILD_GOGC="${GOGC:-400}"
+
 need_go() {
   command -v go >/dev/null || { echo "install: the go command is needed (Go 1.26+)" >&2; exit 1; }
 }
@@ -36,11 +40,12 @@ need_go() {
 # go_install VERSION PKG...: go install of one or more packages of ONE module at VERSION
 # (go install accepts several packages per call only when they share module and version).
 # Installs into $GOBIN_DIR when set, else $BIN_DIR. Runs under nice so a build never starves tests running next to it.
+# Links without symbol tables and DWARF (-s -w): a server's panic trace needs neither.
 go_install() {
   local version=$1; shift
   local args=()
   for p in "$@"; do args+=("$p@$version"); done
-  GOBIN="${GOBIN_DIR:-$BIN_DIR}" CGO_ENABLED=0 GOFLAGS=-buildvcs=false nice -n 10 go install "${args[@]}"
+  GOBIN="${GOBIN_DIR:-$BIN_DIR}" CGO_ENABLED=0 GOFLAGS=-buildvcs=false GOGC="$BUILD_GOGC" nice -n 10 go install -ldflags='-s -w' "${args[@]}"
 }
 
 # install_go_binary NAME VERSION PKG: the whole install of a server that is one Go binary
@@ -56,4 +61,10 @@ install_go_binary() {
   go_install "$version" "$pkg"
   mark_installed "$name" "$version" $(( $(date +%s) - start ))
   echo "$BIN_DIR/$name"
+}
+
+# compose_ui_version: the Temporal UI release docker-compose.yml runs by default, as a module
+# version (v2.42.1); the Temporal build makes its UI server for the compose stage's image.
+compose_ui_version() {
+  echo "v$(sed -n 's/^ *image: temporalio\/ui:\${TEMPORAL_UI_VERSION:-\([^}]*\)}.*/\1/p' "$ROOT/docker-compose.yml")"
 }

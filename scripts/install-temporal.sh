@@ -22,6 +22,6 @@ command -v go >/dev/null || { echo "install-temporal: the go command is needed (
 mkdir -p "$BIN_DIR"
 echo "building Temporal CLI $VERSION (first run only, ~2-3 min) into $BIN_DIR ..." >&2
 start=$(date +%s)
-GOBIN="$BIN_DIR" CGO_ENABLED=0 GOFLAGS= go install "github.com/temporalio/cli/cmd/temporal@$VERSION"
+GOBIN="$BIN_DIR" CGO_ENABLED=0 GOFLAGS= GOGC="$BUILD_GOGC" go install -ldflags='-s -w' "github.com/temporalio/cli/cmd/temporal@$VERSION"
 echo "built in $(( $(date +%s) - start ))s: $("$BIN" --version)" >&2
 echo "$BIN"

@@ -6,6 +6,8 @@ ARG ALPINE_IMAGE
 FROM ${ALPINE_IMAGE}
 COPY ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
 COPY go /usr/local/go
-ENV GOLANG_VERSION=host GOTOOLCHAIN=local GOPATH=/go PATH=/go/bin:/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+# GOGC=400: the compiler collects garbage less often, for less CPU per build, as CI's own
+# builds do (decision 0371); the binaries it writes are the same.
+ENV GOLANG_VERSION=host GOTOOLCHAIN=local GOPATH=/go GOGC=400 PATH=/go/bin:/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 RUN mkdir -p /go/src /go/bin && go version
 WORKDIR /go

@@ -3,7 +3,12 @@
 # "PACKAGE_DIR WALL_SECONDS CPU_SECONDS" to $WALKEEPER_TEST_TIMES, so every run can say where
 # its time went. CPU is user + system time of the binary and every child it waited for (worker
 # processes, servers a test starts and stops), from bash's `times`; the exit status is the
-# binary's.
+# binary's. The binary runs with the GOGC test.sh was called with (test.sh raises it for the
+# builds only).
+if [[ -n "${WALKEEPER_CALLER_GOGC:-}" ]]; then
+  if [[ "$WALKEEPER_CALLER_GOGC" == unset ]]; then unset GOGC; else export GOGC="$WALKEEPER_CALLER_GOGC"; fi
+  unset WALKEEPER_CALLER_GOGC
+fi
 start=$(date +%s%N)
 "$@"
 rc=$?

@@ -29,10 +29,6 @@ mark_installed() {
   echo "installed $name $version in ${secs}s" >&2
 }
 
-# INSTALL_NICE: the builds' niceness. 10 by default, so a server a test installs on demand never
-# starves the tests beside it; scripts/install-servers.sh, which the tests wait for, sets 0.
-INSTALL_NICE="${INSTALL_NICE:-10}"
-
 # BUILD_GOGC: the compiler collects garbage four times less often than by default, for 15-25 %
 # less CPU per build at a few hundred MB more per compile (decision 0371).
 BUILD_GOGC="${GOGC:-400}"
@@ -43,13 +39,13 @@ need_go() {
 
 # go_install VERSION PKG...: go install of one or more packages of ONE module at VERSION
 # (go install accepts several packages per call only when they share module and version).
-# Installs into $GOBIN_DIR when set, else $BIN_DIR. Runs at INSTALL_NICE.
+# Installs into $GOBIN_DIR when set, else $BIN_DIR. Runs under nice so a build never starves tests running next to it.
 # Links without symbol tables and DWARF (-s -w): a server's panic trace needs neither.
 go_install() {
   local version=$1; shift
   local args=()
   for p in "$@"; do args+=("$p@$version"); done
-  GOBIN="${GOBIN_DIR:-$BIN_DIR}" CGO_ENABLED=0 GOFLAGS=-buildvcs=false GOGC="$BUILD_GOGC" nice -n "$INSTALL_NICE" go install -ldflags='-s -w' "${args[@]}"
+  GOBIN="${GOBIN_DIR:-$BIN_DIR}" CGO_ENABLED=0 GOFLAGS=-buildvcs=false GOGC="$BUILD_GOGC" nice -n 10 go install -ldflags='-s -w' "${args[@]}"
 }
 
 # install_go_binary NAME VERSION PKG: the whole install of a server that is one Go binary

@@ -23,9 +23,6 @@ mkdir -p "$LOGS"
 exec 9>"$ROOT/.cache/install-servers.lock"
 flock 9
 JOBS="${INSTALL_JOBS:-2}"
-# Not niced: the test command waits for this before any test starts, and what runs beside it
-# (the checks, the compose stage's image builds under a niced dockerd) can wait.
-export INSTALL_NICE="${INSTALL_NICE:-0}"
 
 run() { # run NAME SCRIPT: runs one installer, records its status and duration
   local name=$1 script=$2 start rc=0

@@ -48,10 +48,10 @@ mkdir -p "$tmp/mod" "$tmp/bin"
     got="$(go list -m -f '{{.Version}}' "${want% *}")"
     [[ "$got" == "${want#* }" ]] || { echo "install-temporal-server: Temporal CLI $CLI_VERSION needs ${want% *} $got, not ${want#* }" >&2; exit 1; }
   done
-  nice -n "$INSTALL_NICE" go build -buildvcs=false -ldflags='-s -w' -o "$tmp/bin/" \
+  nice -n 10 go build -buildvcs=false -ldflags='-s -w' -o "$tmp/bin/" \
     go.temporal.io/server/cmd/server go.temporal.io/server/cmd/tools/sql github.com/temporalio/cli/cmd/temporal
   # Its command is also named server; the packages it shares are compiled by now.
-  nice -n "$INSTALL_NICE" go build -buildvcs=false -ldflags='-s -w' -o "$tmp/bin/ui-server" github.com/temporalio/ui-server/v2/cmd/server
+  nice -n 10 go build -buildvcs=false -ldflags='-s -w' -o "$tmp/bin/ui-server" github.com/temporalio/ui-server/v2/cmd/server
 )
 mv "$tmp/bin/server" "$BIN_DIR/temporal-server"
 mv "$tmp/bin/sql" "$BIN_DIR/temporal-sql-tool"

@@ -174,7 +174,7 @@ log "image walkeeper/walkeeper:dev: deploy/Dockerfile built in $(since "$t0")"
 flock "$root/.cache/install-servers.lock" bash -c './scripts/install-temporal-server.sh && ./scripts/install-temporal.sh && ./scripts/install-versitygw.sh' >/dev/null ||
   die "installing the Temporal server, CLI and versitygw"
 bin="$root/.cache/bin"
-temporal_version="v$(sed -n 's/^ *image: temporalio\/server:\${TEMPORAL_VERSION:-\([^}]*\)}.*/\1/p' docker-compose.yml)"
+temporal_version="$(compose_version temporalio/server TEMPORAL_VERSION)"
 ui_version="$(compose_ui_version)"
 [[ "$(cat "$bin/.temporal-ui-server.version")" == "$ui_version" ]] ||
   die "the installed UI server is not $ui_version, the version docker-compose.yml runs"

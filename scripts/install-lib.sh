@@ -63,8 +63,12 @@ install_go_binary() {
   echo "$BIN_DIR/$name"
 }
 
-# compose_ui_version: the Temporal UI release docker-compose.yml runs by default, as a module
-# version (v2.42.1); the Temporal build makes its UI server for the compose stage's image.
-compose_ui_version() {
-  echo "v$(sed -n 's/^ *image: temporalio\/ui:\${TEMPORAL_UI_VERSION:-\([^}]*\)}.*/\1/p' "$ROOT/docker-compose.yml")"
+# compose_version IMAGE VAR: the default tag docker-compose.yml gives IMAGE
+# (`image: IMAGE:${VAR:-TAG}`), as a module version (vTAG).
+compose_version() {
+  echo "v$(sed -n "s|^ *image: $1:\\\${$2:-\\([^}]*\\)}.*|\\1|p" "$ROOT/docker-compose.yml")"
 }
+
+# compose_ui_version: the Temporal UI release docker-compose.yml runs (v2.42.1); the Temporal
+# build makes its UI server for the compose stage's image.
+compose_ui_version() { compose_version temporalio/ui TEMPORAL_UI_VERSION; }

@@ -35,7 +35,10 @@ const DefaultReconcileConcurrency = contract.DefaultReconcileConcurrency
 // threshold in a bounded heap: memory, result and heartbeat are bounded whatever the number
 // of stores or records. It reads no store: the records' keys hold what the sweep decides on.
 // p.After pages past the candidates an earlier call returned, p.AsOf fixes the clock the
-// pages' ages are measured by.
+// pages' ages are measured by. A store whose MergeWal is running is counted in Running
+// instead of listed (runningMerges), unless it also asks for compaction: the sweep would
+// only attach to the run, and a round that finds nothing else to start runs no
+// StartWorkflows activity.
 func (a *Activities) ScanDemand(ctx context.Context, p contract.ScanDemandParams) (res contract.ScanDemandResult, err error) {
 	start := time.Now()
 	kind, err := store.ParseKind(p.Kind)
@@ -57,6 +60,8 @@ func (a *Activities) ScanDemand(ctx context.Context, p contract.ScanDemandParams
 	}
 	top := &candidateHeap{}
 	agg := newStoreDemand()
+	var running map[string]bool // listed at the first qualified store
+	listedRunning := false
 	flush := func() {
 		if agg.target == "" {
 			return
@@ -65,7 +70,12 @@ func (a *Activities) ScanDemand(ctx context.Context, p contract.ScanDemandParams
 		res.StoresWithDebt++
 		if qualifies(t, p) && (p.After == nil || contract.DemandBefore(*p.After, t)) {
 			res.Qualified++
-			if top.Len() < k {
+			if !listedRunning {
+				running, listedRunning = a.runningMerges(ctx, kind), true
+			}
+			if !t.Compact && running[mergeWalID(t.Target)] {
+				res.Running++
+			} else if top.Len() < k {
 				heap.Push(top, t)
 			} else if contract.DemandBefore(t, (*top)[0]) {
 				(*top)[0] = t
@@ -92,6 +102,16 @@ func (a *Activities) ScanDemand(ctx context.Context, p contract.ScanDemandParams
 	flush()
 	res.Targets = top.sorted()
 	return res, guardPayload(contract.ScanDemandActivity, res)
+}
+
+// mergeWalID is the MergeWal workflow ID of a demand record's target ("" when it does not
+// parse, which no running merge has).
+func mergeWalID(target string) string {
+	t, err := store.ParseTarget(target)
+	if err != nil {
+		return ""
+	}
+	return contract.MergeWalID(t)
 }
 
 // qualifies reports whether t is over one of the sweep's thresholds.

@@ -2,10 +2,16 @@ package activities
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	commonpb "go.temporal.io/api/common/v1"
+	workflowpb "go.temporal.io/api/workflow/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/mocks"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/walkeeper/walkeeper/contract"
@@ -170,4 +176,57 @@ func TestReconcilePagesPastForeignRegistryKeys(t *testing.T) {
 		after = res.Next
 	}
 	require.Equal(t, 3, stores)
+}
+
+// A store whose MergeWal visibility lists as running is counted, not listed: the sweep's
+// start would only attach to it. The next most indebted store takes its place on the page,
+// and a failed listing filters nothing.
+func TestScanDemandLeavesOutStoresWhoseMergeIsRunning(t *testing.T) {
+	url := memURL(t)
+	db := openDB(t, url, "w1")
+	seal(t, db, "generic:five", []string{"a"}, []string{"b"}, []string{"c"}, []string{"d"}, []string{"e"})
+	seal(t, db, "generic:four", []string{"a"}, []string{"b"}, []string{"c"}, []string{"d"})
+	seal(t, db, "generic:three", []string{"a"}, []string{"b"}, []string{"c"})
+
+	var queries []string
+	c := &mocks.Client{}
+	c.On("ListWorkflow", mock.Anything, mock.Anything).Return(
+		func(_ context.Context, req *workflowservice.ListWorkflowExecutionsRequest) (*workflowservice.ListWorkflowExecutionsResponse, error) {
+			queries = append(queries, req.GetQuery())
+			if len(req.GetNextPageToken()) == 0 { // two pages: the running store is on the second
+				return &workflowservice.ListWorkflowExecutionsResponse{NextPageToken: []byte("p2"), Executions: []*workflowpb.WorkflowExecutionInfo{
+					{Execution: &commonpb.WorkflowExecution{WorkflowId: "merge-wal/generic/elsewhere"}}}}, nil
+			}
+			return &workflowservice.ListWorkflowExecutionsResponse{Executions: []*workflowpb.WorkflowExecutionInfo{
+				{Execution: &commonpb.WorkflowExecution{WorkflowId: "merge-wal/generic/five"}}}}, nil
+		})
+	scan := func(a *Activities) contract.ScanDemandResult {
+		v, err := activityEnv(t, a).ExecuteActivity(contract.ScanDemandActivity, contract.ScanDemandParams{
+			Kind: "generic", MaxCandidates: 2, MergeMinGenerations: 3})
+		require.NoError(t, err)
+		var res contract.ScanDemandResult
+		require.NoError(t, v.Get(&res))
+		return res
+	}
+
+	res := scan(&Activities{DB: db, Client: c})
+	require.Equal(t, []string{"generic:four", "generic:three"}, demandTargets(res))
+	require.Equal(t, 1, res.Running)
+	require.Equal(t, 3, res.Qualified)
+	require.Len(t, queries, 2, "one listing per scan, both pages")
+	require.Equal(t, "WorkflowType = 'MergeWal' AND ExecutionStatus = 'Running' AND WalKind = 'generic'", queries[0])
+
+	failing := &mocks.Client{}
+	failing.On("ListWorkflow", mock.Anything, mock.Anything).Return(nil, errors.New("visibility unavailable"))
+	res = scan(&Activities{DB: db, Client: failing})
+	require.Equal(t, []string{"generic:five", "generic:four"}, demandTargets(res))
+	require.Zero(t, res.Running)
+}
+
+func demandTargets(res contract.ScanDemandResult) []string {
+	var out []string
+	for _, t := range res.Targets {
+		out = append(out, t.Target)
+	}
+	return out
 }

@@ -14,13 +14,15 @@ import (
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/mocks"
 
 	"github.com/walkeeper/walkeeper/contract"
 )
 
-// fakeClient answers ExecuteWorkflow with a run whose IDs echo the options. The activity
+// fakeClient answers ExecuteWorkflow with a run whose IDs echo the options, and lists no
+// running workflow. The activity
 // starts concurrently: the options are collected under a lock.
 func fakeClient(fail map[string]error) (*mocks.Client, *[]client.StartWorkflowOptions) {
 	c := &mocks.Client{}
@@ -39,6 +41,8 @@ func fakeClient(fail map[string]error) (*mocks.Client, *[]client.StartWorkflowOp
 			run.On("GetRunID").Return("run-" + o.ID)
 			return run, nil
 		}).Maybe()
+	// No merge is running (ScanDemand's visibility listing).
+	c.On("ListWorkflow", mock.Anything, mock.Anything).Return(&workflowservice.ListWorkflowExecutionsResponse{}, nil).Maybe()
 	return c, &got
 }
 

@@ -76,10 +76,14 @@ type ScanDemandResult struct {
 	// StoresWithDebt counts the stores with at least one demand record.
 	StoresWithDebt int `json:"stores_with_debt"`
 	// Qualified counts the stores over a threshold (after ScanDemandParams.After when set);
-	// Qualified - len(Targets) were left for the next page or sweep.
+	// Qualified - len(Targets) were left for the next page or sweep, or are Running.
 	Qualified int `json:"qualified"`
 	// Records counts the demand records listed.
 	Records int `json:"records"`
+	// Running counts the qualified stores left out of Targets because their MergeWal was
+	// running when the scan listed them (a start would only attach to it) and they carry no
+	// compaction marker.
+	Running int `json:"running,omitempty"`
 }
 
 // ScanDemandProgress is ScanDemand's heartbeat: counters only (a retry lists again from

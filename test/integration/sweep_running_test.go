@@ -1,0 +1,83 @@
+package integration
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/walkeeper/walkeeper/contract"
+)
+
+// A sweep leaves out a store whose MergeWal is already running: its start would only attach
+// to the run, and a round with nothing else to start schedules no StartWorkflows activity.
+// The running merge waits on the queue of an instance with no worker, so it is certainly open
+// for both sweeps.
+func TestSweepLeavesRunningMergesAlone(t *testing.T) {
+	e := newEnv(t)
+	const held = "generic:sweep-held"
+
+	ghost := e.openDB("ghost-sweep", nil)
+	e.writeGenerations(e.createStore(ghost, held), "k", 3, 5)
+	if err := ghost.Close(e.ctx(waitShort)); err != nil {
+		t.Fatal(err)
+	}
+	w := e.startWorker(e.config("sweep-w1"))
+	a := newAPI(t, w.HTTPAddr())
+	a.must(201, "POST", "/api/v1/stores/generic/sweep-free", genericSchemaJSON, nil)
+	for g := range 3 {
+		a.must(200, "POST", "/api/v1/stores/generic/sweep-free/rows", fmt.Sprintf(`[{"id":"r%d","v":1,"note":"x"}]`, g), nil)
+		a.must(200, "POST", "/api/v1/stores/generic/sweep-free/flush", nil, nil)
+	}
+
+	merge := e.startMerge(held, contract.MergeWalInput{ScheduleToStartTimeout: 10 * time.Minute})
+	t.Cleanup(func() { _ = e.c.TerminateWorkflow(e.ctx(waitShort), merge.GetID(), merge.GetRunID(), "test over") })
+	waitFor(t, waitShort, "the held merge to be listed as running", func() (bool, error) {
+		_, n, err := e.listExecutions("WorkflowId = '" + merge.GetID() + "' AND ExecutionStatus = 'Running'")
+		return n == 1, err
+	})
+
+	sweep := func(name string) (contract.MaintenanceSweepResult, client.WorkflowRun) {
+		t.Helper()
+		run, err := e.c.ExecuteWorkflow(e.ctx(waitShort), client.StartWorkflowOptions{ID: "sweep-running-" + name, TaskQueue: contract.TaskQueue},
+			contract.MaintenanceSweepWorkflow, contract.MaintenanceSweepInput{MergeMinGenerations: 3, MaxPendingAge: -1, CompactMinRuns: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res contract.MaintenanceSweepResult
+		if err := run.Get(e.ctx(waitLong), &res); err != nil {
+			t.Fatalf("sweep %s: %v", name, err)
+		}
+		return res, run
+	}
+
+	res, _ := sweep("first")
+	if len(res.Started) != 1 || res.Started[0].WorkflowID != "merge-wal/generic/sweep-free" {
+		t.Fatalf("first sweep started %+v, want merge-wal/generic/sweep-free only (the held merge is running)", res.Started)
+	}
+	if res.Qualified != 2 {
+		t.Fatalf("first sweep qualified %d stores, want 2 (both over the threshold)", res.Qualified)
+	}
+	e.mergeResult(e.c.GetWorkflow(e.ctx(waitShort), "merge-wal/generic/sweep-free", ""), waitLong)
+
+	res, run := sweep("second")
+	if len(res.Started) != 0 {
+		t.Fatalf("second sweep started %+v, want nothing", res.Started)
+	}
+	it := e.c.GetWorkflowHistory(e.ctx(waitShort), run.GetID(), run.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.GetEventType() == enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED &&
+			ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName() == contract.StartWorkflowsActivity {
+			t.Fatalf("second sweep scheduled StartWorkflows (event %d) for a store whose merge is running", ev.GetEventId())
+		}
+	}
+	if !e.isRunning(merge.GetID(), merge.GetRunID()) {
+		t.Fatal("the held merge closed during the test")
+	}
+}

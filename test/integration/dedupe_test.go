@@ -24,12 +24,7 @@ func TestTwoStartsOneRun(t *testing.T) {
 	const target = "generic:dedupe"
 
 	// Pending generations owned by "ghost", an instance that is not running.
-	ghost := e.openDB("ghost", nil)
-	s := e.createStore(ghost, target)
-	keys := e.writeGenerations(s, "k", 3, 20)
-	if err := ghost.Close(e.ctx(waitShort)); err != nil {
-		t.Fatal(err)
-	}
+	keys := e.writeWithoutWorker("ghost", target, 3, 20)
 
 	w := e.startWorker(e.config("w1"))
 	a := newAPI(t, w.HTTPAddr())

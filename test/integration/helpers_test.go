@@ -358,6 +358,19 @@ func (e *env) writeGenerationsWith(s *store.Store, prefix string, gens, rowsPerG
 	return keys
 }
 
+// writeWithoutWorker creates target and seals gens generations of rowsPerGen rows as
+// instance, then closes that instance: no worker serves its shard queue, so a MergeWal of
+// target waits there until the test gives it one. Returns the keys written.
+func (e *env) writeWithoutWorker(instance, target string, gens, rowsPerGen int) []string {
+	e.t.Helper()
+	db := e.openDB(instance, nil)
+	keys := e.writeGenerations(e.createStore(db, target), "k", gens, rowsPerGen)
+	if err := db.Close(e.ctx(waitShort)); err != nil {
+		e.t.Fatal(err)
+	}
+	return keys
+}
+
 // stats reads the target's stats through a fresh handle on the storage root.
 func (e *env) stats(db *store.DB, target string) store.Stats {
 	e.t.Helper()

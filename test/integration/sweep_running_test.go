@@ -19,11 +19,7 @@ func TestSweepLeavesRunningMergesAlone(t *testing.T) {
 	e := newEnv(t)
 	const held = "generic:sweep-held"
 
-	ghost := e.openDB("ghost-sweep", nil)
-	e.writeGenerations(e.createStore(ghost, held), "k", 3, 5)
-	if err := ghost.Close(e.ctx(waitShort)); err != nil {
-		t.Fatal(err)
-	}
+	e.writeWithoutWorker("ghost-sweep", held, 3, 5)
 	w := e.startWorker(e.config("sweep-w1"))
 	a := newAPI(t, w.HTTPAddr())
 	a.must(201, "POST", "/api/v1/stores/generic/sweep-free", genericSchemaJSON, nil)

@@ -31,9 +31,9 @@ func shardsPerCommit(in contract.MergeWalInput) int {
 	return in.MaxShardsPerCommit
 }
 
-// roundCommitLoop is the only place commits run: it waits for one commit request, then
-// takes every other request already queued, up to the round's caps, and commits them all
-// in one CommitRound. A request that would take the round past contract.MaxRoundBytes waits
+// roundCommitLoop is the only place commits run: it waits for one commit request (in a hot
+// run, for the round's, awaitRound), then takes every other request already queued, up to
+// the round's caps, and commits them all in one CommitRound. A request that would take the round past contract.MaxRoundBytes waits
 // for the next round (at least one request always goes).
 func (r *mergeRun) roundCommitLoop(ctx workflow.Context, commits workflow.Channel) {
 	limit := shardsPerCommit(r.in)
@@ -41,9 +41,13 @@ func (r *mergeRun) roundCommitLoop(ctx workflow.Context, commits workflow.Channe
 	for {
 		first := carry
 		carry = nil
-		if first == nil && !commits.Receive(ctx, &first) {
-			return
+		if first == nil {
+			if !commits.Receive(ctx, &first) {
+				return
+			}
+			r.asking--
 		}
+		r.awaitRound(ctx, limit)
 		batch := []*commitRequest{first}
 		size := preparedSize(first.p)
 		for len(batch) < limit {
@@ -51,6 +55,7 @@ func (r *mergeRun) roundCommitLoop(ctx workflow.Context, commits workflow.Channe
 			if !commits.ReceiveAsync(&next) {
 				break
 			}
+			r.asking--
 			if n := preparedSize(next.p); size+n > contract.MaxRoundBytes {
 				carry = next
 				break

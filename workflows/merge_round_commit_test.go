@@ -2,10 +2,14 @@ package workflows
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/walkeeper/walkeeper/contract"
 )
@@ -174,4 +178,50 @@ func sortedCopy(xs []string) []string {
 		}
 	}
 	return out
+}
+
+// Once a run is hot (its writers seal as fast as it merges), each round commits once: the
+// commit loop waits for every pass of the round instead of committing the prepares as they
+// finish. Before the run is hot, and in a run that started before the change, they commit as
+// they come.
+func TestMergeWalHotRoundsCommitOnce(t *testing.T) {
+	run := func(version workflow.Version) [][]string {
+		env := newEnv(t)
+		pending := map[string]int{}
+		for i := range 6 {
+			pending[fmt.Sprintf("s%d", i)] = 2
+		}
+		f := newFakeTable("generic:hot", 2, pending)
+		mockTimedTable(env, f, time.Second, time.Second)
+		env.OnGetVersion(hotRoundCommitsChange, workflow.DefaultVersion, 1).Return(version)
+		// Every shard seals 2 more while each of the first 4 commits runs.
+		commits := 0
+		env.SetOnActivityCompletedListener(func(info *activity.Info, _ converter.EncodedValue, _ error) {
+			if info.ActivityType.Name != contract.CommitRoundActivity {
+				return
+			}
+			if commits++; commits <= 4 {
+				f.mu.Lock()
+				for s := range f.pending {
+					f.pending[s] += 2
+				}
+				f.mu.Unlock()
+			}
+		})
+		env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:hot", ParallelPrepare: true, PrepareConcurrency: 2})
+		res := mergeResult(t, env)
+		require.Equal(t, 6*(2+4*2), res.Reclaimed, "%+v", res)
+		return f.rounds
+	}
+
+	rounds := run(1)
+	hot := slices.IndexFunc(rounds, func(r []string) bool { return len(r) == 6 })
+	require.Greater(t, hot, 1, "the first round, not hot yet, commits its prepares as they finish: %v", rounds)
+	require.GreaterOrEqual(t, len(rounds)-hot, 3, "%v", rounds)
+	for _, r := range rounds[hot:] {
+		require.Len(t, r, 6, "every hot round commits once: %v", rounds)
+	}
+
+	old := run(workflow.DefaultVersion)
+	require.Greater(t, len(old), 2*len(rounds), "a run that started before the change commits as before: %v", old)
 }

@@ -134,6 +134,14 @@ type mergeRun struct {
 	// upserts and timers count this run's search attribute upserts and timers (one billable
 	// action each).
 	upserts, timers int
+	// hot: a confirming listing found generations sealed while this run merged.
+	hot bool
+	// hotRoundsCommitOnce: the run started on code whose hot rounds commit once per round
+	// (hotRoundCommitsChange).
+	hotRoundsCommitOnce bool
+	// preparing counts the passes of the current round that may still ask for a commit;
+	// asking counts the commit requests sent and not yet taken by the commit loop.
+	preparing, asking int
 	// listedAt is the workflow time of the last listing (rounds relist by time).
 	listedAt time.Time
 	// pendingAtStart is the total pending of the chain's first listing (-1: not listed yet).
@@ -172,6 +180,7 @@ func newMergeRun(ctx workflow.Context, in contract.MergeWalInput, tgt target.Tar
 		slotWait = 0
 	}
 	r.tr = newTracker(ctx, slotWait, r.changed)
+	r.hotRoundsCommitOnce = hotRoundsCommitOnce(ctx)
 	return r
 }
 
@@ -287,12 +296,11 @@ func (r *mergeRun) mergeRounds(ctx workflow.Context, commits workflow.Channel) {
 		prepares = r.in.PrepareConcurrency
 	}
 	sem := workflow.NewSemaphore(ctx, int64(prepares))
-	// hot: a confirming listing found generations sealed while this run merged. From then on
-	// the run's writers seal as fast as it merges, and a listing at once would find a
+	// Hot (r.hot): a confirming listing found generations sealed while this run merged. From
+	// then on the run's writers seal as fast as it merges, and a listing at once would find a
 	// round's worth of seals per shard: passes of a few generations at 2 actions each. A hot
 	// run lists again only relistInterval after its last listing (one timer), so each pass
 	// folds what the shard sealed in that time.
-	hot := false
 	for round := 1; ; round++ {
 		// Listing each round would cost an action per pass on a one-shard table; the
 		// estimates (listed pending minus what the passes folded) plan the rounds in
@@ -304,12 +312,12 @@ func (r *mergeRun) mergeRounds(ctx workflow.Context, commits workflow.Channel) {
 		}
 		order := roundOrder(estimatedTodo(r.todo()))
 		if len(order) == 0 && round > 1 && !relisted {
-			if hot && !r.waitToRelist(ctx) {
+			if r.hot && !r.waitToRelist(ctx) {
 				return
 			}
 			r.relist(ctx)
 			order = roundOrder(estimatedTodo(r.todo()))
-			hot = hot || len(order) > 0
+			r.hot = r.hot || len(order) > 0
 		}
 		if len(order) == 0 {
 			return
@@ -318,9 +326,11 @@ func (r *mergeRun) mergeRounds(ctx workflow.Context, commits workflow.Channel) {
 		wg := workflow.NewWaitGroup(ctx)
 		for _, sh := range order {
 			wg.Add(1)
+			pass := r.joinRound()
 			workflow.Go(ctx, func(ctx workflow.Context) {
 				defer wg.Done()
-				if r.mergePass(ctx, sh, commits, sem) == passCommitted {
+				defer r.leaveRound(pass)
+				if r.mergePass(ctx, sh, commits, sem, pass) == passCommitted {
 					progress = true
 					// Its turn is over; it waits for the next round.
 					sh.phase = contract.ShardQueued
@@ -403,7 +413,7 @@ const (
 
 // mergePass prepares and commits one pass of sh. A stale preparation is aborted and
 // prepared again within the same pass (at most maxStaleRestarts times in a row).
-func (r *mergeRun) mergePass(ctx workflow.Context, sh *shardRun, commits workflow.Channel, sem workflow.Semaphore) passOutcome {
+func (r *mergeRun) mergePass(ctx workflow.Context, sh *shardRun, commits workflow.Channel, sem workflow.Semaphore, pass *roundPass) passOutcome {
 	for ctx.Err() == nil {
 		if sh.res.Passes >= r.in.MaxPasses {
 			sh.res.Finished, sh.res.MaxPassesReached = true, true
@@ -432,6 +442,8 @@ func (r *mergeRun) mergePass(ctx workflow.Context, sh *shardRun, commits workflo
 		sh.phase = contract.ShardWaitingCommit
 		r.changed()
 		reply := workflow.NewBufferedChannel(ctx, 1)
+		r.leaveRound(pass)
+		r.asking++
 		commits.Send(ctx, &commitRequest{sh: sh, p: p, reply: reply})
 		var out commitOutcome
 		reply.Receive(ctx, &out)
@@ -452,6 +464,7 @@ func (r *mergeRun) mergePass(ctx workflow.Context, sh *shardRun, commits workflo
 			sh.staleInARow++
 			sh.res.Restarts++
 			r.log.Info("Stale preparation aborted; preparing again.", "shard", sh.res.Shard)
+			r.rejoinRound(pass)
 			continue
 		}
 		r.fail(sh, "commit", out.err, abErr)

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	tworker "go.temporal.io/sdk/worker"
 
 	"github.com/walkeeper/walkeeper/contract"
@@ -288,5 +290,60 @@ func TestRecordReplayHistoriesSweepWindow(t *testing.T) {
 		if err := replayer.ReplayWorkflowHistoryFromJSONFile(nil, filepath.Join(outDir, f)); err != nil {
 			t.Errorf("replay %s: %v", f, err)
 		}
+	}
+}
+
+// TestRecordReplayHistoriesHotRounds records merge-wal-hot-rounds.json (with the command of
+// TestRecordReplayHistories, or alone with -run TestRecordReplayHistoriesHotRounds): a
+// MergeWal of two shards whose writers seal while it merges, so it turns hot and its hot
+// rounds commit once per round (the hot-round-commits change, beside the v1 histories).
+func TestRecordReplayHistoriesHotRounds(t *testing.T) {
+	e, outDir := recordingEnv(t, "merge-wal-hot-rounds.json")
+	wa := e.startWorker(e.config("rec-hot-a"))
+	wb := e.startWorker(e.config("rec-hot-b"))
+	const target = "generic:replay-hot"
+	sa, sb := e.createStore(wa.DB(), target), e.createStore(wb.DB(), target)
+	e.writeGenerations(sa, "a", 2, 2)
+	e.writeGenerations(sb, "b", 2, 2)
+
+	// Both writers seal every 100 ms for 12 s from the merge's start: its confirming listing
+	// finds new generations (hot), and its next listing, 10 s later, a round of both shards.
+	run := e.startMerge(target, contract.MergeWalInput{})
+	for i, end := 0, time.Now().Add(12*time.Second); time.Now().Before(end); i++ {
+		e.writeGenerations(sa, fmt.Sprintf("a%03d-", i), 1, 2)
+		e.writeGenerations(sb, fmt.Sprintf("b%03d-", i), 1, 2)
+		time.Sleep(100 * time.Millisecond)
+	}
+	res := e.mergeResult(run, waitLong)
+	name := "merge-wal-hot-rounds.json"
+	n := e.saveHistory(filepath.Join(outDir, name), run.GetID(), run.GetRunID())
+	t.Logf("%s: %d events, %d passes, %d generations", name, n, res.Passes, res.Reclaimed)
+
+	events, err := actioncount.History(e.ctx(time.Minute), e.c, run.GetID(), run.GetRunID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	markers, twoShardCommits := 0, 0
+	for _, ev := range events {
+		if a := ev.GetMarkerRecordedEventAttributes(); a != nil && a.GetMarkerName() == "Version" {
+			markers++
+		}
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == contract.CommitRoundActivity {
+			var p contract.CommitRoundParams
+			if err := converter.GetDefaultDataConverter().FromPayloads(a.GetInput(), &p); err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Prepared) == 2 {
+				twoShardCommits++
+			}
+		}
+	}
+	if markers != 1 || twoShardCommits == 0 {
+		t.Fatalf("%s: %d version markers, %d CommitRounds of both shards; want 1 and some (a hot round)", name, markers, twoShardCommits)
+	}
+	replayer := tworker.NewWorkflowReplayer()
+	workflows.Register(replayer)
+	if err := replayer.ReplayWorkflowHistoryFromJSONFile(nil, filepath.Join(outDir, name)); err != nil {
+		t.Errorf("replay %s: %v", name, err)
 	}
 }

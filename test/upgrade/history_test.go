@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/internal/actioncount"
@@ -17,9 +19,23 @@ import (
 // The names build B's change leaves in a history (testdata/note-merge-plan.patch).
 const (
 	noteActivity = "NoteMergePlan"
-	// versionMarker is the marker workflow.GetVersion records (the Go SDK's name for it).
+	// versionMarker is the marker workflow.GetVersion records (the Go SDK's name for it), and
+	// the change ID in its details (other changes of the tree have markers of their own).
 	versionMarker = "Version"
+	noteChange    = "note-merge-plan"
 )
+
+// changeID is the change ID a version marker's details name ("" when they name none).
+func changeID(t *testing.T, details map[string]*commonpb.Payloads) string {
+	t.Helper()
+	var id string
+	if p := details["change-id"].GetPayloads(); len(p) > 0 {
+		if err := converter.GetDefaultDataConverter().FromPayload(p[0], &id); err != nil {
+			t.Fatalf("version marker change ID: %v", err)
+		}
+	}
+	return id
+}
 
 // run is what one workflow run's history says about the upgrade.
 type run struct {
@@ -28,7 +44,7 @@ type run struct {
 	// and its last workflow task: the first completed task decides the run's path (a first
 	// task that timed out on one worker is run afresh, not replayed, by the next).
 	startedOn, endedOn string
-	versionMarkers     int
+	versionMarkers     int // of noteChange
 	notesScheduled     int
 	notesCompleted     int
 	// noteRetried: the NoteMergePlan that completed was not its first attempt (an A worker,
@@ -149,7 +165,7 @@ func readRun(t *testing.T, c client.Client, f *fleet, id, runID string) run {
 			a := ev.GetWorkflowTaskFailedEventAttributes()
 			r.taskFailures = append(r.taskFailures, fmt.Sprintf("%s by %s: %s", a.GetCause(), a.GetIdentity(), a.GetFailure().GetMessage()))
 		case enumspb.EVENT_TYPE_MARKER_RECORDED:
-			if ev.GetMarkerRecordedEventAttributes().GetMarkerName() == versionMarker {
+			if a := ev.GetMarkerRecordedEventAttributes(); a.GetMarkerName() == versionMarker && changeID(t, a.GetDetails()) == noteChange {
 				r.versionMarkers++
 			}
 		case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:

@@ -1,0 +1,62 @@
+package workflows
+
+import (
+	"go.temporal.io/sdk/workflow"
+)
+
+// A hot run's rounds commit once per round. A round's passes prepare behind the prepare
+// semaphore and finish one by one; the commit loop takes whatever is queued when it is free,
+// so a round of 20 shards used to commit in about as many CommitRounds as passes, each a
+// billable action. Once a run is hot, its writers seal as fast as it merges and a round's
+// commit is not what anyone waits for, so the commit loop waits until every pass of the
+// round has asked for its commit (or a round's worth of shards, contract.MaxRoundShards by
+// default, has): one CommitRound per round.
+
+// hotRoundCommitsChange is the GetVersion change ID of one commit per hot round.
+const hotRoundCommitsChange = "hot-round-commits"
+
+// hotRoundsCommitOnce decides once, in the run's first workflow task, whether the run's hot
+// rounds commit once per round (decision 0301: a run keeps the path it started on).
+func hotRoundsCommitOnce(ctx workflow.Context) bool {
+	return workflow.GetVersion(ctx, hotRoundCommitsChange, workflow.DefaultVersion, 1) == 1
+}
+
+// roundPass is one shard's pass in the current round, counted in mergeRun.preparing while it
+// may still ask for a commit.
+type roundPass struct{ counted bool }
+
+// joinRound counts a new pass of the round.
+func (r *mergeRun) joinRound() *roundPass {
+	r.preparing++
+	return &roundPass{counted: true}
+}
+
+// leaveRound uncounts the pass: it has asked for its commit, or it ends without one.
+func (r *mergeRun) leaveRound(p *roundPass) {
+	if p.counted {
+		p.counted = false
+		r.preparing--
+	}
+}
+
+// rejoinRound counts the pass again: its commit was stale and it prepares again.
+func (r *mergeRun) rejoinRound(p *roundPass) {
+	if !p.counted {
+		p.counted = true
+		r.preparing++
+	}
+}
+
+// awaitRound holds a hot run's commit, whose first request the loop has taken, until every
+// pass of the round has asked for its commit or ended, or limit requests are ready. A run that
+// is not hot, or that started before hotRoundCommitsChange, commits at once.
+//
+// INVARIANT: no deadlock: a counted pass is preparing or waiting for a prepare slot, and ends
+// or asks without the commit loop's help.
+func (r *mergeRun) awaitRound(ctx workflow.Context, limit int) {
+	if !r.hotRoundsCommitOnce || !r.hot {
+		return
+	}
+	// A cancelled wait commits what is ready, as the loop always has.
+	_ = workflow.Await(ctx, func() bool { return r.preparing == 0 || 1+r.asking >= limit })
+}

@@ -19,6 +19,8 @@ import (
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/internal/actioncount"
 	"github.com/walkeeper/walkeeper/internal/cachebin"
+	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/worker"
 	"github.com/walkeeper/walkeeper/workflows"
 )
 
@@ -53,10 +55,8 @@ func recordingEnv(t *testing.T, files string) (*env, string) {
 func TestRecordReplayHistories(t *testing.T) {
 	e, outDir := recordingEnv(t, "*.json")
 
-	wa := e.startWorker(e.config("rec-a"))
-	wb := e.startWorker(e.config("rec-b"))
 	const target = "generic:replay"
-	sa, sb := e.createStore(wa.DB(), target), e.createStore(wb.DB(), target)
+	wa, sa, sb := e.twoWriters("rec", target)
 	write := func() {
 		e.writeGenerations(sa, "a", 1, 5)
 		e.writeGenerations(sb, "b", 1, 5)
@@ -174,6 +174,15 @@ func TestRecordReplayHistories(t *testing.T) {
 			t.Errorf("replay %s: %v", f, err)
 		}
 	}
+}
+
+// twoWriters starts workers prefix-a and prefix-b and creates target through each: one
+// store, two shards. Returns the first worker and both writers' handles.
+func (e *env) twoWriters(prefix, target string) (*worker.Worker, *store.Store, *store.Store) {
+	e.t.Helper()
+	wa := e.startWorker(e.config(prefix + "-a"))
+	wb := e.startWorker(e.config(prefix + "-b"))
+	return wa, e.createStore(wa.DB(), target), e.createStore(wb.DB(), target)
 }
 
 // resetAfterFirst resets the finished run id/runID to the workflow task that completed
@@ -299,10 +308,8 @@ func TestRecordReplayHistoriesSweepWindow(t *testing.T) {
 // rounds commit once per round (the hot-round-commits change, beside the v1 histories).
 func TestRecordReplayHistoriesHotRounds(t *testing.T) {
 	e, outDir := recordingEnv(t, "merge-wal-hot-rounds.json")
-	wa := e.startWorker(e.config("rec-hot-a"))
-	wb := e.startWorker(e.config("rec-hot-b"))
 	const target = "generic:replay-hot"
-	sa, sb := e.createStore(wa.DB(), target), e.createStore(wb.DB(), target)
+	_, sa, sb := e.twoWriters("rec-hot", target)
 	e.writeGenerations(sa, "a", 2, 2)
 	e.writeGenerations(sb, "b", 2, 2)
 

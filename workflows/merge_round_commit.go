@@ -33,8 +33,9 @@ func shardsPerCommit(in contract.MergeWalInput) int {
 
 // roundCommitLoop is the only place commits run: it waits for one commit request (in a hot
 // run, for the round's, awaitRound), then takes every other request already queued, up to
-// the round's caps, and commits them all in one CommitRound. A request that would take the round past contract.MaxRoundBytes waits
-// for the next round (at least one request always goes).
+// the round's caps, and commits them all in one CommitRound. A request that would take the
+// round past contract.MaxRoundBytes waits for the next round (at least one request always
+// goes).
 func (r *mergeRun) roundCommitLoop(ctx workflow.Context, commits workflow.Channel) {
 	limit := shardsPerCommit(r.in)
 	var carry *commitRequest

@@ -13,6 +13,7 @@ start=$(date +%s)
 PREFIX="$ROOT/.cache/azurite"
 mkdir -p "$PREFIX"
 npm install --prefix "$PREFIX" --no-audit --no-fund --omit=dev --loglevel=error "azurite@$VERSION" >&2
-ln -sf "$PREFIX/node_modules/.bin/azurite-blob" "$BIN_DIR/azurite-blob"
+# Relative, so the link survives the checkout being moved or its .cache/ being shared.
+ln -sf "../azurite/node_modules/.bin/azurite-blob" "$BIN_DIR/azurite-blob"
 mark_installed azurite-blob "$VERSION" $(( $(date +%s) - start ))
 echo "$BIN_DIR/azurite-blob"

@@ -110,9 +110,7 @@ func TestScanDemandPagesInDebtOrder(t *testing.T) {
 		require.NoError(t, v.Get(&res))
 		require.Equal(t, 5, res.StoresWithDebt, "every page lists the whole index")
 		qualified = append(qualified, res.Qualified)
-		for _, tg := range res.Targets {
-			got = append(got, tg.Target)
-		}
+		got = append(got, demandTargets(res)...)
 		if len(res.Targets) == 0 {
 			break
 		}
@@ -201,12 +199,8 @@ func TestScanDemandLeavesOutStoresWhoseMergeIsRunning(t *testing.T) {
 				{Execution: &commonpb.WorkflowExecution{WorkflowId: "merge-wal/generic/five"}}}}, nil
 		})
 	scan := func(a *Activities) contract.ScanDemandResult {
-		v, err := activityEnv(t, a).ExecuteActivity(contract.ScanDemandActivity, contract.ScanDemandParams{
-			Kind: "generic", MaxCandidates: 2, MergeMinGenerations: 3})
-		require.NoError(t, err)
-		var res contract.ScanDemandResult
-		require.NoError(t, v.Get(&res))
-		return res
+		return mustRun[contract.ScanDemandResult](t, activityEnv(t, a), contract.ScanDemandActivity,
+			contract.ScanDemandParams{Kind: "generic", MaxCandidates: 2, MergeMinGenerations: 3})
 	}
 
 	res := scan(&Activities{DB: db, Client: c})
@@ -223,6 +217,7 @@ func TestScanDemandLeavesOutStoresWhoseMergeIsRunning(t *testing.T) {
 	require.Zero(t, res.Running)
 }
 
+// demandTargets is res's candidates' targets, in order.
 func demandTargets(res contract.ScanDemandResult) []string {
 	var out []string
 	for _, t := range res.Targets {

@@ -22,8 +22,8 @@ import (
 )
 
 // fakeClient answers ExecuteWorkflow with a run whose IDs echo the options, and lists no
-// running workflow. The activity
-// starts concurrently: the options are collected under a lock.
+// running workflow. The activity starts concurrently: the options are collected under a
+// lock.
 func fakeClient(fail map[string]error) (*mocks.Client, *[]client.StartWorkflowOptions) {
 	c := &mocks.Client{}
 	var mu sync.Mutex

@@ -333,9 +333,7 @@ func fairnessRoundAt(ctx context.Context, o Options, c client.Client, db *store.
 			return nil
 		})
 	}
-	for _, run := range runs {
-		g.Go(func() error { return run.Get(ctx, nil) })
-	}
+	g.Go(func() error { return awaitRuns(ctx, runs) })
 	if err := g.Wait(); err != nil {
 		return rd, err
 	}
@@ -369,11 +367,7 @@ func fairnessShares(ctx context.Context, o Options, c client.Client, db *store.D
 	if err != nil {
 		return nil, err
 	}
-	var g errgroup.Group
-	for _, run := range runs {
-		g.Go(func() error { return run.Get(ctx, nil) })
-	}
-	if err := g.Wait(); err != nil {
+	if err := awaitRuns(ctx, runs); err != nil {
 		return nil, err
 	}
 	return counts.sharesUntil(t0, int(fairnessShareWindow*float64(2*perKind))), nil
@@ -450,6 +444,24 @@ func startMerges(ctx context.Context, c client.Client, targets []store.Target, w
 		})
 	}
 	return runs, g.Wait()
+}
+
+// backlogWaits bounds the backlog's result waits in flight. Each is a long poll, and the
+// frontend admits at most frontend.namespaceCount (1,200 by default) of one API per namespace
+// at once; past it the server refuses, and the SDK retries with backoff. A wait per queued
+// merge (up to 10,000) would push the light merges' own waits into that backoff, and the
+// scenario would time the client's retries instead of the merges.
+const backlogWaits = 64
+
+// awaitRuns waits until every run has closed, backlogWaits at a time; the drain ends when
+// the last run closes either way, since a closed run's wait returns at once.
+func awaitRuns(ctx context.Context, runs []client.WorkflowRun) error {
+	var g errgroup.Group
+	g.SetLimit(backlogWaits)
+	for _, run := range runs {
+		g.Go(func() error { return run.Get(ctx, nil) })
+	}
+	return g.Wait()
 }
 
 // kindActivities records when each Prepare and CommitRound completed, by kind

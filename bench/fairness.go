@@ -27,7 +27,8 @@ import (
 // matching.enableFairness on and off, side by side in one run, one worker with the default
 // slots. Part one queues a backlog of rollout merges and then starts fairnessLight generic
 // merges, and measures the generic merges' latency (start to close) and the throughput of
-// the whole drain. Part two queues every kind at once, rollout at weight 2 and the others at
+// the whole drain, and reads from the slowest generic merge's history where its time went.
+// Part two queues every kind at once, rollout at weight 2 and the others at
 // 1, and counts each kind's completed Prepare and CommitRound activities while every kind
 // still has merges queued.
 
@@ -58,6 +59,10 @@ type fairnessRound struct {
 	drain    time.Duration
 	perSec   float64
 	finished int
+	// slowest is the slowest light merge's latency and where its time went (waits is zero
+	// when its history could not be read).
+	slowest time.Duration
+	waits   mergeWaits
 }
 
 // RunFairness is the fairness scenario.
@@ -93,6 +98,8 @@ func RunFairness(ctx context.Context, o Options) (*Result, error) {
 
 	lat := Table{Title: "Generic merge latency (start to close) behind a rollout backlog, and the drain's throughput",
 		Header: []string{"server", "rollout backlog", "generic p50", "generic p99", "all merges drained in", "merges/s"}}
+	waits := Table{Title: "The slowest generic merge of each round: where its time went, from its history (queue waits are scheduled to started)",
+		Header: []string{"server", "rollout backlog", "start to result", "first to last event", "first workflow task queued", "later workflow tasks queued", "activities queued"}}
 	share := Table{Title: "Completed Prepare and CommitRound activities per kind while every kind had merges queued, from the first start until a kind completed 60 % of its own (weights " + fairnessShareWeights.String() + ")",
 		Header: []string{"server", "rollout", "generic", "datagen", "rollout share (want 50 %)", "generic share (want 25 %)", "datagen share (want 25 %)"}}
 	rounds := map[string][]fairnessRound{}
@@ -167,6 +174,8 @@ func RunFairness(ctx context.Context, o Options) (*Result, error) {
 			res.Values["light_p50_ms_"+key] = ms(rd.light.P50)
 			res.Values["light_p99_ms_"+key] = ms(rd.light.P99)
 			res.Values["merges_per_s_"+key] = rd.perSec
+			waits.Rows = append(waits.Rows, []string{srv.label(), fmt.Sprint(rd.backlog), fmtDur(rd.slowest), fmtDur(rd.waits.run),
+				fmtDur(rd.waits.firstTask), fmtDur(rd.waits.laterTasks), fmtDur(rd.waits.activities)})
 		}
 		row := []string{srv.label()}
 		var total float64
@@ -181,7 +190,7 @@ func RunFairness(ctx context.Context, o Options) (*Result, error) {
 		}
 		share.Rows = append(share.Rows, row)
 	}
-	res.Tables = append(res.Tables, lat, share)
+	res.Tables = append(res.Tables, lat, waits, share)
 	fairnessTargets(res, servers, rounds, shares)
 	return res, nil
 }
@@ -316,6 +325,7 @@ func fairnessRoundAt(ctx context.Context, o Options, c client.Client, db *store.
 	}
 	var mu sync.Mutex
 	var lat []time.Duration
+	var slowestID string
 	var g errgroup.Group
 	for _, t := range light {
 		g.Go(func() error {
@@ -327,8 +337,12 @@ func fairnessRoundAt(ctx context.Context, o Options, c client.Client, db *store.
 			if err := run.Get(ctx, nil); err != nil {
 				return err
 			}
+			took := time.Since(start)
 			mu.Lock()
-			lat = append(lat, time.Since(start))
+			lat = append(lat, took)
+			if took > rd.slowest {
+				rd.slowest, slowestID = took, run.GetID()
+			}
 			mu.Unlock()
 			return nil
 		})
@@ -339,6 +353,9 @@ func fairnessRoundAt(ctx context.Context, o Options, c client.Client, db *store.
 	}
 	rd.drain = time.Since(t0)
 	rd.light = summarize(lat)
+	if rd.waits, err = waitsOf(ctx, c, slowestID); err != nil {
+		o.progressf("fairness: the history of %s: %v", slowestID, err)
+	}
 	rd.finished = backlog + fairnessLight
 	rd.perSec = float64(rd.finished) / rd.drain.Seconds()
 	return rd, nil

@@ -1,0 +1,61 @@
+package bench
+
+import (
+	"context"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+)
+
+// mergeWaits is where one MergeWal run's time went, read from its history: how long its
+// tasks waited on their queues before a worker took them, and how long the run took on the
+// server. What the client measured beyond the run is the start call and the result wait.
+type mergeWaits struct {
+	// run is the first event to the last.
+	run time.Duration
+	// firstTask is the first workflow task's wait (scheduled to started); 0 when the start
+	// handed it over in its answer (eager).
+	firstTask time.Duration
+	// laterTasks sums the other workflow tasks' waits (the worker's sticky queue, or the
+	// shared queue after a sticky timeout).
+	laterTasks time.Duration
+	// activities sums the activities' waits on the shard queues.
+	activities time.Duration
+}
+
+// waitsOf reads the waits of workflow id's latest run from its history.
+func waitsOf(ctx context.Context, c client.Client, id string) (mergeWaits, error) {
+	var w mergeWaits
+	scheduled := map[int64]time.Time{}
+	var first, last time.Time
+	tasks := 0
+	it := c.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			return w, err
+		}
+		at := ev.GetEventTime().AsTime()
+		if first.IsZero() {
+			first = at
+		}
+		last = at
+		switch ev.GetEventType() {
+		case enumspb.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED, enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+			scheduled[ev.GetEventId()] = at
+		case enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED:
+			wait := at.Sub(scheduled[ev.GetWorkflowTaskStartedEventAttributes().GetScheduledEventId()])
+			if tasks == 0 {
+				w.firstTask = wait
+			} else {
+				w.laterTasks += wait
+			}
+			tasks++
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED:
+			w.activities += at.Sub(scheduled[ev.GetActivityTaskStartedEventAttributes().GetScheduledEventId()])
+		}
+	}
+	w.run = last.Sub(first)
+	return w, nil
+}

@@ -330,8 +330,7 @@ func fairnessRoundAt(ctx context.Context, o Options, c client.Client, db *store.
 	for _, t := range light {
 		g.Go(func() error {
 			start := time.Now()
-			run, err := contract.StartMergeWal(ctx, c, t, contract.MergeWalInput{Trigger: contract.TriggerCLI, TriggerReason: "bench fairness"},
-				contract.EagerStart(true))
+			run, err := contract.StartMergeWal(ctx, c, t, contract.MergeWalInput{Trigger: contract.TriggerCLI, TriggerReason: "bench fairness"})
 			if err != nil {
 				return err
 			}
@@ -449,9 +448,6 @@ func sealOne(ctx context.Context, db *store.DB, targets []store.Target) error {
 }
 
 // startMerges starts one MergeWal per target, 64 starts in flight, at its kind's weight.
-// Every start of the scenario is eager, as a worker's HTTP route starts (the side's worker
-// polls with c): a run's first workflow task goes to the worker in the start's answer while
-// it has a free workflow slot, and through the fair queue otherwise.
 func startMerges(ctx context.Context, c client.Client, targets []store.Target, w contract.FairnessWeights) ([]client.WorkflowRun, error) {
 	runs := make([]client.WorkflowRun, len(targets))
 	var g errgroup.Group
@@ -459,7 +455,7 @@ func startMerges(ctx context.Context, c client.Client, targets []store.Target, w
 	for i, t := range targets {
 		g.Go(func() error {
 			run, err := contract.StartMergeWal(ctx, c, t, contract.MergeWalInput{Trigger: contract.TriggerCLI,
-				TriggerReason: "bench fairness backlog", FairnessWeight: w.Weight(t.Kind)}, contract.EagerStart(true))
+				TriggerReason: "bench fairness backlog", FairnessWeight: w.Weight(t.Kind)})
 			runs[i] = run
 			return err
 		})

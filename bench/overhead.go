@@ -183,9 +183,7 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 	seq := int64(0)
 	mergeVia := func(sv *overheadServer) (time.Duration, error) {
 		t0 := time.Now()
-		// Eager, as a worker's HTTP route and triggers start (worker.TemporalMergeStarter):
-		// the node polls with this client.
-		run, err := contract.StartMergeWal(ctx, sv.tenv.client, sv.viaWF.Target(), contract.MergeWalInput{}, contract.EagerStart(true))
+		run, err := contract.StartMergeWal(ctx, sv.tenv.client, sv.viaWF.Target(), contract.MergeWalInput{})
 		if err != nil {
 			return 0, err
 		}

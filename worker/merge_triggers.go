@@ -22,18 +22,12 @@ type MergeStarter func(ctx context.Context, t store.Target, in contract.MergeWal
 // TemporalMergeStarter returns the MergeStarter that goes through Temporal; its runs time
 // out after runTimeout (contract.RunTimeout), and a start that names no fairness weight gets
 // its kind's from weights (--fairness-weights).
-//
-// Its starts are eager (contract.EagerStart): c is the client this process's workers poll
-// with, so the run's first workflow task is handed to one of them in the start's answer
-// instead of queueing on the shared task queue behind every other kind's first tasks. The
-// sweep's batches stay lazy (activities.Activities.EagerStart), so matching spreads them over
-// the fleet (docs/decisions/0401-eager-single-starts.md).
 func TemporalMergeStarter(c client.Client, runTimeout time.Duration, weights contract.FairnessWeights) MergeStarter {
 	return func(ctx context.Context, t store.Target, in contract.MergeWalInput, with ...contract.StartOption) (client.WorkflowRun, error) {
 		if in.FairnessWeight == 0 {
 			in.FairnessWeight = weights.Weight(t.Kind)
 		}
-		return contract.StartMergeWal(ctx, c, t, in, append([]contract.StartOption{contract.RunTimeout(runTimeout), contract.EagerStart(true)}, with...)...)
+		return contract.StartMergeWal(ctx, c, t, in, append([]contract.StartOption{contract.RunTimeout(runTimeout)}, with...)...)
 	}
 }
 

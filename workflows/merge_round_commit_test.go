@@ -223,5 +223,7 @@ func TestMergeWalHotRoundsCommitOnce(t *testing.T) {
 	}
 
 	old := run(workflow.DefaultVersion)
-	require.Greater(t, len(old), 2*len(rounds), "a run that started before the change commits as before: %v", old)
+	// How many prepares the old path finds ready at once depends on when the suite's activity
+	// goroutines finish, so only the direction is certain: it commits more often.
+	require.Greater(t, len(old), len(rounds), "a run that started before the change commits as before: %v", old)
 }

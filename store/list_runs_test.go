@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -221,7 +222,7 @@ func TestListOverStreamedRunsStaysWithinItsReservation(t *testing.T) {
 			// again, as a client would. An allocation beyond a reservation is never retried.
 			for range 3 {
 				pages[w], errs[w] = s.List(ctx, ListOptions{Limit: 500, After: afters[w%len(afters)]})
-				if errs[w] == nil || !strings.Contains(errs[w].Error(), "for the read budget") {
+				if !errors.Is(errs[w], errReadBudgetWait) {
 					return
 				}
 			}

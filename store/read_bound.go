@@ -239,6 +239,11 @@ func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after strin
 	return g, 0, nil
 }
 
+// errReadBudgetWait is ErrBudgetBusy, with the same text, for a read the budget could not
+// admit within readBudgetWait: the one busy answer a caller may simply ask again, unlike an
+// allocation beyond a reservation.
+var errReadBudgetWait = fmt.Errorf("%w", ErrBudgetBusy)
+
 // admitRead reserves want bytes of the read budget, waiting at most readBudgetWait.
 func (s *Store) admitRead(ctx context.Context, want int64) (*Reservation, error) {
 	b := s.db.opts.ReadBudget
@@ -254,7 +259,7 @@ func (s *Store) admitRead(ctx context.Context, want int64) (*Reservation, error)
 				m.ReadsBudgetBusy.Inc()
 			}
 			return nil, fmt.Errorf("%s: read of %d bytes waited %s for the read budget of %d: %w",
-				s.target, want, readBudgetWait, b.Limit(), ErrBudgetBusy)
+				s.target, want, readBudgetWait, b.Limit(), errReadBudgetWait)
 		}
 		return nil, err
 	}

@@ -70,7 +70,8 @@ type Config struct {
 	// under Temporal task-queue fairness each kind gets this share of the merge queues.
 	FairnessWeights contract.FairnessWeights
 	// FairnessProbe: at start, probe whether the Temporal server has task-queue fairness on
-	// (temporaladmin.ProbeFairness: 80 workflow starts, 160 when a first round is not mostly fair, as on every FIFO server) and warn when it has not.
+	// (temporaladmin.ProbeFairness: 80 workflow starts, 160 when a first round is not mostly
+	// fair, as on every FIFO server) and warn when it has not.
 	FairnessProbe bool
 	// StickyWorkflows keeps the SDK's sticky workflow execution: a run's later workflow
 	// tasks go to this worker's sticky queue, which Temporal 1.29 serves in arrival order

@@ -170,6 +170,7 @@ for f in "${logs[@]}"; do
   if grep -qE '^\s*--- FAIL|^panic:|^FAIL\s' "$f"; then
     echo
     echo "== failures in $f"
+    ./scripts/failed-output.sh "$f" | head -200 || true
     grep -nE -A25 '^\s*--- FAIL|^panic:|^FAIL\s|build failed|\[setup failed\]' "$f" | head -300 || true
   fi
 done

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/walkeeper/walkeeper/contract"
@@ -40,7 +41,8 @@ const (
 // Prepare and CommitRound (plus a listing when a run outlives relistInterval on a loaded
 // machine), if any timer or upsert besides the outcome shows up, if a one-shard run of one
 // pass costs more than maxOneShardRun, or if the run's own count (MergeWalResult.Actions)
-// differs from its history's.
+// differs from its history's. A run in which Temporal ran an activity again is measured anew
+// on a new store, up to three times.
 func TestMergeWalActionsPerPass(t *testing.T) {
 	e := newEnv(t)
 	wa := e.startWorker(e.config("act-a"))
@@ -53,7 +55,11 @@ func TestMergeWalActionsPerPass(t *testing.T) {
 		shards int
 		gens   int
 	}
-	measure := func(r run) (actioncount.Cost, int) {
+	// measureOnce merges r's stores once; disturbed is true when Temporal ran an activity
+	// again (a task lost in delivery on a loaded server, retried after its heartbeat
+	// timeout): such a run is not the happy path the budgets are for, and a retry that no
+	// signal announced is in the history's count but not in the run's own (MergeWalResult.Actions).
+	measureOnce := func(r run) (c actioncount.Cost, passes int, disturbed bool) {
 		t.Helper()
 		sa := e.createStore(wa.DB(), r.target)
 		e.writeGenerations(sa, r.name+"a", r.gens, 3)
@@ -66,9 +72,12 @@ func TestMergeWalActionsPerPass(t *testing.T) {
 		if want := r.shards * r.gens; res.Reclaimed != want || res.Passes != want {
 			t.Fatalf("%s: reclaimed %d in %d passes, want %d in %d: %+v", r.name, res.Reclaimed, res.Passes, want, want, res)
 		}
-		c := e.historyCost(wr.GetID(), wr.GetRunID())
-		t.Logf("%s: %d shard(s) × %d generation(s): %d passes, %d events, %d actions (%d activities, %d local-activity tasks, %d upserts, %d timers, %d signals); the run counted %d",
-			r.name, r.shards, r.gens, res.Passes, c.Events, c.Actions, c.Activities, c.LocalActivityTasks, c.Upserts, c.Timers, c.Signals, res.Actions)
+		c = e.historyCost(wr.GetID(), wr.GetRunID())
+		t.Logf("%s: %d shard(s) × %d generation(s): %d passes, %d events, %d actions (%d activities, %d retried, %d local-activity tasks, %d upserts, %d timers, %d signals); the run counted %d",
+			r.name, r.shards, r.gens, res.Passes, c.Events, c.Actions, c.Activities, c.Retries, c.LocalActivityTasks, c.Upserts, c.Timers, c.Signals, res.Actions)
+		if c.Retries > 0 {
+			return c, res.Passes, true
+		}
 		if listings := c.ActivitiesByType[contract.ListPendingShardsActivity]; listings != 0 || c.LocalActivityTasks < 2 {
 			t.Errorf("%s: %d ListPendingShards activities and %d local-activity tasks, want none and the first and confirming listing", r.name, listings, c.LocalActivityTasks)
 		}
@@ -87,7 +96,22 @@ func TestMergeWalActionsPerPass(t *testing.T) {
 		if r.shards == 1 && r.gens == 1 && c.Actions > maxOneShardRun {
 			t.Errorf("%s: a one-shard, one-pass merge cost %d actions, budget %d", r.name, c.Actions, maxOneShardRun)
 		}
-		return c, res.Passes
+		return c, res.Passes, false
+	}
+	measure := func(r run) (actioncount.Cost, int) {
+		t.Helper()
+		const tries = 3
+		for i := 1; ; i++ {
+			c, passes, disturbed := measureOnce(r)
+			if !disturbed {
+				return c, passes
+			}
+			if i == tries {
+				t.Fatalf("%s: an activity was retried in each of %d runs; no happy path to measure", r.name, tries)
+			}
+			t.Logf("%s: an activity was retried; measuring again on a new store", r.name)
+			r.name, r.target = fmt.Sprintf("%s-%d", r.name, i), fmt.Sprintf("%s-%d", r.target, i)
+		}
 	}
 	for _, pair := range [][2]run{
 		{{"s1p1", "generic:act1a", 1, 1}, {"s1p4", "generic:act1b", 1, 4}},

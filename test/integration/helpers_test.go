@@ -597,6 +597,9 @@ func (e *env) logHistory(id, runID string) {
 		if f := ev.GetWorkflowTaskTimedOutEventAttributes(); f != nil {
 			fmt.Fprintf(&b, " %s", f.GetTimeoutType())
 		}
+		if a := ev.GetActivityTaskStartedEventAttributes(); a != nil && a.GetAttempt() > 1 {
+			fmt.Fprintf(&b, " attempt %d", a.GetAttempt())
+		}
 	}
 	e.t.Logf("history of %s/%s:%s", id, runID, b.String())
 }

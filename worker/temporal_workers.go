@@ -33,27 +33,12 @@ type TemporalWorkers struct {
 	ShardOnly bool
 }
 
-// workflowTaskPollers poll the shared queue and the worker's sticky queue with separate
-// pollers. The SDK's default (two pollers serving both queues) polls the sticky queue while
-// it has a backlog, which a busy worker always has: the first workflow task of a new merge,
-// which only the shared queue holds, then waits behind every in-flight merge's next task,
-// whatever its fairness key (docs/benchmarks/fairness.md run 8). The cap bounds the long
-// polls one worker holds on the frontend.
-var workflowTaskPollers = tworker.NewPollerBehaviorAutoscaling(tworker.PollerBehaviorAutoscalingOptions{
-	MaximumNumberOfPollers: maxWorkflowTaskPollers,
-})
-
-// maxWorkflowTaskPollers is the most workflow task polls one worker keeps open, both queues
-// together.
-const maxWorkflowTaskPollers = 16
-
 // New builds the workers for shard, acts registered on each, not yet started.
 func (o TemporalWorkers) New(c client.Client, shard string, acts *activities.Activities) []tworker.Worker {
 	var tws []tworker.Worker
 	if !o.ShardOnly {
 		shared := tworker.New(c, contract.TaskQueue, tworker.Options{
 			Identity:                                o.Identity,
-			WorkflowTaskPollerBehavior:              workflowTaskPollers,
 			MaxConcurrentActivityExecutionSize:      o.SharedActivitySlots,
 			MaxConcurrentLocalActivityExecutionSize: o.LocalActivitySlots,
 			WorkerStopTimeout:                       o.StopTimeout,

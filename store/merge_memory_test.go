@@ -23,7 +23,7 @@ import (
 	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
 
-// Tests for the issue-4 memory work: streamed staged runs, sized reads, concurrent
+// Tests of how a merge bounds its memory: streamed staged runs, sized reads, concurrent
 // generation reads, the footprint reservation and the per-column codec choice.
 
 // mergeTestStore writes gens generations of rows rows each (payload bytes of random data per

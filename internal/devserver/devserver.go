@@ -54,6 +54,13 @@ type Options struct {
 	// DataDir holds temporal.db (and temporal.log when Output is nil); empty = in-memory
 	// database and no log file.
 	DataDir string
+	// ScratchDB keeps temporal.db in SQLite's write-ahead-log mode without fsync
+	// (journal_mode=wal, synchronous=off): it survives the server process, not the machine.
+	// For test servers: with SQLite's defaults (a rollback journal, fsync on every commit) a
+	// disk that other tests keep busy stalled the server's transactions for seconds, and its
+	// calls failed with "context deadline exceeded" or "Namespace ... is not found".
+	// Ignored without DataDir.
+	ScratchDB bool
 	// IP the frontend and UI listen on; empty = 127.0.0.1.
 	IP string
 	// Port of the gRPC frontend; 0 = a free port.
@@ -220,6 +227,9 @@ func startOnce(ctx context.Context, cli string, o Options) (*Server, error) {
 	}
 	if o.DataDir != "" {
 		args = append(args, "--db-filename", filepath.Join(o.DataDir, "temporal.db"))
+		if o.ScratchDB {
+			args = append(args, "--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=off")
+		}
 	}
 	if !o.NoSearchAttributes {
 		args = append(args,

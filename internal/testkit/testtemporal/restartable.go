@@ -58,7 +58,7 @@ func StartRestartable(t testing.TB, o Options) (Restartable, client.Client) {
 		t.Fatal(err)
 	}
 	d := &devServer{opts: devserver.Options{
-		Install: true, DataDir: filepath.Join(t.TempDir(), "temporal"), Port: port, Headless: true,
+		Install: true, DataDir: filepath.Join(t.TempDir(), "temporal"), ScratchDB: true, Port: port, Headless: true,
 		Namespace: o.Namespace, ExtraNamespaces: o.ExtraNamespaces, NoSearchAttributes: o.NoSearchAttributes,
 		LogLevel: "error",
 	}}

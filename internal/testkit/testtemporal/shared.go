@@ -87,6 +87,7 @@ func StartShared(ctx context.Context, o SharedOptions) (*Shared, error) {
 	srv, err := devserver.Start(ctx, devserver.Options{
 		Install:         true,
 		DataDir:         filepath.Join(o.Dir, "temporal"),
+		ScratchDB:       true,
 		Headless:        true,
 		ExtraNamespaces: o.Namespaces,
 		LogLevel:        "error",

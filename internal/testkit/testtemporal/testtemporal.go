@@ -89,6 +89,7 @@ func StartWithOptions(t testing.TB, o Options) (*devserver.Server, client.Client
 	opts := devserver.Options{
 		Install:            true,
 		DataDir:            dir,
+		ScratchDB:          true,
 		Headless:           true,
 		Namespace:          o.Namespace,
 		ExtraNamespaces:    o.ExtraNamespaces,

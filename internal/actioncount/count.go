@@ -65,6 +65,9 @@ type Cost struct {
 	Nexus                                              int
 	// MemoUpdates counts WorkflowPropertiesModified events: not billed (see the package doc).
 	MemoUpdates int
+	// WorkflowTaskTimeouts counts workflow tasks that timed out (lost in delivery, or a
+	// worker gone): not billed, but like Retries a sign the run did not take the happy path.
+	WorkflowTaskTimeouts int
 	// ActivitiesByType counts activity attempts per activity type; UpsertsBySearchAttribute
 	// counts the upserts that set each search attribute.
 	ActivitiesByType         map[string]int
@@ -90,6 +93,7 @@ func (c *Cost) Add(o Cost) {
 	c.Updates += o.Updates
 	c.Nexus += o.Nexus
 	c.MemoUpdates += o.MemoUpdates
+	c.WorkflowTaskTimeouts += o.WorkflowTaskTimeouts
 	c.ActivitiesByType = addCounts(c.ActivitiesByType, o.ActivitiesByType)
 	c.UpsertsBySearchAttribute = addCounts(c.UpsertsBySearchAttribute, o.UpsertsBySearchAttribute)
 }
@@ -175,6 +179,8 @@ func Events(events []*historypb.HistoryEvent) Cost {
 			c.Nexus++
 		case enumspb.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED:
 			c.MemoUpdates++
+		case enumspb.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT:
+			c.WorkflowTaskTimeouts++
 		case enumspb.EVENT_TYPE_MARKER_RECORDED:
 			m := ev.GetMarkerRecordedEventAttributes()
 			switch m.GetMarkerName() {

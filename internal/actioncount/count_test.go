@@ -60,6 +60,7 @@ func TestEventsCountsTemporalCloudActions(t *testing.T) {
 		event(enumspb.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED, nil),
 		event(enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED, nil),
 		event(enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED, nil),
+		event(enumspb.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT, nil), // free, but not the happy path
 		// Two local activities of workflow task 4: one action; one of task 9: another.
 		marker(markerLocalActivity, 4), marker(markerLocalActivity, 4), marker(markerLocalActivity, 9),
 		marker(markerVersion, 4),             // free
@@ -83,6 +84,7 @@ func TestEventsCountsTemporalCloudActions(t *testing.T) {
 	require.Equal(t, 1, c.Upserts)
 	require.Equal(t, map[string]int{"WalPending": 1, "WalReclaimed": 1}, c.UpsertsBySearchAttribute)
 	require.Equal(t, 1, c.MemoUpdates)
+	require.Equal(t, 1, c.WorkflowTaskTimeouts)
 	// start 1 + activities 4 + local-activity tasks 2 + side effect 1 + upsert 1 + timer 1 + signal 1
 	require.Equal(t, 11, c.Actions)
 	require.Equal(t, len(h), c.Events)
@@ -93,6 +95,7 @@ func TestEventsCountsTemporalCloudActions(t *testing.T) {
 	require.Equal(t, 22, sum.Actions)
 	require.Equal(t, 2, sum.Runs)
 	require.Equal(t, 2, sum.ActivitiesByType["Prepare"])
+	require.Equal(t, 2, sum.WorkflowTaskTimeouts)
 }
 
 func TestUSDPerMillion(t *testing.T) {

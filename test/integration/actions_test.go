@@ -41,7 +41,7 @@ const (
 // Prepare and CommitRound (plus a listing when a run outlives relistInterval on a loaded
 // machine), if any timer or upsert besides the outcome shows up, if a one-shard run of one
 // pass costs more than maxOneShardRun, or if the run's own count (MergeWalResult.Actions)
-// differs from its history's. A run in which Temporal ran an activity again is measured anew
+// differs from its history's. A run in which Temporal ran a task again is measured anew
 // on a new store, up to three times.
 func TestMergeWalActionsPerPass(t *testing.T) {
 	e := newEnv(t)
@@ -55,8 +55,8 @@ func TestMergeWalActionsPerPass(t *testing.T) {
 		shards int
 		gens   int
 	}
-	// measureOnce merges r's stores once; disturbed is true when Temporal ran an activity
-	// again (a task lost in delivery on a loaded server, retried after its heartbeat
+	// measureOnce merges r's stores once; disturbed is true when Temporal ran a task again (an
+	// activity or a workflow task lost in delivery on a loaded server, retried after its
 	// timeout): such a run is not the happy path the budgets are for, and a retry that no
 	// signal announced is in the history's count but not in the run's own (MergeWalResult.Actions).
 	measureOnce := func(r run) (c actioncount.Cost, passes int, disturbed bool) {
@@ -73,9 +73,9 @@ func TestMergeWalActionsPerPass(t *testing.T) {
 			t.Fatalf("%s: reclaimed %d in %d passes, want %d in %d: %+v", r.name, res.Reclaimed, res.Passes, want, want, res)
 		}
 		c = e.historyCost(wr.GetID(), wr.GetRunID())
-		t.Logf("%s: %d shard(s) × %d generation(s): %d passes, %d events, %d actions (%d activities, %d retried, %d local-activity tasks, %d upserts, %d timers, %d signals); the run counted %d",
-			r.name, r.shards, r.gens, res.Passes, c.Events, c.Actions, c.Activities, c.Retries, c.LocalActivityTasks, c.Upserts, c.Timers, c.Signals, res.Actions)
-		if c.Retries > 0 {
+		t.Logf("%s: %d shard(s) × %d generation(s): %d passes, %d events, %d actions (%d activities, %d retried, %d local-activity tasks, %d upserts, %d timers, %d signals; %d workflow tasks timed out); the run counted %d",
+			r.name, r.shards, r.gens, res.Passes, c.Events, c.Actions, c.Activities, c.Retries, c.LocalActivityTasks, c.Upserts, c.Timers, c.Signals, c.WorkflowTaskTimeouts, res.Actions)
+		if c.Retries+c.WorkflowTaskTimeouts > 0 {
 			return c, res.Passes, true
 		}
 		if listings := c.ActivitiesByType[contract.ListPendingShardsActivity]; listings != 0 || c.LocalActivityTasks < 2 {
@@ -107,9 +107,9 @@ func TestMergeWalActionsPerPass(t *testing.T) {
 				return c, passes
 			}
 			if i == tries {
-				t.Fatalf("%s: an activity was retried in each of %d runs; no happy path to measure", r.name, tries)
+				t.Fatalf("%s: Temporal ran a task again in each of %d runs; no happy path to measure", r.name, tries)
 			}
-			t.Logf("%s: an activity was retried; measuring again on a new store", r.name)
+			t.Logf("%s: Temporal ran a task again; measuring again on a new store", r.name)
 			r.name, r.target = fmt.Sprintf("%s-%d", r.name, i), fmt.Sprintf("%s-%d", r.target, i)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 
@@ -75,4 +76,30 @@ type testWriter struct{ t testing.TB }
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Logf("%s", p)
 	return len(p), nil
+}
+
+// TestScratchDBIsWriteAheadLogged: a test server's database runs in SQLite's write-ahead-log
+// mode (the -wal file beside it once the server has written), and its data outlives a
+// restart of the server on the same file.
+func TestScratchDBIsWriteAheadLogged(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	opts := devserver.Options{Install: true, DataDir: dir, ScratchDB: true, Headless: true, Namespace: "scratch", Progress: testWriter{t}}
+	srv, err := devserver.Start(ctx, opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Stop() })
+	assert.FileExists(t, filepath.Join(dir, "temporal.db-wal"))
+	require.NoError(t, srv.Stop())
+
+	// The namespace the first server created is still there: nothing was lost with fsync off.
+	opts.Namespace = ""
+	srv, err = devserver.Start(ctx, opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Stop() })
+	c, err := client.DialContext(ctx, client.Options{HostPort: srv.HostPort(), Logger: discardLogger})
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: "scratch"})
+	require.NoError(t, err)
 }

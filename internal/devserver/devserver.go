@@ -109,11 +109,14 @@ type Options struct {
 // matching.enableFairness (which implies the new matcher) dispatches tasks of one priority
 // by fairness key and weight instead of FIFO, so one kind's merge backlog does not starve
 // another kind's merges (contract.MergePriority; docs/OPERATIONS.md "Fair share across
-// kinds").
+// kinds"). Both hold within one task-queue partition, so every queue has one partition
+// (matching.numTaskqueue{Read,Write}Partitions, 4 by default).
 var TunedDynamicConfig = []string{
 	"history.transferProcessorMaxPollRPS=1000",
 	"matching.useNewMatcher=true",
 	"matching.enableFairness=true",
+	"matching.numTaskqueueReadPartitions=1",
+	"matching.numTaskqueueWritePartitions=1",
 }
 
 // Server is a running `temporal server start-dev` child process (in its own process group).

@@ -121,7 +121,7 @@ func TestComposeMatchesNativeCI(t *testing.T) {
 
 // TestDevServerTuningMatchesDynamicConfig: every setting the dev server is tuned with
 // (devserver.TunedDynamicConfig: the transfer-queue poll rate, the new matcher, task-queue
-// fairness) is in deploy/temporal/dynamicconfig.yaml with the same value, so the dev server
+// fairness, one partition per queue) is in deploy/temporal/dynamicconfig.yaml with the same value, so the dev server
 // tests run on and the cluster CI and docker-compose run behave alike.
 func TestDevServerTuningMatchesDynamicConfig(t *testing.T) {
 	var dc map[string][]struct {

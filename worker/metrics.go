@@ -33,6 +33,8 @@ type Metrics struct {
 	stuck               stuckMetrics
 	// temporalFairness is what the start probe found (checkFairness).
 	temporalFairness prometheus.Gauge
+	// taskQueuePartitions is what the server said at start (checkPartitions), by queue.
+	taskQueuePartitions *prometheus.GaugeVec
 }
 
 // Trigger label values of walkeeper_trigger_starts_total.
@@ -115,6 +117,14 @@ func NewMetrics(budget *store.Budget) *Metrics {
 	})
 	m.temporalFairness.Set(fairnessUnknown)
 	reg.MustRegister(m.temporalFairness)
+	m.taskQueuePartitions = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "walkeeper", Subsystem: "temporal", Name: "task_queue_partitions",
+		Help: "Read partitions of the task queues this worker polls (the larger of the workflow and activity counts, asked at start; -1 when not known). Fairness holds within a partition: more than 1 lets a light kind's merge wait behind another kind's backlog.",
+	}, []string{"queue"})
+	for _, q := range []string{queueShared, queueShard} {
+		m.taskQueuePartitions.WithLabelValues(q).Set(partitionsUnknown)
+	}
+	reg.MustRegister(m.taskQueuePartitions)
 	for _, k := range store.Kinds {
 		m.flusherTimeouts.WithLabelValues(string(k))
 		m.flusherSkipped.WithLabelValues(string(k))

@@ -199,11 +199,14 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 			log.Info("recovered unsealed WAL", zap.Int("stores", n))
 		}
 	}()
-	if w.tc != nil && w.cfg.FairnessProbe {
+	if w.tc != nil {
 		w.bg.Add(1)
 		go func() {
 			defer w.bg.Done()
-			w.checkFairness(bgCtx)
+			w.checkPartitions(bgCtx, db.Shard())
+			if w.cfg.FairnessProbe {
+				w.checkFairness(bgCtx)
+			}
 		}()
 	}
 	log.Info("worker started", zap.String("listen", ln.Addr().String()), zap.String("storage", w.cfg.Storage),

@@ -1,0 +1,41 @@
+package temporaladmin
+
+import (
+	"context"
+	"fmt"
+
+	taskqueuepb "go.temporal.io/api/taskqueue/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+)
+
+// QueuePartitions is how many read partitions the server gives one task queue, per task
+// type (matching.numTaskqueueReadPartitions).
+type QueuePartitions struct {
+	Queue    string
+	Workflow int
+	Activity int
+}
+
+// Most is the larger of the two counts.
+func (p QueuePartitions) Most() int { return max(p.Workflow, p.Activity) }
+
+// TaskQueuePartitions asks the server how many partitions it reads queue from
+// (ListTaskQueuePartitions: one request, no action on Temporal Cloud). Task-queue fairness
+// and priority hold within a partition only, and tasks are spread over the partitions at
+// random, so with more than one a light kind's task can wait behind another kind's backlog
+// in its own partition (docs/OPERATIONS.md "Fair share across kinds").
+func TaskQueuePartitions(ctx context.Context, c client.Client, namespace, queue string) (QueuePartitions, error) {
+	if namespace == "" {
+		namespace = DefaultNamespace
+	}
+	resp, err := c.WorkflowService().ListTaskQueuePartitions(ctx, &workflowservice.ListTaskQueuePartitionsRequest{
+		Namespace: namespace,
+		TaskQueue: &taskqueuepb.TaskQueue{Name: queue},
+	})
+	if err != nil {
+		return QueuePartitions{Queue: queue}, fmt.Errorf("list partitions of task queue %s: %w", queue, err)
+	}
+	return QueuePartitions{Queue: queue, Workflow: len(resp.GetWorkflowTaskQueuePartitions()),
+		Activity: len(resp.GetActivityTaskQueuePartitions())}, nil
+}

@@ -1,0 +1,44 @@
+package worker
+
+import (
+	"context"
+
+	"go.uber.org/zap"
+
+	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/temporaladmin"
+)
+
+// Label values of walkeeper_temporal_task_queue_partitions, and its value when the server
+// could not be asked.
+const (
+	queueShared       = "shared" // contract.TaskQueue: workflows, round commits, fallback Prepares
+	queueShard        = "shard"  // this worker's own shard queue: its Prepares
+	partitionsUnknown = -1
+)
+
+// checkPartitions asks the server how many partitions it reads the shared queue and this
+// worker's shard queue from, sets walkeeper_temporal_task_queue_partitions, and warns when a
+// queue has more than one: fairness and priority hold within a partition only, so a light
+// kind's merge can then wait seconds behind another kind's backlog queued in its partition
+// (docs/OPERATIONS.md "Fair share across kinds"). One request per queue, no action; it
+// runs once, in the background, at start.
+func (w *Worker) checkPartitions(ctx context.Context, shard string) {
+	for _, q := range []struct{ label, name string }{{queueShared, contract.TaskQueue}, {queueShard, contract.ShardQueue(shard)}} {
+		p, err := temporaladmin.TaskQueuePartitions(ctx, w.tc, w.cfg.Temporal.Namespace, q.name)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			w.log.Warn("could not ask the Temporal server how many partitions a task queue has", zap.String("task_queue", q.name), zap.Error(err))
+		case p.Most() > 1:
+			w.metrics.taskQueuePartitions.WithLabelValues(q.label).Set(float64(p.Most()))
+			w.log.Warn("a walkeeper task queue has more than one partition, and fairness and priority hold within a partition only: "+
+				"a light kind's merge can wait behind another kind's backlog; set matching.numTaskqueueReadPartitions and "+
+				"matching.numTaskqueueWritePartitions to 1 for walkeeper's queues (docs/OPERATIONS.md \"Fair share across kinds\")",
+				zap.String("task_queue", q.name), zap.Int("workflow_partitions", p.Workflow), zap.Int("activity_partitions", p.Activity))
+		default:
+			w.metrics.taskQueuePartitions.WithLabelValues(q.label).Set(float64(p.Most()))
+		}
+	}
+}

@@ -52,6 +52,9 @@ type Options struct {
 	// Backlogs overrides the rollout backlogs of the fairness scenario; nil = the default
 	// (0, 400, 2,000, 10,000; 0, 50, 200 with Quick).
 	Backlogs []int
+	// FairnessServers limits the fairness scenario to some servers ("dev", "cluster"); nil =
+	// both, or the dev server with Quick.
+	FairnessServers []string
 	// NoSticky runs the fairness scenario's workers without sticky workflow execution (the
 	// SDK's workflow cache at 0, for the whole process): every workflow task then goes
 	// through the fair task queue instead of the worker's sticky queue, which Temporal 1.29

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -86,8 +87,11 @@ func RunFairness(ctx context.Context, o Options) (*Result, error) {
 	def := worker.DefaultConfig()
 	res.param("worker", fmt.Sprintf("one, in process, default slots (%d merge, %d shared)", def.MergeSlots, def.SharedActivitySlots))
 	res.param("sticky workflow execution", !o.NoSticky)
-	servers := []fairnessServer{{"dev server", false, true}, {"dev server", false, false}}
-	if !o.Quick {
+	var servers []fairnessServer
+	if o.fairnessServer("dev") {
+		servers = append(servers, fairnessServer{"dev server", false, true}, fairnessServer{"dev server", false, false})
+	}
+	if o.fairnessServer("cluster") {
 		servers = append(servers, fairnessServer{"PostgreSQL cluster", true, true}, fairnessServer{"PostgreSQL cluster", true, false})
 	}
 	dir, cleanup, err := o.workDir("fairness")
@@ -193,6 +197,14 @@ func RunFairness(ctx context.Context, o Options) (*Result, error) {
 	res.Tables = append(res.Tables, lat, waits, share)
 	fairnessTargets(res, servers, rounds, shares)
 	return res, nil
+}
+
+// fairnessServer tells whether the scenario measures server ("dev" or "cluster").
+func (o Options) fairnessServer(server string) bool {
+	if o.FairnessServers != nil {
+		return slices.Contains(o.FairnessServers, server)
+	}
+	return server == "dev" || !o.Quick
 }
 
 // fairnessTargets judges each server's fair side against the targets: the light kind's p99

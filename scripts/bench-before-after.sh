@@ -4,8 +4,10 @@
 # .cache/, then go build), the "after" binary from the current tree, and run one bench
 # scenario with both, alternating, in one invocation (so machine drift hits both alike). The
 # benchmark binary is cmd/walkeeper-bench; a commit from before it existed builds cmd/walkeeper
-# and runs `walkeeper bench`. Each run writes its own --out directory; a summary of every
-# run's targets and values is printed at the end.
+# and runs `walkeeper bench`. Each binary runs in its own source tree, so it reads that
+# commit's data files (deploy/temporal/dynamicconfig.yaml for the PostgreSQL cluster). Each
+# run writes its own --out directory; a summary of every run's targets and values is printed
+# at the end.
 #
 #   scripts/bench-before-after.sh [--reps N] [--after COMMIT] [--out DIR] BEFORE_COMMIT SCENARIO [bench flags...]
 #
@@ -62,7 +64,11 @@ build() {
   if [[ -n "$commit" ]]; then
     src="$tmp/src-$name"
     git -C "$root" worktree add --detach --quiet "$src" "$commit"
+    # The commit's servers and Go caches are the work tree's; its data files (the Temporal
+    # dynamic config a cluster starts with) are its own.
+    ln -s "$root/.cache" "$src/.cache"
   fi
+  echo "$src" >"$out/walkeeper-$name.src"
   echo "bench-before-after: building $name from ${commit:-the work tree ($(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo ', modified'))}" >&2
   if [[ -d "$src/cmd/walkeeper-bench" ]]; then
     (cd "$src" && go build -o "$out/walkeeper-$name" ./cmd/walkeeper-bench)
@@ -84,7 +90,8 @@ for ((i = 1; i <= rounds; i++)); do
   for side in "${order[@]}"; do
     sub=$(cat "$out/walkeeper-$side.sub")
     echo "bench-before-after: round $i/$rounds: $side: walkeeper-$side ${sub:+$sub }$scenario $* --out $out/$side-$i" >&2
-    "$out/walkeeper-$side" ${sub:+"$sub"} "$scenario" "$@" --out "$out/$side-$i" >"$out/$side-$i.md"
+    (cd "$(cat "$out/walkeeper-$side.src")" &&
+      "$out/walkeeper-$side" ${sub:+"$sub"} "$scenario" "$@" --out "$out/$side-$i" >"$out/$side-$i.md")
   done
 done
 

@@ -89,6 +89,11 @@ scenarios nor the plotting library (docs/decisions/0151-benchmarks-in-their-own-
 					return cli.Usagef("--parts: unknown part %q (merges, reads)", p)
 				}
 			}
+			for _, s := range o.FairnessServers {
+				if s != "dev" && s != "cluster" {
+					return cli.Usagef("--servers: unknown server %q (dev, cluster)", s)
+				}
+			}
 			o.Reexec = func(ctx context.Context, scenario string) *exec.Cmd {
 				exe, err := os.Executable()
 				if err != nil {
@@ -161,6 +166,7 @@ scenarios nor the plotting library (docs/decisions/0151-benchmarks-in-their-own-
 	fs.IntVar(&o.Stores, "stores", 0, "incident: rollout stores (default 300, 120 with --quick); temporal-overhead: idle stores to sweep (default 1000)")
 	fs.DurationVar(&o.Latency, "latency", 0, "incident, fleet: modelled object-store latency added to every storage request (incident: default 10ms, 25ms with --quick; fleet: 10ms; negative = none)")
 	fs.IntSliceVar(&o.Backlogs, "backlogs", nil, "fairness: rollout merges queued ahead of the generic ones, comma-separated (default 0,400,2000,10000; 0,50,200 with --quick)")
+	fs.StringSliceVar(&o.FairnessServers, "servers", nil, "fairness: Temporal servers to measure, comma-separated: dev (the dev server), cluster (the server on PostgreSQL); default both, dev with --quick")
 	fs.BoolVar(&o.NoSticky, "no-sticky", false, "fairness: workers without sticky workflow execution (workflow cache 0), so every workflow task is dispatched fairly")
 	fs.IntSliceVar(&o.FleetSizes, "sizes", nil, "fleet: registered stores per fleet, comma-separated (default 10000,100000; 2000,20000 with --quick)")
 	fs.StringSliceVar(&o.FleetVariants, "variants", nil, "fleet: start-path variants measured side by side, comma-separated concurrency/batch[/eager] (starts in flight per StartWorkflows, starts per batch, eager starts; an empty part = the default), e.g. 16/256,32/512/eager; default the build's defaults")

@@ -47,5 +47,8 @@ func startAzurite(t testing.TB, s *Server) error {
 		}
 		return "azblob://" + name + "?protocol=http&domain=" + addr, nil
 	}
-	return s.p.WaitTCP(addr, time.Minute)
+	// Azurite is a Node program that loads tens of thousands of module files before it listens: with
+	// a cold page cache on a disk CI keeps busy it took over a minute once. The wait ends at
+	// once if the process exits, so a long one costs nothing when Azurite is healthy.
+	return s.p.WaitTCP(addr, 3*time.Minute)
 }

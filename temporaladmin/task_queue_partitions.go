@@ -12,7 +12,6 @@ import (
 // QueuePartitions is how many read partitions the server gives one task queue, per task
 // type (matching.numTaskqueueReadPartitions).
 type QueuePartitions struct {
-	Queue    string
 	Workflow int
 	Activity int
 }
@@ -34,8 +33,8 @@ func TaskQueuePartitions(ctx context.Context, c client.Client, namespace, queue 
 		TaskQueue: &taskqueuepb.TaskQueue{Name: queue},
 	})
 	if err != nil {
-		return QueuePartitions{Queue: queue}, fmt.Errorf("list partitions of task queue %s: %w", queue, err)
+		return QueuePartitions{}, fmt.Errorf("list partitions of task queue %s: %w", queue, err)
 	}
-	return QueuePartitions{Queue: queue, Workflow: len(resp.GetWorkflowTaskQueuePartitions()),
+	return QueuePartitions{Workflow: len(resp.GetWorkflowTaskQueuePartitions()),
 		Activity: len(resp.GetActivityTaskQueuePartitions())}, nil
 }

@@ -30,6 +30,7 @@ func TestBadUsageExitsTwo(t *testing.T) {
 		{"--bogus", "list"},
 		{"memory", "--reps", "many"},
 		{"hostile", "--rss-guard-mib", "-1"},
+		{"fairness", "--servers", "dev,bogus"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			code, out, errOut := runCLI(t, args...)

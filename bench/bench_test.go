@@ -294,14 +294,12 @@ func TestTemporalOverheadQuick(t *testing.T) {
 
 func TestReadAmpQuick(t *testing.T) {
 	res := runQuick(t, "read-amp")
-	// The scenario's point: reads over many pending generations cost more (docs: List 13× at
-	// 256 pending, the quick run's top level, and 52× at 1,024). Under 2× the scenario no
-	// longer measures amplification (a cache answering from merged state, a level that did
-	// not seal, ...).
-	top := value(t, res, "amp_top")
-	if top <= 2 {
-		t.Errorf("no read amplification measured at the top level: List p50 %.2f× the empty store's", top)
-	}
+	// The scenario's point, that reads over many pending generations cost more, is checked
+	// side by side below (list_speedup_merged). amp_top, the top level against the empty
+	// store timed half a minute earlier, is reported but not bounded: on a loaded CI machine
+	// the empty store's List p50 once came out slower than at 16 pending, and the ratio 1.99×
+	// while the side-by-side one was 9.4×.
+	value(t, res, "amp_top")
 	// The last rows measure a fully merged store: a merge that left generations pending
 	// (scripts/mutations/merge-all-one-pass.patch: 192 of 256) was timed as "after merging"
 	// and passed the timing bound below, the old one and the new, on a loaded machine (15.7×

@@ -53,8 +53,9 @@ func (s fairnessServer) label() string {
 	return s.name + ", fairness off"
 }
 
-// fairnessRound is part one's outcome at one backlog.
+// fairnessRound is part one's outcome at one backlog in one repetition.
 type fairnessRound struct {
+	rep      int
 	backlog  int
 	light    durStats
 	drain    time.Duration
@@ -80,7 +81,12 @@ func RunFairness(ctx context.Context, o Options) (*Result, error) {
 	if o.Backlogs != nil {
 		backlogs = o.Backlogs
 	}
+	// One repetition unless asked: a full run at the default backlogs takes about an hour a
+	// server. More repetitions pool the drains' throughput, which one round of a CPU-bound
+	// machine moves by several percent either way.
+	reps := max(o.Reps, 1)
 	res.param("backlogs (rollout merges queued)", fmt.Sprint(backlogs))
+	res.param("repetitions (sides alternate which goes first)", reps)
 	res.param("light merges (generic) per backlog", fairnessLight)
 	res.param("saturation merges per kind", perKind)
 	res.param("saturation weights", fairnessShareWeights.String())
@@ -141,15 +147,22 @@ func RunFairness(ctx context.Context, o Options) (*Result, error) {
 					sd.close(ctx)
 				}
 			}()
-			for _, b := range backlogs {
-				for _, sd := range sides {
-					rd, err := fairnessRoundAt(ctx, o, sd.tenv.client, sd.db, b)
-					if err != nil {
-						return fmt.Errorf("%s: %w", sd.srv.label(), err)
+			for rep := range reps {
+				order := slices.Clone(sides)
+				if rep%2 == 1 {
+					slices.Reverse(order)
+				}
+				for _, b := range backlogs {
+					for _, sd := range order {
+						rd, err := fairnessRoundAt(ctx, o, sd.tenv.client, sd.db, b)
+						if err != nil {
+							return fmt.Errorf("%s: %w", sd.srv.label(), err)
+						}
+						rd.rep = rep
+						o.progressf("fairness: %s: repetition %d/%d: backlog %d: generic p50 %s p99 %s, drained in %s (%.1f merges/s)", sd.srv.label(),
+							rep+1, reps, b, fmtDur(rd.light.P50), fmtDur(rd.light.P99), fmtDur(rd.drain), rd.perSec)
+						rounds[sd.srv.label()] = append(rounds[sd.srv.label()], rd)
 					}
-					o.progressf("fairness: %s: backlog %d: generic p50 %s p99 %s, drained in %s (%.1f merges/s)", sd.srv.label(), b,
-						fmtDur(rd.light.P50), fmtDur(rd.light.P99), fmtDur(rd.drain), rd.perSec)
-					rounds[sd.srv.label()] = append(rounds[sd.srv.label()], rd)
 				}
 			}
 			for _, sd := range sides {
@@ -172,13 +185,18 @@ func RunFairness(ctx context.Context, o Options) (*Result, error) {
 			continue
 		}
 		for _, rd := range r {
-			lat.Rows = append(lat.Rows, []string{srv.label(), fmt.Sprint(rd.backlog), fmtDur(rd.light.P50), fmtDur(rd.light.P99),
-				fmtDur(rd.drain), fmt.Sprintf("%.1f", rd.perSec)})
+			backlog := fmt.Sprint(rd.backlog)
 			key := fmt.Sprintf("%s_%t_%d", map[bool]string{false: "dev", true: "cluster"}[srv.cluster], srv.fair, rd.backlog)
+			if reps > 1 {
+				backlog += fmt.Sprintf(" (repetition %d)", rd.rep+1)
+				key += fmt.Sprintf("_rep%d", rd.rep+1)
+			}
+			lat.Rows = append(lat.Rows, []string{srv.label(), backlog, fmtDur(rd.light.P50), fmtDur(rd.light.P99),
+				fmtDur(rd.drain), fmt.Sprintf("%.1f", rd.perSec)})
 			res.Values["light_p50_ms_"+key] = ms(rd.light.P50)
 			res.Values["light_p99_ms_"+key] = ms(rd.light.P99)
 			res.Values["merges_per_s_"+key] = rd.perSec
-			waits.Rows = append(waits.Rows, []string{srv.label(), fmt.Sprint(rd.backlog), fmtDur(rd.slowest), fmtDur(rd.waits.run),
+			waits.Rows = append(waits.Rows, []string{srv.label(), backlog, fmtDur(rd.slowest), fmtDur(rd.waits.run),
 				fmtDur(rd.waits.firstTask), fmtDur(rd.waits.laterTasks), fmtDur(rd.waits.activities)})
 		}
 		row := []string{srv.label()}
@@ -208,22 +226,16 @@ func (o Options) fairnessServer(server string) bool {
 }
 
 // fairnessTargets judges each server's fair side against the targets: the light kind's p99
-// at every backlog ≤ 2 × its unloaded p99 + 1 s, each kind's share within ±10 % of its
-// weight's, and the drains' throughput (drainRate) at most 5 % below the same server's
-// without fairness.
+// at every backlog ≤ 2 × its unloaded p99 (of the same repetition) + 1 s, each kind's share
+// within ±10 % of its weight's, and the drains' throughput (drainRate, every repetition's
+// rounds pooled) at most 5 % below the same server's without fairness.
 func fairnessTargets(res *Result, servers []fairnessServer, rounds map[string][]fairnessRound, shares map[string]map[store.Kind]float64) {
 	for _, srv := range servers {
 		if !srv.fair || rounds[srv.label()] == nil {
 			continue
 		}
 		r := rounds[srv.label()]
-		unloaded := r[0].light.P99
-		limit := 2*unloaded + time.Second
-		worst, met := time.Duration(0), true
-		for _, rd := range r {
-			worst = max(worst, rd.light.P99)
-			met = met && rd.light.P99 <= limit
-		}
+		unloaded, limit, worst, met := worstLightP99(r)
 		res.target(srv.name+": generic p99 behind every rollout backlog", fmt.Sprintf("≤ 2 × unloaded p99 %s + 1 s = %s", fmtDur(unloaded), fmtDur(limit)),
 			fmtDur(worst), met)
 
@@ -251,6 +263,26 @@ func fairnessTargets(res *Result, servers []fairnessServer, rounds map[string][]
 		res.target(srv.name+": drain throughput with fairness vs without", "≤ 5 % lower",
 			fmt.Sprintf("%.1f %% lower", 100*loss), loss <= 0.05)
 	}
+}
+
+// worstLightP99 judges each round's light p99 against 2 × its repetition's unloaded p99 (the
+// repetition's first round) + 1 s. It returns the round nearest to, or furthest over, its
+// limit, and whether every round met its own.
+// REQUIRES: rounds in the order they ran, each repetition's backlogs together.
+func worstLightP99(rounds []fairnessRound) (unloaded, limit, worst time.Duration, met bool) {
+	met = true
+	var u time.Duration
+	for i, rd := range rounds {
+		if i == 0 || rd.rep != rounds[i-1].rep {
+			u = rd.light.P99
+		}
+		l := 2*u + time.Second
+		if i == 0 || rd.light.P99-l > worst-limit {
+			unloaded, limit, worst = u, l, rd.light.P99
+		}
+		met = met && rd.light.P99 <= l
+	}
+	return unloaded, limit, worst, met
 }
 
 // drainRate is the merges of all rounds over their drain times: each round weighs by its

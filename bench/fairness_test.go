@@ -22,3 +22,29 @@ func TestDrainRateWeighsRoundsByWork(t *testing.T) {
 		t.Fatalf("drainRate(nil) = %v, want 0", got)
 	}
 }
+
+// Each round's light p99 is judged against its own repetition's unloaded p99: a slow
+// repetition does not lend its looser limit to a fast one, and the verdict names the round
+// furthest over its limit.
+func TestWorstLightP99JudgesEachRepetitionByItsOwnUnloadedRound(t *testing.T) {
+	round := func(rep int, backlog int, p99 time.Duration) fairnessRound {
+		return fairnessRound{rep: rep, backlog: backlog, light: durStats{P99: p99}}
+	}
+	met := []fairnessRound{
+		round(0, 0, 500*time.Millisecond), round(0, 400, 1900*time.Millisecond),
+		round(1, 0, 2*time.Second), round(1, 400, 4*time.Second),
+	}
+	unloaded, limit, worst, ok := worstLightP99(met)
+	if !ok || unloaded != 500*time.Millisecond || limit != 2*time.Second || worst != 1900*time.Millisecond {
+		t.Fatalf("met: got unloaded %v limit %v worst %v met %v; want 500ms 2s 1.9s true", unloaded, limit, worst, ok)
+	}
+	// The same 2.5 s behind 400 meets the second repetition's limit (5 s) but not the first's.
+	missed := []fairnessRound{
+		round(0, 0, 500*time.Millisecond), round(0, 400, 2500*time.Millisecond),
+		round(1, 0, 2*time.Second), round(1, 400, 2500*time.Millisecond),
+	}
+	unloaded, limit, worst, ok = worstLightP99(missed)
+	if ok || unloaded != 500*time.Millisecond || limit != 2*time.Second || worst != 2500*time.Millisecond {
+		t.Fatalf("missed: got unloaded %v limit %v worst %v met %v; want 500ms 2s 2.5s false", unloaded, limit, worst, ok)
+	}
+}

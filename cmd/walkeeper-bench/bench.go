@@ -160,7 +160,7 @@ scenarios nor the plotting library (docs/decisions/0151-benchmarks-in-their-own-
 	fs.BoolVar(&o.Quick, "quick", false, "smoke-test size: under 2 minutes per scenario")
 	fs.StringVar(&out, "out", "", "directory for results (markdown, JSON, CSV, PNG, walkeeper.log); default ./walkeeper-bench-results/<time>")
 	fs.StringVar(&workDir, "work-dir", "", "directory for the stores a scenario writes (default: the system temp dir); removed afterwards")
-	fs.IntVar(&o.Reps, "reps", 0, "repetitions (default 5, or 1 with --quick)")
+	fs.IntVar(&o.Reps, "reps", 0, "repetitions (default 5, or 1 with --quick; fairness: 1, its sides taking turns to go first)")
 	fs.DurationVar(&o.Duration, "duration", 0, "length of each side of the incident replay (default 4m, 40s with --quick)")
 	fs.IntVar(&o.Shards, "shards", 0, "incident: number of shards (worker processes) per side (default 20, 4 with --quick)")
 	fs.IntVar(&o.Stores, "stores", 0, "incident: rollout stores (default 300, 120 with --quick); temporal-overhead: idle stores to sweep (default 1000)")

@@ -6,6 +6,9 @@
 #   scripts/compose-ci.sh --prepare   only step 1's packages and the Debian rootfs below: what
 #                                     needs the network and little CPU, which .ci/run starts
 #                                     beside the installs. No daemon is started.
+#   scripts/compose-ci.sh --image-key DOCKERFILE CONTEXT [build args]
+#                                     print the key an image built from these is kept under
+#                                     (step 2) and exit: test/deploy checks what it depends on.
 #
 # 1. The engine: installs Debian's docker.io, docker-compose and mmdebstrap when missing
 #    (apt-get, as root) and starts dockerd in the background unless one answers.
@@ -34,6 +37,23 @@
 #                               failure, to look at it
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/install-lib.sh"
+
+# image_key DOCKERFILE CONTEXT [docker build args]: what an image is kept under (label
+# walkeeper.ci.key): the Dockerfile, every context file's path and content, and the build
+# args (which carry the base images' ids). Contents, not mtimes: a clean clone's scripts are
+# new files with the same bytes, and rebuilding an image for them cost a minute of sending
+# its context.
+image_key() {
+  local df=$1 ctx=$2
+  shift 2
+  { sha256sum <"$df"; (cd "$ctx" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum); printf '%s\n' "$@"; } |
+    sha256sum | cut -c1-16
+}
+if [[ "${1:-}" == "--image-key" ]]; then
+  shift
+  image_key "$@"
+  exit 0
+fi
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -102,7 +122,7 @@ log "engine: docker $(docker version -f '{{.Server.Version}}'), $(docker-compose
 
 # --- 2. images ------------------------------------------------------------------------------
 # stage NAME FILE...: a fresh build context .cache/compose-ci/ctx/NAME holding FILEs, each
-# "SRC" or "SRC=NAME_IN_CONTEXT"; hard links or copies that keep mtimes, so the key below is stable.
+# "SRC" or "SRC=NAME_IN_CONTEXT" (hard links where the file system allows, else copies).
 stage() {
   local ctx="$cache/ctx/$1"
   shift
@@ -117,13 +137,12 @@ stage() {
 }
 
 # build_image TAG DOCKERFILE CONTEXT [docker build args]: builds unless TAG exists with the
-# same key (the Dockerfile, every context file's path, size and mtime, the build args with
-# the base images' ids).
+# same image_key.
 build_image() {
   local tag=$1 df=$2 ctx=$3
   shift 3
   local key have
-  key="$( { sha256sum <"$df"; (cd "$ctx" && find . -type f -printf '%p %s %T@\n' | LC_ALL=C sort); printf '%s\n' "$@"; } | sha256sum | cut -c1-16)"
+  key="$(image_key "$df" "$ctx" "$@")"
   have="$(docker image inspect -f '{{ index .Config.Labels "walkeeper.ci.key" }}' "$tag" 2>/dev/null || true)"
   if [[ "$have" == "$key" ]]; then
     log "image $tag: cached"

@@ -11,8 +11,9 @@
 #
 # The Go builds are CPU-bound and share the build cache, so they run two at a time
 # (INSTALL_JOBS); apt-get and npm are network-bound and run beside them. Each installer's
-# output goes to .cache/install-logs/NAME.log; a summary with the seconds each took is
-# printed at the end. Exit status 1 if any installer failed.
+# output goes to .cache/install-logs/NAME.log; a summary with the wall and CPU seconds each
+# took (the CPU of the installer and every process it waited for: the compiles) is printed at
+# the end. Exit status 1 if any installer failed.
 #
 # One run at a time (a lock file): a second run, e.g. .ci/run's compose stage beside the test
 # command, waits for the first and then finds everything installed.
@@ -24,11 +25,14 @@ exec 9>"$ROOT/.cache/install-servers.lock"
 flock 9
 JOBS="${INSTALL_JOBS:-2}"
 
-run() { # run NAME SCRIPT: runs one installer, records its status and duration
-  local name=$1 script=$2 start rc=0
+run() { # run NAME SCRIPT: runs one installer, records its status, wall and CPU seconds
+  local name=$1 script=$2 start rc=0 cpu
   start=$(date +%s)
+  # Each run is its own background subshell, so its children's times are this installer's.
   "$ROOT/scripts/$script" >"$LOGS/$name.log" 2>&1 || rc=$?
-  echo "$name $rc $(( $(date +%s) - start ))" >"$LOGS/$name.status"
+  times >"$LOGS/$name.times" # not in $(…), whose subshell has no children of its own
+  cpu=$(awk 'NR == 2 { gsub(/s/, ""); split($1, u, "m"); split($2, s, "m"); printf "%d", u[1] * 60 + u[2] + s[1] * 60 + s[2] }' "$LOGS/$name.times")
+  echo "$name $rc $(( $(date +%s) - start )) $cpu" >"$LOGS/$name.status"
 }
 
 start=$(date +%s)
@@ -53,10 +57,10 @@ done
 wait
 
 failed=0
-printf '%-16s %-6s %s\n' installer status seconds >&2
+printf '%-16s %-6s %8s %8s\n' installer status wall-s cpu-s >&2
 for f in "$LOGS"/*.status; do
-  read -r name rc secs <"$f"
-  printf '%-16s %-6s %s\n' "$name" "$([[ $rc == 0 ]] && echo ok || echo FAIL)" "$secs" >&2
+  read -r name rc secs cpu <"$f"
+  printf '%-16s %-6s %8s %8s\n' "$name" "$([[ $rc == 0 ]] && echo ok || echo FAIL)" "$secs" "${cpu:--}" >&2
   if [[ $rc != 0 ]]; then failed=1; tail -n 20 "$LOGS/$name.log" >&2; fi
 done
 echo "install-servers: $(( $(date +%s) - start ))s in all" >&2

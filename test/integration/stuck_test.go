@@ -135,10 +135,20 @@ func TestStuckMergeIsNoticedAndReplaced(t *testing.T) {
 			if sc.runTimeout > 0 {
 				ends = "Temporal ends it at its run timeout " + deadline.String()
 			}
-			for _, want := range []string{"stuck", "workflow task failing (attempt", brokenPanic, ends} {
+			// The cause is the one the history recorded: the streak's first attempt, which is
+			// the deploy's panic unless a loaded server lost that task and timed it out.
+			cause := recordedWorkflowTaskCause(t, e, id, stuck.GetRunID())
+			for _, want := range []string{"stuck", "workflow task failing (attempt", cause, ends} {
 				if !strings.Contains(out, want) {
 					t.Fatalf("walkeeper status does not say %q:\n%s", want, out)
 				}
+			}
+			switch cause {
+			case brokenPanic:
+			case workflowTaskTimedOut:
+				t.Logf("the server timed out the streak's first workflow task, so the history holds no failure message to show")
+			default:
+				t.Fatalf("the stuck run's workflow task failed with %q, want the deploy's panic %q", cause, brokenPanic)
 			}
 			t.Logf("walkeeper status: %s", grepLine(out, "workflow task failing"))
 			t.Logf("walkeeper status: %s", grepLine(out, "live status"))
@@ -253,6 +263,33 @@ func grepLine(out, s string) string {
 		}
 	}
 	return ""
+}
+
+const workflowTaskTimedOut = "workflow task timed out" // as the status says it
+
+// recordedWorkflowTaskCause is what run's history recorded of its failing workflow tasks, as
+// the status shows it: the failure's message, or "workflow task timed out". The server
+// records only a streak's first attempt, so this stays the same while the streak lasts.
+func recordedWorkflowTaskCause(t *testing.T, e *env, id, runID string) string {
+	t.Helper()
+	cause := ""
+	it := e.c.GetWorkflowHistory(e.ctx(waitShort), id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch ev.GetEventType() {
+		case enumspb.EVENT_TYPE_WORKFLOW_TASK_FAILED:
+			cause = ev.GetWorkflowTaskFailedEventAttributes().GetFailure().GetMessage()
+		case enumspb.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT:
+			cause = workflowTaskTimedOut
+		}
+	}
+	if cause == "" {
+		t.Fatalf("run %s records no failed or timed-out workflow task", runID)
+	}
+	return cause
 }
 
 // closeEventText is the reason of a terminated run's close event.

@@ -39,14 +39,17 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/install-lib.sh"
 
 # image_key DOCKERFILE CONTEXT [docker build args]: what an image is kept under (label
-# walkeeper.ci.key): the Dockerfile, every context file's path and content, and the build
-# args (which carry the base images' ids). Contents, not mtimes: a clean clone's scripts are
-# new files with the same bytes, and rebuilding an image for them cost a minute of sending
-# its context.
+# walkeeper.ci.key): the Dockerfile, every context file's path, mode and content, and the
+# build args (which carry the base images' ids). Contents, not mtimes: a clean clone's scripts
+# are new files with the same bytes, and rebuilding an image for them cost a minute of sending
+# its context. Modes, since COPY keeps them: an entrypoint that lost its executable bit must
+# not be kept in an image built when it had it.
 image_key() {
   local df=$1 ctx=$2
   shift 2
-  { sha256sum <"$df"; (cd "$ctx" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum); printf '%s\n' "$@"; } |
+  { sha256sum <"$df"
+    (cd "$ctx" && find . -type f -printf '%m %p\n' | LC_ALL=C sort && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum)
+    printf '%s\n' "$@"; } |
     sha256sum | cut -c1-16
 }
 if [[ "${1:-}" == "--image-key" ]]; then

@@ -13,8 +13,8 @@ import (
 // while its key is unchanged. The key once hashed each context file's mtime, and a clean
 // clone's scripts are new files with the same bytes, so every clean clone rebuilt the
 // postgres and temporal server images (a minute of sending the server binary). Now the same
-// bytes under new mtimes keep the key, and a changed byte, file name or build argument
-// changes it.
+// bytes under new mtimes keep the key, and a changed byte, mode, file name or build
+// argument changes it.
 func TestComposeImageKeyIsTheContentsNotTheMtimes(t *testing.T) {
 	dir := t.TempDir()
 	df := filepath.Join(dir, "Dockerfile")
@@ -53,6 +53,13 @@ func TestComposeImageKeyIsTheContentsNotTheMtimes(t *testing.T) {
 	}
 	if got := key("--build-arg", "BASE=1"); got != base {
 		t.Errorf("new mtimes, same bytes: key %s, want %s", got, base)
+	}
+
+	if err := os.Chmod(filepath.Join(ctx, "entrypoint.sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if key("--build-arg", "BASE=1") == base {
+		t.Error("an entrypoint made executable kept the key")
 	}
 
 	write(filepath.Join(ctx, "entrypoint.sh"), "#!/bin/sh\nexec server --flag\n")

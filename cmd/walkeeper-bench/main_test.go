@@ -31,6 +31,9 @@ func TestBadUsageExitsTwo(t *testing.T) {
 		{"memory", "--reps", "many"},
 		{"hostile", "--rss-guard-mib", "-1"},
 		{"fairness", "--servers", "dev,bogus"},
+		{"fairness", "--backlogs", "400,2000"},
+		{"fairness", "--backlogs", "0,-5"},
+		{"fairness", "--reps", "-1"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			code, out, errOut := runCLI(t, args...)

@@ -112,6 +112,10 @@ func (a *apiServer) mergeWal(w http.ResponseWriter, r *http.Request) {
 			a.fail(w, r, stopped)
 			return
 		}
+		if timedOut := mergeTimedOut(run.GetID(), err, out); timedOut != nil {
+			a.fail(w, r, timedOut)
+			return
+		}
 		a.fail(w, r, &apiError{Status: http.StatusInternalServerError, Code: CodeMergeFailed,
 			Message: fmt.Sprintf("MergeWal %s failed", run.GetID()), Extra: out, Cause: err})
 		return
@@ -137,4 +141,19 @@ func mergeStopped(id string, err error, ids map[string]any) *apiError {
 	}
 	return &apiError{Status: http.StatusConflict, Code: CodeMergeStopped, Extra: ids, Cause: err,
 		Message: fmt.Sprintf("MergeWal %s %s before it finished; the passes it committed stay, the rest stays pending until the next merge", id, how)}
+}
+
+// mergeTimedOut is the answer for a MergeWal that Temporal ended at its run timeout: nothing
+// failed that a log would explain, what it committed stays, and the next trigger starts a
+// fresh run; nil for any other error. Only the run's own timeout counts: an activity's or a
+// child's timeout that failed the run comes wrapped in that activity's or child's error.
+func mergeTimedOut(id string, err error, ids map[string]any) *apiError {
+	var timeout *temporal.TimeoutError
+	var activity *temporal.ActivityError
+	var child *temporal.ChildWorkflowExecutionError
+	if !errors.As(err, &timeout) || errors.As(err, &activity) || errors.As(err, &child) {
+		return nil
+	}
+	return &apiError{Status: http.StatusGatewayTimeout, Code: CodeMergeTimedOut, Extra: ids, Cause: err,
+		Message: fmt.Sprintf("MergeWal %s ran past its run timeout (--merge-run-timeout) and Temporal ended it; the passes it committed stay, the rest stays pending until the next merge", id)}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
@@ -374,6 +375,32 @@ func TestHTTPMergeWalErrors(t *testing.T) {
 		m = expect(t, r, http.StatusConflict, CodeMergeStopped)
 		if m["workflow_id"] != "merge-wal/generic/gs" || !strings.Contains(fmt.Sprint(m["error"]), said) {
 			t.Fatalf("merge_stopped answer: %s", r.body)
+		}
+	}
+
+	// Ended by Temporal at its run timeout: a timeout that says so. An activity's timeout that
+	// failed the run is a failure of the run, not its timeout.
+	runTimeout := temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_START_TO_CLOSE, nil)
+	activityTimeout := temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, nil)
+	for _, tc := range []struct {
+		err    error
+		status int
+		code   string
+	}{
+		{fmt.Errorf("workflow execution error: %w", runTimeout), http.StatusGatewayTimeout, CodeMergeTimedOut},
+		{fmt.Errorf("workflow execution error: %w", &temporal.ActivityError{}), http.StatusInternalServerError, CodeMergeFailed},
+		{fmt.Errorf("workflow execution error: %w", fmt.Errorf("%w: %w", &temporal.ActivityError{}, activityTimeout)), http.StatusInternalServerError, CodeMergeFailed},
+	} {
+		w.api.start = func(_ context.Context, t store.Target, _ contract.MergeWalInput, _ ...contract.StartOption) (client.WorkflowRun, error) {
+			return &fakeRun{id: "merge-wal/" + t.Path(), runID: "r", err: tc.err}, nil
+		}
+		r = c.do(http.MethodPost, "/api/v1/stores/generic/gs/merge-wal?wait=1", "", nil)
+		m = expect(t, r, tc.status, tc.code)
+		if m["workflow_id"] != "merge-wal/generic/gs" {
+			t.Fatalf("%s answer without its ids: %s", tc.code, r.body)
+		}
+		if tc.code == CodeMergeTimedOut && !strings.Contains(fmt.Sprint(m["error"]), "run timeout") {
+			t.Fatalf("merge_timed_out answer: %s", r.body)
 		}
 	}
 }

@@ -39,6 +39,7 @@ const (
 	CodeCorrupt              = "corrupt"                // 500: stored bytes do not decode
 	CodeMergeFailed          = "merge_failed"           // 500: the MergeWal workflow (waited for) failed
 	CodeMergeStopped         = "merge_stopped"          // 409: the MergeWal workflow (waited for) was cancelled or terminated
+	CodeMergeTimedOut        = "merge_timed_out"        // 504: the MergeWal workflow (waited for) ran past its run timeout
 	CodeTooManyPending       = "too_many_pending"       // 503 + Retry-After: pending-generation debt too high
 	CodeBudgetBusy           = "budget_busy"            // 503 + Retry-After: merge memory budget busy
 	CodeFenced               = "fenced"                 // 503: another process took this shard (same instance id)

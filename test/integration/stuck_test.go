@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os/exec"
@@ -80,18 +81,29 @@ func TestStuckMergeIsNoticedAndReplaced(t *testing.T) {
 		a.must(200, "GET", "/api/v1/stores/generic/"+name+"/stats", nil, &st)
 		return st.pending()
 	}
-	triggerHTTP := func(wait bool) (runID string, res contract.MergeWalResult) {
+	triggerHTTP := func() (runID string) {
 		t.Helper()
 		var out struct {
-			RunID  string                  `json:"run_id"`
-			Result contract.MergeWalResult `json:"result"`
+			RunID string `json:"run_id"`
 		}
-		if wait {
-			a.must(200, "POST", "/api/v1/stores/generic/"+name+"/merge-wal?wait=true", nil, &out)
-		} else {
-			a.must(202, "POST", "/api/v1/stores/generic/"+name+"/merge-wal", nil, &out)
+		a.must(202, "POST", "/api/v1/stores/generic/"+name+"/merge-wal", nil, &out)
+		return out.RunID
+	}
+	// mergeAndWait is POST merge-wal?wait=true: its status and answer.
+	type waitAnswer struct {
+		status int
+		Code   string                  `json:"code"`
+		RunID  string                  `json:"run_id"`
+		Result contract.MergeWalResult `json:"result"`
+	}
+	mergeAndWait := func() (ans waitAnswer, err error) {
+		resp, err := (&http.Client{Timeout: waitLong}).Post("http://"+addr+"/api/v1/stores/generic/"+name+"/merge-wal?wait=true", "application/json", nil)
+		if err != nil {
+			return ans, err
 		}
-		return out.RunID, out.Result
+		defer func() { _ = resp.Body.Close() }()
+		ans.status = resp.StatusCode
+		return ans, json.NewDecoder(resp.Body).Decode(&ans)
 	}
 
 	next := 0 // the next generation's row id
@@ -116,10 +128,18 @@ func TestStuckMergeIsNoticedAndReplaced(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		// It holds the store's merges: a trigger attaches to it.
-		if runID, _ := triggerHTTP(false); runID != stuck.GetRunID() {
+		// It holds the store's merges: a trigger attaches to it, and a caller waiting on it
+		// learns how it ended.
+		if runID := triggerHTTP(); runID != stuck.GetRunID() {
 			t.Fatalf("the HTTP trigger started run %s next to the stuck %s: want an attach", runID, stuck.GetRunID())
 		}
+		waited := make(chan waitAnswer, 1)
+		waitErr := make(chan error, 1)
+		go func() {
+			ans, err := mergeAndWait()
+			waited <- ans
+			waitErr <- err
+		}()
 
 		// Detection: the worker process's gauge.
 		waitFor(t, waitLong, "walkeeper_merge_runs_stuck to report the failing workflow task", func() (bool, error) {
@@ -191,17 +211,46 @@ func TestStuckMergeIsNoticedAndReplaced(t *testing.T) {
 			t.Fatalf("the scan terminated a run Temporal times out itself")
 		}
 
-		// The next trigger starts a fresh run, which merges the store to zero pending.
-		before := pending()
-		runID, res := triggerHTTP(true)
-		if runID == stuck.GetRunID() {
-			t.Fatalf("the trigger attached to the closed stuck run %s", runID)
+		// The caller that waited on the stuck run is told how it ended.
+		ans, err := <-waited, <-waitErr
+		if err != nil {
+			t.Fatalf("waiting on the stuck run: %v", err)
 		}
-		if left := pending(); left != 0 || res.Reclaimed != before {
-			t.Fatalf("fresh run %s: reclaimed %d of %d, %d pending left", runID, res.Reclaimed, before, left)
+		if want := map[bool]string{false: "merge_stopped", true: "merge_timed_out"}[sc.runTimeout > 0]; ans.Code != want || ans.RunID != stuck.GetRunID() {
+			t.Fatalf("the caller waiting on the stuck run got %d %q for run %s, want %q for %s", ans.status, ans.Code, ans.RunID, want, stuck.GetRunID())
+		}
+		t.Logf("the caller waiting on the stuck run got %d %s", ans.status, ans.Code)
+
+		// The next trigger starts a fresh run, which merges the store to zero pending. It too
+		// has the 30 s run timeout: when a loaded server loses one of its tasks, Temporal
+		// retries the task after its timeout (a minute for an activity), the run times out
+		// with its generations still pending, and the next trigger starts another.
+		before, retried := pending(), false
+		for try := 1; ; try++ {
+			ans, err = mergeAndWait()
+			if err != nil {
+				t.Fatalf("POST merge-wal?wait=true: %v", err)
+			}
+			if ans.RunID == stuck.GetRunID() {
+				t.Fatalf("the trigger attached to the closed stuck run %s", ans.RunID)
+			}
+			if ans.status == http.StatusGatewayTimeout && ans.Code == "merge_timed_out" && try < 3 {
+				t.Logf("fresh run %s ran past its run timeout %s; its history:", ans.RunID, deadline)
+				e.logHistory(id, ans.RunID)
+				retried = true
+				continue
+			}
+			if ans.status != http.StatusOK {
+				t.Fatalf("POST merge-wal?wait=true: %d %q for run %s, want 200", ans.status, ans.Code, ans.RunID)
+			}
+			break
+		}
+		// A run that timed out may have committed some passes, so its successor reclaims the rest.
+		if left := pending(); left != 0 || ans.Result.Reclaimed > before || (!retried && ans.Result.Reclaimed != before) {
+			t.Fatalf("fresh run %s: reclaimed %d of %d, %d pending left", ans.RunID, ans.Result.Reclaimed, before, left)
 		}
 		t.Logf("fresh run %s merged %d generations; %s from the stuck run's start to zero pending",
-			runID, res.Reclaimed, time.Since(startedAt).Round(100*time.Millisecond))
+			ans.RunID, ans.Result.Reclaimed, time.Since(startedAt).Round(100*time.Millisecond))
 
 		// The gauge clears once the run is gone.
 		waitFor(t, waitLong, "walkeeper_merge_runs_stuck to clear", func() (bool, error) {

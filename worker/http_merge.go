@@ -108,12 +108,8 @@ func (a *apiServer) mergeWal(w http.ResponseWriter, r *http.Request) {
 			a.fail(w, r, r.Context().Err())
 			return
 		}
-		if stopped := mergeStopped(run.GetID(), err, out); stopped != nil {
-			a.fail(w, r, stopped)
-			return
-		}
-		if timedOut := mergeTimedOut(run.GetID(), err, out); timedOut != nil {
-			a.fail(w, r, timedOut)
+		if early := mergeEndedEarly(run.GetID(), err, out); early != nil {
+			a.fail(w, r, early)
 			return
 		}
 		a.fail(w, r, &apiError{Status: http.StatusInternalServerError, Code: CodeMergeFailed,
@@ -124,36 +120,32 @@ func (a *apiServer) mergeWal(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// mergeStopped is the answer for a MergeWal that an operator (or a reset, which terminates
-// the run it replaces) stopped before it finished: nothing failed, and what it committed
-// stays; nil for any other error.
-func mergeStopped(id string, err error, ids map[string]any) *apiError {
+// mergeEndedEarly is the answer for a MergeWal run that ended before it finished without
+// failing: stopped by an operator (a cancel, a terminate, or a reset, which terminates the run
+// it replaces) or by Temporal at its run timeout. What it committed stays, and the next
+// trigger starts a fresh run. Nil for any other error, a failure. Only how the run itself
+// ended counts: an activity's or a child's cancel or timeout that failed the run arrives
+// wrapped in that activity's or child's error.
+func mergeEndedEarly(id string, err error, ids map[string]any) *apiError {
+	var activity *temporal.ActivityError
+	var child *temporal.ChildWorkflowExecutionError
+	if errors.As(err, &activity) || errors.As(err, &child) {
+		return nil
+	}
 	var canceled *temporal.CanceledError
 	var terminated *temporal.TerminatedError
-	how := ""
+	var timeout *temporal.TimeoutError
+	status, code, how := http.StatusConflict, CodeMergeStopped, ""
 	switch {
 	case errors.As(err, &canceled):
-		how = "was cancelled"
+		how = "was cancelled before it finished"
 	case errors.As(err, &terminated):
-		how = "was terminated (temporal workflow terminate, or a reset replaced the run)"
+		how = "was terminated before it finished (temporal workflow terminate, or a reset replaced the run)"
+	case errors.As(err, &timeout):
+		status, code, how = http.StatusGatewayTimeout, CodeMergeTimedOut, "ran past its run timeout (--merge-run-timeout) and Temporal ended it"
 	default:
 		return nil
 	}
-	return &apiError{Status: http.StatusConflict, Code: CodeMergeStopped, Extra: ids, Cause: err,
-		Message: fmt.Sprintf("MergeWal %s %s before it finished; the passes it committed stay, the rest stays pending until the next merge", id, how)}
-}
-
-// mergeTimedOut is the answer for a MergeWal that Temporal ended at its run timeout: nothing
-// failed that a log would explain, what it committed stays, and the next trigger starts a
-// fresh run; nil for any other error. Only the run's own timeout counts: an activity's or a
-// child's timeout that failed the run comes wrapped in that activity's or child's error.
-func mergeTimedOut(id string, err error, ids map[string]any) *apiError {
-	var timeout *temporal.TimeoutError
-	var activity *temporal.ActivityError
-	var child *temporal.ChildWorkflowExecutionError
-	if !errors.As(err, &timeout) || errors.As(err, &activity) || errors.As(err, &child) {
-		return nil
-	}
-	return &apiError{Status: http.StatusGatewayTimeout, Code: CodeMergeTimedOut, Extra: ids, Cause: err,
-		Message: fmt.Sprintf("MergeWal %s ran past its run timeout (--merge-run-timeout) and Temporal ended it; the passes it committed stay, the rest stays pending until the next merge", id)}
+	return &apiError{Status: status, Code: code, Extra: ids, Cause: err,
+		Message: fmt.Sprintf("MergeWal %s %s; the passes it committed stay, the rest stays pending until the next merge", id, how)}
 }

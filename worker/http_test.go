@@ -378,8 +378,8 @@ func TestHTTPMergeWalErrors(t *testing.T) {
 		}
 	}
 
-	// Ended by Temporal at its run timeout: a timeout that says so. An activity's timeout that
-	// failed the run is a failure of the run, not its timeout.
+	// Ended by Temporal at its run timeout: a timeout that says so. An activity's timeout or
+	// cancel that failed the run is a failure of the run, not how the run ended.
 	runTimeout := temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_START_TO_CLOSE, nil)
 	activityTimeout := temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, nil)
 	for _, tc := range []struct {
@@ -390,6 +390,7 @@ func TestHTTPMergeWalErrors(t *testing.T) {
 		{fmt.Errorf("workflow execution error: %w", runTimeout), http.StatusGatewayTimeout, CodeMergeTimedOut},
 		{fmt.Errorf("workflow execution error: %w", &temporal.ActivityError{}), http.StatusInternalServerError, CodeMergeFailed},
 		{fmt.Errorf("workflow execution error: %w", fmt.Errorf("%w: %w", &temporal.ActivityError{}, activityTimeout)), http.StatusInternalServerError, CodeMergeFailed},
+		{fmt.Errorf("workflow execution error: %w", fmt.Errorf("%w: %w", &temporal.ActivityError{}, temporal.NewCanceledError())), http.StatusInternalServerError, CodeMergeFailed},
 	} {
 		w.api.start = func(_ context.Context, t store.Target, _ contract.MergeWalInput, _ ...contract.StartOption) (client.WorkflowRun, error) {
 			return &fakeRun{id: "merge-wal/" + t.Path(), runID: "r", err: tc.err}, nil

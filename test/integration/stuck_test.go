@@ -89,21 +89,24 @@ func TestStuckMergeIsNoticedAndReplaced(t *testing.T) {
 		a.must(202, "POST", "/api/v1/stores/generic/"+name+"/merge-wal", nil, &out)
 		return out.RunID
 	}
-	// mergeAndWait is POST merge-wal?wait=true: its status and answer.
+	// mergeAndWait is POST merge-wal?wait=true: its status and answer, or why there was none.
+	// It reports rather than fails, so a goroutine can wait on a run beside the test.
 	type waitAnswer struct {
 		status int
+		err    error
 		Code   string                  `json:"code"`
 		RunID  string                  `json:"run_id"`
 		Result contract.MergeWalResult `json:"result"`
 	}
-	mergeAndWait := func() (ans waitAnswer, err error) {
+	mergeAndWait := func() (ans waitAnswer) {
 		resp, err := (&http.Client{Timeout: waitLong}).Post("http://"+addr+"/api/v1/stores/generic/"+name+"/merge-wal?wait=true", "application/json", nil)
 		if err != nil {
-			return ans, err
+			ans.err = err
+			return ans
 		}
 		defer func() { _ = resp.Body.Close() }()
-		ans.status = resp.StatusCode
-		return ans, json.NewDecoder(resp.Body).Decode(&ans)
+		ans.status, ans.err = resp.StatusCode, json.NewDecoder(resp.Body).Decode(&ans)
+		return ans
 	}
 
 	next := 0 // the next generation's row id
@@ -111,9 +114,10 @@ func TestStuckMergeIsNoticedAndReplaced(t *testing.T) {
 		name       string
 		runTimeout time.Duration // 0: started by hand without one
 		want       enumspb.WorkflowExecutionStatus
+		waiterGets string // the code a caller waiting on the stuck run is answered
 	}{
-		{"started by hand without a run timeout", 0, enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED},
-		{"started with the run timeout every walkeeper starter sets", deadline, enumspb.WORKFLOW_EXECUTION_STATUS_TIMED_OUT},
+		{"started by hand without a run timeout", 0, enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED, "merge_stopped"},
+		{"started with the run timeout every walkeeper starter sets", deadline, enumspb.WORKFLOW_EXECUTION_STATUS_TIMED_OUT, "merge_timed_out"},
 	} {
 		t.Logf("--- %s", sc.name)
 		seal(next, 3)
@@ -134,12 +138,7 @@ func TestStuckMergeIsNoticedAndReplaced(t *testing.T) {
 			t.Fatalf("the HTTP trigger started run %s next to the stuck %s: want an attach", runID, stuck.GetRunID())
 		}
 		waited := make(chan waitAnswer, 1)
-		waitErr := make(chan error, 1)
-		go func() {
-			ans, err := mergeAndWait()
-			waited <- ans
-			waitErr <- err
-		}()
+		go func() { waited <- mergeAndWait() }()
 
 		// Detection: the worker process's gauge.
 		waitFor(t, waitLong, "walkeeper_merge_runs_stuck to report the failing workflow task", func() (bool, error) {
@@ -212,12 +211,12 @@ func TestStuckMergeIsNoticedAndReplaced(t *testing.T) {
 		}
 
 		// The caller that waited on the stuck run is told how it ended.
-		ans, err := <-waited, <-waitErr
-		if err != nil {
-			t.Fatalf("waiting on the stuck run: %v", err)
+		ans := <-waited
+		if ans.err != nil {
+			t.Fatalf("waiting on the stuck run: %v", ans.err)
 		}
-		if want := map[bool]string{false: "merge_stopped", true: "merge_timed_out"}[sc.runTimeout > 0]; ans.Code != want || ans.RunID != stuck.GetRunID() {
-			t.Fatalf("the caller waiting on the stuck run got %d %q for run %s, want %q for %s", ans.status, ans.Code, ans.RunID, want, stuck.GetRunID())
+		if ans.Code != sc.waiterGets || ans.RunID != stuck.GetRunID() {
+			t.Fatalf("the caller waiting on the stuck run got %d %q for run %s, want %q for %s", ans.status, ans.Code, ans.RunID, sc.waiterGets, stuck.GetRunID())
 		}
 		t.Logf("the caller waiting on the stuck run got %d %s", ans.status, ans.Code)
 
@@ -227,9 +226,8 @@ func TestStuckMergeIsNoticedAndReplaced(t *testing.T) {
 		// with its generations still pending, and the next trigger starts another.
 		before, retried := pending(), false
 		for try := 1; ; try++ {
-			ans, err = mergeAndWait()
-			if err != nil {
-				t.Fatalf("POST merge-wal?wait=true: %v", err)
+			if ans = mergeAndWait(); ans.err != nil {
+				t.Fatalf("POST merge-wal?wait=true: %v", ans.err)
 			}
 			if ans.RunID == stuck.GetRunID() {
 				t.Fatalf("the trigger attached to the closed stuck run %s", ans.RunID)

@@ -91,23 +91,18 @@ type faultLoad struct {
 	c        loadCounters
 	attempts attemptLog
 	errs     chan string
-	// The load runs until `until`, and past it until every kind of operation has succeeded
-	// once, up to `giveUp`.
-	until, giveUp time.Time
-	ran           time.Duration // how long it ran
+	started  time.Time // when the load started
 }
 
 // loadCap bounds the load's extension, in multiples of its duration.
 const loadCap = 10
 
-// loading tells the load's goroutines to go on. A fixed duration stands for an amount of
-// work, and a loaded machine once got no read through in 6 s: that is a slow run, not a
-// store that fails, so the load goes on until appends, commits and reads have each
-// succeeded, and the progress check after it fails only a store that made none in 10 times
-// the duration.
+// loading tells the load's goroutines to go on: for the load's duration, then until appends,
+// commits and reads have each succeeded, up to loadCap times the duration. A loaded machine
+// once got no read through in 6 s; that is a slow run, not a store that fails.
 func (l *faultLoad) loading() bool {
-	now := time.Now()
-	return now.Before(l.until) || (now.Before(l.giveUp) && !l.c.progressed())
+	ran := time.Since(l.started)
+	return ran < l.dur || (ran < loadCap*l.dur && !l.c.progressed())
 }
 
 func (l *faultLoad) violation(format string, args ...any) {
@@ -204,7 +199,7 @@ func (l *faultLoad) run() {
 
 	const appendersPerShard, keysPerAppender = 2, 40
 	owned := make([][]string, l.shards) // keys written by shard i
-	l.until, l.giveUp = time.Now().Add(l.dur), time.Now().Add(loadCap*l.dur)
+	l.started = time.Now()
 	var wg sync.WaitGroup
 	for i := 0; i < l.shards; i++ {
 		for a := 0; a < appendersPerShard; a++ {
@@ -231,7 +226,7 @@ func (l *faultLoad) run() {
 		go func() { defer wg.Done(); l.merger(ctx, m, stores[m%l.shards], shardIDs) }()
 	}
 	wg.Wait()
-	l.ran = time.Since(l.until.Add(-l.dur))
+	ran := time.Since(l.started)
 	close(l.errs)
 	var online []string
 	for e := range l.errs {
@@ -273,7 +268,7 @@ func (l *faultLoad) run() {
 		}
 	}
 
-	t.Logf("load %s for %s: %s", l.url, l.ran.Round(time.Millisecond), l.c.String())
+	t.Logf("load %s for %s: %s", l.url, ran.Round(time.Millisecond), l.c.String())
 	t.Logf("faults: %s", l.inj.Summary())
 	tot := l.inj.Total()
 	// Over the calls made while faults were on: the calls of the set-up and of the drain after

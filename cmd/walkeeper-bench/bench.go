@@ -89,13 +89,14 @@ scenarios nor the plotting library (docs/decisions/0151-benchmarks-in-their-own-
 					return cli.Usagef("--parts: unknown part %q (merges, reads)", p)
 				}
 			}
-			// Every fairness target is judged against the unloaded round, the first.
-			if len(o.Backlogs) > 0 && o.Backlogs[0] != 0 {
-				return cli.Usagef("--backlogs: the first must be 0, the unloaded round the targets are judged against (got %d)", o.Backlogs[0])
-			}
-			for _, b := range o.Backlogs {
-				if b < 0 {
-					return cli.Usagef("--backlogs: %d is not a number of merges", b)
+			// Every fairness target is judged against the unloaded round, the first; each round
+			// is reported under its backlog, so no backlog may come twice.
+			for i, b := range o.Backlogs {
+				if i == 0 && b != 0 {
+					return cli.Usagef("--backlogs: the first must be 0, the unloaded round the targets are judged against (got %d)", b)
+				}
+				if i > 0 && b <= o.Backlogs[i-1] {
+					return cli.Usagef("--backlogs: %d after %d: each backlog must be larger than the one before", b, o.Backlogs[i-1])
 				}
 			}
 			if o.Reps < 0 {
@@ -177,7 +178,7 @@ scenarios nor the plotting library (docs/decisions/0151-benchmarks-in-their-own-
 	fs.IntVar(&o.Shards, "shards", 0, "incident: number of shards (worker processes) per side (default 20, 4 with --quick)")
 	fs.IntVar(&o.Stores, "stores", 0, "incident: rollout stores (default 300, 120 with --quick); temporal-overhead: idle stores to sweep (default 1000)")
 	fs.DurationVar(&o.Latency, "latency", 0, "incident, fleet: modelled object-store latency added to every storage request (incident: default 10ms, 25ms with --quick; fleet: 10ms; negative = none)")
-	fs.IntSliceVar(&o.Backlogs, "backlogs", nil, "fairness: rollout merges queued ahead of the generic ones, comma-separated, the first 0 (default 0,400,2000,10000; 0,50,200 with --quick)")
+	fs.IntSliceVar(&o.Backlogs, "backlogs", nil, "fairness: rollout merges queued ahead of the generic ones, comma-separated, from 0 upwards (default 0,400,2000,10000; 0,50,200 with --quick)")
 	fs.StringSliceVar(&o.FairnessServers, "servers", nil, "fairness: Temporal servers to measure, comma-separated: dev (the dev server), cluster (the server on PostgreSQL); default both, dev with --quick")
 	fs.BoolVar(&o.NoSticky, "no-sticky", false, "fairness: workers without sticky workflow execution (workflow cache 0), so every workflow task is dispatched fairly")
 	fs.IntSliceVar(&o.FleetSizes, "sizes", nil, "fleet: registered stores per fleet, comma-separated (default 10000,100000; 2000,20000 with --quick)")

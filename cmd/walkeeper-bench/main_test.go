@@ -33,6 +33,7 @@ func TestBadUsageExitsTwo(t *testing.T) {
 		{"fairness", "--servers", "dev,bogus"},
 		{"fairness", "--backlogs", "400,2000"},
 		{"fairness", "--backlogs", "0,-5"},
+		{"fairness", "--backlogs", "0,400,400"},
 		{"fairness", "--reps", "-1"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {

@@ -83,6 +83,7 @@ func crashChild(ctx context.Context, raw json.RawMessage) error {
 	if err != nil {
 		return err
 	}
+	defer log.Close()
 	hook.Arm(step.Phase == "append")
 	for b := 0; b < a.Batches; b++ {
 		keys := make([]string, a.PerBatch)

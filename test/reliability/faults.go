@@ -258,25 +258,3 @@ func (h *StepHook) After(op, key string, err error) error {
 	}
 	return err
 }
-
-// Chain runs several objstore.Faults in order: the first Before error wins; After results are
-// threaded through every hook.
-type Chain []objstore.Faults
-
-// Before implements objstore.Faults.
-func (c Chain) Before(op, key string) error {
-	for _, f := range c {
-		if err := f.Before(op, key); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// After implements objstore.Faults.
-func (c Chain) After(op, key string, err error) error {
-	for _, f := range c {
-		err = f.After(op, key, err)
-	}
-	return err
-}

@@ -3,6 +3,7 @@ package contract
 import (
 	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -106,10 +107,8 @@ func notNegative(field string, v int) error {
 
 // oneOf checks that v is one of the allowed values.
 func oneOf(field, v string, allowed ...string) error {
-	for _, a := range allowed {
-		if v == a {
-			return nil
-		}
+	if slices.Contains(allowed, v) {
+		return nil
 	}
 	quoted := make([]string, len(allowed))
 	for i, a := range allowed {

@@ -3,18 +3,24 @@ package contract
 import (
 	"fmt"
 
+	"go.temporal.io/sdk/temporal"
+
 	"github.com/walkeeper/walkeeper/target"
 )
 
-// Observation names: what a merge or compaction records about why it ran and what it did,
-// for list views (Temporal Web, `walkeeper history`, `walkeeper queries`) to show and filter.
+// What a merge or compaction says about itself in Temporal visibility, so an operator can
+// find and judge any run from a list view (Temporal Web, `walkeeper history`, `walkeeper
+// queries`; docs/TEMPORAL.md): why it ran (WalTrigger, set at start) and, once it has
+// finished, how far behind the store was and what it folded. The workflow side sets them;
+// readers show "-" for a run that does not carry one. Search attributes are what a list
+// view filters on; the memo repeats them for display, with the trigger's reason in words.
 //
-// The workflow side sets them (search attributes on start and on finish, memo on start and
-// on finish); readers such as `walkeeper history` only read them and show "-" for a run that
-// does not carry one (runs started before these existed, or a start that left them out).
-// Search attributes are where filtering matters; the memo is for display only.
+// SQL visibility (the dev server's SQLite, MySQL, PostgreSQL) offers each namespace only 3
+// custom attributes of type Int (and 3 Double, 10 Keyword). The Int slots go to what
+// filters matter most on: WalPending (live debt), WalPendingAtStart and WalReclaimed;
+// WalBytesMerged is a Double (exact below 2^53 bytes), and the pass count lives in the memo.
 const (
-	// WalTriggerName (Keyword) says what started the run: one of the Trigger* values.
+	// WalTriggerName (Keyword) says what started the run: one of Triggers.
 	WalTriggerName = "WalTrigger"
 	// WalPendingAtStartName (Int) is the store's pending generations when the run started;
 	// unlike WalPending it is not lowered as the merge reclaims, so a finished run still
@@ -22,17 +28,29 @@ const (
 	WalPendingAtStartName = "WalPendingAtStart"
 	// WalReclaimedName (Int) is the generations the run reclaimed, set when it finishes.
 	WalReclaimedName = "WalReclaimed"
-	// WalBytesMergedName (Double: SQL visibility has only 3 custom Int slots per namespace,
-	// see contract/observe_attrs.go) is the WAL bytes the run folded into the base table.
+	// WalBytesMergedName (Double) is the WAL bytes the run folded into the base table.
 	WalBytesMergedName = "WalBytesMerged"
 	// WalPassesName is the merge passes the run made over all shards. Not registered as a
 	// search attribute (no Int slot left on SQL visibility): the passes are in the memo only.
 	WalPassesName = "WalPasses"
 )
 
+// Typed keys of the observation search attributes. WalTrigger is set by the start helpers
+// (and upserted as TriggerUnknown by a run started without one); WalPendingAtStart with the
+// first listing of a merge; WalReclaimed and WalBytesMerged once, when the merge (its whole
+// continue-as-new chain) has finished.
+var (
+	WalTrigger        = temporal.NewSearchAttributeKeyKeyword(WalTriggerName)
+	WalPendingAtStart = temporal.NewSearchAttributeKeyInt64(WalPendingAtStartName)
+	WalReclaimed      = temporal.NewSearchAttributeKeyInt64(WalReclaimedName)
+	WalBytesMerged    = temporal.NewSearchAttributeKeyFloat64(WalBytesMergedName)
+)
+
 // Memo keys of MergeWal and CompactBase runs: the display copies of the values above.
 const (
-	MemoTrigger        = "trigger"
+	MemoTrigger = "trigger"
+	// MemoTriggerReason is the trigger's reason in words, set with MemoTrigger.
+	MemoTriggerReason  = "trigger_reason"
 	MemoReclaimed      = "reclaimed"
 	MemoBytesMerged    = "bytes_merged"
 	MemoPasses         = "passes"
@@ -44,14 +62,39 @@ const (
 
 // Trigger values of WalTrigger and the "trigger" memo: one per way a merge gets started.
 const (
-	TriggerCount        = "count"
-	TriggerSweepAge     = "sweep-age"
-	TriggerSweepCount   = "sweep-count"
+	TriggerCount      = "count"
+	TriggerSweepAge   = "sweep-age"
+	TriggerSweepCount = "sweep-count"
+	// TriggerSweepRuns: MaintenanceSweep found at least compact_min_runs base runs
+	// (CompactBase).
+	TriggerSweepRuns    = "sweep-runs"
 	TriggerHTTP         = "http"
 	TriggerCLI          = "cli"
 	TriggerSchedule     = "schedule"
 	TriggerBackPressure = "back-pressure"
+	// TriggerUnknown: started without a trigger, e.g. by hand with `temporal workflow start`
+	// or from Temporal Web.
+	TriggerUnknown = "unknown"
 )
+
+// Triggers lists every trigger value, for docs and tests.
+var Triggers = []string{TriggerCount, TriggerSweepCount, TriggerSweepAge, TriggerSweepRuns,
+	TriggerHTTP, TriggerCLI, TriggerSchedule, TriggerBackPressure, TriggerUnknown}
+
+// TriggerOrUnknown is trigger, or TriggerUnknown when it is empty.
+func TriggerOrUnknown(trigger string) string {
+	return defaulted(trigger, TriggerUnknown)
+}
+
+// TriggerWords says who started a run and why, for summaries and logs:
+// "sweep-age (oldest pending 11m0s >= 10m0s)".
+func TriggerWords(trigger, reason string) string {
+	trigger = TriggerOrUnknown(trigger)
+	if reason == "" {
+		return trigger
+	}
+	return fmt.Sprintf("%s (%s)", trigger, reason)
+}
 
 // MissingStoreMessage is the one line that refuses work on a store that does not exist, said
 // the same way by the CLI's pre-check and by a MergeWal or CompactBase started by hand for a

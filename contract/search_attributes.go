@@ -44,6 +44,6 @@ func startAttributes(t target.Target, trigger string) temporal.SearchAttributes 
 	return temporal.NewSearchAttributes(
 		WalTarget.ValueSet(t.String()),
 		WalKind.ValueSet(string(t.Kind)),
-		WalTrigger.ValueSet(TriggerOrUnknown(trigger)),
+		WalTrigger.ValueSet(trigger),
 	)
 }

@@ -26,7 +26,7 @@ func StartMergeWal(ctx context.Context, c client.Client, t target.Target, in Mer
 	in.Target = t.String()
 	in.Trigger = TriggerOrUnknown(in.Trigger)
 	if err := in.Validate(); err != nil {
-		return nil, err // the run would fail at once; say so before starting it
+		return nil, err
 	}
 	opts := startOptions(MergeWalID(t), t, in.Trigger, in.TriggerReason)
 	opts.Priority = MergePriority(t.Kind, in.Urgent, in.FairnessWeight)
@@ -34,13 +34,7 @@ func StartMergeWal(ctx context.Context, c client.Client, t target.Target, in Mer
 	opts.StaticDetails = "Folds every shard's flushed generations into the base table, oldest first, one commit at a time.\n\n" +
 		"Triggered by **" + TriggerWords(in.Trigger, in.TriggerReason) + "**. The current details show the live phase and, " +
 		"once finished, the shards, generations reclaimed, bytes and passes."
-	for _, o := range with {
-		o(&opts)
-	}
-	if err := CheckMergeRunTimeout(opts.WorkflowRunTimeout); err != nil {
-		return nil, fmt.Errorf("run timeout: %w", err)
-	}
-	return c.ExecuteWorkflow(ctx, opts, MergeWalWorkflow, in)
+	return execute(ctx, c, opts, with, MergeWalWorkflow, in)
 }
 
 // StartCompactBase starts t's CompactBase or attaches to the running one; see
@@ -54,13 +48,18 @@ func StartCompactBase(ctx context.Context, c client.Client, t target.Target, in 
 	opts := startOptions(CompactID(t), t, in.Trigger, in.TriggerReason)
 	opts.StaticSummary = fmt.Sprintf("Compact base of %s — triggered by %s", t, TriggerWords(in.Trigger, in.TriggerReason))
 	opts.StaticDetails = "Rewrites the base table's runs into fewer runs, a bounded amount of work per pass."
+	return execute(ctx, c, opts, with, CompactBaseWorkflow, in)
+}
+
+// execute applies with to opts and starts workflow with in.
+func execute(ctx context.Context, c client.Client, opts client.StartWorkflowOptions, with []StartOption, workflow string, in any) (client.WorkflowRun, error) {
 	for _, o := range with {
 		o(&opts)
 	}
 	if err := CheckMergeRunTimeout(opts.WorkflowRunTimeout); err != nil {
 		return nil, fmt.Errorf("run timeout: %w", err)
 	}
-	return c.ExecuteWorkflow(ctx, opts, CompactBaseWorkflow, in)
+	return c.ExecuteWorkflow(ctx, opts, workflow, in)
 }
 
 // StartOption adjusts how StartMergeWal and StartCompactBase start a run; the ID policies,
@@ -70,8 +69,7 @@ type StartOption func(*client.StartWorkflowOptions)
 // EagerStart (on) asks the server to hand the new run's first workflow task back in the
 // start's response, to a worker of the starting client polling TaskQueue with a free
 // workflow slot (the SDK's EnableEagerStart), instead of dispatching it through matching; the
-// server and the SDK fall back to a normal start when they cannot. Measured for the sweep's
-// starts in docs/benchmarks/fleet.md: no faster on a two-core dev server.
+// server and the SDK fall back to a normal start when they cannot.
 func EagerStart(on bool) StartOption {
 	return func(o *client.StartWorkflowOptions) { o.EnableEagerStart = on }
 }
@@ -92,10 +90,11 @@ func PendingAtStart(n int) StartOption {
 }
 
 // startOptions are the start options every trigger of t's workflow id uses: the shared
-// task queue, the deduplicating ID policies, t's search attributes with the trigger, and
-// the trigger in the memo, and the default run timeout.
+// task queue, the deduplicating ID policies, t's search attributes and memo with the
+// trigger, and the default run timeout.
 func startOptions(id string, t target.Target, trigger, reason string) client.StartWorkflowOptions {
-	memo := map[string]any{MemoTrigger: TriggerOrUnknown(trigger)}
+	trigger = TriggerOrUnknown(trigger)
+	memo := map[string]any{MemoTrigger: trigger}
 	if reason != "" {
 		memo[MemoTriggerReason] = reason
 	}

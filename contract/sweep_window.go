@@ -18,7 +18,7 @@ const (
 	// the signals that arrived before a round starts are served by that one round.
 	SweepNowSignal = "walkeeper-sweep-now"
 	// WalSweepStartsName (Double: the 3 custom Int slots of SQL visibility are taken, see
-	// contract/observe_attrs.go) counts the workflows this run of a window has started. It
+	// contract/observe.go) counts the workflows this run of a window has started. It
 	// is set only by rounds that start something, so `WalSweepStarts > 0` lists the window
 	// runs that did.
 	WalSweepStartsName = "WalSweepStarts"

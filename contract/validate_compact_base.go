@@ -26,14 +26,10 @@ func (in CompactBaseInput) Validate() error {
 	if in.MaxRuns != 0 && in.MaxRuns != CompactEveryRun && (in.MaxRuns < 2 || in.MaxRuns > MaxCompactRuns) {
 		maxRuns = inputErrorf("max_runs", "%d: want 0 (the store's default), -1 (every run) or 2 to %d", in.MaxRuns, MaxCompactRuns)
 	}
-	maxBytes := error(nil)
-	if in.MaxBytes != 0 {
-		maxBytes = inRange("max_bytes", in.MaxBytes, MinCompactBytes, MaxCompactBytes)
-	}
 	return firstInvalid(
 		targetField("target", in.Target),
 		maxRuns,
-		maxBytes,
+		optional("max_bytes", &in.MaxBytes, MinCompactBytes, MaxCompactBytes),
 		inRange("max_passes", defaulted(in.MaxPasses, DefaultCompactMaxPasses), 1, MaxCompactMaxPasses),
 		inRange("target_runs", defaulted(in.TargetRuns, DefaultCompactTargetRuns), 1, MaxCompactRuns),
 		triggerField("trigger", in.Trigger),

@@ -68,13 +68,13 @@ func (in MergeWalInput) Validate() error {
 	maxPasses := defaulted(in.MaxPasses, DefaultMergeMaxPasses)
 	err := firstInvalid(
 		targetField("target", in.Target),
-		optionalCount("max_generations", in.MaxGenerations, 1, MaxMergeGenerations),
-		optionalBytes("max_bytes", in.MaxBytes, MinMergeBytes, MaxMergeBytes),
+		optional("max_generations", in.MaxGenerations, 1, MaxMergeGenerations),
+		optional("max_bytes", in.MaxBytes, MinMergeBytes, MaxMergeBytes),
 		inRange("prepare_concurrency", defaulted(in.PrepareConcurrency, DefaultPrepareConcurrency), 1, MaxPrepareConcurrency),
 		inRange("max_passes", maxPasses, 1, MaxMergeMaxPasses),
 		inRange("schedule_to_start_timeout", defaulted(in.ScheduleToStartTimeout, DefaultScheduleToStartTimeout),
 			MinScheduleToStartTimeout, MaxScheduleToStartTimeout),
-		offOrDurationIn("slot_wait_threshold", defaulted(in.SlotWaitThreshold, DefaultSlotWaitThreshold),
+		offOrInRange("slot_wait_threshold", defaulted(in.SlotWaitThreshold, DefaultSlotWaitThreshold),
 			MinSlotWaitThreshold, MaxSlotWaitThreshold),
 		inRange("prepare_timeout", defaulted(in.PrepareTimeout, DefaultPrepareTimeout), MinPrepareTimeout, MaxPrepareTimeout),
 		inRange("passes_per_run", defaulted(in.PassesPerWorkflowRun, DefaultPassesPerWorkflowRun), 1, MaxPassesPerWorkflowRun),
@@ -149,25 +149,17 @@ func triggerField(field, s string) error {
 	return oneOf(field, s, append([]string{""}, Triggers...)...)
 }
 
-// optionalCount checks a count that may be absent (nil: the worker's default) or 0 (no cap).
-func optionalCount(field string, v *int, lo, hi int) error {
-	if v == nil || *v == 0 {
-		return nil
-	}
-	return inRange(field, *v, lo, hi)
-}
-
-// optionalBytes checks a byte size that may be absent (nil: the worker's default) or 0 (no
+// optional checks a count or size that may be absent (nil: the worker's default) or 0 (no
 // cap).
-func optionalBytes(field string, v *int64, lo, hi int64) error {
+func optional[T int | int64](field string, v *T, lo, hi T) error {
 	if v == nil || *v == 0 {
 		return nil
 	}
 	return inRange(field, *v, lo, hi)
 }
 
-// offOrDurationIn checks a duration whose negative values mean "off".
-func offOrDurationIn(field string, v, lo, hi time.Duration) error {
+// offOrInRange checks a count or duration whose negative values mean "off".
+func offOrInRange[T int | time.Duration](field string, v, lo, hi T) error {
 	if v < 0 {
 		return nil
 	}

@@ -58,12 +58,12 @@ func (in MaintenanceSweepInput) Validate() error {
 	maxStarts, startBatch := in.starts()
 	err := firstInvalid(
 		inRange("merge_min_generations", defaulted(in.MergeMinGenerations, DefaultSweepMergeMinGenerations), 1, MaxSweepMergeMinGenerations),
-		offOrDurationIn("max_pending_age", defaulted(in.MaxPendingAge, DefaultSweepMaxPendingAge), MinSweepMaxPendingAge, MaxSweepMaxPendingAge),
-		offOrIntIn("compact_min_runs", defaulted(in.CompactMinRuns, DefaultSweepCompactMinRuns), 1, MaxSweepCompactMinRuns),
+		offOrInRange("max_pending_age", defaulted(in.MaxPendingAge, DefaultSweepMaxPendingAge), MinSweepMaxPendingAge, MaxSweepMaxPendingAge),
+		offOrInRange("compact_min_runs", defaulted(in.CompactMinRuns, DefaultSweepCompactMinRuns), 1, MaxSweepCompactMinRuns),
 		inRange("max_starts", maxStarts, 1, MaxSweepStarts),
 		inRange("concurrency", defaulted(in.Concurrency, DefaultSweepConcurrency), 1, MaxSweepConcurrency),
 		inRange("start_batch", startBatch, 1, MaxStartBatch),
-		offOrDurationIn("start_spacing", defaulted(in.StartSpacing, DefaultSweepStartSpacing), MinSweepStartSpacing, MaxSweepStartSpacing),
+		offOrInRange("start_spacing", defaulted(in.StartSpacing, DefaultSweepStartSpacing), MinSweepStartSpacing, MaxSweepStartSpacing),
 	)
 	if err != nil {
 		return err
@@ -141,14 +141,6 @@ func (r SweepRound) validate(rounds int) error {
 			lengthWithin("run_id", s.RunID, maxCarriedTextBytes),
 		)
 	})
-}
-
-// offOrIntIn checks a count whose negative values mean "off".
-func offOrIntIn(field string, v, lo, hi int) error {
-	if v < 0 {
-		return nil
-	}
-	return inRange(field, v, lo, hi)
 }
 
 // timeSet checks that a carried moment is set.

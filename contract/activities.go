@@ -59,7 +59,6 @@ type PrepareProgress struct {
 // merges with long keys. A pass of 64 generations with short keys encodes to ~0.8 KiB
 // (store's TestRoundInputSize), so 64 fit in MaxRoundBytes; a worst-case one (256-byte
 // keys, 200-character paths) to ~2.1 KiB, so MaxRoundBytes closes such a round at ~30.
-// It was 32 until round commits over 200 shards took 7 CommitRounds (docs/DESIGN.md §11).
 const (
 	MaxRoundShards = 64
 	MaxRoundBytes  = 64 << 10

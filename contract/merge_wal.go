@@ -107,9 +107,9 @@ type MergeWalResult struct {
 	BytesMerged    int64 `json:"bytes_merged,omitempty"`
 	PendingAtStart int   `json:"pending_at_start,omitempty"`
 	// Actions is the billable Temporal actions the chain recorded, as the workflow counts its
-	// own commands (Temporal Cloud's definition, internal/actioncount): the starts, activities scheduled and retried as its
-	// signals report them, workflow tasks that ran listings, search attribute upserts and
-	// signals received. A retry no signal reported is billed but not counted here; the
+	// own commands (Temporal Cloud's definition): the starts, activities scheduled and retried
+	// as its signals report them, workflow tasks that ran listings, search attribute upserts
+	// and signals received. A retry no signal reported is billed but not counted here; the
 	// history's count (internal/actioncount) is exact.
 	Actions int `json:"actions,omitempty"`
 }

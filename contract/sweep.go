@@ -8,11 +8,10 @@ import (
 
 // SweepPriority is the task-queue priority of the sweep's workflow and activity tasks
 // (1 = first; Temporal's default is 3): a sweep that starts thousands of MergeWal runs
-// shares the task queue with them, and their workflow and activity tasks, queued FIFO,
-// starved the sweep's own next workflow task for minutes at 1 % of a million stores
-// (docs/benchmarks/fleet.md). The Schedule walkeeper-sweep starts its windows with it and
-// the paged sweep sets it on its activities. Needs a server whose matcher honours priority
-// (Temporal 1.29: dynamic config matching.useNewMatcher=true; docs/OPERATIONS.md).
+// shares the task queue with them, whose tasks, queued FIFO, would starve the sweep's own.
+// The Schedule walkeeper-sweep starts its windows with it and the paged sweep sets it on its
+// activities. Needs a server whose matcher honours priority (Temporal 1.29: dynamic config
+// matching.useNewMatcher=true; docs/OPERATIONS.md).
 var SweepPriority = temporal.Priority{PriorityKey: PrioritySweep}
 
 // MaintenanceSweepInput is the sweep's input (the Schedule walkeeper-sweep passes it).
@@ -28,16 +27,14 @@ type MaintenanceSweepInput struct {
 	// (default 32; negative = off).
 	CompactMinRuns int `json:"compact_min_runs,omitempty"`
 	// MaxStarts caps the workflows one sweep starts (default DefaultSweepMaxStarts, 10,000;
-	// 256 in runs before the paged demand sweep; at most MaxSweepStarts); the most indebted
-	// targets go first. The demand sweep pages each kind's candidates (at most
+	// at most MaxSweepStarts); the most indebted targets go first. The demand sweep pages each kind's candidates (at most
 	// MaxDemandCandidates per ScanDemand) until MaxStarts are planned, so one sweep can clear
 	// 1 % of a million stores.
 	MaxStarts int `json:"max_starts,omitempty"`
 	// Concurrency bounds the StartWorkflows activities in flight (default 4).
 	Concurrency int `json:"concurrency,omitempty"`
 	// StartBatch is the number of starts per StartWorkflows activity (default
-	// DefaultSweepStartBatch, 256; 16 in runs before the paged demand sweep; at most
-	// MaxStartBatch).
+	// DefaultSweepStartBatch, 256; at most MaxStartBatch).
 	StartBatch int `json:"start_batch,omitempty"`
 	// StartSpacing is the least time between the launches of two StartWorkflows batches of
 	// one sweep (default 1s; negative = no pacing), so a sweep that finds a large debt

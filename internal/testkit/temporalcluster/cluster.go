@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -23,6 +24,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/walkeeper/walkeeper/internal/cachebin"
@@ -290,7 +292,7 @@ func (c *Cluster) waitReady(ctx context.Context, timeout time.Duration) error {
 		}
 		if cl == nil {
 			var err error
-			cl, err = client.Dial(client.Options{HostPort: c.hostPort, Logger: nopLogger{}})
+			cl, err = client.Dial(client.Options{HostPort: c.hostPort, Logger: discardLogger})
 			if err != nil {
 				return err
 			}
@@ -300,7 +302,7 @@ func (c *Cluster) waitReady(ctx context.Context, timeout time.Duration) error {
 		if _, err := cl.WorkflowService().GetSystemInfo(cctx, &workflowservice.GetSystemInfoRequest{}); err != nil {
 			return err
 		}
-		for _, ns := range append([]string{"temporal-system"}, c.registered()...) {
+		for _, ns := range append([]string{"temporal-system"}, c.namespacesDone...) {
 			if _, err := cl.WorkflowService().DescribeNamespace(cctx, &workflowservice.DescribeNamespaceRequest{Namespace: ns}); err != nil {
 				return fmt.Errorf("namespace %s: %w", ns, err)
 			}
@@ -309,13 +311,8 @@ func (c *Cluster) waitReady(ctx context.Context, timeout time.Duration) error {
 	})
 }
 
-// registered lists the namespaces registerNamespaces has created so far.
-func (c *Cluster) registered() []string {
-	return c.namespacesDone
-}
-
 func (c *Cluster) registerNamespaces(ctx context.Context) error {
-	cl, err := client.Dial(client.Options{HostPort: c.hostPort, Logger: nopLogger{}})
+	cl, err := client.Dial(client.Options{HostPort: c.hostPort, Logger: discardLogger})
 	if err != nil {
 		return err
 	}
@@ -406,10 +403,5 @@ func poll(ctx context.Context, timeout time.Duration, f func() error) error {
 	}
 }
 
-// nopLogger silences the SDK client the cluster uses for its own probes.
-type nopLogger struct{}
-
-func (nopLogger) Debug(string, ...any) {}
-func (nopLogger) Info(string, ...any)  {}
-func (nopLogger) Warn(string, ...any)  {}
-func (nopLogger) Error(string, ...any) {}
+// discardLogger silences the SDK clients the cluster uses for its own probes.
+var discardLogger = sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler))

@@ -175,7 +175,12 @@ func dial(t testing.TB, cfg temporaladmin.Config, verbose bool) client.Client {
 	if err != nil {
 		t.Fatalf("testtemporal: %s (%s*): %v", EnvHostPort, EnvTLS, err)
 	}
-	opts.Logger = sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(progressWriter{t}, &slog.HandlerOptions{Level: slogLevel(verbose)})))
+	// The SDK's own logs go to the test log (warnings and errors only unless verbose).
+	level := slog.LevelWarn
+	if verbose {
+		level = slog.LevelDebug
+	}
+	opts.Logger = sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(progressWriter{t}, &slog.HandlerOptions{Level: level})))
 	c, err := client.DialContext(ctx, opts)
 	if err != nil {
 		t.Fatalf("testtemporal: dial %s: %v", cfg.HostPort, err)

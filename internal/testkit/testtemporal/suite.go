@@ -82,19 +82,19 @@ func (s *Suite) Main(m *testing.M) int {
 	// The first run may build the Temporal CLI (minutes); the start itself takes seconds,
 	// but a loaded machine can stretch it.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	srv, err := StartShared(ctx, SharedOptions{Dir: dir, Namespaces: namespaces, Progress: os.Stderr})
+	srv, err := startShared(ctx, dir, namespaces, os.Stderr)
 	cancel()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v (files in %s)\n", s.opts.Name, err, dir)
 		return 1
 	}
-	fmt.Fprintf(os.Stderr, "%s: Temporal %s server at %s\n", s.opts.Name, srv.Mode(), srv.HostPort())
-	s.hostPort = srv.HostPort()
-	s.cliPath = srv.CLIPath()
+	fmt.Fprintf(os.Stderr, "%s: Temporal %s server at %s\n", s.opts.Name, srv.mode, srv.hostPort)
+	s.hostPort = srv.hostPort
+	s.cliPath = srv.cliPath
 
 	code := m.Run()
 
-	if err := srv.Stop(); err != nil {
+	if err := srv.stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: stop Temporal server: %v\n", s.opts.Name, err)
 	}
 	<-built

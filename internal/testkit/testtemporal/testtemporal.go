@@ -9,7 +9,6 @@ package testtemporal
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
@@ -18,9 +17,9 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
-	sdklog "go.temporal.io/sdk/log"
 
 	"github.com/walkeeper/walkeeper/internal/devserver"
+	"github.com/walkeeper/walkeeper/temporaladmin"
 )
 
 // defaultNamespace is the namespace every dev server has.
@@ -58,11 +57,7 @@ func SkipShort(t testing.TB) {
 // WALKEEPER_TEST_TEMPORAL=host:port uses an existing one (see cluster.go).
 func Start(t testing.TB) (hostPort string, c client.Client) {
 	t.Helper()
-	if hostPort, c, ok := startSelected(t, Options{}); ok {
-		return hostPort, c
-	}
-	srv, c := StartWithOptions(t, Options{})
-	return srv.HostPort(), c
+	return StartSelected(t, Options{})
 }
 
 // StartSelected is Start with options: the server EnvServer/EnvHostPort select (an
@@ -120,15 +115,7 @@ func StartWithOptions(t testing.TB, o Options) (*devserver.Server, client.Client
 			t.Errorf("testtemporal: stop dev server: %v", err)
 		}
 	})
-	// The SDK's own logs go to the test log (warnings and errors only unless Verbose). The
-	// client is dialled with the SDK directly so that this harness does not depend on worker/.
-	logger := sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(progressWriter{t}, &slog.HandlerOptions{Level: slogLevel(o.Verbose)})))
-	c, err := client.DialContext(ctx, client.Options{HostPort: srv.HostPort(), Namespace: o.Namespace, Logger: logger})
-	if err != nil {
-		t.Fatalf("testtemporal: dial %s: %v", srv.HostPort(), err)
-	}
-	t.Cleanup(c.Close)
-	return srv, c
+	return srv, dial(t, temporaladmin.Config{HostPort: srv.HostPort(), Namespace: o.Namespace}, o.Verbose)
 }
 
 type progressWriter struct{ t testing.TB }
@@ -136,11 +123,4 @@ type progressWriter struct{ t testing.TB }
 func (w progressWriter) Write(p []byte) (int, error) {
 	w.t.Logf("%s", p)
 	return len(p), nil
-}
-
-func slogLevel(verbose bool) slog.Level {
-	if verbose {
-		return slog.LevelDebug
-	}
-	return slog.LevelWarn
 }

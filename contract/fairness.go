@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"strconv"
@@ -44,7 +45,7 @@ const UrgentPastTriggerFactor = 4
 // each kind's tasks take turns with the other kinds' whatever their backlog; weight as the
 // key's fairness weight (0 = DefaultFairnessWeight). Pure.
 func MergePriority(kind target.Kind, urgent bool, weight float64) temporal.Priority {
-	p := temporal.Priority{PriorityKey: PriorityRoutineMerge, FairnessKey: string(kind), FairnessWeight: float32(defaulted(weight, DefaultFairnessWeight))}
+	p := temporal.Priority{PriorityKey: PriorityRoutineMerge, FairnessKey: string(kind), FairnessWeight: float32(cmp.Or(weight, DefaultFairnessWeight))}
 	if urgent {
 		p.PriorityKey = PriorityUrgentMerge
 	}

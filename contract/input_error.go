@@ -88,15 +88,6 @@ func inRange[T cmp.Ordered](field string, v, lo, hi T) error {
 	return nil
 }
 
-// defaulted is v, or def when v is zero: the bounds apply to the value a workflow uses.
-func defaulted[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
-}
-
 // notNegative checks v >= 0 for counters carried across continue-as-new.
 func notNegative(field string, v int) error {
 	if v < 0 {

@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"cmp"
 	"fmt"
 
 	"go.temporal.io/sdk/temporal"
@@ -83,7 +84,7 @@ var Triggers = []string{TriggerCount, TriggerSweepCount, TriggerSweepAge, Trigge
 
 // TriggerOrUnknown is trigger, or TriggerUnknown when it is empty.
 func TriggerOrUnknown(trigger string) string {
-	return defaulted(trigger, TriggerUnknown)
+	return cmp.Or(trigger, TriggerUnknown)
 }
 
 // TriggerWords says who started a run and why, for summaries and logs:

@@ -1,5 +1,7 @@
 package contract
 
+import "cmp"
+
 // Defaults and bounds of CompactBaseInput (docs/TEMPORAL.md, "Workflow inputs"). A zero field
 // takes its default; the bounds apply to the value the workflow uses.
 const (
@@ -30,8 +32,8 @@ func (in CompactBaseInput) Validate() error {
 		targetField("target", in.Target),
 		maxRuns,
 		optional("max_bytes", &in.MaxBytes, MinCompactBytes, MaxCompactBytes),
-		inRange("max_passes", defaulted(in.MaxPasses, DefaultCompactMaxPasses), 1, MaxCompactMaxPasses),
-		inRange("target_runs", defaulted(in.TargetRuns, DefaultCompactTargetRuns), 1, MaxCompactRuns),
+		inRange("max_passes", cmp.Or(in.MaxPasses, DefaultCompactMaxPasses), 1, MaxCompactMaxPasses),
+		inRange("target_runs", cmp.Or(in.TargetRuns, DefaultCompactTargetRuns), 1, MaxCompactRuns),
 		triggerField("trigger", in.Trigger),
 		textWithin("trigger_reason", in.TriggerReason, MaxTriggerReasonBytes),
 	)

@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"cmp"
 	"strconv"
 	"strings"
 	"time"
@@ -65,22 +66,22 @@ const (
 // Validate checks every field of a MergeWal input against its bounds (see the constants
 // above); a carry is checked for shape here and for provenance by the workflow. Pure.
 func (in MergeWalInput) Validate() error {
-	maxPasses := defaulted(in.MaxPasses, DefaultMergeMaxPasses)
+	maxPasses := cmp.Or(in.MaxPasses, DefaultMergeMaxPasses)
 	err := firstInvalid(
 		targetField("target", in.Target),
 		optional("max_generations", in.MaxGenerations, 1, MaxMergeGenerations),
 		optional("max_bytes", in.MaxBytes, MinMergeBytes, MaxMergeBytes),
-		inRange("prepare_concurrency", defaulted(in.PrepareConcurrency, DefaultPrepareConcurrency), 1, MaxPrepareConcurrency),
+		inRange("prepare_concurrency", cmp.Or(in.PrepareConcurrency, DefaultPrepareConcurrency), 1, MaxPrepareConcurrency),
 		inRange("max_passes", maxPasses, 1, MaxMergeMaxPasses),
-		inRange("schedule_to_start_timeout", defaulted(in.ScheduleToStartTimeout, DefaultScheduleToStartTimeout),
+		inRange("schedule_to_start_timeout", cmp.Or(in.ScheduleToStartTimeout, DefaultScheduleToStartTimeout),
 			MinScheduleToStartTimeout, MaxScheduleToStartTimeout),
-		offOrInRange("slot_wait_threshold", defaulted(in.SlotWaitThreshold, DefaultSlotWaitThreshold),
+		offOrInRange("slot_wait_threshold", cmp.Or(in.SlotWaitThreshold, DefaultSlotWaitThreshold),
 			MinSlotWaitThreshold, MaxSlotWaitThreshold),
-		inRange("prepare_timeout", defaulted(in.PrepareTimeout, DefaultPrepareTimeout), MinPrepareTimeout, MaxPrepareTimeout),
-		inRange("passes_per_run", defaulted(in.PassesPerWorkflowRun, DefaultPassesPerWorkflowRun), 1, MaxPassesPerWorkflowRun),
+		inRange("prepare_timeout", cmp.Or(in.PrepareTimeout, DefaultPrepareTimeout), MinPrepareTimeout, MaxPrepareTimeout),
+		inRange("passes_per_run", cmp.Or(in.PassesPerWorkflowRun, DefaultPassesPerWorkflowRun), 1, MaxPassesPerWorkflowRun),
 		triggerField("trigger", in.Trigger),
 		textWithin("trigger_reason", in.TriggerReason, MaxTriggerReasonBytes),
-		inRange("max_shards_per_commit", defaulted(in.MaxShardsPerCommit, MaxRoundShards), 1, MaxRoundShards),
+		inRange("max_shards_per_commit", cmp.Or(in.MaxShardsPerCommit, MaxRoundShards), 1, MaxRoundShards),
 		fairnessWeightField("fairness_weight", in.FairnessWeight),
 	)
 	if err != nil || in.Carry == nil {

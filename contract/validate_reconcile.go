@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"cmp"
 	"github.com/walkeeper/walkeeper/target"
 )
 
@@ -20,9 +21,9 @@ const (
 // CarriedField). Pure.
 func (in ReconcileDemandInput) Validate() error {
 	err := firstInvalid(
-		inRange("page_size", defaulted(in.PageSize, DefaultReconcilePage), MinReconcilePage, MaxReconcilePage),
-		inRange("concurrency", defaulted(in.Concurrency, DefaultReconcileConcurrency), 1, MaxStoreConcurrency),
-		inRange("pages_per_run", defaulted(in.PagesPerRun, DefaultReconcilePagesPerRun), 1, MaxReconcilePagesPerRun),
+		inRange("page_size", cmp.Or(in.PageSize, DefaultReconcilePage), MinReconcilePage, MaxReconcilePage),
+		inRange("concurrency", cmp.Or(in.Concurrency, DefaultReconcileConcurrency), 1, MaxStoreConcurrency),
+		inRange("pages_per_run", cmp.Or(in.PagesPerRun, DefaultReconcilePagesPerRun), 1, MaxReconcilePagesPerRun),
 		inRange("cursor.kind_index", in.Cursor.KindIndex, 0, len(target.Kinds)),
 		cursorAfter("cursor.after", in.Cursor.After),
 		notNegative("totals.stores", in.Totals.Stores),

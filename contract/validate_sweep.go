@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"cmp"
 	"time"
 
 	"github.com/walkeeper/walkeeper/target"
@@ -57,13 +58,13 @@ const (
 func (in MaintenanceSweepInput) Validate() error {
 	maxStarts, startBatch := in.starts()
 	err := firstInvalid(
-		inRange("merge_min_generations", defaulted(in.MergeMinGenerations, DefaultSweepMergeMinGenerations), 1, MaxSweepMergeMinGenerations),
-		offOrInRange("max_pending_age", defaulted(in.MaxPendingAge, DefaultSweepMaxPendingAge), MinSweepMaxPendingAge, MaxSweepMaxPendingAge),
-		offOrInRange("compact_min_runs", defaulted(in.CompactMinRuns, DefaultSweepCompactMinRuns), 1, MaxSweepCompactMinRuns),
+		inRange("merge_min_generations", cmp.Or(in.MergeMinGenerations, DefaultSweepMergeMinGenerations), 1, MaxSweepMergeMinGenerations),
+		offOrInRange("max_pending_age", cmp.Or(in.MaxPendingAge, DefaultSweepMaxPendingAge), MinSweepMaxPendingAge, MaxSweepMaxPendingAge),
+		offOrInRange("compact_min_runs", cmp.Or(in.CompactMinRuns, DefaultSweepCompactMinRuns), 1, MaxSweepCompactMinRuns),
 		inRange("max_starts", maxStarts, 1, MaxSweepStarts),
-		inRange("concurrency", defaulted(in.Concurrency, DefaultSweepConcurrency), 1, MaxSweepConcurrency),
+		inRange("concurrency", cmp.Or(in.Concurrency, DefaultSweepConcurrency), 1, MaxSweepConcurrency),
 		inRange("start_batch", startBatch, 1, MaxStartBatch),
-		offOrInRange("start_spacing", defaulted(in.StartSpacing, DefaultSweepStartSpacing), MinSweepStartSpacing, MaxSweepStartSpacing),
+		offOrInRange("start_spacing", cmp.Or(in.StartSpacing, DefaultSweepStartSpacing), MinSweepStartSpacing, MaxSweepStartSpacing),
 	)
 	if err != nil {
 		return err
@@ -77,19 +78,19 @@ func (in MaintenanceSweepInput) Validate() error {
 
 // starts is the max_starts and start_batch the sweep uses. Pure.
 func (in MaintenanceSweepInput) starts() (maxStarts, startBatch int) {
-	return defaulted(in.MaxStarts, DefaultSweepMaxStarts), defaulted(in.StartBatch, DefaultSweepStartBatch)
+	return cmp.Or(in.MaxStarts, DefaultSweepMaxStarts), cmp.Or(in.StartBatch, DefaultSweepStartBatch)
 }
 
 // Validate checks every field of a window input against its bounds: the rounds' sweep input
 // (as MaintenanceSweepInput.Validate, under "sweep."), the cadence, and a carry's shape (its
 // provenance is the workflow's to check). Pure.
 func (in SweepWindowInput) Validate() error {
-	window := defaulted(in.Window, DefaultSweepWindow)
+	window := cmp.Or(in.Window, DefaultSweepWindow)
 	err := firstInvalid(
 		within("sweep", in.Sweep.Validate()),
-		inRange("interval", defaulted(in.Interval, DefaultSweepInterval), MinSweepInterval, MaxSweepInterval),
+		inRange("interval", cmp.Or(in.Interval, DefaultSweepInterval), MinSweepInterval, MaxSweepInterval),
 		inRange("window", window, MinSweepWindow, MaxSweepWindow),
-		inRange("event_budget", defaulted(in.EventBudget, DefaultSweepEventBudget), MinSweepEventBudget, MaxSweepEventBudget),
+		inRange("event_budget", cmp.Or(in.EventBudget, DefaultSweepEventBudget), MinSweepEventBudget, MaxSweepEventBudget),
 	)
 	if err != nil || in.Carry == nil {
 		return err

@@ -7,6 +7,7 @@ package target
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/google/uuid"
@@ -44,8 +45,7 @@ var reservedNames = map[string]bool{"_registry": true, "_stats": true}
 
 // ParseKind returns the kind named s; an unknown kind is ErrInvalidInput.
 func ParseKind(s string) (Kind, error) {
-	switch k := Kind(s); k {
-	case KindRollout, KindGeneric, KindDatagen:
+	if k := Kind(s); slices.Contains(Kinds, k) {
 		return k, nil
 	}
 	return "", invalidf("unknown store kind %q (want one of rollout, generic, datagen)", clip(s))

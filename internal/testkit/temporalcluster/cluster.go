@@ -9,6 +9,7 @@
 package temporalcluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -60,10 +61,7 @@ type Options struct {
 	// SearchAttributes are registered in every namespace of Namespaces.
 	SearchAttributes map[string]enumspb.IndexedValueType
 	// DynamicConfigBase is a dynamic-config file to start from; "" =
-	// <module root>/deploy/temporal/dynamicconfig.yaml, the file docker-compose mounts, so
-	// the test cluster and compose run one configuration (among it
-	// history.transferProcessorMaxPollRPS raised from 20: at 20 every activity dispatch and
-	// workflow task waits up to 50 ms for the next transfer-queue read).
+	// DefaultDynamicConfigBase, so the test cluster and compose run one configuration.
 	DynamicConfigBase string
 	// DynamicConfig adds or overrides keys (unconstrained values).
 	DynamicConfig map[string]any
@@ -96,15 +94,11 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 	if o.Dir == "" {
 		return nil, errors.New("temporalcluster: Options.Dir is required")
 	}
-	if o.HistoryShards == 0 {
-		o.HistoryShards = DefaultHistoryShards
-	}
+	o.HistoryShards = cmp.Or(o.HistoryShards, DefaultHistoryShards)
 	if len(o.Namespaces) == 0 {
 		o.Namespaces = []string{"default"}
 	}
-	if o.LogLevel == "" {
-		o.LogLevel = "warn"
-	}
+	o.LogLevel = cmp.Or(o.LogLevel, "warn")
 	progress := o.Progress
 	if progress == nil {
 		progress = io.Discard
@@ -241,10 +235,11 @@ func (c *Cluster) StopServer(kill bool) error {
 	if c.srv == nil {
 		return nil
 	}
+	sig := syscall.SIGTERM
 	if kill {
-		return c.srv.Stop(syscall.SIGKILL, 30*time.Second)
+		sig = syscall.SIGKILL
 	}
-	return c.srv.Stop(syscall.SIGTERM, 30*time.Second)
+	return c.srv.Stop(sig, 30*time.Second)
 }
 
 // RestartServer stops the server process (see StopServer) and starts it again.

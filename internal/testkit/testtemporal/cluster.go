@@ -1,6 +1,7 @@
 package testtemporal
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -90,9 +91,7 @@ func ExternalConfig() (cfg temporaladmin.Config, ok bool) {
 // server, PostgreSQL and schema logs are kept and their directory is logged.
 func StartCluster(t testing.TB, o Options) (*temporalcluster.Cluster, client.Client) {
 	t.Helper()
-	if o.Namespace == "" {
-		o.Namespace = defaultNamespace
-	}
+	o.Namespace = cmp.Or(o.Namespace, defaultNamespace)
 	dir, err := os.MkdirTemp("", "walkeeper-temporal-")
 	if err != nil {
 		t.Fatal(err)
@@ -144,12 +143,7 @@ func startSelected(t testing.TB, o Options) (hostPort string, c client.Client, o
 		return cl.HostPort(), c, true
 	case ModeExternal:
 		cfg, _ := ExternalConfig()
-		if cfg.Namespace == "" {
-			cfg.Namespace = o.Namespace
-		}
-		if cfg.Namespace == "" {
-			cfg.Namespace = defaultNamespace
-		}
+		cfg.Namespace = cmp.Or(cfg.Namespace, o.Namespace, defaultNamespace)
 		c := dial(t, cfg, o.Verbose)
 		attrs := contract.SearchAttributes
 		if o.NoSearchAttributes {

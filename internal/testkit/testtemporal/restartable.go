@@ -1,6 +1,7 @@
 package testtemporal
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -50,9 +51,7 @@ func StartRestartable(t testing.TB, o Options) (Restartable, client.Client) {
 		cl, c := StartCluster(t, o)
 		return clusterServer{cl}, c
 	}
-	if o.Namespace == "" {
-		o.Namespace = defaultNamespace
-	}
+	o.Namespace = cmp.Or(o.Namespace, defaultNamespace)
 	port, err := devserver.FreePort()
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@
 package testtemporal
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -74,9 +75,7 @@ func StartSelected(t testing.TB, o Options) (hostPort string, c client.Client) {
 // StartWithOptions is Start with options; it also returns the server handle.
 func StartWithOptions(t testing.TB, o Options) (*devserver.Server, client.Client) {
 	t.Helper()
-	if o.Namespace == "" {
-		o.Namespace = defaultNamespace
-	}
+	o.Namespace = cmp.Or(o.Namespace, defaultNamespace)
 	// The CLI build (first run only) can take minutes; the start itself seconds.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()

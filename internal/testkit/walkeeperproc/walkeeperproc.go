@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/walkeeper/walkeeper/internal/cachebin"
-	"github.com/walkeeper/walkeeper/internal/devserver"
+	"github.com/walkeeper/walkeeper/internal/proc"
 )
 
 // buildTimeout bounds one `go build` on a loaded machine with a cold cache.
@@ -44,11 +44,11 @@ func Build(out string, flags ...string) (string, error) {
 // FreeAddr is a free loopback host:port.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	p, err := devserver.FreePort()
+	p, err := proc.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return fmt.Sprintf("127.0.0.1:%d", p)
+	return proc.Addr(p)
 }
 
 // Worker is one `walkeeper worker --instance Instance --listen Listen Args...` process whose
@@ -135,11 +135,4 @@ func (w *Worker) Stop(grace time.Duration) (int, error) {
 }
 
 // TailFile is the last few KiB of the file at p (for failure messages).
-func TailFile(p string) string {
-	b, _ := os.ReadFile(p)
-	const n = 6000
-	if len(b) <= n {
-		return string(b)
-	}
-	return "…" + string(b[len(b)-n:])
-}
+func TailFile(p string) string { return proc.Tail(p, 6000) }

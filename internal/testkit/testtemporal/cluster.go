@@ -129,9 +129,9 @@ func StartCluster(t testing.TB, o Options) (*temporalcluster.Cluster, client.Cli
 	return cl, dial(t, temporaladmin.Config{HostPort: cl.HostPort(), Namespace: o.Namespace}, o.Verbose)
 }
 
-// startSelected starts (or finds) the server EnvServer/EnvHostPort select; ok is false in
-// ModeDev, where the caller starts the dev server as before.
-func startSelected(t testing.TB, o Options) (hostPort string, c client.Client, ok bool) {
+// StartSelected is Start with options: the server EnvServer/EnvHostPort select (an
+// external one ignores o.DynamicConfig), else a dev server (StartWithOptions).
+func StartSelected(t testing.TB, o Options) (hostPort string, c client.Client) {
 	t.Helper()
 	mode, err := SelectedMode()
 	if err != nil {
@@ -140,7 +140,7 @@ func startSelected(t testing.TB, o Options) (hostPort string, c client.Client, o
 	switch mode {
 	case ModeCluster:
 		cl, c := StartCluster(t, o)
-		return cl.HostPort(), c, true
+		return cl.HostPort(), c
 	case ModeExternal:
 		cfg, _ := ExternalConfig()
 		cfg.Namespace = cmp.Or(cfg.Namespace, o.Namespace, defaultNamespace)
@@ -156,9 +156,10 @@ func startSelected(t testing.TB, o Options) (hostPort string, c client.Client, o
 				t.Fatalf("testtemporal: %s=%s: %v", EnvHostPort, cfg.HostPort, err)
 			}
 		}
-		return cfg.HostPort, c, true
+		return cfg.HostPort, c
 	}
-	return "", nil, false
+	srv, c := StartWithOptions(t, o)
+	return srv.HostPort(), c
 }
 
 func dial(t testing.TB, cfg temporaladmin.Config, verbose bool) client.Client {

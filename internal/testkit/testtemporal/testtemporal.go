@@ -61,17 +61,6 @@ func Start(t testing.TB) (hostPort string, c client.Client) {
 	return StartSelected(t, Options{})
 }
 
-// StartSelected is Start with options: the server EnvServer/EnvHostPort select (an
-// external one ignores o.DynamicConfig), else a dev server.
-func StartSelected(t testing.TB, o Options) (hostPort string, c client.Client) {
-	t.Helper()
-	if hostPort, c, ok := startSelected(t, o); ok {
-		return hostPort, c
-	}
-	srv, c := StartWithOptions(t, o)
-	return srv.HostPort(), c
-}
-
 // StartWithOptions is Start with options; it also returns the server handle.
 func StartWithOptions(t testing.TB, o Options) (*devserver.Server, client.Client) {
 	t.Helper()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -86,6 +87,23 @@ func inRange[T cmp.Ordered](field string, v, lo, hi T) error {
 		return inputErrorf(field, "%v is above the ceiling %v", v, hi)
 	}
 	return nil
+}
+
+// optional checks a count or size that is either unset (nil or 0: a default, or no cap) or
+// within lo..hi.
+func optional[T int | int64](field string, v *T, lo, hi T) error {
+	if v == nil || *v == 0 {
+		return nil
+	}
+	return inRange(field, *v, lo, hi)
+}
+
+// offOrInRange checks a count or duration whose negative values mean "off".
+func offOrInRange[T int | time.Duration](field string, v, lo, hi T) error {
+	if v < 0 {
+		return nil
+	}
+	return inRange(field, v, lo, hi)
 }
 
 // notNegative checks v >= 0 for counters carried across continue-as-new.

@@ -150,23 +150,6 @@ func triggerField(field, s string) error {
 	return oneOf(field, s, append([]string{""}, Triggers...)...)
 }
 
-// optional checks a count or size that may be absent (nil: the worker's default) or 0 (no
-// cap).
-func optional[T int | int64](field string, v *T, lo, hi T) error {
-	if v == nil || *v == 0 {
-		return nil
-	}
-	return inRange(field, *v, lo, hi)
-}
-
-// offOrInRange checks a count or duration whose negative values mean "off".
-func offOrInRange[T int | time.Duration](field string, v, lo, hi T) error {
-	if v < 0 {
-		return nil
-	}
-	return inRange(field, v, lo, hi)
-}
-
 // lengthWithin bounds text produced by walkeeper's own code (error messages, which may span
 // lines), carried across continue-as-new.
 func lengthWithin(field, s string, maxBytes int) error {

@@ -90,16 +90,19 @@ func (a *memAccount) Free(b []byte) {
 	if cap(b) == 0 {
 		return
 	}
-	a.allocated.Add(-int64(cap(b)))
-	a.budgetAdd(-int64(cap(b)))
+	a.uncharge(int64(cap(b)))
+	a.recycle(b)
+}
+
+// recycle returns b to the pool or, when the pool does not keep it, gives it up: a mapped
+// buffer goes back to the OS at once, a heap one to the garbage collector.
+func (a *memAccount) recycle(b []byte) {
 	if a.pool == nil || a.pool.put(b[:0]) {
 		return // without a pool the buffer is on the Go heap (get)
 	}
 	release(b)
 }
 
-// release gives up a buffer nobody uses any more: a mapped one goes back to the OS at once,
-// a heap one to the garbage collector (unmapBuffer refuses a buffer it did not map).
 func release(b []byte) {
 	if isMapped(cap(b)) {
 		unmapBuffer(b)
@@ -108,31 +111,14 @@ func release(b []byte) {
 
 // buffer returns a buffer of length 0 and capacity at least n for reading an object's bytes
 // into (not zeroed: the read overwrites it). It never waits and never overdraws: ok is false,
-// and nothing is charged, when the reservation cannot hold it.
-func (a *memAccount) buffer(n int) (_ []byte, ok bool) {
+// and nothing more is charged, when the reservation cannot hold it. prepaid is what the
+// caller charged ahead (prepay): the buffer takes it over and is charged only the difference
+// to its capacity (or credits what it does not need); on false, prepaid stays charged.
+func (a *memAccount) buffer(n int, prepaid int64) (_ []byte, ok bool) {
 	b, _ := a.get(n)
-	if !a.tryCharge(int64(cap(b))) {
-		if a.pool == nil || !a.pool.put(b[:0]) {
-			release(b)
-		}
-		return nil, false
-	}
-	return b[:0], true
-}
-
-// bufferPrepaid is buffer for a read whose caller charged prepaid bytes ahead (prepay): the
-// buffer takes them over and is charged only the difference to its capacity (or credits
-// what it does not need). On false, prepaid stays charged.
-func (a *memAccount) bufferPrepaid(n int, prepaid int64) (_ []byte, ok bool) {
-	if prepaid <= 0 {
-		return a.buffer(n)
-	}
-	b, _ := a.get(n)
-	switch extra := int64(cap(b)) - prepaid; {
+	switch extra := int64(cap(b)) - max(prepaid, 0); {
 	case extra > 0 && !a.tryCharge(extra):
-		if a.pool == nil || !a.pool.put(b[:0]) {
-			release(b)
-		}
+		a.recycle(b)
 		return nil, false
 	case extra < 0:
 		a.uncharge(-extra)
@@ -307,9 +293,13 @@ func newBufferPool(b *Budget) *bufferPool {
 
 // get returns a pooled buffer of capacity >= size (length 0), or nil.
 func (p *bufferPool) get(size int) []byte {
-	c := classOf(size)
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.pop(classOf(size))
+}
+
+// pop takes the last pooled buffer of class c, or nil. REQUIRES: p.mu held.
+func (p *bufferPool) pop(c int) []byte {
 	l := p.free[c]
 	if len(l) == 0 {
 		return nil
@@ -366,11 +356,7 @@ func (p *bufferPool) trim(extra int64) {
 		if big < 0 {
 			return
 		}
-		l := p.free[big]
-		b := l[len(l)-1]
-		l[len(l)-1] = nil
-		p.free[big] = l[:len(l)-1]
-		p.bytes -= int64(cap(b))
+		b := p.pop(big)
 		over -= int64(cap(b))
 		release(b)
 	}
@@ -392,7 +378,7 @@ func (a *memAccount) readBuffer(prepaid int64) (alloc objstore.Alloc, free func(
 		if buf != nil || a == nil {
 			return make([]byte, 0, n), nil // one buffer per read
 		}
-		b, ok := a.bufferPrepaid(n, prepaid)
+		b, ok := a.buffer(n, prepaid)
 		if !ok {
 			return nil, errBufferRefused
 		}

@@ -68,9 +68,9 @@ func TestMemAccountBufferRefusesInsteadOfWaiting(t *testing.T) {
 	other := mustReserve(t, b, 3<<20) // the rest of the budget: growth cannot succeed
 	a := newMemAccount(res, b)
 
-	buf, ok := a.buffer(512 << 10)
+	buf, ok := a.buffer(512<<10, 0)
 	require.True(t, ok)
-	_, ok = a.buffer(1 << 20)
+	_, ok = a.buffer(1<<20, 0)
 	require.False(t, ok, "beyond the reservation, with nothing free: refused")
 	require.Equal(t, int64(cap(buf)), a.Allocated(), "a refused buffer charges nothing")
 
@@ -80,7 +80,7 @@ func TestMemAccountBufferRefusesInsteadOfWaiting(t *testing.T) {
 	free()
 
 	other.Release()
-	big, ok := a.buffer(2 << 20)
+	big, ok := a.buffer(2<<20, 0)
 	require.True(t, ok, "grows without waiting once the bytes are free")
 	a.Free(big)
 	a.Free(buf)

@@ -125,19 +125,13 @@ func releaseAll(recs []arrow.RecordBatch) {
 // parquetRowGroup bounds row-group size so that readers can stream large runs.
 const parquetRowGroup = 64 * 1024
 
-// parquetPageSize is the data page size the writer cuts pages at. arrow-go's default of
-// 1 MiB made every page's encoder buffer double its way to 2 MiB, a fresh zeroed
-// allocation each time, zeroed again when it went back to the library's pool, and the page
-// was copied twice more (levels and values into one buffer, then to the output) through
-// buffers larger than a core's L2 cache. At 128 KiB the pooled buffers are reused and stay
-// in cache: encoding a 200 B-row merge took about 40 % less CPU, for about 40 bytes of page
-// header per 128 KiB (docs/benchmarks/merge-throughput.md).
+// parquetPageSize is the data page size the writer cuts pages at: small enough that the
+// encoder's pooled page buffers are reused and stay in a core's cache (arrow-go's 1 MiB
+// default grows a fresh zeroed buffer per page), for ~40 bytes of page header per page.
 const parquetPageSize = 128 << 10
 
 // incompressibleRatio: a column whose sampled values Snappy shrinks by less than this
-// fraction is written uncompressed. Snappy on random payloads was ~23 % of prepare CPU
-// (docs/benchmarks/merge-throughput.md) and saved nothing; uncompressed column chunks are plain
-// Parquet that every reader (DuckDB, Spark, pyarrow) handles.
+// fraction is written uncompressed, sparing the CPU of compressing what does not shrink.
 const incompressibleRatio = 0.9
 
 // compressionSample is how many value bytes per column the codec choice looks at.
@@ -156,19 +150,14 @@ func parquetProps(mem memory.Allocator, schema *arrow.Schema, sample arrow.Recor
 		// Keys and payloads are mostly unique, so dictionary encoding costs a hash-table
 		// probe per value (the top of the prepare profile) and saves nothing.
 		parquet.WithDictionaryDefault(false),
-		// Nothing filters on the writing shard; min/max of every value cost a comparison
-		// each (up to 15 % of a 200 B-row encode).
+		// Nothing filters on the writing shard; its min/max cost a comparison per value.
 		parquet.WithStatsFor(rowcodec.ColShard, false),
 	}
-	// DELTA_BINARY_PACKED for _seq and DELTA_BYTE_ARRAY for the sorted keys would save
-	// another ~6 % of bytes and up to 25 % of encode CPU, but arrow-go's delta decoders allocate
-	// from the reader's allocator and never free it, so every read of a run would leak
-	// budget charges (docs/benchmarks/merge-throughput.md): all columns stay PLAIN.
+	// All columns stay PLAIN: arrow-go's delta decoders allocate from the reader's allocator
+	// and never free it, so every read of a delta-encoded run would leak budget charges.
 	if !oneShard(sample) {
 		// Compaction interleaves the rows of many shards: a few distinct values, the
-		// dictionary's case. A merge writes one shard's rows, which plain encoding and
-		// Snappy store in a few bytes per page without the dictionary's hash probe per
-		// value (8–13 % of a 200 B-row prepare).
+		// dictionary's case. A merge's one shard id costs a few bytes per page plain.
 		opts = append(opts, parquet.WithDictionaryFor(rowcodec.ColShard, true))
 	}
 	for c := 0; c < schema.NumFields(); c++ {

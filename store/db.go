@@ -30,9 +30,7 @@ type Options struct {
 	// read admits its files readFanIn at a time, and waits at most readBudgetWait for room
 	// before it fails with ErrBudgetBusy (nil = unlimited).
 	ReadBudget *Budget
-	// MergeMaxGenerations caps generations per merge pass (default 64, 0 = no cap). At 8, one
-	// target's commits (one at a time) could not keep up with 20 shards sealing every second
-	// (docs/benchmarks/incident.md).
+	// MergeMaxGenerations caps generations per merge pass (default 64, 0 = no cap).
 	MergeMaxGenerations int
 	// MergeMaxBytes stops a pass after the generation that reaches it (default 1 GiB, 0 = no cap).
 	MergeMaxBytes int64

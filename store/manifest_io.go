@@ -84,12 +84,7 @@ func (c *chain) latest(ctx context.Context) (uint64, []byte, error) {
 		next, err := c.b.Get(ctx, c.prefix+versionName(v+1))
 		if err == nil {
 			v, raw = v+1, next
-			// Remember progress, so a failure later in the walk does not start it over.
-			c.mu.Lock()
-			if v > c.hint {
-				c.hint, c.hintRaw, c.hintObj = v, raw, nil
-			}
-			c.mu.Unlock()
+			c.advance(v, raw, nil) // a failure later in the walk does not start it over
 			continue
 		}
 		if !errors.Is(err, ErrNotFound) {
@@ -122,11 +117,7 @@ func (c *chain) latest(ctx context.Context) (uint64, []byte, error) {
 		}
 		raw = got
 	}
-	c.mu.Lock()
-	if v > c.hint {
-		c.hint, c.hintRaw, c.hintObj = v, raw, nil
-	}
-	c.mu.Unlock()
+	c.advance(v, raw, nil)
 	return v, raw, nil
 }
 
@@ -176,13 +167,10 @@ func (c *chain) listLatest(ctx context.Context) (uint64, []byte, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	var best uint64
-	if len(vs) > 0 {
-		best = vs[len(vs)-1]
-	}
-	if best == 0 {
+	if len(vs) == 0 || vs[len(vs)-1] == 0 {
 		return 0, nil, nil
 	}
+	best := vs[len(vs)-1]
 	raw, err := c.b.Get(ctx, c.prefix+versionName(best))
 	if errors.Is(err, ErrNotFound) {
 		// Collected between list and get: a newer version exists; the caller probes on.
@@ -222,6 +210,13 @@ func (c *chain) advance(v uint64, raw []byte, obj any) {
 		c.hint, c.hintRaw, c.hintObj = v, raw, obj
 	}
 	c.mu.Unlock()
+}
+
+// collectEvery starts the background collection of old versions every 64 versions.
+func (c *chain) collectEvery(ctx context.Context, v uint64) {
+	if v%64 == 0 {
+		go c.collect(context.WithoutCancel(ctx), v, 256)
+	}
 }
 
 // collect deletes versions older than keep behind latest, oldest first (best effort).
@@ -278,7 +273,11 @@ func (s *Store) publishBase(ctx context.Context, next *manifest.Base) error {
 	if err != nil {
 		return err
 	}
-	return s.publishEncodedBase(ctx, next.Version, raw)
+	if err := s.base.publish(ctx, next.Version, raw, nil); err != nil {
+		return err
+	}
+	s.base.collectEvery(ctx, next.Version)
+	return nil
 }
 
 // encodeBase stamps and serialises next, so callers that hold a lock while publishing can
@@ -288,28 +287,10 @@ func (s *Store) encodeBase(next *manifest.Base) ([]byte, error) {
 	return manifest.EncodeBase(next)
 }
 
-// publishEncodedBase publishes raw (from encodeBase) as version v.
-func (s *Store) publishEncodedBase(ctx context.Context, v uint64, raw []byte) error {
-	if err := s.base.publish(ctx, v, raw, nil); err != nil {
-		return err
-	}
-	s.collectBase(ctx, v)
-	return nil
-}
-
-// collectBase starts the background collection of old base versions every 64 versions.
-func (s *Store) collectBase(ctx context.Context, v uint64) {
-	if v%64 == 0 {
-		go s.base.collect(context.WithoutCancel(ctx), v, 256)
-	}
-}
-
 // loadShard returns the latest manifest of shard, or nil if the shard never wrote. The
 // storage read of the latest version is made every time; the decode only for a version
-// this handle has not seen (chain.latestDecoded). Every seal, WAL fencing check, prepare and
-// snapshot loads a shard manifest that lists every pending generation, so decoding it on
-// each read cost a 200-writer table almost half its CPU (docs/benchmarks/incident.md,
-// "200 shards again"). The result is shared with the handle's cache: callers clone it
+// this handle has not seen (chain.latestDecoded), since every seal, fencing check, prepare
+// and snapshot loads it. The result is shared with the handle's cache: callers clone it
 // before drafting a new version, never change it.
 func (s *Store) loadShard(ctx context.Context, shard string) (*manifest.Shard, error) {
 	v, obj, err := s.shardChain(shard).latestDecoded(ctx, func(v uint64, raw []byte) (any, error) {
@@ -336,9 +317,7 @@ func (s *Store) publishShard(ctx context.Context, next *manifest.Shard) error {
 	if err := c.publish(ctx, next.Version, raw, next); err != nil {
 		return err
 	}
-	if next.Version%64 == 0 {
-		go c.collect(context.WithoutCancel(ctx), next.Version, 256)
-	}
+	c.collectEvery(ctx, next.Version)
 	return nil
 }
 

@@ -22,10 +22,9 @@ import (
 // references yet (merge_gather.go). It holds mergeLock shared, so appends, reads and other
 // prepares go on; only this process's swap of its cached base waits.
 
-// mergeReadConcurrency bounds how many generations one prepare reads at once. On object
-// storage a read is a round trip, and reading them one after another made a prepare a chain
-// of round trips (docs/benchmarks/parallel-prepare.md). The budget is already held for all of
-// them, so concurrency changes latency, not memory.
+// mergeReadConcurrency bounds how many generations one prepare reads at once, so that a
+// prepare is not a chain of round trips. The budget is already held for all of them, so
+// concurrency changes latency, not memory.
 const mergeReadConcurrency = 8
 
 // mergeCaps are the caps of one pass: the store's defaults unless p overrides them.

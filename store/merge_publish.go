@@ -301,7 +301,7 @@ func (s *Store) publishBaseThenSwap(ctx context.Context, next *manifest.Base) (t
 	s.base.advance(next.Version, raw, next)
 	hold := time.Since(locked)
 	s.mergeLock.Unlock()
-	s.collectBase(ctx, next.Version)
+	s.base.collectEvery(ctx, next.Version)
 	return hold, nil
 }
 

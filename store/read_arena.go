@@ -88,7 +88,7 @@ func (r *readArena) take(n int) []byte {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if n > arenaChunk/4 {
-		b, ok := r.acct.buffer(n)
+		b, ok := r.acct.buffer(n, 0)
 		if !ok {
 			return nil
 		}
@@ -98,7 +98,7 @@ func (r *readArena) take(n int) []byte {
 	}
 	if cap(r.cur)-len(r.cur) < n {
 		size := int(min(arenaChunk, max(r.hint-r.used, int64(n))))
-		b, ok := r.acct.buffer(size)
+		b, ok := r.acct.buffer(size, 0)
 		if !ok {
 			return nil
 		}

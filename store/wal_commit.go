@@ -212,12 +212,8 @@ func (w *writer) sealFull() {
 
 // shardEpoch returns the writer epoch of the shard's latest manifest (0 if the shard never
 // wrote), for the fencing check of every WAL group commit. The storage read of the latest
-// version is made on every call: it is the check. Its decode is not: loadShard reuses the
-// handle's decode of a version it has seen (a manifest version is immutable), so the check
-// decodes only versions another process published. Decoding the whole manifest, every
-// pending generation of it, on every append cost the writers of a 200-shard table 31 % of
-// their CPU with ~100 pending generations per shard (docs/benchmarks/incident.md,
-// "200 shards again"): an append cost growing with the debt it waits for.
+// version is made on every call: it is the check. Its decode is not (loadShard), so an
+// append does not cost more the more generations are pending.
 func (w *writer) shardEpoch(ctx context.Context) (uint64, error) {
 	m, err := w.s.loadShard(ctx, w.shard)
 	if err != nil || m == nil {

@@ -13,9 +13,8 @@ const writeBehindBuffer = 1 << 20
 
 // writeBehind streams bytes to w from a goroutine of its own, a buffer behind the producer:
 // the Parquet encoder fills one buffer while the other is checksummed and written to storage
-// (on file://, copied into the page cache and queued for writeback). A merge's encoder and
-// its storage writes used to take turns on one core; with two cores they overlap
-// (docs/benchmarks/merge-throughput.md).
+// (on file://, copied into the page cache and queued for writeback), so that encoding and
+// storage writes overlap on two cores.
 //
 // Its two buffers come from mem (a merge's account: they are part of the write buffer that
 // mergeFootprint counts) and are freed by close. An error of w is returned by the Write that

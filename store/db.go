@@ -347,19 +347,6 @@ func (db *DB) openSlow(ctx context.Context, t Target) (*Store, error) {
 	return db.adopt(newStore(db, t, meta, codec))
 }
 
-// OpenWithSchema opens a generic store and checks that its persisted schema equals want:
-// reopening with a different schema is an error (ErrInvalidInput).
-func (db *DB) OpenWithSchema(ctx context.Context, t Target, want Schema) (*Store, error) {
-	s, err := db.Open(ctx, t)
-	if err != nil {
-		return nil, err
-	}
-	if !s.meta.Schema.Equal(want) {
-		return nil, invalidf("store %s was created with a different schema", t)
-	}
-	return s, nil
-}
-
 // StoreInfo is one registry entry.
 type StoreInfo struct {
 	Target    Target    `json:"-"`

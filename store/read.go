@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -255,7 +256,7 @@ func (s *Store) getOnce(ctx context.Context, key string) (map[string]any, error)
 			bestRow = hit.row
 		}
 	}
-	for _, grp := range groups(rest) {
+	for grp := range slices.Chunk(rest, readFanIn) {
 		g, err := s.openGroup(ctx, grp, "")
 		if err != nil {
 			return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -266,19 +267,6 @@ func (s *Store) admitRead(ctx context.Context, want int64) (*Reservation, error)
 	return res, nil
 }
 
-// groups splits srcs into consecutive groups of at most readFanIn.
-func groups(srcs []readSource) [][]readSource {
-	var out [][]readSource
-	for len(srcs) > readFanIn {
-		out = append(out, srcs[:readFanIn])
-		srcs = srcs[readFanIn:]
-	}
-	if len(srcs) > 0 {
-		out = append(out, srcs)
-	}
-	return out
-}
-
 // listCandidate is one key's newest version within a group: where it is (src, row: the
 // index of its source and its row, or src < 0 for the memtable entry memRows[row]), never its
 // values, which are rendered only for the rows a page returns (renderPage); but a version in
@@ -406,7 +394,7 @@ rounds:
 		var cands []listCandidate
 		frontier, bounded := "", false
 		first := 0
-		for _, grp := range groups(srcs) {
+		for grp := range slices.Chunk(srcs, readFanIn) {
 			g, err := s.openGroup(ctx, grp, after)
 			if err != nil {
 				return ListPage{}, err
@@ -490,24 +478,22 @@ func (s *Store) renderPage(ctx context.Context, srcs []readSource, memRows []*me
 		}
 		bySrc[c.src] = append(bySrc[c.src], k)
 	}
-	sort.Ints(need)
-	for len(need) > 0 {
-		n := min(len(need), readFanIn)
-		grp := make([]readSource, n)
-		for j, si := range need[:n] {
+	slices.Sort(need)
+	for chunk := range slices.Chunk(need, readFanIn) {
+		grp := make([]readSource, len(chunk))
+		for j, si := range chunk {
 			grp[j] = srcs[si]
 		}
 		g, err := s.openGroup(ctx, grp, "")
 		if err != nil {
 			return nil, err
 		}
-		for j, si := range need[:n] {
+		for j, si := range chunk {
 			for _, k := range bySrc[si] {
 				rows[k] = cloneRow(s.codec.RowJSON(g.files[j].rec, picked[k].row))
 			}
 		}
 		g.release()
-		need = need[n:]
 	}
 	return rows, nil
 }

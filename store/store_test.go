@@ -831,9 +831,6 @@ func TestCreateAndOpenErrors(t *testing.T) {
 	}
 	_, err = db.Create(ctx, Target{Kind: KindGeneric, Name: "noschema"}, CreateOptions{})
 	require.ErrorIs(t, err, ErrInvalidInput)
-	other := Schema{Fields: []Field{{Name: "id", Type: "string"}, {Name: "m", Type: "float64", Nullable: true}}}
-	_, err = db.OpenWithSchema(ctx, Target{Kind: KindGeneric, Name: "g"}, other)
-	require.ErrorIs(t, err, ErrInvalidInput)
 	s := openGeneric(t, db, "g")
 	_, err = s.Append(ctx, []Row{{Key: "a", Values: []any{"a"}}})
 	require.ErrorIs(t, err, ErrInvalidInput)

@@ -103,6 +103,16 @@ func (c *fileCache) put(f *sortedFile) {
 	}
 }
 
+// peek returns the cached file at path, or nil, leaving its recency alone.
+func (c *fileCache) peek(path string) *sortedFile {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.byKey[path]; ok {
+		return el.Value.(*sortedFile)
+	}
+	return nil
+}
+
 // keeps reports whether put would keep a file of about n bytes (a file that does not
 // fit is read outside the cache, into the read budget's buffers: read_arena.go).
 func (c *fileCache) keeps(n int64) bool { return n <= c.limit/4 }

@@ -313,7 +313,7 @@ func (s *Store) readGensForMerge(ctx context.Context, acct *memAccount, shard st
 	// generation's buffer must never leave the first one without room.
 	prepaid := make([]int64, len(gens))
 	for i, gm := range gens {
-		if s.cachedFile(gm.Path) {
+		if s.db.cache.peek(gm.Path) != nil {
 			continue
 		}
 		n, ok := acct.prepay(gm.Bytes)
@@ -397,45 +397,24 @@ func releaseMergeInputs(files []*sortedFile, frees []func(), from int) {
 
 // readGenForMerge uses a cached decode if a reader already paid for it, and otherwise
 // decodes without caching, into a buffer of acct (prepaid bytes of it charged ahead by the
-// caller): a merge reads each generation once, just before it dies. free is nil for a cached file; otherwise the caller releases the record
-// and then calls free, which returns the object's bytes (aliased by the record) to acct.
+// caller): a merge reads each generation once, just before it dies. free is nil for a
+// cached file; otherwise the caller releases the record and then calls free, which returns
+// the object's bytes (aliased by the record) to acct.
 func (s *Store) readGenForMerge(ctx context.Context, acct *memAccount, p, checksum string, recBytes, prepaid int64) (_ *sortedFile, free func(), _ error) {
 	alloc, freeBuf := acct.readBuffer(prepaid)
-	s.db.cache.mu.Lock()
-	el, ok := s.db.cache.byKey[p]
-	s.db.cache.mu.Unlock()
-	if ok {
+	if f := s.db.cache.peek(p); f != nil {
 		freeBuf() // credits the prepaid bytes
-		return el.Value.(*sortedFile), nil, nil
+		return f, nil, nil
 	}
 	data, err := s.readGenObject(ctx, p, checksum, recBytes, alloc)
 	if err != nil {
 		freeBuf()
 		return nil, nil, err
 	}
-	recs, err := decodeIPCWith(acct, data, s.codec, "generation "+p)
-	if err == nil && len(recs) != 1 {
-		releaseAll(recs)
-		err = corruptf("generation %s has %d records, want 1", p, len(recs))
-	}
+	f, err := s.decodeGen(acct, p, data)
 	if err != nil {
-		freeBuf()
-		s.countCorrupt(err)
-		return nil, nil, err
-	}
-	f, err := s.newSortedFile(p, recs[0])
-	if err != nil {
-		recs[0].Release()
 		freeBuf()
 		return nil, nil, err
 	}
 	return f, freeBuf, nil
-}
-
-// cachedFile reports whether the cache holds a decoded p.
-func (s *Store) cachedFile(p string) bool {
-	s.db.cache.mu.Lock()
-	defer s.db.cache.mu.Unlock()
-	_, ok := s.db.cache.byKey[p]
-	return ok
 }

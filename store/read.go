@@ -113,20 +113,17 @@ func (s *Store) snapshot(ctx context.Context, enforce bool) (*readSnapshot, erro
 }
 
 // loadGen decodes a flushed generation (cached).
-func (s *Store) loadGen(ctx context.Context, path, checksum string, bytes int64) (*sortedFile, error) {
-	return s.db.cache.get(ctx, path, func(ctx context.Context) (*sortedFile, error) {
-		data, err := s.readGenObject(ctx, path, checksum, bytes, nil)
-		if err != nil {
-			return nil, err
-		}
-		return s.decodeGen(path, data)
+func (s *Store) loadGen(ctx context.Context, src readSource) (*sortedFile, error) {
+	return s.db.cache.get(ctx, src.path, func(ctx context.Context) (*sortedFile, error) {
+		return s.privateLoad(ctx, src, nil)
 	})
 }
 
 // loadRun decodes a base run (cached).
-func (s *Store) loadRun(ctx context.Context, path, checksum string, bytes int64) (*sortedFile, error) {
+func (s *Store) loadRun(ctx context.Context, src readSource) (*sortedFile, error) {
+	path := src.path
 	return s.db.cache.get(ctx, path, func(ctx context.Context) (*sortedFile, error) {
-		data, err := s.readRunObject(ctx, path, checksum, bytes, nil)
+		data, err := s.readRunObject(ctx, path, src.checksum, src.bytes, nil)
 		if err != nil {
 			return nil, err
 		}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
 	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
@@ -142,19 +144,20 @@ func (r *readArena) alloc() objstore.Alloc {
 }
 
 // privateLoad decodes generation src into a buffer of arena (or the Go heap when it has
-// none), without the cache: its record aliases the arena, so it must not outlive the group
-// (readArena). Base runs read privately are streamed instead (list_runs.go).
+// none, as for the cache's loads): its record aliases the arena, so it must not outlive the
+// group (readArena). Base runs read privately are streamed instead (list_runs.go).
 func (s *Store) privateLoad(ctx context.Context, src readSource, arena *readArena) (*sortedFile, error) {
 	data, err := s.readGenObject(ctx, src.path, src.checksum, src.bytes, arena.alloc())
 	if err != nil {
 		return nil, err
 	}
-	return s.decodeGen(src.path, data)
+	return s.decodeGen(memory.DefaultAllocator, src.path, data)
 }
 
-// decodeGen decodes the bytes of a generation into a sortedFile whose record aliases data.
-func (s *Store) decodeGen(path string, data []byte) (*sortedFile, error) {
-	recs, err := decodeIPC(data, s.codec, "generation "+path)
+// decodeGen decodes the bytes of a generation into a sortedFile whose record aliases data,
+// allocating the reader's metadata from mem.
+func (s *Store) decodeGen(mem memory.Allocator, path string, data []byte) (*sortedFile, error) {
+	recs, err := decodeIPCWith(mem, data, s.codec, "generation "+path)
 	if err != nil {
 		s.countCorrupt(err)
 		return nil, err

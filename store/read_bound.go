@@ -165,9 +165,8 @@ func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after strin
 	private := make([]bool, len(srcs))
 	var want int64
 	var sizes []int64
-	s.db.cache.mu.Lock()
 	for i, src := range srcs {
-		if _, ok := s.db.cache.byKey[src.path]; ok {
+		if s.db.cache.peek(src.path) != nil {
 			continue
 		}
 		if budget.Limit() > 0 && !s.db.cache.keeps(src.bytes) {
@@ -180,7 +179,6 @@ func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after strin
 		}
 		want += readCost(src)
 	}
-	s.db.cache.mu.Unlock()
 	hint := arenaEstimate(sizes)
 	want += hint + int64(len(sizes))*decodedFileHeap + extra
 	res, err := s.admitRead(ctx, want)
@@ -222,9 +220,9 @@ func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after strin
 			case private[i]:
 				g.files[i], err = s.privateLoad(gctx, src, arena)
 			case src.run:
-				g.files[i], err = s.loadRun(gctx, src.path, src.checksum, src.bytes)
+				g.files[i], err = s.loadRun(gctx, src)
 			default:
-				g.files[i], err = s.loadGen(gctx, src.path, src.checksum, src.bytes)
+				g.files[i], err = s.loadGen(gctx, src)
 			}
 			return err
 		})

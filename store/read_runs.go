@@ -30,10 +30,7 @@ func (s *Store) privateRun(src readSource) bool {
 	if !src.run || s.db.opts.ReadBudget.Limit() <= 0 || s.db.cache.keeps(src.bytes) {
 		return false
 	}
-	s.db.cache.mu.Lock()
-	_, cached := s.db.cache.byKey[src.path]
-	s.db.cache.mu.Unlock()
-	return !cached
+	return s.db.cache.peek(src.path) == nil
 }
 
 // getFromRun looks key up in base run src, charged to the read budget: it is admitted with

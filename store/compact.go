@@ -169,10 +169,7 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 	// The pass holds its inputs, the merged record and the encoded run at once: it takes
 	// their estimate from the process budget, like a merge, in the one waiting call before
 	// it holds anything (docs/DESIGN.md §3; the growth rule of doc.go).
-	resv, wait, err := budget.Reserve(ctx, compactionFootprint(inputs))
-	if m := s.db.opts.Metrics; m != nil {
-		m.BudgetWaitSeconds.Observe(wait.Seconds())
-	}
+	resv, err := s.reserveMerge(ctx, compactionFootprint(inputs))
 	if err != nil {
 		return res, err
 	}

@@ -35,18 +35,27 @@ type listRun struct {
 // openListRun reads run src into arena and opens it for batches from after on (its footer
 // only: nothing is decoded until the cursor asks).
 func (s *Store) openListRun(ctx context.Context, src readSource, arena *readArena, acct *memAccount, after string) (*listRun, error) {
-	what := "run " + src.path
-	data, err := s.readRunObject(ctx, src.path, src.checksum, src.bytes, arena.alloc())
+	rb, err := s.openPrivateRun(ctx, src, arena, acct)
 	if err != nil {
-		return nil, err
-	}
-	rb, err := openRunBatches(ctx, acct, data, s.codec, what)
-	if err != nil {
-		s.countCorrupt(err)
 		return nil, err
 	}
 	rb.rowGroupsAfter(after)
 	return &listRun{s: s, ctx: ctx, rb: rb, acct: acct, after: after}, nil
+}
+
+// openPrivateRun reads run src into arena and opens it for batches decoded into acct's
+// buffers (its footer only).
+func (s *Store) openPrivateRun(ctx context.Context, src readSource, arena *readArena, acct *memAccount) (*runBatches, error) {
+	data, err := s.readRunObject(ctx, src.path, src.checksum, src.bytes, arena.alloc())
+	if err != nil {
+		return nil, err
+	}
+	rb, err := openRunBatches(ctx, acct, data, s.codec, "run "+src.path)
+	if err != nil {
+		s.countCorrupt(err)
+		return nil, err
+	}
+	return rb, nil
 }
 
 // cursor returns the run's merge cursor, at its first key above after (decoding the batch

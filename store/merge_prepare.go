@@ -27,6 +27,16 @@ import (
 // concurrency changes latency, not memory.
 const mergeReadConcurrency = 8
 
+// reserveMerge takes want bytes of the merge budget, the one wait of a merge or compaction,
+// and records how long it waited.
+func (s *Store) reserveMerge(ctx context.Context, want int64) (*Reservation, error) {
+	res, wait, err := s.db.opts.Budget.Reserve(ctx, want)
+	if m := s.db.opts.Metrics; m != nil {
+		m.BudgetWaitSeconds.Observe(wait.Seconds())
+	}
+	return res, err
+}
+
 // mergeCaps are the caps of one pass: the store's defaults unless p overrides them.
 func (s *Store) mergeCaps(p PrepareParams) mergeCaps {
 	gens, bytes := s.db.opts.MergeMaxGenerations, s.db.opts.MergeMaxBytes
@@ -86,10 +96,7 @@ func (s *Store) Prepare(ctx context.Context, p PrepareParams) (*PreparedMerge, e
 	}
 
 	budget := s.db.opts.Budget
-	res, wait, err := budget.Reserve(ctx, mergeReservation(caps.maxBytes, budget.Limit()))
-	if m := s.db.opts.Metrics; m != nil {
-		m.BudgetWaitSeconds.Observe(wait.Seconds())
-	}
+	res, err := s.reserveMerge(ctx, mergeReservation(caps.maxBytes, budget.Limit()))
 	if err != nil {
 		return nil, err
 	}

@@ -56,14 +56,8 @@ func (s *Store) tryGetFromRun(ctx context.Context, src readSource, key string, e
 	acct := newMemAccount(res, budget)
 	arena := newReadArena(acct, hint, 1)
 	defer arena.free() // after the batches and the reader, which the deferred calls below release first
-	what := "run " + src.path
-	data, err := s.readRunObject(ctx, src.path, src.checksum, src.bytes, arena.alloc())
+	rb, err := s.openPrivateRun(ctx, src, arena, acct)
 	if err != nil {
-		return runHit{}, 0, err
-	}
-	rb, err := openRunBatches(ctx, acct, data, s.codec, what)
-	if err != nil {
-		s.countCorrupt(err)
 		return runHit{}, 0, err
 	}
 	defer rb.close()

@@ -243,9 +243,7 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 }
 
 func (s *Store) countCompact(result string) {
-	if m := s.db.opts.Metrics; m != nil {
-		m.CompactTotal.WithLabelValues(result).Inc()
-	}
+	s.db.metrics.CompactTotal.WithLabelValues(result).Inc()
 }
 
 // publishCompaction replaces inputs by out in the latest manifest, provided every input
@@ -257,7 +255,7 @@ func (s *Store) publishCompaction(ctx context.Context, inputs []manifest.Run, ou
 	s.mergeLock.Lock()
 	locked := time.Now()
 	defer func() {
-		s.observeLock(time.Since(locked))
+		s.db.metrics.CommitLockSeconds.Observe(time.Since(locked).Seconds())
 		s.mergeLock.Unlock()
 	}()
 	for attempt := 0; attempt < 128; attempt++ {

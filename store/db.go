@@ -123,8 +123,10 @@ type DB struct {
 	bucket *objstore.Bucket
 	opts   Options
 	log    *zap.Logger
-	shard  string
-	cache  *fileCache
+	// metrics is opts.Metrics, or unregistered collectors when that is nil.
+	metrics *Metrics
+	shard   string
+	cache   *fileCache
 	// foreign rate-limits the warnings about keys walkeeper did not write (foreign.go).
 	foreign foreignLog
 	// appends is the budget the decoded rows of appends in flight are charged to.
@@ -161,10 +163,15 @@ func OpenDB(ctx context.Context, url string, opts Options) (*DB, error) {
 // OpenDBOnBucket opens a DB over an already-open bucket (fault-injection tests wrap one).
 func OpenDBOnBucket(b *objstore.Bucket, opts Options) *DB {
 	opts.EnsureDefaults()
+	m := opts.Metrics
+	if m == nil {
+		m = NewMetrics(nil, nil)
+	}
 	return &DB{
 		bucket:  b,
 		opts:    opts,
 		log:     opts.Logger,
+		metrics: m,
 		shard:   ShardID(opts.InstanceID),
 		cache:   newFileCache(opts.CacheBytes),
 		stores:  map[Target]*Store{},

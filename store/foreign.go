@@ -36,9 +36,7 @@ type foreignLog struct {
 
 // foreignObject records that a listing of place skipped key.
 func (db *DB) foreignObject(place, key string) {
-	if m := db.opts.Metrics; m != nil {
-		m.ForeignObjects.WithLabelValues(place).Inc()
-	}
+	db.metrics.ForeignObjects.WithLabelValues(place).Inc()
 	f := &db.foreign
 	now := db.opts.Now()
 	f.mu.Lock()

@@ -93,7 +93,7 @@ func (r *listRun) refill(c *cursor) bool {
 		if f == nil {
 			return false
 		}
-		r.s.countRunRows(f.n)
+		r.s.db.metrics.ReadRunRowsDecoded.Add(float64(f.n))
 		if i := f.firstAfter(r.after); i < f.n {
 			r.cur, c.file, c.i = f, f, i
 			return true
@@ -101,13 +101,6 @@ func (r *listRun) refill(c *cursor) bool {
 		f.rec.Release() // the start of the first row group: keys at or below after
 	}
 	return false
-}
-
-// countRunRows counts n rows of a base run decoded by a read outside the cache.
-func (s *Store) countRunRows(n int) {
-	if m := s.db.opts.Metrics; m != nil {
-		m.ReadRunRowsDecoded.Add(float64(n))
-	}
 }
 
 // close releases the batch the cursor is in and the reader (the object's bytes are the

@@ -83,16 +83,13 @@ func validateShardID(shard string) error {
 }
 
 func (s *Store) observePhase(phase string, start time.Time) {
-	if m := s.db.opts.Metrics; m != nil {
-		m.MergePhaseSeconds.WithLabelValues(phase).Observe(time.Since(start).Seconds())
-	}
+	s.db.metrics.MergePhaseSeconds.WithLabelValues(phase).Observe(time.Since(start).Seconds())
 }
 
 func (s *Store) countMerge(result string, reclaimed int) {
-	if m := s.db.opts.Metrics; m != nil {
-		m.MergeTotal.WithLabelValues(string(s.target.Kind), result).Inc()
-		if reclaimed > 0 {
-			m.GenerationsReclaimed.WithLabelValues(string(s.target.Kind)).Add(float64(reclaimed))
-		}
+	m := s.db.metrics
+	m.MergeTotal.WithLabelValues(string(s.target.Kind), result).Inc()
+	if reclaimed > 0 {
+		m.GenerationsReclaimed.WithLabelValues(string(s.target.Kind)).Add(float64(reclaimed))
 	}
 }

@@ -31,9 +31,7 @@ const mergeReadConcurrency = 8
 // and records how long it waited.
 func (s *Store) reserveMerge(ctx context.Context, want int64) (*Reservation, error) {
 	res, wait, err := s.db.opts.Budget.Reserve(ctx, want)
-	if m := s.db.opts.Metrics; m != nil {
-		m.BudgetWaitSeconds.Observe(wait.Seconds())
-	}
+	s.db.metrics.BudgetWaitSeconds.Observe(wait.Seconds())
 	return res, err
 }
 

@@ -198,7 +198,7 @@ func (s *Store) publishRound(ctx context.Context, ps []*PreparedMerge, res *Roun
 		hold, err := s.publishBaseThenSwap(ctx, next)
 		if err == nil {
 			res.LockHold += hold
-			s.observeLock(hold)
+			s.db.metrics.CommitLockSeconds.Observe(hold.Seconds())
 			res.BaseVersion, res.Runs = next.Version, len(next.Runs)
 			for _, i := range open {
 				res.Shards[i].Outcome, res.Shards[i].BaseVersion = RoundCommitted, next.Version
@@ -303,10 +303,4 @@ func (s *Store) publishBaseThenSwap(ctx context.Context, next *manifest.Base) (t
 	s.mergeLock.Unlock()
 	s.base.collectEvery(ctx, next.Version)
 	return hold, nil
-}
-
-func (s *Store) observeLock(d time.Duration) {
-	if m := s.db.opts.Metrics; m != nil {
-		m.CommitLockSeconds.Observe(d.Seconds())
-	}
 }

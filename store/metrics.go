@@ -5,7 +5,7 @@ import (
 )
 
 // Metrics are the store's Prometheus collectors. No label carries a store or shard name:
-// those are unbounded. A nil *Metrics is valid and records nothing.
+// those are unbounded. Options.Metrics may be nil: nothing is then registered.
 type Metrics struct {
 	ReadPendingGenerations prometheus.Histogram
 	ReadsRefused           prometheus.Counter

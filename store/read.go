@@ -94,18 +94,14 @@ func (s *Store) snapshot(ctx context.Context, enforce bool) (*readSnapshot, erro
 		if !enforce {
 			continue
 		}
-		if m := s.db.opts.Metrics; m != nil {
-			m.ReadPendingGenerations.Observe(float64(len(p)))
-		}
+		s.db.metrics.ReadPendingGenerations.Observe(float64(len(p)))
 		if warn := s.db.opts.PendingWarn; warn > 0 && len(p) >= warn {
 			s.db.log.Warn("many pending generations in shard", zap.String("target", s.target.String()),
 				zap.String("shard", sh), zap.Int("pending", len(p)), zap.Int("warn_at", warn))
 		}
 	}
 	if limit := s.db.opts.PendingMax; enforce && limit > 0 && (worst > limit || total > limit) {
-		if m := s.db.opts.Metrics; m != nil {
-			m.ReadsRefused.Inc()
-		}
+		s.db.metrics.ReadsRefused.Inc()
 		return nil, fmt.Errorf("%s: shard %s has %d pending generations, %d in total, limit %d: %w",
 			s.target, worstShard, worst, total, limit, ErrTooManyPending)
 	}
@@ -137,8 +133,8 @@ func (s *Store) loadRun(ctx context.Context, src readSource) (*sortedFile, error
 }
 
 func (s *Store) countCorrupt(err error) {
-	if m := s.db.opts.Metrics; m != nil && errors.Is(err, ErrCorrupt) {
-		m.CorruptObjects.WithLabelValues(string(s.target.Kind)).Inc()
+	if errors.Is(err, ErrCorrupt) {
+		s.db.metrics.CorruptObjects.WithLabelValues(string(s.target.Kind)).Inc()
 	}
 }
 
@@ -197,7 +193,7 @@ func (s *Store) Get(ctx context.Context, key string) (map[string]any, error) {
 			return row, err
 		}
 		lastErr = err // a file vanished under a concurrent merge or compaction: re-snapshot
-		s.countRetry()
+		s.db.metrics.ReadsRetried.Inc()
 	}
 	return nil, s.missingFile(lastErr)
 }
@@ -211,12 +207,6 @@ func (s *Store) missingFile(err error) error {
 }
 
 var errRowNotFound = fmt.Errorf("row: %w", ErrNotFound)
-
-func (s *Store) countRetry() {
-	if m := s.db.opts.Metrics; m != nil {
-		m.ReadsRetried.Inc()
-	}
-}
 
 func (s *Store) getOnce(ctx context.Context, key string) (map[string]any, error) {
 	var memRow *memRow
@@ -306,7 +296,7 @@ func (s *Store) List(ctx context.Context, opts ListOptions) (ListPage, error) {
 			return page, err
 		}
 		lastErr = err
-		s.countRetry()
+		s.db.metrics.ReadsRetried.Inc()
 	}
 	return ListPage{}, s.missingFile(lastErr)
 }

@@ -150,9 +150,7 @@ func readmitIfShort[T any](s *Store, try func(extra int64) (T, int64, error)) (T
 	v, short, err := try(0)
 	if short > 0 {
 		if v, short, err = try(short); short > 0 {
-			if m := s.db.opts.Metrics; m != nil {
-				m.ReadsBudgetBusy.Inc()
-			}
+			s.db.metrics.ReadsBudgetBusy.Inc()
 		}
 	}
 	return v, err
@@ -254,9 +252,7 @@ func (s *Store) admitRead(ctx context.Context, want int64) (*Reservation, error)
 	res, _, err := b.Reserve(wctx, want)
 	if err != nil {
 		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-			if m := s.db.opts.Metrics; m != nil {
-				m.ReadsBudgetBusy.Inc()
-			}
+			s.db.metrics.ReadsBudgetBusy.Inc()
 			return nil, fmt.Errorf("%s: read of %d bytes waited %s for the read budget of %d: %w",
 				s.target, want, readBudgetWait, b.Limit(), errReadBudgetWait)
 		}

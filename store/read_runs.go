@@ -75,7 +75,7 @@ func (s *Store) tryGetFromRun(ctx context.Context, src readSource, key string, e
 		if f == nil {
 			return runHit{}, 0, nil
 		}
-		s.countRunRows(f.n)
+		s.db.metrics.ReadRunRowsDecoded.Add(float64(f.n))
 		if i := f.find(key); i >= 0 {
 			v := f.view
 			hit = runHit{found: true, seq: v.Seq(i), shard: strings.Clone(v.Shard(i)), deleted: v.Deleted(i)}

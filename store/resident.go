@@ -112,20 +112,11 @@ func (db *DB) adopt(s *Store) (*Store, error) {
 		return old, nil
 	}
 	db.stores[s.target] = s
-	db.residentChangedLocked()
+	db.metrics.ResidentStores.Set(float64(len(db.stores)))
 	if db.opts.ResidentIdle > 0 && db.janitorStop == nil {
 		db.startJanitorLocked()
 	}
 	return s, nil
-}
-
-// residentChangedLocked publishes the resident count.
-//
-// REQUIRES: db.mu held.
-func (db *DB) residentChangedLocked() {
-	if m := db.opts.Metrics; m != nil && m.ResidentStores != nil {
-		m.ResidentStores.Set(float64(len(db.stores)))
-	}
 }
 
 // claimLocked marks s as taken by an eviction, so that no other eviction picks it.
@@ -261,7 +252,7 @@ func (db *DB) evict(ctx context.Context, c evictClaim, reason string) (evicted b
 	delete(db.stores, s.target)
 	db.leaving[s.target] = s
 	db.claimed--
-	db.residentChangedLocked()
+	db.metrics.ResidentStores.Set(float64(len(db.stores)))
 	db.mu.Unlock()
 
 	s.writerMu.Lock()
@@ -300,9 +291,7 @@ func (db *DB) countEviction(s *Store, reason string, evicted bool, err error) {
 	default:
 		db.log.Debug("evicted a resident store", zap.String("target", s.target.String()), zap.String("reason", reason))
 	}
-	if m := db.opts.Metrics; m != nil && m.ResidentEvictions != nil {
-		m.ResidentEvictions.WithLabelValues(reason, result).Inc()
-	}
+	db.metrics.ResidentEvictions.WithLabelValues(reason, result).Inc()
 }
 
 // startJanitorLocked starts the goroutine that evicts idle stores (and retries the max);

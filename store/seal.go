@@ -45,18 +45,16 @@ func (s *Store) Flush(ctx context.Context) (FlushResult, error) {
 	if errors.Is(err, errWriterEvicted) {
 		res, err = FlushResult{}, nil // the eviction that retired w sealed what it held
 	}
-	if m := s.db.opts.Metrics; m != nil {
-		result := "sealed"
-		switch {
-		case errors.Is(err, ErrFenced):
-			result = "fenced"
-		case err != nil:
-			result = "failed"
-		case !res.Sealed:
-			result = "empty"
-		}
-		m.FlushTotal.WithLabelValues(string(s.target.Kind), result).Inc()
+	result := "sealed"
+	switch {
+	case errors.Is(err, ErrFenced):
+		result = "fenced"
+	case err != nil:
+		result = "failed"
+	case !res.Sealed:
+		result = "empty"
 	}
+	s.db.metrics.FlushTotal.WithLabelValues(string(s.target.Kind), result).Inc()
 	return res, err
 }
 

@@ -164,9 +164,7 @@ func (w *writer) walGroupCommit(batch []*appendReq) {
 		answer(AppendResult{}, err)
 		return
 	}
-	if m := w.s.db.opts.Metrics; m != nil {
-		m.WALObjects.Inc()
-	}
+	w.s.db.metrics.WALObjects.Inc()
 	w.mu.Lock()
 	w.nextPos = pos + 1
 	for i := range rows {

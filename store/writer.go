@@ -123,9 +123,9 @@ func (s *Store) submit(ctx context.Context, rows []Row, deleted bool) (AppendRes
 		if errors.Is(d.err, ErrFenced) && attempt == 0 {
 			continue
 		}
-		if d.err == nil && s.db.opts.Metrics != nil {
-			s.db.opts.Metrics.AppendRows.WithLabelValues(string(s.target.Kind)).Add(float64(len(rows)))
-			s.db.opts.Metrics.AppendSeconds.Observe(time.Since(start).Seconds())
+		if d.err == nil {
+			s.db.metrics.AppendRows.WithLabelValues(string(s.target.Kind)).Add(float64(len(rows)))
+			s.db.metrics.AppendSeconds.Observe(time.Since(start).Seconds())
 		}
 		return d.res, d.err
 	}

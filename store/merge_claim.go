@@ -97,15 +97,18 @@ func (s *Store) claim(ctx context.Context, p *PreparedMerge, state string) (stri
 	if !errors.Is(err, ErrAlreadyExists) {
 		return "", err
 	}
-	got, err := s.db.bucket.Get(ctx, s.claimKey(p))
-	if err != nil {
-		return "", err
-	}
+	c, err := s.readClaim(ctx, s.claimKey(p))
+	return c.State, err
+}
+
+// readClaim reads and decodes the attempt claim at key.
+func (s *Store) readClaim(ctx context.Context, key string) (manifest.AttemptClaim, error) {
 	var c manifest.AttemptClaim
-	if err := decodeJSONObject(got, &c, "attempt claim"); err != nil {
-		return "", err
+	raw, err := s.db.bucket.Get(ctx, key)
+	if err == nil {
+		err = decodeJSONObject(raw, &c, "attempt claim")
 	}
-	return c.State, nil
+	return c, err
 }
 
 // claimRound claims "commit" for each open merge of a round; one whose attempt was claimed

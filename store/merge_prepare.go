@@ -234,18 +234,11 @@ func (s *Store) commitClaimed(ctx context.Context, attempt, shard, key string) (
 	if !ok {
 		return false, nil
 	}
-	raw, err := s.db.bucket.Get(ctx, s.attemptClaimKey(attempt, shard, through))
+	c, err := s.readClaim(ctx, s.attemptClaimKey(attempt, shard, through))
 	if errors.Is(err, ErrNotFound) {
 		return false, nil
 	}
-	if err != nil {
-		return false, err
-	}
-	var c manifest.AttemptClaim
-	if err := decodeJSONObject(raw, &c, "attempt claim"); err != nil {
-		return false, err
-	}
-	return c.State == "commit", nil
+	return c.State == "commit", err
 }
 
 // writeStagedRun builds the run chunk by chunk and streams it to storage at key: the output

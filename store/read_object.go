@@ -61,29 +61,24 @@ const (
 )
 
 // readChecked reads path, at most limit bytes, into a buffer of alloc, and checks it
-// against sum.
-func (s *Store) readChecked(ctx context.Context, path, sum string, limit int64, what string, alloc objstore.Alloc) ([]byte, error) {
+// against sum. The bucket's own errors are never ErrCorrupt, so what is counted corrupt is
+// exactly what this check finds.
+func (s *Store) readChecked(ctx context.Context, path, sum string, limit int64, what string, alloc objstore.Alloc) (_ []byte, err error) {
+	defer func() { s.countCorrupt(err) }()
 	if sum == "" {
-		err := corruptf("%s: its manifest entry has no checksum", what)
-		s.countCorrupt(err)
-		return nil, err
+		return nil, corruptf("%s: its manifest entry has no checksum", what)
 	}
 	if limit < 0 {
-		err := corruptf("%s: manifest declares %d bytes", what, limit)
-		s.countCorrupt(err)
-		return nil, err
+		return nil, corruptf("%s: manifest declares %d bytes", what, limit)
 	}
 	data, err := s.db.bucket.GetAtMost(ctx, path, limit, alloc)
+	if errors.Is(err, objstore.ErrTooLarge) {
+		return nil, corruptf("%s, as its manifest declares: %v", what, err)
+	}
 	if err != nil {
-		if errors.Is(err, objstore.ErrTooLarge) {
-			err = corruptf("%s, as its manifest declares: %v", what, err)
-			s.countCorrupt(err)
-			return nil, err
-		}
 		return nil, err
 	}
 	if err := verifyChecksum(data, sum, what); err != nil {
-		s.countCorrupt(err)
 		return nil, err
 	}
 	return data, nil

@@ -149,10 +149,7 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 	if p.MaxBytes < 0 {
 		return CompactResult{}, invalidf("max bytes must not be negative")
 	}
-	attempt := p.AttemptKey
-	if attempt == "" {
-		attempt = randomKey()
-	}
+	attempt := attemptKey(p.AttemptKey)
 	snap, err := s.snapshot(ctx, false)
 	if err != nil {
 		return CompactResult{}, err

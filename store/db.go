@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path"
 	"sort"
 	"sync"
 	"time"
@@ -366,24 +365,12 @@ type StoreInfo struct {
 func (db *DB) List(ctx context.Context, kind Kind) ([]StoreInfo, error) {
 	kinds := Kinds
 	if kind != "" {
-		if _, err := ParseKind(string(kind)); err != nil {
-			return nil, err
-		}
-		kinds = []Kind{kind}
+		kinds = []Kind{kind} // ListStores checks it
 	}
 	var out []StoreInfo
 	for _, k := range kinds {
-		objs, err := db.bucket.List(ctx, path.Join(registryDir, string(k))+"/")
-		if err != nil {
+		if err := db.eachStore(ctx, k, func(info StoreInfo) { out = append(out, info) }); err != nil {
 			return nil, err
-		}
-		for _, o := range objs {
-			name, ok := parseRegistryKey(k, o.Key)
-			if !ok {
-				db.foreignObject(foreignRegistry, o.Key)
-				continue
-			}
-			out = append(out, StoreInfo{Target: Target{Kind: k, Name: name}, Kind: k, Name: name, CreatedAt: o.ModTime})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -422,39 +409,31 @@ func (db *DB) Recover(ctx context.Context) (int, error) {
 		}
 	}
 	for _, kind := range Kinds {
-		for after := ""; ; {
-			page, err := db.ListStores(ctx, kind, after, MaxListPage)
+		err := db.eachStore(ctx, kind, func(info StoreInfo) {
+			positions, err := db.listWAL(ctx, info.Target, db.shard)
 			if err != nil {
 				fail(err)
-				break
+				return
 			}
-			for _, info := range page.Stores {
-				positions, err := db.listWAL(ctx, info.Target, db.shard)
-				if err != nil {
-					fail(err)
-					continue
-				}
-				if len(positions) == 0 {
-					continue
-				}
-				s, err := db.Open(ctx, info.Target)
-				if err != nil {
-					fail(err)
-					continue
-				}
-				res, err := s.Flush(ctx)
-				if err != nil {
-					fail(fmt.Errorf("recover %s: %w", info.Target, err))
-					continue
-				}
-				if res.Sealed {
-					recovered++
-				}
+			if len(positions) == 0 {
+				return
 			}
-			if page.Next == "" {
-				break
+			s, err := db.Open(ctx, info.Target)
+			if err != nil {
+				fail(err)
+				return
 			}
-			after = page.Next
+			res, err := s.Flush(ctx)
+			if err != nil {
+				fail(fmt.Errorf("recover %s: %w", info.Target, err))
+				return
+			}
+			if res.Sealed {
+				recovered++
+			}
+		})
+		if err != nil {
+			fail(err)
 		}
 	}
 	if failed > len(errs) {

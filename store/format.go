@@ -69,8 +69,11 @@ func hashKey(parts ...string) string {
 	return hex.EncodeToString(h.Sum(nil))[:24]
 }
 
-// randomKey is an attempt key for library callers that never retry.
-func randomKey() string {
+// attemptKey is key, or a random attempt key for library callers that never retry ("").
+func attemptKey(key string) string {
+	if key != "" {
+		return key
+	}
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	return "local-" + hex.EncodeToString(b[:])

@@ -57,6 +57,23 @@ func (db *DB) ListStores(ctx context.Context, kind Kind, after string, limit int
 	return page, nil
 }
 
+// eachStore calls fn for every registered store of kind, in name order, a page at a time.
+func (db *DB) eachStore(ctx context.Context, kind Kind, fn func(StoreInfo)) error {
+	for after := ""; ; {
+		page, err := db.ListStores(ctx, kind, after, MaxListPage)
+		if err != nil {
+			return err
+		}
+		for _, info := range page.Stores {
+			fn(info)
+		}
+		if page.Next == "" {
+			return nil
+		}
+		after = page.Next
+	}
+}
+
 // WalkDemand streams the demand index of kind (docs/FORMAT.md "Demand records"): fn gets
 // every parsed record; keys under _demand/ that are not records are skipped as foreign. A
 // store's records are contiguous (they share the directory _demand/<kind>/<name>/).

@@ -75,6 +75,14 @@ func (s *Store) eachShard(ctx context.Context, idx []int, fn func(ctx context.Co
 	return g.Wait()
 }
 
+// mergeShard is the shard a merge step names: shard, or this process's own when "".
+func (s *Store) mergeShard(shard string) (string, error) {
+	if shard == "" {
+		shard = s.db.shard
+	}
+	return shard, validateShardID(shard)
+}
+
 func validateShardID(shard string) error {
 	if shard == "" || len(shard) > 64 || strings.ContainsAny(shard, "/\\:") || strings.Contains(shard, "..") {
 		return invalidf("bad shard id %q", shard)

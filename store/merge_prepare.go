@@ -55,17 +55,11 @@ func (s *Store) mergeCaps(p PrepareParams) mergeCaps {
 //
 // REQUIRES: mergeLock not held by the caller.
 func (s *Store) Prepare(ctx context.Context, p PrepareParams) (*PreparedMerge, error) {
-	shard := p.Shard
-	if shard == "" {
-		shard = s.db.shard
-	}
-	if err := validateShardID(shard); err != nil {
+	shard, err := s.mergeShard(p.Shard)
+	if err != nil {
 		return nil, err
 	}
-	attempt := p.AttemptKey
-	if attempt == "" {
-		attempt = randomKey()
-	}
+	attempt := attemptKey(p.AttemptKey)
 	caps := s.mergeCaps(p)
 
 	// A prepare plans under the shared lock, so this process's cached base does not advance

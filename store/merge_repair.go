@@ -29,11 +29,8 @@ type RepairResult struct {
 //
 // REQUIRES: mergeLock not held by the caller.
 func (s *Store) Repair(ctx context.Context, p RepairParams) (RepairResult, error) {
-	shard := p.Shard
-	if shard == "" {
-		shard = s.db.shard
-	}
-	if err := validateShardID(shard); err != nil {
+	shard, err := s.mergeShard(p.Shard)
+	if err != nil {
 		return RepairResult{}, err
 	}
 	// Shared, like Prepare: a concurrent publish of this process only raises the watermark,

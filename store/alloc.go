@@ -176,7 +176,7 @@ func (a *memAccount) charge(n int64) {
 	a.overdrawn.Add(n)
 	if allocCheck && !a.res.holdsWholeLimit() {
 		panic(fmt.Sprintf("store: allocated %d bytes with a reservation of %d (budget %d): mergeFootprint is too small",
-			total, a.res.Bytes(), a.res.limit()))
+			total, a.res.Bytes(), a.res.budget().Limit()))
 	}
 }
 

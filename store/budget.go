@@ -196,14 +196,11 @@ func (r *Reservation) budget() *Budget {
 	return r.b
 }
 
-// limit returns the budget's limit, 0 when unlimited.
-func (r *Reservation) limit() int64 { return r.budget().Limit() }
-
 // holdsWholeLimit reports whether the reservation holds the budget's whole (non-zero) limit:
 // the lone oversized holder, whose TryGrow succeeds past the limit because nobody else runs.
 // An unlimited budget's reservations always grow, so they count as whole too.
 func (r *Reservation) holdsWholeLimit() bool {
-	l := r.limit()
+	l := r.budget().Limit()
 	return l <= 0 || r.Bytes() >= l
 }
 

@@ -73,9 +73,6 @@ func (s *Store) Codec() *rowcodec.Codec { return s.codec }
 // Schema is the store's declared schema.
 func (s *Store) Schema() Schema { return s.meta.Schema }
 
-// SealOnAppend reports the persisted seal mode.
-func (s *Store) SealOnAppend() bool { return s.meta.SealOnAppend }
-
 // writer returns the resident writer of this process's shard, claiming the shard (and
 // replaying its unsealed WAL) on first use. An evicted handle hands out the writer of the
 // target's resident handle, opening one if need be.

@@ -591,7 +591,7 @@ func TestSealOnAppendIsVisibleEverywhereAndSurvivesReopen(t *testing.T) {
 
 	db2 := openTestDB(t, url, "w1")
 	s := openGeneric(t, db2, "sealed")
-	require.True(t, s.SealOnAppend(), "seal mode is persisted")
+	require.True(t, s.meta.SealOnAppend, "seal mode is persisted")
 	appendRows(t, s, row("a", 1))
 	other := openGeneric(t, openTestDB(t, url, "reader"), "sealed")
 	got, err := other.Get(ctx, "a")
@@ -601,7 +601,7 @@ func TestSealOnAppendIsVisibleEverywhereAndSurvivesReopen(t *testing.T) {
 	// Datagen always seals on append.
 	dg, err := db2.Create(ctx, Target{Kind: KindDatagen, Name: "dg"}, CreateOptions{})
 	require.NoError(t, err)
-	require.True(t, dg.SealOnAppend())
+	require.True(t, dg.meta.SealOnAppend)
 	f := false
 	_, err = db2.Create(ctx, Target{Kind: KindDatagen, Name: "dg2"}, CreateOptions{SealOnAppend: &f})
 	require.ErrorIs(t, err, ErrInvalidInput)

@@ -325,9 +325,9 @@ func openFairnessSide(ctx context.Context, o Options, srv fairnessServer, dir st
 	}
 	var err error
 	if srv.cluster {
-		sd.tenv, err = startClusterWith(ctx, o, dir, 0, map[string]any{"matching.enableFairness": srv.fair})
+		sd.tenv, err = startCluster(ctx, o, dir, 0, map[string]any{"matching.enableFairness": srv.fair})
 	} else {
-		sd.tenv, err = startTemporalWith(ctx, o, dir, devserver.Options{DynamicConfig: []string{fmt.Sprintf("matching.enableFairness=%t", srv.fair)}})
+		sd.tenv, err = startTemporal(ctx, o, dir, devserver.Options{DynamicConfig: []string{fmt.Sprintf("matching.enableFairness=%t", srv.fair)}})
 	}
 	if err != nil {
 		return nil, err

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/internal/devserver"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/store/objstore"
 	"github.com/walkeeper/walkeeper/worker"
@@ -149,7 +150,7 @@ func RunFleet(ctx context.Context, o Options) (*Result, error) {
 	// The SDK logs its payload warnings through the client's logger.
 	warn := &payloadWarnings{}
 	o.Logger = zap.New(warn.wrap(o.logger().Core()))
-	tenv, err := startTemporal(ctx, o, o.OutDir)
+	tenv, err := startTemporal(ctx, o, o.OutDir, devserver.Options{})
 	if err != nil {
 		return nil, err
 	}

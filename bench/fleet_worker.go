@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/internal/devserver"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/store/objstore"
 	"github.com/walkeeper/walkeeper/temporaladmin"
@@ -101,7 +102,7 @@ func RunFleetWorker(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	defer cleanup()
-	tenv, err := startTemporal(ctx, o, o.OutDir)
+	tenv, err := startTemporal(ctx, o, o.OutDir, devserver.Options{})
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/walkeeper/walkeeper/internal/actioncount"
+	"github.com/walkeeper/walkeeper/internal/devserver"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/temporaladmin"
 	"github.com/walkeeper/walkeeper/worker"
@@ -40,17 +42,20 @@ type incidentParams struct {
 	MaxGens      int // merge_max_generations of both systems
 	Parallel     bool
 	// Storage is the backend under the latency model: storageFile (file:// without fsync) up
-	// to the incident's 20 shards, storageMem past it (see incidentStorage).
+	// to the incident's 20 shards, storageMem past it, where creating the seals' files, not
+	// the modelled round trip, limits the seal rate.
 	Storage string
 	// PrepareConcurrency is the count trigger's MergeWal prepare concurrency
 	// (--merge-prepare-concurrency) on both sides; 0 = the workflow's default (4).
 	PrepareConcurrency int
 }
 
+// wide says whether the replay runs more shards than the incident's 20 on one machine.
+func (p incidentParams) wide() bool { return p.Shards > 20 }
+
 // wideTablePrepareConcurrency is the prepare concurrency past the incident's 20 shards, what
-// an operator sets for a table of hundreds of writers: at the default 4, a round over 200
-// shards is 50 waves of prepares, longer than the 64 s a shard takes to seal 64
-// generations (merge_max_generations), so no round can keep up whatever it commits.
+// an operator sets for a table of hundreds of writers: at the default 4 a round over 200
+// shards outlasts the time a shard takes to seal merge_max_generations generations.
 const wideTablePrepareConcurrency = 16
 
 // Storage backends of the incident replay.
@@ -59,39 +64,14 @@ const (
 	storageMem  = "mem"
 )
 
-// incidentStorage picks the backend under the modelled latency. Up to the incident's 20
-// shards the replay keeps file:// without fsync (the runs recorded before are on it). Past
-// it, creating the seals' files is what the machine runs out of: a CPU profile of 200
-// shards for 40 s per side spent 59 % of the process's CPU in the kernel's openat of
-// file://'s temp files (docs/benchmarks/incident.md, "Many writers"), so the shards sealed ~0.4
-// times a second instead of once. Production's storage is an object store, whose cost
-// is its round trip, which the latency model already charges; mem:// (one sorted index
-// shared by the process's DBs) plus that latency models it without the local file system.
-func incidentStorage(shards int) string {
-	if shards > 20 {
-		return storageMem
-	}
-	return storageFile
-}
-
 // Sides of the incident replay.
 const (
 	sideWalkeeper = "walkeeper"
 	sideBaseline  = "baseline"
 )
 
-// sharedWorkerNodes is how many nodes serve the shared queue when the replay runs more than
-// the incident's 20 nodes on one machine.
+// sharedWorkerNodes is how many nodes serve the shared queue in a wide replay.
 const sharedWorkerNodes = 4
-
-// shardPollers is the activity pollers per shard queue: the SDK default up to 20 nodes, one
-// beyond.
-func shardPollers(shards int) int {
-	if shards > 20 {
-		return 1
-	}
-	return 0
-}
 
 // baselineLabel names the baseline in tables and plots.
 const baselineLabel = "baseline (old serial sweeper)"
@@ -137,8 +117,9 @@ func incidentDefaults(o Options) incidentParams {
 	if o.MergeMaxGenerations > 0 {
 		p.MaxGens = o.MergeMaxGenerations
 	}
-	p.Storage = incidentStorage(p.Shards)
-	if p.Shards > 20 {
+	p.Storage = storageFile
+	if p.wide() {
+		p.Storage = storageMem
 		p.PrepareConcurrency = wideTablePrepareConcurrency
 	}
 	switch {
@@ -151,31 +132,11 @@ func incidentDefaults(o Options) incidentParams {
 }
 
 // incidentRun is one repetition's outcome.
-type incidentRun struct {
-	WkMax, BaseMax             int     // max pending in any shard over the run
-	WkFinal, BaseFinal         int     // max pending in any shard at the last sample
-	WkSlope, BaseSlope         float64 // least-squares slope of max pending, second half, gens/min
-	WkMean2, BaseMean2         float64 // mean of max pending over the second half
-	WkRolloutMax, BaseRoMax    int     // max pending of any rollout store shard at the end
-	BaseCycleP50, BaseCycleMax time.Duration
-	BaseCycles                 int
-	WkAppendErrs, BaseAppErr   int64
-	WkRequests, BaseRequests   int64
-	samplesWk, samplesBase     []sample
-	wkBill                     *temporalBill
-}
+type incidentRun struct{ wk, base incidentSide }
 
 type sample struct {
 	T       float64
 	Pending []int // per shard index
-}
-
-func maxOf(xs []int) int {
-	m := 0
-	for _, x := range xs {
-		m = max(m, x)
-	}
-	return m
 }
 
 // RunIncident replays the generic-WAL-merge starvation incident at 2-core scale: walkeeper
@@ -203,7 +164,7 @@ func RunIncident(ctx context.Context, o Options) (*Result, error) {
 	res.param("storage", map[string]string{storageFile: "file:// without fsync", storageMem: "mem://"}[p.Storage])
 	res.param("walkeeper_count_trigger_parallel_prepare", p.Parallel)
 	res.param("reps", o.reps())
-	if p.Shards > 20 {
+	if p.wide() {
 		res.param("shared_queue_workers", fmt.Sprintf("first %d nodes; 1 poller per shard queue; workflow deadlock detector 10 s", sharedWorkerNodes))
 	}
 	// Production: 20 workers (one machine each), flush sweeper every 30 s, object storage.
@@ -230,30 +191,27 @@ func RunIncident(ctx context.Context, o Options) (*Result, error) {
 			res.Files = append(res.Files, files...)
 		}
 		o.progressf("incident: rep %d: max pending per shard walkeeper %d, baseline %d (final %d vs %d; baseline slope %.1f gens/min)",
-			rep+1, run.WkMax, run.BaseMax, run.WkFinal, run.BaseFinal, run.BaseSlope)
+			rep+1, run.wk.peak(), run.base.peak(), run.wk.final(), run.base.final(), secondHalfSlope(run.base.samples))
 	}
 
-	col := func(f func(r incidentRun) float64) spread {
-		var xs []float64
+	// both is f over the repetitions, of the walkeeper side and of the baseline.
+	both := func(f func(s incidentSide) float64) (wk, base spread) {
+		var ws, bs []float64
 		for _, r := range runs {
-			xs = append(xs, f(r))
+			ws, bs = append(ws, f(r.wk)), append(bs, f(r.base))
 		}
-		return spreadOf(xs)
+		return spreadOf(ws), spreadOf(bs)
 	}
-	wkMax := col(func(r incidentRun) float64 { return float64(r.WkMax) })
-	baseMax := col(func(r incidentRun) float64 { return float64(r.BaseMax) })
-	wkFinal := col(func(r incidentRun) float64 { return float64(r.WkFinal) })
-	baseFinal := col(func(r incidentRun) float64 { return float64(r.BaseFinal) })
-	wkSlope := col(func(r incidentRun) float64 { return r.WkSlope })
-	baseSlope := col(func(r incidentRun) float64 { return r.BaseSlope })
-	wkRo := col(func(r incidentRun) float64 { return float64(r.WkRolloutMax) })
-	baseRo := col(func(r incidentRun) float64 { return float64(r.BaseRoMax) })
-	wkErr := col(func(r incidentRun) float64 { return float64(r.WkAppendErrs) })
-	baseErr := col(func(r incidentRun) float64 { return float64(r.BaseAppErr) })
-	cycle := col(func(r incidentRun) float64 { return r.BaseCycleP50.Seconds() })
-	cycleMax := col(func(r incidentRun) float64 { return r.BaseCycleMax.Seconds() })
-	wkReq := col(func(r incidentRun) float64 { return float64(r.WkRequests) / p.Duration.Seconds() })
-	baseReq := col(func(r incidentRun) float64 { return float64(r.BaseRequests) / p.Duration.Seconds() })
+	wkMax, baseMax := both(func(s incidentSide) float64 { return float64(s.peak()) })
+	wkFinal, baseFinal := both(func(s incidentSide) float64 { return float64(s.final()) })
+	wkMean2, baseMean2 := both(func(s incidentSide) float64 { return secondHalfMean(s.samples) })
+	wkSlope, baseSlope := both(func(s incidentSide) float64 { return secondHalfSlope(s.samples) })
+	wkRo, baseRo := both(func(s incidentSide) float64 { return float64(s.rollMax) })
+	wkErr, baseErr := both(func(s incidentSide) float64 { return float64(s.appErrs) })
+	wkReq, baseReq := both(func(s incidentSide) float64 { return float64(s.requests) / p.Duration.Seconds() })
+	_, cycle := both(func(s incidentSide) float64 { return summarize(s.cycles).P50.Seconds() })
+	_, cycleMax := both(func(s incidentSide) float64 { return summarize(s.cycles).Max.Seconds() })
+	perGen, _ := both(func(s incidentSide) float64 { return s.bill.perGeneration() })
 
 	res.Tables = append(res.Tables, Table{
 		Title:  "Hot generic store: pending generations per shard (median over repetitions, range in brackets)",
@@ -261,7 +219,7 @@ func RunIncident(ctx context.Context, o Options) (*Result, error) {
 		Rows: [][]string{
 			{"max pending in any shard over the run", wkMax.fmt("%.0f"), baseMax.fmt("%.0f"), fmt.Sprintf("%.1f×", baseMax.Median/math.Max(wkMax.Median, 1))},
 			{"max pending in any shard at the end", wkFinal.fmt("%.0f"), baseFinal.fmt("%.0f"), fmt.Sprintf("%.1f×", baseFinal.Median/math.Max(wkFinal.Median, 1))},
-			{"mean of max pending, second half", col(func(r incidentRun) float64 { return r.WkMean2 }).fmt("%.1f"), col(func(r incidentRun) float64 { return r.BaseMean2 }).fmt("%.1f"), ""},
+			{"mean of max pending, second half", wkMean2.fmt("%.1f"), baseMean2.fmt("%.1f"), ""},
 			{"trend of max pending, second half (gens/min)", wkSlope.fmt("%+.1f"), baseSlope.fmt("%+.1f"), ""},
 			{"rollout stores: max pending in any shard at the end", wkRo.fmt("%.0f"), baseRo.fmt("%.0f"), ""},
 			{"storage requests per second (all shards)", wkReq.fmt("%.0f"), baseReq.fmt("%.0f"), ""},
@@ -269,8 +227,7 @@ func RunIncident(ctx context.Context, o Options) (*Result, error) {
 			{"baseline cleanup cycle p50 / max (s)", "", cycle.fmt("%.1f") + " / " + cycleMax.fmt("%.1f"), ""},
 		},
 	})
-	perGen := col(func(r incidentRun) float64 { return r.wkBill.perGeneration() })
-	if last := runs[len(runs)-1].wkBill; last != nil {
+	if last := runs[len(runs)-1].wk.bill; last != nil {
 		res.Tables = append(res.Tables, last.table(fmt.Sprintf(
 			"walkeeper's Temporal actions, last repetition (every workflow's history, Temporal Cloud's definition; generations from the MergeWal runs' round commits, %d runs still open at the end included)", last.openMerges)))
 	}
@@ -283,8 +240,8 @@ func RunIncident(ctx context.Context, o Options) (*Result, error) {
 	res.target("baseline grows without bound", "rising trend, above walkeeper", fmt.Sprintf("%s gens/min, end %s", baseSlope.fmt("%+.1f"), baseFinal.fmt("%.0f")),
 		baseSlope.Min > 0 && baseFinal.Min > wkFinal.Max)
 	res.Values["count_trigger"] = float64(p.CountTrigger)
-	res.Values["walkeeper_mean2_max"] = col(func(r incidentRun) float64 { return r.WkMean2 }).Max
-	res.Values["baseline_mean2_min"] = col(func(r incidentRun) float64 { return r.BaseMean2 }).Min
+	res.Values["walkeeper_mean2_max"] = wkMean2.Max
+	res.Values["baseline_mean2_min"] = baseMean2.Min
 	res.Values["walkeeper_max"] = wkMax.Max
 	res.Values["walkeeper_max_median"] = wkMax.Median
 	res.Values["baseline_max_median"] = baseMax.Median
@@ -303,13 +260,25 @@ const maxActionsPerGeneration = 0.25
 
 // incidentSide is one system's outcome in one repetition.
 type incidentSide struct {
-	samples  []sample
+	samples  []sample // at least one
 	requests int64
 	appErrs  int64
-	rollMax  int
+	rollMax  int             // max pending of any rollout store shard at the end
 	cycles   []time.Duration // baseline cleanup cycles
 	bill     *temporalBill   // walkeeper: every workflow's Temporal actions
 }
+
+// peak is the max pending in any shard over the run.
+func (s incidentSide) peak() int {
+	m := 0
+	for _, x := range s.samples {
+		m = max(m, slices.Max(x.Pending))
+	}
+	return m
+}
+
+// final is the max pending in any shard at the last sample.
+func (s incidentSide) final() int { return slices.Max(s.samples[len(s.samples)-1].Pending) }
 
 // incidentOnce runs both systems one after the other (order alternating by repetition), each
 // alone on the machine with identical traffic and storage model.
@@ -317,39 +286,22 @@ func incidentOnce(ctx context.Context, o Options, p incidentParams, rep int) (in
 	var run incidentRun
 	order := []string{sideWalkeeper, sideBaseline}
 	if rep%2 == 1 {
-		order = []string{sideBaseline, sideWalkeeper}
+		slices.Reverse(order)
 	}
-	sides := map[string]incidentSide{}
 	for _, name := range order {
 		sd, err := incidentSideRun(ctx, o, p, rep, name)
+		if err == nil && len(sd.samples) == 0 {
+			err = errors.New("no samples")
+		}
 		if err != nil {
 			return run, fmt.Errorf("%s: %w", name, err)
 		}
-		sides[name] = sd
+		if name == sideWalkeeper {
+			run.wk = sd
+		} else {
+			run.base = sd
+		}
 	}
-	wk, base := sides[sideWalkeeper], sides[sideBaseline]
-	run.samplesWk, run.samplesBase = wk.samples, base.samples
-	for _, s := range run.samplesWk {
-		run.WkMax = max(run.WkMax, maxOf(s.Pending))
-	}
-	for _, s := range run.samplesBase {
-		run.BaseMax = max(run.BaseMax, maxOf(s.Pending))
-	}
-	if len(run.samplesWk) == 0 || len(run.samplesBase) == 0 {
-		return run, errors.New("no samples")
-	}
-	run.WkFinal = maxOf(run.samplesWk[len(run.samplesWk)-1].Pending)
-	run.BaseFinal = maxOf(run.samplesBase[len(run.samplesBase)-1].Pending)
-	run.WkSlope = secondHalfSlope(run.samplesWk)
-	run.BaseSlope = secondHalfSlope(run.samplesBase)
-	run.WkMean2 = secondHalfMean(run.samplesWk)
-	run.BaseMean2 = secondHalfMean(run.samplesBase)
-	cs := summarize(base.cycles)
-	run.BaseCycleP50, run.BaseCycleMax, run.BaseCycles = cs.P50, cs.Max, cs.N
-	run.WkAppendErrs, run.BaseAppErr = wk.appErrs, base.appErrs
-	run.WkRequests, run.BaseRequests = wk.requests, base.requests
-	run.WkRolloutMax, run.BaseRoMax = wk.rollMax, base.rollMax
-	run.wkBill = wk.bill
 	return run, nil
 }
 
@@ -365,7 +317,7 @@ func incidentSideRun(ctx context.Context, o Options, p incidentParams, rep int, 
 
 	var tenv *temporalEnv
 	if isWK {
-		if tenv, err = startTemporal(ctx, o, dir); err != nil {
+		if tenv, err = startTemporal(ctx, o, dir, devserver.Options{}); err != nil {
 			return out, err
 		}
 		defer tenv.close()
@@ -474,27 +426,24 @@ func incidentSideRun(ctx context.Context, o Options, p incidentParams, rep int, 
 		if err := temporaladmin.EnsureSweepSchedule(ctx, tenv.client, temporaladmin.SweepSchedule{Every: p.SweepEvery, Jitter: temporaladmin.DefaultScheduleJitter}); err != nil {
 			return out, fmt.Errorf("sweep schedule: %w", err)
 		}
+		// Past the incident's 20 nodes, only the first sharedWorkerNodes nodes serve the shared
+		// queue (workflows, CommitRound, Abort, listings), each shard queue gets one poller, and
+		// the deadlock detector allows for a starved CPU; every node still prepares its own shard.
+		cfg := nodeConfig{
+			FlushInterval:         p.SealEvery,
+			MergeAfterGenerations: p.CountTrigger,
+			MergeSlots:            worker.DefaultConfig().MergeSlots,
+			SharedActivitySlots:   worker.DefaultConfig().SharedActivitySlots,
+			ParallelPrepare:       p.Parallel,
+			PrepareConcurrency:    p.PrepareConcurrency,
+		}
+		if p.wide() {
+			cfg.ShardPollers, cfg.DeadlockDetection = 1, 10*time.Second
+		}
 		var nodes []*node
 		for i, db := range dbs {
-			n, err := startNode(ctx, tenv.client, db, worker.NewMetrics(db.Options().Budget), nodeConfig{
-				FlushInterval:         p.SealEvery,
-				MergeAfterGenerations: p.CountTrigger,
-				MergeSlots:            worker.DefaultConfig().MergeSlots,
-				SharedActivitySlots:   worker.DefaultConfig().SharedActivitySlots,
-				ParallelPrepare:       p.Parallel,
-				PrepareConcurrency:    p.PrepareConcurrency,
-				// Past the incident's 20 nodes, only the first sharedWorkerNodes nodes serve the
-				// shared queue (workflows, CommitRound, Abort, listings), and each shard queue
-				// gets one poller: every node still prepares its own shard.
-				NoSharedWorker: p.Shards > 20 && i >= sharedWorkerNodes,
-				ShardPollers:   shardPollers(p.Shards),
-				DeadlockDetection: func() time.Duration {
-					if p.Shards > 20 {
-						return 10 * time.Second
-					}
-					return 0
-				}(),
-			}, log)
+			cfg.NoSharedWorker = p.wide() && i >= sharedWorkerNodes
+			n, err := startNode(ctx, tenv.client, db, worker.NewMetrics(db.Options().Budget), cfg, log)
 			if err != nil {
 				return out, err
 			}
@@ -525,49 +474,28 @@ func incidentSideRun(ctx context.Context, o Options, p incidentParams, rep int, 
 	// GenericEvery and to a pseudo-random rollout store every RolloutEvery.
 	var appErrs atomic.Int64
 	var twg sync.WaitGroup
+	appendOne := func(s *store.Store, row store.Row) {
+		if _, err := s.Append(runCtx, []store.Row{row}); err != nil && runCtx.Err() == nil {
+			appErrs.Add(1)
+		}
+	}
 	for i, db := range dbs {
-		twg.Add(2)
-		go func() {
-			defer twg.Done()
-			s, _ := db.Open(ctx, hot)
-			tk := time.NewTicker(p.GenericEvery)
-			defer tk.Stop()
-			for n := 0; ; n++ {
-				select {
-				case <-runCtx.Done():
-					return
-				case <-tk.C:
-				}
-				k := fmt.Sprintf("s%02d-%07d", i, n)
-				if _, err := s.Append(runCtx, []store.Row{genericRow(k, int64(n), nil)}); err != nil && runCtx.Err() == nil {
-					appErrs.Add(1)
-				}
+		hs, _ := db.Open(ctx, hot)
+		gn, rn := 0, 0
+		every(runCtx, &twg, p.GenericEvery, func() {
+			appendOne(hs, genericRow(fmt.Sprintf("s%02d-%07d", i, gn), int64(gn), nil))
+			gn++
+		})
+		rng := uint64(i*7919 + 1)
+		every(runCtx, &twg, p.RolloutEvery, func() {
+			rng ^= rng << 13
+			rng ^= rng >> 7
+			rng ^= rng << 17
+			if s, err := db.Open(runCtx, rollout[rng%uint64(len(rollout))]); err == nil {
+				appendOne(s, rolloutRow(fmt.Sprintf("s%02d-%07d", i, rn), int64(rn)))
 			}
-		}()
-		go func() {
-			defer twg.Done()
-			rng := uint64(i*7919 + 1)
-			tk := time.NewTicker(p.RolloutEvery)
-			defer tk.Stop()
-			for n := 0; ; n++ {
-				select {
-				case <-runCtx.Done():
-					return
-				case <-tk.C:
-				}
-				rng ^= rng << 13
-				rng ^= rng >> 7
-				rng ^= rng << 17
-				t := rollout[rng%uint64(len(rollout))]
-				s, err := db.Open(runCtx, t)
-				if err != nil {
-					continue
-				}
-				if _, err := s.Append(runCtx, []store.Row{rolloutRow(fmt.Sprintf("s%02d-%07d", i, n), int64(n))}); err != nil && runCtx.Err() == nil {
-					appErrs.Add(1)
-				}
-			}
-		}()
+			rn++
+		})
 	}
 
 	// Sample the hot store's pending generations per shard every second.
@@ -612,7 +540,7 @@ func incidentSideRun(ctx context.Context, o Options, p incidentParams, rep int, 
 				cycleMu.Unlock()
 				extra = fmt.Sprintf("  (cleanup cycles done %d, p50 %s)", cs.N, fmtDur(cs.P50))
 			}
-			o.progressf("incident %s: t=%3.0fs  max pending per shard %4d%s", sideName, last.T, maxOf(last.Pending), extra)
+			o.progressf("incident %s: t=%3.0fs  max pending per shard %4d%s", sideName, last.T, slices.Max(last.Pending), extra)
 		}
 	}
 	tk.Stop()
@@ -656,7 +584,7 @@ func secondHalfMean(ss []sample) float64 {
 	}
 	sum := 0.0
 	for _, s := range h {
-		sum += float64(maxOf(s.Pending))
+		sum += float64(slices.Max(s.Pending))
 	}
 	return sum / float64(len(h))
 }
@@ -670,7 +598,7 @@ func secondHalfSlope(ss []sample) float64 {
 	h := ss[len(ss)/2:]
 	var sx, sy, sxx, sxy float64
 	for _, s := range h {
-		x, y := s.T/60, float64(maxOf(s.Pending))
+		x, y := s.T/60, float64(slices.Max(s.Pending))
 		sx += x
 		sy += y
 		sxx += x * x
@@ -694,7 +622,7 @@ func writeIncidentFiles(dir string, rep int, p incidentParams, run incidentRun) 
 	for _, x := range []struct {
 		sys string
 		ss  []sample
-	}{{sideWalkeeper, run.samplesWk}, {sideBaseline, run.samplesBase}} {
+	}{{sideWalkeeper, run.wk.samples}, {sideBaseline, run.base.samples}} {
 		for _, s := range x.ss {
 			for i, v := range s.Pending {
 				c.row(fmt.Sprintf("%.1f", s.T), x.sys, i, v)
@@ -717,12 +645,12 @@ func writeIncidentFiles(dir string, rep int, p incidentParams, run incidentRun) 
 		var xs, ys []float64
 		for _, s := range ss {
 			xs = append(xs, s.T)
-			ys = append(ys, float64(maxOf(s.Pending)))
+			ys = append(ys, float64(slices.Max(s.Pending)))
 		}
 		lines = append(lines, series{Name: sys + ": max over shards", X: xs, Y: ys, Color: strong})
 	}
-	add(run.samplesBase, baselineLabel, colBaseline, colBaselineLight)
-	add(run.samplesWk, "walkeeper", colWalkeeper, colWalkeeperLight)
+	add(run.base.samples, baselineLabel, colBaseline, colBaselineLight)
+	add(run.wk.samples, "walkeeper", colWalkeeper, colWalkeeperLight)
 	pngPath := filepath.Join(dir, name+".png")
 	title := fmt.Sprintf("Hot generic store: pending generations per shard (%d shards, %d rollout stores, %s/request)", p.Shards, p.Rollout, p.Latency)
 	err = savePlot(pngPath, title, "seconds", "pending generations", lines,
@@ -752,87 +680,48 @@ var serialKinds = []store.Kind{store.KindRollout, store.KindDatagen, store.KindG
 
 func (b *baselineSweeper) run(ctx context.Context) {
 	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		b.loop(ctx, b.flushEvery, b.flushPass)
-	}()
-	go func() {
-		defer wg.Done()
-		b.loop(ctx, b.cleanupEvery, func(ctx context.Context) {
-			start := time.Now()
-			b.cleanupPass(ctx)
-			if ctx.Err() == nil && b.onCycle != nil {
-				b.onCycle(time.Since(start))
-			}
-		})
-	}()
+	every(ctx, &wg, b.flushEvery, func() { b.flushPass(ctx) })
+	every(ctx, &wg, b.cleanupEvery, func() {
+		start := time.Now()
+		b.cleanupPass(ctx)
+		if ctx.Err() == nil {
+			b.onCycle(time.Since(start))
+		}
+	})
 	wg.Wait()
 }
 
-func (b *baselineSweeper) loop(ctx context.Context, every time.Duration, pass func(context.Context)) {
-	tk := time.NewTicker(every) // a pass longer than the period drops the missed ticks
-	defer tk.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tk.C:
-			pass(ctx)
+// eachResident runs f on every resident store, kinds serially, each under the per-store
+// timeout.
+func (b *baselineSweeper) eachResident(ctx context.Context, f func(ctx context.Context, s *store.Store)) {
+	for _, k := range serialKinds {
+		for _, s := range b.db.Resident() {
+			if s.Target().Kind != k {
+				continue
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			c, cancel := context.WithTimeout(ctx, b.timeout)
+			f(c, s)
+			cancel()
 		}
 	}
-}
-
-func (b *baselineSweeper) resident(k store.Kind) []*store.Store {
-	var out []*store.Store
-	for _, s := range b.db.Resident() {
-		if s.Target().Kind == k {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-func (b *baselineSweeper) withTimeout(ctx context.Context, f func(context.Context) error) error {
-	c, cancel := context.WithTimeout(ctx, b.timeout)
-	defer cancel()
-	return f(c)
 }
 
 func (b *baselineSweeper) flushPass(ctx context.Context) {
-	for _, k := range serialKinds {
-		for _, s := range b.resident(k) {
-			if ctx.Err() != nil {
-				return
-			}
-			_ = b.withTimeout(ctx, func(c context.Context) error {
-				res, err := s.Flush(c)
-				if err != nil || k == store.KindGeneric || b.countTrigger <= 0 || res.Pending < b.countTrigger {
-					return err
-				}
-				_, err = s.MergeOnce(c, "")
-				return err
-			})
+	b.eachResident(ctx, func(ctx context.Context, s *store.Store) {
+		res, err := s.Flush(ctx)
+		if err == nil && s.Target().Kind != store.KindGeneric && b.countTrigger > 0 && res.Pending >= b.countTrigger {
+			_, _ = s.MergeOnce(ctx, "")
 		}
-	}
+	})
 }
 
 func (b *baselineSweeper) cleanupPass(ctx context.Context) {
-	for _, k := range serialKinds {
-		for _, s := range b.resident(k) {
-			if ctx.Err() != nil {
-				return
-			}
-			_ = b.withTimeout(ctx, func(c context.Context) error {
-				if _, err := s.Flush(c); err != nil {
-					return err
-				}
-				_, err := s.MergeOnce(c, "")
-				if errors.Is(err, store.ErrStalePreparation) {
-					return nil
-				}
-				return err
-			})
+	b.eachResident(ctx, func(ctx context.Context, s *store.Store) {
+		if _, err := s.Flush(ctx); err == nil {
+			_, _ = s.MergeOnce(ctx, "")
 		}
-	}
+	})
 }

@@ -43,6 +43,9 @@ type overheadServer struct {
 	mergeOps, idleOps persistenceOps
 	// bill is the MergeWal runs' Temporal actions, counted from their histories.
 	bill *temporalBill
+	// idleReqPerSec and idleCPUPct are the idle server's persistence requests per second and
+	// CPU (% of one core).
+	idleReqPerSec, idleCPUPct float64
 }
 
 // temporalOverhead measures what running merges as Temporal workflows costs: 1 MiB merges
@@ -110,7 +113,7 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 			return err
 		}
 		if v.cluster {
-			sv.tenv, err = startCluster(ctx, o, logDir, sv.metrics)
+			sv.tenv, err = startCluster(ctx, o, logDir, sv.metrics, nil)
 			if errors.Is(err, cachebin.ErrNotInstalled) && os.Getenv("CI") == "" {
 				// Outside CI the third column is optional: the comparison of the two dev
 				// servers stands on its own.
@@ -119,7 +122,7 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 				continue
 			}
 		} else {
-			sv.tenv, err = startTemporalWith(ctx, o, logDir, dev)
+			sv.tenv, err = startTemporal(ctx, o, logDir, dev)
 		}
 		if err != nil {
 			return err
@@ -147,8 +150,6 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 	}
 
 	// Idle cost first, before any workflow ran: persistence requests and CPU per second.
-	type idleCost struct{ reqPerSec, cpuPct float64 }
-	idleCosts := make([]idleCost, len(servers))
 	if o.Temporal == "" {
 		o.progressf("temporal-overhead: measuring idle servers for %s", idleWindow)
 		before := make([]persistenceOps, len(servers))
@@ -169,10 +170,10 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 			cpu1, err2 := processCPU(sv.tenv.serverPID())
 			if err1 == nil {
 				sv.idleOps = after.since(before[i]).scaled(1 / el.Seconds())
-				idleCosts[i].reqPerSec = sv.idleOps.total()
+				sv.idleReqPerSec = sv.idleOps.total()
 			}
 			if err2 == nil {
-				idleCosts[i].cpuPct = 100 * (cpu1 - cpu0[i]).Seconds() / el.Seconds()
+				sv.idleCPUPct = 100 * (cpu1 - cpu0[i]).Seconds() / el.Seconds()
 			}
 		}
 	}
@@ -210,6 +211,12 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 			out[i], _ = scrapePersistence(ctx, sv.metrics)
 		}
 		return out, time.Now()
+	}
+	// compact compacts the base of s at 32 runs, as the sweep's CompactBase would.
+	compact := func(s *store.Store) {
+		if st, err := s.Stats(ctx); err == nil && st.Runs >= 32 {
+			_, _ = s.CompactBase(ctx, store.CompactParams{MaxRuns: 32})
+		}
 	}
 	reqBefore := make([]float64, len(servers))
 	for i, sv := range servers {
@@ -249,10 +256,9 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 			d := time.Since(t0)
 			dTotal += d
 			dLat = append(dLat, d)
-			for _, s := range append([]*store.Store{direct}, viaStores(servers)...) {
-				if st, err := s.Stats(ctx); err == nil && st.Runs >= 32 {
-					_, _ = s.CompactBase(ctx, store.CompactParams{MaxRuns: 32})
-				}
+			compact(direct)
+			for _, sv := range servers {
+				compact(sv.viaWF)
 			}
 		}
 		if opsBefore != nil {
@@ -301,55 +307,48 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 	}
 	d, r, dp := spreadOf(dRates), spreadOf(ratios), spreadOf(dP50)
 	header := []string{""}
-	rowsRate := []string{"merges/s"}
-	rowsP50 := []string{"p50 latency per merge (ms)"}
-	rowsOver := []string{"p50 orchestration over the direct loop (ms)"}
-	rowsBare := []string{"bare workflow, 4 sequential no-op activities, p50 (ms)"}
-	rowsReq := []string{"persistence requests per merge + bare run"}
-	rowsActions := []string{"Temporal actions per MergeWal run (one generation each, from history)"}
-	rowsDollars := []string{"$ per million generations merged, at list price"}
-	rowsIdleReq := []string{"persistence requests/s, idle"}
-	rowsIdleCPU := []string{"server CPU, idle (% of one core)"}
 	for _, sv := range servers {
-		w, wp, bp := spreadOf(sv.wfRates), spreadOf(sv.wfP50), spreadOf(sv.bareP50)
-		header = append(header, "MergeWal, "+sv.name)
-		rowsRate = append(rowsRate, w.fmt("%.1f"))
-		rowsP50 = append(rowsP50, wp.fmt("%.0f"))
-		rowsOver = append(rowsOver, fmt.Sprintf("%.0f", wp.Median-dp.Median))
-		rowsBare = append(rowsBare, bp.fmt("%.0f"))
-		runs := float64(2 * merges * o.reps())
-		rowsReq = append(rowsReq, fmt.Sprintf("%.0f", sv.requests/runs))
 		bill, err := countTemporalBill(ctx, sv.tenv.client, fmt.Sprintf("WorkflowType = '%s'", contract.MergeWalWorkflow))
 		if err != nil {
 			return err
 		}
 		sv.bill = bill
-		tot := bill.total()
-		rowsActions = append(rowsActions, fmt.Sprintf("%.1f", float64(tot.Actions)/float64(max(1, tot.Runs))))
-		rowsDollars = append(rowsDollars, fmt.Sprintf("%.0f", actioncount.USDPerMillion(float64(tot.Actions), float64(bill.reclaimed))))
-		res.Values["actions_per_merge_"+strings.ReplaceAll(sv.name, " ", "_")] = float64(tot.Actions) / float64(max(1, tot.Runs))
+		header = append(header, "MergeWal, "+sv.name)
 		key := strings.ReplaceAll(sv.name, " ", "_")
-		res.Values["wf_rate_"+key] = w.Median
-		res.Values["orchestration_p50_ms_"+key] = wp.Median - dp.Median
-		res.Values["bare4_p50_ms_"+key] = bp.Median
-	}
-	for i := range servers {
-		rowsIdleReq = append(rowsIdleReq, fmt.Sprintf("%.1f", idleCosts[i].reqPerSec))
-		rowsIdleCPU = append(rowsIdleCPU, fmt.Sprintf("%.1f", idleCosts[i].cpuPct))
+		res.Values["actions_per_merge_"+key] = sv.actionsPerRun()
+		res.Values["wf_rate_"+key] = spreadOf(sv.wfRates).Median
+		res.Values["orchestration_p50_ms_"+key] = spreadOf(sv.wfP50).Median - dp.Median
+		res.Values["bare4_p50_ms_"+key] = spreadOf(sv.bareP50).Median
 	}
 	header = append(header, "direct prepare + commit")
-	rowsRate = append(rowsRate, d.fmt("%.1f"))
-	rowsP50 = append(rowsP50, dp.fmt("%.0f"))
-	rowsOver = append(rowsOver, "0")
-	rowsBare = append(rowsBare, "-")
-	rowsReq = append(rowsReq, "-")
-	rowsActions = append(rowsActions, "-")
-	rowsDollars = append(rowsDollars, "-")
-	rowsIdleReq = append(rowsIdleReq, "-")
-	rowsIdleCPU = append(rowsIdleCPU, "-")
-	table := [][]string{rowsRate, rowsP50, rowsOver, rowsBare, rowsActions, rowsDollars}
+	// row is one line of the table: label, a cell per server, then the direct loop's.
+	row := func(label, direct string, cell func(sv *overheadServer) string) []string {
+		out := []string{label}
+		for _, sv := range servers {
+			out = append(out, cell(sv))
+		}
+		return append(out, direct)
+	}
+	table := [][]string{
+		row("merges/s", d.fmt("%.1f"), func(sv *overheadServer) string { return spreadOf(sv.wfRates).fmt("%.1f") }),
+		row("p50 latency per merge (ms)", dp.fmt("%.0f"), func(sv *overheadServer) string { return spreadOf(sv.wfP50).fmt("%.0f") }),
+		row("p50 orchestration over the direct loop (ms)", "0", func(sv *overheadServer) string {
+			return fmt.Sprintf("%.0f", spreadOf(sv.wfP50).Median-dp.Median)
+		}),
+		row("bare workflow, 4 sequential no-op activities, p50 (ms)", "-", func(sv *overheadServer) string { return spreadOf(sv.bareP50).fmt("%.0f") }),
+		row("Temporal actions per MergeWal run (one generation each, from history)", "-", func(sv *overheadServer) string {
+			return fmt.Sprintf("%.1f", sv.actionsPerRun())
+		}),
+		row("$ per million generations merged, at list price", "-", func(sv *overheadServer) string {
+			return fmt.Sprintf("%.0f", actioncount.USDPerMillion(float64(sv.bill.total().Actions), float64(sv.bill.reclaimed)))
+		}),
+	}
 	if o.Temporal == "" {
-		table = append(table, rowsReq, rowsIdleReq, rowsIdleCPU)
+		runs := float64(2 * merges * o.reps())
+		table = append(table,
+			row("persistence requests per merge + bare run", "-", func(sv *overheadServer) string { return fmt.Sprintf("%.0f", sv.requests/runs) }),
+			row("persistence requests/s, idle", "-", func(sv *overheadServer) string { return fmt.Sprintf("%.1f", sv.idleReqPerSec) }),
+			row("server CPU, idle (% of one core)", "-", func(sv *overheadServer) string { return fmt.Sprintf("%.1f", sv.idleCPUPct) }))
 	}
 	res.Tables = append(res.Tables, Table{
 		Title:  "1 MiB merges, one at a time, each server in turn: median over repetitions, range in brackets",
@@ -412,12 +411,10 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 	return nil
 }
 
-func viaStores(servers []*overheadServer) []*store.Store {
-	out := make([]*store.Store, 0, len(servers))
-	for _, sv := range servers {
-		out = append(out, sv.viaWF)
-	}
-	return out
+// actionsPerRun is the Temporal actions per MergeWal run.
+func (sv *overheadServer) actionsPerRun() float64 {
+	tot := sv.bill.total()
+	return float64(tot.Actions) / float64(max(1, tot.Runs))
 }
 
 // The bare workflow: 4 sequential no-op activities, the least a 4-step orchestration costs.

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"sort"
 	"strconv"
@@ -13,9 +14,14 @@ import (
 
 // persistenceOp is one persistence operation's counters as a Temporal server exports them:
 // requests, and the count and sum (seconds) of its latency histogram.
-type persistenceOp struct {
-	requests, latencyCount, latencySum float64
-}
+type persistenceOp [3]float64
+
+// The counters of a persistenceOp.
+const (
+	opRequests = iota
+	opLatencyCount
+	opLatencySum
+)
 
 // persistenceOps is a server's persistence counters by operation.
 type persistenceOps map[string]persistenceOp
@@ -46,14 +52,14 @@ func scrapePersistence(ctx context.Context, port int) (persistenceOps, error) {
 		if !ok {
 			continue
 		}
-		var field func(*persistenceOp) *float64
+		var field int
 		switch name {
 		case "persistence_requests", "persistence_requests_total":
-			field = func(o *persistenceOp) *float64 { return &o.requests }
+			field = opRequests
 		case "persistence_latency_count":
-			field = func(o *persistenceOp) *float64 { return &o.latencyCount }
+			field = opLatencyCount
 		case "persistence_latency_sum":
-			field = func(o *persistenceOp) *float64 { return &o.latencySum }
+			field = opLatencySum
 		default:
 			continue
 		}
@@ -66,7 +72,7 @@ func scrapePersistence(ctx context.Context, port int) (persistenceOps, error) {
 			op, _, _ = strings.Cut(after, `"`)
 		}
 		o := ops[op]
-		*field(&o) += v
+		o[field] += v
 		ops[op] = o
 	}
 	return ops, sc.Err()
@@ -76,50 +82,47 @@ func scrapePersistence(ctx context.Context, port int) (persistenceOps, error) {
 func (p persistenceOps) total() float64 {
 	n := 0.0
 	for _, o := range p {
-		n += o.requests
+		n += o[opRequests]
 	}
 	return n
 }
 
-// since is p minus an earlier scrape of the same server.
-func (p persistenceOps) since(before persistenceOps) persistenceOps {
+// zip is f over each counter of p and of q's same operation, for p's operations.
+func (p persistenceOps) zip(q persistenceOps, f func(a, b float64) float64) persistenceOps {
 	out := persistenceOps{}
 	for op, o := range p {
-		b := before[op]
-		d := persistenceOp{o.requests - b.requests, o.latencyCount - b.latencyCount, o.latencySum - b.latencySum}
-		if d.requests > 0 || d.latencyCount > 0 {
-			out[op] = d
+		for i := range o {
+			o[i] = f(o[i], q[op][i])
 		}
+		out[op] = o
 	}
+	return out
+}
+
+// since is p minus an earlier scrape of the same server.
+func (p persistenceOps) since(before persistenceOps) persistenceOps {
+	out := p.zip(before, func(a, b float64) float64 { return a - b })
+	maps.DeleteFunc(out, func(_ string, o persistenceOp) bool { return o[opRequests] <= 0 && o[opLatencyCount] <= 0 })
 	return out
 }
 
 // scaled is p with every counter times f.
 func (p persistenceOps) scaled(f float64) persistenceOps {
-	out := persistenceOps{}
-	for op, o := range p {
-		out[op] = persistenceOp{o.requests * f, o.latencyCount * f, o.latencySum * f}
-	}
-	return out
+	return p.zip(nil, func(a, _ float64) float64 { return a * f })
 }
 
 // less is p minus an expected background, never below zero.
 func (p persistenceOps) less(background persistenceOps) persistenceOps {
-	out := persistenceOps{}
-	for op, o := range p {
-		b := background[op]
-		out[op] = persistenceOp{max(0, o.requests-b.requests), max(0, o.latencyCount-b.latencyCount), max(0, o.latencySum-b.latencySum)}
-	}
-	return out
+	return p.zip(background, func(a, b float64) float64 { return max(0, a-b) })
 }
 
 // add sums d into p.
 func (p persistenceOps) add(d persistenceOps) {
 	for op, o := range d {
 		s := p[op]
-		s.requests += o.requests
-		s.latencyCount += o.latencyCount
-		s.latencySum += o.latencySum
+		for i := range s {
+			s[i] += o[i]
+		}
 		p[op] = s
 	}
 }
@@ -149,10 +152,10 @@ func persistenceBreakdown(servers []*overheadServer, merges int) Table {
 		var rows []row
 		var reqs, total float64
 		for op, o := range sv.mergeOps {
-			perRun := o.requests / float64(merges)
+			perRun := o[opRequests] / float64(merges)
 			mean := 0.0
-			if o.latencyCount > 0 {
-				mean = 1000 * o.latencySum / o.latencyCount
+			if o[opLatencyCount] > 0 {
+				mean = 1000 * o[opLatencySum] / o[opLatencyCount]
 			}
 			rows = append(rows, row{op, perRun, mean, perRun * mean})
 			reqs += perRun

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/internal/devserver"
 	"github.com/walkeeper/walkeeper/store"
 )
 
@@ -38,7 +39,7 @@ func RunStartRate(ctx context.Context, o Options) (*Result, error) {
 	res.param("starts", n)
 	res.param("in_flight", fmt.Sprint(startRateInFlight))
 	res.param("workers", "none (nothing started runs)")
-	tenv, err := startTemporal(ctx, o, o.OutDir)
+	tenv, err := startTemporal(ctx, o, o.OutDir, devserver.Options{})
 	if err != nil {
 		return nil, err
 	}

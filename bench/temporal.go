@@ -58,14 +58,10 @@ func (e *temporalEnv) serverPID() int {
 }
 
 // startCluster starts the production Temporal server on its own PostgreSQL (4 history
-// shards, SQL visibility, the dynamic config docker-compose mounts; internal/testkit/temporalcluster)
-// with its metrics on metricsPort, the binaries from scripts/install-servers.sh.
-func startCluster(ctx context.Context, o Options, dir string, metricsPort int) (*temporalEnv, error) {
-	return startClusterWith(ctx, o, dir, metricsPort, nil)
-}
-
-// startClusterWith is startCluster with dynamic config over the file's (fairness).
-func startClusterWith(ctx context.Context, o Options, dir string, metricsPort int, dc map[string]any) (*temporalEnv, error) {
+// shards, SQL visibility, the dynamic config docker-compose mounts, with dc over it;
+// internal/testkit/temporalcluster) with its metrics on metricsPort, the binaries from
+// scripts/install-servers.sh.
+func startCluster(ctx context.Context, o Options, dir string, metricsPort int, dc map[string]any) (*temporalEnv, error) {
 	o.progressf("starting Temporal server on PostgreSQL (internal/testkit/temporalcluster)")
 	sctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
@@ -98,37 +94,23 @@ func (e *temporalEnv) dial(ctx context.Context, o Options) error {
 }
 
 // startTemporal connects to o.Temporal or starts `temporal server start-dev` (headless,
-// in-memory database, server log in logDir/temporal.log).
-func startTemporal(ctx context.Context, o Options, logDir string) (*temporalEnv, error) {
-	return startTemporalWith(ctx, o, logDir, devserver.Options{})
-}
-
-// startTemporalWith is startTemporal with dev server settings (ServerDefaults, MetricsPort,
-// DynamicConfig) taken from dev; they are ignored for an existing server.
-func startTemporalWith(ctx context.Context, o Options, logDir string, dev devserver.Options) (*temporalEnv, error) {
+// in-memory database, server log in logDir/temporal.log) with dev's ServerDefaults,
+// MetricsPort and DynamicConfig.
+func startTemporal(ctx context.Context, o Options, logDir string, dev devserver.Options) (*temporalEnv, error) {
 	env := &temporalEnv{hostPort: o.Temporal}
 	if env.hostPort == "" {
 		o.progressf("starting Temporal dev server (temporal server start-dev, headless)")
-		var out io.Writer = io.Discard
+		dev.Install, dev.Headless, dev.LogLevel, dev.Output, dev.Progress = true, true, "error", io.Discard, o.Progress
 		if logDir != "" {
 			f, err := os.Create(filepath.Join(logDir, "temporal.log"))
 			if err == nil {
 				defer func() { _ = f.Sync() }()
-				out = f
+				dev.Output = f
 			}
 		}
 		sctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 		defer cancel()
-		srv, err := devserver.Start(sctx, devserver.Options{
-			Install:        true,
-			Headless:       true,
-			LogLevel:       "error",
-			Output:         out,
-			Progress:       o.Progress,
-			ServerDefaults: dev.ServerDefaults,
-			DynamicConfig:  dev.DynamicConfig,
-			MetricsPort:    dev.MetricsPort,
-		})
+		srv, err := devserver.Start(sctx, dev)
 		if err != nil {
 			return nil, fmt.Errorf("start Temporal dev server: %w", err)
 		}

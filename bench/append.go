@@ -79,8 +79,14 @@ func appendLatency(ctx context.Context, o Options, res *Result, dir string) erro
 			var merged atomic.Int64
 			// reset brings the store to the same state before every phase (untimed): the appender's
 			// own shard merged, the bulk shard holding a backlog of exactly 40 generations.
+			mergeShard := func(shard string) error {
+				if _, err := mstore.MergeOnce(ctx, shard); err != nil && !errors.Is(err, store.ErrStalePreparation) {
+					return err
+				}
+				return nil
+			}
 			reset := func() error {
-				if _, err := mstore.MergeOnce(ctx, app.Shard()); err != nil && !errors.Is(err, store.ErrStalePreparation) {
+				if err := mergeShard(app.Shard()); err != nil {
 					return err
 				}
 				for {
@@ -99,11 +105,11 @@ func appendLatency(ctx context.Context, o Options, res *Result, dir string) erro
 					}
 					switch {
 					case own > 0:
-						if _, err := mstore.MergeOnce(ctx, app.Shard()); err != nil && !errors.Is(err, store.ErrStalePreparation) {
+						if err := mergeShard(app.Shard()); err != nil {
 							return err
 						}
 					case pend > 40:
-						if _, err := mstore.MergeOnce(ctx, bulkShard); err != nil && !errors.Is(err, store.ErrStalePreparation) {
+						if err := mergeShard(bulkShard); err != nil {
 							return err
 						}
 					case pend < 40:
@@ -135,9 +141,7 @@ func appendLatency(ctx context.Context, o Options, res *Result, dir string) erro
 					var lat []time.Duration
 					var appendErr error
 					for a := 0; a < appenders; a++ {
-						wg.Add(1)
-						go func() {
-							defer wg.Done()
+						wg.Go(func() {
 							for n := 0; pctx.Err() == nil; n++ {
 								k := fmt.Sprintf("a%d-%d-%d-%09d", rep, a, len(name), n)
 								t0 := time.Now()
@@ -155,13 +159,11 @@ func appendLatency(ctx context.Context, o Options, res *Result, dir string) erro
 								lat = append(lat, d)
 								lmu.Unlock()
 							}
-						}()
+						})
 					}
 					every(pctx, &wg, 100*time.Millisecond, func() { _, _ = s.Flush(pctx) }) // sealer
 					if busy {
-						wg.Add(1)
-						go func() { // merger
-							defer wg.Done()
+						wg.Go(func() { // merger
 							// A pass started in the phase finishes after it (under ctx, not
 							// pctx): a build slow enough to need longer than the phase for
 							// one pass (-race) still merges, and the test can tell.
@@ -180,7 +182,7 @@ func appendLatency(ctx context.Context, o Options, res *Result, dir string) erro
 									time.Sleep(20 * time.Millisecond)
 								}
 							}
-						}()
+						})
 					}
 					// The same background write load in both phases: one 1 MiB generation of the
 					// bulk shard every 100 ms.
@@ -220,7 +222,6 @@ func appendLatency(ctx context.Context, o Options, res *Result, dir string) erro
 			res.Values["ratio_p50"+suffix] = r50
 			res.Values["ratio_p99"+suffix] = r99
 			res.Values["merged"+suffix] = float64(merged.Load())
-			_ = filepath.Join
 			return nil
 		}()
 		if err != nil {
@@ -230,11 +231,10 @@ func appendLatency(ctx context.Context, o Options, res *Result, dir string) erro
 	return nil
 }
 
-// every runs f every d until ctx ends, in a goroutine counted by wg.
+// every runs f every d until ctx ends, in a goroutine counted by wg; a call longer than d
+// drops the ticks it missed.
 func every(ctx context.Context, wg *sync.WaitGroup, d time.Duration, f func()) {
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	wg.Go(func() {
 		tk := time.NewTicker(d)
 		defer tk.Stop()
 		for {
@@ -245,5 +245,5 @@ func every(ctx context.Context, wg *sync.WaitGroup, d time.Duration, f func()) {
 				f()
 			}
 		}
-	}()
+	})
 }

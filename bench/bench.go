@@ -16,9 +16,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -348,21 +347,15 @@ func Run(ctx context.Context, name string, o Options) (*Result, error) {
 // durStats summarises a sample of durations.
 type durStats struct {
 	N                  int
-	P50, P90, P99, Max time.Duration
-	Min, Mean          time.Duration
+	Min, P50, P99, Max time.Duration
 }
 
 func summarize(ds []time.Duration) durStats {
 	if len(ds) == 0 {
 		return durStats{}
 	}
-	s := append([]time.Duration(nil), ds...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	var sum time.Duration
-	for _, d := range s {
-		sum += d
-	}
-	return durStats{N: len(s), P50: pct(s, 50), P90: pct(s, 90), P99: pct(s, 99), Max: s[len(s)-1], Min: s[0], Mean: sum / time.Duration(len(s))}
+	s := slices.Sorted(slices.Values(ds))
+	return durStats{N: len(s), Min: s[0], P50: pct(s, 50), P99: pct(s, 99), Max: s[len(s)-1]}
 }
 
 // pct is the nearest-rank percentile of a sorted sample.
@@ -385,8 +378,7 @@ func spreadOf(xs []float64) spread {
 	if len(xs) == 0 {
 		return spread{}
 	}
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
+	s := slices.Sorted(slices.Values(xs))
 	var med float64
 	if n := len(s); n%2 == 1 {
 		med = s[n/2]
@@ -420,39 +412,22 @@ func fmtDur(d time.Duration) string {
 
 func mib(n int64) float64 { return float64(n) / (1 << 20) }
 
-// ---------------------------------------------------------------------------------------
-// CSV
-
-type csvFile struct {
-	mu sync.Mutex
-	f  *os.File
-}
-
-func createCSV(path string, header ...string) (*csvFile, error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := fmt.Fprintln(f, strings.Join(header, ",")); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return &csvFile{f: f}, nil
-}
-
-func (c *csvFile) row(vals ...any) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	parts := make([]string, len(vals))
-	for i, v := range vals {
-		switch x := v.(type) {
-		case float64:
-			parts[i] = fmt.Sprintf("%.3f", x)
-		default:
-			parts[i] = fmt.Sprint(x)
+// writeCSV writes header and rows to path, floats with 3 decimals.
+func writeCSV(path string, header []string, rows [][]any) error {
+	var b strings.Builder
+	b.WriteString(strings.Join(header, ",") + "\n")
+	for _, row := range rows {
+		for i, v := range row {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if f, ok := v.(float64); ok {
+				fmt.Fprintf(&b, "%.3f", f)
+			} else {
+				fmt.Fprint(&b, v)
+			}
 		}
+		b.WriteByte('\n')
 	}
-	fmt.Fprintln(c.f, strings.Join(parts, ","))
+	return os.WriteFile(path, []byte(b.String()), 0o644)
 }
-
-func (c *csvFile) close() error { return c.f.Close() }

@@ -57,7 +57,6 @@ func commitLock(ctx context.Context, o Options, res *Result, dir string) error {
 	}
 	t := Table{Title: "Commit write-lock hold (µs): median over repetitions of each repetition's p50 / p99, range in brackets",
 		Header: []string{"backend", "merge size", "p50 (µs)", "p99 (µs)"}}
-	allMet := true
 	for _, be := range backends {
 		for _, sz := range sizes {
 			k := key{be, sz.name}
@@ -79,14 +78,11 @@ func commitLock(ctx context.Context, o Options, res *Result, dir string) error {
 		for _, sz := range sizes {
 			worst = max(worst, spreadOf(p99s[key{be, sz.name}]).Median)
 		}
-		met := worst <= 1000
-		allMet = allMet && met
-		res.target(be+": p99 lock hold", "≤ 1 ms", fmt.Sprintf("worst size %.3f ms", worst/1000), met)
+		res.target(be+": p99 lock hold", "≤ 1 ms", fmt.Sprintf("worst size %.3f ms", worst/1000), worst <= 1000)
 		res.target(be+": 64 MiB / 64 KiB", "≤ 1.5", fmt.Sprintf("p99 %.2f, p50 %.2f", ratio, ratioP50), ratio <= 1.5)
 	}
 	res.Tables = append(res.Tables, t)
 	res.note("LockHold is measured by store.CommitRound itself around the exclusive merge lock, which covers only the in-memory swap of the cached latest base: the manifest read, the watermark check, the encoding and the conditional write of base version v+1 (on file:// temp file + fsync + link + directory fsync) all happen before the lock is taken, so the hold depends neither on the merge's size nor on the backend's latency.")
-	_ = allMet
 	return nil
 }
 
@@ -129,7 +125,7 @@ func commitLockOnce(ctx context.Context, o Options, url string, bytes, merges in
 			return nil, nil, err
 		}
 		if st.Runs >= 32 {
-			if _, err := s.CompactBase(ctx, store.CompactParams{MaxRuns: 32, MaxBytes: 0}); err != nil {
+			if _, err := s.CompactBase(ctx, store.CompactParams{MaxRuns: 32}); err != nil {
 				return nil, nil, err
 			}
 		}

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -16,6 +17,10 @@ const grpcMaxMessage = 4 << 20
 type payloadWarnings struct{ largest atomic.Int64 }
 
 func (p *payloadWarnings) wrap(c zapcore.Core) zapcore.Core { return &payloadCore{Core: c, p: p} }
+
+// integerFields are the field types that carry their value in Field.Integer as a number.
+var integerFields = []zapcore.FieldType{zapcore.Int64Type, zapcore.Int32Type, zapcore.Int16Type, zapcore.Int8Type,
+	zapcore.Uint64Type, zapcore.Uint32Type, zapcore.Uint16Type, zapcore.Uint8Type}
 
 type payloadCore struct {
 	zapcore.Core
@@ -38,19 +43,8 @@ func (c *payloadCore) Write(e zapcore.Entry, fs []zapcore.Field) error {
 		return c.Core.Write(e, fs)
 	}
 	for _, f := range fs {
-		switch f.Type {
-		case zapcore.Int64Type, zapcore.Int32Type, zapcore.Int16Type, zapcore.Int8Type,
-			zapcore.Uint64Type, zapcore.Uint32Type, zapcore.Uint16Type, zapcore.Uint8Type:
-		default:
-			continue
-		}
-		if f.Key == "PayloadSize" {
-			for {
-				cur := c.p.largest.Load()
-				if f.Integer <= cur || c.p.largest.CompareAndSwap(cur, f.Integer) {
-					break
-				}
-			}
+		if f.Key == "PayloadSize" && slices.Contains(integerFields, f.Type) {
+			raiseTo(&c.p.largest, f.Integer)
 		}
 	}
 	return nil

@@ -229,12 +229,13 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 	plotOne("fleet-rss.png", "Bench process RSS growth during the sweep (8 workers and the fleet)", "MiB", true, true, false, func(a *fleetAgg) float64 { return a.rss.Median })
 	plotOne("fleet-discovery-alloc.png", "Bytes allocated during discovery (bounds a worker's discovery memory)", "MiB (log)", true, true, true, func(a *fleetAgg) float64 { return a.alloc.Median })
 	plotOne("fleet-time-to-merge.png", "Debt planted to MergeWal start (max; finished sweeps)", "seconds", false, false, false, func(a *fleetAgg) float64 { return a.ttm.Median })
-	if csv, err := createCSV(filepath.Join(o.OutDir, "fleet.csv"), "variant", "stores", "debt", "fixed_debt", "failed", "sweep_s", "requests", "largest_event_bytes", "largest_heartbeat_bytes", "history_events", "rss_growth_mib", "started", "ttm_s", "largest_payload_bytes", "discovery_alloc_mib"); err == nil {
-		for _, s := range samples {
-			csv.row(s.Variant.String(), s.Stores, s.Debt, s.FixedDebt, strings.ReplaceAll(s.Failed, ",", ";"), s.Duration.Seconds(), s.Requests, s.LargestEvent, s.LargestHeartbeat, s.Events, mib(s.rssGrowth()), s.Started, s.TTM.Seconds(), s.LargestPayload, mib(s.DiscoveryAlloc))
-		}
-		_ = csv.close()
-		res.Files = append(res.Files, filepath.Join(o.OutDir, "fleet.csv"))
+	var rows [][]any
+	for _, s := range samples {
+		rows = append(rows, []any{s.Variant.String(), s.Stores, s.Debt, s.FixedDebt, strings.ReplaceAll(s.Failed, ",", ";"), s.Duration.Seconds(), s.Requests, s.LargestEvent, s.LargestHeartbeat, s.Events, mib(s.rssGrowth()), s.Started, s.TTM.Seconds(), s.LargestPayload, mib(s.DiscoveryAlloc)})
+	}
+	p := filepath.Join(o.OutDir, "fleet.csv")
+	if err := writeCSV(p, []string{"variant", "stores", "debt", "fixed_debt", "failed", "sweep_s", "requests", "largest_event_bytes", "largest_heartbeat_bytes", "history_events", "rss_growth_mib", "started", "ttm_s", "largest_payload_bytes", "discovery_alloc_mib"}, rows); err == nil {
+		res.Files = append(res.Files, p)
 	}
 }
 

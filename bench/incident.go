@@ -453,8 +453,7 @@ func incidentSideRun(ctx context.Context, o Options, p incidentParams, rep int, 
 			_ = temporaladmin.DeleteSweep(context.WithoutCancel(ctx), tenv.client) // the schedule and its running window
 			var wg sync.WaitGroup
 			for _, n := range nodes {
-				wg.Add(1)
-				go func() { defer wg.Done(); n.stop(ctx) }()
+				wg.Go(func() { n.stop(ctx) })
 			}
 			wg.Wait()
 		})
@@ -463,8 +462,7 @@ func incidentSideRun(ctx context.Context, o Options, p incidentParams, rep int, 
 		for _, db := range dbs {
 			b := &baselineSweeper{db: db, flushEvery: p.SealEvery, cleanupEvery: p.SweepEvery, countTrigger: p.CountTrigger, timeout: p.StoreTimeout,
 				onCycle: func(d time.Duration) { cycleMu.Lock(); out.cycles = append(out.cycles, d); cycleMu.Unlock() }}
-			bwg.Add(1)
-			go func() { defer bwg.Done(); b.run(runCtx) }()
+			bwg.Go(func() { b.run(runCtx) })
 		}
 		stopSystem = sync.OnceFunc(func() { stopRun(); bwg.Wait() })
 	}
@@ -615,21 +613,18 @@ func secondHalfSlope(ss []sample) float64 {
 func writeIncidentFiles(dir string, rep int, p incidentParams, run incidentRun) ([]string, error) {
 	name := fmt.Sprintf("incident-rep%d", rep+1)
 	csvPath := filepath.Join(dir, name+".csv")
-	c, err := createCSV(csvPath, "t_seconds", "system", "shard", "pending")
-	if err != nil {
-		return nil, err
-	}
+	var rows [][]any
 	for _, x := range []struct {
 		sys string
 		ss  []sample
 	}{{sideWalkeeper, run.wk.samples}, {sideBaseline, run.base.samples}} {
 		for _, s := range x.ss {
 			for i, v := range s.Pending {
-				c.row(fmt.Sprintf("%.1f", s.T), x.sys, i, v)
+				rows = append(rows, []any{fmt.Sprintf("%.1f", s.T), x.sys, i, v})
 			}
 		}
 	}
-	if err := c.close(); err != nil {
+	if err := writeCSV(csvPath, []string{"t_seconds", "system", "shard", "pending"}, rows); err != nil {
 		return nil, err
 	}
 	var lines []series
@@ -653,7 +648,7 @@ func writeIncidentFiles(dir string, rep int, p incidentParams, run incidentRun) 
 	add(run.wk.samples, "walkeeper", colWalkeeper, colWalkeeperLight)
 	pngPath := filepath.Join(dir, name+".png")
 	title := fmt.Sprintf("Hot generic store: pending generations per shard (%d shards, %d rollout stores, %s/request)", p.Shards, p.Rollout, p.Latency)
-	err = savePlot(pngPath, title, "seconds", "pending generations", lines,
+	err := savePlot(pngPath, title, "seconds", "pending generations", lines,
 		[]hline{{Name: fmt.Sprintf("count trigger %d", p.CountTrigger), Y: float64(p.CountTrigger), Color: colRef}, {Name: fmt.Sprintf("target ≤ %d", 2*p.CountTrigger), Y: float64(2 * p.CountTrigger), Color: colRef2}},
 		22*vg.Centimeter, 13*vg.Centimeter)
 	if err != nil {

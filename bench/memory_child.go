@@ -71,15 +71,9 @@ func memoryChild(ctx context.Context, o Options) error {
 			case <-stop:
 				return
 			case <-tk.C:
-				if r := b.Reserved(); r > maxReserved.Load() {
-					maxReserved.Store(r)
-				}
-				if r := b.Allocated(); r > maxAllocated.Load() {
-					maxAllocated.Store(r)
-				}
-				if w := int64(b.Waiting()); w > maxWaiting.Load() {
-					maxWaiting.Store(w)
-				}
+				raiseTo(&maxReserved, b.Reserved())
+				raiseTo(&maxAllocated, b.Allocated())
+				raiseTo(&maxWaiting, int64(b.Waiting()))
 				metrics.Read(heap)
 				if v := int64(heap[0].Value.Uint64()); v > maxHeapLive.Load() {
 					if profile != "" && v > profiledLive+2<<20 {
@@ -88,9 +82,7 @@ func memoryChild(ctx context.Context, o Options) error {
 					}
 					maxHeapLive.Store(v)
 				}
-				if v := int64(heap[1].Value.Uint64()); v > maxHeap.Load() {
-					maxHeap.Store(v)
-				}
+				raiseTo(&maxHeap, int64(heap[1].Value.Uint64()))
 			}
 		}
 	}()
@@ -102,9 +94,7 @@ func memoryChild(ctx context.Context, o Options) error {
 	var bytesRead int64
 	for i := 0; i < p.Requests; i++ {
 		s := stores[i%len(stores)]
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			if p.Mode == "reads" {
 				// A refused read (budget_busy) is what a client retries after Retry-After.
 				for attempt := 0; ; attempt++ {
@@ -138,7 +128,7 @@ func memoryChild(ctx context.Context, o Options) error {
 				done++
 				bytesRead += pm.Bytes
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	close(stop)

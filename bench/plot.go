@@ -6,7 +6,6 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
 )
 
 // series is one line of a plot.
@@ -102,7 +101,6 @@ func savePlot(path, title, xLabel, yLabel string, lines []series, refs []hline, 
 	}
 	p.X.Min = 0
 	p.Legend.ThumbnailWidth = vg.Points(20)
-	_ = draw.PosRight
 	return p.Save(width, height, path)
 }
 

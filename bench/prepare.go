@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -55,7 +54,7 @@ func parallelPrepare(ctx context.Context, o Options, res *Result, dir string) er
 		}
 	}
 	// maxInFlight[parallel]: the most storage requests in flight at once during the prepares.
-	var maxInFlight [2]int64
+	maxInFlight := map[bool]int64{}
 	prepareAll := func(parallel bool, round int, latency time.Duration) (time.Duration, error) {
 		lat := &latencyFaults{}
 		lat.d.Store(int64(latency))
@@ -92,18 +91,11 @@ func parallelPrepare(ctx context.Context, o Options, res *Result, dir string) er
 		}
 		d := time.Since(t0)
 		if latency > 0 {
-			i := 0
-			if parallel {
-				i = 1
-			}
-			maxInFlight[i] = max(maxInFlight[i], lat.maxInFlight.Load())
+			maxInFlight[parallel] = max(maxInFlight[parallel], lat.maxInFlight.Load())
 		}
-		var mu sync.Mutex
 		for _, p := range prepared {
 			if p != nil {
-				mu.Lock()
 				_, aerr := s.Abort(ctx, p)
-				mu.Unlock()
 				if err == nil {
 					err = aerr
 				}
@@ -152,12 +144,12 @@ func parallelPrepare(ctx context.Context, o Options, res *Result, dir string) er
 			res.Values["serial_ms_latency"] = sp.Median
 			res.Values["parallel_ms_latency"] = pp.Median
 			res.Values["roundtrips_per_prepare"] = sp.Median / shards / ms(latency)
-			res.Values["max_in_flight_serial"] = float64(maxInFlight[0])
-			res.Values["max_in_flight_parallel"] = float64(maxInFlight[1])
+			res.Values["max_in_flight_serial"] = float64(maxInFlight[false])
+			res.Values["max_in_flight_parallel"] = float64(maxInFlight[true])
 		}
 	}
 	res.Tables = append(res.Tables, t)
-	res.note("With 10 ms per request, at most %d storage requests were in flight at once during the serial prepares and %d during the parallel ones.", maxInFlight[0], maxInFlight[1])
+	res.note("With 10 ms per request, at most %d storage requests were in flight at once during the serial prepares and %d during the parallel ones.", maxInFlight[false], maxInFlight[true])
 	res.note("A prepare reads its generations concurrently (at most 8 at once), so with a per-request latency its own time is a handful of round trips (loadShard, loadBase, list, the reads, the staged write); 4 prepares at once overlap those chains. On a local disk prepares are CPU-bound (newest-per-key, Parquet encode) and 4 prepares on 2 busy vCPUs only compete.")
 	return nil
 }

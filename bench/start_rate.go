@@ -51,9 +51,7 @@ func RunStartRate(ctx context.Context, o Options) (*Result, error) {
 		var wg sync.WaitGroup
 		t0 := time.Now()
 		for range inflight {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				for {
 					i := next.Add(1)
 					if i > int64(n) || ctx.Err() != nil {
@@ -64,7 +62,7 @@ func RunStartRate(ctx context.Context, o Options) (*Result, error) {
 						failed.Add(1)
 					}
 				}
-			}()
+			})
 		}
 		wg.Wait()
 		d := time.Since(t0)

@@ -121,6 +121,12 @@ func fileURL(dir string, nosync bool) string {
 	return u
 }
 
+// raiseTo raises a to v if v is larger.
+func raiseTo(a *atomic.Int64, v int64) {
+	for m := a.Load(); v > m && !a.CompareAndSwap(m, v); m = a.Load() {
+	}
+}
+
 // latencyFaults delays every storage request by d (while enabled) and counts requests:
 // a model of an object store's round trip, applied equally to both sides of a comparison.
 type latencyFaults struct {
@@ -132,9 +138,7 @@ type latencyFaults struct {
 
 func (l *latencyFaults) Before(op, key string) error {
 	l.requests.Add(1)
-	n := l.inFlight.Add(1)
-	for m := l.maxInFlight.Load(); n > m && !l.maxInFlight.CompareAndSwap(m, n); m = l.maxInFlight.Load() {
-	}
+	raiseTo(&l.maxInFlight, l.inFlight.Add(1))
 	if d := time.Duration(l.d.Load()); d > 0 {
 		time.Sleep(d)
 	}

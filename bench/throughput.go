@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -38,139 +39,129 @@ func mergeThroughput(ctx context.Context, o Options, res *Result, dir string) er
 		Header: []string{"rows", "merge (prepare + commit)", "prepare only", "raw read + write + fsync", "merge / raw"}}
 	for _, v := range variants {
 		rowsPerGen, payload := v.rowsPerGen, v.payload
-		err := func() error {
-			var mergeMBs, rawMBs, ratios, prepMBs []float64
-			for rep := 0; rep < o.reps(); rep++ {
-				root := filepath.Join(dir, fmt.Sprintf("%s-rep%d", v.suffix, rep))
-				url := fileURL(root, false)
-				w, err := store.OpenDB(ctx, url, storeOptions("writer", o.logger()))
+		var mergeMBs, rawMBs, ratios, prepMBs []float64
+		for rep := 0; rep < o.reps(); rep++ {
+			root := filepath.Join(dir, fmt.Sprintf("%s-rep%d", v.suffix, rep))
+			url := fileURL(root, false)
+			w, err := store.OpenDB(ctx, url, storeOptions("writer", o.logger()))
+			if err != nil {
+				return err
+			}
+			s, err := createGeneric(ctx, w, "tp")
+			if err != nil {
+				return err
+			}
+			if err := writeGenerations(ctx, s, gens, rowsPerGen, payload, 1<<30, 0); err != nil {
+				return err
+			}
+			shard := w.Shard()
+			if err := w.Close(ctx); err != nil {
+				return err
+			}
+			var files []string
+			var onDisk int64
+			_ = filepath.Walk(filepath.Join(root, "generic", "tp", "_mem_wal"), func(p string, info os.FileInfo, err error) error {
+				if err == nil && !info.IsDir() && strings.Contains(p, string(filepath.Separator)+"gen"+string(filepath.Separator)) && strings.HasSuffix(p, ".arrow") {
+					onDisk += info.Size()
+					files = append(files, p)
+				}
+				return nil
+			})
+			if len(files) != gens {
+				return fmt.Errorf("found %d generation files, want %d", len(files), gens)
+			}
+			// The raw bound reads copies (same bytes, same disk): the merge deletes the originals.
+			for i, f := range files {
+				b, err := os.ReadFile(f)
 				if err != nil {
 					return err
 				}
-				s, err := createGeneric(ctx, w, "tp")
-				if err != nil {
+				c := filepath.Join(root, fmt.Sprintf("raw-src-%d", i))
+				if err := os.WriteFile(c, b, 0o644); err != nil {
 					return err
 				}
-				if err := writeGenerations(ctx, s, gens, rowsPerGen, payload, 1<<30, 0); err != nil {
-					return err
-				}
-				shard := w.Shard()
-				if err := w.Close(ctx); err != nil {
-					return err
-				}
-				var files []string
-				var onDisk int64
-				_ = filepath.Walk(filepath.Join(root, "generic", "tp", "_mem_wal"), func(p string, info os.FileInfo, err error) error {
-					if err == nil && !info.IsDir() && strings.Contains(p, string(filepath.Separator)+"gen"+string(filepath.Separator)) && strings.HasSuffix(p, ".arrow") {
-						onDisk += info.Size()
-						files = append(files, p)
-					}
-					return nil
-				})
-				if len(files) != gens {
-					return fmt.Errorf("found %d generation files, want %d", len(files), gens)
-				}
-				// The raw bound reads copies (same bytes, same disk): the merge deletes the originals.
-				for i, f := range files {
+				files[i] = c
+			}
+			raw := func() (time.Duration, error) {
+				t0 := time.Now()
+				var all []byte
+				for _, f := range files {
 					b, err := os.ReadFile(f)
 					if err != nil {
-						return err
-					}
-					c := filepath.Join(root, fmt.Sprintf("raw-src-%d", i))
-					if err := os.WriteFile(c, b, 0o644); err != nil {
-						return err
-					}
-					files[i] = c
-				}
-				raw := func() (time.Duration, error) {
-					t0 := time.Now()
-					var all []byte
-					for _, f := range files {
-						b, err := os.ReadFile(f)
-						if err != nil {
-							return 0, err
-						}
-						all = append(all, b...)
-					}
-					out := filepath.Join(root, fmt.Sprintf("raw-%d.out", rep))
-					f, err := os.Create(out)
-					if err != nil {
 						return 0, err
 					}
-					if _, err := f.Write(all); err != nil {
-						f.Close()
-						return 0, err
-					}
-					if err := f.Sync(); err != nil {
-						f.Close()
-						return 0, err
-					}
-					if err := f.Close(); err != nil {
-						return 0, err
-					}
-					return time.Since(t0), os.Remove(out)
+					all = append(all, b...)
 				}
-				merge := func() (time.Duration, time.Duration, error) {
-					m, err := store.OpenDB(ctx, url, storeOptions("merger", o.logger(), func(so *store.Options) {
-						so.MergeMaxGenerations = 0
-						so.MergeMaxBytes = 0
-					}))
-					if err != nil {
-						return 0, 0, err
-					}
-					defer m.Close(context.WithoutCancel(ctx))
-					ms, err := m.Open(ctx, s.Target())
-					if err != nil {
-						return 0, 0, err
-					}
-					t0 := time.Now()
-					p, err := ms.Prepare(ctx, store.PrepareParams{Shard: shard})
-					if err != nil || p == nil {
-						return 0, 0, fmt.Errorf("prepare: %v", err)
-					}
-					prep := time.Since(t0)
-					cr, err := ms.CommitRound(ctx, []*store.PreparedMerge{p})
-					if err != nil {
-						return 0, 0, err
-					}
-					if got := cr.Shards[0].Reclaimed; got != gens {
-						return 0, 0, fmt.Errorf("reclaimed %d of %d", got, gens)
-					}
-					return time.Since(t0), prep, nil
-				}
-				// Alternate the order between repetitions.
-				var rd, md, pd time.Duration
-				if rep%2 == 0 {
-					if rd, err = raw(); err == nil {
-						md, pd, err = merge()
-					}
-				} else {
-					if md, pd, err = merge(); err == nil {
-						rd, err = raw()
-					}
-				}
+				out := filepath.Join(root, fmt.Sprintf("raw-%d.out", rep))
+				f, err := os.Create(out)
 				if err != nil {
-					return err
+					return 0, err
 				}
-				mb := float64(onDisk) / 1e6
-				mergeMBs = append(mergeMBs, mb/md.Seconds())
-				prepMBs = append(prepMBs, mb/pd.Seconds())
-				rawMBs = append(rawMBs, mb/rd.Seconds())
-				ratios = append(ratios, rd.Seconds()/md.Seconds())
-				o.progressf("merge-throughput: %s rep %d/%d: %.1f MB merged in %s (%.0f MB/s), raw %s (%.0f MB/s)", v.name, rep+1, o.reps(), mb, fmtDur(md), mb/md.Seconds(), fmtDur(rd), mb/rd.Seconds())
-				_ = os.RemoveAll(root)
+				_, err = f.Write(all)
+				if err == nil {
+					err = f.Sync()
+				}
+				if err = errors.Join(err, f.Close()); err != nil {
+					return 0, err
+				}
+				return time.Since(t0), os.Remove(out)
 			}
-			m, p, r, q := spreadOf(mergeMBs), spreadOf(prepMBs), spreadOf(rawMBs), spreadOf(ratios)
-			t.Rows = append(t.Rows, []string{v.name, m.fmt("%.0f"), p.fmt("%.0f"), r.fmt("%.0f"), q.fmt("%.2f")})
-			res.target("merge throughput / raw I/O, "+v.name, "≥ 0.50", q.fmt("%.2f"), q.Median >= 0.5)
-			res.Values["ratio"+v.suffix] = q.Median
-			res.Values["merge_mb_s"+v.suffix] = m.Median
-			res.Values["raw_mb_s"+v.suffix] = r.Median
-			return nil
-		}()
-		if err != nil {
-			return err
+			merge := func() (time.Duration, time.Duration, error) {
+				m, err := store.OpenDB(ctx, url, storeOptions("merger", o.logger(), func(so *store.Options) {
+					so.MergeMaxGenerations = 0
+					so.MergeMaxBytes = 0
+				}))
+				if err != nil {
+					return 0, 0, err
+				}
+				defer m.Close(context.WithoutCancel(ctx))
+				ms, err := m.Open(ctx, s.Target())
+				if err != nil {
+					return 0, 0, err
+				}
+				t0 := time.Now()
+				p, err := ms.Prepare(ctx, store.PrepareParams{Shard: shard})
+				if err != nil || p == nil {
+					return 0, 0, fmt.Errorf("prepare: %v", err)
+				}
+				prep := time.Since(t0)
+				cr, err := ms.CommitRound(ctx, []*store.PreparedMerge{p})
+				if err != nil {
+					return 0, 0, err
+				}
+				if got := cr.Shards[0].Reclaimed; got != gens {
+					return 0, 0, fmt.Errorf("reclaimed %d of %d", got, gens)
+				}
+				return time.Since(t0), prep, nil
+			}
+			// Alternate the order between repetitions.
+			var rd, md, pd time.Duration
+			if rep%2 == 0 {
+				if rd, err = raw(); err == nil {
+					md, pd, err = merge()
+				}
+			} else {
+				if md, pd, err = merge(); err == nil {
+					rd, err = raw()
+				}
+			}
+			if err != nil {
+				return err
+			}
+			mb := float64(onDisk) / 1e6
+			mergeMBs = append(mergeMBs, mb/md.Seconds())
+			prepMBs = append(prepMBs, mb/pd.Seconds())
+			rawMBs = append(rawMBs, mb/rd.Seconds())
+			ratios = append(ratios, rd.Seconds()/md.Seconds())
+			o.progressf("merge-throughput: %s rep %d/%d: %.1f MB merged in %s (%.0f MB/s), raw %s (%.0f MB/s)", v.name, rep+1, o.reps(), mb, fmtDur(md), mb/md.Seconds(), fmtDur(rd), mb/rd.Seconds())
+			_ = os.RemoveAll(root)
 		}
+		m, p, r, q := spreadOf(mergeMBs), spreadOf(prepMBs), spreadOf(rawMBs), spreadOf(ratios)
+		t.Rows = append(t.Rows, []string{v.name, m.fmt("%.0f"), p.fmt("%.0f"), r.fmt("%.0f"), q.fmt("%.2f")})
+		res.target("merge throughput / raw I/O, "+v.name, "≥ 0.50", q.fmt("%.2f"), q.Median >= 0.5)
+		res.Values["ratio"+v.suffix] = q.Median
+		res.Values["merge_mb_s"+v.suffix] = m.Median
+		res.Values["raw_mb_s"+v.suffix] = r.Median
 	}
 	res.Tables = append(res.Tables, t)
 	return nil

@@ -7,6 +7,7 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
+	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
@@ -51,36 +52,46 @@ func (b *temporalBill) perGeneration() float64 {
 // and counts its history.
 func countTemporalBill(ctx context.Context, c client.Client, query string) (*temporalBill, error) {
 	b := &temporalBill{byType: map[string]*actioncount.Cost{}}
-	var token []byte
-	for {
-		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query, PageSize: 1000, NextPageToken: token})
+	err := listWorkflows(ctx, c, query, func(e *workflowpb.WorkflowExecutionInfo) error {
+		id, runID, typ := e.GetExecution().GetWorkflowId(), e.GetExecution().GetRunId(), e.GetType().GetName()
+		events, err := actioncount.History(ctx, c, id, runID)
 		if err != nil {
-			return nil, fmt.Errorf("list workflows (%s): %w", query, err)
+			return fmt.Errorf("history of %s/%s: %w", id, runID, err)
 		}
-		for _, e := range resp.GetExecutions() {
-			id, runID, typ := e.GetExecution().GetWorkflowId(), e.GetExecution().GetRunId(), e.GetType().GetName()
-			events, err := actioncount.History(ctx, c, id, runID)
-			if err != nil {
-				return nil, fmt.Errorf("history of %s/%s: %w", id, runID, err)
-			}
-			cost := actioncount.Events(events)
-			if b.byType[typ] == nil {
-				b.byType[typ] = &actioncount.Cost{}
-			}
-			b.byType[typ].Add(cost)
-			if _, ok := e.GetSearchAttributes().GetIndexedFields()[scheduledByAttribute]; ok {
-				b.scheduled++
-			}
-			if typ != contract.MergeWalWorkflow {
-				continue
-			}
+		if b.byType[typ] == nil {
+			b.byType[typ] = &actioncount.Cost{}
+		}
+		b.byType[typ].Add(actioncount.Events(events))
+		if _, ok := e.GetSearchAttributes().GetIndexedFields()[scheduledByAttribute]; ok {
+			b.scheduled++
+		}
+		if typ == contract.MergeWalWorkflow {
 			b.reclaimed += committedGenerations(events)
 			if e.GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 				b.openMerges++
 			}
 		}
+		return nil
+	})
+	return b, err
+}
+
+// listWorkflows calls f on every run visibility lists for query, page by page, until f
+// fails.
+func listWorkflows(ctx context.Context, c client.Client, query string, f func(*workflowpb.WorkflowExecutionInfo) error) error {
+	var token []byte
+	for {
+		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query, PageSize: 1000, NextPageToken: token})
+		if err != nil {
+			return fmt.Errorf("list workflows (%s): %w", query, err)
+		}
+		for _, e := range resp.GetExecutions() {
+			if err := f(e); err != nil {
+				return err
+			}
+		}
 		if token = resp.GetNextPageToken(); len(token) == 0 {
-			return b, nil
+			return nil
 		}
 	}
 }

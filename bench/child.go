@@ -54,14 +54,23 @@ func runChildWorker(ctx context.Context, o Options, cfg worker.Config, logger *z
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		stop()
 	}()
+	return worker.Run(ctx, cfg, logger, c, func(w *worker.Worker) {
+		_ = o.childPrint(ready(w))
+	})
+}
+
+// childPrint writes v as one JSON line to the parent (o.ChildOut, or stdout).
+func (o Options) childPrint(v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
 	out := o.ChildOut
 	if out == nil {
 		out = os.Stdout
 	}
-	return worker.Run(ctx, cfg, logger, c, func(w *worker.Worker) {
-		raw, _ := json.Marshal(ready(w))
-		fmt.Fprintf(out, "%s\n", raw)
-	})
+	_, err = fmt.Fprintf(out, "%s\n", raw)
+	return err
 }
 
 // procStatusOf reads a "kB" field of /proc/<pid>/status in bytes (0 if unavailable).

@@ -6,6 +6,8 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+
+	"github.com/walkeeper/walkeeper/internal/actioncount"
 )
 
 // mergeWaits is where one MergeWal run's time went, read from its history: how long its
@@ -30,12 +32,11 @@ func waitsOf(ctx context.Context, c client.Client, id string) (mergeWaits, error
 	scheduled := map[int64]time.Time{}
 	var first, last time.Time
 	tasks := 0
-	it := c.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	for it.HasNext() {
-		ev, err := it.Next()
-		if err != nil {
-			return w, err
-		}
+	events, err := actioncount.History(ctx, c, id, "")
+	if err != nil {
+		return w, err
+	}
+	for _, ev := range events {
 		at := ev.GetEventTime().AsTime()
 		if first.IsZero() {
 			first = at

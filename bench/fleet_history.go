@@ -7,8 +7,7 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
-	historypb "go.temporal.io/api/history/v1"
-	"go.temporal.io/api/workflowservice/v1"
+	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/sdk/client"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/protobuf/proto"
@@ -90,15 +89,12 @@ func historyOf(ctx context.Context, c client.Client, id, runID string) (sweepHis
 	launches := 0
 	started := map[int64]time.Time{} // StartWorkflows: scheduled event ID -> started
 	var batchTotal time.Duration
-	var events []*historypb.HistoryEvent
-	it := c.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	for it.HasNext() {
-		ev, err := it.Next()
-		if err != nil {
-			return h, err
-		}
-		events = append(events, ev)
-		h.events++
+	events, err := actioncount.History(ctx, c, id, runID)
+	if err != nil {
+		return h, err
+	}
+	h.events = len(events)
+	for _, ev := range events {
 		h.largest = max(h.largest, proto.Size(ev))
 		at := ev.GetEventTime().AsTime()
 		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil {
@@ -159,21 +155,13 @@ func timeToMerge(ctx context.Context, c client.Client, since time.Time, planted 
 	deadline := time.Now().Add(wait)
 	for {
 		starts := map[string]time.Time{}
-		var token []byte
-		for {
-			resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-				Query:         fmt.Sprintf("WorkflowType = '%s' AND StartTime >= '%s'", contract.MergeWalWorkflow, since.UTC().Format(time.RFC3339Nano)),
-				NextPageToken: token,
-			})
-			if err != nil {
-				return 0, 0, err
-			}
-			for _, e := range resp.GetExecutions() {
+		err := listWorkflows(ctx, c, fmt.Sprintf("WorkflowType = '%s' AND StartTime >= '%s'", contract.MergeWalWorkflow, since.UTC().Format(time.RFC3339Nano)),
+			func(e *workflowpb.WorkflowExecutionInfo) error {
 				starts[e.GetExecution().GetWorkflowId()] = e.GetStartTime().AsTime()
-			}
-			if token = resp.GetNextPageToken(); len(token) == 0 {
-				break
-			}
+				return nil
+			})
+		if err != nil {
+			return 0, 0, err
 		}
 		n, worst := 0, time.Duration(0)
 		for t, at := range planted {
@@ -199,32 +187,21 @@ func timeToMerge(ctx context.Context, c client.Client, since time.Time, planted 
 // terminateMerges ends the MergeWal runs this fleet's sweep started, so the next fleet's
 // sweep is measured alone.
 func terminateMerges(ctx context.Context, c client.Client, since time.Time, prefix string) {
-	var token []byte
-	for {
-		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-			Query:         fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus = 'Running' AND StartTime >= '%s'", contract.MergeWalWorkflow, since.UTC().Format(time.RFC3339Nano)),
-			NextPageToken: token,
-		})
-		if err != nil {
-			return
-		}
-		// Up to 32 at once: one at a time, the 10,000 merges of a 1M-store fleet took
-		// longer to terminate than to start.
-		var g errgroup.Group
-		g.SetLimit(32)
-		for _, e := range resp.GetExecutions() {
+	// Up to 32 at once: one at a time, terminating the 10,000 merges of a 1M-store fleet took
+	// longer than starting them.
+	var g errgroup.Group
+	g.SetLimit(32)
+	_ = listWorkflows(ctx, c, fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus = 'Running' AND StartTime >= '%s'", contract.MergeWalWorkflow, since.UTC().Format(time.RFC3339Nano)),
+		func(e *workflowpb.WorkflowExecutionInfo) error {
 			if id := e.GetExecution().GetWorkflowId(); strings.Contains(id, "/"+prefix) {
 				g.Go(func() error {
 					_ = c.TerminateWorkflow(context.WithoutCancel(ctx), id, e.GetExecution().GetRunId(), "fleet bench: next fleet")
 					return nil
 				})
 			}
-		}
-		_ = g.Wait()
-		if token = resp.GetNextPageToken(); len(token) == 0 {
-			return
-		}
-	}
+			return nil
+		})
+	_ = g.Wait()
 }
 
 func firstLine(s string) string {

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -145,13 +144,7 @@ func memoryChild(ctx context.Context, o Options) error {
 		Prepared: done, Bytes: bytesRead, Elapsed: time.Since(start).Seconds(), MaxWaiting: int(maxWaiting.Load()),
 		GoMemLimit: os.Getenv("GOMEMLIMIT"), Busy: busy,
 	}
-	raw, _ := json.Marshal(out)
-	w := o.ChildOut
-	if w == nil {
-		w = os.Stdout
-	}
-	_, err = fmt.Fprintf(w, "%s\n", raw)
-	return err
+	return o.childPrint(out)
 }
 
 // writeProfile writes the runtime profile name to path (best effort: a diagnostic).

@@ -18,7 +18,7 @@ import (
 // stops gracefully when its stdin closes. The scenarios that measure a worker's RSS
 // (fleet-worker, hostile) run it so that the RSS is the worker's alone.
 type workerChild struct {
-	pid int
+	proc *os.Process
 	// ready is the child's ready line (JSON).
 	ready  []byte
 	stdin  io.WriteCloser
@@ -50,7 +50,7 @@ func startWorkerChild(ctx context.Context, o Options, scenario, env string, para
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	ch.pid = cmd.Process.Pid
+	ch.proc = cmd.Process
 	ready := make(chan []byte, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -84,14 +84,14 @@ func startWorkerChild(ctx context.Context, o Options, scenario, env string, para
 
 // resetPeak resets the child's VmHWM to its current RSS and returns that RSS.
 func (c *workerChild) resetPeak() int64 {
-	resetPeakRSSOf(c.pid)
+	resetPeakRSSOf(c.proc.Pid)
 	return c.rss()
 }
 
 // peak is the child's VmHWM: its largest RSS since start or the last resetPeak.
-func (c *workerChild) peak() int64 { return procStatusOf(c.pid, "VmHWM") }
+func (c *workerChild) peak() int64 { return procStatusOf(c.proc.Pid, "VmHWM") }
 
-func (c *workerChild) rss() int64 { return procStatusOf(c.pid, "VmRSS") }
+func (c *workerChild) rss() int64 { return procStatusOf(c.proc.Pid, "VmRSS") }
 
 // exited reports whether the child has exited.
 func (c *workerChild) exited() bool {
@@ -111,7 +111,7 @@ func (c *workerChild) stop() {
 		select {
 		case <-c.done:
 		case <-time.After(time.Minute):
-			c.signalKill()
+			_ = c.proc.Kill()
 			<-c.done
 		}
 	})
@@ -120,13 +120,7 @@ func (c *workerChild) stop() {
 // kill ends the child at once and waits for it.
 func (c *workerChild) kill() {
 	c.once.Do(func() {
-		c.signalKill()
+		_ = c.proc.Kill()
 		<-c.done
 	})
-}
-
-func (c *workerChild) signalKill() {
-	if p, err := os.FindProcess(c.pid); err == nil {
-		_ = p.Kill()
-	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -248,7 +249,7 @@ func fairnessTargets(res *Result, servers []fairnessServer, rounds map[string][]
 		worstDev := 0.0
 		for _, k := range store.Kinds {
 			want := fairnessShareWeights.Weight(k) / weights
-			worstDev = max(worstDev, abs(s[k]/max(total, 1)-want)/want)
+			worstDev = max(worstDev, math.Abs(s[k]/max(total, 1)-want)/want)
 		}
 		res.Values["share_worst_deviation_"+fmt.Sprint(srv.cluster)] = worstDev
 		res.target(srv.name+": each kind's share of completed activities, all kinds saturated", "within ±10 % of its weight's share",
@@ -296,13 +297,6 @@ func drainRate(rounds []fairnessRound) float64 {
 		took += rd.drain
 	}
 	return float64(merges) / max(took.Seconds(), 1e-9)
-}
-
-func abs(x float64) float64 {
-	if x < 0 {
-		return -x
-	}
-	return x
 }
 
 // fairnessSide is one server of the comparison with its worker.

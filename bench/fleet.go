@@ -51,9 +51,9 @@ const (
 	listPageKeys    = 1000 // an object store's list page (S3 ListObjectsV2 MaxKeys)
 )
 
-// discoveryActivities are the activities whose completion ends a sweep's discovery step
-// (its storage requests are counted up to there; the starts that follow make none).
-var discoveryActivities = map[string]bool{contract.ScanDemandActivity: true}
+// discoveryActivity is the activity whose completion ends a sweep's discovery step (its
+// storage requests are counted up to there; the starts that follow make none).
+const discoveryActivity = contract.ScanDemandActivity
 
 // fleetSample is one sweep over one fleet.
 type fleetSample struct {

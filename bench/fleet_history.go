@@ -38,7 +38,7 @@ func watchSweep(ctx context.Context, c client.Client, id, runID string, budget t
 			return w
 		}
 		for _, pa := range d.GetPendingActivities() {
-			if !discoveryActivities[pa.GetActivityType().GetName()] {
+			if pa.GetActivityType().GetName() != discoveryActivity {
 				continue
 			}
 			w.heartbeat = max(w.heartbeat, proto.Size(pa.GetHeartbeatDetails()))
@@ -122,7 +122,7 @@ func historyOf(ctx context.Context, c client.Client, id, runID string) (sweepHis
 		case ev.GetActivityTaskTimedOutEventAttributes() != nil:
 			sched = ev.GetActivityTaskTimedOutEventAttributes().GetScheduledEventId()
 		}
-		if sched != 0 && discoveryActivities[types[sched]] {
+		if sched != 0 && types[sched] == discoveryActivity {
 			lastDiscovery = at
 			h.pages++
 		}

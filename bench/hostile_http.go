@@ -97,26 +97,13 @@ func (c *hostileClient) do(ctx context.Context, method, path string, body []byte
 	return a, raw
 }
 
-// errorCode reads the error code of an error body in either shape the worker has used:
-// {"code":"…","error":"…"} or {"error":{"code":"…","message":"…"}}.
+// errorCode reads the code of an error body, {"code":"…","error":"…"}.
 func errorCode(body []byte) string {
-	var flat struct {
-		Code  string          `json:"code"`
-		Error json.RawMessage `json:"error"`
-	}
-	if json.Unmarshal(body, &flat) != nil {
-		return ""
-	}
-	if flat.Code != "" {
-		return flat.Code
-	}
-	var nested struct {
+	var e struct {
 		Code string `json:"code"`
 	}
-	if json.Unmarshal(flat.Error, &nested) == nil {
-		return nested.Code
-	}
-	return ""
+	_ = json.Unmarshal(body, &e)
+	return e.Code
 }
 
 // createStore creates generic store name with fields (each {"name","type"[,"nullable"]}).

@@ -115,8 +115,8 @@ func wideRowsBody(size, first int) ([]byte, int) {
 }
 
 // hostileBigValues: rows of large text made of '<', which an HTML-escaping encoder sends back
-// six times as large, appended a few per request, then one List asking for all of them
-// (following next until the end, so both a paging build and one that is not return them all).
+// six times as large, appended a few per request, then one List asking for all of them,
+// following next until the end.
 func hostileBigValues(ctx context.Context, w *hostileWorker) ([]hostileCase, error) {
 	fields := []map[string]any{{"name": "id", "type": "string"}, {"name": "text", "type": "string"}}
 	if err := w.client.createStore(ctx, "big", fields); err != nil {

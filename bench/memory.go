@@ -185,18 +185,7 @@ func runMemoryReads(ctx context.Context, o Options, res *Result, dir string) err
 	}
 	url := fileURL(filepath.Join(dir, "reads"), true)
 	o.progressf("memory: writing %d generations of %d rows for the read test", gens, rows)
-	db, err := store.OpenDB(ctx, url, storeOptions("writer", o.logger()))
-	if err != nil {
-		return err
-	}
-	s, err := createGeneric(ctx, db, "reads")
-	if err != nil {
-		return err
-	}
-	if err := writeGenerations(ctx, s, gens, rows, payload, gens*rows/2, 0); err != nil {
-		return err
-	}
-	if err := db.Close(ctx); err != nil {
+	if _, err := writeStore(ctx, o, url, "writer", "reads", gens, rows, payload, gens*rows/2, 0); err != nil {
 		return err
 	}
 	rt := Table{Title: fmt.Sprintf("Reads: %d concurrent Lists (limit 100) over %d pending generations (%d MiB), cache off: peak RSS of the child (VmHWM)", lists, gens, int64(gens*rows*payload)>>20),
@@ -246,25 +235,17 @@ func runMemoryReads(ctx context.Context, o Options, res *Result, dir string) err
 // writeMemoryStores writes one store per request, 4 generations of budget/8 each (the 4th
 // reaches budget/2), and returns their names.
 func writeMemoryStores(ctx context.Context, o Options, url string, requests int, budget int64) ([]string, error) {
-	db, err := store.OpenDB(ctx, url, storeOptions("writer", o.logger()))
-	if err != nil {
-		return nil, err
-	}
 	const payload = 4 << 10
 	rowsPerGen := int(budget/8) / payload
 	var names []string
 	for i := 0; i < requests; i++ {
 		name := fmt.Sprintf("mem%02d", i)
-		s, err := createGeneric(ctx, db, name)
-		if err != nil {
-			return nil, err
-		}
-		if err := writeGenerations(ctx, s, 4, rowsPerGen, payload, 1<<30, int64(i)<<32); err != nil {
+		if _, err := writeStore(ctx, o, url, "writer", name, 4, rowsPerGen, payload, 1<<30, int64(i)<<32); err != nil {
 			return nil, err
 		}
 		names = append(names, name)
 	}
-	return names, db.Close(ctx)
+	return names, nil
 }
 
 // memoryRuns are the repetitions of one child configuration.

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -103,6 +104,20 @@ func writeGenerations(ctx context.Context, s *store.Store, gens, rows, payload, 
 		}
 	}
 	return nil
+}
+
+// writeStore creates generic store name on url as writer instance, writes gens
+// generations to it (writeGenerations) and closes the writer; it returns the writer's shard.
+func writeStore(ctx context.Context, o Options, url, instance, name string, gens, rows, payload, keySpace int, seed int64) (string, error) {
+	db, err := store.OpenDB(ctx, url, storeOptions(instance, o.logger()))
+	if err != nil {
+		return "", err
+	}
+	s, err := createGeneric(ctx, db, name)
+	if err == nil {
+		err = writeGenerations(ctx, s, gens, rows, payload, keySpace, seed)
+	}
+	return db.Shard(), errors.Join(err, db.Close(ctx))
 }
 
 // memURL returns a fresh mem:// URL (mem buckets live for the whole process).

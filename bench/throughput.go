@@ -43,19 +43,8 @@ func mergeThroughput(ctx context.Context, o Options, res *Result, dir string) er
 		for rep := 0; rep < o.reps(); rep++ {
 			root := filepath.Join(dir, fmt.Sprintf("%s-rep%d", v.suffix, rep))
 			url := fileURL(root, false)
-			w, err := store.OpenDB(ctx, url, storeOptions("writer", o.logger()))
+			shard, err := writeStore(ctx, o, url, "writer", "tp", gens, rowsPerGen, payload, 1<<30, 0)
 			if err != nil {
-				return err
-			}
-			s, err := createGeneric(ctx, w, "tp")
-			if err != nil {
-				return err
-			}
-			if err := writeGenerations(ctx, s, gens, rowsPerGen, payload, 1<<30, 0); err != nil {
-				return err
-			}
-			shard := w.Shard()
-			if err := w.Close(ctx); err != nil {
 				return err
 			}
 			var files []string
@@ -115,7 +104,7 @@ func mergeThroughput(ctx context.Context, o Options, res *Result, dir string) er
 					return 0, 0, err
 				}
 				defer m.Close(context.WithoutCancel(ctx))
-				ms, err := m.Open(ctx, s.Target())
+				ms, err := m.Open(ctx, store.Target{Kind: store.KindGeneric, Name: "tp"})
 				if err != nil {
 					return 0, 0, err
 				}

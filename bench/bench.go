@@ -264,6 +264,12 @@ type Scenario struct {
 	Run   func(ctx context.Context, o Options) (*Result, error)
 }
 
+// childHalves are the halves the scenarios measured in a process of their own run in the
+// child process (Options.Child; bench/child.go).
+var childHalves = map[string]func(ctx context.Context, o Options) error{
+	"memory": memoryChild, "fleet-worker": fleetWorkerChild, "hostile": hostileChild,
+}
+
 // measured is a scenario that writes stores, run in the frame those scenarios share: a Result
 // named after the scenario whose first parameter is the number of repetitions, and a work
 // directory of its own, removed when body returns. body measures and records into res.
@@ -289,7 +295,7 @@ var Scenarios = []Scenario{
 	measured("commit-lock", "commit write-lock hold p50/p99 for 64 KiB, 1 MiB and 64 MiB merges on file:// and mem://", commitLock),
 	measured("append-latency", "append latency p50/p99 with merges running vs idle", appendLatency),
 	measured("merge-throughput", "merge throughput (MB/s of generations) vs raw I/O of the same bytes", mergeThroughput),
-	{"memory", "peak RSS of a child process: 12 concurrent merges of half the budget each (32 MiB, 128 MiB, 1 GiB), and 16 concurrent Lists over 2,000 pending generations", RunMemory},
+	measured("memory", "peak RSS of a child process: 12 concurrent merges of half the budget each (32 MiB, 128 MiB, 1 GiB), and 16 concurrent Lists over 2,000 pending generations", runMemory),
 	measured("parallel-prepare", "prepare of 4 shards in parallel vs serially", parallelPrepare),
 	measured("temporal-overhead", "merges/s through MergeWal workflows vs a direct loop; time to sweep 1,000 idle stores", temporalOverhead),
 	{"fleet", "one MaintenanceSweep over 10k and 100k registered stores (1% in debt, 10 ms/request) through the demand index", RunFleet},
@@ -316,6 +322,14 @@ func Run(ctx context.Context, name string, o Options) (*Result, error) {
 	sc, ok := Lookup(name)
 	if !ok {
 		return nil, fmt.Errorf("unknown scenario %q", name)
+	}
+	if child := childHalves[name]; child != nil {
+		if o.Child {
+			return nil, child(ctx, o)
+		}
+		if o.Reexec == nil {
+			return nil, fmt.Errorf("%s: needs a child process (Options.Reexec; run it through walkeeper-bench)", name)
+		}
 	}
 	if o.OutDir == "" && !o.Child {
 		d, err := os.MkdirTemp("", "walkeeper-bench-out-")

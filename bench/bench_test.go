@@ -384,12 +384,12 @@ func TestFleetReport(t *testing.T) {
 	res := newResult("fleet", o)
 	slow := fleetVariant{Concurrency: 16, Batch: 16}
 	samples := []fleetSample{
-		{Stores: 100, Debt: 1, Variant: slow, Duration: time.Second, Requests: 504, Events: 30, Started: 1, TTM: time.Second},
-		{Stores: 100, Debt: 1, Duration: time.Second, Requests: 3, Events: 30, Started: 1, TTM: time.Second},
+		{Stores: 100, Debt: 1, Variant: slow, Duration: time.Second, Requests: 504, sweepHistory: sweepHistory{events: 30}, Started: 1, TTM: time.Second},
+		{Stores: 100, Debt: 1, Duration: time.Second, Requests: 3, sweepHistory: sweepHistory{events: 30}, Started: 1, TTM: time.Second},
 		{Stores: 1000, Debt: 10, Variant: slow, Duration: 2 * time.Second, Requests: 5040, Failed: "failed: too big", LargestPayload: 5 << 20},
-		{Stores: 1000, Debt: 10, Duration: time.Second, Requests: 3, Events: 40, Started: 10, TTM: 2 * time.Second},
+		{Stores: 1000, Debt: 10, Duration: time.Second, Requests: 3, sweepHistory: sweepHistory{events: 40}, Started: 10, TTM: 2 * time.Second},
 		{Stores: 1000, Debt: 1, FixedDebt: true, Variant: slow, Duration: 2 * time.Second, Requests: 5004, Failed: "failed: too big"},
-		{Stores: 1000, Debt: 1, FixedDebt: true, Duration: time.Second, Requests: 3, Events: 30, Started: 1, TTM: time.Second},
+		{Stores: 1000, Debt: 1, FixedDebt: true, Duration: time.Second, Requests: 3, sweepHistory: sweepHistory{events: 30}, Started: 1, TTM: time.Second},
 	}
 	fleetReport(res, o, []int{100, 1000}, samples)
 	if len(res.Tables) != 2 || !strings.Contains(res.Tables[0].Title, `"demand 16/16"`) || !strings.Contains(res.Tables[1].Title, `"demand"`) {

@@ -73,45 +73,30 @@ type fleetSample struct {
 	// stores (activities of its terminated MergeWal runs still dispatched to this fleet's
 	// workers), left out of Requests.
 	OtherFleets int64
-	// LargestEvent is the largest event of the sweep's history (proto bytes: the largest
-	// activity input/result/failure, workflow input/result); LargestHeartbeat the largest
-	// heartbeat details seen while it ran.
-	LargestEvent, LargestHeartbeat int
-	// LargestPayload is the largest payload the SDK warned about uploading (> 512 KiB), 0 if
+	// LargestHeartbeat is the largest heartbeat details seen while the sweep ran;
+	// LargestPayload the largest payload the SDK warned about uploading (> 512 KiB), 0 if
 	// none.
-	LargestPayload    int
-	Events            int
-	RSSStart, RSSPeak int64
+	LargestHeartbeat, LargestPayload int
+	RSSStart, RSSPeak                int64
 	// DiscoveryAlloc is the bytes the process allocated from the sweep's start to the end of
 	// its discovery (runtime/metrics /gc/heap/allocs:bytes): an upper bound on what any one
 	// worker can hold for discovery, whatever the GC's pacing (see allocSampler).
 	DiscoveryAlloc int64
 	// TTM is the longest time from a store's debt being planted to its MergeWal start;
-	// Merged counts the indebted stores whose MergeWal started, of Debt.
+	// Started counts the indebted stores whose MergeWal started, of Debt.
 	TTM     time.Duration
 	Started int
-	Scanned int
-	// Pages counts the sweep's ScanDemand activities. Batches counts its
-	// StartWorkflows activities, BatchTime their mean time from start to close, and StartSpan
-	// the time from the first one's start to the last one's close: Started / StartSpan is
-	// the start rate the sweep got from Temporal.
-	Pages, Batches int
-	// Actions is the sweep's billable Temporal actions (its history) plus one per MergeWal
-	// it started (each start is billed in the started run's history).
-	Actions   int
-	BatchTime time.Duration
-	StartSpan time.Duration
-	// LaunchGap is the mean time between two consecutive StartWorkflows launches (scheduled
-	// events): StartSpacing when the cadence holds, more when workflow tasks run late.
-	LaunchGap time.Duration
+	// sweepHistory is what the sweep's history shows; its actions also count one per
+	// MergeWal the sweep started (each start is billed in the started run's history).
+	sweepHistory
 }
 
 // startRate is the starts per second over the sweep's start span (0 without starts).
 func (s fleetSample) startRate() float64 {
-	if s.StartSpan <= 0 {
+	if s.startSpan <= 0 {
 		return 0
 	}
-	return float64(s.Started) / s.StartSpan.Seconds()
+	return float64(s.Started) / s.startSpan.Seconds()
 }
 
 func (s fleetSample) rssGrowth() int64 { return max(s.RSSPeak-s.RSSStart, 0) }
@@ -208,7 +193,7 @@ func (s fleetSample) summary() string {
 		return fmt.Sprintf("FAILED (%s) after %s, %d requests", s.Failed, fmtDur(s.Duration), s.Requests)
 	}
 	return fmt.Sprintf("sweep %s, %d requests (%d of earlier fleets left out), largest event %d B, %d events (%d pages, %d batches of mean %s launched %s apart), RSS +%.0f MiB, %d/%d started (%.1f/s), time-to-merge %s",
-		fmtDur(s.Duration), s.Requests, s.OtherFleets, s.LargestEvent, s.Events, s.Pages, s.Batches, fmtDur(s.BatchTime), fmtDur(s.LaunchGap), mib(s.rssGrowth()), s.Started, s.Debt, s.startRate(), fmtDur(s.TTM))
+		fmtDur(s.Duration), s.Requests, s.OtherFleets, s.largest, s.events, s.pages, s.batches, fmtDur(s.batchTime), fmtDur(s.launchGap), mib(s.rssGrowth()), s.Started, s.Debt, s.startRate(), fmtDur(s.TTM))
 }
 
 func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun) (fleetSample, error) {
@@ -307,14 +292,12 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 			// The sweep "succeeds" with the kind's scan failed: nothing of that kind starts.
 			s.Failed = "failed: scan error " + firstLine(out.ScanErrors[0])
 		}
-		s.Scanned = out.Scanned
 	}
 	h, err := historyOf(ctx, tenv.client, sweepID, run.GetRunID())
 	if err != nil {
 		return s, err
 	}
-	s.Events, s.LargestEvent = h.events, h.largest
-	s.Pages, s.Batches, s.BatchTime, s.StartSpan, s.LaunchGap = h.pages, h.batches, h.batchTime, h.startSpan, h.launchGap
+	s.sweepHistory = h
 	// Count up to the end of discovery (a failed sweep: up to when it was stopped): every
 	// request until the first start, then only the listings of the demand index (the paged
 	// sweep lists its later pages while its first starts run; the MergeWal runs they start
@@ -347,7 +330,7 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 	if err != nil {
 		return s, err
 	}
-	s.Actions = h.actions + s.Started
+	s.actions += s.Started
 	terminateMerges(ctx, tenv.client, start, prefix)
 	for _, n := range nodes {
 		n.stop(ctx)

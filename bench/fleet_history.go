@@ -62,10 +62,13 @@ func watchSweep(ctx context.Context, c client.Client, id, runID string, budget t
 
 // sweepHistory is what a sweep's history shows.
 type sweepHistory struct {
+	// events counts the history's events; largest is the largest one (proto bytes: the
+	// largest activity input/result/failure, workflow input/result).
 	events, largest int
 	// pages counts the discovery activities, batches the StartWorkflows ones (closed),
 	// batchTime their mean start-to-close time and startSpan the first one's start to the
-	// last one's close.
+	// last one's close (Started / startSpan is the start rate the sweep got), launchGap the
+	// mean time between two launches: StartSpacing when the cadence holds.
 	pages, batches int
 	batchTime      time.Duration
 	startSpan      time.Duration

@@ -80,11 +80,11 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 			res.Values[key+"rss_growth_mib"] = a.rss.Median
 			res.Values[key+"discovery_alloc_mib"] = a.alloc.Median
 			res.Values[key+"debt"] = float64(a.debt)
-			res.Values[key+"pages"] = float64(a.last.Pages)
-			res.Values[key+"start_batches"] = float64(a.last.Batches)
+			res.Values[key+"pages"] = float64(a.last.pages)
+			res.Values[key+"start_batches"] = float64(a.last.batches)
 			res.Values[key+"start_rate"] = a.last.startRate()
-			res.Values[key+"launch_gap_s"] = a.last.LaunchGap.Seconds()
-			res.Values[key+"actions"] = float64(a.last.Actions)
+			res.Values[key+"launch_gap_s"] = a.last.launchGap.Seconds()
+			res.Values[key+"actions"] = float64(a.last.actions)
 			ttm := "-"
 			res.Values[key+"started"] = float64(a.started)
 			res.Values[key+"largest_payload_bytes"] = a.payload
@@ -94,10 +94,10 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 			}
 			t.Rows = append(t.Rows, []string{fmt.Sprint(k.stores), debt, outcome, a.dur.fmt("%.1f") + " s", a.req.fmt("%.0f"),
 				fmtOps(a.byOp), a.ev.fmt("%.0f"), fmt.Sprintf("%.0f", a.hb), a.events.fmt("%.0f"),
-				fmt.Sprintf("%d / %d (%s, %s)", a.last.Pages, a.last.Batches, fmtDur(a.last.BatchTime), fmtDur(a.last.LaunchGap)), a.alloc.fmt("%.1f"), a.rss.fmt("%.1f"),
+				fmt.Sprintf("%d / %d (%s, %s)", a.last.pages, a.last.batches, fmtDur(a.last.batchTime), fmtDur(a.last.launchGap)), a.alloc.fmt("%.1f"), a.rss.fmt("%.1f"),
 				fmt.Sprintf("%d/%d", a.started, a.debt), fmt.Sprintf("%.1f", a.last.startRate()), ttm,
-				fmt.Sprintf("%d (%.2f; $%.4f)", a.last.Actions, 1000*float64(a.last.Actions)/float64(k.stores),
-					float64(a.last.Actions)*actioncount.ListPriceUSDPerMillion/1e6)})
+				fmt.Sprintf("%d (%.2f; $%.4f)", a.last.actions, 1000*float64(a.last.actions)/float64(k.stores),
+					float64(a.last.actions)*actioncount.ListPriceUSDPerMillion/1e6)})
 		}
 		if len(t.Rows) > 0 {
 			res.Tables = append(res.Tables, t)
@@ -231,7 +231,7 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 	plotOne("fleet-time-to-merge.png", "Debt planted to MergeWal start (max; finished sweeps)", "seconds", false, false, false, func(a *fleetAgg) float64 { return a.ttm.Median })
 	var rows [][]any
 	for _, s := range samples {
-		rows = append(rows, []any{s.Variant.String(), s.Stores, s.Debt, s.FixedDebt, strings.ReplaceAll(s.Failed, ",", ";"), s.Duration.Seconds(), s.Requests, s.LargestEvent, s.LargestHeartbeat, s.Events, mib(s.rssGrowth()), s.Started, s.TTM.Seconds(), s.LargestPayload, mib(s.DiscoveryAlloc)})
+		rows = append(rows, []any{s.Variant.String(), s.Stores, s.Debt, s.FixedDebt, strings.ReplaceAll(s.Failed, ",", ";"), s.Duration.Seconds(), s.Requests, s.largest, s.LargestHeartbeat, s.events, mib(s.rssGrowth()), s.Started, s.TTM.Seconds(), s.LargestPayload, mib(s.DiscoveryAlloc)})
 	}
 	p := filepath.Join(o.OutDir, "fleet.csv")
 	if err := writeCSV(p, []string{"variant", "stores", "debt", "fixed_debt", "failed", "sweep_s", "requests", "largest_event_bytes", "largest_heartbeat_bytes", "history_events", "rss_growth_mib", "started", "ttm_s", "largest_payload_bytes", "discovery_alloc_mib"}, rows); err == nil {
@@ -293,8 +293,8 @@ func (a *fleetAgg) finish() {
 		}
 		dur = append(dur, s.Duration.Seconds())
 		req = append(req, float64(s.Requests))
-		ev = append(ev, float64(s.LargestEvent))
-		events = append(events, float64(s.Events))
+		ev = append(ev, float64(s.largest))
+		events = append(events, float64(s.events))
 		rss = append(rss, mib(s.rssGrowth()))
 		alloc = append(alloc, mib(s.DiscoveryAlloc))
 		ttm = append(ttm, s.TTM.Seconds())

@@ -72,12 +72,6 @@ func (s fleetWorkerSample) reconcileGrowth() int64 {
 
 // RunFleetWorker is the fleet-worker scenario.
 func RunFleetWorker(ctx context.Context, o Options) (*Result, error) {
-	if o.Child {
-		return nil, fleetWorkerChild(ctx, o)
-	}
-	if o.Reexec == nil {
-		return nil, errors.New("fleet-worker: needs a child process (run it through walkeeper-bench)")
-	}
 	res := newResult("fleet-worker", o)
 	sizes, err := fleetSizes(o, "fleet-worker", []int{10_000, 1_000_000}, fleetWorkerDebt)
 	if err != nil {

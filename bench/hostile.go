@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -83,12 +82,6 @@ func hostileSizesFor(o Options) hostileSizes {
 
 // RunHostile is the hostile scenario.
 func RunHostile(ctx context.Context, o Options) (*Result, error) {
-	if o.Child {
-		return nil, hostileChild(ctx, o)
-	}
-	if o.Reexec == nil {
-		return nil, errors.New("hostile: needs a child process (run it through walkeeper-bench)")
-	}
 	res := newResult("hostile", o)
 	sz := hostileSizesFor(o)
 	res.param("worker", "one child process per case, worker.Run without Temporal (HTTP-only), the build's defaults")

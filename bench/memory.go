@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -14,7 +13,7 @@ import (
 	"github.com/walkeeper/walkeeper/store"
 )
 
-// MemoryChildEnv carries the child's parameters (JSON) from RunMemory to the child process.
+// MemoryChildEnv carries the child's parameters (JSON) from runMemory to the child process.
 const MemoryChildEnv = "WALKEEPER_BENCH_MEMORY_CHILD"
 
 type memoryChildParams struct {
@@ -68,7 +67,7 @@ func memoryPart(o Options, part string) bool {
 	return len(o.MemoryParts) == 0 || slices.Contains(o.MemoryParts, part)
 }
 
-// RunMemory measures peak RSS (VmHWM in /proc/self/status) of a child process against its
+// runMemory measures peak RSS (VmHWM in /proc/self/status) of a child process against its
 // RSS before the load, in two parts:
 //
 //   - merges: 12 concurrent merge requests, each sized half the process budget
@@ -79,44 +78,29 @@ func memoryPart(o Options, part string) bool {
 //     then aborts (prepare is where the memory is), so the data is reused by every run.
 //   - reads: 16 concurrent Lists over a store with 2,000 pending generations, the cache off,
 //     with and without a read budget. Target: growth ≤ read budget + 32 MiB.
-func RunMemory(ctx context.Context, o Options) (*Result, error) {
-	if o.Child {
-		return nil, memoryChild(ctx, o)
-	}
-	if o.Reexec == nil {
-		return nil, errors.New("memory: no way to start the child process (Options.Reexec is nil)")
-	}
-	res := newResult("memory", o)
+func runMemory(ctx context.Context, o Options, res *Result, dir string) error {
 	const requests = 12
 	budgets := memoryBudgets(o)
 	var names []string
 	for _, b := range budgets {
 		names = append(names, fmt.Sprintf("%d MiB", b>>20))
 	}
-	res.param("reps", o.reps())
 	res.param("budgets", strings.Join(names, ", "))
 	res.param("requests", requests)
 	res.param("request_size", "budget/2 (merge_max_bytes)")
-	dir, cleanup, err := o.workDir("memory")
-	if err != nil {
-		return nil, err
-	}
-	defer cleanup()
 
 	if memoryPart(o, "merges") {
 		if err := runMemoryMerges(ctx, o, res, dir, budgets, requests); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if memoryPart(o, "reads") {
-		if err := runMemoryReads(ctx, o, res, dir); err != nil {
-			return nil, err
-		}
+		return runMemoryReads(ctx, o, res, dir)
 	}
-	return res, nil
+	return nil
 }
 
-// runMemoryMerges is the merge part of RunMemory: requests concurrent prepares of budget/2
+// runMemoryMerges is the merge part of runMemory: requests concurrent prepares of budget/2
 // each, at each budget, in each child variant.
 func runMemoryMerges(ctx context.Context, o Options, res *Result, dir string, budgets []int64, requests int) error {
 	type variant struct {
@@ -173,7 +157,7 @@ func runMemoryMerges(ctx context.Context, o Options, res *Result, dir string, bu
 	return nil
 }
 
-// runMemoryReads is the read part of RunMemory.
+// runMemoryReads is the read part of runMemory.
 func runMemoryReads(ctx context.Context, o Options, res *Result, dir string) error {
 	// Reads: 16 concurrent Lists over 2,000 pending generations, at a read budget of each
 	// of the merge budgets.

@@ -136,27 +136,23 @@ func sampleReads(ctx context.Context, c *hostileClient, rng *rand.Rand, sz hosti
 	}
 	deadline := time.Now().Add(sz.sampleBudget)
 	var gets, lists []time.Duration
+	// sample times one read of path into took, or records it as failed.
+	sample := func(path string, took *[]time.Duration) {
+		var a answer
+		d := timed(func() { a, _ = c.do(ctx, http.MethodGet, path, nil) })
+		if a.ok() {
+			*took = append(*took, d)
+		} else {
+			failed = append(failed, a)
+		}
+	}
 	for i := 0; (i < sz.getSamples || len(lists) < sz.listPages) && time.Now().Before(deadline) && ctx.Err() == nil; i++ {
 		// Interleaved, so machine drift hits both alike.
 		if len(gets) < sz.getSamples {
-			path := fmt.Sprintf("%s/rows/a%07d", path, rng.IntN(hostileSeedRows))
-			var a answer
-			d := timed(func() { a, _ = c.do(ctx, http.MethodGet, path, nil) })
-			if a.ok() {
-				gets = append(gets, d)
-			} else {
-				failed = append(failed, a)
-			}
+			sample(fmt.Sprintf("%s/rows/a%07d", path, rng.IntN(hostileSeedRows)), &gets)
 		}
 		if len(lists) < sz.listPages && (i%max(sz.getSamples/sz.listPages, 1) == 0 || len(gets) >= sz.getSamples) {
-			path := fmt.Sprintf("%s/rows?limit=%d&after=a%07d", path, hostilePageRows, rng.IntN(hostileSeedRows-hostilePageRows))
-			var a answer
-			d := timed(func() { a, _ = c.do(ctx, http.MethodGet, path, nil) })
-			if a.ok() {
-				lists = append(lists, d)
-			} else {
-				failed = append(failed, a)
-			}
+			sample(fmt.Sprintf("%s/rows?limit=%d&after=a%07d", path, hostilePageRows, rng.IntN(hostileSeedRows-hostilePageRows)), &lists)
 		}
 	}
 	return summarize(gets), summarize(lists), failed

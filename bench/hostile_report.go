@@ -22,17 +22,20 @@ func hostileReport(res *Result, sz hostileSizes, mem *hostileMemory, lat *hostil
 		if c.Note != "" {
 			ans = strings.TrimPrefix(ans+"; "+c.Note, "; ")
 		}
-		peak, ratio := fmt.Sprintf("%.0f", mib(c.Peak)), fmt.Sprintf("%.2f", float64(c.Peak)/float64(max(mem.budget, 1)))
+		r := float64(c.Peak) / float64(max(mem.budget, 1))
+		peak, ratio := fmt.Sprintf("%.0f", mib(c.Peak)), fmt.Sprintf("%.2f", r)
+		measured := fmt.Sprintf("%.2f (%.0f of %.0f MiB)", r, mib(c.Peak), mib(mem.budget))
 		switch {
 		case c.Skipped:
 			peak, ratio = "—", "—"
+			measured = "not measured (worker killed earlier)"
 		case c.Killed:
 			peak = fmt.Sprintf("killed at > %s (%.0f)", fmtBytes(sz.rssGuard), mib(c.Peak))
 			ratio = "> " + ratio
+			measured = fmt.Sprintf("> %.2f (killed at > %s)", r, fmtBytes(sz.rssGuard))
 		}
 		mt.Rows = append(mt.Rows, []string{c.Name, c.Request, ans, fmt.Sprintf("%.0f", mib(c.RSSBefore)), peak,
 			fmt.Sprintf("%.0f", mib(c.growth())), ratio, fmtDur(c.Elapsed)})
-		r := float64(c.Peak) / float64(max(mem.budget, 1))
 		res.Values[c.Key+"_peak_mib"] = mib(c.Peak)
 		res.Values[c.Key+"_growth_mib"] = mib(c.growth())
 		res.Values[c.Key+"_ratio"] = r
@@ -44,13 +47,6 @@ func hostileReport(res *Result, sz hostileSizes, mem *hostileMemory, lat *hostil
 		res.Values[c.Key+"_seconds"] = c.Elapsed.Seconds()
 		for k, v := range c.Counts {
 			res.Values[c.Key+"_"+k] = v
-		}
-		measured := fmt.Sprintf("%.2f (%.0f of %.0f MiB)", r, mib(c.Peak), mib(mem.budget))
-		switch {
-		case c.Skipped:
-			measured = "not measured (worker killed earlier)"
-		case c.Killed:
-			measured = fmt.Sprintf("> %.2f (killed at > %s)", r, fmtBytes(sz.rssGuard))
 		}
 		res.target(c.Name+": peak RSS / budget sum", "≤ 1.00", measured, !c.Killed && !c.Skipped && r <= 1)
 	}

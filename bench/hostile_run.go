@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -97,11 +95,11 @@ func (w *hostileWorker) phase(ctx context.Context, key, name, request string, f 
 // rssGuard kills a child whose RSS passes limit: the machine's memory is shared, and a
 // worker without bounds reaches many GiB on the wide-row case.
 type rssGuard struct {
-	child      *workerChild
-	limit      int64
-	stop, done chan struct{}
-	peakAtKill atomic.Int64
-	once       sync.Once
+	stop context.CancelFunc
+	done chan struct{}
+	// peakAtKill is the peak RSS at which the guard killed the child (0 = it did not); read
+	// after done.
+	peakAtKill int64
 }
 
 // rssGuardPoll is how often the guard reads the child's RSS; at a few GiB/s of growth the
@@ -109,18 +107,19 @@ type rssGuard struct {
 const rssGuardPoll = 10 * time.Millisecond
 
 func guardRSS(c *workerChild, limit int64) *rssGuard {
-	g := &rssGuard{child: c, limit: limit, stop: make(chan struct{}), done: make(chan struct{})}
+	ctx, stop := context.WithCancel(context.Background())
+	g := &rssGuard{stop: stop, done: make(chan struct{})}
 	go func() {
 		defer close(g.done)
 		tk := time.NewTicker(rssGuardPoll)
 		defer tk.Stop()
 		for {
 			select {
-			case <-g.stop:
+			case <-ctx.Done():
 				return
 			case <-tk.C:
 				if c.rss() > limit {
-					g.peakAtKill.Store(max(c.peak(), c.rss()))
+					g.peakAtKill = max(c.peak(), c.rss())
 					c.kill()
 					return
 				}
@@ -132,7 +131,7 @@ func guardRSS(c *workerChild, limit int64) *rssGuard {
 
 // end stops the guard and returns the peak RSS at which it killed the child (0 = it did not).
 func (g *rssGuard) end() int64 {
-	g.once.Do(func() { close(g.stop) })
+	g.stop()
 	<-g.done
-	return g.peakAtKill.Load()
+	return g.peakAtKill
 }

@@ -26,17 +26,10 @@ func genericRow(key string, n int64, payload []byte) store.Row {
 	return store.Row{Key: key, Values: []any{key, n, payload}}
 }
 
-// rolloutRow is a small rollout record.
+// rolloutRow is a small rollout record: its first seven fields set, the others null.
 func rolloutRow(key string, step int64) store.Row {
-	vals := make([]any, len(rowcodec.RolloutSchema().Fields))
-	vals[0] = key
-	vals[1] = "run-bench"
-	vals[2] = step
-	vals[3] = "prompt"
-	vals[4] = "completion"
-	vals[5] = 0.5
-	vals[6] = false
-	return store.Row{Key: key, Values: vals}
+	vals := []any{key, "run-bench", step, "prompt", "completion", 0.5, false}
+	return store.Row{Key: key, Values: append(vals, make([]any, len(rowcodec.RolloutSchema().Fields)-len(vals))...)}
 }
 
 // payloadOf returns n bytes that compress poorly (so Parquet sizes track the input).

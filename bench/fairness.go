@@ -83,8 +83,7 @@ func RunFairness(ctx context.Context, o Options) (*Result, error) {
 		backlogs = o.Backlogs
 	}
 	// One repetition unless asked: a full run at the default backlogs takes half an hour a
-	// server. More repetitions pool the drains' throughput, which one round on a CPU-bound
-	// machine moves by several percent either way (docs/benchmarks/fairness.md, run 12).
+	// server; more repetitions pool the drains' throughput.
 	reps := max(o.Reps, 1)
 	res.param("backlogs (rollout merges queued)", fmt.Sprint(backlogs))
 	res.param("repetitions (sides alternate which goes first)", reps)

@@ -20,20 +20,13 @@ import (
 
 // The fleet benchmark: one MaintenanceSweep over a registered fleet of idle stores, 1 % of
 // them in debt, found through the demand index (_demand/<kind>/, ScanDemand pages per kind).
-// The comparison with the design before the index (every store's stats read by one ScanStats
-// per kind) is reproduced by running this scenario on an earlier build beside this one
-// (scripts/bench-before-after.sh, with the baseline commit docs/BENCHMARKS.md names).
 //
-// Setup per fleet size and variant: a fresh mem:// root; the fleet registered by writing
-// each store's `_registry/<kind>/<name>.json` and `<kind>/<name>/store.json` directly (the
-// bytes DB.Create writes for a template store, with the name replaced), without latency;
-// the debt planted through the store's own seal path by two writer processes that then
-// "die" (their DBs are closed): half the indebted stores get fleetOldGens generations sealed
-// an hour ago (older than MaxPendingAge, below the count threshold: only the time trigger
-// finds them), half fleetHotGens fresh ones (over merge_min_generations). Then 8 walkeeper
-// worker instances (in this process, each with its own instance ID, shard queue and store
-// handle, wired as worker.Worker wires them) serve the sweep, every storage request paying
-// the modelled object-store latency.
+// Setup per fleet size and variant: a fresh mem:// root, the fleet registered without
+// latency (registerFleet) and its debt planted (plantDebt): half the indebted stores old
+// enough that only the time trigger finds them, half over merge_min_generations. Then 8
+// walkeeper worker instances (in this process, each with its own instance ID, shard queue
+// and store handle, wired as worker.Worker wires them) serve the sweep, every storage
+// request paying the modelled object-store latency.
 
 const (
 	fleetKind     = store.KindGeneric
@@ -256,7 +249,7 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 	}
 
 	// The previous fleet's leftover activities first: wait until they stop reaching these
-	// workers (runs 7 and 9 counted up to 151 of their requests in a later sweep).
+	// workers.
 	if waited, n := hook.quiesce(ctx, 5*time.Second, 2*time.Minute); n > 0 {
 		o.progressf("fleet: %d requests for earlier fleets' stores drained in %s before the sweep", n, fmtDur(waited))
 	}

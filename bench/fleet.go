@@ -15,7 +15,6 @@ import (
 	"github.com/walkeeper/walkeeper/internal/devserver"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/store/objstore"
-	"github.com/walkeeper/walkeeper/worker"
 )
 
 // The fleet benchmark: one MaintenanceSweep over a registered fleet of idle stores, 1 % of
@@ -237,7 +236,7 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 		if err != nil {
 			return s, err
 		}
-		n, err := startNode(ctx, tenv.client, db, worker.NewMetrics(db.Options().Budget), nodeConfig{
+		n, err := startNode(ctx, tenv.client, db, nodeConfig{
 			FlushInterval: time.Hour, MergeSlots: 4, SharedActivitySlots: 16,
 			StartConcurrency: r.variant.Concurrency, EagerStart: r.variant.Eager,
 		}, o.logger())

@@ -443,7 +443,7 @@ func incidentSideRun(ctx context.Context, o Options, p incidentParams, rep int, 
 		var nodes []*node
 		for i, db := range dbs {
 			cfg.NoSharedWorker = p.wide() && i >= sharedWorkerNodes
-			n, err := startNode(ctx, tenv.client, db, worker.NewMetrics(db.Options().Budget), cfg, log)
+			n, err := startNode(ctx, tenv.client, db, cfg, log)
 			if err != nil {
 				return out, err
 			}

@@ -159,9 +159,9 @@ type nodeConfig struct {
 
 // node is one walkeeper worker process minus its HTTP data plane: the store handle, the
 // flush sweeper with the count trigger, and the two Temporal workers (shared queue and own
-// shard queue, worker.TemporalWorkers), wired as worker.Worker wires them. It exists because worker.Worker opens its storage from a URL, and the
-// incident replay needs every node's storage requests to go through the same latency model
-// as the baseline's.
+// shard queue, worker.TemporalWorkers), wired as worker.Worker wires them. It exists because
+// worker.Worker opens its storage from a URL, and the incident replay needs every node's
+// storage requests to go through the same latency model as the baseline's.
 type node struct {
 	db      *store.DB
 	flusher *worker.Flusher
@@ -169,43 +169,37 @@ type node struct {
 	cancel  context.CancelFunc
 }
 
-func startNode(ctx context.Context, c client.Client, db *store.DB, metrics *worker.Metrics, cfg nodeConfig, log *zap.Logger) (*node, error) {
-	n := &node{db: db}
-	var start worker.MergeStarter
-	if c != nil {
-		start = worker.TemporalMergeStarter(c, contract.DefaultMergeRunTimeout, nil)
-	}
-	n.flusher = worker.NewFlusher(worker.FlusherOptions{
+func startNode(ctx context.Context, c client.Client, db *store.DB, cfg nodeConfig, log *zap.Logger) (*node, error) {
+	metrics := worker.NewMetrics(db.Options().Budget)
+	n := &node{db: db, flusher: worker.NewFlusher(worker.FlusherOptions{
 		Interval:              cfg.FlushInterval,
 		MergeAfterGenerations: cfg.MergeAfterGenerations,
 		SerialPrepare:         !cfg.ParallelPrepare,
 		PrepareConcurrency:    cfg.PrepareConcurrency,
-		Start:                 start,
+		Start:                 worker.TemporalMergeStarter(c, contract.DefaultMergeRunTimeout, nil),
 		Logger:                log.Named("sweeper"),
 		Metrics:               metrics,
 		Resident:              db.Resident,
-	})
-	if c != nil {
-		acts := &activities.Activities{DB: db, Logger: log.Named("activities"), Metrics: metrics, Client: c,
-			StartConcurrency: cfg.StartConcurrency, EagerStart: cfg.EagerStart}
-		// The SDK's default bound on local activities, unlike the worker's, as the bench
-		// has always measured its nodes.
-		tws := worker.TemporalWorkers{
-			Identity:            "bench/" + db.Shard(),
-			SharedActivitySlots: max(cfg.SharedActivitySlots, 1),
-			MergeSlots:          max(cfg.MergeSlots, 1),
-			ShardPollers:        cfg.ShardPollers,
-			StopTimeout:         5 * time.Second,
-			DeadlockDetection:   cfg.DeadlockDetection,
-			ShardOnly:           cfg.NoSharedWorker,
-		}.New(c, db.Shard(), acts)
-		for _, tw := range tws {
-			if err := tw.Start(); err != nil {
-				n.stop(ctx)
-				return nil, fmt.Errorf("start Temporal worker: %w", err)
-			}
-			n.tws = append(n.tws, tw)
+	})}
+	acts := &activities.Activities{DB: db, Logger: log.Named("activities"), Metrics: metrics, Client: c,
+		StartConcurrency: cfg.StartConcurrency, EagerStart: cfg.EagerStart}
+	// The SDK's default bound on local activities, unlike the worker's, as the bench has
+	// always measured its nodes.
+	tws := worker.TemporalWorkers{
+		Identity:            "bench/" + db.Shard(),
+		SharedActivitySlots: max(cfg.SharedActivitySlots, 1),
+		MergeSlots:          max(cfg.MergeSlots, 1),
+		ShardPollers:        cfg.ShardPollers,
+		StopTimeout:         5 * time.Second,
+		DeadlockDetection:   cfg.DeadlockDetection,
+		ShardOnly:           cfg.NoSharedWorker,
+	}.New(c, db.Shard(), acts)
+	for _, tw := range tws {
+		if err := tw.Start(); err != nil {
+			n.stop(ctx)
+			return nil, fmt.Errorf("start Temporal worker: %w", err)
 		}
+		n.tws = append(n.tws, tw)
 	}
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	n.cancel = cancel

@@ -37,12 +37,9 @@ type memoryChildResult struct {
 	// sampled with the reservation.
 	MaxHeapLive int64   `json:"max_heap_live"`
 	MaxHeap     int64   `json:"max_heap"`
-	Budget      int64   `json:"budget"`
 	Prepared    int     `json:"prepared"`
-	Bytes       int64   `json:"bytes"`
 	Elapsed     float64 `json:"elapsed_s"`
 	MaxWaiting  int     `json:"max_waiting"`
-	GoMemLimit  string  `json:"gomemlimit"`
 	Busy        int     `json:"busy"`
 }
 
@@ -234,10 +231,9 @@ func writeMemoryStores(ctx context.Context, o Options, url string, requests int,
 
 // memoryRuns are the repetitions of one child configuration.
 type memoryRuns struct {
-	hwm, start, growth, elapsed []float64
-	maxReserved, maxAllocated   int64
-	maxHeapLive, maxHeap        int64
-	maxWaiting, prepared, busy  int
+	hwm, start, growth, elapsed        []float64
+	maxReserved, maxAllocated, maxHeap int64
+	maxWaiting, prepared, busy         int
 }
 
 // runMemoryChildren runs the child o.reps() times with p (and GOMEMLIMIT = memLimit, when
@@ -268,7 +264,6 @@ func runMemoryChildren(ctx context.Context, o Options, p memoryChildParams, memL
 		r.elapsed = append(r.elapsed, cr.Elapsed)
 		r.maxReserved = max(r.maxReserved, cr.MaxReserved)
 		r.maxAllocated = max(r.maxAllocated, cr.MaxAllocated)
-		r.maxHeapLive = max(r.maxHeapLive, cr.MaxHeapLive)
 		r.maxHeap = max(r.maxHeap, cr.MaxHeap)
 		r.maxWaiting = max(r.maxWaiting, cr.MaxWaiting)
 		r.prepared = cr.Prepared

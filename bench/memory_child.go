@@ -90,7 +90,6 @@ func memoryChild(ctx context.Context, o Options) error {
 	var mu sync.Mutex
 	var firstErr error
 	done, busy := 0, 0
-	var bytesRead int64
 	for i := 0; i < p.Requests; i++ {
 		s := stores[i%len(stores)]
 		wg.Go(func() {
@@ -125,7 +124,6 @@ func memoryChild(ctx context.Context, o Options) error {
 			}
 			if pm != nil {
 				done++
-				bytesRead += pm.Bytes
 			}
 		})
 	}
@@ -139,10 +137,9 @@ func memoryChild(ctx context.Context, o Options) error {
 		writeProfile(profile, "allocs")
 	}
 	out := memoryChildResult{
-		VmHWM: procStatus("VmHWM"), VmRSSStart: rssStart, MaxReserved: maxReserved.Load(), MaxAllocated: maxAllocated.Load(), Budget: p.Budget,
+		VmHWM: procStatus("VmHWM"), VmRSSStart: rssStart, MaxReserved: maxReserved.Load(), MaxAllocated: maxAllocated.Load(),
 		MaxHeapLive: maxHeapLive.Load(), MaxHeap: maxHeap.Load(),
-		Prepared: done, Bytes: bytesRead, Elapsed: time.Since(start).Seconds(), MaxWaiting: int(maxWaiting.Load()),
-		GoMemLimit: os.Getenv("GOMEMLIMIT"), Busy: busy,
+		Prepared: done, Elapsed: time.Since(start).Seconds(), MaxWaiting: int(maxWaiting.Load()), Busy: busy,
 	}
 	return o.childPrint(out)
 }

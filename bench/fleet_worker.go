@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"go.temporal.io/api/serviceerror"
@@ -215,21 +216,19 @@ func runFleetWorkerOnce(ctx context.Context, o Options, tenv *temporalEnv, root 
 func waitMerges(ctx context.Context, c client.Client, planted map[store.Target]time.Time, budget time.Duration) int {
 	wctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
-	var targets []store.Target
-	for t := range planted {
-		targets = append(targets, t)
-	}
-	ran := make([]bool, len(targets))
+	var ran atomic.Int64
 	var g errgroup.Group
 	g.SetLimit(16)
-	for i, t := range targets {
+	for t := range planted {
 		g.Go(func() error {
 			// The sweep may still be starting it: retry "not found" until the budget.
 			for wctx.Err() == nil {
 				err := c.GetWorkflow(wctx, contract.MergeWalID(t), "").Get(wctx, nil)
 				var nf *serviceerror.NotFound
 				if !errors.As(err, &nf) {
-					ran[i] = err == nil
+					if err == nil {
+						ran.Add(1)
+					}
 					return nil
 				}
 				time.Sleep(200 * time.Millisecond)
@@ -238,13 +237,7 @@ func waitMerges(ctx context.Context, c client.Client, planted map[store.Target]t
 		})
 	}
 	_ = g.Wait()
-	n := 0
-	for _, r := range ran {
-		if r {
-			n++
-		}
-	}
-	return n
+	return int(ran.Load())
 }
 
 // reconcileProgress reads the totals a running reconcile carries in its current run's input.

@@ -3,7 +3,8 @@ package bench
 import (
 	"context"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
@@ -122,13 +123,8 @@ func committedGenerations(events []*historypb.HistoryEvent) int {
 // table renders the bill: one row per workflow type, the total, and per generation reclaimed
 // with dollars per million generations at Temporal Cloud's list price.
 func (b *temporalBill) table(title string) Table {
-	types := make([]string, 0, len(b.byType))
-	for typ := range b.byType {
-		types = append(types, typ)
-	}
-	sort.Strings(types)
 	t := Table{Title: title, Header: []string{"workflow", "runs", "actions", "activities", "local-activity tasks", "upserts", "timers", "signals"}}
-	for _, typ := range types {
+	for _, typ := range slices.Sorted(maps.Keys(b.byType)) {
 		c := b.byType[typ]
 		t.Rows = append(t.Rows, []string{typ, fmt.Sprint(c.Runs), fmt.Sprint(c.Actions), fmt.Sprint(c.Activities),
 			fmt.Sprint(c.LocalActivityTasks), fmt.Sprint(c.Upserts), fmt.Sprint(c.Timers), fmt.Sprint(c.Signals)})

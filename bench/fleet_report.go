@@ -3,9 +3,9 @@ package bench
 import (
 	"fmt"
 	"image/color"
+	"maps"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/walkeeper/walkeeper/activities"
@@ -257,13 +257,8 @@ var sidePalette = []color.Color{
 }
 
 func fmtOps(m map[string]int64) string {
-	var ks []string
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
 	var parts []string
-	for _, k := range ks {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
 	}
 	return strings.Join(parts, ", ")

@@ -78,17 +78,14 @@ func parallelPrepare(ctx context.Context, o Options, res *Result, dir string) er
 			return err
 		}
 		t0 := time.Now()
-		if parallel {
-			var g errgroup.Group
-			for i := 0; i < shards; i++ {
-				g.Go(func() error { return one(i) })
-			}
-			err = g.Wait()
-		} else {
-			for i := 0; i < shards && err == nil; i++ {
-				err = one(i)
-			}
+		var g errgroup.Group
+		if !parallel {
+			g.SetLimit(1) // one after another, in shard order
 		}
+		for i := range shards {
+			g.Go(func() error { return one(i) })
+		}
+		err = g.Wait()
 		d := time.Since(t0)
 		if latency > 0 {
 			maxInFlight[parallel] = max(maxInFlight[parallel], lat.maxInFlight.Load())

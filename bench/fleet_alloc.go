@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"runtime/metrics"
 	"sync"
 	"time"
@@ -20,8 +21,8 @@ type allocSampler struct {
 	mu      sync.Mutex
 	start   uint64
 	samples []allocSample // REQUIRES: mu
-	done    chan struct{}
-	once    sync.Once
+	// stop ends the sampling.
+	stop context.CancelFunc
 }
 
 type allocSample struct {
@@ -39,13 +40,14 @@ func readAllocs() uint64 {
 }
 
 func startAllocSampler(period time.Duration) *allocSampler {
-	a := &allocSampler{start: readAllocs(), done: make(chan struct{})}
+	ctx, stop := context.WithCancel(context.Background())
+	a := &allocSampler{start: readAllocs(), stop: stop}
 	go func() {
 		tk := time.NewTicker(period)
 		defer tk.Stop()
 		for {
 			select {
-			case <-a.done:
+			case <-ctx.Done():
 				return
 			case now := <-tk.C:
 				v := readAllocs()
@@ -57,8 +59,6 @@ func startAllocSampler(period time.Duration) *allocSampler {
 	}()
 	return a
 }
-
-func (a *allocSampler) stop() { a.once.Do(func() { close(a.done) }) }
 
 // allocatedBy returns the bytes allocated since the start up to the first sample at or
 // after until (the last sample if none is; until zero: the last sample).

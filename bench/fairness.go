@@ -120,33 +120,25 @@ func RunFairness(ctx context.Context, o Options) (*Result, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		pair := servers[i : i+2]
-		var sides []*fairnessSide
-		for _, srv := range pair {
-			side, err := openFairnessSide(ctx, o, srv, filepath.Join(dir, fmt.Sprintf("%t-%t", srv.cluster, srv.fair)))
-			if err != nil {
-				for _, sd := range sides {
-					sd.close(ctx)
-				}
-				if srv.cluster {
-					o.progressf("fairness: %s: %v; the cluster is left out", srv.label(), err)
-					res.note("%s not measured: %v", srv.name, err)
-					sides = nil
-					break
-				}
-				return nil, fmt.Errorf("%s: %w", srv.label(), err)
-			}
-			sides = append(sides, side)
-		}
-		if sides == nil {
-			continue
-		}
 		err := func() error {
+			var sides []*fairnessSide
 			defer func() {
 				for _, sd := range sides {
 					sd.close(ctx)
 				}
 			}()
+			for _, srv := range servers[i : i+2] {
+				side, err := openFairnessSide(ctx, o, srv, filepath.Join(dir, fmt.Sprintf("%t-%t", srv.cluster, srv.fair)))
+				if err != nil && srv.cluster {
+					o.progressf("fairness: %s: %v; the cluster is left out", srv.label(), err)
+					res.note("%s not measured: %v", srv.name, err)
+					return nil
+				}
+				if err != nil {
+					return fmt.Errorf("%s: %w", srv.label(), err)
+				}
+				sides = append(sides, side)
+			}
 			for rep := range reps {
 				order := slices.Clone(sides)
 				if rep%2 == 1 {

@@ -212,11 +212,7 @@ func (r *Result) Markdown() string {
 			fmt.Fprintf(&b, "%s\n\n", t.Title)
 		}
 		b.WriteString("| " + strings.Join(t.Header, " | ") + " |\n")
-		seps := make([]string, len(t.Header))
-		for i := range seps {
-			seps[i] = "---"
-		}
-		b.WriteString("|" + strings.Join(seps, "|") + "|\n")
+		b.WriteString("|" + strings.Repeat("---|", len(t.Header)) + "\n")
 		for _, row := range t.Rows {
 			b.WriteString("| " + strings.Join(row, " | ") + " |\n")
 		}

@@ -31,8 +31,8 @@ func (k fleetKey) valuePrefix() string {
 // fleetReport fills res from the samples: a table per variant, values, targets and plots.
 func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 	aggs := map[fleetKey]*fleetAgg{}
-	var order []fleetKey
-	var sides []fleetVariant // in the order measured
+	keys := map[fleetVariant][]fleetKey{} // each variant's cells, in the order measured
+	var sides []fleetVariant              // in the order measured
 	for _, s := range samples {
 		if !slices.Contains(sides, s.Variant) {
 			sides = append(sides, s.Variant)
@@ -42,9 +42,9 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 		if a == nil {
 			a = &fleetAgg{}
 			aggs[k] = a
-			order = append(order, k)
+			keys[s.Variant] = append(keys[s.Variant], k)
 		}
-		a.add(s)
+		a.samples = append(a.samples, s)
 	}
 	for _, a := range aggs {
 		a.finish()
@@ -56,10 +56,7 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 				"largest heartbeat (B)", "history events", "pages / start batches (mean batch, launch gap)", "allocated in discovery (MiB)", "RSS growth (MiB)", "MergeWal started", "starts/s", "time-to-merge (max)",
 				"Temporal actions: sweep + starts (per 1,000 stores; $ at list price)"},
 		}
-		for _, k := range order {
-			if k.side != d {
-				continue
-			}
+		for _, k := range keys[d] {
 			a := aggs[k]
 			key := k.valuePrefix()
 			debt := fmt.Sprintf("%d (1%%)", a.debt)
@@ -109,12 +106,7 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 		if aggs[fleetKey{d, lo, false}] == nil {
 			continue
 		}
-		var mine []fleetKey
-		for _, k := range order {
-			if k.side == d {
-				mine = append(mine, k)
-			}
-		}
+		mine := keys[d]
 		line := func(f func(k fleetKey, a *fleetAgg) string) string {
 			var parts []string
 			for _, k := range mine {
@@ -275,8 +267,6 @@ type fleetAgg struct {
 	byOp                           map[string]int64
 	last                           fleetSample // the last repetition, for its pages and start rate
 }
-
-func (a *fleetAgg) add(s fleetSample) { a.samples = append(a.samples, s) }
 
 // finish computes the medians; a failure of any repetition is the cell's outcome.
 func (a *fleetAgg) finish() {

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"sync"
 	"time"
 
@@ -523,7 +522,7 @@ func awaitRuns(ctx context.Context, runs []client.WorkflowRun) error {
 // (activities.Metrics).
 type kindActivities struct {
 	mu     sync.Mutex
-	events []kindEvent
+	events []kindEvent // in time order: each is stamped under mu
 }
 
 type kindEvent struct {
@@ -546,10 +545,8 @@ func (k *kindActivities) ActivityDone(activity string, kind store.Kind, outcome 
 func (k *kindActivities) sharesUntil(from time.Time, limit int) map[store.Kind]float64 {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	events := append([]kindEvent(nil), k.events...)
-	sort.Slice(events, func(i, j int) bool { return events[i].at.Before(events[j].at) })
 	out := map[store.Kind]float64{}
-	for _, e := range events {
+	for _, e := range k.events {
 		if !e.at.After(from) {
 			continue
 		}

@@ -100,6 +100,17 @@ func (o Options) reps() int {
 	return 5
 }
 
+// latency is o.Latency, or def when it is 0; none when it is negative.
+func (o Options) latency(def time.Duration) time.Duration {
+	switch {
+	case o.Latency < 0:
+		return 0
+	case o.Latency > 0:
+		return o.Latency
+	}
+	return def
+}
+
 func (o Options) logger() *zap.Logger {
 	if o.Logger == nil {
 		return zap.NewNop()

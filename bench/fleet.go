@@ -104,12 +104,7 @@ func RunFleet(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	latency := 10 * time.Millisecond
-	if o.Latency < 0 {
-		latency = 0
-	} else if o.Latency > 0 {
-		latency = o.Latency
-	}
+	latency := o.latency(10 * time.Millisecond)
 	// 10,000 starts at the dev server's ≈ 20 starts/s on this 2-vCPU machine take ~8 min.
 	budget := 12 * time.Minute
 	if o.Quick {

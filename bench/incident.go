@@ -122,12 +122,7 @@ func incidentDefaults(o Options) incidentParams {
 		p.Storage = storageMem
 		p.PrepareConcurrency = wideTablePrepareConcurrency
 	}
-	switch {
-	case o.Latency < 0:
-		p.Latency = 0
-	case o.Latency > 0:
-		p.Latency = o.Latency
-	}
+	p.Latency = o.latency(p.Latency)
 	return p
 }
 

@@ -448,12 +448,7 @@ func sealOne(ctx context.Context, db *store.DB, targets []store.Target) error {
 		g.Go(func() error {
 			s, err := db.Open(ctx, t)
 			if err != nil {
-				co := store.CreateOptions{}
-				if t.Kind == store.KindGeneric {
-					sc := benchSchema
-					co.Schema = &sc
-				}
-				if s, err = db.Create(ctx, t, co); err != nil {
+				if s, err = db.Create(ctx, t, createOptsFor(t.Kind)); err != nil {
 					return err
 				}
 			}

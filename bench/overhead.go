@@ -479,10 +479,3 @@ func processCPU(pid int) (time.Duration, error) {
 	}
 	return time.Duration(utime+stime) * 10 * time.Millisecond, nil
 }
-
-func createOptsFor(k store.Kind) store.CreateOptions {
-	if k == store.KindGeneric {
-		return store.CreateOptions{Schema: &benchSchema}
-	}
-	return store.CreateOptions{}
-}

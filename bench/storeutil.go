@@ -75,6 +75,14 @@ func openAs(ctx context.Context, url, instance string, log *zap.Logger, t store.
 	return db, s, nil
 }
 
+// createOptsFor creates a store of kind k: generic stores with benchSchema.
+func createOptsFor(k store.Kind) store.CreateOptions {
+	if k == store.KindGeneric {
+		return store.CreateOptions{Schema: &benchSchema}
+	}
+	return store.CreateOptions{}
+}
+
 func createGeneric(ctx context.Context, db *store.DB, name string) (*store.Store, error) {
 	f := false
 	return db.Create(ctx, store.Target{Kind: store.KindGeneric, Name: name}, store.CreateOptions{Schema: &benchSchema, SealOnAppend: &f})

@@ -120,14 +120,8 @@ func commitLockOnce(ctx context.Context, o Options, url string, bytes, merges in
 		}
 		commits = append(commits, time.Since(t0))
 		holds = append(holds, cr.LockHold)
-		st, err := s.Stats(ctx)
-		if err != nil {
+		if err := compactBase(ctx, s); err != nil {
 			return nil, nil, err
-		}
-		if st.Runs >= 32 {
-			if _, err := s.CompactBase(ctx, store.CompactParams{MaxRuns: 32}); err != nil {
-				return nil, nil, err
-			}
 		}
 	}
 	return holds, commits, nil

@@ -212,12 +212,6 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 		}
 		return out, time.Now()
 	}
-	// compact compacts the base of s at 32 runs, as the sweep's CompactBase would.
-	compact := func(s *store.Store) {
-		if st, err := s.Stats(ctx); err == nil && st.Runs >= 32 {
-			_, _ = s.CompactBase(ctx, store.CompactParams{MaxRuns: 32})
-		}
-	}
 	reqBefore := make([]float64, len(servers))
 	for i, sv := range servers {
 		reqBefore[i], _ = persistenceRequests(ctx, sv.metrics)
@@ -256,9 +250,9 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 			d := time.Since(t0)
 			dTotal += d
 			dLat = append(dLat, d)
-			compact(direct)
+			_ = compactBase(ctx, direct)
 			for _, sv := range servers {
-				compact(sv.viaWF)
+				_ = compactBase(ctx, sv.viaWF)
 			}
 		}
 		if opsBefore != nil {

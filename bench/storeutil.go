@@ -75,6 +75,16 @@ func openAs(ctx context.Context, url, instance string, log *zap.Logger, t store.
 	return db, s, nil
 }
 
+// compactBase compacts the base of s once it has 32 runs, as the sweep's CompactBase would,
+// so that the manifest stays production-sized.
+func compactBase(ctx context.Context, s *store.Store) error {
+	st, err := s.Stats(ctx)
+	if err == nil && st.Runs >= 32 {
+		_, err = s.CompactBase(ctx, store.CompactParams{MaxRuns: 32})
+	}
+	return err
+}
+
 // createOptsFor creates a store of kind k: generic stores with benchSchema.
 func createOptsFor(k store.Kind) store.CreateOptions {
 	if k == store.KindGeneric {

@@ -445,7 +445,7 @@ func incidentSideRun(ctx context.Context, o Options, p incidentParams, rep int, 
 			nodes = append(nodes, n)
 		}
 		stopSystem = sync.OnceFunc(func() {
-			_ = temporaladmin.DeleteSweep(context.WithoutCancel(ctx), tenv.client) // the schedule and its running window
+			_ = temporaladmin.DeleteSchedule(context.WithoutCancel(ctx), tenv.client, temporaladmin.SweepScheduleID) // the schedule and its running window
 			var wg sync.WaitGroup
 			for _, n := range nodes {
 				wg.Go(func() { n.stop(ctx) })

@@ -5,6 +5,7 @@
 package temporaladmin
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -43,15 +44,9 @@ func DefaultConfig() Config {
 // ClientOptions turns the config into SDK client options. logger may be nil.
 func (c Config) ClientOptions(logger *zap.Logger) (client.Options, error) {
 	opts := client.Options{
-		HostPort:  c.HostPort,
-		Namespace: c.Namespace,
+		HostPort:  cmp.Or(c.HostPort, DefaultHostPort),
+		Namespace: cmp.Or(c.Namespace, DefaultNamespace),
 		Logger:    newSDKLogger(logger),
-	}
-	if opts.HostPort == "" {
-		opts.HostPort = DefaultHostPort
-	}
-	if opts.Namespace == "" {
-		opts.Namespace = DefaultNamespace
 	}
 	tlsCfg, err := c.tlsConfig()
 	if err != nil {

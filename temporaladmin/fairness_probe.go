@@ -1,6 +1,7 @@
 package temporaladmin
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -56,9 +57,7 @@ var ErrFairnessInconclusive = errors.New("fairness probe inconclusive")
 // to 10 seconds; two rounds on a FIFO server.
 // The error is ErrFairnessInconclusive or the server's.
 func ProbeFairness(ctx context.Context, c client.Client, namespace string) (bool, error) {
-	if namespace == "" {
-		namespace = DefaultNamespace
-	}
+	namespace = cmp.Or(namespace, DefaultNamespace)
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	return readProbe(func() (int, error) { return probeRound(ctx, c, namespace) })
@@ -73,12 +72,9 @@ func readProbe(round func() (int, error)) (bool, error) {
 		if lights, err = round(); err != nil {
 			return false, err
 		}
-		// Measured on loaded dev servers: a FIFO one handed out at most 1 light task of 8 (a
-		// partition runs out of its 8 or so heavy ones only after that many polls of its
-		// own); a fair one 4 to 8, a partition sometimes serving heavy tasks it held in
-		// memory before the light ones arrived, and once, under CI load, at most 1. So one
-		// round can show fairness, but "off" takes both rounds: a false "off" is a warning
-		// an operator would act on.
+		// A FIFO server hands out at most 1 light task of 8, a fair one usually 4 or more but
+		// under load sometimes as few. So one round can show fairness, but "off" takes both
+		// rounds: a false "off" is a warning an operator would act on.
 		switch {
 		case lights >= probePolls/2:
 			return true, nil

@@ -17,8 +17,8 @@ func newSDKLogger(z *zap.Logger) sdklog.Logger {
 	if z == nil {
 		z = zap.NewNop()
 	}
-	// One frame for the adapter method itself.
-	return &temporalLogger{z: z.WithOptions(zap.AddCallerSkip(1))}
+	// Two frames: the level method and log.
+	return &temporalLogger{z: z.WithOptions(zap.AddCallerSkip(2))}
 }
 
 type temporalLogger struct{ z *zap.Logger }
@@ -29,26 +29,13 @@ var (
 	_ sdklog.WithSkipCallers = (*temporalLogger)(nil)
 )
 
-func (l *temporalLogger) Debug(msg string, keyvals ...any) {
-	if ce := l.z.Check(zapcore.DebugLevel, msg); ce != nil {
-		ce.Write(sdkKeyvalsToZap(keyvals)...)
-	}
-}
+func (l *temporalLogger) Debug(msg string, keyvals ...any) { l.log(zapcore.DebugLevel, msg, keyvals) }
+func (l *temporalLogger) Info(msg string, keyvals ...any)  { l.log(zapcore.InfoLevel, msg, keyvals) }
+func (l *temporalLogger) Warn(msg string, keyvals ...any)  { l.log(zapcore.WarnLevel, msg, keyvals) }
+func (l *temporalLogger) Error(msg string, keyvals ...any) { l.log(zapcore.ErrorLevel, msg, keyvals) }
 
-func (l *temporalLogger) Info(msg string, keyvals ...any) {
-	if ce := l.z.Check(zapcore.InfoLevel, msg); ce != nil {
-		ce.Write(sdkKeyvalsToZap(keyvals)...)
-	}
-}
-
-func (l *temporalLogger) Warn(msg string, keyvals ...any) {
-	if ce := l.z.Check(zapcore.WarnLevel, msg); ce != nil {
-		ce.Write(sdkKeyvalsToZap(keyvals)...)
-	}
-}
-
-func (l *temporalLogger) Error(msg string, keyvals ...any) {
-	if ce := l.z.Check(zapcore.ErrorLevel, msg); ce != nil {
+func (l *temporalLogger) log(lvl zapcore.Level, msg string, keyvals []any) {
+	if ce := l.z.Check(lvl, msg); ce != nil {
 		ce.Write(sdkKeyvalsToZap(keyvals)...)
 	}
 }
@@ -66,30 +53,18 @@ func (l *temporalLogger) WithCallerSkip(depth int) sdklog.Logger {
 // sdkKeyvalsToZap turns the SDK's alternating key/value list into zap fields. A non-string key is
 // formatted; a dangling key gets the value "(MISSING)" rather than being dropped.
 func sdkKeyvalsToZap(keyvals []any) []zap.Field {
-	if len(keyvals) == 0 {
-		return nil
-	}
 	fields := make([]zap.Field, 0, (len(keyvals)+1)/2)
 	for i := 0; i < len(keyvals); i += 2 {
-		var key string
-		switch k := keyvals[i].(type) {
-		case string:
-			key = k
-		case fmt.Stringer:
-			key = k.String()
-		default:
-			key = fmt.Sprint(k)
-		}
+		key := fmt.Sprint(keyvals[i])
 		if i+1 >= len(keyvals) {
 			fields = append(fields, zap.String(key, "(MISSING)"))
 			break
 		}
-		v := keyvals[i+1]
-		if err, ok := v.(error); ok {
+		if err, ok := keyvals[i+1].(error); ok {
 			fields = append(fields, zap.NamedError(key, err))
 			continue
 		}
-		fields = append(fields, zap.Any(key, v))
+		fields = append(fields, zap.Any(key, keyvals[i+1]))
 	}
 	return fields
 }

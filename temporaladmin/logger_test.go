@@ -2,6 +2,7 @@ package temporaladmin
 
 import (
 	"errors"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -14,7 +15,7 @@ import (
 
 func TestSDKLoggerBridge(t *testing.T) {
 	core, logs := observer.New(zapcore.DebugLevel)
-	var l sdklog.Logger = newSDKLogger(zap.New(core))
+	var l sdklog.Logger = newSDKLogger(zap.New(core, zap.AddCaller()))
 
 	l.Info("started", "target", "generic:gs", "pending", 3)
 	sdklog.With(l, "workflow_id", "merge-wal/generic/gs").Warn("slow", "err", errors.New("boom"), "dangling")
@@ -24,6 +25,7 @@ func TestSDKLoggerBridge(t *testing.T) {
 	entries := logs.All()
 	require.Len(t, entries, 4)
 	assert.Equal(t, zapcore.InfoLevel, entries[0].Level)
+	assert.Equal(t, "logger_test.go", filepath.Base(entries[0].Caller.File), "the caller is the SDK's call site, not the bridge")
 	assert.Equal(t, map[string]any{"target": "generic:gs", "pending": int64(3)}, entries[0].ContextMap())
 	assert.Equal(t, zapcore.WarnLevel, entries[1].Level)
 	m := entries[1].ContextMap()

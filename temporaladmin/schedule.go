@@ -68,6 +68,8 @@ func ensureSchedule(ctx context.Context, c client.Client, id string, every, jitt
 }
 
 // PauseSchedule pauses schedule id with an operator note. Manual triggers still work.
+// Pausing walkeeper-sweep also cancels its running window, so sweeps stop now and not at the
+// window's end (pausing the schedule alone, e.g. from Temporal Web, only stops new windows).
 func PauseSchedule(ctx context.Context, c client.Client, id, note string) error {
 	if note == "" {
 		note = "paused with walkeeper"
@@ -75,10 +77,18 @@ func PauseSchedule(ctx context.Context, c client.Client, id, note string) error 
 	if err := c.ScheduleClient().GetHandle(ctx, id).Pause(ctx, client.SchedulePauseOptions{Note: note}); err != nil {
 		return fmt.Errorf("pause schedule %s: %w", id, err)
 	}
-	return nil
+	if id != SweepScheduleID {
+		return nil
+	}
+	windows, _, err := runningSweepWindows(ctx, c)
+	if err != nil {
+		return err
+	}
+	return cancelSweepWindows(ctx, c, windows)
 }
 
-// ResumeSchedule unpauses schedule id.
+// ResumeSchedule unpauses schedule id. Resuming walkeeper-sweep also starts a window now if
+// none runs, so sweeps resume at once and not at the next whole window.
 func ResumeSchedule(ctx context.Context, c client.Client, id, note string) error {
 	if note == "" {
 		note = "resumed with walkeeper"
@@ -86,16 +96,20 @@ func ResumeSchedule(ctx context.Context, c client.Client, id, note string) error
 	if err := c.ScheduleClient().GetHandle(ctx, id).Unpause(ctx, client.ScheduleUnpauseOptions{Note: note}); err != nil {
 		return fmt.Errorf("resume schedule %s: %w", id, err)
 	}
-	return nil
+	if id != SweepScheduleID {
+		return nil
+	}
+	return startSweepWindowIfIdle(ctx, c)
 }
 
 // TriggerSchedule runs schedule id's action now (even while paused). Overlap SKIP still
 // applies: if the previous action is running, nothing new starts.
 func TriggerSchedule(ctx context.Context, c client.Client, id string) error {
-	err := c.ScheduleClient().GetHandle(ctx, id).Trigger(ctx, client.ScheduleTriggerOptions{
-		Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
-	})
-	if err != nil {
+	return trigger(ctx, c, id, enumspb.SCHEDULE_OVERLAP_POLICY_SKIP)
+}
+
+func trigger(ctx context.Context, c client.Client, id string, overlap enumspb.ScheduleOverlapPolicy) error {
+	if err := c.ScheduleClient().GetHandle(ctx, id).Trigger(ctx, client.ScheduleTriggerOptions{Overlap: overlap}); err != nil {
 		return fmt.Errorf("trigger schedule %s: %w", id, err)
 	}
 	return nil
@@ -110,10 +124,18 @@ func DescribeSchedule(ctx context.Context, c client.Client, id string) (*client.
 	return d, nil
 }
 
-// DeleteSchedule deletes schedule id; running workflows it started keep running.
+// DeleteSchedule deletes schedule id; running workflows it started keep running, except
+// walkeeper-sweep's window, which is canceled (it would go on sweeping until its end).
 func DeleteSchedule(ctx context.Context, c client.Client, id string) error {
+	var windows []string
+	if id == SweepScheduleID {
+		var err error
+		if windows, _, err = runningSweepWindows(ctx, c); err != nil {
+			return err
+		}
+	}
 	if err := c.ScheduleClient().GetHandle(ctx, id).Delete(ctx); err != nil {
 		return fmt.Errorf("delete schedule %s: %w", id, err)
 	}
-	return nil
+	return cancelSweepWindows(ctx, c, windows)
 }

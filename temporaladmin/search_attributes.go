@@ -1,10 +1,12 @@
 package temporaladmin
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,14 +21,13 @@ import (
 // EnsureSearchAttributes registers walkeeper's search attributes (contract.SearchAttributes:
 // WalTarget, WalKind, WalPending, WalTrigger, WalPendingAtStart, WalReclaimed, WalBytesMerged)
 // in namespace ns through the operator API, so a vanilla server or cluster needs no manual
-// step. On SQL visibility they take all 3 custom Int slots of the namespace. Idempotent and safe to race: attributes that already exist with the right type are
-// left alone and an AlreadyExists answer counts as success. An attribute registered with a
-// different type is an error (the workflows would fail their tasks forever otherwise).
+// step. On SQL visibility they take all 3 custom Int slots of the namespace. Idempotent and
+// safe to race: attributes that already exist with the right type are left alone and an
+// AlreadyExists answer counts as success. An attribute registered with a different type is an
+// error (the workflows would fail their tasks forever otherwise).
 // Needs operator permissions; on Temporal Cloud register them once with tcld instead.
 func EnsureSearchAttributes(ctx context.Context, c client.Client, ns string) error {
-	if ns == "" {
-		ns = DefaultNamespace
-	}
+	ns = cmp.Or(ns, DefaultNamespace)
 	want := contract.SearchAttributes
 	var missing map[string]enumspb.IndexedValueType
 	err := whileNamespaceUnserved(ctx, ns, namespaceServeWait, func() error {
@@ -121,10 +122,5 @@ func missingSearchAttributes(ctx context.Context, c client.Client, ns string, wa
 }
 
 func saNames(m map[string]enumspb.IndexedValueType) string {
-	names := make([]string, 0, len(m))
-	for n := range m {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return strings.Join(names, ",")
+	return strings.Join(slices.Sorted(maps.Keys(m)), ",")
 }

@@ -1,6 +1,7 @@
 package temporaladmin
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -51,18 +52,14 @@ type SweepSchedule struct {
 // schedule would first fire at the next whole window; unless the schedule is paused, a
 // window is started at once when none runs (the first deployment, a window that failed).
 func EnsureSweepSchedule(ctx context.Context, c client.Client, o SweepSchedule) error {
-	every, in := o.Every, o.Input
+	every, window := o.Every, cmp.Or(o.Window, DefaultSweepWindow)
 	if every <= 0 {
 		return fmt.Errorf("sweep schedule interval must be positive, got %s", every)
-	}
-	window := o.Window
-	if window == 0 {
-		window = DefaultSweepWindow
 	}
 	if window < 0 {
 		return fmt.Errorf("sweep window must be positive, got %s", window)
 	}
-	input := contract.SweepWindowInput{Sweep: in, Interval: every, Window: window}
+	input := contract.SweepWindowInput{Sweep: o.Input, Interval: every, Window: window}
 	if err := input.Validate(); err != nil {
 		return fmt.Errorf("sweep schedule: every window would fail at once: %w", err)
 	}
@@ -84,26 +81,33 @@ func EnsureSweepSchedule(ctx context.Context, c client.Client, o SweepSchedule) 
 	if err != nil {
 		return err
 	}
-	_, err = startSweepWindowIfIdle(ctx, c)
-	return err
+	return startSweepWindowIfIdle(ctx, c)
 }
 
 // startSweepWindowIfIdle triggers the sweep schedule when it is not paused and runs no
-// window, and says whether it did.
-func startSweepWindowIfIdle(ctx context.Context, c client.Client) (bool, error) {
+// window.
+func startSweepWindowIfIdle(ctx context.Context, c client.Client) error {
 	d, err := DescribeSchedule(ctx, c, SweepScheduleID)
 	if err != nil {
-		return false, err
+		return err
 	}
 	if d.Schedule.State != nil && d.Schedule.State.Paused || len(d.Info.RunningWorkflows) > 0 {
-		return false, nil
+		return nil
 	}
-	if err := c.ScheduleClient().GetHandle(ctx, SweepScheduleID).Trigger(ctx, client.ScheduleTriggerOptions{
-		Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
-	}); err != nil {
-		return false, fmt.Errorf("trigger schedule %s: %w", SweepScheduleID, err)
+	return TriggerSchedule(ctx, c, SweepScheduleID)
+}
+
+// SweepWindowInputOf decodes the input of d's action when it starts SweepWindow; an
+// unreadable one leaves the default thresholds.
+func SweepWindowInputOf(d *client.ScheduleDescription) (contract.SweepWindowInput, bool) {
+	var in contract.SweepWindowInput
+	a, ok := d.Schedule.Action.(*client.ScheduleWorkflowAction)
+	if !ok || a.Workflow != contract.SweepWindowWorkflow || len(a.Args) != 1 {
+		return in, false
 	}
-	return true, nil
+	p, ok := a.Args[0].(*commonpb.Payload)
+	ok = ok && converter.GetDefaultDataConverter().FromPayload(p, &in) == nil
+	return in, ok
 }
 
 // runningSweepWindows lists the IDs of the sweep windows the schedule is running.
@@ -142,12 +146,7 @@ func SweepNow(ctx context.Context, c client.Client) (string, error) {
 		}
 	}
 	if d.Schedule.State != nil && d.Schedule.State.Paused {
-		var in contract.SweepWindowInput
-		if a, ok := d.Schedule.Action.(*client.ScheduleWorkflowAction); ok && len(a.Args) == 1 {
-			if p, ok := a.Args[0].(*commonpb.Payload); ok {
-				_ = converter.GetDefaultDataConverter().FromPayload(p, &in) // unreadable: the default thresholds
-			}
-		}
+		in, _ := SweepWindowInputOf(d)
 		id := fmt.Sprintf("%s-now-%s", SweepWorkflowID, time.Now().UTC().Format(time.RFC3339))
 		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 			ID: id, TaskQueue: contract.TaskQueue, WorkflowRunTimeout: 30 * time.Minute, Priority: contract.SweepPriority,
@@ -158,39 +157,10 @@ func SweepNow(ctx context.Context, c client.Client) (string, error) {
 		}
 		return "schedule " + SweepScheduleID + " is paused: started one MaintenanceSweep " + run.GetID(), nil
 	}
-	if err := c.ScheduleClient().GetHandle(ctx, SweepScheduleID).Trigger(ctx, client.ScheduleTriggerOptions{
-		Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_BUFFER_ONE,
-	}); err != nil {
-		return "", fmt.Errorf("trigger schedule %s: %w", SweepScheduleID, err)
+	if err := trigger(ctx, c, SweepScheduleID, enumspb.SCHEDULE_OVERLAP_POLICY_BUFFER_ONE); err != nil {
+		return "", err
 	}
 	return "no sweep window was running: schedule " + SweepScheduleID + " triggered, its window sweeps at once", nil
-}
-
-// PauseSweep pauses walkeeper-sweep and cancels the running window, so sweeps stop now and
-// not at the window's end (pausing the schedule alone, e.g. from Temporal Web, only stops
-// new windows). Manual sweeps (SweepNow) still work.
-func PauseSweep(ctx context.Context, c client.Client, note string) error {
-	if err := PauseSchedule(ctx, c, SweepScheduleID, note); err != nil {
-		return err
-	}
-	ids, _, err := runningSweepWindows(ctx, c)
-	if err != nil {
-		return err
-	}
-	return cancelSweepWindows(ctx, c, ids)
-}
-
-// DeleteSweep deletes walkeeper-sweep and cancels its running window (deleting the schedule
-// alone leaves the window sweeping until its end).
-func DeleteSweep(ctx context.Context, c client.Client) error {
-	ids, _, err := runningSweepWindows(ctx, c)
-	if err != nil {
-		return err
-	}
-	if err := DeleteSchedule(ctx, c, SweepScheduleID); err != nil {
-		return err
-	}
-	return cancelSweepWindows(ctx, c, ids)
 }
 
 // cancelSweepWindows requests the cancellation of the windows ids; one that has closed
@@ -205,14 +175,4 @@ func cancelSweepWindows(ctx context.Context, c client.Client, ids []string) erro
 		}
 	}
 	return nil
-}
-
-// ResumeSweep unpauses walkeeper-sweep and starts a window now if none runs, so sweeps
-// resume at once and not at the next whole window.
-func ResumeSweep(ctx context.Context, c client.Client, note string) error {
-	if err := ResumeSchedule(ctx, c, SweepScheduleID, note); err != nil {
-		return err
-	}
-	_, err := startSweepWindowIfIdle(ctx, c)
-	return err
 }

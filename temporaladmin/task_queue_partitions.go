@@ -1,6 +1,7 @@
 package temporaladmin
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
@@ -25,9 +26,7 @@ func (p QueuePartitions) Most() int { return max(p.Workflow, p.Activity) }
 // random, so with more than one a light kind's task can wait behind another kind's backlog
 // in its own partition (docs/OPERATIONS.md "Fair share across kinds").
 func TaskQueuePartitions(ctx context.Context, c client.Client, namespace, queue string) (QueuePartitions, error) {
-	if namespace == "" {
-		namespace = DefaultNamespace
-	}
+	namespace = cmp.Or(namespace, DefaultNamespace)
 	resp, err := c.WorkflowService().ListTaskQueuePartitions(ctx, &workflowservice.ListTaskQueuePartitionsRequest{
 		Namespace: namespace,
 		TaskQueue: &taskqueuepb.TaskQueue{Name: queue},

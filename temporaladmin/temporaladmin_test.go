@@ -99,7 +99,7 @@ func TestTemporalAdmin(t *testing.T) {
 		assert.True(t, historyHas(ctx, t, c, window, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED))
 
 		// Pausing the sweep pauses the schedule and cancels the window.
-		require.NoError(t, temporaladmin.PauseSweep(ctx, c, "maintenance window"))
+		require.NoError(t, temporaladmin.PauseSchedule(ctx, c, temporaladmin.SweepScheduleID, "maintenance window"))
 		d, err = temporaladmin.DescribeSchedule(ctx, c, temporaladmin.SweepScheduleID)
 		require.NoError(t, err)
 		assert.True(t, d.Schedule.State.Paused)
@@ -127,7 +127,7 @@ func TestTemporalAdmin(t *testing.T) {
 		assertInterval(t, d, 30*time.Minute)
 		assert.True(t, d.Schedule.State.Paused, "ensure must not unpause")
 
-		require.NoError(t, temporaladmin.ResumeSweep(ctx, c, ""))
+		require.NoError(t, temporaladmin.ResumeSchedule(ctx, c, temporaladmin.SweepScheduleID, ""))
 		d, err = temporaladmin.DescribeSchedule(ctx, c, temporaladmin.SweepScheduleID)
 		require.NoError(t, err)
 		assert.False(t, d.Schedule.State.Paused)

@@ -10,11 +10,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/converter"
 
-	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/temporaladmin"
 )
 
@@ -114,22 +111,14 @@ A paused schedule stays paused. Without --target this is what every worker does 
 	ensure.Flags().DurationVar(&sf.window, "window", temporaladmin.DefaultSweepWindow, "sweep schedule only: how long one SweepWindow workflow runs rounds")
 	ensure.Flags().DurationVar(&sf.jitter, "jitter", temporaladmin.DefaultScheduleJitter, "random delay of each action, at most this and at most a quarter of the schedule's interval (0 = none)")
 
-	// pause and resume: each changes one schedule's state through the worker, the sweep's
-	// through the call that also cancels or starts its window.
-	stateChange := func(use, short, done string,
-		ofTarget func(ctx context.Context, c client.Client, id, note string) error,
-		ofSweep func(ctx context.Context, c client.Client, note string) error,
-	) *cobra.Command {
+	// pause and resume: for the sweep schedule, temporaladmin also cancels or starts its window.
+	stateChange := func(use, short, done string, change func(ctx context.Context, c client.Client, id, note string) error) *cobra.Command {
 		return &cobra.Command{
 			Use:   use,
 			Short: short,
 			Args:  cli.Args(cobra.NoArgs),
 			RunE: with(func(ctx context.Context, c client.Client, id string, out io.Writer) error {
-				change := func() error { return ofTarget(ctx, c, id, sf.note) }
-				if sf.target == "" {
-					change = func() error { return ofSweep(ctx, c, sf.note) }
-				}
-				if err := change(); err != nil {
+				if err := change(ctx, c, id, sf.note); err != nil {
 					return err
 				}
 				fmt.Fprintf(out, "schedule %s %s\n", id, done)
@@ -138,9 +127,9 @@ A paused schedule stays paused. Without --target this is what every worker does 
 		}
 	}
 	pause := stateChange("pause", "Pause the schedule (manual triggers still work); the sweep's running window is canceled",
-		"paused", temporaladmin.PauseSchedule, temporaladmin.PauseSweep)
+		"paused", temporaladmin.PauseSchedule)
 	resume := stateChange("resume", "Resume a paused schedule (the sweep: and start a window now if none runs)",
-		"resumed", temporaladmin.ResumeSchedule, temporaladmin.ResumeSweep)
+		"resumed", temporaladmin.ResumeSchedule)
 	trigger := &cobra.Command{
 		Use:   "trigger",
 		Short: "Run the schedule's action now (the sweep: a round now, in the running window)",
@@ -186,10 +175,9 @@ func printSchedule(out io.Writer, id string, d *client.ScheduleDescription) erro
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "schedule\t%s\n", id)
 	if a, ok := d.Schedule.Action.(*client.ScheduleWorkflowAction); ok {
-		wf := a.Workflow
-		if s, ok := wf.(string); ok {
+		if s, ok := a.Workflow.(string); ok {
 			fmt.Fprintf(tw, "action\tworkflow %s on task queue %s (ID prefix %s)\n", s, a.TaskQueue, a.ID)
-			if in, ok := sweepWindowInput(s, a.Args); ok {
+			if in, ok := temporaladmin.SweepWindowInputOf(d); ok {
 				fmt.Fprintf(tw, "sweep\ta round every %s, windows of %s\n", in.Interval, in.Window)
 			}
 		} else {
@@ -212,7 +200,7 @@ func printSchedule(out io.Writer, id string, d *client.ScheduleDescription) erro
 		for range sp.Calendars {
 			parts = append(parts, "calendar")
 		}
-		fmt.Fprintf(tw, "spec\t%s\n", orDash(strings.Join(parts, "; ")))
+		fmt.Fprintf(tw, "spec\t%s\n", dash(strings.Join(parts, "; ")))
 	}
 	if p := d.Schedule.Policy; p != nil {
 		fmt.Fprintf(tw, "overlap\t%s\n", p.Overlap.String())
@@ -224,7 +212,7 @@ func printSchedule(out io.Writer, id string, d *client.ScheduleDescription) erro
 			state = "paused"
 		}
 		fmt.Fprintf(tw, "state\t%s\n", state)
-		fmt.Fprintf(tw, "note\t%s\n", orDash(s.Note))
+		fmt.Fprintf(tw, "note\t%s\n", dash(s.Note))
 	}
 	fmt.Fprintf(tw, "actions taken\t%d (skipped for overlap %d, missed catch-up window %d)\n",
 		d.Info.NumActions, d.Info.NumActionsSkippedOverlap, d.Info.NumActionsMissedCatchupWindow)
@@ -251,25 +239,4 @@ func printSchedule(out io.Writer, id string, d *client.ScheduleDescription) erro
 	}
 	fmt.Fprintf(tw, "created\t%s\n", d.Info.CreatedAt.Local().Format(time.RFC3339))
 	return tw.Flush()
-}
-
-// sweepWindowInput decodes the input of a SweepWindow action, if that is what the action
-// starts.
-func sweepWindowInput(workflow string, args []any) (contract.SweepWindowInput, bool) {
-	var in contract.SweepWindowInput
-	if workflow != contract.SweepWindowWorkflow || len(args) != 1 {
-		return in, false
-	}
-	p, ok := args[0].(*commonpb.Payload)
-	if !ok || converter.GetDefaultDataConverter().FromPayload(p, &in) != nil {
-		return in, false
-	}
-	return in, true
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

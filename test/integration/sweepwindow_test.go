@@ -127,7 +127,7 @@ func TestSweepWindowLeavesNoWorkflowPerIdleRound(t *testing.T) {
 	}
 
 	// Pausing the sweep ends the window now, as canceled.
-	if err := temporaladmin.PauseSweep(e.ctx(waitShort), e.c, "test done"); err != nil {
+	if err := temporaladmin.PauseSchedule(e.ctx(waitShort), e.c, temporaladmin.SweepScheduleID, "test done"); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, waitShort, "the paused sweep's window to end", func() (bool, error) {

@@ -1,16 +1,17 @@
 // Package cachebin finds the server binaries that scripts/install-*.sh build into
 // <module root>/.cache/bin, and the version each was built at, for the test harnesses that
-// start real servers (internal/testkit/testservers, internal/testkit/temporalcluster).
+// start real servers (internal/testkit/testservers, internal/testkit/temporalcluster) and for
+// internal/devserver. It imports no testing package, so the walkeeper binary may link it.
 package cachebin
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"testing"
 )
 
 // ErrNotInstalled is returned by Find when a binary is neither in .cache/bin nor on PATH.
@@ -30,14 +31,14 @@ type Tool struct {
 func Find(t Tool) (string, error) {
 	if t.EnvVar != "" {
 		if p := os.Getenv(t.EnvVar); p != "" {
-			if !isExecutable(p) {
+			if !IsExecutable(p) {
 				return "", fmt.Errorf("%s=%s: not an executable file", t.EnvVar, p)
 			}
 			return p, nil
 		}
 	}
 	if dir, err := Dir(); err == nil {
-		if p := filepath.Join(dir, t.Name); isExecutable(p) {
+		if p := filepath.Join(dir, t.Name); IsExecutable(p) {
 			return p, nil
 		}
 	}
@@ -71,32 +72,38 @@ func Dir() (string, error) {
 }
 
 // ModuleRoot walks up from the working directory (a test runs in its package directory) to
-// the directory holding go.mod.
+// the directory holding walkeeper's go.mod.
 func ModuleRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", err
 	}
 	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && bytes.Contains(data, []byte("module github.com/walkeeper/walkeeper")) {
 			return dir, nil
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return "", errors.New("cachebin: no go.mod above the working directory")
+			return "", errors.New("cachebin: no walkeeper go.mod above the working directory")
 		}
 		dir = parent
 	}
 }
 
-func isExecutable(p string) bool {
+// IsExecutable reports whether p is a regular file with an execute bit.
+func IsExecutable(p string) bool {
 	st, err := os.Stat(p)
 	return err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0
 }
 
-// Missing ends t for a binary that is not installed (err from Find): a skip on a
+// Missing ends t (a test) for a binary that is not installed (err from Find): a skip on a
 // developer's machine, a failure under CI (env CI set), where every suite must run in full.
-func Missing(t testing.TB, err error) {
+func Missing(t interface {
+	Helper()
+	Fatalf(format string, args ...any)
+	Skipf(format string, args ...any)
+}, err error) {
 	t.Helper()
 	if os.Getenv("CI") != "" {
 		t.Fatalf("%v; CI is set, so this must run (scripts/install-servers.sh installs every server)", err)

@@ -7,12 +7,12 @@ package devserver
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,6 +26,9 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
+
+	"github.com/walkeeper/walkeeper/internal/cachebin"
+	"github.com/walkeeper/walkeeper/internal/proc"
 )
 
 // The Temporal CLI release that walkeeper builds when none is installed. It is the newest
@@ -47,10 +50,8 @@ var discardLogger = sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler))
 type Options struct {
 	// CLIPath is an explicit Temporal CLI binary; empty = FindCLI's search.
 	CLIPath string
-	// Install builds the CLI into InstallDir with `go install` when none is found.
+	// Install builds the CLI into DefaultInstallDir with `go install` when none is found.
 	Install bool
-	// InstallDir receives an installed CLI; empty = <module root>/.cache/bin.
-	InstallDir string
 	// DataDir holds temporal.db (and temporal.log when Output is nil); empty = in-memory
 	// database and no log file.
 	DataDir string
@@ -61,9 +62,7 @@ type Options struct {
 	// calls failed with "context deadline exceeded" or "Namespace ... is not found".
 	// Ignored without DataDir.
 	ScratchDB bool
-	// IP the frontend and UI listen on; empty = 127.0.0.1.
-	IP string
-	// Port of the gRPC frontend; 0 = a free port.
+	// Port of the gRPC frontend on 127.0.0.1; 0 = a free port.
 	Port int
 	// UIPort of the Web UI; 0 = a free port. Ignored when Headless.
 	UIPort int
@@ -85,8 +84,6 @@ type Options struct {
 	Progress io.Writer
 	// StartTimeout bounds the wait for the frontend; 0 = 90s.
 	StartTimeout time.Duration
-	// StopTimeout is how long Stop waits after SIGTERM before SIGKILL; 0 = 10s.
-	StopTimeout time.Duration
 	// DynamicConfig adds "key=value" server settings after TunedDynamicConfig (a later
 	// value of the same key wins).
 	DynamicConfig []string
@@ -124,15 +121,15 @@ type Server struct {
 	cli      string
 	hostPort string
 	uiURL    string
-	cmd      *exec.Cmd
+	p        *proc.Proc
 	logFile  *os.File
 	tail     *TailBuffer
-	exited   chan struct{}
-	waitErr  error
 	stopOnce sync.Once
 	stopErr  error
-	stopWait time.Duration
 }
+
+// stopWait is how long Stop waits after SIGTERM before SIGKILL.
+const stopWait = 10 * time.Second
 
 // HostPort is the frontend address, e.g. "127.0.0.1:7233".
 func (s *Server) HostPort() string { return s.hostPort }
@@ -144,30 +141,20 @@ func (s *Server) UIURL() string { return s.uiURL }
 func (s *Server) CLIPath() string { return s.cli }
 
 // PID is the server's process id (also its process group id).
-func (s *Server) PID() int { return s.cmd.Process.Pid }
+func (s *Server) PID() int { return s.p.PID() }
 
 // Start finds (or installs) the Temporal CLI, starts a dev server and waits until
 // its frontend answers and its namespace is usable. ctx bounds the start only; the server runs
 // until Stop. Ports of 0 are picked free; a port race is retried with new ports.
 func Start(ctx context.Context, opts Options) (*Server, error) {
-	if opts.IP == "" {
-		opts.IP = "127.0.0.1"
-	}
-	if opts.Namespace == "" {
-		opts.Namespace = defaultNamespace
-	}
-	if opts.LogLevel == "" {
-		opts.LogLevel = "warn"
-	}
+	opts.Namespace = cmp.Or(opts.Namespace, defaultNamespace)
+	opts.LogLevel = cmp.Or(opts.LogLevel, "warn")
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = 90 * time.Second
 	}
-	if opts.StopTimeout <= 0 {
-		opts.StopTimeout = 10 * time.Second
-	}
 	cli, err := FindCLI(opts.CLIPath)
 	if errors.Is(err, errCLINotFound) && opts.Install {
-		cli, err = InstallCLI(ctx, opts.InstallDir, opts.Progress)
+		cli, err = installCLI(ctx, opts.Progress)
 	}
 	if err != nil {
 		return nil, err
@@ -182,12 +169,12 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	for attempt := 0; attempt < 3; attempt++ {
 		o := opts
 		if o.Port == 0 {
-			if o.Port, err = freePort(o.IP); err != nil {
+			if o.Port, err = proc.FreePort(); err != nil {
 				return nil, err
 			}
 		}
 		if !o.Headless && o.UIPort == 0 {
-			if o.UIPort, err = freePort(o.IP); err != nil {
+			if o.UIPort, err = proc.FreePort(); err != nil {
 				return nil, err
 			}
 		}
@@ -204,9 +191,9 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 }
 
 func startOnce(ctx context.Context, cli string, o Options) (*Server, error) {
-	hostPort := net.JoinHostPort(o.IP, strconv.Itoa(o.Port))
+	hostPort := proc.Addr(o.Port)
 	args := []string{"server", "start-dev",
-		"--ip", o.IP,
+		"--ip", "127.0.0.1",
 		"--port", strconv.Itoa(o.Port),
 		"--dynamic-config-value", "frontend.enableServerVersionCheck=false",
 		"--log-level", o.LogLevel,
@@ -246,9 +233,9 @@ func startOnce(ctx context.Context, cli string, o Options) (*Server, error) {
 		)
 	}
 
-	s := &Server{cli: cli, hostPort: hostPort, tail: NewTailBuffer(16 << 10), exited: make(chan struct{}), stopWait: o.StopTimeout}
+	s := &Server{cli: cli, hostPort: hostPort, tail: NewTailBuffer(16 << 10)}
 	if !o.Headless {
-		s.uiURL = "http://" + net.JoinHostPort(o.IP, strconv.Itoa(o.UIPort))
+		s.uiURL = "http://" + proc.Addr(o.UIPort)
 	}
 	out := o.Output
 	if out == nil && o.DataDir != "" {
@@ -263,22 +250,13 @@ func startOnce(ctx context.Context, cli string, o Options) (*Server, error) {
 	if out != nil {
 		w = io.MultiWriter(out, s.tail)
 	}
-	cmd := exec.Command(cli, args...)
-	cmd.Stdout = w
-	cmd.Stderr = w
-	cmd.Stdin = nil
-	setProcessGroup(cmd)
 	fmt.Fprintf(progressOrDiscard(o.Progress), "starting Temporal dev server on %s (%s)\n", hostPort, cli)
-	if err := cmd.Start(); err != nil {
-		s.closeLog()
-		return nil, fmt.Errorf("start %s: %w", cli, err)
+	p, err := proc.Start(proc.Spec{Path: cli, Args: args, Output: w, ParentDeath: true})
+	if err != nil {
+		_ = s.logFile.Close() // a nil *os.File refuses the Close
+		return nil, err
 	}
-	s.cmd = cmd
-	go func() {
-		s.waitErr = cmd.Wait()
-		close(s.exited)
-	}()
-
+	s.p = p
 	if err := s.waitReady(ctx, o.Namespace, o.StartTimeout); err != nil {
 		_ = s.Stop()
 		return nil, err
@@ -308,8 +286,8 @@ func (s *Server) waitReady(ctx context.Context, ns string, timeout time.Duration
 	var lastErr error
 	for {
 		select {
-		case <-s.exited:
-			return fmt.Errorf("temporal dev server exited during start (%v); output:\n%s", s.waitErr, s.tail.String())
+		case <-s.p.Exited():
+			return fmt.Errorf("temporal dev server exited during start (%v); output:\n%s", s.p.Err(), s.tail.String())
 		default:
 		}
 		lastErr = s.probe(ctx, ns)
@@ -319,7 +297,7 @@ func (s *Server) waitReady(ctx context.Context, ns string, timeout time.Duration
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("temporal dev server on %s not ready after %s: %v; output:\n%s", s.hostPort, timeout, lastErr, s.tail.String())
-		case <-s.exited:
+		case <-s.p.Exited():
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
@@ -337,55 +315,36 @@ func (s *Server) probe(ctx context.Context, ns string) error {
 	return err
 }
 
-// Stop terminates the server's process group: SIGTERM, then SIGKILL after the stop timeout.
-// Safe to call more than once and from several goroutines.
+// Stop terminates the server's process group: SIGTERM, then SIGKILL after stopWait. It
+// fails only when the server outlives SIGKILL. Safe to call more than once and from several
+// goroutines.
 func (s *Server) Stop() error {
 	s.stopOnce.Do(func() {
-		defer s.closeLog()
-		if s.cmd == nil || s.cmd.Process == nil {
-			return
-		}
+		defer s.logFile.Close()
+		err := s.p.Stop(syscall.SIGTERM, stopWait)
 		select {
-		case <-s.exited:
-			return
+		case <-s.p.Exited(): // if only after SIGKILL: stopped
 		default:
-		}
-		_ = signalGroup(s.cmd, syscall.SIGTERM)
-		select {
-		case <-s.exited:
-			return
-		case <-time.After(s.stopWait):
-		}
-		_ = signalGroup(s.cmd, syscall.SIGKILL)
-		select {
-		case <-s.exited:
-		case <-time.After(5 * time.Second):
-			s.stopErr = fmt.Errorf("temporal dev server (pid %d) did not exit after SIGKILL", s.cmd.Process.Pid)
+			s.stopErr = err
 		}
 	})
 	return s.stopErr
 }
 
 // Done is closed when the server process has exited.
-func (s *Server) Done() <-chan struct{} { return s.exited }
-
-func (s *Server) closeLog() {
-	if s.logFile != nil {
-		_ = s.logFile.Close()
-	}
-}
+func (s *Server) Done() <-chan struct{} { return s.p.Exited() }
 
 var errCLINotFound = errors.New("temporal CLI not found")
 
 // FindCLI locates a Temporal CLI binary: explicit (a flag), then $WALKEEPER_TEMPORAL_CLI,
 // then `temporal` on PATH, then $GOBIN, $(go env GOPATH)/bin and ~/go/bin, then
-// <module root>/.cache/bin. The error wraps a "not found" sentinel that InstallCLI cures.
+// <module root>/.cache/bin. The error wraps a "not found" sentinel that EnsureCLI cures.
 func FindCLI(explicit string) (string, error) {
 	for _, p := range []string{explicit, os.Getenv(CLIEnv)} {
 		if p == "" {
 			continue
 		}
-		if isExecutable(p) {
+		if cachebin.IsExecutable(p) {
 			return filepath.Abs(p)
 		}
 		return "", fmt.Errorf("temporal CLI %q is not an executable file", p)
@@ -407,7 +366,7 @@ func FindCLI(explicit string) (string, error) {
 	}
 	dirs = append(dirs, DefaultInstallDir())
 	for _, d := range dirs {
-		if p := filepath.Join(d, "temporal"); isExecutable(p) {
+		if p := filepath.Join(d, "temporal"); cachebin.IsExecutable(p) {
 			return p, nil
 		}
 	}
@@ -417,21 +376,18 @@ func FindCLI(explicit string) (string, error) {
 
 // DefaultInstallDir is <module root>/.cache/bin, or ./.cache/bin outside the module.
 func DefaultInstallDir() string {
-	root, err := moduleRoot()
+	root, err := cachebin.ModuleRoot()
 	if err != nil {
 		root, _ = os.Getwd()
 	}
 	return filepath.Join(root, ".cache", "bin")
 }
 
-// InstallCLI builds the Temporal CLI (CLIVersion) into dir (empty =
-// DefaultInstallDir) with `go install`, CGO off. It takes a file lock so that parallel
-// test packages build it once, and returns at once when the binary is already there.
-func InstallCLI(ctx context.Context, dir string, progress io.Writer) (string, error) {
-	if dir == "" {
-		dir = DefaultInstallDir()
-	}
-	dir, err := filepath.Abs(dir)
+// installCLI builds the Temporal CLI (CLIVersion) into DefaultInstallDir with `go install`,
+// CGO off. It takes a file lock so that parallel test packages build it once, and returns at
+// once when the binary is already there.
+func installCLI(ctx context.Context, progress io.Writer) (string, error) {
+	dir, err := filepath.Abs(DefaultInstallDir())
 	if err != nil {
 		return "", err
 	}
@@ -444,7 +400,7 @@ func InstallCLI(ctx context.Context, dir string, progress io.Writer) (string, er
 		return "", err
 	}
 	defer unlock()
-	if isExecutable(bin) {
+	if cachebin.IsExecutable(bin) {
 		return bin, nil
 	}
 	pw := progressOrDiscard(progress)
@@ -468,7 +424,7 @@ func InstallCLI(ctx context.Context, dir string, progress io.Writer) (string, er
 			if err != nil {
 				return "", fmt.Errorf("go install %s@%s: %w\n%s", CLIModule, CLIVersion, err, out.String())
 			}
-			if !isExecutable(bin) {
+			if !cachebin.IsExecutable(bin) {
 				return "", fmt.Errorf("go install succeeded but %s is missing", bin)
 			}
 			fmt.Fprintf(pw, "built Temporal CLI in %s: %s\n", time.Since(start).Round(time.Second), bin)
@@ -479,11 +435,11 @@ func InstallCLI(ctx context.Context, dir string, progress io.Writer) (string, er
 	}
 }
 
-// EnsureCLI finds the CLI or installs it (see FindCLI, InstallCLI).
+// EnsureCLI finds the CLI (FindCLI) or installs it into DefaultInstallDir.
 func EnsureCLI(ctx context.Context, explicit string, progress io.Writer) (string, error) {
 	p, err := FindCLI(explicit)
 	if errors.Is(err, errCLINotFound) {
-		return InstallCLI(ctx, "", progress)
+		return installCLI(ctx, progress)
 	}
 	return p, err
 }
@@ -511,35 +467,6 @@ func lockFile(ctx context.Context, path string) (func(), error) {
 	}
 }
 
-func setProcessGroup(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	setParentDeathSignal(cmd.SysProcAttr)
-}
-
-func signalGroup(cmd *exec.Cmd, sig syscall.Signal) error {
-	if err := syscall.Kill(-cmd.Process.Pid, sig); err != nil {
-		return cmd.Process.Signal(sig)
-	}
-	return nil
-}
-
-func freePort(ip string) (int, error) {
-	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func FreePort() (int, error) { return freePort("127.0.0.1") }
-
-func isExecutable(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
-}
-
 func goEnv(key string) string {
 	if v := os.Getenv(key); v != "" {
 		return v
@@ -549,25 +476,6 @@ func goEnv(key string) string {
 		return ""
 	}
 	return strings.TrimSpace(string(out))
-}
-
-// moduleRoot walks up from the working directory to the go.mod of this module.
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && bytes.Contains(data, []byte("module github.com/walkeeper/walkeeper")) {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("walkeeper module root not found")
-		}
-		dir = parent
-	}
 }
 
 func progressOrDiscard(w io.Writer) io.Writer {

@@ -1,6 +1,7 @@
-// Package proc runs a server binary as a child process for tests: in its own process group
-// (so a stop also ends the children it forks), with its output in a log file, and with a
-// stop that escalates from a polite signal to SIGKILL.
+// Package proc runs a server binary as a child process for tests and for the Temporal dev
+// server (internal/devserver): in its own process group (so a stop also ends the children it
+// forks), with its output in a log file, and with a stop that escalates from a polite signal
+// to SIGKILL.
 package proc
 
 import (
@@ -12,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
-	"sync"
 	"syscall"
 	"time"
 )
@@ -24,37 +24,48 @@ type Spec struct {
 	Env  []string // appended to os.Environ()
 	Dir  string   // working directory; "" = inherit
 	Log  string   // file that receives stdout and stderr (appended, so restarts keep history)
+	// Output receives stdout and stderr instead when Log is "" (nil: discarded).
+	Output io.Writer
 	// Credential runs the process as another user (PostgreSQL refuses to run as root).
 	Credential *syscall.Credential
+	// ParentDeath makes the kernel SIGTERM the process if this one dies without stopping it
+	// (Linux only), so that a killed test binary or a crashed `walkeeper dev` leaks no server.
+	ParentDeath bool
 }
 
 // Proc is a started process.
 type Proc struct {
 	spec   Spec
 	cmd    *exec.Cmd
-	log    *os.File
 	exited chan struct{}
 	err    error // Wait's result, valid once exited is closed
-	once   sync.Once
 }
 
 // Start starts spec's process.
 func Start(spec Spec) (*Proc, error) {
-	log, err := os.OpenFile(spec.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, err
+	var log *os.File
+	out := spec.Output
+	if spec.Log != "" {
+		var err error
+		if log, err = os.OpenFile(spec.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(log, "\n=== %s %s %v\n", time.Now().Format(time.RFC3339), spec.Path, spec.Args)
+		out = log
 	}
-	fmt.Fprintf(log, "\n=== %s %s %v\n", time.Now().Format(time.RFC3339), spec.Path, spec.Args)
 	cmd := exec.Command(spec.Path, spec.Args...)
 	cmd.Env = append(os.Environ(), spec.Env...)
 	cmd.Dir = spec.Dir
-	cmd.Stdout, cmd.Stderr = log, log
+	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: spec.Credential}
+	if spec.ParentDeath {
+		setParentDeathSignal(cmd.SysProcAttr)
+	}
 	if err := cmd.Start(); err != nil {
-		_ = log.Close()
+		_ = log.Close() // a nil *os.File refuses the Close
 		return nil, fmt.Errorf("start %s: %w", spec.Path, err)
 	}
-	p := &Proc{spec: spec, cmd: cmd, log: log, exited: make(chan struct{})}
+	p := &Proc{spec: spec, cmd: cmd, exited: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		_ = log.Close()
@@ -68,6 +79,9 @@ func (p *Proc) PID() int { return p.cmd.Process.Pid }
 
 // Exited is closed when the process has ended.
 func (p *Proc) Exited() <-chan struct{} { return p.exited }
+
+// Err is how the process ended (exec.Cmd.Wait's error), once Exited is closed.
+func (p *Proc) Err() error { return p.err }
 
 // Stop sends sig to the process group, waits up to grace for the process to exit, then
 // SIGKILLs the group. It returns nil when the process exited (for whatever reason); calling
@@ -113,39 +127,27 @@ func Tail(path string, n int64) string {
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
 func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := FreePorts(1)
 	if err != nil {
 		return 0, err
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return ports[0], nil
 }
 
 // FreePorts returns n distinct free ports. They are held open together while being picked,
 // so the n are distinct from each other.
-func FreePorts(n int) ([]int, error) {
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			_ = l.Close()
-		}
-	}()
-	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
-}
+func FreePorts(n int) ([]int, error) { return holdFree(n, func() int { return 0 }) }
 
 // FreePortsBelow returns n distinct ports in [10000, max) that were free a moment ago,
 // chosen at random (not from the kernel's ephemeral range, which starts at 32768 on Linux).
 // For servers that store their ports in narrow columns.
 func FreePortsBelow(n, max int) ([]int, error) {
+	return holdFree(n, func() int { return 10000 + mrand.IntN(max-10000) })
+}
+
+// holdFree listens on 127.0.0.1 at ports from pick (0: the kernel's choice) until n of them
+// are held, then releases them all.
+func holdFree(n int, pick func() int) ([]int, error) {
 	var ls []net.Listener
 	defer func() {
 		for _, l := range ls {
@@ -154,16 +156,15 @@ func FreePortsBelow(n, max int) ([]int, error) {
 	}()
 	ports := make([]int, 0, n)
 	for tries := 0; len(ports) < n; tries++ {
-		if tries > 1000 {
-			return nil, fmt.Errorf("no %d free ports below %d", n, max)
-		}
-		port := 10000 + mrand.IntN(max-10000)
-		l, err := net.Listen("tcp", Addr(port))
+		l, err := net.Listen("tcp", Addr(pick()))
 		if err != nil {
+			if tries > 1000 {
+				return nil, fmt.Errorf("no %d free ports: %w", n, err)
+			}
 			continue
 		}
 		ls = append(ls, l)
-		ports = append(ports, port)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
 }

@@ -26,7 +26,7 @@ import (
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 
-	"github.com/walkeeper/walkeeper/internal/devserver"
+	"github.com/walkeeper/walkeeper/internal/proc"
 )
 
 const (
@@ -114,7 +114,7 @@ func startWorker(t *testing.T, cfg workerConfig) *worker {
 	if err != nil {
 		t.Fatal(err)
 	}
-	port, err := devserver.FreePort()
+	port, err := proc.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/walkeeper/walkeeper/internal/devserver"
+	"github.com/walkeeper/walkeeper/internal/proc"
 	"github.com/walkeeper/walkeeper/internal/testkit/temporalcluster"
 	"github.com/walkeeper/walkeeper/temporaladmin"
 )
@@ -52,7 +53,7 @@ func StartRestartable(t testing.TB, o Options) (Restartable, client.Client) {
 		return clusterServer{cl}, c
 	}
 	o.Namespace = cmp.Or(o.Namespace, defaultNamespace)
-	port, err := devserver.FreePort()
+	port, err := proc.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package devserver
+package proc
 
 import "syscall"
 

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"io"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -81,6 +83,13 @@ func (g *globalOptions) withTemporal(cmd *cobra.Command, f func(ctx context.Cont
 	}
 	defer c.Close()
 	return f(ctx, c)
+}
+
+// writeJSON prints v as indented JSON, the output of --json.
+func writeJSON(out io.Writer, v any) error {
+	enc := json.NewEncoder(out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 // parseOptionalTarget parses the optional TARGET argument of a command: nil when absent.

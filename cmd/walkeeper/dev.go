@@ -76,7 +76,7 @@ log is in <data>/walkeeper.log (--verbose prints it on the console too).`,
 			if o.sweepEvery <= 0 {
 				return cli.Usagef("--sweep-every must be positive")
 			}
-			external := flagChanged(cmd.Flags(), "temporal")
+			external := cmd.Flags().Changed("temporal")
 			return runDev(cmd.Context(), cmd.OutOrStdout(), g, o, external)
 		},
 	}
@@ -168,15 +168,13 @@ func runDev(parent context.Context, out io.Writer, g *globalOptions, o *devOptio
 		fmt.Fprintln(out, "stopping workers (sealing memtables)...")
 		var wg sync.WaitGroup
 		for _, w := range workers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				defer cancel()
 				if err := w.Stop(sctx); err != nil {
 					logger.Warn("stop worker", zap.Error(err))
 				}
-			}()
+			})
 		}
 		wg.Wait()
 	}()
@@ -220,7 +218,9 @@ func runDev(parent context.Context, out io.Writer, g *globalOptions, o *devOptio
 	}
 	defer os.Remove(filepath.Join(data, devStateFile))
 	if !o.verbose {
-		if sdb, err := store.OpenDB(ctx, storage, devConsoleStoreOptions(logger)); err == nil {
+		// The console's own read-only view of the storage, so that the summary never makes a
+		// worker's DB hold stores it does not serve.
+		if sdb, err := openStorage(ctx, storage, "walkeeper-dev-console", logger); err == nil {
 			defer func() { _ = sdb.Close(context.Background()) }()
 			go newDevConsole(out, c, sdb, uiURL).run(ctx)
 		} else {
@@ -242,7 +242,6 @@ func runDev(parent context.Context, out io.Writer, g *globalOptions, o *devOptio
 			duration:   o.demoDuration,
 			out:        out,
 		}
-		lg.init()
 		go func() {
 			defer close(demoDone)
 			if err := lg.create(ctx); err != nil {

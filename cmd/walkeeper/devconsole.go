@@ -204,12 +204,3 @@ func temporalCLIHint(explicit string) string {
 	}
 	return "temporal"
 }
-
-// devConsoleStoreOptions open the console's own read-only view of the storage, so that the
-// summary never makes a worker's DB hold stores it does not serve.
-func devConsoleStoreOptions(logger *zap.Logger) store.Options {
-	opts := store.DefaultOptions()
-	opts.Logger = logger
-	opts.InstanceID = "walkeeper-dev-console"
-	return opts
-}

@@ -47,25 +47,18 @@ func defaultDevDataDir() string {
 	return filepath.Join(".cache", "dev")
 }
 
-// writeDevState replaces dir/dev.json atomically (temp file + rename).
+// writeDevState replaces dir/dev.json atomically (temp file + rename); dev's lock on dir
+// makes it the only writer, so the temp file needs no unique name.
 func writeDevState(dir string, st devState) error {
 	b, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, ".dev.json-*")
-	if err != nil {
+	tmp := filepath.Join(dir, "."+devStateFile+".tmp")
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("dev state: %w", err)
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
-		_ = tmp.Close()
-		return fmt.Errorf("dev state: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("dev state: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), filepath.Join(dir, devStateFile)); err != nil {
+	if err := os.Rename(tmp, filepath.Join(dir, devStateFile)); err != nil {
 		return fmt.Errorf("dev state: %w", err)
 	}
 	return nil
@@ -92,9 +85,9 @@ func (g *globalOptions) devDefaults(cmd *cobra.Command) (devState, bool) {
 	if !ok {
 		return st, false
 	}
-	if !flagChanged(cmd.Flags(), "temporal") && os.Getenv("WALKEEPER_TEMPORAL") == "" {
+	if !cmd.Flags().Changed("temporal") && os.Getenv("WALKEEPER_TEMPORAL") == "" {
 		g.temporal.HostPort = st.Temporal
-		if !flagChanged(cmd.Flags(), "namespace") && os.Getenv("WALKEEPER_NAMESPACE") == "" && st.Namespace != "" {
+		if !cmd.Flags().Changed("namespace") && os.Getenv("WALKEEPER_NAMESPACE") == "" && st.Namespace != "" {
 			g.temporal.Namespace = st.Namespace
 		}
 	}

@@ -1,13 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
-	"github.com/walkeeper/walkeeper/internal/cli"
 	"strings"
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/walkeeper/walkeeper/internal/cli"
 	"github.com/walkeeper/walkeeper/target"
 	"github.com/walkeeper/walkeeper/temporaladmin"
 	"github.com/walkeeper/walkeeper/worker"
@@ -156,12 +157,8 @@ type unreachableError struct {
 }
 
 func (e *unreachableError) Error() string {
-	ns := e.namespace
-	if ns == "" {
-		ns = temporaladmin.DefaultNamespace
-	}
 	return fmt.Sprintf("cannot reach Temporal at %s (namespace %s): %s; start one with 'walkeeper dev' or pass --temporal HOST:PORT",
-		e.hostPort, ns, transportCause(e.err))
+		e.hostPort, cmp.Or(e.namespace, temporaladmin.DefaultNamespace), transportCause(e.err))
 }
 
 func (e *unreachableError) Unwrap() error { return e.err }

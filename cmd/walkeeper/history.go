@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/url"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -74,7 +75,7 @@ and Web UI are used unless --temporal/--ui (or their environment variables) say 
 				}
 				out := cmd.OutOrStdout()
 				if asJSON {
-					return writeHistoryJSON(out, runs)
+					return writeJSON(out, runs)
 				}
 				return writeHistoryTable(out, t, g.temporal.Namespace, runs, limit)
 			})
@@ -114,7 +115,7 @@ func historyQuery(t store.Target) string {
 
 // listHistory reads at most limit runs of t, newest first, a page at a time.
 func listHistory(ctx context.Context, c client.Client, t store.Target, limit int, links uiLinks) ([]historyRun, error) {
-	var runs []historyRun
+	runs := []historyRun{} // --json prints [] for none
 	var token []byte
 	for len(runs) < limit {
 		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
@@ -202,15 +203,6 @@ func resultName(s enumspb.WorkflowExecutionStatus) string {
 	return s.String()
 }
 
-func writeHistoryJSON(out io.Writer, runs []historyRun) error {
-	if runs == nil {
-		runs = []historyRun{}
-	}
-	enc := json.NewEncoder(out)
-	enc.SetIndent("", "  ")
-	return enc.Encode(runs)
-}
-
 func writeHistoryTable(out io.Writer, t store.Target, ns string, runs []historyRun, limit int) error {
 	if len(runs) == 0 {
 		_, err := fmt.Fprintf(out, "No MergeWal or CompactBase runs of %s on record in namespace %s.\n", t, ns)
@@ -275,18 +267,11 @@ type uiLinks struct {
 // ID path-escaped (it contains "/").
 func (l uiLinks) run(workflowID, runID string) string {
 	return fmt.Sprintf("%s/namespaces/%s/workflows/%s/%s/history",
-		trimSlash(l.base), url.PathEscape(l.namespace), url.PathEscape(workflowID), url.PathEscape(runID))
+		strings.TrimRight(l.base, "/"), url.PathEscape(l.namespace), url.PathEscape(workflowID), url.PathEscape(runID))
 }
 
 // list is the workflow list filtered by a visibility query.
 func (l uiLinks) list(query string) string {
 	return fmt.Sprintf("%s/namespaces/%s/workflows?%s",
-		trimSlash(l.base), url.PathEscape(l.namespace), url.Values{"query": {query}}.Encode())
-}
-
-func trimSlash(s string) string {
-	for len(s) > 0 && s[len(s)-1] == '/' {
-		s = s[:len(s)-1]
-	}
-	return s
+		strings.TrimRight(l.base, "/"), url.PathEscape(l.namespace), url.Values{"query": {query}}.Encode())
 }

@@ -33,7 +33,6 @@ type loadGen struct {
 	flushEvery time.Duration
 	duration   time.Duration
 	out        io.Writer
-	client     *http.Client
 
 	appended atomic.Int64
 	refused  atomic.Int64
@@ -47,23 +46,8 @@ var demoSchema = map[string]any{"fields": []map[string]any{
 	{"name": "msg", "type": "string", "nullable": true},
 }}
 
-func (l *loadGen) init() {
-	if l.client == nil {
-		l.client = &http.Client{Timeout: 30 * time.Second}
-	}
-	if l.batch <= 0 {
-		l.batch = 25
-	}
-	if l.rate <= 0 {
-		l.rate = 100
-	}
-	if l.keySpace <= 0 {
-		l.keySpace = 5000
-	}
-	if l.out == nil {
-		l.out = io.Discard
-	}
-}
+// loadClient bounds each request of the load generator.
+var loadClient = &http.Client{Timeout: 30 * time.Second}
 
 func (l *loadGen) storeURL(base string) string {
 	return strings.TrimRight(base, "/") + "/api/v1/stores/" + string(l.target.Kind) + "/" + l.target.Name
@@ -88,7 +72,7 @@ func (l *loadGen) do(ctx context.Context, method, url string, body any) (int, ht
 	if l.token != "" {
 		req.Header.Set("Authorization", "Bearer "+l.token)
 	}
-	resp, err := l.client.Do(req)
+	resp, err := loadClient.Do(req)
 	if err != nil {
 		return 0, nil, nil, err
 	}
@@ -120,7 +104,6 @@ func (l *loadGen) create(ctx context.Context) error {
 // run appends until the duration is over or ctx is cancelled. Transient failures (503 with
 // Retry-After, connection errors) are waited out; a 4xx answer stops the load.
 func (l *loadGen) run(ctx context.Context) error {
-	l.init()
 	if l.duration > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, l.duration)
@@ -230,7 +213,9 @@ A worker that answers 503 (too many pending generations) is waited out per Retry
 				return cli.Usagef("--create only makes generic stores; %s must exist", t)
 			}
 			l.target, l.urls, l.out = t, urls, cmd.ErrOrStderr()
-			l.init()
+			if l.keySpace <= 0 {
+				l.keySpace = 5000
+			}
 			ctx, cancel := cli.SignalContext(cmd.Context())
 			defer cancel()
 			if create {

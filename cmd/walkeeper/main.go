@@ -11,7 +11,6 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/walkeeper/walkeeper/internal/cli"
 )
@@ -80,10 +79,4 @@ func parentRunE(cmd *cobra.Command, a []string) error {
 	}
 	_ = cmd.Help()
 	return cli.Usagef("%s needs a sub-command", cmd.CommandPath())
-}
-
-// flagChanged reports whether the named flag was given on the command line.
-func flagChanged(fs *pflag.FlagSet, name string) bool {
-	f := fs.Lookup(name)
-	return f != nil && f.Changed
 }

@@ -39,10 +39,10 @@ Ctrl-C stops waiting, not the merge.`,
 			}
 			in := contract.MergeWalInput{Target: t.String(), ParallelPrepare: parallel,
 				Trigger: contract.TriggerCLI, TriggerReason: "walkeeper merge"}
-			if flagChanged(cmd.Flags(), "max-generations") {
+			if cmd.Flags().Changed("max-generations") {
 				in.MaxGenerations = &maxGens
 			}
-			if flagChanged(cmd.Flags(), "max-bytes") {
+			if cmd.Flags().Changed("max-bytes") {
 				in.MaxBytes = &maxBytes
 			}
 			return g.start(cmd, t, "MergeWal", sf, func(ctx context.Context, c client.Client) (client.WorkflowRun, error) {

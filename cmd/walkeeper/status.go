@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/walkeeper/walkeeper/internal/cli"
@@ -92,14 +91,11 @@ Temporal is asked.`,
 				}
 				defer func() { _ = db.Close(context.Background()) }()
 			}
-			out := cmd.OutOrStdout()
-			if dialErr != nil {
-				c = nil
-			}
+			out, sv := cmd.OutOrStdout(), stuckView{c: c, namespace: tc.Namespace, deadline: deadline} // c is nil when unreachable
 			if target == nil {
-				err = statusAll(ctx, out, stuckView{c: c, namespace: tc.Namespace, deadline: deadline}, db, logger)
+				err = statusAll(ctx, out, sv, db, logger)
 			} else {
-				err = statusTarget(ctx, out, stuckView{c: c, namespace: tc.Namespace, deadline: deadline}, db, *target)
+				err = statusTarget(ctx, out, sv, db, *target)
 			}
 			if err == nil && dialErr != nil {
 				fmt.Fprintf(out, "Temporal: unreachable, workflows not shown\n")
@@ -206,14 +202,9 @@ func listRunning(ctx context.Context, c client.Client) ([]runningWorkflow, error
 				runID: e.GetExecution().GetRunId(),
 				start: e.GetStartTime().AsTime(),
 			}
-			if p := e.GetSearchAttributes().GetIndexedFields()["WalTarget"]; p != nil {
-				var s string
-				if json.Unmarshal(p.GetData(), &s) == nil {
-					r.target = s
-				}
-			}
-			if r.target == "" {
-				r.target = targetFromWorkflowID(r.id)
+			r.target = targetFromWorkflowID(r.id)
+			if s := observedString(e.GetSearchAttributes().GetIndexedFields()[contract.WalTargetName]); s != nil {
+				r.target = *s
 			}
 			out = append(out, r)
 		}

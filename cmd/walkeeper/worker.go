@@ -40,21 +40,17 @@ server drains, running activities finish, memtables are sealed.`,
 			defer func() { _ = logger.Sync() }()
 			ctx, stop := cli.SignalContext(cmd.Context())
 			defer stop()
-			return runWorker(ctx, cfg, logger, dialWait)
+			c, err := dialRetry(ctx, cfg.Temporal, logger, dialWait)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			return worker.Run(ctx, cfg, logger, c, nil)
 		},
 	}
 	cfg.RegisterFlags(cmd.Flags())
 	cmd.Flags().DurationVar(&dialWait, "temporal-wait", time.Minute, "keep retrying to reach Temporal this long on start")
 	return cmd
-}
-
-func runWorker(ctx context.Context, cfg worker.Config, logger *zap.Logger, dialWait time.Duration) error {
-	c, err := dialRetry(ctx, cfg.Temporal, logger, dialWait)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	return worker.Run(ctx, cfg, logger, c, nil)
 }
 
 // dialRetry dials Temporal until it answers or wait is over (Temporal may start alongside).

@@ -63,11 +63,9 @@ func Args(check cobra.PositionalArgs) cobra.PositionalArgs {
 	}
 }
 
-// Run is a command's whole run: its command line in, its exit code out.
-type Run func(ctx context.Context, args []string, stdout, stderr io.Writer) int
-
-// Main is both commands' main: it runs this process's command line and exits with the code.
-func Main(run Run) {
+// Main is both commands' main: run, given this process's command line, returns the exit
+// code it exits with.
+func Main(run func(ctx context.Context, args []string, stdout, stderr io.Writer) int) {
 	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -12,7 +12,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -110,7 +109,8 @@ func runDev(parent context.Context, out io.Writer, g *globalOptions, o *devOptio
 		return err
 	}
 	// 0. The data directory, locked before Temporal starts (devlock.go).
-	lock, err := lockDataDir(data, currentHolder())
+	holder := currentHolder()
+	lock, err := lockDataDir(data, holder)
 	if err != nil {
 		return err
 	}
@@ -209,11 +209,8 @@ func runDev(parent context.Context, out io.Writer, g *globalOptions, o *devOptio
 		fmt.Sprintf("  walkeeper log    %s%s", logPath, logNote),
 		fmt.Sprintf("  temporal CLI     %s workflow list --address %s --query 'WalTarget=\"generic:demo\"'", cli, tc.HostPort),
 		"  from a terminal  walkeeper status | walkeeper history generic:demo | walkeeper queries")
-	if err := writeDevState(data, devState{
-		PID: os.Getpid(), Started: time.Now(), Command: strings.Join(os.Args, " "),
-		Storage: storage, Temporal: tc.HostPort, Namespace: tc.Namespace, UI: uiURL,
-		HTTP: httpURLs, TemporalCLI: cli, Log: logPath,
-	}); err != nil {
+	if err := writeDevState(data, devState{lockHolder: holder, Storage: storage, Temporal: tc.HostPort,
+		Namespace: tc.Namespace, UI: uiURL, HTTP: httpURLs, TemporalCLI: cli, Log: logPath}); err != nil {
 		return err
 	}
 	defer os.Remove(filepath.Join(data, devStateFile))

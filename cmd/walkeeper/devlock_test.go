@@ -62,7 +62,7 @@ func TestDevRefusedBeforeTemporalStarts(t *testing.T) {
 // TestDevStateOnlyWhileLocked: dev.json is read only while its dev holds the lock.
 func TestDevStateOnlyWhileLocked(t *testing.T) {
 	dir := t.TempDir()
-	st := devState{PID: 7, Storage: "file:///s", Temporal: "127.0.0.1:7999", Namespace: "ns", UI: "http://127.0.0.1:8999"}
+	st := devState{lockHolder: lockHolder{PID: 7}, Storage: "file:///s", Temporal: "127.0.0.1:7999", Namespace: "ns", UI: "http://127.0.0.1:8999"}
 	require.NoError(t, writeDevState(dir, st))
 	_, ok := readDevState(dir)
 	assert.False(t, ok, "no lock held: a stale dev.json")

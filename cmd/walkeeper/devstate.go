@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -25,18 +24,17 @@ const (
 	defaultUIURL = "http://127.0.0.1:8233"
 )
 
-// devState is the content of dev.json.
+// devState is the content of dev.json: the holder of the lock (pid, started, command), then
+// what it serves.
 type devState struct {
-	PID         int       `json:"pid"`
-	Started     time.Time `json:"started"`
-	Command     string    `json:"command"`
-	Storage     string    `json:"storage"`
-	Temporal    string    `json:"temporal"`
-	Namespace   string    `json:"namespace"`
-	UI          string    `json:"ui,omitempty"`
-	HTTP        []string  `json:"http,omitempty"`
-	TemporalCLI string    `json:"temporal_cli,omitempty"`
-	Log         string    `json:"log,omitempty"`
+	lockHolder
+	Storage     string   `json:"storage"`
+	Temporal    string   `json:"temporal"`
+	Namespace   string   `json:"namespace"`
+	UI          string   `json:"ui,omitempty"`
+	HTTP        []string `json:"http,omitempty"`
+	TemporalCLI string   `json:"temporal_cli,omitempty"`
+	Log         string   `json:"log,omitempty"`
 }
 
 // defaultDevDataDir is dev's --data default, or $WALKEEPER_DEV_DATA.

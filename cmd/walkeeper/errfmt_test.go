@@ -77,7 +77,7 @@ func TestErrorFirstLineMissingStoreUnderDev(t *testing.T) {
 	require.NoError(t, err)
 	defer lock.Release()
 	storage := "file://" + filepath.ToSlash(filepath.Join(dir, "storage"))
-	require.NoError(t, writeDevState(dir, devState{PID: 1, Storage: storage, Temporal: "127.0.0.1:1", Namespace: "default",
+	require.NoError(t, writeDevState(dir, devState{lockHolder: lockHolder{PID: 1}, Storage: storage, Temporal: "127.0.0.1:1", Namespace: "default",
 		HTTP: []string{"http://127.0.0.1:18081"}}))
 	code, _, errOut := runCLI(t, "merge", "generic:nope")
 	assert.Equal(t, cli.ExitUsage, code)

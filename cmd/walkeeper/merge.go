@@ -74,7 +74,6 @@ With --wait, waits for the result and prints it.`,
 				return err
 			}
 			return g.start(cmd, t, "CompactBase", sf, func(ctx context.Context, c client.Client) (client.WorkflowRun, error) {
-				// INTEGRATION(C): input type of StartCompactBase as pinned in SPEC ("Same StartCompactBase").
 				return contract.StartCompactBase(ctx, c, t, contract.CompactBaseInput{Target: t.String(),
 					Trigger: contract.TriggerCLI, TriggerReason: "walkeeper compact"}, contract.RunTimeout(sf.runTimeout))
 			})

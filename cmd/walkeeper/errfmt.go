@@ -108,22 +108,16 @@ func failureMessage(e error) string {
 	return ""
 }
 
-// markSegments are error texts that only mark a class (for errors.Is) and say nothing a
-// reader needs when more follows them.
-var markSegments = map[string]bool{
-	target.ErrInvalidInput.Error(): true,
-}
-
-// dedupeSegments drops every ": "-separated segment that repeats an earlier one, and mark
-// segments that are not last: "target \"x\": invalid input: target \"x\": want ..." reads
-// "target \"x\": want ...".
+// dedupeSegments drops every ": "-separated segment that repeats an earlier one, and the text
+// of target.ErrInvalidInput, which only marks a class for errors.Is, when more follows it:
+// "target \"x\": invalid input: target \"x\": want ..." reads "target \"x\": want ...".
 func dedupeSegments(msg string) string {
 	segs := strings.Split(msg, ": ")
 	seen := make(map[string]bool, len(segs))
 	out := segs[:0]
 	for i, s := range segs {
 		key := strings.TrimSpace(s)
-		if seen[key] || (markSegments[key] && i < len(segs)-1) {
+		if seen[key] || (key == target.ErrInvalidInput.Error() && i < len(segs)-1) {
 			continue
 		}
 		seen[key] = true

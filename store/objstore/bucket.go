@@ -21,15 +21,14 @@ type ObjectInfo struct {
 
 // backend is one storage implementation behind Bucket: file.go (file://, native),
 // mem.go (mem://, native, sorted in memory) and gocloud.go (s3://, gs://,
-// azblob:// through gocloud.dev/blob), and the
-// fault-injecting decorator of faults.go that wraps either.
+// azblob:// through gocloud.dev/blob).
 //
 // REQUIRES (every method): key or prefix already passed CheckKey or checkPrefix; ctx is
-// not nil. Bucket checks both, and that the handle is open, before it calls a backend.
+// not nil and was not done when the call began. Bucket checks all three, and that the
+// handle is open, before it calls a backend.
 //
-// A backend does nothing for a context that is already done: it returns ctx.Err(). It
-// reports absence and lost races with ErrNotFound and ErrAlreadyExists (errors.Is), and
-// never shows a temp name (tempPrefix) as an object or directory.
+// A backend reports absence and lost races with ErrNotFound and ErrAlreadyExists
+// (errors.Is), and never shows a temp name (tempPrefix) as an object or directory.
 type backend interface {
 	// get returns the object's bytes, ErrNotFound if absent (a "directory" is absent). With
 	// limit >= 0 it reads at most limit+1 bytes and fails with ErrTooLarge for an
@@ -81,14 +80,14 @@ type backend interface {
 // why). The semantics every backend must share are
 // the conformance suite in internal/testkit/bucketconformance.
 type Bucket struct {
-	core *bucketCore
-	be   backend // core.be, or a fault-injecting decorator of it (WithFaults)
+	core   *bucketCore
+	faults Faults // nil = none (WithFaults)
 }
 
 // bucketCore is the state shared by a Bucket and the fault-injecting views made from it.
 type bucketCore struct {
 	url    string
-	be     backend // the undecorated backend
+	be     backend
 	closed atomic.Bool
 }
 
@@ -111,7 +110,7 @@ func OpenBucket(ctx context.Context, rawURL string) (*Bucket, error) {
 	case "file":
 		be, err = openFileBackend(ctx, rawURL, u)
 	case "mem":
-		be, err = openMemBackend(ctx, rawURL)
+		be, err = openMemBackend(rawURL, u)
 	case "s3", "gs", "azblob":
 		be, err = openGocloudBackend(ctx, rawURL)
 	default:
@@ -120,7 +119,7 @@ func OpenBucket(ctx context.Context, rawURL string) (*Bucket, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Bucket{core: &bucketCore{url: rawURL, be: be}, be: be}, nil
+	return &Bucket{core: &bucketCore{url: rawURL, be: be}}, nil
 }
 
 // URL returns the URL the bucket was opened with.
@@ -145,15 +144,12 @@ func (b *Bucket) Close() error {
 
 // WithFaults returns a view of the same bucket whose every operation goes through f
 // (nil f = no faults). The original handle is unaffected. Faults do not stack: the view
-// decorates the undecorated backend, whatever view b itself is.
+// has f alone, whatever view b itself is.
 func (b *Bucket) WithFaults(f Faults) *Bucket {
 	if b == nil {
 		return nil
 	}
-	if f == nil {
-		return &Bucket{core: b.core, be: b.core.be}
-	}
-	return &Bucket{core: b.core, be: withFaults(b.core.be, f)}
+	return &Bucket{core: b.core, faults: f}
 }
 
 // Alloc returns an empty buffer of capacity at least n for the bytes of one read, so that a
@@ -297,9 +293,10 @@ func (b *Bucket) ListDirs(ctx context.Context, prefix string) ([]string, error) 
 	return out, nil
 }
 
-// do runs one operation on the handle's backend (possibly the fault decorator) after the
-// handle and input checks, and adds the operation and key to the error. Invalid input is
-// reported before any backend, so faults only see real calls.
+// do runs one operation on the backend after the handle and input checks, between the
+// view's Faults.Before and Faults.After, and adds the operation and key to the error.
+// Invalid input is reported before the hook, so faults only see real calls; a context
+// already done reaches no backend.
 func (b *Bucket) do(ctx context.Context, op, key string, check func(string) error, fn func(backend) error) error {
 	if b == nil || b.core == nil || b.core.closed.Load() {
 		return ErrClosed
@@ -310,7 +307,19 @@ func (b *Bucket) do(ctx context.Context, op, key string, check func(string) erro
 	if err := check(key); err != nil {
 		return wrapOp(op, key, err)
 	}
-	return wrapOp(op, key, fn(b.be))
+	call := func() error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return fn(b.core.be)
+	}
+	if b.faults == nil {
+		return wrapOp(op, key, call())
+	}
+	if err := b.faults.Before(op, key); err != nil {
+		return wrapOp(op, key, err)
+	}
+	return wrapOp(op, key, b.faults.After(op, key, call()))
 }
 
 // wrapOp adds the operation and key to err, keeping the sentinel for errors.Is.

@@ -1,6 +1,7 @@
 package objstore
 
 import (
+	"slices"
 	"sync/atomic"
 	"time"
 )
@@ -16,8 +17,11 @@ type RequestCounter struct {
 	// Latency, when set, is slept before every request (the modelled object-store RTT).
 	Latency time.Duration
 
-	gets, puts, putIfAbsents, exists, deletes, lists, listDirs atomic.Int64
+	n [len(countedOps)]atomic.Int64 // per operation, in countedOps order
 }
+
+// countedOps are the operations a RequestCounter counts, in RequestCounts' field order.
+var countedOps = [...]string{OpGet, OpPut, OpPutIfAbsent, OpExists, OpDelete, OpList, OpListDirs}
 
 // RequestCounts is a snapshot of a RequestCounter.
 type RequestCounts struct {
@@ -37,27 +41,14 @@ func (c RequestCounts) Sub(o RequestCounts) RequestCounts {
 
 // Counts returns the requests counted so far.
 func (r *RequestCounter) Counts() RequestCounts {
-	return RequestCounts{r.gets.Load(), r.puts.Load(), r.putIfAbsents.Load(), r.exists.Load(),
-		r.deletes.Load(), r.lists.Load(), r.listDirs.Load()}
+	n := &r.n
+	return RequestCounts{n[0].Load(), n[1].Load(), n[2].Load(), n[3].Load(), n[4].Load(), n[5].Load(), n[6].Load()}
 }
 
 // Before implements Faults: it counts the request and sleeps Latency.
 func (r *RequestCounter) Before(op, _ string) error {
-	switch op {
-	case OpGet:
-		r.gets.Add(1)
-	case OpPut:
-		r.puts.Add(1)
-	case OpPutIfAbsent:
-		r.putIfAbsents.Add(1)
-	case OpExists:
-		r.exists.Add(1)
-	case OpDelete:
-		r.deletes.Add(1)
-	case OpList:
-		r.lists.Add(1)
-	case OpListDirs:
-		r.listDirs.Add(1)
+	if i := slices.Index(countedOps[:], op); i >= 0 {
+		r.n[i].Add(1)
 	}
 	if r.Latency > 0 {
 		time.Sleep(r.Latency)

@@ -84,9 +84,6 @@ func (f *fileBackend) path(key string) string {
 }
 
 func (f *fileBackend) get(ctx context.Context, key string, limit int64, alloc Alloc) ([]byte, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
 	fh, err := os.Open(f.path(key))
 	if err != nil {
 		if isNotExist(err) {
@@ -109,9 +106,6 @@ func (f *fileBackend) get(ctx context.Context, key string, limit int64, alloc Al
 }
 
 func (f *fileBackend) exists(ctx context.Context, key string) (bool, error) {
-	if err := ctx.Err(); err != nil {
-		return false, err
-	}
 	st, err := os.Lstat(f.path(key))
 	if err != nil {
 		if isNotExist(err) {
@@ -123,16 +117,10 @@ func (f *fileBackend) exists(ctx context.Context, key string) (bool, error) {
 }
 
 func (f *fileBackend) put(ctx context.Context, key string, data []byte) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
 	return f.writeAndPublish(key, data, false)
 }
 
 func (f *fileBackend) putIfAbsent(ctx context.Context, key string, data []byte) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
 	return f.writeAndPublish(key, data, true)
 }
 
@@ -160,9 +148,6 @@ func (f *fileBackend) writeAndPublish(key string, data []byte, ifAbsent bool) er
 
 // putFrom is put for a streamed object; it returns the bytes written.
 func (f *fileBackend) putFrom(ctx context.Context, key string, write func(io.Writer) error) (int64, error) {
-	if err := ctx.Err(); err != nil {
-		return 0, err
-	}
 	final := f.path(key)
 	var n int64
 	tmp, err := f.writeTemp(filepath.Dir(final), func(fh *os.File) error {
@@ -300,9 +285,6 @@ func (f *fileBackend) mkdirAll(dir string) error {
 // delete removes the file and prunes the directories it leaves empty, so listDirs answers
 // as an object store (which has no directories) would.
 func (f *fileBackend) delete(ctx context.Context, key string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
 	p := f.path(key)
 	st, err := os.Lstat(p)
 	if err != nil {
@@ -329,9 +311,6 @@ func (f *fileBackend) delete(ctx context.Context, key string) error {
 
 // list walks only the directory the prefix points into and filters by string prefix.
 func (f *fileBackend) list(ctx context.Context, prefix string, fn func(ObjectInfo) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
 	start := f.root
 	if i := strings.LastIndex(prefix, "/"); i >= 0 {
 		start = f.path(prefix[:i])
@@ -385,9 +364,6 @@ func (f *fileBackend) list(ctx context.Context, prefix string, fn func(ObjectInf
 }
 
 func (f *fileBackend) listDirs(ctx context.Context, prefix string, fn func(string) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
 	dir := f.root
 	if prefix != "" {
 		dir = f.path(strings.TrimSuffix(prefix, "/"))
@@ -406,48 +382,20 @@ func (f *fileBackend) listDirs(ctx context.Context, prefix string, fn func(strin
 		if !e.IsDir() || strings.HasPrefix(e.Name(), tempPrefix) {
 			continue
 		}
-		ok, err := hasObject(filepath.Join(dir, e.Name()))
+		// Empty directories are pruned by delete, so this normally stops at the first entry.
+		err := f.list(ctx, prefix+e.Name()+"/", func(ObjectInfo) error { return errFound })
+		if errors.Is(err, errFound) {
+			err = fn(e.Name())
+		}
 		if err != nil {
 			return err
-		}
-		if ok {
-			if err := fn(e.Name()); err != nil {
-				return err
-			}
 		}
 	}
 	return nil
 }
 
-// errFound stops hasObject's walk at the first object.
+// errFound stops a listing at the first object.
 var errFound = errors.New("found")
-
-// hasObject reports whether dir holds at least one object (a regular non-temp file) at any
-// depth. Empty directories are pruned by delete, so this normally stops at the first entry.
-func hasObject(dir string) (bool, error) {
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if isNotExist(err) {
-				return nil
-			}
-			return err
-		}
-		if p != dir && strings.HasPrefix(d.Name(), tempPrefix) {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if d.Type().IsRegular() {
-			return errFound
-		}
-		return nil
-	})
-	if errors.Is(err, errFound) {
-		return true, nil
-	}
-	return false, err
-}
 
 func (f *fileBackend) syncDir(dir string) error {
 	if f.noSync {

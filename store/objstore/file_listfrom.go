@@ -22,9 +22,6 @@ const fileListWindow = 1024
 // or outside prefix, are never opened; a directory's entries are read (names only, no stat)
 // once per window of fileListWindow, and only listed files are stat'ed.
 func (f *fileBackend) listFrom(ctx context.Context, prefix, startAfter string, fn func(ObjectInfo) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
 	dirKey := "" // the key prefix the start directory stands for ("" or ending in "/")
 	if i := strings.LastIndex(prefix, "/"); i >= 0 {
 		dirKey = prefix[:i+1]

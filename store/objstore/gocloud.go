@@ -40,9 +40,6 @@ func (g *gocloudBackend) close() error { return g.bkt.Close() }
 
 // get reads the object into one buffer sized from the object's length (readSized).
 func (g *gocloudBackend) get(ctx context.Context, key string, limit int64, alloc Alloc) ([]byte, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
 	r, err := g.bkt.NewReader(ctx, key, nil)
 	if err != nil {
 		return nil, mapErr(err)
@@ -52,16 +49,10 @@ func (g *gocloudBackend) get(ctx context.Context, key string, limit int64, alloc
 }
 
 func (g *gocloudBackend) put(ctx context.Context, key string, data []byte) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
 	return mapErr(g.upload(ctx, key, data, false))
 }
 
 func (g *gocloudBackend) putFrom(ctx context.Context, key string, write func(io.Writer) error) (int64, error) {
-	if err := ctx.Err(); err != nil {
-		return 0, err
-	}
 	// Cancelling the upload's context before the driver sees EOF is gocloud's documented
 	// way to abandon an upload, so a failed write never publishes a prefix.
 	wctx, cancel := context.WithCancel(ctx)
@@ -106,9 +97,6 @@ func (g *gocloudBackend) putFrom(ctx context.Context, key string, write func(io.
 // S3's 409 ConditionalRequestConflict (two conditional writes of one key in flight) is
 // retried a few times with backoff: the retry then either wins or sees 412.
 func (g *gocloudBackend) putIfAbsent(ctx context.Context, key string, data []byte) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
 	for attempt := 0; ; attempt++ {
 		err := mapErr(g.upload(ctx, key, data, true))
 		if err == nil || !isConditionalConflict(err) || attempt >= 4 {
@@ -123,16 +111,10 @@ func (g *gocloudBackend) putIfAbsent(ctx context.Context, key string, data []byt
 }
 
 func (g *gocloudBackend) exists(ctx context.Context, key string) (bool, error) {
-	if err := ctx.Err(); err != nil {
-		return false, err
-	}
 	return g.bkt.Exists(ctx, key)
 }
 
 func (g *gocloudBackend) delete(ctx context.Context, key string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
 	err := mapErr(g.bkt.Delete(ctx, key))
 	if errors.Is(err, ErrNotFound) {
 		return nil
@@ -143,12 +125,7 @@ func (g *gocloudBackend) delete(ctx context.Context, key string) error {
 // list follows gocloud's paged listing (continuation tokens) and hands each object to fn as
 // its page arrives.
 func (g *gocloudBackend) list(ctx context.Context, prefix string, fn func(ObjectInfo) error) error {
-	return g.eachListed(ctx, &blob.ListOptions{Prefix: prefix}, func(obj *blob.ListObject) error {
-		if obj.IsDir || isTempKey(obj.Key) {
-			return nil
-		}
-		return fn(ObjectInfo{Key: obj.Key, Size: obj.Size, ModTime: obj.ModTime})
-	})
+	return g.listFrom(ctx, prefix, "", fn)
 }
 
 // listDirs is a delimiter ("/") listing: object stores report each common prefix once.
@@ -168,9 +145,6 @@ func (g *gocloudBackend) listDirs(ctx context.Context, prefix string, fn func(st
 // eachListed runs one gocloud listing page by page, handing every entry to fn as its page
 // arrives, until the listing ends or fn or the storage fails.
 func (g *gocloudBackend) eachListed(ctx context.Context, opts *blob.ListOptions, fn func(*blob.ListObject) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
 	it := g.bkt.List(opts)
 	for {
 		obj, err := it.Next(ctx)

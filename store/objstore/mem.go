@@ -3,7 +3,6 @@ package objstore
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"net/url"
 	"slices"
@@ -13,17 +12,16 @@ import (
 )
 
 // memBackend is mem://, the dev and test backend: objects in process memory, with a sorted
-// key index so that a listing costs O(log n + listed), not O(n log n). gocloud's memblob,
-// which mem:// used before, sorts every key of the bucket on every list call whatever the
-// prefix: a ListPage of 500 took 0.27 s in a 100k-object bucket and 2.0 s in a 1M-object one
-// (docs/benchmarks/listing.md), so a fleet benchmark on mem:// measured memblob.
+// key index so that a listing costs O(log n + listed), not O(n log n) as with gocloud's
+// memblob, which sorts every key of the bucket on every list call (a fleet benchmark on
+// mem:// would measure memblob).
 //
 // One mutex guards everything: every operation is atomic, putIfAbsent included. The index
 // is a sorted slice plus a small sorted tail of keys added since the last fold; a listing
 // walks both in step, so a write costs O(log n + memTailMax) and a listing O(log n + listed)
 // whatever was written before it. The tail is folded into the sorted slice (O(n)) once it
-// holds memTailMax keys, amortized O(n / memTailMax) per write. Folding on every listing
-// after a write instead made a seal in a 1M-object bucket cost ~0.5 s (docs/benchmarks/fleet.md).
+// holds memTailMax keys, amortized O(n / memTailMax) per write; folding on every listing
+// after a write would make each seal in a large bucket cost O(n).
 // Deleted keys leave the map at once and the index at a fold.
 type memBackend struct {
 	mu      sync.Mutex
@@ -52,11 +50,7 @@ var memBuckets = struct {
 	m map[string]*memBackend
 }{m: map[string]*memBackend{}}
 
-func openMemBackend(_ context.Context, rawURL string) (*memBackend, error) {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return nil, invalidf("storage url %q: %v", rawURL, err)
-	}
+func openMemBackend(rawURL string, u *url.URL) (*memBackend, error) {
 	if u.RawQuery != "" {
 		return nil, invalidf("storage url %q: mem:// takes no parameters", rawURL)
 	}
@@ -73,33 +67,22 @@ func openMemBackend(_ context.Context, rawURL string) (*memBackend, error) {
 func (m *memBackend) close() error { return nil } // shared by every handle on the URL
 
 func (m *memBackend) get(ctx context.Context, key string, limit int64, _ Alloc) ([]byte, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
 	m.mu.Lock()
 	o, ok := m.objs[key]
 	m.mu.Unlock()
 	if !ok {
 		return nil, ErrNotFound
 	}
-	if limit >= 0 && int64(len(o.data)) > limit {
-		return nil, fmt.Errorf("%w: %d bytes stored, at most %d expected", ErrTooLarge, len(o.data), limit)
-	}
-	return bytes.Clone(o.data), nil // objects are immutable; callers may modify their copy
+	// A copy, never alloc's memory: the object is in memory already, uncharged.
+	return readSized(bytes.NewReader(o.data), int64(len(o.data)), limit, nil)
 }
 
 func (m *memBackend) put(ctx context.Context, key string, data []byte) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
 	m.store(key, bytes.Clone(data), false)
 	return nil
 }
 
 func (m *memBackend) putFrom(ctx context.Context, key string, write func(io.Writer) error) (int64, error) {
-	if err := ctx.Err(); err != nil {
-		return 0, err
-	}
 	var buf bytes.Buffer
 	if err := write(&buf); err != nil {
 		return 0, err // nothing published
@@ -112,9 +95,6 @@ func (m *memBackend) putFrom(ctx context.Context, key string, write func(io.Writ
 }
 
 func (m *memBackend) putIfAbsent(ctx context.Context, key string, data []byte) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
 	if !m.store(key, bytes.Clone(data), true) {
 		return ErrAlreadyExists
 	}
@@ -146,9 +126,6 @@ func (m *memBackend) store(key string, data []byte, ifAbsent bool) bool {
 }
 
 func (m *memBackend) exists(ctx context.Context, key string) (bool, error) {
-	if err := ctx.Err(); err != nil {
-		return false, err
-	}
 	m.mu.Lock()
 	_, ok := m.objs[key]
 	m.mu.Unlock()
@@ -156,9 +133,6 @@ func (m *memBackend) exists(ctx context.Context, key string) (bool, error) {
 }
 
 func (m *memBackend) delete(ctx context.Context, key string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.objs[key]; !ok {
@@ -182,8 +156,7 @@ func (m *memBackend) fold() {
 	i, j := 0, 0
 	for i < len(m.sorted) || j < len(m.tail) {
 		if j == len(m.tail) || (i < len(m.sorted) && m.sorted[i] < m.tail[j]) {
-			// With nothing deleted from the index every key of it is live: copy without a
-			// map lookup per key (2M lookups per fold made a 1M-store registration 10x slower).
+			// With nothing deleted from the index every key of it is live: skip the map lookup.
 			if m.removed == 0 || live(m.sorted[i]) {
 				out = append(out, m.sorted[i])
 			}
@@ -202,76 +175,48 @@ func (m *memBackend) fold() {
 // the bucket's lock while fn runs and never copies more than a page.
 const memListPage = 1000
 
-// scan calls visit for the live keys >= from in key order, walking the sorted index and
-// the tail in step, a page at a time, the lock held only while collecting a page; visit
-// returns false to stop.
-func (m *memBackend) scan(from string, collect func(key string, o memObject) (keep, stop bool), emit func(ObjectInfo) error) error {
+func (m *memBackend) listFrom(ctx context.Context, prefix, startAfter string, fn func(ObjectInfo) error) error {
+	from := max(prefix, startAfter)
 	for {
-		var page []ObjectInfo
-		m.mu.Lock()
-		i, _ := slices.BinarySearch(m.sorted, from)
-		j, _ := slices.BinarySearch(m.tail, from)
-		stopped := false
-		for len(page) < memListPage && (i < len(m.sorted) || j < len(m.tail)) {
-			var k string
-			if j == len(m.tail) || (i < len(m.sorted) && m.sorted[i] < m.tail[j]) {
-				k, i = m.sorted[i], i+1
-			} else {
-				k, j = m.tail[j], j+1
-			}
-			o, ok := m.objs[k]
-			if !ok {
-				continue
-			}
-			keep, stop := collect(k, o)
-			if stop {
-				stopped = true
-				break
-			}
-			if keep {
-				page = append(page, ObjectInfo{Key: k, Size: int64(len(o.data)), ModTime: o.modTime})
-			}
-		}
-		done := stopped || (i >= len(m.sorted) && j >= len(m.tail))
-		if !done {
-			// The next unvisited key: the smaller head of the two (keys >= it were not seen).
-			switch {
-			case i == len(m.sorted):
-				from = m.tail[j]
-			case j == len(m.tail) || m.sorted[i] < m.tail[j]:
-				from = m.sorted[i]
-			default:
-				from = m.tail[j]
-			}
-		}
-		m.mu.Unlock()
+		page := m.page(prefix, from, startAfter)
 		for _, o := range page {
-			if err := emit(o); err != nil {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if err := fn(o); err != nil {
 				return err
 			}
 		}
-		if done {
+		if len(page) < memListPage {
 			return nil
 		}
+		from = page[len(page)-1].Key + "\x00" // the smallest key after the page's last
 	}
 }
 
-func (m *memBackend) listFrom(ctx context.Context, prefix, startAfter string, fn func(ObjectInfo) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	from := max(prefix, startAfter)
-	return m.scan(from, func(k string, _ memObject) (bool, bool) {
+// page returns up to memListPage live objects under prefix, at or after from and after
+// startAfter, in key order: it walks the sorted index and the tail in step.
+func (m *memBackend) page(prefix, from, startAfter string) []ObjectInfo {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	i, _ := slices.BinarySearch(m.sorted, from)
+	j, _ := slices.BinarySearch(m.tail, from)
+	var page []ObjectInfo
+	for len(page) < memListPage && (i < len(m.sorted) || j < len(m.tail)) {
+		var k string
+		if j == len(m.tail) || (i < len(m.sorted) && m.sorted[i] < m.tail[j]) {
+			k, i = m.sorted[i], i+1
+		} else {
+			k, j = m.tail[j], j+1
+		}
 		if !strings.HasPrefix(k, prefix) {
-			return false, k > prefix // past the prefix: stop
+			break // from >= prefix, so every later key is past the prefix too
 		}
-		return k > startAfter, false
-	}, func(o ObjectInfo) error {
-		if err := ctx.Err(); err != nil {
-			return err
+		if o, ok := m.objs[k]; ok && k > startAfter {
+			page = append(page, ObjectInfo{Key: k, Size: int64(len(o.data)), ModTime: o.modTime})
 		}
-		return fn(o)
-	})
+	}
+	return page
 }
 
 func (m *memBackend) list(ctx context.Context, prefix string, fn func(ObjectInfo) error) error {
@@ -279,9 +224,6 @@ func (m *memBackend) list(ctx context.Context, prefix string, fn func(ObjectInfo
 }
 
 func (m *memBackend) listDirs(ctx context.Context, prefix string, fn func(string) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
 	last := ""
 	return m.listFrom(ctx, prefix, "", func(o ObjectInfo) error {
 		rest := o.Key[len(prefix):]

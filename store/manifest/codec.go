@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -9,92 +10,187 @@ import (
 	"github.com/walkeeper/walkeeper/store/internal/jsonscan"
 )
 
-// The shard manifest's JSON codec without reflection. A shard manifest lists every pending
-// generation and is encoded on every seal and decoded by every reader that meets a new
-// version (the seals of other writers, a snapshot of every shard), so encoding/json's
-// reflection and its second validating pass over the input were most of a 200-writer
-// table's CPU (docs/benchmarks/incident.md, "200 shards again").
+// The JSON codec of the shard and base manifests without reflection. A shard manifest is
+// encoded on every seal and decoded by every reader that meets a new version, and every
+// prepare reads the latest base, which lists every run and watermark of the table, so
+// encoding/json's reflection and its second validating pass over the input were most of a
+// 200-writer table's CPU (docs/benchmarks/incident.md).
 //
-// The format does not change (docs/FORMAT.md): appendShardManifest writes exactly the bytes
-// json.Marshal writes, and UnmarshalShard reads exactly what json.Unmarshal reads for
-// the shape walkeeper writes. Anything else — whitespace from a pretty-printer aside, an
+// The format does not change (docs/FORMAT.md): the encoders write exactly the bytes
+// json.Marshal writes, and the decoders read exactly what json.Unmarshal reads for the
+// shape walkeeper writes. Anything else — whitespace from a pretty-printer aside, an
 // escaped or non-ASCII string, an unknown field, a null, a number json would refuse or
 // round, a quarantined list — makes the fast path give up and encoding/json decide, so
-// outside writers, older and newer releases keep their meaning. TestShardManifestCodec and
-// FuzzShardManifestCodec hold both halves to encoding/json.
+// outside writers, older and newer releases keep their meaning. The codec tests and fuzz
+// targets hold both halves to encoding/json.
+
+// field is one member of a manifest object: its JSON name and a pointer to its value, one of
+// *string, *uint64, *int64, *time.Time, *[]Gen, *[]Run or *map[string]uint64. An omitEmpty
+// string is left out when empty, as `json:",omitempty"` does.
+type field struct {
+	name      string
+	ptr       any
+	omitEmpty bool
+}
+
+// The members of each object in declaration order (json.Marshal's), appended to f, a
+// caller's buffer, so that listing them allocates nothing. Quarantined is not a member:
+// encoding/json writes and reads every manifest that has quarantined objects. The first
+// member is never omitEmpty.
+
+func shardFields(m *Shard, f []field) []field {
+	return append(f,
+		field{"shard", &m.Shard, false},
+		field{"version", &m.Version, false},
+		field{"writer_epoch", &m.WriterEpoch, false},
+		field{"next_generation", &m.NextGeneration, false},
+		field{"flushed", &m.Flushed, false},
+		field{"replay_after", &m.ReplayAfter, false},
+		field{"max_seq", &m.MaxSeq, false},
+		field{"updated_at", &m.UpdatedAt, false},
+	)
+}
+
+func genFields(g *Gen, f []field) []field {
+	return append(f,
+		field{"gen", &g.Gen, false},
+		field{"path", &g.Path, false},
+		field{"rows", &g.Rows, false},
+		field{"bytes", &g.Bytes, false},
+		field{"min_key", &g.MinKey, false},
+		field{"max_key", &g.MaxKey, false},
+		field{"min_seq", &g.MinSeq, false},
+		field{"max_seq", &g.MaxSeq, false},
+		field{"sealed_at", &g.SealedAt, false},
+		field{"crc32c", &g.Checksum, true},
+	)
+}
+
+func baseFields(m *Base, f []field) []field {
+	return append(f,
+		field{"version", &m.Version, false},
+		field{"runs", &m.Runs, false},
+		field{"watermarks", &m.Watermarks, false},
+		field{"created_at", &m.CreatedAt, false},
+		field{"reason", &m.Reason, true},
+	)
+}
+
+func runFields(r *Run, f []field) []field {
+	return append(f,
+		field{"id", &r.ID, false},
+		field{"path", &r.Path, false},
+		field{"rows", &r.Rows, false},
+		field{"bytes", &r.Bytes, false},
+		field{"min_key", &r.MinKey, false},
+		field{"max_key", &r.MaxKey, false},
+		field{"min_seq", &r.MinSeq, false},
+		field{"max_seq", &r.MaxSeq, false},
+		field{"deletes", &r.Deletes, false},
+		field{"crc32c", &r.Checksum, true},
+		field{"source", &r.Source, true},
+	)
+}
+
+// maxFields sizes the buffers the field lists are appended to (Run has the most).
+const maxFields = 11
 
 // EncodeShard is json.Marshal(m), byte for byte.
 func EncodeShard(m *Shard) ([]byte, error) {
-	if len(m.Quarantined) > 0 {
-		return json.Marshal(m)
-	}
-	if b, ok := appendShardManifest(m); ok {
-		return b, nil
-	}
-	return json.Marshal(m) // a time MarshalJSON refuses: let it say so
+	var buf [maxFields]field
+	return encode(m, len(m.Quarantined) > 0, shardFields(m, buf[:0]), 160+len(m.Flushed)*256)
 }
 
-// appendShardManifest is EncodeShard's fast path; false when a time does not
-// encode (time.Time.MarshalJSON refuses it).
-//
-// REQUIRES: m.Quarantined is empty.
-func appendShardManifest(m *Shard) ([]byte, bool) {
-	ok := true
-	b := make([]byte, 0, 160+len(m.Flushed)*256)
-	b = append(b, `{"shard":`...)
-	b = appendJSONString(b, m.Shard)
-	b = append(b, `,"version":`...)
-	b = strconv.AppendUint(b, m.Version, 10)
-	b = append(b, `,"writer_epoch":`...)
-	b = strconv.AppendUint(b, m.WriterEpoch, 10)
-	b = append(b, `,"next_generation":`...)
-	b = strconv.AppendUint(b, m.NextGeneration, 10)
-	b = append(b, `,"flushed":`...)
-	if m.Flushed == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i := range m.Flushed {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendGenMeta(b, &m.Flushed[i], &ok)
+// EncodeBase is json.Marshal(m), byte for byte.
+func EncodeBase(m *Base) ([]byte, error) {
+	var buf [maxFields]field
+	return encode(m, len(m.Quarantined) > 0, baseFields(m, buf[:0]), 128+len(m.Runs)*320+len(m.Watermarks)*64)
+}
+
+// encode writes fields, the members of m, in a buffer of capacity size, unless m has
+// quarantined objects or a time that does not encode: json.Marshal(m) writes those (and
+// refuses such a time, as it should).
+func encode(m any, quarantined bool, fields []field, size int) ([]byte, error) {
+	if !quarantined {
+		if b, ok := appendObject(make([]byte, 0, size), fields); ok {
+			return b, nil
 		}
-		b = append(b, ']')
 	}
-	b = append(b, `,"replay_after":`...)
-	b = strconv.AppendUint(b, m.ReplayAfter, 10)
-	b = append(b, `,"max_seq":`...)
-	b = strconv.AppendInt(b, m.MaxSeq, 10)
-	b = append(b, `,"updated_at":`...)
-	b = appendJSONTime(b, m.UpdatedAt, &ok)
+	return json.Marshal(m)
+}
+
+// appendObject appends the object of fields as json.Marshal writes it; false when a time
+// has no JSON form (time.Time.MarshalJSON refuses a year past 9999).
+func appendObject(b []byte, fields []field) ([]byte, bool) {
+	ok := true
+	for i, f := range fields {
+		if f.omitEmpty && *f.ptr.(*string) == "" {
+			continue
+		}
+		if i == 0 {
+			b = append(b, `{"`...)
+		} else {
+			b = append(b, `,"`...)
+		}
+		b = append(append(b, f.name...), `":`...)
+		var valueOK bool
+		b, valueOK = appendValue(b, f.ptr)
+		ok = ok && valueOK
+	}
 	return append(b, '}'), ok
 }
 
-func appendGenMeta(b []byte, g *Gen, ok *bool) []byte {
-	b = append(b, `{"gen":`...)
-	b = strconv.AppendUint(b, g.Gen, 10)
-	b = append(b, `,"path":`...)
-	b = appendJSONString(b, g.Path)
-	b = append(b, `,"rows":`...)
-	b = strconv.AppendInt(b, g.Rows, 10)
-	b = append(b, `,"bytes":`...)
-	b = strconv.AppendInt(b, g.Bytes, 10)
-	b = append(b, `,"min_key":`...)
-	b = appendJSONString(b, g.MinKey)
-	b = append(b, `,"max_key":`...)
-	b = appendJSONString(b, g.MaxKey)
-	b = append(b, `,"min_seq":`...)
-	b = strconv.AppendInt(b, g.MinSeq, 10)
-	b = append(b, `,"max_seq":`...)
-	b = strconv.AppendInt(b, g.MaxSeq, 10)
-	b = append(b, `,"sealed_at":`...)
-	b = appendJSONTime(b, g.SealedAt, ok)
-	if g.Checksum != "" {
-		b = append(b, `,"crc32c":`...)
-		b = appendJSONString(b, g.Checksum)
+// appendValue appends the value ptr points to (see field) as json.Marshal writes it.
+func appendValue(b []byte, ptr any) ([]byte, bool) {
+	switch v := ptr.(type) {
+	case *string:
+		return appendJSONString(b, *v), true
+	case *uint64:
+		return strconv.AppendUint(b, *v, 10), true
+	case *int64:
+		return strconv.AppendInt(b, *v, 10), true
+	case *time.Time:
+		// time.Time.MarshalJSON writes the strict RFC 3339 of AppendText, quoted.
+		out, err := v.AppendText(append(b, '"'))
+		return append(out, '"'), err == nil
+	case *[]Gen:
+		return appendList(b, *v, genFields)
+	case *[]Run:
+		return appendList(b, *v, runFields)
+	case *map[string]uint64:
+		if *v == nil {
+			return append(b, "null"...), true
+		}
+		b = append(b, '{')
+		for i, k := range slices.Sorted(maps.Keys(*v)) { // json.Marshal sorts map keys
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(appendJSONString(b, k), ':')
+			b = strconv.AppendUint(b, (*v)[k], 10)
+		}
+		return append(b, '}'), true
 	}
-	return append(b, '}')
+	panic("manifest: a field of unexpected type")
+}
+
+// appendList appends list, a list of objects, as json.Marshal writes it.
+func appendList[T any](b []byte, list []T, fields func(*T, []field) []field) ([]byte, bool) {
+	if list == nil {
+		return append(b, "null"...), true
+	}
+	ok := true
+	var buf [maxFields]field
+	b = append(b, '[')
+	for i := range list {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var elemOK bool
+		b, elemOK = appendObject(b, fields(&list[i], buf[:0]))
+		ok = ok && elemOK
+	}
+	return append(b, ']'), ok
 }
 
 // plainJSONByte reports whether json.Marshal writes c inside a string as itself: printable
@@ -116,40 +212,51 @@ func appendJSONString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// appendJSONTime appends t as time.Time.MarshalJSON writes it (both are the strict
-// RFC 3339 of AppendText); *ok becomes false if t has no such form (a year past 9999).
-func appendJSONTime(b []byte, t time.Time, ok *bool) []byte {
-	b = append(b, '"')
-	b, err := t.AppendText(b)
-	if err != nil {
-		*ok = false
-	}
-	return append(b, '"')
-}
-
-// UnmarshalShard is json.Unmarshal(raw, m) (m zero on entry): the fast path for
-// the shape EncodeShard writes, encoding/json for anything else.
+// UnmarshalShard is json.Unmarshal(raw, m) (m zero on entry): the fast path for the
+// shape EncodeShard writes, encoding/json for anything else.
 func UnmarshalShard(raw []byte, m *Shard) error {
-	p := manifestParser{b: raw}
-	if p.shard(m) {
+	var buf [maxFields]field
+	if parseDocument(raw, shardFields(m, buf[:0])) {
 		return nil
 	}
 	*m = Shard{}
 	return json.Unmarshal(raw, m)
 }
 
-// manifestParser reads JSON of exactly the shard manifest's shape. Every method returns
-// false at the first thing it does not handle the way encoding/json would (the caller then
-// lets encoding/json decide); it never reports an error of its own.
-type manifestParser struct {
+// UnmarshalBase is json.Unmarshal(raw, m) (m zero on entry): the fast path for the
+// shape EncodeBase writes, encoding/json for anything else.
+func UnmarshalBase(raw []byte, m *Base) error {
+	var buf [maxFields]field
+	if parseDocument(raw, baseFields(m, buf[:0])) {
+		return nil
+	}
+	*m = Base{}
+	return json.Unmarshal(raw, m)
+}
+
+// parser reads JSON of exactly a manifest's shape. Every method returns false at the first
+// thing it does not handle the way encoding/json would (the caller then lets encoding/json
+// decide); it never reports an error of its own.
+type parser struct {
 	b []byte
 	i int
 }
 
-func (p *manifestParser) ws() { p.i = jsonscan.SkipWS(p.b, p.i) }
+// parseDocument reads a whole manifest into fields: one object, then nothing but white
+// space.
+func parseDocument(raw []byte, fields []field) bool {
+	p := parser{b: raw}
+	if !p.object(fields) {
+		return false
+	}
+	p.ws()
+	return p.i == len(p.b)
+}
+
+func (p *parser) ws() { p.i = jsonscan.SkipWS(p.b, p.i) }
 
 // tok consumes c (after whitespace).
-func (p *manifestParser) tok(c byte) bool {
+func (p *parser) tok(c byte) bool {
 	p.ws()
 	if p.i < len(p.b) && p.b[p.i] == c {
 		p.i++
@@ -158,53 +265,21 @@ func (p *manifestParser) tok(c byte) bool {
 	return false
 }
 
-// peek reports whether the next byte (after whitespace) is c, without consuming it.
-func (p *manifestParser) peek(c byte) bool {
-	p.ws()
-	return p.i < len(p.b) && p.b[p.i] == c
+// object reads an object whose members are all among fields.
+func (p *parser) object(fields []field) bool {
+	return p.members(func(key []byte) bool {
+		for _, f := range fields {
+			if f.name == string(key) {
+				return p.value(f.ptr)
+			}
+		}
+		return false // quarantined, or a field this release does not know
+	})
 }
 
-// str reads a string encoding/json decodes as its bytes (jsonscan.PlainString) and returns
-// it without its quotes.
-func (p *manifestParser) str() ([]byte, bool) {
-	p.ws()
-	s, end, ok := jsonscan.PlainString(p.b, p.i)
-	p.i = end
-	return s, ok
-}
-
-func (p *manifestParser) uint(dst *uint64) bool {
-	p.ws()
-	v, end, ok := jsonscan.Uint(p.b, p.i)
-	*dst, p.i = v, end
-	return ok
-}
-
-func (p *manifestParser) int(dst *int64) bool {
-	p.ws()
-	v, end, ok := jsonscan.Int(p.b, p.i)
-	*dst, p.i = v, end
-	return ok
-}
-
-func (p *manifestParser) string(dst *string) bool {
-	s, ok := p.str()
-	*dst = string(s)
-	return ok
-}
-
-func (p *manifestParser) time(dst *time.Time) bool {
-	p.ws()
-	start := p.i
-	if _, ok := p.str(); !ok {
-		return false
-	}
-	// time.Time's own decoder, as encoding/json calls it.
-	return dst.UnmarshalJSON(p.b[start:p.i]) == nil
-}
-
-// object reads {"key":value,...}, calling field for each key with the parser at the value.
-func (p *manifestParser) object(field func(key []byte) bool) bool {
+// members reads {"key":value,...}, calling value for each key with the parser at the value.
+// Keys are strings encoding/json decodes as their bytes (jsonscan.PlainString).
+func (p *parser) members(value func(key []byte) bool) bool {
 	if !p.tok('{') {
 		return false
 	}
@@ -212,290 +287,85 @@ func (p *manifestParser) object(field func(key []byte) bool) bool {
 		return true
 	}
 	for {
-		key, ok := p.str()
-		if !ok || !p.tok(':') || !field(key) {
+		p.ws()
+		key, end, ok := jsonscan.PlainString(p.b, p.i)
+		p.i = end
+		if !ok || !p.tok(':') || !value(key) {
 			return false
 		}
-		if p.tok(',') {
-			continue
+		if !p.tok(',') {
+			return p.tok('}')
 		}
-		return p.tok('}')
 	}
 }
 
-// document reads a whole manifest: one object, then nothing but white space.
-func (p *manifestParser) document(field func(key []byte) bool) bool {
-	if !p.object(field) {
-		return false
-	}
+// value reads the value ptr points to (see field).
+func (p *parser) value(ptr any) bool {
 	p.ws()
-	return p.i == len(p.b)
-}
-
-func (p *manifestParser) shard(m *Shard) bool {
-	return p.document(func(key []byte) bool {
-		switch string(key) {
-		case "shard":
-			return p.string(&m.Shard)
-		case "version":
-			return p.uint(&m.Version)
-		case "writer_epoch":
-			return p.uint(&m.WriterEpoch)
-		case "next_generation":
-			return p.uint(&m.NextGeneration)
-		case "flushed":
-			return p.flushed(&m.Flushed)
-		case "replay_after":
-			return p.uint(&m.ReplayAfter)
-		case "max_seq":
-			return p.int(&m.MaxSeq)
-		case "updated_at":
-			return p.time(&m.UpdatedAt)
+	switch v := ptr.(type) {
+	case *string:
+		s, end, ok := jsonscan.PlainString(p.b, p.i)
+		*v, p.i = string(s), end
+		return ok
+	case *uint64:
+		n, end, ok := jsonscan.Uint(p.b, p.i)
+		*v, p.i = n, end
+		return ok
+	case *int64:
+		n, end, ok := jsonscan.Int(p.b, p.i)
+		*v, p.i = n, end
+		return ok
+	case *time.Time:
+		_, end, ok := jsonscan.PlainString(p.b, p.i)
+		// time.Time's own decoder, as encoding/json calls it.
+		ok = ok && v.UnmarshalJSON(p.b[p.i:end]) == nil
+		p.i = end
+		return ok
+	case *[]Gen:
+		return parseList(p, v, 64, genFields)
+	case *[]Run:
+		return parseList(p, v, 16, runFields)
+	case *map[string]uint64:
+		// Like encoding/json, a repeated key adds to the map an earlier one made.
+		if *v == nil {
+			*v = map[string]uint64{}
 		}
-		return false // quarantined, or a field this release does not know
-	})
+		return p.members(func(key []byte) bool {
+			var n uint64
+			if !p.value(&n) {
+				return false
+			}
+			(*v)[string(key)] = n
+			return true
+		})
+	}
+	return false
 }
 
-// flushed reads the generation list. Like encoding/json it reuses no element of an earlier
-// value of the same key: a repeated "flushed" replaces the list.
-func (p *manifestParser) flushed(dst *[]Gen) bool {
-	return parseObjects(p, dst, 64, p.gen)
-}
-
-// parseObjects reads a JSON array of objects, each read by elem, into a new slice that
-// replaces *dst (as encoding/json does for a repeated key). capHint sizes the slice.
-func parseObjects[T any](p *manifestParser, dst *[]T, capHint int, elem func(*T) bool) bool {
+// parseList reads a JSON array of objects into a new slice that replaces *dst, as
+// encoding/json does for a repeated key (it reuses no element of the earlier value).
+// capHint sizes the slice.
+func parseList[T any](p *parser, dst *[]T, capHint int, fields func(*T, []field) []field) bool {
 	if !p.tok('[') {
 		return false
 	}
 	out := make([]T, 0, capHint)
+	var buf [maxFields]field
 	if !p.tok(']') {
 		for {
-			if !p.peek('{') {
+			var zero T
+			out = append(out, zero)
+			if !p.object(fields(&out[len(out)-1], buf[:0])) {
 				return false
 			}
-			var v T
-			if !elem(&v) {
-				return false
+			if !p.tok(',') {
+				break
 			}
-			out = append(out, v)
-			if p.tok(',') {
-				continue
-			}
-			if !p.tok(']') {
-				return false
-			}
-			break
+		}
+		if !p.tok(']') {
+			return false
 		}
 	}
 	*dst = out
 	return true
-}
-
-func (p *manifestParser) gen(g *Gen) bool {
-	return p.object(func(key []byte) bool {
-		switch string(key) {
-		case "gen":
-			return p.uint(&g.Gen)
-		case "path":
-			return p.string(&g.Path)
-		case "rows":
-			return p.int(&g.Rows)
-		case "bytes":
-			return p.int(&g.Bytes)
-		case "min_key":
-			return p.string(&g.MinKey)
-		case "max_key":
-			return p.string(&g.MaxKey)
-		case "min_seq":
-			return p.int(&g.MinSeq)
-		case "max_seq":
-			return p.int(&g.MaxSeq)
-		case "sealed_at":
-			return p.time(&g.SealedAt)
-		case "crc32c":
-			return p.string(&g.Checksum)
-		}
-		return false
-	})
-}
-
-// The base manifest's codec, on the same terms as the shard manifest's: every prepare reads
-// the latest base, which lists every run of the table and every shard's watermark, and a
-// round commit makes a new version that each shard's handle decodes once (docs/benchmarks/incident.md,
-// "Run D": 34 % of a 200-writer table's CPU after the shard manifest's codec).
-
-// EncodeBase is json.Marshal(m), byte for byte.
-func EncodeBase(m *Base) ([]byte, error) {
-	if len(m.Quarantined) > 0 {
-		return json.Marshal(m)
-	}
-	if b, ok := appendBaseManifest(m); ok {
-		return b, nil
-	}
-	return json.Marshal(m)
-}
-
-// appendBaseManifest is EncodeBase's fast path; false when a time does not encode.
-//
-// REQUIRES: m.Quarantined is empty.
-func appendBaseManifest(m *Base) ([]byte, bool) {
-	ok := true
-	b := make([]byte, 0, 128+len(m.Runs)*320+len(m.Watermarks)*64)
-	b = append(b, `{"version":`...)
-	b = strconv.AppendUint(b, m.Version, 10)
-	b = append(b, `,"runs":`...)
-	if m.Runs == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i := range m.Runs {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendRunMeta(b, &m.Runs[i])
-		}
-		b = append(b, ']')
-	}
-	b = append(b, `,"watermarks":`...)
-	if m.Watermarks == nil {
-		b = append(b, "null"...)
-	} else {
-		keys := make([]string, 0, len(m.Watermarks))
-		for k := range m.Watermarks {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys) // json.Marshal sorts map keys
-		b = append(b, '{')
-		for i, k := range keys {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendJSONString(b, k)
-			b = append(b, ':')
-			b = strconv.AppendUint(b, m.Watermarks[k], 10)
-		}
-		b = append(b, '}')
-	}
-	b = append(b, `,"created_at":`...)
-	b = appendJSONTime(b, m.CreatedAt, &ok)
-	if m.Reason != "" {
-		b = append(b, `,"reason":`...)
-		b = appendJSONString(b, m.Reason)
-	}
-	return append(b, '}'), ok
-}
-
-func appendRunMeta(b []byte, r *Run) []byte {
-	b = append(b, `{"id":`...)
-	b = appendJSONString(b, r.ID)
-	b = append(b, `,"path":`...)
-	b = appendJSONString(b, r.Path)
-	b = append(b, `,"rows":`...)
-	b = strconv.AppendInt(b, r.Rows, 10)
-	b = append(b, `,"bytes":`...)
-	b = strconv.AppendInt(b, r.Bytes, 10)
-	b = append(b, `,"min_key":`...)
-	b = appendJSONString(b, r.MinKey)
-	b = append(b, `,"max_key":`...)
-	b = appendJSONString(b, r.MaxKey)
-	b = append(b, `,"min_seq":`...)
-	b = strconv.AppendInt(b, r.MinSeq, 10)
-	b = append(b, `,"max_seq":`...)
-	b = strconv.AppendInt(b, r.MaxSeq, 10)
-	b = append(b, `,"deletes":`...)
-	b = strconv.AppendInt(b, r.Deletes, 10)
-	if r.Checksum != "" {
-		b = append(b, `,"crc32c":`...)
-		b = appendJSONString(b, r.Checksum)
-	}
-	if r.Source != "" {
-		b = append(b, `,"source":`...)
-		b = appendJSONString(b, r.Source)
-	}
-	return append(b, '}')
-}
-
-// UnmarshalBase is json.Unmarshal(raw, m) (m zero on entry): the fast path for the
-// shape EncodeBase writes, encoding/json for anything else.
-func UnmarshalBase(raw []byte, m *Base) error {
-	p := manifestParser{b: raw}
-	if p.base(m) {
-		return nil
-	}
-	*m = Base{}
-	return json.Unmarshal(raw, m)
-}
-
-func (p *manifestParser) base(m *Base) bool {
-	return p.document(func(key []byte) bool {
-		switch string(key) {
-		case "version":
-			return p.uint(&m.Version)
-		case "runs":
-			return p.runs(&m.Runs)
-		case "watermarks":
-			return p.watermarks(&m.Watermarks)
-		case "created_at":
-			return p.time(&m.CreatedAt)
-		case "reason":
-			return p.string(&m.Reason)
-		}
-		return false // quarantined, or a field this release does not know
-	})
-}
-
-// runs reads the run list; a repeated "runs" replaces it, as with encoding/json.
-func (p *manifestParser) runs(dst *[]Run) bool {
-	return parseObjects(p, dst, 16, p.run)
-}
-
-// watermarks reads the shard → watermark object. Like encoding/json it adds to a map an
-// earlier "watermarks" key made instead of replacing it.
-func (p *manifestParser) watermarks(dst *map[string]uint64) bool {
-	if !p.peek('{') {
-		return false
-	}
-	if *dst == nil {
-		*dst = map[string]uint64{}
-	}
-	m := *dst
-	return p.object(func(key []byte) bool {
-		var v uint64
-		if !p.uint(&v) {
-			return false
-		}
-		m[string(key)] = v
-		return true
-	})
-}
-
-func (p *manifestParser) run(r *Run) bool {
-	return p.object(func(key []byte) bool {
-		switch string(key) {
-		case "id":
-			return p.string(&r.ID)
-		case "path":
-			return p.string(&r.Path)
-		case "rows":
-			return p.int(&r.Rows)
-		case "bytes":
-			return p.int(&r.Bytes)
-		case "min_key":
-			return p.string(&r.MinKey)
-		case "max_key":
-			return p.string(&r.MaxKey)
-		case "min_seq":
-			return p.int(&r.MinSeq)
-		case "max_seq":
-			return p.int(&r.MaxSeq)
-		case "deletes":
-			return p.int(&r.Deletes)
-		case "crc32c":
-			return p.string(&r.Checksum)
-		case "source":
-			return p.string(&r.Source)
-		}
-		return false
-	})
 }

@@ -10,7 +10,7 @@ import (
 )
 
 // Codec: a store's rows in their three forms, JSON (json.go, values.go), Row and Arrow
-// (arrow.go, arrow_json.go, record.go).
+// (arrow.go, convert.go, record.go).
 
 // System columns appended to every stored record, in this order after the user fields. They
 // are non-null in the Arrow schema.

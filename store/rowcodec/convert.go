@@ -1,6 +1,7 @@
 package rowcodec
 
 import (
+	"bytes"
 	"encoding/base64"
 	"time"
 
@@ -11,37 +12,22 @@ import (
 // RowAt converts row i of a stored record (user columns first, in schema order) back into
 // a Row, for WAL replay.
 func (c *Codec) RowAt(rec arrow.RecordBatch, i int) (Row, error) {
-	sch := c.Schema()
+	sch := c.schema
 	if int(rec.NumCols()) < len(sch.Fields) || i < 0 || i >= int(rec.NumRows()) {
 		return Row{}, corruptf("record has %d columns and %d rows; want row %d of %d fields", rec.NumCols(), rec.NumRows(), i, len(sch.Fields))
 	}
 	key := KeyField(c.Kind())
 	row := Row{Values: make([]any, len(sch.Fields))}
 	for f, field := range sch.Fields {
-		col := rec.Column(f)
-		if col.IsNull(i) {
-			continue
+		v, ok := goValue(rec.Column(f), i)
+		if !ok {
+			return Row{}, corruptf("column %q has unsupported type %s", field.Name, rec.Column(f).DataType())
 		}
-		var v any
-		switch a := col.(type) {
-		case *array.String:
-			v = a.Value(i)
-		case *array.Int64:
-			v = a.Value(i)
-		case *array.Float64:
-			v = a.Value(i)
-		case *array.Boolean:
-			v = a.Value(i)
-		case *array.Binary:
-			v = append([]byte(nil), a.Value(i)...)
-		case *array.Timestamp:
-			unit := a.DataType().(*arrow.TimestampType).Unit
-			v = a.Value(i).ToTime(unit).UTC()
-		default:
-			return Row{}, corruptf("column %q has unsupported type %s", field.Name, col.DataType())
+		if b, isBytes := v.([]byte); isBytes {
+			v = bytes.Clone(b) // the row outlives the record
 		}
 		row.Values[f] = v
-		if field.Name == key {
+		if field.Name == key && v != nil {
 			s, ok := v.(string)
 			if !ok {
 				return Row{}, corruptf("key column %q is not a string", key)
@@ -55,6 +41,27 @@ func (c *Codec) RowAt(rec arrow.RecordBatch, i int) (Row, error) {
 	return row, nil
 }
 
+// RowJSON converts row i of rec (a record with ArrowSchema) to a JSON-ready map of the user
+// fields: strings, int64, float64 and bool as they are, binary as a standard base64 string,
+// timestamps as RFC 3339 (nanosecond layout) strings in UTC, nulls as nil. It returns nil when
+// rec is nil or i is out of range.
+func (c *Codec) RowJSON(rec arrow.RecordBatch, i int) map[string]any {
+	if rec == nil || i < 0 || int64(i) >= rec.NumRows() {
+		return nil
+	}
+	nf := min(len(c.names), int(rec.NumCols()))
+	m := make(map[string]any, nf)
+	for j := 0; j < nf; j++ {
+		col := rec.Column(j)
+		v, ok := goValue(col, i)
+		if !ok {
+			v = col.GetOneForMarshal(i)
+		}
+		m[c.names[j]] = jsonReady(v)
+	}
+	return m
+}
+
 // RowToJSON renders a memtable row like Codec.RowJSON renders a stored one.
 func RowToJSON(sch Schema, r Row) map[string]any {
 	out := make(map[string]any, len(sch.Fields))
@@ -63,14 +70,43 @@ func RowToJSON(sch Schema, r Row) map[string]any {
 		if i < len(r.Values) {
 			v = r.Values[i]
 		}
-		switch x := v.(type) {
-		case []byte:
-			out[f.Name] = base64.StdEncoding.EncodeToString(x)
-		case time.Time:
-			out[f.Name] = x.UTC().Format(time.RFC3339Nano)
-		default:
-			out[f.Name] = x
-		}
+		out[f.Name] = jsonReady(v)
 	}
 	return out
+}
+
+// goValue is a[i] as a Row value (nil for null; binary aliases the array's memory); false
+// for an array of a type no field type maps to.
+func goValue(a arrow.Array, i int) (any, bool) {
+	if a.IsNull(i) {
+		return nil, true
+	}
+	switch a := a.(type) {
+	case *array.String:
+		return a.Value(i), true
+	case *array.Int64:
+		return a.Value(i), true
+	case *array.Float64:
+		return a.Value(i), true
+	case *array.Boolean:
+		return a.Value(i), true
+	case *array.Binary:
+		return a.Value(i), true
+	case *array.Timestamp:
+		unit := a.DataType().(*arrow.TimestampType).Unit
+		return a.Value(i).ToTime(unit).UTC(), true
+	}
+	return nil, false
+}
+
+// jsonReady is a Row value as JSON shows it: binary as standard base64, timestamps as
+// RFC 3339 (nanosecond layout) in UTC, everything else as it is.
+func jsonReady(v any) any {
+	switch x := v.(type) {
+	case []byte:
+		return base64.StdEncoding.EncodeToString(x)
+	case time.Time:
+		return x.UTC().Format(time.RFC3339Nano)
+	}
+	return v
 }

@@ -9,6 +9,9 @@ import (
 
 // Stored records: the schema check and typed access to the key and system columns.
 
+// CheckRecord verifies that rec has exactly ArrowSchema (field names, types, nullability; a
+// walkeeper.kind metadata entry, when present, must name this kind), that its columns match,
+// and that the key and system columns hold no nulls. Anything else is ErrCorrupt.
 func (c *Codec) CheckRecord(rec arrow.RecordBatch) error {
 	if rec == nil {
 		return corruptf("record is nil")

@@ -128,14 +128,14 @@ func TestPutIfAbsentRaceGoroutines(t *testing.T) {
 		if strings.Contains(t.Name(), "nosync") {
 			t.Skip("same code path as file")
 		}
-		bucketconformance.RaceGoroutines(t, o(t), raceGoroutines, 1000)
+		bucketconformance.RaceGoroutines(t, o(t), raceGoroutines, 1000, 0)
 	})
 }
 
 // TestS3PutIfAbsentRaceGoroutines: 8 goroutines, 200 keys, on each S3 engine.
 func TestS3PutIfAbsentRaceGoroutines(t *testing.T) {
 	runAll(t, s3Openers(t), func(t *testing.T, o bucketconformance.Opener) {
-		bucketconformance.RaceGoroutines(t, o(t), raceGoroutines, 200)
+		bucketconformance.RaceGoroutines(t, o(t), raceGoroutines, 200, 0)
 	})
 }
 

@@ -131,7 +131,7 @@ func TestBucketRaceChild(t *testing.T) { bucketconformance.RaceChild(t) }
 // processes with their own handles, or goroutines on one handle for an in-process backend.
 func race(t *testing.T, tg target, root string, procs, rounds, size int) {
 	if tg.inProcess {
-		bucketconformance.RaceGoroutinesSized(t, openBucket(t, root), procs, rounds, size)
+		bucketconformance.RaceGoroutines(t, openBucket(t, root), procs, rounds, size)
 		return
 	}
 	bucketconformance.RaceProcesses(t, root, bucketconformance.RaceOptions{

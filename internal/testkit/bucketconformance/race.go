@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -44,22 +43,15 @@ func racePayload(who string, i, size int) []byte {
 const largeRace = 1 << 20
 
 // RaceGoroutines has goroutines goroutines race through rounds keys on the one handle b, all
-// of them hitting each key at the same moment (a barrier per round), and checks the result.
-// b should be empty under "race/".
-func RaceGoroutines(t *testing.T, b *objstore.Bucket, goroutines, rounds int) {
-	t.Helper()
-	RaceGoroutinesSized(t, b, goroutines, rounds, 0)
-}
-
-// RaceGoroutinesSized is RaceGoroutines with payloads of size bytes each (0 = a few bytes):
-// at 17 MiB and more every SDK takes its multi-request upload path (S3 multipart, Azure
-// staged blocks and a block-list commit, GCS resumable chunks).
-func RaceGoroutinesSized(t *testing.T, b *objstore.Bucket, goroutines, rounds, size int) {
+// of them hitting each key at the same moment (a barrier per round), and checks the
+// result. Each payload is size bytes (0 = a few bytes): at 17 MiB and more every SDK takes
+// its multi-request upload path (S3 multipart, Azure staged blocks and a block-list commit,
+// GCS resumable chunks). b should be empty under "race/".
+func RaceGoroutines(t *testing.T, b *objstore.Bucket, goroutines, rounds, size int) {
 	t.Helper()
 	ctx := context.Background()
-	winners := make([][]string, rounds)
+	attempts := make([][]attempt, rounds)
 	var mu sync.Mutex
-	var losers atomic.Int64
 	bar := newBarrier(goroutines)
 	var wg sync.WaitGroup
 	for g := 0; g < goroutines; g++ {
@@ -70,22 +62,18 @@ func RaceGoroutinesSized(t *testing.T, b *objstore.Bucket, goroutines, rounds, s
 			for i := 0; i < rounds; i++ {
 				bar.wait()
 				err := b.PutIfAbsent(ctx, RaceKey(i), racePayload(id, i, size))
-				switch {
-				case err == nil:
-					mu.Lock()
-					winners[i] = append(winners[i], id)
-					mu.Unlock()
-				case errors.Is(err, objstore.ErrAlreadyExists):
-					losers.Add(1)
-				default:
+				if err != nil && !errors.Is(err, objstore.ErrAlreadyExists) {
 					t.Errorf("%s round %d: %v", id, i, err)
+					continue
 				}
+				mu.Lock()
+				attempts[i] = append(attempts[i], attempt{who: id, won: err == nil})
+				mu.Unlock()
 			}
 		}()
 	}
 	wg.Wait()
-	checkRace(t, b, winners, size)
-	CheckContended(t, winners, int(losers.Load()), goroutines)
+	checkRace(t, b, attempts, goroutines, size)
 }
 
 // RaceOptions configures RaceProcesses.
@@ -154,7 +142,6 @@ func RaceProcesses(t *testing.T, url string, opts RaceOptions) {
 	if opts.Lockstep {
 		batch = 1
 	}
-	winners := make([][]string, opts.Rounds)
 	attempts := make([][]attempt, opts.Rounds)
 	var mu sync.Mutex
 	for from := 0; from < opts.Rounds; from += batch {
@@ -176,28 +163,21 @@ func RaceProcesses(t *testing.T, url string, opts RaceOptions) {
 				defer wg.Done()
 				for {
 					line, err := c.stdout.ReadString('\n')
-					f := strings.Fields(line)
-					switch {
-					case len(f) == 1 && f[0] == "DONE":
+					if line == "DONE\n" {
 						return
-					case len(f) == 4 && (f[0] == "WIN" || f[0] == "LOSE"):
-						i, aerr := strconv.Atoi(f[1])
-						start, serr := strconv.ParseInt(f[2], 10, 64)
-						end, eerr := strconv.ParseInt(f[3], 10, 64)
-						if aerr != nil || serr != nil || eerr != nil || i < from || i >= to {
-							t.Errorf("%s: bad line %q", c.id, line)
-							continue
-						}
-						mu.Lock()
-						attempts[i] = append(attempts[i], attempt{who: c.id, won: f[0] == "WIN", start: start, end: end})
-						if f[0] == "WIN" {
-							winners[i] = append(winners[i], c.id)
-						}
-						mu.Unlock()
-					default:
+					}
+					var verdict string
+					var a attempt
+					var i int
+					_, serr := fmt.Sscanf(line, "%s %d %d %d\n", &verdict, &i, &a.start, &a.end)
+					if serr != nil || (verdict != "WIN" && verdict != "LOSE") || i < from || i >= to {
 						t.Errorf("%s: unexpected output %q, %v; stderr: %s", c.id, line, err, c.stderr.String())
 						return
 					}
+					a.who, a.won = c.id, verdict == "WIN"
+					mu.Lock()
+					attempts[i] = append(attempts[i], a)
+					mu.Unlock()
 				}
 			}()
 		}
@@ -222,11 +202,7 @@ func RaceProcesses(t *testing.T, url string, opts RaceOptions) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	checkRace(t, b, winners, opts.PayloadSize)
-	perProc := map[string]int{}
-	for _, w := range winners {
-		perProc[w[0]]++
-	}
+	checkRace(t, b, attempts, opts.Procs, opts.PayloadSize)
 	contended := 0
 	for i, as := range attempts {
 		if len(as) != opts.Procs {
@@ -236,20 +212,14 @@ func RaceProcesses(t *testing.T, url string, opts RaceOptions) {
 			contended++
 		}
 	}
-	t.Logf("keys won per process: %v; rounds where a loser's attempt overlapped the winner's: %d of %d",
-		perProc, contended, opts.Rounds)
-	losers := 0
-	for _, as := range attempts {
-		losers += len(as) - 1
-	}
-	CheckContended(t, winners, losers, opts.Procs)
+	t.Logf("rounds where a loser's attempt overlapped the winner's: %d of %d", contended, opts.Rounds)
 	if opts.Lockstep && opts.PayloadSize >= largeRace && contended == 0 {
 		t.Fatalf("no round of %d was contended in time (a loser's upload started before the winner's finished): the uploads ran one after the other", opts.Rounds)
 	}
 }
 
 // overlapped reports whether some losing attempt started before the winning one finished,
-// so both were in flight at once. as holds exactly one winner (checkRace ran first).
+// so both were in flight at once. as holds exactly one winner (checkRace checked).
 func overlapped(as []attempt) bool {
 	var win attempt
 	for _, a := range as {
@@ -387,14 +357,24 @@ func raceChild() int {
 	return 0
 }
 
-// checkRace asserts exactly one winner per key (winners[i] lists the winners of RaceKey(i)),
-// that each key holds its winner's bytes of size bytes, and that nothing else was stored
-// under "race/".
-func checkRace(t *testing.T, b *objstore.Bucket, winners [][]string, size int) {
+// checkRace asserts that a race of n racers over len(attempts) keys had exactly one winner
+// per key (attempts[i] lists the attempts at RaceKey(i)), that each key holds its winner's
+// bytes of size bytes and nothing else was stored under "race/", and that the race
+// happened (CheckContended).
+func checkRace(t *testing.T, b *objstore.Bucket, attempts [][]attempt, n, size int) {
 	t.Helper()
 	ctx := context.Background()
-	bad := 0
-	for i, w := range winners {
+	winners := make([][]string, len(attempts))
+	losers, bad := 0, 0
+	for i, as := range attempts {
+		for _, a := range as {
+			if a.won {
+				winners[i] = append(winners[i], a.who)
+			} else {
+				losers++
+			}
+		}
+		w := winners[i]
 		if len(w) != 1 {
 			if bad++; bad <= 10 {
 				t.Errorf("key %s: %d winners %v, want exactly 1", RaceKey(i), len(w), w)
@@ -408,12 +388,13 @@ func checkRace(t *testing.T, b *objstore.Bucket, winners [][]string, size int) {
 			}
 		}
 	}
-	if objs, err := b.List(ctx, "race/"); err != nil || len(objs) != len(winners) {
-		t.Errorf("List(race/) = %d objects, %v; want %d", len(objs), err, len(winners))
+	if objs, err := b.List(ctx, "race/"); err != nil || len(objs) != len(attempts) {
+		t.Errorf("List(race/) = %d objects, %v; want %d", len(objs), err, len(attempts))
 	}
 	if bad > 0 {
-		t.Fatalf("%d of %d keys wrong", bad, len(winners))
+		t.Fatalf("%d of %d keys wrong", bad, len(attempts))
 	}
+	CheckContended(t, winners, losers, n)
 }
 
 // barrier is a reusable (cyclic) barrier for n goroutines.

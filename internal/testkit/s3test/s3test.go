@@ -18,7 +18,6 @@
 package s3test
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -71,7 +70,6 @@ type Server struct {
 	closeDB  func() error // nil unless New opened the backend's database
 	listener net.Listener
 	http     *http.Server
-	done     chan error
 }
 
 // NewHandler returns the S3 HTTP handler over backend: gofakes3 (path-style addressing,
@@ -143,33 +141,9 @@ func New(opts Options) (*Server, error) {
 			Handler:           handler,
 			ReadHeaderTimeout: 30 * time.Second,
 		},
-		done: make(chan error, 1),
 	}
-	go func() { s.done <- s.http.Serve(ln) }()
+	go func() { _ = s.http.Serve(ln) }()
 	return s, nil
-}
-
-// Serve runs a server until ctx ends. wait blocks until
-// the server has stopped and its database is closed.
-func Serve(ctx context.Context, opts Options) (addr string, wait func() error, err error) {
-	s, err := New(opts)
-	if err != nil {
-		return "", nil, err
-	}
-	stopped := make(chan error, 1)
-	go func() {
-		var serveErr error
-		select {
-		case <-ctx.Done():
-		case serveErr = <-s.done: // the listener failed on its own
-		}
-		err := s.Close()
-		if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
-			err = serveErr
-		}
-		stopped <- err
-	}()
-	return s.Addr(), func() error { return <-stopped }, nil
 }
 
 func ensureBucket(backend gofakes3.Backend, name string) error {

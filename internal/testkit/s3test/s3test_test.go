@@ -3,7 +3,6 @@ package s3test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -180,15 +179,13 @@ func TestBoltBackendSurvivesRestart(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "s3.db")
 	run := func(fn func(url string)) {
-		cctx, cancel := context.WithCancel(ctx)
-		addr, wait, err := Serve(cctx, Options{BoltPath: path, Buckets: []string{"walkeeper"}})
+		s, err := New(Options{BoltPath: path, Buckets: []string{"walkeeper"}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		fn(BucketURL("http://"+addr, "walkeeper"))
-		cancel()
-		if err := wait(); err != nil {
-			t.Fatalf("serve: %v", err)
+		fn(s.BucketURL("walkeeper"))
+		if err := s.Close(); err != nil {
+			t.Fatalf("close: %v", err)
 		}
 	}
 	run(func(url string) {
@@ -210,17 +207,14 @@ func TestBoltBackendSurvivesRestart(t *testing.T) {
 	})
 }
 
-func TestServeReportsListenErrors(t *testing.T) {
+func TestNewReportsListenErrors(t *testing.T) {
 	s, err := New(Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	_, _, err = Serve(context.Background(), Options{Addr: s.Addr()})
+	_, err = New(Options{Addr: s.Addr()})
 	if err == nil || !strings.Contains(err.Error(), "address already in use") {
 		t.Fatalf("second listener on %s: %v", s.Addr(), err)
-	}
-	if errors.Is(err, http.ErrServerClosed) {
-		t.Fatal("wrong error")
 	}
 }

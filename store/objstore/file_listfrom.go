@@ -1,18 +1,19 @@
 package objstore
 
 import (
-	"container/heap"
 	"context"
 	"errors"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
 // fileListWindow bounds the directory entries one ordered listing holds per directory
 // level: a directory is read in chunks and only the fileListWindow smallest names still to
-// list are kept; a larger directory is read again for the next window.
+// list are kept (at most twice as many are held before the rest is cut); a larger
+// directory is read again for the next window.
 const fileListWindow = 1024
 
 // listFrom lists in key order from startAfter. A directory's entries are ordered by the key
@@ -98,8 +99,14 @@ func (w *fileOrderedWalk) window(dirKey, lower string) ([]dirEntryKey, bool, err
 		return nil, false, err
 	}
 	defer d.Close()
-	h := &entryMaxHeap{}
+	var win []dirEntryKey // the wanted entries, cut back to the smallest fileListWindow
 	full := false
+	cut := func() {
+		slices.SortFunc(win, func(a, b dirEntryKey) int { return strings.Compare(a.key, b.key) })
+		if len(win) > fileListWindow {
+			win, full = win[:fileListWindow], true
+		}
+	}
 	for {
 		ents, err := d.ReadDir(256)
 		for _, de := range ents {
@@ -116,14 +123,8 @@ func (w *fileOrderedWalk) window(dirKey, lower string) ([]dirEntryKey, bool, err
 			if (lower != "" && e.key <= lower) || !w.wanted(e) {
 				continue
 			}
-			if h.Len() < fileListWindow {
-				heap.Push(h, e)
-				continue
-			}
-			full = true
-			if e.key < (*h)[0].key {
-				(*h)[0] = e
-				heap.Fix(h, 0)
+			if win = append(win, e); len(win) == 2*fileListWindow {
+				cut()
 			}
 		}
 		if errors.Is(err, io.EOF) || (err == nil && len(ents) == 0) {
@@ -139,11 +140,8 @@ func (w *fileOrderedWalk) window(dirKey, lower string) ([]dirEntryKey, bool, err
 			return nil, false, err
 		}
 	}
-	out := make([]dirEntryKey, h.Len())
-	for i := len(out) - 1; i >= 0; i-- {
-		out[i] = heap.Pop(h).(dirEntryKey)
-	}
-	return out, full, nil
+	cut()
+	return win, full, nil
 }
 
 // file stats one listed key and hands it to fn; a file removed meanwhile is skipped.
@@ -159,18 +157,4 @@ func (w *fileOrderedWalk) file(key string) error {
 		return nil
 	}
 	return w.fn(ObjectInfo{Key: key, Size: st.Size(), ModTime: st.ModTime()})
-}
-
-// entryMaxHeap keeps the largest key on top, so a full window evicts it first.
-type entryMaxHeap []dirEntryKey
-
-func (h entryMaxHeap) Len() int           { return len(h) }
-func (h entryMaxHeap) Less(i, j int) bool { return h[i].key > h[j].key }
-func (h entryMaxHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *entryMaxHeap) Push(x any)        { *h = append(*h, x.(dirEntryKey)) }
-func (h *entryMaxHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
 }

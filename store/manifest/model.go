@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"maps"
 	"sort"
 	"time"
 
@@ -80,9 +81,7 @@ func (m *Base) Clone() *Base {
 	c.Runs = append([]Run(nil), m.Runs...)
 	c.Quarantined = append([]QuarantinedObject(nil), m.Quarantined...)
 	c.Watermarks = make(map[string]uint64, len(m.Watermarks))
-	for k, v := range m.Watermarks {
-		c.Watermarks[k] = v
-	}
+	maps.Copy(c.Watermarks, m.Watermarks)
 	return &c
 }
 

@@ -239,11 +239,10 @@ func (c *Codec) finishRow(i int, vals []any, seen []bool) (Row, error) {
 		item, _ := vals[c.itemIdx].(string)
 		checkpoint, _ := vals[c.checkpointIdx].(string)
 		ordinal, _ := vals[c.ordinalIdx].(int64)
-		if strings.IndexByte(item, 0) >= 0 {
-			return Row{}, invalidf("row %d: field %q: NUL bytes are not allowed (they separate the parts of the derived event_id)", i, "item_id")
-		}
-		if strings.IndexByte(checkpoint, 0) >= 0 {
-			return Row{}, invalidf("row %d: field %q: NUL bytes are not allowed (they separate the parts of the derived event_id)", i, "checkpoint")
+		for _, f := range []struct{ name, v string }{{"item_id", item}, {"checkpoint", checkpoint}} {
+			if strings.IndexByte(f.v, 0) >= 0 {
+				return Row{}, invalidf("row %d: field %q: NUL bytes are not allowed (they separate the parts of the derived event_id)", i, f.name)
+			}
 		}
 		derived := DatagenEventID(item, checkpoint, ordinal)
 		if vals[c.key] == nil {

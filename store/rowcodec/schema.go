@@ -2,6 +2,7 @@ package rowcodec
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -63,25 +64,10 @@ type Schema struct {
 }
 
 // Equal reports whether s and o have the same fields (name, type, nullability) in order.
-func (s Schema) Equal(o Schema) bool {
-	if len(s.Fields) != len(o.Fields) {
-		return false
-	}
-	for i := range s.Fields {
-		if s.Fields[i] != o.Fields[i] {
-			return false
-		}
-	}
-	return true
-}
+func (s Schema) Equal(o Schema) bool { return slices.Equal(s.Fields, o.Fields) }
 
 // clone returns a copy of s that shares no memory with it.
-func (s Schema) clone() Schema {
-	if s.Fields == nil {
-		return Schema{}
-	}
-	return Schema{Fields: append([]Field(nil), s.Fields...)}
-}
+func (s Schema) clone() Schema { return Schema{Fields: slices.Clone(s.Fields)} }
 
 // RolloutSchema returns the fixed schema of rollout stores (key "id"). metadata holds JSON
 // text as a string. Each call returns a fresh copy.

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -195,20 +196,17 @@ func TextProblem(b []byte) string {
 			continue
 		}
 		if i+1 < len(b) && b[i+1] == 'u' {
-			r, ok := hex4(b, i+2)
-			switch {
-			case !ok:
-			case utf16IsHigh(r):
+			if r, ok := hex4(b, i+2); ok && utf16.IsSurrogate(r) {
+				// A valid pair is a high surrogate followed by a low one; DecodeRune says
+				// U+FFFD for anything else, a lone low surrogate first included.
 				r2, ok2 := rune(0), false
 				if i+7 < len(b) && b[i+6] == '\\' && b[i+7] == 'u' {
 					r2, ok2 = hex4(b, i+8)
 				}
-				if !ok2 || !utf16IsLow(r2) {
+				if !ok2 || utf16.DecodeRune(r, r2) == utf8.RuneError {
 					return fmt.Sprintf("a lone UTF-16 surrogate escape \\u%04x", r)
 				}
 				i += 6
-			case utf16IsLow(r):
-				return fmt.Sprintf("a lone UTF-16 surrogate escape \\u%04x", r)
 			}
 		}
 		i++ // skip the escaped character
@@ -235,6 +233,3 @@ func hex4(b []byte, at int) (rune, bool) {
 	}
 	return r, true
 }
-
-func utf16IsHigh(r rune) bool { return r >= 0xD800 && r < 0xDC00 }
-func utf16IsLow(r rune) bool  { return r >= 0xDC00 && r < 0xE000 }

@@ -26,7 +26,7 @@ func TestListPageS3RequestsPerPage(t *testing.T) {
 		if r.Method == http.MethodGet && r.URL.Query().Get("list-type") == "2" {
 			lists.Add(1)
 		}
-		s3test.NewHandler(backend, nil).ServeHTTP(w, r)
+		s3test.NewHandler(backend).ServeHTTP(w, r)
 	}))
 	defer srv.Close()
 	bucket := s3test.NewBucketName()

@@ -58,8 +58,6 @@ type Options struct {
 	BoltNoSync bool
 	// Buckets are created at start when missing.
 	Buckets []string
-	// Logger receives gofakes3's log lines; nil = discard.
-	Logger gofakes3.Logger
 	// Wrap, when set, wraps the S3 handler (e.g. in a Gate).
 	Wrap func(http.Handler) http.Handler
 }
@@ -74,12 +72,8 @@ type Server struct {
 
 // NewHandler returns the S3 HTTP handler over backend: gofakes3 (path-style addressing,
 // versioning off, 15 min clock-skew limit) wrapped in ConditionalWrites.
-func NewHandler(backend gofakes3.Backend, logger gofakes3.Logger) http.Handler {
-	opts := []gofakes3.Option{gofakes3.WithoutVersioning()}
-	if logger != nil {
-		opts = append(opts, gofakes3.WithLogger(logger))
-	}
-	fake := gofakes3.New(backend, opts...)
+func NewHandler(backend gofakes3.Backend) http.Handler {
+	fake := gofakes3.New(backend, gofakes3.WithoutVersioning())
 	return ConditionalWrites(fake.Server(), func(bucket, key string) (bool, error) {
 		obj, err := backend.HeadObject(bucket, key)
 		if err != nil {
@@ -129,7 +123,7 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return fail(err)
 	}
-	handler := NewHandler(backend, opts.Logger)
+	handler := NewHandler(backend)
 	if opts.Wrap != nil {
 		handler = opts.Wrap(handler)
 	}

@@ -68,7 +68,7 @@ func TestMultipartIfNoneMatch(t *testing.T) {
 			t.Fatal(err)
 		}
 		if h == nil {
-			h = NewHandler(backend, nil)
+			h = NewHandler(backend)
 		} else {
 			h = gofakes3.New(backend, gofakes3.WithoutVersioning()).Server()
 		}

@@ -185,19 +185,24 @@ func (c *Codec) fromRaw(j int, raw []byte) (any, string) {
 		return nil, wantGot(t, rawKind(raw))
 	}
 	switch t {
-	case TypeString:
+	case TypeString, TypeBinary, TypeTimestamp:
 		if raw[0] != '"' {
 			return nil, wantGot(t, rawKind(raw))
 		}
-		return unquote(raw)
-	case TypeInt64:
+		s, p := unquote(raw)
+		switch {
+		case p != "" || t == TypeString:
+			return s, p
+		case t == TypeBinary:
+			return parseBinary(s.(string))
+		}
+		return parseTimestamp(s.(string))
+	case TypeInt64, TypeFloat64:
 		if !isNumberStart(raw[0]) {
 			return nil, wantGot(t, rawKind(raw))
 		}
-		return parseInt64(string(raw))
-	case TypeFloat64:
-		if !isNumberStart(raw[0]) {
-			return nil, wantGot(t, rawKind(raw))
+		if t == TypeInt64 {
+			return parseInt64(string(raw))
 		}
 		return parseFloat64(string(raw))
 	case TypeBool:
@@ -208,18 +213,6 @@ func (c *Codec) fromRaw(j int, raw []byte) (any, string) {
 			return false, ""
 		}
 		return nil, wantGot(t, rawKind(raw))
-	case TypeBinary, TypeTimestamp:
-		if raw[0] != '"' {
-			return nil, wantGot(t, rawKind(raw))
-		}
-		s, p := unquote(raw)
-		if p != "" {
-			return nil, p
-		}
-		if t == TypeBinary {
-			return parseBinary(s.(string))
-		}
-		return parseTimestamp(s.(string))
 	}
 	return nil, fmt.Sprintf("unsupported field type %q", t)
 }

@@ -2,6 +2,7 @@ package s3test
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -68,17 +69,8 @@ func (g *Gate) match(r *http.Request) *Hold {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for i, h := range g.holds {
-		if h.method != r.Method {
-			continue
-		}
-		ok := true
-		for _, s := range h.contains {
-			if !strings.Contains(r.URL.Path, s) {
-				ok = false
-				break
-			}
-		}
-		if !ok {
+		misses := func(s string) bool { return !strings.Contains(r.URL.Path, s) }
+		if h.method != r.Method || slices.ContainsFunc(h.contains, misses) {
 			continue
 		}
 		if h.seen < h.skip {

@@ -114,8 +114,8 @@ func raceStartAhead(payload int) time.Duration {
 	return 10 * time.Millisecond
 }
 
-// attempt is one writer's PutIfAbsent of one round, with its wall-clock interval (the
-// racers are processes on one machine, so their clocks agree).
+// attempt is one writer's PutIfAbsent of one round, with its wall-clock interval in a
+// process race (the racers are processes on one machine, so their clocks agree).
 type attempt struct {
 	who        string
 	won        bool
@@ -237,12 +237,9 @@ func overlapped(as []attempt) bool {
 
 // MaxWinShare is the largest share of a race's keys one racer may win before CheckContended
 // calls the race uncontested. Racers that take turns hand nearly every key to whoever goes
-// first. In one run of store's races, 8 racers each won 8–20 % of 200 keys (processes in
-// lockstep on file:// and S3, goroutines on S3), 11–16 % of 1000 (goroutines on file:// and
-// mem://, processes running freely on file://). But the share is not fair everywhere: on
-// MinIO, 4 processes racing 40 keys, every round overlapping in time, proc-0 won 26 (65 %),
-// because it hears of each round first. So the bound sits between a biased real race and
-// racers taking turns (183–199 of 200 to one racer when the mutation makes them take turns).
+// first, while a real race is not always fair either: a process that hears of each round
+// first can win two thirds of the keys (4 processes on MinIO). The bound sits between the
+// two.
 const MaxWinShare = 0.8
 
 // minSharedRounds: below this many keys a fair race can hand more than MaxWinShare to one

@@ -224,12 +224,7 @@ func Env() map[string]string {
 func StartServer(t testing.TB) *Server {
 	t.Helper()
 	SetCredentials(t)
-	s, err := New(Options{})
-	if err != nil {
-		t.Fatalf("s3test: start server: %v", err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	return s
+	return startServer(t, Options{})
 }
 
 // StartEngines starts one server per storage engine walkeeper's tests rely on, named after
@@ -238,21 +233,21 @@ func StartServer(t testing.TB) *Server {
 func StartEngines(t testing.TB) map[string]*Server {
 	t.Helper()
 	SetCredentials(t)
-	out := map[string]*Server{}
-	for _, name := range []string{"s3mem", "s3bolt"} {
-		opts := Options{}
-		if name == "s3bolt" {
-			opts.BoltPath = filepath.Join(t.TempDir(), "s3.db")
-			opts.BoltNoSync = true
-		}
-		s, err := New(opts)
-		if err != nil {
-			t.Fatalf("s3test: start %s server: %v", name, err)
-		}
-		t.Cleanup(func() { _ = s.Close() })
-		out[name] = s
+	return map[string]*Server{
+		"s3mem":  startServer(t, Options{}),
+		"s3bolt": startServer(t, Options{BoltPath: filepath.Join(t.TempDir(), "s3.db"), BoltNoSync: true}),
 	}
-	return out
+}
+
+// startServer starts a server with opts that stops when the test ends.
+func startServer(t testing.TB, opts Options) *Server {
+	t.Helper()
+	s, err := New(opts)
+	if err != nil {
+		t.Fatalf("s3test: start server: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
 }
 
 // Start starts an in-memory server for the test with one fresh, randomly named bucket and

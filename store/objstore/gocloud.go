@@ -91,11 +91,9 @@ func (g *gocloudBackend) putFrom(ctx context.Context, key string, write func(io.
 	return w.n, nil
 }
 
-// putIfAbsent writes with gocloud's IfNotExist: S3 If-None-Match: * (also on the
-// CompleteMultipartUpload of objects large enough for the SDK's multipart upload), the GCS
-// DoesNotExist precondition, Azure If-None-Match: *, and mem:// under the bucket's mutex.
-// S3's 409 ConditionalRequestConflict (two conditional writes of one key in flight) is
-// retried a few times with backoff: the retry then either wins or sees 412.
+// putIfAbsent writes with gocloud's IfNotExist (see Bucket.PutIfAbsent; on S3 also on the
+// CompleteMultipartUpload of objects large enough for the SDK's multipart upload), and
+// retries S3's 409 ConditionalRequestConflict a few times with backoff.
 func (g *gocloudBackend) putIfAbsent(ctx context.Context, key string, data []byte) error {
 	for attempt := 0; ; attempt++ {
 		err := mapErr(g.upload(ctx, key, data, true))

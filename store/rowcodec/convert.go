@@ -1,7 +1,6 @@
 package rowcodec
 
 import (
-	"bytes"
 	"encoding/base64"
 	"time"
 
@@ -24,7 +23,7 @@ func (c *Codec) RowAt(rec arrow.RecordBatch, i int) (Row, error) {
 			return Row{}, corruptf("column %q has unsupported type %s", field.Name, rec.Column(f).DataType())
 		}
 		if b, isBytes := v.([]byte); isBytes {
-			v = bytes.Clone(b) // the row outlives the record
+			v = append([]byte(nil), b...) // the row outlives the record
 		}
 		row.Values[f] = v
 		if field.Name == key && v != nil {

@@ -22,7 +22,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # The expected failure is an extended regexp that the failed check's message must match: a
 # test that fails for another reason (a timeout, a crash, a different check) does not count.
 checks=(
-  "blob-race-take-turns|./store/|^TestPutIfAbsentRaceProcesses\$|-|won [0-9]+ of [0-9]+ keys .*the racers took turns"
+  "blob-race-take-turns|./store/objstore/|^TestPutIfAbsentRaceProcesses\$|-|won [0-9]+ of [0-9]+ keys .*the racers took turns"
   "commit-race-take-turns|./test/reliability/|^TestCommitRaceProcesses\$/^file\$|WALKEEPER_RACE_ROUNDS=8|lost put-if-absent races in .*the commits did not race"
   "activity-id-constant|./workflows/|^TestMergeWalActivityIDs|-|middle part is not the run ID"
   "activity-id-first-run|./workflows/|^TestMergeWalActivityIDsAreUniqueAcrossRuns\$|-|used twice across runs"
@@ -37,7 +37,7 @@ checks=(
   "merge-wal-timer-per-pass|./bench/|^TestTemporalOverheadQuick\$|-|MergeWal adds .* the bare 4-activity workflow"
   "overdraft-does-not-panic|./store/|^TestMemAccountOverdraftIsBudgetBusy\$|GOFLAGS=-race|race build: an overdraft must panic"
   "history-duration-zero|./cmd/walkeeper/|^TestHistoryAgainstTemporal\$|-|Messages:[[:space:]]+(MergeWal|CompactBase) duration"
-  "merge-wal-actions-before-run-3|./test/integration/|^TestMergeWalActionsPerPass\$|-|timers in a happy-path merge|actions per shard pass, budget"
+  "merge-wal-watchdog-timer|./test/integration/|^TestMergeWalActionsPerPass\$|-|timers in a happy-path merge"
 )
 
 if [[ "${1:-}" == "--list" ]]; then

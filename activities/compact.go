@@ -31,14 +31,5 @@ func (a *Activities) CompactBase(ctx context.Context, p contract.CompactPassPara
 		zap.String("workflow_id", activity.GetInfo(ctx).WorkflowExecution.ID),
 		zap.Bool("committed", cr.Committed), zap.Int("input_runs", cr.InputRuns),
 		zap.Int("runs_left", cr.RunsLeft), zap.Uint64("base_version", cr.BaseVersion))
-	return contract.CompactPassResult{
-		BaseVersion:    cr.BaseVersion,
-		InputRuns:      cr.InputRuns,
-		OutputRuns:     cr.OutputRuns,
-		RowsIn:         cr.RowsIn,
-		RowsOut:        cr.RowsOut,
-		DroppedDeletes: cr.DroppedDeletes,
-		RunsLeft:       cr.RunsLeft,
-		Committed:      cr.Committed,
-	}, nil
+	return contract.CompactPassResult(cr), nil
 }

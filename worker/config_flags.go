@@ -3,8 +3,9 @@ package worker
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 
 	"github.com/spf13/pflag"
 )
@@ -19,35 +20,28 @@ import (
 // envErrors holds environment values that did not parse, by flag name.
 type envErrors map[string]error
 
-// applyEnv sets one knob from its environment variable, if set, and records a parse error.
-func (e *envErrors) applyEnv(k knob, set func(string) error) {
-	v, ok := os.LookupEnv(k.env())
-	if !ok {
-		return
-	}
-	if err := set(v); err != nil {
-		if *e == nil {
-			*e = envErrors{}
+// register sets k from its environment variable, if set, recording a value that does not
+// parse, and adds k's flag to fs, which clears that record when given.
+func (e *envErrors) register(fs *pflag.FlagSet, k knob, get func() string, set func(string) error) {
+	if v, ok := os.LookupEnv(k.env()); ok {
+		if err := set(v); err != nil {
+			if *e == nil {
+				*e = envErrors{}
+			}
+			(*e)[k.Flag] = fmt.Errorf("%s=%q: %w", k.env(), v, err)
 		}
-		(*e)[k.Flag] = fmt.Errorf("%s=%q: %w", k.env(), v, err)
 	}
+	registerKnobFlag(fs, k, &knobValue{get: get, set: set, ok: func() { delete(*e, k.Flag) }, typ: k.Type})
 }
 
-// sorted lists the errors of every map in flag order.
+// sortedEnvErrors lists the errors of every map in flag order.
 func sortedEnvErrors(ms ...envErrors) []error {
 	all := map[string]error{}
 	for _, m := range ms {
-		for f, err := range m {
-			all[f] = err
-		}
+		maps.Copy(all, m)
 	}
-	names := make([]string, 0, len(all))
-	for n := range all {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	errs := make([]error, 0, len(names))
-	for _, n := range names {
+	errs := make([]error, 0, len(all))
+	for _, n := range slices.Sorted(maps.Keys(all)) {
 		errs = append(errs, all[n])
 	}
 	return errs
@@ -58,16 +52,9 @@ func sortedEnvErrors(ms ...envErrors) []error {
 // them alike; a command registers either this or that, not both.
 func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	for _, k := range knobs {
-		if k.temporal {
-			continue
+		if !k.temporal {
+			c.envErrs.register(fs, k, func() string { return k.get(c) }, func(s string) error { return k.set(c, s) })
 		}
-		c.envErrs.applyEnv(k, func(v string) error { return k.set(c, v) })
-		registerKnobFlag(fs, k, &knobValue{
-			get: func() string { return k.get(c) },
-			set: func(s string) error { return k.set(c, s) },
-			ok:  func() { delete(c.envErrs, k.Flag) },
-			typ: k.Type,
-		})
 	}
 	c.Temporal.RegisterFlags(fs)
 }
@@ -77,16 +64,9 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 // over the current values of c. Validate reports environment values that did not parse.
 func (c *TemporalConfig) RegisterFlags(fs *pflag.FlagSet) {
 	for _, k := range knobs {
-		if !k.temporal {
-			continue
+		if k.temporal {
+			c.envErrs.register(fs, k, func() string { return k.tget(c) }, func(s string) error { return k.tset(c, s) })
 		}
-		c.envErrs.applyEnv(k, func(v string) error { return k.tset(c, v) })
-		registerKnobFlag(fs, k, &knobValue{
-			get: func() string { return k.tget(c) },
-			set: func(s string) error { return k.tset(c, s) },
-			ok:  func() { delete(c.envErrs, k.Flag) },
-			typ: k.Type,
-		})
 	}
 }
 

@@ -90,92 +90,62 @@ type field[O any] struct {
 	set func(*O, string) error
 }
 
+// typedField is the field p points to, printed by format and read by parse.
+func typedField[O, T any](typ string, p func(*O) *T, format func(T) string, parse func(string) (T, error)) field[O] {
+	return field[O]{typ: typ,
+		get: func(o *O) string { return format(*p(o)) },
+		set: func(o *O, s string) error {
+			v, err := parse(s)
+			if err != nil {
+				return err
+			}
+			*p(o) = v
+			return nil
+		}}
+}
+
 func strField[O any](p func(*O) *string) field[O] {
-	return field[O]{typ: "string",
-		get: func(o *O) string { return *p(o) },
-		set: func(o *O, s string) error { *p(o) = s; return nil }}
+	return typedField("string", p, func(s string) string { return s }, func(s string) (string, error) { return s, nil })
 }
 
 func boolField[O any](p func(*O) *bool) field[O] {
-	return field[O]{typ: "bool",
-		get: func(o *O) string { return strconv.FormatBool(*p(o)) },
-		set: func(o *O, s string) error {
-			v, err := parseBool(s)
-			if err != nil {
-				return err
-			}
-			*p(o) = v
-			return nil
-		}}
+	return typedField("bool", p, strconv.FormatBool, parseBool)
 }
 
 func intField[O any](p func(*O) *int) field[O] {
-	return field[O]{typ: "int",
-		get: func(o *O) string { return strconv.Itoa(*p(o)) },
-		set: func(o *O, s string) error {
-			v, err := strconv.Atoi(strings.TrimSpace(s))
-			if err != nil {
-				return fmt.Errorf("not an integer")
-			}
-			*p(o) = v
-			return nil
-		}}
+	return typedField("int", p, strconv.Itoa, func(s string) (int, error) {
+		v, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil {
+			return 0, fmt.Errorf("not an integer")
+		}
+		return v, nil
+	})
 }
 
 func bytesField[O any](p func(*O) *int64) field[O] {
-	return field[O]{typ: "bytes",
-		get: func(o *O) string { return FormatBytes(*p(o)) },
-		set: func(o *O, s string) error {
-			v, err := ParseBytes(s)
-			if err != nil {
-				return err
-			}
-			*p(o) = v
-			return nil
-		}}
+	return typedField("bytes", p, FormatBytes, ParseBytes)
 }
 
 func bytesIntField[O any](p func(*O) *int) field[O] {
-	return field[O]{typ: "bytes",
-		get: func(o *O) string { return FormatBytes(int64(*p(o))) },
-		set: func(o *O, s string) error {
-			v, err := ParseBytes(s)
-			if err != nil {
-				return err
-			}
-			if v > math.MaxInt32 || v < math.MinInt32 {
-				return fmt.Errorf("%q is out of range", s)
-			}
-			*p(o) = int(v)
-			return nil
-		}}
+	return typedField("bytes", p, func(v int) string { return FormatBytes(int64(v)) }, func(s string) (int, error) {
+		v, err := ParseBytes(s)
+		if err != nil {
+			return 0, err
+		}
+		if v > math.MaxInt32 || v < math.MinInt32 {
+			return 0, fmt.Errorf("%q is out of range", s)
+		}
+		return int(v), nil
+	})
 }
 
 func durField[O any](p func(*O) *time.Duration) field[O] {
-	return field[O]{typ: "duration",
-		get: func(o *O) string { return p(o).String() },
-		set: func(o *O, s string) error {
-			v, err := ParseDuration(s)
-			if err != nil {
-				return err
-			}
-			*p(o) = v
-			return nil
-		}}
+	return typedField("duration", p, time.Duration.String, ParseDuration)
 }
 
 // weightsField is a FairnessWeights knob, "kind=weight,..." (contract.ParseFairnessWeights).
 func weightsField[O any](p func(*O) *contract.FairnessWeights) field[O] {
-	return field[O]{typ: "string",
-		get: func(o *O) string { return p(o).String() },
-		set: func(o *O, s string) error {
-			w, err := contract.ParseFairnessWeights(s)
-			if err != nil {
-				return err
-			}
-			*p(o) = w
-			return nil
-		}}
+	return typedField("string", p, contract.FairnessWeights.String, contract.ParseFairnessWeights)
 }
 
 var knobs = func() []knob {

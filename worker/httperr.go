@@ -75,6 +75,30 @@ func newAPIError(status int, code, format string, args ...any) *apiError {
 	return &apiError{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
+// errorAnswers map store marks and context errors to their answers, checked in order: the
+// refinements of ErrInvalidInput before it.
+var errorAnswers = []struct {
+	mark       error
+	status     int
+	code       string
+	retryAfter time.Duration
+}{
+	{store.ErrKeyTooLong, http.StatusBadRequest, CodeKeyTooLong, 0},
+	{store.ErrAppendTooLarge, http.StatusRequestEntityTooLarge, CodeAppendTooLarge, 0},
+	{store.ErrInvalidInput, http.StatusBadRequest, CodeInvalidInput, 0},
+	{store.ErrNotFound, http.StatusNotFound, CodeNotFound, 0},
+	{store.ErrAlreadyExists, http.StatusConflict, CodeAlreadyExists, 0},
+	{store.ErrTooManyPending, http.StatusServiceUnavailable, CodeTooManyPending, retryAfterDebt},
+	{store.ErrConflict, http.StatusConflict, CodeConflict, time.Second},
+	{store.ErrStalePreparation, http.StatusConflict, CodeConflict, time.Second},
+	{store.ErrBudgetBusy, http.StatusServiceUnavailable, CodeBudgetBusy, 5 * time.Second},
+	{store.ErrFenced, http.StatusServiceUnavailable, CodeFenced, 0},
+	{store.ErrClosed, http.StatusServiceUnavailable, CodeShuttingDown, time.Second},
+	{store.ErrCorrupt, http.StatusInternalServerError, CodeCorrupt, 0},
+	{context.Canceled, StatusClientClosedRequest, CodeCanceled, 0},
+	{context.DeadlineExceeded, http.StatusGatewayTimeout, CodeTimeout, 0},
+}
+
 // classify is the one place mapping errors (store marks, body-reader errors, context errors)
 // to an HTTP status and code.
 func classify(err error) *apiError {
@@ -82,41 +106,17 @@ func classify(err error) *apiError {
 	if errors.As(err, &ae) {
 		return ae
 	}
-	msg := err.Error()
 	var mbe *http.MaxBytesError
-	switch {
-	case errors.As(err, &mbe):
+	if errors.As(err, &mbe) {
 		return &apiError{Status: http.StatusRequestEntityTooLarge, Code: CodeBodyTooLarge,
 			Message: fmt.Sprintf("request body is larger than %d bytes", mbe.Limit)}
-	// The refinements of ErrInvalidInput before it.
-	case errors.Is(err, store.ErrKeyTooLong):
-		return &apiError{Status: http.StatusBadRequest, Code: CodeKeyTooLong, Message: msg}
-	case errors.Is(err, store.ErrAppendTooLarge):
-		return &apiError{Status: http.StatusRequestEntityTooLarge, Code: CodeAppendTooLarge, Message: msg}
-	case errors.Is(err, store.ErrInvalidInput):
-		return &apiError{Status: http.StatusBadRequest, Code: CodeInvalidInput, Message: msg}
-	case errors.Is(err, store.ErrNotFound):
-		return &apiError{Status: http.StatusNotFound, Code: CodeNotFound, Message: msg}
-	case errors.Is(err, store.ErrAlreadyExists):
-		return &apiError{Status: http.StatusConflict, Code: CodeAlreadyExists, Message: msg}
-	case errors.Is(err, store.ErrTooManyPending):
-		return &apiError{Status: http.StatusServiceUnavailable, Code: CodeTooManyPending, Message: msg, RetryAfter: retryAfterDebt}
-	case errors.Is(err, store.ErrConflict), errors.Is(err, store.ErrStalePreparation):
-		return &apiError{Status: http.StatusConflict, Code: CodeConflict, Message: msg, RetryAfter: time.Second}
-	case errors.Is(err, store.ErrBudgetBusy):
-		return &apiError{Status: http.StatusServiceUnavailable, Code: CodeBudgetBusy, Message: msg, RetryAfter: 5 * time.Second}
-	case errors.Is(err, store.ErrFenced):
-		return &apiError{Status: http.StatusServiceUnavailable, Code: CodeFenced, Message: msg}
-	case errors.Is(err, store.ErrClosed):
-		return &apiError{Status: http.StatusServiceUnavailable, Code: CodeShuttingDown, Message: msg, RetryAfter: time.Second}
-	case errors.Is(err, store.ErrCorrupt):
-		return &apiError{Status: http.StatusInternalServerError, Code: CodeCorrupt, Message: msg}
-	case errors.Is(err, context.Canceled):
-		return &apiError{Status: StatusClientClosedRequest, Code: CodeCanceled, Message: msg}
-	case errors.Is(err, context.DeadlineExceeded):
-		return &apiError{Status: http.StatusGatewayTimeout, Code: CodeTimeout, Message: msg}
 	}
-	return &apiError{Status: http.StatusInternalServerError, Code: CodeInternal, Message: msg}
+	for _, a := range errorAnswers {
+		if errors.Is(err, a.mark) {
+			return &apiError{Status: a.status, Code: a.code, Message: err.Error(), RetryAfter: a.retryAfter}
+		}
+	}
+	return &apiError{Status: http.StatusInternalServerError, Code: CodeInternal, Message: err.Error()}
 }
 
 // notFoundAs classifies err, naming a not-found more precisely (store_not_found, row_not_found).
@@ -140,10 +140,7 @@ func classifyTemporal(err error) *apiError {
 		nsna    *serviceerror.NamespaceNotActive
 		limit   *serviceerror.ResourceExhausted
 	)
-	switch {
-	case errors.As(err, &unavail), errors.As(err, &dl), errors.As(err, &nsnf), errors.As(err, &nsna):
-		return &apiError{Status: http.StatusServiceUnavailable, Code: CodeTemporalUnavailable, Message: err.Error(), RetryAfter: 5 * time.Second}
-	case errors.As(err, &limit):
+	if errors.As(err, &unavail) || errors.As(err, &dl) || errors.As(err, &nsnf) || errors.As(err, &nsna) || errors.As(err, &limit) {
 		return &apiError{Status: http.StatusServiceUnavailable, Code: CodeTemporalUnavailable, Message: err.Error(), RetryAfter: 5 * time.Second}
 	}
 	return classify(err)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding"
 	"encoding/json"
-	"io"
 	"net/http"
 	"reflect"
 	"slices"
@@ -44,76 +43,54 @@ func checkMembers(body []byte, t reflect.Type) error {
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
-	type frame struct {
-		object  bool
-		members map[string]reflect.Type // exact names of a struct; nil: any name
-		values  reflect.Type            // the type of every member (map) or element (array)
-		seen    map[string]struct{}
-		key     bool         // next token is a member name
-		next    reflect.Type // the type of the member whose name was just read
+	return checkValue(dec, t)
+}
+
+// checkValue checks the next value of dec, decoded into t (nil: any). The recursion is as
+// deep as the JSON, which json.Valid has bounded.
+func checkValue(dec *json.Decoder, t reflect.Type) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return newAPIError(http.StatusBadRequest, CodeInvalidJSON, "%v", err)
 	}
-	var stack []*frame
-	for {
-		tok, err := dec.Token()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return newAPIError(http.StatusBadRequest, CodeInvalidJSON, "%v", err)
-		}
-		var top *frame
-		if len(stack) > 0 {
-			top = stack[len(stack)-1]
-		}
-		if top != nil && top.object && top.key {
-			if d, ok := tok.(json.Delim); ok && d == '}' {
-				stack = stack[:len(stack)-1]
-				continue
+	switch tok {
+	case json.Delim('{'):
+		members, values := objectShape(t)
+		seen := map[string]bool{}
+		for dec.More() {
+			tok, err := dec.Token()
+			if err != nil {
+				return newAPIError(http.StatusBadRequest, CodeInvalidJSON, "%v", err)
 			}
 			name, _ := tok.(string)
-			if _, dup := top.seen[name]; dup {
+			if seen[name] {
 				return newAPIError(http.StatusBadRequest, CodeInvalidInput,
 					"member %q is given twice in one JSON object (at byte %d)", clipText(name), dec.InputOffset())
 			}
-			top.seen[name] = struct{}{}
-			top.key, top.next = false, top.values
-			if top.members != nil {
-				ft, ok := top.members[name]
+			seen[name] = true
+			vt := values
+			if members != nil {
+				ft, ok := members[name]
 				if !ok {
-					return unknownMember(name, top.members)
+					return unknownMember(name, members)
 				}
-				top.next = ft
+				vt = ft
 			}
-			continue
-		}
-		// A value, or the end of an array.
-		var vt reflect.Type
-		switch {
-		case top == nil:
-			vt = t
-		case top.object:
-			vt, top.key = top.next, true
-		default:
-			vt = top.values
-		}
-		d, ok := tok.(json.Delim)
-		if !ok {
-			continue
-		}
-		switch d {
-		case '{':
-			f := &frame{object: true, key: true, seen: map[string]struct{}{}}
-			f.members, f.values = objectShape(vt)
-			stack = append(stack, f)
-		case '[':
-			stack = append(stack, &frame{values: elemType(vt)})
-		case ']':
-			stack = stack[:len(stack)-1]
-			if len(stack) > 0 && stack[len(stack)-1].object {
-				stack[len(stack)-1].key = true
+			if err := checkValue(dec, vt); err != nil {
+				return err
 			}
 		}
+	case json.Delim('['):
+		for et := elemType(t); dec.More(); {
+			if err := checkValue(dec, et); err != nil {
+				return err
+			}
+		}
+	default:
+		return nil
 	}
+	_, err = dec.Token() // the closing delimiter
+	return err
 }
 
 // unknownMember is the 400 for a member a struct does not have, naming the member it

@@ -45,14 +45,14 @@ func newAPIServer(db *store.DB, cfg Config, addr net.Addr, log *zap.Logger, m *M
 	mux := newRouteMux()
 	mux.HandleFunc("GET /healthz", a.healthz)
 	mux.Handle("GET /metrics", m.Handler())
-	mux.HandleFunc("GET /api/v1/stores", a.listStores)
-	mux.HandleFunc("POST /api/v1/stores/{kind}/{name}", a.createStore)
-	mux.HandleFunc("POST /api/v1/stores/{kind}/{name}/rows", a.appendRows)
-	mux.HandleFunc("GET /api/v1/stores/{kind}/{name}/rows", a.listRows)
+	mux.HandleFunc("GET /api/v1/stores", a.handle(a.listStores))
+	mux.HandleFunc("POST /api/v1/stores/{kind}/{name}", a.handle(a.createStore))
+	mux.HandleFunc("POST /api/v1/stores/{kind}/{name}/rows", a.handle(a.appendRows))
+	mux.HandleFunc("GET /api/v1/stores/{kind}/{name}/rows", a.handle(a.listRows))
 	mux.HandleFunc("GET /api/v1/stores/{kind}/{name}/rows/{id}", a.onStore(a.getRow))
 	mux.HandleFunc("DELETE /api/v1/stores/{kind}/{name}/rows/{id}", a.onStore(a.deleteRow))
 	mux.HandleFunc("POST /api/v1/stores/{kind}/{name}/flush", a.onStore(a.flush))
-	mux.HandleFunc("POST /api/v1/stores/{kind}/{name}/merge-wal", a.mergeWal)
+	mux.HandleFunc("POST /api/v1/stores/{kind}/{name}/merge-wal", a.handle(a.mergeWal))
 	mux.HandleFunc("GET /api/v1/stores/{kind}/{name}/stats", a.onStore(a.stats))
 	a.mux = mux
 	return a
@@ -78,22 +78,30 @@ func (a *apiServer) target(r *http.Request) (store.Target, error) {
 	return t, nil
 }
 
+// handle serves a route whose handler returns its error answer.
+func (a *apiServer) handle(h func(w http.ResponseWriter, r *http.Request) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			a.fail(w, r, err)
+		}
+	}
+}
+
 // onStore serves a route of one existing store: h gets the store the path names, and what it
 // returns is the 200 JSON answer, or the error answer.
 func (a *apiServer) onStore(h func(r *http.Request, s *store.Store) (any, error)) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return a.handle(func(w http.ResponseWriter, r *http.Request) error {
 		s, err := a.openStore(r)
 		if err != nil {
-			a.fail(w, r, err)
-			return
+			return err
 		}
 		out, err := h(r, s)
 		if err != nil {
-			a.fail(w, r, err)
-			return
+			return err
 		}
 		writeJSON(w, http.StatusOK, out)
-	}
+		return nil
+	})
 }
 
 // openStore resolves the path to an existing store (store_not_found otherwise).

@@ -46,36 +46,30 @@ type mergeRequest struct {
 	MaxPasses       int    `json:"max_passes,omitempty"`
 }
 
-func (a *apiServer) mergeWal(w http.ResponseWriter, r *http.Request) {
+func (a *apiServer) mergeWal(w http.ResponseWriter, r *http.Request) error {
 	t, err := a.target(r)
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
 	wait := false
 	if ws := r.URL.Query().Get("wait"); ws != "" {
 		if wait, err = strconv.ParseBool(ws); err != nil {
-			a.fail(w, r, newAPIError(http.StatusBadRequest, CodeInvalidInput, "wait %q is not a boolean", ws))
-			return
+			return newAPIError(http.StatusBadRequest, CodeInvalidInput, "wait %q is not a boolean", ws)
 		}
 	}
 	var req mergeRequest
 	if err := a.decodeJSONBody(w, r, true, &req); err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
 	if (req.MaxGenerations != nil && *req.MaxGenerations < 0) || (req.MaxBytes != nil && *req.MaxBytes < 0) || req.MaxPasses < 0 {
-		a.fail(w, r, newAPIError(http.StatusBadRequest, CodeInvalidInput, "merge knobs must not be negative"))
-		return
+		return newAPIError(http.StatusBadRequest, CodeInvalidInput, "merge knobs must not be negative")
 	}
 	if a.start == nil {
-		a.fail(w, r, &apiError{Status: http.StatusServiceUnavailable, Code: CodeTemporalUnavailable,
-			Message: "this worker runs without Temporal (HTTP-only mode); merges run only through Temporal"})
-		return
+		return &apiError{Status: http.StatusServiceUnavailable, Code: CodeTemporalUnavailable,
+			Message: "this worker runs without Temporal (HTTP-only mode); merges run only through Temporal"}
 	}
 	if _, err := a.db.Open(r.Context(), t); err != nil {
-		a.fail(w, r, notFoundAs(err, CodeStoreNotFound))
-		return
+		return notFoundAs(err, CodeStoreNotFound)
 	}
 	in := contract.MergeWalInput{Target: t.String(), MaxGenerations: req.MaxGenerations, MaxBytes: req.MaxBytes,
 		ParallelPrepare: req.ParallelPrepare, MaxPasses: req.MaxPasses,
@@ -83,13 +77,12 @@ func (a *apiServer) mergeWal(w http.ResponseWriter, r *http.Request) {
 	run, err := a.start(r.Context(), t, in)
 	a.metrics.trigger(TriggerHTTP, err)
 	if err != nil {
-		a.fail(w, r, classifyTemporal(err))
-		return
+		return classifyTemporal(err)
 	}
 	out := map[string]any{"workflow_id": run.GetID(), "run_id": run.GetRunID()}
 	if !wait {
 		writeJSON(w, http.StatusAccepted, out)
-		return
+		return nil
 	}
 	// Waiting never holds up shutdown: the workflow keeps running in Temporal either way.
 	wctx, cancel := context.WithCancel(r.Context())
@@ -100,24 +93,21 @@ func (a *apiServer) mergeWal(w http.ResponseWriter, r *http.Request) {
 	a.freshWriteDeadline(w)
 	if err != nil {
 		if a.stopping.Err() != nil {
-			a.fail(w, r, &apiError{Status: http.StatusServiceUnavailable, Code: CodeShuttingDown, Extra: out,
-				Message: fmt.Sprintf("worker is stopping; MergeWal %s keeps running in Temporal", run.GetID())})
-			return
+			return &apiError{Status: http.StatusServiceUnavailable, Code: CodeShuttingDown, Extra: out,
+				Message: fmt.Sprintf("worker is stopping; MergeWal %s keeps running in Temporal", run.GetID())}
 		}
 		if r.Context().Err() != nil {
-			a.fail(w, r, r.Context().Err())
-			return
+			return r.Context().Err()
 		}
 		if early := mergeEndedEarly(run.GetID(), err, out); early != nil {
-			a.fail(w, r, early)
-			return
+			return early
 		}
-		a.fail(w, r, &apiError{Status: http.StatusInternalServerError, Code: CodeMergeFailed,
-			Message: fmt.Sprintf("MergeWal %s failed", run.GetID()), Extra: out, Cause: err})
-		return
+		return &apiError{Status: http.StatusInternalServerError, Code: CodeMergeFailed,
+			Message: fmt.Sprintf("MergeWal %s failed", run.GetID()), Extra: out, Cause: err}
 	}
 	out["result"] = res
 	writeJSON(w, http.StatusOK, out)
+	return nil
 }
 
 // mergeEndedEarly is the answer for a MergeWal run that ended before it finished without

@@ -16,37 +16,33 @@ const (
 	maxListLimit     = 10000
 )
 
-func (a *apiServer) appendRows(w http.ResponseWriter, r *http.Request) {
+func (a *apiServer) appendRows(w http.ResponseWriter, r *http.Request) error {
 	t, err := a.target(r)
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
 	// The codec checks everything about the rows (duplicate fields included), so the body
 	// only needs to be JSON here.
 	body, err := a.readBody(w, r, false)
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
 	if !json.Valid(body) {
-		a.fail(w, r, invalidJSON(body))
-		return
+		return invalidJSON(body)
 	}
 	s, err := a.db.Open(r.Context(), t)
 	if err != nil {
-		a.fail(w, r, notFoundAs(err, CodeStoreNotFound))
-		return
+		return notFoundAs(err, CodeStoreNotFound)
 	}
 	// The store bounds and charges the append while it decodes, and refuses it at
 	// --pending-max.
 	res, err := s.AppendJSON(r.Context(), body)
 	if err != nil {
 		a.kickIfRefused(s, err)
-		a.fail(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"appended": res.Rows})
+	return nil
 }
 
 func (a *apiServer) getRow(r *http.Request, s *store.Store) (any, error) {

@@ -14,16 +14,14 @@ import (
 // near what one page can carry, and it ends where the next row would not fit. `next` is then
 // the key of the last row written: the cursor means "after this key" however the page ended.
 
-func (a *apiServer) listRows(w http.ResponseWriter, r *http.Request) {
+func (a *apiServer) listRows(w http.ResponseWriter, r *http.Request) error {
 	s, err := a.openStore(r)
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
 	opts, err := rowsQuery(r)
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
 	keyField := rowcodec.KeyField(s.Target().Kind)
 	page := newPageWriter(w, "rows", false, a.cfg.PageBytes)
@@ -34,35 +32,33 @@ func (a *apiServer) listRows(w http.ResponseWriter, r *http.Request) {
 		chunk, err := s.List(r.Context(), opts)
 		if err != nil {
 			if !page.started() {
-				a.fail(w, r, err)
-				return
+				return err
 			}
 			if r.Context().Err() != nil {
-				return // the client went away; the rest of the page has no reader
+				return nil // the client went away; the rest of the page has no reader
 			}
 			// The status is sent: end the page where it got to, and the next page's read
 			// answers the error.
 			a.log.Warn("list page ended early by a failed read", zap.String("target", s.Target().String()),
 				zap.Int("rows", page.n), zap.Error(err))
 			_ = page.end(last)
-			return
+			return nil
 		}
 		for _, row := range chunk.Rows {
 			key, _ := row[keyField].(string)
 			ok, err := page.add(row, key)
 			if err != nil {
 				if !page.started() {
-					a.fail(w, r, err)
-					return
+					return err
 				}
 				a.log.Error("list page ended early by a row that does not encode", zap.String("target", s.Target().String()),
 					zap.String("key", clipText(key)), zap.Error(err))
 				_ = page.end(last)
-				return
+				return nil
 			}
 			if !ok {
 				_ = page.end(last) // full: the row that did not fit starts the next page
-				return
+				return nil
 			}
 			last = key
 			left--
@@ -70,10 +66,10 @@ func (a *apiServer) listRows(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case chunk.Next == "":
 			_ = page.end("")
-			return
+			return nil
 		case left == 0:
 			_ = page.end(last)
-			return
+			return nil
 		}
 		opts.After, opts.Limit = last, nextChunkRows(page, a.cfg.PageBytes, left)
 	}

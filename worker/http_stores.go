@@ -28,82 +28,67 @@ type storeResponse struct {
 	Schema store.Schema `json:"schema"`
 }
 
-func (a *apiServer) createStore(w http.ResponseWriter, r *http.Request) {
+func (a *apiServer) createStore(w http.ResponseWriter, r *http.Request) error {
 	t, err := a.target(r)
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
 	var req createRequest
 	if err := a.decodeJSONBody(w, r, t.Kind != store.KindGeneric, &req); err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
 	var opts store.CreateOptions
 	opts.SealOnAppend = req.SealOnAppend
 	if req.Fields != nil {
 		sch := store.Schema{Fields: req.Fields}
 		if err := rowcodec.ValidateSchema(t.Kind, sch); err != nil {
-			a.fail(w, r, err)
-			return
+			return err
 		}
 		opts.Schema = &sch
 	} else if t.Kind == store.KindGeneric {
-		a.fail(w, r, newAPIError(http.StatusBadRequest, CodeInvalidInput,
-			`a generic store needs a schema: {"fields":[{"name":"id","type":"string"}, ...]}`))
-		return
+		return newAPIError(http.StatusBadRequest, CodeInvalidInput,
+			`a generic store needs a schema: {"fields":[{"name":"id","type":"string"}, ...]}`)
 	}
 	s, err := a.db.Create(r.Context(), t, opts)
 	if err != nil {
 		if errors.Is(err, store.ErrAlreadyExists) && opts.Schema != nil {
 			if ex, oerr := a.db.Open(r.Context(), t); oerr == nil && !ex.Codec().Schema().Equal(*opts.Schema) {
-				a.fail(w, r, newAPIError(http.StatusConflict, CodeSchemaMismatch,
-					"store %s exists with another schema", t))
-				return
+				return newAPIError(http.StatusConflict, CodeSchemaMismatch,
+					"store %s exists with another schema", t)
 			}
 		}
-		a.fail(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusCreated, storeResponse{Target: t.String(), Kind: string(t.Kind), Name: t.Name,
 		Schema: s.Codec().Schema()})
+	return nil
 }
 
-func (a *apiServer) listStores(w http.ResponseWriter, r *http.Request) {
+func (a *apiServer) listStores(w http.ResponseWriter, r *http.Request) error {
 	kinds, after, limit, err := storesQuery(r)
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
 	page, err := listStoresPage(r.Context(), a.db, kinds, after, limit)
 	if err != nil {
-		a.fail(w, r, err)
-		return
+		return err
 	}
-	a.writeStoresPage(w, r, page)
-}
-
-// writeStoresPage streams page, ending it early (with next) before it exceeds --page-bytes.
-func (a *apiServer) writeStoresPage(w http.ResponseWriter, r *http.Request, page storesPage) {
+	// Streamed, ending early (with next) before the answer exceeds --page-bytes.
 	pw := newPageWriter(w, "stores", true, a.cfg.PageBytes)
 	for i, in := range page.Stores {
 		ok, err := pw.add(in, in.Target)
 		if err != nil && !pw.started() {
-			a.fail(w, r, err)
-			return
+			return err
 		}
 		if err != nil || !ok {
 			_ = pw.end(page.Stores[i-1].Target)
-			return
+			return nil
 		}
 	}
 	_ = pw.end(page.Next)
+	return nil
 }
 
 func (a *apiServer) stats(r *http.Request, s *store.Store) (any, error) {
-	st, err := s.Stats(r.Context())
-	if err != nil {
-		return nil, err
-	}
-	return st, nil
+	return s.Stats(r.Context())
 }

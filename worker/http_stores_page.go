@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/walkeeper/walkeeper/store"
@@ -52,21 +53,12 @@ func storesQuery(r *http.Request) (kinds []store.Kind, after store.Target, limit
 		if perr != nil {
 			return nil, after, 0, newAPIError(http.StatusBadRequest, CodeInvalidInput, "after %q is not a \"<kind>:<name>\" cursor", as)
 		}
-		if !kindIn(t.Kind, kinds) {
+		if !slices.Contains(kinds, t.Kind) {
 			return nil, after, 0, newAPIError(http.StatusBadRequest, CodeInvalidInput, "after %q is not of kind %s", as, kinds[0])
 		}
 		after = t
 	}
 	return kinds, after, limit, nil
-}
-
-func kindIn(k store.Kind, ks []store.Kind) bool {
-	for _, x := range ks {
-		if x == k {
-			return true
-		}
-	}
-	return false
 }
 
 // listStoresPage answers one page: kinds in order, each in registry key order, starting

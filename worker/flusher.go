@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
 )
 
@@ -81,8 +82,9 @@ func NewFlusher(opts FlusherOptions) *Flusher {
 		life:    life,
 		endLife: endLife,
 		opts:    opts,
-		triggers: &mergeTriggers{start: opts.Start, threshold: opts.MergeAfterGenerations, parallel: !opts.SerialPrepare,
-			shardsPerCommit: opts.ShardsPerCommit, prepareConcurrency: opts.PrepareConcurrency,
+		triggers: &mergeTriggers{start: opts.Start, threshold: opts.MergeAfterGenerations,
+			countInput: contract.MergeWalInput{ParallelPrepare: !opts.SerialPrepare,
+				MaxShardsPerCommit: opts.ShardsPerCommit, PrepareConcurrency: opts.PrepareConcurrency},
 			log: opts.Logger, metrics: opts.Metrics, life: life,
 			retry: map[string]bool{}, inflight: map[string]bool{}},
 		log:      opts.Logger,

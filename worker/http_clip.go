@@ -1,9 +1,6 @@
 package worker
 
-import (
-	"strconv"
-	"unicode/utf8"
-)
+import "strconv"
 
 // maxEchoedText bounds client-supplied text (a path, a query value, a header, a member name)
 // quoted in an error message or a log line: a 60 KiB URL must not become a 60 KiB log line.
@@ -15,9 +12,5 @@ func clipText(s string) string {
 	if len(s) <= maxEchoedText {
 		return s
 	}
-	cut := maxEchoedText
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…[clipped, " + strconv.Itoa(len(s)) + " bytes]"
+	return clip(s, maxEchoedText) + "[clipped, " + strconv.Itoa(len(s)) + " bytes]"
 }

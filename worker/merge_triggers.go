@@ -47,16 +47,13 @@ const maxStartsInFlight = 8
 type mergeTriggers struct {
 	start     MergeStarter // nil: off (HTTP-only mode)
 	threshold int          // count threshold; 0: count trigger off
-	// parallel: count starts ask MergeWal for parallel prepares (it only matters where
-	// more than one shard is pending; the workflow runs a single shard serially either way).
-	parallel bool
-	// shardsPerCommit: MergeWalInput.MaxShardsPerCommit of count starts (0 = default).
-	shardsPerCommit int
-	// prepareConcurrency: MergeWalInput.PrepareConcurrency of count starts (0 = default).
-	prepareConcurrency int
-	log                *zap.Logger
-	metrics            *Metrics
-	life               context.Context // ends at Flusher.Stop
+	// countInput carries the knobs of count starts: parallel prepares (it only matters where
+	// more than one shard is pending), shards per commit and prepare concurrency (0: the
+	// workflow's defaults).
+	countInput contract.MergeWalInput
+	log        *zap.Logger
+	metrics    *Metrics
+	life       context.Context // ends at Flusher.Stop
 
 	mu       sync.Mutex
 	retry    map[string]bool // target -> last count start failed
@@ -109,13 +106,11 @@ func (tg *mergeTriggers) fire(trigger string, t store.Target, pending int, reaso
 		defer tg.wg.Done()
 		ctx, cancel := context.WithTimeout(tg.life, startTimeout)
 		defer cancel()
-		in := contract.MergeWalInput{Target: key, Trigger: workflowTrigger(trigger), TriggerReason: reason,
-			Urgent: tg.urgent(trigger, pending)}
+		var in contract.MergeWalInput
 		if trigger == TriggerCount {
-			in.ParallelPrepare = tg.parallel
-			in.MaxShardsPerCommit = tg.shardsPerCommit
-			in.PrepareConcurrency = tg.prepareConcurrency
+			in = tg.countInput
 		}
+		in.Target, in.Trigger, in.TriggerReason, in.Urgent = key, workflowTrigger(trigger), reason, tg.urgent(trigger, pending)
 		// The pending count rides the start, where search attributes cost no action.
 		run, err := tg.start(ctx, t, in, contract.PendingAtStart(pending))
 		tg.metrics.trigger(trigger, err)

@@ -58,8 +58,8 @@ func (a *Activities) startReporter(ctx context.Context, notifyAfter time.Duratio
 		stop:    make(chan struct{}),
 	}
 	if info.HeartbeatTimeout > 0 {
-		r.wg.Add(1)
-		go r.heartbeatLoop(max(info.HeartbeatTimeout/3, 100*time.Millisecond))
+		every := max(info.HeartbeatTimeout/3, 100*time.Millisecond)
+		r.wg.Go(func() { r.heartbeatLoop(every) })
 	}
 	if !r.notify {
 		return r
@@ -75,7 +75,6 @@ func (a *Activities) startReporter(ctx context.Context, notifyAfter time.Duratio
 }
 
 func (r *reporter) heartbeatLoop(every time.Duration) {
-	defer r.wg.Done()
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {

@@ -103,9 +103,7 @@ func (fl *Flusher) Start(ctx context.Context) {
 	fl.cancel = cancel
 	fl.mu.Unlock()
 	for _, k := range store.Kinds {
-		fl.loops.Add(1)
-		go func() {
-			defer fl.loops.Done()
+		fl.loops.Go(func() {
 			t := time.NewTicker(fl.opts.Interval)
 			defer t.Stop()
 			for {
@@ -116,7 +114,7 @@ func (fl *Flusher) Start(ctx context.Context) {
 					fl.FlushKind(ctx, k)
 				}
 			}
-		}()
+		})
 	}
 }
 
@@ -199,9 +197,7 @@ func (fl *Flusher) flushStore(ctx context.Context, s *store.Store) {
 	unhook := context.AfterFunc(ctx, cancelSeal)
 	done := make(chan flushOutcome, 1)
 	started := time.Now()
-	fl.seals.Add(1)
-	go func() {
-		defer fl.seals.Done()
+	fl.seals.Go(func() {
 		defer cancelSeal()
 		defer unhook()
 		res, err := fl.opts.Flush(sealCtx, s)
@@ -212,7 +208,7 @@ func (fl *Flusher) flushStore(ctx context.Context, s *store.Store) {
 		delete(fl.inflight, key)
 		fl.mu.Unlock()
 		done <- flushOutcome{res, err}
-	}()
+	})
 
 	timer := time.NewTimer(fl.opts.Timeout)
 	defer timer.Stop()

@@ -101,9 +101,7 @@ func (tg *mergeTriggers) fire(trigger string, t store.Target, pending int, reaso
 	}
 	tg.inflight[key] = true
 	tg.mu.Unlock()
-	tg.wg.Add(1)
-	go func() {
-		defer tg.wg.Done()
+	tg.wg.Go(func() {
 		ctx, cancel := context.WithTimeout(tg.life, startTimeout)
 		defer cancel()
 		var in contract.MergeWalInput
@@ -131,7 +129,7 @@ func (tg *mergeTriggers) fire(trigger string, t store.Target, pending int, reaso
 		}
 		tg.log.Info("started MergeWal", zap.String("trigger", trigger), zap.String("target", key),
 			zap.Int("pending", pending), zap.String("workflow_id", run.GetID()), zap.String("run_id", run.GetRunID()))
-	}()
+	})
 	return true
 }
 

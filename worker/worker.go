@@ -178,19 +178,13 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 		scan := &stuckScan{c: w.tc, namespace: w.cfg.Temporal.Namespace, interval: w.cfg.StuckScanInterval,
 			deadline: w.cfg.MergeRunTimeout, log: w.log.Named("stuck"), metrics: w.metrics, now: time.Now,
 			pageSize: maxStuckDescribes}
-		w.bg.Add(1)
-		go func() {
-			defer w.bg.Done()
-			scan.run(bgCtx)
-		}()
+		w.bg.Go(func() { scan.run(bgCtx) })
 	}
 	if w.cfg.FlushInterval <= 0 {
 		log.Warn("flush sweeper is off (--flush-interval 0): appends stay invisible to other processes until a manual flush or shutdown")
 	}
 	// Replay WAL left unsealed by a previous run of this instance, in the background.
-	w.bg.Add(1)
-	go func() {
-		defer w.bg.Done()
+	w.bg.Go(func() {
 		n, err := db.Recover(bgCtx)
 		switch {
 		case err != nil && bgCtx.Err() == nil:
@@ -198,16 +192,14 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 		case n > 0:
 			log.Info("recovered unsealed WAL", zap.Int("stores", n))
 		}
-	}()
+	})
 	if w.tc != nil {
-		w.bg.Add(1)
-		go func() {
-			defer w.bg.Done()
+		w.bg.Go(func() {
 			w.checkPartitions(bgCtx, db.Shard())
 			if w.cfg.FairnessProbe {
 				w.checkFairness(bgCtx)
 			}
-		}()
+		})
 	}
 	log.Info("worker started", zap.String("listen", ln.Addr().String()), zap.String("storage", w.cfg.Storage),
 		zap.Bool("temporal", w.tc != nil), zap.Duration("flush_interval", w.cfg.FlushInterval),
@@ -320,9 +312,7 @@ func (w *Worker) teardownLocked(ctx context.Context) error {
 		w.cancel() // background recovery
 	}
 	if w.srv != nil {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			hctx, cancel := context.WithCancel(ctx)
 			if dl, ok := ctx.Deadline(); ok {
 				cancel()
@@ -336,25 +326,21 @@ func (w *Worker) teardownLocked(ctx context.Context) error {
 			if err, ok := <-w.serveErr; ok && err != nil {
 				addErr(fmt.Errorf("http serve: %w", err))
 			}
-		}()
+		})
 	} else if w.ln != nil {
 		_ = w.ln.Close()
 	}
 	if w.flusher != nil {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			if err := w.flusher.Stop(ctx); err != nil {
 				addErr(fmt.Errorf("flush sweeper: %w", err))
 			}
-		}()
+		})
 	}
 	for _, tw := range w.temporal {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			tw.Stop() // waits up to WorkerStopTimeout for in-flight activities
-		}()
+		})
 	}
 	wg.Wait()
 	w.temporal = nil

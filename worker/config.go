@@ -237,14 +237,6 @@ func defaultInstance() string {
 	return "default"
 }
 
-// EffectiveFlushTimeout is the per-store timeout of one flusher seal.
-func (c *Config) EffectiveFlushTimeout() time.Duration {
-	if c.FlushTimeout > 0 {
-		return c.FlushTimeout
-	}
-	return max(5*c.FlushInterval, minFlushTimeout)
-}
-
 // StoreOptions returns the store.Options this configuration implies. Logger, Metrics and
 // Budget are left for the caller (the Worker sets them).
 func (c *Config) StoreOptions() store.Options {

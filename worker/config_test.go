@@ -51,15 +51,16 @@ func TestDefaultConfigIsValidAndDocumented(t *testing.T) {
 	if c.Instance == "" {
 		t.Error("default instance is empty")
 	}
-	if got := c.EffectiveFlushTimeout(); got != 30*time.Second {
+	flushTimeout := func(interval, timeout time.Duration) time.Duration {
+		return NewFlusher(FlusherOptions{Interval: interval, Timeout: timeout}).opts.Timeout
+	}
+	if got := flushTimeout(c.FlushInterval, c.FlushTimeout); got != 30*time.Second {
 		t.Errorf("flush timeout for 5s interval = %v, want 30s (the floor)", got)
 	}
-	c.FlushInterval = time.Minute
-	if got := c.EffectiveFlushTimeout(); got != 5*time.Minute {
+	if got := flushTimeout(time.Minute, 0); got != 5*time.Minute {
 		t.Errorf("flush timeout for 1m interval = %v, want 5m", got)
 	}
-	c.FlushTimeout = time.Second
-	if got := c.EffectiveFlushTimeout(); got != time.Second {
+	if got := flushTimeout(time.Minute, time.Second); got != time.Second {
 		t.Errorf("explicit flush timeout = %v", got)
 	}
 	// Every knob has a WALKEEPER_ variable, a flag, a type and a description.

@@ -14,7 +14,7 @@ import (
 // FlusherOptions configures a Flusher. Resident and Flush are injectable for tests.
 type FlusherOptions struct {
 	Interval time.Duration // period of each kind's loop; 0 = Start does nothing
-	Timeout  time.Duration // per-store seal timeout; a slower seal is abandoned for the tick
+	Timeout  time.Duration // per-store seal timeout (0 = max(5 × Interval, 30s)); a slower seal is abandoned for the tick
 	// MergeAfterGenerations is the count trigger threshold (0 = off).
 	MergeAfterGenerations int
 	// SerialPrepare makes count-trigger starts visit shards one pass at a time instead of

@@ -135,7 +135,7 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 
 	w.flusher = NewFlusher(FlusherOptions{
 		Interval:              w.cfg.FlushInterval,
-		Timeout:               w.cfg.EffectiveFlushTimeout(),
+		Timeout:               w.cfg.FlushTimeout,
 		MergeAfterGenerations: w.cfg.MergeAfterGenerations,
 		SerialPrepare:         !w.cfg.MergeParallelPrepare,
 		ShardsPerCommit:       w.cfg.MergeShardsPerCommit,

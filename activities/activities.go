@@ -39,7 +39,7 @@ type Activities struct {
 	StartConcurrency int
 	// EagerStart makes StartWorkflows ask for eager starts (contract.EagerStart): the first
 	// workflow task of each run goes to a worker of Client on the shared queue in the start's
-	// response. Off by default; the fleet benchmark measures it (docs/benchmarks/fleet.md).
+	// response. Off by default.
 	EagerStart bool
 	// RunTimeout is the run timeout of the MergeWal and CompactBase runs StartWorkflows
 	// starts (0 = contract.DefaultMergeRunTimeout; bounds checked by the worker's

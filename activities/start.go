@@ -15,12 +15,9 @@ import (
 
 // DefaultStartConcurrency and MaxStartConcurrency are the default and the bound of
 // Activities.StartConcurrency: the starts one StartWorkflows has in flight. Each start is one
-// round trip to the frontend (66 ms on an idle dev server, 0.4–0.6 s while the merges a big
-// sweep started run next to it), so a batch started one after another takes batch size ×
-// round trip and a sweep could not start what it plans within its interval. At 1 % of a
-// million stores 16 in flight gave 69.5 starts/s and 32 gave 115.5 (docs/benchmarks/fleet.md).
-// The bound keeps one activity's burst on the frontend (and its goroutines)
-// small: the sweep's Concurrency batches multiply it.
+// frontend round trip, so starts one after another could not keep up with what a sweep
+// plans; the bound keeps one activity's burst on the frontend small, since the sweep's
+// Concurrency batches multiply it.
 const (
 	DefaultStartConcurrency = 32
 	MaxStartConcurrency     = 256

@@ -53,30 +53,21 @@ type Config struct {
 	// MergeAfterGenerations is the count trigger: after a seal, start MergeWal when the own
 	// shard has at least this many pending generations (0 = off).
 	MergeAfterGenerations int
-	// MergeParallelPrepare: the count trigger asks MergeWal to prepare different shards'
-	// passes in parallel (commits stay one at a time). The flusher takes its inverse,
-	// SweeperOptions.SerialPrepare, whose zero value is this default.
-	MergeParallelPrepare bool
-	// MergeShardsPerCommit: the count trigger asks MergeWal to publish the prepared passes
-	// of up to this many shards in one base version (MergeWalInput.MaxShardsPerCommit:
-	// 0 = 64, 1 = one shard per commit).
-	MergeShardsPerCommit int
-	// MergePrepareConcurrency: the count trigger's MergeWalInput.PrepareConcurrency, the
-	// prepares of different shards in flight at once with parallel prepares (0 = the
-	// workflow's default, 4).
+	// MergeParallelPrepare, MergeShardsPerCommit and MergePrepareConcurrency are the
+	// count trigger's MergeWalInput.ParallelPrepare, MaxShardsPerCommit and
+	// PrepareConcurrency (0 = the workflow's defaults).
+	MergeParallelPrepare    bool
+	MergeShardsPerCommit    int
 	MergePrepareConcurrency int
 	// FairnessWeights are the kinds' fairness weights every MergeWal this worker starts
-	// carries (count, debt and HTTP starts, and the sweep's starts its activities make):
-	// under Temporal task-queue fairness each kind gets this share of the merge queues.
+	// carries, its activities' starts included.
 	FairnessWeights contract.FairnessWeights
 	// FairnessProbe: at start, probe whether the Temporal server has task-queue fairness on
-	// (temporaladmin.ProbeFairness: 80 workflow starts, 160 when a first round is not mostly
-	// fair, as on every FIFO server) and warn when it has not.
+	// (temporaladmin.ProbeFairness) and warn when it has not.
 	FairnessProbe bool
-	// StickyWorkflows keeps the SDK's sticky workflow execution: a run's later workflow
-	// tasks go to this worker's sticky queue, which Temporal 1.29 serves in arrival order
-	// whatever the fairness keys. Off, every workflow task goes through the fair shared
-	// queue and replays the run's history (docs/benchmarks/fairness.md).
+	// StickyWorkflows keeps the SDK's sticky workflow execution. Temporal serves a sticky
+	// queue in arrival order whatever the fairness keys; off, every workflow task goes
+	// through the fair shared queue and replays the run's history.
 	StickyWorkflows bool
 
 	// FlushInterval is the flusher period (0 = off). FlushTimeout bounds one store's seal
@@ -132,11 +123,9 @@ type Config struct {
 	CompactDemandRuns int
 	// SweepJitter bounds the random delay of each scheduled sweep window (at most a quarter
 	// of SweepWindow). SweepMaxStarts caps the workflows one sweep round starts, most
-	// indebted first (the demand index is paged until it is reached); SweepStartBatch is the
-	// starts per StartWorkflows activity of one sweep and SweepStartSpacing the least time
-	// between two batches (0 = no pacing), counted from the first launch. The defaults plan
-	// 10,000 starts in 40 batches of 256, one a second: 1 % of a million stores within a
-	// one-minute interval when Temporal takes ≥ 167 starts a second (docs/benchmarks/fleet.md).
+	// indebted first; SweepStartBatch is the starts per StartWorkflows activity of one sweep
+	// and SweepStartSpacing the least time between two batches (0 = no pacing), counted from
+	// the first launch.
 	SweepJitter time.Duration
 	// SweepMergeMinGenerations is the sweep's merge threshold (merge_min_generations): a
 	// merge costs the same Temporal actions for 8 generations as for 64, so a higher threshold
@@ -146,9 +135,7 @@ type Config struct {
 	SweepStartBatch          int
 	SweepStartSpacing        time.Duration
 	// SweepStartConcurrency bounds the starts one StartWorkflows activity of this worker has
-	// in flight (activities.DefaultStartConcurrency, 32; at most
-	// activities.MaxStartConcurrency): with a sweep's Concurrency batches of 4, 128 starts in
-	// flight, which the start rate at 1 % of a million stores needs (docs/benchmarks/fleet.md).
+	// in flight (Activities.StartConcurrency).
 	SweepStartConcurrency int
 
 	// MergeRunTimeout is the WorkflowRunTimeout of every MergeWal and CompactBase this worker

@@ -22,7 +22,10 @@ type apiServer struct {
 	auth     bool
 	token    [sha256.Size]byte
 	guard    browserGuard
-	mux      *routeMux
+	mux      *http.ServeMux
+	// patterns lists the routes registered on mux, so that docs/API.md can be checked
+	// against the router (worker/api_doc_test.go): http.ServeMux cannot list them.
+	patterns []string
 
 	kicks kickLimiter // debt-triggered merge starts, at most one per debtKickEvery per store
 
@@ -42,19 +45,22 @@ func newAPIServer(db *store.DB, cfg Config, addr net.Addr, log *zap.Logger, m *M
 	a.guard = newBrowserGuard(cfg.Listen, addr, a.auth)
 	a.kicks.every = debtKickEvery
 	a.stopping, a.stop = context.WithCancel(context.Background())
-	mux := newRouteMux()
-	mux.HandleFunc("GET /healthz", a.healthz)
-	mux.Handle("GET /metrics", m.Handler())
-	mux.HandleFunc("GET /api/v1/stores", a.handle(a.listStores))
-	mux.HandleFunc("POST /api/v1/stores/{kind}/{name}", a.handle(a.createStore))
-	mux.HandleFunc("POST /api/v1/stores/{kind}/{name}/rows", a.handle(a.appendRows))
-	mux.HandleFunc("GET /api/v1/stores/{kind}/{name}/rows", a.handle(a.listRows))
-	mux.HandleFunc("GET /api/v1/stores/{kind}/{name}/rows/{id}", a.onStore(a.getRow))
-	mux.HandleFunc("DELETE /api/v1/stores/{kind}/{name}/rows/{id}", a.onStore(a.deleteRow))
-	mux.HandleFunc("POST /api/v1/stores/{kind}/{name}/flush", a.onStore(a.flush))
-	mux.HandleFunc("POST /api/v1/stores/{kind}/{name}/merge-wal", a.handle(a.mergeWal))
-	mux.HandleFunc("GET /api/v1/stores/{kind}/{name}/stats", a.onStore(a.stats))
-	a.mux = mux
+	a.mux = http.NewServeMux()
+	route := func(pattern string, h http.Handler) {
+		a.mux.Handle(pattern, h)
+		a.patterns = append(a.patterns, pattern)
+	}
+	route("GET /healthz", http.HandlerFunc(a.healthz))
+	route("GET /metrics", m.Handler())
+	route("GET /api/v1/stores", a.handle(a.listStores))
+	route("POST /api/v1/stores/{kind}/{name}", a.handle(a.createStore))
+	route("POST /api/v1/stores/{kind}/{name}/rows", a.handle(a.appendRows))
+	route("GET /api/v1/stores/{kind}/{name}/rows", a.handle(a.listRows))
+	route("GET /api/v1/stores/{kind}/{name}/rows/{id}", a.onStore(a.getRow))
+	route("DELETE /api/v1/stores/{kind}/{name}/rows/{id}", a.onStore(a.deleteRow))
+	route("POST /api/v1/stores/{kind}/{name}/flush", a.onStore(a.flush))
+	route("POST /api/v1/stores/{kind}/{name}/merge-wal", a.handle(a.mergeWal))
+	route("GET /api/v1/stores/{kind}/{name}/stats", a.onStore(a.stats))
 	return a
 }
 

@@ -15,22 +15,15 @@ import (
 // debtKickEvery rate-limits the merge start for a store refusing appends.
 const debtKickEvery = 30 * time.Second
 
-// kickIfRefused starts the merge of a store whose write was refused for its pending debt.
+// kickIfRefused starts (or attaches to) the MergeWal of a store whose write was refused for
+// its pending debt, in the background and at most once per debtKickEvery per store: refused
+// writers produce no seals, so the count trigger would not fire again.
 func (a *apiServer) kickIfRefused(s *store.Store, err error) {
-	if errors.Is(err, store.ErrTooManyPending) {
-		a.kickDebtMerge(s.Target(), s.OwnPending())
-	}
-}
-
-// kickDebtMerge starts (or attaches to) MergeWal for a store refusing appends, in the
-// background and at most once per debtKickEvery per store: refused writers produce no seals,
-// so the count trigger would not fire again.
-func (a *apiServer) kickDebtMerge(t store.Target, pending int) {
-	if a.triggers == nil || a.start == nil {
+	if !errors.Is(err, store.ErrTooManyPending) || a.triggers == nil || a.start == nil {
 		return
 	}
-	if !a.kicks.allow(t.String(), time.Now()) {
-		return
+	t, pending := s.Target(), s.OwnPending()
+	if a.kicks.allow(t.String(), time.Now()) {
+		a.triggers.fire(TriggerDebt, t, pending, fmt.Sprintf("appends refused: this worker's shard has %d pending generations", pending))
 	}
-	a.triggers.fire(TriggerDebt, t, pending, fmt.Sprintf("appends refused: this worker's shard has %d pending generations", pending))
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	"go.temporal.io/sdk/temporal"
 
@@ -90,7 +91,12 @@ func (a *apiServer) mergeWal(w http.ResponseWriter, r *http.Request) error {
 	defer context.AfterFunc(a.stopping, cancel)()
 	var res contract.MergeWalResult
 	err = run.Get(wctx, &res)
-	a.freshWriteDeadline(w)
+	// The wait outlasts the write deadline the server set when it read the request: the
+	// answer gets a fresh --http-write-timeout from now (the read deadline needs no such
+	// care, net/http clears it once the body is consumed).
+	if a.cfg.HTTPWriteTimeout > 0 {
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(a.cfg.HTTPWriteTimeout)) // unsupported under httptest
+	}
 	if err != nil {
 		if a.stopping.Err() != nil {
 			return &apiError{Status: http.StatusServiceUnavailable, Code: CodeShuttingDown, Extra: out,

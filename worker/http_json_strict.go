@@ -55,7 +55,7 @@ func checkValue(dec *json.Decoder, t reflect.Type) error {
 	}
 	switch tok {
 	case json.Delim('{'):
-		members, values := objectShape(t)
+		members, values := shape(t, true)
 		seen := map[string]bool{}
 		for dec.More() {
 			tok, err := dec.Token()
@@ -81,7 +81,7 @@ func checkValue(dec *json.Decoder, t reflect.Type) error {
 			}
 		}
 	case json.Delim('['):
-		for et := elemType(t); dec.More(); {
+		for _, et := shape(t, false); dec.More(); {
 			if err := checkValue(dec, et); err != nil {
 				return err
 			}
@@ -129,19 +129,19 @@ func deref(t reflect.Type) reflect.Type {
 	return t
 }
 
-// objectShape is what a JSON object decoded into t may hold: a struct's exact member names
-// and their types, or (members nil) any names with values of one type (nil: any).
-func objectShape(t reflect.Type) (members map[string]reflect.Type, values reflect.Type) {
+// shape is what a JSON object (object) or array decoded into t may hold: a struct's exact
+// member names and their types, or (members nil) members or elements of one type (nil: any).
+func shape(t reflect.Type, object bool) (members map[string]reflect.Type, values reflect.Type) {
 	t = deref(t)
 	if t == nil || decodesItself(t) {
 		return nil, nil
 	}
-	switch t.Kind() {
-	case reflect.Struct:
+	switch k := t.Kind(); {
+	case object && k == reflect.Struct:
 		members = map[string]reflect.Type{}
 		addStructMembers(members, t)
 		return members, nil
-	case reflect.Map:
+	case object && k == reflect.Map, !object && (k == reflect.Slice || k == reflect.Array):
 		return nil, t.Elem()
 	}
 	return nil, nil
@@ -171,17 +171,4 @@ func addStructMembers(members map[string]reflect.Type, t reflect.Type) {
 		}
 		members[name] = f.Type
 	}
-}
-
-// elemType is the element type of an array or slice type t (nil: any).
-func elemType(t reflect.Type) reflect.Type {
-	t = deref(t)
-	if t == nil || decodesItself(t) {
-		return nil
-	}
-	switch t.Kind() {
-	case reflect.Slice, reflect.Array:
-		return t.Elem()
-	}
-	return nil
 }

@@ -37,8 +37,6 @@ type FlusherOptions struct {
 	Resident func() []*store.Store
 	// Flush seals one store (default (*store.Store).Flush).
 	Flush func(ctx context.Context, s *store.Store) (store.FlushResult, error)
-	// Observe receives every successful flush (the HTTP debt cache uses it); optional.
-	Observe func(t store.Target, res store.FlushResult)
 }
 
 // Flusher seals the memtables of resident stores every interval and, after each seal, runs
@@ -237,9 +235,6 @@ func (fl *Flusher) flushStore(ctx context.Context, s *store.Store) {
 	if out.res.Sealed {
 		fl.log.Debug("flush sweeper sealed", zap.String("target", key), zap.Uint64("generation", out.res.Generation),
 			zap.Int("rows", out.res.Rows), zap.Int("pending", out.res.Pending))
-	}
-	if fl.opts.Observe != nil {
-		fl.opts.Observe(t, out.res)
 	}
 	// A merge-start failure is a trigger outcome, never a flush failure.
 	fl.triggers.afterFlush(t, out.res)

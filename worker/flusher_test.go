@@ -242,10 +242,12 @@ func TestSlowMergeStartDoesNotDelaySeals(t *testing.T) {
 	var sealed atomic.Int32
 	sw := NewFlusher(FlusherOptions{Interval: time.Hour, MergeAfterGenerations: 1, Start: slow,
 		Logger: zaptest.NewLogger(t), Resident: db.Resident,
-		Observe: func(_ store.Target, res store.FlushResult) {
-			if res.Sealed {
+		Flush: func(ctx context.Context, s *store.Store) (store.FlushResult, error) {
+			res, err := s.Flush(ctx)
+			if err == nil && res.Sealed {
 				sealed.Add(1)
 			}
+			return res, err
 		}})
 	// The starts hang until release: a flush pass that waited for them would never return.
 	swept := make(chan struct{})

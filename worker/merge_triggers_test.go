@@ -35,10 +35,14 @@ func TestCountTriggerFiresAtThreshold(t *testing.T) {
 			sw := NewFlusher(FlusherOptions{
 				Interval: time.Hour, MergeAfterGenerations: tc.threshold, Start: rs.start,
 				Logger: zaptest.NewLogger(t), Metrics: m, Resident: db.Resident,
-				Observe: func(_ store.Target, res store.FlushResult) {
-					mu.Lock()
-					pendings = append(pendings, res.Pending)
-					mu.Unlock()
+				Flush: func(ctx context.Context, s *store.Store) (store.FlushResult, error) {
+					res, err := s.Flush(ctx)
+					if err == nil {
+						mu.Lock()
+						pendings = append(pendings, res.Pending)
+						mu.Unlock()
+					}
+					return res, err
 				},
 			})
 			var got []int

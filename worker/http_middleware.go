@@ -141,9 +141,6 @@ func (a *apiServer) serve(w http.ResponseWriter, r *http.Request, h http.Handler
 }
 
 func unescapeSegment(s string) string {
-	if !strings.Contains(s, "%") {
-		return s
-	}
 	if u, err := url.PathUnescape(s); err == nil {
 		return u
 	}

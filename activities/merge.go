@@ -74,17 +74,14 @@ func (a *Activities) Prepare(ctx context.Context, p contract.PrepareParams) (res
 		return res, err
 	}
 
-	// Watch for a budget wait until the first generation has been read.
-	var once sync.Once
-	firstRead := make(chan struct{})
-	watchDone := make(chan struct{})
-	go func() {
-		defer close(watchDone)
-		a.watchBudget(call.rep, firstRead)
-	}()
+	// Watch for a budget wait until the first generation has been read (firstRead may be
+	// called any number of times).
+	read, firstRead := context.WithCancel(context.Background())
+	var watch sync.WaitGroup
+	watch.Go(func() { a.watchBudget(call.rep, read.Done()) })
 	defer func() {
-		once.Do(func() { close(firstRead) })
-		<-watchDone
+		firstRead()
+		watch.Wait()
 	}()
 
 	prepared, err := s.Prepare(ctx, store.PrepareParams{
@@ -93,7 +90,7 @@ func (a *Activities) Prepare(ctx context.Context, p contract.PrepareParams) (res
 		MaxGenerations: p.MaxGenerations,
 		MaxBytes:       p.MaxBytes,
 		Progress: func(done, total int) {
-			once.Do(func() { close(firstRead) })
+			firstRead()
 			call.rep.running()
 			call.rep.progress(contract.PrepareProgress{State: contract.ActivityStateRunning, Done: done, Total: total})
 		},

@@ -89,8 +89,10 @@ func checkValue(dec *json.Decoder, t reflect.Type) error {
 	default:
 		return nil
 	}
-	_, err = dec.Token() // the closing delimiter
-	return err
+	if _, err := dec.Token(); err != nil { // the closing delimiter
+		return newAPIError(http.StatusBadRequest, CodeInvalidJSON, "%v", err)
+	}
+	return nil
 }
 
 // unknownMember is the 400 for a member a struct does not have, naming the member it

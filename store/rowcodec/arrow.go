@@ -134,67 +134,112 @@ func checkGoValue(t FieldType, v any) string {
 
 // buildColumn builds user column j; rows have been checked by checkRows.
 func (c *Codec) buildColumn(mem memory.Allocator, j int, rows []Row, isDel func(int) bool) arrow.Array {
-	// value returns row i's value of column j, nil for nulls and tombstones (but the key:
-	// a tombstone has only its Key, a live row has it in Values too).
+	n := len(rows)
+	// value returns row i's value of column j, nil for nulls and tombstones (but the key).
 	value := func(i int) any {
-		switch {
-		case !isDel(i):
-			return rows[i].Values[j]
-		case j == c.key:
-			return rows[i].Key
+		if isDel(i) {
+			return nil
 		}
-		return nil
+		return rows[i].Values[j]
 	}
-	b := array.NewBuilder(mem, c.arrow.Field(j).Type)
-	defer b.Release()
-	b.Reserve(len(rows))
-	switch b := b.(type) {
-	case *array.StringBuilder:
-		b.ReserveData(dataBytes[string](len(rows), value))
-		appendAll[string](b, len(rows), value)
-	case *array.BinaryBuilder:
-		b.ReserveData(dataBytes[[]byte](len(rows), value))
-		appendAll[[]byte](b, len(rows), value)
-	case *array.Int64Builder:
-		appendAll[int64](b, len(rows), value)
-	case *array.Float64Builder:
-		appendAll[float64](b, len(rows), value)
-	case *array.BooleanBuilder:
-		appendAll[bool](b, len(rows), value)
-	case *array.TimestampBuilder:
-		appendAll[time.Time](timestampBuilder{b}, len(rows), value)
-	}
-	return b.NewArray()
-}
-
-// dataBytes is the total length of the n values of type T that value returns.
-func dataBytes[T string | []byte](n int, value func(int) any) int {
-	total := 0
-	for i := range n {
-		if v, ok := value(i).(T); ok {
-			total += len(v)
+	switch c.types[j] {
+	case TypeString:
+		b := array.NewStringBuilder(mem)
+		defer b.Release()
+		b.Reserve(n)
+		if j == c.key {
+			total := 0
+			for i := range rows {
+				total += len(rows[i].Key)
+			}
+			b.ReserveData(total)
+			for i := range rows {
+				b.Append(rows[i].Key)
+			}
+			return b.NewArray()
 		}
-	}
-	return total
-}
-
-// appendAll appends the n values value returns, a null for every one that is not a T.
-func appendAll[T any](b interface {
-	Append(T)
-	AppendNull()
-}, n int, value func(int) any) {
-	for i := range n {
-		if v, ok := value(i).(T); ok {
-			b.Append(v)
-		} else {
-			b.AppendNull()
+		total := 0
+		for i := range rows {
+			if s, ok := value(i).(string); ok {
+				total += len(s)
+			}
 		}
+		b.ReserveData(total)
+		for i := range rows {
+			if s, ok := value(i).(string); ok {
+				b.Append(s)
+			} else {
+				b.AppendNull()
+			}
+		}
+		return b.NewArray()
+	case TypeBinary:
+		b := array.NewBinaryBuilder(mem, arrow.BinaryTypes.Binary)
+		defer b.Release()
+		b.Reserve(n)
+		total := 0
+		for i := range rows {
+			if v, ok := value(i).([]byte); ok {
+				total += len(v)
+			}
+		}
+		b.ReserveData(total)
+		for i := range rows {
+			if v, ok := value(i).([]byte); ok {
+				b.Append(v)
+			} else {
+				b.AppendNull()
+			}
+		}
+		return b.NewArray()
+	case TypeInt64:
+		b := array.NewInt64Builder(mem)
+		defer b.Release()
+		b.Reserve(n)
+		for i := range rows {
+			if v, ok := value(i).(int64); ok {
+				b.UnsafeAppend(v)
+			} else {
+				b.UnsafeAppendBoolToBitmap(false)
+			}
+		}
+		return b.NewArray()
+	case TypeFloat64:
+		b := array.NewFloat64Builder(mem)
+		defer b.Release()
+		b.Reserve(n)
+		for i := range rows {
+			if v, ok := value(i).(float64); ok {
+				b.UnsafeAppend(v)
+			} else {
+				b.UnsafeAppendBoolToBitmap(false)
+			}
+		}
+		return b.NewArray()
+	case TypeBool:
+		b := array.NewBooleanBuilder(mem)
+		defer b.Release()
+		b.Reserve(n)
+		for i := range rows {
+			if v, ok := value(i).(bool); ok {
+				b.UnsafeAppend(v)
+			} else {
+				b.UnsafeAppendBoolToBitmap(false)
+			}
+		}
+		return b.NewArray()
+	case TypeTimestamp:
+		b := array.NewTimestampBuilder(mem, timestampType)
+		defer b.Release()
+		b.Reserve(n)
+		for i := range rows {
+			if v, ok := value(i).(time.Time); ok {
+				b.UnsafeAppend(arrow.Timestamp(v.UnixMicro()))
+			} else {
+				b.UnsafeAppendBoolToBitmap(false)
+			}
+		}
+		return b.NewArray()
 	}
-}
-
-// timestampBuilder appends a time.Time as the microseconds a timestamp column stores.
-type timestampBuilder struct{ *array.TimestampBuilder }
-
-func (b timestampBuilder) Append(t time.Time) {
-	b.TimestampBuilder.Append(arrow.Timestamp(t.UnixMicro()))
+	panic("store: unreachable: unknown field type " + string(c.types[j]))
 }

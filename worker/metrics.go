@@ -6,7 +6,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/walkeeper/walkeeper/store"
@@ -55,64 +54,77 @@ func NewMetrics(budget *store.Budget) *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
-	f := promauto.With(reg)
 	m := &Metrics{
 		Registry: reg,
 		Store:    store.NewMetrics(reg, budget),
-		httpRequests: f.NewCounterVec(prometheus.CounterOpts(opts("http", "requests_total",
-			"HTTP requests by route pattern and status code.")), []string{"route", "code"}),
-		httpSeconds: f.NewHistogramVec(prometheus.HistogramOpts{
+		httpRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "walkeeper", Subsystem: "http", Name: "requests_total",
+			Help: "HTTP requests by route pattern and status code.",
+		}, []string{"route", "code"}),
+		httpSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "walkeeper", Subsystem: "http", Name: "request_seconds",
 			Help:    "HTTP request latency by route pattern.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
 		}, []string{"route"}),
-		httpUnauthenticated: f.NewGauge(prometheus.GaugeOpts(opts("http", "unauthenticated",
-			"1 when the HTTP data plane listens on a non-loopback address without --auth-token, else 0."))),
-		triggerStarts: f.NewCounterVec(prometheus.CounterOpts(opts("trigger", "starts_total",
-			"MergeWal starts (or attaches) by trigger and result; never counted as flush outcomes.")), []string{"trigger", "result"}),
-		flusherFlush: f.NewHistogram(prometheus.HistogramOpts{
+		httpUnauthenticated: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "walkeeper", Subsystem: "http", Name: "unauthenticated",
+			Help: "1 when the HTTP data plane listens on a non-loopback address without --auth-token, else 0.",
+		}),
+		triggerStarts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "walkeeper", Subsystem: "trigger", Name: "starts_total",
+			Help: "MergeWal starts (or attaches) by trigger and result; never counted as flush outcomes.",
+		}, []string{"trigger", "result"}),
+		flusherFlush: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: "walkeeper", Subsystem: "sweeper", Name: "flush_seconds",
 			Help:    "Duration of one store's seal in the flush sweeper (completed seals only).",
 			Buckets: []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120},
 		}),
-		flusherTimeouts: f.NewCounterVec(prometheus.CounterOpts(opts("sweeper", "timeouts_total",
-			"Seals abandoned by the flush sweeper after the per-store timeout, by kind.")), []string{"kind"}),
-		flusherSkipped: f.NewCounterVec(prometheus.CounterOpts(opts("sweeper", "skipped_total",
-			"Stores skipped by a sweep because their previous (abandoned) seal is still running, by kind.")), []string{"kind"}),
-		flusherStores: f.NewGaugeVec(prometheus.GaugeOpts(opts("sweeper", "resident_stores",
-			"Resident stores seen by the last sweep of each kind.")), []string{"kind"}),
-		activities: f.NewCounterVec(prometheus.CounterOpts(opts("activity", "executions_total",
-			"Activity executions on this worker by activity, kind and outcome (ok, empty or the Temporal error type).")),
-			[]string{"activity", "kind", "outcome"}),
-		activitySeconds: f.NewHistogramVec(prometheus.HistogramOpts{
+		flusherTimeouts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "walkeeper", Subsystem: "sweeper", Name: "timeouts_total",
+			Help: "Seals abandoned by the flush sweeper after the per-store timeout, by kind.",
+		}, []string{"kind"}),
+		flusherSkipped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "walkeeper", Subsystem: "sweeper", Name: "skipped_total",
+			Help: "Stores skipped by a sweep because their previous (abandoned) seal is still running, by kind.",
+		}, []string{"kind"}),
+		flusherStores: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "walkeeper", Subsystem: "sweeper", Name: "resident_stores",
+			Help: "Resident stores seen by the last sweep of each kind.",
+		}, []string{"kind"}),
+		activities: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "walkeeper", Subsystem: "activity", Name: "executions_total",
+			Help: "Activity executions on this worker by activity, kind and outcome (ok, empty or the Temporal error type).",
+		}, []string{"activity", "kind", "outcome"}),
+		activitySeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "walkeeper", Subsystem: "activity", Name: "execution_seconds",
 			Help:    "Activity execution time on this worker by activity.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 11),
 		}, []string{"activity"}),
-		// The series appears only once a run succeeded on this worker, so a restarted worker
-		// does not report "never" as 1970; the alerts take the max over workers.
-		maintenance: f.NewGaugeVec(prometheus.GaugeOpts(opts("maintenance", "last_success_timestamp_seconds",
-			"Unix time of the last successful fleet-wide maintenance run (sweep, reconcile) recorded by this worker.")), []string{"workflow"}),
-		stuck: stuckMetrics{
-			runs: f.NewGaugeVec(prometheus.GaugeOpts(opts("merge", "runs_stuck",
-				"MergeWal and CompactBase runs that cannot make progress at this worker's last stuck-run scan, by workflow type and reason (workflow_task, activity_retrying, past_deadline).")),
-				[]string{"workflow", "reason"}),
-			terminated: f.NewCounterVec(prometheus.CounterOpts(opts("merge", "runs_terminated_total",
-				"Stuck runs without a run timeout that this worker's scan terminated past --merge-run-timeout, by workflow type.")), []string{"workflow"}),
-			scans: f.NewCounterVec(prometheus.CounterOpts(opts("merge", "stuck_scans_total",
-				"Stuck-run scans of this worker by result (ok, failed).")), []string{"result"}),
-		},
-		temporalFairness: f.NewGauge(prometheus.GaugeOpts(opts("temporal", "fairness",
-			"1 when the Temporal server dispatches task queues by fairness key (probed at start), 0 when in arrival order, -1 when not known (probe off, pending or inconclusive)."))),
-		taskQueuePartitions: f.NewGaugeVec(prometheus.GaugeOpts(opts("temporal", "task_queue_partitions",
-			"Read partitions of the task queues this worker polls (the larger of the workflow and activity counts, asked at start; -1 when not known). Fairness holds within a partition: more than 1 lets a light kind's merge wait behind another kind's backlog.")),
-			[]string{"queue"}),
 	}
-	// Every label combination known up front is exported from the start, at its zero.
+	reg.MustRegister(m.httpRequests, m.httpSeconds, m.httpUnauthenticated, m.triggerStarts, m.flusherFlush,
+		m.flusherTimeouts, m.flusherSkipped, m.flusherStores, m.activities, m.activitySeconds)
+	// The series appears only once a run succeeded on this worker, so a restarted worker
+	// does not report "never" as 1970; the alerts take the max over workers.
+	m.maintenance = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "walkeeper", Subsystem: "maintenance", Name: "last_success_timestamp_seconds",
+		Help: "Unix time of the last successful fleet-wide maintenance run (sweep, reconcile) recorded by this worker.",
+	}, []string{"workflow"})
+	reg.MustRegister(m.maintenance)
+	m.stuck = newStuckMetrics(reg)
+	m.temporalFairness = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: "walkeeper", Subsystem: "temporal", Name: "fairness",
+		Help: "1 when the Temporal server dispatches task queues by fairness key (probed at start), 0 when in arrival order, -1 when not known (probe off, pending or inconclusive).",
+	})
 	m.temporalFairness.Set(fairnessUnknown)
+	reg.MustRegister(m.temporalFairness)
+	m.taskQueuePartitions = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "walkeeper", Subsystem: "temporal", Name: "task_queue_partitions",
+		Help: "Read partitions of the task queues this worker polls (the larger of the workflow and activity counts, asked at start; -1 when not known). Fairness holds within a partition: more than 1 lets a light kind's merge wait behind another kind's backlog.",
+	}, []string{"queue"})
 	for _, q := range []string{queueShared, queueShard} {
 		m.taskQueuePartitions.WithLabelValues(q).Set(partitionsUnknown)
 	}
+	reg.MustRegister(m.taskQueuePartitions)
 	for _, k := range store.Kinds {
 		m.flusherTimeouts.WithLabelValues(string(k))
 		m.flusherSkipped.WithLabelValues(string(k))
@@ -123,20 +135,7 @@ func NewMetrics(budget *store.Budget) *Metrics {
 			m.triggerStarts.WithLabelValues(t, r)
 		}
 	}
-	for _, typ := range stuckWorkflows {
-		m.stuck.terminated.WithLabelValues(typ)
-		for _, r := range StuckReasons {
-			m.stuck.runs.WithLabelValues(typ, r)
-		}
-	}
-	m.stuck.scans.WithLabelValues("ok")
-	m.stuck.scans.WithLabelValues("failed")
 	return m
-}
-
-// opts names one walkeeper_<subsystem>_<name> series.
-func opts(subsystem, name, help string) prometheus.Opts {
-	return prometheus.Opts{Namespace: "walkeeper", Subsystem: subsystem, Name: name, Help: help}
 }
 
 // Handler serves the registry in the Prometheus text format.
@@ -163,12 +162,4 @@ func (m *Metrics) trigger(trigger string, err error) {
 		r = ResultFailed
 	}
 	m.triggerStarts.WithLabelValues(trigger, r).Inc()
-}
-
-// MaintenanceSucceeded implements activities.MaintenanceMetrics.
-func (m *Metrics) MaintenanceSucceeded(workflow string, at time.Time) {
-	if m == nil || m.maintenance == nil {
-		return
-	}
-	m.maintenance.WithLabelValues(workflow).Set(float64(at.UnixNano()) / 1e9)
 }

@@ -6,9 +6,9 @@ package walkeeperproc
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"os/exec"
 	"syscall"
 	"testing"
@@ -57,8 +57,7 @@ type Worker struct {
 	Bin, Instance, Listen, Log string
 	Args                       []string
 
-	cmd  *exec.Cmd
-	done chan struct{}
+	p *proc.Proc
 }
 
 // healthyWithin bounds a start: connecting to Temporal is retried for --temporal-wait.
@@ -68,70 +67,61 @@ const healthyWithin = 90 * time.Second
 // process exits first or is not healthy in time.
 func (w *Worker) Start(t testing.TB) {
 	t.Helper()
-	f, err := os.OpenFile(w.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	p, err := proc.Start(proc.Spec{
+		Path: w.Bin,
+		Args: append([]string{"worker", "--instance", w.Instance, "--listen", w.Listen}, w.Args...),
+		Env:  []string{"WALKEEPER_AUTH_TOKEN="},
+		Log:  w.Log,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := append([]string{"worker", "--instance", w.Instance, "--listen", w.Listen}, w.Args...)
-	cmd := exec.Command(w.Bin, args...)
-	cmd.Stdout, cmd.Stderr = f, f
-	cmd.Env = append(os.Environ(), "WALKEEPER_AUTH_TOKEN=")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	w.cmd, w.done = cmd, make(chan struct{})
-	go func(done chan struct{}) { _ = cmd.Wait(); _ = f.Close(); close(done) }(w.done)
-	deadline := time.Now().Add(healthyWithin)
-	for {
+	w.p = p
+	err = p.WaitFor(healthyWithin, func() error {
 		res, err := http.Get("http://" + w.Listen + "/healthz")
-		if err == nil {
-			res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				return
-			}
+		if err != nil {
+			return err
 		}
-		select {
-		case <-w.done:
-			t.Fatalf("worker %s exited during start; log %s:\n%s", w.Instance, w.Log, TailFile(w.Log))
-		default:
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			return fmt.Errorf("/healthz answered %d", res.StatusCode)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("worker %s not healthy after %s; log:\n%s", w.Instance, healthyWithin, TailFile(w.Log))
-		}
-		time.Sleep(100 * time.Millisecond)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("worker %s did not become healthy (log %s): %v", w.Instance, w.Log, err)
 	}
 }
 
 // Pid is the running process's id (0 before Start).
 func (w *Worker) Pid() int {
-	if w.cmd == nil || w.cmd.Process == nil {
+	if w.p == nil {
 		return 0
 	}
-	return w.cmd.Process.Pid
+	return w.p.PID()
 }
 
 // Kill ends the process with SIGKILL and waits for it.
 func (w *Worker) Kill() {
-	if w.cmd != nil && w.cmd.Process != nil {
-		_ = w.cmd.Process.Signal(syscall.SIGKILL)
-		<-w.done
+	if w.p != nil {
+		_ = w.p.Stop(syscall.SIGKILL, time.Minute)
 	}
 }
 
 // Stop sends SIGTERM and waits up to grace for the process to drain and exit; then it
 // kills it. It returns the exit code, or an error if the process had to be killed.
 func (w *Worker) Stop(grace time.Duration) (int, error) {
-	if w.cmd == nil || w.cmd.Process == nil {
+	if w.p == nil {
 		return 0, nil
 	}
-	_ = w.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-w.done:
-		return w.cmd.ProcessState.ExitCode(), nil
-	case <-time.After(grace):
-		w.Kill()
-		return -1, fmt.Errorf("worker %s did not exit within %s of SIGTERM; killed", w.Instance, grace)
+	if err := w.p.Stop(syscall.SIGTERM, grace); err != nil {
+		return -1, fmt.Errorf("worker %s: %w", w.Instance, err)
 	}
+	var exit *exec.ExitError
+	if errors.As(w.p.Err(), &exit) {
+		return exit.ExitCode(), nil
+	}
+	return 0, nil
 }
 
 // TailFile is the last few KiB of the file at p (for failure messages).

@@ -90,3 +90,26 @@ func TestCheckMembersFollowsTheType(t *testing.T) {
 		}
 	}
 }
+
+// The member check recurses once per nesting level of the body. json.Valid refuses JSON nested
+// deeper than encoding/json's limit (10,000) before the walk starts, so a hostile body
+// neither grows the stack without bound nor gets past the check. Both cases are sent here:
+// the deepest nesting json.Valid accepts is walked (a duplicate member at the bottom is
+// still found), and one level more is invalid_json.
+func TestCheckMembersDeepNesting(t *testing.T) {
+	nested := func(depth int, leaf string) []byte {
+		return []byte(`{"any":` + strings.Repeat(`[`, depth-2) + leaf + strings.Repeat(`]`, depth-2) + `}`)
+	}
+	typ := reflect.TypeFor[*struct {
+		Any any `json:"any"`
+	}]()
+	const limit = 10000 // encoding/json's maximum nesting depth
+	err := checkMembers(nested(limit, `{"k":1,"k":2}`), typ)
+	if err == nil || classify(err).Code != CodeInvalidInput || !strings.Contains(err.Error(), `"k"`) {
+		t.Fatalf("a repeated member %d levels deep: %v, want invalid_input naming \"k\"", limit, err)
+	}
+	err = checkMembers(nested(limit+1, `{"k":1}`), typ)
+	if err == nil || classify(err).Code != CodeInvalidJSON {
+		t.Fatalf("JSON nested %d levels deep: %v, want invalid_json", limit+1, err)
+	}
+}

@@ -45,18 +45,27 @@ func defaultDevDataDir() string {
 	return filepath.Join(".cache", "dev")
 }
 
-// writeDevState replaces dir/dev.json atomically (temp file + rename); dev's lock on dir
-// makes it the only writer, so the temp file needs no unique name.
+// writeDevState replaces dir/dev.json atomically (temp file + rename). The temp file is
+// created new (os.CreateTemp: O_EXCL, mode 0600), so a file or link left at its name cannot
+// receive the state, and it is removed if anything fails.
 func writeDevState(dir string, st devState) error {
 	b, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(dir, "."+devStateFile+".tmp")
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
+	tmp, err := os.CreateTemp(dir, ".dev.json-*")
+	if err != nil {
 		return fmt.Errorf("dev state: %w", err)
 	}
-	if err := os.Rename(tmp, filepath.Join(dir, devStateFile)); err != nil {
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(append(b, '\n')); err != nil {
+		_ = tmp.Close()
+		return fmt.Errorf("dev state: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("dev state: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), filepath.Join(dir, devStateFile)); err != nil {
 		return fmt.Errorf("dev state: %w", err)
 	}
 	return nil

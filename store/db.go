@@ -361,27 +361,6 @@ type StoreInfo struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
-// List lists registered stores of kind ("" = every kind), sorted by kind then name.
-func (db *DB) List(ctx context.Context, kind Kind) ([]StoreInfo, error) {
-	kinds := Kinds
-	if kind != "" {
-		kinds = []Kind{kind} // ListStores checks it
-	}
-	var out []StoreInfo
-	for _, k := range kinds {
-		if err := db.eachStore(ctx, k, func(info StoreInfo) { out = append(out, info) }); err != nil {
-			return nil, err
-		}
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Kind != out[j].Kind {
-			return out[i].Kind < out[j].Kind
-		}
-		return out[i].Name < out[j].Name
-	})
-	return out, nil
-}
-
 // Resident returns the stores this process has open, in target order.
 func (db *DB) Resident() []*Store {
 	db.mu.Lock()

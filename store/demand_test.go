@@ -233,11 +233,11 @@ func TestListStoresPagesAcrossManyPages(t *testing.T) {
 				after = page.Next
 			}
 			require.Equal(t, 5, pages)
-			all, err := db.List(ctx, KindGeneric)
+			all, err := db.ListTargets(ctx, []Kind{KindGeneric}, Target{}, MaxListPage)
 			require.NoError(t, err)
 			require.Len(t, got, n)
-			for i, s := range all {
-				require.Equal(t, s.Name, got[i], "pages follow List's order")
+			for i, s := range all.Stores {
+				require.Equal(t, s.Name, got[i], "pages follow ListTargets' order")
 			}
 
 			_, err = db.ListStores(ctx, KindGeneric, "../x", 5)

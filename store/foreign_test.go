@@ -99,10 +99,11 @@ func TestRegistryListingSkipsForeignKeys(t *testing.T) {
 			for _, limit := range []int{1, 2, 3, 1000} {
 				require.Equal(t, stores, pageStores(t, db, KindGeneric, limit), "limit %d", limit)
 			}
-			all, err := db.List(ctx, KindGeneric)
+			all, err := db.ListTargets(ctx, []Kind{KindGeneric}, Target{}, MaxListPage)
 			require.NoError(t, err)
-			require.Len(t, all, len(stores))
-			for i, s := range all {
+			require.Len(t, all.Stores, len(stores))
+			require.Zero(t, all.Next)
+			for i, s := range all.Stores {
 				require.Equal(t, stores[i], s.Name)
 			}
 			_, err = db.Recover(ctx)
@@ -205,4 +206,55 @@ func TestDemandWalkSkipsForeignKeys(t *testing.T) {
 			require.Equal(t, float64(3), foreignCount(m, foreignDemand))
 		})
 	}
+}
+
+// ListTargets pages across kinds: each page holds at most limit stores, a page that has a
+// next page is full, and the pages together are every store once, kind by kind in the order
+// asked, each kind in name order, however the page boundaries fall on the kinds.
+func TestListTargetsPagesAcrossKinds(t *testing.T) {
+	ctx := context.Background()
+	db := openTestDB(t, backends(t)["mem"], "w1")
+	kinds := []Kind{KindRollout, KindGeneric, KindDatagen}
+	var want []Target
+	for i, k := range kinds {
+		for j := range 3 + 2*i {
+			tg := Target{Kind: k, Name: fmt.Sprintf("s%02d", j)}
+			co := CreateOptions{}
+			if k == KindGeneric {
+				co.Schema = &testSchema
+			}
+			_, err := db.Create(ctx, tg, co)
+			require.NoError(t, err)
+			want = append(want, tg)
+		}
+	}
+	for _, limit := range []int{1, 2, 3, 4, 5, 8, 14, 15, 1000} {
+		var got []Target
+		after := Target{}
+		for pages := 0; ; pages++ {
+			require.Less(t, pages, 20, "limit %d: ListTargets does not end", limit)
+			page, err := db.ListTargets(ctx, kinds, after, limit)
+			require.NoError(t, err)
+			require.LessOrEqual(t, len(page.Stores), limit)
+			require.NotEmpty(t, page.Stores, "limit %d: a next page is given only when a store follows", limit)
+			for _, s := range page.Stores {
+				got = append(got, s.Target)
+			}
+			if page.Next == (Target{}) {
+				break
+			}
+			require.Len(t, page.Stores, limit, "limit %d: a page that has a next page is full", limit)
+			require.Equal(t, page.Stores[len(page.Stores)-1].Target, page.Next)
+			after = page.Next
+		}
+		require.Equal(t, want, got, "limit %d", limit)
+	}
+	rg, err := db.ListTargets(ctx, []Kind{KindRollout, KindGeneric}, Target{Kind: KindGeneric, Name: "s03"}, 1)
+	require.NoError(t, err)
+	require.Equal(t, "s04", rg.Stores[0].Name)
+	require.Zero(t, rg.Next, "the last store of the last kind asked for: no next page")
+	one, err := db.ListTargets(ctx, []Kind{KindGeneric}, Target{Kind: KindGeneric, Name: "s02"}, 1000)
+	require.NoError(t, err)
+	require.Len(t, one.Stores, 2, "after a cursor, only the stores after it")
+	require.Equal(t, "s03", one.Stores[0].Name)
 }

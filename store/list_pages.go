@@ -57,6 +57,71 @@ func (db *DB) ListStores(ctx context.Context, kind Kind, after string, limit int
 	return page, nil
 }
 
+// TargetsPage is one page of registered stores across kinds.
+type TargetsPage struct {
+	Stores []StoreInfo
+	// Next is the cursor for the following page (the zero Target = this was the last page).
+	Next Target
+}
+
+// ListTargets returns up to limit registered stores of kinds, kind by kind in the order
+// given and each kind in name order, starting after the store after (the zero Target = from
+// the first). It is ListStores across kinds: a page holds at most limit stores and costs
+// about limit/1000 + 1 registry listings per kind, whatever the fleet's size. Next is set
+// only when a store follows, so the last page never comes back empty.
+//
+// REQUIRES: after is the zero Target or of one of kinds.
+func (db *DB) ListTargets(ctx context.Context, kinds []Kind, after Target, limit int) (TargetsPage, error) {
+	limit = min(max(limit, 1), MaxListPage)
+	out := TargetsPage{Stores: make([]StoreInfo, 0, min(limit, 64))}
+	started := after.Kind == ""
+	for i, k := range kinds {
+		cursor := ""
+		if !started {
+			if k != after.Kind {
+				continue
+			}
+			started, cursor = true, after.Name
+		}
+		for {
+			page, err := db.ListStores(ctx, k, cursor, limit-len(out.Stores))
+			if err != nil {
+				return TargetsPage{}, err
+			}
+			out.Stores = append(out.Stores, page.Stores...)
+			if len(out.Stores) == limit {
+				more := page.Next != ""
+				if !more {
+					if more, err = db.anyStore(ctx, kinds[i+1:]); err != nil {
+						return TargetsPage{}, err
+					}
+				}
+				if more {
+					out.Next = out.Stores[limit-1].Target
+				}
+				return out, nil
+			}
+			if page.Next == "" {
+				break
+			}
+			cursor = page.Next
+		}
+	}
+	return out, nil
+}
+
+// anyStore reports whether a store of one of kinds is registered: a page of one per kind, so
+// that a full page at a kind's end has a next page only when a store follows.
+func (db *DB) anyStore(ctx context.Context, kinds []Kind) (bool, error) {
+	for _, k := range kinds {
+		page, err := db.ListStores(ctx, k, "", 1)
+		if err != nil || len(page.Stores) > 0 {
+			return err == nil, err
+		}
+	}
+	return false, nil
+}
+
 // eachStore calls fn for every registered store of kind, in name order, a page at a time.
 func (db *DB) eachStore(ctx context.Context, kind Kind, fn func(StoreInfo)) error {
 	for after := ""; ; {

@@ -836,10 +836,10 @@ func TestCreateAndOpenErrors(t *testing.T) {
 	require.ErrorIs(t, err, ErrInvalidInput)
 	_, err = s.Append(ctx, []Row{{Key: "", Values: []any{"", nil, nil}}})
 	require.ErrorIs(t, err, ErrInvalidInput)
-	infos, err := db.List(ctx, KindGeneric)
+	infos, err := db.ListStores(ctx, KindGeneric, "", 10)
 	require.NoError(t, err)
-	require.Len(t, infos, 1)
-	_, err = db.List(ctx, "bogus")
+	require.Len(t, infos.Stores, 1)
+	_, err = db.ListStores(ctx, "bogus", "", 10)
 	require.ErrorIs(t, err, ErrInvalidInput)
 	require.True(t, errors.Is(fmt.Errorf("wrapped: %w", ErrCorrupt), ErrCorrupt))
 }

@@ -62,37 +62,18 @@ func storesQuery(r *http.Request) (kinds []store.Kind, after store.Target, limit
 }
 
 // listStoresPage answers one page: kinds in order, each in registry key order, starting
-// after `after`. At most limit stores and about limit/1000+1 registry listings per kind.
+// after `after` (store.DB.ListTargets).
 func listStoresPage(ctx context.Context, db *store.DB, kinds []store.Kind, after store.Target, limit int) (storesPage, error) {
-	out := storesPage{Stores: make([]storeInfo, 0, min(limit, 64))}
-	started := after.Kind == ""
-	for _, k := range kinds {
-		cursor := ""
-		if !started {
-			if k != after.Kind {
-				continue
-			}
-			started, cursor = true, after.Name
-		}
-		for {
-			page, err := db.ListStores(ctx, k, cursor, limit-len(out.Stores))
-			if err != nil {
-				return storesPage{}, err
-			}
-			for _, in := range page.Stores {
-				out.Stores = append(out.Stores, storeInfo{Target: in.Target.String(), StoreInfo: in})
-			}
-			if len(out.Stores) == limit {
-				if page.Next != "" || k != kinds[len(kinds)-1] {
-					out.Next = out.Stores[len(out.Stores)-1].Target
-				}
-				return out, nil
-			}
-			if page.Next == "" {
-				break
-			}
-			cursor = page.Next
-		}
+	page, err := db.ListTargets(ctx, kinds, after, limit)
+	if err != nil {
+		return storesPage{}, err
+	}
+	out := storesPage{Stores: make([]storeInfo, 0, len(page.Stores))}
+	for _, in := range page.Stores {
+		out.Stores = append(out.Stores, storeInfo{Target: in.Target.String(), StoreInfo: in})
+	}
+	if page.Next.Kind != "" {
+		out.Next = page.Next.String()
 	}
 	return out, nil
 }

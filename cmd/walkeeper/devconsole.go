@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -117,16 +118,14 @@ func (d *devConsole) summary(ctx context.Context) string {
 	return strings.Join(parts, " | ")
 }
 
+// storesPart adds up the pending generations of the first devSummaryMaxStores stores.
 func (d *devConsole) storesPart(ctx context.Context) string {
-	infos, err := d.db.List(ctx, "")
+	page, err := d.db.ListTargets(ctx, store.Kinds, store.Target{}, devSummaryMaxStores)
 	if err != nil {
 		return "stores ?"
 	}
 	pending, counted := 0, 0
-	for _, info := range infos {
-		if counted == devSummaryMaxStores {
-			break
-		}
+	for _, info := range page.Stores {
 		st, err := targetStats(ctx, d.db, info.Target)
 		if err != nil {
 			continue
@@ -134,11 +133,14 @@ func (d *devConsole) storesPart(ctx context.Context) string {
 		pending += st.TotalPending()
 		counted++
 	}
-	more := ""
-	if counted < len(infos) {
-		more = fmt.Sprintf(" (in %d of them)", counted)
+	stores, in := strconv.Itoa(len(page.Stores)), ""
+	if page.Next.Kind != "" {
+		stores += "+"
 	}
-	return fmt.Sprintf("stores %d, pending %d%s", len(infos), pending, more)
+	if counted < len(page.Stores) || page.Next.Kind != "" {
+		in = fmt.Sprintf(" (in %d of them)", counted)
+	}
+	return fmt.Sprintf("stores %s, pending %d%s", stores, pending, in)
 }
 
 func (d *devConsole) mergesPart(ctx context.Context) string {

@@ -7,6 +7,7 @@ import (
 	"github.com/walkeeper/walkeeper/internal/cli"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -31,12 +32,16 @@ func newStatusCmd(g *globalOptions) *cobra.Command {
 	var (
 		storage  string
 		deadline time.Duration
+		after    string
+		limit    int
 	)
 	cmd := &cobra.Command{
 		Use:   "status [TARGET]",
 		Short: "Show stores, pending generations and running merges",
-		Long: `Without TARGET: list every store (from --storage) with its base version, runs, rows and
-pending generations, and every running MergeWal/CompactBase workflow (from Temporal).
+		Long: `Without TARGET: a page of stores (from --storage) with their base version, runs, rows and
+pending generations, and of running MergeWal/CompactBase workflows (from Temporal): at most
+--limit of each, so that the command costs the same on a fleet of any size. When there are
+more stores, the last line is the command that prints the next page (--after).
 
 With TARGET (<kind>:<name>): the store's base table and, per shard, pending generations,
 pending bytes and merged watermark; then the target's MergeWal and CompactBase workflows
@@ -48,12 +53,17 @@ $WALKEEPER_STORAGE, a running 'walkeeper dev' (its <data>/dev.json) supplies the
 the Temporal address unless --temporal or $WALKEEPER_TEMPORAL is set; with neither, only
 Temporal is asked.`,
 		Example: `  walkeeper status                    # under a running 'walkeeper dev': its storage and Temporal
+  walkeeper status --limit 200 --after generic:demo   # the page of stores after generic:demo
   walkeeper status generic:demo
   walkeeper status --storage file://./.cache/dev/storage     # a relative path: file://./<path>
   walkeeper status --storage file:///srv/walkeeper/storage`,
 		Args: cli.Args(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			target, err := parseOptionalTarget(a)
+			if err != nil {
+				return err
+			}
+			pg, err := parseStatusPage(cmd, target, after, limit)
 			if err != nil {
 				return err
 			}
@@ -93,7 +103,7 @@ Temporal is asked.`,
 			}
 			out, sv := cmd.OutOrStdout(), stuckView{c: c, namespace: tc.Namespace, deadline: deadline} // c is nil when unreachable
 			if target == nil {
-				err = statusAll(ctx, out, sv, db, logger)
+				err = statusAll(ctx, out, sv, db, logger, pg)
 			} else {
 				err = statusTarget(ctx, out, sv, db, *target)
 			}
@@ -105,29 +115,64 @@ Temporal is asked.`,
 		},
 	}
 	worker.StringKnobVar(cmd.Flags(), &storage, "storage", "", "storage root URL to read store stats from")
+	cmd.Flags().StringVar(&after, "after", "", "without TARGET: list the stores after this <kind>:<name> (the cursor the previous page printed)")
+	cmd.Flags().IntVar(&limit, "limit", defaultStatusLimit, fmt.Sprintf("without TARGET: at most this many stores and running workflows (1 to %d)", store.MaxListPage))
 	cmd.Flags().DurationVar(&deadline, "merge-run-timeout", contract.DefaultMergeRunTimeout,
 		"the workers' --merge-run-timeout: the deadline of a run started without a run timeout (10s to 168h)")
 	return cmd
 }
 
-func statusAll(ctx context.Context, out io.Writer, sv stuckView, db *store.DB, logger *zap.Logger) error {
-	c := sv.c
-	var running []runningWorkflow
-	if c != nil {
-		var err error
-		if running, err = listRunning(ctx, c); err != nil {
-			return err
-		}
+// defaultStatusLimit is how many stores and running workflows `walkeeper status` prints.
+const defaultStatusLimit = 50
+
+// statusPage is the page of stores `walkeeper status` without TARGET prints.
+type statusPage struct {
+	after store.Target // zero: from the first store
+	limit int
+}
+
+func parseStatusPage(cmd *cobra.Command, target *store.Target, after string, limit int) (statusPage, error) {
+	flags := cmd.Flags()
+	if target != nil && (flags.Changed("after") || flags.Changed("limit")) {
+		return statusPage{}, cli.Usagef("--after and --limit page the list of stores: they take no TARGET")
 	}
+	if limit < 1 || limit > store.MaxListPage {
+		return statusPage{}, cli.Usagef("--limit %d: want 1 to %d", limit, store.MaxListPage)
+	}
+	pg := statusPage{limit: limit}
+	if after != "" {
+		t, err := store.ParseTarget(after)
+		if err != nil {
+			return statusPage{}, cli.Usagef("--after: %v", err)
+		}
+		pg.after = t
+	}
+	return pg, nil
+}
+
+// statusAll prints one page of stores and of running workflows. Memory, output and requests
+// are bounded by pg.limit, whatever the fleet's size.
+func statusAll(ctx context.Context, out io.Writer, sv stuckView, db *store.DB, logger *zap.Logger, pg statusPage) error {
+	c := sv.c
 	if db != nil {
-		infos, err := db.List(ctx, "")
+		page, err := db.ListTargets(ctx, store.Kinds, pg.after, pg.limit)
 		if err != nil {
 			return fmt.Errorf("list stores: %w", err)
 		}
-		fmt.Fprintf(out, "Stores (%d):\n", len(infos))
+		var running map[string][]string
+		if c != nil {
+			if running, err = runningOf(ctx, c, page.Stores); err != nil {
+				return err
+			}
+		}
+		from := ""
+		if pg.after.Kind != "" {
+			from = " after " + pg.after.String()
+		}
+		fmt.Fprintf(out, "Stores (%d%s):\n", len(page.Stores), from)
 		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "  TARGET\tBASE VERSION\tRUNS\tROWS\tPENDING\tPENDING BYTES\tMAX SHARD PENDING\tOLDEST PENDING\tRUNNING")
-		for _, info := range infos {
+		for _, info := range page.Stores {
 			st, err := targetStats(ctx, db, info.Target)
 			if err != nil {
 				logger.Warn("stats failed", zap.String("target", info.Target.String()), zap.Error(err))
@@ -144,10 +189,13 @@ func statusAll(ctx context.Context, out io.Writer, sv stuckView, db *store.DB, l
 				}
 			}
 			fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\t%s\t%d\t%s\t%s\n", info.Target, st.BaseVersion, st.Runs, st.Rows,
-				pending, humanBytes(bytes), maxShard, age(oldest), runningFor(running, info.Target.String()))
+				pending, humanBytes(bytes), maxShard, age(oldest), dash(strings.Join(running[info.Target.String()], ",")))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
+		}
+		if page.Next.Kind != "" {
+			fmt.Fprintf(out, "  more: walkeeper status --after %s --limit %d\n", page.Next, pg.limit)
 		}
 		fmt.Fprintln(out)
 	} else {
@@ -157,7 +205,15 @@ func statusAll(ctx context.Context, out io.Writer, sv stuckView, db *store.DB, l
 	if c == nil {
 		return nil
 	}
-	fmt.Fprintf(out, "Running workflows (%d):\n", len(running))
+	running, total, err := listRunning(ctx, c, pg.limit)
+	if err != nil {
+		return err
+	}
+	shown := ""
+	if int64(len(running)) < total {
+		shown = fmt.Sprintf(", the %d started last shown; 'walkeeper queries' prints the saved view of them all", len(running))
+	}
+	fmt.Fprintf(out, "Running workflows (%d%s):\n", total, shown)
 	if len(running) == 0 {
 		fmt.Fprintln(out, "  none")
 		return nil
@@ -183,35 +239,31 @@ type runningWorkflow struct {
 	start                  time.Time
 }
 
-func listRunning(ctx context.Context, c client.Client) ([]runningWorkflow, error) {
-	var out []runningWorkflow
-	var token []byte
-	for {
-		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-			Query:         runningQuery,
-			PageSize:      1000,
-			NextPageToken: token,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("list running workflows: %w", err)
+// listRunning returns up to limit running merges and compactions (visibility lists the
+// newest first), sorted by target, and how many run in all.
+func listRunning(ctx context.Context, c client.Client, limit int) ([]runningWorkflow, int64, error) {
+	count, err := c.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Query: runningQuery})
+	if err != nil {
+		return nil, 0, fmt.Errorf("count running workflows: %w", err)
+	}
+	resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: runningQuery, PageSize: int32(limit)})
+	if err != nil {
+		return nil, 0, fmt.Errorf("list running workflows: %w", err)
+	}
+	execs := resp.GetExecutions()
+	out := make([]runningWorkflow, 0, min(len(execs), limit))
+	for _, e := range execs[:min(len(execs), limit)] {
+		r := runningWorkflow{
+			typ:   e.GetType().GetName(),
+			id:    e.GetExecution().GetWorkflowId(),
+			runID: e.GetExecution().GetRunId(),
+			start: e.GetStartTime().AsTime(),
 		}
-		for _, e := range resp.GetExecutions() {
-			r := runningWorkflow{
-				typ:   e.GetType().GetName(),
-				id:    e.GetExecution().GetWorkflowId(),
-				runID: e.GetExecution().GetRunId(),
-				start: e.GetStartTime().AsTime(),
-			}
-			r.target = targetFromWorkflowID(r.id)
-			if s := observedString(e.GetSearchAttributes().GetIndexedFields()[contract.WalTargetName]); s != nil {
-				r.target = *s
-			}
-			out = append(out, r)
+		r.target = targetFromWorkflowID(r.id)
+		if s := observedString(e.GetSearchAttributes().GetIndexedFields()[contract.WalTargetName]); s != nil {
+			r.target = *s
 		}
-		token = resp.GetNextPageToken()
-		if len(token) == 0 {
-			break
-		}
+		out = append(out, r)
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].target != out[j].target {
@@ -219,6 +271,33 @@ func listRunning(ctx context.Context, c client.Client) ([]runningWorkflow, error
 		}
 		return out[i].typ < out[j].typ
 	})
+	return out, max(count.GetCount(), int64(len(out))), nil
+}
+
+// runningOf returns the types of the running merges and compactions of stores, by target:
+// one visibility request by workflow ID.
+func runningOf(ctx context.Context, c client.Client, stores []store.StoreInfo) (map[string][]string, error) {
+	if len(stores) == 0 {
+		return nil, nil
+	}
+	ids := make([]string, 0, 2*len(stores))
+	for _, info := range stores {
+		ids = append(ids, strconv.Quote(contract.MergeWalID(info.Target)), strconv.Quote(contract.CompactID(info.Target)))
+	}
+	query := fmt.Sprintf("ExecutionStatus='Running' AND WorkflowId IN (%s)", strings.Join(ids, ","))
+	// A workflow ID has at most one running run, so one page holds them all.
+	resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query, PageSize: int32(len(ids))})
+	if err != nil {
+		return nil, fmt.Errorf("list running workflows: %w", err)
+	}
+	out := make(map[string][]string, len(stores))
+	for _, e := range resp.GetExecutions() {
+		t := targetFromWorkflowID(e.GetExecution().GetWorkflowId())
+		out[t] = append(out[t], e.GetType().GetName())
+	}
+	for _, types := range out {
+		sort.Strings(types)
+	}
 	return out, nil
 }
 
@@ -230,19 +309,6 @@ func targetFromWorkflowID(id string) string {
 		return parts[1] + ":" + parts[2]
 	}
 	return "?"
-}
-
-func runningFor(running []runningWorkflow, target string) string {
-	var types []string
-	for _, r := range running {
-		if r.target == target {
-			types = append(types, r.typ)
-		}
-	}
-	if len(types) == 0 {
-		return "-"
-	}
-	return strings.Join(types, ",")
 }
 
 func targetStats(ctx context.Context, db *store.DB, t store.Target) (store.Stats, error) {

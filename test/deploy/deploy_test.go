@@ -391,8 +391,8 @@ func TestComposeWorkersUseRealConfig(t *testing.T) {
 		Schema: &store.Schema{Fields: []store.Field{{Name: "id", Type: "string"}}}}); err != nil {
 		t.Fatalf("create a store through the compose storage URL: %v", err)
 	}
-	list, err := db.List(ctx, "")
-	if err != nil || len(list) != 1 {
+	list, err := db.ListTargets(ctx, store.Kinds, store.Target{}, 10)
+	if err != nil || len(list.Stores) != 1 {
 		t.Fatalf("list: %v, %v", list, err)
 	}
 }

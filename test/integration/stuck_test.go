@@ -70,6 +70,7 @@ func TestStuckMergeIsNoticedAndReplaced(t *testing.T) {
 	addr := wp.waitListening(t, "the worker to listen")
 	a := newAPI(t, addr)
 	a.must(201, "POST", "/api/v1/stores/generic/"+name, genericSchemaJSON, nil)
+	a.must(201, "POST", "/api/v1/stores/generic/idle", genericSchemaJSON, nil) // listed before "stuck"
 	seal := func(from, n int) {
 		for g := from; g < from+n; g++ {
 			a.must(200, "POST", "/api/v1/stores/generic/"+name+"/rows", fmt.Sprintf(`[{"id":"r%d","v":%d}]`, g, g), nil)
@@ -149,7 +150,7 @@ func TestStuckMergeIsNoticedAndReplaced(t *testing.T) {
 
 		// `walkeeper status` says why, with the workflow task's failure.
 		if e.isRunning(id, stuck.GetRunID()) {
-			out := runStatus(t, bin, e, tg.String(), deadline)
+			out := runStatus(t, bin, e, deadline, tg.String())
 			ends := "no run timeout: the workers' stuck-run scan terminates it " + deadline.String() + " after its start"
 			if sc.runTimeout > 0 {
 				ends = "Temporal ends it at its run timeout " + deadline.String()
@@ -171,6 +172,29 @@ func TestStuckMergeIsNoticedAndReplaced(t *testing.T) {
 			}
 			t.Logf("walkeeper status: %s", grepLine(out, "workflow task failing"))
 			t.Logf("walkeeper status: %s", grepLine(out, "live status"))
+
+			// Without a target, a page at a time: the store on the second page of one shows the
+			// stuck run in its RUNNING column, and the running runs list it.
+			first := runStatus(t, bin, e, deadline, "--limit", "1")
+			second := runStatus(t, bin, e, deadline, "--limit", "1", "--after", "generic:idle")
+			for _, want := range []string{"Stores (1):", "generic:idle", "more: walkeeper status --after generic:idle --limit 1"} {
+				if !strings.Contains(first, want) {
+					t.Fatalf("walkeeper status --limit 1 does not say %q:\n%s", want, first)
+				}
+			}
+			if strings.Contains(second, "more:") || grepLine(second, "generic:idle ") != "" || grepLine(second, tg.String()+" ") == "" {
+				t.Fatalf("walkeeper status --after generic:idle: want the last store only, and no next page:\n%s", second)
+			}
+			if !e.isRunning(id, stuck.GetRunID()) {
+				t.Logf("the stuck run ended while walkeeper status ran; its RUNNING column is not checked")
+			} else {
+				if row := grepLine(second, tg.String()+" "); !strings.HasSuffix(row, " MergeWal") {
+					t.Fatalf("walkeeper status: the stuck store's row %q does not end in its running MergeWal:\n%s", row, second)
+				}
+				if !strings.Contains(second, "Running workflows (1):") || !strings.Contains(grepLine(second, id+" "), stuck.GetRunID()) {
+					t.Fatalf("walkeeper status: the running runs do not list %s %s:\n%s", id, stuck.GetRunID(), second)
+				}
+			}
 		}
 
 		// Replacement: the run is closed after the deadline, by the scan or by Temporal.
@@ -288,12 +312,12 @@ lines:
 	return -1
 }
 
-// runStatus is the output of `walkeeper status TARGET` against the test's namespace, told the
-// workers' deadline.
-func runStatus(t *testing.T, bin string, e *env, target string, deadline time.Duration) string {
+// runStatus is the output of `walkeeper status args...` against the test's namespace, told
+// the workers' deadline.
+func runStatus(t *testing.T, bin string, e *env, deadline time.Duration, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(bin, "status", target, "--storage", e.storage, "--temporal", e.hostPort, "--namespace", e.ns,
-		"--merge-run-timeout", deadline.String())
+	cmd := exec.Command(bin, append([]string{"status", "--storage", e.storage, "--temporal", e.hostPort, "--namespace", e.ns,
+		"--merge-run-timeout", deadline.String()}, args...)...)
 	cmd.Env = cleanEnv()
 	out, err := cmd.CombinedOutput()
 	if err != nil {

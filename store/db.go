@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/walkeeper/walkeeper/store/manifest"
 	"github.com/walkeeper/walkeeper/store/objstore"
@@ -379,47 +380,64 @@ func (db *DB) Resident() []*Store {
 func (db *DB) Recover(ctx context.Context) (int, error) {
 	// Page through the registry: a worker's memory at start must not grow with the fleet.
 	// The requests still do (one WAL listing per store), which is why this runs once, in the
-	// background, at start.
-	recovered, failed := 0, 0
-	var errs []error
+	// background, at start, recoverParallel stores at a time: at 10 ms a listing, 1M stores
+	// take about 10 minutes instead of 3 hours.
+	var (
+		mu                sync.Mutex
+		recovered, failed int
+		errs              []error
+	)
 	fail := func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
 		if failed++; len(errs) < maxRecoverErrors {
 			errs = append(errs, err)
 		}
 	}
+	recover1 := func(t Target) {
+		positions, err := db.listWAL(ctx, t, db.shard)
+		if err != nil {
+			fail(err)
+			return
+		}
+		if len(positions) == 0 {
+			return
+		}
+		s, err := db.Open(ctx, t)
+		if err != nil {
+			fail(err)
+			return
+		}
+		res, err := s.Flush(ctx)
+		if err != nil {
+			fail(fmt.Errorf("recover %s: %w", t, err))
+			return
+		}
+		if res.Sealed {
+			mu.Lock()
+			recovered++
+			mu.Unlock()
+		}
+	}
+	var g errgroup.Group
+	g.SetLimit(recoverParallel)
 	for _, kind := range Kinds {
 		err := db.eachStore(ctx, kind, func(info StoreInfo) {
-			positions, err := db.listWAL(ctx, info.Target, db.shard)
-			if err != nil {
-				fail(err)
-				return
-			}
-			if len(positions) == 0 {
-				return
-			}
-			s, err := db.Open(ctx, info.Target)
-			if err != nil {
-				fail(err)
-				return
-			}
-			res, err := s.Flush(ctx)
-			if err != nil {
-				fail(fmt.Errorf("recover %s: %w", info.Target, err))
-				return
-			}
-			if res.Sealed {
-				recovered++
-			}
+			g.Go(func() error { recover1(info.Target); return nil })
 		})
 		if err != nil {
 			fail(err)
 		}
 	}
+	_ = g.Wait() // recover1 reports through fail
 	if failed > len(errs) {
 		errs = append(errs, fmt.Errorf("and %d more recovery errors", failed-len(errs)))
 	}
 	return recovered, errors.Join(errs...)
 }
+
+// recoverParallel is how many stores Recover lists (and replays) at once.
+const recoverParallel = 16
 
 // maxRecoverErrors bounds the errors Recover returns (the rest are counted).
 const maxRecoverErrors = 10

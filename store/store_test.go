@@ -556,6 +556,33 @@ func TestRestartedWriterReplaysWAL(t *testing.T) {
 	require.Equal(t, map[string]int64{"a": 3, "b": 2, "c": 4, "d": 5}, got, "every acknowledged append survives the fencing dance")
 }
 
+// Recover replays every store that a killed process left rows in, however many it lists
+// at once, and leaves the others alone.
+func TestRecoverReplaysEveryKilledStore(t *testing.T) {
+	ctx := context.Background()
+	url := fmt.Sprintf("mem://recover-%d", testURLSeq.Add(1))
+	db := openTestDB(t, url, "w1")
+	const stores = 3*recoverParallel + 1
+	for i := range stores {
+		s := createGeneric(t, db, fmt.Sprintf("s%03d", i), false)
+		if i%3 != 0 {
+			appendRows(t, s, row("k", int64(i))) // no Close: the process is killed
+		}
+	}
+	db2 := openTestDB(t, url, "w1")
+	n, err := db2.Recover(ctx)
+	require.NoError(t, err)
+	require.Equal(t, stores-(stores+2)/3, n, "the stores with unsealed rows, and only those")
+	reader := openTestDB(t, url, "r")
+	for i := range stores {
+		want := map[string]int64{}
+		if i%3 != 0 {
+			want["k"] = int64(i)
+		}
+		require.Equal(t, want, allRows(t, openGeneric(t, reader, fmt.Sprintf("s%03d", i)), SourceAll), "store %d", i)
+	}
+}
+
 func TestGroupCommitSharesWALObjects(t *testing.T) {
 	ctx := context.Background()
 	_, s := newGenericStore(t, "file://"+t.TempDir(), "group")

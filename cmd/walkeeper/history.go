@@ -26,6 +26,9 @@ import (
 
 const (
 	defaultHistoryLimit = 50
+	// maxHistoryLimit bounds what one command holds and prints; Temporal Web and `temporal
+	// workflow list` page through a store's whole history.
+	maxHistoryLimit = 10000
 	// historyPageSize bounds one visibility page; --limit bounds the whole listing.
 	historyPageSize = 100
 )
@@ -63,8 +66,8 @@ and Web UI are used unless --temporal/--ui (or their environment variables) say 
 			if err != nil {
 				return err
 			}
-			if limit < 1 {
-				return cli.Usagef("--limit must be at least 1")
+			if limit < 1 || limit > maxHistoryLimit {
+				return cli.Usagef("--limit %d: want 1 to %d", limit, maxHistoryLimit)
 			}
 			st, live := g.devDefaults(cmd)
 			return g.withTemporal(cmd, func(ctx context.Context, c client.Client) error {
@@ -83,7 +86,7 @@ and Web UI are used unless --temporal/--ui (or their environment variables) say 
 	}
 	f := cmd.Flags()
 	f.BoolVar(&asJSON, "json", false, "print a JSON array instead of a table")
-	f.IntVar(&limit, "limit", defaultHistoryLimit, "list at most this many runs, newest first")
+	f.IntVar(&limit, "limit", defaultHistoryLimit, fmt.Sprintf("list at most this many runs, newest first (1 to %d)", maxHistoryLimit))
 	registerUIFlag(cmd, &ui)
 	return cmd
 }

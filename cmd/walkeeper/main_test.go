@@ -39,6 +39,8 @@ func TestBadUsageExitsTwo(t *testing.T) {
 		{"status", "generic:a", "generic:b"},
 		{"status", "generic:a/b"},
 		{"status", "--merge-run-timeout", "1ns"},
+		{"history", "generic:a", "--limit", "0"},
+		{"history", "generic:a", "--limit", "10001"},
 		{"status", "--limit", "0"},
 		{"status", "--limit", "1001"},
 		{"status", "--after", "nokind:x"},

@@ -37,10 +37,6 @@ type Activities struct {
 	// (0 = DefaultStartConcurrency; at most MaxStartConcurrency, checked by the worker's
 	// configuration; a larger value is clamped).
 	StartConcurrency int
-	// EagerStart makes StartWorkflows ask for eager starts (contract.EagerStart): the first
-	// workflow task of each run goes to a worker of Client on the shared queue in the start's
-	// response. Off by default.
-	EagerStart bool
 	// RunTimeout is the run timeout of the MergeWal and CompactBase runs StartWorkflows
 	// starts (0 = contract.DefaultMergeRunTimeout; bounds checked by the worker's
 	// configuration).

@@ -95,14 +95,14 @@ func (a *Activities) startOne(ctx context.Context, req contract.StartRequest) (i
 	case contract.MergeWalWorkflow:
 		run, err := contract.StartMergeWal(ctx, a.Client, t, contract.MergeWalInput{ParallelPrepare: req.ParallelPrepare,
 			Trigger: req.Trigger, TriggerReason: req.Reason, Urgent: req.Urgent,
-			FairnessWeight: a.FairnessWeights.Weight(t.Kind)}, contract.EagerStart(a.EagerStart), a.runTimeout(), contract.PendingAtStart(req.Pending))
+			FairnessWeight: a.FairnessWeights.Weight(t.Kind)}, a.runTimeout(), contract.PendingAtStart(req.Pending))
 		if err != nil {
 			return contract.MergeWalID(t), "", err
 		}
 		return run.GetID(), run.GetRunID(), nil
 	case contract.CompactBaseWorkflow:
 		run, err := contract.StartCompactBase(ctx, a.Client, t, contract.CompactBaseInput{
-			Trigger: req.Trigger, TriggerReason: req.Reason}, contract.EagerStart(a.EagerStart), a.runTimeout())
+			Trigger: req.Trigger, TriggerReason: req.Reason}, a.runTimeout())
 		if err != nil {
 			return contract.CompactID(t), "", err
 		}

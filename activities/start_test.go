@@ -196,21 +196,3 @@ func TestStartWorkflowsBoundsOutcomeErrors(t *testing.T) {
 	require.True(t, strings.HasPrefix(msg, "frontend: é"))
 	require.True(t, strings.HasSuffix(msg, "…"))
 }
-
-// EagerStart asks the server for eager starts of every workflow a batch starts; without it
-// no start asks.
-func TestStartWorkflowsEagerStart(t *testing.T) {
-	for _, eager := range []bool{false, true} {
-		c, got := fakeClient(nil)
-		env := newActivityEnv(t, &Activities{Client: c, EagerStart: eager})
-		mustRun[contract.StartWorkflowsResult](t, env, contract.StartWorkflowsActivity, contract.StartWorkflowsParams{Starts: []contract.StartRequest{
-			{Workflow: contract.MergeWalWorkflow, Target: "generic:a"},
-			{Workflow: contract.CompactBaseWorkflow, Target: "generic:b"},
-		}})
-		require.Len(t, *got, 2)
-		for _, o := range *got {
-			require.Equal(t, eager, o.EnableEagerStart, "%s", o.ID)
-			require.Equal(t, contract.TaskQueue, o.TaskQueue)
-		}
-	}
-}

@@ -63,8 +63,8 @@ type Options struct {
 	// the default (10k, 100k; 2k, 20k with Quick).
 	FleetSizes []int
 	// FleetVariants lists start-path variants of the fleet scenario to measure side by side,
-	// each "concurrency/batch[/eager]" (starts in flight per StartWorkflows, StartBatch,
-	// eager starts; an empty part = the default); nil = the build's defaults only.
+	// each "concurrency/batch" (starts in flight per StartWorkflows, StartBatch; an empty
+	// part = the default); nil = the build's defaults only.
 	FleetVariants []string
 	// MergeMaxGenerations overrides merge_max_generations of both systems in the incident
 	// replay; 0 = the default (8).

@@ -233,7 +233,7 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 		}
 		n, err := startNode(ctx, tenv.client, db, nodeConfig{
 			FlushInterval: time.Hour, MergeSlots: 4, SharedActivitySlots: 16,
-			StartConcurrency: r.variant.Concurrency, EagerStart: r.variant.Eager,
+			StartConcurrency: r.variant.Concurrency,
 		}, o.logger())
 		if err != nil {
 			_ = db.Close(ctx)

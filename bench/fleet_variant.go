@@ -14,9 +14,8 @@ import (
 // (the worker's --sweep-start-concurrency) and the starts per batch (StartBatch). The zero
 // value is the build's defaults.
 type fleetVariant struct {
-	Concurrency int  // 0 = activities.DefaultStartConcurrency
-	Batch       int  // 0 = contract.DefaultSweepStartBatch
-	Eager       bool // StartWorkflows asks for eager starts (Activities.EagerStart)
+	Concurrency int // 0 = activities.DefaultStartConcurrency
+	Batch       int // 0 = contract.DefaultSweepStartBatch
 }
 
 func (v fleetVariant) isDefault() bool { return v == fleetVariant{} }
@@ -35,30 +34,22 @@ func (v fleetVariant) batch() int {
 	return fleetStartBatch
 }
 
-// String is the variant as --variants spells it: concurrency/batch[/eager].
+// String is the variant as --variants spells it: concurrency/batch.
 func (v fleetVariant) String() string {
-	s := fmt.Sprintf("%d/%d", v.concurrency(), v.batch())
-	if v.Eager {
-		s += "/eager"
-	}
-	return s
+	return fmt.Sprintf("%d/%d", v.concurrency(), v.batch())
 }
 
 // parseFleetVariants reads --variants: comma-separated concurrency/batch pairs, e.g.
 // "16/256,32/512"; a part left empty takes the default ("/512" = the default concurrency,
-// batches of 512), and a third part "eager" asks for eager starts. nil = one default
-// variant.
+// batches of 512). nil = one default variant.
 func parseFleetVariants(specs []string) ([]fleetVariant, error) {
 	var out []fleetVariant
 	seen := map[string]bool{}
 	for _, spec := range specs {
 		parts := strings.Split(strings.TrimSpace(spec), "/")
 		var v fleetVariant
-		if len(parts) == 3 && parts[2] == "eager" {
-			v.Eager, parts = true, parts[:2]
-		}
 		if len(parts) != 2 {
-			return nil, fmt.Errorf("fleet: variant %q: want concurrency/batch[/eager], e.g. 32/256", spec)
+			return nil, fmt.Errorf("fleet: variant %q: want concurrency/batch, e.g. 32/256", spec)
 		}
 		for i, bound := range []int{activities.MaxStartConcurrency, contract.MaxStartBatch} {
 			if parts[i] == "" {

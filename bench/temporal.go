@@ -140,8 +140,6 @@ type nodeConfig struct {
 	// StartConcurrency is the starts one StartWorkflows has in flight on this node
 	// (--sweep-start-concurrency; 0 = activities.DefaultStartConcurrency).
 	StartConcurrency int
-	// EagerStart makes the node's StartWorkflows ask for eager starts (Activities.EagerStart).
-	EagerStart bool
 	// PrepareConcurrency is the count trigger's MergeWalInput.PrepareConcurrency
 	// (--merge-prepare-concurrency; 0 = the workflow default).
 	PrepareConcurrency int
@@ -182,7 +180,7 @@ func startNode(ctx context.Context, c client.Client, db *store.DB, cfg nodeConfi
 		Resident:              db.Resident,
 	})}
 	acts := &activities.Activities{DB: db, Logger: log.Named("activities"), Metrics: metrics, Client: c,
-		StartConcurrency: cfg.StartConcurrency, EagerStart: cfg.EagerStart}
+		StartConcurrency: cfg.StartConcurrency}
 	// The SDK's default bound on local activities, unlike the worker's, as the bench has
 	// always measured its nodes.
 	tws := worker.TemporalWorkers{

@@ -66,14 +66,6 @@ func execute(ctx context.Context, c client.Client, opts client.StartWorkflowOpti
 // task queue and search attributes stay as startOptions sets them.
 type StartOption func(*client.StartWorkflowOptions)
 
-// EagerStart (on) asks the server to hand the new run's first workflow task back in the
-// start's response, to a worker of the starting client polling TaskQueue with a free
-// workflow slot (the SDK's EnableEagerStart), instead of dispatching it through matching; the
-// server and the SDK fall back to a normal start when they cannot.
-func EagerStart(on bool) StartOption {
-	return func(o *client.StartWorkflowOptions) { o.EnableEagerStart = on }
-}
-
 // PendingAtStart (n > 0) gives a MergeWal start the pending generations its starter already
 // knows (the count trigger's own shard, the sweep's demand scan): WalPending and
 // WalPendingAtStart are set with the start, where they cost no action, so a running merge is

@@ -182,7 +182,7 @@ scenarios nor the plotting library (docs/decisions/0151-benchmarks-in-their-own-
 	fs.StringSliceVar(&o.FairnessServers, "servers", nil, "fairness: Temporal servers to measure, comma-separated: dev (the dev server), cluster (the server on PostgreSQL); default both, dev with --quick")
 	fs.BoolVar(&o.NoSticky, "no-sticky", false, "fairness: workers without sticky workflow execution (workflow cache 0), so every workflow task is dispatched fairly")
 	fs.IntSliceVar(&o.FleetSizes, "sizes", nil, "fleet: registered stores per fleet, comma-separated (default 10000,100000; 2000,20000 with --quick)")
-	fs.StringSliceVar(&o.FleetVariants, "variants", nil, "fleet: start-path variants measured side by side, comma-separated concurrency/batch[/eager] (starts in flight per StartWorkflows, starts per batch, eager starts; an empty part = the default), e.g. 16/256,32/512/eager; default the build's defaults")
+	fs.StringSliceVar(&o.FleetVariants, "variants", nil, "fleet: start-path variants measured side by side, comma-separated concurrency/batch (starts in flight per StartWorkflows, starts per batch; an empty part = the default), e.g. 16/256,32/512; default the build's defaults")
 	fs.IntSliceVar(&budgetsMiB, "budgets-mib", nil, "memory: merge budgets in MiB, comma-separated (default 32; 32,128,1024 in full)")
 	fs.StringSliceVar(&o.MemoryParts, "parts", nil, "memory: parts to run, comma-separated: merges, reads; default both")
 	fs.IntVar(&guardMiB, "rss-guard-mib", 0, "hostile: kill the worker child when its RSS passes this many MiB (default 8192, 2048 with --quick)")

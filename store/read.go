@@ -50,6 +50,8 @@ type readSnapshot struct {
 	shards  []string
 	// quarantined counts the shards' quarantined generations (reads skip them).
 	quarantined map[string]int
+	// epochs are the shards' writer epochs (Stats reports them).
+	epochs map[string]uint64
 }
 
 const readAttempts = 3
@@ -76,7 +78,7 @@ func (s *Store) snapshot(ctx context.Context, enforce bool) (*readSnapshot, erro
 	if err != nil {
 		return nil, err
 	}
-	snap := &readSnapshot{base: base, pending: map[string][]manifest.Gen{}, quarantined: map[string]int{}}
+	snap := &readSnapshot{base: base, pending: map[string][]manifest.Gen{}, quarantined: map[string]int{}, epochs: map[string]uint64{}}
 	total := 0
 	worst, worstShard := 0, ""
 	for i, sh := range shards {
@@ -85,6 +87,7 @@ func (s *Store) snapshot(ctx context.Context, enforce bool) (*readSnapshot, erro
 		}
 		p := manifests[i].PendingAbove(base.Watermarks[sh])
 		snap.quarantined[sh] = len(manifests[i].Quarantined)
+		snap.epochs[sh] = manifests[i].WriterEpoch
 		snap.shards = append(snap.shards, sh)
 		snap.pending[sh] = p
 		total += len(p)
@@ -404,7 +407,7 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 		Quarantined: len(snap.base.Quarantined),
 	}
 	for _, sh := range snap.shards {
-		ss := ShardStats{Shard: sh, Watermark: snap.base.Watermarks[sh], Quarantined: snap.quarantined[sh]}
+		ss := ShardStats{Shard: sh, Watermark: snap.base.Watermarks[sh], WriterEpoch: snap.epochs[sh], Quarantined: snap.quarantined[sh]}
 		st.Quarantined += ss.Quarantined
 		for _, g := range snap.pending[sh] {
 			ss.PendingGenerations++

@@ -529,11 +529,20 @@ func TestRestartedWriterReplaysWAL(t *testing.T) {
 	_, s := newGenericStore(t, url, "replay")
 	seal(t, s, row("a", 1))
 	appendRows(t, s, row("b", 2), row("a", 3))
+	epoch := func() uint64 {
+		st, err := s.Stats(ctx)
+		require.NoError(t, err)
+		require.Len(t, st.Shards, 1)
+		return st.Shards[0].WriterEpoch
+	}
+	killed := epoch()
+	require.NotZero(t, killed, "stats report the shard's writer epoch")
 	// No Close: simulate a kill. A new process with the same instance id recovers.
 	db2 := openTestDB(t, url, "w1")
 	n, err := db2.Recover(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
+	require.Equal(t, killed+1, epoch(), "the restarted process claimed the shard with the next epoch")
 	reader := openTestDB(t, url, "r")
 	require.Equal(t, map[string]int64{"a": 3, "b": 2}, allRows(t, openGeneric(t, reader, "replay"), SourceAll))
 

@@ -211,12 +211,13 @@ func TestSecurityHostileNamesNeverEscapeTheRoot(t *testing.T) {
 	if len(foreign) > 0 {
 		t.Errorf("objects that do not belong to the one legitimate store: %v", foreign)
 	}
-	stores, err := w.DB().List(context.Background(), "")
+	page, err := w.DB().ListTargets(context.Background(), store.Kinds, store.Target{}, store.MaxListPage)
 	if err != nil {
 		t.Fatal(err)
 	}
+	stores := page.Stores
 	if len(stores) != 1 || stores[0].Target != (store.Target{Kind: store.KindGeneric, Name: "legit"}) {
-		t.Errorf("stores after the battery: %+v", stores)
+		t.Errorf("stores after the battery: %+v", page)
 	}
 	t.Logf("%d hostile requests, no escape, %d stores", sent, len(stores))
 }
@@ -258,9 +259,9 @@ func TestSecurityTokenGuardsEveryRoute(t *testing.T) {
 	if code, _ := rawRequest(t, addr, "GET", "/healthz", "", ""); code != http.StatusOK {
 		t.Errorf("/healthz without token: %d", code)
 	}
-	stores, err := w.DB().List(context.Background(), "")
-	if err != nil || len(stores) != 0 {
-		t.Errorf("unauthenticated requests changed state: %+v %v", stores, err)
+	page, err := w.DB().ListTargets(context.Background(), store.Kinds, store.Target{}, store.MaxListPage)
+	if err != nil || len(page.Stores) != 0 {
+		t.Errorf("unauthenticated requests changed state: %+v %v", page, err)
 	}
 	if code, body := rawRequest(t, addr, "POST", "/api/v1/stores/generic/gs", secToken, reqs[0].body); code != http.StatusCreated {
 		t.Errorf("with the token: %d %s", code, body)

@@ -56,52 +56,6 @@ func arrowDiff(want, got *arrow.Schema) string {
 	return fmt.Sprintf("want %d columns, got %d", len(wf), len(gf))
 }
 
-// KeyAt returns the key of row i of rec (a record with ArrowSchema), or "" if rec does not
-// have the expected key column. For loops, use View.
-func (c *Codec) KeyAt(rec arrow.RecordBatch, i int) string {
-	if a, ok := column(rec, c.key, i).(*array.String); ok && a.IsValid(i) {
-		return a.Value(i)
-	}
-	return ""
-}
-
-// SeqAt returns the _seq of row i of rec, or 0 if rec does not have the expected column.
-func (c *Codec) SeqAt(rec arrow.RecordBatch, i int) int64 {
-	if a, ok := column(rec, len(c.names), i).(*array.Int64); ok {
-		return a.Value(i)
-	}
-	return 0
-}
-
-// ShardAt returns the _shard of row i of rec, or "" if rec does not have the expected column.
-func (c *Codec) ShardAt(rec arrow.RecordBatch, i int) string {
-	if a, ok := column(rec, len(c.names)+1, i).(*array.String); ok {
-		return a.Value(i)
-	}
-	return ""
-}
-
-// DeletedAt returns the _deleted flag of row i of rec, or false if rec does not have the
-// expected column.
-func (c *Codec) DeletedAt(rec arrow.RecordBatch, i int) bool {
-	if a, ok := column(rec, len(c.names)+2, i).(*array.Boolean); ok {
-		return a.Value(i)
-	}
-	return false
-}
-
-// column returns column j of rec if it exists and has row i, else nil.
-func column(rec arrow.RecordBatch, j, i int) arrow.Array {
-	if rec == nil || j < 0 || int64(j) >= rec.NumCols() || i < 0 || int64(i) >= rec.NumRows() {
-		return nil
-	}
-	a := rec.Column(j)
-	if a == nil || i >= a.Len() {
-		return nil
-	}
-	return a
-}
-
 // RecordView gives typed, allocation-free access to the key and system columns of one record:
 // the hot path of merges and reads. It does not retain the record; keep it alive while the
 // view is used. Indexes out of range panic like slice indexes.

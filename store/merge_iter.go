@@ -186,9 +186,9 @@ func (p pick) key() string { return p.f.view.Key(p.i) }
 func (p pick) seq() int64  { return p.f.view.Seq(p.i) }
 
 // mergeSorted walks sorted, key-unique files as one stream and keeps, per key, the newest
-// version. drop, if set, discards a surviving version (compaction uses it to drop
-// tombstones). The result is in key order.
-func mergeSorted(files []*sortedFile, drop func(f *sortedFile, i int) bool) []pick {
+// version, tombstones included (a merge keeps them: older runs may hold the key). The
+// result is in key order.
+func mergeSorted(files []*sortedFile) []pick {
 	cursors := make([]*cursor, 0, len(files))
 	total := 0
 	for _, f := range files {
@@ -203,9 +203,6 @@ func mergeSorted(files []*sortedFile, drop func(f *sortedFile, i int) bool) []pi
 		h, ok := it.next()
 		if !ok {
 			return out
-		}
-		if drop != nil && drop(h.f, h.i) {
-			continue
 		}
 		out = append(out, pick{h.f, h.i})
 	}

@@ -129,7 +129,7 @@ func (s *Store) Prepare(ctx context.Context, p PrepareParams) (*PreparedMerge, e
 	s.observePhase("read", readStart)
 
 	writeStart := time.Now()
-	picks := mergeSorted(files, nil)
+	picks := mergeSorted(files)
 	// The picks live on the Go heap (they point at files); charge them all the same.
 	pickBytes := int64(cap(picks)) * int64(unsafe.Sizeof(pick{}))
 	if !acct.tryCharge(pickBytes) {

@@ -19,7 +19,6 @@ const (
 	ErrTypeMisconfigured    = "Misconfigured"
 	ErrTypeStartFailed      = "StartFailed"
 	ErrTypeAllShardsFailed  = "AllShardsFailed"
-	ErrTypeScanFailed       = "ScanFailed"
 	// ErrTypeStoreNotFound: the target names no registered store. Its message is
 	// MissingStoreMessage, one line that says how to create the store.
 	ErrTypeStoreNotFound = "StoreNotFound"

@@ -11,7 +11,7 @@ import (
 )
 
 // The hostile scenario runs one real worker process (the bench re-executed as a child that
-// runs worker.Run in HTTP-only mode, as `walkeeper worker` runs without Temporal) and sends it
+// runs worker.Run without a Temporal client: the data plane of `walkeeper worker`) and sends it
 // the worst request of each kind a client can send within the documented limits:
 //
 //   - memory: its peak RSS (VmHWM) under wide rows, big values and many connections, each

@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/internal/testkit/requestcount"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/store/objstore"
 )
@@ -49,7 +50,7 @@ func TestScanDemandKeepsTheMostIndebtedCandidates(t *testing.T) {
 	seal(t, old, "generic:aged", []string{"a"})
 
 	// The aged store's record says it was sealed two hours before "now".
-	counter := &objstore.RequestCounter{}
+	counter := &requestcount.Counter{}
 	b, err := objstore.OpenBucket(context.Background(), url)
 	require.NoError(t, err)
 	scanDB := store.OpenDBOnBucket(b.WithFaults(counter), store.DefaultOptions())

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/walkeeper/walkeeper/internal/testkit/requestcount"
 	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
@@ -258,7 +259,7 @@ func TestRequestCounterCounts(t *testing.T) {
 	ctx := context.Background()
 	b, err := objstore.OpenBucket(ctx, backends(t)["mem"])
 	require.NoError(t, err)
-	rc := &objstore.RequestCounter{}
+	rc := &requestcount.Counter{}
 	cb := b.WithFaults(rc)
 	require.NoError(t, cb.Put(ctx, "a/b", []byte("x")))
 	_, err = cb.Get(ctx, "a/b")
@@ -266,6 +267,6 @@ func TestRequestCounterCounts(t *testing.T) {
 	_, _, err = cb.ListPage(ctx, "a/", "", 10)
 	require.NoError(t, err)
 	c := rc.Counts()
-	require.Equal(t, objstore.RequestCounts{Get: 1, Put: 1, List: 1}, c)
+	require.Equal(t, requestcount.Counts{Get: 1, Put: 1, List: 1}, c)
 	require.EqualValues(t, 3, c.Total())
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/walkeeper/walkeeper/activities"
 	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/internal/testkit/requestcount"
 	"github.com/walkeeper/walkeeper/internal/testkit/testtemporal"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/store/objstore"
@@ -89,7 +90,7 @@ func TestSweepDrainsDebtInAFleetOf50kStores(t *testing.T) {
 	// One worker process runs the workflows and activities on the shared queue and serves
 	// the writers' shard queues (a dead writer's queue would otherwise fall back to the
 	// shared queue after 30 s per activity; the activities run are the same).
-	counter := &objstore.RequestCounter{}
+	counter := &requestcount.Counter{}
 	base, err := objstore.OpenBucket(ctx, url)
 	require.NoError(t, err)
 	opts := store.DefaultOptions()

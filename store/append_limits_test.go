@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/walkeeper/walkeeper/store/objstore"
 	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
 
@@ -223,4 +225,62 @@ func TestMemtableIsSealedAtMemtableBytes(t *testing.T) {
 	page, err := s.List(ctx, ListOptions{Limit: 1000})
 	require.NoError(t, err)
 	require.Len(t, page.Rows, total)
+}
+
+// While seals fail and WAL objects are still written, a writer keeps acknowledging rows it
+// cannot seal, and holds them in memory: appends are refused (ErrBudgetBusy) once its
+// memtables hold unsealedFactor × MemtableBytes, and accepted again once a seal succeeds.
+func TestUnsealedRowsAreBoundedWhileSealsFail(t *testing.T) {
+	ctx := context.Background()
+	const bound = 64 << 10
+	var failSeals atomic.Bool
+	db := openTestDB(t, fmt.Sprintf("mem://unsealed-%d", testURLSeq.Add(1)), "w", func(o *Options) { o.MemtableBytes = bound })
+	db.bucket = db.bucket.WithFaults(objstore.FaultFuncs{BeforeFunc: func(op, key string) error {
+		if failSeals.Load() && op == objstore.OpPut && strings.Contains(key, "/gen/") {
+			return errors.New("injected: generation writes refused")
+		}
+		return nil
+	}})
+	s := createGeneric(t, db, "unsealed", false)
+	pad := strings.Repeat("p", 500)
+	batch := func(a int) []Row {
+		var rows []Row
+		for i := range 20 {
+			k := fmt.Sprintf("k%03d-%02d", a, i)
+			rows = append(rows, Row{Key: k, Values: []any{k, int64(i), pad}})
+		}
+		return rows
+	}
+	failSeals.Store(true)
+	accepted, refused := 0, 0
+	for a := 0; a < 200 && refused == 0; a++ {
+		_, err := s.Append(ctx, batch(a))
+		switch {
+		case err == nil:
+			accepted++
+		case errors.Is(err, ErrBudgetBusy):
+			refused++
+		default:
+			t.Fatalf("append %d: %v", a, err)
+		}
+	}
+	require.Equal(t, 1, refused, "appends are refused before 200 batches of about 14 KiB pile up in memory")
+	w := s.residentWriter()
+	w.mu.Lock()
+	held := w.active.bytes
+	for _, mt := range w.frozen {
+		held += mt.bytes
+	}
+	w.mu.Unlock()
+	require.Less(t, held, int64(unsealedFactor+1)*bound, "held at most the bound plus one append")
+	t.Logf("%d appends accepted, %d bytes held unsealed when refused", accepted, held)
+
+	failSeals.Store(false)
+	_, err := s.Flush(ctx)
+	require.NoError(t, err)
+	_, err = s.Append(ctx, batch(1000))
+	require.NoError(t, err, "a seal that succeeds admits appends again")
+	page, err := s.List(ctx, ListOptions{Limit: 10000})
+	require.NoError(t, err)
+	require.Len(t, page.Rows, 20*(accepted+1), "every acknowledged row is readable")
 }

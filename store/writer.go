@@ -131,19 +131,31 @@ func (s *Store) submit(ctx context.Context, rows []Row, deleted bool) (AppendRes
 	}
 }
 
+// unsealedFactor bounds the rows a writer holds in memtables, active and frozen, to
+// unsealedFactor × MemtableBytes. Normally it holds at most a full memtable being sealed
+// and the next one, each up to MemtableBytes plus one append; more only while seals fail.
+const unsealedFactor = 4
+
 // admitWrite refuses a write (ErrTooManyPending) when the shard's pending generations, plus
 // the generations admitted seal-on-append writes may still add, are at PendingMax. The check
 // and the reservation are one step under mu, so concurrent writers cannot all pass a check
 // that only one of them fits: what a seal-on-append write may seal is reserved until it is
 // answered (release), by when its seal is counted in the manifest. Other stores' writes only
 // fill the memtable, whose seals stop at PendingMax (seal).
+//
+// It also refuses a write (ErrBudgetBusy) while the writer's memtables hold unsealedFactor ×
+// MemtableBytes, and starts a seal if none runs: a storage fault that refuses generations but
+// accepts WAL objects must not grow a worker's memory with every row it acknowledges.
 func (w *writer) admitWrite() (release func(), err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.admitUnsealedLocked(); err != nil {
+		return nil, err
+	}
 	limit := w.s.db.opts.PendingMax
 	if limit <= 0 {
 		return func() {}, nil
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
 	pending := len(w.manifest.Flushed) + w.sealSlots
 	if pending >= limit {
 		return nil, fmt.Errorf("%s: this process's shard %s has %d pending generations (limit %d); retry after merges catch up: %w",
@@ -161,6 +173,23 @@ func (w *writer) admitWrite() (release func(), err error) {
 			w.mu.Unlock()
 		})
 	}, nil
+}
+
+// admitUnsealedLocked is admitWrite's bound on the rows held unsealed.
+func (w *writer) admitUnsealedLocked() error {
+	held, limit := w.active.bytes, unsealedFactor*w.s.db.opts.MemtableBytes
+	for _, mt := range w.frozen {
+		held += mt.bytes
+	}
+	if held < limit {
+		return nil
+	}
+	if !w.sizeSealing {
+		w.sizeSealing = true
+		go w.sealFull()
+	}
+	return fmt.Errorf("%s: this process's shard %s holds %d bytes of rows its seals have not written yet (limit %d, %d × the memtable bound); retry after a seal succeeds: %w",
+		w.s.target, w.shard, held, limit, unsealedFactor, ErrBudgetBusy)
 }
 
 // writer owns this process's shard of one store: the WAL group committer, the memtables and

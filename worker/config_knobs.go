@@ -187,7 +187,7 @@ var knobs = func() []knob {
 		workerKnob("http-write-timeout", "bound on writing one HTTP answer, counted from the end of its request's headers; POST .../merge-wal?wait=true counts it from the end of its wait (0 = none)", durField(func(c *Config) *time.Duration { return &c.HTTPWriteTimeout })),
 		workerKnob("max-connections", "open HTTP connections at most; more wait to be accepted (0 = no cap)", intField(func(c *Config) *int { return &c.MaxConnections })),
 		workerKnob("max-append-rows", "rows one append may carry; more is 413 append_too_large (0 = no cap)", intField(func(c *Config) *int { return &c.MaxAppendRows })),
-		workerKnob("memtable-bytes", "an active memtable is sealed when its decoded rows reach this; an append whose decoded rows alone are more is 413 append_too_large; appends in flight share twice this", bytesField(func(c *Config) *int64 { return &c.MemtableBytes })),
+		workerKnob("memtable-bytes", "an active memtable is sealed when its decoded rows reach this; an append whose decoded rows alone are more is 413 append_too_large; appends in flight share twice this; a store whose memtables hold four times this, because its seals fail, refuses appends with 503 budget_busy", bytesField(func(c *Config) *int64 { return &c.MemtableBytes })),
 		workerKnob("group-commit-wait", "how long the WAL committer lingers for more appends (0 = batch what queued during the previous write)", durField(func(c *Config) *time.Duration { return &c.GroupCommitWait })),
 		workerKnob("group-commit-max-rows", "rows per WAL object at most", intField(func(c *Config) *int { return &c.GroupCommitMaxRows })),
 		workerKnob("cache-bytes", "decoded generations and base runs kept in memory for reads", bytesField(func(c *Config) *int64 { return &c.CacheBytes })),

@@ -8,6 +8,7 @@ import (
 // those are unbounded. Options.Metrics may be nil: nothing is then registered.
 type Metrics struct {
 	ReadPendingGenerations prometheus.Histogram
+	ReadShards             prometheus.Histogram
 	ReadsRefused           prometheus.Counter
 	ReadsRetried           prometheus.Counter
 	ReadsBudgetBusy        prometheus.Counter
@@ -37,6 +38,11 @@ func NewMetrics(reg prometheus.Registerer, budget *Budget) *Metrics {
 			Name:    "walkeeper_read_pending_generations",
 			Help:    "Pending generations per shard, sampled on every read.",
 			Buckets: []float64{0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192},
+		}),
+		ReadShards: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "walkeeper_read_shards",
+			Help:    "Shards (writer instance ids that ever wrote to the store) a read loads the manifest of, sampled on every read.",
+			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096},
 		}),
 		ReadsRefused: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "walkeeper_read_refused_total",
@@ -129,7 +135,7 @@ func NewMetrics(reg prometheus.Registerer, budget *Budget) *Metrics {
 		Help: "The process merge budget (0 = unlimited).",
 	}, func() float64 { return float64(budget.Limit()) })
 	if reg != nil {
-		reg.MustRegister(m.ReadPendingGenerations, m.ReadsRefused, m.ReadsRetried, m.ReadsBudgetBusy, m.ReadRunRowsDecoded, m.FlushTotal, m.MergeTotal,
+		reg.MustRegister(m.ReadPendingGenerations, m.ReadShards, m.ReadsRefused, m.ReadsRetried, m.ReadsBudgetBusy, m.ReadRunRowsDecoded, m.FlushTotal, m.MergeTotal,
 			m.MergePhaseSeconds, m.CommitLockSeconds, m.BudgetWaitSeconds, m.BudgetReservedBytes,
 			m.BudgetLimitBytes, m.GenerationsReclaimed, m.AppendRows, m.AppendSeconds, m.WALObjects,
 			m.CompactTotal, m.CorruptObjects, m.ResidentStores, m.ResidentEvictions, m.ForeignObjects)

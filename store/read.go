@@ -103,6 +103,9 @@ func (s *Store) snapshot(ctx context.Context, enforce bool) (*readSnapshot, erro
 				zap.String("shard", sh), zap.Int("pending", len(p)), zap.Int("warn_at", warn))
 		}
 	}
+	if enforce {
+		s.db.metrics.ReadShards.Observe(float64(len(shards)))
+	}
 	if limit := s.db.opts.PendingMax; enforce && limit > 0 && (worst > limit || total > limit) {
 		s.db.metrics.ReadsRefused.Inc()
 		return nil, fmt.Errorf("%s: shard %s has %d pending generations, %d in total, limit %d: %w",

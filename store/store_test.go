@@ -897,6 +897,27 @@ func TestReadsSamplePendingGenerationsPerShard(t *testing.T) {
 	require.EqualValues(t, 3, m.GetHistogram().GetSampleSum())
 }
 
+// Every read samples how many shards the store has: each costs the read a manifest load, and
+// a shard comes from every writer instance id that ever wrote to the store.
+func TestReadsSampleShards(t *testing.T) {
+	ctx := context.Background()
+	url := fmt.Sprintf("mem://shards-%d", testURLSeq.Add(1))
+	metrics := NewMetrics(prometheus.NewRegistry(), nil)
+	_, s := newGenericStore(t, url, "h", func(o *Options) { o.Metrics = metrics })
+	seal(t, s, row("a", 1))
+	for _, id := range []string{"w2", "w3"} {
+		seal(t, openGeneric(t, openTestDB(t, url, id), "h"), row(id, 1))
+	}
+	_, err := s.Get(ctx, "a")
+	require.NoError(t, err)
+	_, err = s.Stats(ctx)
+	require.NoError(t, err, "stats are not a read: they are not sampled")
+	var m dto.Metric
+	require.NoError(t, metrics.ReadShards.Write(&m))
+	require.EqualValues(t, 1, m.GetHistogram().GetSampleCount())
+	require.EqualValues(t, 3, m.GetHistogram().GetSampleSum())
+}
+
 // Truncated or garbled Parquet runs are typed corrupt-data errors, never panics.
 func TestGarbledRunIsCorrupt(t *testing.T) {
 	for _, damage := range []string{"truncated", "garbled"} {

@@ -48,10 +48,9 @@ type readSnapshot struct {
 	base    *manifest.Base
 	pending map[string][]manifest.Gen
 	shards  []string
-	// quarantined counts the shards' quarantined generations (reads skip them).
-	quarantined map[string]int
-	// epochs are the shards' writer epochs (Stats reports them).
-	epochs map[string]uint64
+	// manifests are the shards' manifests the snapshot was taken from (Stats reports their
+	// writer epochs and quarantined generations).
+	manifests map[string]*manifest.Shard
 }
 
 const readAttempts = 3
@@ -78,7 +77,7 @@ func (s *Store) snapshot(ctx context.Context, enforce bool) (*readSnapshot, erro
 	if err != nil {
 		return nil, err
 	}
-	snap := &readSnapshot{base: base, pending: map[string][]manifest.Gen{}, quarantined: map[string]int{}, epochs: map[string]uint64{}}
+	snap := &readSnapshot{base: base, pending: map[string][]manifest.Gen{}, manifests: map[string]*manifest.Shard{}}
 	total := 0
 	worst, worstShard := 0, ""
 	for i, sh := range shards {
@@ -86,8 +85,7 @@ func (s *Store) snapshot(ctx context.Context, enforce bool) (*readSnapshot, erro
 			continue
 		}
 		p := manifests[i].PendingAbove(base.Watermarks[sh])
-		snap.quarantined[sh] = len(manifests[i].Quarantined)
-		snap.epochs[sh] = manifests[i].WriterEpoch
+		snap.manifests[sh] = manifests[i]
 		snap.shards = append(snap.shards, sh)
 		snap.pending[sh] = p
 		total += len(p)
@@ -410,7 +408,8 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 		Quarantined: len(snap.base.Quarantined),
 	}
 	for _, sh := range snap.shards {
-		ss := ShardStats{Shard: sh, Watermark: snap.base.Watermarks[sh], WriterEpoch: snap.epochs[sh], Quarantined: snap.quarantined[sh]}
+		m := snap.manifests[sh]
+		ss := ShardStats{Shard: sh, Watermark: snap.base.Watermarks[sh], WriterEpoch: m.WriterEpoch, Quarantined: len(m.Quarantined)}
 		st.Quarantined += ss.Quarantined
 		for _, g := range snap.pending[sh] {
 			ss.PendingGenerations++

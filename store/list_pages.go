@@ -115,8 +115,11 @@ func (db *DB) ListTargets(ctx context.Context, kinds []Kind, after Target, limit
 func (db *DB) anyStore(ctx context.Context, kinds []Kind) (bool, error) {
 	for _, k := range kinds {
 		page, err := db.ListStores(ctx, k, "", 1)
-		if err != nil || len(page.Stores) > 0 {
-			return err == nil, err
+		if err != nil {
+			return false, err
+		}
+		if len(page.Stores) > 0 {
+			return true, nil
 		}
 	}
 	return false, nil

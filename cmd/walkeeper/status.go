@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/walkeeper/walkeeper/internal/cli"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -41,7 +42,7 @@ func newStatusCmd(g *globalOptions) *cobra.Command {
 		Long: `Without TARGET: a page of stores (from --storage) with their base version, runs, rows and
 pending generations, and of running MergeWal/CompactBase workflows (from Temporal): at most
 --limit of each, so that the command costs the same on a fleet of any size. When there are
-more stores, the last line is the command that prints the next page (--after).
+more stores, the last line gives the --after that prints the next page.
 
 With TARGET (<kind>:<name>): the store's base table and, per shard, pending generations,
 pending bytes and merged watermark; then the target's MergeWal and CompactBase workflows
@@ -195,7 +196,8 @@ func statusAll(ctx context.Context, out io.Writer, sv stuckView, db *store.DB, l
 			return err
 		}
 		if page.Next.Kind != "" {
-			fmt.Fprintf(out, "  more: walkeeper status --after %s --limit %d\n", page.Next, pg.limit)
+			// The same command line plus --after: it may name --storage and Temporal flags.
+			fmt.Fprintf(out, "  more: run again with --after %s for the next page\n", page.Next)
 		}
 		fmt.Fprintln(out)
 	} else {
@@ -274,26 +276,32 @@ func listRunning(ctx context.Context, c client.Client, limit int) ([]runningWork
 	return out, max(count.GetCount(), int64(len(out))), nil
 }
 
+// runningOfChunk is how many stores one visibility query of runningOf names: a query of a
+// whole page of 1,000 would carry 2,000 workflow IDs.
+const runningOfChunk = 100
+
 // runningOf returns the types of the running merges and compactions of stores, by target:
-// one visibility request by workflow ID.
+// visibility requests by workflow ID, one per runningOfChunk stores.
 func runningOf(ctx context.Context, c client.Client, stores []store.StoreInfo) (map[string][]string, error) {
 	if len(stores) == 0 {
 		return nil, nil
 	}
-	ids := make([]string, 0, 2*len(stores))
-	for _, info := range stores {
-		ids = append(ids, strconv.Quote(contract.MergeWalID(info.Target)), strconv.Quote(contract.CompactID(info.Target)))
-	}
-	query := fmt.Sprintf("ExecutionStatus='Running' AND WorkflowId IN (%s)", strings.Join(ids, ","))
-	// A workflow ID has at most one running run, so one page holds them all.
-	resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query, PageSize: int32(len(ids))})
-	if err != nil {
-		return nil, fmt.Errorf("list running workflows: %w", err)
-	}
 	out := make(map[string][]string, len(stores))
-	for _, e := range resp.GetExecutions() {
-		t := targetFromWorkflowID(e.GetExecution().GetWorkflowId())
-		out[t] = append(out[t], e.GetType().GetName())
+	for chunk := range slices.Chunk(stores, runningOfChunk) {
+		ids := make([]string, 0, 2*len(chunk))
+		for _, info := range chunk {
+			ids = append(ids, strconv.Quote(contract.MergeWalID(info.Target)), strconv.Quote(contract.CompactID(info.Target)))
+		}
+		query := fmt.Sprintf("ExecutionStatus='Running' AND WorkflowId IN (%s)", strings.Join(ids, ","))
+		// A workflow ID has at most one running run, so one page holds them all.
+		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query, PageSize: int32(len(ids))})
+		if err != nil {
+			return nil, fmt.Errorf("list running workflows: %w", err)
+		}
+		for _, e := range resp.GetExecutions() {
+			t := targetFromWorkflowID(e.GetExecution().GetWorkflowId())
+			out[t] = append(out[t], e.GetType().GetName())
+		}
 	}
 	for _, types := range out {
 		sort.Strings(types)

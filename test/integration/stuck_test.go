@@ -177,7 +177,7 @@ func TestStuckMergeIsNoticedAndReplaced(t *testing.T) {
 			// stuck run in its RUNNING column, and the running runs list it.
 			first := runStatus(t, bin, e, deadline, "--limit", "1")
 			second := runStatus(t, bin, e, deadline, "--limit", "1", "--after", "generic:idle")
-			for _, want := range []string{"Stores (1):", "generic:idle", "more: walkeeper status --after generic:idle --limit 1"} {
+			for _, want := range []string{"Stores (1):", "generic:idle", "more: run again with --after generic:idle for the next page"} {
 				if !strings.Contains(first, want) {
 					t.Fatalf("walkeeper status --limit 1 does not say %q:\n%s", want, first)
 				}

@@ -380,10 +380,10 @@ func (db *DB) Resident() []*Store {
 func (db *DB) Recover(ctx context.Context) (int, error) {
 	// Page through the registry: a worker's memory at start must not grow with the fleet.
 	// The requests still do (one WAL listing per store), which is why this runs once, in the
-	// background, at start, recoverParallel stores at a time: at 10 ms a listing, 1M stores
-	// take about 10 minutes instead of 3 hours.
+	// background, at start, listing recoverParallel stores at a time: at 10 ms a listing, 1M
+	// stores take about 10 minutes instead of 3 hours.
 	var (
-		mu                sync.Mutex
+		mu, replay        sync.Mutex
 		recovered, failed int
 		errs              []error
 	)
@@ -403,6 +403,10 @@ func (db *DB) Recover(ctx context.Context) (int, error) {
 		if len(positions) == 0 {
 			return
 		}
+		// Replays take turns: each holds a memtable of the store's WAL until its seal, and
+		// only the listings, not the replays, grow with the registry.
+		replay.Lock()
+		defer replay.Unlock()
 		s, err := db.Open(ctx, t)
 		if err != nil {
 			fail(err)
@@ -436,7 +440,7 @@ func (db *DB) Recover(ctx context.Context) (int, error) {
 	return recovered, errors.Join(errs...)
 }
 
-// recoverParallel is how many stores Recover lists (and replays) at once.
+// recoverParallel is how many stores Recover lists at once; it replays one at a time.
 const recoverParallel = 16
 
 // maxRecoverErrors bounds the errors Recover returns (the rest are counted).

@@ -16,6 +16,9 @@ import (
 // (an fsync on file://). Measured side by side in one run, 64 KiB and 64 MiB merges on
 // file:// and mem://, both through Commit and CommitRound. The bounds are loose (a shared
 // 2-core machine): the benchmark (walkeeper-bench commit-lock) reports the real figures.
+// They hold the median hold, not the maximum: one commit preempted or paused by the
+// collector on a loaded machine (a 1.9 ms outlier among microseconds under -race) is noise,
+// while a lock that covers the write holds it in every commit.
 func TestCommitLockHoldIsIndependentOfMergeSize(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes 64 MiB merges")
@@ -28,7 +31,7 @@ func TestCommitLockHoldIsIndependentOfMergeSize(t *testing.T) {
 	}{{"64KiB", 64 << 10, 12}, {"64MiB", 64 << 20, 3}}
 	payload := strings.Repeat("x", 4<<10)
 	for name, url := range backends(t) {
-		p99 := map[string]time.Duration{}
+		median := map[string]time.Duration{}
 		for _, sz := range sizes {
 			db := openTestDB(t, url, "w1", func(o *Options) { o.MergeMaxGenerations, o.MergeMaxBytes = 0, 0 })
 			s := createGeneric(t, db, "lock-"+sz.name, false)
@@ -53,13 +56,12 @@ func TestCommitLockHoldIsIndependentOfMergeSize(t *testing.T) {
 				holds = append(holds, res.LockHold)
 			}
 			slices.Sort(holds)
-			p99[sz.name] = holds[len(holds)-1] // with this few samples, p99 is the max
+			median[sz.name] = holds[len(holds)/2]
 			t.Logf("%s %s: lock hold p50 %v, max %v over %d commits", name, sz.name, holds[len(holds)/2], holds[len(holds)-1], len(holds))
 		}
-		small, big := p99["64KiB"], p99["64MiB"]
+		small, big := median["64KiB"], median["64MiB"]
 		require.Less(t, big, 20*time.Millisecond, "%s: a 64 MiB merge holds the lock for an in-memory swap only", name)
-		// Ratio 64 MiB / 64 KiB ≤ 1.5, with 1 ms of absolute slack for scheduler noise on
-		// holds of microseconds.
+		// Ratio 64 MiB / 64 KiB ≤ 1.5, with 1 ms of absolute slack for holds of microseconds.
 		require.LessOrEqual(t, big, small*3/2+time.Millisecond, "%s: hold grows with merge size (64 KiB %v, 64 MiB %v)", name, small, big)
 	}
 }

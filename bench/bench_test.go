@@ -115,38 +115,40 @@ func TestIncidentQuick(t *testing.T) {
 	}
 }
 
-// maxLockShare bounds the commit lock's p50 hold as a share of the p50 Commit call on mem://
-// (TestCommitLockQuick). Since the lock covers only the in-memory swap of the cached base
-// (publishBaseThenSwap), a quick run measures a hold of 0.2–0.4 µs in a 120–500 µs Commit
-// (share 0.002–0.003); with the manifest read and the encoding moved back under the lock
-// (scripts/mutations/commit-lock-covers-manifest-read.patch) 31–45 µs, share 0.14–0.28, which
-// the old bound of 0.2 caught at one size of three. 0.05 is 15× today's share and 3× under
-// the mutation's.
-const maxLockShare = 0.05
+// maxLockShare bounds the commit lock's p50 hold as a share of the p50 Commit call measured
+// in the same run (TestCommitLockQuick). The lock covers only the in-memory swap of the
+// cached base (publishBaseThenSwap): a quick run measures a hold of 0.1–0.4 µs in a
+// 120–500 µs Commit on mem:// (share ≤ 0.003) and of under 1 µs in a Commit of milliseconds
+// on file:// (share ≤ 0.0002). With the manifest read and the encoding moved back under the
+// lock (scripts/mutations/commit-lock-covers-manifest-read.patch) the mem:// share measured
+// 0.06–0.28; with the manifest write and fsync moved there
+// (commit-lock-covers-manifest-write.patch) mem:// does not show it (its write is a map
+// insert), but the file:// hold is the fsync, a share of 0.12–0.14 at 64 KiB and 1 MiB.
+// 0.02 is 7× today's worst share and 3× under the mutations' least.
+const maxLockShare = 0.02
 
 func TestCommitLockQuick(t *testing.T) {
 	res := runQuick(t, "commit-lock")
 	// The claim (docs/benchmarks/commit-lock.md): the lock covers only the in-memory swap of
-	// the cached latest base, so on mem:// it is a tiny part of the Commit call measured in
-	// the same run (the manifest read, the checks, the encoding, the conditional write of
-	// base version v+1, the drain of the shard manifest and the clean-up are outside it).
-	// Before the lock moved behind the publish it also covered the manifest read, the checks and the
-	// encoding, and before CommitRound the write. The share is a ratio measured in one run,
-	// so it stays on under -race.
-	for _, sz := range []string{"64KiB", "1MiB", "64MiB"} {
-		hold, commit := value(t, res, "mem_"+sz+"_p50_us"), value(t, res, "mem_"+sz+"_commit_p50_us")
-		t.Logf("mem %s: p50 lock hold %.1f µs, p50 Commit %.0f µs (share %.3f)", sz, hold, commit, hold/commit)
-		if share := hold / commit; share > maxLockShare {
-			t.Errorf("mem %s: p50 lock hold %.0f µs is %.0f%% of the p50 Commit (%.0f µs) > %.0f%%: the lock covers more than the swap",
-				sz, hold, 100*share, commit, 100*maxLockShare)
-		}
-		// Absolute medians only catch gross regressions (timing, relaxed under -race): the
-		// docs report 23–44 µs (mem) and one fsync, 3–5 ms (file).
-		if got := value(t, res, "mem_"+sz+"_p50_us"); got > 1000*raceSlowdown {
-			t.Errorf("mem %s: p50 lock hold %.0f µs > %.0f µs", sz, got, 1000*raceSlowdown)
-		}
-		if got := value(t, res, "file_"+sz+"_p50_us"); got > 100000*raceSlowdown {
-			t.Errorf("file %s: p50 lock hold %.0f µs > %.0f ms", sz, got, 100*raceSlowdown)
+	// the cached latest base, so it is a tiny part of the Commit call measured in the same
+	// run (the manifest read, the checks, the encoding, the conditional write of base version
+	// v+1, the drain of the shard manifest and the clean-up are outside it). Each backend
+	// catches a different regression: mem:// work done in memory under the lock, file:// a
+	// storage request under it. The share is a ratio measured in one run, so it stays on
+	// under -race.
+	for _, be := range []string{"mem", "file"} {
+		for _, sz := range []string{"64KiB", "1MiB", "64MiB"} {
+			hold, commit := value(t, res, be+"_"+sz+"_p50_us"), value(t, res, be+"_"+sz+"_commit_p50_us")
+			t.Logf("%s %s: p50 lock hold %.1f µs, p50 Commit %.0f µs (share %.4f)", be, sz, hold, commit, hold/commit)
+			if share := hold / commit; share > maxLockShare {
+				t.Errorf("%s %s: p50 lock hold %.0f µs is %.0f%% of the p50 Commit (%.0f µs) > %.0f%%: the lock covers more than the swap",
+					be, sz, hold, 100*share, commit, 100*maxLockShare)
+			}
+			// Absolute medians only catch gross regressions (timing, relaxed under -race):
+			// the docs report holds of a few µs on either backend.
+			if hold > 1000*raceSlowdown {
+				t.Errorf("%s %s: p50 lock hold %.0f µs > %.0f µs", be, sz, hold, 1000*raceSlowdown)
+			}
 		}
 	}
 	// The hold must not grow with the merge: docs report a 64 MiB / 64 KiB p50 ratio of 0.52.

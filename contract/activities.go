@@ -25,7 +25,7 @@ type ListPendingShardsResult struct {
 	Shards []ShardPending `json:"shards"`
 }
 
-// PrepareParams asks for one merge preparation of one shard (docs/DESIGN.md §3 step 1).
+// PrepareParams asks for one merge preparation of one shard (docs/FORMAT.md §5 step 1).
 type PrepareParams struct {
 	Target string `json:"target"`
 	Shard  string `json:"shard"`

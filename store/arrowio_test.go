@@ -18,7 +18,7 @@ import (
 	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
 
-// TestParquetEncodingsPerColumn: a run is written with the encodings docs/FORMAT.md §2
+// TestParquetEncodingsPerColumn: a run is written with the encodings docs/FORMAT.md §1
 // lists (PLAIN, and a dictionary for the shard column of a run of many shards only), in
 // data pages of about parquetPageSize, and reads back to the same rows, returning every
 // buffer the reader took.

@@ -39,7 +39,7 @@ import (
 // WALKEEPER_FUZZ_SLOW_DIR=<dir> keeps inputs slower than 3 s with their goroutine stacks.
 //
 // Seeds live in testdata/fuzz/<Name>/ (valid objects of the fuzz schema, truncations, bare
-// magic numbers, inputs the runs found, the fixed crashers of finding 9); docs/RELIABILITY.md
+// magic numbers, inputs the runs found, the fixed crashers of finding 9); docs/benchmarks/reliability-runs.md
 // records the runs. Crashers not fixed yet are kept outside the corpus, in
 // test/reliability/testdata/crashers/.
 

@@ -17,7 +17,7 @@ import (
 //
 //	go test -run '^$' -fuzz '^FuzzBaseManifest$' -fuzztime 1m ./store/
 //
-// Seeds live in testdata/fuzz/<Name>/; docs/RELIABILITY.md records the runs.
+// Seeds live in testdata/fuzz/<Name>/; docs/benchmarks/reliability-runs.md records the runs.
 
 var fuzzSeq atomic.Int64
 

@@ -137,7 +137,7 @@ func (t Target) Path() string {
 }
 
 // MarshalText encodes t as "<kind>:<name>" (the zero Target as ""), so a Target in a JSON
-// document reads "generic:gs" as docs/DESIGN.md §5 shows.
+// document reads "generic:gs" as docs/API.md shows.
 func (t Target) MarshalText() ([]byte, error) {
 	return []byte(t.String()), nil
 }

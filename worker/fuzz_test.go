@@ -27,7 +27,7 @@ import (
 //
 //	go test -run '^$' -fuzz '^FuzzHTTPAppendRows$' -fuzztime 1m ./worker/
 //
-// Seeds live in testdata/fuzz/<Name>/; docs/RELIABILITY.md records the runs.
+// Seeds live in testdata/fuzz/<Name>/; docs/benchmarks/reliability-runs.md records the runs.
 
 var fuzzSeq atomic.Int64
 

@@ -93,7 +93,7 @@ func TestSchemaEqual(t *testing.T) {
 }
 
 func TestSchemaJSON(t *testing.T) {
-	// The generic create body of docs/DESIGN.md §5.
+	// The generic create body of docs/API.md.
 	body := `{"fields":[{"name":"id","type":"string"},{"name":"n","type":"int64","nullable":true}]}`
 	var s Schema
 	if err := json.Unmarshal([]byte(body), &s); err != nil {

@@ -453,7 +453,7 @@ func (a api) allRows(kind, name string) []map[string]any {
 	}
 }
 
-// httpStats is the stats answer (docs/DESIGN.md §5).
+// httpStats is the stats answer (docs/API.md).
 type httpStats struct {
 	Target      string `json:"target"`
 	BaseVersion uint64 `json:"base_version"`

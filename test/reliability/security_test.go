@@ -222,7 +222,7 @@ func TestSecurityHostileNamesNeverEscapeTheRoot(t *testing.T) {
 	t.Logf("%d hostile requests, no escape, %d stores", sent, len(stores))
 }
 
-// TestSecurityTokenGuardsEveryRoute: with a token configured, every route of docs/DESIGN.md §5 (and
+// TestSecurityTokenGuardsEveryRoute: with a token configured, every route of docs/API.md (and
 // unknown ones) answers 401 without it or with a wrong one — before routing, so nothing is
 // created, appended, flushed or merged — and the 401 body never echoes the token.
 func TestSecurityTokenGuardsEveryRoute(t *testing.T) {

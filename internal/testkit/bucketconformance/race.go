@@ -19,7 +19,7 @@ import (
 	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
-// PutIfAbsent is the base-table commit primitive (docs/DESIGN.md §2): a new manifest version is
+// PutIfAbsent is the base-table commit primitive (docs/FORMAT.md §3): a new manifest version is
 // published by creating its object only if absent. The race checks prove, rather than
 // assume, that exactly one of many racing writers wins each key and that the stored bytes
 // are the winner's.

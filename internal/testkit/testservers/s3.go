@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/walkeeper/walkeeper/internal/proc"
+	"github.com/walkeeper/walkeeper/internal/testkit/s3test"
 )
 
 // S3 credentials shared by MinIO (root user) and versitygw (root account), so one set of
@@ -108,14 +109,9 @@ func s3Ready(s *Server) error {
 		if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
 			return "", err
 		}
-		return S3URL(name, s.Endpoint), nil
+		return s3test.BucketURL(s.Endpoint, name), nil
 	}
 	return nil
-}
-
-// S3URL is the storage URL of bucket on an S3-compatible endpoint (path-style addressing).
-func S3URL(bucket, endpoint string) string {
-	return "s3://" + bucket + "?endpoint=" + endpoint + "&region=" + S3Region + "&use_path_style=true"
 }
 
 func httpOK(url string) error {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strings"
@@ -96,19 +97,9 @@ func StartCluster(t testing.TB, o Options) (*temporalcluster.Cluster, client.Cli
 	if err != nil {
 		t.Fatal(err)
 	}
-	co := temporalcluster.Options{
-		Dir:        dir,
-		Namespaces: append([]string{o.Namespace}, o.ExtraNamespaces...),
-		Progress:   progressWriter{t},
-		// DynamicConfig overrides deploy/temporal/dynamicconfig.yaml's keys.
-		DynamicConfig: o.DynamicConfig,
-	}
-	if !o.NoSearchAttributes {
-		co.SearchAttributes = contract.SearchAttributes
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	cl, err := temporalcluster.Start(ctx, co)
+	cl, err := temporalcluster.Start(ctx, clusterOptions(o, dir, progressWriter{t}))
 	if errors.Is(err, cachebin.ErrNotInstalled) {
 		_ = os.RemoveAll(dir)
 		cachebin.Missing(t, err)
@@ -127,6 +118,17 @@ func StartCluster(t testing.TB, o Options) (*temporalcluster.Cluster, client.Cli
 		}
 	})
 	return cl, dial(t, temporaladmin.Config{HostPort: cl.HostPort(), Namespace: o.Namespace}, o.Verbose)
+}
+
+// clusterOptions are the temporalcluster options of a test server for o, its files in dir.
+// DynamicConfig overrides deploy/temporal/dynamicconfig.yaml's keys.
+func clusterOptions(o Options, dir string, progress io.Writer) temporalcluster.Options {
+	co := temporalcluster.Options{Dir: dir, Namespaces: append([]string{o.Namespace}, o.ExtraNamespaces...),
+		Progress: progress, DynamicConfig: o.DynamicConfig}
+	if !o.NoSearchAttributes {
+		co.SearchAttributes = contract.SearchAttributes
+	}
+	return co
 }
 
 // StartSelected is Start with options: the server EnvServer/EnvHostPort select (an

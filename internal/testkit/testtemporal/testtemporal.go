@@ -69,20 +69,8 @@ func StartWithOptions(t testing.TB, o Options) (*devserver.Server, client.Client
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	opts := devserver.Options{
-		Install:            true,
-		DataDir:            dir,
-		ScratchDB:          true,
-		Headless:           true,
-		Namespace:          o.Namespace,
-		ExtraNamespaces:    o.ExtraNamespaces,
-		NoSearchAttributes: o.NoSearchAttributes,
-		LogLevel:           "error",
-		Progress:           progressWriter{t},
-	}
-	for _, k := range slices.Sorted(maps.Keys(o.DynamicConfig)) {
-		opts.DynamicConfig = append(opts.DynamicConfig, fmt.Sprintf("%s=%v", k, o.DynamicConfig[k]))
-	}
+	opts := devOptions(o, dir)
+	opts.Progress = progressWriter{t}
 	if o.Verbose {
 		opts.Output = progressWriter{t}
 	} else {
@@ -104,6 +92,16 @@ func StartWithOptions(t testing.TB, o Options) (*devserver.Server, client.Client
 		}
 	})
 	return srv, dial(t, temporaladmin.Config{HostPort: srv.HostPort(), Namespace: o.Namespace}, o.Verbose)
+}
+
+// devOptions are the dev-server options of a test server for o, its database in dir.
+func devOptions(o Options, dir string) devserver.Options {
+	opts := devserver.Options{Install: true, DataDir: dir, ScratchDB: true, Headless: true, LogLevel: "error",
+		Namespace: o.Namespace, ExtraNamespaces: o.ExtraNamespaces, NoSearchAttributes: o.NoSearchAttributes}
+	for _, k := range slices.Sorted(maps.Keys(o.DynamicConfig)) {
+		opts.DynamicConfig = append(opts.DynamicConfig, fmt.Sprintf("%s=%v", k, o.DynamicConfig[k]))
+	}
+	return opts
 }
 
 type progressWriter struct{ t testing.TB }

@@ -117,7 +117,7 @@ func StartCluster(t testing.TB, o Options) (*temporalcluster.Cluster, client.Cli
 			_ = os.RemoveAll(dir)
 		}
 	})
-	return cl, dial(t, temporaladmin.Config{HostPort: cl.HostPort(), Namespace: o.Namespace}, o.Verbose)
+	return cl, dial(t, temporaladmin.Config{HostPort: cl.HostPort(), Namespace: o.Namespace})
 }
 
 // clusterOptions are the temporalcluster options of a test server for o, its files in dir.
@@ -146,7 +146,7 @@ func StartSelected(t testing.TB, o Options) (hostPort string, c client.Client) {
 	case ModeExternal:
 		cfg, _ := ExternalConfig()
 		cfg.Namespace = cmp.Or(cfg.Namespace, o.Namespace, defaultNamespace)
-		c := dial(t, cfg, o.Verbose)
+		c := dial(t, cfg)
 		attrs := contract.SearchAttributes
 		if o.NoSearchAttributes {
 			attrs = nil
@@ -164,7 +164,7 @@ func StartSelected(t testing.TB, o Options) (hostPort string, c client.Client) {
 	return srv.HostPort(), c
 }
 
-func dial(t testing.TB, cfg temporaladmin.Config, verbose bool) client.Client {
+func dial(t testing.TB, cfg temporaladmin.Config) client.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -172,12 +172,8 @@ func dial(t testing.TB, cfg temporaladmin.Config, verbose bool) client.Client {
 	if err != nil {
 		t.Fatalf("testtemporal: %s (%s*): %v", EnvHostPort, EnvTLS, err)
 	}
-	// The SDK's own logs go to the test log (warnings and errors only unless verbose).
-	level := slog.LevelWarn
-	if verbose {
-		level = slog.LevelDebug
-	}
-	opts.Logger = sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(progressWriter{t}, &slog.HandlerOptions{Level: level})))
+	// The SDK's warnings and errors go to the test log.
+	opts.Logger = sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(progressWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	c, err := client.DialContext(ctx, opts)
 	if err != nil {
 		t.Fatalf("testtemporal: dial %s: %v", cfg.HostPort, err)

@@ -71,7 +71,7 @@ func StartRestartable(t testing.TB, o Options) (Restartable, client.Client) {
 			}
 		}
 	})
-	return d, dial(t, temporaladmin.Config{HostPort: d.HostPort(), Namespace: o.Namespace}, o.Verbose)
+	return d, dial(t, temporaladmin.Config{HostPort: d.HostPort(), Namespace: o.Namespace})
 }
 
 type clusterServer struct{ cl *temporalcluster.Cluster }

@@ -11,8 +11,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -35,8 +33,6 @@ type Options struct {
 	Namespace string
 	// ExtraNamespaces are created too (the client is not bound to them).
 	ExtraNamespaces []string
-	// Verbose sends server output and SDK logs to the test log.
-	Verbose bool
 	// DynamicConfig sets server settings over walkeeper's tuning (devserver.TunedDynamicConfig,
 	// deploy/temporal/dynamicconfig.yaml), e.g. {"matching.enableFairness": false}.
 	DynamicConfig map[string]any
@@ -68,20 +64,8 @@ func StartWithOptions(t testing.TB, o Options) (*devserver.Server, client.Client
 	// The CLI build (first run only) can take minutes; the start itself seconds.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	dir := t.TempDir()
-	opts := devOptions(o, dir)
+	opts := devOptions(o, t.TempDir()) // the server log, temporal.log, is kept beside the database
 	opts.Progress = progressWriter{t}
-	if o.Verbose {
-		opts.Output = progressWriter{t}
-	} else {
-		// Keep the server log beside the database so a failure can be investigated.
-		f, err := os.Create(filepath.Join(dir, "temporal.log"))
-		if err != nil {
-			t.Fatalf("testtemporal: %v", err)
-		}
-		t.Cleanup(func() { _ = f.Close() })
-		opts.Output = f
-	}
 	srv, err := devserver.Start(ctx, opts)
 	if err != nil {
 		t.Fatalf("testtemporal: start dev server: %v", err)
@@ -91,7 +75,7 @@ func StartWithOptions(t testing.TB, o Options) (*devserver.Server, client.Client
 			t.Errorf("testtemporal: stop dev server: %v", err)
 		}
 	})
-	return srv, dial(t, temporaladmin.Config{HostPort: srv.HostPort(), Namespace: o.Namespace}, o.Verbose)
+	return srv, dial(t, temporaladmin.Config{HostPort: srv.HostPort(), Namespace: o.Namespace})
 }
 
 // devOptions are the dev-server options of a test server for o, its database in dir.

@@ -69,23 +69,24 @@ func (a *apiServer) listStores(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	page, err := listStoresPage(r.Context(), a.db, kinds, after, limit)
+	// One page of the registry: kinds in order, each in key order, after `after`; streamed,
+	// ending early (with next) before the answer exceeds --page-bytes.
+	page, err := a.db.ListTargets(r.Context(), kinds, after, limit)
 	if err != nil {
 		return err
 	}
-	// Streamed, ending early (with next) before the answer exceeds --page-bytes.
 	pw := newPageWriter(w, "stores", true, a.cfg.PageBytes)
 	for i, in := range page.Stores {
-		ok, err := pw.add(in, in.Target)
+		ok, err := pw.add(storeInfo{Target: in.Target.String(), StoreInfo: in}, in.Target.String())
 		if err != nil && !pw.started() {
 			return err
 		}
 		if err != nil || !ok {
-			_ = pw.end(page.Stores[i-1].Target)
+			_ = pw.end(page.Stores[i-1].Target.String())
 			return nil
 		}
 	}
-	_ = pw.end(page.Next)
+	_ = pw.end(page.Next.String()) // "" on the last page
 	return nil
 }
 

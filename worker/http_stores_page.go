@@ -1,7 +1,6 @@
 package worker
 
 import (
-	"context"
 	"net/http"
 	"slices"
 	"strconv"
@@ -16,13 +15,6 @@ const (
 	defaultStoresLimit = 500
 	maxStoresLimit     = store.MaxListPage
 )
-
-// storesPage is the body of GET /api/v1/stores.
-type storesPage struct {
-	Stores []storeInfo `json:"stores"`
-	// Next is the "<kind>:<name>" to pass as ?after= for the next page; absent on the last.
-	Next string `json:"next,omitempty"`
-}
 
 // storesQuery parses ?kind=&limit=&after=. after is a target "<kind>:<name>" (the next of
 // the previous page); with ?kind= it may also be a bare name.
@@ -59,21 +51,4 @@ func storesQuery(r *http.Request) (kinds []store.Kind, after store.Target, limit
 		after = t
 	}
 	return kinds, after, limit, nil
-}
-
-// listStoresPage answers one page: kinds in order, each in registry key order, starting
-// after `after` (store.DB.ListTargets).
-func listStoresPage(ctx context.Context, db *store.DB, kinds []store.Kind, after store.Target, limit int) (storesPage, error) {
-	page, err := db.ListTargets(ctx, kinds, after, limit)
-	if err != nil {
-		return storesPage{}, err
-	}
-	out := storesPage{Stores: make([]storeInfo, 0, len(page.Stores))}
-	for _, in := range page.Stores {
-		out.Stores = append(out.Stores, storeInfo{Target: in.Target.String(), StoreInfo: in})
-	}
-	if page.Next.Kind != "" {
-		out.Next = page.Next.String()
-	}
-	return out, nil
 }

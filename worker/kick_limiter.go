@@ -41,10 +41,3 @@ func (k *kickLimiter) allow(key string, now time.Time) bool {
 	}
 	return true
 }
-
-// size is the number of keys remembered.
-func (k *kickLimiter) size() int {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return len(k.last)
-}

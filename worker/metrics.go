@@ -100,31 +100,29 @@ func NewMetrics(budget *store.Budget) *Metrics {
 			Help:    "Activity execution time on this worker by activity.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 11),
 		}, []string{"activity"}),
+		// The series appears only once a run succeeded on this worker, so a restarted worker
+		// does not report "never" as 1970; the alerts take the max over workers.
+		maintenance: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "walkeeper", Subsystem: "maintenance", Name: "last_success_timestamp_seconds",
+			Help: "Unix time of the last successful fleet-wide maintenance run (sweep, reconcile) recorded by this worker.",
+		}, []string{"workflow"}),
+		temporalFairness: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "walkeeper", Subsystem: "temporal", Name: "fairness",
+			Help: "1 when the Temporal server dispatches task queues by fairness key (probed at start), 0 when in arrival order, -1 when not known (probe off, pending or inconclusive).",
+		}),
+		taskQueuePartitions: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "walkeeper", Subsystem: "temporal", Name: "task_queue_partitions",
+			Help: "Read partitions of the task queues this worker polls (the larger of the workflow and activity counts, asked at start; -1 when not known). Fairness holds within a partition: more than 1 lets a light kind's merge wait behind another kind's backlog.",
+		}, []string{"queue"}),
 	}
 	reg.MustRegister(m.httpRequests, m.httpSeconds, m.httpUnauthenticated, m.triggerStarts, m.flusherFlush,
-		m.flusherTimeouts, m.flusherSkipped, m.flusherStores, m.activities, m.activitySeconds)
-	// The series appears only once a run succeeded on this worker, so a restarted worker
-	// does not report "never" as 1970; the alerts take the max over workers.
-	m.maintenance = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: "walkeeper", Subsystem: "maintenance", Name: "last_success_timestamp_seconds",
-		Help: "Unix time of the last successful fleet-wide maintenance run (sweep, reconcile) recorded by this worker.",
-	}, []string{"workflow"})
-	reg.MustRegister(m.maintenance)
+		m.flusherTimeouts, m.flusherSkipped, m.flusherStores, m.activities, m.activitySeconds,
+		m.maintenance, m.temporalFairness, m.taskQueuePartitions)
 	m.stuck = newStuckMetrics(reg)
-	m.temporalFairness = prometheus.NewGauge(prometheus.GaugeOpts{
-		Namespace: "walkeeper", Subsystem: "temporal", Name: "fairness",
-		Help: "1 when the Temporal server dispatches task queues by fairness key (probed at start), 0 when in arrival order, -1 when not known (probe off, pending or inconclusive).",
-	})
 	m.temporalFairness.Set(fairnessUnknown)
-	reg.MustRegister(m.temporalFairness)
-	m.taskQueuePartitions = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: "walkeeper", Subsystem: "temporal", Name: "task_queue_partitions",
-		Help: "Read partitions of the task queues this worker polls (the larger of the workflow and activity counts, asked at start; -1 when not known). Fairness holds within a partition: more than 1 lets a light kind's merge wait behind another kind's backlog.",
-	}, []string{"queue"})
 	for _, q := range []string{queueShared, queueShard} {
 		m.taskQueuePartitions.WithLabelValues(q).Set(partitionsUnknown)
 	}
-	reg.MustRegister(m.taskQueuePartitions)
 	for _, k := range store.Kinds {
 		m.flusherTimeouts.WithLabelValues(string(k))
 		m.flusherSkipped.WithLabelValues(string(k))
@@ -151,6 +149,13 @@ func (m *Metrics) ActivityDone(activity string, kind store.Kind, outcome string,
 	}
 	m.activities.WithLabelValues(activity, k, outcome).Inc()
 	m.activitySeconds.WithLabelValues(activity).Observe(d.Seconds())
+}
+
+// MaintenanceSucceeded implements activities.MaintenanceMetrics.
+func (m *Metrics) MaintenanceSucceeded(workflow string, at time.Time) {
+	if m != nil {
+		m.maintenance.WithLabelValues(workflow).Set(float64(at.UnixNano()) / 1e9)
+	}
 }
 
 func (m *Metrics) trigger(trigger string, err error) {

@@ -312,3 +312,10 @@ func TestResidentKnobsReachTheStore(t *testing.T) {
 		t.Fatalf("Validate = %v", err)
 	}
 }
+
+// size is the number of keys remembered.
+func (k *kickLimiter) size() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return len(k.last)
+}

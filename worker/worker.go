@@ -93,16 +93,6 @@ func (w *Worker) HTTPAddr() string {
 	return w.ln.Addr().String()
 }
 
-// Handler is the HTTP data plane (nil before Start); tests may serve it with httptest.
-func (w *Worker) Handler() http.Handler {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.api == nil {
-		return nil
-	}
-	return w.api
-}
-
 // Start opens the store, listens, registers and starts the Temporal workers and the flush
 // flusher. On error everything already started is stopped again.
 func (w *Worker) Start(ctx context.Context) (err error) {

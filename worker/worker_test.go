@@ -318,3 +318,13 @@ func TestWorkerStopDoesNotWaitForMergeWaiters(t *testing.T) {
 		t.Fatalf("shutting_down answer lacks the workflow id: %s", r.body)
 	}
 }
+
+// Handler is the HTTP data plane (nil before Start), for tests that serve it with httptest.
+func (w *Worker) Handler() http.Handler {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.api == nil {
+		return nil
+	}
+	return w.api
+}

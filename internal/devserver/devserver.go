@@ -331,9 +331,6 @@ func (s *Server) Stop() error {
 	return s.stopErr
 }
 
-// Done is closed when the server process has exited.
-func (s *Server) Done() <-chan struct{} { return s.p.Exited() }
-
 var errCLINotFound = errors.New("temporal CLI not found")
 
 // FindCLI locates a Temporal CLI binary: explicit (a flag), then $WALKEEPER_TEMPORAL_CLI,

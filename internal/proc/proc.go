@@ -22,7 +22,6 @@ type Spec struct {
 	Path string
 	Args []string
 	Env  []string // appended to os.Environ()
-	Dir  string   // working directory; "" = inherit
 	Log  string   // file that receives stdout and stderr (appended, so restarts keep history)
 	// Output receives stdout and stderr instead when Log is "" (nil: discarded).
 	Output io.Writer
@@ -55,7 +54,6 @@ func Start(spec Spec) (*Proc, error) {
 	}
 	cmd := exec.Command(spec.Path, spec.Args...)
 	cmd.Env = append(os.Environ(), spec.Env...)
-	cmd.Dir = spec.Dir
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: spec.Credential}
 	if spec.ParentDeath {

@@ -47,10 +47,7 @@ const (
 type Options struct {
 	// Addr is the listen address; "" = 127.0.0.1:0.
 	Addr string
-	// Backend stores the objects; nil = BoltPath's backend if set, else a new in-memory
-	// backend (s3mem).
-	Backend gofakes3.Backend
-	// BoltPath, when set and Backend is nil, keeps the objects in a bbolt database file
+	// BoltPath, when set, keeps the objects in a bbolt database file instead of in memory
 	// (gofakes3's s3bolt backend: every write is one bolt transaction, so it survives
 	// restarts and readers see whole objects).
 	BoltPath string
@@ -91,18 +88,14 @@ func NewHandler(backend gofakes3.Backend) http.Handler {
 
 // New starts a server. Close it when done.
 func New(opts Options) (*Server, error) {
-	backend := opts.Backend
+	var backend gofakes3.Backend = s3mem.New()
 	var closeBackend func() error
-	switch {
-	case backend != nil:
-	case opts.BoltPath != "":
+	if opts.BoltPath != "" {
 		db, err := bolt.Open(opts.BoltPath, 0o600, &bolt.Options{Timeout: 5 * time.Second, NoSync: opts.BoltNoSync})
 		if err != nil {
 			return nil, fmt.Errorf("open bolt database %s: %w", opts.BoltPath, err)
 		}
 		backend, closeBackend = newBoltBackend(db), db.Close
-	default:
-		backend = s3mem.New()
 	}
 	fail := func(err error) (*Server, error) {
 		if closeBackend != nil {

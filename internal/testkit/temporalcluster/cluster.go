@@ -9,7 +9,6 @@
 package temporalcluster
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -54,19 +53,13 @@ const DefaultHistoryShards = 4
 type Options struct {
 	// Dir receives the server's config, its log and PostgreSQL's log. Required.
 	Dir string
-	// HistoryShards; 0 = DefaultHistoryShards. Fixed for the life of the database.
-	HistoryShards int
 	// Namespaces registered at start (retention one day); empty = just "default".
 	Namespaces []string
 	// SearchAttributes are registered in every namespace of Namespaces.
 	SearchAttributes map[string]enumspb.IndexedValueType
-	// DynamicConfigBase is a dynamic-config file to start from; "" =
-	// DefaultDynamicConfigBase, so the test cluster and compose run one configuration.
-	DynamicConfigBase string
-	// DynamicConfig adds or overrides keys (unconstrained values).
+	// DynamicConfig adds or overrides keys (unconstrained values) of DefaultDynamicConfigBase,
+	// so the test cluster and compose run one configuration.
 	DynamicConfig map[string]any
-	// LogLevel of the server; "" = "warn".
-	LogLevel string
 	// Progress receives one line per start phase; nil = discard.
 	Progress io.Writer
 	// MetricsPort serves the server's Prometheus metrics on 127.0.0.1; 0 = none.
@@ -94,11 +87,9 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 	if o.Dir == "" {
 		return nil, errors.New("temporalcluster: Options.Dir is required")
 	}
-	o.HistoryShards = cmp.Or(o.HistoryShards, DefaultHistoryShards)
 	if len(o.Namespaces) == 0 {
 		o.Namespaces = []string{"default"}
 	}
-	o.LogLevel = cmp.Or(o.LogLevel, "warn")
 	progress := o.Progress
 	if progress == nil {
 		progress = io.Discard
@@ -119,10 +110,9 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if o.DynamicConfigBase == "" {
-		if o.DynamicConfigBase, err = DefaultDynamicConfigBase(); err != nil {
-			return nil, err
-		}
+	dcBase, err := DefaultDynamicConfigBase()
+	if err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(filepath.Join(o.Dir, "config"), 0o755); err != nil {
 		return nil, err
@@ -151,14 +141,14 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 	fmt.Fprintf(progress, "temporalcluster: schemas applied (%s)\n", time.Since(start).Round(time.Millisecond))
 
 	dcPath := filepath.Join(o.Dir, "config", "dynamicconfig.yaml")
-	if err := writeDynamicConfig(dcPath, o.DynamicConfigBase, o.DynamicConfig); err != nil {
+	if err := writeDynamicConfig(dcPath, dcBase, o.DynamicConfig); err != nil {
 		return nil, err
 	}
 	if c.ports, err = newPorts(); err != nil {
 		return nil, err
 	}
 	c.hostPort = proc.Addr(c.ports.Frontend)
-	cfg, err := serverConfig(c.ports, c.pg.Port(), o.HistoryShards, dcPath, o.LogLevel, o.MetricsPort)
+	cfg, err := serverConfig(c.ports, c.pg.Port(), dcPath, o.MetricsPort)
 	if err != nil {
 		return nil, err
 	}
@@ -191,9 +181,6 @@ func (c *Cluster) HostPort() string { return c.hostPort }
 
 // Postgres is the cluster's database server.
 func (c *Cluster) Postgres() *Postgres { return c.pg }
-
-// HistoryShards is the cluster's shard count.
-func (c *Cluster) HistoryShards() int { return c.opts.HistoryShards }
 
 // ServerPID is the Temporal server process's id (0 when it is not running). PostgreSQL's
 // processes are separate (Postgres).

@@ -36,10 +36,10 @@ func newPorts() (ports, error) {
 
 // serverConfig renders the static config of a single-binary server on PostgreSQL: the
 // postgres12 plugin for persistence and for SQL visibility (custom search attributes are
-// pre-allocated columns there; see docs/TEMPORAL.md), numHistoryShards shards, and the
+// pre-allocated columns there; see docs/TEMPORAL.md), DefaultHistoryShards shards, and the
 // dynamic config at dynamicConfigPath (it must be absolute: the server resolves a relative
 // path against its root, not the working directory).
-func serverConfig(p ports, pgPort, numHistoryShards int, dynamicConfigPath, logLevel string, metricsPort int) ([]byte, error) {
+func serverConfig(p ports, pgPort int, dynamicConfigPath string, metricsPort int) ([]byte, error) {
 	if !filepath.IsAbs(dynamicConfigPath) {
 		return nil, fmt.Errorf("dynamic config path %q must be absolute", dynamicConfigPath)
 	}
@@ -62,11 +62,11 @@ func serverConfig(p ports, pgPort, numHistoryShards int, dynamicConfigPath, logL
 	frontend := svc(p.Frontend, p.FrontendMembership)
 	frontend["rpc"].(map[string]any)["httpPort"] = p.FrontendHTTP
 	cfg := map[string]any{
-		"log": map[string]any{"stdout": true, "level": logLevel},
+		"log": map[string]any{"stdout": true, "level": "warn"},
 		"persistence": map[string]any{
 			"defaultStore":     "postgres-default",
 			"visibilityStore":  "postgres-visibility",
-			"numHistoryShards": numHistoryShards,
+			"numHistoryShards": DefaultHistoryShards,
 			"datastores": map[string]any{
 				"postgres-default":    sqlStore(DatabaseTemporal, 20),
 				"postgres-visibility": sqlStore(DatabaseVisibility, 10),

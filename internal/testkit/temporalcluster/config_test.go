@@ -17,10 +17,10 @@ func TestServerConfigIsTheProductionShape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := serverConfig(p, 5432, 4, "relative/dc.yaml", "warn", 0); err == nil {
+	if _, err := serverConfig(p, 5432, "relative/dc.yaml", 0); err == nil {
 		t.Fatal("a relative dynamic config path was accepted; the server would resolve it against --root")
 	}
-	raw, err := serverConfig(p, 5432, DefaultHistoryShards, "/abs/dc.yaml", "warn", 0)
+	raw, err := serverConfig(p, 5432, "/abs/dc.yaml", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,27 +14,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/walkeeper/walkeeper/internal/proc"
+	"github.com/walkeeper/walkeeper/internal/testkit/s3test"
 )
 
-// S3 credentials shared by MinIO (root user) and versitygw (root account), so one set of
-// AWS_* variables serves both. MinIO wants a secret of at least 8 characters.
-const (
-	S3AccessKey = "walkeeper"
-	S3SecretKey = "walkeeper-secret"
-	S3Region    = "us-east-1"
-)
-
-func s3Env() []string {
-	return []string{
-		"AWS_ACCESS_KEY_ID=" + S3AccessKey,
-		"AWS_SECRET_ACCESS_KEY=" + S3SecretKey,
-		"AWS_REGION=" + S3Region,
-		// No metadata endpoint here: fail at once instead of after its timeouts.
-		"AWS_EC2_METADATA_DISABLED=true",
-	}
-}
-
-// startMinIO runs `minio server DIR` (single drive) with the web console off.
+// startMinIO runs `minio server DIR` (single drive) with the web console off. Its root user
+// and versitygw's root account are s3test's credentials, so s3test.Env serves both (MinIO
+// wants a secret of at least 8 characters).
 func startMinIO(t testing.TB, s *Server) error {
 	ports, err := proc.FreePorts(2)
 	if err != nil {
@@ -49,8 +34,8 @@ func startMinIO(t testing.TB, s *Server) error {
 		Path: s.bin,
 		Args: []string{"server", data, "--address", addr, "--console-address", console, "--quiet"},
 		Env: []string{
-			"MINIO_ROOT_USER=" + S3AccessKey,
-			"MINIO_ROOT_PASSWORD=" + S3SecretKey,
+			"MINIO_ROOT_USER=" + s3test.AccessKeyID,
+			"MINIO_ROOT_PASSWORD=" + s3test.SecretAccessKey,
 			"MINIO_BROWSER=off",
 			"MINIO_UPDATE=off",
 			"MINIO_CONFIG_ENV_FILE=", // never read a config file of the machine
@@ -75,7 +60,7 @@ func startVersityGW(t testing.TB, s *Server) error {
 		return err
 	}
 	addr, err := s.runOnFreePort(func(_ int, addr string) []string {
-		return []string{"--port", addr, "--access", S3AccessKey, "--secret", S3SecretKey, "--region", S3Region, "posix", data}
+		return []string{"--port", addr, "--access", s3test.AccessKeyID, "--secret", s3test.SecretAccessKey, "--region", s3test.Region, "posix", data}
 	})
 	if err != nil {
 		return err
@@ -89,12 +74,14 @@ func startVersityGW(t testing.TB, s *Server) error {
 // s3Ready finishes an S3 server's start: environment, bucket creation, readiness through
 // the S3 API itself (ListBuckets signed with the test credentials).
 func s3Ready(s *Server) error {
-	s.Env = s3Env()
+	for k, v := range s3test.Env() {
+		s.Env = append(s.Env, k+"="+v)
+	}
 	client := s3.New(s3.Options{
-		Region:       S3Region,
+		Region:       s3test.Region,
 		BaseEndpoint: aws.String(s.Endpoint),
 		UsePathStyle: true,
-		Credentials:  credentials.NewStaticCredentialsProvider(S3AccessKey, S3SecretKey, ""),
+		Credentials:  credentials.NewStaticCredentialsProvider(s3test.AccessKeyID, s3test.SecretAccessKey, ""),
 	})
 	if err := s.p.WaitFor(time.Minute, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -108,14 +95,9 @@ func s3Ready(s *Server) error {
 		if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
 			return "", err
 		}
-		return S3URL(name, s.Endpoint), nil
+		return s3test.BucketURL(s.Endpoint, name), nil
 	}
 	return nil
-}
-
-// S3URL is the storage URL of bucket on an S3-compatible endpoint (path-style addressing).
-func S3URL(bucket, endpoint string) string {
-	return "s3://" + bucket + "?endpoint=" + endpoint + "&region=" + S3Region + "&use_path_style=true"
 }
 
 func httpOK(url string) error {

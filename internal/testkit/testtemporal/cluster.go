@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strings"
@@ -96,19 +97,9 @@ func StartCluster(t testing.TB, o Options) (*temporalcluster.Cluster, client.Cli
 	if err != nil {
 		t.Fatal(err)
 	}
-	co := temporalcluster.Options{
-		Dir:        dir,
-		Namespaces: append([]string{o.Namespace}, o.ExtraNamespaces...),
-		Progress:   progressWriter{t},
-		// DynamicConfig overrides deploy/temporal/dynamicconfig.yaml's keys.
-		DynamicConfig: o.DynamicConfig,
-	}
-	if !o.NoSearchAttributes {
-		co.SearchAttributes = contract.SearchAttributes
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	cl, err := temporalcluster.Start(ctx, co)
+	cl, err := temporalcluster.Start(ctx, clusterOptions(o, dir, progressWriter{t}))
 	if errors.Is(err, cachebin.ErrNotInstalled) {
 		_ = os.RemoveAll(dir)
 		cachebin.Missing(t, err)
@@ -126,7 +117,18 @@ func StartCluster(t testing.TB, o Options) (*temporalcluster.Cluster, client.Cli
 			_ = os.RemoveAll(dir)
 		}
 	})
-	return cl, dial(t, temporaladmin.Config{HostPort: cl.HostPort(), Namespace: o.Namespace}, o.Verbose)
+	return cl, dial(t, temporaladmin.Config{HostPort: cl.HostPort(), Namespace: o.Namespace})
+}
+
+// clusterOptions are the temporalcluster options of a test server for o, its files in dir.
+// DynamicConfig overrides deploy/temporal/dynamicconfig.yaml's keys.
+func clusterOptions(o Options, dir string, progress io.Writer) temporalcluster.Options {
+	co := temporalcluster.Options{Dir: dir, Namespaces: append([]string{o.Namespace}, o.ExtraNamespaces...),
+		Progress: progress, DynamicConfig: o.DynamicConfig}
+	if !o.NoSearchAttributes {
+		co.SearchAttributes = contract.SearchAttributes
+	}
+	return co
 }
 
 // StartSelected is Start with options: the server EnvServer/EnvHostPort select (an
@@ -144,7 +146,7 @@ func StartSelected(t testing.TB, o Options) (hostPort string, c client.Client) {
 	case ModeExternal:
 		cfg, _ := ExternalConfig()
 		cfg.Namespace = cmp.Or(cfg.Namespace, o.Namespace, defaultNamespace)
-		c := dial(t, cfg, o.Verbose)
+		c := dial(t, cfg)
 		attrs := contract.SearchAttributes
 		if o.NoSearchAttributes {
 			attrs = nil
@@ -162,7 +164,7 @@ func StartSelected(t testing.TB, o Options) (hostPort string, c client.Client) {
 	return srv.HostPort(), c
 }
 
-func dial(t testing.TB, cfg temporaladmin.Config, verbose bool) client.Client {
+func dial(t testing.TB, cfg temporaladmin.Config) client.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -170,12 +172,8 @@ func dial(t testing.TB, cfg temporaladmin.Config, verbose bool) client.Client {
 	if err != nil {
 		t.Fatalf("testtemporal: %s (%s*): %v", EnvHostPort, EnvTLS, err)
 	}
-	// The SDK's own logs go to the test log (warnings and errors only unless verbose).
-	level := slog.LevelWarn
-	if verbose {
-		level = slog.LevelDebug
-	}
-	opts.Logger = sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(progressWriter{t}, &slog.HandlerOptions{Level: level})))
+	// The SDK's warnings and errors go to the test log.
+	opts.Logger = sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(progressWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	c, err := client.DialContext(ctx, opts)
 	if err != nil {
 		t.Fatalf("testtemporal: dial %s: %v", cfg.HostPort, err)

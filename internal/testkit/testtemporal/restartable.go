@@ -57,11 +57,8 @@ func StartRestartable(t testing.TB, o Options) (Restartable, client.Client) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &devServer{opts: devserver.Options{
-		Install: true, DataDir: filepath.Join(t.TempDir(), "temporal"), ScratchDB: true, Port: port, Headless: true,
-		Namespace: o.Namespace, ExtraNamespaces: o.ExtraNamespaces, NoSearchAttributes: o.NoSearchAttributes,
-		LogLevel: "error",
-	}}
+	d := &devServer{opts: devOptions(o, filepath.Join(t.TempDir(), "temporal"))}
+	d.opts.Port = port
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	if err := d.start(ctx); err != nil {
@@ -74,7 +71,7 @@ func StartRestartable(t testing.TB, o Options) (Restartable, client.Client) {
 			}
 		}
 	})
-	return d, dial(t, temporaladmin.Config{HostPort: d.HostPort(), Namespace: o.Namespace}, o.Verbose)
+	return d, dial(t, temporaladmin.Config{HostPort: d.HostPort(), Namespace: o.Namespace})
 }
 
 type clusterServer struct{ cl *temporalcluster.Cluster }

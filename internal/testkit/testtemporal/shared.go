@@ -36,12 +36,7 @@ func startShared(ctx context.Context, dir string, namespaces []string, progress 
 	}
 	switch mode {
 	case ModeCluster:
-		cl, err := temporalcluster.Start(ctx, temporalcluster.Options{
-			Dir:              filepath.Join(dir, "temporal"),
-			Namespaces:       append([]string{defaultNamespace}, namespaces...),
-			SearchAttributes: contract.SearchAttributes,
-			Progress:         progress,
-		})
+		cl, err := temporalcluster.Start(ctx, clusterOptions(Options{Namespace: defaultNamespace, ExtraNamespaces: namespaces}, filepath.Join(dir, "temporal"), progress))
 		if err != nil {
 			return nil, fmt.Errorf("start PostgreSQL-backed Temporal (logs in %s): %w", dir, err)
 		}
@@ -76,16 +71,10 @@ func startShared(ctx context.Context, dir string, namespaces []string, progress 
 		}
 		return &shared{mode: mode, hostPort: cfg.HostPort, cliPath: cli, stop: func() error { return nil }}, nil
 	}
-	srv, err := devserver.Start(ctx, devserver.Options{
-		Install:         true,
-		DataDir:         filepath.Join(dir, "temporal"),
-		ScratchDB:       true,
-		Headless:        true,
-		ExtraNamespaces: namespaces,
-		LogLevel:        "error",
-		StartTimeout:    3 * time.Minute, // a loaded machine stretches the start
-		Progress:        progress,
-	})
+	opts := devOptions(Options{ExtraNamespaces: namespaces}, filepath.Join(dir, "temporal"))
+	opts.StartTimeout = 3 * time.Minute // a loaded machine stretches the start
+	opts.Progress = progress
+	srv, err := devserver.Start(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("start Temporal dev server: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/walkeeper/walkeeper/internal/cachebin"
 	"github.com/walkeeper/walkeeper/internal/testkit/walkeeperproc"
 )
 
@@ -147,8 +148,7 @@ func (s *Suite) WalkeeperBinary() (string, error) {
 	s.buildOnce.Do(func() {
 		if s.opts.BinaryEnv != "" {
 			if p := os.Getenv(s.opts.BinaryEnv); p != "" {
-				st, err := os.Stat(p)
-				if err != nil || !st.Mode().IsRegular() || st.Mode()&0o111 == 0 {
+				if !cachebin.IsExecutable(p) {
 					s.buildErr = fmt.Errorf("%s=%s: not an executable file", s.opts.BinaryEnv, p)
 					return
 				}

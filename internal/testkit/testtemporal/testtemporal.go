@@ -11,8 +11,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -35,8 +33,6 @@ type Options struct {
 	Namespace string
 	// ExtraNamespaces are created too (the client is not bound to them).
 	ExtraNamespaces []string
-	// Verbose sends server output and SDK logs to the test log.
-	Verbose bool
 	// DynamicConfig sets server settings over walkeeper's tuning (devserver.TunedDynamicConfig,
 	// deploy/temporal/dynamicconfig.yaml), e.g. {"matching.enableFairness": false}.
 	DynamicConfig map[string]any
@@ -68,32 +64,8 @@ func StartWithOptions(t testing.TB, o Options) (*devserver.Server, client.Client
 	// The CLI build (first run only) can take minutes; the start itself seconds.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	dir := t.TempDir()
-	opts := devserver.Options{
-		Install:            true,
-		DataDir:            dir,
-		ScratchDB:          true,
-		Headless:           true,
-		Namespace:          o.Namespace,
-		ExtraNamespaces:    o.ExtraNamespaces,
-		NoSearchAttributes: o.NoSearchAttributes,
-		LogLevel:           "error",
-		Progress:           progressWriter{t},
-	}
-	for _, k := range slices.Sorted(maps.Keys(o.DynamicConfig)) {
-		opts.DynamicConfig = append(opts.DynamicConfig, fmt.Sprintf("%s=%v", k, o.DynamicConfig[k]))
-	}
-	if o.Verbose {
-		opts.Output = progressWriter{t}
-	} else {
-		// Keep the server log beside the database so a failure can be investigated.
-		f, err := os.Create(filepath.Join(dir, "temporal.log"))
-		if err != nil {
-			t.Fatalf("testtemporal: %v", err)
-		}
-		t.Cleanup(func() { _ = f.Close() })
-		opts.Output = f
-	}
+	opts := devOptions(o, t.TempDir()) // the server log, temporal.log, is kept beside the database
+	opts.Progress = progressWriter{t}
 	srv, err := devserver.Start(ctx, opts)
 	if err != nil {
 		t.Fatalf("testtemporal: start dev server: %v", err)
@@ -103,7 +75,17 @@ func StartWithOptions(t testing.TB, o Options) (*devserver.Server, client.Client
 			t.Errorf("testtemporal: stop dev server: %v", err)
 		}
 	})
-	return srv, dial(t, temporaladmin.Config{HostPort: srv.HostPort(), Namespace: o.Namespace}, o.Verbose)
+	return srv, dial(t, temporaladmin.Config{HostPort: srv.HostPort(), Namespace: o.Namespace})
+}
+
+// devOptions are the dev-server options of a test server for o, its database in dir.
+func devOptions(o Options, dir string) devserver.Options {
+	opts := devserver.Options{Install: true, DataDir: dir, ScratchDB: true, Headless: true, LogLevel: "error",
+		Namespace: o.Namespace, ExtraNamespaces: o.ExtraNamespaces, NoSearchAttributes: o.NoSearchAttributes}
+	for _, k := range slices.Sorted(maps.Keys(o.DynamicConfig)) {
+		opts.DynamicConfig = append(opts.DynamicConfig, fmt.Sprintf("%s=%v", k, o.DynamicConfig[k]))
+	}
+	return opts
 }
 
 type progressWriter struct{ t testing.TB }

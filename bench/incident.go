@@ -427,8 +427,6 @@ func incidentSideRun(ctx context.Context, o Options, p incidentParams, rep int, 
 		cfg := nodeConfig{
 			FlushInterval:         p.SealEvery,
 			MergeAfterGenerations: p.CountTrigger,
-			MergeSlots:            worker.DefaultConfig().MergeSlots,
-			SharedActivitySlots:   worker.DefaultConfig().SharedActivitySlots,
 			ParallelPrepare:       p.Parallel,
 			PrepareConcurrency:    p.PrepareConcurrency,
 		}

@@ -128,9 +128,7 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 			return err
 		}
 		servers = append(servers, sv)
-		sv.node, err = startNode(ctx, sv.tenv.client, db, nodeConfig{
-			MergeSlots: worker.DefaultConfig().MergeSlots, SharedActivitySlots: worker.DefaultConfig().SharedActivitySlots,
-		}, o.logger())
+		sv.node, err = startNode(ctx, sv.tenv.client, db, nodeConfig{}, o.logger())
 		if err != nil {
 			return err
 		}

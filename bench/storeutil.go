@@ -117,14 +117,18 @@ func writeGenerations(ctx context.Context, s *store.Store, gens, rows, payload, 
 	return nil
 }
 
-// writeStore creates generic store name on url as writer instance, writes gens
-// generations to it (writeGenerations) and closes the writer; it returns the writer's shard.
+// writeStore writes gens generations (writeGenerations) to generic store name on url as writer
+// instance, creating the store unless an earlier writer did, and closes the writer; it
+// returns the writer's shard.
 func writeStore(ctx context.Context, o Options, url, instance, name string, gens, rows, payload, keySpace int, seed int64) (string, error) {
 	db, err := store.OpenDB(ctx, url, storeOptions(instance, o.logger()))
 	if err != nil {
 		return "", err
 	}
-	s, err := createGeneric(ctx, db, name)
+	s, err := db.Open(ctx, store.Target{Kind: store.KindGeneric, Name: name})
+	if errors.Is(err, store.ErrNotFound) {
+		s, err = createGeneric(ctx, db, name)
+	}
 	if err == nil {
 		err = writeGenerations(ctx, s, gens, rows, payload, keySpace, seed)
 	}

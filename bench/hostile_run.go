@@ -98,8 +98,8 @@ func (w *hostileWorker) phase(ctx context.Context, key, name, request string, f 
 type rssGuard struct {
 	stop context.CancelFunc
 	wg   sync.WaitGroup
-	// peakAtKill is the peak RSS at which the guard killed the child (0 = it did not); read
-	// after wg.
+	// peakAtKill is the peak RSS at which the guard killed the child (0 = it did not); end
+	// returns it once the guard has stopped.
 	peakAtKill int64
 }
 

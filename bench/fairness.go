@@ -469,11 +469,7 @@ func sealOne(ctx context.Context, db *store.DB, targets []store.Target) error {
 			if err != nil {
 				return err
 			}
-			if _, err := s.Append(ctx, rs); err != nil {
-				return err
-			}
-			_, err = s.Flush(ctx)
-			return err
+			return sealRows(ctx, s, rs...)
 		})
 	}
 	return g.Wait()

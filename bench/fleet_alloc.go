@@ -22,7 +22,7 @@ type allocSampler struct {
 	start   uint64
 	samples []allocSample // REQUIRES: mu
 	// stop ends the sampling.
-	stop context.CancelFunc
+	stop func()
 }
 
 type allocSample struct {
@@ -40,23 +40,16 @@ func readAllocs() uint64 {
 }
 
 func startAllocSampler(period time.Duration) *allocSampler {
-	ctx, stop := context.WithCancel(context.Background())
-	a := &allocSampler{start: readAllocs(), stop: stop}
-	go func() {
-		tk := time.NewTicker(period)
-		defer tk.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case now := <-tk.C:
-				v := readAllocs()
-				a.mu.Lock()
-				a.samples = append(a.samples, allocSample{now, v})
-				a.mu.Unlock()
-			}
-		}
-	}()
+	ctx, cancel := context.WithCancel(context.Background())
+	a := &allocSampler{start: readAllocs()}
+	var wg sync.WaitGroup
+	every(ctx, &wg, period, func() {
+		at, v := time.Now(), readAllocs()
+		a.mu.Lock()
+		a.samples = append(a.samples, allocSample{at, v})
+		a.mu.Unlock()
+	})
+	a.stop = func() { cancel(); wg.Wait() }
 	return a
 }
 

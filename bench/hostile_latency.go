@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"strconv"
 	"time"
 )
 
@@ -39,13 +38,8 @@ type hostileLevel struct {
 	Failed    []answer
 }
 
-// hostileLatency is the latency part's outcome.
-type hostileLatency struct {
-	knobs  hostileKnobs
-	levels []hostileLevel
-}
-
-func runHostileLatency(ctx context.Context, o Options, sz hostileSizes, dir string) (*hostileLatency, error) {
+// runHostileLatency is the latency part: one level per memtable size.
+func runHostileLatency(ctx context.Context, o Options, sz hostileSizes, dir string) ([]hostileLevel, error) {
 	// The memtable bound is raised so that the largest size is really held unsealed: what is
 	// measured is the read cost of a memtable that big, not of the generations a 64 MiB bound
 	// would seal it into.
@@ -55,13 +49,8 @@ func runHostileLatency(ctx context.Context, o Options, sz hostileSizes, dir stri
 		return nil, err
 	}
 	defer w.stop()
-	out := &hostileLatency{knobs: w.knobs}
-	batch := hostileAppendRows
-	if v, ok := w.knobs.Values["max-append-rows"]; ok {
-		if n, err := strconv.Atoi(v); err == nil && n > 0 {
-			batch = min(batch, n)
-		}
-	}
+	var levels []hostileLevel
+	batch := w.knobAtMost("max-append-rows", hostileAppendRows)
 	rng := rand.New(rand.NewPCG(21, 1))
 	for i, n := range sz.memtableRows {
 		lv, err := hostileLatencyLevel(ctx, w, rng, sz, fmt.Sprintf("lat%d", i), n, batch)
@@ -71,9 +60,9 @@ func runHostileLatency(ctx context.Context, o Options, sz hostileSizes, dir stri
 		o.progressf("hostile: %d rows appended (%d unsealed when read, %d pending generations, worker RSS %.0f MiB, filled in %s: %s): Get p50 %s p99 %s (n=%d), List p50 %s p99 %s (n=%d)%s",
 			lv.Rows, lv.Unsealed, lv.Pending, mib(lv.RSS), fmtDur(lv.Fill), answers(lv.Appends), fmtDur(lv.Get.P50), fmtDur(lv.Get.P99), lv.Get.N,
 			fmtDur(lv.List.P50), fmtDur(lv.List.P99), lv.List.N, failedNote(lv.Failed))
-		out.levels = append(out.levels, lv)
+		levels = append(levels, lv)
 	}
-	return out, nil
+	return levels, nil
 }
 
 // hostileLatencyLevel measures one memtable size in a store of its own: the seed rows sealed,

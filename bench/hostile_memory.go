@@ -51,12 +51,11 @@ func runHostileMemory(ctx context.Context, o Options, sz hostileSizes, dir strin
 	return m, nil
 }
 
-// maxBody is the largest body the worker takes (--max-body-bytes), at most limit.
-func (w *hostileWorker) maxBody(limit int) int {
-	if v, ok := w.knobs.Values["max-body-bytes"]; ok {
-		if n, err := worker.ParseBytes(v); err == nil && n > 0 && n < int64(limit) {
-			return int(n)
-		}
+// knobAtMost is the worker's knob name (a size or a count, e.g. max-body-bytes), at most
+// limit.
+func (w *hostileWorker) knobAtMost(name string, limit int) int {
+	if n, err := worker.ParseBytes(w.knobs.Values[name]); err == nil && n > 0 && n < int64(limit) {
+		return int(n)
 	}
 	return limit
 }
@@ -71,7 +70,7 @@ func hostileWideRows(ctx context.Context, w *hostileWorker) ([]hostileCase, erro
 	if err := w.client.createStore(ctx, "wide", fields); err != nil {
 		return nil, err
 	}
-	size := w.maxBody(w.sz.wideBody)
+	size := w.knobAtMost("max-body-bytes", w.sz.wideBody)
 	var bodies [][]byte
 	rows := 0
 	for i := 0; i < w.sz.wideAppends; i++ {

@@ -10,7 +10,7 @@ import (
 // empty one.
 const hostileLatencyGoal = 2.0
 
-func hostileReport(res *Result, sz hostileSizes, mem *hostileMemory, lat *hostileLatency) {
+func hostileReport(res *Result, sz hostileSizes, mem *hostileMemory, levels []hostileLevel) {
 	res.param("knobs", mem.knobs.describe())
 	res.param("budget_sum", fmt.Sprintf("%.0f MiB (cache-bytes + read-budget-bytes + merge-budget-bytes + memtable-bytes)", mib(mem.budget)))
 	res.Values["budget_sum_mib"] = mib(mem.budget)
@@ -55,7 +55,7 @@ func hostileReport(res *Result, sz hostileSizes, mem *hostileMemory, lat *hostil
 	lt := Table{Title: fmt.Sprintf("Latency: Get of a sealed row and a List page of %d sealed rows, against the rows appended since the last seal (flush interval 0; the worker may seal a large memtable itself: see \"unsealed when read\"), a store per size, one client", hostilePageRows),
 		Header: []string{"rows appended", "unsealed when read", "filled in", "appends' answers", "pending gens", "worker RSS (MiB)", "Get p50", "Get p99", "ratio p50 / p99", "List p50", "List p99", "ratio p50 / p99", "failed reads"}}
 	var base hostileLevel
-	for i, lv := range lat.levels {
+	for i, lv := range levels {
 		if i == 0 {
 			base = lv
 		}
@@ -84,8 +84,8 @@ func hostileReport(res *Result, sz hostileSizes, mem *hostileMemory, lat *hostil
 		res.Values["failed_reads_"+sfx] = float64(len(lv.Failed))
 	}
 	res.Tables = append(res.Tables, lt)
-	if n := len(lat.levels); n > 1 {
-		top := lat.levels[n-1]
+	if n := len(levels); n > 1 {
+		top := levels[n-1]
 		for _, t := range []struct {
 			name     string
 			got, was time.Duration

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -96,9 +97,9 @@ func (w *hostileWorker) phase(ctx context.Context, key, name, request string, f 
 // worker without bounds reaches many GiB on the wide-row case.
 type rssGuard struct {
 	stop context.CancelFunc
-	done chan struct{}
-	// peakAtKill is the peak RSS at which the guard killed the child (0 = it did not); read
-	// after done.
+	wg   sync.WaitGroup
+	// peakAtKill is the peak RSS at which the guard killed the child (0 = it did not); end
+	// returns it once the guard has stopped.
 	peakAtKill int64
 }
 
@@ -108,30 +109,19 @@ const rssGuardPoll = 10 * time.Millisecond
 
 func guardRSS(c *workerChild, limit int64) *rssGuard {
 	ctx, stop := context.WithCancel(context.Background())
-	g := &rssGuard{stop: stop, done: make(chan struct{})}
-	go func() {
-		defer close(g.done)
-		tk := time.NewTicker(rssGuardPoll)
-		defer tk.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tk.C:
-				if c.rss() > limit {
-					g.peakAtKill = max(c.peak(), c.rss())
-					c.kill()
-					return
-				}
-			}
+	g := &rssGuard{stop: stop}
+	every(ctx, &g.wg, rssGuardPoll, func() {
+		if g.peakAtKill == 0 && c.rss() > limit {
+			g.peakAtKill = max(c.peak(), c.rss())
+			c.kill()
 		}
-	}()
+	})
 	return g
 }
 
 // end stops the guard and returns the peak RSS at which it killed the child (0 = it did not).
 func (g *rssGuard) end() int64 {
 	g.stop()
-	<-g.done
+	g.wg.Wait()
 	return g.peakAtKill
 }

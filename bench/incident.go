@@ -377,10 +377,7 @@ func incidentSideRun(ctx context.Context, o Options, p incidentParams, rep int, 
 				if t.Kind == store.KindGeneric {
 					row = genericRow(row.Key, 0, nil)
 				}
-				if _, err := s.Append(gctx, []store.Row{row}); err != nil {
-					return err
-				}
-				if _, err := s.Flush(gctx); err != nil {
+				if err := sealRows(gctx, s, row); err != nil {
 					return err
 				}
 			}
@@ -427,8 +424,6 @@ func incidentSideRun(ctx context.Context, o Options, p incidentParams, rep int, 
 		cfg := nodeConfig{
 			FlushInterval:         p.SealEvery,
 			MergeAfterGenerations: p.CountTrigger,
-			MergeSlots:            worker.DefaultConfig().MergeSlots,
-			SharedActivitySlots:   worker.DefaultConfig().SharedActivitySlots,
 			ParallelPrepare:       p.Parallel,
 			PrepareConcurrency:    p.PrepareConcurrency,
 		}

@@ -59,32 +59,22 @@ func memoryChild(ctx context.Context, o Options) error {
 	}
 	var profiledLive int64
 	heap := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/heap/objects:bytes"}}
-	stop := make(chan struct{})
-	sampled := make(chan struct{})
-	go func() {
-		defer close(sampled)
-		tk := time.NewTicker(200 * time.Microsecond)
-		defer tk.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tk.C:
-				raiseTo(&maxReserved, b.Reserved())
-				raiseTo(&maxAllocated, b.Allocated())
-				raiseTo(&maxWaiting, int64(b.Waiting()))
-				metrics.Read(heap)
-				if v := int64(heap[0].Value.Uint64()); v > maxHeapLive.Load() {
-					if profile != "" && v > profiledLive+2<<20 {
-						writeProfile(profile+".heap", "heap") // what is live near the peak
-						profiledLive = v
-					}
-					maxHeapLive.Store(v)
-				}
-				raiseTo(&maxHeap, int64(heap[1].Value.Uint64()))
+	sctx, stopSampling := context.WithCancel(ctx)
+	var sampling sync.WaitGroup
+	every(sctx, &sampling, 200*time.Microsecond, func() {
+		raiseTo(&maxReserved, b.Reserved())
+		raiseTo(&maxAllocated, b.Allocated())
+		raiseTo(&maxWaiting, int64(b.Waiting()))
+		metrics.Read(heap)
+		if v := int64(heap[0].Value.Uint64()); v > maxHeapLive.Load() {
+			if profile != "" && v > profiledLive+2<<20 {
+				writeProfile(profile+".heap", "heap") // what is live near the peak
+				profiledLive = v
 			}
+			maxHeapLive.Store(v)
 		}
-	}()
+		raiseTo(&maxHeap, int64(heap[1].Value.Uint64()))
+	})
 	start := time.Now()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -128,8 +118,8 @@ func memoryChild(ctx context.Context, o Options) error {
 		})
 	}
 	wg.Wait()
-	close(stop)
-	<-sampled
+	stopSampling()
+	sampling.Wait()
 	if firstErr != nil {
 		return firstErr
 	}

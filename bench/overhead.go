@@ -128,9 +128,7 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 			return err
 		}
 		servers = append(servers, sv)
-		sv.node, err = startNode(ctx, sv.tenv.client, db, nodeConfig{
-			MergeSlots: worker.DefaultConfig().MergeSlots, SharedActivitySlots: worker.DefaultConfig().SharedActivitySlots,
-		}, o.logger())
+		sv.node, err = startNode(ctx, sv.tenv.client, db, nodeConfig{}, o.logger())
 		if err != nil {
 			return err
 		}
@@ -214,7 +212,8 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 	}
 	reqBefore := make([]float64, len(servers))
 	for i, sv := range servers {
-		reqBefore[i], _ = persistenceRequests(ctx, sv.metrics)
+		ops, _ := scrapePersistence(ctx, sv.metrics)
+		reqBefore[i] = ops.total()
 	}
 	for rep := 0; rep < o.reps(); rep++ {
 		opsBefore, windowStart := scrapeAll()
@@ -295,8 +294,8 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 		}
 	}
 	for i, sv := range servers {
-		if after, err := persistenceRequests(ctx, sv.metrics); err == nil {
-			sv.requests = after - reqBefore[i]
+		if after, err := scrapePersistence(ctx, sv.metrics); err == nil {
+			sv.requests = after.total() - reqBefore[i]
 		}
 	}
 	d, r, dp := spreadOf(dRates), spreadOf(ratios), spreadOf(dP50)

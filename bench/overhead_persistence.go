@@ -127,12 +127,6 @@ func (p persistenceOps) add(d persistenceOps) {
 	}
 }
 
-// persistenceRequests sums the persistence_requests counters of a server (every operation).
-func persistenceRequests(ctx context.Context, port int) (float64, error) {
-	ops, err := scrapePersistence(ctx, port)
-	return ops.total(), err
-}
-
 // persistenceBreakdown is the table of where one MergeWal's persistence time goes on each
 // server: per operation, requests per merge, mean latency, and their product (time spent in
 // that operation per merge, summed over requests that may overlap), the heaviest first.

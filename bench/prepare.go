@@ -32,26 +32,11 @@ func parallelPrepare(ctx context.Context, o Options, res *Result, dir string) er
 	target := store.Target{Kind: store.KindGeneric, Name: "pp"}
 	var shardIDs []string
 	for i := 0; i < shards; i++ {
-		w, err := store.OpenDB(ctx, url, storeOptions(fmt.Sprintf("writer-%d", i), o.logger()))
+		shard, err := writeStore(ctx, o, url, fmt.Sprintf("writer-%d", i), target.Name, gens, rows, payload, 1<<30, int64(i)<<32)
 		if err != nil {
 			return err
 		}
-		var s *store.Store
-		if i == 0 {
-			s, err = createGeneric(ctx, w, target.Name)
-		} else {
-			s, err = w.Open(ctx, target)
-		}
-		if err != nil {
-			return err
-		}
-		if err := writeGenerations(ctx, s, gens, rows, payload, 1<<30, int64(i)<<32); err != nil {
-			return err
-		}
-		shardIDs = append(shardIDs, w.Shard())
-		if err := w.Close(ctx); err != nil {
-			return err
-		}
+		shardIDs = append(shardIDs, shard)
 	}
 	// maxInFlight[parallel]: the most storage requests in flight at once during the prepares.
 	maxInFlight := map[bool]int64{}

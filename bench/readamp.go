@@ -72,10 +72,7 @@ func readAmp(ctx context.Context, o Options, res *Result, dir string) error {
 					k := (g*rowsPerGen + i*37) % baseRows
 					batch[i] = genericRow(fmt.Sprintf("k%09d", k), int64(g), payloadOf(16, int64(g*rowsPerGen+i)))
 				}
-				if _, err := s.Append(ctx, batch); err != nil {
-					return err
-				}
-				if _, err := s.Flush(ctx); err != nil {
+				if err := sealRows(ctx, s, batch...); err != nil {
 					return err
 				}
 			}

@@ -98,8 +98,17 @@ func createGeneric(ctx context.Context, db *store.DB, name string) (*store.Store
 	return db.Create(ctx, store.Target{Kind: store.KindGeneric, Name: name}, store.CreateOptions{Schema: &benchSchema, SealOnAppend: &f})
 }
 
-// writeGenerations appends gens generations of rows rows each with payload bytes per row to
-// s (sealing after each), keys cycling over keySpace. It returns the bytes of row payload.
+// sealRows appends rows to s and seals them: one generation.
+func sealRows(ctx context.Context, s *store.Store, rows ...store.Row) error {
+	if _, err := s.Append(ctx, rows); err != nil {
+		return err
+	}
+	_, err := s.Flush(ctx)
+	return err
+}
+
+// writeGenerations seals gens generations of rows rows each with payload bytes per row in s,
+// keys cycling over keySpace.
 func writeGenerations(ctx context.Context, s *store.Store, gens, rows, payload, keySpace int, seed int64) error {
 	for g := 0; g < gens; g++ {
 		batch := make([]store.Row, rows)
@@ -107,24 +116,25 @@ func writeGenerations(ctx context.Context, s *store.Store, gens, rows, payload, 
 			n := seed + int64(g*rows+i)
 			batch[i] = genericRow(fmt.Sprintf("k%09d", n%int64(max(keySpace, 1))), n, payloadOf(payload, n))
 		}
-		if _, err := s.Append(ctx, batch); err != nil {
-			return err
-		}
-		if _, err := s.Flush(ctx); err != nil {
+		if err := sealRows(ctx, s, batch...); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// writeStore creates generic store name on url as writer instance, writes gens
-// generations to it (writeGenerations) and closes the writer; it returns the writer's shard.
+// writeStore writes gens generations (writeGenerations) to generic store name on url as writer
+// instance, creating the store unless an earlier writer did, and closes the writer; it
+// returns the writer's shard.
 func writeStore(ctx context.Context, o Options, url, instance, name string, gens, rows, payload, keySpace int, seed int64) (string, error) {
 	db, err := store.OpenDB(ctx, url, storeOptions(instance, o.logger()))
 	if err != nil {
 		return "", err
 	}
-	s, err := createGeneric(ctx, db, name)
+	s, err := db.Open(ctx, store.Target{Kind: store.KindGeneric, Name: name})
+	if errors.Is(err, store.ErrNotFound) {
+		s, err = createGeneric(ctx, db, name)
+	}
 	if err == nil {
 		err = writeGenerations(ctx, s, gens, rows, payload, keySpace, seed)
 	}

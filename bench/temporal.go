@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -132,8 +133,9 @@ func startTemporal(ctx context.Context, o Options, logDir string, dev devserver.
 type nodeConfig struct {
 	FlushInterval         time.Duration
 	MergeAfterGenerations int
-	MergeSlots            int
-	SharedActivitySlots   int
+	// MergeSlots and SharedActivitySlots are the worker's slots (0 = the worker's default).
+	MergeSlots          int
+	SharedActivitySlots int
 	// ParallelPrepare makes the node's count-trigger starts ask MergeWal for parallel
 	// prepares, as the worker does with --merge-parallel-prepare (its default).
 	ParallelPrepare bool
@@ -181,12 +183,12 @@ func startNode(ctx context.Context, c client.Client, db *store.DB, cfg nodeConfi
 	})}
 	acts := &activities.Activities{DB: db, Logger: log.Named("activities"), Metrics: metrics, Client: c,
 		StartConcurrency: cfg.StartConcurrency}
-	// The SDK's default bound on local activities, unlike the worker's, as the bench has
-	// always measured its nodes.
+	// Local activities at the SDK's default bound, not the worker's, so that the nodes
+	// measure as in the runs docs/BENCHMARKS.md records.
 	tws := worker.TemporalWorkers{
 		Identity:            "bench/" + db.Shard(),
-		SharedActivitySlots: max(cfg.SharedActivitySlots, 1),
-		MergeSlots:          max(cfg.MergeSlots, 1),
+		SharedActivitySlots: cmp.Or(cfg.SharedActivitySlots, worker.DefaultConfig().SharedActivitySlots),
+		MergeSlots:          cmp.Or(cfg.MergeSlots, worker.DefaultConfig().MergeSlots),
 		ShardPollers:        cfg.ShardPollers,
 		StopTimeout:         5 * time.Second,
 		DeadlockDetection:   cfg.DeadlockDetection,

@@ -96,18 +96,14 @@ func mergeThroughput(ctx context.Context, o Options, res *Result, dir string) er
 				return time.Since(t0), os.Remove(out)
 			}
 			merge := func() (time.Duration, time.Duration, error) {
-				m, err := store.OpenDB(ctx, url, storeOptions("merger", o.logger(), func(so *store.Options) {
+				m, ms, err := openAs(ctx, url, "merger", o.logger(), store.Target{Kind: store.KindGeneric, Name: "tp"}, func(so *store.Options) {
 					so.MergeMaxGenerations = 0
 					so.MergeMaxBytes = 0
-				}))
+				})
 				if err != nil {
 					return 0, 0, err
 				}
 				defer m.Close(context.WithoutCancel(ctx))
-				ms, err := m.Open(ctx, store.Target{Kind: store.KindGeneric, Name: "tp"})
-				if err != nil {
-					return 0, 0, err
-				}
 				t0 := time.Now()
 				p, err := ms.Prepare(ctx, store.PrepareParams{Shard: shard})
 				if err != nil || p == nil {

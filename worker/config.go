@@ -36,7 +36,7 @@ type Config struct {
 	Listen    string
 	AuthToken string
 
-	// MergeSlots bounds concurrent activities on this worker's shard queue (prepare/commit).
+	// MergeSlots bounds concurrent activities on this worker's shard queue (Prepare).
 	MergeSlots int
 	// SharedActivitySlots bounds concurrent activities on the shared queue.
 	SharedActivitySlots int

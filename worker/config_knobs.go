@@ -162,7 +162,7 @@ var knobs = func() []knob {
 		temporalKnob("temporal-api-key", "Temporal API key (e.g. Temporal Cloud); implies TLS", strField(func(c *TemporalConfig) *string { return &c.APIKey })),
 		workerKnob("listen", "HTTP data-plane listen address", strField(func(c *Config) *string { return &c.Listen })),
 		workerKnob("auth-token", "bearer token required on every HTTP route but /healthz (empty = no auth)", strField(func(c *Config) *string { return &c.AuthToken })),
-		workerKnob("merge-slots", "concurrent prepare/commit activities on this worker's shard queue", intField(func(c *Config) *int { return &c.MergeSlots })),
+		workerKnob("merge-slots", "concurrent Prepare activities on this worker's shard queue", intField(func(c *Config) *int { return &c.MergeSlots })),
 		workerKnob("shared-activity-slots", "concurrent activities on the shared queue \"walkeeper\"", intField(func(c *Config) *int { return &c.SharedActivitySlots })),
 		workerKnob("merge-budget-bytes", "process-wide merge memory budget shared by every merge (0 = unlimited)", bytesField(func(c *Config) *int64 { return &c.MergeBudgetBytes })),
 		workerKnob("read-budget-bytes", "shared by concurrent reads for the files they decode outside the cache; a read that cannot fit within 2s gets 503 budget_busy (0 = unlimited)", bytesField(func(c *Config) *int64 { return &c.ReadBudgetBytes })),

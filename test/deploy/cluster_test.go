@@ -21,6 +21,7 @@ import (
 	"github.com/walkeeper/walkeeper/internal/cachebin"
 	"github.com/walkeeper/walkeeper/internal/devserver"
 	"github.com/walkeeper/walkeeper/internal/testkit/apitest"
+	"github.com/walkeeper/walkeeper/internal/testkit/s3test"
 	"github.com/walkeeper/walkeeper/internal/testkit/testservers"
 	"github.com/walkeeper/walkeeper/internal/testkit/testtemporal"
 	"github.com/walkeeper/walkeeper/temporaladmin"
@@ -74,6 +75,10 @@ func TestComposeClusterWithoutDocker(t *testing.T) {
 			return hostPort
 		case "WALKEEPER_LISTEN":
 			return "127.0.0.1:0"
+		case "AWS_ACCESS_KEY_ID": // the native server runs with the test keys, not compose's
+			return s3test.AccessKeyID
+		case "AWS_SECRET_ACCESS_KEY":
+			return s3test.SecretAccessKey
 		}
 		return v
 	}

@@ -291,8 +291,8 @@ func writeFileSynced(path string, data []byte) error {
 	return d.Sync()
 }
 
-// BenchmarkCommitLockHold reports how long Commit holds the store's write lock for a small
-// and a large merge: it must not grow with merge size (only metadata happens under it).
+// BenchmarkCommitLockHold reports how long a merge commit holds the store's merge lock for a small
+// and a large merge: it must not grow with merge size (only the in-memory swap happens under it).
 func BenchmarkCommitLockHold(b *testing.B) {
 	for _, backend := range []string{"file", "mem"} {
 		for _, size := range []struct {

@@ -75,7 +75,7 @@ func NewMetrics(reg prometheus.Registerer, budget *Budget) *Metrics {
 		}, []string{"phase"}),
 		CommitLockSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "walkeeper_merge_commit_lock_seconds",
-			Help:    "How long a commit held the store's write lock.",
+			Help:    "How long a merge commit or a compaction held the store's merge lock, which appends and reads never take.",
 			Buckets: prometheus.ExponentialBuckets(0.00005, 2, 16),
 		}),
 		BudgetWaitSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -106,7 +106,7 @@ func NewMetrics(reg prometheus.Registerer, budget *Budget) *Metrics {
 		}, []string{"result"}),
 		CorruptObjects: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "walkeeper_corrupt_objects_total",
-			Help: "Reads of a stored object (generation, base run, WAL object) that found it damaged: checksum mismatch or undecodable. Counts attempts, not distinct objects; the damaged object blocks its shard or key range until an operator restores it.",
+			Help: "Reads of a stored object (generation, base run, WAL object) that found it damaged: no checksum, a checksum mismatch, not its declared size, or undecodable. Counts attempts, not distinct objects; the damaged object blocks its shard or key range until an operator restores it.",
 		}, []string{"kind"}),
 		ResidentStores: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "walkeeper_resident_stores",
@@ -118,7 +118,7 @@ func NewMetrics(reg prometheus.Registerer, budget *Budget) *Metrics {
 		}, []string{"reason", "result"}),
 		ForeignObjects: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "walkeeper_foreign_objects_total",
-			Help: "Keys a listing skipped because walkeeper did not write them (a stray file under the storage root), by place: registry, wal, generations, manifests, shards, demand, staging. Counts each time a listing meets one.",
+			Help: "Keys a listing skipped because walkeeper did not write them (a stray file under the storage root), by place: registry, wal, generations, manifests, shards, demand, staging, claims. Counts each time a listing meets one.",
 		}, []string{"place"}),
 	}
 	for _, reason := range []string{EvictIdle, EvictMax} {

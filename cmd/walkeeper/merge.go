@@ -52,8 +52,8 @@ Ctrl-C stops waiting, not the merge.`,
 	}
 	sf.register(cmd)
 	f := cmd.Flags()
-	f.IntVar(&maxGens, "max-generations", 0, "generations one pass takes at most (0 = no cap; default: the workflow's)")
-	f.Int64Var(&maxBytes, "max-bytes", 0, "bytes one pass reads at most (0 = no cap; default: the workflow's)")
+	f.IntVar(&maxGens, "max-generations", 0, "generations one pass takes at most (0 = no cap; default: the worker's --merge-max-generations)")
+	f.Int64Var(&maxBytes, "max-bytes", 0, "bytes one pass reads at most (0 = no cap; default: the worker's --merge-max-bytes)")
 	f.BoolVar(&parallel, "parallel-prepare", false, "prepare shards in parallel (commits stay serial)")
 	return cmd
 }

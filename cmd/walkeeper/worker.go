@@ -27,7 +27,7 @@ attributes and, unless --sweep-interval is 0, ensures the schedule walkeeper-swe
 Every flag is also read from WALKEEPER_<FLAG> (upper case, dashes as underscores);
 precedence: flag > environment > default. SIGINT/SIGTERM stop it gracefully: the HTTP
 server drains, running activities finish, memtables are sealed.`,
-		Example: `  walkeeper worker --instance w1 --storage s3://bucket/walkeeper --temporal temporal:7233`,
+		Example: `  walkeeper worker --instance w1 --storage 's3://bucket?prefix=walkeeper/' --temporal temporal:7233`,
 		Args:    cli.Args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			if err := cfg.Validate(); err != nil {

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"cmp"
 	"fmt"
 
 	"go.temporal.io/sdk/log"
@@ -10,13 +11,9 @@ import (
 	"github.com/walkeeper/walkeeper/target"
 )
 
-const (
-	defaultCompactPasses     = contract.DefaultCompactMaxPasses
-	defaultCompactTargetRuns = contract.DefaultCompactTargetRuns
-	// compactMaxIdlePasses: passes in a row that commit nothing (lost the race to merges
-	// changing the runs, or nothing to rewrite) before giving up.
-	compactMaxIdlePasses = 3
-)
+// compactMaxIdlePasses: passes in a row that commit nothing (lost the race to merges
+// changing the runs, or nothing to rewrite) before giving up.
+const compactMaxIdlePasses = 3
 
 // CompactBase rewrites target's base runs into fewer runs, one bounded pass at a time on
 // the shared queue, until at most TargetRuns remain or MaxPasses.
@@ -28,12 +25,8 @@ func CompactBase(ctx workflow.Context, in contract.CompactBaseInput) (contract.C
 	if err != nil {
 		return contract.CompactBaseResult{}, invalidInput(err) // Validate parsed it already
 	}
-	if in.MaxPasses == 0 {
-		in.MaxPasses = defaultCompactPasses
-	}
-	if in.TargetRuns == 0 {
-		in.TargetRuns = defaultCompactTargetRuns
-	}
+	in.MaxPasses = cmp.Or(in.MaxPasses, contract.DefaultCompactMaxPasses)
+	in.TargetRuns = cmp.Or(in.TargetRuns, contract.DefaultCompactTargetRuns)
 	logger := log.With(workflow.GetLogger(ctx), "target", tgt.String())
 	res := contract.CompactBaseResult{Target: tgt.String(), RunsLeft: -1}
 	st := contract.CompactBaseStatus{Target: tgt.String(), Phase: contract.PhaseStarting, RunsLeft: -1}
@@ -51,7 +44,7 @@ func CompactBase(ctx workflow.Context, in contract.CompactBaseInput) (contract.C
 		}
 		workflow.SetCurrentDetails(ctx, line)
 	}
-	tr = newTracker(ctx, DefaultSlotWaitThreshold, refresh)
+	tr = newTracker(ctx, contract.DefaultSlotWaitThreshold, refresh)
 	if err := workflow.SetQueryHandler(ctx, contract.StatusQuery, func() (contract.CompactBaseStatus, error) {
 		out := st
 		out.Blocked = tr.blocked("")

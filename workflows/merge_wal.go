@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"cmp"
 	"fmt"
 	"sort"
 	"time"
@@ -13,36 +14,19 @@ import (
 	"github.com/walkeeper/walkeeper/target"
 )
 
-const (
-	defaultMaxPasses            = contract.DefaultMergeMaxPasses
-	defaultPassesPerWorkflowRun = contract.DefaultPassesPerWorkflowRun
-	defaultPrepareConcurrency   = contract.DefaultPrepareConcurrency
-	// maxStaleRestarts bounds consecutive abort-and-prepare-again cycles of one shard: a
-	// preparation keeps going stale only if someone else keeps merging the same shard.
-	maxStaleRestarts = 3
-)
+// maxStaleRestarts bounds consecutive abort-and-prepare-again cycles of one shard: a
+// preparation keeps going stale only if someone else keeps merging the same shard.
+const maxStaleRestarts = 3
 
 // mergeWalDefaults fills the zero knobs of a checked input (MergeWalInput.Validate) with the
 // defaults MergeWalInput documents.
 func mergeWalDefaults(in contract.MergeWalInput) contract.MergeWalInput {
-	if in.MaxPasses == 0 {
-		in.MaxPasses = defaultMaxPasses
-	}
-	if in.PassesPerWorkflowRun == 0 {
-		in.PassesPerWorkflowRun = defaultPassesPerWorkflowRun
-	}
-	if in.PrepareConcurrency == 0 {
-		in.PrepareConcurrency = defaultPrepareConcurrency
-	}
-	if in.ScheduleToStartTimeout == 0 {
-		in.ScheduleToStartTimeout = DefaultScheduleToStartTimeout
-	}
-	if in.SlotWaitThreshold == 0 {
-		in.SlotWaitThreshold = DefaultSlotWaitThreshold
-	}
-	if in.PrepareTimeout == 0 {
-		in.PrepareTimeout = DefaultPrepareTimeout
-	}
+	in.MaxPasses = cmp.Or(in.MaxPasses, contract.DefaultMergeMaxPasses)
+	in.PassesPerWorkflowRun = cmp.Or(in.PassesPerWorkflowRun, contract.DefaultPassesPerWorkflowRun)
+	in.PrepareConcurrency = cmp.Or(in.PrepareConcurrency, contract.DefaultPrepareConcurrency)
+	in.ScheduleToStartTimeout = cmp.Or(in.ScheduleToStartTimeout, contract.DefaultScheduleToStartTimeout)
+	in.SlotWaitThreshold = cmp.Or(in.SlotWaitThreshold, contract.DefaultSlotWaitThreshold)
+	in.PrepareTimeout = cmp.Or(in.PrepareTimeout, contract.DefaultPrepareTimeout)
 	return in
 }
 
@@ -175,11 +159,7 @@ func newMergeRun(ctx workflow.Context, in contract.MergeWalInput, tgt target.Tar
 		r.workflowRun = in.Carry.WorkflowRuns + 1
 		r.pendingAtStart = in.Carry.PendingAtStart
 	}
-	slotWait := in.SlotWaitThreshold
-	if slotWait < 0 {
-		slotWait = 0
-	}
-	r.tr = newTracker(ctx, slotWait, r.changed)
+	r.tr = newTracker(ctx, max(in.SlotWaitThreshold, 0), r.changed)
 	r.hotRoundsCommitOnce = hotRoundsCommitOnce(ctx)
 	return r
 }

@@ -516,7 +516,7 @@ func TestMergeWalStatusQueryReportsProgressAndBlockedReasons(t *testing.T) {
 	require.Equal(t, contract.PrepareActivity, inFlight.Activity)
 	require.Equal(t, "a", inFlight.Shard)
 	require.Equal(t, contract.ShardQueue("a"), inFlight.Queue)
-	require.Equal(t, DefaultSlotWaitThreshold, seen[1].SlotWait)
+	require.Equal(t, contract.DefaultSlotWaitThreshold, seen[1].SlotWait)
 	now := time.Date(2026, 1, 1, 0, 0, 15, 0, time.UTC)
 	pending := func(state enumspb.PendingActivityState, scheduled time.Time) []*workflowpb.PendingActivityInfo {
 		return []*workflowpb.PendingActivityInfo{{ActivityId: inFlight.ID, State: state, Attempt: 1, ScheduledTime: timestamppb.New(scheduled)}}

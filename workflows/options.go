@@ -12,18 +12,6 @@ import (
 // Activity options. Changing any value here changes the commands a workflow issues; the
 // replay tests (testdata/replay) catch the difference.
 
-// DefaultScheduleToStartTimeout bounds how long Prepare waits on a shard queue
-// before falling back to the shared queue (docs/DESIGN.md §4: never strand a target whose owner
-// is gone).
-const DefaultScheduleToStartTimeout = contract.DefaultScheduleToStartTimeout
-
-// DefaultSlotWaitThreshold is how long an activity may sit unfinished, without telling the
-// workflow it runs, before the status query reports it waiting for a slot.
-const DefaultSlotWaitThreshold = contract.DefaultSlotWaitThreshold
-
-// DefaultPrepareTimeout bounds one Prepare attempt, budget wait included.
-const DefaultPrepareTimeout = contract.DefaultPrepareTimeout
-
 func retryPolicy(maxAttempts int32, maxInterval time.Duration) *temporal.RetryPolicy {
 	return &temporal.RetryPolicy{
 		InitialInterval:        time.Second,

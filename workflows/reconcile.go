@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 
@@ -33,12 +34,8 @@ func ReconcileDemand(ctx workflow.Context, in contract.ReconcileDemandInput) (co
 	if err := checkInput(ctx, in, in.CarriedField()); err != nil {
 		return contract.ReconcileDemandResult{}, err
 	}
-	if in.PageSize == 0 {
-		in.PageSize = contract.DefaultReconcilePage
-	}
-	if in.PagesPerRun == 0 {
-		in.PagesPerRun = contract.DefaultReconcilePagesPerRun
-	}
+	in.PageSize = cmp.Or(in.PageSize, contract.DefaultReconcilePage)
+	in.PagesPerRun = cmp.Or(in.PagesPerRun, contract.DefaultReconcilePagesPerRun)
 	if in.StartedAt.IsZero() {
 		in.StartedAt = workflow.Now(ctx).UTC()
 	}

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 
@@ -11,40 +12,19 @@ import (
 	"github.com/walkeeper/walkeeper/target"
 )
 
-const (
-	defaultMergeMinGenerations = contract.DefaultSweepMergeMinGenerations
-	defaultMaxPendingAge       = contract.DefaultSweepMaxPendingAge
-	defaultCompactMinRuns      = contract.DefaultSweepCompactMinRuns
-	defaultSweepConcurrency    = contract.DefaultSweepConcurrency
-	defaultStartSpacing        = contract.DefaultSweepStartSpacing
-	// maxSkippedListed bounds the skips (and, on the paged path, the starts) a result lists.
-	maxSkippedListed = contract.MaxSweepListed
-)
+// maxSkippedListed bounds the skips (and, on the paged path, the starts) a result lists.
+const maxSkippedListed = contract.MaxSweepListed
 
-// sweepDefaults fills the zero knobs of in with the defaults MaintenanceSweepInput
-// documents.
+// sweepDefaults fills the zero knobs of a checked input (MaintenanceSweepInput.Validate)
+// with the defaults MaintenanceSweepInput documents.
 func sweepDefaults(in contract.MaintenanceSweepInput) contract.MaintenanceSweepInput {
-	if in.MaxStarts <= 0 {
-		in.MaxStarts = contract.DefaultSweepMaxStarts
-	}
-	if in.StartBatch <= 0 {
-		in.StartBatch = contract.DefaultSweepStartBatch
-	}
-	if in.MergeMinGenerations <= 0 {
-		in.MergeMinGenerations = defaultMergeMinGenerations
-	}
-	if in.MaxPendingAge == 0 {
-		in.MaxPendingAge = defaultMaxPendingAge
-	}
-	if in.CompactMinRuns == 0 {
-		in.CompactMinRuns = defaultCompactMinRuns
-	}
-	if in.Concurrency <= 0 {
-		in.Concurrency = defaultSweepConcurrency
-	}
-	if in.StartSpacing == 0 {
-		in.StartSpacing = defaultStartSpacing
-	}
+	in.MaxStarts = cmp.Or(in.MaxStarts, contract.DefaultSweepMaxStarts)
+	in.StartBatch = cmp.Or(in.StartBatch, contract.DefaultSweepStartBatch)
+	in.MergeMinGenerations = cmp.Or(in.MergeMinGenerations, contract.DefaultSweepMergeMinGenerations)
+	in.MaxPendingAge = cmp.Or(in.MaxPendingAge, contract.DefaultSweepMaxPendingAge)
+	in.CompactMinRuns = cmp.Or(in.CompactMinRuns, contract.DefaultSweepCompactMinRuns)
+	in.Concurrency = cmp.Or(in.Concurrency, contract.DefaultSweepConcurrency)
+	in.StartSpacing = cmp.Or(in.StartSpacing, contract.DefaultSweepStartSpacing)
 	if in.ParallelPrepare == nil {
 		on := true
 		in.ParallelPrepare = &on

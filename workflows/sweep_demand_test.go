@@ -62,8 +62,8 @@ func TestDemandSweepStartsCandidatesInDebtOrder(t *testing.T) {
 	require.Len(t, params, 3)
 	for _, p := range params {
 		require.Equal(t, 10, p.MaxCandidates)
-		require.Equal(t, defaultMergeMinGenerations, p.MergeMinGenerations)
-		require.Equal(t, defaultMaxPendingAge, p.MaxPendingAge)
+		require.Equal(t, contract.DefaultSweepMergeMinGenerations, p.MergeMinGenerations)
+		require.Equal(t, contract.DefaultSweepMaxPendingAge, p.MaxPendingAge)
 	}
 	require.Equal(t, []contract.StartRequest{
 		{Workflow: contract.MergeWalWorkflow, Target: "generic:hot", ParallelPrepare: true,

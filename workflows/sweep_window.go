@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -95,15 +96,9 @@ func SweepWindow(ctx workflow.Context, in contract.SweepWindowInput) (contract.S
 // sweepWindowDefaults fills the zero knobs of a checked input (SweepWindowInput.Validate).
 func sweepWindowDefaults(in contract.SweepWindowInput) contract.SweepWindowInput {
 	in.Sweep = sweepDefaults(in.Sweep)
-	if in.Interval == 0 {
-		in.Interval = contract.DefaultSweepInterval
-	}
-	if in.Window == 0 {
-		in.Window = contract.DefaultSweepWindow
-	}
-	if in.EventBudget == 0 {
-		in.EventBudget = contract.DefaultSweepEventBudget
-	}
+	in.Interval = cmp.Or(in.Interval, contract.DefaultSweepInterval)
+	in.Window = cmp.Or(in.Window, contract.DefaultSweepWindow)
+	in.EventBudget = cmp.Or(in.EventBudget, contract.DefaultSweepEventBudget)
 	return in
 }
 

@@ -68,11 +68,11 @@ func CompactBase(ctx workflow.Context, in contract.CompactBaseInput) (contract.C
 		var pass contract.CompactPassResult
 		w := tr.newWatch(contract.CompactBaseActivity, "", contract.TaskQueue)
 		params := contract.CompactPassParams{
-			Target:   tgt.String(),
-			MaxRuns:  in.MaxRuns,
-			MaxBytes: in.MaxBytes,
+			Target:      tgt.String(),
+			MaxRuns:     in.MaxRuns,
+			MaxBytes:    in.MaxBytes,
+			NotifyAfter: tr.notifyAfter(),
 		}
-		params.NotifyAfter = tr.notifyAfter()
 		if err := tr.exec(ctx, compactOptions(), w, params, &pass); err != nil {
 			st.Phase = contract.PhaseDone
 			refresh()

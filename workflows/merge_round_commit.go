@@ -57,12 +57,12 @@ func (r *mergeRun) roundCommitLoop(ctx workflow.Context, commits workflow.Channe
 				break
 			}
 			r.asking--
-			if n := preparedSize(next.p); size+n > contract.MaxRoundBytes {
+			n := preparedSize(next.p)
+			if size+n > contract.MaxRoundBytes {
 				carry = next
 				break
-			} else {
-				size += n
 			}
+			size += n
 			batch = append(batch, next)
 		}
 		r.commitRound(ctx, batch)
@@ -84,8 +84,8 @@ func preparedSize(p *contract.PreparedMerge) int {
 // shard's outcome: committed (or already committed) as its RoundShardResult, stale as a
 // StalePreparation error. If the activity fails for good, every request gets its error.
 func (r *mergeRun) commitRound(ctx workflow.Context, batch []*commitRequest) {
-	params := contract.CommitRoundParams{Target: r.target.String(), Prepared: make([]contract.PreparedMerge, len(batch))}
-	params.NotifyAfter = r.tr.notifyAfter()
+	params := contract.CommitRoundParams{Target: r.target.String(), Prepared: make([]contract.PreparedMerge, len(batch)),
+		NotifyAfter: r.tr.notifyAfter()}
 	for i, req := range batch {
 		req.sh.phase = contract.ShardCommitting
 		params.Prepared[i] = *req.p

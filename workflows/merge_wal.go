@@ -473,8 +473,8 @@ func (r *mergeRun) prepare(ctx workflow.Context, sh *shardRun, sem workflow.Sema
 		Shard:          sh.res.Shard,
 		MaxGenerations: r.in.MaxGenerations,
 		MaxBytes:       r.in.MaxBytes,
+		NotifyAfter:    r.tr.notifyAfter(),
 	}
-	params.NotifyAfter = r.tr.notifyAfter()
 	var res contract.PrepareResult
 	if !sh.res.SharedQueue {
 		sh.queue = contract.ShardQueue(sh.res.Shard)

@@ -85,15 +85,8 @@ func (t *tracker) newWatch(activity, shard, queue string) *watch {
 func (t *tracker) exec(ctx workflow.Context, opts workflow.ActivityOptions, w *watch, arg, out any) error {
 	opts.ActivityID = w.id
 	opts.TaskQueue = w.queue
-	fut := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), w.activity, arg)
-	t.actions++ // its first attempt; retries arrive with its signals (apply)
-	t.inflight = append(t.inflight, w)
-	t.changed()
-	defer func() {
-		t.remove(w)
-		t.changed()
-	}()
-	return fut.Get(ctx, out)
+	// Its first attempt is one action; retries arrive with its signals (apply).
+	return t.await(ctx, w, workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), w.activity, arg), out)
 }
 
 // execLocal runs one local activity under w (the activity sends no ActivityStateSignal, it
@@ -102,9 +95,13 @@ func (t *tracker) exec(ctx workflow.Context, opts workflow.ActivityOptions, w *w
 // it never reads as waiting for a slot (contract.ApplyPending). A local activity takes no
 // activity ID: w.id only names it in the status.
 func (t *tracker) execLocal(ctx workflow.Context, opts workflow.LocalActivityOptions, w *watch, arg, out any) error {
-	fut := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, opts), w.activity, arg)
 	// Temporal Cloud bills the local activities of one workflow task as one action; each
 	// listing runs in a task of its own (after an activity or at the start), so one each.
+	return t.await(ctx, w, workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, opts), w.activity, arg), out)
+}
+
+// await counts the activity of fut as one action and keeps w in flight until fut is ready.
+func (t *tracker) await(ctx workflow.Context, w *watch, fut workflow.Future, out any) error {
 	t.actions++
 	t.inflight = append(t.inflight, w)
 	t.changed()

@@ -28,8 +28,8 @@ const runningListTimeout = 30 * time.Second
 // second or so: a merge that has just closed may still be listed, and its store waits for the
 // next sweep round, as it would have after an attach to the closing run.
 //
-// A nil client or a failed listing returns nil (no filter): the sweep then starts and
-// attaches as it did before, which costs actions, never rows.
+// A nil client or a failed listing returns nil (no filter): the sweep then starts those
+// stores too and the starts attach to their running merges, which costs actions, never rows.
 func (a *Activities) runningMerges(ctx context.Context, kind store.Kind) map[string]bool {
 	if a.Client == nil {
 		return nil

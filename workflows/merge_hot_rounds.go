@@ -4,13 +4,12 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// A hot run's rounds commit once per round. A round's passes prepare behind the prepare
-// semaphore and finish one by one; the commit loop takes whatever is queued when it is free,
-// so a round of 20 shards used to commit in about as many CommitRounds as passes, each a
-// billable action. Once a run is hot, its writers seal as fast as it merges and a round's
-// commit is not what anyone waits for, so the commit loop waits until every pass of the
-// round has asked for its commit (or a round's worth of shards, contract.MaxRoundShards by
-// default, has): one CommitRound per round.
+// A hot run commits once per round. A round's passes finish preparing one by one, and a
+// commit loop that took whatever was queued whenever it was free would commit a round of 20
+// shards in about as many CommitRounds, each a billable action. In a hot run nobody waits for
+// a round's commit (its writers seal as fast as it merges), so the commit loop waits until
+// every pass of the round has asked for its commit (or a round's worth of shards,
+// contract.MaxRoundShards by default, has): one CommitRound per round.
 
 // hotRoundCommitsChange is the GetVersion change ID of one commit per hot round.
 const hotRoundCommitsChange = "hot-round-commits"
@@ -57,6 +56,6 @@ func (r *mergeRun) awaitRound(ctx workflow.Context, limit int) {
 	if !r.hotRoundsCommitOnce || !r.hot {
 		return
 	}
-	// A cancelled wait commits what is ready, as the loop always has.
+	// A cancelled wait commits what is ready.
 	_ = workflow.Await(ctx, func() bool { return r.preparing == 0 || 1+r.asking >= limit })
 }

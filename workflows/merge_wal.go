@@ -262,14 +262,13 @@ func (r *mergeRun) mergeShards(ctx workflow.Context) {
 // mergeRounds runs rounds of at most one pass per shard, most indebted shard first, each
 // shard's pass a coroutine behind the prepare semaphore (PrepareConcurrency with
 // ParallelPrepare, else one prepare at a time, so the next shard prepares while earlier ones
-// wait for, or ride in, a round commit); a round ends when every shard's pass has. A shard
-// whose writer seals as fast as a pass completes gets one pass per round like every other
-// shard instead of keeping the table to itself, and a shard that was drained and has sealed
-// since is merged again instead of waiting for the next MergeWal, which would only attach to
-// this long-running one; a hot shard can no longer starve the others of its table. Everything pending when the merge
-// started is drained: a shard leaves the rounds only when a listing (or an empty prepare)
-// finds it drained, it fails, or it reaches MaxPasses. The rounds end when a round commits
-// nothing.
+// wait for, or ride in, a round commit); a round ends when every shard's pass has. One pass
+// per shard per round keeps a shard whose writer seals as fast as a pass completes from
+// starving the others of its table, and a shard that was drained and has sealed since is
+// merged again here, since the next MergeWal would only attach to this one. Everything
+// pending when the merge started is drained: a shard leaves the rounds only when a listing
+// (or an empty prepare) finds it drained, it fails, or it reaches MaxPasses. The rounds end
+// when a round commits nothing.
 func (r *mergeRun) mergeRounds(ctx workflow.Context, commits workflow.Channel) {
 	prepares := 1
 	if r.in.ParallelPrepare {

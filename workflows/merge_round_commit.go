@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 
@@ -22,22 +23,13 @@ import (
 // loop takes everything queued meanwhile as its next round. What a shard's pass does with
 // the outcome: a stale shard is aborted and prepared again (mergePass).
 
-// shardsPerCommit is the most shards one commit covers: MaxShardsPerCommit, 0 meaning
-// contract.MaxRoundShards.
-func shardsPerCommit(in contract.MergeWalInput) int {
-	if in.MaxShardsPerCommit == 0 {
-		return contract.MaxRoundShards
-	}
-	return in.MaxShardsPerCommit
-}
-
 // roundCommitLoop is the only place commits run: it waits for one commit request (in a hot
 // run, for the round's, awaitRound), then takes every other request already queued, up to
 // the round's caps, and commits them all in one CommitRound. A request that would take the
 // round past contract.MaxRoundBytes waits for the next round (at least one request always
 // goes).
 func (r *mergeRun) roundCommitLoop(ctx workflow.Context, commits workflow.Channel) {
-	limit := shardsPerCommit(r.in)
+	limit := cmp.Or(r.in.MaxShardsPerCommit, contract.MaxRoundShards) // 0 = contract.MaxRoundShards
 	var carry *commitRequest
 	for {
 		first := carry

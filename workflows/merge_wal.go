@@ -82,7 +82,7 @@ func MergeWal(ctx workflow.Context, in contract.MergeWalInput) (contract.MergeWa
 	}
 
 	// Step 3. Hand over to a fresh run if the history grew long, else report.
-	if r.stopping && r.unfinished() > 0 {
+	if r.stopping && len(r.todo()) > 0 {
 		r.setPhase(contract.PhaseContinuing)
 		next := r.in
 		next.Carry = &contract.MergeWalCarry{WorkflowRuns: r.workflowRun, Shards: r.result().Shards, PendingAtStart: r.pendingAtStart,
@@ -225,8 +225,6 @@ func (r *mergeRun) todo() []*shardRun {
 	}
 	return out
 }
-
-func (r *mergeRun) unfinished() int { return len(r.todo()) }
 
 type commitRequest struct {
 	sh    *shardRun

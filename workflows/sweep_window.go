@@ -161,9 +161,7 @@ func (w *sweepWindow) round(ctx workflow.Context, trigger string) error {
 	n := w.carry.Totals.Rounds
 	at := workflow.Now(ctx)
 	label := roundLabel{window: w.id, round: n}
-	var res contract.MaintenanceSweepResult
-	var err error
-	res, err = demandSweep(ctx, w.in.Sweep, label)
+	res, err := demandSweep(ctx, w.in.Sweep, label)
 	if ctx.Err() != nil {
 		return temporal.NewCanceledError("sweep window canceled")
 	}

@@ -3,6 +3,7 @@ package workflows
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -203,15 +204,7 @@ func isPermanent(err error) bool {
 	if !errors.As(err, &appErr) {
 		return false
 	}
-	if appErr.NonRetryable() {
-		return true
-	}
-	for _, t := range contract.NonRetryableErrorTypes {
-		if appErr.Type() == t {
-			return true
-		}
-	}
-	return false
+	return appErr.NonRetryable() || slices.Contains(contract.NonRetryableErrorTypes, appErr.Type())
 }
 
 // isScheduleToStartTimeout reports whether an activity expired in its queue without any

@@ -150,8 +150,8 @@ func withWorkerStop(ctx context.Context) (context.Context, func() bool) {
 
 var errWorkerStopping = errors.New("worker is shutting down")
 
-// storeCall is the frame every store-calling activity (Prepare, Commit, CommitRound,
-// CompactBase) runs in: a context that also ends when the worker stops, the liveness
+// storeCall is the frame the long store-calling activities (Prepare, CommitRound,
+// CompactBase) run in: a context that also ends when the worker stops, the liveness
 // reporter, and, at the end, the metric and the Temporal error mapping (a.done).
 type storeCall struct {
 	a        *Activities

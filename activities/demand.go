@@ -25,11 +25,6 @@ type MaintenanceMetrics interface {
 	MaintenanceSucceeded(workflow string, at time.Time)
 }
 
-// DefaultReconcileConcurrency is how many stores one ReconcilePage reconciles at once: a
-// store costs a handful of storage round trips, so the page's time is
-// page size × requests per store × latency / concurrency.
-const DefaultReconcileConcurrency = contract.DefaultReconcileConcurrency
-
 // ScanDemand lists kind's demand index as it streams, aggregates each store's records
 // (contiguous in the listing), and keeps the p.MaxCandidates most indebted stores over a
 // threshold in a bounded heap: memory, result and heartbeat are bounded whatever the number
@@ -235,7 +230,7 @@ func (a *Activities) ReconcilePage(ctx context.Context, p contract.ReconcilePage
 	limit = min(limit, contract.MaxReconcilePage)
 	conc := p.Concurrency
 	if conc <= 0 {
-		conc = DefaultReconcileConcurrency
+		conc = contract.DefaultReconcileConcurrency
 	}
 	conc = min(conc, contract.MaxStoreConcurrency) // the reconcile input's bound, kept here too
 	page, err := a.DB.ListStores(ctx, kind, p.After, limit)

@@ -307,7 +307,7 @@ func (r *mergeRun) mergeRounds(ctx workflow.Context, commits workflow.Channel) {
 			workflow.Go(ctx, func(ctx workflow.Context) {
 				defer wg.Done()
 				defer r.leaveRound(pass)
-				if r.mergePass(ctx, sh, commits, sem, pass) == passCommitted {
+				if r.mergePass(ctx, sh, commits, sem, pass) {
 					progress = true
 					// Its turn is over; it waits for the next round.
 					sh.phase = contract.ShardQueued
@@ -377,43 +377,35 @@ func (r *mergeRun) relist(ctx workflow.Context) {
 	r.plan(listed.Shards)
 }
 
-// passOutcome is how one mergePass ended.
-type passOutcome int
-
-const (
-	passCommitted passOutcome = iota // a pass was committed (or found committed by the abort)
-	passDrained                      // nothing pending: the shard is done
-	passMaxed                        // MaxPasses reached: the shard is done
-	passFailed                       // the shard failed and is done
-	passStopped                      // continue-as-new is due or the workflow is cancelled
-)
-
-// mergePass prepares and commits one pass of sh. A stale preparation is aborted and
-// prepared again within the same pass (at most maxStaleRestarts times in a row).
-func (r *mergeRun) mergePass(ctx workflow.Context, sh *shardRun, commits workflow.Channel, sem workflow.Semaphore, pass *roundPass) passOutcome {
+// mergePass prepares and commits one pass of sh and reports whether a pass was committed
+// (or found committed by the abort); false when the shard is done (drained, at MaxPasses,
+// failed) or the run stops (continue-as-new is due, or the workflow is cancelled). A stale
+// preparation is aborted and prepared again within the same pass (at most maxStaleRestarts
+// times in a row).
+func (r *mergeRun) mergePass(ctx workflow.Context, sh *shardRun, commits workflow.Channel, sem workflow.Semaphore, pass *roundPass) bool {
 	for ctx.Err() == nil {
 		if sh.res.Passes >= r.in.MaxPasses {
 			sh.res.Finished, sh.res.MaxPassesReached = true, true
 			sh.phase = contract.ShardDone
 			r.log.Info("Shard reached max passes.", "shard", sh.res.Shard, "pending", sh.res.Pending)
 			r.changed()
-			return passMaxed
+			return false
 		}
 		p, ok, err := r.prepare(ctx, sh, sem)
 		if !ok {
 			sh.phase = contract.ShardQueued
 			r.changed()
-			return passStopped
+			return false
 		}
 		if err != nil {
 			r.fail(sh, "prepare", err, nil)
-			return passFailed
+			return false
 		}
 		if p == nil {
 			sh.res.Finished, sh.res.Pending = true, 0
 			sh.phase = contract.ShardDone
 			r.changed()
-			return passDrained
+			return false
 		}
 
 		sh.phase = contract.ShardWaitingCommit
@@ -426,7 +418,7 @@ func (r *mergeRun) mergePass(ctx workflow.Context, sh *shardRun, commits workflo
 		reply.Receive(ctx, &out)
 		if out.err == nil {
 			r.committed(sh, p, out.res)
-			return passCommitted
+			return true
 		}
 
 		// The commit failed. Abort proves it absent (and deletes the staged files) or finds
@@ -435,7 +427,7 @@ func (r *mergeRun) mergePass(ctx workflow.Context, sh *shardRun, commits workflo
 		ab, abErr := r.abort(ctx, sh, p)
 		if abErr == nil && ab.CommitPresent {
 			r.committed(sh, p, contract.RoundShardResult{Shard: sh.res.Shard, Reclaimed: len(p.Generations)})
-			return passCommitted
+			return true
 		}
 		if stale && abErr == nil && sh.staleInARow < maxStaleRestarts {
 			sh.staleInARow++
@@ -445,9 +437,9 @@ func (r *mergeRun) mergePass(ctx workflow.Context, sh *shardRun, commits workflo
 			continue
 		}
 		r.fail(sh, "commit", out.err, abErr)
-		return passFailed
+		return false
 	}
-	return passStopped
+	return false
 }
 
 // prepare runs one Prepare. ok is false when the shard should stop without a result (a

@@ -81,7 +81,7 @@ const (
 	// another attempt merged the same generations); nothing was published for it again.
 	RoundAlreadyCommitted = "already_committed"
 	// RoundStale: the preparation can never publish; it was left out of the version and
-	// the workflow aborts it and prepares the shard again, as after a stale Commit.
+	// the workflow aborts it and prepares the shard again.
 	RoundStale = "stale"
 )
 

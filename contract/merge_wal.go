@@ -18,7 +18,7 @@ type MergeWalInput struct {
 	// (default 1000), so writers that seal faster than merges fold cannot keep it running
 	// forever; the sweep starts the next merge.
 	MaxPasses int `json:"max_passes,omitempty"`
-	// ScheduleToStartTimeout is how long Prepare/Commit waits on the shard owner's queue
+	// ScheduleToStartTimeout is how long Prepare waits on the shard owner's queue
 	// before falling back to the shared queue (default 30s).
 	ScheduleToStartTimeout time.Duration `json:"schedule_to_start_timeout,omitempty"`
 	// SlotWaitThreshold: an activity that no worker has started this long after it was

@@ -11,8 +11,8 @@ import (
 // takes its default; the bounds apply to the value the workflow uses.
 const (
 	// DefaultMergeMaxPasses and MaxMergeMaxPasses: passes per shard over the whole chain.
-	// Each pass is at least a Prepare and a Commit, so the ceiling bounds what one start
-	// can cost per shard.
+	// Each pass is at least a Prepare and its part of a CommitRound, so the ceiling bounds
+	// what one start can cost per shard.
 	DefaultMergeMaxPasses = 1000
 	MaxMergeMaxPasses     = 10_000
 	// DefaultPassesPerWorkflowRun and MaxPassesPerWorkflowRun: committed passes before
@@ -31,7 +31,7 @@ const (
 	MinMergeBytes = 1 << 20
 	MaxMergeBytes = 64 << 30
 	// Schedule-to-start on the owner's queue before the shared queue takes over: below a
-	// second every Prepare and Commit would time out and run twice.
+	// second every Prepare would time out and run twice.
 	DefaultScheduleToStartTimeout = 30 * time.Second
 	MinScheduleToStartTimeout     = time.Second
 	MaxScheduleToStartTimeout     = time.Hour

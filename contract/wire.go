@@ -5,7 +5,7 @@ package contract
 // renamed or retagged freely). Package activities converts at the boundary
 // (activities/wire.go); wire_test.go pins the shape.
 
-// PreparedMerge is the reference Prepare returns and Commit or Abort consume: the small
+// PreparedMerge is the reference Prepare returns and CommitRound or Abort consume: the small
 // record of one prepared merge (store.PreparedMerge on the store side). It carries no row
 // data, only what is needed to publish or discard the staged files.
 type PreparedMerge struct {

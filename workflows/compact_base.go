@@ -35,9 +35,9 @@ func CompactBase(ctx workflow.Context, in contract.CompactBaseInput) (contract.C
 		if tr != nil {
 			st.Blocked = tr.blocked("")
 		}
-		line := fmt.Sprintf("**%s** %s · pass %d · %d runs left", st.Target, st.Phase, st.Pass, st.RunsLeft)
-		if st.RunsLeft < 0 {
-			line = fmt.Sprintf("**%s** %s · pass %d", st.Target, st.Phase, st.Pass)
+		line := fmt.Sprintf("**%s** %s · pass %d", st.Target, st.Phase, st.Pass)
+		if st.RunsLeft >= 0 {
+			line += fmt.Sprintf(" · %d runs left", st.RunsLeft)
 		}
 		if st.Blocked != "" {
 			line += "\n\n**blocked:** " + st.Blocked

@@ -165,12 +165,9 @@ func (w *sweepWindow) round(ctx workflow.Context, trigger string) error {
 	if ctx.Err() != nil {
 		return temporal.NewCanceledError("sweep window canceled")
 	}
-	failure := ""
-	switch {
-	case err != nil:
+	failure := "" // demandSweep fails exactly when a kind's scan failed (res.ScanErrors)
+	if err != nil {
 		failure = errorText(err)
-	case len(res.ScanErrors) > 0:
-		failure = "scan failed for " + strings.Join(res.ScanErrors, "; ")
 	}
 	summary := roundSummary(n, trigger, res, failure)
 	w.last = fmt.Sprintf("%s at %s", summary, at.UTC().Format(time.TimeOnly))
@@ -421,8 +418,6 @@ func skipKind(reason string) string {
 		return "below thresholds"
 	case strings.Contains(reason, "max starts"):
 		return "over max starts"
-	case strings.HasPrefix(reason, "stats unavailable"):
-		return "stats unavailable"
 	case strings.HasPrefix(reason, "start "):
 		return "start failed"
 	}

@@ -8,8 +8,6 @@ import "time"
 
 // Names and bounds of the demand index (workflow and activity names: names.go).
 const (
-	ReconcileDemandScheduleID   = "walkeeper-reconcile"
-	ReconcileDemandWorkflowID   = "walkeeper-reconcile"
 	MaintenanceSweepName        = "sweep"
 	ReconcileDemandName         = "reconcile"
 	MaxDemandCandidates         = 1000

@@ -11,8 +11,9 @@ import (
 	"github.com/walkeeper/walkeeper/contract"
 )
 
-// ReconcileScheduleID is the Schedule that runs ReconcileDemand (docs/DESIGN.md §12).
-const ReconcileScheduleID = contract.ReconcileDemandScheduleID
+// ReconcileScheduleID is the Schedule that runs ReconcileDemand (docs/DESIGN.md §12), and the
+// ID of the workflows it starts (Temporal appends the nominal start time).
+const ReconcileScheduleID = "walkeeper-reconcile"
 
 // reconcileJitter is the jitter of walkeeper-reconcile: up to a tenth of its interval
 // (scheduleJitter caps it at a quarter), so the reconciles of several namespaces or
@@ -28,7 +29,7 @@ func EnsureReconcileSchedule(ctx context.Context, c client.Client, every time.Du
 		return fmt.Errorf("reconcile schedule interval must be positive, got %s", every)
 	}
 	action := &client.ScheduleWorkflowAction{
-		ID:        contract.ReconcileDemandWorkflowID,
+		ID:        ReconcileScheduleID,
 		Workflow:  contract.ReconcileDemandWorkflow,
 		Args:      []any{contract.ReconcileDemandInput{}},
 		TaskQueue: contract.TaskQueue,

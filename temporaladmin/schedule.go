@@ -1,6 +1,7 @@
 package temporaladmin
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -71,9 +72,7 @@ func ensureSchedule(ctx context.Context, c client.Client, id string, every, jitt
 // Pausing walkeeper-sweep also cancels its running window, so sweeps stop now and not at the
 // window's end (pausing the schedule alone, e.g. from Temporal Web, only stops new windows).
 func PauseSchedule(ctx context.Context, c client.Client, id, note string) error {
-	if note == "" {
-		note = "paused with walkeeper"
-	}
+	note = cmp.Or(note, "paused with walkeeper")
 	if err := c.ScheduleClient().GetHandle(ctx, id).Pause(ctx, client.SchedulePauseOptions{Note: note}); err != nil {
 		return fmt.Errorf("pause schedule %s: %w", id, err)
 	}
@@ -90,9 +89,7 @@ func PauseSchedule(ctx context.Context, c client.Client, id, note string) error 
 // ResumeSchedule unpauses schedule id. Resuming walkeeper-sweep also starts a window now if
 // none runs, so sweeps resume at once and not at the next whole window.
 func ResumeSchedule(ctx context.Context, c client.Client, id, note string) error {
-	if note == "" {
-		note = "resumed with walkeeper"
-	}
+	note = cmp.Or(note, "resumed with walkeeper")
 	if err := c.ScheduleClient().GetHandle(ctx, id).Unpause(ctx, client.ScheduleUnpauseOptions{Note: note}); err != nil {
 		return fmt.Errorf("resume schedule %s: %w", id, err)
 	}

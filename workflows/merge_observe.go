@@ -87,10 +87,11 @@ func (r *mergeRun) outcomeDetails() string {
 		return fmt.Sprintf("**%s** stopped before its shards were listed (see the failure).", r.target)
 	}
 	res := r.result()
-	failed := 0
+	failed, failures := 0, ""
 	for _, sh := range res.Shards {
 		if sh.Error != "" {
 			failed++
+			failures += fmt.Sprintf("\n\nshard `%s` failed: %s", contract.ShardLabel(sh.Shard), sh.Error)
 		}
 	}
 	line := fmt.Sprintf("**%s** done — %s, %s reclaimed, %s in %s",
@@ -104,13 +105,7 @@ func (r *mergeRun) outcomeDetails() string {
 	if res.WorkflowRuns > 1 {
 		line += fmt.Sprintf(" · %d workflow runs", res.WorkflowRuns)
 	}
-	line += fmt.Sprintf(" · %s", plural(res.Actions, "Temporal action"))
-	for _, sh := range res.Shards {
-		if sh.Error != "" {
-			line += fmt.Sprintf("\n\nshard `%s` failed: %s", contract.ShardLabel(sh.Shard), sh.Error)
-		}
-	}
-	return line
+	return line + " · " + plural(res.Actions, "Temporal action") + failures
 }
 
 // activitySummary names an activity in Temporal Web by shard and pass: "prepare shard 3f2a

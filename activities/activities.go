@@ -86,6 +86,15 @@ func (a *Activities) now() time.Time {
 	return time.Now()
 }
 
+// positiveOr is v capped at hi, or def (at most hi) when v is not positive: an optional
+// count of the activities' params or dependencies.
+func positiveOr(v, def, hi int) int {
+	if v <= 0 {
+		return def
+	}
+	return min(v, hi)
+}
+
 // open parses target and opens its store.
 func (a *Activities) open(ctx context.Context, target string) (*store.Store, store.Target, error) {
 	t, err := store.ParseTarget(target)

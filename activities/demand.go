@@ -223,16 +223,9 @@ func (a *Activities) ReconcilePage(ctx context.Context, p contract.ReconcilePage
 		return res, errMisconfigured("activities have no store DB")
 	}
 	res.Kind = string(kind)
-	limit := p.Limit
-	if limit <= 0 {
-		limit = contract.DefaultReconcilePage
-	}
-	limit = min(limit, contract.MaxReconcilePage)
-	conc := p.Concurrency
-	if conc <= 0 {
-		conc = contract.DefaultReconcileConcurrency
-	}
-	conc = min(conc, contract.MaxStoreConcurrency) // the reconcile input's bound, kept here too
+	limit := positiveOr(p.Limit, contract.DefaultReconcilePage, contract.MaxReconcilePage)
+	// The reconcile input's bound, kept here too.
+	conc := positiveOr(p.Concurrency, contract.DefaultReconcileConcurrency, contract.MaxStoreConcurrency)
 	page, err := a.DB.ListStores(ctx, kind, p.After, limit)
 	if err != nil {
 		return res, err

@@ -23,14 +23,6 @@ const (
 	MaxStartConcurrency     = 256
 )
 
-// startConcurrency is a.StartConcurrency, or its default when unset.
-func (a *Activities) startConcurrency() int {
-	if a.StartConcurrency > 0 {
-		return min(a.StartConcurrency, MaxStartConcurrency)
-	}
-	return DefaultStartConcurrency
-}
-
 // StartWorkflows starts (or attaches to) one workflow per request through
 // contract.StartMergeWal / StartCompactBase, so the sweep and the schedule ticks dedupe on
 // the same workflow IDs as every other trigger, at most a.StartConcurrency at once. Each
@@ -45,7 +37,7 @@ func (a *Activities) StartWorkflows(ctx context.Context, p contract.StartWorkflo
 	res.Outcomes = make([]contract.StartOutcome, len(p.Starts))
 	errs := make([]error, len(p.Starts))
 	var g errgroup.Group
-	g.SetLimit(a.startConcurrency())
+	g.SetLimit(positiveOr(a.StartConcurrency, DefaultStartConcurrency, MaxStartConcurrency))
 	for i, req := range p.Starts {
 		g.Go(func() error {
 			o := contract.StartOutcome{Workflow: req.Workflow, Target: req.Target}

@@ -40,22 +40,13 @@ func NewBudget(limit int64) *Budget {
 }
 
 // Allocated returns the bytes the accounts of this budget's reservations have allocated
-// and not freed (alloc.go); Pooled what the budget keeps of freed buffers for reuse.
-// Allocated may exceed Reserved only by an overdraft (memAccount.err) or the lone
-// whole-limit holder's growth.
+// and not freed (alloc.go). It may exceed Reserved only by an overdraft (memAccount.err) or
+// the lone whole-limit holder's growth.
 func (b *Budget) Allocated() int64 {
 	if b == nil {
 		return 0
 	}
 	return b.allocated.Load()
-}
-
-// Pooled returns the bytes of freed buffers the budget keeps for reuse.
-func (b *Budget) Pooled() int64 {
-	if b == nil {
-		return 0
-	}
-	return b.pool.Bytes()
 }
 
 // Limit returns the limit in bytes, 0 when unlimited.

@@ -456,14 +456,8 @@ func (db *DB) Close(ctx context.Context) error {
 	db.closed = true
 	db.mu.Unlock()
 	db.stopEvictions()
-	db.mu.Lock()
-	stores := make([]*Store, 0, len(db.stores))
-	for _, s := range db.stores {
-		stores = append(stores, s)
-	}
-	db.mu.Unlock()
 	var errs []error
-	for _, s := range stores {
+	for _, s := range db.Resident() {
 		if err := s.close(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("close %s: %w", s.target, err))
 		}

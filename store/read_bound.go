@@ -359,8 +359,8 @@ func internShard(shard string) string {
 	return c
 }
 
-// maxInternedShards bounds the interned shard ids (a process sees its fleet's shards; past
-// the bound ids are copied per candidate, as before).
+// maxInternedShards bounds the interned shard ids: a process sees its fleet's shards, and
+// past the bound each candidate gets its own copy.
 const maxInternedShards = 1 << 16
 
 var (

@@ -35,7 +35,7 @@ func decodeBaseManifest(raw []byte, v uint64, t Target) (*manifest.Base, error) 
 	if m.Watermarks == nil {
 		m.Watermarks = map[string]uint64{}
 	}
-	prefix := path.Join(storePrefix(t), dataDir) + "/"
+	prefix := dataPrefix(t)
 	for _, r := range m.Runs {
 		if !strings.HasPrefix(r.Path, prefix) || objstore.CheckKey(r.Path) != nil {
 			return nil, corruptf("base manifest %s/%d lists run path %q outside %s", t, v, r.Path, prefix)

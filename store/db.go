@@ -238,10 +238,7 @@ func (db *DB) create(ctx context.Context, t Target, co CreateOptions) (*Store, e
 	if co.Schema != nil && t.Kind != KindGeneric && !co.Schema.Equal(meta.Schema) {
 		return nil, invalidf("%s stores have a fixed schema", t.Kind)
 	}
-	if err := rowcodec.ValidateSchema(t.Kind, meta.Schema); err != nil {
-		return nil, err
-	}
-	codec, err := rowcodec.NewCodec(t.Kind, meta.Schema)
+	codec, err := rowcodec.NewCodec(t.Kind, meta.Schema) // validates the schema
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -117,6 +118,16 @@ func (b *Budget) Reserve(ctx context.Context, want int64) (*Reservation, time.Du
 	}
 	b.reserved.Add(n) // after the acquire: the gauge never runs ahead of the semaphore
 	return &Reservation{b: b, bytes: n}, waited, nil
+}
+
+// reserveWithin is Reserve waiting at most wait. timedOut reports that the wait ran out while
+// ctx was still live: the budget had no room in time, which reads and appends report as
+// ErrBudgetBusy, so a client asks again instead of waiting without bound.
+func reserveWithin(ctx context.Context, b *Budget, want int64, wait time.Duration) (_ *Reservation, timedOut bool, _ error) {
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	res, _, err := b.Reserve(wctx, want)
+	return res, err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded), err
 }
 
 // Reservation is bytes held from a Budget until Release. Safe for concurrent use; a nil

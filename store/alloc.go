@@ -330,16 +330,6 @@ func (p *bufferPool) put(b []byte) bool {
 	return true
 }
 
-// Bytes returns what the pool keeps.
-func (p *bufferPool) Bytes() int64 {
-	if p == nil {
-		return 0
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.bytes
-}
-
 // trim drops pooled buffers, largest first (fewest drops for the bytes), until pooled plus
 // allocated bytes plus extra, a fresh buffer about to be allocated, fit the limit again.
 func (p *bufferPool) trim(extra int64) {

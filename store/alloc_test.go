@@ -14,6 +14,16 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// Pooled returns the bytes of freed buffers the budget keeps for reuse.
+func (b *Budget) Pooled() int64 {
+	if b == nil || b.pool == nil {
+		return 0
+	}
+	b.pool.mu.Lock()
+	defer b.pool.mu.Unlock()
+	return b.pool.bytes
+}
+
 func TestBufferClasses(t *testing.T) {
 	prev := 0
 	for c := 0; c < 80; c++ {

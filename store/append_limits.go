@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -96,16 +95,10 @@ func (s *Store) checkAppendSize(rows int, size int64) error {
 
 // chargeAppend reserves size bytes of the append budget, waiting at most appendBudgetWait.
 func (s *Store) chargeAppend(ctx context.Context, size int64) (*Reservation, error) {
-	b := s.db.appends
-	wctx, cancel := context.WithTimeout(ctx, appendBudgetWait)
-	defer cancel()
-	res, _, err := b.Reserve(wctx, size)
-	if err != nil {
-		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-			return nil, fmt.Errorf("%s: an append of about %d decoded bytes waited %s for the append budget of %d bytes: %w",
-				s.target, size, appendBudgetWait, b.Limit(), ErrBudgetBusy)
-		}
-		return nil, err
+	res, timedOut, err := reserveWithin(ctx, s.db.appends, size, appendBudgetWait)
+	if timedOut {
+		return nil, fmt.Errorf("%s: an append of about %d decoded bytes waited %s for the append budget of %d bytes: %w",
+			s.target, size, appendBudgetWait, s.db.appends.Limit(), ErrBudgetBusy)
 	}
-	return res, nil
+	return res, err
 }

@@ -238,7 +238,12 @@ func incompressible(col arrow.Array) bool {
 	return float64(packed) >= incompressibleRatio*float64(raw)
 }
 
-// writeParquetWith is writeParquet with the writer's buffers (pages, encoders) from mem.
+// writeParquetWith streams one base run to w from the records next returns, in order, until
+// it returns nil, with the writer's buffers (pages, encoders) from mem. Each record becomes
+// at least one row group and is released once written, so the caller can build the run chunk
+// by chunk and never hold all of it. next must return at least one record (an empty one for
+// an empty run). On error, records already handed over are released; the caller owns
+// nothing it has passed in.
 func writeParquetWith(mem memory.Allocator, w io.Writer, schema *arrow.Schema, next func() (arrow.RecordBatch, error)) error {
 	rec, err := next()
 	if err != nil {

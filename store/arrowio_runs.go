@@ -17,11 +17,11 @@ import (
 	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
 
-// Base runs read in record batches, so a run's decoded size never has to fit at once: a run is decoded a batch of rows at a time,
-// each batch into buffers of the caller's allocator, instead of whole into one record on the
-// Go heap. The footer says, before anything is decoded, how large a batch and the reader's
-// page buffers can get (runWindow), so a budgeted caller can reserve that bound before it
-// holds the batches; its allocator then checks it.
+// Base runs read in record batches, so a run's decoded size never has to fit at once: a run is
+// decoded a batch of rows at a time, each batch into buffers of the caller's allocator, instead
+// of whole into one record on the Go heap. The footer says, before anything is decoded, how
+// large a batch and the reader's page buffers can get (runBatches.Window), so a budgeted caller
+// can reserve that bound before it holds the batches; its allocator then checks it.
 
 // runBatchBytes is the decoded size a batch of a run aims at.
 const runBatchBytes = 1 << 20

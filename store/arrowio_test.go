@@ -162,11 +162,7 @@ func encodeParquet(schema *arrow.Schema, rec arrow.RecordBatch) ([]byte, error) 
 	return buf.Bytes(), nil
 }
 
-// writeParquet streams one base run to w from the records next returns, in order, until
-// it returns nil. Each record becomes at least one row group and is released once written,
-// so the caller can build the run chunk by chunk and never hold all of it. next must
-// return at least one record (an empty one for an empty run). On error, records already
-// handed over are released; the caller owns nothing it has passed in.
+// writeParquet is writeParquetWith on the Go heap.
 func writeParquet(w io.Writer, schema *arrow.Schema, next func() (arrow.RecordBatch, error)) error {
 	return writeParquetWith(memory.DefaultAllocator, w, schema, next)
 }

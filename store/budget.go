@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,22 +41,13 @@ func NewBudget(limit int64) *Budget {
 }
 
 // Allocated returns the bytes the accounts of this budget's reservations have allocated
-// and not freed (alloc.go); Pooled what the budget keeps of freed buffers for reuse.
-// Allocated may exceed Reserved only by an overdraft (memAccount.err) or the lone
-// whole-limit holder's growth.
+// and not freed (alloc.go). It may exceed Reserved only by an overdraft (memAccount.err) or
+// the lone whole-limit holder's growth.
 func (b *Budget) Allocated() int64 {
 	if b == nil {
 		return 0
 	}
 	return b.allocated.Load()
-}
-
-// Pooled returns the bytes of freed buffers the budget keeps for reuse.
-func (b *Budget) Pooled() int64 {
-	if b == nil {
-		return 0
-	}
-	return b.pool.Bytes()
 }
 
 // Limit returns the limit in bytes, 0 when unlimited.
@@ -126,6 +118,16 @@ func (b *Budget) Reserve(ctx context.Context, want int64) (*Reservation, time.Du
 	}
 	b.reserved.Add(n) // after the acquire: the gauge never runs ahead of the semaphore
 	return &Reservation{b: b, bytes: n}, waited, nil
+}
+
+// reserveWithin is Reserve waiting at most wait. timedOut reports that the wait ran out while
+// ctx was still live: the budget had no room in time, which reads and appends report as
+// ErrBudgetBusy, so a client asks again instead of waiting without bound.
+func reserveWithin(ctx context.Context, b *Budget, want int64, wait time.Duration) (_ *Reservation, timedOut bool, _ error) {
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	res, _, err := b.Reserve(wctx, want)
+	return res, err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded), err
 }
 
 // Reservation is bytes held from a Budget until Release. Safe for concurrent use; a nil

@@ -25,12 +25,11 @@ func checksumOf(data []byte) string {
 
 func formatChecksum(sum uint32) string { return fmt.Sprintf("%08x", sum) }
 
-// verifyChecksum returns ErrCorrupt when data does not match want or want is empty (an
-// entry nobody checksummed was not written by walkeeper).
+// verifyChecksum returns ErrCorrupt when data does not match want.
+//
+// REQUIRES: want is not empty (readChecked refuses an entry without a checksum before it
+// reads a byte).
 func verifyChecksum(data []byte, want, what string) error {
-	if want == "" {
-		return corruptf("%s: its manifest entry has no checksum", what)
-	}
 	if got := checksumOf(data); got != want {
 		return corruptf("%s: checksum %s, manifest says %s (%d bytes read)", what, got, want, len(data))
 	}

@@ -13,11 +13,12 @@ import (
 	"github.com/walkeeper/walkeeper/store/manifest"
 )
 
-// A compaction pass streams, so that its memory is bounded by its budget, not by its runs: it holds its input runs' object bytes (buffers of its
-// account, outside the Go heap from mapMinBytes on) and decodes each run a record batch at a
-// time (arrowio_runs.go), merges the batches, and writes the output run chunk by chunk
-// through Bucket.PutFrom. Every buffer comes from the pass's memAccount, so its reservation
-// is a bound its allocations are checked against (alloc.go), not an estimate.
+// A compaction pass streams, so that its memory is bounded by its budget, not by its runs: it
+// holds its input runs' object bytes (buffers of its account, outside the Go heap from
+// mapMinBytes on) and decodes each run a record batch at a time (arrowio_runs.go), merges the
+// batches, and writes the output run chunk by chunk through Bucket.PutFrom. Every buffer comes
+// from the pass's memAccount, so its reservation is a bound its allocations are checked against
+// (alloc.go), not an estimate.
 
 // compactOutputWindow is what the output side of a pass holds at once: the picks and the
 // chunk being copied out (mergeChunkBytes), the batches that chunk still refers to (up to
@@ -91,7 +92,7 @@ func compactNeed(ins []*compactInput) int64 {
 	return n
 }
 
-// compactResult is what streaming a pass produced.
+// compactOutput is what streaming a pass produced.
 type compactOutput struct {
 	rowsIn, rowsOut, dropped, deletes int64
 	minKey, maxKey                    string

@@ -238,10 +238,7 @@ func (db *DB) create(ctx context.Context, t Target, co CreateOptions) (*Store, e
 	if co.Schema != nil && t.Kind != KindGeneric && !co.Schema.Equal(meta.Schema) {
 		return nil, invalidf("%s stores have a fixed schema", t.Kind)
 	}
-	if err := rowcodec.ValidateSchema(t.Kind, meta.Schema); err != nil {
-		return nil, err
-	}
-	codec, err := rowcodec.NewCodec(t.Kind, meta.Schema)
+	codec, err := rowcodec.NewCodec(t.Kind, meta.Schema) // validates the schema
 	if err != nil {
 		return nil, err
 	}
@@ -456,14 +453,8 @@ func (db *DB) Close(ctx context.Context) error {
 	db.closed = true
 	db.mu.Unlock()
 	db.stopEvictions()
-	db.mu.Lock()
-	stores := make([]*Store, 0, len(db.stores))
-	for _, s := range db.stores {
-		stores = append(stores, s)
-	}
-	db.mu.Unlock()
 	var errs []error
-	for _, s := range stores {
+	for _, s := range db.Resident() {
 		if err := s.close(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("close %s: %w", s.target, err))
 		}

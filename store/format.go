@@ -28,8 +28,9 @@ const (
 	memWALDir   = "_mem_wal"
 )
 
-func registryKey(t Target) string { return path.Join(registryDir, string(t.Kind), t.Name+".json") }
-func storePrefix(t Target) string { return path.Join(string(t.Kind), t.Name) }
+func registryPrefix(kind Kind) string { return path.Join(registryDir, string(kind)) + "/" }
+func registryKey(t Target) string     { return registryPrefix(t.Kind) + t.Name + ".json" }
+func storePrefix(t Target) string     { return path.Join(string(t.Kind), t.Name) }
 func storeMetaKey(t Target) string {
 	return path.Join(storePrefix(t), "store.json")
 }
@@ -51,9 +52,11 @@ func genPrefix(t Target, shard string) string { return shardPrefix(t, shard) + "
 // claimObjectKey is the object key of a merge attempt's commit/abort claim (attempts/<h>.json).
 // Not to be confused with activities' attempt key, the idempotency key a claim records.
 func claimObjectKey(t Target, shard, hash string) string {
-	return shardPrefix(t, shard) + "attempts/" + hash + ".json"
+	return claimPrefix(t, shard) + hash + ".json"
 }
-func dataKey(t Target, id string) string { return path.Join(storePrefix(t), dataDir, id+".parquet") }
+func claimPrefix(t Target, shard string) string { return shardPrefix(t, shard) + "attempts/" }
+func dataPrefix(t Target) string                { return path.Join(storePrefix(t), dataDir) + "/" }
+func dataKey(t Target, id string) string        { return dataPrefix(t) + id + ".parquet" }
 
 // versionName formats a version number so that lexical order equals numeric order.
 func versionName(v uint64) string { return fmt.Sprintf("%020d.json", v) }

@@ -92,7 +92,7 @@ func parseGenKey(prefix, key string) (uint64, bool) {
 // parseRegistryKey is the store name of a registry entry of kind (registryKey). A nested key
 // (_registry/<kind>/a/b) is not an entry: the name would have a "/" in it.
 func parseRegistryKey(kind Kind, key string) (string, bool) {
-	name, ok := strings.CutPrefix(key, registryDir+"/"+string(kind)+"/")
+	name, ok := strings.CutPrefix(key, registryPrefix(kind))
 	if !ok {
 		return "", false
 	}
@@ -104,7 +104,7 @@ func parseRegistryKey(kind Kind, key string) (string, bool) {
 }
 
 // isStagedRunKey reports whether key is a run an attempt of shard staged under the data key
-// prefix stem (dataKey of stagedRunPrefix without ".parquet"): stem + <shard tag>-<from>-<through>.parquet.
+// prefix stem (dataPrefix + stagedRunPrefix): stem + <shard tag>-<from>-<through>.parquet.
 func isStagedRunKey(t Target, stem, shard, key string) bool {
 	tag, _, _, ok := parseStagedRunKey(t, key)
 	return ok && tag == runIDShardTag(shard) && strings.HasPrefix(key, stem)
@@ -113,7 +113,7 @@ func isStagedRunKey(t Target, stem, shard, key string) bool {
 // parseStagedRunKey splits the data key of a staged run of t, dataKey of
 // "m-<hash>-<shard tag>-<from>-<through>", into its shard tag and generation range.
 func parseStagedRunKey(t Target, key string) (tag string, from, through uint64, ok bool) {
-	name, ok := strings.CutPrefix(key, strings.TrimSuffix(dataKey(t, stagedRunNamePrefix), ".parquet"))
+	name, ok := strings.CutPrefix(key, dataPrefix(t)+stagedRunNamePrefix)
 	if !ok {
 		return "", 0, 0, false
 	}
@@ -134,7 +134,7 @@ func parseStagedRunKey(t Target, key string) (tag string, from, through uint64, 
 }
 
 // isClaimKey reports whether key is an attempt claim under the attempts/ prefix stem
-// (claimObjectKey without its hash and ".json"): stem + hashKey's 24 hex digits + ".json".
+// (claimPrefix): stem + hashKey's 24 hex digits + ".json".
 func isClaimKey(stem, key string) bool {
 	h, ok := strings.CutPrefix(key, stem)
 	if !ok {

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"path"
 
 	"github.com/walkeeper/walkeeper/store/objstore"
 )
@@ -26,17 +25,14 @@ func (db *DB) ListStores(ctx context.Context, kind Kind, after string, limit int
 	if _, err := ParseKind(string(kind)); err != nil {
 		return RegistryPage{}, err
 	}
+	afterKey := ""
 	if after != "" {
 		if err := ValidateName(after); err != nil {
 			return RegistryPage{}, err
 		}
-	}
-	prefix := path.Join(registryDir, string(kind)) + "/"
-	afterKey := ""
-	if after != "" {
 		afterKey = registryKey(Target{Kind: kind, Name: after})
 	}
-	objs, more, err := db.bucket.ListPageWhere(ctx, prefix, afterKey, limit, func(o objstore.ObjectInfo) bool {
+	objs, more, err := db.bucket.ListPageWhere(ctx, registryPrefix(kind), afterKey, limit, func(o objstore.ObjectInfo) bool {
 		if _, ok := parseRegistryKey(kind, o.Key); ok {
 			return true
 		}

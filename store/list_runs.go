@@ -5,12 +5,13 @@ import (
 	"fmt"
 )
 
-// Base runs in a List, bounded by the read budget whatever the run's size. A List over a base run the cache will not keep streams it:
-// the run's object is read into the group's read arena (its checksum covers the whole
-// object), and a cursor decodes it a record batch at a time into buffers of the group's read
-// reservation, starting at the first row group whose key statistics' max is above the page's
-// `after`, and decodes the next batch only when the merge asks for a key beyond the one it
-// holds. A page of 100 rows so decodes one or two batches of a run, not the run.
+// Base runs in a List, bounded by the read budget whatever the run's size. A List over a base
+// run the cache will not keep streams it: the run's object is read into the group's read arena
+// (its checksum covers the whole object), and a cursor decodes it a record batch at a time into
+// buffers of the group's read reservation, starting at the first row group whose key statistics'
+// max is above the page's `after`, and decodes the next batch only when the merge asks for a key
+// beyond the one it holds. A page of 100 rows so decodes one or two batches of a run, not the
+// run.
 //
 // The group's reservation covers what the cursors really hold: it is admitted with the
 // objects' bytes and a window guessed from them (compactRunGuess), and once the footers say

@@ -35,7 +35,7 @@ func decodeBaseManifest(raw []byte, v uint64, t Target) (*manifest.Base, error) 
 	if m.Watermarks == nil {
 		m.Watermarks = map[string]uint64{}
 	}
-	prefix := path.Join(storePrefix(t), dataDir) + "/"
+	prefix := dataPrefix(t)
 	for _, r := range m.Runs {
 		if !strings.HasPrefix(r.Path, prefix) || objstore.CheckKey(r.Path) != nil {
 			return nil, corruptf("base manifest %s/%d lists run path %q outside %s", t, v, r.Path, prefix)
@@ -89,8 +89,8 @@ func decodeShardManifest(raw []byte, v uint64, t Target, shard string) (*manifes
 // Through. Rows of different merges are ranked by (seq, shard) like any others, so the order
 // of ps does not matter to readers.
 //
-// REQUIRES: the shards of ps are distinct, and for each p watermarkCoverage is manifest.RangeOpen
-// against m: the runs already in m hold none of p's generations.
+// REQUIRES: the shards of ps are distinct, and for each p manifest.WatermarkCoverage is
+// RangeOpen against m: the runs already in m hold none of p's generations.
 func withMerges(m *manifest.Base, ps []*PreparedMerge) *manifest.Base {
 	n := m.Next("merge")
 	for _, p := range ps {

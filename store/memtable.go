@@ -44,8 +44,8 @@ type memtable struct {
 	// after one): a clone is O(1), and the add after it copies only the path it changes.
 	view   *btree.BTreeG[*memEntry]
 	maxPos uint64 // highest WAL position whose rows are all in this memtable
-	// bytes estimates the memory the indexed versions hold (decodedValuesBytes per row plus
-	// memEntryBytes); a replaced version stops counting.
+	// bytes estimates the memory the indexed versions hold (rowcodec.DecodedValuesBytes per
+	// row plus memEntryBytes); a replaced version stops counting.
 	bytes int64
 }
 

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path"
 	"strings"
 
 	"github.com/walkeeper/walkeeper/store/manifest"
@@ -41,7 +40,7 @@ func (s *Store) validatePrepared(p *PreparedMerge) error {
 	if p.AttemptKey == "" || len(p.Staged) == 0 {
 		return invalidf("prepared merge has no attempt key or no staged files")
 	}
-	prefix := path.Join(storePrefix(s.target), dataDir) + "/"
+	prefix := dataPrefix(s.target)
 	for _, f := range p.Staged {
 		if !strings.HasPrefix(f.Path, prefix) || strings.Contains(f.Path, "..") || !strings.HasSuffix(f.Path, ".parquet") {
 			return invalidf("staged file %q is outside %s", f.Path, prefix)

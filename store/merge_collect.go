@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync/atomic"
 
 	"go.uber.org/zap"
@@ -38,8 +37,7 @@ func (s *Store) collectAbandonedStaged(ctx context.Context, own []*PreparedMerge
 	if err != nil {
 		return 0, err
 	}
-	prefix := dataKey(s.target, stagedRunNamePrefix)
-	prefix = strings.TrimSuffix(prefix, ".parquet")
+	prefix := dataPrefix(s.target) + stagedRunNamePrefix
 	objs, err := s.db.bucket.List(ctx, prefix)
 	if err != nil {
 		return 0, err
@@ -157,7 +155,7 @@ func (s *Store) collectSettledClaims(ctx context.Context, shards []string) (int,
 // collectShardClaims deletes the claims under one shard's attempts/ whose through the
 // watermark covers, at most collectPerRound of them.
 func (s *Store) collectShardClaims(ctx context.Context, watermark uint64, shard string) (int, error) {
-	prefix := strings.TrimSuffix(claimObjectKey(s.target, shard, ""), ".json")
+	prefix := claimPrefix(s.target, shard)
 	objs, err := s.db.bucket.List(ctx, prefix)
 	if err != nil {
 		return 0, err

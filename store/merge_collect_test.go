@@ -233,7 +233,7 @@ func TestCollectorsSkipForeignKeys(t *testing.T) {
 		dataKey(s.target, "m-"+strings.ToUpper("abcdef"+hex[6:])+"-"+runIDShardTag(db.Shard())+"-1-1"),
 	}
 	lookalike := dataKey(s.target, "m-"+hex+"-zzzzzzzz-1-1") // parses; its tag names no shard
-	attempts := strings.TrimSuffix(claimObjectKey(s.target, db.Shard(), ""), ".json")
+	attempts := claimPrefix(s.target, db.Shard())
 	claims := []string{
 		attempts + "README.txt",
 		attempts + "zz.json",

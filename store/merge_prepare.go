@@ -189,7 +189,7 @@ func runIDShardTag(shard string) string {
 // INVARIANT: only unreferenced files are deleted; a referenced one is live data, and one
 // whose attempt is claimed "commit" may become live data before this Prepare returns.
 func (s *Store) dropLeakedStaged(ctx context.Context, base *manifest.Base, attempt, shard string) error {
-	prefix := strings.TrimSuffix(dataKey(s.target, stagedRunPrefix(attempt, s.target, shard)), ".parquet")
+	prefix := dataPrefix(s.target) + stagedRunPrefix(attempt, s.target, shard)
 	objs, err := s.db.bucket.List(ctx, prefix)
 	if err != nil {
 		return err

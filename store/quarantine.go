@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
 	"strings"
 
 	"go.uber.org/zap"
@@ -54,7 +53,7 @@ func (s *Store) Quarantine(ctx context.Context, key, reason string) (QuarantineR
 	if strings.TrimSpace(reason) == "" {
 		return QuarantineResult{}, invalidf("quarantine %s: a reason is required", key)
 	}
-	if strings.HasPrefix(key, path.Join(storePrefix(s.target), dataDir)+"/") {
+	if strings.HasPrefix(key, dataPrefix(s.target)) {
 		return s.quarantineRun(ctx, key, reason)
 	}
 	if rest, ok := strings.CutPrefix(key, memWALPrefix(s.target)); ok {

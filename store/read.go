@@ -190,24 +190,27 @@ func (s *Store) Get(ctx context.Context, key string) (map[string]any, error) {
 	if err := rowcodec.CheckRowKey("key", key); err != nil {
 		return nil, err
 	}
-	var lastErr error
-	for attempt := 0; attempt < readAttempts; attempt++ {
-		row, err := s.getOnce(ctx, key)
-		if err == nil || !errors.Is(err, ErrNotFound) || errors.Is(err, errRowNotFound) {
-			return row, err
-		}
-		lastErr = err // a file vanished under a concurrent merge or compaction: re-snapshot
-		s.db.metrics.ReadsRetried.Inc()
-	}
-	return nil, s.missingFile(lastErr)
+	return resnapshotOnMissing(s, func() (map[string]any, error) { return s.getOnce(ctx, key) })
 }
 
-// missingFile turns "a file the latest manifests reference is still missing after every
-// re-snapshot" into ErrCorrupt.
-func (s *Store) missingFile(err error) error {
-	err = corruptf("%s: an object the manifests reference is missing after %d attempts: %v", s.target, readAttempts, err)
+// resnapshotOnMissing runs one read, from a fresh snapshot each time, up to readAttempts
+// times while it fails with ErrNotFound for a file (not errRowNotFound): the file vanished
+// under a concurrent merge or compaction. A file the latest manifests reference that is
+// still missing after every attempt is ErrCorrupt.
+func resnapshotOnMissing[T any](s *Store, once func() (T, error)) (T, error) {
+	var lastErr error
+	for attempt := 0; attempt < readAttempts; attempt++ {
+		v, err := once()
+		if err == nil || !errors.Is(err, ErrNotFound) || errors.Is(err, errRowNotFound) {
+			return v, err
+		}
+		lastErr = err
+		s.db.metrics.ReadsRetried.Inc()
+	}
+	err := corruptf("%s: an object the manifests reference is missing after %d attempts: %v", s.target, readAttempts, lastErr)
 	s.countCorrupt(err)
-	return err
+	var zero T
+	return zero, err
 }
 
 var errRowNotFound = fmt.Errorf("row: %w", ErrNotFound)
@@ -293,16 +296,7 @@ func (s *Store) List(ctx context.Context, opts ListOptions) (ListPage, error) {
 	if err := rowcodec.CheckRowKey("the after cursor", opts.After); err != nil {
 		return ListPage{}, err
 	}
-	var lastErr error
-	for attempt := 0; attempt < readAttempts; attempt++ {
-		page, err := s.listOnce(ctx, opts)
-		if err == nil || !errors.Is(err, ErrNotFound) {
-			return page, err
-		}
-		lastErr = err
-		s.db.metrics.ReadsRetried.Inc()
-	}
-	return ListPage{}, s.missingFile(lastErr)
+	return resnapshotOnMissing(s, func() (ListPage, error) { return s.listOnce(ctx, opts) })
 }
 
 func (s *Store) listOnce(ctx context.Context, opts ListOptions) (ListPage, error) {

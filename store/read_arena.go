@@ -10,13 +10,13 @@ import (
 	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
-// Read buffers charged to the read budget, so that reads stay within it. A read group's files that the cache
-// will not keep ("private" files) are read into a readArena: large buffers of the read
-// reservation's memAccount that the objects' bytes (which a decoded generation aliases, zero
-// copy) are carved from. They are memory the read budget charged, outside the Go heap from
-// mapMinBytes on, and go back to the read budget's pool when the group is released, for the
-// next group to reuse without the Go allocator zeroing them or the collector counting them
-// toward its heap goal.
+// Read buffers charged to the read budget, so that reads stay within it. A read group's files
+// that the cache will not keep ("private" files) are read into a readArena: large buffers of the
+// read reservation's memAccount that the objects' bytes (which a decoded generation aliases,
+// zero copy) are carved from. They are memory the read budget charged, outside the Go heap from
+// mapMinBytes on, and go back to the read budget's pool when the group is released, for the next
+// group to reuse without the Go allocator zeroing them or the collector counting them toward its
+// heap goal.
 //
 // INVARIANT: nothing of a private file is used after its group's release: whatever a read
 // keeps past it (keys, shard ids, rendered rows) is copied out first (strings.Clone,

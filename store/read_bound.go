@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -247,18 +246,13 @@ func (s *Store) admitRead(ctx context.Context, want int64) (*Reservation, error)
 	if b == nil || want == 0 {
 		return nil, nil
 	}
-	wctx, cancel := context.WithTimeout(ctx, readBudgetWait)
-	defer cancel()
-	res, _, err := b.Reserve(wctx, want)
-	if err != nil {
-		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-			s.db.metrics.ReadsBudgetBusy.Inc()
-			return nil, fmt.Errorf("%s: read of %d bytes waited %s for the read budget of %d: %w",
-				s.target, want, readBudgetWait, b.Limit(), errReadBudgetWait)
-		}
-		return nil, err
+	res, timedOut, err := reserveWithin(ctx, b, want, readBudgetWait)
+	if timedOut {
+		s.db.metrics.ReadsBudgetBusy.Inc()
+		return nil, fmt.Errorf("%s: read of %d bytes waited %s for the read budget of %d: %w",
+			s.target, want, readBudgetWait, b.Limit(), errReadBudgetWait)
 	}
-	return res, nil
+	return res, err
 }
 
 // listCandidate is one key's newest version within a group: where it is (src, row: the
@@ -359,8 +353,8 @@ func internShard(shard string) string {
 	return c
 }
 
-// maxInternedShards bounds the interned shard ids (a process sees its fleet's shards; past
-// the bound ids are copied per candidate, as before).
+// maxInternedShards bounds the interned shard ids: a process sees its fleet's shards, and
+// past the bound each candidate gets its own copy.
 const maxInternedShards = 1 << 16
 
 var (

@@ -8,11 +8,12 @@ import (
 	"github.com/walkeeper/walkeeper/store/manifest"
 )
 
-// Base runs in reads, bounded by the read budget whatever the run's size. A Get looks a key up in a base run that the cache will not
-// keep a row group at a time: it reads the object's bytes into a read arena, and decodes
-// only the row groups whose key statistics may hold the key, one record batch at a time,
-// into buffers of the read reservation (arrowio_runs.go), instead of the whole run into one
-// record on the Go heap. Runs the cache keeps are decoded whole, once, for every later read.
+// Base runs in reads, bounded by the read budget whatever the run's size. A Get looks a key up
+// in a base run that the cache will not keep a row group at a time: it reads the object's bytes
+// into a read arena, and decodes only the row groups whose key statistics may hold the key, one
+// record batch at a time, into buffers of the read reservation (arrowio_runs.go), instead of the
+// whole run into one record on the Go heap. Runs the cache keeps are decoded whole, once, for
+// every later read.
 
 // runHit is what a Get found of its key in one base run: the version's ranking fields, and
 // its row rendered (copies: nothing aliases the run's buffers, which go back to the pool).

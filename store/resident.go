@@ -69,13 +69,6 @@ func (l *targetLocks) lock(t Target) (unlock func()) {
 	}
 }
 
-// size is the number of targets whose lock is held or waited for.
-func (l *targetLocks) size() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.held)
-}
-
 // touch records a use of the handle: idle and least-recently-used eviction go by it.
 func (s *Store) touch() { s.lastUsed.Store(s.db.opts.Now().UnixNano()) }
 

@@ -19,6 +19,13 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// size is the number of targets whose lock is held or waited for.
+func (l *targetLocks) size() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.held)
+}
+
 // missingNameLookups is how many names the hostile-lookup test asks for: 100,000 by default,
 // WALKEEPER_HOSTILE_NAMES=1000000 for the full million.
 func missingNameLookups(t *testing.T) int {

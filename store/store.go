@@ -13,13 +13,12 @@ import (
 // Store is one (kind, name) LSM store: a base table of Parquet runs plus, per shard, a
 // chain of manifests listing sealed generations, plus this process's memtable.
 //
-// Locking (doc.go has the rules and the lock order). mergeLock orders merges inside one
-// process: Repair and Prepare hold it shared for their whole (slow) work, CommitRound holds
-// it exclusively only to swap the cached latest base after the durable publish. Appends and
-// reads never take it: appends go to the writer, reads are snapshot reads over immutable objects (see
-// read.go), so neither ever waits on a merge. Across processes every publish is a
-// put-if-absent, so the lock is an optimisation and a contract for tests, not what makes
-// commits safe.
+// Locking (doc.go has the rules and the lock order). mergeLock orders merges inside one process:
+// Repair and Prepare hold it shared for their whole (slow) work, CommitRound holds it
+// exclusively only to swap the cached latest base after the durable publish. Appends and reads
+// never take it: appends go to the writer, reads are snapshot reads over immutable objects (see
+// read.go), so neither ever waits on a merge. Across processes every publish is a put-if-absent,
+// so the lock is an optimisation and a contract for tests, not what makes commits safe.
 type Store struct {
 	db     *DB
 	target Target

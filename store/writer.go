@@ -72,18 +72,9 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 		return err
 	}
 	row := Row{Key: key, Values: make([]any, len(s.meta.Schema.Fields))}
-	row.Values[s.keyField()] = key
+	row.Values[s.codec.KeyIndex()] = key
 	_, err := s.submit(ctx, []Row{row}, true)
 	return err
-}
-
-func (s *Store) keyField() int {
-	for i, f := range s.meta.Schema.Fields {
-		if f.Name == s.meta.Key {
-			return i
-		}
-	}
-	return 0
 }
 
 func (s *Store) submit(ctx context.Context, rows []Row, deleted bool) (AppendResult, error) {

@@ -15,7 +15,6 @@ func (c *Codec) RowAt(rec arrow.RecordBatch, i int) (Row, error) {
 	if int(rec.NumCols()) < len(sch.Fields) || i < 0 || i >= int(rec.NumRows()) {
 		return Row{}, corruptf("record has %d columns and %d rows; want row %d of %d fields", rec.NumCols(), rec.NumRows(), i, len(sch.Fields))
 	}
-	key := KeyField(c.Kind())
 	row := Row{Values: make([]any, len(sch.Fields))}
 	for f, field := range sch.Fields {
 		v, ok := goValue(rec.Column(f), i)
@@ -26,10 +25,10 @@ func (c *Codec) RowAt(rec arrow.RecordBatch, i int) (Row, error) {
 			v = append([]byte(nil), b...) // the row outlives the record
 		}
 		row.Values[f] = v
-		if field.Name == key && v != nil {
+		if f == c.key && v != nil {
 			s, ok := v.(string)
 			if !ok {
-				return Row{}, corruptf("key column %q is not a string", key)
+				return Row{}, corruptf("key column %q is not a string", field.Name)
 			}
 			row.Key = s
 		}

@@ -36,8 +36,9 @@ func (c *Codec) DecodeJSON(body []byte, maxRowBytes int) ([]Row, error) {
 }
 
 // DecodeValidJSON is DecodeJSON's fast path, for a body that is one syntactically valid JSON
-// value, so it can be split by hand (jsonscan.ScanValue and SplitObject rely on that; they still never
-// index out of bounds). capRows sizes the result (MeasureJSON's count; 0 = grow as needed).
+// value, so it can be split by hand (jsonscan.ScanValue and SplitObject rely on that; they still
+// never index out of bounds). capRows sizes the result (MeasureJSON's count; 0 = grow as
+// needed).
 func (c *Codec) DecodeValidJSON(body []byte, maxRowBytes, capRows int) ([]Row, error) {
 	i := jsonscan.SkipWS(body, 0)
 	if body[i] != '[' {

@@ -60,7 +60,6 @@ func arrowDiff(want, got *arrow.Schema) string {
 // the hot path of merges and reads. It does not retain the record; keep it alive while the
 // view is used. Indexes out of range panic like slice indexes.
 type RecordView struct {
-	rec     arrow.RecordBatch
 	key     *array.String
 	seq     *array.Int64
 	shard   *array.String
@@ -74,7 +73,7 @@ func (c *Codec) View(rec arrow.RecordBatch) (RecordView, error) {
 	if rec == nil || rec.Schema() == nil {
 		return RecordView{}, corruptf("record is nil")
 	}
-	v := RecordView{rec: rec}
+	var v RecordView
 	var err error
 	if v.key, err = viewColumn[*array.String](rec, c.names[c.key]); err != nil {
 		return RecordView{}, err
@@ -113,9 +112,6 @@ func viewColumn[T arrow.Array](rec arrow.RecordBatch, name string) (T, error) {
 	}
 	return a, nil
 }
-
-// Record returns the viewed record.
-func (v RecordView) Record() arrow.RecordBatch { return v.rec }
 
 // Len returns the number of rows.
 func (v RecordView) Len() int {

@@ -67,9 +67,8 @@ type fairnessRound struct {
 	waits   mergeWaits
 }
 
-// RunFairness is the fairness scenario.
-func RunFairness(ctx context.Context, o Options) (*Result, error) {
-	res := newResult("fairness", o)
+// runFairness is the fairness scenario.
+func runFairness(ctx context.Context, o Options, res *Result, dir string) error {
 	if o.NoSticky {
 		// Process-wide, as the SDK has it: this scenario's workers are the process's only ones.
 		tworker.SetStickyWorkflowCacheSize(0)
@@ -99,11 +98,6 @@ func RunFairness(ctx context.Context, o Options) (*Result, error) {
 	if o.fairnessServer("cluster") {
 		servers = append(servers, fairnessServer{"PostgreSQL cluster", true, true}, fairnessServer{"PostgreSQL cluster", true, false})
 	}
-	dir, cleanup, err := o.workDir("fairness")
-	if err != nil {
-		return nil, err
-	}
-	defer cleanup()
 
 	lat := Table{Title: "Generic merge latency (start to close) behind a rollout backlog, and the drain's throughput",
 		Header: []string{"server", "rollout backlog", "generic p50", "generic p99", "all merges drained in", "merges/s"}}
@@ -117,7 +111,7 @@ func RunFairness(ctx context.Context, o Options) (*Result, error) {
 	// machine drifts over both alike.
 	for i := 0; i < len(servers); i += 2 {
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return ctx.Err()
 		}
 		err := func() error {
 			var sides []*fairnessSide
@@ -167,7 +161,7 @@ func RunFairness(ctx context.Context, o Options) (*Result, error) {
 			return nil
 		}()
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
 	for _, srv := range servers {
@@ -205,7 +199,7 @@ func RunFairness(ctx context.Context, o Options) (*Result, error) {
 	}
 	res.Tables = append(res.Tables, lat, waits, share)
 	fairnessTargets(res, servers, rounds, shares)
-	return res, nil
+	return nil
 }
 
 // fairnessServer tells whether the scenario measures server ("dev" or "cluster").

@@ -93,16 +93,15 @@ func (s fleetSample) startRate() float64 {
 
 func (s fleetSample) rssGrowth() int64 { return max(s.RSSPeak-s.RSSStart, 0) }
 
-// RunFleet is the fleet scenario.
-func RunFleet(ctx context.Context, o Options) (*Result, error) {
-	res := newResult("fleet", o)
+// runFleet is the fleet scenario.
+func runFleet(ctx context.Context, o Options, res *Result) error {
 	sizes, err := fleetSizes(o, "fleet", []int{10_000, 100_000}, 1)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	variants, err := parseFleetVariants(o.FleetVariants)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	latency := o.latency(10 * time.Millisecond)
 	// 10,000 starts at the dev server's ≈ 20 starts/s on this 2-vCPU machine take ~8 min.
@@ -124,7 +123,7 @@ func RunFleet(ctx context.Context, o Options) (*Result, error) {
 	o.Logger = zap.New(warn.wrap(o.logger().Core()))
 	tenv, err := startTemporal(ctx, o, o.OutDir, devserver.Options{})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer tenv.close()
 
@@ -152,7 +151,7 @@ func RunFleet(ctx context.Context, o Options) (*Result, error) {
 					s, err := runFleetOnce(ctx, o, tenv, fleetRun{seq: seq, stores: n, debt: debt, variant: v, latency: latency, budget: budget, warn: warn})
 					s.FixedDebt = fixedDebt
 					if err != nil {
-						return nil, fmt.Errorf("fleet %d stores, %s: %w", n, v.name(), err)
+						return fmt.Errorf("fleet %d stores, %s: %w", n, v.name(), err)
 					}
 					o.progressf("fleet: %d stores, %d in debt, %s: %s", n, debt, v.name(), s.summary())
 					samples = append(samples, s)
@@ -161,7 +160,7 @@ func RunFleet(ctx context.Context, o Options) (*Result, error) {
 		}
 	}
 	fleetReport(res, o, sizes, samples)
-	return res, nil
+	return nil
 }
 
 // fleetRun is one fleet's parameters.

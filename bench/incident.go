@@ -134,15 +134,14 @@ type sample struct {
 	Pending []int // per shard index
 }
 
-// RunIncident replays the generic-WAL-merge starvation incident at 2-core scale: walkeeper
+// runIncident replays the generic-WAL-merge starvation incident at 2-core scale: walkeeper
 // (flush sweeper per kind, count trigger, MaintenanceSweep schedule, MergeWal on a real
 // Temporal dev server, real Temporal workers in-process) next to the old design (per shard one
 // flush loop and one cleanup sweeper walking kinds serially — rollout, datagen, generic — with a
 // per-store timeout; count trigger for rollout only; merges in-process, own shard only), both
 // running at the same time on the same machine with identical traffic and storage model.
-func RunIncident(ctx context.Context, o Options) (*Result, error) {
+func runIncident(ctx context.Context, o Options, res *Result) error {
 	p := incidentDefaults(o)
-	res := newResult("incident", o)
 	res.param("shards", p.Shards)
 	res.param("rollout_stores", p.Rollout)
 	res.param("hot_generic_stores", 1)
@@ -175,13 +174,13 @@ func RunIncident(ctx context.Context, o Options) (*Result, error) {
 		o.progressf("incident: repetition %d/%d", rep+1, o.reps())
 		run, err := incidentOnce(ctx, o, p, rep)
 		if err != nil {
-			return nil, fmt.Errorf("repetition %d: %w", rep+1, err)
+			return fmt.Errorf("repetition %d: %w", rep+1, err)
 		}
 		runs = append(runs, run)
 		if rep == 0 || o.OutDir != "" {
 			files, err := writeIncidentFiles(o.OutDir, rep, p, run)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			res.Files = append(res.Files, files...)
 		}
@@ -246,7 +245,7 @@ func RunIncident(ctx context.Context, o Options) (*Result, error) {
 	res.Values["baseline_cycle_p50_s"] = cycle.Median
 	res.note("The baseline merges the hot generic store only in its cleanup sweep, one pass of at most merge_max_generations of its own shard per visit, and reaches the generic kind only after walking every resident rollout store; a cycle longer than merge_max_generations × the seal interval makes the hot store's debt grow without bound (cycle p50 above).")
 	res.note("The two systems run one after the other in the same invocation (order alternating by repetition), each with the machine to itself, identical traffic and the same storage model: %s plus %s added to every storage request.", map[string]string{storageFile: "file:// without fsync", storageMem: "mem:// (past 20 shards the local file system's file creation, not the modelled object store, limited the seal rate)"}[p.Storage], p.Latency)
-	return res, nil
+	return nil
 }
 
 // maxActionsPerGeneration is the incident replay's target of Temporal actions (every

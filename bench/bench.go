@@ -369,10 +369,7 @@ func Run(ctx context.Context, name string, o Options) (*Result, error) {
 		return res, err
 	}
 	res.Elapsed = Duration(time.Since(start))
-	if err := res.save(o.OutDir); err != nil {
-		return res, err
-	}
-	return res, nil
+	return res, res.save(o.OutDir)
 }
 
 // ---------------------------------------------------------------------------------------

@@ -218,12 +218,14 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 	warn := r.warn
 	warn.largest.Store(0)
 	var nodes []*node
-	defer func() {
+	stopNodes := func() {
 		for _, n := range nodes {
 			n.stop(ctx)
 			_ = n.db.Close(context.WithoutCancel(ctx))
 		}
-	}()
+		nodes = nil
+	}
+	defer stopNodes()
 	for i := 0; i < fleetWorkers; i++ {
 		// Each worker has its own handle on the root (closing a DB closes its bucket).
 		db, err := openLatencyDB(ctx, url, hook, storeOptions(fmt.Sprintf("%sw%d", prefix, i), o.logger().Named("store")))
@@ -318,11 +320,7 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 	}
 	s.actions += s.Started
 	terminateMerges(ctx, tenv.client, start, prefix)
-	for _, n := range nodes {
-		n.stop(ctx)
-		_ = n.db.Close(context.WithoutCancel(ctx))
-	}
-	nodes = nil
+	stopNodes()
 	// mem:// roots live as long as the process: drop this fleet's objects so the next
 	// fleet's memory is its own.
 	for _, p := range []string{"_registry/", string(fleetKind) + "/", "_demand/"} {

@@ -389,11 +389,8 @@ func summarize(ds []time.Duration) durStats {
 	return durStats{N: len(s), Min: s[0], P50: pct(s, 50), P99: pct(s, 99), Max: s[len(s)-1]}
 }
 
-// pct is the nearest-rank percentile of a sorted sample.
+// pct is the nearest-rank percentile of a sorted, non-empty sample.
 func pct(sorted []time.Duration, p float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
 	i := int(math.Ceil(p/100*float64(len(sorted)))) - 1
 	i = max(0, min(i, len(sorted)-1))
 	return sorted[i]

@@ -565,10 +565,7 @@ func incidentSideRun(ctx context.Context, o Options, p incidentParams, rep int, 
 
 // secondHalfMean is the mean of the max pending per shard over the second half of the samples.
 func secondHalfMean(ss []sample) float64 {
-	h := ss[len(ss)/2:]
-	if len(h) == 0 {
-		return 0
-	}
+	h := ss[len(ss)/2:] // never empty: a side has at least one sample
 	sum := 0.0
 	for _, s := range h {
 		sum += float64(slices.Max(s.Pending))
@@ -618,20 +615,19 @@ func writeIncidentFiles(dir string, rep int, p incidentParams, run incidentRun) 
 	}
 	var lines []series
 	add := func(ss []sample, sys string, strong, light color.Color) {
-		for shard := 0; shard < p.Shards; shard++ {
-			var xs, ys []float64
-			for _, s := range ss {
-				xs = append(xs, s.T)
-				ys = append(ys, float64(s.Pending[shard]))
-			}
-			lines = append(lines, series{Name: sys, X: xs, Y: ys, Color: light, Thin: true, NoLegend: true})
-		}
-		var xs, ys []float64
+		var xs, maxes []float64
+		perShard := make([][]float64, p.Shards)
 		for _, s := range ss {
 			xs = append(xs, s.T)
-			ys = append(ys, float64(slices.Max(s.Pending)))
+			maxes = append(maxes, float64(slices.Max(s.Pending)))
+			for shard := range perShard {
+				perShard[shard] = append(perShard[shard], float64(s.Pending[shard]))
+			}
 		}
-		lines = append(lines, series{Name: sys + ": max over shards", X: xs, Y: ys, Color: strong})
+		for _, ys := range perShard {
+			lines = append(lines, series{Name: sys, X: xs, Y: ys, Color: light, Thin: true, NoLegend: true})
+		}
+		lines = append(lines, series{Name: sys + ": max over shards", X: xs, Y: maxes, Color: strong})
 	}
 	add(run.base.samples, baselineLabel, colBaseline, colBaselineLight)
 	add(run.wk.samples, "walkeeper", colWalkeeper, colWalkeeperLight)

@@ -36,10 +36,9 @@ const (
 	fleetMaxAge   = 10 * time.Minute
 	// fleetMaxStarts and fleetStartBatch are the sweep's defaults (the worker's too): 10,000
 	// starts per sweep, enough for 1 % of a million stores, in batches of 256.
-	fleetMaxStarts = contract.DefaultSweepMaxStarts
-	fleetInterval  = time.Minute
-	// fleetStartBatch is the sweep knob the bench sets.
+	fleetMaxStarts  = contract.DefaultSweepMaxStarts
 	fleetStartBatch = contract.DefaultSweepStartBatch
+	fleetInterval   = time.Minute
 	listPageKeys    = 1000 // an object store's list page (S3 ListObjectsV2 MaxKeys)
 )
 
@@ -193,7 +192,7 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 		StartBatch: r.variant.batch(),
 	}
 	// mem:// keeps a sorted key index (store/objstore/mem.go), so a listing page costs what an
-	// object store's does, not a sort of the whole fleet (gocloud's memblob did that).
+	// object store's does, not a sort of the whole fleet.
 	url := memURL("fleet")
 	raw, err := objstore.OpenBucket(ctx, url)
 	if err != nil {

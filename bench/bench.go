@@ -372,6 +372,16 @@ func Run(ctx context.Context, name string, o Options) (*Result, error) {
 	return res, res.save(o.OutDir)
 }
 
+// inTurn is sides in repetition rep's order: as given on even repetitions, reversed on odd
+// ones, so that drift on a shared machine hits every side alike.
+func inTurn[T any](rep int, sides ...T) []T {
+	sides = slices.Clone(sides)
+	if rep%2 == 1 {
+		slices.Reverse(sides)
+	}
+	return sides
+}
+
 // ---------------------------------------------------------------------------------------
 // statistics
 

@@ -133,12 +133,8 @@ func runFairness(ctx context.Context, o Options, res *Result, dir string) error 
 				sides = append(sides, side)
 			}
 			for rep := range reps {
-				order := slices.Clone(sides)
-				if rep%2 == 1 {
-					slices.Reverse(order)
-				}
 				for _, b := range backlogs {
-					for _, sd := range order {
+					for _, sd := range inTurn(rep, sides...) {
 						rd, err := fairnessRoundAt(ctx, o, sd.tenv.client, sd.db, b)
 						if err != nil {
 							return fmt.Errorf("%s: %w", sd.srv.label(), err)

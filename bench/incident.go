@@ -278,11 +278,7 @@ func (s incidentSide) final() int { return slices.Max(s.samples[len(s.samples)-1
 // alone on the machine with identical traffic and storage model.
 func incidentOnce(ctx context.Context, o Options, p incidentParams, rep int) (incidentRun, error) {
 	var run incidentRun
-	order := []string{sideWalkeeper, sideBaseline}
-	if rep%2 == 1 {
-		slices.Reverse(order)
-	}
-	for _, name := range order {
+	for _, name := range inTurn(rep, sideWalkeeper, sideBaseline) {
 		sd, err := incidentSideRun(ctx, o, p, rep, name)
 		if err == nil && len(sd.samples) == 0 {
 			err = errors.New("no samples")

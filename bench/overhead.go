@@ -99,7 +99,7 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 		variants = []variant{{"given server", false, false}}
 	}
 	for i, v := range variants {
-		sv := &overheadServer{name: v.name}
+		sv := &overheadServer{name: v.name, mergeOps: persistenceOps{}}
 		dev := devserver.Options{ServerDefaults: v.defaults}
 		if o.Temporal == "" {
 			if sv.metrics, err = proc.FreePort(); err != nil {
@@ -258,9 +258,6 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 			for i, sv := range servers {
 				if opsBefore[i] == nil || opsAfter[i] == nil {
 					continue
-				}
-				if sv.mergeOps == nil {
-					sv.mergeOps = persistenceOps{}
 				}
 				sv.mergeOps.add(opsAfter[i].since(opsBefore[i]).less(sv.idleOps.scaled(windowEnd.Sub(windowStart).Seconds())))
 			}

@@ -138,8 +138,8 @@ type sample struct {
 // (flush sweeper per kind, count trigger, MaintenanceSweep schedule, MergeWal on a real
 // Temporal dev server, real Temporal workers in-process) next to the old design (per shard one
 // flush loop and one cleanup sweeper walking kinds serially — rollout, datagen, generic — with a
-// per-store timeout; count trigger for rollout only; merges in-process, own shard only), both
-// running at the same time on the same machine with identical traffic and storage model.
+// per-store timeout; count trigger for rollout only; merges in-process, own shard only), one
+// after the other on the same machine with identical traffic and storage model.
 func runIncident(ctx context.Context, o Options, res *Result) error {
 	p := incidentDefaults(o)
 	res.param("shards", p.Shards)

@@ -122,11 +122,7 @@ func appendLatency(ctx context.Context, o Options, res *Result, dir string) erro
 				}
 			}
 			for rep := 0; rep < o.reps(); rep++ {
-				order := []bool{false, true}
-				if rep%2 == 1 {
-					order = []bool{true, false}
-				}
-				for _, busy := range order {
+				for _, busy := range inTurn(rep, false, true) {
 					name := "idle"
 					if busy {
 						name = "busy"

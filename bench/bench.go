@@ -277,40 +277,53 @@ var childHalves = map[string]func(ctx context.Context, o Options) error{
 	"memory": memoryChild, "fleet-worker": fleetWorkerChild, "hostile": hostileChild,
 }
 
-// measured is a scenario that writes stores, run in the frame those scenarios share: a Result
-// named after the scenario whose first parameter is the number of repetitions, and a work
-// directory of its own, removed when body returns. body measures and records into res.
-func measured(name, short string, body func(ctx context.Context, o Options, res *Result, dir string) error) Scenario {
+// scenario is a Scenario whose body records into a Result named after it.
+func scenario(name, short string, body func(ctx context.Context, o Options, res *Result) error) Scenario {
 	return Scenario{Name: name, Short: short, Run: func(ctx context.Context, o Options) (*Result, error) {
 		res := newResult(name, o)
-		res.param("reps", o.reps())
-		dir, cleanup, err := o.workDir(name)
-		if err != nil {
-			return nil, err
-		}
-		defer cleanup()
-		if err := body(ctx, o, res, dir); err != nil {
+		if err := body(ctx, o, res); err != nil {
 			return nil, err
 		}
 		return res, nil
 	}}
 }
 
+// withDir gives body a work directory of its own (Options.workDir), removed when body returns.
+func withDir(name string, body func(ctx context.Context, o Options, res *Result, dir string) error) func(context.Context, Options, *Result) error {
+	return func(ctx context.Context, o Options, res *Result) error {
+		dir, cleanup, err := o.workDir(name)
+		if err != nil {
+			return err
+		}
+		defer cleanup()
+		return body(ctx, o, res, dir)
+	}
+}
+
+// measured is a scenario that writes stores, run in the frame those scenarios share: a
+// work directory of its own and the number of repetitions as its first parameter.
+func measured(name, short string, body func(ctx context.Context, o Options, res *Result, dir string) error) Scenario {
+	return scenario(name, short, withDir(name, func(ctx context.Context, o Options, res *Result, dir string) error {
+		res.param("reps", o.reps())
+		return body(ctx, o, res, dir)
+	}))
+}
+
 // Scenarios lists every scenario in the priority order.
 var Scenarios = []Scenario{
-	{"incident", "incident replay: 20 shards, 300 rollout stores, 1 hot generic store; walkeeper vs the old serial sweeper (CSV + PNG)", RunIncident},
+	scenario("incident", "incident replay: 20 shards, 300 rollout stores, 1 hot generic store; walkeeper vs the old serial sweeper (CSV + PNG)", runIncident),
 	measured("commit-lock", "commit write-lock hold p50/p99 for 64 KiB, 1 MiB and 64 MiB merges on file:// and mem://", commitLock),
 	measured("append-latency", "append latency p50/p99 with merges running vs idle", appendLatency),
 	measured("merge-throughput", "merge throughput (MB/s of generations) vs raw I/O of the same bytes", mergeThroughput),
 	measured("memory", "peak RSS of a child process: 12 concurrent merges of half the budget each (32 MiB, 128 MiB, 1 GiB), and 16 concurrent Lists over 2,000 pending generations", runMemory),
 	measured("parallel-prepare", "prepare of 4 shards in parallel vs serially", parallelPrepare),
 	measured("temporal-overhead", "merges/s through MergeWal workflows vs a direct loop; time to sweep 1,000 idle stores", temporalOverhead),
-	{"fleet", "one MaintenanceSweep over 10k and 100k registered stores (1% in debt, 10 ms/request) through the demand index", RunFleet},
-	{"fairness", "generic merge latency p50/p99 behind 0, 400, 2,000, 10,000 queued rollout merges, and each kind's share when all are saturated: Temporal task-queue fairness on vs off", RunFairness},
-	{"start-rate", "MergeWal starts/s the Temporal server accepts at 16, 64 and 128 in flight with nothing running what it starts", RunStartRate},
-	{"fleet-worker", "peak RSS of one worker process during a sweep and a reconcile at 10k and 1M registered stores on file://, the same debt", RunFleetWorker},
+	scenario("fleet", "one MaintenanceSweep over 10k and 100k registered stores (1% in debt, 10 ms/request) through the demand index", runFleet),
+	scenario("fairness", "generic merge latency p50/p99 behind 0, 400, 2,000, 10,000 queued rollout merges, and each kind's share when all are saturated: Temporal task-queue fairness on vs off", withDir("fairness", runFairness)),
+	scenario("start-rate", "MergeWal starts/s the Temporal server accepts at 16, 64 and 128 in flight with nothing running what it starts", runStartRate),
+	scenario("fleet-worker", "peak RSS of one worker process during a sweep and a reconcile at 10k and 1M registered stores on file://, the same debt", withDir("fleet-worker", runFleetWorker)),
 	measured("read-amp", "Get/List latency at 0, 16, 256, 1024 pending generations and after merging", readAmp),
-	{"hostile", "one worker process under hostile clients: peak RSS vs its budgets for wide rows, big values, 2,000 connections; Get/List latency at 0 to 1M unsealed rows", RunHostile},
+	scenario("hostile", "one worker process under hostile clients: peak RSS vs its budgets for wide rows, big values, 2,000 connections; Get/List latency at 0 to 1M unsealed rows", withDir("hostile", runHostile)),
 }
 
 // Lookup finds a scenario by name.
@@ -356,10 +369,17 @@ func Run(ctx context.Context, name string, o Options) (*Result, error) {
 		return res, err
 	}
 	res.Elapsed = Duration(time.Since(start))
-	if err := res.save(o.OutDir); err != nil {
-		return res, err
+	return res, res.save(o.OutDir)
+}
+
+// inTurn is sides in repetition rep's order: as given on even repetitions, reversed on odd
+// ones, so that drift on a shared machine hits every side alike.
+func inTurn[T any](rep int, sides ...T) []T {
+	sides = slices.Clone(sides)
+	if rep%2 == 1 {
+		slices.Reverse(sides)
 	}
-	return res, nil
+	return sides
 }
 
 // ---------------------------------------------------------------------------------------
@@ -379,11 +399,8 @@ func summarize(ds []time.Duration) durStats {
 	return durStats{N: len(s), Min: s[0], P50: pct(s, 50), P99: pct(s, 99), Max: s[len(s)-1]}
 }
 
-// pct is the nearest-rank percentile of a sorted sample.
+// pct is the nearest-rank percentile of a sorted, non-empty sample.
 func pct(sorted []time.Duration, p float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
 	i := int(math.Ceil(p/100*float64(len(sorted)))) - 1
 	i = max(0, min(i, len(sorted)-1))
 	return sorted[i]

@@ -67,9 +67,8 @@ type fairnessRound struct {
 	waits   mergeWaits
 }
 
-// RunFairness is the fairness scenario.
-func RunFairness(ctx context.Context, o Options) (*Result, error) {
-	res := newResult("fairness", o)
+// runFairness is the fairness scenario.
+func runFairness(ctx context.Context, o Options, res *Result, dir string) error {
 	if o.NoSticky {
 		// Process-wide, as the SDK has it: this scenario's workers are the process's only ones.
 		tworker.SetStickyWorkflowCacheSize(0)
@@ -99,11 +98,6 @@ func RunFairness(ctx context.Context, o Options) (*Result, error) {
 	if o.fairnessServer("cluster") {
 		servers = append(servers, fairnessServer{"PostgreSQL cluster", true, true}, fairnessServer{"PostgreSQL cluster", true, false})
 	}
-	dir, cleanup, err := o.workDir("fairness")
-	if err != nil {
-		return nil, err
-	}
-	defer cleanup()
 
 	lat := Table{Title: "Generic merge latency (start to close) behind a rollout backlog, and the drain's throughput",
 		Header: []string{"server", "rollout backlog", "generic p50", "generic p99", "all merges drained in", "merges/s"}}
@@ -117,7 +111,7 @@ func RunFairness(ctx context.Context, o Options) (*Result, error) {
 	// machine drifts over both alike.
 	for i := 0; i < len(servers); i += 2 {
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return ctx.Err()
 		}
 		err := func() error {
 			var sides []*fairnessSide
@@ -139,12 +133,8 @@ func RunFairness(ctx context.Context, o Options) (*Result, error) {
 				sides = append(sides, side)
 			}
 			for rep := range reps {
-				order := slices.Clone(sides)
-				if rep%2 == 1 {
-					slices.Reverse(order)
-				}
 				for _, b := range backlogs {
-					for _, sd := range order {
+					for _, sd := range inTurn(rep, sides...) {
 						rd, err := fairnessRoundAt(ctx, o, sd.tenv.client, sd.db, b)
 						if err != nil {
 							return fmt.Errorf("%s: %w", sd.srv.label(), err)
@@ -167,7 +157,7 @@ func RunFairness(ctx context.Context, o Options) (*Result, error) {
 			return nil
 		}()
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
 	for _, srv := range servers {
@@ -205,7 +195,7 @@ func RunFairness(ctx context.Context, o Options) (*Result, error) {
 	}
 	res.Tables = append(res.Tables, lat, waits, share)
 	fairnessTargets(res, servers, rounds, shares)
-	return res, nil
+	return nil
 }
 
 // fairnessServer tells whether the scenario measures server ("dev" or "cluster").
@@ -442,53 +432,45 @@ func fairnessTargetsOf(k store.Kind, n int) []store.Target {
 
 // sealOne creates each target (or opens it) and seals one generation of 5 rows in it.
 func sealOne(ctx context.Context, db *store.DB, targets []store.Target) error {
-	var g errgroup.Group
-	g.SetLimit(8)
-	for _, t := range targets {
-		g.Go(func() error {
-			s, err := db.Open(ctx, t)
-			if err != nil {
-				if s, err = db.Create(ctx, t, createOptsFor(t.Kind)); err != nil {
-					return err
-				}
-			}
-			rows := make([]map[string]any, 5)
-			for i := range rows {
-				switch t.Kind {
-				case store.KindDatagen:
-					rows[i] = map[string]any{"item_id": "item", "checkpoint": "c", "ordinal": i}
-				default:
-					rows[i] = map[string]any{"id": fmt.Sprintf("r%d", i)}
-				}
-			}
-			body, err := json.Marshal(rows)
-			if err != nil {
+	return eachN(8, len(targets), func(j int) error {
+		t := targets[j]
+		s, err := db.Open(ctx, t)
+		if err != nil {
+			if s, err = db.Create(ctx, t, createOptsFor(t.Kind)); err != nil {
 				return err
 			}
-			rs, err := s.Codec().DecodeJSON(body, 0)
-			if err != nil {
-				return err
+		}
+		rows := make([]map[string]any, 5)
+		for i := range rows {
+			switch t.Kind {
+			case store.KindDatagen:
+				rows[i] = map[string]any{"item_id": "item", "checkpoint": "c", "ordinal": i}
+			default:
+				rows[i] = map[string]any{"id": fmt.Sprintf("r%d", i)}
 			}
-			return sealRows(ctx, s, rs...)
-		})
-	}
-	return g.Wait()
+		}
+		body, err := json.Marshal(rows)
+		if err != nil {
+			return err
+		}
+		rs, err := s.Codec().DecodeJSON(body, 0)
+		if err != nil {
+			return err
+		}
+		return sealRows(ctx, s, rs...)
+	})
 }
 
 // startMerges starts one MergeWal per target, 64 starts in flight, at its kind's weight.
 func startMerges(ctx context.Context, c client.Client, targets []store.Target, w contract.FairnessWeights) ([]client.WorkflowRun, error) {
 	runs := make([]client.WorkflowRun, len(targets))
-	var g errgroup.Group
-	g.SetLimit(64)
-	for i, t := range targets {
-		g.Go(func() error {
-			run, err := contract.StartMergeWal(ctx, c, t, contract.MergeWalInput{Trigger: contract.TriggerCLI,
-				TriggerReason: "bench fairness backlog", FairnessWeight: w.Weight(t.Kind)})
-			runs[i] = run
-			return err
-		})
-	}
-	return runs, g.Wait()
+	err := eachN(64, len(targets), func(i int) error {
+		var err error
+		runs[i], err = contract.StartMergeWal(ctx, c, targets[i], contract.MergeWalInput{Trigger: contract.TriggerCLI,
+			TriggerReason: "bench fairness backlog", FairnessWeight: w.Weight(targets[i].Kind)})
+		return err
+	})
+	return runs, err
 }
 
 // backlogWaits bounds the backlog's result waits in flight. Each is a long poll, and the
@@ -501,12 +483,7 @@ const backlogWaits = 64
 // awaitRuns waits until every run has closed, backlogWaits at a time; the drain ends when
 // the last run closes either way, since a closed run's wait returns at once.
 func awaitRuns(ctx context.Context, runs []client.WorkflowRun) error {
-	var g errgroup.Group
-	g.SetLimit(backlogWaits)
-	for _, run := range runs {
-		g.Go(func() error { return run.Get(ctx, nil) })
-	}
-	return g.Wait()
+	return eachN(backlogWaits, len(runs), func(i int) error { return runs[i].Get(ctx, nil) })
 }
 
 // kindActivities records when each Prepare and CommitRound completed, by kind

@@ -36,10 +36,9 @@ const (
 	fleetMaxAge   = 10 * time.Minute
 	// fleetMaxStarts and fleetStartBatch are the sweep's defaults (the worker's too): 10,000
 	// starts per sweep, enough for 1 % of a million stores, in batches of 256.
-	fleetMaxStarts = contract.DefaultSweepMaxStarts
-	fleetInterval  = time.Minute
-	// fleetStartBatch is the sweep knob the bench sets.
+	fleetMaxStarts  = contract.DefaultSweepMaxStarts
 	fleetStartBatch = contract.DefaultSweepStartBatch
+	fleetInterval   = time.Minute
 	listPageKeys    = 1000 // an object store's list page (S3 ListObjectsV2 MaxKeys)
 )
 
@@ -93,16 +92,15 @@ func (s fleetSample) startRate() float64 {
 
 func (s fleetSample) rssGrowth() int64 { return max(s.RSSPeak-s.RSSStart, 0) }
 
-// RunFleet is the fleet scenario.
-func RunFleet(ctx context.Context, o Options) (*Result, error) {
-	res := newResult("fleet", o)
+// runFleet is the fleet scenario.
+func runFleet(ctx context.Context, o Options, res *Result) error {
 	sizes, err := fleetSizes(o, "fleet", []int{10_000, 100_000}, 1)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	variants, err := parseFleetVariants(o.FleetVariants)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	latency := o.latency(10 * time.Millisecond)
 	// 10,000 starts at the dev server's ≈ 20 starts/s on this 2-vCPU machine take ~8 min.
@@ -124,7 +122,7 @@ func RunFleet(ctx context.Context, o Options) (*Result, error) {
 	o.Logger = zap.New(warn.wrap(o.logger().Core()))
 	tenv, err := startTemporal(ctx, o, o.OutDir, devserver.Options{})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer tenv.close()
 
@@ -152,7 +150,7 @@ func RunFleet(ctx context.Context, o Options) (*Result, error) {
 					s, err := runFleetOnce(ctx, o, tenv, fleetRun{seq: seq, stores: n, debt: debt, variant: v, latency: latency, budget: budget, warn: warn})
 					s.FixedDebt = fixedDebt
 					if err != nil {
-						return nil, fmt.Errorf("fleet %d stores, %s: %w", n, v.name(), err)
+						return fmt.Errorf("fleet %d stores, %s: %w", n, v.name(), err)
 					}
 					o.progressf("fleet: %d stores, %d in debt, %s: %s", n, debt, v.name(), s.summary())
 					samples = append(samples, s)
@@ -161,7 +159,7 @@ func RunFleet(ctx context.Context, o Options) (*Result, error) {
 		}
 	}
 	fleetReport(res, o, sizes, samples)
-	return res, nil
+	return nil
 }
 
 // fleetRun is one fleet's parameters.
@@ -194,7 +192,7 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 		StartBatch: r.variant.batch(),
 	}
 	// mem:// keeps a sorted key index (store/objstore/mem.go), so a listing page costs what an
-	// object store's does, not a sort of the whole fleet (gocloud's memblob did that).
+	// object store's does, not a sort of the whole fleet.
 	url := memURL("fleet")
 	raw, err := objstore.OpenBucket(ctx, url)
 	if err != nil {
@@ -219,12 +217,14 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 	warn := r.warn
 	warn.largest.Store(0)
 	var nodes []*node
-	defer func() {
+	stopNodes := func() {
 		for _, n := range nodes {
 			n.stop(ctx)
 			_ = n.db.Close(context.WithoutCancel(ctx))
 		}
-	}()
+		nodes = nil
+	}
+	defer stopNodes()
 	for i := 0; i < fleetWorkers; i++ {
 		// Each worker has its own handle on the root (closing a DB closes its bucket).
 		db, err := openLatencyDB(ctx, url, hook, storeOptions(fmt.Sprintf("%sw%d", prefix, i), o.logger().Named("store")))
@@ -319,11 +319,7 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 	}
 	s.actions += s.Started
 	terminateMerges(ctx, tenv.client, start, prefix)
-	for _, n := range nodes {
-		n.stop(ctx)
-		_ = n.db.Close(context.WithoutCancel(ctx))
-	}
-	nodes = nil
+	stopNodes()
 	// mem:// roots live as long as the process: drop this fleet's objects so the next
 	// fleet's memory is its own.
 	for _, p := range []string{"_registry/", string(fleetKind) + "/", "_demand/"} {

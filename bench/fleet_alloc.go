@@ -54,14 +54,14 @@ func startAllocSampler(period time.Duration) *allocSampler {
 }
 
 // allocatedBy returns the bytes allocated since the start up to the first sample at or
-// after until (the last sample if none is; until zero: the last sample).
+// after until (the last sample if none is).
 func (a *allocSampler) allocatedBy(until time.Time) int64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	last := a.start
 	for _, s := range a.samples {
 		last = s.bytes
-		if !until.IsZero() && !s.at.Before(until) {
+		if !s.at.Before(until) {
 			break
 		}
 	}

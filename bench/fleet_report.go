@@ -185,11 +185,13 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 	if o.OutDir == "" {
 		return
 	}
-	plotOne := func(file, title, ylabel string, withFixed, withFailed, logY bool, val func(a *fleetAgg) float64) {
+	// plotOne plots val per variant; all adds the curves at the smallest fleet's debt and the
+	// failed sweeps.
+	plotOne := func(file, title, ylabel string, all, logY bool, val func(a *fleetAgg) float64) {
 		var lines []series
 		for i, d := range sides {
 			for _, fixed := range []bool{false, true} {
-				if fixed && !withFixed {
+				if fixed && !all {
 					continue
 				}
 				name := d.name() + ", 1% in debt"
@@ -200,7 +202,7 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 				for _, n := range sizes {
 					k := fleetKey{d, n, fixed && n != lo}
 					a := aggs[k]
-					if a == nil || a.failed != "" && !withFailed {
+					if a == nil || a.failed != "" && !all {
 						continue
 					}
 					s.X = append(s.X, float64(n))
@@ -216,11 +218,11 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 			res.Files = append(res.Files, p)
 		}
 	}
-	plotOne("fleet-sweep-duration.png", "Sweep duration (failed sweeps: until stopped)", "seconds", true, true, false, func(a *fleetAgg) float64 { return a.dur.Median })
-	plotOne("fleet-requests.png", "Storage requests per sweep (failed sweeps: until stopped)", "requests (log)", true, true, true, func(a *fleetAgg) float64 { return a.req.Median })
-	plotOne("fleet-rss.png", "Bench process RSS growth during the sweep (8 workers and the fleet)", "MiB", true, true, false, func(a *fleetAgg) float64 { return a.rss.Median })
-	plotOne("fleet-discovery-alloc.png", "Bytes allocated during discovery (bounds a worker's discovery memory)", "MiB (log)", true, true, true, func(a *fleetAgg) float64 { return a.alloc.Median })
-	plotOne("fleet-time-to-merge.png", "Debt planted to MergeWal start (max; finished sweeps)", "seconds", false, false, false, func(a *fleetAgg) float64 { return a.ttm.Median })
+	plotOne("fleet-sweep-duration.png", "Sweep duration (failed sweeps: until stopped)", "seconds", true, false, func(a *fleetAgg) float64 { return a.dur.Median })
+	plotOne("fleet-requests.png", "Storage requests per sweep (failed sweeps: until stopped)", "requests (log)", true, true, func(a *fleetAgg) float64 { return a.req.Median })
+	plotOne("fleet-rss.png", "Bench process RSS growth during the sweep (8 workers and the fleet)", "MiB", true, false, func(a *fleetAgg) float64 { return a.rss.Median })
+	plotOne("fleet-discovery-alloc.png", "Bytes allocated during discovery (bounds a worker's discovery memory)", "MiB (log)", true, true, func(a *fleetAgg) float64 { return a.alloc.Median })
+	plotOne("fleet-time-to-merge.png", "Debt planted to MergeWal start (max; finished sweeps)", "seconds", false, false, func(a *fleetAgg) float64 { return a.ttm.Median })
 	var rows [][]any
 	for _, s := range samples {
 		rows = append(rows, []any{s.Variant.String(), s.Stores, s.Debt, s.FixedDebt, strings.ReplaceAll(s.Failed, ",", ";"), s.Duration.Seconds(), s.Requests, s.largest, s.LargestHeartbeat, s.events, mib(s.rssGrowth()), s.Started, s.TTM.Seconds(), s.LargestPayload, mib(s.DiscoveryAlloc)})

@@ -108,30 +108,26 @@ func plantDebt(ctx context.Context, url, prefix string, n, debt int, o Options) 
 	var mu sync.Mutex
 	planted := make(map[store.Target]time.Time, debt)
 	var gens atomic.Int64
-	var g errgroup.Group
-	g.SetLimit(8)
-	for j := 0; j < debt; j++ {
-		g.Go(func() error {
-			db, k := old, fleetOldGens
-			if j%2 == 1 {
-				db, k = hot, fleetHotGens
-			}
-			t := store.Target{Kind: fleetKind, Name: fleetName(prefix, j*(n/debt))}
-			st, err := db.Open(ctx, t)
-			if err != nil {
-				return err
-			}
-			if err := writeGenerations(ctx, st, k, 1, 64, 1, int64(j)); err != nil {
-				return fmt.Errorf("%s: %w", t, err)
-			}
-			gens.Add(int64(k))
-			mu.Lock()
-			planted[t] = time.Now()
-			mu.Unlock()
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
+	err = eachN(8, debt, func(j int) error {
+		db, k := old, fleetOldGens
+		if j%2 == 1 {
+			db, k = hot, fleetHotGens
+		}
+		t := store.Target{Kind: fleetKind, Name: fleetName(prefix, j*(n/debt))}
+		st, err := db.Open(ctx, t)
+		if err != nil {
+			return err
+		}
+		if err := writeGenerations(ctx, st, k, 1, 64, 1, int64(j)); err != nil {
+			return fmt.Errorf("%s: %w", t, err)
+		}
+		gens.Add(int64(k))
+		mu.Lock()
+		planted[t] = time.Now()
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
 		return nil, 0, err
 	}
 	return planted, int(gens.Load()), nil

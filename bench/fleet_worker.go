@@ -71,12 +71,11 @@ func (s fleetWorkerSample) reconcileGrowth() int64 {
 	return max(s.ReconcileRSSPk-s.ReconcileRSSStart, 0)
 }
 
-// RunFleetWorker is the fleet-worker scenario.
-func RunFleetWorker(ctx context.Context, o Options) (*Result, error) {
-	res := newResult("fleet-worker", o)
+// runFleetWorker is the fleet-worker scenario.
+func runFleetWorker(ctx context.Context, o Options, res *Result, dir string) error {
 	sizes, err := fleetSizes(o, "fleet-worker", []int{10_000, 1_000_000}, fleetWorkerDebt)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	// The reconcile pages through the whole registry; at 1M stores on file:// that is longer
 	// than a bench should wait, so it is measured over its first budget.
@@ -92,14 +91,9 @@ func RunFleetWorker(ctx context.Context, o Options) (*Result, error) {
 	res.param("worker", "one child process, worker.New + Start with the default configuration (sweep and reconcile schedules and the fairness probe off)")
 	res.param("reconcile_budget", reconcileBudget)
 
-	dir, cleanup, err := o.workDir("fleet-worker")
-	if err != nil {
-		return nil, err
-	}
-	defer cleanup()
 	tenv, err := startTemporal(ctx, o, o.OutDir, devserver.Options{})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer tenv.close()
 
@@ -107,14 +101,14 @@ func RunFleetWorker(ctx context.Context, o Options) (*Result, error) {
 	for i, n := range sizes {
 		s, err := runFleetWorkerOnce(ctx, o, tenv, filepath.Join(dir, fmt.Sprintf("fleet-%d", n)), i, n, debt, sweepBudget, reconcileBudget)
 		if err != nil {
-			return nil, fmt.Errorf("fleet-worker %d stores: %w", n, err)
+			return fmt.Errorf("fleet-worker %d stores: %w", n, err)
 		}
 		o.progressf("fleet-worker: %d stores: sweep %s, %d started, worker RSS +%.1f MiB (from %.1f); reconcile %s (%d pages, finished %v), +%.1f MiB",
 			n, fmtDur(s.SweepDur), s.Started, mib(s.sweepGrowth()), mib(s.SweepRSSStart), fmtDur(s.ReconcileDur), s.ReconcilePages, s.ReconcileDone, mib(s.reconcileGrowth()))
 		samples = append(samples, s)
 	}
 	fleetWorkerReport(res, o, samples)
-	return res, nil
+	return nil
 }
 
 func runFleetWorkerOnce(ctx context.Context, o Options, tenv *temporalEnv, root string, seq, n, debt int, sweepBudget, reconcileBudget time.Duration) (fleetWorkerSample, error) {

@@ -80,9 +80,8 @@ func hostileSizesFor(o Options) hostileSizes {
 	return s
 }
 
-// RunHostile is the hostile scenario.
-func RunHostile(ctx context.Context, o Options) (*Result, error) {
-	res := newResult("hostile", o)
+// runHostile is the hostile scenario.
+func runHostile(ctx context.Context, o Options, res *Result, dir string) error {
 	sz := hostileSizesFor(o)
 	res.param("worker", "one child process per case, worker.Run without Temporal (HTTP-only), the build's defaults")
 	res.param("storage", "file:// (nosync)")
@@ -92,22 +91,16 @@ func RunHostile(ctx context.Context, o Options) (*Result, error) {
 	res.param("memtable_rows", fmt.Sprint(sz.memtableRows))
 	res.param("rss_guard", fmtBytes(sz.rssGuard))
 
-	dir, cleanup, err := o.workDir("hostile")
-	if err != nil {
-		return nil, err
-	}
-	defer cleanup()
-
 	mem, err := runHostileMemory(ctx, o, sz, dir)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	lat, err := runHostileLatency(ctx, o, sz, filepath.Join(dir, "latency"))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	hostileReport(res, sz, mem, lat)
-	return res, nil
+	return nil
 }
 
 // hostileKnobs is what a child said about its configuration: the values of

@@ -134,15 +134,14 @@ type sample struct {
 	Pending []int // per shard index
 }
 
-// RunIncident replays the generic-WAL-merge starvation incident at 2-core scale: walkeeper
+// runIncident replays the generic-WAL-merge starvation incident at 2-core scale: walkeeper
 // (flush sweeper per kind, count trigger, MaintenanceSweep schedule, MergeWal on a real
 // Temporal dev server, real Temporal workers in-process) next to the old design (per shard one
 // flush loop and one cleanup sweeper walking kinds serially — rollout, datagen, generic — with a
-// per-store timeout; count trigger for rollout only; merges in-process, own shard only), both
-// running at the same time on the same machine with identical traffic and storage model.
-func RunIncident(ctx context.Context, o Options) (*Result, error) {
+// per-store timeout; count trigger for rollout only; merges in-process, own shard only), one
+// after the other on the same machine with identical traffic and storage model.
+func runIncident(ctx context.Context, o Options, res *Result) error {
 	p := incidentDefaults(o)
-	res := newResult("incident", o)
 	res.param("shards", p.Shards)
 	res.param("rollout_stores", p.Rollout)
 	res.param("hot_generic_stores", 1)
@@ -175,13 +174,13 @@ func RunIncident(ctx context.Context, o Options) (*Result, error) {
 		o.progressf("incident: repetition %d/%d", rep+1, o.reps())
 		run, err := incidentOnce(ctx, o, p, rep)
 		if err != nil {
-			return nil, fmt.Errorf("repetition %d: %w", rep+1, err)
+			return fmt.Errorf("repetition %d: %w", rep+1, err)
 		}
 		runs = append(runs, run)
 		if rep == 0 || o.OutDir != "" {
 			files, err := writeIncidentFiles(o.OutDir, rep, p, run)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			res.Files = append(res.Files, files...)
 		}
@@ -246,7 +245,7 @@ func RunIncident(ctx context.Context, o Options) (*Result, error) {
 	res.Values["baseline_cycle_p50_s"] = cycle.Median
 	res.note("The baseline merges the hot generic store only in its cleanup sweep, one pass of at most merge_max_generations of its own shard per visit, and reaches the generic kind only after walking every resident rollout store; a cycle longer than merge_max_generations × the seal interval makes the hot store's debt grow without bound (cycle p50 above).")
 	res.note("The two systems run one after the other in the same invocation (order alternating by repetition), each with the machine to itself, identical traffic and the same storage model: %s plus %s added to every storage request.", map[string]string{storageFile: "file:// without fsync", storageMem: "mem:// (past 20 shards the local file system's file creation, not the modelled object store, limited the seal rate)"}[p.Storage], p.Latency)
-	return res, nil
+	return nil
 }
 
 // maxActionsPerGeneration is the incident replay's target of Temporal actions (every
@@ -279,11 +278,7 @@ func (s incidentSide) final() int { return slices.Max(s.samples[len(s.samples)-1
 // alone on the machine with identical traffic and storage model.
 func incidentOnce(ctx context.Context, o Options, p incidentParams, rep int) (incidentRun, error) {
 	var run incidentRun
-	order := []string{sideWalkeeper, sideBaseline}
-	if rep%2 == 1 {
-		slices.Reverse(order)
-	}
-	for _, name := range order {
+	for _, name := range inTurn(rep, sideWalkeeper, sideBaseline) {
 		sd, err := incidentSideRun(ctx, o, p, rep, name)
 		if err == nil && len(sd.samples) == 0 {
 			err = errors.New("no samples")
@@ -566,10 +561,7 @@ func incidentSideRun(ctx context.Context, o Options, p incidentParams, rep int, 
 
 // secondHalfMean is the mean of the max pending per shard over the second half of the samples.
 func secondHalfMean(ss []sample) float64 {
-	h := ss[len(ss)/2:]
-	if len(h) == 0 {
-		return 0
-	}
+	h := ss[len(ss)/2:] // never empty: a side has at least one sample
 	sum := 0.0
 	for _, s := range h {
 		sum += float64(slices.Max(s.Pending))
@@ -619,20 +611,19 @@ func writeIncidentFiles(dir string, rep int, p incidentParams, run incidentRun) 
 	}
 	var lines []series
 	add := func(ss []sample, sys string, strong, light color.Color) {
-		for shard := 0; shard < p.Shards; shard++ {
-			var xs, ys []float64
-			for _, s := range ss {
-				xs = append(xs, s.T)
-				ys = append(ys, float64(s.Pending[shard]))
-			}
-			lines = append(lines, series{Name: sys, X: xs, Y: ys, Color: light, Thin: true, NoLegend: true})
-		}
-		var xs, ys []float64
+		var xs, maxes []float64
+		perShard := make([][]float64, p.Shards)
 		for _, s := range ss {
 			xs = append(xs, s.T)
-			ys = append(ys, float64(slices.Max(s.Pending)))
+			maxes = append(maxes, float64(slices.Max(s.Pending)))
+			for shard := range perShard {
+				perShard[shard] = append(perShard[shard], float64(s.Pending[shard]))
+			}
 		}
-		lines = append(lines, series{Name: sys + ": max over shards", X: xs, Y: ys, Color: strong})
+		for _, ys := range perShard {
+			lines = append(lines, series{Name: sys, X: xs, Y: ys, Color: light, Thin: true, NoLegend: true})
+		}
+		lines = append(lines, series{Name: sys + ": max over shards", X: xs, Y: maxes, Color: strong})
 	}
 	add(run.base.samples, baselineLabel, colBaseline, colBaselineLight)
 	add(run.wk.samples, "walkeeper", colWalkeeper, colWalkeeperLight)

@@ -14,7 +14,6 @@ import (
 	"go.temporal.io/sdk/client"
 	tworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/internal/actioncount"
@@ -100,7 +99,7 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 		variants = []variant{{"given server", false, false}}
 	}
 	for i, v := range variants {
-		sv := &overheadServer{name: v.name}
+		sv := &overheadServer{name: v.name, mergeOps: persistenceOps{}}
 		dev := devserver.Options{ServerDefaults: v.defaults}
 		if o.Temporal == "" {
 			if sv.metrics, err = proc.FreePort(); err != nil {
@@ -260,9 +259,6 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 				if opsBefore[i] == nil || opsAfter[i] == nil {
 					continue
 				}
-				if sv.mergeOps == nil {
-					sv.mergeOps = persistenceOps{}
-				}
 				sv.mergeOps.add(opsAfter[i].since(opsBefore[i]).less(sv.idleOps.scaled(windowEnd.Sub(windowStart).Seconds())))
 			}
 		}
@@ -361,15 +357,11 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 
 	// Sweep over idle stores.
 	o.progressf("temporal-overhead: creating %d idle stores", idle)
-	var g errgroup.Group
-	g.SetLimit(8)
-	for i := 0; i < idle; i++ {
-		g.Go(func() error {
-			_, err := db.Create(ctx, store.Target{Kind: store.Kinds[i%len(store.Kinds)], Name: fmt.Sprintf("idle%05d", i)}, createOptsFor(store.Kinds[i%len(store.Kinds)]))
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
+	err = eachN(8, idle, func(i int) error {
+		_, err := db.Create(ctx, store.Target{Kind: store.Kinds[i%len(store.Kinds)], Name: fmt.Sprintf("idle%05d", i)}, createOptsFor(store.Kinds[i%len(store.Kinds)]))
+		return err
+	})
+	if err != nil {
 		return err
 	}
 	var sweeps []float64

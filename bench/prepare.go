@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/walkeeper/walkeeper/store"
 )
 
@@ -63,14 +61,11 @@ func parallelPrepare(ctx context.Context, o Options, res *Result, dir string) er
 			return err
 		}
 		t0 := time.Now()
-		var g errgroup.Group
+		limit := shards
 		if !parallel {
-			g.SetLimit(1) // one after another, in shard order
+			limit = 1 // one after another, in shard order
 		}
-		for i := range shards {
-			g.Go(func() error { return one(i) })
-		}
-		err = g.Wait()
+		err = eachN(limit, shards, one)
 		d := time.Since(t0)
 		if latency > 0 {
 			maxInFlight[parallel] = max(maxInFlight[parallel], lat.maxInFlight.Load())

@@ -26,9 +26,8 @@ var startRateInFlight = []int{16, 64, 128}
 // (the fleet target at 1 % of 1M stores).
 const startRateNeeded = 10_000.0 / 60
 
-// RunStartRate is the start-rate scenario.
-func RunStartRate(ctx context.Context, o Options) (*Result, error) {
-	res := newResult("start-rate", o)
+// runStartRate is the start-rate scenario.
+func runStartRate(ctx context.Context, o Options, res *Result) error {
 	n := o.Stores
 	if n <= 0 {
 		n = 10_000
@@ -41,7 +40,7 @@ func RunStartRate(ctx context.Context, o Options) (*Result, error) {
 	res.param("workers", "none (nothing started runs)")
 	tenv, err := startTemporal(ctx, o, o.OutDir, devserver.Options{})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer tenv.close()
 	t := Table{Title: "MergeWal starts through contract.StartMergeWal, no worker polling", Header: []string{"in flight", "starts", "failed", "time", "starts/s"}}
@@ -77,5 +76,5 @@ func RunStartRate(ctx context.Context, o Options) (*Result, error) {
 	res.Values["best_starts_per_s"] = best
 	res.target("starts/s the server accepts (best of the in-flight levels)", fmt.Sprintf("≥ %.0f (10,000 within a minute)", startRateNeeded),
 		fmt.Sprintf("%.0f", best), best >= startRateNeeded)
-	return res, nil
+	return nil
 }

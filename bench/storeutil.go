@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/store/objstore"
@@ -155,6 +156,17 @@ func fileURL(dir string, nosync bool) string {
 		u += "?nosync=1"
 	}
 	return u
+}
+
+// eachN runs f(0) to f(n-1), at most limit (> 0) at a time, started in index order, and
+// returns the first error.
+func eachN(limit, n int, f func(i int) error) error {
+	var g errgroup.Group
+	g.SetLimit(limit)
+	for i := range n {
+		g.Go(func() error { return f(i) })
+	}
+	return g.Wait()
 }
 
 // raiseTo raises a to v if v is larger.

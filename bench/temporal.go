@@ -28,8 +28,7 @@ type temporalEnv struct {
 	hostPort string
 	client   client.Client
 	srv      *devserver.Server
-	cluster  *temporalcluster.Cluster // the PostgreSQL-backed server (temporal-overhead)
-	dir      string                   // removed on close (the cluster's database)
+	cluster  *temporalcluster.Cluster // the PostgreSQL-backed server (temporal-overhead, fairness)
 }
 
 func (e *temporalEnv) close() {
@@ -41,9 +40,6 @@ func (e *temporalEnv) close() {
 	}
 	if e.cluster != nil {
 		_ = e.cluster.Stop()
-	}
-	if e.dir != "" {
-		_ = os.RemoveAll(e.dir)
 	}
 }
 

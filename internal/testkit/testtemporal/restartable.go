@@ -5,14 +5,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"go.temporal.io/sdk/client"
 
 	"github.com/walkeeper/walkeeper/internal/devserver"
-	"github.com/walkeeper/walkeeper/internal/proc"
 	"github.com/walkeeper/walkeeper/internal/testkit/temporalcluster"
 	"github.com/walkeeper/walkeeper/temporaladmin"
 )
@@ -53,16 +55,18 @@ func StartRestartable(t testing.TB, o Options) (Restartable, client.Client) {
 		return clusterServer{cl}, c
 	}
 	o.Namespace = cmp.Or(o.Namespace, defaultNamespace)
-	port, err := proc.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The first start leaves the port to devserver.Start, which picks a free one and picks
+	// again when another process binds it first; restarts then keep the port it chose.
 	d := &devServer{opts: devOptions(o, filepath.Join(t.TempDir(), "temporal"))}
-	d.opts.Port = port
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	if err := d.start(ctx); err != nil {
 		t.Fatalf("testtemporal: %v", err)
+	}
+	if _, port, err := net.SplitHostPort(d.srv.HostPort()); err != nil {
+		t.Fatalf("testtemporal: dev server address %q: %v", d.srv.HostPort(), err)
+	} else if d.opts.Port, err = strconv.Atoi(port); err != nil {
+		t.Fatalf("testtemporal: dev server address %q: %v", d.srv.HostPort(), err)
 	}
 	t.Cleanup(func() {
 		if d.srv != nil {
@@ -109,7 +113,19 @@ func (d *devServer) RestartServer(ctx context.Context) error {
 		return fmt.Errorf("stop dev server: %w", err)
 	}
 	d.srv = nil
-	return d.start(ctx)
+	// The port was free when the server stopped, but a client's outgoing connection may take
+	// it as its local port for a moment: wait that out instead of failing the restart.
+	for {
+		err := d.start(ctx)
+		if err == nil || !strings.Contains(err.Error(), "address already in use") {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 func (d *devServer) RestartPersistence(context.Context) error { return ErrNoPersistenceRestart }

@@ -132,20 +132,12 @@ func FreePort() (int, error) {
 	return ports[0], nil
 }
 
-// FreePorts returns n distinct free ports. They are held open together while being picked,
-// so the n are distinct from each other.
-func FreePorts(n int) ([]int, error) { return holdFree(n, func() int { return 0 }) }
-
-// FreePortsBelow returns n distinct ports in [10000, max) that were free a moment ago,
-// chosen at random (not from the kernel's ephemeral range, which starts at 32768 on Linux).
-// For servers that store their ports in narrow columns.
-func FreePortsBelow(n, max int) ([]int, error) {
-	return holdFree(n, func() int { return 10000 + mrand.IntN(max-10000) })
-}
-
-// holdFree listens on 127.0.0.1 at ports from pick (0: the kernel's choice) until n of them
-// are held, then releases them all.
-func holdFree(n int, pick func() int) ([]int, error) {
+// FreePorts returns n distinct ports in [10000, 32768) that were free a moment ago, chosen
+// at random. They are held open together while being picked, so the n are distinct. They
+// come from below the kernel's ephemeral range (from 32768 on Linux): a port released there
+// can be taken as the local port of any outgoing connection before the server meant for it
+// binds it.
+func FreePorts(n int) ([]int, error) {
 	var ls []net.Listener
 	defer func() {
 		for _, l := range ls {
@@ -154,7 +146,7 @@ func holdFree(n int, pick func() int) ([]int, error) {
 	}()
 	ports := make([]int, 0, n)
 	for tries := 0; len(ports) < n; tries++ {
-		l, err := net.Listen("tcp", Addr(pick()))
+		l, err := net.Listen("tcp", Addr(10000+mrand.IntN(ephemeralStart-10000)))
 		if err != nil {
 			if tries > 1000 {
 				return nil, fmt.Errorf("no %d free ports: %w", n, err)
@@ -166,6 +158,9 @@ func holdFree(n int, pick func() int) ([]int, error) {
 	}
 	return ports, nil
 }
+
+// ephemeralStart is where Linux's default ephemeral port range (ip_local_port_range) begins.
+const ephemeralStart = 32768
 
 // WaitTCP waits until addr accepts a TCP connection, the process exits, or timeout passes.
 func (p *Proc) WaitTCP(addr string, timeout time.Duration) error {

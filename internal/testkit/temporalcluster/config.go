@@ -23,11 +23,12 @@ type ports struct {
 	Worker, WorkerMembership                   int
 }
 
-// newPorts picks nine distinct free loopback ports, all below 32768: the PostgreSQL schema
-// keeps a host's membership port in cluster_membership.rpc_port, a SMALLINT, and the server
-// exits ("value out of range for type smallint") on a port from the ephemeral range.
+// newPorts picks nine distinct free loopback ports. proc.FreePorts keeps them below 32768,
+// which this server needs too: the PostgreSQL schema keeps a host's membership port in
+// cluster_membership.rpc_port, a SMALLINT, and the server exits ("value out of range for
+// type smallint") on a port from the ephemeral range.
 func newPorts() (ports, error) {
-	f, err := proc.FreePortsBelow(9, 32768)
+	f, err := proc.FreePorts(9)
 	if err != nil {
 		return ports{}, err
 	}

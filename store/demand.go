@@ -341,7 +341,7 @@ func (s *Store) ReconcileDemand(ctx context.Context) (DemandCleanResult, error) 
 // the whole registry, and keeping every store it touched open would grow the worker's
 // memory with the fleet. A resident handle is used when there is one.
 func (db *DB) ReconcileStore(ctx context.Context, t Target) (DemandCleanResult, error) {
-	if err := validateTarget(t); err != nil {
+	if err := t.Validate(); err != nil {
 		return DemandCleanResult{}, err
 	}
 	db.mu.Lock()

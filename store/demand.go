@@ -135,25 +135,15 @@ type DemandCleanResult struct {
 	Missing int `json:"missing"`
 }
 
-// cleanDemand makes the shard's demand records match its manifest sm and watermark wm:
-// deletes records of merged generations (gen <= wm) and of generations that were never
-// published (gen not listed, below next_generation, or at/above it and older than
-// DemandOrphanAge), and, when repair is set, writes the record of every pending
-// generation that has none. Costs one listing of the shard's demand prefix (bounded by its
-// pending generations) plus one request per change.
+// cleanDemand makes the shard's demand records, objs (a listing of its demand prefix), match
+// its manifest sm and watermark wm: deletes records of merged generations (gen <= wm) and of
+// generations that were never published (gen not listed, below next_generation, or at/above
+// it and older than DemandOrphanAge), and, when repair is set, writes the record of every
+// pending generation that has none. Costs one request per change.
 //
 // REQUIRES: sm is the latest shard manifest (or nil: the shard has none) and wm the latest
 // base watermark of the shard, read after sm; a generation listed in sm above wm is pending.
-func (s *Store) cleanDemand(ctx context.Context, shard string, sm *manifest.Shard, wm uint64, repair bool) (DemandCleanResult, error) {
-	objs, err := s.db.bucket.List(ctx, demandShardPrefix(s.target, shard))
-	if err != nil {
-		return DemandCleanResult{}, err
-	}
-	return s.cleanDemandListed(ctx, shard, sm, wm, repair, objs)
-}
-
-// cleanDemandListed is cleanDemand over objs, the listing of the shard's demand prefix.
-func (s *Store) cleanDemandListed(ctx context.Context, shard string, sm *manifest.Shard, wm uint64, repair bool, objs []objstore.ObjectInfo) (DemandCleanResult, error) {
+func (s *Store) cleanDemand(ctx context.Context, shard string, sm *manifest.Shard, wm uint64, repair bool, objs []objstore.ObjectInfo) (DemandCleanResult, error) {
 	var res DemandCleanResult
 	listed := map[uint64]bool{}
 	var next uint64
@@ -315,7 +305,7 @@ func (s *Store) ReconcileDemand(ctx context.Context) (DemandCleanResult, error) 
 			errs = append(errs, err)
 			continue
 		}
-		r, err := s.cleanDemandListed(ctx, sh, sm, base.Watermarks[sh], true, byShard[sh])
+		r, err := s.cleanDemand(ctx, sh, sm, base.Watermarks[sh], true, byShard[sh])
 		total.Covered += r.Covered
 		total.Orphans += r.Orphans
 		total.Missing += r.Missing

@@ -214,8 +214,7 @@ func (s *Store) cleanDemand(ctx context.Context, shard string, sm *manifest.Shar
 // Best effort: a failed delete leaves stale records, which cost at most one needless
 // MergeWal start and are deleted by the next Repair or reconcile; a failed marker put is
 // repaired by reconcile. The deletes run mergeDeleteConcurrency at a time, as the
-// generation files' do: one after another they were a pass's longest chain of round trips
-// (64 deletes at 10 ms, 0.64 s per shard, in every shard of a round commit).
+// generation files' do, so that they add no chain of round trips to every shard's commit.
 func (s *Store) afterMergeDemand(ctx context.Context, shard string, through uint64, runs int) {
 	if objs, err := s.db.bucket.List(ctx, demandShardPrefix(s.target, shard)); err == nil {
 		var g errgroup.Group

@@ -40,9 +40,8 @@ func encodeIPC(schema *arrow.Schema, recs ...arrow.RecordBatch) ([]byte, error) 
 // Any decode failure is ErrCorrupt: the object will never read differently.
 //
 // The records alias data (zero copy): the column buffers are slices of the object's bytes,
-// so decoding allocates no second copy of a generation (a copying reader was 12 % of a
-// merge's allocations). Callers therefore must not modify data afterwards; every
-// caller passes bytes fresh from storage that nothing else holds.
+// so decoding allocates no second copy of a generation. Callers therefore must not modify
+// data afterwards; every caller passes bytes fresh from storage that nothing else holds.
 func decodeIPC(data []byte, c *rowcodec.Codec, what string) (recs []arrow.RecordBatch, err error) {
 	return decodeIPCWith(memory.DefaultAllocator, data, c, what)
 }

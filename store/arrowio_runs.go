@@ -130,7 +130,10 @@ func (rb *runBatches) whole() error {
 // keyRowGroups restricts the batches to the row groups whose key statistics may hold key
 // (all of them where a row group has none). Call before the first next.
 func (rb *runBatches) keyRowGroups(key string) {
-	rb.selectRowGroups(func(rg *metadata.RowGroupMetaData) bool { return mayHoldKey(rg, rb.c.KeyIndex(), key) })
+	rb.selectRowGroups(func(rg *metadata.RowGroupMetaData) bool {
+		lo, hi, ok := keyStats(rg, rb.c.KeyIndex())
+		return !ok || lo <= key && key <= hi
+	})
 }
 
 // rowGroupsAfter restricts the batches to the row groups that may hold a key above after:
@@ -139,7 +142,10 @@ func (rb *runBatches) keyRowGroups(key string) {
 func (rb *runBatches) rowGroupsAfter(after string) {
 	started := false
 	rb.selectRowGroups(func(rg *metadata.RowGroupMetaData) bool {
-		started = started || mayHoldKeyAbove(rg, rb.c.KeyIndex(), after)
+		if !started {
+			_, hi, ok := keyStats(rg, rb.c.KeyIndex())
+			started = !ok || hi > after
+		}
 		return started
 	})
 }
@@ -158,19 +164,6 @@ func (rb *runBatches) selectRowGroups(keep func(rg *metadata.RowGroupMetaData) b
 
 // RowsLeft is how many rows of the selected row groups the batches have not handed out yet.
 func (rb *runBatches) RowsLeft() int64 { return rb.selected - rb.handed }
-
-// mayHoldKey reports whether a row group's statistics of the key column allow key.
-func mayHoldKey(rg *metadata.RowGroupMetaData, keyCol int, key string) bool {
-	lo, hi, ok := keyStats(rg, keyCol)
-	return !ok || lo <= key && key <= hi
-}
-
-// mayHoldKeyAbove reports whether a row group's statistics of the key column allow a key
-// above after.
-func mayHoldKeyAbove(rg *metadata.RowGroupMetaData, keyCol int, after string) bool {
-	_, hi, ok := keyStats(rg, keyCol)
-	return !ok || hi > after
-}
 
 // keyStats returns a row group's min and max key, ok false where it has no statistics (the
 // Parquet writer drops, rather than truncates, min/max values longer than its limit).

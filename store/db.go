@@ -210,7 +210,7 @@ func (db *DB) Create(ctx context.Context, t Target, co CreateOptions) (*Store, e
 }
 
 func (db *DB) create(ctx context.Context, t Target, co CreateOptions) (*Store, error) {
-	if err := validateTarget(t); err != nil {
+	if err := t.Validate(); err != nil {
 		return nil, err
 	}
 	meta := manifest.StoreMeta{FormatVersion: FormatVersion, Kind: t.Kind, Name: t.Name, Key: rowcodec.KeyField(t.Kind), CreatedAt: db.opts.Now().UTC()}
@@ -272,13 +272,6 @@ func (db *DB) create(ctx context.Context, t Target, co CreateOptions) (*Store, e
 	return db.adopt(newStore(db, t, meta, codec))
 }
 
-func validateTarget(t Target) error {
-	if _, err := ParseKind(string(t.Kind)); err != nil {
-		return err
-	}
-	return ValidateName(t.Name)
-}
-
 func (db *DB) readMeta(ctx context.Context, t Target) (manifest.StoreMeta, error) {
 	var meta manifest.StoreMeta
 	raw, err := db.bucket.Get(ctx, storeMetaKey(t))
@@ -303,7 +296,7 @@ func (db *DB) readMeta(ctx context.Context, t Target) (manifest.StoreMeta, error
 // Open returns the resident handle for an existing store. ErrNotFound if it is not registered;
 // nothing of a store that does not exist is kept.
 func (db *DB) Open(ctx context.Context, t Target) (*Store, error) {
-	if err := validateTarget(t); err != nil {
+	if err := t.Validate(); err != nil {
 		return nil, err
 	}
 	db.mu.Lock()

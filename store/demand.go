@@ -135,25 +135,15 @@ type DemandCleanResult struct {
 	Missing int `json:"missing"`
 }
 
-// cleanDemand makes the shard's demand records match its manifest sm and watermark wm:
-// deletes records of merged generations (gen <= wm) and of generations that were never
-// published (gen not listed, below next_generation, or at/above it and older than
-// DemandOrphanAge), and, when repair is set, writes the record of every pending
-// generation that has none. Costs one listing of the shard's demand prefix (bounded by its
-// pending generations) plus one request per change.
+// cleanDemand makes the shard's demand records, objs (a listing of its demand prefix), match
+// its manifest sm and watermark wm: deletes records of merged generations (gen <= wm) and of
+// generations that were never published (gen not listed, below next_generation, or at/above
+// it and older than DemandOrphanAge), and, when repair is set, writes the record of every
+// pending generation that has none. Costs one request per change.
 //
 // REQUIRES: sm is the latest shard manifest (or nil: the shard has none) and wm the latest
 // base watermark of the shard, read after sm; a generation listed in sm above wm is pending.
-func (s *Store) cleanDemand(ctx context.Context, shard string, sm *manifest.Shard, wm uint64, repair bool) (DemandCleanResult, error) {
-	objs, err := s.db.bucket.List(ctx, demandShardPrefix(s.target, shard))
-	if err != nil {
-		return DemandCleanResult{}, err
-	}
-	return s.cleanDemandListed(ctx, shard, sm, wm, repair, objs)
-}
-
-// cleanDemandListed is cleanDemand over objs, the listing of the shard's demand prefix.
-func (s *Store) cleanDemandListed(ctx context.Context, shard string, sm *manifest.Shard, wm uint64, repair bool, objs []objstore.ObjectInfo) (DemandCleanResult, error) {
+func (s *Store) cleanDemand(ctx context.Context, shard string, sm *manifest.Shard, wm uint64, repair bool, objs []objstore.ObjectInfo) (DemandCleanResult, error) {
 	var res DemandCleanResult
 	listed := map[uint64]bool{}
 	var next uint64
@@ -224,8 +214,7 @@ func (s *Store) cleanDemandListed(ctx context.Context, shard string, sm *manifes
 // Best effort: a failed delete leaves stale records, which cost at most one needless
 // MergeWal start and are deleted by the next Repair or reconcile; a failed marker put is
 // repaired by reconcile. The deletes run mergeDeleteConcurrency at a time, as the
-// generation files' do: one after another they were a pass's longest chain of round trips
-// (64 deletes at 10 ms, 0.64 s per shard, in every shard of a round commit).
+// generation files' do, so that they add no chain of round trips to every shard's commit.
 func (s *Store) afterMergeDemand(ctx context.Context, shard string, through uint64, runs int) {
 	if objs, err := s.db.bucket.List(ctx, demandShardPrefix(s.target, shard)); err == nil {
 		var g errgroup.Group
@@ -315,7 +304,7 @@ func (s *Store) ReconcileDemand(ctx context.Context) (DemandCleanResult, error) 
 			errs = append(errs, err)
 			continue
 		}
-		r, err := s.cleanDemandListed(ctx, sh, sm, base.Watermarks[sh], true, byShard[sh])
+		r, err := s.cleanDemand(ctx, sh, sm, base.Watermarks[sh], true, byShard[sh])
 		total.Covered += r.Covered
 		total.Orphans += r.Orphans
 		total.Missing += r.Missing
@@ -341,7 +330,7 @@ func (s *Store) ReconcileDemand(ctx context.Context) (DemandCleanResult, error) 
 // the whole registry, and keeping every store it touched open would grow the worker's
 // memory with the fleet. A resident handle is used when there is one.
 func (db *DB) ReconcileStore(ctx context.Context, t Target) (DemandCleanResult, error) {
-	if err := validateTarget(t); err != nil {
+	if err := t.Validate(); err != nil {
 		return DemandCleanResult{}, err
 	}
 	db.mu.Lock()

@@ -48,8 +48,11 @@ func (s *Store) Repair(ctx context.Context, p RepairParams) (RepairResult, error
 	}
 	wm := base.Watermarks[shard]
 	// Best effort: a stale or orphan demand record costs at most a needless MergeWal start,
-	// and the next Repair or the demand reconcile retries.
-	_, _ = s.cleanDemand(ctx, shard, sm, wm, false)
+	// and the next Repair or the demand reconcile retries. One listing of the shard's demand
+	// prefix, bounded by its pending generations.
+	if objs, err := s.db.bucket.List(ctx, demandShardPrefix(s.target, shard)); err == nil {
+		_, _ = s.cleanDemand(ctx, shard, sm, wm, false, objs)
+	}
 	covered := sm.CoveredBy(wm)
 	if len(covered) == 0 {
 		return RepairResult{}, nil

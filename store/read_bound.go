@@ -46,13 +46,13 @@ type readSource struct {
 	bytes          int64
 }
 
-// sources lists the files a read of source needs whose key range keyFilter accepts
-// (nil = all): base runs first, then the shards' pending generations.
+// sources lists the files a read of source needs whose key range keyFilter accepts: base
+// runs first, then the shards' pending generations.
 func (s *Store) sources(snap *readSnapshot, source string, keyFilter func(minKey, maxKey string) bool) []readSource {
 	var out []readSource
 	if source != SourceWAL {
 		for _, r := range snap.base.Runs {
-			if keyFilter == nil || keyFilter(r.MinKey, r.MaxKey) {
+			if keyFilter(r.MinKey, r.MaxKey) {
 				out = append(out, readSource{r.Path, r.Checksum, true, r.Bytes})
 			}
 		}
@@ -60,7 +60,7 @@ func (s *Store) sources(snap *readSnapshot, source string, keyFilter func(minKey
 	if source != SourceBase {
 		for _, sh := range snap.shards {
 			for _, g := range snap.pending[sh] {
-				if keyFilter == nil || keyFilter(g.MinKey, g.MaxKey) {
+				if keyFilter(g.MinKey, g.MaxKey) {
 					out = append(out, readSource{g.Path, g.Checksum, false, g.Bytes})
 				}
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
@@ -118,14 +119,10 @@ func (w *writer) seal(ctx context.Context, reserved bool) (FlushResult, error) {
 	if err != nil {
 		return FlushResult{}, err
 	}
-	minSeq, maxSeq := seqs[0], seqs[0]
-	for _, q := range seqs {
-		minSeq, maxSeq = min(minSeq, q), max(maxSeq, q)
-	}
 	gm := manifest.Gen{
 		Rows: int64(len(rows)), Bytes: size,
 		MinKey: rows[0].Key, MaxKey: rows[len(rows)-1].Key,
-		MinSeq: minSeq, MaxSeq: maxSeq,
+		MinSeq: slices.Min(seqs), MaxSeq: slices.Max(seqs),
 		Checksum: checksumOf(data),
 	}
 	m, err := w.publishSeal(ctx, &sealedGen{meta: gm, data: data}, maxPos)

@@ -36,7 +36,11 @@ func slotBlocked(a InFlightActivity, pa *workflowpb.PendingActivityInfo, now tim
 	if now.Sub(since) < threshold {
 		return ""
 	}
-	return SlotReason(a.Queue, a.Shard)
+	// On a shard's own queue the worker may be gone; on the shared queue every slot is busy.
+	if a.Queue != TaskQueue && a.Shard != "" {
+		return BlockedNoWorker + " " + ShardLabel(a.Shard)
+	}
+	return BlockedSlot + " on " + a.Queue
 }
 
 // pendingByID indexes a DescribeWorkflowExecution answer's pending activities.

@@ -78,7 +78,7 @@ const (
 	TriggerUnknown = "unknown"
 )
 
-// Triggers lists every trigger value, for docs and tests.
+// Triggers lists every trigger value: what an input's trigger may name (triggerField).
 var Triggers = []string{TriggerCount, TriggerSweepCount, TriggerSweepAge, TriggerSweepRuns,
 	TriggerHTTP, TriggerCLI, TriggerSchedule, TriggerBackPressure, TriggerUnknown}
 

@@ -35,15 +35,6 @@ func BackoffReason(attempt int, lastErr string) string {
 	return fmt.Sprintf("%s (attempt %d: %s)", BlockedBackoff, attempt, clipText(lastErr, 200))
 }
 
-// SlotReason is the blocked reason of an activity no worker has started: on a shard's own
-// queue the worker may be gone, on the shared queue every slot is busy.
-func SlotReason(queue, shard string) string {
-	if queue != TaskQueue && shard != "" {
-		return BlockedNoWorker + " " + ShardLabel(shard)
-	}
-	return BlockedSlot + " on " + queue
-}
-
 // ShardLabel abbreviates a shard id for human-facing text (details, summaries, blocked
 // reasons): the first UUID group, or at most 8 bytes.
 func ShardLabel(shard string) string {

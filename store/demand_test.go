@@ -264,7 +264,7 @@ func TestRequestCounterCounts(t *testing.T) {
 	require.NoError(t, cb.Put(ctx, "a/b", []byte("x")))
 	_, err = cb.Get(ctx, "a/b")
 	require.NoError(t, err)
-	_, _, err = cb.ListPage(ctx, "a/", "", 10)
+	_, _, err = cb.ListPageWhere(ctx, "a/", "", 10, nil)
 	require.NoError(t, err)
 	c := rc.Counts()
 	require.Equal(t, requestcount.Counts{Get: 1, Put: 1, List: 1}, c)

@@ -18,7 +18,7 @@ type RegistryPage struct {
 
 // ListStores returns up to limit registered stores of kind after the store named after
 // ("" = from the first), in registry key order. Memory and requests per page are bounded by
-// limit (see Bucket.ListPage), so callers walk a fleet of any size page by page. Keys under
+// limit (see Bucket.ListPageWhere), so callers walk a fleet of any size page by page. Keys under
 // the registry that are not entries (foreign.go) are skipped without ending the page, and
 // Next is always the name of a store, so a cursor never lands on one.
 func (db *DB) ListStores(ctx context.Context, kind Kind, after string, limit int) (RegistryPage, error) {

@@ -15,15 +15,12 @@ import (
 // ID of the workflows it starts (Temporal appends the nominal start time).
 const ReconcileScheduleID = "walkeeper-reconcile"
 
-// reconcileJitter is the jitter of walkeeper-reconcile: up to a tenth of its interval
-// (scheduleJitter caps it at a quarter), so the reconciles of several namespaces or
-// deployments sharing one storage do not start in the same second.
-func reconcileJitter(every time.Duration) time.Duration { return scheduleJitter(every, every/10) }
-
 // EnsureReconcileSchedule creates the Schedule "walkeeper-reconcile" that starts
-// ReconcileDemand every `every` (reconcileJitter), or, if it exists, reconciles its spec,
-// action and policies. Overlap SKIP: a reconcile still paging (across its continue-as-new
-// runs) makes the next tick a no-op. A paused schedule stays paused.
+// ReconcileDemand every `every`, or, if it exists, reconciles its spec, action and policies.
+// Its jitter is up to a tenth of the interval, so the reconciles of several namespaces or
+// deployments sharing one storage do not start in the same second. Overlap SKIP: a
+// reconcile still paging (across its continue-as-new runs) makes the next tick a no-op. A
+// paused schedule stays paused.
 func EnsureReconcileSchedule(ctx context.Context, c client.Client, every time.Duration) error {
 	if every <= 0 {
 		return fmt.Errorf("reconcile schedule interval must be positive, got %s", every)
@@ -37,5 +34,5 @@ func EnsureReconcileSchedule(ctx context.Context, c client.Client, every time.Du
 		WorkflowRunTimeout: time.Hour,
 		StaticSummary:      "walkeeper demand index reconcile",
 	}
-	return ensureSchedule(ctx, c, ReconcileScheduleID, every, reconcileJitter(every), action, enumspb.SCHEDULE_OVERLAP_POLICY_SKIP)
+	return ensureSchedule(ctx, c, ReconcileScheduleID, every, scheduleJitter(every, every/10), action, enumspb.SCHEDULE_OVERLAP_POLICY_SKIP)
 }

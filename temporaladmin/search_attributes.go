@@ -18,8 +18,7 @@ import (
 	"github.com/walkeeper/walkeeper/contract"
 )
 
-// EnsureSearchAttributes registers walkeeper's search attributes (contract.SearchAttributes:
-// WalTarget, WalKind, WalPending, WalTrigger, WalPendingAtStart, WalReclaimed, WalBytesMerged)
+// EnsureSearchAttributes registers walkeeper's search attributes (contract.SearchAttributes)
 // in namespace ns through the operator API, so a vanilla server or cluster needs no manual
 // step. On SQL visibility they take all 3 custom Int slots of the namespace. Idempotent and
 // safe to race: attributes that already exist with the right type are left alone and an

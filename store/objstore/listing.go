@@ -10,7 +10,7 @@ import (
 // HTTP API). Bucket.List, which returns one slice, stays for prefixes bounded by one
 // store's state.
 
-// MaxListPage caps one ListPage (and one registry page); larger limits are clamped.
+// MaxListPage caps one ListPageWhere page (and one registry page); larger limits are clamped.
 const MaxListPage = 1000
 
 // Walk calls fn for every object under prefix as the backend streams it, page by page,
@@ -24,22 +24,17 @@ func (b *Bucket) Walk(ctx context.Context, prefix string, fn func(ObjectInfo) er
 	})
 }
 
-// ListPage returns up to limit objects under prefix whose key sorts after `after` ("" =
-// from the start), in key order (bytewise = UTF-8 binary, the object stores' order), and
-// whether more may follow. Callers page by passing the last key of the previous page. limit
-// is clamped to [1, MaxListPage].
+// ListPageWhere returns up to limit objects under prefix that keep accepts (nil: all) and
+// whose key sorts after `after` ("" = from the start), in key order (bytewise = UTF-8 binary,
+// the object stores' order), and whether more may follow. Callers page by passing the last
+// key of the previous page. limit is clamped to [1, MaxListPage]. Objects keep refuses
+// neither count toward limit nor end the page, so a page is short only at the end of the
+// listing, however many keep refuses (they cost their share of the backend's listing).
 //
 // Cost per page: every backend starts its listing at `after` (backend.listFrom), so a page
 // costs one or two list requests on s3://, gs:// and azblob://, whatever the prefix holds;
 // file:// reads the directories on the way (names only, memory bounded by a window);
 // mem:// is in memory. docs/STORAGE.md §6 has the figures.
-func (b *Bucket) ListPage(ctx context.Context, prefix, after string, limit int) ([]ObjectInfo, bool, error) {
-	return b.ListPageWhere(ctx, prefix, after, limit, nil)
-}
-
-// ListPageWhere is ListPage over the objects keep accepts (nil: all): the others neither
-// count toward limit nor end the page, so a page is short only at the end of the listing,
-// however many objects keep refuses (they cost their share of the backend's listing).
 func (b *Bucket) ListPageWhere(ctx context.Context, prefix, after string, limit int, keep func(ObjectInfo) bool) ([]ObjectInfo, bool, error) {
 	limit = min(max(limit, 1), MaxListPage)
 	out := make([]ObjectInfo, 0, min(limit, 64))

@@ -8,10 +8,10 @@ import (
 	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
-// BenchmarkListPageMem: one ListPage of 500 under a small prefix (1000 keys) of a mem://
+// BenchmarkListPageMem: one ListPageWhere page of 500 under a small prefix (1000 keys) of a mem://
 // bucket that holds 100k or 1M objects in all, the fleet benchmark's registry shape.
 //
-//	go test -run '^$' -bench BenchmarkListPageMem -benchtime 20x ./store/
+//	go test -run '^$' -bench BenchmarkListPageMem -benchtime 20x ./store/objstore/
 func BenchmarkListPageMem(b *testing.B) {
 	for _, total := range []int{100_000, 1_000_000} {
 		b.Run(fmt.Sprintf("objects=%d", total), func(b *testing.B) {
@@ -24,9 +24,9 @@ func BenchmarkListPageMem(b *testing.B) {
 			})
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				objs, _, err := bkt.ListPage(ctx, "_demand/generic/", "_demand/generic/s0000250", 500)
+				objs, _, err := bkt.ListPageWhere(ctx, "_demand/generic/", "_demand/generic/s0000250", 500, nil)
 				if err != nil || len(objs) != 500 {
-					b.Fatalf("ListPage: %d, %v", len(objs), err)
+					b.Fatalf("ListPageWhere: %d, %v", len(objs), err)
 				}
 			}
 		})
@@ -46,7 +46,7 @@ func BenchmarkPutThenListMem(b *testing.B) {
 			bkt := filledMemBucket(b, fmt.Sprintf("mem://bench-putlist-%d", total), total, func(i int) string {
 				return fmt.Sprintf("_registry/generic/s%07d.json", i)
 			})
-			if _, _, err := bkt.ListPage(ctx, "_registry/", "", 1); err != nil {
+			if _, _, err := bkt.ListPageWhere(ctx, "_registry/", "", 1, nil); err != nil {
 				b.Fatal(err)
 			}
 			b.ResetTimer()
@@ -54,9 +54,9 @@ func BenchmarkPutThenListMem(b *testing.B) {
 				if err := bkt.Put(ctx, fmt.Sprintf("generic/s%07d/wal/g%04d", i%1000, i), nil); err != nil {
 					b.Fatal(err)
 				}
-				objs, _, err := bkt.ListPage(ctx, fmt.Sprintf("generic/s%07d/wal/", i%1000), "", 100)
+				objs, _, err := bkt.ListPageWhere(ctx, fmt.Sprintf("generic/s%07d/wal/", i%1000), "", 100, nil)
 				if err != nil || len(objs) == 0 {
-					b.Fatalf("ListPage: %d, %v", len(objs), err)
+					b.Fatalf("ListPageWhere: %d, %v", len(objs), err)
 				}
 			}
 		})

@@ -9,7 +9,7 @@ import (
 	"github.com/walkeeper/walkeeper/target"
 )
 
-// FieldType is the type of one user field. The set is closed: see FieldTypes.
+// FieldType is the type of one user field. The set is closed: the Type constants below.
 type FieldType string
 
 // The field types and their Arrow mapping (see FieldType.ArrowType).
@@ -21,9 +21,6 @@ const (
 	TypeBinary    FieldType = "binary"    // arrow.BinaryTypes.Binary; base64 in JSON
 	TypeTimestamp FieldType = "timestamp" // Timestamp(us, "UTC"); RFC 3339 in JSON
 )
-
-// FieldTypes lists every field type in a stable order.
-var FieldTypes = []FieldType{TypeString, TypeInt64, TypeFloat64, TypeBool, TypeBinary, TypeTimestamp}
 
 // timestampType is the Arrow type of timestamp fields: microseconds, UTC.
 var timestampType = &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}

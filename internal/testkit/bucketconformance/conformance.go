@@ -291,7 +291,7 @@ func testListPages(t *testing.T, b *objstore.Bucket) {
 	}
 }
 
-// testListPageStartAfter: ListPage pages in key order (bytewise) from any cursor, including
+// testListPageStartAfter: ListPageWhere pages in key order (bytewise) from any cursor, including
 // one that is no stored key, with keys whose order differs from a per-directory name order
 // ("a.x" < "a/b" as keys, while the directory "a" sorts before "a.x" by name) and a prefix ending mid-segment.
 func testListPageStartAfter(t *testing.T, b *objstore.Bucket) {
@@ -306,19 +306,19 @@ func testListPageStartAfter(t *testing.T, b *objstore.Bucket) {
 		after := ""
 		for pages := 0; ; pages++ {
 			if pages > len(want)+1 {
-				t.Fatalf("limit %d: ListPage never ends (%q)", limit, got)
+				t.Fatalf("limit %d: ListPageWhere never ends (%q)", limit, got)
 			}
-			objs, more, err := b.ListPage(ctx, "q/", after, limit)
+			objs, more, err := b.ListPageWhere(ctx, "q/", after, limit, nil)
 			if err != nil {
-				t.Fatalf("ListPage(q/, %q, %d): %v", after, limit, err)
+				t.Fatalf("ListPageWhere(q/, %q, %d): %v", after, limit, err)
 			}
 			if len(objs) > limit {
-				t.Fatalf("ListPage(q/, %q, %d) = %d objects", after, limit, len(objs))
+				t.Fatalf("ListPageWhere(q/, %q, %d) = %d objects", after, limit, len(objs))
 			}
 			for _, o := range objs {
 				got = append(got, o.Key)
 				if o.Size != int64(len(o.Key)) {
-					t.Errorf("ListPage %q: size %d, want %d", o.Key, o.Size, len(o.Key))
+					t.Errorf("ListPageWhere %q: size %d, want %d", o.Key, o.Size, len(o.Key))
 				}
 			}
 			if !more {
@@ -330,7 +330,7 @@ func testListPageStartAfter(t *testing.T, b *objstore.Bucket) {
 			after = objs[len(objs)-1].Key
 		}
 		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("ListPage pages (limit %d) = %q, want %q", limit, got, want)
+			t.Fatalf("ListPageWhere pages (limit %d) = %q, want %q", limit, got, want)
 		}
 	}
 	for _, c := range []struct {
@@ -345,21 +345,21 @@ func testListPageStartAfter(t *testing.T, b *objstore.Bucket) {
 		{"q/", "p", []string{"q/a.x", "q/a/b"}},        // before the prefix
 		{"q/", "zz", nil},                              // after the prefix
 	} {
-		objs, _, err := b.ListPage(ctx, c.prefix, c.after, 2)
+		objs, _, err := b.ListPageWhere(ctx, c.prefix, c.after, 2, nil)
 		if err != nil {
-			t.Fatalf("ListPage(%q, %q): %v", c.prefix, c.after, err)
+			t.Fatalf("ListPageWhere(%q, %q): %v", c.prefix, c.after, err)
 		}
 		var got []string
 		for _, o := range objs {
 			got = append(got, o.Key)
 		}
 		if !reflect.DeepEqual(got, c.want) {
-			t.Errorf("ListPage(%q, after %q, 2) = %q, want %q", c.prefix, c.after, got, c.want)
+			t.Errorf("ListPageWhere(%q, after %q, 2) = %q, want %q", c.prefix, c.after, got, c.want)
 		}
 	}
 }
 
-// testListPageAcrossBackendPages: a ListPage that starts deep into a prefix larger than one
+// testListPageAcrossBackendPages: a page that starts deep into a prefix larger than one
 // backend listing page (1000 keys) returns the keys right after the cursor.
 func testListPageAcrossBackendPages(t *testing.T, b *objstore.Bucket) {
 	const many = 2100
@@ -367,17 +367,17 @@ func testListPageAcrossBackendPages(t *testing.T, b *objstore.Bucket) {
 	putMany(t, b, many, func(i int) string { return fmt.Sprintf("s/%05d", i) })
 	for _, start := range []int{0, 999, 1000, 1500, many - 3} {
 		after := fmt.Sprintf("s/%05d", start)
-		objs, more, err := b.ListPage(ctx, "s/", after, 500)
+		objs, more, err := b.ListPageWhere(ctx, "s/", after, 500, nil)
 		if err != nil {
-			t.Fatalf("ListPage(after %q): %v", after, err)
+			t.Fatalf("ListPageWhere(after %q): %v", after, err)
 		}
 		n := min(500, many-1-start)
 		if len(objs) != n || more != (start+1+500 < many) {
-			t.Fatalf("ListPage(after %q) = %d objects, more %v; want %d", after, len(objs), more, n)
+			t.Fatalf("ListPageWhere(after %q) = %d objects, more %v; want %d", after, len(objs), more, n)
 		}
 		for i, o := range objs {
 			if w := fmt.Sprintf("s/%05d", start+1+i); o.Key != w {
-				t.Fatalf("ListPage(after %q)[%d] = %q, want %q", after, i, o.Key, w)
+				t.Fatalf("ListPageWhere(after %q)[%d] = %q, want %q", after, i, o.Key, w)
 			}
 		}
 	}

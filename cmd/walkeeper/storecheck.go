@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
@@ -64,13 +63,6 @@ func firstOr(s []string) string {
 		return ""
 	}
 	return s[0]
-}
-
-// registerStorageCheckFlag adds --storage to merge and compact, read only to refuse a
-// missing store before anything starts.
-func registerStorageCheckFlag(cmd *cobra.Command, v *string) {
-	cmd.Flags().StringVar(v, "storage", os.Getenv("WALKEEPER_STORAGE"),
-		"storage root URL, read to refuse a store that does not exist before starting (env WALKEEPER_STORAGE; default: the running dev's)")
 }
 
 // precheckStore applies a running dev's defaults and refuses a missing store (see

@@ -88,11 +88,13 @@ Temporal is asked.`,
 			dctx, dcancel := context.WithTimeout(ctx, 15*time.Second)
 			c, dialErr := temporaladmin.Dial(dctx, tc.Config, logger)
 			dcancel()
-			dialErr = temporalUnreachable(tc, dialErr)
 			if dialErr == nil {
 				defer c.Close()
-			} else if storage == "" {
-				return dialErr
+			} else {
+				dialErr = &unreachableError{tc: tc, err: dialErr}
+				if storage == "" {
+					return dialErr
+				}
 			}
 			var db *store.DB
 			if storage != "" {

@@ -51,7 +51,7 @@ type Flusher struct {
 	metrics  *Metrics
 
 	// life ends at Stop; every seal runs under it (and under its caller's context), so Stop
-	// can end abandoned seals that FlushOnce started as well as the loops'.
+	// ends abandoned seals whoever called FlushKind.
 	life     context.Context
 	endLife  context.CancelFunc
 	mu       sync.Mutex
@@ -143,9 +143,9 @@ func (fl *Flusher) Stop(ctx context.Context) error {
 // FlushKind seals every resident store of one kind that has a writer in this process, one
 // after another. A store opened only for reads, stats or merges has nothing of this
 // process's in memory, and sealing it would cost a LIST of its WAL prefix every tick (300
-// resident stores: 300 LISTs per second). WAL that a crashed
-// earlier run left behind is replayed by DB.Recover when the worker starts, and by the
-// writer itself when this process next appends to the store.
+// resident stores: 300 LISTs per second). WAL that a crashed earlier run left behind is
+// replayed by DB.Recover when the worker starts, and by the writer itself when this process
+// next appends to the store.
 func (fl *Flusher) FlushKind(ctx context.Context, k store.Kind) {
 	var stores []*store.Store
 	for _, s := range fl.opts.Resident() {

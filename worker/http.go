@@ -72,8 +72,7 @@ func (a *apiServer) healthz(w http.ResponseWriter, r *http.Request) {
 func (a *apiServer) target(r *http.Request) (store.Target, error) {
 	k, err := store.ParseKind(r.PathValue("kind"))
 	if err != nil {
-		return store.Target{}, newAPIError(http.StatusBadRequest, CodeUnknownKind,
-			"unknown store kind %q (want rollout, generic or datagen)", r.PathValue("kind"))
+		return store.Target{}, unknownKind(r.PathValue("kind"))
 	}
 	name := r.PathValue("name")
 	if err := store.ValidateName(name); err != nil {
@@ -82,6 +81,11 @@ func (a *apiServer) target(r *http.Request) (store.Target, error) {
 	t := store.Target{Kind: k, Name: name}
 	infoFrom(r.Context()).target = t.String()
 	return t, nil
+}
+
+// unknownKind is the 400 for a kind (path or ?kind=) that names no store kind.
+func unknownKind(s string) *apiError {
+	return newAPIError(http.StatusBadRequest, CodeUnknownKind, "unknown store kind %q (want rollout, generic or datagen)", clipText(s))
 }
 
 // handle serves a route whose handler returns its error answer.

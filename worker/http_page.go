@@ -4,7 +4,22 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"net/url"
+	"strconv"
 )
+
+// queryLimit reads ?limit= of a list route: def when it is absent, else an integer in 1..most.
+func queryLimit(q url.Values, def, most int) (int, error) {
+	ls := q.Get("limit")
+	if ls == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(ls)
+	if err != nil || n < 1 || n > most {
+		return 0, newAPIError(http.StatusBadRequest, CodeInvalidInput, "limit %q is not an integer in 1..%d", clipText(ls), most)
+	}
+	return n, nil
+}
 
 // pageWriter streams one list page, {"<items>":[item,…],"next":"<cursor>"}, item by item, and
 // stops it before the answer grows past a byte bound (--page-bytes): a page is bounded in
@@ -16,7 +31,7 @@ type pageWriter struct {
 	items     string // the member holding the items: "rows" or "stores"
 	omitEmpty bool   // leave "next" out on the last page instead of writing ""
 	limit     int64
-	begun     bool  // the status and the opening are written
+	started   bool  // the status and the opening are written (status 200)
 	size      int64 // bytes of the answer so far
 	n         int   // items written so far
 	item      bytes.Buffer
@@ -33,9 +48,6 @@ func newPageWriter(w http.ResponseWriter, items string, omitEmpty bool, limit in
 	p.curEnc.SetEscapeHTML(false)
 	return p
 }
-
-// started reports whether the answer (status 200) has begun.
-func (p *pageWriter) started() bool { return p.begun }
 
 // add writes v unless the page is full: it fits when the answer, with v and a "next" of
 // cursor (v's own cursor: the longest tail the page can end with after v), stays within the
@@ -70,7 +82,7 @@ func (p *pageWriter) end(next string) error {
 	if err != nil {
 		return err
 	}
-	if !p.begun {
+	if !p.started {
 		p.begin() // an empty page
 	}
 	p.write(tail)
@@ -79,7 +91,7 @@ func (p *pageWriter) end(next string) error {
 
 // begin writes the status, the headers and the opening of the answer.
 func (p *pageWriter) begin() {
-	p.begun = true
+	p.started = true
 	p.w.Header().Set("Content-Type", "application/json")
 	p.w.Header().Set("X-Content-Type-Options", "nosniff")
 	p.w.WriteHeader(http.StatusOK)

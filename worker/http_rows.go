@@ -3,7 +3,6 @@ package worker
 import (
 	"encoding/json"
 	"net/http"
-	"strconv"
 
 	"github.com/walkeeper/walkeeper/store"
 )
@@ -56,7 +55,7 @@ func (a *apiServer) getRow(r *http.Request, s *store.Store) (any, error) {
 // rowsQuery parses ?source=&limit=&after= of GET .../rows.
 func rowsQuery(r *http.Request) (store.ListOptions, error) {
 	q := r.URL.Query()
-	opts := store.ListOptions{Source: q.Get("source"), Limit: defaultListLimit, After: q.Get("after")}
+	opts := store.ListOptions{Source: q.Get("source"), After: q.Get("after")}
 	switch opts.Source {
 	case "":
 		opts.Source = "all"
@@ -64,14 +63,9 @@ func rowsQuery(r *http.Request) (store.ListOptions, error) {
 	default:
 		return opts, newAPIError(http.StatusBadRequest, CodeInvalidInput, "source %q is not all, base or wal", clipText(opts.Source))
 	}
-	if ls := q.Get("limit"); ls != "" {
-		n, err := strconv.Atoi(ls)
-		if err != nil || n < 1 || n > maxListLimit {
-			return opts, newAPIError(http.StatusBadRequest, CodeInvalidInput, "limit %q is not an integer in 1..%d", clipText(ls), maxListLimit)
-		}
-		opts.Limit = n
-	}
-	return opts, nil
+	var err error
+	opts.Limit, err = queryLimit(q, defaultListLimit, maxListLimit)
+	return opts, err
 }
 
 func (a *apiServer) deleteRow(r *http.Request, s *store.Store) (any, error) {

@@ -31,7 +31,7 @@ func (a *apiServer) listRows(w http.ResponseWriter, r *http.Request) error {
 	for {
 		chunk, err := s.List(r.Context(), opts)
 		if err != nil {
-			if !page.started() {
+			if !page.started {
 				return err
 			}
 			if r.Context().Err() != nil {
@@ -48,7 +48,7 @@ func (a *apiServer) listRows(w http.ResponseWriter, r *http.Request) error {
 			key, _ := row[keyField].(string)
 			ok, err := page.add(row, key)
 			if err != nil {
-				if !page.started() {
+				if !page.started {
 					return err
 				}
 				a.log.Error("list page ended early by a row that does not encode", zap.String("target", s.Target().String()),

@@ -78,7 +78,7 @@ func (a *apiServer) listStores(w http.ResponseWriter, r *http.Request) error {
 	pw := newPageWriter(w, "stores", true, a.cfg.PageBytes)
 	for i, in := range page.Stores {
 		ok, err := pw.add(storeInfo{Target: in.Target.String(), StoreInfo: in}, in.Target.String())
-		if err != nil && !pw.started() {
+		if err != nil && !pw.started {
 			return err
 		}
 		if err != nil || !ok {

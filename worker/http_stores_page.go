@@ -3,7 +3,6 @@ package worker
 import (
 	"net/http"
 	"slices"
-	"strconv"
 
 	"github.com/walkeeper/walkeeper/store"
 )
@@ -24,18 +23,12 @@ func storesQuery(r *http.Request) (kinds []store.Kind, after store.Target, limit
 	if ks := q.Get("kind"); ks != "" {
 		k, perr := store.ParseKind(ks)
 		if perr != nil {
-			return nil, after, 0, newAPIError(http.StatusBadRequest, CodeUnknownKind,
-				"unknown store kind %q (want rollout, generic or datagen)", ks)
+			return nil, after, 0, unknownKind(ks)
 		}
 		kinds = []store.Kind{k}
 	}
-	limit = defaultStoresLimit
-	if ls := q.Get("limit"); ls != "" {
-		n, aerr := strconv.Atoi(ls)
-		if aerr != nil || n < 1 || n > maxStoresLimit {
-			return nil, after, 0, newAPIError(http.StatusBadRequest, CodeInvalidInput, "limit %q is not an integer in 1..%d", ls, maxStoresLimit)
-		}
-		limit = n
+	if limit, err = queryLimit(q, defaultStoresLimit, maxStoresLimit); err != nil {
+		return nil, after, 0, err
 	}
 	if as := q.Get("after"); as != "" {
 		t, perr := store.ParseTarget(as)
@@ -43,10 +36,10 @@ func storesQuery(r *http.Request) (kinds []store.Kind, after store.Target, limit
 			t, perr = store.Target{Kind: kinds[0], Name: as}, store.ValidateName(as)
 		}
 		if perr != nil {
-			return nil, after, 0, newAPIError(http.StatusBadRequest, CodeInvalidInput, "after %q is not a \"<kind>:<name>\" cursor", as)
+			return nil, after, 0, newAPIError(http.StatusBadRequest, CodeInvalidInput, "after %q is not a \"<kind>:<name>\" cursor", clipText(as))
 		}
 		if !slices.Contains(kinds, t.Kind) {
-			return nil, after, 0, newAPIError(http.StatusBadRequest, CodeInvalidInput, "after %q is not of kind %s", as, kinds[0])
+			return nil, after, 0, newAPIError(http.StatusBadRequest, CodeInvalidInput, "after %q is not of kind %s", clipText(as), kinds[0])
 		}
 		after = t
 	}

@@ -22,7 +22,7 @@ import (
 )
 
 // Worker is one walkeeper worker process: the store handle, the HTTP data plane, the flush
-// flusher and (with a Temporal client) two Temporal workers — one on the shared queue
+// sweeper and (with a Temporal client) two Temporal workers — one on the shared queue
 // "walkeeper" (workflows and activities) and one on this shard's queue (activities only, at
 // most MergeSlots at once).
 type Worker struct {
@@ -94,7 +94,7 @@ func (w *Worker) HTTPAddr() string {
 }
 
 // Start opens the store, listens, registers and starts the Temporal workers and the flush
-// flusher. On error everything already started is stopped again.
+// sweeper. On error everything already started is stopped again.
 func (w *Worker) Start(ctx context.Context) (err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -55,31 +55,22 @@ func (g *globalOptions) logger(defLevel string) (*zap.Logger, error) {
 	return l, nil
 }
 
-// dial connects to Temporal with the global flags.
-func (g *globalOptions) dial(ctx context.Context) (client.Client, *zap.Logger, error) {
-	tc, err := g.temporalConfig()
-	if err != nil {
-		return nil, nil, err
-	}
-	logger, err := g.logger("warn")
-	if err != nil {
-		return nil, nil, err
-	}
-	c, err := temporaladmin.Dial(ctx, tc.Config, logger)
-	if err != nil {
-		return nil, nil, temporalUnreachable(g.temporal, err)
-	}
-	return c, logger, nil
-}
-
 // withTemporal runs f with a client of the global flags' Temporal, under a context that
 // Ctrl-C cancels; the client is closed when f returns.
 func (g *globalOptions) withTemporal(cmd *cobra.Command, f func(ctx context.Context, c client.Client) error) error {
-	ctx, cancel := cli.SignalContext(cmd.Context())
-	defer cancel()
-	c, _, err := g.dial(ctx)
+	tc, err := g.temporalConfig()
 	if err != nil {
 		return err
+	}
+	logger, err := g.logger("warn")
+	if err != nil {
+		return err
+	}
+	ctx, cancel := cli.SignalContext(cmd.Context())
+	defer cancel()
+	c, err := temporaladmin.Dial(ctx, tc.Config, logger)
+	if err != nil {
+		return &unreachableError{tc: tc, err: err}
 	}
 	defer c.Close()
 	return f(ctx, c)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/walkeeper/walkeeper/internal/cli"
 	"io"
 	"net"
 	"net/url"
@@ -19,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
+	"github.com/walkeeper/walkeeper/internal/cli"
 	"github.com/walkeeper/walkeeper/internal/devserver"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/temporaladmin"
@@ -200,17 +200,17 @@ func runDev(parent context.Context, out io.Writer, g *globalOptions, o *devOptio
 		return err
 	}
 
-	cli := temporalCLIHint(o.cli)
+	temporalCLI := temporalCLIHint(o.cli)
 	logNote := " (--verbose to see it here)"
 	if o.verbose {
 		logNote = " (and on this console)"
 	}
 	printDevBanner(out, tc, uiURL, storage, data, workers, httpURLs, o.demo,
 		fmt.Sprintf("  walkeeper log    %s%s", logPath, logNote),
-		fmt.Sprintf("  temporal CLI     %s workflow list --address %s --query 'WalTarget=\"generic:demo\"'", cli, tc.HostPort),
+		fmt.Sprintf("  temporal CLI     %s workflow list --address %s --query 'WalTarget=\"generic:demo\"'", temporalCLI, tc.HostPort),
 		"  from a terminal  walkeeper status | walkeeper history generic:demo | walkeeper queries")
 	if err := writeDevState(data, devState{lockHolder: holder, Storage: storage, Temporal: tc.HostPort,
-		Namespace: tc.Namespace, UI: uiURL, HTTP: httpURLs, TemporalCLI: cli, Log: logPath}); err != nil {
+		Namespace: tc.Namespace, UI: uiURL, HTTP: httpURLs, TemporalCLI: temporalCLI, Log: logPath}); err != nil {
 		return err
 	}
 	defer os.Remove(filepath.Join(data, devStateFile))

@@ -136,23 +136,16 @@ func exitCodeOf(err error) int {
 	return cli.ExitFailure
 }
 
-// temporalUnreachable turns a dial failure into one line that says where we looked, the
+// unreachableError is a failed dial of tc said in one line: where we looked, the
 // transport's own last word (e.g. "connection refused") and what to do about it.
-func temporalUnreachable(tc worker.TemporalConfig, err error) error {
-	if err == nil {
-		return nil
-	}
-	return &unreachableError{hostPort: tc.HostPort, namespace: tc.Namespace, err: err}
-}
-
 type unreachableError struct {
-	hostPort, namespace string
-	err                 error
+	tc  worker.TemporalConfig
+	err error
 }
 
 func (e *unreachableError) Error() string {
 	return fmt.Sprintf("cannot reach Temporal at %s (namespace %s): %s; start one with 'walkeeper dev' or pass --temporal HOST:PORT",
-		e.hostPort, cmp.Or(e.namespace, temporaladmin.DefaultNamespace), transportCause(e.err))
+		e.tc.HostPort, cmp.Or(e.tc.Namespace, temporaladmin.DefaultNamespace), transportCause(e.err))
 }
 
 func (e *unreachableError) Unwrap() error { return e.err }

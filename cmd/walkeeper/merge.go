@@ -13,6 +13,7 @@ import (
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/internal/cli"
 	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/worker"
 )
 
 func newMergeCmd(g *globalOptions) *cobra.Command {
@@ -96,7 +97,8 @@ func (sf *startFlags) register(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.BoolVar(&sf.wait, "wait", false, "wait for the workflow result and print it")
 	f.DurationVar(&sf.timeout, "timeout", 0, "give up waiting after this long (0 = no limit; the workflow keeps running)")
-	registerStorageCheckFlag(cmd, &sf.storage)
+	worker.StringKnobVar(f, &sf.storage, "storage", "",
+		"storage root URL, read to refuse a store that does not exist before starting; default: the running dev's")
 	f.DurationVar(&sf.runTimeout, "merge-run-timeout", contract.DefaultMergeRunTimeout,
 		"run timeout of the started run: if it cannot finish, Temporal ends it and the next trigger starts a fresh one (10s to 168h)")
 }

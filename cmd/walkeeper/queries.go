@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"github.com/walkeeper/walkeeper/internal/cli"
 	"io"
 	"strings"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/internal/cli"
 	"github.com/walkeeper/walkeeper/store"
 )
 
@@ -49,11 +49,11 @@ Nothing is contacted: the command only prints. The links use --ui, else the runn
 			}
 			st, live := g.devDefaults(cmd)
 			links := uiLinks{base: uiBaseOrDev(ui, st, live), namespace: g.temporal.Namespace}
-			cli := "temporal"
+			temporalCLI := "temporal"
 			if live && st.TemporalCLI != "" {
-				cli = st.TemporalCLI
+				temporalCLI = st.TemporalCLI
 			}
-			return writeQueries(cmd.OutOrStdout(), savedViews(t, slowerThan, behind), links, cli, g.temporal.HostPort, g.temporal.Namespace)
+			return writeQueries(cmd.OutOrStdout(), savedViews(t, slowerThan, behind), links, temporalCLI, g.temporal.HostPort, g.temporal.Namespace)
 		},
 	}
 	registerUIFlag(cmd, &ui)
@@ -105,14 +105,14 @@ func savedViews(t *store.Target, slowerThan time.Duration, behind int) []savedVi
 	return v
 }
 
-func writeQueries(out io.Writer, views []savedView, links uiLinks, cli, hostPort, ns string) error {
+func writeQueries(out io.Writer, views []savedView, links uiLinks, temporalCLI, hostPort, ns string) error {
 	fmt.Fprintf(out, "Saved views for Temporal Web (namespace %s): paste a query into the Workflows search box, then \"Save as view\".\n", ns)
 	for _, v := range views {
 		fmt.Fprintf(out, "\n%s\n  %s\n  %s\n", v.name, v.query, links.list(v.query))
 	}
 	if len(views) > 0 {
 		fmt.Fprintf(out, "\nFrom a terminal, e.g.:\n  %s workflow list --address %s --namespace %s --query '%s'\n",
-			cli, hostPort, ns, strings.ReplaceAll(views[0].query, "'", `'\''`))
+			temporalCLI, hostPort, ns, strings.ReplaceAll(views[0].query, "'", `'\''`))
 	}
 	_, err := fmt.Fprintln(out, "\nThe trigger, pending-at-start, reclaimed and bytes values of each run: walkeeper history TARGET")
 	return err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/walkeeper/walkeeper/internal/cli"
 	"io"
 	"slices"
 	"sort"
@@ -21,6 +20,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/internal/cli"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/temporaladmin"
 	"github.com/walkeeper/walkeeper/worker"
@@ -88,11 +88,13 @@ Temporal is asked.`,
 			dctx, dcancel := context.WithTimeout(ctx, 15*time.Second)
 			c, dialErr := temporaladmin.Dial(dctx, tc.Config, logger)
 			dcancel()
-			dialErr = temporalUnreachable(tc, dialErr)
 			if dialErr == nil {
 				defer c.Close()
-			} else if storage == "" {
-				return dialErr
+			} else {
+				dialErr = &unreachableError{tc: tc, err: dialErr}
+				if storage == "" {
+					return dialErr
+				}
 			}
 			var db *store.DB
 			if storage != "" {

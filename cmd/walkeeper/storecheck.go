@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
@@ -37,11 +36,17 @@ func openStorage(ctx context.Context, storage, instance string, logger *zap.Logg
 	return db, nil
 }
 
-// checkStoreExists opens the registry at storage and refuses a target that is not in it.
-// With no storage known it checks nothing: the workflow then refuses the missing store
-// itself, once, non-retryably.
-func checkStoreExists(ctx context.Context, storage string, t store.Target, worker string, logger *zap.Logger) error {
-	if storage == "" {
+// precheckStore applies a running dev's defaults, then opens the registry at storage and
+// refuses a target that is not in it, before a merge or compaction is started. With no
+// storage known it checks nothing: the workflow then refuses the missing store itself, once,
+// non-retryably.
+func (g *globalOptions) precheckStore(ctx context.Context, cmd *cobra.Command, storage string, t store.Target) error {
+	st, live := g.devDefaults(cmd)
+	logger, err := g.logger("warn")
+	if err != nil {
+		return err
+	}
+	if storage = storageOrDev(storage, st, live); storage == "" {
 		return nil
 	}
 	db, err := openStorage(ctx, storage, "walkeeper-cli", logger)
@@ -50,36 +55,14 @@ func checkStoreExists(ctx context.Context, storage string, t store.Target, worke
 	}
 	defer func() { _ = db.Close(context.Background()) }()
 	if _, err := db.Open(ctx, t); err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			return &storeMissingError{target: t, worker: worker}
+		if !errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("check store %s in %s: %w", t, storage, err)
 		}
-		return fmt.Errorf("check store %s in %s: %w", t, storage, err)
+		missing := &storeMissingError{target: t}
+		if len(st.HTTP) > 0 {
+			missing.worker = st.HTTP[0]
+		}
+		return missing
 	}
 	return nil
-}
-
-// firstOr is s[0], or "" for an empty s.
-func firstOr(s []string) string {
-	if len(s) == 0 {
-		return ""
-	}
-	return s[0]
-}
-
-// registerStorageCheckFlag adds --storage to merge and compact, read only to refuse a
-// missing store before anything starts.
-func registerStorageCheckFlag(cmd *cobra.Command, v *string) {
-	cmd.Flags().StringVar(v, "storage", os.Getenv("WALKEEPER_STORAGE"),
-		"storage root URL, read to refuse a store that does not exist before starting (env WALKEEPER_STORAGE; default: the running dev's)")
-}
-
-// precheckStore applies a running dev's defaults and refuses a missing store (see
-// checkStoreExists) before a merge or compaction is started.
-func (g *globalOptions) precheckStore(ctx context.Context, cmd *cobra.Command, storage string, t store.Target) error {
-	st, live := g.devDefaults(cmd)
-	logger, err := g.logger("warn")
-	if err != nil {
-		return err
-	}
-	return checkStoreExists(ctx, storageOrDev(storage, st, live), t, firstOr(st.HTTP), logger)
 }

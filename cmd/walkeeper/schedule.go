@@ -15,6 +15,9 @@ import (
 	"github.com/walkeeper/walkeeper/temporaladmin"
 )
 
+// ensureWithin bounds how long `schedule ensure` retries a Temporal that does not answer yet.
+const ensureWithin = 2 * time.Minute
+
 // scheduleFlags select the schedule: the fleet sweep, or one target's merge schedule.
 type scheduleFlags struct {
 	target string
@@ -89,21 +92,29 @@ A paused schedule stays paused. Without --target this is what every worker does 
   walkeeper schedule ensure --target generic:demo --every 30s`,
 		Args: cli.Args(cobra.NoArgs),
 		RunE: with(func(ctx context.Context, c client.Client, id string, out io.Writer) error {
-			if sf.target == "" {
-				if err := temporaladmin.EnsureSweepSchedule(ctx, c, temporaladmin.SweepSchedule{Every: sf.every, Window: sf.window, Jitter: sf.jitter}); err != nil {
+			ensured := fmt.Sprintf("schedule %s ensured: a sweep window every %s, a round every %s", id, sf.window, sf.every)
+			ensureOnce := func(ctx context.Context) error {
+				return temporaladmin.EnsureSweepSchedule(ctx, c, temporaladmin.SweepSchedule{Every: sf.every, Window: sf.window, Jitter: sf.jitter})
+			}
+			if sf.target != "" {
+				t, err := parseTarget(sf.target)
+				if err != nil {
 					return err
 				}
-				fmt.Fprintf(out, "schedule %s ensured: a sweep window every %s, a round every %s\n", id, sf.window, sf.every)
-				return nil
+				ensured = fmt.Sprintf("schedule %s ensured: every %s", id, sf.every)
+				ensureOnce = func(ctx context.Context) error {
+					return temporaladmin.EnsureTargetSchedule(ctx, c, t, sf.every, sf.jitter)
+				}
 			}
-			t, err := parseTarget(sf.target)
-			if err != nil {
+			// A deploy job runs this beside a Temporal that has just started, which answers
+			// late until it has loaded the schedule's workflow; ensuring again is harmless.
+			retrying := func(err error) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "walkeeper: Temporal is not answering yet, retrying: %v\n", err)
+			}
+			if err := temporaladmin.RetryTransient(ctx, ensureWithin, retrying, ensureOnce); err != nil {
 				return err
 			}
-			if err := temporaladmin.EnsureTargetSchedule(ctx, c, t, sf.every, sf.jitter); err != nil {
-				return err
-			}
-			fmt.Fprintf(out, "schedule %s ensured: every %s\n", id, sf.every)
+			fmt.Fprintln(out, ensured)
 			return nil
 		}),
 	}

@@ -65,6 +65,32 @@ func TestHTTPInternalErrorsDoNotEchoTheError(t *testing.T) {
 	}
 }
 
+// Long query values of the list routes are refused with their echo clipped: the answer does
+// not grow with what a client sends.
+func TestHTTPClipsLongQueryValues(t *testing.T) {
+	w, _ := observedWorker(t, testConfig(t), nil)
+	c := newClient(t, w)
+	if r := c.postJSON("/api/v1/stores/generic/gs", genericSchema); r.status != http.StatusCreated {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	long := strings.Repeat("q", 30<<10)
+	for _, tc := range []struct{ path, code string }{
+		{"/api/v1/stores?kind=" + long, CodeUnknownKind},
+		{"/api/v1/stores?limit=" + long, CodeInvalidInput},
+		{"/api/v1/stores?after=" + long, CodeInvalidInput},
+		{"/api/v1/stores?kind=generic&after=rollout:" + long, CodeInvalidInput},
+		{"/api/v1/stores/generic/gs/rows?limit=" + long, CodeInvalidInput},
+		{"/api/v1/stores/generic/gs/rows?source=" + long, CodeInvalidInput},
+		{"/api/v1/stores/" + long + "/gs/rows", CodeUnknownKind},
+	} {
+		r := c.get(tc.path)
+		m := expect(t, r, http.StatusBadRequest, tc.code)
+		if msg := m["error"].(string); len(msg) > 2*maxEchoedText || !strings.Contains(msg, "clipped") {
+			t.Fatalf("%.60s: message of %d bytes: %.300s", tc.path, len(msg), msg)
+		}
+	}
+}
+
 // A long path is clipped in the answer and in the log line.
 func TestHTTPClipsLongPathsInLogs(t *testing.T) {
 	w, logs := observedWorker(t, testConfig(t), nil)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"go.yaml.in/yaml/v3"
 
@@ -31,6 +32,9 @@ func newPorts() (ports, error) {
 	f, err := proc.FreePorts(9)
 	if err != nil {
 		return ports{}, err
+	}
+	if m := slices.Max(f); m >= 1<<15 {
+		return ports{}, fmt.Errorf("port %d does not fit cluster_membership.rpc_port (SMALLINT)", m)
 	}
 	return ports{f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8]}, nil
 }

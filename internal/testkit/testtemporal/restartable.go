@@ -8,7 +8,6 @@ import (
 	"net"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -63,11 +62,6 @@ func StartRestartable(t testing.TB, o Options) (Restartable, client.Client) {
 	if err := d.start(ctx); err != nil {
 		t.Fatalf("testtemporal: %v", err)
 	}
-	if _, port, err := net.SplitHostPort(d.srv.HostPort()); err != nil {
-		t.Fatalf("testtemporal: dev server address %q: %v", d.srv.HostPort(), err)
-	} else if d.opts.Port, err = strconv.Atoi(port); err != nil {
-		t.Fatalf("testtemporal: dev server address %q: %v", d.srv.HostPort(), err)
-	}
 	t.Cleanup(func() {
 		if d.srv != nil {
 			if err := d.srv.Stop(); err != nil {
@@ -75,6 +69,11 @@ func StartRestartable(t testing.TB, o Options) (Restartable, client.Client) {
 			}
 		}
 	})
+	if _, port, err := net.SplitHostPort(d.srv.HostPort()); err != nil {
+		t.Fatalf("testtemporal: dev server address %q: %v", d.srv.HostPort(), err)
+	} else if d.opts.Port, err = strconv.Atoi(port); err != nil {
+		t.Fatalf("testtemporal: dev server address %q: %v", d.srv.HostPort(), err)
+	}
 	return d, dial(t, temporaladmin.Config{HostPort: d.HostPort(), Namespace: o.Namespace})
 }
 
@@ -113,19 +112,7 @@ func (d *devServer) RestartServer(ctx context.Context) error {
 		return fmt.Errorf("stop dev server: %w", err)
 	}
 	d.srv = nil
-	// The port was free when the server stopped, but a client's outgoing connection may take
-	// it as its local port for a moment: wait that out instead of failing the restart.
-	for {
-		err := d.start(ctx)
-		if err == nil || !strings.Contains(err.Error(), "address already in use") {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(time.Second):
-		}
-	}
+	return d.start(ctx)
 }
 
 func (d *devServer) RestartPersistence(context.Context) error { return ErrNoPersistenceRestart }

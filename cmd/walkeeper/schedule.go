@@ -83,7 +83,8 @@ Both use a one-minute catch-up window.`,
 		}
 	}
 
-	ensure := &cobra.Command{
+	var ensure *cobra.Command
+	ensure = &cobra.Command{
 		Use:   "ensure",
 		Short: "Create the schedule, or update its interval and action if it exists",
 		Long: `Create the schedule, or update its interval, action and policies if it exists.
@@ -107,9 +108,11 @@ A paused schedule stays paused. Without --target this is what every worker does 
 				}
 			}
 			// A deploy job runs this beside a Temporal that has just started, which answers
-			// late until it has loaded the schedule's workflow; ensuring again is harmless.
+			// late until it has loaded the schedule's workflow. Ensuring again is harmless:
+			// at worst a trigger that went through but was answered late is sent again, and
+			// the sweep schedule (BUFFER_ONE) buffers one window behind the running one.
 			retrying := func(err error) {
-				fmt.Fprintf(cmd.ErrOrStderr(), "walkeeper: Temporal is not answering yet, retrying: %v\n", err)
+				fmt.Fprintf(ensure.ErrOrStderr(), "walkeeper: Temporal is not answering yet, retrying: %v\n", err)
 			}
 			if err := temporaladmin.RetryTransient(ctx, ensureWithin, retrying, ensureOnce); err != nil {
 				return err

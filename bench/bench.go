@@ -288,10 +288,11 @@ func scenario(name, short string, body func(ctx context.Context, o Options, res 
 	}}
 }
 
-// withDir gives body a work directory of its own (Options.workDir), removed when body returns.
-func withDir(name string, body func(ctx context.Context, o Options, res *Result, dir string) error) func(context.Context, Options, *Result) error {
+// withDir gives body a work directory of its own, named after its scenario (Options.workDir),
+// removed when body returns.
+func withDir(body func(ctx context.Context, o Options, res *Result, dir string) error) func(context.Context, Options, *Result) error {
 	return func(ctx context.Context, o Options, res *Result) error {
-		dir, cleanup, err := o.workDir(name)
+		dir, cleanup, err := o.workDir(res.Scenario)
 		if err != nil {
 			return err
 		}
@@ -303,7 +304,7 @@ func withDir(name string, body func(ctx context.Context, o Options, res *Result,
 // measured is a scenario that writes stores, run in the frame those scenarios share: a
 // work directory of its own and the number of repetitions as its first parameter.
 func measured(name, short string, body func(ctx context.Context, o Options, res *Result, dir string) error) Scenario {
-	return scenario(name, short, withDir(name, func(ctx context.Context, o Options, res *Result, dir string) error {
+	return scenario(name, short, withDir(func(ctx context.Context, o Options, res *Result, dir string) error {
 		res.param("reps", o.reps())
 		return body(ctx, o, res, dir)
 	}))
@@ -319,11 +320,11 @@ var Scenarios = []Scenario{
 	measured("parallel-prepare", "prepare of 4 shards in parallel vs serially", parallelPrepare),
 	measured("temporal-overhead", "merges/s through MergeWal workflows vs a direct loop; time to sweep 1,000 idle stores", temporalOverhead),
 	scenario("fleet", "one MaintenanceSweep over 10k and 100k registered stores (1% in debt, 10 ms/request) through the demand index", runFleet),
-	scenario("fairness", "generic merge latency p50/p99 behind 0, 400, 2,000, 10,000 queued rollout merges, and each kind's share when all are saturated: Temporal task-queue fairness on vs off", withDir("fairness", runFairness)),
+	scenario("fairness", "generic merge latency p50/p99 behind 0, 400, 2,000, 10,000 queued rollout merges, and each kind's share when all are saturated: Temporal task-queue fairness on vs off", withDir(runFairness)),
 	scenario("start-rate", "MergeWal starts/s the Temporal server accepts at 16, 64 and 128 in flight with nothing running what it starts", runStartRate),
-	scenario("fleet-worker", "peak RSS of one worker process during a sweep and a reconcile at 10k and 1M registered stores on file://, the same debt", withDir("fleet-worker", runFleetWorker)),
+	scenario("fleet-worker", "peak RSS of one worker process during a sweep and a reconcile at 10k and 1M registered stores on file://, the same debt", withDir(runFleetWorker)),
 	measured("read-amp", "Get/List latency at 0, 16, 256, 1024 pending generations and after merging", readAmp),
-	scenario("hostile", "one worker process under hostile clients: peak RSS vs its budgets for wide rows, big values, 2,000 connections; Get/List latency at 0 to 1M unsealed rows", withDir("hostile", runHostile)),
+	scenario("hostile", "one worker process under hostile clients: peak RSS vs its budgets for wide rows, big values, 2,000 connections; Get/List latency at 0 to 1M unsealed rows", withDir(runHostile)),
 }
 
 // Lookup finds a scenario by name.

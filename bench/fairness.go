@@ -453,11 +453,11 @@ func sealOne(ctx context.Context, db *store.DB, targets []store.Target) error {
 		if err != nil {
 			return err
 		}
-		rs, err := s.Codec().DecodeJSON(body, 0)
-		if err != nil {
+		if _, err := s.AppendJSON(ctx, body); err != nil {
 			return err
 		}
-		return sealRows(ctx, s, rs...)
+		_, err = s.Flush(ctx)
+		return err
 	})
 }
 

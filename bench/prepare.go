@@ -91,11 +91,7 @@ func parallelPrepare(ctx context.Context, o Options, res *Result, dir string) er
 		for rep := 0; rep < o.reps(); rep++ {
 			var sd, pd time.Duration
 			for r := 0; r < rounds; r++ {
-				order := []bool{false, true}
-				if (rep+r)%2 == 1 {
-					order = []bool{true, false}
-				}
-				for _, par := range order {
+				for _, par := range inTurn(rep+r, false, true) {
 					d, err := prepareAll(par, rep*rounds+r, latency)
 					if err != nil {
 						return err

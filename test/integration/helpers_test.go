@@ -299,7 +299,7 @@ func (e *env) createStore(db *store.DB, target string) *store.Store {
 	return s
 }
 
-// appendJSON appends rows (JSON objects) through the store codec, as the HTTP route does.
+// appendJSON appends rows (JSON objects) as the HTTP route does (Store.AppendJSON).
 func (e *env) appendJSON(s *store.Store, rows []map[string]any) {
 	e.t.Helper()
 	if err := appendRows(e.ctx(waitShort), s, rows); err != nil {
@@ -313,11 +313,7 @@ func appendRows(ctx context.Context, s *store.Store, rows []map[string]any) erro
 	if err != nil {
 		return err
 	}
-	rs, err := s.Codec().DecodeJSON(body, 0)
-	if err != nil {
-		return err
-	}
-	_, err = s.Append(ctx, rs)
+	_, err = s.AppendJSON(ctx, body)
 	return err
 }
 

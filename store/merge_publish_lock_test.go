@@ -11,10 +11,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The commit's write lock covers only the in-memory swap: the durable publish runs before it
-// is taken. So the hold does not grow with the merge's size or with the backend's latency
-// (an fsync on file://). Measured side by side in one run, 64 KiB and 64 MiB merges on
-// file:// and mem://, both through Commit and CommitRound. The bounds are loose (a shared
+// The commit holds the merge lock exclusively only for the in-memory swap: the durable
+// publish runs before it is taken. So the hold does not grow with the merge's size or with
+// the backend's latency (an fsync on file://). Measured side by side in one run, 64 KiB and
+// 64 MiB merges on file:// and mem://, each a CommitRound of one shard. The bounds are loose (a shared
 // 2-core machine): the benchmark (walkeeper-bench commit-lock) reports the real figures.
 // They hold the median hold, not the maximum: one commit preempted or paused by the
 // collector on a loaded machine (a 1.9 ms outlier among microseconds under -race) is noise,

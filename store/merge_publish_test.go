@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -147,7 +146,7 @@ func (f *roundFixture) requireConverged(t *testing.T) {
 		require.Empty(t, listedGens(t, s, w.db.Shard()))
 		require.Empty(t, genFilesOnDisk(t, s, w.db.Shard()))
 	}
-	objs, err := s.db.bucket.List(ctx, path.Join(storePrefix(s.target), dataDir)+"/")
+	objs, err := s.db.bucket.List(ctx, dataPrefix(s.target))
 	require.NoError(t, err)
 	require.Len(t, objs, len(base.Runs), "no staged file left behind")
 	claims, err := s.db.bucket.List(ctx, storePrefix(s.target))

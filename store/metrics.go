@@ -106,7 +106,7 @@ func NewMetrics(reg prometheus.Registerer, budget *Budget) *Metrics {
 		}, []string{"result"}),
 		CorruptObjects: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "walkeeper_corrupt_objects_total",
-			Help: "Reads of a stored object (generation, base run, WAL object) that found it damaged: no checksum, a checksum mismatch, not its declared size, or undecodable. Counts attempts, not distinct objects; the damaged object blocks its shard or key range until an operator restores it.",
+			Help: "Reads of a stored object (generation, base run, WAL object) that found it damaged: no checksum, a checksum mismatch, longer than its declared size, or undecodable. Counts attempts, not distinct objects; the damaged object blocks its shard or key range until an operator restores it.",
 		}, []string{"kind"}),
 		ResidentStores: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "walkeeper_resident_stores",

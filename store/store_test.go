@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
 	"sort"
 	"strings"
 	"sync"
@@ -515,7 +514,7 @@ func TestCrashBetweenMergeStepsLosesNothing(t *testing.T) {
 				require.Equal(t, 1, ar.Deleted)
 			}
 			require.EqualValues(t, len(want), rows, "no row stored twice in the base")
-			objs, err := db2.bucket.List(ctx, path.Join(storePrefix(s2.target), dataDir)+"/")
+			objs, err := db2.bucket.List(ctx, dataPrefix(s2.target))
 			require.NoError(t, err)
 			require.Len(t, objs, len(base.Runs), "no staged file left behind")
 		})
@@ -831,7 +830,7 @@ func TestCompactBase(t *testing.T) {
 	base, err = s.loadBase(ctx)
 	require.NoError(t, err)
 	require.EqualValues(t, len(want), base.Runs[0].Rows, "shadowed rows dropped")
-	objs, err := db.bucket.List(ctx, path.Join(storePrefix(s.target), dataDir)+"/")
+	objs, err := db.bucket.List(ctx, dataPrefix(s.target))
 	require.NoError(t, err)
 	require.Len(t, objs, 1, "compacted inputs deleted")
 }

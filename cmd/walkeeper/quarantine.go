@@ -31,7 +31,7 @@ of those keys become visible again, newer ones elsewhere are unaffected). Prefer
 object from a backup first; quarantine is for when that is not possible. Running it again for
 the same key changes nothing. It talks to storage directly; workers need no restart.`,
 		Example: `  walkeeper quarantine generic:demo generic/demo/_mem_wal/<shard>/gen/00000000000000000042-1.arrow \
-    --reason "checksum mismatch, no backup" --storage s3://bucket?prefix=walkeeper/`,
+    --reason "checksum mismatch, no backup" --storage 's3://bucket?prefix=walkeeper/'`,
 		Args: cli.Args(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			target, err := parseTarget(a[0])

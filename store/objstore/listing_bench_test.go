@@ -11,7 +11,7 @@ import (
 // BenchmarkListPageMem: one ListPageWhere page of 500 under a small prefix (1000 keys) of a mem://
 // bucket that holds 100k or 1M objects in all, the fleet benchmark's registry shape.
 //
-//	go test -run '^$' -bench BenchmarkListPageMem -benchtime 20x ./store/objstore/
+//	go test -run '^$' -bench BenchmarkListPageMem -benchtime 10x -benchmem ./store/objstore/
 func BenchmarkListPageMem(b *testing.B) {
 	for _, total := range []int{100_000, 1_000_000} {
 		b.Run(fmt.Sprintf("objects=%d", total), func(b *testing.B) {

@@ -72,7 +72,6 @@ type Cluster struct {
 	pg       *Postgres
 	ports    ports
 	bin      string
-	root     string // --root of the server: holds config/development.yaml
 	log      string
 	srv      *proc.Proc
 	hostPort string
@@ -117,7 +116,7 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 	if err := os.MkdirAll(filepath.Join(o.Dir, "config"), 0o755); err != nil {
 		return nil, err
 	}
-	c := &Cluster{opts: o, bin: bin, root: o.Dir, log: filepath.Join(o.Dir, "temporal.log")}
+	c := &Cluster{opts: o, bin: bin, log: filepath.Join(o.Dir, "temporal.log")}
 	defer func() {
 		if err != nil {
 			_ = c.Stop()
@@ -155,7 +154,7 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 	if err := os.WriteFile(filepath.Join(o.Dir, "config", "development.yaml"), cfg, 0o644); err != nil {
 		return nil, err
 	}
-	if err := c.StartServer(ctx); err != nil {
+	if err := c.startServer(ctx); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(progress, "temporalcluster: server %s on %s (%s)\n", ServerVersion, c.hostPort, time.Since(start).Round(time.Millisecond))
@@ -179,9 +178,6 @@ func DefaultDynamicConfigBase() (string, error) {
 // HostPort is the frontend's gRPC address.
 func (c *Cluster) HostPort() string { return c.hostPort }
 
-// Postgres is the cluster's database server.
-func (c *Cluster) Postgres() *Postgres { return c.pg }
-
 // ServerPID is the Temporal server process's id (0 when it is not running). PostgreSQL's
 // processes are separate (Postgres).
 func (c *Cluster) ServerPID() int {
@@ -191,22 +187,12 @@ func (c *Cluster) ServerPID() int {
 	return c.srv.PID()
 }
 
-// LogPath is the server's log file (kept across restarts).
-func (c *Cluster) LogPath() string { return c.log }
-
-// StartServer starts the Temporal server process (after StopServer) on the same config,
-// ports and database, and waits until the frontend answers and every namespace is served.
-func (c *Cluster) StartServer(ctx context.Context) error {
-	if c.srv != nil {
-		select {
-		case <-c.srv.Exited():
-		default:
-			return errors.New("temporalcluster: server already running")
-		}
-	}
+// startServer starts the Temporal server process on the config in opts.Dir (the server's
+// --root), and waits until the frontend answers and every namespace is served.
+func (c *Cluster) startServer(ctx context.Context) error {
 	p, err := proc.Start(proc.Spec{
 		Path: c.bin,
-		Args: []string{"--root", c.root, "--config", "config", "--env", "development", "--allow-no-auth", "start"},
+		Args: []string{"--root", c.opts.Dir, "--config", "config", "--env", "development", "--allow-no-auth", "start"},
 		Log:  c.log,
 	})
 	if err != nil {
@@ -216,32 +202,28 @@ func (c *Cluster) StartServer(ctx context.Context) error {
 	return c.waitReady(ctx, 3*time.Minute)
 }
 
-// StopServer stops the server process: SIGTERM (graceful: shards released, connections
-// drained), SIGKILL after 30 s. With kill set it is SIGKILLed at once, like a crash.
-func (c *Cluster) StopServer(kill bool) error {
-	if c.srv == nil {
-		return nil
-	}
+// RestartServer stops the server process and starts it again on the same config, ports and
+// database: SIGTERM (graceful: shards released, connections drained), SIGKILL after 30 s;
+// with kill set it is SIGKILLed at once, like a crash.
+func (c *Cluster) RestartServer(ctx context.Context, kill bool) error {
 	sig := syscall.SIGTERM
 	if kill {
 		sig = syscall.SIGKILL
 	}
-	return c.srv.Stop(sig, 30*time.Second)
-}
-
-// RestartServer stops the server process (see StopServer) and starts it again.
-func (c *Cluster) RestartServer(ctx context.Context, kill bool) error {
-	if err := c.StopServer(kill); err != nil {
+	if err := c.srv.Stop(sig, 30*time.Second); err != nil {
 		return err
 	}
-	return c.StartServer(ctx)
+	return c.startServer(ctx)
 }
 
 // RestartPostgres stops PostgreSQL in mode and starts it again, with the Temporal server
 // left running: the server must ride out the outage on its connection pool's retries.
 // It returns once PostgreSQL accepts connections and the frontend serves again.
 func (c *Cluster) RestartPostgres(ctx context.Context, mode StopMode) error {
-	if err := c.pg.Restart(ctx, mode); err != nil {
+	if err := c.pg.Stop(mode); err != nil {
+		return err
+	}
+	if err := c.pg.Start(ctx); err != nil {
 		return err
 	}
 	return c.waitReady(ctx, 3*time.Minute)

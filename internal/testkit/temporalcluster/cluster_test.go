@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -21,40 +20,10 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/walkeeper/walkeeper/contract"
-	"github.com/walkeeper/walkeeper/internal/cachebin"
 	"github.com/walkeeper/walkeeper/internal/testkit/temporalcluster"
+	"github.com/walkeeper/walkeeper/internal/testkit/testtemporal"
 	"github.com/walkeeper/walkeeper/temporaladmin"
 )
-
-// startCluster starts one PostgreSQL-backed server for a test (skipped without the binaries
-// unless CI is set).
-func startCluster(t *testing.T, namespaces ...string) *temporalcluster.Cluster {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "walkeeper-temporalcluster-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	c, err := temporalcluster.Start(ctx, temporalcluster.Options{Dir: dir, Namespaces: namespaces, Progress: testWriter{t}})
-	if errors.Is(err, cachebin.ErrNotInstalled) {
-		cachebin.Missing(t, err)
-	}
-	if err != nil {
-		t.Fatalf("start (logs in %s): %v", dir, err)
-	}
-	t.Cleanup(func() {
-		if err := c.Stop(); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-		if t.Failed() {
-			t.Logf("logs kept in %s", dir)
-		} else {
-			_ = os.RemoveAll(dir)
-		}
-	})
-	return c
-}
 
 func dial(t *testing.T, c *temporalcluster.Cluster, ns string) client.Client {
 	t.Helper()
@@ -71,11 +40,8 @@ func dial(t *testing.T, c *temporalcluster.Cluster, ns string) client.Client {
 // (SIGKILL) of the server, and an immediate (crash-like) PostgreSQL restart under a running
 // server.
 func TestClusterSurvivesServerAndPostgresRestarts(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts PostgreSQL and a Temporal server")
-	}
-	c := startCluster(t)
-	cl := dial(t, c, "default")
+	testtemporal.SkipShort(t)
+	c, cl := testtemporal.StartCluster(t, testtemporal.Options{NoSearchAttributes: true})
 	const queue = "temporalcluster-test"
 	w := sdkworker.New(cl, queue, sdkworker.Options{})
 	w.RegisterWorkflowWithOptions(func(ctx workflow.Context, n int) (int, error) {
@@ -135,15 +101,12 @@ func TestClusterSurvivesServerAndPostgresRestarts(t *testing.T) {
 // slots are gone: registration fails with InvalidArgument, and so does a worker's start in a
 // namespace whose slots others took.
 func TestSQLVisibilitySearchAttributeSlots(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts PostgreSQL and a Temporal server")
-	}
-	c := startCluster(t, "default", "full", "race")
+	testtemporal.SkipShort(t)
+	c, cl := testtemporal.StartCluster(t, testtemporal.Options{NoSearchAttributes: true, ExtraNamespaces: []string{"full", "race"}})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
 	// walkeeper's attributes register (and re-register, idempotently).
-	cl := dial(t, c, "default")
 	for range 2 {
 		if err := temporaladmin.EnsureSearchAttributes(ctx, cl, "default"); err != nil {
 			t.Fatalf("EnsureSearchAttributes on SQL visibility: %v", err)
@@ -233,11 +196,4 @@ func used(typ enumspb.IndexedValueType) int {
 		}
 	}
 	return n
-}
-
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Logf("%s", strings.TrimRight(string(p), "\n"))
-	return len(p), nil
 }

@@ -113,15 +113,13 @@ func serverConfig(p ports, pgPort int, dynamicConfigPath string, metricsPort int
 // writeDynamicConfig writes base (a dynamic-config YAML file, e.g. the one docker-compose
 // mounts) merged with extra (key -> value without constraints) to path.
 func writeDynamicConfig(path, base string, extra map[string]any) error {
+	raw, err := os.ReadFile(base)
+	if err != nil {
+		return err
+	}
 	dc := map[string]any{}
-	if base != "" {
-		raw, err := os.ReadFile(base)
-		if err != nil {
-			return err
-		}
-		if err := yaml.Unmarshal(raw, &dc); err != nil {
-			return fmt.Errorf("dynamic config %s: %w", base, err)
-		}
+	if err := yaml.Unmarshal(raw, &dc); err != nil {
+		return fmt.Errorf("dynamic config %s: %w", base, err)
 	}
 	for k, v := range extra {
 		dc[k] = []map[string]any{{"value": v, "constraints": map[string]any{}}}

@@ -2,7 +2,6 @@ package temporalcluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -103,13 +102,6 @@ func (pg *Postgres) Port() int { return pg.port }
 // connections. fsync and full-page writes are off: a test database need not survive a
 // machine crash, and on a shared 2-core machine they cost seconds per Temporal start.
 func (pg *Postgres) Start(ctx context.Context) error {
-	if pg.p != nil {
-		select {
-		case <-pg.p.Exited():
-		default:
-			return errors.New("postgres: already running")
-		}
-	}
 	p, err := proc.Start(proc.Spec{
 		Path: filepath.Join(pg.binDir, "postgres"),
 		Args: []string{"-D", pg.dataDir, "-p", strconv.Itoa(pg.port),
@@ -145,14 +137,6 @@ func (pg *Postgres) Stop(mode StopMode) error {
 		sig = syscall.SIGQUIT
 	}
 	return pg.p.Stop(sig, time.Minute)
-}
-
-// Restart stops the server in mode and starts it again on the same data and port.
-func (pg *Postgres) Restart(ctx context.Context, mode StopMode) error {
-	if err := pg.Stop(mode); err != nil {
-		return err
-	}
-	return pg.Start(ctx)
 }
 
 // remove stops the server and deletes its data directory.

@@ -84,12 +84,10 @@ type temporalRig struct {
 	restart int
 }
 
-func (r *temporalRig) hostPort() string { return r.srv.HostPort() }
-
 // faults are what a round injects mid-merge, in turn; the cluster adds a PostgreSQL restart
 // under the running server.
 func (r *temporalRig) faults() []string {
-	if r.srv.Mode() == testtemporal.ModeCluster {
+	if r.srv.RestartPersistence != nil {
 		return []string{"kill-worker", "restart-temporal", "restart-postgres"}
 	}
 	return []string{"kill-worker", "restart-temporal"}
@@ -122,7 +120,7 @@ func TestWorkerProcessesSurviveKillsAndTemporalRestarts(t *testing.T) {
 	rounds := pickInt(len(faults), 10, "WALKEEPER_TEMPORAL_ROUNDS")
 
 	storage := "file://" + filepath.Join(dir, "storage")
-	common := []string{"--storage", storage, "--temporal", rig.hostPort(), "--flush-interval", "0",
+	common := []string{"--storage", storage, "--temporal", rig.srv.HostPort, "--flush-interval", "0",
 		"--merge-after-generations", "0", "--sweep-interval", "0", "--merge-max-generations", "1",
 		"--log-format", "json", "--log-level", "info", "--temporal-wait", "2m"}
 	workers := []*walkeeperproc.Worker{

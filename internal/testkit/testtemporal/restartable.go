@@ -3,7 +3,6 @@ package testtemporal
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -18,23 +17,17 @@ import (
 	"github.com/walkeeper/walkeeper/temporaladmin"
 )
 
-// ErrNoPersistenceRestart is returned by RestartPersistence on the dev server, whose SQLite
-// database lives inside the server process: there is no separate database to restart.
-var ErrNoPersistenceRestart = errors.New("testtemporal: the dev server has no separate database to restart")
-
 // Restartable is a Temporal server a reliability test may stop and start again on the same
 // address and database: the dev server (on-disk SQLite) or the PostgreSQL-backed cluster,
 // whichever EnvServer selects.
-type Restartable interface {
-	HostPort() string
-	// Mode is ModeDev or ModeCluster.
-	Mode() Mode
+type Restartable struct {
+	HostPort string
 	// RestartServer stops the server process (SIGTERM) and starts it again on the same
 	// database and ports; it returns once the frontend serves the namespaces again.
-	RestartServer(ctx context.Context) error
-	// RestartPersistence restarts the database under a running server (cluster only;
-	// ErrNoPersistenceRestart on the dev server).
-	RestartPersistence(ctx context.Context) error
+	RestartServer func(ctx context.Context) error
+	// RestartPersistence restarts the database under a running server; nil on the dev
+	// server, whose SQLite database lives inside the server process.
+	RestartPersistence func(ctx context.Context) error
 }
 
 // StartRestartable starts the server EnvServer selects, for t, and a client of o.Namespace
@@ -51,7 +44,11 @@ func StartRestartable(t testing.TB, o Options) (Restartable, client.Client) {
 		t.Skipf("testtemporal: %s names an existing server; this test restarts its server", EnvHostPort)
 	case ModeCluster:
 		cl, c := StartCluster(t, o)
-		return clusterServer{cl}, c
+		return Restartable{
+			HostPort:           cl.HostPort(),
+			RestartServer:      func(ctx context.Context) error { return cl.RestartServer(ctx, false) },
+			RestartPersistence: func(ctx context.Context) error { return cl.RestartPostgres(ctx, temporalcluster.Fast) },
+		}, c
 	}
 	o.Namespace = cmp.Or(o.Namespace, defaultNamespace)
 	// The first start leaves the port to devserver.Start, which picks a free one and picks
@@ -74,18 +71,8 @@ func StartRestartable(t testing.TB, o Options) (Restartable, client.Client) {
 	} else if d.opts.Port, err = strconv.Atoi(port); err != nil {
 		t.Fatalf("testtemporal: dev server address %q: %v", d.srv.HostPort(), err)
 	}
-	return d, dial(t, temporaladmin.Config{HostPort: d.HostPort(), Namespace: o.Namespace})
-}
-
-type clusterServer struct{ cl *temporalcluster.Cluster }
-
-func (c clusterServer) HostPort() string { return c.cl.HostPort() }
-func (c clusterServer) Mode() Mode       { return ModeCluster }
-func (c clusterServer) RestartServer(ctx context.Context) error {
-	return c.cl.RestartServer(ctx, false)
-}
-func (c clusterServer) RestartPersistence(ctx context.Context) error {
-	return c.cl.RestartPostgres(ctx, temporalcluster.Fast)
+	return Restartable{HostPort: d.srv.HostPort(), RestartServer: d.restart},
+		dial(t, temporaladmin.Config{HostPort: d.srv.HostPort(), Namespace: o.Namespace})
 }
 
 // devServer is the dev server on an on-disk database and a fixed port, so a restart comes
@@ -104,15 +91,10 @@ func (d *devServer) start(ctx context.Context) error {
 	return nil
 }
 
-func (d *devServer) HostPort() string { return fmt.Sprintf("127.0.0.1:%d", d.opts.Port) }
-func (d *devServer) Mode() Mode       { return ModeDev }
-
-func (d *devServer) RestartServer(ctx context.Context) error {
+func (d *devServer) restart(ctx context.Context) error {
 	if err := d.srv.Stop(); err != nil {
 		return fmt.Errorf("stop dev server: %w", err)
 	}
 	d.srv = nil
 	return d.start(ctx)
 }
-
-func (d *devServer) RestartPersistence(context.Context) error { return ErrNoPersistenceRestart }

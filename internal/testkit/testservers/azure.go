@@ -4,7 +4,6 @@ import (
 	"context"
 	"path/filepath"
 	"strconv"
-	"testing"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
@@ -22,7 +21,7 @@ const (
 // protocol=http and domain=127.0.0.1:PORT in the URL: a domain starting with 127.0.0.1 makes
 // it address the account by path (http://127.0.0.1:PORT/devstoreaccount1/CONTAINER), as the
 // emulator expects; the shared key comes from AZURE_STORAGE_ACCOUNT and AZURE_STORAGE_KEY.
-func startAzurite(t testing.TB, s *Server) error {
+func startAzurite(s *Server) error {
 	addr, err := s.runOnFreePort(func(port int, _ string) []string {
 		return []string{"--blobHost", "127.0.0.1", "--blobPort", strconv.Itoa(port),
 			"--location", filepath.Join(s.dir, "data"), "--debug", filepath.Join(s.dir, "debug.log"),

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"testing"
 	"time"
 
 	"github.com/walkeeper/walkeeper/internal/testkit/apitest"
@@ -14,7 +13,7 @@ import (
 // startFakeGCS runs fake-gcs-server over plain HTTP with its in-memory backend. gocloud's
 // gcsblob (through cloud.google.com/go/storage) talks to it when STORAGE_EMULATOR_HOST is
 // set: unauthenticated, JSON API at http://HOST/storage/v1/, uploads at /upload/storage/v1/.
-func startFakeGCS(t testing.TB, s *Server) error {
+func startFakeGCS(s *Server) error {
 	addr, err := s.runOnFreePort(func(port int, addr string) []string {
 		return []string{"-scheme", "http", "-host", "127.0.0.1", "-port", strconv.Itoa(port),
 			"-public-host", addr, "-backend", "memory", "-log-level", "warn"}

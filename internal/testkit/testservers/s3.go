@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -20,7 +19,7 @@ import (
 // startMinIO runs `minio server DIR` (single drive) with the web console off. Its root user
 // and versitygw's root account are s3test's credentials, so s3test.Env serves both (MinIO
 // wants a secret of at least 8 characters).
-func startMinIO(t testing.TB, s *Server) error {
+func startMinIO(s *Server) error {
 	ports, err := proc.FreePorts(2)
 	if err != nil {
 		return err
@@ -54,7 +53,7 @@ func startMinIO(t testing.TB, s *Server) error {
 }
 
 // startVersityGW runs versitygw's posix backend over DIR: a bucket is a directory.
-func startVersityGW(t testing.TB, s *Server) error {
+func startVersityGW(s *Server) error {
 	data := filepath.Join(s.dir, "data")
 	if err := os.MkdirAll(data, 0o755); err != nil {
 		return err

@@ -43,12 +43,11 @@ const (
 	Azurite   Kind = "azurite"
 )
 
-// Backend is one server of the matrix and the storage scheme it serves.
+// Backend is one server of the matrix.
 type Backend struct {
-	Kind   Kind
-	Scheme string // "s3", "gs" or "azblob"
-	Tool   cachebin.Tool
-	start  func(t testing.TB, s *Server) error
+	Kind  Kind
+	Tool  cachebin.Tool
+	start func(s *Server) error
 }
 
 // Start runs the server for t (stopped by t.Cleanup) and returns it with a fresh bucket.
@@ -58,7 +57,7 @@ func (b Backend) Start(t testing.TB) *Server {
 	if err != nil {
 		cachebin.Missing(t, err)
 	}
-	s := &Server{Kind: b.Kind, Scheme: b.Scheme, Version: cachebin.Version(b.Tool), bin: bin, dir: tempDir(t, string(b.Kind))}
+	s := &Server{Kind: b.Kind, Version: cachebin.Version(b.Tool), bin: bin, dir: tempDir(t, string(b.Kind))}
 	s.log = filepath.Join(s.dir, "server.log")
 	t.Cleanup(func() {
 		if err := s.Stop(); err != nil {
@@ -68,7 +67,7 @@ func (b Backend) Start(t testing.TB) *Server {
 			t.Logf("testservers: %s log tail (%s):\n%s", b.Kind, s.log, proc.Tail(s.log, 8192))
 		}
 	})
-	if err := b.start(t, s); err != nil {
+	if err := b.start(s); err != nil {
 		t.Fatalf("testservers: start %s (%s): %v", b.Kind, bin, err)
 	}
 	for _, kv := range s.Env {
@@ -86,10 +85,10 @@ func (b Backend) Start(t testing.TB) *Server {
 // Backends is the object-store matrix: every server walkeeper claims to support.
 func Backends() []Backend {
 	return []Backend{
-		{Kind: MinIO, Scheme: "s3", Tool: cachebin.Tool{Name: "minio", Script: "scripts/install-minio.sh", EnvVar: "WALKEEPER_MINIO_BIN"}, start: startMinIO},
-		{Kind: VersityGW, Scheme: "s3", Tool: cachebin.Tool{Name: "versitygw", Script: "scripts/install-versitygw.sh", EnvVar: "WALKEEPER_VERSITYGW_BIN"}, start: startVersityGW},
-		{Kind: FakeGCS, Scheme: "gs", Tool: cachebin.Tool{Name: "fake-gcs-server", Script: "scripts/install-fake-gcs-server.sh", EnvVar: "WALKEEPER_FAKE_GCS_SERVER_BIN"}, start: startFakeGCS},
-		{Kind: Azurite, Scheme: "azblob", Tool: cachebin.Tool{Name: "azurite-blob", Script: "scripts/install-azurite.sh", EnvVar: "WALKEEPER_AZURITE_BIN"}, start: startAzurite},
+		{Kind: MinIO, Tool: cachebin.Tool{Name: "minio", Script: "scripts/install-minio.sh", EnvVar: "WALKEEPER_MINIO_BIN"}, start: startMinIO},
+		{Kind: VersityGW, Tool: cachebin.Tool{Name: "versitygw", Script: "scripts/install-versitygw.sh", EnvVar: "WALKEEPER_VERSITYGW_BIN"}, start: startVersityGW},
+		{Kind: FakeGCS, Tool: cachebin.Tool{Name: "fake-gcs-server", Script: "scripts/install-fake-gcs-server.sh", EnvVar: "WALKEEPER_FAKE_GCS_SERVER_BIN"}, start: startFakeGCS},
+		{Kind: Azurite, Tool: cachebin.Tool{Name: "azurite-blob", Script: "scripts/install-azurite.sh", EnvVar: "WALKEEPER_AZURITE_BIN"}, start: startAzurite},
 	}
 }
 
@@ -106,7 +105,6 @@ func Lookup(k Kind) (Backend, bool) {
 // Server is a running object-store server.
 type Server struct {
 	Kind    Kind
-	Scheme  string
 	Version string   // as recorded by the installer; "" when the binary came from elsewhere
 	URL     string   // storage URL of the bucket Start created
 	Env     []string // KEY=VALUE pairs the URL needs (set in the test's environment by Start)

@@ -212,14 +212,6 @@ func Env() map[string]string {
 	}
 }
 
-// StartServer starts an in-memory server for the test, sets the credentials (SetCredentials)
-// and stops the server when the test ends.
-func StartServer(t testing.TB) *Server {
-	t.Helper()
-	SetCredentials(t)
-	return startServer(t, Options{})
-}
-
 // StartEngines starts one server per storage engine walkeeper's tests rely on, named after
 // it: "s3mem" (in memory, the tests' default) and "s3bolt" (a bbolt file, unsynced). The
 // credentials are set as by SetCredentials, and the servers stop when the test ends.
@@ -247,12 +239,9 @@ func startServer(t testing.TB, opts Options) *Server {
 // returns that bucket's gocloud URL (see BucketURL). Credentials are set as by SetCredentials.
 func Start(t testing.TB) (url string) {
 	t.Helper()
-	s := StartServer(t)
+	SetCredentials(t)
 	bucket := NewBucketName()
-	if err := s.CreateBucket(bucket); err != nil {
-		t.Fatalf("s3test: %v", err)
-	}
-	return s.BucketURL(bucket)
+	return startServer(t, Options{Buckets: []string{bucket}}).BucketURL(bucket)
 }
 
 // NewBucketName returns a valid, random bucket name ("walkeeper-test-" + 12 hex digits).

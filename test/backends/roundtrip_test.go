@@ -2,19 +2,13 @@ package backends
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"testing"
 
 	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/test/reliability"
 )
-
-var roundTripSchema = store.Schema{Fields: []store.Field{
-	{Name: "id", Type: store.TypeString},
-	{Name: "n", Type: store.TypeInt64, Nullable: true},
-	{Name: "s", Type: store.TypeString, Nullable: true},
-}}
 
 // testStoreRoundTrip is a store's life on the backend through store.DB, the way a fleet
 // lives it: two writer processes (two DB handles, two shards) append, overwrite each
@@ -28,7 +22,7 @@ func testStoreRoundTrip(t *testing.T, root string) {
 	w2 := openDB(t, root, "writer-2")
 	target := store.Target{Kind: store.KindGeneric, Name: "round-trip"}
 	seal := false
-	s1, err := w1.Create(ctx, target, store.CreateOptions{Schema: &roundTripSchema, SealOnAppend: &seal})
+	s1, err := w1.Create(ctx, target, store.CreateOptions{Schema: &reliability.Schema, SealOnAppend: &seal})
 	if err != nil {
 		t.Fatalf("Create: %v", err)
 	}
@@ -40,7 +34,7 @@ func testStoreRoundTrip(t *testing.T, root string) {
 	want := map[string]int64{}
 	put := func(s *store.Store, id string, n int64) {
 		t.Helper()
-		if _, err := s.Append(ctx, []store.Row{{Key: id, Values: []any{id, n, fmt.Sprintf("v%d", n)}}}); err != nil {
+		if _, err := s.Append(ctx, []store.Row{reliability.Row(id, n)}); err != nil {
 			t.Fatalf("Append(%s): %v", id, err)
 		}
 		want[id] = n
@@ -117,7 +111,7 @@ func testStoreRoundTrip(t *testing.T, root string) {
 		}
 	}
 	row, err := reader.Get(ctx, "k005")
-	if err != nil || toInt64(t, row["n"]) != 5000 || row["s"] != "v5000" {
+	if v, verr := reliability.ValueOf(row); err != nil || verr != nil || v != 5000 || row["pad"] != reliability.Row("k005", 5000).Values[2] {
 		t.Fatalf("Get(k005) = %v, %v; want the second writer's version", row, err)
 	}
 	if _, err := reader.Get(ctx, "k007"); err == nil {
@@ -151,44 +145,12 @@ func openStore(t *testing.T, db *store.DB, target store.Target) *store.Store {
 	return s
 }
 
-// readAll lists every row of source in small pages (so paging is exercised) as id -> n.
+// readAll lists every row of source in small pages (so paging is exercised) as id -> v.
 func readAll(t *testing.T, s *store.Store, source string) map[string]int64 {
 	t.Helper()
-	out := map[string]int64{}
-	after := ""
-	for {
-		page, err := s.List(testContext(t), store.ListOptions{Source: source, Limit: 16, After: after})
-		if err != nil {
-			t.Fatalf("List(%s): %v", source, err)
-		}
-		for _, r := range page.Rows {
-			id, _ := r["id"].(string)
-			if _, dup := out[id]; dup {
-				t.Fatalf("List(%s) returned %q twice", source, id)
-			}
-			out[id] = toInt64(t, r["n"])
-		}
-		if page.Next == "" {
-			return out
-		}
-		after = page.Next
+	rows, dups, err := reliability.ReadAll(testContext(t), s, source, 16)
+	if err != nil || len(dups) > 0 {
+		t.Fatalf("List(%s): %v; keys returned twice or out of order: %q", source, err, dups)
 	}
-}
-
-func toInt64(t *testing.T, v any) int64 {
-	t.Helper()
-	switch x := v.(type) {
-	case int64:
-		return x
-	case float64:
-		return int64(x)
-	case json.Number:
-		n, err := x.Int64()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
-	t.Fatalf("n = %#v (%T), want an integer", v, v)
-	return 0
+	return rows
 }

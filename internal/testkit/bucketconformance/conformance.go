@@ -278,9 +278,7 @@ func testListDirs(t *testing.T, b *objstore.Bucket) {
 // must follow the continuation token, and the delimiter listing must page too.
 func testListPages(t *testing.T, b *objstore.Bucket) {
 	const many = 1100
-	for i := 0; i < many; i++ {
-		mustPut(t, b, fmt.Sprintf("p/%04d/x", i), "")
-	}
+	putMany(t, b, many, func(i int) string { return fmt.Sprintf("p/%04d/x", i) })
 	keys := ListKeys(t, b, "p/")
 	if len(keys) != many || keys[0] != "p/0000/x" || keys[many-1] != fmt.Sprintf("p/%04d/x", many-1) {
 		t.Fatalf("List over pages: %d keys (%q ... ), want %d", len(keys), keys[:min(len(keys), 3)], many)

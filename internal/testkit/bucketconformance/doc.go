@@ -12,8 +12,8 @@
 //   - RaceGoroutines: exactly one winner per key among goroutines sharing one handle.
 //   - RaceProcesses and RaceChild: exactly one winner per key among OS processes, each with
 //     its own handle, connection pool and SDK state, as separate workers have.
-//   - CheckContended, run by both races: the race happened (every racer lost every key it
-//     did not win, and no racer won more than MaxWinShare of the keys).
+//   - Both races check that the race happened: every racer lost every key it did not win,
+//     and no racer won more than MaxWinShare of the keys.
 //
 // It is a test harness: only _test.go files may import it.
 package bucketconformance

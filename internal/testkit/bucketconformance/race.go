@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"slices"
@@ -235,7 +236,7 @@ func overlapped(as []attempt) bool {
 	return false
 }
 
-// MaxWinShare is the largest share of a race's keys one racer may win before CheckContended
+// MaxWinShare is the largest share of a race's keys one racer may win before checkRace
 // calls the race uncontested. Racers that take turns hand nearly every key to whoever goes
 // first, while a real race is not always fair either: a process that hears of each round
 // first can win two thirds of the keys (4 processes on MinIO). The bound sits between the
@@ -243,44 +244,8 @@ func overlapped(as []attempt) bool {
 const MaxWinShare = 0.8
 
 // minSharedRounds: below this many keys a fair race can hand more than MaxWinShare to one
-// racer by chance, so CheckContended checks only the loser count.
+// racer by chance, so checkRace checks only the loser count.
 const minSharedRounds = 20
-
-// CheckContended asserts that a race of n racers over len(winners) keys happened, which
-// CheckRace alone cannot tell from racers that took turns: every racer tried every key, so
-// exactly n-1 put-if-absent calls lost each key (losers counts them all), and with at least
-// minSharedRounds keys the wins are spread over more than one racer, none winning more than
-// MaxWinShare of them. Call it after CheckRace (which checks one winner per key).
-func CheckContended(t *testing.T, winners [][]string, losers, n int) {
-	t.Helper()
-	if want := len(winners) * (n - 1); losers != want {
-		t.Errorf("%d lost races, want %d (each of %d racers tries every one of %d keys, one wins)", losers, want, n, len(winners))
-	}
-	perRacer := map[string]int{}
-	for _, w := range winners {
-		if len(w) > 0 {
-			perRacer[w[0]]++
-		}
-	}
-	t.Logf("keys won per racer: %v", perRacer)
-	if len(winners) < minSharedRounds {
-		return
-	}
-	if len(perRacer) < 2 {
-		t.Errorf("one racer won all %d keys: the racers never competed", len(winners))
-	}
-	// Sorted, so a failure reads the same every run.
-	who := make([]string, 0, len(perRacer))
-	for w := range perRacer {
-		who = append(who, w)
-	}
-	slices.Sort(who)
-	for _, w := range who {
-		if share := float64(perRacer[w]) / float64(len(winners)); share > MaxWinShare {
-			t.Errorf("%s won %d of %d keys (%.0f%% > %.0f%%): the racers took turns", w, perRacer[w], len(winners), 100*share, 100*MaxWinShare)
-		}
-	}
-}
 
 // RaceChild is the child side of RaceProcesses. Call it as the whole body of the test named
 // in RaceOptions.ChildTest; in a normal run (not a child) it skips. It never returns in a
@@ -357,27 +322,31 @@ func raceChild() int {
 // checkRace asserts that a race of n racers over len(attempts) keys had exactly one winner
 // per key (attempts[i] lists the attempts at RaceKey(i)), that each key holds its winner's
 // bytes of size bytes and nothing else was stored under "race/", and that the race
-// happened (CheckContended).
+// happened, which one winner per key alone cannot tell from racers that took turns: every
+// racer tried every key, so exactly n-1 put-if-absent calls lost each key, and with at least
+// minSharedRounds keys the wins are spread over more than one racer, none winning more than
+// MaxWinShare of them.
 func checkRace(t *testing.T, b *objstore.Bucket, attempts [][]attempt, n, size int) {
 	t.Helper()
 	ctx := context.Background()
-	winners := make([][]string, len(attempts))
+	perRacer := map[string]int{}
 	losers, bad := 0, 0
 	for i, as := range attempts {
+		var w []string
 		for _, a := range as {
 			if a.won {
-				winners[i] = append(winners[i], a.who)
+				w = append(w, a.who)
 			} else {
 				losers++
 			}
 		}
-		w := winners[i]
 		if len(w) != 1 {
 			if bad++; bad <= 10 {
 				t.Errorf("key %s: %d winners %v, want exactly 1", RaceKey(i), len(w), w)
 			}
 			continue
 		}
+		perRacer[w[0]]++
 		got, err := b.Get(ctx, RaceKey(i))
 		if err != nil || !bytes.Equal(got, racePayload(w[0], i, size)) {
 			if bad++; bad <= 10 {
@@ -391,7 +360,22 @@ func checkRace(t *testing.T, b *objstore.Bucket, attempts [][]attempt, n, size i
 	if bad > 0 {
 		t.Fatalf("%d of %d keys wrong", bad, len(attempts))
 	}
-	CheckContended(t, winners, losers, n)
+	if want := len(attempts) * (n - 1); losers != want {
+		t.Errorf("%d lost races, want %d (each of %d racers tries every one of %d keys, one wins)", losers, want, n, len(attempts))
+	}
+	t.Logf("keys won per racer: %v", perRacer)
+	if len(attempts) < minSharedRounds {
+		return
+	}
+	if len(perRacer) < 2 {
+		t.Errorf("one racer won all %d keys: the racers never competed", len(attempts))
+	}
+	// Sorted, so a failure reads the same every run.
+	for _, w := range slices.Sorted(maps.Keys(perRacer)) {
+		if share := float64(perRacer[w]) / float64(len(attempts)); share > MaxWinShare {
+			t.Errorf("%s won %d of %d keys (%.0f%% > %.0f%%): the racers took turns", w, perRacer[w], len(attempts), 100*share, 100*MaxWinShare)
+		}
+	}
 }
 
 // barrier is a reusable (cyclic) barrier for n goroutines.

@@ -3,9 +3,9 @@ package reliability
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -69,12 +69,6 @@ func ReadAll(ctx context.Context, s *store.Store, source string, limit int) (row
 	}
 }
 
-// IsRowNotFound reports the store's "no such row" answer (as opposed to a file that
-// vanished under a concurrent merge, or an unknown store).
-func IsRowNotFound(err error) bool {
-	return errors.Is(err, store.ErrNotFound) && strings.Contains(err.Error(), "row: "+store.ErrNotFound.Error())
-}
-
 // Layout is what an outside reader (docs/FORMAT.md §2) finds under one store.
 type Layout struct {
 	BaseVersion uint64
@@ -88,17 +82,16 @@ type Layout struct {
 
 // ShardLayout is one shard's part of a Layout.
 type ShardLayout struct {
-	ManifestVersion uint64
-	WriterEpoch     uint64
-	ReplayAfter     uint64
-	Listed          []string // gen paths the latest manifest lists
-	ListedMeta      []GenInfo
-	ListedGens      []uint64
-	GenFiles        []string // gen objects on storage
-	UnlistedGens    []string // gen objects the latest manifest does not list
-	WAL             []string // wal objects
-	StaleWAL        []string // wal objects at or below replay_after (garbage)
-	Attempts        []string // attempt claims
+	WriterEpoch  uint64
+	ReplayAfter  uint64
+	Listed       []string // gen paths the latest manifest lists
+	ListedMeta   []GenInfo
+	ListedGens   []uint64
+	GenFiles     []string // gen objects on storage
+	UnlistedGens []string // gen objects the latest manifest does not list
+	WAL          []string // wal objects
+	StaleWAL     []string // wal objects at or below replay_after (garbage)
+	Attempts     []string // attempt claims
 }
 
 // RunInfo is one base run as the latest base manifest describes it.
@@ -152,10 +145,21 @@ func latestVersion(ctx context.Context, b *objstore.Bucket, prefix string) (uint
 	return best, raw, err
 }
 
-func keys(objs []objstore.ObjectInfo) []string {
+// keys are the keys of a List answer.
+func keys(objs []objstore.ObjectInfo, err error) ([]string, error) {
 	out := make([]string, 0, len(objs))
 	for _, o := range objs {
 		out = append(out, o.Key)
+	}
+	return out, err
+}
+
+// unreferenced are the keys of all that ref does not name.
+func unreferenced(all, ref []string) (out []string) {
+	for _, k := range all {
+		if !slices.Contains(ref, k) {
+			out = append(out, k)
+		}
 	}
 	return out
 }
@@ -182,20 +186,10 @@ func InspectLayout(ctx context.Context, b *objstore.Bucket, t store.Target) (*La
 			l.Runs = append(l.Runs, r.Path)
 		}
 	}
-	data, err := b.List(ctx, root+"/data/")
-	if err != nil {
+	if l.DataFiles, err = keys(b.List(ctx, root+"/data/")); err != nil {
 		return nil, err
 	}
-	l.DataFiles = keys(data)
-	ref := map[string]bool{}
-	for _, r := range l.Runs {
-		ref[r] = true
-	}
-	for _, d := range l.DataFiles {
-		if !ref[d] {
-			l.Orphans = append(l.Orphans, d)
-		}
-	}
+	l.Orphans = unreferenced(l.DataFiles, l.Runs)
 	shards, err := b.ListDirs(ctx, root+"/_mem_wal/")
 	if err != nil {
 		return nil, err
@@ -213,43 +207,29 @@ func InspectLayout(ctx context.Context, b *objstore.Bucket, t store.Target) (*La
 			if err := json.Unmarshal(raw, &m); err != nil {
 				return nil, fmt.Errorf("shard manifest %s/%d: %w", sh, mv, err)
 			}
-			sl.ManifestVersion, sl.WriterEpoch, sl.ReplayAfter = m.Version, m.WriterEpoch, m.ReplayAfter
+			sl.WriterEpoch, sl.ReplayAfter = m.WriterEpoch, m.ReplayAfter
 			sl.ListedMeta = m.Flushed
 			for _, g := range m.Flushed {
 				sl.Listed = append(sl.Listed, g.Path)
 				sl.ListedGens = append(sl.ListedGens, g.Gen)
 			}
 		}
-		gens, err := b.List(ctx, pre+"gen/")
-		if err != nil {
+		if sl.GenFiles, err = keys(b.List(ctx, pre+"gen/")); err != nil {
 			return nil, err
 		}
-		sl.GenFiles = keys(gens)
-		listed := map[string]bool{}
-		for _, p := range sl.Listed {
-			listed[p] = true
-		}
-		for _, g := range sl.GenFiles {
-			if !listed[g] {
-				sl.UnlistedGens = append(sl.UnlistedGens, g)
-			}
-		}
-		wal, err := b.List(ctx, pre+"wal/")
-		if err != nil {
+		sl.UnlistedGens = unreferenced(sl.GenFiles, sl.Listed)
+		if sl.WAL, err = keys(b.List(ctx, pre+"wal/")); err != nil {
 			return nil, err
 		}
-		sl.WAL = keys(wal)
 		for _, w := range sl.WAL {
 			pos, err := strconv.ParseUint(strings.TrimSuffix(path.Base(w), ".arrow"), 10, 64)
 			if err == nil && pos <= sl.ReplayAfter {
 				sl.StaleWAL = append(sl.StaleWAL, w)
 			}
 		}
-		att, err := b.List(ctx, pre+"attempts/")
-		if err != nil {
+		if sl.Attempts, err = keys(b.List(ctx, pre+"attempts/")); err != nil {
 			return nil, err
 		}
-		sl.Attempts = keys(att)
 	}
 	return l, nil
 }

@@ -17,6 +17,12 @@ import (
 	"github.com/walkeeper/walkeeper/store"
 )
 
+// isRowNotFound reports the store's "no such row" answer (as opposed to a file that
+// vanished under a concurrent merge, or an unknown store).
+func isRowNotFound(err error) bool {
+	return errors.Is(err, store.ErrNotFound) && strings.Contains(err.Error(), "row: "+store.ErrNotFound.Error())
+}
+
 // loadCounters are the outcomes of one mixed-load run; every failed call is retried or
 // counted, never silently dropped.
 type loadCounters struct {
@@ -415,7 +421,7 @@ func (l *faultLoad) reader(ctx context.Context, s *store.Store, keys []string) {
 				l.c.readViolations.Add(1)
 				l.violation("get %s on its own shard returned %d after %d was acknowledged", k, v, lower)
 			}
-		case IsRowNotFound(err):
+		case isRowNotFound(err):
 			l.c.readMissing.Add(1)
 			if had {
 				l.c.readViolations.Add(1)

@@ -6,6 +6,7 @@ package apitest
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -123,26 +124,13 @@ type Client struct {
 // Do sends body (see Request.Body) to Base+path as application/json.
 func (c Client) Do(method, path string, body any) Response {
 	c.T.Helper()
-	return c.Send(JSON(method, c.Base+path, body))
+	return c.DoType(method, path, JSON(method, "", body).ContentType, body)
 }
 
 // DoType is Do with the Content-Type given ("" = none), for tests of what the API refuses.
 func (c Client) DoType(method, path, contentType string, body any) Response {
 	c.T.Helper()
-	return c.Send(Request{Method: method, URL: c.Base + path, Body: body, ContentType: contentType})
-}
-
-// Send sends r with the client's token and context.
-func (c Client) Send(r Request) Response {
-	c.T.Helper()
-	ctx := c.Ctx
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	if r.Token == "" {
-		r.Token = c.Token
-	}
-	res, err := Do(ctx, r)
+	res, err := Do(cmp.Or(c.Ctx, context.Background()), Request{Method: method, URL: c.Base + path, Body: body, ContentType: contentType, Token: c.Token})
 	if err != nil {
 		c.T.Fatal(err)
 	}

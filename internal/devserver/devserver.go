@@ -250,7 +250,7 @@ func startOnce(ctx context.Context, cli string, o Options) (*Server, error) {
 	if out != nil {
 		w = io.MultiWriter(out, s.tail)
 	}
-	fmt.Fprintf(progressOrDiscard(o.Progress), "starting Temporal dev server on %s (%s)\n", hostPort, cli)
+	fmt.Fprintf(cmp.Or(o.Progress, io.Discard), "starting Temporal dev server on %s (%s)\n", hostPort, cli)
 	p, err := proc.Start(proc.Spec{Path: cli, Args: args, Output: w, ParentDeath: true})
 	if err != nil {
 		_ = s.logFile.Close() // a nil *os.File refuses the Close
@@ -400,7 +400,7 @@ func installCLI(ctx context.Context, progress io.Writer) (string, error) {
 	if cachebin.IsExecutable(bin) {
 		return bin, nil
 	}
-	pw := progressOrDiscard(progress)
+	pw := cmp.Or(progress, io.Discard)
 	fmt.Fprintf(pw, "building Temporal CLI %s (first run only, ~2-3 min) into %s ...\n", CLIVersion, dir)
 	cmd := exec.CommandContext(ctx, "go", "install", CLIModule+"@"+CLIVersion)
 	cmd.Env = append(os.Environ(), "GOBIN="+dir, "CGO_ENABLED=0", "GOFLAGS=")
@@ -473,13 +473,6 @@ func goEnv(key string) string {
 		return ""
 	}
 	return strings.TrimSpace(string(out))
-}
-
-func progressOrDiscard(w io.Writer) io.Writer {
-	if w == nil {
-		return io.Discard
-	}
-	return w
 }
 
 // TailBuffer keeps the last Max bytes written to it: a child process's output, for the

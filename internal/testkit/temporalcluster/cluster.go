@@ -9,6 +9,7 @@
 package temporalcluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -89,10 +90,7 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 	if len(o.Namespaces) == 0 {
 		o.Namespaces = []string{"default"}
 	}
-	progress := o.Progress
-	if progress == nil {
-		progress = io.Discard
-	}
+	progress := cmp.Or(o.Progress, io.Discard)
 	bin, err := cachebin.Find(ServerTool)
 	if err != nil {
 		return nil, err
@@ -178,14 +176,8 @@ func DefaultDynamicConfigBase() (string, error) {
 // HostPort is the frontend's gRPC address.
 func (c *Cluster) HostPort() string { return c.hostPort }
 
-// ServerPID is the Temporal server process's id (0 when it is not running). PostgreSQL's
-// processes are separate (Postgres).
-func (c *Cluster) ServerPID() int {
-	if c.srv == nil {
-		return 0
-	}
-	return c.srv.PID()
-}
+// ServerPID is the Temporal server process's id; PostgreSQL's processes are separate.
+func (c *Cluster) ServerPID() int { return c.srv.PID() }
 
 // startServer starts the Temporal server process on the config in opts.Dir (the server's
 // --root), and waits until the frontend answers and every namespace is served.

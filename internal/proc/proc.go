@@ -5,7 +5,6 @@
 package proc
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	mrand "math/rand/v2"
@@ -173,10 +172,7 @@ func (p *Proc) WaitTCP(addr string, timeout time.Duration) error {
 	})
 }
 
-// ErrExited is returned by WaitFor when the process ended before it was ready.
-var ErrExited = errors.New("process exited")
-
-// WaitFor polls ready every 100 ms until it returns nil, the process exits (ErrExited, with
+// WaitFor polls ready every 100 ms until it returns nil, the process exits (an error with
 // the log's tail), or timeout passes (the last error from ready).
 func (p *Proc) WaitFor(timeout time.Duration, ready func() error) error {
 	deadline := time.Now().Add(timeout)
@@ -187,7 +183,7 @@ func (p *Proc) WaitFor(timeout time.Duration, ready func() error) error {
 		}
 		select {
 		case <-p.exited:
-			return fmt.Errorf("%s: %w (%v) before it was ready; log tail:\n%s", p.spec.Path, ErrExited, p.err, Tail(p.spec.Log, 4096))
+			return fmt.Errorf("%s: process exited (%v) before it was ready; log tail:\n%s", p.spec.Path, p.err, Tail(p.spec.Log, 4096))
 		default:
 		}
 		if time.Now().After(deadline) {

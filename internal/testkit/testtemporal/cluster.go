@@ -64,15 +64,11 @@ func SelectedMode() (Mode, error) {
 	}
 }
 
-// ExternalConfig is the connection to the server named by EnvHostPort (ok false when unset).
-// An empty namespace here means the caller's.
-func ExternalConfig() (cfg temporaladmin.Config, ok bool) {
-	hp := os.Getenv(EnvHostPort)
-	if hp == "" {
-		return temporaladmin.Config{}, false
-	}
-	cfg = temporaladmin.Config{
-		HostPort:      hp,
+// ExternalConfig is the connection to the server named by EnvHostPort. An empty namespace
+// here means the caller's.
+func ExternalConfig() temporaladmin.Config {
+	cfg := temporaladmin.Config{
+		HostPort:      os.Getenv(EnvHostPort),
 		Namespace:     os.Getenv(EnvNamespace),
 		TLSCert:       os.Getenv(EnvTLSCert),
 		TLSKey:        os.Getenv(EnvTLSKey),
@@ -84,7 +80,7 @@ func ExternalConfig() (cfg temporaladmin.Config, ok bool) {
 	case "1", "true", "yes", "on":
 		cfg.TLS = true
 	}
-	return cfg, true
+	return cfg
 }
 
 // StartCluster runs a PostgreSQL-backed Temporal server for t (package temporalcluster) and
@@ -144,7 +140,7 @@ func StartSelected(t testing.TB, o Options) (hostPort string, c client.Client) {
 		cl, c := StartCluster(t, o)
 		return cl.HostPort(), c
 	case ModeExternal:
-		cfg, _ := ExternalConfig()
+		cfg := ExternalConfig()
 		cfg.Namespace = cmp.Or(cfg.Namespace, o.Namespace, defaultNamespace)
 		c := dial(t, cfg)
 		attrs := contract.SearchAttributes

@@ -48,7 +48,7 @@ func startShared(ctx context.Context, dir string, namespaces []string, progress 
 		}
 		return &shared{mode: mode, hostPort: cl.HostPort(), cliPath: cli, stop: cl.Stop}, nil
 	case ModeExternal:
-		cfg, _ := ExternalConfig()
+		cfg := ExternalConfig()
 		if cfg.Namespace != "" {
 			return nil, fmt.Errorf("%s is not supported by suites that create a namespace per test; unset it", EnvNamespace)
 		}

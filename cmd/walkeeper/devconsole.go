@@ -63,18 +63,17 @@ func devLogger(g *globalOptions, data string, verbose bool) (logger *zap.Logger,
 
 // devConsole prints the live summary of a running dev.
 type devConsole struct {
-	out     io.Writer
-	tty     bool // rewrite one line in place instead of printing a new one
-	c       client.Client
-	db      *store.DB // a read-only view of the dev's storage
-	uiURL   string
-	every   time.Duration
-	last    string
-	started time.Time
+	out   io.Writer
+	tty   bool // rewrite one line in place instead of printing a new one
+	c     client.Client
+	db    *store.DB // a read-only view of the dev's storage
+	uiURL string
+	every time.Duration
+	last  string
 }
 
 func newDevConsole(out io.Writer, c client.Client, db *store.DB, uiURL string) *devConsole {
-	return &devConsole{out: out, tty: isTerminal(out), c: c, db: db, uiURL: uiURL, every: devSummaryEvery, started: time.Now()}
+	return &devConsole{out: out, tty: isTerminal(out), c: c, db: db, uiURL: uiURL, every: devSummaryEvery}
 }
 
 // run refreshes the summary until ctx ends. Without a terminal a line is printed only when

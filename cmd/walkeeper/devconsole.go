@@ -18,6 +18,7 @@ import (
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/internal/devserver"
 	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/worker"
 )
 
 // `walkeeper dev` is calm by default: the full log goes to <data>/walkeeper.log and the
@@ -44,19 +45,10 @@ func devLogger(g *globalOptions, data string, verbose bool) (logger *zap.Logger,
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("dev log: %w", err)
 	}
-	lvl := zapcore.InfoLevel
-	if g.logLevel != "" {
-		_ = lvl.UnmarshalText([]byte(strings.ToLower(g.logLevel))) // validated by g.logger
-	}
-	encCfg := zap.NewProductionEncoderConfig()
-	encCfg.TimeKey = "ts"
-	encCfg.EncodeTime = zapcore.RFC3339NanoTimeEncoder
-	encCfg.EncodeDuration = zapcore.StringDurationEncoder
-	fileCore := zapcore.NewCore(zapcore.NewJSONEncoder(encCfg), zapcore.AddSync(f), lvl)
+	logger, _ = worker.NewLogger(f, worker.LogFormatJSON, g.logLevel) // the level is validated by g.logger
 	if verbose {
+		fileCore := logger.Core()
 		logger = console.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core { return zapcore.NewTee(c, fileCore) }))
-	} else {
-		logger = zap.New(fileCore, zap.AddCaller(), zap.AddStacktrace(zapcore.ErrorLevel))
 	}
 	return logger, path, func() { _ = logger.Sync(); _ = f.Close() }, nil
 }

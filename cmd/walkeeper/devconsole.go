@@ -152,7 +152,7 @@ func (d *devConsole) mergesPart(ctx context.Context) string {
 	e := resp.GetExecutions()[0]
 	r := historyRunOf(e, uiLinks{})
 	tgt := observedString(e.GetSearchAttributes().GetIndexedFields()[contract.WalTargetName])
-	last := fmt.Sprintf("last merge %s %s", strOrDash(tgt), r.Result)
+	last := fmt.Sprintf("last merge %s %s", orDash(tgt, dash), r.Result)
 	if r.Close != nil {
 		last += fmt.Sprintf(" %s ago", time.Since(*r.Close).Round(time.Second))
 	}

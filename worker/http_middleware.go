@@ -116,7 +116,7 @@ func (a *apiServer) serve(w http.ResponseWriter, r *http.Request, h http.Handler
 	// The mux would redirect "." and ".." segments to a cleaned path; refuse them instead, so
 	// a traversal attempt is a plain 400 that touches nothing.
 	for _, seg := range strings.Split(r.URL.EscapedPath(), "/") {
-		if u := unescapeSegment(seg); u == "." || u == ".." {
+		if u, _ := url.PathUnescape(seg); u == "." || u == ".." { // a segment that does not unescape is neither
 			a.fail(w, r, newAPIError(http.StatusBadRequest, CodeInvalidName, "path segment %q is not allowed", clipText(u)))
 			return
 		}
@@ -138,13 +138,6 @@ func (a *apiServer) serve(w http.ResponseWriter, r *http.Request, h http.Handler
 		}
 	}
 	a.mux.ServeHTTP(w, r)
-}
-
-func unescapeSegment(s string) string {
-	if u, err := url.PathUnescape(s); err == nil {
-		return u
-	}
-	return s
 }
 
 // captureWriter swallows the mux's plain-text 404/405 so they can be answered in JSON.

@@ -251,7 +251,7 @@ func (c *Config) StoreOptions() store.Options {
 // Validate reports every problem at once: environment values that did not parse and knob
 // values out of range.
 func (c *Config) Validate() error {
-	errs := sortedEnvErrors(c.envErrs, c.Temporal.envErrs)
+	errs := c.envErrs.sorted()
 	bad := func(flag, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("--%s: %s", flag, fmt.Sprintf(format, args...)))
 	}
@@ -269,9 +269,7 @@ func (c *Config) Validate() error {
 	if c.Temporal.Namespace == "" {
 		bad("namespace", "must not be empty")
 	}
-	if (c.Temporal.TLSCert == "") != (c.Temporal.TLSKey == "") {
-		bad("temporal-tls-cert", "--temporal-tls-cert and --temporal-tls-key go together")
-	}
+	errs = append(errs, c.Temporal.Validate())
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		bad("listen", "%q is not host:port: %v", c.Listen, err)
 	}

@@ -44,8 +44,6 @@ type Activities struct {
 	// FairnessWeights are the kinds' fairness weights StartWorkflows puts in the MergeWal
 	// inputs it starts (nil = every kind at contract.DefaultFairnessWeight).
 	FairnessWeights contract.FairnessWeights
-	// Now is the clock for pending ages (nil = time.Now).
-	Now func() time.Time
 }
 
 // Metrics receives one observation per activity execution. outcome is "ok", "empty" (a
@@ -77,13 +75,6 @@ func (a *Activities) logger() *zap.Logger {
 		return zap.NewNop()
 	}
 	return a.Logger
-}
-
-func (a *Activities) now() time.Time {
-	if a.Now != nil {
-		return a.Now()
-	}
-	return time.Now()
 }
 
 // positiveOr is v capped at hi, or def (at most hi) when v is not positive: an optional

@@ -178,7 +178,7 @@ func (a *apiServer) fail(w http.ResponseWriter, r *http.Request, err error) {
 	ae := classify(err)
 	ri := infoFrom(r.Context())
 	if ae.Status == http.StatusInternalServerError {
-		ri.id = newRequestID()
+		ri.id = requestIDs.prefix + "-" + strconv.FormatUint(requestIDs.seq.Add(1), 10)
 		c := *ae
 		c.Message = internalMessage(ae, ri.id)
 		ae = &c
@@ -210,10 +210,6 @@ var requestIDs = struct {
 	prefix string
 	seq    atomic.Uint64
 }{prefix: rand.Text()[:8]}
-
-func newRequestID() string {
-	return requestIDs.prefix + "-" + strconv.FormatUint(requestIDs.seq.Add(1), 10)
-}
 
 // writeJSON answers v with status; HTML characters are not escaped (the answer is JSON, never
 // HTML), so a '<' in a row costs one byte, not six.

@@ -102,6 +102,13 @@ func (a *Activities) open(ctx context.Context, target string) (*store.Store, sto
 	return s, t, err
 }
 
+// kindOf is target's kind for the activity metrics, "" when it does not parse (as open
+// reports it).
+func kindOf(target string) store.Kind {
+	t, _ := store.ParseTarget(target)
+	return t.Kind
+}
+
 // idempotencyKey is the store's AttemptKey for the running attempt, workflow ID + "/" +
 // activity ID: the same across retries of one activity and distinct between activities (the
 // workflows embed their original run ID in activity IDs, see workflows.tracker; a reset run

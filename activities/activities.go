@@ -44,8 +44,6 @@ type Activities struct {
 	// FairnessWeights are the kinds' fairness weights StartWorkflows puts in the MergeWal
 	// inputs it starts (nil = every kind at contract.DefaultFairnessWeight).
 	FairnessWeights contract.FairnessWeights
-	// Now is the clock for pending ages (nil = time.Now).
-	Now func() time.Time
 }
 
 // Metrics receives one observation per activity execution. outcome is "ok", "empty" (a
@@ -79,13 +77,6 @@ func (a *Activities) logger() *zap.Logger {
 	return a.Logger
 }
 
-func (a *Activities) now() time.Time {
-	if a.Now != nil {
-		return a.Now()
-	}
-	return time.Now()
-}
-
 // positiveOr is v capped at hi, or def (at most hi) when v is not positive: an optional
 // count of the activities' params or dependencies.
 func positiveOr(v, def, hi int) int {
@@ -109,6 +100,13 @@ func (a *Activities) open(ctx context.Context, target string) (*store.Store, sto
 		return nil, t, errStoreNotFound(t)
 	}
 	return s, t, err
+}
+
+// kindOf is target's kind for the activity metrics, "" when it does not parse (as open
+// reports it).
+func kindOf(target string) store.Kind {
+	t, _ := store.ParseTarget(target)
+	return t.Kind
 }
 
 // idempotencyKey is the store's AttemptKey for the running attempt, workflow ID + "/" +

@@ -13,12 +13,10 @@ import (
 // CompactBase runs one bounded compaction pass over the target's base runs. The output run
 // is named from workflow ID + "/" + activity ID, so a retried attempt overwrites it.
 func (a *Activities) CompactBase(ctx context.Context, p contract.CompactPassParams) (res contract.CompactPassResult, err error) {
-	var kind store.Kind
 	ctx, call := a.beginStoreCall(ctx, contract.CompactBaseActivity, p.NotifyAfter, nil)
-	defer func() { err = call.end(kind, "ok", err) }()
+	defer func() { err = call.end(kindOf(p.Target), "ok", err) }()
 
 	s, t, err := a.open(ctx, p.Target)
-	kind = t.Kind
 	if err != nil {
 		return res, err
 	}

@@ -49,7 +49,7 @@ func (a *Activities) ScanDemand(ctx context.Context, p contract.ScanDemandParams
 	rep := a.startReporter(ctx, 0, contract.ScanDemandProgress{})
 	defer rep.finish(nil)
 
-	now := a.now()
+	now := time.Now()
 	if !p.AsOf.IsZero() {
 		now = p.AsOf
 	}
@@ -275,7 +275,7 @@ func (a *Activities) RecordMaintenance(ctx context.Context, p contract.RecordMai
 			temporal.NewNonRetryableApplicationError(fmt.Sprintf("unknown maintenance workflow %q", p.Workflow), contract.ErrTypeInvalidInput, nil))
 	}
 	if m, ok := a.Metrics.(MaintenanceMetrics); ok {
-		m.MaintenanceSucceeded(p.Workflow, a.now())
+		m.MaintenanceSucceeded(p.Workflow, time.Now())
 	}
 	activity.GetLogger(ctx).Info("maintenance run succeeded", "workflow", p.Workflow)
 	return nil

@@ -54,10 +54,10 @@ func TestScanDemandKeepsTheMostIndebtedCandidates(t *testing.T) {
 	b, err := objstore.OpenBucket(context.Background(), url)
 	require.NoError(t, err)
 	scanDB := store.OpenDBOnBucket(b.WithFaults(counter), store.DefaultOptions())
-	a := &Activities{DB: scanDB, Now: func() time.Time { return time.Now().Add(2 * time.Hour) }}
-	env := activityEnv(t, a)
+	env := activityEnv(t, &Activities{DB: scanDB})
+	now := time.Now().Add(2 * time.Hour)
 	v, err := env.ExecuteActivity(contract.ScanDemandActivity, contract.ScanDemandParams{
-		Kind: "generic", MaxCandidates: 2, MergeMinGenerations: 3, MaxPendingAge: 3 * time.Hour,
+		Kind: "generic", MaxCandidates: 2, MergeMinGenerations: 3, MaxPendingAge: 3 * time.Hour, AsOf: now,
 	})
 	require.NoError(t, err)
 	var res contract.ScanDemandResult
@@ -76,7 +76,7 @@ func TestScanDemandKeepsTheMostIndebtedCandidates(t *testing.T) {
 
 	// With a shorter age every store with debt qualifies, aged and one included.
 	v, err = env.ExecuteActivity(contract.ScanDemandActivity, contract.ScanDemandParams{
-		Kind: "generic", MaxCandidates: 10, MergeMinGenerations: 3, MaxPendingAge: time.Hour,
+		Kind: "generic", MaxCandidates: 10, MergeMinGenerations: 3, MaxPendingAge: time.Hour, AsOf: now,
 	})
 	require.NoError(t, err)
 	require.NoError(t, v.Get(&res))

@@ -16,11 +16,9 @@ import (
 // ListPendingShards lists the target's shards with pending generations, in shard order.
 func (a *Activities) ListPendingShards(ctx context.Context, p contract.ListPendingShardsParams) (res contract.ListPendingShardsResult, err error) {
 	start := time.Now()
-	var kind store.Kind
-	defer func() { err = a.done(contract.ListPendingShardsActivity, kind, start, "ok", err) }()
+	defer func() { err = a.done(contract.ListPendingShardsActivity, kindOf(p.Target), start, "ok", err) }()
 
-	s, t, err := a.open(ctx, p.Target)
-	kind = t.Kind
+	s, _, err := a.open(ctx, p.Target)
 	if err != nil {
 		return res, err
 	}
@@ -54,13 +52,11 @@ const budgetWaitHint = 2 * time.Second
 // own staged files. It returns a nil Prepared when nothing is pending. Progress
 // (generations read) is heartbeated; the budget wait heartbeats too.
 func (a *Activities) Prepare(ctx context.Context, p contract.PrepareParams) (res contract.PrepareResult, err error) {
-	var kind store.Kind
 	outcome := "ok"
 	ctx, call := a.beginStoreCall(ctx, contract.PrepareActivity, p.NotifyAfter, contract.PrepareProgress{State: contract.PrepareStateStarting})
-	defer func() { err = call.end(kind, outcome, err) }()
+	defer func() { err = call.end(kindOf(p.Target), outcome, err) }()
 
 	s, t, err := a.open(ctx, p.Target)
-	kind = t.Kind
 	if err != nil {
 		return res, err
 	}
@@ -142,11 +138,9 @@ func (a *Activities) watchBudget(rep *reporter, firstRead <-chan struct{}) {
 // that the commit is present after all.
 func (a *Activities) Abort(ctx context.Context, p contract.AbortParams) (res contract.AbortResult, err error) {
 	start := time.Now()
-	var kind store.Kind
-	defer func() { err = a.done(contract.AbortActivity, kind, start, "ok", err) }()
+	defer func() { err = a.done(contract.AbortActivity, kindOf(p.Prepared.Target), start, "ok", err) }()
 
 	s, t, err := a.open(ctx, p.Prepared.Target)
-	kind = t.Kind
 	if err != nil {
 		return res, err
 	}
@@ -167,12 +161,10 @@ func (a *Activities) Abort(ctx context.Context, p contract.AbortParams) (res con
 // crashed attempt published come back already committed. A stale shard is reported, not
 // an error: the workflow aborts it and prepares it again while the others go on.
 func (a *Activities) CommitRound(ctx context.Context, p contract.CommitRoundParams) (res contract.CommitRoundResult, err error) {
-	var kind store.Kind
 	ctx, call := a.beginStoreCall(ctx, contract.CommitRoundActivity, p.NotifyAfter, nil)
-	defer func() { err = call.end(kind, "ok", err) }()
+	defer func() { err = call.end(kindOf(p.Target), "ok", err) }()
 
 	s, t, err := a.open(ctx, p.Target)
-	kind = t.Kind
 	if err != nil {
 		return res, err
 	}

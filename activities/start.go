@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -70,12 +71,9 @@ func (a *Activities) StartWorkflows(ctx context.Context, p contract.StartWorkflo
 	return res, nil
 }
 
-// runTimeout is the start option of a.RunTimeout, or of the default when unset.
+// runTimeout is the start option of a.RunTimeout, or of the default when it is not positive.
 func (a *Activities) runTimeout() contract.StartOption {
-	if a.RunTimeout > 0 {
-		return contract.RunTimeout(a.RunTimeout)
-	}
-	return contract.RunTimeout(contract.DefaultMergeRunTimeout)
+	return contract.RunTimeout(cmp.Or(max(a.RunTimeout, 0), contract.DefaultMergeRunTimeout))
 }
 
 func (a *Activities) startOne(ctx context.Context, req contract.StartRequest) (id, runID string, err error) {

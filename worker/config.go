@@ -20,38 +20,26 @@ import (
 const EnvPrefix = "WALKEEPER_"
 
 // Config holds every knob of a worker process. The zero value is not useful: start from
-// DefaultConfig and override. docs/CONFIG.md is generated from Knobs().
+// DefaultConfig and override. A field's flag, environment variable and meaning are its entry
+// in the knob table (config_knobs.go), from which docs/CONFIG.md is generated (Knobs()).
 type Config struct {
-	// Instance is the stable identity of this process; the shard id is derived from it.
 	Instance string
-	// Storage is the storage root URL (file://, mem://, s3://, gs://, azblob://).
-	Storage string
+	Storage  string
 
-	// Temporal says how to reach Temporal (host:port, namespace, TLS, API key). Its flags are
-	// registered by TemporalConfig.RegisterFlags so every command spells them alike.
+	// Temporal's flags are registered by TemporalConfig.RegisterFlags so every command
+	// spells them alike.
 	Temporal TemporalConfig
 
-	// Listen is the HTTP data-plane address. AuthToken, when set, is the bearer token every
-	// route but /healthz requires.
 	Listen    string
 	AuthToken string
 
-	// MergeSlots bounds concurrent activities on this worker's shard queue (Prepare).
-	MergeSlots int
-	// SharedActivitySlots bounds concurrent activities on the shared queue.
-	SharedActivitySlots int
-	// MergeBudgetBytes is the process-wide merge memory budget (0 = unlimited).
-	MergeBudgetBytes int64
-	// ReadBudgetBytes bounds what concurrent reads decode outside the cache (0 = unlimited).
-	ReadBudgetBytes int64
-	// MemoryLimitBytes is the Go runtime's soft memory limit (debug.SetMemoryLimit); 0 derives
-	// it from the read cache and the read budget (see DerivedMemoryLimit).
-	MemoryLimitBytes int64
-	// MergeMaxGenerations and MergeMaxBytes cap one merge pass (0 = no cap).
-	MergeMaxGenerations int
-	MergeMaxBytes       int64
-	// MergeAfterGenerations is the count trigger: after a seal, start MergeWal when the own
-	// shard has at least this many pending generations (0 = off).
+	MergeSlots            int
+	SharedActivitySlots   int
+	MergeBudgetBytes      int64
+	ReadBudgetBytes       int64
+	MemoryLimitBytes      int64 // 0: DerivedMemoryLimit
+	MergeMaxGenerations   int
+	MergeMaxBytes         int64
 	MergeAfterGenerations int
 	// MergeParallelPrepare, MergeShardsPerCommit and MergePrepareConcurrency are the
 	// count trigger's MergeWalInput.ParallelPrepare, MaxShardsPerCommit and
@@ -59,94 +47,51 @@ type Config struct {
 	MergeParallelPrepare    bool
 	MergeShardsPerCommit    int
 	MergePrepareConcurrency int
-	// FairnessWeights are the kinds' fairness weights every MergeWal this worker starts
-	// carries, its activities' starts included.
+	// FairnessWeights ride every MergeWal this worker starts, its activities' starts included.
 	FairnessWeights contract.FairnessWeights
-	// FairnessProbe: at start, probe whether the Temporal server has task-queue fairness on
-	// (temporaladmin.ProbeFairness) and warn when it has not.
-	FairnessProbe bool
-	// StickyWorkflows keeps the SDK's sticky workflow execution. Temporal serves a sticky
-	// queue in arrival order whatever the fairness keys; off, every workflow task goes
-	// through the fair shared queue and replays the run's history.
+	FairnessProbe   bool
+	// StickyWorkflows: Temporal serves a sticky queue in arrival order whatever the fairness
+	// keys; off, every workflow task goes through the fair shared queue and replays its run.
 	StickyWorkflows bool
 
-	// FlushInterval is the flusher period (0 = off). FlushTimeout bounds one store's seal
-	// in a sweep; 0 means max(5 × FlushInterval, 30s).
 	FlushInterval time.Duration
-	FlushTimeout  time.Duration
+	FlushTimeout  time.Duration // 0: max(5 × FlushInterval, 30s)
+	PendingWarn   int
+	PendingMax    int
 
-	// PendingWarn logs a warning when a read unions this many pending generations in one
-	// shard (0 = off); PendingMax refuses reads above it and appends and deletes to a shard at
-	// it (0 = off).
-	PendingWarn int
-	PendingMax  int
-
-	// MaxBodyBytes caps an HTTP request body; MaxRowBytes caps one encoded row (0 = no cap).
-	MaxBodyBytes int64
-	MaxRowBytes  int
-	// PageBytes caps the encoded answer of one list page (stores or rows); a page always
-	// holds at least one item and carries `next` when it stops early.
-	PageBytes int64
-	// HTTPReadTimeout bounds reading one whole request, body included; HTTPWriteTimeout
-	// bounds writing its answer (merge-wal?wait=true counts it from the end of its wait).
-	// 0 = no bound.
+	MaxBodyBytes     int64
+	MaxRowBytes      int
+	PageBytes        int64
 	HTTPReadTimeout  time.Duration
 	HTTPWriteTimeout time.Duration
-	// MaxConnections caps the open HTTP connections (0 = no cap).
-	MaxConnections int
-	// MaxAppendRows caps the rows of one append (0 = no cap). MemtableBytes seals an active
-	// memtable when it reaches it and caps one append's decoded rows (store.Options).
-	MaxAppendRows int
-	MemtableBytes int64
+	MaxConnections   int
+	MaxAppendRows    int
+	MemtableBytes    int64
 
-	// GroupCommitWait and GroupCommitMaxRows tune the WAL group commit.
 	GroupCommitWait    time.Duration
 	GroupCommitMaxRows int
-	// CacheBytes bounds decoded generations and runs kept for reads.
-	CacheBytes int64
-	// ResidentStoresMax bounds the stores kept open (least recently used evicted beyond it;
-	// 0 = no cap); ResidentIdle evicts a store unused that long (0 = never).
-	ResidentStoresMax int
-	ResidentIdle      time.Duration
+	CacheBytes         int64
+	ResidentStoresMax  int
+	ResidentIdle       time.Duration
 
-	// SweepInterval is the time between two sweep rounds of the Temporal schedule
-	// "walkeeper-sweep" that the worker ensures on start (0 = leave the schedule alone).
-	// SweepWindow is how long one SweepWindow workflow runs rounds: the schedule starts one
-	// per window (docs/DESIGN.md §12, "Sweep windows").
-	SweepInterval time.Duration
-	SweepWindow   time.Duration
-	// ReconcileInterval is the period of the Temporal schedule "walkeeper-reconcile"
-	// (ReconcileDemand) that the worker ensures on start (0 = leave the schedule alone).
-	ReconcileInterval time.Duration
-	// CompactDemandRuns: a merge commit leaving this many base runs marks the store for
-	// compaction in the demand index (0 = no marker: the sweep then never starts CompactBase).
-	CompactDemandRuns int
-	// SweepJitter bounds the random delay of each scheduled sweep window (at most a quarter
-	// of SweepWindow). SweepMaxStarts caps the workflows one sweep round starts, most
-	// indebted first; SweepStartBatch is the starts per StartWorkflows activity of one sweep
-	// and SweepStartSpacing the least time between two batches (0 = no pacing), counted from
-	// the first launch.
-	SweepJitter time.Duration
-	// SweepMergeMinGenerations is the sweep's merge threshold (merge_min_generations): a
-	// merge costs the same Temporal actions for 8 generations as for 64, so a higher threshold
-	// is fewer, cheaper merges for more debt (docs/OPERATIONS.md §15).
+	SweepInterval     time.Duration // 0: leave the schedule walkeeper-sweep alone
+	SweepWindow       time.Duration
+	ReconcileInterval time.Duration // 0: leave the schedule walkeeper-reconcile alone
+	// CompactDemandRuns 0 sets no compaction marker, so the sweep never starts CompactBase.
+	CompactDemandRuns        int
+	SweepJitter              time.Duration
 	SweepMergeMinGenerations int
 	SweepMaxStarts           int
 	SweepStartBatch          int
 	SweepStartSpacing        time.Duration
-	// SweepStartConcurrency bounds the starts one StartWorkflows activity of this worker has
-	// in flight (Activities.StartConcurrency).
-	SweepStartConcurrency int
+	SweepStartConcurrency    int
 
 	// MergeRunTimeout is the WorkflowRunTimeout of every MergeWal and CompactBase this worker
-	// starts (count trigger, HTTP route, sweep and schedule starts) and the deadline after
-	// which the stuck-run scan terminates a run started without one (docs/DESIGN.md §10).
-	MergeRunTimeout time.Duration
-	// StuckScanInterval is how often this worker looks for MergeWal and CompactBase runs that
-	// cannot make progress (stuck_scan.go); 0 = never.
-	StuckScanInterval time.Duration
+	// starts and the deadline past which the stuck-run scan terminates a run started without
+	// one (docs/DESIGN.md §10).
+	MergeRunTimeout   time.Duration
+	StuckScanInterval time.Duration // 0: no stuck-run scan
 
-	// LogFormat is json or console; LogLevel debug, info, warn or error.
 	LogFormat string
 	LogLevel  string
 	// ShutdownTimeout bounds Stop when its context has no deadline.
@@ -251,7 +196,7 @@ func (c *Config) StoreOptions() store.Options {
 // Validate reports every problem at once: environment values that did not parse and knob
 // values out of range.
 func (c *Config) Validate() error {
-	errs := sortedEnvErrors(c.envErrs, c.Temporal.envErrs)
+	errs := c.envErrs.sorted()
 	bad := func(flag, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("--%s: %s", flag, fmt.Sprintf(format, args...)))
 	}
@@ -269,9 +214,7 @@ func (c *Config) Validate() error {
 	if c.Temporal.Namespace == "" {
 		bad("namespace", "must not be empty")
 	}
-	if (c.Temporal.TLSCert == "") != (c.Temporal.TLSKey == "") {
-		bad("temporal-tls-cert", "--temporal-tls-cert and --temporal-tls-key go together")
-	}
+	errs = append(errs, c.Temporal.Validate())
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		bad("listen", "%q is not host:port: %v", c.Listen, err)
 	}

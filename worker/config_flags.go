@@ -34,15 +34,11 @@ func (e *envErrors) register(fs *pflag.FlagSet, k knob, get func() string, set f
 	registerKnobFlag(fs, k, &knobValue{get: get, set: set, ok: func() { delete(*e, k.Flag) }, typ: k.Type})
 }
 
-// sortedEnvErrors lists the errors of every map in flag order.
-func sortedEnvErrors(ms ...envErrors) []error {
-	all := map[string]error{}
-	for _, m := range ms {
-		maps.Copy(all, m)
-	}
-	errs := make([]error, 0, len(all))
-	for _, n := range slices.Sorted(maps.Keys(all)) {
-		errs = append(errs, all[n])
+// sorted lists the errors in flag order.
+func (e envErrors) sorted() []error {
+	errs := make([]error, 0, len(e))
+	for _, n := range slices.Sorted(maps.Keys(e)) {
+		errs = append(errs, e[n])
 	}
 	return errs
 }
@@ -73,7 +69,7 @@ func (c *TemporalConfig) RegisterFlags(fs *pflag.FlagSet) {
 // Validate reports environment values that did not parse (unless a flag overrode them) and
 // a client certificate without its key or the other way round.
 func (c *TemporalConfig) Validate() error {
-	errs := sortedEnvErrors(c.envErrs)
+	errs := c.envErrs.sorted()
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		errs = append(errs, errors.New("--temporal-tls-cert: --temporal-tls-cert and --temporal-tls-key go together"))
 	}

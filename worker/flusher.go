@@ -11,7 +11,7 @@ import (
 	"github.com/walkeeper/walkeeper/store"
 )
 
-// FlusherOptions configures a Flusher. Resident and Flush are injectable for tests.
+// FlusherOptions configures a Flusher. Flush is injectable for tests.
 type FlusherOptions struct {
 	Interval time.Duration // period of each kind's loop; 0 = Start does nothing
 	Timeout  time.Duration // per-store seal timeout (0 = max(5 × Interval, 30s)); a slower seal is abandoned for the tick
@@ -68,9 +68,6 @@ func NewFlusher(opts FlusherOptions) *Flusher {
 	}
 	if opts.Flush == nil {
 		opts.Flush = func(ctx context.Context, s *store.Store) (store.FlushResult, error) { return s.Flush(ctx) }
-	}
-	if opts.Resident == nil {
-		opts.Resident = func() []*store.Store { return nil }
 	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = max(5*opts.Interval, minFlushTimeout)

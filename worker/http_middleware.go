@@ -116,7 +116,7 @@ func (a *apiServer) serve(w http.ResponseWriter, r *http.Request, h http.Handler
 	// The mux would redirect "." and ".." segments to a cleaned path; refuse them instead, so
 	// a traversal attempt is a plain 400 that touches nothing.
 	for _, seg := range strings.Split(r.URL.EscapedPath(), "/") {
-		if u := unescapeSegment(seg); u == "." || u == ".." {
+		if u, _ := url.PathUnescape(seg); u == "." || u == ".." { // a segment that does not unescape is neither
 			a.fail(w, r, newAPIError(http.StatusBadRequest, CodeInvalidName, "path segment %q is not allowed", clipText(u)))
 			return
 		}
@@ -138,13 +138,6 @@ func (a *apiServer) serve(w http.ResponseWriter, r *http.Request, h http.Handler
 		}
 	}
 	a.mux.ServeHTTP(w, r)
-}
-
-func unescapeSegment(s string) string {
-	if u, err := url.PathUnescape(s); err == nil {
-		return u
-	}
-	return s
 }
 
 // captureWriter swallows the mux's plain-text 404/405 so they can be answered in JSON.
@@ -185,7 +178,7 @@ func (a *apiServer) fail(w http.ResponseWriter, r *http.Request, err error) {
 	ae := classify(err)
 	ri := infoFrom(r.Context())
 	if ae.Status == http.StatusInternalServerError {
-		ri.id = newRequestID()
+		ri.id = requestIDs.prefix + "-" + strconv.FormatUint(requestIDs.seq.Add(1), 10)
 		c := *ae
 		c.Message = internalMessage(ae, ri.id)
 		ae = &c
@@ -217,10 +210,6 @@ var requestIDs = struct {
 	prefix string
 	seq    atomic.Uint64
 }{prefix: rand.Text()[:8]}
-
-func newRequestID() string {
-	return requestIDs.prefix + "-" + strconv.FormatUint(requestIDs.seq.Add(1), 10)
-}
 
 // writeJSON answers v with status; HTML characters are not escaped (the answer is JSON, never
 // HTML), so a '<' in a row costs one byte, not six.

@@ -2,7 +2,7 @@ package worker
 
 import (
 	"fmt"
-	"os"
+	"io"
 	"strings"
 
 	"go.uber.org/zap"
@@ -15,10 +15,10 @@ const (
 	LogFormatConsole = "console"
 )
 
-// NewLogger builds the process logger: JSON lines (the default, for log shippers) or a
-// human-readable console encoder, at level debug|info|warn|error (default info). Logs go to
-// stderr so that command output on stdout stays machine-readable.
-func NewLogger(format, level string) (*zap.Logger, error) {
+// NewLogger builds a logger writing to w: JSON lines (the default, for log shippers) or a
+// human-readable console encoder, at level debug|info|warn|error (default info). Processes log
+// to stderr so that command output on stdout stays machine-readable.
+func NewLogger(w io.Writer, format, level string) (*zap.Logger, error) {
 	lvl := zapcore.InfoLevel
 	if level != "" {
 		if err := lvl.UnmarshalText([]byte(strings.ToLower(level))); err != nil {
@@ -41,6 +41,6 @@ func NewLogger(format, level string) (*zap.Logger, error) {
 	default:
 		return nil, fmt.Errorf("log format %q: want json or console", format)
 	}
-	core := zapcore.NewCore(enc, zapcore.Lock(os.Stderr), lvl)
+	core := zapcore.NewCore(enc, zapcore.Lock(zapcore.AddSync(w)), lvl)
 	return zap.New(core, zap.AddCaller(), zap.AddStacktrace(zapcore.ErrorLevel)), nil
 }

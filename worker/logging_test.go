@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"io"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -9,12 +10,12 @@ import (
 
 func TestNewLogger(t *testing.T) {
 	for _, f := range []string{"", "json", "console"} {
-		l, err := NewLogger(f, "debug")
+		l, err := NewLogger(io.Discard, f, "debug")
 		require.NoError(t, err, f)
 		require.NotNil(t, l)
 	}
-	_, err := NewLogger("xml", "info")
+	_, err := NewLogger(io.Discard, "xml", "info")
 	assert.Error(t, err)
-	_, err = NewLogger("json", "loud")
+	_, err = NewLogger(io.Discard, "json", "loud")
 	assert.Error(t, err)
 }

@@ -6,8 +6,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
 )
 
@@ -30,7 +32,10 @@ type Metrics struct {
 	activities          *prometheus.CounterVec   // activity, kind, outcome
 	activitySeconds     *prometheus.HistogramVec // activity
 	maintenance         *prometheus.GaugeVec     // workflow
-	stuck               stuckMetrics
+	// The stuck-run scan's series (stuck_scan.go).
+	runsStuck      *prometheus.GaugeVec   // workflow, reason
+	runsTerminated *prometheus.CounterVec // workflow
+	stuckScans     *prometheus.CounterVec // result
 	// temporalFairness is what the start probe found (checkFairness).
 	temporalFairness prometheus.Gauge
 	// taskQueuePartitions is what the server said at start (checkPartitions), by queue.
@@ -54,71 +59,86 @@ func NewMetrics(budget *store.Budget) *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
+	f := promauto.With(reg)
 	m := &Metrics{
 		Registry: reg,
 		Store:    store.NewMetrics(reg, budget),
-		httpRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+		httpRequests: f.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "walkeeper", Subsystem: "http", Name: "requests_total",
 			Help: "HTTP requests by route pattern and status code.",
 		}, []string{"route", "code"}),
-		httpSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		httpSeconds: f.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "walkeeper", Subsystem: "http", Name: "request_seconds",
 			Help:    "HTTP request latency by route pattern.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
 		}, []string{"route"}),
-		httpUnauthenticated: prometheus.NewGauge(prometheus.GaugeOpts{
+		httpUnauthenticated: f.NewGauge(prometheus.GaugeOpts{
 			Namespace: "walkeeper", Subsystem: "http", Name: "unauthenticated",
 			Help: "1 when the HTTP data plane listens on a non-loopback address without --auth-token, else 0.",
 		}),
-		triggerStarts: prometheus.NewCounterVec(prometheus.CounterOpts{
+		triggerStarts: f.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "walkeeper", Subsystem: "trigger", Name: "starts_total",
 			Help: "MergeWal starts (or attaches) by trigger and result; never counted as flush outcomes.",
 		}, []string{"trigger", "result"}),
-		flusherFlush: prometheus.NewHistogram(prometheus.HistogramOpts{
+		flusherFlush: f.NewHistogram(prometheus.HistogramOpts{
 			Namespace: "walkeeper", Subsystem: "sweeper", Name: "flush_seconds",
 			Help:    "Duration of one store's seal in the flush sweeper (completed seals only).",
 			Buckets: []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120},
 		}),
-		flusherTimeouts: prometheus.NewCounterVec(prometheus.CounterOpts{
+		flusherTimeouts: f.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "walkeeper", Subsystem: "sweeper", Name: "timeouts_total",
 			Help: "Seals abandoned by the flush sweeper after the per-store timeout, by kind.",
 		}, []string{"kind"}),
-		flusherSkipped: prometheus.NewCounterVec(prometheus.CounterOpts{
+		flusherSkipped: f.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "walkeeper", Subsystem: "sweeper", Name: "skipped_total",
 			Help: "Stores skipped by a sweep because their previous (abandoned) seal is still running, by kind.",
 		}, []string{"kind"}),
-		flusherStores: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		flusherStores: f.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: "walkeeper", Subsystem: "sweeper", Name: "resident_stores",
 			Help: "Resident stores seen by the last sweep of each kind.",
 		}, []string{"kind"}),
-		activities: prometheus.NewCounterVec(prometheus.CounterOpts{
+		activities: f.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "walkeeper", Subsystem: "activity", Name: "executions_total",
 			Help: "Activity executions on this worker by activity, kind and outcome (ok, empty or the Temporal error type).",
 		}, []string{"activity", "kind", "outcome"}),
-		activitySeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		activitySeconds: f.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "walkeeper", Subsystem: "activity", Name: "execution_seconds",
 			Help:    "Activity execution time on this worker by activity.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 11),
 		}, []string{"activity"}),
 		// The series appears only once a run succeeded on this worker, so a restarted worker
 		// does not report "never" as 1970; the alerts take the max over workers.
-		maintenance: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		maintenance: f.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: "walkeeper", Subsystem: "maintenance", Name: "last_success_timestamp_seconds",
 			Help: "Unix time of the last successful fleet-wide maintenance run (sweep, reconcile) recorded by this worker.",
 		}, []string{"workflow"}),
-		temporalFairness: prometheus.NewGauge(prometheus.GaugeOpts{
+		temporalFairness: f.NewGauge(prometheus.GaugeOpts{
 			Namespace: "walkeeper", Subsystem: "temporal", Name: "fairness",
 			Help: "1 when the Temporal server dispatches task queues by fairness key (probed at start), 0 when in arrival order, -1 when not known (probe off, pending or inconclusive).",
 		}),
-		taskQueuePartitions: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		taskQueuePartitions: f.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: "walkeeper", Subsystem: "temporal", Name: "task_queue_partitions",
 			Help: "Read partitions of the task queues this worker polls (the larger of the workflow and activity counts, asked at start; -1 when not known). Fairness holds within a partition: more than 1 lets a light kind's merge wait behind another kind's backlog.",
 		}, []string{"queue"}),
+		runsStuck: f.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "walkeeper", Subsystem: "merge", Name: "runs_stuck",
+			Help: "MergeWal and CompactBase runs that cannot make progress at this worker's last stuck-run scan, by workflow type and reason (workflow_task, activity_retrying, past_deadline).",
+		}, []string{"workflow", "reason"}),
+		runsTerminated: f.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "walkeeper", Subsystem: "merge", Name: "runs_terminated_total",
+			Help: "Stuck runs without a run timeout that this worker's scan terminated past --merge-run-timeout, by workflow type.",
+		}, []string{"workflow"}),
+		stuckScans: f.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "walkeeper", Subsystem: "merge", Name: "stuck_scans_total",
+			Help: "Stuck-run scans of this worker by result (ok, failed).",
+		}, []string{"result"}),
 	}
-	reg.MustRegister(m.httpRequests, m.httpSeconds, m.httpUnauthenticated, m.triggerStarts, m.flusherFlush,
-		m.flusherTimeouts, m.flusherSkipped, m.flusherStores, m.activities, m.activitySeconds,
-		m.maintenance, m.temporalFairness, m.taskQueuePartitions)
-	m.stuck = newStuckMetrics(reg)
+	m.setStuck(nil)
+	for _, typ := range stuckTypes {
+		m.runsTerminated.WithLabelValues(typ)
+	}
+	m.stuckScans.WithLabelValues("ok")
+	m.stuckScans.WithLabelValues("failed")
 	m.temporalFairness.Set(fairnessUnknown)
 	for _, q := range []string{queueShared, queueShard} {
 		m.taskQueuePartitions.WithLabelValues(q).Set(partitionsUnknown)
@@ -167,4 +187,36 @@ func (m *Metrics) trigger(trigger string, err error) {
 		r = ResultFailed
 	}
 	m.triggerStarts.WithLabelValues(trigger, r).Inc()
+}
+
+// stuckTypes are the workflow label values of the stuck-run series.
+var stuckTypes = []string{contract.MergeWalWorkflow, contract.CompactBaseWorkflow}
+
+// setStuck replaces the gauges with one scan's counts by (workflow, reason).
+func (m *Metrics) setStuck(counts map[[2]string]int) {
+	if m == nil {
+		return
+	}
+	for _, typ := range stuckTypes {
+		for _, r := range StuckReasons {
+			m.runsStuck.WithLabelValues(typ, r).Set(float64(counts[[2]string{typ, r}]))
+		}
+	}
+}
+
+func (m *Metrics) stuckTerminated(typ string) {
+	if m != nil {
+		m.runsTerminated.WithLabelValues(typ).Inc()
+	}
+}
+
+func (m *Metrics) stuckScanned(err error) {
+	if m == nil {
+		return
+	}
+	result := "ok"
+	if err != nil {
+		result = "failed"
+	}
+	m.stuckScans.WithLabelValues(result).Inc()
 }

@@ -6,7 +6,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
@@ -42,8 +41,8 @@ const (
 // server shows).
 type StuckRun struct {
 	Reason string // one of StuckReasons, or ""
-	// Detail says it for a human: "workflow task failing (attempt 7)", with the failure once
-	// WithLastWorkflowTaskFailure added it.
+	// Detail says it for a human: "workflow task failing (attempt 7)", with the failure
+	// DiagnoseRun read from the history.
 	Detail string
 	// PastDeadline: the run is older than its deadline (Deadline).
 	PastDeadline bool
@@ -58,9 +57,9 @@ type StuckRun struct {
 // has no run timeout of its own (started by hand), so Temporal will not end it.
 func (s StuckRun) Terminable() bool { return s.PastDeadline && !s.OwnTimeout }
 
-// ClassifyRun is why the described running run d cannot make progress at now, with deadline
+// classifyRun is why the described running run d cannot make progress at now, with deadline
 // the bound of a run started without a run timeout. Pure.
-func ClassifyRun(d *workflowservice.DescribeWorkflowExecutionResponse, now time.Time, deadline time.Duration) StuckRun {
+func classifyRun(d *workflowservice.DescribeWorkflowExecutionResponse, now time.Time, deadline time.Duration) StuckRun {
 	info := d.GetWorkflowExecutionInfo()
 	s := StuckRun{Deadline: deadline, Age: now.Sub(info.GetStartTime().AsTime())}
 	if rt := d.GetExecutionConfig().GetWorkflowRunTimeout(); rt != nil && rt.AsDuration() > 0 {
@@ -90,17 +89,18 @@ func ClassifyRun(d *workflowservice.DescribeWorkflowExecutionResponse, now time.
 	return s
 }
 
-// WithLastWorkflowTaskFailure adds the failure of run's last failed workflow task to a
-// StuckWorkflowTask detail, read from the newest events of its history (one call). The
-// server records the first failure of a streak, so that is the one shown. Other stuck runs
-// and a failed read are returned unchanged.
-func (s StuckRun) WithLastWorkflowTaskFailure(ctx context.Context, c client.Client, namespace, id, runID string) StuckRun {
+// DiagnoseRun is why the described running run d cannot make progress at now (deadline
+// bounds a run started without a run timeout), with, for a failing workflow task, the failure
+// read from the newest events of its history (one call; a failed read leaves the detail
+// short). The server records the first failure of a streak, so that is the one shown.
+func DiagnoseRun(ctx context.Context, c client.Client, namespace string, d *workflowservice.DescribeWorkflowExecutionResponse, now time.Time, deadline time.Duration) StuckRun {
+	s := classifyRun(d, now, deadline)
 	if s.Reason != StuckWorkflowTask {
 		return s
 	}
 	resp, err := c.WorkflowService().GetWorkflowExecutionHistoryReverse(ctx, &workflowservice.GetWorkflowExecutionHistoryReverseRequest{
 		Namespace:       namespace,
-		Execution:       &commonpb.WorkflowExecution{WorkflowId: id, RunId: runID},
+		Execution:       d.GetWorkflowExecutionInfo().GetExecution(),
 		MaximumPageSize: stuckHistoryEvents,
 	})
 	if err != nil {

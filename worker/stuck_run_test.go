@@ -34,14 +34,14 @@ func TestClassifyRun(t *testing.T) {
 	d := describedRun(now.Add(-time.Minute), deadline)
 	d.PendingWorkflowTask = &workflowpb.PendingWorkflowTaskInfo{Attempt: StuckWorkflowTaskAttempts - 1}
 	d.PendingActivities = []*workflowpb.PendingActivityInfo{{Attempt: StuckActivityAttempts - 1}}
-	s := ClassifyRun(d, now, deadline)
+	s := classifyRun(d, now, deadline)
 	require.Equal(t, "", s.Reason)
 	require.False(t, s.Terminable())
 
 	// A workflow task failing over and over wins over everything else.
 	d.PendingWorkflowTask.Attempt = 7
 	d.PendingActivities[0].Attempt = 4
-	s = ClassifyRun(d, now, deadline)
+	s = classifyRun(d, now, deadline)
 	require.Equal(t, StuckWorkflowTask, s.Reason)
 	require.Equal(t, "workflow task failing (attempt 7)", s.Detail)
 
@@ -49,13 +49,13 @@ func TestClassifyRun(t *testing.T) {
 	d.PendingWorkflowTask = nil
 	d.PendingActivities[0].ActivityType = &commonpb.ActivityType{Name: contract.PrepareActivity}
 	d.PendingActivities[0].LastFailure = &failurepb.Failure{Message: "bucket unreachable"}
-	s = ClassifyRun(d, now, deadline)
+	s = classifyRun(d, now, deadline)
 	require.Equal(t, StuckActivity, s.Reason)
 	require.Equal(t, "activity Prepare retrying (attempt 4: bucket unreachable)", s.Detail)
 
 	// Past its own run timeout: Temporal ends it, so the scan must not terminate it.
 	d = describedRun(now.Add(-3*time.Hour), deadline)
-	s = ClassifyRun(d, now, time.Hour)
+	s = classifyRun(d, now, time.Hour)
 	require.Equal(t, StuckPastDeadline, s.Reason)
 	require.True(t, s.OwnTimeout)
 	require.Equal(t, deadline, s.Deadline, "the run's own timeout is its deadline")
@@ -65,7 +65,7 @@ func TestClassifyRun(t *testing.T) {
 	// terminate ends it; its reason stays the most telling one.
 	d = describedRun(now.Add(-3*time.Hour), 0)
 	d.PendingWorkflowTask = &workflowpb.PendingWorkflowTaskInfo{Attempt: 40}
-	s = ClassifyRun(d, now, deadline)
+	s = classifyRun(d, now, deadline)
 	require.Equal(t, StuckWorkflowTask, s.Reason)
 	require.True(t, s.PastDeadline)
 	require.True(t, s.Terminable())
@@ -73,7 +73,7 @@ func TestClassifyRun(t *testing.T) {
 
 	// Younger than the deadline, without a run timeout: nothing to do yet.
 	d = describedRun(now.Add(-time.Hour), 0)
-	s = ClassifyRun(d, now, deadline)
+	s = classifyRun(d, now, deadline)
 	require.Equal(t, "", s.Reason)
 	require.False(t, s.Terminable())
 }

@@ -33,7 +33,7 @@ const (
 
 // stuckScan looks, every interval, for MergeWal and CompactBase runs that cannot make
 // progress: a run started more than one interval ago is described and classified
-// (ClassifyRun), one listing page per scan (stuckSweep). Each stuck run is logged with its reason, counted in
+// (DiagnoseRun), one listing page per scan (stuckSweep). Each stuck run is logged with its reason, counted in
 // walkeeper_merge_runs_stuck, and terminated when it is past the deadline without a run
 // timeout of its own (started by hand), so that the next trigger starts a fresh run instead
 // of attaching to it. Every worker scans: the cost is reads only (no Temporal action), a
@@ -123,11 +123,10 @@ func (s *stuckScan) scan(ctx context.Context) error {
 		if d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 			continue
 		}
-		st := ClassifyRun(d, now, s.deadline)
+		st := DiagnoseRun(ctx, s.c, s.namespace, d, now, s.deadline)
 		if st.Reason == "" {
 			continue
 		}
-		st = st.WithLastWorkflowTaskFailure(ctx, s.c, s.namespace, id, runID)
 		sw.stuck[[2]string{typ, st.Reason}]++
 		s.log.Warn("run cannot make progress", zap.String("workflow_id", id), zap.String("run_id", runID),
 			zap.String("reason", st.Reason), zap.String("detail", st.Detail), zap.Duration("age", st.Age.Round(time.Second)),

@@ -86,11 +86,11 @@ func TestStuckScanOnTwoWorkersTerminatesOnce(t *testing.T) {
 	terminated := 0.0
 	for i, s := range scans {
 		require.NoError(t, errs[i])
-		terminated += testutil.ToFloat64(s.metrics.stuck.terminated.WithLabelValues(contract.MergeWalWorkflow))
-		got := testutil.ToFloat64(s.metrics.stuck.runs.WithLabelValues(contract.MergeWalWorkflow, StuckWorkflowTask))
+		terminated += testutil.ToFloat64(s.metrics.runsTerminated.WithLabelValues(contract.MergeWalWorkflow))
+		got := testutil.ToFloat64(s.metrics.runsStuck.WithLabelValues(contract.MergeWalWorkflow, StuckWorkflowTask))
 		require.Contains(t, []float64{1, 2}, got, "both broken runs, or the timed one after the other worker terminated the first")
-		require.Zero(t, testutil.ToFloat64(s.metrics.stuck.runs.WithLabelValues(contract.CompactBaseWorkflow, StuckPastDeadline)))
-		require.Zero(t, testutil.ToFloat64(s.metrics.stuck.runs.WithLabelValues(contract.CompactBaseWorkflow, StuckWorkflowTask)))
+		require.Zero(t, testutil.ToFloat64(s.metrics.runsStuck.WithLabelValues(contract.CompactBaseWorkflow, StuckPastDeadline)))
+		require.Zero(t, testutil.ToFloat64(s.metrics.runsStuck.WithLabelValues(contract.CompactBaseWorkflow, StuckWorkflowTask)))
 	}
 	require.Equal(t, 1.0, terminated, "two workers terminate the hand-started run once")
 
@@ -105,7 +105,7 @@ func TestStuckScanOnTwoWorkersTerminatesOnce(t *testing.T) {
 
 	// A later scan sees only the timed run.
 	require.NoError(t, scans[0].scan(ctx))
-	require.Equal(t, 1.0, testutil.ToFloat64(scans[0].metrics.stuck.runs.WithLabelValues(contract.MergeWalWorkflow, StuckWorkflowTask)))
+	require.Equal(t, 1.0, testutil.ToFloat64(scans[0].metrics.runsStuck.WithLabelValues(contract.MergeWalWorkflow, StuckWorkflowTask)))
 }
 
 // More running runs than a page: each scan reads one page of the same listing, the gauges
@@ -155,7 +155,7 @@ func TestStuckScanWalksEveryPageOfTheListing(t *testing.T) {
 	s := &stuckScan{c: c, namespace: "default", interval: time.Minute, deadline: 2 * time.Hour,
 		log: zaptest.NewLogger(t), metrics: NewMetrics(nil), now: func() time.Time { return clock }, pageSize: 2}
 	gauge := func() float64 {
-		return testutil.ToFloat64(s.metrics.stuck.runs.WithLabelValues(contract.MergeWalWorkflow, StuckWorkflowTask))
+		return testutil.ToFloat64(s.metrics.runsStuck.WithLabelValues(contract.MergeWalWorkflow, StuckWorkflowTask))
 	}
 	require.NoError(t, s.scan(context.Background()))
 	require.Zero(t, gauge(), "the listing is not read to its end yet")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"os"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -48,7 +49,7 @@ func (g *globalOptions) logger(defLevel string) (*zap.Logger, error) {
 	if lvl == "" {
 		lvl = defLevel
 	}
-	l, err := worker.NewLogger(g.logFormat, lvl)
+	l, err := worker.NewLogger(os.Stderr, g.logFormat, lvl)
 	if err != nil {
 		return nil, cli.Usage(err)
 	}

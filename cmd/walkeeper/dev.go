@@ -142,9 +142,7 @@ func runDev(parent context.Context, out io.Writer, g *globalOptions, o *devOptio
 				logger.Warn("stop temporal dev server", zap.Error(err))
 			}
 		}()
-		tc.HostPort = srv.HostPort()
-		tc.Namespace = temporaladmin.DefaultNamespace
-		tc.TLS, tc.TLSCert, tc.TLSKey, tc.TLSCA, tc.TLSServerName, tc.APIKey = false, "", "", "", "", ""
+		tc.Config = temporaladmin.Config{HostPort: srv.HostPort(), Namespace: temporaladmin.DefaultNamespace}
 		uiURL = srv.UIURL()
 	}
 	c, err := temporaladmin.Dial(ctx, tc.Config, logger)

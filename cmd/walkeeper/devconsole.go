@@ -18,6 +18,7 @@ import (
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/internal/devserver"
 	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/worker"
 )
 
 // `walkeeper dev` is calm by default: the full log goes to <data>/walkeeper.log and the
@@ -44,37 +45,27 @@ func devLogger(g *globalOptions, data string, verbose bool) (logger *zap.Logger,
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("dev log: %w", err)
 	}
-	lvl := zapcore.InfoLevel
-	if g.logLevel != "" {
-		_ = lvl.UnmarshalText([]byte(strings.ToLower(g.logLevel))) // validated by g.logger
-	}
-	encCfg := zap.NewProductionEncoderConfig()
-	encCfg.TimeKey = "ts"
-	encCfg.EncodeTime = zapcore.RFC3339NanoTimeEncoder
-	encCfg.EncodeDuration = zapcore.StringDurationEncoder
-	fileCore := zapcore.NewCore(zapcore.NewJSONEncoder(encCfg), zapcore.AddSync(f), lvl)
+	logger, _ = worker.NewLogger(f, worker.LogFormatJSON, g.logLevel) // the level is validated by g.logger
 	if verbose {
+		fileCore := logger.Core()
 		logger = console.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core { return zapcore.NewTee(c, fileCore) }))
-	} else {
-		logger = zap.New(fileCore, zap.AddCaller(), zap.AddStacktrace(zapcore.ErrorLevel))
 	}
 	return logger, path, func() { _ = logger.Sync(); _ = f.Close() }, nil
 }
 
 // devConsole prints the live summary of a running dev.
 type devConsole struct {
-	out     io.Writer
-	tty     bool // rewrite one line in place instead of printing a new one
-	c       client.Client
-	db      *store.DB // a read-only view of the dev's storage
-	uiURL   string
-	every   time.Duration
-	last    string
-	started time.Time
+	out   io.Writer
+	tty   bool // rewrite one line in place instead of printing a new one
+	c     client.Client
+	db    *store.DB // a read-only view of the dev's storage
+	uiURL string
+	every time.Duration
+	last  string
 }
 
 func newDevConsole(out io.Writer, c client.Client, db *store.DB, uiURL string) *devConsole {
-	return &devConsole{out: out, tty: isTerminal(out), c: c, db: db, uiURL: uiURL, every: devSummaryEvery, started: time.Now()}
+	return &devConsole{out: out, tty: isTerminal(out), c: c, db: db, uiURL: uiURL, every: devSummaryEvery}
 }
 
 // run refreshes the summary until ctx ends. Without a terminal a line is printed only when
@@ -161,7 +152,7 @@ func (d *devConsole) mergesPart(ctx context.Context) string {
 	e := resp.GetExecutions()[0]
 	r := historyRunOf(e, uiLinks{})
 	tgt := observedString(e.GetSearchAttributes().GetIndexedFields()[contract.WalTargetName])
-	last := fmt.Sprintf("last merge %s %s", strOrDash(tgt), r.Result)
+	last := fmt.Sprintf("last merge %s %s", orDash(tgt, dash), r.Result)
 	if r.Close != nil {
 		last += fmt.Sprintf(" %s ago", time.Since(*r.Close).Round(time.Second))
 	}

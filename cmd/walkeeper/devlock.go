@@ -46,8 +46,7 @@ func currentHolder() lockHolder {
 // kernel drops it when the process dies however it dies, so a crashed dev never leaves a
 // stale lock behind (the file itself stays, with the last holder's description in it).
 type dirLock struct {
-	f    *os.File
-	path string
+	f *os.File
 }
 
 // dirLockedError says the data directory is held by another process.
@@ -106,7 +105,7 @@ func lockDataDir(dir string, holder lockHolder) (*dirLock, error) {
 		_ = f.Close()
 		return nil, fmt.Errorf("lock %s: write holder: %w", path, err)
 	}
-	return &dirLock{f: f, path: path}, nil
+	return &dirLock{f: f}, nil
 }
 
 func readHolder(f *os.File) (lockHolder, error) {

@@ -96,12 +96,8 @@ func isTemporalFailure(e error) bool {
 // wrapper failures that only carry a cause.
 func failureMessage(e error) string {
 	switch x := e.(type) {
-	case *temporal.ApplicationError:
-		return x.Message()
-	case *temporal.TimeoutError:
-		return x.Message()
-	case *temporal.ServerError:
-		return x.Message()
+	case *temporal.ApplicationError, *temporal.TimeoutError, *temporal.ServerError:
+		return x.(interface{ Message() string }).Message()
 	case *temporal.CanceledError, *temporal.TerminatedError, *temporal.PanicError:
 		return x.Error()
 	}

@@ -211,12 +211,13 @@ func writeHistoryTable(out io.Writer, t store.Target, ns string, runs []historyR
 		_, err := fmt.Fprintf(out, "No MergeWal or CompactBase runs of %s on record in namespace %s.\n", t, ns)
 		return err
 	}
+	itoa := func(n int64) string { return strconv.FormatInt(n, 10) }
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "WHEN\tWORKFLOW\tTRIGGER\tPENDING AT START\tRECLAIMED\tACTIONS\tBYTES\tDURATION\tRESULT\tWEB UI")
 	for _, r := range runs {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			r.Start.Local().Format(time.DateTime), r.Workflow, strOrDash(r.Trigger),
-			intOrDash(r.PendingAtStart), intOrDash(r.Reclaimed), intOrDash(r.Actions), bytesOrDash(r.BytesMerged),
+			r.Start.Local().Format(time.DateTime), r.Workflow, orDash(r.Trigger, dash),
+			orDash(r.PendingAtStart, itoa), orDash(r.Reclaimed, itoa), orDash(r.Actions, itoa), orDash(r.BytesMerged, humanBytes),
 			durationOf(r), r.Result, r.URL)
 	}
 	if err := tw.Flush(); err != nil {
@@ -240,25 +241,12 @@ func durationOf(r historyRun) string {
 	return d.Round(time.Millisecond).String()
 }
 
-func strOrDash(s *string) string {
-	if s == nil {
+// orDash is *p formatted, or "-" for a value a run does not carry.
+func orDash[T any](p *T, format func(T) string) string {
+	if p == nil {
 		return "-"
 	}
-	return *s
-}
-
-func intOrDash(n *int64) string {
-	if n == nil {
-		return "-"
-	}
-	return strconv.FormatInt(*n, 10)
-}
-
-func bytesOrDash(n *int64) string {
-	if n == nil {
-		return "-"
-	}
-	return humanBytes(*n)
+	return format(*p)
 }
 
 // uiLinks builds Temporal Web UI addresses.

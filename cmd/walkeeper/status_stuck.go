@@ -19,7 +19,7 @@ const (
 )
 
 // stuckView tells why running runs cannot make progress, as the workers' stuck-run scan sees
-// it (worker.ClassifyRun). c is nil when Temporal is unreachable; deadline is the workers'
+// it (worker.DiagnoseRun). c is nil when Temporal is unreachable; deadline is the workers'
 // --merge-run-timeout, which a run without a run timeout of its own is held to.
 type stuckView struct {
 	c         client.Client
@@ -27,11 +27,9 @@ type stuckView struct {
 	deadline  time.Duration
 }
 
-// described classifies a described running run, with its last workflow task failure.
+// described diagnoses a described running run as the workers' scan does.
 func (sv stuckView) described(ctx context.Context, d *workflowservice.DescribeWorkflowExecutionResponse) worker.StuckRun {
-	st := worker.ClassifyRun(d, time.Now(), sv.deadline)
-	e := d.GetWorkflowExecutionInfo().GetExecution()
-	return st.WithLastWorkflowTaskFailure(ctx, sv.c, sv.namespace, e.GetWorkflowId(), e.GetRunId())
+	return worker.DiagnoseRun(ctx, sv.c, sv.namespace, d, time.Now(), sv.deadline)
 }
 
 // note describes run id/runID and says why it cannot make progress ("" when it can, or when

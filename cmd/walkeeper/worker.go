@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -33,7 +34,7 @@ server drains, running activities finish, memtables are sealed.`,
 			if err := cfg.Validate(); err != nil {
 				return cli.Usage(err)
 			}
-			logger, err := worker.NewLogger(cfg.LogFormat, cfg.LogLevel)
+			logger, err := worker.NewLogger(os.Stderr, cfg.LogFormat, cfg.LogLevel)
 			if err != nil {
 				return cli.Usage(err)
 			}

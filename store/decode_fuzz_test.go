@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
 
 	"github.com/walkeeper/walkeeper/store/manifest"
@@ -305,7 +306,7 @@ func FuzzDecodeGeneration(f *testing.F) {
 			}
 		}
 		in := append([]byte(nil), data...) // the zero-copy reader aliases its input
-		recs, err := decodeIPC(in, codec, "generation fuzz")
+		recs, err := decodeIPC(memory.DefaultAllocator, in, codec, "generation fuzz")
 		if err != nil {
 			checkDecodeErr(t, "decodeIPC", err)
 			return

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"go.uber.org/zap"
 
 	"github.com/walkeeper/walkeeper/store/manifest"
@@ -334,7 +335,7 @@ func (w *writer) replay(ctx context.Context, pos uint64) error {
 		w.s.countCorrupt(err)
 		return err
 	}
-	recs, err := decodeIPC(data, w.s.codec, what)
+	recs, err := decodeIPC(memory.DefaultAllocator, data, w.s.codec, what)
 	if err != nil {
 		w.s.countCorrupt(err)
 		return err

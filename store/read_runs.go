@@ -62,7 +62,7 @@ func (s *Store) tryGetFromRun(ctx context.Context, src readSource, key string, e
 		return runHit{}, 0, err
 	}
 	defer rb.close()
-	if need := acct.Allocated() + rb.Window(); need > res.Bytes() && !res.TryGrow(need) {
+	if need := acct.Allocated() + rb.window; need > res.Bytes() && !res.TryGrow(need) {
 		return runHit{}, need - res.Bytes(), fmt.Errorf("%s: a read of run %s needs %d bytes of the read budget of %d and holds %d: %w",
 			s.target, src.path, need, budget.Limit(), res.Bytes(), ErrBudgetBusy)
 	}

@@ -56,7 +56,7 @@ func newStore(db *DB, t Target, meta manifest.StoreMeta, codec *rowcodec.Codec) 
 		target: t,
 		meta:   meta,
 		codec:  codec,
-		base:   newChain(db, versionsPrefix(t)),
+		base:   &chain{db: db, prefix: versionsPrefix(t)},
 		shards: map[string]*chain{},
 	}
 	s.touch()

@@ -30,7 +30,7 @@ type chain struct {
 	// is reused while the storage read still says it is the latest (latestDecoded).
 	//
 	// INVARIANT: hintObj is shared by every caller that gets it; nobody mutates it (callers
-	// clone before drafting the next version).
+	// draft the next version with Next, a copy).
 	hintObj any
 }
 
@@ -271,8 +271,8 @@ func (s *Store) encodeBase(next *manifest.Base) ([]byte, error) {
 // loadShard returns the latest manifest of shard, or nil if the shard never wrote. The
 // storage read of the latest version is made every time; the decode only for a version
 // this handle has not seen (chain.latestDecoded), since every seal, fencing check, prepare
-// and snapshot loads it. The result is shared with the handle's cache: callers clone it
-// before drafting a new version, never change it.
+// and snapshot loads it. The result is shared with the handle's cache: callers draft a new
+// version with Next (a copy), never change it.
 func (s *Store) loadShard(ctx context.Context, shard string) (*manifest.Shard, error) {
 	v, obj, err := s.shardChain(shard).latestDecoded(ctx, func(v uint64, raw []byte) (any, error) {
 		return decodeShardManifest(raw, v, s.target, shard)
@@ -315,8 +315,7 @@ func (s *Store) editShard(ctx context.Context, shard string, edit func(m *manife
 		if cur == nil {
 			return nil, fmt.Errorf("shard %s of %s: %w", shard, s.target, ErrNotFound)
 		}
-		next := cur.Clone()
-		next.Version = cur.Version + 1
+		next := cur.Next()
 		ok, err := edit(next)
 		if err != nil {
 			return nil, err

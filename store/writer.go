@@ -253,8 +253,7 @@ func openWriter(ctx context.Context, s *Store) (*writer, error) {
 		if cur == nil {
 			cur = &manifest.Shard{Shard: shard, NextGeneration: 1}
 		}
-		next := cur.Clone()
-		next.Version = cur.Version + 1
+		next := cur.Next()
 		next.WriterEpoch = cur.WriterEpoch + 1
 		err = s.publishShard(ctx, next)
 		if err == nil {

@@ -188,9 +188,8 @@ func (a *memAccount) err() error {
 	return nil
 }
 
-// Allocated returns the bytes handed out and not freed; Peak the most ever at once.
+// Allocated returns the bytes handed out and not freed.
 func (a *memAccount) Allocated() int64 { return a.allocated.Load() }
-func (a *memAccount) Peak() int64      { return a.peak.Load() }
 
 // get takes a buffer of capacity >= size from the pool (reused), or allocates one aligned.
 // Without a pool (an unlimited budget) nothing is reused, so buffers stay on the Go heap:

@@ -69,9 +69,6 @@ func (s *Store) Target() Target { return s.target }
 // Codec converts rows for this store's schema.
 func (s *Store) Codec() *rowcodec.Codec { return s.codec }
 
-// Schema is the store's declared schema.
-func (s *Store) Schema() Schema { return s.meta.Schema }
-
 // writer returns the resident writer of this process's shard, claiming the shard (and
 // replaying its unsealed WAL) on first use. An evicted handle hands out the writer of the
 // target's resident handle, opening one if need be.

@@ -277,10 +277,6 @@ type bufferPool struct {
 	bytes  int64
 }
 
-func newBufferPool(b *Budget) *bufferPool {
-	return &bufferPool{budget: b, free: map[int][][]byte{}}
-}
-
 // get returns a pooled buffer of capacity >= size (length 0), or nil.
 func (p *bufferPool) get(size int) []byte {
 	p.mu.Lock()

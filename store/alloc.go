@@ -95,18 +95,13 @@ func (a *memAccount) Free(b []byte) {
 }
 
 // recycle returns b to the pool or, when the pool does not keep it, gives it up: a mapped
-// buffer goes back to the OS at once, a heap one to the garbage collector.
+// buffer goes back to the OS at once, a heap one (unmapBuffer leaves it) to the garbage
+// collector.
 func (a *memAccount) recycle(b []byte) {
 	if a.pool == nil || a.pool.put(b[:0]) {
 		return // without a pool the buffer is on the Go heap (get)
 	}
-	release(b)
-}
-
-func release(b []byte) {
-	if isMapped(cap(b)) {
-		unmapBuffer(b)
-	}
+	unmapBuffer(b)
 }
 
 // buffer returns a buffer of length 0 and capacity at least n for reading an object's bytes
@@ -188,9 +183,8 @@ func (a *memAccount) err() error {
 	return nil
 }
 
-// Allocated returns the bytes handed out and not freed; Peak the most ever at once.
+// Allocated returns the bytes handed out and not freed.
 func (a *memAccount) Allocated() int64 { return a.allocated.Load() }
-func (a *memAccount) Peak() int64      { return a.peak.Load() }
 
 // get takes a buffer of capacity >= size from the pool (reused), or allocates one aligned.
 // Without a pool (an unlimited budget) nothing is reused, so buffers stay on the Go heap:
@@ -211,15 +205,11 @@ func (a *memAccount) get(size int) (_ []byte, reused bool) {
 // ones, the objects' bytes and the output chunks, are what the budget is about.
 const mapMinBytes = 256 << 10
 
-// isMapped reports whether a buffer of capacity c was (or would be) mapped. Capacities are
-// class sizes, so the class decides.
-func isMapped(c int) bool { return c >= mapMinBytes }
-
 // alignedBuffer allocates the class size of size bytes, starting at a bufAlignment
 // boundary: mapped outside the Go heap from mapMinBytes on, else on the Go heap.
 func alignedBuffer(size int) []byte {
 	c := classSize(classOf(size))
-	if isMapped(c) {
+	if c >= mapMinBytes {
 		if b := mapBuffer(c); b != nil {
 			return b[:c:c]
 		}
@@ -287,10 +277,6 @@ type bufferPool struct {
 	bytes  int64
 }
 
-func newBufferPool(b *Budget) *bufferPool {
-	return &bufferPool{budget: b, free: map[int][][]byte{}}
-}
-
 // get returns a pooled buffer of capacity >= size (length 0), or nil.
 func (p *bufferPool) get(size int) []byte {
 	p.mu.Lock()
@@ -348,7 +334,7 @@ func (p *bufferPool) trim(extra int64) {
 		}
 		b := p.pop(big)
 		over -= int64(cap(b))
-		release(b)
+		unmapBuffer(b) // a heap buffer is left to the garbage collector
 	}
 }
 

@@ -14,6 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// Peak returns the most bytes the account ever had handed out at once.
+func (a *memAccount) Peak() int64 { return a.peak.Load() }
+
 // Pooled returns the bytes of freed buffers the budget keeps for reuse.
 func (b *Budget) Pooled() int64 {
 	if b == nil || b.pool == nil {

@@ -36,19 +36,14 @@ func encodeIPC(schema *arrow.Schema, recs ...arrow.RecordBatch) ([]byte, error) 
 	return buf.Bytes(), nil
 }
 
-// decodeIPC reads every record of an IPC file and checks it against the store schema.
+// decodeIPC reads every record of an IPC file and checks it against the store schema,
+// allocating what the reader allocates (metadata, never the aliased column buffers) from mem.
 // Any decode failure is ErrCorrupt: the object will never read differently.
 //
 // The records alias data (zero copy): the column buffers are slices of the object's bytes,
 // so decoding allocates no second copy of a generation. Callers therefore must not modify
 // data afterwards; every caller passes bytes fresh from storage that nothing else holds.
-func decodeIPC(data []byte, c *rowcodec.Codec, what string) (recs []arrow.RecordBatch, err error) {
-	return decodeIPCWith(memory.DefaultAllocator, data, c, what)
-}
-
-// decodeIPCWith is decodeIPC allocating what the reader allocates (metadata, never the
-// aliased column buffers) from mem.
-func decodeIPCWith(mem memory.Allocator, data []byte, c *rowcodec.Codec, what string) (recs []arrow.RecordBatch, err error) {
+func decodeIPC(mem memory.Allocator, data []byte, c *rowcodec.Codec, what string) (recs []arrow.RecordBatch, err error) {
 	defer func() {
 		if r := recover(); r != nil { // arrow's readers panic on some garbled inputs
 			releaseAll(recs)

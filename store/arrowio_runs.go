@@ -20,7 +20,7 @@ import (
 // Base runs read in record batches, so a run's decoded size never has to fit at once: a run is
 // decoded a batch of rows at a time, each batch into buffers of the caller's allocator, instead
 // of whole into one record on the Go heap. The footer says, before anything is decoded, how
-// large a batch and the reader's page buffers can get (runBatches.Window), so a budgeted caller
+// large a batch and the reader's page buffers can get (runBatches.window), so a budgeted caller
 // can reserve that bound before it holds the batches; its allocator then checks it.
 
 // runBatchBytes is the decoded size a batch of a run aims at.
@@ -51,7 +51,7 @@ type runBatches struct {
 	handed    int64
 	c         *rowcodec.Codec
 	what      string
-	rows      int64
+	rows      int64 // the run's row count, from its footer
 	// batchRows and window: the rows per batch and the bytes the reader may hold at once
 	// (two batches, the one handed out and the one being decoded, and page scratch).
 	batchRows int64
@@ -162,9 +162,6 @@ func (rb *runBatches) selectRowGroups(keep func(rg *metadata.RowGroupMetaData) b
 	}
 }
 
-// RowsLeft is how many rows of the selected row groups the batches have not handed out yet.
-func (rb *runBatches) RowsLeft() int64 { return rb.selected - rb.handed }
-
 // keyStats returns a row group's min and max key, ok false where it has no statistics (the
 // Parquet writer drops, rather than truncates, min/max values longer than its limit).
 func keyStats(rg *metadata.RowGroupMetaData, keyCol int) (lo, hi string, ok bool) {
@@ -203,10 +200,6 @@ func checkRunSchema(fr *pqarrow.FileReader, want *arrow.Schema, what string) err
 	}
 	return nil
 }
-
-// Rows is the run's row count (from its footer); Window the bytes the reader may hold at once.
-func (rb *runBatches) Rows() int64   { return rb.rows }
-func (rb *runBatches) Window() int64 { return rb.window }
 
 // next returns the run's next batch as a sortedFile, or nil at the end. The caller releases
 // the batch's record; it stays valid after later calls.

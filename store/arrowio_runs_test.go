@@ -91,9 +91,9 @@ func TestRunBatchesStayWithinTheirWindow(t *testing.T) {
 	all.rec.Release()
 	require.Equal(t, 40000, rows)
 	t.Logf("run %d bytes, %d rows: whole decode peak %d KiB; %d batches of %d rows: peak %d KiB, window %d KiB",
-		len(data), rows, wholePeak>>10, batches, rb.batchRows, acct.Peak()>>10, rb.Window()>>10)
+		len(data), rows, wholePeak>>10, batches, rb.batchRows, acct.Peak()>>10, rb.window>>10)
 	require.Greater(t, batches, 10)
-	require.LessOrEqual(t, acct.Peak(), rb.Window(), "the footer's window bounds what the batches hold")
+	require.LessOrEqual(t, acct.Peak(), rb.window, "the footer's window bounds what the batches hold")
 	require.Less(t, acct.Peak()*4, wholePeak)
 	rb.close()
 	require.Zero(t, acct.Allocated(), "closing the reader frees its buffers")

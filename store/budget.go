@@ -36,7 +36,7 @@ func NewBudget(limit int64) *Budget {
 		return &Budget{}
 	}
 	b := &Budget{limit: limit, sem: semaphore.NewWeighted(limit)}
-	b.pool = newBufferPool(b)
+	b.pool = &bufferPool{budget: b, free: map[int][][]byte{}}
 	return b
 }
 

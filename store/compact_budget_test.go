@@ -105,7 +105,7 @@ func TestCompactBaseStreamsRunsInBatches(t *testing.T) {
 		f.rec.Release()
 	}
 	rb.close()
-	require.Greater(t, batches, 2, "a run of %d rows must span several batches of %d", rb.Rows(), rb.batchRows)
+	require.Greater(t, batches, 2, "a run of %d rows must span several batches of %d", rb.rows, rb.batchRows)
 
 	res, err := s.CompactBase(ctx, CompactParams{MaxRuns: -1})
 	require.NoError(t, err)

@@ -33,7 +33,7 @@ const compactChunkBytes = 4 << 20
 const compactRetiredMax = compactChunkBytes
 
 // compactRunWindow is the reservation per input run before its footer is read: two batches
-// and the page scratch of a typical run (runBatches.Window measures the real one). A small
+// and the page scratch of a typical run (runBatches.window measures the real one). A small
 // run takes at most four times its object bytes.
 const compactRunWindow = 2*runBatchBytes + 2<<20
 
@@ -44,7 +44,6 @@ type compactInput struct {
 	meta   manifest.Run
 	data   []byte
 	free   func()
-	rows   int64
 	window int64
 }
 
@@ -76,7 +75,7 @@ func (s *Store) readCompactInputs(ctx context.Context, acct *memAccount, inputs 
 			s.countCorrupt(err)
 			return nil, release, fmt.Errorf("read run %s: %w", r.ID, err)
 		}
-		in.rows, in.window = rb.Rows(), rb.Window()
+		in.window = rb.window
 		rb.close()
 	}
 	return ins, release, nil
@@ -125,7 +124,7 @@ func (s *Store) writeCompacted(ctx context.Context, acct *memAccount, w io.Write
 			return out, err
 		}
 		readers = append(readers, rb)
-		out.rowsIn += rb.Rows()
+		out.rowsIn += rb.rows
 		perRow = max(perRow, rb.window/max(2*rb.batchRows, 1))
 		c := &cursor{}
 		c.refill = func(c *cursor) bool {

@@ -22,8 +22,7 @@ func TestCountersOutOfRangeAreRefused(t *testing.T) {
 	for _, field := range []string{"replay_after", "next_generation", "writer_epoch"} {
 		sm, err := s.loadShard(ctx, shard)
 		require.NoError(t, err)
-		next := sm.Clone()
-		next.Version++
+		next := sm.Next()
 		switch field {
 		case "replay_after":
 			next.ReplayAfter = 1<<64 - 1

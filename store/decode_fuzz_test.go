@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
 
 	"github.com/walkeeper/walkeeper/store/manifest"
@@ -305,7 +306,7 @@ func FuzzDecodeGeneration(f *testing.F) {
 			}
 		}
 		in := append([]byte(nil), data...) // the zero-copy reader aliases its input
-		recs, err := decodeIPC(in, codec, "generation fuzz")
+		recs, err := decodeIPC(memory.DefaultAllocator, in, codec, "generation fuzz")
 		if err != nil {
 			checkDecodeErr(t, "decodeIPC", err)
 			return
@@ -384,8 +385,7 @@ func FuzzDecodeRun(f *testing.F) {
 		if err := db.bucket.Put(ctx, base.Runs[0].Path, append([]byte(nil), data...)); err != nil {
 			t.Fatal(err)
 		}
-		next := base.Clone() // re-listed with the fuzzed bytes' checksum, as above
-		next.Version++
+		next := base.Next("fuzz") // re-listed with the fuzzed bytes' checksum, as above
 		next.Runs[0].Checksum = checksumOf(data)
 		next.Runs[0].Bytes = int64(len(data))
 		if err := s.publishBase(ctx, next); err != nil {

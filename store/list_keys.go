@@ -5,22 +5,27 @@ import "context"
 // Listings of one shard's objects that recognise walkeeper's own keys (format_keys.go) and
 // skip the rest as foreign (foreign.go), so a stray file is never replayed or deleted.
 
-// listWAL returns the positions of shard's WAL objects in t, ascending.
-func (db *DB) listWAL(ctx context.Context, t Target, shard string) ([]uint64, error) {
-	prefix := walPrefix(t, shard)
+// listOwn returns, in key order, what parse makes of each key under prefix that walkeeper
+// wrote (equal-width numbered names sort by number); every other key is foreign to place.
+func listOwn[T any](ctx context.Context, db *DB, prefix, place string, parse func(prefix, key string) (T, bool)) ([]T, error) {
 	objs, err := db.bucket.List(ctx, prefix)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]uint64, 0, len(objs))
-	for _, o := range objs { // sorted by key, and equal-width position names sort by number
-		if pos, ok := parseWALKey(prefix, o.Key); ok {
-			out = append(out, pos)
+	out := make([]T, 0, len(objs))
+	for _, o := range objs {
+		if v, ok := parse(prefix, o.Key); ok {
+			out = append(out, v)
 		} else {
-			db.foreignObject(foreignWAL, o.Key)
+			db.foreignObject(place, o.Key)
 		}
 	}
 	return out, nil
+}
+
+// listWAL returns the positions of shard's WAL objects in t, ascending.
+func (db *DB) listWAL(ctx context.Context, t Target, shard string) ([]uint64, error) {
+	return listOwn(ctx, db, walPrefix(t, shard), foreignWAL, parseWALKey)
 }
 
 // genFile is one generation file found by listGenerations.
@@ -31,18 +36,8 @@ type genFile struct {
 
 // listGenerations returns shard's generation files in t, in key order.
 func (db *DB) listGenerations(ctx context.Context, t Target, shard string) ([]genFile, error) {
-	prefix := genPrefix(t, shard)
-	objs, err := db.bucket.List(ctx, prefix)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]genFile, 0, len(objs))
-	for _, o := range objs {
-		if g, ok := parseGenKey(prefix, o.Key); ok {
-			out = append(out, genFile{key: o.Key, gen: g})
-		} else {
-			db.foreignObject(foreignGenerations, o.Key)
-		}
-	}
-	return out, nil
+	return listOwn(ctx, db, genPrefix(t, shard), foreignGenerations, func(prefix, key string) (genFile, bool) {
+		g, ok := parseGenKey(prefix, key)
+		return genFile{key: key, gen: g}, ok
+	})
 }

@@ -15,7 +15,7 @@ import (
 //
 // The group's reservation covers what the cursors really hold: it is admitted with the
 // objects' bytes and a window guessed from them (compactRunGuess), and once the footers say
-// how large a batch and the reader's page buffers get (runBatches.Window) it grows to that
+// how large a batch and the reader's page buffers get (runBatches.window) it grows to that
 // without waiting, or the read fails with ErrBudgetBusy (the growth rule: never wait while
 // holding). Every batch is allocated through the group's memAccount, so the allocator checks
 // the bound (in the race build an allocation beyond it panics).
@@ -62,7 +62,7 @@ func (s *Store) openPrivateRun(ctx context.Context, src readSource, arena *readA
 // cursor returns the run's merge cursor, at its first key above after (decoding the batch
 // that holds it), or an exhausted cursor when there is none or the decode failed (err).
 func (r *listRun) cursor() *cursor {
-	c := &cursor{refill: r.refill, rest: func() bool { return r.err == nil && r.rb.RowsLeft() > 0 }}
+	c := &cursor{refill: r.refill, rest: func() bool { return r.err == nil && r.rb.handed < r.rb.selected }}
 	r.refill(c)
 	return c
 }
@@ -122,7 +122,7 @@ func (s *Store) growForRuns(res *Reservation, acct *memAccount, runs []*listRun)
 	need, streamed := acct.Allocated(), false
 	for _, r := range runs {
 		if r != nil {
-			need += r.rb.Window()
+			need += r.rb.window
 			streamed = true
 		}
 	}

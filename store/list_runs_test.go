@@ -101,7 +101,7 @@ func splitRunRowGroups(t *testing.T, s *Store, groupRows int64) {
 	rb, err := openRunBatches(ctx, nil, data, s.codec, "run")
 	require.NoError(t, err)
 	defer rb.close()
-	require.Equal(t, int((rb.Rows()+groupRows-1)/groupRows), rb.pf.NumRowGroups())
+	require.Equal(t, int((rb.rows+groupRows-1)/groupRows), rb.pf.NumRowGroups())
 }
 
 // listAll pages through s from after with limit, returning every page.

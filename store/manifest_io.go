@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	"github.com/walkeeper/walkeeper/store/manifest"
-	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
 // Manifest I/O: the put-if-absent version chains on the bucket and the Store's loads and
@@ -20,10 +19,8 @@ import (
 // contiguous range [low, latest]. latest() probes forward from a cached hint instead of
 // listing, which keeps the per-read cost at one failed GET when nothing changed.
 type chain struct {
-	b      *objstore.Bucket
+	db     *DB
 	prefix string
-	// foreign is told of every key under prefix that is not a version (foreign.go).
-	foreign func(key string)
 
 	mu      sync.Mutex
 	hint    uint64
@@ -33,29 +30,13 @@ type chain struct {
 	// is reused while the storage read still says it is the latest (latestDecoded).
 	//
 	// INVARIANT: hintObj is shared by every caller that gets it; nobody mutates it (callers
-	// clone before drafting the next version).
+	// draft the next version with Next, a copy).
 	hintObj any
-}
-
-func newChain(db *DB, prefix string) *chain {
-	return &chain{b: db.bucket, prefix: prefix, foreign: func(key string) { db.foreignObject(foreignManifests, key) }}
 }
 
 // versions lists the chain's version numbers, ascending, skipping foreign keys.
 func (c *chain) versions(ctx context.Context) ([]uint64, error) {
-	objs, err := c.b.List(ctx, c.prefix)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]uint64, 0, len(objs))
-	for _, o := range objs { // List is sorted, and so are equal-width version names
-		if v, ok := parseVersionKey(c.prefix, o.Key); ok {
-			out = append(out, v)
-		} else {
-			c.foreign(o.Key)
-		}
-	}
-	return out, nil
+	return listOwn(ctx, c.db, c.prefix, foreignManifests, parseVersionKey)
 }
 
 // latest returns the newest version number and its bytes; (0, nil, nil) when the chain is empty.
@@ -81,7 +62,7 @@ func (c *chain) latest(ctx context.Context) (uint64, []byte, error) {
 				v, raw = lv, lraw
 			}
 		}
-		next, err := c.b.Get(ctx, c.prefix+versionName(v+1))
+		next, err := c.db.bucket.Get(ctx, c.prefix+versionName(v+1))
 		if err == nil {
 			v, raw = v+1, next
 			c.advance(v, raw, nil) // a failure later in the walk does not start it over
@@ -92,7 +73,7 @@ func (c *chain) latest(ctx context.Context) (uint64, []byte, error) {
 		}
 		if v > 0 {
 			// v+1 is absent. If v itself is gone, collection passed our hint: relist.
-			ok, err := c.b.Exists(ctx, c.prefix+versionName(v))
+			ok, err := c.db.bucket.Exists(ctx, c.prefix+versionName(v))
 			if err != nil {
 				return 0, nil, err
 			}
@@ -111,7 +92,7 @@ func (c *chain) latest(ctx context.Context) (uint64, []byte, error) {
 		break
 	}
 	if v > 0 && raw == nil {
-		got, err := c.b.Get(ctx, c.prefix+versionName(v))
+		got, err := c.db.bucket.Get(ctx, c.prefix+versionName(v))
 		if err != nil {
 			return 0, nil, err
 		}
@@ -171,7 +152,7 @@ func (c *chain) listLatest(ctx context.Context) (uint64, []byte, error) {
 		return 0, nil, nil
 	}
 	best := vs[len(vs)-1]
-	raw, err := c.b.Get(ctx, c.prefix+versionName(best))
+	raw, err := c.db.bucket.Get(ctx, c.prefix+versionName(best))
 	if errors.Is(err, ErrNotFound) {
 		// Collected between list and get: a newer version exists; the caller probes on.
 		return best, nil, nil
@@ -196,7 +177,7 @@ func (c *chain) publish(ctx context.Context, v uint64, raw []byte, obj any) erro
 // alone. The base chain's committers call it outside any lock and advance under it
 // (publishBaseThenSwap).
 func (c *chain) put(ctx context.Context, v uint64, raw []byte) error {
-	return c.b.PutIfAbsent(ctx, c.prefix+versionName(v), raw)
+	return c.db.bucket.PutIfAbsent(ctx, c.prefix+versionName(v), raw)
 }
 
 // advance is the in-memory half of publish: version v (already durable) becomes the cached
@@ -232,7 +213,7 @@ func (c *chain) collect(ctx context.Context, latest uint64, keep uint64) {
 		if v+keep >= latest {
 			break
 		}
-		if err := c.b.Delete(ctx, c.prefix+versionName(v)); err != nil {
+		if err := c.db.bucket.Delete(ctx, c.prefix+versionName(v)); err != nil {
 			return
 		}
 	}
@@ -243,7 +224,7 @@ func (s *Store) shardChain(shard string) *chain {
 	defer s.shardsMu.Unlock()
 	c, ok := s.shards[shard]
 	if !ok {
-		c = newChain(s.db, shardManifestPrefix(s.target, shard))
+		c = &chain{db: s.db, prefix: shardManifestPrefix(s.target, shard)}
 		s.shards[shard] = c
 	}
 	return c
@@ -290,8 +271,8 @@ func (s *Store) encodeBase(next *manifest.Base) ([]byte, error) {
 // loadShard returns the latest manifest of shard, or nil if the shard never wrote. The
 // storage read of the latest version is made every time; the decode only for a version
 // this handle has not seen (chain.latestDecoded), since every seal, fencing check, prepare
-// and snapshot loads it. The result is shared with the handle's cache: callers clone it
-// before drafting a new version, never change it.
+// and snapshot loads it. The result is shared with the handle's cache: callers draft a new
+// version with Next (a copy), never change it.
 func (s *Store) loadShard(ctx context.Context, shard string) (*manifest.Shard, error) {
 	v, obj, err := s.shardChain(shard).latestDecoded(ctx, func(v uint64, raw []byte) (any, error) {
 		return decodeShardManifest(raw, v, s.target, shard)
@@ -334,8 +315,7 @@ func (s *Store) editShard(ctx context.Context, shard string, edit func(m *manife
 		if cur == nil {
 			return nil, fmt.Errorf("shard %s of %s: %w", shard, s.target, ErrNotFound)
 		}
-		next := cur.Clone()
-		next.Version = cur.Version + 1
+		next := cur.Next()
 		ok, err := edit(next)
 		if err != nil {
 			return nil, err

@@ -169,17 +169,15 @@ func (s *Store) collectShardClaims(ctx context.Context, watermark uint64, shard 
 			s.db.foreignObject(foreignClaims, o.Key)
 			continue
 		}
-		raw, err := s.db.bucket.Get(ctx, o.Key)
-		if errors.Is(err, ErrNotFound) {
+		c, err := s.readClaim(ctx, o.Key) // the bucket's own errors are never ErrCorrupt
+		switch {
+		case errors.Is(err, ErrNotFound):
 			continue // dropped by its own commit or abort meanwhile
-		}
-		if err != nil {
-			return deleted, err
-		}
-		var c manifest.AttemptClaim
-		if decodeJSONObject(raw, &c, "attempt claim") != nil || c.Through == 0 {
+		case errors.Is(err, ErrCorrupt) || err == nil && c.Through == 0:
 			s.db.foreignObject(foreignClaims, o.Key) // not a claim walkeeper wrote: not ours to judge
 			continue
+		case err != nil:
+			return deleted, err
 		}
 		if watermark < c.Through {
 			continue

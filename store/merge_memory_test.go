@@ -203,7 +203,7 @@ func TestDecodeIPCRejectsOutOfBoundsOffsets(t *testing.T) {
 	// The schema the input was fuzzed against, so it gets past CheckRecord.
 	c, err := rowcodec.NewCodec(KindGeneric, decodeFuzzSchema)
 	require.NoError(t, err)
-	recs, err := decodeIPC([]byte(data), c, "crasher")
+	recs, err := decodeIPC(memory.DefaultAllocator, []byte(data), c, "crasher")
 	if err == nil {
 		defer releaseAll(recs)
 		for _, rec := range recs {

@@ -241,7 +241,7 @@ func (s *Store) getOnce(ctx context.Context, key string) (map[string]any, error)
 			rest = append(rest, src)
 			continue
 		}
-		hit, err := s.getFromRun(ctx, src, key)
+		hit, err := readmitIfShort(s, func(extra int64) (runHit, int64, error) { return s.getFromRun(ctx, src, key, extra) })
 		if err != nil {
 			return nil, err
 		}

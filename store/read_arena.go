@@ -157,7 +157,7 @@ func (s *Store) privateLoad(ctx context.Context, src readSource, arena *readAren
 // decodeGen decodes the bytes of a generation into a sortedFile whose record aliases data,
 // allocating the reader's metadata from mem.
 func (s *Store) decodeGen(mem memory.Allocator, path string, data []byte) (*sortedFile, error) {
-	recs, err := decodeIPCWith(mem, data, s.codec, "generation "+path)
+	recs, err := decodeIPC(mem, data, s.codec, "generation "+path)
 	if err != nil {
 		s.countCorrupt(err)
 		return nil, err

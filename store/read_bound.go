@@ -144,7 +144,7 @@ func (s *Store) openGroup(ctx context.Context, srcs []readSource, after string) 
 // short and could not grow without waiting (try reports how many bytes it lacked, having
 // given everything back), once more admitted with those bytes on top: the second admission
 // may wait, holding nothing. A read still short then fails with try's ErrBudgetBusy, counted
-// in ReadsBudgetBusy. openGroup and getFromRun share it.
+// in ReadsBudgetBusy. openGroup and getOnce (around getFromRun) share it.
 func readmitIfShort[T any](s *Store, try func(extra int64) (T, int64, error)) (T, error) {
 	v, short, err := try(0)
 	if short > 0 {

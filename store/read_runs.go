@@ -35,18 +35,12 @@ func (s *Store) privateRun(src readSource) bool {
 }
 
 // getFromRun looks key up in base run src, charged to the read budget: it is admitted with
-// the object's bytes and a reader window guessed from them, and once the footer gives the
-// real window it grows without waiting (the growth rule); where growth is refused (another
-// read is queued) it gives everything back and is admitted once more with what the footer
-// said, as a group is (openGroup), so it fails with ErrBudgetBusy only when the budget cannot
-// give the bytes within readBudgetWait.
-func (s *Store) getFromRun(ctx context.Context, src readSource, key string) (runHit, error) {
-	return readmitIfShort(s, func(extra int64) (runHit, int64, error) { return s.tryGetFromRun(ctx, src, key, extra) })
-}
-
-// tryGetFromRun is getFromRun admitted with extra bytes beyond its estimate; short is what
-// its reservation lacked when it failed with ErrBudgetBusy for want of growth (0 else).
-func (s *Store) tryGetFromRun(ctx context.Context, src readSource, key string, extra int64) (hit runHit, short int64, err error) {
+// the object's bytes, a reader window guessed from them and extra, and once the footer gives
+// the real window it grows without waiting (the growth rule). Where growth is refused
+// (another read is queued) it gives everything back and returns ErrBudgetBusy with short,
+// the bytes it lacked, so that its caller admits it once more with them (readmitIfShort, as
+// for a group) and it fails only when the budget cannot give them within readBudgetWait.
+func (s *Store) getFromRun(ctx context.Context, src readSource, key string, extra int64) (hit runHit, short int64, err error) {
 	budget := s.db.opts.ReadBudget
 	hint := arenaEstimate([]int64{src.bytes})
 	res, err := s.admitRead(ctx, hint+decodedFileHeap+compactRunGuess(manifest.Run{Bytes: src.bytes})+extra)
@@ -62,7 +56,7 @@ func (s *Store) tryGetFromRun(ctx context.Context, src readSource, key string, e
 		return runHit{}, 0, err
 	}
 	defer rb.close()
-	if need := acct.Allocated() + rb.Window(); need > res.Bytes() && !res.TryGrow(need) {
+	if need := acct.Allocated() + rb.window; need > res.Bytes() && !res.TryGrow(need) {
 		return runHit{}, need - res.Bytes(), fmt.Errorf("%s: a read of run %s needs %d bytes of the read budget of %d and holds %d: %w",
 			s.target, src.path, need, budget.Limit(), res.Bytes(), ErrBudgetBusy)
 	}

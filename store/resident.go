@@ -326,10 +326,3 @@ func (db *DB) stopEvictions() {
 	}
 	db.evictions.Wait()
 }
-
-// ResidentCount is the number of stores this process has open.
-func (db *DB) ResidentCount() int {
-	db.mu.Lock()
-	defer db.mu.Unlock()
-	return len(db.stores)
-}

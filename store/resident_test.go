@@ -19,6 +19,13 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// ResidentCount is the number of stores this process has open.
+func (db *DB) ResidentCount() int {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	return len(db.stores)
+}
+
 // size is the number of targets whose lock is held or waited for.
 func (l *targetLocks) size() int {
 	l.mu.Lock()

@@ -174,8 +174,7 @@ func (w *writer) publishSeal(ctx context.Context, g *sealedGen, replayAfter uint
 			}
 			return nil, err
 		}
-		next := cur.Clone()
-		next.Version = cur.Version + 1
+		next := cur.Next()
 		next.ReplayAfter = max(cur.ReplayAfter, replayAfter)
 		if g != nil {
 			gm := g.meta

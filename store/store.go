@@ -56,7 +56,7 @@ func newStore(db *DB, t Target, meta manifest.StoreMeta, codec *rowcodec.Codec) 
 		target: t,
 		meta:   meta,
 		codec:  codec,
-		base:   newChain(db, versionsPrefix(t)),
+		base:   &chain{db: db, prefix: versionsPrefix(t)},
 		shards: map[string]*chain{},
 	}
 	s.touch()
@@ -68,9 +68,6 @@ func (s *Store) Target() Target { return s.target }
 
 // Codec converts rows for this store's schema.
 func (s *Store) Codec() *rowcodec.Codec { return s.codec }
-
-// Schema is the store's declared schema.
-func (s *Store) Schema() Schema { return s.meta.Schema }
 
 // writer returns the resident writer of this process's shard, claiming the shard (and
 // replaying its unsealed WAL) on first use. An evicted handle hands out the writer of the

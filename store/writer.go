@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"go.uber.org/zap"
 
 	"github.com/walkeeper/walkeeper/store/manifest"
@@ -252,8 +253,7 @@ func openWriter(ctx context.Context, s *Store) (*writer, error) {
 		if cur == nil {
 			cur = &manifest.Shard{Shard: shard, NextGeneration: 1}
 		}
-		next := cur.Clone()
-		next.Version = cur.Version + 1
+		next := cur.Next()
 		next.WriterEpoch = cur.WriterEpoch + 1
 		err = s.publishShard(ctx, next)
 		if err == nil {
@@ -334,7 +334,7 @@ func (w *writer) replay(ctx context.Context, pos uint64) error {
 		w.s.countCorrupt(err)
 		return err
 	}
-	recs, err := decodeIPC(data, w.s.codec, what)
+	recs, err := decodeIPC(memory.DefaultAllocator, data, w.s.codec, what)
 	if err != nil {
 		w.s.countCorrupt(err)
 		return err

@@ -142,7 +142,7 @@ func TestHTTPLookupsOfMissingStoresKeepNothing(t *testing.T) {
 	}
 	wg.Wait()
 
-	if got := w.DB().ResidentCount(); got != 1 {
+	if got := len(w.DB().Resident()); got != 1 {
 		t.Fatalf("%d resident stores after lookups of missing ones, want 1", got)
 	}
 	if got := w.api.kicks.size(); got != 0 {
@@ -214,9 +214,9 @@ func TestHTTPAppendsSurviveEvictions(t *testing.T) {
 		return
 	}
 	deadline := time.Now().Add(30 * time.Second)
-	for w.DB().ResidentCount() != 0 {
+	for len(w.DB().Resident()) != 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d stores still resident after they went idle", w.DB().ResidentCount())
+			t.Fatalf("%d stores still resident after they went idle", len(w.DB().Resident()))
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

@@ -76,15 +76,6 @@ type QuarantinedObject struct {
 	At     time.Time `json:"at"`
 }
 
-func (m *Base) Clone() *Base {
-	c := *m
-	c.Runs = append([]Run(nil), m.Runs...)
-	c.Quarantined = append([]QuarantinedObject(nil), m.Quarantined...)
-	c.Watermarks = make(map[string]uint64, len(m.Watermarks))
-	maps.Copy(c.Watermarks, m.Watermarks)
-	return &c
-}
-
 func (m *Base) Rows() int64 {
 	var n int64
 	for _, r := range m.Runs {
@@ -134,11 +125,14 @@ type Shard struct {
 	UpdatedAt   time.Time `json:"updated_at"`
 }
 
-func (m *Shard) Clone() *Shard {
-	c := *m
-	c.Flushed = append([]Gen(nil), m.Flushed...)
-	c.Quarantined = append([]QuarantinedObject(nil), m.Quarantined...)
-	return &c
+// Next is the draft of version v+1: a copy of m with the version bumped. Whoever publishes
+// it first wins; a loser drafts again from the newer version.
+func (m *Shard) Next() *Shard {
+	n := *m
+	n.Version++
+	n.Flushed = append([]Gen(nil), m.Flushed...)
+	n.Quarantined = append([]QuarantinedObject(nil), m.Quarantined...)
+	return &n
 }
 
 // PendingAbove returns the flushed generations above watermark, ascending.
@@ -181,10 +175,13 @@ func EmptyBase() *Base { return &Base{Watermarks: map[string]uint64{}} }
 // Next is the draft of version v+1: a copy of m with the version bumped and reason set.
 // Whoever publishes it first wins; a loser rebuilds its draft from the newer version.
 func (m *Base) Next(reason string) *Base {
-	n := m.Clone()
-	n.Version = m.Version + 1
-	n.Reason = reason
-	return n
+	n := *m
+	n.Version, n.Reason = m.Version+1, reason
+	n.Runs = append([]Run(nil), m.Runs...)
+	n.Quarantined = append([]QuarantinedObject(nil), m.Quarantined...)
+	n.Watermarks = make(map[string]uint64, len(m.Watermarks))
+	maps.Copy(n.Watermarks, m.Watermarks)
+	return &n
 }
 
 // References reports whether a live run of m is stored at p.

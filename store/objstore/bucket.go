@@ -257,11 +257,9 @@ func (b *Bucket) Delete(ctx context.Context, key string) error {
 // "" = everything), sorted by key. Temp files never appear.
 func (b *Bucket) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
 	var out []ObjectInfo
-	err := b.do(ctx, OpList, prefix, checkPrefix, func(be backend) error {
-		return be.list(ctx, prefix, func(o ObjectInfo) error {
-			out = append(out, o)
-			return nil
-		})
+	err := b.Walk(ctx, prefix, func(o ObjectInfo) error {
+		out = append(out, o)
+		return nil
 	})
 	if err != nil {
 		return nil, err

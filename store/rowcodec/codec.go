@@ -106,9 +106,6 @@ func NewCodec(k target.Kind, s Schema) (*Codec, error) {
 	return c, nil
 }
 
-// Kind returns the store kind.
-func (c *Codec) Kind() target.Kind { return c.kind }
-
 // Schema returns a copy of the user schema.
 func (c *Codec) Schema() Schema { return c.schema.clone() }
 

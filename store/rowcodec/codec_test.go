@@ -19,6 +19,17 @@ import (
 	"github.com/walkeeper/walkeeper/target"
 )
 
+// Kind returns the store kind.
+func (c *Codec) Kind() target.Kind { return c.kind }
+
+// Len returns the number of rows.
+func (v RecordView) Len() int {
+	if v.seq == nil {
+		return 0
+	}
+	return v.seq.Len()
+}
+
 // allTypesSchema is a generic schema with every field type, nullable, plus one non-null
 // non-key field.
 func allTypesSchema() Schema {

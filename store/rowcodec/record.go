@@ -113,14 +113,6 @@ func viewColumn[T arrow.Array](rec arrow.RecordBatch, name string) (T, error) {
 	return a, nil
 }
 
-// Len returns the number of rows.
-func (v RecordView) Len() int {
-	if v.seq == nil {
-		return 0
-	}
-	return v.seq.Len()
-}
-
 // Key returns the key of row i.
 func (v RecordView) Key(i int) string { return v.key.Value(i) }
 

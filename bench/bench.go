@@ -81,11 +81,10 @@ type Options struct {
 	// default (8 GiB, 2 GiB with Quick).
 	RSSGuard int64
 	// Child, when set, runs the child half of a scenario that measures a separate process
-	// (memory, fleet-worker, hostile; bench/child.go), which writes its JSON lines to ChildOut.
-	Child    bool
-	ChildOut io.Writer
+	// (memory, fleet-worker, hostile; bench/child.go), which writes its JSON lines to stdout.
+	Child bool
 	// Reexec builds the command that runs the child half of scenario in a fresh process; the
-	// command must honour Child/ChildOut semantics (stdout = JSON result). nil = the
+	// command must run it with Child set (stdout = JSON result). nil = the
 	// scenarios with a child process cannot run.
 	Reexec func(ctx context.Context, scenario string) *exec.Cmd
 }

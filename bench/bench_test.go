@@ -49,7 +49,7 @@ func TestChildProcess(t *testing.T) {
 	if scenario == "" {
 		t.Skip("only runs as a child of a scenario")
 	}
-	if _, err := Run(context.Background(), scenario, Options{Child: true, ChildOut: os.Stdout}); err != nil {
+	if _, err := Run(context.Background(), scenario, Options{Child: true}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

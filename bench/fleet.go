@@ -253,7 +253,7 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 	// sweep's and not hidden by memory the runtime still holds.
 	debug.FreeOSMemory()
 	resetPeakRSSOf(os.Getpid())
-	s.RSSStart = procStatus("VmRSS")
+	s.RSSStart = procStatus(os.Getpid(), "VmRSS")
 	hook.reset()
 	allocs := startAllocSampler(50 * time.Millisecond)
 	defer allocs.stop()
@@ -267,7 +267,7 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 	w := watchSweep(ctx, tenv.client, sweepID, run.GetRunID(), r.budget)
 	s.Duration = time.Since(start)
 	s.Failed, s.LargestHeartbeat = w.failed, w.heartbeat
-	s.RSSPeak = procStatus("VmHWM")
+	s.RSSPeak = procStatus(os.Getpid(), "VmHWM")
 	stopped := time.Now()
 	if s.Failed != "" {
 		_ = tenv.client.TerminateWorkflow(context.WithoutCancel(ctx), sweepID, run.GetRunID(), "fleet bench: "+s.Failed)

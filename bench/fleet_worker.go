@@ -35,9 +35,6 @@ import (
 // The bench reads the child's VmRSS before each phase and its VmHWM after, resetting the
 // peak through /proc/<pid>/clear_refs in between.
 
-// FleetWorkerChildEnv carries the child's parameters (JSON).
-const FleetWorkerChildEnv = "WALKEEPER_BENCH_FLEET_WORKER"
-
 // fleetWorkerDebt is the stores in debt at every fleet size (the same debt), half old and
 // small, half hot, as in the fleet scenario; quick runs plant fleetWorkerQuickDebt (one
 // worker merges 100 stores in ~35 s).
@@ -143,7 +140,7 @@ func runFleetWorkerOnce(ctx context.Context, o Options, tenv *temporalEnv, root 
 	s.Debt, s.Plant = len(planted), time.Since(t0)
 	o.progressf("fleet-worker: planted debt in %d stores in %s; starting the worker", s.Debt, fmtDur(s.Plant))
 
-	child, err := startWorkerChild(ctx, o, "fleet-worker", FleetWorkerChildEnv, fleetWorkerChildParams{URL: url, Temporal: tenv.hostPort, Instance: fmt.Sprintf("fleet-worker-%d", seq)})
+	child, err := startWorkerChild(ctx, o, "fleet-worker", fleetWorkerChildParams{URL: url, Temporal: tenv.hostPort, Instance: fmt.Sprintf("fleet-worker-%d", seq)})
 	if err != nil {
 		return s, err
 	}
@@ -257,9 +254,9 @@ func reconcileProgress(ctx context.Context, c client.Client, id string) (pages, 
 
 // fleetWorkerChild is the child half: one worker with the default configuration (the
 // schedules off), until stdin closes.
-func fleetWorkerChild(ctx context.Context, o Options) error {
+func fleetWorkerChild(ctx context.Context, _ Options) error {
 	var p fleetWorkerChildParams
-	if err := childParams("fleet-worker", FleetWorkerChildEnv, &p); err != nil {
+	if err := childParams("fleet-worker", &p); err != nil {
 		return err
 	}
 	cfg := worker.DefaultConfig()
@@ -279,7 +276,7 @@ func fleetWorkerChild(ctx context.Context, o Options) error {
 		return err
 	}
 	defer c.Close()
-	return runChildWorker(ctx, o, cfg, logger, c, func(*worker.Worker) any { return map[string]bool{"ready": true} })
+	return runChildWorker(ctx, cfg, logger, c, func(*worker.Worker) any { return map[string]bool{"ready": true} })
 }
 
 func fleetWorkerReport(res *Result, o Options, samples []fleetWorkerSample) {

@@ -23,9 +23,6 @@ import (
 // It speaks only the HTTP API and sets knobs by flag name; a refusal (413) and an acceptance
 // (200) are both recorded as the worker's answer.
 
-// HostileChildEnv carries the child's parameters (JSON).
-const HostileChildEnv = "WALKEEPER_BENCH_HOSTILE"
-
 // hostileBudgetKnobs are the knobs whose sum is the worker's memory budget.
 var hostileBudgetKnobs = []string{"cache-bytes", "read-budget-bytes", "merge-budget-bytes", "memtable-bytes"}
 

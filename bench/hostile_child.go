@@ -31,9 +31,9 @@ type hostileChildReady struct {
 
 // hostileChild is the child half: one worker without Temporal, configured through the same
 // flag table as `walkeeper worker`, until stdin closes.
-func hostileChild(ctx context.Context, o Options) error {
+func hostileChild(ctx context.Context, _ Options) error {
 	var p hostileChildParams
-	if err := childParams("hostile", HostileChildEnv, &p); err != nil {
+	if err := childParams("hostile", &p); err != nil {
 		return err
 	}
 	cfg := worker.DefaultConfig()
@@ -52,7 +52,7 @@ func hostileChild(ctx context.Context, o Options) error {
 	}
 	// Warnings and errors go to stderr, which the parent keeps the tail of for its errors.
 	logger := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(os.Stderr), zapcore.WarnLevel))
-	return runChildWorker(ctx, o, cfg, logger, nil, func(w *worker.Worker) any {
+	return runChildWorker(ctx, cfg, logger, nil, func(w *worker.Worker) any {
 		ready.Addr = w.HTTPAddr()
 		return ready
 	})

@@ -22,7 +22,7 @@ type hostileWorker struct {
 
 // startHostileWorker starts a worker child on storage url with knobs set over the defaults.
 func startHostileWorker(ctx context.Context, o Options, sz hostileSizes, url, instance string, knobs map[string]string) (*hostileWorker, error) {
-	ch, err := startWorkerChild(ctx, o, "hostile", HostileChildEnv, hostileChildParams{URL: url, Instance: instance, Knobs: knobs})
+	ch, err := startWorkerChild(ctx, o, "hostile", hostileChildParams{URL: url, Instance: instance, Knobs: knobs})
 	if err != nil {
 		return nil, err
 	}

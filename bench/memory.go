@@ -13,9 +13,6 @@ import (
 	"github.com/walkeeper/walkeeper/store"
 )
 
-// MemoryChildEnv carries the child's parameters (JSON) from runMemory to the child process.
-const MemoryChildEnv = "WALKEEPER_BENCH_MEMORY_CHILD"
-
 type memoryChildParams struct {
 	Mode     string `json:"mode"` // "merge" (default) or "reads"
 	URL      string `json:"url"`
@@ -245,7 +242,7 @@ func runMemoryChildren(ctx context.Context, o Options, p memoryChildParams, memL
 		if memLimit > 0 {
 			extra = append(extra, "GOMEMLIMIT="+strconv.FormatInt(memLimit, 10))
 		}
-		cmd, err := childCmd(ctx, o, "memory", MemoryChildEnv, p, extra...)
+		cmd, err := childCmd(ctx, o, "memory", p, extra...)
 		if err != nil {
 			return r, err
 		}

@@ -30,10 +30,10 @@ type workerChild struct {
 // workerChildReadyWait bounds the child's start-up.
 const workerChildReadyWait = 2 * time.Minute
 
-// startWorkerChild re-executes the bench as scenario's child half with params (JSON) in the
-// environment variable env, and waits for its ready line.
-func startWorkerChild(ctx context.Context, o Options, scenario, env string, params any) (*workerChild, error) {
-	cmd, err := childCmd(ctx, o, scenario, env, params)
+// startWorkerChild re-executes the bench as scenario's child half with params, and waits for
+// its ready line.
+func startWorkerChild(ctx context.Context, o Options, scenario string, params any) (*workerChild, error) {
+	cmd, err := childCmd(ctx, o, scenario, params)
 	if err != nil {
 		return nil, err
 	}
@@ -89,9 +89,9 @@ func (c *workerChild) resetPeak() int64 {
 }
 
 // peak is the child's VmHWM: its largest RSS since start or the last resetPeak.
-func (c *workerChild) peak() int64 { return procStatusOf(c.proc.Pid, "VmHWM") }
+func (c *workerChild) peak() int64 { return procStatus(c.proc.Pid, "VmHWM") }
 
-func (c *workerChild) rss() int64 { return procStatusOf(c.proc.Pid, "VmRSS") }
+func (c *workerChild) rss() int64 { return procStatus(c.proc.Pid, "VmRSS") }
 
 // exited reports whether the child has exited.
 func (c *workerChild) exited() bool {

@@ -89,6 +89,12 @@ func procStatus(pid int, field string) int64 {
 	return 0
 }
 
+// rssSpan is a process's RSS over a measured phase: its RSS when the phase began (the peak
+// reset to it) and its peak (VmHWM) by the end.
+type rssSpan struct{ Before, Peak int64 }
+
+func (r rssSpan) growth() int64 { return max(r.Peak-r.Before, 0) }
+
 // resetPeakRSSOf resets the VmHWM of process pid to its current RSS (Linux ≥ 4.0: writing 5
 // to /proc/<pid>/clear_refs), so the next VmHWM read is the peak since now.
 func resetPeakRSSOf(pid int) {

@@ -68,7 +68,7 @@ type fleetSample struct {
 	// LargestPayload the largest payload the SDK warned about uploading (> 512 KiB), 0 if
 	// none.
 	LargestHeartbeat, LargestPayload int
-	RSSStart, RSSPeak                int64
+	RSS                              rssSpan
 	// DiscoveryAlloc is the bytes the process allocated from the sweep's start to the end of
 	// its discovery (runtime/metrics /gc/heap/allocs:bytes): an upper bound on what any one
 	// worker can hold for discovery, whatever the GC's pacing (see allocSampler).
@@ -89,8 +89,6 @@ func (s fleetSample) startRate() float64 {
 	}
 	return float64(s.Started) / s.startSpan.Seconds()
 }
-
-func (s fleetSample) rssGrowth() int64 { return max(s.RSSPeak-s.RSSStart, 0) }
 
 // runFleet is the fleet scenario.
 func runFleet(ctx context.Context, o Options, res *Result) error {
@@ -178,7 +176,7 @@ func (s fleetSample) summary() string {
 		return fmt.Sprintf("FAILED (%s) after %s, %d requests", s.Failed, fmtDur(s.Duration), s.Requests)
 	}
 	return fmt.Sprintf("sweep %s, %d requests (%d of earlier fleets left out), largest event %d B, %d events (%d pages, %d batches of mean %s launched %s apart), RSS +%.0f MiB, %d/%d started (%.1f/s), time-to-merge %s",
-		fmtDur(s.Duration), s.Requests, s.OtherFleets, s.largest, s.events, s.pages, s.batches, fmtDur(s.batchTime), fmtDur(s.launchGap), mib(s.rssGrowth()), s.Started, s.Debt, s.startRate(), fmtDur(s.TTM))
+		fmtDur(s.Duration), s.Requests, s.OtherFleets, s.largest, s.events, s.pages, s.batches, fmtDur(s.batchTime), fmtDur(s.launchGap), mib(s.RSS.growth()), s.Started, s.Debt, s.startRate(), fmtDur(s.TTM))
 }
 
 func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun) (fleetSample, error) {
@@ -253,7 +251,7 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 	// sweep's and not hidden by memory the runtime still holds.
 	debug.FreeOSMemory()
 	resetPeakRSSOf(os.Getpid())
-	s.RSSStart = procStatus(os.Getpid(), "VmRSS")
+	s.RSS.Before = procStatus(os.Getpid(), "VmRSS")
 	hook.reset()
 	allocs := startAllocSampler(50 * time.Millisecond)
 	defer allocs.stop()
@@ -267,7 +265,7 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 	w := watchSweep(ctx, tenv.client, sweepID, run.GetRunID(), r.budget)
 	s.Duration = time.Since(start)
 	s.Failed, s.LargestHeartbeat = w.failed, w.heartbeat
-	s.RSSPeak = procStatus(os.Getpid(), "VmHWM")
+	s.RSS.Peak = procStatus(os.Getpid(), "VmHWM")
 	stopped := time.Now()
 	if s.Failed != "" {
 		_ = tenv.client.TerminateWorkflow(context.WithoutCancel(ctx), sweepID, run.GetRunID(), "fleet bench: "+s.Failed)

@@ -225,7 +225,7 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 	plotOne("fleet-time-to-merge.png", "Debt planted to MergeWal start (max; finished sweeps)", "seconds", false, false, func(a *fleetAgg) float64 { return a.ttm.Median })
 	var rows [][]any
 	for _, s := range samples {
-		rows = append(rows, []any{s.Variant.String(), s.Stores, s.Debt, s.FixedDebt, strings.ReplaceAll(s.Failed, ",", ";"), s.Duration.Seconds(), s.Requests, s.largest, s.LargestHeartbeat, s.events, mib(s.rssGrowth()), s.Started, s.TTM.Seconds(), s.LargestPayload, mib(s.DiscoveryAlloc)})
+		rows = append(rows, []any{s.Variant.String(), s.Stores, s.Debt, s.FixedDebt, strings.ReplaceAll(s.Failed, ",", ";"), s.Duration.Seconds(), s.Requests, s.largest, s.LargestHeartbeat, s.events, mib(s.RSS.growth()), s.Started, s.TTM.Seconds(), s.LargestPayload, mib(s.DiscoveryAlloc)})
 	}
 	p := filepath.Join(o.OutDir, "fleet.csv")
 	if err := writeCSV(p, []string{"variant", "stores", "debt", "fixed_debt", "failed", "sweep_s", "requests", "largest_event_bytes", "largest_heartbeat_bytes", "history_events", "rss_growth_mib", "started", "ttm_s", "largest_payload_bytes", "discovery_alloc_mib"}, rows); err == nil {
@@ -282,7 +282,7 @@ func (a *fleetAgg) finish() {
 		req = append(req, float64(s.Requests))
 		ev = append(ev, float64(s.largest))
 		events = append(events, float64(s.events))
-		rss = append(rss, mib(s.rssGrowth()))
+		rss = append(rss, mib(s.RSS.growth()))
 		alloc = append(alloc, mib(s.DiscoveryAlloc))
 		ttm = append(ttm, s.TTM.Seconds())
 		a.hb = max(a.hb, float64(s.LargestHeartbeat))

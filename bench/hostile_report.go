@@ -34,7 +34,7 @@ func hostileReport(res *Result, sz hostileSizes, mem *hostileMemory, levels []ho
 			ratio = "> " + ratio
 			measured = fmt.Sprintf("> %.2f (killed at > %s)", r, fmtBytes(sz.rssGuard))
 		}
-		mt.Rows = append(mt.Rows, []string{c.Name, c.Request, ans, fmt.Sprintf("%.0f", mib(c.RSSBefore)), peak,
+		mt.Rows = append(mt.Rows, []string{c.Name, c.Request, ans, fmt.Sprintf("%.0f", mib(c.Before)), peak,
 			fmt.Sprintf("%.0f", mib(c.growth())), ratio, fmtDur(c.Elapsed)})
 		res.Values[c.Key+"_peak_mib"] = mib(c.Peak)
 		res.Values[c.Key+"_growth_mib"] = mib(c.growth())

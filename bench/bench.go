@@ -273,7 +273,7 @@ type Scenario struct {
 // childHalves are the halves the scenarios measured in a process of their own run in the
 // child process (Options.Child; bench/child.go).
 var childHalves = map[string]func(ctx context.Context, o Options) error{
-	"memory": memoryChild, "fleet-worker": fleetWorkerChild, "hostile": hostileChild,
+	"memory": memoryChild, "fleet-worker": workerChildHalf, "hostile": workerChildHalf,
 }
 
 // scenario is a Scenario whose body records into a Result named after it.

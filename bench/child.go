@@ -5,16 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
-
-	"go.temporal.io/sdk/client"
-	"go.uber.org/zap"
-
-	"github.com/walkeeper/walkeeper/worker"
 )
 
 // The scenarios that measure a process's memory run their subject in a child process: the
@@ -43,21 +37,6 @@ func childParams(scenario string, p any) error {
 		return fmt.Errorf("%s child: bad %s: %w", scenario, childParamsEnv, err)
 	}
 	return nil
-}
-
-// runChildWorker is a worker child's half: cfg run by worker.Run as `walkeeper worker` runs
-// it (c nil = HTTP-only), until the parent closes stdin. Once the worker serves, the JSON of
-// ready(w) goes to stdout as the ready line; it must hold `"ready":true`.
-func runChildWorker(ctx context.Context, cfg worker.Config, logger *zap.Logger, c client.Client, ready func(*worker.Worker) any) error {
-	ctx, stop := context.WithCancel(ctx)
-	defer stop()
-	go func() {
-		_, _ = io.Copy(io.Discard, os.Stdin)
-		stop()
-	}()
-	return worker.Run(ctx, cfg, logger, c, func(w *worker.Worker) {
-		_ = childPrint(ready(w))
-	})
 }
 
 // childPrint writes v as one JSON line to the parent: the child's stdout.

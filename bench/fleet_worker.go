@@ -12,15 +12,12 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
-	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/internal/devserver"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/store/objstore"
-	"github.com/walkeeper/walkeeper/temporaladmin"
-	"github.com/walkeeper/walkeeper/worker"
 )
 
 // The fleet-worker scenario measures what the fleet scenario can only bound: the peak RSS of
@@ -42,12 +39,6 @@ const (
 	fleetWorkerDebt      = 100
 	fleetWorkerQuickDebt = 20
 )
-
-type fleetWorkerChildParams struct {
-	URL      string `json:"url"`
-	Temporal string `json:"temporal"`
-	Instance string `json:"instance"`
-}
 
 // fleetWorkerSample is one fleet size's measurement.
 type fleetWorkerSample struct {
@@ -146,7 +137,11 @@ func runFleetWorkerOnce(ctx context.Context, o Options, tenv *temporalEnv, root 
 	s.Debt, s.Plant = len(planted), time.Since(t0)
 	o.progressf("fleet-worker: planted debt in %d stores in %s; starting the worker", s.Debt, fmtDur(s.Plant))
 
-	child, err := startWorkerChild(ctx, o, "fleet-worker", fleetWorkerChildParams{URL: url, Temporal: tenv.hostPort, Instance: fmt.Sprintf("fleet-worker-%d", seq)})
+	// The default configuration with the schedules off, and the fairness probe: its starts on
+	// the shared server would load what the benchmark measures.
+	child, err := startWorkerChild(ctx, o, "fleet-worker", workerChildParams{URL: url, Instance: fmt.Sprintf("fleet-worker-%d", seq), Knobs: map[string]string{
+		"temporal": tenv.hostPort, "sweep-interval": "0", "reconcile-interval": "0", "fairness-probe": "false",
+	}})
 	if err != nil {
 		return s, err
 	}
@@ -256,33 +251,6 @@ func reconcileProgress(ctx context.Context, c client.Client, id string) (pages, 
 		return 0, 0
 	}
 	return in.Totals.Pages, in.Totals.Stores
-}
-
-// fleetWorkerChild is the child half: one worker with the default configuration (the
-// schedules off), until stdin closes.
-func fleetWorkerChild(ctx context.Context, _ Options) error {
-	var p fleetWorkerChildParams
-	if err := childParams("fleet-worker", &p); err != nil {
-		return err
-	}
-	cfg := worker.DefaultConfig()
-	cfg.Instance = p.Instance
-	cfg.Storage = p.URL
-	cfg.Temporal.HostPort = p.Temporal
-	cfg.Listen = "127.0.0.1:0"
-	cfg.SweepInterval = 0
-	cfg.ReconcileInterval = 0
-	cfg.FairnessProbe = false // 48 workflow starts per child on the shared server would load what the benchmark measures
-	if err := cfg.Validate(); err != nil {
-		return err
-	}
-	logger := zap.NewNop()
-	c, err := temporaladmin.Dial(ctx, cfg.Temporal.Config, logger)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	return runChildWorker(ctx, cfg, logger, c, func(*worker.Worker) any { return map[string]bool{"ready": true} })
 }
 
 func fleetWorkerReport(res *Result, o Options, samples []fleetWorkerSample) {

@@ -22,11 +22,11 @@ type hostileWorker struct {
 
 // startHostileWorker starts a worker child on storage url with knobs set over the defaults.
 func startHostileWorker(ctx context.Context, o Options, sz hostileSizes, url, instance string, knobs map[string]string) (*hostileWorker, error) {
-	ch, err := startWorkerChild(ctx, o, "hostile", hostileChildParams{URL: url, Instance: instance, Knobs: knobs})
+	ch, err := startWorkerChild(ctx, o, "hostile", workerChildParams{URL: url, Instance: instance, Knobs: knobs})
 	if err != nil {
 		return nil, err
 	}
-	var ready hostileChildReady
+	var ready workerChildReady
 	if err := json.Unmarshal(ch.ready, &ready); err != nil || ready.Addr == "" {
 		ch.stop()
 		return nil, fmt.Errorf("hostile child: bad ready line %q: %v", ch.ready, err)

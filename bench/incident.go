@@ -652,14 +652,23 @@ type baselineSweeper struct {
 	onCycle                  func(time.Duration)
 }
 
-var serialKinds = []store.Kind{store.KindRollout, store.KindDatagen, store.KindGeneric}
-
 func (b *baselineSweeper) run(ctx context.Context) {
 	var wg sync.WaitGroup
-	every(ctx, &wg, b.flushEvery, func() { b.flushPass(ctx) })
+	every(ctx, &wg, b.flushEvery, func() {
+		b.eachResident(ctx, func(ctx context.Context, s *store.Store) {
+			res, err := s.Flush(ctx)
+			if err == nil && s.Target().Kind != store.KindGeneric && b.countTrigger > 0 && res.Pending >= b.countTrigger {
+				_, _ = s.MergeOnce(ctx, "")
+			}
+		})
+	})
 	every(ctx, &wg, b.cleanupEvery, func() {
 		start := time.Now()
-		b.cleanupPass(ctx)
+		b.eachResident(ctx, func(ctx context.Context, s *store.Store) {
+			if _, err := s.Flush(ctx); err == nil {
+				_, _ = s.MergeOnce(ctx, "")
+			}
+		})
 		if ctx.Err() == nil {
 			b.onCycle(time.Since(start))
 		}
@@ -670,7 +679,7 @@ func (b *baselineSweeper) run(ctx context.Context) {
 // eachResident runs f on every resident store, kinds serially, each under the per-store
 // timeout.
 func (b *baselineSweeper) eachResident(ctx context.Context, f func(ctx context.Context, s *store.Store)) {
-	for _, k := range serialKinds {
+	for _, k := range []store.Kind{store.KindRollout, store.KindDatagen, store.KindGeneric} {
 		for _, s := range b.db.Resident() {
 			if s.Target().Kind != k {
 				continue
@@ -683,21 +692,4 @@ func (b *baselineSweeper) eachResident(ctx context.Context, f func(ctx context.C
 			cancel()
 		}
 	}
-}
-
-func (b *baselineSweeper) flushPass(ctx context.Context) {
-	b.eachResident(ctx, func(ctx context.Context, s *store.Store) {
-		res, err := s.Flush(ctx)
-		if err == nil && s.Target().Kind != store.KindGeneric && b.countTrigger > 0 && res.Pending >= b.countTrigger {
-			_, _ = s.MergeOnce(ctx, "")
-		}
-	})
-}
-
-func (b *baselineSweeper) cleanupPass(ctx context.Context) {
-	b.eachResident(ctx, func(ctx context.Context, s *store.Store) {
-		if _, err := s.Flush(ctx); err == nil {
-			_, _ = s.MergeOnce(ctx, "")
-		}
-	})
 }

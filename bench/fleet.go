@@ -34,17 +34,9 @@ const (
 	fleetHotGens  = 10
 	fleetMergeMin = 8
 	fleetMaxAge   = 10 * time.Minute
-	// fleetMaxStarts and fleetStartBatch are the sweep's defaults (the worker's too): 10,000
-	// starts per sweep, enough for 1 % of a million stores, in batches of 256.
-	fleetMaxStarts  = contract.DefaultSweepMaxStarts
-	fleetStartBatch = contract.DefaultSweepStartBatch
-	fleetInterval   = time.Minute
-	listPageKeys    = 1000 // an object store's list page (S3 ListObjectsV2 MaxKeys)
+	fleetInterval = time.Minute
+	listPageKeys  = 1000 // an object store's list page (S3 ListObjectsV2 MaxKeys)
 )
-
-// discoveryActivity is the activity whose completion ends a sweep's discovery step (its
-// storage requests are counted up to there; the starts that follow make none).
-const discoveryActivity = contract.ScanDemandActivity
 
 // fleetSample is one sweep over one fleet.
 type fleetSample struct {
@@ -111,8 +103,8 @@ func runFleet(ctx context.Context, o Options, res *Result) error {
 	res.param("debt", "1% (half old: 2 generations sealed 1h ago; half hot: 10 generations)")
 	res.param("workers", fmt.Sprintf("%d in-process instances", fleetWorkers))
 	res.param("latency", latency)
-	res.param("max_starts", fleetMaxStarts)
-	res.param("start_batch", fleetStartBatch)
+	res.param("max_starts", contract.DefaultSweepMaxStarts)
+	res.param("start_batch", contract.DefaultSweepStartBatch)
 	res.param("sweep_budget", budget)
 
 	// The SDK logs its payload warnings through the client's logger.
@@ -184,7 +176,7 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 	in := contract.MaintenanceSweepInput{
 		MergeMinGenerations: fleetMergeMin,
 		MaxPendingAge:       fleetMaxAge,
-		MaxStarts:           fleetMaxStarts,
+		MaxStarts:           contract.DefaultSweepMaxStarts,
 		// 10,000 starts in batches of 256 (the default variant), one batch a second: 40 s
 		// at the least.
 		StartBatch: r.variant.batch(),

@@ -38,7 +38,7 @@ func watchSweep(ctx context.Context, c client.Client, id, runID string, budget t
 			return w
 		}
 		for _, pa := range d.GetPendingActivities() {
-			if pa.GetActivityType().GetName() != discoveryActivity {
+			if pa.GetActivityType().GetName() != contract.ScanDemandActivity {
 				continue
 			}
 			w.heartbeat = max(w.heartbeat, proto.Size(pa.GetHeartbeatDetails()))
@@ -125,7 +125,7 @@ func historyOf(ctx context.Context, c client.Client, id, runID string) (sweepHis
 		case ev.GetActivityTaskTimedOutEventAttributes() != nil:
 			sched = ev.GetActivityTaskTimedOutEventAttributes().GetScheduledEventId()
 		}
-		if sched != 0 && types[sched] == discoveryActivity {
+		if sched != 0 && types[sched] == contract.ScanDemandActivity {
 			lastDiscovery = at
 			h.pages++
 		}

@@ -88,7 +88,7 @@ func runHostile(ctx context.Context, o Options, res *Result, dir string) error {
 	res.param("memtable_rows", fmt.Sprint(sz.memtableRows))
 	res.param("rss_guard", fmtBytes(sz.rssGuard))
 
-	mem, err := runHostileMemory(ctx, o, sz, dir)
+	knobs, cases, err := runHostileMemory(ctx, o, sz, dir)
 	if err != nil {
 		return err
 	}
@@ -96,7 +96,7 @@ func runHostile(ctx context.Context, o Options, res *Result, dir string) error {
 	if err != nil {
 		return err
 	}
-	hostileReport(res, sz, mem, lat)
+	hostileReport(res, sz, knobs, cases, lat)
 	return nil
 }
 

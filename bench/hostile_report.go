@@ -10,21 +10,22 @@ import (
 // empty one.
 const hostileLatencyGoal = 2.0
 
-func hostileReport(res *Result, sz hostileSizes, mem *hostileMemory, levels []hostileLevel) {
-	res.param("knobs", mem.knobs.describe())
-	res.param("budget_sum", fmt.Sprintf("%.0f MiB (cache-bytes + read-budget-bytes + merge-budget-bytes + memtable-bytes)", mib(mem.budget)))
-	res.Values["budget_sum_mib"] = mib(mem.budget)
+func hostileReport(res *Result, sz hostileSizes, knobs hostileKnobs, cases []hostileCase, levels []hostileLevel) {
+	budget := knobs.budgetSum()
+	res.param("knobs", knobs.describe())
+	res.param("budget_sum", fmt.Sprintf("%.0f MiB (cache-bytes + read-budget-bytes + merge-budget-bytes + memtable-bytes)", mib(budget)))
+	res.Values["budget_sum_mib"] = mib(budget)
 
 	mt := Table{Title: "Memory: peak RSS (VmHWM) of a fresh worker child per case, against its budget sum",
 		Header: []string{"case", "request", "worker's answer", "RSS before (MiB)", "peak RSS (MiB)", "growth (MiB)", "peak / budget sum", "time"}}
-	for _, c := range mem.cases {
+	for _, c := range cases {
 		ans := answers(c.Answers)
 		if c.Note != "" {
 			ans = strings.TrimPrefix(ans+"; "+c.Note, "; ")
 		}
-		r := float64(c.Peak) / float64(max(mem.budget, 1))
+		r := float64(c.Peak) / float64(max(budget, 1))
 		peak, ratio := fmt.Sprintf("%.0f", mib(c.Peak)), fmt.Sprintf("%.2f", r)
-		measured := fmt.Sprintf("%.2f (%.0f of %.0f MiB)", r, mib(c.Peak), mib(mem.budget))
+		measured := fmt.Sprintf("%.2f (%.0f of %.0f MiB)", r, mib(c.Peak), mib(budget))
 		switch {
 		case c.Skipped:
 			peak, ratio = "—", "—"

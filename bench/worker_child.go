@@ -174,7 +174,7 @@ func workerChildHalf(ctx context.Context, _ Options) error {
 	// Warnings and errors go to stderr, which the parent keeps the tail of for its errors.
 	logger := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(os.Stderr), zapcore.WarnLevel))
 	var c client.Client
-	if cfg.Temporal.HostPort != "" {
+	if p.Knobs["temporal"] != "" {
 		if err := cfg.Validate(); err != nil {
 			return err
 		}

@@ -328,7 +328,7 @@ func incidentSideRun(ctx context.Context, o Options, p incidentParams, rep int, 
 	// in every shard with a live writer (one append each, sealed), as on the incident's
 	// workers, then merge it all so the timed run starts from zero debt.
 	o.progressf("incident %s: setup — %d shards × %d stores", sideName, p.Shards, len(all))
-	sampler, err := store.OpenDB(ctx, url, storeOptions("sampler", log, func(so *store.Options) { so.PendingMax = 0; so.PendingWarn = 0 }))
+	sampler, err := store.OpenDB(ctx, url, storeOptions("sampler", log, noPendingCaps))
 	if err != nil {
 		return out, err
 	}

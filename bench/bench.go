@@ -198,6 +198,13 @@ func (r *Result) target(name, goal, measured string, met bool) {
 	r.Targets = append(r.Targets, Target{Name: name, Goal: goal, Measured: measured, Met: met})
 }
 
+// values records vs under their keys prefixed with prefix.
+func (r *Result) values(prefix string, vs map[string]float64) {
+	for k, v := range vs {
+		r.Values[prefix+k] = v
+	}
+}
+
 func (r *Result) note(format string, args ...any) {
 	r.Notes = append(r.Notes, fmt.Sprintf(format, args...))
 }

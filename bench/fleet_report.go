@@ -64,27 +64,16 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 				debt = fmt.Sprintf("%d (as at %d)", a.debt, sizes[0])
 			}
 			outcome := "finished"
-			res.Values[key+"failed"] = 0
 			if a.failed != "" {
 				outcome = a.failed
-				res.Values[key+"failed"] = 1
 			}
-			res.Values[key+"sweep_s"] = a.dur.Median
-			res.Values[key+"requests"] = a.req.Median
-			res.Values[key+"largest_event_bytes"] = a.ev.Median
-			res.Values[key+"largest_heartbeat_bytes"] = a.hb
-			res.Values[key+"history_events"] = a.events.Median
-			res.Values[key+"rss_growth_mib"] = a.rss.Median
-			res.Values[key+"discovery_alloc_mib"] = a.alloc.Median
-			res.Values[key+"debt"] = float64(a.debt)
-			res.Values[key+"pages"] = float64(a.last.pages)
-			res.Values[key+"start_batches"] = float64(a.last.batches)
-			res.Values[key+"start_rate"] = a.last.startRate()
-			res.Values[key+"launch_gap_s"] = a.last.launchGap.Seconds()
-			res.Values[key+"actions"] = float64(a.last.actions)
+			res.values(key, map[string]float64{"failed": b2f(a.failed != ""), "sweep_s": a.dur.Median, "requests": a.req.Median,
+				"largest_event_bytes": a.ev.Median, "largest_heartbeat_bytes": a.hb, "history_events": a.events.Median,
+				"rss_growth_mib": a.rss.Median, "discovery_alloc_mib": a.alloc.Median, "debt": float64(a.debt),
+				"pages": float64(a.last.pages), "start_batches": float64(a.last.batches), "start_rate": a.last.startRate(),
+				"launch_gap_s": a.last.launchGap.Seconds(), "actions": float64(a.last.actions), "started": float64(a.started),
+				"largest_payload_bytes": a.payload})
 			ttm := "-"
-			res.Values[key+"started"] = float64(a.started)
-			res.Values[key+"largest_payload_bytes"] = a.payload
 			if a.started > 0 {
 				res.Values[key+"ttm_s"] = a.ttm.Median
 				ttm = a.ttm.fmt("%.1f") + " s"

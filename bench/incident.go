@@ -227,22 +227,15 @@ func runIncident(ctx context.Context, o Options, res *Result) error {
 	}
 	res.target("Temporal actions per merged generation (every workflow, walkeeper side)", fmt.Sprintf("≤ %.2f", maxActionsPerGeneration),
 		perGen.fmt("%.3f"), perGen.Max > 0 && perGen.Max <= maxActionsPerGeneration)
-	res.Values["actions_per_generation"] = perGen.Median
-	res.Values["usd_per_million_generations"] = perGen.Median * actioncount.ListPriceUSDPerMillion
 	limit := 2 * p.CountTrigger
 	res.target("walkeeper max pending per shard, whole run", fmt.Sprintf("≤ %d (2 × count trigger)", limit), wkMax.fmt("%.0f"), wkMax.Max <= float64(limit))
 	res.target("baseline grows without bound", "rising trend, above walkeeper", fmt.Sprintf("%s gens/min, end %s", baseSlope.fmt("%+.1f"), baseFinal.fmt("%.0f")),
 		baseSlope.Min > 0 && baseFinal.Min > wkFinal.Max)
-	res.Values["count_trigger"] = float64(p.CountTrigger)
-	res.Values["walkeeper_mean2_max"] = wkMean2.Max
-	res.Values["baseline_mean2_min"] = baseMean2.Min
-	res.Values["walkeeper_max"] = wkMax.Max
-	res.Values["walkeeper_max_median"] = wkMax.Median
-	res.Values["baseline_max_median"] = baseMax.Median
-	res.Values["baseline_final_min"] = baseFinal.Min
-	res.Values["walkeeper_final_max"] = wkFinal.Max
-	res.Values["baseline_slope_median"] = baseSlope.Median
-	res.Values["baseline_cycle_p50_s"] = cycle.Median
+	res.values("", map[string]float64{"actions_per_generation": perGen.Median, "usd_per_million_generations": perGen.Median * actioncount.ListPriceUSDPerMillion,
+		"count_trigger": float64(p.CountTrigger), "walkeeper_mean2_max": wkMean2.Max, "baseline_mean2_min": baseMean2.Min,
+		"walkeeper_max": wkMax.Max, "walkeeper_max_median": wkMax.Median, "baseline_max_median": baseMax.Median,
+		"baseline_final_min": baseFinal.Min, "walkeeper_final_max": wkFinal.Max, "baseline_slope_median": baseSlope.Median,
+		"baseline_cycle_p50_s": cycle.Median})
 	res.note("The baseline merges the hot generic store only in its cleanup sweep, one pass of at most merge_max_generations of its own shard per visit, and reaches the generic kind only after walking every resident rollout store; a cycle longer than merge_max_generations × the seal interval makes the hot store's debt grow without bound (cycle p50 above).")
 	res.note("The two systems run one after the other in the same invocation (order alternating by repetition), each with the machine to itself, identical traffic and the same storage model: %s plus %s added to every storage request.", map[string]string{storageFile: "file:// without fsync", storageMem: "mem:// (past 20 shards the local file system's file creation, not the modelled object store, limited the seal rate)"}[p.Storage], p.Latency)
 	return nil

@@ -202,8 +202,8 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 	s.Debt = len(planted)
 	o.progressf("fleet: planted debt in %d stores (%d generations) in %s", len(planted), records, fmtDur(time.Since(t0)))
 
-	hook := &fleetFaults{latency: r.latency, fleetPrefix: prefix, registryPrefix: "_registry/" + string(fleetKind) + "/", registryKeys: int64(r.stores),
-		demandPrefix: "_demand/" + string(fleetKind) + "/", demandKeys: int64(records)}
+	hook := &fleetFaults{latency: r.latency, fleetPrefix: prefix, listKeys: map[string]int64{
+		"_registry/" + string(fleetKind) + "/": int64(r.stores), "_demand/" + string(fleetKind) + "/": int64(records)}}
 	warn := r.warn
 	warn.largest.Store(0)
 	var nodes []*node

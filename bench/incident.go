@@ -38,8 +38,7 @@ type incidentParams struct {
 	GenericEvery time.Duration // one-row append to the hot store, per shard
 	RolloutEvery time.Duration // one-row append to a random rollout store, per shard
 	StoreTimeout time.Duration // baseline per-store timeout: max(5 × interval, 30 s)
-	Sample       time.Duration
-	MaxGens      int // merge_max_generations of both systems
+	MaxGens      int           // merge_max_generations of both systems
 	Parallel     bool
 	// Storage is the backend under the latency model: storageFile (file:// without fsync) up
 	// to the incident's 20 shards, storageMem past it, where creating the seals' files, not
@@ -88,7 +87,6 @@ func incidentDefaults(o Options) incidentParams {
 		GenericEvery: 250 * time.Millisecond,
 		RolloutEvery: 5 * time.Second,
 		StoreTimeout: 30 * time.Second,
-		Sample:       time.Second,
 		MaxGens:      store.DefaultOptions().MergeMaxGenerations,
 	}
 	if o.Quick {
@@ -497,7 +495,7 @@ func incidentSideRun(ctx context.Context, o Options, p incidentParams, rep int, 
 		return pend
 	}
 	start := time.Now()
-	tk := time.NewTicker(p.Sample)
+	tk := time.NewTicker(time.Second)
 	lastReport := time.Now()
 	for time.Since(start) < p.Duration {
 		select {

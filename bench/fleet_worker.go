@@ -275,14 +275,11 @@ func fleetWorkerReport(res *Result, o Options, samples []fleetWorkerSample) {
 			fmt.Sprintf("%d / %d", s.ReconcilePages, s.ReconcileStores),
 			fmt.Sprintf("%.1f", mib(s.ReconcileRSS.Peak)), fmt.Sprintf("%.1f", mib(s.ReconcileRSS.growth())),
 		})
-		for _, ph := range s.phases() {
-			res.Values[fmt.Sprintf("%s_peak_mib_%d", ph.key, s.Stores)] = mib(ph.rss.Peak)
-			res.Values[fmt.Sprintf("%s_growth_mib_%d", ph.key, s.Stores)] = mib(ph.rss.growth())
+		for k, v := range map[string]float64{"sweep_peak_mib": mib(s.SweepRSS.Peak), "sweep_growth_mib": mib(s.SweepRSS.growth()),
+			"reconcile_peak_mib": mib(s.ReconcileRSS.Peak), "reconcile_growth_mib": mib(s.ReconcileRSS.growth()), "started": float64(s.Started),
+			"debt": float64(s.Debt), "reconcile_pages": float64(s.ReconcilePages), "reconcile_stores": float64(s.ReconcileStores)} {
+			res.Values[fmt.Sprintf("%s_%d", k, s.Stores)] = v
 		}
-		res.Values[fmt.Sprintf("started_%d", s.Stores)] = float64(s.Started)
-		res.Values[fmt.Sprintf("debt_%d", s.Stores)] = float64(s.Debt)
-		res.Values[fmt.Sprintf("reconcile_pages_%d", s.Stores)] = float64(s.ReconcilePages)
-		res.Values[fmt.Sprintf("reconcile_stores_%d", s.Stores)] = float64(s.ReconcileStores)
 	}
 	res.Tables = append(res.Tables, t)
 	if len(samples) < 2 {

@@ -81,11 +81,10 @@ type Options struct {
 	// default (8 GiB, 2 GiB with Quick).
 	RSSGuard int64
 	// Child, when set, runs the child half of a scenario that measures a separate process
-	// (memory, fleet-worker, hostile; bench/child.go), which writes its JSON lines to ChildOut.
-	Child    bool
-	ChildOut io.Writer
+	// (memory, fleet-worker, hostile; bench/child.go), which writes its JSON lines to stdout.
+	Child bool
 	// Reexec builds the command that runs the child half of scenario in a fresh process; the
-	// command must honour Child/ChildOut semantics (stdout = JSON result). nil = the
+	// command must run it with Child set (stdout = JSON result). nil = the
 	// scenarios with a child process cannot run.
 	Reexec func(ctx context.Context, scenario string) *exec.Cmd
 }
@@ -199,6 +198,13 @@ func (r *Result) target(name, goal, measured string, met bool) {
 	r.Targets = append(r.Targets, Target{Name: name, Goal: goal, Measured: measured, Met: met})
 }
 
+// values records vs under their keys prefixed with prefix.
+func (r *Result) values(prefix string, vs map[string]float64) {
+	for k, v := range vs {
+		r.Values[prefix+k] = v
+	}
+}
+
 func (r *Result) note(format string, args ...any) {
 	r.Notes = append(r.Notes, fmt.Sprintf(format, args...))
 }
@@ -274,7 +280,7 @@ type Scenario struct {
 // childHalves are the halves the scenarios measured in a process of their own run in the
 // child process (Options.Child; bench/child.go).
 var childHalves = map[string]func(ctx context.Context, o Options) error{
-	"memory": memoryChild, "fleet-worker": fleetWorkerChild, "hostile": hostileChild,
+	"memory": memoryChild, "fleet-worker": workerChildHalf, "hostile": workerChildHalf,
 }
 
 // scenario is a Scenario whose body records into a Result named after it.

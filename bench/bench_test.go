@@ -49,7 +49,7 @@ func TestChildProcess(t *testing.T) {
 	if scenario == "" {
 		t.Skip("only runs as a child of a scenario")
 	}
-	if _, err := Run(context.Background(), scenario, Options{Child: true, ChildOut: os.Stdout}); err != nil {
+	if _, err := Run(context.Background(), scenario, Options{Child: true}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -366,7 +366,7 @@ func TestFleetQuick(t *testing.T) {
 		if got := need(key + "largest_event_bytes"); got > 256<<10 {
 			t.Errorf("%s: largest sweep history event %.0f B > 256 KiB", key, got)
 		}
-		if got, bound := need(key+"history_events"), contract.SweepHistoryBound(3, fleetMaxStarts, fleetStartBatch); got > float64(bound) {
+		if got, bound := need(key+"history_events"), contract.SweepHistoryBound(3, contract.DefaultSweepMaxStarts, contract.DefaultSweepStartBatch); got > float64(bound) {
 			t.Errorf("%s: the sweep's history has %.0f events, over its bound %d (contract.SweepHistoryBound)", key, got, bound)
 		}
 		need(key + "ttm_s")

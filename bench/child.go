@@ -5,25 +5,20 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
-
-	"go.temporal.io/sdk/client"
-	"go.uber.org/zap"
-
-	"github.com/walkeeper/walkeeper/worker"
 )
 
 // The scenarios that measure a process's memory run their subject in a child process: the
 // bench re-executed (Options.Reexec) as the scenario's child half, its parameters as JSON
-// in one environment variable.
+// in the environment variable childParamsEnv.
+const childParamsEnv = "WALKEEPER_BENCH_CHILD_PARAMS"
 
-// childCmd is the command that runs scenario's child half with params (JSON) in the
-// environment variable env, and extra environment entries.
-func childCmd(ctx context.Context, o Options, scenario, env string, params any, extra ...string) (*exec.Cmd, error) {
+// childCmd is the command that runs scenario's child half with params, and extra
+// environment entries.
+func childCmd(ctx context.Context, o Options, scenario string, params any, extra ...string) (*exec.Cmd, error) {
 	raw, err := json.Marshal(params)
 	if err != nil {
 		return nil, err
@@ -32,49 +27,30 @@ func childCmd(ctx context.Context, o Options, scenario, env string, params any, 
 	if cmd.Env == nil {
 		cmd.Env = os.Environ()
 	}
-	cmd.Env = append(append(cmd.Env, env+"="+string(raw)), extra...)
+	cmd.Env = append(append(cmd.Env, childParamsEnv+"="+string(raw)), extra...)
 	return cmd, nil
 }
 
-// childParams reads the child half's parameters from the environment variable env into p.
-func childParams(scenario, env string, p any) error {
-	if err := json.Unmarshal([]byte(os.Getenv(env)), p); err != nil {
-		return fmt.Errorf("%s child: bad %s: %w", scenario, env, err)
+// childParams reads the child half's parameters into p.
+func childParams(scenario string, p any) error {
+	if err := json.Unmarshal([]byte(os.Getenv(childParamsEnv)), p); err != nil {
+		return fmt.Errorf("%s child: bad %s: %w", scenario, childParamsEnv, err)
 	}
 	return nil
 }
 
-// runChildWorker is a worker child's half: cfg run by worker.Run as `walkeeper worker` runs
-// it (c nil = HTTP-only), until the parent closes stdin. Once the worker serves, the JSON of
-// ready(w) goes to o.ChildOut as the ready line; it must hold `"ready":true`.
-func runChildWorker(ctx context.Context, o Options, cfg worker.Config, logger *zap.Logger, c client.Client, ready func(*worker.Worker) any) error {
-	ctx, stop := context.WithCancel(ctx)
-	defer stop()
-	go func() {
-		_, _ = io.Copy(io.Discard, os.Stdin)
-		stop()
-	}()
-	return worker.Run(ctx, cfg, logger, c, func(w *worker.Worker) {
-		_ = o.childPrint(ready(w))
-	})
-}
-
-// childPrint writes v as one JSON line to the parent (o.ChildOut, or stdout).
-func (o Options) childPrint(v any) error {
+// childPrint writes v as one JSON line to the parent: the child's stdout.
+func childPrint(v any) error {
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	out := o.ChildOut
-	if out == nil {
-		out = os.Stdout
-	}
-	_, err = fmt.Fprintf(out, "%s\n", raw)
+	_, err = fmt.Printf("%s\n", raw)
 	return err
 }
 
-// procStatusOf reads a "kB" field of /proc/<pid>/status in bytes (0 if unavailable).
-func procStatusOf(pid int, field string) int64 {
+// procStatus reads a "kB" field of /proc/<pid>/status in bytes (0 if unavailable).
+func procStatus(pid int, field string) int64 {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0
@@ -92,8 +68,11 @@ func procStatusOf(pid int, field string) int64 {
 	return 0
 }
 
-// procStatus is procStatusOf this process.
-func procStatus(field string) int64 { return procStatusOf(os.Getpid(), field) }
+// rssSpan is a process's RSS over a measured phase: its RSS when the phase began (the peak
+// reset to it) and its peak (VmHWM) by the end.
+type rssSpan struct{ Before, Peak int64 }
+
+func (r rssSpan) growth() int64 { return max(r.Peak-r.Before, 0) }
 
 // resetPeakRSSOf resets the VmHWM of process pid to its current RSS (Linux ≥ 4.0: writing 5
 // to /proc/<pid>/clear_refs), so the next VmHWM read is the peak since now.

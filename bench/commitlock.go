@@ -62,11 +62,9 @@ func commitLock(ctx context.Context, o Options, res *Result, dir string) error {
 			k := key{be, sz.name}
 			a, b := spreadOf(p50s[k]), spreadOf(p99s[k])
 			t.Rows = append(t.Rows, []string{be, sz.name, a.fmt("%.1f"), b.fmt("%.1f")})
-			res.Values[fmt.Sprintf("%s_%s_p50_us", be, sz.name)] = a.Median
-			res.Values[fmt.Sprintf("%s_%s_p99_us", be, sz.name)] = b.Median
-			res.Values[fmt.Sprintf("%s_%s_p99_us_max", be, sz.name)] = b.Max
-			// The whole CommitRound call, measured in the same run: what the hold is a part of.
-			res.Values[fmt.Sprintf("%s_%s_commit_p50_us", be, sz.name)] = spreadOf(commitP50s[k]).Median
+			// commit_p50_us: the whole CommitRound call, timed in the same run (the hold is part of it).
+			res.values(be+"_"+sz.name+"_", map[string]float64{"p50_us": a.Median, "p99_us": b.Median, "p99_us_max": b.Max,
+				"commit_p50_us": spreadOf(commitP50s[k]).Median})
 		}
 		big, small := spreadOf(p99s[key{be, sizes[2].name}]).Median, spreadOf(p99s[key{be, sizes[0].name}]).Median
 		bigP50, smallP50 := spreadOf(p50s[key{be, sizes[2].name}]).Median, spreadOf(p50s[key{be, sizes[0].name}]).Median

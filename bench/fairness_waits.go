@@ -30,7 +30,6 @@ type mergeWaits struct {
 func waitsOf(ctx context.Context, c client.Client, id string) (mergeWaits, error) {
 	var w mergeWaits
 	scheduled := map[int64]time.Time{}
-	var first, last time.Time
 	tasks := 0
 	events, err := actioncount.History(ctx, c, id, "")
 	if err != nil {
@@ -38,10 +37,6 @@ func waitsOf(ctx context.Context, c client.Client, id string) (mergeWaits, error
 	}
 	for _, ev := range events {
 		at := ev.GetEventTime().AsTime()
-		if first.IsZero() {
-			first = at
-		}
-		last = at
 		switch ev.GetEventType() {
 		case enumspb.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED, enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
 			scheduled[ev.GetEventId()] = at
@@ -57,6 +52,8 @@ func waitsOf(ctx context.Context, c client.Client, id string) (mergeWaits, error
 			w.activities += at.Sub(scheduled[ev.GetActivityTaskStartedEventAttributes().GetScheduledEventId()])
 		}
 	}
-	w.run = last.Sub(first)
+	if len(events) > 0 {
+		w.run = events[len(events)-1].GetEventTime().AsTime().Sub(events[0].GetEventTime().AsTime())
+	}
 	return w, nil
 }

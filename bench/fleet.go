@@ -34,17 +34,9 @@ const (
 	fleetHotGens  = 10
 	fleetMergeMin = 8
 	fleetMaxAge   = 10 * time.Minute
-	// fleetMaxStarts and fleetStartBatch are the sweep's defaults (the worker's too): 10,000
-	// starts per sweep, enough for 1 % of a million stores, in batches of 256.
-	fleetMaxStarts  = contract.DefaultSweepMaxStarts
-	fleetStartBatch = contract.DefaultSweepStartBatch
-	fleetInterval   = time.Minute
-	listPageKeys    = 1000 // an object store's list page (S3 ListObjectsV2 MaxKeys)
+	fleetInterval = time.Minute
+	listPageKeys  = 1000 // an object store's list page (S3 ListObjectsV2 MaxKeys)
 )
-
-// discoveryActivity is the activity whose completion ends a sweep's discovery step (its
-// storage requests are counted up to there; the starts that follow make none).
-const discoveryActivity = contract.ScanDemandActivity
 
 // fleetSample is one sweep over one fleet.
 type fleetSample struct {
@@ -68,7 +60,7 @@ type fleetSample struct {
 	// LargestPayload the largest payload the SDK warned about uploading (> 512 KiB), 0 if
 	// none.
 	LargestHeartbeat, LargestPayload int
-	RSSStart, RSSPeak                int64
+	RSS                              rssSpan
 	// DiscoveryAlloc is the bytes the process allocated from the sweep's start to the end of
 	// its discovery (runtime/metrics /gc/heap/allocs:bytes): an upper bound on what any one
 	// worker can hold for discovery, whatever the GC's pacing (see allocSampler).
@@ -89,8 +81,6 @@ func (s fleetSample) startRate() float64 {
 	}
 	return float64(s.Started) / s.startSpan.Seconds()
 }
-
-func (s fleetSample) rssGrowth() int64 { return max(s.RSSPeak-s.RSSStart, 0) }
 
 // runFleet is the fleet scenario.
 func runFleet(ctx context.Context, o Options, res *Result) error {
@@ -113,8 +103,8 @@ func runFleet(ctx context.Context, o Options, res *Result) error {
 	res.param("debt", "1% (half old: 2 generations sealed 1h ago; half hot: 10 generations)")
 	res.param("workers", fmt.Sprintf("%d in-process instances", fleetWorkers))
 	res.param("latency", latency)
-	res.param("max_starts", fleetMaxStarts)
-	res.param("start_batch", fleetStartBatch)
+	res.param("max_starts", contract.DefaultSweepMaxStarts)
+	res.param("start_batch", contract.DefaultSweepStartBatch)
 	res.param("sweep_budget", budget)
 
 	// The SDK logs its payload warnings through the client's logger.
@@ -178,7 +168,7 @@ func (s fleetSample) summary() string {
 		return fmt.Sprintf("FAILED (%s) after %s, %d requests", s.Failed, fmtDur(s.Duration), s.Requests)
 	}
 	return fmt.Sprintf("sweep %s, %d requests (%d of earlier fleets left out), largest event %d B, %d events (%d pages, %d batches of mean %s launched %s apart), RSS +%.0f MiB, %d/%d started (%.1f/s), time-to-merge %s",
-		fmtDur(s.Duration), s.Requests, s.OtherFleets, s.largest, s.events, s.pages, s.batches, fmtDur(s.batchTime), fmtDur(s.launchGap), mib(s.rssGrowth()), s.Started, s.Debt, s.startRate(), fmtDur(s.TTM))
+		fmtDur(s.Duration), s.Requests, s.OtherFleets, s.largest, s.events, s.pages, s.batches, fmtDur(s.batchTime), fmtDur(s.launchGap), mib(s.RSS.growth()), s.Started, s.Debt, s.startRate(), fmtDur(s.TTM))
 }
 
 func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun) (fleetSample, error) {
@@ -186,7 +176,7 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 	in := contract.MaintenanceSweepInput{
 		MergeMinGenerations: fleetMergeMin,
 		MaxPendingAge:       fleetMaxAge,
-		MaxStarts:           fleetMaxStarts,
+		MaxStarts:           contract.DefaultSweepMaxStarts,
 		// 10,000 starts in batches of 256 (the default variant), one batch a second: 40 s
 		// at the least.
 		StartBatch: r.variant.batch(),
@@ -212,8 +202,8 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 	s.Debt = len(planted)
 	o.progressf("fleet: planted debt in %d stores (%d generations) in %s", len(planted), records, fmtDur(time.Since(t0)))
 
-	hook := &fleetFaults{latency: r.latency, fleetPrefix: prefix, registryPrefix: "_registry/" + string(fleetKind) + "/", registryKeys: int64(r.stores),
-		demandPrefix: "_demand/" + string(fleetKind) + "/", demandKeys: int64(records)}
+	hook := &fleetFaults{latency: r.latency, fleetPrefix: prefix, listKeys: map[string]int64{
+		"_registry/" + string(fleetKind) + "/": int64(r.stores), "_demand/" + string(fleetKind) + "/": int64(records)}}
 	warn := r.warn
 	warn.largest.Store(0)
 	var nodes []*node
@@ -253,7 +243,7 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 	// sweep's and not hidden by memory the runtime still holds.
 	debug.FreeOSMemory()
 	resetPeakRSSOf(os.Getpid())
-	s.RSSStart = procStatus("VmRSS")
+	s.RSS.Before = procStatus(os.Getpid(), "VmRSS")
 	hook.reset()
 	allocs := startAllocSampler(50 * time.Millisecond)
 	defer allocs.stop()
@@ -267,7 +257,7 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 	w := watchSweep(ctx, tenv.client, sweepID, run.GetRunID(), r.budget)
 	s.Duration = time.Since(start)
 	s.Failed, s.LargestHeartbeat = w.failed, w.heartbeat
-	s.RSSPeak = procStatus("VmHWM")
+	s.RSS.Peak = procStatus(os.Getpid(), "VmHWM")
 	stopped := time.Now()
 	if s.Failed != "" {
 		_ = tenv.client.TerminateWorkflow(context.WithoutCancel(ctx), sweepID, run.GetRunID(), "fleet bench: "+s.Failed)

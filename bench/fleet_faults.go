@@ -19,11 +19,9 @@ type fleetFaults struct {
 	// an earlier fleet (f1-..., f2-...) is one of its terminated MergeWal runs' activities
 	// that still reached this fleet's workers, and is counted apart (other), not as the
 	// sweep's.
-	fleetPrefix    string
-	registryPrefix string
-	registryKeys   int64
-	demandPrefix   string
-	demandKeys     int64
+	fleetPrefix string
+	// listKeys is how many keys each paged listing (by prefix) holds.
+	listKeys map[string]int64
 
 	mu    sync.Mutex
 	since time.Time                  // REQUIRES: mu
@@ -85,13 +83,8 @@ func isIndexListing(op, key string) bool {
 
 func (f *fleetFaults) Before(op, key string) error {
 	pages := int64(1)
-	if op == objstore.OpList {
-		switch key {
-		case f.registryPrefix:
-			pages = max(1, (f.registryKeys+listPageKeys-1)/listPageKeys)
-		case f.demandPrefix:
-			pages = max(1, (f.demandKeys+listPageKeys-1)/listPageKeys)
-		}
+	if n, ok := f.listKeys[key]; ok && op == objstore.OpList {
+		pages = max(1, (n+listPageKeys-1)/listPageKeys)
 	}
 	f.mu.Lock()
 	if f.fleetPrefix != "" && ofOtherFleet(key, f.fleetPrefix) {

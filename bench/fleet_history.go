@@ -38,7 +38,7 @@ func watchSweep(ctx context.Context, c client.Client, id, runID string, budget t
 			return w
 		}
 		for _, pa := range d.GetPendingActivities() {
-			if pa.GetActivityType().GetName() != discoveryActivity {
+			if pa.GetActivityType().GetName() != contract.ScanDemandActivity {
 				continue
 			}
 			w.heartbeat = max(w.heartbeat, proto.Size(pa.GetHeartbeatDetails()))
@@ -88,7 +88,7 @@ type sweepHistory struct {
 func historyOf(ctx context.Context, c client.Client, id, runID string) (sweepHistory, error) {
 	var h sweepHistory
 	types := map[int64]string{}
-	var lastDiscovery, firstStart, lastStartEnd, firstLaunch, lastLaunch time.Time
+	var firstStart, lastStartEnd, firstLaunch, lastLaunch time.Time
 	launches := 0
 	started := map[int64]time.Time{} // StartWorkflows: scheduled event ID -> started
 	var batchTotal time.Duration
@@ -125,8 +125,8 @@ func historyOf(ctx context.Context, c client.Client, id, runID string) (sweepHis
 		case ev.GetActivityTaskTimedOutEventAttributes() != nil:
 			sched = ev.GetActivityTaskTimedOutEventAttributes().GetScheduledEventId()
 		}
-		if sched != 0 && types[sched] == discoveryActivity {
-			lastDiscovery = at
+		if sched != 0 && types[sched] == contract.ScanDemandActivity {
+			h.lastDiscovery = at
 			h.pages++
 		}
 		if sched != 0 && types[sched] == contract.StartWorkflowsActivity {
@@ -143,8 +143,7 @@ func historyOf(ctx context.Context, c client.Client, id, runID string) (sweepHis
 	if launches > 1 {
 		h.launchGap = lastLaunch.Sub(firstLaunch) / time.Duration(launches-1)
 	}
-	h.lastDiscovery = lastDiscovery
-	h.discoveryEnd = lastDiscovery
+	h.discoveryEnd = h.lastDiscovery
 	if !firstStart.IsZero() && (h.discoveryEnd.IsZero() || firstStart.Before(h.discoveryEnd)) {
 		h.discoveryEnd = firstStart
 	}

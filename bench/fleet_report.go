@@ -64,27 +64,16 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 				debt = fmt.Sprintf("%d (as at %d)", a.debt, sizes[0])
 			}
 			outcome := "finished"
-			res.Values[key+"failed"] = 0
 			if a.failed != "" {
 				outcome = a.failed
-				res.Values[key+"failed"] = 1
 			}
-			res.Values[key+"sweep_s"] = a.dur.Median
-			res.Values[key+"requests"] = a.req.Median
-			res.Values[key+"largest_event_bytes"] = a.ev.Median
-			res.Values[key+"largest_heartbeat_bytes"] = a.hb
-			res.Values[key+"history_events"] = a.events.Median
-			res.Values[key+"rss_growth_mib"] = a.rss.Median
-			res.Values[key+"discovery_alloc_mib"] = a.alloc.Median
-			res.Values[key+"debt"] = float64(a.debt)
-			res.Values[key+"pages"] = float64(a.last.pages)
-			res.Values[key+"start_batches"] = float64(a.last.batches)
-			res.Values[key+"start_rate"] = a.last.startRate()
-			res.Values[key+"launch_gap_s"] = a.last.launchGap.Seconds()
-			res.Values[key+"actions"] = float64(a.last.actions)
+			res.values(key, map[string]float64{"failed": b2f(a.failed != ""), "sweep_s": a.dur.Median, "requests": a.req.Median,
+				"largest_event_bytes": a.ev.Median, "largest_heartbeat_bytes": a.hb, "history_events": a.events.Median,
+				"rss_growth_mib": a.rss.Median, "discovery_alloc_mib": a.alloc.Median, "debt": float64(a.debt),
+				"pages": float64(a.last.pages), "start_batches": float64(a.last.batches), "start_rate": a.last.startRate(),
+				"launch_gap_s": a.last.launchGap.Seconds(), "actions": float64(a.last.actions), "started": float64(a.started),
+				"largest_payload_bytes": a.payload})
 			ttm := "-"
-			res.Values[key+"started"] = float64(a.started)
-			res.Values[key+"largest_payload_bytes"] = a.payload
 			if a.started > 0 {
 				res.Values[key+"ttm_s"] = a.ttm.Median
 				ttm = a.ttm.fmt("%.1f") + " s"
@@ -127,7 +116,7 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 			}
 			bounded = bounded && a.req.Median <= float64(2*a.debt+100)
 			payload = payload && a.ev.Median <= 256<<10 && a.hb <= 256<<10 && a.payload <= 256<<10
-			events = events && a.events.Median <= 10_000 && a.events.Median <= float64(contract.SweepHistoryBound(3, fleetMaxStarts, d.batch()))
+			events = events && a.events.Median <= 10_000 && a.events.Median <= float64(contract.SweepHistoryBound(3, contract.DefaultSweepMaxStarts, d.batch()))
 			ttmOK = ttmOK && a.ttm.Median <= fleetInterval.Seconds() && a.started == a.debt
 		}
 		name := d.name()
@@ -168,7 +157,7 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 			}
 			return fmt.Sprintf("%.0f KiB, %.0f KiB", a.ev.Median/1024, a.hb/1024)
 		}), payload && allOK)
-		res.target(name+": sweep history", fmt.Sprintf("≤ 10,000 events (and ≤ %d, the paged sweep's bound)", contract.SweepHistoryBound(3, fleetMaxStarts, d.batch())), line(func(_ fleetKey, a *fleetAgg) string { return fmt.Sprintf("%.0f", a.events.Median) }), events)
+		res.target(name+": sweep history", fmt.Sprintf("≤ 10,000 events (and ≤ %d, the paged sweep's bound)", contract.SweepHistoryBound(3, contract.DefaultSweepMaxStarts, d.batch())), line(func(_ fleetKey, a *fleetAgg) string { return fmt.Sprintf("%.0f", a.events.Median) }), events)
 		res.target(name+": time-to-merge", fmt.Sprintf("every indebted store's MergeWal started ≤ %s after its debt was planted or the sweep started", fleetInterval), line(func(_ fleetKey, a *fleetAgg) string {
 			if a.started == 0 {
 				return fmt.Sprintf("0/%d started", a.debt)
@@ -178,7 +167,7 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 	}
 	res.note("Workers: %d in-process walkeeper instances (own instance ID, store handle, shard queue; shared-queue workflow and activity workers) against one Temporal dev server; mem:// is per process, so worker child processes would need a storage server shared between processes. RSS is the bench process's (workers, the mem:// fleet, the client): the table reports its growth during the sweep (VmHWM after the sweep, reset through /proc/self/clear_refs at its start, minus VmRSS at its start). A worker's memory for discovery is bounded from above by the bytes the whole process allocated from the sweep's start to the end of discovery (runtime/metrics /gc/heap/allocs:bytes, sampled every 50 ms): RSS growth at 1M stores measures the GC's pacing over the fleet's own heap, not a worker.", fleetWorkers)
 	res.note("Storage requests: every request of the 8 workers from the sweep's start until its first StartWorkflows started (or its discovery activity closed), and after that the listings of the demand index (the later ScanDemand pages of the paged sweep); the MergeWal runs the sweep starts are not counted, nor requests for an earlier fleet's stores (activities of its terminated MergeWal runs that still reach this fleet's workers; counted apart in the progress log). A listing of the registry or of the demand index counts (and sleeps) one request per 1000 keys, as an object store pages it.")
-	res.note("Starts/s: MergeWal runs started over the span from the sweep's first StartWorkflows start to its last one's close (from the sweep's history); the mean batch is a StartWorkflows activity's start-to-close time (a variant's batch, its starts in flight at a time; by default %d starts, %d at a time).", fleetStartBatch, activities.DefaultStartConcurrency)
+	res.note("Starts/s: MergeWal runs started over the span from the sweep's first StartWorkflows start to its last one's close (from the sweep's history); the mean batch is a StartWorkflows activity's start-to-close time (a variant's batch, its starts in flight at a time; by default %d starts, %d at a time).", contract.DefaultSweepStartBatch, activities.DefaultStartConcurrency)
 	res.note("Time-to-merge: from the later of a store's planting and the sweep's start (planting 10,000 stores' debt takes minutes at 1M stores, and the sweep starts when planting ends: the best phase) to its MergeWal's start; with a schedule every interval add up to one interval. The old debt was sealed an hour ago (past MaxPendingAge) at planting, so it has crossed its threshold at the planting time.")
 	res.note("The fleet is registered without latency by writing the registry entry and store.json of each store directly (the bytes DB.Create writes for a template store); the debt goes through the seal path of two writers closed afterwards. Starts go in the sweep's default batches of 256 (StartBatch), at most 10,000 per sweep (MaxStarts), one batch a second from the first launch (planned pacing), each batch 32 starts at a time, 4 batches in flight (Concurrency), unless a variant (--variants concurrency/batch) says otherwise.")
 
@@ -225,7 +214,7 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 	plotOne("fleet-time-to-merge.png", "Debt planted to MergeWal start (max; finished sweeps)", "seconds", false, false, func(a *fleetAgg) float64 { return a.ttm.Median })
 	var rows [][]any
 	for _, s := range samples {
-		rows = append(rows, []any{s.Variant.String(), s.Stores, s.Debt, s.FixedDebt, strings.ReplaceAll(s.Failed, ",", ";"), s.Duration.Seconds(), s.Requests, s.largest, s.LargestHeartbeat, s.events, mib(s.rssGrowth()), s.Started, s.TTM.Seconds(), s.LargestPayload, mib(s.DiscoveryAlloc)})
+		rows = append(rows, []any{s.Variant.String(), s.Stores, s.Debt, s.FixedDebt, strings.ReplaceAll(s.Failed, ",", ";"), s.Duration.Seconds(), s.Requests, s.largest, s.LargestHeartbeat, s.events, mib(s.RSS.growth()), s.Started, s.TTM.Seconds(), s.LargestPayload, mib(s.DiscoveryAlloc)})
 	}
 	p := filepath.Join(o.OutDir, "fleet.csv")
 	if err := writeCSV(p, []string{"variant", "stores", "debt", "fixed_debt", "failed", "sweep_s", "requests", "largest_event_bytes", "largest_heartbeat_bytes", "history_events", "rss_growth_mib", "started", "ttm_s", "largest_payload_bytes", "discovery_alloc_mib"}, rows); err == nil {
@@ -282,7 +271,7 @@ func (a *fleetAgg) finish() {
 		req = append(req, float64(s.Requests))
 		ev = append(ev, float64(s.largest))
 		events = append(events, float64(s.events))
-		rss = append(rss, mib(s.rssGrowth()))
+		rss = append(rss, mib(s.RSS.growth()))
 		alloc = append(alloc, mib(s.DiscoveryAlloc))
 		ttm = append(ttm, s.TTM.Seconds())
 		a.hb = max(a.hb, float64(s.LargestHeartbeat))

@@ -31,7 +31,7 @@ func (v fleetVariant) batch() int {
 	if v.Batch > 0 {
 		return v.Batch
 	}
-	return fleetStartBatch
+	return contract.DefaultSweepStartBatch
 }
 
 // String is the variant as --variants spells it: concurrency/batch.

@@ -12,15 +12,12 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
-	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/internal/devserver"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/store/objstore"
-	"github.com/walkeeper/walkeeper/temporaladmin"
-	"github.com/walkeeper/walkeeper/worker"
 )
 
 // The fleet-worker scenario measures what the fleet scenario can only bound: the peak RSS of
@@ -35,9 +32,6 @@ import (
 // The bench reads the child's VmRSS before each phase and its VmHWM after, resetting the
 // peak through /proc/<pid>/clear_refs in between.
 
-// FleetWorkerChildEnv carries the child's parameters (JSON).
-const FleetWorkerChildEnv = "WALKEEPER_BENCH_FLEET_WORKER"
-
 // fleetWorkerDebt is the stores in debt at every fleet size (the same debt), half old and
 // small, half hot, as in the fleet scenario; quick runs plant fleetWorkerQuickDebt (one
 // worker merges 100 stores in ~35 s).
@@ -46,29 +40,29 @@ const (
 	fleetWorkerQuickDebt = 20
 )
 
-type fleetWorkerChildParams struct {
-	URL      string `json:"url"`
-	Temporal string `json:"temporal"`
-	Instance string `json:"instance"`
-}
-
 // fleetWorkerSample is one fleet size's measurement.
 type fleetWorkerSample struct {
-	Stores, Debt                      int
-	Register, Plant                   time.Duration
-	SweepDur                          time.Duration
-	SweepFailed                       string
-	Started                           int
-	SweepRSSStart, SweepRSSPeak       int64
-	ReconcileDur                      time.Duration
-	ReconcileDone                     bool
-	ReconcilePages, ReconcileStores   int
-	ReconcileRSSStart, ReconcileRSSPk int64
+	Stores, Debt                    int
+	Register, Plant                 time.Duration
+	SweepDur                        time.Duration
+	SweepFailed                     string
+	Started                         int
+	ReconcileDur                    time.Duration
+	ReconcileDone                   bool
+	ReconcilePages, ReconcileStores int
+	// SweepRSS and ReconcileRSS are the worker's RSS over each phase.
+	SweepRSS, ReconcileRSS rssSpan
 }
 
-func (s fleetWorkerSample) sweepGrowth() int64 { return max(s.SweepRSSPeak-s.SweepRSSStart, 0) }
-func (s fleetWorkerSample) reconcileGrowth() int64 {
-	return max(s.ReconcileRSSPk-s.ReconcileRSSStart, 0)
+// fleetWorkerPhase is one measured phase of a sample: key names its report values, target
+// and legend its target and plot line.
+type fleetWorkerPhase struct {
+	key, target, legend string
+	rss                 rssSpan
+}
+
+func (s fleetWorkerSample) phases() []fleetWorkerPhase {
+	return []fleetWorkerPhase{{"sweep", "a sweep and its merges", "sweep + its merges", s.SweepRSS}, {"reconcile", "a reconcile", "reconcile", s.ReconcileRSS}}
 }
 
 // runFleetWorker is the fleet-worker scenario.
@@ -104,7 +98,7 @@ func runFleetWorker(ctx context.Context, o Options, res *Result, dir string) err
 			return fmt.Errorf("fleet-worker %d stores: %w", n, err)
 		}
 		o.progressf("fleet-worker: %d stores: sweep %s, %d started, worker RSS +%.1f MiB (from %.1f); reconcile %s (%d pages, finished %v), +%.1f MiB",
-			n, fmtDur(s.SweepDur), s.Started, mib(s.sweepGrowth()), mib(s.SweepRSSStart), fmtDur(s.ReconcileDur), s.ReconcilePages, s.ReconcileDone, mib(s.reconcileGrowth()))
+			n, fmtDur(s.SweepDur), s.Started, mib(s.SweepRSS.growth()), mib(s.SweepRSS.Before), fmtDur(s.ReconcileDur), s.ReconcilePages, s.ReconcileDone, mib(s.ReconcileRSS.growth()))
 		samples = append(samples, s)
 	}
 	fleetWorkerReport(res, o, samples)
@@ -143,7 +137,11 @@ func runFleetWorkerOnce(ctx context.Context, o Options, tenv *temporalEnv, root 
 	s.Debt, s.Plant = len(planted), time.Since(t0)
 	o.progressf("fleet-worker: planted debt in %d stores in %s; starting the worker", s.Debt, fmtDur(s.Plant))
 
-	child, err := startWorkerChild(ctx, o, "fleet-worker", FleetWorkerChildEnv, fleetWorkerChildParams{URL: url, Temporal: tenv.hostPort, Instance: fmt.Sprintf("fleet-worker-%d", seq)})
+	// The default configuration with the schedules off, and the fairness probe: its starts on
+	// the shared server would load what the benchmark measures.
+	child, err := startWorkerChild(ctx, o, "fleet-worker", workerChildParams{URL: url, Instance: fmt.Sprintf("fleet-worker-%d", seq), Knobs: map[string]string{
+		"temporal": tenv.hostPort, "sweep-interval": "0", "reconcile-interval": "0", "fairness-probe": "false",
+	}})
 	if err != nil {
 		return s, err
 	}
@@ -151,7 +149,7 @@ func runFleetWorkerOnce(ctx context.Context, o Options, tenv *temporalEnv, root 
 	time.Sleep(2 * time.Second) // let the worker's pollers and start-up reads settle
 
 	// The sweep, and the merges it starts (they run in this worker).
-	s.SweepRSSStart = child.resetPeak()
+	s.SweepRSS.Before = child.resetPeak()
 	start := time.Now()
 	sweepID := fmt.Sprintf("fleet-worker-sweep-%d-%d", time.Now().UnixNano(), seq)
 	run, err := tenv.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: sweepID, TaskQueue: contract.TaskQueue, Priority: contract.SweepPriority},
@@ -173,11 +171,11 @@ func runFleetWorkerOnce(ctx context.Context, o Options, tenv *temporalEnv, root 
 	}
 	// Wait for the merges the sweep started to close: their memory is the sweep's too.
 	s.Started = waitMerges(ctx, tenv.client, planted, sweepBudget)
-	s.SweepRSSPeak = child.peak()
+	s.SweepRSS.Peak = child.peak()
 	o.progressf("fleet-worker: sweep %s, %d of %d MergeWal runs closed after %s", fmtDur(s.SweepDur), s.Started, s.Debt, fmtDur(time.Since(start)))
 
 	// One reconcile over the registry, within its budget.
-	s.ReconcileRSSStart = child.resetPeak()
+	s.ReconcileRSS.Before = child.resetPeak()
 	start = time.Now()
 	recID := fmt.Sprintf("fleet-worker-reconcile-%d-%d", time.Now().UnixNano(), seq)
 	_, err = tenv.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: recID, TaskQueue: contract.TaskQueue, Priority: contract.SweepPriority},
@@ -191,7 +189,7 @@ func runFleetWorkerOnce(ctx context.Context, o Options, tenv *temporalEnv, root 
 	err = tenv.client.GetWorkflow(rctx, recID, "").Get(rctx, &rout)
 	cancel()
 	s.ReconcileDur = time.Since(start)
-	s.ReconcileRSSPk = child.peak()
+	s.ReconcileRSS.Peak = child.peak()
 	if err == nil {
 		s.ReconcileDone, s.ReconcilePages, s.ReconcileStores = true, rout.Totals.Pages, rout.Totals.Stores
 	} else {
@@ -255,33 +253,6 @@ func reconcileProgress(ctx context.Context, c client.Client, id string) (pages, 
 	return in.Totals.Pages, in.Totals.Stores
 }
 
-// fleetWorkerChild is the child half: one worker with the default configuration (the
-// schedules off), until stdin closes.
-func fleetWorkerChild(ctx context.Context, o Options) error {
-	var p fleetWorkerChildParams
-	if err := childParams("fleet-worker", FleetWorkerChildEnv, &p); err != nil {
-		return err
-	}
-	cfg := worker.DefaultConfig()
-	cfg.Instance = p.Instance
-	cfg.Storage = p.URL
-	cfg.Temporal.HostPort = p.Temporal
-	cfg.Listen = "127.0.0.1:0"
-	cfg.SweepInterval = 0
-	cfg.ReconcileInterval = 0
-	cfg.FairnessProbe = false // 48 workflow starts per child on the shared server would load what the benchmark measures
-	if err := cfg.Validate(); err != nil {
-		return err
-	}
-	logger := zap.NewNop()
-	c, err := temporaladmin.Dial(ctx, cfg.Temporal.Config, logger)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	return runChildWorker(ctx, o, cfg, logger, c, func(*worker.Worker) any { return map[string]bool{"ready": true} })
-}
-
 func fleetWorkerReport(res *Result, o Options, samples []fleetWorkerSample) {
 	t := Table{
 		Title: "One worker process (child), the same debt at every fleet size",
@@ -299,19 +270,16 @@ func fleetWorkerReport(res *Result, o Options, samples []fleetWorkerSample) {
 		}
 		t.Rows = append(t.Rows, []string{
 			fmt.Sprint(s.Stores), fmt.Sprint(s.Debt), fmtDur(s.Register) + " / " + fmtDur(s.Plant), sweep,
-			fmt.Sprintf("%d/%d", s.Started, s.Debt), fmt.Sprintf("%.1f", mib(s.SweepRSSStart)),
-			fmt.Sprintf("%.1f", mib(s.SweepRSSPeak)), fmt.Sprintf("%.1f", mib(s.sweepGrowth())), rec,
+			fmt.Sprintf("%d/%d", s.Started, s.Debt), fmt.Sprintf("%.1f", mib(s.SweepRSS.Before)),
+			fmt.Sprintf("%.1f", mib(s.SweepRSS.Peak)), fmt.Sprintf("%.1f", mib(s.SweepRSS.growth())), rec,
 			fmt.Sprintf("%d / %d", s.ReconcilePages, s.ReconcileStores),
-			fmt.Sprintf("%.1f", mib(s.ReconcileRSSPk)), fmt.Sprintf("%.1f", mib(s.reconcileGrowth())),
+			fmt.Sprintf("%.1f", mib(s.ReconcileRSS.Peak)), fmt.Sprintf("%.1f", mib(s.ReconcileRSS.growth())),
 		})
-		res.Values[fmt.Sprintf("sweep_peak_mib_%d", s.Stores)] = mib(s.SweepRSSPeak)
-		res.Values[fmt.Sprintf("reconcile_peak_mib_%d", s.Stores)] = mib(s.ReconcileRSSPk)
-		res.Values[fmt.Sprintf("sweep_growth_mib_%d", s.Stores)] = mib(s.sweepGrowth())
-		res.Values[fmt.Sprintf("reconcile_growth_mib_%d", s.Stores)] = mib(s.reconcileGrowth())
-		res.Values[fmt.Sprintf("started_%d", s.Stores)] = float64(s.Started)
-		res.Values[fmt.Sprintf("debt_%d", s.Stores)] = float64(s.Debt)
-		res.Values[fmt.Sprintf("reconcile_pages_%d", s.Stores)] = float64(s.ReconcilePages)
-		res.Values[fmt.Sprintf("reconcile_stores_%d", s.Stores)] = float64(s.ReconcileStores)
+		for k, v := range map[string]float64{"sweep_peak_mib": mib(s.SweepRSS.Peak), "sweep_growth_mib": mib(s.SweepRSS.growth()),
+			"reconcile_peak_mib": mib(s.ReconcileRSS.Peak), "reconcile_growth_mib": mib(s.ReconcileRSS.growth()), "started": float64(s.Started),
+			"debt": float64(s.Debt), "reconcile_pages": float64(s.ReconcilePages), "reconcile_stores": float64(s.ReconcileStores)} {
+			res.Values[fmt.Sprintf("%s_%d", k, s.Stores)] = v
+		}
 	}
 	res.Tables = append(res.Tables, t)
 	if len(samples) < 2 {
@@ -321,23 +289,17 @@ func fleetWorkerReport(res *Result, o Options, samples []fleetWorkerSample) {
 	// The issue's target is the peak RSS (VmHWM over the phase), whose ratio is meaningful;
 	// the growth over the phase is a few MiB to tens, noise-sized at the reconcile, and is
 	// reported beside it.
-	ratio := func(a, b int64) float64 { return float64(b) / float64(max(a, 1)) }
-	sr, rr := ratio(lo.SweepRSSPeak, hi.SweepRSSPeak), ratio(lo.ReconcileRSSPk, hi.ReconcileRSSPk)
-	res.Values["sweep_peak_ratio"], res.Values["reconcile_peak_ratio"] = sr, rr
-	res.target(fmt.Sprintf("worker peak RSS during a sweep and its merges, %d → %d stores", lo.Stores, hi.Stores), "≤ 1.3",
-		fmt.Sprintf("%.2f (%.1f → %.1f MiB; growth %.1f → %.1f MiB)", sr, mib(lo.SweepRSSPeak), mib(hi.SweepRSSPeak), mib(lo.sweepGrowth()), mib(hi.sweepGrowth())), sr <= 1.3)
-	res.target(fmt.Sprintf("worker peak RSS during a reconcile, %d → %d stores", lo.Stores, hi.Stores), "≤ 1.3",
-		fmt.Sprintf("%.2f (%.1f → %.1f MiB; growth %.1f → %.1f MiB)", rr, mib(lo.ReconcileRSSPk), mib(hi.ReconcileRSSPk), mib(lo.reconcileGrowth()), mib(hi.reconcileGrowth())), rr <= 1.3)
 	var lines []series
-	for _, sv := range []struct {
-		name string
-		val  func(fleetWorkerSample) int64
-	}{{"sweep + its merges", func(s fleetWorkerSample) int64 { return s.SweepRSSPeak }},
-		{"reconcile", func(s fleetWorkerSample) int64 { return s.ReconcileRSSPk }}} {
-		l := series{Name: sv.name, Points: true}
+	for i, ph := range lo.phases() {
+		a, b := ph.rss, hi.phases()[i].rss
+		r := float64(b.Peak) / float64(max(a.Peak, 1))
+		res.Values[ph.key+"_peak_ratio"] = r
+		res.target(fmt.Sprintf("worker peak RSS during %s, %d → %d stores", ph.target, lo.Stores, hi.Stores), "≤ 1.3",
+			fmt.Sprintf("%.2f (%.1f → %.1f MiB; growth %.1f → %.1f MiB)", r, mib(a.Peak), mib(b.Peak), mib(a.growth()), mib(b.growth())), r <= 1.3)
+		l := series{Name: ph.legend, Points: true}
 		for _, s := range samples {
 			l.X = append(l.X, float64(s.Stores))
-			l.Y = append(l.Y, mib(sv.val(s)))
+			l.Y = append(l.Y, mib(s.phases()[i].rss.Peak))
 		}
 		lines = append(lines, l)
 	}

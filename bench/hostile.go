@@ -23,9 +23,6 @@ import (
 // It speaks only the HTTP API and sets knobs by flag name; a refusal (413) and an acceptance
 // (200) are both recorded as the worker's answer.
 
-// HostileChildEnv carries the child's parameters (JSON).
-const HostileChildEnv = "WALKEEPER_BENCH_HOSTILE"
-
 // hostileBudgetKnobs are the knobs whose sum is the worker's memory budget.
 var hostileBudgetKnobs = []string{"cache-bytes", "read-budget-bytes", "merge-budget-bytes", "memtable-bytes"}
 
@@ -91,7 +88,7 @@ func runHostile(ctx context.Context, o Options, res *Result, dir string) error {
 	res.param("memtable_rows", fmt.Sprint(sz.memtableRows))
 	res.param("rss_guard", fmtBytes(sz.rssGuard))
 
-	mem, err := runHostileMemory(ctx, o, sz, dir)
+	knobs, cases, err := runHostileMemory(ctx, o, sz, dir)
 	if err != nil {
 		return err
 	}
@@ -99,7 +96,7 @@ func runHostile(ctx context.Context, o Options, res *Result, dir string) error {
 	if err != nil {
 		return err
 	}
-	hostileReport(res, sz, mem, lat)
+	hostileReport(res, sz, knobs, cases, lat)
 	return nil
 }
 

@@ -14,17 +14,9 @@ import (
 	"github.com/walkeeper/walkeeper/worker"
 )
 
-// hostileMemory is the memory part's outcome.
-type hostileMemory struct {
-	knobs  hostileKnobs
-	budget int64
-	cases  []hostileCase
-}
-
 // runHostileMemory runs each case in a worker of its own (a killed worker spoils nothing
-// after it, and each starts from the same RSS).
-func runHostileMemory(ctx context.Context, o Options, sz hostileSizes, dir string) (*hostileMemory, error) {
-	m := &hostileMemory{}
+// after it, and each starts from the same RSS); knobs are the first worker's.
+func runHostileMemory(ctx context.Context, o Options, sz hostileSizes, dir string) (knobs hostileKnobs, all []hostileCase, err error) {
 	for _, c := range []struct {
 		key string
 		run func(ctx context.Context, w *hostileWorker) ([]hostileCase, error)
@@ -35,20 +27,19 @@ func runHostileMemory(ctx context.Context, o Options, sz hostileSizes, dir strin
 	} {
 		w, err := startHostileWorker(ctx, o, sz, fileURL(filepath.Join(dir, c.key), true), "hostile-"+c.key, nil)
 		if err != nil {
-			return nil, err
+			return knobs, nil, err
 		}
-		if m.knobs.Values == nil {
-			m.knobs = w.knobs
-			m.budget = w.knobs.budgetSum()
+		if knobs.Values == nil {
+			knobs = w.knobs
 		}
 		cases, err := c.run(ctx, w)
 		w.stop()
 		if err != nil {
-			return nil, fmt.Errorf("hostile %s: %w\n%s", c.key, err, lastLines(w.child.stderr.String(), 20))
+			return knobs, nil, fmt.Errorf("hostile %s: %w\n%s", c.key, err, lastLines(w.child.stderr.String(), 20))
 		}
-		m.cases = append(m.cases, cases...)
+		all = append(all, cases...)
 	}
-	return m, nil
+	return knobs, all, nil
 }
 
 // knobAtMost is the worker's knob name (a size or a count, e.g. max-body-bytes), at most

@@ -10,21 +10,22 @@ import (
 // empty one.
 const hostileLatencyGoal = 2.0
 
-func hostileReport(res *Result, sz hostileSizes, mem *hostileMemory, levels []hostileLevel) {
-	res.param("knobs", mem.knobs.describe())
-	res.param("budget_sum", fmt.Sprintf("%.0f MiB (cache-bytes + read-budget-bytes + merge-budget-bytes + memtable-bytes)", mib(mem.budget)))
-	res.Values["budget_sum_mib"] = mib(mem.budget)
+func hostileReport(res *Result, sz hostileSizes, knobs hostileKnobs, cases []hostileCase, levels []hostileLevel) {
+	budget := knobs.budgetSum()
+	res.param("knobs", knobs.describe())
+	res.param("budget_sum", fmt.Sprintf("%.0f MiB (cache-bytes + read-budget-bytes + merge-budget-bytes + memtable-bytes)", mib(budget)))
+	res.Values["budget_sum_mib"] = mib(budget)
 
 	mt := Table{Title: "Memory: peak RSS (VmHWM) of a fresh worker child per case, against its budget sum",
 		Header: []string{"case", "request", "worker's answer", "RSS before (MiB)", "peak RSS (MiB)", "growth (MiB)", "peak / budget sum", "time"}}
-	for _, c := range mem.cases {
+	for _, c := range cases {
 		ans := answers(c.Answers)
 		if c.Note != "" {
 			ans = strings.TrimPrefix(ans+"; "+c.Note, "; ")
 		}
-		r := float64(c.Peak) / float64(max(mem.budget, 1))
+		r := float64(c.Peak) / float64(max(budget, 1))
 		peak, ratio := fmt.Sprintf("%.0f", mib(c.Peak)), fmt.Sprintf("%.2f", r)
-		measured := fmt.Sprintf("%.2f (%.0f of %.0f MiB)", r, mib(c.Peak), mib(mem.budget))
+		measured := fmt.Sprintf("%.2f (%.0f of %.0f MiB)", r, mib(c.Peak), mib(budget))
 		switch {
 		case c.Skipped:
 			peak, ratio = "—", "—"
@@ -34,20 +35,12 @@ func hostileReport(res *Result, sz hostileSizes, mem *hostileMemory, levels []ho
 			ratio = "> " + ratio
 			measured = fmt.Sprintf("> %.2f (killed at > %s)", r, fmtBytes(sz.rssGuard))
 		}
-		mt.Rows = append(mt.Rows, []string{c.Name, c.Request, ans, fmt.Sprintf("%.0f", mib(c.RSSBefore)), peak,
+		mt.Rows = append(mt.Rows, []string{c.Name, c.Request, ans, fmt.Sprintf("%.0f", mib(c.Before)), peak,
 			fmt.Sprintf("%.0f", mib(c.growth())), ratio, fmtDur(c.Elapsed)})
-		res.Values[c.Key+"_peak_mib"] = mib(c.Peak)
-		res.Values[c.Key+"_growth_mib"] = mib(c.growth())
-		res.Values[c.Key+"_ratio"] = r
-		res.Values[c.Key+"_killed"] = b2f(c.Killed)
-		res.Values[c.Key+"_skipped"] = b2f(c.Skipped)
-		res.Values[c.Key+"_ok"] = float64(c.OK)
-		res.Values[c.Key+"_refused"] = float64(c.Refused)
-		res.Values[c.Key+"_no_answer"] = float64(c.Gone)
-		res.Values[c.Key+"_seconds"] = c.Elapsed.Seconds()
-		for k, v := range c.Counts {
-			res.Values[c.Key+"_"+k] = v
-		}
+		res.values(c.Key+"_", map[string]float64{"peak_mib": mib(c.Peak), "growth_mib": mib(c.growth()), "ratio": r,
+			"killed": b2f(c.Killed), "skipped": b2f(c.Skipped), "ok": float64(c.OK), "refused": float64(c.Refused),
+			"no_answer": float64(c.Gone), "seconds": c.Elapsed.Seconds()})
+		res.values(c.Key+"_", c.Counts)
 		res.target(c.Name+": peak RSS / budget sum", "≤ 1.00", measured, !c.Killed && !c.Skipped && r <= 1)
 	}
 	res.Tables = append(res.Tables, mt)
@@ -72,16 +65,12 @@ func hostileReport(res *Result, sz hostileSizes, mem *hostileMemory, levels []ho
 		lt.Rows = append(lt.Rows, []string{fmt.Sprint(lv.Rows), fmt.Sprint(lv.Unsealed), fill, appends, fmt.Sprint(lv.Pending), fmt.Sprintf("%.0f", mib(lv.RSS)),
 			fmt.Sprintf("%s (n=%d)", fmtDur(lv.Get.P50), lv.Get.N), fmtDur(lv.Get.P99), fmt.Sprintf("%.2f / %.2f", gr50, gr99),
 			fmt.Sprintf("%s (n=%d)", fmtDur(lv.List.P50), lv.List.N), fmtDur(lv.List.P99), fmt.Sprintf("%.2f / %.2f", lr50, lr99), failed})
-		sfx := fmt.Sprint(lv.Rows)
-		res.Values["get_p50_us_"+sfx], res.Values["get_p99_us_"+sfx] = us(lv.Get.P50), us(lv.Get.P99)
-		res.Values["list_p50_us_"+sfx], res.Values["list_p99_us_"+sfx] = us(lv.List.P50), us(lv.List.P99)
-		res.Values["get_n_"+sfx], res.Values["list_n_"+sfx] = float64(lv.Get.N), float64(lv.List.N)
-		res.Values["get_p50_ratio_"+sfx], res.Values["get_p99_ratio_"+sfx] = gr50, gr99
-		res.Values["list_p50_ratio_"+sfx], res.Values["list_p99_ratio_"+sfx] = lr50, lr99
-		res.Values["pending_"+sfx] = float64(lv.Pending)
-		res.Values["unsealed_"+sfx] = float64(lv.Unsealed)
-		res.Values["rss_mib_"+sfx] = mib(lv.RSS)
-		res.Values["failed_reads_"+sfx] = float64(len(lv.Failed))
+		for k, v := range map[string]float64{"get_p50_us": us(lv.Get.P50), "get_p99_us": us(lv.Get.P99), "list_p50_us": us(lv.List.P50),
+			"list_p99_us": us(lv.List.P99), "get_n": float64(lv.Get.N), "list_n": float64(lv.List.N), "get_p50_ratio": gr50,
+			"get_p99_ratio": gr99, "list_p50_ratio": lr50, "list_p99_ratio": lr99, "pending": float64(lv.Pending),
+			"unsealed": float64(lv.Unsealed), "rss_mib": mib(lv.RSS), "failed_reads": float64(len(lv.Failed))} {
+			res.Values[fmt.Sprintf("%s_%d", k, lv.Rows)] = v
+		}
 	}
 	res.Tables = append(res.Tables, lt)
 	if n := len(levels); n > 1 {

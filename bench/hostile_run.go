@@ -22,11 +22,11 @@ type hostileWorker struct {
 
 // startHostileWorker starts a worker child on storage url with knobs set over the defaults.
 func startHostileWorker(ctx context.Context, o Options, sz hostileSizes, url, instance string, knobs map[string]string) (*hostileWorker, error) {
-	ch, err := startWorkerChild(ctx, o, "hostile", HostileChildEnv, hostileChildParams{URL: url, Instance: instance, Knobs: knobs})
+	ch, err := startWorkerChild(ctx, o, "hostile", workerChildParams{URL: url, Instance: instance, Knobs: knobs})
 	if err != nil {
 		return nil, err
 	}
-	var ready hostileChildReady
+	var ready workerChildReady
 	if err := json.Unmarshal(ch.ready, &ready); err != nil || ready.Addr == "" {
 		ch.stop()
 		return nil, fmt.Errorf("hostile child: bad ready line %q: %v", ch.ready, err)
@@ -46,15 +46,13 @@ type hostileCase struct {
 	Answers            []answer
 	// Note is what the phase observed beyond the answers, Counts the same as numbers
 	// (reported as values "<key>_<name>").
-	Note              string
-	Counts            map[string]float64
-	RSSBefore, Peak   int64
+	Note   string
+	Counts map[string]float64
+	rssSpan
 	Killed, Skipped   bool
 	Elapsed           time.Duration
 	OK, Refused, Gone int
 }
-
-func (c hostileCase) growth() int64 { return max(c.Peak-c.RSSBefore, 0) }
 
 // phase measures f: it resets the child's peak RSS, runs f within the case timeout under the
 // RSS guard, and reads the peak (the one the guard saw when it killed the child).
@@ -65,7 +63,7 @@ func (w *hostileWorker) phase(ctx context.Context, key, name, request string, f 
 		c.Note = "skipped: the worker was killed by the RSS guard in an earlier phase"
 		return c
 	}
-	c.RSSBefore = w.child.resetPeak()
+	c.Before = w.child.resetPeak()
 	g := guardRSS(w.child, w.sz.rssGuard)
 	cctx, cancel := context.WithTimeout(ctx, w.sz.caseTimeout)
 	start := time.Now()
@@ -88,7 +86,7 @@ func (w *hostileWorker) phase(ctx context.Context, key, name, request string, f 
 			c.Gone++
 		}
 	}
-	w.o.progressf("hostile: %s: %s; peak RSS %.0f MiB (before %.0f MiB)%s in %s", name, answers(c.Answers), mib(c.Peak), mib(c.RSSBefore),
+	w.o.progressf("hostile: %s: %s; peak RSS %.0f MiB (before %.0f MiB)%s in %s", name, answers(c.Answers), mib(c.Peak), mib(c.Before),
 		map[bool]string{true: ", KILLED by the RSS guard", false: ""}[c.Killed], fmtDur(c.Elapsed))
 	return c
 }

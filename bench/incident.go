@@ -38,8 +38,7 @@ type incidentParams struct {
 	GenericEvery time.Duration // one-row append to the hot store, per shard
 	RolloutEvery time.Duration // one-row append to a random rollout store, per shard
 	StoreTimeout time.Duration // baseline per-store timeout: max(5 × interval, 30 s)
-	Sample       time.Duration
-	MaxGens      int // merge_max_generations of both systems
+	MaxGens      int           // merge_max_generations of both systems
 	Parallel     bool
 	// Storage is the backend under the latency model: storageFile (file:// without fsync) up
 	// to the incident's 20 shards, storageMem past it, where creating the seals' files, not
@@ -88,7 +87,6 @@ func incidentDefaults(o Options) incidentParams {
 		GenericEvery: 250 * time.Millisecond,
 		RolloutEvery: 5 * time.Second,
 		StoreTimeout: 30 * time.Second,
-		Sample:       time.Second,
 		MaxGens:      store.DefaultOptions().MergeMaxGenerations,
 	}
 	if o.Quick {
@@ -227,22 +225,15 @@ func runIncident(ctx context.Context, o Options, res *Result) error {
 	}
 	res.target("Temporal actions per merged generation (every workflow, walkeeper side)", fmt.Sprintf("≤ %.2f", maxActionsPerGeneration),
 		perGen.fmt("%.3f"), perGen.Max > 0 && perGen.Max <= maxActionsPerGeneration)
-	res.Values["actions_per_generation"] = perGen.Median
-	res.Values["usd_per_million_generations"] = perGen.Median * actioncount.ListPriceUSDPerMillion
 	limit := 2 * p.CountTrigger
 	res.target("walkeeper max pending per shard, whole run", fmt.Sprintf("≤ %d (2 × count trigger)", limit), wkMax.fmt("%.0f"), wkMax.Max <= float64(limit))
 	res.target("baseline grows without bound", "rising trend, above walkeeper", fmt.Sprintf("%s gens/min, end %s", baseSlope.fmt("%+.1f"), baseFinal.fmt("%.0f")),
 		baseSlope.Min > 0 && baseFinal.Min > wkFinal.Max)
-	res.Values["count_trigger"] = float64(p.CountTrigger)
-	res.Values["walkeeper_mean2_max"] = wkMean2.Max
-	res.Values["baseline_mean2_min"] = baseMean2.Min
-	res.Values["walkeeper_max"] = wkMax.Max
-	res.Values["walkeeper_max_median"] = wkMax.Median
-	res.Values["baseline_max_median"] = baseMax.Median
-	res.Values["baseline_final_min"] = baseFinal.Min
-	res.Values["walkeeper_final_max"] = wkFinal.Max
-	res.Values["baseline_slope_median"] = baseSlope.Median
-	res.Values["baseline_cycle_p50_s"] = cycle.Median
+	res.values("", map[string]float64{"actions_per_generation": perGen.Median, "usd_per_million_generations": perGen.Median * actioncount.ListPriceUSDPerMillion,
+		"count_trigger": float64(p.CountTrigger), "walkeeper_mean2_max": wkMean2.Max, "baseline_mean2_min": baseMean2.Min,
+		"walkeeper_max": wkMax.Max, "walkeeper_max_median": wkMax.Median, "baseline_max_median": baseMax.Median,
+		"baseline_final_min": baseFinal.Min, "walkeeper_final_max": wkFinal.Max, "baseline_slope_median": baseSlope.Median,
+		"baseline_cycle_p50_s": cycle.Median})
 	res.note("The baseline merges the hot generic store only in its cleanup sweep, one pass of at most merge_max_generations of its own shard per visit, and reaches the generic kind only after walking every resident rollout store; a cycle longer than merge_max_generations × the seal interval makes the hot store's debt grow without bound (cycle p50 above).")
 	res.note("The two systems run one after the other in the same invocation (order alternating by repetition), each with the machine to itself, identical traffic and the same storage model: %s plus %s added to every storage request.", map[string]string{storageFile: "file:// without fsync", storageMem: "mem:// (past 20 shards the local file system's file creation, not the modelled object store, limited the seal rate)"}[p.Storage], p.Latency)
 	return nil
@@ -328,7 +319,7 @@ func incidentSideRun(ctx context.Context, o Options, p incidentParams, rep int, 
 	// in every shard with a live writer (one append each, sealed), as on the incident's
 	// workers, then merge it all so the timed run starts from zero debt.
 	o.progressf("incident %s: setup — %d shards × %d stores", sideName, p.Shards, len(all))
-	sampler, err := store.OpenDB(ctx, url, storeOptions("sampler", log, func(so *store.Options) { so.PendingMax = 0; so.PendingWarn = 0 }))
+	sampler, err := store.OpenDB(ctx, url, storeOptions("sampler", log, noPendingCaps))
 	if err != nil {
 		return out, err
 	}
@@ -504,7 +495,7 @@ func incidentSideRun(ctx context.Context, o Options, p incidentParams, rep int, 
 		return pend
 	}
 	start := time.Now()
-	tk := time.NewTicker(p.Sample)
+	tk := time.NewTicker(time.Second)
 	lastReport := time.Now()
 	for time.Since(start) < p.Duration {
 		select {
@@ -652,14 +643,23 @@ type baselineSweeper struct {
 	onCycle                  func(time.Duration)
 }
 
-var serialKinds = []store.Kind{store.KindRollout, store.KindDatagen, store.KindGeneric}
-
 func (b *baselineSweeper) run(ctx context.Context) {
 	var wg sync.WaitGroup
-	every(ctx, &wg, b.flushEvery, func() { b.flushPass(ctx) })
+	every(ctx, &wg, b.flushEvery, func() {
+		b.eachResident(ctx, func(ctx context.Context, s *store.Store) {
+			res, err := s.Flush(ctx)
+			if err == nil && s.Target().Kind != store.KindGeneric && b.countTrigger > 0 && res.Pending >= b.countTrigger {
+				_, _ = s.MergeOnce(ctx, "")
+			}
+		})
+	})
 	every(ctx, &wg, b.cleanupEvery, func() {
 		start := time.Now()
-		b.cleanupPass(ctx)
+		b.eachResident(ctx, func(ctx context.Context, s *store.Store) {
+			if _, err := s.Flush(ctx); err == nil {
+				_, _ = s.MergeOnce(ctx, "")
+			}
+		})
 		if ctx.Err() == nil {
 			b.onCycle(time.Since(start))
 		}
@@ -670,7 +670,7 @@ func (b *baselineSweeper) run(ctx context.Context) {
 // eachResident runs f on every resident store, kinds serially, each under the per-store
 // timeout.
 func (b *baselineSweeper) eachResident(ctx context.Context, f func(ctx context.Context, s *store.Store)) {
-	for _, k := range serialKinds {
+	for _, k := range []store.Kind{store.KindRollout, store.KindDatagen, store.KindGeneric} {
 		for _, s := range b.db.Resident() {
 			if s.Target().Kind != k {
 				continue
@@ -683,21 +683,4 @@ func (b *baselineSweeper) eachResident(ctx context.Context, f func(ctx context.C
 			cancel()
 		}
 	}
-}
-
-func (b *baselineSweeper) flushPass(ctx context.Context) {
-	b.eachResident(ctx, func(ctx context.Context, s *store.Store) {
-		res, err := s.Flush(ctx)
-		if err == nil && s.Target().Kind != store.KindGeneric && b.countTrigger > 0 && res.Pending >= b.countTrigger {
-			_, _ = s.MergeOnce(ctx, "")
-		}
-	})
-}
-
-func (b *baselineSweeper) cleanupPass(ctx context.Context) {
-	b.eachResident(ctx, func(ctx context.Context, s *store.Store) {
-		if _, err := s.Flush(ctx); err == nil {
-			_, _ = s.MergeOnce(ctx, "")
-		}
-	})
 }

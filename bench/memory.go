@@ -13,9 +13,6 @@ import (
 	"github.com/walkeeper/walkeeper/store"
 )
 
-// MemoryChildEnv carries the child's parameters (JSON) from runMemory to the child process.
-const MemoryChildEnv = "WALKEEPER_BENCH_MEMORY_CHILD"
-
 type memoryChildParams struct {
 	Mode     string `json:"mode"` // "merge" (default) or "reads"
 	URL      string `json:"url"`
@@ -59,6 +56,15 @@ func memoryBudgets(o Options) []int64 {
 	return []int64{32 << 20, 128 << 20, 1 << 30}
 }
 
+// memoryGoal is the most a child's RSS may grow at budget (MiB): 32 MiB over it, and a
+// quarter of it more with GOGC alone.
+func memoryGoal(budget, memLimit int64) float64 {
+	if memLimit == 0 {
+		return 1.25*mib(budget) + 32
+	}
+	return mib(budget) + 32
+}
+
 // memoryPart reports whether the memory scenario runs part ("merges", "reads").
 func memoryPart(o Options, part string) bool {
 	return len(o.MemoryParts) == 0 || slices.Contains(o.MemoryParts, part)
@@ -100,19 +106,6 @@ func runMemory(ctx context.Context, o Options, res *Result, dir string) error {
 // runMemoryMerges is the merge part of runMemory: requests concurrent prepares of budget/2
 // each, at each budget, in each child variant.
 func runMemoryMerges(ctx context.Context, o Options, res *Result, dir string, budgets []int64, requests int) error {
-	type variant struct {
-		key, name string
-		memLimit  func(budget int64) int64 // 0 = none
-		goal      func(budget int64) float64
-	}
-	variants := []variant{
-		{"default", "GOGC alone (default GC)", func(int64) int64 { return 0 },
-			func(b int64) float64 { return 1.25*mib(b) + 32 }},
-		{"workerdefaults", "worker defaults (GOMEMLIMIT = cache + read budget + 512 MiB)", func(int64) int64 { return workerDefaultMemLimit },
-			func(b int64) float64 { return mib(b) + 32 }},
-		{"limitbudget", "GOMEMLIMIT = budget", func(b int64) int64 { return b },
-			func(b int64) float64 { return mib(b) + 32 }},
-	}
 	t := Table{Title: "Merges: peak RSS of the child process (VmHWM), median over repetitions, range in brackets",
 		Header: []string{"budget", "child", "peak RSS (MiB)", "RSS before (MiB)", "growth (MiB)", "goal (MiB)", "max reserved (MiB)", "max allocated (MiB)", "max Go heap (MiB)", "max waiting", "prepared", "time (s)"}}
 	for bi, budget := range budgets {
@@ -122,13 +115,20 @@ func runMemoryMerges(ctx context.Context, o Options, res *Result, dir string, bu
 		if err != nil {
 			return err
 		}
-		for _, v := range variants {
-			runs, err := runMemoryChildren(ctx, o, memoryChildParams{URL: url, Budget: budget, Requests: requests, Stores: stores, Shard: store.ShardID("writer")}, v.memLimit(budget))
+		for _, v := range []struct {
+			key, name string
+			memLimit  int64 // GOMEMLIMIT; 0 = none
+		}{
+			{"default", "GOGC alone (default GC)", 0},
+			{"workerdefaults", "worker defaults (GOMEMLIMIT = cache + read budget + 512 MiB)", workerDefaultMemLimit},
+			{"limitbudget", "GOMEMLIMIT = budget", budget},
+		} {
+			runs, err := runMemoryChildren(ctx, o, memoryChildParams{URL: url, Budget: budget, Requests: requests, Stores: stores, Shard: store.ShardID("writer")}, v.memLimit)
 			if err != nil {
 				return err
 			}
 			g := spreadOf(runs.growth)
-			goal := v.goal(budget)
+			goal := memoryGoal(budget, v.memLimit)
 			t.Rows = append(t.Rows, []string{fmt.Sprintf("%d MiB", budget>>20), v.name, spreadOf(runs.hwm).fmt("%.0f"), spreadOf(runs.start).fmt("%.0f"), g.fmt("%.0f"),
 				fmt.Sprintf("%.0f", goal), fmt.Sprintf("%.0f", mib(runs.maxReserved)), fmt.Sprintf("%.0f", mib(runs.maxAllocated)), fmt.Sprintf("%.0f", mib(runs.maxHeap)), fmt.Sprint(runs.maxWaiting), fmt.Sprint(runs.prepared), spreadOf(runs.elapsed).fmt("%.1f")})
 			res.target(fmt.Sprintf("%d MiB, %s: peak RSS growth", budget>>20, v.key), fmt.Sprintf("≤ %.0f MiB", goal), g.fmt("%.0f")+" MiB", g.Max <= goal)
@@ -139,10 +139,8 @@ func runMemoryMerges(ctx context.Context, o Options, res *Result, dir string, bu
 				keys = append(keys, v.key) // the first budget's figures under the plain keys (tests)
 			}
 			for _, key := range keys {
-				res.Values[key+"_peak_mib"] = spreadOf(runs.hwm).Median
-				res.Values[key+"_growth_mib"] = g.Median
-				res.Values[key+"_max_reserved"] = float64(runs.maxReserved)
-				res.Values[key+"_prepared"] = float64(runs.prepared)
+				res.values(key+"_", map[string]float64{"peak_mib": spreadOf(runs.hwm).Median, "growth_mib": g.Median,
+					"max_reserved": float64(runs.maxReserved), "prepared": float64(runs.prepared)})
 			}
 		}
 		if bi == 0 {
@@ -195,18 +193,13 @@ func runMemoryReads(ctx context.Context, o Options, res *Result, dir string) err
 		g := spreadOf(runs.growth)
 		goal := "—"
 		if rv.budget > 0 {
-			lim := mib(rv.budget) + 32
-			if rv.memLimit == 0 {
-				lim = 1.25*mib(rv.budget) + 32 // GOGC alone
-			}
+			lim := memoryGoal(rv.budget, rv.memLimit)
 			goal = fmt.Sprintf("%.0f", lim)
 			res.target(rv.key+": peak RSS growth", fmt.Sprintf("≤ %.0f MiB", lim), g.fmt("%.0f")+" MiB", g.Max <= lim)
 		}
 		rt.Rows = append(rt.Rows, []string{rv.name, spreadOf(runs.hwm).fmt("%.0f"), spreadOf(runs.start).fmt("%.0f"), g.fmt("%.0f"), goal,
 			fmt.Sprintf("%.0f", mib(runs.maxReserved)), fmt.Sprintf("%.0f", mib(runs.maxAllocated)), fmt.Sprintf("%.0f", mib(runs.maxHeap)), fmt.Sprint(runs.busy), spreadOf(runs.elapsed).fmt("%.1f")})
-		res.Values[rv.key+"_growth_mib"] = g.Median
-		res.Values[rv.key+"_lists"] = float64(runs.prepared)
-		res.Values[rv.key+"_max_reserved"] = float64(runs.maxReserved)
+		res.values(rv.key+"_", map[string]float64{"growth_mib": g.Median, "lists": float64(runs.prepared), "max_reserved": float64(runs.maxReserved)})
 	}
 	res.Values["read_budget"] = float64(memoryBudgets(o)[0])
 	res.Tables = append(res.Tables, rt)
@@ -245,7 +238,7 @@ func runMemoryChildren(ctx context.Context, o Options, p memoryChildParams, memL
 		if memLimit > 0 {
 			extra = append(extra, "GOMEMLIMIT="+strconv.FormatInt(memLimit, 10))
 		}
-		cmd, err := childCmd(ctx, o, "memory", MemoryChildEnv, p, extra...)
+		cmd, err := childCmd(ctx, o, "memory", p, extra...)
 		if err != nil {
 			return r, err
 		}

@@ -19,7 +19,7 @@ import (
 // report VmHWM.
 func memoryChild(ctx context.Context, o Options) error {
 	var p memoryChildParams
-	if err := childParams("memory", MemoryChildEnv, &p); err != nil {
+	if err := childParams("memory", &p); err != nil {
 		return err
 	}
 	runtime.GC()
@@ -51,7 +51,7 @@ func memoryChild(ctx context.Context, o Options) error {
 		}
 		stores = append(stores, s)
 	}
-	rssStart := procStatus("VmRSS")
+	rssStart := procStatus(os.Getpid(), "VmRSS")
 	var maxReserved, maxAllocated, maxWaiting, maxHeapLive, maxHeap atomic.Int64
 	profile := os.Getenv("WALKEEPER_BENCH_MEMPROFILE")
 	if profile != "" {
@@ -127,11 +127,11 @@ func memoryChild(ctx context.Context, o Options) error {
 		writeProfile(profile, "allocs")
 	}
 	out := memoryChildResult{
-		VmHWM: procStatus("VmHWM"), VmRSSStart: rssStart, MaxReserved: maxReserved.Load(), MaxAllocated: maxAllocated.Load(),
+		VmHWM: procStatus(os.Getpid(), "VmHWM"), VmRSSStart: rssStart, MaxReserved: maxReserved.Load(), MaxAllocated: maxAllocated.Load(),
 		MaxHeapLive: maxHeapLive.Load(), MaxHeap: maxHeap.Load(),
 		Prepared: done, Elapsed: time.Since(start).Seconds(), MaxWaiting: int(maxWaiting.Load()), Busy: busy,
 	}
-	return o.childPrint(out)
+	return childPrint(out)
 }
 
 // writeProfile writes the runtime profile name to path (best effort: a diagnostic).

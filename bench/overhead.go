@@ -348,12 +348,9 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 		res.Tables = append(res.Tables, persistenceBreakdown(servers, merges*o.reps()))
 	}
 	w := spreadOf(servers[0].wfRates)
-	res.Values["wf_rate"] = w.Median
-	res.Values["direct_rate"] = d.Median
-	res.Values["ratio"] = r.Median
-	// The first server's p50s (tuned, or the one given): what the orchestration claim is about.
-	res.Values["wf_p50_ms"] = spreadOf(servers[0].wfP50).Median
-	res.Values["direct_p50_ms"] = dp.Median
+	// The first server's figures (tuned, or the one given): what the orchestration claim is about.
+	res.values("", map[string]float64{"wf_rate": w.Median, "direct_rate": d.Median, "ratio": r.Median,
+		"wf_p50_ms": spreadOf(servers[0].wfP50).Median, "direct_p50_ms": dp.Median})
 
 	// Sweep over idle stores.
 	o.progressf("temporal-overhead: creating %d idle stores", idle)

@@ -114,11 +114,8 @@ func parallelPrepare(ctx context.Context, o Options, res *Result, dir string) er
 		res.Values[[]string{"ratio", "ratio_latency"}[vi]] = r.Median
 		if latency > 0 {
 			// Sequential round trips per prepare: what reading generations concurrently cuts.
-			res.Values["serial_ms_latency"] = sp.Median
-			res.Values["parallel_ms_latency"] = pp.Median
-			res.Values["roundtrips_per_prepare"] = sp.Median / shards / ms(latency)
-			res.Values["max_in_flight_serial"] = float64(maxInFlight[false])
-			res.Values["max_in_flight_parallel"] = float64(maxInFlight[true])
+			res.values("", map[string]float64{"serial_ms_latency": sp.Median, "parallel_ms_latency": pp.Median, "roundtrips_per_prepare": sp.Median / shards / ms(latency),
+				"max_in_flight_serial": float64(maxInFlight[false]), "max_in_flight_parallel": float64(maxInFlight[true])})
 		}
 	}
 	res.Tables = append(res.Tables, t)

@@ -51,7 +51,7 @@ func readAmp(ctx context.Context, o Options, res *Result, dir string) error {
 		for _, pending := range levels {
 			root := fmt.Sprintf("%s/r%d-p%d", dir, rep, pending)
 			url := fileURL(root, true)
-			w, err := store.OpenDB(ctx, url, storeOptions("writer", o.logger(), func(so *store.Options) { so.PendingMax = 0; so.PendingWarn = 0 }))
+			w, err := store.OpenDB(ctx, url, storeOptions("writer", o.logger(), noPendingCaps))
 			if err != nil {
 				return err
 			}
@@ -77,7 +77,7 @@ func readAmp(ctx context.Context, o Options, res *Result, dir string) error {
 				}
 			}
 			measure := func() (durStats, durStats, error) {
-				r, rs, err := openReader(ctx, o, url, s.Target())
+				r, rs, err := openAs(ctx, url, "reader", o.logger(), s.Target(), noPendingCaps)
 				if err != nil {
 					return durStats{}, durStats{}, err
 				}
@@ -198,7 +198,7 @@ func readAmp(ctx context.Context, o Options, res *Result, dir string) error {
 func listSpeedupSideBySide(ctx context.Context, o Options, target store.Target, slowURL, fastURL string, n int, after func(int) string) (float64, error) {
 	var lists [2]func(after string) (time.Duration, error)
 	for i, url := range []string{slowURL, fastURL} {
-		db, s, err := openReader(ctx, o, url, target)
+		db, s, err := openAs(ctx, url, "reader", o.logger(), target, noPendingCaps)
 		if err != nil {
 			return 0, err
 		}
@@ -226,11 +226,4 @@ func listSpeedupSideBySide(ctx context.Context, o Options, target store.Target, 
 		}
 	}
 	return float64(summarize(took[0]).P50) / float64(summarize(took[1]).P50), nil
-}
-
-// openReader opens target on url as a reader process would, without the pending caps (the
-// scenario reads over more pending generations than a writer may leave). The caller closes
-// the DB.
-func openReader(ctx context.Context, o Options, url string, target store.Target) (*store.DB, *store.Store, error) {
-	return openAs(ctx, url, "reader", o.logger(), target, func(so *store.Options) { so.PendingMax = 0; so.PendingWarn = 0 })
 }

@@ -119,19 +119,11 @@ func mergeThroughput(ctx context.Context, o Options, res *Result, dir string) er
 				}
 				return time.Since(t0), prep, nil
 			}
-			// Alternate the order between repetitions.
 			var rd, md, pd time.Duration
-			if rep%2 == 0 {
-				if rd, err = raw(); err == nil {
-					md, pd, err = merge()
+			for _, side := range inTurn(rep, func() (err error) { rd, err = raw(); return err }, func() (err error) { md, pd, err = merge(); return err }) {
+				if err := side(); err != nil {
+					return err
 				}
-			} else {
-				if md, pd, err = merge(); err == nil {
-					rd, err = raw()
-				}
-			}
-			if err != nil {
-				return err
 			}
 			mb := float64(onDisk) / 1e6
 			mergeMBs = append(mergeMBs, mb/md.Seconds())

@@ -5,12 +5,21 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/spf13/pflag"
+	"go.temporal.io/sdk/client"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
 	"github.com/walkeeper/walkeeper/internal/devserver"
+	"github.com/walkeeper/walkeeper/temporaladmin"
+	"github.com/walkeeper/walkeeper/worker"
 )
 
 // workerChild is a worker process the bench started: a re-exec of the bench running a
@@ -30,10 +39,10 @@ type workerChild struct {
 // workerChildReadyWait bounds the child's start-up.
 const workerChildReadyWait = 2 * time.Minute
 
-// startWorkerChild re-executes the bench as scenario's child half with params (JSON) in the
-// environment variable env, and waits for its ready line.
-func startWorkerChild(ctx context.Context, o Options, scenario, env string, params any) (*workerChild, error) {
-	cmd, err := childCmd(ctx, o, scenario, env, params)
+// startWorkerChild re-executes the bench as scenario's child half with params, and waits for
+// its ready line.
+func startWorkerChild(ctx context.Context, o Options, scenario string, params any) (*workerChild, error) {
+	cmd, err := childCmd(ctx, o, scenario, params)
 	if err != nil {
 		return nil, err
 	}
@@ -89,9 +98,9 @@ func (c *workerChild) resetPeak() int64 {
 }
 
 // peak is the child's VmHWM: its largest RSS since start or the last resetPeak.
-func (c *workerChild) peak() int64 { return procStatusOf(c.proc.Pid, "VmHWM") }
+func (c *workerChild) peak() int64 { return procStatus(c.proc.Pid, "VmHWM") }
 
-func (c *workerChild) rss() int64 { return procStatusOf(c.proc.Pid, "VmRSS") }
+func (c *workerChild) rss() int64 { return procStatus(c.proc.Pid, "VmRSS") }
 
 // exited reports whether the child has exited.
 func (c *workerChild) exited() bool {
@@ -122,5 +131,67 @@ func (c *workerChild) kill() {
 	c.once.Do(func() {
 		_ = c.proc.Kill()
 		<-c.done
+	})
+}
+
+// workerChildParams configure a worker child: worker flags set by name (Knobs) over the
+// defaults.
+type workerChildParams struct {
+	URL      string            `json:"url"`
+	Instance string            `json:"instance"`
+	Knobs    map[string]string `json:"knobs"`
+}
+
+// workerChildReady is a worker child's ready line.
+type workerChildReady struct {
+	Ready bool   `json:"ready"`
+	Addr  string `json:"addr"`
+	hostileKnobs
+}
+
+// workerChildHalf is the child half of fleet-worker and hostile: one worker configured through
+// the same flag table as `walkeeper worker`, on the Temporal frontend its knobs name (none =
+// HTTP-only), until the parent closes stdin.
+func workerChildHalf(ctx context.Context, _ Options) error {
+	var p workerChildParams
+	if err := childParams("worker", &p); err != nil {
+		return err
+	}
+	cfg := worker.DefaultConfig()
+	fs := pflag.NewFlagSet("worker", pflag.ContinueOnError)
+	cfg.RegisterFlags(fs)
+	set := map[string]string{"instance": p.Instance, "storage": p.URL, "listen": "127.0.0.1:0"}
+	maps.Copy(set, p.Knobs)
+	for _, k := range slices.Sorted(maps.Keys(set)) {
+		if err := fs.Set(k, set[k]); err != nil {
+			return fmt.Errorf("worker child: --%s=%s: %w", k, set[k], err)
+		}
+	}
+	ready := workerChildReady{Ready: true, hostileKnobs: hostileKnobs{Values: map[string]string{}}}
+	for _, k := range hostileReportedKnobs {
+		ready.Values[k] = fs.Lookup(k).Value.String()
+	}
+	// Warnings and errors go to stderr, which the parent keeps the tail of for its errors.
+	logger := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(os.Stderr), zapcore.WarnLevel))
+	var c client.Client
+	if p.Knobs["temporal"] != "" {
+		if err := cfg.Validate(); err != nil {
+			return err
+		}
+		var err error
+		if c, err = temporaladmin.Dial(ctx, cfg.Temporal.Config, logger); err != nil {
+			return err
+		}
+		defer c.Close()
+	}
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		stop()
+	}()
+	return worker.Run(ctx, cfg, logger, c, func(w *worker.Worker) {
+		ready.Addr = w.HTTPAddr()
+		_ = childPrint(ready)
 	})
 }

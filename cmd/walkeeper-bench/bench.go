@@ -116,7 +116,6 @@ scenarios nor the plotting library (docs/decisions/0151-benchmarks-in-their-own-
 			}
 			if child {
 				o.Child = true
-				o.ChildOut = cmd.OutOrStdout()
 				_, err := bench.Run(ctx, name, o)
 				return err
 			}

@@ -73,11 +73,13 @@ func runFleetWorker(ctx context.Context, o Options, res *Result, dir string) err
 	}
 	// The reconcile pages through the whole registry; at 1M stores on file:// that is longer
 	// than a bench should wait, so it is measured over its first budget.
+	// The merges' wait is a cap, not a target: a quick run on a loaded machine keeps the
+	// full one, so that a slow merge is not counted as one that never ran.
 	reconcileBudget := 3 * time.Minute
-	sweepBudget := 5 * time.Minute
+	const sweepBudget = 5 * time.Minute
 	debt := fleetWorkerDebt
 	if o.Quick {
-		reconcileBudget, sweepBudget, debt = 30*time.Second, time.Minute, fleetWorkerQuickDebt
+		reconcileBudget, debt = 30*time.Second, fleetWorkerQuickDebt
 	}
 	res.param("sizes", fmt.Sprint(sizes))
 	res.param("debt", fmt.Sprintf("%d stores at every size (half 2 generations sealed 1h ago, half 10 fresh)", debt))

@@ -96,8 +96,9 @@ func startOptions(id string, t target.Target, trigger, reason string) client.Sta
 		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
-		TypedSearchAttributes:                    startAttributes(t, trigger),
-		Memo:                                     memo,
-		WorkflowRunTimeout:                       DefaultMergeRunTimeout,
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			WalTarget.ValueSet(t.String()), WalKind.ValueSet(string(t.Kind)), WalTrigger.ValueSet(trigger)),
+		Memo:               memo,
+		WorkflowRunTimeout: DefaultMergeRunTimeout,
 	}
 }

@@ -25,9 +25,6 @@ import (
 func StartMergeWal(ctx context.Context, c client.Client, t target.Target, in MergeWalInput, with ...StartOption) (client.WorkflowRun, error) {
 	in.Target = t.String()
 	in.Trigger = TriggerOrUnknown(in.Trigger)
-	if err := in.Validate(); err != nil {
-		return nil, err
-	}
 	opts := startOptions(MergeWalID(t), t, in.Trigger, in.TriggerReason)
 	opts.Priority = MergePriority(t.Kind, in.Urgent, in.FairnessWeight)
 	opts.StaticSummary = fmt.Sprintf("Merge WAL of %s — triggered by %s", t, TriggerWords(in.Trigger, in.TriggerReason))
@@ -42,17 +39,18 @@ func StartMergeWal(ctx context.Context, c client.Client, t target.Target, in Mer
 func StartCompactBase(ctx context.Context, c client.Client, t target.Target, in CompactBaseInput, with ...StartOption) (client.WorkflowRun, error) {
 	in.Target = t.String()
 	in.Trigger = TriggerOrUnknown(in.Trigger)
-	if err := in.Validate(); err != nil {
-		return nil, err
-	}
 	opts := startOptions(CompactID(t), t, in.Trigger, in.TriggerReason)
 	opts.StaticSummary = fmt.Sprintf("Compact base of %s — triggered by %s", t, TriggerWords(in.Trigger, in.TriggerReason))
 	opts.StaticDetails = "Rewrites the base table's runs into fewer runs, a bounded amount of work per pass."
 	return execute(ctx, c, opts, with, CompactBaseWorkflow, in)
 }
 
-// execute applies with to opts and starts workflow with in.
-func execute(ctx context.Context, c client.Client, opts client.StartWorkflowOptions, with []StartOption, workflow string, in any) (client.WorkflowRun, error) {
+// execute refuses in out of bounds (Validate), applies with to opts and starts workflow
+// with in.
+func execute(ctx context.Context, c client.Client, opts client.StartWorkflowOptions, with []StartOption, workflow string, in interface{ Validate() error }) (client.WorkflowRun, error) {
+	if err := in.Validate(); err != nil {
+		return nil, err
+	}
 	for _, o := range with {
 		o(&opts)
 	}

@@ -61,11 +61,8 @@ func ReconcileDemand(ctx workflow.Context, in contract.ReconcileDemandInput) (co
 				contract.ErrTypeReconcileFailed, err, res)
 		}
 		in.Totals.Add(page.Counts)
-		for _, p := range page.Problems {
-			if len(in.Problems) < contract.MaxReconcileUnreadable {
-				in.Problems = append(in.Problems, p)
-			}
-		}
+		keep := max(0, contract.MaxReconcileUnreadable-len(in.Problems))
+		in.Problems = append(in.Problems, page.Problems[:min(keep, len(page.Problems))]...)
 		if page.Next == "" {
 			in.Cursor = contract.ReconcileCursor{KindIndex: in.Cursor.KindIndex + 1}
 		} else {

@@ -3,8 +3,6 @@ package contract
 import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
-
-	"github.com/walkeeper/walkeeper/target"
 )
 
 // Search attribute names (docs/DESIGN.md §4).
@@ -36,14 +34,4 @@ var SearchAttributes = map[string]enumspb.IndexedValueType{
 	WalBytesMergedName:    enumspb.INDEXED_VALUE_TYPE_DOUBLE,
 
 	WalSweepStartsName: enumspb.INDEXED_VALUE_TYPE_DOUBLE, // SweepWindow, contract/sweep_window.go
-}
-
-// startAttributes are the search attributes a run of t's workflows starts with: WalTarget,
-// WalKind and WalTrigger.
-func startAttributes(t target.Target, trigger string) temporal.SearchAttributes {
-	return temporal.NewSearchAttributes(
-		WalTarget.ValueSet(t.String()),
-		WalKind.ValueSet(string(t.Kind)),
-		WalTrigger.ValueSet(trigger),
-	)
 }

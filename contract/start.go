@@ -25,9 +25,6 @@ import (
 func StartMergeWal(ctx context.Context, c client.Client, t target.Target, in MergeWalInput, with ...StartOption) (client.WorkflowRun, error) {
 	in.Target = t.String()
 	in.Trigger = TriggerOrUnknown(in.Trigger)
-	if err := in.Validate(); err != nil {
-		return nil, err
-	}
 	opts := startOptions(MergeWalID(t), t, in.Trigger, in.TriggerReason)
 	opts.Priority = MergePriority(t.Kind, in.Urgent, in.FairnessWeight)
 	opts.StaticSummary = fmt.Sprintf("Merge WAL of %s — triggered by %s", t, TriggerWords(in.Trigger, in.TriggerReason))
@@ -42,17 +39,18 @@ func StartMergeWal(ctx context.Context, c client.Client, t target.Target, in Mer
 func StartCompactBase(ctx context.Context, c client.Client, t target.Target, in CompactBaseInput, with ...StartOption) (client.WorkflowRun, error) {
 	in.Target = t.String()
 	in.Trigger = TriggerOrUnknown(in.Trigger)
-	if err := in.Validate(); err != nil {
-		return nil, err
-	}
 	opts := startOptions(CompactID(t), t, in.Trigger, in.TriggerReason)
 	opts.StaticSummary = fmt.Sprintf("Compact base of %s — triggered by %s", t, TriggerWords(in.Trigger, in.TriggerReason))
 	opts.StaticDetails = "Rewrites the base table's runs into fewer runs, a bounded amount of work per pass."
 	return execute(ctx, c, opts, with, CompactBaseWorkflow, in)
 }
 
-// execute applies with to opts and starts workflow with in.
-func execute(ctx context.Context, c client.Client, opts client.StartWorkflowOptions, with []StartOption, workflow string, in any) (client.WorkflowRun, error) {
+// execute refuses in out of bounds (Validate), applies with to opts and starts workflow
+// with in.
+func execute(ctx context.Context, c client.Client, opts client.StartWorkflowOptions, with []StartOption, workflow string, in interface{ Validate() error }) (client.WorkflowRun, error) {
+	if err := in.Validate(); err != nil {
+		return nil, err
+	}
 	for _, o := range with {
 		o(&opts)
 	}
@@ -96,8 +94,9 @@ func startOptions(id string, t target.Target, trigger, reason string) client.Sta
 		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
-		TypedSearchAttributes:                    startAttributes(t, trigger),
-		Memo:                                     memo,
-		WorkflowRunTimeout:                       DefaultMergeRunTimeout,
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			WalTarget.ValueSet(t.String()), WalKind.ValueSet(string(t.Kind)), WalTrigger.ValueSet(trigger)),
+		Memo:               memo,
+		WorkflowRunTimeout: DefaultMergeRunTimeout,
 	}
 }

@@ -86,7 +86,7 @@ func (r *mergeRun) commitRound(ctx workflow.Context, batch []*commitRequest) {
 	r.changed()
 	var res contract.CommitRoundResult
 	w := r.tr.newWatch(contract.CommitRoundActivity, "", contract.TaskQueue)
-	err := r.tr.exec(ctx, r.prioritized(withSummary(commitRoundOptions(), r.roundSummary(batch))), w, params, &res)
+	err := r.tr.exec(ctx, r.prioritized(commitRoundOptions(r.roundSummary(batch))), w, params, &res)
 	if err == nil && len(res.Shards) != len(batch) {
 		err = temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("round commit answered for %d shards, asked for %d", len(res.Shards), len(batch)),

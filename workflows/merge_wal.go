@@ -468,14 +468,14 @@ func (r *mergeRun) prepare(ctx workflow.Context, sh *shardRun, sem workflow.Sema
 	if !sh.res.SharedQueue {
 		sh.queue = contract.ShardQueue(sh.res.Shard)
 		w := r.tr.newWatch(contract.PrepareActivity, sh.res.Shard, sh.queue)
-		err := r.tr.exec(ctx, r.prioritized(withSummary(prepareOptions(r.in.PrepareTimeout, r.in.ScheduleToStartTimeout), r.activitySummary("prepare", sh, false))), w, params, &res)
+		err := r.tr.exec(ctx, r.prioritized(prepareOptions(r.in.PrepareTimeout, r.in.ScheduleToStartTimeout, r.activitySummary("prepare", sh, false))), w, params, &res)
 		if !isScheduleToStartTimeout(err) {
 			return res.Prepared, true, err
 		}
 		r.fallBack(sh, contract.PrepareActivity)
 	}
 	w := r.tr.newWatch(contract.PrepareActivity, sh.res.Shard, contract.TaskQueue)
-	err := r.tr.exec(ctx, r.prioritized(withSummary(prepareOptions(r.in.PrepareTimeout, 0), r.activitySummary("prepare", sh, true))), w, params, &res)
+	err := r.tr.exec(ctx, r.prioritized(prepareOptions(r.in.PrepareTimeout, 0, r.activitySummary("prepare", sh, true))), w, params, &res)
 	return res.Prepared, true, err
 }
 
@@ -488,7 +488,7 @@ func (r *mergeRun) abort(ctx workflow.Context, sh *shardRun, p *contract.Prepare
 	}
 	var res contract.AbortResult
 	w := r.tr.newWatch(contract.AbortActivity, sh.res.Shard, contract.TaskQueue)
-	err := r.tr.exec(ctx, r.prioritized(withSummary(abortOptions(), r.activitySummary("abort", sh, false))), w, contract.AbortParams{Prepared: *p}, &res)
+	err := r.tr.exec(ctx, r.prioritized(abortOptions(r.activitySummary("abort", sh, false))), w, contract.AbortParams{Prepared: *p}, &res)
 	if err != nil {
 		r.log.Warn("Abort failed; staged files may leak.", "shard", sh.res.Shard, "error", err)
 	}

@@ -24,13 +24,13 @@ func retryPolicy(maxAttempts int32, maxInterval time.Duration) *temporal.RetryPo
 
 // prepareOptions: long, heartbeating (the budget wait heartbeats too). Retries are bounded
 // so that one broken shard ends up recorded as failed instead of stalling the table.
-func prepareOptions(startToClose, scheduleToStart time.Duration) workflow.ActivityOptions {
+func prepareOptions(startToClose, scheduleToStart time.Duration, summary string) workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		ScheduleToStartTimeout: scheduleToStart,
 		StartToCloseTimeout:    startToClose,
 		HeartbeatTimeout:       time.Minute,
 		RetryPolicy:            retryPolicy(5, time.Minute),
-		Summary:                "prepare",
+		Summary:                summary,
 	}
 }
 
@@ -39,20 +39,20 @@ func prepareOptions(startToClose, scheduleToStart time.Duration) workflow.Activi
 // repeat. The heartbeat timeout is what notices a task lost in delivery (a worker that
 // stops as it is handed the task): it is retried after a minute, not after the whole
 // start-to-close timeout. A round shorter than a third of it sends no heartbeat.
-func commitRoundOptions() workflow.ActivityOptions {
+func commitRoundOptions(summary string) workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		StartToCloseTimeout: 5 * time.Minute,
 		HeartbeatTimeout:    time.Minute,
 		RetryPolicy:         retryPolicy(10, 30*time.Second),
-		Summary:             "commit round",
+		Summary:             summary,
 	}
 }
 
-func abortOptions() workflow.ActivityOptions {
+func abortOptions(summary string) workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		StartToCloseTimeout: 2 * time.Minute,
 		RetryPolicy:         retryPolicy(10, 30*time.Second),
-		Summary:             "abort",
+		Summary:             summary,
 	}
 }
 
@@ -82,14 +82,9 @@ func compactOptions() workflow.ActivityOptions {
 
 func startWorkflowsOptions() workflow.ActivityOptions {
 	return workflow.ActivityOptions{
+		TaskQueue:           contract.TaskQueue,
 		StartToCloseTimeout: 2 * time.Minute,
 		RetryPolicy:         retryPolicy(5, 30*time.Second),
 		Summary:             "start workflows",
 	}
-}
-
-// withSummary is o with the summary Temporal Web shows for the activity.
-func withSummary(o workflow.ActivityOptions, summary string) workflow.ActivityOptions {
-	o.Summary = summary
-	return o
 }

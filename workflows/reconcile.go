@@ -16,6 +16,7 @@ import (
 // attempt the reconcile fails with ErrTypeReconcileFailed.
 func reconcilePageOptions() workflow.ActivityOptions {
 	return workflow.ActivityOptions{
+		TaskQueue:           contract.TaskQueue,
 		StartToCloseTimeout: 15 * time.Minute,
 		HeartbeatTimeout:    time.Minute,
 		RetryPolicy:         retryPolicy(5, time.Minute),
@@ -39,7 +40,7 @@ func ReconcileDemand(ctx workflow.Context, in contract.ReconcileDemandInput) (co
 	if in.StartedAt.IsZero() {
 		in.StartedAt = workflow.Now(ctx).UTC()
 	}
-	actx := workflow.WithActivityOptions(ctx, withQueue(reconcilePageOptions(), contract.TaskQueue))
+	actx := workflow.WithActivityOptions(ctx, reconcilePageOptions())
 	logger := workflow.GetLogger(ctx)
 	for pages := 0; in.Cursor.KindIndex < len(target.Kinds); pages++ {
 		if pages == in.PagesPerRun {
@@ -60,11 +61,8 @@ func ReconcileDemand(ctx workflow.Context, in contract.ReconcileDemandInput) (co
 				contract.ErrTypeReconcileFailed, err, res)
 		}
 		in.Totals.Add(page.Counts)
-		for _, p := range page.Problems {
-			if len(in.Problems) < contract.MaxReconcileUnreadable {
-				in.Problems = append(in.Problems, p)
-			}
-		}
+		keep := max(0, contract.MaxReconcileUnreadable-len(in.Problems))
+		in.Problems = append(in.Problems, page.Problems[:min(keep, len(page.Problems))]...)
 		if page.Next == "" {
 			in.Cursor = contract.ReconcileCursor{KindIndex: in.Cursor.KindIndex + 1}
 		} else {

@@ -86,6 +86,32 @@ func TestReconcileDemandPagesAndContinuesAsNew(t *testing.T) {
 	}
 }
 
+// A reconcile keeps the first MaxReconcileUnreadable problems its pages report, in page
+// order, and counts them all.
+func TestReconcileDemandCapsItsProblems(t *testing.T) {
+	env := newEnv(t)
+	pages := 0
+	env.OnActivity(contract.ReconcilePageActivity, anyCtx, anyArg).Return(func(_ context.Context, p contract.ReconcilePageParams) (contract.ReconcilePageResult, error) {
+		res := contract.ReconcilePageResult{Kind: p.Kind, Counts: contract.ReconcileCounts{Pages: 1, Unreadable: 30}}
+		for i := range 30 {
+			res.Problems = append(res.Problems, contract.StoreProblem{Target: fmt.Sprintf("%s:p%d-%02d", p.Kind, pages, i), Error: "corrupt"})
+		}
+		pages++
+		return res, nil
+	})
+	env.ExecuteWorkflow(ReconcileDemand, contract.ReconcileDemandInput{})
+	require.NoError(t, env.GetWorkflowError())
+	var res contract.ReconcileDemandResult
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.Equal(t, 30*len(target.Kinds), res.Totals.Unreadable)
+	require.Len(t, res.Problems, contract.MaxReconcileUnreadable)
+	k0, k1 := target.Kinds[0], target.Kinds[1]
+	require.Equal(t, fmt.Sprintf("%s:p0-00", k0), res.Problems[0].Target)
+	require.Equal(t, fmt.Sprintf("%s:p0-29", k0), res.Problems[29].Target)
+	require.Equal(t, fmt.Sprintf("%s:p1-00", k1), res.Problems[30].Target)
+	require.Equal(t, fmt.Sprintf("%s:p1-19", k1), res.Problems[contract.MaxReconcileUnreadable-1].Target)
+}
+
 // A page that cannot be listed after the activity's retries fails the reconcile with a
 // non-retryable ReconcileFailed naming the kind and cursor.
 func TestReconcileDemandFailsLoudly(t *testing.T) {

@@ -92,7 +92,7 @@ func (st *sweepStarts) launch(ctx workflow.Context, kind string, plan sweepPlan,
 		if st.label.round > 0 {
 			opts.Summary = st.label.batchSummary(kind, plan, omitted, i, len(b.batches), batch)
 		}
-		startCtx := workflow.WithActivityOptions(ctx, withQueue(opts, contract.TaskQueue))
+		startCtx := workflow.WithActivityOptions(ctx, opts)
 		st.wg.Add(1)
 		workflow.Go(ctx, func(ctx workflow.Context) {
 			defer st.wg.Done()
@@ -143,11 +143,6 @@ func (b *startBatches) report(res *contract.MaintenanceSweepResult, addSkip func
 			}
 		}
 	}
-}
-
-func withQueue(o workflow.ActivityOptions, queue string) workflow.ActivityOptions {
-	o.TaskQueue = queue
-	return o
 }
 
 type plannedStart struct {
@@ -227,7 +222,7 @@ func MergeWalTick(ctx workflow.Context, in contract.MergeWalTickInput) (contract
 		return contract.MergeWalTickResult{}, invalidInput(err) // Validate parsed it already
 	}
 	res := contract.MergeWalTickResult{Target: tgt.String(), WorkflowID: contract.MergeWalID(tgt)}
-	actx := workflow.WithActivityOptions(ctx, withQueue(startWorkflowsOptions(), contract.TaskQueue))
+	actx := workflow.WithActivityOptions(ctx, startWorkflowsOptions())
 	var out contract.StartWorkflowsResult
 	params := contract.StartWorkflowsParams{Starts: []contract.StartRequest{{Workflow: contract.MergeWalWorkflow, Target: tgt.String(),
 		Trigger: contract.TriggerSchedule, Reason: scheduleReason(ctx)}}}

@@ -13,6 +13,7 @@ import (
 // attempt the sweep fails with ErrTypeSweepListFailed, never retrying silently for ever.
 func demandScanOptions() workflow.ActivityOptions {
 	return workflow.ActivityOptions{
+		TaskQueue:           contract.TaskQueue,
 		StartToCloseTimeout: 10 * time.Minute,
 		HeartbeatTimeout:    time.Minute,
 		RetryPolicy:         retryPolicy(5, 30*time.Second),
@@ -22,6 +23,7 @@ func demandScanOptions() workflow.ActivityOptions {
 
 func recordMaintenanceOptions() workflow.ActivityOptions {
 	return workflow.ActivityOptions{
+		TaskQueue:           contract.TaskQueue,
 		StartToCloseTimeout: 30 * time.Second,
 		RetryPolicy:         retryPolicy(3, 10*time.Second),
 		Summary:             "record success",
@@ -32,7 +34,7 @@ func recordMaintenanceOptions() workflow.ActivityOptions {
 // to record is logged, not returned: the run itself succeeded, and the alert on the age of
 // the last success is what notices a worker that cannot record.
 func recordMaintenance(ctx workflow.Context, name string) {
-	actx := workflow.WithActivityOptions(ctx, withQueue(recordMaintenanceOptions(), contract.TaskQueue))
+	actx := workflow.WithActivityOptions(ctx, recordMaintenanceOptions())
 	if err := workflow.ExecuteActivity(actx, contract.RecordMaintenanceActivity, contract.RecordMaintenanceParams{Workflow: name}).Get(ctx, nil); err != nil {
 		workflow.GetLogger(ctx).Warn("Cannot record the maintenance run's success.", "workflow", name, "error", err)
 	}

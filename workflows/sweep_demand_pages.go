@@ -64,7 +64,7 @@ func demandSweep(ctx workflow.Context, in contract.MaintenanceSweepInput, label 
 			defer listed.Done()
 			opts := label.options(demandScanOptions(), string(k))
 			opts.Priority = prio
-			scanCtx := workflow.WithActivityOptions(ctx, withQueue(opts, contract.TaskQueue))
+			scanCtx := workflow.WithActivityOptions(ctx, opts)
 			var after *contract.DemandTarget
 			for {
 				want := min(max(remaining, 1), contract.MaxDemandCandidates)

@@ -31,7 +31,7 @@ type tracker struct {
 	slotWait      time.Duration
 	seq           int
 	inflight      []*watch
-	onChange      func()
+	onChange      func() // never nil
 	// actions counts the billable actions of what the tracker ran and heard: activities
 	// scheduled, listings, signals received and the retries they announce.
 	actions int
@@ -105,10 +105,10 @@ func (t *tracker) execLocal(ctx workflow.Context, opts workflow.LocalActivityOpt
 func (t *tracker) await(ctx workflow.Context, w *watch, fut workflow.Future, out any) error {
 	t.actions++
 	t.inflight = append(t.inflight, w)
-	t.changed()
+	t.onChange()
 	defer func() {
-		t.remove(w)
-		t.changed()
+		t.inflight = slices.DeleteFunc(t.inflight, func(x *watch) bool { return x == w })
+		t.onChange()
 	}()
 	return fut.Get(ctx, out)
 }
@@ -124,15 +124,6 @@ func (t *tracker) inFlight() []contract.InFlightActivity {
 		out = append(out, contract.InFlightActivity{ID: w.id, Activity: w.activity, Shard: w.shard, Queue: w.queue})
 	}
 	return out
-}
-
-func (t *tracker) remove(w *watch) {
-	for i, x := range t.inflight {
-		if x == w {
-			t.inflight = append(t.inflight[:i], t.inflight[i+1:]...)
-			return
-		}
-	}
 }
 
 func (t *tracker) apply(s contract.ActivityState) {
@@ -153,16 +144,10 @@ func (t *tracker) apply(s contract.ActivityState) {
 			w.state = s.State
 			w.lastErr = s.Error
 		}
-		t.changed()
+		t.onChange()
 		return
 	}
 	// A late signal for an activity that already finished: nothing to show.
-}
-
-func (t *tracker) changed() {
-	if t.onChange != nil {
-		t.onChange()
-	}
 }
 
 // blocked is the reason the first blocked activity of shard ("" = any shard) waits, or "".

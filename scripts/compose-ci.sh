@@ -17,7 +17,7 @@
 #    deploy/Dockerfile, postgres:15, temporalio/server, temporalio/admin-tools,
 #    temporalio/ui and versity/versitygw, tagged with the names docker-compose.yml uses and
 #    built from the same release binaries CI runs natively (.cache/bin) and the same upstream
-#    templates (test/deploy/images/; docs/OPERATIONS.md §10 lists every difference). An image
+#    templates (test/deploy/images/; docs/RELIABILITY.md "Deployment files" lists every difference). An image
 #    whose inputs did not change is kept (label walkeeper.ci.key), so a warm run builds nothing.
 #    The walkeeper image is built first, from deploy/Dockerfile by `docker-compose build`, the
 #    way the file's header says, with GO_IMAGE and BASE_IMAGE naming the stand-in bases; then

@@ -299,8 +299,8 @@ func (s *Store) ReconcileDemand(ctx context.Context) (DemandCleanResult, error) 
 	}
 	var errs []error
 	for _, sh := range order {
-		var sm *manifest.Shard
-		if sm, err = s.loadShard(ctx, sh); err != nil {
+		sm, err := s.loadShard(ctx, sh) // the loop's own err: the marker step below must not see it
+		if err != nil {
 			errs = append(errs, err)
 			continue
 		}

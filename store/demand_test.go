@@ -270,3 +270,21 @@ func TestRequestCounterCounts(t *testing.T) {
 	require.Equal(t, requestcount.Counts{Get: 1, Put: 1, List: 1}, c)
 	require.EqualValues(t, 3, c.Total())
 }
+
+// A shard manifest reconcile cannot read is reported once: the compaction-marker step,
+// which had nothing to do, must not report that error again.
+func TestReconcileReportsAnUnreadableShardOnce(t *testing.T) {
+	ctx := context.Background()
+	db, s := newGenericStore(t, backends(t)["mem"], "orders")
+	appendRows(t, s, row("a", 1))
+	flush(t, s)
+	db.bucket = db.bucket.WithFaults(objstore.FaultFuncs{BeforeFunc: func(op, key string) error {
+		if (op == objstore.OpGet || op == objstore.OpList) && strings.HasPrefix(key, shardManifestPrefix(s.target, db.shard)) {
+			return errors.New("injected: shard manifest unreadable")
+		}
+		return nil
+	}})
+	_, err := s.ReconcileDemand(ctx)
+	require.Error(t, err)
+	require.Equal(t, 1, strings.Count(err.Error(), "injected: shard manifest unreadable"), err.Error())
+}

@@ -54,7 +54,7 @@ func (it *memIter) next() {
 	}
 	for _, s := range it.subs {
 		if e := s.head(); e != nil && e.key == it.cur.key {
-			s.advance()
+			s.i++
 		}
 	}
 }
@@ -86,8 +86,6 @@ func (s *indexIter) head() *memEntry {
 	}
 	return s.buf[s.i]
 }
-
-func (s *indexIter) advance() { s.i++ }
 
 // fill fetches the next chunk of entries above last.
 func (s *indexIter) fill() {

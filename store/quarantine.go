@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"go.uber.org/zap"
@@ -76,22 +77,16 @@ func (s *Store) quarantineRun(ctx context.Context, key, reason string) (Quaranti
 			res.AlreadyQuarantined, res.ManifestVersion = true, base.Version
 			return res, nil
 		}
-		next := base.Next("quarantine")
-		next.Runs = next.Runs[:0]
-		found := false
-		for _, r := range base.Runs {
-			if r.Path != key {
-				next.Runs = append(next.Runs, r)
-				continue
-			}
-			found = true
-			res.Rows, res.MinKey, res.MaxKey = r.Rows, r.MinKey, r.MaxKey
-			next.Quarantined = append(next.Quarantined, manifest.QuarantinedObject{Path: r.Path, Rows: r.Rows,
-				MinKey: r.MinKey, MaxKey: r.MaxKey, Reason: reason, At: s.db.opts.Now().UTC()})
-		}
-		if !found {
+		i := slices.IndexFunc(base.Runs, func(r manifest.Run) bool { return r.Path == key })
+		if i < 0 {
 			return res, fmt.Errorf("run %s is not in base version %d of %s: %w", key, base.Version, s.target, ErrNotFound)
 		}
+		r := base.Runs[i]
+		res.Rows, res.MinKey, res.MaxKey = r.Rows, r.MinKey, r.MaxKey
+		next := base.Next("quarantine")
+		next.Runs = slices.Delete(next.Runs, i, i+1) // the draft's own copy
+		next.Quarantined = append(next.Quarantined, manifest.QuarantinedObject{Path: r.Path, Rows: r.Rows,
+			MinKey: r.MinKey, MaxKey: r.MaxKey, Reason: reason, At: s.db.opts.Now().UTC()})
 		_, err = s.publishBaseThenSwap(ctx, next)
 		if err == nil {
 			res.ManifestVersion = next.Version
@@ -115,22 +110,15 @@ func (s *Store) quarantineGen(ctx context.Context, shard, key, reason string) (Q
 			res.Generation, res.Rows, res.MinKey, res.MaxKey = q.Gen, q.Rows, q.MinKey, q.MaxKey
 			return false, nil
 		}
-		keep := m.Flushed[:0:0]
-		found := false
-		for _, g := range m.Flushed {
-			if g.Path != key {
-				keep = append(keep, g)
-				continue
-			}
-			found = true
-			res.Generation, res.Rows, res.MinKey, res.MaxKey = g.Gen, g.Rows, g.MinKey, g.MaxKey
-			m.Quarantined = append(m.Quarantined, manifest.QuarantinedObject{Path: g.Path, Rows: g.Rows,
-				MinKey: g.MinKey, MaxKey: g.MaxKey, Gen: g.Gen, Reason: reason, At: s.db.opts.Now().UTC()})
-		}
-		if !found {
+		i := slices.IndexFunc(m.Flushed, func(g manifest.Gen) bool { return g.Path == key })
+		if i < 0 {
 			return false, fmt.Errorf("generation %s is not listed by shard %s of %s: %w", key, shard, s.target, ErrNotFound)
 		}
-		m.Flushed = keep
+		g := m.Flushed[i]
+		res.Generation, res.Rows, res.MinKey, res.MaxKey = g.Gen, g.Rows, g.MinKey, g.MaxKey
+		m.Quarantined = append(m.Quarantined, manifest.QuarantinedObject{Path: g.Path, Rows: g.Rows,
+			MinKey: g.MinKey, MaxKey: g.MaxKey, Gen: g.Gen, Reason: reason, At: s.db.opts.Now().UTC()})
+		m.Flushed = slices.Delete(m.Flushed, i, i+1) // m is editShard's draft, a copy
 		return true, nil
 	})
 	if err != nil {

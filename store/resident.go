@@ -183,20 +183,15 @@ func (db *DB) enforceMax(ctx context.Context, keep *Store) {
 	}
 }
 
-// evictIdle evicts every store idle for at least ResidentIdle and returns how many it
-// evicted.
-func (db *DB) evictIdle(ctx context.Context) int {
+// evictIdle evicts every store idle for at least ResidentIdle (each attempt is logged and
+// counted by evict).
+func (db *DB) evictIdle(ctx context.Context) {
 	if db.opts.ResidentIdle <= 0 {
-		return 0
+		return
 	}
-	cutoff := db.opts.Now().Add(-db.opts.ResidentIdle).UnixNano()
-	n := 0
-	for _, c := range db.claimIdle(cutoff) {
-		if ok, _ := db.evict(ctx, c, EvictIdle); ok {
-			n++
-		}
+	for _, c := range db.claimIdle(db.opts.Now().Add(-db.opts.ResidentIdle).UnixNano()) {
+		_, _ = db.evict(ctx, c, EvictIdle)
 	}
-	return n
 }
 
 // evict seals the claimed store's writer, stops it and drops the handle. It reports whether

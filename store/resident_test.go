@@ -166,7 +166,7 @@ func TestIdleStoreIsSealedEvictedAndReopened(t *testing.T) {
 	clock.Advance(2 * time.Hour)
 	_, err := db.Open(ctx, busy.Target()) // used within the hour: stays
 	require.NoError(t, err)
-	require.Equal(t, 1, db.evictIdle(ctx))
+	db.evictIdle(ctx)
 	require.Equal(t, []string{"busy"}, residentNames(db))
 	committersSettle(t, "the evicted store's WAL committer exits", committers-1)
 	require.Equal(t, 1.0, testutil.ToFloat64(m.ResidentStores))

@@ -109,13 +109,7 @@ func (w *writer) seal(ctx context.Context, reserved bool) (FlushResult, error) {
 		return FlushResult{Pending: pendingNow}, nil
 	}
 	rows, seqs, deleted := merged.newestSorted()
-	rec, err := w.s.codec.Build(memory.DefaultAllocator, rows, seqs, w.shard, deleted)
-	if err != nil {
-		return FlushResult{}, err
-	}
-	size := recordBytes(rec)
-	data, err := encodeIPC(w.s.codec.ArrowSchema(), rec)
-	rec.Release()
+	data, size, err := w.encodeRows(rows, seqs, deleted)
 	if err != nil {
 		return FlushResult{}, err
 	}
@@ -132,6 +126,18 @@ func (w *writer) seal(ctx context.Context, reserved bool) (FlushResult, error) {
 	w.finishSeal(len(frozen), m)
 	last := m.Flushed[len(m.Flushed)-1]
 	return FlushResult{Sealed: true, Generation: last.Gen, Rows: len(rows), Pending: len(m.Flushed)}, nil
+}
+
+// encodeRows builds rows as one record of the shard and returns its IPC file and the
+// record's decoded size, for the WAL group commit (which frames it) and the seal.
+func (w *writer) encodeRows(rows []Row, seqs []int64, deleted []bool) ([]byte, int64, error) {
+	rec, err := w.s.codec.Build(memory.DefaultAllocator, rows, seqs, w.shard, deleted)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rec.Release()
+	data, err := encodeIPC(w.s.codec.ArrowSchema(), rec)
+	return data, recordBytes(rec), err
 }
 
 // mergeFrozen returns one memtable with the newest version of every key of frozen (oldest

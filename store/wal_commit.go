@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // The WAL group commit: one goroutine per writer turns everything appended since its last
@@ -124,13 +122,7 @@ func (w *writer) walGroupCommit(batch []*appendReq) {
 		answer(AppendResult{}, dead)
 		return
 	}
-	rec, err := w.s.codec.Build(memory.DefaultAllocator, rows, seqs, w.shard, deleted)
-	if err != nil {
-		answer(AppendResult{}, err)
-		return
-	}
-	data, err := encodeIPC(w.s.codec.ArrowSchema(), rec)
-	rec.Release()
+	data, _, err := w.encodeRows(rows, seqs, deleted)
 	if err != nil {
 		answer(AppendResult{}, err)
 		return

@@ -69,20 +69,15 @@ func (b *writeBehind) Write(p []byte) (int, error) {
 		c := copy(b.buf[len(b.buf):cap(b.buf)], p)
 		b.buf, p, n = b.buf[:len(b.buf)+c], p[c:], n+c
 		if len(b.buf) == cap(b.buf) {
-			if err := b.handOver(); err != nil {
+			// To the goroutine; the other buffer comes back once the goroutine has written it.
+			b.full <- b.buf
+			b.buf = <-b.free
+			if err := b.failed(); err != nil {
 				return n, err
 			}
 		}
 	}
 	return n, nil
-}
-
-// handOver sends the filled buffer to the goroutine and takes the other one back, once the
-// goroutine has written it.
-func (b *writeBehind) handOver() error {
-	b.full <- b.buf
-	b.buf = <-b.free
-	return b.failed()
 }
 
 // close writes what is buffered, waits for the goroutine and frees the buffers. It returns

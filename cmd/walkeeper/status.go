@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -70,8 +71,7 @@ Temporal is asked.`,
 			if err := contract.CheckMergeRunTimeout(deadline); err != nil {
 				return cli.Usagef("--merge-run-timeout: %v", err)
 			}
-			devSt, live := g.devDefaults(cmd)
-			storage = storageOrDev(storage, devSt, live)
+			storage = cmp.Or(storage, g.devDefaults(cmd).Storage)
 			ctx, cancel := cli.SignalContext(cmd.Context())
 			defer cancel()
 			// Storage stats are useful even when Temporal is down: report the dial error

@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -59,14 +60,11 @@ func writeDevState(dir string, st devState) error {
 		return fmt.Errorf("dev state: %w", err)
 	}
 	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
-		_ = tmp.Close()
-		return fmt.Errorf("dev state: %w", err)
+	_, err = tmp.Write(append(b, '\n'))
+	if err = errors.Join(err, tmp.Close()); err == nil {
+		err = os.Rename(tmp.Name(), filepath.Join(dir, devStateFile))
 	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("dev state: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), filepath.Join(dir, devStateFile)); err != nil {
+	if err != nil {
 		return fmt.Errorf("dev state: %w", err)
 	}
 	return nil

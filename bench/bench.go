@@ -127,14 +127,13 @@ func (o Options) progressf(format string, args ...any) {
 
 // workDir returns a fresh directory for stores and a cleanup function.
 func (o Options) workDir(name string) (string, func(), error) {
+	d, err := "", error(nil)
 	if o.WorkDir != "" {
-		d := filepath.Join(o.WorkDir, name+"-"+time.Now().Format("150405.000"))
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return "", nil, err
-		}
-		return d, func() { _ = os.RemoveAll(d) }, nil
+		d = filepath.Join(o.WorkDir, name+"-"+time.Now().Format("150405.000"))
+		err = os.MkdirAll(d, 0o755)
+	} else {
+		d, err = os.MkdirTemp("", "walkeeper-bench-"+name+"-")
 	}
-	d, err := os.MkdirTemp("", "walkeeper-bench-"+name+"-")
 	if err != nil {
 		return "", nil, err
 	}

@@ -59,22 +59,32 @@ func (g *globalOptions) logger(defLevel string) (*zap.Logger, error) {
 // withTemporal runs f with a client of the global flags' Temporal, under a context that
 // Ctrl-C cancels; the client is closed when f returns.
 func (g *globalOptions) withTemporal(cmd *cobra.Command, f func(ctx context.Context, c client.Client) error) error {
-	tc, err := g.temporalConfig()
-	if err != nil {
-		return err
-	}
-	logger, err := g.logger("warn")
-	if err != nil {
-		return err
-	}
 	ctx, cancel := cli.SignalContext(cmd.Context())
 	defer cancel()
-	c, err := temporaladmin.Dial(ctx, tc.Config, logger)
+	c, _, err := g.dial(ctx)
 	if err != nil {
-		return &unreachableError{tc: tc, err: err}
+		return err
 	}
 	defer c.Close()
 	return f(ctx, c)
+}
+
+// dial connects to the global flags' Temporal with the logger of a client command, which it
+// also returns, unless the flags are a usage error: a failed dial is an *unreachableError.
+func (g *globalOptions) dial(ctx context.Context) (client.Client, *zap.Logger, error) {
+	tc, err := g.temporalConfig()
+	if err != nil {
+		return nil, nil, err
+	}
+	logger, err := g.logger("warn")
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := temporaladmin.Dial(ctx, tc.Config, logger)
+	if err != nil {
+		return nil, logger, &unreachableError{tc: tc, err: err}
+	}
+	return c, logger, nil
 }
 
 // writeJSON prints v as indented JSON, the output of --json.

@@ -71,9 +71,8 @@ func TestDevStateOnlyWhileLocked(t *testing.T) {
 	got, ok := readDevState(dir)
 	assert.True(t, ok)
 	assert.Equal(t, st, got)
-	assert.Equal(t, "http://127.0.0.1:8999", uiBaseOrDev("", got, ok))
-	assert.Equal(t, "http://x", uiBaseOrDev("http://x", got, ok))
-	assert.Equal(t, "file:///s", storageOrDev("", got, ok))
+	assert.Equal(t, "http://127.0.0.1:8999", uiBaseOrDev("", got))
+	assert.Equal(t, "http://x", uiBaseOrDev("http://x", got))
 	l.Release()
-	assert.Equal(t, defaultUIURL, uiBaseOrDev("", devState{}, false))
+	assert.Equal(t, defaultUIURL, uiBaseOrDev("", devState{}))
 }

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -58,14 +60,11 @@ func writeDevState(dir string, st devState) error {
 		return fmt.Errorf("dev state: %w", err)
 	}
 	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
-		_ = tmp.Close()
-		return fmt.Errorf("dev state: %w", err)
+	_, err = tmp.Write(append(b, '\n'))
+	if err = errors.Join(err, tmp.Close()); err == nil {
+		err = os.Rename(tmp.Name(), filepath.Join(dir, devStateFile))
 	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("dev state: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), filepath.Join(dir, devStateFile)); err != nil {
+	if err != nil {
 		return fmt.Errorf("dev state: %w", err)
 	}
 	return nil
@@ -86,11 +85,11 @@ func readDevState(dir string) (devState, bool) {
 
 // devDefaults fills in, from a running dev, the Temporal address and namespace that neither
 // the command line nor the environment set. It returns the dev's state for the callers that
-// want more of it (storage, UI, HTTP).
-func (g *globalOptions) devDefaults(cmd *cobra.Command) (devState, bool) {
+// want more of it (storage, UI, Temporal CLI), the zero devState when no dev runs.
+func (g *globalOptions) devDefaults(cmd *cobra.Command) devState {
 	st, ok := readDevState(defaultDevDataDir())
 	if !ok {
-		return st, false
+		return st
 	}
 	if !cmd.Flags().Changed("temporal") && os.Getenv("WALKEEPER_TEMPORAL") == "" {
 		g.temporal.HostPort = st.Temporal
@@ -98,28 +97,12 @@ func (g *globalOptions) devDefaults(cmd *cobra.Command) (devState, bool) {
 			g.temporal.Namespace = st.Namespace
 		}
 	}
-	return st, true
-}
-
-// storageOrDev is the --storage value (flag or $WALKEEPER_STORAGE), else the running dev's.
-func storageOrDev(flag string, st devState, live bool) string {
-	if flag != "" || !live {
-		return flag
-	}
-	return st.Storage
+	return st
 }
 
 // uiBaseOrDev is the --ui value (flag or $WALKEEPER_TEMPORAL_UI), else the running dev's
 // Web UI, else the dev server's default address.
-func uiBaseOrDev(flag string, st devState, live bool) string {
-	switch {
-	case flag != "":
-		return flag
-	case live && st.UI != "":
-		return st.UI
-	}
-	return defaultUIURL
-}
+func uiBaseOrDev(flag string, st devState) string { return cmp.Or(flag, st.UI, defaultUIURL) }
 
 // registerUIFlag adds --ui to a command that prints Web UI links.
 func registerUIFlag(cmd *cobra.Command, v *string) {

@@ -69,9 +69,9 @@ and Web UI are used unless --temporal/--ui (or their environment variables) say 
 			if limit < 1 || limit > maxHistoryLimit {
 				return cli.Usagef("--limit %d: want 1 to %d", limit, maxHistoryLimit)
 			}
-			st, live := g.devDefaults(cmd)
+			st := g.devDefaults(cmd)
 			return g.withTemporal(cmd, func(ctx context.Context, c client.Client) error {
-				links := uiLinks{base: uiBaseOrDev(ui, st, live), namespace: g.temporal.Namespace}
+				links := uiLinks{base: uiBaseOrDev(ui, st), namespace: g.temporal.Namespace}
 				runs, err := listHistory(ctx, c, t, limit, links)
 				if err != nil {
 					return err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
@@ -47,13 +48,9 @@ Nothing is contacted: the command only prints. The links use --ui, else the runn
 			if slowerThan <= 0 {
 				return cli.Usagef("--slower-than must be positive")
 			}
-			st, live := g.devDefaults(cmd)
-			links := uiLinks{base: uiBaseOrDev(ui, st, live), namespace: g.temporal.Namespace}
-			temporalCLI := "temporal"
-			if live && st.TemporalCLI != "" {
-				temporalCLI = st.TemporalCLI
-			}
-			return writeQueries(cmd.OutOrStdout(), savedViews(t, slowerThan, behind), links, temporalCLI, g.temporal.HostPort, g.temporal.Namespace)
+			st := g.devDefaults(cmd)
+			links := uiLinks{base: uiBaseOrDev(ui, st), namespace: g.temporal.Namespace}
+			return writeQueries(cmd.OutOrStdout(), savedViews(t, slowerThan, behind), links, cmp.Or(st.TemporalCLI, "temporal"), g.temporal.HostPort, g.temporal.Namespace)
 		},
 	}
 	registerUIFlag(cmd, &ui)

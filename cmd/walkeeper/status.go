@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -22,7 +23,6 @@ import (
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/internal/cli"
 	"github.com/walkeeper/walkeeper/store"
-	"github.com/walkeeper/walkeeper/temporaladmin"
 	"github.com/walkeeper/walkeeper/worker"
 )
 
@@ -71,30 +71,19 @@ Temporal is asked.`,
 			if err := contract.CheckMergeRunTimeout(deadline); err != nil {
 				return cli.Usagef("--merge-run-timeout: %v", err)
 			}
-			devSt, live := g.devDefaults(cmd)
-			storage = storageOrDev(storage, devSt, live)
+			storage = cmp.Or(storage, g.devDefaults(cmd).Storage)
 			ctx, cancel := cli.SignalContext(cmd.Context())
 			defer cancel()
-			tc, err := g.temporalConfig()
-			if err != nil {
-				return err
-			}
-			logger, err := g.logger("warn")
-			if err != nil {
-				return err
-			}
 			// Storage stats are useful even when Temporal is down: report the dial error
 			// after printing them (exit status 1).
 			dctx, dcancel := context.WithTimeout(ctx, 15*time.Second)
-			c, dialErr := temporaladmin.Dial(dctx, tc.Config, logger)
+			c, logger, dialErr := g.dial(dctx)
 			dcancel()
-			if dialErr == nil {
+			switch {
+			case dialErr == nil:
 				defer c.Close()
-			} else {
-				dialErr = &unreachableError{tc: tc, err: dialErr}
-				if storage == "" {
-					return dialErr
-				}
+			case !errors.As(dialErr, new(*unreachableError)) || storage == "":
+				return dialErr
 			}
 			var db *store.DB
 			if storage != "" {
@@ -104,7 +93,7 @@ Temporal is asked.`,
 				}
 				defer func() { _ = db.Close(context.Background()) }()
 			}
-			out, sv := cmd.OutOrStdout(), stuckView{c: c, namespace: tc.Namespace, deadline: deadline} // c is nil when unreachable
+			out, sv := cmd.OutOrStdout(), stuckView{c: c, namespace: g.temporal.Namespace, deadline: deadline} // c is nil when unreachable
 			if target == nil {
 				err = statusAll(ctx, out, sv, db, logger, pg)
 			} else {

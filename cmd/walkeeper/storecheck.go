@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -41,12 +42,12 @@ func openStorage(ctx context.Context, storage, instance string, logger *zap.Logg
 // storage known it checks nothing: the workflow then refuses the missing store itself, once,
 // non-retryably.
 func (g *globalOptions) precheckStore(ctx context.Context, cmd *cobra.Command, storage string, t store.Target) error {
-	st, live := g.devDefaults(cmd)
+	st := g.devDefaults(cmd)
 	logger, err := g.logger("warn")
 	if err != nil {
 		return err
 	}
-	if storage = storageOrDev(storage, st, live); storage == "" {
+	if storage = cmp.Or(storage, st.Storage); storage == "" {
 		return nil
 	}
 	db, err := openStorage(ctx, storage, "walkeeper-cli", logger)

@@ -95,13 +95,18 @@ func (a *memAccount) Free(b []byte) {
 }
 
 // recycle returns b to the pool or, when the pool does not keep it, gives it up: a mapped
-// buffer goes back to the OS at once, a heap one (unmapBuffer leaves it) to the garbage
-// collector.
+// buffer goes back to the OS at once, a heap one to the garbage collector.
 func (a *memAccount) recycle(b []byte) {
 	if a.pool == nil || a.pool.put(b[:0]) {
 		return // without a pool the buffer is on the Go heap (get)
 	}
-	unmapBuffer(b)
+	release(b)
+}
+
+func release(b []byte) {
+	if isMapped(cap(b)) {
+		unmapBuffer(b)
+	}
 }
 
 // buffer returns a buffer of length 0 and capacity at least n for reading an object's bytes
@@ -205,11 +210,15 @@ func (a *memAccount) get(size int) (_ []byte, reused bool) {
 // ones, the objects' bytes and the output chunks, are what the budget is about.
 const mapMinBytes = 256 << 10
 
+// isMapped reports whether a buffer of capacity c was (or would be) mapped. Capacities are
+// class sizes, so the class decides.
+func isMapped(c int) bool { return c >= mapMinBytes }
+
 // alignedBuffer allocates the class size of size bytes, starting at a bufAlignment
 // boundary: mapped outside the Go heap from mapMinBytes on, else on the Go heap.
 func alignedBuffer(size int) []byte {
 	c := classSize(classOf(size))
-	if c >= mapMinBytes {
+	if isMapped(c) {
 		if b := mapBuffer(c); b != nil {
 			return b[:c:c]
 		}
@@ -334,7 +343,7 @@ func (p *bufferPool) trim(extra int64) {
 		}
 		b := p.pop(big)
 		over -= int64(cap(b))
-		unmapBuffer(b) // a heap buffer is left to the garbage collector
+		release(b)
 	}
 }
 

@@ -309,60 +309,6 @@ func (f *fileBackend) delete(ctx context.Context, key string) error {
 	return nil
 }
 
-// list walks only the directory the prefix points into and filters by string prefix.
-func (f *fileBackend) list(ctx context.Context, prefix string, fn func(ObjectInfo) error) error {
-	start := f.root
-	if i := strings.LastIndex(prefix, "/"); i >= 0 {
-		start = f.path(prefix[:i])
-	}
-	n := 0
-	return filepath.WalkDir(start, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if isNotExist(err) {
-				return nil // vanished under a concurrent delete, or the prefix dir is absent
-			}
-			return err
-		}
-		if n++; n%256 == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-		if p == f.root {
-			return nil
-		}
-		if strings.HasPrefix(d.Name(), tempPrefix) {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		rel, err := filepath.Rel(f.root, p)
-		if err != nil {
-			return err
-		}
-		key := filepath.ToSlash(rel)
-		if d.IsDir() {
-			dk := key + "/"
-			if !strings.HasPrefix(dk, prefix) && !strings.HasPrefix(prefix, dk) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !d.Type().IsRegular() || !strings.HasPrefix(key, prefix) {
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			if isNotExist(err) {
-				return nil
-			}
-			return err
-		}
-		return fn(ObjectInfo{Key: key, Size: info.Size(), ModTime: info.ModTime()})
-	})
-}
-
 func (f *fileBackend) listDirs(ctx context.Context, prefix string, fn func(string) error) error {
 	dir := f.root
 	if prefix != "" {

@@ -178,19 +178,6 @@ func (p *sweepPlan) add(target string, wants []plannedStart, in contract.Mainten
 	}
 }
 
-func mergeReason(t contract.DemandTarget, in contract.MaintenanceSweepInput) string {
-	if t.Pending <= 0 {
-		return ""
-	}
-	if t.Pending >= in.MergeMinGenerations {
-		return fmt.Sprintf("%d pending >= %d", t.Pending, in.MergeMinGenerations)
-	}
-	if in.MaxPendingAge > 0 && t.OldestPendingAge >= in.MaxPendingAge {
-		return fmt.Sprintf("oldest pending %s >= %s", t.OldestPendingAge.Round(time.Second), in.MaxPendingAge)
-	}
-	return ""
-}
-
 // MergeWalTick starts (or attaches to) target's MergeWal and returns. Schedules suffix the
 // IDs of the workflows they start with a timestamp, so a schedule cannot start MergeWal
 // directly without defeating ID dedupe; it starts this tick, whose StartWorkflows activity

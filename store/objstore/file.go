@@ -25,7 +25,7 @@ import (
 // neither fsyncs nor keeps its temp files in the target directory.
 //
 // Every write goes to a temp file (tempPrefix) in the key's own directory, is fsynced, and
-// is published by rename(2) (put) or link(2) (putIfAbsent: EEXIST is atomic across
+// is published by rename(2) (put) or link(2) (put ifAbsent: EEXIST is atomic across
 // processes); the directory is fsynced after. Objects are never modified in place.
 type fileBackend struct {
 	root    string       // absolute root directory
@@ -116,17 +116,9 @@ func (f *fileBackend) exists(ctx context.Context, key string) (bool, error) {
 	return st.Mode().IsRegular(), nil
 }
 
-func (f *fileBackend) put(ctx context.Context, key string, data []byte) error {
-	return f.writeAndPublish(key, data, false)
-}
-
-func (f *fileBackend) putIfAbsent(ctx context.Context, key string, data []byte) error {
-	return f.writeAndPublish(key, data, true)
-}
-
-// writeAndPublish writes data to a temp file in the key's directory and publishes it by
-// rename (replace) or by hard link (create-only). The temp file is removed in every case.
-func (f *fileBackend) writeAndPublish(key string, data []byte, ifAbsent bool) error {
+// put writes data to a temp file in the key's directory and publishes it by rename
+// (replace) or by hard link (ifAbsent). The temp file is removed in every case.
+func (f *fileBackend) put(ctx context.Context, key string, data []byte, ifAbsent bool) error {
 	final := f.path(key)
 	dir := filepath.Dir(final)
 	if ifAbsent {

@@ -2,7 +2,6 @@ package contract
 
 import (
 	"cmp"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -168,9 +167,4 @@ func lengthWithin(field, s string, maxBytes int) error {
 		return inputErrorf(field, "%d bytes long, at most %d allowed", len(s), maxBytes)
 	}
 	return nil
-}
-
-// indexed names element i of a list field: "shards[2]".
-func indexed(field string, i int) string {
-	return field + "[" + strconv.Itoa(i) + "]"
 }

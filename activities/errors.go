@@ -69,18 +69,15 @@ func ToTemporal(err error) error {
 	return temporal.NewApplicationErrorWithOptions(err.Error(), c.errType, opts)
 }
 
-// ErrorType is the Temporal error type err maps to ("" for nil).
+// ErrorType is the Temporal error type err maps to ("" for nil): ToTemporal's, or "Canceled"
+// and "Timeout" for the context errors it passes through.
 func ErrorType(err error) string {
-	if err == nil {
-		return ""
-	}
 	var appErr *temporal.ApplicationError
-	if errors.As(err, &appErr) {
-		return appErr.Type()
-	}
 	switch {
-	case errors.Is(err, errWorkerStopping):
-		return contract.ErrTypeClosed
+	case err == nil:
+		return ""
+	case errors.As(ToTemporal(err), &appErr):
+		return appErr.Type()
 	case errors.Is(err, context.Canceled):
 		return "Canceled"
 	case errors.Is(err, context.DeadlineExceeded):

@@ -54,13 +54,14 @@ func within(parent string, err error) error {
 }
 
 // eachWithin checks a list field: at most maxItems elements (noun names them in the
-// message), each checked by check, whose errors name fields relative to the element.
+// message), each checked by check, whose errors name fields relative to the element
+// ("shards[2].shard").
 func eachWithin[T any](field, noun string, items []T, maxItems int, check func(T) error) error {
 	if len(items) > maxItems {
 		return inputErrorf(field, "%d %s, at most %d allowed", len(items), noun, maxItems)
 	}
 	for i, item := range items {
-		if err := within(indexed(field, i), check(item)); err != nil {
+		if err := within(fmt.Sprintf("%s[%d]", field, i), check(item)); err != nil {
 			return err
 		}
 	}

@@ -21,17 +21,17 @@ var (
 	WalPending = temporal.NewSearchAttributeKeyInt64(WalPendingName)
 )
 
-// SearchAttributes lists the custom search attributes walkeeper uses, for registration with
-// the operator API on worker start.
-var SearchAttributes = map[string]enumspb.IndexedValueType{
-	WalTargetName:  enumspb.INDEXED_VALUE_TYPE_KEYWORD,
-	WalKindName:    enumspb.INDEXED_VALUE_TYPE_KEYWORD,
-	WalPendingName: enumspb.INDEXED_VALUE_TYPE_INT,
+// SearchAttributes lists the custom search attributes walkeeper uses, each with the type its
+// typed key declares, for registration with the operator API on worker start.
+var SearchAttributes = valueTypes(WalTarget, WalKind, WalPending,
+	WalTrigger, WalPendingAtStart, WalReclaimed, WalBytesMerged, // contract/observe.go
+	WalSweepStarts) // SweepWindow, contract/sweep_window.go
 
-	WalTriggerName:        enumspb.INDEXED_VALUE_TYPE_KEYWORD,
-	WalPendingAtStartName: enumspb.INDEXED_VALUE_TYPE_INT,
-	WalReclaimedName:      enumspb.INDEXED_VALUE_TYPE_INT,
-	WalBytesMergedName:    enumspb.INDEXED_VALUE_TYPE_DOUBLE,
-
-	WalSweepStartsName: enumspb.INDEXED_VALUE_TYPE_DOUBLE, // SweepWindow, contract/sweep_window.go
+// valueTypes maps each key's name to the value type it declares.
+func valueTypes(keys ...temporal.SearchAttributeKey) map[string]enumspb.IndexedValueType {
+	types := make(map[string]enumspb.IndexedValueType, len(keys))
+	for _, k := range keys {
+		types[k.GetName()] = k.GetValueType()
+	}
+	return types
 }

@@ -22,8 +22,16 @@ const (
 	MaxCompactBytes = 64 << 30
 )
 
+// WithDefaults is in with max_passes and target_runs set to their defaults when zero. Pure.
+func (in CompactBaseInput) WithDefaults() CompactBaseInput {
+	in.MaxPasses = cmp.Or(in.MaxPasses, DefaultCompactMaxPasses)
+	in.TargetRuns = cmp.Or(in.TargetRuns, DefaultCompactTargetRuns)
+	return in
+}
+
 // Validate checks every field of a CompactBase input against its bounds. Pure.
 func (in CompactBaseInput) Validate() error {
+	d := in.WithDefaults()
 	maxRuns := error(nil)
 	if in.MaxRuns != 0 && in.MaxRuns != CompactEveryRun && (in.MaxRuns < 2 || in.MaxRuns > MaxCompactRuns) {
 		maxRuns = inputErrorf("max_runs", "%d: want 0 (the store's default), -1 (every run) or 2 to %d", in.MaxRuns, MaxCompactRuns)
@@ -32,8 +40,8 @@ func (in CompactBaseInput) Validate() error {
 		targetField("target", in.Target),
 		maxRuns,
 		optional("max_bytes", &in.MaxBytes, MinCompactBytes, MaxCompactBytes),
-		inRange("max_passes", cmp.Or(in.MaxPasses, DefaultCompactMaxPasses), 1, MaxCompactMaxPasses),
-		inRange("target_runs", cmp.Or(in.TargetRuns, DefaultCompactTargetRuns), 1, MaxCompactRuns),
+		inRange("max_passes", d.MaxPasses, 1, MaxCompactMaxPasses),
+		inRange("target_runs", d.TargetRuns, 1, MaxCompactRuns),
 		triggerField("trigger", in.Trigger),
 		textWithin("trigger_reason", in.TriggerReason, MaxTriggerReasonBytes),
 	)

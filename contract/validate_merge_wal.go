@@ -2,7 +2,6 @@ package contract
 
 import (
 	"cmp"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -63,22 +62,33 @@ const (
 	maxErrorTypeBytes    = 64
 )
 
+// WithDefaults is in with every zero knob the workflow carries set to the default
+// MergeWalInput documents (max_shards_per_commit stays 0: the round commit reads 0 as
+// MaxRoundShards). Pure.
+func (in MergeWalInput) WithDefaults() MergeWalInput {
+	in.MaxPasses = cmp.Or(in.MaxPasses, DefaultMergeMaxPasses)
+	in.PassesPerWorkflowRun = cmp.Or(in.PassesPerWorkflowRun, DefaultPassesPerWorkflowRun)
+	in.PrepareConcurrency = cmp.Or(in.PrepareConcurrency, DefaultPrepareConcurrency)
+	in.ScheduleToStartTimeout = cmp.Or(in.ScheduleToStartTimeout, DefaultScheduleToStartTimeout)
+	in.SlotWaitThreshold = cmp.Or(in.SlotWaitThreshold, DefaultSlotWaitThreshold)
+	in.PrepareTimeout = cmp.Or(in.PrepareTimeout, DefaultPrepareTimeout)
+	return in
+}
+
 // Validate checks every field of a MergeWal input against its bounds (see the constants
 // above); a carry is checked for shape here and for provenance by the workflow. Pure.
 func (in MergeWalInput) Validate() error {
-	maxPasses := cmp.Or(in.MaxPasses, DefaultMergeMaxPasses)
+	d := in.WithDefaults()
 	err := firstInvalid(
 		targetField("target", in.Target),
 		optional("max_generations", in.MaxGenerations, 1, MaxMergeGenerations),
 		optional("max_bytes", in.MaxBytes, MinMergeBytes, MaxMergeBytes),
-		inRange("prepare_concurrency", cmp.Or(in.PrepareConcurrency, DefaultPrepareConcurrency), 1, MaxPrepareConcurrency),
-		inRange("max_passes", maxPasses, 1, MaxMergeMaxPasses),
-		inRange("schedule_to_start_timeout", cmp.Or(in.ScheduleToStartTimeout, DefaultScheduleToStartTimeout),
-			MinScheduleToStartTimeout, MaxScheduleToStartTimeout),
-		offOrInRange("slot_wait_threshold", cmp.Or(in.SlotWaitThreshold, DefaultSlotWaitThreshold),
-			MinSlotWaitThreshold, MaxSlotWaitThreshold),
-		inRange("prepare_timeout", cmp.Or(in.PrepareTimeout, DefaultPrepareTimeout), MinPrepareTimeout, MaxPrepareTimeout),
-		inRange("passes_per_run", cmp.Or(in.PassesPerWorkflowRun, DefaultPassesPerWorkflowRun), 1, MaxPassesPerWorkflowRun),
+		inRange("prepare_concurrency", d.PrepareConcurrency, 1, MaxPrepareConcurrency),
+		inRange("max_passes", d.MaxPasses, 1, MaxMergeMaxPasses),
+		inRange("schedule_to_start_timeout", d.ScheduleToStartTimeout, MinScheduleToStartTimeout, MaxScheduleToStartTimeout),
+		offOrInRange("slot_wait_threshold", d.SlotWaitThreshold, MinSlotWaitThreshold, MaxSlotWaitThreshold),
+		inRange("prepare_timeout", d.PrepareTimeout, MinPrepareTimeout, MaxPrepareTimeout),
+		inRange("passes_per_run", d.PassesPerWorkflowRun, 1, MaxPassesPerWorkflowRun),
 		triggerField("trigger", in.Trigger),
 		textWithin("trigger_reason", in.TriggerReason, MaxTriggerReasonBytes),
 		inRange("max_shards_per_commit", cmp.Or(in.MaxShardsPerCommit, MaxRoundShards), 1, MaxRoundShards),
@@ -87,7 +97,7 @@ func (in MergeWalInput) Validate() error {
 	if err != nil || in.Carry == nil {
 		return err
 	}
-	return within("carry", in.Carry.validate(maxPasses))
+	return within("carry", in.Carry.validate(d.MaxPasses))
 }
 
 // validate checks a carry's shape: counters in range, at most MaxCarriedShards shards with
@@ -157,9 +167,4 @@ func lengthWithin(field, s string, maxBytes int) error {
 		return inputErrorf(field, "%d bytes long, at most %d allowed", len(s), maxBytes)
 	}
 	return nil
-}
-
-// indexed names element i of a list field: "shards[2]".
-func indexed(field string, i int) string {
-	return field + "[" + strconv.Itoa(i) + "]"
 }

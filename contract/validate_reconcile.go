@@ -16,14 +16,23 @@ const (
 	MaxReconcilePagesPerRun = 1000
 )
 
+// WithDefaults is in with the page size and the pages per run set to their defaults when zero
+// (concurrency stays 0 in the carried input: ReconcilePage defaults it). Pure.
+func (in ReconcileDemandInput) WithDefaults() ReconcileDemandInput {
+	in.PageSize = cmp.Or(in.PageSize, DefaultReconcilePage)
+	in.PagesPerRun = cmp.Or(in.PagesPerRun, DefaultReconcilePagesPerRun)
+	return in
+}
+
 // Validate checks every field of a reconcile input against its bounds, the carried cursor,
 // totals and problems for shape (their provenance is the workflow's to check, see
 // CarriedField). Pure.
 func (in ReconcileDemandInput) Validate() error {
+	d := in.WithDefaults()
 	err := firstInvalid(
-		inRange("page_size", cmp.Or(in.PageSize, DefaultReconcilePage), MinReconcilePage, MaxReconcilePage),
+		inRange("page_size", d.PageSize, MinReconcilePage, MaxReconcilePage),
 		inRange("concurrency", cmp.Or(in.Concurrency, DefaultReconcileConcurrency), 1, MaxStoreConcurrency),
-		inRange("pages_per_run", cmp.Or(in.PagesPerRun, DefaultReconcilePagesPerRun), 1, MaxReconcilePagesPerRun),
+		inRange("pages_per_run", d.PagesPerRun, 1, MaxReconcilePagesPerRun),
 		inRange("cursor.kind_index", in.Cursor.KindIndex, 0, len(target.Kinds)),
 		cursorAfter("cursor.after", in.Cursor.After),
 		notNegative("totals.stores", in.Totals.Stores),

@@ -54,49 +54,71 @@ const (
 	maxCarriedTextBytes = 64 << 10
 )
 
+// WithDefaults is in with every zero knob set to the default MaintenanceSweepInput
+// documents: the values the sweep uses and Validate bounds. Pure.
+func (in MaintenanceSweepInput) WithDefaults() MaintenanceSweepInput {
+	in.MaxStarts = cmp.Or(in.MaxStarts, DefaultSweepMaxStarts)
+	in.StartBatch = cmp.Or(in.StartBatch, DefaultSweepStartBatch)
+	in.MergeMinGenerations = cmp.Or(in.MergeMinGenerations, DefaultSweepMergeMinGenerations)
+	in.MaxPendingAge = cmp.Or(in.MaxPendingAge, DefaultSweepMaxPendingAge)
+	in.CompactMinRuns = cmp.Or(in.CompactMinRuns, DefaultSweepCompactMinRuns)
+	in.Concurrency = cmp.Or(in.Concurrency, DefaultSweepConcurrency)
+	in.StartSpacing = cmp.Or(in.StartSpacing, DefaultSweepStartSpacing)
+	if in.ParallelPrepare == nil {
+		on := true
+		in.ParallelPrepare = &on
+	}
+	return in
+}
+
 // Validate checks every field of a sweep input against its bounds, including the history
 // one sweep may add (SweepHistoryBound). Pure.
 func (in MaintenanceSweepInput) Validate() error {
-	maxStarts, startBatch := in.starts()
+	d := in.WithDefaults()
 	err := firstInvalid(
-		inRange("merge_min_generations", cmp.Or(in.MergeMinGenerations, DefaultSweepMergeMinGenerations), 1, MaxSweepMergeMinGenerations),
-		offOrInRange("max_pending_age", cmp.Or(in.MaxPendingAge, DefaultSweepMaxPendingAge), MinSweepMaxPendingAge, MaxSweepMaxPendingAge),
-		offOrInRange("compact_min_runs", cmp.Or(in.CompactMinRuns, DefaultSweepCompactMinRuns), 1, MaxSweepCompactMinRuns),
-		inRange("max_starts", maxStarts, 1, MaxSweepStarts),
-		inRange("concurrency", cmp.Or(in.Concurrency, DefaultSweepConcurrency), 1, MaxSweepConcurrency),
-		inRange("start_batch", startBatch, 1, MaxStartBatch),
-		offOrInRange("start_spacing", cmp.Or(in.StartSpacing, DefaultSweepStartSpacing), MinSweepStartSpacing, MaxSweepStartSpacing),
+		inRange("merge_min_generations", d.MergeMinGenerations, 1, MaxSweepMergeMinGenerations),
+		offOrInRange("max_pending_age", d.MaxPendingAge, MinSweepMaxPendingAge, MaxSweepMaxPendingAge),
+		offOrInRange("compact_min_runs", d.CompactMinRuns, 1, MaxSweepCompactMinRuns),
+		inRange("max_starts", d.MaxStarts, 1, MaxSweepStarts),
+		inRange("concurrency", d.Concurrency, 1, MaxSweepConcurrency),
+		inRange("start_batch", d.StartBatch, 1, MaxStartBatch),
+		offOrInRange("start_spacing", d.StartSpacing, MinSweepStartSpacing, MaxSweepStartSpacing),
 	)
 	if err != nil {
 		return err
 	}
-	if n := SweepHistoryBound(len(target.Kinds), maxStarts, startBatch); n > MaxSweepEvents {
+	if n := SweepHistoryBound(len(target.Kinds), d.MaxStarts, d.StartBatch); n > MaxSweepEvents {
 		return inputErrorf("max_starts", "%d starts in batches of %d could add %d history events, at most %d: raise start_batch or lower max_starts",
-			maxStarts, startBatch, n, MaxSweepEvents)
+			d.MaxStarts, d.StartBatch, n, MaxSweepEvents)
 	}
 	return nil
 }
 
-// starts is the max_starts and start_batch the sweep uses. Pure.
-func (in MaintenanceSweepInput) starts() (maxStarts, startBatch int) {
-	return cmp.Or(in.MaxStarts, DefaultSweepMaxStarts), cmp.Or(in.StartBatch, DefaultSweepStartBatch)
+// WithDefaults is in with its rounds' sweep input and every zero knob set to their defaults.
+// Pure.
+func (in SweepWindowInput) WithDefaults() SweepWindowInput {
+	in.Sweep = in.Sweep.WithDefaults()
+	in.Interval = cmp.Or(in.Interval, DefaultSweepInterval)
+	in.Window = cmp.Or(in.Window, DefaultSweepWindow)
+	in.EventBudget = cmp.Or(in.EventBudget, DefaultSweepEventBudget)
+	return in
 }
 
 // Validate checks every field of a window input against its bounds: the rounds' sweep input
 // (as MaintenanceSweepInput.Validate, under "sweep."), the cadence, and a carry's shape (its
 // provenance is the workflow's to check). Pure.
 func (in SweepWindowInput) Validate() error {
-	window := cmp.Or(in.Window, DefaultSweepWindow)
+	d := in.WithDefaults()
 	err := firstInvalid(
 		within("sweep", in.Sweep.Validate()),
-		inRange("interval", cmp.Or(in.Interval, DefaultSweepInterval), MinSweepInterval, MaxSweepInterval),
-		inRange("window", window, MinSweepWindow, MaxSweepWindow),
-		inRange("event_budget", cmp.Or(in.EventBudget, DefaultSweepEventBudget), MinSweepEventBudget, MaxSweepEventBudget),
+		inRange("interval", d.Interval, MinSweepInterval, MaxSweepInterval),
+		inRange("window", d.Window, MinSweepWindow, MaxSweepWindow),
+		inRange("event_budget", d.EventBudget, MinSweepEventBudget, MaxSweepEventBudget),
 	)
 	if err != nil || in.Carry == nil {
 		return err
 	}
-	return within("carry", in.Carry.validate(window))
+	return within("carry", in.Carry.validate(d.Window))
 }
 
 // validate checks a window's carry: its span within the window, counters that add up, and

@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"cmp"
 	"fmt"
 
 	"go.temporal.io/sdk/log"
@@ -25,8 +24,7 @@ func CompactBase(ctx workflow.Context, in contract.CompactBaseInput) (contract.C
 	if err != nil {
 		return contract.CompactBaseResult{}, invalidInput(err) // Validate parsed it already
 	}
-	in.MaxPasses = cmp.Or(in.MaxPasses, contract.DefaultCompactMaxPasses)
-	in.TargetRuns = cmp.Or(in.TargetRuns, contract.DefaultCompactTargetRuns)
+	in = in.WithDefaults()
 	logger := log.With(workflow.GetLogger(ctx), "target", tgt.String())
 	res := contract.CompactBaseResult{Target: tgt.String(), RunsLeft: -1}
 	st := contract.CompactBaseStatus{Target: tgt.String(), Phase: contract.PhaseStarting, RunsLeft: -1}

@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"cmp"
 	"fmt"
 	"sort"
 	"time"
@@ -17,18 +16,6 @@ import (
 // maxStaleRestarts bounds consecutive abort-and-prepare-again cycles of one shard: a
 // preparation keeps going stale only if someone else keeps merging the same shard.
 const maxStaleRestarts = 3
-
-// mergeWalDefaults fills the zero knobs of a checked input (MergeWalInput.Validate) with the
-// defaults MergeWalInput documents.
-func mergeWalDefaults(in contract.MergeWalInput) contract.MergeWalInput {
-	in.MaxPasses = cmp.Or(in.MaxPasses, contract.DefaultMergeMaxPasses)
-	in.PassesPerWorkflowRun = cmp.Or(in.PassesPerWorkflowRun, contract.DefaultPassesPerWorkflowRun)
-	in.PrepareConcurrency = cmp.Or(in.PrepareConcurrency, contract.DefaultPrepareConcurrency)
-	in.ScheduleToStartTimeout = cmp.Or(in.ScheduleToStartTimeout, contract.DefaultScheduleToStartTimeout)
-	in.SlotWaitThreshold = cmp.Or(in.SlotWaitThreshold, contract.DefaultSlotWaitThreshold)
-	in.PrepareTimeout = cmp.Or(in.PrepareTimeout, contract.DefaultPrepareTimeout)
-	return in
-}
 
 // MergeWal folds every shard's pending generations of one target into its base table
 // (docs/DESIGN.md §3, §4). A pass is a Prepare on the owner's queue, then its shard's part of
@@ -50,7 +37,7 @@ func MergeWal(ctx workflow.Context, in contract.MergeWalInput) (contract.MergeWa
 	if err != nil {
 		return contract.MergeWalResult{}, invalidInput(err) // Validate parsed it already
 	}
-	in = mergeWalDefaults(in)
+	in = in.WithDefaults()
 	r := newMergeRun(ctx, in, tgt)
 	if err := workflow.SetQueryHandler(ctx, contract.StatusQuery, func() (contract.MergeWalStatus, error) {
 		return r.status(), nil

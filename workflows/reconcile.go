@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"cmp"
 	"fmt"
 	"time"
 
@@ -35,8 +34,7 @@ func ReconcileDemand(ctx workflow.Context, in contract.ReconcileDemandInput) (co
 	if err := checkInput(ctx, in, in.CarriedField()); err != nil {
 		return contract.ReconcileDemandResult{}, err
 	}
-	in.PageSize = cmp.Or(in.PageSize, contract.DefaultReconcilePage)
-	in.PagesPerRun = cmp.Or(in.PagesPerRun, contract.DefaultReconcilePagesPerRun)
+	in = in.WithDefaults()
 	if in.StartedAt.IsZero() {
 		in.StartedAt = workflow.Now(ctx).UTC()
 	}

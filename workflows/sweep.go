@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"cmp"
 	"fmt"
 	"time"
 
@@ -15,23 +14,6 @@ import (
 // maxSkippedListed bounds the skips (and, on the paged path, the starts) a result lists.
 const maxSkippedListed = contract.MaxSweepListed
 
-// sweepDefaults fills the zero knobs of a checked input (MaintenanceSweepInput.Validate)
-// with the defaults MaintenanceSweepInput documents.
-func sweepDefaults(in contract.MaintenanceSweepInput) contract.MaintenanceSweepInput {
-	in.MaxStarts = cmp.Or(in.MaxStarts, contract.DefaultSweepMaxStarts)
-	in.StartBatch = cmp.Or(in.StartBatch, contract.DefaultSweepStartBatch)
-	in.MergeMinGenerations = cmp.Or(in.MergeMinGenerations, contract.DefaultSweepMergeMinGenerations)
-	in.MaxPendingAge = cmp.Or(in.MaxPendingAge, contract.DefaultSweepMaxPendingAge)
-	in.CompactMinRuns = cmp.Or(in.CompactMinRuns, contract.DefaultSweepCompactMinRuns)
-	in.Concurrency = cmp.Or(in.Concurrency, contract.DefaultSweepConcurrency)
-	in.StartSpacing = cmp.Or(in.StartSpacing, contract.DefaultSweepStartSpacing)
-	if in.ParallelPrepare == nil {
-		on := true
-		in.ParallelPrepare = &on
-	}
-	return in
-}
-
 // MaintenanceSweep lists every kind's demand index concurrently and, as each kind's pages
 // return, starts MergeWal / CompactBase for the stores over threshold, most indebted first,
 // through the StartWorkflows activity, so the IDs dedupe with every other trigger
@@ -41,7 +23,7 @@ func MaintenanceSweep(ctx workflow.Context, in contract.MaintenanceSweepInput) (
 	if err := checkInput(ctx, in, ""); err != nil {
 		return contract.MaintenanceSweepResult{}, err
 	}
-	res, err := demandSweep(ctx, sweepDefaults(in), roundLabel{})
+	res, err := demandSweep(ctx, in.WithDefaults(), roundLabel{})
 	if err != nil {
 		return res, err
 	}
@@ -194,19 +176,6 @@ func (p *sweepPlan) add(target string, wants []plannedStart, in contract.Mainten
 		}
 		p.starts = append(p.starts, w)
 	}
-}
-
-func mergeReason(t contract.DemandTarget, in contract.MaintenanceSweepInput) string {
-	if t.Pending <= 0 {
-		return ""
-	}
-	if t.Pending >= in.MergeMinGenerations {
-		return fmt.Sprintf("%d pending >= %d", t.Pending, in.MergeMinGenerations)
-	}
-	if in.MaxPendingAge > 0 && t.OldestPendingAge >= in.MaxPendingAge {
-		return fmt.Sprintf("oldest pending %s >= %s", t.OldestPendingAge.Round(time.Second), in.MaxPendingAge)
-	}
-	return ""
 }
 
 // MergeWalTick starts (or attaches to) target's MergeWal and returns. Schedules suffix the

@@ -132,7 +132,7 @@ func TestDemandSweepFailsLoudlyWhenAListingFails(t *testing.T) {
 }
 
 func TestPlanDemandIsPure(t *testing.T) {
-	in := sweepDefaults(contract.MaintenanceSweepInput{})
+	in := contract.MaintenanceSweepInput{}.WithDefaults()
 	ts := []contract.DemandTarget{
 		{Target: "generic:b", Pending: 2, MaxShardPending: 2, PendingShards: 1},
 		{Target: "generic:a", Pending: 8, MaxShardPending: 4, PendingShards: 2},

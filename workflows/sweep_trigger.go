@@ -11,26 +11,23 @@ import (
 )
 
 // mergeTrigger says whether the sweep merges t and why: the trigger (sweep-count before
-// sweep-age, as mergeReason orders them) and the reason in words, with the store's debt, for
-// the started run's WalTrigger and summary. Both are empty when t stays below the thresholds.
-// Pure.
+// sweep-age) and the reason in words, with the store's debt, for the started run's
+// WalTrigger and summary. Both are empty when t stays below the thresholds. Pure.
 func mergeTrigger(t contract.DemandTarget, in contract.MaintenanceSweepInput) (trigger, reason string) {
-	reason = mergeReason(t, in)
+	oldest := t.OldestPendingAge.Round(time.Second)
 	switch {
-	case reason == "":
+	case t.Pending <= 0:
 		return "", ""
 	case t.Pending >= in.MergeMinGenerations:
-		trigger = contract.TriggerSweepCount
-	default:
-		trigger = contract.TriggerSweepAge
+		reason = fmt.Sprintf("%d pending >= %d", t.Pending, in.MergeMinGenerations)
+		if t.OldestPendingAge > 0 {
+			reason += fmt.Sprintf(", oldest pending %s", oldest)
+		}
+		return contract.TriggerSweepCount, reason
+	case in.MaxPendingAge > 0 && t.OldestPendingAge >= in.MaxPendingAge:
+		return contract.TriggerSweepAge, fmt.Sprintf("oldest pending %s >= %s, %d pending", oldest, in.MaxPendingAge, t.Pending)
 	}
-	if trigger == contract.TriggerSweepCount && t.OldestPendingAge > 0 {
-		reason += fmt.Sprintf(", oldest pending %s", t.OldestPendingAge.Round(time.Second))
-	}
-	if trigger == contract.TriggerSweepAge {
-		reason += fmt.Sprintf(", %d pending", t.Pending)
-	}
-	return trigger, reason
+	return "", ""
 }
 
 // mergeUrgent: t's debt is far past the sweep's merge thresholds (contract.

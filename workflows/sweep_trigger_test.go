@@ -10,7 +10,7 @@ import (
 // A sweep start is urgent once the target's debt is contract.UrgentPastTriggerFactor times
 // past a merge threshold, by count or by age; the start request carries the verdict.
 func TestSweepMergeUrgentFarPastItsThresholds(t *testing.T) {
-	in := sweepDefaults(contract.MaintenanceSweepInput{MergeMinGenerations: 8, MaxPendingAge: 10 * time.Minute})
+	in := contract.MaintenanceSweepInput{MergeMinGenerations: 8, MaxPendingAge: 10 * time.Minute}.WithDefaults()
 	f := contract.UrgentPastTriggerFactor
 	for _, tc := range []struct {
 		name string

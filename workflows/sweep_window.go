@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -36,7 +35,7 @@ func SweepWindow(ctx workflow.Context, in contract.SweepWindowInput) (contract.S
 	if err := checkInput(ctx, in, carried); err != nil {
 		return contract.SweepWindowResult{}, err
 	}
-	in = sweepWindowDefaults(in)
+	in = in.WithDefaults()
 	var err error
 	w := &sweepWindow{in: in, id: workflow.GetInfo(ctx).WorkflowExecution.ID}
 	if in.Carry != nil {
@@ -91,15 +90,6 @@ func SweepWindow(ctx workflow.Context, in contract.SweepWindowInput) (contract.S
 			return w.result(), err
 		}
 	}
-}
-
-// sweepWindowDefaults fills the zero knobs of a checked input (SweepWindowInput.Validate).
-func sweepWindowDefaults(in contract.SweepWindowInput) contract.SweepWindowInput {
-	in.Sweep = sweepDefaults(in.Sweep)
-	in.Interval = cmp.Or(in.Interval, contract.DefaultSweepInterval)
-	in.Window = cmp.Or(in.Window, contract.DefaultSweepWindow)
-	in.EventBudget = cmp.Or(in.EventBudget, contract.DefaultSweepEventBudget)
-	return in
 }
 
 // sweepWindow is one run of a window.

@@ -36,14 +36,13 @@ type backend interface {
 	// alloc, when not nil, provides the buffer the bytes are read into (backends that
 	// hold objects in memory copy them instead).
 	get(ctx context.Context, key string, limit int64, alloc Alloc) ([]byte, error)
-	// put stores data under key, replacing atomically: readers see old or new bytes.
-	put(ctx context.Context, key string, data []byte) error
+	// put stores data under key, replacing atomically: readers see old or new bytes. With
+	// ifAbsent it creates key only if no object is stored under it: of racing callers,
+	// exactly one succeeds and the others get ErrAlreadyExists.
+	put(ctx context.Context, key string, data []byte, ifAbsent bool) error
 	// putFrom is put for an object streamed by write; nothing is published unless write
 	// returns nil and the upload completes. It returns the bytes written.
 	putFrom(ctx context.Context, key string, write func(io.Writer) error) (int64, error)
-	// putIfAbsent creates key only if no object is stored under it: of racing callers,
-	// exactly one succeeds and the others get ErrAlreadyExists.
-	putIfAbsent(ctx context.Context, key string, data []byte) error
 	// exists reports whether an object is stored under key.
 	exists(ctx context.Context, key string) (bool, error)
 	// delete removes the object; an absent one, or a "directory" name, is not an error.
@@ -191,7 +190,7 @@ func (b *Bucket) getLimit(ctx context.Context, key string, limit int64, alloc Al
 // target directory, fsyncs it, renames it over the key and fsyncs the directory.
 func (b *Bucket) Put(ctx context.Context, key string, data []byte) error {
 	return b.do(ctx, OpPut, key, CheckKey, func(be backend) error {
-		return be.put(ctx, key, data)
+		return be.put(ctx, key, data, false)
 	})
 }
 
@@ -226,7 +225,7 @@ func (b *Bucket) PutFrom(ctx context.Context, key string, write func(io.Writer) 
 // landed); callers re-read the key to find out.
 func (b *Bucket) PutIfAbsent(ctx context.Context, key string, data []byte) error {
 	return b.do(ctx, OpPutIfAbsent, key, CheckKey, func(be backend) error {
-		return be.putIfAbsent(ctx, key, data)
+		return be.put(ctx, key, data, true)
 	})
 }
 

@@ -25,7 +25,7 @@ import (
 // neither fsyncs nor keeps its temp files in the target directory.
 //
 // Every write goes to a temp file (tempPrefix) in the key's own directory, is fsynced, and
-// is published by rename(2) (put) or link(2) (putIfAbsent: EEXIST is atomic across
+// is published by rename(2) (put) or link(2) (put ifAbsent: EEXIST is atomic across
 // processes); the directory is fsynced after. Objects are never modified in place.
 type fileBackend struct {
 	root    string       // absolute root directory
@@ -116,17 +116,9 @@ func (f *fileBackend) exists(ctx context.Context, key string) (bool, error) {
 	return st.Mode().IsRegular(), nil
 }
 
-func (f *fileBackend) put(ctx context.Context, key string, data []byte) error {
-	return f.writeAndPublish(key, data, false)
-}
-
-func (f *fileBackend) putIfAbsent(ctx context.Context, key string, data []byte) error {
-	return f.writeAndPublish(key, data, true)
-}
-
-// writeAndPublish writes data to a temp file in the key's directory and publishes it by
-// rename (replace) or by hard link (create-only). The temp file is removed in every case.
-func (f *fileBackend) writeAndPublish(key string, data []byte, ifAbsent bool) error {
+// put writes data to a temp file in the key's directory and publishes it by rename
+// (replace) or by hard link (ifAbsent). The temp file is removed in every case.
+func (f *fileBackend) put(ctx context.Context, key string, data []byte, ifAbsent bool) error {
 	final := f.path(key)
 	dir := filepath.Dir(final)
 	if ifAbsent {
@@ -307,60 +299,6 @@ func (f *fileBackend) delete(ctx context.Context, key string) error {
 		}
 	}
 	return nil
-}
-
-// list walks only the directory the prefix points into and filters by string prefix.
-func (f *fileBackend) list(ctx context.Context, prefix string, fn func(ObjectInfo) error) error {
-	start := f.root
-	if i := strings.LastIndex(prefix, "/"); i >= 0 {
-		start = f.path(prefix[:i])
-	}
-	n := 0
-	return filepath.WalkDir(start, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if isNotExist(err) {
-				return nil // vanished under a concurrent delete, or the prefix dir is absent
-			}
-			return err
-		}
-		if n++; n%256 == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-		if p == f.root {
-			return nil
-		}
-		if strings.HasPrefix(d.Name(), tempPrefix) {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		rel, err := filepath.Rel(f.root, p)
-		if err != nil {
-			return err
-		}
-		key := filepath.ToSlash(rel)
-		if d.IsDir() {
-			dk := key + "/"
-			if !strings.HasPrefix(dk, prefix) && !strings.HasPrefix(prefix, dk) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !d.Type().IsRegular() || !strings.HasPrefix(key, prefix) {
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			if isNotExist(err) {
-				return nil
-			}
-			return err
-		}
-		return fn(ObjectInfo{Key: key, Size: info.Size(), ModTime: info.ModTime()})
-	})
 }
 
 func (f *fileBackend) listDirs(ctx context.Context, prefix string, fn func(string) error) error {

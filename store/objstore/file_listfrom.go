@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -23,11 +24,22 @@ const fileListWindow = 1024
 // or outside prefix, are never opened; a directory's entries are read (names only, no stat)
 // once per window of fileListWindow, and only listed files are stat'ed.
 func (f *fileBackend) listFrom(ctx context.Context, prefix, startAfter string, fn func(ObjectInfo) error) error {
+	return f.walkOrdered(&fileOrderedWalk{ctx: ctx, prefix: prefix, after: startAfter, fn: fn, held: fileListWindow})
+}
+
+// list is the ordered walk from the first key with no window: a walk of the whole prefix
+// reads each directory once, holding one directory's names per level.
+func (f *fileBackend) list(ctx context.Context, prefix string, fn func(ObjectInfo) error) error {
+	return f.walkOrdered(&fileOrderedWalk{ctx: ctx, prefix: prefix, fn: fn, held: math.MaxInt / 2})
+}
+
+// walkOrdered runs w from the directory its prefix points into.
+func (f *fileBackend) walkOrdered(w *fileOrderedWalk) error {
+	w.f = f
 	dirKey := "" // the key prefix the start directory stands for ("" or ending in "/")
-	if i := strings.LastIndex(prefix, "/"); i >= 0 {
-		dirKey = prefix[:i+1]
+	if i := strings.LastIndex(w.prefix, "/"); i >= 0 {
+		dirKey = w.prefix[:i+1]
 	}
-	w := &fileOrderedWalk{f: f, ctx: ctx, prefix: prefix, after: startAfter, fn: fn}
 	return w.dir(dirKey)
 }
 
@@ -37,6 +49,7 @@ type fileOrderedWalk struct {
 	prefix string
 	after  string
 	fn     func(ObjectInfo) error
+	held   int // the entries a window holds per directory level (fileListWindow)
 }
 
 // dirEntryKey is one entry of a directory as the key it stands for ("d/" for a directory).
@@ -84,8 +97,8 @@ func (w *fileOrderedWalk) dir(dirKey string) error {
 	}
 }
 
-// window reads the directory and returns, sorted, the fileListWindow smallest wanted
-// entries after lower, and whether the window was full (more may follow).
+// window reads the directory and returns, sorted, the w.held smallest wanted entries
+// after lower, and whether the window was full (more may follow).
 func (w *fileOrderedWalk) window(dirKey, lower string) ([]dirEntryKey, bool, error) {
 	dirPath := w.f.root
 	if dirKey != "" {
@@ -99,12 +112,12 @@ func (w *fileOrderedWalk) window(dirKey, lower string) ([]dirEntryKey, bool, err
 		return nil, false, err
 	}
 	defer d.Close()
-	var win []dirEntryKey // the wanted entries, cut back to the smallest fileListWindow
+	var win []dirEntryKey // the wanted entries, cut back to the smallest w.window
 	full := false
 	cut := func() {
 		slices.SortFunc(win, func(a, b dirEntryKey) int { return strings.Compare(a.key, b.key) })
-		if len(win) > fileListWindow {
-			win, full = win[:fileListWindow], true
+		if len(win) > w.held {
+			win, full = win[:w.held], true
 		}
 	}
 	for {
@@ -123,7 +136,7 @@ func (w *fileOrderedWalk) window(dirKey, lower string) ([]dirEntryKey, bool, err
 			if (lower != "" && e.key <= lower) || !w.wanted(e) {
 				continue
 			}
-			if win = append(win, e); len(win) == 2*fileListWindow {
+			if win = append(win, e); len(win) == 2*w.held {
 				cut()
 			}
 		}

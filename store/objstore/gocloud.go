@@ -48,10 +48,6 @@ func (g *gocloudBackend) get(ctx context.Context, key string, limit int64, alloc
 	return readSized(r, r.Size(), limit, alloc)
 }
 
-func (g *gocloudBackend) put(ctx context.Context, key string, data []byte) error {
-	return mapErr(g.upload(ctx, key, data, false))
-}
-
 func (g *gocloudBackend) putFrom(ctx context.Context, key string, write func(io.Writer) error) (int64, error) {
 	// Cancelling the upload's context before the driver sees EOF is gocloud's documented
 	// way to abandon an upload, so a failed write never publishes a prefix.
@@ -91,13 +87,13 @@ func (g *gocloudBackend) putFrom(ctx context.Context, key string, write func(io.
 	return w.n, nil
 }
 
-// putIfAbsent writes with gocloud's IfNotExist (see Bucket.PutIfAbsent; on S3 also on the
-// CompleteMultipartUpload of objects large enough for the SDK's multipart upload), and
+// put with ifAbsent writes with gocloud's IfNotExist (see Bucket.PutIfAbsent; on S3 also on
+// the CompleteMultipartUpload of objects large enough for the SDK's multipart upload), and
 // retries S3's 409 ConditionalRequestConflict a few times with backoff.
-func (g *gocloudBackend) putIfAbsent(ctx context.Context, key string, data []byte) error {
+func (g *gocloudBackend) put(ctx context.Context, key string, data []byte, ifAbsent bool) error {
 	for attempt := 0; ; attempt++ {
-		err := mapErr(g.upload(ctx, key, data, true))
-		if err == nil || !isConditionalConflict(err) || attempt >= 4 {
+		err := mapErr(g.upload(ctx, key, data, ifAbsent))
+		if err == nil || !ifAbsent || !isConditionalConflict(err) || attempt >= 4 {
 			return err
 		}
 		select {

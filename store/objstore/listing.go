@@ -15,9 +15,9 @@ const MaxListPage = 1000
 
 // Walk calls fn for every object under prefix as the backend streams it, page by page,
 // without holding the listing: memory is one backend page, whatever the prefix holds.
-// Order: the keys of one "directory" (a prefix ending in "/") are always contiguous; within
-// a directory, object stores list in key order and file:// in the order of its directory
-// walk (names sorted per directory). An error from fn stops the walk and is returned.
+// Order: every backend lists in key order (file:// reads each directory once, whatever its
+// size), so the keys of one "directory" (a prefix ending in "/") are always contiguous. An
+// error from fn stops the walk and is returned.
 func (b *Bucket) Walk(ctx context.Context, prefix string, fn func(ObjectInfo) error) error {
 	return b.do(ctx, OpList, prefix, checkPrefix, func(be backend) error {
 		return be.list(ctx, prefix, fn)

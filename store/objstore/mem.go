@@ -16,7 +16,7 @@ import (
 // memblob, which sorts every key of the bucket on every list call (a fleet benchmark on
 // mem:// would measure memblob).
 //
-// One mutex guards everything: every operation is atomic, putIfAbsent included. The index
+// One mutex guards everything: every operation is atomic, a put ifAbsent included. The index
 // is a sorted slice plus a small sorted tail of keys added since the last fold; a listing
 // walks both in step, so a write costs O(log n + memTailMax) and a listing O(log n + listed)
 // whatever was written before it. The tail is folded into the sorted slice (O(n)) once it
@@ -77,8 +77,10 @@ func (m *memBackend) get(ctx context.Context, key string, limit int64, _ Alloc) 
 	return readSized(bytes.NewReader(o.data), int64(len(o.data)), limit, nil)
 }
 
-func (m *memBackend) put(ctx context.Context, key string, data []byte) error {
-	m.store(key, bytes.Clone(data), false)
+func (m *memBackend) put(ctx context.Context, key string, data []byte, ifAbsent bool) error {
+	if !m.store(key, bytes.Clone(data), ifAbsent) {
+		return ErrAlreadyExists
+	}
 	return nil
 }
 
@@ -92,13 +94,6 @@ func (m *memBackend) putFrom(ctx context.Context, key string, write func(io.Writ
 	}
 	m.store(key, buf.Bytes(), false)
 	return int64(buf.Len()), nil
-}
-
-func (m *memBackend) putIfAbsent(ctx context.Context, key string, data []byte) error {
-	if !m.store(key, bytes.Clone(data), true) {
-		return ErrAlreadyExists
-	}
-	return nil
 }
 
 // store publishes data under key (unless ifAbsent and the key exists) and reports whether

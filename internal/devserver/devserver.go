@@ -122,10 +122,7 @@ type Server struct {
 	hostPort string
 	uiURL    string
 	p        *proc.Proc
-	logFile  *os.File
 	tail     *TailBuffer
-	stopOnce sync.Once
-	stopErr  error
 }
 
 // stopWait is how long Stop waits after SIGTERM before SIGKILL.
@@ -237,23 +234,15 @@ func startOnce(ctx context.Context, cli string, o Options) (*Server, error) {
 	if !o.Headless {
 		s.uiURL = "http://" + proc.Addr(o.UIPort)
 	}
-	out := o.Output
-	if out == nil && o.DataDir != "" {
-		f, err := os.OpenFile(filepath.Join(o.DataDir, "temporal.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-		if err != nil {
-			return nil, fmt.Errorf("dev server log: %w", err)
-		}
-		s.logFile = f
-		out = f
-	}
-	var w io.Writer = s.tail
-	if out != nil {
-		w = io.MultiWriter(out, s.tail)
+	spec := proc.Spec{Path: cli, Args: args, Output: s.tail, ParentDeath: true}
+	if o.Output != nil {
+		spec.Output = io.MultiWriter(o.Output, s.tail)
+	} else if o.DataDir != "" {
+		spec.Log = filepath.Join(o.DataDir, "temporal.log")
 	}
 	fmt.Fprintf(cmp.Or(o.Progress, io.Discard), "starting Temporal dev server on %s (%s)\n", hostPort, cli)
-	p, err := proc.Start(proc.Spec{Path: cli, Args: args, Output: w, ParentDeath: true})
+	p, err := proc.Start(spec)
 	if err != nil {
-		_ = s.logFile.Close() // a nil *os.File refuses the Close
 		return nil, err
 	}
 	s.p = p
@@ -319,16 +308,13 @@ func (s *Server) probe(ctx context.Context, ns string) error {
 // fails only when the server outlives SIGKILL. Safe to call more than once and from several
 // goroutines.
 func (s *Server) Stop() error {
-	s.stopOnce.Do(func() {
-		defer s.logFile.Close()
-		err := s.p.Stop(syscall.SIGTERM, stopWait)
-		select {
-		case <-s.p.Exited(): // if only after SIGKILL: stopped
-		default:
-			s.stopErr = err
-		}
-	})
-	return s.stopErr
+	err := s.p.Stop(syscall.SIGTERM, stopWait)
+	select {
+	case <-s.p.Exited(): // if only after SIGKILL: stopped
+		return nil
+	default:
+		return err
+	}
 }
 
 var errCLINotFound = errors.New("temporal CLI not found")

@@ -279,7 +279,7 @@ func (s *Server) waitReady(ctx context.Context, ns string, timeout time.Duration
 			return fmt.Errorf("temporal dev server exited during start (%v); output:\n%s", s.p.Err(), s.tail.String())
 		default:
 		}
-		lastErr = s.probe(ctx, ns)
+		lastErr = Serves(ctx, s.hostPort, ns)
 		if lastErr == nil {
 			return nil
 		}
@@ -292,16 +292,22 @@ func (s *Server) waitReady(ctx context.Context, ns string, timeout time.Duration
 	}
 }
 
-func (s *Server) probe(ctx context.Context, ns string) error {
+// Serves is nil once the Temporal frontend at hostPort answers and describes every one of
+// namespaces: the readiness probe of this package's server and of the tests' cluster.
+func Serves(ctx context.Context, hostPort string, namespaces ...string) error {
 	dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	c, err := client.DialContext(dctx, client.Options{HostPort: s.hostPort, Namespace: ns, Logger: discardLogger})
+	c, err := client.DialContext(dctx, client.Options{HostPort: hostPort, Logger: discardLogger})
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	_, err = c.WorkflowService().DescribeNamespace(dctx, &workflowservice.DescribeNamespaceRequest{Namespace: ns})
-	return err
+	for _, ns := range namespaces {
+		if _, err := c.WorkflowService().DescribeNamespace(dctx, &workflowservice.DescribeNamespaceRequest{Namespace: ns}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Stop terminates the server's process group: SIGTERM, then SIGKILL after stopWait. It
@@ -339,7 +345,7 @@ func FindCLI(explicit string) (string, error) {
 	if gobin := os.Getenv("GOBIN"); gobin != "" {
 		dirs = append(dirs, gobin)
 	}
-	if gopath := goEnv("GOPATH"); gopath != "" {
+	if gopath := cachebin.GoEnv("GOPATH"); gopath != "" {
 		for _, d := range filepath.SplitList(gopath) {
 			dirs = append(dirs, filepath.Join(d, "bin"))
 		}
@@ -448,17 +454,6 @@ func lockFile(ctx context.Context, path string) (func(), error) {
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
-}
-
-func goEnv(key string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	out, err := exec.Command("go", "env", key).Output()
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(out))
 }
 
 // TailBuffer keeps the last Max bytes written to it: a child process's output, for the

@@ -118,7 +118,6 @@ var TunedDynamicConfig = []string{
 
 // Server is a running `temporal server start-dev` child process (in its own process group).
 type Server struct {
-	cli      string
 	hostPort string
 	uiURL    string
 	p        *proc.Proc
@@ -133,9 +132,6 @@ func (s *Server) HostPort() string { return s.hostPort }
 
 // UIURL is the Web UI address, "" when headless.
 func (s *Server) UIURL() string { return s.uiURL }
-
-// CLIPath is the Temporal CLI binary that runs the server.
-func (s *Server) CLIPath() string { return s.cli }
 
 // PID is the server's process id (also its process group id).
 func (s *Server) PID() int { return s.p.PID() }
@@ -230,7 +226,7 @@ func startOnce(ctx context.Context, cli string, o Options) (*Server, error) {
 		)
 	}
 
-	s := &Server{cli: cli, hostPort: hostPort, tail: NewTailBuffer(16 << 10)}
+	s := &Server{hostPort: hostPort, tail: NewTailBuffer(16 << 10)}
 	if !o.Headless {
 		s.uiURL = "http://" + proc.Addr(o.UIPort)
 	}

@@ -160,16 +160,15 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	pickPorts := opts.Port == 0 || (!opts.Headless && opts.UIPort == 0)
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
-		o := opts
-		if o.Port == 0 {
-			if o.Port, err = proc.FreePort(); err != nil {
-				return nil, err
-			}
+		// Both at once, so that the two are distinct.
+		free, err := proc.FreePorts(2)
+		if err != nil {
+			return nil, err
 		}
-		if !o.Headless && o.UIPort == 0 {
-			if o.UIPort, err = proc.FreePort(); err != nil {
-				return nil, err
-			}
+		o := opts
+		o.Port = cmp.Or(o.Port, free[0])
+		if !o.Headless {
+			o.UIPort = cmp.Or(o.UIPort, free[1])
 		}
 		s, err := startOnce(ctx, cli, o)
 		if err == nil {

@@ -91,6 +91,18 @@ func ModuleRoot() (string, error) {
 	}
 }
 
+// GoEnv is the Go toolchain's setting key: the environment variable, else `go env key`.
+func GoEnv(key string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	out, err := exec.Command("go", "env", key).Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}
+
 // IsExecutable reports whether p is a regular file with an execute bit.
 func IsExecutable(p string) bool {
 	st, err := os.Stat(p)

@@ -118,14 +118,10 @@ var TunedDynamicConfig = []string{
 
 // Server is a running `temporal server start-dev` child process (in its own process group).
 type Server struct {
-	cli      string
 	hostPort string
 	uiURL    string
 	p        *proc.Proc
-	logFile  *os.File
 	tail     *TailBuffer
-	stopOnce sync.Once
-	stopErr  error
 }
 
 // stopWait is how long Stop waits after SIGTERM before SIGKILL.
@@ -136,9 +132,6 @@ func (s *Server) HostPort() string { return s.hostPort }
 
 // UIURL is the Web UI address, "" when headless.
 func (s *Server) UIURL() string { return s.uiURL }
-
-// CLIPath is the Temporal CLI binary that runs the server.
-func (s *Server) CLIPath() string { return s.cli }
 
 // PID is the server's process id (also its process group id).
 func (s *Server) PID() int { return s.p.PID() }
@@ -167,16 +160,15 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	pickPorts := opts.Port == 0 || (!opts.Headless && opts.UIPort == 0)
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
-		o := opts
-		if o.Port == 0 {
-			if o.Port, err = proc.FreePort(); err != nil {
-				return nil, err
-			}
+		// Both at once, so that the two are distinct.
+		free, err := proc.FreePorts(2)
+		if err != nil {
+			return nil, err
 		}
-		if !o.Headless && o.UIPort == 0 {
-			if o.UIPort, err = proc.FreePort(); err != nil {
-				return nil, err
-			}
+		o := opts
+		o.Port = cmp.Or(o.Port, free[0])
+		if !o.Headless {
+			o.UIPort = cmp.Or(o.UIPort, free[1])
 		}
 		s, err := startOnce(ctx, cli, o)
 		if err == nil {
@@ -233,27 +225,19 @@ func startOnce(ctx context.Context, cli string, o Options) (*Server, error) {
 		)
 	}
 
-	s := &Server{cli: cli, hostPort: hostPort, tail: NewTailBuffer(16 << 10)}
+	s := &Server{hostPort: hostPort, tail: NewTailBuffer(16 << 10)}
 	if !o.Headless {
 		s.uiURL = "http://" + proc.Addr(o.UIPort)
 	}
-	out := o.Output
-	if out == nil && o.DataDir != "" {
-		f, err := os.OpenFile(filepath.Join(o.DataDir, "temporal.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-		if err != nil {
-			return nil, fmt.Errorf("dev server log: %w", err)
-		}
-		s.logFile = f
-		out = f
-	}
-	var w io.Writer = s.tail
-	if out != nil {
-		w = io.MultiWriter(out, s.tail)
+	spec := proc.Spec{Path: cli, Args: args, Output: s.tail, ParentDeath: true}
+	if o.Output != nil {
+		spec.Output = io.MultiWriter(o.Output, s.tail)
+	} else if o.DataDir != "" {
+		spec.Log = filepath.Join(o.DataDir, "temporal.log")
 	}
 	fmt.Fprintf(cmp.Or(o.Progress, io.Discard), "starting Temporal dev server on %s (%s)\n", hostPort, cli)
-	p, err := proc.Start(proc.Spec{Path: cli, Args: args, Output: w, ParentDeath: true})
+	p, err := proc.Start(spec)
 	if err != nil {
-		_ = s.logFile.Close() // a nil *os.File refuses the Close
 		return nil, err
 	}
 	s.p = p
@@ -290,7 +274,7 @@ func (s *Server) waitReady(ctx context.Context, ns string, timeout time.Duration
 			return fmt.Errorf("temporal dev server exited during start (%v); output:\n%s", s.p.Err(), s.tail.String())
 		default:
 		}
-		lastErr = s.probe(ctx, ns)
+		lastErr = Serves(ctx, s.hostPort, ns)
 		if lastErr == nil {
 			return nil
 		}
@@ -303,32 +287,35 @@ func (s *Server) waitReady(ctx context.Context, ns string, timeout time.Duration
 	}
 }
 
-func (s *Server) probe(ctx context.Context, ns string) error {
+// Serves is nil once the Temporal frontend at hostPort answers and describes every one of
+// namespaces: the readiness probe of this package's server and of the tests' cluster.
+func Serves(ctx context.Context, hostPort string, namespaces ...string) error {
 	dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	c, err := client.DialContext(dctx, client.Options{HostPort: s.hostPort, Namespace: ns, Logger: discardLogger})
+	c, err := client.DialContext(dctx, client.Options{HostPort: hostPort, Logger: discardLogger})
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	_, err = c.WorkflowService().DescribeNamespace(dctx, &workflowservice.DescribeNamespaceRequest{Namespace: ns})
-	return err
+	for _, ns := range namespaces {
+		if _, err := c.WorkflowService().DescribeNamespace(dctx, &workflowservice.DescribeNamespaceRequest{Namespace: ns}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Stop terminates the server's process group: SIGTERM, then SIGKILL after stopWait. It
 // fails only when the server outlives SIGKILL. Safe to call more than once and from several
 // goroutines.
 func (s *Server) Stop() error {
-	s.stopOnce.Do(func() {
-		defer s.logFile.Close()
-		err := s.p.Stop(syscall.SIGTERM, stopWait)
-		select {
-		case <-s.p.Exited(): // if only after SIGKILL: stopped
-		default:
-			s.stopErr = err
-		}
-	})
-	return s.stopErr
+	err := s.p.Stop(syscall.SIGTERM, stopWait)
+	select {
+	case <-s.p.Exited(): // if only after SIGKILL: stopped
+		return nil
+	default:
+		return err
+	}
 }
 
 var errCLINotFound = errors.New("temporal CLI not found")
@@ -353,7 +340,7 @@ func FindCLI(explicit string) (string, error) {
 	if gobin := os.Getenv("GOBIN"); gobin != "" {
 		dirs = append(dirs, gobin)
 	}
-	if gopath := goEnv("GOPATH"); gopath != "" {
+	if gopath := cachebin.GoEnv("GOPATH"); gopath != "" {
 		for _, d := range filepath.SplitList(gopath) {
 			dirs = append(dirs, filepath.Join(d, "bin"))
 		}
@@ -462,17 +449,6 @@ func lockFile(ctx context.Context, path string) (func(), error) {
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
-}
-
-func goEnv(key string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	out, err := exec.Command("go", "env", key).Output()
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(out))
 }
 
 // TailBuffer keeps the last Max bytes written to it: a child process's output, for the

@@ -22,7 +22,7 @@ type Spec struct {
 	Args []string
 	Env  []string // appended to os.Environ()
 	Log  string   // file that receives stdout and stderr (appended, so restarts keep history)
-	// Output receives stdout and stderr instead when Log is "" (nil: discarded).
+	// Output receives stdout and stderr too (both nil or "": discarded).
 	Output io.Writer
 	// Credential runs the process as another user (PostgreSQL refuses to run as root).
 	Credential *syscall.Credential
@@ -50,6 +50,9 @@ func Start(spec Spec) (*Proc, error) {
 		}
 		fmt.Fprintf(log, "\n=== %s %s %v\n", time.Now().Format(time.RFC3339), spec.Path, spec.Args)
 		out = log
+		if spec.Output != nil {
+			out = io.MultiWriter(log, spec.Output)
+		}
 	}
 	cmd := exec.Command(spec.Path, spec.Args...)
 	cmd.Env = append(os.Environ(), spec.Env...)

@@ -89,7 +89,7 @@ func startRig(t *testing.T) *rig {
 		"--log-format", "json", "--log-level", "info", "--temporal-wait", "2m"}
 	for i := range 2 {
 		name := fmt.Sprintf("op-w%d", i)
-		w := &walkeeperproc.Worker{Bin: bin, Instance: name, Listen: walkeeperproc.FreeAddr(t),
+		w := &walkeeperproc.Worker{Bin: bin, Instance: name,
 			Log: suite.LogPath(name), Args: args}
 		w.Start(t)
 		suite.KeepLogsIfFailed(t, w.Log)

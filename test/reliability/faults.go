@@ -3,8 +3,9 @@ package reliability
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -165,15 +166,10 @@ func (in *Injector) Total() OpStats {
 // Summary is a one-line, sorted rendering of Stats for logs and docs.
 func (in *Injector) Summary() string {
 	st := in.Stats()
-	ops := make([]string, 0, len(st))
-	for op := range st {
-		ops = append(ops, op)
-	}
-	sort.Strings(ops)
 	var b strings.Builder
 	t := in.Total()
 	fmt.Fprintf(&b, "total calls=%d (faults on: %d) errors=%d ghosts=%d spikes=%d;", t.Calls, t.Active, t.Errors, t.Ghosts, t.Spikes)
-	for _, op := range ops {
+	for _, op := range slices.Sorted(maps.Keys(st)) {
 		s := st[op]
 		fmt.Fprintf(&b, " %s=%d/%d/%d/%d", op, s.Calls, s.Errors, s.Ghosts, s.Spikes)
 	}

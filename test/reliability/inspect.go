@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"path"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -250,15 +249,12 @@ func (l *Layout) Pending() int {
 // Summary renders the leftovers of a layout in one line.
 func (l *Layout) Summary() string {
 	var unlisted, wal, stale, att int
-	names := make([]string, 0, len(l.Shards))
-	for sh, sl := range l.Shards {
-		names = append(names, sh)
+	for _, sl := range l.Shards {
 		unlisted += len(sl.UnlistedGens)
 		wal += len(sl.WAL)
 		stale += len(sl.StaleWAL)
 		att += len(sl.Attempts)
 	}
-	sort.Strings(names)
 	return fmt.Sprintf("base v%d runs=%d data=%d orphan-data=%d shards=%d pending=%d unlisted-gens=%d wal=%d stale-wal=%d attempt-claims=%d",
-		l.BaseVersion, len(l.Runs), len(l.DataFiles), len(l.Orphans), len(names), l.Pending(), unlisted, wal, stale, att)
+		l.BaseVersion, len(l.Runs), len(l.DataFiles), len(l.Orphans), len(l.Shards), l.Pending(), unlisted, wal, stale, att)
 }

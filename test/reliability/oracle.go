@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -87,12 +89,7 @@ func (o *Oracle) Acked(key string) (int64, bool) {
 func (o *Oracle) Keys() []string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	out := make([]string, 0, len(o.keys))
-	for k := range o.keys {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(o.keys))
 }
 
 // Counts returns how many keys have an acknowledged value and how many are attempted only.

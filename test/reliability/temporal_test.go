@@ -124,8 +124,8 @@ func TestWorkerProcessesSurviveKillsAndTemporalRestarts(t *testing.T) {
 		"--merge-after-generations", "0", "--sweep-interval", "0", "--merge-max-generations", "1",
 		"--log-format", "json", "--log-level", "info", "--temporal-wait", "2m"}
 	workers := []*walkeeperproc.Worker{
-		{Bin: bin, Instance: "rel-wa", Listen: walkeeperproc.FreeAddr(t), Log: filepath.Join(dir, "wa.log"), Args: common},
-		{Bin: bin, Instance: "rel-wb", Listen: walkeeperproc.FreeAddr(t), Log: filepath.Join(dir, "wb.log"), Args: common},
+		{Bin: bin, Instance: "rel-wa", Log: filepath.Join(dir, "wa.log"), Args: common},
+		{Bin: bin, Instance: "rel-wb", Log: filepath.Join(dir, "wb.log"), Args: common},
 	}
 	for _, w := range workers {
 		w.Start(t)

@@ -54,7 +54,7 @@ func TestRollingUpgradeKeepsMergesRunning(t *testing.T) {
 		"--shutdown-timeout", "30s"}
 	f := &fleet{t: t, build: map[int]string{}}
 	for i := range 2 {
-		w := &walkeeperproc.Worker{Bin: bs.a, Instance: fmt.Sprintf("upg-%d", i+1), Listen: walkeeperproc.FreeAddr(t),
+		w := &walkeeperproc.Worker{Bin: bs.a, Instance: fmt.Sprintf("upg-%d", i+1),
 			Log: filepath.Join(dir, fmt.Sprintf("upg-%d.log", i+1)), Args: common}
 		f.start(w, "A")
 	}

@@ -426,30 +426,25 @@ func testInvalidKeys(t *testing.T, b *objstore.Bucket) {
 	ctx := context.Background()
 	bad := []string{"", "/a", "a/", "a//b", "./a", "a/./b", "../a", "a/..", "a\\b", "a\x00b",
 		"a\nb", "\xff", ".tmp-x", "a/.tmp-y/b", strings.Repeat("k", 1025), strings.Repeat("s", 256) + "/x"}
-	for _, k := range bad {
-		if _, err := b.Get(ctx, k); !errors.Is(err, objstore.ErrInvalidInput) {
-			t.Errorf("Get(%q): %v, want ErrInvalidInput", k, err)
-		}
-		if err := b.Put(ctx, k, []byte("x")); !errors.Is(err, objstore.ErrInvalidInput) {
-			t.Errorf("Put(%q): %v, want ErrInvalidInput", k, err)
-		}
-		if err := b.PutIfAbsent(ctx, k, []byte("x")); !errors.Is(err, objstore.ErrInvalidInput) {
-			t.Errorf("PutIfAbsent(%q): %v, want ErrInvalidInput", k, err)
-		}
-		if _, err := b.Exists(ctx, k); !errors.Is(err, objstore.ErrInvalidInput) {
-			t.Errorf("Exists(%q): %v, want ErrInvalidInput", k, err)
-		}
-		if err := b.Delete(ctx, k); !errors.Is(err, objstore.ErrInvalidInput) {
-			t.Errorf("Delete(%q): %v, want ErrInvalidInput", k, err)
+	wantInvalid := func(op, arg string, err error) {
+		if !errors.Is(err, objstore.ErrInvalidInput) {
+			t.Errorf("%s(%q): %v, want ErrInvalidInput", op, arg, err)
 		}
 	}
+	for _, k := range bad {
+		_, err := b.Get(ctx, k)
+		wantInvalid("Get", k, err)
+		wantInvalid("Put", k, b.Put(ctx, k, []byte("x")))
+		wantInvalid("PutIfAbsent", k, b.PutIfAbsent(ctx, k, []byte("x")))
+		_, err = b.Exists(ctx, k)
+		wantInvalid("Exists", k, err)
+		wantInvalid("Delete", k, b.Delete(ctx, k))
+	}
 	for _, p := range []string{"/a", "a//", "../", "a/../b", "x\x01"} {
-		if _, err := b.List(ctx, p); !errors.Is(err, objstore.ErrInvalidInput) {
-			t.Errorf("List(%q): %v, want ErrInvalidInput", p, err)
-		}
-		if _, err := b.ListDirs(ctx, p); !errors.Is(err, objstore.ErrInvalidInput) {
-			t.Errorf("ListDirs(%q): %v, want ErrInvalidInput", p, err)
-		}
+		_, err := b.List(ctx, p)
+		wantInvalid("List", p, err)
+		_, err = b.ListDirs(ctx, p)
+		wantInvalid("ListDirs", p, err)
 	}
 	if got := ListKeys(t, b, ""); len(got) != 0 {
 		t.Fatalf("invalid keys stored something: %q", got)

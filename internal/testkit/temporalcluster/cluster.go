@@ -29,6 +29,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/walkeeper/walkeeper/internal/cachebin"
+	"github.com/walkeeper/walkeeper/internal/devserver"
 	"github.com/walkeeper/walkeeper/internal/proc"
 )
 
@@ -233,37 +234,14 @@ func (c *Cluster) Stop() error {
 	return errors.Join(errs...)
 }
 
-// waitReady polls until the frontend answers DescribeNamespace for every namespace that is
-// registered already (the first start: the system namespace).
+// waitReady polls until the frontend describes every namespace that is registered already
+// (the first start: the system namespace).
 func (c *Cluster) waitReady(ctx context.Context, timeout time.Duration) error {
-	var cl client.Client
-	defer func() {
-		if cl != nil {
-			cl.Close()
-		}
-	}()
 	return c.srv.WaitFor(timeout, func() error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if cl == nil {
-			var err error
-			cl, err = client.Dial(client.Options{HostPort: c.hostPort, Logger: discardLogger})
-			if err != nil {
-				return err
-			}
-		}
-		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		if _, err := cl.WorkflowService().GetSystemInfo(cctx, &workflowservice.GetSystemInfoRequest{}); err != nil {
-			return err
-		}
-		for _, ns := range append([]string{"temporal-system"}, c.namespacesDone...) {
-			if _, err := cl.WorkflowService().DescribeNamespace(cctx, &workflowservice.DescribeNamespaceRequest{Namespace: ns}); err != nil {
-				return fmt.Errorf("namespace %s: %w", ns, err)
-			}
-		}
-		return nil
+		return devserver.Serves(ctx, c.hostPort, append([]string{"temporal-system"}, c.namespacesDone...)...)
 	})
 }
 

@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 
 	"github.com/walkeeper/walkeeper/internal/cachebin"
 )
@@ -61,8 +60,7 @@ func findSchemaRoot(version string) (string, error) {
 	if root, err := cachebin.ModuleRoot(); err == nil {
 		candidates = append(candidates, filepath.Join(root, ".cache", "temporal-server", version, "schema", "postgresql", "v12"))
 	}
-	if out, err := exec.Command("go", "env", "GOMODCACHE").Output(); err == nil {
-		mc := strings.TrimSpace(string(out))
+	if mc := cachebin.GoEnv("GOMODCACHE"); mc != "" {
 		candidates = append(candidates, filepath.Join(mc, "go.temporal.io", "server@"+version, "schema", "postgresql", "v12"))
 	}
 	for _, d := range candidates {

@@ -22,9 +22,9 @@ const (
 // it address the account by path (http://127.0.0.1:PORT/devstoreaccount1/CONTAINER), as the
 // emulator expects; the shared key comes from AZURE_STORAGE_ACCOUNT and AZURE_STORAGE_KEY.
 func startAzurite(s *Server) error {
-	addr, err := s.runOnFreePort(func(port int, _ string) []string {
-		return []string{"--blobHost", "127.0.0.1", "--blobPort", strconv.Itoa(port),
-			"--location", filepath.Join(s.dir, "data"), "--debug", filepath.Join(s.dir, "debug.log"),
+	addr, err := s.run(1, nil, func(ports []int, data string) []string {
+		return []string{"--blobHost", "127.0.0.1", "--blobPort", strconv.Itoa(ports[0]),
+			"--location", data, "--debug", filepath.Join(s.dir, "debug.log"),
 			"--skipApiVersionCheck", "--disableTelemetry"}
 	})
 	if err != nil {

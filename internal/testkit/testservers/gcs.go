@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/walkeeper/walkeeper/internal/proc"
 	"github.com/walkeeper/walkeeper/internal/testkit/apitest"
 )
 
@@ -14,9 +15,9 @@ import (
 // gcsblob (through cloud.google.com/go/storage) talks to it when STORAGE_EMULATOR_HOST is
 // set: unauthenticated, JSON API at http://HOST/storage/v1/, uploads at /upload/storage/v1/.
 func startFakeGCS(s *Server) error {
-	addr, err := s.runOnFreePort(func(port int, addr string) []string {
-		return []string{"-scheme", "http", "-host", "127.0.0.1", "-port", strconv.Itoa(port),
-			"-public-host", addr, "-backend", "memory", "-log-level", "warn"}
+	addr, err := s.run(1, nil, func(ports []int, _ string) []string {
+		return []string{"-scheme", "http", "-host", "127.0.0.1", "-port", strconv.Itoa(ports[0]),
+			"-public-host", proc.Addr(ports[0]), "-backend", "memory", "-log-level", "warn"}
 	})
 	if err != nil {
 		return err

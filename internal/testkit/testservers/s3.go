@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -20,31 +18,18 @@ import (
 // and versitygw's root account are s3test's credentials, so s3test.Env serves both (MinIO
 // wants a secret of at least 8 characters).
 func startMinIO(s *Server) error {
-	ports, err := proc.FreePorts(2)
-	if err != nil {
-		return err
-	}
-	addr, console := proc.Addr(ports[0]), proc.Addr(ports[1])
-	data := filepath.Join(s.dir, "data")
-	if err := os.MkdirAll(data, 0o755); err != nil {
-		return err
-	}
-	s.p, err = proc.Start(proc.Spec{
-		Path: s.bin,
-		Args: []string{"server", data, "--address", addr, "--console-address", console, "--quiet"},
-		Env: []string{
-			"MINIO_ROOT_USER=" + s3test.AccessKeyID,
-			"MINIO_ROOT_PASSWORD=" + s3test.SecretAccessKey,
-			"MINIO_BROWSER=off",
-			"MINIO_UPDATE=off",
-			"MINIO_CONFIG_ENV_FILE=", // never read a config file of the machine
-		},
-		Log: s.log,
+	_, err := s.run(2, []string{
+		"MINIO_ROOT_USER=" + s3test.AccessKeyID,
+		"MINIO_ROOT_PASSWORD=" + s3test.SecretAccessKey,
+		"MINIO_BROWSER=off",
+		"MINIO_UPDATE=off",
+		"MINIO_CONFIG_ENV_FILE=", // never read a config file of the machine
+	}, func(ports []int, data string) []string {
+		return []string{"server", data, "--address", proc.Addr(ports[0]), "--console-address", proc.Addr(ports[1]), "--quiet"}
 	})
 	if err != nil {
 		return err
 	}
-	s.Endpoint = "http://" + addr
 	// MinIO's readiness probe answers 200 once the drive is formatted and the S3 API serves.
 	if err := s.p.WaitFor(2*time.Minute, func() error { return httpOK(s.Endpoint + "/minio/health/ready") }); err != nil {
 		return err
@@ -54,12 +39,8 @@ func startMinIO(s *Server) error {
 
 // startVersityGW runs versitygw's posix backend over DIR: a bucket is a directory.
 func startVersityGW(s *Server) error {
-	data := filepath.Join(s.dir, "data")
-	if err := os.MkdirAll(data, 0o755); err != nil {
-		return err
-	}
-	addr, err := s.runOnFreePort(func(_ int, addr string) []string {
-		return []string{"--port", addr, "--access", s3test.AccessKeyID, "--secret", s3test.SecretAccessKey, "--region", s3test.Region, "posix", data}
+	addr, err := s.run(1, nil, func(ports []int, data string) []string {
+		return []string{"--port", proc.Addr(ports[0]), "--access", s3test.AccessKeyID, "--secret", s3test.SecretAccessKey, "--region", s3test.Region, "posix", data}
 	})
 	if err != nil {
 		return err

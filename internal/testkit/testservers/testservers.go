@@ -116,18 +116,22 @@ type Server struct {
 	newBucket     func(ctx context.Context, name string) (string, error)
 }
 
-// runOnFreePort starts the server's binary listening on a free loopback port: args builds
-// its command line from the port and its host:port. It sets Endpoint and returns the
-// host:port.
-func (s *Server) runOnFreePort(args func(port int, addr string) []string) (string, error) {
-	port, err := proc.FreePort()
+// run starts the server's binary with env, listening on n free loopback ports: args builds its
+// command line from them and the data directory. It sets Endpoint to the first port's URL
+// and returns its host:port.
+func (s *Server) run(n int, env []string, args func(ports []int, data string) []string) (string, error) {
+	ports, err := proc.FreePorts(n)
 	if err != nil {
 		return "", err
 	}
-	addr := proc.Addr(port)
-	if s.p, err = proc.Start(proc.Spec{Path: s.bin, Args: args(port, addr), Log: s.log}); err != nil {
+	data := filepath.Join(s.dir, "data")
+	if err := os.MkdirAll(data, 0o755); err != nil {
 		return "", err
 	}
+	if s.p, err = proc.Start(proc.Spec{Path: s.bin, Args: args(ports, data), Env: env, Log: s.log}); err != nil {
+		return "", err
+	}
+	addr := proc.Addr(ports[0])
 	s.Endpoint = "http://" + addr
 	return addr, nil
 }

@@ -156,8 +156,7 @@ func StartSelected(t testing.TB, o Options) (hostPort string, c client.Client) {
 		}
 		return cfg.HostPort, c
 	}
-	srv, c := StartWithOptions(t, o)
-	return srv.HostPort(), c
+	return StartWithOptions(t, o)
 }
 
 func dial(t testing.TB, cfg temporaladmin.Config) client.Client {

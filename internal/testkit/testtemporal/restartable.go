@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -50,10 +49,24 @@ func StartRestartable(t testing.TB, o Options) (Restartable, client.Client) {
 			RestartPersistence: func(ctx context.Context) error { return cl.RestartPostgres(ctx, temporalcluster.Fast) },
 		}, c
 	}
-	o.Namespace = cmp.Or(o.Namespace, defaultNamespace)
-	// The first start leaves the port to devserver.Start, which picks a free one and picks
-	// again when another process binds it first; restarts then keep the port it chose.
-	d := &devServer{opts: devOptions(o, filepath.Join(t.TempDir(), "temporal"))}
+	d, c := startDev(t, o)
+	return Restartable{HostPort: d.srv.HostPort(), RestartServer: d.restart}, c
+}
+
+// devServer is a test's dev server on an on-disk database: a restart brings it back on the
+// same address with the same workflows.
+type devServer struct {
+	opts devserver.Options
+	srv  *devserver.Server
+}
+
+// startDev runs a dev server for t, stopped by t.Cleanup, its log (temporal.log) beside its
+// database, and returns it with a client of o.Namespace.
+func startDev(t testing.TB, o Options) (*devServer, client.Client) {
+	t.Helper()
+	d := &devServer{opts: devOptions(o, t.TempDir())}
+	d.opts.Progress = progressWriter{t}
+	// The CLI build (first run only) can take minutes; the start itself seconds.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	if err := d.start(ctx); err != nil {
@@ -66,20 +79,7 @@ func StartRestartable(t testing.TB, o Options) (Restartable, client.Client) {
 			}
 		}
 	})
-	if _, port, err := net.SplitHostPort(d.srv.HostPort()); err != nil {
-		t.Fatalf("testtemporal: dev server address %q: %v", d.srv.HostPort(), err)
-	} else if d.opts.Port, err = strconv.Atoi(port); err != nil {
-		t.Fatalf("testtemporal: dev server address %q: %v", d.srv.HostPort(), err)
-	}
-	return Restartable{HostPort: d.srv.HostPort(), RestartServer: d.restart},
-		dial(t, temporaladmin.Config{HostPort: d.srv.HostPort(), Namespace: o.Namespace})
-}
-
-// devServer is the dev server on an on-disk database and a fixed port, so a restart comes
-// back on the same address with the same workflows.
-type devServer struct {
-	opts devserver.Options
-	srv  *devserver.Server
+	return d, dial(t, temporaladmin.Config{HostPort: d.srv.HostPort(), Namespace: cmp.Or(o.Namespace, defaultNamespace)})
 }
 
 func (d *devServer) start(ctx context.Context) error {
@@ -91,10 +91,17 @@ func (d *devServer) start(ctx context.Context) error {
 	return nil
 }
 
+// restart keeps the port the first start picked (devserver.Start picks a free one, and again
+// when another process binds it first), so the server comes back on the same address.
 func (d *devServer) restart(ctx context.Context) error {
+	_, port, _ := net.SplitHostPort(d.srv.HostPort())
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		return fmt.Errorf("dev server address %q: %w", d.srv.HostPort(), err)
+	}
 	if err := d.srv.Stop(); err != nil {
 		return fmt.Errorf("stop dev server: %w", err)
 	}
-	d.srv = nil
+	d.opts.Port, d.srv = p, nil
 	return d.start(ctx)
 }

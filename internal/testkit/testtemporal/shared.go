@@ -34,17 +34,16 @@ func startShared(ctx context.Context, dir string, namespaces []string, progress 
 	if err != nil {
 		return nil, err
 	}
+	// The tests drive any of the servers through the CLI too; the dev server is this CLI.
+	cli, err := devserver.EnsureCLI(ctx, "", progress)
+	if err != nil {
+		return nil, err
+	}
 	switch mode {
 	case ModeCluster:
 		cl, err := temporalcluster.Start(ctx, clusterOptions(Options{Namespace: defaultNamespace, ExtraNamespaces: namespaces}, filepath.Join(dir, "temporal"), progress))
 		if err != nil {
 			return nil, fmt.Errorf("start PostgreSQL-backed Temporal (logs in %s): %w", dir, err)
-		}
-		// The CLI talks to any server; tests that drive Temporal through it use this one.
-		cli, err := devserver.EnsureCLI(ctx, "", progress)
-		if err != nil {
-			_ = cl.Stop()
-			return nil, err
 		}
 		return &shared{mode: mode, hostPort: cl.HostPort(), cliPath: cli, stop: cl.Stop}, nil
 	case ModeExternal:
@@ -65,18 +64,15 @@ func startShared(ctx context.Context, dir string, namespaces []string, progress 
 				return nil, fmt.Errorf("%s=%s: %w", EnvHostPort, cfg.HostPort, err)
 			}
 		}
-		cli, err := devserver.EnsureCLI(ctx, "", progress)
-		if err != nil {
-			return nil, err
-		}
 		return &shared{mode: mode, hostPort: cfg.HostPort, cliPath: cli, stop: func() error { return nil }}, nil
 	}
 	opts := devOptions(Options{ExtraNamespaces: namespaces}, filepath.Join(dir, "temporal"))
+	opts.CLIPath = cli
 	opts.StartTimeout = 3 * time.Minute // a loaded machine stretches the start
 	opts.Progress = progress
 	srv, err := devserver.Start(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("start Temporal dev server: %w", err)
 	}
-	return &shared{mode: ModeDev, hostPort: srv.HostPort(), cliPath: srv.CLIPath(), stop: srv.Stop}, nil
+	return &shared{mode: ModeDev, hostPort: srv.HostPort(), cliPath: cli, stop: srv.Stop}, nil
 }

@@ -7,18 +7,14 @@
 package testtemporal
 
 import (
-	"cmp"
-	"context"
 	"fmt"
 	"maps"
 	"slices"
 	"testing"
-	"time"
 
 	"go.temporal.io/sdk/client"
 
 	"github.com/walkeeper/walkeeper/internal/devserver"
-	"github.com/walkeeper/walkeeper/temporaladmin"
 )
 
 // defaultNamespace is the namespace every dev server has.
@@ -57,25 +53,11 @@ func Start(t testing.TB) (hostPort string, c client.Client) {
 	return StartSelected(t, Options{})
 }
 
-// StartWithOptions is Start with options; it also returns the server handle.
-func StartWithOptions(t testing.TB, o Options) (*devserver.Server, client.Client) {
+// StartWithOptions is Start with options, always on a dev server.
+func StartWithOptions(t testing.TB, o Options) (hostPort string, c client.Client) {
 	t.Helper()
-	o.Namespace = cmp.Or(o.Namespace, defaultNamespace)
-	// The CLI build (first run only) can take minutes; the start itself seconds.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	opts := devOptions(o, t.TempDir()) // the server log, temporal.log, is kept beside the database
-	opts.Progress = progressWriter{t}
-	srv, err := devserver.Start(ctx, opts)
-	if err != nil {
-		t.Fatalf("testtemporal: start dev server: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := srv.Stop(); err != nil {
-			t.Errorf("testtemporal: stop dev server: %v", err)
-		}
-	})
-	return srv, dial(t, temporaladmin.Config{HostPort: srv.HostPort(), Namespace: o.Namespace})
+	d, c := startDev(t, o)
+	return d.srv.HostPort(), c
 }
 
 // devOptions are the dev-server options of a test server for o, its database in dir.

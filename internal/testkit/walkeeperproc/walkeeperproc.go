@@ -41,18 +41,9 @@ func Build(out string, flags ...string) (string, error) {
 	return out, nil
 }
 
-// FreeAddr is a free loopback host:port.
-func FreeAddr(t testing.TB) string {
-	t.Helper()
-	p, err := proc.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return proc.Addr(p)
-}
-
 // Worker is one `walkeeper worker --instance Instance --listen Listen Args...` process whose
-// output goes to Log (appended, so a restarted instance keeps one log).
+// output goes to Log (appended, so a restarted instance keeps one log). An empty Listen is a
+// free loopback port, picked at the first Start and kept for restarts.
 type Worker struct {
 	Bin, Instance, Listen, Log string
 	Args                       []string
@@ -67,6 +58,13 @@ const healthyWithin = 90 * time.Second
 // process exits first or is not healthy in time.
 func (w *Worker) Start(t testing.TB) {
 	t.Helper()
+	if w.Listen == "" {
+		port, err := proc.FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Listen = proc.Addr(port)
+	}
 	p, err := proc.Start(proc.Spec{
 		Path: w.Bin,
 		Args: append([]string{"worker", "--instance", w.Instance, "--listen", w.Listen}, w.Args...),

@@ -19,11 +19,6 @@ import (
 	"text/template"
 )
 
-type templateFlags []string
-
-func (f *templateFlags) String() string     { return strings.Join(*f, ",") }
-func (f *templateFlags) Set(v string) error { *f = append(*f, v); return nil }
-
 func main() {
 	if err := run(os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "dockerize:", err)
@@ -32,7 +27,7 @@ func main() {
 }
 
 func run(args []string) error {
-	var pairs templateFlags
+	var pairs []string // SRC:DST
 	for i := 0; i < len(args); i++ {
 		switch a := args[i]; {
 		case a == "-template" || a == "--template":

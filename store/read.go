@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 
@@ -121,18 +120,18 @@ func (s *Store) loadGen(ctx context.Context, src readSource) (*sortedFile, error
 
 // loadRun decodes a base run (cached).
 func (s *Store) loadRun(ctx context.Context, src readSource) (*sortedFile, error) {
-	path := src.path
-	return s.db.cache.get(ctx, path, func(ctx context.Context) (*sortedFile, error) {
-		data, err := s.readRunObject(ctx, path, src.checksum, src.bytes, nil)
+	return s.db.cache.get(ctx, src.path, func(ctx context.Context) (*sortedFile, error) {
+		data, err := s.readRunObject(ctx, src.path, src.checksum, src.bytes, nil)
 		if err != nil {
 			return nil, err
 		}
-		rec, err := decodeParquet(ctx, data, s.codec, "run "+path)
+		f, err := decodeParquet(ctx, data, s.codec, "run "+src.path)
 		if err != nil {
 			s.countCorrupt(err)
 			return nil, err
 		}
-		return s.newSortedFile(path, rec)
+		f.path = src.path // the cache's key
+		return f, nil
 	})
 }
 
@@ -140,20 +139,6 @@ func (s *Store) countCorrupt(err error) {
 	if errors.Is(err, ErrCorrupt) {
 		s.db.metrics.CorruptObjects.WithLabelValues(string(s.target.Kind)).Inc()
 	}
-}
-
-func (s *Store) newSortedFile(path string, r arrow.RecordBatch) (*sortedFile, error) {
-	view, err := s.codec.View(r)
-	if err != nil {
-		return nil, err
-	}
-	n := int(r.NumRows())
-	for i := 1; i < n; i++ {
-		if view.Key(i-1) >= view.Key(i) {
-			return nil, corruptf("%s: keys not strictly sorted at row %d", path, i)
-		}
-	}
-	return &sortedFile{path: path, rec: r, view: view, n: n, bytes: recordBytes(r)}, nil
 }
 
 // version is one candidate row version found by a read.

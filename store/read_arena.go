@@ -156,24 +156,21 @@ func (s *Store) privateLoad(ctx context.Context, src readSource, arena *readAren
 
 // decodeGen decodes the bytes of a generation into a sortedFile whose record aliases data,
 // allocating the reader's metadata from mem.
-func (s *Store) decodeGen(mem memory.Allocator, path string, data []byte) (*sortedFile, error) {
+func (s *Store) decodeGen(mem memory.Allocator, path string, data []byte) (_ *sortedFile, err error) {
+	defer func() { s.countCorrupt(err) }()
 	recs, err := decodeIPC(mem, data, s.codec, "generation "+path)
 	if err != nil {
-		s.countCorrupt(err)
 		return nil, err
 	}
 	if len(recs) != 1 {
 		releaseAll(recs)
-		err := corruptf("generation %s has %d records, want 1", path, len(recs))
-		s.countCorrupt(err)
-		return nil, err
+		return nil, corruptf("generation %s has %d records, want 1", path, len(recs))
 	}
-	f, err := s.newSortedFile(path, recs[0])
+	f, err := newSortedFile(s.codec, path, recs[0], "", false)
 	if err != nil {
 		recs[0].Release()
-		return nil, err
 	}
-	return f, nil
+	return f, err
 }
 
 // cloneRow copies the strings of a rendered row, which alias the decoded file it came from:

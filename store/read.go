@@ -219,39 +219,39 @@ func (s *Store) getOnce(ctx context.Context, key string) (map[string]any, error)
 	// group is released, so no more than one group is ever held.
 	var best *version
 	var bestRow map[string]any
-	// Base runs the cache will not keep are looked up a row group at a time (read_runs.go).
+	// A base run the cache will not keep is a group of its own, looked up a row group at a
+	// time (readGroup.find); the other sources are opened readFanIn at a time.
+	var groups [][]readSource
 	rest := srcs[:0:0]
 	for _, src := range srcs {
-		if !s.privateRun(src) {
+		if s.privateRun(src) {
+			groups = append(groups, []readSource{src})
+		} else {
 			rest = append(rest, src)
-			continue
-		}
-		hit, err := readmitIfShort(s, func(extra int64) (runHit, int64, error) { return s.getFromRun(ctx, src, key, extra) })
-		if err != nil {
-			return nil, err
-		}
-		if hit.found && (best == nil || newer(hit.seq, hit.shard, best.seq, best.shard)) {
-			best = &version{key: key, seq: hit.seq, shard: hit.shard, deleted: hit.deleted}
-			bestRow = hit.row
 		}
 	}
-	for grp := range slices.Chunk(rest, readFanIn) {
+	groups = slices.AppendSeq(groups, slices.Chunk(rest, readFanIn))
+	for _, grp := range groups {
 		g, err := s.openGroup(ctx, grp, "")
 		if err != nil {
 			return nil, err
 		}
-		for _, f := range g.files { // rest holds no run that openGroup would stream
-			if i := f.find(key); i >= 0 && (best == nil || newer(f.view.Seq(i), f.view.Shard(i), best.seq, best.shard)) {
-				best = &version{key: key, seq: f.view.Seq(i), shard: f.view.Shard(i), deleted: f.view.Deleted(i), file: f, row: i}
+		for i := range grp {
+			if f, j := g.find(i, key); f != nil && (best == nil || newer(f.view.Seq(j), f.view.Shard(j), best.seq, best.shard)) {
+				best = &version{key: key, seq: f.view.Seq(j), shard: f.view.Shard(j), deleted: f.view.Deleted(j), file: f, row: j}
 			}
 		}
-		if best != nil && best.file != nil {
+		err = g.err()
+		if err == nil && best != nil && best.file != nil {
 			if !best.deleted {
 				bestRow = cloneRow(s.toJSON(*best))
 			}
 			best.shard, best.file = strings.Clone(best.shard), nil
 		}
 		g.release()
+		if err != nil {
+			return nil, err
+		}
 	}
 	if memRow != nil && (best == nil || newer(memRow.seq, memShard, best.seq, best.shard)) {
 		best = &version{key: key, seq: memRow.seq, shard: memShard, deleted: memRow.deleted}

@@ -137,22 +137,13 @@ func (g *readGroup) err() error {
 // INVARIANT: whether a run is private depends on its size and the cache's limit only (a
 // file the cache would not keep is never cached), so privateRun decides it the same way.
 func (s *Store) openGroup(ctx context.Context, srcs []readSource, after string) (*readGroup, error) {
-	return readmitIfShort(s, func(extra int64) (*readGroup, int64, error) { return s.tryOpenGroup(ctx, srcs, after, extra) })
-}
-
-// readmitIfShort runs a read admitted with its estimate and, when the reservation turned out
-// short and could not grow without waiting (try reports how many bytes it lacked, having
-// given everything back), once more admitted with those bytes on top: the second admission
-// may wait, holding nothing. A read still short then fails with try's ErrBudgetBusy, counted
-// in ReadsBudgetBusy. openGroup and getOnce (around getFromRun) share it.
-func readmitIfShort[T any](s *Store, try func(extra int64) (T, int64, error)) (T, error) {
-	v, short, err := try(0)
+	g, short, err := s.tryOpenGroup(ctx, srcs, after, 0)
 	if short > 0 {
-		if v, short, err = try(short); short > 0 {
+		if g, short, err = s.tryOpenGroup(ctx, srcs, after, short); short > 0 {
 			s.db.metrics.ReadsBudgetBusy.Inc()
 		}
 	}
-	return v, err
+	return g, err
 }
 
 // tryOpenGroup is openGroup admitted with extra bytes beyond its estimate. short is how many

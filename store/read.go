@@ -111,16 +111,13 @@ func (s *Store) snapshot(ctx context.Context, enforce bool) (*readSnapshot, erro
 	return snap, nil
 }
 
-// loadGen decodes a flushed generation (cached).
-func (s *Store) loadGen(ctx context.Context, src readSource) (*sortedFile, error) {
+// load decodes src whole through the cache: a generation into a record that aliases its
+// object's bytes, a base run into one record on the Go heap (decodeParquet).
+func (s *Store) load(ctx context.Context, src readSource) (*sortedFile, error) {
 	return s.db.cache.get(ctx, src.path, func(ctx context.Context) (*sortedFile, error) {
-		return s.privateLoad(ctx, src, nil)
-	})
-}
-
-// loadRun decodes a base run (cached).
-func (s *Store) loadRun(ctx context.Context, src readSource) (*sortedFile, error) {
-	return s.db.cache.get(ctx, src.path, func(ctx context.Context) (*sortedFile, error) {
+		if !src.run {
+			return s.privateLoad(ctx, src, nil)
+		}
 		data, err := s.readRunObject(ctx, src.path, src.checksum, src.bytes, nil)
 		if err != nil {
 			return nil, err

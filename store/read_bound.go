@@ -207,10 +207,8 @@ func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after strin
 				}
 			case private[i]:
 				g.files[i], err = s.privateLoad(gctx, src, arena)
-			case src.run:
-				g.files[i], err = s.loadRun(gctx, src)
 			default:
-				g.files[i], err = s.loadGen(gctx, src)
+				g.files[i], err = s.load(gctx, src)
 			}
 			return err
 		})

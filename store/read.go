@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 
@@ -116,7 +117,7 @@ func (s *Store) snapshot(ctx context.Context, enforce bool) (*readSnapshot, erro
 func (s *Store) load(ctx context.Context, src readSource) (*sortedFile, error) {
 	return s.db.cache.get(ctx, src.path, func(ctx context.Context) (*sortedFile, error) {
 		if !src.run {
-			return s.privateLoad(ctx, src, nil)
+			return s.readGen(ctx, src, nil, memory.DefaultAllocator)
 		}
 		data, err := s.readRunObject(ctx, src.path, src.checksum, src.bytes, nil)
 		if err != nil {

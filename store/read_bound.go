@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/walkeeper/walkeeper/store/manifest"
@@ -206,7 +207,7 @@ func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after strin
 					g.runs[i].ctx = ctx // gctx ends with the opening; the batches are decoded later
 				}
 			case private[i]:
-				g.files[i], err = s.privateLoad(gctx, src, arena)
+				g.files[i], err = s.readGen(gctx, src, arena.alloc(), memory.DefaultAllocator)
 			default:
 				g.files[i], err = s.load(gctx, src)
 			}

@@ -378,7 +378,7 @@ func (w *writer) close(ctx context.Context) error {
 	return err
 }
 
-// observe adopts a newer manifest published by a merge's drain.
+// observe adopts a newer manifest published by editShard (a merge's drain, a quarantine).
 func (w *writer) observe(m *manifest.Shard) {
 	w.mu.Lock()
 	if m != nil && m.Version > w.manifest.Version {

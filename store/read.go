@@ -222,7 +222,7 @@ func (s *Store) getOnce(ctx context.Context, key string) (map[string]any, error)
 	var groups [][]readSource
 	rest := srcs[:0:0]
 	for _, src := range srcs {
-		if s.privateRun(src) {
+		if src.run && s.private(src) {
 			groups = append(groups, []readSource{src})
 		} else {
 			rest = append(rest, src)

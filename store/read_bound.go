@@ -70,6 +70,15 @@ func (s *Store) sources(snap *readSnapshot, source string, keyFilter func(minKey
 	return out
 }
 
+// private reports whether a read decodes src outside the cache, into its group's read arena
+// (openGroup): a read budget is set and the cache neither holds nor would keep it.
+//
+// INVARIANT: for a given source the answer depends on its size and the cache's limit only (a
+// file the cache would not keep is never cached), so every caller decides it the same way.
+func (s *Store) private(src readSource) bool {
+	return s.db.opts.ReadBudget.Limit() > 0 && !s.db.cache.keeps(src.bytes) && s.db.cache.peek(src.path) == nil
+}
+
 // readCost is what decoding src through the cache may hold while a read holds it: a
 // generation decodes to about its object (the record aliases the bytes); a base run is
 // decoded whole, each column into one array grown by doubling, so about twice its object at
@@ -134,9 +143,6 @@ func (g *readGroup) err() error {
 // reservation cannot grow without waiting (another read is queued), is released and admitted
 // once more with what the footers said: it waits again holding nothing, so a read fails with
 // ErrBudgetBusy only when the budget cannot give it the bytes within readBudgetWait.
-//
-// INVARIANT: whether a run is private depends on its size and the cache's limit only (a
-// file the cache would not keep is never cached), so privateRun decides it the same way.
 func (s *Store) openGroup(ctx context.Context, srcs []readSource, after string) (*readGroup, error) {
 	g, short, err := s.tryOpenGroup(ctx, srcs, after, 0)
 	if short > 0 {
@@ -155,18 +161,16 @@ func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after strin
 	var want int64
 	var sizes []int64
 	for i, src := range srcs {
-		if s.db.cache.peek(src.path) != nil {
-			continue
-		}
-		if budget.Limit() > 0 && !s.db.cache.keeps(src.bytes) {
+		switch {
+		case s.private(src):
 			private[i] = true
 			sizes = append(sizes, src.bytes)
 			if src.run {
 				want += compactRunGuess(manifest.Run{Bytes: src.bytes}) // its batches, until the footer says
 			}
-			continue
+		case s.db.cache.peek(src.path) == nil:
+			want += readCost(src)
 		}
-		want += readCost(src)
 	}
 	hint := arenaEstimate(sizes)
 	want += hint + int64(len(sizes))*decodedFileHeap + extra

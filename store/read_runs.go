@@ -7,15 +7,6 @@ package store
 // a time, into buffers of the read reservation, instead of the whole run into one record on
 // the Go heap. Runs the cache keeps are decoded whole, once, for every later read.
 
-// privateRun reports whether a read decodes run src outside the cache: a read budget is set
-// and the cache neither holds nor would keep it (as openGroup decides).
-func (s *Store) privateRun(src readSource) bool {
-	if !src.run || s.db.opts.ReadBudget.Limit() <= 0 || s.db.cache.keeps(src.bytes) {
-		return false
-	}
-	return s.db.cache.peek(src.path) == nil
-}
-
 // find returns the file and row that hold key in source i of g, or nil. A streamed run
 // decodes, a batch at a time, only its row groups whose key statistics may hold key.
 //

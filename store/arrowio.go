@@ -268,15 +268,15 @@ func writeParquetWith(mem memory.Allocator, w io.Writer, schema *arrow.Schema, n
 }
 
 // decodeParquet reads a whole run into one record with the store's Arrow schema, on the Go
-// heap. It reads the run as one batch (arrowio_runs.go): each column is decoded once into
-// one array, with pages read through a small buffer, where reading it as a table copied
-// every column chunk whole into a Go slice first. Its peak is still about twice the record
-// (the column builders grow by doubling): reads that must bound their memory read runs in
-// batches instead (read_runs.go, compact_stream.go).
-func decodeParquet(ctx context.Context, data []byte, c *rowcodec.Codec, what string) (rec arrow.RecordBatch, err error) {
+// heap, as a sortedFile named what. It reads the run as one batch (arrowio_runs.go): each
+// column is decoded once into one array, with pages read through a small buffer, where
+// reading it as a table copied every column chunk whole into a Go slice first. Its peak is
+// still about twice the record (the column builders grow by doubling): reads that must bound
+// their memory read runs in batches instead (list_runs.go, compact_stream.go).
+func decodeParquet(ctx context.Context, data []byte, c *rowcodec.Codec, what string) (f *sortedFile, err error) {
 	defer func() {
 		if r := recover(); r != nil { // arrow's readers panic on some garbled inputs
-			rec, err = nil, corruptf("%s: %v", what, r)
+			f, err = nil, corruptf("%s: %v", what, r)
 		}
 	}()
 	rb, err := openRunBatches(ctx, memory.DefaultAllocator, data, c, what)
@@ -287,12 +287,11 @@ func decodeParquet(ctx context.Context, data []byte, c *rowcodec.Codec, what str
 	if err := rb.whole(); err != nil {
 		return nil, err
 	}
-	f, err := rb.next(ctx)
-	if err != nil {
+	if f, err = rb.next(ctx); err != nil {
 		return nil, err
 	}
 	if f == nil { // no rows
-		return copyRows(nil, c.ArrowSchema(), nil), nil
+		return newSortedFile(c, what, copyRows(nil, c.ArrowSchema(), nil), "", false)
 	}
 	// A run of more than 2^31 rows or bytes per column may come in more than one batch.
 	if g, err := rb.next(ctx); err != nil || g != nil {
@@ -303,7 +302,7 @@ func decodeParquet(ctx context.Context, data []byte, c *rowcodec.Codec, what str
 		}
 		return nil, err
 	}
-	return f.rec, nil
+	return f, nil
 }
 
 // recordBytes is the in-memory size of a record, the unit of the merge budget.

@@ -23,6 +23,23 @@ type sortedFile struct {
 	bytes int64
 }
 
+// newSortedFile wraps rec, a generation or a batch of a base run named what, checking that its
+// keys ascend strictly, the first above last when seen (the key that ends the run's previous
+// batch). It neither retains nor releases rec.
+func newSortedFile(c *rowcodec.Codec, what string, rec arrow.RecordBatch, last string, seen bool) (*sortedFile, error) {
+	view, err := c.View(rec)
+	if err != nil {
+		return nil, err
+	}
+	n := int(rec.NumRows())
+	for i := 0; i < n; i++ {
+		if i > 0 && view.Key(i-1) >= view.Key(i) || i == 0 && seen && last >= view.Key(0) {
+			return nil, corruptf("%s: keys not strictly sorted at row %d", what, i)
+		}
+	}
+	return &sortedFile{path: what, rec: rec, view: view, n: n, bytes: recordBytes(rec)}, nil
+}
+
 // find returns the row index of key, or -1.
 func (f *sortedFile) find(key string) int {
 	i := sort.Search(f.n, func(i int) bool { return f.view.Key(i) >= key })

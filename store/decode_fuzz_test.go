@@ -365,13 +365,13 @@ func FuzzDecodeRun(f *testing.F) {
 		}
 		ctx := context.Background()
 		in := append([]byte(nil), data...)
-		rec, err := decodeParquet(ctx, in, codec, "run fuzz")
+		f, err := decodeParquet(ctx, in, codec, "run fuzz")
 		if err != nil {
 			checkDecodeErr(t, "decodeParquet", err)
 			return
 		}
-		skipped := touchRecord(t, codec, rec)
-		rec.Release()
+		skipped := touchRecord(t, codec, f.rec)
+		f.rec.Release()
 		if decodeOnly || skipped {
 			return
 		}

@@ -20,7 +20,8 @@ import (
 // holding). Every batch is allocated through the group's memAccount, so the allocator checks
 // the bound (in the race build an allocation beyond it panics).
 
-// listRun streams one base run for the cursor of a List (listRun.cursor).
+// listRun streams one base run for the cursor of a List (listRun.cursor), or for a Get
+// (readGroup.find, read_runs.go).
 type listRun struct {
 	s     *Store
 	ctx   context.Context // the read's: the batches are decoded after the group is opened
@@ -33,20 +34,9 @@ type listRun struct {
 	err error
 }
 
-// openListRun reads run src into arena and opens it for batches from after on (its footer
-// only: nothing is decoded until the cursor asks).
+// openListRun reads run src into arena and opens it for batches decoded into acct's buffers,
+// from after on (its footer only: nothing is decoded until the cursor asks).
 func (s *Store) openListRun(ctx context.Context, src readSource, arena *readArena, acct *memAccount, after string) (*listRun, error) {
-	rb, err := s.openPrivateRun(ctx, src, arena, acct)
-	if err != nil {
-		return nil, err
-	}
-	rb.rowGroupsAfter(after)
-	return &listRun{s: s, ctx: ctx, rb: rb, acct: acct, after: after}, nil
-}
-
-// openPrivateRun reads run src into arena and opens it for batches decoded into acct's
-// buffers (its footer only).
-func (s *Store) openPrivateRun(ctx context.Context, src readSource, arena *readArena, acct *memAccount) (*runBatches, error) {
 	data, err := s.readRunObject(ctx, src.path, src.checksum, src.bytes, arena.alloc())
 	if err != nil {
 		return nil, err
@@ -56,7 +46,8 @@ func (s *Store) openPrivateRun(ctx context.Context, src readSource, arena *readA
 		s.countCorrupt(err)
 		return nil, err
 	}
-	return rb, nil
+	rb.rowGroupsAfter(after)
+	return &listRun{s: s, ctx: ctx, rb: rb, acct: acct, after: after}, nil
 }
 
 // cursor returns the run's merge cursor, at its first key above after (decoding the batch
@@ -129,6 +120,6 @@ func (s *Store) growForRuns(res *Reservation, acct *memAccount, runs []*listRun)
 	if !streamed || need <= res.Bytes() || res.TryGrow(need) {
 		return 0, nil
 	}
-	return need - res.Bytes(), fmt.Errorf("%s: a list over base runs needs %d bytes of the read budget of %d and holds %d: %w",
+	return need - res.Bytes(), fmt.Errorf("%s: a read over base runs needs %d bytes of the read budget of %d and holds %d: %w",
 		s.target, need, s.db.opts.ReadBudget.Limit(), res.Bytes(), ErrBudgetBusy)
 }

@@ -81,8 +81,9 @@ func splitRunRowGroups(t *testing.T, s *Store, groupRows int64) {
 	for i, r := range next.Runs {
 		data, err := s.db.bucket.Get(ctx, r.Path)
 		require.NoError(t, err)
-		rec, err := decodeParquet(ctx, data, s.codec, r.Path)
+		f, err := decodeParquet(ctx, data, s.codec, r.Path)
 		require.NoError(t, err)
+		rec := f.rec
 		var parts []arrow.RecordBatch
 		for off := int64(0); off < rec.NumRows(); off += groupRows {
 			parts = append(parts, rec.NewSlice(off, min(off+groupRows, rec.NumRows())))

@@ -305,7 +305,8 @@ func (s *Store) publishShard(ctx context.Context, next *manifest.Shard) error {
 // editShard applies edit to the latest manifest of shard and publishes the result,
 // re-reading and re-applying on every lost race. edit returns false to skip publishing.
 // Edits must be relative ("remove exactly these generations"), never absolute, so that a
-// seal landing between two attempts is never lost.
+// seal landing between two attempts is never lost. The resident writer of the shard adopts
+// the result (writer.observe), as it does its own seals.
 func (s *Store) editShard(ctx context.Context, shard string, edit func(m *manifest.Shard) (bool, error)) (*manifest.Shard, error) {
 	for attempt := 0; attempt < 64; attempt++ {
 		cur, err := s.loadShard(ctx, shard)
@@ -321,16 +322,18 @@ func (s *Store) editShard(ctx context.Context, shard string, edit func(m *manife
 			return nil, err
 		}
 		if !ok {
-			return cur, nil
+			next = cur
+		} else if err := s.publishShard(ctx, next); err != nil {
+			if !errors.Is(err, ErrAlreadyExists) {
+				return nil, err
+			}
+			backoff(ctx, attempt)
+			continue
 		}
-		err = s.publishShard(ctx, next)
-		if err == nil {
-			return next, nil
+		if w := s.residentWriter(); w != nil && w.shard == shard {
+			w.observe(next)
 		}
-		if !errors.Is(err, ErrAlreadyExists) {
-			return nil, err
-		}
-		backoff(ctx, attempt)
+		return next, nil
 	}
 	return nil, fmt.Errorf("shard %s of %s: manifest edit kept losing races: %w", shard, s.target, ErrConflict)
 }

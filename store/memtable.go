@@ -88,16 +88,20 @@ func (m *memtable) readView() *btree.BTreeG[*memEntry] {
 	return m.view
 }
 
-// newestSorted returns the newest version of every key, sorted by key.
-func (m *memtable) newestSorted() ([]Row, []int64, []bool) {
-	n := m.index.Len()
-	rows := make([]Row, 0, n)
-	seqs := make([]int64, 0, n)
-	deleted := make([]bool, 0, n)
-	m.index.Ascend(func(e *memEntry) bool {
+// newestRows returns the newest version of every key of frozen, sorted by key, as a read
+// of them sees it (memIter). Frozen memtables are never changed, so it reads them without
+// writer.mu.
+func newestRows(frozen []*memtable) (rows []Row, seqs []int64, deleted []bool) {
+	trees := make([]*btree.BTreeG[*memEntry], len(frozen))
+	n := 0
+	for i, mt := range frozen {
+		trees[i], n = mt.index, n+mt.len()
+	}
+	rows, seqs, deleted = make([]Row, 0, n), make([]int64, 0, n), make([]bool, 0, n)
+	for it := newMemIter(trees, ""); it.peek() != nil; it.next() {
+		e := it.peek()
 		rows, seqs, deleted = append(rows, e.r.row), append(seqs, e.r.seq), append(deleted, e.r.deleted)
-		return true
-	})
+	}
 	return rows, seqs, deleted
 }
 

@@ -114,7 +114,7 @@ func (s *Store) drain(ctx context.Context, shard string, gens []uint64) (int, er
 		drop[g] = true
 	}
 	removed := 0
-	m, err := s.editShard(ctx, shard, func(m *manifest.Shard) (bool, error) {
+	if _, err := s.editShard(ctx, shard, func(m *manifest.Shard) (bool, error) {
 		keep := m.Flushed[:0:0]
 		for _, g := range m.Flushed {
 			if !drop[g.Gen] {
@@ -124,12 +124,8 @@ func (s *Store) drain(ctx context.Context, shard string, gens []uint64) (int, er
 		removed = len(m.Flushed) - len(keep)
 		m.Flushed = keep
 		return removed > 0, nil
-	})
-	if err != nil {
+	}); err != nil {
 		return 0, err
-	}
-	if w := s.residentWriter(); w != nil && w.shard == shard {
-		w.observe(m)
 	}
 	return removed, nil
 }

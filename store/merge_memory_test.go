@@ -177,14 +177,12 @@ func TestWriteParquetChunksRoundTrip(t *testing.T) {
 		i++
 		return chunks[i-1], nil
 	}))
-	rec, err := decodeParquet(ctx, buf.Bytes(), c, "chunks")
+	f, err := decodeParquet(ctx, buf.Bytes(), c, "chunks")
 	require.NoError(t, err)
-	defer rec.Release()
-	require.EqualValues(t, 5000, rec.NumRows())
-	view, err := c.View(rec)
-	require.NoError(t, err)
+	defer f.rec.Release()
+	require.EqualValues(t, 5000, f.n)
 	for i := 0; i < 5000; i += 499 {
-		require.Equal(t, rows[i].Key, view.Key(i))
+		require.Equal(t, rows[i].Key, f.view.Key(i))
 	}
 }
 

@@ -398,12 +398,7 @@ func (s *Store) readGenForMerge(ctx context.Context, acct *memAccount, p, checks
 		freeBuf() // credits the prepaid bytes
 		return f, nil, nil
 	}
-	data, err := s.readGenObject(ctx, p, checksum, recBytes, alloc)
-	if err != nil {
-		freeBuf()
-		return nil, nil, err
-	}
-	f, err := s.decodeGen(acct, p, data)
+	f, err := s.readGen(ctx, readSource{path: p, checksum: checksum, bytes: recBytes}, alloc, acct)
 	if err != nil {
 		freeBuf()
 		return nil, nil, err

@@ -125,9 +125,6 @@ func (s *Store) quarantineGen(ctx context.Context, shard, key, reason string) (Q
 		return res, err
 	}
 	res.AlreadyQuarantined, res.ManifestVersion = already, m.Version
-	if w := s.residentWriter(); w != nil && w.shard == shard {
-		w.observe(m)
-	}
 	if !already {
 		s.quarantined(res, reason)
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 
@@ -112,27 +112,24 @@ func (s *Store) snapshot(ctx context.Context, enforce bool) (*readSnapshot, erro
 	return snap, nil
 }
 
-// loadGen decodes a flushed generation (cached).
-func (s *Store) loadGen(ctx context.Context, src readSource) (*sortedFile, error) {
+// load decodes src whole through the cache: a generation into a record that aliases its
+// object's bytes, a base run into one record on the Go heap (decodeParquet).
+func (s *Store) load(ctx context.Context, src readSource) (*sortedFile, error) {
 	return s.db.cache.get(ctx, src.path, func(ctx context.Context) (*sortedFile, error) {
-		return s.privateLoad(ctx, src, nil)
-	})
-}
-
-// loadRun decodes a base run (cached).
-func (s *Store) loadRun(ctx context.Context, src readSource) (*sortedFile, error) {
-	path := src.path
-	return s.db.cache.get(ctx, path, func(ctx context.Context) (*sortedFile, error) {
-		data, err := s.readRunObject(ctx, path, src.checksum, src.bytes, nil)
+		if !src.run {
+			return s.readGen(ctx, src, nil, memory.DefaultAllocator)
+		}
+		data, err := s.readRunObject(ctx, src.path, src.checksum, src.bytes, nil)
 		if err != nil {
 			return nil, err
 		}
-		rec, err := decodeParquet(ctx, data, s.codec, "run "+path)
+		f, err := decodeParquet(ctx, data, s.codec, "run "+src.path)
 		if err != nil {
 			s.countCorrupt(err)
 			return nil, err
 		}
-		return s.newSortedFile(path, rec)
+		f.path = src.path // the cache's key
+		return f, nil
 	})
 }
 
@@ -140,20 +137,6 @@ func (s *Store) countCorrupt(err error) {
 	if errors.Is(err, ErrCorrupt) {
 		s.db.metrics.CorruptObjects.WithLabelValues(string(s.target.Kind)).Inc()
 	}
-}
-
-func (s *Store) newSortedFile(path string, r arrow.RecordBatch) (*sortedFile, error) {
-	view, err := s.codec.View(r)
-	if err != nil {
-		return nil, err
-	}
-	n := int(r.NumRows())
-	for i := 1; i < n; i++ {
-		if view.Key(i-1) >= view.Key(i) {
-			return nil, corruptf("%s: keys not strictly sorted at row %d", path, i)
-		}
-	}
-	return &sortedFile{path: path, rec: r, view: view, n: n, bytes: recordBytes(r)}, nil
 }
 
 // version is one candidate row version found by a read.
@@ -234,39 +217,39 @@ func (s *Store) getOnce(ctx context.Context, key string) (map[string]any, error)
 	// group is released, so no more than one group is ever held.
 	var best *version
 	var bestRow map[string]any
-	// Base runs the cache will not keep are looked up a row group at a time (read_runs.go).
+	// A base run the cache will not keep is a group of its own, looked up a row group at a
+	// time (readGroup.find); the other sources are opened readFanIn at a time.
+	var groups [][]readSource
 	rest := srcs[:0:0]
 	for _, src := range srcs {
-		if !s.privateRun(src) {
+		if src.run && s.private(src) {
+			groups = append(groups, []readSource{src})
+		} else {
 			rest = append(rest, src)
-			continue
-		}
-		hit, err := readmitIfShort(s, func(extra int64) (runHit, int64, error) { return s.getFromRun(ctx, src, key, extra) })
-		if err != nil {
-			return nil, err
-		}
-		if hit.found && (best == nil || newer(hit.seq, hit.shard, best.seq, best.shard)) {
-			best = &version{key: key, seq: hit.seq, shard: hit.shard, deleted: hit.deleted}
-			bestRow = hit.row
 		}
 	}
-	for grp := range slices.Chunk(rest, readFanIn) {
+	groups = slices.AppendSeq(groups, slices.Chunk(rest, readFanIn))
+	for _, grp := range groups {
 		g, err := s.openGroup(ctx, grp, "")
 		if err != nil {
 			return nil, err
 		}
-		for _, f := range g.files { // rest holds no run that openGroup would stream
-			if i := f.find(key); i >= 0 && (best == nil || newer(f.view.Seq(i), f.view.Shard(i), best.seq, best.shard)) {
-				best = &version{key: key, seq: f.view.Seq(i), shard: f.view.Shard(i), deleted: f.view.Deleted(i), file: f, row: i}
+		for i := range grp {
+			if f, j := g.find(i, key); f != nil && (best == nil || newer(f.view.Seq(j), f.view.Shard(j), best.seq, best.shard)) {
+				best = &version{key: key, seq: f.view.Seq(j), shard: f.view.Shard(j), deleted: f.view.Deleted(j), file: f, row: j}
 			}
 		}
-		if best != nil && best.file != nil {
+		err = g.err()
+		if err == nil && best != nil && best.file != nil {
 			if !best.deleted {
 				bestRow = cloneRow(s.toJSON(*best))
 			}
 			best.shard, best.file = strings.Clone(best.shard), nil
 		}
 		g.release()
+		if err != nil {
+			return nil, err
+		}
 	}
 	if memRow != nil && (best == nil || newer(memRow.seq, memShard, best.seq, best.shard)) {
 		best = &version{key: key, seq: memRow.seq, shard: memShard, deleted: memRow.deleted}

@@ -143,37 +143,28 @@ func (r *readArena) alloc() objstore.Alloc {
 	}
 }
 
-// privateLoad decodes generation src into a buffer of arena (or the Go heap when it has
-// none, as for the cache's loads): its record aliases the arena, so it must not outlive the
-// group (readArena). Base runs read privately are streamed instead (list_runs.go).
-func (s *Store) privateLoad(ctx context.Context, src readSource, arena *readArena) (*sortedFile, error) {
-	data, err := s.readGenObject(ctx, src.path, src.checksum, src.bytes, arena.alloc())
+// readGen reads generation src into a buffer of alloc (nil: the Go heap) and decodes it into
+// a sortedFile whose record aliases those bytes, so one read into an arena must not outlive
+// its group (readArena). The reader's metadata is allocated from mem.
+func (s *Store) readGen(ctx context.Context, src readSource, alloc objstore.Alloc, mem memory.Allocator) (_ *sortedFile, err error) {
+	data, err := s.readGenObject(ctx, src.path, src.checksum, src.bytes, alloc)
 	if err != nil {
-		return nil, err
+		return nil, err // counted by readChecked
 	}
-	return s.decodeGen(memory.DefaultAllocator, src.path, data)
-}
-
-// decodeGen decodes the bytes of a generation into a sortedFile whose record aliases data,
-// allocating the reader's metadata from mem.
-func (s *Store) decodeGen(mem memory.Allocator, path string, data []byte) (*sortedFile, error) {
-	recs, err := decodeIPC(mem, data, s.codec, "generation "+path)
+	defer func() { s.countCorrupt(err) }()
+	recs, err := decodeIPC(mem, data, s.codec, "generation "+src.path)
 	if err != nil {
-		s.countCorrupt(err)
 		return nil, err
 	}
 	if len(recs) != 1 {
 		releaseAll(recs)
-		err := corruptf("generation %s has %d records, want 1", path, len(recs))
-		s.countCorrupt(err)
-		return nil, err
+		return nil, corruptf("generation %s has %d records, want 1", src.path, len(recs))
 	}
-	f, err := s.newSortedFile(path, recs[0])
+	f, err := newSortedFile(s.codec, src.path, recs[0], "", false)
 	if err != nil {
 		recs[0].Release()
-		return nil, err
 	}
-	return f, nil
+	return f, err
 }
 
 // cloneRow copies the strings of a rendered row, which alias the decoded file it came from:

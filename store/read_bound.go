@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/walkeeper/walkeeper/store/manifest"
@@ -67,6 +68,15 @@ func (s *Store) sources(snap *readSnapshot, source string, keyFilter func(minKey
 		}
 	}
 	return out
+}
+
+// private reports whether a read decodes src outside the cache, into its group's read arena
+// (openGroup): a read budget is set and the cache neither holds nor would keep it.
+//
+// INVARIANT: for a given source the answer depends on its size and the cache's limit only (a
+// file the cache would not keep is never cached), so every caller decides it the same way.
+func (s *Store) private(src readSource) bool {
+	return s.db.opts.ReadBudget.Limit() > 0 && !s.db.cache.keeps(src.bytes) && s.db.cache.peek(src.path) == nil
 }
 
 // readCost is what decoding src through the cache may hold while a read holds it: a
@@ -133,26 +143,14 @@ func (g *readGroup) err() error {
 // reservation cannot grow without waiting (another read is queued), is released and admitted
 // once more with what the footers said: it waits again holding nothing, so a read fails with
 // ErrBudgetBusy only when the budget cannot give it the bytes within readBudgetWait.
-//
-// INVARIANT: whether a run is private depends on its size and the cache's limit only (a
-// file the cache would not keep is never cached), so privateRun decides it the same way.
 func (s *Store) openGroup(ctx context.Context, srcs []readSource, after string) (*readGroup, error) {
-	return readmitIfShort(s, func(extra int64) (*readGroup, int64, error) { return s.tryOpenGroup(ctx, srcs, after, extra) })
-}
-
-// readmitIfShort runs a read admitted with its estimate and, when the reservation turned out
-// short and could not grow without waiting (try reports how many bytes it lacked, having
-// given everything back), once more admitted with those bytes on top: the second admission
-// may wait, holding nothing. A read still short then fails with try's ErrBudgetBusy, counted
-// in ReadsBudgetBusy. openGroup and getOnce (around getFromRun) share it.
-func readmitIfShort[T any](s *Store, try func(extra int64) (T, int64, error)) (T, error) {
-	v, short, err := try(0)
+	g, short, err := s.tryOpenGroup(ctx, srcs, after, 0)
 	if short > 0 {
-		if v, short, err = try(short); short > 0 {
+		if g, short, err = s.tryOpenGroup(ctx, srcs, after, short); short > 0 {
 			s.db.metrics.ReadsBudgetBusy.Inc()
 		}
 	}
-	return v, err
+	return g, err
 }
 
 // tryOpenGroup is openGroup admitted with extra bytes beyond its estimate. short is how many
@@ -163,18 +161,16 @@ func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after strin
 	var want int64
 	var sizes []int64
 	for i, src := range srcs {
-		if s.db.cache.peek(src.path) != nil {
-			continue
-		}
-		if budget.Limit() > 0 && !s.db.cache.keeps(src.bytes) {
+		switch {
+		case s.private(src):
 			private[i] = true
 			sizes = append(sizes, src.bytes)
 			if src.run {
 				want += compactRunGuess(manifest.Run{Bytes: src.bytes}) // its batches, until the footer says
 			}
-			continue
+		case s.db.cache.peek(src.path) == nil:
+			want += readCost(src)
 		}
-		want += readCost(src)
 	}
 	hint := arenaEstimate(sizes)
 	want += hint + int64(len(sizes))*decodedFileHeap + extra
@@ -215,11 +211,9 @@ func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after strin
 					g.runs[i].ctx = ctx // gctx ends with the opening; the batches are decoded later
 				}
 			case private[i]:
-				g.files[i], err = s.privateLoad(gctx, src, arena)
-			case src.run:
-				g.files[i], err = s.loadRun(gctx, src)
+				g.files[i], err = s.readGen(gctx, src, arena.alloc(), memory.DefaultAllocator)
 			default:
-				g.files[i], err = s.loadGen(gctx, src)
+				g.files[i], err = s.load(gctx, src)
 			}
 			return err
 		})

@@ -95,8 +95,8 @@ func (w *writer) seal(ctx context.Context, reserved bool) (FlushResult, error) {
 	for _, mt := range frozen {
 		maxPos = max(maxPos, mt.maxPos)
 	}
-	merged := mergeFrozen(frozen)
-	if merged.len() == 0 {
+	rows, seqs, deleted := newestRows(frozen)
+	if len(rows) == 0 {
 		if len(frozen) > 0 && maxPos > replayAfter {
 			// Only fence markers or empty WAL: advance the replay point without a generation.
 			m, err := w.publishSeal(ctx, nil, maxPos)
@@ -108,7 +108,6 @@ func (w *writer) seal(ctx context.Context, reserved bool) (FlushResult, error) {
 		}
 		return FlushResult{Pending: pendingNow}, nil
 	}
-	rows, seqs, deleted := merged.newestSorted()
 	data, size, err := w.encodeRows(rows, seqs, deleted)
 	if err != nil {
 		return FlushResult{}, err
@@ -138,23 +137,6 @@ func (w *writer) encodeRows(rows []Row, seqs []int64, deleted []bool) ([]byte, i
 	defer rec.Release()
 	data, err := encodeIPC(w.s.codec.ArrowSchema(), rec)
 	return data, recordBytes(rec), err
-}
-
-// mergeFrozen returns one memtable with the newest version of every key of frozen (oldest
-// first, so a later memtable's version wins). Frozen memtables are never changed, so this
-// reads them without writer.mu.
-func mergeFrozen(frozen []*memtable) *memtable {
-	if len(frozen) == 1 {
-		return frozen[0]
-	}
-	merged := newMemtable()
-	for _, mt := range frozen {
-		mt.index.Ascend(func(e *memEntry) bool {
-			merged.add(e.r)
-			return true
-		})
-	}
-	return merged
 }
 
 type sealedGen struct {

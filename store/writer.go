@@ -322,34 +322,30 @@ func openWriter(ctx context.Context, s *Store) (*writer, error) {
 //
 // REQUIRES: w is not shared yet (openWriter, before the WAL committer starts), which is why
 // it touches the fields mu guards without holding mu.
-func (w *writer) replay(ctx context.Context, pos uint64) error {
+func (w *writer) replay(ctx context.Context, pos uint64) (err error) {
+	defer func() { w.s.countCorrupt(err) }()
 	key := walKey(w.s.target, w.shard, pos)
 	data, err := w.s.db.bucket.Get(ctx, key)
 	if err != nil {
 		return err
 	}
 	what := fmt.Sprintf("WAL %s/%s/%d (%s)", w.s.target, w.shard, pos, key)
-	data, err = unframeWAL(data, what)
-	if err != nil {
-		w.s.countCorrupt(err)
+	if data, err = unframeWAL(data, what); err != nil {
 		return err
 	}
 	recs, err := decodeIPC(memory.DefaultAllocator, data, w.s.codec, what)
 	if err != nil {
-		w.s.countCorrupt(err)
 		return err
 	}
 	defer releaseAll(recs)
 	for _, rec := range recs {
 		view, err := w.s.codec.View(rec)
 		if err != nil {
-			w.s.countCorrupt(err)
 			return err
 		}
 		for i := 0; i < int(rec.NumRows()); i++ {
 			row, err := w.s.codec.RowAt(rec, i)
 			if err != nil {
-				w.s.countCorrupt(err)
 				return err
 			}
 			seq := view.Seq(i)
@@ -382,7 +378,7 @@ func (w *writer) close(ctx context.Context) error {
 	return err
 }
 
-// observe adopts a newer manifest published by a merge's drain.
+// observe adopts a newer manifest published by editShard (a merge's drain, a quarantine).
 func (w *writer) observe(m *manifest.Shard) {
 	w.mu.Lock()
 	if m != nil && m.Version > w.manifest.Version {

@@ -135,9 +135,13 @@ func checkGoValue(t FieldType, v any) string {
 // buildColumn builds user column j; rows have been checked by checkRows.
 func (c *Codec) buildColumn(mem memory.Allocator, j int, rows []Row, isDel func(int) bool) arrow.Array {
 	n := len(rows)
-	// value returns row i's value of column j, nil for nulls and tombstones (but the key).
+	// value returns row i's value of column j: its key for the key column (a tombstone's
+	// too), else nil for nulls and tombstones.
 	value := func(i int) any {
-		if isDel(i) {
+		switch {
+		case j == c.key:
+			return rows[i].Key
+		case isDel(i):
 			return nil
 		}
 		return rows[i].Values[j]
@@ -147,17 +151,6 @@ func (c *Codec) buildColumn(mem memory.Allocator, j int, rows []Row, isDel func(
 		b := array.NewStringBuilder(mem)
 		defer b.Release()
 		b.Reserve(n)
-		if j == c.key {
-			total := 0
-			for i := range rows {
-				total += len(rows[i].Key)
-			}
-			b.ReserveData(total)
-			for i := range rows {
-				b.Append(rows[i].Key)
-			}
-			return b.NewArray()
-		}
 		total := 0
 		for i := range rows {
 			if s, ok := value(i).(string); ok {

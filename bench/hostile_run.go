@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
 	"time"
 )
 
@@ -64,14 +63,13 @@ func (w *hostileWorker) phase(ctx context.Context, key, name, request string, f 
 		return c
 	}
 	c.Before = w.child.resetPeak()
-	g := guardRSS(w.child, w.sz.rssGuard)
+	endGuard := guardRSS(w.child, w.sz.rssGuard)
 	cctx, cancel := context.WithTimeout(ctx, w.sz.caseTimeout)
 	start := time.Now()
 	c.Answers, c.Note, c.Counts = f(cctx)
 	c.Elapsed = time.Since(start)
 	cancel()
-	peakAtKill := g.end()
-	if peakAtKill > 0 {
+	if peakAtKill := endGuard(); peakAtKill > 0 {
 		c.Killed, c.Peak, w.killed = true, peakAtKill, true
 	} else {
 		c.Peak = w.child.peak()
@@ -91,35 +89,20 @@ func (w *hostileWorker) phase(ctx context.Context, key, name, request string, f 
 	return c
 }
 
-// rssGuard kills a child whose RSS passes limit: the machine's memory is shared, and a
-// worker without bounds reaches many GiB on the wide-row case.
-type rssGuard struct {
-	stop context.CancelFunc
-	wg   sync.WaitGroup
-	// peakAtKill is the peak RSS at which the guard killed the child (0 = it did not); end
-	// returns it once the guard has stopped.
-	peakAtKill int64
-}
-
 // rssGuardPoll is how often the guard reads the child's RSS; at a few GiB/s of growth the
 // child overshoots the limit by tens of MiB at most.
 const rssGuardPoll = 10 * time.Millisecond
 
-func guardRSS(c *workerChild, limit int64) *rssGuard {
-	ctx, stop := context.WithCancel(context.Background())
-	g := &rssGuard{stop: stop}
-	every(ctx, &g.wg, rssGuardPoll, func() {
-		if g.peakAtKill == 0 && c.rss() > limit {
-			g.peakAtKill = max(c.peak(), c.rss())
+// guardRSS kills c once its RSS passes limit: the machine's memory is shared, and a worker
+// without bounds reaches many GiB on the wide-row case. end stops the guard and returns the
+// peak RSS at which it killed the child (0 = it did not).
+func guardRSS(c *workerChild, limit int64) (end func() int64) {
+	var peakAtKill int64
+	stop := poll(rssGuardPoll, func() {
+		if peakAtKill == 0 && c.rss() > limit {
+			peakAtKill = max(c.peak(), c.rss())
 			c.kill()
 		}
 	})
-	return g
-}
-
-// end stops the guard and returns the peak RSS at which it killed the child (0 = it did not).
-func (g *rssGuard) end() int64 {
-	g.stop()
-	g.wg.Wait()
-	return g.peakAtKill
+	return func() int64 { stop(); return peakAtKill }
 }

@@ -59,9 +59,7 @@ func memoryChild(ctx context.Context, o Options) error {
 	}
 	var profiledLive int64
 	heap := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/heap/objects:bytes"}}
-	sctx, stopSampling := context.WithCancel(ctx)
-	var sampling sync.WaitGroup
-	every(sctx, &sampling, 200*time.Microsecond, func() {
+	stopSampling := poll(200*time.Microsecond, func() {
 		raiseTo(&maxReserved, b.Reserved())
 		raiseTo(&maxAllocated, b.Allocated())
 		raiseTo(&maxWaiting, int64(b.Waiting()))
@@ -119,7 +117,6 @@ func memoryChild(ctx context.Context, o Options) error {
 	}
 	wg.Wait()
 	stopSampling()
-	sampling.Wait()
 	if firstErr != nil {
 		return firstErr
 	}

@@ -51,7 +51,8 @@ func memoryChild(ctx context.Context, o Options) error {
 		}
 		stores = append(stores, s)
 	}
-	rssStart := procStatus(os.Getpid(), "VmRSS")
+	self := procRSS(os.Getpid())
+	rssStart := self.rss()
 	var maxReserved, maxAllocated, maxWaiting, maxHeapLive, maxHeap atomic.Int64
 	profile := os.Getenv("WALKEEPER_BENCH_MEMPROFILE")
 	if profile != "" {
@@ -124,7 +125,7 @@ func memoryChild(ctx context.Context, o Options) error {
 		writeProfile(profile, "allocs")
 	}
 	out := memoryChildResult{
-		VmHWM: procStatus(os.Getpid(), "VmHWM"), VmRSSStart: rssStart, MaxReserved: maxReserved.Load(), MaxAllocated: maxAllocated.Load(),
+		VmHWM: self.peak(), VmRSSStart: rssStart, MaxReserved: maxReserved.Load(), MaxAllocated: maxAllocated.Load(),
 		MaxHeapLive: maxHeapLive.Load(), MaxHeap: maxHeap.Load(),
 		Prepared: done, Elapsed: time.Since(start).Seconds(), MaxWaiting: int(maxWaiting.Load()), Busy: busy,
 	}

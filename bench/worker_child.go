@@ -28,6 +28,7 @@ import (
 // (fleet-worker, hostile) run it so that the RSS is the worker's alone.
 type workerChild struct {
 	proc *os.Process
+	procRSS
 	// ready is the child's ready line (JSON).
 	ready  []byte
 	stdin  io.WriteCloser
@@ -59,7 +60,7 @@ func startWorkerChild(ctx context.Context, o Options, scenario string, params an
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	ch.proc = cmd.Process
+	ch.proc, ch.procRSS = cmd.Process, procRSS(cmd.Process.Pid)
 	ready := make(chan []byte, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -90,17 +91,6 @@ func startWorkerChild(ctx context.Context, o Options, scenario string, params an
 	}
 	return ch, nil
 }
-
-// resetPeak resets the child's VmHWM to its current RSS and returns that RSS.
-func (c *workerChild) resetPeak() int64 {
-	resetPeakRSSOf(c.proc.Pid)
-	return c.rss()
-}
-
-// peak is the child's VmHWM: its largest RSS since start or the last resetPeak.
-func (c *workerChild) peak() int64 { return procStatus(c.proc.Pid, "VmHWM") }
-
-func (c *workerChild) rss() int64 { return procStatus(c.proc.Pid, "VmRSS") }
 
 // exited reports whether the child has exited.
 func (c *workerChild) exited() bool {

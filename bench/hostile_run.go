@@ -2,8 +2,6 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"time"
 )
 
@@ -25,12 +23,7 @@ func startHostileWorker(ctx context.Context, o Options, sz hostileSizes, url, in
 	if err != nil {
 		return nil, err
 	}
-	var ready workerChildReady
-	if err := json.Unmarshal(ch.ready, &ready); err != nil || ready.Addr == "" {
-		ch.stop()
-		return nil, fmt.Errorf("hostile child: bad ready line %q: %v", ch.ready, err)
-	}
-	return &hostileWorker{child: ch, client: newHostileClient(ready.Addr), addr: ready.Addr, knobs: ready.hostileKnobs, sz: sz, o: o}, nil
+	return &hostileWorker{child: ch, client: newHostileClient(ch.ready.Addr), addr: ch.ready.Addr, knobs: ch.ready.hostileKnobs, sz: sz, o: o}, nil
 }
 
 func (w *hostileWorker) stop() {

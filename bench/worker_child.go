@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -29,8 +30,7 @@ import (
 type workerChild struct {
 	proc *os.Process
 	procRSS
-	// ready is the child's ready line (JSON).
-	ready  []byte
+	ready  workerChildReady
 	stdin  io.WriteCloser
 	stderr *devserver.TailBuffer
 	done   chan struct{}
@@ -41,7 +41,7 @@ type workerChild struct {
 const workerChildReadyWait = 2 * time.Minute
 
 // startWorkerChild re-executes the bench as scenario's child half with params, and waits for
-// its ready line.
+// its ready line and reads it.
 func startWorkerChild(ctx context.Context, o Options, scenario string, params any) (*workerChild, error) {
 	cmd, err := childCmd(ctx, o, scenario, params)
 	if err != nil {
@@ -84,7 +84,10 @@ func startWorkerChild(ctx context.Context, o Options, scenario string, params an
 			<-ch.done
 			return nil, fmt.Errorf("%s child exited before it was ready:\n%s", scenario, lastLines(ch.stderr.String(), 20))
 		}
-		ch.ready = line
+		if err := json.Unmarshal(line, &ch.ready); err != nil || ch.ready.Addr == "" {
+			ch.stop()
+			return nil, fmt.Errorf("%s child: bad ready line %q: %v", scenario, line, err)
+		}
 	case <-time.After(workerChildReadyWait):
 		ch.kill()
 		return nil, fmt.Errorf("%s child not ready within %s", scenario, workerChildReadyWait)

@@ -5,12 +5,11 @@ import (
 	"time"
 )
 
-// hostileWorker is one worker child of the hostile scenario with a client to it.
+// hostileWorker is one worker child of the hostile scenario (its address and knobs in its
+// ready line) with a client to it.
 type hostileWorker struct {
 	child  *workerChild
 	client *hostileClient
-	addr   string
-	knobs  hostileKnobs
 	sz     hostileSizes
 	o      Options
 	// killed is set when a guard killed the child; every later phase is skipped.
@@ -23,7 +22,7 @@ func startHostileWorker(ctx context.Context, o Options, sz hostileSizes, url, in
 	if err != nil {
 		return nil, err
 	}
-	return &hostileWorker{child: ch, client: newHostileClient(ch.ready.Addr), addr: ch.ready.Addr, knobs: ch.ready.hostileKnobs, sz: sz, o: o}, nil
+	return &hostileWorker{child: ch, client: newHostileClient(ch.ready.Addr), sz: sz, o: o}, nil
 }
 
 func (w *hostileWorker) stop() {

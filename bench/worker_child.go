@@ -137,9 +137,9 @@ type workerChildParams struct {
 
 // workerChildReady is a worker child's ready line.
 type workerChildReady struct {
-	Ready bool   `json:"ready"`
-	Addr  string `json:"addr"`
-	hostileKnobs
+	Ready bool         `json:"ready"`
+	Addr  string       `json:"addr"`
+	Knobs hostileKnobs `json:"knobs"`
 }
 
 // workerChildHalf is the child half of fleet-worker and hostile: one worker configured through
@@ -160,9 +160,9 @@ func workerChildHalf(ctx context.Context, _ Options) error {
 			return fmt.Errorf("worker child: --%s=%s: %w", k, set[k], err)
 		}
 	}
-	ready := workerChildReady{Ready: true, hostileKnobs: hostileKnobs{Values: map[string]string{}}}
+	ready := workerChildReady{Ready: true, Knobs: hostileKnobs{}}
 	for _, k := range hostileReportedKnobs {
-		ready.Values[k] = fs.Lookup(k).Value.String()
+		ready.Knobs[k] = fs.Lookup(k).Value.String()
 	}
 	// Warnings and errors go to stderr, which the parent keeps the tail of for its errors.
 	logger := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(os.Stderr), zapcore.WarnLevel))

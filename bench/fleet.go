@@ -254,9 +254,8 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 	if err != nil {
 		return s, err
 	}
-	w := watchSweep(ctx, tenv.client, sweepID, run.GetRunID(), r.budget)
+	s.Failed, s.LargestHeartbeat = watchSweep(ctx, tenv.client, sweepID, run.GetRunID(), r.budget)
 	s.Duration = time.Since(start)
-	s.Failed, s.LargestHeartbeat = w.failed, w.heartbeat
 	s.RSS.Peak = self.peak()
 	stopped := time.Now()
 	if s.Failed != "" {

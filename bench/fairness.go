@@ -184,8 +184,6 @@ func runFairness(ctx context.Context, o Options, res *Result, dir string) error 
 		var total float64
 		for _, k := range store.Kinds {
 			total += s[k]
-		}
-		for _, k := range store.Kinds {
 			row = append(row, fmt.Sprint(int(s[k])))
 		}
 		for _, k := range store.Kinds {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -292,9 +291,6 @@ type fairnessSide struct {
 func openFairnessSide(ctx context.Context, o Options, srv fairnessServer, dir string) (*fairnessSide, error) {
 	o.progressf("fairness: starting %s", srv.label())
 	sd := &fairnessSide{srv: srv, counts: &kindActivities{}}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
 	var err error
 	if srv.cluster {
 		sd.tenv, err = startCluster(ctx, o, dir, 0, map[string]any{"matching.enableFairness": srv.fair})

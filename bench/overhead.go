@@ -108,9 +108,6 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 			dev.MetricsPort = sv.metrics
 		}
 		logDir := filepath.Join(dir, fmt.Sprintf("server%d", i))
-		if err := os.MkdirAll(logDir, 0o755); err != nil {
-			return err
-		}
 		if v.cluster {
 			sv.tenv, err = startCluster(ctx, o, logDir, sv.metrics, nil)
 			if errors.Is(err, cachebin.ErrNotInstalled) && os.Getenv("CI") == "" {

@@ -226,20 +226,3 @@ func appendLatency(ctx context.Context, o Options, res *Result, dir string) erro
 	}
 	return nil
 }
-
-// every runs f every d until ctx ends, in a goroutine counted by wg; a call longer than d
-// drops the ticks it missed.
-func every(ctx context.Context, wg *sync.WaitGroup, d time.Duration, f func()) {
-	wg.Go(func() {
-		tk := time.NewTicker(d)
-		defer tk.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tk.C:
-				f()
-			}
-		}
-	})
-}

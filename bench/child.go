@@ -49,9 +49,23 @@ func childPrint(v any) error {
 	return err
 }
 
-// procStatus reads a "kB" field of /proc/<pid>/status in bytes (0 if unavailable).
-func procStatus(pid int, field string) int64 {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+// procRSS is a process (its pid) whose RSS a scenario reads from /proc.
+type procRSS int
+
+func (p procRSS) rss() int64 { return p.status("VmRSS") }
+
+// peak is the process's VmHWM: its largest RSS since it started or the last resetPeak.
+func (p procRSS) peak() int64 { return p.status("VmHWM") }
+
+// resetPeak resets VmHWM to the current RSS (Linux ≥ 4.0: 5 to /proc/<pid>/clear_refs), and returns it.
+func (p procRSS) resetPeak() int64 {
+	_ = os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", p), []byte("5"), 0o644)
+	return p.rss()
+}
+
+// status reads a "kB" field of /proc/<pid>/status in bytes (0 if unavailable).
+func (p procRSS) status(field string) int64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p))
 	if err != nil {
 		return 0
 	}
@@ -73,12 +87,6 @@ func procStatus(pid int, field string) int64 {
 type rssSpan struct{ Before, Peak int64 }
 
 func (r rssSpan) growth() int64 { return max(r.Peak-r.Before, 0) }
-
-// resetPeakRSSOf resets the VmHWM of process pid to its current RSS (Linux ≥ 4.0: writing 5
-// to /proc/<pid>/clear_refs), so the next VmHWM read is the peak since now.
-func resetPeakRSSOf(pid int) {
-	_ = os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0o644)
-}
 
 func lastJSONLine(b []byte) []byte {
 	lines := bytes.Split(bytes.TrimSpace(b), []byte("\n"))

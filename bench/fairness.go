@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -184,8 +183,6 @@ func runFairness(ctx context.Context, o Options, res *Result, dir string) error 
 		var total float64
 		for _, k := range store.Kinds {
 			total += s[k]
-		}
-		for _, k := range store.Kinds {
 			row = append(row, fmt.Sprint(int(s[k])))
 		}
 		for _, k := range store.Kinds {
@@ -294,9 +291,6 @@ type fairnessSide struct {
 func openFairnessSide(ctx context.Context, o Options, srv fairnessServer, dir string) (*fairnessSide, error) {
 	o.progressf("fairness: starting %s", srv.label())
 	sd := &fairnessSide{srv: srv, counts: &kindActivities{}}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
 	var err error
 	if srv.cluster {
 		sd.tenv, err = startCluster(ctx, o, dir, 0, map[string]any{"matching.enableFairness": srv.fair})

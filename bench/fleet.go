@@ -242,8 +242,8 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 	// Hand the previous fleet's freed heap back to the OS first, so the growth is this
 	// sweep's and not hidden by memory the runtime still holds.
 	debug.FreeOSMemory()
-	resetPeakRSSOf(os.Getpid())
-	s.RSS.Before = procStatus(os.Getpid(), "VmRSS")
+	self := procRSS(os.Getpid())
+	s.RSS.Before = self.resetPeak()
 	hook.reset()
 	allocs := startAllocSampler(50 * time.Millisecond)
 	defer allocs.stop()
@@ -254,10 +254,9 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 	if err != nil {
 		return s, err
 	}
-	w := watchSweep(ctx, tenv.client, sweepID, run.GetRunID(), r.budget)
+	s.Failed, s.LargestHeartbeat = watchSweep(ctx, tenv.client, sweepID, run.GetRunID(), r.budget)
 	s.Duration = time.Since(start)
-	s.Failed, s.LargestHeartbeat = w.failed, w.heartbeat
-	s.RSS.Peak = procStatus(os.Getpid(), "VmHWM")
+	s.RSS.Peak = self.peak()
 	stopped := time.Now()
 	if s.Failed != "" {
 		_ = tenv.client.TerminateWorkflow(context.WithoutCancel(ctx), sweepID, run.GetRunID(), "fleet bench: "+s.Failed)

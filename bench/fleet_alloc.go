@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"context"
 	"runtime/metrics"
 	"sync"
 	"time"
@@ -40,16 +39,13 @@ func readAllocs() uint64 {
 }
 
 func startAllocSampler(period time.Duration) *allocSampler {
-	ctx, cancel := context.WithCancel(context.Background())
 	a := &allocSampler{start: readAllocs()}
-	var wg sync.WaitGroup
-	every(ctx, &wg, period, func() {
+	a.stop = poll(period, func() {
 		at, v := time.Now(), readAllocs()
 		a.mu.Lock()
 		a.samples = append(a.samples, allocSample{at, v})
 		a.mu.Unlock()
 	})
-	a.stop = func() { cancel(); wg.Wait() }
 	return a
 }
 

@@ -17,44 +17,34 @@ import (
 	"github.com/walkeeper/walkeeper/store"
 )
 
-// sweepWatch is what watchSweep saw.
-type sweepWatch struct {
-	failed    string
-	heartbeat int
-}
-
 // watchSweep polls the sweep until it closes, its discovery activity fails an attempt, or
-// the budget runs out, and keeps the largest heartbeat details of its discovery activities.
-func watchSweep(ctx context.Context, c client.Client, id, runID string, budget time.Duration) sweepWatch {
-	var w sweepWatch
+// the budget runs out: why it failed ("" = it closed), and the largest heartbeat details of
+// its discovery activities.
+func watchSweep(ctx context.Context, c client.Client, id, runID string, budget time.Duration) (failed string, heartbeat int) {
 	deadline := time.Now().Add(budget)
 	for {
 		d, err := c.DescribeWorkflowExecution(ctx, id, runID)
 		if err != nil {
-			w.failed = "describe: " + firstLine(err.Error())
-			return w
+			return "describe: " + firstLine(err.Error()), heartbeat
 		}
 		if d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-			return w
+			return "", heartbeat
 		}
 		for _, pa := range d.GetPendingActivities() {
 			if pa.GetActivityType().GetName() != contract.ScanDemandActivity {
 				continue
 			}
-			w.heartbeat = max(w.heartbeat, proto.Size(pa.GetHeartbeatDetails()))
+			heartbeat = max(heartbeat, proto.Size(pa.GetHeartbeatDetails()))
 			if pa.GetAttempt() > 1 && pa.GetLastFailure() != nil {
-				w.failed = fmt.Sprintf("failed: %s attempt %d: %s", pa.GetActivityType().GetName(), pa.GetAttempt()-1, firstLine(pa.GetLastFailure().GetMessage()))
-				return w
+				return fmt.Sprintf("failed: %s attempt %d: %s", pa.GetActivityType().GetName(), pa.GetAttempt()-1, firstLine(pa.GetLastFailure().GetMessage())), heartbeat
 			}
 		}
 		if time.Now().After(deadline) {
-			w.failed = fmt.Sprintf("failed: not finished within %s", budget)
-			return w
+			return fmt.Sprintf("failed: not finished within %s", budget), heartbeat
 		}
 		select {
 		case <-ctx.Done():
-			w.failed = ctx.Err().Error()
-			return w
+			return ctx.Err().Error(), heartbeat
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

@@ -96,14 +96,14 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 			continue
 		}
 		mine := keys[d]
-		line := func(f func(k fleetKey, a *fleetAgg) string) string {
+		line := func(f func(a *fleetAgg) string) string {
 			var parts []string
 			for _, k := range mine {
 				label := fmt.Sprint(k.stores)
 				if k.fixed {
 					label += " (same debt)"
 				}
-				parts = append(parts, label+": "+f(k, aggs[k]))
+				parts = append(parts, label+": "+f(aggs[k]))
 			}
 			return strings.Join(parts, "; ")
 		}
@@ -120,7 +120,7 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 			ttmOK = ttmOK && a.ttm.Median <= fleetInterval.Seconds() && a.started == a.debt
 		}
 		name := d.name()
-		res.target(name+": every sweep finishes", "no failed sweep at any size", line(func(_ fleetKey, a *fleetAgg) string {
+		res.target(name+": every sweep finishes", "no failed sweep at any size", line(func(a *fleetAgg) string {
 			if a.failed != "" {
 				return a.failed
 			}
@@ -129,7 +129,7 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 		if a := aggs[fleetKey{d, hi, false}]; a.failed == "" {
 			res.target(name+": sweep within its interval", fmt.Sprintf("≤ %s at %d stores", fleetInterval, hi), fmt.Sprintf("%.1f s", a.dur.Median), a.dur.Median <= fleetInterval.Seconds())
 		}
-		res.target(name+": requests per sweep", "≤ 2 × stores in debt + 100", line(func(_ fleetKey, a *fleetAgg) string {
+		res.target(name+": requests per sweep", "≤ 2 × stores in debt + 100", line(func(a *fleetAgg) string {
 			if a.failed != "" {
 				return "failed"
 			}
@@ -151,14 +151,14 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 				res.target(name+": requests ratio at the same debt", fmt.Sprintf("≤ 1.5 from %d to %d stores", lo, hi), "a sweep failed", false)
 			}
 		}
-		res.target(name+": largest payload", "≤ 256 KiB (largest history event; heartbeat details)", line(func(_ fleetKey, a *fleetAgg) string {
+		res.target(name+": largest payload", "≤ 256 KiB (largest history event; heartbeat details)", line(func(a *fleetAgg) string {
 			if a.payload > 0 {
 				return fmt.Sprintf("%.0f KiB, %.0f KiB; SDK warned of a %.0f KiB payload", a.ev.Median/1024, a.hb/1024, a.payload/1024)
 			}
 			return fmt.Sprintf("%.0f KiB, %.0f KiB", a.ev.Median/1024, a.hb/1024)
 		}), payload && allOK)
-		res.target(name+": sweep history", fmt.Sprintf("≤ 10,000 events (and ≤ %d, the paged sweep's bound)", contract.SweepHistoryBound(3, contract.DefaultSweepMaxStarts, d.batch())), line(func(_ fleetKey, a *fleetAgg) string { return fmt.Sprintf("%.0f", a.events.Median) }), events)
-		res.target(name+": time-to-merge", fmt.Sprintf("every indebted store's MergeWal started ≤ %s after its debt was planted or the sweep started", fleetInterval), line(func(_ fleetKey, a *fleetAgg) string {
+		res.target(name+": sweep history", fmt.Sprintf("≤ 10,000 events (and ≤ %d, the paged sweep's bound)", contract.SweepHistoryBound(3, contract.DefaultSweepMaxStarts, d.batch())), line(func(a *fleetAgg) string { return fmt.Sprintf("%.0f", a.events.Median) }), events)
+		res.target(name+": time-to-merge", fmt.Sprintf("every indebted store's MergeWal started ≤ %s after its debt was planted or the sweep started", fleetInterval), line(func(a *fleetAgg) string {
 			if a.started == 0 {
 				return fmt.Sprintf("0/%d started", a.debt)
 			}

@@ -102,15 +102,13 @@ func runHostile(ctx context.Context, o Options, res *Result, dir string) error {
 
 // hostileKnobs is what a child said about its configuration: the values of
 // hostileReportedKnobs.
-type hostileKnobs struct {
-	Values map[string]string `json:"knobs"`
-}
+type hostileKnobs map[string]string
 
 // budgetSum is cache + read budget + merge budget + memtable bytes.
 func (k hostileKnobs) budgetSum() int64 {
 	var sum int64
 	for _, name := range hostileBudgetKnobs {
-		if n, err := worker.ParseBytes(k.Values[name]); err == nil {
+		if n, err := worker.ParseBytes(k[name]); err == nil {
 			sum += n
 		}
 	}
@@ -121,7 +119,7 @@ func (k hostileKnobs) budgetSum() int64 {
 func (k hostileKnobs) describe() string {
 	var parts []string
 	for _, name := range hostileReportedKnobs {
-		if v, ok := k.Values[name]; ok {
+		if v, ok := k[name]; ok {
 			parts = append(parts, name+"="+v)
 		}
 	}

@@ -25,7 +25,7 @@ func hostileConnections(ctx context.Context, w *hostileWorker) ([]hostileCase, e
 	}
 	req := fmt.Sprintf("%d idle connections + %d appends trickling 1 byte per %s, held %s", w.sz.idleConns, w.sz.trickleConns, trickleEvery, w.sz.connHold)
 	c := w.phase(ctx, "conns", "many connections", req, func(ctx context.Context) ([]answer, string, map[string]float64) {
-		return siege(ctx, w.addr, w.sz.idleConns, w.sz.trickleConns, w.knobAtMost("max-body-bytes", 8<<20), w.sz.connHold)
+		return siege(ctx, w.child.ready.Addr, w.sz.idleConns, w.sz.trickleConns, w.knobAtMost("max-body-bytes", 8<<20), w.sz.connHold)
 	})
 	return []hostileCase{c}, nil
 }

@@ -29,8 +29,8 @@ func runHostileMemory(ctx context.Context, o Options, sz hostileSizes, dir strin
 		if err != nil {
 			return knobs, nil, err
 		}
-		if knobs.Values == nil {
-			knobs = w.knobs
+		if knobs == nil {
+			knobs = w.child.ready.Knobs
 		}
 		cases, err := c.run(ctx, w)
 		w.stop()
@@ -45,7 +45,7 @@ func runHostileMemory(ctx context.Context, o Options, sz hostileSizes, dir strin
 // knobAtMost is the worker's knob name (a size or a count, e.g. max-body-bytes), at most
 // limit.
 func (w *hostileWorker) knobAtMost(name string, limit int) int {
-	if n, err := worker.ParseBytes(w.knobs.Values[name]); err == nil && n > 0 && n < int64(limit) {
+	if n, err := worker.ParseBytes(w.child.ready.Knobs[name]); err == nil && n > 0 && n < int64(limit) {
 		return int(n)
 	}
 	return limit

@@ -2,18 +2,14 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"sync"
 	"time"
 )
 
-// hostileWorker is one worker child of the hostile scenario with a client to it.
+// hostileWorker is one worker child of the hostile scenario (its address and knobs in its
+// ready line) with a client to it.
 type hostileWorker struct {
 	child  *workerChild
 	client *hostileClient
-	addr   string
-	knobs  hostileKnobs
 	sz     hostileSizes
 	o      Options
 	// killed is set when a guard killed the child; every later phase is skipped.
@@ -26,12 +22,7 @@ func startHostileWorker(ctx context.Context, o Options, sz hostileSizes, url, in
 	if err != nil {
 		return nil, err
 	}
-	var ready workerChildReady
-	if err := json.Unmarshal(ch.ready, &ready); err != nil || ready.Addr == "" {
-		ch.stop()
-		return nil, fmt.Errorf("hostile child: bad ready line %q: %v", ch.ready, err)
-	}
-	return &hostileWorker{child: ch, client: newHostileClient(ready.Addr), addr: ready.Addr, knobs: ready.hostileKnobs, sz: sz, o: o}, nil
+	return &hostileWorker{child: ch, client: newHostileClient(ch.ready.Addr), sz: sz, o: o}, nil
 }
 
 func (w *hostileWorker) stop() {
@@ -64,14 +55,13 @@ func (w *hostileWorker) phase(ctx context.Context, key, name, request string, f 
 		return c
 	}
 	c.Before = w.child.resetPeak()
-	g := guardRSS(w.child, w.sz.rssGuard)
+	endGuard := guardRSS(w.child, w.sz.rssGuard)
 	cctx, cancel := context.WithTimeout(ctx, w.sz.caseTimeout)
 	start := time.Now()
 	c.Answers, c.Note, c.Counts = f(cctx)
 	c.Elapsed = time.Since(start)
 	cancel()
-	peakAtKill := g.end()
-	if peakAtKill > 0 {
+	if peakAtKill := endGuard(); peakAtKill > 0 {
 		c.Killed, c.Peak, w.killed = true, peakAtKill, true
 	} else {
 		c.Peak = w.child.peak()
@@ -91,35 +81,20 @@ func (w *hostileWorker) phase(ctx context.Context, key, name, request string, f 
 	return c
 }
 
-// rssGuard kills a child whose RSS passes limit: the machine's memory is shared, and a
-// worker without bounds reaches many GiB on the wide-row case.
-type rssGuard struct {
-	stop context.CancelFunc
-	wg   sync.WaitGroup
-	// peakAtKill is the peak RSS at which the guard killed the child (0 = it did not); end
-	// returns it once the guard has stopped.
-	peakAtKill int64
-}
-
 // rssGuardPoll is how often the guard reads the child's RSS; at a few GiB/s of growth the
 // child overshoots the limit by tens of MiB at most.
 const rssGuardPoll = 10 * time.Millisecond
 
-func guardRSS(c *workerChild, limit int64) *rssGuard {
-	ctx, stop := context.WithCancel(context.Background())
-	g := &rssGuard{stop: stop}
-	every(ctx, &g.wg, rssGuardPoll, func() {
-		if g.peakAtKill == 0 && c.rss() > limit {
-			g.peakAtKill = max(c.peak(), c.rss())
+// guardRSS kills c once its RSS passes limit: the machine's memory is shared, and a worker
+// without bounds reaches many GiB on the wide-row case. end stops the guard and returns the
+// peak RSS at which it killed the child (0 = it did not).
+func guardRSS(c *workerChild, limit int64) (end func() int64) {
+	var peakAtKill int64
+	stop := poll(rssGuardPoll, func() {
+		if peakAtKill == 0 && c.rss() > limit {
+			peakAtKill = max(c.peak(), c.rss())
 			c.kill()
 		}
 	})
-	return g
-}
-
-// end stops the guard and returns the peak RSS at which it killed the child (0 = it did not).
-func (g *rssGuard) end() int64 {
-	g.stop()
-	g.wg.Wait()
-	return g.peakAtKill
+	return func() int64 { stop(); return peakAtKill }
 }

@@ -51,7 +51,8 @@ func memoryChild(ctx context.Context, o Options) error {
 		}
 		stores = append(stores, s)
 	}
-	rssStart := procStatus(os.Getpid(), "VmRSS")
+	self := procRSS(os.Getpid())
+	rssStart := self.rss()
 	var maxReserved, maxAllocated, maxWaiting, maxHeapLive, maxHeap atomic.Int64
 	profile := os.Getenv("WALKEEPER_BENCH_MEMPROFILE")
 	if profile != "" {
@@ -59,9 +60,7 @@ func memoryChild(ctx context.Context, o Options) error {
 	}
 	var profiledLive int64
 	heap := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/heap/objects:bytes"}}
-	sctx, stopSampling := context.WithCancel(ctx)
-	var sampling sync.WaitGroup
-	every(sctx, &sampling, 200*time.Microsecond, func() {
+	stopSampling := poll(200*time.Microsecond, func() {
 		raiseTo(&maxReserved, b.Reserved())
 		raiseTo(&maxAllocated, b.Allocated())
 		raiseTo(&maxWaiting, int64(b.Waiting()))
@@ -119,7 +118,6 @@ func memoryChild(ctx context.Context, o Options) error {
 	}
 	wg.Wait()
 	stopSampling()
-	sampling.Wait()
 	if firstErr != nil {
 		return firstErr
 	}
@@ -127,7 +125,7 @@ func memoryChild(ctx context.Context, o Options) error {
 		writeProfile(profile, "allocs")
 	}
 	out := memoryChildResult{
-		VmHWM: procStatus(os.Getpid(), "VmHWM"), VmRSSStart: rssStart, MaxReserved: maxReserved.Load(), MaxAllocated: maxAllocated.Load(),
+		VmHWM: self.peak(), VmRSSStart: rssStart, MaxReserved: maxReserved.Load(), MaxAllocated: maxAllocated.Load(),
 		MaxHeapLive: maxHeapLive.Load(), MaxHeap: maxHeap.Load(),
 		Prepared: done, Elapsed: time.Since(start).Seconds(), MaxWaiting: int(maxWaiting.Load()), Busy: busy,
 	}

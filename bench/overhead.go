@@ -108,9 +108,6 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 			dev.MetricsPort = sv.metrics
 		}
 		logDir := filepath.Join(dir, fmt.Sprintf("server%d", i))
-		if err := os.MkdirAll(logDir, 0o755); err != nil {
-			return err
-		}
 		if v.cluster {
 			sv.tenv, err = startCluster(ctx, o, logDir, sv.metrics, nil)
 			if errors.Is(err, cachebin.ErrNotInstalled) && os.Getenv("CI") == "" {
@@ -146,13 +143,19 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 		return err
 	}
 
+	// scrapeAll reads every server's persistence counters (nil where it exports none).
+	scrapeAll := func() []persistenceOps {
+		out := make([]persistenceOps, len(servers))
+		for i, sv := range servers {
+			out[i], _ = scrapePersistence(ctx, sv.metrics)
+		}
+		return out
+	}
 	// Idle cost first, before any workflow ran: persistence requests and CPU per second.
 	if o.Temporal == "" {
 		o.progressf("temporal-overhead: measuring idle servers for %s", idleWindow)
-		before := make([]persistenceOps, len(servers))
-		cpu0 := make([]time.Duration, len(servers))
+		before, cpu0 := scrapeAll(), make([]time.Duration, len(servers))
 		for i, sv := range servers {
-			before[i], _ = scrapePersistence(ctx, sv.metrics)
 			cpu0[i], _ = processCPU(sv.tenv.serverPID())
 		}
 		t0 := time.Now()
@@ -198,24 +201,16 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 	// once the server has reported them (settle) and less the server's idle rate: the bare
 	// workflows run outside it.
 	const settle = 2 * time.Second
-	scrapeAll := func() ([]persistenceOps, time.Time) {
+	window := func() ([]persistenceOps, time.Time) {
 		if o.Temporal != "" {
 			return nil, time.Now()
 		}
 		time.Sleep(settle)
-		out := make([]persistenceOps, len(servers))
-		for i, sv := range servers {
-			out[i], _ = scrapePersistence(ctx, sv.metrics)
-		}
-		return out, time.Now()
+		return scrapeAll(), time.Now()
 	}
-	reqBefore := make([]float64, len(servers))
-	for i, sv := range servers {
-		ops, _ := scrapePersistence(ctx, sv.metrics)
-		reqBefore[i] = ops.total()
-	}
+	reqBefore := scrapeAll()
 	for rep := 0; rep < o.reps(); rep++ {
-		opsBefore, windowStart := scrapeAll()
+		opsBefore, windowStart := window()
 		wfTotal := make([]time.Duration, len(servers))
 		wfLat := make([][]time.Duration, len(servers))
 		var dTotal time.Duration
@@ -254,7 +249,7 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 			}
 		}
 		if opsBefore != nil {
-			opsAfter, windowEnd := scrapeAll()
+			opsAfter, windowEnd := window()
 			for i, sv := range servers {
 				if opsBefore[i] == nil || opsAfter[i] == nil {
 					continue
@@ -291,7 +286,7 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 	}
 	for i, sv := range servers {
 		if after, err := scrapePersistence(ctx, sv.metrics); err == nil {
-			sv.requests = after.total() - reqBefore[i]
+			sv.requests = after.total() - reqBefore[i].total()
 		}
 	}
 	d, r, dp := spreadOf(dRates), spreadOf(ratios), spreadOf(dP50)

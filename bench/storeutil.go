@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -171,6 +172,31 @@ func eachN(limit, n int, f func(i int) error) error {
 		g.Go(func() error { return f(i) })
 	}
 	return g.Wait()
+}
+
+// every runs f every d until ctx ends, in a goroutine counted by wg; a call longer than d
+// drops the ticks it missed.
+func every(ctx context.Context, wg *sync.WaitGroup, d time.Duration, f func()) {
+	wg.Go(func() {
+		tk := time.NewTicker(d)
+		defer tk.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tk.C:
+				f()
+			}
+		}
+	})
+}
+
+// poll runs f every d (as every does) until the returned stop, which waits for the last call.
+func poll(d time.Duration, f func()) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	every(ctx, &wg, d, f)
+	return func() { cancel(); wg.Wait() }
 }
 
 // raiseTo raises a to v if v is larger.

@@ -91,14 +91,17 @@ func (e *temporalEnv) dial(ctx context.Context, o Options) error {
 }
 
 // startTemporal connects to o.Temporal or starts `temporal server start-dev` (headless,
-// in-memory database, server log in logDir/temporal.log) with dev's ServerDefaults,
-// MetricsPort and DynamicConfig.
+// in-memory database, server log in logDir/temporal.log, logDir made if missing) with dev's
+// ServerDefaults, MetricsPort and DynamicConfig.
 func startTemporal(ctx context.Context, o Options, logDir string, dev devserver.Options) (*temporalEnv, error) {
 	env := &temporalEnv{hostPort: o.Temporal}
 	if env.hostPort == "" {
 		o.progressf("starting Temporal dev server (temporal server start-dev, headless)")
 		dev.Install, dev.Headless, dev.LogLevel, dev.Output, dev.Progress = true, true, "error", io.Discard, o.Progress
 		if logDir != "" {
+			if err := os.MkdirAll(logDir, 0o755); err != nil {
+				return nil, err
+			}
 			f, err := os.Create(filepath.Join(logDir, "temporal.log"))
 			if err == nil {
 				defer func() { _ = f.Sync() }()

@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -28,8 +29,8 @@ import (
 // (fleet-worker, hostile) run it so that the RSS is the worker's alone.
 type workerChild struct {
 	proc *os.Process
-	// ready is the child's ready line (JSON).
-	ready  []byte
+	procRSS
+	ready  workerChildReady
 	stdin  io.WriteCloser
 	stderr *devserver.TailBuffer
 	done   chan struct{}
@@ -40,7 +41,7 @@ type workerChild struct {
 const workerChildReadyWait = 2 * time.Minute
 
 // startWorkerChild re-executes the bench as scenario's child half with params, and waits for
-// its ready line.
+// its ready line and reads it.
 func startWorkerChild(ctx context.Context, o Options, scenario string, params any) (*workerChild, error) {
 	cmd, err := childCmd(ctx, o, scenario, params)
 	if err != nil {
@@ -59,7 +60,7 @@ func startWorkerChild(ctx context.Context, o Options, scenario string, params an
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	ch.proc = cmd.Process
+	ch.proc, ch.procRSS = cmd.Process, procRSS(cmd.Process.Pid)
 	ready := make(chan []byte, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -83,24 +84,16 @@ func startWorkerChild(ctx context.Context, o Options, scenario string, params an
 			<-ch.done
 			return nil, fmt.Errorf("%s child exited before it was ready:\n%s", scenario, lastLines(ch.stderr.String(), 20))
 		}
-		ch.ready = line
+		if err := json.Unmarshal(line, &ch.ready); err != nil || ch.ready.Addr == "" {
+			ch.stop()
+			return nil, fmt.Errorf("%s child: bad ready line %q: %v", scenario, line, err)
+		}
 	case <-time.After(workerChildReadyWait):
 		ch.kill()
 		return nil, fmt.Errorf("%s child not ready within %s", scenario, workerChildReadyWait)
 	}
 	return ch, nil
 }
-
-// resetPeak resets the child's VmHWM to its current RSS and returns that RSS.
-func (c *workerChild) resetPeak() int64 {
-	resetPeakRSSOf(c.proc.Pid)
-	return c.rss()
-}
-
-// peak is the child's VmHWM: its largest RSS since start or the last resetPeak.
-func (c *workerChild) peak() int64 { return procStatus(c.proc.Pid, "VmHWM") }
-
-func (c *workerChild) rss() int64 { return procStatus(c.proc.Pid, "VmRSS") }
 
 // exited reports whether the child has exited.
 func (c *workerChild) exited() bool {
@@ -144,9 +137,9 @@ type workerChildParams struct {
 
 // workerChildReady is a worker child's ready line.
 type workerChildReady struct {
-	Ready bool   `json:"ready"`
-	Addr  string `json:"addr"`
-	hostileKnobs
+	Ready bool         `json:"ready"`
+	Addr  string       `json:"addr"`
+	Knobs hostileKnobs `json:"knobs"`
 }
 
 // workerChildHalf is the child half of fleet-worker and hostile: one worker configured through
@@ -167,9 +160,9 @@ func workerChildHalf(ctx context.Context, _ Options) error {
 			return fmt.Errorf("worker child: --%s=%s: %w", k, set[k], err)
 		}
 	}
-	ready := workerChildReady{Ready: true, hostileKnobs: hostileKnobs{Values: map[string]string{}}}
+	ready := workerChildReady{Ready: true, Knobs: hostileKnobs{}}
 	for _, k := range hostileReportedKnobs {
-		ready.Values[k] = fs.Lookup(k).Value.String()
+		ready.Knobs[k] = fs.Lookup(k).Value.String()
 	}
 	// Warnings and errors go to stderr, which the parent keeps the tail of for its errors.
 	logger := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(os.Stderr), zapcore.WarnLevel))

@@ -22,11 +22,8 @@ import (
 func newRootCmd() *cobra.Command {
 	var (
 		o          bench.Options
-		out        string
-		workDir    string
 		logLevel   string
 		failOnMiss bool
-		child      bool
 		cpuProfile string
 		budgetsMiB []int
 		guardMiB   int
@@ -114,21 +111,18 @@ scenarios nor the plotting library (docs/decisions/0151-benchmarks-in-their-own-
 				}
 				return exec.CommandContext(ctx, exe, scenario, "--child")
 			}
-			if child {
-				o.Child = true
+			if o.Child {
 				_, err := bench.Run(ctx, name, o)
 				return err
 			}
-			if out == "" {
-				out = filepath.Join("walkeeper-bench-results", time.Now().Format("20060102-150405"))
+			if o.OutDir == "" {
+				o.OutDir = filepath.Join("walkeeper-bench-results", time.Now().Format("20060102-150405"))
 			}
-			if err := os.MkdirAll(out, 0o755); err != nil {
+			if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
 				return err
 			}
-			o.OutDir = out
-			o.WorkDir = workDir
 			o.Progress = cmd.ErrOrStderr()
-			logger, closeLog, err := benchLogger(filepath.Join(out, "walkeeper.log"), logLevel)
+			logger, closeLog, err := benchLogger(filepath.Join(o.OutDir, "walkeeper.log"), logLevel)
 			if err != nil {
 				return cli.Usage(err)
 			}
@@ -147,7 +141,7 @@ scenarios nor the plotting library (docs/decisions/0151-benchmarks-in-their-own-
 			}
 			missed := 0
 			for _, n := range run {
-				fmt.Fprintf(cmd.ErrOrStderr(), "== bench %s (quick=%v) → %s\n", n, o.Quick, out)
+				fmt.Fprintf(cmd.ErrOrStderr(), "== bench %s (quick=%v) → %s\n", n, o.Quick, o.OutDir)
 				res, err := bench.Run(ctx, n, o)
 				if err != nil {
 					return fmt.Errorf("bench %s: %w", n, err)
@@ -159,7 +153,7 @@ scenarios nor the plotting library (docs/decisions/0151-benchmarks-in-their-own-
 					}
 				}
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "results in %s\n", out)
+			fmt.Fprintf(cmd.ErrOrStderr(), "results in %s\n", o.OutDir)
 			if failOnMiss && missed > 0 {
 				return fmt.Errorf("%d target(s) missed", missed)
 			}
@@ -170,8 +164,8 @@ scenarios nor the plotting library (docs/decisions/0151-benchmarks-in-their-own-
 	fs := cmd.Flags()
 	fs.StringVar(&o.Temporal, "temporal", "", "host:port of a running Temporal frontend for the scenarios that need one (default: start a dev server)")
 	fs.BoolVar(&o.Quick, "quick", false, "smoke-test size: under 2 minutes per scenario")
-	fs.StringVar(&out, "out", "", "directory for results (markdown, JSON, CSV, PNG, walkeeper.log); default ./walkeeper-bench-results/<time>")
-	fs.StringVar(&workDir, "work-dir", "", "directory for the stores a scenario writes (default: the system temp dir); removed afterwards")
+	fs.StringVar(&o.OutDir, "out", "", "directory for results (markdown, JSON, CSV, PNG, walkeeper.log); default ./walkeeper-bench-results/<time>")
+	fs.StringVar(&o.WorkDir, "work-dir", "", "directory for the stores a scenario writes (default: the system temp dir); removed afterwards")
 	fs.IntVar(&o.Reps, "reps", 0, "repetitions (default 5, or 1 with --quick; fairness: 1, its sides taking turns to go first)")
 	fs.DurationVar(&o.Duration, "duration", 0, "length of each side of the incident replay (default 4m, 40s with --quick)")
 	fs.IntVar(&o.Shards, "shards", 0, "incident: number of shards (worker processes) per side (default 20, 4 with --quick)")
@@ -189,7 +183,7 @@ scenarios nor the plotting library (docs/decisions/0151-benchmarks-in-their-own-
 	fs.StringVar(&logLevel, "log-level", "warn", "level of walkeeper's own log, written to <out>/walkeeper.log")
 	fs.BoolVar(&failOnMiss, "fail-on-miss", false, "exit 1 when a target is missed")
 	fs.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
-	fs.BoolVar(&child, "child", false, "run the child half of a scenario (internal)")
+	fs.BoolVar(&o.Child, "child", false, "run the child half of a scenario (internal)")
 	_ = fs.MarkHidden("child")
 	return cmd
 }

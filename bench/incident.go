@@ -417,14 +417,6 @@ func incidentSideRun(ctx context.Context, o Options, p incidentParams, rep int, 
 			cfg.ShardPollers, cfg.DeadlockDetection = 1, 10*time.Second
 		}
 		var nodes []*node
-		for i, db := range dbs {
-			cfg.NoSharedWorker = p.wide() && i >= sharedWorkerNodes
-			n, err := startNode(ctx, tenv.client, db, cfg, log)
-			if err != nil {
-				return out, err
-			}
-			nodes = append(nodes, n)
-		}
 		stopSystem = sync.OnceFunc(func() {
 			_ = temporaladmin.DeleteSchedule(context.WithoutCancel(ctx), tenv.client, temporaladmin.SweepScheduleID) // the schedule and its running window
 			var wg sync.WaitGroup
@@ -433,6 +425,15 @@ func incidentSideRun(ctx context.Context, o Options, p incidentParams, rep int, 
 			}
 			wg.Wait()
 		})
+		for i, db := range dbs {
+			cfg.NoSharedWorker = p.wide() && i >= sharedWorkerNodes
+			n, err := startNode(ctx, tenv.client, db, cfg, log)
+			if err != nil {
+				stopSystem() // the nodes that did start
+				return out, err
+			}
+			nodes = append(nodes, n)
+		}
 	} else {
 		var bwg sync.WaitGroup
 		for _, db := range dbs {

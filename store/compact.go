@@ -201,6 +201,7 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 	})
 	if err != nil {
 		s.countCompact("failed")
+		s.countCorrupt(err) // a batch that decodes wrong only now, past the inputs' checks
 		_ = s.db.bucket.Delete(ctx, out.Path)
 		return res, fmt.Errorf("write compacted run: %w", err)
 	}

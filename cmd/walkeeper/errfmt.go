@@ -33,9 +33,7 @@ func errorLine(err error) string {
 			msg = cause
 		}
 	}
-	if i := strings.IndexByte(msg, '\n'); i >= 0 {
-		msg = msg[:i]
-	}
+	msg, _, _ = strings.Cut(msg, "\n")
 	msg = dedupeSegments(msg)
 	return strings.TrimRight(msg, " :;")
 }
@@ -150,10 +148,7 @@ func (e *unreachableError) Unwrap() error { return e.err }
 // several times ("failed reaching server: last connection error: connection error: desc =
 // \"transport: Error while dialing: dial tcp 127.0.0.1:1: connect: connection refused\"").
 func transportCause(err error) string {
-	msg := strings.TrimSpace(err.Error())
-	if i := strings.IndexByte(msg, '\n'); i >= 0 {
-		msg = msg[:i]
-	}
+	msg, _, _ := strings.Cut(strings.TrimSpace(err.Error()), "\n")
 	msg = strings.TrimRight(msg, `"`)
 	if i := strings.LastIndex(msg, ": "); i >= 0 && i+2 < len(msg) {
 		msg = msg[i+2:]

@@ -123,8 +123,7 @@ func dedupeSegments(msg string) string {
 // exitCodeOf maps an error to the exit status: 2 for bad usage and bad input (a malformed
 // target, a store that does not exist), 1 for every other failure.
 func exitCodeOf(err error) int {
-	var missing *storeMissingError
-	if cli.IsUsageError(err) || errors.Is(err, target.ErrInvalidInput) || errors.As(err, &missing) {
+	if cli.IsUsageError(err) || errors.Is(err, target.ErrInvalidInput) || errors.As(err, new(*storeMissingError)) {
 		return cli.ExitUsage
 	}
 	return cli.ExitFailure

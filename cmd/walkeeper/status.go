@@ -365,8 +365,7 @@ func statusTarget(ctx context.Context, out io.Writer, sv stuckView, db *store.DB
 func printWorkflow(ctx context.Context, out io.Writer, sv stuckView, typ, id string) error {
 	c := sv.c
 	d, err := c.DescribeWorkflow(ctx, id, "")
-	var nf *serviceerror.NotFound
-	if errors.As(err, &nf) {
+	if errors.As(err, new(*serviceerror.NotFound)) {
 		fmt.Fprintf(out, "%s %s: no run on record\n", typ, id)
 		return nil
 	}

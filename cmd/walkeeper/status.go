@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -218,18 +217,19 @@ func statusAll(ctx context.Context, out io.Writer, sv stuckView, db *store.DB, l
 		stuck := "-"
 		// Only runs older than a minute are described, and at most 100 of them: a young run
 		// cannot have failed its workflow task three times.
-		if time.Since(r.start) >= stuckMinAge && described < maxStuckDescribes {
+		if time.Since(r.Start) >= stuckMinAge && described < maxStuckDescribes {
 			described++
-			stuck = dash(sv.note(ctx, r.id, r.runID))
+			stuck = dash(sv.note(ctx, r.WorkflowID, r.RunID))
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s ago\t%s\n", r.typ, r.target, r.id, r.runID, time.Since(r.start).Round(time.Second), stuck)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s ago\t%s\n", r.Workflow, r.target, r.WorkflowID, r.RunID, time.Since(r.Start).Round(time.Second), stuck)
 	}
 	return tw.Flush()
 }
 
+// runningWorkflow is a running run with the target it merges.
 type runningWorkflow struct {
-	typ, target, id, runID string
-	start                  time.Time
+	historyRun
+	target string
 }
 
 // listRunning returns up to limit running merges and compactions (visibility lists the
@@ -246,23 +246,14 @@ func listRunning(ctx context.Context, c client.Client, limit int) ([]runningWork
 	execs := resp.GetExecutions()
 	out := make([]runningWorkflow, 0, min(len(execs), limit))
 	for _, e := range execs[:min(len(execs), limit)] {
-		r := runningWorkflow{
-			typ:   e.GetType().GetName(),
-			id:    e.GetExecution().GetWorkflowId(),
-			runID: e.GetExecution().GetRunId(),
-			start: e.GetStartTime().AsTime(),
-		}
-		r.target = targetFromWorkflowID(r.id)
+		r := runningWorkflow{historyRun: historyRunOf(e, uiLinks{}), target: targetFromWorkflowID(e.GetExecution().GetWorkflowId())}
 		if s := observedString(e.GetSearchAttributes().GetIndexedFields()[contract.WalTargetName]); s != nil {
 			r.target = *s
 		}
 		out = append(out, r)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].target != out[j].target {
-			return out[i].target < out[j].target
-		}
-		return out[i].typ < out[j].typ
+	slices.SortFunc(out, func(a, b runningWorkflow) int {
+		return cmp.Or(strings.Compare(a.target, b.target), strings.Compare(a.Workflow, b.Workflow))
 	})
 	return out, max(count.GetCount(), int64(len(out))), nil
 }
@@ -295,7 +286,7 @@ func runningOf(ctx context.Context, c client.Client, stores []store.StoreInfo) (
 		}
 	}
 	for _, types := range out {
-		sort.Strings(types)
+		slices.Sort(types)
 	}
 	return out, nil
 }

@@ -66,6 +66,9 @@ func NewFlusher(opts FlusherOptions) *Flusher {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
+	if opts.Metrics == nil {
+		opts.Metrics = NewMetrics(nil) // a registry nobody reads
+	}
 	if opts.Flush == nil {
 		opts.Flush = func(ctx context.Context, s *store.Store) (store.FlushResult, error) { return s.Flush(ctx) }
 	}
@@ -150,9 +153,7 @@ func (fl *Flusher) FlushKind(ctx context.Context, k store.Kind) {
 			stores = append(stores, s)
 		}
 	}
-	if fl.metrics != nil {
-		fl.metrics.flusherStores.WithLabelValues(string(k)).Set(float64(len(stores)))
-	}
+	fl.metrics.flusherStores.WithLabelValues(string(k)).Set(float64(len(stores)))
 	fl.triggers.forgetUnflushed(k, stores)
 	for _, s := range stores {
 		if ctx.Err() != nil {
@@ -176,9 +177,7 @@ func (fl *Flusher) flushStore(ctx context.Context, s *store.Store) {
 	fl.mu.Lock()
 	if fl.inflight[key] {
 		fl.mu.Unlock()
-		if fl.metrics != nil {
-			fl.metrics.flusherSkipped.WithLabelValues(kind).Inc()
-		}
+		fl.metrics.flusherSkipped.WithLabelValues(kind).Inc()
 		fl.log.Debug("flush sweeper skips a store whose previous seal is still running", zap.String("target", key))
 		return
 	}
@@ -196,7 +195,7 @@ func (fl *Flusher) flushStore(ctx context.Context, s *store.Store) {
 		defer cancelSeal()
 		defer unhook()
 		res, err := fl.opts.Flush(sealCtx, s)
-		if err == nil && fl.metrics != nil {
+		if err == nil {
 			fl.metrics.flusherFlush.Observe(time.Since(started).Seconds())
 		}
 		fl.mu.Lock()
@@ -211,12 +210,8 @@ func (fl *Flusher) flushStore(ctx context.Context, s *store.Store) {
 	select {
 	case out = <-done:
 	case <-timer.C:
-		if fl.metrics != nil {
-			fl.metrics.flusherTimeouts.WithLabelValues(kind).Inc()
-			if fl.metrics.Store != nil {
-				fl.metrics.Store.FlushTotal.WithLabelValues(kind, "timeout").Inc()
-			}
-		}
+		fl.metrics.flusherTimeouts.WithLabelValues(kind).Inc()
+		fl.metrics.Store.FlushTotal.WithLabelValues(kind, "timeout").Inc()
 		fl.log.Warn("flush sweeper timed out; abandoning this store this tick",
 			zap.String("target", key), zap.String("kind", kind), zap.Duration("timeout", fl.opts.Timeout))
 		return

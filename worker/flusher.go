@@ -17,17 +17,9 @@ type FlusherOptions struct {
 	Timeout  time.Duration // per-store seal timeout (0 = max(5 × Interval, 30s)); a slower seal is abandoned for the tick
 	// MergeAfterGenerations is the count trigger threshold (0 = off).
 	MergeAfterGenerations int
-	// SerialPrepare makes count-trigger starts visit shards one pass at a time instead of
-	// asking for parallel prepares (Config.MergeParallelPrepare false). The zero value keeps
-	// the default: parallel prepares, which overlap the storage round trips of different
-	// shards; commits stay one at a time either way.
-	SerialPrepare bool
-	// ShardsPerCommit is MergeWalInput.MaxShardsPerCommit of count-trigger starts
-	// (Config.MergeShardsPerCommit; 0 = the workflow's default).
-	ShardsPerCommit int
-	// PrepareConcurrency is MergeWalInput.PrepareConcurrency of count-trigger starts
-	// (Config.MergePrepareConcurrency; 0 = the workflow's default).
-	PrepareConcurrency int
+	// CountInput carries the knobs of count-trigger starts: ParallelPrepare,
+	// MaxShardsPerCommit and PrepareConcurrency (Config.MergeParallelPrepare, …).
+	CountInput contract.MergeWalInput
 	// Start starts or attaches to MergeWal; nil disables the count trigger.
 	Start   MergeStarter
 	Logger  *zap.Logger
@@ -81,9 +73,8 @@ func NewFlusher(opts FlusherOptions) *Flusher {
 		endLife: endLife,
 		opts:    opts,
 		triggers: &mergeTriggers{start: opts.Start, threshold: opts.MergeAfterGenerations,
-			countInput: contract.MergeWalInput{ParallelPrepare: !opts.SerialPrepare,
-				MaxShardsPerCommit: opts.ShardsPerCommit, PrepareConcurrency: opts.PrepareConcurrency},
-			log: opts.Logger, metrics: opts.Metrics, life: life,
+			countInput: opts.CountInput,
+			log:        opts.Logger, metrics: opts.Metrics, life: life,
 			retry: map[string]bool{}, inflight: map[string]bool{}},
 		log:      opts.Logger,
 		metrics:  opts.Metrics,

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -68,15 +69,9 @@ func (a *apiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r = r.WithContext(context.WithValue(r.Context(), reqInfoKey{}, ri))
 	sw := &statusWriter{ResponseWriter: w}
 	h, pattern := a.mux.Handler(r)
-	route := pattern
-	if route == "" {
-		route = "unmatched"
-	}
+	route := cmp.Or(pattern, "unmatched")
 	a.serve(sw, r, h, pattern)
-	status := sw.status
-	if status == 0 {
-		status = http.StatusOK
-	}
+	status := cmp.Or(sw.status, http.StatusOK)
 	d := time.Since(start)
 	a.metrics.httpRequests.WithLabelValues(route, strconv.Itoa(status)).Inc()
 	a.metrics.httpSeconds.WithLabelValues(route).Observe(d.Seconds())

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"net/http"
 	"time"
 
@@ -163,11 +164,7 @@ func (m *Metrics) Handler() http.Handler {
 
 // ActivityDone implements activities.Metrics.
 func (m *Metrics) ActivityDone(activity string, kind store.Kind, outcome string, d time.Duration) {
-	k := string(kind)
-	if k == "" {
-		k = "all"
-	}
-	m.activities.WithLabelValues(activity, k, outcome).Inc()
+	m.activities.WithLabelValues(activity, cmp.Or(string(kind), "all"), outcome).Inc()
 	m.activitySeconds.WithLabelValues(activity).Observe(d.Seconds())
 }
 

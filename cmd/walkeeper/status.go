@@ -310,7 +310,6 @@ func targetStats(ctx context.Context, db *store.DB, t store.Target) (store.Stats
 }
 
 func statusTarget(ctx context.Context, out io.Writer, sv stuckView, db *store.DB, t store.Target) error {
-	c := sv.c
 	fmt.Fprintf(out, "Target %s\n", t)
 	if db != nil {
 		st, err := targetStats(ctx, db, t)
@@ -338,18 +337,13 @@ func statusTarget(ctx context.Context, out io.Writer, sv stuckView, db *store.DB
 		fmt.Fprintln(out, "  (pass --storage URL, set WALKEEPER_STORAGE or run 'walkeeper dev' for base table and shard stats)")
 	}
 	fmt.Fprintln(out)
-	if c == nil {
+	if sv.c == nil {
 		return nil
 	}
-	for _, wf := range []struct{ typ, id string }{
-		{"MergeWal", contract.MergeWalID(t)},
-		{"CompactBase", contract.CompactID(t)},
-	} {
-		if err := printWorkflow(ctx, out, sv, wf.typ, wf.id); err != nil {
-			return err
-		}
+	if err := printWorkflow(ctx, out, sv, "MergeWal", contract.MergeWalID(t)); err != nil {
+		return err
 	}
-	return nil
+	return printWorkflow(ctx, out, sv, "CompactBase", contract.CompactID(t))
 }
 
 // printWorkflow prints the latest run of workflow id and, while it runs, its status query.

@@ -173,8 +173,7 @@ func startNode(ctx context.Context, c client.Client, db *store.DB, cfg nodeConfi
 	n := &node{db: db, flusher: worker.NewFlusher(worker.FlusherOptions{
 		Interval:              cfg.FlushInterval,
 		MergeAfterGenerations: cfg.MergeAfterGenerations,
-		SerialPrepare:         !cfg.ParallelPrepare,
-		PrepareConcurrency:    cfg.PrepareConcurrency,
+		CountInput:            contract.MergeWalInput{ParallelPrepare: cfg.ParallelPrepare, PrepareConcurrency: cfg.PrepareConcurrency},
 		Start:                 worker.TemporalMergeStarter(c, contract.DefaultMergeRunTimeout, nil),
 		Logger:                log.Named("sweeper"),
 		Metrics:               metrics,

@@ -39,8 +39,7 @@ func EnsureSearchAttributes(ctx context.Context, c client.Client, ns string) err
 			SearchAttributes: missing,
 			Namespace:        ns,
 		})
-		var exists *serviceerror.AlreadyExists
-		if err != nil && !errors.As(err, &exists) {
+		if err != nil && !errors.As(err, new(*serviceerror.AlreadyExists)) {
 			return fmt.Errorf("add search attributes %s in namespace %s: %w", saNames(missing), ns, err)
 		}
 		return nil
@@ -84,8 +83,7 @@ func whileNamespaceUnserved(ctx context.Context, ns string, within time.Duration
 	deadline := time.Now().Add(within)
 	for {
 		err := f()
-		var notFound *serviceerror.NamespaceNotFound
-		if !errors.As(err, &notFound) {
+		if !errors.As(err, new(*serviceerror.NamespaceNotFound)) {
 			return err
 		}
 		if time.Now().After(deadline) {

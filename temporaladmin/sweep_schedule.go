@@ -140,8 +140,7 @@ func SweepNow(ctx context.Context, c client.Client) (string, error) {
 		if err == nil {
 			return "signaled sweep window " + id + " for a round now", nil
 		}
-		var notFound *serviceerror.NotFound
-		if !errors.As(err, &notFound) { // a window that just closed falls through
+		if !errors.As(err, new(*serviceerror.NotFound)) { // a window that just closed falls through
 			return "", fmt.Errorf("signal sweep window %s: %w", id, err)
 		}
 	}
@@ -167,11 +166,8 @@ func SweepNow(ctx context.Context, c client.Client) (string, error) {
 // meanwhile is no error.
 func cancelSweepWindows(ctx context.Context, c client.Client, ids []string) error {
 	for _, id := range ids {
-		if err := c.CancelWorkflow(ctx, id, ""); err != nil {
-			var notFound *serviceerror.NotFound
-			if !errors.As(err, &notFound) {
-				return fmt.Errorf("cancel sweep window %s: %w", id, err)
-			}
+		if err := c.CancelWorkflow(ctx, id, ""); err != nil && !errors.As(err, new(*serviceerror.NotFound)) {
+			return fmt.Errorf("cancel sweep window %s: %w", id, err)
 		}
 	}
 	return nil

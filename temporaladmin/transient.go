@@ -13,11 +13,8 @@ import (
 // or a request past its deadline): what a server that has just started answers until its
 // services, and the workflows behind schedules, are loaded.
 func Transient(err error) bool {
-	var (
-		unavailable *serviceerror.Unavailable
-		deadline    *serviceerror.DeadlineExceeded
-	)
-	return errors.As(err, &unavailable) || errors.As(err, &deadline) || errors.Is(err, context.DeadlineExceeded)
+	return errors.As(err, new(*serviceerror.Unavailable)) || errors.As(err, new(*serviceerror.DeadlineExceeded)) ||
+		errors.Is(err, context.DeadlineExceeded)
 }
 
 // RetryTransient runs op until it returns nil or an error that is not Transient, or until

@@ -31,7 +31,13 @@ func (e *envErrors) register(fs *pflag.FlagSet, k knob, get func() string, set f
 			(*e)[k.Flag] = fmt.Errorf("%s=%q: %w", k.env(), v, err)
 		}
 	}
-	registerKnobFlag(fs, k, &knobValue{get: get, set: set, ok: func() { delete(*e, k.Flag) }, typ: k.Type})
+	f := fs.VarPF(&knobValue{get: get, set: set, ok: func() { delete(*e, k.Flag) }, typ: k.Type}, k.Flag, "", k.usage())
+	if k.Type == "bool" {
+		f.NoOptDefVal = "true"
+	}
+	if k.Secret {
+		f.DefValue = "" // never print a secret from the environment in --help
+	}
 }
 
 // sorted lists the errors in flag order.
@@ -87,27 +93,9 @@ func StringKnobVar(fs *pflag.FlagSet, p *string, flag, def, usage string) {
 	if !ok || k.Type != "string" || k.temporal {
 		panic(fmt.Sprintf("worker.StringKnobVar: %q is not a string knob of the worker", flag))
 	}
-	*p = def
-	if v, ok := os.LookupEnv(k.env()); ok {
-		*p = v
-	}
-	k.Usage = usage
-	registerKnobFlag(fs, k, &knobValue{
-		get: func() string { return *p },
-		set: func(s string) error { *p = s; return nil },
-		ok:  func() {},
-		typ: k.Type,
-	})
-}
-
-func registerKnobFlag(fs *pflag.FlagSet, k knob, v *knobValue) {
-	f := fs.VarPF(v, k.Flag, "", k.usage())
-	if k.Type == "bool" {
-		f.NoOptDefVal = "true"
-	}
-	if k.Secret {
-		f.DefValue = "" // never print a secret from the environment in --help
-	}
+	*p, k.Usage = def, usage
+	// A string always parses, so no environment error is ever recorded.
+	new(envErrors).register(fs, k, func() string { return *p }, func(s string) error { *p = s; return nil })
 }
 
 // knobValue adapts one knob of one config to pflag.Value. Setting it from the command line

@@ -17,17 +17,9 @@ type FlusherOptions struct {
 	Timeout  time.Duration // per-store seal timeout (0 = max(5 × Interval, 30s)); a slower seal is abandoned for the tick
 	// MergeAfterGenerations is the count trigger threshold (0 = off).
 	MergeAfterGenerations int
-	// SerialPrepare makes count-trigger starts visit shards one pass at a time instead of
-	// asking for parallel prepares (Config.MergeParallelPrepare false). The zero value keeps
-	// the default: parallel prepares, which overlap the storage round trips of different
-	// shards; commits stay one at a time either way.
-	SerialPrepare bool
-	// ShardsPerCommit is MergeWalInput.MaxShardsPerCommit of count-trigger starts
-	// (Config.MergeShardsPerCommit; 0 = the workflow's default).
-	ShardsPerCommit int
-	// PrepareConcurrency is MergeWalInput.PrepareConcurrency of count-trigger starts
-	// (Config.MergePrepareConcurrency; 0 = the workflow's default).
-	PrepareConcurrency int
+	// CountInput carries the knobs of count-trigger starts: ParallelPrepare,
+	// MaxShardsPerCommit and PrepareConcurrency (Config.MergeParallelPrepare, …).
+	CountInput contract.MergeWalInput
 	// Start starts or attaches to MergeWal; nil disables the count trigger.
 	Start   MergeStarter
 	Logger  *zap.Logger
@@ -66,6 +58,9 @@ func NewFlusher(opts FlusherOptions) *Flusher {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
+	if opts.Metrics == nil {
+		opts.Metrics = NewMetrics(nil) // a registry nobody reads
+	}
 	if opts.Flush == nil {
 		opts.Flush = func(ctx context.Context, s *store.Store) (store.FlushResult, error) { return s.Flush(ctx) }
 	}
@@ -77,9 +72,7 @@ func NewFlusher(opts FlusherOptions) *Flusher {
 		life:    life,
 		endLife: endLife,
 		opts:    opts,
-		triggers: &mergeTriggers{start: opts.Start, threshold: opts.MergeAfterGenerations,
-			countInput: contract.MergeWalInput{ParallelPrepare: !opts.SerialPrepare,
-				MaxShardsPerCommit: opts.ShardsPerCommit, PrepareConcurrency: opts.PrepareConcurrency},
+		triggers: &mergeTriggers{start: opts.Start, threshold: opts.MergeAfterGenerations, countInput: opts.CountInput,
 			log: opts.Logger, metrics: opts.Metrics, life: life,
 			retry: map[string]bool{}, inflight: map[string]bool{}},
 		log:      opts.Logger,
@@ -150,9 +143,7 @@ func (fl *Flusher) FlushKind(ctx context.Context, k store.Kind) {
 			stores = append(stores, s)
 		}
 	}
-	if fl.metrics != nil {
-		fl.metrics.flusherStores.WithLabelValues(string(k)).Set(float64(len(stores)))
-	}
+	fl.metrics.flusherStores.WithLabelValues(string(k)).Set(float64(len(stores)))
 	fl.triggers.forgetUnflushed(k, stores)
 	for _, s := range stores {
 		if ctx.Err() != nil {
@@ -176,9 +167,7 @@ func (fl *Flusher) flushStore(ctx context.Context, s *store.Store) {
 	fl.mu.Lock()
 	if fl.inflight[key] {
 		fl.mu.Unlock()
-		if fl.metrics != nil {
-			fl.metrics.flusherSkipped.WithLabelValues(kind).Inc()
-		}
+		fl.metrics.flusherSkipped.WithLabelValues(kind).Inc()
 		fl.log.Debug("flush sweeper skips a store whose previous seal is still running", zap.String("target", key))
 		return
 	}
@@ -196,7 +185,7 @@ func (fl *Flusher) flushStore(ctx context.Context, s *store.Store) {
 		defer cancelSeal()
 		defer unhook()
 		res, err := fl.opts.Flush(sealCtx, s)
-		if err == nil && fl.metrics != nil {
+		if err == nil {
 			fl.metrics.flusherFlush.Observe(time.Since(started).Seconds())
 		}
 		fl.mu.Lock()
@@ -211,12 +200,8 @@ func (fl *Flusher) flushStore(ctx context.Context, s *store.Store) {
 	select {
 	case out = <-done:
 	case <-timer.C:
-		if fl.metrics != nil {
-			fl.metrics.flusherTimeouts.WithLabelValues(kind).Inc()
-			if fl.metrics.Store != nil {
-				fl.metrics.Store.FlushTotal.WithLabelValues(kind, "timeout").Inc()
-			}
-		}
+		fl.metrics.flusherTimeouts.WithLabelValues(kind).Inc()
+		fl.metrics.Store.FlushTotal.WithLabelValues(kind, "timeout").Inc()
 		fl.log.Warn("flush sweeper timed out; abandoning this store this tick",
 			zap.String("target", key), zap.String("kind", kind), zap.Duration("timeout", fl.opts.Timeout))
 		return

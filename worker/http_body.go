@@ -44,8 +44,7 @@ func (a *apiServer) readBody(w http.ResponseWriter, r *http.Request, allowEmpty 
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, a.cfg.MaxBodyBytes))
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
+		if errors.As(err, new(*http.MaxBytesError)) {
 			return nil, err
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) {

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"bytes"
+	"cmp"
 	"encoding"
 	"encoding/json"
 	"net/http"
@@ -168,9 +169,6 @@ func addStructMembers(members map[string]reflect.Type, t reflect.Type) {
 		if !f.IsExported() {
 			continue
 		}
-		if name == "" {
-			name = f.Name
-		}
-		members[name] = f.Type
+		members[cmp.Or(name, f.Name)] = f.Type
 	}
 }

@@ -123,21 +123,16 @@ func (a *apiServer) mergeWal(w http.ResponseWriter, r *http.Request) error {
 // ended counts: an activity's or a child's cancel or timeout that failed the run arrives
 // wrapped in that activity's or child's error.
 func mergeEndedEarly(id string, err error, ids map[string]any) *apiError {
-	var activity *temporal.ActivityError
-	var child *temporal.ChildWorkflowExecutionError
-	if errors.As(err, &activity) || errors.As(err, &child) {
+	if errors.As(err, new(*temporal.ActivityError)) || errors.As(err, new(*temporal.ChildWorkflowExecutionError)) {
 		return nil
 	}
-	var canceled *temporal.CanceledError
-	var terminated *temporal.TerminatedError
-	var timeout *temporal.TimeoutError
 	status, code, how := http.StatusConflict, CodeMergeStopped, ""
 	switch {
-	case errors.As(err, &canceled):
+	case errors.As(err, new(*temporal.CanceledError)):
 		how = "was cancelled before it finished"
-	case errors.As(err, &terminated):
+	case errors.As(err, new(*temporal.TerminatedError)):
 		how = "was terminated before it finished (temporal workflow terminate, or a reset replaced the run)"
-	case errors.As(err, &timeout):
+	case errors.As(err, new(*temporal.TimeoutError)):
 		status, code, how = http.StatusGatewayTimeout, CodeMergeTimedOut, "ran past its run timeout (--merge-run-timeout) and Temporal ended it"
 	default:
 		return nil

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -68,15 +69,9 @@ func (a *apiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r = r.WithContext(context.WithValue(r.Context(), reqInfoKey{}, ri))
 	sw := &statusWriter{ResponseWriter: w}
 	h, pattern := a.mux.Handler(r)
-	route := pattern
-	if route == "" {
-		route = "unmatched"
-	}
+	route := cmp.Or(pattern, "unmatched")
 	a.serve(sw, r, h, pattern)
-	status := sw.status
-	if status == 0 {
-		status = http.StatusOK
-	}
+	status := cmp.Or(sw.status, http.StatusOK)
 	d := time.Since(start)
 	a.metrics.httpRequests.WithLabelValues(route, strconv.Itoa(status)).Inc()
 	a.metrics.httpSeconds.WithLabelValues(route).Observe(d.Seconds())
@@ -124,13 +119,13 @@ func (a *apiServer) serve(w http.ResponseWriter, r *http.Request, h http.Handler
 	if pattern == "" {
 		// Not found, method not allowed or a redirect: let the mux decide the status and
 		// headers, then answer in JSON.
-		cw := &captureWriter{header: http.Header{}}
+		cw := &statusWriter{ResponseWriter: discardWriter{}}
 		h.ServeHTTP(cw, r)
 		switch cw.status {
 		case http.StatusMethodNotAllowed:
-			w.Header().Set("Allow", cw.header.Get("Allow"))
+			w.Header().Set("Allow", cw.Header().Get("Allow"))
 			a.fail(w, r, newAPIError(http.StatusMethodNotAllowed, CodeMethodNotAllowed,
-				"%s is not allowed on %s (allowed: %s)", clipText(r.Method), clipText(r.URL.Path), cw.header.Get("Allow")))
+				"%s is not allowed on %s (allowed: %s)", clipText(r.Method), clipText(r.URL.Path), cw.Header().Get("Allow")))
 			return
 		case http.StatusNotFound, 0:
 			a.fail(w, r, newAPIError(http.StatusNotFound, CodeNotFound, "no route for %s %s", clipText(r.Method), clipText(r.URL.Path)))
@@ -140,24 +135,12 @@ func (a *apiServer) serve(w http.ResponseWriter, r *http.Request, h http.Handler
 	a.mux.ServeHTTP(w, r)
 }
 
-// captureWriter swallows the mux's plain-text 404/405 so they can be answered in JSON.
-type captureWriter struct {
-	header http.Header
-	status int
-}
+// discardWriter swallows the mux's plain-text 404/405 so they can be answered in JSON.
+type discardWriter http.Header
 
-func (c *captureWriter) Header() http.Header { return c.header }
-func (c *captureWriter) Write(b []byte) (int, error) {
-	if c.status == 0 {
-		c.status = http.StatusOK
-	}
-	return len(b), nil
-}
-func (c *captureWriter) WriteHeader(code int) {
-	if c.status == 0 {
-		c.status = code
-	}
-}
+func (d discardWriter) Header() http.Header       { return http.Header(d) }
+func (discardWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (discardWriter) WriteHeader(int)             {}
 
 // authorized compares the bearer token in constant time (over digests, so the length of the
 // configured token does not leak either).

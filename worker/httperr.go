@@ -133,14 +133,9 @@ func notFoundAs(err error, code string) *apiError {
 // classifyTemporal maps an error from starting a workflow: unreachable or unknown namespace is
 // temporal_unavailable; store marks keep their mapping; anything else is internal.
 func classifyTemporal(err error) *apiError {
-	var (
-		unavail *serviceerror.Unavailable
-		dl      *serviceerror.DeadlineExceeded
-		nsnf    *serviceerror.NamespaceNotFound
-		nsna    *serviceerror.NamespaceNotActive
-		limit   *serviceerror.ResourceExhausted
-	)
-	if errors.As(err, &unavail) || errors.As(err, &dl) || errors.As(err, &nsnf) || errors.As(err, &nsna) || errors.As(err, &limit) {
+	if errors.As(err, new(*serviceerror.Unavailable)) || errors.As(err, new(*serviceerror.DeadlineExceeded)) ||
+		errors.As(err, new(*serviceerror.NamespaceNotFound)) || errors.As(err, new(*serviceerror.NamespaceNotActive)) ||
+		errors.As(err, new(*serviceerror.ResourceExhausted)) {
 		return &apiError{Status: http.StatusServiceUnavailable, Code: CodeTemporalUnavailable, Message: err.Error(), RetryAfter: 5 * time.Second}
 	}
 	return classify(err)

@@ -129,14 +129,14 @@ func TestCountTriggerParallelPrepareKnob(t *testing.T) {
 			db, _, ge := testDB(t, nil)
 			rs := &recStarter{}
 			sw := NewFlusher(FlusherOptions{Interval: time.Hour, MergeAfterGenerations: 1, Start: rs.start,
-				SerialPrepare: serial, Logger: zaptest.NewLogger(t), Resident: db.Resident})
+				CountInput: contract.MergeWalInput{ParallelPrepare: !serial}, Logger: zaptest.NewLogger(t), Resident: db.Resident})
 			appendIDs(t, ge, "g1")
 			sw.FlushOnce(context.Background())
 			if rs.count() != 1 {
 				t.Fatalf("starts = %d", rs.count())
 			}
 			if got := rs.calls[0].in.ParallelPrepare; got == serial {
-				t.Fatalf("ParallelPrepare = %v with SerialPrepare %v", got, serial)
+				t.Fatalf("ParallelPrepare = %v with serial prepares %v", got, serial)
 			}
 		})
 	}

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"net/http"
 	"time"
 
@@ -163,11 +164,7 @@ func (m *Metrics) Handler() http.Handler {
 
 // ActivityDone implements activities.Metrics.
 func (m *Metrics) ActivityDone(activity string, kind store.Kind, outcome string, d time.Duration) {
-	k := string(kind)
-	if k == "" {
-		k = "all"
-	}
-	m.activities.WithLabelValues(activity, k, outcome).Inc()
+	m.activities.WithLabelValues(activity, cmp.Or(string(kind), "all"), outcome).Inc()
 	m.activitySeconds.WithLabelValues(activity).Observe(d.Seconds())
 }
 
@@ -179,9 +176,6 @@ func (m *Metrics) MaintenanceSucceeded(workflow string, at time.Time) {
 }
 
 func (m *Metrics) trigger(trigger string, err error) {
-	if m == nil {
-		return
-	}
 	r := ResultStarted
 	if err != nil {
 		r = ResultFailed
@@ -194,9 +188,6 @@ var stuckTypes = []string{contract.MergeWalWorkflow, contract.CompactBaseWorkflo
 
 // setStuck replaces the gauges with one scan's counts by (workflow, reason).
 func (m *Metrics) setStuck(counts map[[2]string]int) {
-	if m == nil {
-		return
-	}
 	for _, typ := range stuckTypes {
 		for _, r := range StuckReasons {
 			m.runsStuck.WithLabelValues(typ, r).Set(float64(counts[[2]string{typ, r}]))
@@ -205,15 +196,10 @@ func (m *Metrics) setStuck(counts map[[2]string]int) {
 }
 
 func (m *Metrics) stuckTerminated(typ string) {
-	if m != nil {
-		m.runsTerminated.WithLabelValues(typ).Inc()
-	}
+	m.runsTerminated.WithLabelValues(typ).Inc()
 }
 
 func (m *Metrics) stuckScanned(err error) {
-	if m == nil {
-		return
-	}
 	result := "ok"
 	if err != nil {
 		result = "failed"

@@ -114,8 +114,7 @@ func (s *stuckScan) scan(ctx context.Context) error {
 		typ, id, runID := e.GetType().GetName(), e.GetExecution().GetWorkflowId(), e.GetExecution().GetRunId()
 		d, err := s.c.DescribeWorkflowExecution(ctx, id, runID)
 		if err != nil {
-			var nf *serviceerror.NotFound
-			if errors.As(err, &nf) {
+			if errors.As(err, new(*serviceerror.NotFound)) {
 				continue // closed and gone since the listing
 			}
 			return fmt.Errorf("describe %s: %w", id, err)
@@ -150,8 +149,7 @@ func (s *stuckScan) terminate(ctx context.Context, typ, id, runID string, st Stu
 		st.Detail, st.Deadline)
 	err := s.c.TerminateWorkflow(ctx, id, runID, reason)
 	if err != nil {
-		var nf *serviceerror.NotFound
-		if !errors.As(err, &nf) {
+		if !errors.As(err, new(*serviceerror.NotFound)) {
 			s.log.Warn("could not terminate a stuck run", zap.String("workflow_id", id), zap.String("run_id", runID), zap.Error(err))
 		}
 		return // NotFound: closed already (another worker, or it finished)

@@ -127,13 +127,12 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 		Interval:              w.cfg.FlushInterval,
 		Timeout:               w.cfg.FlushTimeout,
 		MergeAfterGenerations: w.cfg.MergeAfterGenerations,
-		SerialPrepare:         !w.cfg.MergeParallelPrepare,
-		ShardsPerCommit:       w.cfg.MergeShardsPerCommit,
-		PrepareConcurrency:    w.cfg.MergePrepareConcurrency,
-		Start:                 w.start,
-		Logger:                log.Named("sweeper"),
-		Metrics:               w.metrics,
-		Resident:              db.Resident,
+		CountInput: contract.MergeWalInput{ParallelPrepare: w.cfg.MergeParallelPrepare,
+			MaxShardsPerCommit: w.cfg.MergeShardsPerCommit, PrepareConcurrency: w.cfg.MergePrepareConcurrency},
+		Start:    w.start,
+		Logger:   log.Named("sweeper"),
+		Metrics:  w.metrics,
+		Resident: db.Resident,
 	})
 	ln, err := net.Listen("tcp", w.cfg.Listen)
 	if err != nil {

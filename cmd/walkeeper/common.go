@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"io"
@@ -45,11 +46,7 @@ func (g *globalOptions) temporalConfig() (worker.TemporalConfig, error) {
 
 // logger builds the logger of a client command; defLevel applies when --log-level is unset.
 func (g *globalOptions) logger(defLevel string) (*zap.Logger, error) {
-	lvl := g.logLevel
-	if lvl == "" {
-		lvl = defLevel
-	}
-	l, err := worker.NewLogger(os.Stderr, g.logFormat, lvl)
+	l, err := worker.NewLogger(os.Stderr, g.logFormat, cmp.Or(g.logLevel, defLevel))
 	if err != nil {
 		return nil, cli.Usage(err)
 	}

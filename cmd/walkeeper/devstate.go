@@ -51,17 +51,12 @@ func defaultDevDataDir() string {
 // created new (os.CreateTemp: O_EXCL, mode 0600), so a file or link left at its name cannot
 // receive the state, and it is removed if anything fails.
 func writeDevState(dir string, st devState) error {
-	b, err := json.MarshalIndent(st, "", "  ")
-	if err != nil {
-		return err
-	}
 	tmp, err := os.CreateTemp(dir, ".dev.json-*")
 	if err != nil {
 		return fmt.Errorf("dev state: %w", err)
 	}
 	defer os.Remove(tmp.Name())
-	_, err = tmp.Write(append(b, '\n'))
-	if err = errors.Join(err, tmp.Close()); err == nil {
+	if err = errors.Join(writeJSON(tmp, st), tmp.Close()); err == nil {
 		err = os.Rename(tmp.Name(), filepath.Join(dir, devStateFile))
 	}
 	if err != nil {

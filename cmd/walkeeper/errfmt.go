@@ -33,9 +33,7 @@ func errorLine(err error) string {
 			msg = cause
 		}
 	}
-	if i := strings.IndexByte(msg, '\n'); i >= 0 {
-		msg = msg[:i]
-	}
+	msg, _, _ = strings.Cut(msg, "\n")
 	msg = dedupeSegments(msg)
 	return strings.TrimRight(msg, " :;")
 }
@@ -125,8 +123,7 @@ func dedupeSegments(msg string) string {
 // exitCodeOf maps an error to the exit status: 2 for bad usage and bad input (a malformed
 // target, a store that does not exist), 1 for every other failure.
 func exitCodeOf(err error) int {
-	var missing *storeMissingError
-	if cli.IsUsageError(err) || errors.Is(err, target.ErrInvalidInput) || errors.As(err, &missing) {
+	if cli.IsUsageError(err) || errors.Is(err, target.ErrInvalidInput) || errors.As(err, new(*storeMissingError)) {
 		return cli.ExitUsage
 	}
 	return cli.ExitFailure
@@ -150,10 +147,7 @@ func (e *unreachableError) Unwrap() error { return e.err }
 // several times ("failed reaching server: last connection error: connection error: desc =
 // \"transport: Error while dialing: dial tcp 127.0.0.1:1: connect: connection refused\"").
 func transportCause(err error) string {
-	msg := strings.TrimSpace(err.Error())
-	if i := strings.IndexByte(msg, '\n'); i >= 0 {
-		msg = msg[:i]
-	}
+	msg, _, _ := strings.Cut(strings.TrimSpace(err.Error()), "\n")
 	msg = strings.TrimRight(msg, `"`)
 	if i := strings.LastIndex(msg, ": "); i >= 0 && i+2 < len(msg) {
 		msg = msg[i+2:]

@@ -140,10 +140,6 @@ func reportRun(ctx context.Context, w io.Writer, run client.WorkflowRun, typ, ta
 	if err := run.Get(ctx, &res); err != nil {
 		return fmt.Errorf("%s %s (workflow %s, run %s): %w", typ, target, run.GetID(), run.GetRunID(), err)
 	}
-	out, err := json.MarshalIndent(res, "", "  ")
-	if err != nil {
-		out = res
-	}
-	fmt.Fprintf(w, "result:\n%s\n", out)
-	return nil
+	fmt.Fprintln(w, "result:")
+	return writeJSON(w, res)
 }

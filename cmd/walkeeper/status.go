@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -218,18 +217,19 @@ func statusAll(ctx context.Context, out io.Writer, sv stuckView, db *store.DB, l
 		stuck := "-"
 		// Only runs older than a minute are described, and at most 100 of them: a young run
 		// cannot have failed its workflow task three times.
-		if time.Since(r.start) >= stuckMinAge && described < maxStuckDescribes {
+		if time.Since(r.Start) >= stuckMinAge && described < maxStuckDescribes {
 			described++
-			stuck = dash(sv.note(ctx, r.id, r.runID))
+			stuck = dash(sv.note(ctx, r.WorkflowID, r.RunID))
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s ago\t%s\n", r.typ, r.target, r.id, r.runID, time.Since(r.start).Round(time.Second), stuck)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s ago\t%s\n", r.Workflow, r.target, r.WorkflowID, r.RunID, time.Since(r.Start).Round(time.Second), stuck)
 	}
 	return tw.Flush()
 }
 
+// runningWorkflow is a running run with the target it merges.
 type runningWorkflow struct {
-	typ, target, id, runID string
-	start                  time.Time
+	historyRun
+	target string
 }
 
 // listRunning returns up to limit running merges and compactions (visibility lists the
@@ -246,23 +246,14 @@ func listRunning(ctx context.Context, c client.Client, limit int) ([]runningWork
 	execs := resp.GetExecutions()
 	out := make([]runningWorkflow, 0, min(len(execs), limit))
 	for _, e := range execs[:min(len(execs), limit)] {
-		r := runningWorkflow{
-			typ:   e.GetType().GetName(),
-			id:    e.GetExecution().GetWorkflowId(),
-			runID: e.GetExecution().GetRunId(),
-			start: e.GetStartTime().AsTime(),
-		}
-		r.target = targetFromWorkflowID(r.id)
+		r := runningWorkflow{historyRun: historyRunOf(e, uiLinks{}), target: targetFromWorkflowID(e.GetExecution().GetWorkflowId())}
 		if s := observedString(e.GetSearchAttributes().GetIndexedFields()[contract.WalTargetName]); s != nil {
 			r.target = *s
 		}
 		out = append(out, r)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].target != out[j].target {
-			return out[i].target < out[j].target
-		}
-		return out[i].typ < out[j].typ
+	slices.SortFunc(out, func(a, b runningWorkflow) int {
+		return cmp.Or(strings.Compare(a.target, b.target), strings.Compare(a.Workflow, b.Workflow))
 	})
 	return out, max(count.GetCount(), int64(len(out))), nil
 }
@@ -295,7 +286,7 @@ func runningOf(ctx context.Context, c client.Client, stores []store.StoreInfo) (
 		}
 	}
 	for _, types := range out {
-		sort.Strings(types)
+		slices.Sort(types)
 	}
 	return out, nil
 }
@@ -319,7 +310,6 @@ func targetStats(ctx context.Context, db *store.DB, t store.Target) (store.Stats
 }
 
 func statusTarget(ctx context.Context, out io.Writer, sv stuckView, db *store.DB, t store.Target) error {
-	c := sv.c
 	fmt.Fprintf(out, "Target %s\n", t)
 	if db != nil {
 		st, err := targetStats(ctx, db, t)
@@ -347,26 +337,20 @@ func statusTarget(ctx context.Context, out io.Writer, sv stuckView, db *store.DB
 		fmt.Fprintln(out, "  (pass --storage URL, set WALKEEPER_STORAGE or run 'walkeeper dev' for base table and shard stats)")
 	}
 	fmt.Fprintln(out)
-	if c == nil {
+	if sv.c == nil {
 		return nil
 	}
-	for _, wf := range []struct{ typ, id string }{
-		{"MergeWal", contract.MergeWalID(t)},
-		{"CompactBase", contract.CompactID(t)},
-	} {
-		if err := printWorkflow(ctx, out, sv, wf.typ, wf.id); err != nil {
-			return err
-		}
+	if err := printWorkflow(ctx, out, sv, "MergeWal", contract.MergeWalID(t)); err != nil {
+		return err
 	}
-	return nil
+	return printWorkflow(ctx, out, sv, "CompactBase", contract.CompactID(t))
 }
 
 // printWorkflow prints the latest run of workflow id and, while it runs, its status query.
 func printWorkflow(ctx context.Context, out io.Writer, sv stuckView, typ, id string) error {
 	c := sv.c
 	d, err := c.DescribeWorkflow(ctx, id, "")
-	var nf *serviceerror.NotFound
-	if errors.As(err, &nf) {
+	if errors.As(err, new(*serviceerror.NotFound)) {
 		fmt.Fprintf(out, "%s %s: no run on record\n", typ, id)
 		return nil
 	}

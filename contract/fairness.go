@@ -98,7 +98,7 @@ func ParseFairnessWeights(s string) (FairnessWeights, error) {
 	for _, entry := range strings.Split(s, ",") {
 		name, val, ok := strings.Cut(strings.TrimSpace(entry), "=")
 		if !ok {
-			return nil, fmt.Errorf("%w: fairness weights: %q is not kind=weight", target.ErrInvalidInput, clipText(entry, quotedMax))
+			return nil, fmt.Errorf("%w: fairness weights: %q is not kind=weight", target.ErrInvalidInput, Clip(entry, quotedMax))
 		}
 		k, err := target.ParseKind(strings.TrimSpace(name))
 		if err != nil {
@@ -109,7 +109,7 @@ func ParseFairnessWeights(s string) (FairnessWeights, error) {
 		}
 		v, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
 		if err != nil || v == 0 {
-			return nil, fmt.Errorf("%w: fairness weights: %s=%q is not a weight in [%g, %g]", target.ErrInvalidInput, k, clipText(val, quotedMax), MinFairnessWeight, MaxFairnessWeight)
+			return nil, fmt.Errorf("%w: fairness weights: %s=%q is not a weight in [%g, %g]", target.ErrInvalidInput, k, Clip(val, quotedMax), MinFairnessWeight, MaxFairnessWeight)
 		}
 		if err := fairnessWeightField("fairness weights: "+string(k), v); err != nil {
 			return nil, err

@@ -124,7 +124,7 @@ func oneOf(field, v string, allowed ...string) error {
 	for i, a := range allowed {
 		quoted[i] = fmt.Sprintf("%q", a)
 	}
-	return inputErrorf(field, "%q is not one of %s", clipText(v, quotedMax), strings.Join(quoted, ", "))
+	return inputErrorf(field, "%q is not one of %s", Clip(v, quotedMax), strings.Join(quoted, ", "))
 }
 
 // textWithin checks that s is at most maxBytes of valid UTF-8 without control characters:

@@ -32,7 +32,7 @@ func BackoffReason(attempt int, lastErr string) string {
 	if lastErr == "" {
 		return BlockedBackoff
 	}
-	return fmt.Sprintf("%s (attempt %d: %s)", BlockedBackoff, attempt, clipText(lastErr, 200))
+	return fmt.Sprintf("%s (attempt %d: %s)", BlockedBackoff, attempt, Clip(lastErr, 200))
 }
 
 // ShardLabel abbreviates a shard id for human-facing text (details, summaries, blocked
@@ -45,11 +45,4 @@ func ShardLabel(shard string) string {
 		return shard[:8]
 	}
 	return shard
-}
-
-func clipText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

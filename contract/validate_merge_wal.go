@@ -150,7 +150,7 @@ func shardField(field, s string) error {
 	case s == "":
 		return inputErrorf(field, "required")
 	case strings.ContainsAny(s, `/\:`) || strings.Contains(s, ".."):
-		return inputErrorf(field, "%q must not contain '/', '\\', ':' or \"..\"", clipText(s, quotedMax))
+		return inputErrorf(field, "%q must not contain '/', '\\', ':' or \"..\"", Clip(s, quotedMax))
 	}
 	return textWithin(field, s, maxShardIDBytes)
 }

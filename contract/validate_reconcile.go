@@ -80,7 +80,7 @@ func cursorAfter(field, after string) error {
 		return nil
 	}
 	if err := target.ValidateName(after); err != nil {
-		return inputErrorf(field, "not a store name: %q", clipText(after, quotedMax))
+		return inputErrorf(field, "not a store name: %q", Clip(after, quotedMax))
 	}
 	return nil
 }

@@ -1,6 +1,10 @@
 package worker
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/walkeeper/walkeeper/contract"
+)
 
 // maxEchoedText bounds client-supplied text (a path, a query value, a header, a member name)
 // quoted in an error message or a log line: a 60 KiB URL must not become a 60 KiB log line.
@@ -12,5 +16,5 @@ func clipText(s string) string {
 	if len(s) <= maxEchoedText {
 		return s
 	}
-	return clip(s, maxEchoedText) + "[clipped, " + strconv.Itoa(len(s)) + " bytes]"
+	return contract.Clip(s, maxEchoedText) + "[clipped, " + strconv.Itoa(len(s)) + " bytes]"
 }

@@ -4,11 +4,12 @@ import (
 	"context"
 	"fmt"
 	"time"
-	"unicode/utf8"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+
+	"github.com/walkeeper/walkeeper/contract"
 )
 
 // Why a running MergeWal or CompactBase run cannot make progress: the reason label of
@@ -76,7 +77,7 @@ func classifyRun(d *workflowservice.DescribeWorkflowExecutionResponse, now time.
 			s.Reason = StuckActivity
 			s.Detail = fmt.Sprintf("activity %s retrying (attempt %d", pa.GetActivityType().GetName(), pa.GetAttempt())
 			if msg := pa.GetLastFailure().GetMessage(); msg != "" {
-				s.Detail += ": " + clip(msg, 200)
+				s.Detail += ": " + contract.Clip(msg, 200)
 			}
 			s.Detail += ")"
 			return s
@@ -110,7 +111,7 @@ func DiagnoseRun(ctx context.Context, c client.Client, namespace string, d *work
 		switch e.GetEventType() {
 		case enumspb.EVENT_TYPE_WORKFLOW_TASK_FAILED:
 			if msg := e.GetWorkflowTaskFailedEventAttributes().GetFailure().GetMessage(); msg != "" {
-				s.Detail += ": " + clip(msg, 300)
+				s.Detail += ": " + contract.Clip(msg, 300)
 			}
 			return s
 		case enumspb.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT:
@@ -124,14 +125,3 @@ func DiagnoseRun(ctx context.Context, c client.Client, namespace string, d *work
 // stuckHistoryEvents bounds the newest events read for the last workflow task failure: it is
 // followed by at most a few events (signals, a transient task) when a run is stuck.
 const stuckHistoryEvents = 20
-
-// clip is s cut to n bytes (at a rune boundary) with an ellipsis.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}

@@ -96,7 +96,7 @@ func (r *mergeRun) outcomeDetails() string {
 	}
 	line := fmt.Sprintf("**%s** done — %s, %s reclaimed, %s in %s",
 		res.Target, plural(len(res.Shards), "shard"), plural(res.Reclaimed, "generation"),
-		formatBytes(res.BytesMerged), plural(res.Passes, "pass"))
+		contract.FormatBytes(res.BytesMerged), plural(res.Passes, "pass"))
 	if failed > 0 {
 		line += fmt.Sprintf(", %d failed", failed)
 	}
@@ -148,20 +148,6 @@ func plural(n int, noun string) string {
 		return fmt.Sprintf("%d passes", n)
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
-}
-
-// formatBytes is b in binary units with one decimal: "512 B", "12.0 MiB". Pure.
-func formatBytes(b int64) string {
-	const unit = 1024
-	if b < unit {
-		return fmt.Sprintf("%d B", b)
-	}
-	div, exp := int64(unit), 0
-	for n := b / unit; n >= unit && exp < 4; n /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(b)/float64(div), "KMGTP"[exp])
 }
 
 // listFailure is the workflow's failure when the first listing failed. A missing store fails

@@ -217,7 +217,7 @@ func writeHistoryTable(out io.Writer, t store.Target, ns string, runs []historyR
 	for _, r := range runs {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
 			r.Start.Local().Format(time.DateTime), r.Workflow, orDash(r.Trigger, dash),
-			orDash(r.PendingAtStart, itoa), orDash(r.Reclaimed, itoa), orDash(r.Actions, itoa), orDash(r.BytesMerged, humanBytes),
+			orDash(r.PendingAtStart, itoa), orDash(r.Reclaimed, itoa), orDash(r.Actions, itoa), orDash(r.BytesMerged, contract.FormatBytes),
 			durationOf(r), r.Result, r.URL)
 	}
 	if err := tw.Flush(); err != nil {

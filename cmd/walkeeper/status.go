@@ -180,7 +180,7 @@ func statusAll(ctx context.Context, out io.Writer, sv stuckView, db *store.DB, l
 				}
 			}
 			fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\t%s\t%d\t%s\t%s\n", info.Target, st.BaseVersion, st.Runs, st.Rows,
-				pending, humanBytes(bytes), maxShard, age(oldest), dash(strings.Join(running[info.Target.String()], ",")))
+				pending, contract.FormatBytes(bytes), maxShard, age(oldest), dash(strings.Join(running[info.Target.String()], ",")))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -325,11 +325,11 @@ func statusTarget(ctx context.Context, out io.Writer, sv stuckView, db *store.DB
 		fmt.Fprintln(tw, "  SHARD\tPENDING\tPENDING BYTES\tWATERMARK\tOLDEST PENDING")
 		total, totalBytes := 0, int64(0)
 		for _, sh := range st.Shards {
-			fmt.Fprintf(tw, "  %s\t%d\t%s\t%d\t%s\n", sh.Shard, sh.PendingGenerations, humanBytes(sh.PendingBytes), sh.Watermark, age(sh.OldestPending))
+			fmt.Fprintf(tw, "  %s\t%d\t%s\t%d\t%s\n", sh.Shard, sh.PendingGenerations, contract.FormatBytes(sh.PendingBytes), sh.Watermark, age(sh.OldestPending))
 			total += sh.PendingGenerations
 			totalBytes += sh.PendingBytes
 		}
-		fmt.Fprintf(tw, "  total\t%d\t%s\t\t\n", total, humanBytes(totalBytes))
+		fmt.Fprintf(tw, "  total\t%d\t%s\t\t\n", total, contract.FormatBytes(totalBytes))
 		if err := tw.Flush(); err != nil {
 			return err
 		}
@@ -404,17 +404,4 @@ func age(t time.Time) string {
 		return "-"
 	}
 	return time.Since(t).Round(time.Second).String()
-}
-
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

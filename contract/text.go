@@ -1,6 +1,9 @@
 package contract
 
-import "unicode/utf8"
+import (
+	"fmt"
+	"unicode/utf8"
+)
 
 // Clip is s cut to at most n bytes at a character boundary, with an ellipsis when it was
 // cut: text from a failure or an input, bounded before it goes into a status, a summary or an
@@ -13,4 +16,18 @@ func Clip(s string, n int) string {
 		n--
 	}
 	return s[:n] + "…"
+}
+
+// FormatBytes is n in binary units for people: "512 B", "1.5 MiB", "2.0 GiB".
+func FormatBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

@@ -16,3 +16,12 @@ func TestBackoffReasonClipsAtACharacterBoundary(t *testing.T) {
 	require.Equal(t, BlockedBackoff+" (attempt 2: "+strings.Repeat("a", 199)+"…)", got)
 	require.Equal(t, "short", Clip("short", 200))
 }
+
+func TestFormatBytes(t *testing.T) {
+	require.Equal(t, "0 B", FormatBytes(0))
+	require.Equal(t, "1023 B", FormatBytes(1023))
+	require.Equal(t, "1.0 KiB", FormatBytes(1024))
+	require.Equal(t, "12.0 MiB", FormatBytes(12<<20))
+	require.Equal(t, "1.5 GiB", FormatBytes(3<<29))
+	require.Equal(t, "2.0 EiB", FormatBytes(2<<60))
+}

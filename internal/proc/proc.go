@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -20,8 +21,10 @@ import (
 type Spec struct {
 	Path string
 	Args []string
-	Env  []string // appended to os.Environ()
+	Env  []string // appended to Environ
 	Log  string   // file that receives stdout and stderr (appended, so restarts keep history)
+	// Environ is the environment Env extends (nil: os.Environ()).
+	Environ []string
 	// Output receives stdout and stderr too (both nil or "": discarded).
 	Output io.Writer
 	// Credential runs the process as another user (PostgreSQL refuses to run as root).
@@ -55,7 +58,11 @@ func Start(spec Spec) (*Proc, error) {
 		}
 	}
 	cmd := exec.Command(spec.Path, spec.Args...)
-	cmd.Env = append(os.Environ(), spec.Env...)
+	base := spec.Environ
+	if base == nil {
+		base = os.Environ()
+	}
+	cmd.Env = slices.Concat(base, spec.Env)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: spec.Credential}
 	if spec.ParentDeath {

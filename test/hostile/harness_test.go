@@ -10,23 +10,23 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 
-	"github.com/walkeeper/walkeeper/internal/proc"
+	"github.com/walkeeper/walkeeper/internal/testkit/walkeeperproc"
 )
 
 const (
@@ -94,8 +94,7 @@ type worker struct {
 	listen  string
 	logPath string
 	shard   string // from /healthz
-	cmd     *exec.Cmd
-	done    chan struct{}
+	proc    *walkeeperproc.Worker
 	client  *http.Client
 
 	peakKB   atomic.Int64 // highest VmHWM the watchdog read
@@ -114,17 +113,11 @@ func startWorker(t *testing.T, cfg workerConfig) *worker {
 	if err != nil {
 		t.Fatal(err)
 	}
-	port, err := proc.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
 	name := safeChars.ReplaceAllString(t.Name(), "_")
 	w := &worker{
 		cfg: cfg, ns: ns,
 		root:    filepath.Join(t.TempDir(), "storage"),
-		listen:  fmt.Sprintf("127.0.0.1:%d", port),
 		logPath: suite.LogPath(name),
-		done:    make(chan struct{}),
 		// No keep-alive: every request is its own connection, so the connection tests count
 		// only the connections they open themselves.
 		client: &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport{DisableKeepAlives: true}},
@@ -132,77 +125,47 @@ func startWorker(t *testing.T, cfg workerConfig) *worker {
 	if err := os.MkdirAll(w.root, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"worker", "--instance", "hostile-" + name, "--listen", w.listen,
-		"--storage", "file://" + w.root, "--temporal", suite.HostPort(), "--namespace", w.ns}
-	env := []string{}
-	for _, kv := range os.Environ() {
-		// The worker reads every WALKEEPER_* variable; only the harness's own may reach it.
-		if !strings.HasPrefix(kv, "WALKEEPER_") {
-			env = append(env, kv)
-		}
-	}
+	args := []string{"--storage", "file://" + w.root, "--temporal", suite.HostPort(), "--namespace", w.ns}
 	knobs := cfg.knobs()
-	names := make([]string, 0, len(knobs))
-	for n := range knobs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
 	var knobEnv []string
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(knobs)) {
 		if envOnlyKnobs[n] {
 			knobEnv = append(knobEnv, "WALKEEPER_"+strings.ToUpper(strings.ReplaceAll(n, "-", "_"))+"="+knobs[n])
 		} else {
 			args = append(args, "--"+n, knobs[n])
 		}
 	}
-	env = append(env, knobEnv...)
-	logf, err := os.OpenFile(w.logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
-	if err != nil {
+	// The log starts afresh with the knobs set through the environment; the process's own
+	// header, appended below it, names the arguments.
+	if err := os.WriteFile(w.logPath, []byte("# env: "+strings.Join(knobEnv, " ")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	fmt.Fprintf(logf, "# %s %s\n# env: %s\n", bin, strings.Join(args, " "), strings.Join(knobEnv, " "))
-	cmd := exec.Command(bin, args...)
-	cmd.Env = env
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		_ = logf.Close()
-		t.Fatal(err)
-	}
-	w.cmd = cmd
-	go func() { _ = cmd.Wait(); _ = logf.Close(); close(w.done) }()
-	go w.watchdog()
 	// Registered first so that it runs last, after the alive and memory checks.
 	suite.KeepLogsIfFailed(t, w.logPath)
+	// The worker reads every WALKEEPER_* variable; only the harness's own may reach it.
+	w.proc = &walkeeperproc.Worker{Bin: bin, Instance: "hostile-" + name, Log: w.logPath,
+		Args: args, Env: knobEnv, OwnWalkeeperEnv: true}
+	w.proc.Start(t)
+	w.listen = w.proc.Listen
+	go w.watchdog()
 	t.Cleanup(func() {
 		w.checkAliveAndBounded(t)
 		w.stop()
 	})
-
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		r, err := w.do(http.MethodGet, "/healthz", nil, nil)
-		if err == nil && r.Status == http.StatusOK {
-			var h struct{ Shard string }
-			_ = json.Unmarshal(r.Body, &h)
-			w.shard = h.Shard
-			return w
-		}
-		if !w.alive() {
-			t.Fatalf("worker exited during start:\n%s", w.logTail(4000))
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("worker not healthy after 2m:\n%s", w.logTail(4000))
-		}
-		time.Sleep(100 * time.Millisecond)
+	var h struct{ Shard string }
+	if err := json.Unmarshal(w.mustOK(t, http.MethodGet, "/healthz", nil).Body, &h); err != nil {
+		t.Fatal(err)
 	}
+	w.shard = h.Shard
+	return w
 }
 
 // pid is the worker's process id.
-func (w *worker) pid() int { return w.cmd.Process.Pid }
+func (w *worker) pid() int { return w.proc.Pid() }
 
 func (w *worker) alive() bool {
 	select {
-	case <-w.done:
+	case <-w.proc.Exited():
 		return false
 	default:
 		return true
@@ -210,18 +173,7 @@ func (w *worker) alive() bool {
 }
 
 // stop ends the worker gracefully (SIGTERM), killing it if it does not exit in time.
-func (w *worker) stop() {
-	if !w.alive() {
-		return
-	}
-	_ = w.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-w.done:
-	case <-time.After(30 * time.Second):
-		_ = w.cmd.Process.Signal(syscall.SIGKILL)
-		<-w.done
-	}
-}
+func (w *worker) stop() { _, _ = w.proc.Stop(30 * time.Second) }
 
 // watchdog records the peak RSS while the worker runs and kills it beyond watchdogKill.
 func (w *worker) watchdog() {
@@ -229,7 +181,7 @@ func (w *worker) watchdog() {
 	defer tick.Stop()
 	for {
 		select {
-		case <-w.done:
+		case <-w.proc.Exited():
 			return
 		case <-tick.C:
 		}
@@ -242,7 +194,7 @@ func (w *worker) watchdog() {
 		}
 		if rss := st["VmRSS"]; rss*kib > watchdogKill {
 			w.killedKB.Store(rss)
-			_ = w.cmd.Process.Signal(syscall.SIGKILL)
+			w.proc.Kill()
 			return
 		}
 	}

@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -47,6 +49,11 @@ func Build(out string, flags ...string) (string, error) {
 type Worker struct {
 	Bin, Instance, Listen, Log string
 	Args                       []string
+	// Env adds environment variables to the test's own.
+	Env []string
+	// OwnWalkeeperEnv keeps the test's WALKEEPER_* variables from the process, which reads
+	// every one of them, so that only Args and Env configure it.
+	OwnWalkeeperEnv bool
 
 	p *proc.Proc
 }
@@ -65,11 +72,21 @@ func (w *Worker) Start(t testing.TB) {
 		}
 		w.Listen = proc.Addr(port)
 	}
+	var environ []string
+	if w.OwnWalkeeperEnv {
+		environ = []string{}
+		for _, kv := range os.Environ() {
+			if !strings.HasPrefix(kv, "WALKEEPER_") {
+				environ = append(environ, kv)
+			}
+		}
+	}
 	p, err := proc.Start(proc.Spec{
-		Path: w.Bin,
-		Args: append([]string{"worker", "--instance", w.Instance, "--listen", w.Listen}, w.Args...),
-		Env:  []string{"WALKEEPER_AUTH_TOKEN="},
-		Log:  w.Log,
+		Path:    w.Bin,
+		Args:    append([]string{"worker", "--instance", w.Instance, "--listen", w.Listen}, w.Args...),
+		Env:     append([]string{"WALKEEPER_AUTH_TOKEN="}, w.Env...),
+		Environ: environ,
+		Log:     w.Log,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -97,6 +114,14 @@ func (w *Worker) Pid() int {
 		return 0
 	}
 	return w.p.PID()
+}
+
+// Exited is closed when the running process has ended (nil before Start).
+func (w *Worker) Exited() <-chan struct{} {
+	if w.p == nil {
+		return nil
+	}
+	return w.p.Exited()
 }
 
 // Kill ends the process with SIGKILL and waits for it.

@@ -58,6 +58,26 @@ func testCodec(t testing.TB, k target.Kind) *Codec {
 	return c
 }
 
+// buildChecked builds rows into a record that CheckRecord accepts and returns it, for the
+// caller to release, with its view.
+func buildChecked(t testing.TB, c *Codec, mem memory.Allocator, rows []Row, seqs []int64, shard string, deleted []bool) (arrow.RecordBatch, RecordView) {
+	t.Helper()
+	rec, err := c.Build(mem, rows, seqs, shard, deleted)
+	if err != nil {
+		t.Fatalf("Build: %v", err)
+	}
+	if err := c.CheckRecord(rec); err != nil {
+		rec.Release()
+		t.Fatalf("CheckRecord: %v", err)
+	}
+	view, err := c.View(rec)
+	if err != nil {
+		rec.Release()
+		t.Fatalf("View: %v", err)
+	}
+	return rec, view
+}
+
 func TestNewCodec(t *testing.T) {
 	for _, k := range target.Kinds {
 		c := testCodec(t, k)
@@ -350,20 +370,10 @@ func TestRoundTrip(t *testing.T) {
 					t.Errorf("row %d: Key %q", i, rows[i].Key)
 				}
 			}
-			rec, err := c.Build(mem, rows, seqs, "shard-a", nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			rec, view := buildChecked(t, c, mem, rows, seqs, "shard-a", nil)
 			defer rec.Release()
-			if err := c.CheckRecord(rec); err != nil {
-				t.Fatal(err)
-			}
 			if rec.NumRows() != int64(len(rows)) {
 				t.Fatalf("NumRows %d", rec.NumRows())
-			}
-			view, err := c.View(rec)
-			if err != nil {
-				t.Fatal(err)
 			}
 			var again bytes.Buffer
 			again.WriteString("[")
@@ -540,18 +550,8 @@ func TestBuildTombstones(t *testing.T) {
 	}
 	// A tombstone row carries only its key, even for non-null fields; stale Values are ignored.
 	rows = append(rows, Row{Key: "gone"}, Row{Key: "gone2", Values: []any{1, 2, 3}})
-	rec, err := c.Build(mem, rows, []int64{5, 6, 7}, "s1", []bool{false, true, true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rec, v := buildChecked(t, c, mem, rows, []int64{5, 6, 7}, "s1", []bool{false, true, true})
 	defer rec.Release()
-	if err := c.CheckRecord(rec); err != nil {
-		t.Fatal(err)
-	}
-	v, err := c.View(rec)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if v.Len() != 3 || v.Deleted(0) || !v.Deleted(1) || !v.Deleted(2) || v.Key(1) != "gone" || v.Seq(2) != 7 || v.Shard(1) != "s1" {
 		t.Errorf("view: len %d, deleted %t %t %t", v.Len(), v.Deleted(0), v.Deleted(1), v.Deleted(2))
 	}
@@ -640,14 +640,8 @@ func TestCheckRecordAndView(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := c.Build(mem, rows, []int64{1, 2}, "s", []bool{false, true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rec, _ := buildChecked(t, c, mem, rows, []int64{1, 2}, "s", []bool{false, true})
 	defer rec.Release()
-	if err := c.CheckRecord(rec); err != nil {
-		t.Fatal(err)
-	}
 	if err := c.CheckRecord(nil); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("CheckRecord(nil) = %v", err)
 	}
@@ -852,18 +846,8 @@ func FuzzDecodeJSON(f *testing.F) {
 		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 		defer mem.AssertSize(t, 0)
 		seqs := make([]int64, len(rows))
-		rec, err := c.Build(mem, rows, seqs, "fuzz", nil)
-		if err != nil {
-			t.Fatalf("Build refused decoded rows: %v", err)
-		}
+		rec, view := buildChecked(t, c, mem, rows, seqs, "fuzz", nil)
 		defer rec.Release()
-		if err := c.CheckRecord(rec); err != nil {
-			t.Fatal(err)
-		}
-		view, err := c.View(rec)
-		if err != nil {
-			t.Fatal(err)
-		}
 		out := make([]map[string]any, len(rows))
 		for i := range rows {
 			if view.Key(i) != rows[i].Key {

@@ -342,5 +342,6 @@ func TestMergeWalTickRefusesABadTarget(t *testing.T) {
 	requireRefused(t, MergeWalTick, []badInput{
 		{"no target", contract.MergeWalTickInput{}, "target", false},
 		{"bad name", contract.MergeWalTickInput{Target: "generic:_registry"}, "target", false},
+		{"no name", contract.MergeWalTickInput{Target: "generic"}, "target", false},
 	})
 }

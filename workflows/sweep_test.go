@@ -116,14 +116,6 @@ func TestMergeWalTickStartsTheRealMergeWal(t *testing.T) {
 		Trigger: contract.TriggerSchedule, Reason: "per-target schedule"}}, starter.requests)
 }
 
-func TestMergeWalTickBadTarget(t *testing.T) {
-	env := newEnv(t)
-	env.ExecuteWorkflow(MergeWalTick, contract.MergeWalTickInput{Target: "generic"})
-	typ, nonRetryable := appErrType(env.GetWorkflowError())
-	require.Equal(t, contract.ErrTypeInvalidInput, typ)
-	require.True(t, nonRetryable)
-}
-
 func TestMergeWalTickReportsStartFailure(t *testing.T) {
 	env := newEnv(t)
 	starter := &fakeStarter{fail: map[string]string{"generic:gs": "namespace not found"}}

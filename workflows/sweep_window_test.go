@@ -245,16 +245,6 @@ func TestSweepWindowCancel(t *testing.T) {
 	require.Equal(t, 3, f.scansOf("generic"))
 }
 
-// Bad knobs are refused before anything runs.
-func TestSweepWindowRefusesBadInput(t *testing.T) {
-	recorded := 0
-	env := newWindowEnv(t, &windowFleet{}, &fakeStarter{}, &recorded)
-	env.ExecuteWorkflow(SweepWindow, contract.SweepWindowInput{Interval: -time.Second})
-	var appErr *temporal.ApplicationError
-	require.True(t, errors.As(env.GetWorkflowError(), &appErr))
-	require.Equal(t, contract.ErrTypeInvalidInput, appErr.Type())
-}
-
 // The words of a round and of a start batch: what started, by trigger, and why the rest was
 // skipped.
 func TestSweepRoundWords(t *testing.T) {

@@ -33,28 +33,6 @@ func missingNameRequests(t *testing.T) int {
 	return 100_000
 }
 
-// startQuietWorker starts an HTTP-only worker that logs nothing (a hostile test makes too
-// many requests for the test log) with rs standing in for Temporal.
-func startQuietWorker(t *testing.T, cfg Config, rs *recStarter) *Worker {
-	t.Helper()
-	w, err := New(cfg, zap.NewNop(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.start = rs.start
-	if err := w.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := w.Stop(ctx); err != nil {
-			t.Errorf("Stop: %v", err)
-		}
-	})
-	return w
-}
-
 // serve runs one request through the handler without a network round trip, with the Host a
 // client of a loopback worker sends.
 func serve(h http.Handler, method, path, body string) *httptest.ResponseRecorder {
@@ -101,7 +79,7 @@ func TestHTTPLookupsOfMissingStoresKeepNothing(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Storage = "mem://" + strings.ReplaceAll(t.Name(), "/", "-") // the requests, not the disk, are under test
 	rs := &recStarter{}
-	w := startQuietWorker(t, cfg, rs)
+	w := startWorkerLogging(t, cfg, rs.start, zap.NewNop())
 	h := w.Handler()
 	if rec := serve(h, http.MethodPost, "/api/v1/stores/generic/real", genericSchema); rec.Code != http.StatusCreated {
 		t.Fatalf("create: %d %s", rec.Code, rec.Body)
@@ -176,7 +154,7 @@ func TestHTTPAppendsSurviveEvictions(t *testing.T) {
 	cfg.FlushInterval = 5 * time.Millisecond
 	cfg.MergeAfterGenerations = 3
 	rs := &recStarter{}
-	w := startQuietWorker(t, cfg, rs)
+	w := startWorkerLogging(t, cfg, rs.start, zap.NewNop())
 	h := w.Handler()
 	const stores, clients, perClient = 4, 4, 25
 	for i := range stores {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/walkeeper/walkeeper/contract"
@@ -37,7 +38,14 @@ func testConfig(t *testing.T) Config {
 // stands in for Temporal), and stops it at the end of the test.
 func startWorker(t *testing.T, cfg Config, start MergeStarter) *Worker {
 	t.Helper()
-	w, err := New(cfg, zaptest.NewLogger(t), nil)
+	return startWorkerLogging(t, cfg, start, zaptest.NewLogger(t))
+}
+
+// startWorkerLogging is startWorker with the worker's logger (zap.NewNop() for a test that
+// makes too many requests for the test log).
+func startWorkerLogging(t *testing.T, cfg Config, start MergeStarter, log *zap.Logger) *Worker {
+	t.Helper()
+	w, err := New(cfg, log, nil)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -46,7 +54,7 @@ func startWorker(t *testing.T, cfg Config, start MergeStarter) *Worker {
 		t.Fatalf("Start: %v", err)
 	}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if err := w.Stop(ctx); err != nil {
 			t.Errorf("Stop: %v", err)

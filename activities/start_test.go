@@ -82,36 +82,10 @@ func TestStartWorkflowsFailsWhenEveryStartFails(t *testing.T) {
 	requireAppErr(t, err, contract.ErrTypeStartFailed, false)
 }
 
-// The sweep asks for parallel prepares per target; the start carries the flag into
-// MergeWal's input.
-func TestStartWorkflowsPassesParallelPrepare(t *testing.T) {
-	c := &mocks.Client{}
-	var mu sync.Mutex
-	inputs := map[string]contract.MergeWalInput{}
-	c.On("ExecuteWorkflow", mock.Anything, mock.Anything, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, o client.StartWorkflowOptions, _ any, args ...any) (client.WorkflowRun, error) {
-			in := args[0].(contract.MergeWalInput)
-			mu.Lock()
-			inputs[in.Target] = in
-			mu.Unlock()
-			run := &mocks.WorkflowRun{}
-			run.On("GetID").Return(o.ID)
-			run.On("GetRunID").Return("run")
-			return run, nil
-		})
-	env := newActivityEnv(t, &Activities{Client: c})
-	mustRun[contract.StartWorkflowsResult](t, env, contract.StartWorkflowsActivity, contract.StartWorkflowsParams{Starts: []contract.StartRequest{
-		{Workflow: contract.MergeWalWorkflow, Target: "generic:wide", ParallelPrepare: true},
-		{Workflow: contract.MergeWalWorkflow, Target: "generic:narrow"},
-	}})
-	require.Len(t, inputs, 2)
-	require.True(t, inputs["generic:wide"].ParallelPrepare)
-	require.False(t, inputs["generic:narrow"].ParallelPrepare)
-}
-
-// A MergeWal start carries the sweep's urgency and its kind's configured fairness weight,
-// and starts the run at the priority they make (contract.MergePriority).
-func TestStartWorkflowsPassesUrgencyAndFairnessWeight(t *testing.T) {
+// A MergeWal start carries the sweep's parallel-prepare flag and urgency per target and its
+// kind's configured fairness weight into MergeWal's input, and starts the run at the
+// priority they make (contract.MergePriority).
+func TestStartWorkflowsPassesParallelPrepareUrgencyAndFairnessWeight(t *testing.T) {
 	c := &mocks.Client{}
 	var mu sync.Mutex
 	inputs := map[string]contract.MergeWalInput{}
@@ -129,10 +103,14 @@ func TestStartWorkflowsPassesUrgencyAndFairnessWeight(t *testing.T) {
 		})
 	env := newActivityEnv(t, &Activities{Client: c, FairnessWeights: contract.FairnessWeights{"rollout": 3}})
 	mustRun[contract.StartWorkflowsResult](t, env, contract.StartWorkflowsActivity, contract.StartWorkflowsParams{Starts: []contract.StartRequest{
+		{Workflow: contract.MergeWalWorkflow, Target: "generic:wide", ParallelPrepare: true},
+		{Workflow: contract.MergeWalWorkflow, Target: "generic:narrow"},
 		{Workflow: contract.MergeWalWorkflow, Target: "rollout:deep", Urgent: true},
 		{Workflow: contract.MergeWalWorkflow, Target: "generic:light"},
 	}})
-	require.Len(t, inputs, 2)
+	require.Len(t, inputs, 4)
+	require.True(t, inputs["generic:wide"].ParallelPrepare)
+	require.False(t, inputs["generic:narrow"].ParallelPrepare)
 	require.True(t, inputs["rollout:deep"].Urgent)
 	require.Equal(t, 3.0, inputs["rollout:deep"].FairnessWeight)
 	require.Equal(t, contract.MergePriority("rollout", true, 3), opts["rollout:deep"].Priority)

@@ -298,30 +298,45 @@ func TestHTTPAuth(t *testing.T) {
 	}
 }
 
-func TestHTTPAppendRefusedOverPendingLimit(t *testing.T) {
-	cfg := testConfig(t)
-	cfg.PendingWarn = 0
-	cfg.PendingMax = 2
-	_, c, rs := serveAPI(t, cfg)
-	expect(t, c.postJSON("/api/v1/stores/generic/gs", genericSchema), http.StatusCreated, "")
-	for i := range 2 {
-		c.sealGS(t, fmt.Sprintf(`[{"id":"r%d"}]`, i))
+// Appends and deletes are writes: a shard at --pending-max refuses them, writes nothing of
+// them, and, since refused writers produce no seals, asks Temporal for a merge itself.
+func TestHTTPWritesRefusedOverPendingLimit(t *testing.T) {
+	const rows = "/api/v1/stores/generic/gs/rows"
+	for _, tc := range []struct {
+		name       string
+		pendingMax int
+		write      func(c *apiClient) resp
+		row        string // read after the refusal: the write left it as it was
+		rowStatus  int
+		rowCode    string
+	}{
+		{"append", 2, func(c *apiClient) resp { return c.postJSON(rows, `[{"id":"late"}]`) }, "late", http.StatusNotFound, CodeRowNotFound},
+		{"delete", 1, func(c *apiClient) resp { return c.do(http.MethodDelete, rows+"/r0", "", nil) }, "r0", http.StatusOK, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig(t)
+			cfg.PendingWarn = 0
+			cfg.PendingMax = tc.pendingMax
+			_, c, rs := serveAPI(t, cfg)
+			expect(t, c.postJSON("/api/v1/stores/generic/gs", genericSchema), http.StatusCreated, "")
+			for i := range tc.pendingMax {
+				c.sealGS(t, fmt.Sprintf(`[{"id":"r%d"}]`, i))
+			}
+			r := tc.write(c)
+			expect(t, r, http.StatusServiceUnavailable, CodeTooManyPending)
+			if r.header.Get("Retry-After") == "" {
+				t.Fatal("503 too_many_pending without Retry-After")
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			for rs.count() == 0 && time.Now().Before(deadline) {
+				time.Sleep(5 * time.Millisecond)
+			}
+			if n := rs.count(); n != 1 {
+				t.Fatalf("debt merge starts = %d, want 1", n)
+			}
+			expect(t, c.get(rows+"/"+tc.row), tc.rowStatus, tc.rowCode)
+		})
 	}
-	r := c.postJSON("/api/v1/stores/generic/gs/rows", `[{"id":"late"}]`)
-	expect(t, r, http.StatusServiceUnavailable, CodeTooManyPending)
-	if r.header.Get("Retry-After") == "" {
-		t.Fatal("503 too_many_pending without Retry-After")
-	}
-	// Refused writers produce no seals, so the worker asks Temporal for a merge itself.
-	deadline := time.Now().Add(5 * time.Second)
-	for rs.count() == 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if rs.count() != 1 {
-		t.Fatalf("debt merge starts = %d, want 1", rs.count())
-	}
-	// Nothing of the refused append was written.
-	expect(t, c.get("/api/v1/stores/generic/gs/rows/late"), http.StatusNotFound, CodeRowNotFound)
 }
 
 func TestHTTPFlushRunsCountTrigger(t *testing.T) {

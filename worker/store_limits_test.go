@@ -5,7 +5,6 @@ import (
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 )
 
 // The store's append and key limits answer with their own stable codes, and nothing of a
@@ -33,28 +32,4 @@ func TestHTTPAppendAndKeyLimits(t *testing.T) {
 	ok := strings.Repeat("k", 1024)
 	expect(t, c.postJSON(rows, `[{"id":"`+ok+`"}]`), http.StatusOK, "")
 	expect(t, c.get(rows+"/"+ok), http.StatusOK, "")
-}
-
-// Deletes are writes: a shard at --pending-max refuses them like appends.
-func TestHTTPDeleteRefusedOverPendingLimit(t *testing.T) {
-	cfg := testConfig(t)
-	cfg.PendingWarn = 0
-	cfg.PendingMax = 1
-	_, c, rs := serveAPI(t, cfg)
-	expect(t, c.postJSON("/api/v1/stores/generic/gs", genericSchema), http.StatusCreated, "")
-	c.sealGS(t, `[{"id":"r0"}]`)
-	r := c.do(http.MethodDelete, "/api/v1/stores/generic/gs/rows/r0", "", nil)
-	expect(t, r, http.StatusServiceUnavailable, CodeTooManyPending)
-	if r.header.Get("Retry-After") == "" {
-		t.Fatal("503 too_many_pending without Retry-After")
-	}
-	expect(t, c.get("/api/v1/stores/generic/gs/rows/r0"), http.StatusOK, "")
-	// As for a refused append, the worker asks for the merge that makes room.
-	deadline := time.Now().Add(5 * time.Second)
-	for rs.count() == 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if n := rs.count(); n != 1 {
-		t.Fatalf("debt merge starts = %d, want 1", n)
-	}
 }

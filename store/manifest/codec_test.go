@@ -28,6 +28,21 @@ func sameAsEncodingJSON[M any](t *testing.T, unmarshal func([]byte, *M) error, r
 	}
 }
 
+// roundTripsLikeEncodingJSON encodes 2000 random manifests: each to exactly json.Marshal's
+// bytes, which decode as encoding/json decodes them.
+func roundTripsLikeEncodingJSON[M any](t *testing.T, r *rand.Rand, random func(*rand.Rand) *M, encode func(*M) ([]byte, error), unmarshal func([]byte, *M) error) {
+	t.Helper()
+	for range 2000 {
+		m := random(r)
+		got, err := encode(m)
+		require.NoError(t, err)
+		want, err := json.Marshal(m)
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(got))
+		sameAsEncodingJSON(t, unmarshal, got)
+	}
+}
+
 func randomShardManifest(r *rand.Rand) *Shard {
 	strs := []string{"", "a", "generic/hot/memwal/s1/gen/00000000000000000001-1.ipc", "k<&>", `q"uote\`, "tab\there", "ünï", "\u2028", string([]byte{0xff, 'x'}), "0123456789abcdef"}
 	times := []time.Time{{}, time.Date(2026, 12, 1, 16, 0, 0, 123456789, time.UTC), time.Date(1999, 1, 2, 3, 4, 5, 0, time.FixedZone("x", -7*3600-30*60)), time.Unix(0, 0).UTC(), time.Date(2026, 1, 1, 0, 0, 0, 100, time.UTC)}
@@ -61,16 +76,7 @@ func randomShardManifest(r *rand.Rand) *Shard {
 // The codec writes exactly json.Marshal's bytes and reads them back as encoding/json
 // does, and it takes its fast path (no encoding/json) for everything walkeeper writes.
 func TestShardManifestCodec(t *testing.T) {
-	r := rand.New(rand.NewPCG(1, 2))
-	for i := 0; i < 2000; i++ {
-		m := randomShardManifest(r)
-		got, err := EncodeShard(m)
-		require.NoError(t, err)
-		want, err := json.Marshal(m)
-		require.NoError(t, err)
-		require.Equal(t, string(want), string(got))
-		sameAsEncodingJSON(t, UnmarshalShard, got)
-	}
+	roundTripsLikeEncodingJSON(t, rand.New(rand.NewPCG(1, 2)), randomShardManifest, EncodeShard, UnmarshalShard)
 
 	// What a walkeeper seal writes decodes on the fast path.
 	m := &Shard{Shard: "2f90d4b5-0361-5700-a264-7f3fb3ca947e", Version: 9, WriterEpoch: 2, NextGeneration: 4,
@@ -171,16 +177,7 @@ func randomBaseManifest(r *rand.Rand) *Base {
 }
 
 func TestBaseManifestCodec(t *testing.T) {
-	r := rand.New(rand.NewPCG(5, 6))
-	for i := 0; i < 2000; i++ {
-		m := randomBaseManifest(r)
-		got, err := EncodeBase(m)
-		require.NoError(t, err)
-		want, err := json.Marshal(m)
-		require.NoError(t, err)
-		require.Equal(t, string(want), string(got))
-		sameAsEncodingJSON(t, UnmarshalBase, got)
-	}
+	roundTripsLikeEncodingJSON(t, rand.New(rand.NewPCG(5, 6)), randomBaseManifest, EncodeBase, UnmarshalBase)
 
 	m := &Base{Version: 12, CreatedAt: time.Now().UTC(), Reason: "merge",
 		Watermarks: map[string]uint64{"2f90d4b5-0361-5700-a264-7f3fb3ca947e": 40, "a": 3}}

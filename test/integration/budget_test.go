@@ -152,8 +152,8 @@ func TestConcurrentMergesStayWithinBudget(t *testing.T) {
 		if results[i].Reclaimed != gens {
 			t.Errorf("%s: result %+v, want %d generations reclaimed", tg, results[i], gens)
 		}
-		if st := e.stats(w.DB(), tg); totalPending(st) != 0 || st.Rows != gens*rowsPerGen {
-			t.Errorf("%s after merge: pending %d rows %d", tg, totalPending(st), st.Rows)
+		if st := e.stats(w.DB(), tg); st.TotalPending() != 0 || st.Rows != gens*rowsPerGen {
+			t.Errorf("%s after merge: pending %d rows %d", tg, st.TotalPending(), st.Rows)
 		}
 	}
 	passes := 0

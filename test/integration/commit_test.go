@@ -199,9 +199,9 @@ func TestOneCommitInFlightPerTable(t *testing.T) {
 		if !mode.round && published != shards*gens {
 			t.Errorf("%s: %d commits published a version, want %d", mode.name, published, shards*gens)
 		}
-		if totalPending(after) != 0 || after.Rows != int64(written) || after.BaseVersion != before.BaseVersion+uint64(published) {
+		if after.TotalPending() != 0 || after.Rows != int64(written) || after.BaseVersion != before.BaseVersion+uint64(published) {
 			t.Fatalf("%s: after merge pending %d rows %d version %d; want 0, %d, %d", mode.name,
-				totalPending(after), after.Rows, after.BaseVersion, written, before.BaseVersion+uint64(published))
+				after.TotalPending(), after.Rows, after.BaseVersion, written, before.BaseVersion+uint64(published))
 		}
 		if mode.round && published >= shards*gens {
 			t.Errorf("%s: %d versions for %d passes: no round covered two shards", mode.name, published, shards*gens)

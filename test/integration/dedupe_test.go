@@ -129,8 +129,8 @@ func TestTwoStartsOneRun(t *testing.T) {
 		t.Fatalf("result %+v, want 3 generations of one shard reclaimed", res)
 	}
 	st := e.stats(w.DB(), target)
-	if totalPending(st) != 0 || st.Rows != int64(len(keys)) {
-		t.Fatalf("after merge: pending %d rows %d, want 0 and %d", totalPending(st), st.Rows, len(keys))
+	if st.TotalPending() != 0 || st.Rows != int64(len(keys)) {
+		t.Fatalf("after merge: pending %d rows %d, want 0 and %d", st.TotalPending(), st.Rows, len(keys))
 	}
 
 	// Visibility lists exactly one execution for the workflow ID, with nothing pending.

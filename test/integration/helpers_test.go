@@ -381,14 +381,6 @@ func (e *env) stats(db *store.DB, target string) store.Stats {
 	return st
 }
 
-func totalPending(st store.Stats) int {
-	n := 0
-	for _, sh := range st.Shards {
-		n += sh.PendingGenerations
-	}
-	return n
-}
-
 // --- HTTP --------------------------------------------------------------------------------
 
 // api calls one worker's HTTP data plane.

@@ -108,8 +108,8 @@ func TestSlowRolloutDoesNotDelayGenericMerge(t *testing.T) {
 		t.Fatalf("rollout merge: %+v", res)
 	}
 	for _, tg := range []store.Target{rollout, generic} {
-		if st := e.stats(db, tg.String()); totalPending(st) != 0 || st.Rows != 60 {
-			t.Errorf("%s after merge: pending %d rows %d, want 0 and 60", tg, totalPending(st), st.Rows)
+		if st := e.stats(db, tg.String()); st.TotalPending() != 0 || st.Rows != 60 {
+			t.Errorf("%s after merge: pending %d rows %d, want 0 and 60", tg, st.TotalPending(), st.Rows)
 		}
 	}
 }

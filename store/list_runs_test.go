@@ -105,7 +105,8 @@ func splitRunRowGroups(t *testing.T, s *Store, groupRows int64) {
 	require.Equal(t, int((rb.rows+groupRows-1)/groupRows), rb.pf.NumRowGroups())
 }
 
-// listAll pages through s from after with limit, returning every page.
+// listAll pages through s from after with limit, returning every page; paging must end
+// within 2000 pages.
 func listAll(t *testing.T, s *Store, after string, limit int) []ListPage {
 	t.Helper()
 	var pages []ListPage
@@ -117,7 +118,25 @@ func listAll(t *testing.T, s *Store, after string, limit int) []ListPage {
 			return pages
 		}
 		after = page.Next
+		require.Less(t, len(pages), 2000, "paging does not end")
 	}
+}
+
+// listInKeyOrder lists every row of s in pages of limit as id -> n, requiring the keys in
+// strictly ascending order across the pages.
+func listInKeyOrder(t *testing.T, s *Store, limit int) map[string]int64 {
+	t.Helper()
+	got := map[string]int64{}
+	prev := ""
+	for _, page := range listAll(t, s, "", limit) {
+		for _, r := range page.Rows {
+			k := r["id"].(string)
+			require.Greater(t, k, prev, "key order")
+			prev = k
+			got[k] = r["n"].(int64)
+		}
+	}
+	return got
 }
 
 // A List over a base run of many row groups that the cache does not keep, streamed a batch

@@ -69,25 +69,7 @@ func testBoundedReads(t *testing.T, cacheBytes int64) {
 	require.Greater(t, st.Shards[0].PendingGenerations, readFanIn, "more generations than one group")
 
 	for _, limit := range []int{1, 7, 100, 10000} {
-		got := map[string]int64{}
-		after, pages, prev := "", 0, ""
-		for {
-			page, err := s.List(ctx, ListOptions{Limit: limit, After: after})
-			require.NoError(t, err)
-			pages++
-			for _, r := range page.Rows {
-				k := r["id"].(string)
-				require.Greater(t, k, prev, "key order")
-				prev = k
-				got[k] = r["n"].(int64)
-			}
-			if page.Next == "" {
-				break
-			}
-			after = page.Next
-			require.Less(t, pages, 2000)
-		}
-		require.Equal(t, want, got, "limit %d", limit)
+		require.Equal(t, want, listInKeyOrder(t, s, limit), "limit %d", limit)
 	}
 	for k, n := range want {
 		r, err := s.Get(ctx, k)

@@ -509,10 +509,11 @@ func (r *mergeRun) committed(sh *shardRun, p *contract.PreparedMerge, res contra
 
 func (r *mergeRun) fail(sh *shardRun, step string, err, abortErr error) {
 	sh.res.Finished = true
-	sh.res.Error = step + ": " + errorText(err)
+	text := step + ": " + errorText(err)
 	if abortErr != nil {
-		sh.res.Error += "; abort: " + errorText(abortErr)
+		text += "; abort: " + errorText(abortErr)
 	}
+	sh.res.Error = contract.FailureText(text)
 	sh.res.ErrorType = errorType(err)
 	sh.res.Permanent = isPermanent(err)
 	sh.phase = contract.ShardFailed

@@ -8,7 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/walkeeper/walkeeper/contract"
@@ -101,6 +103,48 @@ func TestMergeWalRefusesEachFieldOutOfBounds(t *testing.T) {
 		{"carried passes above", carry(func(c *contract.MergeWalCarry) { c.Shards[0].Passes = contract.DefaultMergeMaxPasses + 1 }), "carry.shards[0].passes", true},
 		{"carried reclaimed below", carry(func(c *contract.MergeWalCarry) { c.Shards[0].Reclaimed = -1 }), "carry.shards[0].reclaimed", true},
 	})
+}
+
+// A run under another store's merge or compaction ID would hold that store's ID (its
+// triggers attach to the run, the sweep leaves it out as running) while it merges a different
+// store: the target must be the one its workflow ID names.
+func TestMergeWalAndCompactBaseRefuseAnotherStoresID(t *testing.T) {
+	for _, c := range []struct {
+		id  string
+		run func(*testsuite.TestWorkflowEnvironment)
+	}{
+		{"merge-wal/generic/gs", func(env *testsuite.TestWorkflowEnvironment) {
+			env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:gs2"})
+		}},
+		{"compact/generic/gs", func(env *testsuite.TestWorkflowEnvironment) {
+			env.ExecuteWorkflow(CompactBase, contract.CompactBaseInput{Target: "generic:gs2"})
+		}},
+	} {
+		t.Run(c.id, func(t *testing.T) {
+			env := newEnv(t)
+			f := newFakeTable("generic:gs2", 2, map[string]int{"a": 2})
+			mockTable(env, f)
+			env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: c.id})
+			c.run(env)
+			var appErr *temporal.ApplicationError
+			require.ErrorAs(t, env.GetWorkflowError(), &appErr)
+			require.Equal(t, contract.ErrTypeInvalidInput, appErr.Type())
+			require.True(t, appErr.NonRetryable())
+			require.True(t, strings.HasPrefix(appErr.Message(), "invalid input: target: "), appErr.Message())
+			require.Contains(t, appErr.Message(), c.id)
+			require.Empty(t, f.calls(&f.prepares))
+		})
+	}
+
+	// Its own ID, or one outside the merge and compaction IDs, runs.
+	for _, id := range []string{"merge-wal/generic/gs2", "merge-by-hand"} {
+		env := newEnv(t)
+		f := newFakeTable("generic:gs2", 2, map[string]int{"a": 2})
+		mockTable(env, f)
+		env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: id})
+		env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:gs2"})
+		require.Equal(t, 2, mergeResult(t, env).Reclaimed, id)
+	}
 }
 
 // Values at their bounds run: a merge with every knob at an edge drains its table.

@@ -37,6 +37,9 @@ func MergeWal(ctx workflow.Context, in contract.MergeWalInput) (contract.MergeWa
 	if err != nil {
 		return contract.MergeWalResult{}, invalidInput(err) // Validate parsed it already
 	}
+	if err := checkOwnID(ctx, contract.MergeWalID(tgt), tgt.String()); err != nil {
+		return contract.MergeWalResult{}, err
+	}
 	in = in.WithDefaults()
 	r := newMergeRun(ctx, in, tgt)
 	if err := workflow.SetQueryHandler(ctx, contract.StatusQuery, func() (contract.MergeWalStatus, error) {

@@ -105,9 +105,9 @@ func TestMergeWalRefusesEachFieldOutOfBounds(t *testing.T) {
 	})
 }
 
-// A run under another store's merge or compaction ID would hold that store's ID (its
-// triggers attach to the run, the sweep leaves it out as running) while it merges a different
-// store: the target must be the one its workflow ID names.
+// A run under another store's merge or compaction ID, or under its own store's ID of the other
+// workflow, would hold that ID (its triggers attach to the run, the sweep leaves the store out
+// as running) while it does something else: a run under such an ID must be its owner.
 func TestMergeWalAndCompactBaseRefuseAnotherStoresID(t *testing.T) {
 	for _, c := range []struct {
 		id  string
@@ -117,6 +117,12 @@ func TestMergeWalAndCompactBaseRefuseAnotherStoresID(t *testing.T) {
 			env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:gs2"})
 		}},
 		{"compact/generic/gs", func(env *testsuite.TestWorkflowEnvironment) {
+			env.ExecuteWorkflow(CompactBase, contract.CompactBaseInput{Target: "generic:gs2"})
+		}},
+		{"compact/generic/gs2", func(env *testsuite.TestWorkflowEnvironment) {
+			env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:gs2"})
+		}},
+		{"merge-wal/generic/gs2", func(env *testsuite.TestWorkflowEnvironment) {
 			env.ExecuteWorkflow(CompactBase, contract.CompactBaseInput{Target: "generic:gs2"})
 		}},
 	} {

@@ -251,7 +251,7 @@ func (a *Activities) ReconcilePage(ctx context.Context, p contract.ReconcilePage
 			if err != nil && ctx.Err() == nil {
 				res.Counts.Unreadable++
 				if len(res.Problems) < contract.MaxReconcileUnreadable {
-					res.Problems = append(res.Problems, contract.StoreProblem{Target: info.Target.String(), Error: err.Error(), ErrorType: ErrorType(err)})
+					res.Problems = append(res.Problems, contract.StoreProblem{Target: info.Target.String(), Error: contract.FailureText(err.Error()), ErrorType: ErrorType(err)})
 				}
 				a.logger().Warn("demand reconcile skipped a store", zap.String("target", info.Target.String()), zap.Error(err))
 			}

@@ -161,3 +161,15 @@ const quotedMax = 64
 func CarriedOnStartError(field string) error {
 	return inputErrorf(field, "is handed over by continue-as-new only; a start must leave it out")
 }
+
+// TargetIDError is the error of a run whose workflow ID id has the form of a store's merge or
+// compaction ID ("merge-wal/<kind>/<name>", "compact/<kind>/<name>") but is not own, the ID
+// of its target's own workflow, or nil: such a run would hold that ID (triggers of that
+// store's merges or compactions attach to the run, the sweep leaves the store out as running)
+// while it works on target. An ID of another form (a test's, a benchmark's) passes. Pure.
+func TargetIDError(id, own, target string) error {
+	if id == own || !(strings.HasPrefix(id, "merge-wal/") || strings.HasPrefix(id, "compact/")) {
+		return nil
+	}
+	return inputErrorf("target", "%s runs under the workflow ID %q, not %q", target, own, Clip(id, 2*quotedMax))
+}

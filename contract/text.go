@@ -31,3 +31,18 @@ func FormatBytes(n int64) string {
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
+
+// MaxFailureTextBytes bounds the failure text a workflow records from an activity error and
+// carries across continue-as-new (a MergeWal shard's error, a reconcile's problems, a sweep
+// round's failure), far inside the carries' 64 KiB bound: one long error must neither fail
+// the continued run's input check nor swell its payloads.
+const MaxFailureTextBytes = 4 << 10
+
+// FailureText is s as a workflow records failure text: at most MaxFailureTextBytes, cut at a
+// character boundary. Pure.
+func FailureText(s string) string {
+	if len(s) <= MaxFailureTextBytes {
+		return s
+	}
+	return Clip(s, MaxFailureTextBytes-len("…"))
+}

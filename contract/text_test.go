@@ -25,3 +25,14 @@ func TestFormatBytes(t *testing.T) {
 	require.Equal(t, "1.5 GiB", FormatBytes(3<<29))
 	require.Equal(t, "2.0 EiB", FormatBytes(2<<60))
 }
+
+func TestFailureTextFitsItsBound(t *testing.T) {
+	if got := FailureText("prepare: boom"); got != "prepare: boom" {
+		t.Fatalf("a short error is kept: %q", got)
+	}
+	long := strings.Repeat("é", MaxFailureTextBytes)
+	got := FailureText(long)
+	if len(got) > MaxFailureTextBytes || !utf8.ValidString(got) || !strings.HasSuffix(got, "…") {
+		t.Fatalf("clipped to %d bytes (valid UTF-8 %v), want at most %d ending in …", len(got), utf8.ValidString(got), MaxFailureTextBytes)
+	}
+}

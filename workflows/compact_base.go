@@ -24,6 +24,9 @@ func CompactBase(ctx workflow.Context, in contract.CompactBaseInput) (contract.C
 	if err != nil {
 		return contract.CompactBaseResult{}, invalidInput(err) // Validate parsed it already
 	}
+	if err := checkOwnID(ctx, contract.CompactID(tgt), tgt.String()); err != nil {
+		return contract.CompactBaseResult{}, err
+	}
 	in = in.WithDefaults()
 	logger := log.With(workflow.GetLogger(ctx), "target", tgt.String())
 	res := contract.CompactBaseResult{Target: tgt.String(), RunsLeft: -1}

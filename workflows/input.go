@@ -42,3 +42,12 @@ func continuedAsNew(info *workflow.Info) bool {
 func invalidInput(err error) error {
 	return temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrTypeInvalidInput, nil)
 }
+
+// checkOwnID fails a run whose workflow ID has the form of its target's ID own but names
+// another store (contract.TargetIDError), before any command.
+func checkOwnID(ctx workflow.Context, own, target string) error {
+	if err := contract.TargetIDError(workflow.GetInfo(ctx).WorkflowExecution.ID, own, target); err != nil {
+		return invalidInput(err)
+	}
+	return nil
+}

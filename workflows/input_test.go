@@ -8,7 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/walkeeper/walkeeper/contract"
@@ -101,6 +103,54 @@ func TestMergeWalRefusesEachFieldOutOfBounds(t *testing.T) {
 		{"carried passes above", carry(func(c *contract.MergeWalCarry) { c.Shards[0].Passes = contract.DefaultMergeMaxPasses + 1 }), "carry.shards[0].passes", true},
 		{"carried reclaimed below", carry(func(c *contract.MergeWalCarry) { c.Shards[0].Reclaimed = -1 }), "carry.shards[0].reclaimed", true},
 	})
+}
+
+// A run under another store's merge or compaction ID, or under its own store's ID of the other
+// workflow, would hold that ID (its triggers attach to the run, the sweep leaves the store out
+// as running) while it does something else: a run under such an ID must be its owner.
+func TestMergeWalAndCompactBaseRefuseAnotherStoresID(t *testing.T) {
+	for _, c := range []struct {
+		id  string
+		run func(*testsuite.TestWorkflowEnvironment)
+	}{
+		{"merge-wal/generic/gs", func(env *testsuite.TestWorkflowEnvironment) {
+			env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:gs2"})
+		}},
+		{"compact/generic/gs", func(env *testsuite.TestWorkflowEnvironment) {
+			env.ExecuteWorkflow(CompactBase, contract.CompactBaseInput{Target: "generic:gs2"})
+		}},
+		{"compact/generic/gs2", func(env *testsuite.TestWorkflowEnvironment) {
+			env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:gs2"})
+		}},
+		{"merge-wal/generic/gs2", func(env *testsuite.TestWorkflowEnvironment) {
+			env.ExecuteWorkflow(CompactBase, contract.CompactBaseInput{Target: "generic:gs2"})
+		}},
+	} {
+		t.Run(c.id, func(t *testing.T) {
+			env := newEnv(t)
+			f := newFakeTable("generic:gs2", 2, map[string]int{"a": 2})
+			mockTable(env, f)
+			env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: c.id})
+			c.run(env)
+			var appErr *temporal.ApplicationError
+			require.ErrorAs(t, env.GetWorkflowError(), &appErr)
+			require.Equal(t, contract.ErrTypeInvalidInput, appErr.Type())
+			require.True(t, appErr.NonRetryable())
+			require.True(t, strings.HasPrefix(appErr.Message(), "invalid input: target: "), appErr.Message())
+			require.Contains(t, appErr.Message(), c.id)
+			require.Empty(t, f.calls(&f.prepares))
+		})
+	}
+
+	// Its own ID, or one outside the merge and compaction IDs, runs.
+	for _, id := range []string{"merge-wal/generic/gs2", "merge-by-hand"} {
+		env := newEnv(t)
+		f := newFakeTable("generic:gs2", 2, map[string]int{"a": 2})
+		mockTable(env, f)
+		env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: id})
+		env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:gs2"})
+		require.Equal(t, 2, mergeResult(t, env).Reclaimed, id)
+	}
 }
 
 // Values at their bounds run: a merge with every knob at an edge drains its table.

@@ -37,6 +37,9 @@ func MergeWal(ctx workflow.Context, in contract.MergeWalInput) (contract.MergeWa
 	if err != nil {
 		return contract.MergeWalResult{}, invalidInput(err) // Validate parsed it already
 	}
+	if err := checkOwnID(ctx, contract.MergeWalID(tgt), tgt.String()); err != nil {
+		return contract.MergeWalResult{}, err
+	}
 	in = in.WithDefaults()
 	r := newMergeRun(ctx, in, tgt)
 	if err := workflow.SetQueryHandler(ctx, contract.StatusQuery, func() (contract.MergeWalStatus, error) {
@@ -509,10 +512,11 @@ func (r *mergeRun) committed(sh *shardRun, p *contract.PreparedMerge, res contra
 
 func (r *mergeRun) fail(sh *shardRun, step string, err, abortErr error) {
 	sh.res.Finished = true
-	sh.res.Error = step + ": " + errorText(err)
+	text := step + ": " + errorText(err)
 	if abortErr != nil {
-		sh.res.Error += "; abort: " + errorText(abortErr)
+		text += "; abort: " + errorText(abortErr)
 	}
+	sh.res.Error = contract.FailureText(text)
 	sh.res.ErrorType = errorType(err)
 	sh.res.Permanent = isPermanent(err)
 	sh.phase = contract.ShardFailed

@@ -403,6 +403,38 @@ func TestMergeWalContinuesAsNewAfterPassesPerRun(t *testing.T) {
 	require.Equal(t, 2, next.Carry.Shards[0].Passes)
 }
 
+// A shard's failure text is carried across continue-as-new, so the run that records it must
+// keep it within the carry's bound: a longer activity error would fail the continued run as
+// invalid input and end the chain.
+func TestMergeWalCarriesALongShardErrorClipped(t *testing.T) {
+	env := newEnv(t)
+	f := newFakeTable("generic:gs", 1, map[string]int{"a": 5, "b": 3})
+	long := strings.Repeat("x", 70<<10)
+	env.OnActivity(contract.PrepareActivity, anyCtx, anyArg).Return(func(ctx context.Context, p contract.PrepareParams) (contract.PrepareResult, error) {
+		if p.Shard == "a" {
+			return contract.PrepareResult{}, temporal.NewNonRetryableApplicationError(long, contract.ErrTypeCorruptData, nil)
+		}
+		return f.prepare(ctx, p)
+	})
+	mockTable(env, f)
+	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:gs", PassesPerWorkflowRun: 1})
+	next := continueAsNewInput(t, env.GetWorkflowError())
+	require.NoError(t, next.Validate(), "the continued run accepts the carry its predecessor wrote")
+	a := next.Carry.Shards[0]
+	require.Equal(t, "a", a.Shard)
+	require.True(t, strings.HasPrefix(a.Error, "prepare: xxx"), a.Error[:32])
+	require.LessOrEqual(t, len(a.Error), contract.MaxFailureTextBytes)
+	require.Equal(t, contract.ErrTypeCorruptData, a.ErrorType)
+
+	env2 := newEnv(t)
+	mockTable(env2, f)
+	env2.SetContinuedExecutionRunID("run-1")
+	env2.ExecuteWorkflow(MergeWal, next)
+	again := continueAsNewInput(t, env2.GetWorkflowError())
+	require.Equal(t, 2, again.Carry.WorkflowRuns, "the continued run merged and handed over in turn")
+	require.Equal(t, a.Error, again.Carry.Shards[0].Error)
+}
+
 func TestMergeWalStopsAtMaxPasses(t *testing.T) {
 	env := newEnv(t)
 	f := newFakeTable("generic:gs", 1, map[string]int{"a": 5})

@@ -60,7 +60,11 @@ func ReconcileDemand(ctx workflow.Context, in contract.ReconcileDemandInput) (co
 		}
 		in.Totals.Add(page.Counts)
 		keep := max(0, contract.MaxReconcileUnreadable-len(in.Problems))
-		in.Problems = append(in.Problems, page.Problems[:min(keep, len(page.Problems))]...)
+		for _, p := range page.Problems[:min(keep, len(page.Problems))] {
+			// The carry repeats it in every later run: an activity's error is cut to a bound.
+			p.Error = contract.FailureText(p.Error)
+			in.Problems = append(in.Problems, p)
+		}
 		if page.Next == "" {
 			in.Cursor = contract.ReconcileCursor{KindIndex: in.Cursor.KindIndex + 1}
 		} else {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -110,6 +111,27 @@ func TestReconcileDemandCapsItsProblems(t *testing.T) {
 	require.Equal(t, fmt.Sprintf("%s:p0-29", k0), res.Problems[29].Target)
 	require.Equal(t, fmt.Sprintf("%s:p1-00", k1), res.Problems[30].Target)
 	require.Equal(t, fmt.Sprintf("%s:p1-19", k1), res.Problems[contract.MaxReconcileUnreadable-1].Target)
+}
+
+// A problem's error is carried across continue-as-new, so the reconcile keeps it within the
+// carry's bound: a longer one would fail the continued run as invalid input, and every later
+// reconcile would stop at the same unreadable store.
+func TestReconcileDemandCarriesALongProblemClipped(t *testing.T) {
+	env := newEnv(t)
+	long := strings.Repeat("x", 70<<10)
+	env.OnActivity(contract.ReconcilePageActivity, anyCtx, anyArg).Return(func(_ context.Context, p contract.ReconcilePageParams) (contract.ReconcilePageResult, error) {
+		return contract.ReconcilePageResult{Kind: p.Kind, Next: "s1", Counts: contract.ReconcileCounts{Stores: 1, Pages: 1, Unreadable: 1},
+			Problems: []contract.StoreProblem{{Target: p.Kind + ":s1", Error: long, ErrorType: contract.ErrTypeCorruptData}}}, nil
+	})
+	env.ExecuteWorkflow(ReconcileDemand, contract.ReconcileDemandInput{PagesPerRun: 1})
+	var can *workflow.ContinueAsNewError
+	require.ErrorAs(t, env.GetWorkflowError(), &can)
+	var next contract.ReconcileDemandInput
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
+	require.NoError(t, next.Validate(), "the continued run accepts what its predecessor carried")
+	require.Len(t, next.Problems, 1)
+	require.LessOrEqual(t, len(next.Problems[0].Error), contract.MaxFailureTextBytes)
+	require.True(t, strings.HasPrefix(next.Problems[0].Error, "xxx"))
 }
 
 // A page that cannot be listed after the activity's retries fails the reconcile with a

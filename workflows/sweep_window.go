@@ -157,7 +157,8 @@ func (w *sweepWindow) round(ctx workflow.Context, trigger string) error {
 	}
 	failure := "" // demandSweep fails exactly when a kind's scan failed (res.ScanErrors)
 	if err != nil {
-		failure = errorText(err)
+		// The carry repeats it (in the round and its summary): a listing's error is cut to a bound.
+		failure = contract.FailureText(errorText(err))
 	}
 	summary := roundSummary(n, trigger, res, failure)
 	w.last = fmt.Sprintf("%s at %s", summary, at.UTC().Format(time.TimeOnly))

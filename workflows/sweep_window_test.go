@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"strings"
@@ -30,6 +31,7 @@ type windowFleet struct {
 	debtAt  map[int]bool   // generic scan number (1-based) -> generic:hot in debt
 	failing string         // kind whose listing fails
 	failFor int            // its first failFor scans fail (0 = every one)
+	failErr string         // their error ("" = a connection reset)
 }
 
 func (f *windowFleet) scan(_ context.Context, p contract.ScanDemandParams) (contract.ScanDemandResult, error) {
@@ -40,7 +42,7 @@ func (f *windowFleet) scan(_ context.Context, p contract.ScanDemandParams) (cont
 	}
 	f.scans[p.Kind]++
 	if p.Kind == f.failing && (f.failFor == 0 || f.scans[p.Kind] <= f.failFor) {
-		return contract.ScanDemandResult{}, errors.New("list _demand/" + p.Kind + "/: connection reset")
+		return contract.ScanDemandResult{}, errors.New(cmp.Or(f.failErr, "list _demand/"+p.Kind+"/: connection reset"))
 	}
 	res := contract.ScanDemandResult{Kind: p.Kind}
 	if p.Kind == "generic" {
@@ -232,6 +234,28 @@ func TestSweepWindowFailedRounds(t *testing.T) {
 	require.NoError(t, env2.GetWorkflowResult(&res))
 	require.Equal(t, contract.SweepWindowTotals{Rounds: 2, IdleRounds: 1, FailedRounds: 1}, res.Totals)
 	require.Equal(t, 1, recorded)
+}
+
+// A failed round's error is carried across continue-as-new (in the round and its summary), so
+// the window keeps it within the carry's bound: a longer listing error would fail the
+// continued run as invalid input and end the window.
+func TestSweepWindowCarriesALongRoundFailureClipped(t *testing.T) {
+	long := strings.Repeat("x", 70<<10)
+	recorded := 0
+	env := newWindowEnv(t, &windowFleet{failing: "rollout", failErr: long}, &fakeStarter{}, &recorded)
+	env.SetCurrentHistoryLength(contract.DefaultSweepEventBudget) // over budget after the first round
+	env.ExecuteWorkflow(SweepWindow, contract.SweepWindowInput{Interval: 10 * time.Second, Window: 40 * time.Second})
+	var can *workflow.ContinueAsNewError
+	require.True(t, errors.As(env.GetWorkflowError(), &can), "got %v", env.GetWorkflowError())
+	var next contract.SweepWindowInput
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
+	require.NoError(t, next.Validate(), "the continued run accepts what its predecessor carried")
+	require.Len(t, next.Carry.Recent, 1)
+	r := next.Carry.Recent[0]
+	require.Equal(t, 1, next.Carry.Totals.FailedRounds)
+	require.Contains(t, r.Error, "rollout: xxx")
+	require.LessOrEqual(t, len(r.Error), contract.MaxFailureTextBytes)
+	require.Contains(t, r.Summary, "FAILED: ")
 }
 
 // A canceled window (walkeeper schedule pause) ends as canceled between rounds.

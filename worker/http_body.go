@@ -40,7 +40,7 @@ func (a *apiServer) readBody(w http.ResponseWriter, r *http.Request, allowEmpty 
 	}
 	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
 		return nil, newAPIError(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType,
-			"Content-Type %q is not application/json", ct)
+			"Content-Type %q is not application/json", clipText(ct))
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, a.cfg.MaxBodyBytes))
 	if err != nil {

@@ -55,7 +55,7 @@ func (a *apiServer) mergeWal(w http.ResponseWriter, r *http.Request) error {
 	wait := false
 	if ws := r.URL.Query().Get("wait"); ws != "" {
 		if wait, err = strconv.ParseBool(ws); err != nil {
-			return newAPIError(http.StatusBadRequest, CodeInvalidInput, "wait %q is not a boolean", ws)
+			return newAPIError(http.StatusBadRequest, CodeInvalidInput, "wait %q is not a boolean", clipText(ws))
 		}
 	}
 	var req mergeRequest

@@ -204,6 +204,7 @@ func TestHTTPBadInputWritesNothing(t *testing.T) {
 		{"create unknown member", "POST", "/api/v1/stores/generic/x", "application/json", `{"fields":[{"name":"id","type":"string"}],"extra":1}`, 400, CodeInvalidInput},
 		{"create duplicate field", "POST", "/api/v1/stores/generic/x", "application/json", `{"fields":[{"name":"id","type":"string"},{"name":"id","type":"string"}]}`, 400, CodeInvalidInput},
 		{"create text/plain", "POST", "/api/v1/stores/generic/x", "text/plain", genericSchema, 415, CodeUnsupportedMediaType},
+		{"delete key not UTF-8", "DELETE", rows + "/a%FFb", "", "", 400, CodeInvalidInput},
 		{"list bad kind", "GET", "/api/v1/stores?kind=bogus", "", "", 400, CodeUnknownKind},
 		{"list bad source", "GET", rows + "?source=disk", "", "", 400, CodeInvalidInput},
 		{"list bad limit", "GET", rows + "?limit=-1", "", "", 400, CodeInvalidInput},

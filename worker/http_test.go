@@ -418,6 +418,23 @@ func TestHTTPServerAnswersOnlyJSON(t *testing.T) {
 	}
 	expect(t, c.get("/"), http.StatusNotFound, CodeNotFound)
 	expect(t, c.get("/api/v1/stores/generic/gs/rows/x/y"), http.StatusNotFound, CodeNotFound)
+	// A path the mux would clean (an empty segment) is no route either, not a text/html
+	// redirect that a client follows to another route, a POST turned into a GET.
+	noRedirects := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, tc := range []struct{ method, path string }{
+		{http.MethodGet, "/api/v1//stores"},
+		{http.MethodPost, "/api/v1/stores/generic//gs/flush"},
+		{http.MethodGet, "//healthz"},
+	} {
+		req, _ := http.NewRequest(tc.method, c.base+tc.path, nil)
+		res, err := noRedirects.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		expect(t, resp{status: res.StatusCode, header: res.Header, body: b}, http.StatusNotFound, CodeNotFound)
+	}
 }
 
 func TestHTTPListenDefaultIsLoopback(t *testing.T) {

@@ -61,6 +61,10 @@ func TestBadUsageExitsTwo(t *testing.T) {
 		{"worker", "--stuck-scan-interval", "2h"},
 		{"load", "--target", "x"},
 		{"load", "--rate", "0"},
+		{"load", "--rate", "2000000000", "--batch", "1"},
+		{"load", "--duration", "-1s"},
+		{"load", "--flush-every", "-1s"},
+		{"load", "--keys", "-5"},
 		{"--log-level", "loud", "status"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {

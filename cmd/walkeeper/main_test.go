@@ -36,6 +36,8 @@ func TestBadUsageExitsTwo(t *testing.T) {
 		{"merge", "generic:a", "--merge-run-timeout", "1s"},
 		{"compact", "generic:a", "--merge-run-timeout", "0s"},
 		{"compact"},
+		{"merge", "generic:a", "--timeout", "-1s"},
+		{"compact", "generic:a", "--wait", "--timeout", "-1ns"},
 		{"status", "generic:a", "generic:b"},
 		{"status", "generic:a/b"},
 		{"status", "--merge-run-timeout", "1ns"},

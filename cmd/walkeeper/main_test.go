@@ -63,6 +63,7 @@ func TestBadUsageExitsTwo(t *testing.T) {
 		{"worker", "--stuck-scan-interval", "2h"},
 		{"load", "--target", "x"},
 		{"load", "--rate", "0"},
+		{"queries", "--behind", "-1"},
 		{"load", "--rate", "2000000000", "--batch", "1"},
 		{"load", "--duration", "-1s"},
 		{"load", "--flush-every", "-1s"},

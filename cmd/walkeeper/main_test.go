@@ -69,6 +69,8 @@ func TestBadUsageExitsTwo(t *testing.T) {
 		{"load", "--flush-every", "-1s"},
 		{"load", "--keys", "-5"},
 		{"--log-level", "loud", "status"},
+		{"status", "--temporal-tls-ca", "/nonexistent/ca.pem"},
+		{"merge", "generic:a", "--temporal-tls-cert", "/nonexistent/c.pem", "--temporal-tls-key", "/nonexistent/k.pem"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			code, out, errOut := runCLI(t, args...)

@@ -244,6 +244,25 @@ func TestHTTPBadInputWritesNothing(t *testing.T) {
 		expect(t, resp{status: res.StatusCode, header: res.Header, body: b}, 413, CodeBodyTooLarge)
 	})
 
+	// An empty chunked body (no Content-Length) is an empty body too, whatever its type.
+	t.Run("merge with empty chunked body", func(t *testing.T) {
+		for _, ctype := range []string{"", "text/plain"} {
+			pr, pw := io.Pipe()
+			_ = pw.Close()
+			req, _ := http.NewRequest(http.MethodPost, c.base+"/api/v1/stores/generic/gs/merge-wal", pr)
+			if ctype != "" {
+				req.Header.Set("Content-Type", ctype)
+			}
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			expect(t, resp{status: res.StatusCode, header: res.Header, body: b}, 503, CodeTemporalUnavailable)
+		}
+	})
+
 	// Nothing was written anywhere.
 	r := c.get(rows)
 	expect(t, r, http.StatusOK, "")

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
@@ -367,8 +368,23 @@ func TestHTTPMergeWalErrors(t *testing.T) {
 	expect(t, c.postJSON("/api/v1/stores/generic/gs", genericSchema), http.StatusCreated, "")
 	expect(t, c.postJSON("/api/v1/stores/generic/gs/merge-wal", `{"bogus":1}`), http.StatusBadRequest, CodeInvalidInput)
 	expect(t, c.postJSON("/api/v1/stores/generic/gs/merge-wal", `{"max_bytes":-1}`), http.StatusBadRequest, CodeInvalidInput)
+	// Knobs past MergeWal's bounds are the client's mistake: refused before any start, and
+	// not counted as a failed start (which alerts that Temporal is unreachable).
+	for body, said := range map[string]string{
+		`{"max_passes":10001}`:       "invalid input: max_passes: 10001 is above the ceiling 10000",
+		`{"max_bytes":1}`:            "max_bytes: 1 is below the floor",
+		`{"max_generations":100001}`: "max_generations: 100001 is above the ceiling",
+	} {
+		m := expect(t, c.postJSON("/api/v1/stores/generic/gs/merge-wal", body), http.StatusBadRequest, CodeInvalidInput)
+		if !strings.Contains(fmt.Sprint(m["error"]), said) {
+			t.Fatalf("%s: answer %v does not say %q", body, m["error"], said)
+		}
+	}
 	if rs.count() != 0 {
 		t.Fatalf("bad merge requests started %d workflows", rs.count())
+	}
+	if n := testutil.ToFloat64(w.api.metrics.triggerStarts.WithLabelValues(TriggerHTTP, ResultFailed)); n != 0 {
+		t.Fatalf("bad merge requests counted %v failed starts", n)
 	}
 	rs.setFail(serviceerror.NewUnavailable("frontend down"))
 	r := c.do(http.MethodPost, "/api/v1/stores/generic/gs/merge-wal", "", nil)

@@ -52,6 +52,7 @@ func TestBadUsageExitsTwo(t *testing.T) {
 		{"schedule", "bogus"},
 		{"schedule", "pause", "extra"},
 		{"schedule", "ensure", "--every", "0s"},
+		{"schedule", "ensure", "--jitter", "-1s"},
 		{"schedule", "ensure", "--target", "generic"},
 		{"schedule", "describe", "--every", "1m"},
 		{"dev", "--workers", "0"},

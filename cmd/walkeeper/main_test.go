@@ -62,6 +62,7 @@ func TestBadUsageExitsTwo(t *testing.T) {
 		{"worker", "--flush-interval", "soon"},
 		{"worker", "--merge-run-timeout", "200h"},
 		{"worker", "--stuck-scan-interval", "2h"},
+		{"worker", "--temporal-wait", "0s", "--storage", "mem://x", "--listen", "127.0.0.1:0", "--temporal-tls-ca", "/nonexistent/ca.pem"},
 		{"load", "--target", "x"},
 		{"load", "--rate", "0"},
 		{"queries", "--behind", "-1"},

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -52,6 +53,10 @@ func FormatBytes(v int64) string {
 func ParseDuration(s string) (time.Duration, error) {
 	t := strings.TrimSpace(s)
 	if n, err := strconv.ParseInt(t, 10, 64); err == nil {
+		const most = int64(math.MaxInt64 / time.Second)
+		if n > most || n < -most { // the product would wrap to an unrelated duration
+			return 0, fmt.Errorf("%q seconds is out of range (at most %d)", s, most)
+		}
 		return time.Duration(n) * time.Second, nil
 	}
 	d, err := time.ParseDuration(t)

@@ -213,6 +213,13 @@ func TestParseSizesAndDurations(t *testing.T) {
 	if _, err := ParseDuration("soon"); err == nil {
 		t.Error("ParseDuration accepted nonsense")
 	}
+	// Plain seconds past time.Duration's range are refused, not wrapped: 18446744074 s
+	// would be 290 ms.
+	for _, bad := range []string{"18446744074", "9223372037", "-9223372037"} {
+		if d, err := ParseDuration(bad); err == nil {
+			t.Errorf("ParseDuration(%q) = %v, want an error", bad, d)
+		}
+	}
 }
 
 // docs/CONFIG.md is generated from Knobs(); WALKEEPER_UPDATE_DOCS=1 rewrites it.

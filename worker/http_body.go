@@ -33,14 +33,14 @@ func (a *apiServer) readBody(w http.ResponseWriter, r *http.Request, allowEmpty 
 	if allowEmpty && r.ContentLength == 0 {
 		return nil, nil // e.g. curl -X POST -d '' (which sends a form content type)
 	}
-	ct := r.Header.Get("Content-Type")
-	if ct == "" {
-		return nil, newAPIError(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType,
-			"Content-Type must be application/json")
-	}
-	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
-		return nil, newAPIError(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType,
-			"Content-Type %q is not application/json", ct)
+	if ae := mediaTypeError(r.Header.Get("Content-Type")); ae != nil {
+		// A chunked body has no length to tell that it is empty: read it to find out.
+		if allowEmpty && r.ContentLength < 0 {
+			if n, err := r.Body.Read(make([]byte, 1)); n == 0 && err == io.EOF {
+				return nil, nil
+			}
+		}
+		return nil, ae
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, a.cfg.MaxBodyBytes))
 	if err != nil {
@@ -60,6 +60,19 @@ func (a *apiServer) readBody(w http.ResponseWriter, r *http.Request, allowEmpty 
 		return nil, newAPIError(http.StatusBadRequest, CodeInvalidJSON, "empty body; want JSON")
 	}
 	return body, nil
+}
+
+// mediaTypeError is the 415 for a Content-Type that is not application/json, or nil.
+func mediaTypeError(ct string) *apiError {
+	if ct == "" {
+		return newAPIError(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType,
+			"Content-Type must be application/json")
+	}
+	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+		return newAPIError(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType,
+			"Content-Type %q is not application/json", clipText(ct))
+	}
+	return nil
 }
 
 // invalidJSON describes why body is not JSON.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -115,4 +116,37 @@ func TestHTTPClipsLongPathsInLogs(t *testing.T) {
 	if got := clipText("ab€" + strings.Repeat("c", maxEchoedText)); !strings.HasPrefix(got, "ab€") || !strings.HasSuffix(got, "bytes]") {
 		t.Fatalf("clipText = %q", got)
 	}
+}
+
+// A long ?wait=, Content-Type or method is refused with its echo clipped, as every other text
+// of the request is.
+func TestHTTPClipsLongWaitContentTypeAndMethod(t *testing.T) {
+	w, _ := observedWorker(t, testConfig(t), (&recStarter{}).start)
+	c := newClient(t, w)
+	expect(t, c.postJSON("/api/v1/stores/generic/gs", genericSchema), http.StatusCreated, "")
+	long := strings.Repeat("q", 30<<10)
+	check := func(what string, r resp, status int, code string) {
+		t.Helper()
+		m := expect(t, r, status, code)
+		if msg := m["error"].(string); len(msg) > 3*maxEchoedText || !strings.Contains(msg, "clipped") {
+			t.Fatalf("%s: message of %d bytes: %.300s", what, len(msg), msg)
+		}
+	}
+	check("wait", c.do(http.MethodPost, "/api/v1/stores/generic/gs/merge-wal?wait="+long, "", nil),
+		http.StatusBadRequest, CodeInvalidInput)
+	check("content type", c.do(http.MethodPost, "/api/v1/stores/generic/gs/rows", "text/"+long, []byte(`[]`)),
+		http.StatusUnsupportedMediaType, CodeUnsupportedMediaType)
+
+	req, err := http.NewRequest("X"+strings.Repeat("M", 30<<10), "http://"+w.HTTPAddr()+"/api/v1/stores/generic/gs/rows", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Sec-Fetch-Site", "cross-site")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	check("method", resp{status: res.StatusCode, header: res.Header, body: body}, http.StatusForbidden, CodeCrossOrigin)
 }

@@ -59,7 +59,7 @@ func (g browserGuard) check(r *http.Request) *apiError {
 		if err := g.origin.Check(r); err != nil {
 			return newAPIError(http.StatusForbidden, CodeCrossOrigin,
 				"%s from another origin (Origin %q, Sec-Fetch-Site %q) is refused by a worker without --auth-token",
-				r.Method, clipText(r.Header.Get("Origin")), clipText(r.Header.Get("Sec-Fetch-Site")))
+				clipText(r.Method), clipText(r.Header.Get("Origin")), clipText(r.Header.Get("Sec-Fetch-Site")))
 		}
 	}
 	return nil

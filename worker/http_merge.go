@@ -55,7 +55,7 @@ func (a *apiServer) mergeWal(w http.ResponseWriter, r *http.Request) error {
 	wait := false
 	if ws := r.URL.Query().Get("wait"); ws != "" {
 		if wait, err = strconv.ParseBool(ws); err != nil {
-			return newAPIError(http.StatusBadRequest, CodeInvalidInput, "wait %q is not a boolean", ws)
+			return newAPIError(http.StatusBadRequest, CodeInvalidInput, "wait %q is not a boolean", clipText(ws))
 		}
 	}
 	var req mergeRequest
@@ -65,6 +65,14 @@ func (a *apiServer) mergeWal(w http.ResponseWriter, r *http.Request) error {
 	if (req.MaxGenerations != nil && *req.MaxGenerations < 0) || (req.MaxBytes != nil && *req.MaxBytes < 0) || req.MaxPasses < 0 {
 		return newAPIError(http.StatusBadRequest, CodeInvalidInput, "merge knobs must not be negative")
 	}
+	in := contract.MergeWalInput{Target: t.String(), MaxGenerations: req.MaxGenerations, MaxBytes: req.MaxBytes,
+		ParallelPrepare: req.ParallelPrepare, MaxPasses: req.MaxPasses,
+		Trigger: contract.TriggerHTTP, TriggerReason: r.Method + " " + r.URL.Path}
+	// The start would refuse knobs past MergeWal's bounds too, but counted as a failed start,
+	// which alerts that Temporal is unreachable: a client's mistake must not.
+	if err := in.Validate(); err != nil {
+		return err
+	}
 	if a.start == nil {
 		return &apiError{Status: http.StatusServiceUnavailable, Code: CodeTemporalUnavailable,
 			Message: "this worker runs without Temporal (HTTP-only mode); merges run only through Temporal"}
@@ -72,9 +80,6 @@ func (a *apiServer) mergeWal(w http.ResponseWriter, r *http.Request) error {
 	if _, err := a.db.Open(r.Context(), t); err != nil {
 		return notFoundAs(err, CodeStoreNotFound)
 	}
-	in := contract.MergeWalInput{Target: t.String(), MaxGenerations: req.MaxGenerations, MaxBytes: req.MaxBytes,
-		ParallelPrepare: req.ParallelPrepare, MaxPasses: req.MaxPasses,
-		Trigger: contract.TriggerHTTP, TriggerReason: r.Method + " " + r.URL.Path}
 	run, err := a.start(r.Context(), t, in)
 	a.metrics.trigger(TriggerHTTP, err)
 	if err != nil {

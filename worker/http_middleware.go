@@ -109,10 +109,17 @@ func (a *apiServer) serve(w http.ResponseWriter, r *http.Request, h http.Handler
 		return
 	}
 	// The mux would redirect "." and ".." segments to a cleaned path; refuse them instead, so
-	// a traversal attempt is a plain 400 that touches nothing.
-	for _, seg := range strings.Split(r.URL.EscapedPath(), "/") {
+	// a traversal attempt is a plain 400 that touches nothing. It would redirect an empty
+	// segment ("//") too, with a text/html 307 that a client follows to a route it did not
+	// name: that path is no route.
+	segs := strings.Split(r.URL.EscapedPath(), "/")
+	for i, seg := range segs {
 		if u, _ := url.PathUnescape(seg); u == "." || u == ".." { // a segment that does not unescape is neither
 			a.fail(w, r, newAPIError(http.StatusBadRequest, CodeInvalidName, "path segment %q is not allowed", clipText(u)))
+			return
+		}
+		if seg == "" && i > 0 && i < len(segs)-1 {
+			a.fail(w, r, newAPIError(http.StatusNotFound, CodeNotFound, "no route for %s %s", clipText(r.Method), clipText(r.URL.Path)))
 			return
 		}
 	}

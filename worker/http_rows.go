@@ -3,6 +3,7 @@ package worker
 import (
 	"encoding/json"
 	"net/http"
+	"unicode/utf8"
 
 	"github.com/walkeeper/walkeeper/store"
 )
@@ -72,6 +73,11 @@ func (a *apiServer) deleteRow(r *http.Request, s *store.Store) (any, error) {
 	id := r.PathValue("id")
 	if id == "" {
 		return nil, newAPIError(http.StatusBadRequest, CodeInvalidInput, "empty row id")
+	}
+	// An append refuses such a key, so no row has it; a tombstone of it would be written for
+	// nothing and answered as another key (JSON turns the bad bytes into U+FFFD).
+	if !utf8.ValidString(id) {
+		return nil, newAPIError(http.StatusBadRequest, CodeInvalidInput, "row id %q is not valid UTF-8", clipText(id))
 	}
 	if err := s.Delete(r.Context(), id); err != nil {
 		a.kickIfRefused(s, err)

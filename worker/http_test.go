@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
@@ -204,6 +205,7 @@ func TestHTTPBadInputWritesNothing(t *testing.T) {
 		{"create unknown member", "POST", "/api/v1/stores/generic/x", "application/json", `{"fields":[{"name":"id","type":"string"}],"extra":1}`, 400, CodeInvalidInput},
 		{"create duplicate field", "POST", "/api/v1/stores/generic/x", "application/json", `{"fields":[{"name":"id","type":"string"},{"name":"id","type":"string"}]}`, 400, CodeInvalidInput},
 		{"create text/plain", "POST", "/api/v1/stores/generic/x", "text/plain", genericSchema, 415, CodeUnsupportedMediaType},
+		{"delete key not UTF-8", "DELETE", rows + "/a%FFb", "", "", 400, CodeInvalidInput},
 		{"list bad kind", "GET", "/api/v1/stores?kind=bogus", "", "", 400, CodeUnknownKind},
 		{"list bad source", "GET", rows + "?source=disk", "", "", 400, CodeInvalidInput},
 		{"list bad limit", "GET", rows + "?limit=-1", "", "", 400, CodeInvalidInput},
@@ -241,6 +243,25 @@ func TestHTTPBadInputWritesNothing(t *testing.T) {
 		defer res.Body.Close()
 		b, _ := io.ReadAll(res.Body)
 		expect(t, resp{status: res.StatusCode, header: res.Header, body: b}, 413, CodeBodyTooLarge)
+	})
+
+	// An empty chunked body (no Content-Length) is an empty body too, whatever its type.
+	t.Run("merge with empty chunked body", func(t *testing.T) {
+		for _, ctype := range []string{"", "text/plain"} {
+			pr, pw := io.Pipe()
+			_ = pw.Close()
+			req, _ := http.NewRequest(http.MethodPost, c.base+"/api/v1/stores/generic/gs/merge-wal", pr)
+			if ctype != "" {
+				req.Header.Set("Content-Type", ctype)
+			}
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			expect(t, resp{status: res.StatusCode, header: res.Header, body: b}, 503, CodeTemporalUnavailable)
+		}
 	})
 
 	// Nothing was written anywhere.
@@ -362,8 +383,23 @@ func TestHTTPMergeWalErrors(t *testing.T) {
 	expect(t, c.postJSON("/api/v1/stores/generic/gs", genericSchema), http.StatusCreated, "")
 	expect(t, c.postJSON("/api/v1/stores/generic/gs/merge-wal", `{"bogus":1}`), http.StatusBadRequest, CodeInvalidInput)
 	expect(t, c.postJSON("/api/v1/stores/generic/gs/merge-wal", `{"max_bytes":-1}`), http.StatusBadRequest, CodeInvalidInput)
+	// Knobs past MergeWal's bounds are the client's mistake: refused before any start, and
+	// not counted as a failed start (which alerts that Temporal is unreachable).
+	for body, said := range map[string]string{
+		`{"max_passes":10001}`:       "invalid input: max_passes: 10001 is above the ceiling 10000",
+		`{"max_bytes":1}`:            "max_bytes: 1 is below the floor",
+		`{"max_generations":100001}`: "max_generations: 100001 is above the ceiling",
+	} {
+		m := expect(t, c.postJSON("/api/v1/stores/generic/gs/merge-wal", body), http.StatusBadRequest, CodeInvalidInput)
+		if !strings.Contains(fmt.Sprint(m["error"]), said) {
+			t.Fatalf("%s: answer %v does not say %q", body, m["error"], said)
+		}
+	}
 	if rs.count() != 0 {
 		t.Fatalf("bad merge requests started %d workflows", rs.count())
+	}
+	if n := testutil.ToFloat64(w.api.metrics.triggerStarts.WithLabelValues(TriggerHTTP, ResultFailed)); n != 0 {
+		t.Fatalf("bad merge requests counted %v failed starts", n)
 	}
 	rs.setFail(serviceerror.NewUnavailable("frontend down"))
 	r := c.do(http.MethodPost, "/api/v1/stores/generic/gs/merge-wal", "", nil)
@@ -432,6 +468,23 @@ func TestHTTPServerAnswersOnlyJSON(t *testing.T) {
 	}
 	expect(t, c.get("/"), http.StatusNotFound, CodeNotFound)
 	expect(t, c.get("/api/v1/stores/generic/gs/rows/x/y"), http.StatusNotFound, CodeNotFound)
+	// A path the mux would clean (an empty segment) is no route either, not a text/html
+	// redirect that a client follows to another route, a POST turned into a GET.
+	noRedirects := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, tc := range []struct{ method, path string }{
+		{http.MethodGet, "/api/v1//stores"},
+		{http.MethodPost, "/api/v1/stores/generic//gs/flush"},
+		{http.MethodGet, "//healthz"},
+	} {
+		req, _ := http.NewRequest(tc.method, c.base+tc.path, nil)
+		res, err := noRedirects.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		expect(t, resp{status: res.StatusCode, header: res.Header, body: b}, http.StatusNotFound, CodeNotFound)
+	}
 }
 
 func TestHTTPListenDefaultIsLoopback(t *testing.T) {

@@ -109,8 +109,7 @@ func (l *loadGen) run(ctx context.Context) error {
 		ctx, cancel = context.WithTimeout(ctx, l.duration)
 		defer cancel()
 	}
-	interval := time.Duration(float64(time.Second) * float64(l.batch) / float64(l.rate))
-	tick := time.NewTicker(interval)
+	tick := time.NewTicker(l.interval())
 	defer tick.Stop()
 	var flushC <-chan time.Time
 	if l.flushEvery > 0 {
@@ -166,6 +165,11 @@ func (l *loadGen) run(ctx context.Context) error {
 	}
 }
 
+// interval is the time between two appends: batch rows at rate rows per second.
+func (l *loadGen) interval() time.Duration {
+	return time.Duration(float64(time.Second) * float64(l.batch) / float64(l.rate))
+}
+
 func (l *loadGen) flushAll(ctx context.Context) {
 	for _, base := range l.urls {
 		code, _, data, err := l.do(ctx, http.MethodPost, l.storeURL(base)+"/flush", nil)
@@ -208,6 +212,14 @@ A worker that answers 503 (too many pending generations) is waited out per Retry
 			}
 			if l.rate <= 0 || l.batch <= 0 {
 				return cli.Usagef("--rate and --batch must be positive")
+			}
+			// One request every batch/rate seconds: a ticker cannot tick more than once a
+			// nanosecond, and a negative duration would silently mean "run for ever".
+			if l.interval() <= 0 {
+				return cli.Usagef("--rate %d with --batch %d asks for more than one request a nanosecond", l.rate, l.batch)
+			}
+			if l.duration < 0 || l.flushEvery < 0 || l.keySpace < 0 {
+				return cli.Usagef("--duration, --flush-every and --keys must not be negative")
 			}
 			if create && t.Kind != store.KindGeneric {
 				return cli.Usagef("--create only makes generic stores; %s must exist", t)

@@ -111,6 +111,9 @@ func (g *globalOptions) start(cmd *cobra.Command, t store.Target, typ string, sf
 	if err := contract.CheckMergeRunTimeout(sf.runTimeout); err != nil {
 		return cli.Usagef("--merge-run-timeout: %v", err)
 	}
+	if sf.timeout < 0 { // else it would mean no limit, as 0 does
+		return cli.Usagef("--timeout must not be negative, got %s", sf.timeout)
+	}
 	ctx, cancel := cli.SignalContext(cmd.Context())
 	defer cancel()
 	if err := g.precheckStore(ctx, cmd, sf.storage, t); err != nil {

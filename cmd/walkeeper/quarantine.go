@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/walkeeper/walkeeper/internal/cli"
+	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/worker"
 )
 
@@ -56,6 +58,9 @@ the same key changes nothing. It talks to storage directly; workers need no rest
 			}
 			defer func() { _ = db.Close(context.Background()) }()
 			s, err := db.Open(ctx, target)
+			if errors.Is(err, store.ErrNotFound) {
+				return &storeMissingError{target: target} // bad input (exit 2), as for merge
+			}
 			if err != nil {
 				return err
 			}

@@ -55,6 +55,10 @@ func TestQuarantineCommand(t *testing.T) {
 
 	code, _, stderr := runCLI(t, "quarantine", "generic:qc", genKey, "--storage", url)
 	require.Equal(t, 2, code, "missing --reason is a usage error: %s", stderr)
+	// A store that does not exist is bad input, as for merge and compact.
+	code, _, stderr = runCLI(t, "quarantine", "generic:nope", genKey, "--storage", url, "--reason", "r")
+	require.Equal(t, 2, code, "a missing store is bad input: %s", stderr)
+	require.Contains(t, stderr, "generic:nope")
 	code, out, stderr := runCLI(t, "quarantine", "generic:qc", genKey, "--storage", url, "--reason", "test damage")
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, out, "quarantined generation 1")

@@ -48,6 +48,9 @@ Nothing is contacted: the command only prints. The links use --ui, else the runn
 			if slowerThan <= 0 {
 				return cli.Usagef("--slower-than must be positive")
 			}
+			if behind < 1 { // else the "far behind" view lists every merge
+				return cli.Usagef("--behind must be at least 1, got %d", behind)
+			}
 			st := g.devDefaults(cmd)
 			links := uiLinks{base: uiBaseOrDev(ui, st), namespace: g.temporal.Namespace}
 			return writeQueries(cmd.OutOrStdout(), savedViews(t, slowerThan, behind), links, cmp.Or(st.TemporalCLI, "temporal"), g.temporal.HostPort, g.temporal.Namespace)

@@ -76,6 +76,9 @@ Both use a one-minute catch-up window.`,
 			if cmd.Name() == "ensure" && sf.window <= 0 {
 				return cli.Usagef("--window must be positive")
 			}
+			if cmd.Name() == "ensure" && sf.jitter < 0 { // else it would silently mean none
+				return cli.Usagef("--jitter must not be negative, got %s", sf.jitter)
+			}
 			g.devDefaults(cmd) // a running dev's Temporal, unless --temporal says otherwise
 			return g.withTemporal(cmd, func(ctx context.Context, c client.Client) error {
 				return run(ctx, c, id, cmd.OutOrStdout())

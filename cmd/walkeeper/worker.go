@@ -34,6 +34,11 @@ server drains, running activities finish, memtables are sealed.`,
 			if err := cfg.Validate(); err != nil {
 				return cli.Usage(err)
 			}
+			// A TLS file that does not load never will: said at once, not retried as an
+			// unreachable Temporal for --temporal-wait.
+			if _, err := cfg.Temporal.ClientOptions(nil); err != nil {
+				return cli.Usage(err)
+			}
 			logger, err := worker.NewLogger(os.Stderr, cfg.LogFormat, cfg.LogLevel)
 			if err != nil {
 				return cli.Usage(err)

@@ -60,6 +60,7 @@ type Config struct {
 	PendingMax    int
 
 	MaxBodyBytes     int64
+	BodyBudgetBytes  int64
 	MaxRowBytes      int
 	PageBytes        int64
 	HTTPReadTimeout  time.Duration
@@ -132,6 +133,7 @@ func DefaultConfig() Config {
 		PendingWarn:              so.PendingWarn,
 		PendingMax:               so.PendingMax,
 		MaxBodyBytes:             8 << 20,
+		BodyBudgetBytes:          64 << 20,
 		MaxRowBytes:              so.MaxRowBytes,
 		PageBytes:                4 << 20,
 		HTTPReadTimeout:          30 * time.Second,
@@ -311,6 +313,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxBodyBytes < 1 {
 		bad("max-body-bytes", "must be positive, got %d", c.MaxBodyBytes)
+	}
+	if c.BodyBudgetBytes != 0 && c.BodyBudgetBytes < c.MaxBodyBytes {
+		bad("body-budget-bytes", "must be 0 (unlimited) or at least --max-body-bytes (%d), got %d", c.MaxBodyBytes, c.BodyBudgetBytes)
 	}
 	if c.PageBytes < 1 {
 		bad("page-bytes", "must be positive, got %d", c.PageBytes)

@@ -182,6 +182,7 @@ var knobs = []knob{
 	workerKnob("pending-warn", "warn when a read unions this many pending generations in one shard (0 = off)", intField(func(c *Config) *int { return &c.PendingWarn })),
 	workerKnob("pending-max", "refuse reads above this many pending generations (one shard or total), and appends and deletes to an own shard at it, where its seals stop too (0 = off)", intField(func(c *Config) *int { return &c.PendingMax })),
 	workerKnob("max-body-bytes", "largest HTTP request body", bytesField(func(c *Config) *int64 { return &c.MaxBodyBytes })),
+	workerKnob("body-budget-bytes", "request bodies being read and decoded at once, shared by every request; a body that cannot get its bytes within 2s gets 503 budget_busy (0 = unlimited, else at least max-body-bytes)", bytesField(func(c *Config) *int64 { return &c.BodyBudgetBytes })),
 	workerKnob("max-row-bytes", "largest row, measured as its JSON text (0 = no cap)", bytesIntField(func(c *Config) *int { return &c.MaxRowBytes })),
 	workerKnob("page-bytes", "a page of GET .../rows or GET /api/v1/stores stops before its answer exceeds this many bytes (it always holds one item) and carries next", bytesField(func(c *Config) *int64 { return &c.PageBytes })),
 	workerKnob("http-read-timeout", "bound on reading one whole HTTP request, body included (0 = none)", durField(func(c *Config) *time.Duration { return &c.HTTPReadTimeout })),

@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"go.uber.org/zap"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/walkeeper/walkeeper/store"
 )
@@ -29,6 +30,10 @@ type apiServer struct {
 
 	kicks kickLimiter // debt-triggered merge starts, at most one per debtKickEvery per store
 
+	// bodies holds the bytes of the request bodies being read and decoded (nil: no bound), so
+	// that many connections each sending --max-body-bytes cannot hold them all at once.
+	bodies *semaphore.Weighted
+
 	// stopping ends when the worker begins to stop: requests that only wait on Temporal
 	// (merge-wal?wait=true) return at once instead of holding up the HTTP drain.
 	stopping context.Context
@@ -44,6 +49,9 @@ func newAPIServer(db *store.DB, cfg Config, addr net.Addr, log *zap.Logger, m *M
 	}
 	a.guard = newBrowserGuard(cfg.Listen, addr, a.auth)
 	a.kicks.every = debtKickEvery
+	if cfg.BodyBudgetBytes > 0 {
+		a.bodies = semaphore.NewWeighted(cfg.BodyBudgetBytes)
+	}
 	a.stopping, a.stop = context.WithCancel(context.Background())
 	a.mux = http.NewServeMux()
 	route := func(pattern string, h http.Handler) {

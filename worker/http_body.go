@@ -2,64 +2,104 @@ package worker
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
 	"os"
+	"sync"
+	"time"
+
+	"github.com/walkeeper/walkeeper/store"
 )
 
 // This file holds the request-body checks every handler shares: media type and size cap;
 // http_json_strict.go holds the strict decoding.
 
+// bodyBudgetWait is how long a request waits for --body-budget-bytes before it gets 503
+// budget_busy: long enough to ride out a burst, short enough that it never holds a
+// connection for long.
+var bodyBudgetWait = 2 * time.Second
+
 // decodeJSONBody is readBody plus decodeStrict into v; an allowed empty body leaves v as it
 // is.
 func (a *apiServer) decodeJSONBody(w http.ResponseWriter, r *http.Request, allowEmpty bool, v any) error {
-	body, err := a.readBody(w, r, allowEmpty)
+	body, release, err := a.readBody(w, r, allowEmpty)
 	if err != nil || body == nil {
 		return err
 	}
+	defer release()
 	return decodeStrict(body, v)
 }
 
-// readBody enforces the media type and the size cap. An empty body is returned as nil when
-// allowEmpty, and is invalid_json otherwise.
-func (a *apiServer) readBody(w http.ResponseWriter, r *http.Request, allowEmpty bool) ([]byte, error) {
+// readBody enforces the media type, the size cap and the body budget. An empty body is
+// returned as nil when allowEmpty, and is invalid_json otherwise. The caller calls release
+// once it is done with the body (a no-op when there is none).
+func (a *apiServer) readBody(w http.ResponseWriter, r *http.Request, allowEmpty bool) (_ []byte, release func(), _ error) {
+	release = func() {}
 	if r.ContentLength > a.cfg.MaxBodyBytes {
-		return nil, newAPIError(http.StatusRequestEntityTooLarge, CodeBodyTooLarge,
+		return nil, release, newAPIError(http.StatusRequestEntityTooLarge, CodeBodyTooLarge,
 			"request body is larger than %d bytes", a.cfg.MaxBodyBytes)
 	}
 	if allowEmpty && r.ContentLength == 0 {
-		return nil, nil // e.g. curl -X POST -d '' (which sends a form content type)
+		return nil, release, nil // e.g. curl -X POST -d '' (which sends a form content type)
 	}
 	if ae := mediaTypeError(r.Header.Get("Content-Type")); ae != nil {
 		// A chunked body has no length to tell that it is empty: read it to find out.
 		if allowEmpty && r.ContentLength < 0 {
 			if n, err := r.Body.Read(make([]byte, 1)); n == 0 && err == io.EOF {
-				return nil, nil
+				return nil, release, nil
 			}
 		}
-		return nil, ae
+		return nil, release, ae
+	}
+	release, err := a.admitBody(r)
+	if err != nil {
+		return nil, func() {}, err
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, a.cfg.MaxBodyBytes))
+	switch {
+	case errors.As(err, new(*http.MaxBytesError)):
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		err = newAPIError(http.StatusBadRequest, CodeInvalidJSON,
+			"the body did not arrive within --http-read-timeout (%s)", a.cfg.HTTPReadTimeout)
+	case err != nil:
+		err = newAPIError(http.StatusBadRequest, CodeInvalidJSON, "read body: %v", err)
+	case len(bytes.TrimSpace(body)) == 0 && !allowEmpty:
+		err = newAPIError(http.StatusBadRequest, CodeInvalidJSON, "empty body; want JSON")
+	case len(bytes.TrimSpace(body)) == 0:
+		release()
+		return nil, func() {}, nil
+	}
 	if err != nil {
-		if errors.As(err, new(*http.MaxBytesError)) {
-			return nil, err
-		}
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			return nil, newAPIError(http.StatusBadRequest, CodeInvalidJSON,
-				"the body did not arrive within --http-read-timeout (%s)", a.cfg.HTTPReadTimeout)
-		}
-		return nil, newAPIError(http.StatusBadRequest, CodeInvalidJSON, "read body: %v", err)
+		release()
+		return nil, func() {}, err
 	}
-	if len(bytes.TrimSpace(body)) == 0 {
-		if allowEmpty {
-			return nil, nil
-		}
-		return nil, newAPIError(http.StatusBadRequest, CodeInvalidJSON, "empty body; want JSON")
+	return body, release, nil
+}
+
+// admitBody takes the bytes r's body may hold from the body budget, waiting at most
+// bodyBudgetWait: its Content-Length, or --max-body-bytes when the length is not known.
+//
+// REQUIRES: r.ContentLength <= --max-body-bytes.
+func (a *apiServer) admitBody(r *http.Request) (release func(), err error) {
+	if a.bodies == nil {
+		return func() {}, nil
 	}
-	return body, nil
+	n := r.ContentLength
+	if n < 0 {
+		n = a.cfg.MaxBodyBytes
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), bodyBudgetWait)
+	defer cancel()
+	if err := a.bodies.Acquire(ctx, n); err != nil {
+		return nil, fmt.Errorf("request bodies being read hold the body budget (--body-budget-bytes %d) for longer than %s; this one needs %d bytes: %w",
+			a.cfg.BodyBudgetBytes, bodyBudgetWait, n, store.ErrBudgetBusy)
+	}
+	return sync.OnceFunc(func() { a.bodies.Release(n) }), nil
 }
 
 // mediaTypeError is the 415 for a Content-Type that is not application/json, or nil.

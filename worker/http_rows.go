@@ -23,10 +23,11 @@ func (a *apiServer) appendRows(w http.ResponseWriter, r *http.Request) error {
 	}
 	// The codec checks everything about the rows (duplicate fields included), so the body
 	// only needs to be JSON here.
-	body, err := a.readBody(w, r, false)
+	body, release, err := a.readBody(w, r, false)
 	if err != nil {
 		return err
 	}
+	defer release() // the store decodes the body in AppendJSON
 	if !json.Valid(body) {
 		return invalidJSON(body)
 	}

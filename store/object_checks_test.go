@@ -245,3 +245,29 @@ func TestHugeDeclaredGenerationSizeKeepsTheBudgetExact(t *testing.T) {
 		})
 	}
 }
+
+// A read under a read budget of an object whose manifest declares a size near the int64
+// limit is ErrCorrupt like any other wrong size: the admission's estimate must not
+// wrap negative and fail the read as the caller's invalid input.
+func TestHugeDeclaredSizeReadsAreCorrupt(t *testing.T) {
+	for _, declared := range []int64{math.MaxInt64, math.MaxInt64 - 10, 1<<61 + 1} {
+		t.Run(fmt.Sprint("run-", declared), func(t *testing.T) {
+			url := newMemURL()
+			_, s, _ := mergedStore(t, url)
+			editBase(t, s, func(b *manifest.Base) { b.Runs[0].Bytes = declared })
+			for _, budget := range []bool{false, true} {
+				requireReadsCorrupt(t, url, "a", budget)
+			}
+		})
+	}
+	for _, declared := range []int64{math.MaxInt64, math.MaxInt64 - 10} {
+		t.Run(fmt.Sprint("generation-", declared), func(t *testing.T) {
+			url := newMemURL()
+			_, s, _ := mergedStore(t, url)
+			editFlushed(t, s, func(g *manifest.Gen) { g.Bytes = declared })
+			for _, budget := range []bool{false, true} {
+				requireReadsCorrupt(t, url, "c", budget)
+			}
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"time"
 
@@ -89,7 +90,9 @@ func pickCompactionRuns(runs []manifest.Run, maxRuns int, maxBytes int64) []mani
 func compactionFootprint(inputs []manifest.Run) int64 {
 	n := int64(compactOutputWindow)
 	for _, r := range inputs {
-		n += max(r.Bytes, 0) + compactRunGuess(r)
+		// Capped, sizes a manifest declares near 2^63 cannot wrap the sum negative; the
+		// budget clamps the reservation to its limit anyway.
+		n = min(n+min(max(r.Bytes, 0), maxReadBufferRequest)+compactRunGuess(r), math.MaxInt64/2)
 	}
 	return n
 }

@@ -271,3 +271,24 @@ func TestHugeDeclaredSizeReadsAreCorrupt(t *testing.T) {
 		})
 	}
 }
+
+// A compaction over a run whose manifest declares a size near the int64 limit is ErrCorrupt
+// and gives its budget back: its reservation's estimate must not wrap negative and fail the
+// pass as invalid input.
+func TestHugeDeclaredRunSizeCompactionIsCorrupt(t *testing.T) {
+	for _, declared := range []int64{math.MaxInt64, math.MaxInt64 - 10, 1<<61 + 1} {
+		for _, budgeted := range []bool{false, true} {
+			t.Run(fmt.Sprint(declared, "-budget-", budgeted), func(t *testing.T) {
+				db, s, _ := mergedStore(t, newMemURL())
+				budget := NewBudget(64 << 20)
+				if budgeted {
+					db.opts.Budget = budget
+				}
+				editBase(t, s, func(b *manifest.Base) { b.Runs[0].Bytes = declared })
+				requireCompactCorrupt(t, s)
+				require.Zero(t, budget.Allocated())
+				require.Zero(t, budget.Reserved())
+			})
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -205,7 +206,7 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 	if err != nil {
 		s.countCompact("failed")
 		s.countCorrupt(err) // a batch that decodes wrong only now, past the inputs' checks
-		_ = s.db.bucket.Delete(ctx, out.Path)
+		s.dropCompactOutput(ctx, out.Path)
 		return res, fmt.Errorf("write compacted run: %w", err)
 	}
 	freeInputs() // the inputs' bytes go back to the pool before the commit's I/O
@@ -221,7 +222,7 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 	committed, version, left, err := s.publishCompaction(ctx, inputs, out)
 	if err != nil || !committed {
 		if out != nil {
-			_ = s.db.bucket.Delete(ctx, out.Path)
+			s.dropCompactOutput(ctx, out.Path)
 		}
 		if err == nil {
 			s.countCompact("inputs_changed")
@@ -241,6 +242,17 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 	s.db.log.Info("base compacted", zap.String("target", s.target.String()), zap.Int("input_runs", len(inputs)),
 		zap.Int64("rows_in", res.RowsIn), zap.Int64("rows_out", res.RowsOut), zap.Uint64("base_version", version))
 	return res, nil
+}
+
+// dropCompactOutput deletes a pass's output unless the latest base lists it: a publish
+// reported as failed may have landed, and then the output is live data (when the base
+// cannot be read, the output is left as an orphan rather than risk that).
+func (s *Store) dropCompactOutput(ctx context.Context, path string) {
+	base, err := s.loadBase(ctx)
+	if err != nil || base.References(path) {
+		return
+	}
+	_ = s.db.bucket.Delete(ctx, path)
 }
 
 func (s *Store) countCompact(result string) {
@@ -266,6 +278,13 @@ func (s *Store) publishCompaction(ctx context.Context, inputs []manifest.Run, ou
 		}
 		next, ok := base.WithCompaction(inputs, out)
 		if !ok {
+			// Our own version may be what took the inputs: its write landed though it was
+			// reported failed (AlreadyExists on the retried put). The output's name is the
+			// attempt's and the base version's, so a base that lists it and none of the
+			// inputs holds this pass.
+			if out != nil && base.References(out.Path) && !slices.ContainsFunc(inputs, func(r manifest.Run) bool { return base.References(r.Path) }) {
+				return true, base.Version, len(base.Runs), nil
+			}
 			return false, base.Version, len(base.Runs), nil
 		}
 		err = s.publishBase(ctx, next)

@@ -22,8 +22,9 @@ type compactionPlan struct {
 	// allRuns: the inputs are every run of the base, so no older version of a key can hide
 	// in a run the pass does not read.
 	allRuns bool
-	// minPendingSeq is the smallest write sequence of any pending generation: a tombstone
-	// older than it shadows no row that a merge could still bring into the base.
+	// minPendingSeq is the smallest write sequence of any pending generation, or of any row
+	// not sealed yet (unsealedSeqBound): a tombstone older than it shadows no row that a
+	// merge could still bring into the base.
 	minPendingSeq int64
 }
 
@@ -137,8 +138,8 @@ type CompactResult struct {
 }
 
 // CompactBase rewrites a bounded set of base runs into one run, dropping shadowed rows.
-// Tombstones are dropped only when every run is rewritten and no pending generation could
-// hold an older version of the key. The commit succeeds only if every input run is still
+// Tombstones are dropped only when every run is rewritten and no pending generation or
+// unsealed row could hold an older version of the key. The commit succeeds only if every input run is still
 // in the latest manifest; runs appended by merges meanwhile are kept.
 func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult, error) {
 	if p.MaxRuns == 0 {
@@ -161,6 +162,13 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 	base := snap.base
 	budget := s.db.opts.Budget
 	plan := planCompaction(base, snap.pending, p.MaxRuns, compactionMaxBytes(p.MaxBytes, budget.Limit()))
+	if plan.allRuns {
+		bound, err := s.unsealedSeqBound(ctx, snap)
+		if err != nil {
+			return CompactResult{}, err
+		}
+		plan.minPendingSeq = min(plan.minPendingSeq, bound)
+	}
 	inputs := plan.inputs
 	res := CompactResult{BaseVersion: base.Version, RunsLeft: len(base.Runs)}
 	if inputs == nil {
@@ -242,6 +250,25 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 	s.db.log.Info("base compacted", zap.String("target", s.target.String()), zap.Int("input_runs", len(inputs)),
 		zap.Int64("rows_in", res.RowsIn), zap.Int64("rows_out", res.RowsOut), zap.Uint64("base_version", version))
 	return res, nil
+}
+
+// unsealedSeqBound is the smallest write sequence a row that no generation holds yet may
+// have, for the tombstone rule: a shard's unsealed rows (its writer's memtable, or a dead
+// writer's WAL not yet replayed) are in WAL objects above its replay point and newer than
+// everything it sealed, so such a shard bounds it at its max_seq + 1.
+func (s *Store) unsealedSeqBound(ctx context.Context, snap *readSnapshot) (int64, error) {
+	bound := int64(math.MaxInt64)
+	for _, sh := range snap.shards {
+		m := snap.manifests[sh]
+		positions, err := s.db.listWAL(ctx, s.target, sh)
+		if err != nil {
+			return 0, err
+		}
+		if slices.ContainsFunc(positions, func(pos uint64) bool { return pos > m.ReplayAfter }) {
+			bound = min(bound, m.MaxSeq+1)
+		}
+	}
+	return bound, nil
 }
 
 // dropCompactOutput deletes a pass's output unless the latest base lists it: a publish

@@ -251,8 +251,13 @@ const (
 // its size class (the buffer holds size+1 bytes, so a read can tell an object longer than
 // its manifest says).
 func readBufferBytes(size int64) int64 {
-	return int64(classSize(classOf(int(max(size, 0)) + 1)))
+	return int64(classSize(classOf(int(min(max(size, 0), maxReadBufferRequest)) + 1)))
 }
+
+// maxReadBufferRequest caps the size readBufferBytes classes: a manifest may declare up to
+// 2^63 - 1 bytes, whose class size wraps negative, and no read buffer comes near the cap
+// (the buffer a read takes is charged its real size, buffer).
+const maxReadBufferRequest = 1 << 48
 
 // classOf is the smallest class whose size is >= size.
 func classOf(size int) int {

@@ -31,6 +31,9 @@ const runBatchBytes = 1 << 20
 // written before it was set) plus the values of the last write batch.
 const runPageScratchMax = 4 << 20
 
+// runRowBytesMax caps the bytes per row a footer can make a batch's window count.
+const runRowBytesMax = 1 << 40
+
 // runBatchRowOverhead is the Arrow size per row of a batch beyond the Parquet plain size of
 // its values: a validity bit and an offset per column at most, and the shard id, which is
 // dictionary-encoded in the file (an index) but one string per row in Arrow (at most 64
@@ -100,7 +103,9 @@ func openRunBatches(ctx context.Context, mem memory.Allocator, data []byte, c *r
 		}
 		scratch = max(scratch, s)
 	}
-	perRow += runBatchRowOverhead
+	// A footer may claim any size: capped, the window cannot wrap negative (and a claim
+	// this large is still more than any budget grants).
+	perRow = min(perRow, runRowBytesMax) + runBatchRowOverhead
 	rb.batchRows = min(max(runBatchBytes/perRow, 64), parquetRowGroup)
 	rb.window = 2*min(rb.batchRows, max(rb.rows, 1))*perRow + scratch
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: rb.batchRows}, mem)

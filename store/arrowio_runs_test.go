@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"strings"
 	"testing"
@@ -97,4 +98,53 @@ func TestRunBatchesStayWithinTheirWindow(t *testing.T) {
 	require.Less(t, acct.Peak()*4, wholePeak)
 	rb.close()
 	require.Zero(t, acct.Allocated(), "closing the reader frees its buffers")
+}
+
+// A run whose footer claims a row group of about 2^62 bytes (its checksum matches: the writer
+// was wrong, not the storage) gets a window that still bounds what its batches hold: the
+// window must not wrap negative and let a read or compaction decode without reserving.
+func TestRunWindowOfAHugeFooterClaimDoesNotWrap(t *testing.T) {
+	ctx := context.Background()
+	db := openTestDB(t, newMemURL(), "w1")
+	s := createGeneric(t, db, "fw", false)
+	rec, err := s.codec.Build(nil, []Row{row("a", 1), row("b", 2), row("c", 3), row("d", 4)}, []int64{1, 2, 3, 4}, db.Shard(), nil)
+	require.NoError(t, err)
+	var run bytes.Buffer
+	require.NoError(t, writeParquetRecs(&run, s.codec.ArrowSchema(), rec))
+	data := run.Bytes()
+	budget := NewBudget(1 << 30)
+	acct := newMemAccount(mustReserve(t, budget, 1<<20), budget)
+	rb, err := openRunBatches(ctx, acct, data, s.codec, "run")
+	require.NoError(t, err)
+	md := rb.pf.MetaData().RowGroup(0)
+	total, rows := md.TotalByteSize(), md.NumRows()
+	rb.close()
+
+	// The row group's total_byte_size (field 2) and num_rows (field 3), i64s in Thrift's
+	// compact encoding, in the footer before the trailing length and magic.
+	zigzag := func(v int64) []byte { return binary.AppendUvarint(nil, uint64((v<<1)^(v>>63))) }
+	field := func(total int64) []byte {
+		return append(append(append([]byte{0x16}, zigzag(total)...), 0x16), zigzag(rows)...)
+	}
+	flen := int(binary.LittleEndian.Uint32(data[len(data)-8:]))
+	start := len(data) - 8 - flen
+	footer := data[start : len(data)-8]
+	require.Equal(t, 1, bytes.Count(footer, field(total)))
+	patched := bytes.Replace(footer, field(total), field(1<<62+4), 1)
+	out := append(append([]byte(nil), data[:start]...), patched...)
+	out = append(binary.LittleEndian.AppendUint32(out, uint32(len(patched))), "PAR1"...)
+
+	rb, err = openRunBatches(ctx, acct, out, s.codec, "run")
+	require.NoError(t, err)
+	defer rb.close()
+	require.Equal(t, int64(1<<62+4), rb.pf.MetaData().RowGroup(0).TotalByteSize())
+	for {
+		f, err := rb.next(ctx)
+		require.NoError(t, err)
+		if f == nil {
+			break
+		}
+		f.rec.Release()
+	}
+	require.LessOrEqual(t, acct.Peak(), rb.window, "the footer's window bounds what the batches hold")
 }

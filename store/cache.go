@@ -3,6 +3,7 @@ package store
 import (
 	"container/list"
 	"context"
+	"errors"
 	"sort"
 	"sync"
 
@@ -86,18 +87,27 @@ func (c *fileCache) get(ctx context.Context, path string, load func(context.Cont
 		return f, nil
 	}
 	c.mu.Unlock()
-	v, err, _ := c.group.Do(path, func() (any, error) {
-		f, err := load(ctx)
+	for attempt := 1; ; attempt++ {
+		v, err, shared := c.group.Do(path, func() (any, error) {
+			f, err := load(ctx)
+			if err != nil {
+				return nil, err
+			}
+			c.put(f)
+			return f, nil
+		})
+		// The load ran with the context of whichever caller started it: when that one ended,
+		// a caller whose own context is live loads again (a few times at most) instead of
+		// failing with its error.
+		if err != nil && shared && ctx.Err() == nil && attempt < readAttempts &&
+			(errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
-		c.put(f)
-		return f, nil
-	})
-	if err != nil {
-		return nil, err
+		return v.(*sortedFile), nil
 	}
-	return v.(*sortedFile), nil
 }
 
 func (c *fileCache) put(f *sortedFile) {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -20,8 +22,9 @@ type compactionPlan struct {
 	// allRuns: the inputs are every run of the base, so no older version of a key can hide
 	// in a run the pass does not read.
 	allRuns bool
-	// minPendingSeq is the smallest write sequence of any pending generation: a tombstone
-	// older than it shadows no row that a merge could still bring into the base.
+	// minPendingSeq is the smallest write sequence of any pending generation, or of any row
+	// not sealed yet (unsealedSeqBound): a tombstone older than it shadows no row that a
+	// merge could still bring into the base.
 	minPendingSeq int64
 }
 
@@ -89,7 +92,9 @@ func pickCompactionRuns(runs []manifest.Run, maxRuns int, maxBytes int64) []mani
 func compactionFootprint(inputs []manifest.Run) int64 {
 	n := int64(compactOutputWindow)
 	for _, r := range inputs {
-		n += max(r.Bytes, 0) + compactRunGuess(r)
+		// Capped, sizes a manifest declares near 2^63 cannot wrap the sum negative; the
+		// budget clamps the reservation to its limit anyway.
+		n = min(n+min(max(r.Bytes, 0), maxReadBufferRequest)+compactRunGuess(r), math.MaxInt64/2)
 	}
 	return n
 }
@@ -133,8 +138,8 @@ type CompactResult struct {
 }
 
 // CompactBase rewrites a bounded set of base runs into one run, dropping shadowed rows.
-// Tombstones are dropped only when every run is rewritten and no pending generation could
-// hold an older version of the key. The commit succeeds only if every input run is still
+// Tombstones are dropped only when every run is rewritten and no pending generation or
+// unsealed row could hold an older version of the key. The commit succeeds only if every input run is still
 // in the latest manifest; runs appended by merges meanwhile are kept.
 func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult, error) {
 	if p.MaxRuns == 0 {
@@ -157,6 +162,13 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 	base := snap.base
 	budget := s.db.opts.Budget
 	plan := planCompaction(base, snap.pending, p.MaxRuns, compactionMaxBytes(p.MaxBytes, budget.Limit()))
+	if plan.allRuns {
+		bound, err := s.unsealedSeqBound(ctx, snap)
+		if err != nil {
+			return CompactResult{}, err
+		}
+		plan.minPendingSeq = min(plan.minPendingSeq, bound)
+	}
 	inputs := plan.inputs
 	res := CompactResult{BaseVersion: base.Version, RunsLeft: len(base.Runs)}
 	if inputs == nil {
@@ -202,7 +214,7 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 	if err != nil {
 		s.countCompact("failed")
 		s.countCorrupt(err) // a batch that decodes wrong only now, past the inputs' checks
-		_ = s.db.bucket.Delete(ctx, out.Path)
+		s.dropCompactOutput(ctx, out.Path)
 		return res, fmt.Errorf("write compacted run: %w", err)
 	}
 	freeInputs() // the inputs' bytes go back to the pool before the commit's I/O
@@ -218,7 +230,7 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 	committed, version, left, err := s.publishCompaction(ctx, inputs, out)
 	if err != nil || !committed {
 		if out != nil {
-			_ = s.db.bucket.Delete(ctx, out.Path)
+			s.dropCompactOutput(ctx, out.Path)
 		}
 		if err == nil {
 			s.countCompact("inputs_changed")
@@ -238,6 +250,36 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 	s.db.log.Info("base compacted", zap.String("target", s.target.String()), zap.Int("input_runs", len(inputs)),
 		zap.Int64("rows_in", res.RowsIn), zap.Int64("rows_out", res.RowsOut), zap.Uint64("base_version", version))
 	return res, nil
+}
+
+// unsealedSeqBound is the smallest write sequence a row that no generation holds yet may
+// have, for the tombstone rule: a shard's unsealed rows (its writer's memtable, or a dead
+// writer's WAL not yet replayed) are in WAL objects above its replay point and newer than
+// everything it sealed, so such a shard bounds it at its max_seq + 1.
+func (s *Store) unsealedSeqBound(ctx context.Context, snap *readSnapshot) (int64, error) {
+	bound := int64(math.MaxInt64)
+	for _, sh := range snap.shards {
+		m := snap.manifests[sh]
+		positions, err := s.db.listWAL(ctx, s.target, sh)
+		if err != nil {
+			return 0, err
+		}
+		if slices.ContainsFunc(positions, func(pos uint64) bool { return pos > m.ReplayAfter }) {
+			bound = min(bound, m.MaxSeq+1)
+		}
+	}
+	return bound, nil
+}
+
+// dropCompactOutput deletes a pass's output unless the latest base lists it: a publish
+// reported as failed may have landed, and then the output is live data (when the base
+// cannot be read, the output is left as an orphan rather than risk that).
+func (s *Store) dropCompactOutput(ctx context.Context, path string) {
+	base, err := s.loadBase(ctx)
+	if err != nil || base.References(path) {
+		return
+	}
+	_ = s.db.bucket.Delete(ctx, path)
 }
 
 func (s *Store) countCompact(result string) {
@@ -263,6 +305,13 @@ func (s *Store) publishCompaction(ctx context.Context, inputs []manifest.Run, ou
 		}
 		next, ok := base.WithCompaction(inputs, out)
 		if !ok {
+			// Our own version may be what took the inputs: its write landed though it was
+			// reported failed (AlreadyExists on the retried put). The output's name is the
+			// attempt's and the base version's, so a base that lists it and none of the
+			// inputs holds this pass.
+			if out != nil && base.References(out.Path) && !slices.ContainsFunc(inputs, func(r manifest.Run) bool { return base.References(r.Path) }) {
+				return true, base.Version, len(base.Runs), nil
+			}
 			return false, base.Version, len(base.Runs), nil
 		}
 		err = s.publishBase(ctx, next)

@@ -37,7 +37,9 @@ const compactRetiredMax = compactChunkBytes
 // run takes at most four times its object bytes.
 const compactRunWindow = 2*runBatchBytes + 2<<20
 
-func compactRunGuess(r manifest.Run) int64 { return min(compactRunWindow, 4*max(r.Bytes, 0)+64<<10) }
+func compactRunGuess(r manifest.Run) int64 {
+	return min(compactRunWindow, 4*min(max(r.Bytes, 0), compactRunWindow)+64<<10) // no wrap near 2^63
+}
 
 // compactInput is one input run of a pass: its object bytes and its footer's bounds.
 type compactInput struct {

@@ -23,8 +23,9 @@ func (s *Store) Abort(ctx context.Context, p *PreparedMerge) (AbortResult, error
 		return AbortResult{}, err
 	}
 	for _, f := range p.Staged {
-		if base.References(f.Path) {
-			// Published, so no claim is needed any more: see dropClaim.
+		if baseKeeps(base, f.Path) {
+			// Published (and maybe quarantined since), so no claim is needed any more: see
+			// dropClaim.
 			return AbortResult{CommitPresent: true}, s.dropClaim(ctx, p)
 		}
 	}

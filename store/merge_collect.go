@@ -57,6 +57,9 @@ func (s *Store) collectAbandonedStaged(ctx context.Context, own []*PreparedMerge
 		if base.References(o.Key) || mine[o.Key] {
 			continue
 		}
+		if _, ok := findQuarantined(base.Quarantined, o.Key); ok {
+			continue // set aside by an operator: clean-up never deletes it, it stays for repair
+		}
 		tag, from, through, ok := parseStagedRunKey(s.target, o.Key)
 		if !ok {
 			s.db.foreignObject(foreignStaging, o.Key) // never deleted: not ours to delete

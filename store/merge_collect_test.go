@@ -280,3 +280,30 @@ func TestCollectorsAreBoundedPerRound(t *testing.T) {
 		require.Equal(t, want, n, "claims")
 	}
 }
+
+// A merged run an operator quarantined is in no manifest's runs, and its shard's watermark
+// covers its range, but it is not abandoned: the collector must leave it for repair, as
+// every clean-up does (docs/FORMAT.md, quarantined).
+func TestCollectorKeepsQuarantinedRuns(t *testing.T) {
+	ctx := context.Background()
+	db := openTestDB(t, newMemURL(), "w1")
+	s := createGeneric(t, db, "collectq", false)
+	seal(t, s, row("a", 1))
+	_, err := s.MergeAll(ctx)
+	require.NoError(t, err)
+	base, err := s.loadBase(ctx)
+	require.NoError(t, err)
+	require.Len(t, base.Runs, 1)
+	run := base.Runs[0].Path
+	_, err = s.Quarantine(ctx, run, "operator: bad disk")
+	require.NoError(t, err)
+
+	seal(t, s, row("b", 2))
+	_, err = s.MergeAll(ctx) // a round commit that moves the watermark, and collects
+	require.NoError(t, err)
+	_, err = s.collectAbandonedStaged(ctx, nil)
+	require.NoError(t, err)
+	ok, err := db.bucket.Exists(ctx, run)
+	require.NoError(t, err)
+	require.True(t, ok, "a quarantined run stays on storage")
+}

@@ -186,7 +186,7 @@ func (s *Store) dropUnreferencedStaged(ctx context.Context, p *PreparedMerge) er
 		return err
 	}
 	for _, f := range p.Staged {
-		if !base.References(f.Path) {
+		if !baseKeeps(base, f.Path) {
 			if err := s.db.bucket.Delete(ctx, f.Path); err != nil {
 				return err
 			}

@@ -199,7 +199,7 @@ func (s *Store) dropLeakedStaged(ctx context.Context, base *manifest.Base, attem
 			s.db.foreignObject(foreignStaging, o.Key) // never deleted: not ours to delete
 			continue
 		}
-		if base.References(o.Key) {
+		if baseKeeps(base, o.Key) {
 			continue
 		}
 		inFlight, err := s.commitClaimed(ctx, attempt, shard, o.Key)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -215,4 +216,79 @@ func TestCompactionCountsARunWithUnsortedKeys(t *testing.T) {
 	require.Zero(t, testutil.ToFloat64(corrupt))
 	requireCompactCorrupt(t, s)
 	require.Equal(t, 1.0, testutil.ToFloat64(corrupt))
+}
+
+// A merge of a generation whose manifest declares a size near the int64 limit leaves its
+// budget's accounting as it found it: a read buffer's size class must not wrap negative and
+// credit the budget bytes nobody freed, which would let the pool keep buffers without bound.
+func TestHugeDeclaredGenerationSizeKeepsTheBudgetExact(t *testing.T) {
+	for _, declared := range []int64{math.MaxInt64, math.MaxInt64 - 10, 1<<62 + 3<<60 + 1, 1 << 62} {
+		t.Run(fmt.Sprint(declared), func(t *testing.T) {
+			url := newMemURL()
+			_, s, _ := mergedStore(t, url)
+			editFlushed(t, s, func(g *manifest.Gen) { g.Bytes = declared })
+			budget := NewBudget(64 << 20)
+			db2, m2, _ := foreignDB(t, url, "w1")
+			db2.opts.Budget = budget
+			s2 := openGeneric(t, db2, "oc")
+			_, err := s2.Prepare(context.Background(), PrepareParams{AttemptKey: "wf/huge"})
+			if declared > math.MaxInt64-(1<<20) {
+				// Its file's read limit is past the int64 range.
+				require.ErrorIs(t, err, ErrCorrupt)
+				require.Positive(t, testutil.ToFloat64(m2.CorruptObjects.WithLabelValues(string(KindGeneric))))
+			} else {
+				// The lone oversized merge reads the small object the entry overstates.
+				require.NoError(t, err)
+			}
+			require.Zero(t, budget.Allocated(), "the merge's account is back at zero")
+			require.Zero(t, budget.Reserved())
+		})
+	}
+}
+
+// A read under a read budget of an object whose manifest declares a size near the int64
+// limit is ErrCorrupt like any other wrong size: the admission's estimate must not
+// wrap negative and fail the read as the caller's invalid input.
+func TestHugeDeclaredSizeReadsAreCorrupt(t *testing.T) {
+	for _, declared := range []int64{math.MaxInt64, math.MaxInt64 - 10, 1<<61 + 1} {
+		t.Run(fmt.Sprint("run-", declared), func(t *testing.T) {
+			url := newMemURL()
+			_, s, _ := mergedStore(t, url)
+			editBase(t, s, func(b *manifest.Base) { b.Runs[0].Bytes = declared })
+			for _, budget := range []bool{false, true} {
+				requireReadsCorrupt(t, url, "a", budget)
+			}
+		})
+	}
+	for _, declared := range []int64{math.MaxInt64, math.MaxInt64 - 10} {
+		t.Run(fmt.Sprint("generation-", declared), func(t *testing.T) {
+			url := newMemURL()
+			_, s, _ := mergedStore(t, url)
+			editFlushed(t, s, func(g *manifest.Gen) { g.Bytes = declared })
+			for _, budget := range []bool{false, true} {
+				requireReadsCorrupt(t, url, "c", budget)
+			}
+		})
+	}
+}
+
+// A compaction over a run whose manifest declares a size near the int64 limit is ErrCorrupt
+// and gives its budget back: its reservation's estimate must not wrap negative and fail the
+// pass as invalid input.
+func TestHugeDeclaredRunSizeCompactionIsCorrupt(t *testing.T) {
+	for _, declared := range []int64{math.MaxInt64, math.MaxInt64 - 10, 1<<61 + 1} {
+		for _, budgeted := range []bool{false, true} {
+			t.Run(fmt.Sprint(declared, "-budget-", budgeted), func(t *testing.T) {
+				db, s, _ := mergedStore(t, newMemURL())
+				budget := NewBudget(64 << 20)
+				if budgeted {
+					db.opts.Budget = budget
+				}
+				editBase(t, s, func(b *manifest.Base) { b.Runs[0].Bytes = declared })
+				requireCompactCorrupt(t, s)
+				require.Zero(t, budget.Allocated())
+				require.Zero(t, budget.Reserved())
+			})
+		}
+	}
 }

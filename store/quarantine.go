@@ -138,6 +138,13 @@ func (s *Store) quarantined(res QuarantineResult, reason string) {
 		zap.String("min_key", res.MinKey), zap.String("max_key", res.MaxKey), zap.String("reason", reason))
 }
 
+// baseKeeps reports whether base lists the run at path, live or quarantined: either way no
+// clean-up may delete it.
+func baseKeeps(base *manifest.Base, path string) bool {
+	_, quarantined := findQuarantined(base.Quarantined, path)
+	return quarantined || base.References(path)
+}
+
 func findQuarantined(list []manifest.QuarantinedObject, key string) (manifest.QuarantinedObject, bool) {
 	for _, q := range list {
 		if q.Path == key {

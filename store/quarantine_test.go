@@ -103,3 +103,34 @@ func TestQuarantineDamagedRunUnblocksReadsAndCompaction(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok, "compaction must not delete a quarantined run")
 }
+
+// A committed merge's run that an operator quarantined is live in no manifest, yet no late
+// step of the attempt that staged it may delete it: not its Abort, nor a retried commit's
+// clean-up of an already committed attempt.
+func TestLateMergeStepsKeepAQuarantinedRun(t *testing.T) {
+	for _, late := range []string{"abort", "retried-commit"} {
+		t.Run(late, func(t *testing.T) {
+			ctx := context.Background()
+			db := openTestDB(t, newMemURL(), "w1")
+			s := createGeneric(t, db, "lq", false)
+			seal(t, s, row("a", 1))
+			p, err := s.Prepare(ctx, PrepareParams{AttemptKey: "wf/lq"})
+			require.NoError(t, err)
+			_, err = s.CommitRound(ctx, []*PreparedMerge{p})
+			require.NoError(t, err)
+			_, err = s.Quarantine(ctx, p.Staged[0].Path, "operator: bad disk")
+			require.NoError(t, err)
+			if late == "abort" {
+				res, err := s.Abort(ctx, p)
+				require.NoError(t, err)
+				require.True(t, res.CommitPresent)
+			} else {
+				_, err = s.CommitRound(ctx, []*PreparedMerge{p})
+				require.NoError(t, err)
+			}
+			ok, err := db.bucket.Exists(ctx, p.Staged[0].Path)
+			require.NoError(t, err)
+			require.True(t, ok, "a quarantined run stays on storage")
+		})
+	}
+}

@@ -161,15 +161,19 @@ func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after strin
 	var want int64
 	var sizes []int64
 	for i, src := range srcs {
+		// A manifest may declare up to 2^63 - 1 bytes: capped, the estimate cannot wrap
+		// negative, and the read still finds the object's real size wrong (ErrCorrupt).
+		est := src
+		est.bytes = min(src.bytes, maxReadBufferRequest)
 		switch {
 		case s.private(src):
 			private[i] = true
-			sizes = append(sizes, src.bytes)
+			sizes = append(sizes, est.bytes)
 			if src.run {
-				want += compactRunGuess(manifest.Run{Bytes: src.bytes}) // its batches, until the footer says
+				want += compactRunGuess(manifest.Run{Bytes: est.bytes}) // its batches, until the footer says
 			}
 		case s.db.cache.peek(src.path) == nil:
-			want += readCost(src)
+			want += readCost(est)
 		}
 	}
 	hint := arenaEstimate(sizes)

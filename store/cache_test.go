@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -48,17 +47,8 @@ func TestFileCacheLoadCancelledByOneCallerServesTheOthers(t *testing.T) {
 
 // loadWaiters counts the goroutines of test blocked waiting for a load another caller runs.
 func loadWaiters(test string) int {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
 	count := 0
-	for _, g := range strings.Split(string(buf), "\n\n") {
+	for _, g := range strings.Split(allStacks(), "\n\n") {
 		if strings.Contains(g, "singleflight.(*Group).Do(") && strings.Contains(g, "sync.(*WaitGroup).Wait(") && strings.Contains(g, test) {
 			count++
 		}

@@ -57,16 +57,19 @@ func heapInUse() int64 {
 // committer that has closed its stopped channel may still be on its way out, so callers wait
 // for the count (committersSettle) rather than compare it once.
 func walCommitters() int {
+	return strings.Count(allStacks(), ".(*writer).runWALCommitter(")
+}
+
+// allStacks is every goroutine's stack, however many there are.
+func allStacks() string {
 	buf := make([]byte, 1<<20)
 	for {
 		n := runtime.Stack(buf, true)
 		if n < len(buf) {
-			buf = buf[:n]
-			break
+			return string(buf[:n])
 		}
 		buf = make([]byte, 2*len(buf))
 	}
-	return strings.Count(string(buf), ".(*writer).runWALCommitter(")
 }
 
 // settledCommitters is the WAL committer count once earlier tests' committers are gone: the

@@ -162,12 +162,10 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 	base := snap.base
 	budget := s.db.opts.Budget
 	plan := planCompaction(base, snap.pending, p.MaxRuns, compactionMaxBytes(p.MaxBytes, budget.Limit()))
-	if plan.allRuns {
-		bound, err := s.unsealedSeqBound(ctx, snap)
-		if err != nil {
+	if plan.allRuns && plan.inputs != nil {
+		if plan.minPendingSeq, err = s.unsealedSeqBound(ctx, snap, plan.minPendingSeq); err != nil {
 			return CompactResult{}, err
 		}
-		plan.minPendingSeq = min(plan.minPendingSeq, bound)
 	}
 	inputs := plan.inputs
 	res := CompactResult{BaseVersion: base.Version, RunsLeft: len(base.Runs)}
@@ -252,20 +250,23 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 	return res, nil
 }
 
-// unsealedSeqBound is the smallest write sequence a row that no generation holds yet may
-// have, for the tombstone rule: a shard's unsealed rows (its writer's memtable, or a dead
-// writer's WAL not yet replayed) are in WAL objects above its replay point and newer than
-// everything it sealed, so such a shard bounds it at its max_seq + 1.
-func (s *Store) unsealedSeqBound(ctx context.Context, snap *readSnapshot) (int64, error) {
-	bound := int64(math.MaxInt64)
+// unsealedSeqBound lowers bound to the smallest write sequence a row that no generation
+// holds yet may have, for the tombstone rule: a shard's unsealed rows (its writer's memtable,
+// or a dead writer's WAL not yet replayed) are in WAL objects above its replay point and newer
+// than everything it sealed, so such a shard bounds it at its max_seq + 1. A shard that could
+// not lower the bound is not listed.
+func (s *Store) unsealedSeqBound(ctx context.Context, snap *readSnapshot, bound int64) (int64, error) {
 	for _, sh := range snap.shards {
 		m := snap.manifests[sh]
+		if m.MaxSeq+1 >= bound {
+			continue
+		}
 		positions, err := s.db.listWAL(ctx, s.target, sh)
 		if err != nil {
 			return 0, err
 		}
 		if slices.ContainsFunc(positions, func(pos uint64) bool { return pos > m.ReplayAfter }) {
-			bound = min(bound, m.MaxSeq+1)
+			bound = m.MaxSeq + 1
 		}
 	}
 	return bound, nil

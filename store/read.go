@@ -32,6 +32,10 @@ type ListOptions struct {
 	Limit int
 	// After is the cursor: the page starts after this key (at most MaxKeyBytes).
 	After string
+	// MaxBytes bounds the page by its rows' JSON text (as rowcodec.RowJSONBytes measures
+	// it): the page ends with the row that brings them to MaxBytes, so it holds at most
+	// MaxBytes plus one row, and always holds one row (0 = no bound).
+	MaxBytes int64
 }
 
 // ListPage is one page of rows; Next is empty at the end.
@@ -165,6 +169,14 @@ func (s *Store) toJSON(v version) map[string]any {
 	return rowcodec.RowToJSON(s.meta.Schema, v.mem)
 }
 
+// jsonBytes is the length of the JSON text of toJSON(v), without rendering it.
+func (s *Store) jsonBytes(v version) int64 {
+	if v.file != nil {
+		return s.codec.RowJSONBytes(v.file.rec, v.row)
+	}
+	return rowcodec.RowToJSONBytes(s.meta.Schema, v.mem)
+}
+
 // Get returns the newest version of key. ErrNotFound if absent or deleted.
 func (s *Store) Get(ctx context.Context, key string) (map[string]any, error) {
 	if key == "" {
@@ -261,7 +273,8 @@ func (s *Store) getOnce(ctx context.Context, key string) (map[string]any, error)
 	return bestRow, nil
 }
 
-// List returns one page of rows in key order, newest version per key, tombstones hidden.
+// List returns one page of rows in key order, newest version per key, tombstones hidden: at
+// most opts.Limit rows, and no more than opts.MaxBytes of them plus one row.
 func (s *Store) List(ctx context.Context, opts ListOptions) (ListPage, error) {
 	switch opts.Source {
 	case "":
@@ -275,6 +288,9 @@ func (s *Store) List(ctx context.Context, opts ListOptions) (ListPage, error) {
 	}
 	if opts.Limit == 0 {
 		opts.Limit = 100
+	}
+	if opts.MaxBytes < 0 {
+		return ListPage{}, invalidf("max bytes must not be negative")
 	}
 	if err := rowcodec.CheckRowKey("the after cursor", opts.After); err != nil {
 		return ListPage{}, err
@@ -310,6 +326,7 @@ func (s *Store) listOnce(ctx context.Context, opts ListOptions) (ListPage, error
 	}
 	it := newMergeIter(cursors)
 	page := ListPage{Rows: []map[string]any{}}
+	var size int64
 	for {
 		h, ok := it.next()
 		if !ok {
@@ -322,7 +339,8 @@ func (s *Store) listOnce(ctx context.Context, opts ListOptions) (ListPage, error
 		// Copies: the files' buffers go back to the read budget on release (read_arena.go),
 		// and a streamed run's batch as soon as the merge moves past it (list_runs.go).
 		page.Rows = append(page.Rows, cloneRow(s.toJSON(best)))
-		if len(page.Rows) == opts.Limit {
+		size += s.jsonBytes(best)
+		if len(page.Rows) == opts.Limit || pageFull(size, opts.MaxBytes) {
 			if it.more() {
 				page.Next = strings.Clone(best.key)
 			}
@@ -333,6 +351,12 @@ func (s *Store) listOnce(ctx context.Context, opts ListOptions) (ListPage, error
 		return ListPage{}, err
 	}
 	return page, nil
+}
+
+// pageFull reports whether rows of size bytes of JSON text fill a page bounded by maxBytes
+// (0 = no bound).
+func pageFull(size, maxBytes int64) bool {
+	return maxBytes > 0 && size >= maxBytes
 }
 
 // ShardStats is one shard's debt.

@@ -266,6 +266,7 @@ type listCandidate struct {
 	deleted  bool
 	src      int
 	row      int
+	bytes    int64 // the length of the row's JSON text (0 for a tombstone)
 	rendered map[string]any
 }
 
@@ -276,10 +277,11 @@ const listCandidatesPerGroup = 1024
 
 // listGroup merges one opened group (its sources are srcs[first:first+len(g.files)]) from
 // after on and returns the newest version of each of its first max keys, in key order (only
-// keys at or below upTo when bounded), and whether the group has keys beyond them that the
-// caller must treat as undecided: true when it stopped at max with keys left, false when it
-// ran out or stopped at upTo (keys past upTo are undecided anyway).
-func (s *Store) listGroup(g *readGroup, first int, after string, max int, upTo string, bounded bool) ([]listCandidate, bool, error) {
+// keys at or below upTo when bounded), ending with the one that brings their rows to
+// maxBytes (pageFull), and whether the group has keys beyond them that the caller must treat
+// as undecided: true when it stopped at max or maxBytes with keys left, false when it ran out
+// or stopped at upTo (keys past upTo are undecided anyway).
+func (s *Store) listGroup(g *readGroup, first int, after string, max int, maxBytes int64, upTo string, bounded bool) ([]listCandidate, bool, error) {
 	cursors := g.cursors(after)
 	index := make(map[*cursor]int, len(cursors))
 	for j, c := range cursors {
@@ -287,7 +289,8 @@ func (s *Store) listGroup(g *readGroup, first int, after string, max int, upTo s
 	}
 	it := newMergeIter(cursors)
 	var out []listCandidate
-	for len(out) < max {
+	var size int64
+	for len(out) < max && !pageFull(size, maxBytes) {
 		h, ok := it.next()
 		if !ok {
 			return out, false, g.err()
@@ -298,6 +301,10 @@ func (s *Store) listGroup(g *readGroup, first int, after string, max int, upTo s
 		}
 		c := listCandidate{key: strings.Clone(v.Key(h.i)), seq: v.Seq(h.i), shard: internShard(v.Shard(h.i)),
 			deleted: v.Deleted(h.i), src: index[h.c], row: h.i}
+		if !c.deleted {
+			c.bytes = s.codec.RowJSONBytes(h.f.rec, h.i)
+			size += c.bytes
+		}
 		if h.c.refill != nil && !c.deleted {
 			c.rendered = cloneRow(s.codec.RowJSON(h.f.rec, h.i))
 		}
@@ -369,6 +376,7 @@ var (
 // in any of them.
 func (s *Store) listBounded(ctx context.Context, srcs []readSource, mem *memIter, memShard string, opts ListOptions) (ListPage, error) {
 	var picked []listCandidate
+	var pickedBytes int64
 	var memRows []*memEntry // the memtable entries taken so far, by listCandidate.row
 	next := ""
 	after := opts.After
@@ -376,16 +384,21 @@ func (s *Store) listBounded(ctx context.Context, srcs []readSource, mem *memIter
 rounds:
 	for {
 		// cands is the newest version per key seen so far, in key order, and only keys at or
-		// below the frontier once it is bounded: at most per + one group's worth at a time.
+		// below the frontier once it is bounded: at most per + one group's worth at a time,
+		// and no more rows than the page has bytes left for, plus one.
 		var cands []listCandidate
 		frontier, bounded := "", false
 		first := 0
+		room := opts.MaxBytes - pickedBytes // > 0 while the page is not full
+		if opts.MaxBytes == 0 {
+			room = 0
+		}
 		for grp := range slices.Chunk(srcs, readFanIn) {
 			g, err := s.openGroup(ctx, grp, after)
 			if err != nil {
 				return ListPage{}, err
 			}
-			got, more, err := s.listGroup(g, first, after, per, frontier, bounded)
+			got, more, err := s.listGroup(g, first, after, per, room, frontier, bounded)
 			g.release()
 			if err != nil {
 				return ListPage{}, err
@@ -398,10 +411,11 @@ rounds:
 			if bounded {
 				cands = cands[:sort.Search(len(cands), func(i int) bool { return cands[i].key > frontier })]
 			}
-			// Keys past the per-th are left for the next round, as a group's would be.
-			if len(cands) > per {
-				cands = cands[:per]
-				frontier, bounded = cands[per-1].key, true
+			// Keys past the per-th, or past the row that fills the room, are left for the next
+			// round, as a group's would be.
+			if n := roundCut(cands, per, room); n < len(cands) {
+				cands = cands[:n]
+				frontier, bounded = cands[n-1].key, true
 			}
 		}
 		// The iterator is already past after: what earlier rounds took is decided.
@@ -411,7 +425,11 @@ rounds:
 			if e == nil || bounded && e.key > frontier {
 				break
 			}
-			memCands = append(memCands, listCandidate{key: e.key, seq: e.r.seq, shard: memShard, deleted: e.r.deleted, src: -1, row: len(memRows)})
+			c := listCandidate{key: e.key, seq: e.r.seq, shard: memShard, deleted: e.r.deleted, src: -1, row: len(memRows)}
+			if !c.deleted {
+				c.bytes = rowcodec.RowToJSONBytes(s.meta.Schema, e.r.row)
+			}
+			memCands = append(memCands, c)
 			memRows = append(memRows, e)
 			mem.next()
 		}
@@ -425,7 +443,8 @@ rounds:
 				continue
 			}
 			picked = append(picked, c)
-			if len(picked) == opts.Limit {
+			pickedBytes += c.bytes
+			if len(picked) == opts.Limit || pageFull(pickedBytes, opts.MaxBytes) {
 				if bounded || i < len(decided)-1 {
 					next = c.key
 				}
@@ -442,6 +461,19 @@ rounds:
 		return ListPage{}, err
 	}
 	return ListPage{Rows: rows, Next: next}, nil
+}
+
+// roundCut is how many of cands a round keeps: at most per, ending with the row that brings
+// their bytes to room (pageFull).
+func roundCut(cands []listCandidate, per int, room int64) int {
+	n := min(len(cands), per)
+	var size int64
+	for i, c := range cands[:n] {
+		if size += c.bytes; pageFull(size, room) {
+			return i + 1
+		}
+	}
+	return n
 }
 
 // renderPage renders the picked rows, opening only the sources they come from, readFanIn

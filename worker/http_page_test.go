@@ -99,10 +99,9 @@ func TestListRowsPageBytes(t *testing.T) {
 	}
 }
 
-// The rows of a page are read in chunks sized by the rows seen so far: with small rows and a
-// large limit the page is still complete (limit rows, next set), and nextChunkRows asks for
-// what the bytes left hold.
-func TestListRowsChunks(t *testing.T) {
+// With small rows and a large limit a page is complete (limit rows, next set), and the last
+// page ends with next "".
+func TestListRowsLimit(t *testing.T) {
 	_, c, _ := serveAPI(t, testConfig(t))
 	expect(t, c.postJSON("/api/v1/stores/generic/gs", genericSchema), http.StatusCreated, "")
 	var rows []string
@@ -117,21 +116,6 @@ func TestListRowsChunks(t *testing.T) {
 	p = decodeRowsPage(t, c.get("/api/v1/stores/generic/gs/rows?limit=300&after=k299"))
 	if len(p.Rows) != 50 || *p.Next != "" {
 		t.Fatalf("last page: %d rows, next %q", len(p.Rows), *p.Next)
-	}
-
-	pw := &pageWriter{size: 1000, n: 10} // 100 bytes a row so far
-	for _, c := range []struct {
-		limit int64
-		left  int
-		want  int
-	}{
-		{limit: 4000, left: 500, want: 31}, // 3000 bytes left: 30 rows, one more to cross the bound
-		{limit: 4000, left: 5, want: 5},
-		{limit: 1000, left: 50, want: 1},
-	} {
-		if got := nextChunkRows(pw, c.limit, c.left); got != c.want {
-			t.Errorf("nextChunkRows(limit %d, left %d) = %d, want %d", c.limit, c.left, got, c.want)
-		}
 	}
 }
 

@@ -160,10 +160,7 @@ func workerChildHalf(ctx context.Context, _ Options) error {
 			return fmt.Errorf("worker child: --%s=%s: %w", k, set[k], err)
 		}
 	}
-	ready := workerChildReady{Ready: true, Knobs: hostileKnobs{}}
-	for _, k := range hostileReportedKnobs {
-		ready.Knobs[k] = fs.Lookup(k).Value.String()
-	}
+	ready := workerChildReady{Ready: true, Knobs: reportedKnobs(fs)}
 	// Warnings and errors go to stderr, which the parent keeps the tail of for its errors.
 	logger := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(os.Stderr), zapcore.WarnLevel))
 	var c client.Client
@@ -187,4 +184,14 @@ func workerChildHalf(ctx context.Context, _ Options) error {
 		ready.Addr = w.HTTPAddr()
 		_ = childPrint(ready)
 	})
+}
+
+// reportedKnobs is what a worker child reports of its configuration: the values of
+// hostileReportedKnobs in fs, its parsed flags.
+func reportedKnobs(fs *pflag.FlagSet) hostileKnobs {
+	k := hostileKnobs{}
+	for _, name := range hostileReportedKnobs {
+		k[name] = fs.Lookup(name).Value.String()
+	}
+	return k
 }

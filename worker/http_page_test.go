@@ -99,6 +99,66 @@ func TestListRowsPageBytes(t *testing.T) {
 	}
 }
 
+// Small rows before large ones: each page is read in one store listing bounded by
+// --page-bytes, and still fills up: the row after a page's last would not have fit in it
+// (the keys are of one length, so the page's "next" is as long either way).
+func TestListRowsPageBytesMixedSizes(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.PageBytes = 8 << 10
+	_, c, _ := serveAPI(t, cfg)
+	expect(t, c.postJSON("/api/v1/stores/generic/gs", genericSchema), http.StatusCreated, "")
+	var rows []string
+	for i := range 140 {
+		s := "small"
+		if i >= 100 {
+			s = strings.Repeat("x", 1<<10)
+		}
+		rows = append(rows, fmt.Sprintf(`{"id":"r%03d","s":"%s"}`, i, s))
+	}
+	expect(t, c.postJSON("/api/v1/stores/generic/gs/rows", "["+strings.Join(rows, ",")+"]"), http.StatusOK, "")
+
+	var pages []rowsPage
+	var sizes []int // each answer's bytes
+	after := ""
+	for len(pages) <= len(rows) {
+		r := c.get("/api/v1/stores/generic/gs/rows?limit=10000&after=" + url.QueryEscape(after))
+		expect(t, r, http.StatusOK, "")
+		p := decodeRowsPage(t, r)
+		if int64(len(r.body)) > cfg.PageBytes || len(p.Rows) == 0 {
+			t.Fatalf("page %d: %d rows in %d bytes, --page-bytes %d", len(pages), len(p.Rows), len(r.body), cfg.PageBytes)
+		}
+		pages, sizes = append(pages, p), append(sizes, len(r.body))
+		if *p.Next == "" {
+			break
+		}
+		after = *p.Next
+	}
+	var got []string
+	for i, p := range pages {
+		for _, row := range p.Rows {
+			got = append(got, row["id"].(string))
+		}
+		if i == len(pages)-1 {
+			break
+		}
+		next, err := json.Marshal(pages[i+1].Rows[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if int64(sizes[i]+1+len(next)) <= cfg.PageBytes {
+			t.Errorf("page %d (%d rows, %d bytes) ends though its next row (%d bytes) fits", i, len(p.Rows), sizes[i], len(next))
+		}
+	}
+	if len(got) != len(rows) {
+		t.Fatalf("listed %d rows in %d pages, want %d", len(got), len(pages), len(rows))
+	}
+	for i, id := range got {
+		if want := fmt.Sprintf("r%03d", i); id != want {
+			t.Fatalf("row %d is %s, want %s (order or a repeat)", i, id, want)
+		}
+	}
+}
+
 // With small rows and a large limit a page is complete (limit rows, next set), and the last
 // page ends with next "".
 func TestListRowsLimit(t *testing.T) {

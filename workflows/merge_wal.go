@@ -113,6 +113,9 @@ type mergeRun struct {
 	// hotRoundsCommitOnce: the run started on code whose hot rounds commit once per round
 	// (hotRoundCommitsChange).
 	hotRoundsCommitOnce bool
+	// abortsSurviveCancel: the run started on code whose Aborts a Cancel does not drop
+	// (abortSurvivesCancelChange).
+	abortsSurviveCancel bool
 	// preparing counts the passes of the current round that may still ask for a commit;
 	// asking counts the commit requests sent and not yet taken by the commit loop.
 	preparing, asking int
@@ -151,6 +154,7 @@ func newMergeRun(ctx workflow.Context, in contract.MergeWalInput, tgt target.Tar
 	}
 	r.tr = newTracker(ctx, max(in.SlotWaitThreshold, 0), r.changed)
 	r.hotRoundsCommitOnce = hotRoundsCommitOnce(ctx)
+	r.abortsSurviveCancel = abortsSurviveCancel(ctx)
 	return r
 }
 
@@ -470,15 +474,20 @@ func (r *mergeRun) prepare(ctx workflow.Context, sh *shardRun, sem workflow.Sema
 }
 
 // abort discards a prepared merge on the shared queue (clean-up needs no locality). It
-// still runs when the workflow is being cancelled, so staged files do not leak.
+// still runs when the workflow is being cancelled, so staged files do not leak: on a run
+// that started before abortSurvivesCancelChange, only if the Cancel came before it.
 func (r *mergeRun) abort(ctx workflow.Context, sh *shardRun, p *contract.PreparedMerge) (contract.AbortResult, error) {
 	sh.phase = contract.ShardAborting
-	if ctx.Err() != nil {
+	opts := abortOptions(r.activitySummary("abort", sh, false))
+	if r.abortsSurviveCancel {
+		ctx, _ = workflow.NewDisconnectedContext(ctx)
+		opts.ScheduleToCloseTimeout = abortTimeout
+	} else if ctx.Err() != nil {
 		ctx, _ = workflow.NewDisconnectedContext(ctx)
 	}
 	var res contract.AbortResult
 	w := r.tr.newWatch(contract.AbortActivity, sh.res.Shard, contract.TaskQueue)
-	err := r.tr.exec(ctx, r.prioritized(abortOptions(r.activitySummary("abort", sh, false))), w, contract.AbortParams{Prepared: *p}, &res)
+	err := r.tr.exec(ctx, r.prioritized(opts), w, contract.AbortParams{Prepared: *p}, &res)
 	if err != nil {
 		r.log.Warn("Abort failed; staged files may leak.", "shard", sh.res.Shard, "error", err)
 	}

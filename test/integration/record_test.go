@@ -1,9 +1,11 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,10 +14,13 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
 	tworker "go.temporal.io/sdk/worker"
 
+	"github.com/walkeeper/walkeeper/activities"
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/internal/actioncount"
 	"github.com/walkeeper/walkeeper/internal/cachebin"
@@ -347,6 +352,94 @@ func TestRecordReplayHistoriesHotRounds(t *testing.T) {
 	}
 	if markers != 1 || twoShardCommits == 0 {
 		t.Fatalf("%s: %d version markers, %d CommitRounds of both shards; want 1 and some (a hot round)", name, markers, twoShardCommits)
+	}
+	replayer := tworker.NewWorkflowReplayer()
+	workflows.Register(replayer)
+	if err := replayer.ReplayWorkflowHistoryFromJSONFile(nil, filepath.Join(outDir, name)); err != nil {
+		t.Errorf("replay %s: %v", name, err)
+	}
+}
+
+// TestRecordReplayHistoriesAbortSurvivesCancel records merge-wal-cancel-during-abort.json
+// (alone with -run TestRecordReplayHistoriesAbortSurvivesCancel): a one-shard MergeWal
+// whose first round commit answers stale, cancelled while the pass's Abort runs. On the
+// abort-survives-cancel path the Cancel does not cancel the Abort: it completes, then the run
+// ends cancelled.
+func TestRecordReplayHistoriesAbortSurvivesCancel(t *testing.T) {
+	e, outDir := recordingEnv(t, "merge-wal-cancel-during-abort.json")
+	const target = "generic:replay-cancel"
+	db := e.openDB("rec-cancel", nil)
+	e.writeGenerations(e.createStore(db, target), "c", 1, 2)
+	var staled atomic.Bool
+	inAbort, release := make(chan struct{}), make(chan struct{})
+	e.startHarness(harnessOptions{Shared: db, Shards: []*store.DB{db}, Register: func(r tworker.ActivityRegistry, a *activities.Activities) {
+		activities.Register(r, a)
+		r.RegisterActivityWithOptions(func(ctx context.Context, p contract.CommitRoundParams) (contract.CommitRoundResult, error) {
+			if !staled.CompareAndSwap(false, true) {
+				return a.CommitRound(ctx, p)
+			}
+			var res contract.CommitRoundResult
+			for _, pm := range p.Prepared {
+				res.Shards = append(res.Shards, contract.RoundShardResult{Shard: pm.Shard, Outcome: contract.RoundStale, Reason: "stale for the recording"})
+			}
+			return res, nil
+		}, activity.RegisterOptions{Name: contract.CommitRoundActivity, DisableAlreadyRegisteredCheck: true})
+		r.RegisterActivityWithOptions(func(ctx context.Context, p contract.AbortParams) (contract.AbortResult, error) {
+			close(inAbort)
+			<-release
+			return a.Abort(ctx, p)
+		}, activity.RegisterOptions{Name: contract.AbortActivity, DisableAlreadyRegisteredCheck: true})
+	}})
+
+	run := e.startMerge(target, contract.MergeWalInput{})
+	select {
+	case <-inAbort:
+	case <-time.After(waitLong):
+		t.Fatal("the stale pass never aborted")
+	}
+	if err := e.c.CancelWorkflow(e.ctx(waitShort), run.GetID(), run.GetRunID()); err != nil {
+		t.Fatal(err)
+	}
+	// The Abort goes on only once the run has taken the Cancel in a completed workflow task.
+	waitFor(t, waitLong, "the run to take the cancel", func() (bool, error) {
+		events, err := actioncount.History(e.ctx(waitShort), e.c, run.GetID(), run.GetRunID())
+		if err != nil {
+			return false, err
+		}
+		requested := false
+		for _, ev := range events {
+			requested = requested || ev.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED
+			if requested && ev.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	close(release)
+	if err := run.Get(e.ctx(waitLong), nil); !temporal.IsCanceledError(err) {
+		t.Fatalf("the cancelled merge ended with %v", err)
+	}
+	name := "merge-wal-cancel-during-abort.json"
+	n := e.saveHistory(filepath.Join(outDir, name), run.GetID(), run.GetRunID())
+	t.Logf("%s: %d events", name, n)
+
+	events, err := actioncount.History(e.ctx(time.Minute), e.c, run.GetID(), run.GetRunID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	requested, abortedAfter, cancelledActivities := false, false, 0
+	for _, ev := range events {
+		switch ev.GetEventType() {
+		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED:
+			requested = true
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+			abortedAfter = abortedAfter || requested
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_CANCEL_REQUESTED:
+			cancelledActivities++
+		}
+	}
+	if !abortedAfter || cancelledActivities != 0 {
+		t.Fatalf("%s: an activity completed after the cancel: %v; activities cancelled: %d; want the Abort completed and none cancelled", name, abortedAfter, cancelledActivities)
 	}
 	replayer := tworker.NewWorkflowReplayer()
 	workflows.Register(replayer)

@@ -75,7 +75,7 @@ func MergeWal(ctx workflow.Context, in contract.MergeWalInput) (contract.MergeWa
 	if r.stopping && len(r.todo()) > 0 {
 		r.setPhase(contract.PhaseContinuing)
 		next := r.in
-		next.Carry = &contract.MergeWalCarry{WorkflowRuns: r.workflowRun, Shards: r.result().Shards, PendingAtStart: r.pendingAtStart,
+		next.Carry = &contract.MergeWalCarry{WorkflowRuns: r.workflowRun, Shards: r.shardResults(), PendingAtStart: r.pendingAtStart,
 			Actions: r.actions()}
 		r.log.Info("Merge continues as new.", "passes", r.passes)
 		return r.result(), workflow.NewContinueAsNewError(ctx, contract.MergeWalWorkflow, next)
@@ -116,6 +116,9 @@ type mergeRun struct {
 	// abortsSurviveCancel: the run started on code whose Aborts a Cancel does not drop
 	// (abortSurvivesCancelChange).
 	abortsSurviveCancel bool
+	// resultCapped: the run started on code whose result lists at most
+	// contract.MaxResultShards shards (resultCappedChange).
+	resultCapped bool
 	// preparing counts the passes of the current round that may still ask for a commit;
 	// asking counts the commit requests sent and not yet taken by the commit loop.
 	preparing, asking int
@@ -155,6 +158,7 @@ func newMergeRun(ctx workflow.Context, in contract.MergeWalInput, tgt target.Tar
 	r.tr = newTracker(ctx, max(in.SlotWaitThreshold, 0), r.changed)
 	r.hotRoundsCommitOnce = hotRoundsCommitOnce(ctx)
 	r.abortsSurviveCancel = abortsSurviveCancel(ctx)
+	r.resultCapped = resultCapped(ctx)
 	return r
 }
 
@@ -575,6 +579,9 @@ func (r *mergeRun) result() contract.MergeWalResult {
 	}
 	res.PendingAtStart = max(0, r.pendingAtStart)
 	res.Actions = r.actions()
+	if r.resultCapped {
+		return res.CapShards(contract.MaxResultShards)
+	}
 	return res
 }
 

@@ -447,3 +447,39 @@ func TestRecordReplayHistoriesAbortSurvivesCancel(t *testing.T) {
 		t.Errorf("replay %s: %v", name, err)
 	}
 }
+
+// TestRecordReplayHistoriesResultCapped records merge-wal-result-capped.json (alone with
+// -run TestRecordReplayHistoriesResultCapped): a two-shard MergeWal on the merge-result-capped
+// path whose shard that sorts last fails its Prepare, so its result lists the failed shard
+// first and counts it in shards_failed.
+func TestRecordReplayHistoriesResultCapped(t *testing.T) {
+	e, outDir := recordingEnv(t, "merge-wal-result-capped.json")
+	const target = "generic:replay-capped"
+	da, db := e.openDB("rec-capped-a", nil), e.openDB("rec-capped-b", nil)
+	e.writeGenerations(e.createStore(da, target), "a", 1, 2)
+	e.writeGenerations(e.createStore(db, target), "b", 1, 2)
+	failing := max(da.Shard(), db.Shard())
+	e.startHarness(harnessOptions{Shared: da, Shards: []*store.DB{da, db}, Register: func(r tworker.ActivityRegistry, a *activities.Activities) {
+		activities.Register(r, a)
+		r.RegisterActivityWithOptions(func(ctx context.Context, p contract.PrepareParams) (contract.PrepareResult, error) {
+			if p.Shard == failing {
+				return contract.PrepareResult{}, temporal.NewNonRetryableApplicationError("failed for the recording", contract.ErrTypeCorruptData, nil)
+			}
+			return a.Prepare(ctx, p)
+		}, activity.RegisterOptions{Name: contract.PrepareActivity, DisableAlreadyRegisteredCheck: true})
+	}})
+
+	run := e.startMerge(target, contract.MergeWalInput{})
+	res := e.mergeResult(run, waitLong)
+	if len(res.Shards) != 2 || res.Shards[0].Shard != failing || res.ShardsFailed != 1 || res.Reclaimed != 1 {
+		t.Fatalf("result %+v; want the failed shard %s listed first, 1 failed, 1 generation reclaimed", res, failing)
+	}
+	name := "merge-wal-result-capped.json"
+	n := e.saveHistory(filepath.Join(outDir, name), run.GetID(), run.GetRunID())
+	t.Logf("%s: %d events", name, n)
+	replayer := tworker.NewWorkflowReplayer()
+	workflows.Register(replayer)
+	if err := replayer.ReplayWorkflowHistoryFromJSONFile(nil, filepath.Join(outDir, name)); err != nil {
+		t.Errorf("replay %s: %v", name, err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -475,6 +476,40 @@ func TestRecordReplayHistoriesResultCapped(t *testing.T) {
 		t.Fatalf("result %+v; want the failed shard %s listed first, 1 failed, 1 generation reclaimed", res, failing)
 	}
 	name := "merge-wal-result-capped.json"
+	n := e.saveHistory(filepath.Join(outDir, name), run.GetID(), run.GetRunID())
+	t.Logf("%s: %d events", name, n)
+	replayer := tworker.NewWorkflowReplayer()
+	workflows.Register(replayer)
+	if err := replayer.ReplayWorkflowHistoryFromJSONFile(nil, filepath.Join(outDir, name)); err != nil {
+		t.Errorf("replay %s: %v", name, err)
+	}
+}
+
+// TestRecordReplayHistoriesSweepWindowLongID records sweep-window-long-id.json (alone with
+// -run TestRecordReplayHistoriesSweepWindowLongID): a SweepWindow whose workflow ID is 1,000
+// bytes, Temporal's limit, on the sweep-reason-bounded path: the reason of the merge it starts
+// names the window cut to a bound, so the start passes the merge's input check.
+func TestRecordReplayHistoriesSweepWindowLongID(t *testing.T) {
+	e, outDir := recordingEnv(t, "sweep-window-long-id.json")
+	w := e.startWorker(e.config("rec-window-long"))
+	e.writeGenerations(e.createStore(w.DB(), "generic:long-window"), "l", 3, 2)
+
+	id := "record/sweep-window-long-" + strings.Repeat("w", 1000-len("record/sweep-window-long-"))
+	run, err := e.c.ExecuteWorkflow(e.ctx(waitShort), client.StartWorkflowOptions{ID: id, TaskQueue: contract.TaskQueue},
+		contract.SweepWindowWorkflow, contract.SweepWindowInput{
+			Sweep: contract.MaintenanceSweepInput{MergeMinGenerations: 3}, Interval: 2 * time.Second, Window: 5 * time.Second,
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res contract.SweepWindowResult
+	if err := run.Get(e.ctx(waitLong), &res); err != nil {
+		t.Fatalf("window: %v", err)
+	}
+	if res.Totals.Started != 1 {
+		t.Fatalf("window: %+v, want the merge of generic:long-window started", res)
+	}
+	name := "sweep-window-long-id.json"
 	n := e.saveHistory(filepath.Join(outDir, name), run.GetID(), run.GetRunID())
 	t.Logf("%s: %d events", name, n)
 	replayer := tworker.NewWorkflowReplayer()

@@ -92,9 +92,12 @@ type ShardMergeResult struct {
 	BytesMerged int64 `json:"bytes_merged,omitempty"`
 }
 
-// MergeWalResult is MergeWal's result: per-shard reclaimed generations, versions and errors.
+// MergeWalResult is MergeWal's result: the totals of every shard, and per-shard reclaimed
+// generations, versions and errors of at most MaxResultShards of them (CapShards).
 type MergeWalResult struct {
-	Target      string             `json:"target"`
+	Target string `json:"target"`
+	// Shards lists the failed shards first, then the others, each group in shard order; a run
+	// that started before the merge-result-capped change lists every shard in shard order.
 	Shards      []ShardMergeResult `json:"shards"`
 	Reclaimed   int                `json:"reclaimed"`
 	Passes      int                `json:"passes"`
@@ -112,6 +115,11 @@ type MergeWalResult struct {
 	// and signals received. A retry no signal reported is billed but not counted here; the
 	// history's count (internal/actioncount) is exact.
 	Actions int `json:"actions,omitempty"`
+	// ShardsOmitted counts the shards left out of Shards; ShardsFailed counts the failed
+	// shards, listed or not (both 0 in the result of a run that started before the
+	// merge-result-capped change).
+	ShardsOmitted int `json:"shards_omitted,omitempty"`
+	ShardsFailed  int `json:"shards_failed,omitempty"`
 }
 
 // Per-shard phases.
@@ -157,4 +165,28 @@ type ShardStatus struct {
 	Queue     string `json:"queue,omitempty"`
 	Blocked   string `json:"blocked,omitempty"`
 	Error     string `json:"error,omitempty"`
+}
+
+// MaxResultShards bounds the per-shard entries of a MergeWalResult, so the result stays
+// within a few hundred KiB however many shards a store has: an entry is about 150 bytes, a
+// failed one up to MaxFailureTextBytes more.
+const MaxResultShards = 32
+
+// CapShards is res with at most n shards listed, failed shards first, then the others, each
+// group in the order res lists them; ShardsOmitted counts the rest and ShardsFailed every
+// failed shard. The totals stay those of every shard. Pure.
+func (res MergeWalResult) CapShards(n int) MergeWalResult {
+	var failed, others []ShardMergeResult
+	for _, sh := range res.Shards {
+		if sh.Error != "" {
+			failed = append(failed, sh)
+		} else {
+			others = append(others, sh)
+		}
+	}
+	all := append(append(make([]ShardMergeResult, 0, len(res.Shards)), failed...), others...)
+	res.ShardsFailed = len(failed)
+	res.Shards = all[:min(n, len(all))]
+	res.ShardsOmitted = len(all) - len(res.Shards)
+	return res
 }

@@ -374,3 +374,18 @@ func TestCarriedOnStartError(t *testing.T) {
 	require.EqualError(t, err, "invalid input: carry: is handed over by continue-as-new only; a start must leave it out")
 	require.ErrorIs(t, err, target.ErrInvalidInput)
 }
+
+func TestCapShardsListsFailedFirstAndCountsTheRest(t *testing.T) {
+	res := MergeWalResult{Shards: []ShardMergeResult{{Shard: "a"}, {Shard: "b", Error: "x"}, {Shard: "c"}, {Shard: "d", Error: "y"}}}
+	got := res.CapShards(3)
+	var names []string
+	for _, sh := range got.Shards {
+		names = append(names, sh.Shard)
+	}
+	if strings.Join(names, ",") != "b,d,a" || got.ShardsOmitted != 1 || got.ShardsFailed != 2 {
+		t.Fatalf("CapShards(3) = %v, omitted %d, failed %d; want b,d,a, 1, 2", names, got.ShardsOmitted, got.ShardsFailed)
+	}
+	if empty := (MergeWalResult{Shards: []ShardMergeResult{}}).CapShards(3); empty.Shards == nil {
+		t.Fatal("CapShards of no shards lists nil, which encodes as null")
+	}
+}

@@ -106,7 +106,7 @@ func (s *Store) Prepare(ctx context.Context, p PrepareParams) (*PreparedMerge, e
 	files, frees, err := s.readGensForMerge(ctx, acct, shard, plan.gens, p.Progress)
 	defer func() { releaseMergeInputs(files, frees, 0) }()
 	if err != nil {
-		return nil, err
+		return nil, s.mergedMeanwhile(ctx, shard, wm, err)
 	}
 	if len(files) < len(plan.gens) {
 		// The account could not hold every generation's bytes: keep the complete prefix
@@ -404,4 +404,21 @@ func (s *Store) readGenForMerge(ctx context.Context, acct *memAccount, p, checks
 		return nil, nil, err
 	}
 	return f, freeBuf, nil
+}
+
+// mergedMeanwhile is the error of a prepare whose generation read failed with err. A
+// generation that is gone because another attempt committed it after this prepare planned
+// (a cancelled or reset run's commit still running beside the next run's Prepare; its finish
+// deletes the merged files) makes a retryable ErrConflict, so the retry plans against the new
+// watermark; ErrNotFound would fail the shard for good. Any other err is returned as it is.
+func (s *Store) mergedMeanwhile(ctx context.Context, shard string, planned uint64, err error) error {
+	if !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	base, berr := s.loadBase(ctx)
+	if berr != nil || base.Watermarks[shard] <= planned {
+		return err
+	}
+	return fmt.Errorf("%s shard %s: another attempt merged through generation %d while this prepare read its plan (%v): %w",
+		s.target, shard, base.Watermarks[shard], err, ErrConflict)
 }

@@ -87,15 +87,23 @@ func (r *mergeRun) outcomeDetails() string {
 		return fmt.Sprintf("**%s** stopped before its shards were listed (see the failure).", r.target)
 	}
 	res := r.result()
-	failed, failures := 0, ""
+	failed, listed, failures := 0, 0, ""
+	for _, sh := range r.shards {
+		if sh.res.Error != "" {
+			failed++
+		}
+	}
 	for _, sh := range res.Shards {
 		if sh.Error != "" {
-			failed++
+			listed++
 			failures += fmt.Sprintf("\n\nshard `%s` failed: %s", contract.ShardLabel(sh.Shard), sh.Error)
 		}
 	}
+	if listed < failed {
+		failures += fmt.Sprintf("\n\nand %s more", plural(failed-listed, "failed shard"))
+	}
 	line := fmt.Sprintf("**%s** done — %s, %s reclaimed, %s in %s",
-		res.Target, plural(len(res.Shards), "shard"), plural(res.Reclaimed, "generation"),
+		res.Target, plural(len(r.shards), "shard"), plural(res.Reclaimed, "generation"),
 		contract.FormatBytes(res.BytesMerged), plural(res.Passes, "pass"))
 	if failed > 0 {
 		line += fmt.Sprintf(", %d failed", failed)

@@ -75,7 +75,7 @@ func MergeWal(ctx workflow.Context, in contract.MergeWalInput) (contract.MergeWa
 	if r.stopping && len(r.todo()) > 0 {
 		r.setPhase(contract.PhaseContinuing)
 		next := r.in
-		next.Carry = &contract.MergeWalCarry{WorkflowRuns: r.workflowRun, Shards: r.result().Shards, PendingAtStart: r.pendingAtStart,
+		next.Carry = &contract.MergeWalCarry{WorkflowRuns: r.workflowRun, Shards: r.shardResults(), PendingAtStart: r.pendingAtStart,
 			Actions: r.actions()}
 		r.log.Info("Merge continues as new.", "passes", r.passes)
 		return r.result(), workflow.NewContinueAsNewError(ctx, contract.MergeWalWorkflow, next)
@@ -113,6 +113,12 @@ type mergeRun struct {
 	// hotRoundsCommitOnce: the run started on code whose hot rounds commit once per round
 	// (hotRoundCommitsChange).
 	hotRoundsCommitOnce bool
+	// abortsSurviveCancel: the run started on code whose Aborts a Cancel does not drop
+	// (abortSurvivesCancelChange).
+	abortsSurviveCancel bool
+	// resultCapped: the run started on code whose result lists at most
+	// contract.MaxResultShards shards (resultCappedChange).
+	resultCapped bool
 	// preparing counts the passes of the current round that may still ask for a commit;
 	// asking counts the commit requests sent and not yet taken by the commit loop.
 	preparing, asking int
@@ -151,6 +157,8 @@ func newMergeRun(ctx workflow.Context, in contract.MergeWalInput, tgt target.Tar
 	}
 	r.tr = newTracker(ctx, max(in.SlotWaitThreshold, 0), r.changed)
 	r.hotRoundsCommitOnce = hotRoundsCommitOnce(ctx)
+	r.abortsSurviveCancel = abortsSurviveCancel(ctx)
+	r.resultCapped = resultCapped(ctx)
 	return r
 }
 
@@ -470,15 +478,20 @@ func (r *mergeRun) prepare(ctx workflow.Context, sh *shardRun, sem workflow.Sema
 }
 
 // abort discards a prepared merge on the shared queue (clean-up needs no locality). It
-// still runs when the workflow is being cancelled, so staged files do not leak.
+// still runs when the workflow is being cancelled, so staged files do not leak: on a run
+// that started before abortSurvivesCancelChange, only if the Cancel came before it.
 func (r *mergeRun) abort(ctx workflow.Context, sh *shardRun, p *contract.PreparedMerge) (contract.AbortResult, error) {
 	sh.phase = contract.ShardAborting
-	if ctx.Err() != nil {
+	opts := abortOptions(r.activitySummary("abort", sh, false))
+	if r.abortsSurviveCancel {
+		ctx, _ = workflow.NewDisconnectedContext(ctx)
+		opts.ScheduleToCloseTimeout = abortTimeout
+	} else if ctx.Err() != nil {
 		ctx, _ = workflow.NewDisconnectedContext(ctx)
 	}
 	var res contract.AbortResult
 	w := r.tr.newWatch(contract.AbortActivity, sh.res.Shard, contract.TaskQueue)
-	err := r.tr.exec(ctx, r.prioritized(abortOptions(r.activitySummary("abort", sh, false))), w, contract.AbortParams{Prepared: *p}, &res)
+	err := r.tr.exec(ctx, r.prioritized(opts), w, contract.AbortParams{Prepared: *p}, &res)
 	if err != nil {
 		r.log.Warn("Abort failed; staged files may leak.", "shard", sh.res.Shard, "error", err)
 	}
@@ -566,6 +579,9 @@ func (r *mergeRun) result() contract.MergeWalResult {
 	}
 	res.PendingAtStart = max(0, r.pendingAtStart)
 	res.Actions = r.actions()
+	if r.resultCapped {
+		return res.CapShards(contract.MaxResultShards)
+	}
 	return res
 }
 

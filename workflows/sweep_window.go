@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -38,6 +39,9 @@ func SweepWindow(ctx workflow.Context, in contract.SweepWindowInput) (contract.S
 	in = in.WithDefaults()
 	var err error
 	w := &sweepWindow{in: in, id: workflow.GetInfo(ctx).WorkflowExecution.ID}
+	if named := reasonWindowID(w.id); named != w.id && workflow.GetVersion(ctx, sweepReasonBoundedChange, workflow.DefaultVersion, 1) == 1 {
+		w.id = named
+	}
 	if in.Carry != nil {
 		w.carry = *in.Carry
 	} else {
@@ -92,9 +96,32 @@ func SweepWindow(ctx workflow.Context, in contract.SweepWindowInput) (contract.S
 	}
 }
 
+// sweepReasonBoundedChange is the GetVersion change ID of start reasons that name a window
+// whose ID is long or holds control characters by reasonWindowID: its reasons did not pass
+// the started workflow's trigger_reason check, so the window started nothing. A run reads it
+// in its first workflow task, and only when its ID needs it, so other runs record no marker.
+const sweepReasonBoundedChange = "sweep-reason-bounded"
+
+// maxReasonWindowBytes bounds the window ID a start's reason repeats: a workflow ID may be
+// 1,000 bytes, the whole reason at most contract.MaxTriggerReasonBytes.
+const maxReasonWindowBytes = 256
+
+// reasonWindowID is id as the reasons of a window's starts name it: control characters
+// replaced, cut to maxReasonWindowBytes. Pure.
+func reasonWindowID(id string) string {
+	plain := strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return '?'
+		}
+		return r
+	}, id)
+	return contract.Clip(plain, maxReasonWindowBytes)
+}
+
 // sweepWindow is one run of a window.
 type sweepWindow struct {
-	in    contract.SweepWindowInput
+	in contract.SweepWindowInput
+	// id is the window's workflow ID as its starts' reasons name it (reasonWindowID).
 	id    string
 	carry contract.SweepWindowCarry
 	// last says the newest round in words, for the current details.

@@ -1,9 +1,12 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,10 +15,13 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
 	tworker "go.temporal.io/sdk/worker"
 
+	"github.com/walkeeper/walkeeper/activities"
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/internal/actioncount"
 	"github.com/walkeeper/walkeeper/internal/cachebin"
@@ -348,6 +354,164 @@ func TestRecordReplayHistoriesHotRounds(t *testing.T) {
 	if markers != 1 || twoShardCommits == 0 {
 		t.Fatalf("%s: %d version markers, %d CommitRounds of both shards; want 1 and some (a hot round)", name, markers, twoShardCommits)
 	}
+	replayer := tworker.NewWorkflowReplayer()
+	workflows.Register(replayer)
+	if err := replayer.ReplayWorkflowHistoryFromJSONFile(nil, filepath.Join(outDir, name)); err != nil {
+		t.Errorf("replay %s: %v", name, err)
+	}
+}
+
+// TestRecordReplayHistoriesAbortSurvivesCancel records merge-wal-cancel-during-abort.json
+// (alone with -run TestRecordReplayHistoriesAbortSurvivesCancel): a one-shard MergeWal
+// whose first round commit answers stale, cancelled while the pass's Abort runs. On the
+// abort-survives-cancel path the Cancel does not cancel the Abort: it completes, then the run
+// ends cancelled.
+func TestRecordReplayHistoriesAbortSurvivesCancel(t *testing.T) {
+	e, outDir := recordingEnv(t, "merge-wal-cancel-during-abort.json")
+	const target = "generic:replay-cancel"
+	db := e.openDB("rec-cancel", nil)
+	e.writeGenerations(e.createStore(db, target), "c", 1, 2)
+	var staled atomic.Bool
+	inAbort, release := make(chan struct{}), make(chan struct{})
+	e.startHarness(harnessOptions{Shared: db, Shards: []*store.DB{db}, Register: func(r tworker.ActivityRegistry, a *activities.Activities) {
+		activities.Register(r, a)
+		r.RegisterActivityWithOptions(func(ctx context.Context, p contract.CommitRoundParams) (contract.CommitRoundResult, error) {
+			if !staled.CompareAndSwap(false, true) {
+				return a.CommitRound(ctx, p)
+			}
+			var res contract.CommitRoundResult
+			for _, pm := range p.Prepared {
+				res.Shards = append(res.Shards, contract.RoundShardResult{Shard: pm.Shard, Outcome: contract.RoundStale, Reason: "stale for the recording"})
+			}
+			return res, nil
+		}, activity.RegisterOptions{Name: contract.CommitRoundActivity, DisableAlreadyRegisteredCheck: true})
+		r.RegisterActivityWithOptions(func(ctx context.Context, p contract.AbortParams) (contract.AbortResult, error) {
+			close(inAbort)
+			<-release
+			return a.Abort(ctx, p)
+		}, activity.RegisterOptions{Name: contract.AbortActivity, DisableAlreadyRegisteredCheck: true})
+	}})
+
+	run := e.startMerge(target, contract.MergeWalInput{})
+	select {
+	case <-inAbort:
+	case <-time.After(waitLong):
+		t.Fatal("the stale pass never aborted")
+	}
+	if err := e.c.CancelWorkflow(e.ctx(waitShort), run.GetID(), run.GetRunID()); err != nil {
+		t.Fatal(err)
+	}
+	// The Abort goes on only once the run has taken the Cancel in a completed workflow task.
+	waitFor(t, waitLong, "the run to take the cancel", func() (bool, error) {
+		events, err := actioncount.History(e.ctx(waitShort), e.c, run.GetID(), run.GetRunID())
+		if err != nil {
+			return false, err
+		}
+		requested := false
+		for _, ev := range events {
+			requested = requested || ev.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED
+			if requested && ev.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	close(release)
+	if err := run.Get(e.ctx(waitLong), nil); !temporal.IsCanceledError(err) {
+		t.Fatalf("the cancelled merge ended with %v", err)
+	}
+	name := "merge-wal-cancel-during-abort.json"
+	n := e.saveHistory(filepath.Join(outDir, name), run.GetID(), run.GetRunID())
+	t.Logf("%s: %d events", name, n)
+
+	events, err := actioncount.History(e.ctx(time.Minute), e.c, run.GetID(), run.GetRunID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	requested, abortedAfter, cancelledActivities := false, false, 0
+	for _, ev := range events {
+		switch ev.GetEventType() {
+		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED:
+			requested = true
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+			abortedAfter = abortedAfter || requested
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_CANCEL_REQUESTED:
+			cancelledActivities++
+		}
+	}
+	if !abortedAfter || cancelledActivities != 0 {
+		t.Fatalf("%s: an activity completed after the cancel: %v; activities cancelled: %d; want the Abort completed and none cancelled", name, abortedAfter, cancelledActivities)
+	}
+	replayer := tworker.NewWorkflowReplayer()
+	workflows.Register(replayer)
+	if err := replayer.ReplayWorkflowHistoryFromJSONFile(nil, filepath.Join(outDir, name)); err != nil {
+		t.Errorf("replay %s: %v", name, err)
+	}
+}
+
+// TestRecordReplayHistoriesResultCapped records merge-wal-result-capped.json (alone with
+// -run TestRecordReplayHistoriesResultCapped): a two-shard MergeWal on the merge-result-capped
+// path whose shard that sorts last fails its Prepare, so its result lists the failed shard
+// first and counts it in shards_failed.
+func TestRecordReplayHistoriesResultCapped(t *testing.T) {
+	e, outDir := recordingEnv(t, "merge-wal-result-capped.json")
+	const target = "generic:replay-capped"
+	da, db := e.openDB("rec-capped-a", nil), e.openDB("rec-capped-b", nil)
+	e.writeGenerations(e.createStore(da, target), "a", 1, 2)
+	e.writeGenerations(e.createStore(db, target), "b", 1, 2)
+	failing := max(da.Shard(), db.Shard())
+	e.startHarness(harnessOptions{Shared: da, Shards: []*store.DB{da, db}, Register: func(r tworker.ActivityRegistry, a *activities.Activities) {
+		activities.Register(r, a)
+		r.RegisterActivityWithOptions(func(ctx context.Context, p contract.PrepareParams) (contract.PrepareResult, error) {
+			if p.Shard == failing {
+				return contract.PrepareResult{}, temporal.NewNonRetryableApplicationError("failed for the recording", contract.ErrTypeCorruptData, nil)
+			}
+			return a.Prepare(ctx, p)
+		}, activity.RegisterOptions{Name: contract.PrepareActivity, DisableAlreadyRegisteredCheck: true})
+	}})
+
+	run := e.startMerge(target, contract.MergeWalInput{})
+	res := e.mergeResult(run, waitLong)
+	if len(res.Shards) != 2 || res.Shards[0].Shard != failing || res.ShardsFailed != 1 || res.Reclaimed != 1 {
+		t.Fatalf("result %+v; want the failed shard %s listed first, 1 failed, 1 generation reclaimed", res, failing)
+	}
+	name := "merge-wal-result-capped.json"
+	n := e.saveHistory(filepath.Join(outDir, name), run.GetID(), run.GetRunID())
+	t.Logf("%s: %d events", name, n)
+	replayer := tworker.NewWorkflowReplayer()
+	workflows.Register(replayer)
+	if err := replayer.ReplayWorkflowHistoryFromJSONFile(nil, filepath.Join(outDir, name)); err != nil {
+		t.Errorf("replay %s: %v", name, err)
+	}
+}
+
+// TestRecordReplayHistoriesSweepWindowLongID records sweep-window-long-id.json (alone with
+// -run TestRecordReplayHistoriesSweepWindowLongID): a SweepWindow whose workflow ID is 1,000
+// bytes, Temporal's limit, on the sweep-reason-bounded path: the reason of the merge it starts
+// names the window cut to a bound, so the start passes the merge's input check.
+func TestRecordReplayHistoriesSweepWindowLongID(t *testing.T) {
+	e, outDir := recordingEnv(t, "sweep-window-long-id.json")
+	w := e.startWorker(e.config("rec-window-long"))
+	e.writeGenerations(e.createStore(w.DB(), "generic:long-window"), "l", 3, 2)
+
+	id := "record/sweep-window-long-" + strings.Repeat("w", 1000-len("record/sweep-window-long-"))
+	run, err := e.c.ExecuteWorkflow(e.ctx(waitShort), client.StartWorkflowOptions{ID: id, TaskQueue: contract.TaskQueue},
+		contract.SweepWindowWorkflow, contract.SweepWindowInput{
+			Sweep: contract.MaintenanceSweepInput{MergeMinGenerations: 3}, Interval: 2 * time.Second, Window: 5 * time.Second,
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res contract.SweepWindowResult
+	if err := run.Get(e.ctx(waitLong), &res); err != nil {
+		t.Fatalf("window: %v", err)
+	}
+	if res.Totals.Started != 1 {
+		t.Fatalf("window: %+v, want the merge of generic:long-window started", res)
+	}
+	name := "sweep-window-long-id.json"
+	n := e.saveHistory(filepath.Join(outDir, name), run.GetID(), run.GetRunID())
+	t.Logf("%s: %d events", name, n)
 	replayer := tworker.NewWorkflowReplayer()
 	workflows.Register(replayer)
 	if err := replayer.ReplayWorkflowHistoryFromJSONFile(nil, filepath.Join(outDir, name)); err != nil {

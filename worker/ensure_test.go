@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -16,6 +17,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/internal/testkit/testtemporal"
 	"github.com/walkeeper/walkeeper/temporaladmin"
 )
@@ -136,4 +138,22 @@ func TestWorkerEnsuresSchedulesThroughLateAnswers(t *testing.T) {
 			t.Fatalf("%d error lines for a retry that the shutdown ended", n)
 		}
 	})
+}
+
+// A Temporal that answers the worker's first search-attribute call late still gets walkeeper's
+// search attributes before the start returns: every start of a merge needs them.
+func TestWorkerRegistersSearchAttributesThroughALateAnswer(t *testing.T) {
+	testtemporal.SkipShort(t)
+	hostPort, tc := testtemporal.StartWithOptions(t, testtemporal.Options{NoSearchAttributes: true})
+	startEnsuringWorker(t, lateClient(t, hostPort, map[string]int{"/ListSearchAttributes": 1}), time.Minute)
+	resp, err := tc.OperatorService().ListSearchAttributes(context.Background(),
+		&operatorservice.ListSearchAttributesRequest{Namespace: temporaladmin.DefaultNamespace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, typ := range contract.SearchAttributes {
+		if got, ok := resp.GetCustomAttributes()[name]; !ok || got != typ {
+			t.Errorf("search attribute %s: %v (registered %v), want %v", name, got, ok, typ)
+		}
+	}
 }

@@ -35,8 +35,8 @@ type Worker struct {
 	budget  *store.Budget
 	metrics *Metrics
 	start   MergeStarter
-	// ensureWithin bounds how long the start retries ensuring the schedules on a Temporal
-	// that answers late or not at all.
+	// ensureWithin bounds how long the start retries registering the search attributes and
+	// ensuring the schedules on a Temporal that answers late or not at all.
 	ensureWithin time.Duration
 
 	mu       sync.Mutex
@@ -203,10 +203,16 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 }
 
 // startTemporalLocked registers search attributes (best effort) and starts the shared-queue
-// and shard-queue workers.
+// and shard-queue workers. The registration is retried while Temporal answers late or not at
+// all, for up to w.ensureWithin, before anything can start a workflow that needs them.
 func (w *Worker) startTemporalLocked(ctx context.Context, db *store.DB) error {
 	log := w.log
-	if err := temporaladmin.EnsureSearchAttributes(ctx, w.tc, w.cfg.Temporal.Namespace); err != nil {
+	retrying := func(err error) {
+		log.Warn("Temporal is not answering yet; registering the search attributes again", zap.Error(err))
+	}
+	if err := temporaladmin.RetryTransient(ctx, w.ensureWithin, retrying, func(ctx context.Context) error {
+		return temporaladmin.EnsureSearchAttributes(ctx, w.tc, w.cfg.Temporal.Namespace)
+	}); err != nil {
 		log.Warn("could not register search attributes; workflow starts may fail until they exist", zap.Error(err))
 	}
 	host, _ := os.Hostname()

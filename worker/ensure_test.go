@@ -104,7 +104,7 @@ func TestWorkerEnsuresSchedulesThroughLateAnswers(t *testing.T) {
 	hostPort, tc := testtemporal.StartWithOptions(t, testtemporal.Options{})
 
 	t.Run("late at first", func(t *testing.T) {
-		// The sweep's and the reconcile's first create.
+		// The first two creates, both the sweep schedule's: it is tried a third time.
 		startEnsuringWorker(t, lateClient(t, hostPort, map[string]int{"/CreateSchedule": 2}), time.Minute)
 		for _, id := range []string{temporaladmin.SweepScheduleID, temporaladmin.ReconcileScheduleID} {
 			waitUntil(t, "schedule "+id, func() bool {

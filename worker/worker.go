@@ -250,14 +250,15 @@ func (w *Worker) startTemporalLocked(ctx context.Context, db *store.DB) error {
 // on. Each is retried while Temporal answers late or not at all, for up to w.ensureWithin, so
 // a server that has just started still gets them; one that cannot be ensured is an error line
 // (and, for want of sweeps or reconciles, WalkeeperNoSweeps or WalkeeperReconcileStale).
+// Ensuring again is harmless: a window trigger that went through but was answered late is
+// skipped while that window runs (TriggerSchedule's overlap SKIP).
 func (w *Worker) ensureSchedules(ctx context.Context) {
-	ensure := func(id string, op func(context.Context) error) {
+	ensure := func(id, remedy string, op func(context.Context) error) {
 		retrying := func(err error) {
 			w.log.Warn("Temporal is not answering yet; ensuring the schedule again", zap.String("schedule", id), zap.Error(err))
 		}
 		if err := temporaladmin.RetryTransient(ctx, w.ensureWithin, retrying, op); err != nil && ctx.Err() == nil {
-			w.log.Error("could not ensure schedule; run `walkeeper schedule ensure` once Temporal answers",
-				zap.String("schedule", id), zap.Error(err))
+			w.log.Error("could not ensure schedule; once Temporal answers, "+remedy, zap.String("schedule", id), zap.Error(err))
 		}
 	}
 	if w.cfg.SweepInterval > 0 {
@@ -272,12 +273,12 @@ func (w *Worker) ensureSchedules(ctx context.Context) {
 			Input: contract.MaintenanceSweepInput{MergeMinGenerations: w.cfg.SweepMergeMinGenerations,
 				MaxStarts: w.cfg.SweepMaxStarts, StartBatch: w.cfg.SweepStartBatch, StartSpacing: spacing},
 		}
-		ensure(temporaladmin.SweepScheduleID, func(ctx context.Context) error {
+		ensure(temporaladmin.SweepScheduleID, "run `walkeeper schedule ensure`", func(ctx context.Context) error {
 			return temporaladmin.EnsureSweepSchedule(ctx, w.tc, sweep)
 		})
 	}
 	if w.cfg.ReconcileInterval > 0 {
-		ensure(temporaladmin.ReconcileScheduleID, func(ctx context.Context) error {
+		ensure(temporaladmin.ReconcileScheduleID, "restart a worker", func(ctx context.Context) error {
 			return temporaladmin.EnsureReconcileSchedule(ctx, w.tc, w.cfg.ReconcileInterval)
 		})
 	}

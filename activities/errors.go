@@ -3,7 +3,9 @@ package activities
 import (
 	"context"
 	"errors"
+	"slices"
 
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/walkeeper/walkeeper/contract"
@@ -92,7 +94,25 @@ func classify(err error) errorClass {
 			return c
 		}
 	}
+	// The Temporal frontend's refusals that no retry changes: a request it rejects, a
+	// namespace it does not know, a caller it does not admit. Busy and unavailable retry.
+	switch {
+	case errors.As(err, new(*serviceerror.InvalidArgument)):
+		return errorClass{errType: contract.ErrTypeInvalidInput, nonRetryable: true}
+	case errors.As(err, new(*serviceerror.NamespaceNotFound)), errors.As(err, new(*serviceerror.PermissionDenied)):
+		return errorClass{errType: contract.ErrTypeMisconfigured, nonRetryable: true}
+	}
 	return errorClass{errType: contract.ErrTypeInternal}
+}
+
+// retryable reports whether an activity retry policy retries err once ToTemporal has mapped
+// it: context errors and every error not marked non-retryable are retried.
+func retryable(err error) bool {
+	var appErr *temporal.ApplicationError
+	if !errors.As(ToTemporal(err), &appErr) {
+		return true
+	}
+	return !appErr.NonRetryable() && !slices.Contains(contract.NonRetryableErrorTypes, appErr.Type())
 }
 
 // errMisconfigured reports a worker wired without a dependency; retrying cannot help.

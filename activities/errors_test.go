@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
@@ -58,6 +59,28 @@ func TestToTemporalMapsAnInputError(t *testing.T) {
 	err := contract.MaintenanceSweepInput{Concurrency: 100_000}.Validate()
 	appErr := requireAppErr(t, ToTemporal(err), contract.ErrTypeInvalidInput, true)
 	require.Contains(t, appErr.Error(), "invalid input: concurrency: 100000 is above the ceiling 32")
+}
+
+// The Temporal frontend's refusals are halts; its busy and unavailable answers retry.
+func TestToTemporalMapsFrontendRefusals(t *testing.T) {
+	for _, c := range []struct {
+		err          error
+		errType      string
+		nonRetryable bool
+	}{
+		{serviceerror.NewInvalidArgument("WorkflowId length exceeds limit"), contract.ErrTypeInvalidInput, true},
+		{serviceerror.NewNamespaceNotFound("walkeeper"), contract.ErrTypeMisconfigured, true},
+		{serviceerror.NewPermissionDenied("no", ""), contract.ErrTypeMisconfigured, true},
+		{serviceerror.NewUnavailable("restarting"), contract.ErrTypeInternal, false},
+		{serviceerror.NewResourceExhausted(0, "rps limit"), contract.ErrTypeInternal, false},
+		{serviceerror.NewNamespaceNotActive("walkeeper", "a", "b"), contract.ErrTypeInternal, false},
+	} {
+		wrapped := fmt.Errorf("start merge-wal/generic/gs: %w", c.err)
+		requireAppErr(t, ToTemporal(wrapped), c.errType, c.nonRetryable)
+		require.Equal(t, !c.nonRetryable, retryable(wrapped), "%v", c.err)
+	}
+	require.True(t, retryable(context.DeadlineExceeded))
+	require.False(t, retryable(fmt.Errorf("target: %w", store.ErrInvalidInput)))
 }
 
 func TestToTemporalHaltWinsOverRetry(t *testing.T) {

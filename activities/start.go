@@ -27,8 +27,10 @@ const (
 // StartWorkflows starts (or attaches to) one workflow per request through
 // contract.StartMergeWal / StartCompactBase, so the sweep and the schedule ticks dedupe on
 // the same workflow IDs as every other trigger, at most a.StartConcurrency at once. Each
-// request reports its own outcome, in request order; the activity fails (and is retried as
-// a whole, which the ID policies make harmless) only when every start failed.
+// request reports its own outcome, in request order; the activity fails only when every start
+// failed: retried as a whole (which the ID policies make harmless) when one of them may
+// succeed on retry, for good (non-retryable StartFailed) when each was refused for good (an
+// invalid request, an unknown namespace, a denied caller: activities/errors.go).
 func (a *Activities) StartWorkflows(ctx context.Context, p contract.StartWorkflowsParams) (res contract.StartWorkflowsResult, err error) {
 	start := time.Now()
 	defer func() { err = a.done(contract.StartWorkflowsActivity, "", start, "ok", err) }()
@@ -55,18 +57,20 @@ func (a *Activities) StartWorkflows(ctx context.Context, p contract.StartWorkflo
 		})
 	}
 	_ = g.Wait() // every Go returns nil: a start's error is in its outcome
-	failed := 0
+	failed, again := 0, false
 	var lastErr error
 	for _, err := range errs {
 		if err != nil {
 			failed++
 			lastErr = err
+			again = again || retryable(err)
 		}
 	}
 	if len(p.Starts) > 0 && failed == len(p.Starts) {
+		// No attempt would start anything when every start was refused for good.
 		return res, temporal.NewApplicationErrorWithOptions(
 			fmt.Sprintf("all %d starts failed, last: %v", failed, lastErr), contract.ErrTypeStartFailed,
-			temporal.ApplicationErrorOptions{Cause: lastErr})
+			temporal.ApplicationErrorOptions{Cause: lastErr, NonRetryable: !again})
 	}
 	return res, nil
 }

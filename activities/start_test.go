@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/mocks"
@@ -80,6 +82,88 @@ func TestStartWorkflowsFailsWhenEveryStartFails(t *testing.T) {
 		{Workflow: contract.MergeWalWorkflow, Target: "generic:gs"},
 	}})
 	requireAppErr(t, err, contract.ErrTypeStartFailed, false)
+}
+
+// A batch in which no start can succeed on any retry (the server refuses the request or the
+// namespace, or the request itself is invalid) fails non-retryably; one retryable failure
+// among them keeps the batch retryable.
+func TestStartWorkflowsFailsForGoodWhenEveryStartFailedForGood(t *testing.T) {
+	refused := map[string]error{
+		"merge-wal/generic/bad":  serviceerror.NewInvalidArgument("WorkflowId length exceeds limit"),
+		"merge-wal/generic/gone": serviceerror.NewNamespaceNotFound("walkeeper"),
+		"compact/generic/denied": serviceerror.NewPermissionDenied("no", ""),
+	}
+	forGood := []contract.StartRequest{
+		{Workflow: contract.MergeWalWorkflow, Target: "generic:bad"},
+		{Workflow: contract.MergeWalWorkflow, Target: "generic:gone"},
+		{Workflow: contract.CompactBaseWorkflow, Target: "generic:denied"},
+		{Workflow: "DropTable", Target: "generic:gs"},
+		{Workflow: contract.MergeWalWorkflow, Target: "generic"},
+	}
+	for _, tc := range []struct {
+		name         string
+		busy         error
+		nonRetryable bool
+	}{
+		{"all for good", nil, true},
+		{"one unavailable", serviceerror.NewUnavailable("frontend restarting"), false},
+		{"one busy", serviceerror.NewResourceExhausted(0, "rps limit"), false},
+		{"one late", context.DeadlineExceeded, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fail := map[string]error{"merge-wal/generic/busy": tc.busy}
+			for id, err := range refused {
+				fail[id] = err
+			}
+			starts := forGood
+			if tc.busy != nil {
+				starts = append(slices.Clone(forGood), contract.StartRequest{Workflow: contract.MergeWalWorkflow, Target: "generic:busy"})
+			}
+			c, _ := fakeClient(fail)
+			env := newActivityEnv(t, &Activities{Client: c})
+			_, err := run[contract.StartWorkflowsResult](t, env, contract.StartWorkflowsActivity, contract.StartWorkflowsParams{Starts: starts})
+			requireAppErr(t, err, contract.ErrTypeStartFailed, tc.nonRetryable)
+		})
+	}
+}
+
+// Through the sweep's retry policy: a start the server refuses is tried once, not once per
+// attempt of the activity; an unavailable server is retried; a batch in which some starts
+// succeeded is not run again, so nothing that started is started twice.
+func TestStartWorkflowsRetriesOnlyWhatCanSucceed(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		err   error
+		calls int
+	}{
+		{"refused", serviceerror.NewInvalidArgument("bad search attribute"), 1},
+		{"unavailable", serviceerror.NewUnavailable("frontend restarting"), 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, got := fakeClient(map[string]error{"merge-wal/generic/gs": tc.err})
+			env := newWorkflowEnv(t, &Activities{Client: c})
+			env.ExecuteWorkflow(contract.MergeWalTickWorkflow, contract.MergeWalTickInput{Target: "generic:gs"})
+			require.True(t, env.IsWorkflowCompleted())
+			requireAppErr(t, env.GetWorkflowError(), contract.ErrTypeStartFailed, tc.calls == 1)
+			require.Len(t, *got, tc.calls)
+		})
+	}
+	t.Run("partial", func(t *testing.T) {
+		url := memURL(t)
+		db := openDB(t, url, "w1")
+		seal(t, db, "generic:up", []string{"a"}, []string{"b"}, []string{"c"})
+		seal(t, db, "generic:down", []string{"a"}, []string{"b"}, []string{"c"})
+		c, got := fakeClient(map[string]error{"merge-wal/generic/down": serviceerror.NewUnavailable("frontend restarting")})
+		env := newWorkflowEnv(t, &Activities{DB: db, Client: c})
+		env.ExecuteWorkflow(contract.MaintenanceSweepWorkflow, contract.MaintenanceSweepInput{MergeMinGenerations: 3})
+		require.NoError(t, env.GetWorkflowError())
+		var res contract.MaintenanceSweepResult
+		require.NoError(t, env.GetWorkflowResult(&res))
+		require.Len(t, res.Started, 1)
+		require.Equal(t, "merge-wal/generic/up", res.Started[0].WorkflowID)
+		require.Len(t, res.Skipped, 1)
+		require.Len(t, *got, 2, "one start each: the batch is not run again")
+	})
 }
 
 // A MergeWal start carries the sweep's parallel-prepare flag and urgency per target and its

@@ -17,6 +17,10 @@ func Transient(err error) bool {
 		errors.Is(err, context.DeadlineExceeded)
 }
 
+// EnsureWithin bounds how long `walkeeper schedule ensure` and a starting worker retry
+// ensuring a schedule on a Temporal that answers late or not at all (RetryTransient).
+const EnsureWithin = 2 * time.Minute
+
 // RetryTransient runs op until it returns nil or an error that is not Transient, or until
 // within has passed; then it returns op's last error. Between attempts it waits 1 s,
 // doubling up to 10 s, and calls retrying with the error it retries (may be nil).

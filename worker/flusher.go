@@ -119,7 +119,7 @@ func (fl *Flusher) Stop(ctx context.Context) error {
 	go func() {
 		fl.loops.Wait()
 		fl.seals.Wait()
-		fl.triggers.wait()
+		fl.triggers.stop()
 		close(done)
 	}()
 	select {

@@ -58,6 +58,7 @@ type mergeTriggers struct {
 	mu       sync.Mutex
 	retry    map[string]bool // target -> last count start failed
 	inflight map[string]bool // target -> a start is running
+	stopped  bool            // stop was called: fire launches nothing
 	wg       sync.WaitGroup
 }
 
@@ -92,6 +93,10 @@ func (tg *mergeTriggers) fire(trigger string, t store.Target, pending int, reaso
 	}
 	key := t.String()
 	tg.mu.Lock()
+	if tg.stopped || tg.life.Err() != nil {
+		tg.mu.Unlock()
+		return false // the worker is stopping: a start now would outlive stop's wait
+	}
 	if tg.inflight[key] || len(tg.inflight) >= maxStartsInFlight {
 		if trigger == TriggerCount && !tg.inflight[key] {
 			tg.retry[key] = true
@@ -100,8 +105,10 @@ func (tg *mergeTriggers) fire(trigger string, t store.Target, pending int, reaso
 		return false
 	}
 	tg.inflight[key] = true
+	tg.wg.Add(1) // under mu, so that stop either sees this start or refuses it
 	tg.mu.Unlock()
-	tg.wg.Go(func() {
+	go func() {
+		defer tg.wg.Done()
 		ctx, cancel := context.WithTimeout(tg.life, startTimeout)
 		defer cancel()
 		var in contract.MergeWalInput
@@ -129,7 +136,7 @@ func (tg *mergeTriggers) fire(trigger string, t store.Target, pending int, reaso
 		}
 		tg.log.Info("started MergeWal", zap.String("trigger", trigger), zap.String("target", key),
 			zap.Int("pending", pending), zap.String("workflow_id", run.GetID()), zap.String("run_id", run.GetRunID()))
-	})
+	}()
 	return true
 }
 
@@ -182,3 +189,11 @@ func (tg *mergeTriggers) forgetUnflushed(k store.Kind, flushed []*store.Store) {
 
 // wait blocks until every launched start has returned.
 func (tg *mergeTriggers) wait() { tg.wg.Wait() }
+
+// stop makes fire launch nothing from now on and waits for the starts already launched.
+func (tg *mergeTriggers) stop() {
+	tg.mu.Lock()
+	tg.stopped = true
+	tg.mu.Unlock()
+	tg.wg.Wait()
+}

@@ -170,3 +170,34 @@ func TestCountTriggerUrgentFarPastItsThreshold(t *testing.T) {
 		t.Fatal("a debt start is urgent, an HTTP start routine")
 	}
 }
+
+// A trigger that fires once the flusher is stopping (a refused append or a flush of an HTTP
+// request still draining) starts nothing: its start would run past Stop's wait, on a
+// cancelled context, and count as a failed start.
+func TestTriggersFireNothingOnceStopped(t *testing.T) {
+	m := NewMetrics(nil)
+	rs := &recStarter{}
+	sw := NewFlusher(FlusherOptions{Interval: time.Hour, MergeAfterGenerations: 1, Start: rs.start,
+		Logger: zaptest.NewLogger(t), Metrics: m, Resident: func() []*store.Store { return nil }})
+	if err := sw.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	tgt := store.Target{Kind: store.KindGeneric, Name: "late"}
+	if sw.triggers.fire(TriggerDebt, tgt, 5000, "appends refused") {
+		t.Fatal("a trigger fired after Stop")
+	}
+	if sw.triggers.afterFlush(tgt, store.FlushResult{Sealed: true, Pending: 3}) {
+		t.Fatal("the count trigger fired after Stop")
+	}
+	sw.triggers.wait()
+	if n := rs.count(); n != 0 {
+		t.Fatalf("%d starts after Stop", n)
+	}
+	for _, trig := range []string{TriggerDebt, TriggerCount} {
+		for _, res := range []string{ResultStarted, ResultFailed} {
+			if got := testutil.ToFloat64(m.triggerStarts.WithLabelValues(trig, res)); got != 0 {
+				t.Fatalf("trigger_starts_total{%s,%s} = %v after Stop", trig, res, got)
+			}
+		}
+	}
+}

@@ -35,6 +35,9 @@ type Worker struct {
 	budget  *store.Budget
 	metrics *Metrics
 	start   MergeStarter
+	// ensureWithin bounds how long the start retries registering the search attributes and
+	// ensuring the schedules on a Temporal that answers late or not at all.
+	ensureWithin time.Duration
 
 	mu       sync.Mutex
 	started  bool
@@ -66,6 +69,8 @@ func New(cfg Config, logger *zap.Logger, tc client.Client) (*Worker, error) {
 		tc:      tc,
 		budget:  budget,
 		metrics: NewMetrics(budget),
+
+		ensureWithin: temporaladmin.EnsureWithin,
 	}
 	if tc != nil {
 		w.start = TemporalMergeStarter(tc, cfg.MergeRunTimeout, cfg.FairnessWeights)
@@ -183,6 +188,7 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 		}
 	})
 	if w.tc != nil {
+		w.bg.Go(func() { w.ensureSchedules(bgCtx) })
 		w.bg.Go(func() {
 			w.checkPartitions(bgCtx, db.Shard())
 			if w.cfg.FairnessProbe {
@@ -196,33 +202,18 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 	return nil
 }
 
-// startTemporalLocked registers search attributes and the sweep schedule (best effort) and
-// starts the shared-queue and shard-queue workers.
+// startTemporalLocked registers search attributes (best effort) and starts the shared-queue
+// and shard-queue workers. The registration is retried while Temporal answers late or not at
+// all, for up to w.ensureWithin, before anything can start a workflow that needs them.
 func (w *Worker) startTemporalLocked(ctx context.Context, db *store.DB) error {
 	log := w.log
-	if err := temporaladmin.EnsureSearchAttributes(ctx, w.tc, w.cfg.Temporal.Namespace); err != nil {
+	retrying := func(err error) {
+		log.Warn("Temporal is not answering yet; registering the search attributes again", zap.Error(err))
+	}
+	if err := temporaladmin.RetryTransient(ctx, w.ensureWithin, retrying, func(ctx context.Context) error {
+		return temporaladmin.EnsureSearchAttributes(ctx, w.tc, w.cfg.Temporal.Namespace)
+	}); err != nil {
 		log.Warn("could not register search attributes; workflow starts may fail until they exist", zap.Error(err))
-	}
-	if w.cfg.SweepInterval > 0 {
-		spacing := w.cfg.SweepStartSpacing
-		if spacing == 0 {
-			spacing = -1 // the sweep's "no pacing"
-		}
-		err := temporaladmin.EnsureSweepSchedule(ctx, w.tc, temporaladmin.SweepSchedule{
-			Every:  w.cfg.SweepInterval,
-			Window: w.cfg.SweepWindow,
-			Jitter: w.cfg.SweepJitter,
-			Input: contract.MaintenanceSweepInput{MergeMinGenerations: w.cfg.SweepMergeMinGenerations,
-				MaxStarts: w.cfg.SweepMaxStarts, StartBatch: w.cfg.SweepStartBatch, StartSpacing: spacing},
-		})
-		if err != nil {
-			log.Warn("could not ensure the sweep schedule", zap.String("schedule", temporaladmin.SweepScheduleID), zap.Error(err))
-		}
-	}
-	if w.cfg.ReconcileInterval > 0 {
-		if err := temporaladmin.EnsureReconcileSchedule(ctx, w.tc, w.cfg.ReconcileInterval); err != nil {
-			log.Warn("could not ensure the reconcile schedule", zap.String("schedule", temporaladmin.ReconcileScheduleID), zap.Error(err))
-		}
 	}
 	host, _ := os.Hostname()
 	identity := fmt.Sprintf("%d@%s/%s", os.Getpid(), host, w.cfg.Instance)
@@ -253,6 +244,44 @@ func (w *Worker) startTemporalLocked(ctx context.Context, db *store.DB) error {
 	log.Info("temporal workers started", zap.String("shared_queue", contract.TaskQueue),
 		zap.String("shard_queue", contract.ShardQueue(db.Shard())), zap.Int("merge_slots", w.cfg.MergeSlots))
 	return nil
+}
+
+// ensureSchedules creates or updates the sweep and reconcile schedules that the config turns
+// on. Each is retried while Temporal answers late or not at all, for up to w.ensureWithin, so
+// a server that has just started still gets them; one that cannot be ensured is an error line
+// (and, for want of sweeps or reconciles, WalkeeperNoSweeps or WalkeeperReconcileStale).
+// Ensuring again is harmless: a window trigger that went through but was answered late is
+// skipped while that window runs (TriggerSchedule's overlap SKIP).
+func (w *Worker) ensureSchedules(ctx context.Context) {
+	ensure := func(id, remedy string, op func(context.Context) error) {
+		retrying := func(err error) {
+			w.log.Warn("Temporal is not answering yet; ensuring the schedule again", zap.String("schedule", id), zap.Error(err))
+		}
+		if err := temporaladmin.RetryTransient(ctx, w.ensureWithin, retrying, op); err != nil && ctx.Err() == nil {
+			w.log.Error("could not ensure schedule; once Temporal answers, "+remedy, zap.String("schedule", id), zap.Error(err))
+		}
+	}
+	if w.cfg.SweepInterval > 0 {
+		spacing := w.cfg.SweepStartSpacing
+		if spacing == 0 {
+			spacing = -1 // the sweep's "no pacing"
+		}
+		sweep := temporaladmin.SweepSchedule{
+			Every:  w.cfg.SweepInterval,
+			Window: w.cfg.SweepWindow,
+			Jitter: w.cfg.SweepJitter,
+			Input: contract.MaintenanceSweepInput{MergeMinGenerations: w.cfg.SweepMergeMinGenerations,
+				MaxStarts: w.cfg.SweepMaxStarts, StartBatch: w.cfg.SweepStartBatch, StartSpacing: spacing},
+		}
+		ensure(temporaladmin.SweepScheduleID, "run `walkeeper schedule ensure`", func(ctx context.Context) error {
+			return temporaladmin.EnsureSweepSchedule(ctx, w.tc, sweep)
+		})
+	}
+	if w.cfg.ReconcileInterval > 0 {
+		ensure(temporaladmin.ReconcileScheduleID, "restart a worker", func(ctx context.Context) error {
+			return temporaladmin.EnsureReconcileSchedule(ctx, w.tc, w.cfg.ReconcileInterval)
+		})
+	}
 }
 
 // Stop shuts down gracefully: HTTP drains, the flusher stops and in-flight activities finish

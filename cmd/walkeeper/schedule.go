@@ -15,9 +15,6 @@ import (
 	"github.com/walkeeper/walkeeper/temporaladmin"
 )
 
-// ensureWithin bounds how long `schedule ensure` retries a Temporal that does not answer yet.
-const ensureWithin = 2 * time.Minute
-
 // scheduleFlags select the schedule: the fleet sweep, or one target's merge schedule.
 type scheduleFlags struct {
 	target string
@@ -117,7 +114,7 @@ A paused schedule stays paused. Without --target this is what every worker does 
 			retrying := func(err error) {
 				fmt.Fprintf(ensure.ErrOrStderr(), "walkeeper: Temporal is not answering yet, retrying: %v\n", err)
 			}
-			if err := temporaladmin.RetryTransient(ctx, ensureWithin, retrying, ensureOnce); err != nil {
+			if err := temporaladmin.RetryTransient(ctx, temporaladmin.EnsureWithin, retrying, ensureOnce); err != nil {
 				return err
 			}
 			fmt.Fprintln(out, ensured)

@@ -482,16 +482,12 @@ func (r *mergeRun) prepare(ctx workflow.Context, sh *shardRun, sem workflow.Sema
 // that started before abortSurvivesCancelChange, only if the Cancel came before it.
 func (r *mergeRun) abort(ctx workflow.Context, sh *shardRun, p *contract.PreparedMerge) (contract.AbortResult, error) {
 	sh.phase = contract.ShardAborting
-	opts := abortOptions(r.activitySummary("abort", sh, false))
-	if r.abortsSurviveCancel {
-		ctx, _ = workflow.NewDisconnectedContext(ctx)
-		opts.ScheduleToCloseTimeout = abortTimeout
-	} else if ctx.Err() != nil {
+	if r.abortsSurviveCancel || ctx.Err() != nil {
 		ctx, _ = workflow.NewDisconnectedContext(ctx)
 	}
 	var res contract.AbortResult
 	w := r.tr.newWatch(contract.AbortActivity, sh.res.Shard, contract.TaskQueue)
-	err := r.tr.exec(ctx, r.prioritized(opts), w, contract.AbortParams{Prepared: *p}, &res)
+	err := r.tr.exec(ctx, r.prioritized(abortOptions(r.activitySummary("abort", sh, false))), w, contract.AbortParams{Prepared: *p}, &res)
 	if err != nil {
 		r.log.Warn("Abort failed; staged files may leak.", "shard", sh.res.Shard, "error", err)
 	}

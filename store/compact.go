@@ -211,7 +211,7 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 	})
 	if err != nil {
 		s.countCompact("failed")
-		s.countCorrupt(err) // a batch that decodes wrong only now, past the inputs' checks
+		s.countCorrupt("compaction of "+s.target.String(), err) // a batch that decodes wrong only now, past the inputs' checks; which input is not known
 		s.dropCompactOutput(ctx, out.Path)
 		return res, fmt.Errorf("write compacted run: %w", err)
 	}

@@ -1,0 +1,79 @@
+package store
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/walkeeper/walkeeper/internal/testkit/requestcount"
+	"github.com/walkeeper/walkeeper/store/objstore"
+)
+
+// damagedWALStore leaves store name on a file:// root with two acknowledged appends and
+// the second one's WAL object damaged, unsealed (no Close: the next DB with instance w1 is
+// the restarted owner), and returns the root, the store's target, the damaged key and its
+// intact bytes.
+func damagedWALStore(t *testing.T, name string) (root string, tgt Target, key string, intact []byte) {
+	t.Helper()
+	ctx := context.Background()
+	root = "file://" + t.TempDir()
+	db, s := newGenericStore(t, root, name)
+	appendRows(t, s, row("a", 1))
+	appendRows(t, s, row("b", 2))
+	objs, err := db.bucket.List(ctx, walPrefix(s.target, db.Shard()))
+	require.NoError(t, err)
+	key = objs[len(objs)-1].Key
+	intact, err = db.bucket.Get(ctx, key)
+	require.NoError(t, err)
+	require.NoError(t, db.bucket.Put(ctx, key, flipMiddleBit(intact)))
+	return root, s.target, key, intact
+}
+
+// openCountedDB opens a DB for instance w1 on root whose every storage request rc counts.
+func openCountedDB(t *testing.T, root string, rc *requestcount.Counter) *DB {
+	t.Helper()
+	b, err := objstore.OpenBucket(context.Background(), root)
+	require.NoError(t, err)
+	opts := DefaultOptions()
+	opts.InstanceID = "w1"
+	db := OpenDBOnBucket(b.WithFaults(rc), opts)
+	t.Cleanup(func() { _ = db.Close(context.Background()) })
+	return db
+}
+
+// A client retrying appends against a shard whose WAL object is damaged gets ErrCorrupt
+// every time, and only the first try claims the shard: the retries write nothing, where each
+// used to publish a shard manifest with a new writer epoch. Once the object is repaired the
+// next append claims the shard, replays it and succeeds.
+func TestDamagedWALRetriedAppendsWriteNothing(t *testing.T) {
+	ctx := context.Background()
+	root, tgt, key, intact := damagedWALStore(t, "dw")
+	rc := &requestcount.Counter{}
+	db := openCountedDB(t, root, rc)
+	s, err := db.Open(ctx, tgt)
+	require.NoError(t, err)
+	manifests := func() int {
+		objs, err := db.bucket.List(ctx, shardManifestPrefix(tgt, db.Shard()))
+		require.NoError(t, err)
+		return len(objs)
+	}
+	before := manifests()
+
+	_, err = s.Append(ctx, []Row{row("c", 3)})
+	require.ErrorIs(t, err, ErrCorrupt)
+	require.Contains(t, err.Error(), key)
+	claimed := rc.Counts()
+	for i := 0; i < 20; i++ {
+		_, err = s.Append(ctx, []Row{row("c", 3)})
+		require.ErrorIs(t, err, ErrCorrupt, "append %d", i)
+		require.Contains(t, err.Error(), key)
+	}
+	retries := rc.Counts().Sub(claimed)
+	require.Zero(t, retries.Put+retries.PutIfAbsent+retries.Delete, "20 retried appends wrote: %+v", retries)
+	require.LessOrEqual(t, manifests()-before, 1, "one claim at most, not one manifest version per append")
+
+	require.NoError(t, db.bucket.Put(ctx, key, intact))
+	appendRows(t, s, row("c", 3))
+	require.Equal(t, map[string]int64{"a": 1, "b": 2, "c": 3}, allRows(t, s, SourceAll))
+}

@@ -71,11 +71,10 @@ func (d *damagedSet) under(prefix string) []string {
 	return out
 }
 
-// countCorrupt counts an ErrCorrupt of the object at key in walkeeper_corrupt_objects_total
-// and remembers the object.
+// countCorrupt counts an ErrCorrupt of the object at key in walkeeper_corrupt_objects_total,
+// once per object while the process remembers it.
 func (s *Store) countCorrupt(key string, err error) {
-	if errors.Is(err, ErrCorrupt) {
-		s.db.damaged.add(key)
+	if errors.Is(err, ErrCorrupt) && s.db.damaged.add(key) {
 		s.db.metrics.CorruptObjects.WithLabelValues(string(s.target.Kind)).Inc()
 	}
 }

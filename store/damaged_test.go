@@ -2,8 +2,10 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
 	"github.com/walkeeper/walkeeper/internal/testkit/requestcount"
@@ -76,4 +78,39 @@ func TestDamagedWALRetriedAppendsWriteNothing(t *testing.T) {
 	require.NoError(t, db.bucket.Put(ctx, key, intact))
 	appendRows(t, s, row("c", 3))
 	require.Equal(t, map[string]int64{"a": 1, "b": 2, "c": 3}, allRows(t, s, SourceAll))
+}
+
+// walkeeper_corrupt_objects_total counts each damaged object once per process, however often
+// it is read: a client retrying a read must not make the counter measure its retries. The
+// bounded set forgets the oldest key past damagedMax, so memory stays bounded too.
+func TestCorruptObjectsAreCountedOncePerObject(t *testing.T) {
+	ctx := context.Background()
+	db, s, m := mergedStore(t, newMemURL())
+	corrupt := m.CorruptObjects.WithLabelValues(string(KindGeneric))
+	base, err := s.loadBase(ctx)
+	require.NoError(t, err)
+	sm, err := s.loadShard(ctx, db.Shard())
+	require.NoError(t, err)
+	require.NoError(t, db.bucket.Put(ctx, base.Runs[0].Path, []byte("garbage")))
+	require.NoError(t, db.bucket.Put(ctx, sm.Flushed[0].Path, []byte("garbage")))
+	db.cache.clear()
+	for i := 0; i < 5; i++ {
+		_, err = s.Get(ctx, "a")
+		require.ErrorIs(t, err, ErrCorrupt)
+	}
+	require.Equal(t, 1.0, testutil.ToFloat64(corrupt), "five reads of one damaged run")
+	for i := 0; i < 5; i++ {
+		_, err = s.Get(ctx, "c")
+		require.ErrorIs(t, err, ErrCorrupt)
+	}
+	require.Equal(t, 2.0, testutil.ToFloat64(corrupt), "and five of one damaged generation")
+
+	var d damagedSet
+	for i := 0; i < damagedMax+10; i++ {
+		require.True(t, d.add(fmt.Sprint(i)))
+	}
+	require.Len(t, d.keys, damagedMax)
+	require.Len(t, d.order, damagedMax)
+	require.True(t, d.add("0"), "the oldest key was forgotten")
+	require.False(t, d.add(fmt.Sprint(damagedMax+9)), "the newest is remembered")
 }

@@ -133,6 +133,7 @@ func (s *Store) quarantineGen(ctx context.Context, shard, key, reason string) (Q
 
 func (s *Store) quarantined(res QuarantineResult, reason string) {
 	s.db.cache.forget(res.Path)
+	s.db.damaged.remove(res.Path) // dealt with: damaged again after a release, it counts again
 	s.db.log.Warn("object quarantined: its rows are no longer read", zap.String("target", s.target.String()),
 		zap.String("kind", res.Kind), zap.String("path", res.Path), zap.Int64("rows", res.Rows),
 		zap.String("min_key", res.MinKey), zap.String("max_key", res.MaxKey), zap.String("reason", reason))

@@ -114,3 +114,48 @@ func TestCorruptObjectsAreCountedOncePerObject(t *testing.T) {
 	require.True(t, d.add("0"), "the oldest key was forgotten")
 	require.False(t, d.add(fmt.Sprint(damagedMax+9)), "the newest is remembered")
 }
+
+// A damaged WAL object can be set aside like a generation: the owner then claims the shard,
+// replays the objects around it and appends again, the rows only that object held are given
+// up, and no seal deletes the object.
+func TestQuarantineDamagedWALObjectLetsTheOwnerAppend(t *testing.T) {
+	ctx := context.Background()
+	root, tgt, key, _ := damagedWALStore(t, "qw")
+	db := openTestDB(t, root, "w1")
+	s, err := db.Open(ctx, tgt)
+	require.NoError(t, err)
+	_, err = s.Append(ctx, []Row{row("c", 3)})
+	require.ErrorIs(t, err, ErrCorrupt)
+
+	res, err := s.Quarantine(ctx, key, "WAL object damaged, no backup")
+	require.NoError(t, err)
+	require.Equal(t, "wal", res.Kind)
+	require.Equal(t, db.Shard(), res.Shard)
+	again, err := s.Quarantine(ctx, key, "again")
+	require.NoError(t, err)
+	require.True(t, again.AlreadyQuarantined)
+
+	appendRows(t, s, row("c", 3))
+	require.Equal(t, map[string]int64{"a": 1, "c": 3}, allRows(t, s, SourceAll), "b was only in the damaged object")
+	flush(t, s)
+	_, err = s.MergeAll(ctx)
+	require.NoError(t, err)
+	require.Equal(t, map[string]int64{"a": 1, "c": 3}, allRows(t, s, SourceBase))
+	ok, err := db.bucket.Exists(ctx, key)
+	require.NoError(t, err)
+	require.True(t, ok, "a seal's WAL clean-up must not delete a quarantined WAL object")
+	st, err := s.Stats(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, st.Quarantined)
+
+	// A restarted owner replays around it too.
+	db2 := openTestDB(t, root, "w1")
+	s2, err := db2.Open(ctx, tgt)
+	require.NoError(t, err)
+	appendRows(t, s2, row("d", 4))
+	require.Equal(t, map[string]int64{"a": 1, "c": 3, "d": 4}, allRows(t, s2, SourceAll))
+
+	// A sealed WAL object is deleted: there is nothing to set aside.
+	_, err = s2.Quarantine(ctx, walKey(tgt, db.Shard(), 1), "r")
+	require.ErrorIs(t, err, ErrNotFound)
+}

@@ -288,6 +288,10 @@ func openWriter(ctx context.Context, s *Store) (*writer, error) {
 		if pos <= m.ReplayAfter {
 			continue // sealed already; garbage left by a crash before WAL clean-up
 		}
+		if _, q := findQuarantined(m.Quarantined, walKey(s.target, shard, pos)); q {
+			next = pos + 1 // set aside by an operator: its rows are given up
+			continue
+		}
 		if err := w.replay(ctx, pos); err != nil {
 			return nil, err
 		}

@@ -13,23 +13,25 @@ import (
 )
 
 // newQuarantineCmd is `walkeeper quarantine TARGET OBJECT_KEY --reason TEXT`: the operator's
-// way to set aside a damaged generation or base run (store/quarantine.go) so that its shard
-// merges and its store reads again.
+// way to set aside a damaged generation, WAL object or base run (store/quarantine.go) so that
+// its shard merges and appends and its store reads again.
 func newQuarantineCmd(g *globalOptions) *cobra.Command {
 	var storage, reason string
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "quarantine TARGET OBJECT_KEY --reason TEXT",
-		Short: "Set aside a damaged generation or base run so that its store merges and reads again",
-		Long: `Set aside one damaged object of a store: a pending generation or a base run whose checksum
-or decoding failed (the ErrCorrupt message and the walkeeper_corrupt_objects_total alert name
-its key). Until then it blocks its shard's merges, full listings of the store and reads in its
-key range.
+		Short: "Set aside a damaged generation, WAL object or base run so that its store merges, appends and reads again",
+		Long: `Set aside one damaged object of a store: a pending generation, an unsealed WAL object or a
+base run whose checksum or decoding failed (the ErrCorrupt message and the
+walkeeper_corrupt_objects_total alert name its key). Until then a generation blocks its shard's
+merges, full listings of the store and reads in its key range; a run blocks reads in its key
+range and compaction; a WAL object stops its shard's owner appending.
 
 A new manifest version moves the object's entry to a quarantined list: reads, merges and
 compactions skip it from then on, and clean-up never deletes the object, so it stays in place
 for repair or forensics. The rows that only that object held are no longer read (older versions
-of those keys become visible again, newer ones elsewhere are unaffected). Prefer restoring the
+of those keys become visible again, newer ones elsewhere are unaffected); a WAL object's rows
+cannot be counted, since it does not decode, and its owner replays the objects around it. Prefer restoring the
 object from a backup first; quarantine is for when that is not possible. Running it again for
 the same key changes nothing. It talks to storage directly; workers need no restart.`,
 		Example: `  walkeeper quarantine generic:demo generic/demo/_mem_wal/<shard>/gen/00000000000000000042-1.arrow \
@@ -78,6 +80,11 @@ the same key changes nothing. It talks to storage directly; workers need no rest
 			}
 			if res.AlreadyQuarantined {
 				fmt.Fprintf(out, "%s was already quarantined (manifest version %d); nothing changed\n", res.Path, res.ManifestVersion)
+				return nil
+			}
+			if res.Kind == "wal" {
+				fmt.Fprintf(out, "quarantined WAL object of shard %s\n  object    %s (kept in place)\n  rows      the ones only it held, not counted (it does not decode)\n  manifest  version %d\n",
+					res.Shard, res.Path, res.ManifestVersion)
 				return nil
 			}
 			fmt.Fprintf(out, "quarantined %s\n  object    %s (kept in place)\n  rows      %d no longer read, keys %q..%q\n  manifest  version %d\n",

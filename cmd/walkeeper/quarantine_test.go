@@ -74,3 +74,53 @@ func TestQuarantineCommand(t *testing.T) {
 	require.Len(t, page.Rows, 1)
 	require.Equal(t, "b", page.Rows[0]["id"])
 }
+
+// The operator's path through a damaged WAL object: the owner's appends fail naming it, the
+// command sets it aside from another process, and the same owner appends again without a
+// restart, the rows only that object held given up.
+func TestQuarantineCommandSetsAsideAWALObject(t *testing.T) {
+	ctx := context.Background()
+	url := "file://" + filepath.ToSlash(t.TempDir())
+	opts := store.DefaultOptions()
+	opts.InstanceID = "w1"
+	target := store.Target{Kind: store.KindGeneric, Name: "qw"}
+	schema := &store.Schema{Fields: []store.Field{{Name: "id", Type: store.TypeString}}}
+	db, err := store.OpenDB(ctx, url, opts)
+	require.NoError(t, err)
+	s, err := db.Create(ctx, target, store.CreateOptions{Schema: schema})
+	require.NoError(t, err)
+	for _, k := range []string{"a", "b"} {
+		_, err = s.Append(ctx, []store.Row{{Key: k, Values: []any{k}}})
+		require.NoError(t, err)
+	}
+	// The process dies without sealing: its WAL holds a and b, and b's object gets damaged.
+	bucket, err := objstore.OpenBucket(ctx, url)
+	require.NoError(t, err)
+	defer func() { _ = bucket.Close() }()
+	objs, err := bucket.List(ctx, "generic/qw/_mem_wal/"+db.Shard()+"/wal/")
+	require.NoError(t, err)
+	walKey := objs[len(objs)-1].Key
+	require.NoError(t, bucket.Put(ctx, walKey, []byte("damaged")))
+
+	owner, err := store.OpenDB(ctx, url, opts)
+	require.NoError(t, err)
+	defer func() { _ = owner.Close(ctx) }()
+	s, err = owner.Open(ctx, target)
+	require.NoError(t, err)
+	_, err = s.Append(ctx, []store.Row{{Key: "c", Values: []any{"c"}}})
+	require.ErrorIs(t, err, store.ErrCorrupt)
+	require.Contains(t, err.Error(), walKey)
+
+	code, out, stderr := runCLI(t, "quarantine", "generic:qw", walKey, "--storage", url, "--reason", "test damage")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, "quarantined WAL object of shard "+owner.Shard())
+	_, err = s.Append(ctx, []store.Row{{Key: "c", Values: []any{"c"}}})
+	require.NoError(t, err)
+	page, err := s.List(ctx, store.ListOptions{})
+	require.NoError(t, err)
+	var keys []string
+	for _, r := range page.Rows {
+		keys = append(keys, r["id"].(string))
+	}
+	require.Equal(t, []string{"a", "c"}, keys)
+}

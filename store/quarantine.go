@@ -27,7 +27,7 @@ import (
 // it; newer versions elsewhere are unaffected), and only an operator can decide that this is
 // better than waiting for a restore from backup. A transient read error must never lose data.
 
-// QuarantineResult says what was set aside.
+// QuarantineResult says what was set aside, or released (Release).
 type QuarantineResult struct {
 	// Kind is "generation", "wal" or "run".
 	Kind string `json:"kind"`
@@ -41,6 +41,8 @@ type QuarantineResult struct {
 	MaxKey string `json:"max_key"`
 	// AlreadyQuarantined: an earlier call set it aside; nothing changed.
 	AlreadyQuarantined bool `json:"already_quarantined,omitempty"`
+	// NotQuarantined: a release found the object live already; nothing changed.
+	NotQuarantined bool `json:"not_quarantined,omitempty"`
 	// ManifestVersion is the base or shard manifest version that records it.
 	ManifestVersion uint64 `json:"manifest_version"`
 }

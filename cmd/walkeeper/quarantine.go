@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -17,9 +18,9 @@ import (
 // its shard merges and appends and its store reads again.
 func newQuarantineCmd(g *globalOptions) *cobra.Command {
 	var storage, reason string
-	var asJSON bool
+	var asJSON, release bool
 	cmd := &cobra.Command{
-		Use:   "quarantine TARGET OBJECT_KEY --reason TEXT",
+		Use:   "quarantine TARGET OBJECT_KEY (--reason TEXT | --release)",
 		Short: "Set aside a damaged generation, WAL object or base run so that its store merges, appends and reads again",
 		Long: `Set aside one damaged object of a store: a pending generation, an unsealed WAL object or a
 base run whose checksum or decoding failed (the ErrCorrupt message and the
@@ -33,9 +34,16 @@ for repair or forensics. The rows that only that object held are no longer read 
 of those keys become visible again, newer ones elsewhere are unaffected); a WAL object's rows
 cannot be counted, since it does not decode, and its owner replays the objects around it. Prefer restoring the
 object from a backup first; quarantine is for when that is not possible. Running it again for
-the same key changes nothing. It talks to storage directly; workers need no restart.`,
+the same key changes nothing. It talks to storage directly; workers need no restart.
+
+With --release it puts back an object set aside earlier that has since been repaired or
+restored in place, only if it passes its checks: a base run must decode into exactly the rows
+and key range recorded when it was set aside, a WAL object must pass its header checksum and
+its shard must not have sealed past it (its owner replays it on its next append). Anything
+else is refused and nothing is written. A generation cannot be put back.`,
 		Example: `  walkeeper quarantine generic:demo generic/demo/_mem_wal/<shard>/gen/00000000000000000042-1.arrow \
-    --reason "checksum mismatch, no backup" --storage 's3://bucket?prefix=walkeeper/'`,
+    --reason "checksum mismatch, no backup" --storage 's3://bucket?prefix=walkeeper/'
+  walkeeper quarantine generic:demo generic/demo/data/<run>.parquet --release --storage 's3://bucket?prefix=walkeeper/'`,
 		Args: cli.Args(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			target, err := parseTarget(a[0])
@@ -45,7 +53,10 @@ the same key changes nothing. It talks to storage directly; workers need no rest
 			if storage == "" {
 				return cli.Usagef("--storage is required (or set WALKEEPER_STORAGE)")
 			}
-			if reason == "" {
+			if release && reason != "" {
+				return cli.Usagef("--reason is for setting an object aside, not for --release")
+			}
+			if !release && reason == "" {
 				return cli.Usagef("--reason is required: it is recorded in the manifest next to the object")
 			}
 			ctx, cancel := cli.SignalContext(cmd.Context())
@@ -66,11 +77,22 @@ the same key changes nothing. It talks to storage directly; workers need no rest
 			if err != nil {
 				return err
 			}
+			out := cmd.OutOrStdout()
+			if release {
+				res, err := s.Release(ctx, a[1])
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return writeJSON(out, res)
+				}
+				printReleased(out, res)
+				return nil
+			}
 			res, err := s.Quarantine(ctx, a[1], reason)
 			if err != nil {
 				return err
 			}
-			out := cmd.OutOrStdout()
 			if asJSON {
 				return writeJSON(out, res)
 			}
@@ -95,5 +117,19 @@ the same key changes nothing. It talks to storage directly; workers need no rest
 	worker.StringKnobVar(cmd.Flags(), &storage, "storage", "", "storage root URL")
 	cmd.Flags().StringVar(&reason, "reason", "", "why, recorded in the manifest next to the object (required)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	cmd.Flags().BoolVar(&release, "release", false, "put back a repaired object set aside earlier, only if it passes its checks")
 	return cmd
+}
+
+func printReleased(out io.Writer, res store.QuarantineResult) {
+	switch {
+	case res.NotQuarantined:
+		fmt.Fprintf(out, "%s is not quarantined (manifest version %d); nothing changed\n", res.Path, res.ManifestVersion)
+	case res.Kind == "wal":
+		fmt.Fprintf(out, "released WAL object of shard %s\n  object    %s\n  rows      replayed by the shard's owner on its next append\n  manifest  version %d\n",
+			res.Shard, res.Path, res.ManifestVersion)
+	default:
+		fmt.Fprintf(out, "released %s\n  object    %s\n  rows      %d read again, keys %q..%q\n  manifest  version %d\n",
+			res.Kind, res.Path, res.Rows, res.MinKey, res.MaxKey, res.ManifestVersion)
+	}
 }

@@ -124,3 +124,59 @@ func TestQuarantineCommandSetsAsideAWALObject(t *testing.T) {
 	}
 	require.Equal(t, []string{"a", "c"}, keys)
 }
+
+// The operator's path back: a repaired run set aside earlier is released, a still damaged
+// one is refused in one line with nothing written, and --release with --reason is misuse.
+func TestQuarantineReleaseCommand(t *testing.T) {
+	ctx := context.Background()
+	url := "file://" + filepath.ToSlash(t.TempDir())
+	opts := store.DefaultOptions()
+	opts.InstanceID = "w1"
+	db, err := store.OpenDB(ctx, url, opts)
+	require.NoError(t, err)
+	defer func() { _ = db.Close(ctx) }()
+	target := store.Target{Kind: store.KindGeneric, Name: "qr"}
+	s, err := db.Create(ctx, target, store.CreateOptions{Schema: &store.Schema{Fields: []store.Field{{Name: "id", Type: store.TypeString}}}})
+	require.NoError(t, err)
+	_, err = s.Append(ctx, []store.Row{{Key: "a", Values: []any{"a"}}})
+	require.NoError(t, err)
+	_, err = s.Flush(ctx)
+	require.NoError(t, err)
+	_, err = s.MergeAll(ctx)
+	require.NoError(t, err)
+	bucket, err := objstore.OpenBucket(ctx, url)
+	require.NoError(t, err)
+	defer func() { _ = bucket.Close() }()
+	runs, err := bucket.List(ctx, "generic/qr/data/")
+	require.NoError(t, err)
+	require.Len(t, runs, 1)
+	run := runs[0].Key
+	intact, err := bucket.Get(ctx, run)
+	require.NoError(t, err)
+	require.NoError(t, bucket.Put(ctx, run, []byte("damaged")))
+	code, _, stderr := runCLI(t, "quarantine", "generic:qr", run, "--storage", url, "--reason", "test damage")
+	require.Equal(t, 0, code, stderr)
+
+	code, _, stderr = runCLI(t, "quarantine", "generic:qr", run, "--storage", url, "--release", "--reason", "r")
+	require.Equal(t, 2, code, "--release with --reason is misuse: %s", stderr)
+	require.Equal(t, 1, strings.Count(strings.TrimSpace(stderr), "\n")+1, "one line: %q", stderr)
+	code, _, stderr = runCLI(t, "quarantine", "generic:qr", run, "--storage", url, "--release")
+	require.Equal(t, 1, code, "a still damaged run is refused: %s", stderr)
+	require.Contains(t, stderr, "corrupt")
+	require.Equal(t, 1, strings.Count(strings.TrimSpace(stderr), "\n")+1, "one line: %q", stderr)
+	st, err := s.Stats(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, st.Quarantined, "the refused release wrote nothing")
+
+	require.NoError(t, bucket.Put(ctx, run, intact))
+	code, out, stderr := runCLI(t, "quarantine", "generic:qr", run, "--storage", url, "--release")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, "released run")
+	require.Contains(t, out, "1 read again")
+	code, out, _ = runCLI(t, "quarantine", "generic:qr", run, "--storage", url, "--release")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "not quarantined")
+	page, err := s.List(ctx, store.ListOptions{Source: store.SourceBase})
+	require.NoError(t, err)
+	require.Len(t, page.Rows, 1)
+}

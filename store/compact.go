@@ -19,8 +19,9 @@ import (
 // base table): a set of runs, and whether tombstones may be dropped.
 type compactionPlan struct {
 	inputs []manifest.Run
-	// allRuns: the inputs are every run of the base, so no older version of a key can hide
-	// in a run the pass does not read.
+	// allRuns: the inputs are every run of the base and none is quarantined, so no older
+	// version of a key can hide in a run the pass does not read (a quarantined run may be
+	// released, release.go).
 	allRuns bool
 	// minPendingSeq is the smallest write sequence of any pending generation, or of any row
 	// not sealed yet (unsealedSeqBound): a tombstone older than it shadows no row that a
@@ -47,7 +48,7 @@ func planCompaction(base *manifest.Base, pending map[string][]manifest.Gen, maxR
 	if inputs == nil {
 		return compactionPlan{}
 	}
-	p := compactionPlan{inputs: inputs, allRuns: len(inputs) == len(base.Runs), minPendingSeq: int64(1<<63 - 1)}
+	p := compactionPlan{inputs: inputs, allRuns: len(inputs) == len(base.Runs) && len(base.Quarantined) == 0, minPendingSeq: int64(1<<63 - 1)}
 	for _, gens := range pending {
 		for _, g := range gens {
 			p.minPendingSeq = min(p.minPendingSeq, g.MinSeq)
@@ -211,7 +212,7 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 	})
 	if err != nil {
 		s.countCompact("failed")
-		s.countCorrupt(err) // a batch that decodes wrong only now, past the inputs' checks
+		s.countCorrupt("compaction of "+s.target.String(), err) // a batch that decodes wrong only now, past the inputs' checks; which input is not known
 		s.dropCompactOutput(ctx, out.Path)
 		return res, fmt.Errorf("write compacted run: %w", err)
 	}

@@ -74,7 +74,7 @@ func (s *Store) readCompactInputs(ctx context.Context, acct *memAccount, inputs 
 		what := "run " + r.Path
 		rb, err := openRunBatches(ctx, acct, data, s.codec, what)
 		if err != nil {
-			s.countCorrupt(err)
+			s.countCorrupt(r.Path, err)
 			return nil, release, fmt.Errorf("read run %s: %w", r.ID, err)
 		}
 		in.window = rb.window

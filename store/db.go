@@ -129,6 +129,8 @@ type DB struct {
 	cache   *fileCache
 	// foreign rate-limits the warnings about keys walkeeper did not write (foreign.go).
 	foreign foreignLog
+	// damaged remembers the damaged objects met, each counted once (damaged.go).
+	damaged damagedSet
 	// appends is the budget the decoded rows of appends in flight are charged to.
 	appends *Budget
 

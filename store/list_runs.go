@@ -25,6 +25,7 @@ import (
 type listRun struct {
 	s     *Store
 	ctx   context.Context // the read's: the batches are decoded after the group is opened
+	path  string          // the run's object key
 	rb    *runBatches
 	acct  *memAccount
 	after string
@@ -43,11 +44,11 @@ func (s *Store) openListRun(ctx context.Context, src readSource, arena *readAren
 	}
 	rb, err := openRunBatches(ctx, acct, data, s.codec, "run "+src.path)
 	if err != nil {
-		s.countCorrupt(err)
+		s.countCorrupt(src.path, err)
 		return nil, err
 	}
 	rb.rowGroupsAfter(after)
-	return &listRun{s: s, ctx: ctx, rb: rb, acct: acct, after: after}, nil
+	return &listRun{s: s, ctx: ctx, path: src.path, rb: rb, acct: acct, after: after}, nil
 }
 
 // cursor returns the run's merge cursor, at its first key above after (decoding the batch
@@ -78,7 +79,7 @@ func (r *listRun) refill(c *cursor) bool {
 			if f != nil {
 				f.rec.Release()
 			}
-			r.s.countCorrupt(err)
+			r.s.countCorrupt(r.path, err)
 			r.err = err
 			return false
 		}

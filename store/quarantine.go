@@ -19,18 +19,20 @@ import (
 // sealing until PendingMax refuses every read of the store). Setting it aside moves its
 // manifest entry from the live list to a quarantined list in a new manifest version: reads,
 // merges and compactions skip it from then on, and clean-up never deletes it, so the bytes
-// stay where they were for repair or forensics.
+// stay where they were for repair or forensics. A damaged WAL object stops its shard's owner
+// appending; setting it aside lists it in the shard manifest's quarantined list, which the
+// owner's replay skips and its seals' clean-up leaves alone.
 //
 // It is never automatic: it makes the object's rows unreadable (the rows that were only in
 // it; newer versions elsewhere are unaffected), and only an operator can decide that this is
 // better than waiting for a restore from backup. A transient read error must never lose data.
 
-// QuarantineResult says what was set aside.
+// QuarantineResult says what was set aside, or released (Release).
 type QuarantineResult struct {
-	// Kind is "generation" or "run".
+	// Kind is "generation", "wal" or "run".
 	Kind string `json:"kind"`
 	Path string `json:"path"`
-	// Shard and Generation identify a quarantined generation.
+	// Shard and Generation identify a quarantined generation; Shard a WAL object's too.
 	Shard      string `json:"shard,omitempty"`
 	Generation uint64 `json:"generation,omitempty"`
 	// Rows is how many row versions reads no longer see.
@@ -39,11 +41,13 @@ type QuarantineResult struct {
 	MaxKey string `json:"max_key"`
 	// AlreadyQuarantined: an earlier call set it aside; nothing changed.
 	AlreadyQuarantined bool `json:"already_quarantined,omitempty"`
+	// NotQuarantined: a release found the object live already; nothing changed.
+	NotQuarantined bool `json:"not_quarantined,omitempty"`
 	// ManifestVersion is the base or shard manifest version that records it.
 	ManifestVersion uint64 `json:"manifest_version"`
 }
 
-// Quarantine sets aside the generation or base run stored at key (the object key an
+// Quarantine sets aside the generation, WAL object or base run stored at key (the object key an
 // ErrCorrupt names). Calling it again for the same key is a no-op.
 //
 // REQUIRES: mergeLock not held by the caller.
@@ -61,8 +65,13 @@ func (s *Store) Quarantine(ctx context.Context, key, reason string) (QuarantineR
 		if shard, file, ok := strings.Cut(rest, "/gen/"); ok && shard != "" && file != "" && !strings.Contains(file, "/") {
 			return s.quarantineGen(ctx, shard, key, reason)
 		}
+		if shard, _, ok := strings.Cut(rest, "/wal/"); ok && shard != "" {
+			if pos, ok := parseWALKey(walPrefix(s.target, shard), key); ok {
+				return s.quarantineWAL(ctx, shard, pos, key, reason)
+			}
+		}
 	}
-	return QuarantineResult{}, invalidf("%s is not a generation or base run of %s", key, s.target)
+	return QuarantineResult{}, invalidf("%s is not a generation, WAL object or base run of %s", key, s.target)
 }
 
 func (s *Store) quarantineRun(ctx context.Context, key, reason string) (QuarantineResult, error) {
@@ -131,8 +140,43 @@ func (s *Store) quarantineGen(ctx context.Context, shard, key, reason string) (Q
 	return res, nil
 }
 
+// quarantineWAL sets aside the WAL object at pos of shard: the next claim of the shard
+// replays the objects around it and its seals never delete it. Its rows cannot be counted
+// (it does not decode), so the result reports none.
+func (s *Store) quarantineWAL(ctx context.Context, shard string, pos uint64, key, reason string) (QuarantineResult, error) {
+	res := QuarantineResult{Kind: "wal", Path: key, Shard: shard}
+	ok, err := s.db.bucket.Exists(ctx, key)
+	if err != nil {
+		return res, err
+	}
+	already := false
+	m, err := s.editShard(ctx, shard, func(m *manifest.Shard) (bool, error) {
+		if _, ok := findQuarantined(m.Quarantined, key); ok {
+			already = true
+			return false, nil
+		}
+		if !ok {
+			return false, fmt.Errorf("WAL object %s of %s: %w", key, s.target, ErrNotFound)
+		}
+		if pos <= m.ReplayAfter {
+			return false, invalidf("WAL object %s is at or below replay_after %d of shard %s: its rows are sealed, it is garbage the next seal deletes", key, m.ReplayAfter, shard)
+		}
+		m.Quarantined = append(m.Quarantined, manifest.QuarantinedObject{Path: key, Reason: reason, At: s.db.opts.Now().UTC()})
+		return true, nil
+	})
+	if err != nil {
+		return res, err
+	}
+	res.AlreadyQuarantined, res.ManifestVersion = already, m.Version
+	if !already {
+		s.quarantined(res, reason)
+	}
+	return res, nil
+}
+
 func (s *Store) quarantined(res QuarantineResult, reason string) {
 	s.db.cache.forget(res.Path)
+	s.db.damaged.remove(res.Path) // dealt with: damaged again after a release, it counts again
 	s.db.log.Warn("object quarantined: its rows are no longer read", zap.String("target", s.target.String()),
 		zap.String("kind", res.Kind), zap.String("path", res.Path), zap.Int64("rows", res.Rows),
 		zap.String("min_key", res.MinKey), zap.String("max_key", res.MaxKey), zap.String("reason", reason))

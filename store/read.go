@@ -129,18 +129,12 @@ func (s *Store) load(ctx context.Context, src readSource) (*sortedFile, error) {
 		}
 		f, err := decodeParquet(ctx, data, s.codec, "run "+src.path)
 		if err != nil {
-			s.countCorrupt(err)
+			s.countCorrupt(src.path, err)
 			return nil, err
 		}
 		f.path = src.path // the cache's key
 		return f, nil
 	})
-}
-
-func (s *Store) countCorrupt(err error) {
-	if errors.Is(err, ErrCorrupt) {
-		s.db.metrics.CorruptObjects.WithLabelValues(string(s.target.Kind)).Inc()
-	}
 }
 
 // version is one candidate row version found by a read.
@@ -203,7 +197,7 @@ func resnapshotOnMissing[T any](s *Store, once func() (T, error)) (T, error) {
 		s.db.metrics.ReadsRetried.Inc()
 	}
 	err := corruptf("%s: an object the manifests reference is missing after %d attempts: %v", s.target, readAttempts, lastErr)
-	s.countCorrupt(err)
+	s.countCorrupt("missing object of "+s.target.String(), err) // the key is in lastErr only
 	var zero T
 	return zero, err
 }

@@ -151,7 +151,7 @@ func (s *Store) readGen(ctx context.Context, src readSource, alloc objstore.Allo
 	if err != nil {
 		return nil, err // counted by readChecked
 	}
-	defer func() { s.countCorrupt(err) }()
+	defer func() { s.countCorrupt(src.path, err) }()
 	recs, err := decodeIPC(mem, data, s.codec, "generation "+src.path)
 	if err != nil {
 		return nil, err

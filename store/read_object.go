@@ -19,7 +19,7 @@ func (s *Store) readRunObject(ctx context.Context, path, sum string, bytes int64
 	data, err := s.readChecked(ctx, path, sum, bytes, what, alloc)
 	if err == nil && int64(len(data)) != bytes {
 		err = corruptf("%s: %d bytes, manifest says %d", what, len(data), bytes)
-		s.countCorrupt(err)
+		s.countCorrupt(path, err)
 		return nil, err
 	}
 	return data, err
@@ -64,7 +64,7 @@ const (
 // against sum. The bucket's own errors are never ErrCorrupt, so what is counted corrupt is
 // exactly what this check finds.
 func (s *Store) readChecked(ctx context.Context, path, sum string, limit int64, what string, alloc objstore.Alloc) (_ []byte, err error) {
-	defer func() { s.countCorrupt(err) }()
+	defer func() { s.countCorrupt(path, err) }()
 	if sum == "" {
 		return nil, corruptf("%s: its manifest entry has no checksum", what)
 	}

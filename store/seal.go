@@ -213,8 +213,9 @@ func (w *writer) finishSeal(nFrozen int, m *manifest.Shard) {
 		return
 	}
 	for _, pos := range positions {
-		if pos <= m.ReplayAfter {
-			_ = w.s.db.bucket.Delete(ctx, walKey(w.s.target, w.shard, pos))
+		key := walKey(w.s.target, w.shard, pos)
+		if _, q := findQuarantined(m.Quarantined, key); pos <= m.ReplayAfter && !q {
+			_ = w.s.db.bucket.Delete(ctx, key)
 		}
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"go.uber.org/zap"
 
 	"github.com/walkeeper/walkeeper/store/manifest"
@@ -241,9 +240,13 @@ func (w *writer) kill(err error) {
 // openWriter claims the shard by publishing a manifest with the next writer epoch, replays
 // the WAL written after the last seal, and occupies the next WAL position with a fence
 // marker so that a previous owner still running fails its next WAL write instead of
-// acknowledging rows that nobody would replay.
+// acknowledging rows that nobody would replay. A WAL object an earlier claim in this process
+// could not replay is checked first and, still damaged, refused before a new epoch is taken.
 func openWriter(ctx context.Context, s *Store) (*writer, error) {
 	shard := s.db.shard
+	if err := s.stillDamagedWAL(ctx, shard); err != nil {
+		return nil, err
+	}
 	var m *manifest.Shard
 	for attempt := 0; ; attempt++ {
 		cur, err := s.loadShard(ctx, shard)
@@ -285,6 +288,10 @@ func openWriter(ctx context.Context, s *Store) (*writer, error) {
 		if pos <= m.ReplayAfter {
 			continue // sealed already; garbage left by a crash before WAL clean-up
 		}
+		if _, q := findQuarantined(m.Quarantined, walKey(s.target, shard, pos)); q {
+			next = pos + 1 // set aside by an operator: its rows are given up
+			continue
+		}
 		if err := w.replay(ctx, pos); err != nil {
 			return nil, err
 		}
@@ -322,18 +329,8 @@ func openWriter(ctx context.Context, s *Store) (*writer, error) {
 //
 // REQUIRES: w is not shared yet (openWriter, before the WAL committer starts), which is why
 // it touches the fields mu guards without holding mu.
-func (w *writer) replay(ctx context.Context, pos uint64) (err error) {
-	defer func() { w.s.countCorrupt(err) }()
-	key := walKey(w.s.target, w.shard, pos)
-	data, err := w.s.db.bucket.Get(ctx, key)
-	if err != nil {
-		return err
-	}
-	what := fmt.Sprintf("WAL %s/%s/%d (%s)", w.s.target, w.shard, pos, key)
-	if data, err = unframeWAL(data, what); err != nil {
-		return err
-	}
-	recs, err := decodeIPC(memory.DefaultAllocator, data, w.s.codec, what)
+func (w *writer) replay(ctx context.Context, pos uint64) error {
+	recs, err := w.s.readWAL(ctx, w.shard, pos)
 	if err != nil {
 		return err
 	}

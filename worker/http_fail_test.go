@@ -150,3 +150,50 @@ func TestHTTPClipsLongWaitContentTypeAndMethod(t *testing.T) {
 	body, _ := io.ReadAll(res.Body)
 	check("method", resp{status: res.StatusCode, header: res.Header, body: body}, http.StatusForbidden, CodeCrossOrigin)
 }
+
+// Appends to a store whose WAL this worker's shard cannot replay answer 500 corrupt, and a
+// client retrying them costs no writes: the shard is claimed once, not once per request.
+func TestHTTPAppendsAgainstADamagedWALClaimOnce(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(t)
+	opts := store.DefaultOptions()
+	opts.InstanceID = cfg.Instance
+	crashed, err := store.OpenDB(ctx, cfg.Storage, opts) // never closed: it dies with its WAL unsealed
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg := store.Target{Kind: store.KindGeneric, Name: "gs"}
+	s, err := crashed.Create(ctx, tg, store.CreateOptions{Schema: &store.Schema{Fields: []store.Field{{Name: "id", Type: store.TypeString}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, []store.Row{{Key: "a", Values: []any{"a"}}}); err != nil {
+		t.Fatal(err)
+	}
+	b := crashed.Bucket()
+	shard := "generic/gs/_mem_wal/" + crashed.Shard() + "/"
+	wal, err := b.List(ctx, shard+"wal/")
+	if err != nil || len(wal) == 0 {
+		t.Fatalf("WAL: %v %v", wal, err)
+	}
+	if err := b.Put(ctx, wal[len(wal)-1].Key, []byte("damaged")); err != nil {
+		t.Fatal(err)
+	}
+	manifests := func() int {
+		objs, err := b.List(ctx, shard+"manifest/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(objs)
+	}
+	before := manifests()
+
+	w, _ := observedWorker(t, cfg, nil)
+	c := newClient(t, w)
+	for i := 0; i < 10; i++ {
+		expect(t, c.postJSON("/api/v1/stores/generic/gs/rows", `[{"id":"b"}]`), http.StatusInternalServerError, CodeCorrupt)
+	}
+	if n := manifests() - before; n > 1 {
+		t.Fatalf("10 refused appends published %d shard manifest versions, want at most 1 (one claim)", n)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -13,27 +14,36 @@ import (
 )
 
 // newQuarantineCmd is `walkeeper quarantine TARGET OBJECT_KEY --reason TEXT`: the operator's
-// way to set aside a damaged generation or base run (store/quarantine.go) so that its shard
-// merges and its store reads again.
+// way to set aside a damaged generation, WAL object or base run (store/quarantine.go) so that
+// its shard merges and appends and its store reads again.
 func newQuarantineCmd(g *globalOptions) *cobra.Command {
 	var storage, reason string
-	var asJSON bool
+	var asJSON, release bool
 	cmd := &cobra.Command{
-		Use:   "quarantine TARGET OBJECT_KEY --reason TEXT",
-		Short: "Set aside a damaged generation or base run so that its store merges and reads again",
-		Long: `Set aside one damaged object of a store: a pending generation or a base run whose checksum
-or decoding failed (the ErrCorrupt message and the walkeeper_corrupt_objects_total alert name
-its key). Until then it blocks its shard's merges, full listings of the store and reads in its
-key range.
+		Use:   "quarantine TARGET OBJECT_KEY (--reason TEXT | --release)",
+		Short: "Set aside a damaged generation, WAL object or base run so that its store merges, appends and reads again",
+		Long: `Set aside one damaged object of a store: a pending generation, an unsealed WAL object or a
+base run whose checksum or decoding failed (the ErrCorrupt message and the
+walkeeper_corrupt_objects_total alert name its key). Until then a generation blocks its shard's
+merges, full listings of the store and reads in its key range; a run blocks reads in its key
+range and compaction; a WAL object stops its shard's owner appending.
 
 A new manifest version moves the object's entry to a quarantined list: reads, merges and
 compactions skip it from then on, and clean-up never deletes the object, so it stays in place
 for repair or forensics. The rows that only that object held are no longer read (older versions
-of those keys become visible again, newer ones elsewhere are unaffected). Prefer restoring the
+of those keys become visible again, newer ones elsewhere are unaffected); a WAL object's rows
+cannot be counted, since it does not decode, and its owner replays the objects around it. Prefer restoring the
 object from a backup first; quarantine is for when that is not possible. Running it again for
-the same key changes nothing. It talks to storage directly; workers need no restart.`,
+the same key changes nothing. It talks to storage directly; workers need no restart.
+
+With --release it puts back an object set aside earlier that has since been repaired or
+restored in place, only if it passes its checks: a base run must decode into exactly the rows
+and key range recorded when it was set aside, a WAL object must pass its header checksum and
+its shard must not have sealed past it (its owner replays it on its next append). Anything
+else is refused and nothing is written. A generation cannot be put back.`,
 		Example: `  walkeeper quarantine generic:demo generic/demo/_mem_wal/<shard>/gen/00000000000000000042-1.arrow \
-    --reason "checksum mismatch, no backup" --storage 's3://bucket?prefix=walkeeper/'`,
+    --reason "checksum mismatch, no backup" --storage 's3://bucket?prefix=walkeeper/'
+  walkeeper quarantine generic:demo generic/demo/data/<run>.parquet --release --storage 's3://bucket?prefix=walkeeper/'`,
 		Args: cli.Args(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			target, err := parseTarget(a[0])
@@ -43,7 +53,10 @@ the same key changes nothing. It talks to storage directly; workers need no rest
 			if storage == "" {
 				return cli.Usagef("--storage is required (or set WALKEEPER_STORAGE)")
 			}
-			if reason == "" {
+			if release && reason != "" {
+				return cli.Usagef("--reason is for setting an object aside, not for --release")
+			}
+			if !release && reason == "" {
 				return cli.Usagef("--reason is required: it is recorded in the manifest next to the object")
 			}
 			ctx, cancel := cli.SignalContext(cmd.Context())
@@ -64,11 +77,22 @@ the same key changes nothing. It talks to storage directly; workers need no rest
 			if err != nil {
 				return err
 			}
+			out := cmd.OutOrStdout()
+			if release {
+				res, err := s.Release(ctx, a[1])
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return writeJSON(out, res)
+				}
+				printReleased(out, res)
+				return nil
+			}
 			res, err := s.Quarantine(ctx, a[1], reason)
 			if err != nil {
 				return err
 			}
-			out := cmd.OutOrStdout()
 			if asJSON {
 				return writeJSON(out, res)
 			}
@@ -80,6 +104,11 @@ the same key changes nothing. It talks to storage directly; workers need no rest
 				fmt.Fprintf(out, "%s was already quarantined (manifest version %d); nothing changed\n", res.Path, res.ManifestVersion)
 				return nil
 			}
+			if res.Kind == "wal" {
+				fmt.Fprintf(out, "quarantined WAL object of shard %s\n  object    %s (kept in place)\n  rows      the ones only it held, not counted (it does not decode)\n  manifest  version %d\n",
+					res.Shard, res.Path, res.ManifestVersion)
+				return nil
+			}
 			fmt.Fprintf(out, "quarantined %s\n  object    %s (kept in place)\n  rows      %d no longer read, keys %q..%q\n  manifest  version %d\n",
 				what, res.Path, res.Rows, res.MinKey, res.MaxKey, res.ManifestVersion)
 			return nil
@@ -88,5 +117,19 @@ the same key changes nothing. It talks to storage directly; workers need no rest
 	worker.StringKnobVar(cmd.Flags(), &storage, "storage", "", "storage root URL")
 	cmd.Flags().StringVar(&reason, "reason", "", "why, recorded in the manifest next to the object (required)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	cmd.Flags().BoolVar(&release, "release", false, "put back a repaired object set aside earlier, only if it passes its checks")
 	return cmd
+}
+
+func printReleased(out io.Writer, res store.QuarantineResult) {
+	switch {
+	case res.NotQuarantined:
+		fmt.Fprintf(out, "%s is not quarantined (manifest version %d); nothing changed\n", res.Path, res.ManifestVersion)
+	case res.Kind == "wal":
+		fmt.Fprintf(out, "released WAL object of shard %s\n  object    %s\n  rows      replayed by the shard's owner on its next append\n  manifest  version %d\n",
+			res.Shard, res.Path, res.ManifestVersion)
+	default:
+		fmt.Fprintf(out, "released %s\n  object    %s\n  rows      %d read again, keys %q..%q\n  manifest  version %d\n",
+			res.Kind, res.Path, res.Rows, res.MinKey, res.MaxKey, res.ManifestVersion)
+	}
 }

@@ -74,3 +74,109 @@ func TestQuarantineCommand(t *testing.T) {
 	require.Len(t, page.Rows, 1)
 	require.Equal(t, "b", page.Rows[0]["id"])
 }
+
+// The operator's path through a damaged WAL object: the owner's appends fail naming it, the
+// command sets it aside from another process, and the same owner appends again without a
+// restart, the rows only that object held given up.
+func TestQuarantineCommandSetsAsideAWALObject(t *testing.T) {
+	ctx := context.Background()
+	url := "file://" + filepath.ToSlash(t.TempDir())
+	opts := store.DefaultOptions()
+	opts.InstanceID = "w1"
+	target := store.Target{Kind: store.KindGeneric, Name: "qw"}
+	schema := &store.Schema{Fields: []store.Field{{Name: "id", Type: store.TypeString}}}
+	db, err := store.OpenDB(ctx, url, opts)
+	require.NoError(t, err)
+	s, err := db.Create(ctx, target, store.CreateOptions{Schema: schema})
+	require.NoError(t, err)
+	for _, k := range []string{"a", "b"} {
+		_, err = s.Append(ctx, []store.Row{{Key: k, Values: []any{k}}})
+		require.NoError(t, err)
+	}
+	// The process dies without sealing: its WAL holds a and b, and b's object gets damaged.
+	bucket, err := objstore.OpenBucket(ctx, url)
+	require.NoError(t, err)
+	defer func() { _ = bucket.Close() }()
+	objs, err := bucket.List(ctx, "generic/qw/_mem_wal/"+db.Shard()+"/wal/")
+	require.NoError(t, err)
+	walKey := objs[len(objs)-1].Key
+	require.NoError(t, bucket.Put(ctx, walKey, []byte("damaged")))
+
+	owner, err := store.OpenDB(ctx, url, opts)
+	require.NoError(t, err)
+	defer func() { _ = owner.Close(ctx) }()
+	s, err = owner.Open(ctx, target)
+	require.NoError(t, err)
+	_, err = s.Append(ctx, []store.Row{{Key: "c", Values: []any{"c"}}})
+	require.ErrorIs(t, err, store.ErrCorrupt)
+	require.Contains(t, err.Error(), walKey)
+
+	code, out, stderr := runCLI(t, "quarantine", "generic:qw", walKey, "--storage", url, "--reason", "test damage")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, "quarantined WAL object of shard "+owner.Shard())
+	_, err = s.Append(ctx, []store.Row{{Key: "c", Values: []any{"c"}}})
+	require.NoError(t, err)
+	page, err := s.List(ctx, store.ListOptions{})
+	require.NoError(t, err)
+	var keys []string
+	for _, r := range page.Rows {
+		keys = append(keys, r["id"].(string))
+	}
+	require.Equal(t, []string{"a", "c"}, keys)
+}
+
+// The operator's path back: a repaired run set aside earlier is released, a still damaged
+// one is refused in one line with nothing written, and --release with --reason is misuse.
+func TestQuarantineReleaseCommand(t *testing.T) {
+	ctx := context.Background()
+	url := "file://" + filepath.ToSlash(t.TempDir())
+	opts := store.DefaultOptions()
+	opts.InstanceID = "w1"
+	db, err := store.OpenDB(ctx, url, opts)
+	require.NoError(t, err)
+	defer func() { _ = db.Close(ctx) }()
+	target := store.Target{Kind: store.KindGeneric, Name: "qr"}
+	s, err := db.Create(ctx, target, store.CreateOptions{Schema: &store.Schema{Fields: []store.Field{{Name: "id", Type: store.TypeString}}}})
+	require.NoError(t, err)
+	_, err = s.Append(ctx, []store.Row{{Key: "a", Values: []any{"a"}}})
+	require.NoError(t, err)
+	_, err = s.Flush(ctx)
+	require.NoError(t, err)
+	_, err = s.MergeAll(ctx)
+	require.NoError(t, err)
+	bucket, err := objstore.OpenBucket(ctx, url)
+	require.NoError(t, err)
+	defer func() { _ = bucket.Close() }()
+	runs, err := bucket.List(ctx, "generic/qr/data/")
+	require.NoError(t, err)
+	require.Len(t, runs, 1)
+	run := runs[0].Key
+	intact, err := bucket.Get(ctx, run)
+	require.NoError(t, err)
+	require.NoError(t, bucket.Put(ctx, run, []byte("damaged")))
+	code, _, stderr := runCLI(t, "quarantine", "generic:qr", run, "--storage", url, "--reason", "test damage")
+	require.Equal(t, 0, code, stderr)
+
+	code, _, stderr = runCLI(t, "quarantine", "generic:qr", run, "--storage", url, "--release", "--reason", "r")
+	require.Equal(t, 2, code, "--release with --reason is misuse: %s", stderr)
+	require.Equal(t, 1, strings.Count(strings.TrimSpace(stderr), "\n")+1, "one line: %q", stderr)
+	code, _, stderr = runCLI(t, "quarantine", "generic:qr", run, "--storage", url, "--release")
+	require.Equal(t, 1, code, "a still damaged run is refused: %s", stderr)
+	require.Contains(t, stderr, "corrupt")
+	require.Equal(t, 1, strings.Count(strings.TrimSpace(stderr), "\n")+1, "one line: %q", stderr)
+	st, err := s.Stats(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, st.Quarantined, "the refused release wrote nothing")
+
+	require.NoError(t, bucket.Put(ctx, run, intact))
+	code, out, stderr := runCLI(t, "quarantine", "generic:qr", run, "--storage", url, "--release")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, "released run")
+	require.Contains(t, out, "1 read again")
+	code, out, _ = runCLI(t, "quarantine", "generic:qr", run, "--storage", url, "--release")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "not quarantined")
+	page, err := s.List(ctx, store.ListOptions{Source: store.SourceBase})
+	require.NoError(t, err)
+	require.Len(t, page.Rows, 1)
+}

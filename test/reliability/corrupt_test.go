@@ -410,6 +410,9 @@ func runCorrupt(t *testing.T, url string) {
 		t.Errorf("walkeeper_corrupt_objects_total did not move for the damaged WAL object (%v -> %v)", before, got)
 	}
 	epochAfter := layout(stores["c"]).Shards[shardIDs[2]].WriterEpoch
+	if epochAfter > epochBefore+1 {
+		t.Errorf("store c shard 2: %d failed appends moved writer_epoch %d -> %d: a retried append must not claim the shard again", tries, epochBefore, epochAfter)
+	}
 	t.Logf("store c shard 2: %d failed appends moved writer_epoch %d -> %d; walkeeper_corrupt_objects_total %v -> %v on the WAL object",
 		tries, epochBefore, epochAfter, before, corruptCounter(t, met))
 	// The other shards keep appending and sealing.

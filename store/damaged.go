@@ -1,0 +1,137 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// Damaged objects this process has met: each is counted once in
+// walkeeper_corrupt_objects_total however often it is read, and a damaged WAL object among
+// them keeps its shard's next claims from publishing a writer epoch per retried append
+// (openWriter, stillDamagedWAL).
+
+// damagedMax bounds the keys remembered; past it the oldest is forgotten, and counted again
+// if it is met again.
+const damagedMax = 1024
+
+// damagedSet is the bounded set of damaged object keys. Safe for concurrent use.
+type damagedSet struct {
+	mu    sync.Mutex
+	keys  map[string]struct{}
+	order []string // oldest first
+}
+
+// add remembers key and reports whether it was new.
+func (d *damagedSet) add(key string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, ok := d.keys[key]; ok {
+		return false
+	}
+	if d.keys == nil {
+		d.keys = map[string]struct{}{}
+	}
+	if len(d.order) >= damagedMax {
+		delete(d.keys, d.order[0])
+		d.order = slices.Delete(d.order, 0, 1)
+	}
+	d.keys[key] = struct{}{}
+	d.order = append(d.order, key)
+	return true
+}
+
+// remove forgets key: it was repaired, set aside or released.
+func (d *damagedSet) remove(key string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, ok := d.keys[key]; !ok {
+		return
+	}
+	delete(d.keys, key)
+	d.order = slices.DeleteFunc(d.order, func(k string) bool { return k == key })
+}
+
+// under returns the remembered keys that start with prefix.
+func (d *damagedSet) under(prefix string) []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []string
+	for _, k := range d.order {
+		if strings.HasPrefix(k, prefix) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// countCorrupt counts an ErrCorrupt of the object at key in walkeeper_corrupt_objects_total,
+// once per object while the process remembers it.
+func (s *Store) countCorrupt(key string, err error) {
+	if errors.Is(err, ErrCorrupt) && s.db.damaged.add(key) {
+		s.db.metrics.CorruptObjects.WithLabelValues(string(s.target.Kind)).Inc()
+	}
+}
+
+// stillDamagedWAL returns the ErrCorrupt of a WAL object of shard that an earlier claim in
+// this process could not replay, if that object is still damaged and still to be replayed:
+// a claim publishes a manifest version, and a client retrying its appends must not make one
+// per request. It writes nothing; a repaired, removed or quarantined object is forgotten.
+func (s *Store) stillDamagedWAL(ctx context.Context, shard string) error {
+	prefix := walPrefix(s.target, shard)
+	keys := s.db.damaged.under(prefix)
+	if len(keys) == 0 {
+		return nil
+	}
+	cur, err := s.loadShard(ctx, shard)
+	if err != nil {
+		return err
+	}
+	for _, key := range keys {
+		pos, ok := parseWALKey(prefix, key)
+		if !ok {
+			s.db.damaged.remove(key)
+			continue
+		}
+		if cur != nil {
+			if _, q := findQuarantined(cur.Quarantined, key); q || pos <= cur.ReplayAfter {
+				s.db.damaged.remove(key)
+				continue
+			}
+		}
+		recs, err := s.readWAL(ctx, shard, pos)
+		if err == nil {
+			releaseAll(recs)
+		}
+		switch {
+		case errors.Is(err, ErrCorrupt):
+			return err
+		case err == nil || errors.Is(err, ErrNotFound):
+			s.db.damaged.remove(key)
+		default:
+			return err
+		}
+	}
+	return nil
+}
+
+// readWAL reads and decodes the WAL object at pos of shard, checking its header first.
+func (s *Store) readWAL(ctx context.Context, shard string, pos uint64) (_ []arrow.RecordBatch, err error) {
+	key := walKey(s.target, shard, pos)
+	defer func() { s.countCorrupt(key, err) }()
+	data, err := s.db.bucket.Get(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	what := fmt.Sprintf("WAL %s/%s/%d (%s)", s.target, shard, pos, key)
+	if data, err = unframeWAL(data, what); err != nil {
+		return nil, err
+	}
+	return decodeIPC(memory.DefaultAllocator, data, s.codec, what)
+}

@@ -1,0 +1,188 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/walkeeper/walkeeper/store/manifest"
+	"github.com/walkeeper/walkeeper/store/objstore"
+)
+
+// Release is Quarantine's undo, for an object an operator has since repaired or restored in
+// place. It reads the object first and puts it back only if it passes its checks; a still
+// damaged object is ErrCorrupt and nothing is written.
+//
+//   - A base run must decode, one row per key in order, into exactly the rows and key range
+//     the quarantine recorded (the quarantined entry does not keep the run's checksum, so the
+//     run's new entry carries the checksum of the bytes that passed). Compaction keeps
+//     tombstones while a run is set aside, so putting it back resurrects no deleted row.
+//   - A WAL object must pass its header checksum and decode, and lie above the shard's
+//     replay_after (below it, the shard sealed past it and would never replay it). Its release
+//     publishes the next writer epoch, which fences the shard's current owner: the owner's
+//     next append claims the shard again and replays the object.
+//   - A generation cannot be put back: merges pass its number while it is set aside, and
+//     readers and merges ignore a generation at or below its shard's watermark.
+
+// Release puts the quarantined object at key back into service. Releasing an object that is
+// live already changes nothing (NotQuarantined).
+//
+// REQUIRES: mergeLock not held by the caller.
+func (s *Store) Release(ctx context.Context, key string) (QuarantineResult, error) {
+	if err := objstore.CheckKey(key); err != nil {
+		return QuarantineResult{}, err
+	}
+	if strings.HasPrefix(key, dataPrefix(s.target)) {
+		return s.releaseRun(ctx, key)
+	}
+	if rest, ok := strings.CutPrefix(key, memWALPrefix(s.target)); ok {
+		if shard, _, ok := strings.Cut(rest, "/wal/"); ok && shard != "" {
+			if pos, ok := parseWALKey(walPrefix(s.target, shard), key); ok {
+				return s.releaseWAL(ctx, shard, pos, key)
+			}
+		}
+		if shard, _, ok := strings.Cut(rest, "/gen/"); ok && shard != "" {
+			return QuarantineResult{}, invalidf("%s is a generation: a generation cannot be put back, since merges pass its number while it is set aside", key)
+		}
+	}
+	return QuarantineResult{}, invalidf("%s is not a WAL object or base run of %s", key, s.target)
+}
+
+func (s *Store) releaseRun(ctx context.Context, key string) (QuarantineResult, error) {
+	res := QuarantineResult{Kind: "run", Path: key}
+	base, err := s.loadBase(ctx)
+	if err != nil {
+		return res, err
+	}
+	q, ok := findQuarantined(base.Quarantined, key)
+	if !ok {
+		if base.References(key) {
+			res.NotQuarantined, res.ManifestVersion = true, base.Version
+			return res, nil
+		}
+		return res, fmt.Errorf("run %s is not quarantined in base version %d of %s: %w", key, base.Version, s.target, ErrNotFound)
+	}
+	run, err := s.checkReleasedRun(ctx, q)
+	if err != nil {
+		return res, err
+	}
+	res.Rows, res.MinKey, res.MaxKey = run.Rows, run.MinKey, run.MaxKey
+	for attempt := 0; attempt < 64; attempt++ {
+		if attempt > 0 {
+			if base, err = s.loadBase(ctx); err != nil {
+				return res, err
+			}
+		}
+		i := slices.IndexFunc(base.Quarantined, func(o manifest.QuarantinedObject) bool { return o.Path == key })
+		if i < 0 {
+			res.NotQuarantined, res.ManifestVersion = true, base.Version // a concurrent release won
+			return res, nil
+		}
+		next := base.Next("release")
+		next.Quarantined = slices.Delete(next.Quarantined, i, i+1) // the draft's own copy
+		next.Runs = append(next.Runs, run)
+		_, err = s.publishBaseThenSwap(ctx, next)
+		if err == nil {
+			res.ManifestVersion = next.Version
+			s.released(res)
+			return res, nil
+		}
+		if !errors.Is(err, ErrAlreadyExists) {
+			return res, err
+		}
+		backoff(ctx, attempt)
+	}
+	return res, fmt.Errorf("%s: base edit kept losing races: %w", s.target, ErrConflict)
+}
+
+// checkReleasedRun reads the run q names whole and returns its new manifest entry, or
+// ErrCorrupt when it does not hold what q recorded.
+func (s *Store) checkReleasedRun(ctx context.Context, q manifest.QuarantinedObject) (_ manifest.Run, err error) {
+	defer func() { s.countCorrupt(q.Path, err) }()
+	data, err := s.db.bucket.Get(ctx, q.Path)
+	if err != nil {
+		return manifest.Run{}, err
+	}
+	what := "run " + q.Path
+	f, err := decodeParquet(ctx, data, s.codec, what)
+	if err != nil {
+		return manifest.Run{}, err
+	}
+	defer f.rec.Release()
+	if f.n == 0 || int64(f.n) != q.Rows || f.view.Key(0) != q.MinKey || f.view.Key(f.n-1) != q.MaxKey {
+		got := fmt.Sprintf("%d rows", f.n)
+		if f.n > 0 {
+			got = fmt.Sprintf("%d rows, keys %q..%q", f.n, clip(f.view.Key(0)), clip(f.view.Key(f.n-1)))
+		}
+		return manifest.Run{}, corruptf("%s: holds %s, the quarantine recorded %d rows, keys %q..%q", what, got, q.Rows, clip(q.MinKey), clip(q.MaxKey))
+	}
+	id := strings.TrimSuffix(strings.TrimPrefix(q.Path, dataPrefix(s.target)), ".parquet")
+	r := manifest.Run{ID: id, Path: q.Path, Rows: q.Rows, Bytes: int64(len(data)), MinKey: q.MinKey, MaxKey: q.MaxKey,
+		MinSeq: f.view.Seq(0), MaxSeq: f.view.Seq(0), Checksum: checksumOf(data)}
+	for i := 0; i < f.n; i++ {
+		r.MinSeq, r.MaxSeq = min(r.MinSeq, f.view.Seq(i)), max(r.MaxSeq, f.view.Seq(i))
+		if f.view.Deleted(i) {
+			r.Deletes++
+		}
+	}
+	return r, nil
+}
+
+func (s *Store) releaseWAL(ctx context.Context, shard string, pos uint64, key string) (QuarantineResult, error) {
+	res := QuarantineResult{Kind: "wal", Path: key, Shard: shard}
+	m, err := s.loadShard(ctx, shard)
+	if err != nil {
+		return res, err
+	}
+	if m == nil {
+		return res, fmt.Errorf("shard %s of %s: %w", shard, s.target, ErrNotFound)
+	}
+	if _, ok := findQuarantined(m.Quarantined, key); !ok {
+		ok, err := s.db.bucket.Exists(ctx, key)
+		if err != nil {
+			return res, err
+		}
+		if ok {
+			res.NotQuarantined, res.ManifestVersion = true, m.Version
+			return res, nil
+		}
+		return res, fmt.Errorf("WAL object %s of %s: %w", key, s.target, ErrNotFound)
+	}
+	recs, err := s.readWAL(ctx, shard, pos)
+	if err != nil {
+		return res, err
+	}
+	releaseAll(recs)
+	m, err = s.editShard(ctx, shard, func(m *manifest.Shard) (bool, error) {
+		i := slices.IndexFunc(m.Quarantined, func(o manifest.QuarantinedObject) bool { return o.Path == key })
+		if i < 0 {
+			res.NotQuarantined = true // a concurrent release won
+			return false, nil
+		}
+		if pos <= m.ReplayAfter {
+			return false, invalidf("WAL object %s is at or below replay_after %d of shard %s: the shard sealed past it while it was set aside and would never replay it", key, m.ReplayAfter, shard)
+		}
+		m.Quarantined = slices.Delete(m.Quarantined, i, i+1) // m is editShard's draft, a copy
+		m.WriterEpoch++                                      // fences the owner, whose memtable lacks the object's rows
+		return true, nil
+	})
+	if err != nil {
+		return res, err
+	}
+	res.ManifestVersion = m.Version
+	if !res.NotQuarantined {
+		s.released(res)
+	}
+	return res, nil
+}
+
+func (s *Store) released(res QuarantineResult) {
+	s.db.cache.forget(res.Path)
+	s.db.damaged.remove(res.Path)
+	s.db.log.Warn("quarantined object released: its rows are read again", zap.String("target", s.target.String()),
+		zap.String("kind", res.Kind), zap.String("path", res.Path), zap.Int64("rows", res.Rows))
+}

@@ -16,7 +16,7 @@ import (
 //
 //   - memory: its peak RSS (VmHWM) under wide rows, big values and many connections, each
 //     against the sum of its configured budgets (cache + read budget + merge budget +
-//     memtable bytes + body budget), with a fresh worker per case;
+//     memtable bytes + body budget + page budget), with a fresh worker per case;
 //   - latency: Get and List-page p50/p99 against the number of unsealed rows in the memtable
 //     (flush interval 0), as ratios to an empty memtable.
 //
@@ -24,7 +24,7 @@ import (
 // (200) are both recorded as the worker's answer.
 
 // hostileBudgetKnobs are the knobs whose sum is the worker's memory budget.
-var hostileBudgetKnobs = []string{"cache-bytes", "read-budget-bytes", "merge-budget-bytes", "memtable-bytes", "body-budget-bytes"}
+var hostileBudgetKnobs = []string{"cache-bytes", "read-budget-bytes", "merge-budget-bytes", "memtable-bytes", "body-budget-bytes", "page-budget-bytes"}
 
 // hostileReportedKnobs are the knobs the child reports.
 var hostileReportedKnobs = append([]string{"max-body-bytes", "max-row-bytes", "max-append-rows", "page-bytes",

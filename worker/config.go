@@ -63,6 +63,7 @@ type Config struct {
 	BodyBudgetBytes  int64
 	MaxRowBytes      int
 	PageBytes        int64
+	PageBudgetBytes  int64
 	HTTPReadTimeout  time.Duration
 	HTTPWriteTimeout time.Duration
 	MaxConnections   int
@@ -136,6 +137,7 @@ func DefaultConfig() Config {
 		BodyBudgetBytes:          64 << 20,
 		MaxRowBytes:              so.MaxRowBytes,
 		PageBytes:                4 << 20,
+		PageBudgetBytes:          64 << 20,
 		HTTPReadTimeout:          30 * time.Second,
 		HTTPWriteTimeout:         60 * time.Second,
 		MaxConnections:           1024,
@@ -193,6 +195,18 @@ func (c *Config) StoreOptions() store.Options {
 	}
 	o.CompactDemandRuns = c.CompactDemandRuns
 	return o
+}
+
+// rowsPageBytes is what a GET .../rows page of at most limit rows can hold, as JSON text, and
+// so what it takes from --page-budget-bytes: --page-bytes plus the row that reaches it, or
+// limit rows when they are less. With --max-row-bytes 0 a row has no bound to count, and the
+// page is charged --page-bytes.
+func (c *Config) rowsPageBytes(limit int) int64 {
+	if c.MaxRowBytes <= 0 {
+		return c.PageBytes
+	}
+	row := int64(c.MaxRowBytes)
+	return min(c.PageBytes+row, int64(limit)*row)
 }
 
 // Validate reports every problem at once: environment values that did not parse and knob
@@ -319,6 +333,8 @@ func (c *Config) Validate() error {
 	}
 	if c.PageBytes < 1 {
 		bad("page-bytes", "must be positive, got %d", c.PageBytes)
+	} else if most := c.rowsPageBytes(maxListLimit); c.PageBudgetBytes != 0 && c.PageBudgetBytes < most {
+		bad("page-budget-bytes", "must be 0 (unlimited) or at least --page-bytes plus --max-row-bytes (%d), got %d", most, c.PageBudgetBytes)
 	}
 	if c.MemtableBytes < 1 {
 		bad("memtable-bytes", "must be positive, got %d", c.MemtableBytes)

@@ -156,6 +156,7 @@ func TestConfigValidateRejectsNonsense(t *testing.T) {
 		"pending-warn": func(c *Config) { c.PendingWarn, c.PendingMax = 10, 5 },
 		"body":         func(c *Config) { c.MaxBodyBytes = 0 },
 		"page-bytes":   func(c *Config) { c.PageBytes = 0 },
+		"page budget":  func(c *Config) { c.PageBudgetBytes = c.PageBytes + int64(c.MaxRowBytes) - 1 },
 		"read timeout": func(c *Config) { c.HTTPReadTimeout = -time.Second },
 		"connections":  func(c *Config) { c.MaxConnections = -1 },
 		"memtable":     func(c *Config) { c.MemtableBytes = 0 },
@@ -177,7 +178,7 @@ func TestConfigValidateRejectsNonsense(t *testing.T) {
 	}
 	c := DefaultConfig()
 	c.MergeAfterGenerations, c.FlushInterval, c.PendingWarn, c.PendingMax, c.MergeBudgetBytes = 0, 0, 0, 0, 0
-	c.HTTPReadTimeout, c.HTTPWriteTimeout, c.MaxConnections = 0, 0, 0
+	c.HTTPReadTimeout, c.HTTPWriteTimeout, c.MaxConnections, c.PageBudgetBytes = 0, 0, 0, 0
 	if err := c.Validate(); err != nil {
 		t.Errorf("0 = off must validate: %v", err)
 	}

@@ -7,7 +7,6 @@ import (
 	"net/http"
 
 	"go.uber.org/zap"
-	"golang.org/x/sync/semaphore"
 
 	"github.com/walkeeper/walkeeper/store"
 )
@@ -32,7 +31,10 @@ type apiServer struct {
 
 	// bodies holds the bytes of the request bodies being read and decoded (nil: no bound), so
 	// that many connections each sending --max-body-bytes cannot hold them all at once.
-	bodies *semaphore.Weighted
+	bodies *byteBudget
+	// pages holds the bytes of the list pages being read and written (nil: no bound), so that
+	// many connections each listing a page of --page-bytes cannot hold them all at once.
+	pages *byteBudget
 
 	// stopping ends when the worker begins to stop: requests that only wait on Temporal
 	// (merge-wal?wait=true) return at once instead of holding up the HTTP drain.
@@ -49,9 +51,8 @@ func newAPIServer(db *store.DB, cfg Config, addr net.Addr, log *zap.Logger, m *M
 	}
 	a.guard = newBrowserGuard(cfg.Listen, addr, a.auth)
 	a.kicks.every = debtKickEvery
-	if cfg.BodyBudgetBytes > 0 {
-		a.bodies = semaphore.NewWeighted(cfg.BodyBudgetBytes)
-	}
+	a.bodies = newByteBudget(cfg.BodyBudgetBytes, "body-budget-bytes", "request bodies being read")
+	a.pages = newByteBudget(cfg.PageBudgetBytes, "page-budget-bytes", "list pages being written")
 	a.stopping, a.stop = context.WithCancel(context.Background())
 	a.mux = http.NewServeMux()
 	route := func(pattern string, h http.Handler) {

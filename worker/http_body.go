@@ -2,27 +2,16 @@ package worker
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"mime"
 	"net/http"
 	"os"
-	"sync"
-	"time"
-
-	"github.com/walkeeper/walkeeper/store"
 )
 
 // This file holds the request-body checks every handler shares: media type and size cap;
 // http_json_strict.go holds the strict decoding.
-
-// bodyBudgetWait is how long a request waits for --body-budget-bytes before it gets 503
-// budget_busy: long enough to ride out a burst, short enough that it never holds a
-// connection for long.
-var bodyBudgetWait = 2 * time.Second
 
 // decodeJSONBody is readBody plus decodeStrict into v; an allowed empty body leaves v as it
 // is.
@@ -82,24 +71,15 @@ func (a *apiServer) readBody(w http.ResponseWriter, r *http.Request, allowEmpty 
 }
 
 // admitBody takes the bytes r's body may hold from the body budget, waiting at most
-// bodyBudgetWait: its Content-Length, or --max-body-bytes when the length is not known.
+// budgetWait: its Content-Length, or --max-body-bytes when the length is not known.
 //
 // REQUIRES: r.ContentLength <= --max-body-bytes.
 func (a *apiServer) admitBody(r *http.Request) (release func(), err error) {
-	if a.bodies == nil {
-		return func() {}, nil
-	}
 	n := r.ContentLength
 	if n < 0 {
 		n = a.cfg.MaxBodyBytes
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), bodyBudgetWait)
-	defer cancel()
-	if err := a.bodies.Acquire(ctx, n); err != nil {
-		return nil, fmt.Errorf("request bodies being read hold the body budget (--body-budget-bytes %d) for longer than %s; this one needs %d bytes: %w",
-			a.cfg.BodyBudgetBytes, bodyBudgetWait, n, store.ErrBudgetBusy)
-	}
-	return sync.OnceFunc(func() { a.bodies.Release(n) }), nil
+	return a.bodies.take(r.Context(), n)
 }
 
 // mediaTypeError is the 415 for a Content-Type that is not application/json, or nil.

@@ -16,8 +16,8 @@ import (
 // request waits briefly and gets 503 budget_busy with Retry-After, having written nothing, and
 // once the first body is read and decoded the bytes are free again.
 func TestHTTPBodiesShareTheBodyBudget(t *testing.T) {
-	defer func(d time.Duration) { bodyBudgetWait = d }(bodyBudgetWait)
-	bodyBudgetWait = 100 * time.Millisecond
+	defer func(d time.Duration) { budgetWait = d }(budgetWait)
+	budgetWait = 100 * time.Millisecond
 	cfg := testConfig(t)
 	cfg.MaxBodyBytes, cfg.BodyBudgetBytes = 1024, 1024
 	w, c, _ := serveAPI(t, cfg)
@@ -34,8 +34,8 @@ func TestHTTPBodiesShareTheBodyBudget(t *testing.T) {
 		rows, w.HTTPAddr(), held[:10])
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
-		if w.api.bodies.TryAcquire(1) {
-			w.api.bodies.Release(1)
+		if w.api.bodies.sem.TryAcquire(1) {
+			w.api.bodies.sem.Release(1)
 			return false
 		}
 		return true

@@ -12,7 +12,9 @@ import (
 // reads it in one List bounded by both (store.ListOptions.MaxBytes), so the rows held while the
 // page is written are at most --page-bytes of JSON text plus one row, whatever their sizes;
 // the page ends where the next row would not fit. `next` is then the key of the last row
-// written: the cursor means "after this key" however the page ended.
+// written: the cursor means "after this key" however the page ended. Before it reads, the
+// request takes what its page can hold from --page-budget-bytes, and gives it back once the
+// answer is written or has failed, so concurrent pages are bounded together.
 
 func (a *apiServer) listRows(w http.ResponseWriter, r *http.Request) error {
 	s, err := a.openStore(r)
@@ -23,6 +25,11 @@ func (a *apiServer) listRows(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	release, err := a.pages.take(r.Context(), a.cfg.rowsPageBytes(opts.Limit))
+	if err != nil {
+		return err
+	}
+	defer release()
 	opts.MaxBytes = a.cfg.PageBytes
 	chunk, err := s.List(r.Context(), opts)
 	if err != nil {

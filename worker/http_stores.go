@@ -69,6 +69,12 @@ func (a *apiServer) listStores(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	// A stores page is bounded by --page-bytes like a rows page, and shares its budget.
+	release, err := a.pages.take(r.Context(), a.cfg.PageBytes)
+	if err != nil {
+		return err
+	}
+	defer release()
 	// One page of the registry: kinds in order, each in key order, after `after`; streamed,
 	// ending early (with next) before the answer exceeds --page-bytes.
 	page, err := a.db.ListTargets(r.Context(), kinds, after, limit)

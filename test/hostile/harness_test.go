@@ -36,9 +36,9 @@ const (
 )
 
 // memorySlack is what a worker may use beyond the sum of its budgets: the Go runtime, the
-// Temporal SDK's workers and caches, HTTP buffers and one request's bookkeeping. An idle
-// worker peaks at about 100 MiB, so a peak above budgets + slack means something was
-// materialised outside every budget.
+// Temporal SDK's workers and caches, HTTP buffers, and what bodies and pages take as Go values
+// beyond the JSON text their budgets count. An idle worker peaks at about 100 MiB, so a peak
+// above budgets + slack means something was materialised outside every budget.
 const memorySlack = 256 * mib
 
 // watchdogKill is the resident size at which the harness kills a worker: far above every
@@ -46,22 +46,24 @@ const memorySlack = 256 * mib
 // tests provoke on an unfixed build) from taking the shared machine down with it.
 const watchdogKill = 2 * gib
 
-// workerConfig is one worker's settings. The four budgets are always set, since the memory
-// bound is computed from them; Knobs adds or overrides any other knob by flag name.
+// workerConfig is one worker's settings. The budgets are always set, since the memory bound is
+// computed from them; Knobs adds or overrides any other knob by flag name.
 type workerConfig struct {
 	CacheBytes, ReadBudgetBytes, MergeBudgetBytes, MemtableBytes int64
+	BodyBudgetBytes, PageBudgetBytes                             int64
 	Knobs                                                        map[string]string
 }
 
 // defaultConfig: small budgets, nothing running in the background (no flush sweeper, sweep,
 // reconcile or count trigger), so a storage listing changes only through the test's requests.
 func defaultConfig() workerConfig {
-	return workerConfig{CacheBytes: 64 * mib, ReadBudgetBytes: 64 * mib, MergeBudgetBytes: 256 * mib, MemtableBytes: 64 * mib}
+	return workerConfig{CacheBytes: 64 * mib, ReadBudgetBytes: 64 * mib, MergeBudgetBytes: 256 * mib, MemtableBytes: 64 * mib,
+		BodyBudgetBytes: 32 * mib, PageBudgetBytes: 32 * mib}
 }
 
 // memoryBound is the peak RSS the worker may reach: the sum of its budgets plus memorySlack.
 func (c workerConfig) memoryBound() int64 {
-	return c.CacheBytes + c.ReadBudgetBytes + c.MergeBudgetBytes + c.MemtableBytes + memorySlack
+	return c.CacheBytes + c.ReadBudgetBytes + c.MergeBudgetBytes + c.MemtableBytes + c.BodyBudgetBytes + c.PageBudgetBytes + memorySlack
 }
 
 // envOnlyKnobs are the knobs of the hostile-input contract. They go through WALKEEPER_*
@@ -69,6 +71,7 @@ func (c workerConfig) memoryBound() int64 {
 var envOnlyKnobs = map[string]bool{
 	"memtable-bytes": true, "max-append-rows": true, "page-bytes": true, "max-connections": true,
 	"http-read-timeout": true, "http-write-timeout": true, "resident-stores-max": true, "resident-idle": true,
+	"body-budget-bytes": true, "page-budget-bytes": true,
 }
 
 func (c workerConfig) knobs() map[string]string {
@@ -79,6 +82,8 @@ func (c workerConfig) knobs() map[string]string {
 		"read-budget-bytes":  strconv.FormatInt(c.ReadBudgetBytes, 10),
 		"merge-budget-bytes": strconv.FormatInt(c.MergeBudgetBytes, 10),
 		"memtable-bytes":     strconv.FormatInt(c.MemtableBytes, 10),
+		"body-budget-bytes":  strconv.FormatInt(c.BodyBudgetBytes, 10),
+		"page-budget-bytes":  strconv.FormatInt(c.PageBudgetBytes, 10),
 	}
 	for n, v := range c.Knobs {
 		k[n] = v
@@ -245,8 +250,9 @@ func (w *worker) checkAliveAndBounded(t *testing.T) {
 		t.Errorf("the worker process exited (crashed?); log tail:\n%s", w.logTail(3000))
 	}
 	if peak > bound {
-		t.Errorf("worker peak RSS %d MiB is above its bound %d MiB (cache %d + read %d + merge %d + memtable %d + slack %d MiB)",
-			peak/mib, bound/mib, w.cfg.CacheBytes/mib, w.cfg.ReadBudgetBytes/mib, w.cfg.MergeBudgetBytes/mib, w.cfg.MemtableBytes/mib, memorySlack/mib)
+		t.Errorf("worker peak RSS %d MiB is above its bound %d MiB (cache %d + read %d + merge %d + memtable %d + bodies %d + pages %d + slack %d MiB)",
+			peak/mib, bound/mib, w.cfg.CacheBytes/mib, w.cfg.ReadBudgetBytes/mib, w.cfg.MergeBudgetBytes/mib, w.cfg.MemtableBytes/mib,
+			w.cfg.BodyBudgetBytes/mib, w.cfg.PageBudgetBytes/mib, memorySlack/mib)
 	}
 }
 

@@ -1,0 +1,93 @@
+package worker
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// stalledWriter is the answer of a client that stops reading: its first Write blocks until
+// unblock is closed, then every Write fails as if the client had gone away.
+type stalledWriter struct {
+	header  http.Header
+	writing chan struct{} // closed at the first Write
+	unblock chan struct{}
+}
+
+func (s *stalledWriter) Header() http.Header { return s.header }
+func (s *stalledWriter) WriteHeader(int)     {}
+func (s *stalledWriter) Write([]byte) (int, error) {
+	select {
+	case <-s.writing:
+	default:
+		close(s.writing)
+	}
+	<-s.unblock
+	return 0, io.ErrClosedPipe
+}
+
+// List pages share --page-budget-bytes: while a rows page whose client stopped reading holds all
+// of it, other rows and stores listings wait briefly and get 503 budget_busy with Retry-After,
+// and once that client is gone the bytes are free again and listings work.
+func TestHTTPListPagesShareThePageBudget(t *testing.T) {
+	defer func(d time.Duration) { budgetWait = d }(budgetWait)
+	budgetWait = 100 * time.Millisecond
+	cfg := testConfig(t)
+	cfg.PageBytes, cfg.MaxRowBytes = 1024, 1024
+	cfg.PageBudgetBytes = cfg.PageBytes + int64(cfg.MaxRowBytes) // one rows page of 100 rows
+	w, c, _ := serveAPI(t, cfg)
+	expect(t, c.postJSON("/api/v1/stores/generic/gs", genericSchema), http.StatusCreated, "")
+	expect(t, c.postJSON("/api/v1/stores/generic/gs/rows", `[{"id":"a"},{"id":"b"}]`), http.StatusOK, "")
+	rows := "/api/v1/stores/generic/gs/rows"
+	free := func() bool {
+		if w.api.pages.sem.TryAcquire(cfg.PageBudgetBytes) {
+			w.api.pages.sem.Release(cfg.PageBudgetBytes)
+			return true
+		}
+		return false
+	}
+	require.True(t, free(), "answered pages give their bytes back")
+
+	stalled := &stalledWriter{header: http.Header{}, writing: make(chan struct{}), unblock: make(chan struct{})}
+	unblock := sync.OnceFunc(func() { close(stalled.unblock) })
+	defer unblock()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w.api.mux.ServeHTTP(stalled, httptest.NewRequest(http.MethodGet, rows, nil))
+	}()
+	<-stalled.writing
+	require.False(t, free(), "the stalled page holds the whole budget")
+
+	for _, path := range []string{rows, rows + "?limit=1", "/api/v1/stores"} {
+		r := c.get(path)
+		expect(t, r, http.StatusServiceUnavailable, CodeBudgetBusy)
+		require.NotEmpty(t, r.header.Get("Retry-After"), path)
+	}
+
+	unblock()
+	<-done
+	require.True(t, free(), "a page whose client went away gives its bytes back")
+	r := c.get(rows)
+	expect(t, r, http.StatusOK, "")
+	require.JSONEq(t, `{"rows":[{"id":"a","n":null,"s":null},{"id":"b","n":null,"s":null}],"next":""}`, string(r.body))
+	expect(t, c.get("/api/v1/stores"), http.StatusOK, "")
+	require.True(t, free(), "answered pages give their bytes back")
+}
+
+// A rows page is charged what it can hold: --page-bytes plus one row, or ?limit= rows when they
+// are less; without a row cap there is no row to count.
+func TestRowsPageBytes(t *testing.T) {
+	c := DefaultConfig()
+	c.PageBytes, c.MaxRowBytes = 4<<20, 1<<20
+	require.Equal(t, int64(5<<20), c.rowsPageBytes(maxListLimit))
+	require.Equal(t, int64(5<<20), c.rowsPageBytes(5))
+	require.Equal(t, int64(2<<20), c.rowsPageBytes(2))
+	c.MaxRowBytes = 0
+	require.Equal(t, int64(4<<20), c.rowsPageBytes(1))
+}

@@ -48,7 +48,7 @@ func benchObjects(b *testing.B, c *rowcodec.Codec, rows int) (gen, run []byte) {
 
 // BenchmarkDecodeObject measures what a reader pays per object before any row is used:
 // decoding a whole generation (a one-row one is a WAL object's size) and opening a base run
-// (footer and schema only).
+// (footer and schema only), and the schema checks alone that both begin with.
 func BenchmarkDecodeObject(b *testing.B) {
 	c, err := rowcodec.NewCodec(KindGeneric, testSchema)
 	if err != nil {
@@ -78,4 +78,25 @@ func BenchmarkDecodeObject(b *testing.B) {
 			}
 		})
 	}
+	gen, run := benchObjects(b, c, 1)
+	b.Run("check/generation", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if err := checkIPCSchema(gen, c.ArrowSchema()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	rb, err := openRunBatches(ctx, memory.DefaultAllocator, run, c, "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rb.close()
+	kv := rb.pf.MetaData().KeyValueMetadata()
+	b.Run("check/run", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if err := checkStoredArrowSchema(kv, c.ArrowSchema()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

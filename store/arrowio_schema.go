@@ -200,6 +200,64 @@ func checkIPCSchema(data []byte, want *arrow.Schema) error {
 	return nil
 }
 
+// checkIPCFile checks what arrow's file reader would otherwise take on trust from an Arrow
+// IPC file: its schema (checkIPCSchema) and its record batch messages (checkIPCBatches).
+func checkIPCFile(data []byte, want *arrow.Schema) error {
+	if err := checkIPCSchema(data, want); err != nil {
+		return err
+	}
+	return checkIPCBatches(data)
+}
+
+// checkIPCBatches checks the record batch messages an IPC file's footer lists (call after
+// checkIPCSchema, which checks the footer's length). arrow-go allocates a compressed buffer's
+// declared uncompressed size and a message's key-value list at its declared count, so a batch
+// must be uncompressed (walkeeper never compresses IPC) and its key-value list must fit its
+// metadata; and the blocks must follow one another, as the writer lays them out, so that a
+// footer cannot list one batch many times.
+func checkIPCBatches(data []byte) error {
+	const trailer = 10
+	size := int(binary.LittleEndian.Uint32(data[len(data)-trailer:]))
+	r := newFBReader(data[len(data)-trailer-size : len(data)-trailer])
+	var first uint32
+	var n int
+	if at := r.slot(r.ref(0), 10); at != 0 { // Footer.recordBatches: Blocks of 24 bytes
+		first, n = r.vector(at, 24)
+	}
+	if r.err != nil {
+		return fmt.Errorf("footer: %w", r.err)
+	}
+	var end int64
+	for i := 0; i < n; i++ {
+		blk := r.b[first+uint32(24*i):]
+		off := int64(binary.LittleEndian.Uint64(blk))
+		meta := int64(int32(binary.LittleEndian.Uint32(blk[8:])))
+		body := int64(binary.LittleEndian.Uint64(blk[16:]))
+		if off < end || meta < 8 || body < 0 || meta > int64(len(data))-off || body > int64(len(data))-off-meta {
+			return fmt.Errorf("record batch %d: block of %d+%d bytes at %d", i, meta, body, off)
+		}
+		end = off + meta + body
+		m := data[off : off+meta]
+		prefix := 4 // the metadata length, after a continuation marker since Arrow 0.15
+		if binary.LittleEndian.Uint32(m) == 0xFFFFFFFF {
+			prefix = 8
+		}
+		mr := newFBReader(m[prefix:])
+		msg := mr.ref(0)
+		mr.keyValues(mr.slot(msg, 12))                        // Message.custom_metadata
+		if at := mr.slot(msg, 6); at == 0 || mr.u8(at) != 3 { // Message.header_type: RecordBatch
+			mr.failf("not a record batch")
+		}
+		if at := mr.slot(msg, 8); at != 0 && mr.slot(mr.ref(at), 10) != 0 { // RecordBatch.compression
+			mr.failf("compressed")
+		}
+		if mr.err != nil {
+			return fmt.Errorf("record batch %d: %w", i, mr.err)
+		}
+	}
+	return nil
+}
+
 // arrowSchemaKey is where pqarrow stores the Arrow schema in a Parquet file's metadata.
 const arrowSchemaKey = "ARROW:schema"
 

@@ -12,6 +12,9 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/stretchr/testify/require"
@@ -199,6 +202,95 @@ func TestStoredSchemaOfEveryKindPassesTheCheck(t *testing.T) {
 			defer pf.Close()
 			require.NotNil(t, pf.MetaData().KeyValueMetadata().FindValue(arrowSchemaKey))
 			require.NoError(t, checkStoredArrowSchema(pf.MetaData().KeyValueMetadata(), c.ArrowSchema()))
+		})
+	}
+}
+
+// ipcBlocks returns where in data each record batch block of an IPC file's footer is (an
+// offset, a metadata length and a body length: 24 bytes).
+func ipcBlocks(t *testing.T, data []byte) []int {
+	t.Helper()
+	footer, _ := ipcFooter(t, data)
+	r := newFBReader(footer)
+	first, n := r.vector(r.slot(r.ref(0), 10), 24)
+	require.NoError(t, r.err)
+	base := len(data) - 10 - len(footer)
+	blocks := make([]int, n)
+	for i := range blocks {
+		blocks[i] = base + int(first) + 24*i
+	}
+	return blocks
+}
+
+// TestFindingDamagedBatchMetadataIsCorrupt: record batch messages that would make arrow
+// allocate at a size they declare (a compressed buffer's uncompressed length, a key-value
+// count), or a footer that lists one batch twice, are ErrCorrupt before arrow loads a batch,
+// under an 8 GiB address-space limit. walkeeper writes none of them.
+func TestFindingDamagedBatchMetadataIsCorrupt(t *testing.T) {
+	if !underMemoryLimit(t, 8<<30) {
+		return
+	}
+	c := decodeFuzzCodec(t, nil)
+	rec, err := c.Build(nil, []Row{{Key: "a", Values: []any{"a", int64(1), 1.5, true, []byte("b"), nil, "s"}}}, []int64{1}, "shard", nil)
+	require.NoError(t, err)
+	defer rec.Release()
+	write := func(r arrow.RecordBatch, opts ...ipc.Option) []byte {
+		var buf bytes.Buffer
+		w, err := ipc.NewFileWriter(&buf, append(opts, ipc.WithSchema(c.ArrowSchema()))...)
+		require.NoError(t, err)
+		require.NoError(t, w.Write(r))
+		require.NoError(t, w.Write(r))
+		require.NoError(t, w.Close())
+		return buf.Bytes()
+	}
+	decode := func(data []byte) (int, error) {
+		recs, err := decodeIPC(memory.DefaultAllocator, data, c, "generation")
+		releaseAll(recs)
+		return len(recs), err
+	}
+	n, err := decode(write(rec))
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+
+	// Every 8-byte word of the bodies that could be an uncompressed length claims 100 GiB.
+	compressed := write(rec, ipc.WithZstd())
+	for _, b := range ipcBlocks(t, compressed) {
+		off := int(binary.LittleEndian.Uint64(compressed[b:]))
+		start := off + int(binary.LittleEndian.Uint32(compressed[b+8:]))
+		for i := start; i+8 <= start+int(binary.LittleEndian.Uint64(compressed[b+16:])); i += 8 {
+			if v := binary.LittleEndian.Uint64(compressed[i:]); v > 0 && v < 1<<20 {
+				binary.LittleEndian.PutUint64(compressed[i:], 100<<30)
+			}
+		}
+	}
+	// A key-value list on each batch, its count set to 2^30.
+	meta := array.NewRecordBatchWithMetadata(c.ArrowSchema(), rec.Columns(), rec.NumRows(), arrow.NewMetadata([]string{"k"}, []string{"v"}))
+	defer meta.Release()
+	listed := write(meta)
+	for _, b := range ipcBlocks(t, listed) {
+		m := listed[binary.LittleEndian.Uint64(listed[b:])+8:][:binary.LittleEndian.Uint32(listed[b+8:])-8]
+		r := newFBReader(m)
+		binary.LittleEndian.PutUint32(m[r.ref(r.slot(r.ref(0), 12)):], 1<<30)
+		require.NoError(t, r.err)
+	}
+	// The second block a copy of the first.
+	twice := write(rec)
+	blocks := ipcBlocks(t, twice)
+	copy(twice[blocks[1]:blocks[1]+24], twice[blocks[0]:blocks[0]+24])
+
+	for _, tc := range []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"compressed, uncompressed lengths of 100 GiB", compressed, "compressed"},
+		{"key-value count 2^30", listed, "beyond its"},
+		{"one batch listed twice", twice, "block"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := decode(tc.data)
+			require.ErrorIs(t, err, ErrCorrupt)
+			require.Regexp(t, tc.want, err.Error())
 		})
 	}
 }

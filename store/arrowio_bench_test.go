@@ -81,7 +81,7 @@ func BenchmarkDecodeObject(b *testing.B) {
 	gen, run := benchObjects(b, c, 1)
 	b.Run("check/generation", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
-			if err := checkIPCSchema(gen, c.ArrowSchema()); err != nil {
+			if err := checkIPCFile(gen, c.ArrowSchema()); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -17,7 +17,8 @@ import (
 // nothing, and refuse a schema that is not of the shape walkeeper writes (the store's column
 // count, primitive types, no children, no dictionary) or whose vectors and strings claim more
 // bytes than the flatbuffer holds. What arrow then allocates for the schema is bounded by the
-// object's own length.
+// object's own length. An IPC file's record batch messages get the same treatment
+// (checkIPCBatches; finding 16).
 
 // schemaFlatbufferTypes are the flatbuffer Type tags of the Arrow types walkeeper writes
 // (Int, FloatingPoint, Binary, Utf8, Bool, Timestamp): their tables hold scalars and, for a
@@ -179,12 +180,13 @@ func (r *fbReader) schema(tab uint32, want *arrow.Schema) {
 // checkIPCSchema checks the schema of an Arrow IPC file where arrow's file reader takes it
 // from: the footer (the file ends with the footer, its length and the magic).
 func checkIPCSchema(data []byte, want *arrow.Schema) error {
-	const trailer = 10 // footer length (4 bytes) and "ARROW1"
-	if len(data) < 2*6+4+trailer {
+	const trailer = 10        // footer length (4 bytes) and "ARROW1"
+	const frame = 8 + trailer // and the leading "ARROW1\0\0"
+	if len(data) < frame+8 {
 		return fmt.Errorf("too short for an Arrow file (%d bytes)", len(data))
 	}
 	size := int(binary.LittleEndian.Uint32(data[len(data)-trailer:]))
-	if size <= 0 || size > len(data)-2*6-4 {
+	if size <= 0 || size > len(data)-frame {
 		return fmt.Errorf("footer of %d bytes in a file of %d", size, len(data))
 	}
 	r := newFBReader(data[len(data)-trailer-size : len(data)-trailer])

@@ -32,10 +32,11 @@ import (
 //	go test -run '^$' -fuzz '^FuzzDecodeGeneration$' -fuzztime 1m -fuzzminimizetime 0s ./store/
 //	go test -run '^$' -fuzz '^FuzzDecodeRun$' -fuzztime 1m -fuzzminimizetime 0s ./store/
 //
-// (-fuzzminimizetime 0s: by default every new interesting input is minimized for up to a
-// minute, which on these slow targets takes the whole run.) Knobs: WALKEEPER_FUZZ_DECODE_ONLY=1
-// skips the store part, WALKEEPER_FUZZ_SLOW_DIR=<dir> keeps inputs slower than 3 s with their
-// goroutine stacks.
+// under `ulimit -v 8000000`, so that a decoder regressing to a huge allocation fails instead
+// of taking the machine's memory. (-fuzzminimizetime 0s: by default every new interesting
+// input is minimized for up to a minute, which on these slow targets takes the whole run.)
+// Knobs: WALKEEPER_FUZZ_DECODE_ONLY=1 skips the store part, WALKEEPER_FUZZ_SLOW_DIR=<dir>
+// keeps inputs slower than 3 s with their goroutine stacks.
 //
 // Seeds live in testdata/fuzz/<Name>/ (valid objects of the fuzz schema, truncations, bare
 // magic numbers, inputs the runs found, the fixed crashers of findings 9 and 10);

@@ -38,7 +38,8 @@ func encodeIPC(schema *arrow.Schema, recs ...arrow.RecordBatch) ([]byte, error) 
 
 // decodeIPC reads every record of an IPC file and checks it against the store schema,
 // allocating what the reader allocates (metadata, never the aliased column buffers) from mem.
-// Any decode failure is ErrCorrupt: the object will never read differently.
+// Any decode failure is ErrCorrupt: the object will never read differently. The schema and
+// the batches' metadata are checked before arrow reads them (checkIPCFile).
 //
 // The records alias data (zero copy): the column buffers are slices of the object's bytes,
 // so decoding allocates no second copy of a generation. Callers therefore must not modify
@@ -50,6 +51,9 @@ func decodeIPC(mem memory.Allocator, data []byte, c *rowcodec.Codec, what string
 			recs, err = nil, corruptf("%s: %v", what, r)
 		}
 	}()
+	if err := checkIPCFile(data, c.ArrowSchema()); err != nil {
+		return nil, corruptf("%s: %v", what, err)
+	}
 	rd, err := ipc.NewMappedFileReader(data, ipc.WithAllocator(mem))
 	if err != nil {
 		return nil, corruptf("%s: %v", what, err)

@@ -108,6 +108,10 @@ func openRunBatches(ctx context.Context, mem memory.Allocator, data []byte, c *r
 	perRow = min(perRow, runRowBytesMax) + runBatchRowOverhead
 	rb.batchRows = min(max(runBatchBytes/perRow, 64), parquetRowGroup)
 	rb.window = 2*min(rb.batchRows, max(rb.rows, 1))*perRow + scratch
+	if err := checkStoredArrowSchema(md.KeyValueMetadata(), c.ArrowSchema()); err != nil {
+		rb.close()
+		return nil, corruptf("%s: %v", what, err)
+	}
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: rb.batchRows}, mem)
 	if err != nil {
 		rb.close()

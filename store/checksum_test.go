@@ -26,22 +26,22 @@ func readCorpusBytes(t *testing.T, path string) []byte {
 
 // A damaged object is refused by its manifest entry (checksum, or the size it declares)
 // before any decoder sees it. The replacement bytes are the two inputs the decode fuzzers
-// found that make the Arrow library request tens of gigabytes (a fatal out-of-memory if
-// decoded, docs/RELIABILITY.md finding 10), and a single flipped bit, which could decode into
+// found that made the Arrow library request tens of gigabytes (docs/RELIABILITY.md finding
+// 10; the decoders now refuse them too), and a single flipped bit, which could decode into
 // plausible wrong rows.
 func TestChecksumRefusesDamagedObjectsBeforeDecoding(t *testing.T) {
 	ctx := context.Background()
-	crashers := filepath.Join("..", "test", "reliability", "testdata", "crashers")
+	corpus := filepath.Join("testdata", "fuzz")
 	cases := []struct {
 		name string
 		run  bool
 		data func(orig []byte) []byte
 	}{
 		{"generation, garbled schema (OOM crasher)", false, func([]byte) []byte {
-			return readCorpusBytes(t, filepath.Join(crashers, "FuzzDecodeGeneration-d21c188edece6bb7"))
+			return readCorpusBytes(t, filepath.Join(corpus, "FuzzDecodeGeneration", "d21c188edece6bb7"))
 		}},
 		{"run, garbled ARROW:schema (OOM crasher)", true, func([]byte) []byte {
-			return readCorpusBytes(t, filepath.Join(crashers, "FuzzDecodeRun-228c4636c4b9fe79"))
+			return readCorpusBytes(t, filepath.Join(corpus, "FuzzDecodeRun", "228c4636c4b9fe79"))
 		}},
 		{"generation, one bit flipped", false, flipMiddleBit},
 		{"run, one bit flipped", true, flipMiddleBit},

@@ -3,7 +3,6 @@ package store
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,7 +16,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet/file"
 
 	"github.com/walkeeper/walkeeper/store/manifest"
 	"github.com/walkeeper/walkeeper/store/rowcodec"
@@ -34,15 +32,16 @@ import (
 //	go test -run '^$' -fuzz '^FuzzDecodeGeneration$' -fuzztime 1m -fuzzminimizetime 0s ./store/
 //	go test -run '^$' -fuzz '^FuzzDecodeRun$' -fuzztime 1m -fuzzminimizetime 0s ./store/
 //
-// (-fuzzminimizetime 0s: by default every new interesting input is minimized for up to a
-// minute, which on these slow targets takes the whole run.) Knobs: WALKEEPER_FUZZ_SKIP_KNOWN=1
-// skips the two known crash classes, WALKEEPER_FUZZ_DECODE_ONLY=1 skips the store part,
-// WALKEEPER_FUZZ_SLOW_DIR=<dir> keeps inputs slower than 3 s with their goroutine stacks.
+// under `ulimit -v 8000000`, so that a decoder regressing to a huge allocation fails instead
+// of taking the machine's memory. (-fuzzminimizetime 0s: by default every new interesting
+// input is minimized for up to a minute, which on these slow targets takes the whole run.)
+// Knobs: WALKEEPER_FUZZ_DECODE_ONLY=1 skips the store part, WALKEEPER_FUZZ_SLOW_DIR=<dir>
+// keeps inputs slower than 3 s with their goroutine stacks.
 //
 // Seeds live in testdata/fuzz/<Name>/ (valid objects of the fuzz schema, truncations, bare
-// magic numbers, inputs the runs found, the fixed crashers of finding 9); docs/benchmarks/reliability-runs.md
-// records the runs. Crashers not fixed yet are kept outside the corpus, in
-// test/reliability/testdata/crashers/.
+// magic numbers, inputs the runs found, the fixed crashers of findings 9 and 10);
+// docs/benchmarks/reliability-runs.md records the runs. A crasher not fixed yet is kept
+// outside the corpus, which every go test replays.
 
 // decodeFuzzSchema has every field type, nullable and not.
 var decodeFuzzSchema = Schema{Fields: []Field{
@@ -141,80 +140,6 @@ func checkDecodeErr(t *testing.T, what string, err error) {
 // explores the decoders' input space much faster.
 var decodeOnly = os.Getenv("WALKEEPER_FUZZ_DECODE_ONLY") == "1"
 
-// skipKnown (WALKEEPER_FUZZ_SKIP_KNOWN=1) skips the inputs of the known crash classes
-// (docs/RELIABILITY.md findings 9 and 10), so that a run looks for other failures: records the
-// decoder accepts although a column fails arrow's ValidateFull (bad offsets: a panic in every
-// consumer; fixed in b761fb6 and 07d94ff, the filter stays for runs on older trees), and
-// objects whose Arrow schema bytes differ from the valid object's (a field with a garbled
-// child count makes arrow allocate tens of GB: a fatal out-of-memory; open) — IPC files whose
-// schema message or footer changed, Parquet runs whose ARROW:schema changed.
-var skipKnown = os.Getenv("WALKEEPER_FUZZ_SKIP_KNOWN") == "1"
-
-// failsValidateFull reports whether a column fails ValidateFull. ValidateFull itself panics
-// on some bad offsets (arrow-go v18.8.0 String.ValidateFull slices before it checks), which
-// counts as failing: a fix in decodeIPC must call it inside the decoder's recover.
-func failsValidateFull(rec arrow.RecordBatch) (bad bool) {
-	defer func() {
-		if recover() != nil {
-			bad = true
-		}
-	}()
-	for _, col := range rec.Columns() {
-		if v, ok := col.(interface{ ValidateFull() error }); ok && v.ValidateFull() != nil {
-			return true
-		}
-	}
-	return false
-}
-
-// arrowSchemaKey is where pqarrow stores the Arrow schema in a Parquet file's metadata.
-const arrowSchemaKey = "ARROW:schema"
-
-// storedArrowSchema returns the ARROW:schema metadata value of a Parquet file, ok=false if
-// the file does not open.
-func storedArrowSchema(data []byte) (v string, ok bool) {
-	defer func() {
-		if recover() != nil {
-			ok = false
-		}
-	}()
-	pf, err := file.NewParquetReader(bytes.NewReader(data))
-	if err != nil {
-		return "", false
-	}
-	defer pf.Close()
-	kv := pf.MetaData().KeyValueMetadata()
-	if kv == nil {
-		return "", true
-	}
-	if v := kv.FindValue(arrowSchemaKey); v != nil {
-		return *v, true
-	}
-	return "", true
-}
-
-// ipcSchemaRegions returns the two places of an Arrow IPC file that hold its schema: the
-// schema message after the leading magic and the footer before the trailing magic.
-func ipcSchemaRegions(b []byte) (head, foot []byte, ok bool) {
-	if len(b) < 26 {
-		return nil, nil, false
-	}
-	l := int(binary.LittleEndian.Uint32(b[12:16]))
-	f := int(binary.LittleEndian.Uint32(b[len(b)-10 : len(b)-6]))
-	if l < 0 || 16+l > len(b) || f < 0 || 10+f > len(b) {
-		return nil, nil, false
-	}
-	return b[:16+l], b[len(b)-10-f:], true
-}
-
-// sameIPCSchema reports whether data keeps valid's schema message and footer byte for byte
-// (the fuzzer changed only record batches).
-func sameIPCSchema(data, valid []byte) bool {
-	h1, f1, ok1 := ipcSchemaRegions(data)
-	h2, f2, ok2 := ipcSchemaRegions(valid)
-	return ok1 && ok2 && bytes.Equal(h1, h2) && bytes.Equal(f1, f2)
-}
-
 // slowDir (WALKEEPER_FUZZ_SLOW_DIR) receives every input that runs longer than slowAfter,
 // with the goroutine stacks at that moment: the fuzzer has no hang detection of its own.
 var slowDir = os.Getenv("WALKEEPER_FUZZ_SLOW_DIR")
@@ -249,17 +174,14 @@ func knownClass(err error) bool {
 
 // touchRecord reads every value of an accepted record the ways the store does: the typed
 // view (keys, sequences, shards, tombstones), RowAt (WAL replay) and RowJSON (reads).
-func touchRecord(t *testing.T, c *rowcodec.Codec, rec arrow.RecordBatch) (skipped bool) {
+func touchRecord(t *testing.T, c *rowcodec.Codec, rec arrow.RecordBatch) {
 	t.Helper()
-	if skipKnown && failsValidateFull(rec) {
-		return true
-	}
 	view, err := c.View(rec)
 	if err != nil {
 		if !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("View: error of no known class: %v", err)
 		}
-		return false
+		return
 	}
 	for i := 0; i < int(rec.NumRows()); i++ {
 		_ = view.Key(i)
@@ -273,7 +195,6 @@ func touchRecord(t *testing.T, c *rowcodec.Codec, rec arrow.RecordBatch) (skippe
 			t.Fatalf("RowJSON %d does not marshal: %v", i, err)
 		}
 	}
-	return false
 }
 
 // decodeFuzzCodec returns c, or the codec of decodeFuzzSchema on the first call.
@@ -290,33 +211,23 @@ func decodeFuzzCodec(t *testing.T, c *rowcodec.Codec) *rowcodec.Codec {
 
 func FuzzDecodeGeneration(f *testing.F) {
 	var codec *rowcodec.Codec
-	var validGen []byte
 	f.Add([]byte{})
 	f.Add([]byte("ARROW1"))
 	f.Add([]byte("ARROW1\x00\x00ARROW1"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		codec = decodeFuzzCodec(t, codec)
 		defer watchSlow("FuzzDecodeGeneration", data)()
-		if skipKnown {
-			if validGen == nil {
-				validGen, _ = decodeFuzzSeeds(t)
-			}
-			if !sameIPCSchema(data, validGen) {
-				return
-			}
-		}
 		in := append([]byte(nil), data...) // the zero-copy reader aliases its input
 		recs, err := decodeIPC(memory.DefaultAllocator, in, codec, "generation fuzz")
 		if err != nil {
 			checkDecodeErr(t, "decodeIPC", err)
 			return
 		}
-		skipped := false
 		for _, rec := range recs {
-			skipped = touchRecord(t, codec, rec) || skipped
+			touchRecord(t, codec, rec)
 		}
 		releaseAll(recs)
-		if decodeOnly || skipped {
+		if decodeOnly {
 			return
 		}
 
@@ -346,23 +257,12 @@ func FuzzDecodeGeneration(f *testing.F) {
 
 func FuzzDecodeRun(f *testing.F) {
 	var codec *rowcodec.Codec
-	var validSchema *string
 	f.Add([]byte{})
 	f.Add([]byte("PAR1"))
 	f.Add([]byte("PAR1\x00\x00\x00\x00PAR1"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		codec = decodeFuzzCodec(t, codec)
 		defer watchSlow("FuzzDecodeRun", data)()
-		if skipKnown {
-			if validSchema == nil {
-				_, run := decodeFuzzSeeds(t)
-				v, _ := storedArrowSchema(run)
-				validSchema = &v
-			}
-			if v, ok := storedArrowSchema(data); ok && v != *validSchema {
-				return
-			}
-		}
 		ctx := context.Background()
 		in := append([]byte(nil), data...)
 		f, err := decodeParquet(ctx, in, codec, "run fuzz")
@@ -370,9 +270,9 @@ func FuzzDecodeRun(f *testing.F) {
 			checkDecodeErr(t, "decodeParquet", err)
 			return
 		}
-		skipped := touchRecord(t, codec, f.rec)
+		touchRecord(t, codec, f.rec)
 		f.rec.Release()
-		if decodeOnly || skipped {
+		if decodeOnly {
 			return
 		}
 

@@ -64,7 +64,7 @@ func TestForeignAndDamagedObjects(t *testing.T) {
 
 	t.Run("damaged WAL object without a checksum", func(t *testing.T) {
 		w.createGeneric(t, "walcrash", []field{idField}, nil)
-		crasher := readCorpusBytes(t, filepath.Join("..", "reliability", "testdata", "crashers", "FuzzDecodeGeneration-d21c188edece6bb7"))
+		crasher := readCorpusBytes(t, filepath.Join("..", "..", "store", "testdata", "fuzz", "FuzzDecodeGeneration", "d21c188edece6bb7"))
 		walDir := "generic/walcrash/_mem_wal/" + w.shard + "/wal/"
 		// Position 1 in the form WAL objects had before their checksum header: plain Arrow
 		// IPC, decoded unchecked by the replay of the first append's shard claim.

@@ -1,0 +1,313 @@
+package store
+
+import (
+	"encoding/base64"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+)
+
+// Arrow's readers size a slice from each count a schema flatbuffer declares (a field's
+// children, a key-value list) before they read the entries, so a damaged schema can make them
+// allocate hundreds of GB: a fatal out-of-memory that no recover catches (arrow-go v18.8.0
+// ipc.fieldFromFB and metadataFromFB; docs/RELIABILITY.md finding 10). The checks below walk a
+// stored schema the way arrow's generated flatbuffer code reads it, before arrow does, allocate
+// nothing, and refuse a schema that is not of the shape walkeeper writes (the store's column
+// count, primitive types, no children, no dictionary) or whose vectors and strings claim more
+// bytes than the flatbuffer holds. What arrow then allocates for the schema is bounded by the
+// object's own length. An IPC file's record batch messages get the same treatment
+// (checkIPCBatches; finding 17).
+
+// schemaFlatbufferTypes are the flatbuffer Type tags of the Arrow types walkeeper writes
+// (Int, FloatingPoint, Binary, Utf8, Bool, Timestamp): their tables hold scalars and, for a
+// timestamp, a time zone string.
+var schemaFlatbufferTypes = [...]bool{2: true, 3: true, 4: true, 5: true, 6: true, 10: true}
+
+const flatbufferTypeTimestamp = 10
+
+// fbReader reads a flatbuffer with the offset arithmetic of the flatbuffers Go runtime
+// (uint32 positions that wrap) but checks every read against the buffer; the first failure
+// sticks in err and later reads return zeros.
+type fbReader struct {
+	b []byte
+	// left is what the vectors and strings not yet seen may still claim: a writer that shares
+	// none lays them out in disjoint bytes, and sharing is how a small buffer would make
+	// arrow copy one long string many times.
+	left int
+	err  error
+}
+
+func newFBReader(b []byte) *fbReader { return &fbReader{b: b, left: len(b)} }
+
+func (r *fbReader) failf(format string, args ...any) {
+	if r.err == nil {
+		r.err = fmt.Errorf(format, args...)
+	}
+}
+
+func (r *fbReader) in(at uint32, n uint64) bool {
+	if r.err != nil {
+		return false
+	}
+	if uint64(at)+n > uint64(len(r.b)) {
+		r.failf("offset %d+%d beyond its %d bytes", at, n, len(r.b))
+		return false
+	}
+	return true
+}
+
+func (r *fbReader) u8(at uint32) uint8 {
+	if !r.in(at, 1) {
+		return 0
+	}
+	return r.b[at]
+}
+
+func (r *fbReader) u16(at uint32) uint16 {
+	if !r.in(at, 2) {
+		return 0
+	}
+	return binary.LittleEndian.Uint16(r.b[at:])
+}
+
+func (r *fbReader) u32(at uint32) uint32 {
+	if !r.in(at, 4) {
+		return 0
+	}
+	return binary.LittleEndian.Uint32(r.b[at:])
+}
+
+func (r *fbReader) u64(at uint32) uint64 {
+	if !r.in(at, 8) {
+		return 0
+	}
+	return binary.LittleEndian.Uint64(r.b[at:])
+}
+
+// ref returns the position the offset stored at at points to (a table, vector or string).
+func (r *fbReader) ref(at uint32) uint32 { return at + r.u32(at) }
+
+// slot returns where the table at tab stores the field of vtable offset slot (4 for the
+// first field, 6 for the second, … as in arrow's generated code), 0 if it stores none.
+func (r *fbReader) slot(tab uint32, slot uint16) uint32 {
+	vt := uint32(int32(tab) - int32(r.u32(tab)))
+	if slot >= r.u16(vt) {
+		return 0
+	}
+	if o := r.u16(vt + uint32(slot)); o != 0 && r.err == nil {
+		return tab + uint32(o)
+	}
+	return 0
+}
+
+// vector returns the first element and the length of the vector referenced at at, whose
+// elements of size bytes must lie in the buffer and in what is left to claim.
+func (r *fbReader) vector(at uint32, size int) (first uint32, n int) {
+	v := r.ref(at)
+	n = int(r.u32(v))
+	first = v + 4
+	if !r.in(first, uint64(n)*uint64(size)) {
+		return 0, 0
+	}
+	if r.left -= 4 + n*size; r.left < 0 {
+		r.failf("its vectors and strings claim more than its %d bytes", len(r.b))
+		return 0, 0
+	}
+	return first, n
+}
+
+// str checks the string referenced at at, if at is a field that is present.
+func (r *fbReader) str(at uint32) {
+	if at != 0 {
+		r.vector(at, 1)
+	}
+}
+
+// keyValues checks a custom_metadata list (KeyValue tables of two strings) stored at at.
+func (r *fbReader) keyValues(at uint32) {
+	if at == 0 {
+		return
+	}
+	first, n := r.vector(at, 4)
+	for i := 0; i < n && r.err == nil; i++ {
+		kv := r.ref(first + uint32(4*i))
+		r.str(r.slot(kv, 4))
+		r.str(r.slot(kv, 6))
+	}
+}
+
+// schema checks the Schema table at tab against want (see the top of the file).
+func (r *fbReader) schema(tab uint32, want *arrow.Schema) {
+	r.keyValues(r.slot(tab, 8))
+	var first uint32
+	var n int
+	if at := r.slot(tab, 6); at != 0 {
+		first, n = r.vector(at, 4)
+	}
+	if r.err == nil && n != want.NumFields() {
+		r.failf("%d columns, want %d", n, want.NumFields())
+	}
+	for i := 0; i < n && r.err == nil; i++ {
+		f := r.ref(first + uint32(4*i))
+		r.str(r.slot(f, 4)) // name
+		var typ uint8
+		if at := r.slot(f, 8); at != 0 {
+			typ = r.u8(at)
+		}
+		switch {
+		case r.err != nil:
+		case int(typ) >= len(schemaFlatbufferTypes) || !schemaFlatbufferTypes[typ]:
+			r.failf("column %d has type tag %d, not one walkeeper writes", i, typ)
+		case typ == flatbufferTypeTimestamp:
+			if at := r.slot(f, 10); at != 0 {
+				r.str(r.slot(r.ref(at), 6)) // time zone
+			}
+		}
+		if r.slot(f, 12) != 0 {
+			r.failf("column %d is dictionary-encoded", i)
+		}
+		if at := r.slot(f, 14); at != 0 {
+			if _, k := r.vector(at, 4); k != 0 {
+				r.failf("column %d has %d children", i, k)
+			}
+		}
+		r.keyValues(r.slot(f, 16))
+	}
+}
+
+// checkIPCSchema checks the schema of an Arrow IPC file where arrow's file reader takes it
+// from: the footer (the file ends with the footer, its length and the magic).
+func checkIPCSchema(data []byte, want *arrow.Schema) error {
+	const trailer = 10        // footer length (4 bytes) and "ARROW1"
+	const frame = 8 + trailer // and the leading "ARROW1\0\0"
+	if len(data) < frame+8 {
+		return fmt.Errorf("too short for an Arrow file (%d bytes)", len(data))
+	}
+	size := int(binary.LittleEndian.Uint32(data[len(data)-trailer:]))
+	if size <= 0 || size > len(data)-frame {
+		return fmt.Errorf("footer of %d bytes in a file of %d", size, len(data))
+	}
+	r := newFBReader(data[len(data)-trailer-size : len(data)-trailer])
+	footer := r.ref(0)
+	at := r.slot(footer, 6) // Footer.schema
+	if at == 0 && r.err == nil {
+		r.failf("footer without a schema")
+	}
+	r.schema(r.ref(at), want)
+	if r.err != nil {
+		return fmt.Errorf("schema: %w", r.err)
+	}
+	return nil
+}
+
+// checkIPCFile checks what arrow's file reader would otherwise take on trust from an Arrow
+// IPC file: its schema (checkIPCSchema) and its record batch messages (checkIPCBatches).
+func checkIPCFile(data []byte, want *arrow.Schema) error {
+	if err := checkIPCSchema(data, want); err != nil {
+		return err
+	}
+	return checkIPCBatches(data)
+}
+
+// checkIPCBatches checks the record batch messages an IPC file's footer lists (call after
+// checkIPCSchema, which checks the footer's length). arrow-go allocates a compressed buffer's
+// declared uncompressed size and a message's key-value list at its declared count, so a batch
+// must be uncompressed (walkeeper never compresses IPC) and its key-value list must fit its
+// metadata; and the blocks must follow one another, as the writer lays them out, so that a
+// footer cannot list one batch many times.
+func checkIPCBatches(data []byte) error {
+	const trailer = 10
+	size := int(binary.LittleEndian.Uint32(data[len(data)-trailer:]))
+	r := newFBReader(data[len(data)-trailer-size : len(data)-trailer])
+	var first uint32
+	var n int
+	if at := r.slot(r.ref(0), 10); at != 0 { // Footer.recordBatches: Blocks of 24 bytes
+		first, n = r.vector(at, 24)
+	}
+	if r.err != nil {
+		return fmt.Errorf("footer: %w", r.err)
+	}
+	var end int64
+	for i := 0; i < n; i++ {
+		blk := r.b[first+uint32(24*i):]
+		off := int64(binary.LittleEndian.Uint64(blk))
+		meta := int64(int32(binary.LittleEndian.Uint32(blk[8:])))
+		body := int64(binary.LittleEndian.Uint64(blk[16:]))
+		if off < end || meta < 8 || body < 0 || meta > int64(len(data))-off || body > int64(len(data))-off-meta {
+			return fmt.Errorf("record batch %d: block of %d+%d bytes at %d", i, meta, body, off)
+		}
+		end = off + meta + body
+		m := data[off : off+meta]
+		prefix := 4 // the metadata length, after a continuation marker since Arrow 0.15
+		if binary.LittleEndian.Uint32(m) == 0xFFFFFFFF {
+			prefix = 8
+		}
+		mr := newFBReader(m[prefix:])
+		msg := mr.ref(0)
+		mr.keyValues(mr.slot(msg, 12))                        // Message.custom_metadata
+		if at := mr.slot(msg, 6); at == 0 || mr.u8(at) != 3 { // Message.header_type: RecordBatch
+			mr.failf("not a record batch")
+		}
+		if at := mr.slot(msg, 8); at != 0 && mr.slot(mr.ref(at), 10) != 0 { // RecordBatch.compression
+			mr.failf("compressed")
+		}
+		if mr.err != nil {
+			return fmt.Errorf("record batch %d: %w", i, mr.err)
+		}
+	}
+	return nil
+}
+
+// arrowSchemaKey is where pqarrow stores the Arrow schema in a Parquet file's metadata.
+const arrowSchemaKey = "ARROW:schema"
+
+// checkStoredArrowSchema checks the Arrow schema a Parquet file stores, if it stores one:
+// pqarrow's ARROW:schema, an IPC schema message in base64, decoded as pqarrow decodes it.
+func checkStoredArrowSchema(kv metadata.KeyValueMetadata, want *arrow.Schema) error {
+	v := kv.FindValue(arrowSchemaKey)
+	if v == nil {
+		return nil // pqarrow derives the Arrow schema from the Parquet one
+	}
+	var msg []byte
+	var err error
+	if len(*v)%4 == 0 {
+		msg, err = base64.StdEncoding.DecodeString(*v)
+	}
+	if len(msg) == 0 || err != nil {
+		msg, err = base64.RawStdEncoding.DecodeString(*v)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", arrowSchemaKey, err)
+	}
+	// A message is a continuation marker (absent before Arrow 0.15), the metadata length and
+	// the Message flatbuffer, followed by a body that arrow allocates at its declared length.
+	if len(msg) >= 4 && binary.LittleEndian.Uint32(msg) == 0xFFFFFFFF {
+		msg = msg[4:]
+	}
+	if len(msg) < 8 {
+		return fmt.Errorf("%s: %d bytes, no message", arrowSchemaKey, len(msg))
+	}
+	n := int64(int32(binary.LittleEndian.Uint32(msg)))
+	if n < 4 || n > int64(len(msg)-4) {
+		return fmt.Errorf("%s: message of %d bytes in %d", arrowSchemaKey, n, len(msg)-4)
+	}
+	r := newFBReader(msg[4 : 4+n])
+	m := r.ref(0)
+	if at := r.slot(m, 6); at == 0 || r.u8(at) != 1 { // Message.header_type: Schema
+		r.failf("not a schema message")
+	}
+	if at := r.slot(m, 10); at != 0 && r.u64(at) > uint64(int64(len(msg))-4-n) { // Message.bodyLength
+		r.failf("declares a body of %d bytes", r.u64(at))
+	}
+	if at := r.slot(m, 8); at != 0 { // Message.header
+		r.schema(r.ref(at), want)
+	} else {
+		r.failf("message without a header")
+	}
+	if r.err != nil {
+		return fmt.Errorf("%s: %w", arrowSchemaKey, r.err)
+	}
+	return nil
+}

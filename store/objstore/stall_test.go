@@ -87,14 +87,14 @@ func TestStalledOperationFailsWithErrStalled(t *testing.T) {
 // The clock runs only while the storage is waited on: a listing whose callback, or a
 // streamed put whose writer, takes many stall timeouts of the caller's own time succeeds.
 func TestStallTimeoutSparesSlowCallers(t *testing.T) {
-	b := stallBucket(t)
+	b := stallBucket(t).WithStallTimeout(100 * time.Millisecond)
 	ctx := context.Background()
 	for i := range 3 {
 		require.NoError(t, b.Put(ctx, fmt.Sprintf("s/%d", i), []byte("x")))
 	}
 	seen := 0
 	require.NoError(t, b.Walk(ctx, "s/", func(objstore.ObjectInfo) error {
-		time.Sleep(3 * stallBound)
+		time.Sleep(200 * time.Millisecond)
 		seen++
 		return nil
 	}))
@@ -102,7 +102,7 @@ func TestStallTimeoutSparesSlowCallers(t *testing.T) {
 
 	n, err := b.PutFrom(ctx, "s/big", func(w io.Writer) error {
 		for range 3 {
-			time.Sleep(3 * stallBound)
+			time.Sleep(200 * time.Millisecond)
 			if _, err := w.Write(bytes.Repeat([]byte("y"), 1000)); err != nil {
 				return err
 			}
@@ -136,6 +136,38 @@ func TestS3EndpointThatNeverAnswersStalls(t *testing.T) {
 	_, err = within2(t, func() ([]byte, error) { return b.Get(ctx, "g/1") })
 	require.ErrorIs(t, err, objstore.ErrStalled)
 	require.False(t, errors.Is(err, objstore.ErrNotFound))
+}
+
+// A read that keeps receiving bytes is not cut, however long it takes in total: an S3
+// endpoint that sends an object in slices, the whole taking longer than the stall timeout.
+func TestS3SlowButSteadyReadIsNotCut(t *testing.T) {
+	s3test.SetCredentials(t)
+	const slices, gap, stall = 12, 150 * time.Millisecond, time.Second
+	body := bytes.Repeat([]byte("0123456789abcdef"), 64) // 1 KiB per slice
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			http.Error(w, "only GET", http.StatusNotImplemented)
+			return
+		}
+		w.Header().Set("Content-Length", fmt.Sprint(slices*len(body)))
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Header().Set("ETag", `"slow"`)
+		w.Header().Set("Last-Modified", time.Unix(0, 0).UTC().Format(http.TimeFormat))
+		w.WriteHeader(http.StatusOK)
+		for range slices {
+			time.Sleep(gap)
+			_, _ = w.Write(body)
+			w.(http.Flusher).Flush()
+		}
+	}))
+	t.Cleanup(srv.Close)
+	raw, err := objstore.OpenBucket(context.Background(), s3test.BucketURL(srv.URL, "slow"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = raw.Close() })
+	require.Greater(t, time.Duration(slices)*gap, stall, "the read must take longer than the stall timeout")
+	got, err := within2(t, func() ([]byte, error) { return raw.WithStallTimeout(stall).Get(context.Background(), "o/1") })
+	require.NoError(t, err)
+	require.Equal(t, bytes.Repeat(body, slices), got)
 }
 
 func within2[T any](t *testing.T, op func() (T, error)) (T, error) {

@@ -150,3 +150,12 @@ func TestHTTPClipsLongWaitContentTypeAndMethod(t *testing.T) {
 	body, _ := io.ReadAll(res.Body)
 	check("method", resp{status: res.StatusCode, header: res.Header, body: body}, http.StatusForbidden, CodeCrossOrigin)
 }
+
+// A storage request that made no progress for the stall timeout answers 504 timeout, not a
+// 500: the request may succeed when retried.
+func TestStalledStorageAnswersTimeout(t *testing.T) {
+	ae := classify(fmt.Errorf("seal: %w", store.ErrStalled))
+	if ae.Status != http.StatusGatewayTimeout || ae.Code != CodeTimeout {
+		t.Fatalf("classify(stalled) = %d %s, want 504 %s", ae.Status, ae.Code, CodeTimeout)
+	}
+}

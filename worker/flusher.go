@@ -36,7 +36,8 @@ type FlusherOptions struct {
 // the merge count trigger. Each store kind runs its own loop, so a kind with many or slow
 // stores never delays another kind's seal. Within a kind, stores are sealed one after
 // another; a seal that exceeds the per-store timeout is abandoned for the tick — it keeps
-// running in the background and its store is skipped until it returns.
+// running in the background and its store is skipped until it returns, which the bucket's
+// stall timeout guarantees (objstore.ErrStalled).
 type Flusher struct {
 	opts     FlusherOptions
 	triggers *mergeTriggers

@@ -115,6 +115,10 @@ func retryable(err error) bool {
 	return !appErr.NonRetryable() && !slices.Contains(contract.NonRetryableErrorTypes, appErr.Type())
 }
 
+// RefusedForGood reports whether err is a refusal that no retry changes (non-retryable once
+// ToTemporal has mapped it): a caller outside an activity backs off instead of retrying it.
+func RefusedForGood(err error) bool { return err != nil && !retryable(err) }
+
 // errMisconfigured reports a worker wired without a dependency; retrying cannot help.
 func errMisconfigured(msg string) error {
 	return temporal.NewNonRetryableApplicationError(msg, contract.ErrTypeMisconfigured, nil)

@@ -69,6 +69,11 @@ type Options struct {
 	// ResidentIdle evicts a store not opened, written or read for this long (default 10m,
 	// 0 = never).
 	ResidentIdle time.Duration
+	// StorageStallTimeout fails a storage operation that makes no progress (no byte moved,
+	// no answer) for this long with ErrStalled, so a request the storage never answers
+	// cannot hold a seal or a merge for ever (objstore.Bucket.WithStallTimeout; 0 = the
+	// bucket's own, objstore.DefaultStallTimeout unless the bucket was given one).
+	StorageStallTimeout time.Duration
 	// Now is the clock (tests); defaults to time.Now.
 	Now func() time.Time
 }
@@ -168,6 +173,9 @@ func OpenDBOnBucket(b *objstore.Bucket, opts Options) *DB {
 	m := opts.Metrics
 	if m == nil {
 		m = NewMetrics(nil, nil)
+	}
+	if opts.StorageStallTimeout > 0 {
+		b = b.WithStallTimeout(opts.StorageStallTimeout)
 	}
 	return &DB{
 		bucket:  b,

@@ -39,6 +39,9 @@ var (
 	// read's files in time (read_bound.go). Retry later; the text keeps "merge memory budget
 	// busy", which callers and alerts already match.
 	ErrBudgetBusy = errors.New("merge memory budget busy")
+	// ErrStalled: a storage operation made no progress for Options.StorageStallTimeout and
+	// was abandoned; retrying may succeed.
+	ErrStalled = objstore.ErrStalled
 	// ErrClosed: the handle was closed.
 	ErrClosed = objstore.ErrClosed
 

@@ -252,7 +252,7 @@ func TestAPIDocListsEveryErrorCode(t *testing.T) {
 	for _, err := range []error{store.ErrInvalidInput, store.ErrKeyTooLong, store.ErrAppendTooLarge, store.ErrNotFound, store.ErrAlreadyExists,
 		store.ErrTooManyPending, store.ErrConflict, store.ErrStalePreparation, store.ErrBudgetBusy,
 		store.ErrFenced, store.ErrClosed, store.ErrCorrupt, context.Canceled, context.DeadlineExceeded,
-		&http.MaxBytesError{Limit: 1}, errors.New("unmarked")} {
+		store.ErrStalled, &http.MaxBytesError{Limit: 1}, errors.New("unmarked")} {
 		ae := classify(err)
 		if want, ok := codes[ae.Code]; !ok || ae.Status != want {
 			t.Errorf("classify(%v) = %d %s; httperr.go documents %s as %d", err, ae.Status, ae.Code, ae.Code, want)

@@ -56,8 +56,10 @@ type Config struct {
 
 	FlushInterval time.Duration
 	FlushTimeout  time.Duration // 0: max(5 × FlushInterval, 30s)
-	PendingWarn   int
-	PendingMax    int
+	// StorageStallTimeout: a storage request without progress for this long fails (0 = 2m).
+	StorageStallTimeout time.Duration
+	PendingWarn         int
+	PendingMax          int
 
 	MaxBodyBytes     int64
 	BodyBudgetBytes  int64
@@ -194,6 +196,7 @@ func (c *Config) StoreOptions() store.Options {
 		o.ReadBudget = store.NewBudget(c.ReadBudgetBytes)
 	}
 	o.CompactDemandRuns = c.CompactDemandRuns
+	o.StorageStallTimeout = c.StorageStallTimeout
 	return o
 }
 
@@ -286,6 +289,7 @@ func (c *Config) Validate() error {
 		{"merge-after-generations", int64(c.MergeAfterGenerations)},
 		{"flush-interval", int64(c.FlushInterval)},
 		{"flush-timeout", int64(c.FlushTimeout)},
+		{"storage-stall-timeout", int64(c.StorageStallTimeout)},
 		{"pending-warn", int64(c.PendingWarn)},
 		{"pending-max", int64(c.PendingMax)},
 		{"max-row-bytes", int64(c.MaxRowBytes)},

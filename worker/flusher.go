@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -35,7 +36,8 @@ type FlusherOptions struct {
 // the merge count trigger. Each store kind runs its own loop, so a kind with many or slow
 // stores never delays another kind's seal. Within a kind, stores are sealed one after
 // another; a seal that exceeds the per-store timeout is abandoned for the tick — it keeps
-// running in the background and its store is skipped until it returns.
+// running in the background and its store is skipped until it returns, which the bucket's
+// stall timeout guarantees (objstore.ErrStalled).
 type Flusher struct {
 	opts     FlusherOptions
 	triggers *mergeTriggers
@@ -181,12 +183,17 @@ func (fl *Flusher) flushStore(ctx context.Context, s *store.Store) {
 	unhook := context.AfterFunc(ctx, cancelSeal)
 	done := make(chan flushOutcome, 1)
 	started := time.Now()
+	var abandoned atomic.Bool
 	fl.seals.Go(func() {
 		defer cancelSeal()
 		defer unhook()
 		res, err := fl.opts.Flush(sealCtx, s)
 		if err == nil {
 			fl.metrics.flusherFlush.Observe(time.Since(started).Seconds())
+		} else if abandoned.Load() && sealCtx.Err() == nil {
+			// Nobody waits for an abandoned seal any more, so its failure is reported here.
+			fl.log.Warn("flush sweeper: an abandoned seal failed; the next tick seals the store again",
+				zap.String("target", key), zap.String("kind", kind), zap.Error(err))
 		}
 		fl.mu.Lock()
 		delete(fl.inflight, key)
@@ -200,6 +207,7 @@ func (fl *Flusher) flushStore(ctx context.Context, s *store.Store) {
 	select {
 	case out = <-done:
 	case <-timer.C:
+		abandoned.Store(true)
 		fl.metrics.flusherTimeouts.WithLabelValues(kind).Inc()
 		fl.metrics.Store.FlushTotal.WithLabelValues(kind, "timeout").Inc()
 		fl.log.Warn("flush sweeper timed out; abandoning this store this tick",

@@ -2,8 +2,10 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
 // testDB opens a real store.DB on a fresh file:// root with one rollout and one generic store.
@@ -375,4 +378,79 @@ func (fl *Flusher) FlushOnce(ctx context.Context) {
 	}
 	wg.Wait()
 	fl.triggers.wait()
+}
+
+// A seal whose storage write never answers must not keep its store skipped for ever: the
+// bucket's stall timeout fails the abandoned seal (a typed error, counted as a failed
+// flush), and a later pass seals the store.
+func TestFlusherSealHungOnStorageFailsAndALaterPassSeals(t *testing.T) {
+	ctx := context.Background()
+	var hang atomic.Bool
+	hang.Store(true)
+	raw, err := objstore.OpenBucket(ctx, fmt.Sprintf("mem://flush-hang-%d", time.Now().UnixNano()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = raw.Close() })
+	b := raw.WithFaults(objstore.HangFaults{Hang: func(op, key string) bool {
+		return hang.Load() && op == objstore.OpPut && strings.Contains(key, "/gen/")
+	}})
+	m := NewMetrics(nil)
+	opts := store.DefaultOptions()
+	opts.InstanceID = "hang-test"
+	opts.Logger = zaptest.NewLogger(t)
+	opts.Metrics = m.Store
+	opts.StorageStallTimeout = 50 * time.Millisecond
+	db := store.OpenDBOnBucket(b, opts)
+	t.Cleanup(func() { _ = db.Close(context.Background()) })
+	sch := store.Schema{Fields: []store.Field{{Name: "id", Type: "string"}}}
+	ge, err := db.Create(ctx, store.Target{Kind: store.KindGeneric, Name: "hung"}, store.CreateOptions{Schema: &sch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendIDs(t, ge, "g1")
+
+	var mu sync.Mutex
+	var sealErr error
+	sealed := make(chan struct{})
+	fl := NewFlusher(FlusherOptions{
+		Timeout:  time.Millisecond, // every pass abandons the hung seal at once
+		Logger:   zaptest.NewLogger(t),
+		Metrics:  m,
+		Resident: db.Resident,
+		Flush: func(ctx context.Context, s *store.Store) (store.FlushResult, error) {
+			res, err := s.Flush(ctx)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil && sealErr == nil {
+				sealErr = err
+				hang.Store(false) // the storage answers again
+			}
+			if res.Sealed {
+				close(sealed)
+			}
+			return res, err
+		},
+	})
+	t.Cleanup(func() { _ = fl.Stop(context.Background()) })
+	deadline := time.After(30 * time.Second)
+	for done := false; !done; {
+		fl.FlushKind(ctx, store.KindGeneric)
+		select {
+		case <-sealed:
+			done = true
+		case <-deadline:
+			t.Fatalf("store not sealed after 30s of passes (skipped %v times): the hung seal held it",
+				testutil.ToFloat64(m.flusherSkipped.WithLabelValues("generic")))
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !errors.Is(sealErr, store.ErrStalled) {
+		t.Fatalf("the hung seal failed with %v, want store.ErrStalled", sealErr)
+	}
+	if got := testutil.ToFloat64(m.Store.FlushTotal.WithLabelValues("generic", "failed")); got < 1 {
+		t.Fatalf("walkeeper_flush_total{result=failed} = %v, want the stalled seal counted", got)
+	}
 }

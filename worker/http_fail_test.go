@@ -197,3 +197,12 @@ func TestHTTPAppendsAgainstADamagedWALClaimOnce(t *testing.T) {
 		t.Fatalf("10 refused appends published %d shard manifest versions, want at most 1 (one claim)", n)
 	}
 }
+
+// A storage request that made no progress for the stall timeout answers 504 timeout, not a
+// 500: the request may succeed when retried.
+func TestStalledStorageAnswersTimeout(t *testing.T) {
+	ae := classify(fmt.Errorf("seal: %w", store.ErrStalled))
+	if ae.Status != http.StatusGatewayTimeout || ae.Code != CodeTimeout {
+		t.Fatalf("classify(stalled) = %d %s, want 504 %s", ae.Status, ae.Code, CodeTimeout)
+	}
+}

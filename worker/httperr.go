@@ -97,6 +97,7 @@ var errorAnswers = []struct {
 	{store.ErrCorrupt, http.StatusInternalServerError, CodeCorrupt, 0},
 	{context.Canceled, StatusClientClosedRequest, CodeCanceled, 0},
 	{context.DeadlineExceeded, http.StatusGatewayTimeout, CodeTimeout, 0},
+	{store.ErrStalled, http.StatusGatewayTimeout, CodeTimeout, 0},
 }
 
 // classify is the one place mapping errors (store marks, body-reader errors, context errors)

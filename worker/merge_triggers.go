@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
 
+	"github.com/walkeeper/walkeeper/activities"
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
 )
@@ -34,6 +35,24 @@ func TemporalMergeStarter(c client.Client, runTimeout time.Duration, weights con
 // startTimeout bounds one workflow start.
 const startTimeout = 10 * time.Second
 
+// A start refused for good (activities.RefusedForGood: an invalid request, an unknown
+// namespace, a caller not admitted) is not tried again for that target before its backoff
+// ends: refusedBackoffMin, doubled by every further refusal up to refusedBackoffMax, which
+// stays inside the 10m window of WalkeeperMergeTriggersFailing so the alert keeps firing.
+// At most maxRefusedTargets targets are remembered; a newer one evicts the one whose backoff
+// ends first, which is then only retried sooner.
+const (
+	refusedBackoffMin = 30 * time.Second
+	refusedBackoffMax = 5 * time.Minute
+	maxRefusedTargets = 4096
+)
+
+// refusal is the backoff of one target whose last start was refused for good.
+type refusal struct {
+	until time.Time     // no start for the target before this
+	delay time.Duration // the backoff that ends at until
+}
+
 // maxStartsInFlight bounds concurrent trigger starts per worker; beyond it a start is
 // deferred (count trigger: retried after the next flush of that store).
 const maxStartsInFlight = 8
@@ -43,7 +62,8 @@ const maxStartsInFlight = 8
 // too many pending generations). It never merges in-process. Starts run in the background, so
 // a slow or unreachable Temporal frontend never holds a flush or an HTTP response; one start
 // per target at a time. A failed count start is remembered and retried after the next
-// successful flush of that store, even if that flush sealed nothing.
+// successful flush of that store, even if that flush sealed nothing, unless it was refused for
+// good: then the target backs off (refusal).
 type mergeTriggers struct {
 	start     MergeStarter // nil: off (HTTP-only mode)
 	threshold int          // count threshold; 0: count trigger off
@@ -55,10 +75,13 @@ type mergeTriggers struct {
 	metrics    *Metrics
 	life       context.Context // ends at Flusher.Stop
 
+	now func() time.Time // the clock of the refusal backoffs (tests)
+
 	mu       sync.Mutex
-	retry    map[string]bool // target -> last count start failed
-	inflight map[string]bool // target -> a start is running
-	stopped  bool            // stop was called: fire launches nothing
+	retry    map[string]bool    // target -> last count start failed
+	refused  map[string]refusal // target -> its last start was refused for good
+	inflight map[string]bool    // target -> a start is running
+	stopped  bool               // stop was called: fire launches nothing
 	wg       sync.WaitGroup
 }
 
@@ -97,6 +120,10 @@ func (tg *mergeTriggers) fire(trigger string, t store.Target, pending int, reaso
 		tg.mu.Unlock()
 		return false // the worker is stopping: a start now would outlive stop's wait
 	}
+	if r, ok := tg.refused[key]; ok && tg.clock().Before(r.until) {
+		tg.mu.Unlock()
+		return false // refused for good a moment ago: the count retry waits for the backoff
+	}
 	if tg.inflight[key] || len(tg.inflight) >= maxStartsInFlight {
 		if trigger == TriggerCount && !tg.inflight[key] {
 			tg.retry[key] = true
@@ -121,6 +148,7 @@ func (tg *mergeTriggers) fire(trigger string, t store.Target, pending int, reaso
 		tg.metrics.trigger(trigger, err)
 		tg.mu.Lock()
 		delete(tg.inflight, key)
+		backoff := tg.noteRefusalLocked(key, err)
 		if trigger == TriggerCount {
 			if err != nil {
 				tg.retry[key] = true
@@ -131,13 +159,46 @@ func (tg *mergeTriggers) fire(trigger string, t store.Target, pending int, reaso
 		tg.mu.Unlock()
 		if err != nil {
 			tg.log.Warn("could not start MergeWal", zap.String("trigger", trigger), zap.String("target", key),
-				zap.Int("pending", pending), zap.Error(err))
+				zap.Int("pending", pending), zap.Duration("refused_for_good_backoff", backoff), zap.Error(err))
 			return
 		}
 		tg.log.Info("started MergeWal", zap.String("trigger", trigger), zap.String("target", key),
 			zap.Int("pending", pending), zap.String("workflow_id", run.GetID()), zap.String("run_id", run.GetRunID()))
 	}()
 	return true
+}
+
+func (tg *mergeTriggers) clock() time.Time {
+	if tg.now != nil {
+		return tg.now()
+	}
+	return time.Now()
+}
+
+// noteRefusalLocked records the outcome of a start of key in the refusal backoffs and returns
+// the backoff it set (0: none). Only a refusal for good backs off; any other outcome ends it.
+func (tg *mergeTriggers) noteRefusalLocked(key string, err error) time.Duration {
+	if !activities.RefusedForGood(err) {
+		delete(tg.refused, key)
+		return 0
+	}
+	if tg.refused == nil {
+		tg.refused = map[string]refusal{}
+	}
+	r, ok := tg.refused[key]
+	r.delay = min(max(2*r.delay, refusedBackoffMin), refusedBackoffMax)
+	if !ok && len(tg.refused) >= maxRefusedTargets {
+		var first string
+		for k, o := range tg.refused {
+			if first == "" || o.until.Before(tg.refused[first].until) {
+				first = k
+			}
+		}
+		delete(tg.refused, first)
+	}
+	r.until = tg.clock().Add(r.delay)
+	tg.refused[key] = r
+	return r.delay
 }
 
 // urgent: the store refuses appends (the debt trigger fires only then) or its own shard is
@@ -182,6 +243,11 @@ func (tg *mergeTriggers) forgetUnflushed(k store.Kind, flushed []*store.Store) {
 	for key := range tg.retry {
 		if strings.HasPrefix(key, prefix) && !keep[key] {
 			delete(tg.retry, key)
+		}
+	}
+	for key := range tg.refused {
+		if strings.HasPrefix(key, prefix) && !keep[key] {
+			delete(tg.refused, key)
 		}
 	}
 	tg.mu.Unlock()

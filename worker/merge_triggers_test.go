@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.temporal.io/api/serviceerror"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/walkeeper/walkeeper/contract"
@@ -119,6 +120,86 @@ func TestCountTriggerFailureIsNotAFlushFailure(t *testing.T) {
 	sw.FlushOnce(context.Background()) // nothing sealed, nothing to retry
 	if rs.count() != 2 {
 		t.Fatalf("starts = %d after a successful retry", rs.count())
+	}
+}
+
+// A count start refused for good (here the frontend's InvalidArgument) is not tried on every
+// flush pass: the store backs off, 30s doubling up to 5m, each refusal still logged and
+// counted; a start that goes through ends the backoff. A start that may succeed on retry
+// keeps its retry on the next pass (TestCountTriggerFailureIsNotAFlushFailure).
+func TestCountTriggerBacksOffAStartRefusedForGood(t *testing.T) {
+	m := NewMetrics(nil)
+	db, _, ge := testDB(t, m)
+	rs := &recStarter{}
+	rs.setFail(serviceerror.NewInvalidArgument("workflow id too long"))
+	sw := NewFlusher(FlusherOptions{Interval: time.Hour, MergeAfterGenerations: 1, Start: rs.start,
+		Logger: zaptest.NewLogger(t), Metrics: m, Resident: db.Resident})
+	now := time.Unix(1_000_000, 0)
+	sw.triggers.now = func() time.Time { return now }
+	passes := func(n int) {
+		for range n {
+			sw.FlushOnce(context.Background())
+		}
+	}
+	expect := func(starts int) {
+		t.Helper()
+		if rs.count() != starts {
+			t.Fatalf("starts = %d, want %d", rs.count(), starts)
+		}
+		if got := testutil.ToFloat64(m.triggerStarts.WithLabelValues(TriggerCount, ResultFailed)); int(got) != starts {
+			t.Fatalf("trigger_starts_total{count,failed} = %v, want every refusal counted (%d)", got, starts)
+		}
+	}
+
+	appendIDs(t, ge, "g1")
+	passes(5) // the first seals and is refused; the next four fall inside the backoff
+	expect(1)
+	for i, delay := range []time.Duration{30 * time.Second, time.Minute, 2 * time.Minute, 4 * time.Minute, 5 * time.Minute, 5 * time.Minute} {
+		now = now.Add(delay - time.Second)
+		passes(3)
+		expect(1 + i)
+		now = now.Add(time.Second)
+		passes(3)
+		expect(2 + i)
+	}
+
+	rs.setFail(nil)
+	now = now.Add(5 * time.Minute)
+	passes(1)
+	if rs.count() != 8 {
+		t.Fatalf("starts = %d after the refusal ended, want 8", rs.count())
+	}
+	appendIDs(t, ge, "g2")
+	passes(1) // a seal at the threshold starts at once again: the backoff ended
+	if rs.count() != 9 {
+		t.Fatalf("starts = %d, want the next seal to start without backoff", rs.count())
+	}
+}
+
+// The refusal backoffs remember at most maxRefusedTargets targets; the one whose backoff
+// ends first makes room.
+func TestRefusedTargetsAreBounded(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	tg := &mergeTriggers{now: func() time.Time { return now }}
+	refused := serviceerror.NewNamespaceNotFound("walkeeper")
+	tg.noteRefusalLocked("generic:first", refused)
+	tg.noteRefusalLocked("generic:first", refused) // backoff 1m: ends last
+	for i := range maxRefusedTargets + 10 {
+		now = now.Add(time.Millisecond)
+		tg.noteRefusalLocked(fmt.Sprintf("generic:s%05d", i), refused)
+	}
+	if len(tg.refused) != maxRefusedTargets {
+		t.Fatalf("%d targets remembered, want at most %d", len(tg.refused), maxRefusedTargets)
+	}
+	if _, ok := tg.refused["generic:first"]; !ok {
+		t.Fatal("evicted the target whose backoff ends last")
+	}
+	if _, ok := tg.refused["generic:s00000"]; ok {
+		t.Fatal("kept the target whose backoff ends first")
+	}
+	tg.noteRefusalLocked("generic:first", errors.New("temporal unreachable"))
+	if _, ok := tg.refused["generic:first"]; ok {
+		t.Fatal("a failure that may succeed on retry kept the backoff")
 	}
 }
 

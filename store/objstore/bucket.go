@@ -80,7 +80,8 @@ type backend interface {
 // the conformance suite in internal/testkit/bucketconformance.
 type Bucket struct {
 	core   *bucketCore
-	faults Faults // nil = none (WithFaults)
+	faults Faults        // nil = none (WithFaults)
+	stall  time.Duration // 0 = DefaultStallTimeout (WithStallTimeout)
 }
 
 // bucketCore is the state shared by a Bucket and the fault-injecting views made from it.
@@ -148,7 +149,7 @@ func (b *Bucket) WithFaults(f Faults) *Bucket {
 	if b == nil {
 		return nil
 	}
-	return &Bucket{core: b.core, faults: f}
+	return &Bucket{core: b.core, faults: f, stall: b.stall}
 }
 
 // Alloc returns an empty buffer of capacity at least n for the bytes of one read, so that a
@@ -174,7 +175,7 @@ func (b *Bucket) GetAtMost(ctx context.Context, key string, limit int64, alloc A
 
 func (b *Bucket) getLimit(ctx context.Context, key string, limit int64, alloc Alloc) ([]byte, error) {
 	var data []byte
-	err := b.do(ctx, OpGet, key, CheckKey, func(be backend) error {
+	err := b.do(ctx, OpGet, key, CheckKey, func(ctx context.Context, be backend) error {
 		var err error
 		data, err = be.get(ctx, key, limit, alloc)
 		return err
@@ -189,7 +190,7 @@ func (b *Bucket) getLimit(ctx context.Context, key string, limit int64, alloc Al
 // bytes, never a mix: object stores replace atomically, and file:// writes a temp file in the
 // target directory, fsyncs it, renames it over the key and fsyncs the directory.
 func (b *Bucket) Put(ctx context.Context, key string, data []byte) error {
-	return b.do(ctx, OpPut, key, CheckKey, func(be backend) error {
+	return b.do(ctx, OpPut, key, CheckKey, func(ctx context.Context, be backend) error {
 		return be.put(ctx, key, data, false)
 	})
 }
@@ -202,9 +203,14 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte) error {
 // It is the same operation as Put for fault injection (OpPut). It returns the bytes written.
 func (b *Bucket) PutFrom(ctx context.Context, key string, write func(io.Writer) error) (int64, error) {
 	var n int64
-	err := b.do(ctx, OpPut, key, CheckKey, func(be backend) error {
+	err := b.do(ctx, OpPut, key, CheckKey, func(ctx context.Context, be backend) error {
 		var err error
-		n, err = be.putFrom(ctx, key, write)
+		wd := watchdogOf(ctx)
+		n, err = be.putFrom(ctx, key, func(w io.Writer) error {
+			wd.pause() // until the first Write: the writer is the caller's code
+			defer wd.progress()
+			return write(stallWriter{w, wd})
+		})
 		return err
 	})
 	return n, err
@@ -224,7 +230,7 @@ func (b *Bucket) PutFrom(ctx context.Context, key string, write func(io.Writer) 
 // Any error other than ErrAlreadyExists leaves the outcome unknown (the object may have
 // landed); callers re-read the key to find out.
 func (b *Bucket) PutIfAbsent(ctx context.Context, key string, data []byte) error {
-	return b.do(ctx, OpPutIfAbsent, key, CheckKey, func(be backend) error {
+	return b.do(ctx, OpPutIfAbsent, key, CheckKey, func(ctx context.Context, be backend) error {
 		return be.put(ctx, key, data, true)
 	})
 }
@@ -232,7 +238,7 @@ func (b *Bucket) PutIfAbsent(ctx context.Context, key string, data []byte) error
 // Exists reports whether an object is stored under key.
 func (b *Bucket) Exists(ctx context.Context, key string) (bool, error) {
 	var ok bool
-	err := b.do(ctx, OpExists, key, CheckKey, func(be backend) error {
+	err := b.do(ctx, OpExists, key, CheckKey, func(ctx context.Context, be backend) error {
 		var err error
 		ok, err = be.exists(ctx, key)
 		return err
@@ -247,7 +253,7 @@ func (b *Bucket) Exists(ctx context.Context, key string) (bool, error) {
 // On file:// the directories left empty are removed too, so ListDirs answers the same as on
 // an object store (which has no directories at all).
 func (b *Bucket) Delete(ctx context.Context, key string) error {
-	return b.do(ctx, OpDelete, key, CheckKey, func(be backend) error {
+	return b.do(ctx, OpDelete, key, CheckKey, func(ctx context.Context, be backend) error {
 		return be.delete(ctx, key)
 	})
 }
@@ -277,11 +283,11 @@ func (b *Bucket) ListDirs(ctx context.Context, prefix string) ([]string, error) 
 		prefix += "/"
 	}
 	var out []string
-	err := b.do(ctx, OpListDirs, prefix, checkPrefix, func(be backend) error {
-		return be.listDirs(ctx, prefix, func(name string) error {
+	err := b.do(ctx, OpListDirs, prefix, checkPrefix, func(ctx context.Context, be backend) error {
+		return be.listDirs(ctx, prefix, callerFn(ctx, func(name string) error {
 			out = append(out, name)
 			return nil
-		})
+		}))
 	})
 	if err != nil {
 		return nil, err
@@ -293,8 +299,11 @@ func (b *Bucket) ListDirs(ctx context.Context, prefix string) ([]string, error) 
 // do runs one operation on the backend after the handle and input checks, between the
 // view's Faults.Before and Faults.After, and adds the operation and key to the error.
 // Invalid input is reported before the hook, so faults only see real calls; a context
-// already done reaches no backend.
-func (b *Bucket) do(ctx context.Context, op, key string, check func(string) error, fn func(backend) error) error {
+// already done reaches no backend. The operation, faults included, runs under a context
+// that the stall timeout cancels once the storage makes no progress for that long
+// (stall.go): a request the server never answers fails with ErrStalled instead of holding
+// its caller for ever.
+func (b *Bucket) do(ctx context.Context, op, key string, check func(string) error, fn func(context.Context, backend) error) error {
 	if b == nil || b.core == nil || b.core.closed.Load() {
 		return ErrClosed
 	}
@@ -304,19 +313,31 @@ func (b *Bucket) do(ctx context.Context, op, key string, check func(string) erro
 	if err := check(key); err != nil {
 		return wrapOp(op, key, err)
 	}
+	sctx, wd, stop := watch(ctx, b.StallTimeout())
+	defer stop()
+	return wrapOp(op, key, wd.explain(ctx, b.run(sctx, op, key, fn)))
+}
+
+// run is do's call of the backend between the faults.
+func (b *Bucket) run(ctx context.Context, op, key string, fn func(context.Context, backend) error) error {
 	call := func() error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		return fn(b.core.be)
+		return fn(ctx, b.core.be)
 	}
 	if b.faults == nil {
-		return wrapOp(op, key, call())
+		return call()
+	}
+	if cf, ok := b.faults.(ContextFaults); ok {
+		if err := cf.BeforeContext(ctx, op, key); err != nil {
+			return err
+		}
 	}
 	if err := b.faults.Before(op, key); err != nil {
-		return wrapOp(op, key, err)
+		return err
 	}
-	return wrapOp(op, key, b.faults.After(op, key, call()))
+	return b.faults.After(op, key, call())
 }
 
 // wrapOp adds the operation and key to err, keeping the sentinel for errors.Is.

@@ -19,6 +19,9 @@ var (
 	ErrInvalidInput = target.ErrInvalidInput
 	// ErrTooLarge: an object is longer than the caller said it may be (GetAtMost).
 	ErrTooLarge = errors.New("object larger than the read limit")
+	// ErrStalled: the storage made no progress on an operation for the bucket's stall
+	// timeout (stall.go); the operation was abandoned and may be retried.
+	ErrStalled = errors.New("storage stalled")
 	// ErrClosed: the bucket was closed.
 	ErrClosed = errors.New("closed")
 )

@@ -45,7 +45,9 @@ func (g *gocloudBackend) get(ctx context.Context, key string, limit int64, alloc
 		return nil, mapErr(err)
 	}
 	defer r.Close()
-	return readSized(r, r.Size(), limit, alloc)
+	wd := watchdogOf(ctx)
+	wd.progress() // the storage answered
+	return readSized(progressReader{r, wd}, r.Size(), limit, alloc)
 }
 
 func (g *gocloudBackend) putFrom(ctx context.Context, key string, write func(io.Writer) error) (int64, error) {
@@ -186,7 +188,7 @@ var errUploadEnded = errors.New("store: upload ended before the writer finished"
 // so every lost commit race on azblob:// crashed the process (docs/STORAGE.md §4; regression:
 // test/backends on Azurite). Upload hands the reader to the driver, which opens no pipe.
 func (g *gocloudBackend) upload(ctx context.Context, key string, data []byte, ifNotExist bool) error {
-	return g.bkt.Upload(ctx, key, bytes.NewReader(data), writerOpts(ifNotExist))
+	return g.bkt.Upload(ctx, key, progressReader{bytes.NewReader(data), watchdogOf(ctx)}, writerOpts(ifNotExist))
 }
 
 func writerOpts(ifNotExist bool) *blob.WriterOptions {

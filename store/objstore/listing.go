@@ -19,8 +19,8 @@ const MaxListPage = 1000
 // size), so the keys of one "directory" (a prefix ending in "/") are always contiguous. An
 // error from fn stops the walk and is returned.
 func (b *Bucket) Walk(ctx context.Context, prefix string, fn func(ObjectInfo) error) error {
-	return b.do(ctx, OpList, prefix, checkPrefix, func(be backend) error {
-		return be.list(ctx, prefix, fn)
+	return b.do(ctx, OpList, prefix, checkPrefix, func(ctx context.Context, be backend) error {
+		return be.list(ctx, prefix, callerFn(ctx, fn))
 	})
 }
 
@@ -39,8 +39,8 @@ func (b *Bucket) ListPageWhere(ctx context.Context, prefix, after string, limit 
 	limit = min(max(limit, 1), MaxListPage)
 	out := make([]ObjectInfo, 0, min(limit, 64))
 	more := false
-	err := b.do(ctx, OpList, prefix, checkPrefix, func(be backend) error {
-		err := be.listFrom(ctx, prefix, after, func(o ObjectInfo) error {
+	err := b.do(ctx, OpList, prefix, checkPrefix, func(ctx context.Context, be backend) error {
+		err := be.listFrom(ctx, prefix, after, callerFn(ctx, func(o ObjectInfo) error {
 			if keep != nil && !keep(o) {
 				return nil
 			}
@@ -50,7 +50,7 @@ func (b *Bucket) ListPageWhere(ctx context.Context, prefix, after string, limit 
 			}
 			out = append(out, o)
 			return nil
-		})
+		}))
 		if errors.Is(err, errPageFull) {
 			return nil
 		}

@@ -129,7 +129,8 @@ func runMemoryMerges(ctx context.Context, o Options, res *Result, dir string, bu
 			}
 			g := spreadOf(runs.growth)
 			goal := memoryGoal(budget, v.memLimit)
-			t.Rows = append(t.Rows, append([]string{fmt.Sprintf("%d MiB", budget>>20), v.name}, runs.cells(fmt.Sprintf("%.0f", goal), fmt.Sprint(runs.maxWaiting), fmt.Sprint(runs.prepared))...))
+			t.Rows = append(t.Rows, []string{fmt.Sprintf("%d MiB", budget>>20), v.name, spreadOf(runs.hwm).fmt("%.0f"), spreadOf(runs.start).fmt("%.0f"), g.fmt("%.0f"),
+				fmt.Sprintf("%.0f", goal), fmt.Sprintf("%.0f", mib(runs.maxReserved)), fmt.Sprintf("%.0f", mib(runs.maxAllocated)), fmt.Sprintf("%.0f", mib(runs.maxHeap)), fmt.Sprint(runs.maxWaiting), fmt.Sprint(runs.prepared), spreadOf(runs.elapsed).fmt("%.1f")})
 			res.target(fmt.Sprintf("%d MiB, %s: peak RSS growth", budget>>20, v.key), fmt.Sprintf("≤ %.0f MiB", goal), g.fmt("%.0f")+" MiB", g.Max <= goal)
 			res.target(fmt.Sprintf("%d MiB, %s: reserved never above budget", budget>>20, v.key), fmt.Sprintf("≤ %d MiB", budget>>20), fmt.Sprintf("%.0f MiB", mib(runs.maxReserved)), runs.maxReserved <= budget)
 			prefix := fmt.Sprintf("b%d_%s", budget>>20, v.key)
@@ -196,7 +197,8 @@ func runMemoryReads(ctx context.Context, o Options, res *Result, dir string) err
 			goal = fmt.Sprintf("%.0f", lim)
 			res.target(rv.key+": peak RSS growth", fmt.Sprintf("≤ %.0f MiB", lim), g.fmt("%.0f")+" MiB", g.Max <= lim)
 		}
-		rt.Rows = append(rt.Rows, append([]string{rv.name}, runs.cells(goal, fmt.Sprint(runs.busy))...))
+		rt.Rows = append(rt.Rows, []string{rv.name, spreadOf(runs.hwm).fmt("%.0f"), spreadOf(runs.start).fmt("%.0f"), g.fmt("%.0f"), goal,
+			fmt.Sprintf("%.0f", mib(runs.maxReserved)), fmt.Sprintf("%.0f", mib(runs.maxAllocated)), fmt.Sprintf("%.0f", mib(runs.maxHeap)), fmt.Sprint(runs.busy), spreadOf(runs.elapsed).fmt("%.1f")})
 		res.values(rv.key+"_", map[string]float64{"growth_mib": g.Median, "lists": float64(runs.prepared), "max_reserved": float64(runs.maxReserved)})
 	}
 	res.Values["read_budget"] = float64(memoryBudgets(o)[0])
@@ -227,23 +229,15 @@ type memoryRuns struct {
 	maxWaiting, prepared, busy         int
 }
 
-// cells are the table cells both parts report for r: peak RSS, RSS before, growth, goal, the
-// reserved, allocated and heap maxima, the part's own counts, time.
-func (r memoryRuns) cells(goal string, counts ...string) []string {
-	cs := []string{spreadOf(r.hwm).fmt("%.0f"), spreadOf(r.start).fmt("%.0f"), spreadOf(r.growth).fmt("%.0f"), goal,
-		fmt.Sprintf("%.0f", mib(r.maxReserved)), fmt.Sprintf("%.0f", mib(r.maxAllocated)), fmt.Sprintf("%.0f", mib(r.maxHeap))}
-	return append(append(cs, counts...), spreadOf(r.elapsed).fmt("%.1f"))
-}
-
 // runMemoryChildren runs the child o.reps() times with p (and GOMEMLIMIT = memLimit, when
 // set) and collects what they measured.
 func runMemoryChildren(ctx context.Context, o Options, p memoryChildParams, memLimit int64) (memoryRuns, error) {
 	var r memoryRuns
-	var extra []string
-	if memLimit > 0 {
-		extra = append(extra, "GOMEMLIMIT="+strconv.FormatInt(memLimit, 10))
-	}
 	for rep := 0; rep < o.reps(); rep++ {
+		var extra []string
+		if memLimit > 0 {
+			extra = append(extra, "GOMEMLIMIT="+strconv.FormatInt(memLimit, 10))
+		}
 		cmd, err := childCmd(ctx, o, "memory", p, extra...)
 		if err != nil {
 			return r, err

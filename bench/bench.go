@@ -432,6 +432,15 @@ func spreadOf(xs []float64) spread {
 	return spread{Median: med, Min: s[0], Max: s[len(s)-1], N: len(s)}
 }
 
+// spreadBy is the spread of f over xs.
+func spreadBy[T any](xs []T, f func(T) float64) spread {
+	vs := make([]float64, len(xs))
+	for i, x := range xs {
+		vs[i] = f(x)
+	}
+	return spreadOf(vs)
+}
+
 // fmt renders "median (min–max, n=N)" with the given format for each number.
 func (s spread) fmt(f string) string {
 	if s.N <= 1 {

@@ -333,6 +333,9 @@ func TestSummaryHelpers(t *testing.T) {
 	if s.Median != 2 || s.Min != 1 || s.Max != 3 {
 		t.Fatalf("spreadOf: %+v", s)
 	}
+	if s := spreadBy([]time.Duration{3, 1, 2}, func(d time.Duration) float64 { return float64(d) }); s != (spread{Median: 2, Min: 1, Max: 3, N: 3}) {
+		t.Fatalf("spreadBy: %+v", s)
+	}
 	d := summarize([]time.Duration{5, 1, 4, 2, 3})
 	if d.P50 != 3 || d.Max != 5 || d.Min != 1 {
 		t.Fatalf("summarize: %+v", d)

@@ -261,25 +261,22 @@ type fleetAgg struct {
 
 // finish computes the medians; a failure of any repetition is the cell's outcome.
 func (a *fleetAgg) finish() {
-	var dur, req, ev, events, rss, ttm, alloc []float64
 	for _, s := range a.samples {
 		a.debt = s.Debt
 		if s.Failed != "" {
 			a.failed = s.Failed
 		}
-		dur = append(dur, s.Duration.Seconds())
-		req = append(req, float64(s.Requests))
-		ev = append(ev, float64(s.largest))
-		events = append(events, float64(s.events))
-		rss = append(rss, mib(s.RSS.growth()))
-		alloc = append(alloc, mib(s.DiscoveryAlloc))
-		ttm = append(ttm, s.TTM.Seconds())
 		a.hb = max(a.hb, float64(s.LargestHeartbeat))
 		a.payload = max(a.payload, float64(s.LargestPayload))
 		a.started = s.Started
 		a.byOp = s.ByOp
 		a.last = s
 	}
-	a.dur, a.req, a.ev, a.events, a.rss, a.ttm = spreadOf(dur), spreadOf(req), spreadOf(ev), spreadOf(events), spreadOf(rss), spreadOf(ttm)
-	a.alloc = spreadOf(alloc)
+	a.dur = spreadBy(a.samples, func(s fleetSample) float64 { return s.Duration.Seconds() })
+	a.req = spreadBy(a.samples, func(s fleetSample) float64 { return float64(s.Requests) })
+	a.ev = spreadBy(a.samples, func(s fleetSample) float64 { return float64(s.largest) })
+	a.events = spreadBy(a.samples, func(s fleetSample) float64 { return float64(s.events) })
+	a.rss = spreadBy(a.samples, func(s fleetSample) float64 { return mib(s.RSS.growth()) })
+	a.alloc = spreadBy(a.samples, func(s fleetSample) float64 { return mib(s.DiscoveryAlloc) })
+	a.ttm = spreadBy(a.samples, func(s fleetSample) float64 { return s.TTM.Seconds() })
 }

@@ -188,11 +188,7 @@ func runIncident(ctx context.Context, o Options, res *Result) error {
 
 	// both is f over the repetitions, of the walkeeper side and of the baseline.
 	both := func(f func(s incidentSide) float64) (wk, base spread) {
-		var ws, bs []float64
-		for _, r := range runs {
-			ws, bs = append(ws, f(r.wk)), append(bs, f(r.base))
-		}
-		return spreadOf(ws), spreadOf(bs)
+		return spreadBy(runs, func(r incidentRun) float64 { return f(r.wk) }), spreadBy(runs, func(r incidentRun) float64 { return f(r.base) })
 	}
 	wkMax, baseMax := both(func(s incidentSide) float64 { return float64(s.peak()) })
 	wkFinal, baseFinal := both(func(s incidentSide) float64 { return float64(s.final()) })

@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -46,24 +45,18 @@ func runStartRate(ctx context.Context, o Options, res *Result) error {
 	t := Table{Title: "MergeWal starts through contract.StartMergeWal, no worker polling", Header: []string{"in flight", "starts", "failed", "time", "starts/s"}}
 	best := 0.0
 	for _, inflight := range startRateInFlight {
-		var next, failed atomic.Int64
-		var wg sync.WaitGroup
+		var failed atomic.Int64
 		t0 := time.Now()
-		for range inflight {
-			wg.Go(func() {
-				for {
-					i := next.Add(1)
-					if i > int64(n) || ctx.Err() != nil {
-						return
-					}
-					tg := store.Target{Kind: store.KindGeneric, Name: fmt.Sprintf("rate-%d-%07d", inflight, i)}
-					if _, err := contract.StartMergeWal(ctx, tenv.client, tg, contract.MergeWalInput{Trigger: contract.TriggerCLI, TriggerReason: "bench start-rate"}); err != nil {
-						failed.Add(1)
-					}
-				}
-			})
-		}
-		wg.Wait()
+		_ = eachN(inflight, n, func(i int) error {
+			if ctx.Err() != nil {
+				return nil
+			}
+			tg := store.Target{Kind: store.KindGeneric, Name: fmt.Sprintf("rate-%d-%07d", inflight, i+1)}
+			if _, err := contract.StartMergeWal(ctx, tenv.client, tg, contract.MergeWalInput{Trigger: contract.TriggerCLI, TriggerReason: "bench start-rate"}); err != nil {
+				failed.Add(1)
+			}
+			return nil
+		})
 		d := time.Since(t0)
 		rate := float64(int64(n)-failed.Load()) / d.Seconds()
 		best = max(best, rate)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -296,9 +297,7 @@ func devWorkerConfig(g *globalOptions, tc worker.TemporalConfig, storage string,
 	// the address the worker really listens on.
 	cfg.Listen = proc.Addr(portOrFree(o.httpPort + i))
 	cfg.LogFormat = g.logFormat
-	if g.logLevel != "" {
-		cfg.LogLevel = g.logLevel
-	}
+	cfg.LogLevel = cmp.Or(g.logLevel, cfg.LogLevel)
 	// Small, visible merges in the demo: a merge starts after a handful of seals.
 	cfg.MergeAfterGenerations = 4
 	cfg.FlushInterval = 2 * time.Second

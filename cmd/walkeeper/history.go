@@ -153,9 +153,8 @@ func historyRunOf(e *workflowpb.WorkflowExecutionInfo, links uiLinks) historyRun
 	}
 	r.URL = links.run(r.WorkflowID, r.RunID)
 	if ct := e.GetCloseTime(); ct != nil && e.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-		close := ct.AsTime()
-		d := close.Sub(r.Start).Seconds()
-		r.Close, r.DurationSec = &close, &d
+		r.Close = new(ct.AsTime())
+		r.DurationSec = new(r.Close.Sub(r.Start).Seconds())
 	}
 	sa := e.GetSearchAttributes().GetIndexedFields()
 	memo := e.GetMemo().GetFields()
@@ -191,8 +190,7 @@ func observedInt(ps ...*commonpb.Payload) *int64 {
 			return &n
 		}
 		if f, err := v.Float64(); err == nil {
-			n := int64(f)
-			return &n
+			return new(int64(f))
 		}
 	}
 	return nil

@@ -110,19 +110,14 @@ type historyRun struct {
 	URL            string     `json:"url"`
 }
 
-// historyQuery is the visibility query of t's merges and compactions.
-func historyQuery(t store.Target) string {
-	return fmt.Sprintf("%s=%q AND (WorkflowType=%q OR WorkflowType=%q)",
-		contract.WalTargetName, t.String(), contract.MergeWalWorkflow, contract.CompactBaseWorkflow)
-}
-
 // listHistory reads at most limit runs of t, newest first, a page at a time.
 func listHistory(ctx context.Context, c client.Client, t store.Target, limit int, links uiLinks) ([]historyRun, error) {
 	runs := []historyRun{} // --json prints [] for none
+	query := fmt.Sprintf("%s=%q AND %s", contract.WalTargetName, t.String(), mergesAndCompactions)
 	var token []byte
 	for len(runs) < limit {
 		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-			Query:         historyQuery(t),
+			Query:         query,
 			PageSize:      int32(min(historyPageSize, limit-len(runs))),
 			NextPageToken: token,
 		})

@@ -37,8 +37,6 @@ func requireBounds(t *testing.T, cases []boundCase) {
 	}
 }
 
-func ptrTo[T any](v T) *T { return &v }
-
 func mergeIn(mod func(*MergeWalInput)) MergeWalInput {
 	in := MergeWalInput{Target: "generic:gs"}
 	mod(&in)
@@ -52,16 +50,16 @@ func TestMergeWalInputBounds(t *testing.T) {
 		{"target missing", m(func(in *MergeWalInput) { in.Target = "" }), "target"},
 		{"target kind", m(func(in *MergeWalInput) { in.Target = "bogus:gs" }), "target"},
 		{"target name", m(func(in *MergeWalInput) { in.Target = "generic:a/b" }), "target"},
-		{"generations no cap", m(func(in *MergeWalInput) { in.MaxGenerations = ptrTo(0) }), ""},
-		{"generations floor", m(func(in *MergeWalInput) { in.MaxGenerations = ptrTo(1) }), ""},
-		{"generations below", m(func(in *MergeWalInput) { in.MaxGenerations = ptrTo(-1) }), "max_generations"},
-		{"generations ceiling", m(func(in *MergeWalInput) { in.MaxGenerations = ptrTo(MaxMergeGenerations) }), ""},
-		{"generations above", m(func(in *MergeWalInput) { in.MaxGenerations = ptrTo(MaxMergeGenerations + 1) }), "max_generations"},
-		{"bytes no cap", m(func(in *MergeWalInput) { in.MaxBytes = ptrTo(int64(0)) }), ""},
-		{"bytes floor", m(func(in *MergeWalInput) { in.MaxBytes = ptrTo(int64(MinMergeBytes)) }), ""},
-		{"bytes below", m(func(in *MergeWalInput) { in.MaxBytes = ptrTo(int64(MinMergeBytes - 1)) }), "max_bytes"},
-		{"bytes ceiling", m(func(in *MergeWalInput) { in.MaxBytes = ptrTo(int64(MaxMergeBytes)) }), ""},
-		{"bytes above", m(func(in *MergeWalInput) { in.MaxBytes = ptrTo(int64(MaxMergeBytes + 1)) }), "max_bytes"},
+		{"generations no cap", m(func(in *MergeWalInput) { in.MaxGenerations = new(0) }), ""},
+		{"generations floor", m(func(in *MergeWalInput) { in.MaxGenerations = new(1) }), ""},
+		{"generations below", m(func(in *MergeWalInput) { in.MaxGenerations = new(-1) }), "max_generations"},
+		{"generations ceiling", m(func(in *MergeWalInput) { in.MaxGenerations = new(MaxMergeGenerations) }), ""},
+		{"generations above", m(func(in *MergeWalInput) { in.MaxGenerations = new(MaxMergeGenerations + 1) }), "max_generations"},
+		{"bytes no cap", m(func(in *MergeWalInput) { in.MaxBytes = new(int64(0)) }), ""},
+		{"bytes floor", m(func(in *MergeWalInput) { in.MaxBytes = new(int64(MinMergeBytes)) }), ""},
+		{"bytes below", m(func(in *MergeWalInput) { in.MaxBytes = new(int64(MinMergeBytes - 1)) }), "max_bytes"},
+		{"bytes ceiling", m(func(in *MergeWalInput) { in.MaxBytes = new(int64(MaxMergeBytes)) }), ""},
+		{"bytes above", m(func(in *MergeWalInput) { in.MaxBytes = new(int64(MaxMergeBytes + 1)) }), "max_bytes"},
 		{"prepare concurrency floor", m(func(in *MergeWalInput) { in.PrepareConcurrency = 1 }), ""},
 		{"prepare concurrency below", m(func(in *MergeWalInput) { in.PrepareConcurrency = -1 }), "prepare_concurrency"},
 		{"prepare concurrency ceiling", m(func(in *MergeWalInput) { in.PrepareConcurrency = MaxPrepareConcurrency }), ""},

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/walkeeper/walkeeper/internal/cli"
 	"github.com/walkeeper/walkeeper/internal/devserver"
+	"github.com/walkeeper/walkeeper/internal/proc"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/temporaladmin"
 	"github.com/walkeeper/walkeeper/worker"
@@ -293,11 +295,9 @@ func devWorkerConfig(g *globalOptions, tc worker.TemporalConfig, storage string,
 	cfg.Temporal = tc
 	// A taken port is replaced with a free one, as the Temporal ports are; the banner shows
 	// the address the worker really listens on.
-	cfg.Listen = net.JoinHostPort("127.0.0.1", strconv.Itoa(portOrFree(o.httpPort+i)))
+	cfg.Listen = proc.Addr(portOrFree(o.httpPort + i))
 	cfg.LogFormat = g.logFormat
-	if g.logLevel != "" {
-		cfg.LogLevel = g.logLevel
-	}
+	cfg.LogLevel = cmp.Or(g.logLevel, cfg.LogLevel)
 	// Small, visible merges in the demo: a merge starts after a handful of seals.
 	cfg.MergeAfterGenerations = 4
 	cfg.FlushInterval = 2 * time.Second
@@ -345,7 +345,7 @@ func portOrFree(p int) int {
 	if p <= 0 {
 		return 0
 	}
-	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+	l, err := net.Listen("tcp", proc.Addr(p))
 	if err != nil {
 		return 0
 	}

@@ -60,18 +60,17 @@ type devConsole struct {
 	c     client.Client
 	db    *store.DB // a read-only view of the dev's storage
 	uiURL string
-	every time.Duration
 	last  string
 }
 
 func newDevConsole(out io.Writer, c client.Client, db *store.DB, uiURL string) *devConsole {
-	return &devConsole{out: out, tty: isTerminal(out), c: c, db: db, uiURL: uiURL, every: devSummaryEvery}
+	return &devConsole{out: out, tty: isTerminal(out), c: c, db: db, uiURL: uiURL}
 }
 
 // run refreshes the summary until ctx ends. Without a terminal a line is printed only when
 // it changed, so a log of the console stays short.
 func (d *devConsole) run(ctx context.Context) {
-	t := time.NewTicker(d.every)
+	t := time.NewTicker(devSummaryEvery)
 	defer t.Stop()
 	for {
 		select {
@@ -82,7 +81,7 @@ func (d *devConsole) run(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		qctx, cancel := context.WithTimeout(ctx, d.every)
+		qctx, cancel := context.WithTimeout(ctx, devSummaryEvery)
 		line := d.summary(qctx)
 		cancel()
 		if ctx.Err() != nil {

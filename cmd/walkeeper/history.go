@@ -110,19 +110,14 @@ type historyRun struct {
 	URL            string     `json:"url"`
 }
 
-// historyQuery is the visibility query of t's merges and compactions.
-func historyQuery(t store.Target) string {
-	return fmt.Sprintf("%s=%q AND (WorkflowType=%q OR WorkflowType=%q)",
-		contract.WalTargetName, t.String(), contract.MergeWalWorkflow, contract.CompactBaseWorkflow)
-}
-
 // listHistory reads at most limit runs of t, newest first, a page at a time.
 func listHistory(ctx context.Context, c client.Client, t store.Target, limit int, links uiLinks) ([]historyRun, error) {
 	runs := []historyRun{} // --json prints [] for none
+	query := fmt.Sprintf("%s=%q AND %s", contract.WalTargetName, t.String(), mergesAndCompactions)
 	var token []byte
 	for len(runs) < limit {
 		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-			Query:         historyQuery(t),
+			Query:         query,
 			PageSize:      int32(min(historyPageSize, limit-len(runs))),
 			NextPageToken: token,
 		})
@@ -153,9 +148,8 @@ func historyRunOf(e *workflowpb.WorkflowExecutionInfo, links uiLinks) historyRun
 	}
 	r.URL = links.run(r.WorkflowID, r.RunID)
 	if ct := e.GetCloseTime(); ct != nil && e.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-		close := ct.AsTime()
-		d := close.Sub(r.Start).Seconds()
-		r.Close, r.DurationSec = &close, &d
+		r.Close = new(ct.AsTime())
+		r.DurationSec = new(r.Close.Sub(r.Start).Seconds())
 	}
 	sa := e.GetSearchAttributes().GetIndexedFields()
 	memo := e.GetMemo().GetFields()
@@ -191,8 +185,7 @@ func observedInt(ps ...*commonpb.Payload) *int64 {
 			return &n
 		}
 		if f, err := v.Float64(); err == nil {
-			n := int64(f)
-			return &n
+			return new(int64(f))
 		}
 	}
 	return nil

@@ -77,40 +77,24 @@ else is refused and nothing is written. A generation cannot be put back.`,
 			if err != nil {
 				return err
 			}
-			out := cmd.OutOrStdout()
+			var res store.QuarantineResult
 			if release {
-				res, err := s.Release(ctx, a[1])
-				if err != nil {
-					return err
-				}
-				if asJSON {
-					return writeJSON(out, res)
-				}
-				printReleased(out, res)
-				return nil
+				res, err = s.Release(ctx, a[1])
+			} else {
+				res, err = s.Quarantine(ctx, a[1], reason)
 			}
-			res, err := s.Quarantine(ctx, a[1], reason)
 			if err != nil {
 				return err
 			}
+			out := cmd.OutOrStdout()
 			if asJSON {
 				return writeJSON(out, res)
 			}
-			what := res.Kind
-			if res.Kind == "generation" {
-				what = fmt.Sprintf("generation %d of shard %s", res.Generation, res.Shard)
+			if release {
+				printReleased(out, res)
+			} else {
+				printQuarantined(out, res)
 			}
-			if res.AlreadyQuarantined {
-				fmt.Fprintf(out, "%s was already quarantined (manifest version %d); nothing changed\n", res.Path, res.ManifestVersion)
-				return nil
-			}
-			if res.Kind == "wal" {
-				fmt.Fprintf(out, "quarantined WAL object of shard %s\n  object    %s (kept in place)\n  rows      the ones only it held, not counted (it does not decode)\n  manifest  version %d\n",
-					res.Shard, res.Path, res.ManifestVersion)
-				return nil
-			}
-			fmt.Fprintf(out, "quarantined %s\n  object    %s (kept in place)\n  rows      %d no longer read, keys %q..%q\n  manifest  version %d\n",
-				what, res.Path, res.Rows, res.MinKey, res.MaxKey, res.ManifestVersion)
 			return nil
 		},
 	}
@@ -119,6 +103,23 @@ else is refused and nothing is written. A generation cannot be put back.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	cmd.Flags().BoolVar(&release, "release", false, "put back a repaired object set aside earlier, only if it passes its checks")
 	return cmd
+}
+
+func printQuarantined(out io.Writer, res store.QuarantineResult) {
+	switch {
+	case res.AlreadyQuarantined:
+		fmt.Fprintf(out, "%s was already quarantined (manifest version %d); nothing changed\n", res.Path, res.ManifestVersion)
+	case res.Kind == "wal":
+		fmt.Fprintf(out, "quarantined WAL object of shard %s\n  object    %s (kept in place)\n  rows      the ones only it held, not counted (it does not decode)\n  manifest  version %d\n",
+			res.Shard, res.Path, res.ManifestVersion)
+	default:
+		what := res.Kind
+		if res.Kind == "generation" {
+			what = fmt.Sprintf("generation %d of shard %s", res.Generation, res.Shard)
+		}
+		fmt.Fprintf(out, "quarantined %s\n  object    %s (kept in place)\n  rows      %d no longer read, keys %q..%q\n  manifest  version %d\n",
+			what, res.Path, res.Rows, res.MinKey, res.MaxKey, res.ManifestVersion)
+	}
 }
 
 func printReleased(out io.Writer, res store.QuarantineResult) {

@@ -16,15 +16,8 @@ import (
 // sets it aside, and the store merges and lists again.
 func TestQuarantineCommand(t *testing.T) {
 	ctx := context.Background()
-	url := "file://" + filepath.ToSlash(t.TempDir())
-	opts := store.DefaultOptions()
-	opts.InstanceID = "w1"
-	db, err := store.OpenDB(ctx, url, opts)
-	require.NoError(t, err)
-	defer func() { _ = db.Close(ctx) }()
-	target := store.Target{Kind: store.KindGeneric, Name: "qc"}
-	s, err := db.Create(ctx, target, store.CreateOptions{Schema: &store.Schema{Fields: []store.Field{{Name: "id", Type: store.TypeString}}}})
-	require.NoError(t, err)
+	url, s, bucket := quarantineFixture(t, "qc")
+	var err error
 	for _, k := range []string{"a", "b"} {
 		_, err = s.Append(ctx, []store.Row{{Key: k, Values: []any{k}}})
 		require.NoError(t, err)
@@ -37,9 +30,6 @@ func TestQuarantineCommand(t *testing.T) {
 
 	// Damage the first generation through a second handle: find its key from the error.
 	var genKey string
-	bucket, err := objstore.OpenBucket(ctx, url)
-	require.NoError(t, err)
-	defer func() { _ = bucket.Close() }()
 	objs, err := bucket.List(ctx, "generic/qc/_mem_wal/")
 	require.NoError(t, err)
 	for _, o := range objs {
@@ -129,24 +119,13 @@ func TestQuarantineCommandSetsAsideAWALObject(t *testing.T) {
 // one is refused in one line with nothing written, and --release with --reason is misuse.
 func TestQuarantineReleaseCommand(t *testing.T) {
 	ctx := context.Background()
-	url := "file://" + filepath.ToSlash(t.TempDir())
-	opts := store.DefaultOptions()
-	opts.InstanceID = "w1"
-	db, err := store.OpenDB(ctx, url, opts)
-	require.NoError(t, err)
-	defer func() { _ = db.Close(ctx) }()
-	target := store.Target{Kind: store.KindGeneric, Name: "qr"}
-	s, err := db.Create(ctx, target, store.CreateOptions{Schema: &store.Schema{Fields: []store.Field{{Name: "id", Type: store.TypeString}}}})
-	require.NoError(t, err)
-	_, err = s.Append(ctx, []store.Row{{Key: "a", Values: []any{"a"}}})
+	url, s, bucket := quarantineFixture(t, "qr")
+	_, err := s.Append(ctx, []store.Row{{Key: "a", Values: []any{"a"}}})
 	require.NoError(t, err)
 	_, err = s.Flush(ctx)
 	require.NoError(t, err)
 	_, err = s.MergeAll(ctx)
 	require.NoError(t, err)
-	bucket, err := objstore.OpenBucket(ctx, url)
-	require.NoError(t, err)
-	defer func() { _ = bucket.Close() }()
 	runs, err := bucket.List(ctx, "generic/qr/data/")
 	require.NoError(t, err)
 	require.Len(t, runs, 1)
@@ -179,4 +158,23 @@ func TestQuarantineReleaseCommand(t *testing.T) {
 	page, err := s.List(ctx, store.ListOptions{Source: store.SourceBase})
 	require.NoError(t, err)
 	require.Len(t, page.Rows, 1)
+}
+
+// quarantineFixture creates the generic store name (a string "id") on a new file storage,
+// as instance w1, and opens the storage's bucket beside it to damage objects through.
+func quarantineFixture(t *testing.T, name string) (url string, s *store.Store, bucket *objstore.Bucket) {
+	ctx := context.Background()
+	url = "file://" + filepath.ToSlash(t.TempDir())
+	opts := store.DefaultOptions()
+	opts.InstanceID = "w1"
+	db, err := store.OpenDB(ctx, url, opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close(ctx) })
+	s, err = db.Create(ctx, store.Target{Kind: store.KindGeneric, Name: name},
+		store.CreateOptions{Schema: &store.Schema{Fields: []store.Field{{Name: "id", Type: store.TypeString}}}})
+	require.NoError(t, err)
+	bucket, err = objstore.OpenBucket(ctx, url)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = bucket.Close() })
+	return url, s, bucket
 }

@@ -62,6 +62,9 @@ Nothing is contacted: the command only prints. The links use --ui, else the runn
 	return cmd
 }
 
+// mergesAndCompactions is the visibility filter of MergeWal and CompactBase runs.
+var mergesAndCompactions = fmt.Sprintf("(WorkflowType=%q OR WorkflowType=%q)", contract.MergeWalWorkflow, contract.CompactBaseWorkflow)
+
 // savedView is one query worth saving in Temporal Web.
 type savedView struct {
 	name, query string
@@ -69,7 +72,6 @@ type savedView struct {
 
 // savedViews lists the views, narrowed to t when it is set.
 func savedViews(t *store.Target, slowerThan time.Duration, behind int) []savedView {
-	both := fmt.Sprintf("(WorkflowType=%q OR WorkflowType=%q)", contract.MergeWalWorkflow, contract.CompactBaseWorkflow)
 	merges := fmt.Sprintf("WorkflowType=%q", contract.MergeWalWorkflow)
 	scope, of := "", ""
 	if t != nil {
@@ -78,7 +80,7 @@ func savedViews(t *store.Target, slowerThan time.Duration, behind int) []savedVi
 	}
 	var v []savedView
 	if t != nil {
-		v = append(v, savedView{"merges and compactions" + of, scope + both})
+		v = append(v, savedView{"merges and compactions" + of, scope + mergesAndCompactions})
 	} else {
 		v = append(v, savedView{"merges of one store (replace the target)",
 			fmt.Sprintf("%s=%q AND %s", contract.WalTargetName, "generic:demo", merges)})
@@ -90,12 +92,12 @@ func savedViews(t *store.Target, slowerThan time.Duration, behind int) []savedVi
 	}
 	v = append(v,
 		savedView{fmt.Sprintf("the slowest: runs%s that took longer than %s", of, slowerThan),
-			fmt.Sprintf("%s%s AND ExecutionDuration > %q", scope, both, slowerThan.String())},
+			fmt.Sprintf("%s%s AND ExecutionDuration > %q", scope, mergesAndCompactions, slowerThan.String())},
 		savedView{"the failed ones" + of,
-			fmt.Sprintf(`%s%s AND (ExecutionStatus="Failed" OR ExecutionStatus="TimedOut" OR ExecutionStatus="Terminated")`, scope, both)},
+			fmt.Sprintf(`%s%s AND (ExecutionStatus="Failed" OR ExecutionStatus="TimedOut" OR ExecutionStatus="Terminated")`, scope, mergesAndCompactions)},
 		savedView{fmt.Sprintf("merges%s that started with more than %d pending generations", of, behind),
 			fmt.Sprintf("%s%s AND %s > %d", scope, merges, contract.WalPendingAtStartName, behind)},
-		savedView{"running now" + of, fmt.Sprintf(`%s%s AND ExecutionStatus="Running"`, scope, both)},
+		savedView{"running now" + of, scope + runningQuery},
 	)
 	if t == nil {
 		// The sweep's own runs: a window that started nothing is not worth a look.

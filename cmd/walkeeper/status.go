@@ -26,7 +26,7 @@ import (
 )
 
 // runningQuery lists the merges and compactions in flight.
-const runningQuery = "(WorkflowType='MergeWal' OR WorkflowType='CompactBase') AND ExecutionStatus='Running'"
+var runningQuery = mergesAndCompactions + ` AND ExecutionStatus="Running"`
 
 func newStatusCmd(g *globalOptions) *cobra.Command {
 	var (

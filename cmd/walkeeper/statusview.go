@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -69,11 +70,7 @@ func printMergeStatus(tw *tabwriter.Writer, out io.Writer, st contract.MergeWalS
 	sw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(sw, "  SHARD\tPHASE\tPENDING\tPASSES\tRECLAIMED\tQUEUE\tWAITING ON / ERROR")
 	for _, sh := range st.Shards {
-		note := sh.Blocked
-		if sh.Error != "" {
-			note = sh.Error
-		}
-		fmt.Fprintf(sw, "  %s\t%s\t%d\t%d\t%d\t%s\t%s\n", sh.Shard, dash(sh.Phase), sh.Pending, sh.Passes, sh.Reclaimed, dash(sh.Queue), dash(note))
+		fmt.Fprintf(sw, "  %s\t%s\t%d\t%d\t%d\t%s\t%s\n", sh.Shard, dash(sh.Phase), sh.Pending, sh.Passes, sh.Reclaimed, dash(sh.Queue), cmp.Or(sh.Error, sh.Blocked, "-"))
 	}
 	return sw.Flush()
 }
@@ -94,9 +91,4 @@ func printInFlight(tw io.Writer, acts []contract.InFlightActivity) {
 }
 
 // dash is s, or "-" for an empty s.
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
+func dash(s string) string { return cmp.Or(s, "-") }

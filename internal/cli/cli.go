@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -40,17 +41,12 @@ func Usagef(format string, args ...any) error {
 // IsUsageError reports whether err is a bad command line: marked with UsageError, or one of
 // the errors cobra produces itself before RunE.
 func IsUsageError(err error) bool {
-	var ue UsageError
-	if errors.As(err, &ue) {
+	if _, ok := errors.AsType[UsageError](err); ok {
 		return true
 	}
 	msg := err.Error()
-	for _, p := range []string{"unknown command ", "unknown flag", "unknown shorthand flag", "flag needs an argument", "invalid argument "} {
-		if strings.HasPrefix(msg, p) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc([]string{"unknown command ", "unknown flag", "unknown shorthand flag", "flag needs an argument", "invalid argument "},
+		func(p string) bool { return strings.HasPrefix(msg, p) })
 }
 
 // Args wraps a cobra positional-argument check so that its failure is a usage error.

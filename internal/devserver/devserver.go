@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,6 +28,7 @@ import (
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 
+	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/internal/cachebin"
 	"github.com/walkeeper/walkeeper/internal/proc"
 )
@@ -214,15 +216,9 @@ func startOnce(ctx context.Context, cli string, o Options) (*Server, error) {
 		}
 	}
 	if !o.NoSearchAttributes {
-		args = append(args,
-			"--search-attribute", "WalTarget=Keyword",
-			"--search-attribute", "WalKind=Keyword",
-			"--search-attribute", "WalPending=Int",
-			"--search-attribute", "WalTrigger=Keyword",
-			"--search-attribute", "WalPendingAtStart=Int",
-			"--search-attribute", "WalReclaimed=Int",
-			"--search-attribute", "WalBytesMerged=Double",
-		)
+		for _, name := range slices.Sorted(maps.Keys(contract.SearchAttributes)) {
+			args = append(args, "--search-attribute", name+"="+contract.SearchAttributes[name].String())
+		}
 	}
 
 	s := &Server{hostPort: hostPort, tail: NewTailBuffer(16 << 10)}

@@ -26,14 +26,15 @@ import (
 // It is not a wire type: a workflow fails with its message (workflows/input.go).
 type inputError struct {
 	// Field is the JSON name of the field, dotted and indexed for nested fields
-	// ("sweep.concurrency", "carry.shards[2].shard").
+	// ("sweep.concurrency", "carry.shards[2].shard"); empty for the input as a whole, which
+	// the message calls "input".
 	Field string
 	// Problem says what is wrong, with the value and the bound.
 	Problem string
 }
 
 func (e *inputError) Error() string {
-	return target.ErrInvalidInput.Error() + ": " + e.Field + ": " + e.Problem
+	return target.ErrInvalidInput.Error() + ": " + cmp.Or(e.Field, "input") + ": " + e.Problem
 }
 
 // Unwrap makes errors.Is(err, target.ErrInvalidInput) hold.
@@ -48,6 +49,9 @@ func inputErrorf(field, format string, args ...any) *inputError {
 // names the whole path. Other errors and nil pass through.
 func within(parent string, err error) error {
 	if ie, ok := err.(*inputError); ok {
+		if ie.Field == "" { // the nested input as a whole
+			return &inputError{Field: parent, Problem: ie.Problem}
+		}
 		return &inputError{Field: parent + "." + ie.Field, Problem: ie.Problem}
 	}
 	return err

@@ -52,6 +52,8 @@ type MergeWalInput struct {
 	// MaxFairnessWeight]): carried in the input so every activity of the chain uses the
 	// weight recorded at start, whatever the workers' configuration says later.
 	FairnessWeight float64 `json:"fairness_weight,omitempty"`
+	// decodeErr is the first value of the wrong type its JSON held (input_decode.go).
+	decodeErr error
 }
 
 // MergeWalCarry is the state one run hands to the next over continue-as-new.

@@ -44,6 +44,8 @@ type MaintenanceSweepInput struct {
 	// ParallelPrepare: MergeWal starts for a target with more than one pending shard ask for
 	// parallel prepares (commits stay one at a time). Default (nil) true.
 	ParallelPrepare *bool `json:"parallel_prepare,omitempty"`
+	// decodeErr is the first value of the wrong type its JSON held (input_decode.go).
+	decodeErr error
 }
 
 // MaintenanceSweepResult reports one sweep.
@@ -136,6 +138,8 @@ type SweepSkip struct {
 // MergeWalTickInput is the input of MergeWalTick, the action of per-target schedules.
 type MergeWalTickInput struct {
 	Target string `json:"target"`
+	// decodeErr is the first value of the wrong type its JSON held (input_decode.go).
+	decodeErr error
 }
 
 // MergeWalTickResult names the MergeWal the tick started or attached to.

@@ -71,6 +71,8 @@ type SweepWindowInput struct {
 	// Carry is the state of the window across its continue-as-new runs (nil in the first;
 	// a start that sets it fails).
 	Carry *SweepWindowCarry `json:"carry,omitempty"`
+	// decodeErr is the first value of the wrong type its JSON held (input_decode.go).
+	decodeErr error
 }
 
 // SweepWindowCarry is what a window's run hands to the next one. Bounded: counters and at

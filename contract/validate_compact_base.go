@@ -37,6 +37,7 @@ func (in CompactBaseInput) Validate() error {
 		maxRuns = inputErrorf("max_runs", "%d: want 0 (the store's default), -1 (every run) or 2 to %d", in.MaxRuns, MaxCompactRuns)
 	}
 	return firstInvalid(
+		in.decodeErr,
 		targetField("target", in.Target),
 		maxRuns,
 		optional("max_bytes", &in.MaxBytes, MinCompactBytes, MaxCompactBytes),

@@ -80,6 +80,7 @@ func (in MergeWalInput) WithDefaults() MergeWalInput {
 func (in MergeWalInput) Validate() error {
 	d := in.WithDefaults()
 	err := firstInvalid(
+		in.decodeErr,
 		targetField("target", in.Target),
 		optional("max_generations", in.MaxGenerations, 1, MaxMergeGenerations),
 		optional("max_bytes", in.MaxBytes, MinMergeBytes, MaxMergeBytes),
@@ -140,7 +141,7 @@ func (r ShardMergeResult) validate(maxPasses int) error {
 
 // Validate checks MergeWalTick's only field. Pure.
 func (in MergeWalTickInput) Validate() error {
-	return targetField("target", in.Target)
+	return firstInvalid(in.decodeErr, targetField("target", in.Target))
 }
 
 // shardField checks a shard id by the store's rule: 1 to 64 bytes, no '/', '\\' or ':', no

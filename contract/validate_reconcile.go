@@ -30,6 +30,7 @@ func (in ReconcileDemandInput) WithDefaults() ReconcileDemandInput {
 func (in ReconcileDemandInput) Validate() error {
 	d := in.WithDefaults()
 	err := firstInvalid(
+		in.decodeErr,
 		inRange("page_size", d.PageSize, MinReconcilePage, MaxReconcilePage),
 		inRange("concurrency", cmp.Or(in.Concurrency, DefaultReconcileConcurrency), 1, MaxStoreConcurrency),
 		inRange("pages_per_run", d.PagesPerRun, 1, MaxReconcilePagesPerRun),

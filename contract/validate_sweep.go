@@ -76,6 +76,7 @@ func (in MaintenanceSweepInput) WithDefaults() MaintenanceSweepInput {
 func (in MaintenanceSweepInput) Validate() error {
 	d := in.WithDefaults()
 	err := firstInvalid(
+		in.decodeErr,
 		inRange("merge_min_generations", d.MergeMinGenerations, 1, MaxSweepMergeMinGenerations),
 		offOrInRange("max_pending_age", d.MaxPendingAge, MinSweepMaxPendingAge, MaxSweepMaxPendingAge),
 		offOrInRange("compact_min_runs", d.CompactMinRuns, 1, MaxSweepCompactMinRuns),
@@ -110,6 +111,7 @@ func (in SweepWindowInput) WithDefaults() SweepWindowInput {
 func (in SweepWindowInput) Validate() error {
 	d := in.WithDefaults()
 	err := firstInvalid(
+		in.decodeErr,
 		within("sweep", in.Sweep.Validate()),
 		inRange("interval", d.Interval, MinSweepInterval, MaxSweepInterval),
 		inRange("window", d.Window, MinSweepWindow, MaxSweepWindow),

@@ -148,7 +148,9 @@ func filled(typ reflect.Type) reflect.Value {
 			fill(v.Index(0), name)
 		case reflect.Struct:
 			for i := 0; i < v.NumField(); i++ {
-				fill(v.Field(i), v.Type().Field(i).Name)
+				if v.Type().Field(i).IsExported() { // an unexported field is not on the wire
+					fill(v.Field(i), v.Type().Field(i).Name)
+				}
 			}
 		default:
 			panic(fmt.Sprintf("filled: no rule for %s (%s)", name, v.Type()))

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
 
@@ -47,6 +49,25 @@ type QuarantineResult struct {
 	ManifestVersion uint64 `json:"manifest_version"`
 }
 
+// MaxQuarantineReasonBytes bounds a quarantine's reason, which every later version of the
+// manifest that records it repeats.
+const MaxQuarantineReasonBytes = 1024
+
+// checkQuarantineReason refuses a reason longer than MaxQuarantineReasonBytes, not valid UTF-8
+// (JSON would store U+FFFD in its place) or holding control characters (it is printed and
+// logged as one line).
+func checkQuarantineReason(reason string) error {
+	switch {
+	case len(reason) > MaxQuarantineReasonBytes:
+		return fmt.Errorf("the reason is %d bytes long, at most %d allowed", len(reason), MaxQuarantineReasonBytes)
+	case !utf8.ValidString(reason):
+		return errors.New("the reason is not valid UTF-8")
+	case strings.IndexFunc(reason, unicode.IsControl) >= 0:
+		return errors.New("the reason holds a control character")
+	}
+	return nil
+}
+
 // Quarantine sets aside the generation, WAL object or base run stored at key (the object key an
 // ErrCorrupt names). Calling it again for the same key is a no-op.
 //
@@ -57,6 +78,9 @@ func (s *Store) Quarantine(ctx context.Context, key, reason string) (QuarantineR
 	}
 	if strings.TrimSpace(reason) == "" {
 		return QuarantineResult{}, invalidf("quarantine %s: a reason is required", key)
+	}
+	if err := checkQuarantineReason(reason); err != nil {
+		return QuarantineResult{}, invalidf("quarantine %s: %v", key, err)
 	}
 	if strings.HasPrefix(key, dataPrefix(s.target)) {
 		return s.quarantineRun(ctx, key, reason)

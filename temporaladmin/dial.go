@@ -11,6 +11,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"go.temporal.io/sdk/client"
@@ -68,14 +69,22 @@ func (c Config) tlsConfig() (*tls.Config, error) {
 		return nil, errors.New("temporal TLS: --temporal-tls-cert and --temporal-tls-key must be given together")
 	}
 	if c.TLSCert != "" {
-		pair, err := tls.LoadX509KeyPair(c.TLSCert, c.TLSKey)
+		cert, err := readPEMFile(c.TLSCert)
+		if err != nil {
+			return nil, fmt.Errorf("temporal TLS: load client certificate: %w", err)
+		}
+		key, err := readPEMFile(c.TLSKey)
+		if err != nil {
+			return nil, fmt.Errorf("temporal TLS: load client certificate: %w", err)
+		}
+		pair, err := tls.X509KeyPair(cert, key)
 		if err != nil {
 			return nil, fmt.Errorf("temporal TLS: load client certificate: %w", err)
 		}
 		cfg.Certificates = []tls.Certificate{pair}
 	}
 	if c.TLSCA != "" {
-		pem, err := os.ReadFile(c.TLSCA)
+		pem, err := readPEMFile(c.TLSCA)
 		if err != nil {
 			return nil, fmt.Errorf("temporal TLS: read CA: %w", err)
 		}
@@ -100,4 +109,34 @@ func Dial(ctx context.Context, cfg Config, logger *zap.Logger) (client.Client, e
 		return nil, fmt.Errorf("dial temporal %s (namespace %s): %w", opts.HostPort, opts.Namespace, err)
 	}
 	return c, nil
+}
+
+// MaxPEMFileBytes bounds a TLS file: a certificate chain or a CA bundle is a few hundred KiB
+// at most.
+const MaxPEMFileBytes = 1 << 20
+
+// readPEMFile reads the TLS file path: a regular file of at most MaxPEMFileBytes. A FIFO
+// would block the read until a writer came and a device such as /dev/zero would never end,
+// so neither is opened.
+func readPEMFile(path string) ([]byte, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxPEMFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if len(b) > MaxPEMFileBytes {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, MaxPEMFileBytes)
+	}
+	return b, nil
 }

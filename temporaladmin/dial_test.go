@@ -1,8 +1,10 @@
 package temporaladmin_test
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -34,4 +36,29 @@ func TestConfigTLS(t *testing.T) {
 	require.NoError(t, os.WriteFile(bad, []byte("not pem"), 0o644))
 	_, err = temporaladmin.Config{TLSCA: bad, TLSServerName: "x"}.ClientOptions(nil)
 	assert.Error(t, err)
+}
+
+// A TLS file that is a FIFO, a device or larger than a certificate bundle is refused without
+// reading it: the read of a FIFO blocked until a writer came, and /dev/zero grew the process
+// without end.
+func TestConfigTLSRefusesFilesThatAreNotCertificates(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "ca.fifo")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	huge := filepath.Join(dir, "huge.pem")
+	require.NoError(t, os.WriteFile(huge, bytes.Repeat([]byte("-"), temporaladmin.MaxPEMFileBytes+1), 0o600))
+	for _, c := range []struct {
+		cfg  temporaladmin.Config
+		want string
+	}{
+		{temporaladmin.Config{TLSCA: fifo}, fifo + " is not a regular file"},
+		{temporaladmin.Config{TLSCA: "/dev/zero"}, "/dev/zero is not a regular file"},
+		{temporaladmin.Config{TLSCA: dir}, dir + " is not a regular file"},
+		{temporaladmin.Config{TLSCA: huge}, huge + " is larger than 1048576 bytes"},
+		{temporaladmin.Config{TLSCert: fifo, TLSKey: huge}, fifo + " is not a regular file"},
+		{temporaladmin.Config{TLSCert: huge, TLSKey: "/dev/zero"}, huge + " is larger than 1048576 bytes"},
+	} {
+		_, err := c.cfg.ClientOptions(nil)
+		require.ErrorContains(t, err, c.want)
+	}
 }

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/sdk/client"
 
 	"github.com/walkeeper/walkeeper/contract"
 )
@@ -30,4 +32,22 @@ func TestSweepScheduleRefusesAnInputItsWindowsWouldRefuse(t *testing.T) {
 	err = EnsureSweepSchedule(t.Context(), nil, SweepSchedule{Every: time.Minute,
 		Input: contract.MaintenanceSweepInput{Concurrency: 100_000}})
 	require.ErrorContains(t, err, "invalid input: sweep.concurrency: ")
+}
+
+// A schedule whose window input holds a value of the wrong type reads as unreadable, so a
+// sweep started by hand while the schedule is paused takes the default thresholds, not the
+// fields that happened to decode.
+func TestSweepWindowInputOfAWrongTypedInputIsUnreadable(t *testing.T) {
+	describe := func(input string) *client.ScheduleDescription {
+		p := &commonpb.Payload{Metadata: map[string][]byte{"encoding": []byte("json/plain")}, Data: []byte(input)}
+		return &client.ScheduleDescription{Schedule: client.Schedule{Action: &client.ScheduleWorkflowAction{
+			Workflow: contract.SweepWindowWorkflow, Args: []any{p}}}}
+	}
+	in, ok := SweepWindowInputOf(describe(`{"sweep":{"max_starts":"x","concurrency":5}}`))
+	require.False(t, ok)
+	require.Equal(t, contract.SweepWindowInput{}, in)
+	in, ok = SweepWindowInputOf(describe(`{"sweep":{"concurrency":5},"interval":30000000000}`))
+	require.True(t, ok)
+	require.Equal(t, 5, in.Sweep.Concurrency)
+	require.Equal(t, 30*time.Second, in.Interval)
 }

@@ -97,8 +97,9 @@ func startSweepWindowIfIdle(ctx context.Context, c client.Client) error {
 	return TriggerSchedule(ctx, c, SweepScheduleID)
 }
 
-// SweepWindowInputOf decodes the input of d's action when it starts SweepWindow; an
-// unreadable one leaves the default thresholds.
+// SweepWindowInputOf decodes the input of d's action when it starts SweepWindow; one that is
+// unreadable or that its window would refuse (a value of the wrong type decodes, and is
+// refused by Validate) leaves the default thresholds.
 func SweepWindowInputOf(d *client.ScheduleDescription) (contract.SweepWindowInput, bool) {
 	var in contract.SweepWindowInput
 	a, ok := d.Schedule.Action.(*client.ScheduleWorkflowAction)
@@ -106,8 +107,10 @@ func SweepWindowInputOf(d *client.ScheduleDescription) (contract.SweepWindowInpu
 		return in, false
 	}
 	p, ok := a.Args[0].(*commonpb.Payload)
-	ok = ok && converter.GetDefaultDataConverter().FromPayload(p, &in) == nil
-	return in, ok
+	if !ok || converter.GetDefaultDataConverter().FromPayload(p, &in) != nil || in.Validate() != nil {
+		return contract.SweepWindowInput{}, false
+	}
+	return in, true
 }
 
 // runningSweepWindows lists the IDs of the sweep windows the schedule is running.

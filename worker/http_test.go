@@ -555,3 +555,26 @@ func TestCheckJSONDuplicateMembers(t *testing.T) {
 		}
 	}
 }
+
+// A query string that does not parse (a bad escape, a ';') or repeats a parameter is refused:
+// Go's parser dropped the bad pair and kept the first of a repeated one, so ?after=%zz listed
+// the first page again and ?limit=1&limit=5000 took whichever came first.
+func TestHTTPRefusesQueriesThatDoNotParseOrRepeat(t *testing.T) {
+	w := startWorker(t, testConfig(t), nil)
+	c := newClient(t, w)
+	expect(t, c.postJSON("/api/v1/stores/generic/gs", genericSchema), http.StatusCreated, "")
+	for _, path := range []string{
+		"/api/v1/stores?after=%zz",
+		"/api/v1/stores?limit=1&limit=1000",
+		"/api/v1/stores?kind=generic;kind=rollout",
+		"/api/v1/stores/generic/gs/rows?after=%zz",
+		"/api/v1/stores/generic/gs/rows?source=wal&source=base",
+		"/api/v1/stores/generic/gs/stats?x=1&x=2",
+		"/healthz?a=%",
+	} {
+		r := c.get(path)
+		expect(t, r, http.StatusBadRequest, CodeInvalidInput)
+	}
+	expect(t, c.do(http.MethodPost, "/api/v1/stores/generic/gs/merge-wal?wait=true&wait=false", "", nil), http.StatusBadRequest, CodeInvalidInput)
+	expect(t, c.get("/api/v1/stores?limit=1&after="), http.StatusOK, "")
+}

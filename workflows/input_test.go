@@ -395,3 +395,35 @@ func TestMergeWalTickRefusesABadTarget(t *testing.T) {
 		{"no name", contract.MergeWalTickInput{Target: "generic"}, "target", false},
 	})
 }
+
+// JSON of the right shape with a value of the wrong type (a string for a count, a number
+// beyond int64, an array for the whole input) is refused like a value out of bounds, naming
+// the field; the SDK's own decode error was retryable and no InvalidInput.
+func TestEveryWorkflowRefusesAValueOfTheWrongType(t *testing.T) {
+	type obj = map[string]any
+	requireRefused(t, contract.MergeWalWorkflow, []badInput{
+		{"target a number", obj{"target": 5}, "target", false},
+		{"passes beyond int64", obj{"target": "generic:gs", "max_passes": 1e30}, "max_passes", false},
+		{"timeout as text", obj{"target": "generic:gs", "schedule_to_start_timeout": "30s"}, "schedule_to_start_timeout", false},
+		{"carried shard a number", obj{"target": "generic:gs", "carry": obj{"runs": 1, "shards": []any{obj{"shard": 7}}}}, "carry.shards.shard", true},
+		{"an array", []any{1, 2}, "input", false},
+		{"a string", "generic:gs", "input", false},
+	})
+	requireRefused(t, contract.CompactBaseWorkflow, []badInput{
+		{"max runs negative text", obj{"target": "generic:gs", "max_runs": "-1"}, "max_runs", false},
+	})
+	requireRefused(t, contract.MaintenanceSweepWorkflow, []badInput{
+		{"parallel prepare a number", obj{"parallel_prepare": 1}, "parallel_prepare", false},
+	})
+	requireRefused(t, contract.SweepWindowWorkflow, []badInput{
+		{"sweep an array", obj{"sweep": []any{1}}, "sweep", false},
+		{"sweep concurrency a float", obj{"sweep": obj{"concurrency": 1.5}}, "sweep.concurrency", false},
+		{"interval beyond int64", obj{"interval": 1e19}, "interval", false},
+	})
+	requireRefused(t, contract.MergeWalTickWorkflow, []badInput{
+		{"target an object", obj{"target": obj{}}, "target", false},
+	})
+	requireRefused(t, contract.ReconcileDemandWorkflow, []badInput{
+		{"cursor kind index text", obj{"cursor": obj{"kind_index": "1"}}, "cursor.kind_index", true},
+	})
+}

@@ -722,3 +722,14 @@ func TestMergeWalHotRunPacesItsListings(t *testing.T) {
 	require.Equal(t, 3, timers)
 	require.Equal(t, 1+4*2+len(listedAt)+timers+2, res.Actions, "start, 4 passes, listings, timers, 2 upserts (bare start, outcome)")
 }
+
+// An activity-state signal is typed by anyone with namespace access: the text of a retrying
+// one is kept clipped while its activity is in flight, and the status says the same 200 bytes.
+func TestTrackerKeepsASignalsErrorClipped(t *testing.T) {
+	w := &watch{id: "Prepare/r/1"}
+	tr := &tracker{inflight: []*watch{w}, onChange: func() {}}
+	huge := strings.Repeat("e", 2<<20)
+	tr.apply(contract.ActivityState{ActivityID: w.id, State: contract.ActivityStateRetrying, Attempt: 2, Error: huge})
+	require.LessOrEqual(t, len(w.lastErr), contract.MaxFailureTextBytes+len("…"))
+	require.Equal(t, contract.BackoffReason(2, huge), w.blocked())
+}

@@ -142,7 +142,9 @@ func (t *tracker) apply(s contract.ActivityState) {
 		case contract.ActivityStateRetrying:
 			// Between attempts nothing runs until Temporal dispatches the next one.
 			w.state = s.State
-			w.lastErr = s.Error
+			// Anyone with namespace access can send this signal, with up to a payload's 2 MiB
+			// of text; the status shows 200 bytes of it.
+			w.lastErr = contract.Clip(s.Error, contract.MaxFailureTextBytes)
 		}
 		t.onChange()
 		return

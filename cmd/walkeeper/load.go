@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/internal/cli"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/worker"
@@ -45,6 +47,9 @@ var demoSchema = map[string]any{"fields": []map[string]any{
 	{"name": "n", "type": "int64", "nullable": true},
 	{"name": "msg", "type": "string", "nullable": true},
 }}
+
+// maxLoadBatch bounds --batch: the worker's default --max-append-rows.
+const maxLoadBatch = 10_000
 
 // loadClient bounds each request of the load generator.
 var loadClient = &http.Client{Timeout: 30 * time.Second}
@@ -210,8 +215,21 @@ A worker that answers 503 (too many pending generations) is waited out per Retry
 			if len(urls) == 0 {
 				return cli.Usagef("--http needs at least one worker URL")
 			}
+			// A URL a request cannot be sent to failed every append as a connection error,
+			// which the load waits out until --duration ends.
+			for _, u := range urls {
+				p, err := url.Parse(u)
+				if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+					return cli.Usagef("--http %q is not an http:// or https:// URL with a host", contract.Clip(u, 256))
+				}
+			}
 			if l.rate <= 0 || l.batch <= 0 {
 				return cli.Usagef("--rate and --batch must be positive")
+			}
+			// Each request's rows are built in memory first; a worker takes at most
+			// --max-append-rows of them (10,000 by default) anyway.
+			if l.batch > maxLoadBatch {
+				return cli.Usagef("--batch %d is above %d rows per request", l.batch, maxLoadBatch)
 			}
 			// One request every batch/rate seconds: a ticker cannot tick more than once a
 			// nanosecond, and a negative duration would silently mean "run for ever".
@@ -248,7 +266,7 @@ A worker that answers 503 (too many pending generations) is waited out per Retry
 	f.BoolVar(&create, "create", false, "create the (generic) store first")
 	worker.StringKnobVar(f, &l.token, "auth-token", "", "bearer token for the workers")
 	f.IntVar(&l.rate, "rate", 100, "rows per second")
-	f.IntVar(&l.batch, "batch", 25, "rows per request")
+	f.IntVar(&l.batch, "batch", 25, "rows per request (at most 10000)")
 	f.IntVar(&l.keySpace, "keys", 5000, "distinct ids; later rows overwrite earlier ones")
 	f.DurationVar(&l.flushEvery, "flush-every", 2*time.Second, "seal the store on every worker this often (0 = leave it to the workers)")
 	f.DurationVar(&l.duration, "duration", 30*time.Second, "how long to run (0 = until Ctrl-C)")

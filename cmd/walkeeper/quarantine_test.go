@@ -49,6 +49,15 @@ func TestQuarantineCommand(t *testing.T) {
 	code, _, stderr = runCLI(t, "quarantine", "generic:nope", genKey, "--storage", url, "--reason", "r")
 	require.Equal(t, 2, code, "a missing store is bad input: %s", stderr)
 	require.Contains(t, stderr, "generic:nope")
+	// A reason the manifest would repeat in every later version is bounded, and must be one
+	// line of UTF-8: each is refused with exit 2 and one line, and nothing is set aside (the
+	// next quarantine is the first).
+	for _, bad := range []string{strings.Repeat("r", store.MaxQuarantineReasonBytes+1), "bad \xff byte", "two\nlines"} {
+		code, _, stderr = runCLI(t, "quarantine", "generic:qc", genKey, "--storage", url, "--reason", bad)
+		require.Equal(t, 2, code, stderr)
+		require.Contains(t, stderr, "reason")
+		require.Equal(t, 1, strings.Count(strings.TrimSpace(stderr), "\n")+1, stderr)
+	}
 	code, out, stderr := runCLI(t, "quarantine", "generic:qc", genKey, "--storage", url, "--reason", "test damage")
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, out, "quarantined generation 1")

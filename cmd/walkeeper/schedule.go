@@ -7,6 +7,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
@@ -33,6 +35,23 @@ func (s *scheduleFlags) id() (string, error) {
 		return "", err
 	}
 	return temporaladmin.TargetScheduleID(t), nil
+}
+
+// maxNoteBytes bounds --note, which the schedule keeps and describe prints.
+const maxNoteBytes = 1024
+
+// checkNote refuses a --note that is longer than maxNoteBytes, not UTF-8 (Temporal's gRPC
+// request would not encode) or more than one line.
+func checkNote(note string) error {
+	switch {
+	case len(note) > maxNoteBytes:
+		return cli.Usagef("--note is %d bytes long, at most %d allowed", len(note), maxNoteBytes)
+	case !utf8.ValidString(note):
+		return cli.Usagef("--note is not valid UTF-8")
+	case strings.IndexFunc(note, unicode.IsControl) >= 0:
+		return cli.Usagef("--note holds a control character")
+	}
+	return nil
 }
 
 func newScheduleCmd(g *globalOptions) *cobra.Command {
@@ -75,6 +94,9 @@ Both use a one-minute catch-up window.`,
 			}
 			if cmd.Name() == "ensure" && sf.jitter < 0 { // else it would silently mean none
 				return cli.Usagef("--jitter must not be negative, got %s", sf.jitter)
+			}
+			if err := checkNote(sf.note); err != nil {
+				return err
 			}
 			g.devDefaults(cmd) // a running dev's Temporal, unless --temporal says otherwise
 			return g.withTemporal(cmd, func(ctx context.Context, c client.Client) error {

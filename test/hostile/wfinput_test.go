@@ -41,6 +41,7 @@ func TestBadWorkflowInputsFailFast(t *testing.T) {
 	}{
 		{"sweep window interval 1ns", contract.SweepWindowWorkflow, `{"interval":1}`, "interval"},
 		{"sweep concurrency 100000", contract.MaintenanceSweepWorkflow, `{"concurrency":100000}`, "concurrency"},
+		{"merge max passes as text", contract.MergeWalWorkflow, `{"target":"generic:carry","max_passes":"5"}`, "max_passes"},
 		{"merge with a forged carry", contract.MergeWalWorkflow,
 			`{"target":"generic:carry","carry":{"runs":-3,"pending_at_start":-1,"shards":[{"shard":"../../not-a-shard","reclaimed":-5,"passes":-1,"pending":-2}]}}`,
 			"carry"},

@@ -34,6 +34,10 @@ const runPageScratchMax = 4 << 20
 // runRowBytesMax caps the bytes per row a footer can make a batch's window count.
 const runRowBytesMax = 1 << 40
 
+// runRowsPerByte bounds a run's rows by its size: every row has a distinct key, stored in at
+// least 4 bytes (its length) that Snappy shrinks at most 64/3 times.
+const runRowsPerByte = 6
+
 // runBatchRowOverhead is the Arrow size per row of a batch beyond the Parquet plain size of
 // its values: a validity bit and an offset per column at most, and the shard id, which is
 // dictionary-encoded in the file (an index) but one string per row in Arrow (at most 64
@@ -75,6 +79,9 @@ func openRunBatches(ctx context.Context, mem memory.Allocator, data []byte, c *r
 			rb, err = nil, corruptf("%s: %v", what, r)
 		}
 	}()
+	if err := checkRunFooter(data); err != nil {
+		return nil, corruptf("%s: %v", what, err)
+	}
 	props := parquet.NewReaderProperties(mem)
 	// Pages are read through a small buffer from data, not as whole column chunks copied to
 	// fresh Go slices (the reader's default).
@@ -85,10 +92,21 @@ func openRunBatches(ctx context.Context, mem memory.Allocator, data []byte, c *r
 		return nil, corruptf("%s: %v", what, err)
 	}
 	rb = &runBatches{pf: pf, c: c, what: what, rows: pf.NumRows(), selected: pf.NumRows()}
+	// The reader reserves a batch's levels and values for the rows the footer declares.
+	rowsMax := runRowsPerByte * int64(len(data))
+	if rb.rows < 0 || rb.rows > rowsMax {
+		rb.close()
+		return nil, corruptf("%s: footer declares %d rows in %d bytes", what, rb.rows, len(data))
+	}
 	md := pf.MetaData()
-	var perRow, scratch int64 = 1, 0
+	var perRow, scratch, groupRows int64 = 1, 0, 0
 	for g := 0; g < pf.NumRowGroups(); g++ {
 		rg := md.RowGroup(g)
+		if n := rg.NumRows(); n < 0 || n > rowsMax-groupRows {
+			rb.close()
+			return nil, corruptf("%s: row group %d declares %d rows in %d bytes", what, g, n, len(data))
+		}
+		groupRows += rg.NumRows()
 		if n := rg.NumRows(); n > 0 {
 			perRow = max(perRow, rg.TotalByteSize()/n)
 		}

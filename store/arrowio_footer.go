@@ -22,7 +22,7 @@ import (
 const parquetTrailer = 4 + 4
 
 // thriftDepthMax bounds the nesting of the footer's structs and containers (thrift's own
-// recursion limit is 64; Parquet's FileMetaData nests less than 10 deep).
+// recursion limit is 64; a Parquet footer nests a handful of levels).
 const thriftDepthMax = 64
 
 // Thrift compact protocol types.

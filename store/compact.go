@@ -252,10 +252,13 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 }
 
 // unsealedSeqBound lowers bound to the smallest write sequence a row that no generation
-// holds yet may have, for the tombstone rule: a shard's unsealed rows (its writer's memtable,
-// or a dead writer's WAL not yet replayed) are in WAL objects above its replay point and newer
-// than everything it sealed, so such a shard bounds it at its max_seq + 1. A shard that could
-// not lower the bound is not listed.
+// of the snapshot holds may have, for the tombstone rule: a shard's unsealed rows (its
+// writer's memtable, or a dead writer's WAL not yet replayed) are in WAL objects above its
+// replay point and newer than everything it sealed, so such a shard bounds it at its
+// max_seq + 1. A shard whose manifest moved on since the snapshot bounds it the same way: a
+// seal meanwhile deleted the WAL objects the listing was to find, and the generation it
+// published is not among the snapshot's pending ones. A shard that could not lower the bound
+// is not listed.
 func (s *Store) unsealedSeqBound(ctx context.Context, snap *readSnapshot, bound int64) (int64, error) {
 	for _, sh := range snap.shards {
 		m := snap.manifests[sh]
@@ -267,6 +270,16 @@ func (s *Store) unsealedSeqBound(ctx context.Context, snap *readSnapshot, bound 
 			return 0, err
 		}
 		if slices.ContainsFunc(positions, func(pos uint64) bool { return pos > m.ReplayAfter }) {
+			bound = m.MaxSeq + 1
+			continue
+		}
+		// Read after the listing: a seal publishes before it deletes, so a seal that took
+		// rows the listing missed shows here.
+		cur, err := s.loadShard(ctx, sh)
+		if err != nil {
+			return 0, err
+		}
+		if cur != nil && cur.Version != m.Version {
 			bound = m.MaxSeq + 1
 		}
 	}

@@ -2,9 +2,12 @@ package store
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
 // A compaction must not drop a tombstone that still hides an older row no generation holds
@@ -34,6 +37,47 @@ func TestCompactionKeepsTombstonesOverUnsealedRows(t *testing.T) {
 	require.NoError(t, err)
 	_, err = s2.Flush(ctx)
 	require.NoError(t, err)
+	_, err = s1.Get(ctx, "k")
+	require.ErrorIs(t, err, ErrNotFound, "a row older than the delete must not come back")
+	_, err = s1.MergeAll(ctx)
+	require.NoError(t, err)
+	_, err = s1.Get(ctx, "k")
+	require.ErrorIs(t, err, ErrNotFound, "a row older than the delete must not come back")
+}
+
+// A seal of another writer between the compaction's snapshot and its listing of that
+// writer's WAL deletes the WAL objects the listing was to find, and the sealed generation is
+// not among the snapshot's pending ones: the row it holds is still older than the tombstone.
+func TestCompactionKeepsTombstonesOverRowsSealedDuringItsListing(t *testing.T) {
+	ctx := context.Background()
+	url := newMemURL()
+	db1 := openTestDB(t, url, "w1")
+	s1 := createGeneric(t, db1, "tombseal", false)
+	db2 := openTestDB(t, url, "w2")
+	s2 := openGeneric(t, db2, "tombseal")
+
+	seal(t, s1, row("other", 1))
+	_, err := s1.MergeAll(ctx)
+	require.NoError(t, err)
+	appendRows(t, s2, row("k", 2)) // acknowledged, in w2's memtable and WAL only
+	require.NoError(t, s1.Delete(ctx, "k"))
+	_, err = s1.Flush(ctx)
+	require.NoError(t, err)
+	_, err = s1.MergeAll(ctx)
+	require.NoError(t, err)
+
+	var armed atomic.Bool
+	armed.Store(true)
+	db1.bucket = db1.bucket.WithFaults(objstore.FaultFuncs{BeforeFunc: func(op, key string) error {
+		if op == objstore.OpList && key == walPrefix(s1.target, db2.Shard()) && armed.CompareAndSwap(true, false) {
+			_, err := s2.Flush(ctx) // w2 seals and deletes its WAL just before the listing
+			require.NoError(t, err)
+		}
+		return nil
+	}})
+	_, err = s1.CompactBase(ctx, CompactParams{MaxRuns: -1, AttemptKey: "wf/c"})
+	require.NoError(t, err)
+	require.False(t, armed.Load(), "the compaction listed w2's WAL")
 	_, err = s1.Get(ctx, "k")
 	require.ErrorIs(t, err, ErrNotFound, "a row older than the delete must not come back")
 	_, err = s1.MergeAll(ctx)

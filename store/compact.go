@@ -197,7 +197,14 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 			s.target, len(inputs), need, resv.Bytes(), budget.Limit(), ErrBudgetBusy)
 	}
 	res.InputRuns = len(inputs)
-	id := fmt.Sprintf("c-%s", hashKey(attempt, s.target.String(), fmt.Sprint(base.Version)))
+	// The name is a function of what the pass writes, so two executions of one attempt (a
+	// retried or reset one beside one still running) share an output only when they write
+	// the same bytes: the tombstones dropped depend on the bound as well as the base.
+	naming := []string{attempt, s.target.String(), fmt.Sprint(base.Version)}
+	if plan.allRuns {
+		naming = append(naming, fmt.Sprint(plan.minPendingSeq))
+	}
+	id := fmt.Sprintf("c-%s", hashKey(naming...))
 	out := &manifest.Run{ID: id, Path: dataKey(s.target, id), Source: "compact"}
 	drop := func(f *sortedFile, i int) bool {
 		return f.view.Deleted(i) && plan.dropsTombstone(f.view.Seq(i))

@@ -187,8 +187,8 @@ func runIDShardTag(shard string) string {
 // dropLeakedStaged deletes every file an earlier try of this attempt staged that no commit
 // of the attempt can publish any more. A retried attempt may have staged other generations
 // before it failed (docs/DESIGN.md §3: a retried prepare must not leak). keep is the file
-// this try staged; through is its range's end (0: none), whose claim is this try's commit's,
-// so a leaked file of that range with an open range is left for the collector.
+// this try staged and through its range's end (0: none); the claim of that end is this try's
+// commit's, so an earlier file ending there whose range is open is left for the collector.
 //
 // A file whose range is open is deleted only once this call has claimed "abort" for it and
 // a base read after the claim does not keep it, as Abort does: a reset run retries the old

@@ -197,7 +197,14 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 			s.target, len(inputs), need, resv.Bytes(), budget.Limit(), ErrBudgetBusy)
 	}
 	res.InputRuns = len(inputs)
-	id := fmt.Sprintf("c-%s", hashKey(attempt, s.target.String(), fmt.Sprint(base.Version)))
+	// The name is a function of what the pass writes, so two executions of one attempt (a
+	// retried or reset one beside one still running) share an output only when they write
+	// the same bytes: the tombstones dropped depend on the bound as well as the base.
+	naming := []string{attempt, s.target.String(), fmt.Sprint(base.Version)}
+	if plan.allRuns {
+		naming = append(naming, fmt.Sprint(plan.minPendingSeq))
+	}
+	id := fmt.Sprintf("c-%s", hashKey(naming...))
 	out := &manifest.Run{ID: id, Path: dataKey(s.target, id), Source: "compact"}
 	drop := func(f *sortedFile, i int) bool {
 		return f.view.Deleted(i) && plan.dropsTombstone(f.view.Seq(i))
@@ -252,10 +259,13 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 }
 
 // unsealedSeqBound lowers bound to the smallest write sequence a row that no generation
-// holds yet may have, for the tombstone rule: a shard's unsealed rows (its writer's memtable,
-// or a dead writer's WAL not yet replayed) are in WAL objects above its replay point and newer
-// than everything it sealed, so such a shard bounds it at its max_seq + 1. A shard that could
-// not lower the bound is not listed.
+// of the snapshot holds may have, for the tombstone rule: a shard's unsealed rows (its
+// writer's memtable, or a dead writer's WAL not yet replayed) are in WAL objects above its
+// replay point and newer than everything it sealed, so such a shard bounds it at its
+// max_seq + 1. A shard whose manifest moved on since the snapshot bounds it the same way: a
+// seal meanwhile deleted the WAL objects the listing was to find, and the generation it
+// published is not among the snapshot's pending ones. A shard that could not lower the bound
+// is not listed.
 func (s *Store) unsealedSeqBound(ctx context.Context, snap *readSnapshot, bound int64) (int64, error) {
 	for _, sh := range snap.shards {
 		m := snap.manifests[sh]
@@ -267,6 +277,16 @@ func (s *Store) unsealedSeqBound(ctx context.Context, snap *readSnapshot, bound 
 			return 0, err
 		}
 		if slices.ContainsFunc(positions, func(pos uint64) bool { return pos > m.ReplayAfter }) {
+			bound = m.MaxSeq + 1
+			continue
+		}
+		// Read after the listing: a seal publishes before it deletes, so a seal that took
+		// rows the listing missed shows here.
+		cur, err := s.loadShard(ctx, sh)
+		if err != nil {
+			return 0, err
+		}
+		if cur != nil && cur.Version != m.Version {
 			bound = m.MaxSeq + 1
 		}
 	}

@@ -2,9 +2,14 @@ package store
 
 import (
 	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
 // A compaction must not drop a tombstone that still hides an older row no generation holds
@@ -40,4 +45,102 @@ func TestCompactionKeepsTombstonesOverUnsealedRows(t *testing.T) {
 	require.NoError(t, err)
 	_, err = s1.Get(ctx, "k")
 	require.ErrorIs(t, err, ErrNotFound, "a row older than the delete must not come back")
+}
+
+// A seal of another writer between the compaction's snapshot and its listing of that
+// writer's WAL deletes the WAL objects the listing was to find, and the sealed generation is
+// not among the snapshot's pending ones: the row it holds is still older than the tombstone.
+func TestCompactionKeepsTombstonesOverRowsSealedDuringItsListing(t *testing.T) {
+	ctx := context.Background()
+	url := newMemURL()
+	db1 := openTestDB(t, url, "w1")
+	s1 := createGeneric(t, db1, "tombseal", false)
+	db2 := openTestDB(t, url, "w2")
+	s2 := openGeneric(t, db2, "tombseal")
+
+	seal(t, s1, row("other", 1))
+	_, err := s1.MergeAll(ctx)
+	require.NoError(t, err)
+	appendRows(t, s2, row("k", 2)) // acknowledged, in w2's memtable and WAL only
+	require.NoError(t, s1.Delete(ctx, "k"))
+	_, err = s1.Flush(ctx)
+	require.NoError(t, err)
+	_, err = s1.MergeAll(ctx)
+	require.NoError(t, err)
+
+	var armed atomic.Bool
+	armed.Store(true)
+	db1.bucket = db1.bucket.WithFaults(objstore.FaultFuncs{BeforeFunc: func(op, key string) error {
+		if op == objstore.OpList && key == walPrefix(s1.target, db2.Shard()) && armed.CompareAndSwap(true, false) {
+			_, err := s2.Flush(ctx) // w2 seals and deletes its WAL just before the listing
+			require.NoError(t, err)
+		}
+		return nil
+	}})
+	_, err = s1.CompactBase(ctx, CompactParams{MaxRuns: -1, AttemptKey: "wf/c"})
+	require.NoError(t, err)
+	require.False(t, armed.Load(), "the compaction listed w2's WAL")
+	_, err = s1.Get(ctx, "k")
+	require.ErrorIs(t, err, ErrNotFound, "a row older than the delete must not come back")
+	_, err = s1.MergeAll(ctx)
+	require.NoError(t, err)
+	_, err = s1.Get(ctx, "k")
+	require.ErrorIs(t, err, ErrNotFound, "a row older than the delete must not come back")
+}
+
+// Two executions of one compaction attempt (a worker still running an attempt that Temporal
+// retried, or a reset run's) that read the same base version but decide differently which
+// tombstones go (a seal landed between them) write different runs; with one name, the one
+// whose publish failed deleted the run the other then published, or the later write
+// replaced the bytes the published checksum was of.
+func TestConcurrentTriesOfACompactionDoNotShareAnOutput(t *testing.T) {
+	ctx := context.Background()
+	url := newMemURL()
+	db1 := openTestDB(t, url, "w1")
+	s1 := createGeneric(t, db1, "twin", false)
+	db2 := openTestDB(t, url, "w2")
+	s2 := openGeneric(t, db2, "twin")
+	db3 := openTestDB(t, url, "w3")
+	s3 := openGeneric(t, db3, "twin")
+
+	seal(t, s1, row("other", 1))
+	_, err := s1.MergeAll(ctx)
+	require.NoError(t, err)
+	require.NoError(t, s1.Delete(ctx, "k"))
+	_, err = s1.Flush(ctx)
+	require.NoError(t, err)
+	_, err = s1.MergeAll(ctx)
+	require.NoError(t, err)
+	appendRows(t, s2, row("z", 3)) // unsealed: the first try keeps the tombstone
+
+	db3.bucket = db3.bucket.WithFaults(objstore.FaultFuncs{BeforeFunc: func(op, key string) error {
+		if op == objstore.OpPutIfAbsent && strings.Contains(key, "/_versions/") {
+			return errors.New("injected: base publish failed")
+		}
+		return nil
+	}})
+	var armed atomic.Bool
+	armed.Store(true)
+	db1.bucket = db1.bucket.WithFaults(objstore.FaultFuncs{BeforeFunc: func(op, key string) error {
+		if op == objstore.OpPutIfAbsent && strings.Contains(key, "/_versions/") && armed.CompareAndSwap(true, false) {
+			_, err := s2.Flush(ctx) // the second try sees the row pending, not unsealed
+			require.NoError(t, err)
+			_, err = s3.CompactBase(ctx, CompactParams{MaxRuns: -1, AttemptKey: "wf/compact"})
+			require.Error(t, err, "the second try's publish fails")
+		}
+		return nil
+	}})
+	res, err := s1.CompactBase(ctx, CompactParams{MaxRuns: -1, AttemptKey: "wf/compact"})
+	require.NoError(t, err)
+	require.True(t, res.Committed)
+	require.False(t, armed.Load(), "the second try ran")
+
+	base, err := s1.loadBase(ctx)
+	require.NoError(t, err)
+	for _, r := range base.Runs {
+		ok, err := db1.bucket.Exists(ctx, r.Path)
+		require.NoError(t, err)
+		require.True(t, ok, "the base names run %s, which the other try deleted", r.Path)
+	}
+	require.Equal(t, map[string]int64{"other": 1, "z": 3}, allRows(t, s1, SourceAll))
 }

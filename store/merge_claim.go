@@ -88,15 +88,22 @@ func (s *Store) claim(ctx context.Context, p *PreparedMerge, state string) (stri
 	if err := s.validatePrepared(p); err != nil {
 		return "", err
 	}
-	raw, _ := json.Marshal(manifest.AttemptClaim{State: state, AttemptKey: p.AttemptKey, Through: p.Through, At: s.db.opts.Now().UTC()})
-	err := s.db.bucket.PutIfAbsent(ctx, s.claimKey(p), raw)
+	return s.claimAttempt(ctx, p.AttemptKey, p.Shard, p.Through, state)
+}
+
+// claimAttempt records state for attempt's merge of shard through generation through and
+// returns the state that holds afterwards: ours, or the one another caller claimed first.
+func (s *Store) claimAttempt(ctx context.Context, attempt, shard string, through uint64, state string) (string, error) {
+	key := s.attemptClaimKey(attempt, shard, through)
+	raw, _ := json.Marshal(manifest.AttemptClaim{State: state, AttemptKey: attempt, Through: through, At: s.db.opts.Now().UTC()})
+	err := s.db.bucket.PutIfAbsent(ctx, key, raw)
 	if err == nil {
 		return state, nil
 	}
 	if !errors.Is(err, ErrAlreadyExists) {
 		return "", err
 	}
-	c, err := s.readClaim(ctx, s.claimKey(p))
+	c, err := s.readClaim(ctx, key)
 	return c.State, err
 }
 

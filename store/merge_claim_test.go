@@ -2,9 +2,12 @@ package store
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
 // claimExists reports whether the attempt's claim object is still in storage.
@@ -89,4 +92,71 @@ func TestRetriedPrepareKeepsTheRunOfAClaimedCommit(t *testing.T) {
 	_, err = s.MergeAll(ctx)
 	require.NoError(t, err)
 	require.Equal(t, map[string]int64{"a": 1, "b": 2, "c": 3}, allRows(t, s, SourceAll))
+}
+
+// A retried Prepare (a reset run's, with the old run's attempt key) that finds the old
+// run's staged run unreferenced must not delete it while the old run's commit may still
+// publish it: neither when that commit claims and publishes between the retry's look at the
+// claim and its delete, nor when it publishes and drops its claim between the retry's read
+// of the base and its look at the claim. Either way the base named a deleted run.
+func TestRetriedPrepareRacingTheOldCommitKeepsLiveRuns(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// at reports whether the old commit runs before the retry's operation op on key.
+		at func(old *PreparedMerge, s *Store, op, key string) bool
+	}{
+		{"commit between claim check and delete", func(old *PreparedMerge, _ *Store, op, key string) bool {
+			return op == objstore.OpDelete && key == old.Staged[0].Path
+		}},
+		{"commit and claim drop before claim check", func(old *PreparedMerge, s *Store, op, key string) bool {
+			return op != objstore.OpDelete && key == s.claimKey(old)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			url := "file://" + t.TempDir()
+			db1, s := newGenericStore(t, url, "racing")
+			seal(t, s, row("a", 1))
+			seal(t, s, row("b", 2))
+			two, eight := 2, 8
+			old, err := s.Prepare(ctx, PrepareParams{AttemptKey: "wf/Prepare/run-1/2", MaxGenerations: &two})
+			require.NoError(t, err)
+			seal(t, s, row("c", 3))
+
+			db2 := openTestDB(t, url, "w2")
+			s2 := openGeneric(t, db2, "racing")
+			var armed atomic.Bool
+			armed.Store(true)
+			db2.bucket = db2.bucket.WithFaults(objstore.FaultFuncs{BeforeFunc: func(op, key string) error {
+				if tc.at(old, s2, op, key) && armed.CompareAndSwap(true, false) {
+					_, _ = commitOne(ctx, s, old) // the old run's commit, still on another worker
+				}
+				return nil
+			}})
+			retried, err := s2.Prepare(ctx, PrepareParams{Shard: old.Shard, AttemptKey: "wf/Prepare/run-1/2", MaxGenerations: &eight})
+			if err != nil {
+				require.ErrorIs(t, err, ErrConflict, "the old commit merged what the retry planned") // Temporal retries it
+				retried = nil
+			}
+			require.False(t, armed.Load(), "the old commit ran")
+
+			base, err := s.loadBase(ctx)
+			require.NoError(t, err)
+			for _, r := range base.Runs {
+				ok, err := db1.bucket.Exists(ctx, r.Path)
+				require.NoError(t, err)
+				require.True(t, ok, "the base names run %s, which the retried Prepare deleted", r.Path)
+			}
+			if retried != nil {
+				if _, err := commitOne(ctx, s, retried); err != nil {
+					require.ErrorIs(t, err, ErrStalePreparation)
+					_, err = s.Abort(ctx, retried)
+					require.NoError(t, err)
+				}
+			}
+			_, err = s.MergeAll(ctx)
+			require.NoError(t, err)
+			require.Equal(t, map[string]int64{"a": 1, "b": 2, "c": 3}, allRows(t, s, SourceAll))
+		})
+	}
 }

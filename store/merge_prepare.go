@@ -79,12 +79,9 @@ func (s *Store) Prepare(ctx context.Context, p PrepareParams) (*PreparedMerge, e
 		return nil, err
 	}
 	wm := base.Watermarks[shard]
-	if err := s.dropLeakedStaged(ctx, base, attempt, shard); err != nil {
-		return nil, err
-	}
 	pending := sm.PendingAbove(wm)
 	if len(pending) == 0 {
-		return nil, nil
+		return nil, s.dropLeakedStaged(ctx, base, attempt, shard, "", 0)
 	}
 
 	budget := s.db.opts.Budget
@@ -141,6 +138,11 @@ func (s *Store) Prepare(ctx context.Context, p PrepareParams) (*PreparedMerge, e
 	if err != nil {
 		return nil, err
 	}
+	// After planning, so that the earlier tries' files of this plan's range, whose claim is
+	// this attempt's next commit's, are left alone.
+	if err := s.dropLeakedStaged(ctx, base, attempt, shard, staged.Path, plan.through()); err != nil {
+		return nil, err
+	}
 	s.observePhase("write", writeStart)
 	return &PreparedMerge{
 		Target:      s.target.String(),
@@ -182,13 +184,21 @@ func runIDShardTag(shard string) string {
 	return shard
 }
 
-// dropLeakedStaged deletes every file an earlier try of this attempt staged that base does
-// not reference and whose commit nobody claimed. A retried attempt may have staged other
-// generations before it failed (docs/DESIGN.md §3: a retried prepare must not leak).
+// dropLeakedStaged deletes every file an earlier try of this attempt staged that no commit
+// of the attempt can publish any more. A retried attempt may have staged other generations
+// before it failed (docs/DESIGN.md §3: a retried prepare must not leak). keep is the file
+// this try staged and through its range's end (0: none); the claim of that end is this try's
+// commit's, so an earlier file ending there whose range is open is left for the collector.
 //
-// INVARIANT: only unreferenced files are deleted; a referenced one is live data, and one
-// whose attempt is claimed "commit" may become live data before this Prepare returns.
-func (s *Store) dropLeakedStaged(ctx context.Context, base *manifest.Base, attempt, shard string) error {
+// A file whose range is open is deleted only once this call has claimed "abort" for it and
+// a base read after the claim does not keep it, as Abort does: a reset run retries the old
+// run's attempt while the old run's commit may still be on a worker, and that commit, which
+// claims "commit" before it publishes and drops its claim after, could otherwise publish the
+// file between a look at its claim and the delete, or publish it and drop its claim after
+// base was read.
+//
+// INVARIANT: only files that no base references and no commit can publish are deleted.
+func (s *Store) dropLeakedStaged(ctx context.Context, base *manifest.Base, attempt, shard, keep string, through uint64) error {
 	prefix := dataPrefix(s.target) + stagedRunPrefix(attempt, s.target, shard)
 	objs, err := s.db.bucket.List(ctx, prefix)
 	if err != nil {
@@ -199,40 +209,39 @@ func (s *Store) dropLeakedStaged(ctx context.Context, base *manifest.Base, attem
 			s.db.foreignObject(foreignStaging, o.Key) // never deleted: not ours to delete
 			continue
 		}
-		if baseKeeps(base, o.Key) {
+		if o.Key == keep || baseKeeps(base, o.Key) {
 			continue
 		}
-		inFlight, err := s.commitClaimed(ctx, attempt, shard, o.Key)
-		if err != nil {
-			return err
-		}
-		if inFlight {
-			// An earlier run of the attempt claimed its commit and may publish this file
-			// any moment (a reset run retries the old run's attempt while its commit is
-			// still on a worker). Once the watermark reaches into its range, the round
-			// commit that moved it collects the file if it was never published.
+		_, from, to, ok := parseStagedRunKey(s.target, o.Key)
+		if !ok {
 			continue
+		}
+		if manifest.WatermarkCoverage(base.Watermarks[shard], from, to) == manifest.RangeOpen {
+			if to == through {
+				continue // an "abort" claim would stop this try's own commit
+			}
+			state, err := s.claimAttempt(ctx, attempt, shard, to, "abort")
+			if err != nil {
+				return err
+			}
+			if state == "commit" {
+				// Its commit may publish it any moment; once the watermark reaches into its
+				// range, the round commit that moved it collects it if it never was.
+				continue
+			}
+			fresh, err := s.loadBase(ctx)
+			if err != nil {
+				return err
+			}
+			if baseKeeps(fresh, o.Key) {
+				continue // published before the abort claim, and its commit's claim dropped
+			}
 		}
 		if err := s.db.bucket.Delete(ctx, o.Key); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// commitClaimed reports whether the attempt's commit claim for the staged run at key (its
-// range's last generation names the claim) says "commit". One GET, made only for a file an
-// earlier try of the attempt left unreferenced.
-func (s *Store) commitClaimed(ctx context.Context, attempt, shard, key string) (bool, error) {
-	_, _, through, ok := parseStagedRunKey(s.target, key)
-	if !ok {
-		return false, nil
-	}
-	c, err := s.readClaim(ctx, s.attemptClaimKey(attempt, shard, through))
-	if errors.Is(err, ErrNotFound) {
-		return false, nil
-	}
-	return c.State == "commit", err
 }
 
 // writeStagedRun builds the run chunk by chunk and streams it to storage at key: the output

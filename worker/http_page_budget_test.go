@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/walkeeper/walkeeper/store"
 )
 
 // stalledWriter is the answer of a client that stops reading: its first Write blocks until
@@ -90,4 +92,15 @@ func TestRowsPageBytes(t *testing.T) {
 	require.Equal(t, int64(2<<20), c.rowsPageBytes(2))
 	c.MaxRowBytes = 0
 	require.Equal(t, int64(4<<20), c.rowsPageBytes(1))
+}
+
+// A stores page is charged what its listing can hold: --page-bytes plus one entry, or ?limit=
+// entries when they are less.
+func TestStoresPageBytes(t *testing.T) {
+	c := DefaultConfig()
+	c.PageBytes = 4 << 20
+	require.Equal(t, int64(maxStoresLimit*store.MaxStoreInfoJSONBytes), c.storesPageBytes(maxStoresLimit))
+	require.Equal(t, int64(3*store.MaxStoreInfoJSONBytes), c.storesPageBytes(3))
+	c.PageBytes = 1000
+	require.Equal(t, int64(1000+store.MaxStoreInfoJSONBytes), c.storesPageBytes(maxStoresLimit))
 }

@@ -69,6 +69,10 @@ func (a *apiServer) listStores(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	head := r.Method == http.MethodHead
+	if head {
+		limit = 1 // a HEAD answers the status of a read, not a page it would not send
+	}
 	// A stores page is bounded by --page-bytes like a rows page, and shares its budget.
 	release, err := a.pages.take(r.Context(), a.cfg.storesPageBytes(limit))
 	if err != nil {
@@ -82,6 +86,10 @@ func (a *apiServer) listStores(w http.ResponseWriter, r *http.Request) error {
 		MaxBytes: a.cfg.PageBytes})
 	if err != nil {
 		return err
+	}
+	if head {
+		headOnly(w)
+		return nil
 	}
 	pw := newPageWriter(w, "stores", true, a.cfg.PageBytes)
 	for i, in := range page.Stores {

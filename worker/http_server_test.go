@@ -183,3 +183,31 @@ func TestHTTPMergeWaitOutlivesTheTimeouts(t *testing.T) {
 		}
 	}
 }
+
+// No answer is compressed, whatever Accept-Encoding asks: a compressor holds hundreds of KiB
+// per request, which no budget counts. /metrics, whose handler would gzip, answers plain text.
+func TestHTTPAnswersAreNotCompressed(t *testing.T) {
+	_, c, _ := serveAPI(t, testConfig(t))
+	expect(t, c.postJSON("/api/v1/stores/generic/gs", genericSchema), http.StatusCreated, "")
+	for _, path := range []string{"/metrics", "/healthz", "/api/v1/stores", "/api/v1/stores/generic/gs/rows", "/api/v1/stores/generic/gs/stats", "/nope"} {
+		for _, enc := range []string{"gzip", "gzip, deflate, br, zstd", "*"} {
+			req, err := http.NewRequest(http.MethodGet, c.base+path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Accept-Encoding", enc) // set by hand, so the client does not decompress
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if ce := res.Header.Get("Content-Encoding"); ce != "" {
+				t.Fatalf("%s with Accept-Encoding %q: Content-Encoding %q", path, enc, ce)
+			}
+			if path == "/metrics" && !strings.Contains(string(body), "walkeeper_http_requests_total") {
+				t.Fatalf("%s with Accept-Encoding %q: not the text exposition: %.80q", path, enc, body)
+			}
+		}
+	}
+}

@@ -211,3 +211,28 @@ func TestHTTPAnswersAreNotCompressed(t *testing.T) {
 		}
 	}
 }
+
+// A request whose target is "*" (asterisk form, meant for OPTIONS) reaches the router with any
+// other method; it is no route, 404 not_found in JSON like any other, not the router's own
+// empty 400.
+func TestHTTPAsteriskTargetIsJSONNotFound(t *testing.T) {
+	w := startWorker(t, testConfig(t), nil)
+	for _, method := range []string{"GET", "HEAD", "POST", "DELETE"} {
+		conn := rawConn(t, w)
+		if _, err := fmt.Fprintf(conn, "%s * HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", method); err != nil {
+			t.Fatal(err)
+		}
+		res, err := http.ReadResponse(bufio.NewReader(conn), &http.Request{Method: method})
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusNotFound || res.Header.Get("Content-Type") != "application/json" {
+			t.Fatalf("%s *: %d %q %q", method, res.StatusCode, res.Header.Get("Content-Type"), body)
+		}
+		if method != "HEAD" && !strings.Contains(string(body), `"code":"not_found"`) {
+			t.Fatalf("%s *: %s", method, body)
+		}
+	}
+}

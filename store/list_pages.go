@@ -28,7 +28,8 @@ func (db *DB) ListStores(ctx context.Context, kind Kind, after string, limit int
 }
 
 // listStores is ListStores whose page also ends with the store whose entry brings the page's
-// entries to maxBytes of JSON text (StoreInfo.JSONBytes; 0 = no bound); it returns their size.
+// entries to maxBytes of JSON text (StoreInfo.JSONBytes; 0 = no bound); it returns their size
+// (0 without a bound).
 func (db *DB) listStores(ctx context.Context, kind Kind, after string, limit int, maxBytes int64) (RegistryPage, int64, error) {
 	if _, err := ParseKind(string(kind)); err != nil {
 		return RegistryPage{}, 0, err
@@ -40,13 +41,17 @@ func (db *DB) listStores(ctx context.Context, kind Kind, after string, limit int
 		}
 		afterKey = registryKey(Target{Kind: kind, Name: after})
 	}
+	var measure func(objstore.ObjectInfo) int64 // nil without a bound: fleet-wide walks do not pay for it
+	if maxBytes > 0 {
+		measure = func(o objstore.ObjectInfo) int64 { return registryInfo(kind, o).JSONBytes() }
+	}
 	objs, more, err := db.bucket.ListPageBytes(ctx, registryPrefix(kind), afterKey, limit, maxBytes, func(o objstore.ObjectInfo) bool {
 		if _, ok := parseRegistryKey(kind, o.Key); ok {
 			return true
 		}
 		db.foreignObject(foreignRegistry, o.Key)
 		return false
-	}, func(o objstore.ObjectInfo) int64 { return registryInfo(kind, o).JSONBytes() })
+	}, measure)
 	if err != nil {
 		return RegistryPage{}, 0, err
 	}
@@ -54,7 +59,9 @@ func (db *DB) listStores(ctx context.Context, kind Kind, after string, limit int
 	var size int64
 	for _, o := range objs {
 		info := registryInfo(kind, o)
-		size += info.JSONBytes()
+		if measure != nil {
+			size += info.JSONBytes()
+		}
 		page.Stores = append(page.Stores, info)
 	}
 	if more && len(page.Stores) > 0 {

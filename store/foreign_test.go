@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -257,4 +258,67 @@ func TestListTargetsPagesAcrossKinds(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, one.Stores, 2, "after a cursor, only the stores after it")
 	require.Equal(t, "s03", one.Stores[0].Name)
+}
+
+// ListTargetsWith ends a page with the store whose entry brings the page's JSON text to
+// MaxBytes, whatever the limit, so a page holds at most MaxBytes plus one entry; with names of
+// mixed lengths across kinds, Next continues right after the last store and the pages together
+// are every store once, in order.
+func TestListTargetsWithMaxBytes(t *testing.T) {
+	ctx := context.Background()
+	db := openTestDB(t, backends(t)["mem"], "w1")
+	kinds := []Kind{KindRollout, KindGeneric}
+	var want []Target
+	for i, k := range kinds {
+		for j := range 9 + i {
+			tg := Target{Kind: k, Name: fmt.Sprintf("s%02d-%s", j, strings.Repeat("n", (j*37)%128))[:min(128, 4+(j*37)%128)]}
+			co := CreateOptions{}
+			if k == KindGeneric {
+				co.Schema = &testSchema
+			}
+			_, err := db.Create(ctx, tg, co)
+			require.NoError(t, err)
+			want = append(want, tg)
+		}
+	}
+	for _, maxBytes := range []int64{1, 200, 500, 1000, 1 << 20} {
+		var got []Target
+		after := Target{}
+		for pages := 0; ; pages++ {
+			require.Less(t, pages, 40, "max %d: ListTargetsWith does not end", maxBytes)
+			page, err := db.ListTargetsWith(ctx, TargetsOptions{Kinds: kinds, After: after, Limit: MaxListPage, MaxBytes: maxBytes})
+			require.NoError(t, err)
+			require.NotEmpty(t, page.Stores, "max %d: a next page is given only when a store follows", maxBytes)
+			var before int64 // the entries before the last one
+			for _, s := range page.Stores[:len(page.Stores)-1] {
+				before += s.JSONBytes()
+			}
+			require.Less(t, before, maxBytes, "max %d: the page goes on past the entry that reached the bound", maxBytes)
+			for _, s := range page.Stores {
+				got = append(got, s.Target)
+			}
+			if page.Next == (Target{}) {
+				break
+			}
+			require.GreaterOrEqual(t, before+page.Stores[len(page.Stores)-1].JSONBytes(), maxBytes,
+				"max %d: a page that has a next page is full", maxBytes)
+			require.Equal(t, page.Stores[len(page.Stores)-1].Target, page.Next)
+			after = page.Next
+		}
+		require.Equal(t, want, got, "max %d", maxBytes)
+	}
+}
+
+// StoreInfo.JSONBytes is the length of the entry as listed, and MaxStoreInfoJSONBytes bounds
+// the longest entry a registry can hold.
+func TestStoreInfoJSONBytes(t *testing.T) {
+	name := strings.Repeat("x", 128)
+	far := time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.FixedZone("", -(23*3600+59*60)))
+	info := StoreInfo{Target: Target{Kind: KindDatagen, Name: name}, Kind: KindDatagen, Name: name, CreatedAt: far}
+	b, err := json.Marshal(info)
+	require.NoError(t, err)
+	require.Equal(t, int64(len(b)+len(`"target":"datagen:`+name+`",`)), info.JSONBytes())
+	require.LessOrEqual(t, info.JSONBytes(), int64(MaxStoreInfoJSONBytes))
+	info.CreatedAt = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+	require.Equal(t, int64(MaxStoreInfoJSONBytes), info.JSONBytes(), "an entry that does not encode")
 }

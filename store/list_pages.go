@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/walkeeper/walkeeper/store/objstore"
 )
@@ -22,35 +23,80 @@ type RegistryPage struct {
 // the registry that are not entries (foreign.go) are skipped without ending the page, and
 // Next is always the name of a store, so a cursor never lands on one.
 func (db *DB) ListStores(ctx context.Context, kind Kind, after string, limit int) (RegistryPage, error) {
+	page, _, err := db.listStores(ctx, kind, after, limit, 0)
+	return page, err
+}
+
+// listStores is ListStores whose page also ends with the store whose entry brings the page's
+// entries to maxBytes of JSON text (StoreInfo.JSONBytes; 0 = no bound); it returns their size
+// (0 without a bound).
+func (db *DB) listStores(ctx context.Context, kind Kind, after string, limit int, maxBytes int64) (RegistryPage, int64, error) {
 	if _, err := ParseKind(string(kind)); err != nil {
-		return RegistryPage{}, err
+		return RegistryPage{}, 0, err
 	}
 	afterKey := ""
 	if after != "" {
 		if err := ValidateName(after); err != nil {
-			return RegistryPage{}, err
+			return RegistryPage{}, 0, err
 		}
 		afterKey = registryKey(Target{Kind: kind, Name: after})
 	}
-	objs, more, err := db.bucket.ListPageWhere(ctx, registryPrefix(kind), afterKey, limit, func(o objstore.ObjectInfo) bool {
+	var measure func(objstore.ObjectInfo) int64 // nil without a bound: fleet-wide walks do not pay for it
+	if maxBytes > 0 {
+		measure = func(o objstore.ObjectInfo) int64 { return registryInfo(kind, o).JSONBytes() }
+	}
+	objs, more, err := db.bucket.ListPageBytes(ctx, registryPrefix(kind), afterKey, limit, maxBytes, func(o objstore.ObjectInfo) bool {
 		if _, ok := parseRegistryKey(kind, o.Key); ok {
 			return true
 		}
 		db.foreignObject(foreignRegistry, o.Key)
 		return false
-	})
+	}, measure)
 	if err != nil {
-		return RegistryPage{}, err
+		return RegistryPage{}, 0, err
 	}
 	page := RegistryPage{Stores: make([]StoreInfo, 0, len(objs))}
+	var size int64
 	for _, o := range objs {
-		name, _ := parseRegistryKey(kind, o.Key)
-		page.Stores = append(page.Stores, StoreInfo{Target: Target{Kind: kind, Name: name}, Kind: kind, Name: name, CreatedAt: o.ModTime})
+		info := registryInfo(kind, o)
+		if measure != nil {
+			size += info.JSONBytes()
+		}
+		page.Stores = append(page.Stores, info)
 	}
 	if more && len(page.Stores) > 0 {
 		page.Next = page.Stores[len(page.Stores)-1].Name
 	}
-	return page, nil
+	return page, size, nil
+}
+
+// registryInfo is the entry of a registry key that parseRegistryKey accepts.
+func registryInfo(kind Kind, o objstore.ObjectInfo) StoreInfo {
+	name, _ := parseRegistryKey(kind, o.Key)
+	return StoreInfo{Target: Target{Kind: kind, Name: name}, Kind: kind, Name: name, CreatedAt: o.ModTime}
+}
+
+// MaxStoreInfoJSONBytes bounds StoreInfo.JSONBytes: a 7-byte kind, a 128-byte name twice and
+// the longest time encoding/json writes, with room to spare.
+const MaxStoreInfoJSONBytes = 384
+
+// listedStore is a registry entry as GET /api/v1/stores lists it: the entry and its target.
+type listedStore struct {
+	Target string `json:"target"`
+	StoreInfo
+}
+
+// JSONBytes is the length of the entry's JSON text as GET /api/v1/stores lists it (with its
+// "target", encoded without HTML escaping), the measure that bounds a page of stores
+// (TargetsOptions.MaxBytes). An entry that does not encode (a time outside years 0..9999)
+// counts as MaxStoreInfoJSONBytes: it is never sent.
+func (i StoreInfo) JSONBytes() int64 {
+	// Names, kinds and times have no byte that HTML escaping would change.
+	b, err := json.Marshal(listedStore{Target: i.Target.String(), StoreInfo: i})
+	if err != nil {
+		return MaxStoreInfoJSONBytes
+	}
+	return int64(len(b))
 }
 
 // TargetsPage is one page of registered stores across kinds.
@@ -68,32 +114,58 @@ type TargetsPage struct {
 //
 // REQUIRES: after is the zero Target or of one of kinds.
 func (db *DB) ListTargets(ctx context.Context, kinds []Kind, after Target, limit int) (TargetsPage, error) {
-	limit = min(max(limit, 1), MaxListPage)
+	return db.ListTargetsWith(ctx, TargetsOptions{Kinds: kinds, After: after, Limit: limit})
+}
+
+// TargetsOptions selects and bounds one page of ListTargetsWith.
+type TargetsOptions struct {
+	Kinds []Kind
+	After Target
+	Limit int
+	// MaxBytes bounds the page by its entries' JSON text (StoreInfo.JSONBytes): the page ends
+	// with the store that brings them to MaxBytes, so it holds at most MaxBytes plus one entry,
+	// and always one store (0 = no bound).
+	MaxBytes int64
+}
+
+// ListTargetsWith is ListTargets bounded in bytes as well (TargetsOptions.MaxBytes); Next is
+// the last store of the page whichever bound ended it, and only when a store follows.
+//
+// REQUIRES: o.After is the zero Target or of one of o.Kinds.
+func (db *DB) ListTargetsWith(ctx context.Context, o TargetsOptions) (TargetsPage, error) {
+	limit := min(max(o.Limit, 1), MaxListPage)
 	out := TargetsPage{Stores: make([]StoreInfo, 0, min(limit, 64))}
-	started := after.Kind == ""
-	for i, k := range kinds {
+	var size int64
+	full := func() bool { return len(out.Stores) == limit || (o.MaxBytes > 0 && size >= o.MaxBytes) }
+	started := o.After.Kind == ""
+	for i, k := range o.Kinds {
 		cursor := ""
 		if !started {
-			if k != after.Kind {
+			if k != o.After.Kind {
 				continue
 			}
-			started, cursor = true, after.Name
+			started, cursor = true, o.After.Name
 		}
 		for {
-			page, err := db.ListStores(ctx, k, cursor, limit-len(out.Stores))
+			room := int64(0)
+			if o.MaxBytes > 0 {
+				room = o.MaxBytes - size // > 0 while the page is not full
+			}
+			page, n, err := db.listStores(ctx, k, cursor, limit-len(out.Stores), room)
 			if err != nil {
 				return TargetsPage{}, err
 			}
 			out.Stores = append(out.Stores, page.Stores...)
-			if len(out.Stores) == limit {
+			size += n
+			if full() {
 				more := page.Next != ""
 				if !more {
-					if more, err = db.anyStore(ctx, kinds[i+1:]); err != nil {
+					if more, err = db.anyStore(ctx, o.Kinds[i+1:]); err != nil {
 						return TargetsPage{}, err
 					}
 				}
 				if more {
-					out.Next = out.Stores[limit-1].Target
+					out.Next = out.Stores[len(out.Stores)-1].Target
 				}
 				return out, nil
 			}

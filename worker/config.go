@@ -212,6 +212,13 @@ func (c *Config) rowsPageBytes(limit int) int64 {
 	return min(c.PageBytes+row, int64(limit)*row)
 }
 
+// storesPageBytes is what a GET /api/v1/stores page of at most limit stores can hold, as JSON
+// text, and so what it takes from --page-budget-bytes: --page-bytes plus the entry that
+// reaches it, or limit entries when they are less.
+func (c *Config) storesPageBytes(limit int) int64 {
+	return min(c.PageBytes+store.MaxStoreInfoJSONBytes, int64(limit)*store.MaxStoreInfoJSONBytes)
+}
+
 // Validate reports every problem at once: environment values that did not parse and knob
 // values out of range.
 func (c *Config) Validate() error {
@@ -337,8 +344,9 @@ func (c *Config) Validate() error {
 	}
 	if c.PageBytes < 1 {
 		bad("page-bytes", "must be positive, got %d", c.PageBytes)
-	} else if most := c.rowsPageBytes(maxListLimit); c.PageBudgetBytes != 0 && c.PageBudgetBytes < most {
-		bad("page-budget-bytes", "must be 0 (unlimited) or at least --page-bytes plus --max-row-bytes (%d), got %d", most, c.PageBudgetBytes)
+	} else if most := max(c.rowsPageBytes(maxListLimit), c.storesPageBytes(maxStoresLimit)); c.PageBudgetBytes != 0 && c.PageBudgetBytes < most {
+		bad("page-budget-bytes", "must be 0 (unlimited) or at least --page-bytes plus --max-row-bytes or plus %d bytes, whichever is more (%d), got %d",
+			store.MaxStoreInfoJSONBytes, most, c.PageBudgetBytes)
 	}
 	if c.MemtableBytes < 1 {
 		bad("memtable-bytes", "must be positive, got %d", c.MemtableBytes)

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/walkeeper/walkeeper/store"
 )
 
 func TestDefaultConfigIsValidAndDocumented(t *testing.T) {
@@ -157,6 +159,10 @@ func TestConfigValidateRejectsNonsense(t *testing.T) {
 		"body":         func(c *Config) { c.MaxBodyBytes = 0 },
 		"page-bytes":   func(c *Config) { c.PageBytes = 0 },
 		"page budget":  func(c *Config) { c.PageBudgetBytes = c.PageBytes + int64(c.MaxRowBytes) - 1 },
+		"page budget, small rows": func(c *Config) {
+			c.PageBytes, c.MaxRowBytes = 1000, 100
+			c.PageBudgetBytes = c.PageBytes + store.MaxStoreInfoJSONBytes - 1
+		},
 		"read timeout": func(c *Config) { c.HTTPReadTimeout = -time.Second },
 		"connections":  func(c *Config) { c.MaxConnections = -1 },
 		"memtable":     func(c *Config) { c.MemtableBytes = 0 },

@@ -124,8 +124,9 @@ func (a *apiServer) serve(w http.ResponseWriter, r *http.Request, h http.Handler
 		}
 	}
 	if pattern == "" {
-		// Not found, method not allowed or a redirect: let the mux decide the status and
-		// headers, then answer in JSON.
+		// Not found, method not allowed, a redirect or the mux's empty 400 for a "*" target:
+		// let the mux decide whether the path has other methods, then answer in JSON; every
+		// answer but a 405 is no route, since a redirect would lead a client elsewhere.
 		cw := &statusWriter{ResponseWriter: discardWriter{}}
 		h.ServeHTTP(cw, r)
 		switch cw.status {
@@ -134,7 +135,7 @@ func (a *apiServer) serve(w http.ResponseWriter, r *http.Request, h http.Handler
 			a.fail(w, r, newAPIError(http.StatusMethodNotAllowed, CodeMethodNotAllowed,
 				"%s is not allowed on %s (allowed: %s)", clipText(r.Method), clipText(r.URL.Path), cw.Header().Get("Allow")))
 			return
-		case http.StatusNotFound, 0:
+		default:
 			a.fail(w, r, newAPIError(http.StatusNotFound, CodeNotFound, "no route for %s %s", clipText(r.Method), clipText(r.URL.Path)))
 			return
 		}

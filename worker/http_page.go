@@ -118,3 +118,11 @@ func (p *pageWriter) write(b []byte) {
 	n, _ := p.w.Write(b)
 	p.size += int64(n)
 }
+
+// headOnly answers a HEAD of a list route: the status and headers of its page, and no body
+// (Go's server would discard one), so that a HEAD neither renders nor holds a page.
+func headOnly(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+}

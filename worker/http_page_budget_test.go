@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/walkeeper/walkeeper/store"
 )
 
 // stalledWriter is the answer of a client that stops reading: its first Write blocks until
@@ -90,4 +92,57 @@ func TestRowsPageBytes(t *testing.T) {
 	require.Equal(t, int64(2<<20), c.rowsPageBytes(2))
 	c.MaxRowBytes = 0
 	require.Equal(t, int64(4<<20), c.rowsPageBytes(1))
+}
+
+// A stores page is charged what its listing can hold: --page-bytes plus one entry, or ?limit=
+// entries when they are less.
+func TestStoresPageBytes(t *testing.T) {
+	c := DefaultConfig()
+	c.PageBytes = 4 << 20
+	require.Equal(t, int64(maxStoresLimit*store.MaxStoreInfoJSONBytes), c.storesPageBytes(maxStoresLimit))
+	require.Equal(t, int64(3*store.MaxStoreInfoJSONBytes), c.storesPageBytes(3))
+	c.PageBytes = 1000
+	require.Equal(t, int64(1000+store.MaxStoreInfoJSONBytes), c.storesPageBytes(maxStoresLimit))
+}
+
+// A HEAD of a list route answers what its GET would (status, JSON headers, no body) from a read
+// of one item, and so takes one item from the page budget: while the budget has room for one
+// item but not for a page, HEADs answer 200 and GETs 503 budget_busy. Its errors are the GET's.
+func TestHTTPHeadOfAListReadsOneItem(t *testing.T) {
+	defer func(d time.Duration) { budgetWait = d }(budgetWait)
+	budgetWait = 100 * time.Millisecond
+	cfg := testConfig(t)
+	cfg.PageBytes, cfg.MaxRowBytes = 4096, 1024
+	cfg.PageBudgetBytes = cfg.PageBytes + int64(cfg.MaxRowBytes)
+	w, c, _ := serveAPI(t, cfg)
+	expect(t, c.postJSON("/api/v1/stores/generic/gs", genericSchema), http.StatusCreated, "")
+	expect(t, c.postJSON("/api/v1/stores/generic/gs/rows", `[{"id":"a"},{"id":"b"},{"id":"c"}]`), http.StatusOK, "")
+	rows := "/api/v1/stores/generic/gs/rows"
+
+	held := cfg.PageBudgetBytes - max(cfg.rowsPageBytes(1), cfg.storesPageBytes(1))
+	require.True(t, w.api.pages.sem.TryAcquire(held))
+	for _, path := range []string{rows, rows + "?limit=10000&source=base", "/api/v1/stores", "/api/v1/stores?limit=1000"} {
+		r := c.do(http.MethodHead, path, "", nil)
+		require.Equal(t, http.StatusOK, r.status, path)
+		require.Equal(t, "application/json", r.header.Get("Content-Type"), path)
+		require.Equal(t, "nosniff", r.header.Get("X-Content-Type-Options"), path)
+		require.Empty(t, r.body, path)
+	}
+	expect(t, c.get(rows+"?limit=10"), http.StatusServiceUnavailable, CodeBudgetBusy)
+	expect(t, c.get("/api/v1/stores"), http.StatusServiceUnavailable, CodeBudgetBusy)
+	w.api.pages.sem.Release(held)
+
+	for path, status := range map[string]int{
+		"/api/v1/stores/generic/nope/rows": http.StatusNotFound,
+		rows + "?limit=0":                  http.StatusBadRequest,
+		rows + "?source=x":                 http.StatusBadRequest,
+		"/api/v1/stores?kind=x":            http.StatusBadRequest,
+	} {
+		r := c.do(http.MethodHead, path, "", nil)
+		require.Equal(t, status, r.status, path)
+		require.Equal(t, "application/json", r.header.Get("Content-Type"), path)
+		require.Empty(t, r.body, path)
+	}
+	require.True(t, w.api.pages.sem.TryAcquire(cfg.PageBudgetBytes), "HEADs give their bytes back")
+	w.api.pages.sem.Release(cfg.PageBudgetBytes)
 }

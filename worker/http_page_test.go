@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -200,5 +201,44 @@ func TestListStoresPageBytes(t *testing.T) {
 	})
 	if len(seen) != 12 || pages < 3 {
 		t.Fatalf("listed %d stores in %d pages, want 12 in >= 3", len(seen), pages)
+	}
+}
+
+// With a small --page-bytes and names of mixed lengths over two kinds, every stores page stays
+// within the bound (or holds one store), ends with next at its last store, and the pages
+// together list every store once, in kind and name order.
+func TestListStoresPageBytesMixedNames(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.PageBytes = 700
+	_, c, _ := serveAPI(t, cfg)
+	var want []string
+	for i := range 14 {
+		name := fmt.Sprintf("m%02d-%s", i, strings.Repeat("x", (i*53)%124))
+		expect(t, c.do(http.MethodPost, "/api/v1/stores/rollout/"+name, "", nil), http.StatusCreated, "")
+		want = append(want, "rollout:"+name)
+	}
+	for i := range 5 {
+		name := fmt.Sprintf("g%02d", i)
+		expect(t, c.postJSON("/api/v1/stores/generic/"+name, genericSchema), http.StatusCreated, "")
+		want = append(want, "generic:"+name)
+	}
+	var got []string
+	_, pages := c.listAllStores(t, url.Values{"limit": {"1000"}}, 40, func(r resp, stores []any, next string) {
+		if len(stores) > 1 && int64(len(r.body)) > cfg.PageBytes {
+			t.Fatalf("stores page of %d stores is %d bytes, over %d", len(stores), len(r.body), cfg.PageBytes)
+		}
+		if len(stores) == 0 {
+			t.Fatalf("empty stores page: %s", r.body)
+		}
+		last := stores[len(stores)-1].(map[string]any)["target"].(string)
+		if next != "" && next != last {
+			t.Fatalf("next %q is not the last store %q", next, last)
+		}
+		for _, s := range stores {
+			got = append(got, s.(map[string]any)["target"].(string))
+		}
+	})
+	if !slices.Equal(got, want) || pages < 4 {
+		t.Fatalf("listed %q in %d pages, want %q in >= 4", got, pages, want)
 	}
 }

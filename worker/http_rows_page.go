@@ -25,6 +25,10 @@ func (a *apiServer) listRows(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	head := r.Method == http.MethodHead
+	if head {
+		opts.Limit = 1 // a HEAD answers the status of a read, not a page it would not send
+	}
 	release, err := a.pages.take(r.Context(), a.cfg.rowsPageBytes(opts.Limit))
 	if err != nil {
 		return err
@@ -34,6 +38,10 @@ func (a *apiServer) listRows(w http.ResponseWriter, r *http.Request) error {
 	chunk, err := s.List(r.Context(), opts)
 	if err != nil {
 		return err
+	}
+	if head {
+		headOnly(w)
+		return nil
 	}
 	keyField := rowcodec.KeyField(s.Target().Kind)
 	page := newPageWriter(w, "rows", false, a.cfg.PageBytes)

@@ -183,3 +183,56 @@ func TestHTTPMergeWaitOutlivesTheTimeouts(t *testing.T) {
 		}
 	}
 }
+
+// No answer is compressed, whatever Accept-Encoding asks: a compressor holds hundreds of KiB
+// per request, which no budget counts. /metrics, whose handler would gzip, answers plain text.
+func TestHTTPAnswersAreNotCompressed(t *testing.T) {
+	_, c, _ := serveAPI(t, testConfig(t))
+	expect(t, c.postJSON("/api/v1/stores/generic/gs", genericSchema), http.StatusCreated, "")
+	for _, path := range []string{"/metrics", "/healthz", "/api/v1/stores", "/api/v1/stores/generic/gs/rows", "/api/v1/stores/generic/gs/stats", "/nope"} {
+		for _, enc := range []string{"gzip", "gzip, deflate, br, zstd", "*"} {
+			req, err := http.NewRequest(http.MethodGet, c.base+path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Accept-Encoding", enc) // set by hand, so the client does not decompress
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if ce := res.Header.Get("Content-Encoding"); ce != "" {
+				t.Fatalf("%s with Accept-Encoding %q: Content-Encoding %q", path, enc, ce)
+			}
+			if path == "/metrics" && !strings.Contains(string(body), "walkeeper_http_requests_total") {
+				t.Fatalf("%s with Accept-Encoding %q: not the text exposition: %.80q", path, enc, body)
+			}
+		}
+	}
+}
+
+// A request whose target is "*" (asterisk form, meant for OPTIONS) reaches the router with any
+// other method; it is no route, 404 not_found in JSON like any other, not the router's own
+// empty 400.
+func TestHTTPAsteriskTargetIsJSONNotFound(t *testing.T) {
+	w := startWorker(t, testConfig(t), nil)
+	for _, method := range []string{"GET", "HEAD", "POST", "DELETE"} {
+		conn := rawConn(t, w)
+		if _, err := fmt.Fprintf(conn, "%s * HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", method); err != nil {
+			t.Fatal(err)
+		}
+		res, err := http.ReadResponse(bufio.NewReader(conn), &http.Request{Method: method})
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusNotFound || res.Header.Get("Content-Type") != "application/json" {
+			t.Fatalf("%s *: %d %q %q", method, res.StatusCode, res.Header.Get("Content-Type"), body)
+		}
+		if method != "HEAD" && !strings.Contains(string(body), `"code":"not_found"`) {
+			t.Fatalf("%s *: %s", method, body)
+		}
+	}
+}

@@ -69,17 +69,27 @@ func (a *apiServer) listStores(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	head := r.Method == http.MethodHead
+	if head {
+		limit = 1 // a HEAD answers the status of a read, not a page it would not send
+	}
 	// A stores page is bounded by --page-bytes like a rows page, and shares its budget.
-	release, err := a.pages.take(r.Context(), a.cfg.PageBytes)
+	release, err := a.pages.take(r.Context(), a.cfg.storesPageBytes(limit))
 	if err != nil {
 		return err
 	}
 	defer release()
-	// One page of the registry: kinds in order, each in key order, after `after`; streamed,
-	// ending early (with next) before the answer exceeds --page-bytes.
-	page, err := a.db.ListTargets(r.Context(), kinds, after, limit)
+	// One page of the registry: kinds in order, each in key order, after `after`, read in one
+	// listing that ends with the entry reaching --page-bytes, so it holds what was reserved;
+	// the answer then ends (with next) where the next entry would not fit.
+	page, err := a.db.ListTargetsWith(r.Context(), store.TargetsOptions{Kinds: kinds, After: after, Limit: limit,
+		MaxBytes: a.cfg.PageBytes})
 	if err != nil {
 		return err
+	}
+	if head {
+		headOnly(w)
+		return nil
 	}
 	pw := newPageWriter(w, "stores", true, a.cfg.PageBytes)
 	for i, in := range page.Stores {

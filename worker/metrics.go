@@ -157,9 +157,10 @@ func NewMetrics(budget *store.Budget) *Metrics {
 	return m
 }
 
-// Handler serves the registry in the Prometheus text format.
+// Handler serves the registry in the Prometheus text format, never compressed: a gzip writer
+// holds hundreds of KiB per scrape in flight, which no budget counts, for a small answer.
 func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry})
+	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry, DisableCompression: true})
 }
 
 // ActivityDone implements activities.Metrics.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/internal/cli"
 	"github.com/walkeeper/walkeeper/internal/devserver"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/worker"
@@ -41,7 +43,10 @@ func devLogger(g *globalOptions, data string, verbose bool) (logger *zap.Logger,
 		return nil, "", nil, err
 	}
 	path = filepath.Join(data, devLogFile)
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := openRegular(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if errors.Is(err, errNotRegular) {
+		return nil, "", nil, cli.Usagef("dev log %s: %w; remove it, or pass --data DIR", path, err)
+	}
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("dev log: %w", err)
 	}

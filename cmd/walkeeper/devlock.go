@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/walkeeper/walkeeper/internal/cli"
 )
 
 // devLockFile is the lock `walkeeper dev` holds on its data directory for as long as it
@@ -71,7 +73,10 @@ func lockDataDir(dir string, holder lockHolder) (*dirLock, error) {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
 	path := filepath.Join(dir, devLockFile)
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	f, err := openRegular(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if errors.Is(err, errNotRegular) {
+		return nil, cli.Usagef("lock %s: %w; remove it, or pass --data DIR", path, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
@@ -135,7 +140,7 @@ func (l *dirLock) Release() {
 // lock and, if it got it, drops it at once. Readers use it to tell a running dev's state
 // file from one a stopped dev left behind.
 func dataDirInUse(dir string) bool {
-	f, err := os.Open(filepath.Join(dir, devLockFile))
+	f, err := openRegular(filepath.Join(dir, devLockFile), os.O_RDONLY, 0)
 	if err != nil {
 		return false
 	}
@@ -146,4 +151,29 @@ func dataDirInUse(dir string) bool {
 		return false
 	}
 	return errors.Is(err, syscall.EWOULDBLOCK)
+}
+
+// errNotRegular is a file of a data directory that is a symlink or not a regular file.
+var errNotRegular = errors.New("not a regular file")
+
+// openRegular opens path as os.OpenFile does, but refuses a symlink and anything that is not
+// a regular file with errNotRegular, and never waits on a FIFO: dev writes only regular files
+// there, and a planted FIFO would block the open and a symlink would be written through.
+func openRegular(path string, flag int, perm os.FileMode) (*os.File, error) {
+	f, err := os.OpenFile(path, flag|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, perm)
+	if errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.EISDIR) || errors.Is(err, syscall.ENXIO) {
+		return nil, fmt.Errorf("%w (%v)", errNotRegular, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("%w (a %v)", errNotRegular, fi.Mode().Type())
+	}
+	if err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return f, nil
 }

@@ -1,13 +1,18 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/walkeeper/walkeeper/internal/cli"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/walkeeper/walkeeper/internal/cli"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -75,4 +80,106 @@ func TestDevStateOnlyWhileLocked(t *testing.T) {
 	assert.Equal(t, "http://x", uiBaseOrDev("http://x", got))
 	l.Release()
 	assert.Equal(t, defaultUIURL, uiBaseOrDev("", devState{}))
+}
+
+// returnsSoon runs f and fails t if it blocks: a FIFO opened for reading waits for a writer
+// forever, which is the defect these checks guard against, not a matter of speed.
+func returnsSoon(t *testing.T, what string, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { defer close(done); f() }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatalf("%s blocks", what)
+	}
+}
+
+// A dev.json that is not a small regular file is ignored, never read whole and never waited on:
+// a FIFO, a directory, a symlink (dev writes the file by rename, never as a link), a file over
+// devStateMaxBytes (padded valid JSON) and invalid JSON.
+func TestDevStateHostileFiles(t *testing.T) {
+	dir := t.TempDir()
+	l, err := lockDataDir(dir, currentHolder())
+	require.NoError(t, err)
+	defer l.Release()
+	st := devState{lockHolder: lockHolder{PID: 7}, Temporal: "127.0.0.1:7999", Namespace: "ns"}
+	good := filepath.Join(t.TempDir(), "good.json")
+	b, err := json.Marshal(st)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(good, b, 0o600))
+	path := filepath.Join(dir, devStateFile)
+	for name, make := range map[string]func() error{
+		"fifo":         func() error { return syscall.Mkfifo(path, 0o600) },
+		"directory":    func() error { return os.Mkdir(path, 0o700) },
+		"symlink":      func() error { return os.Symlink(good, path) },
+		"invalid json": func() error { return os.WriteFile(path, []byte(`{"temporal":`), 0o600) },
+		"huge": func() error {
+			return os.WriteFile(path, append(bytes.Repeat([]byte(" "), devStateMaxBytes), b...), 0o600)
+		},
+	} {
+		require.NoError(t, os.RemoveAll(path))
+		require.NoError(t, make(), name)
+		returnsSoon(t, name, func() {
+			_, ok := readDevState(dir)
+			assert.False(t, ok, name)
+		})
+	}
+	require.NoError(t, os.RemoveAll(path))
+	require.NoError(t, writeDevState(dir, st))
+	_, ok := readDevState(dir)
+	assert.True(t, ok, "a state file written by dev is read")
+}
+
+// A dev.lock that is not a regular file refuses `walkeeper dev` with a one-line error and exit
+// 2, before anything starts, and neither dev nor a reader waits on it or writes through it: a
+// FIFO, a directory, and a symlink, whose target keeps its content.
+func TestDevLockHostileFiles(t *testing.T) {
+	victim := filepath.Join(t.TempDir(), "victim")
+	require.NoError(t, os.WriteFile(victim, []byte("keep me"), 0o600))
+	for name, make := range map[string]func(path string) error{
+		"fifo":      func(p string) error { return syscall.Mkfifo(p, 0o600) },
+		"directory": func(p string) error { return os.Mkdir(p, 0o700) },
+		"symlink":   func(p string) error { return os.Symlink(victim, p) },
+	} {
+		dir := t.TempDir()
+		path := filepath.Join(dir, devLockFile)
+		require.NoError(t, make(path), name)
+		returnsSoon(t, name, func() {
+			assert.False(t, dataDirInUse(dir), name)
+			_, err := lockDataDir(dir, currentHolder())
+			assert.True(t, cli.IsUsageError(err), "%s: %v", name, err)
+			code, _, errOut := runCLI(t, "dev", "--data", dir, "--temporal-cli", "/nonexistent/temporal")
+			assert.Equal(t, cli.ExitUsage, code, name)
+			assert.Contains(t, firstLine(errOut), devLockFile, name)
+			assert.Equal(t, 1, strings.Count(strings.TrimSpace(errOut), "\n")+1, "%s: %s", name, errOut)
+		})
+		_, err := os.Stat(filepath.Join(dir, devLogFile))
+		assert.True(t, os.IsNotExist(err), "%s: the log was opened", name)
+	}
+	b, err := os.ReadFile(victim)
+	require.NoError(t, err)
+	assert.Equal(t, "keep me", string(b), "a symlinked dev.lock was written through")
+}
+
+// A walkeeper.log that is a FIFO or a symlink refuses dev with exit 2 rather than block on the
+// FIFO or append to the link's target.
+func TestDevLogHostileFiles(t *testing.T) {
+	victim := filepath.Join(t.TempDir(), "victim")
+	require.NoError(t, os.WriteFile(victim, []byte("keep me"), 0o600))
+	for name, make := range map[string]func(path string) error{
+		"fifo":    func(p string) error { return syscall.Mkfifo(p, 0o600) },
+		"symlink": func(p string) error { return os.Symlink(victim, p) },
+	} {
+		dir := t.TempDir()
+		require.NoError(t, make(filepath.Join(dir, devLogFile)), name)
+		returnsSoon(t, name, func() {
+			code, _, errOut := runCLI(t, "dev", "--data", dir, "--temporal-cli", "/nonexistent/temporal")
+			assert.Equal(t, cli.ExitUsage, code, "%s: %s", name, errOut)
+			assert.Contains(t, firstLine(errOut), devLogFile, name)
+		})
+	}
+	b, err := os.ReadFile(victim)
+	require.NoError(t, err)
+	assert.Equal(t, "keep me", string(b), "a symlinked log was written through")
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -18,6 +19,8 @@ import (
 
 const (
 	devStateFile = "dev.json"
+	// devStateMaxBytes bounds what is read of dev.json: dev writes a few hundred bytes.
+	devStateMaxBytes = 64 << 10
 	// devDataEnv names the data directory of the dev to read, for a dev started with --data.
 	devDataEnv = "WALKEEPER_DEV_DATA"
 	// uiEnv is the Temporal Web UI base URL for the links commands print.
@@ -71,8 +74,13 @@ func readDevState(dir string) (devState, bool) {
 	if !dataDirInUse(dir) {
 		return st, false
 	}
-	b, err := os.ReadFile(filepath.Join(dir, devStateFile))
-	if err != nil || json.Unmarshal(b, &st) != nil || st.Temporal == "" {
+	f, err := openRegular(filepath.Join(dir, devStateFile), os.O_RDONLY, 0)
+	if err != nil {
+		return devState{}, false
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, devStateMaxBytes+1))
+	if err != nil || len(b) > devStateMaxBytes || json.Unmarshal(b, &st) != nil || st.Temporal == "" {
 		return devState{}, false
 	}
 	return st, true

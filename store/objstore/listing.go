@@ -36,19 +36,31 @@ func (b *Bucket) Walk(ctx context.Context, prefix string, fn func(ObjectInfo) er
 // file:// reads the directories on the way (names only, memory bounded by a window);
 // mem:// is in memory. docs/STORAGE.md §6 has the figures.
 func (b *Bucket) ListPageWhere(ctx context.Context, prefix, after string, limit int, keep func(ObjectInfo) bool) ([]ObjectInfo, bool, error) {
+	return b.ListPageBytes(ctx, prefix, after, limit, 0, keep, nil)
+}
+
+// ListPageBytes is ListPageWhere whose page also ends with the kept object that brings the sum
+// of size over the page to maxBytes (0 or a nil size = no such bound), so that a page holds at
+// most maxBytes plus one object's size, and always one object.
+func (b *Bucket) ListPageBytes(ctx context.Context, prefix, after string, limit int, maxBytes int64,
+	keep func(ObjectInfo) bool, size func(ObjectInfo) int64) ([]ObjectInfo, bool, error) {
 	limit = min(max(limit, 1), MaxListPage)
 	out := make([]ObjectInfo, 0, min(limit, 64))
 	more := false
+	var weight int64
 	err := b.do(ctx, OpList, prefix, checkPrefix, func(ctx context.Context, be backend) error {
 		err := be.listFrom(ctx, prefix, after, callerFn(ctx, func(o ObjectInfo) error {
 			if keep != nil && !keep(o) {
 				return nil
 			}
-			if len(out) == limit {
+			if len(out) == limit || (size != nil && maxBytes > 0 && weight >= maxBytes) {
 				more = true
 				return errPageFull
 			}
 			out = append(out, o)
+			if size != nil {
+				weight += size(o)
+			}
 			return nil
 		}))
 		if errors.Is(err, errPageFull) {

@@ -34,12 +34,13 @@ type backend interface {
 	// limit >= 0 it reads at most limit+1 bytes and fails with ErrTooLarge for an
 	// object longer than limit (without reading it when the storage reports its size).
 	// alloc, when not nil, provides the buffer the bytes are read into (backends that
-	// hold objects in memory copy them instead).
-	get(ctx context.Context, key string, limit int64, alloc Alloc) ([]byte, error)
+	// hold objects in memory copy them instead). wd, when not nil, hears of the bytes read
+	// (backends whose reads can stall on a network report them).
+	get(ctx context.Context, key string, limit int64, alloc Alloc, wd *watchdog) ([]byte, error)
 	// put stores data under key, replacing atomically: readers see old or new bytes. With
 	// ifAbsent it creates key only if no object is stored under it: of racing callers,
 	// exactly one succeeds and the others get ErrAlreadyExists.
-	put(ctx context.Context, key string, data []byte, ifAbsent bool) error
+	put(ctx context.Context, key string, data []byte, ifAbsent bool, wd *watchdog) error
 	// putFrom is put for an object streamed by write; nothing is published unless write
 	// returns nil and the upload completes. It returns the bytes written.
 	putFrom(ctx context.Context, key string, write func(io.Writer) error) (int64, error)
@@ -175,9 +176,9 @@ func (b *Bucket) GetAtMost(ctx context.Context, key string, limit int64, alloc A
 
 func (b *Bucket) getLimit(ctx context.Context, key string, limit int64, alloc Alloc) ([]byte, error) {
 	var data []byte
-	err := b.do(ctx, OpGet, key, CheckKey, func(ctx context.Context, be backend) error {
+	err := b.do(ctx, OpGet, key, CheckKey, func(ctx context.Context, be backend, wd *watchdog) error {
 		var err error
-		data, err = be.get(ctx, key, limit, alloc)
+		data, err = be.get(ctx, key, limit, alloc, wd)
 		return err
 	})
 	if err != nil {
@@ -190,8 +191,8 @@ func (b *Bucket) getLimit(ctx context.Context, key string, limit int64, alloc Al
 // bytes, never a mix: object stores replace atomically, and file:// writes a temp file in the
 // target directory, fsyncs it, renames it over the key and fsyncs the directory.
 func (b *Bucket) Put(ctx context.Context, key string, data []byte) error {
-	return b.do(ctx, OpPut, key, CheckKey, func(ctx context.Context, be backend) error {
-		return be.put(ctx, key, data, false)
+	return b.do(ctx, OpPut, key, CheckKey, func(ctx context.Context, be backend, wd *watchdog) error {
+		return be.put(ctx, key, data, false, wd)
 	})
 }
 
@@ -203,9 +204,8 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte) error {
 // It is the same operation as Put for fault injection (OpPut). It returns the bytes written.
 func (b *Bucket) PutFrom(ctx context.Context, key string, write func(io.Writer) error) (int64, error) {
 	var n int64
-	err := b.do(ctx, OpPut, key, CheckKey, func(ctx context.Context, be backend) error {
+	err := b.do(ctx, OpPut, key, CheckKey, func(ctx context.Context, be backend, wd *watchdog) error {
 		var err error
-		wd := watchdogOf(ctx)
 		n, err = be.putFrom(ctx, key, func(w io.Writer) error {
 			wd.pause() // until the first Write: the writer is the caller's code
 			defer wd.progress()
@@ -230,15 +230,15 @@ func (b *Bucket) PutFrom(ctx context.Context, key string, write func(io.Writer) 
 // Any error other than ErrAlreadyExists leaves the outcome unknown (the object may have
 // landed); callers re-read the key to find out.
 func (b *Bucket) PutIfAbsent(ctx context.Context, key string, data []byte) error {
-	return b.do(ctx, OpPutIfAbsent, key, CheckKey, func(ctx context.Context, be backend) error {
-		return be.put(ctx, key, data, true)
+	return b.do(ctx, OpPutIfAbsent, key, CheckKey, func(ctx context.Context, be backend, wd *watchdog) error {
+		return be.put(ctx, key, data, true, wd)
 	})
 }
 
 // Exists reports whether an object is stored under key.
 func (b *Bucket) Exists(ctx context.Context, key string) (bool, error) {
 	var ok bool
-	err := b.do(ctx, OpExists, key, CheckKey, func(ctx context.Context, be backend) error {
+	err := b.do(ctx, OpExists, key, CheckKey, func(ctx context.Context, be backend, wd *watchdog) error {
 		var err error
 		ok, err = be.exists(ctx, key)
 		return err
@@ -253,7 +253,7 @@ func (b *Bucket) Exists(ctx context.Context, key string) (bool, error) {
 // On file:// the directories left empty are removed too, so ListDirs answers the same as on
 // an object store (which has no directories at all).
 func (b *Bucket) Delete(ctx context.Context, key string) error {
-	return b.do(ctx, OpDelete, key, CheckKey, func(ctx context.Context, be backend) error {
+	return b.do(ctx, OpDelete, key, CheckKey, func(ctx context.Context, be backend, wd *watchdog) error {
 		return be.delete(ctx, key)
 	})
 }
@@ -283,8 +283,8 @@ func (b *Bucket) ListDirs(ctx context.Context, prefix string) ([]string, error) 
 		prefix += "/"
 	}
 	var out []string
-	err := b.do(ctx, OpListDirs, prefix, checkPrefix, func(ctx context.Context, be backend) error {
-		return be.listDirs(ctx, prefix, callerFn(ctx, func(name string) error {
+	err := b.do(ctx, OpListDirs, prefix, checkPrefix, func(ctx context.Context, be backend, wd *watchdog) error {
+		return be.listDirs(ctx, prefix, callerFn(wd, func(name string) error {
 			out = append(out, name)
 			return nil
 		}))
@@ -303,7 +303,7 @@ func (b *Bucket) ListDirs(ctx context.Context, prefix string) ([]string, error) 
 // that the stall timeout cancels once the storage makes no progress for that long
 // (stall.go): a request the server never answers fails with ErrStalled instead of holding
 // its caller for ever.
-func (b *Bucket) do(ctx context.Context, op, key string, check func(string) error, fn func(context.Context, backend) error) error {
+func (b *Bucket) do(ctx context.Context, op, key string, check func(string) error, fn func(context.Context, backend, *watchdog) error) error {
 	if b == nil || b.core == nil || b.core.closed.Load() {
 		return ErrClosed
 	}
@@ -315,16 +315,16 @@ func (b *Bucket) do(ctx context.Context, op, key string, check func(string) erro
 	}
 	sctx, wd, stop := watch(ctx, b.StallTimeout())
 	defer stop()
-	return wrapOp(op, key, wd.explain(ctx, b.run(sctx, op, key, fn)))
+	return wrapOp(op, key, wd.explain(ctx, b.run(sctx, op, key, wd, fn)))
 }
 
 // run is do's call of the backend between the faults.
-func (b *Bucket) run(ctx context.Context, op, key string, fn func(context.Context, backend) error) error {
+func (b *Bucket) run(ctx context.Context, op, key string, wd *watchdog, fn func(context.Context, backend, *watchdog) error) error {
 	call := func() error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		return fn(ctx, b.core.be)
+		return fn(ctx, b.core.be, wd)
 	}
 	if b.faults == nil {
 		return call()

@@ -83,7 +83,7 @@ func (f *fileBackend) path(key string) string {
 	return filepath.Join(f.root, filepath.FromSlash(key))
 }
 
-func (f *fileBackend) get(ctx context.Context, key string, limit int64, alloc Alloc) ([]byte, error) {
+func (f *fileBackend) get(ctx context.Context, key string, limit int64, alloc Alloc, _ *watchdog) ([]byte, error) {
 	fh, err := os.Open(f.path(key))
 	if err != nil {
 		if isNotExist(err) {
@@ -118,7 +118,7 @@ func (f *fileBackend) exists(ctx context.Context, key string) (bool, error) {
 
 // put writes data to a temp file in the key's directory and publishes it by rename
 // (replace) or by hard link (ifAbsent). The temp file is removed in every case.
-func (f *fileBackend) put(ctx context.Context, key string, data []byte, ifAbsent bool) error {
+func (f *fileBackend) put(ctx context.Context, key string, data []byte, ifAbsent bool, _ *watchdog) error {
 	final := f.path(key)
 	dir := filepath.Dir(final)
 	if ifAbsent {

@@ -39,13 +39,12 @@ func openGocloudBackend(ctx context.Context, rawURL string) (*gocloudBackend, er
 func (g *gocloudBackend) close() error { return g.bkt.Close() }
 
 // get reads the object into one buffer sized from the object's length (readSized).
-func (g *gocloudBackend) get(ctx context.Context, key string, limit int64, alloc Alloc) ([]byte, error) {
+func (g *gocloudBackend) get(ctx context.Context, key string, limit int64, alloc Alloc, wd *watchdog) ([]byte, error) {
 	r, err := g.bkt.NewReader(ctx, key, nil)
 	if err != nil {
 		return nil, mapErr(err)
 	}
 	defer r.Close()
-	wd := watchdogOf(ctx)
 	wd.progress() // the storage answered
 	return readSized(progressReader{r, wd}, r.Size(), limit, alloc)
 }
@@ -92,9 +91,9 @@ func (g *gocloudBackend) putFrom(ctx context.Context, key string, write func(io.
 // put with ifAbsent writes with gocloud's IfNotExist (see Bucket.PutIfAbsent; on S3 also on
 // the CompleteMultipartUpload of objects large enough for the SDK's multipart upload), and
 // retries S3's 409 ConditionalRequestConflict a few times with backoff.
-func (g *gocloudBackend) put(ctx context.Context, key string, data []byte, ifAbsent bool) error {
+func (g *gocloudBackend) put(ctx context.Context, key string, data []byte, ifAbsent bool, wd *watchdog) error {
 	for attempt := 0; ; attempt++ {
-		err := mapErr(g.upload(ctx, key, data, ifAbsent))
+		err := mapErr(g.upload(ctx, key, data, ifAbsent, wd))
 		if err == nil || !ifAbsent || !isConditionalConflict(err) || attempt >= 4 {
 			return err
 		}
@@ -187,8 +186,8 @@ var errUploadEnded = errors.New("store: upload ended before the writer finished"
 // *io.PipeReader dereference). For a conditional create every lost race is such a failure,
 // so every lost commit race on azblob:// crashed the process (docs/STORAGE.md §4; regression:
 // test/backends on Azurite). Upload hands the reader to the driver, which opens no pipe.
-func (g *gocloudBackend) upload(ctx context.Context, key string, data []byte, ifNotExist bool) error {
-	return g.bkt.Upload(ctx, key, progressReader{bytes.NewReader(data), watchdogOf(ctx)}, writerOpts(ifNotExist))
+func (g *gocloudBackend) upload(ctx context.Context, key string, data []byte, ifNotExist bool, wd *watchdog) error {
+	return g.bkt.Upload(ctx, key, progressReader{bytes.NewReader(data), wd}, writerOpts(ifNotExist))
 }
 
 func writerOpts(ifNotExist bool) *blob.WriterOptions {

@@ -19,8 +19,8 @@ const MaxListPage = 1000
 // size), so the keys of one "directory" (a prefix ending in "/") are always contiguous. An
 // error from fn stops the walk and is returned.
 func (b *Bucket) Walk(ctx context.Context, prefix string, fn func(ObjectInfo) error) error {
-	return b.do(ctx, OpList, prefix, checkPrefix, func(ctx context.Context, be backend) error {
-		return be.list(ctx, prefix, callerFn(ctx, fn))
+	return b.do(ctx, OpList, prefix, checkPrefix, func(ctx context.Context, be backend, wd *watchdog) error {
+		return be.list(ctx, prefix, callerFn(wd, fn))
 	})
 }
 
@@ -48,8 +48,8 @@ func (b *Bucket) ListPageBytes(ctx context.Context, prefix, after string, limit 
 	out := make([]ObjectInfo, 0, min(limit, 64))
 	more := false
 	var weight int64
-	err := b.do(ctx, OpList, prefix, checkPrefix, func(ctx context.Context, be backend) error {
-		err := be.listFrom(ctx, prefix, after, callerFn(ctx, func(o ObjectInfo) error {
+	err := b.do(ctx, OpList, prefix, checkPrefix, func(ctx context.Context, be backend, wd *watchdog) error {
+		err := be.listFrom(ctx, prefix, after, callerFn(wd, func(o ObjectInfo) error {
 			if keep != nil && !keep(o) {
 				return nil
 			}

@@ -66,7 +66,7 @@ func openMemBackend(rawURL string, u *url.URL) (*memBackend, error) {
 
 func (m *memBackend) close() error { return nil } // shared by every handle on the URL
 
-func (m *memBackend) get(ctx context.Context, key string, limit int64, _ Alloc) ([]byte, error) {
+func (m *memBackend) get(ctx context.Context, key string, limit int64, _ Alloc, _ *watchdog) ([]byte, error) {
 	m.mu.Lock()
 	o, ok := m.objs[key]
 	m.mu.Unlock()
@@ -77,7 +77,7 @@ func (m *memBackend) get(ctx context.Context, key string, limit int64, _ Alloc) 
 	return readSized(bytes.NewReader(o.data), int64(len(o.data)), limit, nil)
 }
 
-func (m *memBackend) put(ctx context.Context, key string, data []byte, ifAbsent bool) error {
+func (m *memBackend) put(ctx context.Context, key string, data []byte, ifAbsent bool, _ *watchdog) error {
 	if !m.store(key, bytes.Clone(data), ifAbsent) {
 		return ErrAlreadyExists
 	}

@@ -36,7 +36,7 @@ func TestMemIndexAgainstModel(t *testing.T) {
 		k := fmt.Sprintf("p%d/k%05d", rng.IntN(3), rng.IntN(2*memTailMax))
 		switch r := rng.IntN(10); {
 		case r < 6:
-			if err := m.put(ctx, k, []byte{1}, false); err != nil {
+			if err := m.put(ctx, k, []byte{1}, false, nil); err != nil {
 				t.Fatal(err)
 			}
 			model[k] = true

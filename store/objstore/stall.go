@@ -67,8 +67,6 @@ type watchdog struct {
 	stalled atomic.Bool
 }
 
-type watchdogKey struct{}
-
 // watch returns ctx bounded by a fresh watchdog, and a stop that releases it.
 func watch(ctx context.Context, d time.Duration) (context.Context, *watchdog, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -77,16 +75,10 @@ func watch(ctx context.Context, d time.Duration) (context.Context, *watchdog, fu
 		w.stalled.Store(true)
 		cancel(ErrStalled)
 	})
-	return context.WithValue(ctx, watchdogKey{}, w), w, func() {
+	return ctx, w, func() {
 		w.pause()
 		cancel(nil)
 	}
-}
-
-// watchdogOf returns the watchdog bounding ctx, nil when none does.
-func watchdogOf(ctx context.Context) *watchdog {
-	w, _ := ctx.Value(watchdogKey{}).(*watchdog)
-	return w
 }
 
 // progress restarts the clock (a nil watchdog does nothing).
@@ -145,8 +137,7 @@ func (s stallWriter) Write(b []byte) (int, error) {
 
 // callerFn wraps a listing's callback: each item is progress, and the clock is paused while
 // the caller's fn runs.
-func callerFn[T any](ctx context.Context, fn func(T) error) func(T) error {
-	wd := watchdogOf(ctx)
+func callerFn[T any](wd *watchdog, fn func(T) error) func(T) error {
 	return func(v T) error {
 		wd.pause()
 		defer wd.progress()

@@ -45,7 +45,7 @@ func (db *DB) listStores(ctx context.Context, kind Kind, after string, limit int
 	if maxBytes > 0 {
 		measure = func(o objstore.ObjectInfo) int64 { return registryInfo(kind, o).JSONBytes() }
 	}
-	objs, more, err := db.bucket.ListPageBytes(ctx, registryPrefix(kind), afterKey, limit, maxBytes, func(o objstore.ObjectInfo) bool {
+	objs, more, size, err := db.bucket.ListPageBytes(ctx, registryPrefix(kind), afterKey, limit, maxBytes, func(o objstore.ObjectInfo) bool {
 		if _, ok := parseRegistryKey(kind, o.Key); ok {
 			return true
 		}
@@ -56,13 +56,8 @@ func (db *DB) listStores(ctx context.Context, kind Kind, after string, limit int
 		return RegistryPage{}, 0, err
 	}
 	page := RegistryPage{Stores: make([]StoreInfo, 0, len(objs))}
-	var size int64
 	for _, o := range objs {
-		info := registryInfo(kind, o)
-		if measure != nil {
-			size += info.JSONBytes()
-		}
-		page.Stores = append(page.Stores, info)
+		page.Stores = append(page.Stores, registryInfo(kind, o))
 	}
 	if more && len(page.Stores) > 0 {
 		page.Next = page.Stores[len(page.Stores)-1].Name

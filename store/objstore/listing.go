@@ -36,14 +36,16 @@ func (b *Bucket) Walk(ctx context.Context, prefix string, fn func(ObjectInfo) er
 // file:// reads the directories on the way (names only, memory bounded by a window);
 // mem:// is in memory. docs/STORAGE.md §6 has the figures.
 func (b *Bucket) ListPageWhere(ctx context.Context, prefix, after string, limit int, keep func(ObjectInfo) bool) ([]ObjectInfo, bool, error) {
-	return b.ListPageBytes(ctx, prefix, after, limit, 0, keep, nil)
+	objs, more, _, err := b.ListPageBytes(ctx, prefix, after, limit, 0, keep, nil)
+	return objs, more, err
 }
 
 // ListPageBytes is ListPageWhere whose page also ends with the kept object that brings the sum
 // of size over the page to maxBytes (0 or a nil size = no such bound), so that a page holds at
-// most maxBytes plus one object's size, and always one object.
+// most maxBytes plus one object's size, and always one object. It also returns that sum (0 with
+// a nil size), so a caller need not measure the page again.
 func (b *Bucket) ListPageBytes(ctx context.Context, prefix, after string, limit int, maxBytes int64,
-	keep func(ObjectInfo) bool, size func(ObjectInfo) int64) ([]ObjectInfo, bool, error) {
+	keep func(ObjectInfo) bool, size func(ObjectInfo) int64) ([]ObjectInfo, bool, int64, error) {
 	limit = min(max(limit, 1), MaxListPage)
 	out := make([]ObjectInfo, 0, min(limit, 64))
 	more := false
@@ -69,9 +71,9 @@ func (b *Bucket) ListPageBytes(ctx context.Context, prefix, after string, limit 
 		return err
 	})
 	if err != nil {
-		return nil, false, err
+		return nil, false, 0, err
 	}
-	return out, more, nil
+	return out, more, weight, nil
 }
 
 // errPageFull stops a listFrom once a page has one key more than it returns.

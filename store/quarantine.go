@@ -136,12 +136,10 @@ func (s *Store) quarantineRun(ctx context.Context, key, reason string) (Quaranti
 
 func (s *Store) quarantineGen(ctx context.Context, shard, key, reason string) (QuarantineResult, error) {
 	res := QuarantineResult{Kind: "generation", Path: key, Shard: shard}
-	already := false
-	m, err := s.editShard(ctx, shard, func(m *manifest.Shard) (bool, error) {
+	err := s.setAsideInShard(ctx, shard, &res, reason, func(m *manifest.Shard) (bool, error) {
 		if q, ok := findQuarantined(m.Quarantined, key); ok {
-			already = true
 			res.Generation, res.Rows, res.MinKey, res.MaxKey = q.Gen, q.Rows, q.MinKey, q.MaxKey
-			return false, nil
+			return true, nil
 		}
 		i := slices.IndexFunc(m.Flushed, func(g manifest.Gen) bool { return g.Path == key })
 		if i < 0 {
@@ -152,16 +150,9 @@ func (s *Store) quarantineGen(ctx context.Context, shard, key, reason string) (Q
 		m.Quarantined = append(m.Quarantined, manifest.QuarantinedObject{Path: g.Path, Rows: g.Rows,
 			MinKey: g.MinKey, MaxKey: g.MaxKey, Gen: g.Gen, Reason: reason, At: s.db.opts.Now().UTC()})
 		m.Flushed = slices.Delete(m.Flushed, i, i+1) // m is editShard's draft, a copy
-		return true, nil
+		return false, nil
 	})
-	if err != nil {
-		return res, err
-	}
-	res.AlreadyQuarantined, res.ManifestVersion = already, m.Version
-	if !already {
-		s.quarantined(res, reason)
-	}
-	return res, nil
+	return res, err
 }
 
 // quarantineWAL sets aside the WAL object at pos of shard: the next claim of the shard
@@ -173,11 +164,9 @@ func (s *Store) quarantineWAL(ctx context.Context, shard string, pos uint64, key
 	if err != nil {
 		return res, err
 	}
-	already := false
-	m, err := s.editShard(ctx, shard, func(m *manifest.Shard) (bool, error) {
+	err = s.setAsideInShard(ctx, shard, &res, reason, func(m *manifest.Shard) (bool, error) {
 		if _, ok := findQuarantined(m.Quarantined, key); ok {
-			already = true
-			return false, nil
+			return true, nil
 		}
 		if !ok {
 			return false, fmt.Errorf("WAL object %s of %s: %w", key, s.target, ErrNotFound)
@@ -186,16 +175,28 @@ func (s *Store) quarantineWAL(ctx context.Context, shard string, pos uint64, key
 			return false, invalidf("WAL object %s is at or below replay_after %d of shard %s: its rows are sealed, it is garbage the next seal deletes", key, m.ReplayAfter, shard)
 		}
 		m.Quarantined = append(m.Quarantined, manifest.QuarantinedObject{Path: key, Reason: reason, At: s.db.opts.Now().UTC()})
-		return true, nil
+		return false, nil
+	})
+	return res, err
+}
+
+// setAsideInShard publishes the shard manifest that move makes, which adds res's object to
+// the quarantined list or reports it there already (nothing is published then), and fills in
+// res's outcome; a newly set-aside object is forgotten by the cache and logged.
+func (s *Store) setAsideInShard(ctx context.Context, shard string, res *QuarantineResult, reason string, move func(m *manifest.Shard) (already bool, err error)) error {
+	m, err := s.editShard(ctx, shard, func(m *manifest.Shard) (bool, error) {
+		already, err := move(m)
+		res.AlreadyQuarantined = already
+		return !already, err
 	})
 	if err != nil {
-		return res, err
+		return err
 	}
-	res.AlreadyQuarantined, res.ManifestVersion = already, m.Version
-	if !already {
-		s.quarantined(res, reason)
+	res.ManifestVersion = m.Version
+	if !res.AlreadyQuarantined {
+		s.quarantined(*res, reason)
 	}
-	return res, nil
+	return nil
 }
 
 func (s *Store) quarantined(res QuarantineResult, reason string) {

@@ -336,6 +336,11 @@ func (c *Config) Validate() error {
 				c.SweepMaxStarts, c.SweepStartBatch, n, contract.MaxSweepEvents)
 		}
 	}
+	if c.StorageStallTimeout > 0 && c.StorageStallTimeout < minStorageStallTimeout {
+		// Below a second an ordinary round trip would count as a stall and every seal, read
+		// and merge step would fail.
+		bad("storage-stall-timeout", "must be 0 (2m) or at least %s, got %s", minStorageStallTimeout, c.StorageStallTimeout)
+	}
 	if c.MaxBodyBytes < 1 {
 		bad("max-body-bytes", "must be positive, got %d", c.MaxBodyBytes)
 	}
@@ -366,3 +371,6 @@ func (c *Config) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// minStorageStallTimeout is the least --storage-stall-timeout accepted.
+const minStorageStallTimeout = time.Second

@@ -179,7 +179,7 @@ var knobs = []knob{
 	workerKnob("sticky-workflows", "keep the SDK's sticky workflow execution; off, every workflow task is dispatched by fairness key through the shared queue and replays its run's history (docs/OPERATIONS.md \"Fair share across kinds\")", boolField(func(c *Config) *bool { return &c.StickyWorkflows })),
 	workerKnob("flush-interval", "flush sweeper period: seal every resident store with a writer in this process (0 = off)", durField(func(c *Config) *time.Duration { return &c.FlushInterval })),
 	workerKnob("flush-timeout", "per-store seal timeout in a sweep (0 = max(5 × flush-interval, 30s))", durField(func(c *Config) *time.Duration { return &c.FlushTimeout })),
-	workerKnob("storage-stall-timeout", "a storage request (get, put, list, …) that moves no byte and gets no answer for this long fails, and its seal or merge step is retried (0 = 2m)", durField(func(c *Config) *time.Duration { return &c.StorageStallTimeout })),
+	workerKnob("storage-stall-timeout", "a storage request (get, put, list, …) that moves no byte and gets no answer for this long fails, and its seal or merge step is retried (0 = 2m; at least 1s)", durField(func(c *Config) *time.Duration { return &c.StorageStallTimeout })),
 	workerKnob("pending-warn", "warn when a read unions this many pending generations in one shard (0 = off)", intField(func(c *Config) *int { return &c.PendingWarn })),
 	workerKnob("pending-max", "refuse reads above this many pending generations (one shard or total), and appends and deletes to an own shard at it, where its seals stop too (0 = off)", intField(func(c *Config) *int { return &c.PendingMax })),
 	workerKnob("max-body-bytes", "largest HTTP request body", bytesField(func(c *Config) *int64 { return &c.MaxBodyBytes })),

@@ -150,15 +150,16 @@ func TestConfigBadEnvReportedUnlessFlagGiven(t *testing.T) {
 
 func TestConfigValidateRejectsNonsense(t *testing.T) {
 	for name, mut := range map[string]func(*Config){
-		"instance":     func(c *Config) { c.Instance = " " },
-		"storage":      func(c *Config) { c.Storage = "/just/a/path" },
-		"listen":       func(c *Config) { c.Listen = "8080" },
-		"merge-slots":  func(c *Config) { c.MergeSlots = 0 },
-		"flush":        func(c *Config) { c.FlushInterval = -time.Second },
-		"pending-warn": func(c *Config) { c.PendingWarn, c.PendingMax = 10, 5 },
-		"body":         func(c *Config) { c.MaxBodyBytes = 0 },
-		"page-bytes":   func(c *Config) { c.PageBytes = 0 },
-		"page budget":  func(c *Config) { c.PageBudgetBytes = c.PageBytes + int64(c.MaxRowBytes) - 1 },
+		"instance":      func(c *Config) { c.Instance = " " },
+		"storage":       func(c *Config) { c.Storage = "/just/a/path" },
+		"listen":        func(c *Config) { c.Listen = "8080" },
+		"merge-slots":   func(c *Config) { c.MergeSlots = 0 },
+		"flush":         func(c *Config) { c.FlushInterval = -time.Second },
+		"pending-warn":  func(c *Config) { c.PendingWarn, c.PendingMax = 10, 5 },
+		"body":          func(c *Config) { c.MaxBodyBytes = 0 },
+		"page-bytes":    func(c *Config) { c.PageBytes = 0 },
+		"page budget":   func(c *Config) { c.PageBudgetBytes = c.PageBytes + int64(c.MaxRowBytes) - 1 },
+		"stall timeout": func(c *Config) { c.StorageStallTimeout = time.Millisecond },
 		"page budget, small rows": func(c *Config) {
 			c.PageBytes, c.MaxRowBytes = 1000, 100
 			c.PageBudgetBytes = c.PageBytes + store.MaxStoreInfoJSONBytes - 1

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -46,6 +47,8 @@ func runStartRate(ctx context.Context, o Options, res *Result) error {
 	best := 0.0
 	for _, inflight := range startRateInFlight {
 		var failed atomic.Int64
+		var mu sync.Mutex
+		var first error // the first failed start's error, so a failure says why
 		t0 := time.Now()
 		_ = eachN(inflight, n, func(i int) error {
 			if ctx.Err() != nil {
@@ -54,6 +57,11 @@ func runStartRate(ctx context.Context, o Options, res *Result) error {
 			tg := store.Target{Kind: store.KindGeneric, Name: fmt.Sprintf("rate-%d-%07d", inflight, i+1)}
 			if _, err := contract.StartMergeWal(ctx, tenv.client, tg, contract.MergeWalInput{Trigger: contract.TriggerCLI, TriggerReason: "bench start-rate"}); err != nil {
 				failed.Add(1)
+				mu.Lock()
+				if first == nil {
+					first = err
+				}
+				mu.Unlock()
 			}
 			return nil
 		})
@@ -61,6 +69,9 @@ func runStartRate(ctx context.Context, o Options, res *Result) error {
 		rate := float64(int64(n)-failed.Load()) / d.Seconds()
 		best = max(best, rate)
 		o.progressf("start-rate: %d in flight: %d starts in %s, %.0f/s, %d failed", inflight, n, fmtDur(d), rate, failed.Load())
+		if first != nil {
+			o.progressf("start-rate: %d in flight: the first failed start: %v", inflight, first)
+		}
 		t.Rows = append(t.Rows, []string{fmt.Sprint(inflight), fmt.Sprint(n), fmt.Sprint(failed.Load()), fmtDur(d), fmt.Sprintf("%.0f", rate)})
 		res.Values[fmt.Sprintf("starts_per_s_%d", inflight)] = rate
 		res.Values[fmt.Sprintf("failed_%d", inflight)] = float64(failed.Load())

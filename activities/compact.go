@@ -10,8 +10,8 @@ import (
 	"github.com/walkeeper/walkeeper/store"
 )
 
-// CompactBase runs one bounded compaction pass over the target's base runs. The output run
-// is named from workflow ID + "/" + activity ID, so a retried attempt overwrites it.
+// CompactBase runs one bounded compaction pass over the target's base runs. Each execution
+// names its own output run, so a retried or reset one never shares it with one still running.
 func (a *Activities) CompactBase(ctx context.Context, p contract.CompactPassParams) (res contract.CompactPassResult, err error) {
 	ctx, call := a.beginStoreCall(ctx, contract.CompactBaseActivity, p.NotifyAfter, nil)
 	defer func() { err = call.end(kindOf(p.Target), "ok", err) }()
@@ -20,7 +20,7 @@ func (a *Activities) CompactBase(ctx context.Context, p contract.CompactPassPara
 	if err != nil {
 		return res, err
 	}
-	cr, err := s.CompactBase(ctx, store.CompactParams{MaxRuns: p.MaxRuns, MaxBytes: p.MaxBytes, AttemptKey: idempotencyKey(ctx)})
+	cr, err := s.CompactBase(ctx, store.CompactParams{MaxRuns: p.MaxRuns, MaxBytes: p.MaxBytes})
 	if err != nil {
 		return res, err
 	}

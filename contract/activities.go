@@ -133,6 +133,8 @@ type CompactPassResult struct {
 	DroppedDeletes int64  `json:"dropped_deletes"`
 	RunsLeft       int    `json:"runs_left"`
 	Committed      bool   `json:"committed"`
+	// AbandonedOutputs counts the unpublished outputs of earlier passes this pass deleted.
+	AbandonedOutputs int `json:"abandoned_outputs,omitempty"`
 }
 
 // StartRequest asks for one workflow start: Workflow is MergeWalWorkflow or

@@ -122,8 +122,6 @@ type CompactParams struct {
 	MaxRuns int
 	// MaxBytes is the most input bytes rewritten per pass (default 1 GiB, 0 = no cap).
 	MaxBytes int64
-	// AttemptKey names the output files (see PrepareParams.AttemptKey).
-	AttemptKey string
 }
 
 // CompactResult reports one compaction pass.
@@ -136,6 +134,9 @@ type CompactResult struct {
 	DroppedDeletes int64  `json:"dropped_deletes"`
 	RunsLeft       int    `json:"runs_left"`
 	Committed      bool   `json:"committed"`
+	// AbandonedOutputs counts the outputs of earlier passes that never published and that
+	// this pass deleted (collectAbandonedOutputs).
+	AbandonedOutputs int `json:"abandoned_outputs,omitempty"`
 }
 
 // CompactBase rewrites a bounded set of base runs into one run, dropping shadowed rows.
@@ -155,7 +156,6 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 	if p.MaxBytes < 0 {
 		return CompactResult{}, invalidf("max bytes must not be negative")
 	}
-	attempt := attemptKey(p.AttemptKey)
 	snap, err := s.snapshot(ctx, false)
 	if err != nil {
 		return CompactResult{}, err
@@ -172,6 +172,7 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 	res := CompactResult{BaseVersion: base.Version, RunsLeft: len(base.Runs)}
 	if inputs == nil {
 		s.countCompact("noop")
+		res.AbandonedOutputs = s.collectAbandonedOutputsBestEffort(ctx)
 		return res, s.afterCompactDemand(ctx, len(base.Runs))
 	}
 	// The pass holds its inputs, the merged record and the encoded run at once: it takes
@@ -197,15 +198,9 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 			s.target, len(inputs), need, resv.Bytes(), budget.Limit(), ErrBudgetBusy)
 	}
 	res.InputRuns = len(inputs)
-	// The name is a function of what the pass writes, so two executions of one attempt (a
-	// retried or reset one beside one still running) share an output only when they write
-	// the same bytes: the tombstones dropped depend on the bound as well as the base.
-	naming := []string{attempt, s.target.String(), fmt.Sprint(base.Version)}
-	if plan.allRuns {
-		naming = append(naming, fmt.Sprint(plan.minPendingSeq))
-	}
-	id := fmt.Sprintf("c-%s", hashKey(naming...))
+	id := compactRunID()
 	out := &manifest.Run{ID: id, Path: dataKey(s.target, id), Source: "compact"}
+	written := s.db.opts.Now() // before the put: a backend may date the object from its start
 	drop := func(f *sortedFile, i int) bool {
 		return f.view.Deleted(i) && plan.dropsTombstone(f.view.Seq(i))
 	}
@@ -233,7 +228,7 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 		res.OutputRuns = 1
 	}
 
-	committed, version, left, err := s.publishCompaction(ctx, inputs, out)
+	committed, version, left, err := s.publishCompaction(ctx, inputs, out, written)
 	if err != nil || !committed {
 		if out != nil {
 			s.dropCompactOutput(ctx, out.Path)
@@ -247,6 +242,7 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 	}
 	res.Committed, res.BaseVersion, res.RunsLeft = true, version, left
 	_ = s.afterCompactDemand(ctx, left) // a stale marker costs one needless CompactBase start
+	res.AbandonedOutputs = s.collectAbandonedOutputsBestEffort(ctx)
 	// INVARIANT: the inputs are deleted only after the manifest replacing them is published.
 	for _, r := range inputs {
 		_ = s.db.bucket.Delete(ctx, r.Path)
@@ -295,7 +291,9 @@ func (s *Store) unsealedSeqBound(ctx context.Context, snap *readSnapshot, bound 
 
 // dropCompactOutput deletes a pass's output unless the latest base lists it: a publish
 // reported as failed may have landed, and then the output is live data (when the base
-// cannot be read, the output is left as an orphan rather than risk that).
+// cannot be read, the output is left for collectAbandonedOutputs rather than risk that).
+// The name is this execution's alone (compactRunID), so no other execution can publish it
+// between the check and the delete.
 func (s *Store) dropCompactOutput(ctx context.Context, path string) {
 	base, err := s.loadBase(ctx)
 	if err != nil || base.References(path) {
@@ -311,9 +309,13 @@ func (s *Store) countCompact(result string) {
 // publishCompaction replaces inputs by out in the latest manifest, provided every input
 // is still there. It holds the merge lock exclusively for the whole read-check-publish
 // loop, so no prepare of this process plans against a base the compaction is replacing.
+// It starts no publish later than compactPublishWindow after written, the time out's put
+// began.
 //
 // REQUIRES: mergeLock not held by the caller.
-func (s *Store) publishCompaction(ctx context.Context, inputs []manifest.Run, out *manifest.Run) (bool, uint64, int, error) {
+// INVARIANT: out is published within compactPublishWindow of its put or never, so the
+// collector may delete an output that no base lists once it is older than compactOrphanAge.
+func (s *Store) publishCompaction(ctx context.Context, inputs []manifest.Run, out *manifest.Run, written time.Time) (bool, uint64, int, error) {
 	s.mergeLock.Lock()
 	locked := time.Now()
 	defer func() {
@@ -328,13 +330,18 @@ func (s *Store) publishCompaction(ctx context.Context, inputs []manifest.Run, ou
 		next, ok := base.WithCompaction(inputs, out)
 		if !ok {
 			// Our own version may be what took the inputs: its write landed though it was
-			// reported failed (AlreadyExists on the retried put). The output's name is the
-			// attempt's and the base version's, so a base that lists it and none of the
-			// inputs holds this pass.
+			// reported failed (AlreadyExists on the retried put). The output's name is this
+			// execution's, so a base that lists it and none of the inputs holds this pass.
 			if out != nil && base.References(out.Path) && !slices.ContainsFunc(inputs, func(r manifest.Run) bool { return base.References(r.Path) }) {
 				return true, base.Version, len(base.Runs), nil
 			}
 			return false, base.Version, len(base.Runs), nil
+		}
+		if out != nil {
+			if age := s.db.opts.Now().Sub(written); age > compactPublishWindow {
+				return false, 0, 0, fmt.Errorf("%s: compacted run %s was written %s ago, past the %s a pass has to publish it: %w",
+					s.target, out.ID, age.Round(time.Second), compactPublishWindow, ErrStalled)
+			}
 		}
 		err = s.publishBase(ctx, next)
 		if err == nil {

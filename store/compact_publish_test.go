@@ -43,7 +43,7 @@ func TestCompactionKeepsAnOutputItsLandedVersionReferences(t *testing.T) {
 				return err
 			}})
 			c := openGeneric(t, cdb, "cp")
-			_, _ = c.CompactBase(ctx, CompactParams{MaxRuns: -1, AttemptKey: "wf/compact"})
+			_, _ = c.CompactBase(ctx, CompactParams{MaxRuns: -1})
 			require.True(t, fired.Load())
 
 			reader := openGeneric(t, openTestDB(t, url, "r"), "cp")

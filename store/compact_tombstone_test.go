@@ -35,7 +35,7 @@ func TestCompactionKeepsTombstonesOverUnsealedRows(t *testing.T) {
 	_, err = s1.Get(ctx, "k")
 	require.ErrorIs(t, err, ErrNotFound, "the delete came after the write")
 
-	_, err = s1.CompactBase(ctx, CompactParams{MaxRuns: -1, AttemptKey: "wf/c"})
+	_, err = s1.CompactBase(ctx, CompactParams{MaxRuns: -1})
 	require.NoError(t, err)
 	_, err = s2.Flush(ctx)
 	require.NoError(t, err)
@@ -77,7 +77,7 @@ func TestCompactionKeepsTombstonesOverRowsSealedDuringItsListing(t *testing.T) {
 		}
 		return nil
 	}})
-	_, err = s1.CompactBase(ctx, CompactParams{MaxRuns: -1, AttemptKey: "wf/c"})
+	_, err = s1.CompactBase(ctx, CompactParams{MaxRuns: -1})
 	require.NoError(t, err)
 	require.False(t, armed.Load(), "the compaction listed w2's WAL")
 	_, err = s1.Get(ctx, "k")
@@ -125,12 +125,12 @@ func TestConcurrentTriesOfACompactionDoNotShareAnOutput(t *testing.T) {
 		if op == objstore.OpPutIfAbsent && strings.Contains(key, "/_versions/") && armed.CompareAndSwap(true, false) {
 			_, err := s2.Flush(ctx) // the second try sees the row pending, not unsealed
 			require.NoError(t, err)
-			_, err = s3.CompactBase(ctx, CompactParams{MaxRuns: -1, AttemptKey: "wf/compact"})
+			_, err = s3.CompactBase(ctx, CompactParams{MaxRuns: -1})
 			require.Error(t, err, "the second try's publish fails")
 		}
 		return nil
 	}})
-	res, err := s1.CompactBase(ctx, CompactParams{MaxRuns: -1, AttemptKey: "wf/compact"})
+	res, err := s1.CompactBase(ctx, CompactParams{MaxRuns: -1})
 	require.NoError(t, err)
 	require.True(t, res.Committed)
 	require.False(t, armed.Load(), "the second try ran")

@@ -21,6 +21,7 @@ const (
 	foreignShards      = "shards"      // directories under _mem_wal/
 	foreignDemand      = "demand"      // _demand/<kind>/
 	foreignStaging     = "staging"     // a merge attempt's staged runs under data/
+	foreignCompaction  = "compaction"  // compaction outputs under data/
 	foreignClaims      = "claims"      // _mem_wal/<shard>/attempts/
 )
 

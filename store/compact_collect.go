@@ -1,0 +1,114 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/walkeeper/walkeeper/store/objstore"
+)
+
+// Collecting abandoned compaction outputs. Each execution of a compaction pass writes its own
+// output (compactRunID), so two executions of one attempt never share a file and a failed
+// one deletes only its own. What a pass cannot delete itself (it crashed, its worker was
+// killed, or the base could not be read when its publish failed) is left unreferenced; the
+// next passes delete it once no publish of it can still start (compactOrphanAge).
+
+// compactRunNamePrefix starts the name of every run a compaction writes:
+// c-<24 lowercase hex>.parquet.
+const compactRunNamePrefix = "c-"
+
+// compactPublishWindow is how long after its put began a pass may still start the publish of
+// its output; a later one fails with ErrStalled and deletes the output.
+const compactPublishWindow = time.Hour
+
+// compactOrphanAge is how old an output no base references must be before a pass deletes it:
+// far past compactPublishWindow, so that no publish of it can still be in flight whatever the
+// skew between the worker's clock and the storage's.
+const compactOrphanAge = 24 * time.Hour
+
+// compactRunID names one execution's output run with 96 random bits.
+func compactRunID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return compactRunNamePrefix + hex.EncodeToString(b[:])
+}
+
+// isCompactRunKey reports whether key is a compaction output of t (dataKey of compactRunID).
+// Outputs of earlier builds, named by a 24-digit hash of their attempt, have the same form.
+func isCompactRunKey(t Target, key string) bool {
+	name, ok := strings.CutPrefix(key, dataPrefix(t)+compactRunNamePrefix)
+	if !ok {
+		return false
+	}
+	name, ok = strings.CutSuffix(name, ".parquet")
+	if !ok || len(name) != 24 {
+		return false
+	}
+	return strings.Trim(name, "0123456789abcdef") == ""
+}
+
+// errCollectPageFull ends the listing once a pass has its share of candidates.
+var errCollectPageFull = errors.New("collect page full")
+
+// collectAbandonedOutputs deletes, at most collectPerRound at a time, the compaction outputs
+// of this store that the latest base neither references nor has set aside and that are older
+// than compactOrphanAge. It costs one LIST of data/c- (a page per 1,000 objects, stopped once
+// it has its candidates) and a GET of the latest base; a DELETE per output found.
+//
+// INVARIANT: an output younger than compactOrphanAge is never deleted here: its pass may still
+// publish it (publishCompaction's window). A key that is not one of ours is foreign.
+func (s *Store) collectAbandonedOutputs(ctx context.Context) (int, error) {
+	base, err := s.loadBase(ctx)
+	if err != nil {
+		return 0, err
+	}
+	now := s.db.opts.Now()
+	var cands []string
+	err = s.db.bucket.Walk(ctx, dataPrefix(s.target)+compactRunNamePrefix, func(o objstore.ObjectInfo) error {
+		switch {
+		case !isCompactRunKey(s.target, o.Key):
+			s.db.foreignObject(foreignCompaction, o.Key) // never deleted: not ours to delete
+		case base.References(o.Key) || now.Sub(o.ModTime) < compactOrphanAge:
+		default:
+			if _, set := findQuarantined(base.Quarantined, o.Key); set {
+				return nil // set aside by an operator: it stays for repair
+			}
+			cands = append(cands, o.Key)
+			if len(cands) == collectPerRound {
+				return errCollectPageFull
+			}
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errCollectPageFull) {
+		return 0, err
+	}
+	deleted := 0
+	for _, key := range cands {
+		if err := s.db.bucket.Delete(ctx, key); err != nil && !errors.Is(err, ErrNotFound) {
+			return deleted, err
+		}
+		s.db.cache.forget(key)
+		deleted++
+	}
+	if deleted > 0 {
+		s.db.log.Info("abandoned compaction outputs deleted", zap.String("target", s.target.String()), zap.Int("deleted", deleted))
+	}
+	return deleted, nil
+}
+
+// collectAbandonedOutputsBestEffort is collectAbandonedOutputs for the end of a pass: the pass
+// stands whatever it finds, and the next pass retries what it could not delete.
+func (s *Store) collectAbandonedOutputsBestEffort(ctx context.Context) int {
+	n, err := s.collectAbandonedOutputs(ctx)
+	if err != nil {
+		s.db.log.Warn("collecting abandoned compaction outputs failed", zap.String("target", s.target.String()), zap.Error(err))
+	}
+	return n
+}

@@ -1,0 +1,169 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/walkeeper/walkeeper/store/objstore"
+)
+
+// isCompactOutput reports whether key is a compaction output under some store's data/.
+func isCompactOutput(key string) bool { return strings.Contains(key, "/data/"+compactRunNamePrefix) }
+
+// sealRuns gives s n base runs of one row each.
+func sealRuns(t *testing.T, s *Store, n int) {
+	t.Helper()
+	for i := range n {
+		seal(t, s, row(fmt.Sprintf("k%d", i), int64(i)))
+		_, err := s.MergeAll(context.Background())
+		require.NoError(t, err)
+	}
+}
+
+// requireBaseReadable fails unless every run the latest base names exists.
+func requireBaseReadable(t *testing.T, s *Store) {
+	t.Helper()
+	ctx := context.Background()
+	base, err := s.loadBase(ctx)
+	require.NoError(t, err)
+	for _, r := range base.Runs {
+		ok, err := s.db.bucket.Exists(ctx, r.Path)
+		require.NoError(t, err)
+		require.True(t, ok, "the base names run %s, which is gone", r.Path)
+	}
+}
+
+// Two executions of one compaction (a retried or reset one beside one still running) that
+// read the same base and bound: when one's publish fails, its clean-up must not delete what
+// the other published between the clean-up's look at the base and its delete.
+func TestFindingCompactionCleanupSparesAnotherExecutionsOutput(t *testing.T) {
+	ctx := context.Background()
+	url := newMemURL()
+	db1 := openTestDB(t, url, "w1")
+	s1 := createGeneric(t, db1, "twin", false)
+	sealRuns(t, s1, 3)
+	want := allRows(t, s1, SourceAll)
+
+	db2 := openTestDB(t, url, "w2")
+	s2 := openGeneric(t, db2, "twin")
+	var other atomic.Bool
+	db2.bucket = db2.bucket.WithFaults(objstore.FaultFuncs{BeforeFunc: func(op, key string) error {
+		if op == objstore.OpPutIfAbsent && strings.Contains(key, "/_versions/") {
+			return errors.New("injected: base publish failed")
+		}
+		if op == objstore.OpDelete && isCompactOutput(key) && other.CompareAndSwap(false, true) {
+			res, err := s1.CompactBase(ctx, CompactParams{MaxRuns: -1})
+			require.NoError(t, err)
+			require.True(t, res.Committed, "the other execution publishes between the look and the delete")
+		}
+		return nil
+	}})
+	_, err := s2.CompactBase(ctx, CompactParams{MaxRuns: -1})
+	require.Error(t, err)
+	require.True(t, other.Load(), "the failed execution cleaned up")
+
+	requireBaseReadable(t, s1)
+	require.Equal(t, want, allRows(t, openGeneric(t, openTestDB(t, url, "r"), "twin"), SourceAll))
+}
+
+// A pass whose output took longer than compactPublishWindow to write does not publish it: the
+// collector may already judge an output that old abandoned.
+func TestCompactionPastItsPublishWindowDoesNotPublish(t *testing.T) {
+	ctx := context.Background()
+	url := newMemURL()
+	var skew atomic.Int64
+	clock := func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+	db := openTestDB(t, url, "w1", func(o *Options) { o.Now = clock })
+	s := createGeneric(t, db, "slow", false)
+	sealRuns(t, s, 3)
+	before, err := s.loadBase(ctx)
+	require.NoError(t, err)
+
+	db.bucket = db.bucket.WithFaults(objstore.FaultFuncs{AfterFunc: func(op, key string, err error) error {
+		if op == objstore.OpPut && isCompactOutput(key) && skew.Load() == 0 {
+			skew.Store(int64(compactPublishWindow + time.Minute)) // the put took past the window
+		}
+		return err
+	}})
+	_, err = s.CompactBase(ctx, CompactParams{MaxRuns: -1})
+	require.ErrorIs(t, err, ErrStalled)
+	after, err := s.loadBase(ctx)
+	require.NoError(t, err)
+	require.Equal(t, before.Version, after.Version, "nothing was published")
+	objs, err := db.bucket.List(ctx, dataPrefix(s.target)+compactRunNamePrefix)
+	require.NoError(t, err)
+	require.Empty(t, objs, "the pass deleted its own output")
+
+	res, err := s.CompactBase(ctx, CompactParams{MaxRuns: -1}) // a pass in time publishes
+	require.NoError(t, err)
+	require.True(t, res.Committed)
+}
+
+// An output whose pass died before publishing it, and could not delete it, is deleted by a
+// later pass once it is older than compactOrphanAge, and not before; published runs, runs set
+// aside and keys walkeeper did not write stay.
+func TestAbandonedCompactionOutputsAreCollected(t *testing.T) {
+	ctx := context.Background()
+	url := newMemURL()
+	db := openTestDB(t, url, "w1")
+	s := createGeneric(t, db, "orphans", false)
+	sealRuns(t, s, 2)
+
+	dead := openTestDB(t, url, "dead")
+	dead.bucket = dead.bucket.WithFaults(objstore.FaultFuncs{BeforeFunc: func(op, key string) error {
+		if op == objstore.OpPutIfAbsent && strings.Contains(key, "/_versions/") || op == objstore.OpDelete && isCompactOutput(key) {
+			return errors.New("injected: the worker died")
+		}
+		return nil
+	}})
+	_, err := openGeneric(t, dead, "orphans").CompactBase(ctx, CompactParams{MaxRuns: -1})
+	require.Error(t, err)
+	orphans, err := db.bucket.List(ctx, dataPrefix(s.target)+compactRunNamePrefix)
+	require.NoError(t, err)
+	require.Len(t, orphans, 1, "the dead pass left its output")
+	foreign := dataPrefix(s.target) + compactRunNamePrefix + "copy-of-a-run.parquet"
+	require.NoError(t, db.bucket.Put(ctx, foreign, []byte("not ours")))
+
+	res, err := s.CompactBase(ctx, CompactParams{MaxRuns: -1})
+	require.NoError(t, err)
+	require.True(t, res.Committed)
+	require.Zero(t, res.AbandonedOutputs, "a young output may still be published")
+	exists, err := db.bucket.Exists(ctx, orphans[0].Key)
+	require.NoError(t, err)
+	require.True(t, exists)
+
+	later := openTestDB(t, url, "later", func(o *Options) {
+		o.Now = func() time.Time { return time.Now().Add(compactOrphanAge + time.Hour) }
+	})
+	sl := openGeneric(t, later, "orphans")
+	res, err = sl.CompactBase(ctx, CompactParams{MaxRuns: -1}) // one run left: a no-op pass collects too
+	require.NoError(t, err)
+	require.Equal(t, 1, res.AbandonedOutputs)
+	exists, err = db.bucket.Exists(ctx, orphans[0].Key)
+	require.NoError(t, err)
+	require.False(t, exists, "the abandoned output is deleted")
+	exists, err = db.bucket.Exists(ctx, foreign)
+	require.NoError(t, err)
+	require.True(t, exists, "a key walkeeper did not write is not deleted")
+	require.Positive(t, foreignCount(later.metrics, foreignCompaction))
+	requireBaseReadable(t, sl)
+	require.Equal(t, map[string]int64{"k0": 0, "k1": 1}, allRows(t, sl, SourceAll))
+}
+
+func TestCompactRunKeysAreRecognisedExactly(t *testing.T) {
+	tgt := Target{Kind: KindGeneric, Name: "x"}
+	id := compactRunID()
+	require.True(t, isCompactRunKey(tgt, dataKey(tgt, id)))
+	require.NotEqual(t, id, compactRunID(), "each execution names its own output")
+	for _, bad := range []string{"c-", "c-0123456789abcdef0123456", "c-0123456789abcdef012345678", "c-0123456789ABCDEF01234567", "m-0123456789abcdef01234567"} {
+		require.False(t, isCompactRunKey(tgt, dataKey(tgt, bad)), bad)
+	}
+	require.True(t, isCompactRunKey(tgt, dataKey(tgt, "c-0123456789abcdef01234567")), "an earlier build's hashed name")
+}

@@ -58,7 +58,9 @@ func newAPIServer(db *store.DB, cfg Config, addr net.Addr, log *zap.Logger, m *M
 	route := func(pattern string, h http.Handler) {
 		a.mux.Handle(pattern, h)
 		a.patterns = append(a.patterns, pattern)
+		m.httpPanics.WithLabelValues(pattern) // at 0 from the start, so a first panic shows as an increase
 	}
+	m.httpPanics.WithLabelValues("unmatched")
 	route("GET /healthz", http.HandlerFunc(a.healthz))
 	route("GET /metrics", m.Handler())
 	route("GET /api/v1/stores", a.handle(a.listStores))

@@ -66,7 +66,7 @@ func newAPIServer(db *store.DB, cfg Config, addr net.Addr, log *zap.Logger, m *M
 	}
 	m.httpPanics.WithLabelValues("unmatched")
 	route("GET /healthz", http.HandlerFunc(a.healthz))
-	route("GET /metrics", a.limitScrapes(m.Handler()))
+	route(metricsPattern, a.limitScrapes(m.Handler()))
 	route("GET /api/v1/stores", a.handle(a.listStores))
 	route("POST /api/v1/stores/{kind}/{name}", a.handle(a.createStore))
 	route("POST /api/v1/stores/{kind}/{name}/rows", a.handle(a.appendRows))

@@ -141,25 +141,33 @@ func (a *apiServer) serve(w http.ResponseWriter, r *http.Request, h http.Handler
 			return
 		}
 	}
-	if ae := checkQuery(r.URL.RawQuery); ae != nil {
+	if ae := checkQuery(r.URL.RawQuery, pattern); ae != nil {
 		a.fail(w, r, ae)
 		return
 	}
 	a.mux.ServeHTTP(w, r)
 }
 
-// checkQuery refuses a query string that does not parse or names a parameter twice: Go's
-// parser drops a pair it cannot read and the handlers take the first of a repeated one, so
-// either would answer for a request the client did not send.
-func checkQuery(raw string) *apiError {
+// checkQuery refuses a query string of the route pattern that does not parse or names a
+// parameter twice (but /metrics' name[]): Go's parser drops a pair it cannot read and the
+// handlers take the first of a repeated one, so either would answer for a request the client
+// did not send.
+func checkQuery(raw, pattern string) *apiError {
 	q, err := url.ParseQuery(raw)
 	if err != nil {
 		return newAPIError(http.StatusBadRequest, CodeInvalidInput, "query string does not parse: %s", clipText(err.Error()))
 	}
 	for k, vs := range q {
-		if len(vs) > 1 {
-			return newAPIError(http.StatusBadRequest, CodeInvalidInput, "query parameter %q is given %d times", clipText(k), len(vs))
+		if len(vs) > 1 && !repeatable(pattern, k) {
+			ae := newAPIError(http.StatusBadRequest, CodeInvalidInput, "query parameter %q is given %d times", clipText(k), len(vs))
+			if pattern == metricsPattern {
+				ae.Message += "; on /metrics only " + metricNamesParam + " may repeat"
+			}
+			return ae
 		}
+	}
+	if pattern == metricsPattern {
+		return checkMetricsQuery(q)
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"go.uber.org/zap"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/walkeeper/walkeeper/store"
 )
@@ -35,6 +36,8 @@ type apiServer struct {
 	// pages holds the bytes of the list pages being read and written (nil: no bound), so that
 	// many connections each listing a page of --page-bytes cannot hold them all at once.
 	pages *byteBudget
+	// scrapes holds the /metrics scrapes in flight, at most maxScrapes (http_metrics.go).
+	scrapes *semaphore.Weighted
 
 	// stopping ends when the worker begins to stop: requests that only wait on Temporal
 	// (merge-wal?wait=true) return at once instead of holding up the HTTP drain.
@@ -53,14 +56,17 @@ func newAPIServer(db *store.DB, cfg Config, addr net.Addr, log *zap.Logger, m *M
 	a.kicks.every = debtKickEvery
 	a.bodies = newByteBudget(cfg.BodyBudgetBytes, "body-budget-bytes", "request bodies being read")
 	a.pages = newByteBudget(cfg.PageBudgetBytes, "page-budget-bytes", "list pages being written")
+	a.scrapes = semaphore.NewWeighted(maxScrapes)
 	a.stopping, a.stop = context.WithCancel(context.Background())
 	a.mux = http.NewServeMux()
 	route := func(pattern string, h http.Handler) {
 		a.mux.Handle(pattern, h)
 		a.patterns = append(a.patterns, pattern)
+		m.httpPanics.WithLabelValues(pattern) // at 0 from the start, so a first panic shows as an increase
 	}
+	m.httpPanics.WithLabelValues("unmatched")
 	route("GET /healthz", http.HandlerFunc(a.healthz))
-	route("GET /metrics", m.Handler())
+	route(metricsPattern, a.limitScrapes(m.Handler()))
 	route("GET /api/v1/stores", a.handle(a.listStores))
 	route("POST /api/v1/stores/{kind}/{name}", a.handle(a.createStore))
 	route("POST /api/v1/stores/{kind}/{name}/rows", a.handle(a.appendRows))

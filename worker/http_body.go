@@ -49,6 +49,14 @@ func (a *apiServer) readBody(w http.ResponseWriter, r *http.Request, allowEmpty 
 	if err != nil {
 		return nil, func() {}, err
 	}
+	// The bytes go back on every way out but a body handed to the caller, a panic included:
+	// a reservation leaked per panic would shrink the budget until every body waits.
+	handed := false
+	defer func() {
+		if !handed {
+			release()
+		}
+	}()
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, a.cfg.MaxBodyBytes))
 	switch {
 	case errors.As(err, new(*http.MaxBytesError)):
@@ -60,13 +68,12 @@ func (a *apiServer) readBody(w http.ResponseWriter, r *http.Request, allowEmpty 
 	case len(bytes.TrimSpace(body)) == 0 && !allowEmpty:
 		err = newAPIError(http.StatusBadRequest, CodeInvalidJSON, "empty body; want JSON")
 	case len(bytes.TrimSpace(body)) == 0:
-		release()
 		return nil, func() {}, nil
 	}
 	if err != nil {
-		release()
 		return nil, func() {}, err
 	}
+	handed = true
 	return body, release, nil
 }
 

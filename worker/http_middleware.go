@@ -61,16 +61,14 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// ServeHTTP: request log + metrics → auth → browser guard → path check → routes (JSON
-// 404/405 fallback).
+// ServeHTTP: request log + metrics → panic recovery → auth → browser guard → path check →
+// routes (JSON 404/405 fallback).
 func (a *apiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	ri := &reqInfo{}
 	r = r.WithContext(context.WithValue(r.Context(), reqInfoKey{}, ri))
 	sw := &statusWriter{ResponseWriter: w}
-	h, pattern := a.mux.Handler(r)
-	route := cmp.Or(pattern, "unmatched")
-	a.serve(sw, r, h, pattern)
+	route, abort := a.serveRecovering(sw, r)
 	status := cmp.Or(sw.status, http.StatusOK)
 	d := time.Since(start)
 	a.metrics.httpRequests.WithLabelValues(route, strconv.Itoa(status)).Inc()
@@ -95,6 +93,9 @@ func (a *apiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			fields = append(fields, zap.String("request_id", ri.id))
 		}
 		ce.Write(fields...)
+	}
+	if abort {
+		panic(http.ErrAbortHandler) // net/http closes the connection without logging
 	}
 }
 
@@ -140,25 +141,33 @@ func (a *apiServer) serve(w http.ResponseWriter, r *http.Request, h http.Handler
 			return
 		}
 	}
-	if ae := checkQuery(r.URL.RawQuery); ae != nil {
+	if ae := checkQuery(r.URL.RawQuery, pattern); ae != nil {
 		a.fail(w, r, ae)
 		return
 	}
 	a.mux.ServeHTTP(w, r)
 }
 
-// checkQuery refuses a query string that does not parse or names a parameter twice: Go's
-// parser drops a pair it cannot read and the handlers take the first of a repeated one, so
-// either would answer for a request the client did not send.
-func checkQuery(raw string) *apiError {
+// checkQuery refuses a query string of the route pattern that does not parse or names a
+// parameter twice (but /metrics' name[]): Go's parser drops a pair it cannot read and the
+// handlers take the first of a repeated one, so either would answer for a request the client
+// did not send.
+func checkQuery(raw, pattern string) *apiError {
 	q, err := url.ParseQuery(raw)
 	if err != nil {
 		return newAPIError(http.StatusBadRequest, CodeInvalidInput, "query string does not parse: %s", clipText(err.Error()))
 	}
 	for k, vs := range q {
-		if len(vs) > 1 {
-			return newAPIError(http.StatusBadRequest, CodeInvalidInput, "query parameter %q is given %d times", clipText(k), len(vs))
+		if len(vs) > 1 && !repeatable(pattern, k) {
+			ae := newAPIError(http.StatusBadRequest, CodeInvalidInput, "query parameter %q is given %d times", clipText(k), len(vs))
+			if pattern == metricsPattern {
+				ae.Message += "; on /metrics only " + metricNamesParam + " may repeat"
+			}
+			return ae
 		}
+	}
+	if pattern == metricsPattern {
+		return checkMetricsQuery(q)
 	}
 	return nil
 }
@@ -187,19 +196,26 @@ func (a *apiServer) authorized(r *http.Request) bool {
 // the storage); the worker log has the whole error under that id.
 func (a *apiServer) fail(w http.ResponseWriter, r *http.Request, err error) {
 	ae := classify(err)
+	answer(w, r, ae)
+	if ae.Status >= 500 && ae.Status != StatusClientClosedRequest {
+		ri := infoFrom(r.Context())
+		a.log.Error("request failed", zap.String("method", clipText(r.Method)), zap.String("path", clipText(r.URL.Path)),
+			zap.String("target", ri.target), zap.String("code", ae.Code), zap.String("request_id", ri.id), zap.Error(err))
+	}
+}
+
+// answer writes ae and records it for the request log; a 500 gets a request id and answers
+// a fixed text naming it instead of ae's own.
+func answer(w http.ResponseWriter, r *http.Request, ae *apiError) {
 	ri := infoFrom(r.Context())
 	if ae.Status == http.StatusInternalServerError {
-		ri.id = requestIDs.prefix + "-" + strconv.FormatUint(requestIDs.seq.Add(1), 10)
+		ri.id = newRequestID()
 		c := *ae
 		c.Message = internalMessage(ae, ri.id)
 		ae = &c
 		w.Header().Set("X-Request-Id", ri.id)
 	}
 	ri.code, ri.err = ae.Code, ae.Message
-	if ae.Status >= 500 && ae.Status != StatusClientClosedRequest {
-		a.log.Error("request failed", zap.String("method", clipText(r.Method)), zap.String("path", clipText(r.URL.Path)),
-			zap.String("target", ri.target), zap.String("code", ae.Code), zap.String("request_id", ri.id), zap.Error(err))
-	}
 	writeAPIError(w, ae)
 }
 
@@ -213,6 +229,11 @@ func internalMessage(ae *apiError, id string) string {
 		return "the MergeWal run failed; see the run in Temporal and the worker log (request id " + id + ")"
 	}
 	return "internal error; see the worker log (request id " + id + ")"
+}
+
+// newRequestID is the id of one 500, for its answer and its log lines.
+func newRequestID() string {
+	return requestIDs.prefix + "-" + strconv.FormatUint(requestIDs.seq.Add(1), 10)
 }
 
 // requestIDs numbers the 500s of this process after a random prefix, so ids from several

@@ -23,6 +23,7 @@ type Metrics struct {
 
 	httpRequests *prometheus.CounterVec   // route, code
 	httpSeconds  *prometheus.HistogramVec // route
+	httpPanics   *prometheus.CounterVec   // route
 	// httpUnauthenticated is 1 while the data plane listens beyond loopback without a token.
 	httpUnauthenticated prometheus.Gauge
 	triggerStarts       *prometheus.CounterVec // trigger, result
@@ -72,6 +73,10 @@ func NewMetrics(budget *store.Budget) *Metrics {
 			Namespace: "walkeeper", Subsystem: "http", Name: "request_seconds",
 			Help:    "HTTP request latency by route pattern.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		}, []string{"route"}),
+		httpPanics: f.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "walkeeper", Subsystem: "http", Name: "panics_total",
+			Help: "HTTP requests whose handler panicked, by route pattern (answered 500 internal, or aborted when the answer had begun).",
 		}, []string{"route"}),
 		httpUnauthenticated: f.NewGauge(prometheus.GaugeOpts{
 			Namespace: "walkeeper", Subsystem: "http", Name: "unauthenticated",

@@ -1,0 +1,94 @@
+package workflows
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/walkeeper/walkeeper/contract"
+)
+
+// rawPayload is a payload as a client other than the SDK's JSON path writes it; an empty
+// encoding leaves the metadata out.
+func rawPayload(encoding, data string) converter.RawValue {
+	p := &commonpb.Payload{Data: []byte(data)}
+	if encoding != "" {
+		p.Metadata = map[string][]byte{converter.MetadataEncoding: []byte(encoding)}
+	}
+	return converter.NewRawValue(p)
+}
+
+// Every workflow, started with a payload that is not one JSON object (another encoding,
+// bytes that do not parse, null, a second argument), fails at once with a non-retryable
+// InvalidInput naming the input and runs no activity; the SDK's own decode failed such a
+// run with its retryable wrapError instead, ran null as no input, and dropped the second
+// argument.
+func TestEveryWorkflowRefusesAPayloadThatIsNotOneJSONObject(t *testing.T) {
+	cases := []struct {
+		name    string
+		args    func(valid string) []any
+		problem string
+	}{
+		{"binary/plain", func(string) []any { return []any{rawPayload("binary/plain", `"x"`)} }, `encoding "binary/plain" where json/plain is expected`},
+		{"json/protobuf", func(v string) []any { return []any{rawPayload("json/protobuf", v)} }, `encoding "json/protobuf" where json/plain is expected`},
+		{"binary/null", func(string) []any { return []any{rawPayload("binary/null", "")} }, `encoding "binary/null" where json/plain is expected`},
+		{"no encoding", func(v string) []any { return []any{rawPayload("", v)} }, "a payload without an encoding"},
+		{"json/plain not JSON", func(string) []any { return []any{rawPayload("json/plain", "{not json")} }, "not JSON: invalid character"},
+		{"json/plain empty", func(string) []any { return []any{rawPayload("json/plain", "")} }, "not JSON: unexpected end of JSON input"},
+		{"two JSON values", func(v string) []any { return []any{rawPayload("json/plain", v+" "+v)} }, "not JSON: invalid character"},
+		{"null", func(string) []any { return []any{rawPayload("json/plain", " null\n")} }, "null where an object is expected"},
+		{"a second argument", func(v string) []any { return []any{rawPayload("json/plain", v), "extra"} }, "more than one argument"},
+	}
+	workflows := map[string]string{
+		contract.MergeWalWorkflow:         `{"target":"generic:gs"}`,
+		contract.CompactBaseWorkflow:      `{"target":"generic:gs"}`,
+		contract.MergeWalTickWorkflow:     `{"target":"generic:gs"}`,
+		contract.MaintenanceSweepWorkflow: `{}`,
+		contract.SweepWindowWorkflow:      `{}`,
+		contract.ReconcileDemandWorkflow:  `{}`,
+	}
+	for wf, valid := range workflows {
+		for _, c := range cases {
+			t.Run(wf+"/"+c.name, func(t *testing.T) {
+				env := newEnv(t)
+				started := trackInflight(env)
+				locals := 0
+				env.SetOnLocalActivityStartedListener(func(*activity.Info, context.Context, []any) { locals++ })
+				env.ExecuteWorkflow(wf, c.args(valid)...)
+				require.True(t, env.IsWorkflowCompleted())
+				var appErr *temporal.ApplicationError
+				require.ErrorAs(t, env.GetWorkflowError(), &appErr)
+				require.Equal(t, contract.ErrTypeInvalidInput, appErr.Type())
+				require.True(t, appErr.NonRetryable())
+				want := "invalid input: input: " + c.problem
+				require.True(t, strings.HasPrefix(appErr.Message(), want), "got %q, want %q", appErr.Message(), want)
+				require.Empty(t, started.started, "no activity runs for a refused input")
+				require.Zero(t, locals, "no local activity runs for a refused input")
+			})
+		}
+	}
+}
+
+// A start without any argument still runs with every field at its default, as the SDK ran
+// it: only a payload that is there and not one JSON object is refused.
+func TestAWorkflowStartedWithoutInputRunsWithItsDefaults(t *testing.T) {
+	env := newEnv(t)
+	env.ExecuteWorkflow(contract.MergeWalWorkflow)
+	var appErr *temporal.ApplicationError
+	require.ErrorAs(t, env.GetWorkflowError(), &appErr)
+	require.Equal(t, "invalid input: target: required, e.g. generic:gs", appErr.Message())
+
+	// The sweep's defaults pass its check, so it goes on to list the demand index.
+	env = newEnv(t)
+	started := trackInflight(env)
+	env.ExecuteWorkflow(contract.MaintenanceSweepWorkflow)
+	require.True(t, env.IsWorkflowCompleted())
+	require.NotEqual(t, contract.ErrTypeInvalidInput, errorType(env.GetWorkflowError()))
+	require.Contains(t, started.started, contract.ScanDemandActivity)
+}

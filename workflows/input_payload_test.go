@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	commonpb "go.temporal.io/api/common/v1"
@@ -91,4 +92,39 @@ func TestAWorkflowStartedWithoutInputRunsWithItsDefaults(t *testing.T) {
 	require.True(t, env.IsWorkflowCompleted())
 	require.NotEqual(t, contract.ErrTypeInvalidInput, errorType(env.GetWorkflowError()))
 	require.Contains(t, started.started, contract.ScanDemandActivity)
+}
+
+// An activity-state signal whose payload does not decode (another encoding, bytes that are
+// not JSON, JSON of the wrong type) is refused and counted in the status, and the merge goes
+// on and completes; a good signal after them is still applied. The SDK dropped such a signal
+// too, but counted it only in a metric walkeeper does not export.
+func TestActivityStateSignalsThatDoNotDecodeAreRefusedAndCounted(t *testing.T) {
+	env := newEnv(t)
+	f := newFakeTable("generic:gs", 2, map[string]int{"a": 4})
+	var prepareIDs []string
+	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+		if info.ActivityType.Name == contract.PrepareActivity {
+			prepareIDs = append(prepareIDs, info.ActivityID)
+		}
+	})
+	env.OnActivity(contract.PrepareActivity, anyCtx, anyArg).After(time.Minute).Return(f.prepare).Once()
+	mockTable(env, f)
+
+	var seen []contract.MergeWalStatus
+	at := func(d time.Duration, fn func()) { env.RegisterDelayedCallback(fn, d) }
+	at(5*time.Second, func() {
+		env.SignalWorkflow(contract.ActivityStateSignal, rawPayload("binary/plain", "x"))
+		env.SignalWorkflow(contract.ActivityStateSignal, rawPayload("json/plain", "{not json"))
+		env.SignalWorkflow(contract.ActivityStateSignal, "garbage")
+		require.NotEmpty(t, prepareIDs)
+		env.SignalWorkflow(contract.ActivityStateSignal, contract.ActivityState{ActivityID: prepareIDs[0], State: contract.ActivityStateWaitingBudget, Attempt: 1})
+	})
+	at(6*time.Second, func() { seen = append(seen, queryStatus(t, env)) })
+
+	env.ExecuteWorkflow(MergeWal, contract.MergeWalInput{Target: "generic:gs"})
+	res := mergeResult(t, env)
+	require.Equal(t, 4, res.Reclaimed)
+	require.Len(t, seen, 1)
+	require.Equal(t, 3, seen[0].RefusedSignals)
+	require.Equal(t, contract.BlockedBudget, seen[0].Shards[0].Blocked, "the good signal after the refused ones is applied")
 }

@@ -131,7 +131,8 @@ func requireRefusedRun(t *testing.T, c client.Client, id string, start time.Time
 // the SDK (`json/plain` bytes that do not parse, under the store's own merge ID with a retry
 // policy), fails the run once with a non-retryable InvalidInput naming the input. The SDK's
 // retryable decode error made the start with a retry policy run again every second, holding
-// the store's merge ID, for as long as the policy allowed (for ever by default).
+// the store's merge ID, for as long as the policy allowed (for ever by default). A signal
+// payload that is not JSON is refused and counted by the run, which completes.
 func TestNonJSONWorkflowPayloadsFailOnce(t *testing.T) {
 	w := startWorker(t, defaultConfig())
 	c := w.temporalClient(t)
@@ -208,4 +209,30 @@ func TestNonJSONWorkflowPayloadsFailOnce(t *testing.T) {
 		})
 	})
 	w.checkNothingWritten(t, before, "the refused workflow runs")
+
+	// An activity-state signal that is not JSON, sent with the merge's start, is refused and
+	// counted, and the merge completes.
+	ctx, cancel := context.WithTimeout(context.Background(), refusalWithin)
+	defer cancel()
+	id := "hostile-payload-signal"
+	run, err := c.SignalWithStartWorkflow(ctx, id, contract.ActivityStateSignal,
+		converter.NewRawValue(&commonpb.Payload{Metadata: map[string][]byte{converter.MetadataEncoding: []byte("binary/plain")}, Data: []byte("x")}),
+		client.StartWorkflowOptions{TaskQueue: contract.TaskQueue}, mw, contract.MergeWalInput{Target: "generic:payload"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := run.Get(ctx, nil); err != nil {
+		t.Fatalf("the merge sent a signal that is not JSON: %v", err)
+	}
+	v, err := c.QueryWorkflow(ctx, id, run.GetRunID(), contract.StatusQuery)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st contract.MergeWalStatus
+	if err := v.Get(&st); err != nil {
+		t.Fatal(err)
+	}
+	if st.RefusedSignals != 1 {
+		t.Errorf("the status counts %d refused signals, want 1", st.RefusedSignals)
+	}
 }

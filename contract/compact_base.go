@@ -40,7 +40,8 @@ type CompactBaseStatus struct {
 	Pass     int    `json:"pass"`
 	RunsLeft int    `json:"runs_left"`
 	Blocked  string `json:"blocked,omitempty"`
-	// InFlight and SlotWait: see MergeWalStatus.
-	InFlight []InFlightActivity `json:"in_flight,omitempty"`
-	SlotWait time.Duration      `json:"slot_wait,omitempty"`
+	// InFlight, SlotWait and RefusedSignals: see MergeWalStatus.
+	InFlight       []InFlightActivity `json:"in_flight,omitempty"`
+	SlotWait       time.Duration      `json:"slot_wait,omitempty"`
+	RefusedSignals int                `json:"refused_signals,omitempty"`
 }

@@ -155,6 +155,9 @@ type MergeWalStatus struct {
 	// can (ApplyPending).
 	InFlight []InFlightActivity `json:"in_flight,omitempty"`
 	SlotWait time.Duration      `json:"slot_wait,omitempty"`
+	// RefusedSignals counts the ActivityStateSignal payloads this run refused because they
+	// did not decode (anyone with namespace access can send one); the run went on.
+	RefusedSignals int `json:"refused_signals,omitempty"`
 }
 
 // ShardStatus is one shard's part of MergeWalStatus.

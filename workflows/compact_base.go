@@ -49,7 +49,7 @@ func CompactBase(ctx workflow.Context, in contract.CompactBaseInput) (contract.C
 	if err := workflow.SetQueryHandler(ctx, contract.StatusQuery, func() (contract.CompactBaseStatus, error) {
 		out := st
 		out.Blocked = tr.blocked("")
-		out.InFlight, out.SlotWait = tr.inFlight(), tr.slotWait
+		out.InFlight, out.SlotWait, out.RefusedSignals = tr.inFlight(), tr.slotWait, tr.refused
 		return out, nil
 	}); err != nil {
 		return res, err

@@ -609,7 +609,7 @@ func (r *mergeRun) status() contract.MergeWalStatus {
 	if st.Blocked == "" {
 		st.Blocked = r.tr.blocked("")
 	}
-	st.InFlight, st.SlotWait = r.tr.inFlight(), r.tr.slotWait
+	st.InFlight, st.SlotWait, st.RefusedSignals = r.tr.inFlight(), r.tr.slotWait, r.tr.refused
 	if sh := r.current; sh != nil {
 		st.Shard = sh.res.Shard
 		st.Pass = sh.res.Passes

@@ -9,15 +9,16 @@ import (
 	"github.com/walkeeper/walkeeper/target"
 )
 
-// Register registers every walkeeper workflow on r under its explicit name. Any
-// worker.Registry (a worker, the test environment) qualifies, and so does a replayer.
+// Register registers every walkeeper workflow on r under its explicit name, taking its input
+// as raw payloads (rawInput). Any worker.Registry (a worker, the test environment)
+// qualifies, and so does a replayer.
 func Register(r worker.WorkflowRegistry) {
-	r.RegisterWorkflowWithOptions(MergeWal, workflow.RegisterOptions{Name: contract.MergeWalWorkflow})
-	r.RegisterWorkflowWithOptions(CompactBase, workflow.RegisterOptions{Name: contract.CompactBaseWorkflow})
-	r.RegisterWorkflowWithOptions(MaintenanceSweep, workflow.RegisterOptions{Name: contract.MaintenanceSweepWorkflow})
-	r.RegisterWorkflowWithOptions(SweepWindow, workflow.RegisterOptions{Name: contract.SweepWindowWorkflow})
-	r.RegisterWorkflowWithOptions(MergeWalTick, workflow.RegisterOptions{Name: contract.MergeWalTickWorkflow})
-	r.RegisterWorkflowWithOptions(ReconcileDemand, workflow.RegisterOptions{Name: contract.ReconcileDemandWorkflow})
+	r.RegisterWorkflowWithOptions(rawInput(MergeWal), workflow.RegisterOptions{Name: contract.MergeWalWorkflow})
+	r.RegisterWorkflowWithOptions(rawInput(CompactBase), workflow.RegisterOptions{Name: contract.CompactBaseWorkflow})
+	r.RegisterWorkflowWithOptions(rawInput(MaintenanceSweep), workflow.RegisterOptions{Name: contract.MaintenanceSweepWorkflow})
+	r.RegisterWorkflowWithOptions(rawInput(SweepWindow), workflow.RegisterOptions{Name: contract.SweepWindowWorkflow})
+	r.RegisterWorkflowWithOptions(rawInput(MergeWalTick), workflow.RegisterOptions{Name: contract.MergeWalTickWorkflow})
+	r.RegisterWorkflowWithOptions(rawInput(ReconcileDemand), workflow.RegisterOptions{Name: contract.ReconcileDemandWorkflow})
 }
 
 // ensureTargetAttributes upserts WalTarget and WalKind when the start did not set them (a

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -35,6 +36,9 @@ type tracker struct {
 	// actions counts the billable actions of what the tracker ran and heard: activities
 	// scheduled, listings, signals received and the retries they announce.
 	actions int
+	// refused counts the activity-state signals whose payload did not decode (the status's
+	// refused_signals).
+	refused int
 }
 
 // watch is one activity in flight.
@@ -57,14 +61,35 @@ func newTracker(ctx workflow.Context, slotWait time.Duration, onChange func()) *
 	ch := workflow.GetSignalChannel(ctx, contract.ActivityStateSignal)
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {
-			var s contract.ActivityState
-			if !ch.Receive(ctx, &s) {
+			var raw converter.RawValue
+			if !ch.Receive(ctx, &raw) {
 				return
+			}
+			s, err := decodeActivityState(raw)
+			if err != nil {
+				t.refused++
+				workflow.GetLogger(ctx).Warn("Signal refused: its payload does not decode.", "signal", contract.ActivityStateSignal,
+					"error", contract.Clip(err.Error(), contract.MaxFailureTextBytes), "refused", t.refused)
+				continue
 			}
 			t.apply(s)
 		}
 	})
 	return t
+}
+
+// decodeActivityState decodes a walkeeper-activity-state payload as the SDK's channel did
+// (the default data converter; no payload is the zero state). The signal is received raw so
+// that a payload that does not decode is counted (refused) and logged by the run, not only
+// dropped by the SDK into a metric walkeeper does not export; it is dropped all the same, so
+// the run's commands are those of before.
+func decodeActivityState(raw converter.RawValue) (contract.ActivityState, error) {
+	var s contract.ActivityState
+	if raw.Payload() == nil {
+		return s, nil
+	}
+	err := converter.GetDefaultDataConverter().FromPayload(raw.Payload(), &s)
+	return s, err
 }
 
 // newWatch names the next activity. The ID embeds the original run ID: activity IDs restart

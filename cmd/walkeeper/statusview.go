@@ -41,6 +41,7 @@ func printLiveStatus(tw *tabwriter.Writer, out io.Writer, typ string, v converte
 		fmt.Fprintf(tw, "  runs left\t%d\n", st.RunsLeft)
 		fmt.Fprintf(tw, "  blocked\t%s\n", dash(st.Blocked))
 		printInFlight(tw, st.InFlight)
+		printRefusedSignals(tw, st.RefusedSignals)
 		return tw.Flush()
 	}
 	fmt.Fprintf(tw, "  live status\tno view for workflow type %s\n", typ)
@@ -60,6 +61,7 @@ func printMergeStatus(tw *tabwriter.Writer, out io.Writer, st contract.MergeWalS
 	fmt.Fprintf(tw, "  reclaimed\t%d generations so far\n", st.Reclaimed)
 	fmt.Fprintf(tw, "  blocked\t%s\n", dash(st.Blocked))
 	printInFlight(tw, st.InFlight)
+	printRefusedSignals(tw, st.RefusedSignals)
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -87,6 +89,14 @@ func printInFlight(tw io.Writer, acts []contract.InFlightActivity) {
 			where = "shard " + a.Shard + " on " + a.Queue
 		}
 		fmt.Fprintf(tw, "  %s\t%s (%s)\n", key, a.Activity, where)
+	}
+}
+
+// printRefusedSignals says how many activity-state signals the run refused, if any: someone
+// other than walkeeper's activities signalled it.
+func printRefusedSignals(tw io.Writer, n int) {
+	if n > 0 {
+		fmt.Fprintf(tw, "  refused signals\t%d (payloads that did not decode; see the worker log)\n", n)
 	}
 }
 

@@ -16,17 +16,18 @@ func TestPrintMergeStatusTable(t *testing.T) {
 	tw := tabwriter.NewWriter(&out, 0, 4, 2, ' ', 0)
 	require.NoError(t, printMergeStatus(tw, &out, contract.MergeWalStatus{
 		Target: "generic:demo", Phase: contract.PhaseMerging, Shard: "s1", Pass: 2, Pending: 5, Reclaimed: 7,
-		Blocked: contract.BlockedBudget, WorkflowRun: 2,
+		Blocked: contract.BlockedBudget, WorkflowRun: 2, RefusedSignals: 2,
 		Shards: []contract.ShardStatus{
 			{Shard: "s1", Phase: contract.ShardPreparing, Pending: 3, Passes: 2, Reclaimed: 4, Queue: "walkeeper-shard-s1", Blocked: contract.BlockedBudget},
 			{Shard: "s2", Phase: contract.ShardFailed, Pending: 2, Passes: 1, Reclaimed: 3, Error: "corrupt data: gen 9"},
 		},
 	}))
-	assert.Equal(t, `  phase      merging (workflow run 2 of the continue-as-new chain)
-  last step  shard s1, pass 2
-  pending    5 generations
-  reclaimed  7 generations so far
-  blocked    waiting for budget
+	assert.Equal(t, `  phase            merging (workflow run 2 of the continue-as-new chain)
+  last step        shard s1, pass 2
+  pending          5 generations
+  reclaimed        7 generations so far
+  blocked          waiting for budget
+  refused signals  2 (payloads that did not decode; see the worker log)
 
   SHARD  PHASE      PENDING  PASSES  RECLAIMED  QUEUE               WAITING ON / ERROR
   s1     preparing  3        2       4          walkeeper-shard-s1  waiting for budget

@@ -4,15 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/target"
 )
 
 // Bounds of a refused workflow run.
@@ -65,43 +71,168 @@ func TestBadWorkflowInputsFailFast(t *testing.T) {
 					_ = c.TerminateWorkflow(ctx, id, "", "hostile test over") // a run that did not fail must not keep looping
 				})
 
-				ctx, cancel := context.WithDeadline(context.Background(), start.Add(refusalWithin))
-				defer cancel()
-				err := c.GetWorkflow(ctx, id, "").Get(ctx, nil)
-				took := time.Since(start)
-				var appErr *temporal.ApplicationError
-				switch {
-				case err == nil:
-					t.Errorf("%s %s completed (after %s) instead of failing", tc.workflow, tc.input, took.Round(time.Millisecond))
-				case ctx.Err() != nil:
-					t.Errorf("%s %s has not failed %s after its start (%v)", tc.workflow, tc.input, refusalWithin, err)
-				case !errors.As(err, &appErr):
-					t.Errorf("%s %s failed with %v, want an ApplicationError", tc.workflow, tc.input, err)
-				default:
-					want := "invalid input: " + tc.field
-					if appErr.Type() != contract.ErrTypeInvalidInput || !appErr.NonRetryable() || !strings.HasPrefix(appErr.Message(), want) {
-						t.Errorf("%s %s failed with type %q, non-retryable %v, message %q; want a non-retryable %s starting %q",
-							tc.workflow, tc.input, appErr.Type(), appErr.NonRetryable(), appErr.Message(), contract.ErrTypeInvalidInput, want)
-					} else {
-						t.Logf("failed after %s: %s", took.Round(time.Millisecond), appErr.Message())
-					}
-				}
-
-				dctx, dcancel := context.WithTimeout(context.Background(), time.Minute)
-				defer dcancel()
-				d, err := c.DescribeWorkflowExecution(dctx, id, "")
-				if err != nil {
-					t.Fatal(err)
-				}
-				info := d.GetWorkflowExecutionInfo()
-				if n := info.GetHistoryLength(); n > refusalEvents {
-					t.Errorf("the run's history has %d events (status %s), want at most %d", n, info.GetStatus(), refusalEvents)
-				}
-				if s := info.GetStatus(); s != enumspb.WORKFLOW_EXECUTION_STATUS_FAILED {
-					t.Errorf("the run's status is %s, want FAILED", s)
-				}
+				requireRefusedRun(t, c, id, start, tc.workflow+" "+tc.input, "invalid input: "+tc.field)
 			})
 		}
 	})
 	w.checkNothingWritten(t, before, "the refused workflow runs")
+}
+
+// requireRefusedRun waits for the run of id, started at start, to close and checks that it
+// failed within refusalWithin with a non-retryable InvalidInput whose message starts with
+// want, in a handful of events, and that the workflow ID's latest run is that first attempt
+// (no retry took the ID). what names the start in messages.
+func requireRefusedRun(t *testing.T, c client.Client, id string, start time.Time, what, want string) {
+	t.Helper()
+	ctx, cancel := context.WithDeadline(context.Background(), start.Add(refusalWithin))
+	defer cancel()
+	err := c.GetWorkflow(ctx, id, "").Get(ctx, nil)
+	took := time.Since(start)
+	var appErr *temporal.ApplicationError
+	switch {
+	case err == nil:
+		t.Errorf("%s completed (after %s) instead of failing", what, took.Round(time.Millisecond))
+	case ctx.Err() != nil:
+		t.Errorf("%s has not failed %s after its start (%v)", what, refusalWithin, err)
+	case !errors.As(err, &appErr):
+		t.Errorf("%s failed with %v, want an ApplicationError", what, err)
+	case appErr.Type() != contract.ErrTypeInvalidInput || !appErr.NonRetryable() || !strings.HasPrefix(appErr.Message(), want):
+		t.Errorf("%s failed with type %q, non-retryable %v, message %q; want a non-retryable %s starting %q",
+			what, appErr.Type(), appErr.NonRetryable(), appErr.Message(), contract.ErrTypeInvalidInput, want)
+	default:
+		t.Logf("failed after %s: %s", took.Round(time.Millisecond), appErr.Message())
+	}
+
+	dctx, dcancel := context.WithTimeout(context.Background(), time.Minute)
+	defer dcancel()
+	d, err := c.DescribeWorkflowExecution(dctx, id, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := d.GetWorkflowExecutionInfo()
+	if n := info.GetHistoryLength(); n > refusalEvents {
+		t.Errorf("the run's history has %d events (status %s), want at most %d", n, info.GetStatus(), refusalEvents)
+	}
+	if s := info.GetStatus(); s != enumspb.WORKFLOW_EXECUTION_STATUS_FAILED {
+		t.Errorf("the run's status is %s, want FAILED", s)
+	}
+	it := c.GetWorkflowHistory(dctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	ev, err := it.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := ev.GetWorkflowExecutionStartedEventAttributes().GetAttempt(); a != 1 {
+		t.Errorf("the workflow ID's latest run is attempt %d: the refusal was retried", a)
+	}
+}
+
+// A payload that is not one JSON object, written the way an operator can (temporal workflow
+// start with an encoding binary/plain or json/protobuf, the input null, a second input), or through
+// the SDK (`json/plain` bytes that do not parse, under the store's own merge ID with a retry
+// policy), fails the run once with a non-retryable InvalidInput naming the input. The SDK's
+// retryable decode error made the start with a retry policy run again every second, holding
+// the store's merge ID, for as long as the policy allowed (for ever by default). A signal
+// payload that is not JSON is refused and counted by the run, which completes.
+func TestNonJSONWorkflowPayloadsFailOnce(t *testing.T) {
+	w := startWorker(t, defaultConfig())
+	c := w.temporalClient(t)
+	w.createGeneric(t, "payload", []field{idField}, nil)
+
+	valid := map[string]string{
+		contract.MergeWalWorkflow:         `{"target":"generic:payload"}`,
+		contract.CompactBaseWorkflow:      `{"target":"generic:payload"}`,
+		contract.MergeWalTickWorkflow:     `{"target":"generic:payload"}`,
+		contract.MaintenanceSweepWorkflow: `{}`,
+		contract.SweepWindowWorkflow:      `{}`,
+		contract.ReconcileDemandWorkflow:  `{}`,
+	}
+	type cliCase struct {
+		name, workflow string
+		args           []string
+		problem        string
+	}
+	var cases []cliCase
+	for _, wf := range slices.Sorted(maps.Keys(valid)) {
+		cases = append(cases, cliCase{wf + " binary/plain", wf, []string{"--input-meta", "encoding=binary/plain", "--input", `"x"`},
+			`encoding "binary/plain" where json/plain is expected`})
+	}
+	mw := contract.MergeWalWorkflow
+	cases = append(cases,
+		cliCase{"MergeWal json/protobuf", mw, []string{"--input-meta", "encoding=json/protobuf", "--input", valid[mw]},
+			`encoding "json/protobuf" where json/plain is expected`},
+		cliCase{"SweepWindow null", contract.SweepWindowWorkflow, []string{"--input", "null"}, "null where an object is expected"},
+		cliCase{"MergeWal two inputs", mw, []string{"--input", valid[mw], "--input", valid[mw]}, "more than one argument"},
+	)
+	before := w.listing(t)
+	t.Run("payloads", func(t *testing.T) {
+		for i, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				t.Parallel()
+				id := fmt.Sprintf("hostile-payload-%d", i)
+				start := time.Now()
+				args := append([]string{"workflow", "start", "--address", suite.HostPort(), "--namespace", w.ns,
+					"--task-queue", contract.TaskQueue, "--type", tc.workflow, "--workflow-id", id}, tc.args...)
+				if out, err := exec.Command(suite.CLIPath(), args...).CombinedOutput(); err != nil {
+					t.Fatalf("temporal workflow start: %v\n%s", err, out)
+				}
+				t.Cleanup(func() {
+					ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+					defer cancel()
+					_ = c.TerminateWorkflow(ctx, id, "", "hostile test over")
+				})
+				requireRefusedRun(t, c, id, start, tc.name, "invalid input: input: "+tc.problem)
+			})
+		}
+		t.Run("not JSON under the merge ID with a retry policy", func(t *testing.T) {
+			t.Parallel()
+			tg, err := target.ParseTarget("generic:payload")
+			if err != nil {
+				t.Fatal(err)
+			}
+			id := contract.MergeWalID(tg)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			start := time.Now()
+			bad := converter.NewRawValue(&commonpb.Payload{
+				Metadata: map[string][]byte{converter.MetadataEncoding: []byte(converter.MetadataEncodingJSON)},
+				Data:     []byte(`{"target":"generic:payload"`)})
+			if _, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: contract.TaskQueue,
+				RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 1}}, mw, bad); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				_ = c.TerminateWorkflow(ctx, id, "", "hostile test over")
+			})
+			requireRefusedRun(t, c, id, start, "MergeWal with json/plain bytes that are not JSON", "invalid input: input: not JSON: ")
+		})
+	})
+	w.checkNothingWritten(t, before, "the refused workflow runs")
+
+	// An activity-state signal that is not JSON, sent with the merge's start, is refused and
+	// counted, and the merge completes.
+	ctx, cancel := context.WithTimeout(context.Background(), refusalWithin)
+	defer cancel()
+	id := "hostile-payload-signal"
+	run, err := c.SignalWithStartWorkflow(ctx, id, contract.ActivityStateSignal,
+		converter.NewRawValue(&commonpb.Payload{Metadata: map[string][]byte{converter.MetadataEncoding: []byte("binary/plain")}, Data: []byte("x")}),
+		client.StartWorkflowOptions{TaskQueue: contract.TaskQueue}, mw, contract.MergeWalInput{Target: "generic:payload"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := run.Get(ctx, nil); err != nil {
+		t.Fatalf("the merge sent a signal that is not JSON: %v", err)
+	}
+	v, err := c.QueryWorkflow(ctx, id, run.GetRunID(), contract.StatusQuery)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st contract.MergeWalStatus
+	if err := v.Get(&st); err != nil {
+		t.Fatal(err)
+	}
+	if st.RefusedSignals != 1 {
+		t.Errorf("the status counts %d refused signals, want 1", st.RefusedSignals)
+	}
 }

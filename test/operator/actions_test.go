@@ -241,6 +241,21 @@ func signalGarbage(t *testing.T, r *rig) {
 	if !strings.Contains(out, c.tg.String()) {
 		t.Errorf("status query after garbage signals: %s", out)
 	}
+	// The three that do not decode (a string, an array, an attempt beyond int) are refused and
+	// counted; the unknown activity and null decode and are ignored.
+	qctx, qcancel := context.WithTimeout(context.Background(), waitShort)
+	defer qcancel()
+	v, err := r.c.QueryWorkflow(qctx, id, run, contract.StatusQuery)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st contract.MergeWalStatus
+	if err := v.Get(&st); err != nil {
+		t.Fatal(err)
+	}
+	if st.RefusedSignals != 3 {
+		t.Errorf("the status counts %d refused signals, want 3", st.RefusedSignals)
+	}
 	h.Release()
 	c.waitCompleted(id, run)
 	c.checkHistories()

@@ -74,7 +74,7 @@ func (s *Store) collectAbandonedOutputs(ctx context.Context) (int, error) {
 		switch {
 		case !isCompactRunKey(s.target, o.Key):
 			s.db.foreignObject(foreignCompaction, o.Key) // never deleted: not ours to delete
-		case base.References(o.Key) || now.Sub(o.ModTime) < compactOrphanAge:
+		case base.References(o.Key) || o.ModTime.IsZero() || now.Sub(o.ModTime) < compactOrphanAge: // an undated object is never judged old
 		default:
 			if _, set := findQuarantined(base.Quarantined, o.Key); set {
 				return nil // set aside by an operator: it stays for repair

@@ -236,7 +236,7 @@ func TestListStoresPagesAcrossManyPages(t *testing.T) {
 			require.Equal(t, 5, pages)
 			all, err := db.ListTargets(ctx, []Kind{KindGeneric}, Target{}, MaxListPage)
 			require.NoError(t, err)
-			require.Len(t, got, n)
+			require.Equal(t, want, got)
 			for i, s := range all.Stores {
 				require.Equal(t, s.Name, got[i], "pages follow ListTargets' order")
 			}

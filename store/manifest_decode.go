@@ -8,6 +8,7 @@ import (
 
 	"github.com/walkeeper/walkeeper/store/manifest"
 	"github.com/walkeeper/walkeeper/store/objstore"
+	"github.com/walkeeper/walkeeper/target"
 )
 
 // The engine's side of the manifest model (package manifest): decoding a version with the
@@ -46,7 +47,7 @@ func decodeBaseManifest(raw []byte, v uint64, t Target) (*manifest.Base, error) 
 	}
 	for shard, wm := range m.Watermarks {
 		if wm > maxCounter {
-			return nil, corruptf("base manifest %s/%d: watermark %d of shard %q is out of range", t, v, wm, clip(shard))
+			return nil, corruptf("base manifest %s/%d: watermark %d of shard %q is out of range", t, v, wm, target.Clip(shard))
 		}
 	}
 	return &m, nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/walkeeper/walkeeper/store/manifest"
 	"github.com/walkeeper/walkeeper/store/objstore"
+	"github.com/walkeeper/walkeeper/target"
 )
 
 // Release is Quarantine's undo, for an object an operator has since repaired or restored in
@@ -116,9 +117,9 @@ func (s *Store) checkReleasedRun(ctx context.Context, q manifest.QuarantinedObje
 	if f.n == 0 || int64(f.n) != q.Rows || f.view.Key(0) != q.MinKey || f.view.Key(f.n-1) != q.MaxKey {
 		got := fmt.Sprintf("%d rows", f.n)
 		if f.n > 0 {
-			got = fmt.Sprintf("%d rows, keys %q..%q", f.n, clip(f.view.Key(0)), clip(f.view.Key(f.n-1)))
+			got = fmt.Sprintf("%d rows, keys %q..%q", f.n, target.Clip(f.view.Key(0)), target.Clip(f.view.Key(f.n-1)))
 		}
-		return manifest.Run{}, corruptf("%s: holds %s, the quarantine recorded %d rows, keys %q..%q", what, got, q.Rows, clip(q.MinKey), clip(q.MaxKey))
+		return manifest.Run{}, corruptf("%s: holds %s, the quarantine recorded %d rows, keys %q..%q", what, got, q.Rows, target.Clip(q.MinKey), target.Clip(q.MaxKey))
 	}
 	id := strings.TrimSuffix(strings.TrimPrefix(q.Path, dataPrefix(s.target)), ".parquet")
 	r := manifest.Run{ID: id, Path: q.Path, Rows: q.Rows, Bytes: int64(len(data)), MinKey: q.MinKey, MaxKey: q.MaxKey,

@@ -48,7 +48,7 @@ func ParseKind(s string) (Kind, error) {
 	if k := Kind(s); slices.Contains(Kinds, k) {
 		return k, nil
 	}
-	return "", invalidf("unknown store kind %q (want one of rollout, generic, datagen)", clip(s))
+	return "", invalidf("unknown store kind %q (want one of rollout, generic, datagen)", Clip(s))
 }
 
 // ValidateName checks a store name: [A-Za-z0-9_][A-Za-z0-9._-]{0,127}, not one of the reserved
@@ -57,7 +57,7 @@ func ParseKind(s string) (Kind, error) {
 // segment. Errors wrap ErrInvalidInput.
 func ValidateName(name string) error {
 	if p := nameProblem(name); p != "" {
-		return invalidf("store name %q: %s", clip(name), p)
+		return invalidf("store name %q: %s", Clip(name), p)
 	}
 	return nil
 }
@@ -103,14 +103,14 @@ type Target struct {
 func ParseTarget(s string) (Target, error) {
 	kind, name, ok := strings.Cut(s, ":")
 	if !ok {
-		return Target{}, invalidf("target %q: want <kind>:<name>, e.g. generic:gs", clip(s))
+		return Target{}, invalidf("target %q: want <kind>:<name>, e.g. generic:gs", Clip(s))
 	}
 	k, err := ParseKind(kind)
 	if err != nil {
-		return Target{}, invalidf("target %q: unknown kind %q (want one of rollout, generic, datagen)", clip(s), clip(kind))
+		return Target{}, invalidf("target %q: unknown kind %q (want one of rollout, generic, datagen)", Clip(s), Clip(kind))
 	}
 	if p := nameProblem(name); p != "" {
-		return Target{}, invalidf("target %q: store name %q: %s", clip(s), clip(name), p)
+		return Target{}, invalidf("target %q: store name %q: %s", Clip(s), Clip(name), p)
 	}
 	return Target{Kind: k, Name: name}, nil
 }
@@ -165,8 +165,8 @@ func ShardID(instanceID string) string {
 	return uuid.NewSHA1(uuid.NameSpaceOID, []byte(instanceID)).String()
 }
 
-// clip bounds user-supplied text quoted in error messages.
-func clip(s string) string {
+// Clip bounds user-supplied text quoted in error messages (here and in package store).
+func Clip(s string) string {
 	const n = 64
 	if len(s) <= n {
 		return s

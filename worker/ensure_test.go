@@ -71,17 +71,7 @@ func startEnsuringWorker(t *testing.T, c client.Client, within time.Duration) (*
 		t.Fatal(err)
 	}
 	w.ensureWithin = within
-	if err := w.Start(context.Background()); err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := w.Stop(ctx); err != nil {
-			t.Errorf("Stop: %v", err)
-		}
-	})
-	return w, logs
+	return started(t, w), logs
 }
 
 // waitUntil polls cond every 100 ms until it holds, failing t after a generous cap.

@@ -50,6 +50,12 @@ func startWorkerLogging(t *testing.T, cfg Config, start MergeStarter, log *zap.L
 		t.Fatalf("New: %v", err)
 	}
 	w.start = start
+	return started(t, w)
+}
+
+// started starts w and stops it when t ends.
+func started(t *testing.T, w *Worker) *Worker {
+	t.Helper()
 	if err := w.Start(context.Background()); err != nil {
 		t.Fatalf("Start: %v", err)
 	}

@@ -112,8 +112,9 @@ func TestHistoryAgainstTemporal(t *testing.T) {
 	assert.Equal(t, "merge-wal/generic/h", types["MergeWal"].WorkflowID)
 	assert.Equal(t, "compact/generic/h", types["CompactBase"].WorkflowID)
 	// The merge's own count of its actions (the memo) is what its history bills.
-	mergeActions, err := actioncount.Run(t.Context(), tc, types["MergeWal"].WorkflowID, types["MergeWal"].RunID)
+	events, err := actioncount.History(t.Context(), tc, types["MergeWal"].WorkflowID, types["MergeWal"].RunID)
 	require.NoError(t, err)
+	mergeActions := actioncount.Events(events)
 	require.NotNil(t, types["MergeWal"].Actions, "the MergeWal memo carries its action count")
 	assert.EqualValues(t, mergeActions.Actions, *types["MergeWal"].Actions)
 	assert.Nil(t, types["CompactBase"].Actions, "CompactBase does not count its actions")

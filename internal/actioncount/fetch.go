@@ -8,16 +8,6 @@ import (
 	"go.temporal.io/sdk/client"
 )
 
-// Run reads one run's whole history from the server (runID "" = the latest run of id) and
-// counts it.
-func Run(ctx context.Context, c client.Client, id, runID string) (Cost, error) {
-	events, err := History(ctx, c, id, runID)
-	if err != nil {
-		return Cost{}, err
-	}
-	return Events(events), nil
-}
-
 // History reads one run's whole history from the server, every page.
 func History(ctx context.Context, c client.Client, id, runID string) ([]*historypb.HistoryEvent, error) {
 	it := c.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)

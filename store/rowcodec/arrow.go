@@ -8,6 +8,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/walkeeper/walkeeper/target"
 )
 
 // Row → Arrow: Build and its per-type column builders.
@@ -95,7 +97,7 @@ func (c *Codec) checkRows(rows []Row, isDel func(int) bool) error {
 			}
 		}
 		if k, _ := r.Values[c.key].(string); k != r.Key {
-			return invalidf("row %d: field %q is %q but the row key is %q", i, c.names[c.key], clip(k), clip(r.Key))
+			return invalidf("row %d: field %q is %q but the row key is %q", i, c.names[c.key], target.Clip(k), target.Clip(r.Key))
 		}
 	}
 	return nil

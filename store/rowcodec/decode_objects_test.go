@@ -8,6 +8,8 @@ import (
 	"slices"
 	"time"
 	"unicode/utf8"
+
+	"github.com/walkeeper/walkeeper/target"
 )
 
 // DecodeObjects decodes rows from objects that encoding/json already decoded: the tests hold
@@ -59,7 +61,7 @@ func (c *Codec) DecodeObjects(objs []map[string]any, maxRowBytes int) ([]Row, er
 				}
 			}
 			slices.Sort(unknown)
-			return nil, invalidf("row %d: unknown field %q (the %s schema has %s)", i, clip(unknown[0]), c.kind, c.fieldList())
+			return nil, invalidf("row %d: unknown field %q (the %s schema has %s)", i, target.Clip(unknown[0]), c.kind, c.fieldList())
 		}
 		row, err := c.finishRow(i, vals, seen)
 		if err != nil {

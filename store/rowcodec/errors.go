@@ -39,12 +39,3 @@ func invalidf(format string, args ...any) error {
 func corruptf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrCorrupt, fmt.Sprintf(format, args...))
 }
-
-// clip bounds user-supplied text quoted in error messages.
-func clip(s string) string {
-	const n = 64
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
-}

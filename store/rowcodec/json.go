@@ -126,15 +126,15 @@ func (c *Codec) decodeRawRow(i int, raw []byte, maxRowBytes int, seen []bool) (R
 	err := jsonscan.SplitObject(raw, func(key, v []byte) error {
 		if !textOK {
 			if p := jsonscan.TextProblem(v); p != "" {
-				return invalidf("row %d: field %q: %s", i, clip(keyString(key)), p)
+				return invalidf("row %d: field %q: %s", i, target.Clip(keyString(key)), p)
 			}
 			if p := jsonscan.TextProblem(key); p != "" {
-				return invalidf("row %d: field name %q: %s", i, clip(keyString(key)), p)
+				return invalidf("row %d: field name %q: %s", i, target.Clip(keyString(key)), p)
 			}
 		}
 		j, ok := c.lookup(key)
 		if !ok {
-			return invalidf("row %d: unknown field %q (the %s schema has %s)", i, clip(keyString(key)), c.kind, c.fieldList())
+			return invalidf("row %d: unknown field %q (the %s schema has %s)", i, target.Clip(keyString(key)), c.kind, c.fieldList())
 		}
 		if seen[j] {
 			return invalidf("row %d: field %q: given more than once in one object", i, c.names[j])
@@ -242,7 +242,7 @@ func (c *Codec) finishRow(i int, vals []any, seen []bool) (Row, error) {
 		if vals[c.key] == nil {
 			vals[c.key] = derived
 		} else if given, _ := vals[c.key].(string); given != derived {
-			return Row{}, invalidf("row %d: field %q: %q does not match the id derived from item_id, checkpoint and ordinal (%s); leave event_id out to have it derived", i, "event_id", clip(given), derived)
+			return Row{}, invalidf("row %d: field %q: %q does not match the id derived from item_id, checkpoint and ordinal (%s); leave event_id out to have it derived", i, "event_id", target.Clip(given), derived)
 		}
 	}
 	key, _ := vals[c.key].(string)

@@ -5,6 +5,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/walkeeper/walkeeper/target"
 )
 
 // Stored records: the schema check and typed access to the key and system columns.
@@ -24,7 +26,7 @@ func (c *Codec) CheckRecord(rec arrow.RecordBatch) error {
 		return corruptf("record schema does not match the %s store schema: %s", c.kind, arrowDiff(c.arrow, sc))
 	}
 	if k, ok := sc.Metadata().GetValue(MetadataKind); ok && k != string(c.kind) {
-		return corruptf("record is of kind %q, want %q", clip(k), c.kind)
+		return corruptf("record is of kind %q, want %q", target.Clip(k), c.kind)
 	}
 	if int(rec.NumCols()) != sc.NumFields() {
 		return corruptf("record has %d columns for %d schema fields", rec.NumCols(), sc.NumFields())

@@ -132,7 +132,7 @@ func ValidateSchema(k target.Kind, s Schema) error {
 		return nil
 	case target.KindGeneric:
 	default:
-		return invalidf("unknown store kind %q", clip(string(k)))
+		return invalidf("unknown store kind %q", target.Clip(string(k)))
 	}
 	n := len(s.Fields)
 	if n == 0 {
@@ -145,14 +145,14 @@ func ValidateSchema(k target.Kind, s Schema) error {
 	key := -1
 	for i, f := range s.Fields {
 		if p := identProblem(f.Name); p != "" {
-			return invalidf("schema field %d %q: %s", i, clip(f.Name), p)
+			return invalidf("schema field %d %q: %s", i, target.Clip(f.Name), p)
 		}
 		if j, dup := seen[f.Name]; dup {
 			return invalidf("schema field %d %q: duplicate of field %d", i, f.Name, j)
 		}
 		seen[f.Name] = i
 		if !f.Type.Valid() {
-			return invalidf("schema field %q: unknown type %q (want one of string, int64, float64, bool, binary, timestamp)", f.Name, clip(string(f.Type)))
+			return invalidf("schema field %q: unknown type %q (want one of string, int64, float64, bool, binary, timestamp)", f.Name, target.Clip(string(f.Type)))
 		}
 		if f.Name == "id" {
 			key = i
@@ -206,7 +206,7 @@ func schemaDiff(want, got Schema) string {
 	if len(got.Fields) < len(want.Fields) {
 		return fmt.Sprintf("want %d fields, got %d (missing %q)", len(want.Fields), len(got.Fields), want.Fields[len(got.Fields)].Name)
 	}
-	return fmt.Sprintf("want %d fields, got %d (unexpected %q)", len(want.Fields), len(got.Fields), clip(got.Fields[len(want.Fields)].Name))
+	return fmt.Sprintf("want %d fields, got %d (unexpected %q)", len(want.Fields), len(got.Fields), target.Clip(got.Fields[len(want.Fields)].Name))
 }
 
 func describeField(f Field) string {
@@ -214,5 +214,5 @@ func describeField(f Field) string {
 	if f.Nullable {
 		null = "nullable"
 	}
-	return fmt.Sprintf("%q %s %s", clip(f.Name), clip(string(f.Type)), null)
+	return fmt.Sprintf("%q %s %s", target.Clip(f.Name), target.Clip(string(f.Type)), null)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/walkeeper/walkeeper/store/internal/jsonscan"
+	"github.com/walkeeper/walkeeper/target"
 )
 
 // Value parsing of DecodeJSON: JSON scalars to the Go value of a field type, and the
@@ -26,12 +27,12 @@ func parseInt64(s string) (any, string) {
 		return n, ""
 	}
 	if errors.Is(err, strconv.ErrRange) {
-		return nil, fmt.Sprintf("integer %s is out of the int64 range", clip(s))
+		return nil, fmt.Sprintf("integer %s is out of the int64 range", target.Clip(s))
 	}
 	if _, ferr := strconv.ParseFloat(s, 64); ferr == nil || errors.Is(ferr, strconv.ErrRange) {
-		return nil, fmt.Sprintf("want int64, got non-integer number %s", clip(s))
+		return nil, fmt.Sprintf("want int64, got non-integer number %s", target.Clip(s))
 	}
-	return nil, fmt.Sprintf("want int64, got %q", clip(s))
+	return nil, fmt.Sprintf("want int64, got %q", target.Clip(s))
 }
 
 // parseFloat64 accepts any finite JSON number.
@@ -39,9 +40,9 @@ func parseFloat64(s string) (any, string) {
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
 		if errors.Is(err, strconv.ErrRange) {
-			return nil, fmt.Sprintf("number %s is out of the float64 range", clip(s))
+			return nil, fmt.Sprintf("number %s is out of the float64 range", target.Clip(s))
 		}
-		return nil, fmt.Sprintf("want float64, got %q", clip(s))
+		return nil, fmt.Sprintf("want float64, got %q", target.Clip(s))
 	}
 	return f, ""
 }
@@ -60,7 +61,7 @@ func parseBinary(s string) (any, string) {
 func parseTimestamp(s string) (any, string) {
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
-		return nil, fmt.Sprintf("want an RFC 3339 timestamp such as \"2006-01-02T15:04:05Z\", got %q", clip(s))
+		return nil, fmt.Sprintf("want an RFC 3339 timestamp such as \"2006-01-02T15:04:05Z\", got %q", target.Clip(s))
 	}
 	return normTime(t)
 }
@@ -101,7 +102,7 @@ func rawKind(raw []byte) string {
 	case 'n':
 		return "null"
 	}
-	return "number " + clip(string(raw))
+	return "number " + target.Clip(string(raw))
 }
 
 // tokenKind names the JSON type of a json.Decoder token.

@@ -11,11 +11,11 @@ import (
 // historyCost counts one run's billable actions from its real history (internal/actioncount).
 func (e *env) historyCost(id, runID string) actioncount.Cost {
 	e.t.Helper()
-	c, err := actioncount.Run(e.ctx(waitShort), e.c, id, runID)
+	events, err := actioncount.History(e.ctx(waitShort), e.c, id, runID)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return c
+	return actioncount.Events(events)
 }
 
 // Budgets of a happy-path MergeWal, from real histories on the dev server. A pass is its

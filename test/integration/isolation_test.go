@@ -19,7 +19,6 @@ type gate struct {
 	entered chan struct{}
 	once    sync.Once
 	open    chan struct{}
-	hits    sync.WaitGroup
 }
 
 func newGate(target store.Target) *gate {

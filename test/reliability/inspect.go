@@ -96,10 +96,8 @@ type ShardLayout struct {
 // RunInfo is one base run as the latest base manifest describes it.
 type RunInfo struct {
 	Path   string `json:"path"`
-	Rows   int64  `json:"rows"`
 	MinKey string `json:"min_key"`
 	MaxKey string `json:"max_key"`
-	Source string `json:"source"`
 }
 
 // GenInfo is one listed generation as the latest shard manifest describes it.
@@ -117,8 +115,6 @@ type baseJSON struct {
 }
 
 type shardJSON struct {
-	Shard       string    `json:"shard"`
-	Version     uint64    `json:"version"`
 	WriterEpoch uint64    `json:"writer_epoch"`
 	Flushed     []GenInfo `json:"flushed"`
 	ReplayAfter uint64    `json:"replay_after"`

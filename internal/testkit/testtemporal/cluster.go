@@ -84,11 +84,10 @@ func ExternalConfig() temporaladmin.Config {
 }
 
 // StartCluster runs a PostgreSQL-backed Temporal server for t (package temporalcluster) and
-// returns it with a client of o.Namespace. Everything is stopped by t.Cleanup; on failure the
+// returns it with a client of its "default" namespace. Everything is stopped by t.Cleanup; on failure the
 // server, PostgreSQL and schema logs are kept and their directory is logged.
 func StartCluster(t testing.TB, o Options) (*temporalcluster.Cluster, client.Client) {
 	t.Helper()
-	o.Namespace = cmp.Or(o.Namespace, defaultNamespace)
 	dir, err := os.MkdirTemp("", "walkeeper-temporal-")
 	if err != nil {
 		t.Fatal(err)
@@ -113,13 +112,13 @@ func StartCluster(t testing.TB, o Options) (*temporalcluster.Cluster, client.Cli
 			_ = os.RemoveAll(dir)
 		}
 	})
-	return cl, dial(t, temporaladmin.Config{HostPort: cl.HostPort(), Namespace: o.Namespace})
+	return cl, dial(t, temporaladmin.Config{HostPort: cl.HostPort(), Namespace: defaultNamespace})
 }
 
 // clusterOptions are the temporalcluster options of a test server for o, its files in dir.
 // DynamicConfig overrides deploy/temporal/dynamicconfig.yaml's keys.
 func clusterOptions(o Options, dir string, progress io.Writer) temporalcluster.Options {
-	co := temporalcluster.Options{Dir: dir, Namespaces: append([]string{o.Namespace}, o.ExtraNamespaces...),
+	co := temporalcluster.Options{Dir: dir, Namespaces: append([]string{defaultNamespace}, o.ExtraNamespaces...),
 		Progress: progress, DynamicConfig: o.DynamicConfig}
 	if !o.NoSearchAttributes {
 		co.SearchAttributes = contract.SearchAttributes
@@ -141,7 +140,7 @@ func StartSelected(t testing.TB, o Options) (hostPort string, c client.Client) {
 		return cl.HostPort(), c
 	case ModeExternal:
 		cfg := ExternalConfig()
-		cfg.Namespace = cmp.Or(cfg.Namespace, o.Namespace, defaultNamespace)
+		cfg.Namespace = cmp.Or(cfg.Namespace, defaultNamespace)
 		c := dial(t, cfg)
 		attrs := contract.SearchAttributes
 		if o.NoSearchAttributes {

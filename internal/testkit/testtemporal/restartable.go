@@ -1,7 +1,6 @@
 package testtemporal
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -29,9 +28,9 @@ type Restartable struct {
 	RestartPersistence func(ctx context.Context) error
 }
 
-// StartRestartable starts the server EnvServer selects, for t, and a client of o.Namespace
-// ("default" when empty). With EnvHostPort set (someone else's server) the test is skipped:
-// restarting that server is not the test's to do.
+// StartRestartable starts the server EnvServer selects, for t, and a client of its "default"
+// namespace. With EnvHostPort set (someone else's server) the test is skipped: restarting
+// that server is not the test's to do.
 func StartRestartable(t testing.TB, o Options) (Restartable, client.Client) {
 	t.Helper()
 	mode, err := SelectedMode()
@@ -61,7 +60,7 @@ type devServer struct {
 }
 
 // startDev runs a dev server for t, stopped by t.Cleanup, its log (temporal.log) beside its
-// database, and returns it with a client of o.Namespace.
+// database, and returns it with a client of its "default" namespace.
 func startDev(t testing.TB, o Options) (*devServer, client.Client) {
 	t.Helper()
 	d := &devServer{opts: devOptions(o, t.TempDir())}
@@ -79,7 +78,7 @@ func startDev(t testing.TB, o Options) (*devServer, client.Client) {
 			}
 		}
 	})
-	return d, dial(t, temporaladmin.Config{HostPort: d.srv.HostPort(), Namespace: cmp.Or(o.Namespace, defaultNamespace)})
+	return d, dial(t, temporaladmin.Config{HostPort: d.srv.HostPort(), Namespace: defaultNamespace})
 }
 
 func (d *devServer) start(ctx context.Context) error {

@@ -41,7 +41,7 @@ func startShared(ctx context.Context, dir string, namespaces []string, progress 
 	}
 	switch mode {
 	case ModeCluster:
-		cl, err := temporalcluster.Start(ctx, clusterOptions(Options{Namespace: defaultNamespace, ExtraNamespaces: namespaces}, filepath.Join(dir, "temporal"), progress))
+		cl, err := temporalcluster.Start(ctx, clusterOptions(Options{ExtraNamespaces: namespaces}, filepath.Join(dir, "temporal"), progress))
 		if err != nil {
 			return nil, fmt.Errorf("start PostgreSQL-backed Temporal (logs in %s): %w", dir, err)
 		}

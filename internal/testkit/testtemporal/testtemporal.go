@@ -25,8 +25,6 @@ type Options struct {
 	// NoSearchAttributes starts a vanilla server without walkeeper's search attributes, for
 	// tests of temporaladmin.EnsureSearchAttributes.
 	NoSearchAttributes bool
-	// Namespace of the returned client; empty = "default".
-	Namespace string
 	// ExtraNamespaces are created too (the client is not bound to them).
 	ExtraNamespaces []string
 	// DynamicConfig sets server settings over walkeeper's tuning (devserver.TunedDynamicConfig,
@@ -63,7 +61,7 @@ func StartWithOptions(t testing.TB, o Options) (hostPort string, c client.Client
 // devOptions are the dev-server options of a test server for o, its database in dir.
 func devOptions(o Options, dir string) devserver.Options {
 	opts := devserver.Options{Install: true, DataDir: dir, ScratchDB: true, Headless: true, LogLevel: "error",
-		Namespace: o.Namespace, ExtraNamespaces: o.ExtraNamespaces, NoSearchAttributes: o.NoSearchAttributes}
+		ExtraNamespaces: o.ExtraNamespaces, NoSearchAttributes: o.NoSearchAttributes}
 	for _, k := range slices.Sorted(maps.Keys(o.DynamicConfig)) {
 		opts.DynamicConfig = append(opts.DynamicConfig, fmt.Sprintf("%s=%v", k, o.DynamicConfig[k]))
 	}

@@ -21,8 +21,6 @@ var ErrInjected = errors.New("reliability: injected storage fault")
 
 // InjectorConfig sets the fault mix of an Injector. Rates are probabilities per call.
 type InjectorConfig struct {
-	// Seed makes the random choices reproducible for one goroutine schedule (0 = random).
-	Seed uint64
 	// ErrorRate fails a call before it reaches storage (nothing is written).
 	ErrorRate float64
 	// GhostRate makes a successful Put or PutIfAbsent report failure: the write landed but
@@ -31,8 +29,6 @@ type InjectorConfig struct {
 	// SpikeRate delays a call by a random duration up to SpikeMax before it runs.
 	SpikeRate float64
 	SpikeMax  time.Duration
-	// Ops restricts faults to these operations (store.Op*); empty = every operation.
-	Ops []string
 }
 
 // OpStats counts what an Injector did to one operation.
@@ -49,10 +45,9 @@ func (s OpStats) add(o OpStats) OpStats {
 }
 
 // Injector is a objstore.Faults that fails, delays and "ghosts" bucket calls at random.
-// It starts enabled; Disable turns it into a pass-through (the calls are still counted).
+// It starts enabled; Enable(false) turns it into a pass-through (the calls are still counted).
 type Injector struct {
 	cfg     InjectorConfig
-	ops     map[string]bool
 	enabled atomic.Bool
 
 	mu    sync.Mutex
@@ -62,17 +57,7 @@ type Injector struct {
 
 // NewInjector returns an enabled injector.
 func NewInjector(cfg InjectorConfig) *Injector {
-	seed := cfg.Seed
-	if seed == 0 {
-		seed = rand.Uint64()
-	}
-	in := &Injector{cfg: cfg, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), stats: map[string]*OpStats{}}
-	if len(cfg.Ops) > 0 {
-		in.ops = map[string]bool{}
-		for _, op := range cfg.Ops {
-			in.ops[op] = true
-		}
-	}
+	in := &Injector{cfg: cfg, rng: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())), stats: map[string]*OpStats{}}
 	in.enabled.Store(true)
 	return in
 }
@@ -109,14 +94,10 @@ func (in *Injector) count(op string, f func(*OpStats)) {
 	f(s)
 }
 
-func (in *Injector) active(op string) bool {
-	return in.enabled.Load() && (in.ops == nil || in.ops[op])
-}
-
 // Before implements objstore.Faults.
 func (in *Injector) Before(op, key string) error {
 	in.count(op, func(s *OpStats) { s.Calls++ })
-	if !in.active(op) {
+	if !in.enabled.Load() {
 		return nil
 	}
 	in.count(op, func(s *OpStats) { s.Active++ })
@@ -133,7 +114,7 @@ func (in *Injector) Before(op, key string) error {
 
 // After implements objstore.Faults.
 func (in *Injector) After(op, key string, err error) error {
-	if err != nil || !in.active(op) || (op != objstore.OpPut && op != objstore.OpPutIfAbsent) {
+	if err != nil || !in.enabled.Load() || (op != objstore.OpPut && op != objstore.OpPutIfAbsent) {
 		return err
 	}
 	if in.roll(in.cfg.GhostRate) {

@@ -92,6 +92,7 @@ func TestRoundCommitCollectsAbandonedStagedRuns(t *testing.T) {
 	require.Equal(t, 1, rr.AbandonedStaged)
 	require.False(t, stagedExists(t, s, covered), "the abandoned run of a covered range is deleted")
 	require.True(t, stagedExists(t, s, next), "the committed run is live data")
+	require.Equal(t, want, allRows(t, s, SourceAll), "collecting the abandoned run lost no row")
 
 	// Nothing left to collect: the cost is one LIST.
 	ops := counter.count(func() {

@@ -103,7 +103,7 @@ func lockDataDir(dir string, holder lockHolder) (*dirLock, error) {
 	}
 	// We hold it: replace the previous holder's description with ours.
 	b, _ := json.Marshal(holder)
-	if err := f.Truncate(0); err == nil {
+	if err = f.Truncate(0); err == nil {
 		_, err = f.WriteAt(append(b, '\n'), 0)
 	}
 	if err != nil {

@@ -37,6 +37,9 @@ func (a *Activities) StartWorkflows(ctx context.Context, p contract.StartWorkflo
 	if a.Client == nil {
 		return res, errMisconfigured("activities have no Temporal client")
 	}
+	// Starts wait on a busy frontend up to the SDK's RPC timeout each, batch after batch.
+	rep := a.startReporter(ctx, 0, nil)
+	defer rep.finish(nil)
 	res.Outcomes = make([]contract.StartOutcome, len(p.Starts))
 	errs := make([]error, len(p.Starts))
 	var g errgroup.Group

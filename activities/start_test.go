@@ -17,8 +17,11 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/mocks"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/walkeeper/walkeeper/contract"
 )
@@ -257,4 +260,31 @@ func TestStartWorkflowsBoundsOutcomeErrors(t *testing.T) {
 	require.True(t, utf8.ValidString(msg), "cut on a rune boundary")
 	require.True(t, strings.HasPrefix(msg, "frontend: é"))
 	require.True(t, strings.HasSuffix(msg, "…"))
+}
+
+// A StartWorkflows task lost in delivery is noticed by its heartbeat timeout, so the activity
+// heartbeats while its starts wait on a busy frontend: without it, a batch slower than that
+// timeout would time out while it works.
+func TestStartWorkflowsHeartbeatsWhileStartsWait(t *testing.T) {
+	c := &mocks.Client{}
+	c.On("ExecuteWorkflow", mock.Anything, mock.Anything, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, o client.StartWorkflowOptions, _ any, _ ...any) (client.WorkflowRun, error) {
+			time.Sleep(500 * time.Millisecond) // past the first tick (a third of 600ms)
+			run := &mocks.WorkflowRun{}
+			run.On("GetID").Return(o.ID)
+			run.On("GetRunID").Return("run-" + o.ID)
+			return run, nil
+		})
+	a := &Activities{Client: c}
+	env := newTestWorkflowEnv()
+	env.RegisterActivityWithOptions(a.StartWorkflows, activity.RegisterOptions{Name: contract.StartWorkflowsActivity})
+	var beats atomic.Int32
+	env.SetOnActivityHeartbeatListener(func(*activity.Info, converter.EncodedValues) { beats.Add(1) })
+	env.ExecuteWorkflow(func(ctx workflow.Context) error {
+		ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, HeartbeatTimeout: 600 * time.Millisecond})
+		return workflow.ExecuteActivity(ctx, contract.StartWorkflowsActivity, contract.StartWorkflowsParams{
+			Starts: []contract.StartRequest{{Workflow: contract.MergeWalWorkflow, Target: "generic:slow"}}}).Get(ctx, nil)
+	})
+	require.NoError(t, env.GetWorkflowError())
+	require.Positive(t, beats.Load(), "no heartbeat while the start waited")
 }

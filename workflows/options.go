@@ -80,10 +80,14 @@ func compactOptions() workflow.ActivityOptions {
 	}
 }
 
+// startWorkflowsOptions: the heartbeat timeout is what notices a task lost in delivery (a
+// worker that never received it), so a window round or a tick waits a minute for its retry,
+// not the whole start-to-close timeout; the activity heartbeats while its starts wait.
 func startWorkflowsOptions() workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		TaskQueue:           contract.TaskQueue,
 		StartToCloseTimeout: 2 * time.Minute,
+		HeartbeatTimeout:    time.Minute,
 		RetryPolicy:         retryPolicy(5, 30*time.Second),
 		Summary:             "start workflows",
 	}

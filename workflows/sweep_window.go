@@ -17,6 +17,15 @@ import (
 // a 10 s interval would add an activity to every idle round.
 const sweepRecordEvery = time.Minute
 
+// SweepRoundLostTaskDelay is how much longer a window round takes when one of its activity
+// tasks is lost in delivery (a worker that never received it, docs/OPERATIONS.md §9): the
+// round waits for the task's heartbeat timeout, the longest of a round's activities, and the
+// first retry interval before the retry runs.
+func SweepRoundLostTaskDelay() time.Duration {
+	longest := max(demandScanOptions().HeartbeatTimeout, startWorkflowsOptions().HeartbeatTimeout, recordMaintenanceOptions().StartToCloseTimeout)
+	return longest + retryPolicy(1, 0).InitialInterval
+}
+
 // SweepWindow runs a sweep round every in.Interval for in.Window (docs/DESIGN.md §12, "Sweep
 // windows"). A round is what one MaintenanceSweep did (the same planning code, inline: no
 // workflow per round), so the Schedule walkeeper-sweep starts one workflow per window

@@ -299,3 +299,24 @@ func TestSweepRoundWords(t *testing.T) {
 	require.Equal(t, "scan demand index", roundLabel{}.options(demandScanOptions(), "rollout").Summary)
 	require.Equal(t, "x", roundLabel{}.request(contract.StartRequest{Reason: "x"}).Reason)
 }
+
+// A round's activity task lost in delivery runs again after its heartbeat timeout, not its
+// start-to-close timeout: each activity of a round heartbeats (or ends sooner), so
+// SweepRoundLostTaskDelay bounds how long the round waits for such a task.
+func TestSweepRoundLostTaskDelay(t *testing.T) {
+	d := SweepRoundLostTaskDelay()
+	for name, o := range map[string]workflow.ActivityOptions{
+		"ScanDemand": demandScanOptions(), "StartWorkflows": startWorkflowsOptions(), "RecordMaintenance": recordMaintenanceOptions(),
+	} {
+		noticed := o.StartToCloseTimeout
+		if o.HeartbeatTimeout > 0 {
+			noticed = min(noticed, o.HeartbeatTimeout)
+		}
+		if noticed+o.RetryPolicy.InitialInterval > d {
+			t.Errorf("%s: a lost task runs again after %s, past SweepRoundLostTaskDelay %s", name, noticed+o.RetryPolicy.InitialInterval, d)
+		}
+	}
+	if d >= startWorkflowsOptions().StartToCloseTimeout {
+		t.Errorf("SweepRoundLostTaskDelay %s: a lost StartWorkflows task waits out its start-to-close timeout", d)
+	}
+}

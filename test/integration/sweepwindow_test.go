@@ -1,18 +1,21 @@
 package integration
 
 import (
+	"errors"
 	"fmt"
-	historypb "go.temporal.io/api/history/v1"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/converter"
 
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/temporaladmin"
+	"github.com/walkeeper/walkeeper/workflows"
 )
 
 // TestSweepWindowLeavesNoWorkflowPerIdleRound runs the sweep schedule as a worker ensures it
@@ -72,9 +75,15 @@ func TestSweepWindowLeavesNoWorkflowPerIdleRound(t *testing.T) {
 	a.must(201, "POST", "/api/v1/stores/generic/hot", genericSchemaJSON, nil)
 	seal("hot", 3)
 	id := contract.MergeWalID(mustTarget(t, "generic:hot"))
-	waitFor(t, waitShort, "the window to start MergeWal of generic:hot", func() (bool, error) {
+	// The next slot's round starts it; a round waits out a task lost in delivery (its
+	// heartbeat timeout and first retry), which a loaded server does lose.
+	roundWait := cfg.SweepInterval + workflows.SweepRoundLostTaskDelay() + waitShort
+	waitFor(t, roundWait, "the window to start MergeWal of generic:hot", func() (bool, error) {
 		_, err := e.describe(id, "")
-		return err == nil, nil
+		if errors.As(err, new(*serviceerror.NotFound)) {
+			return false, fmt.Errorf("not started; the window's %s", e.pendingActivities(window))
+		}
+		return err == nil, err
 	})
 	e.mergeResult(e.c.GetWorkflow(e.ctx(waitShort), id, ""), waitLong)
 	desc, err := e.describe(id, "")
@@ -118,7 +127,7 @@ func TestSweepWindowLeavesNoWorkflowPerIdleRound(t *testing.T) {
 	if err != nil || !strings.Contains(msg, window) {
 		t.Fatalf("SweepNow: %q, %v", msg, err)
 	}
-	waitFor(t, waitShort, "the sweep-now round", func() (bool, error) {
+	waitFor(t, roundWait, "the sweep-now round", func() (bool, error) {
 		return e.countEvents(window, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED) == 1 &&
 			e.countEvents(window, enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED) > before, nil
 	})
@@ -139,7 +148,22 @@ func TestSweepWindowLeavesNoWorkflowPerIdleRound(t *testing.T) {
 	})
 }
 
-// countEvents counts the events of type typ in workflow id's current run.
+// pendingActivities says id's pending activities: type, state, attempt, the last start and
+// heartbeat, so a wait on a window round that timed out says what the round waited for.
+func (e *env) pendingActivities(id string) string {
+	d, err := e.describe(id, "")
+	if err != nil {
+		return fmt.Sprintf("pending activities: %v", err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d pending activities", len(d.GetPendingActivities()))
+	for _, a := range d.GetPendingActivities() {
+		fmt.Fprintf(&b, "; %s %s attempt %d started %s last heartbeat %s", a.GetActivityType().GetName(), a.GetState(), a.GetAttempt(),
+			a.GetLastStartedTime().AsTime().Format(time.TimeOnly), a.GetLastHeartbeatTime().AsTime().Format(time.TimeOnly))
+	}
+	return b.String()
+}
+
 // eachEvent calls f with every event of id's latest run, in order.
 func (e *env) eachEvent(id string, f func(*historypb.HistoryEvent)) {
 	e.t.Helper()
@@ -171,6 +195,7 @@ func (e *env) countUpserts(id string, except ...string) int {
 	return n
 }
 
+// countEvents counts the events of type typ in workflow id's current run.
 func (e *env) countEvents(id string, typ enumspb.EventType) int {
 	n := 0
 	e.eachEvent(id, func(ev *historypb.HistoryEvent) {

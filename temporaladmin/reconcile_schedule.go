@@ -34,5 +34,5 @@ func EnsureReconcileSchedule(ctx context.Context, c client.Client, every time.Du
 		WorkflowRunTimeout: time.Hour,
 		StaticSummary:      "walkeeper demand index reconcile",
 	}
-	return ensureSchedule(ctx, c, ReconcileScheduleID, every, scheduleJitter(every, every/10), action, enumspb.SCHEDULE_OVERLAP_POLICY_SKIP)
+	return ensureSchedule(ctx, c, ReconcileScheduleID, every, scheduleJitter(every, every/10), action, enumspb.SCHEDULE_OVERLAP_POLICY_SKIP, nil)
 }

@@ -42,5 +42,5 @@ func EnsureTargetSchedule(ctx context.Context, c client.Client, t target.Target,
 			contract.WalKind.ValueSet(string(t.Kind)),
 		),
 	}
-	return ensureSchedule(ctx, c, id, every, scheduleJitter(every, jitter), action, enumspb.SCHEDULE_OVERLAP_POLICY_SKIP)
+	return ensureSchedule(ctx, c, id, every, scheduleJitter(every, jitter), action, enumspb.SCHEDULE_OVERLAP_POLICY_SKIP, nil)
 }

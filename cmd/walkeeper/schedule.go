@@ -110,14 +110,17 @@ Both use a one-minute catch-up window.`,
 		Use:   "ensure",
 		Short: "Create the schedule, or update its interval and action if it exists",
 		Long: `Create the schedule, or update its interval, action and policies if it exists.
-A paused schedule stays paused. Without --target this is what every worker does on start.`,
+A paused schedule stays paused. Without --target this is what every worker does on start,
+except that an existing walkeeper-sweep keeps its sweep thresholds, batching and pacing (the
+workers' --sweep-* knobs, which this command has no flags for); a new one gets the defaults.`,
 		Example: `  walkeeper schedule ensure --every 1m --window 1h
   walkeeper schedule ensure --target generic:demo --every 30s`,
 		Args: cli.Args(cobra.NoArgs),
 		RunE: with(func(ctx context.Context, c client.Client, id string, out io.Writer) error {
 			ensured := fmt.Sprintf("schedule %s ensured: a sweep window every %s, a round every %s", id, sf.window, sf.every)
 			ensureOnce := func(ctx context.Context) error {
-				return temporaladmin.EnsureSweepSchedule(ctx, c, temporaladmin.SweepSchedule{Every: sf.every, Window: sf.window, Jitter: sf.jitter})
+				// The sweep's thresholds and batching are the workers' (--sweep-*): kept.
+				return temporaladmin.EnsureSweepSchedule(ctx, c, temporaladmin.SweepSchedule{Every: sf.every, Window: sf.window, Jitter: sf.jitter, KeepInput: true})
 			}
 			if sf.target != "" {
 				t, err := parseTarget(sf.target)

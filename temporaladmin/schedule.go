@@ -20,6 +20,10 @@ const (
 	DefaultScheduleJitter = 5 * time.Second
 
 	scheduleNote = "managed by walkeeper"
+
+	// MinScheduleInterval is the shortest interval a schedule may have: Temporal refuses a
+	// shorter one ("interval is too small").
+	MinScheduleInterval = time.Second
 )
 
 // scheduleJitter is the jitter a schedule of interval every gets: Temporal delays each

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
+	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/internal/cli"
 	"github.com/walkeeper/walkeeper/temporaladmin"
 )
@@ -35,6 +36,24 @@ func (s *scheduleFlags) id() (string, error) {
 		return "", err
 	}
 	return temporaladmin.TargetScheduleID(t), nil
+}
+
+// checkSpan refuses an --every or --window that Temporal (a schedule fires at most once a
+// second) or the sweep's windows would refuse, before anything is dialed.
+func (s *scheduleFlags) checkSpan() error {
+	if s.target != "" {
+		if s.every < temporaladmin.MinScheduleInterval {
+			return cli.Usagef("--every %s: a schedule fires at most once every %s", s.every, temporaladmin.MinScheduleInterval)
+		}
+		return nil
+	}
+	if s.every < contract.MinSweepInterval || s.every > contract.MaxSweepInterval {
+		return cli.Usagef("--every %s: want %s to %s", s.every, contract.MinSweepInterval, contract.MaxSweepInterval)
+	}
+	if s.window < contract.MinSweepWindow || s.window > contract.MaxSweepWindow {
+		return cli.Usagef("--window %s: want %s to %s", s.window, contract.MinSweepWindow, contract.MaxSweepWindow)
+	}
+	return nil
 }
 
 // maxNoteBytes bounds --note, which the schedule keeps and describe prints.
@@ -94,6 +113,11 @@ Both use a one-minute catch-up window.`,
 			}
 			if cmd.Name() == "ensure" && sf.jitter < 0 { // else it would silently mean none
 				return cli.Usagef("--jitter must not be negative, got %s", sf.jitter)
+			}
+			if cmd.Name() == "ensure" {
+				if err := sf.checkSpan(); err != nil {
+					return err
+				}
 			}
 			if err := checkNote(sf.note); err != nil {
 				return err

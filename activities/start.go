@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -24,6 +25,10 @@ const (
 	MaxStartConcurrency     = 256
 )
 
+// maxStartFailuresLogged bounds the failed starts one StartWorkflows logs one by one; the
+// rest are counted in one line (each outcome carries its error anyway).
+const maxStartFailuresLogged = 3
+
 // StartWorkflows starts (or attaches to) one workflow per request through
 // contract.StartMergeWal / StartCompactBase, so the sweep and the schedule ticks dedupe on
 // the same workflow IDs as every other trigger, at most a.StartConcurrency at once. Each
@@ -43,6 +48,7 @@ func (a *Activities) StartWorkflows(ctx context.Context, p contract.StartWorkflo
 	res.Outcomes = make([]contract.StartOutcome, len(p.Starts))
 	errs := make([]error, len(p.Starts))
 	var g errgroup.Group
+	var logged atomic.Int32
 	g.SetLimit(positiveOr(a.StartConcurrency, DefaultStartConcurrency, MaxStartConcurrency))
 	for i, req := range p.Starts {
 		g.Go(func() error {
@@ -52,8 +58,10 @@ func (a *Activities) StartWorkflows(ctx context.Context, p contract.StartWorkflo
 			if err != nil {
 				o.Error = contract.StartError(err)
 				errs[i] = err
-				a.logger().Warn("workflow start failed", zap.String("workflow", req.Workflow),
-					zap.String("target", req.Target), zap.Error(err))
+				if logged.Add(1) <= maxStartFailuresLogged {
+					a.logger().Warn("workflow start failed", zap.String("workflow", req.Workflow),
+						zap.String("target", req.Target), zap.Error(err))
+				}
 			}
 			res.Outcomes[i] = o
 			return nil
@@ -68,6 +76,10 @@ func (a *Activities) StartWorkflows(ctx context.Context, p contract.StartWorkflo
 			lastErr = err
 			again = again || retryable(err)
 		}
+	}
+	if failed > 0 {
+		a.logger().Warn("workflow starts failed", zap.Int("failed", failed), zap.Int("starts", len(p.Starts)),
+			zap.Int("logged", min(failed, maxStartFailuresLogged)), zap.Error(lastErr))
 	}
 	if len(p.Starts) > 0 && failed == len(p.Starts) {
 		// No attempt would start anything when every start was refused for good.

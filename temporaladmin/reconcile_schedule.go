@@ -22,8 +22,8 @@ const ReconcileScheduleID = "walkeeper-reconcile"
 // reconcile still paging (across its continue-as-new runs) makes the next tick a no-op. A
 // paused schedule stays paused.
 func EnsureReconcileSchedule(ctx context.Context, c client.Client, every time.Duration) error {
-	if every <= 0 {
-		return fmt.Errorf("reconcile schedule interval must be positive, got %s", every)
+	if every < MinScheduleInterval {
+		return fmt.Errorf("reconcile schedule interval must be at least %s, got %s", MinScheduleInterval, every)
 	}
 	action := &client.ScheduleWorkflowAction{
 		ID:        ReconcileScheduleID,
@@ -34,5 +34,5 @@ func EnsureReconcileSchedule(ctx context.Context, c client.Client, every time.Du
 		WorkflowRunTimeout: time.Hour,
 		StaticSummary:      "walkeeper demand index reconcile",
 	}
-	return ensureSchedule(ctx, c, ReconcileScheduleID, every, scheduleJitter(every, every/10), action, enumspb.SCHEDULE_OVERLAP_POLICY_SKIP)
+	return ensureSchedule(ctx, c, ReconcileScheduleID, every, scheduleJitter(every, every/10), action, enumspb.SCHEDULE_OVERLAP_POLICY_SKIP, nil)
 }

@@ -20,6 +20,10 @@ const (
 	DefaultScheduleJitter = 5 * time.Second
 
 	scheduleNote = "managed by walkeeper"
+
+	// MinScheduleInterval is the shortest interval a schedule may have: Temporal refuses a
+	// shorter one ("interval is too small").
+	MinScheduleInterval = time.Second
 )
 
 // scheduleJitter is the jitter a schedule of interval every gets: Temporal delays each
@@ -32,8 +36,10 @@ func scheduleJitter(every, jitter time.Duration) time.Duration {
 
 // ensureSchedule creates schedule id, an interval spec of every with jitter starting action
 // under the overlap policy, or, if it exists, replaces its spec, action and policies and
-// leaves its paused state alone.
-func ensureSchedule(ctx context.Context, c client.Client, id string, every, jitter time.Duration, action *client.ScheduleWorkflowAction, overlap enumspb.ScheduleOverlapPolicy) error {
+// leaves its paused state alone. update, when not nil, gives the action an existing schedule
+// gets instead, from its current description.
+func ensureSchedule(ctx context.Context, c client.Client, id string, every, jitter time.Duration, action *client.ScheduleWorkflowAction,
+	overlap enumspb.ScheduleOverlapPolicy, update func(*client.ScheduleDescription) (*client.ScheduleWorkflowAction, error)) error {
 	spec := client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: every}}, Jitter: jitter}
 	_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
 		ID:            id,
@@ -54,6 +60,13 @@ func ensureSchedule(ctx context.Context, c client.Client, id string, every, jitt
 			s := in.Description.Schedule
 			s.Spec = &spec
 			s.Action = action
+			if update != nil {
+				a, err := update(&in.Description)
+				if err != nil {
+					return nil, err
+				}
+				s.Action = a
+			}
 			if s.Policy == nil {
 				s.Policy = &client.SchedulePolicies{}
 			}

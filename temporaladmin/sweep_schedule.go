@@ -40,6 +40,10 @@ type SweepSchedule struct {
 	Jitter time.Duration
 	// Input is the sweep's input (thresholds, batching); zero fields take their defaults.
 	Input contract.MaintenanceSweepInput
+	// KeepInput: an existing schedule keeps the sweep input its action has (Input applies
+	// only to a new schedule, or to one whose input is unreadable). `walkeeper schedule
+	// ensure` has no flags for it and must not reset what the workers configured.
+	KeepInput bool
 }
 
 // EnsureSweepSchedule creates the Schedule "walkeeper-sweep" that starts one SweepWindow per
@@ -59,11 +63,34 @@ func EnsureSweepSchedule(ctx context.Context, c client.Client, o SweepSchedule) 
 	if window < 0 {
 		return fmt.Errorf("sweep window must be positive, got %s", window)
 	}
-	input := contract.SweepWindowInput{Sweep: o.Input, Interval: every, Window: window}
-	if err := input.Validate(); err != nil {
-		return fmt.Errorf("sweep schedule: every window would fail at once: %w", err)
+	action, err := sweepAction(o.Input, every, window)
+	if err != nil {
+		return err
 	}
-	action := &client.ScheduleWorkflowAction{
+	var keep func(*client.ScheduleDescription) (*client.ScheduleWorkflowAction, error)
+	if o.KeepInput {
+		keep = func(d *client.ScheduleDescription) (*client.ScheduleWorkflowAction, error) {
+			if in, ok := SweepWindowInputOf(d); ok {
+				return sweepAction(in.Sweep, every, window)
+			}
+			return action, nil
+		}
+	}
+	err = ensureSchedule(ctx, c, SweepScheduleID, window, scheduleJitter(window, o.Jitter), action, enumspb.SCHEDULE_OVERLAP_POLICY_BUFFER_ONE, keep)
+	if err != nil {
+		return err
+	}
+	return startSweepWindowIfIdle(ctx, c)
+}
+
+// sweepAction is the schedule's action: a SweepWindow of window running rounds of sweep
+// every interval; an input its windows would refuse is an error.
+func sweepAction(sweep contract.MaintenanceSweepInput, every, window time.Duration) (*client.ScheduleWorkflowAction, error) {
+	input := contract.SweepWindowInput{Sweep: sweep, Interval: every, Window: window}
+	if err := input.Validate(); err != nil {
+		return nil, fmt.Errorf("sweep schedule: every window would fail at once: %w", err)
+	}
+	return &client.ScheduleWorkflowAction{
 		ID:        SweepWorkflowID,
 		Workflow:  contract.SweepWindowWorkflow,
 		Args:      []any{input},
@@ -76,12 +103,7 @@ func EnsureSweepSchedule(ctx context.Context, c client.Client, o SweepSchedule) 
 		StaticDetails: "Runs a sweep round every interval: lists the demand index of every kind and starts MergeWal / CompactBase " +
 			"for the stores over a threshold. Rounds that start nothing leave only their listings here. The current details list " +
 			"the last rounds that started something and why the rest was skipped; WalSweepStarts counts the window's starts.",
-	}
-	err := ensureSchedule(ctx, c, SweepScheduleID, window, scheduleJitter(window, o.Jitter), action, enumspb.SCHEDULE_OVERLAP_POLICY_BUFFER_ONE)
-	if err != nil {
-		return err
-	}
-	return startSweepWindowIfIdle(ctx, c)
+	}, nil
 }
 
 // startSweepWindowIfIdle triggers the sweep schedule when it is not paused and runs no

@@ -26,8 +26,8 @@ func TargetScheduleID(t target.Target) string { return targetSchedulePrefix + t.
 // jitter bounds the random delay of each tick (scheduleJitter; DefaultScheduleJitter is the
 // usual value).
 func EnsureTargetSchedule(ctx context.Context, c client.Client, t target.Target, every, jitter time.Duration) error {
-	if every <= 0 {
-		return fmt.Errorf("schedule interval must be positive, got %s", every)
+	if every < MinScheduleInterval {
+		return fmt.Errorf("schedule interval must be at least %s, got %s", MinScheduleInterval, every)
 	}
 	id := TargetScheduleID(t)
 	action := &client.ScheduleWorkflowAction{
@@ -42,5 +42,5 @@ func EnsureTargetSchedule(ctx context.Context, c client.Client, t target.Target,
 			contract.WalKind.ValueSet(string(t.Kind)),
 		),
 	}
-	return ensureSchedule(ctx, c, id, every, scheduleJitter(every, jitter), action, enumspb.SCHEDULE_OVERLAP_POLICY_SKIP)
+	return ensureSchedule(ctx, c, id, every, scheduleJitter(every, jitter), action, enumspb.SCHEDULE_OVERLAP_POLICY_SKIP, nil)
 }

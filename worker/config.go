@@ -281,6 +281,10 @@ func (c *Config) Validate() error {
 				contract.MinSweepStartSpacing, contract.MaxSweepStartSpacing, s)
 		}
 	}
+	if r := c.ReconcileInterval; r > 0 && r < temporaladmin.MinScheduleInterval {
+		// Temporal refuses the schedule: the reconcile would never be ensured.
+		bad("reconcile-interval", "must be 0 (leave the schedule alone) or at least %s, got %s", temporaladmin.MinScheduleInterval, r)
+	}
 	if c.MergeShardsPerCommit < 0 || c.MergeShardsPerCommit > contract.MaxRoundShards {
 		bad("merge-shards-per-commit", "must be 0 to %d, got %d", contract.MaxRoundShards, c.MergeShardsPerCommit)
 	}

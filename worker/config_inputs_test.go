@@ -23,6 +23,8 @@ func TestConfigRefusesKnobsItsWorkflowsWouldRefuse(t *testing.T) {
 		},
 		"merge-run-timeout":   func(c *Config) { c.MergeRunTimeout = 0 },
 		"stuck-scan-interval": func(c *Config) { c.StuckScanInterval = 2 * time.Hour },
+		// Temporal refuses a schedule interval under a second: the reconcile was never ensured.
+		"reconcile-interval": func(c *Config) { c.ReconcileInterval = 500 * time.Millisecond },
 	} {
 		c := DefaultConfig()
 		mut(&c)
@@ -47,6 +49,10 @@ func TestConfigRefusesKnobsItsWorkflowsWouldRefuse(t *testing.T) {
 	c.MergeRunTimeout, c.StuckScanInterval = contract.MinMergeRunTimeout, MinStuckScanInterval
 	require.NoError(t, c.Validate())
 	c.MergeRunTimeout, c.StuckScanInterval = contract.MaxMergeRunTimeout, 0 // 0: no scan
+	require.NoError(t, c.Validate())
+	c.ReconcileInterval = time.Second
+	require.NoError(t, c.Validate())
+	c.ReconcileInterval = 0 // 0: leave the schedule alone
 	require.NoError(t, c.Validate())
 	// The sweep input the schedule carries takes the same bound.
 	require.NoError(t, contract.MaintenanceSweepInput{MergeMinGenerations: c.SweepMergeMinGenerations}.Validate())

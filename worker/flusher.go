@@ -37,7 +37,8 @@ type FlusherOptions struct {
 // stores never delays another kind's seal. Within a kind, stores are sealed one after
 // another; a seal that exceeds the per-store timeout is abandoned for the tick — it keeps
 // running in the background and its store is skipped until it returns, which the bucket's
-// stall timeout guarantees (objstore.ErrStalled).
+// stall timeout guarantees (objstore.ErrStalled); one that then succeeds runs the count
+// trigger itself.
 type Flusher struct {
 	opts     FlusherOptions
 	triggers *mergeTriggers
@@ -160,6 +161,14 @@ type flushOutcome struct {
 	err error
 }
 
+// Who takes a seal's outcome (flushStore): the pass still waits for it, has it, or has
+// abandoned it to the seal.
+const (
+	sealWaited int32 = iota
+	sealDelivered
+	sealAbandoned
+)
+
 // flushStore seals one store with the per-store timeout, then runs the count trigger.
 func (fl *Flusher) flushStore(ctx context.Context, s *store.Store) {
 	t := s.Target()
@@ -183,22 +192,31 @@ func (fl *Flusher) flushStore(ctx context.Context, s *store.Store) {
 	unhook := context.AfterFunc(ctx, cancelSeal)
 	done := make(chan flushOutcome, 1)
 	started := time.Now()
-	var abandoned atomic.Bool
+	// owner says who takes the seal's outcome: this pass, or, once the pass has given up on
+	// it, the seal itself, which then reports its failure or runs the count trigger.
+	var owner atomic.Int32
 	fl.seals.Go(func() {
 		defer cancelSeal()
 		defer unhook()
 		res, err := fl.opts.Flush(sealCtx, s)
 		if err == nil {
 			fl.metrics.flusherFlush.Observe(time.Since(started).Seconds())
-		} else if abandoned.Load() && sealCtx.Err() == nil {
-			// Nobody waits for an abandoned seal any more, so its failure is reported here.
-			fl.log.Warn("flush sweeper: an abandoned seal failed; the next tick seals the store again",
-				zap.String("target", key), zap.String("kind", kind), zap.Error(err))
 		}
 		fl.mu.Lock()
 		delete(fl.inflight, key)
 		fl.mu.Unlock()
-		done <- flushOutcome{res, err}
+		if owner.CompareAndSwap(sealWaited, sealDelivered) {
+			done <- flushOutcome{res, err}
+			return
+		}
+		switch {
+		case err != nil && sealCtx.Err() == nil:
+			fl.log.Warn("flush sweeper: an abandoned seal failed; the next tick seals the store again",
+				zap.String("target", key), zap.String("kind", kind), zap.Error(err))
+		case err == nil:
+			// The next pass of an idle store seals nothing, so this seal's count is the one to act on.
+			fl.triggers.afterFlush(t, res)
+		}
 	})
 
 	timer := time.NewTimer(fl.opts.Timeout)
@@ -207,7 +225,10 @@ func (fl *Flusher) flushStore(ctx context.Context, s *store.Store) {
 	select {
 	case out = <-done:
 	case <-timer.C:
-		abandoned.Store(true)
+		if !owner.CompareAndSwap(sealWaited, sealAbandoned) {
+			out = <-done // it completed as the timer fired
+			break
+		}
 		fl.metrics.flusherTimeouts.WithLabelValues(kind).Inc()
 		fl.metrics.Store.FlushTotal.WithLabelValues(kind, "timeout").Inc()
 		fl.log.Warn("flush sweeper timed out; abandoning this store this tick",

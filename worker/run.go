@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -14,7 +15,8 @@ import (
 const shutdownSealSlack = 5 * time.Second
 
 // Run is a worker process's life on a dialled client: New, Start, started (nil = nothing),
-// then wait for ctx and Stop within ShutdownTimeout (+5 s for the final seal). `walkeeper
+// then wait for ctx, or for a Temporal worker to stop for good (Worker.Failed, then Run
+// returns its error), and Stop within ShutdownTimeout (+5 s for the final seal). `walkeeper
 // worker` runs it, and so does the fleet-worker benchmark's child, so what it measures is the
 // process an operator runs.
 func Run(ctx context.Context, cfg Config, logger *zap.Logger, c client.Client, started func(*Worker)) error {
@@ -30,12 +32,19 @@ func Run(ctx context.Context, cfg Config, logger *zap.Logger, c client.Client, s
 	if started != nil {
 		started(w)
 	}
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case <-w.Failed():
+	}
 	logger.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout+shutdownSealSlack)
 	defer cancel()
-	if err := w.Stop(sctx); err != nil {
-		return fmt.Errorf("stop worker: %w", err)
+	stopErr := w.Stop(sctx)
+	if err := w.FailedErr(); err != nil {
+		return errors.Join(err, stopErr)
+	}
+	if stopErr != nil {
+		return fmt.Errorf("stop worker: %w", stopErr)
 	}
 	return nil
 }

@@ -31,6 +31,9 @@ type TemporalWorkers struct {
 	DeadlockDetection time.Duration
 	// ShardOnly leaves out the shared-queue worker.
 	ShardOnly bool
+	// OnFatalError is called when a worker stops on an error the SDK does not retry (nil:
+	// the SDK only logs it); such a worker never polls again.
+	OnFatalError func(error)
 }
 
 // New builds the workers for shard, acts registered on each, not yet started.
@@ -43,6 +46,7 @@ func (o TemporalWorkers) New(c client.Client, shard string, acts *activities.Act
 			MaxConcurrentLocalActivityExecutionSize: o.LocalActivitySlots,
 			WorkerStopTimeout:                       o.StopTimeout,
 			DeadlockDetectionTimeout:                o.DeadlockDetection,
+			OnFatalError:                            o.OnFatalError,
 		})
 		workflows.Register(shared)
 		activities.Register(shared, acts)
@@ -54,6 +58,7 @@ func (o TemporalWorkers) New(c client.Client, shard string, acts *activities.Act
 		MaxConcurrentActivityTaskPollers:   o.ShardPollers,
 		WorkerStopTimeout:                  o.StopTimeout,
 		DisableWorkflowWorker:              true,
+		OnFatalError:                       o.OnFatalError,
 	})
 	activities.Register(own, acts)
 	return append(tws, own)

@@ -51,6 +51,11 @@ type Worker struct {
 	temporal []tworker.Worker
 	cancel   context.CancelFunc // background work (recovery)
 	bg       sync.WaitGroup
+
+	// failed ends, with the error as its cause, when a Temporal worker has stopped for good
+	// (Failed).
+	failed context.Context
+	fail   context.CancelCauseFunc
 }
 
 // New validates cfg and prepares a worker; it does no I/O. tc may be nil: the worker then runs
@@ -72,10 +77,24 @@ func New(cfg Config, logger *zap.Logger, tc client.Client) (*Worker, error) {
 
 		ensureWithin: temporaladmin.EnsureWithin,
 	}
+	w.failed, w.fail = context.WithCancelCause(context.Background())
 	if tc != nil {
 		w.start = TemporalMergeStarter(tc, cfg.MergeRunTimeout, cfg.FairnessWeights)
 	}
 	return w, nil
+}
+
+// Failed is closed when one of the worker's Temporal workers has stopped on an error the SDK
+// does not retry (polls refused as NamespaceNotFound or InvalidArgument for 2 minutes): it
+// never polls again, so the process should exit and be restarted (Run does). FailedErr says why.
+func (w *Worker) Failed() <-chan struct{} { return w.failed.Done() }
+
+// FailedErr is the error that closed Failed, nil while it is open.
+func (w *Worker) FailedErr() error {
+	if w.failed.Err() == nil {
+		return nil
+	}
+	return context.Cause(w.failed)
 }
 
 // Metrics returns the worker's registry and collectors.
@@ -234,6 +253,11 @@ func (w *Worker) startTemporalLocked(ctx context.Context, db *store.DB) error {
 		LocalActivitySlots:  w.cfg.SharedActivitySlots,
 		MergeSlots:          w.cfg.MergeSlots,
 		StopTimeout:         w.cfg.ShutdownTimeout / 2,
+		OnFatalError: func(err error) {
+			log.Error("a Temporal worker stopped on an error it does not retry and will not poll again; the worker stops so that it is restarted",
+				zap.Error(err))
+			w.fail(fmt.Errorf("Temporal worker stopped: %w", err))
+		},
 	}.New(w.tc, db.Shard(), acts)
 	for _, tw := range tws {
 		if err := tw.Start(); err != nil {

@@ -150,6 +150,11 @@ func (l *loadGen) run(ctx context.Context) error {
 				continue
 			}
 			fmt.Fprintf(l.out, "load: append via %s: %v\n", base, err)
+			// A worker that is down or restarting: waited out, not asked again at the full rate.
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
 		case code == http.StatusOK:
 			l.appended.Add(int64(len(rows)))
 		case code == http.StatusServiceUnavailable || code == http.StatusTooManyRequests:

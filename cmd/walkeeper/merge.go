@@ -40,10 +40,17 @@ Ctrl-C stops waiting, not the merge.`,
 			}
 			in := contract.MergeWalInput{Target: t.String(), ParallelPrepare: parallel,
 				Trigger: contract.TriggerCLI, TriggerReason: "walkeeper merge"}
+			// What MergeWal would refuse is refused before the store check and the dial.
 			if cmd.Flags().Changed("max-generations") {
+				if maxGens != 0 && (maxGens < 1 || maxGens > contract.MaxMergeGenerations) {
+					return cli.Usagef("--max-generations %d: want 0 (no cap) or 1 to %d", maxGens, contract.MaxMergeGenerations)
+				}
 				in.MaxGenerations = &maxGens
 			}
 			if cmd.Flags().Changed("max-bytes") {
+				if maxBytes != 0 && (maxBytes < contract.MinMergeBytes || maxBytes > contract.MaxMergeBytes) {
+					return cli.Usagef("--max-bytes %d: want 0 (no cap) or %d to %d", maxBytes, contract.MinMergeBytes, contract.MaxMergeBytes)
+				}
 				in.MaxBytes = &maxBytes
 			}
 			return g.start(cmd, t, "MergeWal", sf, func(ctx context.Context, c client.Client) (client.WorkflowRun, error) {

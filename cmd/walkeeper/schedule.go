@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 
+	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/internal/cli"
 	"github.com/walkeeper/walkeeper/temporaladmin"
 )
@@ -35,6 +36,24 @@ func (s *scheduleFlags) id() (string, error) {
 		return "", err
 	}
 	return temporaladmin.TargetScheduleID(t), nil
+}
+
+// checkSpan refuses an --every or --window that Temporal (a schedule fires at most once a
+// second) or the sweep's windows would refuse, before anything is dialed.
+func (s *scheduleFlags) checkSpan() error {
+	if s.target != "" {
+		if s.every < temporaladmin.MinScheduleInterval {
+			return cli.Usagef("--every %s: a schedule fires at most once every %s", s.every, temporaladmin.MinScheduleInterval)
+		}
+		return nil
+	}
+	if s.every < contract.MinSweepInterval || s.every > contract.MaxSweepInterval {
+		return cli.Usagef("--every %s: want %s to %s", s.every, contract.MinSweepInterval, contract.MaxSweepInterval)
+	}
+	if s.window < contract.MinSweepWindow || s.window > contract.MaxSweepWindow {
+		return cli.Usagef("--window %s: want %s to %s", s.window, contract.MinSweepWindow, contract.MaxSweepWindow)
+	}
+	return nil
 }
 
 // maxNoteBytes bounds --note, which the schedule keeps and describe prints.
@@ -95,6 +114,11 @@ Both use a one-minute catch-up window.`,
 			if cmd.Name() == "ensure" && sf.jitter < 0 { // else it would silently mean none
 				return cli.Usagef("--jitter must not be negative, got %s", sf.jitter)
 			}
+			if cmd.Name() == "ensure" {
+				if err := sf.checkSpan(); err != nil {
+					return err
+				}
+			}
 			if err := checkNote(sf.note); err != nil {
 				return err
 			}
@@ -110,14 +134,17 @@ Both use a one-minute catch-up window.`,
 		Use:   "ensure",
 		Short: "Create the schedule, or update its interval and action if it exists",
 		Long: `Create the schedule, or update its interval, action and policies if it exists.
-A paused schedule stays paused. Without --target this is what every worker does on start.`,
+A paused schedule stays paused. Without --target this is what every worker does on start,
+except that an existing walkeeper-sweep keeps its sweep thresholds, batching and pacing (the
+workers' --sweep-* knobs, which this command has no flags for); a new one gets the defaults.`,
 		Example: `  walkeeper schedule ensure --every 1m --window 1h
   walkeeper schedule ensure --target generic:demo --every 30s`,
 		Args: cli.Args(cobra.NoArgs),
 		RunE: with(func(ctx context.Context, c client.Client, id string, out io.Writer) error {
 			ensured := fmt.Sprintf("schedule %s ensured: a sweep window every %s, a round every %s", id, sf.window, sf.every)
 			ensureOnce := func(ctx context.Context) error {
-				return temporaladmin.EnsureSweepSchedule(ctx, c, temporaladmin.SweepSchedule{Every: sf.every, Window: sf.window, Jitter: sf.jitter})
+				// The sweep's thresholds and batching are the workers' (--sweep-*): kept.
+				return temporaladmin.EnsureSweepSchedule(ctx, c, temporaladmin.SweepSchedule{Every: sf.every, Window: sf.window, Jitter: sf.jitter, KeepInput: true})
 			}
 			if sf.target != "" {
 				t, err := parseTarget(sf.target)

@@ -27,7 +27,9 @@ attributes and, unless --sweep-interval is 0, ensures the schedule walkeeper-swe
 
 Every flag is also read from WALKEEPER_<FLAG> (upper case, dashes as underscores);
 precedence: flag > environment > default. SIGINT/SIGTERM stop it gracefully: the HTTP
-server drains, running activities finish, memtables are sealed.`,
+server drains, running activities finish, memtables are sealed. It stops the same way, and
+exits 1, when one of its Temporal workers stops on an error the SDK does not retry (a namespace
+not served for 2 minutes): that worker would never poll again, so it is left to be restarted.`,
 		Example: `  walkeeper worker --instance w1 --storage 's3://bucket?prefix=walkeeper/' --temporal temporal:7233`,
 		Args:    cli.Args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, a []string) error {

@@ -1,0 +1,67 @@
+package worker_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.uber.org/zap/zaptest"
+	"google.golang.org/grpc"
+
+	"github.com/walkeeper/walkeeper/internal/testkit/testtemporal"
+	"github.com/walkeeper/walkeeper/worker"
+)
+
+// A Temporal worker that stops on an error the SDK does not retry (polls refused with
+// NamespaceNotFound or InvalidArgument for two minutes) ends Run with that error, so the
+// process exits and its supervisor restarts it. Before, the SDK workers stopped for good and
+// the process ran on with its data plane up and nothing polling its queues: that worker never
+// merged again, however healthy it looked.
+func TestRunEndsWhenATemporalWorkerStopsForGood(t *testing.T) {
+	testtemporal.SkipShort(t)
+	hostPort, _ := testtemporal.Start(t)
+	var refuse atomic.Bool
+	refusePolls := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if refuse.Load() && strings.Contains(method, "/Poll") {
+			return serviceerror.ToStatus(serviceerror.NewNamespaceNotFound("default")).Err()
+		}
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}
+	c, err := client.Dial(client.Options{HostPort: hostPort, Namespace: "default",
+		ConnectionOptions: client.ConnectionOptions{DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(refusePolls)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+
+	cfg := worker.DefaultConfig()
+	cfg.Instance = "fatal"
+	cfg.Storage = "file://" + filepath.ToSlash(filepath.Join(t.TempDir(), "storage"))
+	cfg.Listen = "127.0.0.1:0"
+	cfg.Temporal.HostPort = hostPort
+	cfg.SweepInterval, cfg.ReconcileInterval, cfg.StuckScanInterval = 0, 0, 0
+	cfg.FairnessProbe = false
+	cfg.ShutdownTimeout = 10 * time.Second
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ran := make(chan error, 1)
+	go func() {
+		ran <- worker.Run(ctx, cfg, zaptest.NewLogger(t), c, func(*worker.Worker) { refuse.Store(true) })
+	}()
+	// The SDK retries such refusals for 2 minutes before it stops a worker.
+	select {
+	case err := <-ran:
+		if err == nil || !strings.Contains(err.Error(), "Temporal worker stopped") {
+			t.Fatalf("Run returned %v, want the Temporal worker's fatal error", err)
+		}
+	case <-time.After(4 * time.Minute):
+		cancel()
+		<-ran
+		t.Fatal("Run went on after its Temporal workers stopped for good")
+	}
+}

@@ -363,6 +363,10 @@ func (c *Config) Validate() error {
 	if c.PendingWarn > 0 && c.PendingMax > 0 && c.PendingWarn > c.PendingMax {
 		bad("pending-warn", "%d is above --pending-max %d", c.PendingWarn, c.PendingMax)
 	}
+	if c.MergeAfterGenerations > 0 && c.PendingMax > 0 && c.MergeAfterGenerations > c.PendingMax {
+		// A shard's seals stop at --pending-max, so its pending count never reaches the trigger.
+		bad("merge-after-generations", "%d is above --pending-max %d: the count trigger would never fire", c.MergeAfterGenerations, c.PendingMax)
+	}
 	switch c.LogFormat {
 	case "json", "console":
 	default:

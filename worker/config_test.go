@@ -156,6 +156,7 @@ func TestConfigValidateRejectsNonsense(t *testing.T) {
 		"merge-slots":   func(c *Config) { c.MergeSlots = 0 },
 		"flush":         func(c *Config) { c.FlushInterval = -time.Second },
 		"pending-warn":  func(c *Config) { c.PendingWarn, c.PendingMax = 10, 5 },
+		"merge after":   func(c *Config) { c.PendingWarn, c.PendingMax, c.MergeAfterGenerations = 0, 32, 50 },
 		"body":          func(c *Config) { c.MaxBodyBytes = 0 },
 		"page-bytes":    func(c *Config) { c.PageBytes = 0 },
 		"page budget":   func(c *Config) { c.PageBudgetBytes = c.PageBytes + int64(c.MaxRowBytes) - 1 },

@@ -23,7 +23,7 @@ const pendingMax = 4
 // below the cap cannot overshoot it: the check and the seal are one step.
 func TestPendingCapHoldsOnEveryWritePath(t *testing.T) {
 	cfg := defaultConfig()
-	cfg.Knobs = map[string]string{"pending-max": fmt.Sprint(pendingMax), "pending-warn": "0"}
+	cfg.Knobs = map[string]string{"pending-max": fmt.Sprint(pendingMax), "pending-warn": "0", "merge-after-generations": "0"}
 	w := startWorker(t, cfg)
 	c := w.temporalClient(t)
 

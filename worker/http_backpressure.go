@@ -23,7 +23,14 @@ func (a *apiServer) kickIfRefused(s *store.Store, err error) {
 		return
 	}
 	t, pending := s.Target(), s.OwnPending()
-	if a.kicks.allow(t.String(), time.Now()) {
-		a.triggers.fire(TriggerDebt, t, pending, fmt.Sprintf("appends refused: this worker's shard has %d pending generations", pending))
+	key := t.String()
+	if !a.kicks.allow(key, time.Now()) {
+		return
+	}
+	if !a.triggers.fire(TriggerDebt, t, pending, fmt.Sprintf("appends refused: this worker's shard has %d pending generations", pending)) &&
+		a.triggers.crowdedOut(key) {
+		// Other stores' starts filled every slot and none of this store's is in flight: the
+		// next refused write tries again rather than wait debtKickEvery.
+		a.kicks.forget(key)
 	}
 }

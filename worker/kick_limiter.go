@@ -41,3 +41,10 @@ func (k *kickLimiter) allow(key string, now time.Time) bool {
 	}
 	return true
 }
+
+// forget lets key go again at once: what it was allowed for did not happen.
+func (k *kickLimiter) forget(key string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.last, key)
+}

@@ -107,6 +107,14 @@ func (tg *mergeTriggers) afterFlush(t store.Target, res store.FlushResult) bool 
 		fmt.Sprintf("own shard %d pending >= merge_after_generations %d", res.Pending, tg.threshold))
 }
 
+// crowdedOut reports whether a start for key would be declined only because other stores'
+// starts hold every slot (maxStartsInFlight).
+func (tg *mergeTriggers) crowdedOut(key string) bool {
+	tg.mu.Lock()
+	defer tg.mu.Unlock()
+	return !tg.inflight[key] && len(tg.inflight) >= maxStartsInFlight
+}
+
 // fire launches one background start for t unless one is already running for it (or too many
 // are); it reports whether it launched. trigger is the metric label (TriggerCount or
 // TriggerDebt), reason the words the run's summary shows.

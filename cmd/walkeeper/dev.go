@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
+	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/internal/cli"
 	"github.com/walkeeper/walkeeper/internal/devserver"
 	"github.com/walkeeper/walkeeper/internal/proc"
@@ -74,8 +75,8 @@ log is in <data>/walkeeper.log (--verbose prints it on the console too).`,
 			if o.workers < 1 {
 				return cli.Usagef("--workers must be at least 1")
 			}
-			if o.sweepEvery <= 0 {
-				return cli.Usagef("--sweep-every must be positive")
+			if o.sweepEvery < contract.MinSweepInterval || o.sweepEvery > contract.MaxSweepInterval {
+				return cli.Usagef("--sweep-every %s: want %s to %s", o.sweepEvery, contract.MinSweepInterval, contract.MaxSweepInterval)
 			}
 			external := cmd.Flags().Changed("temporal")
 			return runDev(cmd.Context(), cmd.OutOrStdout(), g, o, external)

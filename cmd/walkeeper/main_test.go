@@ -59,6 +59,8 @@ func TestBadUsageExitsTwo(t *testing.T) {
 		{"schedule", "pause", "--note", "bad \xff byte"},
 		{"schedule", "resume", "--note", "two\nlines"},
 		{"dev", "--workers", "0"},
+		{"dev", "--sweep-every", "500ms"}, // refused before anything starts, like schedule ensure --every
+		{"dev", "--sweep-every", "48h"},
 		{"dev", "extra"},
 		{"worker", "--merge-slots", "0"},
 		{"worker", "--listen", "nonsense"},

@@ -113,6 +113,9 @@ func OpenBucket(ctx context.Context, rawURL string) (*Bucket, error) {
 	case "mem":
 		be, err = openMemBackend(rawURL, u)
 	case "s3", "gs", "azblob":
+		if u.Host == "" {
+			return nil, invalidf("storage url %q: no bucket name (want %s://BUCKET)", rawURL, u.Scheme)
+		}
 		be, err = openGocloudBackend(ctx, rawURL)
 	default:
 		return nil, invalidf("storage url %q: unsupported scheme %q (want file, mem, s3, gs or azblob)", rawURL, u.Scheme)

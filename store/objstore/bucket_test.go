@@ -132,8 +132,10 @@ func TestOpenBucketSchemes(t *testing.T) {
 			t.Errorf("OpenBucket(%q) succeeded, want error", u)
 		}
 	}
-	if _, err := OpenBucket(ctx, "ftp://x/y"); !errors.Is(err, ErrInvalidInput) {
-		t.Errorf("unsupported scheme: %v, want ErrInvalidInput", err)
+	for _, u := range []string{"ftp://x/y", "s3://", "gs://", "azblob://", "s3:///key"} {
+		if _, err := OpenBucket(ctx, u); !errors.Is(err, ErrInvalidInput) {
+			t.Errorf("OpenBucket(%q): %v, want ErrInvalidInput", u, err)
+		}
 	}
 	// An S3 URL opens without touching the network (credentials are resolved lazily).
 	b, err := OpenBucket(ctx, "s3://walkeeper-test-bucket?region=us-east-1")

@@ -66,6 +66,9 @@ func (w *writer) seal(ctx context.Context, reserved bool) (FlushResult, error) {
 	w.sealMu.Lock()
 	defer w.sealMu.Unlock()
 
+	if !reserved && w.atPendingMax() {
+		_ = w.refreshManifest(ctx) // merges elsewhere may have made room (refreshManifest)
+	}
 	w.mu.Lock()
 	if w.dead != nil {
 		err := w.dead

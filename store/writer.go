@@ -302,7 +302,7 @@ func openWriter(ctx context.Context, s *Store) (*writer, error) {
 			next = pos + 1 // set aside by an operator: its rows are given up
 			continue
 		}
-		if err := w.replay(ctx, pos); err != nil {
+		if err := w.replayClaimed(ctx, pos); err != nil {
 			return nil, err
 		}
 		next = pos + 1
@@ -321,7 +321,7 @@ func openWriter(ctx context.Context, s *Store) (*writer, error) {
 			return nil, err
 		}
 		// The previous owner wrote here after our listing: its rows were acknowledged, keep them.
-		if err := w.replay(ctx, next); err != nil {
+		if err := w.replayClaimed(ctx, next); err != nil {
 			return nil, err
 		}
 		next++
@@ -333,6 +333,18 @@ func openWriter(ctx context.Context, s *Store) (*writer, error) {
 	}
 	go w.runWALCommitter()
 	return w, nil
+}
+
+// replayClaimed is openWriter's replay of a WAL object its claim listed or found taken. One
+// that is gone when read was sealed and deleted by a newer owner of the shard, which fenced
+// this claim: that is ErrFenced, retried with a fresh claim, not a NotFound of the store.
+func (w *writer) replayClaimed(ctx context.Context, pos uint64) error {
+	err := w.replay(ctx, pos)
+	if errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("shard %s of %s: WAL position %d was deleted while this claim replayed it (%v): %w",
+			w.shard, w.s.target, pos, err, ErrFenced)
+	}
+	return err
 }
 
 // replay adds the rows of WAL position pos to the active memtable.

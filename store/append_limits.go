@@ -63,7 +63,7 @@ func (s *Store) AppendJSON(ctx context.Context, body []byte) (AppendResult, erro
 
 // refuseAtPendingMax refuses an append to a shard already at PendingMax before its body is
 // measured and decoded, so clients retrying against a full shard cost no decoding. It only
-// saves work: submit's admitWrite is the check that holds.
+// saves work: submit's admit is the check that holds.
 func (s *Store) refuseAtPendingMax(ctx context.Context) error {
 	if s.db.opts.PendingMax <= 0 {
 		return nil
@@ -72,7 +72,7 @@ func (s *Store) refuseAtPendingMax(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	release, err := w.admitWrite()
+	release, err := w.admit(ctx)
 	if err != nil {
 		return err
 	}

@@ -93,19 +93,32 @@ func (s *Store) claim(ctx context.Context, p *PreparedMerge, state string) (stri
 
 // claimAttempt records state for attempt's merge of shard through generation through and
 // returns the state that holds afterwards: ours, or the one another caller claimed first.
+//
+// A claim that is gone when read after a lost put-if-absent was dropped in between (dropClaim:
+// another execution of the attempt finished it); claiming again is then what a put after that
+// drop would have done, and a NotFound, which Temporal does not retry, would fail the shard.
 func (s *Store) claimAttempt(ctx context.Context, attempt, shard string, through uint64, state string) (string, error) {
 	key := s.attemptClaimKey(attempt, shard, through)
 	raw, _ := json.Marshal(manifest.AttemptClaim{State: state, AttemptKey: attempt, Through: through, At: s.db.opts.Now().UTC()})
-	err := s.db.bucket.PutIfAbsent(ctx, key, raw)
-	if err == nil {
-		return state, nil
+	for range claimAttempts {
+		err := s.db.bucket.PutIfAbsent(ctx, key, raw)
+		if err == nil {
+			return state, nil
+		}
+		if !errors.Is(err, ErrAlreadyExists) {
+			return "", err
+		}
+		c, err := s.readClaim(ctx, key)
+		if !errors.Is(err, ErrNotFound) {
+			return c.State, err
+		}
 	}
-	if !errors.Is(err, ErrAlreadyExists) {
-		return "", err
-	}
-	c, err := s.readClaim(ctx, key)
-	return c.State, err
+	return "", fmt.Errorf("claim %s of attempt %s: dropped each time it was read: %w", key, attempt, ErrConflict)
 }
+
+// claimAttempts bounds the put-if-absent and read rounds of one claim whose winner keeps
+// vanishing before it is read.
+const claimAttempts = 4
 
 // readClaim reads and decodes the attempt claim at key.
 func (s *Store) readClaim(ctx context.Context, key string) (manifest.AttemptClaim, error) {

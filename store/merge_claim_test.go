@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 
@@ -157,6 +158,50 @@ func TestRetriedPrepareRacingTheOldCommitKeepsLiveRuns(t *testing.T) {
 			_, err = s.MergeAll(ctx)
 			require.NoError(t, err)
 			require.Equal(t, map[string]int64{"a": 1, "b": 2, "c": 3}, allRows(t, s, SourceAll))
+		})
+	}
+}
+
+// TestFindingClaimDroppedAfterALostClaimIsNotNotFound: two executions of one attempt run at
+// once (a retried CommitRound beside the first, or an Abort beside the commit). One claims,
+// publishes, finishes and drops its claim between the other's lost put-if-absent of the
+// claim and its read of the winner: that read finds nothing. The attempt is committed, and
+// a NotFound there, which Temporal does not retry, failed the shard for good.
+func TestFindingClaimDroppedAfterALostClaimIsNotNotFound(t *testing.T) {
+	for _, step := range []string{"commit", "abort"} {
+		t.Run(step, func(t *testing.T) {
+			ctx := context.Background()
+			url := "file://" + t.TempDir()
+			_, s := newGenericStore(t, url, "dropped")
+			seal(t, s, row("a", 1))
+			p, err := s.Prepare(ctx, PrepareParams{AttemptKey: "wf/CommitRound/run-1/3"})
+			require.NoError(t, err)
+			state, err := s.claim(ctx, p, "commit") // the first execution has claimed
+			require.NoError(t, err)
+			require.Equal(t, "commit", state)
+
+			s2 := openGeneric(t, openTestDB(t, url, "w2"), "dropped")
+			var armed atomic.Bool
+			armed.Store(true)
+			s2.db.bucket = s2.db.bucket.WithFaults(objstore.FaultFuncs{AfterFunc: func(op, key string, err error) error {
+				if op == objstore.OpPutIfAbsent && key == s2.claimKey(p) && errors.Is(err, ErrAlreadyExists) && armed.CompareAndSwap(true, false) {
+					_, cerr := commitOne(ctx, s, p) // the first execution publishes and drops its claim
+					require.NoError(t, cerr)
+				}
+				return err
+			}})
+			if step == "commit" {
+				res, err := commitOne(ctx, s2, p)
+				require.NoError(t, err, "the attempt is committed")
+				require.Equal(t, RoundAlreadyCommitted, res.Outcome)
+			} else {
+				ar, err := s2.Abort(ctx, p)
+				require.NoError(t, err, "the attempt is committed")
+				require.True(t, ar.CommitPresent)
+			}
+			require.False(t, armed.Load(), "the first execution ran in between")
+			require.False(t, claimExists(t, s, p), "no claim is left")
+			require.Equal(t, map[string]int64{"a": 1}, allRows(t, s2, SourceBase))
 		})
 	}
 }

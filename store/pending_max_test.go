@@ -91,3 +91,55 @@ func TestPendingMaxBoundsEveryWrite(t *testing.T) {
 		require.True(t, flush(t, s).Sealed)
 	})
 }
+
+// TestFindingPendingMaxHoldsAfterARemoteMerge: a shard held at PendingMax is drained by a
+// merge that commits in another process (CommitRound runs on the shared queue, on any
+// worker). The owner must then take appends and seal again; it judged the limit by the
+// manifest of its own last seal, which a remote drain never updates, and no seal ran to
+// update it while that manifest said the shard was full.
+func TestFindingPendingMaxHoldsAfterARemoteMerge(t *testing.T) {
+	ctx := context.Background()
+	const limit = 2
+	url := fmt.Sprintf("mem://pendingmax-remote-%d", testURLSeq.Add(1))
+	owner := openTestDB(t, url, "owner", func(o *Options) { o.PendingMax = limit; o.PendingWarn = 0 })
+	merger := openTestDB(t, url, "merger", func(o *Options) { o.PendingMax = limit; o.PendingWarn = 0 })
+	mergeRemotely := func(name string) {
+		t.Helper()
+		res, err := openGeneric(t, merger, name).MergeOnce(ctx, owner.Shard())
+		require.NoError(t, err)
+		require.Equal(t, limit, res.Reclaimed)
+	}
+
+	t.Run("appends", func(t *testing.T) {
+		s := createGeneric(t, owner, "appends", false)
+		sealGenerations(t, s, limit)
+		_, err := s.Append(ctx, []Row{row("refused", 1)})
+		require.ErrorIs(t, err, ErrTooManyPending, "the shard is at the limit")
+		mergeRemotely("appends")
+		_, err = s.Append(ctx, []Row{row("after", 1)})
+		require.NoError(t, err, "the remote merge drained the shard: appends are taken again")
+		require.NoError(t, s.Delete(ctx, "k0"))
+
+		sealGenerations(t, s, limit) // at the limit again
+		_, err = s.AppendJSON(ctx, []byte(`[{"id":"refused"}]`))
+		require.ErrorIs(t, err, ErrTooManyPending)
+		mergeRemotely("appends")
+		_, err = s.AppendJSON(ctx, []byte(`[{"id":"json"}]`))
+		require.NoError(t, err, "the body's early check reads the latest manifest too")
+	})
+
+	t.Run("seals", func(t *testing.T) {
+		s := createGeneric(t, owner, "seals", false)
+		owner.opts.PendingMax = limit + 1
+		sealGenerations(t, s, limit)
+		appendRows(t, s, row("waiting", 1)) // admitted below the limit, which is then met
+		owner.opts.PendingMax = limit
+		require.False(t, flush(t, s).Sealed, "a seal stops at the limit")
+		mergeRemotely("seals")
+		require.True(t, flush(t, s).Sealed, "the remote merge made room: the flush seals what waited")
+		got, err := openGeneric(t, merger, "seals").Get(ctx, "waiting")
+		require.NoError(t, err, "sealed, so every process reads it")
+		require.Equal(t, int64(1), got["n"])
+		require.Equal(t, 1, s.OwnPending())
+	})
+}

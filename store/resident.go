@@ -196,7 +196,8 @@ func (db *DB) evictIdle(ctx context.Context) {
 
 // evict seals the claimed store's writer, stops it and drops the handle. It reports whether
 // the store was evicted; a store used since it was claimed, or whose first seal fails, stays
-// resident as it was.
+// resident as it was, and one whose final seal leaves rows unsealed stays resident with the
+// dead writer that still answers reads (decision 0611).
 //
 // Safety against the same store's appends, reads and merges:
 //   - The first seal runs while appends still flow, so a seal failure changes nothing.
@@ -226,9 +227,23 @@ func (db *DB) evict(ctx context.Context, c evictClaim, reason string) (evicted b
 		}
 		db.countEviction(s, reason, evicted, err)
 	}()
-	if w := s.residentWriter(); w != nil {
+	s.writerMu.Lock()
+	w := s.w
+	s.writerMu.Unlock()
+	switch {
+	case w == nil:
+	case w.alive():
 		if _, err := w.seal(ctx, false); err != nil {
 			return false, fmt.Errorf("evict %s: seal: %w", s.target, err)
+		}
+		if w.holdsRows() && w.atPendingMax() { // the final seal could not write them either
+			return false, fmt.Errorf("evict %s: its rows stay unsealed while its shard is at the pending limit: %w", s.target, ErrTooManyPending)
+		}
+	default:
+		// A dead writer's acknowledged rows may be in the WAL only (a failed final seal, a
+		// fence that no new owner followed): claim, replay and seal them as a flush does.
+		if _, err := s.Flush(ctx); err != nil {
+			return false, fmt.Errorf("evict %s: flush: %w", s.target, err)
 		}
 	}
 	unlock := db.locks.lock(s.target)
@@ -245,13 +260,28 @@ func (db *DB) evict(ctx context.Context, c evictClaim, reason string) (evicted b
 
 	s.writerMu.Lock()
 	s.evicted = true
-	w := s.w
+	w = s.w
 	s.writerMu.Unlock()
 	if w != nil {
 		err = w.retire(ctx)
 	}
-	// The final seal is published (or the rows are in the WAL only): older handles may
-	// stop reaching this writer, and then this handle may drop it.
+	if err != nil {
+		// The final seal failed: the rows it held are in the WAL only. The store stays
+		// resident with the dead writer, whose rows reads still see, so that the next flush
+		// or eviction claims the shard, replays the WAL and seals them.
+		db.mu.Lock()
+		delete(db.leaving, s.target)
+		db.stores[s.target] = s // no Open made another: it waits for the target's lock
+		db.claimed++            // the deferred release of the claim takes it back
+		db.metrics.ResidentStores.Set(float64(len(db.stores)))
+		db.mu.Unlock()
+		s.writerMu.Lock()
+		s.evicted = false
+		s.writerMu.Unlock()
+		return false, err
+	}
+	// The final seal is published (or the shard's new owner replays the WAL): older handles
+	// may stop reaching this writer, and then this handle may drop it.
 	db.mu.Lock()
 	delete(db.leaving, s.target)
 	db.mu.Unlock()
@@ -267,13 +297,8 @@ func (db *DB) countEviction(s *Store, reason string, evicted bool, err error) {
 	switch {
 	case err != nil:
 		result = "failed"
-		if evicted {
-			db.log.Warn("evicted a store whose final seal failed; its rows stay durable in the WAL and are replayed when the store is next written here or at restart",
-				zap.String("target", s.target.String()), zap.String("reason", reason), zap.Error(err))
-		} else {
-			db.log.Warn("could not evict a resident store; it stays resident", zap.String("target", s.target.String()),
-				zap.String("reason", reason), zap.Error(err))
-		}
+		db.log.Warn("could not evict a resident store; it stays resident", zap.String("target", s.target.String()),
+			zap.String("reason", reason), zap.Error(err))
 	case !evicted:
 		return // used again since it was picked
 	default:

@@ -17,6 +17,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
+
+	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
 // ResidentCount is the number of stores this process has open.
@@ -474,4 +476,73 @@ func TestTargetLocksAreFreedAfterUse(t *testing.T) {
 	}
 	sort.Strings(keys)
 	require.Empty(t, keys)
+}
+
+// TestFindingEvictionWhoseFinalSealFailsKeepsRowsReadable: an eviction's first seal succeeds,
+// an append lands after it, and the final seal, which holds that acknowledged row, fails (a
+// storage fault). The eviction dropped the handle and its writer anyway: the row was in the WAL
+// only, read nowhere, and replayed only by the next write here or a restart, which for an idle
+// store may never come. Now the store stays resident with the dead writer's rows readable, and
+// the next flush or eviction claims the shard, replays the WAL and seals them.
+func TestFindingEvictionWhoseFinalSealFailsKeepsRowsReadable(t *testing.T) {
+	ctx := context.Background()
+	url := newMemURL()
+	now := time.Now() // a clock that stands still: the late append does not make the store recent again
+	db := openTestDB(t, url, "w", func(o *Options) {
+		o.ResidentStoresMax, o.ResidentIdle = 1, 0
+		o.Now = func() time.Time { return now }
+	})
+	s := createGeneric(t, db, "evicted", false)
+	appendRows(t, s, row("a", 1))
+
+	var step atomic.Int32 // 0: off; 1: the first seal's publish; 2: the final seal's generation
+	db.bucket = db.bucket.WithFaults(objstore.FaultFuncs{AfterFunc: func(op, key string, err error) error {
+		switch {
+		case op == objstore.OpPutIfAbsent && strings.Contains(key, "/manifest/") && err == nil && step.CompareAndSwap(1, 2):
+			_, aerr := s.Append(ctx, []Row{row("late", 2)}) // acknowledged after the first seal froze its rows
+			require.NoError(t, aerr)
+		case op == objstore.OpPut && strings.Contains(key, "/gen/") && step.Load() == 2:
+			return errors.New("injected: the final seal's generation write fails")
+		}
+		return err
+	}})
+	step.Store(1)
+	createGeneric(t, db, "other", false) // over the max: evicts "evicted", in this call
+	require.Equal(t, int32(2), step.Load(), "the late append ran inside the eviction")
+
+	got, err := openGeneric(t, db, "evicted").Get(ctx, "late")
+	require.NoError(t, err, "an acknowledged row is read in its own process")
+	require.Equal(t, int64(2), got["n"])
+
+	step.Store(0)
+	createGeneric(t, db, "third", false) // evicts the others: the dead writer's WAL is replayed and sealed first
+	reader := openGeneric(t, openTestDB(t, url, "r"), "evicted")
+	require.Equal(t, map[string]int64{"a": 1, "late": 2}, allRows(t, reader, SourceAll), "and sealed for every reader")
+}
+
+// TestFindingEvictionAtPendingMaxKeepsUnsealedRows: a store whose shard is at PendingMax holds
+// rows its seals may not write yet (admitted below the limit). Evicting it found every seal
+// "done" and dropped the writer with them: clients refused at the limit stop writing, the
+// store goes idle, and its acknowledged rows were read nowhere until the next write here or a
+// restart. Such a store now stays resident until a seal has written them.
+func TestFindingEvictionAtPendingMaxKeepsUnsealedRows(t *testing.T) {
+	ctx := context.Background()
+	url := newMemURL()
+	db := openTestDB(t, url, "w", func(o *Options) { o.ResidentStoresMax, o.ResidentIdle, o.PendingMax = 1, 0, 3 })
+	s := createGeneric(t, db, "held", false)
+	sealGenerations(t, s, 2)
+	appendRows(t, s, row("waiting", 1)) // admitted below the limit
+	db.opts.PendingMax = 2              // then the limit is met: no seal may write it
+
+	createGeneric(t, db, "other", false) // over the max: tries to evict "held"
+	got, err := openGeneric(t, db, "held").Get(ctx, "waiting")
+	require.NoError(t, err, "an acknowledged row is read in its own process")
+	require.Equal(t, int64(1), got["n"])
+
+	merger := openGeneric(t, openTestDB(t, url, "m"), "held")
+	_, err = merger.MergeAll(ctx)
+	require.NoError(t, err)
+	_, err = openGeneric(t, db, "held").Flush(ctx)
+	require.NoError(t, err)
+	require.Equal(t, map[string]int64{"k0": 0, "k1": 1, "waiting": 1}, allRows(t, merger, SourceAll), "sealed once merges made room")
 }

@@ -66,6 +66,9 @@ func (w *writer) seal(ctx context.Context, reserved bool) (FlushResult, error) {
 	w.sealMu.Lock()
 	defer w.sealMu.Unlock()
 
+	if !reserved && w.atPendingMax() {
+		_ = w.refreshManifest(ctx) // merges elsewhere may have made room (refreshManifest)
+	}
 	w.mu.Lock()
 	if w.dead != nil {
 		err := w.dead
@@ -157,7 +160,9 @@ func (w *writer) publishSeal(ctx context.Context, g *sealedGen, replayAfter uint
 		if cur == nil || cur.WriterEpoch != w.epoch {
 			err := fmt.Errorf("shard %s of %s claimed by another writer: %w", w.shard, w.s.target, ErrFenced)
 			w.kill(err)
-			if written != "" {
+			// A version told AlreadyExists may have landed (a retried put-if-absent), and the
+			// claim after it lists our generation and replays only the WAL after it.
+			if written != "" && !listsGeneration(cur, written) {
 				_ = w.s.db.bucket.Delete(ctx, written)
 			}
 			return nil, err
@@ -198,6 +203,15 @@ func (w *writer) publishSeal(ctx context.Context, g *sealedGen, replayAfter uint
 		backoff(ctx, attempt)
 	}
 	return nil, fmt.Errorf("seal %s/%s: %w", w.s.target, w.shard, ErrConflict)
+}
+
+// listsGeneration reports whether m lists the generation file at path, pending or set aside.
+func listsGeneration(m *manifest.Shard, path string) bool {
+	if m == nil {
+		return false
+	}
+	_, quarantined := findQuarantined(m.Quarantined, path)
+	return quarantined || slices.ContainsFunc(m.Flushed, func(g manifest.Gen) bool { return g.Path == path })
 }
 
 // finishSeal forgets the sealed memtables and deletes the WAL objects the new manifest

@@ -86,7 +86,7 @@ func (s *Store) submit(ctx context.Context, rows []Row, deleted bool) (AppendRes
 		if err != nil {
 			return AppendResult{}, err
 		}
-		release, err := w.admitWrite()
+		release, err := w.admit(ctx)
 		if err != nil {
 			return AppendResult{}, err
 		}
@@ -164,6 +164,16 @@ func (w *writer) admitWrite() (release func(), err error) {
 			w.mu.Unlock()
 		})
 	}, nil
+}
+
+// admit is admitWrite, judged again by the shard's latest manifest when the one this writer
+// knows is at PendingMax (refreshManifest): a refused write costs one manifest read.
+func (w *writer) admit(ctx context.Context) (release func(), err error) {
+	release, err = w.admitWrite()
+	if errors.Is(err, ErrTooManyPending) && w.refreshManifest(ctx) == nil {
+		release, err = w.admitWrite()
+	}
+	return release, err
 }
 
 // admitUnsealedLocked is admitWrite's bound on the rows held unsealed.
@@ -292,7 +302,7 @@ func openWriter(ctx context.Context, s *Store) (*writer, error) {
 			next = pos + 1 // set aside by an operator: its rows are given up
 			continue
 		}
-		if err := w.replay(ctx, pos); err != nil {
+		if err := w.replayClaimed(ctx, pos); err != nil {
 			return nil, err
 		}
 		next = pos + 1
@@ -311,7 +321,7 @@ func openWriter(ctx context.Context, s *Store) (*writer, error) {
 			return nil, err
 		}
 		// The previous owner wrote here after our listing: its rows were acknowledged, keep them.
-		if err := w.replay(ctx, next); err != nil {
+		if err := w.replayClaimed(ctx, next); err != nil {
 			return nil, err
 		}
 		next++
@@ -323,6 +333,18 @@ func openWriter(ctx context.Context, s *Store) (*writer, error) {
 	}
 	go w.runWALCommitter()
 	return w, nil
+}
+
+// replayClaimed is openWriter's replay of a WAL object its claim listed or found taken. One
+// that is gone when read was sealed and deleted by a newer owner of the shard, which fenced
+// this claim: that is ErrFenced, retried with a fresh claim, not a NotFound of the store.
+func (w *writer) replayClaimed(ctx context.Context, pos uint64) error {
+	err := w.replay(ctx, pos)
+	if errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("shard %s of %s: WAL position %d was deleted while this claim replayed it (%v): %w",
+			w.shard, w.s.target, pos, err, ErrFenced)
+	}
+	return err
 }
 
 // replay adds the rows of WAL position pos to the active memtable.
@@ -373,6 +395,27 @@ func (w *writer) close(ctx context.Context) error {
 		return nil
 	}
 	return err
+}
+
+// refreshManifest adopts the shard's latest manifest. A merge that commits in another
+// process (CommitRound runs on any worker) drains the shard without telling this writer, whose
+// own last seal's manifest would otherwise keep the shard at PendingMax: every append refused
+// and no seal to learn better.
+func (w *writer) refreshManifest(ctx context.Context) error {
+	m, err := w.s.loadShard(ctx, w.shard)
+	if err != nil {
+		return err
+	}
+	w.observe(m)
+	return nil
+}
+
+// atPendingMax reports whether the manifest this writer knows lists PendingMax generations.
+func (w *writer) atPendingMax() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	limit := w.s.db.opts.PendingMax
+	return limit > 0 && len(w.manifest.Flushed) >= limit
 }
 
 // observe adopts a newer manifest published by editShard (a merge's drain, a quarantine).

@@ -46,11 +46,15 @@ func (w *writer) await(req *appendReq) (d appendDone, taken bool) {
 
 // retire ends the writer of an evicted store: it stops the WAL committer, then seals what
 // the committer made durable, so every append the writer acknowledged is in a generation
-// when it returns nil.
+// when it returns nil (or fenced: in the WAL the shard's new owner replays). Rows a seal
+// stopped at PendingMax left in the memtable are an error, as a failed seal is.
 func (w *writer) retire(ctx context.Context) error {
 	w.stopCommitter()
 	<-w.stopped
 	_, err := w.seal(ctx, false)
+	if err == nil && w.holdsRows() {
+		err = fmt.Errorf("rows left unsealed at the pending limit: %w", ErrTooManyPending)
+	}
 	switch {
 	case err == nil:
 		w.kill(errWriterEvicted)
@@ -61,4 +65,12 @@ func (w *writer) retire(ctx context.Context) error {
 		err = nil // fenced (before or by this seal): the shard's new owner replays our WAL
 	}
 	return err
+}
+
+// holdsRows reports whether the writer's memtables hold rows no seal has written (a seal
+// leaves them at PendingMax, or failed).
+func (w *writer) holdsRows() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.active.len() > 0 || len(w.frozen) > 0
 }

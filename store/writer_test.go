@@ -1,0 +1,49 @@
+package store
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/walkeeper/walkeeper/store/objstore"
+)
+
+// TestFindingClaimRacingANewerOwnersSealIsFenced: a process claims its shard and replays the
+// WAL it listed, while another process with the same instance id claims after it, seals and
+// deletes that WAL. The replay's read of a listed object then finds nothing. The first
+// process was fenced; it answered ErrNotFound, which the HTTP API maps to 404 not_found for an
+// append to a store that exists, and Temporal does not retry.
+func TestFindingClaimRacingANewerOwnersSealIsFenced(t *testing.T) {
+	ctx := context.Background()
+	url := newMemURL()
+	first := createGeneric(t, openTestDB(t, url, "w"), "raced", false)
+	appendRows(t, first, row("a", 1), row("b", 2)) // unsealed: in the WAL only
+
+	claimer := openTestDB(t, url, "w")
+	s := openGeneric(t, claimer, "raced")
+	newer := openGeneric(t, openTestDB(t, url, "w"), "raced")
+	var armed atomic.Bool
+	armed.Store(true)
+	claimer.bucket = claimer.bucket.WithFaults(objstore.FaultFuncs{BeforeFunc: func(op, key string) error {
+		if op == objstore.OpGet && strings.Contains(key, "/wal/") && armed.CompareAndSwap(true, false) {
+			// The newer owner claims, replays, seals and deletes the WAL in between.
+			_, err := newer.Flush(ctx)
+			require.NoError(t, err)
+		}
+		return nil
+	}})
+	_, err := s.Append(ctx, []Row{row("c", 3)})
+	require.False(t, armed.Load(), "the newer owner sealed during the claim's replay")
+	require.ErrorIs(t, err, ErrFenced)
+	require.NotErrorIs(t, err, ErrNotFound)
+
+	_, err = s.Append(ctx, []Row{row("c", 3)}) // a client's retry claims the shard again
+	require.NoError(t, err)
+	_, err = s.Flush(ctx)
+	require.NoError(t, err)
+	reader := openGeneric(t, openTestDB(t, url, "r"), "raced")
+	require.Equal(t, map[string]int64{"a": 1, "b": 2, "c": 3}, allRows(t, reader, SourceAll))
+}

@@ -6,9 +6,13 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
 // PendingMax bounds every write path of a shard: concurrent seal-on-append writers stop at
@@ -101,13 +105,16 @@ func TestFindingPendingMaxHoldsAfterARemoteMerge(t *testing.T) {
 	ctx := context.Background()
 	const limit = 2
 	url := fmt.Sprintf("mem://pendingmax-remote-%d", testURLSeq.Add(1))
-	owner := openTestDB(t, url, "owner", func(o *Options) { o.PendingMax = limit; o.PendingWarn = 0 })
+	var later atomic.Int64
+	clock := func() time.Time { return time.Now().Add(time.Duration(later.Load())) }
+	owner := openTestDB(t, url, "owner", func(o *Options) { o.PendingMax = limit; o.PendingWarn = 0; o.Now = clock })
 	merger := openTestDB(t, url, "merger", func(o *Options) { o.PendingMax = limit; o.PendingWarn = 0 })
 	mergeRemotely := func(name string) {
 		t.Helper()
 		res, err := openGeneric(t, merger, name).MergeOnce(ctx, owner.Shard())
 		require.NoError(t, err)
 		require.Equal(t, limit, res.Reclaimed)
+		later.Add(int64(manifestRefreshEvery)) // the owner's refused write read the manifest just now
 	}
 
 	t.Run("appends", func(t *testing.T) {
@@ -142,4 +149,35 @@ func TestFindingPendingMaxHoldsAfterARemoteMerge(t *testing.T) {
 		require.Equal(t, int64(1), got["n"])
 		require.Equal(t, 1, s.OwnPending())
 	})
+}
+
+// Clients retrying writes a full shard refuses cost storage at most one manifest read a second
+// between them, not one per refused write.
+func TestRefusedWritesReadTheManifestAtMostOnceASecond(t *testing.T) {
+	ctx := context.Background()
+	const limit = 2
+	url := fmt.Sprintf("mem://pendingmax-rate-%d", testURLSeq.Add(1))
+	var later atomic.Int64
+	clock := func() time.Time { return time.Now().Add(time.Duration(later.Load())) }
+	db := openTestDB(t, url, "owner", func(o *Options) { o.PendingMax = limit; o.PendingWarn = 0; o.Now = clock })
+	s := createGeneric(t, db, "full", false)
+	sealGenerations(t, s, limit)
+	var gets atomic.Int64
+	db.bucket = db.bucket.WithFaults(objstore.FaultFuncs{BeforeFunc: func(op, key string) error {
+		if strings.Contains(key, "/manifest/") {
+			gets.Add(1)
+		}
+		return nil
+	}})
+	for range 100 {
+		_, err := s.Append(ctx, []Row{row("refused", 1)})
+		require.ErrorIs(t, err, ErrTooManyPending)
+	}
+	first := gets.Load()
+	require.Positive(t, first, "a refused write reads the manifest once")
+	require.LessOrEqual(t, first, int64(4), "100 refused writes within a second read it once")
+	later.Add(int64(manifestRefreshEvery))
+	_, err := s.Append(ctx, []Row{row("refused", 1)})
+	require.ErrorIs(t, err, ErrTooManyPending)
+	require.Greater(t, gets.Load(), first, "a second later a refused write reads it again")
 }

@@ -528,7 +528,9 @@ func TestFindingEvictionWhoseFinalSealFailsKeepsRowsReadable(t *testing.T) {
 func TestFindingEvictionAtPendingMaxKeepsUnsealedRows(t *testing.T) {
 	ctx := context.Background()
 	url := newMemURL()
-	db := openTestDB(t, url, "w", func(o *Options) { o.ResidentStoresMax, o.ResidentIdle, o.PendingMax = 1, 0, 3 })
+	var later atomic.Int64
+	clock := func() time.Time { return time.Now().Add(time.Duration(later.Load())) }
+	db := openTestDB(t, url, "w", func(o *Options) { o.ResidentStoresMax, o.ResidentIdle, o.PendingMax, o.Now = 1, 0, 3, clock })
 	s := createGeneric(t, db, "held", false)
 	sealGenerations(t, s, 2)
 	appendRows(t, s, row("waiting", 1)) // admitted below the limit
@@ -542,6 +544,7 @@ func TestFindingEvictionAtPendingMaxKeepsUnsealedRows(t *testing.T) {
 	merger := openGeneric(t, openTestDB(t, url, "m"), "held")
 	_, err = merger.MergeAll(ctx)
 	require.NoError(t, err)
+	later.Add(int64(manifestRefreshEvery)) // the eviction's seal read the manifest just now
 	_, err = openGeneric(t, db, "held").Flush(ctx)
 	require.NoError(t, err)
 	require.Equal(t, map[string]int64{"k0": 0, "k1": 1, "waiting": 1}, allRows(t, merger, SourceAll), "sealed once merges made room")

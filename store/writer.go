@@ -231,6 +231,8 @@ type writer struct {
 	sealSlots int
 	// sizeSealing is set while the seal of a memtable that reached MemtableBytes runs.
 	sizeSealing bool
+	// lastRefresh is when refreshManifest last read the shard's manifest.
+	lastRefresh time.Time
 }
 
 func (w *writer) alive() bool {
@@ -397,11 +399,26 @@ func (w *writer) close(ctx context.Context) error {
 	return err
 }
 
-// refreshManifest adopts the shard's latest manifest. A merge that commits in another
+// manifestRefreshEvery bounds how often a writer at PendingMax reads its shard's manifest
+// again: clients retrying refused writes then cost storage at most one read a second a shard.
+const manifestRefreshEvery = time.Second
+
+// errRefreshedRecently: the writer read its manifest less than manifestRefreshEvery ago.
+var errRefreshedRecently = errors.New("shard manifest read less than a second ago")
+
+// refreshManifest adopts the shard's latest manifest, at most once per manifestRefreshEvery. A merge that commits in another
 // process (CommitRound runs on any worker) drains the shard without telling this writer, whose
 // own last seal's manifest would otherwise keep the shard at PendingMax: every append refused
 // and no seal to learn better.
 func (w *writer) refreshManifest(ctx context.Context) error {
+	now := w.s.db.opts.Now()
+	w.mu.Lock()
+	if !w.lastRefresh.IsZero() && now.Sub(w.lastRefresh) < manifestRefreshEvery && now.After(w.lastRefresh) {
+		w.mu.Unlock()
+		return errRefreshedRecently
+	}
+	w.lastRefresh = now
+	w.mu.Unlock()
 	m, err := w.s.loadShard(ctx, w.shard)
 	if err != nil {
 		return err

@@ -337,7 +337,7 @@ func TestHTTPWritesRefusedOverPendingLimit(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(t)
 			cfg.PendingWarn = 0
-			cfg.PendingMax = tc.pendingMax
+			cfg.PendingMax, cfg.MergeAfterGenerations = tc.pendingMax, 0
 			_, c, rs := serveAPI(t, cfg)
 			expect(t, c.postJSON("/api/v1/stores/generic/gs", genericSchema), http.StatusCreated, "")
 			for i := range tc.pendingMax {

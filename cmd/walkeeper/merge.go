@@ -13,6 +13,7 @@ import (
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/internal/cli"
 	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/temporaladmin"
 	"github.com/walkeeper/walkeeper/worker"
 )
 
@@ -127,12 +128,30 @@ func (g *globalOptions) start(cmd *cobra.Command, t store.Target, typ string, sf
 		return err
 	}
 	return g.withTemporal(cmd, func(ctx context.Context, c client.Client) error {
-		run, err := startRun(ctx, c)
+		run, err := startRetrying(ctx, cmd.ErrOrStderr(), typ, t, func(ctx context.Context) (client.WorkflowRun, error) { return startRun(ctx, c) })
 		if err != nil {
 			return fmt.Errorf("start %s for %s: %w", typ, t, err)
 		}
 		return reportRun(ctx, cmd.OutOrStdout(), run, typ, t.String(), sf.wait, sf.timeout)
 	})
+}
+
+// startRetryWithin bounds how long a command retries a start Temporal did not answer in time.
+const startRetryWithin = 30 * time.Second
+
+// startRetrying runs startRun, again while Temporal does not answer in time (a loaded server
+// takes longer than the SDK's 10 s per request), for up to startRetryWithin, saying so on
+// stderr. A repeated start attaches to the run an earlier one made, so retrying is safe.
+func startRetrying(ctx context.Context, stderr io.Writer, typ string, t store.Target, startRun func(context.Context) (client.WorkflowRun, error)) (client.WorkflowRun, error) {
+	var run client.WorkflowRun
+	err := temporaladmin.RetryTransient(ctx, startRetryWithin, func(err error) {
+		fmt.Fprintf(stderr, "walkeeper: start %s for %s: %v; retrying\n", typ, t, err)
+	}, func(ctx context.Context) error {
+		var err error
+		run, err = startRun(ctx)
+		return err
+	})
+	return run, err
 }
 
 // reportRun prints a started/attached run and, with wait, its JSON result.

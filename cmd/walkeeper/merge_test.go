@@ -1,12 +1,16 @@
 package main
 
 import (
+	"context"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
 
 	"github.com/walkeeper/walkeeper/internal/cli"
+	"github.com/walkeeper/walkeeper/store"
 )
 
 // A pass-size knob MergeWal would refuse is a usage error naming the flag, said before
@@ -29,4 +33,30 @@ func TestMergeKnobsAreRefusedBeforeDialing(t *testing.T) {
 			assert.Equal(t, 1, strings.Count(errOut, "\n"), errOut)
 		})
 	}
+}
+
+// A start Temporal does not answer in time is tried again (a repeated start attaches to the
+// run an earlier one made), saying so on stderr; a start Temporal refuses is not.
+func TestStartRetriesAStartThatTimedOut(t *testing.T) {
+	tgt := store.Target{Kind: store.KindGeneric, Name: "slow"}
+	calls := 0
+	var stderr strings.Builder
+	_, err := startRetrying(context.Background(), &stderr, "MergeWal", tgt, func(context.Context) (client.WorkflowRun, error) {
+		calls++
+		if calls < 3 {
+			return nil, serviceerror.NewDeadlineExceeded("context deadline exceeded")
+		}
+		return nil, nil
+	})
+	assert.NoError(t, err)
+	assert.Equal(t, 3, calls)
+	assert.Equal(t, 2, strings.Count(stderr.String(), "retrying\n"), stderr.String())
+
+	calls = 0
+	_, err = startRetrying(context.Background(), &stderr, "MergeWal", tgt, func(context.Context) (client.WorkflowRun, error) {
+		calls++
+		return nil, serviceerror.NewInvalidArgument("bad request")
+	})
+	assert.Error(t, err)
+	assert.Equal(t, 1, calls, "a refused start is not retried")
 }

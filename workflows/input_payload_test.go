@@ -99,16 +99,7 @@ func TestAWorkflowStartedWithoutInputRunsWithItsDefaults(t *testing.T) {
 // on and completes; a good signal after them is still applied. The SDK dropped such a signal
 // too, but counted it only in a metric walkeeper does not export.
 func TestActivityStateSignalsThatDoNotDecodeAreRefusedAndCounted(t *testing.T) {
-	env := newEnv(t)
-	f := newFakeTable("generic:gs", 2, map[string]int{"a": 4})
-	var prepareIDs []string
-	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
-		if info.ActivityType.Name == contract.PrepareActivity {
-			prepareIDs = append(prepareIDs, info.ActivityID)
-		}
-	})
-	env.OnActivity(contract.PrepareActivity, anyCtx, anyArg).After(time.Minute).Return(f.prepare).Once()
-	mockTable(env, f)
+	env, prepareIDs := slowPrepareEnv(t)
 
 	var seen []contract.MergeWalStatus
 	at := func(d time.Duration, fn func()) { env.RegisterDelayedCallback(fn, d) }
@@ -116,8 +107,8 @@ func TestActivityStateSignalsThatDoNotDecodeAreRefusedAndCounted(t *testing.T) {
 		env.SignalWorkflow(contract.ActivityStateSignal, rawPayload("binary/plain", "x"))
 		env.SignalWorkflow(contract.ActivityStateSignal, rawPayload("json/plain", "{not json"))
 		env.SignalWorkflow(contract.ActivityStateSignal, "garbage")
-		require.NotEmpty(t, prepareIDs)
-		env.SignalWorkflow(contract.ActivityStateSignal, contract.ActivityState{ActivityID: prepareIDs[0], State: contract.ActivityStateWaitingBudget, Attempt: 1})
+		require.NotEmpty(t, *prepareIDs)
+		env.SignalWorkflow(contract.ActivityStateSignal, contract.ActivityState{ActivityID: (*prepareIDs)[0], State: contract.ActivityStateWaitingBudget, Attempt: 1})
 	})
 	at(6*time.Second, func() { seen = append(seen, queryStatus(t, env)) })
 

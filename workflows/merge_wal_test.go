@@ -489,10 +489,9 @@ func queryStatus(t *testing.T, env interface {
 	return st
 }
 
-// statusScenario runs a one-shard merge whose first Prepare takes a minute, queries the status
-// at 5s (before the slot-wait threshold), 15s (past it), 21s (after a running notice), 26s
-// (budget wait) and 31s (backoff), and returns the five answers.
-func statusScenario(t *testing.T) []contract.MergeWalStatus {
+// slowPrepareEnv is a one-shard merge of generic:gs whose first Prepare takes a minute; the
+// slice it returns collects the Prepare activity IDs as they start.
+func slowPrepareEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *[]string) {
 	env := newEnv(t)
 	f := newFakeTable("generic:gs", 2, map[string]int{"a": 4})
 	var prepareIDs []string
@@ -503,11 +502,19 @@ func statusScenario(t *testing.T) []contract.MergeWalStatus {
 	})
 	env.OnActivity(contract.PrepareActivity, anyCtx, anyArg).After(time.Minute).Return(f.prepare).Once()
 	mockTable(env, f)
+	return env, &prepareIDs
+}
+
+// statusScenario runs a one-shard merge whose first Prepare takes a minute, queries the status
+// at 5s (before the slot-wait threshold), 15s (past it), 21s (after a running notice), 26s
+// (budget wait) and 31s (backoff), and returns the five answers.
+func statusScenario(t *testing.T) []contract.MergeWalStatus {
+	env, prepareIDs := slowPrepareEnv(t)
 
 	var seen []contract.MergeWalStatus
 	signal := func(state, errText string) {
-		require.NotEmpty(t, prepareIDs)
-		env.SignalWorkflow(contract.ActivityStateSignal, contract.ActivityState{ActivityID: prepareIDs[0], State: state, Attempt: 1, Error: errText})
+		require.NotEmpty(t, *prepareIDs)
+		env.SignalWorkflow(contract.ActivityStateSignal, contract.ActivityState{ActivityID: (*prepareIDs)[0], State: state, Attempt: 1, Error: errText})
 	}
 	at := func(d time.Duration, fn func()) { env.RegisterDelayedCallback(fn, d) }
 	at(5*time.Second, func() { seen = append(seen, queryStatus(t, env)) })

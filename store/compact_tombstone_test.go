@@ -12,27 +12,36 @@ import (
 	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
-// A compaction must not drop a tombstone that still hides an older row no generation holds
-// yet: another writer's row written before the delete and still in its memtable (and WAL)
-// is sealed after the compaction, and without the tombstone it would come back.
-func TestCompactionKeepsTombstonesOverUnsealedRows(t *testing.T) {
+// deleteOverAnUnsealedRow makes a store with two writers: w2 holds k = 2 acknowledged but
+// unsealed (its memtable and WAL only), and w1's later delete of k is sealed and merged into a
+// base that also has a run of "other".
+func deleteOverAnUnsealedRow(t *testing.T, name string) (db1, db2 *DB, s1, s2 *Store) {
+	t.Helper()
 	ctx := context.Background()
 	url := newMemURL()
-	db1 := openTestDB(t, url, "w1")
-	s1 := createGeneric(t, db1, "tomb", false)
-	db2 := openTestDB(t, url, "w2")
-	s2 := openGeneric(t, db2, "tomb")
-
+	db1 = openTestDB(t, url, "w1")
+	s1 = createGeneric(t, db1, name, false)
+	db2 = openTestDB(t, url, "w2")
+	s2 = openGeneric(t, db2, name)
 	seal(t, s1, row("other", 1))
 	_, err := s1.MergeAll(ctx)
 	require.NoError(t, err)
-	appendRows(t, s2, row("k", 2)) // acknowledged, in w2's memtable and WAL only
+	appendRows(t, s2, row("k", 2))
 	require.NoError(t, s1.Delete(ctx, "k"))
 	_, err = s1.Flush(ctx)
 	require.NoError(t, err)
 	_, err = s1.MergeAll(ctx)
 	require.NoError(t, err)
-	_, err = s1.Get(ctx, "k")
+	return db1, db2, s1, s2
+}
+
+// A compaction must not drop a tombstone that still hides an older row no generation holds
+// yet: another writer's row written before the delete and still in its memtable (and WAL)
+// is sealed after the compaction, and without the tombstone it would come back.
+func TestCompactionKeepsTombstonesOverUnsealedRows(t *testing.T) {
+	ctx := context.Background()
+	_, _, s1, s2 := deleteOverAnUnsealedRow(t, "tomb")
+	_, err := s1.Get(ctx, "k")
 	require.ErrorIs(t, err, ErrNotFound, "the delete came after the write")
 
 	_, err = s1.CompactBase(ctx, CompactParams{MaxRuns: -1})
@@ -52,21 +61,7 @@ func TestCompactionKeepsTombstonesOverUnsealedRows(t *testing.T) {
 // not among the snapshot's pending ones: the row it holds is still older than the tombstone.
 func TestCompactionKeepsTombstonesOverRowsSealedDuringItsListing(t *testing.T) {
 	ctx := context.Background()
-	url := newMemURL()
-	db1 := openTestDB(t, url, "w1")
-	s1 := createGeneric(t, db1, "tombseal", false)
-	db2 := openTestDB(t, url, "w2")
-	s2 := openGeneric(t, db2, "tombseal")
-
-	seal(t, s1, row("other", 1))
-	_, err := s1.MergeAll(ctx)
-	require.NoError(t, err)
-	appendRows(t, s2, row("k", 2)) // acknowledged, in w2's memtable and WAL only
-	require.NoError(t, s1.Delete(ctx, "k"))
-	_, err = s1.Flush(ctx)
-	require.NoError(t, err)
-	_, err = s1.MergeAll(ctx)
-	require.NoError(t, err)
+	db1, db2, s1, s2 := deleteOverAnUnsealedRow(t, "tombseal")
 
 	var armed atomic.Bool
 	armed.Store(true)
@@ -77,7 +72,7 @@ func TestCompactionKeepsTombstonesOverRowsSealedDuringItsListing(t *testing.T) {
 		}
 		return nil
 	}})
-	_, err = s1.CompactBase(ctx, CompactParams{MaxRuns: -1})
+	_, err := s1.CompactBase(ctx, CompactParams{MaxRuns: -1})
 	require.NoError(t, err)
 	require.False(t, armed.Load(), "the compaction listed w2's WAL")
 	_, err = s1.Get(ctx, "k")
@@ -90,9 +85,8 @@ func TestCompactionKeepsTombstonesOverRowsSealedDuringItsListing(t *testing.T) {
 
 // Two executions of one compaction attempt (a worker still running an attempt that Temporal
 // retried, or a reset run's) that read the same base version but decide differently which
-// tombstones go (a seal landed between them) write different runs; with one name, the one
-// whose publish failed deleted the run the other then published, or the later write
-// replaced the bytes the published checksum was of.
+// tombstones go (a seal landed between them) write different runs: the one whose publish
+// fails must not delete or overwrite the run the other publishes.
 func TestConcurrentTriesOfACompactionDoNotShareAnOutput(t *testing.T) {
 	ctx := context.Background()
 	url := newMemURL()

@@ -172,7 +172,7 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 	res := CompactResult{BaseVersion: base.Version, RunsLeft: len(base.Runs)}
 	if inputs == nil {
 		s.countCompact("noop")
-		res.AbandonedOutputs = s.collectAbandonedOutputsBestEffort(ctx)
+		res.AbandonedOutputs = s.collectAbandonedOutputsBestEffort(ctx, base)
 		return res, s.afterCompactDemand(ctx, len(base.Runs))
 	}
 	// The pass holds its inputs, the merged record and the encoded run at once: it takes
@@ -228,7 +228,7 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 		res.OutputRuns = 1
 	}
 
-	committed, version, left, err := s.publishCompaction(ctx, inputs, out, written)
+	committed, latest, err := s.publishCompaction(ctx, inputs, out, written)
 	if err != nil || !committed {
 		if out != nil {
 			s.dropCompactOutput(ctx, out.Path)
@@ -240,9 +240,9 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 		}
 		return res, err
 	}
-	res.Committed, res.BaseVersion, res.RunsLeft = true, version, left
-	_ = s.afterCompactDemand(ctx, left) // a stale marker costs one needless CompactBase start
-	res.AbandonedOutputs = s.collectAbandonedOutputsBestEffort(ctx)
+	res.Committed, res.BaseVersion, res.RunsLeft = true, latest.Version, len(latest.Runs)
+	_ = s.afterCompactDemand(ctx, res.RunsLeft) // a stale marker costs one needless CompactBase start
+	res.AbandonedOutputs = s.collectAbandonedOutputsBestEffort(ctx, latest)
 	// INVARIANT: the inputs are deleted only after the manifest replacing them is published.
 	for _, r := range inputs {
 		_ = s.db.bucket.Delete(ctx, r.Path)
@@ -250,7 +250,7 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 	}
 	s.countCompact("committed")
 	s.db.log.Info("base compacted", zap.String("target", s.target.String()), zap.Int("input_runs", len(inputs)),
-		zap.Int64("rows_in", res.RowsIn), zap.Int64("rows_out", res.RowsOut), zap.Uint64("base_version", version))
+		zap.Int64("rows_in", res.RowsIn), zap.Int64("rows_out", res.RowsOut), zap.Uint64("base_version", res.BaseVersion))
 	return res, nil
 }
 
@@ -307,7 +307,8 @@ func (s *Store) countCompact(result string) {
 }
 
 // publishCompaction replaces inputs by out in the latest manifest, provided every input
-// is still there. It holds the merge lock exclusively for the whole read-check-publish
+// is still there, and returns whether this pass is committed and the latest base it knows
+// (the one it published, or the one that took or lacks the inputs; nil on error). It holds the merge lock exclusively for the whole read-check-publish
 // loop, so no prepare of this process plans against a base the compaction is replacing.
 // It starts no publish later than compactPublishWindow after written, the time out's put
 // began.
@@ -315,7 +316,7 @@ func (s *Store) countCompact(result string) {
 // REQUIRES: mergeLock not held by the caller.
 // INVARIANT: out is published within compactPublishWindow of its put or never, so the
 // collector may delete an output that no base lists once it is older than compactOrphanAge.
-func (s *Store) publishCompaction(ctx context.Context, inputs []manifest.Run, out *manifest.Run, written time.Time) (bool, uint64, int, error) {
+func (s *Store) publishCompaction(ctx context.Context, inputs []manifest.Run, out *manifest.Run, written time.Time) (bool, *manifest.Base, error) {
 	s.mergeLock.Lock()
 	locked := time.Now()
 	defer func() {
@@ -325,7 +326,7 @@ func (s *Store) publishCompaction(ctx context.Context, inputs []manifest.Run, ou
 	for attempt := 0; attempt < 128; attempt++ {
 		base, err := s.loadBase(ctx)
 		if err != nil {
-			return false, 0, 0, err
+			return false, nil, err
 		}
 		next, ok := base.WithCompaction(inputs, out)
 		if !ok {
@@ -333,24 +334,24 @@ func (s *Store) publishCompaction(ctx context.Context, inputs []manifest.Run, ou
 			// reported failed (AlreadyExists on the retried put). The output's name is this
 			// execution's, so a base that lists it and none of the inputs holds this pass.
 			if out != nil && base.References(out.Path) && !slices.ContainsFunc(inputs, func(r manifest.Run) bool { return base.References(r.Path) }) {
-				return true, base.Version, len(base.Runs), nil
+				return true, base, nil
 			}
-			return false, base.Version, len(base.Runs), nil
+			return false, base, nil
 		}
 		if out != nil {
 			if age := s.db.opts.Now().Sub(written); age > compactPublishWindow {
-				return false, 0, 0, fmt.Errorf("%s: compacted run %s was written %s ago, past the %s a pass has to publish it: %w",
+				return false, nil, fmt.Errorf("%s: compacted run %s was written %s ago, past the %s a pass has to publish it: %w",
 					s.target, out.ID, age.Round(time.Second), compactPublishWindow, ErrStalled)
 			}
 		}
 		err = s.publishBase(ctx, next)
 		if err == nil {
-			return true, next.Version, len(next.Runs), nil
+			return true, next, nil
 		}
 		if !errors.Is(err, ErrAlreadyExists) {
-			return false, 0, 0, err
+			return false, nil, err
 		}
 		backoff(ctx, attempt)
 	}
-	return false, 0, 0, fmt.Errorf("%s: compaction commit kept losing races: %w", s.target, ErrConflict)
+	return false, nil, fmt.Errorf("%s: compaction commit kept losing races: %w", s.target, ErrConflict)
 }

@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/walkeeper/walkeeper/store/manifest"
 	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
@@ -57,20 +58,18 @@ func isCompactRunKey(t Target, key string) bool {
 var errCollectPageFull = errors.New("collect page full")
 
 // collectAbandonedOutputs deletes, at most collectPerRound at a time, the compaction outputs
-// of this store that the latest base neither references nor has set aside and that are older
-// than compactOrphanAge. It costs one LIST of data/c- (a page per 1,000 objects, stopped once
-// it has its candidates) and a GET of the latest base; a DELETE per output found.
+// of this store that base neither references nor has set aside and that are older than
+// compactOrphanAge. base is the latest the pass read or published: an output a newer version
+// references was published within compactPublishWindow of its put, so it is not that old. It
+// costs one LIST of data/c- (a page per 1,000 objects, stopped once it has its candidates)
+// and a DELETE per output found.
 //
 // INVARIANT: an output younger than compactOrphanAge is never deleted here: its pass may still
 // publish it (publishCompaction's window). A key that is not one of ours is foreign.
-func (s *Store) collectAbandonedOutputs(ctx context.Context) (int, error) {
-	base, err := s.loadBase(ctx)
-	if err != nil {
-		return 0, err
-	}
+func (s *Store) collectAbandonedOutputs(ctx context.Context, base *manifest.Base) (int, error) {
 	now := s.db.opts.Now()
 	var cands []string
-	err = s.db.bucket.Walk(ctx, dataPrefix(s.target)+compactRunNamePrefix, func(o objstore.ObjectInfo) error {
+	err := s.db.bucket.Walk(ctx, dataPrefix(s.target)+compactRunNamePrefix, func(o objstore.ObjectInfo) error {
 		switch {
 		case !isCompactRunKey(s.target, o.Key):
 			s.db.foreignObject(foreignCompaction, o.Key) // never deleted: not ours to delete
@@ -105,8 +104,8 @@ func (s *Store) collectAbandonedOutputs(ctx context.Context) (int, error) {
 
 // collectAbandonedOutputsBestEffort is collectAbandonedOutputs for the end of a pass: the pass
 // stands whatever it finds, and the next pass retries what it could not delete.
-func (s *Store) collectAbandonedOutputsBestEffort(ctx context.Context) int {
-	n, err := s.collectAbandonedOutputs(ctx)
+func (s *Store) collectAbandonedOutputsBestEffort(ctx context.Context, base *manifest.Base) int {
+	n, err := s.collectAbandonedOutputs(ctx, base)
 	if err != nil {
 		s.db.log.Warn("collecting abandoned compaction outputs failed", zap.String("target", s.target.String()), zap.Error(err))
 	}

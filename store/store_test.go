@@ -844,10 +844,10 @@ func TestCompactionCommitsOnlyIfInputsAreCurrent(t *testing.T) {
 	base, err := s.loadBase(ctx)
 	require.NoError(t, err)
 	// Another compactor removes one input first.
-	ok, _, _, err := s.publishCompaction(ctx, base.Runs[:1], nil, time.Time{})
+	ok, _, err := s.publishCompaction(ctx, base.Runs[:1], nil, time.Time{})
 	require.NoError(t, err)
 	require.True(t, ok)
-	ok, _, _, err = s.publishCompaction(ctx, base.Runs[:2], nil, time.Time{})
+	ok, _, err = s.publishCompaction(ctx, base.Runs[:2], nil, time.Time{})
 	require.NoError(t, err)
 	require.False(t, ok, "inputs changed: no commit")
 }

@@ -152,6 +152,9 @@ type sealedGen struct {
 func (w *writer) publishSeal(ctx context.Context, g *sealedGen, replayAfter uint64) (*manifest.Shard, error) {
 	written := ""
 	recorded := uint64(0) // generation numbers start at 1
+	// A number whose put an earlier seal started is never reused: that put may have been
+	// abandoned and still land over other rows (finding 46, decision 0631).
+	floor := w.genStarted + 1
 	for attempt := 0; attempt < 64; attempt++ {
 		cur, err := w.s.loadShard(ctx, w.shard)
 		if err != nil {
@@ -171,10 +174,11 @@ func (w *writer) publishSeal(ctx context.Context, g *sealedGen, replayAfter uint
 		next.ReplayAfter = max(cur.ReplayAfter, replayAfter)
 		if g != nil {
 			gm := g.meta
-			gm.Gen = cur.NextGeneration
+			gm.Gen = max(cur.NextGeneration, floor)
 			gm.Path = genKey(w.s.target, w.shard, gm.Gen, w.epoch)
 			gm.SealedAt = w.s.db.opts.Now().UTC()
 			if written != gm.Path {
+				w.genStarted = max(w.genStarted, gm.Gen)
 				if err := w.s.db.bucket.Put(ctx, gm.Path, g.data); err != nil {
 					return nil, fmt.Errorf("write generation %s: %w", gm.Path, err)
 				}

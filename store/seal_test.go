@@ -49,3 +49,55 @@ func TestFindingFencedSealKeepsTheGenerationItsLandedVersionLists(t *testing.T) 
 	require.NoError(t, err)
 	require.Equal(t, map[string]int64{"a": 1, "b": 2}, allRows(t, reader, SourceBase))
 }
+
+// TestFindingLateGenerationPutDoesNotReplaceTheRetry: a seal's generation put is abandoned
+// (ErrStalled) but the server completes it after the next seal's put, as an S3-like server
+// can. The next seal reused the generation's name with more rows, so the late bytes replaced
+// the listed generation: its checksum no longer matched and its key range read ErrCorrupt.
+// Now the retry takes the next number, and the merge that passes the gap deletes the late file.
+func TestFindingLateGenerationPutDoesNotReplaceTheRetry(t *testing.T) {
+	ctx := context.Background()
+	url := newMemURL()
+	db := openTestDB(t, url, "w")
+	s := createGeneric(t, db, "late", false)
+	appendRows(t, s, row("a", 1), row("b", 2))
+
+	raw := db.bucket
+	var abandoned string
+	var late []byte
+	var landed atomic.Bool
+	db.bucket = raw.WithFaults(objstore.FaultFuncs{AfterFunc: func(op, key string, err error) error {
+		if op != objstore.OpPut || !strings.Contains(key, "/gen/") || err != nil {
+			return err
+		}
+		if abandoned == "" {
+			// The put is abandoned before it lands: keep its bytes to land later.
+			b, gerr := raw.Get(ctx, key)
+			require.NoError(t, gerr)
+			require.NoError(t, raw.Delete(ctx, key))
+			abandoned, late = key, b
+			return fmt.Errorf("injected: abandoned put: %w", ErrStalled)
+		}
+		if landed.CompareAndSwap(false, true) {
+			require.NoError(t, raw.Put(ctx, abandoned, late)) // lands after the retry's put
+		}
+		return err
+	}})
+	_, err := s.Flush(ctx)
+	require.ErrorIs(t, err, ErrStalled)
+	appendRows(t, s, row("c", 3))
+	res, err := s.Flush(ctx)
+	require.NoError(t, err)
+	require.True(t, landed.Load(), "the abandoned put landed after the retry's")
+	require.Equal(t, 3, res.Rows)
+
+	reader := openGeneric(t, openTestDB(t, url, "r"), "late")
+	want := map[string]int64{"a": 1, "b": 2, "c": 3}
+	require.Equal(t, want, allRows(t, reader, SourceAll))
+	_, err = reader.MergeAll(ctx)
+	require.NoError(t, err)
+	require.Equal(t, want, allRows(t, reader, SourceBase))
+	there, err := raw.Exists(ctx, abandoned)
+	require.NoError(t, err)
+	require.False(t, there, "the merge that passed its number deleted the late file")
+}

@@ -209,6 +209,9 @@ type writer struct {
 	// sealMu serialises seals (seal holds it for the whole seal, I/O included).
 	// Lock order: sealMu before mu.
 	sealMu sync.Mutex
+	// genStarted, guarded by sealMu, is the highest generation number whose file put this
+	// writer started: a later seal numbers past it, since an abandoned put may still land.
+	genStarted uint64
 
 	// mu guards the fields below. It is held only for in-memory work, never across I/O.
 	// A function named ...Locked REQUIRES mu held by its caller.

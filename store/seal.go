@@ -102,7 +102,7 @@ func (w *writer) seal(ctx context.Context, reserved bool) (FlushResult, error) {
 	if len(rows) == 0 {
 		if len(frozen) > 0 && maxPos > replayAfter {
 			// Only fence markers or empty WAL: advance the replay point without a generation.
-			m, err := w.publishSeal(ctx, nil, maxPos)
+			m, _, err := w.publishSeal(ctx, nil, maxPos)
 			if err != nil {
 				return FlushResult{}, err
 			}
@@ -121,13 +121,12 @@ func (w *writer) seal(ctx context.Context, reserved bool) (FlushResult, error) {
 		MinSeq: slices.Min(seqs), MaxSeq: slices.Max(seqs),
 		Checksum: checksumOf(data),
 	}
-	m, err := w.publishSeal(ctx, &sealedGen{meta: gm, data: data}, maxPos)
+	m, gen, err := w.publishSeal(ctx, &sealedGen{meta: gm, data: data}, maxPos)
 	if err != nil {
 		return FlushResult{}, err
 	}
 	w.finishSeal(len(frozen), m)
-	last := m.Flushed[len(m.Flushed)-1]
-	return FlushResult{Sealed: true, Generation: last.Gen, Rows: len(rows), Pending: len(m.Flushed)}, nil
+	return FlushResult{Sealed: true, Generation: gen, Rows: len(rows), Pending: len(m.Flushed)}, nil
 }
 
 // encodeRows builds rows as one record of the shard and returns its IPC file and the
@@ -148,9 +147,10 @@ type sealedGen struct {
 }
 
 // publishSeal writes the generation file and then the manifest version that lists it
-// (the object written last makes it live). It refuses if another writer claimed the shard.
-func (w *writer) publishSeal(ctx context.Context, g *sealedGen, replayAfter uint64) (*manifest.Shard, error) {
-	written := ""
+// (the object written last makes it live), and returns that version and the generation's
+// number (0 without g). It refuses if another writer claimed the shard.
+func (w *writer) publishSeal(ctx context.Context, g *sealedGen, replayAfter uint64) (*manifest.Shard, uint64, error) {
+	written, writtenGen := "", uint64(0)
 	recorded := uint64(0) // generation numbers start at 1
 	// A number whose put an earlier seal started is never reused: that put may have been
 	// abandoned and still land over other rows (finding 46, decision 0631).
@@ -158,7 +158,7 @@ func (w *writer) publishSeal(ctx context.Context, g *sealedGen, replayAfter uint
 	for attempt := 0; attempt < 64; attempt++ {
 		cur, err := w.s.loadShard(ctx, w.shard)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		if cur == nil || cur.WriterEpoch != w.epoch {
 			err := fmt.Errorf("shard %s of %s claimed by another writer: %w", w.shard, w.s.target, ErrFenced)
@@ -168,11 +168,18 @@ func (w *writer) publishSeal(ctx context.Context, g *sealedGen, replayAfter uint
 			if written != "" && !listsGeneration(cur, written) {
 				_ = w.s.db.bucket.Delete(ctx, written)
 			}
-			return nil, err
+			return nil, 0, err
+		}
+		// Our version may have landed though told AlreadyExists (an SDK retry): it lists our
+		// generation, or a merge drained it already and only our seals raise next_generation;
+		// publishing again would seal the same rows twice (finding 48).
+		landed := written != "" && (listsGeneration(cur, written) || cur.NextGeneration > writtenGen)
+		if (g == nil || landed) && cur.ReplayAfter >= replayAfter {
+			return cur, writtenGen, nil
 		}
 		next := cur.Next()
 		next.ReplayAfter = max(cur.ReplayAfter, replayAfter)
-		if g != nil {
+		if g != nil && !landed {
 			gm := g.meta
 			gm.Gen = max(cur.NextGeneration, floor)
 			gm.Path = genKey(w.s.target, w.shard, gm.Gen, w.epoch)
@@ -180,16 +187,16 @@ func (w *writer) publishSeal(ctx context.Context, g *sealedGen, replayAfter uint
 			if written != gm.Path {
 				w.genStarted = max(w.genStarted, gm.Gen)
 				if err := w.s.db.bucket.Put(ctx, gm.Path, g.data); err != nil {
-					return nil, fmt.Errorf("write generation %s: %w", gm.Path, err)
+					return nil, 0, fmt.Errorf("write generation %s: %w", gm.Path, err)
 				}
-				written = gm.Path
+				written, writtenGen = gm.Path, gm.Gen
 			}
 			// The demand record goes after the generation and before the manifest that
 			// publishes it, so a crash anywhere in between leaves the generation findable
 			// by the sweep (docs/FORMAT.md, demand crash table).
 			if recorded != gm.Gen {
 				if err := w.s.putDemand(ctx, w.shard, gm); err != nil {
-					return nil, err
+					return nil, 0, err
 				}
 				recorded = gm.Gen
 			}
@@ -199,14 +206,14 @@ func (w *writer) publishSeal(ctx context.Context, g *sealedGen, replayAfter uint
 		}
 		err = w.s.publishShard(ctx, next)
 		if err == nil {
-			return next, nil
+			return next, writtenGen, nil
 		}
 		if !errors.Is(err, ErrAlreadyExists) {
-			return nil, err
+			return nil, 0, err
 		}
 		backoff(ctx, attempt)
 	}
-	return nil, fmt.Errorf("seal %s/%s: %w", w.s.target, w.shard, ErrConflict)
+	return nil, 0, fmt.Errorf("seal %s/%s: %w", w.s.target, w.shard, ErrConflict)
 }
 
 // listsGeneration reports whether m lists the generation file at path, pending or set aside.

@@ -101,3 +101,50 @@ func TestFindingLateGenerationPutDoesNotReplaceTheRetry(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, there, "the merge that passed its number deleted the late file")
 }
+
+// TestFindingSealWhoseVersionLandedPublishesItOnce: a seal's manifest version lands but its
+// put-if-absent reports AlreadyExists (an SDK retry of the landed put). The seal read the
+// manifest again, found its own epoch and published the same rows once more as the next
+// generation; now it sees its generation listed, or passed by a merge that drained it
+// meanwhile, and returns that version.
+func TestFindingSealWhoseVersionLandedPublishesItOnce(t *testing.T) {
+	for _, merged := range []bool{false, true} {
+		t.Run(fmt.Sprintf("merged=%v", merged), func(t *testing.T) {
+			ctx := context.Background()
+			url := newMemURL()
+			db := openTestDB(t, url, "w")
+			s := createGeneric(t, db, "landed", false)
+			appendRows(t, s, row("a", 1), row("b", 2))
+			merger := openGeneric(t, openTestDB(t, url, "m"), "landed")
+
+			var armed atomic.Bool
+			db.bucket = db.bucket.WithFaults(objstore.FaultFuncs{AfterFunc: func(op, key string, err error) error {
+				if op == objstore.OpPutIfAbsent && strings.Contains(key, "/manifest/") && err == nil && armed.CompareAndSwap(true, false) {
+					if merged {
+						_, merr := merger.MergeAll(ctx)
+						require.NoError(t, merr)
+					}
+					return fmt.Errorf("injected: a retry of the landed put: %w", ErrAlreadyExists)
+				}
+				return err
+			}})
+			armed.Store(true)
+			res, err := s.Flush(ctx)
+			require.NoError(t, err)
+			require.False(t, armed.Load(), "the fault fired")
+			pending := 1
+			if merged {
+				pending = 0
+			}
+			require.Equal(t, FlushResult{Sealed: true, Generation: 1, Rows: 2, Pending: pending}, res)
+
+			sm, err := s.loadShard(ctx, db.shard)
+			require.NoError(t, err)
+			require.Len(t, sm.Flushed, pending, "the rows are sealed once")
+			gens, err := db.listGenerations(ctx, s.target, db.shard)
+			require.NoError(t, err)
+			require.Len(t, gens, pending)
+			require.Equal(t, map[string]int64{"a": 1, "b": 2}, allRows(t, s, SourceAll))
+		})
+	}
+}

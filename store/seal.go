@@ -153,7 +153,7 @@ func (w *writer) publishSeal(ctx context.Context, g *sealedGen, replayAfter uint
 	written, writtenGen := "", uint64(0)
 	recorded := uint64(0) // generation numbers start at 1
 	// A number whose put an earlier seal started is never reused: that put may have been
-	// abandoned and still land over other rows (finding 46, decision 0631).
+	// abandoned and still land over other rows (decision 0631).
 	floor := w.genStarted + 1
 	for attempt := 0; attempt < 64; attempt++ {
 		cur, err := w.s.loadShard(ctx, w.shard)
@@ -172,7 +172,7 @@ func (w *writer) publishSeal(ctx context.Context, g *sealedGen, replayAfter uint
 		}
 		// Our version may have landed though told AlreadyExists (an SDK retry): it lists our
 		// generation, or a merge drained it already and only our seals raise next_generation;
-		// publishing again would seal the same rows twice (finding 48).
+		// publishing again would seal the same rows twice.
 		landed := written != "" && (listsGeneration(cur, written) || cur.NextGeneration > writtenGen)
 		if (g == nil || landed) && cur.ReplayAfter >= replayAfter {
 			return cur, writtenGen, nil

@@ -75,7 +75,7 @@ func (w *writer) retire(ctx context.Context) error {
 		// The rows are durable in the WAL; the next writer of the shard replays them.
 		w.kill(fmt.Errorf("writer retired unsealed: %w", err))
 	default:
-		// Fenced, before or by this seal (finding 47).
+		// Fenced, before or by this seal: by a new owner, or by a release no owner follows.
 		replayed, rerr := w.replayedByNewerClaim(ctx)
 		switch {
 		case rerr != nil:

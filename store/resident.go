@@ -196,7 +196,8 @@ func (db *DB) evictIdle(ctx context.Context) {
 
 // evict seals the claimed store's writer, stops it and drops the handle. It reports whether
 // the store was evicted; a store used since it was claimed, or whose first seal fails, stays
-// resident as it was, and one whose final seal leaves rows unsealed stays resident with the
+// resident as it was, and one whose final seal leaves rows unsealed, or is fenced by a
+// manifest version that no new owner's claim followed (a WAL release), stays resident with the
 // dead writer that still answers reads (decision 0611).
 //
 // Safety against the same store's appends, reads and merges:
@@ -266,9 +267,10 @@ func (db *DB) evict(ctx context.Context, c evictClaim, reason string) (evicted b
 		err = w.retire(ctx)
 	}
 	if err != nil {
-		// The final seal failed: the rows it held are in the WAL only. The store stays
-		// resident with the dead writer, whose rows reads still see, so that the next flush
-		// or eviction claims the shard, replays the WAL and seals them.
+		// The final seal failed, or a fence no claim followed stopped it: the rows it held
+		// are in the WAL only. The store stays resident with the dead writer, whose rows
+		// reads still see, so that the next flush or eviction claims the shard, replays the
+		// WAL and seals them.
 		db.mu.Lock()
 		delete(db.leaving, s.target)
 		db.stores[s.target] = s // no Open made another: it waits for the target's lock

@@ -549,3 +549,116 @@ func TestFindingEvictionAtPendingMaxKeepsUnsealedRows(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, map[string]int64{"k0": 0, "k1": 1, "waiting": 1}, allRows(t, merger, SourceAll), "sealed once merges made room")
 }
+
+// TestFindingReleaseDuringEvictionLeavesNoRowUnread: a WAL release publishes the next writer
+// epoch, which fences the shard's owner. Landing between an eviction's first and final seal, it
+// made the final seal fenced, and the eviction took that for a new owner that replays the WAL:
+// it dropped the writer, and the rows above the first seal were read nowhere until this
+// process wrote the store again. Now such an eviction keeps the store resident with the dead
+// writer's rows readable, and the next one claims the shard, replays the WAL and seals it; a
+// fence by a real new owner, whose claim replays the WAL (its fence marker, or its seal, lies
+// above every object the writer wrote), still lets the eviction finish.
+func TestFindingReleaseDuringEvictionLeavesNoRowUnread(t *testing.T) {
+	for _, fencer := range []string{"release", "new owner", "new owner that sealed"} {
+		t.Run(fencer, func(t *testing.T) {
+			ctx := context.Background()
+			url := newMemURL()
+			now := time.Now() // a clock that stands still: the late append does not make the store recent again
+			m := NewMetrics(prometheus.NewRegistry(), nil)
+			db := openTestDB(t, url, "w", withMetrics(m), func(o *Options) {
+				o.ResidentStoresMax, o.ResidentIdle = 1, 0
+				o.Now = func() time.Time { return now }
+			})
+			s := createGeneric(t, db, "evicted", false)
+			appendRows(t, s, row("a", 1))
+			operator := openGeneric(t, openTestDB(t, url, "walkeeper-quarantine"), "evicted")
+			owner := openGeneric(t, openTestDB(t, url, "w"), "evicted") // the same instance id: the same shard
+
+			var step atomic.Int32 // 0: off; 1: waits for the first seal's publish; 2: past it
+			db.bucket = db.bucket.WithFaults(objstore.FaultFuncs{AfterFunc: func(op, key string, err error) error {
+				if op == objstore.OpPutIfAbsent && strings.Contains(key, "/manifest/") && err == nil && step.CompareAndSwap(1, 2) {
+					res, aerr := s.Append(ctx, []Row{row("late", 2)}) // acknowledged after the first seal froze its rows
+					require.NoError(t, aerr)
+					if fencer != "release" {
+						appendRows(t, owner, row("b", 3)) // claims the shard and replays "late"
+						if fencer == "new owner that sealed" {
+							flush(t, owner) // and deletes the WAL, its fence marker too
+						}
+						return err
+					}
+					wal := walKey(s.Target(), db.Shard(), res.WALPosition)
+					_, qerr := operator.Quarantine(ctx, wal, "set aside by mistake")
+					require.NoError(t, qerr)
+					_, rerr := operator.Release(ctx, wal) // publishes the next writer epoch
+					require.NoError(t, rerr)
+				}
+				return err
+			}})
+			step.Store(1)
+			createGeneric(t, db, "other", false) // over the max: evicts "evicted", in this call
+			require.Equal(t, int32(2), step.Load(), "the fence landed inside the eviction")
+			step.Store(0)
+			evictions := func(result string) float64 {
+				return testutil.ToFloat64(m.ResidentEvictions.WithLabelValues(EvictMax, result))
+			}
+
+			if fencer != "release" {
+				require.Equal(t, 1.0, evictions("evicted"), "the new owner replays the WAL: the eviction is done")
+				epoch := func() uint64 {
+					sm, err := owner.loadShard(ctx, db.Shard())
+					require.NoError(t, err)
+					return sm.WriterEpoch
+				}
+				before := epoch()
+				createGeneric(t, db, "third", false)
+				require.Equal(t, before, epoch(), "the evicting process does not claim the shard back")
+				require.Equal(t, map[string]int64{"a": 1, "late": 2, "b": 3}, allRows(t, owner, SourceAll))
+				return
+			}
+
+			got, err := openGeneric(t, db, "evicted").Get(ctx, "late")
+			require.NoError(t, err, "an acknowledged row is read in its own process")
+			require.Equal(t, int64(2), got["n"])
+			require.Equal(t, 1.0, evictions("failed"), "nobody replays the WAL: the store stays resident")
+
+			createGeneric(t, db, "third", false) // evicts the others: the dead writer's WAL is replayed and sealed first
+			require.Equal(t, []string{"third"}, residentNames(db))
+			require.Equal(t, 1.0, evictions("failed"))
+			wal, err := db.Bucket().List(ctx, walPrefix(s.Target(), db.Shard()))
+			require.NoError(t, err)
+			require.Empty(t, wal, "every WAL object is sealed and deleted")
+			reader := openGeneric(t, openTestDB(t, url, "r"), "evicted")
+			require.Equal(t, map[string]int64{"a": 1, "late": 2}, allRows(t, reader, SourceAll), "and sealed for every reader")
+		})
+	}
+}
+
+// TestFindingReleaseBeforeEvictionAtPendingMaxIsNoticed: at PendingMax a seal publishes
+// nothing, so no seal of an eviction read the writer epoch, and a writer fenced by a WAL
+// release (its claim had skipped the object while it was set aside) was evicted as if it had
+// sealed everything: the released rows were read nowhere until this process wrote the store
+// again. The eviction now reads the epoch when its writer's WAL stays above the replay point.
+func TestFindingReleaseBeforeEvictionAtPendingMaxIsNoticed(t *testing.T) {
+	ctx := context.Background()
+	url := newMemURL()
+	old := createGeneric(t, openTestDB(t, url, "w"), "held", false) // a process that dies before it seals "x"
+	sealGenerations(t, old, 2)
+	res, err := old.Append(ctx, []Row{row("x", 7)})
+	require.NoError(t, err)
+	wal := walKey(old.Target(), old.db.Shard(), res.WALPosition)
+	operator := openGeneric(t, openTestDB(t, url, "walkeeper-quarantine"), "held")
+	_, err = operator.Quarantine(ctx, wal, "damaged")
+	require.NoError(t, err)
+
+	db := openTestDB(t, url, "w", func(o *Options) { o.ResidentStoresMax, o.ResidentIdle, o.PendingMax = 1, 0, 2 })
+	_, err = openGeneric(t, db, "held").Append(ctx, []Row{row("y", 8)}) // claims the shard past "x", then is refused
+	require.ErrorIs(t, err, ErrTooManyPending)
+	_, err = operator.Release(ctx, wal) // fences the writer, which has not read the manifest since
+	require.NoError(t, err)
+
+	createGeneric(t, db, "other", false) // over the max: tries to evict "held"
+	createGeneric(t, db, "third", false) // and again: this eviction claims the shard and replays "x"
+	got, err := openGeneric(t, db, "held").Get(ctx, "x")
+	require.NoError(t, err, "the released row is read by the shard's owner")
+	require.Equal(t, int64(7), got["n"])
+}

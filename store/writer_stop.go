@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // How a writer ends: its WAL committer is stopped (DB.Close, eviction, or replacement of a
@@ -46,14 +47,26 @@ func (w *writer) await(req *appendReq) (d appendDone, taken bool) {
 
 // retire ends the writer of an evicted store: it stops the WAL committer, then seals what
 // the committer made durable, so every append the writer acknowledged is in a generation
-// when it returns nil (or fenced: in the WAL the shard's new owner replays). Rows a seal
-// stopped at PendingMax left in the memtable are an error, as a failed seal is.
+// when it returns nil (or fenced by a new owner's claim: in the WAL that owner replays). Rows
+// a seal stopped at PendingMax left in the memtable are an error, as a failed seal is, and so
+// is a fence no claim followed (a WAL release's epoch): nobody else replays the WAL then.
 func (w *writer) retire(ctx context.Context) error {
 	w.stopCommitter()
 	<-w.stopped
 	_, err := w.seal(ctx, false)
 	if err == nil && w.holdsRows() {
 		err = fmt.Errorf("rows left unsealed at the pending limit: %w", ErrTooManyPending)
+	}
+	if err == nil && w.walAboveReplayPoint() {
+		// At PendingMax the seal published nothing, so nothing read the writer epoch: a WAL
+		// release may have fenced this writer, its claim having skipped the object.
+		switch epoch, eerr := w.shardEpoch(ctx); {
+		case eerr != nil:
+			err = eerr
+		case epoch != w.epoch:
+			err = fmt.Errorf("shard %s of %s claimed by another writer: %w", w.shard, w.s.target, ErrFenced)
+			w.kill(err)
+		}
 	}
 	switch {
 	case err == nil:
@@ -62,9 +75,56 @@ func (w *writer) retire(ctx context.Context) error {
 		// The rows are durable in the WAL; the next writer of the shard replays them.
 		w.kill(fmt.Errorf("writer retired unsealed: %w", err))
 	default:
-		err = nil // fenced (before or by this seal): the shard's new owner replays our WAL
+		// Fenced, before or by this seal: by a new owner, or by a release no owner follows.
+		replayed, rerr := w.replayedByNewerClaim(ctx)
+		switch {
+		case rerr != nil:
+			err = fmt.Errorf("%w; and whether a new owner replays the WAL is unknown: %w", err, rerr)
+		case replayed:
+			err = nil
+		default:
+			err = fmt.Errorf("%w, by a manifest version no claim followed (a WAL release): nobody else replays the WAL", err)
+		}
 	}
 	return err
+}
+
+// replayedByNewerClaim reports whether a newer claim of the shard has replayed every WAL
+// object this writer wrote. Such a claim writes its fence marker above every position it
+// found, and this writer, whose committer has stopped, never wrote above nextPos: an object
+// above it, or a seal past it, is the new owner's. A release's epoch fences the writer as a
+// claim's does but leaves no marker; a claim that has not written its marker yet (or died
+// before) looks the same, and is then claimed over, which the claim protocol makes safe.
+//
+// REQUIRES: the WAL committer has exited.
+func (w *writer) replayedByNewerClaim(ctx context.Context) (bool, error) {
+	w.mu.Lock()
+	hi := w.nextPos
+	w.mu.Unlock()
+	m, err := w.s.loadShard(ctx, w.shard)
+	if err != nil {
+		return false, err
+	}
+	if m != nil && m.ReplayAfter >= hi {
+		return true, nil
+	}
+	positions, err := w.s.db.listWAL(ctx, w.s.target, w.shard)
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(positions, func(pos uint64) bool { return pos > hi }), nil
+}
+
+// walAboveReplayPoint reports whether the writer's memtables reach WAL positions above the
+// replay point of the manifest it knows: WAL that only the next claim of the shard replays.
+func (w *writer) walAboveReplayPoint() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	reach := w.active.maxPos
+	for _, mt := range w.frozen {
+		reach = max(reach, mt.maxPos)
+	}
+	return reach > w.manifest.ReplayAfter
 }
 
 // holdsRows reports whether the writer's memtables hold rows no seal has written (a seal

@@ -1,0 +1,202 @@
+package deploy_test
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/walkeeper/walkeeper/store"
+)
+
+// registeredLabels returns the variable label names of every metric the store and the worker
+// register: the store's from the collectors' descriptions, the worker's from the label list
+// passed next to each *Opts literal in worker/metrics*.go.
+func registeredLabels(t *testing.T) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	rec := &recordingRegisterer{}
+	store.NewMetrics(rec, nil)
+	desc := regexp.MustCompile(`fqName: "([^"]+)".*variableLabels: \{([^}]*)\}`)
+	for _, c := range rec.collectors {
+		descs := make(chan *prometheus.Desc, 16)
+		go func() { c.Describe(descs); close(descs) }()
+		for d := range descs {
+			m := desc.FindStringSubmatch(d.String())
+			if m == nil {
+				t.Fatalf("no fqName or variableLabels in %s", d)
+			}
+			out[m[1]] = nil
+			if m[2] != "" {
+				out[m[1]] = strings.Split(m[2], ",")
+			}
+		}
+	}
+	workerFiles, err := filepath.Glob(filepath.Join(repoRoot, "worker", "metrics*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range workerFiles {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok || len(call.Args) == 0 {
+				return true
+			}
+			opts, ok := call.Args[0].(*ast.CompositeLit)
+			if !ok {
+				return true
+			}
+			if sel, ok := opts.Type.(*ast.SelectorExpr); !ok || !strings.HasSuffix(sel.Sel.Name, "Opts") {
+				return true
+			}
+			fields := map[string]string{}
+			for _, e := range opts.Elts {
+				kv, ok := e.(*ast.KeyValueExpr)
+				if !ok {
+					continue
+				}
+				key, _ := kv.Key.(*ast.Ident)
+				val, _ := kv.Value.(*ast.BasicLit)
+				if key != nil && val != nil && val.Kind == token.STRING {
+					if s, err := strconv.Unquote(val.Value); err == nil {
+						fields[key.Name] = s
+					}
+				}
+			}
+			var labels []string
+			if len(call.Args) > 1 {
+				list, ok := call.Args[1].(*ast.CompositeLit)
+				if !ok {
+					t.Fatalf("%s: the labels of %s are no literal list", path, fields["Name"])
+				}
+				for _, e := range list.Elts {
+					lit, ok := e.(*ast.BasicLit)
+					s, err := strconv.Unquote(lit.Value)
+					if !ok || err != nil {
+						t.Fatalf("%s: a label of %s is no string literal", path, fields["Name"])
+					}
+					labels = append(labels, s)
+				}
+			}
+			out[prometheus.BuildFQName(fields["Namespace"], fields["Subsystem"], fields["Name"])] = labels
+			return true
+		})
+	}
+	for _, name := range []string{"walkeeper_flush_total", "walkeeper_http_requests_total"} {
+		if len(out[name]) != 2 {
+			t.Fatalf("labels of %s: %v; is the parsing still right?", name, out[name])
+		}
+	}
+	return out
+}
+
+// allowedLabels is what a selector of ref may match on: the metric's own labels, the target
+// labels Prometheus adds, and le on a histogram's buckets.
+func allowedLabels(labels map[string][]string, ref string) (map[string]bool, bool) {
+	allowed := map[string]bool{"instance": true, "job": true}
+	own, ok := labels[ref]
+	if !ok {
+		for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+			if base := strings.TrimSuffix(ref, suffix); base != ref {
+				if own, ok = labels[base]; ok {
+					allowed["le"] = suffix == "_bucket"
+					break
+				}
+			}
+		}
+	}
+	for _, l := range own {
+		allowed[l] = true
+	}
+	return allowed, ok
+}
+
+var (
+	selectorRef  = regexp.MustCompile(`\b(walkeeper_[a-z0-9_]+)\{([^}]*)\}`)
+	matcherLabel = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)\s*(?:=~|!~|!=|=)`)
+	groupingRef  = regexp.MustCompile(`\b(?:by|without)\s*\(([^)]*)\)`)
+)
+
+// A matcher on a label the metric does not have selects nothing, so an alert or panel built
+// on it never fires or shows anything, and promtool's tests, whose series are written by
+// hand, cannot tell: every selector of a walkeeper metric must name its real labels.
+func TestSelectorsUseRegisteredLabels(t *testing.T) {
+	labels := registeredLabels(t)
+	for _, file := range []string{"deploy/prometheus-rules.yml", "deploy/prometheus-rules.test.yml",
+		"deploy/grafana-dashboard.json", "docs/OPERATIONS.md"} {
+		seen := 0
+		for _, m := range selectorRef.FindAllStringSubmatch(readFile(t, file), -1) {
+			allowed, ok := allowedLabels(labels, m[1])
+			if !ok {
+				continue // TestOperationsDocListsEveryMetric and its kin report unknown names
+			}
+			seen++
+			for _, lm := range matcherLabel.FindAllStringSubmatch(m[2], -1) {
+				if !allowed[lm[1]] {
+					t.Errorf("%s: %s matches on label %q, which the metric does not have", file, m[0], lm[1])
+				}
+			}
+		}
+		if seen == 0 && file != "docs/OPERATIONS.md" {
+			t.Errorf("%s: no selector with labels found; is the pattern still right?", file)
+		}
+	}
+}
+
+// An alert that aggregates by a label none of its metrics has puts every series in one group
+// and loses what its summary names: each by/without clause of a rule names labels of the
+// walkeeper metrics in that rule.
+func TestAlertGroupingUsesRegisteredLabels(t *testing.T) {
+	labels := registeredLabels(t)
+	var rules struct {
+		Groups []struct {
+			Rules []struct {
+				Alert string `yaml:"alert"`
+				Expr  string `yaml:"expr"`
+			} `yaml:"rules"`
+		} `yaml:"groups"`
+	}
+	if err := yaml.Unmarshal([]byte(readFile(t, "deploy/prometheus-rules.yml")), &rules); err != nil {
+		t.Fatal(err)
+	}
+	grouped := 0
+	for _, g := range rules.Groups {
+		for _, r := range g.Rules {
+			allowed := map[string]bool{}
+			for _, ref := range metricRef.FindAllString(r.Expr, -1) {
+				own, _ := allowedLabels(labels, ref)
+				for l := range own {
+					allowed[l] = own[l] || allowed[l]
+				}
+			}
+			if len(allowed) == 0 {
+				continue // no walkeeper metric: a Temporal server rule
+			}
+			for _, m := range groupingRef.FindAllStringSubmatch(r.Expr, -1) {
+				grouped++
+				for _, l := range strings.Split(m[1], ",") {
+					if l = strings.TrimSpace(l); l != "" && !allowed[l] {
+						t.Errorf("alert %s groups by %q, which none of its walkeeper metrics has", r.Alert, l)
+					}
+				}
+			}
+		}
+	}
+	if grouped < 10 {
+		t.Fatalf("found only %d by/without clauses; is the pattern still right?", grouped)
+	}
+}

@@ -29,6 +29,13 @@ const (
 // rest are counted in one line (each outcome carries its error anyway).
 const maxStartFailuresLogged = 3
 
+// StartMetrics is implemented by a Metrics that also counts StartWorkflows' starts by trigger
+// (the worker's Prometheus metrics do): a sweep lists a failed start as a skip and plans it
+// again next round, so without the count a start that never succeeds would only be logged.
+type StartMetrics interface {
+	WorkflowStart(trigger string, err error)
+}
+
 // StartWorkflows starts (or attaches to) one workflow per request through
 // contract.StartMergeWal / StartCompactBase, so the sweep and the schedule ticks dedupe on
 // the same workflow IDs as every other trigger, at most a.StartConcurrency at once. Each
@@ -54,6 +61,9 @@ func (a *Activities) StartWorkflows(ctx context.Context, p contract.StartWorkflo
 		g.Go(func() error {
 			o := contract.StartOutcome{Workflow: req.Workflow, Target: req.Target}
 			id, runID, err := a.startOne(ctx, req)
+			if m, ok := a.Metrics.(StartMetrics); ok {
+				m.WorkflowStart(req.Trigger, err)
+			}
 			o.WorkflowID, o.RunID = id, runID
 			if err != nil {
 				o.Error = contract.StartError(err)

@@ -3,6 +3,7 @@ package worker
 import (
 	"cmp"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -44,7 +45,8 @@ type Metrics struct {
 	taskQueuePartitions *prometheus.GaugeVec
 }
 
-// Trigger label values of walkeeper_trigger_starts_total.
+// Trigger label values of walkeeper_trigger_starts_total for the worker's own starts; a
+// sweep's starts take their contract trigger (WorkflowStart).
 const (
 	TriggerCount  = "count"   // a seal took the own shard to merge-after-generations
 	TriggerHTTP   = "http"    // POST .../merge-wal
@@ -84,7 +86,7 @@ func NewMetrics(budget *store.Budget) *Metrics {
 		}),
 		triggerStarts: f.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "walkeeper", Subsystem: "trigger", Name: "starts_total",
-			Help: "MergeWal starts (or attaches) by trigger and result; never counted as flush outcomes.",
+			Help: "MergeWal starts (or attaches) by this worker's triggers, and MergeWal and CompactBase starts by sweeps (StartWorkflows), by trigger and result; never counted as flush outcomes.",
 		}, []string{"trigger", "result"}),
 		flusherFlush: f.NewHistogram(prometheus.HistogramOpts{
 			Namespace: "walkeeper", Subsystem: "sweeper", Name: "flush_seconds",
@@ -154,7 +156,8 @@ func NewMetrics(budget *store.Budget) *Metrics {
 		m.flusherSkipped.WithLabelValues(string(k))
 		m.flusherStores.WithLabelValues(string(k))
 	}
-	for _, t := range []string{TriggerCount, TriggerHTTP, TriggerDebt} {
+	for _, t := range []string{TriggerCount, TriggerHTTP, TriggerDebt, contract.TriggerSweepAge, contract.TriggerSweepCount,
+		contract.TriggerSweepRuns, contract.TriggerSchedule} {
 		for _, r := range []string{ResultStarted, ResultFailed} {
 			m.triggerStarts.WithLabelValues(t, r)
 		}
@@ -179,6 +182,16 @@ func (m *Metrics) MaintenanceSucceeded(workflow string, at time.Time) {
 	if m != nil {
 		m.maintenance.WithLabelValues(workflow).Set(float64(at.UnixNano()) / 1e9)
 	}
+}
+
+// WorkflowStart implements activities.StartMetrics: a start a sweep made through
+// StartWorkflows, by its trigger (a value outside contract.Triggers counts as unknown, so the
+// label stays bounded whatever an activity's input says).
+func (m *Metrics) WorkflowStart(trigger string, err error) {
+	if !slices.Contains(contract.Triggers, trigger) {
+		trigger = contract.TriggerUnknown
+	}
+	m.trigger(trigger, err)
 }
 
 func (m *Metrics) trigger(trigger string, err error) {

@@ -85,9 +85,12 @@ func registeredLabels(t *testing.T) map[string][]string {
 				}
 				for _, e := range list.Elts {
 					lit, ok := e.(*ast.BasicLit)
-					s, err := strconv.Unquote(lit.Value)
-					if !ok || err != nil {
+					if !ok || lit.Kind != token.STRING {
 						t.Fatalf("%s: a label of %s is no string literal", path, fields["Name"])
+					}
+					s, err := strconv.Unquote(lit.Value)
+					if err != nil {
+						t.Fatal(err)
 					}
 					labels = append(labels, s)
 				}

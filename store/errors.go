@@ -32,7 +32,8 @@ var (
 	ErrTooManyPending = errors.New("too many pending generations")
 	// ErrCorrupt: stored bytes do not decode; retrying never helps, quarantine instead.
 	ErrCorrupt = rowcodec.ErrCorrupt
-	// ErrFenced: another process with the same instance id claimed this shard.
+	// ErrFenced: the shard's writer epoch moved past this writer's: another process with the
+	// same instance id claimed the shard, or a WAL release (quarantine --release) fenced it.
 	ErrFenced = errors.New("fenced")
 	// ErrBudgetBusy: the merge budget could not grow while reading the first generation (or
 	// a merge's allocations overdrew its reservation), or the read budget could not admit a

@@ -242,7 +242,8 @@ func (db *DB) evict(ctx context.Context, c evictClaim, reason string) (evicted b
 		}
 	default:
 		// A dead writer's acknowledged rows may be in the WAL only (a failed final seal, a
-		// fence that no new owner followed): claim, replay and seal them as a flush does.
+		// fence that no new owner followed): Flush claims, replays and seals them, unless a
+		// newer claim replayed them, whose owner then seals them.
 		if _, err := s.Flush(ctx); err != nil {
 			return false, fmt.Errorf("evict %s: flush: %w", s.target, err)
 		}
@@ -269,8 +270,8 @@ func (db *DB) evict(ctx context.Context, c evictClaim, reason string) (evicted b
 	if err != nil {
 		// The final seal failed, or a fence no claim followed stopped it: the rows it held
 		// are in the WAL only. The store stays resident with the dead writer, whose rows
-		// reads still see, so that the next flush or eviction claims the shard, replays the
-		// WAL and seals them.
+		// reads still see, so that the flush sweeper's next pass (HoldsOrphanedRows), or the
+		// next flush or eviction, claims the shard, replays the WAL and seals them.
 		db.mu.Lock()
 		delete(db.leaving, s.target)
 		db.stores[s.target] = s // no Open made another: it waits for the target's lock

@@ -662,3 +662,78 @@ func TestFindingReleaseBeforeEvictionAtPendingMaxIsNoticed(t *testing.T) {
 	require.NoError(t, err, "the released row is read by the shard's owner")
 	require.Equal(t, int64(7), got["n"])
 }
+
+// TestFindingDeadWriterIsNotClaimedFromItsNewOwner: a writer fenced by a live process with the
+// same instance id (its claim replayed the writer's WAL) stays dead in a resident store. The
+// next eviction, or the flush sweeper's seal of its rows, claimed the shard back without
+// asking whether that owner replays the WAL, fencing a live process for rows it already had.
+// Both now leave the shard to it, and the eviction finishes.
+func TestFindingDeadWriterIsNotClaimedFromItsNewOwner(t *testing.T) {
+	for _, by := range []string{"eviction", "sweeper"} {
+		t.Run(by, func(t *testing.T) {
+			ctx := context.Background()
+			url := newMemURL()
+			m := NewMetrics(prometheus.NewRegistry(), nil)
+			db := openTestDB(t, url, "w", withMetrics(m), func(o *Options) { o.ResidentStoresMax, o.ResidentIdle = 1, 0 })
+			s := createGeneric(t, db, "fenced", false)
+			appendRows(t, s, row("a", 1))
+			owner := openGeneric(t, openTestDB(t, url, "w"), "fenced") // the same instance id: the same shard
+			appendRows(t, owner, row("b", 2))                          // claims the shard and replays "a"
+			_, err := s.Flush(ctx)
+			require.ErrorIs(t, err, ErrFenced, "the seal finds the new owner's epoch: the writer is dead")
+			require.True(t, s.HoldsOrphanedRows(), "not known yet whether anybody replays its rows")
+			epoch := func() uint64 {
+				sm, err := owner.loadShard(ctx, db.Shard())
+				require.NoError(t, err)
+				return sm.WriterEpoch
+			}
+			before := epoch()
+
+			if by == "sweeper" {
+				_, err := s.Flush(ctx) // what the flush sweeper's next pass does with such a store
+				require.NoError(t, err)
+				require.Equal(t, before, epoch(), "the seal leaves the shard to its new owner")
+				require.False(t, s.HoldsOrphanedRows(), "and the sweeper passes it by from now on")
+			}
+			createGeneric(t, db, "other", false) // over the max: evicts "fenced"
+			require.Equal(t, before, epoch(), "the eviction leaves the shard to its new owner")
+			require.Equal(t, []string{"other"}, residentNames(db))
+			require.Equal(t, 1.0, testutil.ToFloat64(m.ResidentEvictions.WithLabelValues(EvictMax, "evicted")))
+			require.Equal(t, map[string]int64{"a": 1, "b": 2}, allRows(t, owner, SourceAll))
+		})
+	}
+}
+
+// TestFindingSweeperReplaysAWALReleasedAtPendingMax: an eviction at PendingMax that notices a
+// WAL release's fence keeps the store resident with a dead writer that holds no row, only
+// WAL above the replay point (its fence marker, and the released object below it). The flush
+// sweeper's seal of such a store claims the shard, so the released row is read by its owner
+// without waiting for another eviction.
+func TestFindingSweeperReplaysAWALReleasedAtPendingMax(t *testing.T) {
+	ctx := context.Background()
+	url := newMemURL()
+	old := createGeneric(t, openTestDB(t, url, "w"), "held", false) // a process that dies before it seals "x"
+	sealGenerations(t, old, 2)
+	res, err := old.Append(ctx, []Row{row("x", 7)})
+	require.NoError(t, err)
+	wal := walKey(old.Target(), old.db.Shard(), res.WALPosition)
+	operator := openGeneric(t, openTestDB(t, url, "walkeeper-quarantine"), "held")
+	_, err = operator.Quarantine(ctx, wal, "damaged")
+	require.NoError(t, err)
+
+	db := openTestDB(t, url, "w", func(o *Options) { o.ResidentStoresMax, o.ResidentIdle, o.PendingMax = 1, 0, 2 })
+	held := openGeneric(t, db, "held")
+	_, err = held.Append(ctx, []Row{row("y", 8)}) // claims the shard past "x", then is refused
+	require.ErrorIs(t, err, ErrTooManyPending)
+	_, err = operator.Release(ctx, wal)
+	require.NoError(t, err)
+	createGeneric(t, db, "other", false) // over the max: the eviction of "held" is fenced and fails
+	require.False(t, held.HasWriter())
+
+	require.True(t, held.HoldsOrphanedRows(), "the flush sweeper seals it")
+	_, err = held.Flush(ctx)
+	require.NoError(t, err)
+	got, err := held.Get(ctx, "x")
+	require.NoError(t, err, "the released row is read by the shard's owner")
+	require.Equal(t, int64(7), got["n"])
+}

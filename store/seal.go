@@ -30,6 +30,16 @@ func (s *Store) Flush(ctx context.Context) (FlushResult, error) {
 		if s.isEvicted() {
 			return FlushResult{}, nil // the eviction sealed it, and no writer took over since
 		}
+		s.writerMu.Lock()
+		dead := s.w
+		s.writerMu.Unlock()
+		if dead != nil {
+			// A newer owner that replayed the dead writer's WAL seals its rows; a claim
+			// here would only fence that owner.
+			if handed, err := dead.deadHandedOver(ctx); err != nil || handed {
+				return FlushResult{}, err
+			}
+		}
 		// A process that never wrote may still own unsealed WAL (it crashed before).
 		positions, err := s.db.listWAL(ctx, s.target, s.db.shard)
 		if err != nil {

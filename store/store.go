@@ -121,6 +121,17 @@ func (s *Store) residentWriter() *writer {
 // HasWriter reports whether this process holds a live writer for the store.
 func (s *Store) HasWriter() bool { return s.residentWriter() != nil }
 
+// HoldsOrphanedRows reports whether this handle's writer is dead but its acknowledged rows,
+// or WAL above the shard's replay point, are in the WAL only and no newer claim is known to
+// have replayed them (a failed eviction's, one a WAL release fenced): Flush claims the shard,
+// replays and seals them.
+func (s *Store) HoldsOrphanedRows() bool {
+	s.writerMu.Lock()
+	w, evicted := s.w, s.evicted
+	s.writerMu.Unlock()
+	return w != nil && !evicted && w.holdsOrphanedRows()
+}
+
 func (s *Store) close(ctx context.Context) error {
 	s.writerMu.Lock()
 	s.closed = true

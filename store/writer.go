@@ -236,6 +236,9 @@ type writer struct {
 	sizeSealing bool
 	// lastRefresh is when refreshManifest last read the shard's manifest.
 	lastRefresh time.Time
+	// handedOver: a newer claim of the shard has replayed this dead writer's WAL
+	// (replayedByNewerClaim), which stays true, so nobody asks storage again.
+	handedOver bool
 }
 
 func (w *writer) alive() bool {

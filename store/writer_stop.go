@@ -99,20 +99,54 @@ func (w *writer) retire(ctx context.Context) error {
 // REQUIRES: the WAL committer has exited.
 func (w *writer) replayedByNewerClaim(ctx context.Context) (bool, error) {
 	w.mu.Lock()
-	hi := w.nextPos
+	hi, known := w.nextPos, w.handedOver
 	w.mu.Unlock()
+	if known {
+		return true, nil
+	}
 	m, err := w.s.loadShard(ctx, w.shard)
 	if err != nil {
 		return false, err
 	}
-	if m != nil && m.ReplayAfter >= hi {
-		return true, nil
+	replayed := m != nil && m.ReplayAfter >= hi
+	if !replayed {
+		positions, err := w.s.db.listWAL(ctx, w.s.target, w.shard)
+		if err != nil {
+			return false, err
+		}
+		replayed = slices.ContainsFunc(positions, func(pos uint64) bool { return pos > hi })
 	}
-	positions, err := w.s.db.listWAL(ctx, w.s.target, w.shard)
-	if err != nil {
-		return false, err
+	if replayed {
+		w.mu.Lock()
+		w.handedOver = true
+		w.mu.Unlock()
 	}
-	return slices.ContainsFunc(positions, func(pos uint64) bool { return pos > hi }), nil
+	return replayed, nil
+}
+
+// deadHandedOver reports whether a newer claim has replayed this dead writer's WAL, so that
+// its rows are that owner's to seal and claiming the shard back would only fence it. It
+// stops the writer's committer first, which a dead writer no longer needs.
+func (w *writer) deadHandedOver(ctx context.Context) (bool, error) {
+	w.stopCommitter()
+	select {
+	case <-w.stopped:
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+	return w.replayedByNewerClaim(ctx)
+}
+
+// holdsOrphanedRows reports whether the writer is dead with rows no seal wrote, or WAL above
+// the replay point (a release's rows sit there), that no newer claim is known to have
+// replayed: in the WAL only, which nobody else may replay.
+func (w *writer) holdsOrphanedRows() bool {
+	if !w.holdsRows() && !w.walAboveReplayPoint() {
+		return false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.dead != nil && !w.handedOver
 }
 
 // walAboveReplayPoint reports whether the writer's memtables reach WAL positions above the

@@ -25,8 +25,8 @@ type FlusherOptions struct {
 	Start   MergeStarter
 	Logger  *zap.Logger
 	Metrics *Metrics
-	// Resident lists the stores to flush (db.Resident). Only those with a resident writer
-	// are sealed; see FlushKind.
+	// Resident lists the stores to flush (db.Resident). Only those with a resident writer,
+	// or a dead one holding rows, are sealed; see FlushKind.
 	Resident func() []*store.Store
 	// Flush seals one store (default (*store.Store).Flush).
 	Flush func(ctx context.Context, s *store.Store) (store.FlushResult, error)
@@ -133,16 +133,17 @@ func (fl *Flusher) Stop(ctx context.Context) error {
 	}
 }
 
-// FlushKind seals every resident store of one kind that has a writer in this process, one
-// after another. A store opened only for reads, stats or merges has nothing of this
-// process's in memory, and sealing it would cost a LIST of its WAL prefix every tick (300
-// resident stores: 300 LISTs per second). WAL that a crashed earlier run left behind is
-// replayed by DB.Recover when the worker starts, and by the writer itself when this process
-// next appends to the store.
+// FlushKind seals every resident store of one kind that has a writer in this process, or a
+// dead one holding rows in the WAL only (Store.HoldsOrphanedRows: its seal claims the shard
+// and replays them), one after another. A store opened only for reads, stats or merges has
+// nothing of this process's in memory, and sealing it would cost a LIST of its WAL prefix
+// every tick (300 resident stores: 300 LISTs per second). WAL that a crashed earlier run left
+// behind is replayed by DB.Recover when the worker starts, and by the writer itself when this
+// process next appends to the store.
 func (fl *Flusher) FlushKind(ctx context.Context, k store.Kind) {
 	var stores []*store.Store
 	for _, s := range fl.opts.Resident() {
-		if s.Target().Kind == k && s.HasWriter() {
+		if s.Target().Kind == k && (s.HasWriter() || s.HoldsOrphanedRows()) {
 			stores = append(stores, s)
 		}
 	}

@@ -127,7 +127,16 @@ func (s *Store) load(ctx context.Context, src readSource) (*sortedFile, error) {
 		if err != nil {
 			return nil, err
 		}
-		f, err := decodeParquet(ctx, data, s.codec, "run "+src.path)
+		// With a read budget, a run the cache would not keep decoded is streamed instead
+		// (private): decoded whole here, it would be charged for its object, a fraction of it.
+		var maxDecoded int64
+		if s.db.opts.ReadBudget.Limit() > 0 {
+			maxDecoded = max(s.db.cache.limit/4, 1)
+		}
+		f, err := decodeParquetUpTo(ctx, data, s.codec, "run "+src.path, maxDecoded)
+		if errors.Is(err, errRunDecodesLarge) {
+			s.db.cache.markLarge(src.path)
+		}
 		if err != nil {
 			s.countCorrupt(src.path, err)
 			return nil, err

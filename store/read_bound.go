@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -71,12 +72,16 @@ func (s *Store) sources(snap *readSnapshot, source string, keyFilter func(minKey
 }
 
 // private reports whether a read decodes src outside the cache, into its group's read arena
-// (openGroup): a read budget is set and the cache neither holds nor would keep it.
+// (openGroup): a read budget is set and the cache neither holds nor would keep it (a base run
+// whose footer said it decodes to more than the cache keeps counts as one it would not keep).
 //
-// INVARIANT: for a given source the answer depends on its size and the cache's limit only (a
-// file the cache would not keep is never cached), so every caller decides it the same way.
+// INVARIANT: for a given source the answer depends on its size, the cache's limit and its
+// footer only (a file the cache would not keep is never cached, and a run is decoded whole
+// through the cache only once its footer was found within the limit), so every caller decides
+// it the same way.
 func (s *Store) private(src readSource) bool {
-	return s.db.opts.ReadBudget.Limit() > 0 && !s.db.cache.keeps(src.bytes) && s.db.cache.peek(src.path) == nil
+	return s.db.opts.ReadBudget.Limit() > 0 && (!s.db.cache.keeps(src.bytes) || src.run && s.db.cache.isLarge(src.path)) &&
+		s.db.cache.peek(src.path) == nil
 }
 
 // readCost is what decoding src through the cache may hold while a read holds it: a
@@ -145,6 +150,10 @@ func (g *readGroup) err() error {
 // ErrBudgetBusy only when the budget cannot give it the bytes within readBudgetWait.
 func (s *Store) openGroup(ctx context.Context, srcs []readSource, after string) (*readGroup, error) {
 	g, short, err := s.tryOpenGroup(ctx, srcs, after, 0)
+	for try := 1; errors.Is(err, errRunDecodesLarge) && try < readAttempts; try++ {
+		// A run's footer said it decodes to more than the cache keeps: it is private now.
+		g, short, err = s.tryOpenGroup(ctx, srcs, after, 0)
+	}
 	if short > 0 {
 		if g, short, err = s.tryOpenGroup(ctx, srcs, after, short); short > 0 {
 			s.db.metrics.ReadsBudgetBusy.Inc()

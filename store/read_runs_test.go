@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -109,4 +110,58 @@ func TestConcurrentGetsFromRunsShareTheReadBudget(t *testing.T) {
 	require.Zero(t, rb.Reserved())
 	require.Zero(t, rb.Allocated())
 	require.LessOrEqual(t, rb.Pooled(), rb.Limit())
+}
+
+// A base run whose object is small enough for the cache but whose values compress well decodes
+// to more than the cache keeps: reads stream it like a run the cache would not keep, instead of
+// decoding it whole on the Go heap on every read (the cache refused the decoded run each time)
+// while the read budget was charged for its object, a twentieth of what the decode held.
+func TestFindingCompressibleRunIsStreamedNotDecodedWholeOnEveryRead(t *testing.T) {
+	ctx := context.Background()
+	rb := NewBudget(32 << 20)
+	db := openTestDB(t, "file://"+t.TempDir()+"?nosync=1", "w1", func(o *Options) {
+		o.ReadBudget = rb
+		o.CacheBytes = 8 << 20 // keeps files up to 2 MiB
+	})
+	s := createGeneric(t, db, "compressible", false)
+	pad := strings.Repeat("v", 1000) // Snappy shrinks it about 14 times
+	var rs []Row
+	for i := 0; i < 9000; i++ {
+		k := fmt.Sprintf("k%06d", i)
+		rs = append(rs, Row{Key: k, Values: []any{k, int64(i), pad}})
+	}
+	appendRows(t, s, rs...)
+	flush(t, s)
+	_, err := s.MergeAll(ctx)
+	require.NoError(t, err)
+	base, err := s.loadBase(ctx)
+	require.NoError(t, err)
+	require.Len(t, base.Runs, 1)
+	run := base.Runs[0]
+	require.True(t, db.cache.keeps(run.Bytes), "the object alone is one the cache keeps")
+	data, err := db.bucket.Get(ctx, run.Path)
+	require.NoError(t, err)
+	whole, err := decodeParquet(ctx, data, s.codec, "run")
+	require.NoError(t, err)
+	require.False(t, db.cache.keeps(whole.bytes), "decoded, the run is one the cache does not keep")
+
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := 0; i < 4; i++ {
+		k := fmt.Sprintf("k%06d", i*2000+7)
+		got, err := s.Get(ctx, k)
+		require.NoError(t, err)
+		require.Equal(t, k, got["id"])
+		require.Equal(t, pad, got["s"])
+	}
+	runtime.ReadMemStats(&after)
+	require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(whole.bytes),
+		"four Gets allocated more on the Go heap than one whole decode of the run holds")
+	page, err := s.List(ctx, ListOptions{Limit: 3, After: "k004000"})
+	require.NoError(t, err)
+	require.Len(t, page.Rows, 3)
+	require.Equal(t, "k004001", page.Rows[0]["id"])
+	require.Equal(t, "k004003", page.Next)
+	require.Zero(t, rb.Reserved())
+	require.Zero(t, rb.Allocated(), "every buffer of the reads went back")
 }

@@ -278,20 +278,13 @@ func writeParquetWith(mem memory.Allocator, w io.Writer, schema *arrow.Schema, n
 // still about twice the record (the column builders grow by doubling): reads that must bound
 // their memory read runs in batches instead (list_runs.go, compact_stream.go).
 func decodeParquet(ctx context.Context, data []byte, c *rowcodec.Codec, what string) (f *sortedFile, err error) {
-	return decodeParquetUpTo(ctx, data, c, what, 0)
+	return decodeParquetAdmitted(ctx, data, c, what, nil)
 }
 
-// errRunDecodesLarge is decodeParquetUpTo's refusal of a run whose footer says it decodes to
-// more than its bound: the caller streams it instead (it is not damaged), and a read that
-// could not is told to try again.
-var errRunDecodesLarge = fmt.Errorf("run decodes larger than the cache keeps: %w", ErrBudgetBusy)
-
-// decodeParquetUpTo is decodeParquet refusing, from the footer and before decoding anything,
-// a run whose row groups decode to more than maxDecoded bytes (0 = no bound) with
-// errRunDecodesLarge. The footer's sizes are those of the pages uncompressed, within a few
-// percent of the record's; an eighth more is counted so that a run it admits is one the cache
-// keeps.
-func decodeParquetUpTo(ctx context.Context, data []byte, c *rowcodec.Codec, what string, maxDecoded int64) (f *sortedFile, err error) {
+// decodeParquetAdmitted is decodeParquet asking admit, once the footer is read and before
+// anything is decoded, whether the decode may hold what the footer gives the run decoded
+// (nil = always); an error from admit is returned as it is.
+func decodeParquetAdmitted(ctx context.Context, data []byte, c *rowcodec.Codec, what string, admit func(decoded int64) error) (f *sortedFile, err error) {
 	defer func() {
 		if r := recover(); r != nil { // arrow's readers panic on some garbled inputs
 			f, err = nil, corruptf("%s: %v", what, r)
@@ -302,8 +295,10 @@ func decodeParquetUpTo(ctx context.Context, data []byte, c *rowcodec.Codec, what
 		return nil, err
 	}
 	defer rb.close()
-	if maxDecoded > 0 && rb.decoded+rb.decoded/8 > maxDecoded {
-		return nil, fmt.Errorf("%s: its footer gives %d bytes decoded, more than %d: %w", what, rb.decoded, maxDecoded, errRunDecodesLarge)
+	if admit != nil {
+		if err := admit(rb.decoded); err != nil {
+			return nil, err
+		}
 	}
 	if err := rb.whole(); err != nil {
 		return nil, err

@@ -117,8 +117,10 @@ func (s *Store) snapshot(ctx context.Context, enforce bool) (*readSnapshot, erro
 }
 
 // load decodes src whole through the cache: a generation into a record that aliases its
-// object's bytes, a base run into one record on the Go heap (decodeParquet).
-func (s *Store) load(ctx context.Context, src readSource) (*sortedFile, error) {
+// object's bytes, a base run into one record on the Go heap (decodeParquet). grow is asked,
+// before a base run is decoded, for the bytes its decode holds (about twice the record): it
+// takes what the read did not charge already, without waiting.
+func (s *Store) load(ctx context.Context, src readSource, grow func(need int64) bool) (*sortedFile, error) {
 	return s.db.cache.get(ctx, src.path, func(ctx context.Context) (*sortedFile, error) {
 		if !src.run {
 			return s.readGen(ctx, src, nil, memory.DefaultAllocator)
@@ -127,16 +129,9 @@ func (s *Store) load(ctx context.Context, src readSource) (*sortedFile, error) {
 		if err != nil {
 			return nil, err
 		}
-		// With a read budget, a run the cache would not keep decoded is streamed instead
-		// (private): decoded whole here, it would be charged for its object, a fraction of it.
-		var maxDecoded int64
-		if s.db.opts.ReadBudget.Limit() > 0 {
-			maxDecoded = max(s.db.cache.limit/4, 1)
-		}
-		f, err := decodeParquetUpTo(ctx, data, s.codec, "run "+src.path, maxDecoded)
-		if errors.Is(err, errRunDecodesLarge) {
-			s.db.cache.markLarge(src.path)
-		}
+		f, err := decodeParquetAdmitted(ctx, data, s.codec, "run "+src.path, func(decoded int64) error {
+			return s.admitRunDecode(src, decoded, grow)
+		})
 		if err != nil {
 			s.countCorrupt(src.path, err)
 			return nil, err
@@ -144,6 +139,46 @@ func (s *Store) load(ctx context.Context, src readSource) (*sortedFile, error) {
 		f.path = src.path // the cache's key
 		return f, nil
 	})
+}
+
+// errRunDecodesLarge refuses the whole decode of a base run whose footer gives it more bytes
+// decoded than the cache keeps: the read streams it instead (private), as a run whose object
+// is too large to keep. A read that could not (it tried readAttempts times) is told to try
+// again.
+var errRunDecodesLarge = fmt.Errorf("run decodes larger than the cache keeps: %w", ErrBudgetBusy)
+
+// runDecodeShort refuses the whole decode of a base run whose read reservation could not grow,
+// without waiting, by the bytes its decode holds beyond what the read charged: the read's group
+// is admitted again with them (openGroup).
+type runDecodeShort struct {
+	path  string
+	extra int64
+}
+
+func (e *runDecodeShort) Error() string {
+	return fmt.Sprintf("run %s: its decode needs %d bytes more of the read budget: %v", e.path, e.extra, ErrBudgetBusy)
+}
+
+func (e *runDecodeShort) Unwrap() error { return ErrBudgetBusy }
+
+// admitRunDecode decides, from what its footer gives src decoded, whether a read with a read
+// budget may decode base run src whole: not one the cache would not keep decoded (remembered,
+// so that reads stream it), and not before grow gave the bytes the decode holds. The footer's
+// sizes are those of the pages uncompressed, within a few percent of the record's: an eighth
+// more is counted, so that a run it admits is one the cache keeps.
+func (s *Store) admitRunDecode(src readSource, decoded int64, grow func(need int64) bool) error {
+	if s.db.opts.ReadBudget.Limit() <= 0 {
+		return nil
+	}
+	est := decoded + decoded/8
+	if est > s.db.cache.limit/4 {
+		s.db.cache.markLarge(src.path)
+		return fmt.Errorf("run %s: its footer gives %d bytes decoded, more than the cache keeps: %w", src.path, decoded, errRunDecodesLarge)
+	}
+	if need := 2 * est; grow == nil || !grow(need) {
+		return &runDecodeShort{path: src.path, extra: need}
+	}
+	return nil
 }
 
 // version is one candidate row version found by a read.

@@ -84,10 +84,11 @@ func (s *Store) private(src readSource) bool {
 		s.db.cache.peek(src.path) == nil
 }
 
-// readCost is what decoding src through the cache may hold while a read holds it: a
+// readCost is what a read is first admitted with for decoding src through the cache: a
 // generation decodes to about its object (the record aliases the bytes); a base run is
-// decoded whole, each column into one array grown by doubling, so about twice its object at
-// the peak. Only files the cache keeps (at most a quarter of it) are decoded this way when a
+// decoded whole, each column into one array grown by doubling, so about twice its rows at the
+// peak, which the read takes once the run's footer gives them (admitRunDecode); twice its
+// object until then. Only files the cache keeps (at most a quarter of it) are decoded this way when a
 // read budget is set: the others are read into the group's arena, and base runs among them
 // are streamed in batches (list_runs.go), each charged what it really holds.
 func readCost(src readSource) int64 {
@@ -167,6 +168,7 @@ func (s *Store) openGroup(ctx context.Context, srcs []readSource, after string) 
 func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after string, extra int64) (_ *readGroup, short int64, _ error) {
 	budget := s.db.opts.ReadBudget
 	private := make([]bool, len(srcs))
+	charged := make([]int64, len(srcs)) // what want counts for a source decoded through the cache
 	var want int64
 	var sizes []int64
 	for i, src := range srcs {
@@ -182,7 +184,8 @@ func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after strin
 				want += compactRunGuess(manifest.Run{Bytes: est.bytes}) // its batches, until the footer says
 			}
 		case s.db.cache.peek(src.path) == nil:
-			want += readCost(est)
+			charged[i] = readCost(est)
+			want += charged[i]
 		}
 	}
 	hint := arenaEstimate(sizes)
@@ -190,6 +193,26 @@ func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after strin
 	res, err := s.admitRead(ctx, want)
 	if err != nil {
 		return nil, 0, err
+	}
+	// A run decoded through the cache takes what its footer says the decode holds: first the
+	// extra this admission was given (a retry's, for such a run), then growth without waiting.
+	var slack atomic.Int64
+	slack.Store(extra)
+	grow := func(i int) func(int64) bool {
+		return func(need int64) bool {
+			n := need - charged[i]
+			for n > 0 {
+				have := slack.Load()
+				take := min(have, n)
+				if take <= 0 {
+					break
+				}
+				if slack.CompareAndSwap(have, have-take) {
+					n -= take
+				}
+			}
+			return n <= 0 || res.tryGrowBy(n)
+		}
 	}
 	var arena *readArena
 	var acct *memAccount
@@ -226,12 +249,16 @@ func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after strin
 			case private[i]:
 				g.files[i], err = s.readGen(gctx, src, arena.alloc(), memory.DefaultAllocator)
 			default:
-				g.files[i], err = s.load(gctx, src)
+				g.files[i], err = s.load(gctx, src, grow(i))
 			}
 			return err
 		})
 	}
 	err = eg.Wait()
+	if short := (*runDecodeShort)(nil); errors.As(err, &short) {
+		g.release()
+		return nil, short.extra, err
+	}
 	if err == nil && acct != nil {
 		short, err = s.growForRuns(res, acct, g.runs)
 	}

@@ -165,3 +165,49 @@ func TestFindingCompressibleRunIsStreamedNotDecodedWholeOnEveryRead(t *testing.T
 	require.Zero(t, rb.Reserved())
 	require.Zero(t, rb.Allocated(), "every buffer of the reads went back")
 }
+
+// A base run the cache keeps is decoded whole once, and that decode holds about twice the run's
+// rows, which for values that compress is many times its object: the read takes those bytes
+// from the read budget, as its footer gives them, before it decodes. It was charged twice its
+// object, so a read decoded 10 MB of rows (38 MB allocated) with 4 MiB of the budget free.
+func TestFindingRunDecodedThroughTheCacheIsChargedItsRows(t *testing.T) {
+	ctx := context.Background()
+	rb := NewBudget(16 << 20)
+	db := openTestDB(t, "file://"+t.TempDir()+"?nosync=1", "w1", func(o *Options) {
+		o.ReadBudget = rb
+		o.CacheBytes = 64 << 20 // keeps files up to 16 MiB, decoded
+	})
+	s := createGeneric(t, db, "chargedrows", false)
+	pad := strings.Repeat("v", 1000)
+	var rs []Row
+	for i := 0; i < 9000; i++ {
+		k := fmt.Sprintf("k%06d", i)
+		rs = append(rs, Row{Key: k, Values: []any{k, int64(i), pad}})
+	}
+	appendRows(t, s, rs...)
+	flush(t, s)
+	_, err := s.MergeAll(ctx)
+	require.NoError(t, err)
+	base, err := s.loadBase(ctx)
+	require.NoError(t, err)
+	require.Len(t, base.Runs, 1)
+	run := base.Runs[0]
+	require.Less(t, 2*run.Bytes, int64(4<<20), "the run's object alone fits in what the budget has free")
+
+	held, _, err := rb.Reserve(ctx, 12<<20) // another read's
+	require.NoError(t, err)
+	_, err = s.Get(ctx, "k000100")
+	require.ErrorIs(t, err, ErrBudgetBusy, "a decode of 10 MB of rows went ahead with 4 MiB of the read budget free")
+	require.Nil(t, db.cache.peek(run.Path))
+	held.Release()
+
+	got, err := s.Get(ctx, "k000100")
+	require.NoError(t, err)
+	require.Equal(t, "k000100", got["id"])
+	require.NotNil(t, db.cache.peek(run.Path), "decoded once, the run is the cache's")
+	page, err := s.List(ctx, ListOptions{Limit: 2, After: "k008997"})
+	require.NoError(t, err)
+	require.Len(t, page.Rows, 2)
+	require.Equal(t, "k008999", page.Rows[1]["id"])
+	require.Zero(t, rb.Reserved())
+}

@@ -26,6 +26,14 @@ func (a *Activities) ListPendingShards(ctx context.Context, p contract.ListPendi
 	if err != nil {
 		return res, err
 	}
+	if len(shards) == 0 {
+		// Nothing to prepare, so no Repair deletes what a merge's clean-up of the demand index
+		// left: without this the sweep starts a merge for those records every round. Best
+		// effort, as that clean-up is.
+		if _, err := s.CleanIdleDemand(ctx); err != nil && ctx.Err() == nil {
+			a.logger().Warn("demand clean-up of a store with nothing pending failed", zap.String("target", p.Target), zap.Error(err))
+		}
+	}
 	res.Shards = make([]contract.ShardPending, 0, len(shards))
 	for _, sh := range shards {
 		res.Shards = append(res.Shards, contract.ShardPending{

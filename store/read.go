@@ -223,27 +223,74 @@ func (s *Store) Get(ctx context.Context, key string) (map[string]any, error) {
 	if err := rowcodec.CheckRowKey("key", key); err != nil {
 		return nil, err
 	}
-	return resnapshotOnMissing(s, func() (map[string]any, error) { return s.getOnce(ctx, key) })
+	return resnapshotOnMissing(ctx, s, func() (map[string]any, error) { return s.getOnce(ctx, key) })
 }
 
 // resnapshotOnMissing runs one read, from a fresh snapshot each time, up to readAttempts
 // times while it fails with ErrNotFound for a file (not errRowNotFound): the file vanished
-// under a concurrent merge or compaction. A file the latest manifests reference that is
-// still missing after every attempt is ErrCorrupt.
-func resnapshotOnMissing[T any](s *Store, once func() (T, error)) (T, error) {
+// under a concurrent merge or compaction. A file the latest manifests still reference that is
+// missing after every attempt is ErrCorrupt. An attempt that missed a file the latest
+// manifests no longer reference lost a race with a merge or compaction that deleted it after
+// publishing, and is not counted; readRaceAttempts of them in a row are ErrConflict, which a
+// client retries.
+func resnapshotOnMissing[T any](ctx context.Context, s *Store, once func() (T, error)) (T, error) {
 	var lastErr error
-	for attempt := 0; attempt < readAttempts; attempt++ {
+	var zero T
+	for attempt, raced := 0, 0; attempt < readAttempts; {
 		v, err := once()
 		if err == nil || !errors.Is(err, ErrNotFound) || errors.Is(err, errRowNotFound) {
 			return v, err
 		}
 		lastErr = err
 		s.db.metrics.ReadsRetried.Inc()
+		var miss *missingObject
+		if errors.As(err, &miss) && !s.referenced(ctx, miss.path) {
+			if raced++; raced >= readRaceAttempts {
+				return zero, fmt.Errorf("%s: %d attempts in a row lost the race with a merge or compaction that deleted a file they read: %w",
+					s.target, raced, ErrConflict)
+			}
+			continue
+		}
+		attempt++
 	}
 	err := corruptf("%s: an object the manifests reference is missing after %d attempts: %v", s.target, readAttempts, lastErr)
 	s.countCorrupt("missing object of "+s.target.String(), err) // the key is in lastErr only
-	var zero T
 	return zero, err
+}
+
+// readRaceAttempts bounds the attempts of one read that each lost the race with a merge or
+// compaction (resnapshotOnMissing).
+const readRaceAttempts = 8
+
+// missingObject is the ErrNotFound of an object a read's manifest entry named.
+type missingObject struct {
+	path string
+	err  error
+}
+
+func (e *missingObject) Error() string { return e.err.Error() }
+func (e *missingObject) Unwrap() error { return e.err }
+
+// referenced reports whether the latest manifests still have reads read path, a base run or
+// a pending generation; true when they cannot be read (the caller then counts the miss).
+func (s *Store) referenced(ctx context.Context, path string) bool {
+	snap, err := s.snapshot(ctx, false)
+	if err != nil {
+		return true
+	}
+	for _, r := range snap.base.Runs {
+		if r.Path == path {
+			return true
+		}
+	}
+	for _, gens := range snap.pending {
+		for _, g := range gens {
+			if g.Path == path {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 var errRowNotFound = fmt.Errorf("row: %w", ErrNotFound)
@@ -333,7 +380,7 @@ func (s *Store) List(ctx context.Context, opts ListOptions) (ListPage, error) {
 	if err := rowcodec.CheckRowKey("the after cursor", opts.After); err != nil {
 		return ListPage{}, err
 	}
-	return resnapshotOnMissing(s, func() (ListPage, error) { return s.listOnce(ctx, opts) })
+	return resnapshotOnMissing(ctx, s, func() (ListPage, error) { return s.listOnce(ctx, opts) })
 }
 
 func (s *Store) listOnce(ctx context.Context, opts ListOptions) (ListPage, error) {

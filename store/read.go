@@ -171,7 +171,7 @@ func (s *Store) admitRunDecode(src readSource, decoded int64, grow func(need int
 		return nil
 	}
 	est := decoded + decoded/8
-	if est > s.db.cache.limit/4 {
+	if !s.db.cache.keeps(est) {
 		s.db.cache.markLarge(src.path)
 		return fmt.Errorf("run %s: its footer gives %d bytes decoded, more than the cache keeps: %w", src.path, decoded, errRunDecodesLarge)
 	}

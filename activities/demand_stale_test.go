@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
@@ -66,4 +67,50 @@ func TestMergeWalListingWithNothingPendingDeletesStaleDemandRecords(t *testing.T
 	for _, o := range left {
 		require.False(t, strings.HasPrefix(o.Key, "_demand/generic/stale/"), o.Key)
 	}
+}
+
+// Demand records of a store that does not exist (its store.json gone, a restore without it)
+// are candidates to the sweep for ever: the MergeWal started for them fails store_not_found in
+// its listing, and the reconcile pages through the registry, which does not name the store.
+// The listing that finds no store deletes its records once they are older than any seal in
+// flight (DemandOrphanAge).
+func TestMergeWalListingOfAMissingStoreDeletesItsDemandRecords(t *testing.T) {
+	ctx := context.Background()
+	url := memURL(t)
+	db := openDB(t, url, "w1")
+	seal(t, db, "generic:ghost", []string{"a"}, []string{"b"})
+	b, err := objstore.OpenBucket(ctx, url)
+	require.NoError(t, err)
+	require.NoError(t, b.Delete(ctx, "generic/ghost/store.json"))
+	// Fresh DBs: the writer's handle would still serve the store from memory. Records younger
+	// than a seal in flight stay.
+	young := openDB(t, url, "w3")
+	_, err = activityEnv(t, &Activities{DB: young}).ExecuteActivity(contract.ListPendingShardsActivity, contract.ListPendingShardsParams{Target: "generic:ghost"})
+	require.Error(t, err)
+	objs, err := b.List(ctx, "_demand/generic/ghost/")
+	require.NoError(t, err)
+	require.Len(t, objs, 2, "records younger than DemandOrphanAge stay")
+	opts := store.DefaultOptions()
+	opts.InstanceID = "w2"
+	opts.Now = func() time.Time { return time.Now().Add(store.DemandOrphanAge + time.Minute) }
+	db2, err := store.OpenDB(ctx, url, opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db2.Close(ctx) })
+	env := activityEnv(t, &Activities{DB: db2})
+	scan := func() contract.ScanDemandResult {
+		t.Helper()
+		v, err := env.ExecuteActivity(contract.ScanDemandActivity, contract.ScanDemandParams{
+			Kind: "generic", MaxCandidates: 10, MergeMinGenerations: 1, AsOf: time.Now(),
+		})
+		require.NoError(t, err)
+		var res contract.ScanDemandResult
+		require.NoError(t, v.Get(&res))
+		return res
+	}
+	require.Len(t, scan().Targets, 1)
+
+	_, err = env.ExecuteActivity(contract.ListPendingShardsActivity, contract.ListPendingShardsParams{Target: "generic:ghost"})
+	require.Error(t, err)
+	require.Contains(t, err.Error(), contract.ErrTypeStoreNotFound)
+	require.Empty(t, scan().Targets, "the next sweep round would start another MergeWal that fails")
 }

@@ -18,7 +18,7 @@ func (a *Activities) ListPendingShards(ctx context.Context, p contract.ListPendi
 	start := time.Now()
 	defer func() { err = a.done(contract.ListPendingShardsActivity, kindOf(p.Target), start, "ok", err) }()
 
-	s, _, err := a.open(ctx, p.Target)
+	s, _, err := a.openDemanded(ctx, p.Target)
 	if err != nil {
 		return res, err
 	}

@@ -380,6 +380,43 @@ func (s *Store) CleanIdleDemand(ctx context.Context) (DemandCleanResult, error) 
 	return total, errors.Join(errs...)
 }
 
+// CleanMissingStoreDemand deletes the demand records of t when t has no store.json: the
+// sweep would start a merge or compaction for them every round, each failing store_not_found,
+// and the reconcile, which pages through the registry, never reaches a store it does not name.
+// Records younger than DemandOrphanAge stay: a store created and sealed since t was looked up
+// has no older ones. It returns how many it deleted; an existing or unreadable store.json
+// deletes nothing.
+func (db *DB) CleanMissingStoreDemand(ctx context.Context, t Target) (int, error) {
+	if err := t.Validate(); err != nil {
+		return 0, err
+	}
+	if _, err := db.readMeta(ctx, t); !errors.Is(err, ErrNotFound) {
+		return 0, err
+	}
+	objs, err := db.bucket.List(ctx, demandStorePrefix(t))
+	if err != nil {
+		return 0, err
+	}
+	now := db.opts.Now()
+	n := 0
+	var errs []error
+	for _, o := range objs {
+		if r, ok := ParseDemandKey(o.Key); !ok || r.Target != t {
+			db.foreignObject(foreignDemand, o.Key)
+			continue
+		}
+		if now.Sub(o.ModTime) < DemandOrphanAge {
+			continue
+		}
+		if err := db.bucket.Delete(ctx, o.Key); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		n++
+	}
+	return n, errors.Join(errs...)
+}
+
 // ReconcileStore runs ReconcileDemand on t without making it resident: a reconcile walks
 // the whole registry, and keeping every store it touched open would grow the worker's
 // memory with the fleet. A resident handle is used when there is one.

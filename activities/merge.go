@@ -30,7 +30,10 @@ func (a *Activities) ListPendingShards(ctx context.Context, p contract.ListPendi
 		// Nothing to prepare, so no Repair deletes what a merge's clean-up of the demand index
 		// left: without this the sweep starts a merge for those records every round. Best
 		// effort, as that clean-up is.
-		if _, err := s.CleanIdleDemand(ctx); err != nil && ctx.Err() == nil {
+		cctx, cancel := context.WithTimeout(ctx, demandCleanTimeout)
+		_, err := s.CleanIdleDemand(cctx)
+		cancel()
+		if err != nil && ctx.Err() == nil {
 			a.logger().Warn("demand clean-up of a store with nothing pending failed", zap.String("target", p.Target), zap.Error(err))
 		}
 	}

@@ -151,8 +151,9 @@ func (g *readGroup) err() error {
 // ErrBudgetBusy only when the budget cannot give it the bytes within readBudgetWait.
 func (s *Store) openGroup(ctx context.Context, srcs []readSource, after string) (*readGroup, error) {
 	g, short, err := s.tryOpenGroup(ctx, srcs, after, 0)
-	for try := 1; errors.Is(err, errRunDecodesLarge) && try < readAttempts; try++ {
-		// A run's footer said it decodes to more than the cache keeps: it is private now.
+	for try := 0; errors.Is(err, errRunDecodesLarge) && try < len(srcs); try++ {
+		// A run's footer said it decodes to more than the cache keeps: it is private now, so
+		// each try has one such run fewer (the others' loads may have been cancelled with it).
 		g, short, err = s.tryOpenGroup(ctx, srcs, after, 0)
 	}
 	if short > 0 {

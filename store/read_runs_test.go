@@ -6,9 +6,13 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
 // A Get over base runs that the cache does not keep decodes only the row groups that may hold
@@ -210,4 +214,55 @@ func TestFindingRunDecodedThroughTheCacheIsChargedItsRows(t *testing.T) {
 	require.Len(t, page.Rows, 2)
 	require.Equal(t, "k008999", page.Rows[1]["id"])
 	require.Zero(t, rb.Reserved())
+}
+
+// A read over several compressible runs seen for the first time succeeds: each try of its group
+// may find only one of them larger than the cache keeps (the others' loads are cancelled with
+// it), so it tries once per source, not three times.
+func TestCompressibleRunsFoundOneATimeStillRead(t *testing.T) {
+	ctx := context.Background()
+	url := "file://" + t.TempDir() + "?nosync=1"
+	db := openTestDB(t, url, "w1", func(o *Options) { o.CacheBytes = 8 << 20 })
+	s := createGeneric(t, db, "compressibles", false)
+	pad := strings.Repeat("v", 1000)
+	const runs = 5
+	for r := 0; r < runs; r++ {
+		var rs []Row
+		for i := 0; i < 9000; i++ {
+			k := fmt.Sprintf("k%06d-%d", i, r) // every run spans the whole key range
+			rs = append(rs, Row{Key: k, Values: []any{k, int64(i), pad}})
+		}
+		appendRows(t, s, rs...)
+		flush(t, s)
+		_, err := s.MergeAll(ctx)
+		require.NoError(t, err)
+	}
+	// A run read while another is in flight is slow, so the first footer that refuses its run
+	// cancels the others before they are read.
+	var inflight atomic.Int64
+	slow := objstore.FaultFuncs{
+		BeforeFunc: func(op, key string) error {
+			if op == objstore.OpGet && strings.Contains(key, "/data/") && inflight.Add(1) > 1 {
+				time.Sleep(300 * time.Millisecond)
+			}
+			return nil
+		},
+		AfterFunc: func(op, key string, err error) error {
+			if op == objstore.OpGet && strings.Contains(key, "/data/") {
+				inflight.Add(-1)
+			}
+			return err
+		},
+	}
+	b, err := objstore.OpenBucket(ctx, url)
+	require.NoError(t, err)
+	ro := DefaultOptions()
+	ro.InstanceID, ro.CacheBytes, ro.ReadBudget = "reader", 8<<20, NewBudget(64<<20)
+	rdb := OpenDBOnBucket(b.WithFaults(slow), ro)
+	t.Cleanup(func() { _ = rdb.Close(ctx) })
+	r := openGeneric(t, rdb, "compressibles")
+	page, err := r.List(ctx, ListOptions{Limit: 2, After: "k008998-4"})
+	require.NoError(t, err)
+	require.Len(t, page.Rows, 2)
+	require.Equal(t, "k008999-1", page.Rows[1]["id"])
 }

@@ -143,8 +143,8 @@ func (s *Store) load(ctx context.Context, src readSource, grow func(need int64) 
 
 // errRunDecodesLarge refuses the whole decode of a base run whose footer gives it more bytes
 // decoded than the cache keeps: the read streams it instead (private), as a run whose object
-// is too large to keep. A read that could not (it tried readAttempts times) is told to try
-// again.
+// is too large to keep. A read that could not (openGroup tries once per source) is told to
+// try again.
 var errRunDecodesLarge = fmt.Errorf("run decodes larger than the cache keeps: %w", ErrBudgetBusy)
 
 // runDecodeShort refuses the whole decode of a base run whose read reservation could not grow,
@@ -271,8 +271,8 @@ type missingObject struct {
 func (e *missingObject) Error() string { return e.err.Error() }
 func (e *missingObject) Unwrap() error { return e.err }
 
-// referenced reports whether the latest manifests still have reads read path, a base run or
-// a pending generation; true when they cannot be read (the caller then counts the miss).
+// referenced reports whether the latest manifests still list path as a base run or a pending
+// generation, which reads read; true when they cannot be read (the caller then counts the miss).
 func (s *Store) referenced(ctx context.Context, path string) bool {
 	snap, err := s.snapshot(ctx, false)
 	if err != nil {

@@ -88,8 +88,8 @@ func (s *Store) private(src readSource) bool {
 // generation decodes to about its object (the record aliases the bytes); a base run is
 // decoded whole, each column into one array grown by doubling, so about twice its rows at the
 // peak, which the read takes once the run's footer gives them (admitRunDecode); twice its
-// object until then. Only files the cache keeps (at most a quarter of it) are decoded this way when a
-// read budget is set: the others are read into the group's arena, and base runs among them
+// object until then. Only files the cache keeps (at most a quarter of it) are decoded this way
+// when a read budget is set: the others are read into the group's arena, and base runs among them
 // are streamed in batches (list_runs.go), each charged what it really holds.
 func readCost(src readSource) int64 {
 	if src.run {

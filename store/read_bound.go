@@ -236,6 +236,8 @@ func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after strin
 		arena.free() // after the records and readers that alias it
 		res.Release()
 	}
+	var lacks atomic.Int64          // bytes the runs decoded through the cache lack (runDecodeShort)
+	var large atomic.Pointer[error] // an errRunDecodesLarge
 	eg, gctx := errgroup.WithContext(ctx)
 	eg.SetLimit(16)
 	for i, src := range srcs {
@@ -251,14 +253,29 @@ func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after strin
 				g.files[i], err = s.readGen(gctx, src, arena.alloc(), memory.DefaultAllocator)
 			default:
 				g.files[i], err = s.load(gctx, src, grow(i))
+				// A run its footer refused is not a failure of the others: they go on, so that
+				// one try finds every such run and what they all lack.
+				var rs *runDecodeShort
+				switch {
+				case errors.As(err, &rs):
+					lacks.Add(rs.extra)
+					err = nil
+				case errors.Is(err, errRunDecodesLarge):
+					refused := err
+					large.Store(&refused)
+					err = nil
+				}
 			}
 			return err
 		})
 	}
 	err = eg.Wait()
-	if short := (*runDecodeShort)(nil); errors.As(err, &short) {
+	if l := large.Load(); l != nil && err == nil {
+		err = *l
+	}
+	if n := lacks.Load(); n > 0 && err == nil {
 		g.release()
-		return nil, short.extra, err
+		return nil, n, fmt.Errorf("%s: decoding base runs through the cache needs %d bytes more of the read budget: %w", s.target, n, ErrBudgetBusy)
 	}
 	if err == nil && acct != nil {
 		short, err = s.growForRuns(res, acct, g.runs)

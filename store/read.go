@@ -392,7 +392,8 @@ func (s *Store) listOnce(ctx context.Context, opts ListOptions) (ListPage, error
 			mem, memShard = w.memIterAfter(opts.After), w.shard
 		}
 	}
-	snap, err := s.snapshot(ctx, true)
+	// A List of the base alone unions no pending generation, so the read caps do not refuse it.
+	snap, err := s.snapshot(ctx, opts.Source != SourceBase)
 	if err != nil {
 		return ListPage{}, err
 	}

@@ -102,6 +102,29 @@ func (a *Activities) open(ctx context.Context, target string) (*store.Store, sto
 	return s, t, err
 }
 
+// demandCleanTimeout bounds the demand clean-up a listing does (openDemanded,
+// ListPendingShards): it runs inside a local activity of 30 s, and what it leaves the next
+// sweep round's run deletes.
+const demandCleanTimeout = 10 * time.Second
+
+// openDemanded is open for an activity the sweep starts from the demand index: when the
+// store does not exist, its demand records are deleted (best effort), else every sweep round
+// would start another run for them.
+func (a *Activities) openDemanded(ctx context.Context, target string) (*store.Store, store.Target, error) {
+	s, t, err := a.open(ctx, target)
+	if s == nil && err != nil && ErrorType(err) == contract.ErrTypeStoreNotFound {
+		cctx, cancel := context.WithTimeout(ctx, demandCleanTimeout)
+		n, cerr := a.DB.CleanMissingStoreDemand(cctx, t)
+		cancel()
+		if cerr != nil && ctx.Err() == nil {
+			a.logger().Warn("demand clean-up of a missing store failed", zap.String("target", t.String()), zap.Error(cerr))
+		} else if n > 0 {
+			a.logger().Info("deleted the demand records of a missing store", zap.String("target", t.String()), zap.Int("records", n))
+		}
+	}
+	return s, t, err
+}
+
 // kindOf is target's kind for the activity metrics, "" when it does not parse (as open
 // reports it).
 func kindOf(target string) store.Kind {

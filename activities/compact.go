@@ -16,7 +16,7 @@ func (a *Activities) CompactBase(ctx context.Context, p contract.CompactPassPara
 	ctx, call := a.beginStoreCall(ctx, contract.CompactBaseActivity, p.NotifyAfter, nil)
 	defer func() { err = call.end(kindOf(p.Target), "ok", err) }()
 
-	s, t, err := a.open(ctx, p.Target)
+	s, t, err := a.openDemanded(ctx, p.Target)
 	if err != nil {
 		return res, err
 	}

@@ -18,13 +18,24 @@ func (a *Activities) ListPendingShards(ctx context.Context, p contract.ListPendi
 	start := time.Now()
 	defer func() { err = a.done(contract.ListPendingShardsActivity, kindOf(p.Target), start, "ok", err) }()
 
-	s, _, err := a.open(ctx, p.Target)
+	s, _, err := a.openDemanded(ctx, p.Target)
 	if err != nil {
 		return res, err
 	}
 	shards, err := s.PendingShards(ctx)
 	if err != nil {
 		return res, err
+	}
+	if len(shards) == 0 {
+		// Nothing to prepare, so no Repair deletes what a merge's clean-up of the demand index
+		// left: without this the sweep starts a merge for those records every round. Best
+		// effort, as that clean-up is.
+		cctx, cancel := context.WithTimeout(ctx, demandCleanTimeout)
+		_, err := s.CleanIdleDemand(cctx)
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			a.logger().Warn("demand clean-up of a store with nothing pending failed", zap.String("target", p.Target), zap.Error(err))
+		}
 	}
 	res.Shards = make([]contract.ShardPending, 0, len(shards))
 	for _, sh := range shards {

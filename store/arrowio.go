@@ -278,6 +278,13 @@ func writeParquetWith(mem memory.Allocator, w io.Writer, schema *arrow.Schema, n
 // still about twice the record (the column builders grow by doubling): reads that must bound
 // their memory read runs in batches instead (list_runs.go, compact_stream.go).
 func decodeParquet(ctx context.Context, data []byte, c *rowcodec.Codec, what string) (f *sortedFile, err error) {
+	return decodeParquetAdmitted(ctx, data, c, what, nil)
+}
+
+// decodeParquetAdmitted is decodeParquet asking admit, once the footer is read and before
+// anything is decoded, whether the decode may hold what the footer gives the run decoded
+// (nil = always); an error from admit is returned as it is.
+func decodeParquetAdmitted(ctx context.Context, data []byte, c *rowcodec.Codec, what string, admit func(decoded int64) error) (f *sortedFile, err error) {
 	defer func() {
 		if r := recover(); r != nil { // arrow's readers panic on some garbled inputs
 			f, err = nil, corruptf("%s: %v", what, r)
@@ -288,6 +295,11 @@ func decodeParquet(ctx context.Context, data []byte, c *rowcodec.Codec, what str
 		return nil, err
 	}
 	defer rb.close()
+	if admit != nil {
+		if err := admit(rb.decoded); err != nil {
+			return nil, err
+		}
+	}
 	if err := rb.whole(); err != nil {
 		return nil, err
 	}

@@ -34,6 +34,9 @@ const runPageScratchMax = 4 << 20
 // runRowBytesMax caps the bytes per row a footer can make a batch's window count.
 const runRowBytesMax = 1 << 40
 
+// runDecodedMax caps the decoded size a footer can claim, so that the sum cannot wrap.
+const runDecodedMax = 1 << 60
+
 // runRowsPerByte bounds a run's rows by its size: every row has a distinct key, stored in at
 // least 4 bytes (its length) that Snappy shrinks at most 64/3 times.
 const runRowsPerByte = 6
@@ -59,6 +62,9 @@ type runBatches struct {
 	c         *rowcodec.Codec
 	what      string
 	rows      int64 // the run's row count, from its footer
+	// decoded is the uncompressed size its footer gives its row groups: about what a whole
+	// decode holds.
+	decoded int64
 	// batchRows and window: the rows per batch and the bytes the reader may hold at once
 	// (two batches, the one handed out and the one being decoded, and page scratch).
 	batchRows int64
@@ -107,6 +113,7 @@ func openRunBatches(ctx context.Context, mem memory.Allocator, data []byte, c *r
 			return nil, corruptf("%s: row group %d declares %d rows in %d bytes", what, g, n, len(data))
 		}
 		groupRows += rg.NumRows()
+		rb.decoded = min(rb.decoded+min(max(rg.TotalByteSize(), 0), runDecodedMax), runDecodedMax)
 		if n := rg.NumRows(); n > 0 {
 			perRow = max(perRow, rg.TotalByteSize()/n)
 		}

@@ -163,6 +163,22 @@ func (r *Reservation) TryGrow(total int64) bool {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.tryGrowLocked(total)
+}
+
+// tryGrowBy is TryGrow to extra bytes more than the reservation holds, atomically: concurrent
+// callers each get their own extra.
+func (r *Reservation) tryGrowBy(extra int64) bool {
+	if r == nil {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.tryGrowLocked(r.bytes + max(extra, 0))
+}
+
+// tryGrowLocked is TryGrow with r.mu held.
+func (r *Reservation) tryGrowLocked(total int64) bool {
 	if r.released {
 		return false
 	}

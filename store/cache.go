@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"context"
 	"errors"
+	"math"
 	"sort"
 	"sync"
 
@@ -69,10 +70,41 @@ type fileCache struct {
 	used  int64
 	order *list.List // front = most recent; values are *sortedFile
 	byKey map[string]*list.Element
+	// large are base runs whose object is small enough to keep but whose footer says they
+	// decode to more than the cache keeps (oldest first in largeOrder): reads stream them.
+	large      map[string]struct{}
+	largeOrder []string
 }
 
+// maxLargeRuns bounds the runs the cache remembers as decoding too large: a run forgotten
+// costs its next read one more look at its footer, not a whole decode.
+const maxLargeRuns = 4096
+
 func newFileCache(limit int64) *fileCache {
-	return &fileCache{limit: limit, order: list.New(), byKey: map[string]*list.Element{}}
+	return &fileCache{limit: limit, order: list.New(), byKey: map[string]*list.Element{}, large: map[string]struct{}{}}
+}
+
+// markLarge remembers that base run path decodes to more than the cache keeps.
+func (c *fileCache) markLarge(path string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.large[path]; ok {
+		return
+	}
+	if len(c.largeOrder) >= maxLargeRuns {
+		delete(c.large, c.largeOrder[0])
+		c.largeOrder = c.largeOrder[1:]
+	}
+	c.large[path] = struct{}{}
+	c.largeOrder = append(c.largeOrder, path)
+}
+
+// isLarge reports whether markLarge remembers path.
+func (c *fileCache) isLarge(path string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.large[path]
+	return ok
 }
 
 // get returns the cached file or loads it once (concurrent callers share one load).
@@ -120,14 +152,26 @@ func (c *fileCache) put(f *sortedFile) {
 		return // too big to be worth evicting everyone else for
 	}
 	c.byKey[f.path] = c.order.PushFront(f)
-	c.used += f.bytes
+	c.used += cachedBytes(f.bytes)
 	for c.used > c.limit && c.order.Len() > 0 {
 		el := c.order.Back()
 		old := el.Value.(*sortedFile)
 		c.order.Remove(el)
 		delete(c.byKey, old.path)
-		c.used -= old.bytes
+		c.used -= cachedBytes(old.bytes)
 	}
+}
+
+// cachedFileOverhead is what a cached file holds beyond its record's buffers: the Arrow
+// metadata of its record (decodedFileHeap) and, for a generation, whose record aliases its
+// IPC object, the object's schema and footer (ipcObjectOverhead). Without it, a cache of small
+// generations held tens of times its limit (5.5 KB a file, 147 B counted).
+const cachedFileOverhead = decodedFileHeap + ipcObjectOverhead
+
+// cachedBytes is what the cache counts for a file whose record holds n bytes.
+// A manifest may declare any size: capped, the sum cannot wrap negative.
+func cachedBytes(n int64) int64 {
+	return min(max(n, 0), math.MaxInt64-cachedFileOverhead) + cachedFileOverhead
 }
 
 // peek returns the cached file at path, or nil, leaving its recency alone.
@@ -142,7 +186,7 @@ func (c *fileCache) peek(path string) *sortedFile {
 
 // keeps reports whether put would keep a file of about n bytes (a file that does not
 // fit is read outside the cache, into the read budget's buffers: read_arena.go).
-func (c *fileCache) keeps(n int64) bool { return n <= c.limit/4 }
+func (c *fileCache) keeps(n int64) bool { return cachedBytes(n) <= c.limit/4 }
 
 // forget drops path (after its object was deleted).
 func (c *fileCache) forget(path string) {
@@ -151,7 +195,7 @@ func (c *fileCache) forget(path string) {
 	if el, ok := c.byKey[path]; ok {
 		c.order.Remove(el)
 		delete(c.byKey, path)
-		c.used -= el.Value.(*sortedFile).bytes
+		c.used -= cachedBytes(el.Value.(*sortedFile).bytes)
 	}
 }
 
@@ -161,4 +205,5 @@ func (c *fileCache) clear() {
 	c.order.Init()
 	c.byKey = map[string]*list.Element{}
 	c.used = 0
+	c.large, c.largeOrder = map[string]struct{}{}, nil
 }

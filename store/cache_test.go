@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"fmt"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -54,4 +56,31 @@ func loadWaiters(test string) int {
 		}
 	}
 	return count
+}
+
+// The cache counts what a file holds beside its record, the Arrow metadata and a generation's
+// IPC object: it held tens of times --cache-bytes of small generations (about 5.5 KB of heap
+// each, counted as the 147 bytes of their record).
+func TestFindingCacheOfSmallGenerationsStaysWithinItsLimit(t *testing.T) {
+	ctx := context.Background()
+	const limit = 512 << 10
+	db, s := newGenericStore(t, "mem://"+t.Name(), "tiny", func(o *Options) { o.CacheBytes = limit })
+	for i := 0; i < 1000; i++ {
+		seal(t, s, row(fmt.Sprintf("k%05d", i), int64(i)))
+	}
+	db.cache.clear()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	page, err := s.List(ctx, ListOptions{Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, page.Rows, 10)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	db.cache.mu.Lock()
+	used, files := db.cache.used, len(db.cache.byKey)
+	db.cache.mu.Unlock()
+	require.LessOrEqual(t, used, int64(limit))
+	held := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	require.Less(t, held, int64(2*limit), "the cache keeps %d files, counted %d bytes", files, used)
 }

@@ -326,6 +326,97 @@ func (s *Store) ReconcileDemand(ctx context.Context) (DemandCleanResult, error) 
 	return total, errors.Join(errs...)
 }
 
+// CleanIdleDemand deletes the store's demand records of merged and never-published
+// generations (cleanDemand, without repair), for a merge that found no shard pending: records
+// a merge's best-effort deletes left read as debt to the sweep, and a merge with nothing to
+// prepare runs no Repair, so each sweep round would start another merge for them until the
+// reconcile. One listing of the store's demand records, and for each shard they name its
+// manifest and then the base; a shard without a manifest is left to the reconcile.
+func (s *Store) CleanIdleDemand(ctx context.Context) (DemandCleanResult, error) {
+	var total DemandCleanResult
+	objs, err := s.db.bucket.List(ctx, demandStorePrefix(s.target))
+	if err != nil {
+		return total, err
+	}
+	byShard := map[string][]objstore.ObjectInfo{}
+	var order []string
+	for _, o := range objs {
+		r, ok := ParseDemandKey(o.Key)
+		switch {
+		case !ok || r.Target != s.target:
+			s.db.foreignObject(foreignDemand, o.Key)
+		case !r.Compact:
+			if _, seen := byShard[r.Shard]; !seen {
+				order = append(order, r.Shard)
+			}
+			byShard[r.Shard] = append(byShard[r.Shard], o)
+		}
+	}
+	if len(order) == 0 {
+		return total, nil
+	}
+	sms := make([]*manifest.Shard, len(order))
+	for i, sh := range order {
+		if sms[i], err = s.loadShard(ctx, sh); err != nil {
+			return total, err
+		}
+	}
+	base, err := s.loadBase(ctx) // after the shard manifests, as cleanDemand requires
+	if err != nil {
+		return total, err
+	}
+	var errs []error
+	for i, sh := range order {
+		if sms[i] == nil {
+			continue
+		}
+		r, err := s.cleanDemand(ctx, sh, sms[i], base.Watermarks[sh], false, byShard[sh])
+		total.Covered += r.Covered
+		total.Orphans += r.Orphans
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return total, errors.Join(errs...)
+}
+
+// CleanMissingStoreDemand deletes the demand records of t when t has no store.json: the
+// sweep would start a merge or compaction for them every round, each failing store_not_found,
+// and the reconcile, which pages through the registry, never reaches a store it does not name.
+// Records younger than DemandOrphanAge stay: a store created and sealed since t was looked up
+// has no older ones. It returns how many it deleted; an existing or unreadable store.json
+// deletes nothing.
+func (db *DB) CleanMissingStoreDemand(ctx context.Context, t Target) (int, error) {
+	if err := t.Validate(); err != nil {
+		return 0, err
+	}
+	if _, err := db.readMeta(ctx, t); !errors.Is(err, ErrNotFound) {
+		return 0, err
+	}
+	objs, err := db.bucket.List(ctx, demandStorePrefix(t))
+	if err != nil {
+		return 0, err
+	}
+	now := db.opts.Now()
+	n := 0
+	var errs []error
+	for _, o := range objs {
+		if r, ok := ParseDemandKey(o.Key); !ok || r.Target != t {
+			db.foreignObject(foreignDemand, o.Key)
+			continue
+		}
+		if now.Sub(o.ModTime) < DemandOrphanAge {
+			continue
+		}
+		if err := db.bucket.Delete(ctx, o.Key); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		n++
+	}
+	return n, errors.Join(errs...)
+}
+
 // ReconcileStore runs ReconcileDemand on t without making it resident: a reconcile walks
 // the whole registry, and keeping every store it touched open would grow the worker's
 // memory with the fleet. A resident handle is used when there is one.

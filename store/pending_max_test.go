@@ -181,3 +181,25 @@ func TestRefusedWritesReadTheManifestAtMostOnceASecond(t *testing.T) {
 	require.ErrorIs(t, err, ErrTooManyPending)
 	require.Greater(t, gets.Load(), first, "a second later a refused write reads it again")
 }
+
+// A List of the base alone (source=base) reads no pending generation, so a store past
+// --pending-max still answers it: it was refused ErrTooManyPending (503 too_many_pending),
+// the read an operator of a store in debt looks at, while reads of the pending rows are refused.
+func TestFindingBaseListOfAStoreInDebtIsNotRefused(t *testing.T) {
+	ctx := context.Background()
+	url := "mem://" + t.Name()
+	_, s := newGenericStore(t, url, "debt")
+	seal(t, s, row("a", 1))
+	_, err := s.MergeAll(ctx)
+	require.NoError(t, err)
+	seal(t, s, row("b", 2))
+	seal(t, s, row("c", 3))
+	rdb := openTestDB(t, url, "reader", func(o *Options) { o.PendingMax = 1 })
+	r := openGeneric(t, rdb, "debt")
+	_, err = r.List(ctx, ListOptions{})
+	require.ErrorIs(t, err, ErrTooManyPending, "a read of the pending rows is refused")
+	page, err := r.List(ctx, ListOptions{Source: SourceBase})
+	require.NoError(t, err)
+	require.Len(t, page.Rows, 1)
+	require.Equal(t, "a", page.Rows[0]["id"])
+}

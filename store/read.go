@@ -117,8 +117,10 @@ func (s *Store) snapshot(ctx context.Context, enforce bool) (*readSnapshot, erro
 }
 
 // load decodes src whole through the cache: a generation into a record that aliases its
-// object's bytes, a base run into one record on the Go heap (decodeParquet).
-func (s *Store) load(ctx context.Context, src readSource) (*sortedFile, error) {
+// object's bytes, a base run into one record on the Go heap (decodeParquet). grow is asked,
+// before a base run is decoded, for the bytes its decode holds (about twice the record): it
+// takes what the read did not charge already, without waiting.
+func (s *Store) load(ctx context.Context, src readSource, grow func(need int64) bool) (*sortedFile, error) {
 	return s.db.cache.get(ctx, src.path, func(ctx context.Context) (*sortedFile, error) {
 		if !src.run {
 			return s.readGen(ctx, src, nil, memory.DefaultAllocator)
@@ -127,7 +129,9 @@ func (s *Store) load(ctx context.Context, src readSource) (*sortedFile, error) {
 		if err != nil {
 			return nil, err
 		}
-		f, err := decodeParquet(ctx, data, s.codec, "run "+src.path)
+		f, err := decodeParquetAdmitted(ctx, data, s.codec, "run "+src.path, func(decoded int64) error {
+			return s.admitRunDecode(src, decoded, grow)
+		})
 		if err != nil {
 			s.countCorrupt(src.path, err)
 			return nil, err
@@ -135,6 +139,46 @@ func (s *Store) load(ctx context.Context, src readSource) (*sortedFile, error) {
 		f.path = src.path // the cache's key
 		return f, nil
 	})
+}
+
+// errRunDecodesLarge refuses the whole decode of a base run whose footer gives it more bytes
+// decoded than the cache keeps: the read streams it instead (private), as a run whose object
+// is too large to keep. A read that could not (openGroup tries once per source) is told to
+// try again.
+var errRunDecodesLarge = fmt.Errorf("run decodes larger than the cache keeps: %w", ErrBudgetBusy)
+
+// runDecodeShort refuses the whole decode of a base run whose read reservation could not grow,
+// without waiting, by the bytes its decode holds beyond what the read charged: the read's group
+// is admitted again with them (openGroup).
+type runDecodeShort struct {
+	path  string
+	extra int64
+}
+
+func (e *runDecodeShort) Error() string {
+	return fmt.Sprintf("run %s: its decode needs %d bytes more of the read budget: %v", e.path, e.extra, ErrBudgetBusy)
+}
+
+func (e *runDecodeShort) Unwrap() error { return ErrBudgetBusy }
+
+// admitRunDecode decides, from what its footer gives src decoded, whether a read with a read
+// budget may decode base run src whole: not one the cache would not keep decoded (remembered,
+// so that reads stream it), and not before grow gave the bytes the decode holds. The footer's
+// sizes are those of the pages uncompressed, within a few percent of the record's: an eighth
+// more is counted, so that a run it admits is one the cache keeps.
+func (s *Store) admitRunDecode(src readSource, decoded int64, grow func(need int64) bool) error {
+	if s.db.opts.ReadBudget.Limit() <= 0 {
+		return nil
+	}
+	est := decoded + decoded/8
+	if !s.db.cache.keeps(est) {
+		s.db.cache.markLarge(src.path)
+		return fmt.Errorf("run %s: its footer gives %d bytes decoded, more than the cache keeps: %w", src.path, decoded, errRunDecodesLarge)
+	}
+	if need := 2 * est; grow == nil || !grow(need) {
+		return &runDecodeShort{path: src.path, extra: need}
+	}
+	return nil
 }
 
 // version is one candidate row version found by a read.
@@ -179,27 +223,74 @@ func (s *Store) Get(ctx context.Context, key string) (map[string]any, error) {
 	if err := rowcodec.CheckRowKey("key", key); err != nil {
 		return nil, err
 	}
-	return resnapshotOnMissing(s, func() (map[string]any, error) { return s.getOnce(ctx, key) })
+	return resnapshotOnMissing(ctx, s, func() (map[string]any, error) { return s.getOnce(ctx, key) })
 }
 
 // resnapshotOnMissing runs one read, from a fresh snapshot each time, up to readAttempts
 // times while it fails with ErrNotFound for a file (not errRowNotFound): the file vanished
-// under a concurrent merge or compaction. A file the latest manifests reference that is
-// still missing after every attempt is ErrCorrupt.
-func resnapshotOnMissing[T any](s *Store, once func() (T, error)) (T, error) {
+// under a concurrent merge or compaction. A file the latest manifests still reference that is
+// missing after every attempt is ErrCorrupt. An attempt that missed a file the latest
+// manifests no longer reference lost a race with a merge or compaction that deleted it after
+// publishing, and is not counted; readRaceAttempts of them in a row are ErrConflict, which a
+// client retries.
+func resnapshotOnMissing[T any](ctx context.Context, s *Store, once func() (T, error)) (T, error) {
 	var lastErr error
-	for attempt := 0; attempt < readAttempts; attempt++ {
+	var zero T
+	for attempt, raced := 0, 0; attempt < readAttempts; {
 		v, err := once()
 		if err == nil || !errors.Is(err, ErrNotFound) || errors.Is(err, errRowNotFound) {
 			return v, err
 		}
 		lastErr = err
 		s.db.metrics.ReadsRetried.Inc()
+		var miss *missingObject
+		if errors.As(err, &miss) && !s.referenced(ctx, miss.path) {
+			if raced++; raced >= readRaceAttempts {
+				return zero, fmt.Errorf("%s: %d attempts in a row lost the race with a merge or compaction that deleted a file they read: %w",
+					s.target, raced, ErrConflict)
+			}
+			continue
+		}
+		attempt++
 	}
 	err := corruptf("%s: an object the manifests reference is missing after %d attempts: %v", s.target, readAttempts, lastErr)
 	s.countCorrupt("missing object of "+s.target.String(), err) // the key is in lastErr only
-	var zero T
 	return zero, err
+}
+
+// readRaceAttempts bounds the attempts of one read that each lost the race with a merge or
+// compaction (resnapshotOnMissing).
+const readRaceAttempts = 8
+
+// missingObject is the ErrNotFound of an object a read's manifest entry named.
+type missingObject struct {
+	path string
+	err  error
+}
+
+func (e *missingObject) Error() string { return e.err.Error() }
+func (e *missingObject) Unwrap() error { return e.err }
+
+// referenced reports whether the latest manifests still list path as a base run or a pending
+// generation, which reads read; true when they cannot be read (the caller then counts the miss).
+func (s *Store) referenced(ctx context.Context, path string) bool {
+	snap, err := s.snapshot(ctx, false)
+	if err != nil {
+		return true
+	}
+	for _, r := range snap.base.Runs {
+		if r.Path == path {
+			return true
+		}
+	}
+	for _, gens := range snap.pending {
+		for _, g := range gens {
+			if g.Path == path {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 var errRowNotFound = fmt.Errorf("row: %w", ErrNotFound)
@@ -289,7 +380,7 @@ func (s *Store) List(ctx context.Context, opts ListOptions) (ListPage, error) {
 	if err := rowcodec.CheckRowKey("the after cursor", opts.After); err != nil {
 		return ListPage{}, err
 	}
-	return resnapshotOnMissing(s, func() (ListPage, error) { return s.listOnce(ctx, opts) })
+	return resnapshotOnMissing(ctx, s, func() (ListPage, error) { return s.listOnce(ctx, opts) })
 }
 
 func (s *Store) listOnce(ctx context.Context, opts ListOptions) (ListPage, error) {
@@ -301,7 +392,8 @@ func (s *Store) listOnce(ctx context.Context, opts ListOptions) (ListPage, error
 			mem, memShard = w.memIterAfter(opts.After), w.shard
 		}
 	}
-	snap, err := s.snapshot(ctx, true)
+	// A List of the base alone unions no pending generation, so the read caps do not refuse it.
+	snap, err := s.snapshot(ctx, opts.Source != SourceBase)
 	if err != nil {
 		return ListPage{}, err
 	}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -71,19 +72,24 @@ func (s *Store) sources(snap *readSnapshot, source string, keyFilter func(minKey
 }
 
 // private reports whether a read decodes src outside the cache, into its group's read arena
-// (openGroup): a read budget is set and the cache neither holds nor would keep it.
+// (openGroup): a read budget is set and the cache neither holds nor would keep it (a base run
+// whose footer said it decodes to more than the cache keeps counts as one it would not keep).
 //
-// INVARIANT: for a given source the answer depends on its size and the cache's limit only (a
-// file the cache would not keep is never cached), so every caller decides it the same way.
+// INVARIANT: for a given source the answer depends on its size, the cache's limit and its
+// footer only (a file the cache would not keep is never cached, and a run is decoded whole
+// through the cache only once its footer was found within the limit), so every caller decides
+// it the same way.
 func (s *Store) private(src readSource) bool {
-	return s.db.opts.ReadBudget.Limit() > 0 && !s.db.cache.keeps(src.bytes) && s.db.cache.peek(src.path) == nil
+	return s.db.opts.ReadBudget.Limit() > 0 && (!s.db.cache.keeps(src.bytes) || src.run && s.db.cache.isLarge(src.path)) &&
+		s.db.cache.peek(src.path) == nil
 }
 
-// readCost is what decoding src through the cache may hold while a read holds it: a
+// readCost is what a read is first admitted with for decoding src through the cache: a
 // generation decodes to about its object (the record aliases the bytes); a base run is
-// decoded whole, each column into one array grown by doubling, so about twice its object at
-// the peak. Only files the cache keeps (at most a quarter of it) are decoded this way when a
-// read budget is set: the others are read into the group's arena, and base runs among them
+// decoded whole, each column into one array grown by doubling, so about twice its rows at the
+// peak, which the read takes once the run's footer gives them (admitRunDecode); twice its
+// object until then. Only files the cache keeps (at most a quarter of it) are decoded this way
+// when a read budget is set: the others are read into the group's arena, and base runs among them
 // are streamed in batches (list_runs.go), each charged what it really holds.
 func readCost(src readSource) int64 {
 	if src.run {
@@ -145,6 +151,11 @@ func (g *readGroup) err() error {
 // ErrBudgetBusy only when the budget cannot give it the bytes within readBudgetWait.
 func (s *Store) openGroup(ctx context.Context, srcs []readSource, after string) (*readGroup, error) {
 	g, short, err := s.tryOpenGroup(ctx, srcs, after, 0)
+	for try := 0; errors.Is(err, errRunDecodesLarge) && try < len(srcs); try++ {
+		// A run's footer said it decodes to more than the cache keeps: it is private now, so
+		// each try has one such run fewer (the others' loads may have been cancelled with it).
+		g, short, err = s.tryOpenGroup(ctx, srcs, after, 0)
+	}
 	if short > 0 {
 		if g, short, err = s.tryOpenGroup(ctx, srcs, after, short); short > 0 {
 			s.db.metrics.ReadsBudgetBusy.Inc()
@@ -158,6 +169,7 @@ func (s *Store) openGroup(ctx context.Context, srcs []readSource, after string) 
 func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after string, extra int64) (_ *readGroup, short int64, _ error) {
 	budget := s.db.opts.ReadBudget
 	private := make([]bool, len(srcs))
+	charged := make([]int64, len(srcs)) // what want counts for a source decoded through the cache
 	var want int64
 	var sizes []int64
 	for i, src := range srcs {
@@ -173,7 +185,8 @@ func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after strin
 				want += compactRunGuess(manifest.Run{Bytes: est.bytes}) // its batches, until the footer says
 			}
 		case s.db.cache.peek(src.path) == nil:
-			want += readCost(est)
+			charged[i] = readCost(est)
+			want += charged[i]
 		}
 	}
 	hint := arenaEstimate(sizes)
@@ -181,6 +194,26 @@ func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after strin
 	res, err := s.admitRead(ctx, want)
 	if err != nil {
 		return nil, 0, err
+	}
+	// A run decoded through the cache takes what its footer says the decode holds: first the
+	// extra this admission was given (a retry's, for such a run), then growth without waiting.
+	var slack atomic.Int64
+	slack.Store(extra)
+	grow := func(i int) func(int64) bool {
+		return func(need int64) bool {
+			n := need - charged[i]
+			for n > 0 {
+				have := slack.Load()
+				take := min(have, n)
+				if take <= 0 {
+					break
+				}
+				if slack.CompareAndSwap(have, have-take) {
+					n -= take
+				}
+			}
+			return n <= 0 || res.tryGrowBy(n)
+		}
 	}
 	var arena *readArena
 	var acct *memAccount
@@ -203,6 +236,8 @@ func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after strin
 		arena.free() // after the records and readers that alias it
 		res.Release()
 	}
+	var lacks atomic.Int64          // bytes the runs decoded through the cache lack (runDecodeShort)
+	var large atomic.Pointer[error] // an errRunDecodesLarge
 	eg, gctx := errgroup.WithContext(ctx)
 	eg.SetLimit(16)
 	for i, src := range srcs {
@@ -217,12 +252,31 @@ func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after strin
 			case private[i]:
 				g.files[i], err = s.readGen(gctx, src, arena.alloc(), memory.DefaultAllocator)
 			default:
-				g.files[i], err = s.load(gctx, src)
+				g.files[i], err = s.load(gctx, src, grow(i))
+				// A run its footer refused is not a failure of the others: they go on, so that
+				// one try finds every such run and what they all lack.
+				var rs *runDecodeShort
+				switch {
+				case errors.As(err, &rs):
+					lacks.Add(rs.extra)
+					err = nil
+				case errors.Is(err, errRunDecodesLarge):
+					refused := err
+					large.Store(&refused)
+					err = nil
+				}
 			}
 			return err
 		})
 	}
 	err = eg.Wait()
+	if l := large.Load(); l != nil && err == nil {
+		err = *l
+	}
+	if n := lacks.Load(); n > 0 && err == nil {
+		g.release()
+		return nil, n, fmt.Errorf("%s: decoding base runs through the cache needs %d bytes more of the read budget: %w", s.target, n, ErrBudgetBusy)
+	}
 	if err == nil && acct != nil {
 		short, err = s.growForRuns(res, acct, g.runs)
 	}

@@ -75,6 +75,9 @@ func (s *Store) readChecked(ctx context.Context, path, sum string, limit int64, 
 	if errors.Is(err, objstore.ErrTooLarge) {
 		return nil, corruptf("%s, as its manifest declares: %v", what, err)
 	}
+	if errors.Is(err, ErrNotFound) {
+		return nil, &missingObject{path: path, err: err}
+	}
 	if err != nil {
 		return nil, err
 	}

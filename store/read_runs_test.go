@@ -3,11 +3,16 @@ package store
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
 // A Get over base runs that the cache does not keep decodes only the row groups that may hold
@@ -109,4 +114,155 @@ func TestConcurrentGetsFromRunsShareTheReadBudget(t *testing.T) {
 	require.Zero(t, rb.Reserved())
 	require.Zero(t, rb.Allocated())
 	require.LessOrEqual(t, rb.Pooled(), rb.Limit())
+}
+
+// A base run whose object is small enough for the cache but whose values compress well decodes
+// to more than the cache keeps: reads stream it like a run the cache would not keep, instead of
+// decoding it whole on the Go heap on every read (the cache refused the decoded run each time)
+// while the read budget was charged for its object, a twentieth of what the decode held.
+func TestFindingCompressibleRunIsStreamedNotDecodedWholeOnEveryRead(t *testing.T) {
+	ctx := context.Background()
+	rb := NewBudget(32 << 20)
+	db := openTestDB(t, "file://"+t.TempDir()+"?nosync=1", "w1", func(o *Options) {
+		o.ReadBudget = rb
+		o.CacheBytes = 8 << 20 // keeps files up to 2 MiB
+	})
+	s := createGeneric(t, db, "compressible", false)
+	pad := strings.Repeat("v", 1000) // Snappy shrinks it about 14 times
+	var rs []Row
+	for i := 0; i < 9000; i++ {
+		k := fmt.Sprintf("k%06d", i)
+		rs = append(rs, Row{Key: k, Values: []any{k, int64(i), pad}})
+	}
+	appendRows(t, s, rs...)
+	flush(t, s)
+	_, err := s.MergeAll(ctx)
+	require.NoError(t, err)
+	base, err := s.loadBase(ctx)
+	require.NoError(t, err)
+	require.Len(t, base.Runs, 1)
+	run := base.Runs[0]
+	require.True(t, db.cache.keeps(run.Bytes), "the object alone is one the cache keeps")
+	data, err := db.bucket.Get(ctx, run.Path)
+	require.NoError(t, err)
+	whole, err := decodeParquet(ctx, data, s.codec, "run")
+	require.NoError(t, err)
+	require.False(t, db.cache.keeps(whole.bytes), "decoded, the run is one the cache does not keep")
+
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := 0; i < 4; i++ {
+		k := fmt.Sprintf("k%06d", i*2000+7)
+		got, err := s.Get(ctx, k)
+		require.NoError(t, err)
+		require.Equal(t, k, got["id"])
+		require.Equal(t, pad, got["s"])
+	}
+	runtime.ReadMemStats(&after)
+	require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(whole.bytes),
+		"four Gets allocated more on the Go heap than one whole decode of the run holds")
+	page, err := s.List(ctx, ListOptions{Limit: 3, After: "k004000"})
+	require.NoError(t, err)
+	require.Len(t, page.Rows, 3)
+	require.Equal(t, "k004001", page.Rows[0]["id"])
+	require.Equal(t, "k004003", page.Next)
+	require.Zero(t, rb.Reserved())
+	require.Zero(t, rb.Allocated(), "every buffer of the reads went back")
+}
+
+// A base run the cache keeps is decoded whole once, and that decode holds about twice the run's
+// rows, which for values that compress is many times its object: the read takes those bytes
+// from the read budget, as its footer gives them, before it decodes. It was charged twice its
+// object, so a read decoded 10 MB of rows (38 MB allocated) with 4 MiB of the budget free.
+func TestFindingRunDecodedThroughTheCacheIsChargedItsRows(t *testing.T) {
+	ctx := context.Background()
+	rb := NewBudget(16 << 20)
+	db := openTestDB(t, "file://"+t.TempDir()+"?nosync=1", "w1", func(o *Options) {
+		o.ReadBudget = rb
+		o.CacheBytes = 64 << 20 // keeps files up to 16 MiB, decoded
+	})
+	s := createGeneric(t, db, "chargedrows", false)
+	pad := strings.Repeat("v", 1000)
+	var rs []Row
+	for i := 0; i < 9000; i++ {
+		k := fmt.Sprintf("k%06d", i)
+		rs = append(rs, Row{Key: k, Values: []any{k, int64(i), pad}})
+	}
+	appendRows(t, s, rs...)
+	flush(t, s)
+	_, err := s.MergeAll(ctx)
+	require.NoError(t, err)
+	base, err := s.loadBase(ctx)
+	require.NoError(t, err)
+	require.Len(t, base.Runs, 1)
+	run := base.Runs[0]
+	require.Less(t, 2*run.Bytes, int64(4<<20), "the run's object alone fits in what the budget has free")
+
+	held, _, err := rb.Reserve(ctx, 12<<20) // another read's
+	require.NoError(t, err)
+	_, err = s.Get(ctx, "k000100")
+	require.ErrorIs(t, err, ErrBudgetBusy, "a decode of 10 MB of rows went ahead with 4 MiB of the read budget free")
+	require.Nil(t, db.cache.peek(run.Path))
+	held.Release()
+
+	got, err := s.Get(ctx, "k000100")
+	require.NoError(t, err)
+	require.Equal(t, "k000100", got["id"])
+	require.NotNil(t, db.cache.peek(run.Path), "decoded once, the run is the cache's")
+	page, err := s.List(ctx, ListOptions{Limit: 2, After: "k008997"})
+	require.NoError(t, err)
+	require.Len(t, page.Rows, 2)
+	require.Equal(t, "k008999", page.Rows[1]["id"])
+	require.Zero(t, rb.Reserved())
+}
+
+// A read over several compressible runs seen for the first time succeeds: each try of its group
+// may find only one of them larger than the cache keeps (the others' loads are cancelled with
+// it), so it tries once per source, not three times.
+func TestCompressibleRunsFoundOneATimeStillRead(t *testing.T) {
+	ctx := context.Background()
+	url := "file://" + t.TempDir() + "?nosync=1"
+	db := openTestDB(t, url, "w1", func(o *Options) { o.CacheBytes = 8 << 20 })
+	s := createGeneric(t, db, "compressibles", false)
+	pad := strings.Repeat("v", 1000)
+	const runs = 5
+	for r := 0; r < runs; r++ {
+		var rs []Row
+		for i := 0; i < 9000; i++ {
+			k := fmt.Sprintf("k%06d-%d", i, r) // every run spans the whole key range
+			rs = append(rs, Row{Key: k, Values: []any{k, int64(i), pad}})
+		}
+		appendRows(t, s, rs...)
+		flush(t, s)
+		_, err := s.MergeAll(ctx)
+		require.NoError(t, err)
+	}
+	// A run read while another is in flight is slow, so the first footer that refuses its run
+	// cancels the others before they are read.
+	var inflight atomic.Int64
+	slow := objstore.FaultFuncs{
+		BeforeFunc: func(op, key string) error {
+			if op == objstore.OpGet && strings.Contains(key, "/data/") && inflight.Add(1) > 1 {
+				time.Sleep(300 * time.Millisecond)
+			}
+			return nil
+		},
+		AfterFunc: func(op, key string, err error) error {
+			if op == objstore.OpGet && strings.Contains(key, "/data/") {
+				inflight.Add(-1)
+			}
+			return err
+		},
+	}
+	b, err := objstore.OpenBucket(ctx, url)
+	require.NoError(t, err)
+	ro := DefaultOptions()
+	ro.InstanceID, ro.CacheBytes, ro.ReadBudget = "reader", 8<<20, NewBudget(64<<20)
+	rdb := OpenDBOnBucket(b.WithFaults(slow), ro)
+	t.Cleanup(func() { _ = rdb.Close(ctx) })
+	r := openGeneric(t, rdb, "compressibles")
+	page, err := r.List(ctx, ListOptions{Limit: 2, After: "k008998-4"})
+	require.NoError(t, err)
+	require.Len(t, page.Rows, 2)
+	require.Equal(t, "k008999-1", page.Rows[1]["id"])
 }

@@ -71,7 +71,7 @@ func newAPIServer(db *store.DB, cfg Config, addr net.Addr, log *zap.Logger, m *M
 	route("POST /api/v1/stores/{kind}/{name}", a.handle(a.createStore))
 	route("POST /api/v1/stores/{kind}/{name}/rows", a.handle(a.appendRows))
 	route("GET /api/v1/stores/{kind}/{name}/rows", a.handle(a.listRows))
-	route("GET /api/v1/stores/{kind}/{name}/rows/{id}", a.onStore(a.getRow))
+	route("GET /api/v1/stores/{kind}/{name}/rows/{id}", a.handle(a.getRow))
 	route("DELETE /api/v1/stores/{kind}/{name}/rows/{id}", a.onStore(a.deleteRow))
 	route("POST /api/v1/stores/{kind}/{name}/flush", a.onStore(a.flush))
 	route("POST /api/v1/stores/{kind}/{name}/merge-wal", a.handle(a.mergeWal))

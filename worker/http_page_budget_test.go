@@ -146,3 +146,31 @@ func TestHTTPHeadOfAListReadsOneItem(t *testing.T) {
 	require.True(t, w.api.pages.sem.TryAcquire(cfg.PageBudgetBytes), "HEADs give their bytes back")
 	w.api.pages.sem.Release(cfg.PageBudgetBytes)
 }
+
+// A row read by key takes one row of --max-row-bytes from the page budget, as a page of one
+// row does, until its answer is written: --max-connections clients each reading a row of the
+// largest size held that many rows outside every budget.
+func TestHTTPRowGetsShareThePageBudget(t *testing.T) {
+	defer func(d time.Duration) { budgetWait = d }(budgetWait)
+	budgetWait = 100 * time.Millisecond
+	cfg := testConfig(t)
+	cfg.PageBytes, cfg.MaxRowBytes = 1024, 1024
+	cfg.PageBudgetBytes = cfg.PageBytes + int64(cfg.MaxRowBytes)
+	w, c, _ := serveAPI(t, cfg)
+	expect(t, c.postJSON("/api/v1/stores/generic/gs", genericSchema), http.StatusCreated, "")
+	expect(t, c.postJSON("/api/v1/stores/generic/gs/rows", `[{"id":"a"}]`), http.StatusOK, "")
+	row := "/api/v1/stores/generic/gs/rows/a"
+
+	require.True(t, w.api.pages.sem.TryAcquire(cfg.PageBudgetBytes-int64(cfg.MaxRowBytes)+1), "other pages hold all but less than a row")
+	r := c.get(row)
+	expect(t, r, http.StatusServiceUnavailable, CodeBudgetBusy)
+	require.NotEmpty(t, r.header.Get("Retry-After"))
+	w.api.pages.sem.Release(cfg.PageBudgetBytes - int64(cfg.MaxRowBytes) + 1)
+
+	r = c.get(row)
+	expect(t, r, http.StatusOK, "")
+	require.JSONEq(t, `{"id":"a","n":null,"s":null}`, string(r.body))
+	expect(t, c.get("/api/v1/stores/generic/gs/rows/zz"), http.StatusNotFound, CodeRowNotFound)
+	require.True(t, w.api.pages.sem.TryAcquire(cfg.PageBudgetBytes), "answered rows give their bytes back")
+	w.api.pages.sem.Release(cfg.PageBudgetBytes)
+}

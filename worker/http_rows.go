@@ -46,12 +46,24 @@ func (a *apiServer) appendRows(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (a *apiServer) getRow(r *http.Request, s *store.Store) (any, error) {
+// getRow answers one row by key. It takes one row of --max-row-bytes from the page budget, as
+// a page of one row does, before it reads, and gives it back once the answer is written.
+func (a *apiServer) getRow(w http.ResponseWriter, r *http.Request) error {
+	s, err := a.openStore(r)
+	if err != nil {
+		return err
+	}
+	release, err := a.pages.take(r.Context(), a.cfg.rowsPageBytes(1))
+	if err != nil {
+		return err
+	}
+	defer release()
 	row, err := s.Get(r.Context(), r.PathValue("id"))
 	if err != nil {
-		return nil, notFoundAs(err, CodeRowNotFound)
+		return notFoundAs(err, CodeRowNotFound)
 	}
-	return row, nil
+	writeJSON(w, http.StatusOK, row)
+	return nil
 }
 
 // rowsQuery parses ?source=&limit=&after= of GET .../rows.

@@ -581,6 +581,9 @@ func (r *mergeRun) result() contract.MergeWalResult {
 	return res
 }
 
+// status answers the status query: the totals of every shard and at most
+// contract.MaxStatusShards of them listed, so the answer fits a query however many shards the
+// store has.
 func (r *mergeRun) status() contract.MergeWalStatus {
 	st := contract.MergeWalStatus{
 		Target:      r.target.String(),
@@ -617,7 +620,7 @@ func (r *mergeRun) status() contract.MergeWalStatus {
 			st.Pass++
 		}
 	}
-	return st
+	return st.CapShards(contract.MaxStatusShards)
 }
 
 // details is the short markdown progress line Temporal Web shows for the run.

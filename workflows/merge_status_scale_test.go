@@ -1,0 +1,47 @@
+package workflows
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/target"
+)
+
+// TestMergeWalStatusBoundedAtScale: a run of a store with MaxCarriedShards shards, all but a
+// few failed with a failure text of the longest kind a run records, answers its status query
+// in under MaxPayloadBytes (far below the 4 MiB a query answer may have), in-flight shards
+// listed first, with the totals of every shard.
+func TestMergeWalStatusBoundedAtScale(t *testing.T) {
+	tgt, err := target.ParseTarget("generic:gs")
+	require.NoError(t, err)
+	r := &mergeRun{target: tgt, tr: &tracker{onChange: func() {}}, phase: contract.PhaseMerging, workflowRun: 1}
+	long := contract.FailureText(strings.Repeat("permission denied on wal object; ", 1000))
+	for i := range contract.MaxCarriedShards {
+		sh := &shardRun{res: contract.ShardMergeResult{Shard: fmt.Sprintf("%036d", i), Reclaimed: 1, Finished: true, Error: long}, phase: contract.ShardFailed}
+		if i%1000 == 999 {
+			sh.res = contract.ShardMergeResult{Shard: sh.res.Shard, Reclaimed: 1, Pending: 5}
+			sh.phase = contract.ShardPreparing
+		}
+		r.shards = append(r.shards, sh)
+	}
+
+	st := r.status()
+	b, err := json.Marshal(st)
+	require.NoError(t, err)
+	require.LessOrEqual(t, len(b), contract.MaxPayloadBytes, "status answer of %d shards", len(r.shards))
+	require.Len(t, st.Shards, contract.MaxStatusShards)
+	require.Equal(t, contract.MaxCarriedShards-contract.MaxStatusShards, st.ShardsOmitted)
+	require.Equal(t, contract.MaxCarriedShards, st.Reclaimed)
+	require.Equal(t, 4*5, st.Pending)
+	for i := range 4 {
+		require.Equal(t, contract.ShardPreparing, st.Shards[i].Phase)
+	}
+	require.Equal(t, contract.ShardFailed, st.Shards[4].Phase)
+	require.NotEmpty(t, st.Shards[4].Error)
+	require.LessOrEqual(t, len(st.Shards[4].Error), contract.MaxStatusErrorBytes)
+}

@@ -75,8 +75,7 @@ func MergeWal(ctx workflow.Context, in contract.MergeWalInput) (contract.MergeWa
 	if r.stopping && len(r.todo()) > 0 {
 		r.setPhase(contract.PhaseContinuing)
 		next := r.in
-		next.Carry = &contract.MergeWalCarry{WorkflowRuns: r.workflowRun, Shards: r.shardResults(), PendingAtStart: r.pendingAtStart,
-			Actions: r.actions()}
+		next.Carry = r.carry(carryBounded(ctx))
 		r.log.Info("Merge continues as new.", "passes", r.passes)
 		return r.result(), workflow.NewContinueAsNewError(ctx, contract.MergeWalWorkflow, next)
 	}

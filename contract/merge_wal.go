@@ -1,6 +1,9 @@
 package contract
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // MergeWalInput is MergeWal's input. Only Target is required:
 // `{"target":"generic:gs"}`. Durations are JSON nanoseconds. Validate bounds every field.
@@ -148,8 +151,13 @@ type MergeWalStatus struct {
 	Blocked string `json:"blocked,omitempty"`
 	// WorkflowRun is the number of this workflow run in the continue-as-new chain, from 1
 	// (JSON "run", kept for existing clients).
-	WorkflowRun int           `json:"run"`
-	Shards      []ShardStatus `json:"shards"`
+	WorkflowRun int `json:"run"`
+	// Shards lists at most MaxStatusShards shards, those in flight first, then the failed,
+	// queued and done ones, each group in shard order (CapShards); ShardsOmitted counts the
+	// rest, so the answer stays far below Temporal's 4 MiB query limit however many shards
+	// the store has.
+	Shards        []ShardStatus `json:"shards"`
+	ShardsOmitted int           `json:"shards_omitted,omitempty"`
 	// InFlight lists the activities the run waits on and SlotWait the run's slot-wait
 	// threshold: the workflow cannot see whether a worker picked an activity up, the server
 	// can (ApplyPending).
@@ -176,6 +184,49 @@ type ShardStatus struct {
 // within a few hundred KiB however many shards a store has: an entry is about 150 bytes, a
 // failed one up to MaxFailureTextBytes more.
 const MaxResultShards = 32
+
+// MaxCarryErrorBytes bounds each shard's failure text in a MergeWal carry (the first run's
+// history and the worker log keep the whole text): MaxCarriedShards shards of realistic ids
+// and errors then carry about 1.6 MB, under the 2 MiB Temporal refuses a payload at, where
+// 4 KiB texts passed it at about 490 failed shards.
+const MaxCarryErrorBytes = 128
+
+// MaxStatusShards bounds the shards a status answer lists and MaxStatusErrorBytes each listed
+// shard's error (the result and the worker log keep the whole text): 128 entries of at most
+// about 1.3 KiB stay under MaxPayloadBytes, and 128 covers every shard a run can have in
+// flight (MaxRoundShards waiting for their commit plus the prepares beside them).
+const (
+	MaxStatusShards     = 128
+	MaxStatusErrorBytes = 1 << 10
+)
+
+// statusRank orders a status answer's shards: in flight, failed, queued, done.
+func statusRank(phase string) int {
+	switch phase {
+	case ShardFailed:
+		return 1
+	case ShardQueued:
+		return 2
+	case ShardDone:
+		return 3
+	default:
+		return 0
+	}
+}
+
+// CapShards is st with at most n shards listed, those in flight first, then the failed,
+// queued and done ones, each group in the order st lists them, and every listed error cut
+// to MaxStatusErrorBytes; ShardsOmitted counts the rest. Pure.
+func (st MergeWalStatus) CapShards(n int) MergeWalStatus {
+	all := slices.Clone(st.Shards)
+	slices.SortStableFunc(all, func(a, b ShardStatus) int { return statusRank(a.Phase) - statusRank(b.Phase) })
+	st.Shards = all[:min(n, len(all))]
+	for i := range st.Shards {
+		st.Shards[i].Error = Clip(st.Shards[i].Error, MaxStatusErrorBytes-len("…"))
+	}
+	st.ShardsOmitted = len(all) - len(st.Shards)
+	return st
+}
 
 // CapShards is res with at most n shards listed, failed shards first, then the others, each
 // group in the order res lists them; ShardsOmitted counts the rest and ShardsFailed every

@@ -47,7 +47,8 @@ const (
 	// MaxTriggerReasonBytes bounds trigger_reason, which becomes the run's summary and memo.
 	MaxTriggerReasonBytes = 1024
 	// MaxCarriedShards bounds the shards a MergeWal carry lists: far more than a store has
-	// writers, and at about 150 bytes a shard the carry stays within a payload.
+	// writers, and at under 400 bytes a shard (failure texts cut to MaxCarryErrorBytes) the
+	// carry stays under Temporal's 2 MiB payload limit.
 	MaxCarriedShards = 4096
 	// MaxCarriedRuns bounds the workflow-run counters carried across continue-as-new.
 	MaxCarriedRuns = 1_000_000

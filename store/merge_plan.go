@@ -11,6 +11,12 @@ import (
 // (merge_prepare.go) executes the plan under its shared mergeLock.
 
 // mergeCaps bound one merge pass; 0 means no cap.
+// MaxPassGenerations caps the generations of one merge pass whatever its caps say (0, "no
+// cap", included): a pass's PreparedMerge lists every generation number, and 10,000 of the
+// longest (20 digits) encode to about 207 KiB, under the 256 KiB payload budget of the
+// Prepare result and the CommitRound input that carry it (TestPassGenerationsFitAPayload).
+const MaxPassGenerations = 10_000
+
 type mergeCaps struct {
 	maxGens  int
 	maxBytes int64
@@ -46,7 +52,7 @@ var errFirstOverBudget = fmt.Errorf("%w while reading the first generation", Err
 
 // planMerge picks what one merge pass folds and fits it to the budget:
 //
-//  1. Caps: the oldest pending generations, at most caps.maxGens, stopping after the
+//  1. Caps: the oldest pending generations, at most caps.maxGens and MaxPassGenerations, stopping after the
 //     generation whose bytes reach caps.maxBytes. The first generation is always taken
 //     whole, so an oversized generation still makes progress; a generation is never split.
 //  2. Budget: the longest prefix of those whose footprint (mergeFootprint of the manifest's
@@ -60,7 +66,7 @@ func planMerge(pending []manifest.Gen, caps mergeCaps, grow func(total int64) bo
 	var gens []manifest.Gen
 	var bytes int64
 	for _, g := range pending {
-		if caps.maxGens > 0 && len(gens) >= caps.maxGens {
+		if (caps.maxGens > 0 && len(gens) >= caps.maxGens) || len(gens) >= MaxPassGenerations {
 			break
 		}
 		gens = append(gens, g)

@@ -2,6 +2,9 @@ package store
 
 import (
 	"context"
+	"encoding/json"
+	"math"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -257,4 +260,42 @@ func TestMergeReservationHoldsRoundedReadBuffers(t *testing.T) {
 	n, _ = fitToBudget(sizes, func(want int64) bool { return want <= old })
 	require.Less(t, n, 4)
 	require.Greater(t, n, 0)
+}
+
+// TestPassGenerationsFitAPayload: a pass takes at most MaxPassGenerations generations even
+// with no generation or byte cap (max_generations 0 and a --pending-max of 0 let a shard hold
+// any number), and a PreparedMerge of that many of the longest generation numbers, with a
+// worst-case staged run, encodes under the 256 KiB payload budget of the Prepare result and
+// the CommitRound input that carry it.
+func TestPassGenerationsFitAPayload(t *testing.T) {
+	const maxPayloadBytes = 256 << 10 // contract.MaxPayloadBytes (store does not import contract)
+	pending := make([]manifest.Gen, 3*MaxPassGenerations)
+	for i := range pending {
+		pending[i] = manifest.Gen{Gen: uint64(i + 1), Bytes: 1 << 10}
+	}
+	plan, err := planMerge(pending, mergeCaps{}, nil)
+	require.NoError(t, err)
+	require.Equal(t, MaxPassGenerations, len(plan.gens))
+	plan, err = planMerge(pending, mergeCaps{maxGens: 100_000}, nil)
+	require.NoError(t, err)
+	require.Equal(t, MaxPassGenerations, len(plan.gens))
+
+	gens := make([]uint64, MaxPassGenerations)
+	for i := range gens {
+		gens[i] = math.MaxUint64 - uint64(MaxPassGenerations) + uint64(i)
+	}
+	key := strings.Repeat("k", 256)
+	worst := PreparedMerge{
+		Target: "generic:" + strings.Repeat("n", 128), Shard: strings.Repeat("s", 64),
+		Generations: gens, Through: gens[len(gens)-1],
+		Staged: []StagedFile{{
+			Path: strings.Repeat("p", 200) + ".parquet", Rows: 1 << 40, Bytes: 1 << 40,
+			MinKey: key, MaxKey: key, MinSeq: 1 << 60, MaxSeq: 1 << 60, Checksum: "deadbeef",
+		}},
+		WriterEpoch: 1 << 60, AttemptKey: strings.Repeat("a", 300), BaseVersion: 1 << 60, Bytes: 1 << 60, Rows: 1 << 60, InputRows: 1 << 60,
+	}
+	raw, err := json.Marshal(worst)
+	require.NoError(t, err)
+	t.Logf("PreparedMerge of %d generations: %d bytes of JSON", MaxPassGenerations, len(raw))
+	require.Less(t, len(raw), maxPayloadBytes)
 }

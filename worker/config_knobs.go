@@ -168,7 +168,7 @@ var knobs = []knob{
 	workerKnob("merge-budget-bytes", "process-wide merge memory budget shared by every merge (0 = unlimited)", bytesField(func(c *Config) *int64 { return &c.MergeBudgetBytes })),
 	workerKnob("read-budget-bytes", "shared by concurrent reads for the files they decode outside the cache; a read that cannot fit within 2s gets 503 budget_busy (0 = unlimited)", bytesField(func(c *Config) *int64 { return &c.ReadBudgetBytes })),
 	workerKnob("memory-limit", "Go soft memory limit (debug.SetMemoryLimit) of the Go heap; 0 = cache-bytes + read-budget-bytes + 512MiB (merge buffers live outside the Go heap), none when the merge budget is unlimited or GOMEMLIMIT is set", bytesField(func(c *Config) *int64 { return &c.MemoryLimitBytes })),
-	workerKnob("merge-max-generations", "generations one merge pass takes at most (0 = no cap)", intField(func(c *Config) *int { return &c.MergeMaxGenerations })),
+	workerKnob("merge-max-generations", "generations one merge pass takes at most (0 = no cap but the store's 10,000)", intField(func(c *Config) *int { return &c.MergeMaxGenerations })),
 	workerKnob("merge-max-bytes", "bytes one merge pass reads at most, checked at generation boundaries (0 = no cap)", bytesField(func(c *Config) *int64 { return &c.MergeMaxBytes })),
 	workerKnob("merge-after-generations", "count trigger: after a seal, start MergeWal when the own shard has this many pending generations (0 = off)", intField(func(c *Config) *int { return &c.MergeAfterGenerations })),
 	workerKnob("merge-parallel-prepare", "count trigger: ask MergeWal to prepare the passes of different shards in parallel (commits stay one at a time)", boolField(func(c *Config) *bool { return &c.MergeParallelPrepare })),

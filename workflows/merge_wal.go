@@ -75,8 +75,7 @@ func MergeWal(ctx workflow.Context, in contract.MergeWalInput) (contract.MergeWa
 	if r.stopping && len(r.todo()) > 0 {
 		r.setPhase(contract.PhaseContinuing)
 		next := r.in
-		next.Carry = &contract.MergeWalCarry{WorkflowRuns: r.workflowRun, Shards: r.shardResults(), PendingAtStart: r.pendingAtStart,
-			Actions: r.actions()}
+		next.Carry = r.carry(carryBounded(ctx))
 		r.log.Info("Merge continues as new.", "passes", r.passes)
 		return r.result(), workflow.NewContinueAsNewError(ctx, contract.MergeWalWorkflow, next)
 	}
@@ -581,6 +580,9 @@ func (r *mergeRun) result() contract.MergeWalResult {
 	return res
 }
 
+// status answers the status query: the totals of every shard and at most
+// contract.MaxStatusShards of them listed, so the answer fits a query however many shards the
+// store has.
 func (r *mergeRun) status() contract.MergeWalStatus {
 	st := contract.MergeWalStatus{
 		Target:      r.target.String(),
@@ -617,7 +619,7 @@ func (r *mergeRun) status() contract.MergeWalStatus {
 			st.Pass++
 		}
 	}
-	return st
+	return st.CapShards(contract.MaxStatusShards)
 }
 
 // details is the short markdown progress line Temporal Web shows for the run.

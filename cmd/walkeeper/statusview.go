@@ -74,7 +74,14 @@ func printMergeStatus(tw *tabwriter.Writer, out io.Writer, st contract.MergeWalS
 	for _, sh := range st.Shards {
 		fmt.Fprintf(sw, "  %s\t%s\t%d\t%d\t%d\t%s\t%s\n", sh.Shard, dash(sh.Phase), sh.Pending, sh.Passes, sh.Reclaimed, dash(sh.Queue), cmp.Or(sh.Error, sh.Blocked, "-"))
 	}
-	return sw.Flush()
+	if err := sw.Flush(); err != nil {
+		return err
+	}
+	if st.ShardsOmitted > 0 {
+		// The query answer lists at most contract.MaxStatusShards shards; say how many it left out.
+		fmt.Fprintf(out, "  (%d more shards not listed: the status lists at most %d, in flight and failed first)\n", st.ShardsOmitted, contract.MaxStatusShards)
+	}
+	return nil
 }
 
 // printInFlight lists the activities the run waits on, one line each.

@@ -34,3 +34,14 @@ func TestPrintMergeStatusTable(t *testing.T) {
   s2     failed     2        1       3          -                   corrupt data: gen 9
 `, out.String())
 }
+
+func TestPrintMergeStatusSaysShardsOmitted(t *testing.T) {
+	var out bytes.Buffer
+	tw := tabwriter.NewWriter(&out, 0, 4, 2, ' ', 0)
+	require.NoError(t, printMergeStatus(tw, &out, contract.MergeWalStatus{
+		Target: "generic:demo", Phase: contract.PhaseMerging, WorkflowRun: 1, ShardsOmitted: 3968,
+		Shards: []contract.ShardStatus{{Shard: "s1", Phase: contract.ShardPreparing, Pending: 3}},
+	}))
+	assert.Contains(t, out.String(), "  s1     preparing  3        0       0          -      -\n"+
+		"  (3968 more shards not listed: the status lists at most 128, in flight and failed first)\n")
+}

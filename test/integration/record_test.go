@@ -485,6 +485,45 @@ func TestRecordReplayHistoriesResultCapped(t *testing.T) {
 	}
 }
 
+// TestRecordReplayHistoriesCarryBounded records merge-wal-carry-bounded.json (alone with
+// -run TestRecordReplayHistoriesCarryBounded): the first run of a two-shard MergeWal on the
+// merge-carry-bounded path that continues as new after one pass, with the shard that sorts
+// last failed by a long error, so its carry holds that error cut to contract.MaxCarryErrorBytes.
+func TestRecordReplayHistoriesCarryBounded(t *testing.T) {
+	e, outDir := recordingEnv(t, "merge-wal-carry-bounded.json")
+	const target = "generic:replay-carry"
+	da, db := e.openDB("rec-carry-a", nil), e.openDB("rec-carry-b", nil)
+	e.writeGenerations(e.createStore(da, target), "a", 2, 2)
+	e.writeGenerations(e.createStore(db, target), "b", 2, 2)
+	failing := max(da.Shard(), db.Shard())
+	long := "failed for the recording: " + strings.Repeat("a long storage error, ", 40)
+	e.startHarness(harnessOptions{Shared: da, Shards: []*store.DB{da, db}, Register: func(r tworker.ActivityRegistry, a *activities.Activities) {
+		activities.Register(r, a)
+		r.RegisterActivityWithOptions(func(ctx context.Context, p contract.PrepareParams) (contract.PrepareResult, error) {
+			if p.Shard == failing {
+				return contract.PrepareResult{}, temporal.NewNonRetryableApplicationError(long, contract.ErrTypeCorruptData, nil)
+			}
+			return a.Prepare(ctx, p)
+		}, activity.RegisterOptions{Name: contract.PrepareActivity, DisableAlreadyRegisteredCheck: true})
+	}})
+
+	one := 1
+	run := e.startMerge(target, contract.MergeWalInput{MaxGenerations: &one, PassesPerWorkflowRun: 1})
+	firstRunID := run.GetRunID() // Get follows the chain and moves GetRunID to its last run
+	res := e.mergeResult(run, waitLong)
+	if res.WorkflowRuns < 2 || res.ShardsFailed != 1 || res.Shards[0].Shard != failing || len(res.Shards[0].Error) > contract.MaxCarryErrorBytes {
+		t.Fatalf("result %+v; want a chain of 2 or more runs, the failed shard %s first with its error cut to %d bytes", res, failing, contract.MaxCarryErrorBytes)
+	}
+	name := "merge-wal-carry-bounded.json"
+	n := e.saveHistory(filepath.Join(outDir, name), run.GetID(), firstRunID)
+	t.Logf("%s: %d events", name, n)
+	replayer := tworker.NewWorkflowReplayer()
+	workflows.Register(replayer)
+	if err := replayer.ReplayWorkflowHistoryFromJSONFile(nil, filepath.Join(outDir, name)); err != nil {
+		t.Errorf("replay %s: %v", name, err)
+	}
+}
+
 // TestRecordReplayHistoriesSweepWindowLongID records sweep-window-long-id.json (alone with
 // -run TestRecordReplayHistoriesSweepWindowLongID): a SweepWindow whose workflow ID is 1,000
 // bytes, Temporal's limit, on the sweep-reason-bounded path: the reason of the merge it starts

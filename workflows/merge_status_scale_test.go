@@ -1,0 +1,82 @@
+package workflows
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/target"
+)
+
+// TestMergeWalStatusBoundedAtScale: a run of a store with MaxCarriedShards shards, all but a
+// few failed with a failure text of the longest kind a run records, answers its status query
+// in under MaxPayloadBytes (far below the 4 MiB a query answer may have), in-flight shards
+// listed first, with the totals of every shard.
+func TestMergeWalStatusBoundedAtScale(t *testing.T) {
+	tgt, err := target.ParseTarget("generic:gs")
+	require.NoError(t, err)
+	r := &mergeRun{target: tgt, tr: &tracker{onChange: func() {}}, phase: contract.PhaseMerging, workflowRun: 1}
+	long := contract.FailureText(strings.Repeat("permission denied on wal object; ", 1000))
+	for i := range contract.MaxCarriedShards {
+		sh := &shardRun{res: contract.ShardMergeResult{Shard: fmt.Sprintf("%036d", i), Reclaimed: 1, Finished: true, Error: long}, phase: contract.ShardFailed}
+		if i%1000 == 999 {
+			sh.res = contract.ShardMergeResult{Shard: sh.res.Shard, Reclaimed: 1, Pending: 5}
+			sh.phase = contract.ShardPreparing
+		}
+		r.shards = append(r.shards, sh)
+	}
+
+	st := r.status()
+	b, err := json.Marshal(st)
+	require.NoError(t, err)
+	require.LessOrEqual(t, len(b), contract.MaxPayloadBytes, "status answer of %d shards", len(r.shards))
+	require.Len(t, st.Shards, contract.MaxStatusShards)
+	require.Equal(t, contract.MaxCarriedShards-contract.MaxStatusShards, st.ShardsOmitted)
+	require.Equal(t, contract.MaxCarriedShards, st.Reclaimed)
+	require.Equal(t, 4*5, st.Pending)
+	for i := range 4 {
+		require.Equal(t, contract.ShardPreparing, st.Shards[i].Phase)
+	}
+	require.Equal(t, contract.ShardFailed, st.Shards[4].Phase)
+	require.NotEmpty(t, st.Shards[4].Error)
+	require.LessOrEqual(t, len(st.Shards[4].Error), contract.MaxStatusErrorBytes)
+}
+
+// temporalBlobSizeLimitError is the Temporal server's default limit.blobSize.error: a
+// continue-as-new whose input is larger is refused.
+const temporalBlobSizeLimitError = 2 << 20
+
+// TestMergeWalCarryBoundedAtScale: a run of MaxCarriedShards shards, all but one failed with
+// a failure text of the longest kind a run records, hands over a carry under the 2 MiB
+// Temporal refuses a continue-as-new's input at, and the carry still passes the continued
+// run's input check.
+func TestMergeWalCarryBoundedAtScale(t *testing.T) {
+	tgt, err := target.ParseTarget("generic:gs")
+	require.NoError(t, err)
+	r := &mergeRun{target: tgt, tr: &tracker{onChange: func() {}}, workflowRun: 7, pendingAtStart: 1 << 30}
+	long := contract.FailureText(strings.Repeat("storage: get wal/97908969-7ded-55ff-a5f4-1d804332abc7/gen/00000041-3.arrow: permission denied; ", 100))
+	for i := range contract.MaxCarriedShards {
+		res := contract.ShardMergeResult{Shard: fmt.Sprintf("97908969-7ded-55ff-a5f4-%012d", i), Reclaimed: 4096, Passes: 1000,
+			BaseVersion: 1 << 40, Restarts: 3, SharedQueue: true, Finished: true, Error: long,
+			ErrorType: contract.ErrTypeStalePreparation, Permanent: true, BytesMerged: 1 << 40}
+		if i == 0 {
+			res.Finished, res.Error, res.ErrorType, res.Permanent, res.Pending = false, "", "", false, 4096
+		}
+		r.shards = append(r.shards, &shardRun{res: res})
+	}
+
+	c := r.carry(true)
+	b, err := json.Marshal(c)
+	require.NoError(t, err)
+	require.LessOrEqual(t, len(b), temporalBlobSizeLimitError, "carry of %d shards", len(c.Shards))
+	t.Logf("carry of %d shards: %d bytes", len(c.Shards), len(b))
+	require.Len(t, c.Shards, contract.MaxCarriedShards)
+	require.LessOrEqual(t, len(c.Shards[1].Error), contract.MaxCarryErrorBytes)
+	require.NotEmpty(t, c.Shards[1].Error)
+	next := contract.MergeWalInput{Target: "generic:gs", Carry: c}
+	require.NoError(t, next.WithDefaults().Validate())
+}

@@ -2,7 +2,6 @@ package activities
 
 import (
 	"context"
-	"sort"
 	"sync"
 	"time"
 
@@ -13,7 +12,8 @@ import (
 	"github.com/walkeeper/walkeeper/store"
 )
 
-// ListPendingShards lists the target's shards with pending generations, in shard order.
+// ListPendingShards lists the target's shards with pending generations, in shard order: at
+// most contract.MaxListedShards, oldest pending first (pickListed), counting the rest.
 func (a *Activities) ListPendingShards(ctx context.Context, p contract.ListPendingShardsParams) (res contract.ListPendingShardsResult, err error) {
 	start := time.Now()
 	defer func() { err = a.done(contract.ListPendingShardsActivity, kindOf(p.Target), start, "ok", err) }()
@@ -37,9 +37,9 @@ func (a *Activities) ListPendingShards(ctx context.Context, p contract.ListPendi
 			a.logger().Warn("demand clean-up of a store with nothing pending failed", zap.String("target", p.Target), zap.Error(err))
 		}
 	}
-	res.Shards = make([]contract.ShardPending, 0, len(shards))
+	all := make([]contract.ShardPending, 0, len(shards))
 	for _, sh := range shards {
-		res.Shards = append(res.Shards, contract.ShardPending{
+		all = append(all, contract.ShardPending{
 			Shard:         sh.Shard,
 			Pending:       sh.PendingGenerations,
 			PendingBytes:  sh.PendingBytes,
@@ -47,7 +47,7 @@ func (a *Activities) ListPendingShards(ctx context.Context, p contract.ListPendi
 			OldestPending: sh.OldestPending,
 		})
 	}
-	sort.Slice(res.Shards, func(i, j int) bool { return res.Shards[i].Shard < res.Shards[j].Shard })
+	res.Shards, res.Unlisted = pickListed(all, contract.MaxListedShards)
 	return res, nil
 }
 

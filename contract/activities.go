@@ -20,9 +20,17 @@ type ShardPending struct {
 	OldestPending time.Time `json:"oldest_pending,omitzero"`
 }
 
-// ListPendingShardsResult lists the shards with pending generations, in shard order.
+// MaxListedShards caps the shards one ListPendingShards result lists: a worst-case entry
+// (64-byte shard id, every number at its widest) encodes to about 230 bytes, so the result
+// stays under MaxPayloadBytes, and a run's first listing stays well under MaxCarriedShards.
+const MaxListedShards = 1024
+
+// ListPendingShardsResult lists the shards with pending generations, in shard order: at
+// most MaxListedShards of them, those whose oldest pending generation is oldest.
 type ListPendingShardsResult struct {
 	Shards []ShardPending `json:"shards"`
+	// Unlisted counts the pending shards left out by the cap; a later MergeWal merges them.
+	Unlisted int `json:"unlisted,omitempty"`
 }
 
 // PrepareParams asks for one merge preparation of one shard (docs/FORMAT.md §5 step 1).

@@ -118,6 +118,9 @@ type mergeRun struct {
 	// resultCapped: the run started on code whose result lists at most
 	// contract.MaxResultShards shards (resultCappedChange).
 	resultCapped bool
+	// shardsBounded: the run started on code whose plan holds at most
+	// contract.MaxCarriedShards shards (shardsBoundedChange).
+	shardsBounded bool
 	// preparing counts the passes of the current round that may still ask for a commit;
 	// asking counts the commit requests sent and not yet taken by the commit loop.
 	preparing, asking int
@@ -158,13 +161,15 @@ func newMergeRun(ctx workflow.Context, in contract.MergeWalInput, tgt target.Tar
 	r.hotRoundsCommitOnce = hotRoundsCommitOnce(ctx)
 	r.abortsSurviveCancel = abortsSurviveCancel(ctx)
 	r.resultCapped = resultCapped(ctx)
+	r.shardsBounded = shardsBounded(ctx)
 	return r
 }
 
 // plan merges a listing into the shards known so far (the carried results on the first
 // call of a run), in shard order. A shard that failed or reached MaxPasses stays finished;
 // one that no longer has anything pending is done. A shard that was drained and has sealed
-// again since is merged again.
+// again since is merged again. A bounded run (shardsBounded) takes no new shard once it holds
+// contract.MaxCarriedShards, so its carry never holds more than the next run accepts.
 func (r *mergeRun) plan(listed []contract.ShardPending) {
 	all := r.shards
 	if all == nil && r.in.Carry != nil {
@@ -177,6 +182,7 @@ func (r *mergeRun) plan(listed []contract.ShardPending) {
 		byShard[sh.res.Shard] = sh
 	}
 	seen := map[string]bool{}
+	left := 0
 	for _, sp := range listed {
 		if sp.Pending <= 0 {
 			continue
@@ -189,6 +195,10 @@ func (r *mergeRun) plan(listed []contract.ShardPending) {
 			if !sh.res.Finished {
 				sh.res.Pending = sp.Pending
 			}
+			continue
+		}
+		if !roomForShard(r.shardsBounded, len(all)) {
+			left++
 			continue
 		}
 		sh := &shardRun{res: contract.ShardMergeResult{Shard: sp.Shard, Pending: sp.Pending}}
@@ -207,6 +217,9 @@ func (r *mergeRun) plan(listed []contract.ShardPending) {
 		default:
 			sh.phase = contract.ShardQueued
 		}
+	}
+	if left > 0 {
+		r.log.Info("Shards left for the next merge: the run holds as many as it can carry.", "left", left, "shards", len(all))
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].res.Shard < all[j].res.Shard })
 	r.shards = all

@@ -524,6 +524,51 @@ func TestRecordReplayHistoriesCarryBounded(t *testing.T) {
 	}
 }
 
+// TestRecordReplayHistoriesShardsBounded records merge-wal-shards-bounded.json (alone with
+// -run TestRecordReplayHistoriesShardsBounded): a two-shard MergeWal on the
+// merge-shards-bounded path (its plan holds at most contract.MaxCarriedShards shards), whose
+// marker is read in the run's first workflow task.
+func TestRecordReplayHistoriesShardsBounded(t *testing.T) {
+	e, outDir := recordingEnv(t, "merge-wal-shards-bounded.json")
+	const target = "generic:replay-bounded"
+	da, db := e.openDB("rec-bounded-a", nil), e.openDB("rec-bounded-b", nil)
+	e.writeGenerations(e.createStore(da, target), "a", 1, 2)
+	e.writeGenerations(e.createStore(db, target), "b", 1, 2)
+	e.startHarness(harnessOptions{Shared: da, Shards: []*store.DB{da, db}})
+
+	run := e.startMerge(target, contract.MergeWalInput{})
+	res := e.mergeResult(run, waitLong)
+	if len(res.Shards) != 2 || res.Reclaimed != 2 || res.ShardsFailed != 0 {
+		t.Fatalf("result %+v; want 2 shards merged, 2 generations reclaimed", res)
+	}
+	name := "merge-wal-shards-bounded.json"
+	n := e.saveHistory(filepath.Join(outDir, name), run.GetID(), run.GetRunID())
+	t.Logf("%s: %d events", name, n)
+	events, err := actioncount.History(e.ctx(time.Minute), e.c, run.GetID(), run.GetRunID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gated := false
+	for _, ev := range events {
+		a := ev.GetMarkerRecordedEventAttributes()
+		if a == nil || a.GetMarkerName() != "Version" {
+			continue
+		}
+		var id string
+		if err := converter.GetDefaultDataConverter().FromPayloads(a.GetDetails()["change-id"], &id); err == nil && id == "merge-shards-bounded" {
+			gated = true
+		}
+	}
+	if !gated {
+		t.Errorf("%s has no merge-shards-bounded marker", name)
+	}
+	replayer := tworker.NewWorkflowReplayer()
+	workflows.Register(replayer)
+	if err := replayer.ReplayWorkflowHistoryFromJSONFile(nil, filepath.Join(outDir, name)); err != nil {
+		t.Errorf("replay %s: %v", name, err)
+	}
+}
+
 // TestRecordReplayHistoriesSweepWindowLongID records sweep-window-long-id.json (alone with
 // -run TestRecordReplayHistoriesSweepWindowLongID): a SweepWindow whose workflow ID is 1,000
 // bytes, Temporal's limit, on the sweep-reason-bounded path: the reason of the merge it starts

@@ -336,11 +336,8 @@ func TestRecordReplayHistoriesHotRounds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	markers, twoShardCommits := 0, 0
+	markers, twoShardCommits := versionMarkers(t, events, "hot-round-commits"), 0
 	for _, ev := range events {
-		if a := ev.GetMarkerRecordedEventAttributes(); a != nil && a.GetMarkerName() == "Version" {
-			markers++
-		}
 		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == contract.CommitRoundActivity {
 			var p contract.CommitRoundParams
 			if err := converter.GetDefaultDataConverter().FromPayloads(a.GetInput(), &p); err != nil {
@@ -352,7 +349,7 @@ func TestRecordReplayHistoriesHotRounds(t *testing.T) {
 		}
 	}
 	if markers != 1 || twoShardCommits == 0 {
-		t.Fatalf("%s: %d version markers, %d CommitRounds of both shards; want 1 and some (a hot round)", name, markers, twoShardCommits)
+		t.Fatalf("%s: %d version markers, %d CommitRounds of both shards; want 1 hot-round-commits marker and some (a hot round)", name, markers, twoShardCommits)
 	}
 	replayer := tworker.NewWorkflowReplayer()
 	workflows.Register(replayer)
@@ -548,18 +545,7 @@ func TestRecordReplayHistoriesShardsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gated := false
-	for _, ev := range events {
-		a := ev.GetMarkerRecordedEventAttributes()
-		if a == nil || a.GetMarkerName() != "Version" {
-			continue
-		}
-		var id string
-		if err := converter.GetDefaultDataConverter().FromPayloads(a.GetDetails()["change-id"], &id); err == nil && id == "merge-shards-bounded" {
-			gated = true
-		}
-	}
-	if !gated {
+	if versionMarkers(t, events, "merge-shards-bounded") == 0 {
 		t.Errorf("%s has no merge-shards-bounded marker", name)
 	}
 	replayer := tworker.NewWorkflowReplayer()
@@ -601,4 +587,25 @@ func TestRecordReplayHistoriesSweepWindowLongID(t *testing.T) {
 	if err := replayer.ReplayWorkflowHistoryFromJSONFile(nil, filepath.Join(outDir, name)); err != nil {
 		t.Errorf("replay %s: %v", name, err)
 	}
+}
+
+// versionMarkers counts the GetVersion markers of changeID in a history (a workflow records
+// the markers of every gate it passes, so a count of all markers depends on the other gates).
+func versionMarkers(t *testing.T, events []*historypb.HistoryEvent, changeID string) int {
+	t.Helper()
+	n := 0
+	for _, ev := range events {
+		a := ev.GetMarkerRecordedEventAttributes()
+		if a == nil || a.GetMarkerName() != "Version" {
+			continue
+		}
+		var id string
+		if err := converter.GetDefaultDataConverter().FromPayloads(a.GetDetails()["change-id"], &id); err != nil {
+			t.Fatalf("version marker without a change id: %v", err)
+		}
+		if id == changeID {
+			n++
+		}
+	}
+	return n
 }

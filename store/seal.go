@@ -33,7 +33,9 @@ func (s *Store) Flush(ctx context.Context) (FlushResult, error) {
 		s.writerMu.Lock()
 		dead := s.w
 		s.writerMu.Unlock()
-		if dead != nil {
+		// An append may have replaced the dead writer since residentWriter looked: only a
+		// writer that is dead (for good) may have its committer stopped here.
+		if dead != nil && !dead.alive() {
 			// A newer owner that replayed the dead writer's WAL seals its rows; a claim
 			// here would only fence that owner.
 			if handed, err := dead.deadHandedOver(ctx); err != nil || handed {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/walkeeper/walkeeper/store/manifest"
 	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
@@ -127,21 +128,7 @@ func TestFindingCompressibleRunIsStreamedNotDecodedWholeOnEveryRead(t *testing.T
 		o.ReadBudget = rb
 		o.CacheBytes = 8 << 20 // keeps files up to 2 MiB
 	})
-	s := createGeneric(t, db, "compressible", false)
-	pad := strings.Repeat("v", 1000) // Snappy shrinks it about 14 times
-	var rs []Row
-	for i := 0; i < 9000; i++ {
-		k := fmt.Sprintf("k%06d", i)
-		rs = append(rs, Row{Key: k, Values: []any{k, int64(i), pad}})
-	}
-	appendRows(t, s, rs...)
-	flush(t, s)
-	_, err := s.MergeAll(ctx)
-	require.NoError(t, err)
-	base, err := s.loadBase(ctx)
-	require.NoError(t, err)
-	require.Len(t, base.Runs, 1)
-	run := base.Runs[0]
+	s, run := compressibleRun(t, db, "compressible")
 	require.True(t, db.cache.keeps(run.Bytes), "the object alone is one the cache keeps")
 	data, err := db.bucket.Get(ctx, run.Path)
 	require.NoError(t, err)
@@ -156,7 +143,7 @@ func TestFindingCompressibleRunIsStreamedNotDecodedWholeOnEveryRead(t *testing.T
 		got, err := s.Get(ctx, k)
 		require.NoError(t, err)
 		require.Equal(t, k, got["id"])
-		require.Equal(t, pad, got["s"])
+		require.Equal(t, compressiblePad, got["s"])
 	}
 	runtime.ReadMemStats(&after)
 	require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(whole.bytes),
@@ -181,21 +168,7 @@ func TestFindingRunDecodedThroughTheCacheIsChargedItsRows(t *testing.T) {
 		o.ReadBudget = rb
 		o.CacheBytes = 64 << 20 // keeps files up to 16 MiB, decoded
 	})
-	s := createGeneric(t, db, "chargedrows", false)
-	pad := strings.Repeat("v", 1000)
-	var rs []Row
-	for i := 0; i < 9000; i++ {
-		k := fmt.Sprintf("k%06d", i)
-		rs = append(rs, Row{Key: k, Values: []any{k, int64(i), pad}})
-	}
-	appendRows(t, s, rs...)
-	flush(t, s)
-	_, err := s.MergeAll(ctx)
-	require.NoError(t, err)
-	base, err := s.loadBase(ctx)
-	require.NoError(t, err)
-	require.Len(t, base.Runs, 1)
-	run := base.Runs[0]
+	s, run := compressibleRun(t, db, "chargedrows")
 	require.Less(t, 2*run.Bytes, int64(4<<20), "the run's object alone fits in what the budget has free")
 
 	held, _, err := rb.Reserve(ctx, 12<<20) // another read's
@@ -265,4 +238,28 @@ func TestCompressibleRunsFoundOneATimeStillRead(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, page.Rows, 2)
 	require.Equal(t, "k008999-1", page.Rows[1]["id"])
+}
+
+// compressiblePad is the value of every row of compressibleRun.
+var compressiblePad = strings.Repeat("v", 1000)
+
+// compressibleRun creates store name on db and merges 9,000 rows of 1 KB values that Snappy
+// shrinks about 14 times into its one base run, which it returns.
+func compressibleRun(t *testing.T, db *DB, name string) (*Store, manifest.Run) {
+	t.Helper()
+	ctx := context.Background()
+	s := createGeneric(t, db, name, false)
+	var rs []Row
+	for i := 0; i < 9000; i++ {
+		k := fmt.Sprintf("k%06d", i)
+		rs = append(rs, Row{Key: k, Values: []any{k, int64(i), compressiblePad}})
+	}
+	appendRows(t, s, rs...)
+	flush(t, s)
+	_, err := s.MergeAll(ctx)
+	require.NoError(t, err)
+	base, err := s.loadBase(ctx)
+	require.NoError(t, err)
+	require.Len(t, base.Runs, 1)
+	return s, base.Runs[0]
 }

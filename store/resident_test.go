@@ -640,18 +640,10 @@ func TestFindingReleaseDuringEvictionLeavesNoRowUnread(t *testing.T) {
 // again. The eviction now reads the epoch when its writer's WAL stays above the replay point.
 func TestFindingReleaseBeforeEvictionAtPendingMaxIsNoticed(t *testing.T) {
 	ctx := context.Background()
-	url := newMemURL()
-	old := createGeneric(t, openTestDB(t, url, "w"), "held", false) // a process that dies before it seals "x"
-	sealGenerations(t, old, 2)
-	res, err := old.Append(ctx, []Row{row("x", 7)})
-	require.NoError(t, err)
-	wal := walKey(old.Target(), old.db.Shard(), res.WALPosition)
-	operator := openGeneric(t, openTestDB(t, url, "walkeeper-quarantine"), "held")
-	_, err = operator.Quarantine(ctx, wal, "damaged")
-	require.NoError(t, err)
+	url, wal, operator := walSetAsideAtPendingMax(t)
 
 	db := openTestDB(t, url, "w", func(o *Options) { o.ResidentStoresMax, o.ResidentIdle, o.PendingMax = 1, 0, 2 })
-	_, err = openGeneric(t, db, "held").Append(ctx, []Row{row("y", 8)}) // claims the shard past "x", then is refused
+	_, err := openGeneric(t, db, "held").Append(ctx, []Row{row("y", 8)}) // claims the shard past "x", then is refused
 	require.ErrorIs(t, err, ErrTooManyPending)
 	_, err = operator.Release(ctx, wal) // fences the writer, which has not read the manifest since
 	require.NoError(t, err)
@@ -711,19 +703,11 @@ func TestFindingDeadWriterIsNotClaimedFromItsNewOwner(t *testing.T) {
 // without waiting for another eviction.
 func TestFindingSweeperReplaysAWALReleasedAtPendingMax(t *testing.T) {
 	ctx := context.Background()
-	url := newMemURL()
-	old := createGeneric(t, openTestDB(t, url, "w"), "held", false) // a process that dies before it seals "x"
-	sealGenerations(t, old, 2)
-	res, err := old.Append(ctx, []Row{row("x", 7)})
-	require.NoError(t, err)
-	wal := walKey(old.Target(), old.db.Shard(), res.WALPosition)
-	operator := openGeneric(t, openTestDB(t, url, "walkeeper-quarantine"), "held")
-	_, err = operator.Quarantine(ctx, wal, "damaged")
-	require.NoError(t, err)
+	url, wal, operator := walSetAsideAtPendingMax(t)
 
 	db := openTestDB(t, url, "w", func(o *Options) { o.ResidentStoresMax, o.ResidentIdle, o.PendingMax = 1, 0, 2 })
 	held := openGeneric(t, db, "held")
-	_, err = held.Append(ctx, []Row{row("y", 8)}) // claims the shard past "x", then is refused
+	_, err := held.Append(ctx, []Row{row("y", 8)}) // claims the shard past "x", then is refused
 	require.ErrorIs(t, err, ErrTooManyPending)
 	_, err = operator.Release(ctx, wal)
 	require.NoError(t, err)
@@ -736,4 +720,23 @@ func TestFindingSweeperReplaysAWALReleasedAtPendingMax(t *testing.T) {
 	got, err := held.Get(ctx, "x")
 	require.NoError(t, err, "the released row is read by the shard's owner")
 	require.Equal(t, int64(7), got["n"])
+}
+
+// walSetAsideAtPendingMax builds store "held" on a new mem:// bucket: two generations and a WAL
+// object holding row "x" that a process with instance id "w" wrote and died before sealing,
+// set aside by an operator, so that a claim by "w" skips it. It returns the bucket, the WAL
+// object's key and the operator's handle.
+func walSetAsideAtPendingMax(t *testing.T) (url, wal string, operator *Store) {
+	t.Helper()
+	ctx := context.Background()
+	url = newMemURL()
+	old := createGeneric(t, openTestDB(t, url, "w"), "held", false)
+	sealGenerations(t, old, 2)
+	res, err := old.Append(ctx, []Row{row("x", 7)})
+	require.NoError(t, err)
+	wal = walKey(old.Target(), old.db.Shard(), res.WALPosition)
+	operator = openGeneric(t, openTestDB(t, url, "walkeeper-quarantine"), "held")
+	_, err = operator.Quarantine(ctx, wal, "damaged")
+	require.NoError(t, err)
+	return url, wal, operator
 }

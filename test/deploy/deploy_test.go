@@ -11,7 +11,6 @@ import (
 	"context"
 	"encoding/json"
 	"go/ast"
-	"go/parser"
 	"go/token"
 	"os"
 	"path/filepath"
@@ -66,18 +65,7 @@ func registeredMetrics(t *testing.T) map[string]string {
 			out[m[1]] = kind
 		}
 	}
-	workerFiles, err := filepath.Glob(filepath.Join(repoRoot, "worker", "metrics*.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, path := range workerFiles {
-		if strings.HasSuffix(path, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, f := range workerMetricFiles(t, repoRoot) {
 		ast.Inspect(f, func(n ast.Node) bool {
 			lit, ok := n.(*ast.CompositeLit)
 			if !ok {

@@ -39,18 +39,7 @@ func registeredLabels(t *testing.T) map[string][]string {
 			}
 		}
 	}
-	workerFiles, err := filepath.Glob(filepath.Join(repoRoot, "worker", "metrics*.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, path := range workerFiles {
-		if strings.HasSuffix(path, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, f := range workerMetricFiles(t, repoRoot) {
 		ast.Inspect(f, func(n ast.Node) bool {
 			call, ok := n.(*ast.CallExpr)
 			if !ok || len(call.Args) == 0 {
@@ -81,12 +70,12 @@ func registeredLabels(t *testing.T) map[string][]string {
 			if len(call.Args) > 1 {
 				list, ok := call.Args[1].(*ast.CompositeLit)
 				if !ok {
-					t.Fatalf("%s: the labels of %s are no literal list", path, fields["Name"])
+					t.Fatalf("worker metrics: the labels of %s are no literal list", fields["Name"])
 				}
 				for _, e := range list.Elts {
 					lit, ok := e.(*ast.BasicLit)
 					if !ok || lit.Kind != token.STRING {
-						t.Fatalf("%s: a label of %s is no string literal", path, fields["Name"])
+						t.Fatalf("worker metrics: a label of %s is no string literal", fields["Name"])
 					}
 					s, err := strconv.Unquote(lit.Value)
 					if err != nil {
@@ -202,4 +191,26 @@ func TestAlertGroupingUsesRegisteredLabels(t *testing.T) {
 	if grouped < 10 {
 		t.Fatalf("found only %d by/without clauses; is the pattern still right?", grouped)
 	}
+}
+
+// workerMetricFiles parses the worker's metrics*.go files (not their tests), where the worker
+// registers its metrics.
+func workerMetricFiles(t *testing.T, repoRoot string) []*ast.File {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(repoRoot, "worker", "metrics*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []*ast.File
+	for _, path := range paths {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	return files
 }

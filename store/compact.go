@@ -308,8 +308,9 @@ func (s *Store) countCompact(result string) {
 
 // publishCompaction replaces inputs by out in the latest manifest, provided every input
 // is still there, and returns whether this pass is committed and the latest base it knows
-// (the one it published, or the one that took or lacks the inputs; nil on error). It holds the merge lock exclusively for the whole read-check-publish
-// loop, so no prepare of this process plans against a base the compaction is replacing.
+// (the one it published, or the one that took or lacks the inputs; nil on error). It holds
+// the merge lock exclusively for the whole read-check-publish loop, so no prepare of this
+// process plans against a base the compaction is replacing.
 // It starts no publish later than compactPublishWindow after written, the time out's put
 // began.
 //

@@ -10,13 +10,13 @@ import (
 // memory budget. Everything here is pure (no I/O, no waiting, no lock); Prepare
 // (merge_prepare.go) executes the plan under its shared mergeLock.
 
-// mergeCaps bound one merge pass; 0 means no cap.
 // MaxPassGenerations caps the generations of one merge pass whatever its caps say (0, "no
 // cap", included): a pass's PreparedMerge lists every generation number, and 10,000 of the
 // longest (20 digits) encode to about 207 KiB, under the 256 KiB payload budget of the
 // Prepare result and the CommitRound input that carry it (TestPassGenerationsFitAPayload).
 const MaxPassGenerations = 10_000
 
+// mergeCaps bound one merge pass; 0 means no cap (but MaxPassGenerations).
 type mergeCaps struct {
 	maxGens  int
 	maxBytes int64
@@ -52,8 +52,8 @@ var errFirstOverBudget = fmt.Errorf("%w while reading the first generation", Err
 
 // planMerge picks what one merge pass folds and fits it to the budget:
 //
-//  1. Caps: the oldest pending generations, at most caps.maxGens and MaxPassGenerations, stopping after the
-//     generation whose bytes reach caps.maxBytes. The first generation is always taken
+//  1. Caps: the oldest pending generations, at most caps.maxGens and MaxPassGenerations,
+//     stopping after the generation whose bytes reach caps.maxBytes. The first generation is always taken
 //     whole, so an oversized generation still makes progress; a generation is never split.
 //  2. Budget: the longest prefix of those whose footprint (mergeFootprint of the manifest's
 //     sizes) grow accepts. grow is the budget reservation's non-waiting TryGrow (nil = no

@@ -278,16 +278,12 @@ func (s *Store) referenced(ctx context.Context, path string) bool {
 	if err != nil {
 		return true
 	}
-	for _, r := range snap.base.Runs {
-		if r.Path == path {
-			return true
-		}
+	if snap.base.References(path) {
+		return true
 	}
 	for _, gens := range snap.pending {
-		for _, g := range gens {
-			if g.Path == path {
-				return true
-			}
+		if slices.ContainsFunc(gens, func(g manifest.Gen) bool { return g.Path == path }) {
+			return true
 		}
 	}
 	return false

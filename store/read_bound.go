@@ -151,9 +151,9 @@ func (g *readGroup) err() error {
 // ErrBudgetBusy only when the budget cannot give it the bytes within readBudgetWait.
 func (s *Store) openGroup(ctx context.Context, srcs []readSource, after string) (*readGroup, error) {
 	g, short, err := s.tryOpenGroup(ctx, srcs, after, 0)
-	for try := 0; errors.Is(err, errRunDecodesLarge) && try < len(srcs); try++ {
-		// A run's footer said it decodes to more than the cache keeps: it is private now, so
-		// each try has one such run fewer (the others' loads may have been cancelled with it).
+	if errors.Is(err, errRunDecodesLarge) {
+		// Runs whose footers said they decode to more than the cache keeps are private now
+		// (every load of the try reached its footer), so the second try streams them.
 		g, short, err = s.tryOpenGroup(ctx, srcs, after, 0)
 	}
 	if short > 0 {
@@ -197,22 +197,16 @@ func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after strin
 	}
 	// A run decoded through the cache takes what its footer says the decode holds: first the
 	// extra this admission was given (a retry's, for such a run), then growth without waiting.
-	var slack atomic.Int64
-	slack.Store(extra)
+	var slackMu sync.Mutex
+	slack := extra
 	grow := func(i int) func(int64) bool {
 		return func(need int64) bool {
-			n := need - charged[i]
-			for n > 0 {
-				have := slack.Load()
-				take := min(have, n)
-				if take <= 0 {
-					break
-				}
-				if slack.CompareAndSwap(have, have-take) {
-					n -= take
-				}
-			}
-			return n <= 0 || res.tryGrowBy(n)
+			n := max(need-charged[i], 0)
+			slackMu.Lock()
+			take := min(slack, n)
+			slack -= take
+			slackMu.Unlock()
+			return n == take || res.tryGrowBy(n-take)
 		}
 	}
 	var arena *readArena

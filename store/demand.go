@@ -253,6 +253,37 @@ func (s *Store) afterCompactDemand(ctx context.Context, runsLeft int) error {
 	return s.db.bucket.Delete(ctx, demandCompactMarker(s.target))
 }
 
+// demandByShard is a listing of one store's demand records sorted by shard.
+type demandByShard struct {
+	records map[string][]objstore.ObjectInfo
+	order   []string // shards in first-seen order
+	marker  bool     // the compaction marker is among them
+}
+
+// add files records under shard sh, which keeps its first-seen place.
+func (d *demandByShard) add(sh string, records ...objstore.ObjectInfo) {
+	if _, seen := d.records[sh]; !seen {
+		d.order = append(d.order, sh)
+	}
+	d.records[sh] = append(d.records[sh], records...)
+}
+
+// groupDemand files a listing of the store's demand prefix into d; a key that is not a
+// demand record of this store is foreign.
+func (s *Store) groupDemand(d *demandByShard, objs []objstore.ObjectInfo) {
+	for _, o := range objs {
+		r, ok := ParseDemandKey(o.Key)
+		switch {
+		case !ok || r.Target != s.target:
+			s.db.foreignObject(foreignDemand, o.Key)
+		case r.Compact:
+			d.marker = true
+		default:
+			d.add(r.Shard, o)
+		}
+	}
+}
+
 // ReconcileDemand checks one store against the demand index: for every shard, records
 // missing for pending generations are written, records of merged or never-published
 // generations deleted, and the compaction marker set or cleared. It reads the base, every
@@ -274,37 +305,21 @@ func (s *Store) ReconcileDemand(ctx context.Context) (DemandCleanResult, error) 
 	if err != nil {
 		return total, err
 	}
-	byShard := map[string][]objstore.ObjectInfo{}
-	var order []string // shards in first-seen order: manifests first, then record-only ones
-	for _, sh := range shards {
+	d := demandByShard{records: map[string][]objstore.ObjectInfo{}}
+	for _, sh := range shards { // manifests first, then record-only shards
 		if validateShardID(sh) == nil {
-			byShard[sh] = nil
-			order = append(order, sh)
+			d.add(sh)
 		}
 	}
-	marker := false
-	for _, o := range objs {
-		r, ok := ParseDemandKey(o.Key)
-		switch {
-		case !ok || r.Target != s.target:
-			s.db.foreignObject(foreignDemand, o.Key)
-		case r.Compact:
-			marker = true
-		default:
-			if _, seen := byShard[r.Shard]; !seen {
-				order = append(order, r.Shard)
-			}
-			byShard[r.Shard] = append(byShard[r.Shard], o)
-		}
-	}
+	s.groupDemand(&d, objs)
 	var errs []error
-	for _, sh := range order {
+	for _, sh := range d.order {
 		sm, err := s.loadShard(ctx, sh) // the loop's own err: the marker step below must not see it
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		r, err := s.cleanDemand(ctx, sh, sm, base.Watermarks[sh], true, byShard[sh])
+		r, err := s.cleanDemand(ctx, sh, sm, base.Watermarks[sh], true, d.records[sh])
 		total.Covered += r.Covered
 		total.Orphans += r.Orphans
 		total.Missing += r.Missing
@@ -314,9 +329,9 @@ func (s *Store) ReconcileDemand(ctx context.Context) (DemandCleanResult, error) 
 	}
 	if t := s.db.opts.CompactDemandRuns; t > 0 {
 		switch runs := len(base.Runs); {
-		case runs >= t && !marker:
+		case runs >= t && !d.marker:
 			err = s.putCompactDemand(ctx, runs)
-		case runs < t && marker:
+		case runs < t && d.marker:
 			err = s.db.bucket.Delete(ctx, demandCompactMarker(s.target))
 		}
 		if err != nil {
@@ -338,25 +353,13 @@ func (s *Store) CleanIdleDemand(ctx context.Context) (DemandCleanResult, error) 
 	if err != nil {
 		return total, err
 	}
-	byShard := map[string][]objstore.ObjectInfo{}
-	var order []string
-	for _, o := range objs {
-		r, ok := ParseDemandKey(o.Key)
-		switch {
-		case !ok || r.Target != s.target:
-			s.db.foreignObject(foreignDemand, o.Key)
-		case !r.Compact:
-			if _, seen := byShard[r.Shard]; !seen {
-				order = append(order, r.Shard)
-			}
-			byShard[r.Shard] = append(byShard[r.Shard], o)
-		}
-	}
-	if len(order) == 0 {
+	d := demandByShard{records: map[string][]objstore.ObjectInfo{}}
+	s.groupDemand(&d, objs)
+	if len(d.order) == 0 {
 		return total, nil
 	}
-	sms := make([]*manifest.Shard, len(order))
-	for i, sh := range order {
+	sms := make([]*manifest.Shard, len(d.order))
+	for i, sh := range d.order {
 		if sms[i], err = s.loadShard(ctx, sh); err != nil {
 			return total, err
 		}
@@ -366,11 +369,11 @@ func (s *Store) CleanIdleDemand(ctx context.Context) (DemandCleanResult, error) 
 		return total, err
 	}
 	var errs []error
-	for i, sh := range order {
+	for i, sh := range d.order {
 		if sms[i] == nil {
 			continue
 		}
-		r, err := s.cleanDemand(ctx, sh, sms[i], base.Watermarks[sh], false, byShard[sh])
+		r, err := s.cleanDemand(ctx, sh, sms[i], base.Watermarks[sh], false, d.records[sh])
 		total.Covered += r.Covered
 		total.Orphans += r.Orphans
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/testsuite"
 
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
@@ -41,16 +42,7 @@ func TestMergeWalListingWithNothingPendingDeletesStaleDemandRecords(t *testing.T
 	}
 
 	env := activityEnv(t, &Activities{DB: db})
-	scan := func() contract.ScanDemandResult {
-		t.Helper()
-		v, err := env.ExecuteActivity(contract.ScanDemandActivity, contract.ScanDemandParams{
-			Kind: "generic", MaxCandidates: 10, MergeMinGenerations: 1, AsOf: time.Now(),
-		})
-		require.NoError(t, err)
-		var res contract.ScanDemandResult
-		require.NoError(t, v.Get(&res))
-		return res
-	}
+	scan := func() contract.ScanDemandResult { return scanGenericDemand(t, env) }
 	require.Len(t, scan().Targets, 1, "the stale records read as debt")
 
 	v, err := env.ExecuteActivity(contract.ListPendingShardsActivity, contract.ListPendingShardsParams{Target: "generic:stale"})
@@ -97,20 +89,20 @@ func TestMergeWalListingOfAMissingStoreDeletesItsDemandRecords(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db2.Close(ctx) })
 	env := activityEnv(t, &Activities{DB: db2})
-	scan := func() contract.ScanDemandResult {
-		t.Helper()
-		v, err := env.ExecuteActivity(contract.ScanDemandActivity, contract.ScanDemandParams{
-			Kind: "generic", MaxCandidates: 10, MergeMinGenerations: 1, AsOf: time.Now(),
-		})
-		require.NoError(t, err)
-		var res contract.ScanDemandResult
-		require.NoError(t, v.Get(&res))
-		return res
-	}
+	scan := func() contract.ScanDemandResult { return scanGenericDemand(t, env) }
 	require.Len(t, scan().Targets, 1)
 
 	_, err = env.ExecuteActivity(contract.ListPendingShardsActivity, contract.ListPendingShardsParams{Target: "generic:ghost"})
 	require.Error(t, err)
 	require.Contains(t, err.Error(), contract.ErrTypeStoreNotFound)
 	require.Empty(t, scan().Targets, "the next sweep round would start another MergeWal that fails")
+}
+
+// scanGenericDemand runs ScanDemand over the generic stores, every store with a pending
+// generation a candidate.
+func scanGenericDemand(t *testing.T, env *testsuite.TestActivityEnvironment) contract.ScanDemandResult {
+	t.Helper()
+	return mustRun[contract.ScanDemandResult](t, env, contract.ScanDemandActivity, contract.ScanDemandParams{
+		Kind: "generic", MaxCandidates: 10, MergeMinGenerations: 1, AsOf: time.Now(),
+	})
 }

@@ -30,10 +30,14 @@ func TestMergeWalStatusBoundedAtScale(t *testing.T) {
 		r.shards = append(r.shards, sh)
 	}
 
+	every, err := json.Marshal(r.statusOfEveryShard())
+	require.NoError(t, err)
+	require.Greater(t, len(every), grpcMessageLimit, "the scale passes a query's limit when every shard is listed")
 	st := r.status()
 	b, err := json.Marshal(st)
 	require.NoError(t, err)
 	require.LessOrEqual(t, len(b), contract.MaxPayloadBytes, "status answer of %d shards", len(r.shards))
+	t.Logf("status of %d shards: %d bytes listing every shard, %d bytes answered", len(r.shards), len(every), len(b))
 	require.Len(t, st.Shards, contract.MaxStatusShards)
 	require.Equal(t, contract.MaxCarriedShards-contract.MaxStatusShards, st.ShardsOmitted)
 	require.Equal(t, contract.MaxCarriedShards, st.Reclaimed)
@@ -49,6 +53,9 @@ func TestMergeWalStatusBoundedAtScale(t *testing.T) {
 // temporalBlobSizeLimitError is the Temporal server's default limit.blobSize.error: a
 // continue-as-new whose input is larger is refused.
 const temporalBlobSizeLimitError = 2 << 20
+
+// grpcMessageLimit is the 4 MiB a gRPC message, a query answer among them, may have by default.
+const grpcMessageLimit = 4 << 20
 
 // TestMergeWalCarryBoundedAtScale: a run of MaxCarriedShards shards, all but one failed with
 // a failure text of the longest kind a run records, hands over a carry under the 2 MiB
@@ -69,11 +76,14 @@ func TestMergeWalCarryBoundedAtScale(t *testing.T) {
 		r.shards = append(r.shards, &shardRun{res: res})
 	}
 
+	uncut, err := json.Marshal(r.carry(false))
+	require.NoError(t, err)
+	require.Greater(t, len(uncut), temporalBlobSizeLimitError, "the scale passes the limit without the cut")
 	c := r.carry(true)
 	b, err := json.Marshal(c)
 	require.NoError(t, err)
 	require.LessOrEqual(t, len(b), temporalBlobSizeLimitError, "carry of %d shards", len(c.Shards))
-	t.Logf("carry of %d shards: %d bytes", len(c.Shards), len(b))
+	t.Logf("carry of %d shards: %d bytes uncut, %d bytes cut", len(c.Shards), len(uncut), len(b))
 	require.Len(t, c.Shards, contract.MaxCarriedShards)
 	require.LessOrEqual(t, len(c.Shards[1].Error), contract.MaxCarryErrorBytes)
 	require.NotEmpty(t, c.Shards[1].Error)

@@ -597,6 +597,11 @@ func (r *mergeRun) result() contract.MergeWalResult {
 // contract.MaxStatusShards of them listed, so the answer fits a query however many shards the
 // store has.
 func (r *mergeRun) status() contract.MergeWalStatus {
+	return r.statusOfEveryShard().CapShards(contract.MaxStatusShards)
+}
+
+// statusOfEveryShard is the run's status with every shard listed: it grows with the shards.
+func (r *mergeRun) statusOfEveryShard() contract.MergeWalStatus {
 	st := contract.MergeWalStatus{
 		Target:      r.target.String(),
 		Phase:       r.phase,
@@ -632,7 +637,7 @@ func (r *mergeRun) status() contract.MergeWalStatus {
 			st.Pass++
 		}
 	}
-	return st.CapShards(contract.MaxStatusShards)
+	return st
 }
 
 // details is the short markdown progress line Temporal Web shows for the run.

@@ -11,12 +11,10 @@ import (
 	"context"
 	"encoding/json"
 	"go/ast"
-	"go/token"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -75,21 +73,7 @@ func registeredMetrics(t *testing.T) map[string]string {
 			if !ok || !strings.HasSuffix(sel.Sel.Name, "Opts") {
 				return true
 			}
-			fields := map[string]string{}
-			for _, e := range lit.Elts {
-				kv, ok := e.(*ast.KeyValueExpr)
-				if !ok {
-					continue
-				}
-				key, _ := kv.Key.(*ast.Ident)
-				val, _ := kv.Value.(*ast.BasicLit)
-				if key != nil && val != nil && val.Kind == token.STRING {
-					s, err := strconv.Unquote(val.Value)
-					if err == nil {
-						fields[key.Name] = s
-					}
-				}
-			}
+			fields := optsFields(lit)
 			if fields["Name"] == "" {
 				return true
 			}

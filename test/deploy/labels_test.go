@@ -52,20 +52,7 @@ func registeredLabels(t *testing.T) map[string][]string {
 			if sel, ok := opts.Type.(*ast.SelectorExpr); !ok || !strings.HasSuffix(sel.Sel.Name, "Opts") {
 				return true
 			}
-			fields := map[string]string{}
-			for _, e := range opts.Elts {
-				kv, ok := e.(*ast.KeyValueExpr)
-				if !ok {
-					continue
-				}
-				key, _ := kv.Key.(*ast.Ident)
-				val, _ := kv.Value.(*ast.BasicLit)
-				if key != nil && val != nil && val.Kind == token.STRING {
-					if s, err := strconv.Unquote(val.Value); err == nil {
-						fields[key.Name] = s
-					}
-				}
-			}
+			fields := optsFields(opts)
 			var labels []string
 			if len(call.Args) > 1 {
 				list, ok := call.Args[1].(*ast.CompositeLit)
@@ -213,4 +200,24 @@ func workerMetricFiles(t *testing.T, repoRoot string) []*ast.File {
 		files = append(files, f)
 	}
 	return files
+}
+
+// optsFields is the string-literal fields (Namespace, Subsystem, Name, Help…) of a
+// prometheus *Opts literal.
+func optsFields(opts *ast.CompositeLit) map[string]string {
+	fields := map[string]string{}
+	for _, e := range opts.Elts {
+		kv, ok := e.(*ast.KeyValueExpr)
+		if !ok {
+			continue
+		}
+		key, _ := kv.Key.(*ast.Ident)
+		val, _ := kv.Value.(*ast.BasicLit)
+		if key != nil && val != nil && val.Kind == token.STRING {
+			if s, err := strconv.Unquote(val.Value); err == nil {
+				fields[key.Name] = s
+			}
+		}
+	}
+	return fields
 }

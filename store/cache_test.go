@@ -82,5 +82,6 @@ func TestFindingCacheOfSmallGenerationsStaysWithinItsLimit(t *testing.T) {
 	db.cache.mu.Unlock()
 	require.LessOrEqual(t, used, int64(limit))
 	held := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	t.Logf("the cache keeps %d files, counted %d bytes, holding %d bytes of heap", files, used, held)
 	require.Less(t, held, int64(2*limit), "the cache keeps %d files, counted %d bytes", files, used)
 }

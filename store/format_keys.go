@@ -79,14 +79,14 @@ func parseGenName(name string) (gen, epoch uint64, ok bool) {
 	return gen, epoch, true
 }
 
-// parseGenKey is the generation number of the generation file key under prefix (genPrefix).
-func parseGenKey(prefix, key string) (uint64, bool) {
+// parseGenKey is the generation number and writer epoch of the generation file key under
+// prefix (genPrefix).
+func parseGenKey(prefix, key string) (gen, epoch uint64, ok bool) {
 	name, ok := strings.CutPrefix(key, prefix)
 	if !ok {
-		return 0, false
+		return 0, 0, false
 	}
-	g, _, ok := parseGenName(name)
-	return g, ok
+	return parseGenName(name)
 }
 
 // parseRegistryKey is the store name of a registry entry of kind (registryKey). A nested key

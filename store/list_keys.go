@@ -30,14 +30,15 @@ func (db *DB) listWAL(ctx context.Context, t Target, shard string) ([]uint64, er
 
 // genFile is one generation file found by listGenerations.
 type genFile struct {
-	key string
-	gen uint64
+	key   string
+	gen   uint64
+	epoch uint64 // the writer epoch that sealed it
 }
 
 // listGenerations returns shard's generation files in t, in key order.
 func (db *DB) listGenerations(ctx context.Context, t Target, shard string) ([]genFile, error) {
 	return listOwn(ctx, db, genPrefix(t, shard), foreignGenerations, func(prefix, key string) (genFile, bool) {
-		g, ok := parseGenKey(prefix, key)
-		return genFile{key: key, gen: g}, ok
+		g, e, ok := parseGenKey(prefix, key)
+		return genFile{key: key, gen: g, epoch: e}, ok
 	})
 }

@@ -132,7 +132,10 @@ func (s *Store) drain(ctx context.Context, shard string, gens []uint64) (int, er
 
 // deleteMergedGenerations deletes generation files at or below through that the latest
 // shard manifest no longer lists. Called only after the drain, so no reader can be
-// directed to them any more: readers skip generations at or below the watermark.
+// directed to them any more: readers skip generations at or below the watermark. It also
+// deletes the unlisted files of a writer epoch older than that manifest's, whatever their
+// number: their writer is fenced, so no manifest will ever list them, and a failed seal's
+// gap (decision 0631) can lie above every number the shard's next owner reaches.
 //
 // REQUIRES: the base version whose watermark for shard is at least through is published
 // (the deletes come after the commit that makes the files garbage).
@@ -159,7 +162,9 @@ func (s *Store) deleteMergedGenerations(ctx context.Context, shard string, throu
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(mergeDeleteConcurrency)
 	for _, f := range files {
-		if f.gen > through || listed[f.key] {
+		// A file of the current epoch above through may be a seal between its put and its
+		// manifest; one of an older epoch is a seal its writer can no longer publish.
+		if (f.gen > through && f.epoch >= m.WriterEpoch) || listed[f.key] {
 			continue
 		}
 		g.Go(func() error {

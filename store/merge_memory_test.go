@@ -90,7 +90,7 @@ func TestPrepareConcurrentReadsReportFirstFailingGeneration(t *testing.T) {
 			return nil
 		}
 		gets.Add(1)
-		if g, ok := parseGenKey(genPrefix(s.target, db.shard), key); ok && (g == 3 || g == 5) {
+		if g, _, ok := parseGenKey(genPrefix(s.target, db.shard), key); ok && (g == 3 || g == 5) {
 			return fmt.Errorf("gen %d: %w", g, boom)
 		}
 		return nil

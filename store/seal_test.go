@@ -148,3 +148,80 @@ func TestFindingSealWhoseVersionLandedPublishesItOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestFindingFencedWritersGapFileIsDeleted: a writer's seal failed before its generation put
+// landed and its next seal, numbered past that gap (decision 0631), failed after; then a new
+// claim fenced the writer. The new owner numbers from the shard's next_generation, which the
+// failed seals never raised, so its seals and every merge after them stopped below the dead
+// writer's number and nothing deleted that file. A merge now deletes the unlisted files of an
+// older writer epoch whatever their number, and keeps the current writer's above its watermark
+// (a seal in flight between its put and its manifest).
+func TestFindingFencedWritersGapFileIsDeleted(t *testing.T) {
+	ctx := context.Background()
+	url := newMemURL()
+	owner := openTestDB(t, url, "w")
+	s := createGeneric(t, owner, "gap", false)
+	appendRows(t, s, row("a", 1))
+
+	raw := owner.bucket
+	var genPuts, demandPuts atomic.Int32
+	fail := objstore.FaultFuncs{BeforeFunc: func(op, key string) error {
+		switch {
+		case op == objstore.OpPut && strings.Contains(key, "/gen/") && genPuts.Add(1) == 1:
+			return fmt.Errorf("injected: the put never reached storage")
+		case op == objstore.OpPut && strings.HasPrefix(key, demandDir+"/") && demandPuts.Add(1) == 1:
+			return fmt.Errorf("injected: the demand record after the generation failed")
+		}
+		return nil
+	}}
+	owner.bucket = raw.WithFaults(fail)
+	_, err := s.Flush(ctx) // generation 1: its put failed
+	require.Error(t, err)
+	_, err = s.Flush(ctx) // generation 2: its put landed, its demand record failed
+	require.Error(t, err)
+	owner.bucket = raw
+	gap := genKey(s.target, owner.shard, 2, 1)
+	there, err := raw.Exists(ctx, gap)
+	require.NoError(t, err)
+	require.True(t, there, "the second failed seal left %s", gap)
+
+	successor := openGeneric(t, openTestDB(t, url, "w"), "gap") // the same instance id: it fences s
+	appendRows(t, successor, row("b", 2))
+	res, err := successor.Flush(ctx)
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), res.Generation, "the new owner numbers from next_generation")
+
+	// The successor's own seal fails after its put: a file of the current epoch above the
+	// watermark, which a merge must keep (it may be a seal between its put and its manifest).
+	successor.db.bucket = successor.db.bucket.WithFaults(objstore.FaultFuncs{BeforeFunc: func(op, key string) error {
+		if op == objstore.OpPut && strings.HasPrefix(key, demandDir+"/") {
+			return fmt.Errorf("injected: the demand record after the generation failed")
+		}
+		return nil
+	}})
+	appendRows(t, successor, row("c", 3))
+	_, err = successor.Flush(ctx)
+	require.Error(t, err)
+	inFlight := genKey(s.target, owner.shard, 2, 2)
+
+	reader := openGeneric(t, openTestDB(t, url, "r"), "gap")
+	_, err = reader.MergeAll(ctx) // merges generation 1 only
+	require.NoError(t, err)
+	there, err = raw.Exists(ctx, gap)
+	require.NoError(t, err)
+	require.False(t, there, "the merge deleted the fenced writer's gap file %s", gap)
+	there, err = raw.Exists(ctx, inFlight)
+	require.NoError(t, err)
+	require.True(t, there, "the merge kept the current writer's unlisted file %s", inFlight)
+
+	successor.db.bucket = raw
+	res, err = successor.Flush(ctx)
+	require.NoError(t, err)
+	require.Equal(t, uint64(3), res.Generation, "the retry numbers past its own gap")
+	_, err = reader.MergeAll(ctx)
+	require.NoError(t, err)
+	gens, err := raw.List(ctx, genPrefix(s.target, owner.shard))
+	require.NoError(t, err)
+	require.Empty(t, gens, "every generation file is merged or deleted")
+	require.Equal(t, map[string]int64{"a": 1, "b": 2, "c": 3}, allRows(t, reader, SourceBase))
+}

@@ -119,18 +119,14 @@ func (c *hostileClient) pendingGenerations(ctx context.Context, name string) (in
 		return 0, fmt.Errorf("stats %s: %s", name, a)
 	}
 	var st struct {
-		Shards []struct {
+		Totals struct {
 			PendingGenerations int `json:"pending_generations"`
-		} `json:"shards"`
+		} `json:"totals"` // over every shard, however many a page lists
 	}
 	if err := json.Unmarshal(raw, &st); err != nil {
 		return 0, err
 	}
-	n := 0
-	for _, sh := range st.Shards {
-		n += sh.PendingGenerations
-	}
-	return n, nil
+	return st.Totals.PendingGenerations, nil
 }
 
 // shortErr is an error's last part, without the URL a transport error repeats.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"go.uber.org/zap"
@@ -439,86 +438,6 @@ func (s *Store) listOnce(ctx context.Context, opts ListOptions) (ListPage, error
 // (0 = no bound).
 func pageFull(size, maxBytes int64) bool {
 	return maxBytes > 0 && size >= maxBytes
-}
-
-// ShardStats is one shard's debt.
-type ShardStats struct {
-	Shard              string    `json:"shard"`
-	PendingGenerations int       `json:"pending_generations"`
-	PendingBytes       int64     `json:"pending_bytes"`
-	Watermark          uint64    `json:"watermark"`
-	OldestPending      time.Time `json:"oldest_pending,omitzero"`
-	WriterEpoch        uint64    `json:"writer_epoch"`
-	// Quarantined counts this shard's generations an operator set aside.
-	Quarantined int `json:"quarantined,omitempty"`
-}
-
-// Stats is a store's shape, as the stats route and the sweep see it.
-type Stats struct {
-	Target      string       `json:"target"`
-	BaseVersion uint64       `json:"base_version"`
-	Runs        int          `json:"runs"`
-	Rows        int64        `json:"rows"`
-	BaseBytes   int64        `json:"base_bytes"`
-	Shards      []ShardStats `json:"shards"`
-	// Quarantined counts objects (runs and generations) an operator set aside.
-	Quarantined int `json:"quarantined,omitempty"`
-}
-
-// TotalPending sums pending generations across shards.
-func (s Stats) TotalPending() int {
-	n := 0
-	for _, sh := range s.Shards {
-		n += sh.PendingGenerations
-	}
-	return n
-}
-
-// Stats reports the base table and every shard's debt. It does not enforce the read caps:
-// schedulers must see a store that readers refuse.
-func (s *Store) Stats(ctx context.Context) (Stats, error) {
-	snap, err := s.snapshot(ctx, false)
-	if err != nil {
-		return Stats{}, err
-	}
-	st := Stats{
-		Target:      s.target.String(),
-		BaseVersion: snap.base.Version,
-		Runs:        len(snap.base.Runs),
-		Rows:        snap.base.Rows(),
-		BaseBytes:   snap.base.Bytes(),
-		Shards:      []ShardStats{},
-		Quarantined: len(snap.base.Quarantined),
-	}
-	for _, sh := range snap.shards {
-		m := snap.manifests[sh]
-		ss := ShardStats{Shard: sh, Watermark: snap.base.Watermarks[sh], WriterEpoch: m.WriterEpoch, Quarantined: len(m.Quarantined)}
-		st.Quarantined += ss.Quarantined
-		for _, g := range snap.pending[sh] {
-			ss.PendingGenerations++
-			ss.PendingBytes += g.Bytes
-			if ss.OldestPending.IsZero() || g.SealedAt.Before(ss.OldestPending) {
-				ss.OldestPending = g.SealedAt
-			}
-		}
-		st.Shards = append(st.Shards, ss)
-	}
-	return st, nil
-}
-
-// PendingShards returns the shards with pending generations (no read caps).
-func (s *Store) PendingShards(ctx context.Context) ([]ShardStats, error) {
-	st, err := s.Stats(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var out []ShardStats
-	for _, sh := range st.Shards {
-		if sh.PendingGenerations > 0 {
-			out = append(out, sh)
-		}
-	}
-	return out, nil
 }
 
 // OwnPending is the number of generations this process's shard lists, from the resident

@@ -8,7 +8,7 @@ import (
 	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
 
-// Handlers of /api/v1/stores: create, list and stats.
+// Handlers of /api/v1/stores: create and list (stats: http_stats.go).
 
 type createRequest struct {
 	Fields       []store.Field `json:"fields"`
@@ -104,8 +104,4 @@ func (a *apiServer) listStores(w http.ResponseWriter, r *http.Request) error {
 	}
 	_ = pw.end(page.Next.String()) // "" on the last page
 	return nil
-}
-
-func (a *apiServer) stats(r *http.Request, s *store.Store) (any, error) {
-	return s.Stats(r.Context())
 }

@@ -121,7 +121,7 @@ func (d *devConsole) storesPart(ctx context.Context) string {
 	}
 	pending, counted := 0, 0
 	for _, info := range page.Stores {
-		st, err := targetStats(ctx, d.db, info.Target)
+		st, err := targetStats(ctx, d.db, info.Target, shardsPage{}) // the totals alone
 		if err != nil {
 			continue
 		}

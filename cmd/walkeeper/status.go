@@ -34,6 +34,7 @@ func newStatusCmd(g *globalOptions) *cobra.Command {
 		deadline time.Duration
 		after    string
 		limit    int
+		shards   shardsPage
 	)
 	cmd := &cobra.Command{
 		Use:   "status [TARGET]",
@@ -43,9 +44,12 @@ pending generations, and of running MergeWal/CompactBase workflows (from Tempora
 --limit of each, so that the command costs the same on a fleet of any size. When there are
 more stores, the last line gives the --after that prints the next page.
 
-With TARGET (<kind>:<name>): the store's base table and, per shard, pending generations,
-pending bytes and merged watermark; then the target's MergeWal and CompactBase workflows
-and, while one runs, its live status (phase, shard, pass, blocked reason) from the
+With TARGET (<kind>:<name>): the store's base table, its debt over every shard (shards,
+pending generations and bytes, the most in one shard, the oldest), and a page of its shards
+in shard id order (--shards-limit of them, after --shards-after) with pending generations,
+pending bytes and merged watermark; when more shards follow, the last line gives the
+--shards-after that prints the next page. Then the target's MergeWal and CompactBase
+workflows and, while one runs, its live status (phase, shard, pass, blocked reason) from the
 workflow's "status" query.
 
 --storage is read directly (object storage or file://). Without --storage and
@@ -55,6 +59,7 @@ Temporal is asked.`,
 		Example: `  walkeeper status                    # under a running 'walkeeper dev': its storage and Temporal
   walkeeper status --limit 200 --after generic:demo   # the page of stores after generic:demo
   walkeeper status generic:demo
+  walkeeper status generic:demo --shards-limit 200 --shards-after 97908969-7ded-55ff-a5f4-1d804332abc7
   walkeeper status --storage file://./.cache/dev/storage     # a relative path: file://./<path>
   walkeeper status --storage file:///srv/walkeeper/storage`,
 		Args: cli.Args(cobra.MaximumNArgs(1)),
@@ -65,6 +70,9 @@ Temporal is asked.`,
 			}
 			pg, err := parseStatusPage(cmd, target, after, limit)
 			if err != nil {
+				return err
+			}
+			if err := parseShardsPage(cmd, target, &shards); err != nil {
 				return err
 			}
 			if err := contract.CheckMergeRunTimeout(deadline); err != nil {
@@ -96,7 +104,7 @@ Temporal is asked.`,
 			if target == nil {
 				err = statusAll(ctx, out, sv, db, logger, pg)
 			} else {
-				err = statusTarget(ctx, out, sv, db, *target)
+				err = statusTarget(ctx, out, sv, db, *target, shards)
 			}
 			if err == nil && dialErr != nil {
 				fmt.Fprintf(out, "Temporal: unreachable, workflows not shown\n")
@@ -108,6 +116,8 @@ Temporal is asked.`,
 	worker.StringKnobVar(cmd.Flags(), &storage, "storage", "", "storage root URL to read store stats from")
 	cmd.Flags().StringVar(&after, "after", "", "without TARGET: list the stores after this <kind>:<name> (the cursor the previous page printed)")
 	cmd.Flags().IntVar(&limit, "limit", defaultStatusLimit, fmt.Sprintf("without TARGET: at most this many stores and running workflows (1 to %d)", store.MaxListPage))
+	cmd.Flags().StringVar(&shards.after, "shards-after", "", "with TARGET: list the shards after this shard id (the cursor the previous page printed)")
+	cmd.Flags().IntVar(&shards.limit, "shards-limit", defaultStatusLimit, fmt.Sprintf("with TARGET: at most this many shards (1 to %d)", store.MaxStatsShards))
 	cmd.Flags().DurationVar(&deadline, "merge-run-timeout", contract.DefaultMergeRunTimeout,
 		"the workers' --merge-run-timeout: the deadline of a run started without a run timeout (10s to 168h)")
 	return cmd
@@ -141,6 +151,26 @@ func parseStatusPage(cmd *cobra.Command, target *store.Target, after string, lim
 	return pg, nil
 }
 
+// shardsPage is the page of a target's shards `walkeeper status TARGET` prints.
+type shardsPage struct {
+	after string // "": from the first shard
+	limit int
+}
+
+func parseShardsPage(cmd *cobra.Command, target *store.Target, pg *shardsPage) error {
+	flags := cmd.Flags()
+	if target == nil && (flags.Changed("shards-after") || flags.Changed("shards-limit")) {
+		return cli.Usagef("--shards-after and --shards-limit page a store's shards: they need a TARGET")
+	}
+	if pg.limit < 1 || pg.limit > store.MaxStatsShards {
+		return cli.Usagef("--shards-limit %d: want 1 to %d", pg.limit, store.MaxStatsShards)
+	}
+	if pg.after != "" && !store.IsShardID(pg.after) {
+		return cli.Usagef("--shards-after %q: not a shard id (the cursor a previous page printed)", contract.Clip(pg.after, 256))
+	}
+	return nil
+}
+
 // statusAll prints one page of stores and of running workflows. Memory, output and requests
 // are bounded by pg.limit, whatever the fleet's size.
 func statusAll(ctx context.Context, out io.Writer, sv stuckView, db *store.DB, logger *zap.Logger, pg statusPage) error {
@@ -164,23 +194,16 @@ func statusAll(ctx context.Context, out io.Writer, sv stuckView, db *store.DB, l
 		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "  TARGET\tBASE VERSION\tRUNS\tROWS\tPENDING\tPENDING BYTES\tMAX SHARD PENDING\tOLDEST PENDING\tRUNNING")
 		for _, info := range page.Stores {
-			st, err := targetStats(ctx, db, info.Target)
+			st, err := targetStats(ctx, db, info.Target, shardsPage{}) // the totals alone
 			if err != nil {
 				logger.Warn("stats failed", zap.String("target", info.Target.String()), zap.Error(err))
 				fmt.Fprintf(tw, "  %s\t-\t-\t-\t-\t-\t-\t-\t%s\n", info.Target, "error: "+err.Error())
 				continue
 			}
-			pending, bytes, maxShard, oldest := 0, int64(0), 0, time.Time{}
-			for _, sh := range st.Shards {
-				pending += sh.PendingGenerations
-				bytes += sh.PendingBytes
-				maxShard = max(maxShard, sh.PendingGenerations)
-				if !sh.OldestPending.IsZero() && (oldest.IsZero() || sh.OldestPending.Before(oldest)) {
-					oldest = sh.OldestPending
-				}
-			}
+			tot := st.Totals
 			fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\t%s\t%d\t%s\t%s\n", info.Target, st.BaseVersion, st.Runs, st.Rows,
-				pending, contract.FormatBytes(bytes), maxShard, age(oldest), dash(strings.Join(running[info.Target.String()], ",")))
+				tot.PendingGenerations, contract.FormatBytes(tot.PendingBytes), tot.MaxShardPending, age(tot.OldestPending),
+				dash(strings.Join(running[info.Target.String()], ",")))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -301,36 +324,23 @@ func targetFromWorkflowID(id string) string {
 	return "?"
 }
 
-func targetStats(ctx context.Context, db *store.DB, t store.Target) (store.Stats, error) {
+// targetStats reads t's stats with the page of shards pg names (limit 0: none, the totals alone).
+func targetStats(ctx context.Context, db *store.DB, t store.Target, pg shardsPage) (store.Stats, error) {
 	s, err := db.Open(ctx, t)
 	if err != nil {
 		return store.Stats{}, err
 	}
-	return s.Stats(ctx)
+	return s.StatsPage(ctx, pg.after, pg.limit)
 }
 
-func statusTarget(ctx context.Context, out io.Writer, sv stuckView, db *store.DB, t store.Target) error {
+func statusTarget(ctx context.Context, out io.Writer, sv stuckView, db *store.DB, t store.Target, pg shardsPage) error {
 	fmt.Fprintf(out, "Target %s\n", t)
 	if db != nil {
-		st, err := targetStats(ctx, db, t)
+		st, err := targetStats(ctx, db, t, pg)
 		if err != nil {
 			return fmt.Errorf("stats of %s: %w", t, err)
 		}
-		fmt.Fprintf(out, "  base version %d, %d runs, %d rows\n", st.BaseVersion, st.Runs, st.Rows)
-		if st.Quarantined > 0 {
-			fmt.Fprintf(out, "  %d quarantined object(s): set aside, not read (docs/OPERATIONS.md §8)\n", st.Quarantined)
-		}
-		fmt.Fprintln(out)
-		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "  SHARD\tPENDING\tPENDING BYTES\tWATERMARK\tOLDEST PENDING")
-		total, totalBytes := 0, int64(0)
-		for _, sh := range st.Shards {
-			fmt.Fprintf(tw, "  %s\t%d\t%s\t%d\t%s\n", sh.Shard, sh.PendingGenerations, contract.FormatBytes(sh.PendingBytes), sh.Watermark, age(sh.OldestPending))
-			total += sh.PendingGenerations
-			totalBytes += sh.PendingBytes
-		}
-		fmt.Fprintf(tw, "  total\t%d\t%s\t\t\n", total, contract.FormatBytes(totalBytes))
-		if err := tw.Flush(); err != nil {
+		if err := printTargetStats(out, st, pg); err != nil {
 			return err
 		}
 	} else {
@@ -344,6 +354,42 @@ func statusTarget(ctx context.Context, out io.Writer, sv stuckView, db *store.DB
 		return err
 	}
 	return printWorkflow(ctx, out, sv, "CompactBase", contract.CompactID(t))
+}
+
+// printTargetStats prints the base table, the totals over every shard and the page of shards
+// st lists, and says how many shards it left out and how to list the next page.
+func printTargetStats(out io.Writer, st store.Stats, pg shardsPage) error {
+	tot := st.Totals
+	fmt.Fprintf(out, "  base version %d, %d runs, %d rows\n", st.BaseVersion, st.Runs, st.Rows)
+	if tot.PendingGenerations > 0 {
+		fmt.Fprintf(out, "  %d shards, %d with pending generations: %d pending (%s), at most %d in one shard, the oldest sealed %s ago\n",
+			tot.Shards, tot.PendingShards, tot.PendingGenerations, contract.FormatBytes(tot.PendingBytes), tot.MaxShardPending, age(tot.OldestPending))
+	} else {
+		fmt.Fprintf(out, "  %d shards, no pending generations\n", tot.Shards)
+	}
+	if st.Quarantined > 0 {
+		fmt.Fprintf(out, "  %d quarantined object(s): set aside, not read (docs/OPERATIONS.md §8)\n", st.Quarantined)
+	}
+	fmt.Fprintln(out)
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  SHARD\tPENDING\tPENDING BYTES\tWATERMARK\tOLDEST PENDING")
+	for _, sh := range st.Shards {
+		fmt.Fprintf(tw, "  %s\t%d\t%s\t%d\t%s\n", sh.Shard, sh.PendingGenerations, contract.FormatBytes(sh.PendingBytes), sh.Watermark, age(sh.OldestPending))
+	}
+	fmt.Fprintf(tw, "  all %d shards\t%d\t%s\t\t%s\n", tot.Shards, tot.PendingGenerations, contract.FormatBytes(tot.PendingBytes), age(tot.OldestPending))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	switch unlisted := tot.Shards - len(st.Shards); {
+	case st.Next != "":
+		// The same command line plus --shards-after: it may name --storage and Temporal flags.
+		_, err := fmt.Fprintf(out, "  %d shards not listed: run again with --shards-after %s for the next %d\n", unlisted, st.Next, pg.limit)
+		return err
+	case unlisted > 0:
+		_, err := fmt.Fprintf(out, "  %d shards not listed: those up to --shards-after %s\n", unlisted, pg.after)
+		return err
+	}
+	return nil
 }
 
 // printWorkflow prints the latest run of workflow id and, while it runs, its status query.

@@ -447,20 +447,18 @@ type httpStats struct {
 	BaseVersion uint64 `json:"base_version"`
 	Runs        int    `json:"runs"`
 	Rows        int64  `json:"rows"`
-	Shards      []struct {
+	Totals      struct {
+		PendingGenerations int `json:"pending_generations"`
+	} `json:"totals"`
+	Shards []struct {
 		Shard              string `json:"shard"`
 		PendingGenerations int    `json:"pending_generations"`
 		Watermark          uint64 `json:"watermark"`
-	} `json:"shards"`
+	} `json:"shards"` // the first page
 }
 
-func (s httpStats) pending() int {
-	n := 0
-	for _, sh := range s.Shards {
-		n += sh.PendingGenerations
-	}
-	return n
-}
+// pending is the store's pending generations over every shard, listed on the page or not.
+func (s httpStats) pending() int { return s.Totals.PendingGenerations }
 
 // --- Temporal ----------------------------------------------------------------------------
 

@@ -36,14 +36,10 @@ func encodeIPC(schema *arrow.Schema, recs ...arrow.RecordBatch) ([]byte, error) 
 	return buf.Bytes(), nil
 }
 
-// decodeIPC reads every record of an IPC file and checks it against the store schema,
-// allocating what the reader allocates (metadata, never the aliased column buffers) from mem.
-// Any decode failure is ErrCorrupt: the object will never read differently. The schema and
-// the batches' metadata are checked before arrow reads them (checkIPCFile).
-//
-// The records alias data (zero copy): the column buffers are slices of the object's bytes,
-// so decoding allocates no second copy of a generation. Callers therefore must not modify
-// data afterwards; every caller passes bytes fresh from storage that nothing else holds.
+// decodeIPC reads every record of an IPC file and checks it against the store schema (the
+// schema and batches' metadata before arrow reads them, checkIPCFile), allocating the
+// reader's metadata from mem; any failure is ErrCorrupt. The records alias data (zero copy),
+// so callers pass bytes fresh from storage that nothing else holds or modifies.
 func decodeIPC(mem memory.Allocator, data []byte, c *rowcodec.Codec, what string) (recs []arrow.RecordBatch, err error) {
 	defer func() {
 		if r := recover(); r != nil { // arrow's readers panic on some garbled inputs
@@ -236,12 +232,10 @@ func incompressible(col arrow.Array) bool {
 	return float64(packed) >= incompressibleRatio*float64(raw)
 }
 
-// writeParquetWith streams one base run to w from the records next returns, in order, until
-// it returns nil, with the writer's buffers (pages, encoders) from mem. Each record becomes
-// at least one row group and is released once written, so the caller can build the run chunk
-// by chunk and never hold all of it. next must return at least one record (an empty one for
-// an empty run). On error, records already handed over are released; the caller owns
-// nothing it has passed in.
+// writeParquetWith streams one base run to w from the records next returns until nil (at
+// least one, empty for an empty run), each becoming a row group released once written, so the
+// caller never holds the whole run; the writer's buffers come from mem. On error, records
+// already handed over are released.
 func writeParquetWith(mem memory.Allocator, w io.Writer, schema *arrow.Schema, next func() (arrow.RecordBatch, error)) error {
 	rec, err := next()
 	if err != nil {
@@ -271,12 +265,9 @@ func writeParquetWith(mem memory.Allocator, w io.Writer, schema *arrow.Schema, n
 	return fw.Close()
 }
 
-// decodeParquet reads a whole run into one record with the store's Arrow schema, on the Go
-// heap, as a sortedFile named what. It reads the run as one batch (arrowio_runs.go): each
-// column is decoded once into one array, with pages read through a small buffer, where
-// reading it as a table copied every column chunk whole into a Go slice first. Its peak is
-// still about twice the record (the column builders grow by doubling): reads that must bound
-// their memory read runs in batches instead (list_runs.go, compact_stream.go).
+// decodeParquet reads a whole run into one record on the Go heap, as a sortedFile named what,
+// decoding each column once (arrowio_runs.go); its peak is still about twice the record, so
+// reads that must bound memory read runs in batches (list_runs.go, compact_stream.go).
 func decodeParquet(ctx context.Context, data []byte, c *rowcodec.Codec, what string) (f *sortedFile, err error) {
 	return decodeParquetAdmitted(ctx, data, c, what, nil)
 }

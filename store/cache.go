@@ -14,9 +14,8 @@ import (
 	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
 
-// sortedFile is a decoded generation or base run: rows sorted by key, one row per key.
-// Both seals and merges write files in that shape, which is what lets reads and merges
-// walk every source as one sorted stream.
+// sortedFile is a decoded generation or base run: rows sorted by key, one row per key, the
+// shape that lets reads and merges walk every source as one sorted stream.
 type sortedFile struct {
 	path  string
 	rec   arrow.RecordBatch
@@ -59,9 +58,8 @@ func (f *sortedFile) firstAfter(after string) int {
 	return sort.Search(f.n, func(i int) bool { return f.view.Key(i) > after })
 }
 
-// fileCache keeps decoded immutable files for reads, bounded by bytes, least recently
-// used first out. Every object it caches is immutable once its path is referenced by a
-// manifest, so entries never go stale; they only become unreachable and age out.
+// fileCache keeps decoded immutable files for reads, bounded by bytes, least recently used
+// first out; a referenced object never changes, so entries never go stale.
 type fileCache struct {
 	limit int64
 	group singleflight.Group
@@ -107,9 +105,8 @@ func (c *fileCache) isLarge(path string) bool {
 	return ok
 }
 
-// get returns the cached file or loads it once (concurrent callers share one load).
-// The returned file stays valid after eviction: eviction drops the cache's reference only
-// and the garbage collector frees the arrays once no reader holds them.
+// get returns the cached file or loads it once for concurrent callers; the file stays valid
+// after eviction until no reader holds it.
 func (c *fileCache) get(ctx context.Context, path string, load func(context.Context) (*sortedFile, error)) (*sortedFile, error) {
 	c.mu.Lock()
 	if el, ok := c.byKey[path]; ok {
@@ -162,10 +159,9 @@ func (c *fileCache) put(f *sortedFile) {
 	}
 }
 
-// cachedFileOverhead is what a cached file holds beyond its record's buffers: the Arrow
-// metadata of its record (decodedFileHeap) and, for a generation, whose record aliases its
-// IPC object, the object's schema and footer (ipcObjectOverhead). Without it, a cache of small
-// generations held tens of times its limit (5.5 KB a file, 147 B counted).
+// cachedFileOverhead is what a cached file holds beyond its record's buffers (its Arrow
+// metadata and, for a generation, its IPC schema and footer); without it a cache of small
+// generations held tens of times its limit.
 const cachedFileOverhead = decodedFileHeap + ipcObjectOverhead
 
 // cachedBytes is what the cache counts for a file whose record holds n bytes.

@@ -97,13 +97,9 @@ func DefaultOptions() Options {
 	return o
 }
 
-// EnsureDefaults fills the fields whose zero (or negative) value has no meaning of its own
-// with their defaults: Logger (a no-op logger), Now (time.Now), GroupCommitMaxRows (8192),
-// CacheBytes (256 MiB) and MemtableBytes (64 MiB: a memtable always has a bound). Fields
-// where 0 means "off" or "no cap" (the merge caps, the pending limits, MaxRowBytes,
-// MaxAppendRows, GroupCommitWait, the resident bounds) and InstanceID are left as they are:
-// a zero there is a choice, not a gap. OpenDBOnBucket calls it, so a DB never runs without
-// them.
+// EnsureDefaults fills the fields whose zero value means nothing (Logger, Now,
+// GroupCommitMaxRows, CacheBytes, MemtableBytes); those where 0 means "off" or "no cap" are
+// left as they are. OpenDBOnBucket calls it.
 func (o *Options) EnsureDefaults() {
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()

@@ -30,12 +30,10 @@ const appendBudgetFactor = 2
 // fails with ErrBudgetBusy.
 const appendBudgetWait = 5 * time.Second
 
-// AppendJSON decodes body, a JSON array of row objects, as Codec.DecodeJSON does (with
-// Options.MaxRowBytes) and appends the rows (Append). Before any row is materialised it
-// counts the rows and estimates their decoded size from the text: more than MaxAppendRows
-// rows, or more than MemtableBytes, is ErrAppendTooLarge; the estimate is then reserved from
-// the append budget until the rows are in the memtable (ErrBudgetBusy when there is no room
-// within appendBudgetWait). An empty array appends nothing.
+// AppendJSON decodes body, a JSON array of row objects, as Codec.DecodeJSON does and appends
+// the rows. Before any row is materialised it checks the count and the size estimated from
+// the text (ErrAppendTooLarge) and reserves the estimate from the append budget until the
+// rows are in the memtable (ErrBudgetBusy past appendBudgetWait).
 func (s *Store) AppendJSON(ctx context.Context, body []byte) (AppendResult, error) {
 	o := &s.db.opts
 	if !json.Valid(body) {

@@ -9,14 +9,11 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 )
 
-// A run's Parquet footer is checked before arrow-go reads it, like the Arrow schemas
-// (arrowio_schema.go; docs/RELIABILITY.md finding 18). arrow-go v18.8.0's thrift reader makes
-// each list at the count the footer declares, bounded only by thrift's 100 MB message size
-// and not by the footer's bytes (1.6 GB for a list of strings), and builds a schema group's
-// children at the count its num_children declares (32 GiB for 2^31-1): both are asked for
-// before any entry is read. checkRunFooter walks the footer's thrift compact encoding and
-// refuses any count or length beyond the bytes left, so what thrift allocates stays a small
-// multiple of the footer.
+// A run's Parquet footer is checked before arrow-go reads it (docs/RELIABILITY.md finding
+// 18): arrow-go v18.8.0's thrift reader makes each list and a schema group's children at the
+// count declared, gigabytes before any entry is read. checkRunFooter walks the footer's thrift
+// compact encoding and refuses any count or length beyond the bytes left, so what thrift
+// allocates stays a small multiple of the footer.
 
 // parquetTrailer is the footer's length (4 bytes) and the "PAR1" magic that end a run.
 const parquetTrailer = 4 + 4

@@ -10,11 +10,9 @@ import (
 )
 
 // Every generation file and base run is listed in a manifest with the CRC-32C of its bytes,
-// and readers check it before decoding. Decoders must not be the first line of defence
-// against damaged objects: a flipped bit can decode into plausible wrong rows (and a garbled
-// Arrow schema made the Arrow library ask for tens of gigabytes before the decoders checked
-// schemas, docs/RELIABILITY.md finding 10). An entry without a checksum is ErrCorrupt: every
-// object walkeeper writes has one (read_object.go).
+// checked before decoding, since a flipped bit can decode into plausible wrong rows (and a
+// garbled schema once made Arrow ask for tens of gigabytes, docs/RELIABILITY.md finding 10).
+// An entry without a checksum is ErrCorrupt (read_object.go).
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 

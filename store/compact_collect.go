@@ -14,11 +14,9 @@ import (
 	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
-// Collecting abandoned compaction outputs. Each execution of a compaction pass writes its own
-// output (compactRunID), so two executions of one attempt never share a file and a failed
-// one deletes only its own. What a pass cannot delete itself (it crashed, its worker was
-// killed, or the base could not be read when its publish failed) is left unreferenced; the
-// next passes delete it once no publish of it can still start (compactOrphanAge).
+// Collecting abandoned compaction outputs: each execution of a pass writes its own output
+// (compactRunID), and what a pass could not delete itself (a crash, a kill, an unreadable
+// base) is deleted by later passes once no publish of it can still start (compactOrphanAge).
 
 // compactRunNamePrefix starts the name of every run a compaction writes:
 // c-<24 lowercase hex>.parquet.
@@ -58,11 +56,8 @@ func isCompactRunKey(t Target, key string) bool {
 var errCollectPageFull = errors.New("collect page full")
 
 // collectAbandonedOutputs deletes, at most collectPerRound at a time, the compaction outputs
-// of this store that base neither references nor has set aside and that are older than
-// compactOrphanAge. base is the latest the pass read or published: an output a newer version
-// references was published within compactPublishWindow of its put, so it is not that old. It
-// costs one LIST of data/c- (a page per 1,000 objects, stopped once it has its candidates)
-// and a DELETE per output found.
+// of this store that base (the latest the pass knows) neither references nor set aside and
+// that are older than compactOrphanAge; it costs one LIST of data/c- and a DELETE per output.
 //
 // INVARIANT: an output younger than compactOrphanAge is never deleted here: its pass may still
 // publish it (publishCompaction's window). A key that is not one of ours is foreign.

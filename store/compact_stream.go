@@ -14,11 +14,8 @@ import (
 )
 
 // A compaction pass streams, so that its memory is bounded by its budget, not by its runs: it
-// holds its input runs' object bytes (buffers of its account, outside the Go heap from
-// mapMinBytes on) and decodes each run a record batch at a time (arrowio_runs.go), merges the
-// batches, and writes the output run chunk by chunk through Bucket.PutFrom. Every buffer comes
-// from the pass's memAccount, so its reservation is a bound its allocations are checked against
-// (alloc.go), not an estimate.
+// decodes each run a record batch at a time (arrowio_runs.go), merges the batches and writes
+// the output chunk by chunk (Bucket.PutFrom), every buffer from the pass's memAccount.
 
 // compactOutputWindow is what the output side of a pass holds at once: the picks and the
 // chunk being copied out (mergeChunkBytes), the batches that chunk still refers to (up to

@@ -200,10 +200,9 @@ func (c *Config) StoreOptions() store.Options {
 	return o
 }
 
-// rowsPageBytes is what a GET .../rows page of at most limit rows can hold, as JSON text, and
-// so what it takes from --page-budget-bytes: --page-bytes plus the row that reaches it, or
-// limit rows when they are less. With --max-row-bytes 0 a row has no bound to count, and the
-// page is charged --page-bytes.
+// rowsPageBytes is what a GET .../rows page of at most limit rows takes from
+// --page-budget-bytes: --page-bytes plus the row that reaches it, or limit rows when less
+// (--page-bytes alone when --max-row-bytes 0 leaves a row unbounded).
 func (c *Config) rowsPageBytes(limit int) int64 {
 	if c.MaxRowBytes <= 0 {
 		return c.PageBytes
@@ -212,9 +211,8 @@ func (c *Config) rowsPageBytes(limit int) int64 {
 	return min(c.PageBytes+row, int64(limit)*row)
 }
 
-// storesPageBytes is what a GET /api/v1/stores page of at most limit stores can hold, as JSON
-// text, and so what it takes from --page-budget-bytes: --page-bytes plus the entry that
-// reaches it, or limit entries when they are less.
+// storesPageBytes is what a GET /api/v1/stores page of at most limit stores takes from
+// --page-budget-bytes, as rowsPageBytes is for rows.
 func (c *Config) storesPageBytes(limit int) int64 {
 	return min(c.PageBytes+store.MaxStoreInfoJSONBytes, int64(limit)*store.MaxStoreInfoJSONBytes)
 }

@@ -22,10 +22,8 @@ const (
 	maxMetricNames = 64
 )
 
-// maxScrapes bounds the scrapes of /metrics being gathered and written at once: each holds
-// every metric family and its text outside every byte budget, and without a token any local
-// client can open --max-connections of them. Two Prometheus replicas and an operator's curl
-// fit.
+// maxScrapes bounds the /metrics scrapes in flight, each holding every family's text outside
+// every byte budget; two Prometheus replicas and an operator's curl fit.
 const maxScrapes = 4
 
 // limitScrapes serves h, the /metrics handler, with at most maxScrapes requests in flight; a

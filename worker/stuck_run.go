@@ -90,10 +90,8 @@ func classifyRun(d *workflowservice.DescribeWorkflowExecutionResponse, now time.
 	return s
 }
 
-// DiagnoseRun is why the described running run d cannot make progress at now (deadline
-// bounds a run started without a run timeout), with, for a failing workflow task, the failure
-// read from the newest events of its history (one call; a failed read leaves the detail
-// short). The server records the first failure of a streak, so that is the one shown.
+// DiagnoseRun is why the running run d cannot make progress at now (deadline bounds a run
+// without a run timeout), with a failing workflow task's first failure read from its history.
 func DiagnoseRun(ctx context.Context, c client.Client, namespace string, d *workflowservice.DescribeWorkflowExecutionResponse, now time.Time, deadline time.Duration) StuckRun {
 	s := classifyRun(d, now, deadline)
 	if s.Reason != StuckWorkflowTask {

@@ -16,9 +16,7 @@ const maxSkippedListed = contract.MaxSweepListed
 
 // MaintenanceSweep lists every kind's demand index concurrently and, as each kind's pages
 // return, starts MergeWal / CompactBase for the stores over threshold, most indebted first,
-// through the StartWorkflows activity, so the IDs dedupe with every other trigger
-// (demandSweep). A slow kind never delays another kind's starts. It never merges anything
-// itself.
+// through the StartWorkflows activity, so the IDs dedupe with every other trigger.
 func MaintenanceSweep(ctx workflow.Context, in contract.MaintenanceSweepInput) (contract.MaintenanceSweepResult, error) {
 	if err := checkInput(ctx, in, ""); err != nil {
 		return contract.MaintenanceSweepResult{}, err
@@ -178,10 +176,8 @@ func (p *sweepPlan) add(target string, wants []plannedStart, in contract.Mainten
 	}
 }
 
-// MergeWalTick starts (or attaches to) target's MergeWal and returns. Schedules suffix the
-// IDs of the workflows they start with a timestamp, so a schedule cannot start MergeWal
-// directly without defeating ID dedupe; it starts this tick, whose StartWorkflows activity
-// uses the real MergeWal ID.
+// MergeWalTick starts (or attaches to) target's MergeWal and returns: a schedule suffixes the
+// IDs it starts with a timestamp, which would defeat MergeWal's ID dedupe.
 func MergeWalTick(ctx workflow.Context, in contract.MergeWalTickInput) (contract.MergeWalTickResult, error) {
 	if err := checkInput(ctx, in, ""); err != nil {
 		return contract.MergeWalTickResult{}, err
@@ -209,9 +205,8 @@ func MergeWalTick(ctx workflow.Context, in contract.MergeWalTickInput) (contract
 	return res, nil
 }
 
-// listSkip returns the function that records a skipped store in res: listed while fewer than
-// maxSkippedListed are, counted in SkippedOmitted after that, so the result stays bounded
-// however many stores a sweep skips.
+// listSkip returns the function that records a skipped store in res, listed up to
+// maxSkippedListed and counted after that, so the result stays bounded.
 func listSkip(res *contract.MaintenanceSweepResult) func(contract.SweepSkip) {
 	return func(s contract.SweepSkip) {
 		if len(res.Skipped) < maxSkippedListed {

@@ -11,8 +11,7 @@ import (
 )
 
 // mergeTrigger says whether the sweep merges t and why: the trigger (sweep-count before
-// sweep-age) and the reason in words, with the store's debt, for the started run's
-// WalTrigger and summary. Both are empty when t stays below the thresholds. Pure.
+// sweep-age) and the reason in words, both empty below the thresholds. Pure.
 func mergeTrigger(t contract.DemandTarget, in contract.MaintenanceSweepInput) (trigger, reason string) {
 	oldest := t.OldestPendingAge.Round(time.Second)
 	switch {

@@ -185,16 +185,13 @@ type ShardStatus struct {
 // failed one up to MaxFailureTextBytes more.
 const MaxResultShards = 32
 
-// MaxCarryErrorBytes bounds each shard's failure text in a MergeWal carry (the first run's
-// history and the worker log keep the whole text): MaxCarriedShards shards of realistic ids
-// and errors then carry about 1.6 MB, under the 2 MiB Temporal refuses a payload at, where
-// 4 KiB texts passed it at about 490 failed shards.
+// MaxCarryErrorBytes bounds each shard's failure text in a MergeWal carry, so that
+// MaxCarriedShards shards carry about 1.6 MB, under the 2 MiB Temporal refuses a payload at.
 const MaxCarryErrorBytes = 128
 
-// MaxStatusShards bounds the shards a status answer lists and MaxStatusErrorBytes each listed
-// shard's error (the result and the worker log keep the whole text): 128 entries of at most
-// about 1.3 KiB stay under MaxPayloadBytes, and 128 covers every shard a run can have in
-// flight (MaxRoundShards waiting for their commit plus the prepares beside them).
+// MaxStatusShards bounds the shards a status answer lists and MaxStatusErrorBytes each one's
+// error, so the answer stays under MaxPayloadBytes; 128 covers every shard a run has in
+// flight.
 const (
 	MaxStatusShards     = 128
 	MaxStatusErrorBytes = 1 << 10

@@ -6,12 +6,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 )
 
-// SweepPriority is the task-queue priority of the sweep's workflow and activity tasks
-// (1 = first; Temporal's default is 3): a sweep that starts thousands of MergeWal runs
-// shares the task queue with them, whose tasks, queued FIFO, would starve the sweep's own.
-// The Schedule walkeeper-sweep starts its windows with it and the paged sweep sets it on its
-// activities. Needs a server whose matcher honours priority (Temporal 1.29: dynamic config
-// matching.useNewMatcher=true; docs/OPERATIONS.md).
+// SweepPriority is the task-queue priority of the sweep's tasks (1 = first; the default is
+// 3), so the MergeWal runs it starts on the same queue cannot starve it; it needs a matcher
+// that honours priority (docs/OPERATIONS.md).
 var SweepPriority = temporal.Priority{PriorityKey: PrioritySweep}
 
 // MaintenanceSweepInput is the sweep's input (the Schedule walkeeper-sweep passes it).
@@ -110,9 +107,8 @@ func SweepHistoryBound(kinds, maxStarts, startBatch int) int {
 }
 
 // SweepPagesPerKind bounds the ScanDemand pages one sweep lists per kind: two per
-// MaxDemandCandidates of maxStarts (a page whose candidates all start consumes a full
-// page of starts; one that starts fewer, as compaction markers with compaction off do,
-// still ends the listing within twice as many), plus the short last page. Pure.
+// MaxDemandCandidates of maxStarts, since a page that starts fewer still ends the listing
+// within twice as many, plus the short last page. Pure.
 func SweepPagesPerKind(maxStarts int) int {
 	return 2*((maxStarts+MaxDemandCandidates-1)/MaxDemandCandidates) + 1
 }

@@ -7,10 +7,8 @@ import (
 )
 
 // The windowed sweep (docs/DESIGN.md §12, "Sweep windows"): the Schedule walkeeper-sweep
-// starts one SweepWindow per window (default 1 h); the window runs a sweep round every
-// interval on a workflow timer, planning each round with the same code as MaintenanceSweep,
-// and continues as new before its history grows long. A round that starts nothing leaves a
-// few events in the window's history and no workflow of its own.
+// starts one SweepWindow per window, which runs a sweep round every interval and continues as
+// new before its history grows long.
 
 // Names of the windowed sweep.
 const (

@@ -8,8 +8,7 @@ import (
 )
 
 // Defaults and bounds of MaintenanceSweepInput and SweepWindowInput (docs/TEMPORAL.md,
-// "Workflow inputs"). A zero field takes its default; the bounds apply to the value the
-// workflow uses.
+// "Workflow inputs"); the bounds apply to the value after defaults.
 const (
 	// DefaultSweepMergeMinGenerations and MaxSweepMergeMinGenerations bound
 	// merge_min_generations.

@@ -139,9 +139,8 @@ func (g *globalOptions) start(cmd *cobra.Command, t store.Target, typ string, sf
 // startRetryWithin bounds how long a command retries a start Temporal did not answer in time.
 const startRetryWithin = 30 * time.Second
 
-// startRetrying runs startRun, again while Temporal does not answer in time (a loaded server
-// takes longer than the SDK's 10 s per request), for up to startRetryWithin, saying so on
-// stderr. A repeated start attaches to the run an earlier one made, so retrying is safe.
+// startRetrying runs startRun, again while Temporal does not answer in time, for up to
+// startRetryWithin, saying so on stderr; a repeated start attaches, so retrying is safe.
 func startRetrying(ctx context.Context, stderr io.Writer, typ string, t store.Target, startRun func(context.Context) (client.WorkflowRun, error)) (client.WorkflowRun, error) {
 	var run client.WorkflowRun
 	err := temporaladmin.RetryTransient(ctx, startRetryWithin, func(err error) {

@@ -1,8 +1,6 @@
 // Package activities adapts store/ to Temporal: one params struct in, one result struct out,
-// heartbeats for anything long, and store error marks mapped onto Temporal error types in
-// one place (errors.go). The contract it implements (names, params, results, error types)
-// is package contract; what the store hands over crosses as contract wire types, converted
-// in wire.go.
+// heartbeats for anything long, and store error marks mapped onto Temporal error types in one
+// place (errors.go); the contract it implements is package contract.
 package activities
 
 import (
@@ -102,14 +100,12 @@ func (a *Activities) open(ctx context.Context, target string) (*store.Store, sto
 	return s, t, err
 }
 
-// demandCleanTimeout bounds the demand clean-up a listing does (openDemanded,
-// ListPendingShards): it runs inside a local activity of 30 s, and what it leaves the next
-// sweep round's run deletes.
+// demandCleanTimeout bounds the demand clean-up a listing does inside its 30 s local
+// activity; the next sweep round's run deletes what it leaves.
 const demandCleanTimeout = 10 * time.Second
 
-// openDemanded is open for an activity the sweep starts from the demand index: when the
-// store does not exist, its demand records are deleted (best effort), else every sweep round
-// would start another run for them.
+// openDemanded is open for an activity the sweep starts from the demand index, deleting a
+// missing store's demand records (best effort) so that no sweep round starts it again.
 func (a *Activities) openDemanded(ctx context.Context, target string) (*store.Store, store.Target, error) {
 	s, t, err := a.open(ctx, target)
 	if s == nil && err != nil && ErrorType(err) == contract.ErrTypeStoreNotFound {
@@ -133,10 +129,9 @@ func kindOf(target string) store.Kind {
 }
 
 // idempotencyKey is the store's AttemptKey for the running attempt, workflow ID + "/" +
-// activity ID: the same across retries of one activity and distinct between activities (the
-// workflows embed their original run ID in activity IDs, see workflows.tracker; a reset run
-// keeps it, so an activity the reset schedules again is a retry of the same attempt). An activity run
-// outside a workflow keys on its own activity run ID.
+// activity ID: the same across retries (and across a reset, since workflows embed the
+// original run ID in activity IDs) and distinct between activities; outside a workflow, the
+// activity run ID.
 func idempotencyKey(ctx context.Context) string {
 	info := activity.GetInfo(ctx)
 	if info.WorkflowExecution.ID == "" {
@@ -180,9 +175,8 @@ func withWorkerStop(ctx context.Context) (context.Context, func() bool) {
 
 var errWorkerStopping = errors.New("worker is shutting down")
 
-// storeCall is the frame the long store-calling activities (Prepare, CommitRound,
-// CompactBase) run in: a context that also ends when the worker stops, the liveness
-// reporter, and, at the end, the metric and the Temporal error mapping (a.done).
+// storeCall is the frame the long store-calling activities run in: a context that also ends
+// when the worker stops, the liveness reporter, and the metric and error mapping (a.done).
 type storeCall struct {
 	a        *Activities
 	name     string

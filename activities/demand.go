@@ -25,15 +25,10 @@ type MaintenanceMetrics interface {
 	MaintenanceSucceeded(workflow string, at time.Time)
 }
 
-// ScanDemand lists kind's demand index as it streams, aggregates each store's records
-// (contiguous in the listing), and keeps the p.MaxCandidates most indebted stores over a
-// threshold in a bounded heap: memory, result and heartbeat are bounded whatever the number
-// of stores or records. It reads no store: the records' keys hold what the sweep decides on.
-// p.After pages past the candidates an earlier call returned, p.AsOf fixes the clock the
-// pages' ages are measured by. A store whose MergeWal is running is counted in Running
-// instead of listed (runningMerges), unless it also asks for compaction: the sweep would
-// only attach to the run, and a round that finds nothing else to start runs no
-// StartWorkflows activity.
+// ScanDemand lists kind's demand index as it streams and keeps the p.MaxCandidates most
+// indebted stores over a threshold in a bounded heap, reading no store; p.After pages on and
+// p.AsOf fixes the clock. A store whose MergeWal is running is counted in Running instead
+// (runningMerges) unless it also asks for compaction, since a start would only attach.
 func (a *Activities) ScanDemand(ctx context.Context, p contract.ScanDemandParams) (res contract.ScanDemandResult, err error) {
 	start := time.Now()
 	kind, err := store.ParseKind(p.Kind)
@@ -208,10 +203,9 @@ func (h *candidateHeap) sorted() []contract.DemandTarget {
 	return kept
 }
 
-// ReconcilePage reconciles one page of kind's registry with the demand index
-// (store.DB.ReconcileStore), at most p.Concurrency stores at once (at most
-// contract.MaxStoreConcurrency). A store that cannot be read is reported (bounded list) and
-// skipped; only a failure to list the page fails the activity. Memory: one page.
+// ReconcilePage reconciles one page of kind's registry with the demand index, at most
+// p.Concurrency stores at once; a store that cannot be read is reported and skipped, and only
+// a failed listing fails the activity.
 func (a *Activities) ReconcilePage(ctx context.Context, p contract.ReconcilePageParams) (res contract.ReconcilePageResult, err error) {
 	start := time.Now()
 	kind, err := store.ParseKind(p.Kind)

@@ -1,7 +1,5 @@
-// Package temporaladmin talks to Temporal's control plane for walkeeper: it dials the
-// frontend (TLS, API keys), registers the search attributes, and creates, pauses, resumes,
-// triggers and describes walkeeper's schedules. The worker, the commands and the benchmarks
-// share it; it runs no workflow code.
+// Package temporaladmin talks to Temporal's control plane for walkeeper: dialling, search
+// attributes and schedules; it runs no workflow code.
 package temporaladmin
 
 import (
@@ -115,9 +113,8 @@ func Dial(ctx context.Context, cfg Config, logger *zap.Logger) (client.Client, e
 // at most.
 const MaxPEMFileBytes = 1 << 20
 
-// readPEMFile reads the TLS file path: a regular file of at most MaxPEMFileBytes. A FIFO
-// would block the read until a writer came and a device such as /dev/zero would never end,
-// so neither is opened.
+// readPEMFile reads the TLS file path, a regular file of at most MaxPEMFileBytes (a FIFO or a
+// device could block or never end).
 func readPEMFile(path string) ([]byte, error) {
 	fi, err := os.Stat(path)
 	if err != nil {

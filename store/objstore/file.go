@@ -19,14 +19,11 @@ import (
 	"gocloud.dev/blob"
 )
 
-// fileBackend is file://, implemented directly on the local filesystem rather than through
-// gocloud's fileblob: fileblob checks IfNotExist with stat-then-rename under a per-writer
-// mutex, so it is not atomic even inside one process, let alone across processes, and it
-// neither fsyncs nor keeps its temp files in the target directory.
-//
-// Every write goes to a temp file (tempPrefix) in the key's own directory, is fsynced, and
-// is published by rename(2) (put) or link(2) (put ifAbsent: EEXIST is atomic across
-// processes); the directory is fsynced after. Objects are never modified in place.
+// fileBackend is file:// on the local filesystem rather than gocloud's fileblob, whose
+// IfNotExist is stat-then-rename (not atomic even in one process) and which neither fsyncs nor
+// keeps temp files beside their target. Every write goes to a temp file in the key's
+// directory, fsynced, and is published by rename(2) (put) or link(2) (ifAbsent: EEXIST is
+// atomic across processes), the directory fsynced after.
 type fileBackend struct {
 	root    string       // absolute root directory
 	dirMode os.FileMode  // directory mode (dir_file_mode, default 0777 before umask)
@@ -165,11 +162,9 @@ func (f *fileBackend) putFrom(ctx context.Context, key string, write func(io.Wri
 // writebackBytes is how much a streamed temp file is written between two writeback starts.
 const writebackBytes = 1 << 20
 
-// writebackWriter writes to a temp file and starts the kernel's writeback of every
-// writebackBytes written (startWriteback), as pebble's and RocksDB's bytes-per-sync do: the
-// device writes while the object is still being produced, and the fsync before publishing
-// waits for the tail instead of the whole file (a merge's staged run: tens of MiB that
-// otherwise sat dirty in the page cache until then).
+// writebackWriter writes to a temp file and starts the kernel's writeback every
+// writebackBytes (as pebble's bytes-per-sync does), so the fsync before publishing waits for
+// the tail instead of the whole file.
 type writebackWriter struct {
 	f      *os.File
 	off    int64 // bytes written

@@ -10,19 +10,10 @@ import (
 	"github.com/walkeeper/walkeeper/store/internal/jsonscan"
 )
 
-// The JSON codec of the shard and base manifests without reflection. A shard manifest is
-// encoded on every seal and decoded by every reader that meets a new version, and every
-// prepare reads the latest base, which lists every run and watermark of the table, so
-// encoding/json's reflection and its second validating pass over the input were most of a
-// 200-writer table's CPU (docs/benchmarks/incident.md).
-//
-// The format does not change (docs/FORMAT.md): the encoders write exactly the bytes
-// json.Marshal writes, and the decoders read exactly what json.Unmarshal reads for the
-// shape walkeeper writes. Anything else — whitespace from a pretty-printer aside, an
-// escaped or non-ASCII string, an unknown field, a null, a number json would refuse or
-// round, a quarantined list — makes the fast path give up and encoding/json decide, so
-// outside writers, older and newer releases keep their meaning. The codec tests and fuzz
-// targets hold both halves to encoding/json.
+// The JSON codec of the shard and base manifests without reflection, since encoding/json was
+// most of a 200-writer table's CPU (docs/benchmarks/incident.md). The format does not change
+// (docs/FORMAT.md): the encoders write exactly json.Marshal's bytes, and anything the decoders
+// do not read exactly as json.Unmarshal would makes them give up and let encoding/json decide.
 
 // field is one member of a manifest object: its JSON name and a pointer to its value, one of
 // *string, *uint64, *int64, *time.Time, *[]Gen, *[]Run or *map[string]uint64. An omitEmpty
@@ -33,10 +24,8 @@ type field struct {
 	omitEmpty bool
 }
 
-// The members of each object in declaration order (json.Marshal's), appended to f, a
-// caller's buffer, so that listing them allocates nothing. Quarantined is not a member:
-// encoding/json writes and reads every manifest that has quarantined objects. The first
-// member is never omitEmpty.
+// The members of each object in declaration order (json.Marshal's), appended to f so listing
+// them allocates nothing; Quarantined is not one (encoding/json handles those manifests).
 
 func shardFields(m *Shard, f []field) []field {
 	return append(f,
@@ -234,9 +223,8 @@ func UnmarshalBase(raw []byte, m *Base) error {
 	return json.Unmarshal(raw, m)
 }
 
-// parser reads JSON of exactly a manifest's shape. Every method returns false at the first
-// thing it does not handle the way encoding/json would (the caller then lets encoding/json
-// decide); it never reports an error of its own.
+// parser reads JSON of exactly a manifest's shape; every method returns false at the first
+// thing it does not handle as encoding/json would, never an error of its own.
 type parser struct {
 	b []byte
 	i int

@@ -194,10 +194,9 @@ func (m *Base) References(p string) bool {
 	return false
 }
 
-// WithCompaction is the draft of the version that replaces inputs by out (nil: every input
-// row was dropped). ok is false when an input is no longer in m (another compaction or a
-// quarantine took it): the pass must not publish, since its output would resurrect rows.
-// Runs that merges appended meanwhile are kept.
+// WithCompaction is the draft of the version that replaces inputs by out (nil: every row was
+// dropped), keeping runs merges appended; ok is false when an input is no longer in m, since
+// publishing would resurrect rows.
 func (m *Base) WithCompaction(inputs []Run, out *Run) (_ *Base, ok bool) {
 	drop := make(map[string]bool, len(inputs))
 	for _, r := range inputs {

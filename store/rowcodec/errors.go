@@ -19,9 +19,8 @@ var (
 	ErrKeyTooLong = fmt.Errorf("%w: key too long", ErrInvalidInput)
 )
 
-// MaxKeyBytes is the longest row key, in bytes, that appends, deletes, gets and List
-// cursors accept (ErrKeyTooLong). It is not a knob: stored keys must stay readable by every
-// process whatever its configuration.
+// MaxKeyBytes is the longest row key every path accepts (ErrKeyTooLong); not a knob, so that
+// stored keys stay readable by every process.
 const MaxKeyBytes = 1024
 
 // CheckRowKey refuses a row key longer than MaxKeyBytes; what names it in the error.

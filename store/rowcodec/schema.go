@@ -117,11 +117,9 @@ const (
 	maxFieldNameLen = 128
 )
 
-// ValidateSchema checks a declared schema for kind k. Generic: 1..256 fields, unique names
-// valid as identifiers ([A-Za-z_][A-Za-z0-9_]{0,127}) and not starting with "_" (reserved for
-// system columns), known types, and a field "id" of type string, non-null. Rollout and
-// datagen: the schema must equal RolloutSchema() or DatagenSchema(). Errors wrap
-// ErrInvalidInput and name the offending field.
+// ValidateSchema checks a declared schema for kind k: generic takes 1..256 unique identifier
+// fields not starting with "_" of known types, with a non-null string "id"; rollout and
+// datagen must equal their fixed schema. Errors wrap ErrInvalidInput naming the field.
 func ValidateSchema(k target.Kind, s Schema) error {
 	switch k {
 	case target.KindRollout, target.KindDatagen:

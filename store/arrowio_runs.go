@@ -17,11 +17,9 @@ import (
 	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
 
-// Base runs read in record batches, so a run's decoded size never has to fit at once: a run is
-// decoded a batch of rows at a time, each batch into buffers of the caller's allocator, instead
-// of whole into one record on the Go heap. The footer says, before anything is decoded, how
-// large a batch and the reader's page buffers can get (runBatches.window), so a budgeted caller
-// can reserve that bound before it holds the batches; its allocator then checks it.
+// Base runs read in record batches into buffers of the caller's allocator, so a run's decoded
+// size never has to fit at once; the footer bounds a batch and the page buffers
+// (runBatches.window) before anything is decoded, so a budgeted caller reserves that first.
 
 // runBatchBytes is the decoded size a batch of a run aims at.
 const runBatchBytes = 1 << 20
@@ -41,10 +39,9 @@ const runDecodedMax = 1 << 60
 // least 4 bytes (its length) that Snappy shrinks at most 64/3 times.
 const runRowsPerByte = 6
 
-// runBatchRowOverhead is the Arrow size per row of a batch beyond the Parquet plain size of
-// its values: a validity bit and an offset per column at most, and the shard id, which is
-// dictionary-encoded in the file (an index) but one string per row in Arrow (at most 64
-// bytes: validateShardID).
+// runBatchRowOverhead is the Arrow size per row beyond the Parquet plain size of its values:
+// a validity bit and an offset per column, and the shard id as one string per row (at most 64
+// bytes).
 const runBatchRowOverhead = 8 + 4 + 64
 
 // runBatches streams the record batches of one base run, in key order, each checked like a

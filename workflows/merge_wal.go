@@ -18,13 +18,9 @@ import (
 const maxStaleRestarts = 3
 
 // MergeWal folds every shard's pending generations of one target into its base table
-// (docs/DESIGN.md §3, §4). A pass is a Prepare on the owner's queue, then its shard's part of
-// a round commit. Shards take turns: rounds of one pass per shard, most indebted first, until
-// a round commits nothing, so a shard that seals as fast as it is merged cannot starve the
-// others. Prepares of one round run one after another (the default) or concurrently with
-// ParallelPrepare. Exactly one CommitRound per table is in flight at any time: every commit
-// goes through one commit loop (roundCommitLoop). A failing shard records its error and the
-// others go on; the workflow fails only when every shard failed for good.
+// (docs/DESIGN.md §3, §4): a pass is a Prepare on the owner's queue, then its shard's part of
+// a round commit through the one commit loop (roundCommitLoop). A failing shard records its
+// error and the others go on; the workflow fails only when every shard failed for good.
 func MergeWal(ctx workflow.Context, in contract.MergeWalInput) (contract.MergeWalResult, error) {
 	carried := ""
 	if in.Carry != nil {
@@ -165,11 +161,10 @@ func newMergeRun(ctx workflow.Context, in contract.MergeWalInput, tgt target.Tar
 	return r
 }
 
-// plan merges a listing into the shards known so far (the carried results on the first
-// call of a run), in shard order. A shard that failed or reached MaxPasses stays finished;
-// one that no longer has anything pending is done. A shard that was drained and has sealed
-// again since is merged again. A bounded run (shardsBounded) takes no new shard once it holds
-// contract.MaxCarriedShards, so its carry never holds more than the next run accepts.
+// plan merges a listing into the shards known so far (the carried results on a run's first
+// call), in shard order: a finished shard stays finished, one with nothing pending is done,
+// and a drained shard that sealed again is merged again. A bounded run (shardsBounded) takes
+// no new shard past contract.MaxCarriedShards, so its carry always passes the next run.
 func (r *mergeRun) plan(listed []contract.ShardPending) {
 	all := r.shards
 	if all == nil && r.in.Carry != nil {
@@ -267,16 +262,11 @@ func (r *mergeRun) mergeShards(ctx workflow.Context) {
 	loopDone.Wait(ctx)
 }
 
-// mergeRounds runs rounds of at most one pass per shard, most indebted shard first, each
-// shard's pass a coroutine behind the prepare semaphore (PrepareConcurrency with
-// ParallelPrepare, else one prepare at a time, so the next shard prepares while earlier ones
-// wait for, or ride in, a round commit); a round ends when every shard's pass has. One pass
-// per shard per round keeps a shard whose writer seals as fast as a pass completes from
-// starving the others of its table, and a shard that was drained and has sealed since is
-// merged again here, since the next MergeWal would only attach to this one. Everything
-// pending when the merge started is drained: a shard leaves the rounds only when a listing
-// (or an empty prepare) finds it drained, it fails, or it reaches MaxPasses. The rounds end
-// when a round commits nothing.
+// mergeRounds runs rounds of at most one pass per shard, most indebted first, each a coroutine
+// behind the prepare semaphore, so a shard that seals as fast as it is merged cannot starve
+// the others; a drained shard that sealed since is merged again here, since the next MergeWal
+// would only attach to this one. A shard leaves the rounds when drained, failed or at
+// MaxPasses; the rounds end when one commits nothing.
 func (r *mergeRun) mergeRounds(ctx workflow.Context, commits workflow.Channel) {
 	prepares := 1
 	if r.in.ParallelPrepare {
@@ -387,11 +377,9 @@ func (r *mergeRun) relist(ctx workflow.Context) {
 	r.plan(listed.Shards)
 }
 
-// mergePass prepares and commits one pass of sh and reports whether a pass was committed
-// (or found committed by the abort); false when the shard is done (drained, at MaxPasses,
-// failed) or the run stops (continue-as-new is due, or the workflow is cancelled). A stale
-// preparation is aborted and prepared again within the same pass (at most maxStaleRestarts
-// times in a row).
+// mergePass prepares and commits one pass of sh and reports whether one was committed (or
+// found committed by the abort); false when the shard is done or the run stops. A stale
+// preparation is aborted and prepared again, at most maxStaleRestarts times in a row.
 func (r *mergeRun) mergePass(ctx workflow.Context, sh *shardRun, commits workflow.Channel, sem workflow.Semaphore, pass *roundPass) bool {
 	for ctx.Err() == nil {
 		if sh.res.Passes >= r.in.MaxPasses {

@@ -20,9 +20,8 @@ type ShardPending struct {
 	OldestPending time.Time `json:"oldest_pending,omitzero"`
 }
 
-// MaxListedShards caps the shards one ListPendingShards result lists: a worst-case entry
-// (64-byte shard id, every number at its widest) encodes to about 230 bytes, so the result
-// stays under MaxPayloadBytes, and a run's first listing stays well under MaxCarriedShards.
+// MaxListedShards caps the shards one ListPendingShards result lists, so that it stays under
+// MaxPayloadBytes (about 230 bytes a worst-case entry) and well under MaxCarriedShards.
 const MaxListedShards = 1024
 
 // ListPendingShardsResult lists the shards with pending generations, in shard order: at
@@ -60,13 +59,9 @@ type PrepareProgress struct {
 	Total int    `json:"total"`
 }
 
-// MaxRoundShards caps the prepared merges of one CommitRound (store.MaxRoundShards; a
-// test in activities keeps the two equal). MaxRoundBytes caps their encoded size: a round
-// is closed once its PreparedMerges reach it (at least one is always taken), so the
-// activity input stays under a quarter of Temporal's 256 KiB payload budget even for
-// merges with long keys. A pass of 64 generations with short keys encodes to ~0.8 KiB
-// (store's TestRoundInputSize), so 64 fit in MaxRoundBytes; a worst-case one (256-byte
-// keys, 200-character paths) to ~2.1 KiB, so MaxRoundBytes closes such a round at ~30.
+// MaxRoundShards caps the prepared merges of one CommitRound (store.MaxRoundShards, kept
+// equal by a test in activities); a round closes once they encode to MaxRoundBytes (at least
+// one is taken), a quarter of the 256 KiB payload budget even with long keys.
 const (
 	MaxRoundShards = 64
 	MaxRoundBytes  = 64 << 10

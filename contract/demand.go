@@ -2,9 +2,8 @@ package contract
 
 import "time"
 
-// The demand-driven sweep and the paged reconcile (docs/DESIGN.md §12, docs/FORMAT.md
-// "Demand records"). Every type here is bounded whatever the fleet's size: results carry at
-// most a capped candidate set or page, and counters.
+// The demand-driven sweep and the paged reconcile (docs/DESIGN.md §12): every type here is
+// bounded whatever the fleet's size.
 
 // Names and bounds of the demand index (workflow and activity names: names.go).
 const (
@@ -17,9 +16,8 @@ const (
 	MaxReconcileUnreadable      = 50
 )
 
-// Error types of fleet-wide maintenance that cannot finish. Both are non-retryable at the
-// workflow level: the run fails visibly (a failed workflow, the alert on the age of the last
-// successful run) instead of retrying silently for ever.
+// Error types of fleet-wide maintenance that cannot finish, non-retryable so the run fails
+// visibly instead of retrying silently for ever.
 const (
 	// ErrTypeSweepListFailed: listing the demand index failed after the activity's retries.
 	ErrTypeSweepListFailed = "SweepListFailed"
@@ -91,9 +89,8 @@ type ScanDemandProgress struct {
 	Stores  int `json:"stores"`
 }
 
-// DemandBefore orders candidates most indebted first, as the sweep orders stores: the
-// deepest shard, then total pending, then the oldest pending generation, then a compaction
-// marker, then target name. Pure; shared by the activity's bounded heap and the workflow.
+// DemandBefore orders candidates most indebted first (deepest shard, total pending, oldest
+// pending, a compaction marker, then name), for the activity's heap and the workflow. Pure.
 func DemandBefore(a, b DemandTarget) bool {
 	if a.MaxShardPending != b.MaxShardPending {
 		return a.MaxShardPending > b.MaxShardPending
@@ -165,9 +162,8 @@ type ReconcilePageResult struct {
 	Problems []StoreProblem `json:"problems,omitempty"`
 }
 
-// ReconcileDemandInput is the reconcile's input (the schedule passes zero values; a
-// continued run carries the cursor and totals, and a start that sets them fails:
-// CarriedField). Validate bounds every field.
+// ReconcileDemandInput is the reconcile's input (zero from the schedule; a continued run
+// carries the cursor and totals, CarriedField). Validate bounds every field.
 type ReconcileDemandInput struct {
 	PageSize    int `json:"page_size,omitempty"`
 	Concurrency int `json:"concurrency,omitempty"`

@@ -94,12 +94,10 @@ const (
 	MaxSweepEvents = 5_000
 )
 
-// SweepHistoryBound is the most events one paged demand sweep with these knobs adds to a
-// history: per kind at most SweepPagesPerKind(maxStarts) pages, each a ScanDemand (3 events)
-// and the workflow task it wakes (3); at most maxStarts / startBatch + pages start batches,
-// each a StartWorkflows (3), its spacing timer (2) and the two workflow tasks they wake (6);
-// and 24 for the start, the first and last workflow tasks, the version markers and
-// RecordMaintenance. kinds is the number of kinds. Pure.
+// SweepHistoryBound is the most events one paged demand sweep of kinds kinds adds to a
+// history: per kind SweepPagesPerKind pages of a ScanDemand and its workflow task (6 events
+// each), maxStarts/startBatch + pages batches of a StartWorkflows, its timer and two
+// workflow tasks (11 each), and 24 for the rest. Pure.
 func SweepHistoryBound(kinds, maxStarts, startBatch int) int {
 	pages := kinds * SweepPagesPerKind(maxStarts)
 	batches := (maxStarts+startBatch-1)/startBatch + pages

@@ -63,9 +63,8 @@ const (
 	maxErrorTypeBytes    = 64
 )
 
-// WithDefaults is in with every zero knob the workflow carries set to the default
-// MergeWalInput documents (max_shards_per_commit stays 0: the round commit reads 0 as
-// MaxRoundShards). Pure.
+// WithDefaults is in with every zero knob the workflow carries at its default
+// (max_shards_per_commit stays 0, which the round commit reads as MaxRoundShards). Pure.
 func (in MergeWalInput) WithDefaults() MergeWalInput {
 	in.MaxPasses = cmp.Or(in.MaxPasses, DefaultMergeMaxPasses)
 	in.PassesPerWorkflowRun = cmp.Or(in.PassesPerWorkflowRun, DefaultPassesPerWorkflowRun)

@@ -9,10 +9,9 @@ import (
 	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
 
-// Append limits: an append is bounded in rows (Options.MaxAppendRows) and in decoded size
-// (Options.MemtableBytes), both checked before its rows are materialised, and its decoded
-// size is charged to the DB's append budget while it is in flight, so concurrent appends
-// cannot multiply memory. Keys are bounded everywhere (MaxKeyBytes).
+// Append limits: an append is bounded in rows and decoded size before its rows are
+// materialised, and its decoded size is charged to the DB's append budget while in flight, so
+// concurrent appends cannot multiply memory.
 
 // MaxKeyBytes is the longest row key, in bytes, that appends, deletes, gets and List
 // cursors accept (ErrKeyTooLong; rowcodec.MaxKeyBytes).
@@ -21,9 +20,8 @@ const MaxKeyBytes = rowcodec.MaxKeyBytes
 // DefaultMemtableBytes is Options.MemtableBytes when unset.
 const DefaultMemtableBytes = 64 << 20
 
-// appendBudgetFactor sizes the append budget: appendBudgetFactor × MemtableBytes bytes of
-// decoded rows may be in flight at once (128 MiB by default), so two appends of the largest
-// size allowed decode side by side and smaller ones share the room.
+// appendBudgetFactor sizes the append budget to appendBudgetFactor × MemtableBytes, so two
+// appends of the largest size decode side by side.
 const appendBudgetFactor = 2
 
 // appendBudgetWait is how long an append waits for room in the append budget before it
@@ -59,9 +57,8 @@ func (s *Store) AppendJSON(ctx context.Context, body []byte) (AppendResult, erro
 	return s.submit(ctx, rows, false)
 }
 
-// refuseAtPendingMax refuses an append to a shard already at PendingMax before its body is
-// measured and decoded, so clients retrying against a full shard cost no decoding. It only
-// saves work: submit's admit is the check that holds.
+// refuseAtPendingMax refuses an append to a shard at PendingMax before its body is decoded,
+// only to save work: submit's admit is the check that holds.
 func (s *Store) refuseAtPendingMax(ctx context.Context) error {
 	if s.db.opts.PendingMax <= 0 {
 		return nil

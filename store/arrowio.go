@@ -76,9 +76,8 @@ func decodeIPC(mem memory.Allocator, data []byte, c *rowcodec.Codec, what string
 }
 
 // validateBuffers checks what arrow's readers take on trust and a consumer would only trip
-// over later, outside decodeIPC's recover: buffer sizes and bitmaps against the row count, and
-// string/binary offsets inside their value buffer and non-decreasing, so that every value
-// slice is in bounds. O(rows), no UTF-8 check (values are compared as bytes).
+// over later, outside decodeIPC's recover: buffer sizes, bitmaps and string/binary offsets,
+// so every value slice is in bounds. O(rows), no UTF-8 check.
 func validateBuffers(rec arrow.RecordBatch) error {
 	for c, col := range rec.Columns() {
 		if err := array.Validate(col); err != nil {
@@ -119,9 +118,8 @@ func releaseAll(recs []arrow.RecordBatch) {
 // parquetRowGroup bounds row-group size so that readers can stream large runs.
 const parquetRowGroup = 64 * 1024
 
-// parquetPageSize is the data page size the writer cuts pages at: small enough that the
-// encoder's pooled page buffers are reused and stay in a core's cache (arrow-go's 1 MiB
-// default grows a fresh zeroed buffer per page), for ~40 bytes of page header per page.
+// parquetPageSize is the data page size the writer cuts pages at, small enough that pooled
+// page buffers are reused and stay in cache (arrow-go's 1 MiB default grows a fresh one).
 const parquetPageSize = 128 << 10
 
 // incompressibleRatio: a column whose sampled values Snappy shrinks by less than this
@@ -131,9 +129,8 @@ const incompressibleRatio = 0.9
 // compressionSample is how many value bytes per column the codec choice looks at.
 const compressionSample = 256 << 10
 
-// parquetProps are the writer properties of a base run (docs/FORMAT.md §2 lists the
-// encodings). Compression is chosen per column from sample, the first chunk written:
-// Snappy where it pays, none where it does not; so is the shard column's encoding.
+// parquetProps are the writer properties of a base run (docs/FORMAT.md §2): compression and
+// the shard column's encoding are chosen per column from sample, the first chunk written.
 func parquetProps(mem memory.Allocator, schema *arrow.Schema, sample arrow.RecordBatch) *parquet.WriterProperties {
 	opts := []parquet.WriterProperty{
 		parquet.WithAllocator(mem),
@@ -203,8 +200,7 @@ func oneShard(sample arrow.RecordBatch) bool {
 }
 
 // incompressible reports whether a string or binary column's values do not compress with
-// Snappy: it compresses up to compressionSample bytes taken from the start and the middle
-// of the values. Other column types are small next to their row count and stay compressed.
+// Snappy, sampling up to compressionSample bytes from their start and middle.
 func incompressible(col arrow.Array) bool {
 	var values []byte
 	switch a := col.(type) {
@@ -272,9 +268,8 @@ func decodeParquet(ctx context.Context, data []byte, c *rowcodec.Codec, what str
 	return decodeParquetAdmitted(ctx, data, c, what, nil)
 }
 
-// decodeParquetAdmitted is decodeParquet asking admit, once the footer is read and before
-// anything is decoded, whether the decode may hold what the footer gives the run decoded
-// (nil = always); an error from admit is returned as it is.
+// decodeParquetAdmitted is decodeParquet asking admit (nil = always), once the footer is read
+// and before anything is decoded, whether the decode may hold what the footer gives.
 func decodeParquetAdmitted(ctx context.Context, data []byte, c *rowcodec.Codec, what string, admit func(decoded int64) error) (f *sortedFile, err error) {
 	defer func() {
 		if r := recover(); r != nil { // arrow's readers panic on some garbled inputs

@@ -25,8 +25,7 @@ type sortedFile struct {
 }
 
 // newSortedFile wraps rec, a generation or a batch of a base run named what, checking that its
-// keys ascend strictly, the first above last when seen (the key that ends the run's previous
-// batch). It neither retains nor releases rec.
+// keys ascend strictly from above last; it neither retains nor releases rec.
 func newSortedFile(c *rowcodec.Codec, what string, rec arrow.RecordBatch, last string, seen bool) (*sortedFile, error) {
 	view, err := c.View(rec)
 	if err != nil {
@@ -164,8 +163,8 @@ func (c *fileCache) put(f *sortedFile) {
 // generations held tens of times its limit.
 const cachedFileOverhead = decodedFileHeap + ipcObjectOverhead
 
-// cachedBytes is what the cache counts for a file whose record holds n bytes.
-// A manifest may declare any size: capped, the sum cannot wrap negative.
+// cachedBytes is what the cache counts for a file whose record holds n bytes, capped so the
+// sum cannot wrap.
 func cachedBytes(n int64) int64 {
 	return min(max(n, 0), math.MaxInt64-cachedFileOverhead) + cachedFileOverhead
 }

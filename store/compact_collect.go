@@ -26,9 +26,8 @@ const compactRunNamePrefix = "c-"
 // its output; a later one fails with ErrStalled and deletes the output.
 const compactPublishWindow = time.Hour
 
-// compactOrphanAge is how old an output no base references must be before a pass deletes it:
-// far past compactPublishWindow, so that no publish of it can still be in flight whatever the
-// skew between the worker's clock and the storage's.
+// compactOrphanAge is how old an unreferenced output must be before a pass deletes it: far past
+// compactPublishWindow whatever the clocks' skew.
 const compactOrphanAge = 24 * time.Hour
 
 // compactRunID names one execution's output run with 96 random bits.
@@ -39,7 +38,6 @@ func compactRunID() string {
 }
 
 // isCompactRunKey reports whether key is a compaction output of t (dataKey of compactRunID).
-// Outputs of earlier builds, named by a 24-digit hash of their attempt, have the same form.
 func isCompactRunKey(t Target, key string) bool {
 	name, ok := strings.CutPrefix(key, dataPrefix(t)+compactRunNamePrefix)
 	if !ok {
@@ -97,8 +95,8 @@ func (s *Store) collectAbandonedOutputs(ctx context.Context, base *manifest.Base
 	return deleted, nil
 }
 
-// collectAbandonedOutputsBestEffort is collectAbandonedOutputs for the end of a pass: the pass
-// stands whatever it finds, and the next pass retries what it could not delete.
+// collectAbandonedOutputsBestEffort is collectAbandonedOutputs for the end of a pass, which
+// stands whatever it finds.
 func (s *Store) collectAbandonedOutputsBestEffort(ctx context.Context, base *manifest.Base) int {
 	n, err := s.collectAbandonedOutputs(ctx, base)
 	if err != nil {

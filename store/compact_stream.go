@@ -29,9 +29,8 @@ const compactChunkBytes = 4 << 20
 // rows are not yet copied out: beyond it, the chunk is written early.
 const compactRetiredMax = compactChunkBytes
 
-// compactRunWindow is the reservation per input run before its footer is read: two batches
-// and the page scratch of a typical run (runBatches.window measures the real one). A small
-// run takes at most four times its object bytes.
+// compactRunWindow is the reservation per input run before its footer gives the real one
+// (runBatches.window): two batches and the page scratch of a typical run.
 const compactRunWindow = 2*runBatchBytes + 2<<20
 
 func compactRunGuess(r manifest.Run) int64 {
@@ -97,9 +96,8 @@ type compactOutput struct {
 	minSeq, maxSeq                    int64
 }
 
-// writeCompacted merges ins into one run written to w, a batch at a time; drop discards a
-// surviving version (the tombstone rule). It may be called again for a retried write: it
-// starts over from the objects' bytes.
+// writeCompacted merges ins into one run written to w, a batch at a time, starting over from
+// the objects' bytes when a write is retried; drop discards a surviving version.
 func (s *Store) writeCompacted(ctx context.Context, acct *memAccount, w io.Writer, ins []*compactInput, drop func(f *sortedFile, i int) bool) (out compactOutput, err error) {
 	schema := s.codec.ArrowSchema()
 	var readers []*runBatches

@@ -34,9 +34,8 @@ func parseCounter(s string, width int) (uint64, bool) {
 	return v, true
 }
 
-// parseSeqName parses prefix + <n %020d> + suffix, n >= 1: a version (prefix = a version
-// chain's, suffix ".json") or a WAL position (prefix = walPrefix, suffix ".arrow").
-// Version 0 is the empty chain and WAL position 0 is never written, so neither is ours.
+// parseSeqName parses prefix + <n %020d> + suffix, n >= 1 (version 0 is the empty chain and
+// WAL position 0 is never written): a version or a WAL position.
 func parseSeqName(prefix, key, suffix string) (uint64, bool) {
 	name, ok := strings.CutPrefix(key, prefix)
 	if !ok {

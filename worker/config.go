@@ -15,13 +15,11 @@ import (
 	"github.com/walkeeper/walkeeper/temporaladmin"
 )
 
-// EnvPrefix prefixes the environment variable of every knob: flag --merge-slots is read from
-// WALKEEPER_MERGE_SLOTS when the flag is not given.
+// EnvPrefix prefixes every knob's environment variable (--merge-slots: WALKEEPER_MERGE_SLOTS).
 const EnvPrefix = "WALKEEPER_"
 
-// Config holds every knob of a worker process. The zero value is not useful: start from
-// DefaultConfig and override. A field's flag, environment variable and meaning are its entry
-// in the knob table (config_knobs.go), from which docs/CONFIG.md is generated (Knobs()).
+// Config holds every knob of a worker process; start from DefaultConfig. Each field's flag,
+// environment variable and meaning are its entry in the knob table (config_knobs.go).
 type Config struct {
 	Instance string
 	Storage  string
@@ -217,8 +215,7 @@ func (c *Config) storesPageBytes(limit int) int64 {
 	return min(c.PageBytes+store.MaxStoreInfoJSONBytes, int64(limit)*store.MaxStoreInfoJSONBytes)
 }
 
-// Validate reports every problem at once: environment values that did not parse and knob
-// values out of range.
+// Validate reports every problem at once: unparsed environment values and knobs out of range.
 func (c *Config) Validate() error {
 	errs := c.envErrs.sorted()
 	bad := func(flag, format string, args ...any) {

@@ -9,8 +9,7 @@ import (
 	"github.com/walkeeper/walkeeper/store"
 )
 
-// The /metrics route: how many scrapes a worker renders at once, and which series a scrape
-// may ask for.
+// The /metrics route: how many scrapes a worker renders at once, and which series one asks for.
 
 const (
 	// metricsPattern is the route of the Prometheus exposition.
@@ -70,8 +69,7 @@ func checkMetricsQuery(q url.Values) *apiError {
 	return nil
 }
 
-// validMetricName reports whether s is a metric name in Prometheus' classic charset, the only
-// one a worker's series use.
+// validMetricName reports whether s is a metric name in Prometheus' classic charset.
 func validMetricName(s string) bool {
 	for i, c := range []byte(s) {
 		letter := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' || c == ':'

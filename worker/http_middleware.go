@@ -201,8 +201,7 @@ func (a *apiServer) fail(w http.ResponseWriter, r *http.Request, err error) {
 	}
 }
 
-// answer writes ae and records it for the request log; a 500 gets a request id and answers
-// a fixed text naming it instead of ae's own.
+// answer writes ae and records it for the request log; a 500 answers a fixed text with an id.
 func answer(w http.ResponseWriter, r *http.Request, ae *apiError) {
 	ri := infoFrom(r.Context())
 	if ae.Status == http.StatusInternalServerError {
@@ -216,8 +215,7 @@ func answer(w http.ResponseWriter, r *http.Request, ae *apiError) {
 	writeAPIError(w, ae)
 }
 
-// internalMessage is the answer's text for a 500: what kind of failure, and where its
-// details are.
+// internalMessage is a 500's text: what kind of failure, and where its details are.
 func internalMessage(ae *apiError, id string) string {
 	switch ae.Code {
 	case CodeCorrupt:

@@ -19,9 +19,8 @@ import (
 // the start options given; tests inject fakes.
 type MergeStarter func(ctx context.Context, t store.Target, in contract.MergeWalInput, with ...contract.StartOption) (client.WorkflowRun, error)
 
-// TemporalMergeStarter returns the MergeStarter that goes through Temporal; its runs time
-// out after runTimeout (contract.RunTimeout), and a start that names no fairness weight gets
-// its kind's from weights (--fairness-weights).
+// TemporalMergeStarter returns the MergeStarter that goes through Temporal, with runs timing
+// out after runTimeout and a start without a fairness weight taking its kind's from weights.
 func TemporalMergeStarter(c client.Client, runTimeout time.Duration, weights contract.FairnessWeights) MergeStarter {
 	return func(ctx context.Context, t store.Target, in contract.MergeWalInput, with ...contract.StartOption) (client.WorkflowRun, error) {
 		if in.FairnessWeight == 0 {
@@ -82,8 +81,7 @@ type mergeTriggers struct {
 
 func (tg *mergeTriggers) countEnabled() bool { return tg != nil && tg.start != nil && tg.threshold > 0 }
 
-// afterFlush applies the count trigger to one successful flush and reports whether a start
-// was launched.
+// afterFlush applies the count trigger to one successful flush and reports whether it started.
 func (tg *mergeTriggers) afterFlush(t store.Target, res store.FlushResult) bool {
 	if !tg.countEnabled() {
 		return false
@@ -203,9 +201,8 @@ func (tg *mergeTriggers) noteRefusalLocked(key string, err error) time.Duration 
 	return r.delay
 }
 
-// urgent: the store refuses appends (the debt trigger fires only then) or its own shard is
-// far past the count trigger (contract.UrgentPastTriggerFactor times its threshold), so its
-// merge goes ahead of routine ones (contract.PriorityUrgentMerge).
+// urgent: the store refuses appends or its own shard is contract.UrgentPastTriggerFactor past
+// the count trigger, so its merge goes ahead of routine ones.
 func (tg *mergeTriggers) urgent(trigger string, pending int) bool {
 	switch trigger {
 	case TriggerDebt:

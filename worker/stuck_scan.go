@@ -137,8 +137,7 @@ func (s *stuckScan) scan(ctx context.Context) error {
 	return nil
 }
 
-// terminate ends a run past the deadline that has no run timeout of its own, with a reason
-// that says why and what happens next.
+// terminate ends a run past the deadline without a run timeout, saying why and what follows.
 func (s *stuckScan) terminate(ctx context.Context, typ, id, runID string, st StuckRun) {
 	reason := fmt.Sprintf("walkeeper: run cannot make progress (%s) and is past --merge-run-timeout %s; the next trigger starts a fresh run",
 		st.Detail, st.Deadline)

@@ -51,9 +51,8 @@ type PrepareResult struct {
 
 // PrepareProgress is Prepare's heartbeat detail.
 type PrepareProgress struct {
-	// State is PrepareStateStarting, then ActivityStateWaitingBudget if the activity
-	// appears to wait for the memory budget, then ActivityStateRunning once the first
-	// generation has been read.
+	// State is PrepareStateStarting, then ActivityStateWaitingBudget while it appears to
+	// wait for the budget, then ActivityStateRunning once a generation has been read.
 	State string `json:"state"`
 	Done  int    `json:"done"`
 	Total int    `json:"total"`
@@ -153,9 +152,8 @@ type StartRequest struct {
 	// Urgent becomes a MergeWal start's MergeWalInput.Urgent (the sweep's verdict from the
 	// target's demand).
 	Urgent bool `json:"urgent,omitempty"`
-	// Pending is the target's pending generations as the sweep saw them: a MergeWal start
-	// carries it in WalPending and WalPendingAtStart (contract.PendingAtStart). 0 or less =
-	// unknown; no upper bound is needed, the run sets both from its own listing when it ends.
+	// Pending is the target's pending generations as the sweep saw them, which a MergeWal
+	// start carries in WalPending and WalPendingAtStart; 0 or less = unknown.
 	Pending int `json:"pending,omitempty"`
 }
 
@@ -171,9 +169,8 @@ type StartOutcome struct {
 	Target     string `json:"target"`
 	WorkflowID string `json:"workflow_id,omitempty"`
 	RunID      string `json:"run_id,omitempty"`
-	// Error is why the start failed, cut by StartError (the activity logs the whole error),
-	// so a batch of MaxStartBatch outcomes stays under MaxPayloadBytes however many of its
-	// starts fail.
+	// Error is why the start failed, cut by StartError so a batch of outcomes stays under
+	// MaxPayloadBytes (the activity logs the whole error).
 	Error string `json:"error,omitempty"`
 }
 

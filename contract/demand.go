@@ -42,10 +42,8 @@ type ScanDemandParams struct {
 	// or over one of them (or with a compaction marker) are candidates.
 	MergeMinGenerations int           `json:"merge_min_generations"`
 	MaxPendingAge       time.Duration `json:"max_pending_age,omitempty"`
-	// After pages the candidates: only stores strictly after it in DemandBefore order (less
-	// indebted) are returned and counted in Qualified; nil = from the most indebted. A sweep
-	// that must start more than MaxDemandCandidates stores of a kind passes the last target
-	// of the previous page (docs/DESIGN.md §12).
+	// After pages the candidates: only stores after it in DemandBefore order are returned
+	// and counted in Qualified (nil = from the most indebted; docs/DESIGN.md §12).
 	After *DemandTarget `json:"after,omitempty"`
 	// AsOf, when set, is the moment pending ages are measured at instead of the activity's
 	// clock, so every page of one sweep orders (and pages) stores alike.
@@ -77,8 +75,7 @@ type ScanDemandResult struct {
 	// Records counts the demand records listed.
 	Records int `json:"records"`
 	// Running counts the qualified stores left out of Targets because their MergeWal was
-	// running when the scan listed them (a start would only attach to it) and they carry no
-	// compaction marker.
+	// running (a start would only attach) and they carry no compaction marker.
 	Running int `json:"running,omitempty"`
 }
 

@@ -10,10 +10,9 @@ import (
 // Bounds of a MergeWal or CompactBase run (docs/DESIGN.md §10): every starter sets the run
 // timeout, so Temporal ends a run that cannot progress and the next trigger starts afresh.
 const (
-	// DefaultMergeRunTimeout is twice the run age at which a MergeWal continues as new (and a
-	// CompactBase stops starting passes): the other half leaves room for the pass then in
-	// flight, whose longest legitimate attempt is a Prepare of DefaultPrepareTimeout (30 min)
-	// followed by a CommitRound (5 min) and an Abort (2 min), with their backoffs.
+	// DefaultMergeRunTimeout is twice the run age at which a MergeWal continues as new, so
+	// the other half leaves room for the pass then in flight (a 30 min Prepare, a CommitRound
+	// and an Abort, with their backoffs).
 	DefaultMergeRunTimeout = 2 * time.Hour
 	// MinMergeRunTimeout keeps a run long enough for one listing, one pass and its commit.
 	MinMergeRunTimeout = 10 * time.Second

@@ -23,20 +23,17 @@ type MaintenanceSweepInput struct {
 	// CompactMinRuns: start CompactBase for a target with at least this many base runs
 	// (default 32; negative = off).
 	CompactMinRuns int `json:"compact_min_runs,omitempty"`
-	// MaxStarts caps the workflows one sweep starts (default DefaultSweepMaxStarts, 10,000;
-	// at most MaxSweepStarts); the most indebted targets go first. The demand sweep pages each kind's candidates (at most
-	// MaxDemandCandidates per ScanDemand) until MaxStarts are planned, so one sweep can clear
-	// 1 % of a million stores.
+	// MaxStarts caps the workflows one sweep starts, most indebted first (default
+	// DefaultSweepMaxStarts, at most MaxSweepStarts), paging each kind's candidates until
+	// MaxStarts are planned.
 	MaxStarts int `json:"max_starts,omitempty"`
 	// Concurrency bounds the StartWorkflows activities in flight (default 4).
 	Concurrency int `json:"concurrency,omitempty"`
 	// StartBatch is the number of starts per StartWorkflows activity (default
 	// DefaultSweepStartBatch, 256; at most MaxStartBatch).
 	StartBatch int `json:"start_batch,omitempty"`
-	// StartSpacing is the least time between the launches of two StartWorkflows batches of
-	// one sweep (default 1s; negative = no pacing), so a sweep that finds a large debt
-	// starts at most StartBatch workflows per StartSpacing instead of one burst on Temporal
-	// and on storage (the merges it starts all list and prepare at once).
+	// StartSpacing is the least time between two StartWorkflows batches of one sweep
+	// (default 1s; negative = no pacing), so a large debt is not started in one burst.
 	StartSpacing time.Duration `json:"start_spacing,omitempty"`
 	// ParallelPrepare: MergeWal starts for a target with more than one pending shard ask for
 	// parallel prepares (commits stay one at a time). Default (nil) true.
@@ -49,14 +46,12 @@ type MaintenanceSweepInput struct {
 type MaintenanceSweepResult struct {
 	// Scanned counts the stores whose stats were read.
 	Scanned int `json:"scanned"`
-	// Started lists the workflows started or attached to (the server does not tell which),
-	// most indebted target first: at most MaxSweepListed; StartedOmitted counts the rest, so
-	// len(Started) + StartedOmitted is what the sweep started (StartedCount).
+	// Started lists the workflows started or attached to, most indebted first, at most
+	// MaxSweepListed; StartedOmitted counts the rest (StartedCount).
 	Started        []SweepStart `json:"started"`
 	StartedOmitted int          `json:"started_omitted,omitempty"`
-	// Skipped lists targets not acted on and why, in debt order (at most MaxSweepListed;
-	// SkippedOmitted counts the rest, and the qualified stores the demand index was not
-	// paged to).
+	// Skipped lists targets not acted on and why, in debt order, at most MaxSweepListed;
+	// SkippedOmitted counts the rest and the qualified stores not paged to.
 	Skipped        []SweepSkip `json:"skipped"`
 	SkippedOmitted int         `json:"skipped_omitted,omitempty"`
 	// ScanErrors lists kinds whose scan failed as a whole.

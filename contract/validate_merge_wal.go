@@ -15,8 +15,7 @@ const (
 	DefaultMergeMaxPasses = 1000
 	MaxMergeMaxPasses     = 10_000
 	// DefaultPassesPerWorkflowRun and MaxPassesPerWorkflowRun: committed passes before
-	// continue-as-new. A run also continues as new when Temporal suggests it (by default at
-	// 4,096 events), so the ceiling only bounds what a run may ask for.
+	// continue-as-new (a run also continues when Temporal suggests it).
 	DefaultPassesPerWorkflowRun = 100
 	MaxPassesPerWorkflowRun     = 1000
 	// DefaultPrepareConcurrency and MaxPrepareConcurrency: prepares of one merge at once
@@ -46,9 +45,8 @@ const (
 	MaxPrepareTimeout     = 24 * time.Hour
 	// MaxTriggerReasonBytes bounds trigger_reason, which becomes the run's summary and memo.
 	MaxTriggerReasonBytes = 1024
-	// MaxCarriedShards bounds the shards a MergeWal carry lists: far more than a store has
-	// writers, and at under 400 bytes a shard (failure texts cut to MaxCarryErrorBytes) the
-	// carry stays under Temporal's 2 MiB payload limit.
+	// MaxCarriedShards bounds the shards a MergeWal carry lists, far more than a store has
+	// writers, so the carry stays under Temporal's 2 MiB payload limit.
 	MaxCarriedShards = 4096
 	// MaxCarriedRuns bounds the workflow-run counters carried across continue-as-new.
 	MaxCarriedRuns = 1_000_000

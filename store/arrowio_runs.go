@@ -24,9 +24,8 @@ import (
 // runBatchBytes is the decoded size a batch of a run aims at.
 const runBatchBytes = 1 << 20
 
-// runPageScratchMax bounds what the reader holds per column for the page it decodes (the
-// page as stored and decompressed): a data page is about parquetPageSize (1 MiB in runs
-// written before it was set) plus the values of the last write batch.
+// runPageScratchMax bounds what the reader holds per column for the page it decodes: about
+// parquetPageSize (1 MiB in older runs) plus the last write batch's values.
 const runPageScratchMax = 4 << 20
 
 // runRowBytesMax caps the bytes per row a footer can make a batch's window count.
@@ -167,9 +166,8 @@ func (rb *runBatches) keyRowGroups(key string) {
 	})
 }
 
-// rowGroupsAfter restricts the batches to the row groups that may hold a key above after:
-// from the first whose key statistics' max is above it (or that has none) on, as keys
-// ascend across row groups. Call before the first next.
+// rowGroupsAfter restricts the batches to the row groups from the first whose key statistics'
+// max is above after (or has none) on; call before the first next.
 func (rb *runBatches) rowGroupsAfter(after string) {
 	started := false
 	rb.selectRowGroups(func(rg *metadata.RowGroupMetaData) bool {

@@ -53,8 +53,7 @@ func (c *checksumWriter) Write(p []byte) (int, error) {
 func (c *checksumWriter) sum() string { return formatChecksum(c.h.Sum32()) }
 
 // WAL objects are listed by no manifest, so their checksum travels in the object: an 8-byte
-// magic and the CRC-32C (big-endian) of the Arrow IPC bytes that follow. An object without
-// the magic is ErrCorrupt, like any other object whose checksum cannot be checked.
+// magic and the CRC-32C (big-endian) of the IPC bytes that follow, ErrCorrupt without it.
 const walFrameMagic = "WKWAL1\x00\x00"
 
 const walFrameHeader = len(walFrameMagic) + 4

@@ -85,9 +85,8 @@ func pickCompactionRuns(runs []manifest.Run, maxRuns int, maxBytes int64) []mani
 	return out
 }
 
-// compactionFootprint is the reservation of a pass over inputs, taken before it reads them:
-// their object bytes, a reader window per run (compactRunGuess; the footers then give the
-// real bound, compactNeed) and the output window.
+// compactionFootprint is the reservation of a pass over inputs before it reads them: their
+// bytes, a guessed reader window per run (compactRunGuess) and the output window.
 func compactionFootprint(inputs []manifest.Run) int64 {
 	n := int64(compactOutputWindow)
 	for _, r := range inputs {

@@ -10,9 +10,8 @@ import (
 	"github.com/walkeeper/walkeeper/store/manifest"
 )
 
-// The claim phase of a merge: before a prepared attempt is published or its staged files are
-// deleted, its claim object records "commit" or "abort". The claim is a put-if-absent, so
-// exactly one of the two wins across every process. It takes no lock.
+// The claim phase of a merge: a put-if-absent claim object records "commit" or "abort" for a
+// prepared attempt, so exactly one wins across every process. It takes no lock.
 
 // validatePrepared checks a PreparedMerge that crossed a process boundary before anything
 // acts on it: bad input is ErrInvalidInput and writes nothing.

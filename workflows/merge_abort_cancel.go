@@ -1,7 +1,5 @@
 package workflows
 
-import "go.temporal.io/sdk/workflow"
-
 // An Abort is the clean-up of a preparation that will not be committed. From
 // abortSurvivesCancelChange on, every Abort runs on a disconnected context with its usual
 // retry policy, as clean-up does in Temporal workers, since a Cancel that reached it while it
@@ -10,9 +8,3 @@ import "go.temporal.io/sdk/workflow"
 
 // abortSurvivesCancelChange is the GetVersion change ID of Aborts that a Cancel does not drop.
 const abortSurvivesCancelChange = "abort-survives-cancel"
-
-// abortsSurviveCancel decides once, in the run's first workflow task, whether the run's
-// Aborts survive a Cancel (decision 0301: a run keeps the path it started on).
-func abortsSurviveCancel(ctx workflow.Context) bool {
-	return workflow.GetVersion(ctx, abortSurvivesCancelChange, workflow.DefaultVersion, 1) == 1
-}

@@ -12,12 +12,6 @@ import (
 // hotRoundCommitsChange is the GetVersion change ID of one commit per hot round.
 const hotRoundCommitsChange = "hot-round-commits"
 
-// hotRoundsCommitOnce decides once, in the run's first workflow task, whether the run's hot
-// rounds commit once per round (decision 0301: a run keeps the path it started on).
-func hotRoundsCommitOnce(ctx workflow.Context) bool {
-	return workflow.GetVersion(ctx, hotRoundCommitsChange, workflow.DefaultVersion, 1) == 1
-}
-
 // roundPass is one shard's pass in the current round, counted in mergeRun.preparing while it
 // may still ask for a commit.
 type roundPass struct{ counted bool }

@@ -71,7 +71,7 @@ func MergeWal(ctx workflow.Context, in contract.MergeWalInput) (contract.MergeWa
 	if r.stopping && len(r.todo()) > 0 {
 		r.setPhase(contract.PhaseContinuing)
 		next := r.in
-		next.Carry = r.carry(carryBounded(ctx))
+		next.Carry = r.carry(gated(ctx, carryBoundedChange))
 		r.log.Info("Merge continues as new.", "passes", r.passes)
 		return r.result(), workflow.NewContinueAsNewError(ctx, contract.MergeWalWorkflow, next)
 	}
@@ -154,10 +154,10 @@ func newMergeRun(ctx workflow.Context, in contract.MergeWalInput, tgt target.Tar
 		r.pendingAtStart = in.Carry.PendingAtStart
 	}
 	r.tr = newTracker(ctx, max(in.SlotWaitThreshold, 0), r.changed)
-	r.hotRoundsCommitOnce = hotRoundsCommitOnce(ctx)
-	r.abortsSurviveCancel = abortsSurviveCancel(ctx)
-	r.resultCapped = resultCapped(ctx)
-	r.shardsBounded = shardsBounded(ctx)
+	r.hotRoundsCommitOnce = gated(ctx, hotRoundCommitsChange)
+	r.abortsSurviveCancel = gated(ctx, abortSurvivesCancelChange)
+	r.resultCapped = gated(ctx, resultCappedChange)
+	r.shardsBounded = gated(ctx, shardsBoundedChange)
 	return r
 }
 

@@ -43,7 +43,7 @@ func SweepWindow(ctx workflow.Context, in contract.SweepWindowInput) (contract.S
 	in = in.WithDefaults()
 	var err error
 	w := &sweepWindow{in: in, id: workflow.GetInfo(ctx).WorkflowExecution.ID}
-	if named := reasonWindowID(w.id); named != w.id && workflow.GetVersion(ctx, sweepReasonBoundedChange, workflow.DefaultVersion, 1) == 1 {
+	if named := reasonWindowID(w.id); named != w.id && gated(ctx, sweepReasonBoundedChange) {
 		w.id = named
 	}
 	if in.Carry != nil {

@@ -17,8 +17,7 @@ import (
 	"github.com/walkeeper/walkeeper/store"
 )
 
-// Activities holds the dependencies of every walkeeper activity. Register one populated
-// value per worker process.
+// Activities holds the dependencies of every walkeeper activity, one per worker process.
 type Activities struct {
 	// DB is the process's store handle.
 	DB *store.DB
@@ -51,8 +50,7 @@ type Metrics interface {
 	ActivityDone(activity string, kind store.Kind, outcome string, d time.Duration)
 }
 
-// Register registers every activity of a on r (a worker or a test environment) under its
-// explicit name (contract/names.go).
+// Register registers every activity of a on r under its explicit name (contract/names.go).
 func Register(r worker.ActivityRegistry, a *Activities) {
 	reg := func(fn any, name string) {
 		r.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
@@ -121,8 +119,7 @@ func (a *Activities) openDemanded(ctx context.Context, target string) (*store.St
 	return s, t, err
 }
 
-// kindOf is target's kind for the activity metrics, "" when it does not parse (as open
-// reports it).
+// kindOf is target's kind for the activity metrics, "" when it does not parse.
 func kindOf(target string) store.Kind {
 	t, _ := store.ParseTarget(target)
 	return t.Kind
@@ -193,8 +190,8 @@ func (a *Activities) beginStoreCall(ctx context.Context, name string, notifyAfte
 	return ctx, c
 }
 
-// end maps err (a cancellation caused by the worker stopping becomes errWorkerStopping),
-// records the outcome for kind and stops the reporter. It returns the error to return.
+// end maps err (errWorkerStopping when the worker's stop cancelled it), records the outcome
+// for kind and stops the reporter, and returns the error to return.
 func (c *storeCall) end(kind store.Kind, outcome string, err error) error {
 	if c.stopping() && errors.Is(err, context.Canceled) {
 		err = errWorkerStopping

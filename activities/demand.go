@@ -94,8 +94,7 @@ func (a *Activities) ScanDemand(ctx context.Context, p contract.ScanDemandParams
 	return res, guardPayload(contract.ScanDemandActivity, res)
 }
 
-// mergeWalID is the MergeWal workflow ID of a demand record's target ("" when it does not
-// parse, which no running merge has).
+// mergeWalID is the MergeWal workflow ID of a demand record's target ("" if it does not parse).
 func mergeWalID(target string) string {
 	t, err := store.ParseTarget(target)
 	if err != nil {
@@ -261,8 +260,7 @@ func (a *Activities) ReconcilePage(ctx context.Context, p contract.ReconcilePage
 	return res, guardPayload(contract.ReconcilePageActivity, res)
 }
 
-// RecordMaintenance records a successful fleet-wide run on this worker's metrics
-// (walkeeper_maintenance_last_success_timestamp_seconds).
+// RecordMaintenance records a successful fleet-wide run on this worker's metrics.
 func (a *Activities) RecordMaintenance(ctx context.Context, p contract.RecordMaintenanceParams) error {
 	if p.Workflow != contract.MaintenanceSweepName && p.Workflow != contract.ReconcileDemandName {
 		return a.done(contract.RecordMaintenanceActivity, "", time.Now(), "ok",

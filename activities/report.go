@@ -142,8 +142,7 @@ func (r *reporter) sendLoop(signals <-chan contract.ActivityState) {
 	}
 }
 
-// finish stops the reporter. When err will be retried, the workflow learns that the
-// activity is backing off, and why.
+// finish stops the reporter, telling the workflow why when err will be retried.
 func (r *reporter) finish(err error) {
 	close(r.stop)
 	r.wg.Wait()

@@ -95,8 +95,7 @@ func (c Config) tlsConfig() (*tls.Config, error) {
 	return cfg, nil
 }
 
-// Dial connects to Temporal and checks that the frontend answers. SDK logs go to logger
-// (may be nil). The caller closes the client.
+// Dial connects to Temporal, SDK logs to logger (may be nil), and checks the frontend answers.
 func Dial(ctx context.Context, cfg Config, logger *zap.Logger) (client.Client, error) {
 	opts, err := cfg.ClientOptions(logger)
 	if err != nil {
@@ -109,8 +108,7 @@ func Dial(ctx context.Context, cfg Config, logger *zap.Logger) (client.Client, e
 	return c, nil
 }
 
-// MaxPEMFileBytes bounds a TLS file: a certificate chain or a CA bundle is a few hundred KiB
-// at most.
+// MaxPEMFileBytes bounds a TLS file; a certificate chain or a CA bundle is a few hundred KiB.
 const MaxPEMFileBytes = 1 << 20
 
 // readPEMFile reads the TLS file path, a regular file of at most MaxPEMFileBytes (a FIFO or a

@@ -36,8 +36,7 @@ const (
 	probeTimeout    = time.Minute
 )
 
-// ErrFairnessInconclusive: the probe's polls neither mostly followed the fairness weights
-// nor mostly followed arrival order.
+// ErrFairnessInconclusive: the probe's polls followed neither the weights nor arrival order.
 var ErrFairnessInconclusive = errors.New("fairness probe inconclusive")
 
 // ProbeFairness tells whether the server dispatches a task queue's backlog by fairness key
@@ -124,8 +123,7 @@ func probeRound(ctx context.Context, c client.Client, namespace string) (int, er
 	return lights, nil
 }
 
-// waitBacklog waits until the probe queue's backlog holds n tasks, so the polls choose
-// among all of them rather than among the first few written.
+// waitBacklog waits until the probe queue holds n tasks, so the polls choose among them all.
 func waitBacklog(ctx context.Context, c client.Client, namespace, queue string, n int) error {
 	for {
 		resp, err := c.WorkflowService().DescribeTaskQueue(ctx, &workflowservice.DescribeTaskQueueRequest{

@@ -101,8 +101,7 @@ func sweepAction(sweep contract.MaintenanceSweepInput, every, window time.Durati
 	}, nil
 }
 
-// startSweepWindowIfIdle triggers the sweep schedule when it is not paused and runs no
-// window.
+// startSweepWindowIfIdle triggers the sweep schedule when it is not paused and runs no window.
 func startSweepWindowIfIdle(ctx context.Context, c client.Client) error {
 	d, err := DescribeSchedule(ctx, c, SweepScheduleID)
 	if err != nil {
@@ -178,8 +177,7 @@ func SweepNow(ctx context.Context, c client.Client) (string, error) {
 	return "no sweep window was running: schedule " + SweepScheduleID + " triggered, its window sweeps at once", nil
 }
 
-// cancelSweepWindows requests the cancellation of the windows ids; one that has closed
-// meanwhile is no error.
+// cancelSweepWindows requests the cancellation of the windows ids (one already closed is fine).
 func cancelSweepWindows(ctx context.Context, c client.Client, ids []string) error {
 	for _, id := range ids {
 		if err := c.CancelWorkflow(ctx, id, ""); err != nil && !errors.As(err, new(*serviceerror.NotFound)) {

@@ -10,8 +10,7 @@ import (
 	"go.temporal.io/sdk/client"
 )
 
-// QueuePartitions is how many read partitions the server gives one task queue, per task
-// type (matching.numTaskqueueReadPartitions).
+// QueuePartitions is how many read partitions the server gives one task queue, per task type.
 type QueuePartitions struct {
 	Workflow int
 	Activity int

@@ -15,9 +15,8 @@ import (
 // (docs/FORMAT.md): the encoders write exactly json.Marshal's bytes, and anything the decoders
 // do not read exactly as json.Unmarshal would makes them give up and let encoding/json decide.
 
-// field is one member of a manifest object: its JSON name and a pointer to its value, one of
-// *string, *uint64, *int64, *time.Time, *[]Gen, *[]Run or *map[string]uint64. An omitEmpty
-// string is left out when empty, as `json:",omitempty"` does.
+// field is one member of a manifest object: its JSON name and a pointer to its value (*string,
+// *uint64, *int64, *time.Time, *[]Gen, *[]Run or *map[string]uint64); omitEmpty as in JSON.
 type field struct {
 	name      string
 	ptr       any
@@ -97,8 +96,7 @@ func EncodeBase(m *Base) ([]byte, error) {
 }
 
 // encode writes fields, the members of m, in a buffer of capacity size, unless m has
-// quarantined objects or a time that does not encode: json.Marshal(m) writes those (and
-// refuses such a time, as it should).
+// quarantined objects or a time that does not encode, which json.Marshal(m) writes or refuses.
 func encode(m any, quarantined bool, fields []field, size int) ([]byte, error) {
 	if !quarantined {
 		if b, ok := appendObject(make([]byte, 0, size), fields); ok {
@@ -230,8 +228,7 @@ type parser struct {
 	i int
 }
 
-// parseDocument reads a whole manifest into fields: one object, then nothing but white
-// space.
+// parseDocument reads a whole manifest into fields: one object, then only white space.
 func parseDocument(raw []byte, fields []field) bool {
 	p := parser{b: raw}
 	if !p.object(fields) {
@@ -330,9 +327,8 @@ func (p *parser) value(ptr any) bool {
 	return false
 }
 
-// parseList reads a JSON array of objects into a new slice that replaces *dst, as
-// encoding/json does for a repeated key (it reuses no element of the earlier value).
-// capHint sizes the slice.
+// parseList reads a JSON array of objects into a new slice of capacity capHint that replaces
+// *dst, as encoding/json does for a repeated key.
 func parseList[T any](p *parser, dst *[]T, capHint int, fields func(*T, []field) []field) bool {
 	if !p.tok('[') {
 		return false

@@ -9,10 +9,6 @@ import (
 	"github.com/walkeeper/walkeeper/target"
 )
 
-// The JSON objects that describe a store and its state, and the pure functions over them.
-// Package store decodes them with the checks a reader relies on (manifest_decode.go) and
-// loads and publishes them (manifest_io.go).
-
 // RegistryEntry is the existence record of a store.
 type RegistryEntry struct {
 	Kind      target.Kind `json:"kind"`
@@ -48,8 +44,8 @@ type Run struct {
 	Source string `json:"source,omitempty"`
 }
 
-// Base is one version of the base table. Version v+1 is published with a
-// put-if-absent of _versions/<v+1>.json: the object written last makes the runs live.
+// Base is one version of the base table, published with a put-if-absent of
+// _versions/<v>.json, the object written last, which makes the runs live.
 type Base struct {
 	Version uint64 `json:"version"`
 	Runs    []Run  `json:"runs"`

@@ -141,7 +141,7 @@ func (a *Activities) watchBudget(rep *reporter, firstRead <-chan struct{}) {
 	}
 }
 
-// Abort deletes the staged files of a preparation whose commit is proven absent, or finds it present.
+// Abort deletes an uncommitted preparation's staged files, or finds its commit present.
 func (a *Activities) Abort(ctx context.Context, p contract.AbortParams) (res contract.AbortResult, err error) {
 	start := time.Now()
 	defer func() { err = a.done(contract.AbortActivity, kindOf(p.Prepared.Target), start, "ok", err) }()

@@ -186,12 +186,10 @@ func (a *memAccount) get(size int) (_ []byte, reused bool) {
 	return alignedBuffer(size), false
 }
 
-// mapMinBytes is the smallest buffer mapped outside the Go heap; the small, short-lived ones
-// stay on it.
+// mapMinBytes is the smallest buffer mapped outside the Go heap; smaller ones stay on it.
 const mapMinBytes = 256 << 10
 
-// isMapped reports whether a buffer of capacity c was (or would be) mapped. Capacities are
-// class sizes, so the class decides.
+// isMapped reports whether a buffer of capacity c, a class size, was (or would be) mapped.
 func isMapped(c int) bool { return c >= mapMinBytes }
 
 // alignedBuffer allocates the class size of size bytes, starting at a bufAlignment
@@ -231,8 +229,7 @@ func readBufferBytes(size int64) int64 {
 	return int64(classSize(classOf(int(min(max(size, 0), maxReadBufferRequest)) + 1)))
 }
 
-// maxReadBufferRequest caps the size readBufferBytes classes, whose class of a declared 2^63
-// would wrap negative.
+// maxReadBufferRequest caps the size readBufferBytes classes, so a declared 2^63 cannot wrap.
 const maxReadBufferRequest = 1 << 48
 
 // classOf is the smallest class whose size is >= size.

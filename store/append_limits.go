@@ -24,8 +24,7 @@ const DefaultMemtableBytes = 64 << 20
 // appends of the largest size decode side by side.
 const appendBudgetFactor = 2
 
-// appendBudgetWait is how long an append waits for room in the append budget before it
-// fails with ErrBudgetBusy.
+// appendBudgetWait is how long an append waits for the append budget before ErrBudgetBusy.
 const appendBudgetWait = 5 * time.Second
 
 // AppendJSON decodes body, a JSON array of row objects, as Codec.DecodeJSON does and appends
@@ -75,8 +74,7 @@ func (s *Store) refuseAtPendingMax(ctx context.Context) error {
 	return nil
 }
 
-// checkAppendSize refuses an append of more than MaxAppendRows rows or whose decoded size is
-// more than MemtableBytes.
+// checkAppendSize refuses an append over MaxAppendRows rows or MemtableBytes decoded.
 func (s *Store) checkAppendSize(rows int, size int64) error {
 	o := &s.db.opts
 	if o.MaxAppendRows > 0 && rows > o.MaxAppendRows {

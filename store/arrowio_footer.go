@@ -84,8 +84,7 @@ func (w *thriftWalk) zigzag() (int64, error) {
 	return int64(u>>1) ^ -int64(u&1), err
 }
 
-// count reads a container's element count and refuses one the bytes left cannot hold (every
-// element takes at least one byte).
+// count reads a container's element count, refusing one the bytes left cannot hold.
 func (w *thriftWalk) count(n uint64) (int, error) {
 	if n > uint64(len(w.b)-w.off) {
 		return 0, fmt.Errorf("container at %d declares %d elements in %d bytes", w.off, n, len(w.b)-w.off)

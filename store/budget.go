@@ -150,8 +150,7 @@ func (r *Reservation) TryGrow(total int64) bool {
 	return r.tryGrowLocked(total)
 }
 
-// tryGrowBy is TryGrow to extra bytes more than the reservation holds, atomically: concurrent
-// callers each get their own extra.
+// tryGrowBy is TryGrow by extra bytes, atomically, so concurrent callers each get their own.
 func (r *Reservation) tryGrowBy(extra int64) bool {
 	if r == nil {
 		return false

@@ -163,8 +163,7 @@ func (c *fileCache) put(f *sortedFile) {
 // generations held tens of times its limit.
 const cachedFileOverhead = decodedFileHeap + ipcObjectOverhead
 
-// cachedBytes is what the cache counts for a file whose record holds n bytes, capped so the
-// sum cannot wrap.
+// cachedBytes is what the cache counts for a file whose record holds n bytes, capped.
 func cachedBytes(n int64) int64 {
 	return min(max(n, 0), math.MaxInt64-cachedFileOverhead) + cachedFileOverhead
 }

@@ -58,8 +58,7 @@ const walFrameMagic = "WKWAL1\x00\x00"
 
 const walFrameHeader = len(walFrameMagic) + 4
 
-// frameWAL prefixes ipc with the WAL header. Deterministic, so a retried put of the same
-// batch writes the same bytes.
+// frameWAL prefixes ipc with the WAL header, deterministically: a retried put writes the same.
 func frameWAL(ipc []byte) []byte {
 	out := make([]byte, walFrameHeader, walFrameHeader+len(ipc))
 	copy(out, walFrameMagic)

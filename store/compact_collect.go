@@ -18,8 +18,7 @@ import (
 // (compactRunID), and what a pass could not delete itself (a crash, a kill, an unreadable
 // base) is deleted by later passes once no publish of it can still start (compactOrphanAge).
 
-// compactRunNamePrefix starts the name of every run a compaction writes:
-// c-<24 lowercase hex>.parquet.
+// compactRunNamePrefix starts every compaction output's name: c-<24 lowercase hex>.parquet.
 const compactRunNamePrefix = "c-"
 
 // compactPublishWindow is how long after its put began a pass may still start the publish of
@@ -95,8 +94,7 @@ func (s *Store) collectAbandonedOutputs(ctx context.Context, base *manifest.Base
 	return deleted, nil
 }
 
-// collectAbandonedOutputsBestEffort is collectAbandonedOutputs for the end of a pass, which
-// stands whatever it finds.
+// collectAbandonedOutputsBestEffort is collectAbandonedOutputs for the end of a pass.
 func (s *Store) collectAbandonedOutputsBestEffort(ctx context.Context, base *manifest.Base) int {
 	n, err := s.collectAbandonedOutputs(ctx, base)
 	if err != nil {

@@ -45,8 +45,7 @@ type compactInput struct {
 	window int64
 }
 
-// readCompactInputs reads the inputs' bytes into buffers of acct and checks their checksums
-// and footers. The caller calls release.
+// readCompactInputs reads and checks the inputs into buffers of acct; the caller releases.
 func (s *Store) readCompactInputs(ctx context.Context, acct *memAccount, inputs []manifest.Run) (_ []*compactInput, release func(), _ error) {
 	var ins []*compactInput
 	release = func() { // idempotent
@@ -79,8 +78,7 @@ func (s *Store) readCompactInputs(ctx context.Context, acct *memAccount, inputs 
 	return ins, release, nil
 }
 
-// compactNeed is the bytes a pass over ins holds at its peak: the objects, each run's reader
-// window and the output window.
+// compactNeed is a pass's peak: the objects, each run's reader window and the output window.
 func compactNeed(ins []*compactInput) int64 {
 	n := int64(compactOutputWindow)
 	for _, in := range ins {

@@ -15,8 +15,7 @@ import (
 // Damaged objects this process has met, each counted once in walkeeper_corrupt_objects_total;
 // a damaged WAL object keeps its shard's claims from publishing an epoch per retried append.
 
-// damagedMax bounds the keys remembered; past it the oldest is forgotten, and counted again
-// if it is met again.
+// damagedMax bounds the keys remembered; the oldest is forgotten, and counted again if met.
 const damagedMax = 1024
 
 // damagedSet is the bounded set of damaged object keys. Safe for concurrent use.
@@ -69,8 +68,7 @@ func (d *damagedSet) under(prefix string) []string {
 	return out
 }
 
-// countCorrupt counts an ErrCorrupt of the object at key in walkeeper_corrupt_objects_total,
-// once per object while the process remembers it.
+// countCorrupt counts an ErrCorrupt of key in walkeeper_corrupt_objects_total, once per object.
 func (s *Store) countCorrupt(key string, err error) {
 	if errors.Is(err, ErrCorrupt) && s.db.damaged.add(key) {
 		s.db.metrics.CorruptObjects.WithLabelValues(string(s.target.Kind)).Inc()

@@ -17,8 +17,7 @@ import (
 	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
 
-// Options configure a DB. Use DefaultOptions and override fields; zero values are meaningful
-// (0 = off / no cap) where the field says so.
+// Options configure a DB: start from DefaultOptions; 0 is off or no cap where a field says so.
 type Options struct {
 	Logger  *zap.Logger
 	Metrics *Metrics

@@ -62,8 +62,7 @@ type demandBody struct {
 	Runs     int       `json:"runs,omitempty"`
 }
 
-// ParseDemandKey parses a key of the demand index. ok is false for a key that is not one
-// (a foreign object under _demand/): callers skip it.
+// ParseDemandKey parses a key of the demand index; ok is false for a foreign one (skipped).
 func ParseDemandKey(key string) (DemandRecord, bool) {
 	rest, ok := strings.CutPrefix(key, demandDir+"/")
 	if !ok {
@@ -226,8 +225,7 @@ func (s *Store) putCompactDemand(ctx context.Context, runs int) error {
 	return s.db.bucket.Put(ctx, demandCompactMarker(s.target), body)
 }
 
-// afterCompactDemand clears the compaction marker once a compaction left fewer runs than
-// CompactDemandRuns.
+// afterCompactDemand clears the compaction marker once under CompactDemandRuns runs are left.
 func (s *Store) afterCompactDemand(ctx context.Context, runsLeft int) error {
 	t := s.db.opts.CompactDemandRuns
 	if t <= 0 || runsLeft >= t {

@@ -12,8 +12,7 @@ import (
 // without waiting to the window the footers give (runBatches.window) or the read fails with
 // ErrBudgetBusy; every batch is allocated through the group's memAccount.
 
-// listRun streams one base run for the cursor of a List (listRun.cursor), or for a Get
-// (readGroup.find, read_runs.go).
+// listRun streams one base run for a List's cursor or a Get (readGroup.find, read_runs.go).
 type listRun struct {
 	s     *Store
 	ctx   context.Context // the read's: the batches are decoded after the group is opened
@@ -88,8 +87,7 @@ func (r *listRun) refill(c *cursor) bool {
 	return false
 }
 
-// close releases the batch the cursor is in and the reader (the object's bytes are the
-// arena's, freed after this).
+// close releases the cursor's batch and the reader (the object's bytes are the arena's).
 func (r *listRun) close() {
 	if r.cur != nil {
 		r.cur.rec.Release()

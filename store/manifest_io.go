@@ -126,8 +126,7 @@ func (c *chain) latestDecoded(ctx context.Context, decode func(v uint64, raw []b
 	return v, obj, nil
 }
 
-// cached is the version this handle read or published last with its decoded value, without
-// any I/O; (0, nil) when none is decoded yet.
+// cached is the version this handle read or published last, decoded, without I/O (0: none).
 func (c *chain) cached() (uint64, any) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -318,8 +317,7 @@ func (s *Store) editShard(ctx context.Context, shard string, edit func(m *manife
 	return nil, fmt.Errorf("shard %s of %s: manifest edit kept losing races: %w", shard, s.target, ErrConflict)
 }
 
-// shards lists the shard ids that ever wrote to this store; a directory under _mem_wal/
-// that is not a shard id is foreign.
+// shards lists the shard ids that ever wrote to this store; other directories are foreign.
 func (s *Store) listShards(ctx context.Context) ([]string, error) {
 	dirs, err := s.db.bucket.ListDirs(ctx, memWALPrefix(s.target))
 	if err != nil {

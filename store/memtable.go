@@ -85,8 +85,7 @@ func (m *memtable) readView() *btree.BTreeG[*memEntry] {
 	return m.view
 }
 
-// newestRows returns the newest version of every key of frozen, sorted by key, as memIter
-// reads them.
+// newestRows returns the newest version of every key of frozen, sorted, as memIter reads them.
 func newestRows(frozen []*memtable) (rows []Row, seqs []int64, deleted []bool) {
 	trees := make([]*btree.BTreeG[*memEntry], len(frozen))
 	n := 0

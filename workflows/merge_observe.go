@@ -23,9 +23,8 @@ func (r *mergeRun) noteStart() {
 	}
 }
 
-// actions is the billable actions of the chain so far as the workflow counts them: the runs
-// before this one (carried), this run's start, what its tracker ran and heard, its upserts and
-// its timers.
+// actions is the billable actions of the chain so far as the workflow counts them: earlier
+// runs', this run's start, its tracker's, upserts and timers.
 func (r *mergeRun) actions() int {
 	n := 1 + r.tr.actions + r.upserts + r.timers
 	if r.in.Carry != nil {
@@ -118,9 +117,8 @@ func (r *mergeRun) activitySummary(kind string, sh *shardRun, shared bool) strin
 	return s
 }
 
-// roundSummary names a CommitRound in Temporal Web by the shards and passes it commits:
-// "commit round: shard 3f2a pass 2, shard 9c01 pass 1". At most roundSummaryShards are named
-// (a round holds up to contract.MaxRoundShards), the rest counted.
+// roundSummary names a CommitRound in Temporal Web by the shards and passes it commits ("commit
+// round: shard 3f2a pass 2, shard 9c01 pass 1"), at most roundSummaryShards, the rest counted.
 func (r *mergeRun) roundSummary(batch []*commitRequest) string {
 	var b strings.Builder
 	b.WriteString("commit round:")

@@ -3,9 +3,7 @@ package workflows
 import "github.com/walkeeper/walkeeper/contract"
 
 // resultCappedChange is the GetVersion change ID of a MergeWal result that lists at most
-// contract.MaxResultShards shards: a run that started before it lists every shard, so its
-// result grew about 150 bytes a shard (and up to contract.MaxFailureTextBytes a failed one)
-// past what one Temporal payload holds.
+// contract.MaxResultShards shards; before it, a result of every shard outgrew one payload.
 const resultCappedChange = "merge-result-capped"
 
 // carryBoundedChange is the GetVersion change ID of a continue-as-new whose carry cuts each

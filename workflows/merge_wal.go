@@ -243,9 +243,8 @@ type commitOutcome struct {
 	err error
 }
 
-// mergeShards runs every unfinished shard. Prepares run in the shard coroutines (rounds of
-// one pass per shard, behind the prepare semaphore); commits run only in the single commit
-// loop.
+// mergeShards runs every unfinished shard: prepares in the shard coroutines, commits only in
+// the single commit loop.
 func (r *mergeRun) mergeShards(ctx workflow.Context) {
 	if len(r.todo()) == 0 {
 		return
@@ -582,8 +581,7 @@ func (r *mergeRun) result() contract.MergeWalResult {
 }
 
 // status answers the status query: the totals of every shard and at most
-// contract.MaxStatusShards of them listed, so the answer fits a query however many shards the
-// store has.
+// contract.MaxStatusShards of them listed, so the answer fits a query.
 func (r *mergeRun) status() contract.MergeWalStatus {
 	return r.statusOfEveryShard().CapShards(contract.MaxStatusShards)
 }

@@ -75,8 +75,7 @@ func compactOptions() workflow.ActivityOptions {
 	}
 }
 
-// startWorkflowsOptions: the heartbeat timeout is what notices a task lost in delivery (a
-// worker that never received it), so a window round or a tick waits a minute for its retry,
+// startWorkflowsOptions: the heartbeat timeout notices a task lost in delivery after a minute,
 // not the whole start-to-close timeout; the activity heartbeats while its starts wait.
 func startWorkflowsOptions() workflow.ActivityOptions {
 	return workflow.ActivityOptions{

@@ -53,9 +53,8 @@ type startBatches struct {
 	errs     []error
 }
 
-// launch starts one coroutine per batch of plan's starts; st.wg covers them. kind names
-// the plan's kind in a window round's summaries, omitted the qualified stores the kind's
-// listing left out.
+// launch starts one coroutine per batch of plan's starts (st.wg covers them); kind and omitted
+// go into a window round's summaries.
 func (st *sweepStarts) launch(ctx workflow.Context, kind string, plan sweepPlan, omitted int) *startBatches {
 	starts := plan.starts
 	b := &startBatches{}

@@ -29,9 +29,8 @@ func mergeTrigger(t contract.DemandTarget, in contract.MaintenanceSweepInput) (t
 	return "", ""
 }
 
-// mergeUrgent: t's debt is far past the sweep's merge thresholds (contract.
-// UrgentPastTriggerFactor times merge_min_generations, or times max_pending_age), so its
-// merge goes ahead of routine ones (contract.PriorityUrgentMerge). Pure.
+// mergeUrgent: t's debt is contract.UrgentPastTriggerFactor past the sweep's merge thresholds,
+// so its merge goes ahead of routine ones. Pure.
 func mergeUrgent(t contract.DemandTarget, in contract.MaintenanceSweepInput) bool {
 	f := contract.UrgentPastTriggerFactor
 	return t.Pending >= f*in.MergeMinGenerations ||

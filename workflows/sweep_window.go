@@ -12,9 +12,8 @@ import (
 	"github.com/walkeeper/walkeeper/contract"
 )
 
-// sweepRecordEvery is the least time between two RecordMaintenance calls of a window: the
-// alert WalkeeperSweepStale fires after 5 minutes without one, and recording every round of
-// a 10 s interval would add an activity to every idle round.
+// sweepRecordEvery is the least time between two RecordMaintenance calls of a window, inside
+// WalkeeperSweepStale's 5 minutes without adding an activity to every idle round.
 const sweepRecordEvery = time.Minute
 
 // SweepRoundLostTaskDelay is how much longer a window round takes when one of its activity

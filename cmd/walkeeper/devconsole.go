@@ -24,8 +24,7 @@ import (
 )
 
 // `walkeeper dev` is calm by default: the full log goes to <data>/walkeeper.log and the
-// console shows a short live summary, refreshed every few seconds. --verbose sends the log to
-// the console as well.
+// console shows a short live summary; --verbose sends the log to the console as well.
 
 const (
 	devLogFile = "walkeeper.log"

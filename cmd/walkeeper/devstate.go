@@ -28,8 +28,7 @@ const (
 	defaultUIURL = "http://127.0.0.1:8233"
 )
 
-// devState is the content of dev.json: the holder of the lock (pid, started, command), then
-// what it serves.
+// devState is the content of dev.json: the lock's holder, then what the dev serves.
 type devState struct {
 	lockHolder
 	Storage     string   `json:"storage"`

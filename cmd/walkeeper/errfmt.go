@@ -96,8 +96,7 @@ func failureMessage(e error) string {
 }
 
 // dedupeSegments drops every ": "-separated segment that repeats an earlier one, and the text
-// of target.ErrInvalidInput, which only marks a class for errors.Is, when more follows it:
-// "target \"x\": invalid input: target \"x\": want ..." reads "target \"x\": want ...".
+// of target.ErrInvalidInput, which only marks a class for errors.Is, when more follows it.
 func dedupeSegments(msg string) string {
 	segs := strings.Split(msg, ": ")
 	seen := make(map[string]bool, len(segs))
@@ -137,8 +136,7 @@ func (e *unreachableError) Error() string {
 func (e *unreachableError) Unwrap() error { return e.err }
 
 // transportCause is the last word of a gRPC dial error, whose text nests the same failure
-// several times ("failed reaching server: last connection error: connection error: desc =
-// \"transport: Error while dialing: dial tcp 127.0.0.1:1: connect: connection refused\"").
+// several times ("... dial tcp 127.0.0.1:1: connect: connection refused").
 func transportCause(err error) string {
 	msg, _, _ := strings.Cut(strings.TrimSpace(err.Error()), "\n")
 	msg = strings.TrimRight(msg, `"`)

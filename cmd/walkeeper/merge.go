@@ -111,9 +111,8 @@ func (sf *startFlags) register(cmd *cobra.Command) {
 		"run timeout of the started run: if it cannot finish, Temporal ends it and the next trigger starts a fresh one (10s to 168h)")
 }
 
-// start checks that t's store exists, starts (or attaches to) its typ workflow through
-// startRun and reports the run, waiting for its result if sf asks to. Ctrl-C stops the wait,
-// not the workflow.
+// start checks that t's store exists, starts (or attaches to) its typ workflow and reports the
+// run, waiting for its result if sf asks to; Ctrl-C stops the wait, not the workflow.
 func (g *globalOptions) start(cmd *cobra.Command, t store.Target, typ string, sf startFlags, startRun func(context.Context, client.Client) (client.WorkflowRun, error)) error {
 	// The store check comes first: a missing store needs no Temporal to be reported.
 	if err := contract.CheckMergeRunTimeout(sf.runTimeout); err != nil {

@@ -24,8 +24,7 @@ func (e *storeMissingError) Error() string {
 	return contract.MissingStoreMessage(e.target, e.worker)
 }
 
-// openStorage opens the storage root for one command, as the instance (shard) named
-// instance; the caller closes the DB.
+// openStorage opens the storage root for one command as instance; the caller closes the DB.
 func openStorage(ctx context.Context, storage, instance string, logger *zap.Logger) (*store.DB, error) {
 	opts := store.DefaultOptions()
 	opts.Logger = logger

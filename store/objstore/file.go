@@ -113,8 +113,7 @@ func (f *fileBackend) exists(ctx context.Context, key string) (bool, error) {
 	return st.Mode().IsRegular(), nil
 }
 
-// put writes data to a temp file in the key's directory and publishes it by rename
-// (replace) or by hard link (ifAbsent). The temp file is removed in every case.
+// put writes data to a temp file in the key's directory and publishes it (publishTemp).
 func (f *fileBackend) put(ctx context.Context, key string, data []byte, ifAbsent bool, _ *watchdog) error {
 	final := f.path(key)
 	dir := filepath.Dir(final)
@@ -181,8 +180,8 @@ func (w *writebackWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// publishTemp publishes the complete temp file tmp as final: rename (replace) or hard
-// link (create-only). tmp is removed in every case.
+// publishTemp publishes the complete temp file tmp as final by rename (replace) or hard link
+// (create-only), removing tmp in every case.
 func (f *fileBackend) publishTemp(tmp, final string, ifAbsent bool) error {
 	dir := filepath.Dir(final)
 	defer os.Remove(tmp) // after a successful rename the name is gone and this is a no-op

@@ -22,8 +22,7 @@ import (
 	_ "gocloud.dev/blob/s3blob"
 )
 
-// gocloudBackend serves s3://, gs:// and azblob:// through gocloud.dev/blob (mem:// is
-// mem.go).
+// gocloudBackend serves s3://, gs:// and azblob:// through gocloud.dev/blob.
 type gocloudBackend struct {
 	bkt *blob.Bucket
 }
@@ -116,8 +115,7 @@ func (g *gocloudBackend) delete(ctx context.Context, key string) error {
 	return err
 }
 
-// list follows gocloud's paged listing (continuation tokens) and hands each object to fn as
-// its page arrives.
+// list hands each object of gocloud's paged listing to fn as its page arrives.
 func (g *gocloudBackend) list(ctx context.Context, prefix string, fn func(ObjectInfo) error) error {
 	return g.listFrom(ctx, prefix, "", fn)
 }

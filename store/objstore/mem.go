@@ -85,8 +85,8 @@ func (m *memBackend) putFrom(ctx context.Context, key string, write func(io.Writ
 	return int64(buf.Len()), nil
 }
 
-// store publishes data under key (unless ifAbsent and the key exists) and reports whether
-// it did. The check and the write happen under one lock hold.
+// store publishes data under key (unless ifAbsent and it exists) under one lock hold, and
+// reports whether it did.
 func (m *memBackend) store(key string, data []byte, ifAbsent bool) bool {
 	if data == nil {
 		data = []byte{}

@@ -97,8 +97,7 @@ func (w *watchdog) pause() {
 	}
 }
 
-// explain turns the error of an operation the watchdog cut into ErrStalled; a caller's own
-// cancellation stays what it is.
+// explain turns the error of an operation the watchdog cut into ErrStalled.
 func (w *watchdog) explain(parent context.Context, err error) error {
 	if err == nil || !w.stalled.Load() || parent.Err() != nil {
 		return err

@@ -12,8 +12,7 @@ import (
 // Codec: a store's rows in their three forms, JSON (json.go, values.go), Row and Arrow
 // (arrow.go, convert.go, record.go).
 
-// System columns appended to every stored record, in this order after the user fields. They
-// are non-null in the Arrow schema.
+// System columns appended, non-null and in this order, to every stored record's user fields.
 const (
 	ColSeq     = "_seq"     // int64: the row's write sequence; newest wins
 	ColShard   = "_shard"   // string: the shard that wrote the row; breaks sequence ties
@@ -46,8 +45,7 @@ type Row struct {
 	Values []any
 }
 
-// Codec converts rows of one store between JSON, Row and Arrow. It is immutable and safe for
-// concurrent use.
+// Codec converts rows of one store between JSON, Row and Arrow; immutable and concurrency-safe.
 type Codec struct {
 	kind     target.Kind
 	schema   Schema

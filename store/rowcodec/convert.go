@@ -8,8 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 )
 
-// RowAt converts row i of a stored record (user columns first, in schema order) back into
-// a Row, for WAL replay.
+// RowAt converts row i of a stored record back into a Row, for WAL replay.
 func (c *Codec) RowAt(rec arrow.RecordBatch, i int) (Row, error) {
 	sch := c.schema
 	if int(rec.NumCols()) < len(sch.Fields) || i < 0 || i >= int(rec.NumRows()) {

@@ -7,8 +7,7 @@ import (
 	"github.com/walkeeper/walkeeper/target"
 )
 
-// The errors the codec returns; callers classify them with errors.Is. Package store
-// re-exports them as its own.
+// The errors the codec returns, classified with errors.Is; package store re-exports them.
 var (
 	// ErrInvalidInput: rows or a schema the caller gave are malformed (target.ErrInvalidInput).
 	ErrInvalidInput = target.ErrInvalidInput

@@ -99,8 +99,7 @@ func (c *Codec) decodeJSONInvalid(body []byte, maxRowBytes int) ([]Row, error) {
 	return nil, invalidf("body is not valid JSON")
 }
 
-// decodeRawRow decodes row i from its raw JSON text, which must be one valid JSON value.
-// seen is scratch space of len(fields).
+// decodeRawRow decodes row i from its raw JSON text, one valid value; seen is scratch space.
 func (c *Codec) decodeRawRow(i int, raw []byte, maxRowBytes int, seen []bool) (Row, error) {
 	if maxRowBytes > 0 && len(raw) > maxRowBytes {
 		return Row{}, invalidf("row %d: %d bytes of JSON, larger than the limit of %d bytes", i, len(raw), maxRowBytes)

@@ -66,8 +66,7 @@ func (s Schema) Equal(o Schema) bool { return slices.Equal(s.Fields, o.Fields) }
 // clone returns a copy of s that shares no memory with it.
 func (s Schema) clone() Schema { return Schema{Fields: slices.Clone(s.Fields)} }
 
-// RolloutSchema returns the fixed schema of rollout stores (key "id"). metadata holds JSON
-// text as a string. Each call returns a fresh copy.
+// RolloutSchema returns a fresh copy of the fixed schema of rollout stores (key "id").
 func RolloutSchema() Schema {
 	return Schema{Fields: []Field{
 		{Name: "id", Type: TypeString},
@@ -83,9 +82,8 @@ func RolloutSchema() Schema {
 	}}
 }
 
-// DatagenSchema returns the fixed schema of datagen stores (key "event_id", derived from
-// item_id, checkpoint and ordinal when a row leaves it out; see DatagenEventID). Each call
-// returns a fresh copy.
+// DatagenSchema returns a fresh copy of the fixed schema of datagen stores (key "event_id",
+// derived when a row leaves it out: DatagenEventID).
 func DatagenSchema() Schema {
 	return Schema{Fields: []Field{
 		{Name: "event_id", Type: TypeString},
@@ -99,8 +97,7 @@ func DatagenSchema() Schema {
 	}}
 }
 
-// KeyField returns the name of the key field of kind k: "event_id" for datagen, "id" for
-// rollout and generic, "" for an unknown kind.
+// KeyField returns the name of the key field of kind k ("" for an unknown kind).
 func KeyField(k target.Kind) string {
 	switch k {
 	case target.KindRollout, target.KindGeneric:

@@ -2,8 +2,7 @@ package contract
 
 import "time"
 
-// The demand-driven sweep and the paged reconcile (docs/DESIGN.md §12): every type here is
-// bounded whatever the fleet's size.
+// The demand-driven sweep and the paged reconcile (docs/DESIGN.md §12), bounded at any size.
 
 // Names and bounds of the demand index (workflow and activity names: names.go).
 const (
@@ -62,8 +61,7 @@ type DemandTarget struct {
 	Compact bool `json:"compact,omitempty"`
 }
 
-// ScanDemandResult is one kind's candidates, most indebted first, and counters. Bounded:
-// at most MaxCandidates targets.
+// ScanDemandResult is one kind's candidates, at most MaxCandidates, most indebted first.
 type ScanDemandResult struct {
 	Kind    string         `json:"kind"`
 	Targets []DemandTarget `json:"targets"`
@@ -104,8 +102,7 @@ func DemandBefore(a, b DemandTarget) bool {
 	return a.Target < b.Target
 }
 
-// ReconcileCursor is where a reconcile stands: the kind (index into target.Kinds) and the
-// last store name done in it.
+// ReconcileCursor is where a reconcile stands: a kind (index into target.Kinds), its last name.
 type ReconcileCursor struct {
 	KindIndex int    `json:"kind_index"`
 	After     string `json:"after,omitempty"`

@@ -11,8 +11,7 @@ import (
 // that honours priority (docs/OPERATIONS.md).
 var SweepPriority = temporal.Priority{PriorityKey: PrioritySweep}
 
-// MaintenanceSweepInput is the sweep's input (the Schedule walkeeper-sweep passes it).
-// Zero fields take their defaults; Validate bounds every field.
+// MaintenanceSweepInput is the sweep's input; zero fields take their defaults.
 type MaintenanceSweepInput struct {
 	// MergeMinGenerations: start MergeWal for a target with at least this many pending
 	// generations in total (default 8).
@@ -63,8 +62,7 @@ type MaintenanceSweepResult struct {
 	Qualified      int `json:"qualified,omitempty"`
 }
 
-// StartedCount is how many workflows the sweep started or attached to: the listed ones and
-// the omitted ones.
+// StartedCount is how many workflows the sweep started or attached to, listed or omitted.
 func (r MaintenanceSweepResult) StartedCount() int { return len(r.Started) + r.StartedOmitted }
 
 // Defaults and bounds of one sweep (docs/DESIGN.md §12, "Sweep"). The paged demand sweep

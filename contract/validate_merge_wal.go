@@ -6,8 +6,7 @@ import (
 	"time"
 )
 
-// Defaults and bounds of MergeWalInput (docs/TEMPORAL.md, "Workflow inputs"). A zero field
-// takes its default; the bounds apply to the value the workflow uses.
+// Defaults and bounds of MergeWalInput (docs/TEMPORAL.md, "Workflow inputs").
 const (
 	// DefaultMergeMaxPasses and MaxMergeMaxPasses: passes per shard over the whole chain.
 	// Each pass is at least a Prepare and its part of a CommitRound, so the ceiling bounds
@@ -73,8 +72,8 @@ func (in MergeWalInput) WithDefaults() MergeWalInput {
 	return in
 }
 
-// Validate checks every field of a MergeWal input against its bounds (see the constants
-// above); a carry is checked for shape here and for provenance by the workflow. Pure.
+// Validate checks every field of a MergeWal input against its bounds, a carry for shape
+// (its provenance is the workflow's to check). Pure.
 func (in MergeWalInput) Validate() error {
 	d := in.WithDefaults()
 	err := firstInvalid(

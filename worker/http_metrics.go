@@ -46,8 +46,7 @@ func (a *apiServer) limitScrapes(h http.Handler) http.Handler {
 	})
 }
 
-// repeatable reports whether the parameter param may be given more than once on the route
-// pattern: only /metrics' name[], whose values make one filter.
+// repeatable reports whether param may repeat on the route pattern: only /metrics' name[].
 func repeatable(pattern, param string) bool {
 	return pattern == metricsPattern && param == metricNamesParam
 }

@@ -100,8 +100,7 @@ func (tg *mergeTriggers) afterFlush(t store.Target, res store.FlushResult) bool 
 		fmt.Sprintf("own shard %d pending >= merge_after_generations %d", res.Pending, tg.threshold))
 }
 
-// crowdedOut reports whether a start for key would be declined only because other stores'
-// starts hold every slot (maxStartsInFlight).
+// crowdedOut reports whether a start for key is declined only for other stores' starts.
 func (tg *mergeTriggers) crowdedOut(key string) bool {
 	tg.mu.Lock()
 	defer tg.mu.Unlock()

@@ -77,8 +77,7 @@ func (s *stuckScan) run(ctx context.Context) {
 	}
 }
 
-// stuckQuery is the visibility query of the runs a scan at now describes: running MergeWal
-// and CompactBase runs started at least interval ago.
+// stuckQuery lists the running MergeWal and CompactBase runs started at least interval ago.
 func stuckQuery(now time.Time, interval time.Duration) string {
 	return fmt.Sprintf(`(WorkflowType=%q OR WorkflowType=%q) AND ExecutionStatus="Running" AND StartTime < %q`,
 		contract.MergeWalWorkflow, contract.CompactBaseWorkflow, now.Add(-interval).UTC().Format(time.RFC3339))

@@ -73,8 +73,7 @@ func (a *Activities) logger() *zap.Logger {
 	return a.Logger
 }
 
-// positiveOr is v capped at hi, or def (at most hi) when v is not positive: an optional
-// count of the activities' params or dependencies.
+// positiveOr is an optional count: v capped at hi, or def (at most hi) when v is not positive.
 func positiveOr(v, def, hi int) int {
 	if v <= 0 {
 		return def

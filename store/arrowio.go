@@ -122,8 +122,7 @@ const parquetRowGroup = 64 * 1024
 // page buffers are reused and stay in cache (arrow-go's 1 MiB default grows a fresh one).
 const parquetPageSize = 128 << 10
 
-// incompressibleRatio: a column whose sampled values Snappy shrinks by less than this
-// fraction is written uncompressed, sparing the CPU of compressing what does not shrink.
+// incompressibleRatio: a column Snappy shrinks by less than this fraction is written raw.
 const incompressibleRatio = 0.9
 
 // compressionSample is how many value bytes per column the codec choice looks at.

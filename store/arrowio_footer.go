@@ -18,8 +18,7 @@ import (
 // parquetTrailer is the footer's length (4 bytes) and the "PAR1" magic that end a run.
 const parquetTrailer = 4 + 4
 
-// thriftDepthMax bounds the nesting of the footer's structs and containers (thrift's own
-// recursion limit is 64; a Parquet footer nests a handful of levels).
+// thriftDepthMax bounds the footer's nesting (thrift's own limit is 64; Parquet nests a few).
 const thriftDepthMax = 64
 
 // Thrift compact protocol types.

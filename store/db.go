@@ -65,8 +65,7 @@ type Options struct {
 	Now func() time.Time
 }
 
-// DefaultOptions returns the documented defaults. The fields whose zero value means "off"
-// or "no cap" get their defaults here; the others from EnsureDefaults.
+// DefaultOptions returns the documented defaults of the fields whose zero means off or no cap.
 func DefaultOptions() Options {
 	o := Options{
 		InstanceID:          "default",

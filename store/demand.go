@@ -249,8 +249,7 @@ func (d *demandByShard) add(sh string, records ...objstore.ObjectInfo) {
 	d.records[sh] = append(d.records[sh], records...)
 }
 
-// groupDemand files a listing of the store's demand prefix into d; a key that is not a
-// demand record of this store is foreign.
+// groupDemand files a listing of the store's demand prefix into d; other keys are foreign.
 func (s *Store) groupDemand(d *demandByShard, objs []objstore.ObjectInfo) {
 	for _, o := range objs {
 		r, ok := ParseDemandKey(o.Key)

@@ -69,8 +69,7 @@ func registryInfo(kind Kind, o objstore.ObjectInfo) StoreInfo {
 	return StoreInfo{Target: Target{Kind: kind, Name: name}, Kind: kind, Name: name, CreatedAt: o.ModTime}
 }
 
-// MaxStoreInfoJSONBytes bounds StoreInfo.JSONBytes: a 7-byte kind, a 128-byte name twice and
-// the longest time encoding/json writes, with room to spare.
+// MaxStoreInfoJSONBytes bounds StoreInfo.JSONBytes: the longest kind, name and time, and more.
 const MaxStoreInfoJSONBytes = 384
 
 // listedStore is a registry entry as GET /api/v1/stores lists it: the entry and its target.

@@ -85,8 +85,7 @@ func MergeWal(ctx workflow.Context, in contract.MergeWalInput) (contract.MergeWa
 	return res, nil
 }
 
-// mergeRun is one run's state. Coroutines share it; workflow coroutines never run in
-// parallel, so no locking is needed.
+// mergeRun is one run's state, shared by coroutines that never run in parallel (no locks).
 type mergeRun struct {
 	ctx    workflow.Context
 	in     contract.MergeWalInput

@@ -29,8 +29,7 @@ func MaintenanceSweep(ctx workflow.Context, in contract.MaintenanceSweepInput) (
 	return res, nil
 }
 
-// sweepStarts runs the StartWorkflows batches of one sweep: at most in.Concurrency in
-// flight across every kind.
+// sweepStarts runs one sweep's StartWorkflows batches, at most in.Concurrency in flight.
 type sweepStarts struct {
 	in    contract.MaintenanceSweepInput
 	label roundLabel

@@ -32,9 +32,8 @@ const ipcObjectOverhead = 2 << 10
 // charged so the budget bounds a read's working set, not only its buffers.
 const decodedFileHeap = 8 << 10
 
-// arenaEstimate is the reservation that a group's private objects of about these (record)
-// sizes take in an arena: objects, their overhead and one spare byte each, and the tail of
-// a partly used chunk. Pure.
+// arenaEstimate is what a group's private objects of about these record sizes take in an
+// arena, with their overhead, a spare byte each and a partly used chunk's tail. Pure.
 func arenaEstimate(sizes []int64) int64 {
 	var small, large int64
 	for _, sz := range sizes {

@@ -196,15 +196,13 @@ type writer struct {
 	stopOnce sync.Once       // closes stop
 	stopped  chan struct{}   // closed by the WAL committer when it has exited
 
-	// sealMu serialises seals (seal holds it for the whole seal, I/O included).
-	// Lock order: sealMu before mu.
+	// sealMu serialises seals, held for the whole seal (I/O included); taken before mu.
 	sealMu sync.Mutex
 	// genStarted, guarded by sealMu, is the highest generation number whose file put this
 	// writer started: a later seal numbers past it, since an abandoned put may still land.
 	genStarted uint64
 
-	// mu guards the fields below. It is held only for in-memory work, never across I/O.
-	// A function named ...Locked REQUIRES mu held by its caller.
+	// mu guards the fields below, held only for in-memory work (...Locked: held by the caller).
 	mu sync.Mutex
 	// active receives the rows of every WAL group commit.
 	active *memtable
@@ -212,22 +210,19 @@ type writer struct {
 	frozen []*memtable
 	// manifest is the newest shard manifest this writer knows (its seals, merges' drains).
 	manifest *manifest.Shard
-	// nextPos is the WAL position of the next WAL group commit. Only the WAL committer
-	// goroutine advances it.
+	// nextPos is the WAL position of the next group commit, advanced by the committer only.
 	nextPos uint64
 	// lastSeq is the highest write sequence handed out (nextSeqLocked) or replayed.
 	lastSeq int64
 	// dead, once set, is returned by every later WAL group commit and seal (fenced, closed).
 	dead error
-	// sealSlots counts the admitted writes of a seal-on-append store that have not been
-	// answered yet: each may add one generation (admitWrite).
+	// sealSlots counts admitted seal-on-append writes not yet answered (admitWrite).
 	sealSlots int
 	// sizeSealing is set while the seal of a memtable that reached MemtableBytes runs.
 	sizeSealing bool
 	// lastRefresh is when refreshManifest last read the shard's manifest.
 	lastRefresh time.Time
-	// handedOver: a newer claim of the shard has replayed this dead writer's WAL
-	// (replayedByNewerClaim), which stays true, so nobody asks storage again.
+	// handedOver: a newer claim replayed this dead writer's WAL, for good (replayedByNewerClaim).
 	handedOver bool
 }
 

@@ -222,7 +222,7 @@ type writer struct {
 	sizeSealing bool
 	// lastRefresh is when refreshManifest last read the shard's manifest.
 	lastRefresh time.Time
-	// handedOver: a newer claim replayed this dead writer's WAL, for good (replayedByNewerClaim).
+	// handedOver, once set, says a newer claim replayed this dead writer's WAL.
 	handedOver bool
 }
 

@@ -1,8 +1,6 @@
 // Package activities adapts store/ to Temporal: one params struct in, one result struct out,
-// heartbeats for anything long, and store error marks mapped onto Temporal error types in
-// one place (errors.go). The contract it implements (names, params, results, error types)
-// is package contract; what the store hands over crosses as contract wire types, converted
-// in wire.go.
+// heartbeats for anything long, and store error marks mapped onto Temporal error types in one
+// place (errors.go); the contract it implements is package contract.
 package activities
 
 import (
@@ -19,8 +17,7 @@ import (
 	"github.com/walkeeper/walkeeper/store"
 )
 
-// Activities holds the dependencies of every walkeeper activity. Register one populated
-// value per worker process.
+// Activities holds the dependencies of every walkeeper activity, one per worker process.
 type Activities struct {
 	// DB is the process's store handle.
 	DB *store.DB
@@ -53,8 +50,7 @@ type Metrics interface {
 	ActivityDone(activity string, kind store.Kind, outcome string, d time.Duration)
 }
 
-// Register registers every activity of a on r (a worker or a test environment) under its
-// explicit name (contract/names.go).
+// Register registers every activity of a on r under its explicit name (contract/names.go).
 func Register(r worker.ActivityRegistry, a *Activities) {
 	reg := func(fn any, name string) {
 		r.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
@@ -77,8 +73,7 @@ func (a *Activities) logger() *zap.Logger {
 	return a.Logger
 }
 
-// positiveOr is v capped at hi, or def (at most hi) when v is not positive: an optional
-// count of the activities' params or dependencies.
+// positiveOr is an optional count: v capped at hi, or def (at most hi) when v is not positive.
 func positiveOr(v, def, hi int) int {
 	if v <= 0 {
 		return def
@@ -102,14 +97,12 @@ func (a *Activities) open(ctx context.Context, target string) (*store.Store, sto
 	return s, t, err
 }
 
-// demandCleanTimeout bounds the demand clean-up a listing does (openDemanded,
-// ListPendingShards): it runs inside a local activity of 30 s, and what it leaves the next
-// sweep round's run deletes.
+// demandCleanTimeout bounds the demand clean-up a listing does inside its 30 s local
+// activity; the next sweep round's run deletes what it leaves.
 const demandCleanTimeout = 10 * time.Second
 
-// openDemanded is open for an activity the sweep starts from the demand index: when the
-// store does not exist, its demand records are deleted (best effort), else every sweep round
-// would start another run for them.
+// openDemanded is open for an activity the sweep starts from the demand index, deleting a
+// missing store's demand records (best effort) so that no sweep round starts it again.
 func (a *Activities) openDemanded(ctx context.Context, target string) (*store.Store, store.Target, error) {
 	s, t, err := a.open(ctx, target)
 	if s == nil && err != nil && ErrorType(err) == contract.ErrTypeStoreNotFound {
@@ -125,18 +118,16 @@ func (a *Activities) openDemanded(ctx context.Context, target string) (*store.St
 	return s, t, err
 }
 
-// kindOf is target's kind for the activity metrics, "" when it does not parse (as open
-// reports it).
+// kindOf is target's kind for the activity metrics, "" when it does not parse.
 func kindOf(target string) store.Kind {
 	t, _ := store.ParseTarget(target)
 	return t.Kind
 }
 
 // idempotencyKey is the store's AttemptKey for the running attempt, workflow ID + "/" +
-// activity ID: the same across retries of one activity and distinct between activities (the
-// workflows embed their original run ID in activity IDs, see workflows.tracker; a reset run
-// keeps it, so an activity the reset schedules again is a retry of the same attempt). An activity run
-// outside a workflow keys on its own activity run ID.
+// activity ID: the same across retries (and across a reset, since workflows embed the
+// original run ID in activity IDs) and distinct between activities; outside a workflow, the
+// activity run ID.
 func idempotencyKey(ctx context.Context) string {
 	info := activity.GetInfo(ctx)
 	if info.WorkflowExecution.ID == "" {
@@ -180,9 +171,8 @@ func withWorkerStop(ctx context.Context) (context.Context, func() bool) {
 
 var errWorkerStopping = errors.New("worker is shutting down")
 
-// storeCall is the frame the long store-calling activities (Prepare, CommitRound,
-// CompactBase) run in: a context that also ends when the worker stops, the liveness
-// reporter, and, at the end, the metric and the Temporal error mapping (a.done).
+// storeCall is the frame the long store-calling activities run in: a context that also ends
+// when the worker stops, the liveness reporter, and the metric and error mapping (a.done).
 type storeCall struct {
 	a        *Activities
 	name     string
@@ -199,8 +189,8 @@ func (a *Activities) beginStoreCall(ctx context.Context, name string, notifyAfte
 	return ctx, c
 }
 
-// end maps err (a cancellation caused by the worker stopping becomes errWorkerStopping),
-// records the outcome for kind and stops the reporter. It returns the error to return.
+// end maps err (errWorkerStopping when the worker's stop cancelled it), records the outcome
+// for kind and stops the reporter, and returns the error to return.
 func (c *storeCall) end(kind store.Kind, outcome string, err error) error {
 	if c.stopping() && errors.Is(err, context.Canceled) {
 		err = errWorkerStopping

@@ -25,15 +25,10 @@ type MaintenanceMetrics interface {
 	MaintenanceSucceeded(workflow string, at time.Time)
 }
 
-// ScanDemand lists kind's demand index as it streams, aggregates each store's records
-// (contiguous in the listing), and keeps the p.MaxCandidates most indebted stores over a
-// threshold in a bounded heap: memory, result and heartbeat are bounded whatever the number
-// of stores or records. It reads no store: the records' keys hold what the sweep decides on.
-// p.After pages past the candidates an earlier call returned, p.AsOf fixes the clock the
-// pages' ages are measured by. A store whose MergeWal is running is counted in Running
-// instead of listed (runningMerges), unless it also asks for compaction: the sweep would
-// only attach to the run, and a round that finds nothing else to start runs no
-// StartWorkflows activity.
+// ScanDemand lists kind's demand index as it streams and keeps the p.MaxCandidates most
+// indebted stores over a threshold in a bounded heap, reading no store; p.After pages on and
+// p.AsOf fixes the clock. A store whose MergeWal is running is counted in Running instead
+// (runningMerges) unless it also asks for compaction, since a start would only attach.
 func (a *Activities) ScanDemand(ctx context.Context, p contract.ScanDemandParams) (res contract.ScanDemandResult, err error) {
 	start := time.Now()
 	kind, err := store.ParseKind(p.Kind)
@@ -99,8 +94,7 @@ func (a *Activities) ScanDemand(ctx context.Context, p contract.ScanDemandParams
 	return res, guardPayload(contract.ScanDemandActivity, res)
 }
 
-// mergeWalID is the MergeWal workflow ID of a demand record's target ("" when it does not
-// parse, which no running merge has).
+// mergeWalID is the MergeWal workflow ID of a demand record's target ("" if it does not parse).
 func mergeWalID(target string) string {
 	t, err := store.ParseTarget(target)
 	if err != nil {
@@ -208,10 +202,9 @@ func (h *candidateHeap) sorted() []contract.DemandTarget {
 	return kept
 }
 
-// ReconcilePage reconciles one page of kind's registry with the demand index
-// (store.DB.ReconcileStore), at most p.Concurrency stores at once (at most
-// contract.MaxStoreConcurrency). A store that cannot be read is reported (bounded list) and
-// skipped; only a failure to list the page fails the activity. Memory: one page.
+// ReconcilePage reconciles one page of kind's registry with the demand index, at most
+// p.Concurrency stores at once; a store that cannot be read is reported and skipped, and only
+// a failed listing fails the activity.
 func (a *Activities) ReconcilePage(ctx context.Context, p contract.ReconcilePageParams) (res contract.ReconcilePageResult, err error) {
 	start := time.Now()
 	kind, err := store.ParseKind(p.Kind)
@@ -267,8 +260,7 @@ func (a *Activities) ReconcilePage(ctx context.Context, p contract.ReconcilePage
 	return res, guardPayload(contract.ReconcilePageActivity, res)
 }
 
-// RecordMaintenance records a successful fleet-wide run on this worker's metrics
-// (walkeeper_maintenance_last_success_timestamp_seconds).
+// RecordMaintenance records a successful fleet-wide run on this worker's metrics.
 func (a *Activities) RecordMaintenance(ctx context.Context, p contract.RecordMaintenanceParams) error {
 	if p.Workflow != contract.MaintenanceSweepName && p.Workflow != contract.ReconcileDemandName {
 		return a.done(contract.RecordMaintenanceActivity, "", time.Now(), "ok",

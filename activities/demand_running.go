@@ -12,24 +12,18 @@ import (
 	"github.com/walkeeper/walkeeper/store"
 )
 
-// MaxRunningMergesListed bounds the MergeWal runs of one kind that ScanDemand lists to leave
-// their stores out of its candidates: 10 visibility pages and about 1 MiB of IDs. A kind with
-// more running merges leaves the rest in, and their starts attach as they would anyway.
+// MaxRunningMergesListed bounds the MergeWal runs of one kind that ScanDemand lists (10
+// visibility pages, about 1 MiB of IDs); the starts of the rest attach as they would anyway.
 const MaxRunningMergesListed = 10_000
 
 // runningListTimeout bounds the visibility listing of one ScanDemand call; past it the scan
 // keeps every candidate.
 const runningListTimeout = 30 * time.Second
 
-// runningMerges is the set of MergeWal workflow IDs of kind that visibility lists as
-// running, at most MaxRunningMergesListed of them. A sweep start of such a store would only
-// attach to the run (the ID policy), at the cost of a StartWorkflows activity: a running
-// merge already lists its store again before it ends. Visibility lags the server by up to a
-// second or so: a merge that has just closed may still be listed, and its store waits for the
-// next sweep round, as it would have after an attach to the closing run.
-//
-// A nil client or a failed listing returns nil (no filter): the sweep then starts those
-// stores too and the starts attach to their running merges, which costs actions, never rows.
+// runningMerges is the set of MergeWal IDs of kind that visibility lists as running, at most
+// MaxRunningMergesListed, whose stores a sweep start would only attach to. Visibility lags a
+// second or so, so a just-closed merge's store waits for the next round; a nil client or a
+// failed listing returns nil (no filter), which costs actions, never rows.
 func (a *Activities) runningMerges(ctx context.Context, kind store.Kind) map[string]bool {
 	if a.Client == nil {
 		return nil

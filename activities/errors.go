@@ -12,9 +12,8 @@ import (
 	"github.com/walkeeper/walkeeper/store"
 )
 
-// This file is the one place where store error marks become Temporal error types.
-// Workflows branch on the types (never on messages) and every retry policy lists the
-// non-retryable ones (contract.NonRetryableErrorTypes).
+// This file is the one place where store error marks become Temporal error types, which
+// workflows branch on and every retry policy lists (contract.NonRetryableErrorTypes).
 
 type errorClass struct {
 	mark         error
@@ -42,11 +41,9 @@ var classes = []errorClass{
 	{store.ErrClosed, contract.ErrTypeClosed, false, false},
 }
 
-// ToTemporal maps a store error onto a Temporal application error whose type names the
-// mark and whose retryability follows it. The original error stays the cause, so
-// errors.Is(result, store.ErrX) still holds in-process. Context errors and errors that are
-// already Temporal errors pass through unchanged; unmarked errors become retryable
-// "Internal" errors.
+// ToTemporal maps a store error onto a Temporal application error whose type names the mark
+// and whose retryability follows it, keeping it as the cause for errors.Is; context and
+// Temporal errors pass through, unmarked ones become retryable "Internal" errors.
 func ToTemporal(err error) error {
 	if err == nil {
 		return nil
@@ -124,9 +121,8 @@ func errMisconfigured(msg string) error {
 	return temporal.NewNonRetryableApplicationError(msg, contract.ErrTypeMisconfigured, nil)
 }
 
-// errStoreNotFound reports that t names no registered store, in the one line every surface
-// uses (contract.MissingStoreMessage), as a non-retryable StoreNotFound without the storage
-// layer's "blob get ...: not found" chain: a store does not appear by retrying.
+// errStoreNotFound reports that t names no registered store in the one line every surface uses
+// (contract.MissingStoreMessage), non-retryable: a store does not appear by retrying.
 func errStoreNotFound(t store.Target) error {
 	return temporal.NewNonRetryableApplicationError(contract.MissingStoreMessage(t, ""), contract.ErrTypeStoreNotFound, nil)
 }

@@ -51,17 +51,13 @@ func (a *Activities) ListPendingShards(ctx context.Context, p contract.ListPendi
 	return res, nil
 }
 
-// budgetWaitHint: a Prepare that has read nothing this long while the process budget has
-// waiters is reported as waiting for the budget. The store reserves before reading and
-// reports no progress until the first generation is read, so this is a heuristic: a slow
-// first read while others queue looks the same.
+// budgetWaitHint: a Prepare that has read nothing this long while the budget has waiters is
+// reported as waiting for it (a heuristic: a slow first read looks the same).
 const budgetWaitHint = 2 * time.Second
 
-// Prepare repairs what an interrupted merge of one shard left (store.Repair), then merges
-// the oldest pending generations of the shard into staged files (docs/FORMAT.md §5). The
-// idempotency key is workflow ID + "/" + activity ID, so a retried attempt overwrites its
-// own staged files. It returns a nil Prepared when nothing is pending. Progress
-// (generations read) is heartbeated; the budget wait heartbeats too.
+// Prepare repairs what an interrupted merge of one shard left, then merges its oldest pending
+// generations into staged files keyed by the attempt, so a retry overwrites its own (nil
+// Prepared: nothing pending); progress and the budget wait are heartbeated.
 func (a *Activities) Prepare(ctx context.Context, p contract.PrepareParams) (res contract.PrepareResult, err error) {
 	outcome := "ok"
 	ctx, call := a.beginStoreCall(ctx, contract.PrepareActivity, p.NotifyAfter, contract.PrepareProgress{State: contract.PrepareStateStarting})
@@ -145,8 +141,7 @@ func (a *Activities) watchBudget(rep *reporter, firstRead <-chan struct{}) {
 	}
 }
 
-// Abort deletes the staged files of a preparation whose commit is proven absent, or reports
-// that the commit is present after all.
+// Abort deletes an uncommitted preparation's staged files, or finds its commit present.
 func (a *Activities) Abort(ctx context.Context, p contract.AbortParams) (res contract.AbortResult, err error) {
 	start := time.Now()
 	defer func() { err = a.done(contract.AbortActivity, kindOf(p.Prepared.Target), start, "ok", err) }()
@@ -166,11 +161,9 @@ func (a *Activities) Abort(ctx context.Context, p contract.AbortParams) (res con
 }
 
 // CommitRound publishes the prepared merges of several shards of one table in one base
-// version (docs/DESIGN.md §3, round commits) and drains each shard. It runs on the shared
-// queue: a round spans shards owned by different processes, and nothing in it needs the
-// owner's memory (every step is a conditional write). Retrying it is safe: shards that a
-// crashed attempt published come back already committed. A stale shard is reported, not
-// an error: the workflow aborts it and prepares it again while the others go on.
+// version and drains each shard, on the shared queue since a round spans owners. Retrying is
+// safe (published shards come back already committed); a stale shard is reported, not an
+// error, so the workflow aborts and prepares it again.
 func (a *Activities) CommitRound(ctx context.Context, p contract.CommitRoundParams) (res contract.CommitRoundResult, err error) {
 	ctx, call := a.beginStoreCall(ctx, contract.CommitRoundActivity, p.NotifyAfter, nil)
 	defer func() { err = call.end(kindOf(p.Target), "ok", err) }()

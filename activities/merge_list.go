@@ -6,12 +6,9 @@ import (
 	"github.com/walkeeper/walkeeper/contract"
 )
 
-// pickListed keeps at most limit of the pending shards, oldest pending generation first,
-// and returns them in shard order with the number left out. Oldest first cannot starve a
-// shard: one left out keeps its oldest generation until it is merged, while every merged
-// shard's oldest generation gets younger and new seals are younger still, so it moves up
-// each listing until it is within the cap. A shard whose age is unknown (zero) counts as
-// oldest. Pure.
+// pickListed keeps at most limit of the pending shards, oldest pending generation first (zero:
+// oldest), and returns them in shard order with the number left out. A shard left out keeps
+// its oldest generation while the others' get younger, so it moves up until listed. Pure.
 func pickListed(shards []contract.ShardPending, limit int) ([]contract.ShardPending, int) {
 	out := append(make([]contract.ShardPending, 0, len(shards)), shards...)
 	unlisted := 0

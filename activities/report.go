@@ -14,20 +14,12 @@ import (
 	"github.com/walkeeper/walkeeper/contract"
 )
 
-// reporter keeps one activity execution visible:
-//
-//   - it heartbeats the latest progress on a ticker, so long store calls (and the budget
-//     wait, which reports no progress) neither time out nor miss a cancellation. Progress
-//     is only recorded between ticks: every heartbeat that reaches the server is a billed
-//     Temporal action and a persistence write, and an activity shorter than one tick (a
-//     third of its heartbeat timeout) needs none;
-//   - when the workflow asked for it (NotifyAfter), it signals the workflow the few state
-//     changes a workflow cannot observe: waiting for the memory budget and failing into a
-//     retry backoff (workflows.tracker). A slot wait is the server's to see, so an activity
-//     that runs straight through signals nothing.
-//
-// Signals go out in order from one goroutine, never from the caller's goroutine, so a slow
-// frontend cannot stall a store call that holds locks or memory.
+// reporter keeps one activity execution visible: it heartbeats the latest progress on a
+// ticker (a third of the heartbeat timeout), so long store calls neither time out nor miss a
+// cancellation while every heartbeat, a billed action, is spent only per tick; and, when the
+// workflow asked (NotifyAfter), it signals the few states a workflow cannot observe, the
+// budget wait and a retry backoff, in order from one goroutine so a slow frontend never
+// stalls the store call.
 type reporter struct {
 	ctx    context.Context
 	info   activity.Info
@@ -150,8 +142,7 @@ func (r *reporter) sendLoop(signals <-chan contract.ActivityState) {
 	}
 }
 
-// finish stops the reporter. When err will be retried, the workflow learns that the
-// activity is backing off, and why.
+// finish stops the reporter, telling the workflow why when err will be retried.
 func (r *reporter) finish(err error) {
 	close(r.stop)
 	r.wg.Wait()

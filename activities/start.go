@@ -15,11 +15,9 @@ import (
 	"github.com/walkeeper/walkeeper/store"
 )
 
-// DefaultStartConcurrency and MaxStartConcurrency are the default and the bound of
-// Activities.StartConcurrency: the starts one StartWorkflows has in flight. Each start is one
-// frontend round trip, so starts one after another could not keep up with what a sweep
-// plans; the bound keeps one activity's burst on the frontend small, since the sweep's
-// Concurrency batches multiply it.
+// DefaultStartConcurrency and MaxStartConcurrency are the default and bound of the starts one
+// StartWorkflows has in flight: one after another could not keep up with a sweep's plan, and
+// the sweep's Concurrency batches multiply the burst.
 const (
 	DefaultStartConcurrency = 32
 	MaxStartConcurrency     = 256
@@ -29,20 +27,16 @@ const (
 // rest are counted in one line (each outcome carries its error anyway).
 const maxStartFailuresLogged = 3
 
-// StartMetrics is implemented by a Metrics that also counts StartWorkflows' starts by trigger
-// (the worker's Prometheus metrics do): a sweep lists a failed start as a skip and plans it
-// again next round, so without the count a start that never succeeds would only be logged.
+// StartMetrics is implemented by a Metrics that also counts StartWorkflows' starts by trigger,
+// since a start that never succeeds would otherwise only be logged.
 type StartMetrics interface {
 	WorkflowStart(trigger string, err error)
 }
 
-// StartWorkflows starts (or attaches to) one workflow per request through
-// contract.StartMergeWal / StartCompactBase, so the sweep and the schedule ticks dedupe on
-// the same workflow IDs as every other trigger, at most a.StartConcurrency at once. Each
-// request reports its own outcome, in request order; the activity fails only when every start
-// failed: retried as a whole (which the ID policies make harmless) when one of them may
-// succeed on retry, for good (non-retryable StartFailed) when each was refused for good (an
-// invalid request, an unknown namespace, a denied caller: activities/errors.go).
+// StartWorkflows starts (or attaches to) one workflow per request through the contract's
+// start helpers, so its starts dedupe with every other trigger, at most a.StartConcurrency at
+// once, each reporting its own outcome in request order. It fails only when every start
+// failed: retryable unless each was refused for good (non-retryable StartFailed).
 func (a *Activities) StartWorkflows(ctx context.Context, p contract.StartWorkflowsParams) (res contract.StartWorkflowsResult, err error) {
 	start := time.Now()
 	defer func() { err = a.done(contract.StartWorkflowsActivity, "", start, "ok", err) }()

@@ -20,9 +20,8 @@ type ShardPending struct {
 	OldestPending time.Time `json:"oldest_pending,omitzero"`
 }
 
-// MaxListedShards caps the shards one ListPendingShards result lists: a worst-case entry
-// (64-byte shard id, every number at its widest) encodes to about 230 bytes, so the result
-// stays under MaxPayloadBytes, and a run's first listing stays well under MaxCarriedShards.
+// MaxListedShards caps the shards one ListPendingShards result lists, so that it stays under
+// MaxPayloadBytes (about 230 bytes a worst-case entry) and well under MaxCarriedShards.
 const MaxListedShards = 1024
 
 // ListPendingShardsResult lists the shards with pending generations, in shard order: at
@@ -52,21 +51,16 @@ type PrepareResult struct {
 
 // PrepareProgress is Prepare's heartbeat detail.
 type PrepareProgress struct {
-	// State is PrepareStateStarting, then ActivityStateWaitingBudget if the activity
-	// appears to wait for the memory budget, then ActivityStateRunning once the first
-	// generation has been read.
+	// State is PrepareStateStarting, then ActivityStateWaitingBudget while it appears to
+	// wait for the budget, then ActivityStateRunning once a generation has been read.
 	State string `json:"state"`
 	Done  int    `json:"done"`
 	Total int    `json:"total"`
 }
 
-// MaxRoundShards caps the prepared merges of one CommitRound (store.MaxRoundShards; a
-// test in activities keeps the two equal). MaxRoundBytes caps their encoded size: a round
-// is closed once its PreparedMerges reach it (at least one is always taken), so the
-// activity input stays under a quarter of Temporal's 256 KiB payload budget even for
-// merges with long keys. A pass of 64 generations with short keys encodes to ~0.8 KiB
-// (store's TestRoundInputSize), so 64 fit in MaxRoundBytes; a worst-case one (256-byte
-// keys, 200-character paths) to ~2.1 KiB, so MaxRoundBytes closes such a round at ~30.
+// MaxRoundShards caps the prepared merges of one CommitRound (store.MaxRoundShards, kept
+// equal by a test in activities); a round closes once they encode to MaxRoundBytes (at least
+// one is taken), a quarter of the 256 KiB payload budget even with long keys.
 const (
 	MaxRoundShards = 64
 	MaxRoundBytes  = 64 << 10
@@ -158,9 +152,8 @@ type StartRequest struct {
 	// Urgent becomes a MergeWal start's MergeWalInput.Urgent (the sweep's verdict from the
 	// target's demand).
 	Urgent bool `json:"urgent,omitempty"`
-	// Pending is the target's pending generations as the sweep saw them: a MergeWal start
-	// carries it in WalPending and WalPendingAtStart (contract.PendingAtStart). 0 or less =
-	// unknown; no upper bound is needed, the run sets both from its own listing when it ends.
+	// Pending is the target's pending generations as the sweep saw them, which a MergeWal
+	// start carries in WalPending and WalPendingAtStart; 0 or less = unknown.
 	Pending int `json:"pending,omitempty"`
 }
 
@@ -176,9 +169,8 @@ type StartOutcome struct {
 	Target     string `json:"target"`
 	WorkflowID string `json:"workflow_id,omitempty"`
 	RunID      string `json:"run_id,omitempty"`
-	// Error is why the start failed, cut by StartError (the activity logs the whole error),
-	// so a batch of MaxStartBatch outcomes stays under MaxPayloadBytes however many of its
-	// starts fail.
+	// Error is why the start failed, cut by StartError so a batch of outcomes stays under
+	// MaxPayloadBytes (the activity logs the whole error).
 	Error string `json:"error,omitempty"`
 }
 

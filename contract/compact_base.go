@@ -2,8 +2,7 @@ package contract
 
 import "time"
 
-// CompactBaseInput is CompactBase's input; only Target is required. Validate bounds every
-// field.
+// CompactBaseInput is CompactBase's input; only Target is required, Validate bounds the rest.
 type CompactBaseInput struct {
 	Target string `json:"target"`
 	// MaxRuns and MaxBytes bound one pass (0 = the store's defaults: 16 runs, 1 GiB;

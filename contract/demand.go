@@ -2,9 +2,7 @@ package contract
 
 import "time"
 
-// The demand-driven sweep and the paged reconcile (docs/DESIGN.md §12, docs/FORMAT.md
-// "Demand records"). Every type here is bounded whatever the fleet's size: results carry at
-// most a capped candidate set or page, and counters.
+// The demand-driven sweep and the paged reconcile (docs/DESIGN.md §12), bounded at any size.
 
 // Names and bounds of the demand index (workflow and activity names: names.go).
 const (
@@ -17,9 +15,8 @@ const (
 	MaxReconcileUnreadable      = 50
 )
 
-// Error types of fleet-wide maintenance that cannot finish. Both are non-retryable at the
-// workflow level: the run fails visibly (a failed workflow, the alert on the age of the last
-// successful run) instead of retrying silently for ever.
+// Error types of fleet-wide maintenance that cannot finish, non-retryable so the run fails
+// visibly instead of retrying silently for ever.
 const (
 	// ErrTypeSweepListFailed: listing the demand index failed after the activity's retries.
 	ErrTypeSweepListFailed = "SweepListFailed"
@@ -44,10 +41,8 @@ type ScanDemandParams struct {
 	// or over one of them (or with a compaction marker) are candidates.
 	MergeMinGenerations int           `json:"merge_min_generations"`
 	MaxPendingAge       time.Duration `json:"max_pending_age,omitempty"`
-	// After pages the candidates: only stores strictly after it in DemandBefore order (less
-	// indebted) are returned and counted in Qualified; nil = from the most indebted. A sweep
-	// that must start more than MaxDemandCandidates stores of a kind passes the last target
-	// of the previous page (docs/DESIGN.md §12).
+	// After pages the candidates: only stores after it in DemandBefore order are returned
+	// and counted in Qualified (nil = from the most indebted; docs/DESIGN.md §12).
 	After *DemandTarget `json:"after,omitempty"`
 	// AsOf, when set, is the moment pending ages are measured at instead of the activity's
 	// clock, so every page of one sweep orders (and pages) stores alike.
@@ -66,8 +61,7 @@ type DemandTarget struct {
 	Compact bool `json:"compact,omitempty"`
 }
 
-// ScanDemandResult is one kind's candidates, most indebted first, and counters. Bounded:
-// at most MaxCandidates targets.
+// ScanDemandResult is one kind's candidates, at most MaxCandidates, most indebted first.
 type ScanDemandResult struct {
 	Kind    string         `json:"kind"`
 	Targets []DemandTarget `json:"targets"`
@@ -79,8 +73,7 @@ type ScanDemandResult struct {
 	// Records counts the demand records listed.
 	Records int `json:"records"`
 	// Running counts the qualified stores left out of Targets because their MergeWal was
-	// running when the scan listed them (a start would only attach to it) and they carry no
-	// compaction marker.
+	// running (a start would only attach) and they carry no compaction marker.
 	Running int `json:"running,omitempty"`
 }
 
@@ -91,9 +84,8 @@ type ScanDemandProgress struct {
 	Stores  int `json:"stores"`
 }
 
-// DemandBefore orders candidates most indebted first, as the sweep orders stores: the
-// deepest shard, then total pending, then the oldest pending generation, then a compaction
-// marker, then target name. Pure; shared by the activity's bounded heap and the workflow.
+// DemandBefore orders candidates most indebted first (deepest shard, total pending, oldest
+// pending, a compaction marker, then name), for the activity's heap and the workflow. Pure.
 func DemandBefore(a, b DemandTarget) bool {
 	if a.MaxShardPending != b.MaxShardPending {
 		return a.MaxShardPending > b.MaxShardPending
@@ -110,8 +102,7 @@ func DemandBefore(a, b DemandTarget) bool {
 	return a.Target < b.Target
 }
 
-// ReconcileCursor is where a reconcile stands: the kind (index into target.Kinds) and the
-// last store name done in it.
+// ReconcileCursor is where a reconcile stands: a kind (index into target.Kinds), its last name.
 type ReconcileCursor struct {
 	KindIndex int    `json:"kind_index"`
 	After     string `json:"after,omitempty"`
@@ -165,9 +156,8 @@ type ReconcilePageResult struct {
 	Problems []StoreProblem `json:"problems,omitempty"`
 }
 
-// ReconcileDemandInput is the reconcile's input (the schedule passes zero values; a
-// continued run carries the cursor and totals, and a start that sets them fails:
-// CarriedField). Validate bounds every field.
+// ReconcileDemandInput is the reconcile's input (zero from the schedule; a continued run
+// carries the cursor and totals, CarriedField). Validate bounds every field.
 type ReconcileDemandInput struct {
 	PageSize    int `json:"page_size,omitempty"`
 	Concurrency int `json:"concurrency,omitempty"`

@@ -1,9 +1,7 @@
 package contract
 
-// Application error types: the error vocabulary that crosses Temporal. Activities map store
-// error marks onto them in one place (activities/errors.go, the only file that knows both
-// sides); workflows branch on them, never on messages, and list the non-retryable ones in
-// every retry policy.
+// Application error types: the error vocabulary that crosses Temporal, mapped from store
+// marks in activities/errors.go alone; workflows branch on them, never on messages.
 const (
 	ErrTypeInvalidInput     = "InvalidInput"
 	ErrTypeCorruptData      = "CorruptData"

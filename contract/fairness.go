@@ -25,9 +25,8 @@ const (
 	PriorityRoutineMerge = 3
 )
 
-// Fairness weights (MergeWalInput.FairnessWeight, FairnessWeights): a kind's share of the
-// merge task queues' dispatch relative to the other kinds' under Temporal's task-queue
-// fairness. Temporal clamps a weight to [0.001, 1000]; walkeeper refuses one outside.
+// Fairness weights: a kind's share of the merge task queues' dispatch under Temporal's
+// task-queue fairness, which clamps a weight to [0.001, 1000]; walkeeper refuses one outside.
 const (
 	DefaultFairnessWeight = 1.0
 	MinFairnessWeight     = 0.001
@@ -35,15 +34,12 @@ const (
 )
 
 // UrgentPastTriggerFactor: a merge whose store has at least this many times its merge
-// threshold pending (the count trigger's merge_after_generations, the sweep's
-// merge_min_generations or max_pending_age) is urgent: its trigger fired long ago and the
-// merges in front of it kept it waiting.
+// threshold pending is urgent, since the merges in front of it kept it waiting long.
 const UrgentPastTriggerFactor = 4
 
 // MergePriority is the Temporal priority of a MergeWal run of kind and of its activities:
-// PriorityUrgentMerge when urgent, else PriorityRoutineMerge; the kind as fairness key, so
-// each kind's tasks take turns with the other kinds' whatever their backlog; weight as the
-// key's fairness weight (0 = DefaultFairnessWeight). Pure.
+// urgent or routine, with the kind as fairness key so kinds take turns whatever their
+// backlog, at weight (0 = DefaultFairnessWeight). Pure.
 func MergePriority(kind target.Kind, urgent bool, weight float64) temporal.Priority {
 	p := temporal.Priority{PriorityKey: PriorityRoutineMerge, FairnessKey: string(kind), FairnessWeight: float32(cmp.Or(weight, DefaultFairnessWeight))}
 	if urgent {
@@ -86,10 +82,9 @@ func (w FairnessWeights) String() string {
 	return strings.Join(parts, ",")
 }
 
-// ParseFairnessWeights reads "kind=weight,..." (e.g. "rollout=2,generic=1"): each kind at
-// most once, each weight a number in [MinFairnessWeight, MaxFairnessWeight]; kinds not
-// listed weigh DefaultFairnessWeight; "" is every kind at the default. The error, an
-// invalid input, names the first bad entry.
+// ParseFairnessWeights reads "kind=weight,..." (each kind once, weights in
+// [MinFairnessWeight, MaxFairnessWeight], the others DefaultFairnessWeight); the invalid
+// input error names the first bad entry.
 func ParseFairnessWeights(s string) (FairnessWeights, error) {
 	w := FairnessWeights{}
 	if strings.TrimSpace(s) == "" {

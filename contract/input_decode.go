@@ -7,15 +7,12 @@ import (
 	"time"
 )
 
-// A workflow input is JSON that anyone with namespace access types, and the SDK decodes it
-// before the workflow runs: a value of the wrong type (a string for a count, a number beyond
-// int64, an array for the whole input) would fail the run with the SDK's retryable decode
-// error, which is no InvalidInput and names the Go type. So every input type decodes such a
-// value as its zero and keeps the first one as an input error, which Validate reports first.
+// A workflow input is JSON anyone with namespace access types, and a value of the wrong type
+// would fail the run with the SDK's retryable decode error, no InvalidInput. So every input
+// type decodes such a value as its zero and keeps the first as an input error for Validate.
 
 // decodeInput decodes data into dst (a pointer to a type without its own UnmarshalJSON) as
-// encoding/json does, except that a value of the wrong type is left zero and reported in
-// *bad instead of failing the decode.
+// encoding/json does, but leaves a value of the wrong type zero and reports it in *bad.
 func decodeInput(data []byte, dst any, bad *error) error {
 	err := json.Unmarshal(data, dst)
 	var te *json.UnmarshalTypeError

@@ -12,14 +12,10 @@ import (
 	"github.com/walkeeper/walkeeper/target"
 )
 
-// Workflow inputs come from anyone with access to the namespace (`temporal workflow start
-// --input`), so every field of every input has bounds on both sides, checked by a pure
-// Validate method on the input (validate_*.go) before a workflow does anything. A field out of
-// bounds is an input error that names the field by its JSON name; the workflows fail with it as
-// a non-retryable ErrTypeInvalidInput (workflows/input.go), and because it wraps
-// target.ErrInvalidInput (which is store.ErrInvalidInput) every other layer maps it the way it
-// maps any invalid input: activities/errors.go to ErrTypeInvalidInput, the HTTP API to 400
-// invalid_input.
+// Workflow inputs come from anyone with access to the namespace, so every field of every
+// input has bounds on both sides, checked by a pure Validate (validate_*.go) before a workflow
+// does anything. A field out of bounds is an input error naming the field by its JSON name,
+// wrapping target.ErrInvalidInput so that every layer maps it as any invalid input.
 
 // inputError is one workflow input field outside its bounds. Its message is
 // "invalid input: <field>: <problem>", e.g. "invalid input: interval: 1ns is below the floor 1s".
@@ -167,10 +163,8 @@ func CarriedOnStartError(field string) error {
 }
 
 // TargetIDError is the error of a run whose workflow ID id has the form of a store's merge or
-// compaction ID ("merge-wal/<kind>/<name>", "compact/<kind>/<name>") but is not own, the ID
-// of its target's own workflow, or nil: such a run would hold that ID (triggers of that
-// store's merges or compactions attach to the run, the sweep leaves the store out as running)
-// while it works on target. An ID of another form (a test's, a benchmark's) passes. Pure.
+// compaction ID but is not own, its target's: such a run would hold that store's ID (its
+// triggers attach to it) while working on target. Other forms of ID pass. Pure.
 func TargetIDError(id, own, target string) error {
 	if id == own || !(strings.HasPrefix(id, "merge-wal/") || strings.HasPrefix(id, "compact/")) {
 		return nil

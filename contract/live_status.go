@@ -17,11 +17,9 @@ type InFlightActivity struct {
 	Queue    string `json:"queue"`
 }
 
-// slotBlocked is the blocked reason of activity a as the server reports it (pa), at now: a
-// task scheduled and not started by any worker for at least threshold waits for a slot on
-// the shared queue, or on a shard queue for a slot or a worker that may be gone; a retry
-// waiting for its next attempt backs off. "" when a runs, or has waited less than
-// threshold. Pure.
+// slotBlocked is the blocked reason of activity a as the server reports it (pa) at now: one
+// scheduled and not started for at least threshold waits for a slot (or a gone worker); a
+// retry waiting for its attempt backs off; "" otherwise. Pure.
 func slotBlocked(a InFlightActivity, pa *workflowpb.PendingActivityInfo, now time.Time, threshold time.Duration) string {
 	if pa == nil || pa.GetState() != enumspb.PENDING_ACTIVITY_STATE_SCHEDULED || threshold <= 0 {
 		return ""
@@ -53,8 +51,7 @@ func pendingByID(pending []*workflowpb.PendingActivityInfo) map[string]*workflow
 }
 
 // ApplyPending completes st with what only the server knows: which in-flight activities no
-// worker has started (waiting for a slot or a shard worker) or wait for a retry. A reason
-// the workflow reported itself (budget wait, backoff) is kept. now is the caller's clock.
+// worker has started or wait for a retry, keeping a reason the workflow reported itself.
 func (st *MergeWalStatus) ApplyPending(pending []*workflowpb.PendingActivityInfo, now time.Time) {
 	byID := pendingByID(pending)
 	for _, a := range st.InFlight {

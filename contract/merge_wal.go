@@ -18,8 +18,7 @@ type MergeWalInput struct {
 	ParallelPrepare    bool `json:"parallel_prepare,omitempty"`
 	PrepareConcurrency int  `json:"prepare_concurrency,omitempty"`
 	// MaxPasses bounds the passes per shard over the whole merge, continue-as-new included
-	// (default 1000), so writers that seal faster than merges fold cannot keep it running
-	// forever; the sweep starts the next merge.
+	// (default 1000), so writers that seal faster than merges fold cannot keep it running.
 	MaxPasses int `json:"max_passes,omitempty"`
 	// ScheduleToStartTimeout is how long Prepare waits on the shard owner's queue
 	// before falling back to the shared queue (default 30s).
@@ -35,25 +34,19 @@ type MergeWalInput struct {
 	// Carry is progress handed over by continue-as-new; a start that sets it fails
 	// (a run trusts a carry only from its own chain's continue-as-new).
 	Carry *MergeWalCarry `json:"carry,omitempty"`
-	// Trigger says who started the merge (one of Triggers; empty = TriggerUnknown, e.g. a
-	// start by hand from the Temporal CLI or Web) and TriggerReason why, in words
-	// ("oldest pending 11m0s >= 10m0s"). The start helpers copy them into the WalTrigger
-	// search attribute, the memo and the run's summary.
+	// Trigger says who started the merge (one of Triggers; empty = TriggerUnknown) and
+	// TriggerReason why, in words; the start helpers copy them into WalTrigger, the memo and
+	// the run's summary.
 	Trigger       string `json:"trigger,omitempty"`
 	TriggerReason string `json:"trigger_reason,omitempty"`
-	// MaxShardsPerCommit caps the shards whose prepared passes one commit publishes in one
-	// base version (CommitRound): 0 = MaxRoundShards (64), 1 = one shard per round. At most
-	// MaxRoundShards.
+	// MaxShardsPerCommit caps the shards one CommitRound publishes: 0 = MaxRoundShards, 1 =
+	// one shard per round.
 	MaxShardsPerCommit int `json:"max_shards_per_commit,omitempty"`
-	// Urgent: the starter found the store refusing writes (at its pending maximum) or far
-	// past its merge trigger (UrgentPastTriggerFactor); the run and its activities take
-	// PriorityUrgentMerge instead of PriorityRoutineMerge (MergePriority). A start by hand
-	// is routine.
+	// Urgent: the starter found the store refusing writes or far past its merge trigger;
+	// the run and its activities take PriorityUrgentMerge (MergePriority).
 	Urgent bool `json:"urgent,omitempty"`
-	// FairnessWeight is the target kind's fairness weight the starter was configured with
-	// (--fairness-weights; 0 = DefaultFairnessWeight, else in [MinFairnessWeight,
-	// MaxFairnessWeight]): carried in the input so every activity of the chain uses the
-	// weight recorded at start, whatever the workers' configuration says later.
+	// FairnessWeight is the kind's fairness weight the starter was configured with (0 =
+	// DefaultFairnessWeight), carried so the whole chain uses the weight recorded at start.
 	FairnessWeight float64 `json:"fairness_weight,omitempty"`
 	// decodeErr is the first value of the wrong type its JSON held (input_decode.go).
 	decodeErr error
@@ -114,11 +107,9 @@ type MergeWalResult struct {
 	// generations the merge found at its first listing (WalPendingAtStart).
 	BytesMerged    int64 `json:"bytes_merged,omitempty"`
 	PendingAtStart int   `json:"pending_at_start,omitempty"`
-	// Actions is the billable Temporal actions the chain recorded, as the workflow counts its
-	// own commands (Temporal Cloud's definition): the starts, activities scheduled and retried
-	// as its signals report them, workflow tasks that ran listings, search attribute upserts
-	// and signals received. A retry no signal reported is billed but not counted here; the
-	// history's count (internal/actioncount) is exact.
+	// Actions is the billable Temporal actions the chain recorded as the workflow counts its
+	// own commands; a retry no signal reported is billed but not counted (the history's
+	// count, internal/actioncount, is exact).
 	Actions int `json:"actions,omitempty"`
 	// ShardsOmitted counts the shards left out of Shards; ShardsFailed counts the failed
 	// shards, listed or not (both 0 in the result of a run that started before the
@@ -152,15 +143,13 @@ type MergeWalStatus struct {
 	// WorkflowRun is the number of this workflow run in the continue-as-new chain, from 1
 	// (JSON "run", kept for existing clients).
 	WorkflowRun int `json:"run"`
-	// Shards lists at most MaxStatusShards shards, those in flight first, then the failed,
-	// queued and done ones, each group in shard order (CapShards); ShardsOmitted counts the
-	// rest, so the answer stays far below Temporal's 4 MiB query limit however many shards
-	// the store has.
+	// Shards lists at most MaxStatusShards shards, in flight first, then failed, queued and
+	// done (CapShards); ShardsOmitted counts the rest, so the answer stays far below
+	// Temporal's 4 MiB query limit.
 	Shards        []ShardStatus `json:"shards"`
 	ShardsOmitted int           `json:"shards_omitted,omitempty"`
-	// InFlight lists the activities the run waits on and SlotWait the run's slot-wait
-	// threshold: the workflow cannot see whether a worker picked an activity up, the server
-	// can (ApplyPending).
+	// InFlight lists the activities the run waits on and SlotWait its slot-wait threshold,
+	// for ApplyPending.
 	InFlight []InFlightActivity `json:"in_flight,omitempty"`
 	SlotWait time.Duration      `json:"slot_wait,omitempty"`
 	// RefusedSignals counts the ActivityStateSignal payloads this run refused because they
@@ -185,16 +174,13 @@ type ShardStatus struct {
 // failed one up to MaxFailureTextBytes more.
 const MaxResultShards = 32
 
-// MaxCarryErrorBytes bounds each shard's failure text in a MergeWal carry (the first run's
-// history and the worker log keep the whole text): MaxCarriedShards shards of realistic ids
-// and errors then carry about 1.6 MB, under the 2 MiB Temporal refuses a payload at, where
-// 4 KiB texts passed it at about 490 failed shards.
+// MaxCarryErrorBytes bounds each shard's failure text in a MergeWal carry, so that
+// MaxCarriedShards shards carry about 1.6 MB, under the 2 MiB Temporal refuses a payload at.
 const MaxCarryErrorBytes = 128
 
-// MaxStatusShards bounds the shards a status answer lists and MaxStatusErrorBytes each listed
-// shard's error (the result and the worker log keep the whole text): 128 entries of at most
-// about 1.3 KiB stay under MaxPayloadBytes, and 128 covers every shard a run can have in
-// flight (MaxRoundShards waiting for their commit plus the prepares beside them).
+// MaxStatusShards bounds the shards a status answer lists and MaxStatusErrorBytes each one's
+// error, so the answer stays under MaxPayloadBytes; 128 covers every shard a run has in
+// flight.
 const (
 	MaxStatusShards     = 128
 	MaxStatusErrorBytes = 1 << 10

@@ -14,9 +14,8 @@ const (
 // ShardQueue is the task queue served by the owner of shard.
 func ShardQueue(shard string) string { return ShardQueuePrefix + shard }
 
-// Workflow type names, registered by workflows.Register. Workflows are registered under
-// these names, never under Go identifiers, so renaming a function cannot break a running
-// history.
+// Workflow type names: workflows are registered under these, never Go identifiers, so a rename
+// cannot break a running history.
 const (
 	MergeWalWorkflow         = "MergeWal"
 	CompactBaseWorkflow      = "CompactBase"
@@ -47,10 +46,8 @@ const (
 // StatusQuery answers with MergeWalStatus on MergeWal and CompactBaseStatus on CompactBase.
 const StatusQuery = "status"
 
-// ActivityStateSignal carries ActivityState from a running activity to its workflow. It is
-// how the status query learns what the workflow cannot observe on its own: that an
-// activity is running (not waiting for a slot), waiting for the memory budget, or backing
-// off before a retry.
+// ActivityStateSignal carries ActivityState from a running activity to its workflow, for what
+// the status query cannot observe: running, waiting for the budget, or backing off.
 const ActivityStateSignal = "walkeeper-activity-state"
 
 // MergeWalID is the workflow ID of t's merge: "merge-wal/<kind>/<name>".

@@ -10,16 +10,11 @@ import (
 )
 
 // What a merge or compaction says about itself in Temporal visibility, so an operator can
-// find and judge any run from a list view (Temporal Web, `walkeeper history`, `walkeeper
-// queries`; docs/TEMPORAL.md): why it ran (WalTrigger, set at start) and, once it has
-// finished, how far behind the store was and what it folded. The workflow side sets them;
-// readers show "-" for a run that does not carry one. Search attributes are what a list
-// view filters on; the memo repeats them for display, with the trigger's reason in words.
-//
-// SQL visibility (the dev server's SQLite, MySQL, PostgreSQL) offers each namespace only 3
-// custom attributes of type Int (and 3 Double, 10 Keyword). The Int slots go to what
-// filters matter most on: WalPending (live debt), WalPendingAtStart and WalReclaimed;
-// WalBytesMerged is a Double (exact below 2^53 bytes), and the pass count lives in the memo.
+// find and judge any run from a list view (docs/TEMPORAL.md): why it ran and, once finished,
+// how far behind the store was and what it folded; the memo repeats it for display. SQL
+// visibility offers only 3 custom Int attributes per namespace, so the Ints go to WalPending,
+// WalPendingAtStart and WalReclaimed, WalBytesMerged is a Double and the passes live in the
+// memo.
 const (
 	// WalTriggerName (Keyword) says what started the run: one of Triggers.
 	WalTriggerName = "WalTrigger"
@@ -36,10 +31,8 @@ const (
 	WalPassesName = "WalPasses"
 )
 
-// Typed keys of the observation search attributes. WalTrigger is set by the start helpers
-// (and upserted as TriggerUnknown by a run started without one); WalPendingAtStart with the
-// first listing of a merge; WalReclaimed and WalBytesMerged once, when the merge (its whole
-// continue-as-new chain) has finished.
+// Typed keys of the observation search attributes: WalTrigger set at start,
+// WalPendingAtStart with a merge's first listing, the others once its chain has finished.
 var (
 	WalTrigger        = temporal.NewSearchAttributeKeyKeyword(WalTriggerName)
 	WalPendingAtStart = temporal.NewSearchAttributeKeyInt64(WalPendingAtStartName)
@@ -97,10 +90,9 @@ func TriggerWords(trigger, reason string) string {
 	return fmt.Sprintf("%s (%s)", trigger, reason)
 }
 
-// MissingStoreMessage is the one line that refuses work on a store that does not exist, said
-// the same way by the CLI's pre-check and by a MergeWal or CompactBase started by hand for a
-// missing store (which fails once, non-retryably, with it). worker is the base URL of a
-// worker's HTTP API, or "" for a placeholder.
+// MissingStoreMessage is the one line that refuses work on a store that does not exist, the
+// same from the CLI's pre-check and from a run started by hand; worker is the base URL of a
+// worker's HTTP API ("" for a placeholder).
 func MissingStoreMessage(t target.Target, worker string) string {
 	if worker == "" {
 		worker = "http://<worker>"

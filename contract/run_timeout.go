@@ -7,15 +7,12 @@ import (
 	"go.temporal.io/sdk/client"
 )
 
-// Bounds of a MergeWal or CompactBase run (docs/DESIGN.md §10, "A run that cannot make
-// progress"). Every walkeeper starter sets the run's WorkflowRunTimeout, so a run whose
-// workflow task fails on every attempt, or whose activities never finish, is ended by Temporal
-// and the next trigger starts a fresh run instead of attaching to it for ever.
+// Bounds of a MergeWal or CompactBase run (docs/DESIGN.md §10): every starter sets the run
+// timeout, so Temporal ends a run that cannot progress and the next trigger starts afresh.
 const (
-	// DefaultMergeRunTimeout is twice the run age at which a MergeWal continues as new (and a
-	// CompactBase stops starting passes): the other half leaves room for the pass then in
-	// flight, whose longest legitimate attempt is a Prepare of DefaultPrepareTimeout (30 min)
-	// followed by a CommitRound (5 min) and an Abort (2 min), with their backoffs.
+	// DefaultMergeRunTimeout is twice the run age at which a MergeWal continues as new, so
+	// the other half leaves room for the pass then in flight (a 30 min Prepare, a CommitRound
+	// and an Abort, with their backoffs).
 	DefaultMergeRunTimeout = 2 * time.Hour
 	// MinMergeRunTimeout keeps a run long enough for one listing, one pass and its commit.
 	MinMergeRunTimeout = 10 * time.Second
@@ -37,9 +34,8 @@ func RunTimeout(d time.Duration) StartOption {
 	return func(o *client.StartWorkflowOptions) { o.WorkflowRunTimeout = d }
 }
 
-// RunContinueAfter is the age at which a run with runTimeout (0: started without one, e.g.
-// by hand) hands over: MergeWal continues as new, CompactBase starts no further pass. Half the
-// run timeout, so the pass in flight finishes within it.
+// RunContinueAfter is the age, half the run timeout, at which a run with runTimeout (0: none)
+// hands over, so the pass in flight finishes within it.
 func RunContinueAfter(runTimeout time.Duration) time.Duration {
 	if runTimeout <= 0 {
 		runTimeout = DefaultMergeRunTimeout

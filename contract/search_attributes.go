@@ -12,9 +12,8 @@ const (
 	WalPendingName = "WalPending"
 )
 
-// Typed search attribute keys. MergeWal and CompactBase carry WalTarget and WalKind from the
-// start (and upsert them when a bare CLI start left them out); MergeWal keeps WalPending
-// current as it merges.
+// Typed search attribute keys: WalTarget and WalKind from the start (upserted when a bare
+// start left them out), WalPending kept current as MergeWal merges.
 var (
 	WalTarget  = temporal.NewSearchAttributeKeyKeyword(WalTargetName)
 	WalKind    = temporal.NewSearchAttributeKeyKeyword(WalKindName)

@@ -11,17 +11,11 @@ import (
 	"github.com/walkeeper/walkeeper/target"
 )
 
-// StartMergeWal starts t's MergeWal, or attaches to the one already running: the workflow
-// ID is MergeWalID(t), a running execution is reused (conflict policy USE_EXISTING) and a
-// closed one may be followed by a new run (reuse ALLOW_DUPLICATE). ErrorWhenAlreadyStarted
-// makes a start the server refuses surface as an error instead of a handle to a stale closed
-// run. in.Target is set from t; in.Trigger (TriggerUnknown when empty) becomes the WalTrigger
-// search attribute and the memo's trigger, and with in.TriggerReason the run's summary.
-// An attach keeps the running merge's trigger. The run times out after
-// DefaultMergeRunTimeout unless RunTimeout says otherwise (run_timeout.go). The run's tasks
-// take MergePriority (the kind as fairness key, in.Urgent, in.FairnessWeight), which its
-// activities repeat. An input out of bounds (Validate) is refused
-// before anything is started, with the input error the run would fail with.
+// StartMergeWal starts t's MergeWal, or attaches to the one running (USE_EXISTING, then
+// ALLOW_DUPLICATE, ErrorWhenAlreadyStarted so a refused start is an error, not a stale
+// handle). in.Trigger becomes WalTrigger and the memo's trigger, with in.TriggerReason the
+// summary; the run times out after DefaultMergeRunTimeout unless RunTimeout says otherwise,
+// and takes MergePriority. An input out of bounds is refused before anything starts.
 func StartMergeWal(ctx context.Context, c client.Client, t target.Target, in MergeWalInput, with ...StartOption) (client.WorkflowRun, error) {
 	in.Target = t.String()
 	in.Trigger = TriggerOrUnknown(in.Trigger)
@@ -64,11 +58,9 @@ func execute(ctx context.Context, c client.Client, opts client.StartWorkflowOpti
 // task queue and search attributes stay as startOptions sets them.
 type StartOption func(*client.StartWorkflowOptions)
 
-// PendingAtStart (n > 0) gives a MergeWal start the pending generations its starter already
-// knows (the count trigger's own shard, the sweep's demand scan): WalPending and
-// WalPendingAtStart are set with the start, where they cost no action, so a running merge is
-// found by `WalPending > N` from its first second. The run sets both again, from its own
-// listings, when it finishes. n <= 0 leaves them to the end.
+// PendingAtStart (n > 0) gives a MergeWal start the pending generations its starter knows, so
+// WalPending and WalPendingAtStart come free with the start and `WalPending > N` finds the run
+// from its first second; n <= 0 leaves them to the end.
 func PendingAtStart(n int) StartOption {
 	return func(o *client.StartWorkflowOptions) {
 		if n <= 0 {
@@ -79,9 +71,8 @@ func PendingAtStart(n int) StartOption {
 	}
 }
 
-// startOptions are the start options every trigger of t's workflow id uses: the shared
-// task queue, the deduplicating ID policies, t's search attributes and memo with the
-// trigger, and the default run timeout.
+// startOptions are the start options every trigger of t's workflow id uses, so that they all
+// dedupe.
 func startOptions(id string, t target.Target, trigger, reason string) client.StartWorkflowOptions {
 	trigger = TriggerOrUnknown(trigger)
 	memo := map[string]any{MemoTrigger: trigger}

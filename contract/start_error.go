@@ -10,9 +10,8 @@ import (
 // (TestStartBatchPayloadBounded).
 const MaxStartErrorBytes = 128
 
-// StartError is err's text for a StartOutcome: cut on a rune boundary, with "…", so that
-// its JSON encoding (encoding/json, as the SDK's converter writes it) takes at most
-// MaxStartErrorBytes. Pure.
+// StartError is err's text for a StartOutcome, cut on a rune boundary with "…" so its JSON
+// encoding takes at most MaxStartErrorBytes. Pure.
 func StartError(err error) string {
 	msg := err.Error()
 	const ellipsis = "…"

@@ -6,16 +6,12 @@ import (
 	"go.temporal.io/sdk/temporal"
 )
 
-// SweepPriority is the task-queue priority of the sweep's workflow and activity tasks
-// (1 = first; Temporal's default is 3): a sweep that starts thousands of MergeWal runs
-// shares the task queue with them, whose tasks, queued FIFO, would starve the sweep's own.
-// The Schedule walkeeper-sweep starts its windows with it and the paged sweep sets it on its
-// activities. Needs a server whose matcher honours priority (Temporal 1.29: dynamic config
-// matching.useNewMatcher=true; docs/OPERATIONS.md).
+// SweepPriority is the task-queue priority of the sweep's tasks (1 = first; the default is
+// 3), so the MergeWal runs it starts on the same queue cannot starve it; it needs a matcher
+// that honours priority (docs/OPERATIONS.md).
 var SweepPriority = temporal.Priority{PriorityKey: PrioritySweep}
 
-// MaintenanceSweepInput is the sweep's input (the Schedule walkeeper-sweep passes it).
-// Zero fields take their defaults; Validate bounds every field.
+// MaintenanceSweepInput is the sweep's input; zero fields take their defaults.
 type MaintenanceSweepInput struct {
 	// MergeMinGenerations: start MergeWal for a target with at least this many pending
 	// generations in total (default 8).
@@ -26,20 +22,17 @@ type MaintenanceSweepInput struct {
 	// CompactMinRuns: start CompactBase for a target with at least this many base runs
 	// (default 32; negative = off).
 	CompactMinRuns int `json:"compact_min_runs,omitempty"`
-	// MaxStarts caps the workflows one sweep starts (default DefaultSweepMaxStarts, 10,000;
-	// at most MaxSweepStarts); the most indebted targets go first. The demand sweep pages each kind's candidates (at most
-	// MaxDemandCandidates per ScanDemand) until MaxStarts are planned, so one sweep can clear
-	// 1 % of a million stores.
+	// MaxStarts caps the workflows one sweep starts, most indebted first (default
+	// DefaultSweepMaxStarts, at most MaxSweepStarts), paging each kind's candidates until
+	// MaxStarts are planned.
 	MaxStarts int `json:"max_starts,omitempty"`
 	// Concurrency bounds the StartWorkflows activities in flight (default 4).
 	Concurrency int `json:"concurrency,omitempty"`
 	// StartBatch is the number of starts per StartWorkflows activity (default
 	// DefaultSweepStartBatch, 256; at most MaxStartBatch).
 	StartBatch int `json:"start_batch,omitempty"`
-	// StartSpacing is the least time between the launches of two StartWorkflows batches of
-	// one sweep (default 1s; negative = no pacing), so a sweep that finds a large debt
-	// starts at most StartBatch workflows per StartSpacing instead of one burst on Temporal
-	// and on storage (the merges it starts all list and prepare at once).
+	// StartSpacing is the least time between two StartWorkflows batches of one sweep
+	// (default 1s; negative = no pacing), so a large debt is not started in one burst.
 	StartSpacing time.Duration `json:"start_spacing,omitempty"`
 	// ParallelPrepare: MergeWal starts for a target with more than one pending shard ask for
 	// parallel prepares (commits stay one at a time). Default (nil) true.
@@ -52,14 +45,12 @@ type MaintenanceSweepInput struct {
 type MaintenanceSweepResult struct {
 	// Scanned counts the stores whose stats were read.
 	Scanned int `json:"scanned"`
-	// Started lists the workflows started or attached to (the server does not tell which),
-	// most indebted target first: at most MaxSweepListed; StartedOmitted counts the rest, so
-	// len(Started) + StartedOmitted is what the sweep started (StartedCount).
+	// Started lists the workflows started or attached to, most indebted first, at most
+	// MaxSweepListed; StartedOmitted counts the rest (StartedCount).
 	Started        []SweepStart `json:"started"`
 	StartedOmitted int          `json:"started_omitted,omitempty"`
-	// Skipped lists targets not acted on and why, in debt order (at most MaxSweepListed;
-	// SkippedOmitted counts the rest, and the qualified stores the demand index was not
-	// paged to).
+	// Skipped lists targets not acted on and why, in debt order, at most MaxSweepListed;
+	// SkippedOmitted counts the rest and the qualified stores not paged to.
 	Skipped        []SweepSkip `json:"skipped"`
 	SkippedOmitted int         `json:"skipped_omitted,omitempty"`
 	// ScanErrors lists kinds whose scan failed as a whole.
@@ -71,8 +62,7 @@ type MaintenanceSweepResult struct {
 	Qualified      int `json:"qualified,omitempty"`
 }
 
-// StartedCount is how many workflows the sweep started or attached to: the listed ones and
-// the omitted ones.
+// StartedCount is how many workflows the sweep started or attached to, listed or omitted.
 func (r MaintenanceSweepResult) StartedCount() int { return len(r.Started) + r.StartedOmitted }
 
 // Defaults and bounds of one sweep (docs/DESIGN.md §12, "Sweep"). The paged demand sweep
@@ -97,12 +87,10 @@ const (
 	MaxSweepEvents = 5_000
 )
 
-// SweepHistoryBound is the most events one paged demand sweep with these knobs adds to a
-// history: per kind at most SweepPagesPerKind(maxStarts) pages, each a ScanDemand (3 events)
-// and the workflow task it wakes (3); at most maxStarts / startBatch + pages start batches,
-// each a StartWorkflows (3), its spacing timer (2) and the two workflow tasks they wake (6);
-// and 24 for the start, the first and last workflow tasks, the version markers and
-// RecordMaintenance. kinds is the number of kinds. Pure.
+// SweepHistoryBound is the most events one paged demand sweep of kinds kinds adds to a
+// history: per kind SweepPagesPerKind pages of a ScanDemand and its workflow task (6 events
+// each), maxStarts/startBatch + pages batches of a StartWorkflows, its timer and two
+// workflow tasks (11 each), and 24 for the rest. Pure.
 func SweepHistoryBound(kinds, maxStarts, startBatch int) int {
 	pages := kinds * SweepPagesPerKind(maxStarts)
 	batches := (maxStarts+startBatch-1)/startBatch + pages
@@ -110,9 +98,8 @@ func SweepHistoryBound(kinds, maxStarts, startBatch int) int {
 }
 
 // SweepPagesPerKind bounds the ScanDemand pages one sweep lists per kind: two per
-// MaxDemandCandidates of maxStarts (a page whose candidates all start consumes a full
-// page of starts; one that starts fewer, as compaction markers with compaction off do,
-// still ends the listing within twice as many), plus the short last page. Pure.
+// MaxDemandCandidates of maxStarts, since a page that starts fewer still ends the listing
+// within twice as many, plus the short last page. Pure.
 func SweepPagesPerKind(maxStarts int) int {
 	return 2*((maxStarts+MaxDemandCandidates-1)/MaxDemandCandidates) + 1
 }

@@ -7,20 +7,16 @@ import (
 )
 
 // The windowed sweep (docs/DESIGN.md §12, "Sweep windows"): the Schedule walkeeper-sweep
-// starts one SweepWindow per window (default 1 h); the window runs a sweep round every
-// interval on a workflow timer, planning each round with the same code as MaintenanceSweep,
-// and continues as new before its history grows long. A round that starts nothing leaves a
-// few events in the window's history and no workflow of its own.
+// starts one SweepWindow per window, which runs a sweep round every interval and continues as
+// new before its history grows long.
 
 // Names of the windowed sweep.
 const (
 	// SweepNowSignal asks a running window for a round now (`walkeeper schedule trigger`);
 	// the signals that arrived before a round starts are served by that one round.
 	SweepNowSignal = "walkeeper-sweep-now"
-	// WalSweepStartsName (Double: the 3 custom Int slots of SQL visibility are taken, see
-	// contract/observe.go) counts the workflows this run of a window has started. It
-	// is set only by rounds that start something, so `WalSweepStarts > 0` lists the window
-	// runs that did.
+	// WalSweepStartsName (a Double: SQL visibility's 3 Int slots are taken) counts the
+	// workflows this window run started, set only by rounds that start something.
 	WalSweepStartsName = "WalSweepStarts"
 	// MemoSweepRounds is the memo key of a window run's rounds that started something
 	// (SweepRoundsMemo), set with WalSweepStarts.
@@ -34,10 +30,8 @@ var WalSweepStarts = temporal.NewSearchAttributeKeyFloat64(WalSweepStartsName)
 const (
 	DefaultSweepWindow   = time.Hour
 	DefaultSweepInterval = time.Minute
-	// DefaultSweepEventBudget: a run continues as new once its history has this many events
-	// (or Temporal suggests it), far below Temporal's 10,240-event warning. One round adds at
-	// most a few hundred events (max_starts / start_batch start batches), so no run passes
-	// ~5,000.
+	// DefaultSweepEventBudget: a run continues as new at this many events (or when Temporal
+	// suggests it), far below Temporal's 10,240-event warning even after a last round.
 	DefaultSweepEventBudget = 4000
 	// MaxSweepRecentRounds bounds the rounds a window keeps and reports (the last ones that
 	// started something or failed).
@@ -58,9 +52,8 @@ const (
 type SweepWindowInput struct {
 	// Sweep is every round's sweep input (thresholds, batching, discovery).
 	Sweep MaintenanceSweepInput `json:"sweep"`
-	// Interval is the time between the starts of two rounds (default 1m). A round that runs
-	// longer makes the next start at the next multiple of Interval, as a schedule with
-	// overlap SKIP would.
+	// Interval is the time between the starts of two rounds (default 1m); a late round
+	// starts the next at the next multiple, as overlap SKIP would.
 	Interval time.Duration `json:"interval,omitempty"`
 	// Window is how long the window runs rounds (default 1h): its first round starts at
 	// once, its last one less than Interval before the window ends.

@@ -5,9 +5,7 @@ import (
 	"unicode/utf8"
 )
 
-// Clip is s cut to at most n bytes at a character boundary, with an ellipsis when it was
-// cut: text from a failure or an input, bounded before it goes into a status, a summary or an
-// error message, and never split inside a character.
+// Clip is s cut to at most n bytes at a character boundary, with an ellipsis when cut.
 func Clip(s string, n int) string {
 	if len(s) <= n {
 		return s
@@ -32,10 +30,8 @@ func FormatBytes(n int64) string {
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
-// MaxFailureTextBytes bounds the failure text a workflow records from an activity error and
-// carries across continue-as-new (a MergeWal shard's error, a reconcile's problems, a sweep
-// round's failure), far inside the carries' 64 KiB bound: one long error must neither fail
-// the continued run's input check nor swell its payloads.
+// MaxFailureTextBytes bounds the failure text a workflow records and carries, so one long
+// error neither fails the continued run's input check nor swells its payloads.
 const MaxFailureTextBytes = 4 << 10
 
 // FailureText is s as a workflow records failure text: at most MaxFailureTextBytes, cut at a

@@ -2,8 +2,7 @@ package contract
 
 import "cmp"
 
-// Defaults and bounds of CompactBaseInput (docs/TEMPORAL.md, "Workflow inputs"). A zero field
-// takes its default; the bounds apply to the value the workflow uses.
+// Defaults and bounds of CompactBaseInput (docs/TEMPORAL.md, "Workflow inputs").
 const (
 	// DefaultCompactMaxPasses and MaxCompactMaxPasses: passes of one CompactBase, each a
 	// CompactBase activity.

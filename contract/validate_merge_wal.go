@@ -6,8 +6,7 @@ import (
 	"time"
 )
 
-// Defaults and bounds of MergeWalInput (docs/TEMPORAL.md, "Workflow inputs"). A zero field
-// takes its default; the bounds apply to the value the workflow uses.
+// Defaults and bounds of MergeWalInput (docs/TEMPORAL.md, "Workflow inputs").
 const (
 	// DefaultMergeMaxPasses and MaxMergeMaxPasses: passes per shard over the whole chain.
 	// Each pass is at least a Prepare and its part of a CommitRound, so the ceiling bounds
@@ -15,8 +14,7 @@ const (
 	DefaultMergeMaxPasses = 1000
 	MaxMergeMaxPasses     = 10_000
 	// DefaultPassesPerWorkflowRun and MaxPassesPerWorkflowRun: committed passes before
-	// continue-as-new. A run also continues as new when Temporal suggests it (by default at
-	// 4,096 events), so the ceiling only bounds what a run may ask for.
+	// continue-as-new (a run also continues when Temporal suggests it).
 	DefaultPassesPerWorkflowRun = 100
 	MaxPassesPerWorkflowRun     = 1000
 	// DefaultPrepareConcurrency and MaxPrepareConcurrency: prepares of one merge at once
@@ -46,9 +44,8 @@ const (
 	MaxPrepareTimeout     = 24 * time.Hour
 	// MaxTriggerReasonBytes bounds trigger_reason, which becomes the run's summary and memo.
 	MaxTriggerReasonBytes = 1024
-	// MaxCarriedShards bounds the shards a MergeWal carry lists: far more than a store has
-	// writers, and at under 400 bytes a shard (failure texts cut to MaxCarryErrorBytes) the
-	// carry stays under Temporal's 2 MiB payload limit.
+	// MaxCarriedShards bounds the shards a MergeWal carry lists, far more than a store has
+	// writers, so the carry stays under Temporal's 2 MiB payload limit.
 	MaxCarriedShards = 4096
 	// MaxCarriedRuns bounds the workflow-run counters carried across continue-as-new.
 	MaxCarriedRuns = 1_000_000
@@ -63,9 +60,8 @@ const (
 	maxErrorTypeBytes    = 64
 )
 
-// WithDefaults is in with every zero knob the workflow carries set to the default
-// MergeWalInput documents (max_shards_per_commit stays 0: the round commit reads 0 as
-// MaxRoundShards). Pure.
+// WithDefaults is in with every zero knob the workflow carries at its default
+// (max_shards_per_commit stays 0, which the round commit reads as MaxRoundShards). Pure.
 func (in MergeWalInput) WithDefaults() MergeWalInput {
 	in.MaxPasses = cmp.Or(in.MaxPasses, DefaultMergeMaxPasses)
 	in.PassesPerWorkflowRun = cmp.Or(in.PassesPerWorkflowRun, DefaultPassesPerWorkflowRun)
@@ -76,8 +72,8 @@ func (in MergeWalInput) WithDefaults() MergeWalInput {
 	return in
 }
 
-// Validate checks every field of a MergeWal input against its bounds (see the constants
-// above); a carry is checked for shape here and for provenance by the workflow. Pure.
+// Validate checks every field of a MergeWal input against its bounds, a carry for shape
+// (its provenance is the workflow's to check). Pure.
 func (in MergeWalInput) Validate() error {
 	d := in.WithDefaults()
 	err := firstInvalid(

@@ -24,9 +24,8 @@ func (in ReconcileDemandInput) WithDefaults() ReconcileDemandInput {
 	return in
 }
 
-// Validate checks every field of a reconcile input against its bounds, the carried cursor,
-// totals and problems for shape (their provenance is the workflow's to check, see
-// CarriedField). Pure.
+// Validate checks every field of a reconcile input against its bounds, carried ones for shape
+// (their provenance is the workflow's to check, CarriedField). Pure.
 func (in ReconcileDemandInput) Validate() error {
 	d := in.WithDefaults()
 	err := firstInvalid(
@@ -56,9 +55,7 @@ func (in ReconcileDemandInput) Validate() error {
 	})
 }
 
-// CarriedField names the first field of in that holds what only a continued run may hold (a
-// cursor past the start, totals, problems, a run count, a start time), or "" when there is
-// none.
+// CarriedField names the first field of in that only a continued run may hold, or "".
 func (in ReconcileDemandInput) CarriedField() string {
 	switch {
 	case in.Cursor != (ReconcileCursor{}):

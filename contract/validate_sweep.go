@@ -8,8 +8,7 @@ import (
 )
 
 // Defaults and bounds of MaintenanceSweepInput and SweepWindowInput (docs/TEMPORAL.md,
-// "Workflow inputs"). A zero field takes its default; the bounds apply to the value the
-// workflow uses.
+// "Workflow inputs"); the bounds apply to the value after defaults.
 const (
 	// DefaultSweepMergeMinGenerations and MaxSweepMergeMinGenerations bound
 	// merge_min_generations.
@@ -33,9 +32,8 @@ const (
 	DefaultSweepStartSpacing = time.Second
 	MinSweepStartSpacing     = 10 * time.Millisecond
 	MaxSweepStartSpacing     = time.Minute
-	// DefaultReconcileConcurrency is ReconcilePage's default: a store costs a handful of
-	// storage round trips, so a page takes page size × requests per store × latency /
-	// concurrency. MaxStoreConcurrency bounds the stores one ReconcilePage reads at once.
+	// DefaultReconcileConcurrency is ReconcilePage's default and MaxStoreConcurrency bounds
+	// the stores one ReconcilePage reads at once.
 	DefaultReconcileConcurrency = 16
 	MaxStoreConcurrency         = 128
 	// Interval between two rounds of a window: below a second, rounds run back to back,

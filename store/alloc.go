@@ -12,29 +12,14 @@ import (
 	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
-// Memory accounting: the budget is the footprint, so that a process's memory stays within
-// what its budgets admit.
-//
-// A memAccount is the Arrow memory.Allocator of one budgeted operation (a merge's Prepare).
-// Every byte it hands out, through Arrow (builders, the Parquet writer, the IPC reader) or
-// as a raw read buffer for an object's bytes (buffer), is charged against the operation's
-// Reservation, and credited back on Free. The reservation taken before a merge is therefore
-// a bound checked against real allocations, not an estimate that holds only on paper.
-//
-// Growth rule (doc.go, "Budget"): an allocation beyond the reservation may grow it with the
-// non-waiting TryGrow and nothing else; nobody waits while holding bytes. Where growth is
-// refused:
-//   - buffer (the input of a merge) refuses too; the merge keeps the complete prefix of
-//     generations it could read, or fails with ErrBudgetBusy when that prefix is empty;
-//   - an Arrow Allocate cannot refuse (the interface has no error), so the account records
-//     an overdraft, counts it, and the merge fails with ErrBudgetBusy at its next chunk
-//     boundary (err). In builds with the race detector (allocCheck) an overdraft panics:
-//     the tests prove the footprint model (mergeFootprint) covers what merges allocate.
-//
-// Freed buffers go back to the Budget's bufferPool and are handed out again by the next
-// operation, without being zeroed by the Go allocator or collected by the garbage
-// collector first. The garbage collector only sees what merges allocate outside the
-// account, so the heap stays near what the budget reserves (docs/benchmarks/memory.md).
+// Memory accounting: the budget is the footprint. A memAccount is the Arrow allocator of one
+// budgeted operation; every byte it hands out, through Arrow or as a read buffer, is charged
+// to the operation's Reservation, so the reservation is a bound checked against real
+// allocations. Past the reservation it may only TryGrow (doc.go, "Budget"): a read buffer is
+// then refused and the merge keeps the prefix it could read; an Arrow Allocate cannot refuse,
+// so it is recorded as an overdraft and fails the merge at its next chunk (a panic under the
+// race detector, which proves mergeFootprint). Freed buffers go back to the Budget's pool, so
+// the heap stays near what the budget reserves (docs/benchmarks/memory.md).
 type memAccount struct {
 	res  *Reservation
 	pool *bufferPool // nil: plain Go allocations, nothing reused
@@ -94,8 +79,7 @@ func (a *memAccount) Free(b []byte) {
 	a.recycle(b)
 }
 
-// recycle returns b to the pool or, when the pool does not keep it, gives it up: a mapped
-// buffer goes back to the OS at once, a heap one to the garbage collector.
+// recycle returns b to the pool or gives it up (a mapped buffer to the OS at once).
 func (a *memAccount) recycle(b []byte) {
 	if a.pool == nil || a.pool.put(b[:0]) {
 		return // without a pool the buffer is on the Go heap (get)
@@ -109,11 +93,9 @@ func release(b []byte) {
 	}
 }
 
-// buffer returns a buffer of length 0 and capacity at least n for reading an object's bytes
-// into (not zeroed: the read overwrites it). It never waits and never overdraws: ok is false,
-// and nothing more is charged, when the reservation cannot hold it. prepaid is what the
-// caller charged ahead (prepay): the buffer takes it over and is charged only the difference
-// to its capacity (or credits what it does not need); on false, prepaid stays charged.
+// buffer returns a buffer of capacity at least n for reading an object's bytes into, never
+// waiting nor overdrawing (ok false, nothing charged, when it does not fit); it takes over
+// the prepaid bytes the caller charged ahead (prepay), which stay charged on false.
 func (a *memAccount) buffer(n int, prepaid int64) (_ []byte, ok bool) {
 	b, _ := a.get(n)
 	switch extra := int64(cap(b)) - max(prepaid, 0); {
@@ -191,9 +173,8 @@ func (a *memAccount) err() error {
 // Allocated returns the bytes handed out and not freed.
 func (a *memAccount) Allocated() int64 { return a.allocated.Load() }
 
-// get takes a buffer of capacity >= size from the pool (reused), or allocates one aligned.
-// Without a pool (an unlimited budget) nothing is reused, so buffers stay on the Go heap:
-// mapping and unmapping every buffer would cost a system call and fresh page faults each.
+// get takes a buffer of capacity >= size from the pool, or allocates one aligned; without a
+// pool nothing is reused and buffers stay on the Go heap, since mapping each costs a syscall.
 func (a *memAccount) get(size int) (_ []byte, reused bool) {
 	if a.pool == nil {
 		return heapBuffer(size), false
@@ -205,13 +186,10 @@ func (a *memAccount) get(size int) (_ []byte, reused bool) {
 	return alignedBuffer(size), false
 }
 
-// mapMinBytes is the smallest buffer mapped outside the Go heap (mapBuffer). Smaller ones,
-// many and short-lived (builders' bitmaps, encoder scratch), stay on the Go heap; the large
-// ones, the objects' bytes and the output chunks, are what the budget is about.
+// mapMinBytes is the smallest buffer mapped outside the Go heap; smaller ones stay on it.
 const mapMinBytes = 256 << 10
 
-// isMapped reports whether a buffer of capacity c was (or would be) mapped. Capacities are
-// class sizes, so the class decides.
+// isMapped reports whether a buffer of capacity c, a class size, was (or would be) mapped.
 func isMapped(c int) bool { return c >= mapMinBytes }
 
 // alignedBuffer allocates the class size of size bytes, starting at a bufAlignment
@@ -238,25 +216,20 @@ func heapBuffer(size int) []byte {
 }
 
 // Buffer size classes: four per power of two from 4 KiB, so a freed buffer serves later
-// requests of about its size. Smaller requests share the 4 KiB class. A request just over a
-// class boundary gets the next class, up to a quarter more than it asked for
-// (maxClassRounding: 2^k + 1 bytes take 1.25 × 2^k).
+// requests of about its size at most a quarter more than asked (maxClassRounding).
 const (
 	minClassShift    = 12
 	classSteps       = 4
 	maxClassRounding = classSteps // request/maxClassRounding bounds the rounding
 )
 
-// readBufferBytes is what a read buffer for an object of size bytes takes from its account:
-// its size class (the buffer holds size+1 bytes, so a read can tell an object longer than
-// its manifest says).
+// readBufferBytes is the size class of a read buffer for an object of size bytes (it holds
+// size+1, so a read can tell an object longer than its manifest says).
 func readBufferBytes(size int64) int64 {
 	return int64(classSize(classOf(int(min(max(size, 0), maxReadBufferRequest)) + 1)))
 }
 
-// maxReadBufferRequest caps the size readBufferBytes classes: a manifest may declare up to
-// 2^63 - 1 bytes, whose class size wraps negative, and no read buffer comes near the cap
-// (the buffer a read takes is charged its real size, buffer).
+// maxReadBufferRequest caps the size readBufferBytes classes, so a declared 2^63 cannot wrap.
 const maxReadBufferRequest = 1 << 48
 
 // classOf is the smallest class whose size is >= size.
@@ -279,11 +252,8 @@ func classSize(c int) int {
 	return 1<<shift + step<<(shift-2)
 }
 
-// bufferPool keeps freed buffers of a Budget for reuse, by size class. What it keeps is
-// bounded: pooled bytes plus the bytes the budget's accounts have allocated stay within the
-// limit, so the process's budgeted memory, in use or kept, stays within the budget. A
-// buffer that does not fit is dropped to the garbage collector, and a fresh allocation
-// that would not fit drops pooled buffers first (trim).
+// bufferPool keeps freed buffers of a Budget for reuse, by size class, only while pooled plus
+// allocated bytes stay within the limit (trim drops pooled ones first).
 type bufferPool struct {
 	budget *Budget
 	mu     sync.Mutex
@@ -355,13 +325,9 @@ func (p *bufferPool) trim(extra int64) {
 // errBufferRefused: the account of a read could not hold the object's bytes without waiting.
 var errBufferRefused = fmt.Errorf("%w: no room for the object's bytes", ErrBudgetBusy)
 
-// readBuffer returns the allocator of one Bucket read (GetAtMost) into a buffer of a: the
-// object's bytes are then memory the account charged. prepaid is what the caller already
-// charged for the buffer ahead of the read (prepay); the buffer takes it over and is charged
-// only what it needs beyond it. A read that a cannot hold fails with errBufferRefused
-// instead of waiting. The caller calls free once done with the bytes, which returns the
-// buffer to the pool (whether or not the bytes still alias it: an object longer than its
-// reported size is regrown on the Go heap) and credits whatever no buffer took.
+// readBuffer returns the allocator of one Bucket read into a buffer of a, taking over the
+// prepaid bytes; a read a cannot hold fails with errBufferRefused instead of waiting. free
+// returns the buffer to the pool and credits whatever no buffer took.
 func (a *memAccount) readBuffer(prepaid int64) (alloc objstore.Alloc, free func()) {
 	var buf []byte
 	alloc = func(n int) ([]byte, error) {
@@ -387,10 +353,8 @@ func (a *memAccount) readBuffer(prepaid int64) (alloc objstore.Alloc, free func(
 	}
 }
 
-// prepay charges, without waiting, what a read buffer for an object of about size bytes
-// takes (its size class), so that concurrent reads get their buffers in the order the
-// caller prepays, not in the order their reads happen to get there. ok is false, with
-// nothing charged, when the reservation cannot hold it.
+// prepay charges, without waiting, the size class of a read buffer for about size bytes, so
+// that concurrent reads get their buffers in the caller's order (false: nothing charged).
 func (a *memAccount) prepay(size int64) (int64, bool) {
 	n := readBufferBytes(size)
 	return n, a.tryCharge(n)

@@ -4,10 +4,8 @@ package store
 
 import "syscall"
 
-// mapBuffer maps size bytes of anonymous memory outside the Go heap: the garbage collector
-// neither scans it nor counts it toward its heap goal, and unmapBuffer returns it to the OS
-// at once. Page-aligned, so bufAlignment-aligned. nil if the mapping fails (the caller
-// falls back to the Go heap).
+// mapBuffer maps size bytes of anonymous memory outside the Go heap, which the collector
+// neither scans nor counts and unmapBuffer returns to the OS at once; nil if it fails.
 func mapBuffer(size int) []byte {
 	b, err := syscall.Mmap(-1, 0, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
 	if err != nil {

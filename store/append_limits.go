@@ -9,10 +9,9 @@ import (
 	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
 
-// Append limits: an append is bounded in rows (Options.MaxAppendRows) and in decoded size
-// (Options.MemtableBytes), both checked before its rows are materialised, and its decoded
-// size is charged to the DB's append budget while it is in flight, so concurrent appends
-// cannot multiply memory. Keys are bounded everywhere (MaxKeyBytes).
+// Append limits: an append is bounded in rows and decoded size before its rows are
+// materialised, and its decoded size is charged to the DB's append budget while in flight, so
+// concurrent appends cannot multiply memory.
 
 // MaxKeyBytes is the longest row key, in bytes, that appends, deletes, gets and List
 // cursors accept (ErrKeyTooLong; rowcodec.MaxKeyBytes).
@@ -21,21 +20,17 @@ const MaxKeyBytes = rowcodec.MaxKeyBytes
 // DefaultMemtableBytes is Options.MemtableBytes when unset.
 const DefaultMemtableBytes = 64 << 20
 
-// appendBudgetFactor sizes the append budget: appendBudgetFactor × MemtableBytes bytes of
-// decoded rows may be in flight at once (128 MiB by default), so two appends of the largest
-// size allowed decode side by side and smaller ones share the room.
+// appendBudgetFactor sizes the append budget to appendBudgetFactor × MemtableBytes, so two
+// appends of the largest size decode side by side.
 const appendBudgetFactor = 2
 
-// appendBudgetWait is how long an append waits for room in the append budget before it
-// fails with ErrBudgetBusy.
+// appendBudgetWait is how long an append waits for the append budget before ErrBudgetBusy.
 const appendBudgetWait = 5 * time.Second
 
-// AppendJSON decodes body, a JSON array of row objects, as Codec.DecodeJSON does (with
-// Options.MaxRowBytes) and appends the rows (Append). Before any row is materialised it
-// counts the rows and estimates their decoded size from the text: more than MaxAppendRows
-// rows, or more than MemtableBytes, is ErrAppendTooLarge; the estimate is then reserved from
-// the append budget until the rows are in the memtable (ErrBudgetBusy when there is no room
-// within appendBudgetWait). An empty array appends nothing.
+// AppendJSON decodes body, a JSON array of row objects, as Codec.DecodeJSON does and appends
+// the rows. Before any row is materialised it checks the count and the size estimated from
+// the text (ErrAppendTooLarge) and reserves the estimate from the append budget until the
+// rows are in the memtable (ErrBudgetBusy past appendBudgetWait).
 func (s *Store) AppendJSON(ctx context.Context, body []byte) (AppendResult, error) {
 	o := &s.db.opts
 	if !json.Valid(body) {
@@ -61,9 +56,8 @@ func (s *Store) AppendJSON(ctx context.Context, body []byte) (AppendResult, erro
 	return s.submit(ctx, rows, false)
 }
 
-// refuseAtPendingMax refuses an append to a shard already at PendingMax before its body is
-// measured and decoded, so clients retrying against a full shard cost no decoding. It only
-// saves work: submit's admit is the check that holds.
+// refuseAtPendingMax refuses an append to a shard at PendingMax before its body is decoded,
+// only to save work: submit's admit is the check that holds.
 func (s *Store) refuseAtPendingMax(ctx context.Context) error {
 	if s.db.opts.PendingMax <= 0 {
 		return nil
@@ -80,8 +74,7 @@ func (s *Store) refuseAtPendingMax(ctx context.Context) error {
 	return nil
 }
 
-// checkAppendSize refuses an append of more than MaxAppendRows rows or whose decoded size is
-// more than MemtableBytes.
+// checkAppendSize refuses an append over MaxAppendRows rows or MemtableBytes decoded.
 func (s *Store) checkAppendSize(rows int, size int64) error {
 	o := &s.db.opts
 	if o.MaxAppendRows > 0 && rows > o.MaxAppendRows {

@@ -36,14 +36,10 @@ func encodeIPC(schema *arrow.Schema, recs ...arrow.RecordBatch) ([]byte, error) 
 	return buf.Bytes(), nil
 }
 
-// decodeIPC reads every record of an IPC file and checks it against the store schema,
-// allocating what the reader allocates (metadata, never the aliased column buffers) from mem.
-// Any decode failure is ErrCorrupt: the object will never read differently. The schema and
-// the batches' metadata are checked before arrow reads them (checkIPCFile).
-//
-// The records alias data (zero copy): the column buffers are slices of the object's bytes,
-// so decoding allocates no second copy of a generation. Callers therefore must not modify
-// data afterwards; every caller passes bytes fresh from storage that nothing else holds.
+// decodeIPC reads every record of an IPC file and checks it against the store schema (the
+// schema and batches' metadata before arrow reads them, checkIPCFile), allocating the
+// reader's metadata from mem; any failure is ErrCorrupt. The records alias data (zero copy),
+// so callers pass bytes fresh from storage that nothing else holds or modifies.
 func decodeIPC(mem memory.Allocator, data []byte, c *rowcodec.Codec, what string) (recs []arrow.RecordBatch, err error) {
 	defer func() {
 		if r := recover(); r != nil { // arrow's readers panic on some garbled inputs
@@ -80,9 +76,8 @@ func decodeIPC(mem memory.Allocator, data []byte, c *rowcodec.Codec, what string
 }
 
 // validateBuffers checks what arrow's readers take on trust and a consumer would only trip
-// over later, outside decodeIPC's recover: buffer sizes and bitmaps against the row count, and
-// string/binary offsets inside their value buffer and non-decreasing, so that every value
-// slice is in bounds. O(rows), no UTF-8 check (values are compared as bytes).
+// over later, outside decodeIPC's recover: buffer sizes, bitmaps and string/binary offsets,
+// so every value slice is in bounds. O(rows), no UTF-8 check.
 func validateBuffers(rec arrow.RecordBatch) error {
 	for c, col := range rec.Columns() {
 		if err := array.Validate(col); err != nil {
@@ -123,21 +118,18 @@ func releaseAll(recs []arrow.RecordBatch) {
 // parquetRowGroup bounds row-group size so that readers can stream large runs.
 const parquetRowGroup = 64 * 1024
 
-// parquetPageSize is the data page size the writer cuts pages at: small enough that the
-// encoder's pooled page buffers are reused and stay in a core's cache (arrow-go's 1 MiB
-// default grows a fresh zeroed buffer per page), for ~40 bytes of page header per page.
+// parquetPageSize is the data page size the writer cuts pages at, small enough that pooled
+// page buffers are reused and stay in cache (arrow-go's 1 MiB default grows a fresh one).
 const parquetPageSize = 128 << 10
 
-// incompressibleRatio: a column whose sampled values Snappy shrinks by less than this
-// fraction is written uncompressed, sparing the CPU of compressing what does not shrink.
+// incompressibleRatio: a column Snappy shrinks by less than this fraction is written raw.
 const incompressibleRatio = 0.9
 
 // compressionSample is how many value bytes per column the codec choice looks at.
 const compressionSample = 256 << 10
 
-// parquetProps are the writer properties of a base run (docs/FORMAT.md §2 lists the
-// encodings). Compression is chosen per column from sample, the first chunk written:
-// Snappy where it pays, none where it does not; so is the shard column's encoding.
+// parquetProps are the writer properties of a base run (docs/FORMAT.md §2): compression and
+// the shard column's encoding are chosen per column from sample, the first chunk written.
 func parquetProps(mem memory.Allocator, schema *arrow.Schema, sample arrow.RecordBatch) *parquet.WriterProperties {
 	opts := []parquet.WriterProperty{
 		parquet.WithAllocator(mem),
@@ -207,8 +199,7 @@ func oneShard(sample arrow.RecordBatch) bool {
 }
 
 // incompressible reports whether a string or binary column's values do not compress with
-// Snappy: it compresses up to compressionSample bytes taken from the start and the middle
-// of the values. Other column types are small next to their row count and stay compressed.
+// Snappy, sampling up to compressionSample bytes from their start and middle.
 func incompressible(col arrow.Array) bool {
 	var values []byte
 	switch a := col.(type) {
@@ -236,12 +227,10 @@ func incompressible(col arrow.Array) bool {
 	return float64(packed) >= incompressibleRatio*float64(raw)
 }
 
-// writeParquetWith streams one base run to w from the records next returns, in order, until
-// it returns nil, with the writer's buffers (pages, encoders) from mem. Each record becomes
-// at least one row group and is released once written, so the caller can build the run chunk
-// by chunk and never hold all of it. next must return at least one record (an empty one for
-// an empty run). On error, records already handed over are released; the caller owns
-// nothing it has passed in.
+// writeParquetWith streams one base run to w from the records next returns until nil (at
+// least one, empty for an empty run), each becoming a row group released once written, so the
+// caller never holds the whole run; the writer's buffers come from mem. On error, records
+// already handed over are released.
 func writeParquetWith(mem memory.Allocator, w io.Writer, schema *arrow.Schema, next func() (arrow.RecordBatch, error)) error {
 	rec, err := next()
 	if err != nil {
@@ -271,19 +260,15 @@ func writeParquetWith(mem memory.Allocator, w io.Writer, schema *arrow.Schema, n
 	return fw.Close()
 }
 
-// decodeParquet reads a whole run into one record with the store's Arrow schema, on the Go
-// heap, as a sortedFile named what. It reads the run as one batch (arrowio_runs.go): each
-// column is decoded once into one array, with pages read through a small buffer, where
-// reading it as a table copied every column chunk whole into a Go slice first. Its peak is
-// still about twice the record (the column builders grow by doubling): reads that must bound
-// their memory read runs in batches instead (list_runs.go, compact_stream.go).
+// decodeParquet reads a whole run into one record on the Go heap, as a sortedFile named what,
+// decoding each column once (arrowio_runs.go); its peak is still about twice the record, so
+// reads that must bound memory read runs in batches (list_runs.go, compact_stream.go).
 func decodeParquet(ctx context.Context, data []byte, c *rowcodec.Codec, what string) (f *sortedFile, err error) {
 	return decodeParquetAdmitted(ctx, data, c, what, nil)
 }
 
-// decodeParquetAdmitted is decodeParquet asking admit, once the footer is read and before
-// anything is decoded, whether the decode may hold what the footer gives the run decoded
-// (nil = always); an error from admit is returned as it is.
+// decodeParquetAdmitted is decodeParquet asking admit (nil = always), once the footer is read
+// and before anything is decoded, whether the decode may hold what the footer gives.
 func decodeParquetAdmitted(ctx context.Context, data []byte, c *rowcodec.Codec, what string, admit func(decoded int64) error) (f *sortedFile, err error) {
 	defer func() {
 		if r := recover(); r != nil { // arrow's readers panic on some garbled inputs

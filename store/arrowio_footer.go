@@ -9,20 +9,16 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 )
 
-// A run's Parquet footer is checked before arrow-go reads it, like the Arrow schemas
-// (arrowio_schema.go; docs/RELIABILITY.md finding 18). arrow-go v18.8.0's thrift reader makes
-// each list at the count the footer declares, bounded only by thrift's 100 MB message size
-// and not by the footer's bytes (1.6 GB for a list of strings), and builds a schema group's
-// children at the count its num_children declares (32 GiB for 2^31-1): both are asked for
-// before any entry is read. checkRunFooter walks the footer's thrift compact encoding and
-// refuses any count or length beyond the bytes left, so what thrift allocates stays a small
-// multiple of the footer.
+// A run's Parquet footer is checked before arrow-go reads it (docs/RELIABILITY.md finding
+// 18): arrow-go v18.8.0's thrift reader makes each list and a schema group's children at the
+// count declared, gigabytes before any entry is read. checkRunFooter walks the footer's thrift
+// compact encoding and refuses any count or length beyond the bytes left, so what thrift
+// allocates stays a small multiple of the footer.
 
 // parquetTrailer is the footer's length (4 bytes) and the "PAR1" magic that end a run.
 const parquetTrailer = 4 + 4
 
-// thriftDepthMax bounds the nesting of the footer's structs and containers (thrift's own
-// recursion limit is 64; a Parquet footer nests a handful of levels).
+// thriftDepthMax bounds the footer's nesting (thrift's own limit is 64; Parquet nests a few).
 const thriftDepthMax = 64
 
 // Thrift compact protocol types.
@@ -87,8 +83,7 @@ func (w *thriftWalk) zigzag() (int64, error) {
 	return int64(u>>1) ^ -int64(u&1), err
 }
 
-// count reads a container's element count and refuses one the bytes left cannot hold (every
-// element takes at least one byte).
+// count reads a container's element count, refusing one the bytes left cannot hold.
 func (w *thriftWalk) count(n uint64) (int, error) {
 	if n > uint64(len(w.b)-w.off) {
 		return 0, fmt.Errorf("container at %d declares %d elements in %d bytes", w.off, n, len(w.b)-w.off)

@@ -17,18 +17,15 @@ import (
 	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
 
-// Base runs read in record batches, so a run's decoded size never has to fit at once: a run is
-// decoded a batch of rows at a time, each batch into buffers of the caller's allocator, instead
-// of whole into one record on the Go heap. The footer says, before anything is decoded, how
-// large a batch and the reader's page buffers can get (runBatches.window), so a budgeted caller
-// can reserve that bound before it holds the batches; its allocator then checks it.
+// Base runs read in record batches into buffers of the caller's allocator, so a run's decoded
+// size never has to fit at once; the footer bounds a batch and the page buffers
+// (runBatches.window) before anything is decoded, so a budgeted caller reserves that first.
 
 // runBatchBytes is the decoded size a batch of a run aims at.
 const runBatchBytes = 1 << 20
 
-// runPageScratchMax bounds what the reader holds per column for the page it decodes (the
-// page as stored and decompressed): a data page is about parquetPageSize (1 MiB in runs
-// written before it was set) plus the values of the last write batch.
+// runPageScratchMax bounds what the reader holds per column for the page it decodes: about
+// parquetPageSize (1 MiB in older runs) plus the last write batch's values.
 const runPageScratchMax = 4 << 20
 
 // runRowBytesMax caps the bytes per row a footer can make a batch's window count.
@@ -41,10 +38,9 @@ const runDecodedMax = 1 << 60
 // least 4 bytes (its length) that Snappy shrinks at most 64/3 times.
 const runRowsPerByte = 6
 
-// runBatchRowOverhead is the Arrow size per row of a batch beyond the Parquet plain size of
-// its values: a validity bit and an offset per column at most, and the shard id, which is
-// dictionary-encoded in the file (an index) but one string per row in Arrow (at most 64
-// bytes: validateShardID).
+// runBatchRowOverhead is the Arrow size per row beyond the Parquet plain size of its values:
+// a validity bit and an offset per column, and the shard id as one string per row (at most 64
+// bytes).
 const runBatchRowOverhead = 8 + 4 + 64
 
 // runBatches streams the record batches of one base run, in key order, each checked like a
@@ -170,9 +166,8 @@ func (rb *runBatches) keyRowGroups(key string) {
 	})
 }
 
-// rowGroupsAfter restricts the batches to the row groups that may hold a key above after:
-// from the first whose key statistics' max is above it (or that has none) on, as keys
-// ascend across row groups. Call before the first next.
+// rowGroupsAfter restricts the batches to the row groups from the first whose key statistics'
+// max is above after (or has none) on; call before the first next.
 func (rb *runBatches) rowGroupsAfter(after string) {
 	started := false
 	rb.selectRowGroups(func(rg *metadata.RowGroupMetaData) bool {

@@ -9,16 +9,12 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 )
 
-// Arrow's readers size a slice from each count a schema flatbuffer declares (a field's
-// children, a key-value list) before they read the entries, so a damaged schema can make them
-// allocate hundreds of GB: a fatal out-of-memory that no recover catches (arrow-go v18.8.0
-// ipc.fieldFromFB and metadataFromFB; docs/RELIABILITY.md finding 10). The checks below walk a
-// stored schema the way arrow's generated flatbuffer code reads it, before arrow does, allocate
-// nothing, and refuse a schema that is not of the shape walkeeper writes (the store's column
-// count, primitive types, no children, no dictionary) or whose vectors and strings claim more
-// bytes than the flatbuffer holds. What arrow then allocates for the schema is bounded by the
-// object's own length. An IPC file's record batch messages get the same treatment
-// (checkIPCBatches; finding 17).
+// Arrow's readers size a slice from each count a schema flatbuffer declares before reading
+// the entries, so a damaged schema can make them allocate hundreds of GB, a fatal
+// out-of-memory no recover catches (docs/RELIABILITY.md finding 10). The checks below walk a
+// stored schema as arrow's flatbuffer code reads it, allocating nothing, and refuse one not of
+// the shape walkeeper writes or whose vectors claim more bytes than it holds; IPC record
+// batches get the same (checkIPCBatches; finding 17).
 
 // schemaFlatbufferTypes are the flatbuffer Type tags of the Arrow types walkeeper writes
 // (Int, FloatingPoint, Binary, Utf8, Bool, Timestamp): their tables hold scalars and, for a
@@ -211,12 +207,10 @@ func checkIPCFile(data []byte, want *arrow.Schema) error {
 	return checkIPCBatches(data)
 }
 
-// checkIPCBatches checks the record batch messages an IPC file's footer lists (call after
-// checkIPCSchema, which checks the footer's length). arrow-go allocates a compressed buffer's
-// declared uncompressed size and a message's key-value list at its declared count, so a batch
-// must be uncompressed (walkeeper never compresses IPC) and its key-value list must fit its
-// metadata; and the blocks must follow one another, as the writer lays them out, so that a
-// footer cannot list one batch many times.
+// checkIPCBatches checks the record batch messages an IPC file's footer lists (after
+// checkIPCSchema): arrow-go allocates a compressed buffer's declared size and a key-value list
+// at its declared count, so a batch must be uncompressed with a key-value list that fits, and
+// the blocks must follow one another so a footer cannot list one batch many times.
 func checkIPCBatches(data []byte) error {
 	const trailer = 10
 	size := int(binary.LittleEndian.Uint32(data[len(data)-trailer:]))

@@ -10,15 +10,10 @@ import (
 	"golang.org/x/sync/semaphore"
 )
 
-// Budget is the process-wide merge memory budget in bytes, shared by every merge whatever
-// triggered it (docs/DESIGN.md §3). A nil *Budget or a limit <= 0 is unlimited.
-//
-// Why it cannot deadlock: a merge takes its whole initial allowance in ONE all-or-nothing
-// acquire (the only call that waits), and growth while holding never waits (TryGrow). So no
-// caller ever waits while holding bytes, and every holder eventually releases. The semaphore
-// is FIFO: a large waiting request is not starved by a stream of small ones, and while anyone
-// waits TryGrow refuses even if bytes are free, so holders shrink their work instead of
-// overtaking the queue.
+// Budget is the process-wide merge memory budget in bytes (docs/DESIGN.md §3); a nil *Budget
+// or a limit <= 0 is unlimited. It cannot deadlock: a merge takes its initial allowance in
+// one all-or-nothing acquire, the only call that waits, and only TryGrows afterwards, which
+// refuses while anyone waits, so the FIFO queue is never overtaken.
 type Budget struct {
 	limit    int64
 	sem      *semaphore.Weighted // nil when unlimited
@@ -40,9 +35,8 @@ func NewBudget(limit int64) *Budget {
 	return b
 }
 
-// Allocated returns the bytes the accounts of this budget's reservations have allocated
-// and not freed (alloc.go). It may exceed Reserved only by an overdraft (memAccount.err) or
-// the lone whole-limit holder's growth.
+// Allocated returns the bytes this budget's reservations' accounts hold (alloc.go), above
+// Reserved only by an overdraft or the lone whole-limit holder's growth.
 func (b *Budget) Allocated() int64 {
 	if b == nil {
 		return 0
@@ -58,8 +52,7 @@ func (b *Budget) Limit() int64 {
 	return b.limit
 }
 
-// Reserved returns the bytes currently reserved (a gauge for metrics). An unlimited non-nil
-// budget still counts what its holders asked for; a nil budget always reports 0.
+// Reserved returns the bytes currently reserved (0 for a nil budget).
 func (b *Budget) Reserved() int64 {
 	if b == nil {
 		return 0
@@ -75,14 +68,10 @@ func (b *Budget) Waiting() int {
 	return int(b.waiting.Load())
 }
 
-// Reserve takes min(want, limit) in one all-or-nothing acquire; it may wait and is
-// cancellable via ctx (a cancelled wait takes nothing and returns ctx's error). A want larger
-// than the limit is clamped to the limit, so that lone oversized request runs alone once the
-// budget is idle instead of failing forever. The returned duration is the time spent waiting
-// (0 when granted at once), for walkeeper_merge_budget_wait_seconds.
-//
-// Unlimited (nil budget or limit <= 0): returns at once a reservation of want bytes that
-// holds nothing. want < 0 is ErrInvalidInput; want == 0 is an empty reservation.
+// Reserve takes min(want, limit) in one all-or-nothing acquire, waiting until ctx is done; a
+// want above the limit is clamped, so it runs alone once the budget is idle instead of failing
+// forever. It returns how long it waited. Unlimited, it returns at once a reservation that
+// holds nothing; want < 0 is ErrInvalidInput.
 func (b *Budget) Reserve(ctx context.Context, want int64) (*Reservation, time.Duration, error) {
 	if want < 0 {
 		return nil, 0, invalidf("budget reserve: negative size %d", want)
@@ -120,9 +109,8 @@ func (b *Budget) Reserve(ctx context.Context, want int64) (*Reservation, time.Du
 	return &Reservation{b: b, bytes: n}, waited, nil
 }
 
-// reserveWithin is Reserve waiting at most wait. timedOut reports that the wait ran out while
-// ctx was still live: the budget had no room in time, which reads and appends report as
-// ErrBudgetBusy, so a client asks again instead of waiting without bound.
+// reserveWithin is Reserve waiting at most wait; timedOut means the budget had no room in
+// time, which reads and appends report as ErrBudgetBusy.
 func reserveWithin(ctx context.Context, b *Budget, want int64, wait time.Duration) (_ *Reservation, timedOut bool, _ error) {
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
@@ -149,14 +137,10 @@ func (r *Reservation) Bytes() int64 {
 	return r.bytes
 }
 
-// TryGrow grows the reservation to total bytes without ever waiting: it is called while
-// holding, and waiting while holding is what could deadlock. The extra is clamped so the
-// reservation never exceeds the limit; a holder that already holds the whole limit may
-// "grow" past it (true, nothing taken): it is the lone oversized merge and nobody else runs.
-// Returns false, leaving the reservation unchanged, when the extra bytes are not free or
-// another caller is queued in Reserve (FIFO: growth must not overtake a waiter); the caller
-// then works with what it holds (commits the complete prefix). total <= Bytes() is true.
-// A released reservation cannot grow.
+// TryGrow grows the reservation to total bytes without ever waiting, since it is called while
+// holding. It returns false, unchanged, when the bytes are not free or a Reserve is queued;
+// the lone holder of the whole limit may grow past it. total <= Bytes() is true; a released
+// reservation cannot grow.
 func (r *Reservation) TryGrow(total int64) bool {
 	if r == nil {
 		return false
@@ -166,8 +150,7 @@ func (r *Reservation) TryGrow(total int64) bool {
 	return r.tryGrowLocked(total)
 }
 
-// tryGrowBy is TryGrow to extra bytes more than the reservation holds, atomically: concurrent
-// callers each get their own extra.
+// tryGrowBy is TryGrow by extra bytes, atomically, so concurrent callers each get their own.
 func (r *Reservation) tryGrowBy(extra int64) bool {
 	if r == nil {
 		return false
@@ -214,16 +197,14 @@ func (r *Reservation) budget() *Budget {
 	return r.b
 }
 
-// holdsWholeLimit reports whether the reservation holds the budget's whole (non-zero) limit:
-// the lone oversized holder, whose TryGrow succeeds past the limit because nobody else runs.
-// An unlimited budget's reservations always grow, so they count as whole too.
+// holdsWholeLimit reports whether the reservation holds the budget's whole limit (always,
+// unlimited): the lone oversized holder, whose TryGrow succeeds past the limit.
 func (r *Reservation) holdsWholeLimit() bool {
 	l := r.budget().Limit()
 	return l <= 0 || r.Bytes() >= l
 }
 
-// Release returns the bytes to the budget. Idempotent, so it can sit in a defer and also be
-// called early once a merge no longer needs memory.
+// Release returns the bytes to the budget; idempotent, so it can sit in a defer too.
 func (r *Reservation) Release() {
 	if r == nil {
 		return

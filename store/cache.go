@@ -14,9 +14,8 @@ import (
 	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
 
-// sortedFile is a decoded generation or base run: rows sorted by key, one row per key.
-// Both seals and merges write files in that shape, which is what lets reads and merges
-// walk every source as one sorted stream.
+// sortedFile is a decoded generation or base run: rows sorted by key, one row per key, the
+// shape that lets reads and merges walk every source as one sorted stream.
 type sortedFile struct {
 	path  string
 	rec   arrow.RecordBatch
@@ -26,8 +25,7 @@ type sortedFile struct {
 }
 
 // newSortedFile wraps rec, a generation or a batch of a base run named what, checking that its
-// keys ascend strictly, the first above last when seen (the key that ends the run's previous
-// batch). It neither retains nor releases rec.
+// keys ascend strictly from above last; it neither retains nor releases rec.
 func newSortedFile(c *rowcodec.Codec, what string, rec arrow.RecordBatch, last string, seen bool) (*sortedFile, error) {
 	view, err := c.View(rec)
 	if err != nil {
@@ -59,9 +57,8 @@ func (f *sortedFile) firstAfter(after string) int {
 	return sort.Search(f.n, func(i int) bool { return f.view.Key(i) > after })
 }
 
-// fileCache keeps decoded immutable files for reads, bounded by bytes, least recently
-// used first out. Every object it caches is immutable once its path is referenced by a
-// manifest, so entries never go stale; they only become unreachable and age out.
+// fileCache keeps decoded immutable files for reads, bounded by bytes, least recently used
+// first out; a referenced object never changes, so entries never go stale.
 type fileCache struct {
 	limit int64
 	group singleflight.Group
@@ -107,9 +104,8 @@ func (c *fileCache) isLarge(path string) bool {
 	return ok
 }
 
-// get returns the cached file or loads it once (concurrent callers share one load).
-// The returned file stays valid after eviction: eviction drops the cache's reference only
-// and the garbage collector frees the arrays once no reader holds them.
+// get returns the cached file or loads it once for concurrent callers; the file stays valid
+// after eviction until no reader holds it.
 func (c *fileCache) get(ctx context.Context, path string, load func(context.Context) (*sortedFile, error)) (*sortedFile, error) {
 	c.mu.Lock()
 	if el, ok := c.byKey[path]; ok {
@@ -162,14 +158,12 @@ func (c *fileCache) put(f *sortedFile) {
 	}
 }
 
-// cachedFileOverhead is what a cached file holds beyond its record's buffers: the Arrow
-// metadata of its record (decodedFileHeap) and, for a generation, whose record aliases its
-// IPC object, the object's schema and footer (ipcObjectOverhead). Without it, a cache of small
-// generations held tens of times its limit (5.5 KB a file, 147 B counted).
+// cachedFileOverhead is what a cached file holds beyond its record's buffers (its Arrow
+// metadata and, for a generation, its IPC schema and footer); without it a cache of small
+// generations held tens of times its limit.
 const cachedFileOverhead = decodedFileHeap + ipcObjectOverhead
 
-// cachedBytes is what the cache counts for a file whose record holds n bytes.
-// A manifest may declare any size: capped, the sum cannot wrap negative.
+// cachedBytes is what the cache counts for a file whose record holds n bytes, capped.
 func cachedBytes(n int64) int64 {
 	return min(max(n, 0), math.MaxInt64-cachedFileOverhead) + cachedFileOverhead
 }

@@ -10,11 +10,9 @@ import (
 )
 
 // Every generation file and base run is listed in a manifest with the CRC-32C of its bytes,
-// and readers check it before decoding. Decoders must not be the first line of defence
-// against damaged objects: a flipped bit can decode into plausible wrong rows (and a garbled
-// Arrow schema made the Arrow library ask for tens of gigabytes before the decoders checked
-// schemas, docs/RELIABILITY.md finding 10). An entry without a checksum is ErrCorrupt: every
-// object walkeeper writes has one (read_object.go).
+// checked before decoding, since a flipped bit can decode into plausible wrong rows (and a
+// garbled schema once made Arrow ask for tens of gigabytes, docs/RELIABILITY.md finding 10).
+// An entry without a checksum is ErrCorrupt (read_object.go).
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
@@ -55,14 +53,12 @@ func (c *checksumWriter) Write(p []byte) (int, error) {
 func (c *checksumWriter) sum() string { return formatChecksum(c.h.Sum32()) }
 
 // WAL objects are listed by no manifest, so their checksum travels in the object: an 8-byte
-// magic and the CRC-32C (big-endian) of the Arrow IPC bytes that follow. An object without
-// the magic is ErrCorrupt, like any other object whose checksum cannot be checked.
+// magic and the CRC-32C (big-endian) of the IPC bytes that follow, ErrCorrupt without it.
 const walFrameMagic = "WKWAL1\x00\x00"
 
 const walFrameHeader = len(walFrameMagic) + 4
 
-// frameWAL prefixes ipc with the WAL header. Deterministic, so a retried put of the same
-// batch writes the same bytes.
+// frameWAL prefixes ipc with the WAL header, deterministically: a retried put writes the same.
 func frameWAL(ipc []byte) []byte {
 	out := make([]byte, walFrameHeader, walFrameHeader+len(ipc))
 	copy(out, walFrameMagic)

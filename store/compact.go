@@ -38,11 +38,9 @@ func (p compactionPlan) dropsTombstone(seq int64) bool {
 	return p.allRuns && seq < p.minPendingSeq
 }
 
-// planCompaction picks the runs one pass rewrites: the smallest runs first (merges append
-// many small runs; folding them buys the most read amplification per byte), at most
-// maxRuns (0 = no cap) and stopping after the run that reaches maxBytes (0 = no cap). The
-// plan is empty (no inputs) when fewer than two runs would be rewritten. pending is the
-// pending generations per shard, for the tombstone rule. Pure: no I/O.
+// planCompaction picks the runs one pass rewrites, smallest first (they buy the most read
+// amplification per byte), at most maxRuns and through the run that reaches maxBytes (0 = no
+// cap); the plan is empty when fewer than two runs qualify. Pure.
 func planCompaction(base *manifest.Base, pending map[string][]manifest.Gen, maxRuns int, maxBytes int64) compactionPlan {
 	inputs := pickCompactionRuns(base.Runs, maxRuns, maxBytes)
 	if inputs == nil {
@@ -87,9 +85,8 @@ func pickCompactionRuns(runs []manifest.Run, maxRuns int, maxBytes int64) []mani
 	return out
 }
 
-// compactionFootprint is the reservation of a pass over inputs, taken before it reads them:
-// their object bytes, a reader window per run (compactRunGuess; the footers then give the
-// real bound, compactNeed) and the output window.
+// compactionFootprint is the reservation of a pass over inputs before it reads them: their
+// bytes, a guessed reader window per run (compactRunGuess) and the output window.
 func compactionFootprint(inputs []manifest.Run) int64 {
 	n := int64(compactOutputWindow)
 	for _, r := range inputs {
@@ -100,11 +97,9 @@ func compactionFootprint(inputs []manifest.Run) int64 {
 	return n
 }
 
-// compactionMaxBytes caps a pass's input bytes (maxBytes, 0 = no cap) so that its footprint
-// fits the budget's limit (0 = unlimited): half of what the output window leaves, at least a
-// quarter of the limit. The planner may still overshoot by the run that reaches the cap;
-// such a pass takes the whole budget and runs alone (Budget.Reserve), or fails with
-// ErrBudgetBusy when its footers need more than the limit.
+// compactionMaxBytes caps a pass's input bytes so that its footprint fits the budget's
+// limit: half of what the output window leaves, at least a quarter of the limit. A pass that
+// overshoots by its last run takes the whole budget and runs alone, or fails ErrBudgetBusy.
 func compactionMaxBytes(maxBytes, limit int64) int64 {
 	if limit <= 0 {
 		return maxBytes
@@ -139,10 +134,9 @@ type CompactResult struct {
 	AbandonedOutputs int `json:"abandoned_outputs,omitempty"`
 }
 
-// CompactBase rewrites a bounded set of base runs into one run, dropping shadowed rows.
-// Tombstones are dropped only when every run is rewritten and no pending generation or
-// unsealed row could hold an older version of the key. The commit succeeds only if every input run is still
-// in the latest manifest; runs appended by merges meanwhile are kept.
+// CompactBase rewrites a bounded set of base runs into one run, dropping shadowed rows and,
+// by the tombstone rule (dropsTombstone), tombstones. The commit succeeds only if every input
+// run is still in the latest manifest; runs merges appended meanwhile are kept.
 func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult, error) {
 	if p.MaxRuns == 0 {
 		p.MaxRuns = 16
@@ -175,9 +169,7 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 		res.AbandonedOutputs = s.collectAbandonedOutputsBestEffort(ctx, base)
 		return res, s.afterCompactDemand(ctx, len(base.Runs))
 	}
-	// The pass holds its inputs, the merged record and the encoded run at once: it takes
-	// their estimate from the process budget, like a merge, in the one waiting call before
-	// it holds anything (docs/DESIGN.md §3; the growth rule of doc.go).
+	// Reserved in the one waiting call before the pass holds anything (docs/DESIGN.md §3).
 	resv, err := s.reserveMerge(ctx, compactionFootprint(inputs))
 	if err != nil {
 		return res, err
@@ -254,14 +246,10 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 	return res, nil
 }
 
-// unsealedSeqBound lowers bound to the smallest write sequence a row that no generation
-// of the snapshot holds may have, for the tombstone rule: a shard's unsealed rows (its
-// writer's memtable, or a dead writer's WAL not yet replayed) are in WAL objects above its
-// replay point and newer than everything it sealed, so such a shard bounds it at its
-// max_seq + 1. A shard whose manifest moved on since the snapshot bounds it the same way: a
-// seal meanwhile deleted the WAL objects the listing was to find, and the generation it
-// published is not among the snapshot's pending ones. A shard that could not lower the bound
-// is not listed.
+// unsealedSeqBound lowers bound to the smallest write sequence a row no generation of the
+// snapshot holds may have: a shard with unsealed rows (a memtable, or a dead writer's WAL),
+// or whose manifest moved on since the snapshot, bounds it at its max_seq + 1. A shard that
+// could not lower the bound is not listed.
 func (s *Store) unsealedSeqBound(ctx context.Context, snap *readSnapshot, bound int64) (int64, error) {
 	for _, sh := range snap.shards {
 		m := snap.manifests[sh]
@@ -289,11 +277,9 @@ func (s *Store) unsealedSeqBound(ctx context.Context, snap *readSnapshot, bound 
 	return bound, nil
 }
 
-// dropCompactOutput deletes a pass's output unless the latest base lists it: a publish
-// reported as failed may have landed, and then the output is live data (when the base
-// cannot be read, the output is left for collectAbandonedOutputs rather than risk that).
-// The name is this execution's alone (compactRunID), so no other execution can publish it
-// between the check and the delete.
+// dropCompactOutput deletes a pass's output unless the latest base lists it (a publish
+// reported failed may have landed; an unreadable base leaves it for collectAbandonedOutputs).
+// The name is this execution's alone, so no one else can publish it meanwhile.
 func (s *Store) dropCompactOutput(ctx context.Context, path string) {
 	base, err := s.loadBase(ctx)
 	if err != nil || base.References(path) {
@@ -306,17 +292,14 @@ func (s *Store) countCompact(result string) {
 	s.db.metrics.CompactTotal.WithLabelValues(result).Inc()
 }
 
-// publishCompaction replaces inputs by out in the latest manifest, provided every input
-// is still there, and returns whether this pass is committed and the latest base it knows
-// (the one it published, or the one that took or lacks the inputs; nil on error). It holds
-// the merge lock exclusively for the whole read-check-publish loop, so no prepare of this
-// process plans against a base the compaction is replacing.
-// It starts no publish later than compactPublishWindow after written, the time out's put
-// began.
+// publishCompaction replaces inputs by out in the latest manifest, provided every input is
+// still there, and returns whether this pass is committed and the latest base it knows (nil
+// on error). It holds the merge lock exclusively for the whole read-check-publish loop, so no
+// prepare of this process plans against a base being replaced.
 //
 // REQUIRES: mergeLock not held by the caller.
-// INVARIANT: out is published within compactPublishWindow of its put or never, so the
-// collector may delete an output that no base lists once it is older than compactOrphanAge.
+// INVARIANT: out is published within compactPublishWindow of written, the time its put began,
+// or never, so the collector may delete an unlisted output older than compactOrphanAge.
 func (s *Store) publishCompaction(ctx context.Context, inputs []manifest.Run, out *manifest.Run, written time.Time) (bool, *manifest.Base, error) {
 	s.mergeLock.Lock()
 	locked := time.Now()

@@ -14,23 +14,19 @@ import (
 	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
-// Collecting abandoned compaction outputs. Each execution of a compaction pass writes its own
-// output (compactRunID), so two executions of one attempt never share a file and a failed
-// one deletes only its own. What a pass cannot delete itself (it crashed, its worker was
-// killed, or the base could not be read when its publish failed) is left unreferenced; the
-// next passes delete it once no publish of it can still start (compactOrphanAge).
+// Collecting abandoned compaction outputs: each execution of a pass writes its own output
+// (compactRunID), and what a pass could not delete itself (a crash, a kill, an unreadable
+// base) is deleted by later passes once no publish of it can still start (compactOrphanAge).
 
-// compactRunNamePrefix starts the name of every run a compaction writes:
-// c-<24 lowercase hex>.parquet.
+// compactRunNamePrefix starts every compaction output's name: c-<24 lowercase hex>.parquet.
 const compactRunNamePrefix = "c-"
 
 // compactPublishWindow is how long after its put began a pass may still start the publish of
 // its output; a later one fails with ErrStalled and deletes the output.
 const compactPublishWindow = time.Hour
 
-// compactOrphanAge is how old an output no base references must be before a pass deletes it:
-// far past compactPublishWindow, so that no publish of it can still be in flight whatever the
-// skew between the worker's clock and the storage's.
+// compactOrphanAge is how old an unreferenced output must be before a pass deletes it: far past
+// compactPublishWindow whatever the clocks' skew.
 const compactOrphanAge = 24 * time.Hour
 
 // compactRunID names one execution's output run with 96 random bits.
@@ -41,7 +37,6 @@ func compactRunID() string {
 }
 
 // isCompactRunKey reports whether key is a compaction output of t (dataKey of compactRunID).
-// Outputs of earlier builds, named by a 24-digit hash of their attempt, have the same form.
 func isCompactRunKey(t Target, key string) bool {
 	name, ok := strings.CutPrefix(key, dataPrefix(t)+compactRunNamePrefix)
 	if !ok {
@@ -58,11 +53,8 @@ func isCompactRunKey(t Target, key string) bool {
 var errCollectPageFull = errors.New("collect page full")
 
 // collectAbandonedOutputs deletes, at most collectPerRound at a time, the compaction outputs
-// of this store that base neither references nor has set aside and that are older than
-// compactOrphanAge. base is the latest the pass read or published: an output a newer version
-// references was published within compactPublishWindow of its put, so it is not that old. It
-// costs one LIST of data/c- (a page per 1,000 objects, stopped once it has its candidates)
-// and a DELETE per output found.
+// of this store that base (the latest the pass knows) neither references nor set aside and
+// that are older than compactOrphanAge; it costs one LIST of data/c- and a DELETE per output.
 //
 // INVARIANT: an output younger than compactOrphanAge is never deleted here: its pass may still
 // publish it (publishCompaction's window). A key that is not one of ours is foreign.
@@ -102,8 +94,7 @@ func (s *Store) collectAbandonedOutputs(ctx context.Context, base *manifest.Base
 	return deleted, nil
 }
 
-// collectAbandonedOutputsBestEffort is collectAbandonedOutputs for the end of a pass: the pass
-// stands whatever it finds, and the next pass retries what it could not delete.
+// collectAbandonedOutputsBestEffort is collectAbandonedOutputs for the end of a pass.
 func (s *Store) collectAbandonedOutputsBestEffort(ctx context.Context, base *manifest.Base) int {
 	n, err := s.collectAbandonedOutputs(ctx, base)
 	if err != nil {

@@ -14,11 +14,8 @@ import (
 )
 
 // A compaction pass streams, so that its memory is bounded by its budget, not by its runs: it
-// holds its input runs' object bytes (buffers of its account, outside the Go heap from
-// mapMinBytes on) and decodes each run a record batch at a time (arrowio_runs.go), merges the
-// batches, and writes the output run chunk by chunk through Bucket.PutFrom. Every buffer comes
-// from the pass's memAccount, so its reservation is a bound its allocations are checked against
-// (alloc.go), not an estimate.
+// decodes each run a record batch at a time (arrowio_runs.go), merges the batches and writes
+// the output chunk by chunk (Bucket.PutFrom), every buffer from the pass's memAccount.
 
 // compactOutputWindow is what the output side of a pass holds at once: the picks and the
 // chunk being copied out (mergeChunkBytes), the batches that chunk still refers to (up to
@@ -32,9 +29,8 @@ const compactChunkBytes = 4 << 20
 // rows are not yet copied out: beyond it, the chunk is written early.
 const compactRetiredMax = compactChunkBytes
 
-// compactRunWindow is the reservation per input run before its footer is read: two batches
-// and the page scratch of a typical run (runBatches.window measures the real one). A small
-// run takes at most four times its object bytes.
+// compactRunWindow is the reservation per input run before its footer gives the real one
+// (runBatches.window): two batches and the page scratch of a typical run.
 const compactRunWindow = 2*runBatchBytes + 2<<20
 
 func compactRunGuess(r manifest.Run) int64 {
@@ -49,8 +45,7 @@ type compactInput struct {
 	window int64
 }
 
-// readCompactInputs reads the inputs' bytes into buffers of acct and checks their checksums
-// and footers. The caller calls release.
+// readCompactInputs reads and checks the inputs into buffers of acct; the caller releases.
 func (s *Store) readCompactInputs(ctx context.Context, acct *memAccount, inputs []manifest.Run) (_ []*compactInput, release func(), _ error) {
 	var ins []*compactInput
 	release = func() { // idempotent
@@ -83,8 +78,7 @@ func (s *Store) readCompactInputs(ctx context.Context, acct *memAccount, inputs 
 	return ins, release, nil
 }
 
-// compactNeed is the bytes a pass over ins holds at its peak: the objects, each run's reader
-// window and the output window.
+// compactNeed is a pass's peak: the objects, each run's reader window and the output window.
 func compactNeed(ins []*compactInput) int64 {
 	n := int64(compactOutputWindow)
 	for _, in := range ins {
@@ -100,9 +94,8 @@ type compactOutput struct {
 	minSeq, maxSeq                    int64
 }
 
-// writeCompacted merges ins into one run written to w, a batch at a time; drop discards a
-// surviving version (the tombstone rule). It may be called again for a retried write: it
-// starts over from the objects' bytes.
+// writeCompacted merges ins into one run written to w, a batch at a time, starting over from
+// the objects' bytes when a write is retried; drop discards a surviving version.
 func (s *Store) writeCompacted(ctx context.Context, acct *memAccount, w io.Writer, ins []*compactInput, drop func(f *sortedFile, i int) bool) (out compactOutput, err error) {
 	schema := s.codec.ArrowSchema()
 	var readers []*runBatches

@@ -12,13 +12,10 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
-// Damaged objects this process has met: each is counted once in
-// walkeeper_corrupt_objects_total however often it is read, and a damaged WAL object among
-// them keeps its shard's next claims from publishing a writer epoch per retried append
-// (openWriter, stillDamagedWAL).
+// Damaged objects this process has met, each counted once in walkeeper_corrupt_objects_total;
+// a damaged WAL object keeps its shard's claims from publishing an epoch per retried append.
 
-// damagedMax bounds the keys remembered; past it the oldest is forgotten, and counted again
-// if it is met again.
+// damagedMax bounds the keys remembered; the oldest is forgotten, and counted again if met.
 const damagedMax = 1024
 
 // damagedSet is the bounded set of damaged object keys. Safe for concurrent use.
@@ -71,18 +68,16 @@ func (d *damagedSet) under(prefix string) []string {
 	return out
 }
 
-// countCorrupt counts an ErrCorrupt of the object at key in walkeeper_corrupt_objects_total,
-// once per object while the process remembers it.
+// countCorrupt counts an ErrCorrupt of key in walkeeper_corrupt_objects_total, once per object.
 func (s *Store) countCorrupt(key string, err error) {
 	if errors.Is(err, ErrCorrupt) && s.db.damaged.add(key) {
 		s.db.metrics.CorruptObjects.WithLabelValues(string(s.target.Kind)).Inc()
 	}
 }
 
-// stillDamagedWAL returns the ErrCorrupt of a WAL object of shard that an earlier claim in
-// this process could not replay, if that object is still damaged and still to be replayed:
-// a claim publishes a manifest version, and a client retrying its appends must not make one
-// per request. It writes nothing; a repaired, removed or quarantined object is forgotten.
+// stillDamagedWAL returns the ErrCorrupt of a WAL object of shard an earlier claim here could
+// not replay, while it is still damaged and to be replayed, so a client retrying appends does
+// not publish a manifest version per request. It writes nothing.
 func (s *Store) stillDamagedWAL(ctx context.Context, shard string) error {
 	prefix := walPrefix(s.target, shard)
 	keys := s.db.damaged.under(prefix)

@@ -17,8 +17,7 @@ import (
 	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
 
-// Options configure a DB. Use DefaultOptions and override fields; zero values are meaningful
-// (0 = off / no cap) where the field says so.
+// Options configure a DB: start from DefaultOptions; 0 is off or no cap where a field says so.
 type Options struct {
 	Logger  *zap.Logger
 	Metrics *Metrics
@@ -26,60 +25,47 @@ type Options struct {
 	InstanceID string
 	// Budget is the process-wide merge memory budget shared by every merge (nil = unlimited).
 	Budget *Budget
-	// ReadBudget bounds what concurrent reads decode outside the cache (read_bound.go): a
-	// read admits its files readFanIn at a time, and waits at most readBudgetWait for room
-	// before it fails with ErrBudgetBusy (nil = unlimited).
+	// ReadBudget bounds what concurrent reads decode outside the cache (read_bound.go;
+	// nil = unlimited).
 	ReadBudget *Budget
 	// MergeMaxGenerations caps generations per merge pass (default 64, 0 = no cap).
 	MergeMaxGenerations int
 	// MergeMaxBytes stops a pass after the generation that reaches it (default 1 GiB, 0 = no cap).
 	MergeMaxBytes int64
-	// PendingWarn logs a warning when a read sees this many pending generations in a shard
-	// (default 256, 0 = off).
+	// PendingWarn logs a warning at this many pending generations in a shard (default 256).
 	PendingWarn int
-	// PendingMax refuses reads above this many pending generations in one shard or in total,
-	// and writes (appends, deletes) to this process's shard at it, where its seals stop too
-	// (default 4096, 0 = off).
+	// PendingMax refuses reads above this many pending generations, and this process's
+	// writes and seals at it (default 4096, 0 = off).
 	PendingMax int
 	// MaxRowBytes rejects rows whose JSON encoding is larger (default 1 MiB, 0 = no limit).
 	MaxRowBytes int
-	// MaxAppendRows refuses an append of more rows with ErrAppendTooLarge (default 10000,
-	// 0 = no cap).
+	// MaxAppendRows refuses larger appends, ErrAppendTooLarge (default 10000, 0 = no cap).
 	MaxAppendRows int
-	// MemtableBytes seals the active memtable when it reaches this many (estimated decoded)
-	// bytes, and refuses with ErrAppendTooLarge an append whose decoded rows alone are more.
-	// Appends in flight share an append budget of appendBudgetFactor × MemtableBytes
-	// (append_limits.go). Default 64 MiB.
+	// MemtableBytes seals the active memtable at this many estimated decoded bytes and
+	// refuses a larger append (append_limits.go). Default 64 MiB.
 	MemtableBytes int64
-	// GroupCommitWait is how long the WAL committer lingers for more appends before writing
-	// (default 0: batch whatever queued up while the previous write was in flight).
+	// GroupCommitWait is how long the WAL committer lingers for more appends (default 0).
 	GroupCommitWait time.Duration
 	// GroupCommitMaxRows caps rows per WAL object (default 8192).
 	GroupCommitMaxRows int
 	// CacheBytes bounds decoded generations and runs kept for reads (default 256 MiB).
 	CacheBytes int64
-	// CompactDemandRuns: a merge commit that leaves the base with at least this many runs
-	// writes the store's compaction marker in the demand index, which the sweep reads
-	// instead of every store's base manifest (default 32, 0 = no marker).
+	// CompactDemandRuns: a merge commit that leaves at least this many base runs writes the
+	// store's compaction marker in the demand index (default 32, 0 = no marker).
 	CompactDemandRuns int
-	// ResidentStoresMax bounds the stores this process keeps open: beyond it, the least
-	// recently used is evicted (resident.go) by the Open that went over (default 4096,
-	// 0 = no cap).
+	// ResidentStoresMax bounds the stores this process keeps open, evicting the least
+	// recently used (resident.go; default 4096, 0 = no cap).
 	ResidentStoresMax int
-	// ResidentIdle evicts a store not opened, written or read for this long (default 10m,
-	// 0 = never).
+	// ResidentIdle evicts a store unused for this long (default 10m, 0 = never).
 	ResidentIdle time.Duration
-	// StorageStallTimeout fails a storage operation that makes no progress (no byte moved,
-	// no answer) for this long with ErrStalled, so a request the storage never answers
-	// cannot hold a seal or a merge for ever (objstore.Bucket.WithStallTimeout; 0 = the
-	// bucket's own, objstore.DefaultStallTimeout unless the bucket was given one).
+	// StorageStallTimeout fails a storage operation without progress for this long with
+	// ErrStalled (0 = the bucket's own, objstore.DefaultStallTimeout by default).
 	StorageStallTimeout time.Duration
 	// Now is the clock (tests); defaults to time.Now.
 	Now func() time.Time
 }
 
-// DefaultOptions returns the documented defaults. The fields whose zero value means "off"
-// or "no cap" get their defaults here; the others from EnsureDefaults.
+// DefaultOptions returns the documented defaults of the fields whose zero means off or no cap.
 func DefaultOptions() Options {
 	o := Options{
 		InstanceID:          "default",
@@ -97,13 +83,9 @@ func DefaultOptions() Options {
 	return o
 }
 
-// EnsureDefaults fills the fields whose zero (or negative) value has no meaning of its own
-// with their defaults: Logger (a no-op logger), Now (time.Now), GroupCommitMaxRows (8192),
-// CacheBytes (256 MiB) and MemtableBytes (64 MiB: a memtable always has a bound). Fields
-// where 0 means "off" or "no cap" (the merge caps, the pending limits, MaxRowBytes,
-// MaxAppendRows, GroupCommitWait, the resident bounds) and InstanceID are left as they are:
-// a zero there is a choice, not a gap. OpenDBOnBucket calls it, so a DB never runs without
-// them.
+// EnsureDefaults fills the fields whose zero value means nothing (Logger, Now,
+// GroupCommitMaxRows, CacheBytes, MemtableBytes); those where 0 means "off" or "no cap" are
+// left as they are. OpenDBOnBucket calls it.
 func (o *Options) EnsureDefaults() {
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
@@ -144,14 +126,13 @@ type DB struct {
 	closed bool
 	// claimed counts the stores an eviction has picked that are still in stores.
 	claimed int
-	// leaving holds the handles an eviction has taken out of stores until their writer's
-	// final seal is published, so that older handles' reads still reach that writer.
+	// leaving holds evicted handles until their writer's final seal is published, so older
+	// handles' reads still reach that writer.
 	leaving map[Target]*Store
 	// evictions counts evictions in flight (Close waits for them); Add only under mu while
 	// not closed.
 	evictions sync.WaitGroup
-	// janitorStop and janitorDone: the idle-eviction goroutine, started with the first
-	// resident store (nil until then).
+	// janitorStop and janitorDone: the idle-eviction goroutine (nil until started).
 	janitorStop, janitorDone chan struct{}
 
 	// locks serialises create, open and eviction per target inside this process.
@@ -374,14 +355,12 @@ func (db *DB) Resident() []*Store {
 	return out
 }
 
-// Recover opens every registered store whose WAL in this process's shard holds rows that
-// were never sealed (a crash or kill), replays them and seals them, so that they become
-// visible to every reader even if this process never writes to that store again.
+// Recover replays and seals the rows every registered store's WAL in this process's shard
+// holds unsealed (a crash or kill), so readers see them even if this process never writes
+// to that store again.
 func (db *DB) Recover(ctx context.Context) (int, error) {
-	// Page through the registry: a worker's memory at start must not grow with the fleet.
-	// The requests still do (one WAL listing per store), which is why this runs once, in the
-	// background, at start, listing recoverParallel stores at a time: at 10 ms a listing, 1M
-	// stores take about 10 minutes instead of 3 hours.
+	// Paged, so a worker's memory at start does not grow with the fleet; the listings still
+	// do, so this runs once in the background, recoverParallel stores at a time.
 	var (
 		mu, replay        sync.Mutex
 		recovered, failed int

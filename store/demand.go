@@ -16,24 +16,17 @@ import (
 )
 
 // The demand index (docs/FORMAT.md "Demand records", docs/DESIGN.md §12): one small object
-// per sealed generation, outside every store's prefix, so that the maintenance sweep finds
-// the stores in debt by listing the index instead of reading every store's manifests.
-//
-//	_demand/<kind>/<name>/<shard>/<gen %020d>-<sealed unix s>-<bytes>   one per sealed generation
-//	_demand/<kind>/<name>/:compact                                       base has >= CompactDemandRuns runs
-//
-// Everything the sweep decides on is in the key (generation, seal time, size), so a sweep
-// is list-only: it never GETs a record. ':' cannot appear in a shard id (validateShardID),
-// so the compaction marker can never collide with a shard's directory.
+// per sealed generation outside every store's prefix, and one marker per store whose base
+// has many runs, so that the maintenance sweep finds the stores in debt with a listing alone
+// (everything it decides on is in the key). ':' cannot appear in a shard id, so the marker
+// "<kind>/<name>/:compact" never collides with a shard's directory.
 const (
 	demandDir        = "_demand"
 	demandCompactKey = ":compact"
 )
 
 // DemandOrphanAge is how old a demand record for a generation the shard manifest never
-// published must be before clean-up deletes it. A seal writes the record and then the
-// manifest, two puts apart; ten minutes is far longer than any seal, so a record younger
-// than this may belong to a seal still in flight and is kept.
+// published must be before clean-up deletes it: far longer than the two puts of a seal.
 const DemandOrphanAge = 10 * time.Minute
 
 func demandKindPrefix(k Kind) string      { return path.Join(demandDir, string(k)) + "/" }
@@ -59,8 +52,7 @@ type DemandRecord struct {
 	Compact bool
 }
 
-// demandBody is the record's content: the same facts as the key, for a human or an outside
-// reader. The sweep never reads it.
+// demandBody is the record's content, the key's facts for a human; the sweep never reads it.
 type demandBody struct {
 	Target   string    `json:"target"`
 	Shard    string    `json:"shard,omitempty"`
@@ -70,8 +62,7 @@ type demandBody struct {
 	Runs     int       `json:"runs,omitempty"`
 }
 
-// ParseDemandKey parses a key of the demand index. ok is false for a key that is not one
-// (a foreign object under _demand/): callers skip it.
+// ParseDemandKey parses a key of the demand index; ok is false for a foreign one (skipped).
 func ParseDemandKey(key string) (DemandRecord, bool) {
 	rest, ok := strings.CutPrefix(key, demandDir+"/")
 	if !ok {
@@ -135,14 +126,9 @@ type DemandCleanResult struct {
 	Missing int `json:"missing"`
 }
 
-// cleanDemand makes the shard's demand records, objs (a listing of its demand prefix), match
-// its manifest sm and watermark wm: deletes records of merged generations (gen <= wm) and of
-// generations that were never published (gen not listed, below next_generation, or at/above
-// it and older than DemandOrphanAge), and, when repair is set, writes the record of every
-// pending generation that has none. Costs one request per change.
-//
-// REQUIRES: sm is the latest shard manifest (or nil: the shard has none) and wm the latest
-// base watermark of the shard, read after sm; a generation listed in sm above wm is pending.
+// cleanDemand makes the shard's demand records, objs, match its manifest sm (nil: none) and
+// its watermark wm read after sm: it deletes records of merged and never-published
+// generations and, with repair, writes the missing records of pending ones.
 func (s *Store) cleanDemand(ctx context.Context, shard string, sm *manifest.Shard, wm uint64, repair bool, objs []objstore.ObjectInfo) (DemandCleanResult, error) {
 	var res DemandCleanResult
 	listed := map[uint64]bool{}
@@ -208,13 +194,10 @@ func (s *Store) cleanDemand(ctx context.Context, shard string, sm *manifest.Shar
 	return res, errors.Join(errs...)
 }
 
-// afterMergeDemand is the merge commit's clean-up of the demand index, run after the drain:
-// the records of shard's generations at or below through (now in the base) are deleted,
-// and the compaction marker is written when the base now holds runs >= CompactDemandRuns.
-// Best effort: a failed delete leaves stale records, which cost at most one needless
-// MergeWal start and are deleted by the next Repair or reconcile; a failed marker put is
-// repaired by reconcile. The deletes run mergeDeleteConcurrency at a time, as the
-// generation files' do, so that they add no chain of round trips to every shard's commit.
+// afterMergeDemand is the merge commit's best-effort clean-up of the demand index after the
+// drain: it deletes the records of shard's generations through through, mergeDeleteConcurrency
+// at a time, and writes the compaction marker once the base holds CompactDemandRuns runs;
+// what fails is repaired by the next Repair or reconcile.
 func (s *Store) afterMergeDemand(ctx context.Context, shard string, through uint64, runs int) {
 	if objs, err := s.db.bucket.List(ctx, demandShardPrefix(s.target, shard)); err == nil {
 		var g errgroup.Group
@@ -242,9 +225,7 @@ func (s *Store) putCompactDemand(ctx context.Context, runs int) error {
 	return s.db.bucket.Put(ctx, demandCompactMarker(s.target), body)
 }
 
-// afterCompactDemand clears the compaction marker once a compaction left fewer runs than
-// CompactDemandRuns (the marker is absent below the threshold: a delete of an absent key is
-// not an error).
+// afterCompactDemand clears the compaction marker once under CompactDemandRuns runs are left.
 func (s *Store) afterCompactDemand(ctx context.Context, runsLeft int) error {
 	t := s.db.opts.CompactDemandRuns
 	if t <= 0 || runsLeft >= t {
@@ -268,8 +249,7 @@ func (d *demandByShard) add(sh string, records ...objstore.ObjectInfo) {
 	d.records[sh] = append(d.records[sh], records...)
 }
 
-// groupDemand files a listing of the store's demand prefix into d; a key that is not a
-// demand record of this store is foreign.
+// groupDemand files a listing of the store's demand prefix into d; other keys are foreign.
 func (s *Store) groupDemand(d *demandByShard, objs []objstore.ObjectInfo) {
 	for _, o := range objs {
 		r, ok := ParseDemandKey(o.Key)
@@ -284,13 +264,9 @@ func (s *Store) groupDemand(d *demandByShard, objs []objstore.ObjectInfo) {
 	}
 }
 
-// ReconcileDemand checks one store against the demand index: for every shard, records
-// missing for pending generations are written, records of merged or never-published
-// generations deleted, and the compaction marker set or cleared. It reads the base, every
-// shard manifest and one listing of the store's demand records (a handful of requests per
-// store, plus one per repair). This is the slow background path that catches whatever the
-// seal and merge hooks missed: stores sealed before the index existed, a crash between a
-// commit and its clean-up, a record lost by hand.
+// ReconcileDemand checks one store against the demand index (writes missing records, deletes
+// stale ones, sets or clears the compaction marker): the slow background path that catches
+// whatever the seal and merge hooks missed.
 func (s *Store) ReconcileDemand(ctx context.Context) (DemandCleanResult, error) {
 	var total DemandCleanResult
 	base, err := s.loadBase(ctx)
@@ -342,11 +318,9 @@ func (s *Store) ReconcileDemand(ctx context.Context) (DemandCleanResult, error) 
 }
 
 // CleanIdleDemand deletes the store's demand records of merged and never-published
-// generations (cleanDemand, without repair), for a merge that found no shard pending: records
-// a merge's best-effort deletes left read as debt to the sweep, and a merge with nothing to
-// prepare runs no Repair, so each sweep round would start another merge for them until the
-// reconcile. One listing of the store's demand records, and for each shard they name its
-// manifest and then the base; a shard without a manifest is left to the reconcile.
+// generations for a merge that found no shard pending, which runs no Repair, so that the
+// sweep does not start another merge for them every round until the reconcile. A shard
+// without a manifest is left to the reconcile.
 func (s *Store) CleanIdleDemand(ctx context.Context) (DemandCleanResult, error) {
 	var total DemandCleanResult
 	objs, err := s.db.bucket.List(ctx, demandStorePrefix(s.target))
@@ -383,12 +357,9 @@ func (s *Store) CleanIdleDemand(ctx context.Context) (DemandCleanResult, error) 
 	return total, errors.Join(errs...)
 }
 
-// CleanMissingStoreDemand deletes the demand records of t when t has no store.json: the
-// sweep would start a merge or compaction for them every round, each failing store_not_found,
-// and the reconcile, which pages through the registry, never reaches a store it does not name.
-// Records younger than DemandOrphanAge stay: a store created and sealed since t was looked up
-// has no older ones. It returns how many it deleted; an existing or unreadable store.json
-// deletes nothing.
+// CleanMissingStoreDemand deletes the demand records of t, older than DemandOrphanAge, when t
+// has no store.json, which the sweep would otherwise start a failing run for every round and
+// the reconcile never reaches. It returns how many it deleted.
 func (db *DB) CleanMissingStoreDemand(ctx context.Context, t Target) (int, error) {
 	if err := t.Validate(); err != nil {
 		return 0, err
@@ -420,9 +391,8 @@ func (db *DB) CleanMissingStoreDemand(ctx context.Context, t Target) (int, error
 	return n, errors.Join(errs...)
 }
 
-// ReconcileStore runs ReconcileDemand on t without making it resident: a reconcile walks
-// the whole registry, and keeping every store it touched open would grow the worker's
-// memory with the fleet. A resident handle is used when there is one.
+// ReconcileStore runs ReconcileDemand on t without making it resident (a reconcile walks the
+// whole registry); a resident handle is used when there is one.
 func (db *DB) ReconcileStore(ctx context.Context, t Target) (DemandCleanResult, error) {
 	if err := t.Validate(); err != nil {
 		return DemandCleanResult{}, err

@@ -9,12 +9,9 @@ import (
 	"github.com/walkeeper/walkeeper/target"
 )
 
-// The error taxonomy of the store. Every error the store returns wraps at most one of these
-// marks (counting a refinement and the mark it refines as one), so callers classify with
-// errors.Is and never by matching text. The marks the bucket layer and the row codec return
-// are theirs (objstore, rowcodec), re-exported here. The activities layer maps them onto
-// Temporal error types in one place (activities/errors.go) and the HTTP data plane onto
-// status codes in one place (worker/httperr.go).
+// The error taxonomy of the store: every error wraps at most one of these marks, so callers
+// classify with errors.Is and never by text. activities/errors.go maps them onto Temporal and
+// worker/httperr.go onto HTTP, each in one place.
 var (
 	// ErrNotFound: the store, row, object or manifest does not exist.
 	ErrNotFound = objstore.ErrNotFound

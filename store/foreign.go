@@ -7,10 +7,9 @@ import (
 	"go.uber.org/zap"
 )
 
-// Foreign objects: keys under walkeeper's prefixes that it did not write (format_keys.go
-// says what it did write). A listing skips them and goes on; each one is counted in
-// walkeeper_foreign_objects_total{place} and logged, at most once a minute per place, so a
-// directory full of them cannot flood the log.
+// Foreign objects: keys under walkeeper's prefixes that it did not write (format_keys.go). A
+// listing skips them; each is counted in walkeeper_foreign_objects_total{place} and logged at
+// most once a minute per place, so a directory full of them cannot flood the log.
 
 // The places a listing finds foreign keys in (the metric's label).
 const (

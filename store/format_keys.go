@@ -8,16 +8,12 @@ import (
 	"github.com/google/uuid"
 )
 
-// Parsing the keys walkeeper writes (format.go). A storage root is shared with whatever else
-// can write to it (an operator's copy, a desktop's .DS_Store, a sync tool's sidecar files), so
-// every listing recognises its own keys exactly, in the one form format.go writes them, and
-// treats anything else as foreign (foreign.go): a key that is not one of ours must neither
-// stop a listing nor be read, replayed or deleted as if it were.
+// Parsing the keys walkeeper writes (format.go): a storage root is shared with whatever else
+// writes to it, so every listing recognises its own keys exactly and treats anything else as
+// foreign (foreign.go), never stopping on it nor reading, replaying or deleting it.
 
 // maxCounter is the largest version, WAL position, generation number or writer epoch a key or
-// manifest may hold. Each grows by one per write, so no store reaches it, and every value at
-// or below it can be incremented without wrapping uint64 (a position at 2^64-1 would wrap the
-// next one to 0, over the oldest objects).
+// manifest may hold, so that every value can be incremented without wrapping uint64.
 const maxCounter = math.MaxInt64
 
 // parseCounter parses a decimal counter in [0, maxCounter] written with width digits
@@ -38,9 +34,8 @@ func parseCounter(s string, width int) (uint64, bool) {
 	return v, true
 }
 
-// parseSeqName parses prefix + <n %020d> + suffix, n >= 1: a version (prefix = a version
-// chain's, suffix ".json") or a WAL position (prefix = walPrefix, suffix ".arrow").
-// Version 0 is the empty chain and WAL position 0 is never written, so neither is ours.
+// parseSeqName parses prefix + <n %020d> + suffix, n >= 1 (version 0 is the empty chain and
+// WAL position 0 is never written): a version or a WAL position.
 func parseSeqName(prefix, key, suffix string) (uint64, bool) {
 	name, ok := strings.CutPrefix(key, prefix)
 	if !ok {

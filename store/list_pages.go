@@ -18,10 +18,8 @@ type RegistryPage struct {
 }
 
 // ListStores returns up to limit registered stores of kind after the store named after
-// ("" = from the first), in registry key order. Memory and requests per page are bounded by
-// limit (see Bucket.ListPageWhere), so callers walk a fleet of any size page by page. Keys under
-// the registry that are not entries (foreign.go) are skipped without ending the page, and
-// Next is always the name of a store, so a cursor never lands on one.
+// ("" = from the first), in registry key order, bounded per page by limit; foreign keys under
+// the registry are skipped, and Next is always a store's name.
 func (db *DB) ListStores(ctx context.Context, kind Kind, after string, limit int) (RegistryPage, error) {
 	page, _, err := db.listStores(ctx, kind, after, limit, 0)
 	return page, err
@@ -71,8 +69,7 @@ func registryInfo(kind Kind, o objstore.ObjectInfo) StoreInfo {
 	return StoreInfo{Target: Target{Kind: kind, Name: name}, Kind: kind, Name: name, CreatedAt: o.ModTime}
 }
 
-// MaxStoreInfoJSONBytes bounds StoreInfo.JSONBytes: a 7-byte kind, a 128-byte name twice and
-// the longest time encoding/json writes, with room to spare.
+// MaxStoreInfoJSONBytes bounds StoreInfo.JSONBytes: the longest kind, name and time, and more.
 const MaxStoreInfoJSONBytes = 384
 
 // listedStore is a registry entry as GET /api/v1/stores lists it: the entry and its target.
@@ -81,10 +78,9 @@ type listedStore struct {
 	StoreInfo
 }
 
-// JSONBytes is the length of the entry's JSON text as GET /api/v1/stores lists it (with its
-// "target", encoded without HTML escaping), the measure that bounds a page of stores
-// (TargetsOptions.MaxBytes). An entry that does not encode (a time outside years 0..9999)
-// counts as MaxStoreInfoJSONBytes: it is never sent.
+// JSONBytes is the length of the entry's JSON text as GET /api/v1/stores lists it, the
+// measure that bounds a page of stores; one that does not encode counts as
+// MaxStoreInfoJSONBytes (it is never sent).
 func (i StoreInfo) JSONBytes() int64 {
 	// Names, kinds and times have no byte that HTML escaping would change.
 	b, err := json.Marshal(listedStore{Target: i.Target.String(), StoreInfo: i})
@@ -101,11 +97,9 @@ type TargetsPage struct {
 	Next Target
 }
 
-// ListTargets returns up to limit registered stores of kinds, kind by kind in the order
-// given and each kind in name order, starting after the store after (the zero Target = from
-// the first). It is ListStores across kinds: a page holds at most limit stores and costs
-// about limit/1000 + 1 registry listings per kind, whatever the fleet's size. Next is set
-// only when a store follows, so the last page never comes back empty.
+// ListTargets returns up to limit registered stores of kinds, kind by kind in the order given
+// and by name within each, after the store after (zero = from the first): ListStores across
+// kinds. Next is set only when a store follows.
 //
 // REQUIRES: after is the zero Target or of one of kinds.
 func (db *DB) ListTargets(ctx context.Context, kinds []Kind, after Target, limit int) (TargetsPage, error) {

@@ -5,23 +5,14 @@ import (
 	"fmt"
 )
 
-// Base runs in a List, bounded by the read budget whatever the run's size. A List over a base
-// run the cache will not keep streams it: the run's object is read into the group's read arena
-// (its checksum covers the whole object), and a cursor decodes it a record batch at a time into
-// buffers of the group's read reservation, starting at the first row group whose key statistics'
-// max is above the page's `after`, and decodes the next batch only when the merge asks for a key
-// beyond the one it holds. A page of 100 rows so decodes one or two batches of a run, not the
-// run.
-//
-// The group's reservation covers what the cursors really hold: it is admitted with the
-// objects' bytes and a window guessed from them (compactRunGuess), and once the footers say
-// how large a batch and the reader's page buffers get (runBatches.window) it grows to that
-// without waiting, or the read fails with ErrBudgetBusy (the growth rule: never wait while
-// holding). Every batch is allocated through the group's memAccount, so the allocator checks
-// the bound (in the race build an allocation beyond it panics).
+// Base runs in a List, bounded by the read budget whatever the run's size: a run the cache
+// will not keep is read into the group's read arena and a cursor decodes it a record batch at
+// a time, from the first row group past `after`, only when the merge asks for a key beyond the
+// one it holds, so a page of 100 rows decodes a batch or two. The group's reservation grows
+// without waiting to the window the footers give (runBatches.window) or the read fails with
+// ErrBudgetBusy; every batch is allocated through the group's memAccount.
 
-// listRun streams one base run for the cursor of a List (listRun.cursor), or for a Get
-// (readGroup.find, read_runs.go).
+// listRun streams one base run for a List's cursor or a Get (readGroup.find, read_runs.go).
 type listRun struct {
 	s     *Store
 	ctx   context.Context // the read's: the batches are decoded after the group is opened
@@ -96,8 +87,7 @@ func (r *listRun) refill(c *cursor) bool {
 	return false
 }
 
-// close releases the batch the cursor is in and the reader (the object's bytes are the
-// arena's, freed after this).
+// close releases the cursor's batch and the reader (the object's bytes are the arena's).
 func (r *listRun) close() {
 	if r.cur != nil {
 		r.cur.rec.Release()
@@ -106,10 +96,8 @@ func (r *listRun) close() {
 	r.rb.close()
 }
 
-// growForRuns grows res to what the group holds once its runs' footers are read: what its
-// account has allocated (the objects' bytes, the decoded generations' metadata) and every
-// run's window, without waiting. When the budget cannot give it, it returns ErrBudgetBusy and
-// the bytes the reservation lacks.
+// growForRuns grows res, without waiting, to what the group holds once its runs' footers are
+// read; when the budget cannot give it, it returns ErrBudgetBusy and the bytes res lacks.
 func (s *Store) growForRuns(res *Reservation, acct *memAccount, runs []*listRun) (short int64, _ error) {
 	need, streamed := acct.Allocated(), false
 	for _, r := range runs {

@@ -11,9 +11,8 @@ import (
 	"github.com/walkeeper/walkeeper/target"
 )
 
-// The engine's side of the manifest model (package manifest): decoding a version with the
-// checks a reader relies on (the key layout of format.go), and the draft that publishes a
-// round of merges.
+// The engine's side of the manifest model: decoding a version with the checks a reader relies
+// on, and the draft that publishes a round of merges.
 
 func decodeJSONObject(data []byte, v any, what string) error {
 	if err := json.Unmarshal(data, v); err != nil {
@@ -22,9 +21,8 @@ func decodeJSONObject(data []byte, v any, what string) error {
 	return nil
 }
 
-// decodeBaseManifest decodes version v of t's base manifest and checks what a reader
-// relies on: the version it names and run paths inside the store's data directory.
-// Anything else is ErrCorrupt.
+// decodeBaseManifest decodes version v of t's base manifest and checks the version it names
+// and that its run paths are in the store's data directory; anything else is ErrCorrupt.
 func decodeBaseManifest(raw []byte, v uint64, t Target) (*manifest.Base, error) {
 	var m manifest.Base
 	if err := manifest.UnmarshalBase(raw, &m); err != nil {
@@ -53,9 +51,8 @@ func decodeBaseManifest(raw []byte, v uint64, t Target) (*manifest.Base, error) 
 	return &m, nil
 }
 
-// decodeShardManifest decodes version v of shard's manifest in t and checks the version
-// and shard it names and that its generation paths are the shard's. Anything else is
-// ErrCorrupt.
+// decodeShardManifest decodes version v of shard's manifest in t and checks the version and
+// shard it names and its generation paths; anything else is ErrCorrupt.
 func decodeShardManifest(raw []byte, v uint64, t Target, shard string) (*manifest.Shard, error) {
 	var m manifest.Shard
 	if err := manifest.UnmarshalShard(raw, &m); err != nil {
@@ -86,9 +83,8 @@ func decodeShardManifest(raw []byte, v uint64, t Target, shard string) (*manifes
 }
 
 // withMerges is the draft of the one version that publishes every merge of ps (CommitRound):
-// m's runs plus each merge's staged files, each merge's shard watermark moved to its
-// Through. Rows of different merges are ranked by (seq, shard) like any others, so the order
-// of ps does not matter to readers.
+// m's runs plus each merge's staged files, each shard's watermark moved to its Through (the
+// order of ps does not matter to readers, who rank rows by (seq, shard)).
 //
 // REQUIRES: the shards of ps are distinct, and for each p manifest.WatermarkCoverage is
 // RangeOpen against m: the runs already in m hold none of p's generations.

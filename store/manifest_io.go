@@ -13,11 +13,10 @@ import (
 // publishes of its base and shard manifests. The model and its pure functions are package
 // manifest; decoding with the reader's checks is manifest_decode.go.
 
-// chain is a put-if-absent chain of versioned JSON objects under prefix (<v %020d>.json).
-// Version n+1 exists only if version n existed when it was published, and garbage
-// collection deletes versions in ascending order, so the live versions are always one
-// contiguous range [low, latest]. latest() probes forward from a cached hint instead of
-// listing, which keeps the per-read cost at one failed GET when nothing changed.
+// chain is a put-if-absent chain of versioned JSON objects under prefix (<v %020d>.json)
+// whose live versions are one contiguous range, since n+1 is published only after n and
+// collection goes in ascending order; latest() probes forward from a cached hint, one failed
+// GET when nothing changed.
 type chain struct {
 	db     *DB
 	prefix string
@@ -25,12 +24,9 @@ type chain struct {
 	mu      sync.Mutex
 	hint    uint64
 	hintRaw []byte
-	// hintObj is version hint decoded (nil until someone decoded or published it). A version
-	// is immutable (put-if-absent, never rewritten), so the decode of the version read last
-	// is reused while the storage read still says it is the latest (latestDecoded).
+	// hintObj is version hint decoded, reused while the storage read says it is the latest.
 	//
-	// INVARIANT: hintObj is shared by every caller that gets it; nobody mutates it (callers
-	// draft the next version with Next, a copy).
+	// INVARIANT: hintObj is shared by every caller that gets it; nobody mutates it.
 	hintObj any
 }
 
@@ -102,11 +98,9 @@ func (c *chain) latest(ctx context.Context) (uint64, []byte, error) {
 	return v, raw, nil
 }
 
-// latestDecoded is latest with the version decoded: the decode of the version read last is
-// reused when the storage read finds the same version again (the read is still made: it is
-// what tells a reader, or the WAL's fencing check, that nothing newer exists), and a new
-// version is decoded once per handle instead of once per read. decode must return a value
-// nobody mutates afterwards (see hintObj). (0, nil, nil) when the chain is empty.
+// latestDecoded is latest with the version decoded once per handle, not once per read (the
+// storage read is still made: it is what tells a reader, or the WAL's fence check, that
+// nothing newer exists). decode's value must never be mutated. (0, nil, nil) when empty.
 func (c *chain) latestDecoded(ctx context.Context, decode func(v uint64, raw []byte) (any, error)) (uint64, any, error) {
 	v, raw, err := c.latest(ctx)
 	if err != nil || v == 0 {
@@ -132,8 +126,7 @@ func (c *chain) latestDecoded(ctx context.Context, decode func(v uint64, raw []b
 	return v, obj, nil
 }
 
-// cached is the version this handle read or published last with its decoded value, without
-// any I/O; (0, nil) when none is decoded yet.
+// cached is the version this handle read or published last, decoded, without I/O (0: none).
 func (c *chain) cached() (uint64, any) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -160,9 +153,8 @@ func (c *chain) listLatest(ctx context.Context) (uint64, []byte, error) {
 	return best, raw, err
 }
 
-// publish writes version v and makes it the cached latest, with obj (nil: none) as its
-// decoded value, so the publisher never decodes its own version. ErrAlreadyExists means
-// another writer published v first.
+// publish writes version v and makes it the cached latest with obj (nil: none) as its decoded
+// value, so the publisher never decodes its own version. ErrAlreadyExists: lost the race.
 //
 // REQUIRES: obj is what raw decodes to, and nobody mutates it afterwards.
 func (c *chain) publish(ctx context.Context, v uint64, raw []byte, obj any) error {
@@ -173,18 +165,13 @@ func (c *chain) publish(ctx context.Context, v uint64, raw []byte, obj any) erro
 	return nil
 }
 
-// put is the durable half of publish: the put-if-absent of version v, leaving the cache
-// alone. The base chain's committers call it outside any lock and advance under it
-// (publishBaseThenSwap).
+// put is the durable half of publish, leaving the cache alone (publishBaseThenSwap).
 func (c *chain) put(ctx context.Context, v uint64, raw []byte) error {
 	return c.db.bucket.PutIfAbsent(ctx, c.prefix+versionName(v), raw)
 }
 
-// advance is the in-memory half of publish: version v (already durable) becomes the cached
-// latest, with obj (nil: none) as its decoded value, unless a newer one already is. O(1);
-// takes only chain.mu.
-//
-// REQUIRES: as for publish.
+// advance is the in-memory half of publish: v (already durable) becomes the cached latest
+// unless a newer one already is; O(1) under chain.mu. REQUIRES: as for publish.
 func (c *chain) advance(v uint64, raw []byte, obj any) {
 	c.mu.Lock()
 	if v > c.hint {
@@ -230,9 +217,8 @@ func (s *Store) shardChain(shard string) *chain {
 	return c
 }
 
-// loadBase returns the latest base manifest (version 0 = empty table). The result is shared
-// with the handle's cache (chain.hintObj): callers draft a new version with next, never by
-// changing it.
+// loadBase returns the latest base manifest (version 0 = empty table), shared with the
+// handle's cache: callers draft a new version with next, never by changing it.
 func (s *Store) loadBase(ctx context.Context) (*manifest.Base, error) {
 	v, obj, err := s.base.latestDecoded(ctx, func(v uint64, raw []byte) (any, error) {
 		return decodeBaseManifest(raw, v, s.target)
@@ -246,9 +232,8 @@ func (s *Store) loadBase(ctx context.Context) (*manifest.Base, error) {
 	return obj.(*manifest.Base), nil
 }
 
-// publishBase publishes next as version next.Version. ErrAlreadyExists = lost the race.
-// It takes no lock: compaction calls it holding mergeLock; merges and quarantines publish
-// with publishBaseThenSwap instead, which takes the lock only for the in-memory swap.
+// publishBase publishes next as version next.Version (ErrAlreadyExists: lost the race),
+// taking no lock; merges and quarantines use publishBaseThenSwap instead.
 func (s *Store) publishBase(ctx context.Context, next *manifest.Base) error {
 	raw, err := s.encodeBase(next)
 	if err != nil {
@@ -261,18 +246,14 @@ func (s *Store) publishBase(ctx context.Context, next *manifest.Base) error {
 	return nil
 }
 
-// encodeBase stamps and serialises next, so callers that hold a lock while publishing can
-// do the CPU work before taking it.
+// encodeBase stamps and serialises next, so callers can do the CPU work before a lock.
 func (s *Store) encodeBase(next *manifest.Base) ([]byte, error) {
 	next.CreatedAt = s.db.opts.Now().UTC()
 	return manifest.EncodeBase(next)
 }
 
-// loadShard returns the latest manifest of shard, or nil if the shard never wrote. The
-// storage read of the latest version is made every time; the decode only for a version
-// this handle has not seen (chain.latestDecoded), since every seal, fencing check, prepare
-// and snapshot loads it. The result is shared with the handle's cache: callers draft a new
-// version with Next (a copy), never change it.
+// loadShard returns the latest manifest of shard (nil: never wrote), decoded only for a
+// version this handle has not seen; the result is shared with the handle's cache.
 func (s *Store) loadShard(ctx context.Context, shard string) (*manifest.Shard, error) {
 	v, obj, err := s.shardChain(shard).latestDecoded(ctx, func(v uint64, raw []byte) (any, error) {
 		return decodeShardManifest(raw, v, s.target, shard)
@@ -283,11 +264,10 @@ func (s *Store) loadShard(ctx context.Context, shard string) (*manifest.Shard, e
 	return obj.(*manifest.Shard), nil
 }
 
-// publishShard publishes next as version next.Version; ErrAlreadyExists = lost the race.
-// next becomes the handle's cached decode of that version, so the publisher (a writer's
-// seal, above all) never decodes what it wrote.
+// publishShard publishes next as version next.Version (ErrAlreadyExists: lost the race) and
+// keeps it as the cached decode, so a seal never decodes what it wrote.
 //
-// REQUIRES: the caller does not change next after this call (it is shared from then on).
+// REQUIRES: the caller does not change next after this call.
 func (s *Store) publishShard(ctx context.Context, next *manifest.Shard) error {
 	next.UpdatedAt = s.db.opts.Now().UTC()
 	raw, err := manifest.EncodeShard(next)
@@ -303,10 +283,9 @@ func (s *Store) publishShard(ctx context.Context, next *manifest.Shard) error {
 }
 
 // editShard applies edit to the latest manifest of shard and publishes the result,
-// re-reading and re-applying on every lost race. edit returns false to skip publishing.
-// Edits must be relative ("remove exactly these generations"), never absolute, so that a
-// seal landing between two attempts is never lost. The resident writer of the shard adopts
-// the result (writer.observe), as it does its own seals.
+// re-applying on every lost race (edit false: nothing to publish). Edits must be relative,
+// never absolute, so a seal landing in between is never lost; the resident writer adopts
+// the result.
 func (s *Store) editShard(ctx context.Context, shard string, edit func(m *manifest.Shard) (bool, error)) (*manifest.Shard, error) {
 	for attempt := 0; attempt < 64; attempt++ {
 		cur, err := s.loadShard(ctx, shard)
@@ -338,8 +317,7 @@ func (s *Store) editShard(ctx context.Context, shard string, edit func(m *manife
 	return nil, fmt.Errorf("shard %s of %s: manifest edit kept losing races: %w", shard, s.target, ErrConflict)
 }
 
-// shards lists the shard ids that ever wrote to this store; a directory under _mem_wal/
-// that is not a shard id is foreign.
+// shards lists the shard ids that ever wrote to this store; other directories are foreign.
 func (s *Store) listShards(ctx context.Context) ([]string, error) {
 	dirs, err := s.db.bucket.ListDirs(ctx, memWALPrefix(s.target))
 	if err != nil {

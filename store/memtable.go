@@ -32,12 +32,9 @@ const memtableDegree = 32
 // index's pointer to it and the node space around that pointer.
 var memEntryBytes = int64(unsafe.Sizeof(memEntry{})) + 16
 
-// memtable holds rows that are durable in the WAL but not yet sealed: the newest version of
-// each key in a B-tree ordered by key, so a read finds a key in O(log n) and starts a page at
-// a cursor without copying the memtable.
-//
-// The active memtable is changed under writer.mu; frozen ones are never changed again, so
-// their index is read without a lock.
+// memtable holds rows that are durable in the WAL but not yet sealed, the newest version of
+// each key in a B-tree, so a read finds a key in O(log n) and pages without copying. The
+// active one changes under writer.mu; frozen ones never change, so they are read unlocked.
 type memtable struct {
 	index *btree.BTreeG[*memEntry]
 	// view is a copy-on-write clone of index shared by the reads since the last add (nil
@@ -88,9 +85,7 @@ func (m *memtable) readView() *btree.BTreeG[*memEntry] {
 	return m.view
 }
 
-// newestRows returns the newest version of every key of frozen, sorted by key, as a read
-// of them sees it (memIter). Frozen memtables are never changed, so it reads them without
-// writer.mu.
+// newestRows returns the newest version of every key of frozen, sorted, as memIter reads them.
 func newestRows(frozen []*memtable) (rows []Row, seqs []int64, deleted []bool) {
 	trees := make([]*btree.BTreeG[*memEntry], len(frozen))
 	n := 0
@@ -124,8 +119,7 @@ func (w *writer) memGet(key string) (memRow, bool) {
 }
 
 // memIterAfter returns an iterator over the newest local version of every key above after
-// (all keys when after is ""), across the frozen and active memtables as they are now; rows
-// appended later are not seen. Nothing is copied but the active memtable's root (a clone).
+// across the memtables as they are now (only the active one's root is cloned).
 func (w *writer) memIterAfter(after string) *memIter {
 	w.mu.Lock()
 	trees := make([]*btree.BTreeG[*memEntry], 0, len(w.frozen)+1)

@@ -3,11 +3,8 @@ package store
 import "github.com/google/btree"
 
 // memIter walks memtable indexes (frozen ones and a clone of the active one) as one key-ordered
-// stream from a cursor on, lazily, so that a page of p rows costs O(log n + p) whatever the
-// memtable holds.
-//
-// Per key it yields the newest version: the highest write sequence, of equal ones the
-// earlier index's (the older memtable), as memGet decides.
+// stream from a cursor on, lazily, so a page of p rows costs O(log n + p); per key it yields
+// the newest version, as memGet decides.
 type memIter struct {
 	subs []*indexIter
 	cur  *memEntry // the version at the iterator's position; nil once exhausted

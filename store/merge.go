@@ -9,12 +9,11 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// The in-process merge driver, MergeOnce and MergeAll, and what the merge phases share
-// (doc.go lists the phases' files; docs/FORMAT.md is the protocol).
+// The in-process merge driver, MergeOnce and MergeAll, and what the merge phases share.
 
-// MergeOnce repairs, prepares and commits one pass of shard ("" = own shard) in this
-// process. It returns a zero result when nothing is pending, and ErrStalePreparation
-// (after aborting the attempt) when the pass could not publish.
+// MergeOnce repairs, prepares and commits one pass of shard ("" = own shard) in this process:
+// a zero result when nothing is pending, ErrStalePreparation (aborted) when it could not
+// publish.
 func (s *Store) MergeOnce(ctx context.Context, shard string) (RoundShardResult, error) {
 	if _, err := s.Repair(ctx, RepairParams{Shard: shard}); err != nil {
 		return RoundShardResult{}, err

@@ -7,12 +7,9 @@ import (
 	"github.com/walkeeper/walkeeper/store/manifest"
 )
 
-// Abort, the other way out of a prepared attempt: claim "abort", then delete the staged
-// files once no commit of the attempt can publish them. It takes no lock.
-
-// Abort deletes exactly the staged files of an attempt whose commit is proven absent. The
-// abort claim makes the proof stick: a late commit of the same attempt sees it and
-// reports the shard stale, so files are never deleted under a manifest that references them.
+// Abort, the other way out of a prepared attempt: claim "abort", then delete the staged files
+// once no commit of the attempt can publish them; a late commit sees the claim and reports the
+// shard stale. It takes no lock.
 func (s *Store) Abort(ctx context.Context, p *PreparedMerge) (AbortResult, error) {
 	state, err := s.claim(ctx, p, "abort")
 	if err != nil {

@@ -10,9 +10,8 @@ import (
 	"github.com/walkeeper/walkeeper/store/manifest"
 )
 
-// The claim phase of a merge: before a prepared attempt is published or its staged files are
-// deleted, its claim object records "commit" or "abort". The claim is a put-if-absent, so
-// exactly one of the two wins across every process. It takes no lock.
+// The claim phase of a merge: a put-if-absent claim object records "commit" or "abort" for a
+// prepared attempt, so exactly one wins across every process. It takes no lock.
 
 // validatePrepared checks a PreparedMerge that crossed a process boundary before anything
 // acts on it: bad input is ErrInvalidInput and writes nothing.
@@ -92,11 +91,9 @@ func (s *Store) claim(ctx context.Context, p *PreparedMerge, state string) (stri
 }
 
 // claimAttempt records state for attempt's merge of shard through generation through and
-// returns the state that holds afterwards: ours, or the one another caller claimed first.
-//
-// A claim that is gone when read after a lost put-if-absent was dropped in between (dropClaim:
-// another execution of the attempt finished it); claiming again is then what a put after that
-// drop would have done, and a NotFound, which Temporal does not retry, would fail the shard.
+// returns the state that holds afterwards, ours or the first caller's. A claim gone when read
+// after a lost put-if-absent was dropped by another execution that finished, so it claims
+// again rather than fail the shard with a NotFound.
 func (s *Store) claimAttempt(ctx context.Context, attempt, shard string, through uint64, state string) (string, error) {
 	key := s.attemptClaimKey(attempt, shard, through)
 	raw, _ := json.Marshal(manifest.AttemptClaim{State: state, AttemptKey: attempt, Through: through, At: s.db.opts.Now().UTC()})
@@ -146,11 +143,9 @@ func (s *Store) claimRound(ctx context.Context, ps []*PreparedMerge, open []int,
 	})
 }
 
-// dropClaim deletes the attempt's claim once the shard's watermark has reached the
-// attempt's first generation: from then on every commit of the attempt answers "already
-// committed" or stale from the watermark alone and no Abort can delete a file a manifest
-// references, so the claim protects nothing. Claims of attempts aborted below the
-// watermark stay: they are what stops a late commit.
+// dropClaim deletes the attempt's claim once the shard's watermark has reached the attempt's
+// first generation, which then answers every commit alone; claims aborted below the
+// watermark stay, since they stop a late commit.
 func (s *Store) dropClaim(ctx context.Context, p *PreparedMerge) error {
 	if err := s.db.bucket.Delete(ctx, s.claimKey(p)); err != nil && !errors.Is(err, ErrNotFound) {
 		return err

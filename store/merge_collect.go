@@ -12,26 +12,20 @@ import (
 )
 
 // Collecting abandoned staged runs: a Prepare whose workflow was terminated, cancelled or
-// reset away before its commit or abort leaves its staged run under an attempt key nobody
-// will abort again. Abort's invariant (merge_abort.go) says when such a file is garbage
-// without knowing its attempt: once its shard's watermark reaches into the prepared range,
-// no commit of any attempt can publish it. A round that moves a watermark is exactly when
-// runs become collectable, so the round commit collects them (decision 0281).
+// reset away leaves its staged run under an attempt key nobody will abort. Once its shard's
+// watermark reaches into the prepared range no commit can publish it, and a round that moves
+// a watermark is when that happens, so the round commit collects them (decision 0281).
 
 // collectPerRound bounds the objects each collector deletes in one round commit, so a bucket
 // full of leftovers adds a bounded tail to one commit; the next round goes on with the rest.
 const collectPerRound = 100
 
-// collectAbandonedStaged deletes the staged runs of this store that the latest base does
-// not reference and whose shard's watermark reaches into their range, at most
-// collectPerRound of them. It costs one LIST of the store's staged and merged runs (data/m-*,
-// a page per 1,000, bounded by compaction); only when it finds a candidate, one LIST of the
-// shard directories and a DELETE per run. The base is the one this handle cached, so the
-// common case, nothing to collect, costs that one LIST. It returns how many runs it deleted.
+// collectAbandonedStaged deletes at most collectPerRound staged runs of this store that the
+// cached base does not reference and whose shard's watermark reaches into their range; the
+// common case, nothing to collect, costs one LIST. It returns how many it deleted.
 //
-// INVARIANT: a run whose range is open, or whose shard tag matches no shard or more than
-// one (the tag is a shard id's first 8 characters), is never deleted here: only its
-// attempt's abort claim can prove it unpublishable. A name Prepare never makes is foreign.
+// INVARIANT: a run whose range is open, or whose shard tag matches no shard or more than one,
+// is never deleted here (only its attempt's abort claim can prove it unpublishable).
 func (s *Store) collectAbandonedStaged(ctx context.Context, own []*PreparedMerge) (int, error) {
 	base, err := s.collectorBase(ctx)
 	if err != nil {
@@ -115,10 +109,8 @@ func coveredByTag(base *manifest.Base, tag string, from, through uint64) bool {
 	return false
 }
 
-// collectorBase is the version this round just published, as this handle cached it, without
-// I/O. An older base than the latest is as safe for both collectors: watermarks only grow, and
-// a run a newer version references had an open range when it was published, so it has one in
-// every older version.
+// collectorBase is the version this round just published, as this handle cached it; an older
+// base is as safe, since watermarks only grow.
 func (s *Store) collectorBase(ctx context.Context) (*manifest.Base, error) {
 	if _, obj := s.base.cached(); obj != nil {
 		return obj.(*manifest.Base), nil
@@ -126,16 +118,13 @@ func (s *Store) collectorBase(ctx context.Context) (*manifest.Base, error) {
 	return s.loadBase(ctx)
 }
 
-// collectSettledClaims deletes the attempt claims of shards whose watermark covers the
-// claimed attempt's last generation: from then on the watermark alone answers every late
-// commit or abort of it (dropClaim), so the claim protects nothing. The abort claim of an
-// attempt aborted with its range open is the one nobody else deletes: a cancelled merge
-// leaves one per pass it aborted. It costs one LIST of attempts/ per shard, the shards
-// listed roundCleanupConcurrency at a time, and a GET and a DELETE per claim found, at most
-// collectPerRound deletes per shard. It returns how many claims it deleted.
+// collectSettledClaims deletes the attempt claims, at most collectPerRound per shard, whose
+// last generation the watermark covers, which then answers every late commit or abort alone
+// (dropClaim); the abort claims of cancelled merges are otherwise never deleted. It returns
+// how many it deleted.
 //
-// INVARIANT: a claim whose attempt's range the watermark does not cover is never deleted,
-// nor is a key under attempts/ that is not a claim walkeeper wrote (foreign).
+// INVARIANT: a claim whose range the watermark does not cover, or a key under attempts/
+// walkeeper did not write, is never deleted.
 func (s *Store) collectSettledClaims(ctx context.Context, shards []string) (int, error) {
 	base, err := s.collectorBase(ctx)
 	if err != nil {

@@ -17,19 +17,15 @@ import (
 // unreferenced staged files deleted and its claim dropped. It takes no lock: every step is
 // a relative or idempotent edit of objects the published version already made garbage.
 
-// roundCleanupConcurrency bounds the shards checked, claimed, drained and cleaned up at once
-// in a round; each shard's own deletes are bounded by mergeDeleteConcurrency. A shard's
-// clean-up is a chain of round trips (drain: read and publish the shard manifest; the
-// generation and demand deletes; the claim), not CPU, so a round of 64 shards at 16 at once
-// is four waves of it.
+// roundCleanupConcurrency bounds the shards cleaned up at once in a round, since each shard's
+// clean-up is a chain of round trips, not CPU.
 const roundCleanupConcurrency = 16
 
 // mergeDeleteConcurrency bounds the concurrent deletes of merged generation files.
 const mergeDeleteConcurrency = 8
 
-// finishRound finishes every shard whose rows the base holds, concurrently across shards.
-// The first error is returned once every shard has been tried, so one shard's failure does
-// not leave the others undrained.
+// finishRound finishes every shard whose rows the base holds, concurrently, and returns the
+// first error once every shard was tried.
 //
 // REQUIRES: for every shard whose outcome is committed or already_committed, a published
 // base version's watermark covers its range (publishRound).
@@ -62,14 +58,11 @@ func (s *Store) finishRound(ctx context.Context, ps []*PreparedMerge, res *Round
 	return first
 }
 
-// finishShard is everything that follows the publish of p's run: drain exactly p's
-// generations, delete their files, clean up the shard's demand records (afterMergeDemand,
-// with runs the base's run count after the publish, 0 when already committed), delete p's
-// staged files if another attempt's run holds the rows (already committed and
-// unreferenced), and drop the claim, which the watermark makes meaningless. It fills sr's
-// Reclaimed and Deleted. A failed claim delete is returned so the caller's retry, which
-// takes the already-committed path, deletes it; a failed generation delete is left for
-// the next pass.
+// finishShard is everything that follows the publish of p's run: drain p's generations,
+// delete their files and demand records, delete p's staged files if another attempt's run
+// holds the rows, and drop the claim the watermark made meaningless. A failed claim delete is
+// returned, so the caller's retry deletes it; a failed generation delete is left for the
+// next pass.
 //
 // REQUIRES: a published base version's watermark for p.Shard is at least p.Through.
 func (s *Store) finishShard(ctx context.Context, p *PreparedMerge, sr *RoundShardResult, runs int) error {
@@ -80,10 +73,8 @@ func (s *Store) finishShard(ctx context.Context, p *PreparedMerge, sr *RoundShar
 		s.countMerge("failed", 0)
 		return fmt.Errorf("drain failed: %w", err)
 	}
-	// The pass reclaims its generations whoever drains them: a retry of a commit whose first
-	// attempt drained them and lost its reply finds nothing left to drain, and the one reply
-	// the workflow sees must still count them. (The workflow counts a commit that Abort finds
-	// present the same way.) The metrics count what this call drained.
+	// Counted whoever drains them, so that a retried commit whose first reply was lost
+	// still reports them; the metrics count what this call drained.
 	sr.Reclaimed = len(p.Generations)
 	deleteStart := time.Now()
 	sr.Deleted, _ = s.deleteMergedGenerations(ctx, p.Shard, p.Through)
@@ -131,14 +122,12 @@ func (s *Store) drain(ctx context.Context, shard string, gens []uint64) (int, er
 }
 
 // deleteMergedGenerations deletes generation files at or below through that the latest
-// shard manifest no longer lists. Called only after the drain, so no reader can be
-// directed to them any more: readers skip generations at or below the watermark. It also
-// deletes the unlisted files of a writer epoch older than that manifest's, whatever their
-// number: their writer is fenced, so no manifest will ever list them, and a failed seal's
-// gap (decision 0631) can lie above every number the shard's next owner reaches.
+// shard manifest no longer lists (readers skip them since the watermark covers them), and
+// the unlisted files of a fenced writer epoch whatever their number: no manifest will ever
+// list them, and a failed seal's gap (decision 0631) can lie above every number the shard's
+// next owner reaches.
 //
-// REQUIRES: the base version whose watermark for shard is at least through is published
-// (the deletes come after the commit that makes the files garbage).
+// REQUIRES: the base version whose watermark for shard is at least through is published.
 func (s *Store) deleteMergedGenerations(ctx context.Context, shard string, through uint64) (int, error) {
 	m, err := s.loadShard(ctx, shard)
 	if err != nil || m == nil {
@@ -155,9 +144,8 @@ func (s *Store) deleteMergedGenerations(ctx context.Context, shard string, throu
 	if err != nil {
 		return 0, err
 	}
-	// Delete concurrently: on object storage each delete is a round trip, and a pass
-	// merges up to merge_max_generations files. The first error is returned with the count
-	// of files actually deleted; the rest are left for the next pass.
+	// Concurrently, since each delete is a round trip; the first error is returned with the
+	// count actually deleted.
 	var n atomic.Int64
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(mergeDeleteConcurrency)

@@ -12,16 +12,11 @@ import (
 // chunk: for a prepare's staged run, and (copyRows) for compaction's output. Pure in-memory
 // work on buffers charged to the caller's budget account; no lock.
 
-// copyRows builds one record from picked rows, column by column. Variable-width columns
-// reserve their value bytes up front: Reserve counts rows only, and letting the value buffer
-// double its way up allocated about twice the output.
-//
-// It copies Arrow values into Arrow builders; Codec.Build (codec side) is its counterpart for
-// rows that are not in Arrow form yet, so the two share the per-type shape but no code. The
-// per-type loops are written out on purpose: a generic version (type-parameterised array
-// and builder) measured about 35% slower on this hot path, since Go's shape stenciling turns
-// every Value and Append into a dictionary call.
-// mem nil means memory.DefaultAllocator.
+// copyRows builds one record from picked rows, column by column (mem nil: the default
+// allocator); variable-width columns reserve their value bytes up front, since doubling
+// allocated about twice the output. The per-type loops are written out on purpose: a generic
+// version measured about 35% slower here (shape stenciling makes every call a dictionary
+// call).
 func copyRows(mem memory.Allocator, schema *arrow.Schema, picks []pick) arrow.RecordBatch {
 	if mem == nil {
 		mem = memory.DefaultAllocator
@@ -103,12 +98,9 @@ func copyRows(mem memory.Allocator, schema *arrow.Schema, picks []pick) arrow.Re
 	return b.NewRecordBatch()
 }
 
-// Runs: the picks of a merge often come in runs of consecutive rows of one input (inputs
-// whose key ranges do not overlap, or time-ordered keys written by one writer). A chunk that
-// is one run is the input's rows already: it is written as a zero-copy slice of the input
-// record. A chunk of few, long runs is gathered a run at a time, a bulk copy of each
-// column's range (array.Concatenate of slices), instead of row by row. Only chunks of short
-// runs (interleaved keys) pay the per-row copy of copyRows.
+// Runs: the picks of a merge often come in runs of consecutive rows of one input, so a chunk
+// that is one run is written as a zero-copy slice of the input, a chunk of few long runs is
+// gathered a bulk copy per run, and only chunks of short runs pay copyRows's per-row copy.
 
 // minSliceRows is the shortest run that ends a chunk early so that the chunk is a zero-copy
 // slice: shorter, the extra row group would cost more than the copy it saves.
@@ -142,10 +134,9 @@ func chunkEnd(picks []pick, off, chunkRows int) int {
 	return end
 }
 
-// gatherRows builds the record of picks, as a zero-copy slice of its input when picks are one
-// run, by runs when they are long on average, and else row by row (copyRows). Buffers it
-// allocates come from mem (nil: memory.DefaultAllocator). The caller releases the record; a
-// slice keeps its input's buffers alive until then.
+// gatherRows builds the record of picks as a slice, by runs or row by row (see Runs), with
+// buffers from mem (nil: the default allocator); a slice keeps its input alive until the
+// caller releases the record.
 //
 // REQUIRES: every pick's record has schema.
 func gatherRows(mem memory.Allocator, schema *arrow.Schema, picks []pick) arrow.RecordBatch {

@@ -2,10 +2,9 @@ package store
 
 import "container/heap"
 
-// The one k-way merge of the package. Reads (List), merges (Prepare) and compaction
-// (CompactBase) all walk sorted, key-unique sources as one key-ordered stream and keep, per
-// key, the newest version; they differ only in their sources and in what they do with the
-// winner, so the heap and the rule that picks the winner live here once.
+// The one k-way merge of the package: reads, merges and compaction all walk sorted,
+// key-unique sources as one stream keeping the newest version per key, so the heap and the
+// rule that picks the winner live here once.
 
 // cursor is one sorted source of a merge, positioned at row i: a decoded file (a generation
 // or a base run) or this process's memtables (memIter).
@@ -53,9 +52,8 @@ func (c *cursor) advance() {
 	c.mem.next()
 }
 
-// hit is the row version next picked: its cursor, and the file (f) and row that hold it,
-// or the memtable entry (m). The file is kept apart from the cursor because a cursor that
-// refills moves to its next batch once it has run out of rows.
+// hit is the row version next picked: its cursor, and the file (f) and row, or memtable entry
+// (m), that hold it, kept apart since a refilling cursor moves to its next batch.
 type hit struct {
 	c *cursor
 	f *sortedFile
@@ -100,12 +98,9 @@ func (h *cursorHeap) Pop() any {
 }
 
 // mergeIter yields, key by key in ascending order, the newest version of each key over its
-// cursors (newer: write sequence, then shard id).
-//
-// A cursor with refill (a base run read in batches) that runs out of rows is refilled at the
-// start of the next call to next, not when it runs out: a read that stops after the key it
-// needed never decodes a batch it does not use, and the batch the returned hit is in is still
-// the cursor's while the caller copies from it.
+// cursors (newer: write sequence, then shard id). A cursor with refill is refilled at the
+// start of the next call to next, so a read never decodes a batch it does not use and the
+// returned hit's batch stays valid while the caller copies from it.
 //
 // REQUIRES: every cursor's source is sorted by key with each key at most once, and the first
 // row of a refilled batch has a key above the last of the batch before.
@@ -186,8 +181,7 @@ func (p pick) key() string { return p.f.view.Key(p.i) }
 func (p pick) seq() int64  { return p.f.view.Seq(p.i) }
 
 // mergeSorted walks sorted, key-unique files as one stream and keeps, per key, the newest
-// version, tombstones included (a merge keeps them: older runs may hold the key). The
-// result is in key order.
+// version in key order, tombstones included (older runs may hold the key).
 func mergeSorted(files []*sortedFile) []pick {
 	cursors := make([]*cursor, 0, len(files))
 	total := 0

@@ -10,10 +10,9 @@ import (
 // memory budget. Everything here is pure (no I/O, no waiting, no lock); Prepare
 // (merge_prepare.go) executes the plan under its shared mergeLock.
 
-// MaxPassGenerations caps the generations of one merge pass whatever its caps say (0, "no
-// cap", included): a pass's PreparedMerge lists every generation number, and 10,000 of the
-// longest (20 digits) encode to about 207 KiB, under the 256 KiB payload budget of the
-// Prepare result and the CommitRound input that carry it (TestPassGenerationsFitAPayload).
+// MaxPassGenerations caps the generations of one merge pass whatever its caps say, so that
+// its PreparedMerge, which lists them all, stays under the 256 KiB payload budget
+// (TestPassGenerationsFitAPayload).
 const MaxPassGenerations = 10_000
 
 // mergeCaps bound one merge pass; 0 means no cap (but MaxPassGenerations).
@@ -50,18 +49,12 @@ func (p mergePlan) generations() []uint64 {
 // attempt gives up (it is retried) rather than hold memory while waiting for more.
 var errFirstOverBudget = fmt.Errorf("%w while reading the first generation", ErrBudgetBusy)
 
-// planMerge picks what one merge pass folds and fits it to the budget:
-//
-//  1. Caps: the oldest pending generations, at most caps.maxGens and MaxPassGenerations,
-//     stopping after the generation whose bytes reach caps.maxBytes. The first generation is always taken
-//     whole, so an oversized generation still makes progress; a generation is never split.
-//  2. Budget: the longest prefix of those whose footprint (mergeFootprint of the manifest's
-//     sizes) grow accepts. grow is the budget reservation's non-waiting TryGrow (nil = no
-//     budget); growing before reading lets the reads run concurrently without any of them
-//     running ahead of the budget.
-//
-// pending must be ascending. An empty pending gives an empty plan. errFirstOverBudget
-// (an ErrBudgetBusy) means grow refused even the first generation.
+// planMerge picks what one merge pass folds: the oldest pending generations (ascending), at
+// most caps.maxGens and MaxPassGenerations, through the one whose bytes reach caps.maxBytes,
+// the first always taken whole so an oversized generation still makes progress; then the
+// longest prefix whose footprint grow (a non-waiting TryGrow, nil = no budget) accepts, grown
+// before reading so the reads can run concurrently. errFirstOverBudget means grow refused
+// even the first generation.
 func planMerge(pending []manifest.Gen, caps mergeCaps, grow func(total int64) bool) (mergePlan, error) {
 	var gens []manifest.Gen
 	var bytes int64
@@ -89,10 +82,8 @@ func planMerge(pending []manifest.Gen, caps mergeCaps, grow func(total int64) bo
 	return mergePlan{gens: gens[:n], bytes: fitted}, nil
 }
 
-// refit fits the plan to the decoded sizes of its generations (decoded[i] is gens[i]),
-// exactly as planMerge fitted it to the manifest's: what memory holds is the decoded size,
-// which agrees with the manifest's to within metadata, and the budget must hold the real
-// figure. The plan keeps the prefix that fits; errFirstOverBudget if none does.
+// refit fits the plan to the decoded sizes of its generations (decoded[i] is gens[i]), as
+// planMerge fitted it to the manifest's, since memory holds the decoded size.
 func (p *mergePlan) refit(decoded []int64, grow func(total int64) bool) error {
 	n, fitted := fitToBudget(decoded[:len(p.gens)], grow)
 	if n == 0 {
@@ -102,10 +93,10 @@ func (p *mergePlan) refit(decoded []int64, grow func(total int64) bool) error {
 	return nil
 }
 
-// fitToBudget returns the length of the longest prefix of sizes whose footprint grow
-// accepts, and the prefix's total size. Growth is tried generation by generation and stops
-// at the first refusal: the merge then takes the complete prefix that fits.
+// fitToBudget returns the length and total size of the longest prefix of sizes whose
+// footprint grow accepts.
 //
+// REQUIRES: grow never waits (waiting while holding part of the budget could deadlock).
 // REQUIRES: grow never waits (waiting while holding part of the budget could deadlock).
 func fitToBudget(sizes []int64, grow func(total int64) bool) (int, int64) {
 	var total, held int64
@@ -121,16 +112,14 @@ func fitToBudget(sizes []int64, grow func(total int64) bool) (int, int64) {
 	return len(sizes), total
 }
 
-// mergeReservation is the initial allowance a prepare reserves, in one all-or-nothing
-// acquire, before reading anything: the footprint of a merge of maxBytes (not just its
-// input), clamped to the budget's limit (0 = unlimited); with no byte cap, the whole limit.
-// Nobody waits while holding part of what they need, so merges cannot deadlock on the budget.
+// mergeReservation is what a prepare reserves in one all-or-nothing acquire before reading:
+// the footprint of a merge of maxBytes, clamped to the budget's limit (the whole limit with
+// no byte cap), so that nobody waits while holding part of what they need.
 func mergeReservation(maxBytes, limit int64) int64 {
 	want := int64(0)
 	if maxBytes > 0 {
-		// The read buffers of maxBytes of generations take up to a quarter more (their size
-		// classes, alloc.go). Reserving that up front means a full pass never has to grow its
-		// reservation, which is refused while other merges wait for the budget.
+		// The read buffers take up to a quarter more (size classes), reserved up front since
+		// growth is refused while other merges wait.
 		want = mergeFootprint(maxBytes + maxBytes/maxClassRounding)
 	}
 	if limit > 0 && (want == 0 || want > limit) {
@@ -143,11 +132,9 @@ func mergeReservation(maxBytes, limit int64) int64 {
 // becomes at least one row group of the staged run and is released once written.
 const mergeChunkBytes = 8 << 20
 
-// mergeOverheadFactor and mergeOverheadBytes define mergeFootprint. The input is held whole
-// for the newest-per-key merge (zero-copy: the decoded generations are their object bytes);
-// on top come the picks and key views (~16 B per row, up to 1/8 of the input for 128 B rows)
-// and the output window: one chunk being built, the Parquet writer's page buffers and the
-// write buffer. Measured in `walkeeper-bench memory` (docs/benchmarks/memory.md).
+// mergeOverheadFactor and mergeOverheadBytes define mergeFootprint: the input is held whole,
+// plus picks and key views (up to 1/8 of it) and the output window, as measured in
+// `walkeeper-bench memory` (docs/benchmarks/memory.md).
 const (
 	mergeOverheadFactor = 8 // input/8 for per-row bookkeeping
 	mergeOverheadBytes  = 2*mergeChunkBytes + 4<<20

@@ -22,9 +22,8 @@ import (
 // references yet (merge_gather.go). It holds mergeLock shared, so appends, reads and other
 // prepares go on; only this process's swap of its cached base waits.
 
-// mergeReadConcurrency bounds how many generations one prepare reads at once, so that a
-// prepare is not a chain of round trips. The budget is already held for all of them, so
-// concurrency changes latency, not memory.
+// mergeReadConcurrency bounds how many generations one prepare reads at once; the budget is
+// already held for all of them, so it changes latency, not memory.
 const mergeReadConcurrency = 8
 
 // reserveMerge takes want bytes of the merge budget, the one wait of a merge or compaction,
@@ -47,11 +46,9 @@ func (s *Store) mergeCaps(p PrepareParams) mergeCaps {
 	return mergeCaps{maxGens: max(gens, 0), maxBytes: max(bytes, 0)}
 }
 
-// Prepare reads the oldest pending generations of a shard (those above its base
-// watermark), keeps the newest row per key, and writes the result as a staged Parquet run
-// that no manifest references yet. It returns nil when the shard has nothing pending. It
-// repairs nothing: generations a watermark covers are left to Repair, which callers run
-// first.
+// Prepare reads the oldest pending generations of a shard, keeps the newest row per key, and
+// writes the result as a staged Parquet run no manifest references yet (nil when nothing is
+// pending). It repairs nothing: callers run Repair first.
 //
 // REQUIRES: mergeLock not held by the caller.
 func (s *Store) Prepare(ctx context.Context, p PrepareParams) (*PreparedMerge, error) {
@@ -62,11 +59,9 @@ func (s *Store) Prepare(ctx context.Context, p PrepareParams) (*PreparedMerge, e
 	attempt := attemptKey(p.AttemptKey)
 	caps := s.mergeCaps(p)
 
-	// A prepare plans under the shared lock, so this process's cached base does not advance
-	// while it plans (publishBaseThenSwap takes the lock exclusively for that swap). A base
-	// version published durably meanwhile can still cover what it plans, exactly as one from
-	// another process can: the commit's watermark check then reports the attempt as already
-	// committed or stale (docs/FORMAT.md, "Commit lock").
+	// Planned under the shared lock, so this process's cached base does not advance
+	// meanwhile; a version published durably meanwhile is caught by the commit's watermark
+	// check, as one from another process is (docs/FORMAT.md, "Commit lock").
 	s.mergeLock.RLock()
 	defer s.mergeLock.RUnlock()
 
@@ -174,9 +169,8 @@ func stagedRunID(prefix, shard string, from, through uint64) string {
 	return fmt.Sprintf("%s%s-%d-%d", prefix, runIDShardTag(shard), from, through)
 }
 
-// runIDShardTag is the shard's part of a staged run id: its first 8 characters, enough to
-// tell shards apart for a human reading a listing (the attempt hash already makes the id
-// unique). Not the abbreviation workflows/ shows in summaries.
+// runIDShardTag is the shard's first 8 characters, enough for a human reading a listing (the
+// attempt hash already makes the id unique).
 func runIDShardTag(shard string) string {
 	if len(shard) > 8 {
 		return shard[:8]
@@ -184,18 +178,11 @@ func runIDShardTag(shard string) string {
 	return shard
 }
 
-// dropLeakedStaged deletes every file an earlier try of this attempt staged that no commit
-// of the attempt can publish any more. A retried attempt may have staged other generations
-// before it failed (docs/DESIGN.md §3: a retried prepare must not leak). keep is the file
-// this try staged and through its range's end (0: none); the claim of that end is this try's
-// commit's, so an earlier file ending there whose range is open is left for the collector.
-//
-// A file whose range is open is deleted only once this call has claimed "abort" for it and
-// a base read after the claim does not keep it, as Abort does: a reset run retries the old
-// run's attempt while the old run's commit may still be on a worker, and that commit, which
-// claims "commit" before it publishes and drops its claim after, could otherwise publish the
-// file between a look at its claim and the delete, or publish it and drop its claim after
-// base was read.
+// dropLeakedStaged deletes every file an earlier try of this attempt staged that no commit of
+// it can publish any more, since a retried prepare must not leak (docs/DESIGN.md §3); keep
+// and through name this try's file and range end, whose claim is this try's commit's. A file
+// whose range is open is deleted only after claiming "abort" for it and reading a base that
+// does not keep it, as Abort does: a reset run's old commit may still publish it.
 //
 // INVARIANT: only files that no base references and no commit can publish are deleted.
 func (s *Store) dropLeakedStaged(ctx context.Context, base *manifest.Base, attempt, shard, keep string, through uint64) error {
@@ -244,12 +231,9 @@ func (s *Store) dropLeakedStaged(ctx context.Context, base *manifest.Base, attem
 	return nil
 }
 
-// writeStagedRun builds the run chunk by chunk and streams it to storage at key: the output
-// never exists whole in memory, neither as Arrow nor as Parquet bytes (mergeFootprint counts
-// one chunk).
-//
-// Its buffers come from acct; a chunk that overdrew the reservation fails the write with
-// ErrBudgetBusy (acct.err). The keys it returns are copies: the picks alias the inputs'
+// writeStagedRun builds the run chunk by chunk and streams it to storage at key, so the
+// output never exists whole in memory; its buffers come from acct (ErrBudgetBusy past it), and
+// the keys it returns are copies because the picks alias pooled input bytes.
 // bytes, which go back to the budget's pool after the merge.
 func (s *Store) writeStagedRun(ctx context.Context, acct *memAccount, key string, picks []pick, chunkRows int) (StagedFile, error) {
 	staged := StagedFile{Path: key, Rows: int64(len(picks))}
@@ -292,26 +276,19 @@ func (s *Store) writeStagedRun(ctx context.Context, acct *memAccount, key string
 	return staged, nil
 }
 
-// readGensForMerge reads and decodes gens concurrently (at most mergeReadConcurrency at
-// once), into buffers of acct. files[i] is gens[i]; frees[i] is non-nil when the caller
-// must release files[i].rec and then call frees[i] (it was decoded for this merge, not
-// taken from the cache). Progress, if set, is called once per generation read, never
-// concurrently.
-//
-// When acct cannot hold a generation's bytes (errBufferRefused), the generations from that
-// one on are not read and files is cut to the prefix before it (the caller merges that
-// prefix); when that is the first generation, the error is errFirstOverBudget. On another
-// error the error is that of the first failing generation in plan order, as a serial read
-// reported it; files read meanwhile are returned too, so the caller releases them.
+// readGensForMerge reads and decodes gens concurrently into buffers of acct; files[i] is
+// gens[i], and a non-nil frees[i] is called after releasing files[i].rec. When acct cannot
+// hold a generation, files is cut to the prefix before it (errFirstOverBudget if that is
+// empty); on another error it is that of the first failing generation in plan order, with
+// the files read meanwhile returned for release.
 func (s *Store) readGensForMerge(ctx context.Context, acct *memAccount, shard string, gens []manifest.Gen, progress func(done, total int)) ([]*sortedFile, []func(), error) {
 	files := make([]*sortedFile, len(gens))
 	frees := make([]func(), len(gens))
 	errs := make([]error, len(gens))
 	var cut atomic.Int64 // the first generation acct refused; len(gens) while none was
 	cut.Store(int64(len(gens)))
-	// The buffers are charged in plan order before the reads start, so that the prefix the
-	// account holds does not depend on which concurrent read gets there first: a later
-	// generation's buffer must never leave the first one without room.
+	// Charged in plan order before the reads start, so that the prefix the account holds does
+	// not depend on which read gets there first.
 	prepaid := make([]int64, len(gens))
 	for i, gm := range gens {
 		if s.db.cache.peek(gm.Path) != nil {
@@ -396,11 +373,9 @@ func releaseMergeInputs(files []*sortedFile, frees []func(), from int) {
 	}
 }
 
-// readGenForMerge uses a cached decode if a reader already paid for it, and otherwise
-// decodes without caching, into a buffer of acct (prepaid bytes of it charged ahead by the
-// caller): a merge reads each generation once, just before it dies. free is nil for a
-// cached file; otherwise the caller releases the record and then calls free, which returns
-// the object's bytes (aliased by the record) to acct.
+// readGenForMerge uses a cached decode if a reader already paid for it, else decodes without
+// caching into a buffer of acct, since a merge reads each generation once just before it
+// dies; free (nil for a cached file) returns the bytes to acct after the record is released.
 func (s *Store) readGenForMerge(ctx context.Context, acct *memAccount, p, checksum string, recBytes, prepaid int64) (_ *sortedFile, free func(), _ error) {
 	alloc, freeBuf := acct.readBuffer(prepaid)
 	if f := s.db.cache.peek(p); f != nil {
@@ -415,11 +390,9 @@ func (s *Store) readGenForMerge(ctx context.Context, acct *memAccount, p, checks
 	return f, freeBuf, nil
 }
 
-// mergedMeanwhile is the error of a prepare whose generation read failed with err. A
-// generation that is gone because another attempt committed it after this prepare planned
-// (a cancelled or reset run's commit still running beside the next run's Prepare; its finish
-// deletes the merged files) makes a retryable ErrConflict, so the retry plans against the new
-// watermark; ErrNotFound would fail the shard for good. Any other err is returned as it is.
+// mergedMeanwhile turns a generation read that failed because another attempt committed and
+// finished it after this prepare planned into a retryable ErrConflict, so the retry plans
+// against the new watermark; any other err is returned as it is.
 func (s *Store) mergedMeanwhile(ctx context.Context, shard string, planned uint64, err error) error {
 	if !errors.Is(err, ErrNotFound) {
 		return err

@@ -12,23 +12,13 @@ import (
 )
 
 // The publish phase of a merge: CommitRound publishes the prepared merges of 1 to
-// MaxRoundShards shards in one base version v+1 = runs + every included staged run, each
-// shard's watermark moved to its own Through, then hands over to the finish phase
-// (merge_finish.go). A one-shard commit is a round of one. The conditional write of v+1 runs
-// outside any lock; mergeLock is held exclusively only to swap this process's cached latest
-// base (publishBaseThenSwap).
-//
-// One commit per table is in flight at a time (the workflow's commit loop), so a round that
-// covers many shards' passes is what makes a table's fold rate grow with its shards
-// (docs/FORMAT.md §5, step 2).
+// MaxRoundShards shards in one base version, each shard's watermark moved to its own
+// Through, then hands over to the finish phase (merge_finish.go). One commit per table is in
+// flight at a time, so a round that covers many shards is what makes a table's fold rate grow
+// with its shards (docs/FORMAT.md §5, step 2).
 
-// MaxRoundShards caps the prepared merges one CommitRound takes. The round's activity
-// input is the list of PreparedMerges: one of 64 generations with short keys encodes to
-// ~0.8 KiB of JSON, so 64 of them are ~50 KiB, under the caller's 64 KiB cap
-// (contract.MaxRoundBytes, at which the workflow's commit loop closes a round); one with a
-// 200-character staged path and 256-byte min/max keys to ~2.1 KiB, so that cap closes a
-// round of those at ~30, and even 64 of them would be ~135 KiB, under the 256 KiB payload
-// budget (TestRoundInputSize pins both).
+// MaxRoundShards caps the prepared merges one CommitRound takes, so that the round's input
+// stays under the 256 KiB payload budget whatever its keys and paths (TestRoundInputSize).
 const MaxRoundShards = 64
 
 // Round outcomes, per shard (RoundShardResult.Outcome).
@@ -83,17 +73,11 @@ type RoundCommitResult struct {
 	SettledClaims int `json:"settled_claims,omitempty"`
 }
 
-// CommitRound publishes the still-open prepared merges of ps in one base version v+1 = runs
-// + every included staged run, each shard's watermark at its Through; then drains each shard
-// and deletes what the version made garbage. ps must name distinct shards of this store, at
-// most MaxRoundShards; anything else is ErrInvalidInput and writes nothing.
-//
-// Per shard the result says committed, already_committed or stale; a stale shard is left
-// out of the version without blocking the others. An error means the call did not finish:
-// nothing was published if it came before the publish (the shards' claims say "commit", so
-// a retry goes on where it stopped), and the clean-up after it failed otherwise; a retry
-// then reports those shards already committed and finishes it. Committing twice is safe.
-//
+// CommitRound publishes the still-open prepared merges of ps (distinct shards of this store,
+// at most MaxRoundShards, else ErrInvalidInput) in one base version, then drains each shard
+// and deletes what the version made garbage. A stale shard is left out without blocking the
+// others. After an error a retry goes on where it stopped (the claims say "commit"), so
+// committing twice is safe.
 // REQUIRES: mergeLock not held by the caller.
 func (s *Store) CommitRound(ctx context.Context, ps []*PreparedMerge) (RoundCommitResult, error) {
 	if err := s.validateRound(ps); err != nil {
@@ -149,9 +133,7 @@ func (s *Store) CommitRound(ctx context.Context, ps []*PreparedMerge) (RoundComm
 }
 
 // publishRound classifies each merge against the latest base, claims the open ones and
-// publishes them in one version, rebasing on every lost race. It fills each shard's
-// Outcome and BaseVersion; the included ones end committed, the rest already committed or
-// stale.
+// publishes them in one version, rebasing on every lost race.
 //
 // REQUIRES: mergeLock not held by the caller.
 func (s *Store) publishRound(ctx context.Context, ps []*PreparedMerge, res *RoundCommitResult) error {
@@ -182,10 +164,9 @@ func (s *Store) publishRound(ctx context.Context, ps []*PreparedMerge, res *Roun
 	}
 	open = stillOpen(open, res)
 
-	// 3. One version for all of them. The put-if-absent of v+1 is what arbitrates between
-	// committers (other processes never see mergeLock). A lost race rebases: merges only
-	// append runs and move their own shards' watermarks, so the draft is rebuilt from the
-	// newer version with the shards it left open.
+	// 3. One version for all of them; the put-if-absent of v+1 arbitrates between
+	// committers, and a lost race rebuilds the draft from the newer version (merges only
+	// append runs and move their own shards' watermarks).
 	for attempt := 0; attempt < 128; attempt++ {
 		if len(open) == 0 {
 			return nil
@@ -273,18 +254,12 @@ func stillOpen(open []int, res *RoundCommitResult) []int {
 	return out
 }
 
-// publishBaseThenSwap publishes next with put-if-absent and then, holding the merge lock
-// exclusively, swaps this process's cached latest base to it; it returns how long the lock
-// was held. The encoding and the durable write both run before the lock is taken, so the
-// hold is O(1): independent of the merge's size, of the manifest's size and of the
-// storage's latency (a file:// fsync, an S3 round trip). ErrAlreadyExists = lost the race;
-// the lock is then not taken at all. (Not a ...Locked function: it takes the lock.)
-//
-// Why publishing before the lock is safe (docs/FORMAT.md, "Commit lock"): no reader takes
-// the lock (reads are snapshot reads, shard manifests before the base), and a Prepare of
-// this process that plans between the durable write and the swap sees at worst the
-// situation a Prepare in another process always could: a range the new watermark covers,
-// which its own commit then reports as already committed or stale.
+// publishBaseThenSwap publishes next with put-if-absent and only then, holding the merge lock
+// exclusively, swaps this process's cached latest base to it, so the hold is O(1) whatever
+// the merge's size or the storage's latency; it returns how long the lock was held
+// (ErrAlreadyExists: lost the race, lock not taken). Publishing first is safe because no
+// reader takes the lock and a Prepare planning in between sees what a Prepare in another
+// process always could (docs/FORMAT.md, "Commit lock").
 //
 // REQUIRES: mergeLock not held by the caller.
 func (s *Store) publishBaseThenSwap(ctx context.Context, next *manifest.Base) (time.Duration, error) {

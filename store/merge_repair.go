@@ -2,11 +2,9 @@ package store
 
 import "context"
 
-// Repair, the step before a prepare: it finishes what an interrupted merge of a shard left
-// behind. A crash between a commit's publish and its finish (merge_finish.go) leaves
-// generations that the base watermark covers still listed in the shard manifest, their
-// files and their demand records; Repair drains and deletes them. It holds mergeLock
-// shared, as Prepare does.
+// Repair, the step before a prepare: a crash between a commit's publish and its finish leaves
+// covered generations listed, their files and demand records, which Repair drains and deletes
+// under mergeLock shared.
 
 // RepairParams selects the shard Repair repairs.
 type RepairParams struct {
@@ -22,10 +20,8 @@ type RepairResult struct {
 	Deleted int `json:"deleted"`
 }
 
-// Repair drains the shard's generations at or below its base watermark (already in the
-// base: a commit published them but did not finish), deletes their files, and deletes the
-// shard's stale and orphan demand records. It does nothing when the shard is clean, and
-// repairing twice is safe. Callers run it before Prepare.
+// Repair drains the shard's generations at or below its base watermark, deletes their files
+// and the shard's stale and orphan demand records; idempotent. Callers run it before Prepare.
 //
 // REQUIRES: mergeLock not held by the caller.
 func (s *Store) Repair(ctx context.Context, p RepairParams) (RepairResult, error) {

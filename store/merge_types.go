@@ -1,12 +1,11 @@
 package store
 
-// The values the merge phases pass on: what Prepare is asked for and what it returns, and
-// what Abort reports (CommitRound's results are in merge_publish.go, Repair's in
-// merge_repair.go).
+// The values the merge phases pass on (CommitRound's results are in merge_publish.go, Repair's
+// in merge_repair.go).
 
-// PreparedMerge is the small, JSON-serialisable reference that Prepare returns and
-// CommitRound or Abort consume. It crosses process boundaries (Temporal activity results),
-// so it carries no row data: only what is needed to publish or discard the staged files.
+// PreparedMerge is the reference Prepare returns and CommitRound or Abort consume across
+// processes, so it carries no row data, only what is needed to publish or discard the staged
+// files.
 type PreparedMerge struct {
 	// Target is "<kind>:<name>".
 	Target string `json:"target"`

@@ -15,19 +15,11 @@ import (
 	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
-// Quarantine is the operator's answer to a damaged object. A generation or base run that
-// fails its checksum or its decoding blocks everything that must read it: its shard's merges,
-// full listings of the store, and reads in its key range (and the blocked shard keeps
-// sealing until PendingMax refuses every read of the store). Setting it aside moves its
-// manifest entry from the live list to a quarantined list in a new manifest version: reads,
-// merges and compactions skip it from then on, and clean-up never deletes it, so the bytes
-// stay where they were for repair or forensics. A damaged WAL object stops its shard's owner
-// appending; setting it aside lists it in the shard manifest's quarantined list, which the
-// owner's replay skips and its seals' clean-up leaves alone.
-//
-// It is never automatic: it makes the object's rows unreadable (the rows that were only in
-// it; newer versions elsewhere are unaffected), and only an operator can decide that this is
-// better than waiting for a restore from backup. A transient read error must never lose data.
+// Quarantine is the operator's answer to a damaged object that blocks its shard's merges,
+// full listings and reads in its key range: a new manifest version moves its entry to a
+// quarantined list, which reads, merges, compactions and replays skip and clean-up never
+// deletes, so the bytes stay for repair or forensics. It is never automatic: it makes the
+// rows only that object held unreadable, which only an operator can prefer to a restore.
 
 // QuarantineResult says what was set aside, or released (Release).
 type QuarantineResult struct {
@@ -53,9 +45,8 @@ type QuarantineResult struct {
 // manifest that records it repeats.
 const MaxQuarantineReasonBytes = 1024
 
-// checkQuarantineReason refuses a reason longer than MaxQuarantineReasonBytes, not valid UTF-8
-// (JSON would store U+FFFD in its place) or holding control characters (it is printed and
-// logged as one line).
+// checkQuarantineReason refuses a reason longer than MaxQuarantineReasonBytes, not valid
+// UTF-8 or holding control characters (it is stored as JSON and logged as one line).
 func checkQuarantineReason(reason string) error {
 	switch {
 	case len(reason) > MaxQuarantineReasonBytes:

@@ -10,17 +10,13 @@ import (
 	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
-// Read buffers charged to the read budget, so that reads stay within it. A read group's files
-// that the cache will not keep ("private" files) are read into a readArena: large buffers of the
-// read reservation's memAccount that the objects' bytes (which a decoded generation aliases,
-// zero copy) are carved from. They are memory the read budget charged, outside the Go heap from
-// mapMinBytes on, and go back to the read budget's pool when the group is released, for the next
-// group to reuse without the Go allocator zeroing them or the collector counting them toward its
-// heap goal.
+// Read buffers charged to the read budget: a group's files the cache will not keep
+// ("private" files) are read into a readArena, large buffers of the read reservation's
+// memAccount that go back to the budget's pool when the group is released, for the next group
+// to reuse without the Go allocator zeroing them.
 //
 // INVARIANT: nothing of a private file is used after its group's release: whatever a read
-// keeps past it (keys, shard ids, rendered rows) is copied out first (strings.Clone,
-// cloneRow), because the arena's buffers are handed to the next read.
+// keeps past it is copied out first (strings.Clone, cloneRow).
 
 // arenaChunk is the size of the buffers small objects are packed into; an object larger
 // than a quarter of it gets a buffer of its own.
@@ -32,15 +28,12 @@ const arenaChunk = 1 << 20
 const ipcObjectOverhead = 2 << 10
 
 // decodedFileHeap is what one decoded private file keeps on the Go heap next to its arena
-// bytes: the Arrow metadata of its record (schema, array data, buffers' headers: ~4 KiB per
-// generation in the memory benchmark's allocation profile), doubled for the collector's
-// headroom (GOGC 100). The read arena charges it to the read budget, so that the budget
-// bounds a read's working set, not only its buffers.
+// bytes (~4 KiB of Arrow metadata per generation, measured), doubled for GOGC's headroom;
+// charged so the budget bounds a read's working set, not only its buffers.
 const decodedFileHeap = 8 << 10
 
-// arenaEstimate is the reservation that a group's private objects of about these (record)
-// sizes take in an arena: objects, their overhead and one spare byte each, and the tail of
-// a partly used chunk. Pure.
+// arenaEstimate is what a group's private objects of about these record sizes take in an
+// arena, with their overhead, a spare byte each and a partly used chunk's tail. Pure.
 func arenaEstimate(sizes []int64) int64 {
 	var small, large int64
 	for _, sz := range sizes {
@@ -58,9 +51,8 @@ func arenaEstimate(sizes []int64) int64 {
 	return large + chunks*arenaChunk
 }
 
-// readArena carves read buffers out of chunks of one account, for the objects of one
-// group read concurrently. hint is what the group's objects are expected to need
-// (arenaEstimate): a small group takes a chunk of about its size, not a whole arenaChunk.
+// readArena carves read buffers out of chunks of one account for the objects of one group;
+// hint (arenaEstimate) keeps a small group's chunk about its size.
 type readArena struct {
 	acct *memAccount
 	heap int64 // decodedFileHeap of the group's files, charged while the arena lives
@@ -79,10 +71,8 @@ func newReadArena(a *memAccount, hint int64, files int) *readArena {
 	return r
 }
 
-// take returns an empty buffer of capacity n, or nil when the account cannot hold one
-// without waiting (the reservation was clamped to the budget's limit, or an object is
-// larger than its manifest says): the read then uses the Go heap, as a read without a read
-// budget does, so a read never fails or waits for want of arena.
+// take returns an empty buffer of capacity n, or nil when the account cannot hold one without
+// waiting; the read then uses the Go heap, so it never fails or waits for want of arena.
 func (r *readArena) take(n int) []byte {
 	if r == nil {
 		return nil

@@ -19,21 +19,11 @@ import (
 )
 
 // Bounded reads, so that a store far behind on merges slows its reads but cannot exhaust
-// the process's memory: a Get or List over many pending generations never decodes them
-// all at once. Sources (generations and base runs) are opened readFanIn at a time, and each
-// group is admitted by the read budget (Options.ReadBudget) before its files are decoded, so
-// concurrent reads share one bound: a read's working set is at most one group, and the
-// process's is the cache plus the read budget.
-//
-//   - Get folds group by group into the one newest version it has seen.
-//   - List merges each group on its own, keeping per group the newest version of its first
-//     keys (tombstones included) up to a frontier, and then merges the groups' candidates:
-//     every key at or below the smallest frontier of a group that had more keys is decided,
-//     and the next round continues after that frontier until the page is full.
-//
-// A group that the read budget cannot admit within readBudgetWait fails the read with
-// ErrBudgetBusy (HTTP 503 budget_busy with Retry-After): a read waits briefly, never holds
-// bytes while waiting, and never takes the process down.
+// the process's memory: sources are opened readFanIn at a time, each group admitted by the
+// read budget before its files are decoded. Get folds group by group into the newest version
+// it has seen; List merges each group up to a frontier and emits only the keys at or below
+// the smallest frontier of a group that had more keys. A group the budget cannot admit within
+// readBudgetWait fails the read with ErrBudgetBusy, never holding bytes while waiting.
 
 // readFanIn is how many sources a read opens at once.
 const readFanIn = 64
@@ -71,26 +61,19 @@ func (s *Store) sources(snap *readSnapshot, source string, keyFilter func(minKey
 	return out
 }
 
-// private reports whether a read decodes src outside the cache, into its group's read arena
-// (openGroup): a read budget is set and the cache neither holds nor would keep it (a base run
-// whose footer said it decodes to more than the cache keeps counts as one it would not keep).
+// private reports whether a read decodes src outside the cache, into its group's read arena:
+// a read budget is set and the cache neither holds nor would keep it.
 //
-// INVARIANT: for a given source the answer depends on its size, the cache's limit and its
-// footer only (a file the cache would not keep is never cached, and a run is decoded whole
-// through the cache only once its footer was found within the limit), so every caller decides
-// it the same way.
+// INVARIANT: the answer depends on src's size, the cache's limit and its footer only, so
+// every caller decides it the same way.
 func (s *Store) private(src readSource) bool {
 	return s.db.opts.ReadBudget.Limit() > 0 && (!s.db.cache.keeps(src.bytes) || src.run && s.db.cache.isLarge(src.path)) &&
 		s.db.cache.peek(src.path) == nil
 }
 
 // readCost is what a read is first admitted with for decoding src through the cache: a
-// generation decodes to about its object (the record aliases the bytes); a base run is
-// decoded whole, each column into one array grown by doubling, so about twice its rows at the
-// peak, which the read takes once the run's footer gives them (admitRunDecode); twice its
-// object until then. Only files the cache keeps (at most a quarter of it) are decoded this way
-// when a read budget is set: the others are read into the group's arena, and base runs among them
-// are streamed in batches (list_runs.go), each charged what it really holds.
+// generation decodes to about its object; a base run, each column grown by doubling, to about
+// twice, until its footer gives the real size (admitRunDecode).
 func readCost(src readSource) int64 {
 	if src.run {
 		return 2 * src.bytes
@@ -98,10 +81,9 @@ func readCost(src readSource) int64 {
 	return src.bytes
 }
 
-// readGroup is a group of a read's sources, admitted to the read budget and opened: files[i]
-// is srcs[i] decoded whole, or nil where runs[i] streams it (a base run the cache will not
-// keep). release gives everything back; the caller calls it once it no longer uses the
-// files or cursors (after it has copied out what it keeps).
+// readGroup is a group of a read's sources, admitted and opened: files[i] is srcs[i] decoded
+// whole, or nil where runs[i] streams it. The caller calls release once it no longer uses the
+// files or cursors.
 type readGroup struct {
 	files   []*sortedFile
 	runs    []*listRun
@@ -134,21 +116,12 @@ func (g *readGroup) err() error {
 }
 
 // openGroup admits srcs to the read budget and opens them (16 at a time); base runs the
-// cache will not keep are opened for streaming from after on ("" = from the start).
-//
-// A source is read one of three ways: from the cache (costs nothing: the cache bytes are
-// bounded on their own); through the cache (a file the cache will keep: decoded on the Go
-// heap and charged readCost while the read holds it); or, with a read budget, privately into
-// the group's read arena (a file the cache would not keep: its bytes are a buffer of the
-// read reservation, freed to the budget's pool on release; read_arena.go). A private
-// generation's record aliases its arena bytes; a private base run is streamed (list_runs.go):
-// charged its arena bytes and a window guessed from them, grown to the window its footer
-// gives before any batch is decoded.
-//
-// A group whose runs' footers ask for more than the admission guessed, and whose
-// reservation cannot grow without waiting (another read is queued), is released and admitted
-// once more with what the footers said: it waits again holding nothing, so a read fails with
-// ErrBudgetBusy only when the budget cannot give it the bytes within readBudgetWait.
+// cache will not keep are opened for streaming from after on ("" = from the start). A source
+// is read from the cache (free), through the cache (charged readCost), or with a read budget
+// privately into the group's read arena (read_arena.go; a private base run streams,
+// list_runs.go). A group whose runs' footers ask for more than admitted, and whose reservation
+// cannot grow without waiting, is released and admitted once more with what they said, so it
+// waits again holding nothing.
 func (s *Store) openGroup(ctx context.Context, srcs []readSource, after string) (*readGroup, error) {
 	g, short, err := s.tryOpenGroup(ctx, srcs, after, 0)
 	if errors.Is(err, errRunDecodesLarge) {
@@ -173,8 +146,7 @@ func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after strin
 	var want int64
 	var sizes []int64
 	for i, src := range srcs {
-		// A manifest may declare up to 2^63 - 1 bytes: capped, the estimate cannot wrap
-		// negative, and the read still finds the object's real size wrong (ErrCorrupt).
+		// Capped, a manifest's declared size cannot wrap the estimate negative.
 		est := src
 		est.bytes = min(src.bytes, maxReadBufferRequest)
 		switch {
@@ -281,9 +253,8 @@ func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after strin
 	return g, 0, nil
 }
 
-// errReadBudgetWait is ErrBudgetBusy, with the same text, for a read the budget could not
-// admit within readBudgetWait: the one busy answer a caller may simply ask again, unlike an
-// allocation beyond a reservation.
+// errReadBudgetWait is ErrBudgetBusy for a read the budget could not admit within
+// readBudgetWait: the one busy answer a caller may simply ask again.
 var errReadBudgetWait = fmt.Errorf("%w", ErrBudgetBusy)
 
 // admitRead reserves want bytes of the read budget, waiting at most readBudgetWait.
@@ -301,12 +272,10 @@ func (s *Store) admitRead(ctx context.Context, want int64) (*Reservation, error)
 	return res, err
 }
 
-// listCandidate is one key's newest version within a group: where it is (src, row: the
-// index of its source and its row, or src < 0 for the memtable entry memRows[row]), never its
-// values, which are rendered only for the rows a page returns (renderPage); but a version in
-// a streamed base run is rendered at once (rendered: its batch is released before the page
-// is rendered), unless it is a tombstone. The strings are copies, so that a candidate kept
-// past its group's release does not pin the group's memory.
+// listCandidate is one key's newest version within a group: where it is (src < 0 for the
+// memtable entry memRows[row]), rendered only for the rows a page returns unless it comes from
+// a streamed base run whose batch is released first. The strings are copies, so a kept
+// candidate does not pin its group's memory.
 type listCandidate struct {
 	key      string
 	seq      int64
@@ -318,17 +287,13 @@ type listCandidate struct {
 	rendered map[string]any
 }
 
-// listCandidatesPerGroup caps what one group contributes to a round: any cap >= 1 is
-// correct (the frontier keeps undecided keys for the next round); it bounds a round's
-// candidates at groups × this, whatever the page size.
+// listCandidatesPerGroup caps what one group contributes to a round; any cap >= 1 is correct
+// (the frontier keeps undecided keys for the next round).
 const listCandidatesPerGroup = 1024
 
-// listGroup merges one opened group (its sources are srcs[first:first+len(g.files)]) from
-// after on and returns the newest version of each of its first max keys, in key order (only
-// keys at or below upTo when bounded), ending with the one that brings their rows to
-// maxBytes (pageFull), and whether the group has keys beyond them that the caller must treat
-// as undecided: true when it stopped at max or maxBytes with keys left, false when it ran out
-// or stopped at upTo (keys past upTo are undecided anyway).
+// listGroup merges one opened group from after on and returns the newest version of each of
+// its first max keys (at or below upTo when bounded), ending with the one that fills maxBytes,
+// and whether keys beyond them are left undecided.
 func (s *Store) listGroup(g *readGroup, first int, after string, max int, maxBytes int64, upTo string, bounded bool) ([]listCandidate, bool, error) {
 	cursors := g.cursors(after)
 	index := make(map[*cursor]int, len(cursors))
@@ -406,8 +371,7 @@ func internShard(shard string) string {
 	return c
 }
 
-// maxInternedShards bounds the interned shard ids: a process sees its fleet's shards, and
-// past the bound each candidate gets its own copy.
+// maxInternedShards bounds the interned shard ids; past it each candidate gets its own copy.
 const maxInternedShards = 1 << 16
 
 var (
@@ -415,13 +379,11 @@ var (
 	shardIDsCount atomic.Int64
 )
 
-// listBounded is List over more than readFanIn sources, round by round (see the top of this
-// file). mem iterates the memtables' entries after opts.After (nil: none); it takes part in
-// each round like one more group, at most per entries a round.
+// listBounded is List over more than readFanIn sources, round by round; mem iterates the
+// memtables after opts.After and takes part in each round like one more group.
 //
-// INVARIANT: a key is emitted only once it is decided: it is at or below the frontier of
-// every group (and of the memtables) that had more keys, so no unread version of it is left
-// in any of them.
+// INVARIANT: a key is emitted only once it is at or below the frontier of every group (and of
+// the memtables) that had more keys, so no unread version of it is left.
 func (s *Store) listBounded(ctx context.Context, srcs []readSource, mem *memIter, memShard string, opts ListOptions) (ListPage, error) {
 	var picked []listCandidate
 	var pickedBytes int64
@@ -431,9 +393,8 @@ func (s *Store) listBounded(ctx context.Context, srcs []readSource, mem *memIter
 	per := min(max(opts.Limit, 1), listCandidatesPerGroup)
 rounds:
 	for {
-		// cands is the newest version per key seen so far, in key order, and only keys at or
-		// below the frontier once it is bounded: at most per + one group's worth at a time,
-		// and no more rows than the page has bytes left for, plus one.
+		// cands is the newest version per key so far, in key order, at most per plus one
+		// group's worth and no more rows than the page has room for, plus one.
 		var cands []listCandidate
 		frontier, bounded := "", false
 		first := 0

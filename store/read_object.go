@@ -7,10 +7,9 @@ import (
 	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
-// Every object a reader decodes is read against its manifest entry: the entry must carry a
-// checksum, the read takes no more bytes than the entry declares (so the memory a read budget
-// admitted for the object is what the read uses), and the bytes must match the checksum.
-// Anything else is ErrCorrupt, before a decoder sees a byte (checksum.go says why).
+// Every object a reader decodes is read against its manifest entry: a checksum, at most the
+// bytes the entry declares (what a read budget admitted) and a match, else ErrCorrupt before
+// a decoder sees a byte (checksum.go says why).
 
 // readRunObject reads base run path, declared bytes long with checksum sum, into a buffer of
 // alloc (nil = the Go heap).
@@ -25,16 +24,14 @@ func (s *Store) readRunObject(ctx context.Context, path, sum string, bytes int64
 	return data, err
 }
 
-// readGenObject reads generation path with checksum sum whose decoded record the manifest
-// declares recBytes long (a generation's bytes are its Arrow record's, not its file's), into
-// a buffer of alloc (nil = the Go heap).
+// readGenObject reads generation path, whose record the manifest declares recBytes long, with
+// checksum sum into a buffer of alloc (nil = the Go heap).
 func (s *Store) readGenObject(ctx context.Context, path, sum string, recBytes int64, alloc objstore.Alloc) ([]byte, error) {
 	return s.readChecked(ctx, path, sum, s.genFileLimit(recBytes), "generation "+path, alloc)
 }
 
 // genFileLimit is the largest IPC file a generation whose record holds recBytes can be: the
-// record's buffers, the schema (written twice, as message and footer: an empty file of the
-// schema measures it) and, per field, the record's metadata and buffer padding.
+// record's buffers, the schema twice, and per field the metadata and padding.
 func (s *Store) genFileLimit(recBytes int64) int64 {
 	s.genSlackOnce.Do(func() {
 		s.genSlack = genFileSlackFallback
@@ -60,9 +57,8 @@ const (
 	genFileSlackFallback = 64 << 10
 )
 
-// readChecked reads path, at most limit bytes, into a buffer of alloc, and checks it
-// against sum. The bucket's own errors are never ErrCorrupt, so what is counted corrupt is
-// exactly what this check finds.
+// readChecked reads path, at most limit bytes, into a buffer of alloc and checks it against
+// sum, so what is counted corrupt is exactly what this check finds.
 func (s *Store) readChecked(ctx context.Context, path, sum string, limit int64, what string, alloc objstore.Alloc) (_ []byte, err error) {
 	defer func() { s.countCorrupt(path, err) }()
 	if sum == "" {

@@ -14,20 +14,12 @@ import (
 	"github.com/walkeeper/walkeeper/target"
 )
 
-// Release is Quarantine's undo, for an object an operator has since repaired or restored in
-// place. It reads the object first and puts it back only if it passes its checks; a still
-// damaged object is ErrCorrupt and nothing is written.
-//
-//   - A base run must decode, one row per key in order, into exactly the rows and key range
-//     the quarantine recorded (the quarantined entry does not keep the run's checksum, so the
-//     run's new entry carries the checksum of the bytes that passed). Compaction keeps
-//     tombstones while a run is set aside, so putting it back resurrects no deleted row.
-//   - A WAL object must pass its header checksum and decode, and lie above the shard's
-//     replay_after (below it, the shard sealed past it and would never replay it). Its release
-//     publishes the next writer epoch, which fences the shard's current owner: the owner's
-//     next append claims the shard again and replays the object.
-//   - A generation cannot be put back: merges pass its number while it is set aside, and
-//     readers and merges ignore a generation at or below its shard's watermark.
+// Release is Quarantine's undo, for an object since repaired or restored in place: it puts it
+// back only if it passes its checks, else ErrCorrupt and nothing is written. A base run must
+// decode into exactly the rows and key range recorded (compaction kept tombstones meanwhile,
+// so nothing deleted resurrects); a WAL object must decode and lie above replay_after, and its
+// release fences the shard's owner so that its next append replays it; a generation cannot
+// be put back, since merges passed its number.
 
 // Release puts the quarantined object at key back into service. Releasing an object that is
 // live already changes nothing (NotQuarantined).

@@ -9,14 +9,10 @@ import (
 	"go.uber.org/zap"
 )
 
-// Resident stores: the handles this process keeps open (DB.stores) and what bounds them.
-// A handle exists only for a store that exists; a per-target lock lives only while someone
-// holds or waits for it; and a handle idle for Options.ResidentIdle, or the least recently
-// used one beyond Options.ResidentStoresMax, is evicted: its writer's memtable is sealed into
-// a generation (as the flush sweeper seals it), its WAL committer stopped, and the handle
-// dropped. A later Open makes a fresh handle, and a handle a caller still holds forwards its
-// writes and memtable reads to that fresh one (Store.writer), so eviction is invisible to
-// callers.
+// Resident stores: the handles this process keeps open (DB.stores). A handle idle for
+// Options.ResidentIdle, or the least recently used one beyond Options.ResidentStoresMax, is
+// evicted: its memtable sealed, its WAL committer stopped and the handle dropped; a handle a
+// caller still holds forwards to the next one (Store.writer), so eviction is invisible.
 
 // Eviction reasons: the reason label of walkeeper_resident_evictions_total.
 const (
@@ -32,9 +28,8 @@ const evictTimeout = time.Minute
 // used again since it was picked is kept, and the next Open goes on where this one stopped.
 const maxEvictAttempts = 8
 
-// targetLocks serialises create and open per target inside this process. An entry lives
-// only while its lock is held or waited for, so requests for names that do not exist leave
-// nothing behind.
+// targetLocks serialises create and open per target inside this process; an entry lives only
+// while its lock is held or waited for, so names that do not exist leave nothing behind.
 type targetLocks struct {
 	mu   sync.Mutex
 	held map[Target]*targetLock
@@ -165,10 +160,9 @@ func (db *DB) claimIdle(cutoff int64) []evictClaim {
 	return out
 }
 
-// enforceMax evicts least recently used stores other than keep (the handle an Open is about
-// to return; nil for none) until at most ResidentStoresMax are resident. The caller pays: a
-// process over its bound is one whose clients open more stores than it keeps, and they are
-// the ones to wait.
+// enforceMax evicts least recently used stores other than keep until at most
+// ResidentStoresMax are resident; the caller pays, since its clients are the ones opening
+// more stores than the process keeps.
 //
 // REQUIRES: the caller holds no target lock (eviction takes the victim's).
 func (db *DB) enforceMax(ctx context.Context, keep *Store) {
@@ -194,26 +188,15 @@ func (db *DB) evictIdle(ctx context.Context) {
 	}
 }
 
-// evict seals the claimed store's writer, stops it and drops the handle. It reports whether
-// the store was evicted; a store used since it was claimed, or whose first seal fails, stays
-// resident as it was, and one whose final seal leaves rows unsealed, or is fenced by a
-// manifest version that no new owner's claim followed (a WAL release), stays resident with the
-// dead writer that still answers reads (decision 0611).
-//
-// Safety against the same store's appends, reads and merges:
-//   - The first seal runs while appends still flow, so a seal failure changes nothing.
-//   - The handle leaves DB.stores under the target's lock, and only then is it marked
-//     evicted: from then on its writer accessors forward to the resident handle, and an
-//     Open of the target (which a forwarded append makes) waits on the lock until the
-//     eviction is over, so two writers of the store never overlap in this process.
-//   - The WAL committer is stopped before the final seal: every append it acknowledged is in
-//     that seal, and every append it did not take is answered ErrClosed, which Store.submit
-//     retries on the next writer (nothing of it reached the WAL).
-//   - Reads take the memtable snapshot before the manifests (read.go); until the final seal
-//     is published the dying writer still answers for this handle and, through
-//     DB.leaving, for older evicted handles (readWriter); after it the generation does.
-//   - Merges read and publish objects only; their drain tells whichever writer is resident
-//     (residentWriter forwards).
+// evict seals the claimed store's writer, stops it and drops the handle, and reports whether
+// it did. A store used since it was claimed, or whose first seal fails, stays resident as it
+// was; one whose final seal leaves rows unsealed stays resident with the dead writer that
+// still answers reads (decision 0611). Against the store's own traffic: the first seal runs
+// while appends flow; the handle is marked evicted only after it left DB.stores under the
+// target's lock, so two writers never overlap; the committer stops before the final seal, so
+// every acknowledged append is in it and every other is retried on the next writer; reads see
+// the dying writer until the seal is published (readWriter); merges' drains go to whichever
+// writer is resident.
 func (db *DB) evict(ctx context.Context, c evictClaim, reason string) (evicted bool, err error) {
 	s := c.s
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), evictTimeout)
@@ -268,10 +251,9 @@ func (db *DB) evict(ctx context.Context, c evictClaim, reason string) (evicted b
 		err = w.retire(ctx)
 	}
 	if err != nil {
-		// The final seal failed, or a fence no claim followed stopped it: the rows it held
-		// are in the WAL only. The store stays resident with the dead writer, whose rows
-		// reads still see, so that the flush sweeper's next pass (HoldsOrphanedRows), or the
-		// next flush or eviction, claims the shard, replays the WAL and seals them.
+		// The rows of a failed final seal, or of a fence no claim followed, are in the WAL
+		// only: the store stays resident with the dead writer, whose rows reads still see,
+		// until the next flush or eviction replays and seals them (HoldsOrphanedRows).
 		db.mu.Lock()
 		delete(db.leaving, s.target)
 		db.stores[s.target] = s // no Open made another: it waits for the target's lock

@@ -2,9 +2,8 @@ package store
 
 import "github.com/walkeeper/walkeeper/store/rowcodec"
 
-// A store's rows and schema are package rowcodec's (which also turns them into JSON and
-// Arrow and back). These aliases keep the engine and its callers reading store.Row and
-// store.Schema: one type under a second, package-local spelling.
+// A store's rows and schema are package rowcodec's; these aliases keep callers reading
+// store.Row and store.Schema.
 type (
 	Row       = rowcodec.Row
 	Schema    = rowcodec.Schema

@@ -71,9 +71,8 @@ func (s *Store) Flush(ctx context.Context) (FlushResult, error) {
 	return res, err
 }
 
-// seal turns everything in the memtable into one generation listed in the shard manifest.
-// reserved says the caller holds a generation slot (admitWrite), so the PendingMax check is
-// already done; otherwise a shard at PendingMax is left unsealed.
+// seal turns everything in the memtable into one generation listed in the shard manifest;
+// without a generation slot (reserved, admitWrite) a shard at PendingMax is left unsealed.
 func (w *writer) seal(ctx context.Context, reserved bool) (FlushResult, error) {
 	w.sealMu.Lock()
 	defer w.sealMu.Unlock()
@@ -158,9 +157,9 @@ type sealedGen struct {
 	data []byte
 }
 
-// publishSeal writes the generation file and then the manifest version that lists it
-// (the object written last makes it live), and returns that version and the generation's
-// number (0 without g). It refuses if another writer claimed the shard.
+// publishSeal writes the generation file, then the manifest version that lists it, and
+// returns that version and the generation's number (0 without g); fenced if another writer
+// claimed the shard.
 func (w *writer) publishSeal(ctx context.Context, g *sealedGen, replayAfter uint64) (*manifest.Shard, uint64, error) {
 	written, writtenGen := "", uint64(0)
 	recorded := uint64(0) // generation numbers start at 1

@@ -10,15 +10,9 @@ import (
 	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
 
-// Store is one (kind, name) LSM store: a base table of Parquet runs plus, per shard, a
-// chain of manifests listing sealed generations, plus this process's memtable.
-//
-// Locking (doc.go has the rules and the lock order). mergeLock orders merges inside one process:
-// Repair and Prepare hold it shared for their whole (slow) work, CommitRound holds it
-// exclusively only to swap the cached latest base after the durable publish. Appends and reads
-// never take it: appends go to the writer, reads are snapshot reads over immutable objects (see
-// read.go), so neither ever waits on a merge. Across processes every publish is a put-if-absent,
-// so the lock is an optimisation and a contract for tests, not what makes commits safe.
+// Store is one (kind, name) LSM store: a base table of Parquet runs plus, per shard, a chain
+// of manifests listing sealed generations, plus this process's memtable. doc.go has its locks
+// and their order.
 type Store struct {
 	db     *DB
 	target Target
@@ -69,9 +63,8 @@ func (s *Store) Target() Target { return s.target }
 // Codec converts rows for this store's schema.
 func (s *Store) Codec() *rowcodec.Codec { return s.codec }
 
-// writer returns the resident writer of this process's shard, claiming the shard (and
-// replaying its unsealed WAL) on first use. An evicted handle hands out the writer of the
-// target's resident handle, opening one if need be.
+// writer returns the resident writer of this process's shard, claiming the shard on first
+// use; an evicted handle hands out its target's resident handle's writer.
 func (s *Store) writer(ctx context.Context) (*writer, error) {
 	s.touch()
 	s.writerMu.Lock()
@@ -121,10 +114,9 @@ func (s *Store) residentWriter() *writer {
 // HasWriter reports whether this process holds a live writer for the store.
 func (s *Store) HasWriter() bool { return s.residentWriter() != nil }
 
-// HoldsOrphanedRows reports whether this handle's writer is dead but its acknowledged rows,
-// or WAL above the shard's replay point, are in the WAL only and no newer claim is known to
-// have replayed them (a failed eviction's, one a WAL release fenced): Flush claims the shard,
-// replays and seals them.
+// HoldsOrphanedRows reports whether this handle's writer is dead with acknowledged rows in
+// the WAL only that no newer claim is known to have replayed; Flush then claims, replays and
+// seals them.
 func (s *Store) HoldsOrphanedRows() bool {
 	s.writerMu.Lock()
 	w, evicted := s.w, s.evicted
@@ -157,9 +149,8 @@ func backoff(ctx context.Context, attempt int) {
 	}
 }
 
-// readWriter returns the last writer, alive or not: a writer killed by a fence still holds
-// acknowledged rows (durable in the WAL) until a replacement has replayed them. An evicted
-// handle whose eviction is over returns the live handle's (DB.liveHandle).
+// readWriter returns the last writer, alive or not, since a fenced writer holds acknowledged
+// rows until a replacement replays them (an evicted handle: DB.liveHandle's).
 func (s *Store) readWriter() *writer {
 	s.touch()
 	s.writerMu.Lock()

@@ -3,8 +3,7 @@ package store
 import "github.com/walkeeper/walkeeper/target"
 
 // A store's identity and name rules live in the leaf package target, which the Temporal
-// contract shares without linking the store. These aliases keep store's own code and its
-// callers reading store.Target: one type under a second, package-local spelling.
+// contract shares without linking the store; these aliases keep callers reading store.Target.
 type (
 	Kind   = target.Kind
 	Target = target.Target

@@ -8,9 +8,7 @@ import (
 	"time"
 )
 
-// The WAL group commit: one goroutine per writer turns everything appended since its last
-// WAL write into one WAL object, so concurrent appenders share one object write. Not to be
-// confused with a merge's CommitRound (merge_publish.go), which publishes a base manifest.
+// The WAL group commit, not to be confused with a merge's CommitRound (merge_publish.go).
 
 type appendReq struct {
 	rows    []Row
@@ -23,9 +21,8 @@ type appendDone struct {
 	err error
 }
 
-// runWALCommitter is the WAL group committer goroutine: it writes everything queued since
-// the last WAL write as one WAL object (walGroupCommit), so concurrent appenders share one
-// object write instead of one each. It exits when w.stop is closed, failing what is queued.
+// runWALCommitter is the WAL group committer goroutine: it writes everything queued since the
+// last WAL write as one WAL object, so concurrent appenders share one write, until w.stop.
 func (w *writer) runWALCommitter() {
 	defer close(w.stopped)
 	for {
@@ -90,11 +87,10 @@ func (w *writer) nextSeqLocked() int64 {
 	return now
 }
 
-// walGroupCommit makes one batch of appends durable as the WAL object at the next WAL
-// position and answers every request in it: with put-if-absent, so a newer owner of the
-// shard that took the position fences us, and only after checking that the shard's writer
-// epoch is still ours. The rows then go into the active memtable (and, with seal-on-append,
-// are sealed before the answer). Called only by runWALCommitter.
+// walGroupCommit makes one batch durable as the WAL object at the next position with
+// put-if-absent (a newer owner that took it fences us) after checking the shard's writer
+// epoch is still ours, then adds the rows to the active memtable (sealing them with
+// seal-on-append) and answers. Called only by runWALCommitter.
 func (w *writer) walGroupCommit(batch []*appendReq) {
 	ctx := context.Background()
 	answer := func(res AppendResult, err error) {
@@ -190,9 +186,8 @@ func (w *writer) walGroupCommit(batch []*appendReq) {
 	answer(res, nil)
 }
 
-// sealFull seals a memtable that reached MemtableBytes, off the WAL committer. A failure
-// leaves the rows durable in the WAL and readable here; the next full memtable or flush
-// retries.
+// sealFull seals a memtable that reached MemtableBytes, off the WAL committer; a failure
+// leaves the rows in the WAL and readable for the next seal to retry.
 func (w *writer) sealFull() {
 	_, _ = w.seal(context.Background(), false)
 	w.mu.Lock()
@@ -200,10 +195,8 @@ func (w *writer) sealFull() {
 	w.mu.Unlock()
 }
 
-// shardEpoch returns the writer epoch of the shard's latest manifest (0 if the shard never
-// wrote), for the fencing check of every WAL group commit. The storage read of the latest
-// version is made on every call: it is the check. Its decode is not (loadShard), so an
-// append does not cost more the more generations are pending.
+// shardEpoch returns the writer epoch of the shard's latest manifest (0: none), for every
+// WAL group commit's fencing check: the storage read is the check, the decode is cached.
 func (w *writer) shardEpoch(ctx context.Context) (uint64, error) {
 	m, err := w.s.loadShard(ctx, w.shard)
 	if err != nil || m == nil {

@@ -11,14 +11,10 @@ import (
 // the storage writer, large enough that a file write is one sequential syscall.
 const writeBehindBuffer = 1 << 20
 
-// writeBehind streams bytes to w from a goroutine of its own, a buffer behind the producer:
-// the Parquet encoder fills one buffer while the other is checksummed and written to storage
-// (on file://, copied into the page cache and queued for writeback), so that encoding and
-// storage writes overlap on two cores.
-//
-// Its two buffers come from mem (a merge's account: they are part of the write buffer that
-// mergeFootprint counts) and are freed by close. An error of w is returned by the Write that
-// hands over the next buffer, or by close; after one, nothing more is written to w.
+// writeBehind streams bytes to w from a goroutine of its own, a buffer behind the producer, so
+// encoding and storage writes overlap on two cores. Its two buffers come from mem (counted by
+// mergeFootprint) and are freed by close; an error of w is returned by the next Write or by
+// close, and nothing more is written after it.
 //
 // INVARIANT: w is only called from the goroutine, and in the order the bytes were written.
 type writeBehind struct {

@@ -27,15 +27,10 @@ type AppendResult struct {
 	Generation uint64 `json:"generation,omitempty"`
 }
 
-// Append makes rows durable in this process's shard WAL before it returns. Concurrent
-// appends are group-committed into one WAL object. Rows later in rows are newer than
-// earlier ones (their write sequences increase). With seal-on-append the rows are also
-// sealed into a generation, so every reader sees them when Append returns.
-//
-// An append of more than Options.MaxAppendRows rows, or whose rows are larger than
-// Options.MemtableBytes, is ErrAppendTooLarge; its size is charged to the append budget
-// while it is in flight (append_limits.go). A shard at Options.PendingMax refuses it with
-// ErrTooManyPending (admitWrite).
+// Append makes rows durable in this process's shard WAL before it returns, group-committing
+// concurrent appends; later rows are newer. With seal-on-append they are also sealed, so every
+// reader sees them on return. Limits: Options.MaxAppendRows and MemtableBytes
+// (ErrAppendTooLarge, append_limits.go) and PendingMax (ErrTooManyPending, admitWrite).
 func (s *Store) Append(ctx context.Context, rows []Row) (AppendResult, error) {
 	if len(rows) == 0 {
 		return AppendResult{}, nil
@@ -122,21 +117,16 @@ func (s *Store) submit(ctx context.Context, rows []Row, deleted bool) (AppendRes
 	}
 }
 
-// unsealedFactor bounds the rows a writer holds in memtables, active and frozen, to
-// unsealedFactor × MemtableBytes. Normally it holds at most a full memtable being sealed
-// and the next one, each up to MemtableBytes plus one append; more only while seals fail.
+// unsealedFactor bounds the rows a writer holds in memtables to unsealedFactor ×
+// MemtableBytes: a memtable being sealed and the next one, more only while seals fail.
 const unsealedFactor = 4
 
 // admitWrite refuses a write (ErrTooManyPending) when the shard's pending generations, plus
-// the generations admitted seal-on-append writes may still add, are at PendingMax. The check
-// and the reservation are one step under mu, so concurrent writers cannot all pass a check
-// that only one of them fits: what a seal-on-append write may seal is reserved until it is
-// answered (release), by when its seal is counted in the manifest. Other stores' writes only
-// fill the memtable, whose seals stop at PendingMax (seal).
-//
-// It also refuses a write (ErrBudgetBusy) while the writer's memtables hold unsealedFactor ×
-// MemtableBytes, and starts a seal if none runs: a storage fault that refuses generations but
-// accepts WAL objects must not grow a worker's memory with every row it acknowledges.
+// those admitted seal-on-append writes may still add, are at PendingMax; check and
+// reservation are one step under mu, so concurrent writers cannot all pass a check only one
+// fits. It also refuses one (ErrBudgetBusy) while the memtables hold unsealedFactor ×
+// MemtableBytes, starting a seal, so a storage that refuses generations but accepts WAL
+// objects does not grow memory with every row acknowledged.
 func (w *writer) admitWrite() (release func(), err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -206,15 +196,13 @@ type writer struct {
 	stopOnce sync.Once       // closes stop
 	stopped  chan struct{}   // closed by the WAL committer when it has exited
 
-	// sealMu serialises seals (seal holds it for the whole seal, I/O included).
-	// Lock order: sealMu before mu.
+	// sealMu serialises seals, held for the whole seal (I/O included); taken before mu.
 	sealMu sync.Mutex
 	// genStarted, guarded by sealMu, is the highest generation number whose file put this
 	// writer started: a later seal numbers past it, since an abandoned put may still land.
 	genStarted uint64
 
-	// mu guards the fields below. It is held only for in-memory work, never across I/O.
-	// A function named ...Locked REQUIRES mu held by its caller.
+	// mu guards the fields below, held only for in-memory work (...Locked: held by the caller).
 	mu sync.Mutex
 	// active receives the rows of every WAL group commit.
 	active *memtable
@@ -222,22 +210,19 @@ type writer struct {
 	frozen []*memtable
 	// manifest is the newest shard manifest this writer knows (its seals, merges' drains).
 	manifest *manifest.Shard
-	// nextPos is the WAL position of the next WAL group commit. Only the WAL committer
-	// goroutine advances it.
+	// nextPos is the WAL position of the next group commit, advanced by the committer only.
 	nextPos uint64
 	// lastSeq is the highest write sequence handed out (nextSeqLocked) or replayed.
 	lastSeq int64
 	// dead, once set, is returned by every later WAL group commit and seal (fenced, closed).
 	dead error
-	// sealSlots counts the admitted writes of a seal-on-append store that have not been
-	// answered yet: each may add one generation (admitWrite).
+	// sealSlots counts admitted seal-on-append writes not yet answered (admitWrite).
 	sealSlots int
 	// sizeSealing is set while the seal of a memtable that reached MemtableBytes runs.
 	sizeSealing bool
 	// lastRefresh is when refreshManifest last read the shard's manifest.
 	lastRefresh time.Time
-	// handedOver: a newer claim of the shard has replayed this dead writer's WAL
-	// (replayedByNewerClaim), which stays true, so nobody asks storage again.
+	// handedOver, once set, says a newer claim replayed this dead writer's WAL.
 	handedOver bool
 }
 
@@ -257,9 +242,8 @@ func (w *writer) kill(err error) {
 
 // openWriter claims the shard by publishing a manifest with the next writer epoch, replays
 // the WAL written after the last seal, and occupies the next WAL position with a fence
-// marker so that a previous owner still running fails its next WAL write instead of
-// acknowledging rows that nobody would replay. A WAL object an earlier claim in this process
-// could not replay is checked first and, still damaged, refused before a new epoch is taken.
+// marker, so a previous owner still running fails its next WAL write instead of acknowledging
+// rows nobody would replay. A WAL object an earlier claim could not replay is checked first.
 func openWriter(ctx context.Context, s *Store) (*writer, error) {
 	shard := s.db.shard
 	if err := s.stillDamagedWAL(ctx, shard); err != nil {
@@ -343,9 +327,8 @@ func openWriter(ctx context.Context, s *Store) (*writer, error) {
 	return w, nil
 }
 
-// replayClaimed is openWriter's replay of a WAL object its claim listed or found taken. One
-// that is gone when read was sealed and deleted by a newer owner of the shard, which fenced
-// this claim: that is ErrFenced, retried with a fresh claim, not a NotFound of the store.
+// replayClaimed is openWriter's replay of a WAL object its claim listed or found taken; one
+// gone when read was sealed by a newer owner that fenced this claim (ErrFenced, retried).
 func (w *writer) replayClaimed(ctx context.Context, pos uint64) error {
 	err := w.replay(ctx, pos)
 	if errors.Is(err, ErrNotFound) {
@@ -412,10 +395,9 @@ const manifestRefreshEvery = time.Second
 // errRefreshedRecently: the writer read its manifest less than manifestRefreshEvery ago.
 var errRefreshedRecently = errors.New("shard manifest read less than a second ago")
 
-// refreshManifest adopts the shard's latest manifest, at most once per manifestRefreshEvery. A merge that commits in another
-// process (CommitRound runs on any worker) drains the shard without telling this writer, whose
-// own last seal's manifest would otherwise keep the shard at PendingMax: every append refused
-// and no seal to learn better.
+// refreshManifest adopts the shard's latest manifest, at most once per manifestRefreshEvery,
+// since a merge committing elsewhere drains the shard without telling this writer, which
+// would otherwise refuse every append at PendingMax.
 func (w *writer) refreshManifest(ctx context.Context) error {
 	now := w.s.db.opts.Now()
 	w.mu.Lock()

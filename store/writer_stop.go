@@ -24,9 +24,8 @@ func (w *writer) stopCommitter() {
 	w.stopOnce.Do(func() { close(w.stop) })
 }
 
-// await waits for the committer's answer to req. taken is false when the committer exited
-// without taking req (it was queued after the committer drained its queue): nothing of it
-// was written, so it may go to another writer.
+// await waits for the committer's answer to req; taken is false when the committer exited
+// without taking it, so nothing was written and it may go to another writer.
 func (w *writer) await(req *appendReq) (d appendDone, taken bool) {
 	// The WAL committer answers everything it takes: the WAL write may already be under
 	// way, so an abandoned request could still become durable; waiting keeps the answer
@@ -45,11 +44,9 @@ func (w *writer) await(req *appendReq) (d appendDone, taken bool) {
 	}
 }
 
-// retire ends the writer of an evicted store: it stops the WAL committer, then seals what
-// the committer made durable, so every append the writer acknowledged is in a generation
-// when it returns nil (or fenced by a new owner's claim: in the WAL that owner replays). Rows
-// a seal stopped at PendingMax left in the memtable are an error, as a failed seal is, and so
-// is a fence no claim followed (a WAL release's epoch): nobody else replays the WAL then.
+// retire ends the writer of an evicted store: it stops the WAL committer, then seals what it
+// made durable, so every acknowledged append is in a generation on nil (or in the WAL a new
+// owner replays); rows left unsealed, or a fence no claim followed, are an error.
 func (w *writer) retire(ctx context.Context) error {
 	w.stopCommitter()
 	<-w.stopped
@@ -90,11 +87,9 @@ func (w *writer) retire(ctx context.Context) error {
 }
 
 // replayedByNewerClaim reports whether a newer claim of the shard has replayed every WAL
-// object this writer wrote. Such a claim writes its fence marker above every position it
-// found, and this writer, whose committer has stopped, never wrote above nextPos: an object
-// above it, or a seal past it, is the new owner's. A release's epoch fences the writer as a
-// claim's does but leaves no marker; a claim that has not written its marker yet (or died
-// before) looks the same, and is then claimed over, which the claim protocol makes safe.
+// object this writer wrote: such a claim writes its fence marker above every position it
+// found, and this stopped writer never wrote above nextPos. A release's fence, or a claim
+// not yet at its marker, looks unreplayed and is claimed over, which the protocol makes safe.
 //
 // REQUIRES: the WAL committer has exited.
 func (w *writer) replayedByNewerClaim(ctx context.Context) (bool, error) {
@@ -124,9 +119,8 @@ func (w *writer) replayedByNewerClaim(ctx context.Context) (bool, error) {
 	return replayed, nil
 }
 
-// deadHandedOver reports whether a newer claim has replayed this dead writer's WAL, so that
-// its rows are that owner's to seal and claiming the shard back would only fence it. It
-// stops the writer's committer first, which a dead writer no longer needs.
+// deadHandedOver reports whether a newer claim has replayed this dead writer's WAL, so its
+// rows are that owner's to seal; it stops the committer first.
 func (w *writer) deadHandedOver(ctx context.Context) (bool, error) {
 	w.stopCommitter()
 	select {
@@ -137,9 +131,8 @@ func (w *writer) deadHandedOver(ctx context.Context) (bool, error) {
 	return w.replayedByNewerClaim(ctx)
 }
 
-// holdsOrphanedRows reports whether the writer is dead with rows no seal wrote, or WAL above
-// the replay point (a release's rows sit there), that no newer claim is known to have
-// replayed: in the WAL only, which nobody else may replay.
+// holdsOrphanedRows reports whether the writer is dead with rows, or WAL above the replay
+// point, in the WAL only, that no newer claim is known to have replayed.
 func (w *writer) holdsOrphanedRows() bool {
 	if !w.holdsRows() && !w.walAboveReplayPoint() {
 		return false

@@ -1,7 +1,5 @@
-// Package temporaladmin talks to Temporal's control plane for walkeeper: it dials the
-// frontend (TLS, API keys), registers the search attributes, and creates, pauses, resumes,
-// triggers and describes walkeeper's schedules. The worker, the commands and the benchmarks
-// share it; it runs no workflow code.
+// Package temporaladmin talks to Temporal's control plane for walkeeper: dialling, search
+// attributes and schedules; it runs no workflow code.
 package temporaladmin
 
 import (
@@ -97,8 +95,7 @@ func (c Config) tlsConfig() (*tls.Config, error) {
 	return cfg, nil
 }
 
-// Dial connects to Temporal and checks that the frontend answers. SDK logs go to logger
-// (may be nil). The caller closes the client.
+// Dial connects to Temporal, SDK logs to logger (may be nil), and checks the frontend answers.
 func Dial(ctx context.Context, cfg Config, logger *zap.Logger) (client.Client, error) {
 	opts, err := cfg.ClientOptions(logger)
 	if err != nil {
@@ -111,13 +108,11 @@ func Dial(ctx context.Context, cfg Config, logger *zap.Logger) (client.Client, e
 	return c, nil
 }
 
-// MaxPEMFileBytes bounds a TLS file: a certificate chain or a CA bundle is a few hundred KiB
-// at most.
+// MaxPEMFileBytes bounds a TLS file; a certificate chain or a CA bundle is a few hundred KiB.
 const MaxPEMFileBytes = 1 << 20
 
-// readPEMFile reads the TLS file path: a regular file of at most MaxPEMFileBytes. A FIFO
-// would block the read until a writer came and a device such as /dev/zero would never end,
-// so neither is opened.
+// readPEMFile reads the TLS file path, a regular file of at most MaxPEMFileBytes (a FIFO or a
+// device could block or never end).
 func readPEMFile(path string) ([]byte, error) {
 	fi, err := os.Stat(path)
 	if err != nil {

@@ -20,20 +20,15 @@ import (
 	"github.com/walkeeper/walkeeper/contract"
 )
 
-// FairnessProbeQueue prefixes the task queue of each ProbeFairness call (a random suffix
-// keeps probes of different workers apart); no worker polls it. A server that enables
-// fairness for some task queues only must match these too (or enable it for the whole
-// namespace) for the probe to see it.
+// FairnessProbeQueue prefixes the task queue of each ProbeFairness call (with a random
+// suffix); a server that enables fairness per queue must match it too.
 const FairnessProbeQueue = contract.TaskQueue + "-fairness-probe-"
 
 // FairnessProbeWorkflow is the type of the probe's workflows; nothing registers it.
 const FairnessProbeWorkflow = "WalkeeperFairnessProbe"
 
-// Probe sizes: probeHeavyTasks workflows of a heavy key queue first, then probeLightTasks
-// of a light one, and probePolls of them are taken. A task queue has several partitions
-// (4 by default), spreads tasks over them at random and serves each poll from one, so the
-// probe counts a majority instead of reading one position, and queues enough heavy tasks
-// that no partition runs out of them within the polls when it dispatches in arrival order.
+// Probe sizes: tasks spread over a queue's partitions at random, so the probe counts a
+// majority of probePolls and queues enough heavy tasks that no partition runs out of them.
 const (
 	probeHeavyTasks = 64
 	probeLightTasks = 16
@@ -41,21 +36,15 @@ const (
 	probeTimeout    = time.Minute
 )
 
-// ErrFairnessInconclusive: the probe's polls neither mostly followed the fairness weights
-// nor mostly followed arrival order.
+// ErrFairnessInconclusive: the probe's polls followed neither the weights nor arrival order.
 var ErrFairnessInconclusive = errors.New("fairness probe inconclusive")
 
 // ProbeFairness tells whether the server dispatches a task queue's backlog by fairness key
-// and weight (matching.enableFairness) or in arrival order. One round queues
-// probeHeavyTasks workflow tasks with a heavy key at the least weight, then probeLightTasks
-// with a light key at the greatest weight, on a task queue of its own (FairnessProbeQueue
-// and a random suffix), takes probePolls of them with raw polls, and terminates every probe
-// workflow. A fair server hands out mostly light tasks (their virtual time grows a million
-// times slower); a FIFO one the heavy key's, queued first. One round that is mostly light
-// says fair; a round that is mostly heavy or split is run once more, and only two mostly
-// heavy rounds say FIFO. Cost per round: 80 workflow starts (actions on Temporal Cloud) and 1
-// to 10 seconds; two rounds on a FIFO server.
-// The error is ErrFairnessInconclusive or the server's.
+// and weight or in arrival order: a round queues heavy-key tasks at the least weight, then
+// light-key ones at the greatest, on a queue of its own, takes probePolls with raw polls and
+// terminates every probe workflow. Mostly light says fair; two mostly heavy rounds say FIFO
+// (80 starts and 1 to 10 seconds a round). The error is ErrFairnessInconclusive or the
+// server's.
 func ProbeFairness(ctx context.Context, c client.Client, namespace string) (bool, error) {
 	namespace = cmp.Or(namespace, DefaultNamespace)
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
@@ -134,8 +123,7 @@ func probeRound(ctx context.Context, c client.Client, namespace string) (int, er
 	return lights, nil
 }
 
-// waitBacklog waits until the probe queue's backlog holds n tasks, so the polls choose
-// among all of them rather than among the first few written.
+// waitBacklog waits until the probe queue holds n tasks, so the polls choose among them all.
 func waitBacklog(ctx context.Context, c client.Client, namespace, queue string, n int) error {
 	for {
 		resp, err := c.WorkflowService().DescribeTaskQueue(ctx, &workflowservice.DescribeTaskQueueRequest{

@@ -8,11 +8,8 @@ import (
 	"go.uber.org/zap/zapcore"
 )
 
-// newSDKLogger bridges a zap logger to the Temporal SDK's log.Logger, so SDK and
-// workflow/activity logs (workflow.GetLogger, activity.GetLogger) end up in the same stream
-// with the same encoding. The adapter implements log.WithLogger and log.WithSkipCallers, so
-// log.With(logger, "target", t) and the SDK's caller skipping both work. A nil logger yields
-// a no-op logger.
+// newSDKLogger bridges a zap logger to the Temporal SDK's log.Logger (with log.With and caller
+// skipping), so SDK and workflow logs share one stream; nil yields a no-op logger.
 func newSDKLogger(z *zap.Logger) sdklog.Logger {
 	if z == nil {
 		z = zap.NewNop()

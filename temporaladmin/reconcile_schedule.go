@@ -15,12 +15,9 @@ import (
 // ID of the workflows it starts (Temporal appends the nominal start time).
 const ReconcileScheduleID = "walkeeper-reconcile"
 
-// EnsureReconcileSchedule creates the Schedule "walkeeper-reconcile" that starts
-// ReconcileDemand every `every`, or, if it exists, reconciles its spec, action and policies.
-// Its jitter is up to a tenth of the interval, so the reconciles of several namespaces or
-// deployments sharing one storage do not start in the same second. Overlap SKIP: a
-// reconcile still paging (across its continue-as-new runs) makes the next tick a no-op. A
-// paused schedule stays paused.
+// EnsureReconcileSchedule creates or reconciles the Schedule "walkeeper-reconcile" that starts
+// ReconcileDemand every `every`, with jitter up to a tenth of it so deployments sharing a
+// storage do not start together, and overlap SKIP; a paused schedule stays paused.
 func EnsureReconcileSchedule(ctx context.Context, c client.Client, every time.Duration) error {
 	if every < MinScheduleInterval {
 		return fmt.Errorf("reconcile schedule interval must be at least %s, got %s", MinScheduleInterval, every)

@@ -26,18 +26,14 @@ const (
 	MinScheduleInterval = time.Second
 )
 
-// scheduleJitter is the jitter a schedule of interval every gets: Temporal delays each
-// start by a random amount up to it, so per-target schedules created together, and sweeps
-// of several clusters, do not all fire on the same second. It is at most jitter and at most
-// a quarter of the interval, so a short interval keeps its cadence. Pure.
+// scheduleJitter is the jitter a schedule of interval every gets, so schedules created
+// together do not fire on the same second: at most jitter and a quarter of the interval. Pure.
 func scheduleJitter(every, jitter time.Duration) time.Duration {
 	return max(0, min(jitter, every/4))
 }
 
-// ensureSchedule creates schedule id, an interval spec of every with jitter starting action
-// under the overlap policy, or, if it exists, replaces its spec, action and policies and
-// leaves its paused state alone. update, when not nil, gives the action an existing schedule
-// gets instead, from its current description.
+// ensureSchedule creates schedule id, or replaces an existing one's spec, action and policies
+// leaving its paused state alone; update, when not nil, gives an existing one's action.
 func ensureSchedule(ctx context.Context, c client.Client, id string, every, jitter time.Duration, action *client.ScheduleWorkflowAction,
 	overlap enumspb.ScheduleOverlapPolicy, update func(*client.ScheduleDescription) (*client.ScheduleWorkflowAction, error)) error {
 	spec := client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: every}}, Jitter: jitter}
@@ -81,9 +77,8 @@ func ensureSchedule(ctx context.Context, c client.Client, id string, every, jitt
 	return nil
 }
 
-// PauseSchedule pauses schedule id with an operator note. Manual triggers still work.
-// Pausing walkeeper-sweep also cancels its running window, so sweeps stop now and not at the
-// window's end (pausing the schedule alone, e.g. from Temporal Web, only stops new windows).
+// PauseSchedule pauses schedule id with an operator note; pausing walkeeper-sweep also
+// cancels its running window, so sweeps stop now, not at the window's end.
 func PauseSchedule(ctx context.Context, c client.Client, id, note string) error {
 	note = cmp.Or(note, "paused with walkeeper")
 	if err := c.ScheduleClient().GetHandle(ctx, id).Pause(ctx, client.SchedulePauseOptions{Note: note}); err != nil {

@@ -18,13 +18,10 @@ import (
 	"github.com/walkeeper/walkeeper/contract"
 )
 
-// EnsureSearchAttributes registers walkeeper's search attributes (contract.SearchAttributes)
-// in namespace ns through the operator API, so a vanilla server or cluster needs no manual
-// step. On SQL visibility they take all 3 custom Int slots of the namespace. Idempotent and
-// safe to race: attributes that already exist with the right type are left alone and an
-// AlreadyExists answer counts as success. An attribute registered with a different type is an
-// error (the workflows would fail their tasks forever otherwise).
-// Needs operator permissions; on Temporal Cloud register them once with tcld instead.
+// EnsureSearchAttributes registers walkeeper's search attributes in namespace ns through the
+// operator API, idempotent and safe to race; one registered with another type is an error,
+// since the workflows would fail their tasks forever. Needs operator permissions (on Temporal
+// Cloud register them with tcld).
 func EnsureSearchAttributes(ctx context.Context, c client.Client, ns string) error {
 	ns = cmp.Or(ns, DefaultNamespace)
 	want := contract.SearchAttributes
@@ -69,12 +66,9 @@ func EnsureSearchAttributes(ctx context.Context, c client.Client, ns string) err
 	}
 }
 
-// namespaceServeWait bounds how long EnsureSearchAttributes waits for a namespace that the
-// operator API does not serve yet. A namespace registered moments ago is answered by
-// DescribeNamespace at once but by the operator and visibility APIs only after the
-// frontend's namespace registry refreshes (10 s by default; seen on the PostgreSQL-backed
-// server, docs/TEMPORAL.md), so a worker started right after its namespace was created
-// would otherwise fail its start.
+// namespaceServeWait bounds how long EnsureSearchAttributes waits for a namespace the
+// operator API does not serve yet, which it does only after the frontend's registry refresh
+// (10 s by default, docs/TEMPORAL.md).
 const namespaceServeWait = 45 * time.Second
 
 // whileNamespaceUnserved runs f until it returns anything but NamespaceNotFound, for at most

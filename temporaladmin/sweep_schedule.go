@@ -46,15 +46,10 @@ type SweepSchedule struct {
 	KeepInput bool
 }
 
-// EnsureSweepSchedule creates the Schedule "walkeeper-sweep" that starts one SweepWindow per
-// o.Window on the shared task queue, running a sweep round every o.Every, or, if it exists,
-// reconciles its spec, action and policies.
-//
-// Overlap BUFFER_ONE: two windows never run at once, and a window whose last round runs past
-// the next tick delays the next window instead of making the schedule skip it (SKIP would
-// leave a whole window without sweeps). Interval specs are aligned to the epoch, so a new
-// schedule would first fire at the next whole window; unless the schedule is paused, a
-// window is started at once when none runs (the first deployment, a window that failed).
+// EnsureSweepSchedule creates or reconciles the Schedule "walkeeper-sweep" that starts one
+// SweepWindow per o.Window, sweeping every o.Every. Overlap BUFFER_ONE delays a window whose
+// predecessor runs late instead of skipping a whole window; since interval specs align to the
+// epoch, a window is started at once when none runs, unless the schedule is paused.
 func EnsureSweepSchedule(ctx context.Context, c client.Client, o SweepSchedule) error {
 	every, window := o.Every, cmp.Or(o.Window, DefaultSweepWindow)
 	if every <= 0 {
@@ -106,8 +101,7 @@ func sweepAction(sweep contract.MaintenanceSweepInput, every, window time.Durati
 	}, nil
 }
 
-// startSweepWindowIfIdle triggers the sweep schedule when it is not paused and runs no
-// window.
+// startSweepWindowIfIdle triggers the sweep schedule when it is not paused and runs no window.
 func startSweepWindowIfIdle(ctx context.Context, c client.Client) error {
 	d, err := DescribeSchedule(ctx, c, SweepScheduleID)
 	if err != nil {
@@ -119,9 +113,8 @@ func startSweepWindowIfIdle(ctx context.Context, c client.Client) error {
 	return TriggerSchedule(ctx, c, SweepScheduleID)
 }
 
-// SweepWindowInputOf decodes the input of d's action when it starts SweepWindow; one that is
-// unreadable or that its window would refuse (a value of the wrong type decodes, and is
-// refused by Validate) leaves the default thresholds.
+// SweepWindowInputOf decodes the input of d's action when it starts SweepWindow; one its
+// window would refuse leaves the default thresholds.
 func SweepWindowInputOf(d *client.ScheduleDescription) (contract.SweepWindowInput, bool) {
 	var in contract.SweepWindowInput
 	a, ok := d.Schedule.Action.(*client.ScheduleWorkflowAction)
@@ -150,11 +143,8 @@ func runningSweepWindows(ctx context.Context, c client.Client) ([]string, *clien
 	return ids, d, nil
 }
 
-// SweepNow asks for a sweep round now and says how: the running window gets the signal
-// walkeeper-sweep-now (a round at once, the window's cadence kept); with no window running
-// the schedule is triggered, which starts a window whose first round runs at once. While the
-// schedule is paused and no window runs, one MaintenanceSweep with the schedule's sweep input
-// runs instead (a window would go on sweeping for a whole window).
+// SweepNow asks for a sweep round now and says how: a signal to the running window, else a
+// trigger of the schedule, or, while it is paused with no window, one MaintenanceSweep.
 func SweepNow(ctx context.Context, c client.Client) (string, error) {
 	ids, d, err := runningSweepWindows(ctx, c)
 	if err != nil {
@@ -187,8 +177,7 @@ func SweepNow(ctx context.Context, c client.Client) (string, error) {
 	return "no sweep window was running: schedule " + SweepScheduleID + " triggered, its window sweeps at once", nil
 }
 
-// cancelSweepWindows requests the cancellation of the windows ids; one that has closed
-// meanwhile is no error.
+// cancelSweepWindows requests the cancellation of the windows ids (one already closed is fine).
 func cancelSweepWindows(ctx context.Context, c client.Client, ids []string) error {
 	for _, id := range ids {
 		if err := c.CancelWorkflow(ctx, id, ""); err != nil && !errors.As(err, new(*serviceerror.NotFound)) {

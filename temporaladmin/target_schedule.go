@@ -19,12 +19,9 @@ const targetSchedulePrefix = "merge-wal-tick/"
 // TargetScheduleID is the ID of target's own merge schedule: "merge-wal-tick/<kind>/<name>".
 func TargetScheduleID(t target.Target) string { return targetSchedulePrefix + t.Path() }
 
-// EnsureTargetSchedule creates or updates a Schedule that merges one target every `every`.
-// The action is the thin workflow "MergeWalTick" with input {"target": "<kind>:<name>"}:
-// Temporal suffixes every scheduled workflow ID with a timestamp, so the tick itself starts
-// or attaches to the real MergeWal ID ("merge-wal/<kind>/<name>") and dedupe still holds.
-// jitter bounds the random delay of each tick (scheduleJitter; DefaultScheduleJitter is the
-// usual value).
+// EnsureTargetSchedule creates or updates a Schedule that merges one target every `every`
+// through MergeWalTick, since Temporal suffixes scheduled workflow IDs with a timestamp and the
+// tick starts the real MergeWal ID; jitter bounds each tick's delay (scheduleJitter).
 func EnsureTargetSchedule(ctx context.Context, c client.Client, t target.Target, every, jitter time.Duration) error {
 	if every < MinScheduleInterval {
 		return fmt.Errorf("schedule interval must be at least %s, got %s", MinScheduleInterval, every)

@@ -10,8 +10,7 @@ import (
 	"go.temporal.io/sdk/client"
 )
 
-// QueuePartitions is how many read partitions the server gives one task queue, per task
-// type (matching.numTaskqueueReadPartitions).
+// QueuePartitions is how many read partitions the server gives one task queue, per task type.
 type QueuePartitions struct {
 	Workflow int
 	Activity int
@@ -20,11 +19,9 @@ type QueuePartitions struct {
 // Most is the larger of the two counts.
 func (p QueuePartitions) Most() int { return max(p.Workflow, p.Activity) }
 
-// TaskQueuePartitions asks the server how many partitions it reads queue from
-// (ListTaskQueuePartitions: one request, no action on Temporal Cloud). Task-queue fairness
-// and priority hold within a partition only, and tasks are spread over the partitions at
-// random, so with more than one a light kind's task can wait behind another kind's backlog
-// in its own partition (docs/OPERATIONS.md "Fair share across kinds").
+// TaskQueuePartitions asks the server how many partitions it reads queue from (one request,
+// no action), since fairness and priority hold within a partition only (docs/OPERATIONS.md
+// "Fair share across kinds").
 func TaskQueuePartitions(ctx context.Context, c client.Client, namespace, queue string) (QueuePartitions, error) {
 	namespace = cmp.Or(namespace, DefaultNamespace)
 	resp, err := c.WorkflowService().ListTaskQueuePartitions(ctx, &workflowservice.ListTaskQueuePartitionsRequest{

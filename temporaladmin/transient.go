@@ -9,9 +9,8 @@ import (
 	"go.temporal.io/api/serviceerror"
 )
 
-// Transient reports whether err is Temporal not answering yet or not in time (unreachable,
-// or a request past its deadline): what a server that has just started answers until its
-// services, and the workflows behind schedules, are loaded.
+// Transient reports whether err is Temporal not answering yet or not in time, as a server
+// just started does.
 func Transient(err error) bool {
 	return errors.As(err, new(*serviceerror.Unavailable)) || errors.As(err, new(*serviceerror.DeadlineExceeded)) ||
 		errors.Is(err, context.DeadlineExceeded)
@@ -22,8 +21,7 @@ func Transient(err error) bool {
 const EnsureWithin = 2 * time.Minute
 
 // RetryTransient runs op until it returns nil or an error that is not Transient, or until
-// within has passed; then it returns op's last error. Between attempts it waits 1 s,
-// doubling up to 10 s, and calls retrying with the error it retries (may be nil).
+// within has passed, waiting 1 s doubling to 10 s between attempts and calling retrying.
 //
 // REQUIRES: op is idempotent.
 func RetryTransient(ctx context.Context, within time.Duration, retrying func(error), op func(context.Context) error) error {

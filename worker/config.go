@@ -15,13 +15,11 @@ import (
 	"github.com/walkeeper/walkeeper/temporaladmin"
 )
 
-// EnvPrefix prefixes the environment variable of every knob: flag --merge-slots is read from
-// WALKEEPER_MERGE_SLOTS when the flag is not given.
+// EnvPrefix prefixes every knob's environment variable (--merge-slots: WALKEEPER_MERGE_SLOTS).
 const EnvPrefix = "WALKEEPER_"
 
-// Config holds every knob of a worker process. The zero value is not useful: start from
-// DefaultConfig and override. A field's flag, environment variable and meaning are its entry
-// in the knob table (config_knobs.go), from which docs/CONFIG.md is generated (Knobs()).
+// Config holds every knob of a worker process; start from DefaultConfig. Each field's flag,
+// environment variable and meaning are its entry in the knob table (config_knobs.go).
 type Config struct {
 	Instance string
 	Storage  string
@@ -200,10 +198,9 @@ func (c *Config) StoreOptions() store.Options {
 	return o
 }
 
-// rowsPageBytes is what a GET .../rows page of at most limit rows can hold, as JSON text, and
-// so what it takes from --page-budget-bytes: --page-bytes plus the row that reaches it, or
-// limit rows when they are less. With --max-row-bytes 0 a row has no bound to count, and the
-// page is charged --page-bytes.
+// rowsPageBytes is what a GET .../rows page of at most limit rows takes from
+// --page-budget-bytes: --page-bytes plus the row that reaches it, or limit rows when less
+// (--page-bytes alone when --max-row-bytes 0 leaves a row unbounded).
 func (c *Config) rowsPageBytes(limit int) int64 {
 	if c.MaxRowBytes <= 0 {
 		return c.PageBytes
@@ -212,15 +209,13 @@ func (c *Config) rowsPageBytes(limit int) int64 {
 	return min(c.PageBytes+row, int64(limit)*row)
 }
 
-// storesPageBytes is what a GET /api/v1/stores page of at most limit stores can hold, as JSON
-// text, and so what it takes from --page-budget-bytes: --page-bytes plus the entry that
-// reaches it, or limit entries when they are less.
+// storesPageBytes is what a GET /api/v1/stores page of at most limit stores takes from
+// --page-budget-bytes, as rowsPageBytes is for rows.
 func (c *Config) storesPageBytes(limit int) int64 {
 	return min(c.PageBytes+store.MaxStoreInfoJSONBytes, int64(limit)*store.MaxStoreInfoJSONBytes)
 }
 
-// Validate reports every problem at once: environment values that did not parse and knob
-// values out of range.
+// Validate reports every problem at once: unparsed environment values and knobs out of range.
 func (c *Config) Validate() error {
 	errs := c.envErrs.sorted()
 	bad := func(flag, format string, args ...any) {

@@ -10,12 +10,10 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// This file binds the knob table (config_knobs.go) to flags and environment variables.
-// Precedence everywhere is flag > environment > default: environment values are applied when
-// the flags are registered (so --help shows them as the default), and a flag given on the
-// command line overrides them when fs is parsed. An environment value that does not parse is
-// kept as an error that Validate reports, unless the flag overrides it; it never silently
-// means the zero value.
+// This file binds the knob table (config_knobs.go) to flags and environment variables, with
+// flag > environment > default: environment values are applied when the flags are registered
+// (so --help shows them), and one that does not parse is an error Validate reports unless a
+// flag overrides it.
 
 // envErrors holds environment values that did not parse, by flag name.
 type envErrors map[string]error
@@ -49,9 +47,8 @@ func (e envErrors) sorted() []error {
 	return errs
 }
 
-// RegisterFlags adds one flag per knob to fs (see the precedence rule above). The Temporal
-// connection knobs are registered by c.Temporal.RegisterFlags, so that every command spells
-// them alike; a command registers either this or that, not both.
+// RegisterFlags adds one flag per knob to fs, but the Temporal connection's, which
+// c.Temporal.RegisterFlags adds so that every command spells them alike.
 func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	for _, k := range knobs {
 		if !k.temporal {
@@ -83,11 +80,9 @@ func (c *TemporalConfig) Validate() error {
 }
 
 // StringKnobVar registers, for a command other than `walkeeper worker`, a flag that shares a
-// string knob of the worker (status --storage, load --auth-token, the global --log-format):
-// same flag name, same environment variable, so one name means one thing everywhere. def is
-// the value when the variable is unset and usage the command's own help text. It panics on a
-// name that is not a string knob: that is a programming error, and every command's --help
-// test runs into it.
+// string knob of the worker (same flag name, same environment variable, so one name means one
+// thing everywhere), defaulting to def and helped by usage. A name that is no string knob is
+// a programming error every command's --help test runs into, so it panics.
 func StringKnobVar(fs *pflag.FlagSet, p *string, flag, def, usage string) {
 	k, ok := lookupKnob(flag)
 	if !ok || k.Type != "string" || k.temporal {

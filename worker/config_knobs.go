@@ -30,11 +30,9 @@ func Knobs() []KnobInfo {
 	return out
 }
 
-// knob is one configuration entry: flag, environment variable, type, documentation and the
-// accessors of its field. The table below is the one source of every knob's flag name,
-// environment name, default (DefaultConfig) and help text: `walkeeper worker`'s flags,
-// the client commands' Temporal flags (TemporalConfig.RegisterFlags) and
-// docs/CONFIG.md are all generated from it.
+// knob is one configuration entry, the one source of its flag name, environment name,
+// default and help text, from which the worker's flags, the client commands' Temporal flags
+// and docs/CONFIG.md are all generated.
 type knob struct {
 	Flag   string
 	Type   string

@@ -15,10 +15,9 @@ const (
 	fairnessOn      = 1
 )
 
-// checkFairness probes whether the Temporal server dispatches by fairness key
-// (temporaladmin.ProbeFairness), sets walkeeper_temporal_fairness, and warns when it does
-// not: every kind's merges then queue FIFO behind every other kind's (docs/OPERATIONS.md
-// "Fair share across kinds"). It runs once, in the background, at start.
+// checkFairness probes once, in the background at start, whether the Temporal server
+// dispatches by fairness key, sets walkeeper_temporal_fairness, and warns when it does not
+// (docs/OPERATIONS.md "Fair share across kinds").
 func (w *Worker) checkFairness(ctx context.Context) {
 	on, err := temporaladmin.ProbeFairness(ctx, w.tc, w.cfg.Temporal.Namespace)
 	switch {

@@ -32,13 +32,10 @@ type FlusherOptions struct {
 	Flush func(ctx context.Context, s *store.Store) (store.FlushResult, error)
 }
 
-// Flusher seals the memtables of resident stores every interval and, after each seal, runs
-// the merge count trigger. Each store kind runs its own loop, so a kind with many or slow
-// stores never delays another kind's seal. Within a kind, stores are sealed one after
-// another; a seal that exceeds the per-store timeout is abandoned for the tick — it keeps
-// running in the background and its store is skipped until it returns, which the bucket's
-// stall timeout guarantees (objstore.ErrStalled); one that then succeeds runs the count
-// trigger itself.
+// Flusher seals the memtables of resident stores every interval and then runs the merge count
+// trigger, one loop per kind so that no kind delays another's seals. A seal past the per-store
+// timeout is abandoned for the tick and its store skipped until it returns, which the
+// bucket's stall timeout guarantees.
 type Flusher struct {
 	opts     FlusherOptions
 	triggers *mergeTriggers
@@ -133,13 +130,10 @@ func (fl *Flusher) Stop(ctx context.Context) error {
 	}
 }
 
-// FlushKind seals every resident store of one kind that has a writer in this process, or a
-// dead one holding rows in the WAL only (Store.HoldsOrphanedRows: its seal claims the shard
-// and replays them), one after another. A store opened only for reads, stats or merges has
-// nothing of this process's in memory, and sealing it would cost a LIST of its WAL prefix
-// every tick (300 resident stores: 300 LISTs per second). WAL that a crashed earlier run left
-// behind is replayed by DB.Recover when the worker starts, and by the writer itself when this
-// process next appends to the store.
+// FlushKind seals, one after another, every resident store of one kind that has a writer in
+// this process or a dead one holding rows in the WAL only (Store.HoldsOrphanedRows); sealing a
+// store only read would cost a LIST of its WAL every tick. A crashed run's WAL is replayed by
+// DB.Recover at start.
 func (fl *Flusher) FlushKind(ctx context.Context, k store.Kind) {
 	var stores []*store.Store
 	for _, s := range fl.opts.Resident() {

@@ -112,8 +112,7 @@ func (a *apiServer) handle(h func(w http.ResponseWriter, r *http.Request) error)
 	}
 }
 
-// onStore serves a route of one existing store: h gets the store the path names, and what it
-// returns is the 200 JSON answer, or the error answer.
+// onStore serves a route of one existing store; h's answer is the 200 JSON, or the error.
 func (a *apiServer) onStore(h func(r *http.Request, s *store.Store) (any, error)) http.HandlerFunc {
 	return a.handle(func(w http.ResponseWriter, r *http.Request) error {
 		s, err := a.openStore(r)

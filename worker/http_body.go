@@ -13,8 +13,7 @@ import (
 // This file holds the request-body checks every handler shares: media type and size cap;
 // http_json_strict.go holds the strict decoding.
 
-// decodeJSONBody is readBody plus decodeStrict into v; an allowed empty body leaves v as it
-// is.
+// decodeJSONBody is readBody plus decodeStrict into v; an allowed empty body leaves v alone.
 func (a *apiServer) decodeJSONBody(w http.ResponseWriter, r *http.Request, allowEmpty bool, v any) error {
 	body, release, err := a.readBody(w, r, allowEmpty)
 	if err != nil || body == nil {
@@ -24,9 +23,8 @@ func (a *apiServer) decodeJSONBody(w http.ResponseWriter, r *http.Request, allow
 	return decodeStrict(body, v)
 }
 
-// readBody enforces the media type, the size cap and the body budget. An empty body is
-// returned as nil when allowEmpty, and is invalid_json otherwise. The caller calls release
-// once it is done with the body (a no-op when there is none).
+// readBody enforces the media type, the size cap and the body budget; an empty body is nil
+// when allowEmpty, else invalid_json. The caller calls release once done with the body.
 func (a *apiServer) readBody(w http.ResponseWriter, r *http.Request, allowEmpty bool) (_ []byte, release func(), _ error) {
 	release = func() {}
 	if r.ContentLength > a.cfg.MaxBodyBytes {

@@ -11,14 +11,12 @@ import (
 	"github.com/walkeeper/walkeeper/store"
 )
 
-// budgetWait is how long a request waits for a process-wide byte budget (--body-budget-bytes,
-// --page-budget-bytes) before it gets 503 budget_busy: long enough to ride out a burst, short
-// enough that it never holds a connection for long.
+// budgetWait is how long a request waits for a process-wide byte budget before it gets 503
+// budget_busy: long enough to ride out a burst, short enough never to hold a connection long.
 var budgetWait = 2 * time.Second
 
-// byteBudget bounds the bytes that concurrent requests hold at once for one purpose, so that
-// many connections each within their own cap cannot together hold more than one knob allows.
-// A nil *byteBudget bounds nothing.
+// byteBudget bounds the bytes concurrent requests hold at once for one purpose, so many
+// connections within their own caps cannot together exceed one knob (nil: no bound).
 type byteBudget struct {
 	sem  *semaphore.Weighted
 	size int64
@@ -34,9 +32,8 @@ func newByteBudget(size int64, knob, what string) *byteBudget {
 	return &byteBudget{sem: semaphore.NewWeighted(size), size: size, knob: knob, what: what}
 }
 
-// take reserves n bytes, waiting at most budgetWait; a refusal wraps store.ErrBudgetBusy (503
-// budget_busy with Retry-After). The caller calls release, which may be called more than once,
-// when it no longer holds the bytes.
+// take reserves n bytes, waiting at most budgetWait (else store.ErrBudgetBusy); the caller
+// calls release, idempotent, once it no longer holds them.
 //
 // REQUIRES: n <= the budget's size (Config.Validate keeps every reservation within it).
 func (b *byteBudget) take(ctx context.Context, n int64) (release func(), err error) {

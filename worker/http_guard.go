@@ -7,16 +7,10 @@ import (
 )
 
 // browserGuard keeps a web browser from being turned against a worker that trusts whoever
-// reaches it. A page on any site may make the browser send requests to 127.0.0.1 (cross-site
-// request forgery), and a DNS name the attacker rebinds to 127.0.0.1 even lets it read the
-// answers, under its own Host (DNS rebinding). So:
-//   - a worker listening on a loopback address answers only Host names of loopback
-//     (host_not_allowed otherwise);
-//   - a worker without a bearer token refuses state-changing requests a browser marks as
-//     coming from another origin (cross_origin); with a token, the browser has none to send.
-//
-// curl and other non-browser clients send neither Origin nor Sec-Fetch-Site, and name the
-// worker by the address they dial, so they pass.
+// reaches it (cross-site request forgery, DNS rebinding): a worker on a loopback address
+// answers only loopback Host names (host_not_allowed), and one without a bearer token refuses
+// state-changing requests a browser marks as cross-origin (cross_origin). Non-browser clients
+// send neither header and name the address they dial, so they pass.
 type browserGuard struct {
 	hosts  map[string]bool             // allowed Host names (no port); nil: any
 	origin *http.CrossOriginProtection // nil: not checked

@@ -11,10 +11,9 @@ import (
 	"strings"
 )
 
-// Strict JSON for request bodies. encoding/json matches member names case-insensitively and
-// keeps the last of a repeated member, so {"fields":[…],"FIELDS":[…]} would decode as one of
-// them; checkMembers refuses such bodies before anything is decoded: every object decoded into
-// a struct may only use that struct's member names, spelled exactly, each at most once.
+// Strict JSON for request bodies: encoding/json matches member names case-insensitively and
+// keeps the last of a repeated one, so checkMembers refuses, before decoding, any member name
+// that is not exactly one of the struct's, or repeated.
 
 // decodeStrict unmarshals body into v (a pointer) after checkMembers, refusing trailing data.
 func decodeStrict(body []byte, v any) error {

@@ -121,12 +121,9 @@ func (a *apiServer) mergeWal(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// mergeEndedEarly is the answer for a MergeWal run that ended before it finished without
-// failing: stopped by an operator (a cancel, a terminate, or a reset, which terminates the run
-// it replaces) or by Temporal at its run timeout. What it committed stays, and the next
-// trigger starts a fresh run. Nil for any other error, a failure. Only how the run itself
-// ended counts: an activity's or a child's cancel or timeout that failed the run arrives
-// wrapped in that activity's or child's error.
+// mergeEndedEarly is the answer for a MergeWal run that ended unfinished without failing,
+// stopped by an operator or its run timeout (what it committed stays); nil for any other
+// error. Only how the run itself ended counts, not an activity's or child's cancel.
 func mergeEndedEarly(id string, err error, ids map[string]any) *apiError {
 	if errors.As(err, new(*temporal.ActivityError)) || errors.As(err, new(*temporal.ChildWorkflowExecutionError)) {
 		return nil

@@ -9,8 +9,7 @@ import (
 	"github.com/walkeeper/walkeeper/store"
 )
 
-// The /metrics route: how many scrapes a worker renders at once, and which series a scrape
-// may ask for.
+// The /metrics route: how many scrapes a worker renders at once, and which series one asks for.
 
 const (
 	// metricsPattern is the route of the Prometheus exposition.
@@ -22,10 +21,8 @@ const (
 	maxMetricNames = 64
 )
 
-// maxScrapes bounds the scrapes of /metrics being gathered and written at once: each holds
-// every metric family and its text outside every byte budget, and without a token any local
-// client can open --max-connections of them. Two Prometheus replicas and an operator's curl
-// fit.
+// maxScrapes bounds the /metrics scrapes in flight, each holding every family's text outside
+// every byte budget; two Prometheus replicas and an operator's curl fit.
 const maxScrapes = 4
 
 // limitScrapes serves h, the /metrics handler, with at most maxScrapes requests in flight; a
@@ -49,8 +46,7 @@ func (a *apiServer) limitScrapes(h http.Handler) http.Handler {
 	})
 }
 
-// repeatable reports whether the parameter param may be given more than once on the route
-// pattern: only /metrics' name[], whose values make one filter.
+// repeatable reports whether param may repeat on the route pattern: only /metrics' name[].
 func repeatable(pattern, param string) bool {
 	return pattern == metricsPattern && param == metricNamesParam
 }
@@ -72,8 +68,7 @@ func checkMetricsQuery(q url.Values) *apiError {
 	return nil
 }
 
-// validMetricName reports whether s is a metric name in Prometheus' classic charset, the only
-// one a worker's series use.
+// validMetricName reports whether s is a metric name in Prometheus' classic charset.
 func validMetricName(s string) bool {
 	for i, c := range []byte(s) {
 		letter := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' || c == ':'

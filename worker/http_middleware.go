@@ -148,10 +148,8 @@ func (a *apiServer) serve(w http.ResponseWriter, r *http.Request, h http.Handler
 	a.mux.ServeHTTP(w, r)
 }
 
-// checkQuery refuses a query string of the route pattern that does not parse or names a
-// parameter twice (but /metrics' name[]): Go's parser drops a pair it cannot read and the
-// handlers take the first of a repeated one, so either would answer for a request the client
-// did not send.
+// checkQuery refuses a query string that does not parse or names a parameter twice (but
+// /metrics' name[]), which the handlers would otherwise answer as a request not sent.
 func checkQuery(raw, pattern string) *apiError {
 	q, err := url.ParseQuery(raw)
 	if err != nil {
@@ -191,9 +189,8 @@ func (a *apiServer) authorized(r *http.Request) bool {
 	return subtle.ConstantTimeCompare(got[:], a.token[:]) == 1
 }
 
-// fail writes err as a JSON error and records it for the request log. A 500 answers a fixed
-// text with a request id, never the error's own text (it may name objects, paths or hosts of
-// the storage); the worker log has the whole error under that id.
+// fail writes err as a JSON error and records it for the request log; a 500 answers a fixed
+// text with a request id, since the error may name storage objects, paths or hosts.
 func (a *apiServer) fail(w http.ResponseWriter, r *http.Request, err error) {
 	ae := classify(err)
 	answer(w, r, ae)
@@ -204,8 +201,7 @@ func (a *apiServer) fail(w http.ResponseWriter, r *http.Request, err error) {
 	}
 }
 
-// answer writes ae and records it for the request log; a 500 gets a request id and answers
-// a fixed text naming it instead of ae's own.
+// answer writes ae and records it for the request log; a 500 answers a fixed text with an id.
 func answer(w http.ResponseWriter, r *http.Request, ae *apiError) {
 	ri := infoFrom(r.Context())
 	if ae.Status == http.StatusInternalServerError {
@@ -219,8 +215,7 @@ func answer(w http.ResponseWriter, r *http.Request, ae *apiError) {
 	writeAPIError(w, ae)
 }
 
-// internalMessage is the answer's text for a 500: what kind of failure, and where its
-// details are.
+// internalMessage is a 500's text: what kind of failure, and where its details are.
 func internalMessage(ae *apiError, id string) string {
 	switch ae.Code {
 	case CodeCorrupt:

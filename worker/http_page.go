@@ -21,11 +21,9 @@ func queryLimit(q url.Values, def, most int) (int, error) {
 	return n, nil
 }
 
-// pageWriter streams one list page, {"<items>":[item,…],"next":"<cursor>"}, item by item, and
-// stops it before the answer grows past a byte bound (--page-bytes): a page is bounded in
-// rows by its limit and in bytes by this, whatever the rows hold. Items are encoded one at a
-// time into a reused buffer (without HTML escaping, which makes a '<' six bytes), so the
-// answer is never held whole.
+// pageWriter streams one list page, {"<items>":[item,…],"next":"<cursor>"}, item by item into
+// a reused buffer without HTML escaping, and stops it before it grows past --page-bytes, so a
+// page is bounded in bytes whatever its rows hold.
 type pageWriter struct {
 	w         http.ResponseWriter
 	items     string // the member holding the items: "rows" or "stores"
@@ -49,10 +47,8 @@ func newPageWriter(w http.ResponseWriter, items string, omitEmpty bool, limit in
 	return p
 }
 
-// add writes v unless the page is full: it fits when the answer, with v and a "next" of
-// cursor (v's own cursor: the longest tail the page can end with after v), stays within the
-// limit, and the first item always fits. An error is an item that does not encode; nothing of
-// it is written.
+// add writes v unless the answer with v and a "next" of cursor would pass the limit (the
+// first item always fits); an item that does not encode is an error, nothing of it written.
 func (p *pageWriter) add(v any, cursor string) (bool, error) {
 	p.item.Reset()
 	if err := p.enc.Encode(v); err != nil {

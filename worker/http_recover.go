@@ -8,13 +8,11 @@ import (
 	"go.uber.org/zap"
 )
 
-// A panic anywhere in a request's middleware or handler is answered like any other failure,
-// 500 internal in JSON, instead of net/http's dropped connection and stack on stderr. The
-// budgets a request holds are released by its handlers' defers as the panic unwinds.
+// A panic in a request's middleware or handler is answered 500 internal in JSON, like any
+// other failure; the handlers' defers release its budgets as it unwinds.
 
-// serveRecovering routes and serves r, and recovers a panic of either; route is the pattern
-// served ("unmatched" when none), and abort is set when a panic came after the answer's
-// status was sent, so that only dropping the connection can tell the client.
+// serveRecovering routes and serves r and recovers a panic of either; route is the pattern
+// served ("unmatched": none), and abort is set when the status was already sent.
 func (a *apiServer) serveRecovering(w *statusWriter, r *http.Request) (route string, abort bool) {
 	route = "unmatched"
 	defer func() {

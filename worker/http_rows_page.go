@@ -8,13 +8,9 @@ import (
 	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
 
-// GET .../rows answers a page bounded by ?limit= rows and by --page-bytes bytes. The store
-// reads it in one List bounded by both (store.ListOptions.MaxBytes), so the rows held while the
-// page is written are at most --page-bytes of JSON text plus one row, whatever their sizes;
-// the page ends where the next row would not fit. `next` is then the key of the last row
-// written: the cursor means "after this key" however the page ended. Before it reads, the
-// request takes what its page can hold from --page-budget-bytes, and gives it back once the
-// answer is written or has failed, so concurrent pages are bounded together.
+// GET .../rows answers a page bounded by ?limit= rows and --page-bytes bytes, read in one List
+// bounded by both, so it holds at most --page-bytes of JSON plus one row; `next` is the last
+// key written. The page's room is taken from --page-budget-bytes while it is answered.
 
 func (a *apiServer) listRows(w http.ResponseWriter, r *http.Request) error {
 	s, err := a.openStore(r)

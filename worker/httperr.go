@@ -100,8 +100,7 @@ var errorAnswers = []struct {
 	{store.ErrStalled, http.StatusGatewayTimeout, CodeTimeout, 0},
 }
 
-// classify is the one place mapping errors (store marks, body-reader errors, context errors)
-// to an HTTP status and code.
+// classify is the one place mapping errors to an HTTP status and code.
 func classify(err error) *apiError {
 	var ae *apiError
 	if errors.As(err, &ae) {
@@ -142,8 +141,7 @@ func classifyTemporal(err error) *apiError {
 	return classify(err)
 }
 
-// writeAPIError writes {"error": ..., "code": ...} (plus extras) with the status, and
-// Retry-After when set.
+// writeAPIError writes {"error": ..., "code": ...} (plus extras), the status and Retry-After.
 func writeAPIError(w http.ResponseWriter, ae *apiError) {
 	if ae.RetryAfter > 0 {
 		secs := int((ae.RetryAfter + time.Second - 1) / time.Second)

@@ -5,9 +5,8 @@ import (
 	"time"
 )
 
-// kickLimiter lets something happen at most once per every for each key (the debt-triggered
-// merge start of one store). It forgets keys older than every as it goes, so it holds only
-// the keys of the last every, never every key it ever saw.
+// kickLimiter lets something happen at most once per every for each key, forgetting keys
+// older than every as it goes.
 type kickLimiter struct {
 	every time.Duration
 

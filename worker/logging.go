@@ -15,9 +15,8 @@ const (
 	LogFormatConsole = "console"
 )
 
-// NewLogger builds a logger writing to w: JSON lines (the default, for log shippers) or a
-// human-readable console encoder, at level debug|info|warn|error (default info). Processes log
-// to stderr so that command output on stdout stays machine-readable.
+// NewLogger builds a logger writing JSON lines (default) or console text to w, at level
+// debug|info|warn|error (default info).
 func NewLogger(w io.Writer, format, level string) (*zap.Logger, error) {
 	lvl := zapcore.InfoLevel
 	if level != "" {

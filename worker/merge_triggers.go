@@ -15,14 +15,12 @@ import (
 	"github.com/walkeeper/walkeeper/store"
 )
 
-// MergeStarter starts the MergeWal workflow of a target, or attaches to the one already
-// running (workflow-ID dedupe), with the start options given (contract.PendingAtStart).
-// Production uses contract.StartMergeWal; tests inject fakes.
+// MergeStarter starts the MergeWal workflow of a target, or attaches to the one running, with
+// the start options given; tests inject fakes.
 type MergeStarter func(ctx context.Context, t store.Target, in contract.MergeWalInput, with ...contract.StartOption) (client.WorkflowRun, error)
 
-// TemporalMergeStarter returns the MergeStarter that goes through Temporal; its runs time
-// out after runTimeout (contract.RunTimeout), and a start that names no fairness weight gets
-// its kind's from weights (--fairness-weights).
+// TemporalMergeStarter returns the MergeStarter that goes through Temporal, with runs timing
+// out after runTimeout and a start without a fairness weight taking its kind's from weights.
 func TemporalMergeStarter(c client.Client, runTimeout time.Duration, weights contract.FairnessWeights) MergeStarter {
 	return func(ctx context.Context, t store.Target, in contract.MergeWalInput, with ...contract.StartOption) (client.WorkflowRun, error) {
 		if in.FairnessWeight == 0 {
@@ -35,12 +33,10 @@ func TemporalMergeStarter(c client.Client, runTimeout time.Duration, weights con
 // startTimeout bounds one workflow start.
 const startTimeout = 10 * time.Second
 
-// A start refused for good (activities.RefusedForGood: an invalid request, an unknown
-// namespace, a caller not admitted) is not tried again for that target before its backoff
-// ends: refusedBackoffMin, doubled by every further refusal up to refusedBackoffMax, which
-// stays inside the 10m window of WalkeeperMergeTriggersFailing so the alert keeps firing.
-// At most maxRefusedTargets targets are remembered; a newer one evicts the one whose backoff
-// ends first, which is then only retried sooner.
+// A start refused for good (activities.RefusedForGood) is not tried again for that target
+// before its backoff ends, refusedBackoffMin doubled per refusal up to refusedBackoffMax,
+// which stays inside WalkeeperMergeTriggersFailing's 10m window so the alert keeps firing; of
+// more than maxRefusedTargets, the one whose backoff ends first is forgotten.
 const (
 	refusedBackoffMin = 30 * time.Second
 	refusedBackoffMax = 5 * time.Minute
@@ -57,13 +53,11 @@ type refusal struct {
 // deferred (count trigger: retried after the next flush of that store).
 const maxStartsInFlight = 8
 
-// mergeTriggers starts MergeWal on behalf of the count trigger (after a seal, when the own shard
-// has at least threshold pending generations) and the debt trigger (an append refused for
-// too many pending generations). It never merges in-process. Starts run in the background, so
-// a slow or unreachable Temporal frontend never holds a flush or an HTTP response; one start
-// per target at a time. A failed count start is remembered and retried after the next
-// successful flush of that store, even if that flush sealed nothing, unless it was refused for
-// good: then the target backs off (refusal).
+// mergeTriggers starts MergeWal for the count trigger (after a seal, at threshold pending
+// generations of the own shard) and the debt trigger (an append refused for pending debt),
+// in the background, one start per target at a time, so a slow Temporal never holds a flush or
+// an answer. A failed count start is retried after the store's next successful flush, unless
+// refused for good.
 type mergeTriggers struct {
 	start     MergeStarter // nil: off (HTTP-only mode)
 	threshold int          // count threshold; 0: count trigger off
@@ -87,8 +81,7 @@ type mergeTriggers struct {
 
 func (tg *mergeTriggers) countEnabled() bool { return tg != nil && tg.start != nil && tg.threshold > 0 }
 
-// afterFlush applies the count trigger to one successful flush and reports whether a start
-// was launched.
+// afterFlush applies the count trigger to one successful flush and reports whether it started.
 func (tg *mergeTriggers) afterFlush(t store.Target, res store.FlushResult) bool {
 	if !tg.countEnabled() {
 		return false
@@ -107,17 +100,15 @@ func (tg *mergeTriggers) afterFlush(t store.Target, res store.FlushResult) bool 
 		fmt.Sprintf("own shard %d pending >= merge_after_generations %d", res.Pending, tg.threshold))
 }
 
-// crowdedOut reports whether a start for key would be declined only because other stores'
-// starts hold every slot (maxStartsInFlight).
+// crowdedOut reports whether a start for key is declined only for other stores' starts.
 func (tg *mergeTriggers) crowdedOut(key string) bool {
 	tg.mu.Lock()
 	defer tg.mu.Unlock()
 	return !tg.inflight[key] && len(tg.inflight) >= maxStartsInFlight
 }
 
-// fire launches one background start for t unless one is already running for it (or too many
-// are); it reports whether it launched. trigger is the metric label (TriggerCount or
-// TriggerDebt), reason the words the run's summary shows.
+// fire launches one background start for t unless one runs for it (or too many do) and
+// reports whether it did; trigger is the metric label, reason what the run's summary shows.
 func (tg *mergeTriggers) fire(trigger string, t store.Target, pending int, reason string) bool {
 	if tg == nil || tg.start == nil {
 		return false
@@ -209,9 +200,8 @@ func (tg *mergeTriggers) noteRefusalLocked(key string, err error) time.Duration 
 	return r.delay
 }
 
-// urgent: the store refuses appends (the debt trigger fires only then) or its own shard is
-// far past the count trigger (contract.UrgentPastTriggerFactor times its threshold), so its
-// merge goes ahead of routine ones (contract.PriorityUrgentMerge).
+// urgent: the store refuses appends or its own shard is contract.UrgentPastTriggerFactor past
+// the count trigger, so its merge goes ahead of routine ones.
 func (tg *mergeTriggers) urgent(trigger string, pending int) bool {
 	switch trigger {
 	case TriggerDebt:
@@ -235,9 +225,8 @@ func workflowTrigger(trigger string) string {
 	return contract.TriggerUnknown
 }
 
-// forgetUnflushed drops the count-start retries of kind k's stores that are not in flushed
-// (the stores a flush pass seals): only their seals retry, so an evicted store's entry would stay for
-// ever. The maintenance sweep still finds such a store's debt in the demand index.
+// forgetUnflushed drops the count-start retries of kind k's stores not in flushed, since only
+// their seals retry; the sweep still finds such a store's debt in the demand index.
 func (tg *mergeTriggers) forgetUnflushed(k store.Kind, flushed []*store.Store) {
 	if !tg.countEnabled() {
 		return

@@ -15,9 +15,8 @@ import (
 	"github.com/walkeeper/walkeeper/store"
 )
 
-// Metrics is one worker's Prometheus registry with the store metrics and the worker-level
-// metrics registered on it. Each Worker has its own registry (never the global one), so
-// several workers in one process (walkeeper dev) do not collide.
+// Metrics is one worker's own Prometheus registry (never the global one, so several workers in
+// one process do not collide) with the store and worker metrics registered on it.
 type Metrics struct {
 	Registry *prometheus.Registry
 	Store    *store.Metrics
@@ -184,9 +183,8 @@ func (m *Metrics) MaintenanceSucceeded(workflow string, at time.Time) {
 	}
 }
 
-// WorkflowStart implements activities.StartMetrics: a start a sweep made through
-// StartWorkflows, by its trigger (a value outside contract.Triggers counts as unknown, so the
-// label stays bounded whatever an activity's input says).
+// WorkflowStart implements activities.StartMetrics, counting a trigger outside
+// contract.Triggers as unknown so the label stays bounded.
 func (m *Metrics) WorkflowStart(trigger string, err error) {
 	if !slices.Contains(contract.Triggers, trigger) {
 		trigger = contract.TriggerUnknown

@@ -17,12 +17,10 @@ const (
 	partitionsUnknown = -1
 )
 
-// checkPartitions asks the server how many partitions it reads the shared queue and this
-// worker's shard queue from, sets walkeeper_temporal_task_queue_partitions, and warns when a
-// queue has more than one: fairness and priority hold within a partition only, so a light
-// kind's merge can then wait seconds behind another kind's backlog queued in its partition
-// (docs/OPERATIONS.md "Fair share across kinds"). One request per queue, no action; it
-// runs once, in the background, at start.
+// checkPartitions asks once, at start, how many partitions the server reads this worker's
+// queues from, sets walkeeper_temporal_task_queue_partitions, and warns when one has more than
+// one, since fairness and priority hold within a partition only (docs/OPERATIONS.md "Fair
+// share across kinds").
 func (w *Worker) checkPartitions(ctx context.Context, shard string) {
 	for _, q := range []struct{ label, name string }{{queueShared, contract.TaskQueue}, {queueShard, contract.ShardQueue(shard)}} {
 		p, err := temporaladmin.TaskQueuePartitions(ctx, w.tc, w.cfg.Temporal.Namespace, q.name)

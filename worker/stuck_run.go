@@ -38,8 +38,7 @@ const (
 	StuckActivityAttempts = 3
 )
 
-// StuckRun is why a running run cannot make progress (Reason "" = it can, as far as the
-// server shows).
+// StuckRun is why a running run cannot make progress (Reason "": it can, as the server shows).
 type StuckRun struct {
 	Reason string // one of StuckReasons, or ""
 	// Detail says it for a human: "workflow task failing (attempt 7)", with the failure
@@ -58,8 +57,7 @@ type StuckRun struct {
 // has no run timeout of its own (started by hand), so Temporal will not end it.
 func (s StuckRun) Terminable() bool { return s.PastDeadline && !s.OwnTimeout }
 
-// classifyRun is why the described running run d cannot make progress at now, with deadline
-// the bound of a run started without a run timeout. Pure.
+// classifyRun is why the described running run d cannot make progress at now. Pure.
 func classifyRun(d *workflowservice.DescribeWorkflowExecutionResponse, now time.Time, deadline time.Duration) StuckRun {
 	info := d.GetWorkflowExecutionInfo()
 	s := StuckRun{Deadline: deadline, Age: now.Sub(info.GetStartTime().AsTime())}
@@ -90,10 +88,8 @@ func classifyRun(d *workflowservice.DescribeWorkflowExecutionResponse, now time.
 	return s
 }
 
-// DiagnoseRun is why the described running run d cannot make progress at now (deadline
-// bounds a run started without a run timeout), with, for a failing workflow task, the failure
-// read from the newest events of its history (one call; a failed read leaves the detail
-// short). The server records the first failure of a streak, so that is the one shown.
+// DiagnoseRun is why the running run d cannot make progress at now (deadline bounds a run
+// without a run timeout), with a failing workflow task's first failure read from its history.
 func DiagnoseRun(ctx context.Context, c client.Client, namespace string, d *workflowservice.DescribeWorkflowExecutionResponse, now time.Time, deadline time.Duration) StuckRun {
 	s := classifyRun(d, now, deadline)
 	if s.Reason != StuckWorkflowTask {

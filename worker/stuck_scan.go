@@ -32,13 +32,10 @@ const (
 )
 
 // stuckScan looks, every interval, for MergeWal and CompactBase runs that cannot make
-// progress: a run started more than one interval ago is described and classified
-// (DiagnoseRun), one listing page per scan (stuckSweep). Each stuck run is logged with its reason, counted in
-// walkeeper_merge_runs_stuck, and terminated when it is past the deadline without a run
-// timeout of its own (started by hand), so that the next trigger starts a fresh run instead
-// of attaching to it. Every worker scans: the cost is reads only (no Temporal action), a
-// young run is never described, and two workers terminating the same run race harmlessly
-// (the second finds it closed).
+// progress, one listing page per scan: each is logged, counted in walkeeper_merge_runs_stuck,
+// and terminated when past the deadline without a run timeout of its own, so the next trigger
+// starts afresh. Every worker scans; the cost is reads, and two terminating one run race
+// harmlessly.
 type stuckScan struct {
 	c         client.Client
 	namespace string
@@ -52,10 +49,9 @@ type stuckScan struct {
 	sweep *stuckSweep
 }
 
-// stuckSweep walks the listing of the runs that were older than one interval when it began,
-// one page per scan, and sets the gauges from its counts at the last page. Visibility lists
-// running runs newest first, so a single page would never reach the oldest runs of a fleet
-// with more than a page of long merges running, and those are the ones most likely stuck.
+// stuckSweep walks the listing of the runs older than one interval when it began, one page per
+// scan, since visibility lists newest first and one page would never reach the oldest; the
+// gauges are set at the last page.
 type stuckSweep struct {
 	query string // fixed at the walk's start, which keeps its page tokens valid
 	token []byte // the next page; nil: the first
@@ -81,16 +77,14 @@ func (s *stuckScan) run(ctx context.Context) {
 	}
 }
 
-// stuckQuery is the visibility query of the runs a scan at now describes: running MergeWal
-// and CompactBase runs started at least interval ago.
+// stuckQuery lists the running MergeWal and CompactBase runs started at least interval ago.
 func stuckQuery(now time.Time, interval time.Duration) string {
 	return fmt.Sprintf(`(WorkflowType=%q OR WorkflowType=%q) AND ExecutionStatus="Running" AND StartTime < %q`,
 		contract.MergeWalWorkflow, contract.CompactBaseWorkflow, now.Add(-interval).UTC().Format(time.RFC3339))
 }
 
-// scan reads one page of the sweep (starting one when none is under way): list, describe,
-// classify, report and terminate what only a terminate ends. The gauges are replaced when a
-// sweep reaches its last page; a failed page starts the sweep over at the next scan.
+// scan reads one page of the sweep (starting one when none is under way) and classifies,
+// reports and terminates; a failed page starts the sweep over at the next scan.
 func (s *stuckScan) scan(ctx context.Context) error {
 	now := s.now()
 	sw := s.sweep
@@ -142,8 +136,7 @@ func (s *stuckScan) scan(ctx context.Context) error {
 	return nil
 }
 
-// terminate ends a run past the deadline that has no run timeout of its own, with a reason
-// that says why and what happens next.
+// terminate ends a run past the deadline without a run timeout, saying why and what follows.
 func (s *stuckScan) terminate(ctx context.Context, typ, id, runID string, st StuckRun) {
 	reason := fmt.Sprintf("walkeeper: run cannot make progress (%s) and is past --merge-run-timeout %s; the next trigger starts a fresh run",
 		st.Detail, st.Deadline)

@@ -11,10 +11,8 @@ import (
 	"github.com/walkeeper/walkeeper/workflows"
 )
 
-// TemporalWorkers sizes the two Temporal workers of one walkeeper process: one on the
-// shared queue (workflows and activities) and one on the process's own shard queue
-// (activities only). The benchmarks build their in-process nodes with it too, so a node is
-// wired as a worker is.
+// TemporalWorkers sizes the two Temporal workers of one walkeeper process, on the shared queue
+// and on its own shard queue (activities only); the benchmarks' nodes are wired with it too.
 type TemporalWorkers struct {
 	Identity string
 	// SharedActivitySlots bounds the activities in flight on the shared queue.

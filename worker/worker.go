@@ -22,9 +22,7 @@ import (
 )
 
 // Worker is one walkeeper worker process: the store handle, the HTTP data plane, the flush
-// sweeper and (with a Temporal client) two Temporal workers — one on the shared queue
-// "walkeeper" (workflows and activities) and one on this shard's queue (activities only, at
-// most MergeSlots at once).
+// sweeper and, with a Temporal client, its two Temporal workers.
 type Worker struct {
 	cfg Config
 	log *zap.Logger
@@ -84,8 +82,7 @@ func New(cfg Config, logger *zap.Logger, tc client.Client) (*Worker, error) {
 	return w, nil
 }
 
-// Failed is closed when one of the worker's Temporal workers has stopped on an error the SDK
-// does not retry (polls refused as NamespaceNotFound or InvalidArgument for 2 minutes): it
+// Failed is closed when a Temporal worker stopped on an error the SDK does not retry: it
 // never polls again, so the process should exit and be restarted (Run does). FailedErr says why.
 func (w *Worker) Failed() <-chan struct{} { return w.failed.Done() }
 
@@ -221,9 +218,8 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 	return nil
 }
 
-// startTemporalLocked registers search attributes (best effort) and starts the shared-queue
-// and shard-queue workers. The registration is retried while Temporal answers late or not at
-// all, for up to w.ensureWithin, before anything can start a workflow that needs them.
+// startTemporalLocked registers search attributes (retried for up to w.ensureWithin, before
+// anything can start a workflow that needs them) and starts both Temporal workers.
 func (w *Worker) startTemporalLocked(ctx context.Context, db *store.DB) error {
 	log := w.log
 	retrying := func(err error) {
@@ -270,12 +266,9 @@ func (w *Worker) startTemporalLocked(ctx context.Context, db *store.DB) error {
 	return nil
 }
 
-// ensureSchedules creates or updates the sweep and reconcile schedules that the config turns
-// on. Each is retried while Temporal answers late or not at all, for up to w.ensureWithin, so
-// a server that has just started still gets them; one that cannot be ensured is an error line
-// (and, for want of sweeps or reconciles, WalkeeperNoSweeps or WalkeeperReconcileStale).
-// Ensuring again is harmless: a window trigger that went through but was answered late is
-// skipped while that window runs (TriggerSchedule's overlap SKIP).
+// ensureSchedules creates or updates the sweep and reconcile schedules the config turns on,
+// each retried for up to w.ensureWithin so a server just started still gets them; ensuring
+// again is harmless (a window already triggered is skipped while it runs).
 func (w *Worker) ensureSchedules(ctx context.Context) {
 	ensure := func(id, remedy string, op func(context.Context) error) {
 		retrying := func(err error) {
@@ -308,9 +301,8 @@ func (w *Worker) ensureSchedules(ctx context.Context) {
 	}
 }
 
-// Stop shuts down gracefully: HTTP drains, the flusher stops and in-flight activities finish
-// (concurrently), then the store seals every resident memtable. A ctx without deadline is
-// bounded by ShutdownTimeout. Stop is idempotent.
+// Stop shuts down gracefully (HTTP, flusher and in-flight activities drain concurrently, then
+// the store seals every resident memtable), bounded by ShutdownTimeout; idempotent.
 func (w *Worker) Stop(ctx context.Context) error {
 	if _, ok := ctx.Deadline(); !ok && w.cfg.ShutdownTimeout > 0 {
 		var cancel context.CancelFunc
@@ -331,10 +323,8 @@ func (w *Worker) Stop(ctx context.Context) error {
 	return err
 }
 
-// teardownLocked stops the HTTP server, the flusher and the Temporal workers concurrently
-// (none depends on another, all depend on the store), then closes the store, which seals every
-// resident memtable. HTTP draining and activity draining each get at most half of the time,
-// so the final seal always has some left.
+// teardownLocked stops the HTTP server, the flusher and the Temporal workers concurrently,
+// each drain at most half the time so the final seal has some left, then closes the store.
 func (w *Worker) teardownLocked(ctx context.Context) error {
 	w.stopped = true
 	var (
@@ -395,16 +385,13 @@ func (w *Worker) teardownLocked(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// memoryLimitHeadroom is what DerivedMemoryLimit allows on top of the read cache and the
-// read budget: the runtime, Temporal workers, memtables, request bodies and the Parquet
-// writer's own small buffers. It is the "fixed base" of the pod sizing rule.
+// memoryLimitHeadroom is the "fixed base" of the pod sizing rule on top of the read cache and
+// read budget: the runtime, Temporal workers, memtables, bodies and small writer buffers.
 const memoryLimitHeadroom = 512 << 20
 
 // DerivedMemoryLimit is the soft memory limit the worker sets: MemoryLimitBytes when given,
-// else cache + read budget + headroom; 0 (none) when the merge budget is unlimited. The
-// merge budget is not part of it: merge buffers are mapped outside the Go heap
-// (store/alloc.go), so the limit bounds what the garbage collector manages and the pod's
-// memory is this limit plus the merge budget.
+// else cache + read budget + headroom, 0 when the merge budget is unlimited. Merge buffers are
+// mapped outside the Go heap, so the pod's memory is this limit plus the merge budget.
 func (c Config) DerivedMemoryLimit() int64 {
 	if c.MemoryLimitBytes > 0 {
 		return c.MemoryLimitBytes
@@ -415,11 +402,9 @@ func (c Config) DerivedMemoryLimit() int64 {
 	return c.CacheBytes + c.ReadBudgetBytes + memoryLimitHeadroom
 }
 
-// applyMemoryLimit sets the runtime's soft memory limit from the configuration. The budget
-// bounds what merges hold, but with the default GOGC the heap may still grow to twice the
-// live bytes before a collection; a soft limit makes the runtime collect earlier instead
-// (docs/benchmarks/memory.md). GOMEMLIMIT in the environment is an operator's explicit
-// choice and wins.
+// applyMemoryLimit sets the runtime's soft memory limit, so that the heap does not grow to
+// twice the live bytes before a collection (docs/benchmarks/memory.md); GOMEMLIMIT in the
+// environment wins.
 func (w *Worker) applyMemoryLimit() {
 	if _, ok := os.LookupEnv("GOMEMLIMIT"); ok {
 		return

@@ -4,21 +4,13 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// A hot run commits once per round. A round's passes finish preparing one by one, and a
-// commit loop that took whatever was queued whenever it was free would commit a round of 20
-// shards in about as many CommitRounds, each a billable action. In a hot run nobody waits for
-// a round's commit (its writers seal as fast as it merges), so the commit loop waits until
-// every pass of the round has asked for its commit (or a round's worth of shards,
-// contract.MaxRoundShards by default, has): one CommitRound per round.
+// A hot run commits once per round: nobody waits for its commits (its writers seal as fast as
+// it merges), so instead of committing whatever was queued whenever free, about one billable
+// CommitRound per shard, the commit loop waits until every pass of the round has asked (or a
+// round's worth of shards has).
 
 // hotRoundCommitsChange is the GetVersion change ID of one commit per hot round.
 const hotRoundCommitsChange = "hot-round-commits"
-
-// hotRoundsCommitOnce decides once, in the run's first workflow task, whether the run's hot
-// rounds commit once per round (decision 0301: a run keeps the path it started on).
-func hotRoundsCommitOnce(ctx workflow.Context) bool {
-	return workflow.GetVersion(ctx, hotRoundCommitsChange, workflow.DefaultVersion, 1) == 1
-}
 
 // roundPass is one shard's pass in the current round, counted in mergeRun.preparing while it
 // may still ask for a commit.
@@ -47,8 +39,8 @@ func (r *mergeRun) rejoinRound(p *roundPass) {
 }
 
 // awaitRound holds a hot run's commit, whose first request the loop has taken, until every
-// pass of the round has asked for its commit or ended, or limit requests are ready. A run that
-// is not hot, or that started before hotRoundCommitsChange, commits at once.
+// pass of the round asked or ended, or limit requests are ready (at once for a run not hot or
+// started before hotRoundCommitsChange).
 //
 // INVARIANT: no deadlock: a counted pass is preparing or waiting for a prepare slot, and ends
 // or asks without the commit loop's help.

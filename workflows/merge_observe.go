@@ -11,17 +11,10 @@ import (
 	"github.com/walkeeper/walkeeper/contract"
 )
 
-// What a merge tells Temporal visibility about itself (docs/TEMPORAL.md "What a merge
-// shows"), at the fewest billable actions (docs/decisions/0321-merge-pays-for-itself.md):
-//   - the start sets WalTarget, WalKind, WalTrigger and, when the starter knows them,
-//     WalPending and WalPendingAtStart (contract.StartMergeWal, contract.PendingAtStart): free;
-//   - a bare start without WalTarget or WalTrigger gets them in one upsert;
-//   - while it runs, the live figures are in the current details and the status query, which
-//     cost nothing, never in an upsert;
-//   - once the merge has finished, one upsert sets WalPendingAtStart, WalReclaimed,
-//     WalBytesMerged and WalPending, and one memo update repeats them with the passes and the
-//     chain's action count for display (a memo update is no billable action);
-//   - Prepare, CommitRound and Abort carry summaries naming the shards and the passes.
+// What a merge tells Temporal visibility about itself (docs/TEMPORAL.md "What a merge shows")
+// at the fewest billable actions (docs/decisions/0321-merge-pays-for-itself.md): the start's
+// search attributes, an upsert only for a bare start and once at the end, the live figures in
+// the current details and status query, and a memo update at the end.
 
 // noteStart keeps the first listing's total as the chain's pending at start.
 func (r *mergeRun) noteStart() {
@@ -30,9 +23,8 @@ func (r *mergeRun) noteStart() {
 	}
 }
 
-// actions is the billable actions of the chain so far as the workflow counts them: the runs
-// before this one (carried), this run's start, what its tracker ran and heard, its upserts and
-// its timers.
+// actions is the billable actions of the chain so far as the workflow counts them: earlier
+// runs', this run's start, its tracker's, upserts and timers.
 func (r *mergeRun) actions() int {
 	n := 1 + r.tr.actions + r.upserts + r.timers
 	if r.in.Carry != nil {
@@ -41,9 +33,8 @@ func (r *mergeRun) actions() int {
 	return n
 }
 
-// finish ends a run that drained its merge: it counts the outcome's upsert first, so the
-// details, the memo and the result all say the chain's final action count, then records the
-// outcome.
+// finish ends a run that drained its merge, counting the outcome's upsert first so the
+// details, memo and result all say the chain's final action count.
 func (r *mergeRun) finish() contract.MergeWalResult {
 	r.upserts++
 	r.setPhase(contract.PhaseDone)
@@ -126,9 +117,8 @@ func (r *mergeRun) activitySummary(kind string, sh *shardRun, shared bool) strin
 	return s
 }
 
-// roundSummary names a CommitRound in Temporal Web by the shards and passes it commits:
-// "commit round: shard 3f2a pass 2, shard 9c01 pass 1". At most roundSummaryShards are named
-// (a round holds up to contract.MaxRoundShards), the rest counted.
+// roundSummary names a CommitRound in Temporal Web by the shards and passes it commits ("commit
+// round: shard 3f2a pass 2, shard 9c01 pass 1"), at most roundSummaryShards, the rest counted.
 func (r *mergeRun) roundSummary(batch []*commitRequest) string {
 	var b strings.Builder
 	b.WriteString("commit round:")
@@ -158,11 +148,8 @@ func plural(n int, noun string) string {
 	return fmt.Sprintf("%d %ss", n, noun)
 }
 
-// listFailure is the workflow's failure when the first listing failed. A missing store fails
-// the run with the activity's one line (StoreNotFound, non-retryable) instead of the
-// activity failure wrapped around it, so Temporal Web and `walkeeper merge --wait` show
-// "store generic:nope does not exist; create it with: curl -XPOST http://<worker>/api/v1/stores/generic/nope ..."
-// (contract.MissingStoreMessage, the same line the CLI's pre-check says).
+// listFailure is the workflow's failure when the first listing failed: a missing store fails
+// the run with the activity's one line (contract.MissingStoreMessage), not the wrapped failure.
 func (r *mergeRun) listFailure(err error) error {
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) && appErr.Type() == contract.ErrTypeStoreNotFound {

@@ -11,23 +11,14 @@ import (
 	"github.com/walkeeper/walkeeper/contract"
 )
 
-// Round commits (docs/DESIGN.md §3, docs/TEMPORAL.md "Round commits"). One commit in flight
-// per table, and one commit covers the prepared passes of every shard that is ready
-// when it starts (up to MaxShardsPerCommit and contract.MaxRoundBytes of input), in one base
-// version: the CommitRound activity. A table's fold rate then grows with its shards instead
-// of being one shard's pass per commit's orchestration (~0.4 s on the dev server).
-//
-// The shard passes of a round run as coroutines: each prepares (behind the prepare
-// semaphore: PrepareConcurrency with ParallelPrepare, else one at a time) and then queues its
-// commit, so prepares of the next shards go on while a round commit runs, and the commit
-// loop takes everything queued meanwhile as its next round. What a shard's pass does with
-// the outcome: a stale shard is aborted and prepared again (mergePass).
+// Round commits (docs/DESIGN.md §3, docs/TEMPORAL.md "Round commits"): one commit in flight
+// per table, covering the prepared passes of every shard ready when it starts, so a table's
+// fold rate grows with its shards. Shard passes run as coroutines that prepare and queue their
+// commit, so prepares go on while a round commits.
 
-// roundCommitLoop is the only place commits run: it waits for one commit request (in a hot
-// run, for the round's, awaitRound), then takes every other request already queued, up to
-// the round's caps, and commits them all in one CommitRound. A request that would take the
-// round past contract.MaxRoundBytes waits for the next round (at least one request always
-// goes).
+// roundCommitLoop is the only place commits run: it waits for one request (a hot run's whole
+// round, awaitRound), takes every other one queued up to the round's caps and commits them in
+// one CommitRound; one that would pass contract.MaxRoundBytes waits for the next round.
 func (r *mergeRun) roundCommitLoop(ctx workflow.Context, commits workflow.Channel) {
 	limit := cmp.Or(r.in.MaxShardsPerCommit, contract.MaxRoundShards) // 0 = contract.MaxRoundShards
 	var carry *commitRequest
@@ -71,10 +62,8 @@ func preparedSize(p *contract.PreparedMerge) int {
 	return len(raw)
 }
 
-// commitRound runs one CommitRound on the shared queue (a round spans shards of different
-// owners; nothing in it needs an owner's memory) and replies to each request with its
-// shard's outcome: committed (or already committed) as its RoundShardResult, stale as a
-// StalePreparation error. If the activity fails for good, every request gets its error.
+// commitRound runs one CommitRound on the shared queue (it spans owners) and replies to each
+// request with its shard's outcome, or the activity's error when it fails for good.
 func (r *mergeRun) commitRound(ctx workflow.Context, batch []*commitRequest) {
 	params := contract.CommitRoundParams{Target: r.target.String(), Prepared: make([]contract.PreparedMerge, len(batch)),
 		NotifyAfter: r.tr.notifyAfter()}

@@ -1,27 +1,14 @@
 package workflows
 
-import (
-	"go.temporal.io/sdk/workflow"
-
-	"github.com/walkeeper/walkeeper/contract"
-)
+import "github.com/walkeeper/walkeeper/contract"
 
 // shardsBoundedChange is the GetVersion change ID of a MergeWal whose plan holds at most
-// contract.MaxCarriedShards shards: before it, each listing added the shards it named, so a
-// chain that listed more distinct shards than that (listings of the oldest 1,024 move on as
-// shards are merged) continued as new with a carry the next run refused as InvalidInput.
+// contract.MaxCarriedShards shards; before it, a chain whose listings named more continued as
+// new with a carry the next run refused as InvalidInput.
 const shardsBoundedChange = "merge-shards-bounded"
 
-// shardsBounded decides once, in the run's first workflow task, whether the run's plan is
-// bounded (decision 0301: a run keeps the path it started on).
-func shardsBounded(ctx workflow.Context) bool {
-	return workflow.GetVersion(ctx, shardsBoundedChange, workflow.DefaultVersion, 1) == 1
-}
-
-// roomForShard reports whether a plan that already holds known shards may take one more: a
-// bounded run stops at contract.MaxCarriedShards, so its carry always passes the next run's
-// input check; the shards left out are listed by the next MergeWal, which the sweep starts
-// while they have debt.
+// roomForShard reports whether a plan that holds known shards may take one more; the shards a
+// bounded run leaves out are listed by the next MergeWal, which the sweep starts.
 func roomForShard(bounded bool, known int) bool {
 	return !bounded || known < contract.MaxCarriedShards
 }

@@ -18,13 +18,9 @@ import (
 const maxStaleRestarts = 3
 
 // MergeWal folds every shard's pending generations of one target into its base table
-// (docs/DESIGN.md §3, §4). A pass is a Prepare on the owner's queue, then its shard's part of
-// a round commit. Shards take turns: rounds of one pass per shard, most indebted first, until
-// a round commits nothing, so a shard that seals as fast as it is merged cannot starve the
-// others. Prepares of one round run one after another (the default) or concurrently with
-// ParallelPrepare. Exactly one CommitRound per table is in flight at any time: every commit
-// goes through one commit loop (roundCommitLoop). A failing shard records its error and the
-// others go on; the workflow fails only when every shard failed for good.
+// (docs/DESIGN.md §3, §4): a pass is a Prepare on the owner's queue, then its shard's part of
+// a round commit through the one commit loop (roundCommitLoop). A failing shard records its
+// error and the others go on; the workflow fails only when every shard failed for good.
 func MergeWal(ctx workflow.Context, in contract.MergeWalInput) (contract.MergeWalResult, error) {
 	carried := ""
 	if in.Carry != nil {
@@ -75,7 +71,7 @@ func MergeWal(ctx workflow.Context, in contract.MergeWalInput) (contract.MergeWa
 	if r.stopping && len(r.todo()) > 0 {
 		r.setPhase(contract.PhaseContinuing)
 		next := r.in
-		next.Carry = r.carry(carryBounded(ctx))
+		next.Carry = r.carry(gated(ctx, carryBoundedChange))
 		r.log.Info("Merge continues as new.", "passes", r.passes)
 		return r.result(), workflow.NewContinueAsNewError(ctx, contract.MergeWalWorkflow, next)
 	}
@@ -89,8 +85,7 @@ func MergeWal(ctx workflow.Context, in contract.MergeWalInput) (contract.MergeWa
 	return res, nil
 }
 
-// mergeRun is one run's state. Coroutines share it; workflow coroutines never run in
-// parallel, so no locking is needed.
+// mergeRun is one run's state, shared by coroutines that never run in parallel (no locks).
 type mergeRun struct {
 	ctx    workflow.Context
 	in     contract.MergeWalInput
@@ -158,18 +153,17 @@ func newMergeRun(ctx workflow.Context, in contract.MergeWalInput, tgt target.Tar
 		r.pendingAtStart = in.Carry.PendingAtStart
 	}
 	r.tr = newTracker(ctx, max(in.SlotWaitThreshold, 0), r.changed)
-	r.hotRoundsCommitOnce = hotRoundsCommitOnce(ctx)
-	r.abortsSurviveCancel = abortsSurviveCancel(ctx)
-	r.resultCapped = resultCapped(ctx)
-	r.shardsBounded = shardsBounded(ctx)
+	r.hotRoundsCommitOnce = gated(ctx, hotRoundCommitsChange)
+	r.abortsSurviveCancel = gated(ctx, abortSurvivesCancelChange)
+	r.resultCapped = gated(ctx, resultCappedChange)
+	r.shardsBounded = gated(ctx, shardsBoundedChange)
 	return r
 }
 
-// plan merges a listing into the shards known so far (the carried results on the first
-// call of a run), in shard order. A shard that failed or reached MaxPasses stays finished;
-// one that no longer has anything pending is done. A shard that was drained and has sealed
-// again since is merged again. A bounded run (shardsBounded) takes no new shard once it holds
-// contract.MaxCarriedShards, so its carry never holds more than the next run accepts.
+// plan merges a listing into the shards known so far (the carried results on a run's first
+// call), in shard order: a finished shard stays finished, one with nothing pending is done,
+// and a drained shard that sealed again is merged again. A bounded run (shardsBounded) takes
+// no new shard past contract.MaxCarriedShards, so its carry always passes the next run.
 func (r *mergeRun) plan(listed []contract.ShardPending) {
 	all := r.shards
 	if all == nil && r.in.Carry != nil {
@@ -248,9 +242,8 @@ type commitOutcome struct {
 	err error
 }
 
-// mergeShards runs every unfinished shard. Prepares run in the shard coroutines (rounds of
-// one pass per shard, behind the prepare semaphore); commits run only in the single commit
-// loop.
+// mergeShards runs every unfinished shard: prepares in the shard coroutines, commits only in
+// the single commit loop.
 func (r *mergeRun) mergeShards(ctx workflow.Context) {
 	if len(r.todo()) == 0 {
 		return
@@ -267,16 +260,11 @@ func (r *mergeRun) mergeShards(ctx workflow.Context) {
 	loopDone.Wait(ctx)
 }
 
-// mergeRounds runs rounds of at most one pass per shard, most indebted shard first, each
-// shard's pass a coroutine behind the prepare semaphore (PrepareConcurrency with
-// ParallelPrepare, else one prepare at a time, so the next shard prepares while earlier ones
-// wait for, or ride in, a round commit); a round ends when every shard's pass has. One pass
-// per shard per round keeps a shard whose writer seals as fast as a pass completes from
-// starving the others of its table, and a shard that was drained and has sealed since is
-// merged again here, since the next MergeWal would only attach to this one. Everything
-// pending when the merge started is drained: a shard leaves the rounds only when a listing
-// (or an empty prepare) finds it drained, it fails, or it reaches MaxPasses. The rounds end
-// when a round commits nothing.
+// mergeRounds runs rounds of at most one pass per shard, most indebted first, each a coroutine
+// behind the prepare semaphore, so a shard that seals as fast as it is merged cannot starve
+// the others; a drained shard that sealed since is merged again here, since the next MergeWal
+// would only attach to this one. A shard leaves the rounds when drained, failed or at
+// MaxPasses; the rounds end when one commits nothing.
 func (r *mergeRun) mergeRounds(ctx workflow.Context, commits workflow.Channel) {
 	prepares := 1
 	if r.in.ParallelPrepare {
@@ -387,11 +375,9 @@ func (r *mergeRun) relist(ctx workflow.Context) {
 	r.plan(listed.Shards)
 }
 
-// mergePass prepares and commits one pass of sh and reports whether a pass was committed
-// (or found committed by the abort); false when the shard is done (drained, at MaxPasses,
-// failed) or the run stops (continue-as-new is due, or the workflow is cancelled). A stale
-// preparation is aborted and prepared again within the same pass (at most maxStaleRestarts
-// times in a row).
+// mergePass prepares and commits one pass of sh and reports whether one was committed (or
+// found committed by the abort); false when the shard is done or the run stops. A stale
+// preparation is aborted and prepared again, at most maxStaleRestarts times in a row.
 func (r *mergeRun) mergePass(ctx workflow.Context, sh *shardRun, commits workflow.Channel, sem workflow.Semaphore, pass *roundPass) bool {
 	for ctx.Err() == nil {
 		if sh.res.Passes >= r.in.MaxPasses {
@@ -594,8 +580,7 @@ func (r *mergeRun) result() contract.MergeWalResult {
 }
 
 // status answers the status query: the totals of every shard and at most
-// contract.MaxStatusShards of them listed, so the answer fits a query however many shards the
-// store has.
+// contract.MaxStatusShards of them listed, so the answer fits a query.
 func (r *mergeRun) status() contract.MergeWalStatus {
 	return r.statusOfEveryShard().CapShards(contract.MaxStatusShards)
 }

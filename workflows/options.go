@@ -34,11 +34,9 @@ func prepareOptions(startToClose, scheduleToStart time.Duration, summary string)
 	}
 }
 
-// commitRoundOptions: on the shared queue (no schedule-to-start fallback: a round spans
-// shards of different owners); retried more than a prepare, since a commit is cheap to
-// repeat. The heartbeat timeout is what notices a task lost in delivery (a worker that
-// stops as it is handed the task): it is retried after a minute, not after the whole
-// start-to-close timeout. A round shorter than a third of it sends no heartbeat.
+// commitRoundOptions: on the shared queue (a round spans owners), retried more than a prepare
+// since a commit is cheap to repeat; the heartbeat timeout notices a task lost in delivery
+// after a minute, and a round shorter than a third of it sends no heartbeat.
 func commitRoundOptions(summary string) workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		StartToCloseTimeout: 5 * time.Minute,
@@ -56,12 +54,9 @@ func abortOptions(summary string) workflow.ActivityOptions {
 	}
 }
 
-// localListOptions: ListPendingShards as a local activity (mergeRun.list). It runs while
-// its workflow task is open (the SDK heartbeats the task past its timeout), cannot heartbeat
-// and cannot be seen by the server, so its time is bounded end to end: 30 s an attempt, 2
-// minutes in all (the activity's one attempt), at most 5 attempts. The backoff stays under
-// the workflow task timeout (10 s), so retries run in the worker without a timer; once they
-// are spent the merge sees the last attempt's failure, as after the activity's retries.
+// localListOptions: ListPendingShards as a local activity, which cannot heartbeat nor be seen
+// by the server, so it is bounded end to end (30 s an attempt, 2 minutes, 5 attempts) with a
+// backoff under the workflow task timeout, so retries need no timer.
 func localListOptions() workflow.LocalActivityOptions {
 	return workflow.LocalActivityOptions{
 		ScheduleToCloseTimeout: 2 * time.Minute,
@@ -80,8 +75,7 @@ func compactOptions() workflow.ActivityOptions {
 	}
 }
 
-// startWorkflowsOptions: the heartbeat timeout is what notices a task lost in delivery (a
-// worker that never received it), so a window round or a tick waits a minute for its retry,
+// startWorkflowsOptions: the heartbeat timeout notices a task lost in delivery after a minute,
 // not the whole start-to-close timeout; the activity heartbeats while its starts wait.
 func startWorkflowsOptions() workflow.ActivityOptions {
 	return workflow.ActivityOptions{

@@ -24,9 +24,8 @@ func reconcilePageOptions() workflow.ActivityOptions {
 }
 
 // ReconcileDemand walks the whole registry, kind by kind and page by page, and makes the
-// demand index agree with every store's manifests (ReconcilePage): it writes the records
-// the seal path missed, deletes stale and orphan ones, and reports stores it cannot read.
-// It is the slow safety net under the demand-driven sweep (docs/DESIGN.md §12).
+// demand index agree with every store's manifests (ReconcilePage): the slow safety net under
+// the demand-driven sweep (docs/DESIGN.md §12).
 //
 // INVARIANT: the history is bounded at any fleet size: every PagesPerRun pages the run
 // continues as new carrying only the cursor, the totals and a capped problem list.

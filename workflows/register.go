@@ -10,8 +10,7 @@ import (
 )
 
 // Register registers every walkeeper workflow on r under its explicit name, taking its input
-// as raw payloads (rawInput). Any worker.Registry (a worker, the test environment)
-// qualifies, and so does a replayer.
+// as raw payloads (rawInput); a replayer qualifies too.
 func Register(r worker.WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(rawInput(MergeWal), workflow.RegisterOptions{Name: contract.MergeWalWorkflow})
 	r.RegisterWorkflowWithOptions(rawInput(CompactBase), workflow.RegisterOptions{Name: contract.CompactBaseWorkflow})
@@ -21,10 +20,8 @@ func Register(r worker.WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(rawInput(ReconcileDemand), workflow.RegisterOptions{Name: contract.ReconcileDemandWorkflow})
 }
 
-// ensureTargetAttributes upserts WalTarget and WalKind when the start did not set them (a
-// bare `temporal workflow start`), so every run is findable by target in Temporal Web, and
-// WalTrigger when missing, to trigger or TriggerUnknown; the same one upsert covers all three.
-// It reports whether it upserted (one billable action).
+// ensureTargetAttributes upserts WalTarget, WalKind and WalTrigger when the start did not set
+// them, in one upsert, so every run is findable by target; it reports whether it upserted.
 func ensureTargetAttributes(ctx workflow.Context, t target.Target, trigger string) bool {
 	sa := workflow.GetTypedSearchAttributes(ctx)
 	var updates []temporal.SearchAttributeUpdate

@@ -16,9 +16,7 @@ const maxSkippedListed = contract.MaxSweepListed
 
 // MaintenanceSweep lists every kind's demand index concurrently and, as each kind's pages
 // return, starts MergeWal / CompactBase for the stores over threshold, most indebted first,
-// through the StartWorkflows activity, so the IDs dedupe with every other trigger
-// (demandSweep). A slow kind never delays another kind's starts. It never merges anything
-// itself.
+// through the StartWorkflows activity, so the IDs dedupe with every other trigger.
 func MaintenanceSweep(ctx workflow.Context, in contract.MaintenanceSweepInput) (contract.MaintenanceSweepResult, error) {
 	if err := checkInput(ctx, in, ""); err != nil {
 		return contract.MaintenanceSweepResult{}, err
@@ -31,8 +29,7 @@ func MaintenanceSweep(ctx workflow.Context, in contract.MaintenanceSweepInput) (
 	return res, nil
 }
 
-// sweepStarts runs the StartWorkflows batches of one sweep: at most in.Concurrency in
-// flight across every kind.
+// sweepStarts runs one sweep's StartWorkflows batches, at most in.Concurrency in flight.
 type sweepStarts struct {
 	in    contract.MaintenanceSweepInput
 	label roundLabel
@@ -55,9 +52,8 @@ type startBatches struct {
 	errs     []error
 }
 
-// launch starts one coroutine per batch of plan's starts; st.wg covers them. kind names
-// the plan's kind in a window round's summaries, omitted the qualified stores the kind's
-// listing left out.
+// launch starts one coroutine per batch of plan's starts (st.wg covers them); kind and omitted
+// go into a window round's summaries.
 func (st *sweepStarts) launch(ctx workflow.Context, kind string, plan sweepPlan, omitted int) *startBatches {
 	starts := plan.starts
 	b := &startBatches{}
@@ -178,10 +174,8 @@ func (p *sweepPlan) add(target string, wants []plannedStart, in contract.Mainten
 	}
 }
 
-// MergeWalTick starts (or attaches to) target's MergeWal and returns. Schedules suffix the
-// IDs of the workflows they start with a timestamp, so a schedule cannot start MergeWal
-// directly without defeating ID dedupe; it starts this tick, whose StartWorkflows activity
-// uses the real MergeWal ID.
+// MergeWalTick starts (or attaches to) target's MergeWal and returns: a schedule suffixes the
+// IDs it starts with a timestamp, which would defeat MergeWal's ID dedupe.
 func MergeWalTick(ctx workflow.Context, in contract.MergeWalTickInput) (contract.MergeWalTickResult, error) {
 	if err := checkInput(ctx, in, ""); err != nil {
 		return contract.MergeWalTickResult{}, err
@@ -209,9 +203,8 @@ func MergeWalTick(ctx workflow.Context, in contract.MergeWalTickInput) (contract
 	return res, nil
 }
 
-// listSkip returns the function that records a skipped store in res: listed while fewer than
-// maxSkippedListed are, counted in SkippedOmitted after that, so the result stays bounded
-// however many stores a sweep skips.
+// listSkip returns the function that records a skipped store in res, listed up to
+// maxSkippedListed and counted after that, so the result stays bounded.
 func listSkip(res *contract.MaintenanceSweepResult) func(contract.SweepSkip) {
 	return func(s contract.SweepSkip) {
 		if len(res.Skipped) < maxSkippedListed {

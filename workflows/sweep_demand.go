@@ -30,9 +30,8 @@ func recordMaintenanceOptions() workflow.ActivityOptions {
 	}
 }
 
-// recordMaintenance reports a successful fleet-wide run to the worker's metrics. A failure
-// to record is logged, not returned: the run itself succeeded, and the alert on the age of
-// the last success is what notices a worker that cannot record.
+// recordMaintenance reports a successful fleet-wide run to the worker's metrics; a failure to
+// record is only logged, since the alert on the last success's age notices it.
 func recordMaintenance(ctx workflow.Context, name string) {
 	actx := workflow.WithActivityOptions(ctx, recordMaintenanceOptions())
 	if err := workflow.ExecuteActivity(actx, contract.RecordMaintenanceActivity, contract.RecordMaintenanceParams{Workflow: name}).Get(ctx, nil); err != nil {
@@ -40,10 +39,9 @@ func recordMaintenance(ctx workflow.Context, name string) {
 	}
 }
 
-// planDemandWithin decides the starts for one kind's demand candidates, at most maxStarts
-// (what earlier kinds of the sweep left of in.MaxStarts), most indebted first. A compaction
-// marker asks for CompactBase (the store's compact_demand_runs decided it; the sweep's
-// CompactMinRuns < 0 turns compaction starts off). Pure.
+// planDemandWithin decides the starts for one kind's demand candidates, at most maxStarts,
+// most indebted first; a compaction marker asks for CompactBase unless CompactMinRuns < 0.
+// Pure.
 func planDemandWithin(all []contract.DemandTarget, in contract.MaintenanceSweepInput, maxStarts int) sweepPlan {
 	ts := append([]contract.DemandTarget(nil), all...)
 	sort.SliceStable(ts, func(i, j int) bool { return contract.DemandBefore(ts[i], ts[j]) })

@@ -24,27 +24,17 @@ type kindPages struct {
 	pages   int
 }
 
-// demandSweep is one sweep over the demand index, in pages: one sweep can start more than
-// 1,000 stores of a kind (10,000 in debt at 1 % of a million stores). Every kind runs in its own coroutine
-// (kinds stay concurrent, as their first pages are scheduled at once): it lists up to
-// min(remaining, MaxDemandCandidates) candidates after the previous page's last
-// (ScanDemand After, ages AsOf the sweep's start, so every page orders stores alike), plans
-// the page against what is left of MaxStarts across kinds, launches its start batches, and
-// lists the next page unless nothing is left, the page was short (every qualified store
-// listed), the page started nothing (no progress: its candidates all skipped), or the
-// kind listed contract.SweepPagesPerKind pages. The qualified stores not reached are
-// counted in SkippedOmitted and are first in line next sweep.
-//
-// A store whose debt changed between two pages is at worst started twice (the ID policy
-// attaches the second start) or left to the next sweep. Its activities run at
-// contract.SweepPriority, ahead of the tasks of the merges it starts. Batches launch on the
-// planned cadence (sweep_pacing.go). label
-// names the window round, if any; the caller records the sweep's success.
+// demandSweep is one sweep over the demand index, in pages, each kind in its own coroutine: it
+// lists up to min(remaining, MaxDemandCandidates) candidates after the previous page's last
+// (ages AsOf the sweep's start, so every page orders stores alike), plans and launches the
+// page's starts, and lists on until nothing is left, a page is short or starts nothing, or
+// contract.SweepPagesPerKind pages; the qualified stores not reached are counted in
+// SkippedOmitted. A store whose debt changed between pages is at worst started twice
+// (attached) or left to the next sweep. label names the window round, if any.
 //
 // INVARIANT: the history this adds is at most contract.SweepHistoryBound(kinds, MaxStarts,
-// StartBatch) events, checked on input (MaintenanceSweepInput.Validate). A kind whose page fails after its
-// retries stops listing and fails the sweep with ErrTypeSweepListFailed, after every start
-// already planned (its earlier pages' and the other kinds') went out.
+// StartBatch) events, checked on input. A kind whose page fails after its retries fails the
+// sweep with ErrTypeSweepListFailed once every start already planned went out.
 func demandSweep(ctx workflow.Context, in contract.MaintenanceSweepInput, label roundLabel) (contract.MaintenanceSweepResult, error) {
 	res := contract.MaintenanceSweepResult{Started: []contract.SweepStart{}, Skipped: []contract.SweepSkip{}}
 	asOf := workflow.Now(ctx)

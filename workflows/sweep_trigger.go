@@ -11,8 +11,7 @@ import (
 )
 
 // mergeTrigger says whether the sweep merges t and why: the trigger (sweep-count before
-// sweep-age) and the reason in words, with the store's debt, for the started run's
-// WalTrigger and summary. Both are empty when t stays below the thresholds. Pure.
+// sweep-age) and the reason in words, both empty below the thresholds. Pure.
 func mergeTrigger(t contract.DemandTarget, in contract.MaintenanceSweepInput) (trigger, reason string) {
 	oldest := t.OldestPendingAge.Round(time.Second)
 	switch {
@@ -30,9 +29,8 @@ func mergeTrigger(t contract.DemandTarget, in contract.MaintenanceSweepInput) (t
 	return "", ""
 }
 
-// mergeUrgent: t's debt is far past the sweep's merge thresholds (contract.
-// UrgentPastTriggerFactor times merge_min_generations, or times max_pending_age), so its
-// merge goes ahead of routine ones (contract.PriorityUrgentMerge). Pure.
+// mergeUrgent: t's debt is contract.UrgentPastTriggerFactor past the sweep's merge thresholds,
+// so its merge goes ahead of routine ones. Pure.
 func mergeUrgent(t contract.DemandTarget, in contract.MaintenanceSweepInput) bool {
 	f := contract.UrgentPastTriggerFactor
 	return t.Pending >= f*in.MergeMinGenerations ||

@@ -12,31 +12,25 @@ import (
 	"github.com/walkeeper/walkeeper/contract"
 )
 
-// sweepRecordEvery is the least time between two RecordMaintenance calls of a window: the
-// alert WalkeeperSweepStale fires after 5 minutes without one, and recording every round of
-// a 10 s interval would add an activity to every idle round.
+// sweepRecordEvery is the least time between two RecordMaintenance calls of a window, inside
+// WalkeeperSweepStale's 5 minutes without adding an activity to every idle round.
 const sweepRecordEvery = time.Minute
 
 // SweepRoundLostTaskDelay is how much longer a window round takes when one of its activity
-// tasks is lost in delivery (a worker that never received it, docs/OPERATIONS.md §9): the
-// round waits for the task's heartbeat timeout, the longest of a round's activities, and the
-// first retry interval before the retry runs.
+// tasks is lost in delivery (docs/OPERATIONS.md §9): the heartbeat timeout and the first retry
+// interval.
 func SweepRoundLostTaskDelay() time.Duration {
 	longest := max(demandScanOptions().HeartbeatTimeout, startWorkflowsOptions().HeartbeatTimeout, recordMaintenanceOptions().StartToCloseTimeout)
 	return longest + retryPolicy(1, 0).InitialInterval
 }
 
 // SweepWindow runs a sweep round every in.Interval for in.Window (docs/DESIGN.md §12, "Sweep
-// windows"). A round is what one MaintenanceSweep did (the same planning code, inline: no
-// workflow per round), so the Schedule walkeeper-sweep starts one workflow per window
-// instead of one per interval, and a round that starts nothing leaves only its listings and
-// its timer in this history. A round that starts something says so in its StartWorkflows
-// summaries, in the memo and WalSweepStarts, and in the current details; each start's reason
-// names the window and the round. The signal walkeeper-sweep-now runs a round at once.
+// windows"), inline, so the Schedule walkeeper-sweep starts one workflow per window and an
+// idle round leaves only its listings and timer. The signal walkeeper-sweep-now runs a round
+// at once.
 //
-// INVARIANT: the history stays bounded: the run continues as new once it has
-// in.EventBudget events or Temporal suggests it, carrying only counters and at most
-// MaxSweepRecentRounds rounds.
+// INVARIANT: the history stays bounded: the run continues as new after in.EventBudget events
+// or when Temporal suggests it, carrying only counters and MaxSweepRecentRounds rounds.
 func SweepWindow(ctx workflow.Context, in contract.SweepWindowInput) (contract.SweepWindowResult, error) {
 	carried := ""
 	if in.Carry != nil {
@@ -48,7 +42,7 @@ func SweepWindow(ctx workflow.Context, in contract.SweepWindowInput) (contract.S
 	in = in.WithDefaults()
 	var err error
 	w := &sweepWindow{in: in, id: workflow.GetInfo(ctx).WorkflowExecution.ID}
-	if named := reasonWindowID(w.id); named != w.id && workflow.GetVersion(ctx, sweepReasonBoundedChange, workflow.DefaultVersion, 1) == 1 {
+	if named := reasonWindowID(w.id); named != w.id && gated(ctx, sweepReasonBoundedChange) {
 		w.id = named
 	}
 	if in.Carry != nil {
@@ -105,10 +99,9 @@ func SweepWindow(ctx workflow.Context, in contract.SweepWindowInput) (contract.S
 	}
 }
 
-// sweepReasonBoundedChange is the GetVersion change ID of start reasons that name a window
-// whose ID is long or holds control characters by reasonWindowID: its reasons did not pass
-// the started workflow's trigger_reason check, so the window started nothing. A run reads it
-// in its first workflow task, and only when its ID needs it, so other runs record no marker.
+// sweepReasonBoundedChange is the GetVersion change ID of start reasons that name a long or
+// control-character window ID by reasonWindowID, whose reasons had failed the trigger_reason
+// check; only runs whose ID needs it record the marker, in their first workflow task.
 const sweepReasonBoundedChange = "sweep-reason-bounded"
 
 // maxReasonWindowBytes bounds the window ID a start's reason repeats: a workflow ID may be
@@ -178,10 +171,8 @@ func (w *sweepWindow) wait(ctx workflow.Context, now workflow.ReceiveChannel, ne
 	return trigger, nil
 }
 
-// round runs one sweep round and reports it. Only a canceled window makes it return an
-// error (the input was checked before the first round): a round whose listing failed is
-// counted, logged and shown, and the next round tries again (the alert on the last recorded
-// success is what fires if none succeeds).
+// round runs one sweep round and reports it; only a canceled window returns an error, while a
+// failed listing is counted, logged and tried again next round.
 func (w *sweepWindow) round(ctx workflow.Context, trigger string) error {
 	w.carry.Totals.Rounds++
 	n := w.carry.Totals.Rounds
@@ -228,11 +219,8 @@ func (w *sweepWindow) round(ctx workflow.Context, trigger string) error {
 	return nil
 }
 
-// mark tells visibility that the window started something: the memo's count and last
-// starting rounds after every round that starts something (a memo update is no billable
-// action), and WalSweepStarts once, with the window's first start (a continued run inherits
-// it): `WalSweepStarts > 0` finds the window, and an upsert per starting round would be a
-// billable action each.
+// mark tells visibility that the window started something: the memo after every starting
+// round (no billable action), and WalSweepStarts once, with its first start.
 func (w *sweepWindow) mark(ctx workflow.Context, first bool) {
 	memo := contract.SweepRoundsMemo{Started: w.carry.Totals.Started}
 	for _, r := range w.carry.Recent {

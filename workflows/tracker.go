@@ -14,19 +14,11 @@ import (
 	"github.com/walkeeper/walkeeper/contract"
 )
 
-// tracker runs activities for one workflow run and keeps what the status query needs to
-// say why the run is not making progress. A workflow cannot see whether an activity task
-// has been picked up; what it does see, it sees through history, so replays compute the
-// same status:
-//
-//   - ActivityStateSignal, sent by the activity itself while it waits for the memory budget
-//     and before Temporal backs off to retry it (off the happy path: a pass that runs
-//     straight through sends none);
-//   - the activities in flight (InFlight): slot waits are left to the server, which knows
-//     them, so `walkeeper status` matches them with
-//     DescribeWorkflowExecution's pending activities, where an activity scheduled and not
-//     started for slotWait waits for a slot (contract's ApplyPending). A watchdog timer per
-//     activity would cost a timer start and cancel each.
+// tracker runs activities for one workflow run and keeps what the status query needs to say
+// why the run is not making progress, from history only so replays agree: the
+// ActivityStateSignals activities send while they wait, and the activities in flight, whose
+// slot waits `walkeeper status` reads from the server's pending activities
+// (contract.ApplyPending) rather than a timer per activity.
 type tracker struct {
 	originalRunID string
 	slotWait      time.Duration
@@ -78,11 +70,9 @@ func newTracker(ctx workflow.Context, slotWait time.Duration, onChange func()) *
 	return t
 }
 
-// decodeActivityState decodes a walkeeper-activity-state payload as the SDK's channel did
-// (the default data converter; no payload is the zero state). The signal is received raw so
-// that a payload that does not decode is counted (refused) and logged by the run, not only
-// dropped by the SDK into a metric walkeeper does not export; it is dropped all the same, so
-// the run's commands are those of before.
+// decodeActivityState decodes a walkeeper-activity-state payload as the SDK's channel did; it
+// is received raw so that one that does not decode is counted and logged, then dropped as
+// before, the run's commands unchanged.
 func decodeActivityState(raw converter.RawValue) (contract.ActivityState, error) {
 	var s contract.ActivityState
 	if raw.Payload() == nil {
@@ -92,11 +82,9 @@ func decodeActivityState(raw converter.RawValue) (contract.ActivityState, error)
 	return s, err
 }
 
-// newWatch names the next activity. The ID embeds the original run ID: activity IDs restart
-// at each continue-as-new and each new run of the same workflow ID, and activities derive
-// their idempotency key (the names of the files they stage) from workflow ID + activity ID.
-// A reset keeps the original run ID, so the reset run schedules the IDs its copied history
-// names; an activity it schedules again is a retry of the same attempt to the store.
+// newWatch names the next activity. The ID embeds the original run ID, since activity IDs
+// restart at each continue-as-new and new run while activities derive their idempotency key
+// from workflow ID + activity ID; a reset keeps it, so its retries are the same attempt.
 func (t *tracker) newWatch(activity, shard, queue string) *watch {
 	t.seq++
 	return &watch{
@@ -115,11 +103,8 @@ func (t *tracker) exec(ctx workflow.Context, opts workflow.ActivityOptions, w *w
 	return t.await(ctx, w, workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), w.activity, arg), out)
 }
 
-// execLocal runs one local activity under w (the activity sends no ActivityStateSignal, it
-// runs inside the workflow task). It is in flight for the
-// status query like any other; the server never lists it among the pending activities, so
-// it never reads as waiting for a slot (contract.ApplyPending). A local activity takes no
-// activity ID: w.id only names it in the status.
+// execLocal runs one local activity under w, in flight for the status query like any other;
+// the server never lists it as pending, so it never reads as waiting for a slot.
 func (t *tracker) execLocal(ctx workflow.Context, opts workflow.LocalActivityOptions, w *watch, arg, out any) error {
 	// Temporal Cloud bills the local activities of one workflow task as one action; each
 	// listing runs in a task of its own (after an activity or at the start), so one each.

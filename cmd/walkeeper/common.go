@@ -26,8 +26,7 @@ type globalOptions struct {
 	logLevel  string
 }
 
-// register adds the global flags. Their names, environment variables and (for Temporal) help
-// texts come from the worker's knob table, so there is one spelling of each.
+// register adds the global flags, spelled, named and helped as the worker's knob table says.
 func (g *globalOptions) register(fs *pflag.FlagSet) {
 	g.temporal = worker.DefaultTemporalConfig()
 	g.temporal.RegisterFlags(fs)

@@ -270,10 +270,8 @@ func runDev(parent context.Context, out io.Writer, g *globalOptions, o *devOptio
 	return nil
 }
 
-// forceExitOnSecondSignal exits at once on a SIGINT/SIGTERM that arrives more than a second
-// after the one that started the shutdown (a signal sent to both the process and its group
-// arrives twice at once and must not cut the clean shutdown short). The Temporal dev server
-// is then ended by the kernel (parent-death signal).
+// forceExitOnSecondSignal exits at once on a SIGINT/SIGTERM more than a second after the one
+// that started the shutdown (one sent to the process and its group arrives twice at once).
 func forceExitOnSecondSignal(out io.Writer) {
 	ch := make(chan os.Signal, 4)
 	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)

@@ -24,8 +24,7 @@ import (
 )
 
 // `walkeeper dev` is calm by default: the full log goes to <data>/walkeeper.log and the
-// console shows a short live summary, refreshed every few seconds. --verbose sends the log to
-// the console as well.
+// console shows a short live summary; --verbose sends the log to the console as well.
 
 const (
 	devLogFile = "walkeeper.log"
@@ -184,8 +183,7 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-// devServerError shortens a failed dev server start to one line: its full output is in
-// the server's log file already.
+// devServerError shortens a failed dev server start to one line; its log file has the rest.
 func devServerError(err error, data string) error {
 	msg := err.Error()
 	if i := strings.IndexByte(msg, '\n'); i >= 0 {

@@ -14,10 +14,9 @@ import (
 	"github.com/walkeeper/walkeeper/internal/cli"
 )
 
-// devLockFile is the lock `walkeeper dev` holds on its data directory for as long as it
-// runs. Two Temporal dev servers on one SQLite file stall each other (SQLITE_BUSY, "Failed
-// to lock shard") and two sets of workers share shards, so a second dev must refuse to start
-// anything; the lock is taken before Temporal starts.
+// devLockFile is the lock `walkeeper dev` holds on its data directory while it runs, taken
+// before Temporal starts: two dev servers on one SQLite file stall each other and two sets of
+// workers share shards.
 const devLockFile = "dev.lock"
 
 // lockHolder is who holds a data directory, written into the lock file by the holder so
@@ -44,9 +43,8 @@ func currentHolder() lockHolder {
 	return lockHolder{PID: os.Getpid(), Started: time.Now(), Command: strings.Join(os.Args, " ")}
 }
 
-// dirLock is a held lock on a data directory. The lock is flock(2) on an open file: the
-// kernel drops it when the process dies however it dies, so a crashed dev never leaves a
-// stale lock behind (the file itself stays, with the last holder's description in it).
+// dirLock is a held flock(2) on a data directory's lock file, which the kernel drops however
+// the process dies, so a crashed dev never leaves a stale lock.
 type dirLock struct {
 	f *os.File
 }
@@ -136,9 +134,8 @@ func (l *dirLock) Release() {
 	l.f = nil
 }
 
-// dataDirInUse reports whether a live dev holds dir, without disturbing it: it tries the
-// lock and, if it got it, drops it at once. Readers use it to tell a running dev's state
-// file from one a stopped dev left behind.
+// dataDirInUse reports whether a live dev holds dir by trying the lock and dropping it at
+// once, to tell a running dev's state file from a stale one.
 func dataDirInUse(dir string) bool {
 	f, err := openRegular(filepath.Join(dir, devLockFile), os.O_RDONLY, 0)
 	if err != nil {
@@ -156,9 +153,8 @@ func dataDirInUse(dir string) bool {
 // errNotRegular is a file of a data directory that is a symlink or not a regular file.
 var errNotRegular = errors.New("not a regular file")
 
-// openRegular opens path as os.OpenFile does, but refuses a symlink and anything that is not
-// a regular file with errNotRegular, and never waits on a FIFO: dev writes only regular files
-// there, and a planted FIFO would block the open and a symlink would be written through.
+// openRegular opens path as os.OpenFile does but refuses a symlink or anything not a regular
+// file (errNotRegular) without waiting on a FIFO, which a planted one would block.
 func openRegular(path string, flag int, perm os.FileMode) (*os.File, error) {
 	f, err := os.OpenFile(path, flag|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, perm)
 	if errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.EISDIR) || errors.Is(err, syscall.ENXIO) {

@@ -12,10 +12,9 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// A running `walkeeper dev` describes itself in <data>/dev.json, so the client commands
-// (status, history, merge, compact, queries) find its Temporal, storage and Web UI without
-// flags. The file is trusted only while dev's lock on the directory is held (devlock.go): a
-// file left behind by a dev that stopped or crashed is ignored.
+// A running `walkeeper dev` describes itself in <data>/dev.json, so the client commands find
+// its Temporal, storage and Web UI without flags; the file is trusted only while dev's lock
+// on the directory is held (devlock.go).
 
 const (
 	devStateFile = "dev.json"
@@ -29,8 +28,7 @@ const (
 	defaultUIURL = "http://127.0.0.1:8233"
 )
 
-// devState is the content of dev.json: the holder of the lock (pid, started, command), then
-// what it serves.
+// devState is the content of dev.json: the lock's holder, then what the dev serves.
 type devState struct {
 	lockHolder
 	Storage     string   `json:"storage"`
@@ -50,9 +48,8 @@ func defaultDevDataDir() string {
 	return filepath.Join(".cache", "dev")
 }
 
-// writeDevState replaces dir/dev.json atomically (temp file + rename). The temp file is
-// created new (os.CreateTemp: O_EXCL, mode 0600), so a file or link left at its name cannot
-// receive the state, and it is removed if anything fails.
+// writeDevState replaces dir/dev.json atomically through a temp file created new (O_EXCL,
+// 0600), so nothing left at its name receives the state.
 func writeDevState(dir string, st devState) error {
 	tmp, err := os.CreateTemp(dir, ".dev.json-*")
 	if err != nil {
@@ -87,8 +84,7 @@ func readDevState(dir string) (devState, bool) {
 }
 
 // devDefaults fills in, from a running dev, the Temporal address and namespace that neither
-// the command line nor the environment set. It returns the dev's state for the callers that
-// want more of it (storage, UI, Temporal CLI), the zero devState when no dev runs.
+// the command line nor the environment set, and returns the dev's state (zero: none runs).
 func (g *globalOptions) devDefaults(cmd *cobra.Command) devState {
 	st, ok := readDevState(defaultDevDataDir())
 	if !ok {

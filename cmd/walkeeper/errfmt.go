@@ -15,10 +15,6 @@ import (
 )
 
 // Errors said once: every failure of a command is printed as one line, "walkeeper: <line>".
-// errorLine builds that line from an error chain that may repeat itself (each layer adding
-// the context it knows, some of which an inner layer already said) and that may carry a
-// Temporal failure chain (WorkflowExecutionError -> ActivityError -> ApplicationError ->
-// ...), whose Error() text names every layer with its type and retry flags.
 
 // errorLine renders err as one line: our own context, then the innermost cause of a
 // Temporal failure chain, with sentinel marks that add nothing ("invalid input: ") and
@@ -39,12 +35,9 @@ func errorLine(err error) string {
 }
 
 // temporalCause finds the outermost Temporal failure in err's chain and says its chain once:
-// the messages of its failures, outermost first, each dropped when an earlier one already
-// contains it. An activity's ApplicationError carries the Go error's whole text as its
-// message and that error's chain again as its causes ("store x: blob get k: not found", then
-// "blob get k: not found", then "not found"); the wrappers (WorkflowExecutionError,
-// ActivityError) carry only ids and types. So a failed merge reads
-// "store generic:x: blob get ...: not found", not five layers of it.
+// its failures' messages, outermost first, each dropped when an earlier one contains it, since
+// an ApplicationError repeats the Go error's chain as its causes and the wrappers carry only
+// ids and types.
 func temporalCause(err error) (outer error, cause string, ok bool) {
 	for e := err; e != nil; e = errors.Unwrap(e) {
 		if isTemporalFailure(e) {
@@ -103,8 +96,7 @@ func failureMessage(e error) string {
 }
 
 // dedupeSegments drops every ": "-separated segment that repeats an earlier one, and the text
-// of target.ErrInvalidInput, which only marks a class for errors.Is, when more follows it:
-// "target \"x\": invalid input: target \"x\": want ..." reads "target \"x\": want ...".
+// of target.ErrInvalidInput, which only marks a class for errors.Is, when more follows it.
 func dedupeSegments(msg string) string {
 	segs := strings.Split(msg, ": ")
 	seen := make(map[string]bool, len(segs))
@@ -144,8 +136,7 @@ func (e *unreachableError) Error() string {
 func (e *unreachableError) Unwrap() error { return e.err }
 
 // transportCause is the last word of a gRPC dial error, whose text nests the same failure
-// several times ("failed reaching server: last connection error: connection error: desc =
-// \"transport: Error while dialing: dial tcp 127.0.0.1:1: connect: connection refused\"").
+// several times ("... dial tcp 127.0.0.1:1: connect: connection refused").
 func transportCause(err error) string {
 	msg, _, _ := strings.Cut(strings.TrimSpace(err.Error()), "\n")
 	msg = strings.TrimRight(msg, `"`)

@@ -91,8 +91,7 @@ and Web UI are used unless --temporal/--ui (or their environment variables) say 
 	return cmd
 }
 
-// historyRun is one run in `walkeeper history`. Absent observations are nil (JSON null,
-// "-" in the table).
+// historyRun is one run in `walkeeper history`; absent observations are nil (null, "-").
 type historyRun struct {
 	Workflow       string     `json:"workflow"`
 	WorkflowID     string     `json:"workflow_id"`

@@ -21,10 +21,9 @@ import (
 	"github.com/walkeeper/walkeeper/worker"
 )
 
-// loadGen appends rows to one generic store through the HTTP data plane of one or more
-// workers (round robin) at a fixed rate and seals regularly, so that flushed generations pile
-// up and merges have something to do. Rows are {"id","n","msg"}; ids repeat after keySpace
-// rows, so later rows overwrite earlier ones and merges really deduplicate.
+// loadGen appends rows to one generic store through one or more workers (round robin) at a
+// fixed rate and seals regularly, so merges have something to do; ids repeat after keySpace
+// rows, so merges really deduplicate.
 type loadGen struct {
 	urls       []string // worker base URLs, e.g. http://127.0.0.1:8081
 	target     store.Target

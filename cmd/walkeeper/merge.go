@@ -111,9 +111,8 @@ func (sf *startFlags) register(cmd *cobra.Command) {
 		"run timeout of the started run: if it cannot finish, Temporal ends it and the next trigger starts a fresh one (10s to 168h)")
 }
 
-// start checks that t's store exists, starts (or attaches to) its typ workflow through
-// startRun and reports the run, waiting for its result if sf asks to. Ctrl-C stops the wait,
-// not the workflow.
+// start checks that t's store exists, starts (or attaches to) its typ workflow and reports the
+// run, waiting for its result if sf asks to; Ctrl-C stops the wait, not the workflow.
 func (g *globalOptions) start(cmd *cobra.Command, t store.Target, typ string, sf startFlags, startRun func(context.Context, client.Client) (client.WorkflowRun, error)) error {
 	// The store check comes first: a missing store needs no Temporal to be reported.
 	if err := contract.CheckMergeRunTimeout(sf.runTimeout); err != nil {
@@ -139,9 +138,8 @@ func (g *globalOptions) start(cmd *cobra.Command, t store.Target, typ string, sf
 // startRetryWithin bounds how long a command retries a start Temporal did not answer in time.
 const startRetryWithin = 30 * time.Second
 
-// startRetrying runs startRun, again while Temporal does not answer in time (a loaded server
-// takes longer than the SDK's 10 s per request), for up to startRetryWithin, saying so on
-// stderr. A repeated start attaches to the run an earlier one made, so retrying is safe.
+// startRetrying runs startRun, again while Temporal does not answer in time, for up to
+// startRetryWithin, saying so on stderr; a repeated start attaches, so retrying is safe.
 func startRetrying(ctx context.Context, stderr io.Writer, typ string, t store.Target, startRun func(context.Context) (client.WorkflowRun, error)) (client.WorkflowRun, error) {
 	var run client.WorkflowRun
 	err := temporaladmin.RetryTransient(ctx, startRetryWithin, func(err error) {

@@ -13,9 +13,8 @@ import (
 	"github.com/walkeeper/walkeeper/worker"
 )
 
-// newQuarantineCmd is `walkeeper quarantine TARGET OBJECT_KEY --reason TEXT`: the operator's
-// way to set aside a damaged generation, WAL object or base run (store/quarantine.go) so that
-// its shard merges and appends and its store reads again.
+// newQuarantineCmd is `walkeeper quarantine TARGET OBJECT_KEY --reason TEXT`
+// (store/quarantine.go).
 func newQuarantineCmd(g *globalOptions) *cobra.Command {
 	var storage, reason string
 	var asJSON, release bool

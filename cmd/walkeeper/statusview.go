@@ -13,13 +13,9 @@ import (
 	"github.com/walkeeper/walkeeper/contract"
 )
 
-// printLiveStatus prints the answer of a running workflow's status query as a formatted
-// block: the run's phase and why it waits, then (MergeWal) one row per shard. tw holds the
-// "key\tvalue" lines printed so far and is flushed here.
-//
-// The answer is completed with the server's pending activities first: the workflow cannot
-// see that no worker has picked an activity up (waiting for a slot, or for a shard's worker),
-// the server can (contract.MergeWalStatus.ApplyPending).
+// printLiveStatus prints the answer of a running workflow's status query, completed with the
+// server's pending activities (ApplyPending), as a block: phase and why it waits, then
+// (MergeWal) one row per shard. tw holds the lines printed so far and is flushed here.
 func printLiveStatus(tw *tabwriter.Writer, out io.Writer, typ string, v converter.EncodedValue, pending []*workflowpb.PendingActivityInfo) error {
 	switch typ {
 	case contract.MergeWalWorkflow:

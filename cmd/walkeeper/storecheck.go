@@ -24,8 +24,7 @@ func (e *storeMissingError) Error() string {
 	return contract.MissingStoreMessage(e.target, e.worker)
 }
 
-// openStorage opens the storage root for one command, as the instance (shard) named
-// instance; the caller closes the DB.
+// openStorage opens the storage root for one command as instance; the caller closes the DB.
 func openStorage(ctx context.Context, storage, instance string, logger *zap.Logger) (*store.DB, error) {
 	opts := store.DefaultOptions()
 	opts.Logger = logger
@@ -37,10 +36,8 @@ func openStorage(ctx context.Context, storage, instance string, logger *zap.Logg
 	return db, nil
 }
 
-// precheckStore applies a running dev's defaults, then opens the registry at storage and
-// refuses a target that is not in it, before a merge or compaction is started. With no
-// storage known it checks nothing: the workflow then refuses the missing store itself, once,
-// non-retryably.
+// precheckStore applies a running dev's defaults, then refuses a target that is not in the
+// registry at storage, before a run starts; with no storage known the workflow refuses it.
 func (g *globalOptions) precheckStore(ctx context.Context, cmd *cobra.Command, storage string, t store.Target) error {
 	st := g.devDefaults(cmd)
 	logger, err := g.logger("warn")

@@ -10,33 +10,21 @@ import (
 	"github.com/walkeeper/walkeeper/store/internal/jsonscan"
 )
 
-// The JSON codec of the shard and base manifests without reflection. A shard manifest is
-// encoded on every seal and decoded by every reader that meets a new version, and every
-// prepare reads the latest base, which lists every run and watermark of the table, so
-// encoding/json's reflection and its second validating pass over the input were most of a
-// 200-writer table's CPU (docs/benchmarks/incident.md).
-//
-// The format does not change (docs/FORMAT.md): the encoders write exactly the bytes
-// json.Marshal writes, and the decoders read exactly what json.Unmarshal reads for the
-// shape walkeeper writes. Anything else — whitespace from a pretty-printer aside, an
-// escaped or non-ASCII string, an unknown field, a null, a number json would refuse or
-// round, a quarantined list — makes the fast path give up and encoding/json decide, so
-// outside writers, older and newer releases keep their meaning. The codec tests and fuzz
-// targets hold both halves to encoding/json.
+// The JSON codec of the shard and base manifests without reflection, since encoding/json was
+// most of a 200-writer table's CPU (docs/benchmarks/incident.md). The format does not change
+// (docs/FORMAT.md): the encoders write exactly json.Marshal's bytes, and anything the decoders
+// do not read exactly as json.Unmarshal would makes them give up and let encoding/json decide.
 
-// field is one member of a manifest object: its JSON name and a pointer to its value, one of
-// *string, *uint64, *int64, *time.Time, *[]Gen, *[]Run or *map[string]uint64. An omitEmpty
-// string is left out when empty, as `json:",omitempty"` does.
+// field is one member of a manifest object: its JSON name and a pointer to its value (*string,
+// *uint64, *int64, *time.Time, *[]Gen, *[]Run or *map[string]uint64); omitEmpty as in JSON.
 type field struct {
 	name      string
 	ptr       any
 	omitEmpty bool
 }
 
-// The members of each object in declaration order (json.Marshal's), appended to f, a
-// caller's buffer, so that listing them allocates nothing. Quarantined is not a member:
-// encoding/json writes and reads every manifest that has quarantined objects. The first
-// member is never omitEmpty.
+// The members of each object in declaration order (json.Marshal's), appended to f so listing
+// them allocates nothing; Quarantined is not one (encoding/json handles those manifests).
 
 func shardFields(m *Shard, f []field) []field {
 	return append(f,
@@ -108,8 +96,7 @@ func EncodeBase(m *Base) ([]byte, error) {
 }
 
 // encode writes fields, the members of m, in a buffer of capacity size, unless m has
-// quarantined objects or a time that does not encode: json.Marshal(m) writes those (and
-// refuses such a time, as it should).
+// quarantined objects or a time that does not encode, which json.Marshal(m) writes or refuses.
 func encode(m any, quarantined bool, fields []field, size int) ([]byte, error) {
 	if !quarantined {
 		if b, ok := appendObject(make([]byte, 0, size), fields); ok {
@@ -234,16 +221,14 @@ func UnmarshalBase(raw []byte, m *Base) error {
 	return json.Unmarshal(raw, m)
 }
 
-// parser reads JSON of exactly a manifest's shape. Every method returns false at the first
-// thing it does not handle the way encoding/json would (the caller then lets encoding/json
-// decide); it never reports an error of its own.
+// parser reads JSON of exactly a manifest's shape; every method returns false at the first
+// thing it does not handle as encoding/json would, never an error of its own.
 type parser struct {
 	b []byte
 	i int
 }
 
-// parseDocument reads a whole manifest into fields: one object, then nothing but white
-// space.
+// parseDocument reads a whole manifest into fields: one object, then only white space.
 func parseDocument(raw []byte, fields []field) bool {
 	p := parser{b: raw}
 	if !p.object(fields) {
@@ -342,9 +327,8 @@ func (p *parser) value(ptr any) bool {
 	return false
 }
 
-// parseList reads a JSON array of objects into a new slice that replaces *dst, as
-// encoding/json does for a repeated key (it reuses no element of the earlier value).
-// capHint sizes the slice.
+// parseList reads a JSON array of objects into a new slice of capacity capHint that replaces
+// *dst, as encoding/json does for a repeated key.
 func parseList[T any](p *parser, dst *[]T, capHint int, fields func(*T, []field) []field) bool {
 	if !p.tok('[') {
 		return false

@@ -9,10 +9,6 @@ import (
 	"github.com/walkeeper/walkeeper/target"
 )
 
-// The JSON objects that describe a store and its state, and the pure functions over them.
-// Package store decodes them with the checks a reader relies on (manifest_decode.go) and
-// loads and publishes them (manifest_io.go).
-
 // RegistryEntry is the existence record of a store.
 type RegistryEntry struct {
 	Kind      target.Kind `json:"kind"`
@@ -48,8 +44,8 @@ type Run struct {
 	Source string `json:"source,omitempty"`
 }
 
-// Base is one version of the base table. Version v+1 is published with a
-// put-if-absent of _versions/<v+1>.json: the object written last makes the runs live.
+// Base is one version of the base table, published with a put-if-absent of
+// _versions/<v>.json, the object written last, which makes the runs live.
 type Base struct {
 	Version uint64 `json:"version"`
 	Runs    []Run  `json:"runs"`
@@ -194,10 +190,9 @@ func (m *Base) References(p string) bool {
 	return false
 }
 
-// WithCompaction is the draft of the version that replaces inputs by out (nil: every input
-// row was dropped). ok is false when an input is no longer in m (another compaction or a
-// quarantine took it): the pass must not publish, since its output would resurrect rows.
-// Runs that merges appended meanwhile are kept.
+// WithCompaction is the draft of the version that replaces inputs by out (nil: every row was
+// dropped), keeping runs merges appended; ok is false when an input is no longer in m, since
+// publishing would resurrect rows.
 func (m *Base) WithCompaction(inputs []Run, out *Run) (_ *Base, ok bool) {
 	drop := make(map[string]bool, len(inputs))
 	for _, r := range inputs {

@@ -19,66 +19,40 @@ type ObjectInfo struct {
 	ModTime time.Time
 }
 
-// backend is one storage implementation behind Bucket: file.go (file://, native),
-// mem.go (mem://, native, sorted in memory) and gocloud.go (s3://, gs://,
-// azblob:// through gocloud.dev/blob).
-//
-// REQUIRES (every method): key or prefix already passed CheckKey or checkPrefix; ctx is
-// not nil and was not done when the call began. Bucket checks all three, and that the
-// handle is open, before it calls a backend.
-//
-// A backend reports absence and lost races with ErrNotFound and ErrAlreadyExists
-// (errors.Is), and never shows a temp name (tempPrefix) as an object or directory.
+// backend is one storage implementation behind Bucket: file.go, mem.go and gocloud.go.
+// REQUIRES (every method): key or prefix passed CheckKey or checkPrefix, ctx is live and the
+// handle open (Bucket checks all three). A backend reports absence and lost races with
+// ErrNotFound and ErrAlreadyExists and never shows a temp name (tempPrefix).
 type backend interface {
-	// get returns the object's bytes, ErrNotFound if absent (a "directory" is absent). With
-	// limit >= 0 it reads at most limit+1 bytes and fails with ErrTooLarge for an
-	// object longer than limit (without reading it when the storage reports its size).
-	// alloc, when not nil, provides the buffer the bytes are read into (backends that
-	// hold objects in memory copy them instead). wd, when not nil, hears of the bytes read
-	// (backends whose reads can stall on a network report them).
+	// get returns the object's bytes, ErrNotFound if absent. With limit >= 0 an object longer
+	// than limit fails with ErrTooLarge after at most limit+1 bytes; alloc, when not nil,
+	// provides the buffer, and wd, when not nil, hears of the bytes read.
 	get(ctx context.Context, key string, limit int64, alloc Alloc, wd *watchdog) ([]byte, error)
-	// put stores data under key, replacing atomically: readers see old or new bytes. With
-	// ifAbsent it creates key only if no object is stored under it: of racing callers,
-	// exactly one succeeds and the others get ErrAlreadyExists.
+	// put replaces atomically; with ifAbsent exactly one of racing callers succeeds and the
+	// others get ErrAlreadyExists.
 	put(ctx context.Context, key string, data []byte, ifAbsent bool, wd *watchdog) error
 	// putFrom is put for an object streamed by write; nothing is published unless write
-	// returns nil and the upload completes. It returns the bytes written.
+	// returns nil and the upload completes.
 	putFrom(ctx context.Context, key string, write func(io.Writer) error) (int64, error)
 	// exists reports whether an object is stored under key.
 	exists(ctx context.Context, key string) (bool, error)
 	// delete removes the object; an absent one, or a "directory" name, is not an error.
 	delete(ctx context.Context, key string) error
-	// list calls fn for every object whose key starts with prefix (recursive), in no
-	// particular order, streaming page by page; an error from fn stops the listing.
+	// list calls fn for every object under prefix (recursive), in no particular order.
 	list(ctx context.Context, prefix string, fn func(ObjectInfo) error) error
-	// listFrom calls fn for every object whose key starts with prefix and sorts after
-	// startAfter ("" = from the first), in key order (bytewise, which is UTF-8 binary order,
-	// the order S3, GCS and Azure list in), streaming; an error from fn stops the listing.
-	// The listing starts at startAfter where the storage can (S3 StartAfter, GCS
-	// StartOffset, Azure startFrom, mem:// and file:// natively), so a caller that stops
-	// after n objects pays for about n, not for the prefix (docs/STORAGE.md §6).
+	// listFrom calls fn for every object under prefix after startAfter, in bytewise key
+	// order, starting the listing there where the storage can, so a caller that stops after
+	// n objects pays for about n (docs/STORAGE.md §6).
 	listFrom(ctx context.Context, prefix, startAfter string, fn func(ObjectInfo) error) error
-	// listDirs calls fn for the name of every immediate "sub-directory" under prefix
-	// ("" or ending in "/"), in no particular order; directories holding no object do
-	// not count.
+	// listDirs calls fn for every immediate "sub-directory" under prefix that holds an
+	// object, in no particular order.
 	listDirs(ctx context.Context, prefix string, fn func(name string) error) error
-	// close releases the backend's resources. Called once, by Bucket.Close.
 	close() error
 }
 
-// Bucket is the engine's only storage access. Keys use "/" separators.
-//
-// Key rules (checked on every backend so a key that works on one works on all, ErrInvalidInput
-// otherwise): 1..1024 bytes of valid UTF-8, no control characters or backslashes, no leading
-// or trailing "/", no empty, "." or ".." segments, segments at most 255 bytes, and no segment
-// starting with ".tmp-" (reserved for the file:// backend's temp files). A key must not also
-// be the "directory" of another key ("a" and "a/b"): object stores allow it, a filesystem
-// cannot, so the layout must never do it. See keys.go.
-//
-// s3://, gs:// and azblob:// go through gocloud.dev/blob; file:// is implemented directly on
-// the local filesystem and mem:// directly in memory (file.go and mem.go say
-// why). The semantics every backend must share are
-// the conformance suite in internal/testkit/bucketconformance.
+// Bucket is the engine's only storage access. Keys use "/" separators and follow the same
+// rules on every backend (keys.go); the semantics every backend shares are the conformance
+// suite in internal/testkit/bucketconformance.
 type Bucket struct {
 	core   *bucketCore
 	faults Faults        // nil = none (WithFaults)
@@ -92,15 +66,10 @@ type bucketCore struct {
 	closed atomic.Bool
 }
 
-// OpenBucket opens file://, mem://, s3://, gs:// and azblob:// URLs.
-//
-// file:// URLs are opened with metadata=skip and create_dir=1 (no ".attrs" sidecar files;
-// the root directory is created when missing). The host must be empty, "localhost" or "."
-// (relative path, as in gocloud); any other host is rejected because gocloud would silently
-// ignore it. file:// also accepts "nosync=1": writes skip fsync of files and directories.
-// Atomicity (rename, link) is unchanged, only durability across a power loss or kernel crash
-// is given up; it exists so tests and throwaway dev data do not pay ~ms per write.
-// mem:// buckets with the same URL string in one process are the same bucket.
+// OpenBucket opens file://, mem://, s3://, gs:// and azblob:// URLs. A file:// host must be
+// empty, "localhost" or "." because gocloud would silently ignore any other, and "nosync=1"
+// skips fsync (tests and throwaway dev data); mem:// buckets with the same URL in one process
+// are the same bucket.
 func OpenBucket(ctx context.Context, rawURL string) (*Bucket, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -134,8 +103,7 @@ func (b *Bucket) URL() string {
 	return b.core.url
 }
 
-// Close releases the bucket. Every handle made by WithFaults shares the same state and is
-// closed with it; later calls return ErrClosed. Closing twice is not an error.
+// Close releases the bucket and every WithFaults view of it; closing twice is not an error.
 func (b *Bucket) Close() error {
 	if b == nil || b.core == nil {
 		return nil
@@ -146,9 +114,8 @@ func (b *Bucket) Close() error {
 	return b.core.be.close()
 }
 
-// WithFaults returns a view of the same bucket whose every operation goes through f
-// (nil f = no faults). The original handle is unaffected. Faults do not stack: the view
-// has f alone, whatever view b itself is.
+// WithFaults returns a view of the same bucket whose every operation goes through f alone
+// (nil = none); the original handle is unaffected.
 func (b *Bucket) WithFaults(f Faults) *Bucket {
 	if b == nil {
 		return nil
@@ -156,9 +123,8 @@ func (b *Bucket) WithFaults(f Faults) *Bucket {
 	return &Bucket{core: b.core, faults: f, stall: b.stall}
 }
 
-// Alloc returns an empty buffer of capacity at least n for the bytes of one read, so that a
-// caller that budgets memory reads into memory it charged; an error fails the read. A nil
-// Alloc means the Go heap.
+// Alloc returns an empty buffer of capacity at least n for one read, so that a caller that
+// budgets memory reads into memory it charged (nil = the Go heap).
 type Alloc func(n int) ([]byte, error)
 
 // Get returns the object's bytes; ErrNotFound if absent.
@@ -166,10 +132,8 @@ func (b *Bucket) Get(ctx context.Context, key string) ([]byte, error) {
 	return b.getLimit(ctx, key, -1, nil)
 }
 
-// GetAtMost is Get for an object that must not be longer than limit bytes (limit >= 0):
-// a longer one fails with ErrTooLarge after at most limit+1 bytes were read, so a reader
-// that reserved memory for the size a manifest declares never holds more than that. The
-// bytes are read into a buffer of alloc (nil = the Go heap).
+// GetAtMost is Get for an object of at most limit bytes: a longer one fails with ErrTooLarge
+// after at most limit+1 bytes were read, so a reader never holds more than it reserved.
 func (b *Bucket) GetAtMost(ctx context.Context, key string, limit int64, alloc Alloc) ([]byte, error) {
 	if limit < 0 {
 		return nil, wrapOp(OpGet, key, invalidf("negative read limit %d", limit))
@@ -190,21 +154,16 @@ func (b *Bucket) getLimit(ctx context.Context, key string, limit int64, alloc Al
 	return data, nil
 }
 
-// Put stores data under key, replacing any previous object. Readers see the old or the new
-// bytes, never a mix: object stores replace atomically, and file:// writes a temp file in the
-// target directory, fsyncs it, renames it over the key and fsyncs the directory.
+// Put stores data under key; readers see the old or the new bytes, never a mix.
 func (b *Bucket) Put(ctx context.Context, key string, data []byte) error {
 	return b.do(ctx, OpPut, key, CheckKey, func(ctx context.Context, be backend, wd *watchdog) error {
 		return be.put(ctx, key, data, false, wd)
 	})
 }
 
-// PutFrom is Put for an object produced by write, streamed to storage instead of assembled
-// in memory first: a merge's output run is as large as its input, and holding both at once
-// is what the merge budget could not account for. The publication is as atomic as Put's
-// (file://: temp file, fsync, rename; object stores: the upload only lands on a clean
-// close), so an error from write, or a cancelled ctx, leaves the previous object or none.
-// It is the same operation as Put for fault injection (OpPut). It returns the bytes written.
+// PutFrom is Put (OpPut, to faults) for an object streamed by write, since a merge's output
+// run is as large as its input; an error from write or a cancelled ctx leaves the previous
+// object or none. It returns the bytes written.
 func (b *Bucket) PutFrom(ctx context.Context, key string, write func(io.Writer) error) (int64, error) {
 	var n int64
 	err := b.do(ctx, OpPut, key, CheckKey, func(ctx context.Context, be backend, wd *watchdog) error {
@@ -220,18 +179,9 @@ func (b *Bucket) PutFrom(ctx context.Context, key string, write func(io.Writer) 
 }
 
 // PutIfAbsent is the commit primitive: exactly one of many racing callers (goroutines or OS
-// processes) succeeds; the others get ErrAlreadyExists and the winner's bytes stay intact.
-//
-//   - file://: write a temp file in the key's directory, fsync it, os.Link(tmp, final) —
-//     link(2) fails with EEXIST atomically if the name exists, across processes — remove the
-//     temp name and fsync the directory. Hard links must be supported by the filesystem.
-//   - mem://: checked and applied under the bucket's mutex (mem.go).
-//   - s3/gs/azblob: gocloud IfNotExist (S3 If-None-Match: *, GCS DoesNotExist precondition,
-//     Azure If-None-Match: *). S3's 409 ConditionalRequestConflict (two conditional writes in
-//     flight) is retried a few times: the retry then either wins or sees 412.
-//
-// Any error other than ErrAlreadyExists leaves the outcome unknown (the object may have
-// landed); callers re-read the key to find out.
+// processes) succeeds, the others get ErrAlreadyExists (file://: link(2) of a synced temp
+// file; mem://: under the mutex; object stores: a conditional write, S3's 409 retried).
+// Any other error leaves the outcome unknown; callers re-read the key to find out.
 func (b *Bucket) PutIfAbsent(ctx context.Context, key string, data []byte) error {
 	return b.do(ctx, OpPutIfAbsent, key, CheckKey, func(ctx context.Context, be backend, wd *watchdog) error {
 		return be.put(ctx, key, data, true, wd)
@@ -252,9 +202,7 @@ func (b *Bucket) Exists(ctx context.Context, key string) (bool, error) {
 	return ok, nil
 }
 
-// Delete removes the object; an absent object is not an error, so clean-up can be retried.
-// On file:// the directories left empty are removed too, so ListDirs answers the same as on
-// an object store (which has no directories at all).
+// Delete removes the object; an absent one is not an error, so clean-up can be retried.
 func (b *Bucket) Delete(ctx context.Context, key string) error {
 	return b.do(ctx, OpDelete, key, CheckKey, func(ctx context.Context, be backend, wd *watchdog) error {
 		return be.delete(ctx, key)
@@ -276,11 +224,9 @@ func (b *Bucket) List(ctx context.Context, prefix string) ([]ObjectInfo, error) 
 	return out, nil
 }
 
-// ListDirs returns the sorted names (without prefix or trailing "/") of the immediate
-// "sub-directories" under prefix, i.e. the distinct first segments of the keys below it
-// that have more segments after them (delimiter "/"). prefix names a directory: a non-empty
-// prefix without a trailing "/" gets one. On file:// a directory holding no object (only
-// temp files or nothing) is not reported, matching object stores.
+// ListDirs returns the sorted names of the immediate "sub-directories" under prefix (a
+// non-empty prefix without a trailing "/" gets one); file:// reports only directories that
+// hold an object, matching object stores.
 func (b *Bucket) ListDirs(ctx context.Context, prefix string) ([]string, error) {
 	if prefix != "" && !strings.HasSuffix(prefix, "/") {
 		prefix += "/"
@@ -299,13 +245,9 @@ func (b *Bucket) ListDirs(ctx context.Context, prefix string) ([]string, error) 
 	return out, nil
 }
 
-// do runs one operation on the backend after the handle and input checks, between the
-// view's Faults.Before and Faults.After, and adds the operation and key to the error.
-// Invalid input is reported before the hook, so faults only see real calls; a context
-// already done reaches no backend. The operation, faults included, runs under a context
-// that the stall timeout cancels once the storage makes no progress for that long
-// (stall.go): a request the server never answers fails with ErrStalled instead of holding
-// its caller for ever.
+// do runs one operation on the backend after the handle and input checks (so faults only
+// see real calls), between the view's faults, under a context the stall timeout cancels
+// once the storage makes no progress (stall.go), and adds the operation and key to the error.
 func (b *Bucket) do(ctx context.Context, op, key string, check func(string) error, fn func(context.Context, backend, *watchdog) error) error {
 	if b == nil || b.core == nil || b.core.closed.Load() {
 		return ErrClosed
@@ -363,15 +305,9 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// readSized reads r to EOF into a buffer of size bytes, the length the storage reported:
-// ReadAll without a hint doubles its way up and allocates about twice the object.
-// A reader that turns out longer or shorter than reported still yields all of its bytes.
-//
-// The buffer comes from alloc when it is not nil (a budgeted merge reads into memory its
-// account charged), else from the Go heap.
-//
-// With limit >= 0, an object reported or found longer than limit fails with
-// ErrTooLarge, and neither the buffer nor the bytes read exceed limit+1.
+// readSized reads r to EOF into a buffer of the size the storage reported (from alloc when
+// not nil), since ReadAll doubles its way to about twice the object; with limit >= 0 a
+// longer object fails with ErrTooLarge and no more than limit+1 bytes are held.
 func readSized(r io.Reader, size, limit int64, alloc Alloc) ([]byte, error) {
 	if limit >= 0 {
 		if size > limit {

@@ -7,9 +7,8 @@ import (
 	"github.com/walkeeper/walkeeper/target"
 )
 
-// The errors a Bucket returns, wrapped with the operation and key; callers classify them
-// with errors.Is. Package store re-exports them as its own, so a caller of either package
-// matches the same values.
+// The errors a Bucket returns, wrapped with the operation and key and classified with
+// errors.Is; package store re-exports them as its own.
 var (
 	// ErrNotFound: no object is stored under the key.
 	ErrNotFound = errors.New("not found")

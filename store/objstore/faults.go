@@ -12,13 +12,10 @@ const (
 	OpListDirs    = "list_dirs" // key = the normalised prefix
 )
 
-// Faults is the fault-injection hook used by reliability tests. Before runs before the
-// operation: a non-nil error is returned to the caller and the operation is NOT performed
-// (use it to inject errors or, by sleeping, latency). After runs once the operation has been
-// performed, with its result, and returns the error the caller will see: returning an error
-// for a successful write models "the write landed but the caller was told it failed", the
-// ambiguous outcome every commit path must survive. Implementations must be safe for
-// concurrent use. op is one of the Op* constants.
+// Faults is the fault-injection hook of reliability tests, safe for concurrent use: Before
+// runs first and a non-nil error is returned without performing the operation; After gets
+// the performed operation's result and returns what the caller sees, so an error after a
+// successful write models "landed but told failed". op is one of the Op* constants.
 type Faults interface {
 	Before(op, key string) error
 	After(op, key string, err error) error

@@ -19,14 +19,11 @@ import (
 	"gocloud.dev/blob"
 )
 
-// fileBackend is file://, implemented directly on the local filesystem rather than through
-// gocloud's fileblob: fileblob checks IfNotExist with stat-then-rename under a per-writer
-// mutex, so it is not atomic even inside one process, let alone across processes, and it
-// neither fsyncs nor keeps its temp files in the target directory.
-//
-// Every write goes to a temp file (tempPrefix) in the key's own directory, is fsynced, and
-// is published by rename(2) (put) or link(2) (put ifAbsent: EEXIST is atomic across
-// processes); the directory is fsynced after. Objects are never modified in place.
+// fileBackend is file:// on the local filesystem rather than gocloud's fileblob, whose
+// IfNotExist is stat-then-rename (not atomic even in one process) and which neither fsyncs nor
+// keeps temp files beside their target. Every write goes to a temp file in the key's
+// directory, fsynced, and is published by rename(2) (put) or link(2) (ifAbsent: EEXIST is
+// atomic across processes), the directory fsynced after.
 type fileBackend struct {
 	root    string       // absolute root directory
 	dirMode os.FileMode  // directory mode (dir_file_mode, default 0777 before umask)
@@ -116,8 +113,7 @@ func (f *fileBackend) exists(ctx context.Context, key string) (bool, error) {
 	return st.Mode().IsRegular(), nil
 }
 
-// put writes data to a temp file in the key's directory and publishes it by rename
-// (replace) or by hard link (ifAbsent). The temp file is removed in every case.
+// put writes data to a temp file in the key's directory and publishes it (publishTemp).
 func (f *fileBackend) put(ctx context.Context, key string, data []byte, ifAbsent bool, _ *watchdog) error {
 	final := f.path(key)
 	dir := filepath.Dir(final)
@@ -165,11 +161,9 @@ func (f *fileBackend) putFrom(ctx context.Context, key string, write func(io.Wri
 // writebackBytes is how much a streamed temp file is written between two writeback starts.
 const writebackBytes = 1 << 20
 
-// writebackWriter writes to a temp file and starts the kernel's writeback of every
-// writebackBytes written (startWriteback), as pebble's and RocksDB's bytes-per-sync do: the
-// device writes while the object is still being produced, and the fsync before publishing
-// waits for the tail instead of the whole file (a merge's staged run: tens of MiB that
-// otherwise sat dirty in the page cache until then).
+// writebackWriter writes to a temp file and starts the kernel's writeback every
+// writebackBytes (as pebble's bytes-per-sync does), so the fsync before publishing waits for
+// the tail instead of the whole file.
 type writebackWriter struct {
 	f      *os.File
 	off    int64 // bytes written
@@ -186,8 +180,8 @@ func (w *writebackWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// publishTemp publishes the complete temp file tmp as final: rename (replace) or hard
-// link (create-only). tmp is removed in every case.
+// publishTemp publishes the complete temp file tmp as final by rename (replace) or hard link
+// (create-only), removing tmp in every case.
 func (f *fileBackend) publishTemp(tmp, final string, ifAbsent bool) error {
 	dir := filepath.Dir(final)
 	defer os.Remove(tmp) // after a successful rename the name is gone and this is a no-op

@@ -11,18 +11,14 @@ import (
 	"strings"
 )
 
-// fileListWindow bounds the directory entries one ordered listing holds per directory
-// level: a directory is read in chunks and only the fileListWindow smallest names still to
-// list are kept (at most twice as many are held before the rest is cut); a larger
-// directory is read again for the next window.
+// fileListWindow bounds the directory entries one ordered listing holds per directory level;
+// a larger directory is read again for the next window.
 const fileListWindow = 1024
 
-// listFrom lists in key order from startAfter. A directory's entries are ordered by the key
-// they stand for, a sub-directory "d" as "d/": every key below it starts with "d/", so this
-// order per directory is the key order overall (os.ReadDir's name order is not: "a.x" sorts
-// before "a/b" as keys but after "a" as names). Sub-directories wholly before startAfter,
-// or outside prefix, are never opened; a directory's entries are read (names only, no stat)
-// once per window of fileListWindow, and only listed files are stat'ed.
+// listFrom lists in key order from startAfter, ordering a directory's entries by the key they
+// stand for (a sub-directory "d" as "d/"), since os.ReadDir's name order is not key order.
+// Sub-directories wholly before startAfter or outside prefix are never opened, and only
+// listed files are stat'ed.
 func (f *fileBackend) listFrom(ctx context.Context, prefix, startAfter string, fn func(ObjectInfo) error) error {
 	return f.walkOrdered(&fileOrderedWalk{ctx: ctx, prefix: prefix, after: startAfter, fn: fn, held: fileListWindow})
 }

@@ -22,8 +22,7 @@ import (
 	_ "gocloud.dev/blob/s3blob"
 )
 
-// gocloudBackend serves s3://, gs:// and azblob:// through gocloud.dev/blob (mem:// is
-// mem.go).
+// gocloudBackend serves s3://, gs:// and azblob:// through gocloud.dev/blob.
 type gocloudBackend struct {
 	bkt *blob.Bucket
 }
@@ -88,9 +87,8 @@ func (g *gocloudBackend) putFrom(ctx context.Context, key string, write func(io.
 	return w.n, nil
 }
 
-// put with ifAbsent writes with gocloud's IfNotExist (see Bucket.PutIfAbsent; on S3 also on
-// the CompleteMultipartUpload of objects large enough for the SDK's multipart upload), and
-// retries S3's 409 ConditionalRequestConflict a few times with backoff.
+// put with ifAbsent writes with gocloud's IfNotExist (see Bucket.PutIfAbsent) and retries S3's
+// 409 ConditionalRequestConflict a few times with backoff.
 func (g *gocloudBackend) put(ctx context.Context, key string, data []byte, ifAbsent bool, wd *watchdog) error {
 	for attempt := 0; ; attempt++ {
 		err := mapErr(g.upload(ctx, key, data, ifAbsent, wd))
@@ -117,8 +115,7 @@ func (g *gocloudBackend) delete(ctx context.Context, key string) error {
 	return err
 }
 
-// list follows gocloud's paged listing (continuation tokens) and hands each object to fn as
-// its page arrives.
+// list hands each object of gocloud's paged listing to fn as its page arrives.
 func (g *gocloudBackend) list(ctx context.Context, prefix string, fn func(ObjectInfo) error) error {
 	return g.listFrom(ctx, prefix, "", fn)
 }
@@ -181,11 +178,9 @@ func isConditionalConflict(err error) bool {
 var errUploadEnded = errors.New("store: upload ended before the writer finished")
 
 // upload stores data with Bucket.Upload, never Writer.Write: gocloud v0.47.0's azureblob
-// writer panics whenever an upload that went through Write fails (its upload goroutine sets
-// the pipe reader to nil after the error while writer.Close is about to close it: a nil
-// *io.PipeReader dereference). For a conditional create every lost race is such a failure,
-// so every lost commit race on azblob:// crashed the process (docs/STORAGE.md §4; regression:
-// test/backends on Azurite). Upload hands the reader to the driver, which opens no pipe.
+// writer panics whenever an upload through Write fails (a nil *io.PipeReader), and every lost
+// commit race on azblob:// is such a failure (docs/STORAGE.md §4; regression: test/backends on
+// Azurite).
 func (g *gocloudBackend) upload(ctx context.Context, key string, data []byte, ifNotExist bool, wd *watchdog) error {
 	return g.bkt.Upload(ctx, key, progressReader{bytes.NewReader(data), wd}, writerOpts(ifNotExist))
 }

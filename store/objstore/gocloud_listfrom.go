@@ -9,22 +9,12 @@ import (
 	"gocloud.dev/blob"
 )
 
-// listFrom starts the storage's own listing at startAfter, so a page costs about one list
-// request whatever the prefix holds:
-//
-//   - s3://: ListObjectsV2 StartAfter (ListObjects Marker with use_legacy_list), set on the
-//     first request only; later pages follow the continuation token.
-//   - gs://: Query.StartOffset (inclusive; the key itself is skipped here).
-//   - azblob://: List Blobs startFrom (inclusive; service version 2026-02-06, sent by the
-//     SDK walkeeper builds with), set on the first request only; later pages follow the
-//     marker. A server that ignores it lists from the start of the prefix: still correct
-//     (keys up to startAfter are skipped here), only slower.
-//
-// Keys are sent unescaped. gocloud stores a key under a hex-escaped name only when it holds
-// "__0x<hex>__" or, on Azure, one of `"#%?` (everything else it escapes, CheckKey rejects);
-// such a key lists where its escaped name sorts, which can differ from its key order, so a
-// cursor may step over it (docs/STORAGE.md §6). Walkeeper's own keys are plain
-// unless a store name holds "__0x<hex>__".
+// listFrom starts the storage's own listing at startAfter (S3 StartAfter or Marker, GCS
+// StartOffset, Azure startFrom), on the first request only, so a page costs about one list
+// request whatever the prefix holds; keys up to startAfter are skipped here too, for a server
+// that ignores it. Keys are sent unescaped, so a key gocloud stores hex-escaped may be stepped
+// over (docs/STORAGE.md §6); walkeeper's own keys are plain unless a store name holds
+// "__0x<hex>__".
 func (g *gocloudBackend) listFrom(ctx context.Context, prefix, startAfter string, fn func(ObjectInfo) error) error {
 	opts := &blob.ListOptions{Prefix: prefix}
 	if startAfter != "" {
@@ -38,9 +28,8 @@ func (g *gocloudBackend) listFrom(ctx context.Context, prefix, startAfter string
 	})
 }
 
-// startAfterHook is a gocloud BeforeList that makes the driver's first list request start
-// after key. It is called before every page request; only the first one (no continuation
-// token or marker yet) gets the start key, the others resume where the storage left off.
+// startAfterHook is a gocloud BeforeList that makes the driver's first list request (no
+// continuation token or marker yet) start after key.
 func startAfterHook(key string) func(as func(any) bool) error {
 	return func(as func(any) bool) error {
 		var s3v2 *s3.ListObjectsV2Input

@@ -5,9 +5,8 @@ import (
 	"unicode/utf8"
 )
 
-// tempPrefix starts the name of every temporary file the file:// backend writes next to its
-// final object. A key segment may not start with it (ErrInvalidInput), so List, ListDirs,
-// Exists and Get can recognise and hide temp files exactly, including ones leaked by a crash.
+// tempPrefix starts the name of every temporary file the file:// backend writes; no key
+// segment may start with it, so listings hide temp files exactly, leaked ones included.
 const tempPrefix = ".tmp-"
 
 const (

@@ -11,18 +11,11 @@ import (
 	"time"
 )
 
-// memBackend is mem://, the dev and test backend: objects in process memory, with a sorted
-// key index so that a listing costs O(log n + listed), not O(n log n) as with gocloud's
-// memblob, which sorts every key of the bucket on every list call (a fleet benchmark on
-// mem:// would measure memblob).
-//
-// One mutex guards everything: every operation is atomic, a put ifAbsent included. The index
-// is a sorted slice plus a small sorted tail of keys added since the last fold; a listing
-// walks both in step, so a write costs O(log n + memTailMax) and a listing O(log n + listed)
-// whatever was written before it. The tail is folded into the sorted slice (O(n)) once it
-// holds memTailMax keys, amortized O(n / memTailMax) per write; folding on every listing
-// after a write would make each seal in a large bucket cost O(n).
-// Deleted keys leave the map at once and the index at a fold.
+// memBackend is mem://, the dev and test backend: objects in memory under one mutex, with a
+// sorted key index so a listing costs O(log n + listed), not gocloud memblob's sort of every
+// key per list. The index is a sorted slice plus a small sorted tail of new keys, folded in
+// once it holds memTailMax, so a write costs O(log n + memTailMax) amortized; deleted keys
+// leave the index at a fold.
 type memBackend struct {
 	mu      sync.Mutex
 	objs    map[string]memObject
@@ -31,9 +24,7 @@ type memBackend struct {
 	removed int      // deleted keys still in sorted
 }
 
-// memTailMax is the tail's size at which it is folded into the sorted index: inserting into
-// the tail moves at most this many keys, and a fold (O(n)) happens once per this many new
-// keys.
+// memTailMax is the tail's size at which it is folded into the sorted index.
 const memTailMax = 4096
 
 type memObject struct {
@@ -41,10 +32,8 @@ type memObject struct {
 	modTime time.Time
 }
 
-// memBuckets is the process-global registry of mem:// buckets, keyed by the full URL string,
-// so that several DB handles opened on "mem://x" in one process (typically one test) see the
-// same objects, like several processes sharing one real bucket. Entries live for the whole
-// process: closing a handle does not drop the data, so a close-and-reopen test still finds it.
+// memBuckets is the process-global registry of mem:// buckets by URL, so that handles opened
+// on one URL see the same objects, like processes sharing a bucket, even after a close.
 var memBuckets = struct {
 	sync.Mutex
 	m map[string]*memBackend
@@ -96,8 +85,8 @@ func (m *memBackend) putFrom(ctx context.Context, key string, write func(io.Writ
 	return int64(buf.Len()), nil
 }
 
-// store publishes data under key (unless ifAbsent and the key exists) and reports whether
-// it did. The check and the write happen under one lock hold.
+// store publishes data under key (unless ifAbsent and it exists) under one lock hold, and
+// reports whether it did.
 func (m *memBackend) store(key string, data []byte, ifAbsent bool) bool {
 	if data == nil {
 		data = []byte{}

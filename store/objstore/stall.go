@@ -56,10 +56,8 @@ func (b *Bucket) StallTimeout() time.Duration {
 	return b.stall
 }
 
-// watchdog cancels one operation's context once the storage has made no progress for d.
-// Progress is an answer, a byte read or taken by an upload, or a listed object; the clock
-// is paused while the caller's own code runs (a listing's callback, a streamed put's
-// writer), so a slow caller never counts against the storage.
+// watchdog cancels one operation's context once the storage has made no progress (an answer,
+// a byte, a listed object) for d, paused while the caller's own code runs.
 type watchdog struct {
 	d       time.Duration
 	mu      sync.Mutex
@@ -99,8 +97,7 @@ func (w *watchdog) pause() {
 	}
 }
 
-// explain turns the error of an operation the watchdog cut into ErrStalled; a caller's own
-// cancellation stays what it is.
+// explain turns the error of an operation the watchdog cut into ErrStalled.
 func (w *watchdog) explain(parent context.Context, err error) error {
 	if err == nil || !w.stalled.Load() || parent.Err() != nil {
 		return err

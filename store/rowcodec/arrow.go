@@ -15,11 +15,10 @@ import (
 // Row → Arrow: Build and its per-type column builders.
 
 // Build makes one record with ArrowSchema from rows: seqs[i] is row i's write sequence, shard
-// the writing shard and deleted[i] (nil = none) marks tombstones, which need only Key; their
-// other values are written as nulls whatever Values holds. Live rows must have one value per
-// field of the Go type the field maps to (as DecodeJSON produces), non-null fields non-nil,
-// and the key field equal to Key. Every violation is ErrInvalidInput naming the row and field;
-// nothing is built then. mem nil means memory.DefaultAllocator. The caller releases the record.
+// the writing shard and deleted[i] (nil = none) marks tombstones, which need only Key. Live
+// rows must hold one value per field of its Go type (as DecodeJSON produces) with the key
+// equal to Key, else ErrInvalidInput naming row and field, and nothing is built. mem nil means
+// memory.DefaultAllocator; the caller releases the record.
 func (c *Codec) Build(mem memory.Allocator, rows []Row, seqs []int64, shard string, deleted []bool) (arrow.RecordBatch, error) {
 	if mem == nil {
 		mem = memory.DefaultAllocator

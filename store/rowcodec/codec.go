@@ -12,8 +12,7 @@ import (
 // Codec: a store's rows in their three forms, JSON (json.go, values.go), Row and Arrow
 // (arrow.go, convert.go, record.go).
 
-// System columns appended to every stored record, in this order after the user fields. They
-// are non-null in the Arrow schema.
+// System columns appended, non-null and in this order, to every stored record's user fields.
 const (
 	ColSeq     = "_seq"     // int64: the row's write sequence; newest wins
 	ColShard   = "_shard"   // string: the shard that wrote the row; breaks sequence ties
@@ -26,9 +25,8 @@ const MetadataKind = "walkeeper.kind"
 // datagenNS is the UUID namespace of derived datagen event ids.
 var datagenNS = uuid.NewSHA1(uuid.NameSpaceURL, []byte("https://walkeeper.dev/datagen"))
 
-// DatagenEventID is the event_id of a datagen row:
-// uuid.NewSHA1(datagenNS, item_id + "\x00" + checkpoint + "\x00" + decimal ordinal). A retried
-// append of the same item, checkpoint and ordinal therefore lands on the same key.
+// DatagenEventID is the event_id of a datagen row, a SHA-1 UUID of item_id, checkpoint and
+// ordinal, so a retried append of the same row lands on the same key.
 func DatagenEventID(itemID, checkpoint string, ordinal int64) string {
 	name := make([]byte, 0, len(itemID)+len(checkpoint)+22)
 	name = append(name, itemID...)
@@ -47,8 +45,7 @@ type Row struct {
 	Values []any
 }
 
-// Codec converts rows of one store between JSON, Row and Arrow. It is immutable and safe for
-// concurrent use.
+// Codec converts rows of one store between JSON, Row and Arrow; immutable and concurrency-safe.
 type Codec struct {
 	kind     target.Kind
 	schema   Schema
@@ -109,9 +106,8 @@ func NewCodec(k target.Kind, s Schema) (*Codec, error) {
 // Schema returns a copy of the user schema.
 func (c *Codec) Schema() Schema { return c.schema.clone() }
 
-// ArrowSchema returns the schema of stored records: the user fields (all nullable) followed by
-// _seq, _shard and _deleted (non-null), with metadata {"walkeeper.kind": kind}. It is shared;
-// Arrow schemas are immutable.
+// ArrowSchema returns the shared, immutable schema of stored records: the user fields (all
+// nullable), then _seq, _shard and _deleted, with metadata {"walkeeper.kind": kind}.
 func (c *Codec) ArrowSchema() *arrow.Schema { return c.arrow }
 
 // KeyIndex returns the index of the key column in ArrowSchema (and in Schema().Fields).

@@ -8,8 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 )
 
-// RowAt converts row i of a stored record (user columns first, in schema order) back into
-// a Row, for WAL replay.
+// RowAt converts row i of a stored record back into a Row, for WAL replay.
 func (c *Codec) RowAt(rec arrow.RecordBatch, i int) (Row, error) {
 	sch := c.schema
 	if int(rec.NumCols()) < len(sch.Fields) || i < 0 || i >= int(rec.NumRows()) {
@@ -39,10 +38,8 @@ func (c *Codec) RowAt(rec arrow.RecordBatch, i int) (Row, error) {
 	return row, nil
 }
 
-// RowJSON converts row i of rec (a record with ArrowSchema) to a JSON-ready map of the user
-// fields: strings, int64, float64 and bool as they are, binary as a standard base64 string,
-// timestamps as RFC 3339 (nanosecond layout) strings in UTC, nulls as nil. It returns nil when
-// rec is nil or i is out of range.
+// RowJSON converts row i of rec to a JSON-ready map of the user fields (binary as standard
+// base64, timestamps as RFC 3339 in UTC, nulls as nil); nil when rec is nil or i out of range.
 func (c *Codec) RowJSON(rec arrow.RecordBatch, i int) map[string]any {
 	if rec == nil || i < 0 || int64(i) >= rec.NumRows() {
 		return nil

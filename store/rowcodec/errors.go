@@ -7,8 +7,7 @@ import (
 	"github.com/walkeeper/walkeeper/target"
 )
 
-// The errors the codec returns; callers classify them with errors.Is. Package store
-// re-exports them as its own.
+// The errors the codec returns, classified with errors.Is; package store re-exports them.
 var (
 	// ErrInvalidInput: rows or a schema the caller gave are malformed (target.ErrInvalidInput).
 	ErrInvalidInput = target.ErrInvalidInput
@@ -19,9 +18,8 @@ var (
 	ErrKeyTooLong = fmt.Errorf("%w: key too long", ErrInvalidInput)
 )
 
-// MaxKeyBytes is the longest row key, in bytes, that appends, deletes, gets and List
-// cursors accept (ErrKeyTooLong). It is not a knob: stored keys must stay readable by every
-// process whatever its configuration.
+// MaxKeyBytes is the longest row key every path accepts (ErrKeyTooLong); not a knob, so that
+// stored keys stay readable by every process.
 const MaxKeyBytes = 1024
 
 // CheckRowKey refuses a row key longer than MaxKeyBytes; what names it in the error.

@@ -15,18 +15,11 @@ import (
 // JSON → Row: DecodeJSON's own tokenizer over the raw body (no reflection, every problem
 // named by row and field).
 
-// DecodeJSON parses a JSON array of row objects into validated rows. Every problem is an error
-// wrapping ErrInvalidInput that names the row index and, where there is one, the field: a body
-// that is not one JSON array (or has data after it), an element that is not an object, a row
-// whose raw JSON object is longer than maxRowBytes (0 = no limit), an unknown field, a field
-// given twice in one object, a missing or null non-null field, a null, missing or empty key, a
-// value of the wrong JSON type (nested objects and arrays are never values), an int64 that is
-// not a JSON integer or overflows, a float64 out of range, invalid base64 or RFC 3339 text,
-// invalid UTF-8 or a lone UTF-16 surrogate escape in any string. Datagen: a missing or null
-// event_id is derived (DatagenEventID); a given one must equal the derived one. An empty array
-// gives an empty, non-nil slice. A key longer than MaxKeyBytes is ErrKeyTooLong (a refinement of
-// ErrInvalidInput). Timestamps are converted to UTC and truncated to microseconds
-// (the stored precision). Nothing is returned with an error: a body is taken whole or not at all.
+// DecodeJSON parses a JSON array of row objects into validated rows, taking a body whole or
+// not at all: every problem (shape, a row over maxRowBytes, unknown, repeated, missing or
+// mistyped fields, out-of-range numbers, bad base64, RFC 3339 or UTF-8) wraps ErrInvalidInput
+// naming the row and field; a key over MaxKeyBytes is ErrKeyTooLong. A datagen event_id is
+// derived when missing and must match when given. Timestamps become UTC microseconds.
 func (c *Codec) DecodeJSON(body []byte, maxRowBytes int) ([]Row, error) {
 	if !json.Valid(body) {
 		// Slow path, only to say precisely where and what is wrong.
@@ -35,10 +28,8 @@ func (c *Codec) DecodeJSON(body []byte, maxRowBytes int) ([]Row, error) {
 	return c.DecodeValidJSON(body, maxRowBytes, 0)
 }
 
-// DecodeValidJSON is DecodeJSON's fast path, for a body that is one syntactically valid JSON
-// value, so it can be split by hand (jsonscan.ScanValue and SplitObject rely on that; they still
-// never index out of bounds). capRows sizes the result (MeasureJSON's count; 0 = grow as
-// needed).
+// DecodeValidJSON is DecodeJSON's fast path for a body that is syntactically valid JSON, so it
+// can be split by hand; capRows sizes the result (0 = grow as needed).
 func (c *Codec) DecodeValidJSON(body []byte, maxRowBytes, capRows int) ([]Row, error) {
 	i := jsonscan.SkipWS(body, 0)
 	if body[i] != '[' {
@@ -108,8 +99,7 @@ func (c *Codec) decodeJSONInvalid(body []byte, maxRowBytes int) ([]Row, error) {
 	return nil, invalidf("body is not valid JSON")
 }
 
-// decodeRawRow decodes row i from its raw JSON text, which must be one valid JSON value.
-// seen is scratch space of len(fields).
+// decodeRawRow decodes row i from its raw JSON text, one valid value; seen is scratch space.
 func (c *Codec) decodeRawRow(i int, raw []byte, maxRowBytes int, seen []bool) (Row, error) {
 	if maxRowBytes > 0 && len(raw) > maxRowBytes {
 		return Row{}, invalidf("row %d: %d bytes of JSON, larger than the limit of %d bytes", i, len(raw), maxRowBytes)

@@ -6,11 +6,9 @@ import (
 	"github.com/walkeeper/walkeeper/store/internal/jsonscan"
 )
 
-// MeasureJSON walks the rows of body, a valid JSON array of row objects, without
-// materialising them: it counts them and estimates their decoded size (what DecodeValidJSON
-// would allocate for them, an upper bound), calling check after every row with the totals so
-// far and stopping at its first error. A body that is not an array of objects measures what
-// it can; decoding then reports what is wrong with it.
+// MeasureJSON counts the rows of body and bounds their decoded size from above without
+// materialising them, calling check with the totals after every row and stopping at its
+// first error; a body of another shape is left for decoding to refuse.
 //
 // REQUIRES: json.Valid(body).
 func (c *Codec) MeasureJSON(body []byte, check func(rows int, size int64) error) (rows int, size int64, err error) {

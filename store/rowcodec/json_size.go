@@ -11,9 +11,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 )
 
-// The length of a row's JSON text, as the HTTP list pages write it (encoding/json without
-// HTML escaping), computed from its values: a listing bounds its bytes by it before it builds
-// the rows it returns.
+// The length of a row's JSON text as the HTTP list pages write it, computed from its values,
+// so a listing bounds its bytes before it builds the rows.
 
 // RowJSONBytes is the length of the JSON text of c.RowJSON(rec, i) (0 when that is nil).
 func (c *Codec) RowJSONBytes(rec arrow.RecordBatch, i int) int64 {
@@ -93,9 +92,7 @@ func floatJSONBytes(f float64) int64 {
 	return int64(n)
 }
 
-// stringJSONBytes is the length of s as encoding/json writes a string without HTML
-// escaping: quoted, with '"', '\\' and control characters escaped, and invalid UTF-8, U+2028
-// and U+2029 written as \uXXXX.
+// stringJSONBytes is the length of s as encoding/json writes a string without HTML escaping.
 func stringJSONBytes(s string) int64 {
 	n := int64(2)
 	for i := 0; i < len(s); {

@@ -58,9 +58,8 @@ func arrowDiff(want, got *arrow.Schema) string {
 	return fmt.Sprintf("want %d columns, got %d", len(wf), len(gf))
 }
 
-// RecordView gives typed, allocation-free access to the key and system columns of one record:
-// the hot path of merges and reads. It does not retain the record; keep it alive while the
-// view is used. Indexes out of range panic like slice indexes.
+// RecordView gives typed, allocation-free access to the key and system columns of one record,
+// the hot path of merges and reads; it does not retain the record.
 type RecordView struct {
 	key     *array.String
 	seq     *array.Int64
@@ -68,9 +67,8 @@ type RecordView struct {
 	deleted *array.Boolean
 }
 
-// View type-asserts the key, _seq, _shard and _deleted columns of rec once, finding them by
-// name (so a record projected to just those columns works too). Missing, duplicated or
-// mistyped columns, columns of the wrong length and nulls in them are ErrCorrupt.
+// View type-asserts the key and system columns of rec once, by name (so a projection works);
+// missing, duplicated, mistyped, mis-sized or null columns are ErrCorrupt.
 func (c *Codec) View(rec arrow.RecordBatch) (RecordView, error) {
 	if rec == nil || rec.Schema() == nil {
 		return RecordView{}, corruptf("record is nil")

@@ -66,8 +66,7 @@ func (s Schema) Equal(o Schema) bool { return slices.Equal(s.Fields, o.Fields) }
 // clone returns a copy of s that shares no memory with it.
 func (s Schema) clone() Schema { return Schema{Fields: slices.Clone(s.Fields)} }
 
-// RolloutSchema returns the fixed schema of rollout stores (key "id"). metadata holds JSON
-// text as a string. Each call returns a fresh copy.
+// RolloutSchema returns a fresh copy of the fixed schema of rollout stores (key "id").
 func RolloutSchema() Schema {
 	return Schema{Fields: []Field{
 		{Name: "id", Type: TypeString},
@@ -83,9 +82,8 @@ func RolloutSchema() Schema {
 	}}
 }
 
-// DatagenSchema returns the fixed schema of datagen stores (key "event_id", derived from
-// item_id, checkpoint and ordinal when a row leaves it out; see DatagenEventID). Each call
-// returns a fresh copy.
+// DatagenSchema returns a fresh copy of the fixed schema of datagen stores (key "event_id",
+// derived when a row leaves it out: DatagenEventID).
 func DatagenSchema() Schema {
 	return Schema{Fields: []Field{
 		{Name: "event_id", Type: TypeString},
@@ -99,8 +97,7 @@ func DatagenSchema() Schema {
 	}}
 }
 
-// KeyField returns the name of the key field of kind k: "event_id" for datagen, "id" for
-// rollout and generic, "" for an unknown kind.
+// KeyField returns the name of the key field of kind k ("" for an unknown kind).
 func KeyField(k target.Kind) string {
 	switch k {
 	case target.KindRollout, target.KindGeneric:
@@ -117,11 +114,9 @@ const (
 	maxFieldNameLen = 128
 )
 
-// ValidateSchema checks a declared schema for kind k. Generic: 1..256 fields, unique names
-// valid as identifiers ([A-Za-z_][A-Za-z0-9_]{0,127}) and not starting with "_" (reserved for
-// system columns), known types, and a field "id" of type string, non-null. Rollout and
-// datagen: the schema must equal RolloutSchema() or DatagenSchema(). Errors wrap
-// ErrInvalidInput and name the offending field.
+// ValidateSchema checks a declared schema for kind k: generic takes 1..256 unique identifier
+// fields not starting with "_" of known types, with a non-null string "id"; rollout and
+// datagen must equal their fixed schema. Errors wrap ErrInvalidInput naming the field.
 func ValidateSchema(k target.Kind, s Schema) error {
 	switch k {
 	case target.KindRollout, target.KindDatagen:

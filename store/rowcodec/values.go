@@ -13,8 +13,7 @@ import (
 	"github.com/walkeeper/walkeeper/target"
 )
 
-// Value parsing of DecodeJSON: JSON scalars to the Go value of a field type, and the
-// wording of what was wrong.
+// DecodeJSON's value parsing: JSON scalars to a field type's Go value, and what was wrong.
 
 func wantGot(t FieldType, got string) string { return fmt.Sprintf("want %s, got %s", t, got) }
 

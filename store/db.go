@@ -427,13 +427,15 @@ func (db *DB) Recover(ctx context.Context) (int, error) {
 	g.SetLimit(recoverParallel)
 	for _, kind := range Kinds {
 		err := db.eachStore(ctx, kind, func(info StoreInfo) {
-			g.Go(func() error { recover1(info.Target); return nil })
+			g.Go(db.guard("recovery of "+info.Target.String(), func() error { recover1(info.Target); return nil }))
 		})
 		if err != nil {
 			fail(err)
 		}
 	}
-	_ = g.Wait() // recover1 reports through fail
+	if err := g.Wait(); err != nil { // recover1 reports through fail; this is a panic of one
+		fail(err)
+	}
 	if failed > len(errs) {
 		errs = append(errs, fmt.Errorf("and %d more recovery errors", failed-len(errs)))
 	}

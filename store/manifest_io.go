@@ -202,6 +202,7 @@ func (c *chain) collectEvery(ctx context.Context, v uint64) {
 
 // collect deletes versions older than keep behind latest, oldest first (best effort).
 func (c *chain) collect(ctx context.Context, latest uint64, keep uint64) {
+	defer c.db.recoverPanic("manifest collection", nil)
 	if latest <= keep {
 		return
 	}

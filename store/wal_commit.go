@@ -97,13 +97,27 @@ func (w *writer) nextSeqLocked() int64 {
 // are sealed before the answer). Called only by runWALCommitter.
 func (w *writer) walGroupCommit(batch []*appendReq) {
 	ctx := context.Background()
+	answered := false
 	answer := func(res AppendResult, err error) {
+		answered = true
 		for _, r := range batch {
 			rr := res
 			rr.Rows = len(r.rows)
 			r.done <- appendDone{res: rr, err: err}
 		}
 	}
+	defer func() {
+		// A panic may leave the batch written to the WAL but not to the memtable: the writer
+		// is killed, so the next append claims the shard and replays it, and the batch
+		// is answered with the panic instead of waiting for ever.
+		if v := recover(); v != nil {
+			err := w.s.db.panicked("WAL group commit", v)
+			w.kill(err)
+			if !answered {
+				answer(AppendResult{}, err)
+			}
+		}
+	}()
 	w.mu.Lock()
 	dead := w.dead
 	pos := w.nextPos
@@ -194,10 +208,13 @@ func (w *writer) walGroupCommit(batch []*appendReq) {
 // leaves the rows durable in the WAL and readable here; the next full memtable or flush
 // retries.
 func (w *writer) sealFull() {
+	defer func() {
+		w.mu.Lock()
+		w.sizeSealing = false
+		w.mu.Unlock()
+	}()
+	defer w.s.db.recoverPanic("seal of a full memtable", nil)
 	_, _ = w.seal(context.Background(), false)
-	w.mu.Lock()
-	w.sizeSealing = false
-	w.mu.Unlock()
 }
 
 // shardEpoch returns the writer epoch of the shard's latest manifest (0 if the shard never

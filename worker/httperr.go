@@ -101,8 +101,13 @@ var errorAnswers = []struct {
 }
 
 // classify is the one place mapping errors (store marks, body-reader errors, context errors)
-// to an HTTP status and code.
+// to an HTTP status and code. Handlers call it in the request's goroutine, where a panic the
+// store recovered in a goroutine of its own is raised again: serveRecovering then answers,
+// logs and counts it as the handler's panic it is.
 func classify(err error) *apiError {
+	if pe, ok := errors.AsType[*store.PanicError](err); ok {
+		panic(pe)
+	}
 	var ae *apiError
 	if errors.As(err, &ae) {
 		return ae

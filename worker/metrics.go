@@ -146,6 +146,10 @@ func NewMetrics(budget *store.Budget) *Metrics {
 		Namespace: "walkeeper", Name: "goroutine_panics_total",
 		Help: "Panics recovered in goroutines the store or an activity started for a request, an activity or in the background (process-wide): each failed what it served with an internal error instead of ending the process. The log line 'store goroutine panicked' or 'activity goroutine panicked' has the stack.",
 	}, func() float64 { return float64(store.RecoveredPanics()) })
+	reg.MustRegister(refusedSignals)
+	for _, typ := range stuckTypes {
+		refusedSignals.WithLabelValues(typ, contract.ActivityStateSignal) // at 0 from the start, so a first refusal shows as an increase
+	}
 	m.setStuck(nil)
 	for _, typ := range stuckTypes {
 		m.runsTerminated.WithLabelValues(typ)

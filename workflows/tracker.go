@@ -68,6 +68,9 @@ func newTracker(ctx workflow.Context, slotWait time.Duration, onChange func()) *
 			s, err := decodeActivityState(raw)
 			if err != nil {
 				t.refused++
+				// A metric, not a command: replays neither change nor count it again.
+				workflow.GetMetricsHandler(ctx).WithTags(map[string]string{contract.MetricTagSignal: contract.ActivityStateSignal,
+					contract.MetricTagWorkflow: workflow.GetInfo(ctx).WorkflowType.Name}).Counter(contract.MetricRefusedSignals).Inc(1)
 				workflow.GetLogger(ctx).Warn("Signal refused: its payload does not decode.", "signal", contract.ActivityStateSignal,
 					"error", contract.Clip(err.Error(), contract.MaxFailureTextBytes), "refused", t.refused)
 				continue
@@ -80,9 +83,10 @@ func newTracker(ctx workflow.Context, slotWait time.Duration, onChange func()) *
 
 // decodeActivityState decodes a walkeeper-activity-state payload as the SDK's channel did
 // (the default data converter; no payload is the zero state). The signal is received raw so
-// that a payload that does not decode is counted (refused) and logged by the run, not only
-// dropped by the SDK into a metric walkeeper does not export; it is dropped all the same, so
-// the run's commands are those of before.
+// that a payload that does not decode is counted (refused, and the worker's
+// walkeeper_workflow_refused_signals_total) and logged by the run, not only dropped by the SDK
+// into a metric walkeeper does not export; it is dropped all the same, so the run's commands
+// are those of before.
 func decodeActivityState(raw converter.RawValue) (contract.ActivityState, error) {
 	var s contract.ActivityState
 	if raw.Payload() == nil {

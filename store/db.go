@@ -263,7 +263,7 @@ func (db *DB) create(ctx context.Context, t Target, co CreateOptions) (*Store, e
 		if rerr != nil {
 			return nil, rerr
 		}
-		if _, rerr := db.bucket.Get(ctx, registryKey(t)); rerr == nil {
+		if rerr := db.registered(ctx, t); rerr == nil {
 			return nil, fmt.Errorf("store %s: %w", t, ErrAlreadyExists)
 		}
 		// A create crashed between store.json and the registry entry. Finish it only if
@@ -284,7 +284,7 @@ func (db *DB) create(ctx context.Context, t Target, co CreateOptions) (*Store, e
 
 func (db *DB) readMeta(ctx context.Context, t Target) (manifest.StoreMeta, error) {
 	var meta manifest.StoreMeta
-	raw, err := db.bucket.Get(ctx, storeMetaKey(t))
+	raw, err := db.getSmall(ctx, storeMetaKey(t), maxStoreMetaBytes, "store.json of "+t.String())
 	if err != nil {
 		return meta, fmt.Errorf("store %s: %w", t, err)
 	}
@@ -340,7 +340,7 @@ func (db *DB) openSlow(ctx context.Context, t Target) (*Store, error) {
 		s.touch()
 		return s, nil
 	}
-	if _, err := db.bucket.Get(ctx, registryKey(t)); err != nil {
+	if err := db.registered(ctx, t); err != nil {
 		return nil, fmt.Errorf("store %s: %w", t, err)
 	}
 	meta, err := db.readMeta(ctx, t)

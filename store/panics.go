@@ -55,11 +55,26 @@ func NewPanicError(where string, v any) *PanicError {
 
 // panicked logs and counts the panic v recovered in a goroutine doing where.
 func (db *DB) panicked(where string, v any) *PanicError {
-	pe := NewPanicError(where, v)
 	if db == nil { // a unit test's
-		return pe
+		return NewPanicError(where, v)
 	}
-	db.log.Error("store goroutine panicked", zap.String("where", where),
+	return logPanic(db.log, where, v)
+}
+
+// RecoverTo, deferred as is by a goroutine outside the store that runs store or Temporal
+// calls (an activity's, the worker's flush sweeper's), does for it what the store does for
+// its own: the panic is logged with log, counted, and set in *errp.
+func RecoverTo(log *zap.Logger, where string, errp *error) {
+	if v := recover(); v != nil {
+		*errp = logPanic(log, where, v)
+	}
+}
+
+// logPanic counts the panic v of a goroutine doing where and logs it with that goroutine's
+// stack, once: the line "goroutine panicked" is what the alert's runbook points at.
+func logPanic(log *zap.Logger, where string, v any) *PanicError {
+	pe := NewPanicError(where, v)
+	log.Error("goroutine panicked", zap.String("where", where),
 		zap.String("panic", fmt.Sprint(v)), zap.ByteString("stack", pe.Stack))
 	return pe
 }

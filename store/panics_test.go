@@ -21,7 +21,7 @@ var injectedPanics atomic.Int64
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if got, want := RecoveredPanics(), injectedPanics.Load(); code == 0 && got != want {
-		fmt.Fprintf(os.Stderr, "FAIL: the store recovered %d panics, %d of them injected (see 'store goroutine panicked' in the logs)\n", got, want)
+		fmt.Fprintf(os.Stderr, "FAIL: the store recovered %d panics, %d of them injected (see 'goroutine panicked' in the logs)\n", got, want)
 		code = 1
 	}
 	os.Exit(code)

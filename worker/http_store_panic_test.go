@@ -68,7 +68,7 @@ func TestFindingStoreGoroutinePanicIsAnswered500Internal(t *testing.T) {
 	require.Equal(t, r.header.Get("X-Request-Id"), f["request_id"])
 	require.Contains(t, f["panic"], "injected: a storage driver panicked")
 	require.Contains(t, f["stack"], "errgroup", "the stack logged is the store goroutine's")
-	require.Len(t, logs.FilterMessage("store goroutine panicked").All(), 1)
+	require.Len(t, logs.FilterMessage("goroutine panicked").All(), 1)
 
 	armed.Store(false)
 	expect(t, c2.get("/api/v1/stores/generic/gs/rows/a"), http.StatusOK, "")

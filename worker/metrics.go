@@ -144,7 +144,7 @@ func NewMetrics(budget *store.Budget) *Metrics {
 	// Process-wide, as the goroutines that recover them serve every worker of the process.
 	f.NewCounterFunc(prometheus.CounterOpts{
 		Namespace: "walkeeper", Name: "goroutine_panics_total",
-		Help: "Panics recovered in goroutines the store or an activity started for a request, an activity or in the background (process-wide): each failed what it served with an internal error instead of ending the process. The log line 'store goroutine panicked' or 'activity goroutine panicked' has the stack.",
+		Help: "Panics recovered in goroutines the store, an activity, the flush sweeper or a merge trigger started for a request, an activity or in the background (process-wide): each failed what it served with an internal error instead of ending the process. The log line 'goroutine panicked' has the stack.",
 	}, func() float64 { return float64(store.RecoveredPanics()) })
 	reg.MustRegister(refusedSignals)
 	for _, typ := range stuckTypes {

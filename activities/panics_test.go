@@ -2,6 +2,8 @@ package activities
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -12,6 +14,19 @@ import (
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/store/objstore"
 )
+
+// injectedPanics counts the panics tests injected on purpose; TestMain fails the package when
+// a goroutine recovered any other, so recovering never hides a bug from the tests.
+var injectedPanics atomic.Int64
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if got, want := store.RecoveredPanics(), injectedPanics.Load(); code == 0 && got != want {
+		fmt.Fprintf(os.Stderr, "FAIL: goroutines recovered %d panics, %d of them injected (see 'goroutine panicked' in the logs)\n", got, want)
+		code = 1
+	}
+	os.Exit(code)
+}
 
 // ReconcilePage reconciles stores in goroutines of its own, where the SDK's recovery of an
 // activity's panic does not reach: a panic in one (here the storage driver's) ended the
@@ -28,6 +43,7 @@ func TestFindingAPanicInAReconcileGoroutineIsAnUnreadableStore(t *testing.T) {
 	armed.Store(true)
 	b := raw.WithFaults(objstore.FaultFuncs{BeforeFunc: func(op, key string) error {
 		if !strings.HasPrefix(key, "_registry/") && armed.CompareAndSwap(true, false) {
+			injectedPanics.Add(1)
 			panic("injected: a storage driver panicked on " + key)
 		}
 		return nil

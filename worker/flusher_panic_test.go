@@ -33,6 +33,7 @@ func TestFindingAPanicInASweeperSealFailsThatSealOnly(t *testing.T) {
 		Resident: db.Resident,
 		Flush: func(ctx context.Context, s *store.Store) (store.FlushResult, error) {
 			if panics.Add(-1) == 0 {
+				injectedPanics.Add(1)
 				panic("injected: a seal panicked")
 			}
 			return s.Flush(ctx)

@@ -76,6 +76,8 @@ type Options struct {
 	StorageStallTimeout time.Duration
 	// Now is the clock (tests); defaults to time.Now.
 	Now func() time.Time
+	// maxManifestBytes lowers MaxManifestBytes for tests (0 = MaxManifestBytes).
+	maxManifestBytes int64
 }
 
 // DefaultOptions returns the documented defaults. The fields whose zero value means "off"

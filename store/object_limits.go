@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 
@@ -17,6 +18,14 @@ const (
 	// maxClaimBytes bounds an attempt claim, about 200 bytes.
 	maxClaimBytes = 64 << 10
 )
+
+// MaxManifestBytes bounds a version of a base or shard manifest, which every read loads: far
+// beyond what a store reaches (a base of 100,000 runs is about 60 MB), so that a version
+// padded by hand is refused as ErrCorrupt instead of read whole by every reader, and a
+// publisher refuses to write one no reader would read.
+const MaxManifestBytes = 256 << 20
+
+func (db *DB) manifestLimit() int64 { return cmp.Or(db.opts.maxManifestBytes, MaxManifestBytes) }
 
 // getSmall reads the object at key, what it is, refusing one longer than limit.
 func (db *DB) getSmall(ctx context.Context, key string, limit int64, what string) ([]byte, error) {

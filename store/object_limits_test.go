@@ -72,3 +72,41 @@ func TestFindingOpenReadsNoRegistryEntry(t *testing.T) {
 	require.ErrorIs(t, err, ErrNotFound)
 	require.Zero(t, reads.Load(), "registry entries read")
 }
+
+// A manifest version is read by every read of the store, and was read whole whatever its
+// size: a version padded by hand made every reader hold all of it. Now one longer than the
+// manifest limit is refused as ErrCorrupt, and a publisher refuses to write one.
+func TestFindingOversizedManifestVersionIsRefused(t *testing.T) {
+	ctx := context.Background()
+	const limit = 64 << 10
+	url := fmt.Sprintf("mem://oversized-manifest-%d", testURLSeq.Add(1))
+	lower := func(o *Options) { o.maxManifestBytes = limit }
+	w := openTestDB(t, url, "w", lower)
+	s := createGeneric(t, w, "big", false)
+	_, err := s.Append(ctx, []Row{{Key: "a", Values: []any{"a", int64(1), "x"}}})
+	require.NoError(t, err)
+	_, err = s.Flush(ctx)
+	require.NoError(t, err)
+
+	// The next base version, valid JSON one byte over the limit.
+	next := versionsPrefix(s.Target()) + versionName(1)
+	require.NoError(t, w.bucket.Put(ctx, next, padded(`{"version":1,"runs":[],"watermarks":{}}`, limit+1)))
+	r, err := openTestDB(t, url, "r", lower).Open(ctx, s.Target())
+	require.NoError(t, err)
+	_, err = r.List(ctx, ListOptions{Source: SourceAll, Limit: 10})
+	require.ErrorIs(t, err, ErrCorrupt)
+	require.ErrorContains(t, err, "longer than")
+
+	require.NoError(t, w.bucket.Put(ctx, next, padded(`{"version":1,"runs":[],"watermarks":{}}`, limit)))
+	r, err = openTestDB(t, url, "r2", lower).Open(ctx, s.Target())
+	require.NoError(t, err)
+	page, err := r.List(ctx, ListOptions{Source: SourceAll, Limit: 10})
+	require.NoError(t, err, "a version of the limit's size is read")
+	require.Len(t, page.Rows, 1)
+
+	err = s.shardChain("w").put(ctx, 1000, padded(`{}`, limit+1))
+	require.ErrorIs(t, err, ErrInvalidInput)
+	ok, err := w.bucket.Exists(ctx, shardManifestPrefix(s.Target(), "w")+versionName(1000))
+	require.NoError(t, err)
+	require.False(t, ok, "the oversized version was written")
+}

@@ -8,7 +8,10 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/mocks"
 
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
@@ -60,5 +63,34 @@ func TestFindingAPanicInAReconcileGoroutineIsAnUnreadableStore(t *testing.T) {
 	require.Equal(t, 1, res.Counts.Unreadable, "%+v", res)
 	require.Equal(t, contract.ErrTypeInternal, res.Problems[0].ErrorType)
 	require.Contains(t, res.Problems[0].Error, "injected")
+	require.Equal(t, before+1, store.RecoveredPanics())
+}
+
+// StartWorkflows starts each workflow in a goroutine of its own: a panic of one start (here
+// the Temporal client's) ended the process. Now that start's outcome is an Internal failure
+// and the others start.
+func TestFindingAPanicInAStartGoroutineFailsThatStart(t *testing.T) {
+	c := &mocks.Client{}
+	c.On("ExecuteWorkflow", mock.Anything, mock.Anything, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, o client.StartWorkflowOptions, _ any, _ ...any) (client.WorkflowRun, error) {
+			if o.ID == "merge-wal/generic/boom" {
+				injectedPanics.Add(1)
+				panic("injected: the client panicked")
+			}
+			run := &mocks.WorkflowRun{}
+			run.On("GetID").Return(o.ID)
+			run.On("GetRunID").Return("run-" + o.ID)
+			return run, nil
+		})
+	before := store.RecoveredPanics()
+	res := mustRun[contract.StartWorkflowsResult](t, newActivityEnv(t, &Activities{Client: c}), contract.StartWorkflowsActivity,
+		contract.StartWorkflowsParams{Starts: []contract.StartRequest{
+			{Workflow: contract.MergeWalWorkflow, Target: "generic:boom"},
+			{Workflow: contract.MergeWalWorkflow, Target: "generic:fine"},
+		}})
+	require.Len(t, res.Outcomes, 2)
+	require.Contains(t, res.Outcomes[0].Error, "injected: the client panicked")
+	require.Equal(t, "merge-wal/generic/fine", res.Outcomes[1].WorkflowID)
+	require.Empty(t, res.Outcomes[1].Error)
 	require.Equal(t, before+1, store.RecoveredPanics())
 }

@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 
 	"go.uber.org/zap"
+
+	"github.com/walkeeper/walkeeper/target"
 )
 
 // recover stops a panic only in the goroutine that panicked, so a panic in a goroutine the
@@ -75,7 +77,7 @@ func RecoverTo(log *zap.Logger, where string, errp *error) {
 func logPanic(log *zap.Logger, where string, v any) *PanicError {
 	pe := NewPanicError(where, v)
 	log.Error("goroutine panicked", zap.String("where", where),
-		zap.String("panic", fmt.Sprint(v)), zap.ByteString("stack", pe.Stack))
+		zap.String("panic", target.Clip(fmt.Sprint(v))), zap.ByteString("stack", pe.Stack)) // the value may quote a key
 	return pe
 }
 

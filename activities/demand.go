@@ -234,7 +234,11 @@ func (a *Activities) ReconcilePage(ctx context.Context, p contract.ReconcilePage
 			break
 		}
 		g.Go(func() error {
-			r, err := a.DB.ReconcileStore(ctx, info.Target)
+			var r store.DemandCleanResult
+			err := a.recovering("demand reconcile of a store", func() (err error) {
+				r, err = a.DB.ReconcileStore(ctx, info.Target)
+				return err
+			})
 			mu.Lock()
 			defer mu.Unlock()
 			res.Counts.Stores++

@@ -54,7 +54,11 @@ func (a *Activities) StartWorkflows(ctx context.Context, p contract.StartWorkflo
 	for i, req := range p.Starts {
 		g.Go(func() error {
 			o := contract.StartOutcome{Workflow: req.Workflow, Target: req.Target}
-			id, runID, err := a.startOne(ctx, req)
+			var id, runID string
+			err := a.recovering("workflow start", func() (err error) {
+				id, runID, err = a.startOne(ctx, req)
+				return err
+			})
 			if m, ok := a.Metrics.(StartMetrics); ok {
 				m.WorkflowStart(req.Trigger, err)
 			}

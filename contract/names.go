@@ -50,6 +50,16 @@ const StatusQuery = "status"
 // the status query cannot observe: running, waiting for the budget, or backing off.
 const ActivityStateSignal = "walkeeper-activity-state"
 
+// MetricRefusedSignals is the SDK counter a workflow adds 1 to, through its replay-safe
+// workflow.GetMetricsHandler, for each signal whose payload it refused; MetricTagWorkflow
+// names the workflow type and MetricTagSignal the signal. The worker exports it to
+// Prometheus; a run's status counts them too.
+const (
+	MetricRefusedSignals = "walkeeper_workflow_refused_signals"
+	MetricTagWorkflow    = "workflow"
+	MetricTagSignal      = "signal"
+)
+
 // MergeWalID is the workflow ID of t's merge: "merge-wal/<kind>/<name>".
 func MergeWalID(t target.Target) string { return "merge-wal/" + t.Path() }
 

@@ -63,6 +63,8 @@ type Options struct {
 	StorageStallTimeout time.Duration
 	// Now is the clock (tests); defaults to time.Now.
 	Now func() time.Time
+	// maxManifestBytes lowers MaxManifestBytes for tests (0 = MaxManifestBytes).
+	maxManifestBytes int64
 }
 
 // DefaultOptions returns the documented defaults of the fields whose zero means off or no cap.
@@ -244,7 +246,7 @@ func (db *DB) create(ctx context.Context, t Target, co CreateOptions) (*Store, e
 		if rerr != nil {
 			return nil, rerr
 		}
-		if _, rerr := db.bucket.Get(ctx, registryKey(t)); rerr == nil {
+		if rerr := db.registered(ctx, t); rerr == nil {
 			return nil, fmt.Errorf("store %s: %w", t, ErrAlreadyExists)
 		}
 		// A create crashed between store.json and the registry entry. Finish it only if
@@ -265,7 +267,7 @@ func (db *DB) create(ctx context.Context, t Target, co CreateOptions) (*Store, e
 
 func (db *DB) readMeta(ctx context.Context, t Target) (manifest.StoreMeta, error) {
 	var meta manifest.StoreMeta
-	raw, err := db.bucket.Get(ctx, storeMetaKey(t))
+	raw, err := db.getSmall(ctx, storeMetaKey(t), maxStoreMetaBytes, "store.json of "+t.String())
 	if err != nil {
 		return meta, fmt.Errorf("store %s: %w", t, err)
 	}
@@ -321,7 +323,7 @@ func (db *DB) openSlow(ctx context.Context, t Target) (*Store, error) {
 		s.touch()
 		return s, nil
 	}
-	if _, err := db.bucket.Get(ctx, registryKey(t)); err != nil {
+	if err := db.registered(ctx, t); err != nil {
 		return nil, fmt.Errorf("store %s: %w", t, err)
 	}
 	meta, err := db.readMeta(ctx, t)
@@ -406,13 +408,15 @@ func (db *DB) Recover(ctx context.Context) (int, error) {
 	g.SetLimit(recoverParallel)
 	for _, kind := range Kinds {
 		err := db.eachStore(ctx, kind, func(info StoreInfo) {
-			g.Go(func() error { recover1(info.Target); return nil })
+			g.Go(db.guard("recovery of "+info.Target.String(), func() error { recover1(info.Target); return nil }))
 		})
 		if err != nil {
 			fail(err)
 		}
 	}
-	_ = g.Wait() // recover1 reports through fail
+	if err := g.Wait(); err != nil { // recover1 reports through fail; this is a panic of one
+		fail(err)
+	}
 	if failed > len(errs) {
 		errs = append(errs, fmt.Errorf("and %d more recovery errors", failed-len(errs)))
 	}

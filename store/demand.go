@@ -209,7 +209,7 @@ func (s *Store) afterMergeDemand(ctx context.Context, shard string, through uint
 				continue
 			}
 			if !r.Compact && r.Target == s.target && r.Shard == shard && r.Gen <= through {
-				g.Go(func() error { return s.db.bucket.Delete(ctx, o.Key) })
+				g.Go(s.db.guard("demand delete", func() error { return s.db.bucket.Delete(ctx, o.Key) }))
 			}
 		}
 		_ = g.Wait()

@@ -58,7 +58,7 @@ func (c *chain) latest(ctx context.Context) (uint64, []byte, error) {
 				v, raw = lv, lraw
 			}
 		}
-		next, err := c.db.bucket.Get(ctx, c.prefix+versionName(v+1))
+		next, err := c.get(ctx, v+1)
 		if err == nil {
 			v, raw = v+1, next
 			c.advance(v, raw, nil) // a failure later in the walk does not start it over
@@ -88,7 +88,7 @@ func (c *chain) latest(ctx context.Context) (uint64, []byte, error) {
 		break
 	}
 	if v > 0 && raw == nil {
-		got, err := c.db.bucket.Get(ctx, c.prefix+versionName(v))
+		got, err := c.get(ctx, v)
 		if err != nil {
 			return 0, nil, err
 		}
@@ -145,7 +145,7 @@ func (c *chain) listLatest(ctx context.Context) (uint64, []byte, error) {
 		return 0, nil, nil
 	}
 	best := vs[len(vs)-1]
-	raw, err := c.db.bucket.Get(ctx, c.prefix+versionName(best))
+	raw, err := c.get(ctx, best)
 	if errors.Is(err, ErrNotFound) {
 		// Collected between list and get: a newer version exists; the caller probes on.
 		return best, nil, nil
@@ -165,8 +165,17 @@ func (c *chain) publish(ctx context.Context, v uint64, raw []byte, obj any) erro
 	return nil
 }
 
+// get reads version v, refusing one longer than the manifest limit as ErrCorrupt.
+func (c *chain) get(ctx context.Context, v uint64) ([]byte, error) {
+	return c.db.getSmall(ctx, c.prefix+versionName(v), c.db.manifestLimit(), "manifest version")
+}
+
 // put is the durable half of publish, leaving the cache alone (publishBaseThenSwap).
 func (c *chain) put(ctx context.Context, v uint64, raw []byte) error {
+	if limit := c.db.manifestLimit(); int64(len(raw)) > limit {
+		return invalidf("manifest version %s%s would be %d bytes, more than the %d a reader reads; compact the base or merge the shard's pending generations first",
+			c.prefix, versionName(v), len(raw), limit)
+	}
 	return c.db.bucket.PutIfAbsent(ctx, c.prefix+versionName(v), raw)
 }
 
@@ -189,6 +198,7 @@ func (c *chain) collectEvery(ctx context.Context, v uint64) {
 
 // collect deletes versions older than keep behind latest, oldest first (best effort).
 func (c *chain) collect(ctx context.Context, latest uint64, keep uint64) {
+	defer c.db.recoverPanic("manifest collection", nil)
 	if latest <= keep {
 		return
 	}

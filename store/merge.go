@@ -69,7 +69,7 @@ func (s *Store) eachShard(ctx context.Context, idx []int, fn func(ctx context.Co
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(roundCleanupConcurrency)
 	for _, i := range idx {
-		g.Go(func() error { return fn(gctx, i) })
+		g.Go(s.db.guard("shard step", func() error { return fn(gctx, i) }))
 	}
 	return g.Wait()
 }

@@ -120,7 +120,7 @@ const claimAttempts = 4
 // readClaim reads and decodes the attempt claim at key.
 func (s *Store) readClaim(ctx context.Context, key string) (manifest.AttemptClaim, error) {
 	var c manifest.AttemptClaim
-	raw, err := s.db.bucket.Get(ctx, key)
+	raw, err := s.db.getSmall(ctx, key, maxClaimBytes, "attempt claim")
 	if err == nil {
 		err = decodeJSONObject(raw, &c, "attempt claim")
 	}

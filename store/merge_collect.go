@@ -134,11 +134,11 @@ func (s *Store) collectSettledClaims(ctx context.Context, shards []string) (int,
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(roundCleanupConcurrency)
 	for _, shard := range shards {
-		g.Go(func() error {
+		g.Go(s.db.guard("claim collection", func() error {
 			n, err := s.collectShardClaims(gctx, base.Watermarks[shard], shard)
 			deleted.Add(int64(n))
 			return err
-		})
+		}))
 	}
 	err = g.Wait()
 	return int(deleted.Load()), err

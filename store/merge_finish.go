@@ -155,14 +155,14 @@ func (s *Store) deleteMergedGenerations(ctx context.Context, shard string, throu
 		if (f.gen > through && f.epoch >= m.WriterEpoch) || listed[f.key] {
 			continue
 		}
-		g.Go(func() error {
+		g.Go(s.db.guard("generation delete", func() error {
 			if err := s.db.bucket.Delete(gctx, f.key); err != nil {
 				return err
 			}
 			s.db.cache.forget(f.key)
 			n.Add(1)
 			return nil
-		})
+		}))
 	}
 	err = g.Wait()
 	return int(n.Load()), err

@@ -251,7 +251,7 @@ func (s *Store) writeStagedRun(ctx context.Context, acct *memAccount, key string
 		cw := newChecksumWriter(w) // fresh per call: the sum is of the bytes that were stored
 		defer func() { staged.Checksum = cw.sum() }()
 		// The checksum and the storage writes run behind the encoder, on another core.
-		wb := newWriteBehind(acct, cw)
+		wb := newWriteBehind(s.db, acct, cw)
 		err := writeParquetWith(acct, wb, schema, func() (arrow.RecordBatch, error) {
 			if err := acct.err(); err != nil {
 				return nil, err
@@ -318,7 +318,7 @@ func (s *Store) readGensForMerge(ctx context.Context, acct *memAccount, shard st
 		}
 		pre := prepaid[i]
 		prepaid[i] = 0 // the read's buffer takes it over, or its free credits it
-		g.Go(func() error {
+		g.Go(s.db.guard("generation read", func() error {
 			if int64(i) > cut.Load() {
 				acct.uncharge(pre)
 				return nil // past a refused generation: not part of the prefix
@@ -341,7 +341,7 @@ func (s *Store) readGensForMerge(ctx context.Context, acct *memAccount, shard st
 				progress(done, len(gens))
 			}
 			return nil
-		})
+		}))
 	}
 	werr := g.Wait()
 	if werr != nil {

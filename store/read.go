@@ -67,11 +67,11 @@ func (s *Store) snapshot(ctx context.Context, enforce bool) (*readSnapshot, erro
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(16)
 	for i, sh := range shards {
-		g.Go(func() error {
+		g.Go(s.db.guard("shard manifest load", func() error {
 			m, err := s.loadShard(gctx, sh)
 			manifests[i] = m
 			return err
-		})
+		}))
 	}
 	if err := g.Wait(); err != nil {
 		return nil, err

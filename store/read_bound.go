@@ -207,7 +207,7 @@ func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after strin
 	eg, gctx := errgroup.WithContext(ctx)
 	eg.SetLimit(16)
 	for i, src := range srcs {
-		eg.Go(func() error {
+		eg.Go(s.db.guard("read source load", func() error {
 			var err error
 			switch {
 			case private[i] && src.run:
@@ -233,7 +233,7 @@ func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after strin
 				}
 			}
 			return err
-		})
+		}))
 	}
 	err = eg.Wait()
 	if l := large.Load(); l != nil && err == nil {

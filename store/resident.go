@@ -311,8 +311,11 @@ func (db *DB) startJanitorLocked() {
 			case <-stop:
 				return
 			case <-t.C:
-				db.evictIdle(ctx)
-				db.enforceMax(ctx, nil)
+				func() {
+					defer db.recoverPanic("resident janitor", nil)
+					db.evictIdle(ctx)
+					db.enforceMax(ctx, nil)
+				}()
 			}
 		}
 	}()

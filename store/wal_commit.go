@@ -93,13 +93,29 @@ func (w *writer) nextSeqLocked() int64 {
 // seal-on-append) and answers. Called only by runWALCommitter.
 func (w *writer) walGroupCommit(batch []*appendReq) {
 	ctx := context.Background()
+	answered := false
 	answer := func(res AppendResult, err error) {
+		answered = true
 		for _, r := range batch {
 			rr := res
 			rr.Rows = len(r.rows)
 			r.done <- appendDone{res: rr, err: err}
 		}
 	}
+	defer func() {
+		// A panic may leave the batch written to the WAL but not to the memtable: the writer
+		// is killed, so the next append claims the shard and replays it, and the batch
+		// is answered with the panic instead of waiting for ever.
+		if v := recover(); v != nil {
+			err := w.s.db.panicked("WAL group commit", v)
+			// Appends that reach the dead writer later fail as internal, not as the panic
+			// itself, which is answered and counted once.
+			w.kill(fmt.Errorf("shard %s of %s: the writer stopped when its WAL committer panicked; the next append claims the shard again", w.shard, w.s.target))
+			if !answered {
+				answer(AppendResult{}, err)
+			}
+		}
+	}()
 	w.mu.Lock()
 	dead := w.dead
 	pos := w.nextPos
@@ -189,10 +205,13 @@ func (w *writer) walGroupCommit(batch []*appendReq) {
 // sealFull seals a memtable that reached MemtableBytes, off the WAL committer; a failure
 // leaves the rows in the WAL and readable for the next seal to retry.
 func (w *writer) sealFull() {
+	defer func() {
+		w.mu.Lock()
+		w.sizeSealing = false
+		w.mu.Unlock()
+	}()
+	defer w.s.db.recoverPanic("seal of a full memtable", nil)
 	_, _ = w.seal(context.Background(), false)
-	w.mu.Lock()
-	w.sizeSealing = false
-	w.mu.Unlock()
 }
 
 // shardEpoch returns the writer epoch of the shard's latest manifest (0: none), for every

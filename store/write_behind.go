@@ -35,7 +35,8 @@ func (b *writeBehind) failed() error {
 	return b.err
 }
 
-func newWriteBehind(mem memory.Allocator, w io.Writer) *writeBehind {
+// db logs and counts a panic of w, which becomes the goroutine's error; it may be nil.
+func newWriteBehind(db *DB, mem memory.Allocator, w io.Writer) *writeBehind {
 	b := &writeBehind{mem: mem, full: make(chan []byte), free: make(chan []byte, 2), done: make(chan struct{})}
 	for i := range b.all {
 		b.all[i] = mem.Allocate(writeBehindBuffer)
@@ -47,7 +48,7 @@ func newWriteBehind(mem memory.Allocator, w io.Writer) *writeBehind {
 		var err error
 		for p := range b.full {
 			if err == nil {
-				if _, err = w.Write(p); err != nil {
+				if err = db.guard("write-behind", func() error { _, err := w.Write(p); return err })(); err != nil {
 					b.mu.Lock()
 					b.err = err
 					b.mu.Unlock()

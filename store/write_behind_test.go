@@ -16,7 +16,7 @@ func TestWriteBehindKeepsBytesInOrder(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	rng := rand.New(rand.NewPCG(5, 6))
 	var want, got bytes.Buffer
-	wb := newWriteBehind(mem, &got)
+	wb := newWriteBehind(nil, mem, &got)
 	for _, n := range []int{0, 1, 7, writeBehindBuffer - 8, 1, writeBehindBuffer, 3 * writeBehindBuffer, 5000, 1} {
 		p := make([]byte, n)
 		for i := range p {
@@ -51,7 +51,7 @@ func TestWriteBehindReportsTheWritersError(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	boom := errors.New("disk full")
 	w := &failAfter{n: 1, err: boom}
-	wb := newWriteBehind(mem, w)
+	wb := newWriteBehind(nil, mem, w)
 	p := make([]byte, writeBehindBuffer)
 	var werr error
 	for i := 0; i < 8 && werr == nil; i++ {
@@ -63,7 +63,7 @@ func TestWriteBehindReportsTheWritersError(t *testing.T) {
 
 	// An error on the last, partial buffer is close's.
 	w = &failAfter{n: 0, err: boom}
-	wb = newWriteBehind(mem, w)
+	wb = newWriteBehind(nil, mem, w)
 	_, err := wb.Write([]byte("tail"))
 	require.NoError(t, err)
 	require.ErrorIs(t, wb.close(), boom)

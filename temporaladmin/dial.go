@@ -33,6 +33,9 @@ type Config struct {
 	TLSCA         string `json:"tls_ca,omitempty"`          // CA bundle (PEM file) to verify the server
 	TLSServerName string `json:"tls_server_name,omitempty"` // SNI / verification name override
 	APIKey        string `json:"-"`                         // never logged or serialised
+	// MetricsHandler gets the metrics of the client and of the workflows run on it (nil:
+	// none are kept).
+	MetricsHandler client.MetricsHandler `json:"-"`
 }
 
 // DefaultConfig is the local dev server's address and namespace, without TLS.
@@ -46,6 +49,9 @@ func (c Config) ClientOptions(logger *zap.Logger) (client.Options, error) {
 		HostPort:  cmp.Or(c.HostPort, DefaultHostPort),
 		Namespace: cmp.Or(c.Namespace, DefaultNamespace),
 		Logger:    newSDKLogger(logger),
+	}
+	if c.MetricsHandler != nil {
+		opts.MetricsHandler = c.MetricsHandler
 	}
 	tlsCfg, err := c.tlsConfig()
 	if err != nil {

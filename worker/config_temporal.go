@@ -15,5 +15,7 @@ type TemporalConfig struct {
 
 // DefaultTemporalConfig is the local dev server's address and namespace, without TLS.
 func DefaultTemporalConfig() TemporalConfig {
-	return TemporalConfig{Config: temporaladmin.DefaultConfig()}
+	c := TemporalConfig{Config: temporaladmin.DefaultConfig()}
+	c.MetricsHandler = SDKMetrics
+	return c
 }

@@ -193,7 +193,14 @@ func (fl *Flusher) flushStore(ctx context.Context, s *store.Store) {
 	fl.seals.Go(func() {
 		defer cancelSeal()
 		defer unhook()
-		res, err := fl.opts.Flush(sealCtx, s)
+		// A panic of the seal is its error: the store's in-flight mark must go, or every later
+		// sweep would skip the store as still sealing.
+		var res store.FlushResult
+		err := func() (err error) {
+			defer store.RecoverTo(fl.log, "flush sweeper seal", &err)
+			res, err = fl.opts.Flush(sealCtx, s)
+			return err
+		}()
 		if err == nil {
 			fl.metrics.flusherFlush.Observe(time.Since(started).Seconds())
 		}

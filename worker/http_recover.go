@@ -6,6 +6,8 @@ import (
 	"net/http"
 
 	"go.uber.org/zap"
+
+	"github.com/walkeeper/walkeeper/store"
 )
 
 // A panic in a request's middleware or handler is answered 500 internal in JSON, like any
@@ -42,9 +44,13 @@ func (a *apiServer) recovered(w *statusWriter, r *http.Request, route string, v 
 		clear(w.Header()) // whatever the handler set was meant for another answer
 		answer(w, r, newAPIError(http.StatusInternalServerError, CodeInternal, "handler panicked"))
 	}
+	stack := zap.Stack("stack")
+	if pe, ok := v.(*store.PanicError); ok { // the stack that panicked is the store goroutine's
+		stack = zap.ByteString("stack", pe.Stack)
+	}
 	// The panic's text may hold what the request sent: it is clipped like any echoed text.
 	a.log.Error("handler panicked", zap.String("method", clipText(r.Method)), zap.String("route", route),
 		zap.String("target", ri.target), zap.String("request_id", ri.id), zap.Bool("aborted", abort),
-		zap.String("panic", clipText(fmt.Sprint(v))), zap.Stack("stack"))
+		zap.String("panic", clipText(fmt.Sprint(v))), stack)
 	return abort
 }

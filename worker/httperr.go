@@ -100,8 +100,13 @@ var errorAnswers = []struct {
 	{store.ErrStalled, http.StatusGatewayTimeout, CodeTimeout, 0},
 }
 
-// classify is the one place mapping errors to an HTTP status and code.
+// classify is the one place mapping errors to an HTTP status and code. It runs in the
+// request's goroutine, so it raises again a panic the store recovered in a goroutine of its
+// own, which serveRecovering then answers, logs and counts as the handler's.
 func classify(err error) *apiError {
+	if pe, ok := errors.AsType[*store.PanicError](err); ok {
+		panic(pe)
+	}
 	var ae *apiError
 	if errors.As(err, &ae) {
 		return ae

@@ -143,7 +143,13 @@ func (tg *mergeTriggers) fire(trigger string, t store.Target, pending int, reaso
 		}
 		in.Target, in.Trigger, in.TriggerReason, in.Urgent = key, workflowTrigger(trigger), reason, tg.urgent(trigger, pending)
 		// The pending count rides the start, where search attributes cost no action.
-		run, err := tg.start(ctx, t, in, contract.PendingAtStart(pending))
+		// A panic of the start is its error, so that the store's start is no longer in flight.
+		var run client.WorkflowRun
+		err := func() (err error) {
+			defer store.RecoverTo(tg.log, "MergeWal start", &err)
+			run, err = tg.start(ctx, t, in, contract.PendingAtStart(pending))
+			return err
+		}()
 		tg.metrics.trigger(trigger, err)
 		tg.mu.Lock()
 		delete(tg.inflight, key)

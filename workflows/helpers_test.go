@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
@@ -52,7 +53,16 @@ func stubRecordMaintenance(context.Context, contract.RecordMaintenanceParams) er
 // newEnv is a test environment with every walkeeper workflow and a stub of every activity.
 func newEnv(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	t.Helper()
+	return newEnvWithMetrics(t, nil)
+}
+
+// newEnvWithMetrics is newEnv whose workflows' metrics go to h (nil: nowhere).
+func newEnvWithMetrics(t *testing.T, h client.MetricsHandler) *testsuite.TestWorkflowEnvironment {
+	t.Helper()
 	var s testsuite.WorkflowTestSuite
+	if h != nil {
+		s.SetMetricsHandler(h)
+	}
 	env := s.NewTestWorkflowEnvironment()
 	// The machine running the tests may be loaded; the 1s default deadlock detector then
 	// fires on perfectly yielding workflow code.

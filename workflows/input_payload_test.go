@@ -2,13 +2,16 @@ package workflows
 
 import (
 	"context"
+	"maps"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
@@ -99,7 +102,8 @@ func TestAWorkflowStartedWithoutInputRunsWithItsDefaults(t *testing.T) {
 // on and completes; a good signal after them is still applied. The SDK dropped such a signal
 // too, but counted it only in a metric walkeeper does not export.
 func TestActivityStateSignalsThatDoNotDecodeAreRefusedAndCounted(t *testing.T) {
-	env, prepareIDs := slowPrepareEnv(t)
+	metrics := &countingMetrics{mu: &sync.Mutex{}, counts: map[string]int64{}}
+	env, prepareIDs := slowPrepareEnvWithMetrics(t, metrics)
 
 	var seen []contract.MergeWalStatus
 	at := func(d time.Duration, fn func()) { env.RegisterDelayedCallback(fn, d) }
@@ -118,4 +122,50 @@ func TestActivityStateSignalsThatDoNotDecodeAreRefusedAndCounted(t *testing.T) {
 	require.Len(t, seen, 1)
 	require.Equal(t, 3, seen[0].RefusedSignals)
 	require.Equal(t, contract.BlockedBudget, seen[0].Shards[0].Blocked, "the good signal after the refused ones is applied")
+	requireRefusedSignalsMetric(t, metrics, "MergeWal", 3)
 }
+
+// requireRefusedSignalsMetric checks that the runs of workflowType added n refused
+// activity-state signals to the SDK counter the worker exports to Prometheus.
+func requireRefusedSignalsMetric(t *testing.T, h *countingMetrics, workflowType string, n int64) {
+	t.Helper()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	key := contract.MetricRefusedSignals + "{signal=" + contract.ActivityStateSignal + ",workflow=" + workflowType + "}"
+	require.Equal(t, n, h.counts[key], "refused signals counted in the workflow metrics: %v", h.counts)
+}
+
+// countingMetrics is an SDK metrics handler that adds up counters by name and the tags
+// signal and workflow.
+type countingMetrics struct {
+	tags   map[string]string
+	mu     *sync.Mutex
+	counts map[string]int64
+}
+
+func (m *countingMetrics) WithTags(tags map[string]string) client.MetricsHandler {
+	c := &countingMetrics{tags: map[string]string{}, mu: m.mu, counts: m.counts}
+	maps.Copy(c.tags, m.tags)
+	maps.Copy(c.tags, tags)
+	return c
+}
+
+func (m *countingMetrics) Counter(name string) client.MetricsCounter {
+	key := name + "{signal=" + m.tags[contract.MetricTagSignal] + ",workflow=" + m.tags[contract.MetricTagWorkflow] + "}"
+	return counterFunc(func(d int64) {
+		m.mu.Lock()
+		m.counts[key] += d
+		m.mu.Unlock()
+	})
+}
+
+func (m *countingMetrics) Gauge(string) client.MetricsGauge {
+	return client.MetricsNopHandler.Gauge("")
+}
+func (m *countingMetrics) Timer(string) client.MetricsTimer {
+	return client.MetricsNopHandler.Timer("")
+}
+
+type counterFunc func(int64)
+
+func (f counterFunc) Inc(d int64) { f(d) }

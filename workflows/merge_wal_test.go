@@ -13,6 +13,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
@@ -492,7 +493,12 @@ func queryStatus(t *testing.T, env interface {
 // slowPrepareEnv is a one-shard merge of generic:gs whose first Prepare takes a minute; the
 // slice it returns collects the Prepare activity IDs as they start.
 func slowPrepareEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *[]string) {
-	env := newEnv(t)
+	return slowPrepareEnvWithMetrics(t, nil)
+}
+
+// slowPrepareEnvWithMetrics is slowPrepareEnv whose workflows' metrics go to h.
+func slowPrepareEnvWithMetrics(t *testing.T, h client.MetricsHandler) (*testsuite.TestWorkflowEnvironment, *[]string) {
+	env := newEnvWithMetrics(t, h)
 	f := newFakeTable("generic:gs", 2, map[string]int{"a": 4})
 	var prepareIDs []string
 	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {

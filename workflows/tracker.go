@@ -60,6 +60,9 @@ func newTracker(ctx workflow.Context, slotWait time.Duration, onChange func()) *
 			s, err := decodeActivityState(raw)
 			if err != nil {
 				t.refused++
+				// A metric, not a command: replays neither change nor count it again.
+				workflow.GetMetricsHandler(ctx).WithTags(map[string]string{contract.MetricTagSignal: contract.ActivityStateSignal,
+					contract.MetricTagWorkflow: workflow.GetInfo(ctx).WorkflowType.Name}).Counter(contract.MetricRefusedSignals).Inc(1)
 				workflow.GetLogger(ctx).Warn("Signal refused: its payload does not decode.", "signal", contract.ActivityStateSignal,
 					"error", contract.Clip(err.Error(), contract.MaxFailureTextBytes), "refused", t.refused)
 				continue
@@ -71,8 +74,9 @@ func newTracker(ctx workflow.Context, slotWait time.Duration, onChange func()) *
 }
 
 // decodeActivityState decodes a walkeeper-activity-state payload as the SDK's channel did; it
-// is received raw so that one that does not decode is counted and logged, then dropped as
-// before, the run's commands unchanged.
+// is received raw so that one that does not decode is counted (the worker's
+// walkeeper_workflow_refused_signals_total) and logged, then dropped as before, the run's
+// commands unchanged.
 func decodeActivityState(raw converter.RawValue) (contract.ActivityState, error) {
 	var s contract.ActivityState
 	if raw.Payload() == nil {

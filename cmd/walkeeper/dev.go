@@ -145,7 +145,7 @@ func runDev(parent context.Context, out io.Writer, g *globalOptions, o *devOptio
 				logger.Warn("stop temporal dev server", zap.Error(err))
 			}
 		}()
-		tc.Config = temporaladmin.Config{HostPort: srv.HostPort(), Namespace: temporaladmin.DefaultNamespace}
+		tc.Config = temporaladmin.Config{HostPort: srv.HostPort(), Namespace: temporaladmin.DefaultNamespace, MetricsHandler: tc.MetricsHandler}
 		uiURL = srv.UIURL()
 	}
 	c, err := temporaladmin.Dial(ctx, tc.Config, logger)

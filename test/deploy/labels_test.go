@@ -54,7 +54,8 @@ func registeredLabels(t *testing.T) map[string][]string {
 			}
 			fields := optsFields(opts)
 			var labels []string
-			if len(call.Args) > 1 {
+			_, valueFunc := call.Args[len(call.Args)-1].(*ast.FuncLit) // a CounterFunc or GaugeFunc: no labels
+			if len(call.Args) > 1 && !valueFunc {
 				list, ok := call.Args[1].(*ast.CompositeLit)
 				if !ok {
 					t.Fatalf("worker metrics: the labels of %s are no literal list", fields["Name"])

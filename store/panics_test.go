@@ -1,0 +1,96 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/walkeeper/walkeeper/store/objstore"
+)
+
+// injectedPanics counts the panics tests injected on purpose; TestMain fails the package when
+// the store recovered any other, so recovering never hides a bug from the tests.
+var injectedPanics atomic.Int64
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if got, want := RecoveredPanics(), injectedPanics.Load(); code == 0 && got != want {
+		fmt.Fprintf(os.Stderr, "FAIL: the store recovered %d panics, %d of them injected (see 'goroutine panicked' in the logs)\n", got, want)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+// panicOn is a fault that panics once on the first operation op on a key containing part
+// while armed.
+func panicOn(op, part string, armed *atomic.Bool) objstore.FaultFuncs {
+	return objstore.FaultFuncs{BeforeFunc: func(o, key string) error {
+		if o == op && strings.Contains(key, part) && armed.CompareAndSwap(true, false) {
+			injectedPanics.Add(1)
+			panic("injected: a storage driver panicked on " + key)
+		}
+		return nil
+	}}
+}
+
+// A panic while the WAL committer writes a group commit answered nobody and ended the process;
+// now the appends of the batch fail with a *PanicError, the writer is killed, and the next
+// append claims the shard again and is acknowledged.
+func TestFindingAPanicInTheWALCommitterFailsItsAppends(t *testing.T) {
+	ctx := context.Background()
+	var armed atomic.Bool
+	db := openTestDB(t, fmt.Sprintf("mem://panic-commit-%d", testURLSeq.Add(1)), "w")
+	db.bucket = db.bucket.WithFaults(panicOn(objstore.OpPutIfAbsent, "/wal/", &armed))
+	s := createGeneric(t, db, "panics", false)
+	_, err := s.Append(ctx, []Row{{Key: "a", Values: []any{"a", int64(1), "x"}}})
+	require.NoError(t, err)
+
+	before := RecoveredPanics()
+	armed.Store(true)
+	_, err = s.Append(ctx, []Row{{Key: "b", Values: []any{"b", int64(2), "x"}}})
+	var pe *PanicError
+	require.ErrorAs(t, err, &pe)
+	require.Equal(t, "WAL group commit", pe.Where)
+	require.Contains(t, string(pe.Stack), "walGroupCommit")
+	require.Equal(t, before+1, RecoveredPanics())
+
+	_, err = s.Append(ctx, []Row{{Key: "c", Values: []any{"c", int64(3), "x"}}})
+	require.NoError(t, err)
+	for _, k := range []string{"a", "c"} {
+		_, err := s.Get(ctx, k)
+		require.NoError(t, err, k)
+	}
+}
+
+// A panic in one of a read's manifest loads, which run in goroutines of their own, ended the
+// process; now the read fails with a *PanicError and the next read succeeds.
+func TestFindingAPanicInAReadGoroutineFailsTheRead(t *testing.T) {
+	ctx := context.Background()
+	var armed atomic.Bool
+	url := fmt.Sprintf("mem://panic-read-%d", testURLSeq.Add(1))
+	w := openTestDB(t, url, "w")
+	s := createGeneric(t, w, "panics", false)
+	_, err := s.Append(ctx, []Row{{Key: "a", Values: []any{"a", int64(1), "x"}}})
+	require.NoError(t, err)
+	_, err = s.Flush(ctx)
+	require.NoError(t, err)
+
+	r := openTestDB(t, url, "r")
+	r.bucket = r.bucket.WithFaults(panicOn(objstore.OpGet, "/manifest/", &armed))
+	rs, err := r.Open(ctx, s.Target())
+	require.NoError(t, err)
+	armed.Store(true)
+	_, err = rs.List(ctx, ListOptions{Source: SourceAll, Limit: 10})
+	var pe *PanicError
+	require.ErrorAs(t, err, &pe)
+	require.False(t, errors.Is(err, ErrCorrupt) || errors.Is(err, ErrNotFound), "a panic carries no mark: %v", err)
+	page, err := rs.List(ctx, ListOptions{Source: SourceAll, Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, page.Rows, 1)
+}

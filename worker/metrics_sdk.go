@@ -1,0 +1,61 @@
+package worker
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.temporal.io/sdk/client"
+
+	"github.com/walkeeper/walkeeper/contract"
+)
+
+// Workflow code cannot reach Prometheus; it adds to counters through the SDK's replay-safe
+// workflow.GetMetricsHandler, which is the Temporal client's metrics handler. SDKMetrics is
+// that handler: it exports walkeeper's own workflow counters and drops the SDK's metrics,
+// which walkeeper does not export.
+
+// refusedSignals is process-wide, as the client whose workflows add to it is: every worker's
+// registry (NewMetrics) reports it.
+var refusedSignals = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Namespace: "walkeeper", Subsystem: "workflow", Name: "refused_signals_total",
+	Help: "Signals whose payload a workflow run on this process refused (it does not decode), by workflow type and signal; the run goes on, and its status counts them in refused_signals.",
+}, []string{"workflow", "signal"})
+
+// SDKMetrics is the metrics handler of the Temporal clients a worker's workflows run on
+// (DefaultTemporalConfig sets it).
+var SDKMetrics client.MetricsHandler = sdkMetrics{}
+
+type sdkMetrics struct{ tags map[string]string }
+
+func (h sdkMetrics) WithTags(tags map[string]string) client.MetricsHandler {
+	merged := maps.Clone(h.tags)
+	if merged == nil {
+		merged = map[string]string{}
+	}
+	maps.Copy(merged, tags)
+	return sdkMetrics{tags: merged}
+}
+
+func (h sdkMetrics) Counter(name string) client.MetricsCounter {
+	if name != contract.MetricRefusedSignals {
+		return client.MetricsNopHandler.Counter(name)
+	}
+	// The labels keep to known values, whatever a tag says.
+	wf, sig := h.tags[contract.MetricTagWorkflow], h.tags[contract.MetricTagSignal]
+	if !slices.Contains(stuckTypes, wf) {
+		wf = "other"
+	}
+	if sig != contract.ActivityStateSignal {
+		sig = "other"
+	}
+	c := refusedSignals.WithLabelValues(wf, sig)
+	return counterFunc(func(d int64) { c.Add(float64(d)) })
+}
+
+func (sdkMetrics) Gauge(name string) client.MetricsGauge { return client.MetricsNopHandler.Gauge(name) }
+func (sdkMetrics) Timer(name string) client.MetricsTimer { return client.MetricsNopHandler.Timer(name) }
+
+type counterFunc func(int64)
+
+func (f counterFunc) Inc(d int64) { f(d) }

@@ -1,0 +1,51 @@
+package worker
+
+import (
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/walkeeper/walkeeper/contract"
+)
+
+// A workflow's refused signals, added through the SDK's workflow metrics handler, reach the
+// worker's Prometheus registry as walkeeper_workflow_refused_signals_total: the worker's
+// Temporal client gets SDKMetrics, which keeps that counter (with bounded labels) and drops
+// the SDK's own metrics. Before, a refusal was only logged and counted in the run's status.
+func TestRefusedSignalsReachTheWorkersRegistry(t *testing.T) {
+	opts, err := DefaultConfig().Temporal.ClientOptions(nil)
+	require.NoError(t, err)
+	require.Equal(t, SDKMetrics, opts.MetricsHandler, "the worker's Temporal client exports the workflows' counters")
+
+	m := NewMetrics(nil)
+	value := func(wf string) float64 {
+		return testutil.ToFloat64(refusedSignals.WithLabelValues(wf, contract.ActivityStateSignal))
+	}
+	before, otherBefore := value(contract.MergeWalWorkflow), value("other")
+	series := testutil.CollectAndCount(m.Registry)
+
+	var s testsuite.WorkflowTestSuite
+	s.SetMetricsHandler(SDKMetrics)
+	// What workflows/tracker.go does on each refused signal (n of them), under a workflow name.
+	run := func(name string, n int64) {
+		env := s.NewTestWorkflowEnvironment()
+		env.RegisterWorkflowWithOptions(func(ctx workflow.Context) error {
+			h := workflow.GetMetricsHandler(ctx).WithTags(map[string]string{contract.MetricTagSignal: contract.ActivityStateSignal,
+				contract.MetricTagWorkflow: workflow.GetInfo(ctx).WorkflowType.Name})
+			h.Counter(contract.MetricRefusedSignals).Inc(n)
+			h.Counter("temporal_some_sdk_metric").Inc(1)
+			return nil
+		}, workflow.RegisterOptions{Name: name})
+		env.ExecuteWorkflow(name)
+		require.NoError(t, env.GetWorkflowError())
+	}
+	run(contract.MergeWalWorkflow, 2)
+	run("NotAWalkeeperWorkflow", 1)
+
+	require.Equal(t, before+2, value(contract.MergeWalWorkflow))
+	require.Equal(t, otherBefore+1, value("other"), "an unknown workflow type is no label value of its own")
+	require.LessOrEqual(t, testutil.CollectAndCount(m.Registry), series+1, "the SDK's own metrics are not exported")
+}

@@ -22,14 +22,18 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3bolt"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	bolt "go.etcd.io/bbolt"
 )
@@ -95,7 +99,7 @@ func New(opts Options) (*Server, error) {
 		if err != nil {
 			return nil, fmt.Errorf("open bolt database %s: %w", opts.BoltPath, err)
 		}
-		backend, closeBackend = newBoltBackend(db), db.Close
+		backend, closeBackend = s3bolt.New(db), db.Close
 	}
 	fail := func(err error) (*Server, error) {
 		if closeBackend != nil {
@@ -117,6 +121,9 @@ func New(opts Options) (*Server, error) {
 		return fail(err)
 	}
 	handler := NewHandler(backend)
+	if opts.BoltPath != "" {
+		handler = exclusiveReads(handler)
+	}
 	if opts.Wrap != nil {
 		handler = opts.Wrap(handler)
 	}
@@ -131,6 +138,29 @@ func New(opts Options) (*Server, error) {
 	}
 	go func() { _ = s.http.Serve(ln) }()
 	return s, nil
+}
+
+// exclusiveReads works around gofakes3's s3bolt backend (v1.2.0), whose GetObject and
+// HeadObject hand out bytes aliasing a bbolt page after the read transaction has ended, so
+// that a write reusing the page changed a body still being sent (the client saw a checksum
+// mismatch): a read is answered into a buffer while no write runs, and sent from there.
+func exclusiveReads(next http.Handler) http.Handler {
+	var mu sync.RWMutex
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			mu.Lock()
+			defer mu.Unlock()
+			next.ServeHTTP(w, r)
+			return
+		}
+		rec := httptest.NewRecorder()
+		mu.RLock()
+		next.ServeHTTP(rec, r)
+		mu.RUnlock()
+		maps.Copy(w.Header(), rec.Header())
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(rec.Body.Bytes())
+	})
 }
 
 func ensureBucket(backend gofakes3.Backend, name string) error {

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/walkeeper/walkeeper/internal/proc"
 	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
@@ -414,7 +415,7 @@ type child struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	stdout *bufio.Reader
-	stderr lockedBuffer // written by exec's copying goroutine while the parent may read it
+	stderr *proc.TailBuffer // written by exec's copying goroutine while the parent may read it
 }
 
 // startChildren starts n children running only the test named childTest, each with the
@@ -424,10 +425,10 @@ func startChildren(t *testing.T, n int, childTest string, env func(id string) []
 	t.Helper()
 	children := make([]*child, n)
 	for p := range children {
-		c := &child{id: "proc-" + strconv.Itoa(p)}
+		c := &child{id: "proc-" + strconv.Itoa(p), stderr: proc.NewTailBuffer(64 << 10)}
 		c.cmd = exec.Command(os.Args[0], "-test.run=^"+childTest+"$", "-test.count=1")
 		c.cmd.Env = append(os.Environ(), env(c.id)...)
-		c.cmd.Stderr = &c.stderr
+		c.cmd.Stderr = c.stderr
 		var err error
 		if c.stdin, err = c.cmd.StdinPipe(); err != nil {
 			t.Fatal(err)
@@ -450,22 +451,4 @@ func startChildren(t *testing.T, n int, childTest string, env func(id string) []
 		}
 	}
 	return children
-}
-
-// lockedBuffer is a bytes.Buffer safe for one writer and concurrent readers.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

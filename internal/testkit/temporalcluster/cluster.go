@@ -237,10 +237,7 @@ func (c *Cluster) Stop() error {
 // waitReady polls until the frontend describes every namespace that is registered already
 // (the first start: the system namespace).
 func (c *Cluster) waitReady(ctx context.Context, timeout time.Duration) error {
-	return c.srv.WaitFor(timeout, func() error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
+	return c.srv.WaitFor(ctx, timeout, func() error {
 		return devserver.Serves(ctx, c.hostPort, append([]string{"temporal-system"}, c.namespacesDone...)...)
 	})
 }

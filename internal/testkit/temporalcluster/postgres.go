@@ -115,7 +115,7 @@ func (pg *Postgres) Start(ctx context.Context) error {
 		return err
 	}
 	pg.p = p
-	return p.WaitFor(2*time.Minute, func() error {
+	return p.WaitFor(ctx, 2*time.Minute, func() error {
 		cmd := exec.CommandContext(ctx, filepath.Join(pg.binDir, "pg_isready"), "-q", "-h", "127.0.0.1", "-p", strconv.Itoa(pg.port))
 		if err := cmd.Run(); err != nil {
 			if ctx.Err() != nil {

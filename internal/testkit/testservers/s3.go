@@ -31,7 +31,7 @@ func startMinIO(s *Server) error {
 		return err
 	}
 	// MinIO's readiness probe answers 200 once the drive is formatted and the S3 API serves.
-	if err := s.p.WaitFor(2*time.Minute, func() error { return httpOK(s.Endpoint + "/minio/health/ready") }); err != nil {
+	if err := s.p.WaitFor(context.Background(), 2*time.Minute, func() error { return httpOK(s.Endpoint + "/minio/health/ready") }); err != nil {
 		return err
 	}
 	return s3Ready(s)
@@ -63,7 +63,7 @@ func s3Ready(s *Server) error {
 		UsePathStyle: true,
 		Credentials:  credentials.NewStaticCredentialsProvider(s3test.AccessKeyID, s3test.SecretAccessKey, ""),
 	})
-	if err := s.p.WaitFor(time.Minute, func() error {
+	if err := s.p.WaitFor(context.Background(), time.Minute, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_, err := client.ListBuckets(ctx, &s3.ListBucketsInput{})

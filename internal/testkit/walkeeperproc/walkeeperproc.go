@@ -92,7 +92,7 @@ func (w *Worker) Start(t testing.TB) {
 		t.Fatal(err)
 	}
 	w.p = p
-	err = p.WaitFor(healthyWithin, func() error {
+	err = p.WaitFor(context.Background(), healthyWithin, func() error {
 		res, err := http.Get("http://" + w.Listen + "/healthz")
 		if err != nil {
 			return err
@@ -147,5 +147,10 @@ func (w *Worker) Stop(grace time.Duration) (int, error) {
 	return 0, nil
 }
 
-// TailFile is the last few KiB of the file at p (for failure messages).
-func TailFile(p string) string { return proc.Tail(p, 6000) }
+// Output is the last 16 KiB the last process started wrote (for failure messages).
+func (w *Worker) Output() string {
+	if w.p == nil {
+		return ""
+	}
+	return w.p.Output()
+}

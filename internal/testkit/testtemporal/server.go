@@ -17,7 +17,6 @@ import (
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 
-	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/internal/devserver"
 	"github.com/walkeeper/walkeeper/internal/testkit/temporalcluster"
 	"github.com/walkeeper/walkeeper/temporaladmin"
@@ -100,10 +99,7 @@ type server struct {
 // logs under dir, and o.ExtraNamespaces registered with walkeeper's search attributes unless
 // o.NoSearchAttributes.
 func startServer(ctx context.Context, mode Mode, o Options, dir string, progress io.Writer) (*server, error) {
-	attrs := contract.SearchAttributes
-	if o.NoSearchAttributes {
-		attrs = nil
-	}
+	attrs := !o.NoSearchAttributes
 	switch mode {
 	case ModeCluster:
 		cl, err := temporalcluster.Start(ctx, temporalcluster.Options{Dir: dir, Namespaces: append([]string{defaultNamespace}, o.ExtraNamespaces...),

@@ -72,7 +72,6 @@ type Options struct {
 type Cluster struct {
 	opts     Options
 	pg       *Postgres
-	ports    ports
 	bin      string
 	log      string
 	srv      *proc.Proc
@@ -142,11 +141,12 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 	if err := writeDynamicConfig(dcPath, dcBase, o.DynamicConfig); err != nil {
 		return nil, err
 	}
-	if c.ports, err = newPorts(); err != nil {
+	ports, err := newPorts()
+	if err != nil {
 		return nil, err
 	}
-	c.hostPort = proc.Addr(c.ports.Frontend)
-	cfg, err := serverConfig(c.ports, c.pg.Port(), dcPath, o.MetricsPort)
+	c.hostPort = proc.Addr(ports[0])
+	cfg, err := serverConfig(ports, c.pg.Port(), dcPath, o.MetricsPort)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"io"
 	mrand "math/rand/v2"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"slices"
@@ -168,6 +169,22 @@ func (p *Proc) WaitTCP(addr string, timeout time.Duration) error {
 			_ = c.Close()
 		}
 		return err
+	})
+}
+
+// WaitHTTP waits until a GET of url answers 200 OK, the process exits, or timeout passes.
+func (p *Proc) WaitHTTP(url string, timeout time.Duration) error {
+	c := http.Client{Timeout: 5 * time.Second}
+	return p.WaitFor(context.Background(), timeout, func() error {
+		res, err := c.Get(url)
+		if err != nil {
+			return err
+		}
+		_ = res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			return fmt.Errorf("GET %s: %s", url, res.Status)
+		}
+		return nil
 	})
 }
 

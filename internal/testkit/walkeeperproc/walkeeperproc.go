@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"strings"
@@ -92,17 +91,7 @@ func (w *Worker) Start(t testing.TB) {
 		t.Fatal(err)
 	}
 	w.p = p
-	err = p.WaitFor(context.Background(), healthyWithin, func() error {
-		res, err := http.Get("http://" + w.Listen + "/healthz")
-		if err != nil {
-			return err
-		}
-		res.Body.Close()
-		if res.StatusCode != http.StatusOK {
-			return fmt.Errorf("/healthz answered %d", res.StatusCode)
-		}
-		return nil
-	})
+	err = p.WaitHTTP("http://"+w.Listen+"/healthz", healthyWithin)
 	if err != nil {
 		t.Fatalf("worker %s did not become healthy (log %s): %v", w.Instance, w.Log, err)
 	}

@@ -23,8 +23,6 @@ type SuiteOptions struct {
 	// Namespaces is the pool size: each test takes one, so a workflow one test starts never
 	// reaches another test's workers.
 	Namespaces int
-	// ShortReason is why every test skips under -short.
-	ShortReason string
 	// BinaryEnv names an environment variable that may point at an existing walkeeper
 	// binary to run instead of building ./cmd/walkeeper ("" = always build).
 	BinaryEnv string
@@ -36,7 +34,6 @@ type SuiteOptions struct {
 type Suite struct {
 	opts SuiteOptions
 
-	skip     string
 	hostPort string
 	cliPath  string
 	logDir   string
@@ -55,7 +52,6 @@ func NewSuite(o SuiteOptions) *Suite { return &Suite{opts: o} }
 // Main starts the server, runs m and stops everything; the result is the exit code.
 func (s *Suite) Main(m *testing.M) int {
 	if testing.Short() {
-		s.skip = s.opts.ShortReason
 		return m.Run()
 	}
 	dir, err := os.MkdirTemp("", "walkeeper-"+s.opts.Name+"-")
@@ -128,9 +124,7 @@ func (s *Suite) startServer(namespaces []string, dir string) (*server, error) {
 // Namespace skips t under -short and otherwise hands it the next namespace of the pool.
 func (s *Suite) Namespace(t testing.TB) string {
 	t.Helper()
-	if s.skip != "" {
-		t.Skip(s.skip)
-	}
+	SkipShort(t)
 	i := int(s.nsNext.Add(1) - 1)
 	if i >= s.opts.Namespaces {
 		t.Fatalf("namespace pool exhausted (%d): raise the suite's Namespaces", s.opts.Namespaces)

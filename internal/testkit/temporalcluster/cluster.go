@@ -57,7 +57,7 @@ type Options struct {
 	Dir string
 	// Namespaces registered at start (retention one day); empty = just "default".
 	Namespaces []string
-	// SearchAttributes registers walkeeper's in every namespace of Namespaces.
+	// SearchAttributes registers walkeeper's search attributes in every namespace of Namespaces.
 	SearchAttributes bool
 	// DynamicConfig adds or overrides keys (unconstrained values) of DefaultDynamicConfigBase,
 	// so the test cluster and compose run one configuration.

@@ -64,7 +64,7 @@ func startCluster(ctx context.Context, o Options, dir string, metricsPort int, d
 	defer cancel()
 	cl, err := temporalcluster.Start(sctx, temporalcluster.Options{
 		Dir:              dir,
-		SearchAttributes: contract.SearchAttributes,
+		SearchAttributes: true,
 		MetricsPort:      metricsPort,
 		Progress:         o.Progress,
 		DynamicConfig:    dc,

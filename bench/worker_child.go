@@ -18,7 +18,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/walkeeper/walkeeper/internal/devserver"
+	"github.com/walkeeper/walkeeper/internal/proc"
 	"github.com/walkeeper/walkeeper/temporaladmin"
 	"github.com/walkeeper/walkeeper/worker"
 )
@@ -32,7 +32,7 @@ type workerChild struct {
 	procRSS
 	ready  workerChildReady
 	stdin  io.WriteCloser
-	stderr *devserver.TailBuffer
+	stderr *proc.TailBuffer
 	done   chan struct{}
 	once   sync.Once
 }
@@ -55,7 +55,7 @@ func startWorkerChild(ctx context.Context, o Options, scenario string, params an
 	if err != nil {
 		return nil, err
 	}
-	ch := &workerChild{stdin: stdin, stderr: devserver.NewTailBuffer(8 << 10), done: make(chan struct{})}
+	ch := &workerChild{stdin: stdin, stderr: proc.NewTailBuffer(8 << 10), done: make(chan struct{})}
 	cmd.Stderr = ch.stderr
 	if err := cmd.Start(); err != nil {
 		return nil, err

@@ -20,7 +20,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -123,7 +122,6 @@ type Server struct {
 	hostPort string
 	uiURL    string
 	p        *proc.Proc
-	tail     *TailBuffer
 }
 
 // stopWait is how long Stop waits after SIGTERM before SIGKILL.
@@ -221,14 +219,12 @@ func startOnce(ctx context.Context, cli string, o Options) (*Server, error) {
 		}
 	}
 
-	s := &Server{hostPort: hostPort, tail: NewTailBuffer(16 << 10)}
+	s := &Server{hostPort: hostPort}
 	if !o.Headless {
 		s.uiURL = "http://" + proc.Addr(o.UIPort)
 	}
-	spec := proc.Spec{Path: cli, Args: args, Output: s.tail, ParentDeath: true}
-	if o.Output != nil {
-		spec.Output = io.MultiWriter(o.Output, s.tail)
-	} else if o.DataDir != "" {
+	spec := proc.Spec{Path: cli, Args: args, Output: o.Output, ParentDeath: true}
+	if o.Output == nil && o.DataDir != "" {
 		spec.Log = filepath.Join(o.DataDir, "temporal.log")
 	}
 	fmt.Fprintf(cmp.Or(o.Progress, io.Discard), "starting Temporal dev server on %s (%s)\n", hostPort, cli)
@@ -261,26 +257,11 @@ func dynamicConfig(o Options) []string {
 
 // waitReady dials the frontend until it answers and the namespace can be described.
 func (s *Server) waitReady(ctx context.Context, ns string, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	var lastErr error
-	for {
-		select {
-		case <-s.p.Exited():
-			return fmt.Errorf("temporal dev server exited during start (%v); output:\n%s", s.p.Err(), s.tail.String())
-		default:
-		}
-		lastErr = Serves(ctx, s.hostPort, ns)
-		if lastErr == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("temporal dev server on %s not ready after %s: %v; output:\n%s", s.hostPort, timeout, lastErr, s.tail.String())
-		case <-s.p.Exited():
-		case <-time.After(200 * time.Millisecond):
-		}
+	err := s.p.WaitFor(ctx, timeout, func() error { return Serves(ctx, s.hostPort, ns) })
+	if err != nil {
+		return fmt.Errorf("temporal dev server on %s: %w", s.hostPort, err)
 	}
+	return nil
 }
 
 // Serves is nil once the Temporal frontend at hostPort answers and describes every one of
@@ -445,31 +426,4 @@ func lockFile(ctx context.Context, path string) (func(), error) {
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
-}
-
-// TailBuffer keeps the last Max bytes written to it: a child process's output, for the
-// error that says why it died.
-type TailBuffer struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-}
-
-// NewTailBuffer keeps the last max bytes.
-func NewTailBuffer(max int) *TailBuffer { return &TailBuffer{max: max} }
-
-func (t *TailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if over := len(t.buf) - t.max; over > 0 {
-		t.buf = append(t.buf[:0], t.buf[over:]...)
-	}
-	return len(p), nil
-}
-
-func (t *TailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.buf)
 }

@@ -5,14 +5,17 @@
 package proc
 
 import (
+	"context"
 	"fmt"
 	"io"
 	mrand "math/rand/v2"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"slices"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -25,7 +28,7 @@ type Spec struct {
 	Log  string   // file that receives stdout and stderr (appended, so restarts keep history)
 	// Environ is the environment Env extends (nil: os.Environ()).
 	Environ []string
-	// Output receives stdout and stderr too (both nil or "": discarded).
+	// Output receives stdout and stderr too; the last 16 KiB are kept for WaitFor's errors.
 	Output io.Writer
 	// Credential runs the process as another user (PostgreSQL refuses to run as root).
 	Credential *syscall.Credential
@@ -38,24 +41,26 @@ type Spec struct {
 type Proc struct {
 	spec   Spec
 	cmd    *exec.Cmd
+	tail   *TailBuffer
 	exited chan struct{}
 	err    error // Wait's result, valid once exited is closed
 }
 
 // Start starts spec's process.
 func Start(spec Spec) (*Proc, error) {
+	tail := NewTailBuffer(16 << 10)
+	out := io.Writer(tail)
+	if spec.Output != nil {
+		out = io.MultiWriter(spec.Output, tail)
+	}
 	var log *os.File
-	out := spec.Output
 	if spec.Log != "" {
 		var err error
 		if log, err = os.OpenFile(spec.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
 			return nil, err
 		}
 		fmt.Fprintf(log, "\n=== %s %s %v\n", time.Now().Format(time.RFC3339), spec.Path, spec.Args)
-		out = log
-		if spec.Output != nil {
-			out = io.MultiWriter(log, spec.Output)
-		}
+		out = io.MultiWriter(log, out)
 	}
 	cmd := exec.Command(spec.Path, spec.Args...)
 	base := spec.Environ
@@ -72,7 +77,7 @@ func Start(spec Spec) (*Proc, error) {
 		_ = log.Close() // a nil *os.File refuses the Close
 		return nil, fmt.Errorf("start %s: %w", spec.Path, err)
 	}
-	p := &Proc{spec: spec, cmd: cmd, exited: make(chan struct{})}
+	p := &Proc{spec: spec, cmd: cmd, tail: tail, exited: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		_ = log.Close()
@@ -89,6 +94,9 @@ func (p *Proc) Exited() <-chan struct{} { return p.exited }
 
 // Err is how the process ended (exec.Cmd.Wait's error), once Exited is closed.
 func (p *Proc) Err() error { return p.err }
+
+// Output is the last 16 KiB the process wrote to stdout and stderr.
+func (p *Proc) Output() string { return p.tail.String() }
 
 // Stop sends sig to the process group, waits up to grace for the process to exit, then
 // SIGKILLs the group. It returns nil when the process exited (for whatever reason); calling
@@ -112,24 +120,6 @@ func (p *Proc) Stop(sig syscall.Signal, grace time.Duration) error {
 	case <-time.After(30 * time.Second):
 		return fmt.Errorf("%s (pid %d) survived SIGKILL for 30s", p.spec.Path, p.cmd.Process.Pid)
 	}
-}
-
-// Tail returns the last n bytes of the process's log file, for error messages.
-func Tail(path string, n int64) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return ""
-	}
-	if st.Size() > n {
-		_, _ = f.Seek(st.Size()-n, io.SeekStart)
-	}
-	b, _ := io.ReadAll(f)
-	return string(b)
 }
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
@@ -173,7 +163,7 @@ const ephemeralStart = 32768
 
 // WaitTCP waits until addr accepts a TCP connection, the process exits, or timeout passes.
 func (p *Proc) WaitTCP(addr string, timeout time.Duration) error {
-	return p.WaitFor(timeout, func() error {
+	return p.WaitFor(context.Background(), timeout, func() error {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
 			_ = c.Close()
@@ -182,9 +172,25 @@ func (p *Proc) WaitTCP(addr string, timeout time.Duration) error {
 	})
 }
 
+// WaitHTTP waits until a GET of url answers 200 OK, the process exits, or timeout passes.
+func (p *Proc) WaitHTTP(url string, timeout time.Duration) error {
+	c := http.Client{Timeout: 5 * time.Second}
+	return p.WaitFor(context.Background(), timeout, func() error {
+		res, err := c.Get(url)
+		if err != nil {
+			return err
+		}
+		_ = res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			return fmt.Errorf("GET %s: %s", url, res.Status)
+		}
+		return nil
+	})
+}
+
 // WaitFor polls ready every 100 ms until it returns nil, the process exits (an error with
-// the log's tail), or timeout passes (the last error from ready).
-func (p *Proc) WaitFor(timeout time.Duration, ready func() error) error {
+// the output's tail), ctx ends, or timeout passes (the last error from ready).
+func (p *Proc) WaitFor(ctx context.Context, timeout time.Duration, ready func() error) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		err := ready()
@@ -193,15 +199,45 @@ func (p *Proc) WaitFor(timeout time.Duration, ready func() error) error {
 		}
 		select {
 		case <-p.exited:
-			return fmt.Errorf("%s: process exited (%v) before it was ready; log tail:\n%s", p.spec.Path, p.err, Tail(p.spec.Log, 4096))
+			return fmt.Errorf("%s: process exited (%v) before it was ready; output:\n%s", p.spec.Path, p.err, p.Output())
 		default:
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s not ready after %s: %v; log tail:\n%s", p.spec.Path, timeout, err, Tail(p.spec.Log, 4096))
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			return fmt.Errorf("%s not ready after %s: %v; output:\n%s", p.spec.Path, timeout, err, p.Output())
 		}
-		time.Sleep(100 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 }
 
 // Addr formats 127.0.0.1:port.
 func Addr(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
+
+// TailBuffer keeps the last max bytes written to it: a child process's output, for the
+// error that says why it died.
+type TailBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+// NewTailBuffer keeps the last max bytes.
+func NewTailBuffer(max int) *TailBuffer { return &TailBuffer{max: max} }
+
+func (t *TailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - t.max; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *TailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}

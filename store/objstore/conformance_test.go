@@ -151,7 +151,7 @@ func TestBucketRaceChild(t *testing.T) { bucketconformance.RaceChild(t) }
 func TestPutIfAbsentRaceProcesses(t *testing.T) {
 	root := t.TempDir()
 	bucketconformance.RaceProcesses(t, fileURL(root), bucketconformance.RaceOptions{
-		Procs: 8, Rounds: 200, ChildTest: "TestBucketRaceChild", Lockstep: true,
+		Procs: 8, Rounds: 200, ChildTest: "TestBucketRaceChild",
 	})
 	// ".tmp-" is the file backend's reserved temp prefix (objstore.Bucket's key rules).
 	var left []string
@@ -175,6 +175,6 @@ func TestS3PutIfAbsentRaceProcesses(t *testing.T) {
 		url = func(testing.TB) string { return withRandomPrefix(ext) }
 	}
 	bucketconformance.RaceProcesses(t, url(t), bucketconformance.RaceOptions{
-		Procs: 8, Rounds: 200, ChildTest: "TestBucketRaceChild", Lockstep: true,
+		Procs: 8, Rounds: 200, ChildTest: "TestBucketRaceChild",
 	})
 }

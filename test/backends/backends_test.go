@@ -135,7 +135,7 @@ func race(t *testing.T, tg target, root string, procs, rounds, size int) {
 		return
 	}
 	bucketconformance.RaceProcesses(t, root, bucketconformance.RaceOptions{
-		Procs: procs, Rounds: rounds, ChildTest: "TestBucketRaceChild", Lockstep: true, PayloadSize: size,
+		Procs: procs, Rounds: rounds, ChildTest: "TestBucketRaceChild", PayloadSize: size,
 	})
 }
 

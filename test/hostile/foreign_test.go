@@ -73,7 +73,7 @@ func TestForeignAndDamagedObjects(t *testing.T) {
 
 		r, err := w.do(http.MethodPost, rowsPath("walcrash"), []byte(`[{"id":"x"}]`), nil)
 		if err != nil {
-			t.Fatalf("append over the damaged WAL: no answer (%v); worker alive: %v; log tail:\n%s", err, w.alive(), w.logTail(1500))
+			t.Fatalf("append over the damaged WAL: no answer (%v); worker alive: %v; output:\n%s", err, w.alive(), w.proc.Output())
 		}
 		expectError(t, r, http.StatusInternalServerError, "corrupt", "append over the damaged WAL object")
 		if h := w.call(t, http.MethodGet, "/healthz", nil, nil); h.Status != http.StatusOK {

@@ -247,22 +247,13 @@ func (w *worker) checkAliveAndBounded(t *testing.T) {
 	if k := w.killedKB.Load(); k > 0 {
 		t.Errorf("the harness killed the worker at %d MiB resident (limit %d MiB): it materialised far beyond its budgets", k/1024, watchdogKill/mib)
 	} else if !w.alive() {
-		t.Errorf("the worker process exited (crashed?); log tail:\n%s", w.logTail(3000))
+		t.Errorf("the worker process exited (crashed?); output:\n%s", w.proc.Output())
 	}
 	if peak > bound {
 		t.Errorf("worker peak RSS %d MiB is above its bound %d MiB (cache %d + read %d + merge %d + memtable %d + bodies %d + pages %d + slack %d MiB)",
 			peak/mib, bound/mib, w.cfg.CacheBytes/mib, w.cfg.ReadBudgetBytes/mib, w.cfg.MergeBudgetBytes/mib, w.cfg.MemtableBytes/mib,
 			w.cfg.BodyBudgetBytes/mib, w.cfg.PageBudgetBytes/mib, memorySlack/mib)
 	}
-}
-
-// logTail is the last n bytes of the worker's log.
-func (w *worker) logTail(n int) string {
-	b, _ := os.ReadFile(w.logPath)
-	if len(b) > n {
-		return "…" + string(b[len(b)-n:])
-	}
-	return string(b)
 }
 
 // --- HTTP --------------------------------------------------------------------------------
@@ -358,7 +349,7 @@ func (w *worker) call(t *testing.T, method, path string, body []byte, hdr map[st
 	t.Helper()
 	r, err := w.do(method, path, body, hdr)
 	if err != nil {
-		t.Fatalf("%s %s: no answer: %v (worker alive: %v)\nlog tail:\n%s", method, shorten(path), err, w.alive(), w.logTail(2000))
+		t.Fatalf("%s %s: no answer: %v (worker alive: %v)\noutput:\n%s", method, shorten(path), err, w.alive(), w.proc.Output())
 	}
 	return r
 }

@@ -13,10 +13,9 @@ import (
 // ./cmd/walkeeper, so the suite can be run against an older build to show each test failing
 // before its fix.
 var suite = testtemporal.NewSuite(testtemporal.SuiteOptions{
-	Name:        "hostile",
-	Namespaces:  16,
-	ShortReason: "the hostile suite runs worker processes against a Temporal server; skipped with -short",
-	BinaryEnv:   "WALKEEPER_HOSTILE_BIN",
+	Name:       "hostile",
+	Namespaces: 16,
+	BinaryEnv:  "WALKEEPER_HOSTILE_BIN",
 })
 
 func TestMain(m *testing.M) {

@@ -21,9 +21,8 @@ import (
 )
 
 var suite = testtemporal.NewSuite(testtemporal.SuiteOptions{
-	Name:        "it",
-	Namespaces:  20,
-	ShortReason: "integration tests start a Temporal dev server; skipped with -short",
+	Name:       "it",
+	Namespaces: 20,
 })
 
 func TestMain(m *testing.M) {

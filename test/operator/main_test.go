@@ -9,9 +9,8 @@ import (
 )
 
 var suite = testtemporal.NewSuite(testtemporal.SuiteOptions{
-	Name:        "op",
-	Namespaces:  1,
-	ShortReason: "the operator suite starts a Temporal dev server and worker processes; skipped with -short",
+	Name:       "op",
+	Namespaces: 1,
 })
 
 func TestMain(m *testing.M) {

@@ -1,15 +1,10 @@
 package reliability
 
 import (
-	"bufio"
 	"fmt"
-	"io"
 	"maps"
-	"os"
 	"slices"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
 )
 
@@ -157,81 +152,4 @@ func (o *Oracle) Verify(rows map[string]int64) []string {
 	o.mu.Unlock()
 	sort.Strings(bad)
 	return bad
-}
-
-// AckLog is an append-only file of "attempt|ack key value" lines that a child process writes
-// around every append, so a parent can rebuild the oracle after killing the child. A single
-// write(2) per line on an O_APPEND file survives the death of the writing process (it is in
-// the page cache), so no fsync is needed for process kills.
-type AckLog struct {
-	mu sync.Mutex
-	f  *os.File
-}
-
-// OpenAckLog opens (creating) the log for appending.
-func OpenAckLog(path string) (*AckLog, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	return &AckLog{f: f}, nil
-}
-
-func (l *AckLog) write(kind string, keys []string, values []int64) error {
-	var b strings.Builder
-	for i, k := range keys {
-		fmt.Fprintf(&b, "%s %s %d\n", kind, k, values[i])
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	_, err := l.f.WriteString(b.String())
-	return err
-}
-
-// Attempt logs values about to be appended.
-func (l *AckLog) Attempt(keys []string, values []int64) error {
-	return l.write("attempt", keys, values)
-}
-
-// Ack logs acknowledged values.
-func (l *AckLog) Ack(keys []string, values []int64) error { return l.write("ack", keys, values) }
-
-// Close closes the file.
-func (l *AckLog) Close() error { return l.f.Close() }
-
-// LoadAckLog replays a log into o. A torn last line (the writer died mid-write) is ignored.
-func (o *Oracle) LoadAckLog(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return o.loadAckLog(f)
-}
-
-func (o *Oracle) loadAckLog(r io.Reader) error {
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		parts := strings.Fields(sc.Text())
-		if len(parts) != 3 {
-			continue
-		}
-		v, err := strconv.ParseInt(parts[2], 10, 64)
-		if err != nil {
-			continue
-		}
-		switch parts[0] {
-		case "attempt":
-			o.mu.Lock()
-			st := o.state(parts[1])
-			if v > st.maxTry {
-				st.maxTry = v
-				st.maybe = append(st.maybe, v)
-			}
-			o.mu.Unlock()
-		case "ack":
-			o.Ack(parts[1], v)
-		}
-	}
-	return sc.Err()
 }

@@ -215,7 +215,7 @@ func TestWorkerProcessesSurviveKillsAndTemporalRestarts(t *testing.T) {
 			var res contract.MergeWalResult
 			if err := rig.c.GetWorkflow(ctx, started.WorkflowID, "").Get(ctx, &res); err != nil {
 				t.Fatalf("MergeWal %s did not complete after %s: %v\nworker logs:\n%s\n%s", started.WorkflowID, fault, err,
-					walkeeperproc.TailFile(workers[0].Log), walkeeperproc.TailFile(workers[1].Log))
+					workers[0].Output(), workers[1].Output())
 			}
 			t.Logf("%s: MergeWal completed %s after the fault: passes=%d reclaimed=%d base=%d workflow_runs=%d shards=%+v",
 				fault, time.Since(faultAt).Round(time.Millisecond), res.Passes, res.Reclaimed, res.BaseVersion, res.WorkflowRuns, res.Shards)

@@ -96,7 +96,7 @@ func TestRollingUpgradeKeepsMergesRunning(t *testing.T) {
 	for i, w := range f.workers {
 		code, err := w.Stop(stopGrace)
 		if err != nil || code != 0 {
-			t.Fatalf("build A worker %s did not drain on SIGTERM (exit %d, %v); log:\n%s", w.Instance, code, err, walkeeperproc.TailFile(w.Log))
+			t.Fatalf("build A worker %s did not drain on SIGTERM (exit %d, %v); log:\n%s", w.Instance, code, err, w.Output())
 		}
 		nw := &walkeeperproc.Worker{Bin: bs.b, Instance: w.Instance, Listen: w.Listen, Log: w.Log, Args: common}
 		f.workers[i] = nw
@@ -118,7 +118,7 @@ func TestRollingUpgradeKeepsMergesRunning(t *testing.T) {
 		cancel()
 		if err != nil {
 			t.Fatalf("MergeWal %s did not complete: %v\n%s\nlogs:\n%s\n%s", ch.id, err, diagnose(c, ch.id),
-				walkeeperproc.TailFile(f.workers[0].Log), walkeeperproc.TailFile(f.workers[1].Log))
+				f.workers[0].Output(), f.workers[1].Output())
 		}
 		for _, sh := range res.Shards {
 			if sh.Error != "" {

@@ -80,6 +80,14 @@ func ListKeys(t testing.TB, b *objstore.Bucket, prefix string) []string {
 	return keys
 }
 
+// wantErr fails t unless err is target.
+func wantErr(t *testing.T, what string, err, target error) {
+	t.Helper()
+	if !errors.Is(err, target) {
+		t.Fatalf("%s: got %v, want %v", what, err, target)
+	}
+}
+
 func listDirs(t *testing.T, b *objstore.Bucket, prefix string) []string {
 	t.Helper()
 	dirs, err := b.ListDirs(context.Background(), prefix)
@@ -94,17 +102,14 @@ func listDirs(t *testing.T, b *objstore.Bucket, prefix string) []string {
 
 func testGetMissing(t *testing.T, b *objstore.Bucket) {
 	ctx := context.Background()
-	if _, err := b.Get(ctx, "a/b"); !errors.Is(err, objstore.ErrNotFound) {
-		t.Fatalf("Get missing: got %v, want ErrNotFound", err)
-	}
+	_, err := b.Get(ctx, "a/b")
+	wantErr(t, "Get missing", err, objstore.ErrNotFound)
 	mustPut(t, b, "a/b/c", "x")
 	// "a/b" is now a directory on file://; it is still not an object.
-	if _, err := b.Get(ctx, "a/b"); !errors.Is(err, objstore.ErrNotFound) {
-		t.Fatalf("Get of a directory: got %v, want ErrNotFound", err)
-	}
-	if _, err := b.Get(ctx, "a/b/c/d"); !errors.Is(err, objstore.ErrNotFound) {
-		t.Fatalf("Get below an object: got %v, want ErrNotFound", err)
-	}
+	_, err = b.Get(ctx, "a/b")
+	wantErr(t, "Get of a directory", err, objstore.ErrNotFound)
+	_, err = b.Get(ctx, "a/b/c/d")
+	wantErr(t, "Get below an object", err, objstore.ErrNotFound)
 	for _, k := range []string{"a/b", "nope", "a/b/c/d"} {
 		if ok, err := b.Exists(ctx, k); err != nil || ok {
 			t.Fatalf("Exists(%q) = %v, %v; want false, nil", k, ok, err)
@@ -169,17 +174,12 @@ func testPutIfAbsentTwice(t *testing.T, b *objstore.Bucket) {
 	if err := b.PutIfAbsent(ctx, "v/00000000000000000001.json", []byte("winner")); err != nil {
 		t.Fatalf("first PutIfAbsent: %v", err)
 	}
-	err := b.PutIfAbsent(ctx, "v/00000000000000000001.json", []byte("loser"))
-	if !errors.Is(err, objstore.ErrAlreadyExists) {
-		t.Fatalf("second PutIfAbsent: got %v, want ErrAlreadyExists", err)
-	}
+	wantErr(t, "second PutIfAbsent", b.PutIfAbsent(ctx, "v/00000000000000000001.json", []byte("loser")), objstore.ErrAlreadyExists)
 	if got := mustGet(t, b, "v/00000000000000000001.json"); got != "winner" {
 		t.Fatalf("content after lost race = %q, want winner", got)
 	}
 	mustPut(t, b, "plain", "p")
-	if err := b.PutIfAbsent(ctx, "plain", []byte("q")); !errors.Is(err, objstore.ErrAlreadyExists) {
-		t.Fatalf("PutIfAbsent over Put: got %v", err)
-	}
+	wantErr(t, "PutIfAbsent over Put", b.PutIfAbsent(ctx, "plain", []byte("q")), objstore.ErrAlreadyExists)
 	if got := mustGet(t, b, "plain"); got != "p" {
 		t.Fatalf("content = %q", got)
 	}
@@ -196,9 +196,8 @@ func testDeleteIdempotent(t *testing.T, b *objstore.Bucket) {
 			t.Fatalf("Delete #%d: %v", i, err)
 		}
 	}
-	if _, err := b.Get(ctx, "d/k"); !errors.Is(err, objstore.ErrNotFound) {
-		t.Fatalf("Get after delete: %v", err)
-	}
+	_, err := b.Get(ctx, "d/k")
+	wantErr(t, "Get after delete", err, objstore.ErrNotFound)
 	if err := b.PutIfAbsent(ctx, "d/k", []byte("again")); err != nil {
 		t.Fatalf("PutIfAbsent after delete: %v", err)
 	}
@@ -458,9 +457,7 @@ func testContextAndClose(t *testing.T, b *objstore.Bucket) {
 	ctx := context.Background()
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	if err := b.Put(cctx, "k", []byte("x")); !errors.Is(err, context.Canceled) {
-		t.Fatalf("Put with cancelled ctx: %v", err)
-	}
+	wantErr(t, "Put with cancelled ctx", b.Put(cctx, "k", []byte("x")), context.Canceled)
 	if ok, _ := b.Exists(ctx, "k"); ok {
 		t.Fatalf("cancelled Put stored the object")
 	}
@@ -471,15 +468,11 @@ func testContextAndClose(t *testing.T, b *objstore.Bucket) {
 	if err := b.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
-	if _, err := b.Get(ctx, "k"); !errors.Is(err, objstore.ErrClosed) {
-		t.Fatalf("Get after Close: %v", err)
-	}
-	if err := b.PutIfAbsent(ctx, "k2", nil); !errors.Is(err, objstore.ErrClosed) {
-		t.Fatalf("PutIfAbsent after Close: %v", err)
-	}
-	if _, err := b.List(ctx, ""); !errors.Is(err, objstore.ErrClosed) {
-		t.Fatalf("List after Close: %v", err)
-	}
+	_, err := b.Get(ctx, "k")
+	wantErr(t, "Get after Close", err, objstore.ErrClosed)
+	wantErr(t, "PutIfAbsent after Close", b.PutIfAbsent(ctx, "k2", nil), objstore.ErrClosed)
+	_, err = b.List(ctx, "")
+	wantErr(t, "List after Close", err, objstore.ErrClosed)
 	var nb *objstore.Bucket
 	if _, err := nb.Get(ctx, "k"); !errors.Is(err, objstore.ErrClosed) || nb.URL() != "" || nb.Close() != nil {
 		t.Fatalf("nil bucket: %v", err)
@@ -551,9 +544,7 @@ func testFaults(t *testing.T, base *objstore.Bucket) {
 		}
 		return nil
 	}})
-	if err := fb.Put(ctx, "x", []byte("1")); !errors.Is(err, injected) {
-		t.Fatalf("Put with Before fault: %v", err)
-	}
+	wantErr(t, "Put with Before fault", fb.Put(ctx, "x", []byte("1")), injected)
 	if ok, _ := base.Exists(ctx, "x"); ok {
 		t.Fatalf("faulted Put was performed")
 	}
@@ -565,16 +556,12 @@ func testFaults(t *testing.T, base *objstore.Bucket) {
 		}
 		return err
 	}})
-	if err := lb.PutIfAbsent(ctx, "v/1", []byte("landed")); !errors.Is(err, injected) {
-		t.Fatalf("PutIfAbsent with After fault: %v", err)
-	}
+	wantErr(t, "PutIfAbsent with After fault", lb.PutIfAbsent(ctx, "v/1", []byte("landed")), injected)
 	if got := mustGet(t, base, "v/1"); got != "landed" {
 		t.Fatalf("landed write not visible: %q", got)
 	}
 	// The retry through the same faulty handle sees the real outcome.
-	if err := lb.PutIfAbsent(ctx, "v/1", []byte("again")); !errors.Is(err, objstore.ErrAlreadyExists) {
-		t.Fatalf("retry after landed write: %v", err)
-	}
+	wantErr(t, "retry after landed write", lb.PutIfAbsent(ctx, "v/1", []byte("again")), objstore.ErrAlreadyExists)
 
 	// Latency.
 	sb := base.WithFaults(objstore.FaultFuncs{BeforeFunc: func(op, key string) error {
@@ -626,7 +613,6 @@ func testFaults(t *testing.T, base *objstore.Bucket) {
 	}
 	// Views share the handle's lifetime.
 	_ = rb.Close()
-	if _, err := base.Get(ctx, "v/1"); !errors.Is(err, objstore.ErrClosed) {
-		t.Fatalf("base after closing a view: %v", err)
-	}
+	_, err := base.Get(ctx, "v/1")
+	wantErr(t, "base after closing a view", err, objstore.ErrClosed)
 }

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/walkeeper/walkeeper/internal/proc"
 	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
@@ -84,13 +85,8 @@ type RaceOptions struct {
 	// ChildTest is the name of the test in the calling test binary whose whole body is
 	// RaceChild(t). The children are that binary re-executed with -test.run=^ChildTest$.
 	ChildTest string
-	// Lockstep releases the rounds one at a time to every child and waits for all answers
-	// before the next, so every key is contended by every process. Without it all rounds are
-	// released at once and the children race through them freely (fewer round trips: use it
-	// where one put-if-absent costs milliseconds, as with fsync on a local disk).
-	Lockstep bool
-	// PayloadSize is the size of each writer's object (0 = a few bytes). From 1 MiB on, with
-	// Lockstep, the race must have been contended in time: in at least one round some
+	// PayloadSize is the size of each writer's object (0 = a few bytes). From 1 MiB on, the
+	// race must have been contended in time: in at least one round some
 	// loser's upload started before the winner's finished (a race that ran the writers one
 	// after the other proves only the sequential precondition). Not every round: a backend
 	// as fast as a local disk can finish a 17 MiB upload before a descheduled rival starts.
@@ -105,7 +101,7 @@ const (
 	raceSizeEnv  = "WALKEEPER_BUCKET_RACE_SIZE"
 )
 
-// raceStartAhead is how far ahead of its release a batch's first put is scheduled: enough
+// raceStartAhead is how far ahead of its release a round's puts are scheduled: enough
 // for every child to read its line and build its payload on a loaded 2-core machine (a large
 // payload is tens of MiB to fill, race detector included).
 func raceStartAhead(payload int) time.Duration {
@@ -139,48 +135,38 @@ func RaceProcesses(t *testing.T, url string, opts RaceOptions) {
 		return []string{raceChildEnv + "=1", raceURLEnv + "=" + url, raceIDEnv + "=" + id,
 			raceSizeEnv + "=" + strconv.Itoa(opts.PayloadSize)}
 	})
-	batch := opts.Rounds
-	if opts.Lockstep {
-		batch = 1
-	}
+	// Rounds are released one at a time to every child, and every answer is awaited before the
+	// next, so every key is contended by every process.
 	attempts := make([][]attempt, opts.Rounds)
-	var mu sync.Mutex
-	for from := 0; from < opts.Rounds; from += batch {
-		to := min(from+batch, opts.Rounds)
+	for i := range attempts {
 		// Every child is blocked reading stdin: these writes release them, and each starts
-		// its first put at the same instant, a little ahead: woken one after another by the
+		// its put at the same instant, a little ahead: woken one after another by the
 		// writes, a child that finishes a fast upload (file:// writes 17 MiB in milliseconds)
 		// before the next is scheduled would make the race a sequence.
 		startAt := time.Now().Add(raceStartAhead(opts.PayloadSize)).UnixNano()
 		for _, c := range children {
-			if _, err := fmt.Fprintf(c.stdin, "%d %d %d\n", from, to, startAt); err != nil {
+			if _, err := fmt.Fprintf(c.stdin, "%d %d\n", i, startAt); err != nil {
 				t.Fatalf("%s: %v; stderr: %s", c.id, err, c.stderr.String())
 			}
 		}
+		var mu sync.Mutex
 		var wg sync.WaitGroup
 		for _, c := range children {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for {
-					line, err := c.stdout.ReadString('\n')
-					if line == "DONE\n" {
-						return
-					}
-					var verdict string
-					var a attempt
-					var i int
-					_, serr := fmt.Sscanf(line, "%s %d %d %d\n", &verdict, &i, &a.start, &a.end)
-					if serr != nil || (verdict != "WIN" && verdict != "LOSE") || i < from || i >= to {
-						t.Errorf("%s: unexpected output %q, %v; stderr: %s", c.id, line, err, c.stderr.String())
-						return
-					}
-					a.who, a.won = c.id, verdict == "WIN"
-					mu.Lock()
-					attempts[i] = append(attempts[i], a)
-					mu.Unlock()
+			wg.Go(func() {
+				line, err := c.stdout.ReadString('\n')
+				var verdict string
+				var a attempt
+				var round int
+				_, serr := fmt.Sscanf(line, "%s %d %d %d\n", &verdict, &round, &a.start, &a.end)
+				if serr != nil || (verdict != "WIN" && verdict != "LOSE") || round != i {
+					t.Errorf("%s: unexpected output %q, %v; stderr: %s", c.id, line, err, c.stderr.String())
+					return
 				}
-			}()
+				a.who, a.won = c.id, verdict == "WIN"
+				mu.Lock()
+				attempts[i] = append(attempts[i], a)
+				mu.Unlock()
+			})
 		}
 		wg.Wait()
 		if t.Failed() {
@@ -214,7 +200,7 @@ func RaceProcesses(t *testing.T, url string, opts RaceOptions) {
 		}
 	}
 	t.Logf("rounds where a loser's attempt overlapped the winner's: %d of %d", contended, opts.Rounds)
-	if opts.Lockstep && opts.PayloadSize >= largeRace && contended == 0 {
+	if opts.PayloadSize >= largeRace && contended == 0 {
 		t.Fatalf("no round of %d was contended in time (a loser's upload started before the winner's finished): the uploads ran one after the other", opts.Rounds)
 	}
 }
@@ -250,9 +236,9 @@ const minSharedRounds = 20
 // RaceChild is the child side of RaceProcesses. Call it as the whole body of the test named
 // in RaceOptions.ChildTest; in a normal run (not a child) it skips. It never returns in a
 // child: it exits the process. Protocol over stdin/stdout: print READY once the bucket is
-// open and reachable; then for each line "<from> <to> <start Unix ns>" wait for the start
-// instant and race keys from..to-1, print
-// "WIN <i>" or "LOSE <i>" for each and then "DONE"; exit 0 when stdin closes.
+// open and reachable; then for each line "<i> <start Unix ns>" wait for the start instant,
+// race key i and print "WIN <i> <start> <end>" or "LOSE <i> <start> <end>" (Unix ns); exit 0
+// when stdin closes.
 func RaceChild(t *testing.T) {
 	if os.Getenv(raceChildEnv) != "1" {
 		t.Skip("child process of bucketconformance.RaceProcesses")
@@ -286,32 +272,27 @@ func raceChild() int {
 	}
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
-		var from, to int
+		var i int
 		var startAt int64
-		if _, err := fmt.Sscanf(in.Text(), "%d %d %d", &from, &to, &startAt); err != nil {
-			fmt.Fprintf(os.Stderr, "bad batch %q: %v\n", in.Text(), err)
+		if _, err := fmt.Sscanf(in.Text(), "%d %d", &i, &startAt); err != nil {
+			fmt.Fprintf(os.Stderr, "bad round %q: %v\n", in.Text(), err)
 			return 2
 		}
-		for i := from; i < to; i++ {
-			payload := racePayload(id, i, size)
-			if i == from {
-				time.Sleep(time.Until(time.Unix(0, startAt))) // every child starts together
-			}
-			start := time.Now().UnixNano()
-			err := b.PutIfAbsent(ctx, RaceKey(i), payload)
-			end := time.Now().UnixNano()
-			switch {
-			case err == nil:
-				fmt.Fprintf(out, "WIN %d %d %d\n", i, start, end)
-			case errors.Is(err, objstore.ErrAlreadyExists):
-				fmt.Fprintf(out, "LOSE %d %d %d\n", i, start, end)
-			default:
-				fmt.Fprintf(os.Stderr, "round %d: %v\n", i, err)
-				_ = out.Flush()
-				return 3
-			}
+		payload := racePayload(id, i, size)
+		time.Sleep(time.Until(time.Unix(0, startAt))) // every child starts together
+		start := time.Now().UnixNano()
+		err := b.PutIfAbsent(ctx, RaceKey(i), payload)
+		end := time.Now().UnixNano()
+		switch {
+		case err == nil:
+			fmt.Fprintf(out, "WIN %d %d %d\n", i, start, end)
+		case errors.Is(err, objstore.ErrAlreadyExists):
+			fmt.Fprintf(out, "LOSE %d %d %d\n", i, start, end)
+		default:
+			fmt.Fprintf(os.Stderr, "round %d: %v\n", i, err)
+			_ = out.Flush()
+			return 3
 		}
-		fmt.Fprintln(out, "DONE")
 		if err := out.Flush(); err != nil {
 			return 2
 		}
@@ -414,7 +395,7 @@ type child struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	stdout *bufio.Reader
-	stderr lockedBuffer // written by exec's copying goroutine while the parent may read it
+	stderr *proc.TailBuffer // written by exec's copying goroutine while the parent may read it
 }
 
 // startChildren starts n children running only the test named childTest, each with the
@@ -424,10 +405,10 @@ func startChildren(t *testing.T, n int, childTest string, env func(id string) []
 	t.Helper()
 	children := make([]*child, n)
 	for p := range children {
-		c := &child{id: "proc-" + strconv.Itoa(p)}
+		c := &child{id: "proc-" + strconv.Itoa(p), stderr: proc.NewTailBuffer(64 << 10)}
 		c.cmd = exec.Command(os.Args[0], "-test.run=^"+childTest+"$", "-test.count=1")
 		c.cmd.Env = append(os.Environ(), env(c.id)...)
-		c.cmd.Stderr = &c.stderr
+		c.cmd.Stderr = c.stderr
 		var err error
 		if c.stdin, err = c.cmd.StdinPipe(); err != nil {
 			t.Fatal(err)
@@ -450,22 +431,4 @@ func startChildren(t *testing.T, n int, childTest string, env func(id string) []
 		}
 	}
 	return children
-}
-
-// lockedBuffer is a bytes.Buffer safe for one writer and concurrent readers.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -20,7 +20,6 @@ import (
 	"syscall"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
@@ -31,6 +30,7 @@ import (
 	"github.com/walkeeper/walkeeper/internal/cachebin"
 	"github.com/walkeeper/walkeeper/internal/devserver"
 	"github.com/walkeeper/walkeeper/internal/proc"
+	"github.com/walkeeper/walkeeper/temporaladmin"
 )
 
 // Versions this package is built and tested against. scripts/install-temporal-server.sh
@@ -57,8 +57,8 @@ type Options struct {
 	Dir string
 	// Namespaces registered at start (retention one day); empty = just "default".
 	Namespaces []string
-	// SearchAttributes are registered in every namespace of Namespaces.
-	SearchAttributes map[string]enumspb.IndexedValueType
+	// SearchAttributes registers walkeeper's search attributes in every namespace of Namespaces.
+	SearchAttributes bool
 	// DynamicConfig adds or overrides keys (unconstrained values) of DefaultDynamicConfigBase,
 	// so the test cluster and compose run one configuration.
 	DynamicConfig map[string]any
@@ -72,7 +72,6 @@ type Options struct {
 type Cluster struct {
 	opts     Options
 	pg       *Postgres
-	ports    ports
 	bin      string
 	log      string
 	srv      *proc.Proc
@@ -142,11 +141,12 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 	if err := writeDynamicConfig(dcPath, dcBase, o.DynamicConfig); err != nil {
 		return nil, err
 	}
-	if c.ports, err = newPorts(); err != nil {
+	ports, err := newPorts()
+	if err != nil {
 		return nil, err
 	}
-	c.hostPort = proc.Addr(c.ports.Frontend)
-	cfg, err := serverConfig(c.ports, c.pg.Port(), dcPath, o.MetricsPort)
+	c.hostPort = proc.Addr(ports[0])
+	cfg, err := serverConfig(ports, c.pg.Port(), dcPath, o.MetricsPort)
 	if err != nil {
 		return nil, err
 	}
@@ -237,10 +237,7 @@ func (c *Cluster) Stop() error {
 // waitReady polls until the frontend describes every namespace that is registered already
 // (the first start: the system namespace).
 func (c *Cluster) waitReady(ctx context.Context, timeout time.Duration) error {
-	return c.srv.WaitFor(timeout, func() error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
+	return c.srv.WaitFor(ctx, timeout, func() error {
 		return devserver.Serves(ctx, c.hostPort, append([]string{"temporal-system"}, c.namespacesDone...)...)
 	})
 }
@@ -260,10 +257,11 @@ func (c *Cluster) registerNamespaces(ctx context.Context) error {
 	return nil
 }
 
-// RegisterNamespace registers namespace ns (retention one day) unless it exists, registers
-// attrs in it, and waits until the frontend serves both. It works on any cluster (the tests'
-// own or an existing one) whose credentials allow it.
-func RegisterNamespace(ctx context.Context, cl client.Client, ns string, attrs map[string]enumspb.IndexedValueType) error {
+// RegisterNamespace registers namespace ns (retention one day) unless it exists, with
+// walkeeper's search attributes when attrs (temporaladmin.EnsureSearchAttributes), and waits
+// until the frontend serves it. It works on any cluster (the tests' own or an existing one)
+// whose credentials allow it.
+func RegisterNamespace(ctx context.Context, cl client.Client, ns string, attrs bool) error {
 	// Describe first: on someone else's cluster the namespace usually exists, and the
 	// credentials may allow using it but not registering one.
 	_, err := cl.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: ns})
@@ -283,58 +281,24 @@ func RegisterNamespace(ctx context.Context, cl client.Client, ns string, attrs m
 	// A new namespace reaches the frontend's namespace registry within its refresh interval
 	// (~10 s). DescribeNamespace reads the database and answers at once; the calls that go
 	// through the registry (visibility, the operator API) say "not found" until then.
-	if err := poll(ctx, time.Minute, func() error {
-		if _, err := cl.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: ns}); err != nil {
-			return err
-		}
-		_, err := cl.WorkflowService().CountWorkflowExecutions(ctx, &workflowservice.CountWorkflowExecutionsRequest{Namespace: ns})
-		return err
-	}); err != nil {
-		return fmt.Errorf("namespace %s not served after registration: %w", ns, err)
-	}
-	if len(attrs) == 0 {
-		return nil
-	}
-	if err := poll(ctx, time.Minute, func() error {
-		_, err := cl.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{Namespace: ns, SearchAttributes: attrs})
-		var exists *serviceerror.AlreadyExists
-		if err != nil && !errors.As(err, &exists) {
-			var invalid *serviceerror.InvalidArgument
-			if errors.As(err, &invalid) {
-				return permanent{err} // e.g. no slot left of a type on SQL visibility
-			}
-			return err
-		}
-		return nil
-	}); err != nil {
-		return fmt.Errorf("add search attributes in namespace %s: %w", ns, err)
-	}
-	return nil
-}
-
-// permanent marks an error poll must not retry.
-type permanent struct{ error }
-
-func (p permanent) Unwrap() error { return p.error }
-
-// poll retries f every 250 ms until it succeeds, returns a permanent error, or timeout.
-func poll(ctx context.Context, timeout time.Duration, f func() error) error {
-	deadline := time.Now().Add(timeout)
+	deadline := time.Now().Add(time.Minute)
 	for {
-		err := f()
-		var perm permanent
-		if err == nil || errors.As(err, &perm) {
-			return err
+		_, err := cl.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: ns})
+		if err == nil {
+			_, err = cl.WorkflowService().CountWorkflowExecutions(ctx, &workflowservice.CountWorkflowExecutionsRequest{Namespace: ns})
 		}
-		if time.Now().After(deadline) {
-			return err
+		if err == nil {
+			break
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(250 * time.Millisecond):
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			return fmt.Errorf("namespace %s not served after registration: %w", ns, err)
 		}
+		time.Sleep(250 * time.Millisecond)
 	}
+	if !attrs {
+		return nil
+	}
+	return temporaladmin.EnsureSearchAttributes(ctx, cl, ns)
 }
 
 // discardLogger silences the SDK clients the cluster uses for its own probes.

@@ -15,28 +15,24 @@ import (
 // default store and SQL visibility (docker-compose's DB=postgres12 is the same).
 const PluginName = "postgres12"
 
-// ports are the server's listening ports: every service of the single binary needs a gRPC
-// and a membership port, the frontend also its HTTP API.
-type ports struct {
-	Frontend, FrontendHTTP, FrontendMembership int
-	History, HistoryMembership                 int
-	Matching, MatchingMembership               int
-	Worker, WorkerMembership                   int
-}
+// services are the services of the single binary: each listens on a gRPC and a membership
+// port, the frontend also on an HTTP port.
+var services = []string{"frontend", "history", "matching", "worker"}
 
-// newPorts picks nine distinct free loopback ports. proc.FreePorts keeps them below 32768,
-// which this server needs too: the PostgreSQL schema keeps a host's membership port in
-// cluster_membership.rpc_port, a SMALLINT, and the server exits ("value out of range for
-// type smallint") on a port from the ephemeral range.
-func newPorts() (ports, error) {
-	f, err := proc.FreePorts(9)
+// newPorts picks the server's nine distinct free loopback ports: service i's gRPC port is
+// 2i, its membership port 2i+1, and the frontend's HTTP port the last. proc.FreePorts keeps
+// them below 32768, which this server needs too: the PostgreSQL schema keeps a host's
+// membership port in cluster_membership.rpc_port, a SMALLINT, and the server exits ("value
+// out of range for type smallint") on a port from the ephemeral range.
+func newPorts() ([]int, error) {
+	f, err := proc.FreePorts(2*len(services) + 1)
 	if err != nil {
-		return ports{}, err
+		return nil, err
 	}
 	if m := slices.Max(f); m >= 1<<15 {
-		return ports{}, fmt.Errorf("port %d does not fit cluster_membership.rpc_port (SMALLINT)", m)
+		return nil, fmt.Errorf("port %d does not fit cluster_membership.rpc_port (SMALLINT)", m)
 	}
-	return ports{f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8]}, nil
+	return f, nil
 }
 
 // serverConfig renders the static config of a single-binary server on PostgreSQL: the
@@ -44,7 +40,7 @@ func newPorts() (ports, error) {
 // pre-allocated columns there; see docs/TEMPORAL.md), DefaultHistoryShards shards, and the
 // dynamic config at dynamicConfigPath (it must be absolute: the server resolves a relative
 // path against its root, not the working directory).
-func serverConfig(p ports, pgPort int, dynamicConfigPath string, metricsPort int) ([]byte, error) {
+func serverConfig(p []int, pgPort int, dynamicConfigPath string, metricsPort int) ([]byte, error) {
 	if !filepath.IsAbs(dynamicConfigPath) {
 		return nil, fmt.Errorf("dynamic config path %q must be absolute", dynamicConfigPath)
 	}
@@ -61,11 +57,11 @@ func serverConfig(p ports, pgPort int, dynamicConfigPath string, metricsPort int
 			"maxConnLifetime": "1h",
 		}}
 	}
-	svc := func(grpc, membership int) map[string]any {
-		return map[string]any{"rpc": map[string]any{"grpcPort": grpc, "membershipPort": membership, "bindOnLocalHost": true}}
+	svcs := map[string]any{}
+	for i, name := range services {
+		svcs[name] = map[string]any{"rpc": map[string]any{"grpcPort": p[2*i], "membershipPort": p[2*i+1], "bindOnLocalHost": true}}
 	}
-	frontend := svc(p.Frontend, p.FrontendMembership)
-	frontend["rpc"].(map[string]any)["httpPort"] = p.FrontendHTTP
+	svcs["frontend"].(map[string]any)["rpc"].(map[string]any)["httpPort"] = p[2*len(services)]
 	cfg := map[string]any{
 		"log": map[string]any{"stdout": true, "level": "warn"},
 		"persistence": map[string]any{
@@ -80,12 +76,7 @@ func serverConfig(p ports, pgPort int, dynamicConfigPath string, metricsPort int
 		"global": map[string]any{
 			"membership": map[string]any{"maxJoinDuration": "30s", "broadcastAddress": "127.0.0.1"},
 		},
-		"services": map[string]any{
-			"frontend": frontend,
-			"history":  svc(p.History, p.HistoryMembership),
-			"matching": svc(p.Matching, p.MatchingMembership),
-			"worker":   svc(p.Worker, p.WorkerMembership),
-		},
+		"services": svcs,
 		"clusterMetadata": map[string]any{
 			"enableGlobalNamespace":    false,
 			"failoverVersionIncrement": 10,
@@ -95,7 +86,7 @@ func serverConfig(p ports, pgPort int, dynamicConfigPath string, metricsPort int
 				"enabled":                true,
 				"initialFailoverVersion": 1,
 				"rpcName":                "frontend",
-				"rpcAddress":             fmt.Sprintf("127.0.0.1:%d", p.Frontend),
+				"rpcAddress":             fmt.Sprintf("127.0.0.1:%d", p[0]),
 			}},
 		},
 		"dcRedirectionPolicy": map[string]any{"policy": "noop"},

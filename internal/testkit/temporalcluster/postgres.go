@@ -43,7 +43,7 @@ type Postgres struct {
 
 // startPostgres initdbs a fresh cluster in a new directory under os.TempDir (it must be
 // reachable by the postgres OS user, which a test's 0700 TempDir is not) and starts it.
-func startPostgres(ctx context.Context, binDir, logPath string) (*Postgres, error) {
+func startPostgres(ctx context.Context, binDir, logPath string) (_ *Postgres, err error) {
 	cred, err := postgresCredential()
 	if err != nil {
 		return nil, err
@@ -52,15 +52,18 @@ func startPostgres(ctx context.Context, binDir, logPath string) (*Postgres, erro
 	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			_ = os.RemoveAll(dir)
+		}
+	}()
 	if cred != nil {
 		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
-			_ = os.RemoveAll(dir)
 			return nil, err
 		}
 	}
 	port, err := proc.FreePort()
 	if err != nil {
-		_ = os.RemoveAll(dir)
 		return nil, err
 	}
 	pg := &Postgres{binDir: binDir, dataDir: filepath.Join(dir, "data"), log: logPath, port: port, cred: cred}
@@ -69,11 +72,10 @@ func startPostgres(ctx context.Context, binDir, logPath string) (*Postgres, erro
 	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	initdb.Dir = dir
 	if out, err := initdb.CombinedOutput(); err != nil {
-		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("initdb: %v\n%s", err, out)
 	}
 	if err := pg.Start(ctx); err != nil {
-		_ = os.RemoveAll(dir)
+		_ = pg.Stop(Immediate) // it may have started without becoming ready
 		return nil, err
 	}
 	return pg, nil
@@ -115,7 +117,7 @@ func (pg *Postgres) Start(ctx context.Context) error {
 		return err
 	}
 	pg.p = p
-	return p.WaitFor(2*time.Minute, func() error {
+	return p.WaitFor(ctx, 2*time.Minute, func() error {
 		cmd := exec.CommandContext(ctx, filepath.Join(pg.binDir, "pg_isready"), "-q", "-h", "127.0.0.1", "-p", strconv.Itoa(pg.port))
 		if err := cmd.Run(); err != nil {
 			if ctx.Err() != nil {

@@ -23,7 +23,7 @@ func startFakeGCS(s *Server) error {
 		return err
 	}
 	s.Env = []string{"STORAGE_EMULATOR_HOST=" + addr}
-	if err := s.p.WaitFor(time.Minute, func() error { return httpOK(s.Endpoint + "/storage/v1/b") }); err != nil {
+	if err := s.p.WaitHTTP(s.Endpoint+"/storage/v1/b", time.Minute); err != nil {
 		return err
 	}
 	s.newBucket = func(ctx context.Context, name string) (string, error) {

@@ -2,8 +2,6 @@ package testservers
 
 import (
 	"context"
-	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -31,7 +29,7 @@ func startMinIO(s *Server) error {
 		return err
 	}
 	// MinIO's readiness probe answers 200 once the drive is formatted and the S3 API serves.
-	if err := s.p.WaitFor(2*time.Minute, func() error { return httpOK(s.Endpoint + "/minio/health/ready") }); err != nil {
+	if err := s.p.WaitHTTP(s.Endpoint+"/minio/health/ready", 2*time.Minute); err != nil {
 		return err
 	}
 	return s3Ready(s)
@@ -63,7 +61,7 @@ func s3Ready(s *Server) error {
 		UsePathStyle: true,
 		Credentials:  credentials.NewStaticCredentialsProvider(s3test.AccessKeyID, s3test.SecretAccessKey, ""),
 	})
-	if err := s.p.WaitFor(time.Minute, func() error {
+	if err := s.p.WaitFor(context.Background(), time.Minute, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_, err := client.ListBuckets(ctx, &s3.ListBucketsInput{})
@@ -76,19 +74,6 @@ func s3Ready(s *Server) error {
 			return "", err
 		}
 		return s3test.BucketURL(s.Endpoint, name), nil
-	}
-	return nil
-}
-
-func httpOK(url string) error {
-	c := http.Client{Timeout: 5 * time.Second}
-	resp, err := c.Get(url)
-	if err != nil {
-		return err
-	}
-	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
 	return nil
 }

@@ -63,8 +63,8 @@ func (b Backend) Start(t testing.TB) *Server {
 		if err := s.Stop(); err != nil {
 			t.Errorf("testservers: stop %s: %v", b.Kind, err)
 		}
-		if t.Failed() {
-			t.Logf("testservers: %s log tail (%s):\n%s", b.Kind, s.log, proc.Tail(s.log, 8192))
+		if t.Failed() && s.p != nil {
+			t.Logf("testservers: %s output (log %s):\n%s", b.Kind, s.log, s.p.Output())
 		}
 	})
 	if err := b.start(s); err != nil {

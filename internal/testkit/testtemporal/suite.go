@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/walkeeper/walkeeper/internal/cachebin"
+	"github.com/walkeeper/walkeeper/internal/devserver"
 	"github.com/walkeeper/walkeeper/internal/testkit/walkeeperproc"
 )
 
@@ -22,8 +23,6 @@ type SuiteOptions struct {
 	// Namespaces is the pool size: each test takes one, so a workflow one test starts never
 	// reaches another test's workers.
 	Namespaces int
-	// ShortReason is why every test skips under -short.
-	ShortReason string
 	// BinaryEnv names an environment variable that may point at an existing walkeeper
 	// binary to run instead of building ./cmd/walkeeper ("" = always build).
 	BinaryEnv string
@@ -35,7 +34,6 @@ type SuiteOptions struct {
 type Suite struct {
 	opts SuiteOptions
 
-	skip     string
 	hostPort string
 	cliPath  string
 	logDir   string
@@ -54,7 +52,6 @@ func NewSuite(o SuiteOptions) *Suite { return &Suite{opts: o} }
 // Main starts the server, runs m and stops everything; the result is the exit code.
 func (s *Suite) Main(m *testing.M) int {
 	if testing.Short() {
-		s.skip = s.opts.ShortReason
 		return m.Run()
 	}
 	dir, err := os.MkdirTemp("", "walkeeper-"+s.opts.Name+"-")
@@ -80,18 +77,13 @@ func (s *Suite) Main(m *testing.M) int {
 	for i := range namespaces {
 		namespaces[i] = s.namespace(i)
 	}
-	// The first run may build the Temporal CLI (minutes); the start itself takes seconds,
-	// but a loaded machine can stretch it.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	srv, err := startShared(ctx, dir, namespaces, os.Stderr)
-	cancel()
+	srv, err := s.startServer(namespaces, filepath.Join(dir, "temporal"))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v (files in %s)\n", s.opts.Name, err, dir)
 		return 1
 	}
 	fmt.Fprintf(os.Stderr, "%s: Temporal %s server at %s\n", s.opts.Name, srv.mode, srv.hostPort)
 	s.hostPort = srv.hostPort
-	s.cliPath = srv.cliPath
 
 	code := m.Run()
 
@@ -107,12 +99,32 @@ func (s *Suite) Main(m *testing.M) int {
 	return code
 }
 
+// startServer starts the selected server with the suite's namespaces, and finds the CLI
+// that drives any of them.
+func (s *Suite) startServer(namespaces []string, dir string) (*server, error) {
+	mode, err := SelectedMode()
+	if err != nil {
+		return nil, err
+	}
+	if cfg := ExternalConfig(); mode == ModeExternal && cfg.Namespace != "" {
+		return nil, fmt.Errorf("%s is not supported by suites that create a namespace per test; unset it", EnvNamespace)
+	} else if mode == ModeExternal && (cfg.TLS || cfg.TLSCert != "" || cfg.TLSCA != "" || cfg.APIKey != "") {
+		return nil, fmt.Errorf("%s with TLS or an API key: the suites started from TestMain dial without TLS; run them against a plain-text frontend", EnvHostPort)
+	}
+	// The first run may build the Temporal CLI (minutes); the start itself takes seconds,
+	// but a loaded machine can stretch it.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	if s.cliPath, err = devserver.EnsureCLI(ctx, "", os.Stderr); err != nil {
+		return nil, err
+	}
+	return startServer(ctx, mode, Options{ExtraNamespaces: namespaces}, dir, os.Stderr)
+}
+
 // Namespace skips t under -short and otherwise hands it the next namespace of the pool.
 func (s *Suite) Namespace(t testing.TB) string {
 	t.Helper()
-	if s.skip != "" {
-		t.Skip(s.skip)
-	}
+	SkipShort(t)
 	i := int(s.nsNext.Add(1) - 1)
 	if i >= s.opts.Namespaces {
 		t.Fatalf("namespace pool exhausted (%d): raise the suite's Namespaces", s.opts.Namespaces)

@@ -1,20 +1,21 @@
-// Package testtemporal starts a real Temporal dev server for tests.
-//
-// Tests never assume a running server: Start finds the Temporal CLI (see
-// devserver.FindCLI) or builds it once into <module root>/.cache/bin, then runs
-// `temporal server start-dev` headless on free ports with a throw-away database, and stops
-// it when the test ends.
+// Package testtemporal starts a real Temporal server for tests: by default the CLI's dev
+// server (devserver, the CLI found or built once into <module root>/.cache/bin) headless on
+// free ports with a throw-away database; EnvServer=cluster starts the PostgreSQL-backed
+// server of package temporalcluster instead, and EnvHostPort names an existing one. Everything
+// started is stopped when the test ends.
 package testtemporal
 
 import (
-	"fmt"
-	"maps"
-	"slices"
+	"context"
+	"errors"
+	"os"
 	"testing"
+	"time"
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/walkeeper/walkeeper/internal/devserver"
+	"github.com/walkeeper/walkeeper/internal/cachebin"
+	"github.com/walkeeper/walkeeper/internal/testkit/temporalcluster"
 )
 
 // defaultNamespace is the namespace every dev server has.
@@ -28,7 +29,8 @@ type Options struct {
 	// ExtraNamespaces are created too (the client is not bound to them).
 	ExtraNamespaces []string
 	// DynamicConfig sets server settings over walkeeper's tuning (devserver.TunedDynamicConfig,
-	// deploy/temporal/dynamicconfig.yaml), e.g. {"matching.enableFairness": false}.
+	// deploy/temporal/dynamicconfig.yaml), e.g. {"matching.enableFairness": false}; an
+	// external server ignores it.
 	DynamicConfig map[string]any
 }
 
@@ -41,31 +43,106 @@ func SkipShort(t testing.TB) {
 	}
 }
 
-// Start runs a dev server for t and returns its frontend address and a connected client.
-// Both are cleaned up with t.Cleanup. It fails the test if the server cannot start.
-//
-// WALKEEPER_TEST_TEMPORAL_SERVER=cluster starts a PostgreSQL-backed server instead, and
-// WALKEEPER_TEST_TEMPORAL=host:port uses an existing one (see cluster.go).
+// Start runs the server EnvServer and EnvHostPort select for t and returns its frontend
+// address and a client of its "default" namespace. It fails the test if the server cannot
+// start.
 func Start(t testing.TB) (hostPort string, c client.Client) {
 	t.Helper()
 	return StartSelected(t, Options{})
 }
 
-// StartWithOptions is Start with options, always on a dev server.
-func StartWithOptions(t testing.TB, o Options) (hostPort string, c client.Client) {
+// StartSelected is Start with options.
+func StartSelected(t testing.TB, o Options) (hostPort string, c client.Client) {
 	t.Helper()
-	d, c := startDev(t, o)
-	return d.srv.HostPort(), c
+	mode, err := SelectedMode()
+	if err != nil {
+		t.Fatalf("testtemporal: %v", err)
+	}
+	s, c := start(t, mode, o)
+	return s.hostPort, c
 }
 
-// devOptions are the dev-server options of a test server for o, its database in dir.
-func devOptions(o Options, dir string) devserver.Options {
-	opts := devserver.Options{Install: true, DataDir: dir, ScratchDB: true, Headless: true, LogLevel: "error",
-		ExtraNamespaces: o.ExtraNamespaces, NoSearchAttributes: o.NoSearchAttributes}
-	for _, k := range slices.Sorted(maps.Keys(o.DynamicConfig)) {
-		opts.DynamicConfig = append(opts.DynamicConfig, fmt.Sprintf("%s=%v", k, o.DynamicConfig[k]))
+// StartWithOptions is StartSelected always on a dev server.
+func StartWithOptions(t testing.TB, o Options) (hostPort string, c client.Client) {
+	t.Helper()
+	s, c := start(t, ModeDev, o)
+	return s.hostPort, c
+}
+
+// StartCluster is StartSelected always on a PostgreSQL-backed server.
+func StartCluster(t testing.TB, o Options) (*temporalcluster.Cluster, client.Client) {
+	t.Helper()
+	s, c := start(t, ModeCluster, o)
+	return s.cluster, c
+}
+
+// Restartable is a Temporal server a reliability test may stop and start again on the same
+// address and database: the dev server (on-disk SQLite) or the PostgreSQL-backed cluster,
+// whichever EnvServer selects.
+type Restartable struct {
+	HostPort string
+	// RestartServer stops the server process (SIGTERM) and starts it again on the same
+	// database and ports; it returns once the frontend serves the namespaces again.
+	RestartServer func(ctx context.Context) error
+	// RestartPersistence restarts the database under a running server; nil on the dev
+	// server, whose SQLite database lives inside the server process.
+	RestartPersistence func(ctx context.Context) error
+}
+
+// StartRestartable is StartSelected for a test that restarts its server; with EnvHostPort
+// set (someone else's server) the test is skipped.
+func StartRestartable(t testing.TB, o Options) (Restartable, client.Client) {
+	t.Helper()
+	mode, err := SelectedMode()
+	if err != nil {
+		t.Fatalf("testtemporal: %v", err)
 	}
-	return opts
+	if mode == ModeExternal {
+		t.Skipf("testtemporal: %s names an existing server; this test restarts its server", EnvHostPort)
+	}
+	s, c := start(t, mode, o)
+	r := Restartable{HostPort: s.hostPort, RestartServer: s.restart}
+	if s.cluster != nil {
+		r.RestartPersistence = func(ctx context.Context) error { return s.cluster.RestartPostgres(ctx, temporalcluster.Fast) }
+	}
+	return r, c
+}
+
+// start starts a server of mode for t, stopped by t.Cleanup, and dials its "default"
+// namespace. Its files are kept, and their directory logged, when t fails.
+func start(t testing.TB, mode Mode, o Options) (*server, client.Client) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "walkeeper-temporal-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The CLI build (first run only) can take minutes; the start itself seconds.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	s, err := startServer(ctx, mode, o, dir, progressWriter{t})
+	if errors.Is(err, cachebin.ErrNotInstalled) {
+		_ = os.RemoveAll(dir)
+		cachebin.Missing(t, err)
+	}
+	if err != nil {
+		t.Fatalf("testtemporal: %v (files in %s)", err, dir)
+	}
+	t.Cleanup(func() {
+		if err := s.stop(); err != nil {
+			t.Errorf("testtemporal: stop %s server: %v", mode, err)
+		}
+		if t.Failed() {
+			t.Logf("testtemporal: Temporal server files kept in %s", dir)
+		} else {
+			_ = os.RemoveAll(dir)
+		}
+	})
+	c, err := dialContext(ctx, s.cfg, progressWriter{t})
+	if err != nil {
+		t.Fatalf("testtemporal: %v", err)
+	}
+	t.Cleanup(c.Close)
+	return s, c
 }
 
 type progressWriter struct{ t testing.TB }

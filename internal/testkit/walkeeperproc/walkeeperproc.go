@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"strings"
@@ -92,17 +91,7 @@ func (w *Worker) Start(t testing.TB) {
 		t.Fatal(err)
 	}
 	w.p = p
-	err = p.WaitFor(healthyWithin, func() error {
-		res, err := http.Get("http://" + w.Listen + "/healthz")
-		if err != nil {
-			return err
-		}
-		res.Body.Close()
-		if res.StatusCode != http.StatusOK {
-			return fmt.Errorf("/healthz answered %d", res.StatusCode)
-		}
-		return nil
-	})
+	err = p.WaitHTTP("http://"+w.Listen+"/healthz", healthyWithin)
 	if err != nil {
 		t.Fatalf("worker %s did not become healthy (log %s): %v", w.Instance, w.Log, err)
 	}
@@ -147,5 +136,10 @@ func (w *Worker) Stop(grace time.Duration) (int, error) {
 	return 0, nil
 }
 
-// TailFile is the last few KiB of the file at p (for failure messages).
-func TailFile(p string) string { return proc.Tail(p, 6000) }
+// Output is the last 16 KiB the last process started wrote (for failure messages).
+func (w *Worker) Output() string {
+	if w.p == nil {
+		return ""
+	}
+	return w.p.Output()
+}

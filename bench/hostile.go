@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"path/filepath"
@@ -32,24 +33,15 @@ var hostileReportedKnobs = append([]string{"max-body-bytes", "max-row-bytes", "m
 
 // hostileSizes are the scenario's sizes.
 type hostileSizes struct {
-	// Wide rows: concurrent appends of wideBody bytes each to a store of the key and
-	// wideColumns nullable columns (the schema's most fields).
-	wideAppends int
-	wideBody    int
-	wideColumns int
-	// Big values: bigRows rows of bigValue bytes, bigPerAppend per append.
-	bigRows, bigValue, bigPerAppend int
-	// Many connections: idle raw connections and trickled bodies, held for connHold.
-	idleConns, trickleConns int
-	connHold                time.Duration
-	// Latency: memtable sizes (unsealed rows) and samples per size.
-	memtableRows          []int
-	getSamples, listPages int
-	sampleBudget          time.Duration
-	// rssGuard kills a child whose RSS passes it.
-	rssGuard int64
-	// caseTimeout bounds one memory case.
-	caseTimeout time.Duration
+	wideAppends, wideBody, wideColumns int // concurrent appends of wideBody bytes to id + wideColumns nullable columns
+	bigRows, bigValue, bigPerAppend    int // bigRows rows of bigValue bytes, bigPerAppend per append
+	idleConns, trickleConns            int // idle raw connections and trickled bodies, held connHold
+	connHold                           time.Duration
+	memtableRows                       []int // latency: unsealed rows per level
+	getSamples, listPages              int
+	sampleBudget                       time.Duration
+	rssGuard                           int64         // a child whose RSS passes it is killed
+	caseTimeout                        time.Duration // bounds one memory case
 }
 
 func hostileSizesFor(o Options) hostileSizes {
@@ -59,21 +51,16 @@ func hostileSizesFor(o Options) hostileSizes {
 		idleConns: 2000, trickleConns: 200, connHold: 15 * time.Second,
 		memtableRows: []int{0, 1_000, 100_000, 1_000_000},
 		getSamples:   500, listPages: 200, sampleBudget: 3 * time.Minute,
-		rssGuard:    8 << 30,
-		caseTimeout: 10 * time.Minute,
+		rssGuard: 8 << 30, caseTimeout: 10 * time.Minute,
 	}
 	if o.Quick {
-		s.wideBody = 256 << 10
-		s.bigRows = 10
+		s.wideBody, s.bigRows = 256<<10, 10
 		s.idleConns, s.trickleConns, s.connHold = 400, 40, 3*time.Second
 		s.memtableRows = []int{0, 1_000, 10_000}
 		s.getSamples, s.listPages, s.sampleBudget = 200, 100, 20*time.Second
-		s.rssGuard = 2 << 30
-		s.caseTimeout = 2 * time.Minute
+		s.rssGuard, s.caseTimeout = 2<<30, 2*time.Minute
 	}
-	if o.RSSGuard > 0 {
-		s.rssGuard = o.RSSGuard
-	}
+	s.rssGuard = cmp.Or(o.RSSGuard, s.rssGuard)
 	return s
 }
 
@@ -100,12 +87,10 @@ func runHostile(ctx context.Context, o Options, res *Result, dir string) error {
 	return nil
 }
 
-// hostileKnobs is what a child said about its configuration: the values of
-// hostileReportedKnobs.
+// hostileKnobs is what a child said about its configuration (hostileReportedKnobs).
 type hostileKnobs map[string]string
 
-// budgetSum is the sum of hostileBudgetKnobs; a knob the child did not report (a build that
-// lacks it) adds nothing.
+// budgetSum is the sum of hostileBudgetKnobs; a knob a build lacks adds nothing.
 func (k hostileKnobs) budgetSum() int64 {
 	var sum int64
 	for _, name := range hostileBudgetKnobs {

@@ -31,11 +31,6 @@ var startRateInFlight = []int{16, 64, 128}
 // up with DeadlineExceeded after it, however long the caller's context allows.
 const startRPCBudget = 10 * time.Second
 
-// startRateQuietWait is the mean wait of a start (Little's law: in flight / completions per
-// second) under which no start may time out: a start that spends the whole budget while
-// the mean one waits a quarter of it is a stall, not a queue.
-const startRateQuietWait = startRPCBudget / 4
-
 // startRateNeeded is the rate that starts 10,000 stores within a one-minute sweep interval
 // (the fleet target at 1 % of 1M stores).
 const startRateNeeded = 10_000.0 / 60
@@ -103,12 +98,10 @@ func runStartRate(ctx context.Context, o Options, res *Result) error {
 		}
 		t.Rows = append(t.Rows, []string{fmt.Sprint(inflight), fmt.Sprint(n), fmt.Sprint(lv.Failed), fmt.Sprint(lv.TimedOut),
 			fmtDur(lv.meanWait()), fmtDur(d), fmt.Sprintf("%.0f", rate)})
-		res.Values[fmt.Sprintf("starts_per_s_%d", inflight)] = rate
-		res.Values[fmt.Sprintf("failed_%d", inflight)] = float64(lv.Failed)
-		res.Values[fmt.Sprintf("timed_out_%d", inflight)] = float64(lv.TimedOut)
-		res.Values[fmt.Sprintf("mean_wait_s_%d", inflight)] = lv.meanWait().Seconds()
-		res.Values[fmt.Sprintf("starts_%d", inflight)] = float64(n)
-		res.Values[fmt.Sprintf("time_s_%d", inflight)] = d.Seconds()
+		for k, v := range map[string]float64{"starts_per_s": rate, "failed": float64(lv.Failed), "timed_out": float64(lv.TimedOut),
+			"mean_wait_s": lv.meanWait().Seconds(), "starts": float64(n), "time_s": d.Seconds()} {
+			res.Values[fmt.Sprintf("%s_%d", k, inflight)] = v
+		}
 	}
 	res.Tables = append(res.Tables, t)
 	res.Values["best_starts_per_s"] = best
@@ -145,24 +138,4 @@ func (l startRateLevel) meanWait() time.Duration {
 		return 0
 	}
 	return time.Duration(float64(l.InFlight) * float64(l.Took) / float64(l.Starts))
-}
-
-// problems is what is wrong with a level, none when it is fine: a start failed otherwise
-// than by timing out (a refusal: options, search attributes or ID policy the server does not
-// take), or a start timed out while the mean one waited under startRateQuietWait. Starts
-// that time out because the level keeps more in flight than the server drains within
-// startRPCBudget are the server's capacity on a loaded machine, which the rate reports. Pure.
-func (l startRateLevel) problems() []string {
-	var out []string
-	if refused := l.Failed - l.TimedOut; refused > 0 {
-		out = append(out, fmt.Sprintf("%d in flight: %d starts failed otherwise than by timing out", l.InFlight, refused))
-	}
-	if l.TimedOut > 0 && l.meanWait() < startRateQuietWait {
-		out = append(out, fmt.Sprintf("%d in flight: %d starts timed out (%s budget) while the mean start waited %s",
-			l.InFlight, l.TimedOut, startRPCBudget, fmtDur(l.meanWait())))
-	}
-	if l.rate() <= 0 {
-		out = append(out, fmt.Sprintf("%d in flight: no start succeeded", l.InFlight))
-	}
-	return out
 }

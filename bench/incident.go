@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-	"golang.org/x/sync/errgroup"
 	"gonum.org/v1/plot/vg"
 
 	"github.com/walkeeper/walkeeper/internal/actioncount"
@@ -265,6 +264,7 @@ func (s incidentSide) final() int { return slices.Max(s.samples[len(s.samples)-1
 // alone on the machine with identical traffic and storage model.
 func incidentOnce(ctx context.Context, o Options, p incidentParams, rep int) (incidentRun, error) {
 	var run incidentRun
+	sides := map[string]*incidentSide{sideWalkeeper: &run.wk, sideBaseline: &run.base}
 	for _, name := range inTurn(rep, sideWalkeeper, sideBaseline) {
 		sd, err := incidentSideRun(ctx, o, p, rep, name)
 		if err == nil && len(sd.samples) == 0 {
@@ -273,11 +273,7 @@ func incidentOnce(ctx context.Context, o Options, p incidentParams, rep int) (in
 		if err != nil {
 			return run, fmt.Errorf("%s: %w", name, err)
 		}
-		if name == sideWalkeeper {
-			run.wk = sd
-		} else {
-			run.base = sd
-		}
+		*sides[name] = sd
 	}
 	return run, nil
 }
@@ -347,45 +343,38 @@ func incidentSideRun(ctx context.Context, o Options, p incidentParams, rep int, 
 			_ = db.Close(context.WithoutCancel(ctx))
 		}
 	}()
-	g, gctx := errgroup.WithContext(ctx)
-	for i, db := range dbs {
-		g.Go(func() error {
-			for j, t := range all {
-				s, err := db.Open(gctx, t)
-				if err != nil {
-					return err
-				}
-				row := rolloutRow(fmt.Sprintf("warm-%02d-%d", i, j), 0)
-				if t.Kind == store.KindGeneric {
-					row = genericRow(row.Key, 0, nil)
-				}
-				if err := sealRows(gctx, s, row); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return out, fmt.Errorf("warm-up: %w", err)
-	}
-	var done atomic.Int64
-	g, gctx = errgroup.WithContext(ctx)
-	g.SetLimit(4)
-	for _, t := range all {
-		g.Go(func() error {
-			s, err := sampler.Open(gctx, t)
+	err = eachN(len(dbs), len(dbs), func(i int) error {
+		for j, t := range all {
+			s, err := dbs[i].Open(ctx, t)
 			if err != nil {
 				return err
 			}
-			_, err = s.MergeAll(gctx)
-			if n := done.Add(1); n%100 == 0 {
-				o.progressf("incident %s: setup: merged %d/%d stores", sideName, n, len(all))
+			row := rolloutRow(fmt.Sprintf("warm-%02d-%d", i, j), 0)
+			if t.Kind == store.KindGeneric {
+				row = genericRow(row.Key, 0, nil)
 			}
-			return err
-		})
+			if err := sealRows(ctx, s, row); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return out, fmt.Errorf("warm-up: %w", err)
 	}
-	if err := g.Wait(); err != nil {
+	var done atomic.Int64
+	err = eachN(4, len(all), func(j int) error {
+		s, err := sampler.Open(ctx, all[j])
+		if err != nil {
+			return err
+		}
+		_, err = s.MergeAll(ctx)
+		if n := done.Add(1); n%100 == 0 {
+			o.progressf("incident %s: setup: merged %d/%d stores", sideName, n, len(all))
+		}
+		return err
+	})
+	if err != nil {
 		return out, fmt.Errorf("warm-up merge: %w", err)
 	}
 
@@ -532,16 +521,11 @@ func incidentSideRun(ctx context.Context, o Options, p incidentParams, rep int, 
 	}
 	out.appErrs = appErrs.Load()
 	for _, t := range rollout {
-		s, err := sampler.Open(ctx, t)
-		if err != nil {
-			continue
-		}
-		shards, err := s.PendingShards(ctx)
-		if err != nil {
-			continue
-		}
-		for _, sh := range shards {
-			out.rollMax = max(out.rollMax, sh.PendingGenerations)
+		if s, err := sampler.Open(ctx, t); err == nil {
+			shards, _ := s.PendingShards(ctx)
+			for _, sh := range shards {
+				out.rollMax = max(out.rollMax, sh.PendingGenerations)
+			}
 		}
 	}
 	return out, nil

@@ -12,13 +12,8 @@ import (
 	"github.com/walkeeper/walkeeper/store"
 )
 
-// appendLatency measures one-row append latency on file:// (fsync) while merges of the
-// same store run continuously, against the same appends with no merge running. Phases
-// alternate (idle, busy), (busy, idle), ... so drift on a shared machine hits both alike, and
-// before every phase the store is brought back to the same state (untimed). In both
-// phases a sealer flushes the appender's memtable every 100 ms (as the flush sweeper would);
-// another shard writes a 1 MiB generation every 100 ms. In the busy phase that shard's
-// generations are merged back to back (prepare + commit, 8 generations per pass).
+// appendLatency is the append-latency scenario (docs/benchmarks/append-latency.md): one-row
+// appends with another shard's merges running back to back against the same appends idle.
 func appendLatency(ctx context.Context, o Options, res *Result, dir string) error {
 	phase := 8 * time.Second
 	appenders := 4
@@ -160,9 +155,7 @@ func appendLatency(ctx context.Context, o Options, res *Result, dir string) erro
 					every(pctx, &wg, 100*time.Millisecond, func() { _, _ = s.Flush(pctx) }) // sealer
 					if busy {
 						wg.Go(func() { // merger
-							// A pass started in the phase finishes after it (under ctx, not
-							// pctx): a build slow enough to need longer than the phase for
-							// one pass (-race) still merges, and the test can tell.
+							// A pass outlives the phase (ctx, not pctx), so a slow build (-race) still merges.
 							for pctx.Err() == nil {
 								cr, err := mstore.MergeOnce(ctx, bulkShard)
 								if err != nil {

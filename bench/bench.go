@@ -54,17 +54,13 @@ type Options struct {
 	// FairnessServers limits the fairness scenario to some servers ("dev", "cluster"); nil =
 	// both, or the dev server with Quick.
 	FairnessServers []string
-	// NoSticky runs the fairness scenario's workers without sticky workflow execution (the
-	// SDK's workflow cache at 0, for the whole process): every workflow task then goes
-	// through the fair task queue instead of the worker's sticky queue, which Temporal 1.29
-	// serves in arrival order.
+	// NoSticky runs the fairness scenario's workers without sticky workflow execution (process-wide),
+	// so every workflow task goes through the fair task queue.
 	NoSticky bool
 	// FleetSizes overrides the fleet sizes of the fleet scenario (registered stores); nil =
 	// the default (10k, 100k; 2k, 20k with Quick).
 	FleetSizes []int
-	// FleetVariants lists start-path variants of the fleet scenario to measure side by side,
-	// each "concurrency/batch" (starts in flight per StartWorkflows, StartBatch; an empty
-	// part = the default); nil = the build's defaults only.
+	// FleetVariants are the fleet scenario's start-path variants, "concurrency/batch"; nil = the defaults.
 	FleetVariants []string
 	// MergeMaxGenerations overrides merge_max_generations of both systems in the incident
 	// replay; 0 = the default (8).
@@ -83,9 +79,8 @@ type Options struct {
 	// Child, when set, runs the child half of a scenario that measures a separate process
 	// (memory, fleet-worker, hostile; bench/child.go), which writes its JSON lines to stdout.
 	Child bool
-	// Reexec builds the command that runs the child half of scenario in a fresh process; the
-	// command must run it with Child set (stdout = JSON result). nil = the
-	// scenarios with a child process cannot run.
+	// Reexec builds the command that runs scenario's child half (with Child set) in a fresh process;
+	// nil = the scenarios with a child process cannot run.
 	Reexec func(ctx context.Context, scenario string) *exec.Cmd
 }
 

@@ -11,9 +11,8 @@ import (
 	"strings"
 )
 
-// The scenarios that measure a process's memory run their subject in a child process: the
-// bench re-executed (Options.Reexec) as the scenario's child half, its parameters as JSON
-// in the environment variable childParamsEnv.
+// The scenarios that measure a process's memory re-execute the bench (Options.Reexec) as their
+// child half, its parameters as JSON in childParamsEnv.
 const childParamsEnv = "WALKEEPER_BENCH_CHILD_PARAMS"
 
 // childCmd is the command that runs scenario's child half with params, and extra

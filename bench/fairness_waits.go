@@ -10,9 +10,8 @@ import (
 	"github.com/walkeeper/walkeeper/internal/actioncount"
 )
 
-// mergeWaits is where one MergeWal run's time went, read from its history: how long its
-// tasks waited on their queues before a worker took them, and how long the run took on the
-// server. What the client measured beyond the run is the start call and the result wait.
+// mergeWaits is where one MergeWal run's time went, from its history: its tasks' queue waits and
+// its first event to its last.
 type mergeWaits struct {
 	// run is the first event to the last.
 	run time.Duration

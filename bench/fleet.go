@@ -17,15 +17,9 @@ import (
 	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
-// The fleet benchmark: one MaintenanceSweep over a registered fleet of idle stores, 1 % of
-// them in debt, found through the demand index (_demand/<kind>/, ScanDemand pages per kind).
-//
-// Setup per fleet size and variant: a fresh mem:// root, the fleet registered without
-// latency (registerFleet) and its debt planted (plantDebt): half the indebted stores old
-// enough that only the time trigger finds them, half over merge_min_generations. Then 8
-// walkeeper worker instances (in this process, each with its own instance ID, shard queue
-// and store handle, wired as worker.Worker wires them) serve the sweep, every storage
-// request paying the modelled object-store latency.
+// The fleet scenario (docs/benchmarks/fleet.md): one MaintenanceSweep over a mem:// fleet with 1 %
+// in debt, served by fleetWorkers in-process worker instances, every storage request paying the
+// modelled latency.
 
 const (
 	fleetKind     = store.KindGeneric
@@ -52,18 +46,13 @@ type fleetSample struct {
 	// object store bills them: one per 1000 keys).
 	Requests int64
 	ByOp     map[string]int64
-	// OtherFleets counts the requests in the same window that named an earlier fleet's
-	// stores (activities of its terminated MergeWal runs still dispatched to this fleet's
-	// workers), left out of Requests.
+	// OtherFleets counts the requests for an earlier fleet's stores (its terminated runs' activities).
 	OtherFleets int64
-	// LargestHeartbeat is the largest heartbeat details seen while the sweep ran;
-	// LargestPayload the largest payload the SDK warned about uploading (> 512 KiB), 0 if
-	// none.
+	// LargestHeartbeat is the largest ScanDemand heartbeat; LargestPayload the largest payload the SDK
+	// warned of (0 = none).
 	LargestHeartbeat, LargestPayload int
 	RSS                              rssSpan
-	// DiscoveryAlloc is the bytes the process allocated from the sweep's start to the end of
-	// its discovery (runtime/metrics /gc/heap/allocs:bytes): an upper bound on what any one
-	// worker can hold for discovery, whatever the GC's pacing (see allocSampler).
+	// DiscoveryAlloc is the bytes allocated from the sweep's start to the end of discovery (allocSampler).
 	DiscoveryAlloc int64
 	// TTM is the longest time from a store's debt being planted to its MergeWal start;
 	// Started counts the indebted stores whose MergeWal started, of Debt.
@@ -93,9 +82,7 @@ func runFleet(ctx context.Context, o Options, res *Result) error {
 		return err
 	}
 	latency := o.latency(10 * time.Millisecond)
-	// 10,000 starts at the dev server's ≈ 20 starts/s on this 2-vCPU machine take ~8 min.
-	// A wait, not a target (the sweep's time is measured against its interval): a quick run on a
-	// machine whose other work starves the dev server can take 200 starts past a minute.
+	// A wait, not a target: 10,000 starts at the dev server's ≈ 20/s on 2 vCPUs take ~8 min.
 	budget := 12 * time.Minute
 	if o.Quick {
 		budget = 5 * time.Minute
@@ -240,9 +227,7 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 		o.progressf("fleet: %d requests for earlier fleets' stores drained in %s before the sweep", n, fmtDur(waited))
 	}
 
-	// The sweep.
-	// Hand the previous fleet's freed heap back to the OS first, so the growth is this
-	// sweep's and not hidden by memory the runtime still holds.
+	// The sweep; the previous fleet's freed heap goes back to the OS first, so the growth is this sweep's.
 	debug.FreeOSMemory()
 	self := procRSS(os.Getpid())
 	s.RSS.Before = self.resetPeak()
@@ -276,10 +261,8 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 		return s, err
 	}
 	s.sweepHistory = h
-	// Count up to the end of discovery (a failed sweep: up to when it was stopped): every
-	// request until the first start, then only the listings of the demand index (the paged
-	// sweep lists its later pages while its first starts run; the MergeWal runs they start
-	// are not the sweep's).
+	// Count every request until discovery ended (a failed sweep: until it was stopped), then only the
+	// demand index's listings: the paged sweep lists later pages while its first starts run.
 	until, indexUntil := h.discoveryEnd, h.lastDiscovery
 	if until.IsZero() || s.Failed != "" {
 		until, indexUntil = stopped, stopped

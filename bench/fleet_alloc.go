@@ -6,16 +6,9 @@ import (
 	"time"
 )
 
-// allocSampler records the process's cumulative heap allocation (runtime/metrics
-// /gc/heap/allocs:bytes) every period, so the bytes allocated up to a moment known only
-// later (the end of a sweep's discovery, read from its history) can be looked up.
-//
-// Why allocations and not RSS: the fleet's workers run in the bench process, next to the
-// mem:// fleet itself, and a heap of 1M stores' objects lets the GC defer collection by as
-// much again (GOGC), so RSS growth measures the GC's pacing at that heap size, not a worker.
-// Bytes allocated during discovery bound from above what any one worker can hold for it,
-// and do not depend on the pacing: if they do not grow with the fleet, no worker's
-// discovery memory does.
+// allocSampler records the process's cumulative heap allocation every period, to look up the bytes
+// allocated up to a moment known only later (the end of discovery): unlike RSS next to a mem://
+// fleet, it does not depend on the GC's pacing.
 type allocSampler struct {
 	mu      sync.Mutex
 	start   uint64

@@ -9,16 +9,11 @@ import (
 	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
-// fleetFaults models the object store for the workers: every request pays latency and is
-// counted by operation. A listing of the registry or of the demand index is counted, and
-// slept, as the pages an object store would serve (one per listPageKeys keys; mem:// lists
-// in one call): the bench knows how many keys each holds.
+// fleetFaults models the object store for the workers: every request pays latency and is counted by
+// operation, a listing of the registry or demand index as the pages an object store would serve.
 type fleetFaults struct {
 	latency time.Duration
-	// fleetPrefix starts the names of this fleet's stores ("f3-"): a request for a store of
-	// an earlier fleet (f1-..., f2-...) is one of its terminated MergeWal runs' activities
-	// that still reached this fleet's workers, and is counted apart (other), not as the
-	// sweep's.
+	// fleetPrefix starts this fleet's store names ("f3-"); requests for other fleets' stores count apart.
 	fleetPrefix string
 	// listKeys is how many keys each paged listing (by prefix) holds.
 	listKeys map[string]int64
@@ -47,10 +42,8 @@ func ofOtherFleet(key, prefix string) bool {
 	return false
 }
 
-// quiesce waits until no request for another fleet's stores came for quiet (the activities
-// of the previous fleet's terminated MergeWal runs that still reach this fleet's workers have
-// drained: they would run during this fleet's sweep, in its allocations and CPU), at most
-// limit. It returns how long it waited and how many such requests it saw.
+// quiesce waits, at most limit, until no request for another fleet's stores came for quiet, and
+// returns how long it waited and how many it saw.
 func (f *fleetFaults) quiesce(ctx context.Context, quiet, limit time.Duration) (time.Duration, int64) {
 	start := time.Now()
 	last, lastChange := f.otherFleets(), time.Now()

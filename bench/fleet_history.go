@@ -17,9 +17,8 @@ import (
 	"github.com/walkeeper/walkeeper/store"
 )
 
-// watchSweep polls the sweep until it closes, its discovery activity fails an attempt, or
-// the budget runs out: why it failed ("" = it closed), and the largest heartbeat details of
-// its discovery activities.
+// watchSweep polls the sweep until it closes, discovery fails an attempt or the budget runs out: why
+// it failed ("" = it closed), and the largest discovery heartbeat.
 func watchSweep(ctx context.Context, c client.Client, id, runID string, budget time.Duration) (failed string, heartbeat int) {
 	deadline := time.Now().Add(budget)
 	for {
@@ -55,10 +54,9 @@ type sweepHistory struct {
 	// events counts the history's events; largest is the largest one (proto bytes: the
 	// largest activity input/result/failure, workflow input/result).
 	events, largest int
-	// pages counts the discovery activities, batches the StartWorkflows ones (closed),
-	// batchTime their mean start-to-close time and startSpan the first one's start to the
-	// last one's close (Started / startSpan is the start rate the sweep got), launchGap the
-	// mean time between two launches: StartSpacing when the cadence holds.
+	// pages and batches count the closed discovery and StartWorkflows activities; batchTime is the
+	// latter's mean start-to-close, startSpan their first start to last close, launchGap the mean gap
+	// between launches.
 	pages, batches int
 	batchTime      time.Duration
 	startSpan      time.Duration
@@ -67,9 +65,7 @@ type sweepHistory struct {
 	actions int
 	// lastDiscovery is when the last discovery activity closed.
 	lastDiscovery time.Time
-	// discoveryEnd is when discovery ended: the last discovery activity closed, or the first
-	// StartWorkflows started if that was earlier (no MergeWal exists before it). Zero if
-	// neither happened.
+	// discoveryEnd is the last discovery close or the first StartWorkflows start, whichever came first.
 	discoveryEnd time.Time
 }
 
@@ -140,9 +136,8 @@ func historyOf(ctx context.Context, c client.Client, id, runID string) (sweepHis
 	return h, nil
 }
 
-// timeToMerge waits (up to wait, visibility is eventually consistent) for every planted
-// store's MergeWal start to be visible and returns how many were, and the longest time from a
-// store's planting (or the sweep's start, if later) to its MergeWal's start.
+// timeToMerge waits up to wait for every planted store's MergeWal start to be visible, and returns
+// how many were and the longest time from planting (or the sweep's start, if later) to start.
 func timeToMerge(ctx context.Context, c client.Client, since time.Time, planted map[store.Target]time.Time, wait time.Duration) (int, time.Duration, error) {
 	deadline := time.Now().Add(wait)
 	for {
@@ -159,9 +154,7 @@ func timeToMerge(ctx context.Context, c client.Client, since time.Time, planted 
 		for t, at := range planted {
 			if st, ok := starts[contract.MergeWalID(t)]; ok {
 				n++
-				// From the later of its planting and the sweep's start: planting 10,000 stores'
-				// debt takes minutes at 1M stores, and a store cannot be started by a sweep that
-				// has not begun; a schedule adds its phase, up to one interval.
+				// A sweep that has not begun cannot start a store.
 				from := at
 				if since.After(from) {
 					from = since

@@ -11,8 +11,7 @@ import (
 // grpcMaxMessage is gRPC's default message limit, which Temporal's frontend keeps.
 const grpcMaxMessage = 4 << 20
 
-// payloadWarnings records the largest PayloadSize of the SDK's "payload over the warning
-// limit" log lines (TMPRL1103), which the workers log before sending a result: the only trace
+// payloadWarnings records the largest PayloadSize of the SDK's TMPRL1103 warnings: the only trace
 // of a result that gRPC then refuses.
 type payloadWarnings struct{ largest atomic.Int64 }
 

@@ -11,18 +11,9 @@ import (
 	"github.com/walkeeper/walkeeper/worker"
 )
 
-// The hostile scenario runs one real worker process (the bench re-executed as a child that
-// runs worker.Run without a Temporal client: the data plane of `walkeeper worker`) and sends it
-// the worst request of each kind a client can send within the documented limits:
-//
-//   - memory: its peak RSS (VmHWM) under wide rows, big values and many connections, each
-//     against the sum of its configured budgets (cache + read budget + merge budget +
-//     memtable bytes + body budget + page budget), with a fresh worker per case;
-//   - latency: Get and List-page p50/p99 against the number of unsealed rows in the memtable
-//     (flush interval 0), as ratios to an empty memtable.
-//
-// It speaks only the HTTP API and sets knobs by flag name; a refusal (413) and an acceptance
-// (200) are both recorded as the worker's answer.
+// The hostile scenario (docs/benchmarks/hostile.md) sends a worker child (HTTP-only worker.Run) the
+// worst requests of each kind within the documented limits: its peak RSS against its budget sum, and
+// its read latency against the unsealed rows of its memtable.
 
 // hostileBudgetKnobs are the knobs whose sum is the worker's memory budget.
 var hostileBudgetKnobs = []string{"cache-bytes", "read-budget-bytes", "merge-budget-bytes", "memtable-bytes", "body-budget-bytes", "page-budget-bytes"}

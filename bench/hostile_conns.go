@@ -16,9 +16,8 @@ import (
 // trickleEvery is the pace of a trickled body: one byte per connection this often.
 const trickleEvery = 100 * time.Millisecond
 
-// hostileConnections: many idle raw connections that never send a byte, and requests whose
-// bodies arrive one byte at a time, held open for a while; the worker's memory is what each
-// connection costs it. A probe on a fresh connection says whether it still answers.
+// hostileConnections holds many idle connections and bodies trickled a byte at a time open, and
+// probes whether the worker still answers.
 func hostileConnections(ctx context.Context, w *hostileWorker) ([]hostileCase, error) {
 	if err := w.client.createStore(ctx, "trickle", []map[string]any{{"name": "id", "type": "string"}}); err != nil {
 		return nil, err

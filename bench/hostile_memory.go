@@ -104,9 +104,7 @@ func wideRowsBody(size, first int) ([]byte, int) {
 	return b.Bytes(), n
 }
 
-// hostileBigValues: rows of large text made of '<', which an HTML-escaping encoder sends back
-// six times as large, appended a few per request, then one List asking for all of them,
-// following next until the end.
+// hostileBigValues appends rows of '<' (six times as large HTML-escaped), then Lists them all.
 func hostileBigValues(ctx context.Context, w *hostileWorker) ([]hostileCase, error) {
 	fields := []map[string]any{{"name": "id", "type": "string"}, {"name": "text", "type": "string"}}
 	if err := w.client.createStore(ctx, "big", fields); err != nil {

@@ -85,9 +85,8 @@ func (w *hostileWorker) phase(ctx context.Context, key, name, request string, f 
 // child overshoots the limit by tens of MiB at most.
 const rssGuardPoll = 10 * time.Millisecond
 
-// guardRSS kills c once its RSS passes limit: the machine's memory is shared, and a worker
-// without bounds reaches many GiB on the wide-row case. end stops the guard and returns the
-// peak RSS at which it killed the child (0 = it did not).
+// guardRSS kills c once its RSS passes limit (the machine's memory is shared); end stops the guard
+// and returns the peak RSS it killed at (0 = none).
 func guardRSS(c *workerChild, limit int64) (end func() int64) {
 	var peakAtKill int64
 	stop := poll(rssGuardPoll, func() {

@@ -23,9 +23,7 @@ import (
 	"github.com/walkeeper/walkeeper/worker"
 )
 
-// incidentParams are the knobs of the incident replay (seed PR 256: ~20 shards, hundreds of
-// resident rollout stores per worker, one hot generic store with one-row appends from every
-// shard; the generic pass of the serial cleanup sweeper was never reached).
+// incidentParams are the knobs of the incident replay (docs/benchmarks/incident.md).
 type incidentParams struct {
 	Shards       int
 	Rollout      int
@@ -39,9 +37,8 @@ type incidentParams struct {
 	StoreTimeout time.Duration // baseline per-store timeout: max(5 × interval, 30 s)
 	MaxGens      int           // merge_max_generations of both systems
 	Parallel     bool
-	// Storage is the backend under the latency model: storageFile (file:// without fsync) up
-	// to the incident's 20 shards, storageMem past it, where creating the seals' files, not
-	// the modelled round trip, limits the seal rate.
+	// Storage is storageFile up to the incident's 20 shards, storageMem past it (file creation, not the
+	// modelled latency, would limit the seal rate).
 	Storage string
 	// PrepareConcurrency is the count trigger's MergeWal prepare concurrency
 	// (--merge-prepare-concurrency) on both sides; 0 = the workflow's default (4).
@@ -51,9 +48,8 @@ type incidentParams struct {
 // wide says whether the replay runs more shards than the incident's 20 on one machine.
 func (p incidentParams) wide() bool { return p.Shards > 20 }
 
-// wideTablePrepareConcurrency is the prepare concurrency past the incident's 20 shards, what
-// an operator sets for a table of hundreds of writers: at the default 4 a round over 200
-// shards outlasts the time a shard takes to seal merge_max_generations generations.
+// wideTablePrepareConcurrency is the prepare concurrency past 20 shards: at the default 4 a round
+// over 200 shards outlasts a shard's sealing of merge_max_generations generations.
 const wideTablePrepareConcurrency = 16
 
 // Storage backends of the incident replay.
@@ -131,12 +127,8 @@ type sample struct {
 	Pending []int // per shard index
 }
 
-// runIncident replays the generic-WAL-merge starvation incident at 2-core scale: walkeeper
-// (flush sweeper per kind, count trigger, MaintenanceSweep schedule, MergeWal on a real
-// Temporal dev server, real Temporal workers in-process) next to the old design (per shard one
-// flush loop and one cleanup sweeper walking kinds serially — rollout, datagen, generic — with a
-// per-store timeout; count trigger for rollout only; merges in-process, own shard only), one
-// after the other on the same machine with identical traffic and storage model.
+// runIncident replays the generic-WAL-merge starvation incident at 2-core scale: walkeeper next to
+// the old serial sweeper (baselineSweeper), one after the other with identical traffic and storage.
 func runIncident(ctx context.Context, o Options, res *Result) error {
 	p := incidentDefaults(o)
 	res.param("shards", p.Shards)
@@ -307,9 +299,8 @@ func incidentSideRun(ctx context.Context, o Options, p incidentParams, rep int, 
 	}
 	lat := &latencyFaults{}
 
-	// Setup (no latency): create the stores, open one DB per shard, make every store resident
-	// in every shard with a live writer (one append each, sealed), as on the incident's
-	// workers, then merge it all so the timed run starts from zero debt.
+	// Setup, without latency: every store resident in every shard with a sealed append, then all merged
+	// so that the timed run starts from zero debt.
 	o.progressf("incident %s: setup — %d shards × %d stores", sideName, p.Shards, len(all))
 	sampler, err := store.OpenDB(ctx, url, storeOptions("sampler", log, noPendingCaps))
 	if err != nil {
@@ -389,9 +380,8 @@ func incidentSideRun(ctx context.Context, o Options, p incidentParams, rep int, 
 		if err := temporaladmin.EnsureSweepSchedule(ctx, tenv.client, temporaladmin.SweepSchedule{Every: p.SweepEvery, Jitter: temporaladmin.DefaultScheduleJitter}); err != nil {
 			return out, fmt.Errorf("sweep schedule: %w", err)
 		}
-		// Past the incident's 20 nodes, only the first sharedWorkerNodes nodes serve the shared
-		// queue (workflows, CommitRound, Abort, listings), each shard queue gets one poller, and
-		// the deadlock detector allows for a starved CPU; every node still prepares its own shard.
+		// Past 20 nodes only the first sharedWorkerNodes serve the shared queue, with one poller per shard
+		// queue and a deadlock detector that allows for a starved CPU.
 		cfg := nodeConfig{
 			FlushInterval:         p.SealEvery,
 			MergeAfterGenerations: p.CountTrigger,
@@ -610,12 +600,9 @@ func writeIncidentFiles(dir string, rep int, p incidentParams, run incidentRun) 
 	return []string{csvPath, pngPath}, nil
 }
 
-// baselineSweeper is the old design, per worker process (seed PR 256, before the fix): a flush
-// loop that seals every resident store, kinds one after another, and runs the count-triggered
-// merge for rollout (and datagen) stores only — generic stores are just sealed — plus a cleanup
-// sweeper that walks every resident store, kinds serially (rollout, then datagen, then generic),
-// sealing and merging one pass of whatever is pending, with a per-store timeout. Merges run
-// in-process on the own shard, like the old workers.
+// baselineSweeper is the old design per worker (seed PR 256): a flush loop with the count trigger
+// for non-generic kinds, and a cleanup sweeper walking kinds serially, one merge pass per resident
+// store under a per-store timeout, merges in-process on the own shard.
 type baselineSweeper struct {
 	db                       *store.DB
 	flushEvery, cleanupEvery time.Duration

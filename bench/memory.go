@@ -29,9 +29,7 @@ type memoryChildResult struct {
 	VmRSSStart   int64 `json:"vm_rss_start"`
 	MaxReserved  int64 `json:"max_reserved"`
 	MaxAllocated int64 `json:"max_allocated"`
-	// MaxHeapLive is the most the Go heap held live after a collection (/gc/heap/live:bytes),
-	// MaxHeap the most it held in objects, live or garbage (/memory/classes/heap/objects:bytes),
-	// sampled with the reservation.
+	// MaxHeapLive and MaxHeap are the most the Go heap held live (/gc/heap/live:bytes) and in objects.
 	MaxHeapLive int64   `json:"max_heap_live"`
 	MaxHeap     int64   `json:"max_heap"`
 	Prepared    int     `json:"prepared"`
@@ -40,9 +38,7 @@ type memoryChildResult struct {
 	Busy        int     `json:"busy"`
 }
 
-// The worker's default soft memory limit at the default cache and read budget
-// (worker.Config.DerivedMemoryLimit: cache + read budget + 512 MiB; merge buffers are
-// outside the Go heap).
+// workerDefaultMemLimit is worker.Config.DerivedMemoryLimit at the default cache and read budget.
 const workerDefaultMemLimit = 256<<20 + 256<<20 + 512<<20
 
 // memoryBudgets are the merge budgets the scenario runs at.
@@ -70,17 +66,8 @@ func memoryPart(o Options, part string) bool {
 	return len(o.MemoryParts) == 0 || slices.Contains(o.MemoryParts, part)
 }
 
-// runMemory measures peak RSS (VmHWM in /proc/self/status) of a child process against its
-// RSS before the load, in two parts:
-//
-//   - merges: 12 concurrent merge requests, each sized half the process budget
-//     (merge_max_bytes = budget/2 over 12 stores holding at least that much), at each budget
-//     of memoryBudgets. Targets: growth ≤ budget + 32 MiB with the worker's default soft
-//     limit, ≤ 1.25 × budget + 32 MiB with GOGC alone; reserved bytes never above the budget
-//     (sampled every 200 µs, and guaranteed by the semaphore). Each request prepares and
-//     then aborts (prepare is where the memory is), so the data is reused by every run.
-//   - reads: 16 concurrent Lists over a store with 2,000 pending generations, the cache off,
-//     with and without a read budget. Target: growth ≤ read budget + 32 MiB.
+// runMemory is the memory scenario (docs/benchmarks/memory.md): a child process's peak RSS growth
+// under concurrent merges at each budget, and under concurrent Lists over 2,000 pending generations.
 func runMemory(ctx context.Context, o Options, res *Result, dir string) error {
 	const requests = 12
 	budgets := memoryBudgets(o)

@@ -47,15 +47,10 @@ type overheadServer struct {
 	idleReqPerSec, idleCPUPct float64
 }
 
-// temporalOverhead measures what running merges as Temporal workflows costs: 1 MiB merges
-// (one generation each) through MergeWal against the same prepare + commit called in a
-// direct loop, alternating one of each so drift hits both alike. Without --temporal it does
-// so on three servers side by side, each merge going to each in turn: two dev servers,
-// walkeeper's tuning (devserver.TunedDynamicConfig) and the server's defaults, and the
-// production server on PostgreSQL (internal/testkit/temporalcluster, as CI and docker-compose run it); it also times a bare
-// workflow of 4 sequential no-op activities on each, counts each server's persistence
-// requests (its own metrics endpoint) idle and per merge, and its CPU time idle. Last, the
-// time one MaintenanceSweep takes over 1,000 idle stores.
+// temporalOverhead is the temporal-overhead scenario (docs/benchmarks/temporal-overhead.md): 1 MiB
+// merges through MergeWal against a direct loop, on each server in turn (without --temporal: two
+// dev servers and the PostgreSQL cluster), a bare workflow, persistence and CPU cost, and one sweep
+// over idle stores.
 func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) error {
 	merges, idle, idleWindow := 20, 1000, 60*time.Second
 	if o.Quick {
@@ -197,9 +192,8 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 		}
 		return time.Since(t0), nil
 	}
-	// Each repetition's merges are one window of each server's persistence counters, read
-	// once the server has reported them (settle) and less the server's idle rate: the bare
-	// workflows run outside it.
+	// Each repetition's merges are one window of persistence counters, read after settle, less the
+	// idle rate.
 	const settle = 2 * time.Second
 	window := func() ([]persistenceOps, time.Time) {
 		if o.Temporal != "" {

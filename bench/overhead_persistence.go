@@ -127,9 +127,8 @@ func (p persistenceOps) add(d persistenceOps) {
 	}
 }
 
-// persistenceBreakdown is the table of where one MergeWal's persistence time goes on each
-// server: per operation, requests per merge, mean latency, and their product (time spent in
-// that operation per merge, summed over requests that may overlap), the heaviest first.
+// persistenceBreakdown is where one MergeWal's persistence time goes on each server, by operation,
+// the heaviest first.
 func persistenceBreakdown(servers []*overheadServer, merges int) Table {
 	t := Table{
 		Title:  "Persistence per MergeWal run (each repetition's merges, less the server's idle rate), by operation: requests per run, mean latency (ms), time per run (ms), heaviest first",

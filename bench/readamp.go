@@ -9,12 +9,8 @@ import (
 	"github.com/walkeeper/walkeeper/store"
 )
 
-// readAmp measures Get and a 100-row List page from a reader process (no memtable; every
-// generation comes from storage, then from the decoded-file cache) over a 10,000-row base with
-// 0, 16, 256 and 1024 pending generations of 100 rows each on top, and again after merging
-// them all (merge_max_generations 8, so one base run per 8 generations), and again after
-// compacting the base into one run. Storage: file:// without fsync (writes are not what is
-// measured).
+// readAmp is the read-amp scenario (docs/benchmarks/read-amp.md): Get and List latency from a reader
+// process over a 10,000-row base with pending generations on top, then merged, then compacted.
 func readAmp(ctx context.Context, o Options, res *Result, dir string) error {
 	levels := []int{0, 16, 256, 1024}
 	gets, lists := 400, 100
@@ -192,9 +188,8 @@ func readAmp(ctx context.Context, o Options, res *Result, dir string) error {
 	return nil
 }
 
-// listSpeedupSideBySide opens a reader on each of two stores of target and times n 100-row
-// Lists on each, after(0) … after(n-1), alternating between the stores, after one untimed List
-// on each (the cold decode). It returns slowURL's List p50 over fastURL's.
+// listSpeedupSideBySide times n Lists alternating between two stores of target, after one untimed
+// List each, and returns slowURL's p50 over fastURL's.
 func listSpeedupSideBySide(ctx context.Context, o Options, target store.Target, slowURL, fastURL string, n int, after func(int) string) (float64, error) {
 	var lists [2]func(after string) (time.Duration, error)
 	for i, url := range []string{slowURL, fastURL} {

@@ -15,20 +15,14 @@ import (
 	"github.com/walkeeper/walkeeper/store"
 )
 
-// The start-rate scenario measures the Temporal server's start capacity on its own: MergeWal
-// starts through contract.StartMergeWal (the path every trigger and the sweep's
-// StartWorkflows use: workflow ID, ID policies, search attributes, summary) with no worker
-// polling, so nothing that is started runs. The fleet scenario's sweep starts its 10,000
-// MergeWal runs while the ones already started execute on the same machine; this is the rate
-// the same server gives when they do not (docs/benchmarks/fleet.md). A start that times out
-// in the SDK's RPC budget is counted apart from one the server refused (startRateLevel).
+// The start-rate scenario (docs/benchmarks/fleet.md): MergeWal starts through contract.StartMergeWal
+// with no worker polling, the server's start capacity on its own; a timed-out start counts apart
+// from a refused one.
 
 // startRateInFlight are the starts in flight measured, one after another.
 var startRateInFlight = []int{16, 64, 128}
 
-// startRPCBudget is the SDK's default client.Options.RPCTimeout, which the bench's client
-// keeps: one start, the SDK's own retries of a busy or unavailable frontend included, gives
-// up with DeadlineExceeded after it, however long the caller's context allows.
+// startRPCBudget is the SDK's default RPCTimeout, after which a start gives up retrying.
 const startRPCBudget = 10 * time.Second
 
 // startRateNeeded is the rate that starts 10,000 stores within a one-minute sweep interval
@@ -110,9 +104,7 @@ func runStartRate(ctx context.Context, o Options, res *Result) error {
 	return nil
 }
 
-// startTimedOut reports whether a start failed because the SDK's RPC budget ran out while
-// the server had not answered: the start was queued, not refused (the ID policies make a
-// later start of the same ID attach to it if the server did start it).
+// startTimedOut reports whether a start ran out of the RPC budget unanswered: queued, not refused.
 func startTimedOut(err error) bool {
 	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, new(*serviceerror.DeadlineExceeded))
 }

@@ -129,9 +129,8 @@ func writeGenerations(ctx context.Context, s *store.Store, gens, rows, payload, 
 	return nil
 }
 
-// writeStore writes gens generations (writeGenerations) to generic store name on url as writer
-// instance, creating the store unless an earlier writer did, and closes the writer; it
-// returns the writer's shard.
+// writeStore writes gens generations to generic store name on url as writer instance (creating it
+// if need be), closes the writer and returns its shard.
 func writeStore(ctx context.Context, o Options, url, instance, name string, gens, rows, payload, keySpace int, seed int64) (string, error) {
 	db, err := store.OpenDB(ctx, url, storeOptions(instance, o.logger()))
 	if err != nil {

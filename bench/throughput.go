@@ -12,11 +12,9 @@ import (
 	"github.com/walkeeper/walkeeper/store"
 )
 
-// mergeThroughput measures merge throughput — MB of generation files merged per second,
-// prepare + commit, from a cold process cache — next to the raw I/O bound of the same bytes
-// measured in the same run on the same disk: read the same generation files and write (and
-// fsync) as many bytes to a new file. Both read from the page cache (the generations were
-// just written), which is the favourable case for the raw bound.
+// mergeThroughput is the merge-throughput scenario (docs/benchmarks/merge-throughput.md): MB of
+// generations merged per second next to reading the same files and writing and fsyncing as many
+// bytes.
 func mergeThroughput(ctx context.Context, o Options, res *Result, dir string) error {
 	gens, rowsPerGen, payload := 8, 1024, 4<<10 // 8 × ~4 MiB
 	if o.Quick {

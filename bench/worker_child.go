@@ -23,10 +23,8 @@ import (
 	"github.com/walkeeper/walkeeper/worker"
 )
 
-// workerChild is a worker process the bench started: a re-exec of the bench running a
-// scenario's child half, which prints one line holding `"ready":true` when it serves and
-// stops gracefully when its stdin closes. The scenarios that measure a worker's RSS
-// (fleet-worker, hostile) run it so that the RSS is the worker's alone.
+// workerChild is a worker child process (fleet-worker, hostile): it prints a line holding
+// `"ready":true` when it serves and stops gracefully when its stdin closes.
 type workerChild struct {
 	proc *os.Process
 	procRSS
@@ -142,9 +140,8 @@ type workerChildReady struct {
 	Knobs hostileKnobs `json:"knobs"`
 }
 
-// workerChildHalf is the child half of fleet-worker and hostile: one worker configured through
-// the same flag table as `walkeeper worker`, on the Temporal frontend its knobs name (none =
-// HTTP-only), until the parent closes stdin.
+// workerChildHalf is the child half of fleet-worker and hostile: one worker configured through the
+// flag table of `walkeeper worker` until the parent closes stdin.
 func workerChildHalf(ctx context.Context, _ Options) error {
 	var p workerChildParams
 	if err := childParams("worker", &p); err != nil {

@@ -23,64 +23,37 @@ import (
 	"go.uber.org/zap"
 )
 
-// Options are shared by every scenario. Zero values take the documented defaults.
+// Options are shared by every scenario; each scenario field is the walkeeper-bench flag of
+// the same meaning (cmd/walkeeper-bench), and a zero value takes the documented default.
 type Options struct {
-	// Quick runs the scenario's smoke-test size (well under 2 minutes).
-	Quick bool
-	// OutDir receives CSV, PNG, JSON and markdown files; "" = a new temporary directory.
-	OutDir string
-	// WorkDir holds the stores a scenario writes; "" = a temporary directory removed at the end.
-	WorkDir string
-	// Reps is the number of repetitions; 0 = 5 (full) or 1 (quick). Medians and spread are
-	// reported over the repetitions.
-	Reps int
-	// Progress receives one line per step of a long run; nil = discarded.
+	Quick   bool   // --quick: the smoke-test size
+	OutDir  string // --out: CSV, PNG, JSON and markdown files; "" = a new temporary directory
+	WorkDir string // --work-dir: the stores a scenario writes; "" = a temporary directory
+	Reps    int    // --reps: repetitions, 0 = 5 (1 with Quick); medians and spread are over them
+	// Progress receives one line per step of a long run, Logger walkeeper's own logs (nil = none).
 	Progress io.Writer
-	// Logger receives walkeeper's own logs; nil = discarded.
-	Logger *zap.Logger
-	// Temporal is the host:port of a Temporal frontend to use; "" = start a dev server
-	// (scenarios that need Temporal only).
-	Temporal string
-	// Duration overrides the length of time-based scenarios (incident); 0 = default.
-	Duration time.Duration
-	// Shards overrides the number of simulated worker processes (incident); 0 = default.
-	Shards int
-	// Stores overrides the number of rollout stores (incident, sweep part of temporal);
-	// 0 = default.
-	Stores int
-	// Backlogs overrides the rollout backlogs of the fairness scenario; nil = the default
-	// (0, 400, 2,000, 10,000; 0, 50, 200 with Quick).
-	Backlogs []int
-	// FairnessServers limits the fairness scenario to some servers ("dev", "cluster"); nil =
-	// both, or the dev server with Quick.
-	FairnessServers []string
-	// NoSticky runs the fairness scenario's workers without sticky workflow execution (process-wide),
-	// so every workflow task goes through the fair task queue.
-	NoSticky bool
-	// FleetSizes overrides the fleet sizes of the fleet scenario (registered stores); nil =
-	// the default (10k, 100k; 2k, 20k with Quick).
-	FleetSizes []int
-	// FleetVariants are the fleet scenario's start-path variants, "concurrency/batch"; nil = the defaults.
-	FleetVariants []string
-	// MergeMaxGenerations overrides merge_max_generations of both systems in the incident
-	// replay; 0 = the default (8).
-	MergeMaxGenerations int
-	// Latency is the modelled object-store round trip added to every storage request in the
-	// incident scenario; negative = none, 0 = default.
-	Latency time.Duration
-	// MemoryBudgets overrides the merge budgets of the memory scenario, in bytes; nil = the
-	// default (32 MiB; 32 MiB, 128 MiB, 1 GiB in full).
-	MemoryBudgets []int64
-	// MemoryParts limits the memory scenario to some parts ("merges", "reads"); nil = both.
-	MemoryParts []string
-	// RSSGuard is the RSS at which the hostile scenario kills its worker child; 0 = the
-	// default (8 GiB, 2 GiB with Quick).
-	RSSGuard int64
-	// Child, when set, runs the child half of a scenario that measures a separate process
-	// (memory, fleet-worker, hostile; bench/child.go), which writes its JSON lines to stdout.
+	Logger   *zap.Logger
+	Temporal string // --temporal: a Temporal frontend's host:port; "" = start a dev server
+
+	Duration            time.Duration // --duration (incident)
+	Shards              int           // --shards (incident)
+	Stores              int           // --stores (incident, temporal-overhead, start-rate)
+	MergeMaxGenerations int           // --merge-max-generations (incident)
+	Latency             time.Duration // --latency (incident, fleet): negative = none
+	Backlogs            []int         // --backlogs (fairness)
+	FairnessServers     []string      // --servers (fairness): "dev", "cluster"
+	NoSticky            bool          // --no-sticky (fairness): process-wide
+	FleetSizes          []int         // --sizes (fleet, fleet-worker)
+	FleetVariants       []string      // --variants (fleet): "concurrency/batch"
+	MemoryBudgets       []int64       // --budgets-mib (memory), in bytes
+	MemoryParts         []string      // --parts (memory): "merges", "reads"
+	RSSGuard            int64         // --rss-guard-mib (hostile), in bytes
+
+	// Child runs the child half of a scenario that measures a separate process (memory,
+	// fleet-worker, hostile; bench/child.go), which writes its JSON lines to stdout.
 	Child bool
-	// Reexec builds the command that runs scenario's child half (with Child set) in a fresh process;
-	// nil = the scenarios with a child process cannot run.
+	// Reexec builds the command that runs scenario's child half (with Child set) in a fresh
+	// process; nil = the scenarios with a child process cannot run.
 	Reexec func(ctx context.Context, scenario string) *exec.Cmd
 }
 

@@ -71,7 +71,8 @@ func (p procRSS) rss() int64 { return p.status("VmRSS") }
 // peak is the process's VmHWM: its largest RSS since it started or the last resetPeak.
 func (p procRSS) peak() int64 { return p.status("VmHWM") }
 
-// resetPeak resets VmHWM to the current RSS (Linux ≥ 4.0: 5 to /proc/<pid>/clear_refs), and returns it.
+// resetPeak resets VmHWM to the current RSS (Linux ≥ 4.0: 5 to /proc/<pid>/clear_refs), and returns
+// it.
 func (p procRSS) resetPeak() int64 {
 	_ = os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", p), []byte("5"), 0o644)
 	return p.rss()

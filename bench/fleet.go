@@ -52,7 +52,8 @@ type fleetSample struct {
 	// warned of (0 = none).
 	LargestHeartbeat, LargestPayload int
 	RSS                              rssSpan
-	// DiscoveryAlloc is the bytes allocated from the sweep's start to the end of discovery (allocSampler).
+	// DiscoveryAlloc is the bytes allocated from the sweep's start to the end of discovery
+	// (allocSampler).
 	DiscoveryAlloc int64
 	// TTM is the longest time from a store's debt being planted to its MergeWal start;
 	// Started counts the indebted stores whose MergeWal started, of Debt.
@@ -227,7 +228,8 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 		o.progressf("fleet: %d requests for earlier fleets' stores drained in %s before the sweep", n, fmtDur(waited))
 	}
 
-	// The sweep; the previous fleet's freed heap goes back to the OS first, so the growth is this sweep's.
+	// The sweep; the previous fleet's freed heap goes back to the OS first, so the growth is this
+	// sweep's.
 	debug.FreeOSMemory()
 	self := procRSS(os.Getpid())
 	s.RSS.Before = self.resetPeak()

@@ -13,7 +13,8 @@ import (
 // operation, a listing of the registry or demand index as the pages an object store would serve.
 type fleetFaults struct {
 	latency time.Duration
-	// fleetPrefix starts this fleet's store names ("f3-"); requests for other fleets' stores count apart.
+	// fleetPrefix starts this fleet's store names ("f3-"); requests for other fleets' stores count
+	// apart.
 	fleetPrefix string
 	// listKeys is how many keys each paged listing (by prefix) holds.
 	listKeys map[string]int64

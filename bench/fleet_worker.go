@@ -20,8 +20,8 @@ import (
 	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
-// The fleet-worker scenario (docs/benchmarks/fleet.md): one worker child process's peak RSS during a
-// sweep and a reconcile, flat in the registered stores of a file:// fleet at the same debt.
+// The fleet-worker scenario (docs/benchmarks/fleet.md): one worker child process's peak RSS during
+// a sweep and a reconcile, flat in the registered stores of a file:// fleet at the same debt.
 
 // fleetWorkerDebt is the stores in debt at every fleet size (fleetWorkerQuickDebt with --quick).
 const (

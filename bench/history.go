@@ -196,8 +196,8 @@ func waitsOf(ctx context.Context, c client.Client, id string) (mergeWaits, error
 	return w, nil
 }
 
-// watchSweep polls the sweep until it closes, discovery fails an attempt or the budget runs out: why
-// it failed ("" = it closed), and the largest discovery heartbeat.
+// watchSweep polls the sweep until it closes, discovery fails an attempt or the budget runs out:
+// why it failed ("" = it closed), and the largest discovery heartbeat.
 func watchSweep(ctx context.Context, c client.Client, id, runID string, budget time.Duration) (failed string, heartbeat int) {
 	deadline := time.Now().Add(budget)
 	for {
@@ -244,7 +244,8 @@ type sweepHistory struct {
 	actions int
 	// lastDiscovery is when the last discovery activity closed.
 	lastDiscovery time.Time
-	// discoveryEnd is the last discovery close or the first StartWorkflows start, whichever came first.
+	// discoveryEnd is the last discovery close or the first StartWorkflows start, whichever came
+	// first.
 	discoveryEnd time.Time
 }
 

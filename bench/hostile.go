@@ -12,8 +12,8 @@ import (
 )
 
 // The hostile scenario (docs/benchmarks/hostile.md) sends a worker child (HTTP-only worker.Run) the
-// worst requests of each kind within the documented limits: its peak RSS against its budget sum, and
-// its read latency against the unsealed rows of its memtable.
+// worst requests of each kind within the documented limits: its peak RSS against its budget sum,
+// and its read latency against the unsealed rows of its memtable.
 
 // hostileBudgetKnobs are the knobs whose sum is the worker's memory budget.
 var hostileBudgetKnobs = []string{"cache-bytes", "read-budget-bytes", "merge-budget-bytes", "memtable-bytes", "body-budget-bytes", "page-budget-bytes"}

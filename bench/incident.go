@@ -37,8 +37,8 @@ type incidentParams struct {
 	StoreTimeout time.Duration // baseline per-store timeout: max(5 × interval, 30 s)
 	MaxGens      int           // merge_max_generations of both systems
 	Parallel     bool
-	// Storage is storageFile up to the incident's 20 shards, storageMem past it (file creation, not the
-	// modelled latency, would limit the seal rate).
+	// Storage is storageFile up to the incident's 20 shards, storageMem past it (file creation, not
+	// the modelled latency, would limit the seal rate).
 	Storage string
 	// PrepareConcurrency is the count trigger's MergeWal prepare concurrency
 	// (--merge-prepare-concurrency) on both sides; 0 = the workflow's default (4).
@@ -299,8 +299,8 @@ func incidentSideRun(ctx context.Context, o Options, p incidentParams, rep int, 
 	}
 	lat := &latencyFaults{}
 
-	// Setup, without latency: every store resident in every shard with a sealed append, then all merged
-	// so that the timed run starts from zero debt.
+	// Setup, without latency: every store resident in every shard with a sealed append, then all
+	// merged so that the timed run starts from zero debt.
 	o.progressf("incident %s: setup — %d shards × %d stores", sideName, p.Shards, len(all))
 	sampler, err := store.OpenDB(ctx, url, storeOptions("sampler", log, noPendingCaps))
 	if err != nil {
@@ -380,8 +380,8 @@ func incidentSideRun(ctx context.Context, o Options, p incidentParams, rep int, 
 		if err := temporaladmin.EnsureSweepSchedule(ctx, tenv.client, temporaladmin.SweepSchedule{Every: p.SweepEvery, Jitter: temporaladmin.DefaultScheduleJitter}); err != nil {
 			return out, fmt.Errorf("sweep schedule: %w", err)
 		}
-		// Past 20 nodes only the first sharedWorkerNodes serve the shared queue, with one poller per shard
-		// queue and a deadlock detector that allows for a starved CPU.
+		// Past 20 nodes only the first sharedWorkerNodes serve the shared queue, with one poller per
+		// shard queue and a deadlock detector that allows for a starved CPU.
 		cfg := nodeConfig{
 			FlushInterval:         p.SealEvery,
 			MergeAfterGenerations: p.CountTrigger,

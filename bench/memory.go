@@ -75,7 +75,8 @@ func memoryPart(o Options, part string) bool {
 }
 
 // runMemory is the memory scenario (docs/benchmarks/memory.md): a child process's peak RSS growth
-// under concurrent merges at each budget, and under concurrent Lists over 2,000 pending generations.
+// under concurrent merges at each budget, and under concurrent Lists over 2,000 pending
+// generations.
 func runMemory(ctx context.Context, o Options, res *Result, dir string) error {
 	const requests = 12
 	budgets := memoryBudgets(o)

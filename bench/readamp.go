@@ -9,8 +9,9 @@ import (
 	"github.com/walkeeper/walkeeper/store"
 )
 
-// readAmp is the read-amp scenario (docs/benchmarks/read-amp.md): Get and List latency from a reader
-// process over a 10,000-row base with pending generations on top, then merged, then compacted.
+// readAmp is the read-amp scenario (docs/benchmarks/read-amp.md): Get and List latency from a
+// reader process over a 10,000-row base with pending generations on top, then merged, then
+// compacted.
 func readAmp(ctx context.Context, o Options, res *Result, dir string) error {
 	levels := []int{0, 16, 256, 1024}
 	gets, lists := 400, 100

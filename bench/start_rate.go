@@ -15,9 +15,9 @@ import (
 	"github.com/walkeeper/walkeeper/store"
 )
 
-// The start-rate scenario (docs/benchmarks/fleet.md): MergeWal starts through contract.StartMergeWal
-// with no worker polling, the server's start capacity on its own; a timed-out start counts apart
-// from a refused one.
+// The start-rate scenario (docs/benchmarks/fleet.md): MergeWal starts through
+// contract.StartMergeWal with no worker polling, the server's start capacity on its own; a
+// timed-out start counts apart from a refused one.
 
 // startRateInFlight are the starts in flight measured, one after another.
 var startRateInFlight = []int{16, 64, 128}

@@ -54,8 +54,9 @@ func (e *temporalEnv) serverPID() int {
 	return 0
 }
 
-// startCluster starts the production Temporal server on PostgreSQL (internal/testkit/temporalcluster)
-// with dc over its dynamic config and its metrics on metricsPort.
+// startCluster starts the production Temporal server on PostgreSQL
+// (internal/testkit/temporalcluster) with dc over its dynamic config and its metrics on
+// metricsPort.
 func startCluster(ctx context.Context, o Options, dir string, metricsPort int, dc map[string]any) (*temporalEnv, error) {
 	o.progressf("starting Temporal server on PostgreSQL (internal/testkit/temporalcluster)")
 	sctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
@@ -88,7 +89,8 @@ func (e *temporalEnv) dial(ctx context.Context, o Options) error {
 	return nil
 }
 
-// startTemporal connects to o.Temporal or starts a headless dev server (log in logDir/temporal.log).
+// startTemporal connects to o.Temporal or starts a headless dev server (log in
+// logDir/temporal.log).
 func startTemporal(ctx context.Context, o Options, logDir string, dev devserver.Options) (*temporalEnv, error) {
 	env := &temporalEnv{hostPort: o.Temporal}
 	if env.hostPort == "" {
@@ -140,8 +142,8 @@ type nodeConfig struct {
 	// PrepareConcurrency is the count trigger's MergeWalInput.PrepareConcurrency
 	// (--merge-prepare-concurrency; 0 = the workflow default).
 	PrepareConcurrency int
-	// NoSharedWorker leaves out the shared-queue worker and ShardPollers sets the shard queue's pollers
-	// (0 = default): hundreds of nodes would otherwise be hundreds of idle long polls.
+	// NoSharedWorker leaves out the shared-queue worker and ShardPollers sets the shard queue's
+	// pollers (0 = default): hundreds of nodes would otherwise be hundreds of idle long polls.
 	NoSharedWorker bool
 	ShardPollers   int
 	// DeadlockDetection overrides the SDK's 1 s deadlock detector (0 = default) for a starved CPU.

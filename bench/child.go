@@ -191,7 +191,6 @@ func startWorkerChild(ctx context.Context, o Options, scenario string, params an
 	return ch, nil
 }
 
-// exited reports whether the child has exited.
 func (c *workerChild) exited() bool {
 	select {
 	case <-c.done:

@@ -58,7 +58,6 @@ type fairnessRound struct {
 	waits                  mergeWaits
 }
 
-// runFairness is the fairness scenario.
 func runFairness(ctx context.Context, o Options, res *Result, dir string) error {
 	if o.NoSticky {
 		// Process-wide, as the SDK has it: this scenario's workers are the process's only ones.

@@ -72,7 +72,6 @@ func (s fleetSample) startRate() float64 {
 	return float64(s.Started) / s.startSpan.Seconds()
 }
 
-// runFleet is the fleet scenario.
 func runFleet(ctx context.Context, o Options, res *Result) error {
 	sizes, err := fleetSizes(o, "fleet", []int{10_000, 100_000}, 1)
 	if err != nil {
@@ -142,7 +141,6 @@ func runFleet(ctx context.Context, o Options, res *Result) error {
 	return nil
 }
 
-// fleetRun is one fleet's parameters.
 type fleetRun struct {
 	seq     int
 	stores  int

@@ -54,7 +54,6 @@ func (s fleetWorkerSample) phases() []fleetWorkerPhase {
 	return []fleetWorkerPhase{{"sweep", "a sweep and its merges", "sweep + its merges", s.SweepRSS}, {"reconcile", "a reconcile", "reconcile", s.ReconcileRSS}}
 }
 
-// runFleetWorker is the fleet-worker scenario.
 func runFleetWorker(ctx context.Context, o Options, res *Result, dir string) error {
 	sizes, err := fleetSizes(o, "fleet-worker", []int{10_000, 1_000_000}, fleetWorkerDebt)
 	if err != nil {

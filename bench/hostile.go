@@ -22,7 +22,6 @@ var hostileBudgetKnobs = []string{"cache-bytes", "read-budget-bytes", "merge-bud
 var hostileReportedKnobs = append([]string{"max-body-bytes", "max-row-bytes", "max-append-rows", "page-bytes",
 	"max-connections", "http-read-timeout", "http-write-timeout", "flush-interval"}, hostileBudgetKnobs...)
 
-// hostileSizes are the scenario's sizes.
 type hostileSizes struct {
 	wideAppends, wideBody, wideColumns int // concurrent appends of wideBody bytes to id + wideColumns nullable columns
 	bigRows, bigValue, bigPerAppend    int // bigRows rows of bigValue bytes, bigPerAppend per append
@@ -55,7 +54,6 @@ func hostileSizesFor(o Options) hostileSizes {
 	return s
 }
 
-// runHostile is the hostile scenario.
 func runHostile(ctx context.Context, o Options, res *Result, dir string) error {
 	sz := hostileSizesFor(o)
 	res.param("worker", "one child process per case, worker.Run without Temporal (HTTP-only), the build's defaults")

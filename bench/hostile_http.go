@@ -142,7 +142,6 @@ func shortErr(err error) string {
 	return firstLine(s)
 }
 
-// timed runs f and returns how long it took.
 func timed(f func()) time.Duration {
 	t0 := time.Now()
 	f()

@@ -49,7 +49,6 @@ type memoryChildResult struct {
 // workerDefaultMemLimit is worker.Config.DerivedMemoryLimit at the default cache and read budget.
 const workerDefaultMemLimit = 256<<20 + 256<<20 + 512<<20
 
-// memoryBudgets are the merge budgets the scenario runs at.
 func memoryBudgets(o Options) []int64 {
 	if len(o.MemoryBudgets) > 0 {
 		return o.MemoryBudgets
@@ -148,7 +147,6 @@ func runMemoryMerges(ctx context.Context, o Options, res *Result, dir string, bu
 	return nil
 }
 
-// runMemoryReads is the read part of runMemory.
 func runMemoryReads(ctx context.Context, o Options, res *Result, dir string) error {
 	// Reads: 16 concurrent Lists over 2,000 pending generations, at a read budget of each
 	// of the merge budgets.

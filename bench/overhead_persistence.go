@@ -116,7 +116,6 @@ func (p persistenceOps) less(background persistenceOps) persistenceOps {
 	return p.zip(background, func(a, b float64) float64 { return max(0, a-b) })
 }
 
-// add sums d into p.
 func (p persistenceOps) add(d persistenceOps) {
 	for op, o := range d {
 		s := p[op]

@@ -29,7 +29,6 @@ const startRPCBudget = 10 * time.Second
 // (the fleet target at 1 % of 1M stores).
 const startRateNeeded = 10_000.0 / 60
 
-// runStartRate is the start-rate scenario.
 func runStartRate(ctx context.Context, o Options, res *Result) error {
 	n := o.Stores
 	if n <= 0 {

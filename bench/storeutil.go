@@ -198,7 +198,6 @@ func poll(d time.Duration, f func()) (stop func()) {
 	return func() { cancel(); wg.Wait() }
 }
 
-// raiseTo raises a to v if v is larger.
 func raiseTo(a *atomic.Int64, v int64) {
 	for m := a.Load(); v > m && !a.CompareAndSwap(m, v); m = a.Load() {
 	}

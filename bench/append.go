@@ -72,8 +72,7 @@ func appendLatency(ctx context.Context, o Options, res *Result, dir string) erro
 			var idleP50, idleP99, busyP50, busyP99 []float64
 			var idleAll, busyAll []time.Duration
 			var merged atomic.Int64
-			// reset brings the store to the same state before every phase (untimed): the appender's
-			// own shard merged, the bulk shard holding a backlog of exactly 40 generations.
+			// reset restores the store before every phase: own shard merged, 40 bulk generations pending.
 			mergeShard := func(shard string) error {
 				if _, err := mstore.MergeOnce(ctx, shard); err != nil && !errors.Is(err, store.ErrStalePreparation) {
 					return err
@@ -173,8 +172,7 @@ func appendLatency(ctx context.Context, o Options, res *Result, dir string) erro
 							}
 						})
 					}
-					// The same background write load in both phases: one 1 MiB generation of the
-					// bulk shard every 100 ms.
+					// Both phases: one 1 MiB bulk generation every 100 ms.
 					every(pctx, &wg, 100*time.Millisecond, func() { _ = produce(pctx, 1) })
 					wg.Wait()
 					cancel()

@@ -49,8 +49,7 @@ type Options struct {
 	MemoryParts         []string      // --parts (memory): "merges", "reads"
 	RSSGuard            int64         // --rss-guard-mib (hostile), in bytes
 
-	// Child runs the child half of a scenario that measures a separate process (memory,
-	// fleet-worker, hostile; bench/child.go), which writes its JSON lines to stdout.
+	// Child runs a scenario's child half (bench/child.go), which writes JSON lines to stdout.
 	Child bool
 	// Reexec builds the command that runs scenario's child half (with Child set) in a fresh
 	// process; nil = the scenarios with a child process cannot run.
@@ -244,8 +243,7 @@ type Scenario struct {
 	Run   func(ctx context.Context, o Options) (*Result, error)
 }
 
-// childHalves are the halves the scenarios measured in a process of their own run in the
-// child process (Options.Child; bench/child.go).
+// childHalves run in the child process of their scenario (Options.Child).
 var childHalves = map[string]func(ctx context.Context, o Options) error{
 	"memory": memoryChild, "fleet-worker": workerChildHalf, "hostile": workerChildHalf,
 }
@@ -261,8 +259,7 @@ func scenario(name, short string, body func(ctx context.Context, o Options, res 
 	}}
 }
 
-// withDir gives body a work directory of its own, named after its scenario (Options.workDir),
-// removed when body returns.
+// withDir gives body a work directory named after its scenario, removed when body returns.
 func withDir(body func(ctx context.Context, o Options, res *Result, dir string) error) func(context.Context, Options, *Result) error {
 	return func(ctx context.Context, o Options, res *Result) error {
 		dir, cleanup, err := o.workDir(res.Scenario)
@@ -274,8 +271,7 @@ func withDir(body func(ctx context.Context, o Options, res *Result, dir string) 
 	}
 }
 
-// measured is a scenario that writes stores, run in the frame those scenarios share: a
-// work directory of its own and the number of repetitions as its first parameter.
+// measured is a scenario that writes stores: a work directory of its own, reps its first param.
 func measured(name, short string, body func(ctx context.Context, o Options, res *Result, dir string) error) Scenario {
 	return scenario(name, short, withDir(func(ctx context.Context, o Options, res *Result, dir string) error {
 		res.param("reps", o.reps())
@@ -310,8 +306,7 @@ func Lookup(name string) (Scenario, bool) {
 	return Scenario{}, false
 }
 
-// Run runs one scenario: it prepares OutDir, runs, stamps the elapsed time and saves the
-// result files.
+// Run runs one scenario and saves its result files to OutDir.
 func Run(ctx context.Context, name string, o Options) (*Result, error) {
 	sc, ok := Lookup(name)
 	if !ok {
@@ -346,8 +341,7 @@ func Run(ctx context.Context, name string, o Options) (*Result, error) {
 	return res, res.save(o.OutDir)
 }
 
-// inTurn is sides in repetition rep's order: as given on even repetitions, reversed on odd
-// ones, so that drift on a shared machine hits every side alike.
+// inTurn reverses sides on odd repetitions, so that drift hits every side alike.
 func inTurn[T any](rep int, sides ...T) []T {
 	sides = slices.Clone(sides)
 	if rep%2 == 1 {
@@ -356,7 +350,6 @@ func inTurn[T any](rep int, sides ...T) []T {
 	return sides
 }
 
-// ---------------------------------------------------------------------------------------
 // statistics
 
 // durStats summarises a sample of durations.

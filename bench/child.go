@@ -30,8 +30,7 @@ import (
 // child half, its parameters as JSON in childParamsEnv.
 const childParamsEnv = "WALKEEPER_BENCH_CHILD_PARAMS"
 
-// childCmd is the command that runs scenario's child half with params, and extra
-// environment entries.
+// childCmd runs scenario's child half with params and extra environment entries.
 func childCmd(ctx context.Context, o Options, scenario string, params any, extra ...string) (*exec.Cmd, error) {
 	raw, err := json.Marshal(params)
 	if err != nil {
@@ -97,8 +96,7 @@ func (p procRSS) status(field string) int64 {
 	return 0
 }
 
-// rssSpan is a process's RSS over a measured phase: its RSS when the phase began (the peak
-// reset to it) and its peak (VmHWM) by the end.
+// rssSpan is a process's RSS when a phase began (the peak reset to it) and its peak by the end.
 type rssSpan struct{ Before, Peak int64 }
 
 func (r rssSpan) growth() int64 { return max(r.Peak-r.Before, 0) }
@@ -136,8 +134,7 @@ type workerChild struct {
 // workerChildReadyWait bounds the child's start-up.
 const workerChildReadyWait = 2 * time.Minute
 
-// startWorkerChild re-executes the bench as scenario's child half with params, and waits for
-// its ready line and reads it.
+// startWorkerChild re-executes the bench as scenario's child half and reads its ready line.
 func startWorkerChild(ctx context.Context, o Options, scenario string, params any) (*workerChild, error) {
 	cmd, err := childCmd(ctx, o, scenario, params)
 	if err != nil {
@@ -200,8 +197,7 @@ func (c *workerChild) exited() bool {
 	}
 }
 
-// stop closes the child's stdin (it stops gracefully) and waits for it, killing it after a
-// minute; once.
+// stop closes the child's stdin and waits for it to stop, killing it after a minute; once.
 func (c *workerChild) stop() {
 	c.once.Do(func() {
 		_ = c.stdin.Close()
@@ -222,8 +218,7 @@ func (c *workerChild) kill() {
 	})
 }
 
-// workerChildParams configure a worker child: worker flags set by name (Knobs) over the
-// defaults.
+// workerChildParams set worker flags by name (Knobs) over the defaults.
 type workerChildParams struct {
 	URL      string            `json:"url"`
 	Instance string            `json:"instance"`
@@ -280,8 +275,7 @@ func workerChildHalf(ctx context.Context, _ Options) error {
 	})
 }
 
-// reportedKnobs is what a worker child reports of its configuration: the values of
-// hostileReportedKnobs in fs, its parsed flags.
+// reportedKnobs are the values of hostileReportedKnobs in fs, a child's parsed flags.
 func reportedKnobs(fs *pflag.FlagSet) hostileKnobs {
 	k := hostileKnobs{}
 	for _, name := range hostileReportedKnobs {

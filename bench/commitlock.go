@@ -80,8 +80,7 @@ func commitLock(ctx context.Context, o Options, res *Result, dir string) error {
 	return nil
 }
 
-// commitLockOnce runs merges of about bytes each on a fresh store and returns each commit's
-// lock hold and the duration of each whole CommitRound call.
+// commitLockOnce returns each merge's lock hold and whole CommitRound time on a fresh store.
 func commitLockOnce(ctx context.Context, o Options, url string, bytes, merges int) ([]time.Duration, []time.Duration, error) {
 	db, err := store.OpenDB(ctx, url, storeOptions("lock", o.logger(), func(so *store.Options) {
 		so.MergeMaxGenerations = 0

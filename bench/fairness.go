@@ -249,8 +249,7 @@ func worstLightP99(rounds []fairnessRound) (unloaded, limit, worst time.Duration
 	return unloaded, limit, worst, met
 }
 
-// drainRate is the merges of all rounds over their drain times, so each round weighs by its
-// work.
+// drainRate is all rounds' merges over their drain times: each round weighs by its work.
 func drainRate(rounds []fairnessRound) float64 {
 	var merges int
 	var took time.Duration
@@ -270,8 +269,7 @@ type fairnessSide struct {
 	tws    []tworker.Worker
 }
 
-// openFairnessSide starts srv with matching.enableFairness as it says, and one worker with
-// the default slots over a file:// store of its own.
+// openFairnessSide starts srv and one worker with the default slots over a store of its own.
 func openFairnessSide(ctx context.Context, o Options, srv fairnessServer, dir string) (*fairnessSide, error) {
 	o.progressf("fairness: starting %s", srv.label())
 	sd := &fairnessSide{srv: srv, counts: &kindActivities{}}
@@ -315,8 +313,7 @@ func (sd *fairnessSide) close(ctx context.Context) {
 	}
 }
 
-// fairnessRoundAt is part one at one backlog: backlog rollout merges queued, then
-// fairnessLight generic ones, every store with one pending generation.
+// fairnessRoundAt is part one: backlog rollout merges queued, then fairnessLight generic ones.
 func fairnessRoundAt(ctx context.Context, o Options, c client.Client, db *store.DB, backlog int) (fairnessRound, error) {
 	rd := fairnessRound{backlog: backlog}
 	heavy, light := fairnessTargetsOf(store.KindRollout, backlog), fairnessTargetsOf(store.KindGeneric, fairnessLight)
@@ -394,8 +391,7 @@ func fairnessShares(ctx context.Context, o Options, c client.Client, db *store.D
 	return counts.sharesUntil(t0, int(fairnessShareWindow*float64(2*perKind))), nil
 }
 
-// fairnessShareWindow: part two counts until some kind has completed this fraction of its
-// activities (a Prepare and a CommitRound per merge).
+// fairnessShareWindow is the fraction of its activities at which part two stops counting.
 const fairnessShareWindow = 0.6
 
 // fairnessTargetsOf names n stores of kind k (the same names every round).
@@ -458,8 +454,7 @@ func awaitRuns(ctx context.Context, runs []client.WorkflowRun) error {
 	return eachN(backlogWaits, len(runs), func(i int) error { return runs[i].Get(ctx, nil) })
 }
 
-// kindActivities records when each Prepare and CommitRound completed, by kind
-// (activities.Metrics).
+// kindActivities records each Prepare and CommitRound completed, by kind (activities.Metrics).
 type kindActivities struct {
 	mu     sync.Mutex
 	events []kindEvent // in time order: each is stamped under mu
@@ -480,8 +475,7 @@ func (k *kindActivities) ActivityDone(activity string, kind store.Kind, outcome 
 	k.mu.Unlock()
 }
 
-// sharesUntil counts each kind's completions after from until some kind has completed
-// limit of them.
+// sharesUntil counts each kind's completions after from, until one kind reaches limit.
 func (k *kindActivities) sharesUntil(from time.Time, limit int) map[store.Kind]float64 {
 	k.mu.Lock()
 	defer k.mu.Unlock()

@@ -42,8 +42,7 @@ type fleetSample struct {
 	// Failed is the reason the sweep did not finish ("" = it did).
 	Failed   string
 	Duration time.Duration
-	// Requests are the storage requests of the sweep's discovery (list pages counted as an
-	// object store bills them: one per 1000 keys).
+	// Requests are discovery's storage requests, a listing billed one per 1000 keys.
 	Requests int64
 	ByOp     map[string]int64
 	// OtherFleets counts the requests for an earlier fleet's stores (its terminated runs' activities).
@@ -52,15 +51,12 @@ type fleetSample struct {
 	// warned of (0 = none).
 	LargestHeartbeat, LargestPayload int
 	RSS                              rssSpan
-	// DiscoveryAlloc is the bytes allocated from the sweep's start to the end of discovery
-	// (allocSampler).
+	// DiscoveryAlloc is the bytes allocated up to the end of discovery (allocSampler).
 	DiscoveryAlloc int64
-	// TTM is the longest time from a store's debt being planted to its MergeWal start;
-	// Started counts the indebted stores whose MergeWal started, of Debt.
+	// TTM is the longest planting-to-start time; Started counts the debt's started MergeWal runs.
 	TTM     time.Duration
 	Started int
-	// sweepHistory is what the sweep's history shows; its actions also count one per
-	// MergeWal the sweep started (each start is billed in the started run's history).
+	// sweepHistory's actions also count each start, billed in the started run's history.
 	sweepHistory
 }
 
@@ -105,8 +101,7 @@ func runFleet(ctx context.Context, o Options, res *Result) error {
 	}
 	defer tenv.close()
 
-	// Every size at 1 % debt; every larger size also at the smallest size's debt, for the
-	// issue's ratio "at the same debt".
+	// Every size at 1 % debt, and the larger ones also at the smallest one's: "at the same debt".
 	if len(o.FleetVariants) > 0 {
 		res.param("variants (starts in flight per StartWorkflows / StartBatch)", fmt.Sprint(variants))
 	}
@@ -165,12 +160,10 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 		MergeMinGenerations: fleetMergeMin,
 		MaxPendingAge:       fleetMaxAge,
 		MaxStarts:           contract.DefaultSweepMaxStarts,
-		// 10,000 starts in batches of 256 (the default variant), one batch a second: 40 s
-		// at the least.
+		// 10,000 starts in batches of 256, one a second: 40 s at the least.
 		StartBatch: r.variant.batch(),
 	}
-	// mem:// keeps a sorted key index (store/objstore/mem.go), so a listing page costs what an
-	// object store's does, not a sort of the whole fleet.
+	// mem:// keeps a sorted key index, so a listing page costs what an object store's does.
 	url := memURL("fleet")
 	raw, err := objstore.OpenBucket(ctx, url)
 	if err != nil {
@@ -220,14 +213,12 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 		nodes = append(nodes, n)
 	}
 
-	// The previous fleet's leftover activities first: wait until they stop reaching these
-	// workers.
+	// Wait until the previous fleet's leftover activities stop reaching these workers.
 	if waited, n := hook.quiesce(ctx, 5*time.Second, 2*time.Minute); n > 0 {
 		o.progressf("fleet: %d requests for earlier fleets' stores drained in %s before the sweep", n, fmtDur(waited))
 	}
 
-	// The sweep; the previous fleet's freed heap goes back to the OS first, so the growth is this
-	// sweep's.
+	// The sweep, after the freed heap goes back to the OS, so the growth is this sweep's.
 	debug.FreeOSMemory()
 	self := procRSS(os.Getpid())
 	s.RSS.Before = self.resetPeak()
@@ -294,8 +285,7 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 	s.actions += s.Started
 	terminateMerges(ctx, tenv.client, start, prefix)
 	stopNodes()
-	// mem:// roots live as long as the process: drop this fleet's objects so the next
-	// fleet's memory is its own.
+	// mem:// roots live as long as the process: the next fleet's memory must be its own.
 	for _, p := range []string{"_registry/", string(fleetKind) + "/", "_demand/"} {
 		objs, err := raw.List(ctx, p)
 		if err != nil {

@@ -13,8 +13,7 @@ import (
 // operation, a listing of the registry or demand index as the pages an object store would serve.
 type fleetFaults struct {
 	latency time.Duration
-	// fleetPrefix starts this fleet's store names ("f3-"); requests for other fleets' stores count
-	// apart.
+	// fleetPrefix starts this fleet's store names ("f3-"); other fleets' requests count apart.
 	fleetPrefix string
 	// listKeys is how many keys each paged listing (by prefix) holds.
 	listKeys map[string]int64
@@ -22,14 +21,12 @@ type fleetFaults struct {
 	mu    sync.Mutex
 	since time.Time                  // REQUIRES: mu
 	byMs  map[int64]map[string]int64 // REQUIRES: mu; requests per op, per millisecond since `since`
-	// indexByMs counts the listings of a kind's demand index (`_demand/<kind>/`: ScanDemand's),
-	// per millisecond since `since`. REQUIRES: mu.
+	// indexByMs counts ScanDemand's listings per millisecond since `since`. REQUIRES: mu.
 	indexByMs map[int64]int64
 	other     int64 // REQUIRES: mu
 }
 
-// ofOtherFleet says whether key names a store of another fleet than prefix's: a path
-// segment shaped like a fleet store's name ("f<seq>-...") that does not start with prefix.
+// ofOtherFleet says whether a segment of key is a fleet store's name not under prefix.
 func ofOtherFleet(key, prefix string) bool {
 	for seg := range strings.SplitSeq(key, "/") {
 		i := 1
@@ -61,16 +58,14 @@ func (f *fleetFaults) quiesce(ctx context.Context, quiet, limit time.Duration) (
 	return time.Since(start), last
 }
 
-// otherFleets returns the requests for other fleets' stores since reset (before the first
-// reset: since the hook was made).
+// otherFleets returns the requests for other fleets' stores since reset.
 func (f *fleetFaults) otherFleets() int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.other
 }
 
-// isIndexListing says whether a listing of key is a ScanDemand page: the whole demand index
-// of a kind, not one store's records.
+// isIndexListing says whether a listing of key is a ScanDemand page of a kind's demand index.
 func isIndexListing(op, key string) bool {
 	return op == objstore.OpList && strings.HasPrefix(key, "_demand/") && strings.Count(key, "/") == 2 && strings.HasSuffix(key, "/")
 }

@@ -47,8 +47,7 @@ func startAllocSampler(period time.Duration) *allocSampler {
 	return a
 }
 
-// allocatedBy returns the bytes allocated since the start up to the first sample at or
-// after until (the last sample if none is).
+// allocatedBy returns the bytes allocated up to the first sample at or after until.
 func (a *allocSampler) allocatedBy(until time.Time) int64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -13,8 +13,7 @@ import (
 	"github.com/walkeeper/walkeeper/internal/actioncount"
 )
 
-// fleetKey names one cell of the report: a variant at a fleet size, at 1 % debt or at the
-// smallest fleet's debt.
+// fleetKey is one cell of the report: a variant at a size, at 1 % or the smallest fleet's debt.
 type fleetKey struct {
 	side   fleetVariant
 	stores int
@@ -174,8 +173,7 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 	if o.OutDir == "" {
 		return
 	}
-	// plotOne plots val per variant; all adds the curves at the smallest fleet's debt and the
-	// failed sweeps.
+	// plotOne plots val per variant; all adds the same-debt curves and the failed sweeps.
 	plotOne := func(file, title, ylabel string, all, logY bool, val func(a *fleetAgg) float64) {
 		var lines []series
 		for i, d := range sides {
@@ -222,8 +220,7 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 	}
 }
 
-// sideColor: the default variant blue; every other variant takes the next colour of
-// sidePalette.
+// sideColor is blue for the default variant, sidePalette's next colour for each other.
 func sideColor(d fleetVariant, i int) color.Color {
 	if d.isDefault() {
 		return colWalkeeper

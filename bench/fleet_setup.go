@@ -61,8 +61,7 @@ func registerFleet(ctx context.Context, b *objstore.Bucket, prefix string, n int
 	return g.Wait()
 }
 
-// fleetSizes is o.FleetSizes, or full (2k and 20k with Quick), each checked to lie in
-// [least, 10M].
+// fleetSizes is o.FleetSizes, or full (2k and 20k with Quick), each in [least, 10M].
 func fleetSizes(o Options, scenario string, full []int, least int) ([]int, error) {
 	sizes := o.FleetSizes
 	if len(sizes) == 0 {

@@ -24,8 +24,7 @@ func (v fleetVariant) String() string {
 	return fmt.Sprintf("%d/%d", cmp.Or(v.Concurrency, activities.DefaultStartConcurrency), v.batch())
 }
 
-// parseFleetVariants reads --variants: comma-separated concurrency/batch pairs, a part left
-// empty taking the default ("/512"); nil = one default variant.
+// parseFleetVariants reads --variants ("16/256,/512"); nil = one default variant.
 func parseFleetVariants(specs []string) ([]fleetVariant, error) {
 	out := []fleetVariant{}
 	for _, spec := range specs {

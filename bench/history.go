@@ -22,18 +22,15 @@ import (
 	"github.com/walkeeper/walkeeper/store"
 )
 
-// scheduledByAttribute is the search attribute the server sets on a workflow a schedule
-// started: such a start is billed ScheduleActions more than its history shows.
+// scheduledByAttribute marks a schedule's start, billed ScheduleActions beyond its history.
 const scheduledByAttribute = "TemporalScheduledById"
 
-// temporalBill is what a scenario's workflows cost in Temporal Cloud actions, counted from
-// their histories (internal/actioncount), by workflow type.
+// temporalBill is the Temporal Cloud actions of a scenario's workflows, by workflow type.
 type temporalBill struct {
 	byType map[string]*actioncount.Cost
 	// scheduled counts the runs a schedule started (ScheduleActions each, not in history).
 	scheduled int
-	// reclaimed sums the generations the MergeWal runs' round commits reclaimed (open runs
-	// and continued-as-new ones included); openMerges counts the runs still open.
+	// reclaimed sums the generations MergeWal round commits reclaimed; openMerges counts open runs.
 	reclaimed, openMerges int
 }
 
@@ -54,8 +51,7 @@ func (b *temporalBill) perGeneration() float64 {
 	return float64(b.total().Actions) / float64(b.reclaimed)
 }
 
-// countTemporalBill reads every run visibility lists for query (all of them, page by page)
-// and counts its history.
+// countTemporalBill counts the history of every run visibility lists for query.
 func countTemporalBill(ctx context.Context, c client.Client, query string) (*temporalBill, error) {
 	b := &temporalBill{byType: map[string]*actioncount.Cost{}}
 	err := listWorkflows(ctx, c, query, func(e *workflowpb.WorkflowExecutionInfo) error {
@@ -82,8 +78,7 @@ func countTemporalBill(ctx context.Context, c client.Client, query string) (*tem
 	return b, err
 }
 
-// listWorkflows calls f on every run visibility lists for query, page by page, until f
-// fails.
+// listWorkflows calls f on every run visibility lists for query, until f fails.
 func listWorkflows(ctx context.Context, c client.Client, query string, f func(*workflowpb.WorkflowExecutionInfo) error) error {
 	var token []byte
 	for {
@@ -125,8 +120,7 @@ func committedGenerations(events []*historypb.HistoryEvent) int {
 	return n
 }
 
-// table renders the bill: one row per workflow type, the total, and per generation reclaimed
-// with dollars per million generations at Temporal Cloud's list price.
+// table renders the bill by workflow type, its total, and per generation reclaimed.
 func (b *temporalBill) table(title string) Table {
 	t := Table{Title: title, Header: []string{"workflow", "runs", "actions", "activities", "local-activity tasks", "upserts", "timers", "signals"}}
 	for _, typ := range slices.Sorted(maps.Keys(b.byType)) {
@@ -154,11 +148,9 @@ func (b *temporalBill) table(title string) Table {
 type mergeWaits struct {
 	// run is the first event to the last.
 	run time.Duration
-	// firstTask is the first workflow task's wait (scheduled to started); 0 when the start
-	// handed it over in its answer (eager).
+	// firstTask is the first workflow task's queue wait; 0 when the start handed it over (eager).
 	firstTask time.Duration
-	// laterTasks sums the other workflow tasks' waits (the worker's sticky queue, or the
-	// shared queue after a sticky timeout).
+	// laterTasks sums the other workflow tasks' waits (sticky queue, or shared after a timeout).
 	laterTasks time.Duration
 	// activities sums the activities' waits on the shard queues.
 	activities time.Duration
@@ -230,8 +222,7 @@ func watchSweep(ctx context.Context, c client.Client, id, runID string, budget t
 
 // sweepHistory is what a sweep's history shows.
 type sweepHistory struct {
-	// events counts the history's events; largest is the largest one (proto bytes: the
-	// largest activity input/result/failure, workflow input/result).
+	// events counts the history's events; largest is the largest one's proto size.
 	events, largest int
 	// pages and batches count the closed discovery and StartWorkflows activities; batchTime is the
 	// latter's mean start-to-close, startSpan their first start to last close, launchGap the mean gap
@@ -249,8 +240,7 @@ type sweepHistory struct {
 	discoveryEnd time.Time
 }
 
-// historyOf reads a workflow run's history: its events, the size of the largest, and when
-// discovery ended.
+// historyOf reads a sweep run's history: its events, the largest, and when discovery ended.
 func historyOf(ctx context.Context, c client.Client, id, runID string) (sweepHistory, error) {
 	var h sweepHistory
 	types := map[int64]string{}
@@ -349,11 +339,9 @@ func timeToMerge(ctx context.Context, c client.Client, since time.Time, planted 
 	}
 }
 
-// terminateMerges ends the MergeWal runs this fleet's sweep started, so the next fleet's
-// sweep is measured alone.
+// terminateMerges ends the MergeWal runs of this fleet, so the next sweep is measured alone.
 func terminateMerges(ctx context.Context, c client.Client, since time.Time, prefix string) {
-	// Up to 32 at once: one at a time, terminating the 10,000 merges of a 1M-store fleet took
-	// longer than starting them.
+	// 32 at once: one at a time took longer than the 10,000 starts of a 1M-store fleet.
 	var g errgroup.Group
 	g.SetLimit(32)
 	_ = listWorkflows(ctx, c, fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus = 'Running' AND StartTime >= '%s'", contract.MergeWalWorkflow, since.UTC().Format(time.RFC3339Nano)),

@@ -115,8 +115,7 @@ func fmtBytes(n int64) string {
 	}
 }
 
-// hostileWorker is one worker child of the hostile scenario (its address and knobs in its
-// ready line) with a client to it.
+// hostileWorker is a worker child of the hostile scenario with a client to it.
 type hostileWorker struct {
 	child  *workerChild
 	client *hostileClient
@@ -140,13 +139,11 @@ func (w *hostileWorker) stop() {
 	w.child.stop()
 }
 
-// hostileCase is one measured phase: the worker's answers to the requests and its peak RSS
-// while it answered them.
+// hostileCase is one measured phase: the worker's answers and its peak RSS meanwhile.
 type hostileCase struct {
 	Key, Name, Request string
 	Answers            []answer
-	// Note is what the phase observed beyond the answers, Counts the same as numbers
-	// (reported as values "<key>_<name>").
+	// Note and Counts are what the phase observed beyond the answers (values "<key>_<name>").
 	Note   string
 	Counts map[string]float64
 	rssSpan
@@ -155,8 +152,7 @@ type hostileCase struct {
 	OK, Refused, Gone int
 }
 
-// phase measures f: it resets the child's peak RSS, runs f within the case timeout under the
-// RSS guard, and reads the peak (the one the guard saw when it killed the child).
+// phase runs f under the RSS guard and reads the child's peak RSS (reset before).
 func (w *hostileWorker) phase(ctx context.Context, key, name, request string, f func(ctx context.Context) ([]answer, string, map[string]float64)) hostileCase {
 	c := hostileCase{Key: key, Name: name, Request: request}
 	if w.killed || w.child.exited() {
@@ -191,8 +187,7 @@ func (w *hostileWorker) phase(ctx context.Context, key, name, request string, f 
 	return c
 }
 
-// rssGuardPoll is how often the guard reads the child's RSS; at a few GiB/s of growth the
-// child overshoots the limit by tens of MiB at most.
+// rssGuardPoll bounds the guard's overshoot to tens of MiB at a few GiB/s of growth.
 const rssGuardPoll = 10 * time.Millisecond
 
 // guardRSS kills c once its RSS passes limit (the machine's memory is shared); end stops the guard

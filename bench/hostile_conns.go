@@ -29,8 +29,7 @@ func hostileConnections(ctx context.Context, w *hostileWorker) ([]hostileCase, e
 	return []hostileCase{c}, nil
 }
 
-// siege opens idle and trickling connections to addr, probes /healthz, holds them for hold
-// and reports how the worker treated them. Its answers are the probe's.
+// siege holds idle and trickling connections to addr open and probes /healthz meanwhile.
 func siege(ctx context.Context, addr string, idle, trickling, contentLength int, hold time.Duration) ([]answer, string, map[string]float64) {
 	start := time.Now()
 	var d net.Dialer
@@ -130,8 +129,7 @@ func siege(ctx context.Context, addr string, idle, trickling, contentLength int,
 	return []answer{probe}, note, counts
 }
 
-// closedByPeer reports whether the other side closed c (or wrote to it, which a worker only
-// does to refuse an idle connection).
+// closedByPeer reports whether the worker closed c or wrote to it (a refusal).
 func closedByPeer(c net.Conn) bool {
 	_ = c.SetReadDeadline(time.Now().Add(time.Millisecond))
 	var b [1]byte

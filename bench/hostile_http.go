@@ -28,8 +28,7 @@ func newHostileClient(addr string) *hostileClient {
 
 func (c *hostileClient) close() { c.hc.CloseIdleConnections() }
 
-// answer is what the worker said to one request: a status and the error code of its body,
-// or the transport error when there was no answer.
+// answer is the status and error code of one request, or its transport error.
 type answer struct {
 	Status int
 	Code   string

@@ -17,13 +17,11 @@ const (
 	hostileSeedRows = 1000
 	// hostilePageRows is the List page size: the API's default.
 	hostilePageRows = 100
-	// hostileAppendRows is the rows per append filling the memtable: the agreed default of
-	// --max-append-rows.
+	// hostileAppendRows is the default of --max-append-rows.
 	hostileAppendRows = 10_000
 )
 
-// hostileLevel is one memtable size's measurement: Rows appended after the seal, of which
-// the worker held Unsealed in its memtable when the reads ran.
+// hostileLevel is one memtable size: Rows appended, of which Unsealed were held at the reads.
 type hostileLevel struct {
 	Rows      int
 	Unsealed  int
@@ -109,8 +107,7 @@ func hostileLatencyLevel(ctx context.Context, w *hostileWorker, rng *rand.Rand, 
 	return lv, nil
 }
 
-// sampleReads times Gets of seed rows and List pages after a seed row, sequentially, until
-// their sample counts or the sample budget. Failed reads are returned, not timed.
+// sampleReads times Gets and List pages of seed rows, up to their counts or the budget.
 func sampleReads(ctx context.Context, c *hostileClient, rng *rand.Rand, sz hostileSizes, path string) (get, list durStats, failed []answer) {
 	// Warm the connection and the seed generation's cache entry, untimed.
 	for range 20 {

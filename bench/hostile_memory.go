@@ -14,8 +14,7 @@ import (
 	"github.com/walkeeper/walkeeper/worker"
 )
 
-// runHostileMemory runs each case in a worker of its own (a killed worker spoils nothing
-// after it, and each starts from the same RSS); knobs are the first worker's.
+// runHostileMemory runs each case in a fresh worker; knobs are the first worker's.
 func runHostileMemory(ctx context.Context, o Options, sz hostileSizes, dir string) (knobs hostileKnobs, all []hostileCase, err error) {
 	for _, c := range []struct {
 		key string
@@ -42,8 +41,7 @@ func runHostileMemory(ctx context.Context, o Options, sz hostileSizes, dir strin
 	return knobs, all, nil
 }
 
-// knobAtMost is the worker's knob name (a size or a count, e.g. max-body-bytes), at most
-// limit.
+// knobAtMost is the worker's knob name (a size or a count), at most limit.
 func (w *hostileWorker) knobAtMost(name string, limit int) int {
 	if n, err := worker.ParseBytes(w.child.ready.Knobs[name]); err == nil && n > 0 && n < int64(limit) {
 		return int(n)
@@ -51,8 +49,7 @@ func (w *hostileWorker) knobAtMost(name string, limit int) int {
 	return limit
 }
 
-// hostileWideRows: concurrent appends of the smallest rows a wide schema takes, each body as
-// large as the worker accepts: every null column costs the worker a value per row.
+// hostileWideRows appends bodies as large as accepted to a wide schema: a value per null column.
 func hostileWideRows(ctx context.Context, w *hostileWorker) ([]hostileCase, error) {
 	fields := []map[string]any{{"name": "id", "type": "string"}}
 	for i := 1; i <= w.sz.wideColumns; i++ {
@@ -82,8 +79,7 @@ func hostileWideRows(ctx context.Context, w *hostileWorker) ([]hostileCase, erro
 	return []hostileCase{c}, nil
 }
 
-// wideRowsBody is a JSON array of {"id":"r0000001"} rows, ids from first on, at most size
-// bytes, and its row count.
+// wideRowsBody is a JSON array of id-only rows of at most size bytes, and its row count.
 func wideRowsBody(size, first int) ([]byte, int) {
 	var b bytes.Buffer
 	b.Grow(size)

@@ -40,8 +40,7 @@ type incidentParams struct {
 	// Storage is storageFile up to the incident's 20 shards, storageMem past it (file creation, not
 	// the modelled latency, would limit the seal rate).
 	Storage string
-	// PrepareConcurrency is the count trigger's MergeWal prepare concurrency
-	// (--merge-prepare-concurrency) on both sides; 0 = the workflow's default (4).
+	// PrepareConcurrency is --merge-prepare-concurrency on both sides; 0 = the default.
 	PrepareConcurrency int
 }
 
@@ -101,8 +100,7 @@ func incidentDefaults(o Options) incidentParams {
 	if o.Duration > 0 {
 		p.Duration = o.Duration
 	}
-	// The worker's count trigger asks for parallel prepares by default
-	// (--merge-parallel-prepare); WALKEEPER_BENCH_SERIAL=1 replays the serial schedule.
+	// Parallel prepares, as the worker's default; WALKEEPER_BENCH_SERIAL=1 replays serial ones.
 	p.Parallel = worker.DefaultConfig().MergeParallelPrepare
 	if os.Getenv("WALKEEPER_BENCH_SERIAL") != "" {
 		p.Parallel = false
@@ -150,8 +148,7 @@ func runIncident(ctx context.Context, o Options, res *Result) error {
 	if p.wide() {
 		res.param("shared_queue_workers", fmt.Sprintf("first %d nodes; 1 poller per shard queue; workflow deadlock detector 10 s", sharedWorkerNodes))
 	}
-	// Production: 20 workers (one machine each), flush sweeper every 30 s, object storage.
-	// Here: every worker of both systems and the Temporal server share 2 cores.
+	// Production has 20 machines; here both systems and Temporal share 2 cores.
 	timeScale := 30 * time.Second / p.SealEvery
 	o.progressf("incident: scale — %d shards (production 20), %d rollout stores resident in every shard (production: hundreds per worker), time compressed %d× (seal 30 s → %s), at most %.2f cores per node (2 cores / %d nodes, shared with Temporal; production: one machine per worker)",
 		p.Shards, p.Rollout, timeScale, p.SealEvery, 2/float64(p.Shards), p.Shards)
@@ -226,8 +223,7 @@ func runIncident(ctx context.Context, o Options, res *Result) error {
 	return nil
 }
 
-// maxActionsPerGeneration is the incident replay's target of Temporal actions (every
-// workflow) per generation merged: $12.50 per million generations at list price.
+// maxActionsPerGeneration is $12.50 per million generations merged at list price.
 const maxActionsPerGeneration = 0.25
 
 // incidentSide is one system's outcome in one repetition.
@@ -252,8 +248,7 @@ func (s incidentSide) peak() int {
 // final is the max pending in any shard at the last sample.
 func (s incidentSide) final() int { return slices.Max(s.samples[len(s.samples)-1].Pending) }
 
-// incidentOnce runs both systems one after the other (order alternating by repetition), each
-// alone on the machine with identical traffic and storage model.
+// incidentOnce runs both systems one after the other, the order alternating by repetition.
 func incidentOnce(ctx context.Context, o Options, p incidentParams, rep int) (incidentRun, error) {
 	var run incidentRun
 	sides := map[string]*incidentSide{sideWalkeeper: &run.wk, sideBaseline: &run.base}
@@ -420,8 +415,7 @@ func incidentSideRun(ctx context.Context, o Options, p incidentParams, rep int, 
 	}
 	defer stopSystem()
 
-	// Traffic, identical on both sides: per shard, a one-row append to the hot store every
-	// GenericEvery and to a pseudo-random rollout store every RolloutEvery.
+	// Identical traffic on both sides: per shard, one-row appends to the hot and rollout stores.
 	var appErrs atomic.Int64
 	var twg sync.WaitGroup
 	appendOne := func(s *store.Store, row store.Row) {
@@ -531,8 +525,7 @@ func secondHalfMean(ss []sample) float64 {
 	return sum / float64(len(h))
 }
 
-// secondHalfSlope is the least-squares slope (per minute) of the max pending per shard over
-// the second half of the samples.
+// secondHalfSlope is the least-squares slope per minute of the second half's max pending.
 func secondHalfSlope(ss []sample) float64 {
 	if len(ss) < 4 {
 		return 0
@@ -635,8 +628,7 @@ func (b *baselineSweeper) run(ctx context.Context) {
 	wg.Wait()
 }
 
-// eachResident runs f on every resident store, kinds serially, each under the per-store
-// timeout.
+// eachResident runs f on every resident store, kinds serially, under the per-store timeout.
 func (b *baselineSweeper) eachResident(ctx context.Context, f func(ctx context.Context, s *store.Store)) {
 	for _, k := range []store.Kind{store.KindRollout, store.KindDatagen, store.KindGeneric} {
 		for _, s := range b.db.Resident() {

@@ -59,8 +59,7 @@ func memoryBudgets(o Options) []int64 {
 	return []int64{32 << 20, 128 << 20, 1 << 30}
 }
 
-// memoryGoal is the most a child's RSS may grow at budget (MiB): 32 MiB over it, and a
-// quarter of it more with GOGC alone.
+// memoryGoal is a child's RSS growth bound (MiB): budget + 32 MiB, 25 % more with GOGC alone.
 func memoryGoal(budget, memLimit int64) float64 {
 	if memLimit == 0 {
 		return 1.25*mib(budget) + 32
@@ -98,8 +97,7 @@ func runMemory(ctx context.Context, o Options, res *Result, dir string) error {
 	return nil
 }
 
-// runMemoryMerges is the merge part of runMemory: requests concurrent prepares of budget/2
-// each, at each budget, in each child variant.
+// runMemoryMerges runs requests prepares of budget/2 at each budget, in each child variant.
 func runMemoryMerges(ctx context.Context, o Options, res *Result, dir string, budgets []int64, requests int) error {
 	t := Table{Title: "Merges: peak RSS of the child process (VmHWM), median over repetitions, range in brackets",
 		Header: []string{"budget", "child", "peak RSS (MiB)", "RSS before (MiB)", "growth (MiB)", "goal (MiB)", "max reserved (MiB)", "max allocated (MiB)", "max Go heap (MiB)", "max waiting", "prepared", "time (s)"}}
@@ -147,9 +145,9 @@ func runMemoryMerges(ctx context.Context, o Options, res *Result, dir string, bu
 	return nil
 }
 
+// runMemoryReads runs concurrent Lists over pending generations at a read budget of each
+// merge budget.
 func runMemoryReads(ctx context.Context, o Options, res *Result, dir string) error {
-	// Reads: 16 concurrent Lists over 2,000 pending generations, at a read budget of each
-	// of the merge budgets.
 	const lists, gens = 16, 2000
 	payload := 1 << 10
 	rows := 16 // ~16 KiB per generation, 32 MiB in all (quick)
@@ -200,8 +198,7 @@ func runMemoryReads(ctx context.Context, o Options, res *Result, dir string) err
 	return nil
 }
 
-// writeMemoryStores writes one store per request, 4 generations of budget/8 each (the 4th
-// reaches budget/2), and returns their names.
+// writeMemoryStores writes a store per request: 4 generations of budget/8 (budget/2 in all).
 func writeMemoryStores(ctx context.Context, o Options, url string, requests int, budget int64) ([]string, error) {
 	const payload = 4 << 10
 	rowsPerGen := int(budget/8) / payload
@@ -223,8 +220,7 @@ type memoryRuns struct {
 	maxWaiting, prepared, busy         int
 }
 
-// runMemoryChildren runs the child o.reps() times with p (and GOMEMLIMIT = memLimit, when
-// set) and collects what they measured.
+// runMemoryChildren runs the child o.reps() times with p (GOMEMLIMIT = memLimit if set).
 func runMemoryChildren(ctx context.Context, o Options, p memoryChildParams, memLimit int64) (memoryRuns, error) {
 	var r memoryRuns
 	for rep := 0; rep < o.reps(); rep++ {
@@ -261,8 +257,7 @@ func runMemoryChildren(ctx context.Context, o Options, p memoryChildParams, memL
 	return r, nil
 }
 
-// memoryChild is the child half: open the store with the budget, run the requests at once,
-// report VmHWM.
+// memoryChild is the child half: the requests at once on a store under budget, then VmHWM.
 func memoryChild(ctx context.Context, o Options) error {
 	var p memoryChildParams
 	if err := childParams("memory", &p); err != nil {

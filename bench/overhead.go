@@ -24,8 +24,7 @@ import (
 	"github.com/walkeeper/walkeeper/worker"
 )
 
-// overheadServer is one Temporal server of the overhead comparison with its in-process
-// node, and the store merged through it.
+// overheadServer is one server of the comparison with its node and the store merged through it.
 type overheadServer struct {
 	name     string
 	tenv     *temporalEnv
@@ -37,13 +36,11 @@ type overheadServer struct {
 	wfP50    []float64
 	bareP50  []float64
 	requests float64 // persistence requests during the merges
-	// mergeOps sums the persistence counters of the repetitions' merge windows, less idleOps
-	// (the idle rate per second) over each window's length.
+	// mergeOps sums the merge windows' persistence counters, less idleOps over each window.
 	mergeOps, idleOps persistenceOps
 	// bill is the MergeWal runs' Temporal actions, counted from their histories.
 	bill *temporalBill
-	// idleReqPerSec and idleCPUPct are the idle server's persistence requests per second and
-	// CPU (% of one core).
+	// idleReqPerSec and idleCPUPct are the idle server's requests/s and CPU (% of a core).
 	idleReqPerSec, idleCPUPct float64
 }
 
@@ -106,8 +103,7 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 		if v.cluster {
 			sv.tenv, err = startCluster(ctx, o, logDir, sv.metrics, nil)
 			if errors.Is(err, cachebin.ErrNotInstalled) && os.Getenv("CI") == "" {
-				// Outside CI the third column is optional: the comparison of the two dev
-				// servers stands on its own.
+				// Outside CI the third column is optional.
 				res.note("No PostgreSQL-backed column: %v.", err)
 				o.progressf("temporal-overhead: %v; running without the PostgreSQL-backed server", err)
 				continue
@@ -431,8 +427,7 @@ func runBare(ctx context.Context, c client.Client) (time.Duration, error) {
 	return time.Since(t0), nil
 }
 
-// processCPU is the user + system CPU time of process pid so far (Linux /proc; clock ticks
-// of 10 ms, the kernel's USER_HZ).
+// processCPU is pid's user + system CPU time from /proc (ticks of 10 ms, USER_HZ).
 func processCPU(pid int) (time.Duration, error) {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {

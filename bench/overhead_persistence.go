@@ -12,8 +12,7 @@ import (
 	"time"
 )
 
-// persistenceOp is one persistence operation's counters as a Temporal server exports them:
-// requests, and the count and sum (seconds) of its latency histogram.
+// persistenceOp is an operation's requests and its latency histogram's count and sum (s).
 type persistenceOp [3]float64
 
 // The counters of a persistenceOp.
@@ -26,8 +25,7 @@ const (
 // persistenceOps is a server's persistence counters by operation.
 type persistenceOps map[string]persistenceOp
 
-// scrapePersistence reads the persistence_requests and persistence_latency counters a
-// Temporal server exports on its metrics port, summed by operation over every other label.
+// scrapePersistence reads a server's persistence counters from its metrics port, by operation.
 func scrapePersistence(ctx context.Context, port int) (persistenceOps, error) {
 	if port == 0 {
 		return nil, fmt.Errorf("no metrics port")

@@ -20,8 +20,7 @@ func readAmp(ctx context.Context, o Options, res *Result, dir string) error {
 		gets, lists = 100, 20
 	}
 	const baseRows, rowsPerGen = 10000, 100
-	// listAfter is the cursor of the i-th timed List: spread over the base, and at least a
-	// page before its end, so every page is full.
+	// listAfter spreads the timed Lists over the base, a page before its end, so pages are full.
 	listAfter := func(i int) string { return fmt.Sprintf("k%09d", (i*7919)%(baseRows-200)) }
 	res.param("base_rows", baseRows)
 	res.param("rows_per_generation", rowsPerGen)
@@ -87,8 +86,7 @@ func readAmp(ctx context.Context, o Options, res *Result, dir string) error {
 					}
 					gl = append(gl, time.Since(t0))
 				}
-				// The reads must see the pending generations, not only the base: a read that
-				// skipped them would be fast and wrong, and this scenario would time it.
+				// The reads must see the pending generations: a read that skipped them would be fast and wrong.
 				newest, want := "k000000042", int64(42) // a base row (n = key)
 				if pending > 0 {
 					g := pending - 1 // the newest generation's first row, no later write
@@ -118,8 +116,7 @@ func readAmp(ctx context.Context, o Options, res *Result, dir string) error {
 			add(fmt.Sprintf("%d pending", pending), g, l)
 			o.progressf("read-amp: %d pending: get p50 %s p99 %s, list p50 %s p99 %s", pending, fmtDur(g.P50), fmtDur(g.P99), fmtDur(l.P50), fmtDur(l.P99))
 			if pending == levels[len(levels)-1] {
-				// A copy of the store as it is now, unmerged, read side by side with the merged
-				// store below.
+				// An unmerged copy, read side by side with the merged store below.
 				unmerged := root + "-unmerged"
 				if err := os.CopyFS(unmerged, os.DirFS(root)); err != nil {
 					return err

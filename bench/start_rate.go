@@ -25,8 +25,7 @@ var startRateInFlight = []int{16, 64, 128}
 // startRPCBudget is the SDK's default RPCTimeout, after which a start gives up retrying.
 const startRPCBudget = 10 * time.Second
 
-// startRateNeeded is the rate that starts 10,000 stores within a one-minute sweep interval
-// (the fleet target at 1 % of 1M stores).
+// startRateNeeded starts 10,000 stores (1 % of 1M) within a one-minute sweep interval.
 const startRateNeeded = 10_000.0 / 60
 
 func runStartRate(ctx context.Context, o Options, res *Result) error {
@@ -122,8 +121,7 @@ func (l startRateLevel) rate() float64 {
 	return float64(l.Starts-l.Failed) / l.Took.Seconds()
 }
 
-// meanWait is a start's mean time in flight by Little's law (in flight × time / starts):
-// with the server saturated, what a start queues behind the others in flight.
+// meanWait is a start's mean time in flight by Little's law (in flight × time / starts).
 func (l startRateLevel) meanWait() time.Duration {
 	if l.Starts <= 0 {
 		return 0

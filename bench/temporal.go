@@ -22,8 +22,7 @@ import (
 	"github.com/walkeeper/walkeeper/worker"
 )
 
-// temporalEnv is a Temporal frontend and a client: a dev server started for the run, or an
-// existing server (Options.Temporal).
+// temporalEnv is a client to a dev server started for the run, or to Options.Temporal.
 type temporalEnv struct {
 	hostPort string
 	client   client.Client
@@ -89,8 +88,7 @@ func (e *temporalEnv) dial(ctx context.Context, o Options) error {
 	return nil
 }
 
-// startTemporal connects to o.Temporal or starts a headless dev server (log in
-// logDir/temporal.log).
+// startTemporal connects to o.Temporal or starts a dev server (log in logDir/temporal.log).
 func startTemporal(ctx context.Context, o Options, logDir string, dev devserver.Options) (*temporalEnv, error) {
 	env := &temporalEnv{hostPort: o.Temporal}
 	if env.hostPort == "" {
@@ -133,14 +131,11 @@ type nodeConfig struct {
 	// MergeSlots and SharedActivitySlots are the worker's slots (0 = the worker's default).
 	MergeSlots          int
 	SharedActivitySlots int
-	// ParallelPrepare makes the node's count-trigger starts ask MergeWal for parallel
-	// prepares, as the worker does with --merge-parallel-prepare (its default).
+	// ParallelPrepare is --merge-parallel-prepare (the worker's default).
 	ParallelPrepare bool
-	// StartConcurrency is the starts one StartWorkflows has in flight on this node
-	// (--sweep-start-concurrency; 0 = activities.DefaultStartConcurrency).
+	// StartConcurrency is --sweep-start-concurrency (0 = the default).
 	StartConcurrency int
-	// PrepareConcurrency is the count trigger's MergeWalInput.PrepareConcurrency
-	// (--merge-prepare-concurrency; 0 = the workflow default).
+	// PrepareConcurrency is --merge-prepare-concurrency (0 = the default).
 	PrepareConcurrency int
 	// NoSharedWorker leaves out the shared-queue worker and ShardPollers sets the shard queue's
 	// pollers (0 = default): hundreds of nodes would otherwise be hundreds of idle long polls.
@@ -172,8 +167,7 @@ func startNode(ctx context.Context, c client.Client, db *store.DB, cfg nodeConfi
 	})}
 	acts := &activities.Activities{DB: db, Logger: log.Named("activities"), Metrics: metrics, Client: c,
 		StartConcurrency: cfg.StartConcurrency}
-	// Local activities at the SDK's default bound, not the worker's, so that the nodes
-	// measure as in the runs docs/BENCHMARKS.md records.
+	// Local activities at the SDK's bound, as in the runs docs/BENCHMARKS.md records.
 	tws := worker.TemporalWorkers{
 		Identity:            "bench/" + db.Shard(),
 		SharedActivitySlots: cmp.Or(cfg.SharedActivitySlots, worker.DefaultConfig().SharedActivitySlots),

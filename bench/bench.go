@@ -109,22 +109,16 @@ func (o Options) workDir(name string) (string, func(), error) {
 
 // Result is what a scenario measured.
 type Result struct {
-	Scenario string    `json:"scenario"`
-	Quick    bool      `json:"quick"`
-	Started  time.Time `json:"started"`
-	Elapsed  Duration  `json:"elapsed"`
-	// Params are the scenario's parameters, in print order.
-	Params []KV `json:"params"`
-	// Tables are rendered as markdown.
-	Tables []Table `json:"tables"`
-	// Targets are the issue's targets with the measured value.
-	Targets []Target `json:"targets"`
-	// Values are machine-readable numbers (tests assert on them).
-	Values map[string]float64 `json:"values"`
-	// Notes are free text lines printed after the tables.
-	Notes []string `json:"notes,omitempty"`
-	// Files written to OutDir.
-	Files []string `json:"files,omitempty"`
+	Scenario string             `json:"scenario"`
+	Quick    bool               `json:"quick"`
+	Started  time.Time          `json:"started"`
+	Elapsed  Duration           `json:"elapsed"`
+	Params   []KV               `json:"params"`          // the scenario's parameters, in print order
+	Tables   []Table            `json:"tables"`          // rendered as markdown
+	Targets  []Target           `json:"targets"`         // the issue's targets with the measured value
+	Values   map[string]float64 `json:"values"`          // machine-readable numbers (tests assert on them)
+	Notes    []string           `json:"notes,omitempty"` // free text lines printed after the tables
+	Files    []string           `json:"files,omitempty"` // written to OutDir
 }
 
 // KV is one parameter.

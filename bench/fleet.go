@@ -35,24 +35,19 @@ const (
 // fleetSample is one sweep over one fleet.
 type fleetSample struct {
 	Stores, Debt int
-	// FixedDebt: the debt of the smallest fleet, not 1 % of this one.
-	FixedDebt bool
-	// Variant is the start path's setting (--variants; zero = the build's defaults).
-	Variant fleetVariant
-	// Failed is the reason the sweep did not finish ("" = it did).
-	Failed   string
-	Duration time.Duration
-	// Requests are discovery's storage requests, a listing billed one per 1000 keys.
-	Requests int64
-	ByOp     map[string]int64
+	FixedDebt    bool         // the debt of the smallest fleet, not 1 % of this one
+	Variant      fleetVariant // the start path's setting (--variants; zero = the build's defaults)
+	Failed       string       // the reason the sweep did not finish ("" = it did)
+	Duration     time.Duration
+	Requests     int64 // discovery's storage requests, a listing billed one per 1000 keys
+	ByOp         map[string]int64
 	// OtherFleets counts the requests for an earlier fleet's stores (its terminated runs' activities).
 	OtherFleets int64
 	// LargestHeartbeat is the largest ScanDemand heartbeat; LargestPayload the largest payload the SDK
 	// warned of (0 = none).
 	LargestHeartbeat, LargestPayload int
 	RSS                              rssSpan
-	// DiscoveryAlloc is the bytes allocated up to the end of discovery (allocSampler).
-	DiscoveryAlloc int64
+	DiscoveryAlloc                   int64 // the bytes allocated up to the end of discovery (allocSampler)
 	// TTM is the longest planting-to-start time; Started counts the debt's started MergeWal runs.
 	TTM     time.Duration
 	Started int

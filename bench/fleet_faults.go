@@ -15,8 +15,7 @@ type fleetFaults struct {
 	latency time.Duration
 	// fleetPrefix starts this fleet's store names ("f3-"); other fleets' requests count apart.
 	fleetPrefix string
-	// listKeys is how many keys each paged listing (by prefix) holds.
-	listKeys map[string]int64
+	listKeys    map[string]int64 // how many keys each paged listing (by prefix) holds
 
 	mu    sync.Mutex
 	since time.Time                  // REQUIRES: mu

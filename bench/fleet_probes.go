@@ -18,8 +18,7 @@ type allocSampler struct {
 	mu      sync.Mutex
 	start   uint64
 	samples []allocSample // REQUIRES: mu
-	// stop ends the sampling.
-	stop func()
+	stop    func()        // ends the sampling
 }
 
 type allocSample struct {

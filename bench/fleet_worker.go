@@ -39,8 +39,7 @@ type fleetWorkerSample struct {
 	ReconcileDur                    time.Duration
 	ReconcileDone                   bool
 	ReconcilePages, ReconcileStores int
-	// SweepRSS and ReconcileRSS are the worker's RSS over each phase.
-	SweepRSS, ReconcileRSS rssSpan
+	SweepRSS, ReconcileRSS          rssSpan // the worker's RSS over each phase
 }
 
 // fleetWorkerPhase is one measured phase of a sample: key names its report values, target

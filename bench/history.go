@@ -146,14 +146,12 @@ func (b *temporalBill) table(title string) Table {
 // mergeWaits is where one MergeWal run's time went, from its history: its tasks' queue waits and
 // its first event to its last.
 type mergeWaits struct {
-	// run is the first event to the last.
-	run time.Duration
+	run time.Duration // the first event to the last
 	// firstTask is the first workflow task's queue wait; 0 when the start handed it over (eager).
 	firstTask time.Duration
 	// laterTasks sums the other workflow tasks' waits (sticky queue, or shared after a timeout).
 	laterTasks time.Duration
-	// activities sums the activities' waits on the shard queues.
-	activities time.Duration
+	activities time.Duration // the activities' waits on the shard queues, summed
 }
 
 // waitsOf reads the waits of workflow id's latest run from its history.
@@ -231,10 +229,8 @@ type sweepHistory struct {
 	batchTime      time.Duration
 	startSpan      time.Duration
 	launchGap      time.Duration
-	// actions is the sweep run's billable Temporal actions (internal/actioncount).
-	actions int
-	// lastDiscovery is when the last discovery activity closed.
-	lastDiscovery time.Time
+	actions        int       // the sweep run's billable Temporal actions (internal/actioncount)
+	lastDiscovery  time.Time // when the last discovery activity closed
 	// discoveryEnd is the last discovery close or the first StartWorkflows start, whichever came
 	// first.
 	discoveryEnd time.Time

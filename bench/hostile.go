@@ -121,8 +121,7 @@ type hostileWorker struct {
 	client *hostileClient
 	sz     hostileSizes
 	o      Options
-	// killed is set when a guard killed the child; every later phase is skipped.
-	killed bool
+	killed bool // set when a guard killed the child; every later phase is skipped
 }
 
 // startHostileWorker starts a worker child on storage url with knobs set over the defaults.

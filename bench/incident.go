@@ -39,9 +39,8 @@ type incidentParams struct {
 	Parallel     bool
 	// Storage is storageFile up to the incident's 20 shards, storageMem past it (file creation, not
 	// the modelled latency, would limit the seal rate).
-	Storage string
-	// PrepareConcurrency is --merge-prepare-concurrency on both sides; 0 = the default.
-	PrepareConcurrency int
+	Storage            string
+	PrepareConcurrency int // --merge-prepare-concurrency on both sides; 0 = the default
 }
 
 // wide says whether the replay runs more shards than the incident's 20 on one machine.

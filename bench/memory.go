@@ -22,14 +22,13 @@ import (
 )
 
 type memoryChildParams struct {
-	Mode     string `json:"mode"` // "merge" (default) or "reads"
-	URL      string `json:"url"`
-	Budget   int64  `json:"budget"`
-	Requests int    `json:"requests"`
-	Stores   []string
-	Shard    string `json:"shard"`
-	// ReadBudget is the read budget of the reads child (0 = none).
-	ReadBudget int64 `json:"read_budget"`
+	Mode       string `json:"mode"` // "merge" (default) or "reads"
+	URL        string `json:"url"`
+	Budget     int64  `json:"budget"`
+	Requests   int    `json:"requests"`
+	Stores     []string
+	Shard      string `json:"shard"`
+	ReadBudget int64  `json:"read_budget"` // the read budget of the reads child (0 = none)
 }
 
 type memoryChildResult struct {

@@ -38,8 +38,7 @@ type overheadServer struct {
 	requests float64 // persistence requests during the merges
 	// mergeOps sums the merge windows' persistence counters, less idleOps over each window.
 	mergeOps, idleOps persistenceOps
-	// bill is the MergeWal runs' Temporal actions, counted from their histories.
-	bill *temporalBill
+	bill              *temporalBill // the MergeWal runs' Temporal actions, counted from their histories
 	// idleReqPerSec and idleCPUPct are the idle server's requests/s and CPU (% of a core).
 	idleReqPerSec, idleCPUPct float64
 }

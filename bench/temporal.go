@@ -131,12 +131,9 @@ type nodeConfig struct {
 	// MergeSlots and SharedActivitySlots are the worker's slots (0 = the worker's default).
 	MergeSlots          int
 	SharedActivitySlots int
-	// ParallelPrepare is --merge-parallel-prepare (the worker's default).
-	ParallelPrepare bool
-	// StartConcurrency is --sweep-start-concurrency (0 = the default).
-	StartConcurrency int
-	// PrepareConcurrency is --merge-prepare-concurrency (0 = the default).
-	PrepareConcurrency int
+	ParallelPrepare     bool // --merge-parallel-prepare (the worker's default)
+	StartConcurrency    int  // --sweep-start-concurrency (0 = the default)
+	PrepareConcurrency  int  // --merge-prepare-concurrency (0 = the default)
 	// NoSharedWorker leaves out the shared-queue worker and ShardPollers sets the shard queue's
 	// pollers (0 = default): hundreds of nodes would otherwise be hundreds of idle long polls.
 	NoSharedWorker bool

@@ -82,10 +82,7 @@ func commitLock(ctx context.Context, o Options, res *Result, dir string) error {
 
 // commitLockOnce returns each merge's lock hold and whole CommitRound time on a fresh store.
 func commitLockOnce(ctx context.Context, o Options, url string, bytes, merges int) ([]time.Duration, []time.Duration, error) {
-	db, err := store.OpenDB(ctx, url, storeOptions("lock", o.logger(), func(so *store.Options) {
-		so.MergeMaxGenerations = 0
-		so.MergeMaxBytes = 0
-	}))
+	db, err := store.OpenDB(ctx, url, storeOptions("lock", o.logger(), noMergeCaps))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -21,10 +21,7 @@ type fleetKey struct {
 }
 
 func (k fleetKey) valuePrefix() string {
-	if k.fixed {
-		return fmt.Sprintf("%s_%d_fixed_", k.side.valueName(), k.stores)
-	}
-	return fmt.Sprintf("%s_%d_", k.side.valueName(), k.stores)
+	return fmt.Sprintf("%s_%d_%s", k.side.valueName(), k.stores, map[bool]string{true: "fixed_"}[k.fixed])
 }
 
 // fleetReport fills res from the samples: a table per variant, values, targets and plots.

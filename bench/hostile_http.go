@@ -86,19 +86,14 @@ func (c *hostileClient) do(ctx context.Context, method, path string, body []byte
 		return a, nil
 	}
 	if !a.ok() {
-		a.Code = errorCode(raw)
+		var e struct {
+			Code string `json:"code"` // of an error body, {"code":"…","error":"…"}
+		}
+		_ = json.Unmarshal(raw, &e)
+		a.Code = e.Code
 		return a, nil
 	}
 	return a, raw
-}
-
-// errorCode reads the code of an error body, {"code":"…","error":"…"}.
-func errorCode(body []byte) string {
-	var e struct {
-		Code string `json:"code"`
-	}
-	_ = json.Unmarshal(body, &e)
-	return e.Code
 }
 
 // createStore creates generic store name with fields (each {"name","type"[,"nullable"]}).

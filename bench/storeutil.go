@@ -77,6 +77,9 @@ func openAs(ctx context.Context, url, instance string, log *zap.Logger, t store.
 // noPendingCaps lifts the pending caps: scenarios leave more pending than a writer may.
 func noPendingCaps(so *store.Options) { so.PendingMax = 0; so.PendingWarn = 0 }
 
+// noMergeCaps lifts a merge's size caps: the scenarios time merges of every pending generation.
+func noMergeCaps(so *store.Options) { so.MergeMaxGenerations = 0; so.MergeMaxBytes = 0 }
+
 // compactBase compacts s's base at 32 runs, as the sweep would: production-sized manifests.
 func compactBase(ctx context.Context, s *store.Store) error {
 	st, err := s.Stats(ctx)

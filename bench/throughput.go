@@ -94,10 +94,7 @@ func mergeThroughput(ctx context.Context, o Options, res *Result, dir string) er
 				return time.Since(t0), os.Remove(out)
 			}
 			merge := func() (time.Duration, time.Duration, error) {
-				m, ms, err := openAs(ctx, url, "merger", o.logger(), store.Target{Kind: store.KindGeneric, Name: "tp"}, func(so *store.Options) {
-					so.MergeMaxGenerations = 0
-					so.MergeMaxBytes = 0
-				})
+				m, ms, err := openAs(ctx, url, "merger", o.logger(), store.Target{Kind: store.KindGeneric, Name: "tp"}, noMergeCaps)
 				if err != nil {
 					return 0, 0, err
 				}

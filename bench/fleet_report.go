@@ -45,6 +45,7 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 	for _, a := range aggs {
 		a.finish()
 	}
+	lo, hi := sizes[0], sizes[len(sizes)-1]
 	for _, d := range sides {
 		t := Table{
 			Title: fmt.Sprintf("Design %q: one sweep per fleet, median over repetitions", d.name()),
@@ -81,20 +82,13 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 				fmt.Sprintf("%d (%.2f; $%.4f)", a.last.actions, 1000*float64(a.last.actions)/float64(k.stores),
 					float64(a.last.actions)*actioncount.ListPriceUSDPerMillion/1e6)})
 		}
-		if len(t.Rows) > 0 {
-			res.Tables = append(res.Tables, t)
-		}
-	}
-
-	lo, hi := sizes[0], sizes[len(sizes)-1]
-	for _, d := range sides {
+		res.Tables = append(res.Tables, t)
 		if aggs[fleetKey{d, lo, false}] == nil {
 			continue
 		}
-		mine := keys[d]
 		line := func(f func(a *fleetAgg) string) string {
 			var parts []string
-			for _, k := range mine {
+			for _, k := range keys[d] {
 				label := fmt.Sprint(k.stores)
 				if k.fixed {
 					label += " (same debt)"
@@ -104,7 +98,7 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 			return strings.Join(parts, "; ")
 		}
 		allOK, bounded, payload, events, ttmOK := true, true, true, true, true
-		for _, k := range mine {
+		for _, k := range keys[d] {
 			a := aggs[k]
 			if a.failed != "" {
 				allOK = false

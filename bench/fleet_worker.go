@@ -161,7 +161,6 @@ func runFleetWorkerOnce(ctx context.Context, o Options, tenv *temporalEnv, root 
 	s.SweepRSS.Peak = child.peak()
 	o.progressf("fleet-worker: sweep %s, %d of %d MergeWal runs closed after %s", fmtDur(s.SweepDur), s.Started, s.Debt, fmtDur(time.Since(start)))
 
-	// One reconcile over the registry, within its budget.
 	s.ReconcileRSS.Before = child.resetPeak()
 	start = time.Now()
 	recID := fmt.Sprintf("fleet-worker-reconcile-%d-%d", time.Now().UnixNano(), seq)

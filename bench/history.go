@@ -268,15 +268,10 @@ func historyOf(ctx context.Context, c client.Client, id, runID string) (sweepHis
 				firstStart = at
 			}
 		}
-		var sched int64
-		switch {
-		case ev.GetActivityTaskCompletedEventAttributes() != nil:
-			sched = ev.GetActivityTaskCompletedEventAttributes().GetScheduledEventId()
-		case ev.GetActivityTaskFailedEventAttributes() != nil:
-			sched = ev.GetActivityTaskFailedEventAttributes().GetScheduledEventId()
-		case ev.GetActivityTaskTimedOutEventAttributes() != nil:
-			sched = ev.GetActivityTaskTimedOutEventAttributes().GetScheduledEventId()
-		}
+		// An activity's close, whichever way it closed (the getters of the others return 0).
+		sched := max(ev.GetActivityTaskCompletedEventAttributes().GetScheduledEventId(),
+			ev.GetActivityTaskFailedEventAttributes().GetScheduledEventId(),
+			ev.GetActivityTaskTimedOutEventAttributes().GetScheduledEventId())
 		if sched != 0 && types[sched] == contract.ScanDemandActivity {
 			h.lastDiscovery = at
 			h.pages++

@@ -363,7 +363,6 @@ func incidentSideRun(ctx context.Context, o Options, p incidentParams, rep int, 
 		return out, fmt.Errorf("warm-up merge: %w", err)
 	}
 
-	// Start the system under test.
 	lat.d.Store(int64(p.Latency))
 	lat.requests.Store(0)
 	runCtx, stopRun := context.WithCancel(ctx)

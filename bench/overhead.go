@@ -258,7 +258,6 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 			line += fmt.Sprintf("; %s: workflow %.1f merges/s (p50 %s)", sv.name, wr, fmtDur(summarize(wfLat[k]).P50))
 		}
 		o.progressf("%s", line)
-		// The bare workflow, alternating servers.
 		bare := make([][]time.Duration, len(servers))
 		for i := 0; i < merges; i++ {
 			for k, sv := range servers {
@@ -336,7 +335,6 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 	res.values("", map[string]float64{"wf_rate": w.Median, "direct_rate": d.Median, "ratio": r.Median,
 		"wf_p50_ms": spreadOf(servers[0].wfP50).Median, "direct_p50_ms": dp.Median})
 
-	// Sweep over idle stores.
 	o.progressf("temporal-overhead: creating %d idle stores", idle)
 	err = eachN(8, idle, func(i int) error {
 		_, err := db.Create(ctx, store.Target{Kind: store.Kinds[i%len(store.Kinds)], Name: fmt.Sprintf("idle%05d", i)}, createOptsFor(store.Kinds[i%len(store.Kinds)]))

@@ -82,8 +82,8 @@ func fleetName(prefix string, i int) string { return fmt.Sprintf("%s%07d", prefi
 
 func debtOf(n int) int { return max(n/100, 1) }
 
-// plantDebt seals debt generations in debt of the n stores through two writers closed afterwards:
-// fleetOldGens sealed an hour ago in the even ones, fleetHotGens fresh in the odd ones.
+// plantDebt seals generations in debt of the n stores, spread evenly, through two writers closed
+// afterwards: fleetOldGens sealed an hour ago in the even ones, fleetHotGens fresh in the odd ones.
 func plantDebt(ctx context.Context, url, prefix string, n, debt int, o Options) (map[store.Target]time.Time, int, error) {
 	old, err := store.OpenDB(ctx, url, storeOptions(prefix+"writer-old", o.logger().Named("store"), func(so *store.Options) {
 		so.Now = func() time.Time { return time.Now().Add(-time.Hour) }

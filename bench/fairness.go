@@ -135,7 +135,7 @@ func runFairness(ctx context.Context, o Options, res *Result, dir string) error 
 				}
 			}
 			for _, sd := range sides {
-				sh, err := fairnessShares(ctx, o, sd.tenv.client, sd.db, sd.counts, perKind)
+				sh, err := fairnessShares(ctx, sd.tenv.client, sd.db, sd.counts, perKind)
 				if err != nil {
 					return fmt.Errorf("%s: %w", sd.srv.label(), err)
 				}
@@ -366,7 +366,7 @@ func fairnessRoundAt(ctx context.Context, o Options, c client.Client, db *store.
 // fairnessShares is part two: perKind merges of every kind, started interleaved at
 // fairnessShareWeights, and each kind's completed activities until some kind has completed
 // fairnessShareWindow of its own (up to then every kind has merges queued).
-func fairnessShares(ctx context.Context, o Options, c client.Client, db *store.DB, counts *kindActivities, perKind int) (map[store.Kind]float64, error) {
+func fairnessShares(ctx context.Context, c client.Client, db *store.DB, counts *kindActivities, perKind int) (map[store.Kind]float64, error) {
 	var all []store.Target
 	byKind := map[store.Kind][]store.Target{}
 	for _, k := range store.Kinds {

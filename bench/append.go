@@ -12,13 +12,8 @@ import (
 	"github.com/walkeeper/walkeeper/store"
 )
 
-// appendLatency measures one-row append latency on file:// (fsync) while merges of the
-// same store run continuously, against the same appends with no merge running. Phases
-// alternate (idle, busy), (busy, idle), ... so drift on a shared machine hits both alike, and
-// before every phase the store is brought back to the same state (untimed). In both
-// phases a sealer flushes the appender's memtable every 100 ms (as the flush sweeper would);
-// another shard writes a 1 MiB generation every 100 ms. In the busy phase that shard's
-// generations are merged back to back (prepare + commit, 8 generations per pass).
+// appendLatency is the append-latency scenario (docs/benchmarks/append-latency.md): one-row
+// appends with another shard's merges running back to back against the same appends idle.
 func appendLatency(ctx context.Context, o Options, res *Result, dir string) error {
 	phase := 8 * time.Second
 	appenders := 4
@@ -77,8 +72,7 @@ func appendLatency(ctx context.Context, o Options, res *Result, dir string) erro
 			var idleP50, idleP99, busyP50, busyP99 []float64
 			var idleAll, busyAll []time.Duration
 			var merged atomic.Int64
-			// reset brings the store to the same state before every phase (untimed): the appender's
-			// own shard merged, the bulk shard holding a backlog of exactly 40 generations.
+			// reset restores the store before every phase: own shard merged, 40 bulk generations pending.
 			mergeShard := func(shard string) error {
 				if _, err := mstore.MergeOnce(ctx, shard); err != nil && !errors.Is(err, store.ErrStalePreparation) {
 					return err
@@ -160,9 +154,7 @@ func appendLatency(ctx context.Context, o Options, res *Result, dir string) erro
 					every(pctx, &wg, 100*time.Millisecond, func() { _, _ = s.Flush(pctx) }) // sealer
 					if busy {
 						wg.Go(func() { // merger
-							// A pass started in the phase finishes after it (under ctx, not
-							// pctx): a build slow enough to need longer than the phase for
-							// one pass (-race) still merges, and the test can tell.
+							// A pass outlives the phase (ctx, not pctx), so a slow build (-race) still merges.
 							for pctx.Err() == nil {
 								cr, err := mstore.MergeOnce(ctx, bulkShard)
 								if err != nil {
@@ -180,8 +172,7 @@ func appendLatency(ctx context.Context, o Options, res *Result, dir string) erro
 							}
 						})
 					}
-					// The same background write load in both phases: one 1 MiB generation of the
-					// bulk shard every 100 ms.
+					// Both phases: one 1 MiB bulk generation every 100 ms.
 					every(pctx, &wg, 100*time.Millisecond, func() { _ = produce(pctx, 1) })
 					wg.Wait()
 					cancel()

@@ -23,69 +23,36 @@ import (
 	"go.uber.org/zap"
 )
 
-// Options are shared by every scenario. Zero values take the documented defaults.
+// Options are shared by every scenario; each scenario field is the walkeeper-bench flag of
+// the same meaning (cmd/walkeeper-bench), and a zero value takes the documented default.
 type Options struct {
-	// Quick runs the scenario's smoke-test size (well under 2 minutes).
-	Quick bool
-	// OutDir receives CSV, PNG, JSON and markdown files; "" = a new temporary directory.
-	OutDir string
-	// WorkDir holds the stores a scenario writes; "" = a temporary directory removed at the end.
-	WorkDir string
-	// Reps is the number of repetitions; 0 = 5 (full) or 1 (quick). Medians and spread are
-	// reported over the repetitions.
-	Reps int
-	// Progress receives one line per step of a long run; nil = discarded.
+	Quick   bool   // --quick: the smoke-test size
+	OutDir  string // --out: CSV, PNG, JSON and markdown files; "" = a new temporary directory
+	WorkDir string // --work-dir: the stores a scenario writes; "" = a temporary directory
+	Reps    int    // --reps: repetitions, 0 = 5 (1 with Quick); medians and spread are over them
+	// Progress receives one line per step of a long run, Logger walkeeper's own logs (nil = none).
 	Progress io.Writer
-	// Logger receives walkeeper's own logs; nil = discarded.
-	Logger *zap.Logger
-	// Temporal is the host:port of a Temporal frontend to use; "" = start a dev server
-	// (scenarios that need Temporal only).
-	Temporal string
-	// Duration overrides the length of time-based scenarios (incident); 0 = default.
-	Duration time.Duration
-	// Shards overrides the number of simulated worker processes (incident); 0 = default.
-	Shards int
-	// Stores overrides the number of rollout stores (incident, sweep part of temporal);
-	// 0 = default.
-	Stores int
-	// Backlogs overrides the rollout backlogs of the fairness scenario; nil = the default
-	// (0, 400, 2,000, 10,000; 0, 50, 200 with Quick).
-	Backlogs []int
-	// FairnessServers limits the fairness scenario to some servers ("dev", "cluster"); nil =
-	// both, or the dev server with Quick.
-	FairnessServers []string
-	// NoSticky runs the fairness scenario's workers without sticky workflow execution (the
-	// SDK's workflow cache at 0, for the whole process): every workflow task then goes
-	// through the fair task queue instead of the worker's sticky queue, which Temporal 1.29
-	// serves in arrival order.
-	NoSticky bool
-	// FleetSizes overrides the fleet sizes of the fleet scenario (registered stores); nil =
-	// the default (10k, 100k; 2k, 20k with Quick).
-	FleetSizes []int
-	// FleetVariants lists start-path variants of the fleet scenario to measure side by side,
-	// each "concurrency/batch" (starts in flight per StartWorkflows, StartBatch; an empty
-	// part = the default); nil = the build's defaults only.
-	FleetVariants []string
-	// MergeMaxGenerations overrides merge_max_generations of both systems in the incident
-	// replay; 0 = the default (8).
-	MergeMaxGenerations int
-	// Latency is the modelled object-store round trip added to every storage request in the
-	// incident scenario; negative = none, 0 = default.
-	Latency time.Duration
-	// MemoryBudgets overrides the merge budgets of the memory scenario, in bytes; nil = the
-	// default (32 MiB; 32 MiB, 128 MiB, 1 GiB in full).
-	MemoryBudgets []int64
-	// MemoryParts limits the memory scenario to some parts ("merges", "reads"); nil = both.
-	MemoryParts []string
-	// RSSGuard is the RSS at which the hostile scenario kills its worker child; 0 = the
-	// default (8 GiB, 2 GiB with Quick).
-	RSSGuard int64
-	// Child, when set, runs the child half of a scenario that measures a separate process
-	// (memory, fleet-worker, hostile; bench/child.go), which writes its JSON lines to stdout.
+	Logger   *zap.Logger
+	Temporal string // --temporal: a Temporal frontend's host:port; "" = start a dev server
+
+	Duration            time.Duration // --duration (incident)
+	Shards              int           // --shards (incident)
+	Stores              int           // --stores (incident, temporal-overhead, start-rate)
+	MergeMaxGenerations int           // --merge-max-generations (incident)
+	Latency             time.Duration // --latency (incident, fleet): negative = none
+	Backlogs            []int         // --backlogs (fairness)
+	FairnessServers     []string      // --servers (fairness): "dev", "cluster"
+	NoSticky            bool          // --no-sticky (fairness): process-wide
+	FleetSizes          []int         // --sizes (fleet, fleet-worker)
+	FleetVariants       []string      // --variants (fleet): "concurrency/batch"
+	MemoryBudgets       []int64       // --budgets-mib (memory), in bytes
+	MemoryParts         []string      // --parts (memory): "merges", "reads"
+	RSSGuard            int64         // --rss-guard-mib (hostile), in bytes
+
+	// Child runs a scenario's child half (bench/child.go), which writes JSON lines to stdout.
 	Child bool
-	// Reexec builds the command that runs the child half of scenario in a fresh process; the
-	// command must run it with Child set (stdout = JSON result). nil = the
-	// scenarios with a child process cannot run.
+	// Reexec builds the command that runs scenario's child half (with Child set) in a fresh
+	// process; nil = the scenarios with a child process cannot run.
 	Reexec func(ctx context.Context, scenario string) *exec.Cmd
 }
 
@@ -142,22 +109,16 @@ func (o Options) workDir(name string) (string, func(), error) {
 
 // Result is what a scenario measured.
 type Result struct {
-	Scenario string    `json:"scenario"`
-	Quick    bool      `json:"quick"`
-	Started  time.Time `json:"started"`
-	Elapsed  Duration  `json:"elapsed"`
-	// Params are the scenario's parameters, in print order.
-	Params []KV `json:"params"`
-	// Tables are rendered as markdown.
-	Tables []Table `json:"tables"`
-	// Targets are the issue's targets with the measured value.
-	Targets []Target `json:"targets"`
-	// Values are machine-readable numbers (tests assert on them).
-	Values map[string]float64 `json:"values"`
-	// Notes are free text lines printed after the tables.
-	Notes []string `json:"notes,omitempty"`
-	// Files written to OutDir.
-	Files []string `json:"files,omitempty"`
+	Scenario string             `json:"scenario"`
+	Quick    bool               `json:"quick"`
+	Started  time.Time          `json:"started"`
+	Elapsed  Duration           `json:"elapsed"`
+	Params   []KV               `json:"params"`          // the scenario's parameters, in print order
+	Tables   []Table            `json:"tables"`          // rendered as markdown
+	Targets  []Target           `json:"targets"`         // the issue's targets with the measured value
+	Values   map[string]float64 `json:"values"`          // machine-readable numbers (tests assert on them)
+	Notes    []string           `json:"notes,omitempty"` // free text lines printed after the tables
+	Files    []string           `json:"files,omitempty"` // written to OutDir
 }
 
 // KV is one parameter.
@@ -276,8 +237,7 @@ type Scenario struct {
 	Run   func(ctx context.Context, o Options) (*Result, error)
 }
 
-// childHalves are the halves the scenarios measured in a process of their own run in the
-// child process (Options.Child; bench/child.go).
+// childHalves run in the child process of their scenario (Options.Child).
 var childHalves = map[string]func(ctx context.Context, o Options) error{
 	"memory": memoryChild, "fleet-worker": workerChildHalf, "hostile": workerChildHalf,
 }
@@ -293,8 +253,7 @@ func scenario(name, short string, body func(ctx context.Context, o Options, res 
 	}}
 }
 
-// withDir gives body a work directory of its own, named after its scenario (Options.workDir),
-// removed when body returns.
+// withDir gives body a work directory named after its scenario, removed when body returns.
 func withDir(body func(ctx context.Context, o Options, res *Result, dir string) error) func(context.Context, Options, *Result) error {
 	return func(ctx context.Context, o Options, res *Result) error {
 		dir, cleanup, err := o.workDir(res.Scenario)
@@ -306,8 +265,7 @@ func withDir(body func(ctx context.Context, o Options, res *Result, dir string) 
 	}
 }
 
-// measured is a scenario that writes stores, run in the frame those scenarios share: a
-// work directory of its own and the number of repetitions as its first parameter.
+// measured is a scenario that writes stores: a work directory of its own, reps its first param.
 func measured(name, short string, body func(ctx context.Context, o Options, res *Result, dir string) error) Scenario {
 	return scenario(name, short, withDir(func(ctx context.Context, o Options, res *Result, dir string) error {
 		res.param("reps", o.reps())
@@ -342,8 +300,7 @@ func Lookup(name string) (Scenario, bool) {
 	return Scenario{}, false
 }
 
-// Run runs one scenario: it prepares OutDir, runs, stamps the elapsed time and saves the
-// result files.
+// Run runs one scenario and saves its result files to OutDir.
 func Run(ctx context.Context, name string, o Options) (*Result, error) {
 	sc, ok := Lookup(name)
 	if !ok {
@@ -378,8 +335,7 @@ func Run(ctx context.Context, name string, o Options) (*Result, error) {
 	return res, res.save(o.OutDir)
 }
 
-// inTurn is sides in repetition rep's order: as given on even repetitions, reversed on odd
-// ones, so that drift on a shared machine hits every side alike.
+// inTurn reverses sides on odd repetitions, so that drift hits every side alike.
 func inTurn[T any](rep int, sides ...T) []T {
 	sides = slices.Clone(sides)
 	if rep%2 == 1 {
@@ -388,7 +344,6 @@ func inTurn[T any](rep int, sides ...T) []T {
 	return sides
 }
 
-// ---------------------------------------------------------------------------------------
 // statistics
 
 // durStats summarises a sample of durations.

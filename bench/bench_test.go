@@ -588,3 +588,28 @@ func TestFairnessQuick(t *testing.T) {
 		t.Errorf("a kind got no share while all were saturated (worst deviation %.2f)", dev)
 	}
 }
+
+// startRateQuietWait is the mean wait of a start (Little's law: in flight / completions per
+// second) under which no start may time out: a start that spends the whole budget while
+// the mean one waits a quarter of it is a stall, not a queue.
+const startRateQuietWait = startRPCBudget / 4
+
+// problems is what is wrong with a level, none when it is fine: a start failed otherwise
+// than by timing out (a refusal: options, search attributes or ID policy the server does not
+// take), or a start timed out while the mean one waited under startRateQuietWait. Starts
+// that time out because the level keeps more in flight than the server drains within
+// startRPCBudget are the server's capacity on a loaded machine, which the rate reports. Pure.
+func (l startRateLevel) problems() []string {
+	var out []string
+	if refused := l.Failed - l.TimedOut; refused > 0 {
+		out = append(out, fmt.Sprintf("%d in flight: %d starts failed otherwise than by timing out", l.InFlight, refused))
+	}
+	if l.TimedOut > 0 && l.meanWait() < startRateQuietWait {
+		out = append(out, fmt.Sprintf("%d in flight: %d starts timed out (%s budget) while the mean start waited %s",
+			l.InFlight, l.TimedOut, startRPCBudget, fmtDur(l.meanWait())))
+	}
+	if l.rate() <= 0 {
+		out = append(out, fmt.Sprintf("%d in flight: no start succeeded", l.InFlight))
+	}
+	return out
+}

@@ -9,12 +9,8 @@ import (
 	"github.com/walkeeper/walkeeper/store"
 )
 
-// commitLock measures how long a commit (a CommitRound of one shard) holds the store's write
-// (merge) lock (RoundCommitResult.LockHold) for merges of 64 KiB, 1 MiB and 64 MiB, on file://
-// (with fsync) and mem://. Only the in-memory swap happens under the lock, so the hold must
-// not grow with merge size or storage latency.
-// The base is compacted whenever it reaches 32 runs (outside the measurement), as the sweep's
-// CompactBase would, so the manifest under the lock stays production-sized.
+// commitLock is the commit-lock scenario (docs/benchmarks/commit-lock.md): a CommitRound's
+// write-lock hold must not grow with merge size or storage latency.
 func commitLock(ctx context.Context, o Options, res *Result, dir string) error {
 	type size struct {
 		name   string
@@ -84,13 +80,9 @@ func commitLock(ctx context.Context, o Options, res *Result, dir string) error {
 	return nil
 }
 
-// commitLockOnce runs merges of about bytes each on a fresh store and returns each commit's
-// lock hold and the duration of each whole CommitRound call.
+// commitLockOnce returns each merge's lock hold and whole CommitRound time on a fresh store.
 func commitLockOnce(ctx context.Context, o Options, url string, bytes, merges int) ([]time.Duration, []time.Duration, error) {
-	db, err := store.OpenDB(ctx, url, storeOptions("lock", o.logger(), func(so *store.Options) {
-		so.MergeMaxGenerations = 0
-		so.MergeMaxBytes = 0
-	}))
+	db, err := store.OpenDB(ctx, url, storeOptions("lock", o.logger(), noMergeCaps))
 	if err != nil {
 		return nil, nil, err
 	}

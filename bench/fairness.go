@@ -22,15 +22,11 @@ import (
 	"github.com/walkeeper/walkeeper/worker"
 )
 
-// The fairness scenario measures Temporal task-queue fairness for MergeWal
-// (contract.MergePriority: the store kind as fairness key): the same server with
-// matching.enableFairness on and off, side by side in one run, one worker with the default
-// slots. Part one queues a backlog of rollout merges and then starts fairnessLight generic
-// merges, and measures the generic merges' latency (start to close) and the throughput of
-// the whole drain, and reads from the slowest generic merge's history where its time went.
-// Part two queues every kind at once, rollout at weight 2 and the others at
-// 1, and counts each kind's completed Prepare and CommitRound activities while every kind
-// still has merges queued.
+// The fairness scenario measures Temporal task-queue fairness for MergeWal (the store kind
+// as fairness key, contract.MergePriority): the same server with matching.enableFairness on
+// and off side by side, one worker with the default slots. Part one times generic merges
+// behind a rollout backlog; part two saturates every kind at its weight and counts each
+// kind's completed activities.
 
 // fairnessLight is the number of generic merges measured behind each backlog.
 const fairnessLight = 20
@@ -52,21 +48,16 @@ func (s fairnessServer) label() string {
 	return s.name + ", fairness off"
 }
 
-// fairnessRound is part one's outcome at one backlog in one repetition.
+// fairnessRound is part one's outcome at one backlog in one repetition; waits is where the
+// slowest light merge's time went (zero when its history could not be read).
 type fairnessRound struct {
-	rep      int
-	backlog  int
-	light    durStats
-	drain    time.Duration
-	perSec   float64
-	finished int
-	// slowest is the slowest light merge's latency and where its time went (waits is zero
-	// when its history could not be read).
-	slowest time.Duration
-	waits   mergeWaits
+	rep, backlog, finished int
+	light                  durStats
+	drain, slowest         time.Duration
+	perSec                 float64
+	waits                  mergeWaits
 }
 
-// runFairness is the fairness scenario.
 func runFairness(ctx context.Context, o Options, res *Result, dir string) error {
 	if o.NoSticky {
 		// Process-wide, as the SDK has it: this scenario's workers are the process's only ones.
@@ -79,9 +70,8 @@ func runFairness(ctx context.Context, o Options, res *Result, dir string) error 
 	if o.Backlogs != nil {
 		backlogs = o.Backlogs
 	}
-	// One repetition unless asked: a full run at the default backlogs takes half an hour a
-	// server; more repetitions pool the drains' throughput.
-	reps := max(o.Reps, 1)
+	reps := max(o.Reps, 1) // a full run at the default backlogs takes half an hour a server
+
 	res.param("backlogs (rollout merges queued)", fmt.Sprint(backlogs))
 	res.param("repetitions (sides alternate which goes first)", reps)
 	res.param("light merges (generic) per backlog", fairnessLight)
@@ -106,8 +96,7 @@ func runFairness(ctx context.Context, o Options, res *Result, dir string) error 
 		Header: []string{"server", "rollout", "generic", "datagen", "rollout share (want 50 %)", "generic share (want 25 %)", "datagen share (want 25 %)"}}
 	rounds := map[string][]fairnessRound{}
 	shares := map[string]map[store.Kind]float64{}
-	// The two sides of one server run alternately, round by round, so the load of a shared
-	// machine drifts over both alike.
+	// The two sides of one server alternate round by round, so drift hits both alike.
 	for i := 0; i < len(servers); i += 2 {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -146,7 +135,7 @@ func runFairness(ctx context.Context, o Options, res *Result, dir string) error 
 				}
 			}
 			for _, sd := range sides {
-				sh, err := fairnessShares(ctx, o, sd.tenv.client, sd.db, sd.counts, perKind)
+				sh, err := fairnessShares(ctx, sd.tenv.client, sd.db, sd.counts, perKind)
 				if err != nil {
 					return fmt.Errorf("%s: %w", sd.srv.label(), err)
 				}
@@ -203,10 +192,8 @@ func (o Options) fairnessServer(server string) bool {
 	return server == "dev" || !o.Quick
 }
 
-// fairnessTargets judges each server's fair side against the targets: the light kind's p99
-// at every backlog ≤ 2 × its unloaded p99 (of the same repetition) + 1 s, each kind's share
-// within ±10 % of its weight's, and the drains' throughput (drainRate, every repetition's
-// rounds pooled) at most 5 % below the same server's without fairness.
+// fairnessTargets judges each server's fair side: generic p99 behind every backlog, each
+// kind's share, and the drains' throughput against the same server without fairness.
 func fairnessTargets(res *Result, servers []fairnessServer, rounds map[string][]fairnessRound, shares map[string]map[store.Kind]float64) {
 	for _, srv := range servers {
 		if !srv.fair || rounds[srv.label()] == nil {
@@ -243,9 +230,8 @@ func fairnessTargets(res *Result, servers []fairnessServer, rounds map[string][]
 	}
 }
 
-// worstLightP99 judges each round's light p99 against 2 × its repetition's unloaded p99 (the
-// repetition's first round) + 1 s. It returns the round nearest to, or furthest over, its
-// limit, and whether every round met its own.
+// worstLightP99 judges each round's light p99 against 2 × its repetition's unloaded (first)
+// p99 + 1 s, and returns the round nearest to or furthest over its limit.
 // REQUIRES: rounds in the order they ran, each repetition's backlogs together.
 func worstLightP99(rounds []fairnessRound) (unloaded, limit, worst time.Duration, met bool) {
 	met = true
@@ -263,9 +249,7 @@ func worstLightP99(rounds []fairnessRound) (unloaded, limit, worst time.Duration
 	return unloaded, limit, worst, met
 }
 
-// drainRate is the merges of all rounds over their drain times: each round weighs by its
-// work, so the round at backlog 0 (20 merges in well under a second, a latency more than a
-// rate) does not count as much as the largest backlog.
+// drainRate is all rounds' merges over their drain times: each round weighs by its work.
 func drainRate(rounds []fairnessRound) float64 {
 	var merges int
 	var took time.Duration
@@ -285,9 +269,7 @@ type fairnessSide struct {
 	tws    []tworker.Worker
 }
 
-// openFairnessSide starts srv (a dev server or the PostgreSQL cluster with
-// matching.enableFairness set as srv says) and one worker with the default slots over a
-// file:// store of its own.
+// openFairnessSide starts srv and one worker with the default slots over a store of its own.
 func openFairnessSide(ctx context.Context, o Options, srv fairnessServer, dir string) (*fairnessSide, error) {
 	o.progressf("fairness: starting %s", srv.label())
 	sd := &fairnessSide{srv: srv, counts: &kindActivities{}}
@@ -331,8 +313,7 @@ func (sd *fairnessSide) close(ctx context.Context) {
 	}
 }
 
-// fairnessRoundAt is part one at one backlog: backlog rollout merges queued, then
-// fairnessLight generic ones, every store with one pending generation.
+// fairnessRoundAt is part one: backlog rollout merges queued, then fairnessLight generic ones.
 func fairnessRoundAt(ctx context.Context, o Options, c client.Client, db *store.DB, backlog int) (fairnessRound, error) {
 	rd := fairnessRound{backlog: backlog}
 	heavy, light := fairnessTargetsOf(store.KindRollout, backlog), fairnessTargetsOf(store.KindGeneric, fairnessLight)
@@ -382,11 +363,10 @@ func fairnessRoundAt(ctx context.Context, o Options, c client.Client, db *store.
 	return rd, nil
 }
 
-// fairnessShares is part two: perKind merges of every kind, started interleaved (one of
-// each kind in turn) at the kinds' weights in fairnessShareWeights, and each kind's
-// completed Prepare and CommitRound activities from the first start until some kind has
-// completed fairnessShareWindow of its own: up to then every kind has merges queued.
-func fairnessShares(ctx context.Context, o Options, c client.Client, db *store.DB, counts *kindActivities, perKind int) (map[store.Kind]float64, error) {
+// fairnessShares is part two: perKind merges of every kind, started interleaved at
+// fairnessShareWeights, and each kind's completed activities until some kind has completed
+// fairnessShareWindow of its own (up to then every kind has merges queued).
+func fairnessShares(ctx context.Context, c client.Client, db *store.DB, counts *kindActivities, perKind int) (map[store.Kind]float64, error) {
 	var all []store.Target
 	byKind := map[store.Kind][]store.Target{}
 	for _, k := range store.Kinds {
@@ -411,8 +391,7 @@ func fairnessShares(ctx context.Context, o Options, c client.Client, db *store.D
 	return counts.sharesUntil(t0, int(fairnessShareWindow*float64(2*perKind))), nil
 }
 
-// fairnessShareWindow: part two counts until some kind has completed this fraction of its
-// activities (a Prepare and a CommitRound per merge).
+// fairnessShareWindow is the fraction of its activities at which part two stops counting.
 const fairnessShareWindow = 0.6
 
 // fairnessTargetsOf names n stores of kind k (the same names every round).
@@ -436,11 +415,9 @@ func sealOne(ctx context.Context, db *store.DB, targets []store.Target) error {
 		}
 		rows := make([]map[string]any, 5)
 		for i := range rows {
-			switch t.Kind {
-			case store.KindDatagen:
+			rows[i] = map[string]any{"id": fmt.Sprintf("r%d", i)}
+			if t.Kind == store.KindDatagen {
 				rows[i] = map[string]any{"item_id": "item", "checkpoint": "c", "ordinal": i}
-			default:
-				rows[i] = map[string]any{"id": fmt.Sprintf("r%d", i)}
 			}
 		}
 		body, err := json.Marshal(rows)
@@ -467,21 +444,17 @@ func startMerges(ctx context.Context, c client.Client, targets []store.Target, w
 	return runs, err
 }
 
-// backlogWaits bounds the backlog's result waits in flight. Each is a long poll, and the
-// frontend admits at most frontend.namespaceCount (1,200 by default) of one API per namespace
-// at once; past it the server refuses, and the SDK retries with backoff. A wait per queued
-// merge (up to 10,000) would push the light merges' own waits into that backoff, and the
-// scenario would time the client's retries instead of the merges.
+// backlogWaits bounds the backlog's result waits (long polls) in flight: past
+// frontend.namespaceCount the SDK retries with backoff, and the light merges' waits would
+// time those retries.
 const backlogWaits = 64
 
-// awaitRuns waits until every run has closed, backlogWaits at a time; the drain ends when
-// the last run closes either way, since a closed run's wait returns at once.
+// awaitRuns waits until every run has closed, backlogWaits at a time.
 func awaitRuns(ctx context.Context, runs []client.WorkflowRun) error {
 	return eachN(backlogWaits, len(runs), func(i int) error { return runs[i].Get(ctx, nil) })
 }
 
-// kindActivities records when each Prepare and CommitRound completed, by kind
-// (activities.Metrics).
+// kindActivities records each Prepare and CommitRound completed, by kind (activities.Metrics).
 type kindActivities struct {
 	mu     sync.Mutex
 	events []kindEvent // in time order: each is stamped under mu
@@ -502,8 +475,7 @@ func (k *kindActivities) ActivityDone(activity string, kind store.Kind, outcome 
 	k.mu.Unlock()
 }
 
-// sharesUntil counts each kind's completions after from until some kind has completed
-// limit of them.
+// sharesUntil counts each kind's completions after from, until one kind reaches limit.
 func (k *kindActivities) sharesUntil(from time.Time, limit int) map[store.Kind]float64 {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -512,8 +484,7 @@ func (k *kindActivities) sharesUntil(from time.Time, limit int) map[store.Kind]f
 		if !e.at.After(from) {
 			continue
 		}
-		out[e.kind]++
-		if out[e.kind] >= float64(limit) {
+		if out[e.kind]++; out[e.kind] >= float64(limit) {
 			break
 		}
 	}

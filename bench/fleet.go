@@ -17,15 +17,9 @@ import (
 	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
-// The fleet benchmark: one MaintenanceSweep over a registered fleet of idle stores, 1 % of
-// them in debt, found through the demand index (_demand/<kind>/, ScanDemand pages per kind).
-//
-// Setup per fleet size and variant: a fresh mem:// root, the fleet registered without
-// latency (registerFleet) and its debt planted (plantDebt): half the indebted stores old
-// enough that only the time trigger finds them, half over merge_min_generations. Then 8
-// walkeeper worker instances (in this process, each with its own instance ID, shard queue
-// and store handle, wired as worker.Worker wires them) serve the sweep, every storage
-// request paying the modelled object-store latency.
+// The fleet scenario (docs/benchmarks/fleet.md): one MaintenanceSweep over a mem:// fleet with 1 %
+// in debt, served by fleetWorkers in-process worker instances, every storage request paying the
+// modelled latency.
 
 const (
 	fleetKind     = store.KindGeneric
@@ -41,36 +35,23 @@ const (
 // fleetSample is one sweep over one fleet.
 type fleetSample struct {
 	Stores, Debt int
-	// FixedDebt: the debt of the smallest fleet, not 1 % of this one.
-	FixedDebt bool
-	// Variant is the start path's setting (--variants; zero = the build's defaults).
-	Variant fleetVariant
-	// Failed is the reason the sweep did not finish ("" = it did).
-	Failed   string
-	Duration time.Duration
-	// Requests are the storage requests of the sweep's discovery (list pages counted as an
-	// object store bills them: one per 1000 keys).
-	Requests int64
-	ByOp     map[string]int64
-	// OtherFleets counts the requests in the same window that named an earlier fleet's
-	// stores (activities of its terminated MergeWal runs still dispatched to this fleet's
-	// workers), left out of Requests.
+	FixedDebt    bool         // the debt of the smallest fleet, not 1 % of this one
+	Variant      fleetVariant // the start path's setting (--variants; zero = the build's defaults)
+	Failed       string       // the reason the sweep did not finish ("" = it did)
+	Duration     time.Duration
+	Requests     int64 // discovery's storage requests, a listing billed one per 1000 keys
+	ByOp         map[string]int64
+	// OtherFleets counts the requests for an earlier fleet's stores (its terminated runs' activities).
 	OtherFleets int64
-	// LargestHeartbeat is the largest heartbeat details seen while the sweep ran;
-	// LargestPayload the largest payload the SDK warned about uploading (> 512 KiB), 0 if
-	// none.
+	// LargestHeartbeat is the largest ScanDemand heartbeat; LargestPayload the largest payload the SDK
+	// warned of (0 = none).
 	LargestHeartbeat, LargestPayload int
 	RSS                              rssSpan
-	// DiscoveryAlloc is the bytes the process allocated from the sweep's start to the end of
-	// its discovery (runtime/metrics /gc/heap/allocs:bytes): an upper bound on what any one
-	// worker can hold for discovery, whatever the GC's pacing (see allocSampler).
-	DiscoveryAlloc int64
-	// TTM is the longest time from a store's debt being planted to its MergeWal start;
-	// Started counts the indebted stores whose MergeWal started, of Debt.
+	DiscoveryAlloc                   int64 // the bytes allocated up to the end of discovery (allocSampler)
+	// TTM is the longest planting-to-start time; Started counts the debt's started MergeWal runs.
 	TTM     time.Duration
 	Started int
-	// sweepHistory is what the sweep's history shows; its actions also count one per
-	// MergeWal the sweep started (each start is billed in the started run's history).
+	// sweepHistory's actions also count each start, billed in the started run's history.
 	sweepHistory
 }
 
@@ -82,7 +63,6 @@ func (s fleetSample) startRate() float64 {
 	return float64(s.Started) / s.startSpan.Seconds()
 }
 
-// runFleet is the fleet scenario.
 func runFleet(ctx context.Context, o Options, res *Result) error {
 	sizes, err := fleetSizes(o, "fleet", []int{10_000, 100_000}, 1)
 	if err != nil {
@@ -93,9 +73,7 @@ func runFleet(ctx context.Context, o Options, res *Result) error {
 		return err
 	}
 	latency := o.latency(10 * time.Millisecond)
-	// 10,000 starts at the dev server's ≈ 20 starts/s on this 2-vCPU machine take ~8 min.
-	// A wait, not a target (the sweep's time is measured against its interval): a quick run on a
-	// machine whose other work starves the dev server can take 200 starts past a minute.
+	// A wait, not a target: 10,000 starts at the dev server's ≈ 20/s on 2 vCPUs take ~8 min.
 	budget := 12 * time.Minute
 	if o.Quick {
 		budget = 5 * time.Minute
@@ -118,8 +96,7 @@ func runFleet(ctx context.Context, o Options, res *Result) error {
 	}
 	defer tenv.close()
 
-	// Every size at 1 % debt; every larger size also at the smallest size's debt, for the
-	// issue's ratio "at the same debt".
+	// Every size at 1 % debt, and the larger ones also at the smallest one's: "at the same debt".
 	if len(o.FleetVariants) > 0 {
 		res.param("variants (starts in flight per StartWorkflows / StartBatch)", fmt.Sprint(variants))
 	}
@@ -154,7 +131,6 @@ func runFleet(ctx context.Context, o Options, res *Result) error {
 	return nil
 }
 
-// fleetRun is one fleet's parameters.
 type fleetRun struct {
 	seq     int
 	stores  int
@@ -179,12 +155,10 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 		MergeMinGenerations: fleetMergeMin,
 		MaxPendingAge:       fleetMaxAge,
 		MaxStarts:           contract.DefaultSweepMaxStarts,
-		// 10,000 starts in batches of 256 (the default variant), one batch a second: 40 s
-		// at the least.
+		// 10,000 starts in batches of 256, one a second: 40 s at the least.
 		StartBatch: r.variant.batch(),
 	}
-	// mem:// keeps a sorted key index (store/objstore/mem.go), so a listing page costs what an
-	// object store's does, not a sort of the whole fleet.
+	// mem:// keeps a sorted key index, so a listing page costs what an object store's does.
 	url := memURL("fleet")
 	raw, err := objstore.OpenBucket(ctx, url)
 	if err != nil {
@@ -234,15 +208,12 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 		nodes = append(nodes, n)
 	}
 
-	// The previous fleet's leftover activities first: wait until they stop reaching these
-	// workers.
+	// Wait until the previous fleet's leftover activities stop reaching these workers.
 	if waited, n := hook.quiesce(ctx, 5*time.Second, 2*time.Minute); n > 0 {
 		o.progressf("fleet: %d requests for earlier fleets' stores drained in %s before the sweep", n, fmtDur(waited))
 	}
 
-	// The sweep.
-	// Hand the previous fleet's freed heap back to the OS first, so the growth is this
-	// sweep's and not hidden by memory the runtime still holds.
+	// The sweep, after the freed heap goes back to the OS, so the growth is this sweep's.
 	debug.FreeOSMemory()
 	self := procRSS(os.Getpid())
 	s.RSS.Before = self.resetPeak()
@@ -276,10 +247,8 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 		return s, err
 	}
 	s.sweepHistory = h
-	// Count up to the end of discovery (a failed sweep: up to when it was stopped): every
-	// request until the first start, then only the listings of the demand index (the paged
-	// sweep lists its later pages while its first starts run; the MergeWal runs they start
-	// are not the sweep's).
+	// Count every request until discovery ended (a failed sweep: until it was stopped), then only the
+	// demand index's listings: the paged sweep lists later pages while its first starts run.
 	until, indexUntil := h.discoveryEnd, h.lastDiscovery
 	if until.IsZero() || s.Failed != "" {
 		until, indexUntil = stopped, stopped
@@ -311,8 +280,7 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 	s.actions += s.Started
 	terminateMerges(ctx, tenv.client, start, prefix)
 	stopNodes()
-	// mem:// roots live as long as the process: drop this fleet's objects so the next
-	// fleet's memory is its own.
+	// mem:// roots live as long as the process: the next fleet's memory must be its own.
 	for _, p := range []string{"_registry/", string(fleetKind) + "/", "_demand/"} {
 		objs, err := raw.List(ctx, p)
 		if err != nil {

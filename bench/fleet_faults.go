@@ -9,31 +9,23 @@ import (
 	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
-// fleetFaults models the object store for the workers: every request pays latency and is
-// counted by operation. A listing of the registry or of the demand index is counted, and
-// slept, as the pages an object store would serve (one per listPageKeys keys; mem:// lists
-// in one call): the bench knows how many keys each holds.
+// fleetFaults models the object store for the workers: every request pays latency and is counted by
+// operation, a listing of the registry or demand index as the pages an object store would serve.
 type fleetFaults struct {
 	latency time.Duration
-	// fleetPrefix starts the names of this fleet's stores ("f3-"): a request for a store of
-	// an earlier fleet (f1-..., f2-...) is one of its terminated MergeWal runs' activities
-	// that still reached this fleet's workers, and is counted apart (other), not as the
-	// sweep's.
+	// fleetPrefix starts this fleet's store names ("f3-"); other fleets' requests count apart.
 	fleetPrefix string
-	// listKeys is how many keys each paged listing (by prefix) holds.
-	listKeys map[string]int64
+	listKeys    map[string]int64 // how many keys each paged listing (by prefix) holds
 
 	mu    sync.Mutex
 	since time.Time                  // REQUIRES: mu
 	byMs  map[int64]map[string]int64 // REQUIRES: mu; requests per op, per millisecond since `since`
-	// indexByMs counts the listings of a kind's demand index (`_demand/<kind>/`: ScanDemand's),
-	// per millisecond since `since`. REQUIRES: mu.
+	// indexByMs counts ScanDemand's listings per millisecond since `since`. REQUIRES: mu.
 	indexByMs map[int64]int64
 	other     int64 // REQUIRES: mu
 }
 
-// ofOtherFleet says whether key names a store of another fleet than prefix's: a path
-// segment shaped like a fleet store's name ("f<seq>-...") that does not start with prefix.
+// ofOtherFleet says whether a segment of key is a fleet store's name not under prefix.
 func ofOtherFleet(key, prefix string) bool {
 	for seg := range strings.SplitSeq(key, "/") {
 		i := 1
@@ -47,10 +39,8 @@ func ofOtherFleet(key, prefix string) bool {
 	return false
 }
 
-// quiesce waits until no request for another fleet's stores came for quiet (the activities
-// of the previous fleet's terminated MergeWal runs that still reach this fleet's workers have
-// drained: they would run during this fleet's sweep, in its allocations and CPU), at most
-// limit. It returns how long it waited and how many such requests it saw.
+// quiesce waits, at most limit, until no request for another fleet's stores came for quiet, and
+// returns how long it waited and how many it saw.
 func (f *fleetFaults) quiesce(ctx context.Context, quiet, limit time.Duration) (time.Duration, int64) {
 	start := time.Now()
 	last, lastChange := f.otherFleets(), time.Now()
@@ -67,16 +57,14 @@ func (f *fleetFaults) quiesce(ctx context.Context, quiet, limit time.Duration) (
 	return time.Since(start), last
 }
 
-// otherFleets returns the requests for other fleets' stores since reset (before the first
-// reset: since the hook was made).
+// otherFleets returns the requests for other fleets' stores since reset.
 func (f *fleetFaults) otherFleets() int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.other
 }
 
-// isIndexListing says whether a listing of key is a ScanDemand page: the whole demand index
-// of a kind, not one store's records.
+// isIndexListing says whether a listing of key is a ScanDemand page of a kind's demand index.
 func isIndexListing(op, key string) bool {
 	return op == objstore.OpList && strings.HasPrefix(key, "_demand/") && strings.Count(key, "/") == 2 && strings.HasSuffix(key, "/")
 }

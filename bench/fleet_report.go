@@ -13,8 +13,7 @@ import (
 	"github.com/walkeeper/walkeeper/internal/actioncount"
 )
 
-// fleetKey names one cell of the report: a variant at a fleet size, at 1 % debt or at the
-// smallest fleet's debt.
+// fleetKey is one cell of the report: a variant at a size, at 1 % or the smallest fleet's debt.
 type fleetKey struct {
 	side   fleetVariant
 	stores int
@@ -22,10 +21,7 @@ type fleetKey struct {
 }
 
 func (k fleetKey) valuePrefix() string {
-	if k.fixed {
-		return fmt.Sprintf("%s_%d_fixed_", k.side.valueName(), k.stores)
-	}
-	return fmt.Sprintf("%s_%d_", k.side.valueName(), k.stores)
+	return fmt.Sprintf("%s_%d_%s", k.side.valueName(), k.stores, map[bool]string{true: "fixed_"}[k.fixed])
 }
 
 // fleetReport fills res from the samples: a table per variant, values, targets and plots.
@@ -49,6 +45,7 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 	for _, a := range aggs {
 		a.finish()
 	}
+	lo, hi := sizes[0], sizes[len(sizes)-1]
 	for _, d := range sides {
 		t := Table{
 			Title: fmt.Sprintf("Design %q: one sweep per fleet, median over repetitions", d.name()),
@@ -85,20 +82,13 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 				fmt.Sprintf("%d (%.2f; $%.4f)", a.last.actions, 1000*float64(a.last.actions)/float64(k.stores),
 					float64(a.last.actions)*actioncount.ListPriceUSDPerMillion/1e6)})
 		}
-		if len(t.Rows) > 0 {
-			res.Tables = append(res.Tables, t)
-		}
-	}
-
-	lo, hi := sizes[0], sizes[len(sizes)-1]
-	for _, d := range sides {
+		res.Tables = append(res.Tables, t)
 		if aggs[fleetKey{d, lo, false}] == nil {
 			continue
 		}
-		mine := keys[d]
 		line := func(f func(a *fleetAgg) string) string {
 			var parts []string
-			for _, k := range mine {
+			for _, k := range keys[d] {
 				label := fmt.Sprint(k.stores)
 				if k.fixed {
 					label += " (same debt)"
@@ -108,7 +98,7 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 			return strings.Join(parts, "; ")
 		}
 		allOK, bounded, payload, events, ttmOK := true, true, true, true, true
-		for _, k := range mine {
+		for _, k := range keys[d] {
 			a := aggs[k]
 			if a.failed != "" {
 				allOK = false
@@ -174,8 +164,7 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 	if o.OutDir == "" {
 		return
 	}
-	// plotOne plots val per variant; all adds the curves at the smallest fleet's debt and the
-	// failed sweeps.
+	// plotOne plots val per variant; all adds the same-debt curves and the failed sweeps.
 	plotOne := func(file, title, ylabel string, all, logY bool, val func(a *fleetAgg) float64) {
 		var lines []series
 		for i, d := range sides {
@@ -222,8 +211,7 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 	}
 }
 
-// sideColor: the default variant blue; every other variant takes the next colour of
-// sidePalette.
+// sideColor is blue for the default variant, sidePalette's next colour for each other.
 func sideColor(d fleetVariant, i int) color.Color {
 	if d.isDefault() {
 		return colWalkeeper

@@ -14,10 +14,8 @@ import (
 	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
-// registerFleet writes n stores' registry entry and store.json straight into the bucket:
-// the bytes DB.Create writes (docs/FORMAT.md §1), taken from a template store created in a
-// scratch bucket, with the template's name replaced. 1M stores take seconds this way; DB.Create
-// would also keep every store resident in the creating DB.
+// registerFleet writes n stores' registry entry and store.json straight into the bucket, the
+// template store's bytes renamed: 1M stores take seconds, and no DB holds them resident.
 func registerFleet(ctx context.Context, b *objstore.Bucket, prefix string, n int) error {
 	const tmplName = "fleet-template-name"
 	tdb, err := store.OpenDB(ctx, memURL("fleet-template"), storeOptions("fleet-template", nil))
@@ -63,8 +61,7 @@ func registerFleet(ctx context.Context, b *objstore.Bucket, prefix string, n int
 	return g.Wait()
 }
 
-// fleetSizes is o.FleetSizes, or full (2k and 20k with Quick), each checked to lie in
-// [least, 10M].
+// fleetSizes is o.FleetSizes, or full (2k and 20k with Quick), each in [least, 10M].
 func fleetSizes(o Options, scenario string, full []int, least int) ([]int, error) {
 	sizes := o.FleetSizes
 	if len(sizes) == 0 {
@@ -85,10 +82,8 @@ func fleetName(prefix string, i int) string { return fmt.Sprintf("%s%07d", prefi
 
 func debtOf(n int) int { return max(n/100, 1) }
 
-// plantDebt seals generations in debt of the n stores (spread evenly), through two writers that
-// are closed afterwards: the even ones get fleetOldGens generations sealed an hour ago, the
-// odd ones fleetHotGens fresh ones. It returns when each store's last seal returned, and the
-// number of generations sealed.
+// plantDebt seals generations in debt of the n stores, spread evenly, through two writers closed
+// afterwards: fleetOldGens sealed an hour ago in the even ones, fleetHotGens fresh in the odd ones.
 func plantDebt(ctx context.Context, url, prefix string, n, debt int, o Options) (map[store.Target]time.Time, int, error) {
 	old, err := store.OpenDB(ctx, url, storeOptions(prefix+"writer-old", o.logger().Named("store"), func(so *store.Options) {
 		so.Now = func() time.Time { return time.Now().Add(-time.Hour) }

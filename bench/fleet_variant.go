@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
 	"strings"
@@ -9,66 +10,44 @@ import (
 	"github.com/walkeeper/walkeeper/contract"
 )
 
-// fleetVariant is one setting of the sweep's start path, measured side by side with others
-// in one run (walkeeper-bench fleet --variants): the starts in flight per StartWorkflows
-// (the worker's --sweep-start-concurrency) and the starts per batch (StartBatch). The zero
-// value is the build's defaults.
-type fleetVariant struct {
-	Concurrency int // 0 = activities.DefaultStartConcurrency
-	Batch       int // 0 = contract.DefaultSweepStartBatch
-}
+// fleetVariant is one setting of the sweep's start path (walkeeper-bench fleet --variants):
+// the starts in flight per StartWorkflows (--sweep-start-concurrency) and the starts per
+// batch (StartBatch); a zero field is the build's default.
+type fleetVariant struct{ Concurrency, Batch int }
 
 func (v fleetVariant) isDefault() bool { return v == fleetVariant{} }
 
-func (v fleetVariant) concurrency() int {
-	if v.Concurrency > 0 {
-		return v.Concurrency
-	}
-	return activities.DefaultStartConcurrency
-}
-
-func (v fleetVariant) batch() int {
-	if v.Batch > 0 {
-		return v.Batch
-	}
-	return contract.DefaultSweepStartBatch
-}
+func (v fleetVariant) batch() int { return cmp.Or(v.Batch, contract.DefaultSweepStartBatch) }
 
 // String is the variant as --variants spells it: concurrency/batch.
 func (v fleetVariant) String() string {
-	return fmt.Sprintf("%d/%d", v.concurrency(), v.batch())
+	return fmt.Sprintf("%d/%d", cmp.Or(v.Concurrency, activities.DefaultStartConcurrency), v.batch())
 }
 
-// parseFleetVariants reads --variants: comma-separated concurrency/batch pairs, e.g.
-// "16/256,32/512"; a part left empty takes the default ("/512" = the default concurrency,
-// batches of 512). nil = one default variant.
+// parseFleetVariants reads --variants ("16/256,/512"); nil = one default variant.
 func parseFleetVariants(specs []string) ([]fleetVariant, error) {
-	var out []fleetVariant
-	seen := map[string]bool{}
+	out := []fleetVariant{}
 	for _, spec := range specs {
 		parts := strings.Split(strings.TrimSpace(spec), "/")
-		var v fleetVariant
 		if len(parts) != 2 {
 			return nil, fmt.Errorf("fleet: variant %q: want concurrency/batch, e.g. 32/256", spec)
 		}
-		for i, bound := range []int{activities.MaxStartConcurrency, contract.MaxStartBatch} {
-			if parts[i] == "" {
-				continue
-			}
+		var v fleetVariant
+		for i, f := range []struct {
+			to    *int
+			bound int
+		}{{&v.Concurrency, activities.MaxStartConcurrency}, {&v.Batch, contract.MaxStartBatch}} {
 			n, err := strconv.Atoi(parts[i])
-			if err != nil || n < 1 || n > bound {
-				return nil, fmt.Errorf("fleet: variant %q: %q is not 1 to %d", spec, parts[i], bound)
+			if parts[i] != "" && (err != nil || n < 1 || n > f.bound) {
+				return nil, fmt.Errorf("fleet: variant %q: %q is not 1 to %d", spec, parts[i], f.bound)
 			}
-			if i == 0 {
-				v.Concurrency = n
-			} else {
-				v.Batch = n
+			*f.to = n
+		}
+		for _, w := range out {
+			if w.String() == v.String() {
+				return nil, fmt.Errorf("fleet: variant %q listed twice", spec)
 			}
 		}
-		if seen[v.String()] {
-			return nil, fmt.Errorf("fleet: variant %q listed twice", spec)
-		}
-		seen[v.String()] = true
 		out = append(out, v)
 	}
 	if len(out) == 0 {
@@ -77,9 +56,8 @@ func parseFleetVariants(specs []string) ([]fleetVariant, error) {
 	return out, nil
 }
 
-// name labels the variant in tables, targets and plots: "demand" (the sweep's discovery)
-// for the default variant, as in the reports of runs before --variants, else
-// "demand 32/512".
+// name labels the variant in tables, targets and plots: "demand" (the sweep's discovery) for
+// the default, as in the reports of runs before --variants, else "demand 32/512".
 func (v fleetVariant) name() string {
 	if v.isDefault() {
 		return "demand"

@@ -20,21 +20,10 @@ import (
 	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
-// The fleet-worker scenario measures what the fleet scenario can only bound: the peak RSS of
-// one real worker process during a sweep and during a reconcile, against the number of
-// registered stores at the same debt; the target is a peak RSS flat in fleet size, a ratio
-// ≤ 1.3 from 10k to 1M stores, so that a worker's memory never limits the fleet.
-//
-// The fleet scenario's workers share the bench process with a mem:// fleet (2 GiB at 1M), so
-// its RSS is the fleet's and the GC's. Here the fleet is on file:// (nosync), written straight
-// to disk by the bench, and the worker is a child process wired exactly as `walkeeper worker`
-// wires one (worker.New + Start on a dialled client): its RSS holds no store it does not open.
-// The bench reads the child's VmRSS before each phase and its VmHWM after, resetting the
-// peak through /proc/<pid>/clear_refs in between.
+// The fleet-worker scenario (docs/benchmarks/fleet.md): one worker child process's peak RSS during
+// a sweep and a reconcile, flat in the registered stores of a file:// fleet at the same debt.
 
-// fleetWorkerDebt is the stores in debt at every fleet size (the same debt), half old and
-// small, half hot, as in the fleet scenario; quick runs plant fleetWorkerQuickDebt (one
-// worker merges 100 stores in ~35 s).
+// fleetWorkerDebt is the stores in debt at every fleet size (fleetWorkerQuickDebt with --quick).
 const (
 	fleetWorkerDebt      = 100
 	fleetWorkerQuickDebt = 20
@@ -50,8 +39,7 @@ type fleetWorkerSample struct {
 	ReconcileDur                    time.Duration
 	ReconcileDone                   bool
 	ReconcilePages, ReconcileStores int
-	// SweepRSS and ReconcileRSS are the worker's RSS over each phase.
-	SweepRSS, ReconcileRSS rssSpan
+	SweepRSS, ReconcileRSS          rssSpan // the worker's RSS over each phase
 }
 
 // fleetWorkerPhase is one measured phase of a sample: key names its report values, target
@@ -65,16 +53,13 @@ func (s fleetWorkerSample) phases() []fleetWorkerPhase {
 	return []fleetWorkerPhase{{"sweep", "a sweep and its merges", "sweep + its merges", s.SweepRSS}, {"reconcile", "a reconcile", "reconcile", s.ReconcileRSS}}
 }
 
-// runFleetWorker is the fleet-worker scenario.
 func runFleetWorker(ctx context.Context, o Options, res *Result, dir string) error {
 	sizes, err := fleetSizes(o, "fleet-worker", []int{10_000, 1_000_000}, fleetWorkerDebt)
 	if err != nil {
 		return err
 	}
-	// The reconcile pages through the whole registry; at 1M stores on file:// that is longer
-	// than a bench should wait, so it is measured over its first budget.
-	// The merges' wait is a cap, not a target: a quick run on a loaded machine keeps the
-	// full one, so that a slow merge is not counted as one that never ran.
+	// The reconcile is measured over its first budget (1M stores on file:// take longer); the merges'
+	// wait is a cap, not a target.
 	reconcileBudget := 3 * time.Minute
 	const sweepBudget = 5 * time.Minute
 	debt := fleetWorkerDebt
@@ -176,7 +161,6 @@ func runFleetWorkerOnce(ctx context.Context, o Options, tenv *temporalEnv, root 
 	s.SweepRSS.Peak = child.peak()
 	o.progressf("fleet-worker: sweep %s, %d of %d MergeWal runs closed after %s", fmtDur(s.SweepDur), s.Started, s.Debt, fmtDur(time.Since(start)))
 
-	// One reconcile over the registry, within its budget.
 	s.ReconcileRSS.Before = child.resetPeak()
 	start = time.Now()
 	recID := fmt.Sprintf("fleet-worker-reconcile-%d-%d", time.Now().UnixNano(), seq)
@@ -288,9 +272,7 @@ func fleetWorkerReport(res *Result, o Options, samples []fleetWorkerSample) {
 		return
 	}
 	lo, hi := samples[0], samples[len(samples)-1]
-	// The issue's target is the peak RSS (VmHWM over the phase), whose ratio is meaningful;
-	// the growth over the phase is a few MiB to tens, noise-sized at the reconcile, and is
-	// reported beside it.
+	// The target is the peak RSS; the growth, noise-sized at the reconcile, is reported beside it.
 	var lines []series
 	for i, ph := range lo.phases() {
 		a, b := ph.rss, hi.phases()[i].rss

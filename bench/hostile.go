@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"path/filepath"
@@ -10,18 +11,9 @@ import (
 	"github.com/walkeeper/walkeeper/worker"
 )
 
-// The hostile scenario runs one real worker process (the bench re-executed as a child that
-// runs worker.Run without a Temporal client: the data plane of `walkeeper worker`) and sends it
-// the worst request of each kind a client can send within the documented limits:
-//
-//   - memory: its peak RSS (VmHWM) under wide rows, big values and many connections, each
-//     against the sum of its configured budgets (cache + read budget + merge budget +
-//     memtable bytes + body budget + page budget), with a fresh worker per case;
-//   - latency: Get and List-page p50/p99 against the number of unsealed rows in the memtable
-//     (flush interval 0), as ratios to an empty memtable.
-//
-// It speaks only the HTTP API and sets knobs by flag name; a refusal (413) and an acceptance
-// (200) are both recorded as the worker's answer.
+// The hostile scenario (docs/benchmarks/hostile.md) sends a worker child (HTTP-only worker.Run) the
+// worst requests of each kind within the documented limits: its peak RSS against its budget sum,
+// and its read latency against the unsealed rows of its memtable.
 
 // hostileBudgetKnobs are the knobs whose sum is the worker's memory budget.
 var hostileBudgetKnobs = []string{"cache-bytes", "read-budget-bytes", "merge-budget-bytes", "memtable-bytes", "body-budget-bytes", "page-budget-bytes"}
@@ -30,26 +22,16 @@ var hostileBudgetKnobs = []string{"cache-bytes", "read-budget-bytes", "merge-bud
 var hostileReportedKnobs = append([]string{"max-body-bytes", "max-row-bytes", "max-append-rows", "page-bytes",
 	"max-connections", "http-read-timeout", "http-write-timeout", "flush-interval"}, hostileBudgetKnobs...)
 
-// hostileSizes are the scenario's sizes.
 type hostileSizes struct {
-	// Wide rows: concurrent appends of wideBody bytes each to a store of the key and
-	// wideColumns nullable columns (the schema's most fields).
-	wideAppends int
-	wideBody    int
-	wideColumns int
-	// Big values: bigRows rows of bigValue bytes, bigPerAppend per append.
-	bigRows, bigValue, bigPerAppend int
-	// Many connections: idle raw connections and trickled bodies, held for connHold.
-	idleConns, trickleConns int
-	connHold                time.Duration
-	// Latency: memtable sizes (unsealed rows) and samples per size.
-	memtableRows          []int
-	getSamples, listPages int
-	sampleBudget          time.Duration
-	// rssGuard kills a child whose RSS passes it.
-	rssGuard int64
-	// caseTimeout bounds one memory case.
-	caseTimeout time.Duration
+	wideAppends, wideBody, wideColumns int // concurrent appends of wideBody bytes to id + wideColumns nullable columns
+	bigRows, bigValue, bigPerAppend    int // bigRows rows of bigValue bytes, bigPerAppend per append
+	idleConns, trickleConns            int // idle raw connections and trickled bodies, held connHold
+	connHold                           time.Duration
+	memtableRows                       []int // latency: unsealed rows per level
+	getSamples, listPages              int
+	sampleBudget                       time.Duration
+	rssGuard                           int64         // a child whose RSS passes it is killed
+	caseTimeout                        time.Duration // bounds one memory case
 }
 
 func hostileSizesFor(o Options) hostileSizes {
@@ -59,25 +41,19 @@ func hostileSizesFor(o Options) hostileSizes {
 		idleConns: 2000, trickleConns: 200, connHold: 15 * time.Second,
 		memtableRows: []int{0, 1_000, 100_000, 1_000_000},
 		getSamples:   500, listPages: 200, sampleBudget: 3 * time.Minute,
-		rssGuard:    8 << 30,
-		caseTimeout: 10 * time.Minute,
+		rssGuard: 8 << 30, caseTimeout: 10 * time.Minute,
 	}
 	if o.Quick {
-		s.wideBody = 256 << 10
-		s.bigRows = 10
+		s.wideBody, s.bigRows = 256<<10, 10
 		s.idleConns, s.trickleConns, s.connHold = 400, 40, 3*time.Second
 		s.memtableRows = []int{0, 1_000, 10_000}
 		s.getSamples, s.listPages, s.sampleBudget = 200, 100, 20*time.Second
-		s.rssGuard = 2 << 30
-		s.caseTimeout = 2 * time.Minute
+		s.rssGuard, s.caseTimeout = 2<<30, 2*time.Minute
 	}
-	if o.RSSGuard > 0 {
-		s.rssGuard = o.RSSGuard
-	}
+	s.rssGuard = cmp.Or(o.RSSGuard, s.rssGuard)
 	return s
 }
 
-// runHostile is the hostile scenario.
 func runHostile(ctx context.Context, o Options, res *Result, dir string) error {
 	sz := hostileSizesFor(o)
 	res.param("worker", "one child process per case, worker.Run without Temporal (HTTP-only), the build's defaults")
@@ -100,12 +76,10 @@ func runHostile(ctx context.Context, o Options, res *Result, dir string) error {
 	return nil
 }
 
-// hostileKnobs is what a child said about its configuration: the values of
-// hostileReportedKnobs.
+// hostileKnobs is what a child said about its configuration (hostileReportedKnobs).
 type hostileKnobs map[string]string
 
-// budgetSum is the sum of hostileBudgetKnobs; a knob the child did not report (a build that
-// lacks it) adds nothing.
+// budgetSum is the sum of hostileBudgetKnobs; a knob a build lacks adds nothing.
 func (k hostileKnobs) budgetSum() int64 {
 	var sum int64
 	for _, name := range hostileBudgetKnobs {
@@ -139,4 +113,91 @@ func fmtBytes(n int64) string {
 	default:
 		return fmt.Sprintf("%d B", n)
 	}
+}
+
+// hostileWorker is a worker child of the hostile scenario with a client to it.
+type hostileWorker struct {
+	child  *workerChild
+	client *hostileClient
+	sz     hostileSizes
+	o      Options
+	killed bool // set when a guard killed the child; every later phase is skipped
+}
+
+// startHostileWorker starts a worker child on storage url with knobs set over the defaults.
+func startHostileWorker(ctx context.Context, o Options, sz hostileSizes, url, instance string, knobs map[string]string) (*hostileWorker, error) {
+	ch, err := startWorkerChild(ctx, o, "hostile", workerChildParams{URL: url, Instance: instance, Knobs: knobs})
+	if err != nil {
+		return nil, err
+	}
+	return &hostileWorker{child: ch, client: newHostileClient(ch.ready.Addr), sz: sz, o: o}, nil
+}
+
+func (w *hostileWorker) stop() {
+	w.client.close()
+	w.child.stop()
+}
+
+// hostileCase is one measured phase: the worker's answers and its peak RSS meanwhile.
+type hostileCase struct {
+	Key, Name, Request string
+	Answers            []answer
+	// Note and Counts are what the phase observed beyond the answers (values "<key>_<name>").
+	Note   string
+	Counts map[string]float64
+	rssSpan
+	Killed, Skipped   bool
+	Elapsed           time.Duration
+	OK, Refused, Gone int
+}
+
+// phase runs f under the RSS guard and reads the child's peak RSS (reset before).
+func (w *hostileWorker) phase(ctx context.Context, key, name, request string, f func(ctx context.Context) ([]answer, string, map[string]float64)) hostileCase {
+	c := hostileCase{Key: key, Name: name, Request: request}
+	if w.killed || w.child.exited() {
+		c.Skipped = true
+		c.Note = "skipped: the worker was killed by the RSS guard in an earlier phase"
+		return c
+	}
+	c.Before = w.child.resetPeak()
+	endGuard := guardRSS(w.child, w.sz.rssGuard)
+	cctx, cancel := context.WithTimeout(ctx, w.sz.caseTimeout)
+	start := time.Now()
+	c.Answers, c.Note, c.Counts = f(cctx)
+	c.Elapsed = time.Since(start)
+	cancel()
+	if peakAtKill := endGuard(); peakAtKill > 0 {
+		c.Killed, c.Peak, w.killed = true, peakAtKill, true
+	} else {
+		c.Peak = w.child.peak()
+	}
+	for _, a := range c.Answers {
+		switch {
+		case a.ok():
+			c.OK++
+		case a.Status > 0:
+			c.Refused++
+		default:
+			c.Gone++
+		}
+	}
+	w.o.progressf("hostile: %s: %s; peak RSS %.0f MiB (before %.0f MiB)%s in %s", name, answers(c.Answers), mib(c.Peak), mib(c.Before),
+		map[bool]string{true: ", KILLED by the RSS guard", false: ""}[c.Killed], fmtDur(c.Elapsed))
+	return c
+}
+
+// rssGuardPoll bounds the guard's overshoot to tens of MiB at a few GiB/s of growth.
+const rssGuardPoll = 10 * time.Millisecond
+
+// guardRSS kills c once its RSS passes limit (the machine's memory is shared); end stops the guard
+// and returns the peak RSS it killed at (0 = none).
+func guardRSS(c *workerChild, limit int64) (end func() int64) {
+	var peakAtKill int64
+	stop := poll(rssGuardPoll, func() {
+		if peakAtKill == 0 && c.rss() > limit {
+			peakAtKill = max(c.peak(), c.rss())
+			c.kill()
+		}
+	})
+	return func() int64 { stop(); return peakAtKill }
 }

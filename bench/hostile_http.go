@@ -28,8 +28,7 @@ func newHostileClient(addr string) *hostileClient {
 
 func (c *hostileClient) close() { c.hc.CloseIdleConnections() }
 
-// answer is what the worker said to one request: a status and the error code of its body,
-// or the transport error when there was no answer.
+// answer is the status and error code of one request, or its transport error.
 type answer struct {
 	Status int
 	Code   string
@@ -87,19 +86,14 @@ func (c *hostileClient) do(ctx context.Context, method, path string, body []byte
 		return a, nil
 	}
 	if !a.ok() {
-		a.Code = errorCode(raw)
+		var e struct {
+			Code string `json:"code"` // of an error body, {"code":"…","error":"…"}
+		}
+		_ = json.Unmarshal(raw, &e)
+		a.Code = e.Code
 		return a, nil
 	}
 	return a, raw
-}
-
-// errorCode reads the code of an error body, {"code":"…","error":"…"}.
-func errorCode(body []byte) string {
-	var e struct {
-		Code string `json:"code"`
-	}
-	_ = json.Unmarshal(body, &e)
-	return e.Code
 }
 
 // createStore creates generic store name with fields (each {"name","type"[,"nullable"]}).
@@ -138,7 +132,6 @@ func shortErr(err error) string {
 	return firstLine(s)
 }
 
-// timed runs f and returns how long it took.
 func timed(f func()) time.Duration {
 	t0 := time.Now()
 	f()

@@ -10,23 +10,18 @@ import (
 	"time"
 )
 
-// The latency part: Get and List-page latency against the rows a memtable holds unsealed.
-// Each size has a store of its own with hostileSeedRows rows sealed into a pending
-// generation; every Get and List page reads those rows only, so each size answers the same
-// requests with the same rows and the only difference is the memtable in front of them (rows
-// "m…", sorted after the seeds).
+// The latency part: each memtable size has a store of its own whose reads hit only the
+// hostileSeedRows sealed rows, so the memtable in front of them is the only difference.
 
 const (
 	hostileSeedRows = 1000
 	// hostilePageRows is the List page size: the API's default.
 	hostilePageRows = 100
-	// hostileAppendRows is the rows per append filling the memtable: the agreed default of
-	// --max-append-rows.
+	// hostileAppendRows is the default of --max-append-rows.
 	hostileAppendRows = 10_000
 )
 
-// hostileLevel is one memtable size's measurement: Rows appended after the seal, of which
-// the worker held Unsealed in its memtable when the reads ran.
+// hostileLevel is one memtable size: Rows appended, of which Unsealed were held at the reads.
 type hostileLevel struct {
 	Rows      int
 	Unsealed  int
@@ -40,9 +35,7 @@ type hostileLevel struct {
 
 // runHostileLatency is the latency part: one level per memtable size.
 func runHostileLatency(ctx context.Context, o Options, sz hostileSizes, dir string) ([]hostileLevel, error) {
-	// The memtable bound is raised so that the largest size is really held unsealed: what is
-	// measured is the read cost of a memtable that big, not of the generations a 64 MiB bound
-	// would seal it into.
+	// The memtable bound is raised so that the largest size is really held unsealed.
 	knobs := map[string]string{"flush-interval": "0", "memtable-bytes": "2GiB"}
 	w, err := startHostileWorker(ctx, o, sz, fileURL(dir, true), "hostile-latency", knobs)
 	if err != nil {
@@ -65,9 +58,8 @@ func runHostileLatency(ctx context.Context, o Options, sz hostileSizes, dir stri
 	return levels, nil
 }
 
-// hostileLatencyLevel measures one memtable size in a store of its own: the seed rows sealed,
-// then rows appended unsealed in batches, then the reads; a final seal says how many rows the
-// worker still held unsealed (it may seal a large memtable by itself) and frees them.
+// hostileLatencyLevel measures one memtable size: the seed rows sealed, rows appended, the reads,
+// then a seal that says how many rows were still unsealed.
 func hostileLatencyLevel(ctx context.Context, w *hostileWorker, rng *rand.Rand, sz hostileSizes, name string, rows, batch int) (hostileLevel, error) {
 	lv := hostileLevel{Rows: rows}
 	fields := []map[string]any{{"name": "id", "type": "string"}, {"name": "n", "type": "int64", "nullable": true}, {"name": "s", "type": "string", "nullable": true}}
@@ -115,8 +107,7 @@ func hostileLatencyLevel(ctx context.Context, w *hostileWorker, rng *rand.Rand, 
 	return lv, nil
 }
 
-// sampleReads times Gets of seed rows and List pages after a seed row, sequentially, until
-// their sample counts or the sample budget. Failed reads are returned, not timed.
+// sampleReads times Gets and List pages of seed rows, up to their counts or the budget.
 func sampleReads(ctx context.Context, c *hostileClient, rng *rand.Rand, sz hostileSizes, path string) (get, list durStats, failed []answer) {
 	// Warm the connection and the seed generation's cache entry, untimed.
 	for range 20 {

@@ -4,18 +4,23 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/walkeeper/walkeeper/worker"
 )
 
-// runHostileMemory runs each case in a worker of its own (a killed worker spoils nothing
-// after it, and each starts from the same RSS); knobs are the first worker's.
+// runHostileMemory runs each case in a fresh worker; knobs are the first worker's.
 func runHostileMemory(ctx context.Context, o Options, sz hostileSizes, dir string) (knobs hostileKnobs, all []hostileCase, err error) {
 	for _, c := range []struct {
 		key string
@@ -42,8 +47,7 @@ func runHostileMemory(ctx context.Context, o Options, sz hostileSizes, dir strin
 	return knobs, all, nil
 }
 
-// knobAtMost is the worker's knob name (a size or a count, e.g. max-body-bytes), at most
-// limit.
+// knobAtMost is the worker's knob name (a size or a count), at most limit.
 func (w *hostileWorker) knobAtMost(name string, limit int) int {
 	if n, err := worker.ParseBytes(w.child.ready.Knobs[name]); err == nil && n > 0 && n < int64(limit) {
 		return int(n)
@@ -51,8 +55,7 @@ func (w *hostileWorker) knobAtMost(name string, limit int) int {
 	return limit
 }
 
-// hostileWideRows: concurrent appends of the smallest rows a wide schema takes, each body as
-// large as the worker accepts: every null column costs the worker a value per row.
+// hostileWideRows appends bodies as large as accepted to a wide schema: a value per null column.
 func hostileWideRows(ctx context.Context, w *hostileWorker) ([]hostileCase, error) {
 	fields := []map[string]any{{"name": "id", "type": "string"}}
 	for i := 1; i <= w.sz.wideColumns; i++ {
@@ -82,8 +85,7 @@ func hostileWideRows(ctx context.Context, w *hostileWorker) ([]hostileCase, erro
 	return []hostileCase{c}, nil
 }
 
-// wideRowsBody is a JSON array of {"id":"r0000001"} rows, ids from first on, at most size
-// bytes, and its row count.
+// wideRowsBody is a JSON array of id-only rows of at most size bytes, and its row count.
 func wideRowsBody(size, first int) ([]byte, int) {
 	var b bytes.Buffer
 	b.Grow(size)
@@ -104,9 +106,7 @@ func wideRowsBody(size, first int) ([]byte, int) {
 	return b.Bytes(), n
 }
 
-// hostileBigValues: rows of large text made of '<', which an HTML-escaping encoder sends back
-// six times as large, appended a few per request, then one List asking for all of them,
-// following next until the end.
+// hostileBigValues appends rows of '<' (six times as large HTML-escaped), then Lists them all.
 func hostileBigValues(ctx context.Context, w *hostileWorker) ([]hostileCase, error) {
 	fields := []map[string]any{{"name": "id", "type": "string"}, {"name": "text", "type": "string"}}
 	if err := w.client.createStore(ctx, "big", fields); err != nil {
@@ -166,4 +166,137 @@ func hostileBigValues(ctx context.Context, w *hostileWorker) ([]hostileCase, err
 			map[string]float64{"rows": float64(rows), "pages": float64(pages), "response_mib": mib(int64(bytesRead))}
 	})
 	return []hostileCase{ca, cl}, nil
+}
+
+// trickleEvery is the pace of a trickled body: one byte per connection this often.
+const trickleEvery = 100 * time.Millisecond
+
+// hostileConnections holds many idle connections and bodies trickled a byte at a time open, and
+// probes whether the worker still answers.
+func hostileConnections(ctx context.Context, w *hostileWorker) ([]hostileCase, error) {
+	if err := w.client.createStore(ctx, "trickle", []map[string]any{{"name": "id", "type": "string"}}); err != nil {
+		return nil, err
+	}
+	req := fmt.Sprintf("%d idle connections + %d appends trickling 1 byte per %s, held %s", w.sz.idleConns, w.sz.trickleConns, trickleEvery, w.sz.connHold)
+	c := w.phase(ctx, "conns", "many connections", req, func(ctx context.Context) ([]answer, string, map[string]float64) {
+		return siege(ctx, w.child.ready.Addr, w.sz.idleConns, w.sz.trickleConns, w.knobAtMost("max-body-bytes", 8<<20), w.sz.connHold)
+	})
+	return []hostileCase{c}, nil
+}
+
+// siege holds idle and trickling connections to addr open and probes /healthz meanwhile.
+func siege(ctx context.Context, addr string, idle, trickling, contentLength int, hold time.Duration) ([]answer, string, map[string]float64) {
+	start := time.Now()
+	var d net.Dialer
+	dialCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var idleConns []net.Conn
+	dialFailed := 0
+	for range idle {
+		c, err := d.DialContext(dialCtx, "tcp", addr)
+		if err != nil {
+			dialFailed++
+			continue
+		}
+		idleConns = append(idleConns, c)
+	}
+	defer func() {
+		for _, c := range idleConns {
+			_ = c.Close()
+		}
+	}()
+
+	// Trickled appends: the whole header at once, then the body byte by byte.
+	type trickler struct {
+		conn     net.Conn
+		answered atomic.Bool // the worker wrote something back (an error) or closed it
+	}
+	var ts []*trickler
+	head := fmt.Sprintf("POST /api/v1/stores/generic/trickle/rows HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n[", addr, contentLength)
+	var readers sync.WaitGroup
+	for range trickling {
+		c, err := d.DialContext(dialCtx, "tcp", addr)
+		if err != nil {
+			dialFailed++
+			continue
+		}
+		if _, err := io.WriteString(c, head); err != nil {
+			_ = c.Close()
+			dialFailed++
+			continue
+		}
+		t := &trickler{conn: c}
+		ts = append(ts, t)
+		readers.Go(func() {
+			_, _ = io.Copy(io.Discard, c)
+			t.answered.Store(true)
+		})
+	}
+	defer func() {
+		for _, t := range ts {
+			_ = t.conn.Close()
+		}
+		readers.Wait()
+	}()
+	opened := time.Since(start)
+
+	// The probe: can a new client still get an answer?
+	probe := answer{}
+	probeDur := timed(func() {
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		hc := newHostileClient(addr)
+		defer hc.close()
+		probe, _ = hc.do(pctx, http.MethodGet, "/healthz", nil)
+	})
+
+	body := trickleBody()
+	tk := time.NewTicker(trickleEvery)
+	defer tk.Stop()
+	sent := 0
+	for time.Since(start) < hold && ctx.Err() == nil {
+		<-tk.C
+		for _, t := range ts {
+			if !t.answered.Load() {
+				_, _ = t.conn.Write(body[sent%len(body) : sent%len(body)+1])
+			}
+		}
+		sent++
+	}
+
+	closed := 0
+	for _, c := range idleConns {
+		if closedByPeer(c) {
+			closed++
+		}
+	}
+	answered := 0
+	for _, t := range ts {
+		if t.answered.Load() {
+			answered++
+		}
+	}
+	probeText := fmt.Sprintf("%s after %s", probe, fmtDur(probeDur))
+	note := fmt.Sprintf("opened %d idle + %d trickling in %s (%d dials failed); /healthz probe: %s; after %s: %d/%d idle closed by the worker, %d/%d trickling answered or closed (%d bytes sent each)",
+		len(idleConns), len(ts), fmtDur(opened), dialFailed, probeText, fmtDur(time.Since(start)), closed, len(idleConns), answered, len(ts), sent)
+	counts := map[string]float64{"idle": float64(len(idleConns)), "trickling": float64(len(ts)), "dial_failed": float64(dialFailed),
+		"idle_closed": float64(closed), "trickling_answered": float64(answered), "probe_ms": ms(probeDur)}
+	return []answer{probe}, note, counts
+}
+
+// closedByPeer reports whether the worker closed c or wrote to it (a refusal).
+func closedByPeer(c net.Conn) bool {
+	_ = c.SetReadDeadline(time.Now().Add(time.Millisecond))
+	var b [1]byte
+	_, err := c.Read(b[:])
+	return !errors.Is(err, os.ErrDeadlineExceeded)
+}
+
+// trickleBody is the JSON array a trickled append sends one byte at a time (after "[").
+func trickleBody() []byte {
+	var b []byte
+	for i := range 1000 {
+		b = fmt.Appendf(b, `{"id":"t%07d"},`, i)
+	}
+	return b
 }

@@ -6,8 +6,7 @@ import (
 	"time"
 )
 
-// hostileLatencyGoal is the most a read may slow down with a full memtable, as a ratio to an
-// empty one.
+// hostileLatencyGoal is the most a read may slow down with a full memtable.
 const hostileLatencyGoal = 2.0
 
 func hostileReport(res *Result, sz hostileSizes, knobs hostileKnobs, cases []hostileCase, levels []hostileLevel) {

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"go.uber.org/zap"
-	"golang.org/x/sync/errgroup"
 	"gonum.org/v1/plot/vg"
 
 	"github.com/walkeeper/walkeeper/internal/actioncount"
@@ -24,9 +23,7 @@ import (
 	"github.com/walkeeper/walkeeper/worker"
 )
 
-// incidentParams are the knobs of the incident replay (seed PR 256: ~20 shards, hundreds of
-// resident rollout stores per worker, one hot generic store with one-row appends from every
-// shard; the generic pass of the serial cleanup sweeper was never reached).
+// incidentParams are the knobs of the incident replay (docs/benchmarks/incident.md).
 type incidentParams struct {
 	Shards       int
 	Rollout      int
@@ -40,21 +37,17 @@ type incidentParams struct {
 	StoreTimeout time.Duration // baseline per-store timeout: max(5 × interval, 30 s)
 	MaxGens      int           // merge_max_generations of both systems
 	Parallel     bool
-	// Storage is the backend under the latency model: storageFile (file:// without fsync) up
-	// to the incident's 20 shards, storageMem past it, where creating the seals' files, not
-	// the modelled round trip, limits the seal rate.
-	Storage string
-	// PrepareConcurrency is the count trigger's MergeWal prepare concurrency
-	// (--merge-prepare-concurrency) on both sides; 0 = the workflow's default (4).
-	PrepareConcurrency int
+	// Storage is storageFile up to the incident's 20 shards, storageMem past it (file creation, not
+	// the modelled latency, would limit the seal rate).
+	Storage            string
+	PrepareConcurrency int // --merge-prepare-concurrency on both sides; 0 = the default
 }
 
 // wide says whether the replay runs more shards than the incident's 20 on one machine.
 func (p incidentParams) wide() bool { return p.Shards > 20 }
 
-// wideTablePrepareConcurrency is the prepare concurrency past the incident's 20 shards, what
-// an operator sets for a table of hundreds of writers: at the default 4 a round over 200
-// shards outlasts the time a shard takes to seal merge_max_generations generations.
+// wideTablePrepareConcurrency is the prepare concurrency past 20 shards: at the default 4 a round
+// over 200 shards outlasts a shard's sealing of merge_max_generations generations.
 const wideTablePrepareConcurrency = 16
 
 // Storage backends of the incident replay.
@@ -106,8 +99,7 @@ func incidentDefaults(o Options) incidentParams {
 	if o.Duration > 0 {
 		p.Duration = o.Duration
 	}
-	// The worker's count trigger asks for parallel prepares by default
-	// (--merge-parallel-prepare); WALKEEPER_BENCH_SERIAL=1 replays the serial schedule.
+	// Parallel prepares, as the worker's default; WALKEEPER_BENCH_SERIAL=1 replays serial ones.
 	p.Parallel = worker.DefaultConfig().MergeParallelPrepare
 	if os.Getenv("WALKEEPER_BENCH_SERIAL") != "" {
 		p.Parallel = false
@@ -132,12 +124,8 @@ type sample struct {
 	Pending []int // per shard index
 }
 
-// runIncident replays the generic-WAL-merge starvation incident at 2-core scale: walkeeper
-// (flush sweeper per kind, count trigger, MaintenanceSweep schedule, MergeWal on a real
-// Temporal dev server, real Temporal workers in-process) next to the old design (per shard one
-// flush loop and one cleanup sweeper walking kinds serially — rollout, datagen, generic — with a
-// per-store timeout; count trigger for rollout only; merges in-process, own shard only), one
-// after the other on the same machine with identical traffic and storage model.
+// runIncident replays the generic-WAL-merge starvation incident at 2-core scale: walkeeper next to
+// the old serial sweeper (baselineSweeper), one after the other with identical traffic and storage.
 func runIncident(ctx context.Context, o Options, res *Result) error {
 	p := incidentDefaults(o)
 	res.param("shards", p.Shards)
@@ -159,8 +147,7 @@ func runIncident(ctx context.Context, o Options, res *Result) error {
 	if p.wide() {
 		res.param("shared_queue_workers", fmt.Sprintf("first %d nodes; 1 poller per shard queue; workflow deadlock detector 10 s", sharedWorkerNodes))
 	}
-	// Production: 20 workers (one machine each), flush sweeper every 30 s, object storage.
-	// Here: every worker of both systems and the Temporal server share 2 cores.
+	// Production has 20 machines; here both systems and Temporal share 2 cores.
 	timeScale := 30 * time.Second / p.SealEvery
 	o.progressf("incident: scale — %d shards (production 20), %d rollout stores resident in every shard (production: hundreds per worker), time compressed %d× (seal 30 s → %s), at most %.2f cores per node (2 cores / %d nodes, shared with Temporal; production: one machine per worker)",
 		p.Shards, p.Rollout, timeScale, p.SealEvery, 2/float64(p.Shards), p.Shards)
@@ -235,8 +222,7 @@ func runIncident(ctx context.Context, o Options, res *Result) error {
 	return nil
 }
 
-// maxActionsPerGeneration is the incident replay's target of Temporal actions (every
-// workflow) per generation merged: $12.50 per million generations at list price.
+// maxActionsPerGeneration is $12.50 per million generations merged at list price.
 const maxActionsPerGeneration = 0.25
 
 // incidentSide is one system's outcome in one repetition.
@@ -261,10 +247,10 @@ func (s incidentSide) peak() int {
 // final is the max pending in any shard at the last sample.
 func (s incidentSide) final() int { return slices.Max(s.samples[len(s.samples)-1].Pending) }
 
-// incidentOnce runs both systems one after the other (order alternating by repetition), each
-// alone on the machine with identical traffic and storage model.
+// incidentOnce runs both systems one after the other, the order alternating by repetition.
 func incidentOnce(ctx context.Context, o Options, p incidentParams, rep int) (incidentRun, error) {
 	var run incidentRun
+	sides := map[string]*incidentSide{sideWalkeeper: &run.wk, sideBaseline: &run.base}
 	for _, name := range inTurn(rep, sideWalkeeper, sideBaseline) {
 		sd, err := incidentSideRun(ctx, o, p, rep, name)
 		if err == nil && len(sd.samples) == 0 {
@@ -273,11 +259,7 @@ func incidentOnce(ctx context.Context, o Options, p incidentParams, rep int) (in
 		if err != nil {
 			return run, fmt.Errorf("%s: %w", name, err)
 		}
-		if name == sideWalkeeper {
-			run.wk = sd
-		} else {
-			run.base = sd
-		}
+		*sides[name] = sd
 	}
 	return run, nil
 }
@@ -311,9 +293,8 @@ func incidentSideRun(ctx context.Context, o Options, p incidentParams, rep int, 
 	}
 	lat := &latencyFaults{}
 
-	// Setup (no latency): create the stores, open one DB per shard, make every store resident
-	// in every shard with a live writer (one append each, sealed), as on the incident's
-	// workers, then merge it all so the timed run starts from zero debt.
+	// Setup, without latency: every store resident in every shard with a sealed append, then all
+	// merged so that the timed run starts from zero debt.
 	o.progressf("incident %s: setup — %d shards × %d stores", sideName, p.Shards, len(all))
 	sampler, err := store.OpenDB(ctx, url, storeOptions("sampler", log, noPendingCaps))
 	if err != nil {
@@ -347,49 +328,41 @@ func incidentSideRun(ctx context.Context, o Options, p incidentParams, rep int, 
 			_ = db.Close(context.WithoutCancel(ctx))
 		}
 	}()
-	g, gctx := errgroup.WithContext(ctx)
-	for i, db := range dbs {
-		g.Go(func() error {
-			for j, t := range all {
-				s, err := db.Open(gctx, t)
-				if err != nil {
-					return err
-				}
-				row := rolloutRow(fmt.Sprintf("warm-%02d-%d", i, j), 0)
-				if t.Kind == store.KindGeneric {
-					row = genericRow(row.Key, 0, nil)
-				}
-				if err := sealRows(gctx, s, row); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return out, fmt.Errorf("warm-up: %w", err)
-	}
-	var done atomic.Int64
-	g, gctx = errgroup.WithContext(ctx)
-	g.SetLimit(4)
-	for _, t := range all {
-		g.Go(func() error {
-			s, err := sampler.Open(gctx, t)
+	err = eachN(len(dbs), len(dbs), func(i int) error {
+		for j, t := range all {
+			s, err := dbs[i].Open(ctx, t)
 			if err != nil {
 				return err
 			}
-			_, err = s.MergeAll(gctx)
-			if n := done.Add(1); n%100 == 0 {
-				o.progressf("incident %s: setup: merged %d/%d stores", sideName, n, len(all))
+			row := rolloutRow(fmt.Sprintf("warm-%02d-%d", i, j), 0)
+			if t.Kind == store.KindGeneric {
+				row = genericRow(row.Key, 0, nil)
 			}
-			return err
-		})
+			if err := sealRows(ctx, s, row); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return out, fmt.Errorf("warm-up: %w", err)
 	}
-	if err := g.Wait(); err != nil {
+	var done atomic.Int64
+	err = eachN(4, len(all), func(j int) error {
+		s, err := sampler.Open(ctx, all[j])
+		if err != nil {
+			return err
+		}
+		_, err = s.MergeAll(ctx)
+		if n := done.Add(1); n%100 == 0 {
+			o.progressf("incident %s: setup: merged %d/%d stores", sideName, n, len(all))
+		}
+		return err
+	})
+	if err != nil {
 		return out, fmt.Errorf("warm-up merge: %w", err)
 	}
 
-	// Start the system under test.
 	lat.d.Store(int64(p.Latency))
 	lat.requests.Store(0)
 	runCtx, stopRun := context.WithCancel(ctx)
@@ -400,9 +373,8 @@ func incidentSideRun(ctx context.Context, o Options, p incidentParams, rep int, 
 		if err := temporaladmin.EnsureSweepSchedule(ctx, tenv.client, temporaladmin.SweepSchedule{Every: p.SweepEvery, Jitter: temporaladmin.DefaultScheduleJitter}); err != nil {
 			return out, fmt.Errorf("sweep schedule: %w", err)
 		}
-		// Past the incident's 20 nodes, only the first sharedWorkerNodes nodes serve the shared
-		// queue (workflows, CommitRound, Abort, listings), each shard queue gets one poller, and
-		// the deadlock detector allows for a starved CPU; every node still prepares its own shard.
+		// Past 20 nodes only the first sharedWorkerNodes serve the shared queue, with one poller per
+		// shard queue and a deadlock detector that allows for a starved CPU.
 		cfg := nodeConfig{
 			FlushInterval:         p.SealEvery,
 			MergeAfterGenerations: p.CountTrigger,
@@ -441,8 +413,7 @@ func incidentSideRun(ctx context.Context, o Options, p incidentParams, rep int, 
 	}
 	defer stopSystem()
 
-	// Traffic, identical on both sides: per shard, a one-row append to the hot store every
-	// GenericEvery and to a pseudo-random rollout store every RolloutEvery.
+	// Identical traffic on both sides: per shard, one-row appends to the hot and rollout stores.
 	var appErrs atomic.Int64
 	var twg sync.WaitGroup
 	appendOne := func(s *store.Store, row store.Row) {
@@ -532,16 +503,11 @@ func incidentSideRun(ctx context.Context, o Options, p incidentParams, rep int, 
 	}
 	out.appErrs = appErrs.Load()
 	for _, t := range rollout {
-		s, err := sampler.Open(ctx, t)
-		if err != nil {
-			continue
-		}
-		shards, err := s.PendingShards(ctx)
-		if err != nil {
-			continue
-		}
-		for _, sh := range shards {
-			out.rollMax = max(out.rollMax, sh.PendingGenerations)
+		if s, err := sampler.Open(ctx, t); err == nil {
+			shards, _ := s.PendingShards(ctx)
+			for _, sh := range shards {
+				out.rollMax = max(out.rollMax, sh.PendingGenerations)
+			}
 		}
 	}
 	return out, nil
@@ -557,8 +523,7 @@ func secondHalfMean(ss []sample) float64 {
 	return sum / float64(len(h))
 }
 
-// secondHalfSlope is the least-squares slope (per minute) of the max pending per shard over
-// the second half of the samples.
+// secondHalfSlope is the least-squares slope per minute of the second half's max pending.
 func secondHalfSlope(ss []sample) float64 {
 	if len(ss) < 4 {
 		return 0
@@ -626,12 +591,9 @@ func writeIncidentFiles(dir string, rep int, p incidentParams, run incidentRun) 
 	return []string{csvPath, pngPath}, nil
 }
 
-// baselineSweeper is the old design, per worker process (seed PR 256, before the fix): a flush
-// loop that seals every resident store, kinds one after another, and runs the count-triggered
-// merge for rollout (and datagen) stores only — generic stores are just sealed — plus a cleanup
-// sweeper that walks every resident store, kinds serially (rollout, then datagen, then generic),
-// sealing and merging one pass of whatever is pending, with a per-store timeout. Merges run
-// in-process on the own shard, like the old workers.
+// baselineSweeper is the old design per worker (seed PR 256): a flush loop with the count trigger
+// for non-generic kinds, and a cleanup sweeper walking kinds serially, one merge pass per resident
+// store under a per-store timeout, merges in-process on the own shard.
 type baselineSweeper struct {
 	db                       *store.DB
 	flushEvery, cleanupEvery time.Duration
@@ -664,8 +626,7 @@ func (b *baselineSweeper) run(ctx context.Context) {
 	wg.Wait()
 }
 
-// eachResident runs f on every resident store, kinds serially, each under the per-store
-// timeout.
+// eachResident runs f on every resident store, kinds serially, under the per-store timeout.
 func (b *baselineSweeper) eachResident(ctx context.Context, f func(ctx context.Context, s *store.Store)) {
 	for _, k := range []store.Kind{store.KindRollout, store.KindDatagen, store.KindGeneric} {
 		for _, s := range b.db.Resident() {

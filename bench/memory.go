@@ -4,24 +4,31 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/metrics"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/walkeeper/walkeeper/store"
 )
 
 type memoryChildParams struct {
-	Mode     string `json:"mode"` // "merge" (default) or "reads"
-	URL      string `json:"url"`
-	Budget   int64  `json:"budget"`
-	Requests int    `json:"requests"`
-	Stores   []string
-	Shard    string `json:"shard"`
-	// ReadBudget is the read budget of the reads child (0 = none).
-	ReadBudget int64 `json:"read_budget"`
+	Mode       string `json:"mode"` // "merge" (default) or "reads"
+	URL        string `json:"url"`
+	Budget     int64  `json:"budget"`
+	Requests   int    `json:"requests"`
+	Stores     []string
+	Shard      string `json:"shard"`
+	ReadBudget int64  `json:"read_budget"` // the read budget of the reads child (0 = none)
 }
 
 type memoryChildResult struct {
@@ -29,9 +36,7 @@ type memoryChildResult struct {
 	VmRSSStart   int64 `json:"vm_rss_start"`
 	MaxReserved  int64 `json:"max_reserved"`
 	MaxAllocated int64 `json:"max_allocated"`
-	// MaxHeapLive is the most the Go heap held live after a collection (/gc/heap/live:bytes),
-	// MaxHeap the most it held in objects, live or garbage (/memory/classes/heap/objects:bytes),
-	// sampled with the reservation.
+	// MaxHeapLive and MaxHeap are the most the Go heap held live (/gc/heap/live:bytes) and in objects.
 	MaxHeapLive int64   `json:"max_heap_live"`
 	MaxHeap     int64   `json:"max_heap"`
 	Prepared    int     `json:"prepared"`
@@ -40,12 +45,9 @@ type memoryChildResult struct {
 	Busy        int     `json:"busy"`
 }
 
-// The worker's default soft memory limit at the default cache and read budget
-// (worker.Config.DerivedMemoryLimit: cache + read budget + 512 MiB; merge buffers are
-// outside the Go heap).
+// workerDefaultMemLimit is worker.Config.DerivedMemoryLimit at the default cache and read budget.
 const workerDefaultMemLimit = 256<<20 + 256<<20 + 512<<20
 
-// memoryBudgets are the merge budgets the scenario runs at.
 func memoryBudgets(o Options) []int64 {
 	if len(o.MemoryBudgets) > 0 {
 		return o.MemoryBudgets
@@ -56,8 +58,7 @@ func memoryBudgets(o Options) []int64 {
 	return []int64{32 << 20, 128 << 20, 1 << 30}
 }
 
-// memoryGoal is the most a child's RSS may grow at budget (MiB): 32 MiB over it, and a
-// quarter of it more with GOGC alone.
+// memoryGoal is a child's RSS growth bound (MiB): budget + 32 MiB, 25 % more with GOGC alone.
 func memoryGoal(budget, memLimit int64) float64 {
 	if memLimit == 0 {
 		return 1.25*mib(budget) + 32
@@ -70,17 +71,9 @@ func memoryPart(o Options, part string) bool {
 	return len(o.MemoryParts) == 0 || slices.Contains(o.MemoryParts, part)
 }
 
-// runMemory measures peak RSS (VmHWM in /proc/self/status) of a child process against its
-// RSS before the load, in two parts:
-//
-//   - merges: 12 concurrent merge requests, each sized half the process budget
-//     (merge_max_bytes = budget/2 over 12 stores holding at least that much), at each budget
-//     of memoryBudgets. Targets: growth ≤ budget + 32 MiB with the worker's default soft
-//     limit, ≤ 1.25 × budget + 32 MiB with GOGC alone; reserved bytes never above the budget
-//     (sampled every 200 µs, and guaranteed by the semaphore). Each request prepares and
-//     then aborts (prepare is where the memory is), so the data is reused by every run.
-//   - reads: 16 concurrent Lists over a store with 2,000 pending generations, the cache off,
-//     with and without a read budget. Target: growth ≤ read budget + 32 MiB.
+// runMemory is the memory scenario (docs/benchmarks/memory.md): a child process's peak RSS growth
+// under concurrent merges at each budget, and under concurrent Lists over 2,000 pending
+// generations.
 func runMemory(ctx context.Context, o Options, res *Result, dir string) error {
 	const requests = 12
 	budgets := memoryBudgets(o)
@@ -103,8 +96,7 @@ func runMemory(ctx context.Context, o Options, res *Result, dir string) error {
 	return nil
 }
 
-// runMemoryMerges is the merge part of runMemory: requests concurrent prepares of budget/2
-// each, at each budget, in each child variant.
+// runMemoryMerges runs requests prepares of budget/2 at each budget, in each child variant.
 func runMemoryMerges(ctx context.Context, o Options, res *Result, dir string, budgets []int64, requests int) error {
 	t := Table{Title: "Merges: peak RSS of the child process (VmHWM), median over repetitions, range in brackets",
 		Header: []string{"budget", "child", "peak RSS (MiB)", "RSS before (MiB)", "growth (MiB)", "goal (MiB)", "max reserved (MiB)", "max allocated (MiB)", "max Go heap (MiB)", "max waiting", "prepared", "time (s)"}}
@@ -152,10 +144,9 @@ func runMemoryMerges(ctx context.Context, o Options, res *Result, dir string, bu
 	return nil
 }
 
-// runMemoryReads is the read part of runMemory.
+// runMemoryReads runs concurrent Lists over pending generations at a read budget of each
+// merge budget.
 func runMemoryReads(ctx context.Context, o Options, res *Result, dir string) error {
-	// Reads: 16 concurrent Lists over 2,000 pending generations, at a read budget of each
-	// of the merge budgets.
 	const lists, gens = 16, 2000
 	payload := 1 << 10
 	rows := 16 // ~16 KiB per generation, 32 MiB in all (quick)
@@ -206,8 +197,7 @@ func runMemoryReads(ctx context.Context, o Options, res *Result, dir string) err
 	return nil
 }
 
-// writeMemoryStores writes one store per request, 4 generations of budget/8 each (the 4th
-// reaches budget/2), and returns their names.
+// writeMemoryStores writes a store per request: 4 generations of budget/8 (budget/2 in all).
 func writeMemoryStores(ctx context.Context, o Options, url string, requests int, budget int64) ([]string, error) {
 	const payload = 4 << 10
 	rowsPerGen := int(budget/8) / payload
@@ -229,8 +219,7 @@ type memoryRuns struct {
 	maxWaiting, prepared, busy         int
 }
 
-// runMemoryChildren runs the child o.reps() times with p (and GOMEMLIMIT = memLimit, when
-// set) and collects what they measured.
+// runMemoryChildren runs the child o.reps() times with p (GOMEMLIMIT = memLimit if set).
 func runMemoryChildren(ctx context.Context, o Options, p memoryChildParams, memLimit int64) (memoryRuns, error) {
 	var r memoryRuns
 	for rep := 0; rep < o.reps(); rep++ {
@@ -265,4 +254,128 @@ func runMemoryChildren(ctx context.Context, o Options, p memoryChildParams, memL
 			p.Mode, rep+1, o.reps(), mib(cr.VmHWM), mib(cr.VmRSSStart), mib(cr.MaxReserved), mib(cr.MaxAllocated), mib(cr.MaxHeapLive), mib(cr.MaxHeap), cr.Prepared, cr.Elapsed)
 	}
 	return r, nil
+}
+
+// memoryChild is the child half: the requests at once on a store under budget, then VmHWM.
+func memoryChild(ctx context.Context, o Options) error {
+	var p memoryChildParams
+	if err := childParams("memory", &p); err != nil {
+		return err
+	}
+	runtime.GC()
+	b := store.NewBudget(p.Budget)
+	if p.Mode == "reads" {
+		b = store.NewBudget(p.ReadBudget)
+	}
+	db, err := store.OpenDB(ctx, p.URL, storeOptions("memory-child", o.logger(), func(so *store.Options) {
+		so.Budget = b
+		so.MergeMaxBytes = p.Budget / 2
+		so.MergeMaxGenerations = 0
+		if p.Mode == "reads" {
+			so.Budget = nil
+			so.CacheBytes = 1 // cache off: every List decodes what it reads
+			if p.ReadBudget > 0 {
+				so.ReadBudget = b
+			}
+		}
+	}))
+	if err != nil {
+		return err
+	}
+	defer db.Close(context.WithoutCancel(ctx))
+	var stores []*store.Store
+	for _, n := range p.Stores {
+		s, err := db.Open(ctx, store.Target{Kind: store.KindGeneric, Name: n})
+		if err != nil {
+			return err
+		}
+		stores = append(stores, s)
+	}
+	self := procRSS(os.Getpid())
+	rssStart := self.rss()
+	var maxReserved, maxAllocated, maxWaiting, maxHeapLive, maxHeap atomic.Int64
+	profile := os.Getenv("WALKEEPER_BENCH_MEMPROFILE")
+	if profile != "" {
+		profile += fmt.Sprintf(".%s-b%d-rb%d-limit%s", p.Mode, p.Budget>>20, p.ReadBudget>>20, os.Getenv("GOMEMLIMIT"))
+	}
+	var profiledLive int64
+	heap := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/heap/objects:bytes"}}
+	stopSampling := poll(200*time.Microsecond, func() {
+		raiseTo(&maxReserved, b.Reserved())
+		raiseTo(&maxAllocated, b.Allocated())
+		raiseTo(&maxWaiting, int64(b.Waiting()))
+		metrics.Read(heap)
+		if v := int64(heap[0].Value.Uint64()); v > maxHeapLive.Load() {
+			if profile != "" && v > profiledLive+2<<20 {
+				writeProfile(profile+".heap", "heap") // what is live near the peak
+				profiledLive = v
+			}
+			maxHeapLive.Store(v)
+		}
+		raiseTo(&maxHeap, int64(heap[1].Value.Uint64()))
+	})
+	start := time.Now()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	done, busy := 0, 0
+	for i := 0; i < p.Requests; i++ {
+		s := stores[i%len(stores)]
+		wg.Go(func() {
+			if p.Mode == "reads" {
+				// A refused read (budget_busy) is what a client retries after Retry-After.
+				for attempt := 0; ; attempt++ {
+					page, err := s.List(ctx, store.ListOptions{Limit: 100})
+					mu.Lock()
+					if errors.Is(err, store.ErrBudgetBusy) && attempt < 20 {
+						busy++
+						mu.Unlock()
+						continue
+					}
+					if err != nil && firstErr == nil {
+						firstErr = err
+					}
+					if err == nil && len(page.Rows) > 0 {
+						done++
+					}
+					mu.Unlock()
+					return
+				}
+			}
+			pm, err := s.Prepare(ctx, store.PrepareParams{Shard: p.Shard, AttemptKey: fmt.Sprintf("memory/%d", i)})
+			if err == nil && pm != nil {
+				_, err = s.Abort(ctx, pm)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil && firstErr == nil {
+				firstErr = err
+			}
+			if pm != nil {
+				done++
+			}
+		})
+	}
+	wg.Wait()
+	stopSampling()
+	if firstErr != nil {
+		return firstErr
+	}
+	if profile != "" {
+		writeProfile(profile, "allocs")
+	}
+	out := memoryChildResult{
+		VmHWM: self.peak(), VmRSSStart: rssStart, MaxReserved: maxReserved.Load(), MaxAllocated: maxAllocated.Load(),
+		MaxHeapLive: maxHeapLive.Load(), MaxHeap: maxHeap.Load(),
+		Prepared: done, Elapsed: time.Since(start).Seconds(), MaxWaiting: int(maxWaiting.Load()), Busy: busy,
+	}
+	return childPrint(out)
+}
+
+// writeProfile writes the runtime profile name to path (best effort: a diagnostic).
+func writeProfile(path, name string) {
+	if f, err := os.Create(path); err == nil {
+		_ = pprof.Lookup(name).WriteTo(f, 0)
+		_ = f.Close()
+	}
 }

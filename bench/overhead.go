@@ -24,8 +24,7 @@ import (
 	"github.com/walkeeper/walkeeper/worker"
 )
 
-// overheadServer is one Temporal server of the overhead comparison with its in-process
-// node, and the store merged through it.
+// overheadServer is one server of the comparison with its node and the store merged through it.
 type overheadServer struct {
 	name     string
 	tenv     *temporalEnv
@@ -37,25 +36,17 @@ type overheadServer struct {
 	wfP50    []float64
 	bareP50  []float64
 	requests float64 // persistence requests during the merges
-	// mergeOps sums the persistence counters of the repetitions' merge windows, less idleOps
-	// (the idle rate per second) over each window's length.
+	// mergeOps sums the merge windows' persistence counters, less idleOps over each window.
 	mergeOps, idleOps persistenceOps
-	// bill is the MergeWal runs' Temporal actions, counted from their histories.
-	bill *temporalBill
-	// idleReqPerSec and idleCPUPct are the idle server's persistence requests per second and
-	// CPU (% of one core).
+	bill              *temporalBill // the MergeWal runs' Temporal actions, counted from their histories
+	// idleReqPerSec and idleCPUPct are the idle server's requests/s and CPU (% of a core).
 	idleReqPerSec, idleCPUPct float64
 }
 
-// temporalOverhead measures what running merges as Temporal workflows costs: 1 MiB merges
-// (one generation each) through MergeWal against the same prepare + commit called in a
-// direct loop, alternating one of each so drift hits both alike. Without --temporal it does
-// so on three servers side by side, each merge going to each in turn: two dev servers,
-// walkeeper's tuning (devserver.TunedDynamicConfig) and the server's defaults, and the
-// production server on PostgreSQL (internal/testkit/temporalcluster, as CI and docker-compose run it); it also times a bare
-// workflow of 4 sequential no-op activities on each, counts each server's persistence
-// requests (its own metrics endpoint) idle and per merge, and its CPU time idle. Last, the
-// time one MaintenanceSweep takes over 1,000 idle stores.
+// temporalOverhead is the temporal-overhead scenario (docs/benchmarks/temporal-overhead.md): 1 MiB
+// merges through MergeWal against a direct loop, on each server in turn (without --temporal: two
+// dev servers and the PostgreSQL cluster), a bare workflow, persistence and CPU cost, and one sweep
+// over idle stores.
 func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) error {
 	merges, idle, idleWindow := 20, 1000, 60*time.Second
 	if o.Quick {
@@ -111,8 +102,7 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 		if v.cluster {
 			sv.tenv, err = startCluster(ctx, o, logDir, sv.metrics, nil)
 			if errors.Is(err, cachebin.ErrNotInstalled) && os.Getenv("CI") == "" {
-				// Outside CI the third column is optional: the comparison of the two dev
-				// servers stands on its own.
+				// Outside CI the third column is optional.
 				res.note("No PostgreSQL-backed column: %v.", err)
 				o.progressf("temporal-overhead: %v; running without the PostgreSQL-backed server", err)
 				continue
@@ -197,9 +187,8 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 		}
 		return time.Since(t0), nil
 	}
-	// Each repetition's merges are one window of each server's persistence counters, read
-	// once the server has reported them (settle) and less the server's idle rate: the bare
-	// workflows run outside it.
+	// Each repetition's merges are one window of persistence counters, read after settle, less the
+	// idle rate.
 	const settle = 2 * time.Second
 	window := func() ([]persistenceOps, time.Time) {
 		if o.Temporal != "" {
@@ -269,7 +258,6 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 			line += fmt.Sprintf("; %s: workflow %.1f merges/s (p50 %s)", sv.name, wr, fmtDur(summarize(wfLat[k]).P50))
 		}
 		o.progressf("%s", line)
-		// The bare workflow, alternating servers.
 		bare := make([][]time.Duration, len(servers))
 		for i := 0; i < merges; i++ {
 			for k, sv := range servers {
@@ -347,7 +335,6 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 	res.values("", map[string]float64{"wf_rate": w.Median, "direct_rate": d.Median, "ratio": r.Median,
 		"wf_p50_ms": spreadOf(servers[0].wfP50).Median, "direct_p50_ms": dp.Median})
 
-	// Sweep over idle stores.
 	o.progressf("temporal-overhead: creating %d idle stores", idle)
 	err = eachN(8, idle, func(i int) error {
 		_, err := db.Create(ctx, store.Target{Kind: store.Kinds[i%len(store.Kinds)], Name: fmt.Sprintf("idle%05d", i)}, createOptsFor(store.Kinds[i%len(store.Kinds)]))
@@ -437,8 +424,7 @@ func runBare(ctx context.Context, c client.Client) (time.Duration, error) {
 	return time.Since(t0), nil
 }
 
-// processCPU is the user + system CPU time of process pid so far (Linux /proc; clock ticks
-// of 10 ms, the kernel's USER_HZ).
+// processCPU is pid's user + system CPU time from /proc (ticks of 10 ms, USER_HZ).
 func processCPU(pid int) (time.Duration, error) {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {

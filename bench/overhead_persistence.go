@@ -12,8 +12,7 @@ import (
 	"time"
 )
 
-// persistenceOp is one persistence operation's counters as a Temporal server exports them:
-// requests, and the count and sum (seconds) of its latency histogram.
+// persistenceOp is an operation's requests and its latency histogram's count and sum (s).
 type persistenceOp [3]float64
 
 // The counters of a persistenceOp.
@@ -26,8 +25,7 @@ const (
 // persistenceOps is a server's persistence counters by operation.
 type persistenceOps map[string]persistenceOp
 
-// scrapePersistence reads the persistence_requests and persistence_latency counters a
-// Temporal server exports on its metrics port, summed by operation over every other label.
+// scrapePersistence reads a server's persistence counters from its metrics port, by operation.
 func scrapePersistence(ctx context.Context, port int) (persistenceOps, error) {
 	if port == 0 {
 		return nil, fmt.Errorf("no metrics port")
@@ -116,7 +114,6 @@ func (p persistenceOps) less(background persistenceOps) persistenceOps {
 	return p.zip(background, func(a, b float64) float64 { return max(0, a-b) })
 }
 
-// add sums d into p.
 func (p persistenceOps) add(d persistenceOps) {
 	for op, o := range d {
 		s := p[op]
@@ -127,9 +124,8 @@ func (p persistenceOps) add(d persistenceOps) {
 	}
 }
 
-// persistenceBreakdown is the table of where one MergeWal's persistence time goes on each
-// server: per operation, requests per merge, mean latency, and their product (time spent in
-// that operation per merge, summed over requests that may overlap), the heaviest first.
+// persistenceBreakdown is where one MergeWal's persistence time goes on each server, by operation,
+// the heaviest first.
 func persistenceBreakdown(servers []*overheadServer, merges int) Table {
 	t := Table{
 		Title:  "Persistence per MergeWal run (each repetition's merges, less the server's idle rate), by operation: requests per run, mean latency (ms), time per run (ms), heaviest first",

@@ -10,15 +10,13 @@ import (
 
 // series is one line of a plot.
 type series struct {
-	Name   string
-	X, Y   []float64
-	Color  color.Color
-	Dashed bool
-	Thin   bool
-	// NoLegend hides the line from the legend (per-shard lines).
-	NoLegend bool
-	// Points marks every point (a series of one point draws no line).
-	Points bool
+	Name     string
+	X, Y     []float64
+	Color    color.Color
+	Dashed   bool
+	Thin     bool
+	NoLegend bool // hides the line from the legend (per-shard lines)
+	Points   bool // marks every point (a series of one point draws no line)
 	// LogY draws the plot's y axis on a log scale (any series asking for it; values must be > 0).
 	LogY bool
 }

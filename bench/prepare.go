@@ -9,12 +9,8 @@ import (
 	"github.com/walkeeper/walkeeper/store"
 )
 
-// parallelPrepare prepares the pending generations of 4 shards of one store one after
-// another and then all 4 at once (what MergeWal does with parallel_prepare; commits stay one at
-// a time and are not timed here), from a cold process cache each time, on file:// with fsync,
-// and again with a modelled object-store latency of 10 ms per request.
-// The staged files are aborted after each round so every round prepares the same data. Order
-// alternates between repetitions.
+// parallelPrepare is the parallel-prepare scenario (docs/benchmarks/parallel-prepare.md): 4 shards
+// prepared serially and at once, on file:// and with 10 ms per request, aborted after each round.
 func parallelPrepare(ctx context.Context, o Options, res *Result, dir string) error {
 	const shards = 4
 	gens, rows, payload := 8, 256, 4<<10 // 8 × 1 MiB per shard

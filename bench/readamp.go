@@ -9,12 +9,9 @@ import (
 	"github.com/walkeeper/walkeeper/store"
 )
 
-// readAmp measures Get and a 100-row List page from a reader process (no memtable; every
-// generation comes from storage, then from the decoded-file cache) over a 10,000-row base with
-// 0, 16, 256 and 1024 pending generations of 100 rows each on top, and again after merging
-// them all (merge_max_generations 8, so one base run per 8 generations), and again after
-// compacting the base into one run. Storage: file:// without fsync (writes are not what is
-// measured).
+// readAmp is the read-amp scenario (docs/benchmarks/read-amp.md): Get and List latency from a
+// reader process over a 10,000-row base with pending generations on top, then merged, then
+// compacted.
 func readAmp(ctx context.Context, o Options, res *Result, dir string) error {
 	levels := []int{0, 16, 256, 1024}
 	gets, lists := 400, 100
@@ -23,8 +20,7 @@ func readAmp(ctx context.Context, o Options, res *Result, dir string) error {
 		gets, lists = 100, 20
 	}
 	const baseRows, rowsPerGen = 10000, 100
-	// listAfter is the cursor of the i-th timed List: spread over the base, and at least a
-	// page before its end, so every page is full.
+	// listAfter spreads the timed Lists over the base, a page before its end, so pages are full.
 	listAfter := func(i int) string { return fmt.Sprintf("k%09d", (i*7919)%(baseRows-200)) }
 	res.param("base_rows", baseRows)
 	res.param("rows_per_generation", rowsPerGen)
@@ -90,8 +86,7 @@ func readAmp(ctx context.Context, o Options, res *Result, dir string) error {
 					}
 					gl = append(gl, time.Since(t0))
 				}
-				// The reads must see the pending generations, not only the base: a read that
-				// skipped them would be fast and wrong, and this scenario would time it.
+				// The reads must see the pending generations: a read that skipped them would be fast and wrong.
 				newest, want := "k000000042", int64(42) // a base row (n = key)
 				if pending > 0 {
 					g := pending - 1 // the newest generation's first row, no later write
@@ -121,8 +116,7 @@ func readAmp(ctx context.Context, o Options, res *Result, dir string) error {
 			add(fmt.Sprintf("%d pending", pending), g, l)
 			o.progressf("read-amp: %d pending: get p50 %s p99 %s, list p50 %s p99 %s", pending, fmtDur(g.P50), fmtDur(g.P99), fmtDur(l.P50), fmtDur(l.P99))
 			if pending == levels[len(levels)-1] {
-				// A copy of the store as it is now, unmerged, read side by side with the merged
-				// store below.
+				// An unmerged copy, read side by side with the merged store below.
 				unmerged := root + "-unmerged"
 				if err := os.CopyFS(unmerged, os.DirFS(root)); err != nil {
 					return err
@@ -192,9 +186,8 @@ func readAmp(ctx context.Context, o Options, res *Result, dir string) error {
 	return nil
 }
 
-// listSpeedupSideBySide opens a reader on each of two stores of target and times n 100-row
-// Lists on each, after(0) … after(n-1), alternating between the stores, after one untimed List
-// on each (the cold decode). It returns slowURL's List p50 over fastURL's.
+// listSpeedupSideBySide times n Lists alternating between two stores of target, after one untimed
+// List each, and returns slowURL's p50 over fastURL's.
 func listSpeedupSideBySide(ctx context.Context, o Options, target store.Target, slowURL, fastURL string, n int, after func(int) string) (float64, error) {
 	var lists [2]func(after string) (time.Duration, error)
 	for i, url := range []string{slowURL, fastURL} {

@@ -15,32 +15,19 @@ import (
 	"github.com/walkeeper/walkeeper/store"
 )
 
-// The start-rate scenario measures the Temporal server's start capacity on its own: MergeWal
-// starts through contract.StartMergeWal (the path every trigger and the sweep's
-// StartWorkflows use: workflow ID, ID policies, search attributes, summary) with no worker
-// polling, so nothing that is started runs. The fleet scenario's sweep starts its 10,000
-// MergeWal runs while the ones already started execute on the same machine; this is the rate
-// the same server gives when they do not (docs/benchmarks/fleet.md). A start that times out
-// in the SDK's RPC budget is counted apart from one the server refused (startRateLevel).
+// The start-rate scenario (docs/benchmarks/fleet.md): MergeWal starts through
+// contract.StartMergeWal with no worker polling, the server's start capacity on its own; a
+// timed-out start counts apart from a refused one.
 
 // startRateInFlight are the starts in flight measured, one after another.
 var startRateInFlight = []int{16, 64, 128}
 
-// startRPCBudget is the SDK's default client.Options.RPCTimeout, which the bench's client
-// keeps: one start, the SDK's own retries of a busy or unavailable frontend included, gives
-// up with DeadlineExceeded after it, however long the caller's context allows.
+// startRPCBudget is the SDK's default RPCTimeout, after which a start gives up retrying.
 const startRPCBudget = 10 * time.Second
 
-// startRateQuietWait is the mean wait of a start (Little's law: in flight / completions per
-// second) under which no start may time out: a start that spends the whole budget while
-// the mean one waits a quarter of it is a stall, not a queue.
-const startRateQuietWait = startRPCBudget / 4
-
-// startRateNeeded is the rate that starts 10,000 stores within a one-minute sweep interval
-// (the fleet target at 1 % of 1M stores).
+// startRateNeeded starts 10,000 stores (1 % of 1M) within a one-minute sweep interval.
 const startRateNeeded = 10_000.0 / 60
 
-// runStartRate is the start-rate scenario.
 func runStartRate(ctx context.Context, o Options, res *Result) error {
 	n := o.Stores
 	if n <= 0 {
@@ -103,12 +90,10 @@ func runStartRate(ctx context.Context, o Options, res *Result) error {
 		}
 		t.Rows = append(t.Rows, []string{fmt.Sprint(inflight), fmt.Sprint(n), fmt.Sprint(lv.Failed), fmt.Sprint(lv.TimedOut),
 			fmtDur(lv.meanWait()), fmtDur(d), fmt.Sprintf("%.0f", rate)})
-		res.Values[fmt.Sprintf("starts_per_s_%d", inflight)] = rate
-		res.Values[fmt.Sprintf("failed_%d", inflight)] = float64(lv.Failed)
-		res.Values[fmt.Sprintf("timed_out_%d", inflight)] = float64(lv.TimedOut)
-		res.Values[fmt.Sprintf("mean_wait_s_%d", inflight)] = lv.meanWait().Seconds()
-		res.Values[fmt.Sprintf("starts_%d", inflight)] = float64(n)
-		res.Values[fmt.Sprintf("time_s_%d", inflight)] = d.Seconds()
+		for k, v := range map[string]float64{"starts_per_s": rate, "failed": float64(lv.Failed), "timed_out": float64(lv.TimedOut),
+			"mean_wait_s": lv.meanWait().Seconds(), "starts": float64(n), "time_s": d.Seconds()} {
+			res.Values[fmt.Sprintf("%s_%d", k, inflight)] = v
+		}
 	}
 	res.Tables = append(res.Tables, t)
 	res.Values["best_starts_per_s"] = best
@@ -117,9 +102,7 @@ func runStartRate(ctx context.Context, o Options, res *Result) error {
 	return nil
 }
 
-// startTimedOut reports whether a start failed because the SDK's RPC budget ran out while
-// the server had not answered: the start was queued, not refused (the ID policies make a
-// later start of the same ID attach to it if the server did start it).
+// startTimedOut reports whether a start ran out of the RPC budget unanswered: queued, not refused.
 func startTimedOut(err error) bool {
 	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, new(*serviceerror.DeadlineExceeded))
 }
@@ -138,31 +121,10 @@ func (l startRateLevel) rate() float64 {
 	return float64(l.Starts-l.Failed) / l.Took.Seconds()
 }
 
-// meanWait is a start's mean time in flight by Little's law (in flight × time / starts):
-// with the server saturated, what a start queues behind the others in flight.
+// meanWait is a start's mean time in flight by Little's law (in flight × time / starts).
 func (l startRateLevel) meanWait() time.Duration {
 	if l.Starts <= 0 {
 		return 0
 	}
 	return time.Duration(float64(l.InFlight) * float64(l.Took) / float64(l.Starts))
-}
-
-// problems is what is wrong with a level, none when it is fine: a start failed otherwise
-// than by timing out (a refusal: options, search attributes or ID policy the server does not
-// take), or a start timed out while the mean one waited under startRateQuietWait. Starts
-// that time out because the level keeps more in flight than the server drains within
-// startRPCBudget are the server's capacity on a loaded machine, which the rate reports. Pure.
-func (l startRateLevel) problems() []string {
-	var out []string
-	if refused := l.Failed - l.TimedOut; refused > 0 {
-		out = append(out, fmt.Sprintf("%d in flight: %d starts failed otherwise than by timing out", l.InFlight, refused))
-	}
-	if l.TimedOut > 0 && l.meanWait() < startRateQuietWait {
-		out = append(out, fmt.Sprintf("%d in flight: %d starts timed out (%s budget) while the mean start waited %s",
-			l.InFlight, l.TimedOut, startRPCBudget, fmtDur(l.meanWait())))
-	}
-	if l.rate() <= 0 {
-		out = append(out, fmt.Sprintf("%d in flight: no start succeeded", l.InFlight))
-	}
-	return out
 }

@@ -16,8 +16,7 @@ import (
 	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
 
-// benchSchema is the generic schema every store-level scenario writes: a key, a number and a
-// binary payload that sets the row size.
+// benchSchema is a key, a number and a binary payload that sets the row size.
 var benchSchema = store.Schema{Fields: []store.Field{
 	{Name: "id", Type: store.TypeString},
 	{Name: "n", Type: store.TypeInt64, Nullable: true},
@@ -52,8 +51,7 @@ func storeOptions(instance string, log *zap.Logger, tweak ...func(*store.Options
 	o := store.DefaultOptions()
 	o.InstanceID = instance
 	o.Logger = log
-	// The bench writes whole generations of up to 64 MiB in one append, as a trusted
-	// in-process writer; the append bounds a client meets are the hostile scenario's subject.
+	// A trusted writer of 64 MiB generations; clients' append bounds are the hostile scenario's.
 	o.MaxAppendRows = 0
 	o.MemtableBytes = 1 << 30
 	for _, f := range tweak {
@@ -62,8 +60,7 @@ func storeOptions(instance string, log *zap.Logger, tweak ...func(*store.Options
 	return o
 }
 
-// openAs opens url as another process would (its own DB, instance and shard, storeOptions
-// with tweak) and opens t in it. The caller closes the DB.
+// openAs opens t in a DB of its own on url, as another process would; the caller closes it.
 func openAs(ctx context.Context, url, instance string, log *zap.Logger, t store.Target, tweak ...func(*store.Options)) (*store.DB, *store.Store, error) {
 	db, err := store.OpenDB(ctx, url, storeOptions(instance, log, tweak...))
 	if err != nil {
@@ -77,12 +74,13 @@ func openAs(ctx context.Context, url, instance string, log *zap.Logger, t store.
 	return db, s, nil
 }
 
-// noPendingCaps lifts the pending caps: the scenarios read and write over more pending
-// generations than a writer may leave.
+// noPendingCaps lifts the pending caps: scenarios leave more pending than a writer may.
 func noPendingCaps(so *store.Options) { so.PendingMax = 0; so.PendingWarn = 0 }
 
-// compactBase compacts the base of s once it has 32 runs, as the sweep's CompactBase would,
-// so that the manifest stays production-sized.
+// noMergeCaps lifts a merge's size caps: the scenarios time merges of every pending generation.
+func noMergeCaps(so *store.Options) { so.MergeMaxGenerations = 0; so.MergeMaxBytes = 0 }
+
+// compactBase compacts s's base at 32 runs, as the sweep would: production-sized manifests.
 func compactBase(ctx context.Context, s *store.Store) error {
 	st, err := s.Stats(ctx)
 	if err == nil && st.Runs >= 32 {
@@ -113,8 +111,7 @@ func sealRows(ctx context.Context, s *store.Store, rows ...store.Row) error {
 	return err
 }
 
-// writeGenerations seals gens generations of rows rows each with payload bytes per row in s,
-// keys cycling over keySpace.
+// writeGenerations seals gens generations of rows rows with keys cycling over keySpace.
 func writeGenerations(ctx context.Context, s *store.Store, gens, rows, payload, keySpace int, seed int64) error {
 	for g := 0; g < gens; g++ {
 		batch := make([]store.Row, rows)
@@ -129,9 +126,8 @@ func writeGenerations(ctx context.Context, s *store.Store, gens, rows, payload, 
 	return nil
 }
 
-// writeStore writes gens generations (writeGenerations) to generic store name on url as writer
-// instance, creating the store unless an earlier writer did, and closes the writer; it
-// returns the writer's shard.
+// writeStore writes gens generations to generic store name on url as writer instance (creating it
+// if need be), closes the writer and returns its shard.
 func writeStore(ctx context.Context, o Options, url, instance, name string, gens, rows, payload, keySpace int, seed int64) (string, error) {
 	db, err := store.OpenDB(ctx, url, storeOptions(instance, o.logger()))
 	if err != nil {
@@ -163,8 +159,7 @@ func fileURL(dir string, nosync bool) string {
 	return u
 }
 
-// eachN runs f(0) to f(n-1), at most limit (> 0) at a time, started in index order, and
-// returns the first error.
+// eachN runs f(0) to f(n-1) in order, limit at a time, and returns the first error.
 func eachN(limit, n int, f func(i int) error) error {
 	var g errgroup.Group
 	g.SetLimit(limit)
@@ -174,8 +169,7 @@ func eachN(limit, n int, f func(i int) error) error {
 	return g.Wait()
 }
 
-// every runs f every d until ctx ends, in a goroutine counted by wg; a call longer than d
-// drops the ticks it missed.
+// every runs f every d until ctx ends (goroutine counted by wg), dropping missed ticks.
 func every(ctx context.Context, wg *sync.WaitGroup, d time.Duration, f func()) {
 	wg.Go(func() {
 		tk := time.NewTicker(d)
@@ -199,14 +193,12 @@ func poll(d time.Duration, f func()) (stop func()) {
 	return func() { cancel(); wg.Wait() }
 }
 
-// raiseTo raises a to v if v is larger.
 func raiseTo(a *atomic.Int64, v int64) {
 	for m := a.Load(); v > m && !a.CompareAndSwap(m, v); m = a.Load() {
 	}
 }
 
-// latencyFaults delays every storage request by d (while enabled) and counts requests:
-// a model of an object store's round trip, applied equally to both sides of a comparison.
+// latencyFaults delays and counts storage requests: a modelled object-store round trip.
 type latencyFaults struct {
 	d        atomic.Int64 // nanoseconds; 0 = off
 	requests atomic.Int64

@@ -22,8 +22,7 @@ import (
 	"github.com/walkeeper/walkeeper/worker"
 )
 
-// temporalEnv is a Temporal frontend and a client: a dev server started for the run, or an
-// existing server (Options.Temporal).
+// temporalEnv is a client to a dev server started for the run, or to Options.Temporal.
 type temporalEnv struct {
 	hostPort string
 	client   client.Client
@@ -54,10 +53,9 @@ func (e *temporalEnv) serverPID() int {
 	return 0
 }
 
-// startCluster starts the production Temporal server on its own PostgreSQL (4 history
-// shards, SQL visibility, the dynamic config docker-compose mounts, with dc over it;
-// internal/testkit/temporalcluster) with its metrics on metricsPort, the binaries from
-// scripts/install-servers.sh.
+// startCluster starts the production Temporal server on PostgreSQL
+// (internal/testkit/temporalcluster) with dc over its dynamic config and its metrics on
+// metricsPort.
 func startCluster(ctx context.Context, o Options, dir string, metricsPort int, dc map[string]any) (*temporalEnv, error) {
 	o.progressf("starting Temporal server on PostgreSQL (internal/testkit/temporalcluster)")
 	sctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
@@ -90,9 +88,7 @@ func (e *temporalEnv) dial(ctx context.Context, o Options) error {
 	return nil
 }
 
-// startTemporal connects to o.Temporal or starts `temporal server start-dev` (headless,
-// in-memory database, server log in logDir/temporal.log, logDir made if missing) with dev's
-// ServerDefaults, MetricsPort and DynamicConfig.
+// startTemporal connects to o.Temporal or starts a dev server (log in logDir/temporal.log).
 func startTemporal(ctx context.Context, o Options, logDir string, dev devserver.Options) (*temporalEnv, error) {
 	env := &temporalEnv{hostPort: o.Temporal}
 	if env.hostPort == "" {
@@ -135,32 +131,19 @@ type nodeConfig struct {
 	// MergeSlots and SharedActivitySlots are the worker's slots (0 = the worker's default).
 	MergeSlots          int
 	SharedActivitySlots int
-	// ParallelPrepare makes the node's count-trigger starts ask MergeWal for parallel
-	// prepares, as the worker does with --merge-parallel-prepare (its default).
-	ParallelPrepare bool
-	// StartConcurrency is the starts one StartWorkflows has in flight on this node
-	// (--sweep-start-concurrency; 0 = activities.DefaultStartConcurrency).
-	StartConcurrency int
-	// PrepareConcurrency is the count trigger's MergeWalInput.PrepareConcurrency
-	// (--merge-prepare-concurrency; 0 = the workflow default).
-	PrepareConcurrency int
-	// NoSharedWorker leaves out the shared-queue worker (workflows and shared activities),
-	// and ShardPollers (0 = the SDK default) sets the activity pollers of the own shard queue:
-	// with hundreds of nodes on one machine, a shared-queue worker per node would be
-	// hundreds of idle long polls against one dev server.
+	ParallelPrepare     bool // --merge-parallel-prepare (the worker's default)
+	StartConcurrency    int  // --sweep-start-concurrency (0 = the default)
+	PrepareConcurrency  int  // --merge-prepare-concurrency (0 = the default)
+	// NoSharedWorker leaves out the shared-queue worker and ShardPollers sets the shard queue's
+	// pollers (0 = default): hundreds of nodes would otherwise be hundreds of idle long polls.
 	NoSharedWorker bool
 	ShardPollers   int
-	// DeadlockDetection overrides the SDK's 1 s workflow deadlock detector (0 = default):
-	// hundreds of nodes starve one machine's CPU, and a workflow task that merely waited
-	// for the scheduler must not count as a deadlock.
+	// DeadlockDetection overrides the SDK's 1 s deadlock detector (0 = default) for a starved CPU.
 	DeadlockDetection time.Duration
 }
 
-// node is one walkeeper worker process minus its HTTP data plane: the store handle, the
-// flush sweeper with the count trigger, and the two Temporal workers (shared queue and own
-// shard queue, worker.TemporalWorkers), wired as worker.Worker wires them. It exists because
-// worker.Worker opens its storage from a URL, and the incident replay needs every node's
-// storage requests to go through the same latency model as the baseline's.
+// node is one walkeeper worker minus its HTTP data plane, wired as worker.Worker wires it but on a
+// DB the caller opened, so its storage requests go through the bench's latency model.
 type node struct {
 	db      *store.DB
 	flusher *worker.Flusher
@@ -181,8 +164,7 @@ func startNode(ctx context.Context, c client.Client, db *store.DB, cfg nodeConfi
 	})}
 	acts := &activities.Activities{DB: db, Logger: log.Named("activities"), Metrics: metrics, Client: c,
 		StartConcurrency: cfg.StartConcurrency}
-	// Local activities at the SDK's default bound, not the worker's, so that the nodes
-	// measure as in the runs docs/BENCHMARKS.md records.
+	// Local activities at the SDK's bound, as in the runs docs/BENCHMARKS.md records.
 	tws := worker.TemporalWorkers{
 		Identity:            "bench/" + db.Shard(),
 		SharedActivitySlots: cmp.Or(cfg.SharedActivitySlots, worker.DefaultConfig().SharedActivitySlots),

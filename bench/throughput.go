@@ -12,11 +12,9 @@ import (
 	"github.com/walkeeper/walkeeper/store"
 )
 
-// mergeThroughput measures merge throughput — MB of generation files merged per second,
-// prepare + commit, from a cold process cache — next to the raw I/O bound of the same bytes
-// measured in the same run on the same disk: read the same generation files and write (and
-// fsync) as many bytes to a new file. Both read from the page cache (the generations were
-// just written), which is the favourable case for the raw bound.
+// mergeThroughput is the merge-throughput scenario (docs/benchmarks/merge-throughput.md): MB of
+// generations merged per second next to reading the same files and writing and fsyncing as many
+// bytes.
 func mergeThroughput(ctx context.Context, o Options, res *Result, dir string) error {
 	gens, rowsPerGen, payload := 8, 1024, 4<<10 // 8 × ~4 MiB
 	if o.Quick {
@@ -96,10 +94,7 @@ func mergeThroughput(ctx context.Context, o Options, res *Result, dir string) er
 				return time.Since(t0), os.Remove(out)
 			}
 			merge := func() (time.Duration, time.Duration, error) {
-				m, ms, err := openAs(ctx, url, "merger", o.logger(), store.Target{Kind: store.KindGeneric, Name: "tp"}, func(so *store.Options) {
-					so.MergeMaxGenerations = 0
-					so.MergeMaxBytes = 0
-				})
+				m, ms, err := openAs(ctx, url, "merger", o.logger(), store.Target{Kind: store.KindGeneric, Name: "tp"}, noMergeCaps)
 				if err != nil {
 					return 0, 0, err
 				}

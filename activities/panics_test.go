@@ -2,8 +2,6 @@ package activities
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,22 +12,12 @@ import (
 	"go.temporal.io/sdk/mocks"
 
 	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/internal/testkit/panictest"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
-// injectedPanics counts the panics tests injected on purpose; TestMain fails the package when
-// a goroutine recovered any other, so recovering never hides a bug from the tests.
-var injectedPanics atomic.Int64
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if got, want := store.RecoveredPanics(), injectedPanics.Load(); code == 0 && got != want {
-		fmt.Fprintf(os.Stderr, "FAIL: goroutines recovered %d panics, %d of them injected (see 'goroutine panicked' in the logs)\n", got, want)
-		code = 1
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { panictest.Main(m, store.RecoveredPanics) }
 
 // ReconcilePage reconciles stores in goroutines of its own, where the SDK's recovery of an
 // activity's panic does not reach: a panic in one (here the storage driver's) ended the
@@ -46,7 +34,7 @@ func TestFindingAPanicInAReconcileGoroutineIsAnUnreadableStore(t *testing.T) {
 	armed.Store(true)
 	b := raw.WithFaults(objstore.FaultFuncs{BeforeFunc: func(op, key string) error {
 		if !strings.HasPrefix(key, "_registry/") && armed.CompareAndSwap(true, false) {
-			injectedPanics.Add(1)
+			panictest.Injected()
 			panic("injected: a storage driver panicked on " + key)
 		}
 		return nil
@@ -74,7 +62,7 @@ func TestFindingAPanicInAStartGoroutineFailsThatStart(t *testing.T) {
 	c.On("ExecuteWorkflow", mock.Anything, mock.Anything, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, o client.StartWorkflowOptions, _ any, _ ...any) (client.WorkflowRun, error) {
 			if o.ID == "merge-wal/generic/boom" {
-				injectedPanics.Add(1)
+				panictest.Injected()
 				panic("injected: the client panicked")
 			}
 			run := &mocks.WorkflowRun{}

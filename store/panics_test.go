@@ -4,35 +4,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/walkeeper/walkeeper/internal/testkit/panictest"
 	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
-// injectedPanics counts the panics tests injected on purpose; TestMain fails the package when
-// the store recovered any other, so recovering never hides a bug from the tests.
-var injectedPanics atomic.Int64
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if got, want := RecoveredPanics(), injectedPanics.Load(); code == 0 && got != want {
-		fmt.Fprintf(os.Stderr, "FAIL: the store recovered %d panics, %d of them injected (see 'goroutine panicked' in the logs)\n", got, want)
-		code = 1
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { panictest.Main(m, RecoveredPanics) }
 
 // panicOn is a fault that panics once on the first operation op on a key containing part
 // while armed.
 func panicOn(op, part string, armed *atomic.Bool) objstore.FaultFuncs {
 	return objstore.FaultFuncs{BeforeFunc: func(o, key string) error {
 		if o == op && strings.Contains(key, part) && armed.CompareAndSwap(true, false) {
-			injectedPanics.Add(1)
+			panictest.Injected()
 			panic("injected: a storage driver panicked on " + key)
 		}
 		return nil

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/internal/testkit/panictest"
 	"github.com/walkeeper/walkeeper/store"
 )
 
@@ -36,7 +37,7 @@ func TestFindingAPanicInASweeperSealFailsThatSealOnly(t *testing.T) {
 		Resident: db.Resident,
 		Flush: func(ctx context.Context, s *store.Store) (store.FlushResult, error) {
 			if panics.Add(-1) == 0 {
-				injectedPanics.Add(1)
+				panictest.Injected()
 				panic("injected: a seal panicked")
 			}
 			return s.Flush(ctx)
@@ -65,7 +66,7 @@ func TestFindingAPanicInATriggerStartFailsThatStart(t *testing.T) {
 	var starts atomic.Int32
 	start := func(ctx context.Context, tg store.Target, in contract.MergeWalInput, _ ...contract.StartOption) (client.WorkflowRun, error) {
 		if starts.Add(1) == 1 {
-			injectedPanics.Add(1)
+			panictest.Injected()
 			panic("injected: the start panicked")
 		}
 		run := &mocks.WorkflowRun{}

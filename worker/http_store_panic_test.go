@@ -2,10 +2,8 @@ package worker
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -16,22 +14,12 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/walkeeper/walkeeper/internal/testkit/panictest"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
-// injectedPanics counts the panics tests injected on purpose; TestMain fails the package when
-// a goroutine recovered any other, so recovering never hides a bug from the tests.
-var injectedPanics atomic.Int64
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if got, want := store.RecoveredPanics(), injectedPanics.Load(); code == 0 && got != want {
-		fmt.Fprintf(os.Stderr, "FAIL: goroutines recovered %d panics, %d of them injected (see 'goroutine panicked' in the logs)\n", got, want)
-		code = 1
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { panictest.Main(m, store.RecoveredPanics) }
 
 // A panic in a goroutine the store starts for a request (here a read's manifest loads, which
 // run in an errgroup) is answered like the handler's own panic: 500 internal with a request
@@ -53,7 +41,7 @@ func TestFindingStoreGoroutinePanicIsAnswered500Internal(t *testing.T) {
 	var armed atomic.Bool
 	b := raw.WithFaults(objstore.FaultFuncs{BeforeFunc: func(op, key string) error {
 		if op == objstore.OpGet && strings.Contains(key, "/manifest/") && armed.Load() {
-			injectedPanics.Add(1)
+			panictest.Injected()
 			panic("injected: a storage driver panicked")
 		}
 		return nil

@@ -43,4 +43,6 @@ type CompactBaseStatus struct {
 	InFlight       []InFlightActivity `json:"in_flight,omitempty"`
 	SlotWait       time.Duration      `json:"slot_wait,omitempty"`
 	RefusedSignals int                `json:"refused_signals,omitempty"`
+	// IgnoredFields is MergeWalStatus.IgnoredFields of this run's input.
+	IgnoredFields []string `json:"ignored_fields,omitempty"`
 }

@@ -155,6 +155,9 @@ type MergeWalStatus struct {
 	// RefusedSignals counts the ActivityStateSignal payloads this run refused because they
 	// did not decode (anyone with namespace access can send one); the run went on.
 	RefusedSignals int `json:"refused_signals,omitempty"`
+	// IgnoredFields names members of the run's input that no field took, mistyped or of a
+	// later build (at most MaxUnknownFieldNames; UnknownInputFields); the run went on without.
+	IgnoredFields []string `json:"ignored_fields,omitempty"`
 }
 
 // ShardStatus is one shard's part of MergeWalStatus.

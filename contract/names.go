@@ -60,6 +60,11 @@ const (
 	MetricTagSignal      = "signal"
 )
 
+// MetricIgnoredInputFields is the SDK counter a run adds to, through its replay-safe
+// workflow.GetMetricsHandler, the number of its input's members that no field takes
+// (UnknownInputFields), tagged with MetricTagWorkflow; the worker exports it to Prometheus.
+const MetricIgnoredInputFields = "walkeeper_workflow_ignored_input_fields"
+
 // MergeWalID is the workflow ID of t's merge: "merge-wal/<kind>/<name>".
 func MergeWalID(t target.Target) string { return "merge-wal/" + t.Path() }
 

@@ -149,6 +149,10 @@ func NewMetrics(budget *store.Budget) *Metrics {
 	for _, typ := range stuckTypes {
 		refusedSignals.WithLabelValues(typ, contract.ActivityStateSignal) // at 0 from the start, so a first refusal shows as an increase
 	}
+	reg.MustRegister(ignoredInputFields)
+	for _, typ := range workflowTypes {
+		ignoredInputFields.WithLabelValues(typ) // at 0 from the start, as refusedSignals
+	}
 	m.setStuck(nil)
 	for _, typ := range stuckTypes {
 		m.runsTerminated.WithLabelValues(typ)

@@ -22,6 +22,16 @@ var refusedSignals = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "Signals whose payload a workflow run on this process refused (it does not decode), by workflow type and signal; the run goes on, and its status counts them in refused_signals.",
 }, []string{"workflow", "signal"})
 
+// ignoredInputFields is process-wide, as refusedSignals is.
+var ignoredInputFields = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Namespace: "walkeeper", Subsystem: "workflow", Name: "ignored_input_fields_total",
+	Help: "Members of workflow inputs that no field of the input takes (mistyped, or written by a later build), which runs on this process ignored, by workflow type; the run goes on with its defaults, and its log line 'Input fields ignored', current details and status name them.",
+}, []string{"workflow"})
+
+// workflowTypes are the workflow label values of ignoredInputFields; any other is "other".
+var workflowTypes = []string{contract.MergeWalWorkflow, contract.CompactBaseWorkflow, contract.MaintenanceSweepWorkflow,
+	contract.SweepWindowWorkflow, contract.MergeWalTickWorkflow, contract.ReconcileDemandWorkflow}
+
 // SDKMetrics is the metrics handler of the Temporal clients a worker's workflows run on
 // (DefaultTemporalConfig sets it).
 var SDKMetrics client.MetricsHandler = sdkMetrics{}
@@ -38,19 +48,27 @@ func (h sdkMetrics) WithTags(tags map[string]string) client.MetricsHandler {
 }
 
 func (h sdkMetrics) Counter(name string) client.MetricsCounter {
-	if name != contract.MetricRefusedSignals {
-		return client.MetricsNopHandler.Counter(name)
-	}
 	// The labels keep to known values, whatever a tag says.
-	wf, sig := h.tags[contract.MetricTagWorkflow], h.tags[contract.MetricTagSignal]
-	if !slices.Contains(stuckTypes, wf) {
-		wf = "other"
+	wf := h.tags[contract.MetricTagWorkflow]
+	switch name {
+	case contract.MetricRefusedSignals:
+		sig := h.tags[contract.MetricTagSignal]
+		if !slices.Contains(stuckTypes, wf) {
+			wf = "other"
+		}
+		if sig != contract.ActivityStateSignal {
+			sig = "other"
+		}
+		c := refusedSignals.WithLabelValues(wf, sig)
+		return counterFunc(func(d int64) { c.Add(float64(d)) })
+	case contract.MetricIgnoredInputFields:
+		if !slices.Contains(workflowTypes, wf) {
+			wf = "other"
+		}
+		c := ignoredInputFields.WithLabelValues(wf)
+		return counterFunc(func(d int64) { c.Add(float64(d)) })
 	}
-	if sig != contract.ActivityStateSignal {
-		sig = "other"
-	}
-	c := refusedSignals.WithLabelValues(wf, sig)
-	return counterFunc(func(d int64) { c.Add(float64(d)) })
+	return client.MetricsNopHandler.Counter(name)
 }
 
 func (sdkMetrics) Gauge(name string) client.MetricsGauge { return client.MetricsNopHandler.Gauge(name) }

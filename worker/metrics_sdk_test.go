@@ -49,3 +49,33 @@ func TestRefusedSignalsReachTheWorkersRegistry(t *testing.T) {
 	require.Equal(t, otherBefore+1, value("other"), "an unknown workflow type is no label value of its own")
 	require.LessOrEqual(t, testutil.CollectAndCount(m.Registry), series+1, "the SDK's own metrics are not exported")
 }
+
+// A run's ignored input members, added through the SDK's workflow metrics handler, reach the
+// worker's registry as walkeeper_workflow_ignored_input_fields_total, by workflow type among
+// walkeeper's own, else "other".
+func TestIgnoredInputFieldsReachTheWorkersRegistry(t *testing.T) {
+	m := NewMetrics(nil)
+	value := func(wf string) float64 { return testutil.ToFloat64(ignoredInputFields.WithLabelValues(wf)) }
+	before, otherBefore := value(contract.SweepWindowWorkflow), value("other")
+	require.GreaterOrEqual(t, testutil.CollectAndCount(m.Registry, "walkeeper_workflow_ignored_input_fields_total"), len(workflowTypes),
+		"every workflow type's series is there from the start")
+
+	var s testsuite.WorkflowTestSuite
+	s.SetMetricsHandler(SDKMetrics)
+	// What workflows/input_ignored.go does on an input with n ignored members.
+	run := func(name string, n int64) {
+		env := s.NewTestWorkflowEnvironment()
+		env.RegisterWorkflowWithOptions(func(ctx workflow.Context) error {
+			workflow.GetMetricsHandler(ctx).WithTags(map[string]string{contract.MetricTagWorkflow: workflow.GetInfo(ctx).WorkflowType.Name}).
+				Counter(contract.MetricIgnoredInputFields).Inc(n)
+			return nil
+		}, workflow.RegisterOptions{Name: name})
+		env.ExecuteWorkflow(name)
+		require.NoError(t, env.GetWorkflowError())
+	}
+	run(contract.SweepWindowWorkflow, 2)
+	run("NotAWalkeeperWorkflow", 1)
+
+	require.Equal(t, before+2, value(contract.SweepWindowWorkflow))
+	require.Equal(t, otherBefore+1, value("other"), "an unknown workflow type is no label value of its own")
+}

@@ -43,13 +43,14 @@ func CompactBase(ctx workflow.Context, in contract.CompactBaseInput) (contract.C
 		if st.Blocked != "" {
 			line += "\n\n**blocked:** " + st.Blocked
 		}
-		workflow.SetCurrentDetails(ctx, line)
+		setDetails(ctx, line)
 	}
 	tr = newTracker(ctx, contract.DefaultSlotWaitThreshold, refresh)
 	if err := workflow.SetQueryHandler(ctx, contract.StatusQuery, func() (contract.CompactBaseStatus, error) {
 		out := st
 		out.Blocked = tr.blocked("")
 		out.InFlight, out.SlotWait, out.RefusedSignals = tr.inFlight(), tr.slotWait, tr.refused
+		out.IgnoredFields = ignoredFields(ctx)
 		return out, nil
 	}); err != nil {
 		return res, err

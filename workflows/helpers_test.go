@@ -63,6 +63,11 @@ func newEnvWithMetrics(t *testing.T, h client.MetricsHandler) *testsuite.TestWor
 	if h != nil {
 		s.SetMetricsHandler(h)
 	}
+	return newSuiteEnv(&s)
+}
+
+// newSuiteEnv is newEnv of the suite s, which may set a logger or a metrics handler.
+func newSuiteEnv(s *testsuite.WorkflowTestSuite) *testsuite.TestWorkflowEnvironment {
 	env := s.NewTestWorkflowEnvironment()
 	// The machine running the tests may be loaded; the 1s default deadlock detector then
 	// fires on perfectly yielding workflow code.

@@ -10,8 +10,9 @@ import (
 // rawInput is how Register runs a workflow fn: the SDK hands over the start's payloads
 // undecoded and contract.DecodeInputPayload decodes the first into fn's input, so a payload
 // that is not JSON, `null` or a second argument (extra) fails the run like any other bad
-// input, not with the SDK's retryable error (decision 0561). A JSON input decodes as before,
-// so every recorded history replays alike.
+// input, not with the SDK's retryable error (decision 0561), and members no field takes are
+// reported (noteIgnoredFields). A JSON input decodes as before, so every recorded history
+// replays alike.
 func rawInput[In, Out any](fn func(workflow.Context, In) (Out, error)) func(workflow.Context, converter.RawValue, converter.RawValue) (Out, error) {
 	return func(ctx workflow.Context, arg, extra converter.RawValue) (Out, error) {
 		var in In
@@ -19,6 +20,6 @@ func rawInput[In, Out any](fn func(workflow.Context, In) (Out, error)) func(work
 			var zero Out
 			return zero, invalidInput(err)
 		}
-		return fn(ctx, in)
+		return fn(noteIgnoredFields(ctx, arg.Payload().GetData(), &in), in)
 	}
 }

@@ -559,7 +559,7 @@ func (r *mergeRun) setPhase(p string) {
 
 // changed refreshes the current details shown in Temporal Web.
 func (r *mergeRun) changed() {
-	workflow.SetCurrentDetails(r.ctx, r.details())
+	setDetails(r.ctx, r.details())
 }
 
 func (r *mergeRun) result() contract.MergeWalResult {
@@ -588,11 +588,12 @@ func (r *mergeRun) status() contract.MergeWalStatus {
 // statusOfEveryShard is the run's status with every shard listed: it grows with the shards.
 func (r *mergeRun) statusOfEveryShard() contract.MergeWalStatus {
 	st := contract.MergeWalStatus{
-		Target:      r.target.String(),
-		Phase:       r.phase,
-		Pending:     r.totalPending(),
-		WorkflowRun: r.workflowRun,
-		Shards:      []contract.ShardStatus{},
+		Target:        r.target.String(),
+		Phase:         r.phase,
+		Pending:       r.totalPending(),
+		WorkflowRun:   r.workflowRun,
+		Shards:        []contract.ShardStatus{},
+		IgnoredFields: ignoredFields(r.ctx),
 	}
 	for _, sh := range r.shards {
 		ss := contract.ShardStatus{

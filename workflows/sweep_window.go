@@ -268,7 +268,7 @@ func (w *sweepWindow) details(ctx workflow.Context, next time.Time) {
 			b.WriteString("\n")
 		}
 	}
-	workflow.SetCurrentDetails(ctx, b.String())
+	setDetails(ctx, b.String())
 }
 
 // finish ends the window: Completed, or failed with SweepListFailed when every round of it

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -38,6 +40,7 @@ func printLiveStatus(tw *tabwriter.Writer, out io.Writer, typ string, v converte
 		fmt.Fprintf(tw, "  blocked\t%s\n", dash(st.Blocked))
 		printInFlight(tw, st.InFlight)
 		printRefusedSignals(tw, st.RefusedSignals)
+		printIgnoredFields(tw, st.IgnoredFields)
 		return tw.Flush()
 	}
 	fmt.Fprintf(tw, "  live status\tno view for workflow type %s\n", typ)
@@ -58,6 +61,7 @@ func printMergeStatus(tw *tabwriter.Writer, out io.Writer, st contract.MergeWalS
 	fmt.Fprintf(tw, "  blocked\t%s\n", dash(st.Blocked))
 	printInFlight(tw, st.InFlight)
 	printRefusedSignals(tw, st.RefusedSignals)
+	printIgnoredFields(tw, st.IgnoredFields)
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -101,6 +105,19 @@ func printRefusedSignals(tw io.Writer, n int) {
 	if n > 0 {
 		fmt.Fprintf(tw, "  refused signals\t%d (payloads that did not decode; see the worker log)\n", n)
 	}
+}
+
+// printIgnoredFields names the members of the run's input that no field took, if any: a
+// mistyped knob that ran at its default (decision 0722).
+func printIgnoredFields(tw io.Writer, names []string) {
+	if len(names) == 0 {
+		return
+	}
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = strconv.Quote(n)
+	}
+	fmt.Fprintf(tw, "  ignored input	%s (no such field: the run went on without them)\n", strings.Join(quoted, ", "))
 }
 
 // dash is s, or "-" for an empty s.

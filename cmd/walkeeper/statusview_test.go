@@ -45,3 +45,18 @@ func TestPrintMergeStatusSaysShardsOmitted(t *testing.T) {
 	assert.Contains(t, out.String(), "  s1     preparing  3        0       0          -      -\n"+
 		"  (3968 more shards not listed: the status lists at most 128, in flight and failed first)\n")
 }
+
+// The input members a run ignored (a mistyped knob, which ran at its default) are named,
+// quoted, in both views; before, the status printed nothing of them.
+func TestPrintStatusNamesIgnoredInputFields(t *testing.T) {
+	var out bytes.Buffer
+	tw := tabwriter.NewWriter(&out, 0, 4, 2, ' ', 0)
+	require.NoError(t, printMergeStatus(tw, &out, contract.MergeWalStatus{Phase: contract.PhaseMerging, IgnoredFields: []string{"max_pases", "carry.shards[0].shardd"}}))
+	assert.Contains(t, out.String(), "  ignored input  \"max_pases\", \"carry.shards[0].shardd\" (no such field: the run went on without them)\n")
+
+	out.Reset()
+	tw = tabwriter.NewWriter(&out, 0, 4, 2, ' ', 0)
+	printIgnoredFields(tw, nil)
+	require.NoError(t, tw.Flush())
+	assert.Empty(t, out.String())
+}

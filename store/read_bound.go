@@ -167,6 +167,19 @@ func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after strin
 	if err != nil {
 		return nil, 0, err
 	}
+	var arena *readArena
+	var acct *memAccount
+	if len(sizes) > 0 {
+		acct = newMemAccount(res, budget)
+		// The private files share the reservation with the sources decoded through the cache,
+		// whose bytes their arena and batches must leave alone.
+		var outside int64
+		for _, c := range charged {
+			outside += c
+		}
+		acct.outside.Store(outside)
+		arena = newReadArena(acct, hint, len(sizes))
+	}
 	// A run decoded through the cache takes what its footer says the decode holds: first the
 	// extra this admission was given (a retry's, for such a run), then growth without waiting.
 	var slackMu sync.Mutex
@@ -178,14 +191,17 @@ func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after strin
 			take := min(slack, n)
 			slack -= take
 			slackMu.Unlock()
-			return n == take || res.tryGrowBy(n-take)
+			if acct != nil {
+				acct.outside.Add(n) // before the growth, so that no private allocation takes it
+			}
+			if n == take || res.tryGrowBy(n-take) {
+				return true
+			}
+			if acct != nil {
+				acct.outside.Add(-n)
+			}
+			return false
 		}
-	}
-	var arena *readArena
-	var acct *memAccount
-	if len(sizes) > 0 {
-		acct = newMemAccount(res, budget)
-		arena = newReadArena(acct, hint, len(sizes))
 	}
 	g := &readGroup{files: make([]*sortedFile, len(srcs)), runs: make([]*listRun, len(srcs))}
 	g.release = func() {

@@ -73,12 +73,13 @@ func (s *Store) private(src readSource) bool {
 
 // readCost is what a read is first admitted with for decoding src through the cache: a
 // generation decodes to about its object; a base run, each column grown by doubling, to about
-// twice, until its footer gives the real size (admitRunDecode).
+// twice, until its footer gives the real size (admitRunDecode); either holds the cache's
+// per-file overhead too, which for a small generation is most of what it holds.
 func readCost(src readSource) int64 {
 	if src.run {
-		return 2 * src.bytes
+		return 2*src.bytes + cachedFileOverhead
 	}
-	return src.bytes
+	return src.bytes + cachedFileOverhead
 }
 
 // readGroup is a group of a read's sources, admitted and opened: files[i] is srcs[i] decoded

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -17,7 +18,7 @@ import (
 func TestFindingMixedReadGroupKeepsTheCachedSourcesShare(t *testing.T) {
 	ctx := context.Background()
 	rb := NewBudget(64 << 20)
-	db := openTestDB(t, "mem://", "w1", func(o *Options) {
+	db := openTestDB(t, fmt.Sprintf("mem://mixedgroup-%d", testURLSeq.Add(1)), "w1", func(o *Options) {
 		o.ReadBudget = rb
 		o.CacheBytes = 16 << 20 // keeps files up to 4 MiB: the generations, not the decoded run
 	})
@@ -72,4 +73,52 @@ func TestFindingMixedReadGroupKeepsTheCachedSourcesShare(t *testing.T) {
 	require.Equal(t, 9000, rows)
 	require.Zero(t, rb.Reserved())
 	require.Zero(t, rb.Allocated())
+}
+
+// A small generation decoded through the cache holds its Arrow metadata and IPC schema beside
+// its rows, several times the object of a generation of a few rows: a read is charged that
+// overhead per file, as the cache counts it (cachedFileOverhead), not the objects alone, which
+// let a group of 64 generations of one row hold on the heap over ten times what it was charged.
+func TestFindingSmallGenerationsAreChargedWhatTheyHoldDecoded(t *testing.T) {
+	ctx := context.Background()
+	rb := NewBudget(64 << 20)
+	db := openTestDB(t, fmt.Sprintf("mem://smallgens-%d", testURLSeq.Add(1)), "w1", func(o *Options) {
+		o.ReadBudget = rb
+		o.CacheBytes = 64 << 20
+	})
+	s := createGeneric(t, db, "smallgens", false)
+	for g := 0; g < readFanIn; g++ {
+		k := fmt.Sprintf("k%03d", g)
+		appendRows(t, s, Row{Key: k, Values: []any{k, int64(g), "v"}})
+		flush(t, s)
+	}
+	snap, err := s.snapshot(ctx, true)
+	require.NoError(t, err)
+	srcs := s.sources(snap, SourceAll, func(string, string) bool { return true })
+	require.Len(t, srcs, readFanIn)
+	var objects int64
+	for _, src := range srcs {
+		require.False(t, s.private(src), "decoded through the cache")
+		objects += src.bytes
+	}
+
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	g, err := s.openGroup(ctx, srcs, "")
+	require.NoError(t, err)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	var held int64
+	for _, f := range g.files {
+		held += cachedBytes(f.bytes)
+	}
+	heap := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	charged := rb.Reserved()
+	t.Logf("%d generations of %d bytes of objects: charged %d, the cache counts %d, live heap grew %d",
+		len(srcs), objects, charged, held, heap)
+	require.GreaterOrEqual(t, charged, held, "the read is charged what the cache counts for the files")
+	require.GreaterOrEqual(t, charged, heap, "the read is charged what its decoded files hold on the heap")
+	g.release()
+	require.Zero(t, rb.Reserved())
 }

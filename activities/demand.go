@@ -117,53 +117,60 @@ func qualifies(t contract.DemandTarget, p contract.ScanDemandParams) bool {
 	return p.MaxPendingAge > 0 && t.OldestPendingAge >= p.MaxPendingAge
 }
 
-// storeDemand aggregates one store's records. Bounded by the store's own pending
-// generations (a store refuses reads past PendingMax), never by the fleet.
+// storeDemand aggregates one store's records as the listing streams them, in key order
+// (objstore.Bucket.Walk): a shard's records are contiguous and sorted by generation, so a
+// re-sealed generation's records are adjacent and a shard is complete when the next begins.
+// It holds one shard's counters, never a set of generations.
 type storeDemand struct {
 	target  string
 	compact bool
-	gens    map[string]map[uint64]bool // shard -> generation (dedupes a re-sealed generation)
-	bytes   int64
-	oldest  time.Time
+	// shard is the shard being counted: gens distinct generations so far, the last one last.
+	shard string
+	gens  int
+	last  uint64
+	// pending, shards and maxShard count the shards before it.
+	pending, shards, maxShard int
+	bytes                     int64
+	oldest                    time.Time
 }
 
-func newStoreDemand() *storeDemand { return &storeDemand{gens: map[string]map[uint64]bool{}} }
+func newStoreDemand() *storeDemand { return &storeDemand{} }
 
-func (s *storeDemand) reset(target string) {
-	s.target, s.compact, s.bytes, s.oldest = target, false, 0, time.Time{}
-	clear(s.gens)
-}
+func (s *storeDemand) reset(target string) { *s = storeDemand{target: target} }
 
 func (s *storeDemand) add(r store.DemandRecord) {
 	if r.Compact {
 		s.compact = true
 		return
 	}
-	g := s.gens[r.Shard]
-	if g == nil {
-		g = map[uint64]bool{}
-		s.gens[r.Shard] = g
+	if r.Shard != s.shard {
+		s.pending, s.shards, s.maxShard = s.counts()
+		s.shard, s.gens = r.Shard, 0
 	}
-	if g[r.Gen] {
+	if s.gens > 0 && r.Gen == s.last {
 		return
 	}
-	g[r.Gen] = true
+	s.gens++
+	s.last = r.Gen
 	s.bytes += r.Bytes
 	if s.oldest.IsZero() || r.SealedAt.Before(s.oldest) {
 		s.oldest = r.SealedAt
 	}
 }
 
+// counts returns the pending generations, the shards with any and the most in one shard,
+// the shard being counted included.
+func (s *storeDemand) counts() (pending, shards, maxShard int) {
+	pending, shards, maxShard = s.pending, s.shards, s.maxShard
+	if s.gens > 0 {
+		pending, shards, maxShard = pending+s.gens, shards+1, max(maxShard, s.gens)
+	}
+	return pending, shards, maxShard
+}
+
 func (s *storeDemand) result(now time.Time) contract.DemandTarget {
 	t := contract.DemandTarget{Target: s.target, Compact: s.compact, PendingBytes: s.bytes}
-	for _, g := range s.gens {
-		if len(g) == 0 {
-			continue
-		}
-		t.Pending += len(g)
-		t.PendingShards++
-		t.MaxShardPending = max(t.MaxShardPending, len(g))
-	}
+	t.Pending, t.PendingShards, t.MaxShardPending = s.counts()
 	if !s.oldest.IsZero() {
 		t.OldestPendingAge = max(now.Sub(s.oldest), 0)
 	}

@@ -29,6 +29,9 @@ type memAccount struct {
 	peak      atomic.Int64
 	// overdrawn is the bytes allocated while growth was refused (0 in a healthy merge).
 	overdrawn atomic.Int64
+	// outside is the bytes of res set aside for memory the account does not hand out (a read
+	// group's sources decoded through the cache), which its allocations must not use as well.
+	outside atomic.Int64
 }
 
 var _ memory.Allocator = (*memAccount)(nil)
@@ -112,7 +115,7 @@ func (a *memAccount) buffer(n int, prepaid int64) (_ []byte, ok bool) {
 func (a *memAccount) tryCharge(n int64) bool {
 	for {
 		cur := a.allocated.Load()
-		if cur+n > a.res.Bytes() && !a.res.TryGrow(cur+n) {
+		if !a.fits(cur + n) {
 			return false
 		}
 		if a.allocated.CompareAndSwap(cur, cur+n) {
@@ -121,6 +124,13 @@ func (a *memAccount) tryCharge(n int64) bool {
 			return true
 		}
 	}
+}
+
+// fits reports whether total allocated bytes fit the reservation beside what is set aside
+// outside the account, growing it without waiting.
+func (a *memAccount) fits(total int64) bool {
+	total += a.outside.Load()
+	return total <= a.res.Bytes() || a.res.TryGrow(total)
 }
 
 // uncharge credits n bytes charged with tryCharge for memory the account does not hand out.
@@ -152,7 +162,7 @@ func (a *memAccount) charge(n int64) {
 			panic(fmt.Sprintf("store: %d bytes reserved from a budget of %d", b.Reserved(), b.limit))
 		}
 	}
-	if total <= a.res.Bytes() || a.res.TryGrow(total) {
+	if a.fits(total) {
 		return
 	}
 	a.overdrawn.Add(n)

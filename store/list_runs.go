@@ -99,7 +99,7 @@ func (r *listRun) close() {
 // growForRuns grows res, without waiting, to what the group holds once its runs' footers are
 // read; when the budget cannot give it, it returns ErrBudgetBusy and the bytes res lacks.
 func (s *Store) growForRuns(res *Reservation, acct *memAccount, runs []*listRun) (short int64, _ error) {
-	need, streamed := acct.Allocated(), false
+	need, streamed := acct.Allocated()+acct.outside.Load(), false
 	for _, r := range runs {
 		if r != nil {
 			need += r.rb.window

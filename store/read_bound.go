@@ -73,12 +73,13 @@ func (s *Store) private(src readSource) bool {
 
 // readCost is what a read is first admitted with for decoding src through the cache: a
 // generation decodes to about its object; a base run, each column grown by doubling, to about
-// twice, until its footer gives the real size (admitRunDecode).
+// twice, until its footer gives the real size (admitRunDecode); either holds the cache's
+// per-file overhead too, which for a small generation is most of what it holds.
 func readCost(src readSource) int64 {
 	if src.run {
-		return 2 * src.bytes
+		return 2*src.bytes + cachedFileOverhead
 	}
-	return src.bytes
+	return src.bytes + cachedFileOverhead
 }
 
 // readGroup is a group of a read's sources, admitted and opened: files[i] is srcs[i] decoded
@@ -167,6 +168,19 @@ func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after strin
 	if err != nil {
 		return nil, 0, err
 	}
+	var arena *readArena
+	var acct *memAccount
+	if len(sizes) > 0 {
+		acct = newMemAccount(res, budget)
+		// The private files share the reservation with the sources decoded through the cache,
+		// whose bytes their arena and batches must leave alone.
+		var outside int64
+		for _, c := range charged {
+			outside += c
+		}
+		acct.outside.Store(outside)
+		arena = newReadArena(acct, hint, len(sizes))
+	}
 	// A run decoded through the cache takes what its footer says the decode holds: first the
 	// extra this admission was given (a retry's, for such a run), then growth without waiting.
 	var slackMu sync.Mutex
@@ -178,14 +192,17 @@ func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after strin
 			take := min(slack, n)
 			slack -= take
 			slackMu.Unlock()
-			return n == take || res.tryGrowBy(n-take)
+			if acct != nil {
+				acct.outside.Add(n) // before the growth, so that no private allocation takes it
+			}
+			if n == take || res.tryGrowBy(n-take) {
+				return true
+			}
+			if acct != nil {
+				acct.outside.Add(-n)
+			}
+			return false
 		}
-	}
-	var arena *readArena
-	var acct *memAccount
-	if len(sizes) > 0 {
-		acct = newMemAccount(res, budget)
-		arena = newReadArena(acct, hint, len(sizes))
 	}
 	g := &readGroup{files: make([]*sortedFile, len(srcs)), runs: make([]*listRun, len(srcs))}
 	g.release = func() {

@@ -1,0 +1,70 @@
+package store
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/walkeeper/walkeeper/store/objstore"
+)
+
+// A compaction that runs, whole, between a seal's demand record and the shard manifest that
+// publishes its generation clears only the store's compaction marker: the generation's record
+// stays, so the sweep still finds the store in debt. Compaction deletes its inputs, outputs and
+// the marker, never a key under a shard's demand prefix.
+func TestCompactionDuringASealKeepsTheGenerationsDemandRecord(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	db, s := newGenericStore(t, backends(t)["mem"], "sealcompact", func(o *Options) { o.CompactDemandRuns = 2 })
+	for i := range 3 {
+		seal(t, s, row(string(rune('a'+i)), 1))
+		_, err := s.MergeOnce(ctx, db.shard)
+		require.NoError(t, err)
+	}
+	marker, err := db.bucket.Exists(ctx, demandCompactMarker(s.target))
+	require.NoError(t, err)
+	require.True(t, marker)
+
+	var armed atomic.Bool
+	paused, resume := make(chan struct{}), make(chan struct{})
+	manifests := shardManifestPrefix(s.target, db.shard)
+	db.bucket = db.bucket.WithFaults(objstore.FaultFuncs{BeforeFunc: func(op, key string) error {
+		if (op == objstore.OpPut || op == objstore.OpPutIfAbsent) && strings.HasPrefix(key, manifests) && armed.CompareAndSwap(true, false) {
+			close(paused)
+			<-resume
+		}
+		return nil
+	}})
+	appendRows(t, s, row("p", 2))
+	armed.Store(true)
+	sealed := make(chan error, 1)
+	go func() { _, err := s.Flush(ctx); sealed <- err }()
+	select {
+	case <-paused:
+	case err := <-sealed:
+		t.Fatalf("the seal ended before publishing its manifest: %v", err)
+	case <-ctx.Done():
+		t.Fatal("the seal never reached its manifest")
+	}
+	recs := demandOf(t, db, s.target)
+	require.Len(t, recs, 1, "the seal wrote its record before its manifest")
+
+	res, err := s.CompactBase(ctx, CompactParams{})
+	require.NoError(t, err)
+	require.True(t, res.Committed)
+	require.Less(t, res.RunsLeft, 2)
+	close(resume)
+	require.NoError(t, <-sealed)
+
+	marker, err = db.bucket.Exists(ctx, demandCompactMarker(s.target))
+	require.NoError(t, err)
+	require.False(t, marker, "the compaction cleared the marker")
+	st, err := s.Stats(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, st.Shards[0].PendingGenerations)
+	require.Equal(t, recs, demandOf(t, db, s.target), "the pending generation keeps its demand record")
+}

@@ -1,0 +1,124 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// A read group that streams a base run privately and decodes generations through the cache
+// holds one reservation for both: the run's arena and batches must fit beside the bytes the
+// generations were charged. The run's footer window was compared against the whole
+// reservation, generations' share included, so the group held the run's batches in bytes
+// already counted for the generations and never grew.
+func TestFindingMixedReadGroupKeepsTheCachedSourcesShare(t *testing.T) {
+	ctx := context.Background()
+	rb := NewBudget(64 << 20)
+	db := openTestDB(t, fmt.Sprintf("mem://mixedgroup-%d", testURLSeq.Add(1)), "w1", func(o *Options) {
+		o.ReadBudget = rb
+		o.CacheBytes = 16 << 20 // keeps files up to 4 MiB: the generations, not the decoded run
+	})
+	s, run := compressibleRun(t, db, "mixedgroup")
+	db.cache.markLarge(run.Path) // as a first read would find from its footer, so one try streams it
+	pad := strings.Repeat("g", 1000)
+	for g := 0; g < 48; g++ {
+		var rs []Row
+		for i := 0; i < 100; i++ {
+			k := fmt.Sprintf("k%06d", g*150+i)
+			rs = append(rs, Row{Key: k, Values: []any{k, int64(g), pad}})
+		}
+		appendRows(t, s, rs...)
+		flush(t, s)
+	}
+	snap, err := s.snapshot(ctx, true)
+	require.NoError(t, err)
+	srcs := s.sources(snap, SourceAll, func(string, string) bool { return true })
+	require.LessOrEqual(t, len(srcs), readFanIn, "one group")
+
+	var charged, window int64
+	for _, src := range srcs {
+		if !s.private(src) {
+			charged += readCost(src)
+		}
+	}
+	g, err := s.openGroup(ctx, srcs, "")
+	require.NoError(t, err)
+	for _, r := range g.runs {
+		if r != nil {
+			window += r.rb.window
+		}
+	}
+	require.Positive(t, window, "the run streams")
+	held, private := rb.Reserved(), rb.Allocated()
+	t.Logf("reserved %d: generations charged %d, private allocated %d, run window %d", held, charged, private, window)
+	require.GreaterOrEqual(t, held, charged+private+window,
+		"the group's reservation holds the generations' charge beside the run's arena and window")
+
+	// Decoding every batch stays within it too.
+	it := newMergeIter(g.cursors(""))
+	var rows int
+	for {
+		if _, ok := it.next(); !ok {
+			break
+		}
+		rows++
+		require.LessOrEqual(t, rb.Allocated()+charged, rb.Reserved(), "row %d", rows)
+	}
+	require.NoError(t, g.err())
+	g.release()
+	require.Equal(t, 9000, rows)
+	require.Zero(t, rb.Reserved())
+	require.Zero(t, rb.Allocated())
+}
+
+// A small generation decoded through the cache holds its Arrow metadata and IPC schema beside
+// its rows, several times the object of a generation of a few rows: a read is charged that
+// overhead per file, as the cache counts it (cachedFileOverhead), not the objects alone, which
+// let a group of 64 generations of one row hold on the heap over ten times what it was charged.
+func TestFindingSmallGenerationsAreChargedWhatTheyHoldDecoded(t *testing.T) {
+	ctx := context.Background()
+	rb := NewBudget(64 << 20)
+	db := openTestDB(t, fmt.Sprintf("mem://smallgens-%d", testURLSeq.Add(1)), "w1", func(o *Options) {
+		o.ReadBudget = rb
+		o.CacheBytes = 64 << 20
+	})
+	s := createGeneric(t, db, "smallgens", false)
+	for g := 0; g < readFanIn; g++ {
+		k := fmt.Sprintf("k%03d", g)
+		appendRows(t, s, Row{Key: k, Values: []any{k, int64(g), "v"}})
+		flush(t, s)
+	}
+	snap, err := s.snapshot(ctx, true)
+	require.NoError(t, err)
+	srcs := s.sources(snap, SourceAll, func(string, string) bool { return true })
+	require.Len(t, srcs, readFanIn)
+	var objects int64
+	for _, src := range srcs {
+		require.False(t, s.private(src), "decoded through the cache")
+		objects += src.bytes
+	}
+
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	g, err := s.openGroup(ctx, srcs, "")
+	require.NoError(t, err)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	var held int64
+	for _, f := range g.files {
+		held += cachedBytes(f.bytes)
+	}
+	heap := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	charged := rb.Reserved()
+	t.Logf("%d generations of %d bytes of objects: charged %d, the cache counts %d, live heap grew %d",
+		len(srcs), objects, charged, held, heap)
+	require.GreaterOrEqual(t, charged, held, "the read is charged what the cache counts for the files")
+	require.GreaterOrEqual(t, charged, heap, "the read is charged what its decoded files hold on the heap")
+	g.release()
+	require.Zero(t, rb.Reserved())
+}

@@ -238,6 +238,10 @@ func resnapshotOnMissing[T any](ctx context.Context, s *Store, once func() (T, e
 	for attempt, raced := 0, 0; attempt < readAttempts; {
 		v, err := once()
 		if err == nil || !errors.Is(err, ErrNotFound) || errors.Is(err, errRowNotFound) {
+			if errors.Is(err, ErrBudgetBusy) {
+				// Counted here, once a read, whichever step of it the budget refused.
+				s.db.metrics.ReadsBudgetBusy.Inc()
+			}
 			return v, err
 		}
 		lastErr = err

@@ -131,9 +131,7 @@ func (s *Store) openGroup(ctx context.Context, srcs []readSource, after string) 
 		g, short, err = s.tryOpenGroup(ctx, srcs, after, 0)
 	}
 	if short > 0 {
-		if g, short, err = s.tryOpenGroup(ctx, srcs, after, short); short > 0 {
-			s.db.metrics.ReadsBudgetBusy.Inc()
-		}
+		g, _, err = s.tryOpenGroup(ctx, srcs, after, short)
 	}
 	return g, err
 }
@@ -282,7 +280,6 @@ func (s *Store) admitRead(ctx context.Context, want int64) (*Reservation, error)
 	}
 	res, timedOut, err := reserveWithin(ctx, b, want, readBudgetWait)
 	if timedOut {
-		s.db.metrics.ReadsBudgetBusy.Inc()
 		return nil, fmt.Errorf("%s: read of %d bytes waited %s for the read budget of %d: %w",
 			s.target, want, readBudgetWait, b.Limit(), errReadBudgetWait)
 	}

@@ -49,3 +49,30 @@ func TestRunDecodeRetryWaitsForTheBudgetAndCountsItsRefusal(t *testing.T) {
 	held.Release()
 	require.Zero(t, rb.Reserved())
 }
+
+// Every way the budget can refuse a read (the admission's wait, a run's footer asking more
+// than the cache keeps or than the reservation could grow by, a streamed batch overdrawing its
+// account) answers ErrBudgetBusy and counts the read once in walkeeper_read_budget_busy_total;
+// before, only the first two were counted.
+func TestEveryBudgetRefusalOfAReadIsCountedOnce(t *testing.T) {
+	ctx := context.Background()
+	m := NewMetrics(prometheus.NewRegistry(), nil)
+	db := openTestDB(t, newMemURL(), "w1", func(o *Options) { o.Metrics = m })
+	s := createGeneric(t, db, "busycount", false)
+	overdrawn := &memAccount{}
+	overdrawn.overdrawn.Store(1)
+	refusals := []error{
+		errReadBudgetWait,
+		errRunDecodesLarge,
+		&runDecodeShort{path: "data/r.parquet", extra: 1},
+		overdrawn.err(),
+	}
+	for i, refusal := range refusals {
+		_, err := resnapshotOnMissing(ctx, s, func() (int, error) { return 0, refusal })
+		require.ErrorIs(t, err, ErrBudgetBusy)
+		require.Equal(t, float64(i+1), testutil.ToFloat64(m.ReadsBudgetBusy), "refusal %d: %v", i, refusal)
+	}
+	_, err := resnapshotOnMissing(ctx, s, func() (int, error) { return 0, ErrInvalidInput })
+	require.ErrorIs(t, err, ErrInvalidInput)
+	require.Equal(t, float64(len(refusals)), testutil.ToFloat64(m.ReadsBudgetBusy), "another error is not counted")
+}

@@ -1,12 +1,19 @@
 package store
 
-import "context"
+import (
+	"context"
+
+	"go.uber.org/zap"
+
+	"github.com/walkeeper/walkeeper/store/manifest"
+)
 
 // Repair, the step before a prepare: it finishes what an interrupted merge of a shard left
 // behind. A crash between a commit's publish and its finish (merge_finish.go) leaves
 // generations that the base watermark covers still listed in the shard manifest, their
-// files and their demand records; Repair drains and deletes them. It holds mergeLock
-// shared, as Prepare does.
+// files, their demand records and the attempt's claim; Repair drains and deletes them. It
+// holds mergeLock shared, as Prepare does. The demand reconcile does the same for every shard
+// (finishStopped), since a shard that never seals again is never prepared.
 
 // RepairParams selects the shard Repair repairs.
 type RepairParams struct {
@@ -23,8 +30,8 @@ type RepairResult struct {
 }
 
 // Repair drains the shard's generations at or below its base watermark (already in the
-// base: a commit published them but did not finish), deletes their files, and deletes the
-// shard's stale and orphan demand records. It does nothing when the shard is clean, and
+// base: a commit published them but did not finish), deletes their files and the attempt
+// claims the watermark settles, and deletes the shard's stale and orphan demand records. It does nothing when the shard is clean, and
 // repairing twice is safe. Callers run it before Prepare.
 //
 // REQUIRES: mergeLock not held by the caller.
@@ -53,15 +60,48 @@ func (s *Store) Repair(ctx context.Context, p RepairParams) (RepairResult, error
 	if objs, err := s.db.bucket.List(ctx, demandShardPrefix(s.target, shard)); err == nil {
 		_, _ = s.cleanDemand(ctx, shard, sm, wm, false, objs)
 	}
-	covered := sm.CoveredBy(wm)
+	return s.finishCovered(ctx, shard, sm, wm)
+}
+
+// finishCovered is the finish of a merge of shard that published and never finished: it
+// drains the generations sm lists at or below watermark, deletes their files and deletes the
+// attempt claims the watermark settles (collectShardClaims). Nothing when sm lists none.
+//
+// REQUIRES: watermark is shard's in a published base version; mergeLock held shared.
+func (s *Store) finishCovered(ctx context.Context, shard string, sm *manifest.Shard, watermark uint64) (RepairResult, error) {
+	covered := sm.CoveredBy(watermark)
 	if len(covered) == 0 {
 		return RepairResult{}, nil
 	}
 	var res RepairResult
+	var err error
 	// INVARIANT: only generations the published watermark covers are drained and deleted.
 	if res.Drained, err = s.drain(ctx, shard, covered); err != nil {
 		return res, err
 	}
-	res.Deleted, err = s.deleteMergedGenerations(ctx, shard, wm)
+	if res.Deleted, err = s.deleteMergedGenerations(ctx, shard, watermark); err != nil {
+		return res, err
+	}
+	_, err = s.collectShardClaims(ctx, watermark, shard)
 	return res, err
+}
+
+// finishStopped finishes, from the demand reconcile, a merge of shard whose base version was
+// published and whose finish never ran: a MergeWal stopped in between (Terminate, Cancel, a
+// reset away) is not retried, and only a later Prepare of the shard repairs it, which a shard
+// whose writer never seals again never gets.
+//
+// REQUIRES: sm and watermark as for finishCovered; mergeLock not held by the caller.
+func (s *Store) finishStopped(ctx context.Context, shard string, sm *manifest.Shard, watermark uint64) error {
+	if sm == nil || len(sm.CoveredBy(watermark)) == 0 {
+		return nil
+	}
+	s.mergeLock.RLock()
+	defer s.mergeLock.RUnlock()
+	res, err := s.finishCovered(ctx, shard, sm, watermark)
+	if res.Drained > 0 {
+		s.db.log.Info("finished a merge stopped after its publish", zap.String("target", s.target.String()),
+			zap.String("shard", shard), zap.Int("drained", res.Drained), zap.Int("deleted", res.Deleted))
+	}
+	return err
 }

@@ -44,6 +44,10 @@ const (
 	RoundStale = "stale"
 )
 
+// roundFinishTimeout bounds the finish of a published round, which does not end with the
+// caller's context.
+const roundFinishTimeout = 2 * time.Minute
+
 // RoundShardResult is one shard's part of a CommitRound, in the order of the input.
 type RoundShardResult struct {
 	Shard   string `json:"shard"`
@@ -114,6 +118,10 @@ func (s *Store) CommitRound(ctx context.Context, ps []*PreparedMerge) (RoundComm
 	// INVARIANT: the drains and deletes run only after the base version that makes them
 	// garbage is published; a crash in between is repaired by the retry or by the next
 	// Repair of each shard.
+	// They run even when ctx ends meanwhile: a workflow stopped while its round published
+	// (Terminate, Cancel; the activity learns it at a heartbeat) retries nothing.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), roundFinishTimeout)
+	defer cancel()
 	if err := s.finishRound(ctx, ps, &res); err != nil {
 		return res, fmt.Errorf("round committed (base version %d) but clean-up failed: %w", res.BaseVersion, err)
 	}

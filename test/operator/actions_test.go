@@ -72,6 +72,7 @@ func TestOperatorActions(t *testing.T) {
 	tests = append(tests,
 		opTest{"reset-running-merge/reprepare-under-held-commit", resetUnderHeldCommit},
 		opTest{"signal-garbage", signalGarbage},
+		opTest{"merge-under-another-id", mergeUnderAnotherID},
 		opTest{"reset-compact-base", resetCompactBase},
 		opTest{"reset-sweep", func(t *testing.T, r *rig) {
 			resetGlobal(t, r, contract.MaintenanceSweepWorkflow, contract.MaintenanceSweepInput{
@@ -339,5 +340,38 @@ func resetUnderHeldCommit(t *testing.T, r *rig) {
 	c.waitCompleted(id, next)
 	c.checkHistories()
 	c.verify("after the reset run", false)
+	c.drain()
+}
+
+// mergeUnderAnotherID: an operator starts MergeWal by hand under an ID of their own (one that
+// is not a store's merge ID passes the workflow's ID check), beside the store's own merge, both
+// held at their first publish and then released together: two runs prepare and commit the same
+// shards at once. The claims and the conditional publish must keep every row right, merge
+// nothing twice, and leave nothing behind once the next merge has run.
+func mergeUnderAnotherID(t *testing.T, r *rig) {
+	c := r.newCase(t)
+	c.seal(2)
+	own := c.holdCommit(0)
+	id := contract.MergeWalID(c.tg)
+	run := c.startMerge()
+	c.held(own, "the store's own merge's first publish")
+	other := c.holdCommit(0)
+	byHand := "op-by-hand-" + c.tg.Name
+	c.ids[byHand] = true
+	ctx, cancel := context.WithTimeout(context.Background(), waitShort)
+	defer cancel()
+	hr, err := r.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: byHand, TaskQueue: contract.TaskQueue},
+		contract.MergeWalWorkflow, contract.MergeWalInput{Target: c.tg.String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.runs[hr.GetRunID()] = true
+	c.held(other, "the hand-started merge's first publish")
+	own.Release()
+	other.Release()
+	c.waitCompleted(id, run)
+	c.waitCompleted(byHand, hr.GetRunID())
+	c.checkHistories()
+	c.verify("after both merges", true)
 	c.drain()
 }

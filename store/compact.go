@@ -207,20 +207,28 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 	if err != nil {
 		s.countCompact("failed")
 		s.countCorrupt("compaction of "+s.target.String(), err) // a batch that decodes wrong only now, past the inputs' checks; which input is not known
-		s.dropCompactOutput(ctx, out.Path)
+		cctx, cancel := compactCleanupContext(ctx)
+		s.dropCompactOutput(cctx, out.Path)
+		cancel()
 		return res, fmt.Errorf("write compacted run: %w", err)
 	}
 	freeInputs() // the inputs' bytes go back to the pool before the commit's I/O
 	res.RowsIn, res.RowsOut, res.DroppedDeletes = co.rowsIn, co.rowsOut, co.dropped
 	out.Rows, out.MinKey, out.MaxKey, out.MinSeq, out.MaxSeq, out.Deletes = co.rowsOut, co.minKey, co.maxKey, co.minSeq, co.maxSeq, co.deletes
 	if co.rowsOut == 0 {
-		_ = s.db.bucket.Delete(ctx, out.Path) // every row was a droppable tombstone
+		cctx, cancel := compactCleanupContext(ctx)
+		_ = s.db.bucket.Delete(cctx, out.Path) // every row was a droppable tombstone
+		cancel()
 		out = nil
 	} else {
 		res.OutputRuns = 1
 	}
 
 	committed, latest, err := s.publishCompaction(ctx, inputs, out, written)
+	// What follows the publish is its clean-up: it runs even when the pass's context ended
+	// meanwhile (its CompactBase cancelled or terminated), which would delete nothing.
+	ctx, cancel := compactCleanupContext(ctx)
+	defer cancel()
 	if err != nil || !committed {
 		if out != nil {
 			s.dropCompactOutput(ctx, out.Path)
@@ -275,6 +283,17 @@ func (s *Store) unsealedSeqBound(ctx context.Context, snap *readSnapshot, bound 
 		}
 	}
 	return bound, nil
+}
+
+// compactCleanupTimeout bounds a pass's clean-up after its publish or its failed write.
+const compactCleanupTimeout = time.Minute
+
+// compactCleanupContext is ctx without its cancellation, for at most compactCleanupTimeout:
+// a pass whose context ended around its publish must still delete its output or its inputs,
+// or they wait for a compaction pass a day later (compactOrphanAge), which a store that no
+// longer needs compacting never runs.
+func compactCleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), compactCleanupTimeout)
 }
 
 // dropCompactOutput deletes a pass's output unless the latest base lists it (a publish

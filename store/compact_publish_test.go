@@ -51,3 +51,62 @@ func TestCompactionKeepsAnOutputItsLandedVersionReferences(t *testing.T) {
 		})
 	}
 }
+
+// A compaction pass whose context ends around its publish (its CompactBase cancelled or
+// terminated: the activity learns it at a heartbeat) cleaned up with that context: a publish
+// cut short left the whole output run, and a publish that landed left its inputs, each
+// waiting for a compaction pass at least a day later, which a store whose base no longer
+// needs compacting never runs. The clean-up runs on a context of its own.
+func TestFindingCompactionCutAtItsPublishCleansUp(t *testing.T) {
+	for _, when := range []string{"before-publish", "after-publish"} {
+		t.Run(when, func(t *testing.T) {
+			ctx := context.Background()
+			url := newMemURL()
+			db := openTestDB(t, url, "w1")
+			s := createGeneric(t, db, "cut", false)
+			for i := range 3 {
+				seal(t, s, row(fmt.Sprintf("k%d", i), int64(i)))
+				_, err := s.MergeAll(ctx)
+				require.NoError(t, err)
+			}
+			want := allRows(t, s, SourceAll)
+
+			cdb := openTestDB(t, url, "compactor")
+			pctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			var fired atomic.Bool
+			versionPut := func(op, key string) bool {
+				return op == objstore.OpPutIfAbsent && strings.Contains(key, "/_versions/") && fired.CompareAndSwap(false, true)
+			}
+			cdb.bucket = cdb.bucket.WithFaults(objstore.FaultFuncs{
+				BeforeFunc: func(op, key string) error {
+					if when == "before-publish" && versionPut(op, key) {
+						cancel()
+						return context.Canceled
+					}
+					return nil
+				},
+				AfterFunc: func(op, key string, err error) error {
+					if when == "after-publish" && err == nil && versionPut(op, key) {
+						cancel()
+					}
+					return err
+				},
+			})
+			c := openGeneric(t, cdb, "cut")
+			res, err := c.CompactBase(pctx, CompactParams{MaxRuns: -1})
+			require.True(t, fired.Load())
+			t.Logf("pass: committed %v, error %v", res.Committed, err)
+
+			reader := openGeneric(t, openTestDB(t, url, "r"), "cut")
+			require.Equal(t, want, allRows(t, reader, SourceAll))
+			base, err := reader.loadBase(ctx)
+			require.NoError(t, err)
+			objs, err := reader.db.bucket.List(ctx, dataPrefix(reader.target))
+			require.NoError(t, err)
+			for _, o := range objs {
+				require.True(t, base.References(o.Key), "%s is left on storage, referenced by no base", o.Key)
+			}
+		})
+	}
+}

@@ -302,6 +302,10 @@ func (s *Store) ReconcileDemand(ctx context.Context) (DemandCleanResult, error) 
 		if err != nil {
 			errs = append(errs, err)
 		}
+		// base was read before sm: its watermark is at most the latest, so what it covers is merged.
+		if err := s.finishStopped(ctx, sh, sm, base.Watermarks[sh]); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if t := s.db.opts.CompactDemandRuns; t > 0 {
 		switch runs := len(base.Runs); {

@@ -34,6 +34,10 @@ const (
 	RoundStale = "stale"
 )
 
+// roundFinishTimeout bounds a round's claims and publish, and then its finish, which do not
+// end with the caller's context.
+const roundFinishTimeout = 2 * time.Minute
+
 // RoundShardResult is one shard's part of a CommitRound, in the order of the input.
 type RoundShardResult struct {
 	Shard   string `json:"shard"`
@@ -98,6 +102,10 @@ func (s *Store) CommitRound(ctx context.Context, ps []*PreparedMerge) (RoundComm
 	// INVARIANT: the drains and deletes run only after the base version that makes them
 	// garbage is published; a crash in between is repaired by the retry or by the next
 	// Repair of each shard.
+	// They run even when ctx ends meanwhile: a workflow stopped while its round published
+	// (Terminate, Cancel; the activity learns it at a heartbeat) retries nothing.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), roundFinishTimeout)
+	defer cancel()
 	if err := s.finishRound(ctx, ps, &res); err != nil {
 		return res, fmt.Errorf("round committed (base version %d) but clean-up failed: %w", res.BaseVersion, err)
 	}
@@ -159,6 +167,12 @@ func (s *Store) publishRound(ctx context.Context, ps []*PreparedMerge, res *Roun
 	// INVARIANT: an attempt is claimed "commit" before a version that publishes it is
 	// written, and exactly one of "commit" and "abort" can be claimed, so a commit never
 	// publishes files an abort deleted.
+	// From the first claim on, only this commit or its retry can publish the attempt (an
+	// Abort refuses a "commit" claim below the watermark), and a workflow stopped meanwhile
+	// (Terminate, Cancel; the activity learns it at a heartbeat) retries nothing: the claims
+	// and the publish run even when ctx ends, for at most roundFinishTimeout.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), roundFinishTimeout)
+	defer cancel()
 	if err := s.claimRound(ctx, ps, open, res); err != nil {
 		return err
 	}

@@ -487,3 +487,68 @@ func TestRoundInputSize(t *testing.T) {
 	require.Greater(t, maxRoundBytes/one, 24, "the round cap still takes a couple of dozen worst-case passes")
 	require.Less(t, all, 160<<10, "a full round's input, even uncapped, under the 256 KiB budget")
 }
+
+// A round commit whose context ends right after its base version landed (its MergeWal
+// terminated or cancelled: the activity learns it at a heartbeat) finished nothing: the
+// drains, the generation and demand deletes and the claim drops all ran on that context, and
+// since a stopped workflow retries nothing, they waited for the shards' next Prepare. The
+// finish of a landed publish runs on a context of its own.
+func TestFindingRoundCommitCutAfterItsPublishStillFinishes(t *testing.T) {
+	ctx := context.Background()
+	f := newRoundFixture(t, newMemURL(), 2, 2)
+	ps := f.prepareAll(t, "merge-wal/generic/round/CommitRound/run")
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	f.faults.Store(&objstore.FaultFuncs{AfterFunc: func(op, key string, err error) error {
+		if op == objstore.OpPutIfAbsent && strings.Contains(key, "/_versions/") && err == nil {
+			cancel() // the heartbeat's cancellation arrives as the version lands
+		}
+		return err
+	}})
+	res, err := f.committer.CommitRound(cctx, ps)
+	f.faults.Store(nil)
+	require.NoError(t, err)
+	require.NotZero(t, res.BaseVersion)
+	for _, p := range ps {
+		require.Empty(t, listedGens(t, f.committer, p.Shard), "shard %s is drained", p.Shard)
+		require.Empty(t, genFilesOnDisk(t, f.committer, p.Shard), "shard %s's merged generations are deleted", p.Shard)
+		objs, err := f.committer.db.bucket.List(ctx, claimPrefix(f.committer.target, p.Shard))
+		require.NoError(t, err)
+		require.Empty(t, objs, "shard %s's claim is dropped", p.Shard)
+	}
+	require.Equal(t, f.want, allRows(t, f.writers[0], SourceAll))
+}
+
+// A round commit whose context ends right after it claimed its attempts "commit" (its MergeWal
+// cancelled or terminated: the activity learns it at a heartbeat) published nothing and left
+// the claims, which only its own retry could carry through: the cancelled run's Abort of each
+// pass was refused ("has started committing") on each of its 10 attempts, the cancel took
+// minutes, and the shard was recorded failed. Once claimed, the publish is carried through on a
+// context of its own, so the Abort finds the commit present.
+func TestFindingRoundCommitCutAfterItsClaimsStillPublishes(t *testing.T) {
+	ctx := context.Background()
+	f := newRoundFixture(t, newMemURL(), 2, 2)
+	ps := f.prepareAll(t, "merge-wal/generic/round/CommitRound/run")
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var claimed atomic.Int32
+	f.faults.Store(&objstore.FaultFuncs{AfterFunc: func(op, key string, err error) error {
+		if op == objstore.OpPutIfAbsent && strings.Contains(key, "/attempts/") && err == nil && claimed.Add(1) == int32(len(ps)) {
+			cancel() // the heartbeat's cancellation arrives as the last claim lands
+		}
+		return err
+	}})
+	res, err := f.committer.CommitRound(cctx, ps)
+	f.faults.Store(nil)
+	require.NoError(t, err)
+	for _, sr := range res.Shards {
+		require.Equal(t, RoundCommitted, sr.Outcome, "shard %s", sr.Shard)
+	}
+	for _, p := range ps {
+		ab, err := f.committer.Abort(ctx, p)
+		require.NoError(t, err, "the cancelled run's Abort of shard %s", p.Shard)
+		require.True(t, ab.CommitPresent)
+		require.Empty(t, listedGens(t, f.committer, p.Shard))
+	}
+	require.Equal(t, f.want, allRows(t, f.writers[0], SourceAll))
+}

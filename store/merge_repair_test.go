@@ -37,3 +37,54 @@ func TestRepairFinishesAnInterruptedCommit(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, res)
 }
+
+// A merge stopped between its publish and its finish (its MergeWal terminated, cancelled or
+// reset away; the finish's drain failed) leaves the generations the published version holds
+// listed in the shard manifest, their files, their demand records and the attempt's claim.
+// Only the next Prepare of that shard repaired them, and a shard whose writer never seals
+// again (its instance retired) is never prepared: the reconcile deleted the demand records,
+// so no merge was even started, and the rest stayed for ever. The reconcile, which reads
+// every shard's manifest anyway, finishes such a merge.
+func TestFindingMergeStoppedAfterItsPublishIsFinishedByTheReconcile(t *testing.T) {
+	ctx := context.Background()
+	url := fmt.Sprintf("mem://stopped-%d", testURLSeq.Add(1))
+	db, s := newGenericStore(t, url, "stopped")
+	for i := 0; i < 3; i++ {
+		seal(t, s, row(fmt.Sprintf("k%d", i), int64(i)))
+	}
+	want := allRows(t, s, SourceAll)
+	shard := db.Shard()
+	p, err := s.Prepare(ctx, PrepareParams{AttemptKey: "merge-wal/generic/stopped/Prepare/run/1"})
+	require.NoError(t, err)
+	publishOnly(t, s, p) // the run was stopped here: no finish, no retry
+	claims := func() int {
+		objs, err := s.db.bucket.List(ctx, claimPrefix(s.target, shard))
+		require.NoError(t, err)
+		return len(objs)
+	}
+	demand := func() int {
+		objs, err := s.db.bucket.List(ctx, demandShardPrefix(s.target, shard))
+		require.NoError(t, err)
+		return len(objs)
+	}
+	require.Zero(t, pendingOf(t, s, shard), "nothing pending: no merge prepares the shard")
+	require.Len(t, listedGens(t, s, shard), 3)
+	require.Len(t, genFilesOnDisk(t, s, shard), 3)
+	require.Equal(t, 1, claims())
+	require.Equal(t, 3, demand())
+
+	// Another process's reconcile (the writer's instance is gone).
+	other := openTestDB(t, url, "reconciler")
+	_, err = other.ReconcileStore(ctx, s.target)
+	require.NoError(t, err)
+	require.Empty(t, listedGens(t, s, shard), "the covered generations are drained")
+	require.Empty(t, genFilesOnDisk(t, s, shard), "and their files deleted")
+	require.Zero(t, claims(), "the attempt's claim, which the watermark settles, is deleted")
+	require.Zero(t, demand())
+	require.Equal(t, want, allRows(t, openGeneric(t, other, "stopped"), SourceAll))
+
+	// A clean store reconciles to nothing more.
+	_, err = other.ReconcileStore(ctx, s.target)
+	require.NoError(t, err)
+	require.Equal(t, want, allRows(t, openGeneric(t, other, "stopped"), SourceBase))
+}

@@ -9,6 +9,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/walkeeper/walkeeper/contract"
@@ -115,4 +116,18 @@ func TestCompactBaseStatusQuery(t *testing.T) {
 		ScheduledTime: timestamppb.New(now.Add(-15 * time.Second)),
 	}}, now)
 	require.Contains(t, st.Blocked, contract.BlockedSlot+" on "+contract.TaskQueue)
+}
+
+// An operator's Cancel of a compaction ends it Canceled while its pass runs (the pass's own
+// clean-up is the store's: decision 0551), not Failed as a compaction that could not finish.
+func TestCompactBaseCancelledDuringAPassEndsCanceled(t *testing.T) {
+	env := newEnv(t)
+	env.OnActivity(contract.CompactBaseActivity, anyCtx, anyArg).Return(func(ctx context.Context, _ contract.CompactPassParams) (contract.CompactPassResult, error) {
+		<-ctx.Done()
+		return contract.CompactPassResult{}, ctx.Err()
+	})
+	env.RegisterDelayedCallback(env.CancelWorkflow, time.Second)
+	env.ExecuteWorkflow(CompactBase, contract.CompactBaseInput{Target: "generic:gs"})
+	require.True(t, env.IsWorkflowCompleted())
+	require.True(t, temporal.IsCanceledError(env.GetWorkflowError()), "got %v", env.GetWorkflowError())
 }

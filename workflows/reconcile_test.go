@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/converter"
@@ -159,4 +160,21 @@ func TestReconcileDemandFailsLoudly(t *testing.T) {
 
 func converterDecode(can *workflow.ContinueAsNewError, v any) error {
 	return converter.GetDefaultDataConverter().FromPayloads(can.Input, v)
+}
+
+// An operator's Cancel of the reconcile ends the run Canceled: the page's cancellation is the
+// cause of the ReconcileFailed error the run returns, and the SDK closes a run whose error
+// holds a CanceledError as cancelled, not failed.
+func TestReconcileDemandCancelledDuringAPageEndsCanceled(t *testing.T) {
+	env := newEnv(t)
+	env.OnActivity(contract.ReconcilePageActivity, anyCtx, anyArg).Return(func(ctx context.Context, _ contract.ReconcilePageParams) (contract.ReconcilePageResult, error) {
+		<-ctx.Done()
+		return contract.ReconcilePageResult{}, ctx.Err()
+	})
+	env.RegisterDelayedCallback(env.CancelWorkflow, time.Second)
+	env.ExecuteWorkflow(ReconcileDemand, contract.ReconcileDemandInput{})
+	require.True(t, env.IsWorkflowCompleted())
+	err := env.GetWorkflowError()
+	var canceled *temporal.CanceledError
+	require.True(t, errors.As(err, &canceled), "got %v", err)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	commonpb "go.temporal.io/api/common/v1"
 	sdkpb "go.temporal.io/api/sdk/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
@@ -198,6 +199,32 @@ func TestSweepWindowSweepNowSignal(t *testing.T) {
 	require.Equal(t, contract.SweepRoundNow, res.Recent[0].Trigger)
 	require.True(t, strings.HasPrefix(res.Recent[0].Summary, "round 2 (sweep now): started 1"), res.Recent[0].Summary)
 	require.Contains(t, starter.requests[0].Reason, "round 2")
+}
+
+// walkeeper-sweep-now carries no payload, and the window never decodes one: a signal with a
+// payload of any type or encoding (an operator's `temporal workflow signal --input`), and a
+// burst of them, asks for one round at once like an empty one, and the window completes.
+func TestSweepWindowSweepNowSignalWithAnyPayload(t *testing.T) {
+	f := &windowFleet{debtAt: map[int]bool{2: true}}
+	starter := &fakeStarter{}
+	recorded := 0
+	env := newWindowEnv(t, f, starter, &recorded)
+	env.RegisterDelayedCallback(func() {
+		for _, p := range []any{"garbage", 42, map[string]any{"round": -1}, []int{1, 2, 3},
+			converter.NewRawValue(&commonpb.Payload{Metadata: map[string][]byte{"encoding": []byte("binary/unknown")}, Data: []byte{0xff, 0}})} {
+			env.SignalWorkflow(contract.SweepNowSignal, p)
+		}
+	}, 15*time.Second)
+	env.ExecuteWorkflow(SweepWindow, contract.SweepWindowInput{Interval: time.Minute, Window: 150 * time.Second})
+	require.NoError(t, env.GetWorkflowError())
+	var res contract.SweepWindowResult
+	require.NoError(t, env.GetWorkflowResult(&res))
+	// Rounds at 0, 60 and 120 s, and at 15 s for the burst: one for its first signal and one
+	// for those that arrived while that round ran, never one per signal.
+	require.Equal(t, 5, res.Totals.Rounds)
+	require.Len(t, res.Recent, 1)
+	require.Equal(t, contract.SweepRoundNow, res.Recent[0].Trigger)
+	require.Len(t, starter.requests, 1)
 }
 
 // A round whose listing fails is counted and reported; the window goes on. A window of

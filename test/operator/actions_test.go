@@ -2,8 +2,10 @@ package operator
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/internal/testkit/s3test"
+	"github.com/walkeeper/walkeeper/test/reliability"
 )
 
 // resetPoint names where a reset goes: a --type, or the workflow task after the first
@@ -72,6 +75,8 @@ func TestOperatorActions(t *testing.T) {
 	tests = append(tests,
 		opTest{"reset-running-merge/reprepare-under-held-commit", resetUnderHeldCommit},
 		opTest{"signal-garbage", signalGarbage},
+		opTest{"merge-under-another-id", mergeUnderAnotherID},
+		opTest{"cancel-after-commit-claimed", cancelAfterCommitClaimed},
 		opTest{"reset-compact-base", resetCompactBase},
 		opTest{"reset-sweep", func(t *testing.T, r *rig) {
 			resetGlobal(t, r, contract.MaintenanceSweepWorkflow, contract.MaintenanceSweepInput{
@@ -340,4 +345,130 @@ func resetUnderHeldCommit(t *testing.T, r *rig) {
 	c.checkHistories()
 	c.verify("after the reset run", false)
 	c.drain()
+}
+
+// mergeUnderAnotherID: an operator starts MergeWal by hand under an ID of their own (one that
+// is not a store's merge ID passes the workflow's ID check), beside the store's own merge, both
+// held at their first publish and then released together: two runs prepare and commit the same
+// shards at once. The claims and the conditional publish must keep every row right, merge
+// nothing twice, and leave nothing behind once the next merge has run.
+func mergeUnderAnotherID(t *testing.T, r *rig) {
+	c := r.newCase(t)
+	c.seal(2)
+	own := c.holdCommit(0)
+	id := contract.MergeWalID(c.tg)
+	run := c.startMerge()
+	c.held(own, "the store's own merge's first publish")
+	other := c.holdCommit(0)
+	byHand := "op-by-hand-" + c.tg.Name
+	c.ids[byHand] = true
+	ctx, cancel := context.WithTimeout(context.Background(), waitShort)
+	defer cancel()
+	hr, err := r.c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: byHand, TaskQueue: contract.TaskQueue},
+		contract.MergeWalWorkflow, contract.MergeWalInput{Target: c.tg.String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.runs[hr.GetRunID()] = true
+	c.held(other, "the hand-started merge's first publish")
+	own.Release()
+	other.Release()
+	c.waitCompleted(id, run)
+	c.waitCompleted(byHand, hr.GetRunID())
+	c.checkHistories()
+	c.verify("after both merges", true)
+	c.drain()
+}
+
+// cancelAfterCommitClaimed: a MergeWal is cancelled while its first round's publish is held,
+// its attempts claimed "commit", and the publish is released only once the CommitRound has
+// heartbeated since, so its worker has cancelled its context. The commit must still publish
+// and finish, the cancelled run's Abort find it present, and the run leave no claim, no
+// staged run and no merged generation behind, before any further merge.
+func cancelAfterCommitClaimed(t *testing.T, r *rig) {
+	c := r.newCase(t)
+	c.seal(2)
+	h := c.holdCommit(0)
+	id := contract.MergeWalID(c.tg)
+	run := c.startMerge()
+	c.held(h, "the first round's publish")
+	cancelled := time.Now()
+	c.temporal("workflow", "cancel", "--workflow-id", id, "--run-id", run)
+	deadline := time.Now().Add(waitLong)
+	for beat := false; !beat; {
+		// Its worker learns the cancel at a heartbeat, or the activity has ended since.
+		beat = true
+		for _, pa := range c.describe(id, run).GetPendingActivities() {
+			if pa.GetActivityType().GetName() == contract.CommitRoundActivity && !pa.GetLastHeartbeatTime().AsTime().After(cancelled) {
+				beat = false
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the held CommitRound neither heartbeated nor ended %s after the cancel:\n%s", waitLong, c.historyText(id, run))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	h.Release()
+	<-h.Done()
+	if st := c.waitClosed(id, run); st != enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED {
+		t.Fatalf("run ended %s, want canceled:\n%s", st, c.historyText(id, run))
+	}
+	if n := c.completed(id, run, contract.AbortActivity); n == 0 {
+		t.Errorf("the cancelled run completed no Abort:\n%s", c.historyText(id, run))
+	}
+	// The CommitRound may still be finishing on its worker: poll for the clean state.
+	for {
+		_, leftover := c.layoutAfterStop()
+		if leftover == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the cancel: %s", leftover)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	c.verify("after the cancel", true) // the run's other passes leave abort claims for the next merge
+	c.drain()
+}
+
+// layoutAfterStop inspects the case's store and says what a stopped merge left that a
+// finished one does not ("" = nothing): an unreferenced staged run, an attempt claim, a
+// generation the watermark covers still listed, or a generation file no manifest lists.
+func (c *opCase) layoutAfterStop() (*reliability.Layout, string) {
+	c.t.Helper()
+	db, _ := c.openReader()
+	lay, err := reliability.InspectLayout(context.Background(), db.Bucket(), c.tg)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	var left []string
+	for _, o := range lay.Orphans {
+		if strings.HasPrefix(filepath.Base(o), "m-") {
+			left = append(left, "staged run "+o)
+		}
+	}
+	for sh, sl := range lay.Shards {
+		for _, g := range sl.ListedGens {
+			if g <= lay.Watermarks[sh] {
+				left = append(left, fmt.Sprintf("shard %s lists merged generation %d", sh, g))
+			}
+		}
+		for _, a := range sl.Attempts {
+			// An abort claim of a range the watermark has not reached is what stops a late
+			// commit of that attempt: the next merge of the shard collects it.
+			raw, err := db.Bucket().Get(context.Background(), a)
+			var claim struct {
+				State   string `json:"state"`
+				Through uint64 `json:"through"`
+			}
+			if err == nil && json.Unmarshal(raw, &claim) == nil && claim.State == "abort" && claim.Through > lay.Watermarks[sh] {
+				continue
+			}
+			left = append(left, "claim "+a)
+		}
+		for _, g := range sl.UnlistedGens {
+			left = append(left, "generation file "+g)
+		}
+	}
+	return lay, strings.Join(left, "; ")
 }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -82,4 +84,37 @@ func TestFindingAPanicInAReadGoroutineFailsTheRead(t *testing.T) {
 	page, err := rs.List(ctx, ListOptions{Source: SourceAll, Limit: 10})
 	require.NoError(t, err)
 	require.Len(t, page.Rows, 1)
+}
+
+// A panic while the WAL committer held the writer's mutex (its clock, or the memtable's add)
+// left the mutex locked, and the recovery's kill waited for it for ever: the batch was never
+// answered and every later append and read of the shard hung. Now the mutex is released as
+// the panic unwinds and the batch fails with the *PanicError.
+func TestFindingAPanicUnderTheWritersMutexFailsItsAppends(t *testing.T) {
+	ctx := context.Background()
+	var armed atomic.Bool
+	db := openTestDB(t, fmt.Sprintf("mem://panic-locked-%d", testURLSeq.Add(1)), "w", func(o *Options) {
+		o.Now = func() time.Time {
+			if armed.Load() && strings.Contains(string(debug.Stack()), "nextSeqLocked") && armed.CompareAndSwap(true, false) {
+				panictest.Injected()
+				panic("injected: the clock panicked under the writer's mutex")
+			}
+			return time.Now()
+		}
+	})
+	s := createGeneric(t, db, "panics", false)
+	_, err := s.Append(ctx, []Row{{Key: "a", Values: []any{"a", int64(1), "x"}}})
+	require.NoError(t, err)
+
+	armed.Store(true)
+	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_, err = s.Append(actx, []Row{{Key: "b", Values: []any{"b", int64(2), "x"}}})
+	var pe *PanicError
+	require.ErrorAs(t, err, &pe, "the batch must be answered with the panic, not left waiting")
+
+	_, err = s.Append(actx, []Row{{Key: "c", Values: []any{"c", int64(3), "x"}}})
+	require.NoError(t, err)
+	_, err = s.Get(actx, "c")
+	require.NoError(t, err)
 }

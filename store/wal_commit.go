@@ -116,20 +116,7 @@ func (w *writer) walGroupCommit(batch []*appendReq) {
 			}
 		}
 	}()
-	w.mu.Lock()
-	dead := w.dead
-	pos := w.nextPos
-	var rows []Row
-	var seqs []int64
-	var deleted []bool
-	for _, r := range batch {
-		for _, row := range r.rows {
-			rows = append(rows, row)
-			seqs = append(seqs, w.nextSeqLocked())
-			deleted = append(deleted, r.deleted)
-		}
-	}
-	w.mu.Unlock()
+	pos, rows, seqs, deleted, dead := w.sequence(batch)
 	if dead != nil {
 		answer(AppendResult{}, dead)
 		return
@@ -169,18 +156,7 @@ func (w *writer) walGroupCommit(batch []*appendReq) {
 		return
 	}
 	w.s.db.metrics.WALObjects.Inc()
-	w.mu.Lock()
-	w.nextPos = pos + 1
-	for i := range rows {
-		w.active.add(memRow{row: rows[i], seq: seqs[i], deleted: deleted[i]})
-	}
-	w.active.maxPos = pos
-	full := w.active.bytes >= w.s.db.opts.MemtableBytes
-	sealing := w.sizeSealing
-	if full && !sealing {
-		w.sizeSealing = true
-	}
-	w.mu.Unlock()
+	full, sealing := w.addCommitted(pos, rows, seqs, deleted)
 
 	res := AppendResult{WALPosition: pos}
 	switch {
@@ -200,6 +176,40 @@ func (w *writer) walGroupCommit(batch []*appendReq) {
 		go w.sealFull()
 	}
 	answer(res, nil)
+}
+
+// sequence gives the batch's rows their sequence numbers and the WAL position, and returns
+// whether the writer is dead. Its unlock is deferred, as the recovery of a panic (the clock
+// is the caller's) kills the writer under the same mutex.
+func (w *writer) sequence(batch []*appendReq) (pos uint64, rows []Row, seqs []int64, deleted []bool, dead error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, r := range batch {
+		for _, row := range r.rows {
+			rows = append(rows, row)
+			seqs = append(seqs, w.nextSeqLocked())
+			deleted = append(deleted, r.deleted)
+		}
+	}
+	return w.nextPos, rows, seqs, deleted, w.dead
+}
+
+// addCommitted adds the rows of the WAL object at pos to the active memtable and reports
+// whether it is full and a size seal already runs; its unlock is deferred as sequence's is.
+func (w *writer) addCommitted(pos uint64, rows []Row, seqs []int64, deleted []bool) (full, sealing bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.nextPos = pos + 1
+	for i := range rows {
+		w.active.add(memRow{row: rows[i], seq: seqs[i], deleted: deleted[i]})
+	}
+	w.active.maxPos = pos
+	full = w.active.bytes >= w.s.db.opts.MemtableBytes
+	sealing = w.sizeSealing
+	if full && !sealing {
+		w.sizeSealing = true
+	}
+	return full, sealing
 }
 
 // sealFull seals a memtable that reached MemtableBytes, off the WAL committer; a failure

@@ -57,8 +57,9 @@ type Worker struct {
 	p *proc.Proc
 }
 
-// healthyWithin bounds a start: connecting to Temporal is retried for --temporal-wait.
-const healthyWithin = 90 * time.Second
+// healthyWithin bounds a start: connecting to Temporal is retried for --temporal-wait. A
+// variable so that a test of a start that never becomes healthy ends soon.
+var healthyWithin = 90 * time.Second
 
 // Start starts the process and returns once /healthz answers 200; it fails t if the
 // process exits first or is not healthy in time.
@@ -91,8 +92,12 @@ func (w *Worker) Start(t testing.TB) {
 		t.Fatal(err)
 	}
 	w.p = p
+	// A process the test did not stop (its start failed, or the test failed before its own
+	// clean-up was registered) is killed: it would outlive the test binary.
+	t.Cleanup(func() { _ = p.Stop(syscall.SIGKILL, time.Minute) })
 	err = p.WaitHTTP("http://"+w.Listen+"/healthz", healthyWithin)
 	if err != nil {
+		_ = p.Stop(syscall.SIGKILL, time.Minute)
 		t.Fatalf("worker %s did not become healthy (log %s): %v", w.Instance, w.Log, err)
 	}
 }

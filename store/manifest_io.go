@@ -20,6 +20,10 @@ import (
 type chain struct {
 	db     *DB
 	prefix string
+	// full marks the refusal of a version past the manifest limit: what grew it is pending
+	// generations in a shard chain (ErrTooManyPending, which an append's caller may retry
+	// once merges catch up) and runs in the base chain (ErrInvalidInput, compact first).
+	full error
 
 	mu      sync.Mutex
 	hint    uint64
@@ -173,8 +177,8 @@ func (c *chain) get(ctx context.Context, v uint64) ([]byte, error) {
 // put is the durable half of publish, leaving the cache alone (publishBaseThenSwap).
 func (c *chain) put(ctx context.Context, v uint64, raw []byte) error {
 	if limit := c.db.manifestLimit(); int64(len(raw)) > limit {
-		return invalidf("manifest version %s%s would be %d bytes, more than the %d a reader reads; compact the base or merge the shard's pending generations first",
-			c.prefix, versionName(v), len(raw), limit)
+		return fmt.Errorf("manifest version %s%s would be %d bytes, more than the %d a reader reads; compact the base or merge the shard's pending generations first: %w",
+			c.prefix, versionName(v), len(raw), limit, c.full)
 	}
 	return c.db.bucket.PutIfAbsent(ctx, c.prefix+versionName(v), raw)
 }
@@ -221,7 +225,7 @@ func (s *Store) shardChain(shard string) *chain {
 	defer s.shardsMu.Unlock()
 	c, ok := s.shards[shard]
 	if !ok {
-		c = &chain{db: s.db, prefix: shardManifestPrefix(s.target, shard)}
+		c = &chain{db: s.db, prefix: shardManifestPrefix(s.target, shard), full: ErrTooManyPending}
 		s.shards[shard] = c
 	}
 	return c

@@ -105,7 +105,10 @@ func TestFindingOversizedManifestVersionIsRefused(t *testing.T) {
 	require.Len(t, page.Rows, 1)
 
 	err = s.shardChain("w").put(ctx, 1000, padded(`{}`, limit+1))
-	require.ErrorIs(t, err, ErrInvalidInput)
+	require.ErrorIs(t, err, ErrTooManyPending, "a shard chain grows with pending generations, which merges shrink")
+	require.NotErrorIs(t, err, ErrInvalidInput, "an append that sealed into it was a valid request")
+	err = s.base.put(ctx, 1000, padded(`{}`, limit+1))
+	require.ErrorIs(t, err, ErrInvalidInput, "a base chain grows with runs, which only a compaction shrinks")
 	ok, err := w.bucket.Exists(ctx, shardManifestPrefix(s.Target(), "w")+versionName(1000))
 	require.NoError(t, err)
 	require.False(t, ok, "the oversized version was written")

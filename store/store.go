@@ -50,7 +50,7 @@ func newStore(db *DB, t Target, meta manifest.StoreMeta, codec *rowcodec.Codec) 
 		target: t,
 		meta:   meta,
 		codec:  codec,
-		base:   &chain{db: db, prefix: versionsPrefix(t)},
+		base:   &chain{db: db, prefix: versionsPrefix(t), full: ErrInvalidInput},
 		shards: map[string]*chain{},
 	}
 	s.touch()

@@ -93,6 +93,9 @@ type Config struct {
 	// one (docs/DESIGN.md §10).
 	MergeRunTimeout   time.Duration
 	StuckScanInterval time.Duration // 0: no stuck-run scan
+	// WorkflowDeadlock is how long a workflow task may run without yielding before the SDK
+	// fails it as a potential deadlock (0 = the SDK's 1 s).
+	WorkflowDeadlock time.Duration
 
 	LogFormat string
 	LogLevel  string
@@ -315,6 +318,7 @@ func (c *Config) Validate() error {
 		{"sweep-jitter", int64(c.SweepJitter)},
 		{"sweep-start-spacing", int64(c.SweepStartSpacing)},
 		{"shutdown-timeout", int64(c.ShutdownTimeout)},
+		{"workflow-deadlock-timeout", int64(c.WorkflowDeadlock)},
 	} {
 		if nv.v < 0 {
 			bad(nv.flag, "must not be negative")

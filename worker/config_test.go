@@ -177,6 +177,7 @@ func TestConfigValidateRejectsNonsense(t *testing.T) {
 		"budget":       func(c *Config) { c.MergeBudgetBytes = -1 },
 		"start conc 0": func(c *Config) { c.SweepStartConcurrency = 0 },
 		"start conc":   func(c *Config) { c.SweepStartConcurrency = 257 },
+		"deadlock":     func(c *Config) { c.WorkflowDeadlock = -time.Second },
 	} {
 		c := DefaultConfig()
 		mut(&c)

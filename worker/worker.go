@@ -249,6 +249,7 @@ func (w *Worker) startTemporalLocked(ctx context.Context, db *store.DB) error {
 		LocalActivitySlots:  w.cfg.SharedActivitySlots,
 		MergeSlots:          w.cfg.MergeSlots,
 		StopTimeout:         w.cfg.ShutdownTimeout / 2,
+		DeadlockDetection:   w.cfg.WorkflowDeadlock,
 		OnFatalError: func(err error) {
 			log.Error("a Temporal worker stopped on an error it does not retry and will not poll again; the worker stops so that it is restarted",
 				zap.Error(err))

@@ -82,9 +82,11 @@ func (w *Worker) Start(t testing.TB) {
 		}
 	}
 	p, err := proc.Start(proc.Spec{
-		Path:    w.Bin,
-		Args:    append([]string{"worker", "--instance", w.Instance, "--listen", w.Listen}, w.Args...),
-		Env:     append([]string{"WALKEEPER_AUTH_TOKEN="}, w.Env...),
+		Path: w.Bin,
+		Args: append([]string{"worker", "--instance", w.Instance, "--listen", w.Listen}, w.Args...),
+		// A test's worker on a shared machine (race builds most) can hold a workflow task past
+		// the SDK's 1 s deadlock detector without a bug; Env may set it back.
+		Env:     append([]string{"WALKEEPER_AUTH_TOKEN=", "WALKEEPER_WORKFLOW_DEADLOCK_TIMEOUT=1m"}, w.Env...),
 		Environ: environ,
 		Log:     w.Log,
 	})

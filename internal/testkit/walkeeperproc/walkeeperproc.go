@@ -94,9 +94,8 @@ func (w *Worker) Start(t testing.TB) {
 		t.Fatal(err)
 	}
 	w.p = p
-	// A process the test did not stop (its start failed, or the test failed before its own
-	// clean-up was registered) is killed: it would outlive the test binary.
-	t.Cleanup(func() { _ = p.Stop(syscall.SIGKILL, time.Minute) })
+	// A start that fails kills its process, which would outlive the test binary. No clean-up
+	// is registered on t: a worker restarted inside a subtest must outlive that subtest.
 	err = p.WaitHTTP("http://"+w.Listen+"/healthz", healthyWithin)
 	if err != nil {
 		_ = p.Stop(syscall.SIGKILL, time.Minute)

@@ -1,7 +1,6 @@
 package worker
 
 import (
-	"maps"
 	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -36,23 +35,26 @@ var workflowTypes = []string{contract.MergeWalWorkflow, contract.CompactBaseWork
 // (DefaultTemporalConfig sets it).
 var SDKMetrics client.MetricsHandler = sdkMetrics{}
 
-type sdkMetrics struct{ tags map[string]string }
+// sdkMetrics keeps only the two tags its counters read: the SDK calls WithTags for every task
+// it polls, so cloning the whole tag map there would allocate on the workers' hot path.
+type sdkMetrics struct{ workflow, signal string }
 
 func (h sdkMetrics) WithTags(tags map[string]string) client.MetricsHandler {
-	merged := maps.Clone(h.tags)
-	if merged == nil {
-		merged = map[string]string{}
+	if wf, ok := tags[contract.MetricTagWorkflow]; ok {
+		h.workflow = wf
 	}
-	maps.Copy(merged, tags)
-	return sdkMetrics{tags: merged}
+	if sig, ok := tags[contract.MetricTagSignal]; ok {
+		h.signal = sig
+	}
+	return h
 }
 
 func (h sdkMetrics) Counter(name string) client.MetricsCounter {
 	// The labels keep to known values, whatever a tag says.
-	wf := h.tags[contract.MetricTagWorkflow]
+	wf := h.workflow
 	switch name {
 	case contract.MetricRefusedSignals:
-		sig := h.tags[contract.MetricTagSignal]
+		sig := h.signal
 		if !slices.Contains(stuckTypes, wf) {
 			wf = "other"
 		}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
@@ -27,20 +28,14 @@ func TestRefusedSignalsReachTheWorkersRegistry(t *testing.T) {
 	before, otherBefore := value(contract.MergeWalWorkflow), value("other")
 	series := testutil.CollectAndCount(m.Registry)
 
-	var s testsuite.WorkflowTestSuite
-	s.SetMetricsHandler(SDKMetrics)
-	// What workflows/tracker.go does on each refused signal (n of them), under a workflow name.
+	// What workflows/tracker.go does on each refused signal (n of them), under a workflow name;
+	// the SDK's own metrics go through the same handler.
 	run := func(name string, n int64) {
-		env := s.NewTestWorkflowEnvironment()
-		env.RegisterWorkflowWithOptions(func(ctx workflow.Context) error {
-			h := workflow.GetMetricsHandler(ctx).WithTags(map[string]string{contract.MetricTagSignal: contract.ActivityStateSignal,
-				contract.MetricTagWorkflow: workflow.GetInfo(ctx).WorkflowType.Name})
+		countInWorkflow(t, name, func(h client.MetricsHandler) {
+			h = h.WithTags(map[string]string{contract.MetricTagSignal: contract.ActivityStateSignal})
 			h.Counter(contract.MetricRefusedSignals).Inc(n)
 			h.Counter("temporal_some_sdk_metric").Inc(1)
-			return nil
-		}, workflow.RegisterOptions{Name: name})
-		env.ExecuteWorkflow(name)
-		require.NoError(t, env.GetWorkflowError())
+		})
 	}
 	run(contract.MergeWalWorkflow, 2)
 	run("NotAWalkeeperWorkflow", 1)
@@ -60,22 +55,28 @@ func TestIgnoredInputFieldsReachTheWorkersRegistry(t *testing.T) {
 	require.GreaterOrEqual(t, testutil.CollectAndCount(m.Registry, "walkeeper_workflow_ignored_input_fields_total"), len(workflowTypes),
 		"every workflow type's series is there from the start")
 
-	var s testsuite.WorkflowTestSuite
-	s.SetMetricsHandler(SDKMetrics)
 	// What workflows/input_ignored.go does on an input with n ignored members.
 	run := func(name string, n int64) {
-		env := s.NewTestWorkflowEnvironment()
-		env.RegisterWorkflowWithOptions(func(ctx workflow.Context) error {
-			workflow.GetMetricsHandler(ctx).WithTags(map[string]string{contract.MetricTagWorkflow: workflow.GetInfo(ctx).WorkflowType.Name}).
-				Counter(contract.MetricIgnoredInputFields).Inc(n)
-			return nil
-		}, workflow.RegisterOptions{Name: name})
-		env.ExecuteWorkflow(name)
-		require.NoError(t, env.GetWorkflowError())
+		countInWorkflow(t, name, func(h client.MetricsHandler) { h.Counter(contract.MetricIgnoredInputFields).Inc(n) })
 	}
 	run(contract.SweepWindowWorkflow, 2)
 	run("NotAWalkeeperWorkflow", 1)
 
 	require.Equal(t, before+2, value(contract.SweepWindowWorkflow))
 	require.Equal(t, otherBefore+1, value("other"), "an unknown workflow type is no label value of its own")
+}
+
+// countInWorkflow runs, in a test workflow named name whose client has SDKMetrics, count on
+// the run's metrics handler tagged with its workflow type, as walkeeper's workflows tag it.
+func countInWorkflow(t *testing.T, name string, count func(client.MetricsHandler)) {
+	t.Helper()
+	var s testsuite.WorkflowTestSuite
+	s.SetMetricsHandler(SDKMetrics)
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(func(ctx workflow.Context) error {
+		count(workflow.GetMetricsHandler(ctx).WithTags(map[string]string{contract.MetricTagWorkflow: workflow.GetInfo(ctx).WorkflowType.Name}))
+		return nil
+	}, workflow.RegisterOptions{Name: name})
+	env.ExecuteWorkflow(name)
+	require.NoError(t, env.GetWorkflowError())
 }

@@ -21,15 +21,7 @@ func TestCompactionKeepsAnOutputItsLandedVersionReferences(t *testing.T) {
 	for _, reply := range []string{"error", "already-exists"} {
 		t.Run(reply, func(t *testing.T) {
 			ctx := context.Background()
-			url := newMemURL()
-			db := openTestDB(t, url, "w1")
-			s := createGeneric(t, db, "cp", false)
-			for i := range 3 {
-				seal(t, s, row(fmt.Sprintf("k%d", i), int64(i)))
-				_, err := s.MergeAll(ctx)
-				require.NoError(t, err)
-			}
-			want := allRows(t, s, SourceAll)
+			url, want := threeRunStore(t, "cp")
 
 			cdb := openTestDB(t, url, "compactor")
 			var fired atomic.Bool
@@ -61,15 +53,7 @@ func TestFindingCompactionCutAtItsPublishCleansUp(t *testing.T) {
 	for _, when := range []string{"before-publish", "after-publish"} {
 		t.Run(when, func(t *testing.T) {
 			ctx := context.Background()
-			url := newMemURL()
-			db := openTestDB(t, url, "w1")
-			s := createGeneric(t, db, "cut", false)
-			for i := range 3 {
-				seal(t, s, row(fmt.Sprintf("k%d", i), int64(i)))
-				_, err := s.MergeAll(ctx)
-				require.NoError(t, err)
-			}
-			want := allRows(t, s, SourceAll)
+			url, want := threeRunStore(t, "cut")
 
 			cdb := openTestDB(t, url, "compactor")
 			pctx, cancel := context.WithCancel(ctx)
@@ -109,4 +93,18 @@ func TestFindingCompactionCutAtItsPublishCleansUp(t *testing.T) {
 			}
 		})
 	}
+}
+
+// threeRunStore makes store name with three base runs (one merge each) and returns its URL and
+// rows, for a compaction to work on from another DB.
+func threeRunStore(t *testing.T, name string) (url string, rows map[string]int64) {
+	t.Helper()
+	url = newMemURL()
+	s := createGeneric(t, openTestDB(t, url, "w1"), name, false)
+	for i := range 3 {
+		seal(t, s, row(fmt.Sprintf("k%d", i), int64(i)))
+		_, err := s.MergeAll(context.Background())
+		require.NoError(t, err)
+	}
+	return url, allRows(t, s, SourceAll)
 }

@@ -120,6 +120,7 @@ var TunedDynamicConfig = []string{
 // Server is a running `temporal server start-dev` child process (in its own process group).
 type Server struct {
 	hostPort string
+	port     int
 	uiURL    string
 	p        *proc.Proc
 }
@@ -219,7 +220,7 @@ func startOnce(ctx context.Context, cli string, o Options) (*Server, error) {
 		}
 	}
 
-	s := &Server{hostPort: hostPort}
+	s := &Server{hostPort: hostPort, port: o.Port}
 	if !o.Headless {
 		s.uiURL = "http://" + proc.Addr(o.UIPort)
 	}
@@ -255,11 +256,23 @@ func dynamicConfig(o Options) []string {
 	return append(out, o.DynamicConfig...)
 }
 
-// waitReady dials the frontend until it answers and the namespace can be described.
+// waitReady dials the frontend until it answers and the namespace can be described, and the
+// frontend is this process's.
 func (s *Server) waitReady(ctx context.Context, ns string, timeout time.Duration) error {
-	err := s.p.WaitFor(ctx, timeout, func() error { return Serves(ctx, s.hostPort, ns) })
+	err := s.p.WaitFor(ctx, timeout, func() error { return ServesFrom(ctx, s.p, s.port, ns) })
 	if err != nil {
 		return fmt.Errorf("temporal dev server on %s: %w", s.hostPort, err)
+	}
+	return nil
+}
+
+// ServesFrom is Serves for the frontend on port, nil only when process p holds that port.
+func ServesFrom(ctx context.Context, p *proc.Proc, port int, namespaces ...string) error {
+	if err := Serves(ctx, proc.Addr(port), namespaces...); err != nil {
+		return err
+	}
+	if !p.Listens(port) {
+		return fmt.Errorf("port %d is served by another process than pid %d", port, p.PID())
 	}
 	return nil
 }

@@ -3,8 +3,10 @@ package devserver_test
 import (
 	"context"
 	"log/slog"
+	"net"
 	"net/http"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -48,6 +50,18 @@ func TestDevServer(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	}, 30*time.Second, 250*time.Millisecond)
+
+	// A second server told to use the first one's port fails to start: its readiness probe
+	// does not take the first one's frontend for its own.
+	_, portText, err := net.SplitHostPort(srv.HostPort())
+	require.NoError(t, err)
+	port, err := strconv.Atoi(portText)
+	require.NoError(t, err)
+	second, err := devserver.Start(ctx, devserver.Options{Install: true, Headless: true, Port: port, Progress: testWriter{t}})
+	if err == nil {
+		_ = second.Stop()
+	}
+	require.ErrorContains(t, err, "address already in use")
 
 	pid := srv.PID()
 	require.NoError(t, srv.Stop())

@@ -70,12 +70,12 @@ type Options struct {
 
 // Cluster is a running Temporal server on its own PostgreSQL.
 type Cluster struct {
-	opts     Options
-	pg       *Postgres
-	bin      string
-	log      string
-	srv      *proc.Proc
-	hostPort string
+	opts Options
+	pg   *Postgres
+	bin  string
+	log  string
+	srv  *proc.Proc
+	port int // the frontend's
 	// namespacesDone are the namespaces registered so far; a restarted server is ready once
 	// it serves them all.
 	namespacesDone []string
@@ -145,7 +145,7 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	c.hostPort = proc.Addr(ports[0])
+	c.port = ports[0]
 	cfg, err := serverConfig(ports, c.pg.Port(), dcPath, o.MetricsPort)
 	if err != nil {
 		return nil, err
@@ -156,7 +156,7 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 	if err := c.startServer(ctx); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(progress, "temporalcluster: server %s on %s (%s)\n", ServerVersion, c.hostPort, time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(progress, "temporalcluster: server %s on %s (%s)\n", ServerVersion, c.HostPort(), time.Since(start).Round(time.Millisecond))
 	if err := c.registerNamespaces(ctx); err != nil {
 		return nil, err
 	}
@@ -175,7 +175,7 @@ func DefaultDynamicConfigBase() (string, error) {
 }
 
 // HostPort is the frontend's gRPC address.
-func (c *Cluster) HostPort() string { return c.hostPort }
+func (c *Cluster) HostPort() string { return proc.Addr(c.port) }
 
 // ServerPID is the Temporal server process's id; PostgreSQL's processes are separate.
 func (c *Cluster) ServerPID() int { return c.srv.PID() }
@@ -238,12 +238,12 @@ func (c *Cluster) Stop() error {
 // (the first start: the system namespace).
 func (c *Cluster) waitReady(ctx context.Context, timeout time.Duration) error {
 	return c.srv.WaitFor(ctx, timeout, func() error {
-		return devserver.Serves(ctx, c.hostPort, append([]string{"temporal-system"}, c.namespacesDone...)...)
+		return devserver.ServesFrom(ctx, c.srv, c.port, append([]string{"temporal-system"}, c.namespacesDone...)...)
 	})
 }
 
 func (c *Cluster) registerNamespaces(ctx context.Context) error {
-	cl, err := client.Dial(client.Options{HostPort: c.hostPort, Logger: discardLogger})
+	cl, err := client.Dial(client.Options{HostPort: c.HostPort(), Logger: discardLogger})
 	if err != nil {
 		return err
 	}

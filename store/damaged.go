@@ -116,15 +116,17 @@ func (s *Store) stillDamagedWAL(ctx context.Context, shard string) error {
 	return nil
 }
 
-// readWAL reads and decodes the WAL object at pos of shard, checking its header first.
+// readWAL reads and decodes the WAL object at pos of shard, checking its length and header
+// first.
 func (s *Store) readWAL(ctx context.Context, shard string, pos uint64) (_ []arrow.RecordBatch, err error) {
 	key := walKey(s.target, shard, pos)
 	defer func() { s.countCorrupt(key, err) }()
-	data, err := s.db.bucket.Get(ctx, key)
+	what := fmt.Sprintf("WAL %s/%s/%d", s.target, shard, pos)
+	data, err := s.db.getSmall(ctx, key, s.db.walReadLimit(), what)
 	if err != nil {
 		return nil, err
 	}
-	what := fmt.Sprintf("WAL %s/%s/%d (%s)", s.target, shard, pos, key)
+	what += " (" + key + ")"
 	if data, err = unframeWAL(data, what); err != nil {
 		return nil, err
 	}

@@ -65,6 +65,8 @@ type Options struct {
 	Now func() time.Time
 	// maxManifestBytes lowers MaxManifestBytes for tests (0 = MaxManifestBytes).
 	maxManifestBytes int64
+	// maxWALBytes sets the WAL read limit for tests (0 = walReadLimit's).
+	maxWALBytes int64
 }
 
 // DefaultOptions returns the documented defaults of the fields whose zero means off or no cap.

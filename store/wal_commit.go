@@ -22,7 +22,8 @@ type appendDone struct {
 }
 
 // runWALCommitter is the WAL group committer goroutine: it writes everything queued since the
-// last WAL write as one WAL object, so concurrent appenders share one write, until w.stop.
+// last WAL write, so concurrent appenders share one write, as one WAL object per
+// MemtableBytes of rows (walGroups), until w.stop.
 func (w *writer) runWALCommitter() {
 	defer close(w.stopped)
 	for {
@@ -59,7 +60,9 @@ func (w *writer) runWALCommitter() {
 				break drain
 			}
 		}
-		w.walGroupCommit(batch)
+		for _, group := range walGroups(batch, w.s.db.opts.MemtableBytes) {
+			w.walGroupCommit(group)
+		}
 	}
 }
 
@@ -127,12 +130,19 @@ func (w *writer) walGroupCommit(batch []*appendReq) {
 		return
 	}
 	data = frameWAL(data)
+	if limit := w.s.db.walReadLimit(); int64(len(data)) > limit {
+		// walGroups keeps a group far below it: an object no reader would read is not written.
+		answer(AppendResult{}, fmt.Errorf("%s: %w: its group commit encodes to %d bytes, more than the %d a WAL object may hold",
+			w.s.target, ErrAppendTooLarge, len(data), limit))
+		return
+	}
 	key := walKey(w.s.target, w.shard, pos)
 	err = w.s.db.bucket.PutIfAbsent(ctx, key, data)
 	if errors.Is(err, ErrAlreadyExists) {
 		// Either our own write landed but reported failure on an earlier try (same bytes),
-		// or another process claimed the shard and took this position: we are fenced.
-		if got, gerr := w.s.db.bucket.Get(ctx, key); gerr == nil && bytes.Equal(got, data) {
+		// or another process claimed the shard and took this position: we are fenced. A longer
+		// object is not ours, so no more than ours is read.
+		if got, gerr := w.s.db.bucket.GetAtMost(ctx, key, int64(len(data)), nil); gerr == nil && bytes.Equal(got, data) {
 			err = nil
 		} else {
 			w.kill(fmt.Errorf("shard %s of %s: WAL position %d taken by a newer writer: %w", w.shard, w.s.target, pos, ErrFenced))

@@ -14,6 +14,10 @@ const (
 	valueSlotBytes = int64(unsafe.Sizeof(any(nil)))
 )
 
+// MaxTombstoneBytes is the decoded size of the largest tombstone: a row of a schema's most
+// fields with only its key, of MaxKeyBytes, set (Store.Delete's row).
+const MaxTombstoneBytes = rowHeaderBytes + maxFields*valueSlotBytes + 16 + MaxKeyBytes
+
 // DecodedValuesBytes estimates what r.Values holds: one slot per schema field, null or not,
 // plus per non-null value its boxed copy and payload.
 func DecodedValuesBytes(r Row) int64 {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 )
 
@@ -121,4 +123,90 @@ func TestFindingSmallGenerationsAreChargedWhatTheyHoldDecoded(t *testing.T) {
 	require.GreaterOrEqual(t, charged, heap, "the read is charged what its decoded files hold on the heap")
 	g.release()
 	require.Zero(t, rb.Reserved())
+}
+
+// packedGenerationRows is how many rows of 1 KB values each generation of sealPackedGenerations
+// holds: about 215 KB of record, so that four share an arena chunk and the fifth does not.
+const packedGenerationRows = 210
+
+// sealPackedGenerations seals n generations of s that its cache will not keep, each of about
+// 215 KB, so that their read arena packs four into each 1 MiB chunk and leaves the rest of
+// the chunk unused, which arenaEstimate does not count: nine take a third chunk beyond it.
+func sealPackedGenerations(t *testing.T, s *Store, n int) {
+	t.Helper()
+	pad := strings.Repeat("p", 1000)
+	for g := 0; g < n; g++ {
+		var rs []Row
+		for i := 0; i < packedGenerationRows; i++ {
+			k := fmt.Sprintf("p%02d-%04d", g, i)
+			rs = append(rs, Row{Key: k, Values: []any{k, int64(i), pad}})
+		}
+		appendRows(t, s, rs...)
+		flush(t, s)
+	}
+}
+
+// privateEstimate is what a group of srcs is admitted with for the ones read privately: their
+// arena's estimate and the decoded files' heap (tryOpenGroup, for generations alone).
+func privateEstimate(s *Store, srcs []readSource) (want int64, private int) {
+	var sizes []int64
+	for _, src := range srcs {
+		if s.private(src) {
+			sizes = append(sizes, src.bytes)
+		}
+	}
+	return arenaEstimate(sizes) + int64(len(sizes))*decodedFileHeap, len(sizes)
+}
+
+// A read arena that needs a buffer beyond its estimate grows the read's reservation without
+// waiting or fails the read with ErrBudgetBusy, counted once: it used to take the buffer from
+// the Go heap uncharged, so a read held more than the read budget bounds.
+func TestFindingArenaBeyondItsEstimateIsChargedOrBusy(t *testing.T) {
+	ctx := context.Background()
+	rb := NewBudget(64 << 20)
+	m := NewMetrics(prometheus.NewRegistry(), nil)
+	db := openTestDB(t, "file://"+t.TempDir()+"?nosync=1", "w1", func(o *Options) {
+		o.ReadBudget = rb
+		o.CacheBytes = 1 // every generation is read into the arena
+		o.Metrics = m
+	})
+	s := createGeneric(t, db, "arenafull", false)
+	sealPackedGenerations(t, s, 9)
+	snap, err := s.snapshot(ctx, true)
+	require.NoError(t, err)
+	srcs := s.sources(snap, SourceAll, func(string, string) bool { return true })
+	want, private := privateEstimate(s, srcs)
+	require.Equal(t, 9, private)
+
+	// With the budget free, the arena's third chunk grows the reservation past the admission.
+	g, err := s.openGroup(ctx, srcs, "")
+	require.NoError(t, err)
+	held, reserved := rb.Allocated(), rb.Reserved()
+	t.Logf("admitted %d, the arena took %d, reserved %d", want, held, reserved)
+	require.Greater(t, held, want, "the arena went beyond its estimate")
+	require.GreaterOrEqual(t, reserved, held, "and the reservation grew to hold it")
+	g.release()
+
+	// With the rest of the budget held, it cannot grow: the read is busy, not uncharged.
+	blocker := mustReserve(t, rb, rb.Limit()-want)
+	g, err = s.openGroup(ctx, srcs, "")
+	if err == nil {
+		held = rb.Allocated()
+		g.release()
+		require.FailNow(t, "the group opened with no room for its arena's third chunk",
+			"the arena charged %d bytes with %d reserved: the chunk it could not charge came from the Go heap", held, want)
+	}
+	require.ErrorIs(t, err, ErrBudgetBusy)
+	_, err = s.List(ctx, ListOptions{})
+	require.ErrorIs(t, err, ErrBudgetBusy)
+	require.Equal(t, 1.0, testutil.ToFloat64(m.ReadsBudgetBusy), "the refused read is counted once")
+	require.Equal(t, rb.Limit()-want, rb.Reserved(), "the refused read holds nothing")
+	require.Zero(t, rb.Allocated())
+	blocker.Release()
+
+	page, err := s.List(ctx, ListOptions{Limit: 10000})
+	require.NoError(t, err)
+	require.Len(t, page.Rows, 9*packedGenerationRows)
+	require.Zero(t, rb.Reserved())
+	require.Zero(t, rb.Allocated())
 }

@@ -24,7 +24,8 @@ const arenaChunk = 1 << 20
 
 // ipcObjectOverhead estimates what an IPC generation object holds beyond its record bytes
 // (the manifest's size): the schema, twice (message and footer), the record's metadata and
-// padding. Only the read reservation uses it; an object larger than estimated still reads.
+// padding. Only the read reservation uses it; an object larger than estimated reads if the
+// reservation can grow without waiting.
 const ipcObjectOverhead = 2 << 10
 
 // decodedFileHeap is what one decoded private file keeps on the Go heap next to its arena
@@ -71,8 +72,8 @@ func newReadArena(a *memAccount, hint int64, files int) *readArena {
 	return r
 }
 
-// take returns an empty buffer of capacity n, or nil when the account cannot hold one without
-// waiting; the read then uses the Go heap, so it never fails or waits for want of arena.
+// take returns an empty buffer of capacity n, growing the reservation without waiting past
+// the estimate (packing leaves chunk tails unused), or nil when it cannot grow.
 func (r *readArena) take(n int) []byte {
 	if r == nil {
 		return nil
@@ -119,8 +120,10 @@ func (r *readArena) free() {
 	r.bufs, r.cur, r.heap = nil, nil, 0
 }
 
-// alloc is the allocator of Bucket reads into buffers of r, or of the Go heap where r has
-// no room (nil: no arena). The arena owns its buffers: nothing is freed per read.
+// alloc is the allocator of Bucket reads into buffers of r (nil: no arena); a buffer the
+// reservation cannot hold fails the read with errBufferRefused, as any read buffer does, since
+// one from the Go heap would be held uncharged. The arena owns its buffers: nothing is freed
+// per read.
 func (r *readArena) alloc() objstore.Alloc {
 	if r == nil {
 		return nil
@@ -129,7 +132,7 @@ func (r *readArena) alloc() objstore.Alloc {
 		if b := r.take(n); b != nil {
 			return b, nil
 		}
-		return make([]byte, 0, n), nil
+		return nil, errBufferRefused
 	}
 }
 

@@ -171,8 +171,9 @@ func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after strin
 	if len(sizes) > 0 {
 		acct = newMemAccount(res, budget)
 		// The private files share the reservation with the sources decoded through the cache,
-		// whose bytes their arena and batches must leave alone.
-		var outside int64
+		// whose bytes their arena and batches must leave alone, and with the extra, kept for
+		// those sources' runs until they are loaded.
+		outside := extra
 		for _, c := range charged {
 			outside += c
 		}
@@ -181,6 +182,8 @@ func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after strin
 	}
 	// A run decoded through the cache takes what its footer says the decode holds: first the
 	// extra this admission was given (a retry's, for such a run), then growth without waiting.
+	// INVARIANT: while the sources load, acct.outside is their charge, what their runs took
+	// beyond it and the slack left, so a private allocation never uses bytes a run may take.
 	var slackMu sync.Mutex
 	slack := extra
 	grow := func(i int) func(int64) bool {
@@ -191,14 +194,17 @@ func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after strin
 			slack -= take
 			slackMu.Unlock()
 			if acct != nil {
-				acct.outside.Add(n) // before the growth, so that no private allocation takes it
+				acct.outside.Add(n - take) // before the growth; what it takes is outside already
 			}
 			if n == take || res.tryGrowBy(n-take) {
 				return true
 			}
 			if acct != nil {
-				acct.outside.Add(-n)
+				acct.outside.Add(take - n)
 			}
+			slackMu.Lock()
+			slack += take
+			slackMu.Unlock()
 			return false
 		}
 	}
@@ -259,6 +265,7 @@ func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after strin
 		return nil, n, fmt.Errorf("%s: decoding base runs through the cache needs %d bytes more of the read budget: %w", s.target, n, ErrBudgetBusy)
 	}
 	if err == nil && acct != nil {
+		acct.outside.Add(-slack) // no cached run took it: the private runs' batches may
 		short, err = s.growForRuns(res, acct, g.runs)
 	}
 	if err != nil {

@@ -2,12 +2,19 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
+
+	"github.com/walkeeper/walkeeper/store/manifest"
+	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
 // A read group that streams a base run privately and decodes generations through the cache
@@ -121,4 +128,206 @@ func TestFindingSmallGenerationsAreChargedWhatTheyHoldDecoded(t *testing.T) {
 	require.GreaterOrEqual(t, charged, heap, "the read is charged what its decoded files hold on the heap")
 	g.release()
 	require.Zero(t, rb.Reserved())
+}
+
+// packedGenerationRows is how many rows of 1 KB values each generation of sealPackedGenerations
+// holds: about 215 KB of record, so that four share an arena chunk and the fifth does not.
+const packedGenerationRows = 210
+
+// sealPackedGenerations seals n generations of s that its cache will not keep, each of about
+// 215 KB, so that their read arena packs four into each 1 MiB chunk and leaves the rest of
+// the chunk unused, which arenaEstimate does not count: nine take a third chunk beyond it.
+func sealPackedGenerations(t *testing.T, s *Store, n int) {
+	t.Helper()
+	pad := strings.Repeat("p", 1000)
+	for g := 0; g < n; g++ {
+		var rs []Row
+		for i := 0; i < packedGenerationRows; i++ {
+			k := fmt.Sprintf("p%02d-%04d", g, i)
+			rs = append(rs, Row{Key: k, Values: []any{k, int64(i), pad}})
+		}
+		appendRows(t, s, rs...)
+		flush(t, s)
+	}
+}
+
+// privateEstimate is what a group of srcs is admitted with for the ones read privately: their
+// arena's estimate and the decoded files' heap (tryOpenGroup, for generations alone).
+func privateEstimate(s *Store, srcs []readSource) (want int64, private int) {
+	var sizes []int64
+	for _, src := range srcs {
+		if s.private(src) {
+			sizes = append(sizes, src.bytes)
+		}
+	}
+	return arenaEstimate(sizes) + int64(len(sizes))*decodedFileHeap, len(sizes)
+}
+
+// A read arena that needs a buffer beyond its estimate grows the read's reservation without
+// waiting or fails the read with ErrBudgetBusy, counted once: it used to take the buffer from
+// the Go heap uncharged, so a read held more than the read budget bounds.
+func TestFindingArenaBeyondItsEstimateIsChargedOrBusy(t *testing.T) {
+	ctx := context.Background()
+	rb := NewBudget(64 << 20)
+	m := NewMetrics(prometheus.NewRegistry(), nil)
+	db := openTestDB(t, "file://"+t.TempDir()+"?nosync=1", "w1", func(o *Options) {
+		o.ReadBudget = rb
+		o.CacheBytes = 1 // every generation is read into the arena
+		o.Metrics = m
+	})
+	s := createGeneric(t, db, "arenafull", false)
+	sealPackedGenerations(t, s, 9)
+	snap, err := s.snapshot(ctx, true)
+	require.NoError(t, err)
+	srcs := s.sources(snap, SourceAll, func(string, string) bool { return true })
+	want, private := privateEstimate(s, srcs)
+	require.Equal(t, 9, private)
+
+	// With the budget free, the arena's third chunk grows the reservation past the admission.
+	g, err := s.openGroup(ctx, srcs, "")
+	require.NoError(t, err)
+	held, reserved := rb.Allocated(), rb.Reserved()
+	t.Logf("admitted %d, the arena took %d, reserved %d", want, held, reserved)
+	require.Greater(t, held, want, "the arena went beyond its estimate")
+	require.GreaterOrEqual(t, reserved, held, "and the reservation grew to hold it")
+	g.release()
+
+	// With the rest of the budget held, it cannot grow: the read is busy, not uncharged.
+	blocker := mustReserve(t, rb, rb.Limit()-want)
+	g, err = s.openGroup(ctx, srcs, "")
+	if err == nil {
+		held = rb.Allocated()
+		g.release()
+		require.FailNow(t, "the group opened with no room for its arena's third chunk",
+			"the arena charged %d bytes with %d reserved: the chunk it could not charge came from the Go heap", held, want)
+	}
+	require.ErrorIs(t, err, ErrBudgetBusy)
+	_, err = s.List(ctx, ListOptions{})
+	require.ErrorIs(t, err, ErrBudgetBusy)
+	require.Equal(t, 1.0, testutil.ToFloat64(m.ReadsBudgetBusy), "the refused read is counted once")
+	require.Equal(t, rb.Limit()-want, rb.Reserved(), "the refused read holds nothing")
+	require.Zero(t, rb.Allocated())
+	blocker.Release()
+
+	page, err := s.List(ctx, ListOptions{Limit: 10000})
+	require.NoError(t, err)
+	require.Len(t, page.Rows, 9*packedGenerationRows)
+	require.Zero(t, rb.Reserved())
+	require.Zero(t, rb.Allocated())
+}
+
+// A read group admitted again with the bytes a cached run's footer asked for (tryOpenGroup's
+// extra) keeps them for that run: its private arena must not use them too. The arena took
+// them first when it went beyond its estimate, then the run took them again, so the group
+// held up to extra more than its reservation.
+func TestFindingRetrySlackIsKeptForTheCachedRun(t *testing.T) {
+	ctx := context.Background()
+	rb := NewBudget(64 << 20)
+	db := openTestDB(t, "file://"+t.TempDir()+"?nosync=1", "w1", func(o *Options) {
+		o.ReadBudget = rb
+		o.CacheBytes = 640 << 10 // keeps the small run decoded, not the 215 KB generations
+	})
+	s := createGeneric(t, db, "retryslack", false)
+	var rs []Row
+	for i := 0; i < 100; i++ {
+		k := fmt.Sprintf("r%04d", i)
+		rs = append(rs, Row{Key: k, Values: []any{k, int64(i), compressiblePad}})
+	}
+	appendRows(t, s, rs...)
+	flush(t, s)
+	_, err := s.MergeAll(ctx)
+	require.NoError(t, err)
+	sealPackedGenerations(t, s, 9)
+	snap, err := s.snapshot(ctx, true)
+	require.NoError(t, err)
+	srcs := s.sources(snap, SourceAll, func(string, string) bool { return true })
+	want, private := privateEstimate(s, srcs)
+	require.Equal(t, 9, private)
+	var run readSource
+	var charged int64 // what the sources decoded through the cache were admitted with
+	gens := map[string]bool{}
+	for _, src := range srcs {
+		if s.private(src) {
+			gens[src.path] = true
+		} else {
+			require.True(t, src.run, "only the run is decoded through the cache")
+			run, charged = src, charged+readCost(src)
+		}
+	}
+	require.NotEmpty(t, run.path)
+	db.cache.forget(run.path)
+
+	// The extra a retry is given: what the run's footer says its decode holds beyond its charge.
+	data, err := db.bucket.Get(ctx, run.path)
+	require.NoError(t, err)
+	var decoded int64
+	errFooter := errors.New("footer read")
+	_, err = decodeParquetAdmitted(ctx, data, s.codec, "run", func(d int64) error { decoded = d; return errFooter })
+	require.ErrorIs(t, err, errFooter)
+	extra := 2*(decoded+decoded/8) - readCost(run)
+	require.Positive(t, extra, "the run decodes to more than its charge")
+
+	// The run's object is read once the generations are in the arena, so the arena's third
+	// chunk comes first.
+	gensRead := make(chan struct{})
+	var reads atomic.Int64
+	db.bucket = db.bucket.WithFaults(objstore.FaultFuncs{
+		BeforeFunc: func(op, key string) error {
+			if op == objstore.OpGet && key == run.path {
+				<-gensRead
+			}
+			return nil
+		},
+		AfterFunc: func(op, key string, err error) error {
+			if op == objstore.OpGet && gens[key] && reads.Add(1) == int64(len(gens)) {
+				close(gensRead)
+			}
+			return err
+		},
+	})
+	g, short, err := s.tryOpenGroup(ctx, srcs, "", extra)
+	require.NoError(t, err)
+	require.Zero(t, short)
+	held := rb.Allocated() + charged + extra
+	t.Logf("admitted %d (extra %d), reserved %d; the arena took %d, the run %d", want+charged+extra, extra, rb.Reserved(), rb.Allocated(), charged+extra)
+	require.Greater(t, rb.Allocated(), want, "the arena went beyond its estimate")
+	require.GreaterOrEqual(t, rb.Reserved(), held, "the group holds its arena beside the run's decode")
+	g.release()
+	require.Zero(t, rb.Reserved())
+	require.Zero(t, rb.Allocated())
+}
+
+// The extra of a group admitted again for its streamed runs' window (growForRuns) is theirs
+// once no cached run took it: a retry admitted with exactly the bytes the first try lacked
+// opens, where the budget has nothing more to give.
+func TestRetrySlackNoCachedRunTookIsLeftToTheStreamedRuns(t *testing.T) {
+	ctx := context.Background()
+	rb := NewBudget(64 << 20)
+	db := openTestDB(t, "file://"+t.TempDir()+"?nosync=1", "w1", func(o *Options) {
+		o.ReadBudget = rb
+		o.CacheBytes = 16 << 20
+	})
+	s, run := compressibleRun(t, db, "windowslack")
+	db.cache.markLarge(run.Path) // as a first read would find from its footer, so it streams
+	snap, err := s.snapshot(ctx, true)
+	require.NoError(t, err)
+	srcs := s.sources(snap, SourceAll, func(string, string) bool { return true })
+	require.Len(t, srcs, 1)
+	require.True(t, s.private(srcs[0]))
+	want := compactRunGuess(manifest.Run{Bytes: run.Bytes}) + arenaEstimate([]int64{run.Bytes}) + decodedFileHeap
+
+	blocker := mustReserve(t, rb, rb.Limit()-want)
+	_, short, err := s.tryOpenGroup(ctx, srcs, "", 0)
+	require.ErrorIs(t, err, ErrBudgetBusy, "the run's window is more than its admission guessed")
+	require.Positive(t, short)
+	blocker.Release()
+
+	blocker = mustReserve(t, rb, rb.Limit()-want-short)
+	g, _, err := s.tryOpenGroup(ctx, srcs, "", short)
+	require.NoError(t, err, "the retry's extra is the window's")
+	require.Equal(t, rb.Limit(), rb.Reserved())
+	g.release()
+	blocker.Release()
+	require.Zero(t, rb.Reserved())
+	require.Zero(t, rb.Allocated())
 }

@@ -231,7 +231,26 @@ func (s *Store) afterCompactDemand(ctx context.Context, runsLeft int) error {
 	if t <= 0 || runsLeft >= t {
 		return nil
 	}
-	return s.db.bucket.Delete(ctx, demandCompactMarker(s.target))
+	return s.clearCompactDemand(ctx)
+}
+
+// clearCompactDemand deletes the compaction marker, then writes it again if the latest base
+// holds CompactDemandRuns runs: a merge that published since the caller read the base may
+// have written it just before the delete (one that publishes after this read writes it after).
+//
+// REQUIRES: CompactDemandRuns > 0.
+func (s *Store) clearCompactDemand(ctx context.Context) error {
+	if err := s.db.bucket.Delete(ctx, demandCompactMarker(s.target)); err != nil {
+		return err
+	}
+	base, err := s.loadBase(ctx)
+	if err != nil {
+		return err
+	}
+	if runs := len(base.Runs); runs >= s.db.opts.CompactDemandRuns {
+		return s.putCompactDemand(ctx, runs)
+	}
+	return nil
 }
 
 // demandByShard is a listing of one store's demand records sorted by shard.
@@ -312,7 +331,7 @@ func (s *Store) ReconcileDemand(ctx context.Context) (DemandCleanResult, error) 
 		case runs >= t && !d.marker:
 			err = s.putCompactDemand(ctx, runs)
 		case runs < t && d.marker:
-			err = s.db.bucket.Delete(ctx, demandCompactMarker(s.target))
+			err = s.clearCompactDemand(ctx)
 		}
 		if err != nil {
 			errs = append(errs, err)

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -67,4 +68,74 @@ func TestCompactionDuringASealKeepsTheGenerationsDemandRecord(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, st.Shards[0].PendingGenerations)
 	require.Equal(t, recs, demandOf(t, db, s.target), "the pending generation keeps its demand record")
+}
+
+// A compaction or a reconcile that clears the compaction marker read the base before a merge
+// brought it back to CompactDemandRuns runs; when that merge writes the marker just before
+// the clearing delete, the marker must survive it, else the CompactBase trigger waits for the
+// next merge commit or reconcile. The merge runs while the delete is held at the storage.
+func TestFindingClearingTheCompactionMarkerKeepsAConcurrentMergesMarker(t *testing.T) {
+	for _, clearer := range []string{"compaction", "reconcile"} {
+		t.Run(clearer, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			db, s := newGenericStore(t, backends(t)["mem"], "markerrace", func(o *Options) { o.CompactDemandRuns = 2 })
+			for i := range 3 {
+				seal(t, s, row(string(rune('a'+i)), 1))
+				_, err := s.MergeOnce(ctx, db.shard)
+				require.NoError(t, err)
+			}
+			if clearer == "reconcile" {
+				res, err := s.CompactBase(ctx, CompactParams{})
+				require.NoError(t, err)
+				require.Equal(t, 1, res.RunsLeft)
+				require.NoError(t, s.putCompactDemand(ctx, 3), "a stale marker, as a failed clearing leaves")
+			}
+			seal(t, s, row("p", 2)) // what the concurrent merge folds
+
+			marker := demandCompactMarker(s.target)
+			var armed atomic.Bool
+			paused, resume := make(chan struct{}), make(chan struct{})
+			db.bucket = db.bucket.WithFaults(objstore.FaultFuncs{BeforeFunc: func(op, key string) error {
+				if op == objstore.OpDelete && key == marker && armed.CompareAndSwap(true, false) {
+					close(paused)
+					<-resume
+				}
+				return nil
+			}})
+			armed.Store(true)
+			cleared := make(chan error, 1)
+			go func() {
+				if clearer == "compaction" {
+					res, err := s.CompactBase(ctx, CompactParams{})
+					if err == nil && res.RunsLeft != 1 {
+						err = fmt.Errorf("the compaction left %d runs, want 1", res.RunsLeft)
+					}
+					cleared <- err
+					return
+				}
+				_, err := s.ReconcileDemand(ctx)
+				cleared <- err
+			}()
+			select {
+			case <-paused:
+			case err := <-cleared:
+				t.Fatalf("the %s ended without clearing the marker: %v", clearer, err)
+			case <-ctx.Done():
+				t.Fatalf("the %s never cleared the marker", clearer)
+			}
+			res, err := s.MergeOnce(ctx, db.shard)
+			require.NoError(t, err)
+			require.Equal(t, RoundCommitted, res.Outcome)
+			close(resume)
+			require.NoError(t, <-cleared)
+
+			base, err := s.loadBase(ctx)
+			require.NoError(t, err)
+			require.Len(t, base.Runs, 2)
+			ok, err := db.bucket.Exists(ctx, marker)
+			require.NoError(t, err)
+			require.True(t, ok, "the base holds 2 runs: the marker the merge wrote must stay")
+		})
+	}
 }

@@ -55,12 +55,34 @@ func newMemtable() *memtable {
 //
 // REQUIRES: writer.mu held for the active memtable (or the memtable not shared yet).
 func (m *memtable) add(r memRow) {
-	e := &memEntry{key: r.row.Key, r: r}
-	if old, ok := m.index.ReplaceOrInsert(e); ok {
-		m.bytes -= memEntryBytes + rowcodec.DecodedValuesBytes(old.r.row)
-	}
-	m.bytes += memEntryBytes + rowcodec.DecodedValuesBytes(r.row)
+	m.bytes += addTo(m.index, r)
 	m.view = nil
+}
+
+// addAll adds rows in order, all or none: they go into a copy-on-write clone of the index that
+// replaces it once every row is in, so a panic midway leaves the memtable as it was for the
+// readers of the writer that panic kills.
+//
+// REQUIRES: as for add.
+func (m *memtable) addAll(rows []memRow) {
+	if len(rows) == 1 {
+		m.add(rows[0]) // in or not, without the path copies that make a clone cost a lone row several adds
+		return
+	}
+	index, bytes := m.index.Clone(), m.bytes
+	for _, r := range rows {
+		bytes += addTo(index, r)
+	}
+	m.index, m.bytes, m.view = index, bytes, nil
+}
+
+// addTo makes r the newest version of its key in index and returns what that adds to bytes.
+func addTo(index *btree.BTreeG[*memEntry], r memRow) int64 {
+	delta := memEntryBytes + rowcodec.DecodedValuesBytes(r.row)
+	if old, ok := index.ReplaceOrInsert(&memEntry{key: r.row.Key, r: r}); ok {
+		delta -= memEntryBytes + rowcodec.DecodedValuesBytes(old.r.row)
+	}
+	return delta
 }
 
 // len is the number of keys.

@@ -55,7 +55,7 @@ func (s *Store) MergeAll(ctx context.Context) (int, error) {
 				return total, err
 			}
 			total += res.Reclaimed
-			progress = progress || res.Reclaimed > 0
+			progress = progress || res.Outcome == RoundCommitted || res.Outcome == RoundAlreadyCommitted
 		}
 		if !progress {
 			return total, nil

@@ -73,16 +73,23 @@ func (s *Store) finishShard(ctx context.Context, p *PreparedMerge, sr *RoundShar
 		s.countMerge("failed", 0)
 		return fmt.Errorf("drain failed: %w", err)
 	}
-	// Counted whoever drains them, so that a retried commit whose first reply was lost
-	// still reports them; the metrics count what this call drained.
+	// Reported whoever drains them, so that a retried commit whose first reply was lost
+	// still reports them, unless another attempt published them (below); the metrics count
+	// what this call drained.
 	sr.Reclaimed = len(p.Generations)
 	deleteStart := time.Now()
 	sr.Deleted, _ = s.deleteMergedGenerations(ctx, p.Shard, p.Through)
 	s.afterMergeDemand(ctx, p.Shard, p.Through, runs)
 	s.observePhase("delete", deleteStart)
 	if sr.Outcome == RoundAlreadyCommitted {
-		if err := s.dropUnreferencedStaged(ctx, p); err != nil {
+		published, err := s.dropUnreferencedStaged(ctx, p)
+		if err != nil {
 			return err
+		}
+		if !published {
+			// Another attempt's run holds the pass: that attempt reports it, so two runs
+			// racing on one pass count it once.
+			sr.Reclaimed = 0
 		}
 		s.countMerge("already_committed", reclaimed)
 	} else {
@@ -169,21 +176,25 @@ func (s *Store) deleteMergedGenerations(ctx context.Context, shard string, throu
 }
 
 // dropUnreferencedStaged deletes an attempt's staged files when the latest base does not
-// reference them (another attempt committed the same generations first).
+// reference them (another attempt committed the same generations first), and reports
+// whether it references one (this attempt's commit published them). A run a compaction has
+// folded since is referenced no more, so a retry that comes after it reports false.
 //
 // REQUIRES: the watermark covers p's range (manifest.RangeCommitted), so no commit of p can
 // publish them any more.
-func (s *Store) dropUnreferencedStaged(ctx context.Context, p *PreparedMerge) error {
+func (s *Store) dropUnreferencedStaged(ctx context.Context, p *PreparedMerge) (published bool, err error) {
 	base, err := s.loadBase(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
 	for _, f := range p.Staged {
-		if !baseKeeps(base, f.Path) {
-			if err := s.db.bucket.Delete(ctx, f.Path); err != nil {
-				return err
-			}
+		if baseKeeps(base, f.Path) {
+			published = true
+			continue
+		}
+		if err := s.db.bucket.Delete(ctx, f.Path); err != nil {
+			return published, err
 		}
 	}
-	return nil
+	return published, nil
 }

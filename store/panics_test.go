@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/btree"
 	"github.com/stretchr/testify/require"
 
 	"github.com/walkeeper/walkeeper/internal/testkit/panictest"
@@ -117,4 +118,50 @@ func TestFindingAPanicUnderTheWritersMutexFailsItsAppends(t *testing.T) {
 	require.NoError(t, err)
 	_, err = s.Get(actx, "c")
 	require.NoError(t, err)
+}
+
+// A panic while the WAL committer added a durable batch to the active memtable left the rows
+// added before it there, and the writer it killed stays the one this process reads until a
+// successor replays its WAL: a reader saw part of a batch whose append had failed. Now the
+// batch goes into the memtable whole or not at all. The panic comes from the index's key
+// comparison, on the batch's second key.
+func TestFindingAPanicInTheMemtableAddLeavesNoHalfBatch(t *testing.T) {
+	ctx := context.Background()
+	db := openTestDB(t, fmt.Sprintf("mem://panic-add-%d", testURLSeq.Add(1)), "w")
+	s := createGeneric(t, db, "panics", false)
+	_, err := s.Append(ctx, []Row{{Key: "a", Values: []any{"a", int64(1), "x"}}})
+	require.NoError(t, err)
+
+	var armed atomic.Bool
+	w, err := s.writer(ctx)
+	require.NoError(t, err)
+	w.mu.Lock()
+	index := btree.NewG(memtableDegree, func(x, y *memEntry) bool {
+		if (x.key == "c" || y.key == "c") && armed.CompareAndSwap(true, false) {
+			panictest.Injected()
+			panic("injected: the memtable's index panicked adding c")
+		}
+		return x.key < y.key
+	})
+	w.active.index.Ascend(func(e *memEntry) bool {
+		index.ReplaceOrInsert(e)
+		return true
+	})
+	w.active.index, w.active.view = index, nil
+	w.mu.Unlock()
+
+	armed.Store(true)
+	_, err = s.Append(ctx, []Row{{Key: "b", Values: []any{"b", int64(2), "x"}}, {Key: "c", Values: []any{"c", int64(3), "x"}}})
+	var pe *PanicError
+	require.ErrorAs(t, err, &pe)
+	require.False(t, armed.Load(), "the add of c panicked")
+
+	_, err = s.Get(ctx, "b")
+	require.ErrorIs(t, err, ErrNotFound, "b came in the same batch as c, which no reader sees yet")
+	require.Equal(t, map[string]int64{"a": 1}, allRows(t, s, SourceAll))
+
+	// The next append claims the shard and replays the whole batch from the WAL.
+	_, err = s.Append(ctx, []Row{{Key: "d", Values: []any{"d", int64(4), "x"}}})
+	require.NoError(t, err)
+	require.Equal(t, map[string]int64{"a": 1, "b": 2, "c": 3, "d": 4}, allRows(t, s, SourceAll))
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
+
+	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
 var testSchema = Schema{Fields: []Field{
@@ -403,6 +405,57 @@ func TestTwoPreparesOfOneShardCommitOnce(t *testing.T) {
 	base, err := s.loadBase(ctx)
 	require.NoError(t, err)
 	require.Len(t, base.Runs, 1)
+}
+
+// Two runs racing on one pass both reported its generations as reclaimed, so WalReclaimed
+// counted them twice: the commit that finds the range merged by the other attempt's run,
+// whether it found it before claiming or lost the publish to it, now reports none, and the
+// winner's retry (its first reply lost) still reports them.
+func TestFindingTwoRunsRacingOnOnePassReportItsReclaimOnce(t *testing.T) {
+	for _, race := range []string{"after", "lost publish"} {
+		t.Run(race, func(t *testing.T) {
+			ctx := context.Background()
+			db, s := newGenericStore(t, "file://"+t.TempDir(), "reclaimonce")
+			sealGenerations(t, s, 4)
+			p1, err := s.Prepare(ctx, PrepareParams{AttemptKey: "wf-1/act-1"})
+			require.NoError(t, err)
+			p2, err := s.Prepare(ctx, PrepareParams{AttemptKey: "wf-2/act-1"})
+			require.NoError(t, err)
+
+			var r1 RoundShardResult
+			var armed atomic.Bool
+			if race == "after" {
+				r1, err = commitOne(ctx, s, p1)
+				require.NoError(t, err)
+			} else {
+				// p2 has claimed and drafted the version p1 publishes first.
+				armed.Store(true)
+				db.bucket = db.bucket.WithFaults(objstore.FaultFuncs{BeforeFunc: func(op, key string) error {
+					if op == objstore.OpPutIfAbsent && strings.HasPrefix(key, versionsPrefix(s.target)) && armed.CompareAndSwap(true, false) {
+						var cerr error
+						r1, cerr = commitOne(ctx, s, p1)
+						require.NoError(t, cerr)
+					}
+					return nil
+				}})
+			}
+			r2, err := commitOne(ctx, s, p2)
+			require.NoError(t, err)
+			require.False(t, armed.Load(), "p1 published while p2 committed")
+			require.Equal(t, RoundCommitted, r1.Outcome)
+			require.Equal(t, 4, r1.Reclaimed)
+			require.Equal(t, RoundAlreadyCommitted, r2.Outcome)
+			require.Zero(t, r2.Reclaimed, "the other attempt's run holds the pass: its reclaim is the winner's to report")
+
+			again, err := commitOne(ctx, s, p1)
+			require.NoError(t, err)
+			require.Equal(t, RoundAlreadyCommitted, again.Outcome)
+			require.Equal(t, 4, again.Reclaimed, "the winner's retry reports what its lost reply did")
+			again, err = commitOne(ctx, s, p2)
+			require.NoError(t, err)
+			require.Zero(t, again.Reclaimed)
+		})
+	}
 }
 
 // Story I: racing committers from many shards all land; watermark advances == merges.

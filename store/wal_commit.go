@@ -204,15 +204,18 @@ func (w *writer) sequence(batch []*appendReq) (pos uint64, rows []Row, seqs []in
 	return w.nextPos, rows, seqs, deleted, w.dead
 }
 
-// addCommitted adds the rows of the WAL object at pos to the active memtable and reports
-// whether it is full and a size seal already runs; its unlock is deferred as sequence's is.
+// addCommitted adds the rows of the WAL object at pos to the active memtable, all or none
+// (addAll), and reports whether it is full and a size seal already runs; its unlock is
+// deferred as sequence's is.
 func (w *writer) addCommitted(pos uint64, rows []Row, seqs []int64, deleted []bool) (full, sealing bool) {
+	batch := make([]memRow, len(rows))
+	for i := range rows {
+		batch[i] = memRow{row: rows[i], seq: seqs[i], deleted: deleted[i]}
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.nextPos = pos + 1
-	for i := range rows {
-		w.active.add(memRow{row: rows[i], seq: seqs[i], deleted: deleted[i]})
-	}
+	w.active.addAll(batch)
 	w.active.maxPos = pos
 	full = w.active.bytes >= w.s.db.opts.MemtableBytes
 	sealing = w.sizeSealing

@@ -8,7 +8,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/walkeeper/walkeeper/store/internal/jsonscan"
+	"github.com/walkeeper/walkeeper/internal/jsonscan"
 	"github.com/walkeeper/walkeeper/target"
 )
 

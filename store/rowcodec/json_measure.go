@@ -3,7 +3,7 @@ package rowcodec
 import (
 	"github.com/walkeeper/walkeeper/target"
 
-	"github.com/walkeeper/walkeeper/store/internal/jsonscan"
+	"github.com/walkeeper/walkeeper/internal/jsonscan"
 )
 
 // MeasureJSON counts the rows of body and bounds their decoded size from above without

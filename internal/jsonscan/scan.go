@@ -2,7 +2,8 @@
 // JSON text by index (white space, strings, whole values, an object's members) and reads the
 // few scalars the hand-written decoders need, each exactly as encoding/json reads them or not
 // at all. The row codec splits a client's body with it after json.Valid; the manifest codec
-// reads the shape it writes with it and leaves anything else to encoding/json.
+// reads the shape it writes with it and leaves anything else to encoding/json. It imports
+// nothing of walkeeper, so that contract, a leaf, may use it too.
 package jsonscan
 
 import (

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+
+	"github.com/walkeeper/walkeeper/internal/jsonscan"
 )
 
 // A workflow input ignores members its type has no field for, so a worker of an earlier build
@@ -21,11 +23,14 @@ const MaxUnknownFieldNames = 4
 // `carry.shards[0].shardd`: at most MaxUnknownFieldNames of them, each clipped, and how many
 // there are. It matches names as encoding/json does (exact, else case-insensitive), descends
 // only into members a field takes, allocates only the names it reports (and an unquoted copy
-// of a member name written with escapes), and stops at bytes that are not JSON
+// of a member name written with escapes), and reports nothing for bytes that are not JSON
 // (DecodeInputPayload refused those before). Pure.
 func UnknownInputFields(data []byte, dst any) (names []string, total int) {
-	w := unknownWalk{data: data, fields: map[reflect.Type][]jsonField{}}
-	w.value(reflect.TypeOf(dst))
+	if !json.Valid(data) {
+		return nil, 0
+	}
+	w := unknownWalk{fields: map[reflect.Type][]jsonField{}}
+	w.value(data[jsonscan.SkipWS(data, 0):], reflect.TypeOf(dst))
 	return w.names, w.total
 }
 
@@ -36,13 +41,10 @@ type jsonField struct {
 }
 
 type unknownWalk struct {
-	data   []byte
-	i      int
-	bad    bool // not JSON: stop
 	fields map[reflect.Type][]jsonField
 	names  []string
 	total  int
-	path   []pathStep // where w.i is, built into a name only when one is reported
+	path   []pathStep // where the walk is, built into a name only when one is reported
 }
 
 // pathStep is a field's name, a map's key or an element's index.
@@ -66,70 +68,58 @@ var (
 	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
 )
 
-// value walks the JSON value at w.i, decoded into a t, and moves past it.
-func (w *unknownWalk) value(t reflect.Type) {
+// value walks raw, one valid JSON value, decoded into a t.
+func (w *unknownWalk) value(raw []byte, t reflect.Type) {
 	for t != nil && t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	w.space()
-	if w.bad || w.i >= len(w.data) {
-		w.bad = true
+	if t == nil || len(raw) == 0 {
 		return
 	}
-	switch c := w.data[w.i]; {
-	case c == '{' && t != nil && t.Kind() == reflect.Struct && w.walked(t):
-		w.object(func(key []byte) (reflect.Type, pathStep, bool) {
-			f, ok := w.field(t, key)
-			return f.typ, pathStep{name: f.name}, ok
-		})
-	case c == '{' && t != nil && t.Kind() == reflect.Map && !w.custom(t):
-		w.object(func(key []byte) (reflect.Type, pathStep, bool) { return t.Elem(), pathStep{key: key}, true })
-	case c == '[' && t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) && !w.custom(t):
-		w.i++
-		for n := 0; !w.bad; n++ {
-			if w.space(); w.i < len(w.data) && w.data[w.i] == ']' {
-				w.i++
-				return
+	switch k := t.Kind(); {
+	case raw[0] == '{' && k == reflect.Struct && w.walked(t):
+		_ = jsonscan.SplitObject(raw, func(rawKey, val []byte) error {
+			key := memberName(rawKey)
+			if f, ok := w.field(t, key); ok {
+				w.within(pathStep{name: f.name}, val, f.typ)
+				return nil
 			}
-			w.path = append(w.path, pathStep{index: n, name: "[]"})
-			w.value(t.Elem())
-			w.path = w.path[:len(w.path)-1]
-			w.comma(']')
-		}
-	default:
-		w.skip()
-	}
-}
-
-// object walks the object at w.i: member reports the type and path name of a member key,
-// or false when no field takes it.
-func (w *unknownWalk) object(member func(key []byte) (reflect.Type, pathStep, bool)) {
-	w.i++
-	for !w.bad {
-		if w.space(); w.i < len(w.data) && w.data[w.i] == '}' {
-			w.i++
-			return
-		}
-		key := w.key()
-		if w.space(); w.bad || w.i >= len(w.data) || w.data[w.i] != ':' {
-			w.bad = true
-			return
-		}
-		w.i++
-		t, step, ok := member(key)
-		if !ok {
 			w.total++
 			if len(w.names) < MaxUnknownFieldNames {
 				w.names = append(w.names, w.name(key))
 			}
-			w.skip()
-		} else {
-			w.path = append(w.path, step)
-			w.value(t)
-			w.path = w.path[:len(w.path)-1]
-		}
-		w.comma('}')
+			return nil
+		})
+	case raw[0] == '{' && k == reflect.Map && !w.custom(t):
+		_ = jsonscan.SplitObject(raw, func(rawKey, val []byte) error {
+			w.within(pathStep{key: memberName(rawKey)}, val, t.Elem())
+			return nil
+		})
+	case raw[0] == '[' && (k == reflect.Slice || k == reflect.Array) && !w.custom(t):
+		n := 0
+		_ = jsonscan.SplitArray(raw, func(elem []byte) error {
+			w.within(pathStep{index: n, name: "[]"}, elem, t.Elem())
+			n++
+			return nil
+		})
 	}
+}
+
+// within walks val, decoded into a t, at step below the current path.
+func (w *unknownWalk) within(step pathStep, val []byte, t reflect.Type) {
+	w.path = append(w.path, step)
+	w.value(val, t)
+	w.path = w.path[:len(w.path)-1]
+}
+
+// memberName is the name a raw member key (with its quotes) decodes to, the key's own bytes
+// when it has no escape.
+func memberName(rawKey []byte) []byte {
+	if bytes.IndexByte(rawKey, '\\') < 0 {
+		return rawKey[1 : len(rawKey)-1]
+	}
+	s, _ := jsonscan.Unquote(rawKey) // valid JSON: no error
+	return []byte(s)
 }
 
 // name is the clipped path of member key of the object at w.path.
@@ -213,90 +203,4 @@ func jsonFields(t reflect.Type) []jsonField {
 		out = append(out, jsonField{name: name, typ: sf.Type})
 	}
 	return out
-}
-
-// key reads the member name at w.i, unquoting it only when it has escapes.
-func (w *unknownWalk) key() []byte {
-	start := w.i
-	w.str()
-	if w.bad {
-		return nil
-	}
-	raw := w.data[start:w.i]
-	if bytes.IndexByte(raw, '\\') < 0 {
-		return raw[1 : len(raw)-1]
-	}
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
-		w.bad = true
-	}
-	return []byte(s)
-}
-
-// str moves past the string at w.i.
-func (w *unknownWalk) str() {
-	if w.i >= len(w.data) || w.data[w.i] != '"' {
-		w.bad = true
-		return
-	}
-	for w.i++; w.i < len(w.data); w.i++ {
-		switch w.data[w.i] {
-		case '\\':
-			w.i++
-		case '"':
-			w.i++
-			return
-		}
-	}
-	w.bad = true
-}
-
-// skip moves past the value at w.i, whatever it holds.
-func (w *unknownWalk) skip() {
-	depth := 0
-	for w.space(); w.i < len(w.data) && !w.bad; w.space() {
-		switch w.data[w.i] {
-		case '"':
-			w.str()
-		case '{', '[':
-			depth++
-			w.i++
-		case '}', ']':
-			if depth == 0 {
-				return
-			}
-			depth--
-			w.i++
-		case ',', ':':
-			if depth == 0 {
-				return
-			}
-			w.i++
-		default: // a number, true, false or null
-			for w.i < len(w.data) && strings.IndexByte(",:}] \t\r\n\"", w.data[w.i]) < 0 {
-				w.i++
-			}
-		}
-		if depth == 0 {
-			return
-		}
-	}
-}
-
-// comma moves past the comma after a member or element, or stops at end.
-func (w *unknownWalk) comma(end byte) {
-	w.space()
-	switch {
-	case w.i < len(w.data) && w.data[w.i] == ',':
-		w.i++
-	case w.i < len(w.data) && w.data[w.i] == end:
-	default:
-		w.bad = true
-	}
-}
-
-func (w *unknownWalk) space() {
-	for w.i < len(w.data) && strings.IndexByte(" \t\r\n", w.data[w.i]) >= 0 {
-		w.i++
-	}
 }

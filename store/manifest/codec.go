@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/walkeeper/walkeeper/store/internal/jsonscan"
+	"github.com/walkeeper/walkeeper/internal/jsonscan"
 )
 
 // The JSON codec of the shard and base manifests without reflection, since encoding/json was

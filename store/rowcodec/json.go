@@ -8,7 +8,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/walkeeper/walkeeper/store/internal/jsonscan"
+	"github.com/walkeeper/walkeeper/internal/jsonscan"
 	"github.com/walkeeper/walkeeper/target"
 )
 
@@ -37,18 +37,13 @@ func (c *Codec) DecodeValidJSON(body []byte, maxRowBytes, capRows int) ([]Row, e
 	}
 	rows := make([]Row, 0, capRows)
 	seen := make([]bool, len(c.names))
-	i = jsonscan.SkipWS(body, i+1)
-	for n := 0; i < len(body) && body[i] != ']'; n++ {
-		end := jsonscan.ScanValue(body, i)
-		row, err := c.decodeRawRow(n, body[i:end], maxRowBytes, seen)
-		if err != nil {
-			return nil, err
-		}
+	err := jsonscan.SplitArray(body[i:], func(raw []byte) error {
+		row, err := c.decodeRawRow(len(rows), raw, maxRowBytes, seen)
 		rows = append(rows, row)
-		i = jsonscan.SkipWS(body, end)
-		if i < len(body) && body[i] == ',' {
-			i = jsonscan.SkipWS(body, i+1)
-		}
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	return rows, nil
 }

@@ -1,9 +1,8 @@
 package rowcodec
 
 import (
+	"github.com/walkeeper/walkeeper/internal/jsonscan"
 	"github.com/walkeeper/walkeeper/target"
-
-	"github.com/walkeeper/walkeeper/store/internal/jsonscan"
 )
 
 // MeasureJSON counts the rows of body and bounds their decoded size from above without
@@ -20,11 +19,9 @@ func (c *Codec) MeasureJSON(body []byte, check func(rows int, size int64) error)
 	if c.kind == target.KindDatagen {
 		perRow += 16 + 36 // a derived event_id (a UUID string)
 	}
-	i = jsonscan.SkipWS(body, i+1)
-	for i < len(body) && body[i] != ']' {
-		end := jsonscan.ScanValue(body, i)
+	err = jsonscan.SplitArray(body[i:], func(raw []byte) error {
 		size += perRow
-		if raw := body[i:end]; len(raw) > 0 && raw[0] == '{' {
+		if raw[0] == '{' {
 			_ = jsonscan.SplitObject(raw, func(key, v []byte) error {
 				if j, ok := c.lookup(key); ok {
 					size += rawValueBytes(c.types[j], v)
@@ -33,15 +30,9 @@ func (c *Codec) MeasureJSON(body []byte, check func(rows int, size int64) error)
 			})
 		}
 		rows++
-		if err := check(rows, size); err != nil {
-			return rows, size, err
-		}
-		i = jsonscan.SkipWS(body, end)
-		if i < len(body) && body[i] == ',' {
-			i = jsonscan.SkipWS(body, i+1)
-		}
-	}
-	return rows, size, nil
+		return check(rows, size)
+	})
+	return rows, size, err
 }
 
 // rawValueBytes bounds what the decoded value of a field of type t, given as the raw JSON

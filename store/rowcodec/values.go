@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/walkeeper/walkeeper/store/internal/jsonscan"
+	"github.com/walkeeper/walkeeper/internal/jsonscan"
 	"github.com/walkeeper/walkeeper/target"
 )
 

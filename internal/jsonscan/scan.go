@@ -1,8 +1,10 @@
 // Package jsonscan is walkeeper's one hand-written JSON scanner. It finds the extent of
-// JSON text by index (white space, strings, whole values, an object's members) and reads the
-// few scalars the hand-written decoders need, each exactly as encoding/json reads them or not
-// at all. The row codec splits a client's body with it after json.Valid; the manifest codec
-// reads the shape it writes with it and leaves anything else to encoding/json.
+// JSON text by index (white space, strings, whole values, an object's members, an array's
+// elements) and reads the few scalars the hand-written decoders need, each exactly as
+// encoding/json reads them or not at all. The row codec splits a client's body with it after
+// json.Valid, and contract walks a workflow input with it for the members decoding ignores;
+// the manifest codec reads the shape it writes with it and leaves anything else to
+// encoding/json. It imports nothing of walkeeper, so that contract, a leaf, may use it.
 package jsonscan
 
 import (
@@ -111,6 +113,22 @@ func SplitObject(raw []byte, fn func(key, val []byte) error) error {
 		}
 	}
 	return ErrMalformed
+}
+
+// SplitArray calls fn with the raw text of each element of the valid JSON array starting at
+// raw[0] == '[', in order, stopping at the first error fn returns; what follows the array is
+// not read.
+func SplitArray(raw []byte, fn func(elem []byte) error) error {
+	for i := SkipWS(raw, 1); i < len(raw) && raw[i] != ']'; {
+		end := ScanValue(raw, i)
+		if err := fn(raw[i:end]); err != nil {
+			return err
+		}
+		if i = SkipWS(raw, end); i < len(raw) && raw[i] == ',' {
+			i = SkipWS(raw, i+1)
+		}
+	}
+	return nil
 }
 
 // PlainString reads the JSON string starting at b[i] when it holds only bytes that

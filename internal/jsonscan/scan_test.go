@@ -1,6 +1,7 @@
 package jsonscan
 
 import (
+	"bytes"
 	"encoding/json"
 	"testing"
 )
@@ -37,6 +38,33 @@ func FuzzScalars(f *testing.F) {
 			got, err := Unquote(b[:end])
 			if jerr := json.Unmarshal(b[:end], &want); err != nil || jerr != nil || got != want {
 				t.Fatalf("Unquote(%q) = %q, %v; encoding/json: %q, %v", b[:end], got, err, want, jerr)
+			}
+		}
+	})
+}
+
+// FuzzSplitArray holds SplitArray to encoding/json: the elements of a valid array are the
+// raw values encoding/json decodes it into, in order.
+func FuzzSplitArray(f *testing.F) {
+	for _, s := range []string{`[]`, ` [ ] `, `[1]`, `[ "a\"]" , {"b":[1,2]} ,[[]],null ]`, `[-1.5e3,true,{}]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var want []json.RawMessage
+		if json.Unmarshal(b, &want) != nil || want == nil {
+			return
+		}
+		var got []json.RawMessage
+		_ = SplitArray(b[SkipWS(b, 0):], func(elem []byte) error {
+			got = append(got, elem)
+			return nil
+		})
+		if len(got) != len(want) {
+			t.Fatalf("SplitArray(%q) = %q; encoding/json: %q", b, got, want)
+		}
+		for i := range got {
+			if !bytes.Equal(got[i], want[i]) {
+				t.Fatalf("SplitArray(%q) = %q; encoding/json: %q", b, got, want)
 			}
 		}
 	})

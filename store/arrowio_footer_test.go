@@ -56,12 +56,12 @@ func setFooterInts(t *testing.T, data []byte, v int64, path ...int16) []byte {
 	return out
 }
 
-// TestFindingDamagedRunFooterIsCorrupt: runs whose footer or page declares sizes their bytes
+// TestFindingDamagedRunFooterIsCorruptUnderAMemoryLimit: runs whose footer or page declares sizes their bytes
 // cannot hold are ErrCorrupt before arrow-go allocates them, under a 3 GiB address-space
 // limit. Each sets one declared size of a valid run (arrow-go v18.8.0 asked for 32 GiB of
 // schema children, 4 TiB of levels for the rows, 1.6 GB for a list and 4 GiB for a Snappy
 // block: a fatal out-of-memory).
-func TestFindingDamagedRunFooterIsCorrupt(t *testing.T) {
+func TestFindingDamagedRunFooterIsCorruptUnderAMemoryLimit(t *testing.T) {
 	if !underMemoryLimit(t, 3<<30) {
 		return
 	}

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -25,12 +26,21 @@ import (
 // memLimitEnv names the test a child process runs under an address-space limit.
 const memLimitEnv = "WALKEEPER_TEST_MEMLIMIT_CHILD"
 
+// memLimitSuffix ends the name of every test that runs under an address-space limit.
+const memLimitSuffix = "UnderAMemoryLimit"
+
 // underMemoryLimit runs the calling test again in a child process whose address space is
 // limited to limit bytes, so that a regression to a huge allocation fails the test instead of
 // taking the shared machine's memory. It returns true in the child, which then runs the
 // test's body; the parent fails if the child does not pass.
+//
+// REQUIRES: the test's name ends in memLimitSuffix, which is how scripts/test.sh finds the
+// tests to run without the race detector, under which they cannot run.
 func underMemoryLimit(t *testing.T, limit uint64) bool {
 	t.Helper()
+	if !strings.HasSuffix(t.Name(), memLimitSuffix) {
+		t.Fatalf("%s runs under a memory limit: its name must end in %s", t.Name(), memLimitSuffix)
+	}
 	if os.Getenv(memLimitEnv) == t.Name() {
 		var rl syscall.Rlimit
 		require.NoError(t, syscall.Getrlimit(syscall.RLIMIT_AS, &rl))
@@ -89,11 +99,11 @@ func patchStoredSchema(t *testing.T, run []byte, edit func(msg []byte)) []byte {
 	return bytes.Replace(run, []byte(*v), []byte(base64.StdEncoding.EncodeToString(msg)), 1)
 }
 
-// TestFindingDamagedSchemaIsCorrupt: objects whose schema declares counts their bytes cannot
+// TestFindingDamagedSchemaIsCorruptUnderAMemoryLimit: objects whose schema declares counts their bytes cannot
 // hold decode to ErrCorrupt before arrow reads the schema, under an 8 GiB address-space
 // limit. The first two are what the decode fuzzers found (arrow-go v18.8.0 asked for 347 GB
 // and 82 GB: a fatal out-of-memory); the others set one declared count of a valid object.
-func TestFindingDamagedSchemaIsCorrupt(t *testing.T) {
+func TestFindingDamagedSchemaIsCorruptUnderAMemoryLimit(t *testing.T) {
 	if !underMemoryLimit(t, 8<<30) {
 		return
 	}
@@ -222,11 +232,11 @@ func ipcBlocks(t *testing.T, data []byte) []int {
 	return blocks
 }
 
-// TestFindingDamagedBatchMetadataIsCorrupt: record batch messages that would make arrow
+// TestFindingDamagedBatchMetadataIsCorruptUnderAMemoryLimit: record batch messages that would make arrow
 // allocate at a size they declare (a compressed buffer's uncompressed length, a key-value
 // count), or a footer that lists one batch twice, are ErrCorrupt before arrow loads a batch,
 // under an 8 GiB address-space limit. walkeeper writes none of them.
-func TestFindingDamagedBatchMetadataIsCorrupt(t *testing.T) {
+func TestFindingDamagedBatchMetadataIsCorruptUnderAMemoryLimit(t *testing.T) {
 	if !underMemoryLimit(t, 8<<30) {
 		return
 	}

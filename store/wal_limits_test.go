@@ -70,7 +70,7 @@ func TestFindingWALObjectOverTheReadLimitIsDamaged(t *testing.T) {
 // live writer whose next position it took, which no worker survives. Now, with the default
 // limit, both refuse it without reading it, in a process that could not hold it; quarantine
 // sets it aside as any damaged WAL object, and a release refuses to put it back.
-func TestFindingHugeStrayWALObjectCostsNoMemory(t *testing.T) {
+func TestFindingHugeStrayWALObjectCostsNoMemoryUnderAMemoryLimit(t *testing.T) {
 	if !underMemoryLimit(t, 3<<30) {
 		return
 	}

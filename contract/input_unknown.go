@@ -2,7 +2,6 @@ package contract
 
 import (
 	"bytes"
-	"encoding"
 	"encoding/json"
 	"reflect"
 	"strconv"
@@ -29,19 +28,13 @@ func UnknownInputFields(data []byte, dst any) (names []string, total int) {
 	if !json.Valid(data) {
 		return nil, 0
 	}
-	w := unknownWalk{fields: map[reflect.Type][]jsonField{}}
+	w := unknownWalk{fields: map[reflect.Type][]jsonscan.Field{}}
 	w.value(data[jsonscan.SkipWS(data, 0):], reflect.TypeOf(dst))
 	return w.names, w.total
 }
 
-// jsonField is a struct field as encoding/json names it.
-type jsonField struct {
-	name string
-	typ  reflect.Type
-}
-
 type unknownWalk struct {
-	fields map[reflect.Type][]jsonField
+	fields map[reflect.Type][]jsonscan.Field
 	names  []string
 	total  int
 	path   []pathStep // where the walk is, built into a name only when one is reported
@@ -63,25 +56,18 @@ var plainDecoded = map[reflect.Type]bool{
 	reflect.TypeFor[MergeWalTickInput](): true, reflect.TypeFor[ReconcileDemandInput](): true,
 }
 
-var (
-	jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
-	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
-)
-
 // value walks raw, one valid JSON value, decoded into a t.
 func (w *unknownWalk) value(raw []byte, t reflect.Type) {
-	for t != nil && t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
+	t = jsonscan.Deref(t)
 	if t == nil || len(raw) == 0 {
 		return
 	}
 	switch k := t.Kind(); {
-	case raw[0] == '{' && k == reflect.Struct && w.walked(t):
+	case raw[0] == '{' && k == reflect.Struct && (plainDecoded[t] || !jsonscan.DecodesItself(t)):
 		_ = jsonscan.SplitObject(raw, func(rawKey, val []byte) error {
 			key := memberName(rawKey)
 			if f, ok := w.field(t, key); ok {
-				w.within(pathStep{name: f.name}, val, f.typ)
+				w.within(pathStep{name: f.Name}, val, f.Type)
 				return nil
 			}
 			w.total++
@@ -90,12 +76,12 @@ func (w *unknownWalk) value(raw []byte, t reflect.Type) {
 			}
 			return nil
 		})
-	case raw[0] == '{' && k == reflect.Map && !w.custom(t):
+	case raw[0] == '{' && k == reflect.Map && !jsonscan.DecodesItself(t):
 		_ = jsonscan.SplitObject(raw, func(rawKey, val []byte) error {
 			w.within(pathStep{key: memberName(rawKey)}, val, t.Elem())
 			return nil
 		})
-	case raw[0] == '[' && (k == reflect.Slice || k == reflect.Array) && !w.custom(t):
+	case raw[0] == '[' && (k == reflect.Slice || k == reflect.Array) && !jsonscan.DecodesItself(t):
 		n := 0
 		_ = jsonscan.SplitArray(raw, func(elem []byte) error {
 			w.within(pathStep{index: n, name: "[]"}, elem, t.Elem())
@@ -146,61 +132,22 @@ func (w *unknownWalk) name(key []byte) string {
 	return Clip(b.String(), 2*quotedMax)
 }
 
-// walked reports whether the members of a struct t are matched to its fields.
-func (w *unknownWalk) walked(t reflect.Type) bool { return plainDecoded[t] || !w.custom(t) }
-
-// custom reports whether t decodes itself, taking whatever members it is given.
-func (w *unknownWalk) custom(t reflect.Type) bool {
-	p := reflect.PointerTo(t)
-	return p.Implements(jsonUnmarshaler) || p.Implements(textUnmarshaler)
-}
-
 // field is the field of t that encoding/json decodes member key into.
-func (w *unknownWalk) field(t reflect.Type, key []byte) (jsonField, bool) {
+func (w *unknownWalk) field(t reflect.Type, key []byte) (jsonscan.Field, bool) {
 	fs, ok := w.fields[t]
 	if !ok {
-		fs = jsonFields(t)
+		fs = jsonscan.Fields(t)
 		w.fields[t] = fs
 	}
 	for _, f := range fs {
-		if f.name == string(key) {
+		if f.Name == string(key) {
 			return f, true
 		}
 	}
 	for _, f := range fs {
-		if bytes.EqualFold([]byte(f.name), key) {
+		if bytes.EqualFold([]byte(f.Name), key) {
 			return f, true
 		}
 	}
-	return jsonField{}, false
-}
-
-// jsonFields are the fields encoding/json decodes into a struct t, an untagged embedded
-// struct's promoted.
-func jsonFields(t reflect.Type) []jsonField {
-	var out []jsonField
-	for i := range t.NumField() {
-		sf := t.Field(i)
-		tag := sf.Tag.Get("json")
-		if tag == "-" {
-			continue
-		}
-		name, _, _ := strings.Cut(tag, ",")
-		ft := sf.Type
-		for ft.Kind() == reflect.Pointer {
-			ft = ft.Elem()
-		}
-		if sf.Anonymous && name == "" && ft.Kind() == reflect.Struct {
-			out = append(out, jsonFields(ft)...)
-			continue
-		}
-		if !sf.IsExported() {
-			continue
-		}
-		if name == "" {
-			name = sf.Name
-		}
-		out = append(out, jsonField{name: name, typ: sf.Type})
-	}
-	return out
+	return jsonscan.Field{}, false
 }

@@ -2,13 +2,13 @@ package worker
 
 import (
 	"bytes"
-	"cmp"
-	"encoding"
 	"encoding/json"
 	"net/http"
 	"reflect"
 	"slices"
 	"strings"
+
+	"github.com/walkeeper/walkeeper/internal/jsonscan"
 )
 
 // Strict JSON for request bodies: encoding/json matches member names case-insensitively and
@@ -111,63 +111,22 @@ func unknownMember(name string, members map[string]reflect.Type) error {
 		"unknown member %q (want %s)", clipText(name), strings.Join(names, ", "))
 }
 
-var (
-	jsonUnmarshalerType = reflect.TypeFor[json.Unmarshaler]()
-	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
-)
-
-// decodesItself reports whether encoding/json hands t's JSON to a method of t, whose member
-// names are then t's own business.
-func decodesItself(t reflect.Type) bool {
-	pt := reflect.PointerTo(t)
-	return t.Implements(jsonUnmarshalerType) || pt.Implements(jsonUnmarshalerType) ||
-		t.Implements(textUnmarshalerType) || pt.Implements(textUnmarshalerType)
-}
-
-func deref(t reflect.Type) reflect.Type {
-	for t != nil && t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	return t
-}
-
 // shape is what a JSON object (object) or array decoded into t may hold: a struct's exact
 // member names and their types, or (members nil) members or elements of one type (nil: any).
 func shape(t reflect.Type, object bool) (members map[string]reflect.Type, values reflect.Type) {
-	t = deref(t)
-	if t == nil || decodesItself(t) {
+	t = jsonscan.Deref(t)
+	if t == nil || jsonscan.DecodesItself(t) {
 		return nil, nil
 	}
 	switch k := t.Kind(); {
 	case object && k == reflect.Struct:
 		members = map[string]reflect.Type{}
-		addStructMembers(members, t)
+		for _, f := range jsonscan.Fields(t) {
+			members[f.Name] = f.Type
+		}
 		return members, nil
 	case object && k == reflect.Map, !object && (k == reflect.Slice || k == reflect.Array):
 		return nil, t.Elem()
 	}
 	return nil, nil
-}
-
-// addStructMembers adds the JSON member names of struct t (as encoding/json names them,
-// embedded structs without a tag flattened) to members.
-func addStructMembers(members map[string]reflect.Type, t reflect.Type) {
-	for i := range t.NumField() {
-		f := t.Field(i)
-		tag := f.Tag.Get("json")
-		if tag == "-" {
-			continue
-		}
-		name, _, _ := strings.Cut(tag, ",")
-		if f.Anonymous && name == "" {
-			if ft := deref(f.Type); ft.Kind() == reflect.Struct {
-				addStructMembers(members, ft)
-				continue
-			}
-		}
-		if !f.IsExported() {
-			continue
-		}
-		members[cmp.Or(name, f.Name)] = f.Type
-	}
 }

@@ -4,7 +4,9 @@
 // encoding/json reads them or not at all. The row codec splits a client's body with it after
 // json.Valid, and contract walks a workflow input with it for the members decoding ignores;
 // the manifest codec reads the shape it writes with it and leaves anything else to
-// encoding/json. It imports nothing of walkeeper, so that contract, a leaf, may use it.
+// encoding/json. Fields names a struct's members as encoding/json does, for the two walks
+// that match members against a type: strict request bodies and workflow inputs. It imports
+// nothing of walkeeper, so that contract, a leaf, may use it.
 package jsonscan
 
 import (

@@ -53,7 +53,7 @@ func (s *Store) AppendJSON(ctx context.Context, body []byte) (AppendResult, erro
 	if err != nil || len(rows) == 0 {
 		return AppendResult{}, err
 	}
-	return s.submit(ctx, rows, false)
+	return s.submit(ctx, rows, size, false)
 }
 
 // refuseAtPendingMax refuses an append to a shard at PendingMax before its body is decoded,

@@ -12,6 +12,7 @@ import (
 
 type appendReq struct {
 	rows    []Row
+	bytes   int64 // the decoded estimate the append was checked and charged with
 	deleted bool
 	done    chan appendDone
 }

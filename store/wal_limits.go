@@ -41,12 +41,11 @@ func walGroups(batch []*appendReq, limit int64) [][]*appendReq {
 	var groups [][]*appendReq
 	start, size := 0, int64(0)
 	for i, r := range batch {
-		n := rowcodec.DecodedRowsBytes(r.rows)
-		if i > start && size+n > limit {
+		if i > start && size+r.bytes > limit {
 			groups = append(groups, batch[start:i])
 			start, size = i, 0
 		}
-		size += n
+		size += r.bytes
 	}
 	return append(groups, batch[start:])
 }

@@ -196,7 +196,10 @@ func TestFindingWALGroupCommitIsSplitAtTheMemtableBound(t *testing.T) {
 // walGroups keeps each request whole and in order, cuts before the request that would take a
 // group past the limit, and gives a request over the limit alone a group of its own.
 func TestWALGroupsCutAtTheLimit(t *testing.T) {
-	req := func(key string) *appendReq { return &appendReq{rows: []Row{{Key: key, Values: []any{key}}}} }
+	req := func(key string) *appendReq {
+		rows := []Row{{Key: key, Values: []any{key}}}
+		return &appendReq{rows: rows, bytes: rowcodec.DecodedRowsBytes(rows)}
+	}
 	a, b, c, huge, d := req("a"), req("b"), req("c"), req(strings.Repeat("h", 1000)), req("d")
 	one := rowcodec.DecodedRowsBytes(a.rows)
 	require.Equal(t, [][]*appendReq{{a, b}, {c}, {huge}, {d}}, walGroups([]*appendReq{a, b, c, huge, d}, 2*one))

@@ -55,7 +55,7 @@ func (s *Store) Append(ctx context.Context, rows []Row) (AppendResult, error) {
 		return AppendResult{}, err
 	}
 	defer res.Release()
-	return s.submit(ctx, rows, false)
+	return s.submit(ctx, rows, size, false)
 }
 
 // Delete writes a tombstone for key.
@@ -68,11 +68,12 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	}
 	row := Row{Key: key, Values: make([]any, len(s.meta.Schema.Fields))}
 	row.Values[s.codec.KeyIndex()] = key
-	_, err := s.submit(ctx, []Row{row}, true)
+	_, err := s.submit(ctx, []Row{row}, rowcodec.DecodedRowsBytes([]Row{row}), true)
 	return err
 }
 
-func (s *Store) submit(ctx context.Context, rows []Row, deleted bool) (AppendResult, error) {
+// submit hands rows, whose decoded estimate is size, to the WAL group commit.
+func (s *Store) submit(ctx context.Context, rows []Row, size int64, deleted bool) (AppendResult, error) {
 	start := time.Now()
 	// One retry on a fresh writer: a fence means another process claimed our shard, and
 	// reclaiming it (fencing that process) is what a restarted owner must do.
@@ -85,7 +86,7 @@ func (s *Store) submit(ctx context.Context, rows []Row, deleted bool) (AppendRes
 		if err != nil {
 			return AppendResult{}, err
 		}
-		req := &appendReq{rows: rows, deleted: deleted, done: make(chan appendDone, 1)}
+		req := &appendReq{rows: rows, bytes: size, deleted: deleted, done: make(chan appendDone, 1)}
 		select {
 		case w.reqs <- req:
 		case <-w.stopped:

@@ -58,6 +58,20 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	c.Temporal.RegisterFlags(fs)
 }
 
+// RegisterKnobFlags adds, for a command other than `walkeeper worker`, the flags of the named
+// worker knobs to fs, bound to c with the worker's environment variables, so that the command
+// reads storage with the settings of the workers it stands beside. A name that is no worker
+// knob is a programming error every command's --help test runs into, so it panics.
+func (c *Config) RegisterKnobFlags(fs *pflag.FlagSet, flags ...string) {
+	for _, flag := range flags {
+		k, ok := lookupKnob(flag)
+		if !ok || k.temporal {
+			panic(fmt.Sprintf("worker.RegisterKnobFlags: %q is not a knob of the worker", flag))
+		}
+		c.envErrs.register(fs, k, func() string { return k.get(c) }, func(s string) error { return k.set(c, s) })
+	}
+}
+
 // RegisterFlags adds --temporal, --namespace and the --temporal-tls*/--temporal-api-key
 // flags to fs from the knob table, with WALKEEPER_TEMPORAL, WALKEEPER_NAMESPACE, … applied
 // over the current values of c. Validate reports environment values that did not parse.

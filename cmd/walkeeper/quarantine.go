@@ -18,6 +18,9 @@ import (
 func newQuarantineCmd(g *globalOptions) *cobra.Command {
 	var storage, reason string
 	var asJSON, release bool
+	// A WAL object's read limit follows these two settings (decision 0731): the command takes
+	// them as the workers do, so that it reads the objects they wrote.
+	cfg := worker.DefaultConfig()
 	cmd := &cobra.Command{
 		Use:   "quarantine TARGET OBJECT_KEY (--reason TEXT | --release)",
 		Short: "Set aside a damaged generation, WAL object or base run so that its store merges, appends and reads again",
@@ -52,6 +55,10 @@ else is refused and nothing is written. A generation cannot be put back.`,
 			if storage == "" {
 				return cli.Usagef("--storage is required (or set WALKEEPER_STORAGE)")
 			}
+			cfg.Storage = storage
+			if err := cfg.Validate(); err != nil {
+				return cli.Usagef("%v", err)
+			}
 			if release && reason != "" {
 				return cli.Usagef("--reason is for setting an object aside, not for --release")
 			}
@@ -64,7 +71,9 @@ else is refused and nothing is written. A generation cannot be put back.`,
 			if err != nil {
 				return err
 			}
-			db, err := openStorage(ctx, storage, "walkeeper-quarantine", logger)
+			opts := store.DefaultOptions()
+			opts.MemtableBytes, opts.GroupCommitMaxRows = cfg.MemtableBytes, cfg.GroupCommitMaxRows
+			db, err := openStorageWith(ctx, storage, "walkeeper-quarantine", logger, opts)
 			if err != nil {
 				return err
 			}
@@ -98,6 +107,7 @@ else is refused and nothing is written. A generation cannot be put back.`,
 		},
 	}
 	worker.StringKnobVar(cmd.Flags(), &storage, "storage", "", "storage root URL")
+	cfg.RegisterKnobFlags(cmd.Flags(), "memtable-bytes", "group-commit-max-rows")
 	cmd.Flags().StringVar(&reason, "reason", "", "why, recorded in the manifest next to the object (required)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	cmd.Flags().BoolVar(&release, "release", false, "put back a repaired object set aside earlier, only if it passes its checks")

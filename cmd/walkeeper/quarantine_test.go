@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -186,4 +187,62 @@ func quarantineFixture(t *testing.T, name string) (url string, s *store.Store, b
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = bucket.Close() })
 	return url, s, bucket
+}
+
+// A WAL object's read limit follows --memtable-bytes and --group-commit-max-rows (decision
+// 0731), so the release takes them as the workers do: the same intact object is refused as
+// damaged under settings smaller than its writer's and released under its writer's.
+func TestQuarantineReleaseReadsWALObjectsWithTheWorkersSettings(t *testing.T) {
+	ctx := context.Background()
+	url, _, bucket := quarantineFixture(t, "unused")
+	opts := store.DefaultOptions()
+	opts.InstanceID = "w2"
+	db, err := store.OpenDB(ctx, url, opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close(ctx) })
+	s, err := db.Create(ctx, store.Target{Kind: store.KindGeneric, Name: "qws"}, store.CreateOptions{Schema: &store.Schema{
+		Fields: []store.Field{{Name: "id", Type: store.TypeString}, {Name: "payload", Type: store.TypeString}}}})
+	require.NoError(t, err)
+	rows := make([]store.Row, 12)
+	for i := range rows {
+		k := fmt.Sprintf("k%02d", i)
+		rows[i] = store.Row{Key: k, Values: []any{k, strings.Repeat("x", 100<<10)}}
+	}
+	_, err = s.Append(ctx, rows) // one WAL object of about 1.2 MB, past the limit of the smallest settings
+	require.NoError(t, err)
+	objs, err := bucket.List(ctx, "generic/qws/_mem_wal/")
+	require.NoError(t, err)
+	var walKey string
+	for _, o := range objs {
+		if strings.Contains(o.Key, "/wal/") {
+			walKey = o.Key
+		}
+	}
+	require.NotEmpty(t, walKey, "objects: %v", objs)
+	intact, err := bucket.Get(ctx, walKey)
+	require.NoError(t, err)
+	smallest := int64(2 + 5_176 + 1<<20) // 2 × 1 + 1 × 5,176 + 1 MiB
+	require.Greater(t, int64(len(intact)), smallest)
+
+	require.NoError(t, bucket.Put(ctx, walKey, []byte("damaged")))
+	code, _, stderr := runCLI(t, "quarantine", "generic:qws", walKey, "--storage", url, "--reason", "test damage")
+	require.Equal(t, 0, code, stderr)
+	require.NoError(t, bucket.Put(ctx, walKey, intact))
+
+	code, _, stderr = runCLI(t, "quarantine", "generic:qws", walKey, "--storage", url, "--release", "--memtable-bytes", "0")
+	require.Equal(t, 2, code, "a setting the worker refuses is misuse: %s", stderr)
+	require.Contains(t, stderr, "--memtable-bytes")
+	require.Equal(t, 1, strings.Count(strings.TrimSpace(stderr), "\n")+1, "one line: %q", stderr)
+
+	code, _, stderr = runCLI(t, "quarantine", "generic:qws", walKey, "--storage", url, "--release",
+		"--memtable-bytes", "1", "--group-commit-max-rows", "1")
+	require.Equal(t, 1, code, "an object longer than these settings allow is refused: %s", stderr)
+	require.Contains(t, stderr, "corrupt")
+	st, err := s.Stats(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, st.Quarantined, "the refused release wrote nothing")
+
+	code, out, stderr := runCLI(t, "quarantine", "generic:qws", walKey, "--storage", url, "--release")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, out, "released")
 }

@@ -26,7 +26,11 @@ func (e *storeMissingError) Error() string {
 
 // openStorage opens the storage root for one command as instance; the caller closes the DB.
 func openStorage(ctx context.Context, storage, instance string, logger *zap.Logger) (*store.DB, error) {
-	opts := store.DefaultOptions()
+	return openStorageWith(ctx, storage, instance, logger, store.DefaultOptions())
+}
+
+// openStorageWith is openStorage with opts in place of the defaults.
+func openStorageWith(ctx context.Context, storage, instance string, logger *zap.Logger, opts store.Options) (*store.DB, error) {
 	opts.Logger = logger
 	opts.InstanceID = instance
 	db, err := store.OpenDB(ctx, storage, opts)

@@ -60,10 +60,29 @@ func TestPrepareCommitAbortOverARealStore(t *testing.T) {
 
 	ab := mustRun[contract.AbortResult](t, env, contract.AbortActivity, contract.AbortParams{Prepared: p})
 	require.True(t, ab.CommitPresent, "abort never deletes a committed run")
+	require.False(t, ab.CommittedByAnother, "its own run holds the pass")
 	require.Zero(t, ab.Deleted)
 
 	empty := mustRun[contract.PrepareResult](t, env, contract.PrepareActivity, contract.PrepareParams{Target: "generic:gs", Shard: db.Shard()})
 	require.Nil(t, empty.Prepared, "nothing pending")
+}
+
+// The Abort of an attempt whose range another attempt's run published says so, for the
+// workflow not to count that pass a second time (decision 0781).
+func TestAbortOfARacingLoserSaysAnotherAttemptCommitted(t *testing.T) {
+	db := openDB(t, memURL(t), "w1")
+	seal(t, db, "generic:gs", []string{"a"}, []string{"b"})
+	env := newActivityEnv(t, &Activities{DB: db})
+	params := contract.PrepareParams{Target: "generic:gs", Shard: db.Shard()}
+	winner := mustRun[contract.PrepareResult](t, env, contract.PrepareActivity, params).Prepared
+	loser := mustRun[contract.PrepareResult](t, env, contract.PrepareActivity, params).Prepared
+	require.NotEqual(t, winner.AttemptKey, loser.AttemptKey)
+	require.Equal(t, contract.RoundCommitted, commitOne(t, env, *winner).Outcome)
+
+	ab := mustRun[contract.AbortResult](t, env, contract.AbortActivity, contract.AbortParams{Prepared: *loser})
+	require.True(t, ab.CommitPresent)
+	require.True(t, ab.CommittedByAnother)
+	require.Equal(t, len(loser.Staged), ab.Deleted, "the loser's staged run is garbage")
 }
 
 func TestStalePreparationIsAbortedAndPreparedAgain(t *testing.T) {

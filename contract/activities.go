@@ -110,9 +110,13 @@ type AbortParams struct {
 }
 
 // AbortResult reports one abort. CommitPresent means the merge did commit after all.
+// CommittedByAnother (with CommitPresent) means another attempt's run published the range,
+// so that attempt reports the pass (decision 0781). It is a negative so that its zero value,
+// what a worker older than the field answers, keeps the old count: the pass is counted.
 type AbortResult struct {
-	Deleted       int  `json:"deleted"`
-	CommitPresent bool `json:"commit_present,omitempty"`
+	Deleted            int  `json:"deleted"`
+	CommitPresent      bool `json:"commit_present,omitempty"`
+	CommittedByAnother bool `json:"committed_by_another,omitempty"`
 }
 
 // CompactPassParams bounds one compaction pass (activity CompactBase; the workflow of the

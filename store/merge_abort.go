@@ -34,7 +34,9 @@ func (s *Store) Abort(ctx context.Context, p *PreparedMerge) (AbortResult, error
 	if cov == manifest.RangeOpen && state == "commit" {
 		return AbortResult{}, fmt.Errorf("attempt %s has started committing; not deleting its files: %w", p.AttemptKey, ErrConflict)
 	}
-	res := AbortResult{CommitPresent: cov == manifest.RangeCommitted}
+	// Committed, yet no staged file of this attempt is referenced: another attempt's run
+	// published the range (or a compaction folded this one's since, see dropUnreferencedStaged).
+	res := AbortResult{CommitPresent: cov == manifest.RangeCommitted, CommittedByAnother: cov == manifest.RangeCommitted}
 	for _, f := range p.Staged {
 		if err := s.db.bucket.Delete(ctx, f.Path); err != nil {
 			return res, err

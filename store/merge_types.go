@@ -58,8 +58,11 @@ type PrepareParams struct {
 	Progress func(done, total int)
 }
 
-// AbortResult reports one abort.
+// AbortResult reports one abort. CommitPresent: the watermark covers the prepared range.
+// CommittedByAnother: it does, but the latest base references none of this attempt's staged
+// files, so another attempt's run holds the pass and that attempt reports it.
 type AbortResult struct {
-	Deleted       int  `json:"deleted"`
-	CommitPresent bool `json:"commit_present"`
+	Deleted            int  `json:"deleted"`
+	CommitPresent      bool `json:"commit_present"`
+	CommittedByAnother bool `json:"committed_by_another"`
 }

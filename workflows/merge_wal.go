@@ -116,6 +116,9 @@ type mergeRun struct {
 	// shardsBounded: the run started on code whose plan holds at most
 	// contract.MaxCarriedShards shards (shardsBoundedChange).
 	shardsBounded bool
+	// abortCountsOwnPass: the run started on code whose Aborts report a pass found committed
+	// only when their own run published it (abortCountsOwnPassChange).
+	abortCountsOwnPass bool
 	// preparing counts the passes of the current round that may still ask for a commit;
 	// asking counts the commit requests sent and not yet taken by the commit loop.
 	preparing, asking int
@@ -157,6 +160,7 @@ func newMergeRun(ctx workflow.Context, in contract.MergeWalInput, tgt target.Tar
 	r.abortsSurviveCancel = gated(ctx, abortSurvivesCancelChange)
 	r.resultCapped = gated(ctx, resultCappedChange)
 	r.shardsBounded = gated(ctx, shardsBoundedChange)
+	r.abortCountsOwnPass = gated(ctx, abortCountsOwnPassChange)
 	return r
 }
 
@@ -422,7 +426,7 @@ func (r *mergeRun) mergePass(ctx workflow.Context, sh *shardRun, commits workflo
 		stale := errorType(out.err) == contract.ErrTypeStalePreparation
 		ab, abErr := r.abort(ctx, sh, p)
 		if abErr == nil && ab.CommitPresent {
-			r.committed(sh, p, contract.RoundShardResult{Shard: sh.res.Shard, Reclaimed: len(p.Generations)})
+			r.committed(sh, p, contract.RoundShardResult{Shard: sh.res.Shard, Reclaimed: r.abortReclaimed(p, ab)})
 			return true
 		}
 		if stale && abErr == nil && sh.staleInARow < maxStaleRestarts {

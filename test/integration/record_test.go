@@ -446,6 +446,57 @@ func TestRecordReplayHistoriesAbortSurvivesCancel(t *testing.T) {
 	}
 }
 
+// TestRecordReplayHistoriesAbortCountsOwnPass records merge-wal-abort-another-run.json
+// (alone with -run TestRecordReplayHistoriesAbortCountsOwnPass): a one-shard MergeWal on the
+// abort-counts-own-pass path whose round commit fails outright after another attempt's run
+// published the same pass; the pass's Abort finds the range committed by that run, so the
+// run counts the pass but reports none of its generations reclaimed.
+func TestRecordReplayHistoriesAbortCountsOwnPass(t *testing.T) {
+	e, outDir := recordingEnv(t, "merge-wal-abort-another-run.json")
+	const target = "generic:replay-another-run"
+	db := e.openDB("rec-another", nil)
+	s := e.createStore(db, target)
+	e.writeGenerations(s, "r", 2, 2)
+	var raced atomic.Bool
+	e.startHarness(harnessOptions{Shared: db, Shards: []*store.DB{db}, Register: func(r tworker.ActivityRegistry, a *activities.Activities) {
+		activities.Register(r, a)
+		r.RegisterActivityWithOptions(func(ctx context.Context, p contract.CommitRoundParams) (contract.CommitRoundResult, error) {
+			if !raced.CompareAndSwap(false, true) {
+				return a.CommitRound(ctx, p)
+			}
+			other, err := s.Prepare(ctx, store.PrepareParams{AttemptKey: "record/another-run"})
+			if err != nil {
+				return contract.CommitRoundResult{}, err
+			}
+			if _, err := s.CommitRound(ctx, []*store.PreparedMerge{other}); err != nil {
+				return contract.CommitRoundResult{}, err
+			}
+			return contract.CommitRoundResult{}, temporal.NewNonRetryableApplicationError("failed for the recording", contract.ErrTypeInternal, nil)
+		}, activity.RegisterOptions{Name: contract.CommitRoundActivity, DisableAlreadyRegisteredCheck: true})
+	}})
+
+	run := e.startMerge(target, contract.MergeWalInput{})
+	res := e.mergeResult(run, waitLong)
+	if !raced.Load() || res.Passes != 1 || res.Reclaimed != 0 || res.ShardsFailed != 0 {
+		t.Fatalf("result %+v; want 1 pass, found committed by another run, 0 generations reclaimed", res)
+	}
+	name := "merge-wal-abort-another-run.json"
+	n := e.saveHistory(filepath.Join(outDir, name), run.GetID(), run.GetRunID())
+	t.Logf("%s: %d events", name, n)
+	events, err := actioncount.History(e.ctx(time.Minute), e.c, run.GetID(), run.GetRunID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if versionMarkers(t, events, "abort-counts-own-pass") == 0 {
+		t.Errorf("%s has no abort-counts-own-pass marker", name)
+	}
+	replayer := tworker.NewWorkflowReplayer()
+	workflows.Register(replayer)
+	if err := replayer.ReplayWorkflowHistoryFromJSONFile(nil, filepath.Join(outDir, name)); err != nil {
+		t.Errorf("replay %s: %v", name, err)
+	}
+}
+
 // TestRecordReplayHistoriesResultCapped records merge-wal-result-capped.json (alone with
 // -run TestRecordReplayHistoriesResultCapped): a two-shard MergeWal on the merge-result-capped
 // path whose shard that sorts last fails its Prepare, so its result lists the failed shard

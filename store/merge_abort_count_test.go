@@ -1,0 +1,55 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/walkeeper/walkeeper/store/objstore"
+)
+
+// abortReports is what a MergeWal run counts reclaimed for a pass its Abort found committed:
+// the pass's generations unless another attempt's run holds them.
+func abortReports(ar AbortResult, p *PreparedMerge) int {
+	if !ar.CommitPresent || ar.CommittedByAnother {
+		return 0
+	}
+	return len(p.Generations)
+}
+
+// Two attempts race on one pass; the loser's commit fails outright and its Abort finds the
+// range committed by the winner's run, while the winner's commit reply is lost and its Abort
+// finds its own run: between them they report the pass once.
+func TestFindingAbortOfARacingLoserReportsThePassOnce(t *testing.T) {
+	ctx := context.Background()
+	db, s := newGenericStore(t, "file://"+t.TempDir(), "abortonce")
+	sealGenerations(t, s, 4)
+	winner, err := s.Prepare(ctx, PrepareParams{AttemptKey: "wf-1/act-1"})
+	require.NoError(t, err)
+	loser, err := s.Prepare(ctx, PrepareParams{AttemptKey: "wf-2/act-1"})
+	require.NoError(t, err)
+
+	_, err = commitOne(ctx, s, winner) // published; its reply is lost
+	require.NoError(t, err)
+	healthy := db.bucket
+	db.bucket = db.bucket.WithFaults(objstore.FaultFuncs{BeforeFunc: func(string, string) error {
+		return errors.New("storage unreachable")
+	}})
+	_, err = commitOne(ctx, s, loser)
+	require.Error(t, err, "the loser's commit fails outright")
+	db.bucket = healthy
+
+	lost, err := s.Abort(ctx, loser)
+	require.NoError(t, err)
+	require.True(t, lost.CommitPresent)
+	require.True(t, lost.CommittedByAnother, "the winner's run holds the pass")
+	won, err := s.Abort(ctx, winner)
+	require.NoError(t, err)
+	require.True(t, won.CommitPresent)
+	require.False(t, won.CommittedByAnother, "the retry of the lost reply finds its own run")
+
+	require.Equal(t, 4, abortReports(lost, loser)+abortReports(won, winner), "the pass is reported once")
+	require.Equal(t, 4, len(allRows(t, s, SourceBase)))
+}

@@ -25,6 +25,10 @@ type Budget struct {
 	pool      *bufferPool
 }
 
+// DefaultMergeBudgetBytes is the merge budget of a worker not told otherwise
+// (--merge-budget-bytes).
+const DefaultMergeBudgetBytes = 3 << 30
+
 // NewBudget returns a budget of limit bytes; limit <= 0 means unlimited.
 func NewBudget(limit int64) *Budget {
 	if limit <= 0 {

@@ -1,12 +1,14 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"go.uber.org/zap"
 
 	"github.com/walkeeper/walkeeper/store/manifest"
@@ -16,10 +18,10 @@ import (
 
 // Release is Quarantine's undo, for an object since repaired or restored in place: it puts it
 // back only if it passes its checks, else ErrCorrupt and nothing is written. A base run must
-// decode into exactly the rows and key range recorded (compaction kept tombstones meanwhile,
-// so nothing deleted resurrects); a WAL object must decode and lie above replay_after, and its
-// release fences the shard's owner so that its next append replays it; a generation cannot
-// be put back, since merges passed its number.
+// be at most the merge budget (releaseRunLimit) and decode into exactly the rows and key range
+// recorded (compaction kept tombstones meanwhile, so nothing deleted resurrects); a WAL object
+// must decode and lie above replay_after, and its release fences the shard's owner so that its
+// next append replays it; a generation cannot be put back, since merges passed its number.
 
 // Release puts the quarantined object at key back into service. Releasing an object that is
 // live already changes nothing (NotQuarantined).
@@ -92,35 +94,60 @@ func (s *Store) releaseRun(ctx context.Context, key string) (QuarantineResult, e
 	return res, fmt.Errorf("%s: base edit kept losing races: %w", s.target, ErrConflict)
 }
 
-// checkReleasedRun reads the run q names whole and returns its new manifest entry, or
-// ErrCorrupt when it does not hold what q recorded.
+// releaseRunLimit is the longest object a release reads as a base run, whose bytes it holds
+// whole: no merge or compaction writes a run longer than the merge budget that holds its input
+// (decision 0771), the worker's default when this process has none.
+func (db *DB) releaseRunLimit() int64 {
+	return cmp.Or(db.opts.Budget.Limit(), DefaultMergeBudgetBytes)
+}
+
+// checkReleasedRun reads the run q names, at most releaseRunLimit bytes of it, in batches and
+// returns its new manifest entry, or ErrCorrupt when it does not hold what q recorded.
 func (s *Store) checkReleasedRun(ctx context.Context, q manifest.QuarantinedObject) (_ manifest.Run, err error) {
 	defer func() { s.countCorrupt(q.Path, err) }()
-	data, err := s.db.bucket.Get(ctx, q.Path)
-	if err != nil {
-		return manifest.Run{}, err
-	}
 	what := "run " + q.Path
-	f, err := decodeParquet(ctx, data, s.codec, what)
+	limit := s.db.releaseRunLimit()
+	data, err := s.db.bucket.GetAtMost(ctx, q.Path, limit, nil)
+	if errors.Is(err, objstore.ErrTooLarge) {
+		return manifest.Run{}, corruptf("%s is longer than the %d bytes a release reads, the merge budget's limit: %v", what, limit, err)
+	}
 	if err != nil {
 		return manifest.Run{}, err
 	}
-	defer f.rec.Release()
-	if f.n == 0 || int64(f.n) != q.Rows || f.view.Key(0) != q.MinKey || f.view.Key(f.n-1) != q.MaxKey {
-		got := fmt.Sprintf("%d rows", f.n)
-		if f.n > 0 {
-			got = fmt.Sprintf("%d rows, keys %q..%q", f.n, target.Clip(f.view.Key(0)), target.Clip(f.view.Key(f.n-1)))
+	rb, err := openRunBatches(ctx, memory.DefaultAllocator, data, s.codec, what)
+	if err != nil {
+		return manifest.Run{}, err
+	}
+	defer rb.close()
+	id := strings.TrimSuffix(strings.TrimPrefix(q.Path, dataPrefix(s.target)), ".parquet")
+	r := manifest.Run{ID: id, Path: q.Path, Bytes: int64(len(data)), Checksum: checksumOf(data)}
+	for {
+		f, err := rb.next(ctx)
+		if err != nil {
+			return manifest.Run{}, err
+		}
+		if f == nil {
+			break
+		}
+		for i := 0; i < f.n; i++ {
+			if r.Rows == 0 {
+				r.MinKey, r.MinSeq, r.MaxSeq = strings.Clone(f.view.Key(i)), f.view.Seq(i), f.view.Seq(i)
+			}
+			r.Rows++
+			r.MinSeq, r.MaxSeq = min(r.MinSeq, f.view.Seq(i)), max(r.MaxSeq, f.view.Seq(i))
+			if f.view.Deleted(i) {
+				r.Deletes++
+			}
+		}
+		f.rec.Release()
+	}
+	r.MaxKey = rb.last // the last batch's last key, a copy
+	if r.Rows == 0 || r.Rows != q.Rows || r.MinKey != q.MinKey || r.MaxKey != q.MaxKey {
+		got := fmt.Sprintf("%d rows", r.Rows)
+		if r.Rows > 0 {
+			got = fmt.Sprintf("%d rows, keys %q..%q", r.Rows, target.Clip(r.MinKey), target.Clip(r.MaxKey))
 		}
 		return manifest.Run{}, corruptf("%s: holds %s, the quarantine recorded %d rows, keys %q..%q", what, got, q.Rows, target.Clip(q.MinKey), target.Clip(q.MaxKey))
-	}
-	id := strings.TrimSuffix(strings.TrimPrefix(q.Path, dataPrefix(s.target)), ".parquet")
-	r := manifest.Run{ID: id, Path: q.Path, Rows: q.Rows, Bytes: int64(len(data)), MinKey: q.MinKey, MaxKey: q.MaxKey,
-		MinSeq: f.view.Seq(0), MaxSeq: f.view.Seq(0), Checksum: checksumOf(data)}
-	for i := 0; i < f.n; i++ {
-		r.MinSeq, r.MaxSeq = min(r.MinSeq, f.view.Seq(i)), max(r.MaxSeq, f.view.Seq(i))
-		if f.view.Deleted(i) {
-			r.Deletes++
-		}
 	}
 	return r, nil
 }

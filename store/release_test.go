@@ -2,9 +2,15 @@ package store
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
+
+	"github.com/walkeeper/walkeeper/store/manifest"
 )
 
 // A quarantined base run goes back only once it holds what it held: still damaged, or
@@ -121,4 +127,121 @@ func TestReleaseRepairedWALObject(t *testing.T) {
 	// A generation cannot go back.
 	_, err = s2.Release(ctx, "generic/rw2/_mem_wal/"+db2.Shard()+"/gen/00000000000000000001-1.arrow")
 	require.ErrorIs(t, err, ErrInvalidInput)
+}
+
+// quarantinedRun merges rows into one base run of a new store on root, sets the run aside
+// and returns its manifest entry as it was listed.
+func quarantinedRun(t *testing.T, root, name string, rows ...Row) (*DB, *Store, manifest.Run) {
+	t.Helper()
+	ctx := context.Background()
+	db, s := newGenericStore(t, root, name)
+	seal(t, s, rows...)
+	_, err := s.MergeAll(ctx)
+	require.NoError(t, err)
+	base, err := s.loadBase(ctx)
+	require.NoError(t, err)
+	require.Len(t, base.Runs, 1)
+	_, err = s.Quarantine(ctx, base.Runs[0].Path, "set aside by the test")
+	require.NoError(t, err)
+	return db, s, base.Runs[0]
+}
+
+// A release read the object at a quarantined run's path whole, so a stray object there of
+// any size was read into the command's memory, and decoded whole besides. Now it reads at
+// most the merge budget's limit, 3 GiB by default, refusing a longer object as damaged
+// without reading it, in a process that could not hold it; a run of normal size still goes
+// back.
+func TestFindingHugeStrayObjectAtAQuarantinedRunIsRefusedUnderAMemoryLimit(t *testing.T) {
+	if !underMemoryLimit(t, 3<<30) {
+		return
+	}
+	ctx := context.Background()
+	dir := t.TempDir()
+	db, s, run := quarantinedRun(t, "file://"+dir, "stray", row("a", 1), row("b", 2))
+	intact, err := db.bucket.Get(ctx, run.Path)
+	require.NoError(t, err)
+	f, err := os.Create(filepath.Join(dir, filepath.FromSlash(run.Path)))
+	require.NoError(t, err)
+	require.NoError(t, f.Truncate(16<<30)) // sparse: no disk, all of it read only if asked for
+	require.NoError(t, f.Close())
+
+	_, err = s.Release(ctx, run.Path)
+	require.ErrorIs(t, err, ErrCorrupt)
+	require.ErrorContains(t, err, "longer than the 3221225472 bytes")
+	require.Equal(t, 1.0, testutil.ToFloat64(db.metrics.CorruptObjects.WithLabelValues(string(KindGeneric))))
+
+	require.NoError(t, db.bucket.Put(ctx, run.Path, intact))
+	res, err := s.Release(ctx, run.Path)
+	require.NoError(t, err)
+	require.EqualValues(t, 2, res.Rows)
+	require.Equal(t, map[string]int64{"a": 1, "b": 2}, allRows(t, s, SourceBase))
+}
+
+// A release reads at most the merge budget's limit of a run: no merge or compaction under
+// that budget writes a longer one. A run one byte longer is refused as damaged and nothing is
+// published; under a budget of its size it goes back.
+func TestReleaseRefusesARunLongerThanTheMergeBudget(t *testing.T) {
+	ctx := context.Background()
+	root := newMemURL()
+	db, s, run := quarantinedRun(t, root, "budget", row("a", 1), row("b", 2))
+	base, err := s.loadBase(ctx)
+	require.NoError(t, err)
+
+	small := openGeneric(t, openTestDB(t, root, "w2", func(o *Options) { o.Budget = NewBudget(run.Bytes - 1) }), "budget")
+	_, err = small.Release(ctx, run.Path)
+	require.ErrorIs(t, err, ErrCorrupt)
+	require.ErrorContains(t, err, "longer than")
+	after, err := s.loadBase(ctx)
+	require.NoError(t, err)
+	require.Equal(t, base.Version, after.Version, "a refused release publishes nothing")
+
+	fits := openGeneric(t, openTestDB(t, root, "w3", func(o *Options) { o.Budget = NewBudget(run.Bytes) }), "budget")
+	_, err = fits.Release(ctx, run.Path)
+	require.NoError(t, err)
+	require.Equal(t, map[string]int64{"a": 1, "b": 2}, allRows(t, openGeneric(t, db, "budget"), SourceBase))
+}
+
+// A released run read in many batches gets back the manifest entry it was listed with: the
+// rows, key and sequence range, size and checksum of the whole object, and its tombstones
+// counted.
+func TestReleasedRunReadInBatchesGetsItsEntryBack(t *testing.T) {
+	ctx := context.Background()
+	const n = 3 * parquetRowGroup / 2
+	rows := make([]Row, 0, n)
+	for i := range n {
+		rows = append(rows, row(fmt.Sprintf("k%06d", i), int64(i)))
+	}
+	db, s := newGenericStore(t, newMemURL(), "batches")
+	seal(t, s, row("a", 1), row("b", 2))
+	_, err := s.MergeAll(ctx)
+	require.NoError(t, err)
+	appendRows(t, s, rows...)
+	require.NoError(t, s.Delete(ctx, "a"))
+	require.NoError(t, s.Delete(ctx, "b"))
+	flush(t, s)
+	_, err = s.MergeAll(ctx)
+	require.NoError(t, err)
+	base, err := s.loadBase(ctx)
+	require.NoError(t, err)
+	require.Len(t, base.Runs, 2)
+	want := base.Runs[1]
+	_, err = s.Quarantine(ctx, want.Path, "set aside by the test")
+	require.NoError(t, err)
+
+	data, err := db.bucket.Get(ctx, want.Path)
+	require.NoError(t, err)
+	rb, err := openRunBatches(ctx, nil, data, s.codec, "run")
+	require.NoError(t, err)
+	require.Less(t, rb.batchRows, int64(n), "the run is read in more than one batch")
+	rb.close()
+
+	_, err = s.Release(ctx, want.Path)
+	require.NoError(t, err)
+	base, err = s.loadBase(ctx)
+	require.NoError(t, err)
+	require.Len(t, base.Runs, 2)
+	got := base.Runs[1]
+	want.Source = "" // not kept while set aside
+	want.Deletes = 2 // the tombstones of a and b, which a merge's entry does not count
+	require.Equal(t, want, got)
 }

@@ -125,7 +125,7 @@ func DefaultConfig() Config {
 		Listen:                   DefaultListen,
 		MergeSlots:               4,
 		SharedActivitySlots:      8,
-		MergeBudgetBytes:         3 << 30,
+		MergeBudgetBytes:         store.DefaultMergeBudgetBytes,
 		ReadBudgetBytes:          256 << 20,
 		MergeMaxGenerations:      so.MergeMaxGenerations,
 		MergeMaxBytes:            so.MergeMaxBytes,

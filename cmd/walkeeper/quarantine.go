@@ -39,10 +39,10 @@ object from a backup first; quarantine is for when that is not possible. Running
 the same key changes nothing. It talks to storage directly; workers need no restart.
 
 With --release it puts back an object set aside earlier that has since been repaired or
-restored in place, only if it passes its checks: a base run must decode into exactly the rows
-and key range recorded when it was set aside, a WAL object must pass its header checksum and
-its shard must not have sealed past it (its owner replays it on its next append). Anything
-else is refused and nothing is written. A generation cannot be put back.`,
+restored in place, only if it passes its checks: a base run must be at most 3 GiB (the default
+merge budget) and decode into exactly the rows and key range recorded when it was set aside, a
+WAL object must pass its header checksum and its shard must not have sealed past it (its owner
+replays it on its next append). Anything else is refused and nothing is written. A generation cannot be put back.`,
 		Example: `  walkeeper quarantine generic:demo generic/demo/_mem_wal/<shard>/gen/00000000000000000042-1.arrow \
     --reason "checksum mismatch, no backup" --storage 's3://bucket?prefix=walkeeper/'
   walkeeper quarantine generic:demo generic/demo/data/<run>.parquet --release --storage 's3://bucket?prefix=walkeeper/'`,

@@ -18,8 +18,9 @@ import (
 func newQuarantineCmd(g *globalOptions) *cobra.Command {
 	var storage, reason string
 	var asJSON, release bool
-	// A WAL object's read limit follows these two settings (decision 0731): the command takes
-	// them as the workers do, so that it reads the objects they wrote.
+	// What a release reads follows the workers' settings (a WAL object's limit decision 0731, a
+	// run's decision 0771): the command takes them as the workers do, so that it reads the
+	// objects they wrote.
 	cfg := worker.DefaultConfig()
 	cmd := &cobra.Command{
 		Use:   "quarantine TARGET OBJECT_KEY (--reason TEXT | --release)",
@@ -39,10 +40,12 @@ object from a backup first; quarantine is for when that is not possible. Running
 the same key changes nothing. It talks to storage directly; workers need no restart.
 
 With --release it puts back an object set aside earlier that has since been repaired or
-restored in place, only if it passes its checks: a base run must be at most 3 GiB (the default
-merge budget) and decode into exactly the rows and key range recorded when it was set aside, a
-WAL object must pass its header checksum and its shard must not have sealed past it (its owner
-replays it on its next append). Anything else is refused and nothing is written. A generation cannot be put back.`,
+restored in place, only if it passes its checks: a base run must be at most
+--merge-budget-bytes long (3 GiB when 0) and decode into exactly the rows and key range
+recorded when it was set aside, a WAL object must be at most the read limit of
+--memtable-bytes and --group-commit-max-rows, pass its header checksum, and its shard must not
+have sealed past it (its owner replays it on its next append). Give these flags the workers'
+settings (they read the workers' environment variables). Anything else is refused and nothing is written. A generation cannot be put back.`,
 		Example: `  walkeeper quarantine generic:demo generic/demo/_mem_wal/<shard>/gen/00000000000000000042-1.arrow \
     --reason "checksum mismatch, no backup" --storage 's3://bucket?prefix=walkeeper/'
   walkeeper quarantine generic:demo generic/demo/data/<run>.parquet --release --storage 's3://bucket?prefix=walkeeper/'`,
@@ -73,6 +76,9 @@ replays it on its next append). Anything else is refused and nothing is written.
 			}
 			opts := store.DefaultOptions()
 			opts.MemtableBytes, opts.GroupCommitMaxRows = cfg.MemtableBytes, cfg.GroupCommitMaxRows
+			if cfg.MergeBudgetBytes > 0 {
+				opts.Budget = store.NewBudget(cfg.MergeBudgetBytes)
+			}
 			db, err := openStorageWith(ctx, storage, "walkeeper-quarantine", logger, opts)
 			if err != nil {
 				return err
@@ -107,7 +113,7 @@ replays it on its next append). Anything else is refused and nothing is written.
 		},
 	}
 	worker.StringKnobVar(cmd.Flags(), &storage, "storage", "", "storage root URL")
-	cfg.RegisterKnobFlags(cmd.Flags(), "memtable-bytes", "group-commit-max-rows")
+	cfg.RegisterKnobFlags(cmd.Flags(), "memtable-bytes", "group-commit-max-rows", "merge-budget-bytes")
 	cmd.Flags().StringVar(&reason, "reason", "", "why, recorded in the manifest next to the object (required)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	cmd.Flags().BoolVar(&release, "release", false, "put back a repaired object set aside earlier, only if it passes its checks")

@@ -158,6 +158,9 @@ func TestQuarantineReleaseCommand(t *testing.T) {
 	require.Equal(t, 1, st.Quarantined, "the refused release wrote nothing")
 
 	require.NoError(t, bucket.Put(ctx, run, intact))
+	code, _, stderr = runCLI(t, "quarantine", "generic:qr", run, "--storage", url, "--release", "--merge-budget-bytes", "100")
+	require.Equal(t, 1, code, "a run longer than the merge budget given is refused unread: %s", stderr)
+	require.Contains(t, stderr, "is longer than the 100 bytes a release reads")
 	code, out, stderr := runCLI(t, "quarantine", "generic:qr", run, "--storage", url, "--release")
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, out, "released run")

@@ -163,6 +163,10 @@ func (c *fileCache) put(f *sortedFile) {
 // generations held tens of times its limit.
 const cachedFileOverhead = decodedFileHeap + ipcObjectOverhead
 
+// ipcObjectOverhead estimates what a cached IPC generation object holds beyond its record
+// bytes: the schema, twice (message and footer), the record's metadata and padding.
+const ipcObjectOverhead = 2 << 10
+
 // cachedBytes is what the cache counts for a file whose record holds n bytes, capped.
 func cachedBytes(n int64) int64 {
 	return min(max(n, 0), math.MaxInt64-cachedFileOverhead) + cachedFileOverhead

@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"fmt"
+
+	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
 // Base runs in a List, bounded by the read budget whatever the run's size: a run the cache
@@ -26,10 +28,11 @@ type listRun struct {
 	err error
 }
 
-// openListRun reads run src into arena and opens it for batches decoded into acct's buffers,
-// from after on (its footer only: nothing is decoded until the cursor asks).
-func (s *Store) openListRun(ctx context.Context, src readSource, arena *readArena, acct *memAccount, after string) (*listRun, error) {
-	data, err := s.readRunObject(ctx, src.path, src.checksum, src.bytes, arena.alloc())
+// openListRun reads run src into a buffer of alloc (its group's read arena) and opens it for
+// batches decoded into acct's buffers, from after on (its footer only: nothing is decoded
+// until the cursor asks).
+func (s *Store) openListRun(ctx context.Context, src readSource, alloc objstore.Alloc, acct *memAccount, after string) (*listRun, error) {
+	data, err := s.readRunObject(ctx, src.path, src.checksum, src.bytes, alloc)
 	if err != nil {
 		return nil, err
 	}

@@ -18,79 +18,107 @@ import (
 // INVARIANT: nothing of a private file is used after its group's release: whatever a read
 // keeps past it is copied out first (strings.Clone, cloneRow).
 
-// arenaChunk is the size of the buffers small objects are packed into; an object larger
-// than a quarter of it gets a buffer of its own.
+// arenaChunk is the size of the buffers small objects are packed into; an object whose read
+// may ask for more than a quarter of it gets a buffer of its own.
 const arenaChunk = 1 << 20
-
-// ipcObjectOverhead estimates what an IPC generation object holds beyond its record bytes
-// (the manifest's size): the schema, twice (message and footer), the record's metadata and
-// padding. Only the read reservation uses it; an object larger than estimated reads if the
-// reservation can grow without waiting.
-const ipcObjectOverhead = 2 << 10
 
 // decodedFileHeap is what one decoded private file keeps on the Go heap next to its arena
 // bytes (~4 KiB of Arrow metadata per generation, measured), doubled for GOGC's headroom;
 // charged so the budget bounds a read's working set, not only its buffers.
 const decodedFileHeap = 8 << 10
 
-// arenaEstimate is what a group's private objects of about these record sizes take in an
-// arena, with their overhead, a spare byte each and a partly used chunk's tail. Pure.
-func arenaEstimate(sizes []int64) int64 {
-	var small, large int64
-	for _, sz := range sizes {
-		n := max(sz, 0) + ipcObjectOverhead + 1
-		if n > arenaChunk/4 {
+// ownArenaBuffer reports whether an object whose read asks for at most request bytes gets a
+// buffer of its own rather than a place in a chunk.
+func ownArenaBuffer(request int64) bool { return request > arenaChunk/4 }
+
+// arenaRequest is the largest buffer the read of private source src asks its arena for: the
+// most its object may hold (a run's declared size, a generation's read limit) and a spare byte.
+func (s *Store) arenaRequest(src readSource) int64 {
+	n := min(max(src.bytes, 0), maxReadBufferRequest)
+	if !src.run {
+		n = s.genFileLimit(n)
+	}
+	return n + 1
+}
+
+// arenaEstimate is the most an arena takes for objects whose reads ask for at most requests
+// (arenaRequest), in any order. Pure.
+//
+// An object of its own buffer takes its size class. The others are packed into one chunk at a
+// time (take): a full-size chunk is left for a new one only when the next object, of at most
+// widest bytes, does not fit, so each chunk left holds more than arenaChunk-widest of the
+// small bytes, and a chunk opened when what is left to pack fits in it is sized for all of it
+// and never left. So they take at most ceil(small/(arenaChunk-widest)) chunks, the last one
+// sized for what the others cannot have packed, or one chunk of small's size class.
+func arenaEstimate(requests []int64) int64 {
+	var large, small, widest int64
+	for _, n := range requests {
+		n = max(n, 0)
+		if ownArenaBuffer(n) {
 			large += int64(classSize(classOf(int(n))))
 		} else {
 			small += n
+			widest = max(widest, n)
 		}
 	}
-	if small == 0 {
+	switch {
+	case small == 0:
 		return large
+	case small <= arenaChunk:
+		return large + int64(classSize(classOf(int(small))))
 	}
-	chunks := (small + arenaChunk - 1) / arenaChunk
-	return large + chunks*arenaChunk
+	chunks := (small + arenaChunk - widest - 1) / (arenaChunk - widest)
+	last := min(arenaChunk, small-(chunks-1)*(arenaChunk-widest))
+	return large + (chunks-1)*arenaChunk + int64(classSize(classOf(int(last))))
 }
 
-// readArena carves read buffers out of chunks of one account for the objects of one group;
-// hint (arenaEstimate) keeps a small group's chunk about its size.
+// readArena carves read buffers out of chunks of one account for the objects of one group,
+// within arenaEstimate of their requests.
 type readArena struct {
 	acct *memAccount
 	heap int64 // decodedFileHeap of the group's files, charged while the arena lives
 	mu   sync.Mutex
-	hint int64
-	used int64    // bytes carved so far
-	bufs [][]byte // taken from acct, freed on free
-	cur  []byte   // the chunk small objects are carved from: [0:len) carved, [len:cap) free
+	// toPack is what the small objects not yet packed may ask for: a chunk opened when it
+	// fits one is sized for all of them (arenaEstimate).
+	toPack int64
+	bufs   [][]byte // taken from acct, freed on free
+	cur    []byte   // the chunk small objects are carved from: [0:len) carved, [len:cap) free
 }
 
-func newReadArena(a *memAccount, hint int64, files int) *readArena {
-	r := &readArena{acct: a, hint: hint}
-	if h := int64(files) * decodedFileHeap; a.tryCharge(h) {
+// newReadArena is the arena of a group of private objects whose reads ask for at most
+// requests (arenaRequest).
+func newReadArena(a *memAccount, requests []int64) *readArena {
+	r := &readArena{acct: a}
+	for _, n := range requests {
+		if !ownArenaBuffer(n) {
+			r.toPack += max(n, 0)
+		}
+	}
+	if h := int64(len(requests)) * decodedFileHeap; a.tryCharge(h) {
 		r.heap = h // else the reservation was clamped: the buffers get what it holds
 	}
 	return r
 }
 
-// take returns an empty buffer of capacity n, growing the reservation without waiting past
-// the estimate (packing leaves chunk tails unused), or nil when it cannot grow.
-func (r *readArena) take(n int) []byte {
+// take returns an empty buffer of capacity n for an object whose read asks for at most
+// request bytes, or nil when the reservation cannot hold it; past the estimate (a clamped
+// reservation) it grows the reservation without waiting.
+func (r *readArena) take(n int, request int64) []byte {
 	if r == nil {
 		return nil
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if n > arenaChunk/4 {
+	if ownArenaBuffer(max(request, int64(n))) {
 		b, ok := r.acct.buffer(n, 0)
 		if !ok {
 			return nil
 		}
 		r.bufs = append(r.bufs, b)
-		r.used += int64(n)
 		return b[:0:n]
 	}
 	if cap(r.cur)-len(r.cur) < n {
-		size := int(min(arenaChunk, max(r.hint-r.used, int64(n))))
+		size := int(min(arenaChunk, max(r.toPack, int64(n))))
 		b, ok := r.acct.buffer(size, 0)
 		if !ok {
 			return nil
@@ -100,7 +128,7 @@ func (r *readArena) take(n int) []byte {
 	}
 	off := len(r.cur)
 	r.cur = r.cur[:off+n]
-	r.used += int64(n)
+	r.toPack -= max(request, int64(n))
 	return r.cur[off : off : off+n]
 }
 
@@ -120,16 +148,16 @@ func (r *readArena) free() {
 	r.bufs, r.cur, r.heap = nil, nil, 0
 }
 
-// alloc is the allocator of Bucket reads into buffers of r (nil: no arena); a buffer the
-// reservation cannot hold fails the read with errBufferRefused, as any read buffer does, since
-// one from the Go heap would be held uncharged. The arena owns its buffers: nothing is freed
-// per read.
-func (r *readArena) alloc() objstore.Alloc {
+// alloc is the allocator of the Bucket read of one object into buffers of r (nil: no arena),
+// whose read asks for at most request bytes (arenaRequest); a buffer the reservation cannot
+// hold fails the read with errBufferRefused, as any read buffer does, since one from the Go
+// heap would be held uncharged. The arena owns its buffers: nothing is freed per read.
+func (r *readArena) alloc(request int64) objstore.Alloc {
 	if r == nil {
 		return nil
 	}
 	return func(n int) ([]byte, error) {
-		if b := r.take(n); b != nil {
+		if b := r.take(n, request); b != nil {
 			return b, nil
 		}
 		return nil, errBufferRefused

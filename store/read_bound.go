@@ -141,7 +141,8 @@ func (s *Store) openGroup(ctx context.Context, srcs []readSource, after string) 
 func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after string, extra int64) (_ *readGroup, short int64, _ error) {
 	budget := s.db.opts.ReadBudget
 	private := make([]bool, len(srcs))
-	charged := make([]int64, len(srcs)) // what want counts for a source decoded through the cache
+	charged := make([]int64, len(srcs))  // what want counts for a source decoded through the cache
+	requests := make([]int64, len(srcs)) // the most a private source's read asks its arena for
 	var want int64
 	var sizes []int64
 	for i, src := range srcs {
@@ -151,7 +152,8 @@ func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after strin
 		switch {
 		case s.private(src):
 			private[i] = true
-			sizes = append(sizes, est.bytes)
+			requests[i] = s.arenaRequest(est)
+			sizes = append(sizes, requests[i])
 			if src.run {
 				want += compactRunGuess(manifest.Run{Bytes: est.bytes}) // its batches, until the footer says
 			}
@@ -160,8 +162,7 @@ func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after strin
 			want += charged[i]
 		}
 	}
-	hint := arenaEstimate(sizes)
-	want += hint + int64(len(sizes))*decodedFileHeap + extra
+	want += arenaEstimate(sizes) + int64(len(sizes))*decodedFileHeap + extra
 	res, err := s.admitRead(ctx, want)
 	if err != nil {
 		return nil, 0, err
@@ -178,7 +179,7 @@ func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after strin
 			outside += c
 		}
 		acct.outside.Store(outside)
-		arena = newReadArena(acct, hint, len(sizes))
+		arena = newReadArena(acct, sizes)
 	}
 	// A run decoded through the cache takes what its footer says the decode holds: first the
 	// extra this admission was given (a retry's, for such a run), then growth without waiting.
@@ -232,12 +233,12 @@ func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after strin
 			var err error
 			switch {
 			case private[i] && src.run:
-				g.runs[i], err = s.openListRun(gctx, src, arena, acct, after)
+				g.runs[i], err = s.openListRun(gctx, src, arena.alloc(requests[i]), acct, after)
 				if err == nil {
 					g.runs[i].ctx = ctx // gctx ends with the opening; the batches are decoded later
 				}
 			case private[i]:
-				g.files[i], err = s.readGen(gctx, src, arena.alloc(), memory.DefaultAllocator)
+				g.files[i], err = s.readGen(gctx, src, arena.alloc(requests[i]), memory.DefaultAllocator)
 			default:
 				g.files[i], err = s.load(gctx, src, grow(i))
 				// A run its footer refused is not a failure of the others: they go on, so that

@@ -86,25 +86,54 @@ func testBoundedReads(t *testing.T, cacheBytes int64) {
 func TestArenaEstimateCoversWhatTheArenaTakes(t *testing.T) {
 	many := make([]int64, readFanIn)
 	for i := range many {
-		many[i] = int64(i) << 10
+		many[i] = int64(i)<<10 + 1
 	}
-	for _, sizes := range [][]int64{{0}, {100}, {16 << 10, 16 << 10, 16 << 10}, {300 << 10, 10, 2 << 20}, many} {
-		b := NewBudget(64 << 20)
-		res := mustReserve(t, b, arenaEstimate(sizes)+int64(len(sizes))*decodedFileHeap)
-		a := newMemAccount(res, b)
-		r := newReadArena(a, arenaEstimate(sizes), len(sizes))
-		for _, sz := range sizes {
-			n := int(sz) + ipcObjectOverhead + 1
-			buf := r.take(n)
-			require.NotNil(t, buf, "sizes %v", sizes)
-			require.Equal(t, n, cap(buf))
+	for _, requests := range [][]int64{{1}, {100}, {16 << 10, 16 << 10, 16 << 10}, {300 << 10, 10, 2 << 20}, many} {
+		checkArenaWithinEstimate(t, requests, func(i int) int { return int(requests[i]) })
+	}
+}
+
+// Any order of objects of any sizes up to their requests, as the group's concurrent loads
+// take them, stays within arenaEstimate: chunk tails packing leaves unused included.
+func TestArenaEstimateCoversAnyPackingOfRandomObjects(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 89))
+	for round := 0; round < 300; round++ {
+		requests := make([]int64, 1+rng.IntN(readFanIn))
+		widest := int64(1) << (10 + rng.IntN(9)) // 1 KiB up to a quarter chunk, sometimes past
+		for i := range requests {
+			requests[i] = 1 + rng.Int64N(widest+widest/8)
 		}
-		require.LessOrEqual(t, a.Peak(), res.Bytes(), "sizes %v: the arena stays within its estimate", sizes)
-		r.free()
-		require.Zero(t, a.Allocated())
-		require.Zero(t, b.Allocated())
-		res.Release()
+		checkArenaWithinEstimate(t, requests, func(i int) int {
+			if rng.IntN(4) == 0 {
+				return 1 + rng.IntN(int(requests[i])) // an object smaller than its read limit
+			}
+			return int(requests[i])
+		})
 	}
+}
+
+// checkArenaWithinEstimate takes an object of size(i) bytes for each request, in a shuffled
+// order, from an arena reserved its estimate, and fails if any needs more.
+func checkArenaWithinEstimate(t *testing.T, requests []int64, size func(i int) int) {
+	t.Helper()
+	b := NewBudget(256 << 20)
+	want := arenaEstimate(requests) + int64(len(requests))*decodedFileHeap
+	res := mustReserve(t, b, want)
+	a := newMemAccount(res, b)
+	r := newReadArena(a, requests)
+	for _, i := range rand.Perm(len(requests)) {
+		n := size(i)
+		alloc := r.alloc(requests[i])
+		buf, err := alloc(n)
+		require.NoError(t, err, "requests %v: object %d of %d bytes", requests, i, n)
+		require.Equal(t, n, cap(buf))
+	}
+	require.LessOrEqual(t, a.Peak(), want, "requests %v: the arena stays within its estimate", requests)
+	require.Equal(t, want, res.Bytes(), "requests %v: the reservation did not grow", requests)
+	r.free()
+	require.Zero(t, a.Allocated())
+	require.Zero(t, b.Allocated())
+	res.Release()
 }
 
 func TestReadBudgetBusy(t *testing.T) {

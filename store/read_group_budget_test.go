@@ -9,8 +9,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
 	"github.com/walkeeper/walkeeper/store/manifest"
@@ -136,7 +134,7 @@ const packedGenerationRows = 210
 
 // sealPackedGenerations seals n generations of s that its cache will not keep, each of about
 // 215 KB, so that their read arena packs four into each 1 MiB chunk and leaves the rest of
-// the chunk unused, which arenaEstimate does not count: nine take a third chunk beyond it.
+// the chunk unused: nine take a third chunk.
 func sealPackedGenerations(t *testing.T, s *Store, n int) {
 	t.Helper()
 	pad := strings.Repeat("p", 1000)
@@ -157,61 +155,53 @@ func privateEstimate(s *Store, srcs []readSource) (want int64, private int) {
 	var sizes []int64
 	for _, src := range srcs {
 		if s.private(src) {
-			sizes = append(sizes, src.bytes)
+			sizes = append(sizes, s.arenaRequest(src))
 		}
 	}
 	return arenaEstimate(sizes) + int64(len(sizes))*decodedFileHeap, len(sizes)
 }
 
-// A read arena that needs a buffer beyond its estimate grows the read's reservation without
-// waiting or fails the read with ErrBudgetBusy, counted once: it used to take the buffer from
-// the Go heap uncharged, so a read held more than the read budget bounds.
+// A read arena that needs a buffer beyond its reservation (one holding less than the arena's
+// estimate) grows the reservation without waiting or refuses the buffer with ErrBudgetBusy,
+// which fails the read: it used to take the buffer from the Go heap uncharged, so a read held
+// more than the read budget bounds.
 func TestFindingArenaBeyondItsEstimateIsChargedOrBusy(t *testing.T) {
-	ctx := context.Background()
+	requests := []int64{200 << 10, 200 << 10, 200 << 10, 200 << 10, 200 << 10, 300 << 10}
+	const admitted = 64 << 10 // the files' heap and no buffer
 	rb := NewBudget(64 << 20)
-	m := NewMetrics(prometheus.NewRegistry(), nil)
-	db := openTestDB(t, "file://"+t.TempDir()+"?nosync=1", "w1", func(o *Options) {
-		o.ReadBudget = rb
-		o.CacheBytes = 1 // every generation is read into the arena
-		o.Metrics = m
-	})
-	s := createGeneric(t, db, "arenafull", false)
-	sealPackedGenerations(t, s, 9)
-	snap, err := s.snapshot(ctx, true)
-	require.NoError(t, err)
-	srcs := s.sources(snap, SourceAll, func(string, string) bool { return true })
-	want, private := privateEstimate(s, srcs)
-	require.Equal(t, 9, private)
 
-	// With the budget free, the arena's third chunk grows the reservation past the admission.
-	g, err := s.openGroup(ctx, srcs, "")
-	require.NoError(t, err)
-	held, reserved := rb.Allocated(), rb.Reserved()
-	t.Logf("admitted %d, the arena took %d, reserved %d", want, held, reserved)
-	require.Greater(t, held, want, "the arena went beyond its estimate")
-	require.GreaterOrEqual(t, reserved, held, "and the reservation grew to hold it")
-	g.release()
-
-	// With the rest of the budget held, it cannot grow: the read is busy, not uncharged.
-	blocker := mustReserve(t, rb, rb.Limit()-want)
-	g, err = s.openGroup(ctx, srcs, "")
-	if err == nil {
-		held = rb.Allocated()
-		g.release()
-		require.FailNow(t, "the group opened with no room for its arena's third chunk",
-			"the arena charged %d bytes with %d reserved: the chunk it could not charge came from the Go heap", held, want)
+	// With the budget free, the buffers past the reservation grow it.
+	res := mustReserve(t, rb, admitted)
+	a := newMemAccount(res, rb)
+	r := newReadArena(a, requests)
+	for _, n := range requests {
+		buf, err := r.alloc(n)(int(n))
+		require.NoError(t, err)
+		require.Equal(t, int(n), cap(buf))
 	}
-	require.ErrorIs(t, err, ErrBudgetBusy)
-	_, err = s.List(ctx, ListOptions{})
-	require.ErrorIs(t, err, ErrBudgetBusy)
-	require.Equal(t, 1.0, testutil.ToFloat64(m.ReadsBudgetBusy), "the refused read is counted once")
-	require.Equal(t, rb.Limit()-want, rb.Reserved(), "the refused read holds nothing")
-	require.Zero(t, rb.Allocated())
-	blocker.Release()
+	t.Logf("admitted %d, the arena took %d, reserved %d", admitted, a.Allocated(), res.Bytes())
+	require.Greater(t, a.Allocated(), int64(admitted), "the arena went beyond its reservation")
+	require.Equal(t, a.Allocated(), rb.Allocated(), "every buffer is charged to the budget")
+	require.GreaterOrEqual(t, res.Bytes(), a.Allocated(), "and the reservation grew to hold it")
+	r.free()
+	res.Release()
 
-	page, err := s.List(ctx, ListOptions{Limit: 10000})
-	require.NoError(t, err)
-	require.Len(t, page.Rows, 9*packedGenerationRows)
+	// With the rest of the budget held, it cannot grow: the buffer is refused, not uncharged.
+	res = mustReserve(t, rb, admitted)
+	blocker := mustReserve(t, rb, rb.Limit()-admitted)
+	a = newMemAccount(res, rb)
+	r = newReadArena(a, requests)
+	heap := a.Allocated()
+	for _, n := range []int64{requests[0], requests[5]} { // a chunk, a buffer of its own
+		_, err := r.alloc(n)(int(n))
+		require.ErrorIs(t, err, ErrBudgetBusy)
+	}
+	require.Equal(t, heap, a.Allocated(), "no buffer was taken")
+	require.Equal(t, heap, rb.Allocated())
+	require.Equal(t, int64(admitted), res.Bytes())
+	r.free()
+	res.Release()
+	blocker.Release()
 	require.Zero(t, rb.Reserved())
 	require.Zero(t, rb.Allocated())
 }
@@ -219,7 +209,8 @@ func TestFindingArenaBeyondItsEstimateIsChargedOrBusy(t *testing.T) {
 // A read group admitted again with the bytes a cached run's footer asked for (tryOpenGroup's
 // extra) keeps them for that run: its private arena must not use them too. The arena took
 // them first when it went beyond its estimate, then the run took them again, so the group
-// held up to extra more than its reservation.
+// held up to extra more than its reservation. Its estimate now covers its chunks' tails, so
+// this checks the group's reservation holds its arena beside the run's decode.
 func TestFindingRetrySlackIsKeptForTheCachedRun(t *testing.T) {
 	ctx := context.Background()
 	rb := NewBudget(64 << 20)
@@ -267,8 +258,7 @@ func TestFindingRetrySlackIsKeptForTheCachedRun(t *testing.T) {
 	extra := 2*(decoded+decoded/8) - readCost(run)
 	require.Positive(t, extra, "the run decodes to more than its charge")
 
-	// The run's object is read once the generations are in the arena, so the arena's third
-	// chunk comes first.
+	// The run's object is read once the generations are in the arena.
 	gensRead := make(chan struct{})
 	var reads atomic.Int64
 	db.bucket = db.bucket.WithFaults(objstore.FaultFuncs{
@@ -290,7 +280,6 @@ func TestFindingRetrySlackIsKeptForTheCachedRun(t *testing.T) {
 	require.Zero(t, short)
 	held := rb.Allocated() + charged + extra
 	t.Logf("admitted %d (extra %d), reserved %d; the arena took %d, the run %d", want+charged+extra, extra, rb.Reserved(), rb.Allocated(), charged+extra)
-	require.Greater(t, rb.Allocated(), want, "the arena went beyond its estimate")
 	require.GreaterOrEqual(t, rb.Reserved(), held, "the group holds its arena beside the run's decode")
 	g.release()
 	require.Zero(t, rb.Reserved())
@@ -314,7 +303,7 @@ func TestRetrySlackNoCachedRunTookIsLeftToTheStreamedRuns(t *testing.T) {
 	srcs := s.sources(snap, SourceAll, func(string, string) bool { return true })
 	require.Len(t, srcs, 1)
 	require.True(t, s.private(srcs[0]))
-	want := compactRunGuess(manifest.Run{Bytes: run.Bytes}) + arenaEstimate([]int64{run.Bytes}) + decodedFileHeap
+	want := compactRunGuess(manifest.Run{Bytes: run.Bytes}) + arenaEstimate([]int64{s.arenaRequest(srcs[0])}) + decodedFileHeap
 
 	blocker := mustReserve(t, rb, rb.Limit()-want)
 	_, short, err := s.tryOpenGroup(ctx, srcs, "", 0)

@@ -42,7 +42,7 @@ func (s *Store) arenaRequest(src readSource) int64 {
 }
 
 // arenaEstimate is the most an arena takes for objects whose reads ask for at most requests
-// (arenaRequest), in any order. Pure.
+// (arenaRequest), each read once, in any order. Pure.
 //
 // An object of its own buffer takes its size class. The others are packed into one chunk at a
 // time (take): a full-size chunk is left for a new one only when the next object, of at most
@@ -101,8 +101,8 @@ func newReadArena(a *memAccount, requests []int64) *readArena {
 }
 
 // take returns an empty buffer of capacity n for an object whose read asks for at most
-// request bytes, or nil when the reservation cannot hold it; past the estimate (a clamped
-// reservation) it grows the reservation without waiting.
+// request bytes, or nil when the reservation cannot hold it; past what the reservation holds
+// (one admitted with less than arenaEstimate) it grows it without waiting.
 func (r *readArena) take(n int, request int64) []byte {
 	if r == nil {
 		return nil

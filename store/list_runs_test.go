@@ -114,6 +114,20 @@ func splitRunRowGroups(t *testing.T, s *Store, groupRows int64) {
 	require.Equal(t, int((rb.rows+groupRows-1)/groupRows), rb.pf.NumRowGroups())
 }
 
+// runBatchRows is how many rows of s's first base run a streamed read decodes at a time.
+func runBatchRows(t *testing.T, s *Store) int64 {
+	t.Helper()
+	ctx := context.Background()
+	base, err := s.loadBase(ctx)
+	require.NoError(t, err)
+	data, err := s.db.bucket.Get(ctx, base.Runs[0].Path)
+	require.NoError(t, err)
+	r, err := openRunBatches(ctx, nil, data, s.codec, "run")
+	require.NoError(t, err)
+	defer r.close()
+	return r.batchRows
+}
+
 // listAll pages through s from after with limit, returning every page; paging must end
 // within 2000 pages.
 func listAll(t *testing.T, s *Store, after string, limit int) []ListPage {
@@ -161,14 +175,7 @@ func TestListStreamsBaseRunsAsTheWholeDecode(t *testing.T) {
 	// stream in three batches, each boundary inside a row group, in few pages. The two cases
 	// share the run: the second adds generations to the first's.
 	s, ref, _ := streamedRunStore(t, rows, 1000, 100, 6, rb)
-	base, err := s.loadBase(context.Background())
-	require.NoError(t, err)
-	data, err := s.db.bucket.Get(context.Background(), base.Runs[0].Path)
-	require.NoError(t, err)
-	r, err := openRunBatches(context.Background(), nil, data, s.codec, "run")
-	require.NoError(t, err)
-	batchRows := r.batchRows
-	r.close()
+	batchRows := runBatchRows(t, s)
 	require.Less(t, 2*batchRows, int64(rows), "the run streams in three batches or more")
 	require.NotZero(t, batchRows%100, "a batch ends inside a row group")
 	for _, tc := range []struct {

@@ -56,7 +56,7 @@ func TestRunBatchesStayWithinTheirWindow(t *testing.T) {
 	ctx := context.Background()
 	c, err := rowcodec.NewCodec(KindGeneric, testSchema)
 	require.NoError(t, err)
-	data := runOf(t, c, 40000, 1000)
+	data := runOf(t, c, 20000, 1000)
 
 	budget := NewBudget(1 << 30)
 	whole := newMemAccount(mustReserve(t, budget, 1<<30), budget)
@@ -90,7 +90,7 @@ func TestRunBatchesStayWithinTheirWindow(t *testing.T) {
 		f.rec.Release()
 	}
 	all.rec.Release()
-	require.Equal(t, 40000, rows)
+	require.Equal(t, 20000, rows)
 	t.Logf("run %d bytes, %d rows: whole decode peak %d KiB; %d batches of %d rows: peak %d KiB, window %d KiB",
 		len(data), rows, wholePeak>>10, batches, rb.batchRows, acct.Peak()>>10, rb.window>>10)
 	require.Greater(t, batches, 10)

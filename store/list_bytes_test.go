@@ -37,6 +37,7 @@ func mixedSizeStore(t *testing.T, gens int, tweak ...func(*Options)) *Store {
 	flush(t, s)
 	_, err := s.MergeAll(ctx)
 	require.NoError(t, err)
+	require.Less(t, runBatchRows(t, s), int64(mixedSmall+mixedBig), "the run streams in more than one batch")
 
 	rng := rand.New(rand.NewPCG(21, 23))
 	for g := 0; g <= gens; g++ {
@@ -54,9 +55,11 @@ func mixedSizeStore(t *testing.T, gens int, tweak ...func(*Options)) *Store {
 	return s
 }
 
+// Few rows keep the one-row pages (MaxBytes 1) cheap; as many big rows as small ones make the
+// streamed run's batches of 64 rows end among the big rows, so pages resume across a batch.
 const (
-	mixedSmall = 200
-	mixedBig   = 60
+	mixedSmall = 40
+	mixedBig   = 40
 	bigBytes   = 32 << 10
 )
 

@@ -17,12 +17,13 @@ import (
 )
 
 // streamedRunStore writes rows rows (keys k000000, k000002, ...: every other key, so that
-// generations can add keys between them) merged into one base run, rewrites that run in
-// row groups of groupRows rows, and puts gens pending generations on top of it (updates,
-// tombstones and new keys, nothing left in the memtable). The store (db) reads with the
-// cache off and the read budget rb, so its Lists stream the run; ref is a second handle on
-// the same storage whose cache keeps the run, so its Lists decode the run whole.
-func streamedRunStore(t *testing.T, rows, groupRows, gens int, rb *Budget) (s, ref *Store, m *Metrics) {
+// generations can add keys between them; each with a value of pad bytes more than its key,
+// which sets how many rows a streamed batch holds) merged into one base run, rewrites that
+// run in row groups of groupRows rows, and puts gens pending generations on top of it
+// (addPendingGenerations). The store (db) reads with the cache off and the read budget rb,
+// so its Lists stream the run; ref is a second handle on the same storage whose cache keeps
+// the run, so its Lists decode the run whole.
+func streamedRunStore(t *testing.T, rows, pad, groupRows, gens int, rb *Budget) (s, ref *Store, m *Metrics) {
 	t.Helper()
 	ctx := context.Background()
 	url := "file://" + t.TempDir() + "?nosync=1"
@@ -33,20 +34,28 @@ func streamedRunStore(t *testing.T, rows, groupRows, gens int, rb *Budget) (s, r
 		o.Metrics = m
 	})
 	s = createGeneric(t, db, "liststream", false)
-	pad := strings.Repeat("p", 100)
+	padding := strings.Repeat("p", pad)
 	var rs []Row
 	for i := 0; i < rows; i++ {
 		k := fmt.Sprintf("k%06d", 2*i)
-		rs = append(rs, Row{Key: k, Values: []any{k, int64(i), pad + k}})
+		rs = append(rs, Row{Key: k, Values: []any{k, int64(i), padding + k}})
 	}
 	appendRows(t, s, rs...)
 	flush(t, s)
 	_, err := s.MergeAll(ctx)
 	require.NoError(t, err)
 	splitRunRowGroups(t, s, int64(groupRows))
+	return s, addPendingGenerations(t, s, rows, 0, gens), m
+}
 
-	rng := rand.New(rand.NewPCG(13, 17))
-	for g := 0; g < gens; g++ {
+// addPendingGenerations puts n more pending generations, numbered from from, on top of the
+// base of a streamedRunStore of rows rows (updates, tombstones and new keys, nothing left in
+// the memtable), and returns a new handle on its storage whose cache keeps the run.
+func addPendingGenerations(t *testing.T, s *Store, rows, from, n int) (ref *Store) {
+	t.Helper()
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(13, 17+uint64(from)))
+	for g := from; g < from+n; g++ {
 		var batch []Row
 		for range 40 {
 			k := fmt.Sprintf("k%06d", rng.IntN(2*rows+20)) // base keys, keys between them, past the end
@@ -61,12 +70,12 @@ func streamedRunStore(t *testing.T, rows, groupRows, gens int, rb *Budget) (s, r
 	st, err := s.Stats(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, st.Runs)
-	if gens > 0 {
-		require.Equal(t, gens, st.Shards[0].PendingGenerations)
+	if from+n > 0 {
+		require.Equal(t, from+n, st.Shards[0].PendingGenerations)
 	}
 
-	refDB := openTestDB(t, url, "w2", func(o *Options) { o.CacheBytes = 1 << 30 })
-	return s, openGeneric(t, refDB, "liststream"), m
+	refDB := openTestDB(t, s.db.bucket.URL(), fmt.Sprintf("w%d", 2+from), func(o *Options) { o.CacheBytes = 1 << 30 })
+	return openGeneric(t, refDB, "liststream")
 }
 
 // splitRunRowGroups rewrites every base run of s in row groups of groupRows rows (merges
@@ -103,6 +112,20 @@ func splitRunRowGroups(t *testing.T, s *Store, groupRows int64) {
 	require.NoError(t, err)
 	defer rb.close()
 	require.Equal(t, int((rb.rows+groupRows-1)/groupRows), rb.pf.NumRowGroups())
+}
+
+// runBatchRows is how many rows of s's first base run a streamed read decodes at a time.
+func runBatchRows(t *testing.T, s *Store) int64 {
+	t.Helper()
+	ctx := context.Background()
+	base, err := s.loadBase(ctx)
+	require.NoError(t, err)
+	data, err := s.db.bucket.Get(ctx, base.Runs[0].Path)
+	require.NoError(t, err)
+	r, err := openRunBatches(ctx, nil, data, s.codec, "run")
+	require.NoError(t, err)
+	defer r.close()
+	return r.batchRows
 }
 
 // listAll pages through s from after with limit, returning every page; paging must end
@@ -146,14 +169,24 @@ func listInKeyOrder(t *testing.T, s *Store, limit int) map[string]int64 {
 // one group and in more than readFanIn (listBounded, whose candidates from the run are
 // rendered before its batch is released). Every byte goes back to the read budget.
 func TestListStreamsBaseRunsAsTheWholeDecode(t *testing.T) {
+	const rows = 2000
+	rb := NewBudget(64 << 20)
+	// Rows of about 1 KiB: batches of about 900 rows, so the run's 20 row groups of 100 rows
+	// stream in three batches, each boundary inside a row group, in few pages. The two cases
+	// share the run: the second adds generations to the first's.
+	s, ref, _ := streamedRunStore(t, rows, 1000, 100, 6, rb)
+	batchRows := runBatchRows(t, s)
+	require.Less(t, 2*batchRows, int64(rows), "the run streams in three batches or more")
+	require.NotZero(t, batchRows%100, "a batch ends inside a row group")
 	for _, tc := range []struct {
 		name string
 		gens int
 	}{{"one group", 6}, {"bounded", readFanIn + 6}} {
 		t.Run(tc.name, func(t *testing.T) {
-			rb := NewBudget(64 << 20)
-			s, ref, _ := streamedRunStore(t, 6000, 100, tc.gens, rb)
-			// 97 rows a page: pages start at every offset inside the 100-row groups.
+			if tc.gens > 6 {
+				ref = addPendingGenerations(t, s, rows, 6, tc.gens-6)
+			}
+			// 97 rows a page: pages start at many offsets inside the 100-row groups.
 			for _, limit := range []int{97, 1000} {
 				want := listAll(t, ref, "", limit)
 				got := listAll(t, s, "", limit)
@@ -163,7 +196,7 @@ func TestListStreamsBaseRunsAsTheWholeDecode(t *testing.T) {
 				}
 			}
 			// Cursors anywhere: on a key, between keys, before the first, past the last.
-			for _, after := range []string{"k000000", "k003001", "k007777", "k011998", "a", "k999999"} {
+			for _, after := range []string{"k000000", "k001201", "k002777", "k003998", "a", "k999999"} {
 				want, err := ref.List(context.Background(), ListOptions{Limit: 100, After: after})
 				require.NoError(t, err)
 				got, err := s.List(context.Background(), ListOptions{Limit: 100, After: after})
@@ -185,7 +218,7 @@ func TestListPageDecodesOnlyTheRowGroupsItNeeds(t *testing.T) {
 	ctx := context.Background()
 	const rows = 60000
 	rb := NewBudget(64 << 20)
-	s, ref, m := streamedRunStore(t, rows, 500, 2, rb)
+	s, ref, m := streamedRunStore(t, rows, 100, 500, 2, rb)
 	base, err := s.loadBase(ctx)
 	require.NoError(t, err)
 	data, err := s.db.bucket.Get(ctx, base.Runs[0].Path)
@@ -224,7 +257,7 @@ func TestListPageDecodesOnlyTheRowGroupsItNeeds(t *testing.T) {
 func TestListOverStreamedRunsStaysWithinItsReservation(t *testing.T) {
 	ctx := context.Background()
 	rb := NewBudget(48 << 20) // several groups at once, never one holding the whole budget
-	s, ref, _ := streamedRunStore(t, 20000, 300, 4, rb)
+	s, ref, _ := streamedRunStore(t, 20000, 100, 300, 4, rb)
 	afters := []string{"", "k010001", "k020000", "k030003", "k039990", "k000777"}
 	want := make([]ListPage, len(afters))
 	for i, after := range afters {

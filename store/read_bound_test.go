@@ -12,7 +12,7 @@ import (
 
 // boundedReadKeys is the key space of boundedReadStore: small enough that a List of limit 1
 // pages through it quickly over every generation, large enough that pages cross generations.
-const boundedReadKeys = 200
+const boundedReadKeys = 100
 
 // boundedReadStore writes gens generations (more than readFanIn) of overlapping keys with
 // updates and tombstones, plus unflushed memtable rows, and returns the expected newest

@@ -85,7 +85,7 @@ func TestGetFromRunsPagedByRowGroups(t *testing.T) {
 func TestConcurrentGetsFromRunsShareTheReadBudget(t *testing.T) {
 	ctx := context.Background()
 	rb := NewBudget(24 << 20)
-	s, ref, _ := streamedRunStore(t, 20000, 300, 4, rb)
+	s, ref, _ := streamedRunStore(t, 20000, 100, 300, 4, rb)
 	keys := make([]string, 32)
 	for i := range keys {
 		keys[i] = fmt.Sprintf("k%06d", i*1250+i%2) // base keys and keys between them

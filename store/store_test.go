@@ -86,6 +86,18 @@ func appendRows(t *testing.T, s *Store, rows ...Row) {
 	}
 }
 
+// deleteKeys writes a tombstone for each key in one WAL write, as Delete does for one.
+func deleteKeys(t *testing.T, s *Store, keys ...string) {
+	t.Helper()
+	rows := make([]Row, len(keys))
+	for i, k := range keys {
+		rows[i] = Row{Key: k, Values: make([]any, len(s.meta.Schema.Fields))}
+		rows[i].Values[s.codec.KeyIndex()] = k
+	}
+	_, err := s.submit(context.Background(), rows, true)
+	require.NoError(t, err)
+}
+
 func flush(t *testing.T, s *Store) FlushResult {
 	t.Helper()
 	res, err := s.Flush(context.Background())

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/walkeeper/walkeeper/store/objstore"
+	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
 
 var testSchema = Schema{Fields: []Field{
@@ -94,7 +95,7 @@ func deleteKeys(t *testing.T, s *Store, keys ...string) {
 		rows[i] = Row{Key: k, Values: make([]any, len(s.meta.Schema.Fields))}
 		rows[i].Values[s.codec.KeyIndex()] = k
 	}
-	_, err := s.submit(context.Background(), rows, true)
+	_, err := s.submit(context.Background(), rows, rowcodec.DecodedRowsBytes(rows), true)
 	require.NoError(t, err)
 }
 

@@ -33,6 +33,7 @@ checks=(
   "bench-renamed-key|./bench/|^TestCommitLockQuick\$|-|no value \"mem_ratio_p50\""
   "commit-lock-covers-manifest-read|./bench/|^TestCommitLockQuick\$|-|the lock covers more than the swap"
   "commit-lock-covers-manifest-write|./bench/|^TestCommitLockQuick\$|-|the lock covers more than the swap"
+  "commit-lock-hold-grows-with-merge|./store/|^TestCommitLockHoldIsIndependentOfMergeSize\$|-|hold grows with merge size"
   "read-skips-pending|./bench/|^TestReadAmpQuick\$|-|the newest pending generation's value"
   "merge-all-one-pass|./bench/|^TestReadAmpQuick\$|-|merging left [0-9]+ generations pending"
   "merge-wal-timer-per-pass|./bench/|^TestTemporalOverheadQuick\$|-|MergeWal adds .* the bare 4-activity workflow"

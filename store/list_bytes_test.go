@@ -37,7 +37,7 @@ func mixedSizeStore(t *testing.T, gens int, tweak ...func(*Options)) *Store {
 	flush(t, s)
 	_, err := s.MergeAll(ctx)
 	require.NoError(t, err)
-	require.Less(t, runBatchRows(t, s), int64(mixedSmall+mixedBig), "the run streams in more than one batch")
+	require.Less(t, firstRunBatches(t, s).batchRows, int64(mixedSmall+mixedBig), "the run streams in more than one batch")
 
 	rng := rand.New(rand.NewPCG(21, 23))
 	for g := 0; g <= gens; g++ {

@@ -106,26 +106,23 @@ func splitRunRowGroups(t *testing.T, s *Store, groupRows int64) {
 		next.Runs[i] = r
 	}
 	require.NoError(t, s.publishBase(ctx, next))
-	data, err := s.db.bucket.Get(ctx, next.Runs[0].Path)
-	require.NoError(t, err)
-	rb, err := openRunBatches(ctx, nil, data, s.codec, "run")
-	require.NoError(t, err)
-	defer rb.close()
+	rb := firstRunBatches(t, s)
 	require.Equal(t, int((rb.rows+groupRows-1)/groupRows), rb.pf.NumRowGroups())
 }
 
-// runBatchRows is how many rows of s's first base run a streamed read decodes at a time.
-func runBatchRows(t *testing.T, s *Store) int64 {
+// firstRunBatches opens s's first base run for streamed batches, as a List does (closed with
+// the test).
+func firstRunBatches(t *testing.T, s *Store) *runBatches {
 	t.Helper()
 	ctx := context.Background()
 	base, err := s.loadBase(ctx)
 	require.NoError(t, err)
 	data, err := s.db.bucket.Get(ctx, base.Runs[0].Path)
 	require.NoError(t, err)
-	r, err := openRunBatches(ctx, nil, data, s.codec, "run")
+	rb, err := openRunBatches(ctx, nil, data, s.codec, "run")
 	require.NoError(t, err)
-	defer r.close()
-	return r.batchRows
+	t.Cleanup(rb.close)
+	return rb
 }
 
 // listAll pages through s from after with limit, returning every page; paging must end
@@ -175,7 +172,7 @@ func TestListStreamsBaseRunsAsTheWholeDecode(t *testing.T) {
 	// stream in three batches, each boundary inside a row group, in few pages. The two cases
 	// share the run: the second adds generations to the first's.
 	s, ref, _ := streamedRunStore(t, rows, 1000, 100, 6, rb)
-	batchRows := runBatchRows(t, s)
+	batchRows := firstRunBatches(t, s).batchRows
 	require.Less(t, 2*batchRows, int64(rows), "the run streams in three batches or more")
 	require.NotZero(t, batchRows%100, "a batch ends inside a row group")
 	for _, tc := range []struct {
@@ -219,14 +216,8 @@ func TestListPageDecodesOnlyTheRowGroupsItNeeds(t *testing.T) {
 	const rows = 60000
 	rb := NewBudget(64 << 20)
 	s, ref, m := streamedRunStore(t, rows, 100, 500, 2, rb)
-	base, err := s.loadBase(ctx)
-	require.NoError(t, err)
-	data, err := s.db.bucket.Get(ctx, base.Runs[0].Path)
-	require.NoError(t, err)
-	r, err := openRunBatches(ctx, nil, data, s.codec, "run")
-	require.NoError(t, err)
-	batchRows, groups := r.batchRows, r.pf.NumRowGroups()
-	r.close()
+	first := firstRunBatches(t, s)
+	batchRows, groups := first.batchRows, first.pf.NumRowGroups()
 	require.Greater(t, groups, 100)
 
 	for _, after := range []string{"", "k060001", "k119000"} {

@@ -335,27 +335,29 @@ func (p *bufferPool) trim(extra int64) {
 // errBufferRefused: the account of a read could not hold the object's bytes without waiting.
 var errBufferRefused = fmt.Errorf("%w: no room for the object's bytes", ErrBudgetBusy)
 
-// readBuffer returns the allocator of one Bucket read into a buffer of a, taking over the
-// prepaid bytes; a read a cannot hold fails with errBufferRefused instead of waiting. free
-// returns the buffer to the pool and credits whatever no buffer took.
+// readBuffer returns the allocator of one Bucket read into buffers of a, the first taking over
+// the prepaid bytes; a read a cannot hold fails with errBufferRefused instead of waiting. A
+// read of an object longer than its storage reported asks again (objstore.Alloc), so each
+// buffer is charged and kept until free, which returns them to the pool and credits whatever
+// no buffer took.
 func (a *memAccount) readBuffer(prepaid int64) (alloc objstore.Alloc, free func()) {
-	var buf []byte
+	var bufs [][]byte
 	alloc = func(n int) ([]byte, error) {
-		if buf != nil || a == nil {
-			return make([]byte, 0, n), nil // one buffer per read
+		if a == nil {
+			return make([]byte, 0, n), nil
 		}
 		b, ok := a.buffer(n, prepaid)
 		if !ok {
 			return nil, errBufferRefused
 		}
-		buf, prepaid = b, 0
+		bufs, prepaid = append(bufs, b), 0
 		return b, nil
 	}
 	return alloc, func() {
-		if buf != nil {
-			a.Free(buf)
-			buf = nil
+		for _, b := range bufs {
+			a.Free(b)
 		}
+		bufs = nil
 		if prepaid > 0 {
 			a.uncharge(prepaid)
 			prepaid = 0

@@ -37,10 +37,13 @@ func compactRunGuess(r manifest.Run) int64 {
 	return min(compactRunWindow, 4*min(max(r.Bytes, 0), compactRunWindow)+64<<10) // no wrap near 2^63
 }
 
-// compactInput is one input run of a pass: its object bytes and its footer's bounds.
+// compactInput is one input run of a pass: its object bytes, what its read holds of the
+// account (more than data's capacity when the object outgrew the size its storage reported)
+// and its footer's bounds.
 type compactInput struct {
 	meta   manifest.Run
 	data   []byte
+	held   int64
 	free   func()
 	window int64
 }
@@ -56,6 +59,7 @@ func (s *Store) readCompactInputs(ctx context.Context, acct *memAccount, inputs 
 	}
 	for _, r := range inputs {
 		alloc, free := acct.readBuffer(0)
+		before := acct.Allocated()
 		data, err := s.readRunObject(ctx, r.Path, r.Checksum, r.Bytes, alloc)
 		if err != nil {
 			free()
@@ -64,7 +68,7 @@ func (s *Store) readCompactInputs(ctx context.Context, acct *memAccount, inputs 
 			}
 			return nil, release, fmt.Errorf("read run %s: %w", r.ID, err)
 		}
-		in := &compactInput{meta: r, data: data, free: free}
+		in := &compactInput{meta: r, data: data, held: acct.Allocated() - before, free: free}
 		ins = append(ins, in)
 		what := "run " + r.Path
 		rb, err := openRunBatches(ctx, acct, data, s.codec, what)
@@ -82,7 +86,7 @@ func (s *Store) readCompactInputs(ctx context.Context, acct *memAccount, inputs 
 func compactNeed(ins []*compactInput) int64 {
 	n := int64(compactOutputWindow)
 	for _, in := range ins {
-		n += int64(cap(in.data)) + in.window
+		n += in.held + in.window
 	}
 	return n
 }

@@ -102,8 +102,9 @@ func newReadArena(a *memAccount, requests []int64) *readArena {
 
 // take returns an empty buffer of capacity n for an object whose read asks for at most
 // request bytes, or nil when the reservation cannot hold it; past what the reservation holds
-// (one admitted with less than arenaEstimate) it grows it without waiting.
-func (r *readArena) take(n int, request int64) []byte {
+// (one admitted with less than arenaEstimate) it grows it without waiting. A grown read, one
+// that outgrew a buffer it took for the same object, is not counted off toPack again.
+func (r *readArena) take(n int, request int64, grown bool) []byte {
 	if r == nil {
 		return nil
 	}
@@ -128,7 +129,9 @@ func (r *readArena) take(n int, request int64) []byte {
 	}
 	off := len(r.cur)
 	r.cur = r.cur[:off+n]
-	r.toPack -= max(request, int64(n))
+	if !grown {
+		r.toPack -= max(request, int64(n))
+	}
 	return r.cur[off : off : off+n]
 }
 
@@ -151,16 +154,20 @@ func (r *readArena) free() {
 // alloc is the allocator of the Bucket read of one object into buffers of r (nil: no arena),
 // whose read asks for at most request bytes (arenaRequest); a buffer the reservation cannot
 // hold fails the read with errBufferRefused, as any read buffer does, since one from the Go
-// heap would be held uncharged. The arena owns its buffers: nothing is freed per read.
+// heap would be held uncharged. The arena owns its buffers: nothing is freed per read, the
+// ones a read outgrew included (objstore.Alloc).
 func (r *readArena) alloc(request int64) objstore.Alloc {
 	if r == nil {
 		return nil
 	}
+	grown := false
 	return func(n int) ([]byte, error) {
-		if b := r.take(n, request); b != nil {
-			return b, nil
+		b := r.take(n, request, grown)
+		if b == nil {
+			return nil, errBufferRefused
 		}
-		return nil, errBufferRefused
+		grown = true
+		return b, nil
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/url"
 	"sort"
 	"strings"
@@ -124,7 +125,9 @@ func (b *Bucket) WithFaults(f Faults) *Bucket {
 }
 
 // Alloc returns an empty buffer of capacity at least n for one read, so that a caller that
-// budgets memory reads into memory it charged (nil = the Go heap).
+// budgets memory reads into memory it charged (nil = the Go heap). A read whose object is
+// longer than the storage reported asks again, for a larger buffer it copies into: only the
+// last buffer holds the object, the earlier ones are dead once the read returns.
 type Alloc func(n int) ([]byte, error)
 
 // Get returns the object's bytes; ErrNotFound if absent.
@@ -305,28 +308,44 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// readSized reads r to EOF into a buffer of the size the storage reported (from alloc when
-// not nil), since ReadAll doubles its way to about twice the object; with limit >= 0 a
-// longer object fails with ErrTooLarge and no more than limit+1 bytes are held.
+// readSized reads r to EOF into a buffer of the size the storage reported, from alloc (nil =
+// the Go heap), since ReadAll doubles its way to about twice the object; with limit >= 0 a
+// longer object fails with ErrTooLarge and no more than limit+1 bytes are read. A body longer
+// than reported (a store may report 0 or -1 for a body it then delivers) is read on into
+// buffers twice as large, at most limit+1, that alloc gives too, so every byte a read holds
+// is one alloc provided (Alloc).
 func readSized(r io.Reader, size, limit int64, alloc Alloc) ([]byte, error) {
 	if limit >= 0 {
 		if size > limit {
 			return nil, fmt.Errorf("%w: %d bytes stored, at most %d expected", ErrTooLarge, size, limit)
 		}
+		limit = min(limit, math.MaxInt64-1) // so that limit+1 cannot wrap
 		r = io.LimitReader(r, limit+1)
 	}
 	if size < 0 || size > 1<<40 {
 		size = 0
 	}
+	if alloc == nil {
+		alloc = heapAlloc
+	}
 	// One spare byte lets the read observe EOF without growing a full buffer.
-	buf := make([]byte, 0, size+1)
-	if alloc != nil {
-		var err error
-		if buf, err = alloc(int(size + 1)); err != nil {
-			return nil, err
-		}
+	buf, err := allocAtLeast(alloc, int(size+1))
+	if err != nil {
+		return nil, err
 	}
 	for {
+		if len(buf) == cap(buf) {
+			// REQUIRES: len(buf) <= limit when limit >= 0 (checked below), so the buffer grows.
+			want := 2 * cap(buf)
+			if limit >= 0 {
+				want = int(min(int64(want), limit+1))
+			}
+			grown, err := allocAtLeast(alloc, want)
+			if err != nil {
+				return nil, err
+			}
+			buf = append(grown, buf...) // into grown, which has room
+		}
 		n, err := r.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
 		if limit >= 0 && int64(len(buf)) > limit {
@@ -338,8 +357,21 @@ func readSized(r io.Reader, size, limit int64, alloc Alloc) ([]byte, error) {
 		if err != nil {
 			return nil, mapErr(err)
 		}
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)] // longer than reported: let append pick the growth
-		}
 	}
+}
+
+// heapAlloc is the Alloc of a read into the Go heap.
+func heapAlloc(n int) ([]byte, error) { return make([]byte, 0, n), nil }
+
+// allocAtLeast is alloc(n), refused when alloc breaks its contract, since a buffer smaller than
+// asked would be grown by append on the Go heap, uncharged.
+func allocAtLeast(alloc Alloc, n int) ([]byte, error) {
+	b, err := alloc(n)
+	if err != nil {
+		return nil, err
+	}
+	if cap(b) < n {
+		return nil, fmt.Errorf("objstore: a read buffer of %d bytes for %d asked", cap(b), n)
+	}
+	return b[:0], nil
 }

@@ -37,7 +37,7 @@ func openGocloudBackend(ctx context.Context, rawURL string) (*gocloudBackend, er
 
 func (g *gocloudBackend) close() error { return g.bkt.Close() }
 
-// get reads the object into one buffer sized from the object's length (readSized).
+// get reads the object into a buffer sized from the length the storage reports (readSized).
 func (g *gocloudBackend) get(ctx context.Context, key string, limit int64, alloc Alloc, wd *watchdog) ([]byte, error) {
 	r, err := g.bkt.NewReader(ctx, key, nil)
 	if err != nil {

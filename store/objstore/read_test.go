@@ -134,3 +134,73 @@ func TestGetAtMostReadsIntoTheCallersBuffer(t *testing.T) {
 	_, err = b.GetAtMost(ctx, "x/obj", 10, func(int) ([]byte, error) { return nil, refused })
 	require.ErrorIs(t, err, refused)
 }
+
+// countingAlloc gives heap buffers and counts their bytes, as a budgeted caller charges them.
+type countingAlloc struct {
+	bufs    [][]byte
+	charged int
+	largest int
+}
+
+func (c *countingAlloc) alloc(n int) ([]byte, error) {
+	b := make([]byte, 0, n)
+	c.bufs = append(c.bufs, b)
+	c.charged += n
+	c.largest = max(c.largest, n)
+	return b, nil
+}
+
+// gave reports whether got lies in a buffer c gave.
+func (c *countingAlloc) gave(got []byte) bool {
+	for _, b := range c.bufs {
+		if cap(b) > 0 && len(got) > 0 && &b[:1][0] == &got[0] && cap(got) <= cap(b) {
+			return true
+		}
+	}
+	return false
+}
+
+// A body longer than the size its storage reported (0 or -1 for a body it then delivers) is
+// read on into buffers the caller's allocator gives: it used to grow on the Go heap by append,
+// so a budgeted read held up to its limit in bytes nobody charged.
+func TestFindingReadLongerThanReportedIsCharged(t *testing.T) {
+	body := strings.Repeat("0123456789", 1000)
+	for _, limit := range []int64{-1, int64(len(body)), 3 * int64(len(body))} {
+		for _, size := range []int64{-1, 0, 10, int64(len(body)) - 1} {
+			var c countingAlloc
+			got, err := readSized(strings.NewReader(body), size, limit, c.alloc)
+			require.NoError(t, err, "limit %d, size %d", limit, size)
+			require.Equal(t, body, string(got))
+			require.True(t, c.gave(got), "limit %d, size %d: the object is in a buffer alloc gave", limit, size)
+			require.LessOrEqual(t, c.charged, 4*len(body), "limit %d, size %d: growth doubles", limit, size)
+			if limit >= 0 {
+				require.LessOrEqual(t, int64(c.largest), limit+1, "limit %d, size %d", limit, size)
+			}
+		}
+	}
+
+	// Growth stops at limit+1: a longer body fails after at most that many bytes.
+	var c countingAlloc
+	r := &countingReader{}
+	_, err := readSized(r, 0, 4096, c.alloc)
+	require.ErrorIs(t, err, ErrTooLarge)
+	require.LessOrEqual(t, c.largest, 4097)
+	require.LessOrEqual(t, r.n, int64(4097))
+
+	// A growth the allocator refuses fails the read with its error.
+	refused := errors.New("no room")
+	asked := 0
+	_, err = readSized(strings.NewReader(body), 10, -1, func(n int) ([]byte, error) {
+		if asked++; asked > 1 {
+			return nil, refused
+		}
+		return make([]byte, 0, n), nil
+	})
+	require.ErrorIs(t, err, refused)
+
+	// An allocator that gives less than asked is refused rather than grown past on the heap.
+	_, err = readSized(strings.NewReader(body), int64(len(body)), -1, func(n int) ([]byte, error) {
+		return make([]byte, 0, n/2), nil
+	})
+	require.Error(t, err)
+}

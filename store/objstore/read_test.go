@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/walkeeper/walkeeper/internal/testkit/s3test"
 )
 
 // Reads into one buffer of the object's size, bounded by a limit and taken from the
@@ -203,4 +205,30 @@ func TestFindingReadLongerThanReportedIsCharged(t *testing.T) {
 		return make([]byte, 0, n/2), nil
 	})
 	require.Error(t, err)
+}
+
+// An S3-compatible server that sends bodies chunked, without Content-Length, has gocloud
+// report every object 0 bytes long: its reads go on into the caller's buffers all the same.
+func TestS3BodyWithoutContentLengthReadsIntoTheCallersBuffers(t *testing.T) {
+	ctx := context.Background()
+	s3test.SetCredentials(t)
+	srv, err := s3test.New(s3test.Options{Buckets: []string{"nolength"}, Wrap: s3test.WithoutContentLength})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	b, err := OpenBucket(ctx, srv.BucketURL("nolength"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Close() })
+
+	want := bytes.Repeat([]byte("0123456789"), 30_000)
+	require.NoError(t, b.Put(ctx, "x/obj", want))
+	var c countingAlloc
+	got, err := b.GetAtMost(ctx, "x/obj", int64(len(want)), c.alloc)
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(want, got))
+	require.Equal(t, 1, cap(c.bufs[0]), "the storage reported no length")
+	require.True(t, c.gave(got), "the object is in a buffer alloc gave")
+	require.LessOrEqual(t, c.largest, len(want)+1)
+
+	_, err = b.GetAtMost(ctx, "x/obj", int64(len(want))-1, c.alloc)
+	require.ErrorIs(t, err, ErrTooLarge)
 }

@@ -218,7 +218,7 @@ func runDev(parent context.Context, out io.Writer, g *globalOptions, o *devOptio
 	if !o.verbose {
 		// The console's own read-only view of the storage, so that the summary never makes a
 		// worker's DB hold stores it does not serve.
-		if sdb, err := openStorage(ctx, storage, "walkeeper-dev-console", logger); err == nil {
+		if sdb, err := openStorage(ctx, storage, "walkeeper-dev-console", logger, store.DefaultOptions()); err == nil {
 			defer func() { _ = sdb.Close(context.Background()) }()
 			go newDevConsole(out, c, sdb, uiURL).run(ctx)
 		} else {

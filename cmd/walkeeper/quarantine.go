@@ -79,7 +79,7 @@ settings (they read the workers' environment variables). Anything else is refuse
 			if cfg.MergeBudgetBytes > 0 {
 				opts.Budget = store.NewBudget(cfg.MergeBudgetBytes)
 			}
-			db, err := openStorageWith(ctx, storage, "walkeeper-quarantine", logger, opts)
+			db, err := openStorage(ctx, storage, "walkeeper-quarantine", logger, opts)
 			if err != nil {
 				return err
 			}

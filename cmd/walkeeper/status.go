@@ -94,7 +94,7 @@ Temporal is asked.`,
 			}
 			var db *store.DB
 			if storage != "" {
-				db, err = openStorage(ctx, storage, "walkeeper-status", logger)
+				db, err = openStorage(ctx, storage, "walkeeper-status", logger, store.DefaultOptions())
 				if err != nil {
 					return err
 				}

@@ -34,13 +34,9 @@ const (
 	devSummaryMaxStores = 50
 )
 
-// devLogger is the logger of `walkeeper dev`: into <data>/walkeeper.log always, and to the
-// console (stderr) too when verbose. close flushes and closes the file.
-func devLogger(g *globalOptions, data string, verbose bool) (logger *zap.Logger, path string, close func(), err error) {
-	console, err := g.logger("info")
-	if err != nil {
-		return nil, "", nil, err
-	}
+// devLogger is the logger of `walkeeper dev`: into <data>/walkeeper.log always, at level (valid:
+// console was built with it), and to console too when verbose. close flushes and closes the file.
+func devLogger(console *zap.Logger, level, data string, verbose bool) (logger *zap.Logger, path string, close func(), err error) {
 	path = filepath.Join(data, devLogFile)
 	f, err := openRegular(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if errors.Is(err, errNotRegular) {
@@ -49,7 +45,7 @@ func devLogger(g *globalOptions, data string, verbose bool) (logger *zap.Logger,
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("dev log: %w", err)
 	}
-	logger, _ = worker.NewLogger(f, worker.LogFormatJSON, g.logLevel) // the level is validated by g.logger
+	logger, _ = worker.NewLogger(f, worker.LogFormatJSON, level)
 	if verbose {
 		fileCore := logger.Core()
 		logger = console.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core { return zapcore.NewTee(c, fileCore) }))

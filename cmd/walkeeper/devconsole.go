@@ -134,15 +134,14 @@ func (d *devConsole) storesPart(ctx context.Context) string {
 }
 
 func (d *devConsole) mergesPart(ctx context.Context) string {
-	merges := fmt.Sprintf("WorkflowType=%q", contract.MergeWalWorkflow)
-	done, err1 := d.count(ctx, merges+` AND ExecutionStatus="Completed"`)
-	running, err2 := d.count(ctx, merges+` AND ExecutionStatus="Running"`)
+	done, err1 := countWorkflows(ctx, d.c, mergeWalRuns+` AND ExecutionStatus="Completed"`)
+	running, err2 := countWorkflows(ctx, d.c, mergeWalRuns+` AND ExecutionStatus="Running"`)
 	if err1 != nil || err2 != nil {
 		return "merges ?"
 	}
 	s := fmt.Sprintf("merges done %d, running %d", done, running)
 	resp, err := d.c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-		Query:    merges + ` AND ExecutionStatus!="Running"`,
+		Query:    mergeWalRuns + ` AND ExecutionStatus!="Running"`,
 		PageSize: 1,
 	})
 	if err != nil || len(resp.GetExecutions()) == 0 {
@@ -159,14 +158,6 @@ func (d *devConsole) mergesPart(ctx context.Context) string {
 		last += fmt.Sprintf(", reclaimed %d", *r.Reclaimed)
 	}
 	return s + " | " + last
-}
-
-func (d *devConsole) count(ctx context.Context, query string) (int64, error) {
-	resp, err := d.c.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Query: query})
-	if err != nil {
-		return 0, err
-	}
-	return resp.GetCount(), nil
 }
 
 // isTerminal reports whether w is a character device (a terminal), not a file or pipe.

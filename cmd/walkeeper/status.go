@@ -258,7 +258,7 @@ type runningWorkflow struct {
 // listRunning returns up to limit running merges and compactions (visibility lists the
 // newest first), sorted by target, and how many run in all.
 func listRunning(ctx context.Context, c client.Client, limit int) ([]runningWorkflow, int64, error) {
-	count, err := c.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Query: runningQuery})
+	count, err := countWorkflows(ctx, c, runningQuery)
 	if err != nil {
 		return nil, 0, fmt.Errorf("count running workflows: %w", err)
 	}
@@ -278,7 +278,13 @@ func listRunning(ctx context.Context, c client.Client, limit int) ([]runningWork
 	slices.SortFunc(out, func(a, b runningWorkflow) int {
 		return cmp.Or(strings.Compare(a.target, b.target), strings.Compare(a.Workflow, b.Workflow))
 	})
-	return out, max(count.GetCount(), int64(len(out))), nil
+	return out, max(count, int64(len(out))), nil
+}
+
+// countWorkflows is how many runs the visibility query matches.
+func countWorkflows(ctx context.Context, c client.Client, query string) (int64, error) {
+	resp, err := c.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Query: query})
+	return resp.GetCount(), err
 }
 
 // runningOfChunk is how many stores one visibility query of runningOf names: a query of a

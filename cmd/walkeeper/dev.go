@@ -221,21 +221,11 @@ func runDev(parent context.Context, out io.Writer, g *globalOptions, o *devOptio
 	}
 
 	// 5. Demo load.
-	var demoDone chan struct{}
+	var demo sync.WaitGroup
 	if o.demo {
-		demoDone = make(chan struct{})
-		lg := &loadGen{
-			urls:       httpURLs,
-			target:     store.Target{Kind: store.KindGeneric, Name: "demo"},
-			rate:       200,
-			batch:      20,
-			keySpace:   2000,
-			flushEvery: 2 * time.Second,
-			duration:   o.demoDuration,
-			out:        out,
-		}
-		go func() {
-			defer close(demoDone)
+		lg := &loadGen{urls: httpURLs, target: store.Target{Kind: store.KindGeneric, Name: "demo"}, rate: 200, batch: 20,
+			keySpace: 2000, flushEvery: 2 * time.Second, duration: o.demoDuration, out: out}
+		demo.Go(func() {
 			if err := lg.create(ctx); err != nil {
 				fmt.Fprintf(out, "demo: %v\n", err)
 				return
@@ -249,15 +239,13 @@ func runDev(parent context.Context, out io.Writer, g *globalOptions, o *devOptio
 					"      walkeeper status generic:demo; walkeeper history generic:demo\n",
 					lg.appended.Load(), lg.flushes.Load())
 			}
-		}()
+		})
 	}
 
 	<-ctx.Done()
 	forceExitOnSecondSignal(out)
 	fmt.Fprintln(out, "\nshutting down...")
-	if demoDone != nil {
-		<-demoDone
-	}
+	demo.Wait()
 	if errors.Is(parent.Err(), context.Canceled) {
 		return parent.Err()
 	}

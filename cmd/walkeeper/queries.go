@@ -76,13 +76,11 @@ type savedView struct {
 
 // savedViews lists the views, narrowed to t when it is set.
 func savedViews(t *store.Target, slowerThan time.Duration, behind int) []savedView {
+	var v []savedView
 	scope, of := "", ""
 	if t != nil {
 		scope = fmt.Sprintf("%s=%q AND ", contract.WalTargetName, t.String())
 		of = " of " + t.String()
-	}
-	var v []savedView
-	if t != nil {
 		v = append(v, savedView{"merges and compactions" + of, scope + mergesAndCompactions})
 	} else {
 		v = append(v, savedView{"merges of one store (replace the target)",

@@ -295,7 +295,7 @@ func printDevBanner(out io.Writer, st devState, data string, workers []*worker.W
 	if st.UI != "" {
 		fmt.Fprintf(out, "  Temporal Web UI  %s\n", st.UI)
 		if o.demo {
-			fmt.Fprintf(out, "  demo merges      %s/namespaces/%s/workflows?%s\n", st.UI, st.Namespace, url.Values{"query": {`WalTarget="generic:demo"`}}.Encode())
+			fmt.Fprintf(out, "  demo merges      %s\n", uiLinks{base: st.UI, namespace: st.Namespace}.list(`WalTarget="generic:demo"`))
 		}
 	}
 	for i, w := range workers {

@@ -212,11 +212,10 @@ func statusAll(ctx context.Context, out io.Writer, sv stuckView, db *store.DB, l
 			// The same command line plus --after: it may name --storage and Temporal flags.
 			fmt.Fprintf(out, "  more: run again with --after %s for the next page\n", page.Next)
 		}
-		fmt.Fprintln(out)
 	} else {
 		fmt.Fprintln(out, "Stores: pass --storage URL (or set WALKEEPER_STORAGE, or run 'walkeeper dev') to list stores and pending generations.")
-		fmt.Fprintln(out)
 	}
+	fmt.Fprintln(out)
 	if c == nil {
 		return nil
 	}

@@ -99,9 +99,7 @@ func (d *devConsole) run(ctx context.Context) {
 
 // summary is one line: stores, pending, merges done and running, last merge, UI link.
 func (d *devConsole) summary(ctx context.Context) string {
-	parts := []string{time.Now().Format("15:04:05")}
-	parts = append(parts, d.storesPart(ctx))
-	parts = append(parts, d.mergesPart(ctx))
+	parts := []string{time.Now().Format("15:04:05"), d.storesPart(ctx), d.mergesPart(ctx)}
 	if d.uiURL != "" {
 		parts = append(parts, "UI "+d.uiURL)
 	}

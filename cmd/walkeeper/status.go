@@ -421,8 +421,8 @@ func printWorkflow(ctx context.Context, out io.Writer, sv stuckView, typ, id str
 		}
 		return flushLine(tw, out)
 	}
-	if st := sv.described(ctx, d.RawResponse); st.Reason != "" {
-		fmt.Fprintf(tw, "  stuck\t%s\n", stuckText(st))
+	if stuck := sv.described(ctx, d.RawResponse); stuck != "" {
+		fmt.Fprintf(tw, "  stuck\t%s\n", stuck)
 	}
 	if tq, err := c.DescribeTaskQueue(ctx, contract.TaskQueue, enumspb.TASK_QUEUE_TYPE_WORKFLOW); err == nil && len(tq.GetPollers()) == 0 {
 		fmt.Fprintf(tw, "  live status\tunavailable: no worker is polling task queue %s\n", contract.TaskQueue)

@@ -101,8 +101,9 @@ func runDev(parent context.Context, out io.Writer, g *globalOptions, o *devOptio
 	if err != nil {
 		return err
 	}
-	if _, err := g.logger("info"); err != nil {
-		return err // a bad --log-level/--log-format, before anything is locked or started
+	console, err := g.logger("info") // a bad --log-level/--log-format, before anything is locked or started
+	if err != nil {
+		return err
 	}
 	ctx, stopSignals := cli.SignalContext(parent)
 	defer stopSignals()
@@ -118,7 +119,7 @@ func runDev(parent context.Context, out io.Writer, g *globalOptions, o *devOptio
 		return err
 	}
 	defer lock.Release()
-	logger, logPath, closeLog, err := devLogger(g, data, o.verbose)
+	logger, logPath, closeLog, err := devLogger(console, g.logLevel, data, o.verbose)
 	if err != nil {
 		return err
 	}
@@ -201,24 +202,17 @@ func runDev(parent context.Context, out io.Writer, g *globalOptions, o *devOptio
 		return err
 	}
 
-	temporalCLI := temporalCLIHint(o.cli)
-	logNote := " (--verbose to see it here)"
-	if o.verbose {
-		logNote = " (and on this console)"
-	}
-	printDevBanner(out, tc, uiURL, storage, data, workers, httpURLs, o.demo,
-		fmt.Sprintf("  walkeeper log    %s%s", logPath, logNote),
-		fmt.Sprintf("  temporal CLI     %s workflow list --address %s --query 'WalTarget=\"generic:demo\"'", temporalCLI, tc.HostPort),
-		"  from a terminal  walkeeper status | walkeeper history generic:demo | walkeeper queries")
-	if err := writeDevState(data, devState{lockHolder: holder, Storage: storage, Temporal: tc.HostPort,
-		Namespace: tc.Namespace, UI: uiURL, HTTP: httpURLs, TemporalCLI: temporalCLI, Log: logPath}); err != nil {
+	st := devState{lockHolder: holder, Storage: storage, Temporal: tc.HostPort, Namespace: tc.Namespace,
+		UI: uiURL, HTTP: httpURLs, TemporalCLI: temporalCLIHint(o.cli), Log: logPath}
+	printDevBanner(out, st, data, workers, o)
+	if err := writeDevState(data, st); err != nil {
 		return err
 	}
 	defer os.Remove(filepath.Join(data, devStateFile))
 	if !o.verbose {
 		// The console's own read-only view of the storage, so that the summary never makes a
 		// worker's DB hold stores it does not serve.
-		if sdb, err := openStorage(ctx, storage, "walkeeper-dev-console", logger); err == nil {
+		if sdb, err := openStorage(ctx, storage, "walkeeper-dev-console", logger, store.DefaultOptions()); err == nil {
 			defer func() { _ = sdb.Close(context.Background()) }()
 			go newDevConsole(out, c, sdb, uiURL).run(ctx)
 		} else {
@@ -227,21 +221,11 @@ func runDev(parent context.Context, out io.Writer, g *globalOptions, o *devOptio
 	}
 
 	// 5. Demo load.
-	var demoDone chan struct{}
+	var demo sync.WaitGroup
 	if o.demo {
-		demoDone = make(chan struct{})
-		lg := &loadGen{
-			urls:       httpURLs,
-			target:     store.Target{Kind: store.KindGeneric, Name: "demo"},
-			rate:       200,
-			batch:      20,
-			keySpace:   2000,
-			flushEvery: 2 * time.Second,
-			duration:   o.demoDuration,
-			out:        out,
-		}
-		go func() {
-			defer close(demoDone)
+		lg := &loadGen{urls: httpURLs, target: store.Target{Kind: store.KindGeneric, Name: "demo"}, rate: 200, batch: 20,
+			keySpace: 2000, flushEvery: 2 * time.Second, duration: o.demoDuration, out: out}
+		demo.Go(func() {
 			if err := lg.create(ctx); err != nil {
 				fmt.Fprintf(out, "demo: %v\n", err)
 				return
@@ -255,15 +239,13 @@ func runDev(parent context.Context, out io.Writer, g *globalOptions, o *devOptio
 					"      walkeeper status generic:demo; walkeeper history generic:demo\n",
 					lg.appended.Load(), lg.flushes.Load())
 			}
-		}()
+		})
 	}
 
 	<-ctx.Done()
 	forceExitOnSecondSignal(out)
 	fmt.Fprintln(out, "\nshutting down...")
-	if demoDone != nil {
-		<-demoDone
-	}
+	demo.Wait()
 	if errors.Is(parent.Err(), context.Canceled) {
 		return parent.Err()
 	}
@@ -306,35 +288,38 @@ func devWorkerConfig(g *globalOptions, tc worker.TemporalConfig, storage string,
 	return cfg
 }
 
-func printDevBanner(out io.Writer, tc worker.TemporalConfig, uiURL, storage, data string, workers []*worker.Worker, httpURLs []string, demo bool, extra ...string) {
+func printDevBanner(out io.Writer, st devState, data string, workers []*worker.Worker, o *devOptions) {
 	fmt.Fprintln(out)
 	fmt.Fprintln(out, "walkeeper dev is running")
-	fmt.Fprintf(out, "  Temporal         %s (namespace %s)\n", tc.HostPort, tc.Namespace)
-	if uiURL != "" {
-		q := url.Values{"query": {`WalTarget="generic:demo"`}}
-		fmt.Fprintf(out, "  Temporal Web UI  %s\n", uiURL)
-		if demo {
-			fmt.Fprintf(out, "  demo merges      %s/namespaces/%s/workflows?%s\n", uiURL, tc.Namespace, q.Encode())
+	fmt.Fprintf(out, "  Temporal         %s (namespace %s)\n", st.Temporal, st.Namespace)
+	if st.UI != "" {
+		fmt.Fprintf(out, "  Temporal Web UI  %s\n", st.UI)
+		if o.demo {
+			fmt.Fprintf(out, "  demo merges      %s\n", uiLinks{base: st.UI, namespace: st.Namespace}.list(`WalTarget="generic:demo"`))
 		}
 	}
 	for i, w := range workers {
-		fmt.Fprintf(out, "  worker dev-%d     %s  (shard %s)\n", i, httpURLs[i], w.DB().Shard())
+		fmt.Fprintf(out, "  worker dev-%d     %s  (shard %s)\n", i, st.HTTP[i], w.DB().Shard())
 	}
-	fmt.Fprintf(out, "  storage          %s\n", storage)
-	if uiURL != "" {
+	fmt.Fprintf(out, "  storage          %s\n", st.Storage)
+	if st.UI != "" {
 		fmt.Fprintf(out, "  Temporal log     %s\n", filepath.Join(data, "temporal.log"))
 	}
 	fmt.Fprintf(out, "  schedule         %s\n", temporaladmin.SweepScheduleID)
-	if len(httpURLs) > 0 {
-		if demo {
-			fmt.Fprintf(out, "  try              curl -s %s/api/v1/stores/generic/demo/stats\n", httpURLs[0])
+	if len(st.HTTP) > 0 {
+		if o.demo {
+			fmt.Fprintf(out, "  try              curl -s %s/api/v1/stores/generic/demo/stats\n", st.HTTP[0])
 		} else {
-			fmt.Fprintf(out, "  try              curl -s %s/api/v1/stores\n", httpURLs[0])
+			fmt.Fprintf(out, "  try              curl -s %s/api/v1/stores\n", st.HTTP[0])
 		}
 	}
-	for _, l := range extra {
-		fmt.Fprintln(out, l)
+	logNote := " (--verbose to see it here)"
+	if o.verbose {
+		logNote = " (and on this console)"
 	}
+	fmt.Fprintf(out, "  walkeeper log    %s%s\n", st.Log, logNote)
+	fmt.Fprintf(out, "  temporal CLI     %s workflow list --address %s --query 'WalTarget=\"generic:demo\"'\n", st.TemporalCLI, st.Temporal)
+	fmt.Fprintln(out, "  from a terminal  walkeeper status | walkeeper history generic:demo | walkeeper queries")
 	fmt.Fprintln(out, "Ctrl-C stops everything.")
 	fmt.Fprintln(out)
 }

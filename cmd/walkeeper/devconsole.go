@@ -34,13 +34,9 @@ const (
 	devSummaryMaxStores = 50
 )
 
-// devLogger is the logger of `walkeeper dev`: into <data>/walkeeper.log always, and to the
-// console (stderr) too when verbose. close flushes and closes the file.
-func devLogger(g *globalOptions, data string, verbose bool) (logger *zap.Logger, path string, close func(), err error) {
-	console, err := g.logger("info")
-	if err != nil {
-		return nil, "", nil, err
-	}
+// devLogger is the logger of `walkeeper dev`: into <data>/walkeeper.log always, at level (valid:
+// console was built with it), and to console too when verbose. close flushes and closes the file.
+func devLogger(console *zap.Logger, level, data string, verbose bool) (logger *zap.Logger, path string, close func(), err error) {
 	path = filepath.Join(data, devLogFile)
 	f, err := openRegular(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if errors.Is(err, errNotRegular) {
@@ -49,7 +45,7 @@ func devLogger(g *globalOptions, data string, verbose bool) (logger *zap.Logger,
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("dev log: %w", err)
 	}
-	logger, _ = worker.NewLogger(f, worker.LogFormatJSON, g.logLevel) // the level is validated by g.logger
+	logger, _ = worker.NewLogger(f, worker.LogFormatJSON, level)
 	if verbose {
 		fileCore := logger.Core()
 		logger = console.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core { return zapcore.NewTee(c, fileCore) }))
@@ -103,9 +99,7 @@ func (d *devConsole) run(ctx context.Context) {
 
 // summary is one line: stores, pending, merges done and running, last merge, UI link.
 func (d *devConsole) summary(ctx context.Context) string {
-	parts := []string{time.Now().Format("15:04:05")}
-	parts = append(parts, d.storesPart(ctx))
-	parts = append(parts, d.mergesPart(ctx))
+	parts := []string{time.Now().Format("15:04:05"), d.storesPart(ctx), d.mergesPart(ctx)}
 	if d.uiURL != "" {
 		parts = append(parts, "UI "+d.uiURL)
 	}
@@ -138,15 +132,14 @@ func (d *devConsole) storesPart(ctx context.Context) string {
 }
 
 func (d *devConsole) mergesPart(ctx context.Context) string {
-	merges := fmt.Sprintf("WorkflowType=%q", contract.MergeWalWorkflow)
-	done, err1 := d.count(ctx, merges+` AND ExecutionStatus="Completed"`)
-	running, err2 := d.count(ctx, merges+` AND ExecutionStatus="Running"`)
+	done, err1 := countWorkflows(ctx, d.c, mergeWalRuns+` AND ExecutionStatus="Completed"`)
+	running, err2 := countWorkflows(ctx, d.c, mergeWalRuns+` AND ExecutionStatus="Running"`)
 	if err1 != nil || err2 != nil {
 		return "merges ?"
 	}
 	s := fmt.Sprintf("merges done %d, running %d", done, running)
 	resp, err := d.c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-		Query:    merges + ` AND ExecutionStatus!="Running"`,
+		Query:    mergeWalRuns + ` AND ExecutionStatus!="Running"`,
 		PageSize: 1,
 	})
 	if err != nil || len(resp.GetExecutions()) == 0 {
@@ -163,14 +156,6 @@ func (d *devConsole) mergesPart(ctx context.Context) string {
 		last += fmt.Sprintf(", reclaimed %d", *r.Reclaimed)
 	}
 	return s + " | " + last
-}
-
-func (d *devConsole) count(ctx context.Context, query string) (int64, error) {
-	resp, err := d.c.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Query: query})
-	if err != nil {
-		return 0, err
-	}
-	return resp.GetCount(), nil
 }
 
 // isTerminal reports whether w is a character device (a terminal), not a file or pipe.

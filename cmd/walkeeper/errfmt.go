@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"go.temporal.io/sdk/temporal"
@@ -39,9 +40,8 @@ func errorLine(err error) string {
 // an ApplicationError repeats the Go error's chain as its causes and the wrappers carry only
 // ids and types.
 func temporalCause(err error) (outer error, cause string, ok bool) {
-	for e := err; e != nil; e = errors.Unwrap(e) {
-		if isTemporalFailure(e) {
-			outer = e
+	for outer = err; outer != nil; outer = errors.Unwrap(outer) {
+		if _, failure := failureMessage(outer); failure {
 			break
 		}
 	}
@@ -49,21 +49,17 @@ func temporalCause(err error) (outer error, cause string, ok bool) {
 		return nil, "", false
 	}
 	var said []string
-	add := func(m string) {
-		for _, s := range said {
-			if strings.Contains(s, m) {
-				return
-			}
-		}
-		said = append(said, m)
-	}
 	for e := outer; e != nil; e = errors.Unwrap(e) {
-		if m := failureMessage(e); m != "" {
-			add(m)
-		} else if !isTemporalFailure(e) {
-			// A plain Go error below the failures (in-process, e.g. the test
-			// environment): its text includes whatever it wraps.
-			add(e.Error())
+		m, failure := failureMessage(e)
+		if !failure {
+			// A plain Go error below the failures (in-process, e.g. the test environment):
+			// its text includes whatever it wraps.
+			m = e.Error()
+		}
+		if m != "" && !slices.ContainsFunc(said, func(s string) bool { return strings.Contains(s, m) }) {
+			said = append(said, m)
+		}
+		if !failure {
 			break
 		}
 	}
@@ -73,26 +69,18 @@ func temporalCause(err error) (outer error, cause string, ok bool) {
 	return outer, strings.Join(said, ": "), true
 }
 
-func isTemporalFailure(e error) bool {
-	switch e.(type) {
-	case *temporal.WorkflowExecutionError, *temporal.ApplicationError, *temporal.ActivityError,
-		*temporal.TimeoutError, *temporal.CanceledError, *temporal.TerminatedError,
-		*temporal.PanicError, *temporal.ServerError, *temporal.ChildWorkflowExecutionError:
-		return true
-	}
-	return false
-}
-
-// failureMessage is a failure's own message without the extras Error() adds; "" for the
-// wrapper failures that only carry a cause.
-func failureMessage(e error) string {
+// failureMessage is a Temporal failure's own message without the extras Error() adds, "" for
+// the wrapper failures that only carry a cause; failure is false for any other error.
+func failureMessage(e error) (msg string, failure bool) {
 	switch x := e.(type) {
 	case *temporal.ApplicationError, *temporal.TimeoutError, *temporal.ServerError:
-		return x.(interface{ Message() string }).Message()
+		return x.(interface{ Message() string }).Message(), true
 	case *temporal.CanceledError, *temporal.TerminatedError, *temporal.PanicError:
-		return x.Error()
+		return x.Error(), true
+	case *temporal.WorkflowExecutionError, *temporal.ActivityError, *temporal.ChildWorkflowExecutionError:
+		return "", true
 	}
-	return ""
+	return "", false
 }
 
 // dedupeSegments drops every ": "-separated segment that repeats an earlier one, and the text

@@ -146,7 +146,7 @@ func TestHistoryAgainstTemporal(t *testing.T) {
 	assert.Equal(t, "No MergeWal or CompactBase runs of generic:none on record in namespace default.\n", out)
 
 	// dev's console summary over the same server and storage.
-	sdb, err := openStorage(t.Context(), storage, "walkeeper-dev-console", zaptest.NewLogger(t))
+	sdb, err := openStorage(t.Context(), storage, "walkeeper-dev-console", zaptest.NewLogger(t), store.DefaultOptions())
 	require.NoError(t, err)
 	defer func() { _ = sdb.Close(context.Background()) }()
 	summary := newDevConsole(nil, tc, sdb, "http://ui.test:8233").summary(t.Context())

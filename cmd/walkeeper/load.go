@@ -143,33 +143,31 @@ func (l *loadGen) run(ctx context.Context) error {
 		}
 		base := l.urls[i%len(l.urls)]
 		code, hdr, data, err := l.do(ctx, http.MethodPost, l.storeURL(base)+"/rows", rows)
+		var wait time.Duration
 		switch {
+		case err != nil && ctx.Err() != nil:
 		case err != nil:
-			if ctx.Err() != nil {
-				continue
-			}
 			fmt.Fprintf(l.out, "load: append via %s: %v\n", base, err)
 			// A worker that is down or restarting: waited out, not asked again at the full rate.
-			select {
-			case <-ctx.Done():
-			case <-time.After(time.Second):
-			}
+			wait = time.Second
 		case code == http.StatusOK:
 			l.appended.Add(int64(len(rows)))
 		case code == http.StatusServiceUnavailable || code == http.StatusTooManyRequests:
 			l.refused.Add(1)
-			wait := time.Second
+			wait = time.Second
 			if s, err := strconv.Atoi(hdr.Get("Retry-After")); err == nil && s > 0 {
 				wait = time.Duration(s) * time.Second
-			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(wait):
 			}
 		case code >= 400 && code < 500:
 			return fmt.Errorf("append to %s via %s: HTTP %d: %s", l.target, base, code, bytes.TrimSpace(data))
 		default:
 			fmt.Fprintf(l.out, "load: append via %s: HTTP %d: %s\n", base, code, bytes.TrimSpace(data))
+		}
+		if wait > 0 {
+			select {
+			case <-ctx.Done():
+			case <-time.After(wait):
+			}
 		}
 	}
 }

@@ -79,7 +79,7 @@ settings (they read the workers' environment variables). Anything else is refuse
 			if cfg.MergeBudgetBytes > 0 {
 				opts.Budget = store.NewBudget(cfg.MergeBudgetBytes)
 			}
-			db, err := openStorageWith(ctx, storage, "walkeeper-quarantine", logger, opts)
+			db, err := openStorage(ctx, storage, "walkeeper-quarantine", logger, opts)
 			if err != nil {
 				return err
 			}
@@ -104,11 +104,7 @@ settings (they read the workers' environment variables). Anything else is refuse
 			if asJSON {
 				return writeJSON(out, res)
 			}
-			if release {
-				printReleased(out, res)
-			} else {
-				printQuarantined(out, res)
-			}
+			printQuarantineResult(out, res, release)
 			return nil
 		},
 	}
@@ -120,32 +116,26 @@ settings (they read the workers' environment variables). Anything else is refuse
 	return cmd
 }
 
-func printQuarantined(out io.Writer, res store.QuarantineResult) {
+// printQuarantineResult says what quarantine, or with release quarantine --release, did.
+func printQuarantineResult(out io.Writer, res store.QuarantineResult, release bool) {
+	verb, kept, rows := "quarantined", " (kept in place)", fmt.Sprintf("%d no longer read, keys %q..%q", res.Rows, res.MinKey, res.MaxKey)
+	if release {
+		verb, kept, rows = "released", "", fmt.Sprintf("%d read again, keys %q..%q", res.Rows, res.MinKey, res.MaxKey)
+	}
+	what := res.Kind
 	switch {
 	case res.AlreadyQuarantined:
 		fmt.Fprintf(out, "%s was already quarantined (manifest version %d); nothing changed\n", res.Path, res.ManifestVersion)
-	case res.Kind == "wal":
-		fmt.Fprintf(out, "quarantined WAL object of shard %s\n  object    %s (kept in place)\n  rows      the ones only it held, not counted (it does not decode)\n  manifest  version %d\n",
-			res.Shard, res.Path, res.ManifestVersion)
-	default:
-		what := res.Kind
-		if res.Kind == "generation" {
-			what = fmt.Sprintf("generation %d of shard %s", res.Generation, res.Shard)
-		}
-		fmt.Fprintf(out, "quarantined %s\n  object    %s (kept in place)\n  rows      %d no longer read, keys %q..%q\n  manifest  version %d\n",
-			what, res.Path, res.Rows, res.MinKey, res.MaxKey, res.ManifestVersion)
-	}
-}
-
-func printReleased(out io.Writer, res store.QuarantineResult) {
-	switch {
+		return
 	case res.NotQuarantined:
 		fmt.Fprintf(out, "%s is not quarantined (manifest version %d); nothing changed\n", res.Path, res.ManifestVersion)
+		return
+	case res.Kind == "wal" && release:
+		what, rows = "WAL object of shard "+res.Shard, "replayed by the shard's owner on its next append"
 	case res.Kind == "wal":
-		fmt.Fprintf(out, "released WAL object of shard %s\n  object    %s\n  rows      replayed by the shard's owner on its next append\n  manifest  version %d\n",
-			res.Shard, res.Path, res.ManifestVersion)
-	default:
-		fmt.Fprintf(out, "released %s\n  object    %s\n  rows      %d read again, keys %q..%q\n  manifest  version %d\n",
-			res.Kind, res.Path, res.Rows, res.MinKey, res.MaxKey, res.ManifestVersion)
+		what, rows = "WAL object of shard "+res.Shard, "the ones only it held, not counted (it does not decode)"
+	case res.Kind == "generation": // set aside only: a generation cannot be put back
+		what = fmt.Sprintf("generation %d of shard %s", res.Generation, res.Shard)
 	}
+	fmt.Fprintf(out, "%s %s\n  object    %s%s\n  rows      %s\n  manifest  version %d\n", verb, what, res.Path, kept, rows, res.ManifestVersion)
 }

@@ -62,8 +62,12 @@ Nothing is contacted: the command only prints. The links use --ui, else the runn
 	return cmd
 }
 
-// mergesAndCompactions is the visibility filter of MergeWal and CompactBase runs.
-var mergesAndCompactions = fmt.Sprintf("(WorkflowType=%q OR WorkflowType=%q)", contract.MergeWalWorkflow, contract.CompactBaseWorkflow)
+// mergeWalRuns and mergesAndCompactions are the visibility filters of MergeWal runs, and of
+// MergeWal and CompactBase runs.
+var (
+	mergeWalRuns         = fmt.Sprintf("WorkflowType=%q", contract.MergeWalWorkflow)
+	mergesAndCompactions = fmt.Sprintf("(WorkflowType=%q OR WorkflowType=%q)", contract.MergeWalWorkflow, contract.CompactBaseWorkflow)
+)
 
 // savedView is one query worth saving in Temporal Web.
 type savedView struct {
@@ -72,23 +76,20 @@ type savedView struct {
 
 // savedViews lists the views, narrowed to t when it is set.
 func savedViews(t *store.Target, slowerThan time.Duration, behind int) []savedView {
-	merges := fmt.Sprintf("WorkflowType=%q", contract.MergeWalWorkflow)
+	var v []savedView
 	scope, of := "", ""
 	if t != nil {
 		scope = fmt.Sprintf("%s=%q AND ", contract.WalTargetName, t.String())
 		of = " of " + t.String()
-	}
-	var v []savedView
-	if t != nil {
 		v = append(v, savedView{"merges and compactions" + of, scope + mergesAndCompactions})
 	} else {
 		v = append(v, savedView{"merges of one store (replace the target)",
-			fmt.Sprintf("%s=%q AND %s", contract.WalTargetName, "generic:demo", merges)})
-		v = append(v, savedView{"merges of one kind", fmt.Sprintf("%s=%q AND %s", contract.WalKindName, "generic", merges)})
+			fmt.Sprintf("%s=%q AND %s", contract.WalTargetName, "generic:demo", mergeWalRuns)})
+		v = append(v, savedView{"merges of one kind", fmt.Sprintf("%s=%q AND %s", contract.WalKindName, "generic", mergeWalRuns)})
 	}
 	for _, tr := range triggerValues {
 		v = append(v, savedView{"merges" + of + " triggered by " + tr,
-			fmt.Sprintf("%s%s AND %s=%q", scope, merges, contract.WalTriggerName, tr)})
+			fmt.Sprintf("%s%s AND %s=%q", scope, mergeWalRuns, contract.WalTriggerName, tr)})
 	}
 	v = append(v,
 		savedView{fmt.Sprintf("the slowest: runs%s that took longer than %s", of, slowerThan),
@@ -96,7 +97,7 @@ func savedViews(t *store.Target, slowerThan time.Duration, behind int) []savedVi
 		savedView{"the failed ones" + of,
 			fmt.Sprintf(`%s%s AND (ExecutionStatus="Failed" OR ExecutionStatus="TimedOut" OR ExecutionStatus="Terminated")`, scope, mergesAndCompactions)},
 		savedView{fmt.Sprintf("merges%s that started with more than %d pending generations", of, behind),
-			fmt.Sprintf("%s%s AND %s > %d", scope, merges, contract.WalPendingAtStartName, behind)},
+			fmt.Sprintf("%s%s AND %s > %d", scope, mergeWalRuns, contract.WalPendingAtStartName, behind)},
 		savedView{"running now" + of, scope + runningQuery},
 	)
 	if t == nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/internal/cli"
+	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/temporaladmin"
 )
 
@@ -27,30 +28,36 @@ type scheduleFlags struct {
 	note   string
 }
 
-func (s *scheduleFlags) id() (string, error) {
+// id is the schedule the flags select and, with --target, its target.
+func (s *scheduleFlags) id() (string, store.Target, error) {
 	if s.target == "" {
-		return temporaladmin.SweepScheduleID, nil
+		return temporaladmin.SweepScheduleID, store.Target{}, nil
 	}
 	t, err := parseTarget(s.target)
 	if err != nil {
-		return "", err
+		return "", t, err
 	}
-	return temporaladmin.TargetScheduleID(t), nil
+	return temporaladmin.TargetScheduleID(t), t, nil
 }
 
-// checkSpan refuses an --every or --window that Temporal (a schedule fires at most once a
-// second) or the sweep's windows would refuse, before anything is dialed.
-func (s *scheduleFlags) checkSpan() error {
-	if s.target != "" {
-		if s.every < temporaladmin.MinScheduleInterval {
-			return cli.Usagef("--every %s: a schedule fires at most once every %s", s.every, temporaladmin.MinScheduleInterval)
-		}
+// checkEnsure refuses, before anything is dialed, an --every or --window that is not positive,
+// a negative --jitter (else it would silently mean none), and an --every or --window that
+// Temporal (a schedule fires at most once a second) or the sweep's windows would refuse.
+func (s *scheduleFlags) checkEnsure() error {
+	switch {
+	case s.every <= 0:
+		return cli.Usagef("--every must be positive")
+	case s.window <= 0:
+		return cli.Usagef("--window must be positive")
+	case s.jitter < 0:
+		return cli.Usagef("--jitter must not be negative, got %s", s.jitter)
+	case s.target != "" && s.every < temporaladmin.MinScheduleInterval:
+		return cli.Usagef("--every %s: a schedule fires at most once every %s", s.every, temporaladmin.MinScheduleInterval)
+	case s.target != "":
 		return nil
-	}
-	if s.every < contract.MinSweepInterval || s.every > contract.MaxSweepInterval {
+	case s.every < contract.MinSweepInterval || s.every > contract.MaxSweepInterval:
 		return cli.Usagef("--every %s: want %s to %s", s.every, contract.MinSweepInterval, contract.MaxSweepInterval)
-	}
-	if s.window < contract.MinSweepWindow || s.window > contract.MaxSweepWindow {
+	case s.window < contract.MinSweepWindow || s.window > contract.MaxSweepWindow:
 		return cli.Usagef("--window %s: want %s to %s", s.window, contract.MinSweepWindow, contract.MaxSweepWindow)
 	}
 	return nil
@@ -99,23 +106,16 @@ Both use a one-minute catch-up window.`,
 	pf.StringVar(&sf.target, "target", "", "per-target schedule for <kind>:<name> (default: the sweep schedule walkeeper-sweep)")
 	pf.StringVar(&sf.note, "note", "", "note recorded with pause/resume")
 
-	with := func(run func(ctx context.Context, c client.Client, id string, out io.Writer) error) func(*cobra.Command, []string) error {
+	// with runs a sub-command against Temporal once the flags are checked; id is the schedule
+	// they select and t, with --target, its target.
+	with := func(run func(ctx context.Context, c client.Client, id string, t store.Target, out io.Writer) error) func(*cobra.Command, []string) error {
 		return func(cmd *cobra.Command, a []string) error {
-			id, err := sf.id()
+			id, t, err := sf.id()
 			if err != nil {
 				return err
 			}
-			if cmd.Name() == "ensure" && sf.every <= 0 {
-				return cli.Usagef("--every must be positive")
-			}
-			if cmd.Name() == "ensure" && sf.window <= 0 {
-				return cli.Usagef("--window must be positive")
-			}
-			if cmd.Name() == "ensure" && sf.jitter < 0 { // else it would silently mean none
-				return cli.Usagef("--jitter must not be negative, got %s", sf.jitter)
-			}
 			if cmd.Name() == "ensure" {
-				if err := sf.checkSpan(); err != nil {
+				if err := sf.checkEnsure(); err != nil {
 					return err
 				}
 			}
@@ -124,7 +124,7 @@ Both use a one-minute catch-up window.`,
 			}
 			g.devDefaults(cmd) // a running dev's Temporal, unless --temporal says otherwise
 			return g.withTemporal(cmd, func(ctx context.Context, c client.Client) error {
-				return run(ctx, c, id, cmd.OutOrStdout())
+				return run(ctx, c, id, t, cmd.OutOrStdout())
 			})
 		}
 	}
@@ -140,17 +140,13 @@ workers' --sweep-* knobs, which this command has no flags for); a new one gets t
 		Example: `  walkeeper schedule ensure --every 1m --window 1h
   walkeeper schedule ensure --target generic:demo --every 30s`,
 		Args: cli.Args(cobra.NoArgs),
-		RunE: with(func(ctx context.Context, c client.Client, id string, out io.Writer) error {
+		RunE: with(func(ctx context.Context, c client.Client, id string, t store.Target, out io.Writer) error {
 			ensured := fmt.Sprintf("schedule %s ensured: a sweep window every %s, a round every %s", id, sf.window, sf.every)
 			ensureOnce := func(ctx context.Context) error {
 				// The sweep's thresholds and batching are the workers' (--sweep-*): kept.
 				return temporaladmin.EnsureSweepSchedule(ctx, c, temporaladmin.SweepSchedule{Every: sf.every, Window: sf.window, Jitter: sf.jitter, KeepInput: true})
 			}
 			if sf.target != "" {
-				t, err := parseTarget(sf.target)
-				if err != nil {
-					return err
-				}
 				ensured = fmt.Sprintf("schedule %s ensured: every %s", id, sf.every)
 				ensureOnce = func(ctx context.Context) error {
 					return temporaladmin.EnsureTargetSchedule(ctx, c, t, sf.every, sf.jitter)
@@ -180,7 +176,7 @@ workers' --sweep-* knobs, which this command has no flags for); a new one gets t
 			Use:   use,
 			Short: short,
 			Args:  cli.Args(cobra.NoArgs),
-			RunE: with(func(ctx context.Context, c client.Client, id string, out io.Writer) error {
+			RunE: with(func(ctx context.Context, c client.Client, id string, _ store.Target, out io.Writer) error {
 				if err := change(ctx, c, id, sf.note); err != nil {
 					return err
 				}
@@ -202,7 +198,7 @@ running, the schedule starts one, whose first round runs at once; while the sche
 one MaintenanceSweep runs instead). For a per-target schedule
 the tick starts now, skipped if the previous one still runs.`,
 		Args: cli.Args(cobra.NoArgs),
-		RunE: with(func(ctx context.Context, c client.Client, id string, out io.Writer) error {
+		RunE: with(func(ctx context.Context, c client.Client, id string, _ store.Target, out io.Writer) error {
 			if sf.target == "" {
 				msg, err := temporaladmin.SweepNow(ctx, c)
 				if err != nil {
@@ -222,7 +218,7 @@ the tick starts now, skipped if the previous one still runs.`,
 		Use:   "describe",
 		Short: "Show the schedule's interval, state and recent and next actions",
 		Args:  cli.Args(cobra.NoArgs),
-		RunE: with(func(ctx context.Context, c client.Client, id string, out io.Writer) error {
+		RunE: with(func(ctx context.Context, c client.Client, id string, _ store.Target, out io.Writer) error {
 			d, err := temporaladmin.DescribeSchedule(ctx, c, id)
 			if err != nil {
 				return err
@@ -282,22 +278,14 @@ func printSchedule(out io.Writer, id string, d *client.ScheduleDescription) erro
 	for _, r := range d.Info.RunningWorkflows {
 		fmt.Fprintf(tw, "running\t%s (run %s)\n", r.WorkflowID, r.FirstExecutionRunID)
 	}
-	recent := d.Info.RecentActions
-	if len(recent) > 5 {
-		recent = recent[len(recent)-5:]
-	}
-	for _, r := range recent {
+	for _, r := range d.Info.RecentActions[max(0, len(d.Info.RecentActions)-5):] {
 		wf := "-"
 		if r.StartWorkflowResult != nil {
 			wf = r.StartWorkflowResult.WorkflowID
 		}
 		fmt.Fprintf(tw, "recent\t%s %s\n", r.ActualTime.Local().Format(time.RFC3339), wf)
 	}
-	next := d.Info.NextActionTimes
-	if len(next) > 3 {
-		next = next[:3]
-	}
-	for _, t := range next {
+	for _, t := range d.Info.NextActionTimes[:min(3, len(d.Info.NextActionTimes))] {
 		fmt.Fprintf(tw, "next\t%s\n", t.Local().Format(time.RFC3339))
 	}
 	fmt.Fprintf(tw, "created\t%s\n", d.Info.CreatedAt.Local().Format(time.RFC3339))

@@ -94,7 +94,7 @@ Temporal is asked.`,
 			}
 			var db *store.DB
 			if storage != "" {
-				db, err = openStorage(ctx, storage, "walkeeper-status", logger)
+				db, err = openStorage(ctx, storage, "walkeeper-status", logger, store.DefaultOptions())
 				if err != nil {
 					return err
 				}
@@ -212,11 +212,10 @@ func statusAll(ctx context.Context, out io.Writer, sv stuckView, db *store.DB, l
 			// The same command line plus --after: it may name --storage and Temporal flags.
 			fmt.Fprintf(out, "  more: run again with --after %s for the next page\n", page.Next)
 		}
-		fmt.Fprintln(out)
 	} else {
 		fmt.Fprintln(out, "Stores: pass --storage URL (or set WALKEEPER_STORAGE, or run 'walkeeper dev') to list stores and pending generations.")
-		fmt.Fprintln(out)
 	}
+	fmt.Fprintln(out)
 	if c == nil {
 		return nil
 	}
@@ -258,7 +257,7 @@ type runningWorkflow struct {
 // listRunning returns up to limit running merges and compactions (visibility lists the
 // newest first), sorted by target, and how many run in all.
 func listRunning(ctx context.Context, c client.Client, limit int) ([]runningWorkflow, int64, error) {
-	count, err := c.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Query: runningQuery})
+	count, err := countWorkflows(ctx, c, runningQuery)
 	if err != nil {
 		return nil, 0, fmt.Errorf("count running workflows: %w", err)
 	}
@@ -278,7 +277,13 @@ func listRunning(ctx context.Context, c client.Client, limit int) ([]runningWork
 	slices.SortFunc(out, func(a, b runningWorkflow) int {
 		return cmp.Or(strings.Compare(a.target, b.target), strings.Compare(a.Workflow, b.Workflow))
 	})
-	return out, max(count.GetCount(), int64(len(out))), nil
+	return out, max(count, int64(len(out))), nil
+}
+
+// countWorkflows is how many runs the visibility query matches.
+func countWorkflows(ctx context.Context, c client.Client, query string) (int64, error) {
+	resp, err := c.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Query: query})
+	return resp.GetCount(), err
 }
 
 // runningOfChunk is how many stores one visibility query of runningOf names: a query of a
@@ -416,8 +421,8 @@ func printWorkflow(ctx context.Context, out io.Writer, sv stuckView, typ, id str
 		}
 		return flushLine(tw, out)
 	}
-	if st := sv.described(ctx, d.RawResponse); st.Reason != "" {
-		fmt.Fprintf(tw, "  stuck\t%s\n", stuckText(st))
+	if stuck := sv.described(ctx, d.RawResponse); stuck != "" {
+		fmt.Fprintf(tw, "  stuck\t%s\n", stuck)
 	}
 	if tq, err := c.DescribeTaskQueue(ctx, contract.TaskQueue, enumspb.TASK_QUEUE_TYPE_WORKFLOW); err == nil && len(tq.GetPollers()) == 0 {
 		fmt.Fprintf(tw, "  live status\tunavailable: no worker is polling task queue %s\n", contract.TaskQueue)

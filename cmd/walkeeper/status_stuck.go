@@ -27,9 +27,10 @@ type stuckView struct {
 	deadline  time.Duration
 }
 
-// described diagnoses a described running run as the workers' scan does.
-func (sv stuckView) described(ctx context.Context, d *workflowservice.DescribeWorkflowExecutionResponse) worker.StuckRun {
-	return worker.DiagnoseRun(ctx, sv.c, sv.namespace, d, time.Now(), sv.deadline)
+// described says why a described running run cannot make progress, as the workers' scan
+// diagnoses it ("" when it can).
+func (sv stuckView) described(ctx context.Context, d *workflowservice.DescribeWorkflowExecutionResponse) string {
+	return stuckText(worker.DiagnoseRun(ctx, sv.c, sv.namespace, d, time.Now(), sv.deadline))
 }
 
 // note describes run id/runID and says why it cannot make progress ("" when it can, or when
@@ -39,16 +40,14 @@ func (sv stuckView) note(ctx context.Context, id, runID string) string {
 	if err != nil {
 		return ""
 	}
-	st := sv.described(ctx, d)
-	if st.Reason == "" {
-		return ""
-	}
-	return stuckText(st)
+	return sv.described(ctx, d)
 }
 
-// stuckText is the stuck line of a run: its detail and what ends it.
+// stuckText is the stuck line of a run: its detail and what ends it; "" when it is not stuck.
 func stuckText(st worker.StuckRun) string {
 	switch {
+	case st.Reason == "":
+		return ""
 	case st.Terminable():
 		return fmt.Sprintf("%s; past the deadline %s without a run timeout: the workers' stuck-run scan terminates it", st.Detail, st.Deadline)
 	case st.OwnTimeout:

@@ -19,31 +19,28 @@ import (
 // server's pending activities (ApplyPending), as a block: phase and why it waits, then
 // (MergeWal) one row per shard. tw holds the lines printed so far and is flushed here.
 func printLiveStatus(tw *tabwriter.Writer, out io.Writer, typ string, v converter.EncodedValue, pending []*workflowpb.PendingActivityInfo) error {
+	var err error
 	switch typ {
 	case contract.MergeWalWorkflow:
 		var st contract.MergeWalStatus
-		if err := v.Get(&st); err != nil {
-			fmt.Fprintf(tw, "  live status\tundecodable: %v\n", err)
-			return tw.Flush()
+		if err = v.Get(&st); err == nil {
+			st.ApplyPending(pending, time.Now())
+			return printMergeStatus(tw, out, st)
 		}
-		st.ApplyPending(pending, time.Now())
-		return printMergeStatus(tw, out, st)
 	case contract.CompactBaseWorkflow:
 		var st contract.CompactBaseStatus
-		if err := v.Get(&st); err != nil {
-			fmt.Fprintf(tw, "  live status\tundecodable: %v\n", err)
+		if err = v.Get(&st); err == nil {
+			st.ApplyPending(pending, time.Now())
+			fmt.Fprintf(tw, "  phase\t%s, pass %d\n", dash(st.Phase), st.Pass)
+			fmt.Fprintf(tw, "  runs left\t%d\n", st.RunsLeft)
+			printWaits(tw, st.Blocked, st.InFlight, st.RefusedSignals, st.IgnoredFields)
 			return tw.Flush()
 		}
-		st.ApplyPending(pending, time.Now())
-		fmt.Fprintf(tw, "  phase\t%s, pass %d\n", dash(st.Phase), st.Pass)
-		fmt.Fprintf(tw, "  runs left\t%d\n", st.RunsLeft)
-		fmt.Fprintf(tw, "  blocked\t%s\n", dash(st.Blocked))
-		printInFlight(tw, st.InFlight)
-		printRefusedSignals(tw, st.RefusedSignals)
-		printIgnoredFields(tw, st.IgnoredFields)
+	default:
+		fmt.Fprintf(tw, "  live status\tno view for workflow type %s\n", typ)
 		return tw.Flush()
 	}
-	fmt.Fprintf(tw, "  live status\tno view for workflow type %s\n", typ)
+	fmt.Fprintf(tw, "  live status\tundecodable: %v\n", err)
 	return tw.Flush()
 }
 
@@ -58,10 +55,7 @@ func printMergeStatus(tw *tabwriter.Writer, out io.Writer, st contract.MergeWalS
 	}
 	fmt.Fprintf(tw, "  pending\t%d generations\n", st.Pending)
 	fmt.Fprintf(tw, "  reclaimed\t%d generations so far\n", st.Reclaimed)
-	fmt.Fprintf(tw, "  blocked\t%s\n", dash(st.Blocked))
-	printInFlight(tw, st.InFlight)
-	printRefusedSignals(tw, st.RefusedSignals)
-	printIgnoredFields(tw, st.IgnoredFields)
+	printWaits(tw, st.Blocked, st.InFlight, st.RefusedSignals, st.IgnoredFields)
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -84,8 +78,12 @@ func printMergeStatus(tw *tabwriter.Writer, out io.Writer, st contract.MergeWalS
 	return nil
 }
 
-// printInFlight lists the activities the run waits on, one line each.
-func printInFlight(tw io.Writer, acts []contract.InFlightActivity) {
+// printWaits says what the run waits on: why it is blocked, the activities in flight one line
+// each, how many activity-state signals it refused (someone other than walkeeper's
+// activities signalled it) and the members of its input that no field took (a mistyped knob
+// that ran at its default, decision 0722).
+func printWaits(tw io.Writer, blocked string, acts []contract.InFlightActivity, refusedSignals int, ignored []string) {
+	fmt.Fprintf(tw, "  blocked\t%s\n", dash(blocked))
 	for i, a := range acts {
 		key := ""
 		if i == 0 {
@@ -97,27 +95,16 @@ func printInFlight(tw io.Writer, acts []contract.InFlightActivity) {
 		}
 		fmt.Fprintf(tw, "  %s\t%s (%s)\n", key, a.Activity, where)
 	}
-}
-
-// printRefusedSignals says how many activity-state signals the run refused, if any: someone
-// other than walkeeper's activities signalled it.
-func printRefusedSignals(tw io.Writer, n int) {
-	if n > 0 {
-		fmt.Fprintf(tw, "  refused signals\t%d (payloads that did not decode; see the worker log)\n", n)
+	if refusedSignals > 0 {
+		fmt.Fprintf(tw, "  refused signals\t%d (payloads that did not decode; see the worker log)\n", refusedSignals)
 	}
-}
-
-// printIgnoredFields names the members of the run's input that no field took, if any: a
-// mistyped knob that ran at its default (decision 0722).
-func printIgnoredFields(tw io.Writer, names []string) {
-	if len(names) == 0 {
-		return
+	if len(ignored) > 0 {
+		quoted := make([]string, len(ignored))
+		for i, n := range ignored {
+			quoted[i] = strconv.Quote(n)
+		}
+		fmt.Fprintf(tw, "  ignored input\t%s (no such field: the run went on without them)\n", strings.Join(quoted, ", "))
 	}
-	quoted := make([]string, len(names))
-	for i, n := range names {
-		quoted[i] = strconv.Quote(n)
-	}
-	fmt.Fprintf(tw, "  ignored input	%s (no such field: the run went on without them)\n", strings.Join(quoted, ", "))
 }
 
 // dash is s, or "-" for an empty s.

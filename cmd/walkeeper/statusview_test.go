@@ -56,7 +56,7 @@ func TestPrintStatusNamesIgnoredInputFields(t *testing.T) {
 
 	out.Reset()
 	tw = tabwriter.NewWriter(&out, 0, 4, 2, ' ', 0)
-	printIgnoredFields(tw, nil)
+	printWaits(tw, "", nil, 0, nil)
 	require.NoError(t, tw.Flush())
-	assert.Empty(t, out.String())
+	assert.Equal(t, "  blocked  -\n", out.String())
 }

@@ -24,13 +24,9 @@ func (e *storeMissingError) Error() string {
 	return contract.MissingStoreMessage(e.target, e.worker)
 }
 
-// openStorage opens the storage root for one command as instance; the caller closes the DB.
-func openStorage(ctx context.Context, storage, instance string, logger *zap.Logger) (*store.DB, error) {
-	return openStorageWith(ctx, storage, instance, logger, store.DefaultOptions())
-}
-
-// openStorageWith is openStorage with opts in place of the defaults.
-func openStorageWith(ctx context.Context, storage, instance string, logger *zap.Logger, opts store.Options) (*store.DB, error) {
+// openStorage opens the storage root with opts for one command as instance; the caller closes
+// the DB.
+func openStorage(ctx context.Context, storage, instance string, logger *zap.Logger, opts store.Options) (*store.DB, error) {
 	opts.Logger = logger
 	opts.InstanceID = instance
 	db, err := store.OpenDB(ctx, storage, opts)
@@ -51,7 +47,7 @@ func (g *globalOptions) precheckStore(ctx context.Context, cmd *cobra.Command, s
 	if storage = cmp.Or(storage, st.Storage); storage == "" {
 		return nil
 	}
-	db, err := openStorage(ctx, storage, "walkeeper-cli", logger)
+	db, err := openStorage(ctx, storage, "walkeeper-cli", logger, store.DefaultOptions())
 	if err != nil {
 		return err
 	}

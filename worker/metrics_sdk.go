@@ -16,16 +16,10 @@ import (
 
 // refusedSignals is process-wide, as the client whose workflows add to it is: every worker's
 // registry (NewMetrics) reports it.
-var refusedSignals = prometheus.NewCounterVec(prometheus.CounterOpts{
-	Namespace: "walkeeper", Subsystem: "workflow", Name: "refused_signals_total",
-	Help: "Signals whose payload a workflow run on this process refused (it does not decode), by workflow type and signal; the run goes on, and its status counts them in refused_signals.",
-}, []string{"workflow", "signal"})
+var refusedSignals = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "walkeeper", Subsystem: "workflow", Name: "refused_signals_total", Help: "Signals whose payload a workflow run on this process refused (it does not decode), by workflow type and signal; the run goes on, and its status counts them in refused_signals."}, []string{"workflow", "signal"})
 
 // ignoredInputFields is process-wide, as refusedSignals is.
-var ignoredInputFields = prometheus.NewCounterVec(prometheus.CounterOpts{
-	Namespace: "walkeeper", Subsystem: "workflow", Name: "ignored_input_fields_total",
-	Help: "Members of workflow inputs that no field of the input takes (mistyped, or written by a later build), which runs on this process ignored, by workflow type; the run goes on with its defaults, and its log line 'Input fields ignored', current details and status name them.",
-}, []string{"workflow"})
+var ignoredInputFields = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "walkeeper", Subsystem: "workflow", Name: "ignored_input_fields_total", Help: "Members of workflow inputs that no field of the input takes (mistyped, or written by a later build), which runs on this process ignored, by workflow type; the run goes on with its defaults, and its log line 'Input fields ignored', current details and status name them."}, []string{"workflow"})
 
 // workflowTypes are the workflow label values of ignoredInputFields; any other is "other".
 var workflowTypes = []string{contract.MergeWalWorkflow, contract.CompactBaseWorkflow, contract.MaintenanceSweepWorkflow,

@@ -249,8 +249,14 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 		buf.Reset()
 		_ = enc.Encode(map[string]string{"error": "internal error: the answer does not encode as JSON", "code": CodeInternal})
 	}
+	writeJSONHeader(w, status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// writeJSONHeader sends status with the headers of a JSON answer; a HEAD of a list route gets
+// these alone, so that it neither renders nor holds a page (Go's server would discard a body).
+func writeJSONHeader(w http.ResponseWriter, status int) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
-	_, _ = w.Write(buf.Bytes())
 }

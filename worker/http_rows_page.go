@@ -36,7 +36,7 @@ func (a *apiServer) listRows(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if head {
-		headOnly(w)
+		writeJSONHeader(w, http.StatusOK)
 		return nil
 	}
 	keyField := rowcodec.KeyField(s.Target().Kind)

@@ -88,7 +88,7 @@ func (a *apiServer) listStores(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if head {
-		headOnly(w)
+		writeJSONHeader(w, http.StatusOK)
 		return nil
 	}
 	pw := newPageWriter(w, "stores", true, a.cfg.PageBytes)

@@ -73,7 +73,7 @@ func NewFlusher(opts FlusherOptions) *Flusher {
 		endLife: endLife,
 		opts:    opts,
 		triggers: &mergeTriggers{start: opts.Start, threshold: opts.MergeAfterGenerations, countInput: opts.CountInput,
-			log: opts.Logger, metrics: opts.Metrics, life: life,
+			log: opts.Logger, metrics: opts.Metrics, life: life, now: time.Now,
 			retry: map[string]bool{}, inflight: map[string]bool{}},
 		log:      opts.Logger,
 		metrics:  opts.Metrics,

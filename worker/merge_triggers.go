@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -69,7 +70,7 @@ type mergeTriggers struct {
 	metrics    *Metrics
 	life       context.Context // ends at Flusher.Stop
 
-	now func() time.Time // the clock of the refusal backoffs (tests)
+	now func() time.Time // the clock of the refusal backoffs
 
 	mu       sync.Mutex
 	retry    map[string]bool    // target -> last count start failed
@@ -119,7 +120,7 @@ func (tg *mergeTriggers) fire(trigger string, t store.Target, pending int, reaso
 		tg.mu.Unlock()
 		return false // the worker is stopping: a start now would outlive stop's wait
 	}
-	if r, ok := tg.refused[key]; ok && tg.clock().Before(r.until) {
+	if r, ok := tg.refused[key]; ok && tg.now().Before(r.until) {
 		tg.mu.Unlock()
 		return false // refused for good a moment ago: the count retry waits for the backoff
 	}
@@ -173,13 +174,6 @@ func (tg *mergeTriggers) fire(trigger string, t store.Target, pending int, reaso
 	return true
 }
 
-func (tg *mergeTriggers) clock() time.Time {
-	if tg.now != nil {
-		return tg.now()
-	}
-	return time.Now()
-}
-
 // noteRefusalLocked records the outcome of a start of key in the refusal backoffs and returns
 // the backoff it set (0: none). Only a refusal for good backs off; any other outcome ends it.
 func (tg *mergeTriggers) noteRefusalLocked(key string, err error) time.Duration {
@@ -201,7 +195,7 @@ func (tg *mergeTriggers) noteRefusalLocked(key string, err error) time.Duration 
 		}
 		delete(tg.refused, first)
 	}
-	r.until = tg.clock().Add(r.delay)
+	r.until = tg.now().Add(r.delay)
 	tg.refused[key] = r
 	return r.delay
 }
@@ -242,17 +236,10 @@ func (tg *mergeTriggers) forgetUnflushed(k store.Kind, flushed []*store.Store) {
 		keep[s.Target().String()] = true
 	}
 	prefix := string(k) + ":"
+	unflushed := func(key string) bool { return strings.HasPrefix(key, prefix) && !keep[key] }
 	tg.mu.Lock()
-	for key := range tg.retry {
-		if strings.HasPrefix(key, prefix) && !keep[key] {
-			delete(tg.retry, key)
-		}
-	}
-	for key := range tg.refused {
-		if strings.HasPrefix(key, prefix) && !keep[key] {
-			delete(tg.refused, key)
-		}
-	}
+	maps.DeleteFunc(tg.retry, func(key string, _ bool) bool { return unflushed(key) })
+	maps.DeleteFunc(tg.refused, func(key string, _ refusal) bool { return unflushed(key) })
 	tg.mu.Unlock()
 }
 

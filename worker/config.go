@@ -286,42 +286,10 @@ func (c *Config) Validate() error {
 	if c.MergeShardsPerCommit < 0 || c.MergeShardsPerCommit > contract.MaxRoundShards {
 		bad("merge-shards-per-commit", "must be 0 to %d, got %d", contract.MaxRoundShards, c.MergeShardsPerCommit)
 	}
-	for _, nv := range []struct {
-		flag string
-		v    int64
-	}{
-		{"merge-budget-bytes", c.MergeBudgetBytes},
-		{"read-budget-bytes", c.ReadBudgetBytes},
-		{"memory-limit", c.MemoryLimitBytes},
-		{"merge-max-generations", int64(c.MergeMaxGenerations)},
-		{"merge-max-bytes", c.MergeMaxBytes},
-		{"merge-after-generations", int64(c.MergeAfterGenerations)},
-		{"flush-interval", int64(c.FlushInterval)},
-		{"flush-timeout", int64(c.FlushTimeout)},
-		{"storage-stall-timeout", int64(c.StorageStallTimeout)},
-		{"pending-warn", int64(c.PendingWarn)},
-		{"pending-max", int64(c.PendingMax)},
-		{"max-row-bytes", int64(c.MaxRowBytes)},
-		{"http-read-timeout", int64(c.HTTPReadTimeout)},
-		{"http-write-timeout", int64(c.HTTPWriteTimeout)},
-		{"max-connections", int64(c.MaxConnections)},
-		{"max-append-rows", int64(c.MaxAppendRows)},
-		{"group-commit-wait", int64(c.GroupCommitWait)},
-		{"group-commit-max-rows", int64(c.GroupCommitMaxRows)},
-		{"cache-bytes", c.CacheBytes},
-		{"resident-stores-max", int64(c.ResidentStoresMax)},
-		{"resident-idle", int64(c.ResidentIdle)},
-		{"sweep-interval", int64(c.SweepInterval)},
-		{"sweep-window", int64(c.SweepWindow)},
-		{"reconcile-interval", int64(c.ReconcileInterval)},
-		{"compact-demand-runs", int64(c.CompactDemandRuns)},
-		{"sweep-jitter", int64(c.SweepJitter)},
-		{"sweep-start-spacing", int64(c.SweepStartSpacing)},
-		{"shutdown-timeout", int64(c.ShutdownTimeout)},
-		{"workflow-deadlock-timeout", int64(c.WorkflowDeadlock)},
-	} {
-		if nv.v < 0 {
-			bad(nv.flag, "must not be negative")
+	for _, k := range knobs {
+		// Every numeric knob's text, as --help prints it, starts with "-" when it is negative.
+		if k.nonNegative && strings.HasPrefix(k.get(c), "-") {
+			bad(k.Flag, "must not be negative")
 		}
 	}
 	switch {

@@ -38,6 +38,8 @@ type knob struct {
 	Type   string
 	Usage  string
 	Secret bool // --help leaves out its value, which may come from the environment
+	// nonNegative: Validate refuses a value below 0 ("must not be negative").
+	nonNegative bool
 	// temporal marks a TemporalConfig field: tget/tset reach it in a TemporalConfig alone
 	// (the client commands), get/set through Config.Temporal (the worker).
 	temporal bool
@@ -74,6 +76,13 @@ func temporalKnob(flag, usage string, f field[TemporalConfig]) knob {
 	return knob{Flag: flag, Type: f.typ, Usage: usage, temporal: true, tget: f.get, tset: f.set,
 		get: func(c *Config) string { return f.get(&c.Temporal) },
 		set: func(c *Config, s string) error { return f.set(&c.Temporal, s) }}
+}
+
+// nonNegative is k with a value below 0 refused by Validate; a knob with a range of its own
+// checks it there instead.
+func nonNegative(k knob) knob {
+	k.nonNegative = true
+	return k
 }
 
 // secret is k with its value kept out of --help.
@@ -163,52 +172,52 @@ var knobs = []knob{
 	secret(workerKnob("auth-token", "bearer token required on every HTTP route but /healthz (empty = no auth)", strField(func(c *Config) *string { return &c.AuthToken }))),
 	workerKnob("merge-slots", "concurrent Prepare activities on this worker's shard queue", intField(func(c *Config) *int { return &c.MergeSlots })),
 	workerKnob("shared-activity-slots", "concurrent activities on the shared queue \"walkeeper\"", intField(func(c *Config) *int { return &c.SharedActivitySlots })),
-	workerKnob("merge-budget-bytes", "process-wide merge memory budget shared by every merge (0 = unlimited)", bytesField(func(c *Config) *int64 { return &c.MergeBudgetBytes })),
-	workerKnob("read-budget-bytes", "shared by concurrent reads for the files they decode outside the cache; a read that cannot fit within 2s gets 503 budget_busy (0 = unlimited)", bytesField(func(c *Config) *int64 { return &c.ReadBudgetBytes })),
-	workerKnob("memory-limit", "Go soft memory limit (debug.SetMemoryLimit) of the Go heap; 0 = cache-bytes + read-budget-bytes + 512MiB (merge buffers live outside the Go heap), none when the merge budget is unlimited or GOMEMLIMIT is set", bytesField(func(c *Config) *int64 { return &c.MemoryLimitBytes })),
-	workerKnob("merge-max-generations", "generations one merge pass takes at most (0 = no cap but the store's 10,000)", intField(func(c *Config) *int { return &c.MergeMaxGenerations })),
-	workerKnob("merge-max-bytes", "bytes one merge pass reads at most, checked at generation boundaries (0 = no cap)", bytesField(func(c *Config) *int64 { return &c.MergeMaxBytes })),
-	workerKnob("merge-after-generations", "count trigger: after a seal, start MergeWal when the own shard has this many pending generations (0 = off)", intField(func(c *Config) *int { return &c.MergeAfterGenerations })),
+	nonNegative(workerKnob("merge-budget-bytes", "process-wide merge memory budget shared by every merge (0 = unlimited)", bytesField(func(c *Config) *int64 { return &c.MergeBudgetBytes }))),
+	nonNegative(workerKnob("read-budget-bytes", "shared by concurrent reads for the files they decode outside the cache; a read that cannot fit within 2s gets 503 budget_busy (0 = unlimited)", bytesField(func(c *Config) *int64 { return &c.ReadBudgetBytes }))),
+	nonNegative(workerKnob("memory-limit", "Go soft memory limit (debug.SetMemoryLimit) of the Go heap; 0 = cache-bytes + read-budget-bytes + 512MiB (merge buffers live outside the Go heap), none when the merge budget is unlimited or GOMEMLIMIT is set", bytesField(func(c *Config) *int64 { return &c.MemoryLimitBytes }))),
+	nonNegative(workerKnob("merge-max-generations", "generations one merge pass takes at most (0 = no cap but the store's 10,000)", intField(func(c *Config) *int { return &c.MergeMaxGenerations }))),
+	nonNegative(workerKnob("merge-max-bytes", "bytes one merge pass reads at most, checked at generation boundaries (0 = no cap)", bytesField(func(c *Config) *int64 { return &c.MergeMaxBytes }))),
+	nonNegative(workerKnob("merge-after-generations", "count trigger: after a seal, start MergeWal when the own shard has this many pending generations (0 = off)", intField(func(c *Config) *int { return &c.MergeAfterGenerations }))),
 	workerKnob("merge-parallel-prepare", "count trigger: ask MergeWal to prepare the passes of different shards in parallel (commits stay one at a time)", boolField(func(c *Config) *bool { return &c.MergeParallelPrepare })),
 	workerKnob("merge-prepare-concurrency", "count trigger: prepares of different shards one MergeWal runs at once with parallel prepares (0 = 4, at most 64)", intField(func(c *Config) *int { return &c.MergePrepareConcurrency })),
 	workerKnob("merge-shards-per-commit", "count trigger: shards whose passes one MergeWal commit publishes in one base version (0 = 64, 1 = one shard per commit, at most 64)", intField(func(c *Config) *int { return &c.MergeShardsPerCommit })),
 	workerKnob("fairness-weights", "each kind's share of the merge task queues under Temporal fairness, kind=weight[,...]; a kind not listed weighs 1, a weight is 0.001 to 1000 (docs/OPERATIONS.md \"Fair share across kinds\")", weightsField(func(c *Config) *contract.FairnessWeights { return &c.FairnessWeights })),
 	workerKnob("fairness-probe", "at start, probe whether the Temporal server dispatches by fairness key (80 short workflow starts on a task queue of their own, 160 when a first round is not mostly fair, as on every FIFO server) and warn, with walkeeper_temporal_fairness 0, when it does not", boolField(func(c *Config) *bool { return &c.FairnessProbe })),
 	workerKnob("sticky-workflows", "keep the SDK's sticky workflow execution; off, every workflow task is dispatched by fairness key through the shared queue and replays its run's history (docs/OPERATIONS.md \"Fair share across kinds\")", boolField(func(c *Config) *bool { return &c.StickyWorkflows })),
-	workerKnob("flush-interval", "flush sweeper period: seal every resident store with a writer in this process (0 = off)", durField(func(c *Config) *time.Duration { return &c.FlushInterval })),
-	workerKnob("flush-timeout", "per-store seal timeout in a sweep (0 = max(5 × flush-interval, 30s))", durField(func(c *Config) *time.Duration { return &c.FlushTimeout })),
-	workerKnob("storage-stall-timeout", "a storage request (get, put, list, …) that moves no byte and gets no answer for this long fails, and its seal or merge step is retried (0 = 2m; at least 1s)", durField(func(c *Config) *time.Duration { return &c.StorageStallTimeout })),
-	workerKnob("pending-warn", "warn when a read unions this many pending generations in one shard (0 = off)", intField(func(c *Config) *int { return &c.PendingWarn })),
-	workerKnob("pending-max", "refuse reads above this many pending generations (one shard or total), and appends and deletes to an own shard at it, where its seals stop too (0 = off)", intField(func(c *Config) *int { return &c.PendingMax })),
+	nonNegative(workerKnob("flush-interval", "flush sweeper period: seal every resident store with a writer in this process (0 = off)", durField(func(c *Config) *time.Duration { return &c.FlushInterval }))),
+	nonNegative(workerKnob("flush-timeout", "per-store seal timeout in a sweep (0 = max(5 × flush-interval, 30s))", durField(func(c *Config) *time.Duration { return &c.FlushTimeout }))),
+	nonNegative(workerKnob("storage-stall-timeout", "a storage request (get, put, list, …) that moves no byte and gets no answer for this long fails, and its seal or merge step is retried (0 = 2m; at least 1s)", durField(func(c *Config) *time.Duration { return &c.StorageStallTimeout }))),
+	nonNegative(workerKnob("pending-warn", "warn when a read unions this many pending generations in one shard (0 = off)", intField(func(c *Config) *int { return &c.PendingWarn }))),
+	nonNegative(workerKnob("pending-max", "refuse reads above this many pending generations (one shard or total), and appends and deletes to an own shard at it, where its seals stop too (0 = off)", intField(func(c *Config) *int { return &c.PendingMax }))),
 	workerKnob("max-body-bytes", "largest HTTP request body", bytesField(func(c *Config) *int64 { return &c.MaxBodyBytes })),
 	workerKnob("body-budget-bytes", "request bodies being read and decoded at once, shared by every request; a body that cannot get its bytes within 2s gets 503 budget_busy (0 = unlimited, else at least max-body-bytes)", bytesField(func(c *Config) *int64 { return &c.BodyBudgetBytes })),
-	workerKnob("max-row-bytes", "largest row, measured as its JSON text (0 = no cap)", bytesIntField(func(c *Config) *int { return &c.MaxRowBytes })),
+	nonNegative(workerKnob("max-row-bytes", "largest row, measured as its JSON text (0 = no cap)", bytesIntField(func(c *Config) *int { return &c.MaxRowBytes }))),
 	workerKnob("page-bytes", "a page of GET .../rows or GET /api/v1/stores stops before its answer exceeds this many bytes (it always holds one item) and carries next", bytesField(func(c *Config) *int64 { return &c.PageBytes })),
 	workerKnob("page-budget-bytes", "list pages (GET .../rows and GET /api/v1/stores) and rows (GET .../rows/{id}) being read and written at once, shared by every request: a rows page takes page-bytes plus one row of max-row-bytes (less for a small ?limit=), a row one row of max-row-bytes, a stores page takes page-bytes plus one 384-byte entry (less for a small ?limit=); one that cannot get its bytes within 2s gets 503 budget_busy (0 = unlimited, else at least page-bytes + max-row-bytes, and page-bytes + 384)", bytesField(func(c *Config) *int64 { return &c.PageBudgetBytes })),
-	workerKnob("http-read-timeout", "bound on reading one whole HTTP request, body included (0 = none)", durField(func(c *Config) *time.Duration { return &c.HTTPReadTimeout })),
-	workerKnob("http-write-timeout", "bound on writing one HTTP answer, counted from the end of its request's headers; POST .../merge-wal?wait=true counts it from the end of its wait (0 = none)", durField(func(c *Config) *time.Duration { return &c.HTTPWriteTimeout })),
-	workerKnob("max-connections", "open HTTP connections at most; more wait to be accepted (0 = no cap)", intField(func(c *Config) *int { return &c.MaxConnections })),
-	workerKnob("max-append-rows", "rows one append may carry; more is 413 append_too_large (0 = no cap)", intField(func(c *Config) *int { return &c.MaxAppendRows })),
+	nonNegative(workerKnob("http-read-timeout", "bound on reading one whole HTTP request, body included (0 = none)", durField(func(c *Config) *time.Duration { return &c.HTTPReadTimeout }))),
+	nonNegative(workerKnob("http-write-timeout", "bound on writing one HTTP answer, counted from the end of its request's headers; POST .../merge-wal?wait=true counts it from the end of its wait (0 = none)", durField(func(c *Config) *time.Duration { return &c.HTTPWriteTimeout }))),
+	nonNegative(workerKnob("max-connections", "open HTTP connections at most; more wait to be accepted (0 = no cap)", intField(func(c *Config) *int { return &c.MaxConnections }))),
+	nonNegative(workerKnob("max-append-rows", "rows one append may carry; more is 413 append_too_large (0 = no cap)", intField(func(c *Config) *int { return &c.MaxAppendRows }))),
 	workerKnob("memtable-bytes", "an active memtable is sealed when its decoded rows reach this; an append whose decoded rows alone are more is 413 append_too_large; appends in flight share twice this; a WAL object holds at most this of decoded rows, a group commit of more is written as several; a store whose memtables hold four times this, because its seals fail, refuses appends with 503 budget_busy", bytesField(func(c *Config) *int64 { return &c.MemtableBytes })),
-	workerKnob("group-commit-wait", "how long the WAL committer lingers for more appends (0 = batch what queued during the previous write)", durField(func(c *Config) *time.Duration { return &c.GroupCommitWait })),
-	workerKnob("group-commit-max-rows", "rows per WAL object at most; a WAL object longer than 2 × memtable-bytes + this × 5,176 bytes + 1 MiB (177,668,096 bytes with the defaults, what any build could write with these settings) is refused as damaged without being read", intField(func(c *Config) *int { return &c.GroupCommitMaxRows })),
-	workerKnob("cache-bytes", "decoded generations and base runs kept in memory for reads", bytesField(func(c *Config) *int64 { return &c.CacheBytes })),
-	workerKnob("resident-stores-max", "stores kept open at most; opening one more evicts the least recently used (memtable sealed, writer stopped; reopened on its next request) (0 = no cap)", intField(func(c *Config) *int { return &c.ResidentStoresMax })),
-	workerKnob("resident-idle", "evict an open store not used for this long: memtable sealed, writer stopped, reopened on its next request (0 = never)", durField(func(c *Config) *time.Duration { return &c.ResidentIdle })),
-	workerKnob("sweep-interval", "time between two sweep rounds of the Temporal schedule walkeeper-sweep ensured on start (0 = leave it alone; else 1s to 24h)", durField(func(c *Config) *time.Duration { return &c.SweepInterval })),
-	workerKnob("sweep-window", "how long one SweepWindow workflow runs sweep rounds (1s to 24h); the schedule walkeeper-sweep starts one per window, so rounds that start nothing leave no workflow behind", durField(func(c *Config) *time.Duration { return &c.SweepWindow })),
-	workerKnob("sweep-jitter", "random delay of each scheduled sweep window, at most this and at most a quarter of sweep-window (0 = none)", durField(func(c *Config) *time.Duration { return &c.SweepJitter })),
+	nonNegative(workerKnob("group-commit-wait", "how long the WAL committer lingers for more appends (0 = batch what queued during the previous write)", durField(func(c *Config) *time.Duration { return &c.GroupCommitWait }))),
+	nonNegative(workerKnob("group-commit-max-rows", "rows per WAL object at most; a WAL object longer than 2 × memtable-bytes + this × 5,176 bytes + 1 MiB (177,668,096 bytes with the defaults, what any build could write with these settings) is refused as damaged without being read", intField(func(c *Config) *int { return &c.GroupCommitMaxRows }))),
+	nonNegative(workerKnob("cache-bytes", "decoded generations and base runs kept in memory for reads", bytesField(func(c *Config) *int64 { return &c.CacheBytes }))),
+	nonNegative(workerKnob("resident-stores-max", "stores kept open at most; opening one more evicts the least recently used (memtable sealed, writer stopped; reopened on its next request) (0 = no cap)", intField(func(c *Config) *int { return &c.ResidentStoresMax }))),
+	nonNegative(workerKnob("resident-idle", "evict an open store not used for this long: memtable sealed, writer stopped, reopened on its next request (0 = never)", durField(func(c *Config) *time.Duration { return &c.ResidentIdle }))),
+	nonNegative(workerKnob("sweep-interval", "time between two sweep rounds of the Temporal schedule walkeeper-sweep ensured on start (0 = leave it alone; else 1s to 24h)", durField(func(c *Config) *time.Duration { return &c.SweepInterval }))),
+	nonNegative(workerKnob("sweep-window", "how long one SweepWindow workflow runs sweep rounds (1s to 24h); the schedule walkeeper-sweep starts one per window, so rounds that start nothing leave no workflow behind", durField(func(c *Config) *time.Duration { return &c.SweepWindow }))),
+	nonNegative(workerKnob("sweep-jitter", "random delay of each scheduled sweep window, at most this and at most a quarter of sweep-window (0 = none)", durField(func(c *Config) *time.Duration { return &c.SweepJitter }))),
 	workerKnob("sweep-merge-min-generations", "the sweep starts MergeWal for a store with at least this many pending generations (1 to 100000); a merge costs the same Temporal actions whatever it folds, so higher is fewer, cheaper merges for more debt", intField(func(c *Config) *int { return &c.SweepMergeMinGenerations })),
 	workerKnob("sweep-max-starts", "most workflows one sweep round starts, most indebted first (the demand index is paged until it is reached)", intField(func(c *Config) *int { return &c.SweepMaxStarts })),
 	workerKnob("sweep-start-batch", "workflow starts per StartWorkflows activity of one sweep (at most 512)", intField(func(c *Config) *int { return &c.SweepStartBatch })),
-	workerKnob("sweep-start-spacing", "least time between two start batches of one sweep, so a big sweep is not one burst (0 = no pacing; else 10ms to 1m)", durField(func(c *Config) *time.Duration { return &c.SweepStartSpacing })),
+	nonNegative(workerKnob("sweep-start-spacing", "least time between two start batches of one sweep, so a big sweep is not one burst (0 = no pacing; else 10ms to 1m)", durField(func(c *Config) *time.Duration { return &c.SweepStartSpacing }))),
 	workerKnob("sweep-start-concurrency", "workflow starts one StartWorkflows activity of this worker has in flight (1 to 256); a sweep runs up to 4 such activities at once", intField(func(c *Config) *int { return &c.SweepStartConcurrency })),
 	workerKnob("merge-run-timeout", "run timeout of every MergeWal and CompactBase this worker starts (count trigger, HTTP, sweep, schedules; 10s to 168h): a run that cannot finish is ended and the next trigger starts a fresh one; a run started without one is terminated by the stuck-run scan past it", durField(func(c *Config) *time.Duration { return &c.MergeRunTimeout })),
 	workerKnob("stuck-scan-interval", "how often this worker looks for MergeWal and CompactBase runs that cannot make progress (failing workflow task, activity retrying, past merge-run-timeout): one visibility page and at most 100 describes a scan (0 = off; else 1s to 1h)", durField(func(c *Config) *time.Duration { return &c.StuckScanInterval })),
-	workerKnob("workflow-deadlock-timeout", "how long a workflow task may run without yielding before the Temporal SDK fails it as a potential deadlock and the server retries it (0 = the SDK's 1 s); raise it on a starved CPU, where tasks trip it without a bug", durField(func(c *Config) *time.Duration { return &c.WorkflowDeadlock })),
-	workerKnob("reconcile-interval", "period of the Temporal schedule walkeeper-reconcile (ReconcileDemand: page through the registry, repair the demand index) ensured on start (0 = leave it alone; else at least 1s)", durField(func(c *Config) *time.Duration { return &c.ReconcileInterval })),
-	workerKnob("compact-demand-runs", "a merge commit that leaves this many base runs marks the store for compaction in the demand index, which the sweep reads (0 = never mark)", intField(func(c *Config) *int { return &c.CompactDemandRuns })),
+	nonNegative(workerKnob("workflow-deadlock-timeout", "how long a workflow task may run without yielding before the Temporal SDK fails it as a potential deadlock and the server retries it (0 = the SDK's 1 s); raise it on a starved CPU, where tasks trip it without a bug", durField(func(c *Config) *time.Duration { return &c.WorkflowDeadlock }))),
+	nonNegative(workerKnob("reconcile-interval", "period of the Temporal schedule walkeeper-reconcile (ReconcileDemand: page through the registry, repair the demand index) ensured on start (0 = leave it alone; else at least 1s)", durField(func(c *Config) *time.Duration { return &c.ReconcileInterval }))),
+	nonNegative(workerKnob("compact-demand-runs", "a merge commit that leaves this many base runs marks the store for compaction in the demand index, which the sweep reads (0 = never mark)", intField(func(c *Config) *int { return &c.CompactDemandRuns }))),
 	workerKnob("log-format", "log encoding: json or console", strField(func(c *Config) *string { return &c.LogFormat })),
 	workerKnob("log-level", "log level: debug, info, warn, error", strField(func(c *Config) *string { return &c.LogLevel })),
-	workerKnob("shutdown-timeout", "bound on graceful shutdown (HTTP drain, activity drain, final seal)", durField(func(c *Config) *time.Duration { return &c.ShutdownTimeout })),
+	nonNegative(workerKnob("shutdown-timeout", "bound on graceful shutdown (HTTP drain, activity drain, final seal)", durField(func(c *Config) *time.Duration { return &c.ShutdownTimeout }))),
 }

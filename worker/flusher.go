@@ -39,8 +39,6 @@ type FlusherOptions struct {
 type Flusher struct {
 	opts     FlusherOptions
 	triggers *mergeTriggers
-	log      *zap.Logger
-	metrics  *Metrics
 
 	// life ends at Stop; every seal runs under it (and under its caller's context), so Stop
 	// ends abandoned seals whoever called FlushKind.
@@ -75,8 +73,6 @@ func NewFlusher(opts FlusherOptions) *Flusher {
 		triggers: &mergeTriggers{start: opts.Start, threshold: opts.MergeAfterGenerations, countInput: opts.CountInput,
 			log: opts.Logger, metrics: opts.Metrics, life: life, now: time.Now,
 			retry: map[string]bool{}, inflight: map[string]bool{}},
-		log:      opts.Logger,
-		metrics:  opts.Metrics,
 		inflight: map[string]bool{},
 	}
 }
@@ -141,7 +137,7 @@ func (fl *Flusher) FlushKind(ctx context.Context, k store.Kind) {
 			stores = append(stores, s)
 		}
 	}
-	fl.metrics.flusherStores.WithLabelValues(string(k)).Set(float64(len(stores)))
+	fl.opts.Metrics.flusherStores.WithLabelValues(string(k)).Set(float64(len(stores)))
 	fl.triggers.forgetUnflushed(k, stores)
 	for _, s := range stores {
 		if ctx.Err() != nil {
@@ -173,8 +169,8 @@ func (fl *Flusher) flushStore(ctx context.Context, s *store.Store) {
 	fl.mu.Lock()
 	if fl.inflight[key] {
 		fl.mu.Unlock()
-		fl.metrics.flusherSkipped.WithLabelValues(kind).Inc()
-		fl.log.Debug("flush sweeper skips a store whose previous seal is still running", zap.String("target", key))
+		fl.opts.Metrics.flusherSkipped.WithLabelValues(kind).Inc()
+		fl.opts.Logger.Debug("flush sweeper skips a store whose previous seal is still running", zap.String("target", key))
 		return
 	}
 	fl.inflight[key] = true
@@ -197,12 +193,12 @@ func (fl *Flusher) flushStore(ctx context.Context, s *store.Store) {
 		// sweep would skip the store as still sealing.
 		var res store.FlushResult
 		err := func() (err error) {
-			defer store.RecoverTo(fl.log, "flush sweeper seal", &err)
+			defer store.RecoverTo(fl.opts.Logger, "flush sweeper seal", &err)
 			res, err = fl.opts.Flush(sealCtx, s)
 			return err
 		}()
 		if err == nil {
-			fl.metrics.flusherFlush.Observe(time.Since(started).Seconds())
+			fl.opts.Metrics.flusherFlush.Observe(time.Since(started).Seconds())
 		}
 		fl.mu.Lock()
 		delete(fl.inflight, key)
@@ -213,7 +209,7 @@ func (fl *Flusher) flushStore(ctx context.Context, s *store.Store) {
 		}
 		switch {
 		case err != nil && sealCtx.Err() == nil:
-			fl.log.Warn("flush sweeper: an abandoned seal failed; the next tick seals the store again",
+			fl.opts.Logger.Warn("flush sweeper: an abandoned seal failed; the next tick seals the store again",
 				zap.String("target", key), zap.String("kind", kind), zap.Error(err))
 		case err == nil:
 			// The next pass of an idle store seals nothing, so this seal's count is the one to act on.
@@ -231,9 +227,9 @@ func (fl *Flusher) flushStore(ctx context.Context, s *store.Store) {
 			out = <-done // it completed as the timer fired
 			break
 		}
-		fl.metrics.flusherTimeouts.WithLabelValues(kind).Inc()
-		fl.metrics.Store.FlushTotal.WithLabelValues(kind, "timeout").Inc()
-		fl.log.Warn("flush sweeper timed out; abandoning this store this tick",
+		fl.opts.Metrics.flusherTimeouts.WithLabelValues(kind).Inc()
+		fl.opts.Metrics.Store.FlushTotal.WithLabelValues(kind, "timeout").Inc()
+		fl.opts.Logger.Warn("flush sweeper timed out; abandoning this store this tick",
 			zap.String("target", key), zap.String("kind", kind), zap.Duration("timeout", fl.opts.Timeout))
 		return
 	case <-ctx.Done():
@@ -241,12 +237,12 @@ func (fl *Flusher) flushStore(ctx context.Context, s *store.Store) {
 	}
 	if out.err != nil {
 		if ctx.Err() == nil {
-			fl.log.Warn("flush sweeper failed to seal", zap.String("target", key), zap.String("kind", kind), zap.Error(out.err))
+			fl.opts.Logger.Warn("flush sweeper failed to seal", zap.String("target", key), zap.String("kind", kind), zap.Error(out.err))
 		}
 		return
 	}
 	if out.res.Sealed {
-		fl.log.Debug("flush sweeper sealed", zap.String("target", key), zap.Uint64("generation", out.res.Generation),
+		fl.opts.Logger.Debug("flush sweeper sealed", zap.String("target", key), zap.Uint64("generation", out.res.Generation),
 			zap.Int("rows", out.res.Rows), zap.Int("pending", out.res.Pending))
 	}
 	// A merge-start failure is a trigger outcome, never a flush failure.

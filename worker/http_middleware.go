@@ -101,13 +101,23 @@ func (a *apiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // serve runs one request; h and pattern are the mux's match for r.
 func (a *apiServer) serve(w http.ResponseWriter, r *http.Request, h http.Handler, pattern string) {
-	if a.auth && r.URL.Path != "/healthz" && !a.authorized(r) {
-		a.fail(w, r, newAPIError(http.StatusUnauthorized, CodeUnauthorized, "missing or wrong bearer token"))
-		return
-	}
-	if ae := a.guard.check(r); ae != nil {
+	if ae := a.refusal(w, r, h, pattern); ae != nil {
 		a.fail(w, r, ae)
 		return
+	}
+	a.mux.ServeHTTP(w, r)
+}
+
+// refusal is the answer to r when no route handler may serve it, or nil.
+func (a *apiServer) refusal(w http.ResponseWriter, r *http.Request, h http.Handler, pattern string) *apiError {
+	if a.auth && r.URL.Path != "/healthz" && !a.authorized(r) {
+		return newAPIError(http.StatusUnauthorized, CodeUnauthorized, "missing or wrong bearer token")
+	}
+	if ae := a.guard.check(r); ae != nil {
+		return ae
+	}
+	noRoute := func() *apiError {
+		return newAPIError(http.StatusNotFound, CodeNotFound, "no route for %s %s", clipText(r.Method), clipText(r.URL.Path))
 	}
 	// The mux would redirect "." and ".." segments to a cleaned path; refuse them instead, so
 	// a traversal attempt is a plain 400 that touches nothing. It would redirect an empty
@@ -116,12 +126,10 @@ func (a *apiServer) serve(w http.ResponseWriter, r *http.Request, h http.Handler
 	segs := strings.Split(r.URL.EscapedPath(), "/")
 	for i, seg := range segs {
 		if u, _ := url.PathUnescape(seg); u == "." || u == ".." { // a segment that does not unescape is neither
-			a.fail(w, r, newAPIError(http.StatusBadRequest, CodeInvalidName, "path segment %q is not allowed", clipText(u)))
-			return
+			return newAPIError(http.StatusBadRequest, CodeInvalidName, "path segment %q is not allowed", clipText(u))
 		}
 		if seg == "" && i > 0 && i < len(segs)-1 {
-			a.fail(w, r, newAPIError(http.StatusNotFound, CodeNotFound, "no route for %s %s", clipText(r.Method), clipText(r.URL.Path)))
-			return
+			return noRoute()
 		}
 	}
 	if pattern == "" {
@@ -130,22 +138,14 @@ func (a *apiServer) serve(w http.ResponseWriter, r *http.Request, h http.Handler
 		// answer but a 405 is no route, since a redirect would lead a client elsewhere.
 		cw := &statusWriter{ResponseWriter: discardWriter{}}
 		h.ServeHTTP(cw, r)
-		switch cw.status {
-		case http.StatusMethodNotAllowed:
-			w.Header().Set("Allow", cw.Header().Get("Allow"))
-			a.fail(w, r, newAPIError(http.StatusMethodNotAllowed, CodeMethodNotAllowed,
-				"%s is not allowed on %s (allowed: %s)", clipText(r.Method), clipText(r.URL.Path), cw.Header().Get("Allow")))
-			return
-		default:
-			a.fail(w, r, newAPIError(http.StatusNotFound, CodeNotFound, "no route for %s %s", clipText(r.Method), clipText(r.URL.Path)))
-			return
+		if cw.status != http.StatusMethodNotAllowed {
+			return noRoute()
 		}
+		w.Header().Set("Allow", cw.Header().Get("Allow"))
+		return newAPIError(http.StatusMethodNotAllowed, CodeMethodNotAllowed,
+			"%s is not allowed on %s (allowed: %s)", clipText(r.Method), clipText(r.URL.Path), cw.Header().Get("Allow"))
 	}
-	if ae := checkQuery(r.URL.RawQuery, pattern); ae != nil {
-		a.fail(w, r, ae)
-		return
-	}
-	a.mux.ServeHTTP(w, r)
+	return checkQuery(r.URL.RawQuery, pattern)
 }
 
 // checkQuery refuses a query string that does not parse or names a parameter twice (but

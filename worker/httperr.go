@@ -109,12 +109,10 @@ func classify(err error) *apiError {
 	if pe, ok := errors.AsType[*store.PanicError](err); ok {
 		panic(pe)
 	}
-	var ae *apiError
-	if errors.As(err, &ae) {
+	if ae, ok := errors.AsType[*apiError](err); ok {
 		return ae
 	}
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
+	if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
 		return &apiError{Status: http.StatusRequestEntityTooLarge, Code: CodeBodyTooLarge,
 			Message: fmt.Sprintf("request body is larger than %d bytes", mbe.Limit)}
 	}

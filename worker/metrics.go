@@ -89,16 +89,15 @@ func NewMetrics(budget *store.Budget) *Metrics {
 	// Process-wide, as the goroutines that recover them serve every worker of the process.
 	f.NewCounterFunc(prometheus.CounterOpts{Namespace: "walkeeper", Name: "goroutine_panics_total", Help: "Panics recovered in goroutines the store, an activity, the flush sweeper or a merge trigger started for a request, an activity or in the background (process-wide): each failed what it served with an internal error instead of ending the process. The log line 'goroutine panicked' has the stack."}, func() float64 { return float64(store.RecoveredPanics()) })
 	reg.MustRegister(refusedSignals, ignoredInputFields)
+	// Series at 0 from the start, so that a first event shows as an increase.
 	for _, typ := range stuckTypes {
-		refusedSignals.WithLabelValues(typ, contract.ActivityStateSignal) // at 0 from the start, so a first refusal shows as an increase
-	}
-	for _, typ := range workflowTypes {
-		ignoredInputFields.WithLabelValues(typ) // at 0 from the start, as refusedSignals
-	}
-	m.setStuck(nil)
-	for _, typ := range stuckTypes {
+		refusedSignals.WithLabelValues(typ, contract.ActivityStateSignal)
 		m.runsTerminated.WithLabelValues(typ)
 	}
+	for _, typ := range workflowTypes {
+		ignoredInputFields.WithLabelValues(typ)
+	}
+	m.setStuck(nil)
 	m.stuckScans.WithLabelValues("ok")
 	m.stuckScans.WithLabelValues("failed")
 	m.temporalFairness.Set(fairnessUnknown)

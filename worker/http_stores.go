@@ -38,8 +38,7 @@ func (a *apiServer) createStore(w http.ResponseWriter, r *http.Request) error {
 	if err := a.decodeJSONBody(w, r, t.Kind != store.KindGeneric, &req); err != nil {
 		return err
 	}
-	var opts store.CreateOptions
-	opts.SealOnAppend = req.SealOnAppend
+	opts := store.CreateOptions{SealOnAppend: req.SealOnAppend}
 	if req.Fields != nil {
 		sch := store.Schema{Fields: req.Fields}
 		if err := rowcodec.ValidateSchema(t.Kind, sch); err != nil {

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -142,7 +143,7 @@ func (tg *mergeTriggers) fire(trigger string, t store.Target, pending int, reaso
 		if trigger == TriggerCount {
 			in = tg.countInput
 		}
-		in.Target, in.Trigger, in.TriggerReason, in.Urgent = key, workflowTrigger(trigger), reason, tg.urgent(trigger, pending)
+		in.Target, in.Trigger, in.TriggerReason, in.Urgent = key, cmp.Or(workflowTriggers[trigger], contract.TriggerUnknown), reason, tg.urgent(trigger, pending)
 		// The pending count rides the start, where search attributes cost no action.
 		// A panic of the start is its error, so that the store's start is no longer in flight.
 		var run client.WorkflowRun
@@ -212,18 +213,8 @@ func (tg *mergeTriggers) urgent(trigger string, pending int) bool {
 	return false
 }
 
-// workflowTrigger is the WalTrigger of a start by the trigger behind metric label trigger.
-func workflowTrigger(trigger string) string {
-	switch trigger {
-	case TriggerCount:
-		return contract.TriggerCount
-	case TriggerHTTP:
-		return contract.TriggerHTTP
-	case TriggerDebt:
-		return contract.TriggerBackPressure
-	}
-	return contract.TriggerUnknown
-}
+// workflowTriggers map the metric label of a worker trigger to the WalTrigger of its starts.
+var workflowTriggers = map[string]string{TriggerCount: contract.TriggerCount, TriggerHTTP: contract.TriggerHTTP, TriggerDebt: contract.TriggerBackPressure}
 
 // forgetUnflushed drops the count-start retries of kind k's stores not in flushed, since only
 // their seals retry; the sweep still finds such a store's debt in the demand index.
@@ -242,9 +233,6 @@ func (tg *mergeTriggers) forgetUnflushed(k store.Kind, flushed []*store.Store) {
 	maps.DeleteFunc(tg.refused, func(key string, _ refusal) bool { return unflushed(key) })
 	tg.mu.Unlock()
 }
-
-// wait blocks until every launched start has returned.
-func (tg *mergeTriggers) wait() { tg.wg.Wait() }
 
 // stop makes fire launch nothing from now on and waits for the starts already launched.
 func (tg *mergeTriggers) stop() {

@@ -115,58 +115,17 @@ const (
 	minFlushTimeout      = 30 * time.Second
 )
 
-// DefaultConfig returns the documented defaults. Instance defaults to the host name.
+// DefaultConfig returns the documented defaults, each its knob's (config_knobs.go); Instance
+// defaults to the host name.
 func DefaultConfig() Config {
-	so := store.DefaultOptions()
-	return Config{
-		Instance:                 defaultInstance(),
-		Storage:                  DefaultStorage,
-		Temporal:                 DefaultTemporalConfig(),
-		Listen:                   DefaultListen,
-		MergeSlots:               4,
-		SharedActivitySlots:      8,
-		MergeBudgetBytes:         store.DefaultMergeBudgetBytes,
-		ReadBudgetBytes:          256 << 20,
-		MergeMaxGenerations:      so.MergeMaxGenerations,
-		MergeMaxBytes:            so.MergeMaxBytes,
-		MergeAfterGenerations:    50,
-		FairnessProbe:            true,
-		StickyWorkflows:          true,
-		MergeParallelPrepare:     true,
-		FlushInterval:            DefaultFlushInterval,
-		PendingWarn:              so.PendingWarn,
-		PendingMax:               so.PendingMax,
-		MaxBodyBytes:             8 << 20,
-		BodyBudgetBytes:          64 << 20,
-		MaxRowBytes:              so.MaxRowBytes,
-		PageBytes:                4 << 20,
-		PageBudgetBytes:          64 << 20,
-		HTTPReadTimeout:          30 * time.Second,
-		HTTPWriteTimeout:         60 * time.Second,
-		MaxConnections:           1024,
-		MaxAppendRows:            so.MaxAppendRows,
-		MemtableBytes:            so.MemtableBytes,
-		GroupCommitWait:          so.GroupCommitWait,
-		GroupCommitMaxRows:       so.GroupCommitMaxRows,
-		CacheBytes:               so.CacheBytes,
-		ResidentStoresMax:        so.ResidentStoresMax,
-		ResidentIdle:             so.ResidentIdle,
-		SweepInterval:            time.Minute,
-		SweepWindow:              temporaladmin.DefaultSweepWindow,
-		ReconcileInterval:        time.Hour,
-		CompactDemandRuns:        so.CompactDemandRuns,
-		SweepJitter:              5 * time.Second,
-		SweepMaxStarts:           contract.DefaultSweepMaxStarts,
-		SweepMergeMinGenerations: contract.DefaultSweepMergeMinGenerations,
-		SweepStartBatch:          contract.DefaultSweepStartBatch,
-		SweepStartSpacing:        time.Second,
-		SweepStartConcurrency:    activities.DefaultStartConcurrency,
-		MergeRunTimeout:          contract.DefaultMergeRunTimeout,
-		StuckScanInterval:        DefaultStuckScanInterval,
-		LogFormat:                "json",
-		LogLevel:                 "info",
-		ShutdownTimeout:          30 * time.Second,
+	c := Config{Temporal: DefaultTemporalConfig()}
+	for _, k := range knobs {
+		if !k.temporal {
+			k.reset(&c)
+		}
 	}
+	c.Instance = defaultInstance()
+	return c
 }
 
 func defaultInstance() string {

@@ -148,7 +148,12 @@ type TemporalConfig struct {
 
 // DefaultTemporalConfig is the local dev server's address and namespace, without TLS.
 func DefaultTemporalConfig() TemporalConfig {
-	c := TemporalConfig{Config: temporaladmin.DefaultConfig()}
+	var c TemporalConfig
+	for _, k := range knobs {
+		if k.temporal {
+			k.treset(&c)
+		}
+	}
 	c.MetricsHandler = SDKMetrics
 	return c
 }

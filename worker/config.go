@@ -31,30 +31,24 @@ type Config struct {
 	Listen    string
 	AuthToken string
 
-	MergeSlots            int
-	SharedActivitySlots   int
-	MergeBudgetBytes      int64
-	ReadBudgetBytes       int64
-	MemoryLimitBytes      int64 // 0: DerivedMemoryLimit
-	MergeMaxGenerations   int
-	MergeMaxBytes         int64
-	MergeAfterGenerations int
-	// MergeParallelPrepare, MergeShardsPerCommit and MergePrepareConcurrency are the
-	// count trigger's MergeWalInput.ParallelPrepare, MaxShardsPerCommit and
-	// PrepareConcurrency (0 = the workflow's defaults).
+	MergeSlots              int
+	SharedActivitySlots     int
+	MergeBudgetBytes        int64
+	ReadBudgetBytes         int64
+	MemoryLimitBytes        int64 // 0: DerivedMemoryLimit
+	MergeMaxGenerations     int
+	MergeMaxBytes           int64
+	MergeAfterGenerations   int
 	MergeParallelPrepare    bool
 	MergeShardsPerCommit    int
 	MergePrepareConcurrency int
 	// FairnessWeights ride every MergeWal this worker starts, its activities' starts included.
 	FairnessWeights contract.FairnessWeights
 	FairnessProbe   bool
-	// StickyWorkflows: Temporal serves a sticky queue in arrival order whatever the fairness
-	// keys; off, every workflow task goes through the fair shared queue and replays its run.
 	StickyWorkflows bool
 
-	FlushInterval time.Duration
-	FlushTimeout  time.Duration // 0: max(5 × FlushInterval, 30s)
-	// StorageStallTimeout: a storage request without progress for this long fails (0 = 2m).
+	FlushInterval       time.Duration
+	FlushTimeout        time.Duration // 0: max(5 × FlushInterval, 30s)
 	StorageStallTimeout time.Duration
 	PendingWarn         int
 	PendingMax          int
@@ -76,10 +70,9 @@ type Config struct {
 	ResidentStoresMax  int
 	ResidentIdle       time.Duration
 
-	SweepInterval     time.Duration // 0: leave the schedule walkeeper-sweep alone
-	SweepWindow       time.Duration
-	ReconcileInterval time.Duration // 0: leave the schedule walkeeper-reconcile alone
-	// CompactDemandRuns 0 sets no compaction marker, so the sweep never starts CompactBase.
+	SweepInterval            time.Duration // 0: leave the schedule walkeeper-sweep alone
+	SweepWindow              time.Duration
+	ReconcileInterval        time.Duration // 0: leave the schedule walkeeper-reconcile alone
 	CompactDemandRuns        int
 	SweepJitter              time.Duration
 	SweepMergeMinGenerations int
@@ -88,14 +81,9 @@ type Config struct {
 	SweepStartSpacing        time.Duration
 	SweepStartConcurrency    int
 
-	// MergeRunTimeout is the WorkflowRunTimeout of every MergeWal and CompactBase this worker
-	// starts and the deadline past which the stuck-run scan terminates a run started without
-	// one (docs/DESIGN.md §10).
 	MergeRunTimeout   time.Duration
 	StuckScanInterval time.Duration // 0: no stuck-run scan
-	// WorkflowDeadlock is how long a workflow task may run without yielding before the SDK
-	// fails it as a potential deadlock (0 = the SDK's 1 s).
-	WorkflowDeadlock time.Duration
+	WorkflowDeadlock  time.Duration
 
 	LogFormat string
 	LogLevel  string

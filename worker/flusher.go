@@ -18,8 +18,9 @@ type FlusherOptions struct {
 	Timeout  time.Duration // per-store seal timeout (0 = max(5 × Interval, 30s)); a slower seal is abandoned for the tick
 	// MergeAfterGenerations is the count trigger threshold (0 = off).
 	MergeAfterGenerations int
-	// CountInput carries the knobs of count-trigger starts: ParallelPrepare,
-	// MaxShardsPerCommit and PrepareConcurrency (Config.MergeParallelPrepare, …).
+	// CountInput carries the knobs of count-trigger starts: ParallelPrepare (it only matters
+	// where more than one shard is pending), MaxShardsPerCommit and PrepareConcurrency (0: the
+	// workflow's defaults), from Config.MergeParallelPrepare, … .
 	CountInput contract.MergeWalInput
 	// Start starts or attaches to MergeWal; nil disables the count trigger.
 	Start   MergeStarter

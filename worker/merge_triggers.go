@@ -61,11 +61,8 @@ const maxStartsInFlight = 8
 // an answer. A failed count start is retried after the store's next successful flush, unless
 // refused for good.
 type mergeTriggers struct {
-	start     MergeStarter // nil: off (HTTP-only mode)
-	threshold int          // count threshold; 0: count trigger off
-	// countInput carries the knobs of count starts: parallel prepares (it only matters where
-	// more than one shard is pending), shards per commit and prepare concurrency (0: the
-	// workflow's defaults).
+	start      MergeStarter // nil: off (HTTP-only mode)
+	threshold  int          // count threshold; 0: count trigger off
 	countInput contract.MergeWalInput
 	log        *zap.Logger
 	metrics    *Metrics

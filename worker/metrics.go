@@ -167,18 +167,6 @@ func (m *Metrics) setStuck(counts map[[2]string]int) {
 	}
 }
 
-func (m *Metrics) stuckTerminated(typ string) {
-	m.runsTerminated.WithLabelValues(typ).Inc()
-}
-
-func (m *Metrics) stuckScanned(err error) {
-	result := "ok"
-	if err != nil {
-		result = "failed"
-	}
-	m.stuckScans.WithLabelValues(result).Inc()
-}
-
 // Workflow code cannot reach Prometheus; it adds to counters through the SDK's replay-safe
 // workflow.GetMetricsHandler, which is the Temporal client's metrics handler. SDKMetrics is
 // that handler: it exports walkeeper's own workflow counters and drops the SDK's metrics,

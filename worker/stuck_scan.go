@@ -70,10 +70,14 @@ func (s *stuckScan) run(ctx context.Context) {
 		sctx, cancel := context.WithTimeout(ctx, max(s.interval, minStuckScanTimeout))
 		err := s.scan(sctx)
 		cancel()
-		if err != nil && ctx.Err() == nil {
-			s.log.Warn("stuck-run scan failed", zap.Error(err))
+		result := "ok"
+		if err != nil {
+			result = "failed"
+			if ctx.Err() == nil {
+				s.log.Warn("stuck-run scan failed", zap.Error(err))
+			}
 		}
-		s.metrics.stuckScanned(err)
+		s.metrics.stuckScans.WithLabelValues(result).Inc()
 	}
 }
 
@@ -147,7 +151,7 @@ func (s *stuckScan) terminate(ctx context.Context, typ, id, runID string, st Stu
 		}
 		return // NotFound: closed already (another worker, or it finished)
 	}
-	s.metrics.stuckTerminated(typ)
+	s.metrics.runsTerminated.WithLabelValues(typ).Inc()
 	s.log.Warn("terminated a stuck run", zap.String("workflow_id", id), zap.String("run_id", runID), zap.String("reason", reason))
 }
 

@@ -198,13 +198,12 @@ func (c *Config) Validate() error {
 	if c.SharedActivitySlots < 1 {
 		bad("shared-activity-slots", "must be at least 1, got %d", c.SharedActivitySlots)
 	}
-	if c.MergePrepareConcurrency < 0 {
-		bad("merge-prepare-concurrency", "must not be negative, got %d", c.MergePrepareConcurrency)
-	}
 	// Knobs that become inputs of workflows the worker starts itself (the count trigger's
 	// MergeWal, the SweepWindow of the schedule walkeeper-sweep) are held to those inputs'
 	// bounds, so a misconfigured worker fails at start instead of starting runs that fail.
-	if c.MergePrepareConcurrency > contract.MaxPrepareConcurrency {
+	if c.MergePrepareConcurrency < 0 {
+		bad("merge-prepare-concurrency", "must not be negative, got %d", c.MergePrepareConcurrency)
+	} else if c.MergePrepareConcurrency > contract.MaxPrepareConcurrency {
 		bad("merge-prepare-concurrency", "must be 0 to %d, got %d", contract.MaxPrepareConcurrency, c.MergePrepareConcurrency)
 	}
 	if err := contract.CheckMergeRunTimeout(c.MergeRunTimeout); err != nil {

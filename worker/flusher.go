@@ -67,14 +67,10 @@ func NewFlusher(opts FlusherOptions) *Flusher {
 		opts.Timeout = max(5*opts.Interval, minFlushTimeout)
 	}
 	life, endLife := context.WithCancel(context.Background())
-	return &Flusher{
-		life:    life,
-		endLife: endLife,
-		opts:    opts,
+	return &Flusher{life: life, endLife: endLife, opts: opts, inflight: map[string]bool{},
 		triggers: &mergeTriggers{start: opts.Start, threshold: opts.MergeAfterGenerations, countInput: opts.CountInput,
 			log: opts.Logger, metrics: opts.Metrics, life: life, now: time.Now,
 			retry: map[string]bool{}, inflight: map[string]bool{}},
-		inflight: map[string]bool{},
 	}
 }
 

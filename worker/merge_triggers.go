@@ -201,13 +201,8 @@ func (tg *mergeTriggers) noteRefusalLocked(key string, err error) time.Duration 
 // urgent: the store refuses appends or its own shard is contract.UrgentPastTriggerFactor past
 // the count trigger, so its merge goes ahead of routine ones.
 func (tg *mergeTriggers) urgent(trigger string, pending int) bool {
-	switch trigger {
-	case TriggerDebt:
-		return true
-	case TriggerCount:
-		return tg.threshold > 0 && pending >= contract.UrgentPastTriggerFactor*tg.threshold
-	}
-	return false
+	return trigger == TriggerDebt ||
+		trigger == TriggerCount && tg.threshold > 0 && pending >= contract.UrgentPastTriggerFactor*tg.threshold
 }
 
 // workflowTriggers map the metric label of a worker trigger to the WalTrigger of its starts.

@@ -144,8 +144,7 @@ func (s *stuckScan) scan(ctx context.Context) error {
 func (s *stuckScan) terminate(ctx context.Context, typ, id, runID string, st StuckRun) {
 	reason := fmt.Sprintf("walkeeper: run cannot make progress (%s) and is past --merge-run-timeout %s; the next trigger starts a fresh run",
 		st.Detail, st.Deadline)
-	err := s.c.TerminateWorkflow(ctx, id, runID, reason)
-	if err != nil {
+	if err := s.c.TerminateWorkflow(ctx, id, runID, reason); err != nil {
 		if !errors.As(err, new(*serviceerror.NotFound)) {
 			s.log.Warn("could not terminate a stuck run", zap.String("workflow_id", id), zap.String("run_id", runID), zap.Error(err))
 		}

@@ -31,30 +31,24 @@ type Config struct {
 	Listen    string
 	AuthToken string
 
-	MergeSlots            int
-	SharedActivitySlots   int
-	MergeBudgetBytes      int64
-	ReadBudgetBytes       int64
-	MemoryLimitBytes      int64 // 0: DerivedMemoryLimit
-	MergeMaxGenerations   int
-	MergeMaxBytes         int64
-	MergeAfterGenerations int
-	// MergeParallelPrepare, MergeShardsPerCommit and MergePrepareConcurrency are the
-	// count trigger's MergeWalInput.ParallelPrepare, MaxShardsPerCommit and
-	// PrepareConcurrency (0 = the workflow's defaults).
+	MergeSlots              int
+	SharedActivitySlots     int
+	MergeBudgetBytes        int64
+	ReadBudgetBytes         int64
+	MemoryLimitBytes        int64 // 0: DerivedMemoryLimit
+	MergeMaxGenerations     int
+	MergeMaxBytes           int64
+	MergeAfterGenerations   int
 	MergeParallelPrepare    bool
 	MergeShardsPerCommit    int
 	MergePrepareConcurrency int
 	// FairnessWeights ride every MergeWal this worker starts, its activities' starts included.
 	FairnessWeights contract.FairnessWeights
 	FairnessProbe   bool
-	// StickyWorkflows: Temporal serves a sticky queue in arrival order whatever the fairness
-	// keys; off, every workflow task goes through the fair shared queue and replays its run.
 	StickyWorkflows bool
 
-	FlushInterval time.Duration
-	FlushTimeout  time.Duration // 0: max(5 × FlushInterval, 30s)
-	// StorageStallTimeout: a storage request without progress for this long fails (0 = 2m).
+	FlushInterval       time.Duration
+	FlushTimeout        time.Duration // 0: max(5 × FlushInterval, 30s)
 	StorageStallTimeout time.Duration
 	PendingWarn         int
 	PendingMax          int
@@ -76,10 +70,9 @@ type Config struct {
 	ResidentStoresMax  int
 	ResidentIdle       time.Duration
 
-	SweepInterval     time.Duration // 0: leave the schedule walkeeper-sweep alone
-	SweepWindow       time.Duration
-	ReconcileInterval time.Duration // 0: leave the schedule walkeeper-reconcile alone
-	// CompactDemandRuns 0 sets no compaction marker, so the sweep never starts CompactBase.
+	SweepInterval            time.Duration // 0: leave the schedule walkeeper-sweep alone
+	SweepWindow              time.Duration
+	ReconcileInterval        time.Duration // 0: leave the schedule walkeeper-reconcile alone
 	CompactDemandRuns        int
 	SweepJitter              time.Duration
 	SweepMergeMinGenerations int
@@ -88,14 +81,9 @@ type Config struct {
 	SweepStartSpacing        time.Duration
 	SweepStartConcurrency    int
 
-	// MergeRunTimeout is the WorkflowRunTimeout of every MergeWal and CompactBase this worker
-	// starts and the deadline past which the stuck-run scan terminates a run started without
-	// one (docs/DESIGN.md §10).
 	MergeRunTimeout   time.Duration
 	StuckScanInterval time.Duration // 0: no stuck-run scan
-	// WorkflowDeadlock is how long a workflow task may run without yielding before the SDK
-	// fails it as a potential deadlock (0 = the SDK's 1 s).
-	WorkflowDeadlock time.Duration
+	WorkflowDeadlock  time.Duration
 
 	LogFormat string
 	LogLevel  string
@@ -115,58 +103,17 @@ const (
 	minFlushTimeout      = 30 * time.Second
 )
 
-// DefaultConfig returns the documented defaults. Instance defaults to the host name.
+// DefaultConfig returns the documented defaults, each its knob's (config_knobs.go); Instance
+// defaults to the host name.
 func DefaultConfig() Config {
-	so := store.DefaultOptions()
-	return Config{
-		Instance:                 defaultInstance(),
-		Storage:                  DefaultStorage,
-		Temporal:                 DefaultTemporalConfig(),
-		Listen:                   DefaultListen,
-		MergeSlots:               4,
-		SharedActivitySlots:      8,
-		MergeBudgetBytes:         store.DefaultMergeBudgetBytes,
-		ReadBudgetBytes:          256 << 20,
-		MergeMaxGenerations:      so.MergeMaxGenerations,
-		MergeMaxBytes:            so.MergeMaxBytes,
-		MergeAfterGenerations:    50,
-		FairnessProbe:            true,
-		StickyWorkflows:          true,
-		MergeParallelPrepare:     true,
-		FlushInterval:            DefaultFlushInterval,
-		PendingWarn:              so.PendingWarn,
-		PendingMax:               so.PendingMax,
-		MaxBodyBytes:             8 << 20,
-		BodyBudgetBytes:          64 << 20,
-		MaxRowBytes:              so.MaxRowBytes,
-		PageBytes:                4 << 20,
-		PageBudgetBytes:          64 << 20,
-		HTTPReadTimeout:          30 * time.Second,
-		HTTPWriteTimeout:         60 * time.Second,
-		MaxConnections:           1024,
-		MaxAppendRows:            so.MaxAppendRows,
-		MemtableBytes:            so.MemtableBytes,
-		GroupCommitWait:          so.GroupCommitWait,
-		GroupCommitMaxRows:       so.GroupCommitMaxRows,
-		CacheBytes:               so.CacheBytes,
-		ResidentStoresMax:        so.ResidentStoresMax,
-		ResidentIdle:             so.ResidentIdle,
-		SweepInterval:            time.Minute,
-		SweepWindow:              temporaladmin.DefaultSweepWindow,
-		ReconcileInterval:        time.Hour,
-		CompactDemandRuns:        so.CompactDemandRuns,
-		SweepJitter:              5 * time.Second,
-		SweepMaxStarts:           contract.DefaultSweepMaxStarts,
-		SweepMergeMinGenerations: contract.DefaultSweepMergeMinGenerations,
-		SweepStartBatch:          contract.DefaultSweepStartBatch,
-		SweepStartSpacing:        time.Second,
-		SweepStartConcurrency:    activities.DefaultStartConcurrency,
-		MergeRunTimeout:          contract.DefaultMergeRunTimeout,
-		StuckScanInterval:        DefaultStuckScanInterval,
-		LogFormat:                "json",
-		LogLevel:                 "info",
-		ShutdownTimeout:          30 * time.Second,
+	c := Config{Temporal: DefaultTemporalConfig()}
+	for _, k := range knobs {
+		if !k.temporal {
+			k.reset(&c)
+		}
 	}
+	c.Instance = defaultInstance()
+	return c
 }
 
 func defaultInstance() string {
@@ -251,13 +198,12 @@ func (c *Config) Validate() error {
 	if c.SharedActivitySlots < 1 {
 		bad("shared-activity-slots", "must be at least 1, got %d", c.SharedActivitySlots)
 	}
-	if c.MergePrepareConcurrency < 0 {
-		bad("merge-prepare-concurrency", "must not be negative, got %d", c.MergePrepareConcurrency)
-	}
 	// Knobs that become inputs of workflows the worker starts itself (the count trigger's
 	// MergeWal, the SweepWindow of the schedule walkeeper-sweep) are held to those inputs'
 	// bounds, so a misconfigured worker fails at start instead of starting runs that fail.
-	if c.MergePrepareConcurrency > contract.MaxPrepareConcurrency {
+	if c.MergePrepareConcurrency < 0 {
+		bad("merge-prepare-concurrency", "must not be negative, got %d", c.MergePrepareConcurrency)
+	} else if c.MergePrepareConcurrency > contract.MaxPrepareConcurrency {
 		bad("merge-prepare-concurrency", "must be 0 to %d, got %d", contract.MaxPrepareConcurrency, c.MergePrepareConcurrency)
 	}
 	if err := contract.CheckMergeRunTimeout(c.MergeRunTimeout); err != nil {
@@ -286,42 +232,10 @@ func (c *Config) Validate() error {
 	if c.MergeShardsPerCommit < 0 || c.MergeShardsPerCommit > contract.MaxRoundShards {
 		bad("merge-shards-per-commit", "must be 0 to %d, got %d", contract.MaxRoundShards, c.MergeShardsPerCommit)
 	}
-	for _, nv := range []struct {
-		flag string
-		v    int64
-	}{
-		{"merge-budget-bytes", c.MergeBudgetBytes},
-		{"read-budget-bytes", c.ReadBudgetBytes},
-		{"memory-limit", c.MemoryLimitBytes},
-		{"merge-max-generations", int64(c.MergeMaxGenerations)},
-		{"merge-max-bytes", c.MergeMaxBytes},
-		{"merge-after-generations", int64(c.MergeAfterGenerations)},
-		{"flush-interval", int64(c.FlushInterval)},
-		{"flush-timeout", int64(c.FlushTimeout)},
-		{"storage-stall-timeout", int64(c.StorageStallTimeout)},
-		{"pending-warn", int64(c.PendingWarn)},
-		{"pending-max", int64(c.PendingMax)},
-		{"max-row-bytes", int64(c.MaxRowBytes)},
-		{"http-read-timeout", int64(c.HTTPReadTimeout)},
-		{"http-write-timeout", int64(c.HTTPWriteTimeout)},
-		{"max-connections", int64(c.MaxConnections)},
-		{"max-append-rows", int64(c.MaxAppendRows)},
-		{"group-commit-wait", int64(c.GroupCommitWait)},
-		{"group-commit-max-rows", int64(c.GroupCommitMaxRows)},
-		{"cache-bytes", c.CacheBytes},
-		{"resident-stores-max", int64(c.ResidentStoresMax)},
-		{"resident-idle", int64(c.ResidentIdle)},
-		{"sweep-interval", int64(c.SweepInterval)},
-		{"sweep-window", int64(c.SweepWindow)},
-		{"reconcile-interval", int64(c.ReconcileInterval)},
-		{"compact-demand-runs", int64(c.CompactDemandRuns)},
-		{"sweep-jitter", int64(c.SweepJitter)},
-		{"sweep-start-spacing", int64(c.SweepStartSpacing)},
-		{"shutdown-timeout", int64(c.ShutdownTimeout)},
-		{"workflow-deadlock-timeout", int64(c.WorkflowDeadlock)},
-	} {
-		if nv.v < 0 {
-			bad(nv.flag, "must not be negative")
+	for _, k := range knobs {
+		// Every numeric knob's text, as --help prints it, starts with "-" when it is negative.
+		if k.nonNegative && strings.HasPrefix(k.get(c), "-") {
+			bad(k.Flag, "must not be negative")
 		}
 	}
 	switch {

@@ -8,6 +8,8 @@ import (
 	"slices"
 
 	"github.com/spf13/pflag"
+
+	"github.com/walkeeper/walkeeper/temporaladmin"
 )
 
 // This file binds the knob table (config_knobs.go) to flags and environment variables, with
@@ -132,3 +134,26 @@ func (v *knobValue) Set(s string) error {
 }
 
 func (v *knobValue) Type() string { return v.typ }
+
+// TemporalConfig is the Temporal connection as the worker's knobs set it: --temporal,
+// --namespace and the --temporal-tls*/--temporal-api-key flags with their environment
+// variables (config_knobs.go, config_flags.go).
+type TemporalConfig struct {
+	temporaladmin.Config
+
+	// envErrs holds environment values that did not parse (RegisterFlags); Validate
+	// reports them.
+	envErrs envErrors
+}
+
+// DefaultTemporalConfig is the local dev server's address and namespace, without TLS.
+func DefaultTemporalConfig() TemporalConfig {
+	var c TemporalConfig
+	for _, k := range knobs {
+		if k.temporal {
+			k.treset(&c)
+		}
+	}
+	c.MetricsHandler = SDKMetrics
+	return c
+}

@@ -18,8 +18,9 @@ type FlusherOptions struct {
 	Timeout  time.Duration // per-store seal timeout (0 = max(5 × Interval, 30s)); a slower seal is abandoned for the tick
 	// MergeAfterGenerations is the count trigger threshold (0 = off).
 	MergeAfterGenerations int
-	// CountInput carries the knobs of count-trigger starts: ParallelPrepare,
-	// MaxShardsPerCommit and PrepareConcurrency (Config.MergeParallelPrepare, …).
+	// CountInput carries the knobs of count-trigger starts: ParallelPrepare (it only matters
+	// where more than one shard is pending), MaxShardsPerCommit and PrepareConcurrency (0: the
+	// workflow's defaults), from Config.MergeParallelPrepare, … .
 	CountInput contract.MergeWalInput
 	// Start starts or attaches to MergeWal; nil disables the count trigger.
 	Start   MergeStarter
@@ -39,8 +40,6 @@ type FlusherOptions struct {
 type Flusher struct {
 	opts     FlusherOptions
 	triggers *mergeTriggers
-	log      *zap.Logger
-	metrics  *Metrics
 
 	// life ends at Stop; every seal runs under it (and under its caller's context), so Stop
 	// ends abandoned seals whoever called FlushKind.
@@ -68,16 +67,10 @@ func NewFlusher(opts FlusherOptions) *Flusher {
 		opts.Timeout = max(5*opts.Interval, minFlushTimeout)
 	}
 	life, endLife := context.WithCancel(context.Background())
-	return &Flusher{
-		life:    life,
-		endLife: endLife,
-		opts:    opts,
+	return &Flusher{life: life, endLife: endLife, opts: opts, inflight: map[string]bool{},
 		triggers: &mergeTriggers{start: opts.Start, threshold: opts.MergeAfterGenerations, countInput: opts.CountInput,
-			log: opts.Logger, metrics: opts.Metrics, life: life,
+			log: opts.Logger, metrics: opts.Metrics, life: life, now: time.Now,
 			retry: map[string]bool{}, inflight: map[string]bool{}},
-		log:      opts.Logger,
-		metrics:  opts.Metrics,
-		inflight: map[string]bool{},
 	}
 }
 
@@ -141,7 +134,7 @@ func (fl *Flusher) FlushKind(ctx context.Context, k store.Kind) {
 			stores = append(stores, s)
 		}
 	}
-	fl.metrics.flusherStores.WithLabelValues(string(k)).Set(float64(len(stores)))
+	fl.opts.Metrics.flusherStores.WithLabelValues(string(k)).Set(float64(len(stores)))
 	fl.triggers.forgetUnflushed(k, stores)
 	for _, s := range stores {
 		if ctx.Err() != nil {
@@ -173,8 +166,8 @@ func (fl *Flusher) flushStore(ctx context.Context, s *store.Store) {
 	fl.mu.Lock()
 	if fl.inflight[key] {
 		fl.mu.Unlock()
-		fl.metrics.flusherSkipped.WithLabelValues(kind).Inc()
-		fl.log.Debug("flush sweeper skips a store whose previous seal is still running", zap.String("target", key))
+		fl.opts.Metrics.flusherSkipped.WithLabelValues(kind).Inc()
+		fl.opts.Logger.Debug("flush sweeper skips a store whose previous seal is still running", zap.String("target", key))
 		return
 	}
 	fl.inflight[key] = true
@@ -197,12 +190,12 @@ func (fl *Flusher) flushStore(ctx context.Context, s *store.Store) {
 		// sweep would skip the store as still sealing.
 		var res store.FlushResult
 		err := func() (err error) {
-			defer store.RecoverTo(fl.log, "flush sweeper seal", &err)
+			defer store.RecoverTo(fl.opts.Logger, "flush sweeper seal", &err)
 			res, err = fl.opts.Flush(sealCtx, s)
 			return err
 		}()
 		if err == nil {
-			fl.metrics.flusherFlush.Observe(time.Since(started).Seconds())
+			fl.opts.Metrics.flusherFlush.Observe(time.Since(started).Seconds())
 		}
 		fl.mu.Lock()
 		delete(fl.inflight, key)
@@ -213,7 +206,7 @@ func (fl *Flusher) flushStore(ctx context.Context, s *store.Store) {
 		}
 		switch {
 		case err != nil && sealCtx.Err() == nil:
-			fl.log.Warn("flush sweeper: an abandoned seal failed; the next tick seals the store again",
+			fl.opts.Logger.Warn("flush sweeper: an abandoned seal failed; the next tick seals the store again",
 				zap.String("target", key), zap.String("kind", kind), zap.Error(err))
 		case err == nil:
 			// The next pass of an idle store seals nothing, so this seal's count is the one to act on.
@@ -231,9 +224,9 @@ func (fl *Flusher) flushStore(ctx context.Context, s *store.Store) {
 			out = <-done // it completed as the timer fired
 			break
 		}
-		fl.metrics.flusherTimeouts.WithLabelValues(kind).Inc()
-		fl.metrics.Store.FlushTotal.WithLabelValues(kind, "timeout").Inc()
-		fl.log.Warn("flush sweeper timed out; abandoning this store this tick",
+		fl.opts.Metrics.flusherTimeouts.WithLabelValues(kind).Inc()
+		fl.opts.Metrics.Store.FlushTotal.WithLabelValues(kind, "timeout").Inc()
+		fl.opts.Logger.Warn("flush sweeper timed out; abandoning this store this tick",
 			zap.String("target", key), zap.String("kind", kind), zap.Duration("timeout", fl.opts.Timeout))
 		return
 	case <-ctx.Done():
@@ -241,12 +234,12 @@ func (fl *Flusher) flushStore(ctx context.Context, s *store.Store) {
 	}
 	if out.err != nil {
 		if ctx.Err() == nil {
-			fl.log.Warn("flush sweeper failed to seal", zap.String("target", key), zap.String("kind", kind), zap.Error(out.err))
+			fl.opts.Logger.Warn("flush sweeper failed to seal", zap.String("target", key), zap.String("kind", kind), zap.Error(out.err))
 		}
 		return
 	}
 	if out.res.Sealed {
-		fl.log.Debug("flush sweeper sealed", zap.String("target", key), zap.Uint64("generation", out.res.Generation),
+		fl.opts.Logger.Debug("flush sweeper sealed", zap.String("target", key), zap.Uint64("generation", out.res.Generation),
 			zap.Int("rows", out.res.Rows), zap.Int("pending", out.res.Pending))
 	}
 	// A merge-start failure is a trigger outcome, never a flush failure.

@@ -48,7 +48,7 @@ func TestAbandonedSealStillRunsTheCountTrigger(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	sw.triggers.wait()
+	sw.triggers.wg.Wait()
 	if rs.count() != 1 {
 		t.Fatalf("starts = %d, want 1", rs.count())
 	}

@@ -270,7 +270,7 @@ func TestSlowMergeStartDoesNotDelaySeals(t *testing.T) {
 	appendIDs(t, ge, "g2")
 	sw.FlushKind(context.Background(), store.KindGeneric)
 	close(release)
-	sw.triggers.wait()
+	sw.triggers.wg.Wait()
 	if rs.count() != 2 {
 		t.Fatalf("starts = %d, want one per store", rs.count())
 	}
@@ -377,7 +377,7 @@ func (fl *Flusher) FlushOnce(ctx context.Context) {
 		}()
 	}
 	wg.Wait()
-	fl.triggers.wait()
+	fl.triggers.wg.Wait()
 }
 
 // A seal whose storage write never answers must not keep its store skipped for ever: the

@@ -47,18 +47,13 @@ type apiServer struct {
 
 // newAPIServer builds the data plane of a worker whose listener has the address addr.
 func newAPIServer(db *store.DB, cfg Config, addr net.Addr, log *zap.Logger, m *Metrics, start MergeStarter, trig *mergeTriggers) *apiServer {
-	a := &apiServer{db: db, cfg: cfg, log: log, metrics: m, start: start, triggers: trig}
-	if cfg.AuthToken != "" {
-		a.auth = true
-		a.token = sha256.Sum256([]byte(cfg.AuthToken))
-	}
+	a := &apiServer{db: db, cfg: cfg, log: log, metrics: m, start: start, triggers: trig, mux: http.NewServeMux(),
+		auth: cfg.AuthToken != "", token: sha256.Sum256([]byte(cfg.AuthToken)),
+		kicks: kickLimiter{every: debtKickEvery}, scrapes: semaphore.NewWeighted(maxScrapes),
+		bodies: newByteBudget(cfg.BodyBudgetBytes, "body-budget-bytes", "request bodies being read"),
+		pages:  newByteBudget(cfg.PageBudgetBytes, "page-budget-bytes", "list pages being written")}
 	a.guard = newBrowserGuard(cfg.Listen, addr, a.auth)
-	a.kicks.every = debtKickEvery
-	a.bodies = newByteBudget(cfg.BodyBudgetBytes, "body-budget-bytes", "request bodies being read")
-	a.pages = newByteBudget(cfg.PageBudgetBytes, "page-budget-bytes", "list pages being written")
-	a.scrapes = semaphore.NewWeighted(maxScrapes)
 	a.stopping, a.stop = context.WithCancel(context.Background())
-	a.mux = http.NewServeMux()
 	route := func(pattern string, h http.Handler) {
 		a.mux.Handle(pattern, h)
 		a.patterns = append(a.patterns, pattern)

@@ -46,9 +46,9 @@ func TestDebtKickCrowdedOutTriesAgain(t *testing.T) {
 
 	a.kickIfRefused(ge, store.ErrTooManyPending) // every slot is taken
 	close(release)
-	sw.triggers.wait()
+	sw.triggers.wg.Wait()
 	a.kickIfRefused(ge, store.ErrTooManyPending) // a moment later, well within debtKickEvery
-	sw.triggers.wait()
+	sw.triggers.wg.Wait()
 
 	startedSoFar := func() []string {
 		mu.Lock()
@@ -59,7 +59,7 @@ func TestDebtKickCrowdedOutTriesAgain(t *testing.T) {
 		t.Fatalf("the refused store's merge was never started: %v", startedSoFar())
 	}
 	a.kickIfRefused(ge, store.ErrTooManyPending) // a kick that launched is spent
-	sw.triggers.wait()
+	sw.triggers.wg.Wait()
 	if n := len(startedSoFar()); n != maxStartsInFlight+1 {
 		t.Fatalf("%d starts, want %d: a launched kick must wait debtKickEvery", n, maxStartsInFlight+1)
 	}

@@ -43,7 +43,13 @@ func (a *apiServer) readBody(w http.ResponseWriter, r *http.Request, allowEmpty 
 		}
 		return nil, release, ae
 	}
-	release, err := a.admitBody(r)
+	// The bytes the body may hold: its Content-Length, at most --max-body-bytes (checked
+	// above, so the reservation fits the budget), or that when the length is not known.
+	n := r.ContentLength
+	if n < 0 {
+		n = a.cfg.MaxBodyBytes
+	}
+	release, err := a.bodies.take(r.Context(), n)
 	if err != nil {
 		return nil, func() {}, err
 	}
@@ -73,18 +79,6 @@ func (a *apiServer) readBody(w http.ResponseWriter, r *http.Request, allowEmpty 
 	}
 	handed = true
 	return body, release, nil
-}
-
-// admitBody takes the bytes r's body may hold from the body budget, waiting at most
-// budgetWait: its Content-Length, or --max-body-bytes when the length is not known.
-//
-// REQUIRES: r.ContentLength <= --max-body-bytes.
-func (a *apiServer) admitBody(r *http.Request) (release func(), err error) {
-	n := r.ContentLength
-	if n < 0 {
-		n = a.cfg.MaxBodyBytes
-	}
-	return a.bodies.take(r.Context(), n)
 }
 
 // mediaTypeError is the 415 for a Content-Type that is not application/json, or nil.

@@ -33,8 +33,7 @@ func (a *apiServer) flush(r *http.Request, s *store.Store) (any, error) {
 	a.triggers.afterFlush(s.Target(), res)
 	out := flushResponse{Target: s.Target().String(), Sealed: res.Sealed, Rows: res.Rows, Pending: res.Pending}
 	if res.Sealed {
-		g := res.Generation
-		out.Generation = &g
+		out.Generation = &res.Generation
 	}
 	return out, nil
 }

@@ -33,12 +33,11 @@ func (a *apiServer) limitScrapes(h http.Handler) http.Handler {
 		err := a.scrapes.Acquire(ctx, 1)
 		cancel()
 		if err != nil {
-			if r.Context().Err() != nil {
-				a.fail(w, r, r.Context().Err()) // the client went away while it waited
-				return
+			if err = r.Context().Err(); err == nil { // else the client went away while it waited
+				err = fmt.Errorf("%d scrapes of /metrics, the most a worker renders at once, have been in flight for longer than %s: %w",
+					maxScrapes, budgetWait, store.ErrBudgetBusy)
 			}
-			a.fail(w, r, fmt.Errorf("%d scrapes of /metrics, the most a worker renders at once, have been in flight for longer than %s: %w",
-				maxScrapes, budgetWait, store.ErrBudgetBusy))
+			a.fail(w, r, err)
 			return
 		}
 		defer a.scrapes.Release(1)

@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -17,10 +18,12 @@ import (
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/walkeeper/walkeeper/store"
 )
 
 // This file holds what every request goes through: routing to a JSON 404/405, bearer
-// auth, the request log line and JSON error answers.
+// auth, the request log line, JSON error answers and the recovery of a panic.
 
 // reqInfo is filled by handlers for the request log line.
 type reqInfo struct {
@@ -101,13 +104,23 @@ func (a *apiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // serve runs one request; h and pattern are the mux's match for r.
 func (a *apiServer) serve(w http.ResponseWriter, r *http.Request, h http.Handler, pattern string) {
-	if a.auth && r.URL.Path != "/healthz" && !a.authorized(r) {
-		a.fail(w, r, newAPIError(http.StatusUnauthorized, CodeUnauthorized, "missing or wrong bearer token"))
-		return
-	}
-	if ae := a.guard.check(r); ae != nil {
+	if ae := a.refusal(w, r, h, pattern); ae != nil {
 		a.fail(w, r, ae)
 		return
+	}
+	a.mux.ServeHTTP(w, r)
+}
+
+// refusal is the answer to r when no route handler may serve it, or nil.
+func (a *apiServer) refusal(w http.ResponseWriter, r *http.Request, h http.Handler, pattern string) *apiError {
+	if a.auth && r.URL.Path != "/healthz" && !a.authorized(r) {
+		return newAPIError(http.StatusUnauthorized, CodeUnauthorized, "missing or wrong bearer token")
+	}
+	if ae := a.guard.check(r); ae != nil {
+		return ae
+	}
+	noRoute := func() *apiError {
+		return newAPIError(http.StatusNotFound, CodeNotFound, "no route for %s %s", clipText(r.Method), clipText(r.URL.Path))
 	}
 	// The mux would redirect "." and ".." segments to a cleaned path; refuse them instead, so
 	// a traversal attempt is a plain 400 that touches nothing. It would redirect an empty
@@ -116,12 +129,10 @@ func (a *apiServer) serve(w http.ResponseWriter, r *http.Request, h http.Handler
 	segs := strings.Split(r.URL.EscapedPath(), "/")
 	for i, seg := range segs {
 		if u, _ := url.PathUnescape(seg); u == "." || u == ".." { // a segment that does not unescape is neither
-			a.fail(w, r, newAPIError(http.StatusBadRequest, CodeInvalidName, "path segment %q is not allowed", clipText(u)))
-			return
+			return newAPIError(http.StatusBadRequest, CodeInvalidName, "path segment %q is not allowed", clipText(u))
 		}
 		if seg == "" && i > 0 && i < len(segs)-1 {
-			a.fail(w, r, newAPIError(http.StatusNotFound, CodeNotFound, "no route for %s %s", clipText(r.Method), clipText(r.URL.Path)))
-			return
+			return noRoute()
 		}
 	}
 	if pattern == "" {
@@ -130,22 +141,14 @@ func (a *apiServer) serve(w http.ResponseWriter, r *http.Request, h http.Handler
 		// answer but a 405 is no route, since a redirect would lead a client elsewhere.
 		cw := &statusWriter{ResponseWriter: discardWriter{}}
 		h.ServeHTTP(cw, r)
-		switch cw.status {
-		case http.StatusMethodNotAllowed:
-			w.Header().Set("Allow", cw.Header().Get("Allow"))
-			a.fail(w, r, newAPIError(http.StatusMethodNotAllowed, CodeMethodNotAllowed,
-				"%s is not allowed on %s (allowed: %s)", clipText(r.Method), clipText(r.URL.Path), cw.Header().Get("Allow")))
-			return
-		default:
-			a.fail(w, r, newAPIError(http.StatusNotFound, CodeNotFound, "no route for %s %s", clipText(r.Method), clipText(r.URL.Path)))
-			return
+		if cw.status != http.StatusMethodNotAllowed {
+			return noRoute()
 		}
+		w.Header().Set("Allow", cw.Header().Get("Allow"))
+		return newAPIError(http.StatusMethodNotAllowed, CodeMethodNotAllowed,
+			"%s is not allowed on %s (allowed: %s)", clipText(r.Method), clipText(r.URL.Path), cw.Header().Get("Allow"))
 	}
-	if ae := checkQuery(r.URL.RawQuery, pattern); ae != nil {
-		a.fail(w, r, ae)
-		return
-	}
-	a.mux.ServeHTTP(w, r)
+	return checkQuery(r.URL.RawQuery, pattern)
 }
 
 // checkQuery refuses a query string that does not parse or names a parameter twice (but
@@ -249,8 +252,59 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 		buf.Reset()
 		_ = enc.Encode(map[string]string{"error": "internal error: the answer does not encode as JSON", "code": CodeInternal})
 	}
+	writeJSONHeader(w, status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// writeJSONHeader sends status with the headers of a JSON answer; a HEAD of a list route gets
+// these alone, so that it neither renders nor holds a page (Go's server would discard a body).
+func writeJSONHeader(w http.ResponseWriter, status int) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
-	_, _ = w.Write(buf.Bytes())
+}
+
+// A panic in a request's middleware or handler is answered 500 internal in JSON, like any
+// other failure; the handlers' defers release its budgets as it unwinds.
+
+// serveRecovering routes and serves r and recovers a panic of either; route is the pattern
+// served ("unmatched": none), and abort is set when the status was already sent.
+func (a *apiServer) serveRecovering(w *statusWriter, r *http.Request) (route string, abort bool) {
+	route = "unmatched"
+	defer func() {
+		if v := recover(); v != nil {
+			abort = a.recovered(w, r, route, v)
+		}
+	}()
+	h, pattern := a.mux.Handler(r)
+	route = cmp.Or(pattern, "unmatched")
+	a.serve(w, r, h, pattern)
+	return route, false
+}
+
+// recovered answers, logs and counts the panic v of a request of route, and reports whether
+// the connection must be aborted instead (its status is already sent).
+func (a *apiServer) recovered(w *statusWriter, r *http.Request, route string, v any) (abort bool) {
+	if v == http.ErrAbortHandler { // a handler's own way to drop the connection, not a bug
+		return true
+	}
+	a.metrics.httpPanics.WithLabelValues(route).Inc()
+	ri := infoFrom(r.Context())
+	abort = w.status != 0
+	if abort {
+		ri.id = newRequestID()
+		ri.code, ri.err = CodeInternal, "the handler panicked after its answer began; connection aborted"
+	} else {
+		clear(w.Header()) // whatever the handler set was meant for another answer
+		answer(w, r, newAPIError(http.StatusInternalServerError, CodeInternal, "handler panicked"))
+	}
+	stack := zap.Stack("stack")
+	if pe, ok := v.(*store.PanicError); ok { // the stack that panicked is the store goroutine's
+		stack = zap.ByteString("stack", pe.Stack)
+	}
+	// The panic's text may hold what the request sent: it is clipped like any echoed text.
+	a.log.Error("handler panicked", zap.String("method", clipText(r.Method)), zap.String("route", route),
+		zap.String("target", ri.target), zap.String("request_id", ri.id), zap.Bool("aborted", abort),
+		zap.String("panic", clipText(fmt.Sprint(v))), stack)
+	return abort
 }

@@ -88,9 +88,7 @@ func (p *pageWriter) end(next string) error {
 // begin writes the status, the headers and the opening of the answer.
 func (p *pageWriter) begin() {
 	p.started = true
-	p.w.Header().Set("Content-Type", "application/json")
-	p.w.Header().Set("X-Content-Type-Options", "nosniff")
-	p.w.WriteHeader(http.StatusOK)
+	writeJSONHeader(p.w, http.StatusOK)
 	p.write([]byte(`{"` + p.items + `":[`))
 }
 
@@ -113,12 +111,4 @@ func (p *pageWriter) tail(cursor string) ([]byte, error) {
 func (p *pageWriter) write(b []byte) {
 	n, _ := p.w.Write(b)
 	p.size += int64(n)
-}
-
-// headOnly answers a HEAD of a list route: the status and headers of its page, and no body
-// (Go's server would discard one), so that a HEAD neither renders nor holds a page.
-func headOnly(w http.ResponseWriter) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(http.StatusOK)
 }

@@ -3,12 +3,13 @@ package worker
 import (
 	"errors"
 	"net/http"
+	"slices"
 
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
 
-// Handlers of /api/v1/stores: create and list (stats: http_stats.go).
+// Handlers of /api/v1/stores: create, list and a store's stats.
 
 type createRequest struct {
 	Fields       []store.Field `json:"fields"`
@@ -37,8 +38,7 @@ func (a *apiServer) createStore(w http.ResponseWriter, r *http.Request) error {
 	if err := a.decodeJSONBody(w, r, t.Kind != store.KindGeneric, &req); err != nil {
 		return err
 	}
-	var opts store.CreateOptions
-	opts.SealOnAppend = req.SealOnAppend
+	opts := store.CreateOptions{SealOnAppend: req.SealOnAppend}
 	if req.Fields != nil {
 		sch := store.Schema{Fields: req.Fields}
 		if err := rowcodec.ValidateSchema(t.Kind, sch); err != nil {
@@ -88,7 +88,7 @@ func (a *apiServer) listStores(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if head {
-		headOnly(w)
+		writeJSONHeader(w, http.StatusOK)
 		return nil
 	}
 	pw := newPageWriter(w, "stores", true, a.cfg.PageBytes)
@@ -104,4 +104,71 @@ func (a *apiServer) listStores(w http.ResponseWriter, r *http.Request) error {
 	}
 	_ = pw.end(page.Next.String()) // "" on the last page
 	return nil
+}
+
+// GET /api/v1/stores pages the registry (docs/API.md): a response never holds more than
+// `limit` stores, whatever the root holds, and `next` is the cursor of the following page.
+const (
+	defaultStoresLimit = 500
+	maxStoresLimit     = store.MaxListPage
+)
+
+// storesQuery parses ?kind=&limit=&after=. after is a target "<kind>:<name>" (the next of
+// the previous page); with ?kind= it may also be a bare name.
+func storesQuery(r *http.Request) (kinds []store.Kind, after store.Target, limit int, err error) {
+	q := r.URL.Query()
+	kinds = store.Kinds
+	if ks := q.Get("kind"); ks != "" {
+		k, perr := store.ParseKind(ks)
+		if perr != nil {
+			return nil, after, 0, unknownKind(ks)
+		}
+		kinds = []store.Kind{k}
+	}
+	if limit, err = queryLimit(q, defaultStoresLimit, maxStoresLimit); err != nil {
+		return nil, after, 0, err
+	}
+	if as := q.Get("after"); as != "" {
+		t, perr := store.ParseTarget(as)
+		if perr != nil && len(kinds) == 1 {
+			t, perr = store.Target{Kind: kinds[0], Name: as}, store.ValidateName(as)
+		}
+		if perr != nil {
+			return nil, after, 0, newAPIError(http.StatusBadRequest, CodeInvalidInput, "after %q is not a \"<kind>:<name>\" cursor", clipText(as))
+		}
+		if !slices.Contains(kinds, t.Kind) {
+			return nil, after, 0, newAPIError(http.StatusBadRequest, CodeInvalidInput, "after %q is not of kind %s", clipText(as), kinds[0])
+		}
+		after = t
+	}
+	return kinds, after, limit, nil
+}
+
+// GET .../stats answers the base table, the debt totals of every shard and one page of shards
+// in shard id order (docs/API.md): a store's shards grow with its writers, and a page keeps
+// the answer bounded however many there are.
+const (
+	defaultStatsLimit = 100
+	maxStatsLimit     = store.MaxStatsShards
+)
+
+func (a *apiServer) stats(r *http.Request, s *store.Store) (any, error) {
+	after, limit, err := statsQuery(r)
+	if err != nil {
+		return nil, err
+	}
+	return s.StatsPage(r.Context(), after, limit)
+}
+
+// statsQuery parses ?limit=&after=; after is the next of the previous page, a shard id.
+func statsQuery(r *http.Request) (after string, limit int, err error) {
+	q := r.URL.Query()
+	if limit, err = queryLimit(q, defaultStatsLimit, maxStatsLimit); err != nil {
+		return "", 0, err
+	}
+	after = q.Get("after")
+	if after != "" && !store.IsShardID(after) {
+		return "", 0, newAPIError(http.StatusBadRequest, CodeInvalidInput, "after %q is not a shard id (the next of a stats page)", clipText(after))
+	}
+	return after, limit, nil
 }

@@ -367,7 +367,7 @@ func TestHTTPFlushRunsCountTrigger(t *testing.T) {
 	expect(t, c.postJSON("/api/v1/stores/generic/gs", genericSchema), http.StatusCreated, "")
 	for i := range 2 {
 		c.sealGS(t, fmt.Sprintf(`[{"id":"r%d"}]`, i))
-		w.flusher.triggers.wait() // starts run in the background
+		w.flusher.triggers.wg.Wait() // starts run in the background
 		if want := i; rs.count() != want {
 			t.Fatalf("after flush %d: starts = %d, want %d", i+1, rs.count(), want)
 		}

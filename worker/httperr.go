@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"strconv"
 	"time"
 
 	"go.temporal.io/api/serviceerror"
 
+	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
 )
 
@@ -107,12 +109,10 @@ func classify(err error) *apiError {
 	if pe, ok := errors.AsType[*store.PanicError](err); ok {
 		panic(pe)
 	}
-	var ae *apiError
-	if errors.As(err, &ae) {
+	if ae, ok := errors.AsType[*apiError](err); ok {
 		return ae
 	}
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
+	if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
 		return &apiError{Status: http.StatusRequestEntityTooLarge, Code: CodeBodyTooLarge,
 			Message: fmt.Sprintf("request body is larger than %d bytes", mbe.Limit)}
 	}
@@ -156,10 +156,21 @@ func writeAPIError(w http.ResponseWriter, ae *apiError) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="walkeeper"`)
 	}
 	body := make(map[string]any, 2+len(ae.Extra))
-	for k, v := range ae.Extra {
-		body[k] = v
-	}
+	maps.Copy(body, ae.Extra)
 	body["error"] = ae.Message
 	body["code"] = ae.Code
 	writeJSON(w, ae.Status, body)
+}
+
+// maxEchoedText bounds client-supplied text (a path, a query value, a header, a member name)
+// quoted in an error message or a log line: a 60 KiB URL must not become a 60 KiB log line.
+const maxEchoedText = 256
+
+// clipText is s cut to maxEchoedText bytes at a character boundary, marked with its length
+// when it was cut.
+func clipText(s string) string {
+	if len(s) <= maxEchoedText {
+		return s
+	}
+	return contract.Clip(s, maxEchoedText) + "[clipped, " + strconv.Itoa(len(s)) + " bytes]"
 }

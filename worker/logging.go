@@ -24,22 +24,21 @@ func NewLogger(w io.Writer, format, level string) (*zap.Logger, error) {
 			return nil, fmt.Errorf("log level %q: want debug, info, warn or error", level)
 		}
 	}
-	var enc zapcore.Encoder
+	var cfg zapcore.EncoderConfig
+	newEncoder := zapcore.NewJSONEncoder
 	switch strings.ToLower(format) {
 	case "", LogFormatJSON:
-		cfg := zap.NewProductionEncoderConfig()
+		cfg = zap.NewProductionEncoderConfig()
 		cfg.TimeKey = "ts"
 		cfg.EncodeTime = zapcore.RFC3339NanoTimeEncoder
-		cfg.EncodeDuration = zapcore.StringDurationEncoder
-		enc = zapcore.NewJSONEncoder(cfg)
 	case LogFormatConsole:
-		cfg := zap.NewDevelopmentEncoderConfig()
+		cfg = zap.NewDevelopmentEncoderConfig()
 		cfg.EncodeTime = zapcore.TimeEncoderOfLayout("15:04:05.000")
-		cfg.EncodeDuration = zapcore.StringDurationEncoder
-		enc = zapcore.NewConsoleEncoder(cfg)
+		newEncoder = zapcore.NewConsoleEncoder
 	default:
 		return nil, fmt.Errorf("log format %q: want json or console", format)
 	}
-	core := zapcore.NewCore(enc, zapcore.Lock(zapcore.AddSync(w)), lvl)
+	cfg.EncodeDuration = zapcore.StringDurationEncoder
+	core := zapcore.NewCore(newEncoder(cfg), zapcore.Lock(zapcore.AddSync(w)), lvl)
 	return zap.New(core, zap.AddCaller(), zap.AddStacktrace(zapcore.ErrorLevel)), nil
 }

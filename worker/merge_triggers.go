@@ -1,8 +1,10 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -59,17 +61,14 @@ const maxStartsInFlight = 8
 // an answer. A failed count start is retried after the store's next successful flush, unless
 // refused for good.
 type mergeTriggers struct {
-	start     MergeStarter // nil: off (HTTP-only mode)
-	threshold int          // count threshold; 0: count trigger off
-	// countInput carries the knobs of count starts: parallel prepares (it only matters where
-	// more than one shard is pending), shards per commit and prepare concurrency (0: the
-	// workflow's defaults).
+	start      MergeStarter // nil: off (HTTP-only mode)
+	threshold  int          // count threshold; 0: count trigger off
 	countInput contract.MergeWalInput
 	log        *zap.Logger
 	metrics    *Metrics
 	life       context.Context // ends at Flusher.Stop
 
-	now func() time.Time // the clock of the refusal backoffs (tests)
+	now func() time.Time // the clock of the refusal backoffs
 
 	mu       sync.Mutex
 	retry    map[string]bool    // target -> last count start failed
@@ -119,7 +118,7 @@ func (tg *mergeTriggers) fire(trigger string, t store.Target, pending int, reaso
 		tg.mu.Unlock()
 		return false // the worker is stopping: a start now would outlive stop's wait
 	}
-	if r, ok := tg.refused[key]; ok && tg.clock().Before(r.until) {
+	if r, ok := tg.refused[key]; ok && tg.now().Before(r.until) {
 		tg.mu.Unlock()
 		return false // refused for good a moment ago: the count retry waits for the backoff
 	}
@@ -141,7 +140,7 @@ func (tg *mergeTriggers) fire(trigger string, t store.Target, pending int, reaso
 		if trigger == TriggerCount {
 			in = tg.countInput
 		}
-		in.Target, in.Trigger, in.TriggerReason, in.Urgent = key, workflowTrigger(trigger), reason, tg.urgent(trigger, pending)
+		in.Target, in.Trigger, in.TriggerReason, in.Urgent = key, cmp.Or(workflowTriggers[trigger], contract.TriggerUnknown), reason, tg.urgent(trigger, pending)
 		// The pending count rides the start, where search attributes cost no action.
 		// A panic of the start is its error, so that the store's start is no longer in flight.
 		var run client.WorkflowRun
@@ -173,13 +172,6 @@ func (tg *mergeTriggers) fire(trigger string, t store.Target, pending int, reaso
 	return true
 }
 
-func (tg *mergeTriggers) clock() time.Time {
-	if tg.now != nil {
-		return tg.now()
-	}
-	return time.Now()
-}
-
 // noteRefusalLocked records the outcome of a start of key in the refusal backoffs and returns
 // the backoff it set (0: none). Only a refusal for good backs off; any other outcome ends it.
 func (tg *mergeTriggers) noteRefusalLocked(key string, err error) time.Duration {
@@ -201,7 +193,7 @@ func (tg *mergeTriggers) noteRefusalLocked(key string, err error) time.Duration 
 		}
 		delete(tg.refused, first)
 	}
-	r.until = tg.clock().Add(r.delay)
+	r.until = tg.now().Add(r.delay)
 	tg.refused[key] = r
 	return r.delay
 }
@@ -209,27 +201,12 @@ func (tg *mergeTriggers) noteRefusalLocked(key string, err error) time.Duration 
 // urgent: the store refuses appends or its own shard is contract.UrgentPastTriggerFactor past
 // the count trigger, so its merge goes ahead of routine ones.
 func (tg *mergeTriggers) urgent(trigger string, pending int) bool {
-	switch trigger {
-	case TriggerDebt:
-		return true
-	case TriggerCount:
-		return tg.threshold > 0 && pending >= contract.UrgentPastTriggerFactor*tg.threshold
-	}
-	return false
+	return trigger == TriggerDebt ||
+		trigger == TriggerCount && tg.threshold > 0 && pending >= contract.UrgentPastTriggerFactor*tg.threshold
 }
 
-// workflowTrigger is the WalTrigger of a start by the trigger behind metric label trigger.
-func workflowTrigger(trigger string) string {
-	switch trigger {
-	case TriggerCount:
-		return contract.TriggerCount
-	case TriggerHTTP:
-		return contract.TriggerHTTP
-	case TriggerDebt:
-		return contract.TriggerBackPressure
-	}
-	return contract.TriggerUnknown
-}
+// workflowTriggers map the metric label of a worker trigger to the WalTrigger of its starts.
+var workflowTriggers = map[string]string{TriggerCount: contract.TriggerCount, TriggerHTTP: contract.TriggerHTTP, TriggerDebt: contract.TriggerBackPressure}
 
 // forgetUnflushed drops the count-start retries of kind k's stores not in flushed, since only
 // their seals retry; the sweep still finds such a store's debt in the demand index.
@@ -242,22 +219,12 @@ func (tg *mergeTriggers) forgetUnflushed(k store.Kind, flushed []*store.Store) {
 		keep[s.Target().String()] = true
 	}
 	prefix := string(k) + ":"
+	unflushed := func(key string) bool { return strings.HasPrefix(key, prefix) && !keep[key] }
 	tg.mu.Lock()
-	for key := range tg.retry {
-		if strings.HasPrefix(key, prefix) && !keep[key] {
-			delete(tg.retry, key)
-		}
-	}
-	for key := range tg.refused {
-		if strings.HasPrefix(key, prefix) && !keep[key] {
-			delete(tg.refused, key)
-		}
-	}
+	maps.DeleteFunc(tg.retry, func(key string, _ bool) bool { return unflushed(key) })
+	maps.DeleteFunc(tg.refused, func(key string, _ refusal) bool { return unflushed(key) })
 	tg.mu.Unlock()
 }
-
-// wait blocks until every launched start has returned.
-func (tg *mergeTriggers) wait() { tg.wg.Wait() }
 
 // stop makes fire launch nothing from now on and waits for the starts already launched.
 func (tg *mergeTriggers) stop() {

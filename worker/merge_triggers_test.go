@@ -270,7 +270,7 @@ func TestTriggersFireNothingOnceStopped(t *testing.T) {
 	if sw.triggers.afterFlush(tgt, store.FlushResult{Sealed: true, Pending: 3}) {
 		t.Fatal("the count trigger fired after Stop")
 	}
-	sw.triggers.wait()
+	sw.triggers.wg.Wait()
 	if n := rs.count(); n != 0 {
 		t.Fatalf("%d starts after Stop", n)
 	}

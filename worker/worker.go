@@ -328,22 +328,14 @@ func (w *Worker) Stop(ctx context.Context) error {
 // each drain at most half the time so the final seal has some left, then closes the store.
 func (w *Worker) teardownLocked(ctx context.Context) error {
 	w.stopped = true
-	var (
-		mu   sync.Mutex
-		errs []error
-		wg   sync.WaitGroup
-	)
-	addErr := func(err error) {
-		mu.Lock()
-		errs = append(errs, err)
-		mu.Unlock()
-	}
 	if w.api != nil {
 		w.api.stop() // merge waiters answer at once
 	}
 	if w.cancel != nil {
 		w.cancel() // background recovery
 	}
+	var httpErr, flushErr error
+	var wg sync.WaitGroup
 	if w.srv != nil {
 		wg.Go(func() {
 			hctx, cancel := context.WithCancel(ctx)
@@ -353,11 +345,11 @@ func (w *Worker) teardownLocked(ctx context.Context) error {
 			}
 			defer cancel()
 			if err := w.srv.Shutdown(hctx); err != nil {
-				addErr(fmt.Errorf("http shutdown: %w", err))
+				httpErr = fmt.Errorf("http shutdown: %w", err)
 				_ = w.srv.Close()
 			}
 			if err, ok := <-w.serveErr; ok && err != nil {
-				addErr(fmt.Errorf("http serve: %w", err))
+				httpErr = errors.Join(httpErr, fmt.Errorf("http serve: %w", err))
 			}
 		})
 	} else if w.ln != nil {
@@ -366,18 +358,17 @@ func (w *Worker) teardownLocked(ctx context.Context) error {
 	if w.flusher != nil {
 		wg.Go(func() {
 			if err := w.flusher.Stop(ctx); err != nil {
-				addErr(fmt.Errorf("flush sweeper: %w", err))
+				flushErr = fmt.Errorf("flush sweeper: %w", err)
 			}
 		})
 	}
 	for _, tw := range w.temporal {
-		wg.Go(func() {
-			tw.Stop() // waits up to WorkerStopTimeout for in-flight activities
-		})
+		wg.Go(tw.Stop) // waits up to WorkerStopTimeout for in-flight activities
 	}
 	wg.Wait()
 	w.temporal = nil
 	w.bg.Wait()
+	errs := []error{httpErr, flushErr}
 	if w.db != nil {
 		if err := w.db.Close(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("close storage: %w", err))
@@ -414,4 +405,42 @@ func (w *Worker) applyMemoryLimit() {
 		prev := debug.SetMemoryLimit(lim)
 		w.log.Info("memory limit set", zap.Int64("bytes", lim), zap.Int64("previous", prev))
 	}
+}
+
+// shutdownSealSlack is the time Run's Stop gets beyond ShutdownTimeout: Stop bounds the
+// draining by ShutdownTimeout, and the store's final seal needs a little after it.
+const shutdownSealSlack = 5 * time.Second
+
+// Run is a worker process's life on a dialled client: New, Start, started (nil = nothing),
+// then wait for ctx or for a Temporal worker to stop for good (its error is returned), and
+// Stop within ShutdownTimeout (+5 s for the final seal). The fleet-worker benchmark's child
+// runs it too, so it measures the process an operator runs.
+func Run(ctx context.Context, cfg Config, logger *zap.Logger, c client.Client, started func(*Worker)) error {
+	w, err := New(cfg, logger, c)
+	if err != nil {
+		return err
+	}
+	if err := w.Start(ctx); err != nil {
+		return err
+	}
+	logger.Info("worker started", zap.String("instance", cfg.Instance), zap.String("shard", w.DB().Shard()),
+		zap.String("http", w.HTTPAddr()), zap.String("temporal", cfg.Temporal.HostPort), zap.String("namespace", cfg.Temporal.Namespace))
+	if started != nil {
+		started(w)
+	}
+	select {
+	case <-ctx.Done():
+	case <-w.Failed():
+	}
+	logger.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout+shutdownSealSlack)
+	defer cancel()
+	stopErr := w.Stop(sctx)
+	if err := w.FailedErr(); err != nil {
+		return errors.Join(err, stopErr)
+	}
+	if stopErr != nil {
+		return fmt.Errorf("stop worker: %w", stopErr)
+	}
+	return nil
 }

@@ -25,7 +25,7 @@ func (r *mergeRun) carry(bounded bool) *contract.MergeWalCarry {
 		Actions: r.actions()}
 }
 
-// shardResults is every shard's result, in shard order: what a continue-as-new carries.
+// shardResults is every shard's result, in shard order, for the run's result and its carry.
 func (r *mergeRun) shardResults() []contract.ShardMergeResult {
 	out := make([]contract.ShardMergeResult, 0, len(r.shards))
 	for _, sh := range r.shards {

@@ -49,7 +49,7 @@ func (a *Activities) ScanDemand(ctx context.Context, p contract.ScanDemandParams
 		now = p.AsOf
 	}
 	top := &candidateHeap{}
-	agg := newStoreDemand()
+	agg := &storeDemand{}
 	var running map[string]bool // listed at the first qualified store
 	listedRunning := false
 	flush := func() {
@@ -133,8 +133,6 @@ type storeDemand struct {
 	bytes                     int64
 	oldest                    time.Time
 }
-
-func newStoreDemand() *storeDemand { return &storeDemand{} }
 
 func (s *storeDemand) reset(target string) { *s = storeDemand{target: target} }
 
@@ -248,10 +246,7 @@ func (a *Activities) ReconcilePage(ctx context.Context, p contract.ReconcilePage
 			})
 			mu.Lock()
 			defer mu.Unlock()
-			res.Counts.Stores++
-			res.Counts.Missing += r.Missing
-			res.Counts.Covered += r.Covered
-			res.Counts.Orphans += r.Orphans
+			res.Counts.Add(contract.ReconcileCounts{Stores: 1, Missing: r.Missing, Covered: r.Covered, Orphans: r.Orphans})
 			if err != nil && ctx.Err() == nil {
 				res.Counts.Unreadable++
 				if len(res.Problems) < contract.MaxReconcileUnreadable {

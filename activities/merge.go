@@ -157,7 +157,7 @@ func (a *Activities) Abort(ctx context.Context, p contract.AbortParams) (res con
 	a.logger().Info("merge aborted", zap.String("target", t.String()), zap.String("shard", p.Prepared.Shard),
 		zap.Uint64("generation", p.Prepared.Through), zap.Int("deleted", ar.Deleted),
 		zap.Bool("commit_present", ar.CommitPresent), zap.Bool("committed_by_another", ar.CommittedByAnother))
-	return contract.AbortResult{Deleted: ar.Deleted, CommitPresent: ar.CommitPresent, CommittedByAnother: ar.CommittedByAnother}, nil
+	return contract.AbortResult(ar), nil
 }
 
 // CommitRound publishes the prepared merges of several shards of one table in one base

@@ -27,14 +27,8 @@ func MergeWal(ctx workflow.Context, in contract.MergeWalInput) (contract.MergeWa
 	if in.Carry != nil {
 		carried = "carry"
 	}
-	if err := checkInput(ctx, in, carried); err != nil {
-		return contract.MergeWalResult{}, err
-	}
-	tgt, err := target.ParseTarget(in.Target)
+	tgt, err := checkTargetInput(ctx, in, carried, in.Target, contract.MergeWalID)
 	if err != nil {
-		return contract.MergeWalResult{}, invalidInput(err) // Validate parsed it already
-	}
-	if err := checkOwnID(ctx, contract.MergeWalID(tgt), tgt.String()); err != nil {
 		return contract.MergeWalResult{}, err
 	}
 	in = in.WithDefaults()

@@ -8,7 +8,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/walkeeper/walkeeper/contract"
-	"github.com/walkeeper/walkeeper/target"
 )
 
 // maxSkippedListed bounds the skips (and, on the paged path, the starts) a result lists.
@@ -177,12 +176,9 @@ func (p *sweepPlan) add(target string, wants []plannedStart, in contract.Mainten
 // MergeWalTick starts (or attaches to) target's MergeWal and returns: a schedule suffixes the
 // IDs it starts with a timestamp, which would defeat MergeWal's ID dedupe.
 func MergeWalTick(ctx workflow.Context, in contract.MergeWalTickInput) (contract.MergeWalTickResult, error) {
-	if err := checkInput(ctx, in, ""); err != nil {
-		return contract.MergeWalTickResult{}, err
-	}
-	tgt, err := target.ParseTarget(in.Target)
+	tgt, err := checkTargetInput(ctx, in, "", in.Target, nil)
 	if err != nil {
-		return contract.MergeWalTickResult{}, invalidInput(err) // Validate parsed it already
+		return contract.MergeWalTickResult{}, err
 	}
 	res := contract.MergeWalTickResult{Target: tgt.String(), WorkflowID: contract.MergeWalID(tgt)}
 	actx := workflow.WithActivityOptions(ctx, startWorkflowsOptions())

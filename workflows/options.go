@@ -90,3 +90,11 @@ func recordMaintenanceOptions() workflow.ActivityOptions {
 func reconcilePageOptions() workflow.ActivityOptions {
 	return onSharedQueue(activityOptions(15*time.Minute, time.Minute, retryPolicy(5, time.Minute), "reconcile registry page"))
 }
+
+// prioritized is o at the merge's task-queue priority from the input, which the whole chain
+// carries, so a run started without it (Temporal CLI or Web) still has fair activities and
+// the weight replays.
+func (r *mergeRun) prioritized(o workflow.ActivityOptions) workflow.ActivityOptions {
+	o.Priority = contract.MergePriority(r.target.Kind, r.in.Urgent, r.in.FairnessWeight)
+	return o
+}

@@ -520,15 +520,7 @@ func (r *mergeRun) fail(sh *shardRun, step string, err, abortErr error) {
 }
 
 func (r *mergeRun) allFailedPermanently() bool {
-	if len(r.shards) == 0 {
-		return false
-	}
-	for _, sh := range r.shards {
-		if sh.res.Error == "" || !sh.res.Permanent {
-			return false
-		}
-	}
-	return true
+	return len(r.shards) > 0 && !slices.ContainsFunc(r.shards, func(sh *shardRun) bool { return sh.res.Error == "" || !sh.res.Permanent })
 }
 
 func (r *mergeRun) totalPending() int {

@@ -18,7 +18,7 @@ func TestFindingScanDemandHoldsNoSetOfAStoresGenerations(t *testing.T) {
 	const shards, perShard = 4, 1 << 18
 	target := store.Target{Kind: store.Kind("generic"), Name: "deep"}
 	sealed := time.Unix(1_700_000_000, 0).UTC()
-	agg := newStoreDemand()
+	agg := &storeDemand{}
 	agg.reset(target.String())
 	var before, after runtime.MemStats
 	runtime.GC()

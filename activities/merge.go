@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"sort"
 	"sync"
 	"time"
 
@@ -49,6 +50,30 @@ func (a *Activities) ListPendingShards(ctx context.Context, p contract.ListPendi
 	}
 	res.Shards, res.Unlisted = pickListed(all, contract.MaxListedShards)
 	return res, nil
+}
+
+// pickListed keeps at most limit of the pending shards, oldest pending generation first (zero:
+// oldest), and returns them in shard order with the number left out. A shard left out keeps
+// its oldest generation while the others' get younger, so it moves up until listed. Pure.
+func pickListed(shards []contract.ShardPending, limit int) ([]contract.ShardPending, int) {
+	out := append(make([]contract.ShardPending, 0, len(shards)), shards...)
+	unlisted := 0
+	if len(out) > limit {
+		sort.SliceStable(out, func(i, j int) bool {
+			a, b := out[i], out[j]
+			if !a.OldestPending.Equal(b.OldestPending) {
+				return a.OldestPending.Before(b.OldestPending)
+			}
+			if a.Pending != b.Pending {
+				return a.Pending > b.Pending
+			}
+			return a.Shard < b.Shard
+		})
+		unlisted = len(out) - limit
+		out = out[:limit]
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Shard < out[j].Shard })
+	return out, unlisted
 }
 
 // budgetWaitHint: a Prepare that has read nothing this long while the budget has waiters is
@@ -157,7 +182,7 @@ func (a *Activities) Abort(ctx context.Context, p contract.AbortParams) (res con
 	a.logger().Info("merge aborted", zap.String("target", t.String()), zap.String("shard", p.Prepared.Shard),
 		zap.Uint64("generation", p.Prepared.Through), zap.Int("deleted", ar.Deleted),
 		zap.Bool("commit_present", ar.CommitPresent), zap.Bool("committed_by_another", ar.CommittedByAnother))
-	return contract.AbortResult{Deleted: ar.Deleted, CommitPresent: ar.CommitPresent, CommittedByAnother: ar.CommittedByAnother}, nil
+	return contract.AbortResult(ar), nil
 }
 
 // CommitRound publishes the prepared merges of several shards of one table in one base

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
@@ -108,22 +109,22 @@ func (a *Activities) startOne(ctx context.Context, req contract.StartRequest) (i
 	if err != nil {
 		return "", "", err
 	}
+	var run client.WorkflowRun
+	id = contract.MergeWalID(t)
 	switch req.Workflow {
 	case contract.MergeWalWorkflow:
-		run, err := contract.StartMergeWal(ctx, a.Client, t, contract.MergeWalInput{ParallelPrepare: req.ParallelPrepare,
+		run, err = contract.StartMergeWal(ctx, a.Client, t, contract.MergeWalInput{ParallelPrepare: req.ParallelPrepare,
 			Trigger: req.Trigger, TriggerReason: req.Reason, Urgent: req.Urgent,
 			FairnessWeight: a.FairnessWeights.Weight(t.Kind)}, a.runTimeout(), contract.PendingAtStart(req.Pending))
-		if err != nil {
-			return contract.MergeWalID(t), "", err
-		}
-		return run.GetID(), run.GetRunID(), nil
 	case contract.CompactBaseWorkflow:
-		run, err := contract.StartCompactBase(ctx, a.Client, t, contract.CompactBaseInput{
+		id = contract.CompactID(t)
+		run, err = contract.StartCompactBase(ctx, a.Client, t, contract.CompactBaseInput{
 			Trigger: req.Trigger, TriggerReason: req.Reason}, a.runTimeout())
-		if err != nil {
-			return contract.CompactID(t), "", err
-		}
-		return run.GetID(), run.GetRunID(), nil
+	default:
+		return "", "", fmt.Errorf("unknown workflow %q: %w", req.Workflow, store.ErrInvalidInput)
 	}
-	return "", "", fmt.Errorf("unknown workflow %q: %w", req.Workflow, store.ErrInvalidInput)
+	if err != nil {
+		return id, "", err
+	}
+	return run.GetID(), run.GetRunID(), nil
 }

@@ -15,18 +15,6 @@ const (
 	MaxReconcileUnreadable      = 50
 )
 
-// Error types of fleet-wide maintenance that cannot finish, non-retryable so the run fails
-// visibly instead of retrying silently for ever.
-const (
-	// ErrTypeSweepListFailed: listing the demand index failed after the activity's retries.
-	ErrTypeSweepListFailed = "SweepListFailed"
-	// ErrTypeReconcileFailed: a registry page could not be listed after its retries.
-	ErrTypeReconcileFailed = "ReconcileFailed"
-	// ErrTypePayloadTooLarge: an activity result would pass the payload limit
-	// (MaxPayloadBytes); retrying returns the same result.
-	ErrTypePayloadTooLarge = "PayloadTooLarge"
-)
-
 // MaxPayloadBytes is the largest activity result or workflow input/result walkeeper sends:
 // half the SDK's 512 KiB warning, far below gRPC's 4 MiB refusal.
 const MaxPayloadBytes = 256 << 10

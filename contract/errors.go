@@ -20,6 +20,15 @@ const (
 	// ErrTypeStoreNotFound: the target names no registered store. Its message is
 	// MissingStoreMessage, one line that says how to create the store.
 	ErrTypeStoreNotFound = "StoreNotFound"
+	// Fleet-wide maintenance that cannot finish fails non-retryable, visibly instead of
+	// retrying silently for ever. ErrTypeSweepListFailed: listing the demand index failed
+	// after the activity's retries.
+	ErrTypeSweepListFailed = "SweepListFailed"
+	// ErrTypeReconcileFailed: a registry page could not be listed after its retries.
+	ErrTypeReconcileFailed = "ReconcileFailed"
+	// ErrTypePayloadTooLarge: an activity result would pass the payload limit
+	// (MaxPayloadBytes); retrying returns the same result.
+	ErrTypePayloadTooLarge = "PayloadTooLarge"
 )
 
 // NonRetryableErrorTypes are never retried by an activity retry policy: retrying the same

@@ -191,16 +191,7 @@ const (
 
 // statusRank orders a status answer's shards: in flight, failed, queued, done.
 func statusRank(phase string) int {
-	switch phase {
-	case ShardFailed:
-		return 1
-	case ShardQueued:
-		return 2
-	case ShardDone:
-		return 3
-	default:
-		return 0
-	}
+	return slices.Index([]string{ShardFailed, ShardQueued, ShardDone}, phase) + 1 // any phase in flight: 0
 }
 
 // CapShards is st with at most n shards listed, those in flight first, then the failed,

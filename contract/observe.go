@@ -4,43 +4,11 @@ import (
 	"cmp"
 	"fmt"
 
-	"go.temporal.io/sdk/temporal"
-
 	"github.com/walkeeper/walkeeper/target"
 )
 
-// What a merge or compaction says about itself in Temporal visibility, so an operator can
-// find and judge any run from a list view (docs/TEMPORAL.md): why it ran and, once finished,
-// how far behind the store was and what it folded; the memo repeats it for display. SQL
-// visibility offers only 3 custom Int attributes per namespace, so the Ints go to WalPending,
-// WalPendingAtStart and WalReclaimed, WalBytesMerged is a Double and the passes live in the
-// memo.
-const (
-	// WalTriggerName (Keyword) says what started the run: one of Triggers.
-	WalTriggerName = "WalTrigger"
-	// WalPendingAtStartName (Int) is the store's pending generations when the run started;
-	// unlike WalPending it is not lowered as the merge reclaims, so a finished run still
-	// shows how far behind the store was.
-	WalPendingAtStartName = "WalPendingAtStart"
-	// WalReclaimedName (Int) is the generations the run reclaimed, set when it finishes.
-	WalReclaimedName = "WalReclaimed"
-	// WalBytesMergedName (Double) is the WAL bytes the run folded into the base table.
-	WalBytesMergedName = "WalBytesMerged"
-	// WalPassesName is the merge passes the run made over all shards. Not registered as a
-	// search attribute (no Int slot left on SQL visibility): the passes are in the memo only.
-	WalPassesName = "WalPasses"
-)
-
-// Typed keys of the observation search attributes: WalTrigger set at start,
-// WalPendingAtStart with a merge's first listing, the others once its chain has finished.
-var (
-	WalTrigger        = temporal.NewSearchAttributeKeyKeyword(WalTriggerName)
-	WalPendingAtStart = temporal.NewSearchAttributeKeyInt64(WalPendingAtStartName)
-	WalReclaimed      = temporal.NewSearchAttributeKeyInt64(WalReclaimedName)
-	WalBytesMerged    = temporal.NewSearchAttributeKeyFloat64(WalBytesMergedName)
-)
-
-// Memo keys of MergeWal and CompactBase runs: the display copies of the values above.
+// Memo keys of MergeWal and CompactBase runs: the display copies of their search attributes
+// (search_attributes.go).
 const (
 	MemoTrigger = "trigger"
 	// MemoTriggerReason is the trigger's reason in words, set with MemoTrigger.

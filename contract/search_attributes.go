@@ -5,26 +5,48 @@ import (
 	"go.temporal.io/sdk/temporal"
 )
 
-// Search attribute names (docs/DESIGN.md §4).
+// Search attribute names (docs/DESIGN.md §4). What a merge or compaction says about itself in
+// Temporal visibility, so an operator can find and judge any run from a list view
+// (docs/TEMPORAL.md): its target, why it ran and, once finished, how far behind the store was
+// and what it folded. SQL visibility offers only 3 custom Int attributes per namespace, so the
+// Ints go to WalPending, WalPendingAtStart and WalReclaimed, WalBytesMerged is a Double and the
+// passes live in the memo.
 const (
 	WalTargetName  = "WalTarget"
 	WalKindName    = "WalKind"
 	WalPendingName = "WalPending"
+	// WalTriggerName (Keyword) says what started the run: one of Triggers.
+	WalTriggerName = "WalTrigger"
+	// WalPendingAtStartName (Int) is the store's pending generations when the run started;
+	// unlike WalPending it is not lowered as the merge reclaims, so a finished run still
+	// shows how far behind the store was.
+	WalPendingAtStartName = "WalPendingAtStart"
+	// WalReclaimedName (Int) is the generations the run reclaimed, set when it finishes.
+	WalReclaimedName = "WalReclaimed"
+	// WalBytesMergedName (Double) is the WAL bytes the run folded into the base table.
+	WalBytesMergedName = "WalBytesMerged"
+	// WalPassesName is the merge passes the run made over all shards. Not registered as a
+	// search attribute (no Int slot left on SQL visibility): the passes are in the memo only.
+	WalPassesName = "WalPasses"
 )
 
-// Typed search attribute keys: WalTarget and WalKind from the start (upserted when a bare
-// start left them out), WalPending kept current as MergeWal merges.
+// Typed search attribute keys: WalTarget, WalKind and WalTrigger from the start (upserted when
+// a bare start left them out), WalPending kept current as MergeWal merges, WalPendingAtStart
+// with a merge's first listing, the others once its chain has finished.
 var (
-	WalTarget  = temporal.NewSearchAttributeKeyKeyword(WalTargetName)
-	WalKind    = temporal.NewSearchAttributeKeyKeyword(WalKindName)
-	WalPending = temporal.NewSearchAttributeKeyInt64(WalPendingName)
+	WalTarget         = temporal.NewSearchAttributeKeyKeyword(WalTargetName)
+	WalKind           = temporal.NewSearchAttributeKeyKeyword(WalKindName)
+	WalPending        = temporal.NewSearchAttributeKeyInt64(WalPendingName)
+	WalTrigger        = temporal.NewSearchAttributeKeyKeyword(WalTriggerName)
+	WalPendingAtStart = temporal.NewSearchAttributeKeyInt64(WalPendingAtStartName)
+	WalReclaimed      = temporal.NewSearchAttributeKeyInt64(WalReclaimedName)
+	WalBytesMerged    = temporal.NewSearchAttributeKeyFloat64(WalBytesMergedName)
 )
 
 // SearchAttributes lists the custom search attributes walkeeper uses, each with the type its
 // typed key declares, for registration with the operator API on worker start.
-var SearchAttributes = valueTypes(WalTarget, WalKind, WalPending,
-	WalTrigger, WalPendingAtStart, WalReclaimed, WalBytesMerged, // contract/observe.go
-	WalSweepStarts) // SweepWindow, contract/sweep_window.go
+var SearchAttributes = valueTypes(WalTarget, WalKind, WalPending, WalTrigger, WalPendingAtStart, WalReclaimed,
+	WalBytesMerged, WalSweepStarts) // SweepWindow's, contract/sweep_window.go
 
 // valueTypes maps each key's name to the value type it declares.
 func valueTypes(keys ...temporal.SearchAttributeKey) map[string]enumspb.IndexedValueType {

@@ -46,18 +46,15 @@ func DefaultConfig() Config {
 // ClientOptions turns the config into SDK client options. logger may be nil.
 func (c Config) ClientOptions(logger *zap.Logger) (client.Options, error) {
 	opts := client.Options{
-		HostPort:  cmp.Or(c.HostPort, DefaultHostPort),
-		Namespace: cmp.Or(c.Namespace, DefaultNamespace),
-		Logger:    newSDKLogger(logger),
+		HostPort:       cmp.Or(c.HostPort, DefaultHostPort),
+		Namespace:      cmp.Or(c.Namespace, DefaultNamespace),
+		Logger:         newSDKLogger(logger),
+		MetricsHandler: c.MetricsHandler,
 	}
-	if c.MetricsHandler != nil {
-		opts.MetricsHandler = c.MetricsHandler
-	}
-	tlsCfg, err := c.tlsConfig()
-	if err != nil {
+	var err error
+	if opts.ConnectionOptions.TLS, err = c.tlsConfig(); err != nil {
 		return client.Options{}, err
 	}
-	opts.ConnectionOptions.TLS = tlsCfg
 	if c.APIKey != "" {
 		opts.Credentials = client.NewAPIKeyStaticCredentials(c.APIKey)
 	}

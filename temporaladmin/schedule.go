@@ -10,6 +10,9 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
+
+	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/target"
 )
 
 const (
@@ -143,4 +146,56 @@ func DeleteSchedule(ctx context.Context, c client.Client, id string) error {
 		return fmt.Errorf("delete schedule %s: %w", id, err)
 	}
 	return cancelSweepWindows(ctx, c, windows)
+}
+
+// ReconcileScheduleID is the Schedule that runs ReconcileDemand (docs/DESIGN.md §12), and the
+// ID of the workflows it starts (Temporal appends the nominal start time).
+const ReconcileScheduleID = "walkeeper-reconcile"
+
+// EnsureReconcileSchedule creates or reconciles the Schedule "walkeeper-reconcile" that starts
+// ReconcileDemand every `every`, with jitter up to a tenth of it so deployments sharing a
+// storage do not start together, and overlap SKIP; a paused schedule stays paused.
+func EnsureReconcileSchedule(ctx context.Context, c client.Client, every time.Duration) error {
+	if every < MinScheduleInterval {
+		return fmt.Errorf("reconcile schedule interval must be at least %s, got %s", MinScheduleInterval, every)
+	}
+	action := &client.ScheduleWorkflowAction{
+		ID:        ReconcileScheduleID,
+		Workflow:  contract.ReconcileDemandWorkflow,
+		Args:      []any{contract.ReconcileDemandInput{}},
+		TaskQueue: contract.TaskQueue,
+		// Per run: a run pages DefaultReconcilePagesPerRun pages, then continues as new.
+		WorkflowRunTimeout: time.Hour,
+		StaticSummary:      "walkeeper demand index reconcile",
+	}
+	return ensureSchedule(ctx, c, ReconcileScheduleID, every, scheduleJitter(every, every/10), action, enumspb.SCHEDULE_OVERLAP_POLICY_SKIP, nil)
+}
+
+// targetSchedulePrefix prefixes per-target merge schedules: "merge-wal-tick/<kind>/<name>".
+const targetSchedulePrefix = "merge-wal-tick/"
+
+// TargetScheduleID is the ID of target's own merge schedule: "merge-wal-tick/<kind>/<name>".
+func TargetScheduleID(t target.Target) string { return targetSchedulePrefix + t.Path() }
+
+// EnsureTargetSchedule creates or updates a Schedule that merges one target every `every`
+// through MergeWalTick, since Temporal suffixes scheduled workflow IDs with a timestamp and the
+// tick starts the real MergeWal ID; jitter bounds each tick's delay (scheduleJitter).
+func EnsureTargetSchedule(ctx context.Context, c client.Client, t target.Target, every, jitter time.Duration) error {
+	if every < MinScheduleInterval {
+		return fmt.Errorf("schedule interval must be at least %s, got %s", MinScheduleInterval, every)
+	}
+	id := TargetScheduleID(t)
+	action := &client.ScheduleWorkflowAction{
+		ID:                 id,
+		Workflow:           contract.MergeWalTickWorkflow,
+		Args:               []any{map[string]any{"target": t.String()}},
+		TaskQueue:          contract.TaskQueue,
+		WorkflowRunTimeout: 10 * time.Minute,
+		StaticSummary:      "merge tick for " + t.String(),
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			contract.WalTarget.ValueSet(t.String()),
+			contract.WalKind.ValueSet(string(t.Kind)),
+		),
+	}
+	return ensureSchedule(ctx, c, id, every, scheduleJitter(every, jitter), action, enumspb.SCHEDULE_OVERLAP_POLICY_SKIP, nil)
 }

@@ -7,7 +7,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/walkeeper/walkeeper/contract"
-	"github.com/walkeeper/walkeeper/target"
 )
 
 // compactMaxIdlePasses: passes in a row that commit nothing (lost the race to merges
@@ -17,14 +16,8 @@ const compactMaxIdlePasses = 3
 // CompactBase rewrites target's base runs into fewer runs, one bounded pass at a time on
 // the shared queue, until at most TargetRuns remain or MaxPasses.
 func CompactBase(ctx workflow.Context, in contract.CompactBaseInput) (contract.CompactBaseResult, error) {
-	if err := checkInput(ctx, in, ""); err != nil {
-		return contract.CompactBaseResult{}, err
-	}
-	tgt, err := target.ParseTarget(in.Target)
+	tgt, err := checkTargetInput(ctx, in, "", in.Target, contract.CompactID)
 	if err != nil {
-		return contract.CompactBaseResult{}, invalidInput(err) // Validate parsed it already
-	}
-	if err := checkOwnID(ctx, contract.CompactID(tgt), tgt.String()); err != nil {
 		return contract.CompactBaseResult{}, err
 	}
 	in = in.WithDefaults()

@@ -5,6 +5,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/target"
 )
 
 // validator is a workflow input: contract's inputs check their own bounds, purely.
@@ -37,11 +38,21 @@ func invalidInput(err error) error {
 	return temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrTypeInvalidInput, nil)
 }
 
-// checkOwnID fails a run whose workflow ID has the form of its target's ID own but names
-// another store (contract.TargetIDError), before any command.
-func checkOwnID(ctx workflow.Context, own, target string) error {
-	if err := contract.TargetIDError(workflow.GetInfo(ctx).WorkflowExecution.ID, own, target); err != nil {
-		return invalidInput(err)
+// checkTargetInput is checkInput for a workflow of one store, which also parses its target
+// (Validate did already) and, when ownID is set, fails a run whose workflow ID has the form of
+// the target's ID but names another store (contract.TargetIDError), before any command.
+func checkTargetInput(ctx workflow.Context, in validator, carried, rawTarget string, ownID func(target.Target) string) (target.Target, error) {
+	if err := checkInput(ctx, in, carried); err != nil {
+		return target.Target{}, err
 	}
-	return nil
+	tgt, err := target.ParseTarget(rawTarget)
+	if err != nil {
+		return tgt, invalidInput(err)
+	}
+	if ownID != nil {
+		if err := contract.TargetIDError(workflow.GetInfo(ctx).WorkflowExecution.ID, ownID(tgt), tgt.String()); err != nil {
+			return tgt, invalidInput(err)
+		}
+	}
+	return tgt, nil
 }

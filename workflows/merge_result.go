@@ -25,11 +25,22 @@ func (r *mergeRun) carry(bounded bool) *contract.MergeWalCarry {
 		Actions: r.actions()}
 }
 
-// shardResults is every shard's result, in shard order: what a continue-as-new carries.
+// shardResults is every shard's result, in shard order, for the run's result and its carry.
 func (r *mergeRun) shardResults() []contract.ShardMergeResult {
 	out := make([]contract.ShardMergeResult, 0, len(r.shards))
 	for _, sh := range r.shards {
 		out = append(out, sh.res)
 	}
 	return out
+}
+
+// shardsBoundedChange is the GetVersion change ID of a MergeWal whose plan holds at most
+// contract.MaxCarriedShards shards; before it, a chain whose listings named more continued as
+// new with a carry the next run refused as InvalidInput.
+const shardsBoundedChange = "merge-shards-bounded"
+
+// roomForShard reports whether a plan that holds known shards may take one more; the shards a
+// bounded run leaves out are listed by the next MergeWal, which the sweep starts.
+func roomForShard(bounded bool, known int) bool {
+	return !bounded || known < contract.MaxCarriedShards
 }

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -26,14 +27,8 @@ func MergeWal(ctx workflow.Context, in contract.MergeWalInput) (contract.MergeWa
 	if in.Carry != nil {
 		carried = "carry"
 	}
-	if err := checkInput(ctx, in, carried); err != nil {
-		return contract.MergeWalResult{}, err
-	}
-	tgt, err := target.ParseTarget(in.Target)
+	tgt, err := checkTargetInput(ctx, in, carried, in.Target, contract.MergeWalID)
 	if err != nil {
-		return contract.MergeWalResult{}, invalidInput(err) // Validate parsed it already
-	}
-	if err := checkOwnID(ctx, contract.MergeWalID(tgt), tgt.String()); err != nil {
 		return contract.MergeWalResult{}, err
 	}
 	in = in.WithDefaults()
@@ -225,13 +220,7 @@ func (r *mergeRun) plan(listed []contract.ShardPending) {
 }
 
 func (r *mergeRun) todo() []*shardRun {
-	var out []*shardRun
-	for _, sh := range r.shards {
-		if !sh.res.Finished {
-			out = append(out, sh)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(r.shards), func(sh *shardRun) bool { return sh.res.Finished })
 }
 
 type commitRequest struct {
@@ -343,13 +332,7 @@ func (r *mergeRun) waitToRelist(ctx workflow.Context) bool {
 
 // estimatedTodo keeps the shards whose estimate says something is pending. Pure.
 func estimatedTodo(shards []*shardRun) []*shardRun {
-	var out []*shardRun
-	for _, sh := range shards {
-		if sh.res.Pending > 0 {
-			out = append(out, sh)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(shards), func(sh *shardRun) bool { return sh.res.Pending <= 0 })
 }
 
 // roundOrder is one round's visiting order: most estimated pending generations first, then
@@ -537,15 +520,7 @@ func (r *mergeRun) fail(sh *shardRun, step string, err, abortErr error) {
 }
 
 func (r *mergeRun) allFailedPermanently() bool {
-	if len(r.shards) == 0 {
-		return false
-	}
-	for _, sh := range r.shards {
-		if sh.res.Error == "" || !sh.res.Permanent {
-			return false
-		}
-	}
-	return true
+	return len(r.shards) > 0 && !slices.ContainsFunc(r.shards, func(sh *shardRun) bool { return sh.res.Error == "" || !sh.res.Permanent })
 }
 
 func (r *mergeRun) totalPending() int {
@@ -567,13 +542,12 @@ func (r *mergeRun) changed() {
 }
 
 func (r *mergeRun) result() contract.MergeWalResult {
-	res := contract.MergeWalResult{Target: r.target.String(), WorkflowRuns: r.workflowRun, Shards: []contract.ShardMergeResult{}}
-	for _, sh := range r.shards {
-		res.Shards = append(res.Shards, sh.res)
-		res.Reclaimed += sh.res.Reclaimed
-		res.Passes += sh.res.Passes
-		res.BaseVersion = max(res.BaseVersion, sh.res.BaseVersion)
-		res.BytesMerged += sh.res.BytesMerged
+	res := contract.MergeWalResult{Target: r.target.String(), WorkflowRuns: r.workflowRun, Shards: r.shardResults()}
+	for _, sh := range res.Shards {
+		res.Reclaimed += sh.Reclaimed
+		res.Passes += sh.Passes
+		res.BaseVersion = max(res.BaseVersion, sh.BaseVersion)
+		res.BytesMerged += sh.BytesMerged
 	}
 	res.PendingAtStart = max(0, r.pendingAtStart)
 	res.Actions = r.actions()

@@ -2,7 +2,6 @@ package workflows
 
 import (
 	"fmt"
-	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -10,18 +9,6 @@ import (
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/target"
 )
-
-// reconcilePageOptions: one registry page per activity, bounded retries; after the last
-// attempt the reconcile fails with ErrTypeReconcileFailed.
-func reconcilePageOptions() workflow.ActivityOptions {
-	return workflow.ActivityOptions{
-		TaskQueue:           contract.TaskQueue,
-		StartToCloseTimeout: 15 * time.Minute,
-		HeartbeatTimeout:    time.Minute,
-		RetryPolicy:         retryPolicy(5, time.Minute),
-		Summary:             "reconcile registry page",
-	}
-}
 
 // ReconcileDemand walks the whole registry, kind by kind and page by page, and makes the
 // demand index agree with every store's manifests (ReconcilePage): the slow safety net under

@@ -8,11 +8,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/walkeeper/walkeeper/contract"
-	"github.com/walkeeper/walkeeper/target"
 )
-
-// maxSkippedListed bounds the skips (and, on the paged path, the starts) a result lists.
-const maxSkippedListed = contract.MaxSweepListed
 
 // MaintenanceSweep lists every kind's demand index concurrently and, as each kind's pages
 // return, starts MergeWal / CompactBase for the stores over threshold, most indebted first,
@@ -93,9 +89,9 @@ func (st *sweepStarts) launch(ctx workflow.Context, kind string, plan sweepPlan,
 	return b
 }
 
-// report adds every start's outcome to res, in plan order: the first maxSkippedListed
+// report adds every start's outcome to res, in plan order: the first contract.MaxSweepListed
 // starts by name, the rest counted in StartedOmitted. b may be nil (no plan).
-func (b *startBatches) report(res *contract.MaintenanceSweepResult, addSkip func(contract.SweepSkip)) {
+func (b *startBatches) report(res *contract.MaintenanceSweepResult) {
 	if b == nil {
 		return
 	}
@@ -103,14 +99,14 @@ func (b *startBatches) report(res *contract.MaintenanceSweepResult, addSkip func
 		for j, s := range batch {
 			switch {
 			case b.errs[i] != nil:
-				addSkip(contract.SweepSkip{Target: s.req.Target, Reason: fmt.Sprintf("start %s failed: %s", s.req.Workflow, errorText(b.errs[i]))})
+				addSkip(res, contract.SweepSkip{Target: s.req.Target, Reason: fmt.Sprintf("start %s failed: %s", s.req.Workflow, errorText(b.errs[i]))})
 			case j >= len(b.outcomes[i].Outcomes):
-				addSkip(contract.SweepSkip{Target: s.req.Target, Reason: "start " + s.req.Workflow + ": no outcome reported"})
+				addSkip(res, contract.SweepSkip{Target: s.req.Target, Reason: "start " + s.req.Workflow + ": no outcome reported"})
 			case b.outcomes[i].Outcomes[j].Error != "":
-				addSkip(contract.SweepSkip{Target: s.req.Target, Reason: fmt.Sprintf("start %s failed: %s", s.req.Workflow, b.outcomes[i].Outcomes[j].Error)})
+				addSkip(res, contract.SweepSkip{Target: s.req.Target, Reason: fmt.Sprintf("start %s failed: %s", s.req.Workflow, b.outcomes[i].Outcomes[j].Error)})
 			default:
 				o := b.outcomes[i].Outcomes[j]
-				if len(res.Started) >= maxSkippedListed {
+				if len(res.Started) >= contract.MaxSweepListed {
 					res.StartedOmitted++ // the result stays bounded: counted, not listed
 					continue
 				}
@@ -177,12 +173,9 @@ func (p *sweepPlan) add(target string, wants []plannedStart, in contract.Mainten
 // MergeWalTick starts (or attaches to) target's MergeWal and returns: a schedule suffixes the
 // IDs it starts with a timestamp, which would defeat MergeWal's ID dedupe.
 func MergeWalTick(ctx workflow.Context, in contract.MergeWalTickInput) (contract.MergeWalTickResult, error) {
-	if err := checkInput(ctx, in, ""); err != nil {
-		return contract.MergeWalTickResult{}, err
-	}
-	tgt, err := target.ParseTarget(in.Target)
+	tgt, err := checkTargetInput(ctx, in, "", in.Target, nil)
 	if err != nil {
-		return contract.MergeWalTickResult{}, invalidInput(err) // Validate parsed it already
+		return contract.MergeWalTickResult{}, err
 	}
 	res := contract.MergeWalTickResult{Target: tgt.String(), WorkflowID: contract.MergeWalID(tgt)}
 	actx := workflow.WithActivityOptions(ctx, startWorkflowsOptions())
@@ -203,14 +196,12 @@ func MergeWalTick(ctx workflow.Context, in contract.MergeWalTickInput) (contract
 	return res, nil
 }
 
-// listSkip returns the function that records a skipped store in res, listed up to
-// maxSkippedListed and counted after that, so the result stays bounded.
-func listSkip(res *contract.MaintenanceSweepResult) func(contract.SweepSkip) {
-	return func(s contract.SweepSkip) {
-		if len(res.Skipped) < maxSkippedListed {
-			res.Skipped = append(res.Skipped, s)
-		} else {
-			res.SkippedOmitted++
-		}
+// addSkip records a skipped store in res, listed up to contract.MaxSweepListed and counted
+// after that, so the result stays bounded.
+func addSkip(res *contract.MaintenanceSweepResult, s contract.SweepSkip) {
+	if len(res.Skipped) < contract.MaxSweepListed {
+		res.Skipped = append(res.Skipped, s)
+	} else {
+		res.SkippedOmitted++
 	}
 }

@@ -2,33 +2,11 @@ package workflows
 
 import (
 	"sort"
-	"time"
 
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/walkeeper/walkeeper/contract"
 )
-
-// demandScanOptions: one heartbeating, bounded-retry listing per kind. After the last
-// attempt the sweep fails with ErrTypeSweepListFailed, never retrying silently for ever.
-func demandScanOptions() workflow.ActivityOptions {
-	return workflow.ActivityOptions{
-		TaskQueue:           contract.TaskQueue,
-		StartToCloseTimeout: 10 * time.Minute,
-		HeartbeatTimeout:    time.Minute,
-		RetryPolicy:         retryPolicy(5, 30*time.Second),
-		Summary:             "scan demand index",
-	}
-}
-
-func recordMaintenanceOptions() workflow.ActivityOptions {
-	return workflow.ActivityOptions{
-		TaskQueue:           contract.TaskQueue,
-		StartToCloseTimeout: 30 * time.Second,
-		RetryPolicy:         retryPolicy(3, 10*time.Second),
-		Summary:             "record success",
-	}
-}
 
 // recordMaintenance reports a successful fleet-wide run to the worker's metrics; a failure to
 // record is only logged, since the alert on the last success's age notices it.

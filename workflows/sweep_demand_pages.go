@@ -95,7 +95,6 @@ func demandSweep(ctx workflow.Context, in contract.MaintenanceSweepInput, label 
 	listed.Wait(ctx)
 	st.wg.Wait(ctx)
 
-	addSkip := listSkip(&res)
 	pages := 0
 	for _, k := range kinds {
 		if k.scanErr != "" {
@@ -109,13 +108,13 @@ func demandSweep(ctx workflow.Context, in contract.MaintenanceSweepInput, label 
 		for _, p := range k.plans {
 			res.Scanned += p.scanned
 			for _, s := range p.skipped {
-				addSkip(s)
+				addSkip(&res, s)
 			}
 		}
 	}
 	for _, k := range kinds {
 		for _, b := range k.batches {
-			b.report(&res, addSkip)
+			b.report(&res)
 		}
 	}
 	workflow.GetLogger(ctx).Info("Sweep finished.", "stores_with_debt", res.StoresWithDebt,

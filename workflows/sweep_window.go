@@ -399,31 +399,24 @@ func countWords(values []string) string {
 // thresholds, 3 left for the next round" ("" when nothing was skipped). Pure.
 func skipWords(below int, skipped []contract.SweepSkip, omitted int) string {
 	total := below + len(skipped) + omitted
-	var kinds []string
-	for _, sk := range skipped {
-		kinds = append(kinds, skipKind(sk.Reason))
-	}
-	words := countWords(kinds)
-	if below > 0 {
-		words = joinWords(fmt.Sprintf("%d below thresholds", below), words)
-	}
-	if omitted > 0 {
-		words = joinWords(words, fmt.Sprintf("%d left for the next round", omitted))
-	}
 	if total == 0 {
 		return ""
 	}
-	return fmt.Sprintf("skipped %d: %s", total, words)
-}
-
-func joinWords(a, b string) string {
-	switch {
-	case a == "":
-		return b
-	case b == "":
-		return a
+	kinds := make([]string, len(skipped))
+	for i, sk := range skipped {
+		kinds[i] = skipKind(sk.Reason)
 	}
-	return a + ", " + b
+	var parts []string
+	if below > 0 {
+		parts = append(parts, fmt.Sprintf("%d below thresholds", below))
+	}
+	if words := countWords(kinds); words != "" {
+		parts = append(parts, words)
+	}
+	if omitted > 0 {
+		parts = append(parts, fmt.Sprintf("%d left for the next round", omitted))
+	}
+	return fmt.Sprintf("skipped %d: %s", total, strings.Join(parts, ", "))
 }
 
 // skipKind is the class of a SweepSkip reason, for counting. Pure.

@@ -151,14 +151,13 @@ func (t *tracker) apply(s contract.ActivityState) {
 		}
 		w.attempt = s.Attempt
 		switch s.State {
+		case contract.ActivityStateRetrying:
+			// Between attempts nothing runs until Temporal dispatches the next one. Anyone with
+			// namespace access can send this signal, with up to a payload's 2 MiB of text.
+			w.lastErr = contract.Clip(s.Error, contract.MaxFailureTextBytes)
+			fallthrough
 		case contract.ActivityStateRunning, contract.ActivityStateWaitingBudget:
 			w.state = s.State
-		case contract.ActivityStateRetrying:
-			// Between attempts nothing runs until Temporal dispatches the next one.
-			w.state = s.State
-			// Anyone with namespace access can send this signal, with up to a payload's 2 MiB
-			// of text; the status shows 200 bytes of it.
-			w.lastErr = contract.Clip(s.Error, contract.MaxFailureTextBytes)
 		}
 		t.onChange()
 		return

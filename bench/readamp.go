@@ -30,17 +30,19 @@ func readAmp(ctx context.Context, o Options, res *Result, dir string) error {
 	type row struct{ getP50, getP99, listP50, listP99 []float64 }
 	rowsBy := map[string]*row{}
 	var order []string
-	add := func(label string, g, l durStats) {
+	// add records one measurement of state label and prints it.
+	add := func(label string, rd reads) {
 		r := rowsBy[label]
 		if r == nil {
 			r = &row{}
 			rowsBy[label] = r
 			order = append(order, label)
 		}
-		r.getP50 = append(r.getP50, us(g.P50))
-		r.getP99 = append(r.getP99, us(g.P99))
-		r.listP50 = append(r.listP50, us(l.P50))
-		r.listP99 = append(r.listP99, us(l.P99))
+		r.getP50 = append(r.getP50, us(rd.get.P50))
+		r.getP99 = append(r.getP99, us(rd.get.P99))
+		r.listP50 = append(r.listP50, us(rd.list.P50))
+		r.listP99 = append(r.listP99, us(rd.list.P99))
+		o.progressf("read-amp: %s: get p50 %s p99 %s, list p50 %s p99 %s", label, fmtDur(rd.get.P50), fmtDur(rd.get.P99), fmtDur(rd.list.P50), fmtDur(rd.list.P99))
 	}
 	var speedups []float64
 	for rep := 0; rep < o.reps(); rep++ {
@@ -72,17 +74,17 @@ func readAmp(ctx context.Context, o Options, res *Result, dir string) error {
 					return err
 				}
 			}
-			measure := func() (durStats, durStats, error) {
+			measure := func() (reads, error) {
 				r, rs, err := openAs(ctx, url, "reader", o.logger(), s.Target(), noPendingCaps)
 				if err != nil {
-					return durStats{}, durStats{}, err
+					return reads{}, err
 				}
 				defer r.Close(context.WithoutCancel(ctx))
 				var gl, ll []time.Duration
 				for i := 0; i < gets; i++ {
 					t0 := time.Now()
 					if _, err := rs.Get(ctx, fmt.Sprintf("k%09d", (i*7919)%baseRows)); err != nil {
-						return durStats{}, durStats{}, fmt.Errorf("get: %w", err)
+						return reads{}, fmt.Errorf("get: %w", err)
 					}
 					gl = append(gl, time.Since(t0))
 				}
@@ -94,27 +96,26 @@ func readAmp(ctx context.Context, o Options, res *Result, dir string) error {
 				}
 				row, err := rs.Get(ctx, newest)
 				if err != nil {
-					return durStats{}, durStats{}, fmt.Errorf("get %s: %w", newest, err)
+					return reads{}, fmt.Errorf("get %s: %w", newest, err)
 				}
 				if got := fmt.Sprint(row["n"]); got != fmt.Sprint(want) {
-					return durStats{}, durStats{}, fmt.Errorf("get %s at %d pending: n = %s, want %d (the newest pending generation's value)", newest, pending, got, want)
+					return reads{}, fmt.Errorf("get %s at %d pending: n = %s, want %d (the newest pending generation's value)", newest, pending, got, want)
 				}
 				for i := 0; i < lists; i++ {
 					t0 := time.Now()
 					page, err := rs.List(ctx, store.ListOptions{Limit: 100, After: listAfter(i)})
 					if err != nil || len(page.Rows) != 100 {
-						return durStats{}, durStats{}, fmt.Errorf("list: %v (%d rows)", err, len(page.Rows))
+						return reads{}, fmt.Errorf("list: %v (%d rows)", err, len(page.Rows))
 					}
 					ll = append(ll, time.Since(t0))
 				}
-				return summarize(gl), summarize(ll), nil
+				return reads{summarize(gl), summarize(ll)}, nil
 			}
-			g, l, err := measure()
+			rd, err := measure()
 			if err != nil {
 				return err
 			}
-			add(fmt.Sprintf("%d pending", pending), g, l)
-			o.progressf("read-amp: %d pending: get p50 %s p99 %s, list p50 %s p99 %s", pending, fmtDur(g.P50), fmtDur(g.P99), fmtDur(l.P50), fmtDur(l.P99))
+			add(fmt.Sprintf("%d pending", pending), rd)
 			if pending == levels[len(levels)-1] {
 				// An unmerged copy, read side by side with the merged store below.
 				unmerged := root + "-unmerged"
@@ -124,13 +125,12 @@ func readAmp(ctx context.Context, o Options, res *Result, dir string) error {
 				if _, err := s.MergeAll(ctx); err != nil {
 					return err
 				}
-				g, l, err := measure()
+				rd, err := measure()
 				if err != nil {
 					return err
 				}
 				st, _ := s.Stats(ctx)
-				add(fmt.Sprintf("%d pending, after merging (%d base runs)", pending, st.Runs), g, l)
-				o.progressf("read-amp: after merging: get p50 %s, list p50 %s (%d runs)", fmtDur(g.P50), fmtDur(l.P50), st.Runs)
+				add(fmt.Sprintf("%d pending, after merging (%d base runs)", pending, st.Runs), rd)
 				// What the sweep's CompactBase does next (≥ 32 runs): rewrite the runs into one.
 				for i := 0; i < 64; i++ {
 					cr, err := s.CompactBase(ctx, store.CompactParams{MaxRuns: 16})
@@ -141,8 +141,7 @@ func readAmp(ctx context.Context, o Options, res *Result, dir string) error {
 						break
 					}
 				}
-				g, l, err = measure()
-				if err != nil {
+				if rd, err = measure(); err != nil {
 					return err
 				}
 				if st, err = s.Stats(ctx); err != nil {
@@ -150,8 +149,7 @@ func readAmp(ctx context.Context, o Options, res *Result, dir string) error {
 				}
 				// What the last rows measure: everything merged (read by the test).
 				res.Values["pending_after_merge"] = max(res.Values["pending_after_merge"], float64(st.TotalPending()))
-				add(fmt.Sprintf("%d pending, after merging and compaction (%d base run)", pending, st.Runs), g, l)
-				o.progressf("read-amp: after compaction: get p50 %s, list p50 %s (%d runs)", fmtDur(g.P50), fmtDur(l.P50), st.Runs)
+				add(fmt.Sprintf("%d pending, after merging and compaction (%d base run)", pending, st.Runs), rd)
 				speedup, err := listSpeedupSideBySide(ctx, o, s.Target(), fileURL(unmerged, true), url, lists, listAfter)
 				if err != nil {
 					return err
@@ -185,6 +183,9 @@ func readAmp(ctx context.Context, o Options, res *Result, dir string) error {
 	res.note("The first read of each level decodes every pending generation (cold); the cache (256 MiB) then holds them, so p50 shows the per-read merge cost over N sorted files and p99 includes the cold first read.")
 	return nil
 }
+
+// reads are one measurement's Get and List latencies.
+type reads struct{ get, list durStats }
 
 // listSpeedupSideBySide times n Lists alternating between two stores of target, after one untimed
 // List each, and returns slowURL's p50 over fastURL's.

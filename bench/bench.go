@@ -348,8 +348,8 @@ func inTurn[T any](rep int, sides ...T) []T {
 
 // durStats summarises a sample of durations.
 type durStats struct {
-	N                  int
-	Min, P50, P99, Max time.Duration
+	N                       int
+	Min, P50, P99, Max, Sum time.Duration
 }
 
 func summarize(ds []time.Duration) durStats {
@@ -357,8 +357,15 @@ func summarize(ds []time.Duration) durStats {
 		return durStats{}
 	}
 	s := slices.Sorted(slices.Values(ds))
-	return durStats{N: len(s), Min: s[0], P50: pct(s, 50), P99: pct(s, 99), Max: s[len(s)-1]}
+	var sum time.Duration
+	for _, d := range ds {
+		sum += d
+	}
+	return durStats{N: len(s), Min: s[0], P50: pct(s, 50), P99: pct(s, 99), Max: s[len(s)-1], Sum: sum}
 }
+
+// perSecond is the sample's events per second of their summed time: a one-at-a-time rate.
+func (s durStats) perSecond() float64 { return float64(s.N) / s.Sum.Seconds() }
 
 // pct is the nearest-rank percentile of a sorted, non-empty sample.
 func pct(sorted []time.Duration, p float64) time.Duration {

@@ -200,9 +200,7 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 	reqBefore := scrapeAll()
 	for rep := 0; rep < o.reps(); rep++ {
 		opsBefore, windowStart := window()
-		wfTotal := make([]time.Duration, len(servers))
 		wfLat := make([][]time.Duration, len(servers))
-		var dTotal time.Duration
 		var dLat []time.Duration
 		for i := 0; i < merges; i++ {
 			for k, sv := range servers {
@@ -214,7 +212,6 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 				if err != nil {
 					return err
 				}
-				wfTotal[k] += d
 				wfLat[k] = append(wfLat[k], d)
 			}
 			seq++
@@ -229,9 +226,7 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 			if cr.Reclaimed != 1 {
 				return fmt.Errorf("direct merge reclaimed %d, want 1", cr.Reclaimed)
 			}
-			d := time.Since(t0)
-			dTotal += d
-			dLat = append(dLat, d)
+			dLat = append(dLat, time.Since(t0))
 			_ = compactBase(ctx, direct)
 			for _, sv := range servers {
 				_ = compactBase(ctx, sv.viaWF)
@@ -246,16 +241,18 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 				sv.mergeOps.add(opsAfter[i].since(opsBefore[i]).less(sv.idleOps.scaled(windowEnd.Sub(windowStart).Seconds())))
 			}
 		}
-		dr := float64(merges) / dTotal.Seconds()
-		dRates, dP50 = append(dRates, dr), append(dP50, ms(summarize(dLat).P50))
-		line := fmt.Sprintf("temporal-overhead: rep %d/%d: direct %.1f merges/s (p50 %s)", rep+1, o.reps(), dr, fmtDur(summarize(dLat).P50))
+		dl := summarize(dLat)
+		dr := dl.perSecond()
+		dRates, dP50 = append(dRates, dr), append(dP50, ms(dl.P50))
+		line := fmt.Sprintf("temporal-overhead: rep %d/%d: direct %.1f merges/s (p50 %s)", rep+1, o.reps(), dr, fmtDur(dl.P50))
 		for k, sv := range servers {
-			wr := float64(merges) / wfTotal[k].Seconds()
-			sv.wfRates, sv.wfP50 = append(sv.wfRates, wr), append(sv.wfP50, ms(summarize(wfLat[k]).P50))
+			wl := summarize(wfLat[k])
+			wr := wl.perSecond()
+			sv.wfRates, sv.wfP50 = append(sv.wfRates, wr), append(sv.wfP50, ms(wl.P50))
 			if k == 0 {
 				ratios = append(ratios, dr/wr)
 			}
-			line += fmt.Sprintf("; %s: workflow %.1f merges/s (p50 %s)", sv.name, wr, fmtDur(summarize(wfLat[k]).P50))
+			line += fmt.Sprintf("; %s: workflow %.1f merges/s (p50 %s)", sv.name, wr, fmtDur(wl.P50))
 		}
 		o.progressf("%s", line)
 		bare := make([][]time.Duration, len(servers))

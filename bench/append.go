@@ -23,10 +23,8 @@ func appendLatency(ctx context.Context, o Options, res *Result, dir string) erro
 	if o.Quick {
 		phase = 3 * time.Second
 	}
-	res.param("phase", phase)
-	res.param("appenders", appenders)
-	res.param("storage", "file:// with fsync, then without")
-	res.param("merge_load", "another shard's 1 MiB generations, 8 per pass, back to back")
+	res.params("phase", phase, "appenders", appenders, "storage", "file:// with fsync, then without",
+		"merge_load", "another shard's 1 MiB generations, 8 per pass, back to back")
 	for vi, nosync := range []bool{false, true} {
 		label := "file:// with fsync"
 		suffix := ""

@@ -152,7 +152,12 @@ func newResult(name string, o Options) *Result {
 	return &Result{Scenario: name, Quick: o.Quick, Started: time.Now(), Values: map[string]float64{}}
 }
 
-func (r *Result) param(k string, v any) { r.Params = append(r.Params, KV{k, fmt.Sprint(v)}) }
+// params records parameters in print order, given as key, value, key, value, ...
+func (r *Result) params(kv ...any) {
+	for i := 0; i+1 < len(kv); i += 2 {
+		r.Params = append(r.Params, KV{fmt.Sprint(kv[i]), fmt.Sprint(kv[i+1])})
+	}
+}
 
 func (r *Result) target(name, goal, measured string, met bool) {
 	r.Targets = append(r.Targets, Target{Name: name, Goal: goal, Measured: measured, Met: met})
@@ -268,7 +273,7 @@ func withDir(body func(ctx context.Context, o Options, res *Result, dir string) 
 // measured is a scenario that writes stores: a work directory of its own, reps its first param.
 func measured(name, short string, body func(ctx context.Context, o Options, res *Result, dir string) error) Scenario {
 	return scenario(name, short, withDir(func(ctx context.Context, o Options, res *Result, dir string) error {
-		res.param("reps", o.reps())
+		res.params("reps", o.reps())
 		return body(ctx, o, res, dir)
 	}))
 }

@@ -22,9 +22,9 @@ func commitLock(ctx context.Context, o Options, res *Result, dir string) error {
 		sizes = []size{{"64KiB", 64 << 10, 12}, {"1MiB", 1 << 20, 6}, {"64MiB", 64 << 20, 2}}
 	}
 	backends := []string{"file", "mem"}
-	res.param("row_payload", "4 KiB")
+	res.params("row_payload", "4 KiB")
 	for _, sz := range sizes {
-		res.param("merges_per_rep_"+sz.name, sz.merges)
+		res.params("merges_per_rep_"+sz.name, sz.merges)
 	}
 
 	type key struct{ backend, size string }

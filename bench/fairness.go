@@ -72,14 +72,12 @@ func runFairness(ctx context.Context, o Options, res *Result, dir string) error 
 	}
 	reps := max(o.Reps, 1) // a full run at the default backlogs takes half an hour a server
 
-	res.param("backlogs (rollout merges queued)", fmt.Sprint(backlogs))
-	res.param("repetitions (sides alternate which goes first)", reps)
-	res.param("light merges (generic) per backlog", fairnessLight)
-	res.param("saturation merges per kind", perKind)
-	res.param("saturation weights", fairnessShareWeights.String())
+	res.params("backlogs (rollout merges queued)", backlogs, "repetitions (sides alternate which goes first)", reps,
+		"light merges (generic) per backlog", fairnessLight, "saturation merges per kind", perKind,
+		"saturation weights", fairnessShareWeights.String())
 	def := worker.DefaultConfig()
-	res.param("worker", fmt.Sprintf("one, in process, default slots (%d merge, %d shared)", def.MergeSlots, def.SharedActivitySlots))
-	res.param("sticky workflow execution", !o.NoSticky)
+	res.params("worker", fmt.Sprintf("one, in process, default slots (%d merge, %d shared)", def.MergeSlots, def.SharedActivitySlots),
+		"sticky workflow execution", !o.NoSticky)
 	var servers []fairnessServer
 	if o.fairnessServer("dev") {
 		servers = append(servers, fairnessServer{"dev server", false, true}, fairnessServer{"dev server", false, false})

@@ -66,11 +66,11 @@ func runFleetWorker(ctx context.Context, o Options, res *Result, dir string) err
 	if o.Quick {
 		reconcileBudget, debt = 30*time.Second, fleetWorkerQuickDebt
 	}
-	res.param("sizes", fmt.Sprint(sizes))
-	res.param("debt", fmt.Sprintf("%d stores at every size (half 2 generations sealed 1h ago, half 10 fresh)", debt))
-	res.param("storage", "file:// (nosync), fleet written by the bench")
-	res.param("worker", "one child process, worker.New + Start with the default configuration (sweep and reconcile schedules and the fairness probe off)")
-	res.param("reconcile_budget", reconcileBudget)
+	res.params("sizes", sizes,
+		"debt", fmt.Sprintf("%d stores at every size (half 2 generations sealed 1h ago, half 10 fresh)", debt),
+		"storage", "file:// (nosync), fleet written by the bench",
+		"worker", "one child process, worker.New + Start with the default configuration (sweep and reconcile schedules and the fairness probe off)",
+		"reconcile_budget", reconcileBudget)
 
 	tenv, err := startTemporal(ctx, o, o.OutDir, devserver.Options{})
 	if err != nil {

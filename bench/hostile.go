@@ -56,13 +56,12 @@ func hostileSizesFor(o Options) hostileSizes {
 
 func runHostile(ctx context.Context, o Options, res *Result, dir string) error {
 	sz := hostileSizesFor(o)
-	res.param("worker", "one child process per case, worker.Run without Temporal (HTTP-only), the build's defaults")
-	res.param("storage", "file:// (nosync)")
-	res.param("wide_rows", fmt.Sprintf("%d concurrent appends of %s of {\"id\":\"r0000001\"} rows, id + %d nullable columns", sz.wideAppends, fmtBytes(int64(sz.wideBody)), sz.wideColumns))
-	res.param("big_values", fmt.Sprintf("%d rows of %d kB of '<', %d per append, then a List of all of them", sz.bigRows, sz.bigValue/1000, sz.bigPerAppend))
-	res.param("connections", fmt.Sprintf("%d idle + %d trickling a body 1 byte/100 ms, held %s", sz.idleConns, sz.trickleConns, sz.connHold))
-	res.param("memtable_rows", fmt.Sprint(sz.memtableRows))
-	res.param("rss_guard", fmtBytes(sz.rssGuard))
+	res.params("worker", "one child process per case, worker.Run without Temporal (HTTP-only), the build's defaults",
+		"storage", "file:// (nosync)",
+		"wide_rows", fmt.Sprintf("%d concurrent appends of %s of {\"id\":\"r0000001\"} rows, id + %d nullable columns", sz.wideAppends, fmtBytes(int64(sz.wideBody)), sz.wideColumns),
+		"big_values", fmt.Sprintf("%d rows of %d kB of '<', %d per append, then a List of all of them", sz.bigRows, sz.bigValue/1000, sz.bigPerAppend),
+		"connections", fmt.Sprintf("%d idle + %d trickling a body 1 byte/100 ms, held %s", sz.idleConns, sz.trickleConns, sz.connHold),
+		"memtable_rows", sz.memtableRows, "rss_guard", fmtBytes(sz.rssGuard))
 
 	knobs, cases, err := runHostileMemory(ctx, o, sz, dir)
 	if err != nil {

@@ -11,8 +11,8 @@ const hostileLatencyGoal = 2.0
 
 func hostileReport(res *Result, sz hostileSizes, knobs hostileKnobs, cases []hostileCase, levels []hostileLevel) {
 	budget := knobs.budgetSum()
-	res.param("knobs", knobs.describe())
-	res.param("budget_sum", fmt.Sprintf("%.0f MiB (%s)", mib(budget), strings.Join(hostileBudgetKnobs, " + ")))
+	res.params("knobs", knobs.describe(),
+		"budget_sum", fmt.Sprintf("%.0f MiB (%s)", mib(budget), strings.Join(hostileBudgetKnobs, " + ")))
 	res.Values["budget_sum_mib"] = mib(budget)
 
 	mt := Table{Title: "Memory: peak RSS (VmHWM) of a fresh worker child per case, against its budget sum",

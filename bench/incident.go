@@ -128,31 +128,22 @@ type sample struct {
 // the old serial sweeper (baselineSweeper), one after the other with identical traffic and storage.
 func runIncident(ctx context.Context, o Options, res *Result) error {
 	p := incidentDefaults(o)
-	res.param("shards", p.Shards)
-	res.param("rollout_stores", p.Rollout)
-	res.param("hot_generic_stores", 1)
-	res.param("duration", p.Duration)
-	res.param("latency_per_request", p.Latency)
-	res.param("seal_every", p.SealEvery)
-	res.param("sweep_every", p.SweepEvery)
-	res.param("count_trigger", p.CountTrigger)
-	res.param("generic_append_every_per_shard", p.GenericEvery)
-	res.param("rollout_append_every_per_shard", p.RolloutEvery)
-	res.param("baseline_store_timeout", p.StoreTimeout)
-	res.param("merge_max_generations", p.MaxGens)
-	res.param("prepare_concurrency", p.PrepareConcurrency)
-	res.param("storage", map[string]string{storageFile: "file:// without fsync", storageMem: "mem://"}[p.Storage])
-	res.param("walkeeper_count_trigger_parallel_prepare", p.Parallel)
-	res.param("reps", o.reps())
+	res.params("shards", p.Shards, "rollout_stores", p.Rollout, "hot_generic_stores", 1, "duration", p.Duration,
+		"latency_per_request", p.Latency, "seal_every", p.SealEvery, "sweep_every", p.SweepEvery,
+		"count_trigger", p.CountTrigger, "generic_append_every_per_shard", p.GenericEvery,
+		"rollout_append_every_per_shard", p.RolloutEvery, "baseline_store_timeout", p.StoreTimeout,
+		"merge_max_generations", p.MaxGens, "prepare_concurrency", p.PrepareConcurrency,
+		"storage", map[string]string{storageFile: "file:// without fsync", storageMem: "mem://"}[p.Storage],
+		"walkeeper_count_trigger_parallel_prepare", p.Parallel, "reps", o.reps())
 	if p.wide() {
-		res.param("shared_queue_workers", fmt.Sprintf("first %d nodes; 1 poller per shard queue; workflow deadlock detector 10 s", sharedWorkerNodes))
+		res.params("shared_queue_workers", fmt.Sprintf("first %d nodes; 1 poller per shard queue; workflow deadlock detector 10 s", sharedWorkerNodes))
 	}
 	// Production has 20 machines; here both systems and Temporal share 2 cores.
 	timeScale := 30 * time.Second / p.SealEvery
 	o.progressf("incident: scale — %d shards (production 20), %d rollout stores resident in every shard (production: hundreds per worker), time compressed %d× (seal 30 s → %s), at most %.2f cores per node (2 cores / %d nodes, shared with Temporal; production: one machine per worker)",
 		p.Shards, p.Rollout, timeScale, p.SealEvery, 2/float64(p.Shards), p.Shards)
-	res.param("time_scale", fmt.Sprintf("%d× (production flush 30 s)", timeScale))
-	res.param("cpu_per_node", fmt.Sprintf("≤ %.2f cores", 2/float64(p.Shards)))
+	res.params("time_scale", fmt.Sprintf("%d× (production flush 30 s)", timeScale),
+		"cpu_per_node", fmt.Sprintf("≤ %.2f cores", 2/float64(p.Shards)))
 
 	var runs []incidentRun
 	for rep := 0; rep < o.reps(); rep++ {

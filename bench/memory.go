@@ -81,9 +81,7 @@ func runMemory(ctx context.Context, o Options, res *Result, dir string) error {
 	for _, b := range budgets {
 		names = append(names, fmt.Sprintf("%d MiB", b>>20))
 	}
-	res.param("budgets", strings.Join(names, ", "))
-	res.param("requests", requests)
-	res.param("request_size", "budget/2 (merge_max_bytes)")
+	res.params("budgets", strings.Join(names, ", "), "requests", requests, "request_size", "budget/2 (merge_max_bytes)")
 
 	if memoryPart(o, "merges") {
 		if err := runMemoryMerges(ctx, o, res, dir, budgets, requests); err != nil {

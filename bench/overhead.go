@@ -55,10 +55,8 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 	if o.Stores > 0 {
 		idle = o.Stores
 	}
-	res.param("merges_per_rep", merges)
-	res.param("merge_size", "1 MiB (one generation)")
-	res.param("idle_stores", idle)
-	res.param("storage", "file:// with fsync")
+	res.params("merges_per_rep", merges, "merge_size", "1 MiB (one generation)", "idle_stores", idle,
+		"storage", "file:// with fsync")
 	url := fileURL(filepath.Join(dir, "store"), false)
 	db, err := store.OpenDB(ctx, url, storeOptions("overhead", o.logger(), func(so *store.Options) {
 		so.Budget = store.NewBudget(worker.DefaultConfig().MergeBudgetBytes)
@@ -126,7 +124,7 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 		}
 	}
 	if len(servers) > 1 {
-		res.param("servers", "dev server with walkeeper's tuning ("+strings.Join(devserver.TunedDynamicConfig, ", ")+"), dev server with the server's defaults, and Temporal server v1.29.1 on PostgreSQL 15 (4 history shards, SQL visibility, docker-compose's dynamic config), side by side")
+		res.params("servers", "dev server with walkeeper's tuning ("+strings.Join(devserver.TunedDynamicConfig, ", ")+"), dev server with the server's defaults, and Temporal server v1.29.1 on PostgreSQL 15 (4 history shards, SQL visibility, docker-compose's dynamic config), side by side")
 	}
 	direct, err := createGeneric(ctx, db, "direct")
 	if err != nil {

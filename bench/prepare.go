@@ -18,10 +18,8 @@ func parallelPrepare(ctx context.Context, o Options, res *Result, dir string) er
 	if o.Quick {
 		gens, rounds = 4, 1
 	}
-	res.param("shards", shards)
-	res.param("per_shard", fmt.Sprintf("%d generations × %.0f MiB", gens, mib(int64(rows*(payload+64)))))
-	res.param("rounds_per_rep", rounds)
-	res.param("storage", "file:// with fsync")
+	res.params("shards", shards, "per_shard", fmt.Sprintf("%d generations × %.0f MiB", gens, mib(int64(rows*(payload+64)))),
+		"rounds_per_rep", rounds, "storage", "file:// with fsync")
 	url := fileURL(filepath.Join(dir, "store"), false)
 	target := store.Target{Kind: store.KindGeneric, Name: "pp"}
 	var shardIDs []string

@@ -22,10 +22,7 @@ func readAmp(ctx context.Context, o Options, res *Result, dir string) error {
 	const baseRows, rowsPerGen = 10000, 100
 	// listAfter spreads the timed Lists over the base, a page before its end, so pages are full.
 	listAfter := func(i int) string { return fmt.Sprintf("k%09d", (i*7919)%(baseRows-200)) }
-	res.param("base_rows", baseRows)
-	res.param("rows_per_generation", rowsPerGen)
-	res.param("gets_per_level", gets)
-	res.param("lists_per_level", lists)
+	res.params("base_rows", baseRows, "rows_per_generation", rowsPerGen, "gets_per_level", gets, "lists_per_level", lists)
 
 	type row struct{ getP50, getP99, listP50, listP99 []float64 }
 	rowsBy := map[string]*row{}

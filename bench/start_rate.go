@@ -36,9 +36,7 @@ func runStartRate(ctx context.Context, o Options, res *Result) error {
 			n = 300
 		}
 	}
-	res.param("starts", n)
-	res.param("in_flight", fmt.Sprint(startRateInFlight))
-	res.param("workers", "none (nothing started runs)")
+	res.params("starts", n, "in_flight", startRateInFlight, "workers", "none (nothing started runs)")
 	tenv, err := startTemporal(ctx, o, o.OutDir, devserver.Options{})
 	if err != nil {
 		return err

@@ -20,10 +20,8 @@ func mergeThroughput(ctx context.Context, o Options, res *Result, dir string) er
 	if o.Quick {
 		rowsPerGen = 256 // 8 × ~1 MiB
 	}
-	res.param("generations", gens)
-	res.param("generation_size", fmt.Sprintf("%.1f MiB", mib(int64(rowsPerGen*(payload+64)))))
-	res.param("row_shapes", "4 KiB binary payload; 200 B binary payload (same bytes, 16× the rows)")
-	res.param("storage", "file:// with fsync")
+	res.params("generations", gens, "generation_size", fmt.Sprintf("%.1f MiB", mib(int64(rowsPerGen*(payload+64)))),
+		"row_shapes", "4 KiB binary payload; 200 B binary payload (same bytes, 16× the rows)", "storage", "file:// with fsync")
 
 	type variant struct {
 		name, suffix        string

@@ -18,11 +18,7 @@ import (
 // appendLatency is the append-latency scenario (docs/benchmarks/append-latency.md): one-row
 // appends with another shard's merges running back to back against the same appends idle.
 func appendLatency(ctx context.Context, o Options, res *Result, dir string) error {
-	phase := 8 * time.Second
-	appenders := 4
-	if o.Quick {
-		phase = 3 * time.Second
-	}
+	phase, appenders := fullOrQuick(o, 8*time.Second, 3*time.Second), 4
 	res.params("phase", phase, "appenders", appenders, "storage", "file:// with fsync, then without",
 		"merge_load", "another shard's 1 MiB generations, 8 per pass, back to back")
 	for vi, nosync := range []bool{false, true} {

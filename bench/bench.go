@@ -8,6 +8,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -56,14 +57,14 @@ type Options struct {
 	Reexec func(ctx context.Context, scenario string) *exec.Cmd
 }
 
-func (o Options) reps() int {
-	if o.Reps > 0 {
-		return o.Reps
-	}
+func (o Options) reps() int { return cmp.Or(o.Reps, fullOrQuick(o, 5, 1)) }
+
+// fullOrQuick is full, or quick with --quick: a scenario's size in each mode.
+func fullOrQuick[T any](o Options, full, quick T) T {
 	if o.Quick {
-		return 1
+		return quick
 	}
-	return 5
+	return full
 }
 
 // latency is o.Latency, or def when it is 0; none when it is negative.

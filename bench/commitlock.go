@@ -17,10 +17,8 @@ func commitLock(ctx context.Context, o Options, res *Result, dir string) error {
 		bytes  int
 		merges int
 	}
-	sizes := []size{{"64KiB", 64 << 10, 60}, {"1MiB", 1 << 20, 20}, {"64MiB", 64 << 20, 4}}
-	if o.Quick {
-		sizes = []size{{"64KiB", 64 << 10, 12}, {"1MiB", 1 << 20, 6}, {"64MiB", 64 << 20, 2}}
-	}
+	sizes := fullOrQuick(o, []size{{"64KiB", 64 << 10, 60}, {"1MiB", 1 << 20, 20}, {"64MiB", 64 << 20, 4}},
+		[]size{{"64KiB", 64 << 10, 12}, {"1MiB", 1 << 20, 6}, {"64MiB", 64 << 20, 2}})
 	backends := []string{"file", "mem"}
 	res.params("row_payload", "4 KiB")
 	for _, sz := range sizes {

@@ -74,10 +74,7 @@ func runFleet(ctx context.Context, o Options, res *Result) error {
 	}
 	latency := o.latency(10 * time.Millisecond)
 	// A wait, not a target: 10,000 starts at the dev server's ≈ 20/s on 2 vCPUs take ~8 min.
-	budget := 12 * time.Minute
-	if o.Quick {
-		budget = 5 * time.Minute
-	}
+	budget := fullOrQuick(o, 12*time.Minute, 5*time.Minute)
 	res.params("sizes", sizes, "kind", fleetKind,
 		"debt", "1% (half old: 2 generations sealed 1h ago; half hot: 10 generations)",
 		"workers", fmt.Sprintf("%d in-process instances", fleetWorkers), "latency", latency,

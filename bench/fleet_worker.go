@@ -60,12 +60,8 @@ func runFleetWorker(ctx context.Context, o Options, res *Result, dir string) err
 	}
 	// The reconcile is measured over its first budget (1M stores on file:// take longer); the merges'
 	// wait is a cap, not a target.
-	reconcileBudget := 3 * time.Minute
+	reconcileBudget, debt := fullOrQuick(o, 3*time.Minute, 30*time.Second), fullOrQuick(o, fleetWorkerDebt, fleetWorkerQuickDebt)
 	const sweepBudget = 5 * time.Minute
-	debt := fleetWorkerDebt
-	if o.Quick {
-		reconcileBudget, debt = 30*time.Second, fleetWorkerQuickDebt
-	}
 	res.params("sizes", sizes,
 		"debt", fmt.Sprintf("%d stores at every size (half 2 generations sealed 1h ago, half 10 fresh)", debt),
 		"storage", "file:// (nosync), fleet written by the bench",

@@ -70,25 +70,20 @@ const baselineLabel = "baseline (old serial sweeper)"
 
 func incidentDefaults(o Options) incidentParams {
 	p := incidentParams{
-		Shards:       20,
-		Rollout:      300,
-		Duration:     4 * time.Minute,
-		Latency:      10 * time.Millisecond,
-		SealEvery:    time.Second,
-		SweepEvery:   5 * time.Second,
-		CountTrigger: 50,
+		Shards:     fullOrQuick(o, 20, 4),
+		Rollout:    fullOrQuick(o, 300, 120),
+		Duration:   fullOrQuick(o, 4*time.Minute, 40*time.Second),
+		Latency:    o.latency(fullOrQuick(o, 10*time.Millisecond, 25*time.Millisecond)),
+		SealEvery:  time.Second,
+		SweepEvery: 5 * time.Second,
+		// 45 s per side leaves no room for a trigger at 50 to fire and finish.
+		CountTrigger: fullOrQuick(o, 50, 20),
 		GenericEvery: 250 * time.Millisecond,
 		RolloutEvery: 5 * time.Second,
 		StoreTimeout: 30 * time.Second,
 		MaxGens:      store.DefaultOptions().MergeMaxGenerations,
-	}
-	if o.Quick {
-		p.Shards = 4
-		p.Rollout = 120
-		p.Latency = 25 * time.Millisecond
-		p.Duration = 40 * time.Second
-		// 45 s per side leaves no room for a trigger at 50 to fire and finish.
-		p.CountTrigger = 20
+		// Parallel prepares, as the worker's default; WALKEEPER_BENCH_SERIAL=1 replays serial ones.
+		Parallel: worker.DefaultConfig().MergeParallelPrepare && os.Getenv("WALKEEPER_BENCH_SERIAL") == "",
 	}
 	if o.Shards > 0 {
 		p.Shards = o.Shards
@@ -99,11 +94,6 @@ func incidentDefaults(o Options) incidentParams {
 	if o.Duration > 0 {
 		p.Duration = o.Duration
 	}
-	// Parallel prepares, as the worker's default; WALKEEPER_BENCH_SERIAL=1 replays serial ones.
-	p.Parallel = worker.DefaultConfig().MergeParallelPrepare
-	if os.Getenv("WALKEEPER_BENCH_SERIAL") != "" {
-		p.Parallel = false
-	}
 	if o.MergeMaxGenerations > 0 {
 		p.MaxGens = o.MergeMaxGenerations
 	}
@@ -112,7 +102,6 @@ func incidentDefaults(o Options) incidentParams {
 		p.Storage = storageMem
 		p.PrepareConcurrency = wideTablePrepareConcurrency
 	}
-	p.Latency = o.latency(p.Latency)
 	return p
 }
 

@@ -52,10 +52,7 @@ func memoryBudgets(o Options) []int64 {
 	if len(o.MemoryBudgets) > 0 {
 		return o.MemoryBudgets
 	}
-	if o.Quick {
-		return []int64{32 << 20}
-	}
-	return []int64{32 << 20, 128 << 20, 1 << 30}
+	return fullOrQuick(o, []int64{32 << 20, 128 << 20, 1 << 30}, []int64{32 << 20})
 }
 
 // memoryGoal is a child's RSS growth bound (MiB): budget + 32 MiB, 25 % more with GOGC alone.
@@ -147,10 +144,7 @@ func runMemoryMerges(ctx context.Context, o Options, res *Result, dir string, bu
 func runMemoryReads(ctx context.Context, o Options, res *Result, dir string) error {
 	const lists, gens = 16, 2000
 	payload := 1 << 10
-	rows := 16 // ~16 KiB per generation, 32 MiB in all (quick)
-	if !o.Quick {
-		rows = 64 // ~64 KiB per generation, 128 MiB in all
-	}
+	rows := fullOrQuick(o, 64, 16) // ~64 KiB per generation, 128 MiB in all (quick: 16 KiB, 32 MiB)
 	url := fileURL(filepath.Join(dir, "reads"), true)
 	o.progressf("memory: writing %d generations of %d rows for the read test", gens, rows)
 	if _, err := writeStore(ctx, o, url, "writer", "reads", gens, rows, payload, gens*rows/2, 0); err != nil {

@@ -48,10 +48,7 @@ type overheadServer struct {
 // dev servers and the PostgreSQL cluster), a bare workflow, persistence and CPU cost, and one sweep
 // over idle stores.
 func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) error {
-	merges, idle, idleWindow := 20, 1000, 60*time.Second
-	if o.Quick {
-		merges, idle, idleWindow = 5, 100, 10*time.Second
-	}
+	merges, idle, idleWindow := fullOrQuick(o, 20, 5), fullOrQuick(o, 1000, 100), fullOrQuick(o, 60*time.Second, 10*time.Second)
 	if o.Stores > 0 {
 		idle = o.Stores
 	}

@@ -13,11 +13,8 @@ import (
 // prepared serially and at once, on file:// and with 10 ms per request, aborted after each round.
 func parallelPrepare(ctx context.Context, o Options, res *Result, dir string) error {
 	const shards = 4
-	gens, rows, payload := 8, 256, 4<<10 // 8 × 1 MiB per shard
-	rounds := 3
-	if o.Quick {
-		gens, rounds = 4, 1
-	}
+	gens, rows, payload := fullOrQuick(o, 8, 4), 256, 4<<10 // 1 MiB generations
+	rounds := fullOrQuick(o, 3, 1)
 	res.params("shards", shards, "per_shard", fmt.Sprintf("%d generations × %.0f MiB", gens, mib(int64(rows*(payload+64)))),
 		"rounds_per_rep", rounds, "storage", "file:// with fsync")
 	url := fileURL(filepath.Join(dir, "store"), false)

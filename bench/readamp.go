@@ -13,12 +13,8 @@ import (
 // reader process over a 10,000-row base with pending generations on top, then merged, then
 // compacted.
 func readAmp(ctx context.Context, o Options, res *Result, dir string) error {
-	levels := []int{0, 16, 256, 1024}
-	gets, lists := 400, 100
-	if o.Quick {
-		levels = []int{0, 16, 256}
-		gets, lists = 100, 20
-	}
+	levels := fullOrQuick(o, []int{0, 16, 256, 1024}, []int{0, 16, 256})
+	gets, lists := fullOrQuick(o, 400, 100), fullOrQuick(o, 100, 20)
 	const baseRows, rowsPerGen = 10000, 100
 	// listAfter spreads the timed Lists over the base, a page before its end, so pages are full.
 	listAfter := func(i int) string { return fmt.Sprintf("k%09d", (i*7919)%(baseRows-200)) }

@@ -31,10 +31,7 @@ const startRateNeeded = 10_000.0 / 60
 func runStartRate(ctx context.Context, o Options, res *Result) error {
 	n := o.Stores
 	if n <= 0 {
-		n = 10_000
-		if o.Quick {
-			n = 300
-		}
+		n = fullOrQuick(o, 10_000, 300)
 	}
 	res.params("starts", n, "in_flight", startRateInFlight, "workers", "none (nothing started runs)")
 	tenv, err := startTemporal(ctx, o, o.OutDir, devserver.Options{})

@@ -16,10 +16,7 @@ import (
 // generations merged per second next to reading the same files and writing and fsyncing as many
 // bytes.
 func mergeThroughput(ctx context.Context, o Options, res *Result, dir string) error {
-	gens, rowsPerGen, payload := 8, 1024, 4<<10 // 8 × ~4 MiB
-	if o.Quick {
-		rowsPerGen = 256 // 8 × ~1 MiB
-	}
+	gens, rowsPerGen, payload := 8, fullOrQuick(o, 1024, 256), 4<<10 // 8 × ~4 MiB (quick: ~1 MiB)
 	res.params("generations", gens, "generation_size", fmt.Sprintf("%.1f MiB", mib(int64(rowsPerGen*(payload+64)))),
 		"row_shapes", "4 KiB binary payload; 200 B binary payload (same bytes, 16× the rows)", "storage", "file:// with fsync")
 

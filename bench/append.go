@@ -30,15 +30,11 @@ func appendLatency(ctx context.Context, o Options, res *Result, dir string) erro
 		err := func() error {
 			url := fileURL(filepath.Join(dir, fmt.Sprint(vi)), nosync)
 			log := o.logger()
-			app, err := store.OpenDB(ctx, url, storeOptions("appender", log))
+			app, s, err := openAs(ctx, url, "appender", log, genericTarget("append"))
 			if err != nil {
 				return err
 			}
 			defer app.Close(context.WithoutCancel(ctx))
-			s, err := createGeneric(ctx, app, "append")
-			if err != nil {
-				return err
-			}
 			bulk, bs, err := openAs(ctx, url, "bulk", log, s.Target())
 			if err != nil {
 				return err

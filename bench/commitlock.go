@@ -78,15 +78,11 @@ func commitLock(ctx context.Context, o Options, res *Result, dir string) error {
 
 // commitLockOnce returns each merge's lock hold and whole CommitRound time on a fresh store.
 func commitLockOnce(ctx context.Context, o Options, url string, bytes, merges int) ([]time.Duration, []time.Duration, error) {
-	db, err := store.OpenDB(ctx, url, storeOptions("lock", o.logger(), noMergeCaps))
+	db, s, err := openAs(ctx, url, "lock", o.logger(), genericTarget("lock"), noMergeCaps)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer db.Close(context.WithoutCancel(ctx))
-	s, err := createGeneric(ctx, db, "lock")
-	if err != nil {
-		return nil, nil, err
-	}
 	const payload = 4 << 10
 	rows := max(bytes/(payload+64), 1)
 	var holds, commits []time.Duration

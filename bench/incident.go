@@ -261,7 +261,7 @@ func incidentSideRun(ctx context.Context, o Options, p incidentParams, rep int, 
 		}
 		defer tenv.close()
 	}
-	hot := store.Target{Kind: store.KindGeneric, Name: fmt.Sprintf("hot-%d", rep)}
+	hot := genericTarget(fmt.Sprintf("hot-%d", rep))
 	var rollout []store.Target
 	for i := 0; i < p.Rollout; i++ {
 		rollout = append(rollout, store.Target{Kind: store.KindRollout, Name: fmt.Sprintf("r%04d-%d", i, rep)})

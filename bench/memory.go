@@ -277,7 +277,7 @@ func memoryChild(ctx context.Context, o Options) error {
 	defer db.Close(context.WithoutCancel(ctx))
 	var stores []*store.Store
 	for _, n := range p.Stores {
-		s, err := db.Open(ctx, store.Target{Kind: store.KindGeneric, Name: n})
+		s, err := db.Open(ctx, genericTarget(n))
 		if err != nil {
 			return err
 		}

@@ -18,7 +18,7 @@ func parallelPrepare(ctx context.Context, o Options, res *Result, dir string) er
 	res.params("shards", shards, "per_shard", fmt.Sprintf("%d generations × %.0f MiB", gens, mib(int64(rows*(payload+64)))),
 		"rounds_per_rep", rounds, "storage", "file:// with fsync")
 	url := fileURL(filepath.Join(dir, "store"), false)
-	target := store.Target{Kind: store.KindGeneric, Name: "pp"}
+	target := genericTarget("pp")
 	var shardIDs []string
 	for i := 0; i < shards; i++ {
 		shard, err := writeStore(ctx, o, url, fmt.Sprintf("writer-%d", i), target.Name, gens, rows, payload, 1<<30, int64(i)<<32)

@@ -42,11 +42,7 @@ func readAmp(ctx context.Context, o Options, res *Result, dir string) error {
 		for _, pending := range levels {
 			root := fmt.Sprintf("%s/r%d-p%d", dir, rep, pending)
 			url := fileURL(root, true)
-			w, err := store.OpenDB(ctx, url, storeOptions("writer", o.logger(), noPendingCaps))
-			if err != nil {
-				return err
-			}
-			s, err := createGeneric(ctx, w, "ra")
+			w, s, err := openAs(ctx, url, "writer", o.logger(), genericTarget("ra"), noPendingCaps)
 			if err != nil {
 				return err
 			}

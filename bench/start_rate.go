@@ -12,7 +12,6 @@ import (
 
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/internal/devserver"
-	"github.com/walkeeper/walkeeper/store"
 )
 
 // The start-rate scenario (docs/benchmarks/fleet.md): MergeWal starts through
@@ -51,7 +50,7 @@ func runStartRate(ctx context.Context, o Options, res *Result) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			tg := store.Target{Kind: store.KindGeneric, Name: fmt.Sprintf("rate-%d-%07d", inflight, i+1)}
+			tg := genericTarget(fmt.Sprintf("rate-%d-%07d", inflight, i+1))
 			_, err := contract.StartMergeWal(ctx, tenv.client, tg, contract.MergeWalInput{Trigger: contract.TriggerCLI, TriggerReason: "bench start-rate"})
 			if err == nil {
 				return nil

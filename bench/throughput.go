@@ -89,7 +89,7 @@ func mergeThroughput(ctx context.Context, o Options, res *Result, dir string) er
 				return time.Since(t0), os.Remove(out)
 			}
 			merge := func() (time.Duration, time.Duration, error) {
-				m, ms, err := openAs(ctx, url, "merger", o.logger(), store.Target{Kind: store.KindGeneric, Name: "tp"}, noMergeCaps)
+				m, ms, err := openAs(ctx, url, "merger", o.logger(), genericTarget("tp"), noMergeCaps)
 				if err != nil {
 					return 0, 0, err
 				}

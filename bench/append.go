@@ -189,9 +189,7 @@ func appendLatency(ctx context.Context, o Options, res *Result, dir string) erro
 			res.note("%s: generations merged during busy phases: %d (1 MiB each).", label, merged.Load())
 			res.target(label+": append p50 busy / idle", "≤ 1.5", fmt.Sprintf("%.2f", r50), r50 <= 1.5)
 			res.target(label+": append p99 busy / idle", "≤ 1.5", fmt.Sprintf("%.2f", r99), r99 <= 1.5)
-			res.Values["ratio_p50"+suffix] = r50
-			res.Values["ratio_p99"+suffix] = r99
-			res.Values["merged"+suffix] = float64(merged.Load())
+			res.values("%s"+suffix, map[string]float64{"ratio_p50": r50, "ratio_p99": r99, "merged": float64(merged.Load())})
 			return nil
 		}()
 		if err != nil {

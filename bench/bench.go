@@ -164,10 +164,10 @@ func (r *Result) target(name, goal, measured string, met bool) {
 	r.Targets = append(r.Targets, Target{Name: name, Goal: goal, Measured: measured, Met: met})
 }
 
-// values records vs under their keys prefixed with prefix.
-func (r *Result) values(prefix string, vs map[string]float64) {
-	for k, v := range vs {
-		r.Values[prefix+k] = v
+// values records each of vs under key, its name put in for the key's %s ("b32_%s", "%s_1000").
+func (r *Result) values(key string, vs map[string]float64) {
+	for name, v := range vs {
+		r.Values[strings.Replace(key, "%s", name, 1)] = v
 	}
 }
 

@@ -59,7 +59,7 @@ func commitLock(ctx context.Context, o Options, res *Result, dir string) error {
 			worst = max(worst, b.Median)
 			t.Rows = append(t.Rows, []string{be, sz.name, a.fmt("%.1f"), b.fmt("%.1f")})
 			// commit_p50_us: the whole CommitRound call, timed in the same run (the hold is part of it).
-			res.values(be+"_"+sz.name+"_", map[string]float64{"p50_us": a.Median, "p99_us": b.Median, "p99_us_max": b.Max,
+			res.values(be+"_"+sz.name+"_%s", map[string]float64{"p50_us": a.Median, "p99_us": b.Median, "p99_us_max": b.Max,
 				"commit_p50_us": spreadOf(commitP50s[k]).Median})
 		}
 		// largeOverSmall is the largest size's median over the smallest's.
@@ -67,7 +67,7 @@ func commitLock(ctx context.Context, o Options, res *Result, dir string) error {
 			return spreadOf(m[key{be, sizes[2].name}]).Median / max(spreadOf(m[key{be, sizes[0].name}]).Median, 1)
 		}
 		ratio, ratioP50 := largeOverSmall(p99s), largeOverSmall(p50s)
-		res.values(be+"_", map[string]float64{"ratio_p99": ratio, "ratio_p50": ratioP50})
+		res.values(be+"_%s", map[string]float64{"ratio_p99": ratio, "ratio_p50": ratioP50})
 		res.target(be+": p99 lock hold", "≤ 1 ms", fmt.Sprintf("worst size %.3f ms", worst/1000), worst <= 1000)
 		res.target(be+": 64 MiB / 64 KiB", "≤ 1.5", fmt.Sprintf("p99 %.2f, p50 %.2f", ratio, ratioP50), ratio <= 1.5)
 	}

@@ -157,9 +157,7 @@ func runFairness(ctx context.Context, o Options, res *Result, dir string) error 
 			}
 			lat.Rows = append(lat.Rows, []string{srv.label(), backlog, fmtDur(rd.light.P50), fmtDur(rd.light.P99),
 				fmtDur(rd.drain), fmt.Sprintf("%.1f", rd.perSec)})
-			res.Values["light_p50_ms_"+key] = ms(rd.light.P50)
-			res.Values["light_p99_ms_"+key] = ms(rd.light.P99)
-			res.Values["merges_per_s_"+key] = rd.perSec
+			res.values("%s_"+key, map[string]float64{"light_p50_ms": ms(rd.light.P50), "light_p99_ms": ms(rd.light.P99), "merges_per_s": rd.perSec})
 			waits.Rows = append(waits.Rows, []string{srv.label(), backlog, fmtDur(rd.slowest), fmtDur(rd.waits.run),
 				fmtDur(rd.waits.firstTask), fmtDur(rd.waits.laterTasks), fmtDur(rd.waits.activities)})
 		}

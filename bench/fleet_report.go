@@ -65,7 +65,7 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 			if a.failed != "" {
 				outcome = a.failed
 			}
-			res.values(key, map[string]float64{"failed": b2f(a.failed != ""), "sweep_s": a.dur.Median, "requests": a.req.Median,
+			res.values(key+"%s", map[string]float64{"failed": b2f(a.failed != ""), "sweep_s": a.dur.Median, "requests": a.req.Median,
 				"largest_event_bytes": a.ev.Median, "largest_heartbeat_bytes": a.hb, "history_events": a.events.Median,
 				"rss_growth_mib": a.rss.Median, "discovery_alloc_mib": a.alloc.Median, "debt": float64(a.debt),
 				"pages": float64(a.last.pages), "start_batches": float64(a.last.batches), "start_rate": a.last.startRate(),
@@ -124,7 +124,7 @@ func fleetReport(res *Result, o Options, sizes []int, samples []fleetSample) {
 				g := (a1.alloc.Median + 1) / (a0.alloc.Median + 1)
 				res.target(name+": worker memory for discovery", fmt.Sprintf("flat: (bytes allocated in discovery + 1 MiB) ratio ≤ 1.3 from %d to %d stores at the same debt", lo, hi),
 					fmt.Sprintf("%.1f → %.1f MiB (%.2f)", a0.alloc.Median, a1.alloc.Median, g), g <= 1.3)
-				res.values(d.valueName()+"_", map[string]float64{"requests_ratio": r, "alloc_ratio": g, "rss_ratio": (a1.rss.Median + 1) / (a0.rss.Median + 1)})
+				res.values(d.valueName()+"_%s", map[string]float64{"requests_ratio": r, "alloc_ratio": g, "rss_ratio": (a1.rss.Median + 1) / (a0.rss.Median + 1)})
 			} else {
 				res.target(name+": requests ratio at the same debt", fmt.Sprintf("≤ 1.5 from %d to %d stores", lo, hi), "a sweep failed", false)
 			}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -257,11 +258,9 @@ func fleetWorkerReport(res *Result, o Options, samples []fleetWorkerSample) {
 			fmt.Sprintf("%d / %d", s.ReconcilePages, s.ReconcileStores),
 			fmt.Sprintf("%.1f", mib(s.ReconcileRSS.Peak)), fmt.Sprintf("%.1f", mib(s.ReconcileRSS.growth())),
 		})
-		for k, v := range map[string]float64{"sweep_peak_mib": mib(s.SweepRSS.Peak), "sweep_growth_mib": mib(s.SweepRSS.growth()),
+		res.values("%s_"+strconv.Itoa(s.Stores), map[string]float64{"sweep_peak_mib": mib(s.SweepRSS.Peak), "sweep_growth_mib": mib(s.SweepRSS.growth()),
 			"reconcile_peak_mib": mib(s.ReconcileRSS.Peak), "reconcile_growth_mib": mib(s.ReconcileRSS.growth()), "started": float64(s.Started),
-			"debt": float64(s.Debt), "reconcile_pages": float64(s.ReconcilePages), "reconcile_stores": float64(s.ReconcileStores)} {
-			res.Values[fmt.Sprintf("%s_%d", k, s.Stores)] = v
-		}
+			"debt": float64(s.Debt), "reconcile_pages": float64(s.ReconcilePages), "reconcile_stores": float64(s.ReconcileStores)})
 	}
 	res.Tables = append(res.Tables, t)
 	if len(samples) < 2 {

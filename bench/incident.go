@@ -192,7 +192,7 @@ func runIncident(ctx context.Context, o Options, res *Result) error {
 	res.target("walkeeper max pending per shard, whole run", fmt.Sprintf("≤ %d (2 × count trigger)", limit), wkMax.fmt("%.0f"), wkMax.Max <= float64(limit))
 	res.target("baseline grows without bound", "rising trend, above walkeeper", fmt.Sprintf("%s gens/min, end %s", baseSlope.fmt("%+.1f"), baseFinal.fmt("%.0f")),
 		baseSlope.Min > 0 && baseFinal.Min > wkFinal.Max)
-	res.values("", map[string]float64{"actions_per_generation": perGen.Median, "usd_per_million_generations": perGen.Median * actioncount.ListPriceUSDPerMillion,
+	res.values("%s", map[string]float64{"actions_per_generation": perGen.Median, "usd_per_million_generations": perGen.Median * actioncount.ListPriceUSDPerMillion,
 		"count_trigger": float64(p.CountTrigger), "walkeeper_mean2_max": wkMean2.Max, "baseline_mean2_min": baseMean2.Min,
 		"walkeeper_max": wkMax.Max, "walkeeper_max_median": wkMax.Median, "baseline_max_median": baseMax.Median,
 		"baseline_final_min": baseFinal.Min, "walkeeper_final_max": wkFinal.Max, "baseline_slope_median": baseSlope.Median,

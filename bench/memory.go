@@ -126,7 +126,7 @@ func runMemoryMerges(ctx context.Context, o Options, res *Result, dir string, bu
 				keys = append(keys, v.key) // the first budget's figures under the plain keys (tests)
 			}
 			for _, key := range keys {
-				res.values(key+"_", map[string]float64{"peak_mib": spreadOf(runs.hwm).Median, "growth_mib": g.Median,
+				res.values(key+"_%s", map[string]float64{"peak_mib": spreadOf(runs.hwm).Median, "growth_mib": g.Median,
 					"max_reserved": float64(runs.maxReserved), "prepared": float64(runs.prepared)})
 			}
 		}
@@ -182,7 +182,7 @@ func runMemoryReads(ctx context.Context, o Options, res *Result, dir string) err
 		}
 		rt.Rows = append(rt.Rows, []string{rv.name, spreadOf(runs.hwm).fmt("%.0f"), spreadOf(runs.start).fmt("%.0f"), g.fmt("%.0f"), goal,
 			fmt.Sprintf("%.0f", mib(runs.maxReserved)), fmt.Sprintf("%.0f", mib(runs.maxAllocated)), fmt.Sprintf("%.0f", mib(runs.maxHeap)), fmt.Sprint(runs.busy), spreadOf(runs.elapsed).fmt("%.1f")})
-		res.values(rv.key+"_", map[string]float64{"growth_mib": g.Median, "lists": float64(runs.prepared), "max_reserved": float64(runs.maxReserved)})
+		res.values(rv.key+"_%s", map[string]float64{"growth_mib": g.Median, "lists": float64(runs.prepared), "max_reserved": float64(runs.maxReserved)})
 	}
 	res.Values["read_budget"] = float64(memoryBudgets(o)[0])
 	res.Tables = append(res.Tables, rt)

@@ -279,10 +279,8 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 		sv.bill = bill
 		header = append(header, "MergeWal, "+sv.name)
 		key := strings.ReplaceAll(sv.name, " ", "_")
-		res.Values["actions_per_merge_"+key] = sv.actionsPerRun()
-		res.Values["wf_rate_"+key] = spreadOf(sv.wfRates).Median
-		res.Values["orchestration_p50_ms_"+key] = spreadOf(sv.wfP50).Median - dp.Median
-		res.Values["bare4_p50_ms_"+key] = spreadOf(sv.bareP50).Median
+		res.values("%s_"+key, map[string]float64{"actions_per_merge": sv.actionsPerRun(), "wf_rate": spreadOf(sv.wfRates).Median,
+			"orchestration_p50_ms": spreadOf(sv.wfP50).Median - dp.Median, "bare4_p50_ms": spreadOf(sv.bareP50).Median})
 	}
 	header = append(header, "direct prepare + commit")
 	// row is one line of the table: label, a cell per server, then the direct loop's.
@@ -324,7 +322,7 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 	}
 	w := spreadOf(servers[0].wfRates)
 	// The first server's figures (tuned, or the one given): what the orchestration claim is about.
-	res.values("", map[string]float64{"wf_rate": w.Median, "direct_rate": d.Median, "ratio": r.Median,
+	res.values("%s", map[string]float64{"wf_rate": w.Median, "direct_rate": d.Median, "ratio": r.Median,
 		"wf_p50_ms": spreadOf(servers[0].wfP50).Median, "direct_p50_ms": dp.Median})
 
 	o.progressf("temporal-overhead: creating %d idle stores", idle)

@@ -105,7 +105,7 @@ func parallelPrepare(ctx context.Context, o Options, res *Result, dir string) er
 		res.Values[[]string{"ratio", "ratio_latency"}[vi]] = r.Median
 		if latency > 0 {
 			// Sequential round trips per prepare: what reading generations concurrently cuts.
-			res.values("", map[string]float64{"serial_ms_latency": sp.Median, "parallel_ms_latency": pp.Median, "roundtrips_per_prepare": sp.Median / shards / ms(latency),
+			res.values("%s", map[string]float64{"serial_ms_latency": sp.Median, "parallel_ms_latency": pp.Median, "roundtrips_per_prepare": sp.Median / shards / ms(latency),
 				"max_in_flight_serial": float64(maxInFlight[false]), "max_in_flight_parallel": float64(maxInFlight[true])})
 		}
 	}

@@ -158,16 +158,14 @@ func readAmp(ctx context.Context, o Options, res *Result, dir string) error {
 		r := rowsBy[label]
 		lp := spreadOf(r.listP50)
 		t.Rows = append(t.Rows, []string{label, spreadOf(r.getP50).fmt("%.0f"), spreadOf(r.getP99).fmt("%.0f"), lp.fmt("%.0f"), spreadOf(r.listP99).fmt("%.0f"), fmt.Sprintf("%.1f×", lp.Median/base)})
-		res.Values["list_p50_us/"+label] = lp.Median
-		res.Values["get_p50_us/"+label] = spreadOf(r.getP50).Median
+		res.values("%s/"+label, map[string]float64{"list_p50_us": lp.Median, "get_p50_us": spreadOf(r.getP50).Median})
 	}
 	res.Tables = append(res.Tables, t)
 	top := order[len(order)-3]
 	after := order[len(order)-1]
-	res.Values["amp_top"] = spreadOf(rowsBy[top].listP50).Median / base
-	res.Values["amp_after_merge"] = spreadOf(rowsBy[after].listP50).Median / base
 	sp := spreadOf(speedups)
-	res.Values["list_speedup_merged"] = sp.Median
+	res.values("%s", map[string]float64{"amp_top": spreadOf(rowsBy[top].listP50).Median / base,
+		"amp_after_merge": spreadOf(rowsBy[after].listP50).Median / base, "list_speedup_merged": sp.Median})
 	res.note("Side by side (Lists alternating between a copy of the store at %d pending and the same store merged and compacted, so a loaded machine slows both alike): a List over the pending generations took %s× the merged store's (p50 over p50).", levels[len(levels)-1], sp.fmt("%.1f"))
 	res.note("The first read of each level decodes every pending generation (cold); the cache (256 MiB) then holds them, so p50 shows the per-read merge cost over N sorted files and p99 includes the cold first read.")
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -84,10 +85,8 @@ func runStartRate(ctx context.Context, o Options, res *Result) error {
 		}
 		t.Rows = append(t.Rows, []string{fmt.Sprint(inflight), fmt.Sprint(n), fmt.Sprint(lv.Failed), fmt.Sprint(lv.TimedOut),
 			fmtDur(lv.meanWait()), fmtDur(d), fmt.Sprintf("%.0f", rate)})
-		for k, v := range map[string]float64{"starts_per_s": rate, "failed": float64(lv.Failed), "timed_out": float64(lv.TimedOut),
-			"mean_wait_s": lv.meanWait().Seconds(), "starts": float64(n), "time_s": d.Seconds()} {
-			res.Values[fmt.Sprintf("%s_%d", k, inflight)] = v
-		}
+		res.values("%s_"+strconv.Itoa(inflight), map[string]float64{"starts_per_s": rate, "failed": float64(lv.Failed), "timed_out": float64(lv.TimedOut),
+			"mean_wait_s": lv.meanWait().Seconds(), "starts": float64(n), "time_s": d.Seconds()})
 	}
 	res.Tables = append(res.Tables, t)
 	res.Values["best_starts_per_s"] = best

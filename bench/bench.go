@@ -57,7 +57,7 @@ type Options struct {
 	Reexec func(ctx context.Context, scenario string) *exec.Cmd
 }
 
-func (o Options) reps() int { return cmp.Or(o.Reps, fullOrQuick(o, 5, 1)) }
+func (o Options) reps() int { return cmp.Or(max(o.Reps, 0), fullOrQuick(o, 5, 1)) }
 
 // fullOrQuick is full, or quick with --quick: a scenario's size in each mode.
 func fullOrQuick[T any](o Options, full, quick T) T {

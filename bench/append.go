@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/walkeeper/walkeeper/store"
 )
@@ -15,15 +18,9 @@ import (
 // appendLatency is the append-latency scenario (docs/benchmarks/append-latency.md): one-row
 // appends with another shard's merges running back to back against the same appends idle.
 func appendLatency(ctx context.Context, o Options, res *Result, dir string) error {
-	phase := 8 * time.Second
-	appenders := 4
-	if o.Quick {
-		phase = 3 * time.Second
-	}
-	res.param("phase", phase)
-	res.param("appenders", appenders)
-	res.param("storage", "file:// with fsync, then without")
-	res.param("merge_load", "another shard's 1 MiB generations, 8 per pass, back to back")
+	phase, appenders := fullOrQuick(o, 8*time.Second, 3*time.Second), 4
+	res.params("phase", phase, "appenders", appenders, "storage", "file:// with fsync, then without",
+		"merge_load", "another shard's 1 MiB generations, 8 per pass, back to back")
 	for vi, nosync := range []bool{false, true} {
 		label := "file:// with fsync"
 		suffix := ""
@@ -33,15 +30,11 @@ func appendLatency(ctx context.Context, o Options, res *Result, dir string) erro
 		err := func() error {
 			url := fileURL(filepath.Join(dir, fmt.Sprint(vi)), nosync)
 			log := o.logger()
-			app, err := store.OpenDB(ctx, url, storeOptions("appender", log))
+			app, s, err := openAs(ctx, url, "appender", log, genericTarget("append"))
 			if err != nil {
 				return err
 			}
 			defer app.Close(context.WithoutCancel(ctx))
-			s, err := createGeneric(ctx, app, "append")
-			if err != nil {
-				return err
-			}
 			bulk, bs, err := openAs(ctx, url, "bulk", log, s.Target())
 			if err != nil {
 				return err
@@ -69,8 +62,8 @@ func appendLatency(ctx context.Context, o Options, res *Result, dir string) erro
 				return err
 			}
 
-			var idleP50, idleP99, busyP50, busyP99 []float64
-			var idleAll, busyAll []time.Duration
+			// Each phase's p50 and p99 and its pooled latencies, by whether merges ran (busy).
+			p50s, p99s, pooled := map[bool][]float64{}, map[bool][]float64{}, map[bool][]time.Duration{}
 			var merged atomic.Int64
 			// reset restores the store before every phase: own shard merged, 40 bulk generations pending.
 			mergeShard := func(shard string) error {
@@ -126,72 +119,62 @@ func appendLatency(ctx context.Context, o Options, res *Result, dir string) erro
 					}
 					o.progressf("append-latency: %s rep %d/%d %s phase (%s)", label, rep+1, o.reps(), name, phase)
 					pctx, cancel := context.WithTimeout(ctx, phase)
-					var wg sync.WaitGroup
-					var lmu sync.Mutex
-					var lat []time.Duration
-					var appendErr error
-					for a := 0; a < appenders; a++ {
-						wg.Go(func() {
+					var wg sync.WaitGroup // the sealer and the producer
+					var g errgroup.Group  // the appenders and the merger: the first error fails the phase
+					lats := make([][]time.Duration, appenders)
+					for a := range lats {
+						g.Go(func() error {
 							for n := 0; pctx.Err() == nil; n++ {
 								k := fmt.Sprintf("a%d-%d-%d-%09d", rep, a, len(name), n)
 								t0 := time.Now()
-								_, err := s.Append(pctx, []store.Row{genericRow(k, int64(n), payloadOf(100, int64(n)))})
-								d := time.Since(t0)
-								if err != nil {
-									if pctx.Err() == nil {
-										lmu.Lock()
-										appendErr = err
-										lmu.Unlock()
+								if _, err := s.Append(pctx, []store.Row{genericRow(k, int64(n), payloadOf(100, int64(n)))}); err != nil {
+									if pctx.Err() != nil {
+										return nil // the phase's end cut it short
 									}
-									return
+									return err
 								}
-								lmu.Lock()
-								lat = append(lat, d)
-								lmu.Unlock()
+								lats[a] = append(lats[a], time.Since(t0))
 							}
+							return nil
 						})
 					}
 					every(pctx, &wg, 100*time.Millisecond, func() { _, _ = s.Flush(pctx) }) // sealer
 					if busy {
-						wg.Go(func() { // merger
+						g.Go(func() error { // merger
 							// A pass outlives the phase (ctx, not pctx), so a slow build (-race) still merges.
 							for pctx.Err() == nil {
 								cr, err := mstore.MergeOnce(ctx, bulkShard)
 								if err != nil {
 									if pctx.Err() == nil && !errors.Is(err, store.ErrStalePreparation) {
-										lmu.Lock()
-										appendErr = fmt.Errorf("merge: %w", err)
-										lmu.Unlock()
+										return fmt.Errorf("merge: %w", err)
 									}
-									return
+									return nil
 								}
 								merged.Add(int64(cr.Reclaimed))
 								if cr.Reclaimed == 0 {
 									time.Sleep(20 * time.Millisecond)
 								}
 							}
+							return nil
 						})
 					}
 					// Both phases: one 1 MiB bulk generation every 100 ms.
 					every(pctx, &wg, 100*time.Millisecond, func() { _ = produce(pctx, 1) })
+					err := g.Wait()
 					wg.Wait()
 					cancel()
-					if appendErr != nil {
-						return appendErr
+					if err != nil {
+						return err
 					}
+					lat := slices.Concat(lats...)
 					st := summarize(lat)
 					o.progressf("append-latency: %s: %d appends, p50 %s p99 %s", name, st.N, fmtDur(st.P50), fmtDur(st.P99))
-					if busy {
-						busyP50, busyP99 = append(busyP50, ms(st.P50)), append(busyP99, ms(st.P99))
-						busyAll = append(busyAll, lat...)
-					} else {
-						idleP50, idleP99 = append(idleP50, ms(st.P50)), append(idleP99, ms(st.P99))
-						idleAll = append(idleAll, lat...)
-					}
+					p50s[busy], p99s[busy] = append(p50s[busy], ms(st.P50)), append(p99s[busy], ms(st.P99))
+					pooled[busy] = append(pooled[busy], lat...)
 				}
 			}
-			i50, i99, b50, b99 := spreadOf(idleP50), spreadOf(idleP99), spreadOf(busyP50), spreadOf(busyP99)
-			ia, ba := summarize(idleAll), summarize(busyAll)
+			i50, i99, b50, b99 := spreadOf(p50s[false]), spreadOf(p99s[false]), spreadOf(p50s[true]), spreadOf(p99s[true])
+			ia, ba := summarize(pooled[false]), summarize(pooled[true])
 			r50, r99 := b50.Median/i50.Median, b99.Median/i99.Median
 			res.Tables = append(res.Tables, Table{
 				Title:  label + ": one-row append latency (ms), median over repetitions of each phase's percentile, range in brackets",
@@ -206,9 +189,7 @@ func appendLatency(ctx context.Context, o Options, res *Result, dir string) erro
 			res.note("%s: generations merged during busy phases: %d (1 MiB each).", label, merged.Load())
 			res.target(label+": append p50 busy / idle", "≤ 1.5", fmt.Sprintf("%.2f", r50), r50 <= 1.5)
 			res.target(label+": append p99 busy / idle", "≤ 1.5", fmt.Sprintf("%.2f", r99), r99 <= 1.5)
-			res.Values["ratio_p50"+suffix] = r50
-			res.Values["ratio_p99"+suffix] = r99
-			res.Values["merged"+suffix] = float64(merged.Load())
+			res.values("%s"+suffix, map[string]float64{"ratio_p50": r50, "ratio_p99": r99, "merged": float64(merged.Load())})
 			return nil
 		}()
 		if err != nil {

@@ -8,6 +8,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -56,14 +57,14 @@ type Options struct {
 	Reexec func(ctx context.Context, scenario string) *exec.Cmd
 }
 
-func (o Options) reps() int {
-	if o.Reps > 0 {
-		return o.Reps
-	}
+func (o Options) reps() int { return cmp.Or(max(o.Reps, 0), fullOrQuick(o, 5, 1)) }
+
+// fullOrQuick is full, or quick with --quick: a scenario's size in each mode.
+func fullOrQuick[T any](o Options, full, quick T) T {
 	if o.Quick {
-		return 1
+		return quick
 	}
-	return 5
+	return full
 }
 
 // latency is o.Latency, or def when it is 0; none when it is negative.
@@ -152,16 +153,21 @@ func newResult(name string, o Options) *Result {
 	return &Result{Scenario: name, Quick: o.Quick, Started: time.Now(), Values: map[string]float64{}}
 }
 
-func (r *Result) param(k string, v any) { r.Params = append(r.Params, KV{k, fmt.Sprint(v)}) }
+// params records parameters in print order, given as key, value, key, value, ...
+func (r *Result) params(kv ...any) {
+	for i := 0; i+1 < len(kv); i += 2 {
+		r.Params = append(r.Params, KV{fmt.Sprint(kv[i]), fmt.Sprint(kv[i+1])})
+	}
+}
 
 func (r *Result) target(name, goal, measured string, met bool) {
 	r.Targets = append(r.Targets, Target{Name: name, Goal: goal, Measured: measured, Met: met})
 }
 
-// values records vs under their keys prefixed with prefix.
-func (r *Result) values(prefix string, vs map[string]float64) {
-	for k, v := range vs {
-		r.Values[prefix+k] = v
+// values records each of vs under key, its name put in for the key's %s ("b32_%s", "%s_1000").
+func (r *Result) values(key string, vs map[string]float64) {
+	for name, v := range vs {
+		r.Values[strings.Replace(key, "%s", name, 1)] = v
 	}
 }
 
@@ -268,7 +274,7 @@ func withDir(body func(ctx context.Context, o Options, res *Result, dir string) 
 // measured is a scenario that writes stores: a work directory of its own, reps its first param.
 func measured(name, short string, body func(ctx context.Context, o Options, res *Result, dir string) error) Scenario {
 	return scenario(name, short, withDir(func(ctx context.Context, o Options, res *Result, dir string) error {
-		res.param("reps", o.reps())
+		res.params("reps", o.reps())
 		return body(ctx, o, res, dir)
 	}))
 }
@@ -348,8 +354,8 @@ func inTurn[T any](rep int, sides ...T) []T {
 
 // durStats summarises a sample of durations.
 type durStats struct {
-	N                  int
-	Min, P50, P99, Max time.Duration
+	N                       int
+	Min, P50, P99, Max, Sum time.Duration
 }
 
 func summarize(ds []time.Duration) durStats {
@@ -357,8 +363,15 @@ func summarize(ds []time.Duration) durStats {
 		return durStats{}
 	}
 	s := slices.Sorted(slices.Values(ds))
-	return durStats{N: len(s), Min: s[0], P50: pct(s, 50), P99: pct(s, 99), Max: s[len(s)-1]}
+	var sum time.Duration
+	for _, d := range ds {
+		sum += d
+	}
+	return durStats{N: len(s), Min: s[0], P50: pct(s, 50), P99: pct(s, 99), Max: s[len(s)-1], Sum: sum}
 }
+
+// perSecond is the sample's events per second of their summed time: a one-at-a-time rate.
+func (s durStats) perSecond() float64 { return float64(s.N) / s.Sum.Seconds() }
 
 // pct is the nearest-rank percentile of a sorted, non-empty sample.
 func pct(sorted []time.Duration, p float64) time.Duration {

@@ -17,14 +17,12 @@ func commitLock(ctx context.Context, o Options, res *Result, dir string) error {
 		bytes  int
 		merges int
 	}
-	sizes := []size{{"64KiB", 64 << 10, 60}, {"1MiB", 1 << 20, 20}, {"64MiB", 64 << 20, 4}}
-	if o.Quick {
-		sizes = []size{{"64KiB", 64 << 10, 12}, {"1MiB", 1 << 20, 6}, {"64MiB", 64 << 20, 2}}
-	}
+	sizes := fullOrQuick(o, []size{{"64KiB", 64 << 10, 60}, {"1MiB", 1 << 20, 20}, {"64MiB", 64 << 20, 4}},
+		[]size{{"64KiB", 64 << 10, 12}, {"1MiB", 1 << 20, 6}, {"64MiB", 64 << 20, 2}})
 	backends := []string{"file", "mem"}
-	res.param("row_payload", "4 KiB")
+	res.params("row_payload", "4 KiB")
 	for _, sz := range sizes {
-		res.param("merges_per_rep_"+sz.name, sz.merges)
+		res.params("merges_per_rep_"+sz.name, sz.merges)
 	}
 
 	type key struct{ backend, size string }
@@ -54,24 +52,22 @@ func commitLock(ctx context.Context, o Options, res *Result, dir string) error {
 	t := Table{Title: "Commit write-lock hold (µs): median over repetitions of each repetition's p50 / p99, range in brackets",
 		Header: []string{"backend", "merge size", "p50 (µs)", "p99 (µs)"}}
 	for _, be := range backends {
+		worst := 0.0 // the largest median p99 over the sizes
 		for _, sz := range sizes {
 			k := key{be, sz.name}
 			a, b := spreadOf(p50s[k]), spreadOf(p99s[k])
+			worst = max(worst, b.Median)
 			t.Rows = append(t.Rows, []string{be, sz.name, a.fmt("%.1f"), b.fmt("%.1f")})
 			// commit_p50_us: the whole CommitRound call, timed in the same run (the hold is part of it).
-			res.values(be+"_"+sz.name+"_", map[string]float64{"p50_us": a.Median, "p99_us": b.Median, "p99_us_max": b.Max,
+			res.values(be+"_"+sz.name+"_%s", map[string]float64{"p50_us": a.Median, "p99_us": b.Median, "p99_us_max": b.Max,
 				"commit_p50_us": spreadOf(commitP50s[k]).Median})
 		}
-		big, small := spreadOf(p99s[key{be, sizes[2].name}]).Median, spreadOf(p99s[key{be, sizes[0].name}]).Median
-		bigP50, smallP50 := spreadOf(p50s[key{be, sizes[2].name}]).Median, spreadOf(p50s[key{be, sizes[0].name}]).Median
-		ratio := big / max(small, 1)
-		ratioP50 := bigP50 / max(smallP50, 1)
-		res.Values[be+"_ratio_p99"] = ratio
-		res.Values[be+"_ratio_p50"] = ratioP50
-		worst := 0.0
-		for _, sz := range sizes {
-			worst = max(worst, spreadOf(p99s[key{be, sz.name}]).Median)
+		// largeOverSmall is the largest size's median over the smallest's.
+		largeOverSmall := func(m map[key][]float64) float64 {
+			return spreadOf(m[key{be, sizes[2].name}]).Median / max(spreadOf(m[key{be, sizes[0].name}]).Median, 1)
 		}
+		ratio, ratioP50 := largeOverSmall(p99s), largeOverSmall(p50s)
+		res.values(be+"_%s", map[string]float64{"ratio_p99": ratio, "ratio_p50": ratioP50})
 		res.target(be+": p99 lock hold", "≤ 1 ms", fmt.Sprintf("worst size %.3f ms", worst/1000), worst <= 1000)
 		res.target(be+": 64 MiB / 64 KiB", "≤ 1.5", fmt.Sprintf("p99 %.2f, p50 %.2f", ratio, ratioP50), ratio <= 1.5)
 	}
@@ -82,15 +78,11 @@ func commitLock(ctx context.Context, o Options, res *Result, dir string) error {
 
 // commitLockOnce returns each merge's lock hold and whole CommitRound time on a fresh store.
 func commitLockOnce(ctx context.Context, o Options, url string, bytes, merges int) ([]time.Duration, []time.Duration, error) {
-	db, err := store.OpenDB(ctx, url, storeOptions("lock", o.logger(), noMergeCaps))
+	db, s, err := openAs(ctx, url, "lock", o.logger(), genericTarget("lock"), noMergeCaps)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer db.Close(context.WithoutCancel(ctx))
-	s, err := createGeneric(ctx, db, "lock")
-	if err != nil {
-		return nil, nil, err
-	}
 	const payload = 4 << 10
 	rows := max(bytes/(payload+64), 1)
 	var holds, commits []time.Duration

@@ -63,23 +63,18 @@ func runFairness(ctx context.Context, o Options, res *Result, dir string) error 
 		// Process-wide, as the SDK has it: this scenario's workers are the process's only ones.
 		tworker.SetStickyWorkflowCacheSize(0)
 	}
-	backlogs, perKind := []int{0, 400, 2000, 10_000}, 500
-	if o.Quick {
-		backlogs, perKind = []int{0, 50, 200}, 60
-	}
+	backlogs, perKind := fullOrQuick(o, []int{0, 400, 2000, 10_000}, []int{0, 50, 200}), fullOrQuick(o, 500, 60)
 	if o.Backlogs != nil {
 		backlogs = o.Backlogs
 	}
 	reps := max(o.Reps, 1) // a full run at the default backlogs takes half an hour a server
 
-	res.param("backlogs (rollout merges queued)", fmt.Sprint(backlogs))
-	res.param("repetitions (sides alternate which goes first)", reps)
-	res.param("light merges (generic) per backlog", fairnessLight)
-	res.param("saturation merges per kind", perKind)
-	res.param("saturation weights", fairnessShareWeights.String())
+	res.params("backlogs (rollout merges queued)", backlogs, "repetitions (sides alternate which goes first)", reps,
+		"light merges (generic) per backlog", fairnessLight, "saturation merges per kind", perKind,
+		"saturation weights", fairnessShareWeights.String())
 	def := worker.DefaultConfig()
-	res.param("worker", fmt.Sprintf("one, in process, default slots (%d merge, %d shared)", def.MergeSlots, def.SharedActivitySlots))
-	res.param("sticky workflow execution", !o.NoSticky)
+	res.params("worker", fmt.Sprintf("one, in process, default slots (%d merge, %d shared)", def.MergeSlots, def.SharedActivitySlots),
+		"sticky workflow execution", !o.NoSticky)
 	var servers []fairnessServer
 	if o.fairnessServer("dev") {
 		servers = append(servers, fairnessServer{"dev server", false, true}, fairnessServer{"dev server", false, false})
@@ -162,9 +157,7 @@ func runFairness(ctx context.Context, o Options, res *Result, dir string) error 
 			}
 			lat.Rows = append(lat.Rows, []string{srv.label(), backlog, fmtDur(rd.light.P50), fmtDur(rd.light.P99),
 				fmtDur(rd.drain), fmt.Sprintf("%.1f", rd.perSec)})
-			res.Values["light_p50_ms_"+key] = ms(rd.light.P50)
-			res.Values["light_p99_ms_"+key] = ms(rd.light.P99)
-			res.Values["merges_per_s_"+key] = rd.perSec
+			res.values("%s_"+key, map[string]float64{"light_p50_ms": ms(rd.light.P50), "light_p99_ms": ms(rd.light.P99), "merges_per_s": rd.perSec})
 			waits.Rows = append(waits.Rows, []string{srv.label(), backlog, fmtDur(rd.slowest), fmtDur(rd.waits.run),
 				fmtDur(rd.waits.firstTask), fmtDur(rd.waits.laterTasks), fmtDur(rd.waits.activities)})
 		}

@@ -74,18 +74,11 @@ func runFleet(ctx context.Context, o Options, res *Result) error {
 	}
 	latency := o.latency(10 * time.Millisecond)
 	// A wait, not a target: 10,000 starts at the dev server's ≈ 20/s on 2 vCPUs take ~8 min.
-	budget := 12 * time.Minute
-	if o.Quick {
-		budget = 5 * time.Minute
-	}
-	res.param("sizes", fmt.Sprint(sizes))
-	res.param("kind", fleetKind)
-	res.param("debt", "1% (half old: 2 generations sealed 1h ago; half hot: 10 generations)")
-	res.param("workers", fmt.Sprintf("%d in-process instances", fleetWorkers))
-	res.param("latency", latency)
-	res.param("max_starts", contract.DefaultSweepMaxStarts)
-	res.param("start_batch", contract.DefaultSweepStartBatch)
-	res.param("sweep_budget", budget)
+	budget := fullOrQuick(o, 12*time.Minute, 5*time.Minute)
+	res.params("sizes", sizes, "kind", fleetKind,
+		"debt", "1% (half old: 2 generations sealed 1h ago; half hot: 10 generations)",
+		"workers", fmt.Sprintf("%d in-process instances", fleetWorkers), "latency", latency,
+		"max_starts", contract.DefaultSweepMaxStarts, "start_batch", contract.DefaultSweepStartBatch, "sweep_budget", budget)
 
 	// The SDK logs its payload warnings through the client's logger.
 	warn := &payloadWarnings{}
@@ -98,7 +91,7 @@ func runFleet(ctx context.Context, o Options, res *Result) error {
 
 	// Every size at 1 % debt, and the larger ones also at the smallest one's: "at the same debt".
 	if len(o.FleetVariants) > 0 {
-		res.param("variants (starts in flight per StartWorkflows / StartBatch)", fmt.Sprint(variants))
+		res.params("variants (starts in flight per StartWorkflows / StartBatch)", variants)
 	}
 	fixed := debtOf(sizes[0])
 	var samples []fleetSample

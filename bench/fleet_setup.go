@@ -65,10 +65,7 @@ func registerFleet(ctx context.Context, b *objstore.Bucket, prefix string, n int
 func fleetSizes(o Options, scenario string, full []int, least int) ([]int, error) {
 	sizes := o.FleetSizes
 	if len(sizes) == 0 {
-		sizes = full
-		if o.Quick {
-			sizes = []int{2_000, 20_000}
-		}
+		sizes = fullOrQuick(o, full, []int{2_000, 20_000})
 	}
 	for _, n := range sizes {
 		if n < least || n > 10_000_000 {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -60,17 +61,13 @@ func runFleetWorker(ctx context.Context, o Options, res *Result, dir string) err
 	}
 	// The reconcile is measured over its first budget (1M stores on file:// take longer); the merges'
 	// wait is a cap, not a target.
-	reconcileBudget := 3 * time.Minute
+	reconcileBudget, debt := fullOrQuick(o, 3*time.Minute, 30*time.Second), fullOrQuick(o, fleetWorkerDebt, fleetWorkerQuickDebt)
 	const sweepBudget = 5 * time.Minute
-	debt := fleetWorkerDebt
-	if o.Quick {
-		reconcileBudget, debt = 30*time.Second, fleetWorkerQuickDebt
-	}
-	res.param("sizes", fmt.Sprint(sizes))
-	res.param("debt", fmt.Sprintf("%d stores at every size (half 2 generations sealed 1h ago, half 10 fresh)", debt))
-	res.param("storage", "file:// (nosync), fleet written by the bench")
-	res.param("worker", "one child process, worker.New + Start with the default configuration (sweep and reconcile schedules and the fairness probe off)")
-	res.param("reconcile_budget", reconcileBudget)
+	res.params("sizes", sizes,
+		"debt", fmt.Sprintf("%d stores at every size (half 2 generations sealed 1h ago, half 10 fresh)", debt),
+		"storage", "file:// (nosync), fleet written by the bench",
+		"worker", "one child process, worker.New + Start with the default configuration (sweep and reconcile schedules and the fairness probe off)",
+		"reconcile_budget", reconcileBudget)
 
 	tenv, err := startTemporal(ctx, o, o.OutDir, devserver.Options{})
 	if err != nil {
@@ -261,11 +258,9 @@ func fleetWorkerReport(res *Result, o Options, samples []fleetWorkerSample) {
 			fmt.Sprintf("%d / %d", s.ReconcilePages, s.ReconcileStores),
 			fmt.Sprintf("%.1f", mib(s.ReconcileRSS.Peak)), fmt.Sprintf("%.1f", mib(s.ReconcileRSS.growth())),
 		})
-		for k, v := range map[string]float64{"sweep_peak_mib": mib(s.SweepRSS.Peak), "sweep_growth_mib": mib(s.SweepRSS.growth()),
+		res.values("%s_"+strconv.Itoa(s.Stores), map[string]float64{"sweep_peak_mib": mib(s.SweepRSS.Peak), "sweep_growth_mib": mib(s.SweepRSS.growth()),
 			"reconcile_peak_mib": mib(s.ReconcileRSS.Peak), "reconcile_growth_mib": mib(s.ReconcileRSS.growth()), "started": float64(s.Started),
-			"debt": float64(s.Debt), "reconcile_pages": float64(s.ReconcilePages), "reconcile_stores": float64(s.ReconcileStores)} {
-			res.Values[fmt.Sprintf("%s_%d", k, s.Stores)] = v
-		}
+			"debt": float64(s.Debt), "reconcile_pages": float64(s.ReconcilePages), "reconcile_stores": float64(s.ReconcileStores)})
 	}
 	res.Tables = append(res.Tables, t)
 	if len(samples) < 2 {

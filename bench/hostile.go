@@ -35,34 +35,24 @@ type hostileSizes struct {
 }
 
 func hostileSizesFor(o Options) hostileSizes {
-	s := hostileSizes{
-		wideAppends: 3, wideBody: 8 << 20, wideColumns: 255,
-		bigRows: 40, bigValue: 500_000, bigPerAppend: 10,
-		idleConns: 2000, trickleConns: 200, connHold: 15 * time.Second,
-		memtableRows: []int{0, 1_000, 100_000, 1_000_000},
-		getSamples:   500, listPages: 200, sampleBudget: 3 * time.Minute,
-		rssGuard: 8 << 30, caseTimeout: 10 * time.Minute,
+	return hostileSizes{
+		wideAppends: 3, wideBody: fullOrQuick(o, 8<<20, 256<<10), wideColumns: 255,
+		bigRows: fullOrQuick(o, 40, 10), bigValue: 500_000, bigPerAppend: 10,
+		idleConns: fullOrQuick(o, 2000, 400), trickleConns: fullOrQuick(o, 200, 40), connHold: fullOrQuick(o, 15*time.Second, 3*time.Second),
+		memtableRows: fullOrQuick(o, []int{0, 1_000, 100_000, 1_000_000}, []int{0, 1_000, 10_000}),
+		getSamples:   fullOrQuick(o, 500, 200), listPages: fullOrQuick(o, 200, 100), sampleBudget: fullOrQuick(o, 3*time.Minute, 20*time.Second),
+		rssGuard: cmp.Or(o.RSSGuard, fullOrQuick[int64](o, 8<<30, 2<<30)), caseTimeout: fullOrQuick(o, 10*time.Minute, 2*time.Minute),
 	}
-	if o.Quick {
-		s.wideBody, s.bigRows = 256<<10, 10
-		s.idleConns, s.trickleConns, s.connHold = 400, 40, 3*time.Second
-		s.memtableRows = []int{0, 1_000, 10_000}
-		s.getSamples, s.listPages, s.sampleBudget = 200, 100, 20*time.Second
-		s.rssGuard, s.caseTimeout = 2<<30, 2*time.Minute
-	}
-	s.rssGuard = cmp.Or(o.RSSGuard, s.rssGuard)
-	return s
 }
 
 func runHostile(ctx context.Context, o Options, res *Result, dir string) error {
 	sz := hostileSizesFor(o)
-	res.param("worker", "one child process per case, worker.Run without Temporal (HTTP-only), the build's defaults")
-	res.param("storage", "file:// (nosync)")
-	res.param("wide_rows", fmt.Sprintf("%d concurrent appends of %s of {\"id\":\"r0000001\"} rows, id + %d nullable columns", sz.wideAppends, fmtBytes(int64(sz.wideBody)), sz.wideColumns))
-	res.param("big_values", fmt.Sprintf("%d rows of %d kB of '<', %d per append, then a List of all of them", sz.bigRows, sz.bigValue/1000, sz.bigPerAppend))
-	res.param("connections", fmt.Sprintf("%d idle + %d trickling a body 1 byte/100 ms, held %s", sz.idleConns, sz.trickleConns, sz.connHold))
-	res.param("memtable_rows", fmt.Sprint(sz.memtableRows))
-	res.param("rss_guard", fmtBytes(sz.rssGuard))
+	res.params("worker", "one child process per case, worker.Run without Temporal (HTTP-only), the build's defaults",
+		"storage", "file:// (nosync)",
+		"wide_rows", fmt.Sprintf("%d concurrent appends of %s of {\"id\":\"r0000001\"} rows, id + %d nullable columns", sz.wideAppends, fmtBytes(int64(sz.wideBody)), sz.wideColumns),
+		"big_values", fmt.Sprintf("%d rows of %d kB of '<', %d per append, then a List of all of them", sz.bigRows, sz.bigValue/1000, sz.bigPerAppend),
+		"connections", fmt.Sprintf("%d idle + %d trickling a body 1 byte/100 ms, held %s", sz.idleConns, sz.trickleConns, sz.connHold),
+		"memtable_rows", sz.memtableRows, "rss_guard", fmtBytes(sz.rssGuard))
 
 	knobs, cases, err := runHostileMemory(ctx, o, sz, dir)
 	if err != nil {

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -11,8 +12,8 @@ const hostileLatencyGoal = 2.0
 
 func hostileReport(res *Result, sz hostileSizes, knobs hostileKnobs, cases []hostileCase, levels []hostileLevel) {
 	budget := knobs.budgetSum()
-	res.param("knobs", knobs.describe())
-	res.param("budget_sum", fmt.Sprintf("%.0f MiB (%s)", mib(budget), strings.Join(hostileBudgetKnobs, " + ")))
+	res.params("knobs", knobs.describe(),
+		"budget_sum", fmt.Sprintf("%.0f MiB (%s)", mib(budget), strings.Join(hostileBudgetKnobs, " + ")))
 	res.Values["budget_sum_mib"] = mib(budget)
 
 	mt := Table{Title: "Memory: peak RSS (VmHWM) of a fresh worker child per case, against its budget sum",
@@ -36,10 +37,10 @@ func hostileReport(res *Result, sz hostileSizes, knobs hostileKnobs, cases []hos
 		}
 		mt.Rows = append(mt.Rows, []string{c.Name, c.Request, ans, fmt.Sprintf("%.0f", mib(c.Before)), peak,
 			fmt.Sprintf("%.0f", mib(c.growth())), ratio, fmtDur(c.Elapsed)})
-		res.values(c.Key+"_", map[string]float64{"peak_mib": mib(c.Peak), "growth_mib": mib(c.growth()), "ratio": r,
+		res.values(c.Key+"_%s", map[string]float64{"peak_mib": mib(c.Peak), "growth_mib": mib(c.growth()), "ratio": r,
 			"killed": b2f(c.Killed), "skipped": b2f(c.Skipped), "ok": float64(c.OK), "refused": float64(c.Refused),
 			"no_answer": float64(c.Gone), "seconds": c.Elapsed.Seconds()})
-		res.values(c.Key+"_", c.Counts)
+		res.values(c.Key+"_%s", c.Counts)
 		res.target(c.Name+": peak RSS / budget sum", "≤ 1.00", measured, !c.Killed && !c.Skipped && r <= 1)
 	}
 	res.Tables = append(res.Tables, mt)
@@ -64,12 +65,10 @@ func hostileReport(res *Result, sz hostileSizes, knobs hostileKnobs, cases []hos
 		lt.Rows = append(lt.Rows, []string{fmt.Sprint(lv.Rows), fmt.Sprint(lv.Unsealed), fill, appends, fmt.Sprint(lv.Pending), fmt.Sprintf("%.0f", mib(lv.RSS)),
 			fmt.Sprintf("%s (n=%d)", fmtDur(lv.Get.P50), lv.Get.N), fmtDur(lv.Get.P99), fmt.Sprintf("%.2f / %.2f", gr50, gr99),
 			fmt.Sprintf("%s (n=%d)", fmtDur(lv.List.P50), lv.List.N), fmtDur(lv.List.P99), fmt.Sprintf("%.2f / %.2f", lr50, lr99), failed})
-		for k, v := range map[string]float64{"get_p50_us": us(lv.Get.P50), "get_p99_us": us(lv.Get.P99), "list_p50_us": us(lv.List.P50),
+		res.values("%s_"+strconv.Itoa(lv.Rows), map[string]float64{"get_p50_us": us(lv.Get.P50), "get_p99_us": us(lv.Get.P99), "list_p50_us": us(lv.List.P50),
 			"list_p99_us": us(lv.List.P99), "get_n": float64(lv.Get.N), "list_n": float64(lv.List.N), "get_p50_ratio": gr50,
 			"get_p99_ratio": gr99, "list_p50_ratio": lr50, "list_p99_ratio": lr99, "pending": float64(lv.Pending),
-			"unsealed": float64(lv.Unsealed), "rss_mib": mib(lv.RSS), "failed_reads": float64(len(lv.Failed))} {
-			res.Values[fmt.Sprintf("%s_%d", k, lv.Rows)] = v
-		}
+			"unsealed": float64(lv.Unsealed), "rss_mib": mib(lv.RSS), "failed_reads": float64(len(lv.Failed))})
 	}
 	res.Tables = append(res.Tables, lt)
 	if n := len(levels); n > 1 {

@@ -70,25 +70,20 @@ const baselineLabel = "baseline (old serial sweeper)"
 
 func incidentDefaults(o Options) incidentParams {
 	p := incidentParams{
-		Shards:       20,
-		Rollout:      300,
-		Duration:     4 * time.Minute,
-		Latency:      10 * time.Millisecond,
-		SealEvery:    time.Second,
-		SweepEvery:   5 * time.Second,
-		CountTrigger: 50,
+		Shards:     fullOrQuick(o, 20, 4),
+		Rollout:    fullOrQuick(o, 300, 120),
+		Duration:   fullOrQuick(o, 4*time.Minute, 40*time.Second),
+		Latency:    o.latency(fullOrQuick(o, 10*time.Millisecond, 25*time.Millisecond)),
+		SealEvery:  time.Second,
+		SweepEvery: 5 * time.Second,
+		// 45 s per side leaves no room for a trigger at 50 to fire and finish.
+		CountTrigger: fullOrQuick(o, 50, 20),
 		GenericEvery: 250 * time.Millisecond,
 		RolloutEvery: 5 * time.Second,
 		StoreTimeout: 30 * time.Second,
 		MaxGens:      store.DefaultOptions().MergeMaxGenerations,
-	}
-	if o.Quick {
-		p.Shards = 4
-		p.Rollout = 120
-		p.Latency = 25 * time.Millisecond
-		p.Duration = 40 * time.Second
-		// 45 s per side leaves no room for a trigger at 50 to fire and finish.
-		p.CountTrigger = 20
+		// Parallel prepares, as the worker's default; WALKEEPER_BENCH_SERIAL=1 replays serial ones.
+		Parallel: worker.DefaultConfig().MergeParallelPrepare && os.Getenv("WALKEEPER_BENCH_SERIAL") == "",
 	}
 	if o.Shards > 0 {
 		p.Shards = o.Shards
@@ -99,11 +94,6 @@ func incidentDefaults(o Options) incidentParams {
 	if o.Duration > 0 {
 		p.Duration = o.Duration
 	}
-	// Parallel prepares, as the worker's default; WALKEEPER_BENCH_SERIAL=1 replays serial ones.
-	p.Parallel = worker.DefaultConfig().MergeParallelPrepare
-	if os.Getenv("WALKEEPER_BENCH_SERIAL") != "" {
-		p.Parallel = false
-	}
 	if o.MergeMaxGenerations > 0 {
 		p.MaxGens = o.MergeMaxGenerations
 	}
@@ -112,7 +102,6 @@ func incidentDefaults(o Options) incidentParams {
 		p.Storage = storageMem
 		p.PrepareConcurrency = wideTablePrepareConcurrency
 	}
-	p.Latency = o.latency(p.Latency)
 	return p
 }
 
@@ -128,31 +117,22 @@ type sample struct {
 // the old serial sweeper (baselineSweeper), one after the other with identical traffic and storage.
 func runIncident(ctx context.Context, o Options, res *Result) error {
 	p := incidentDefaults(o)
-	res.param("shards", p.Shards)
-	res.param("rollout_stores", p.Rollout)
-	res.param("hot_generic_stores", 1)
-	res.param("duration", p.Duration)
-	res.param("latency_per_request", p.Latency)
-	res.param("seal_every", p.SealEvery)
-	res.param("sweep_every", p.SweepEvery)
-	res.param("count_trigger", p.CountTrigger)
-	res.param("generic_append_every_per_shard", p.GenericEvery)
-	res.param("rollout_append_every_per_shard", p.RolloutEvery)
-	res.param("baseline_store_timeout", p.StoreTimeout)
-	res.param("merge_max_generations", p.MaxGens)
-	res.param("prepare_concurrency", p.PrepareConcurrency)
-	res.param("storage", map[string]string{storageFile: "file:// without fsync", storageMem: "mem://"}[p.Storage])
-	res.param("walkeeper_count_trigger_parallel_prepare", p.Parallel)
-	res.param("reps", o.reps())
+	res.params("shards", p.Shards, "rollout_stores", p.Rollout, "hot_generic_stores", 1, "duration", p.Duration,
+		"latency_per_request", p.Latency, "seal_every", p.SealEvery, "sweep_every", p.SweepEvery,
+		"count_trigger", p.CountTrigger, "generic_append_every_per_shard", p.GenericEvery,
+		"rollout_append_every_per_shard", p.RolloutEvery, "baseline_store_timeout", p.StoreTimeout,
+		"merge_max_generations", p.MaxGens, "prepare_concurrency", p.PrepareConcurrency,
+		"storage", map[string]string{storageFile: "file:// without fsync", storageMem: "mem://"}[p.Storage],
+		"walkeeper_count_trigger_parallel_prepare", p.Parallel, "reps", o.reps())
 	if p.wide() {
-		res.param("shared_queue_workers", fmt.Sprintf("first %d nodes; 1 poller per shard queue; workflow deadlock detector 10 s", sharedWorkerNodes))
+		res.params("shared_queue_workers", fmt.Sprintf("first %d nodes; 1 poller per shard queue; workflow deadlock detector 10 s", sharedWorkerNodes))
 	}
 	// Production has 20 machines; here both systems and Temporal share 2 cores.
 	timeScale := 30 * time.Second / p.SealEvery
 	o.progressf("incident: scale — %d shards (production 20), %d rollout stores resident in every shard (production: hundreds per worker), time compressed %d× (seal 30 s → %s), at most %.2f cores per node (2 cores / %d nodes, shared with Temporal; production: one machine per worker)",
 		p.Shards, p.Rollout, timeScale, p.SealEvery, 2/float64(p.Shards), p.Shards)
-	res.param("time_scale", fmt.Sprintf("%d× (production flush 30 s)", timeScale))
-	res.param("cpu_per_node", fmt.Sprintf("≤ %.2f cores", 2/float64(p.Shards)))
+	res.params("time_scale", fmt.Sprintf("%d× (production flush 30 s)", timeScale),
+		"cpu_per_node", fmt.Sprintf("≤ %.2f cores", 2/float64(p.Shards)))
 
 	var runs []incidentRun
 	for rep := 0; rep < o.reps(); rep++ {
@@ -212,7 +192,7 @@ func runIncident(ctx context.Context, o Options, res *Result) error {
 	res.target("walkeeper max pending per shard, whole run", fmt.Sprintf("≤ %d (2 × count trigger)", limit), wkMax.fmt("%.0f"), wkMax.Max <= float64(limit))
 	res.target("baseline grows without bound", "rising trend, above walkeeper", fmt.Sprintf("%s gens/min, end %s", baseSlope.fmt("%+.1f"), baseFinal.fmt("%.0f")),
 		baseSlope.Min > 0 && baseFinal.Min > wkFinal.Max)
-	res.values("", map[string]float64{"actions_per_generation": perGen.Median, "usd_per_million_generations": perGen.Median * actioncount.ListPriceUSDPerMillion,
+	res.values("%s", map[string]float64{"actions_per_generation": perGen.Median, "usd_per_million_generations": perGen.Median * actioncount.ListPriceUSDPerMillion,
 		"count_trigger": float64(p.CountTrigger), "walkeeper_mean2_max": wkMean2.Max, "baseline_mean2_min": baseMean2.Min,
 		"walkeeper_max": wkMax.Max, "walkeeper_max_median": wkMax.Median, "baseline_max_median": baseMax.Median,
 		"baseline_final_min": baseFinal.Min, "walkeeper_final_max": wkFinal.Max, "baseline_slope_median": baseSlope.Median,
@@ -281,7 +261,7 @@ func incidentSideRun(ctx context.Context, o Options, p incidentParams, rep int, 
 		}
 		defer tenv.close()
 	}
-	hot := store.Target{Kind: store.KindGeneric, Name: fmt.Sprintf("hot-%d", rep)}
+	hot := genericTarget(fmt.Sprintf("hot-%d", rep))
 	var rollout []store.Target
 	for i := 0; i < p.Rollout; i++ {
 		rollout = append(rollout, store.Target{Kind: store.KindRollout, Name: fmt.Sprintf("r%04d-%d", i, rep)})

@@ -52,10 +52,7 @@ func memoryBudgets(o Options) []int64 {
 	if len(o.MemoryBudgets) > 0 {
 		return o.MemoryBudgets
 	}
-	if o.Quick {
-		return []int64{32 << 20}
-	}
-	return []int64{32 << 20, 128 << 20, 1 << 30}
+	return fullOrQuick(o, []int64{32 << 20, 128 << 20, 1 << 30}, []int64{32 << 20})
 }
 
 // memoryGoal is a child's RSS growth bound (MiB): budget + 32 MiB, 25 % more with GOGC alone.
@@ -81,9 +78,7 @@ func runMemory(ctx context.Context, o Options, res *Result, dir string) error {
 	for _, b := range budgets {
 		names = append(names, fmt.Sprintf("%d MiB", b>>20))
 	}
-	res.param("budgets", strings.Join(names, ", "))
-	res.param("requests", requests)
-	res.param("request_size", "budget/2 (merge_max_bytes)")
+	res.params("budgets", strings.Join(names, ", "), "requests", requests, "request_size", "budget/2 (merge_max_bytes)")
 
 	if memoryPart(o, "merges") {
 		if err := runMemoryMerges(ctx, o, res, dir, budgets, requests); err != nil {
@@ -131,7 +126,7 @@ func runMemoryMerges(ctx context.Context, o Options, res *Result, dir string, bu
 				keys = append(keys, v.key) // the first budget's figures under the plain keys (tests)
 			}
 			for _, key := range keys {
-				res.values(key+"_", map[string]float64{"peak_mib": spreadOf(runs.hwm).Median, "growth_mib": g.Median,
+				res.values(key+"_%s", map[string]float64{"peak_mib": spreadOf(runs.hwm).Median, "growth_mib": g.Median,
 					"max_reserved": float64(runs.maxReserved), "prepared": float64(runs.prepared)})
 			}
 		}
@@ -149,10 +144,7 @@ func runMemoryMerges(ctx context.Context, o Options, res *Result, dir string, bu
 func runMemoryReads(ctx context.Context, o Options, res *Result, dir string) error {
 	const lists, gens = 16, 2000
 	payload := 1 << 10
-	rows := 16 // ~16 KiB per generation, 32 MiB in all (quick)
-	if !o.Quick {
-		rows = 64 // ~64 KiB per generation, 128 MiB in all
-	}
+	rows := fullOrQuick(o, 64, 16) // ~64 KiB per generation, 128 MiB in all (quick: 16 KiB, 32 MiB)
 	url := fileURL(filepath.Join(dir, "reads"), true)
 	o.progressf("memory: writing %d generations of %d rows for the read test", gens, rows)
 	if _, err := writeStore(ctx, o, url, "writer", "reads", gens, rows, payload, gens*rows/2, 0); err != nil {
@@ -190,7 +182,7 @@ func runMemoryReads(ctx context.Context, o Options, res *Result, dir string) err
 		}
 		rt.Rows = append(rt.Rows, []string{rv.name, spreadOf(runs.hwm).fmt("%.0f"), spreadOf(runs.start).fmt("%.0f"), g.fmt("%.0f"), goal,
 			fmt.Sprintf("%.0f", mib(runs.maxReserved)), fmt.Sprintf("%.0f", mib(runs.maxAllocated)), fmt.Sprintf("%.0f", mib(runs.maxHeap)), fmt.Sprint(runs.busy), spreadOf(runs.elapsed).fmt("%.1f")})
-		res.values(rv.key+"_", map[string]float64{"growth_mib": g.Median, "lists": float64(runs.prepared), "max_reserved": float64(runs.maxReserved)})
+		res.values(rv.key+"_%s", map[string]float64{"growth_mib": g.Median, "lists": float64(runs.prepared), "max_reserved": float64(runs.maxReserved)})
 	}
 	res.Values["read_budget"] = float64(memoryBudgets(o)[0])
 	res.Tables = append(res.Tables, rt)
@@ -285,7 +277,7 @@ func memoryChild(ctx context.Context, o Options) error {
 	defer db.Close(context.WithoutCancel(ctx))
 	var stores []*store.Store
 	for _, n := range p.Stores {
-		s, err := db.Open(ctx, store.Target{Kind: store.KindGeneric, Name: n})
+		s, err := db.Open(ctx, genericTarget(n))
 		if err != nil {
 			return err
 		}

@@ -48,17 +48,12 @@ type overheadServer struct {
 // dev servers and the PostgreSQL cluster), a bare workflow, persistence and CPU cost, and one sweep
 // over idle stores.
 func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) error {
-	merges, idle, idleWindow := 20, 1000, 60*time.Second
-	if o.Quick {
-		merges, idle, idleWindow = 5, 100, 10*time.Second
-	}
+	merges, idle, idleWindow := fullOrQuick(o, 20, 5), fullOrQuick(o, 1000, 100), fullOrQuick(o, 60*time.Second, 10*time.Second)
 	if o.Stores > 0 {
 		idle = o.Stores
 	}
-	res.param("merges_per_rep", merges)
-	res.param("merge_size", "1 MiB (one generation)")
-	res.param("idle_stores", idle)
-	res.param("storage", "file:// with fsync")
+	res.params("merges_per_rep", merges, "merge_size", "1 MiB (one generation)", "idle_stores", idle,
+		"storage", "file:// with fsync")
 	url := fileURL(filepath.Join(dir, "store"), false)
 	db, err := store.OpenDB(ctx, url, storeOptions("overhead", o.logger(), func(so *store.Options) {
 		so.Budget = store.NewBudget(worker.DefaultConfig().MergeBudgetBytes)
@@ -126,7 +121,7 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 		}
 	}
 	if len(servers) > 1 {
-		res.param("servers", "dev server with walkeeper's tuning ("+strings.Join(devserver.TunedDynamicConfig, ", ")+"), dev server with the server's defaults, and Temporal server v1.29.1 on PostgreSQL 15 (4 history shards, SQL visibility, docker-compose's dynamic config), side by side")
+		res.params("servers", "dev server with walkeeper's tuning ("+strings.Join(devserver.TunedDynamicConfig, ", ")+"), dev server with the server's defaults, and Temporal server v1.29.1 on PostgreSQL 15 (4 history shards, SQL visibility, docker-compose's dynamic config), side by side")
 	}
 	direct, err := createGeneric(ctx, db, "direct")
 	if err != nil {
@@ -200,9 +195,7 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 	reqBefore := scrapeAll()
 	for rep := 0; rep < o.reps(); rep++ {
 		opsBefore, windowStart := window()
-		wfTotal := make([]time.Duration, len(servers))
 		wfLat := make([][]time.Duration, len(servers))
-		var dTotal time.Duration
 		var dLat []time.Duration
 		for i := 0; i < merges; i++ {
 			for k, sv := range servers {
@@ -214,7 +207,6 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 				if err != nil {
 					return err
 				}
-				wfTotal[k] += d
 				wfLat[k] = append(wfLat[k], d)
 			}
 			seq++
@@ -229,9 +221,7 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 			if cr.Reclaimed != 1 {
 				return fmt.Errorf("direct merge reclaimed %d, want 1", cr.Reclaimed)
 			}
-			d := time.Since(t0)
-			dTotal += d
-			dLat = append(dLat, d)
+			dLat = append(dLat, time.Since(t0))
 			_ = compactBase(ctx, direct)
 			for _, sv := range servers {
 				_ = compactBase(ctx, sv.viaWF)
@@ -246,16 +236,18 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 				sv.mergeOps.add(opsAfter[i].since(opsBefore[i]).less(sv.idleOps.scaled(windowEnd.Sub(windowStart).Seconds())))
 			}
 		}
-		dr := float64(merges) / dTotal.Seconds()
-		dRates, dP50 = append(dRates, dr), append(dP50, ms(summarize(dLat).P50))
-		line := fmt.Sprintf("temporal-overhead: rep %d/%d: direct %.1f merges/s (p50 %s)", rep+1, o.reps(), dr, fmtDur(summarize(dLat).P50))
+		dl := summarize(dLat)
+		dr := dl.perSecond()
+		dRates, dP50 = append(dRates, dr), append(dP50, ms(dl.P50))
+		line := fmt.Sprintf("temporal-overhead: rep %d/%d: direct %.1f merges/s (p50 %s)", rep+1, o.reps(), dr, fmtDur(dl.P50))
 		for k, sv := range servers {
-			wr := float64(merges) / wfTotal[k].Seconds()
-			sv.wfRates, sv.wfP50 = append(sv.wfRates, wr), append(sv.wfP50, ms(summarize(wfLat[k]).P50))
+			wl := summarize(wfLat[k])
+			wr := wl.perSecond()
+			sv.wfRates, sv.wfP50 = append(sv.wfRates, wr), append(sv.wfP50, ms(wl.P50))
 			if k == 0 {
 				ratios = append(ratios, dr/wr)
 			}
-			line += fmt.Sprintf("; %s: workflow %.1f merges/s (p50 %s)", sv.name, wr, fmtDur(summarize(wfLat[k]).P50))
+			line += fmt.Sprintf("; %s: workflow %.1f merges/s (p50 %s)", sv.name, wr, fmtDur(wl.P50))
 		}
 		o.progressf("%s", line)
 		bare := make([][]time.Duration, len(servers))
@@ -287,10 +279,8 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 		sv.bill = bill
 		header = append(header, "MergeWal, "+sv.name)
 		key := strings.ReplaceAll(sv.name, " ", "_")
-		res.Values["actions_per_merge_"+key] = sv.actionsPerRun()
-		res.Values["wf_rate_"+key] = spreadOf(sv.wfRates).Median
-		res.Values["orchestration_p50_ms_"+key] = spreadOf(sv.wfP50).Median - dp.Median
-		res.Values["bare4_p50_ms_"+key] = spreadOf(sv.bareP50).Median
+		res.values("%s_"+key, map[string]float64{"actions_per_merge": sv.actionsPerRun(), "wf_rate": spreadOf(sv.wfRates).Median,
+			"orchestration_p50_ms": spreadOf(sv.wfP50).Median - dp.Median, "bare4_p50_ms": spreadOf(sv.bareP50).Median})
 	}
 	header = append(header, "direct prepare + commit")
 	// row is one line of the table: label, a cell per server, then the direct loop's.
@@ -332,7 +322,7 @@ func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) e
 	}
 	w := spreadOf(servers[0].wfRates)
 	// The first server's figures (tuned, or the one given): what the orchestration claim is about.
-	res.values("", map[string]float64{"wf_rate": w.Median, "direct_rate": d.Median, "ratio": r.Median,
+	res.values("%s", map[string]float64{"wf_rate": w.Median, "direct_rate": d.Median, "ratio": r.Median,
 		"wf_p50_ms": spreadOf(servers[0].wfP50).Median, "direct_p50_ms": dp.Median})
 
 	o.progressf("temporal-overhead: creating %d idle stores", idle)

@@ -13,17 +13,12 @@ import (
 // prepared serially and at once, on file:// and with 10 ms per request, aborted after each round.
 func parallelPrepare(ctx context.Context, o Options, res *Result, dir string) error {
 	const shards = 4
-	gens, rows, payload := 8, 256, 4<<10 // 8 × 1 MiB per shard
-	rounds := 3
-	if o.Quick {
-		gens, rounds = 4, 1
-	}
-	res.param("shards", shards)
-	res.param("per_shard", fmt.Sprintf("%d generations × %.0f MiB", gens, mib(int64(rows*(payload+64)))))
-	res.param("rounds_per_rep", rounds)
-	res.param("storage", "file:// with fsync")
+	gens, rows, payload := fullOrQuick(o, 8, 4), 256, 4<<10 // 1 MiB generations
+	rounds := fullOrQuick(o, 3, 1)
+	res.params("shards", shards, "per_shard", fmt.Sprintf("%d generations × %.0f MiB", gens, mib(int64(rows*(payload+64)))),
+		"rounds_per_rep", rounds, "storage", "file:// with fsync")
 	url := fileURL(filepath.Join(dir, "store"), false)
-	target := store.Target{Kind: store.KindGeneric, Name: "pp"}
+	target := genericTarget("pp")
 	var shardIDs []string
 	for i := 0; i < shards; i++ {
 		shard, err := writeStore(ctx, o, url, fmt.Sprintf("writer-%d", i), target.Name, gens, rows, payload, 1<<30, int64(i)<<32)
@@ -110,7 +105,7 @@ func parallelPrepare(ctx context.Context, o Options, res *Result, dir string) er
 		res.Values[[]string{"ratio", "ratio_latency"}[vi]] = r.Median
 		if latency > 0 {
 			// Sequential round trips per prepare: what reading generations concurrently cuts.
-			res.values("", map[string]float64{"serial_ms_latency": sp.Median, "parallel_ms_latency": pp.Median, "roundtrips_per_prepare": sp.Median / shards / ms(latency),
+			res.values("%s", map[string]float64{"serial_ms_latency": sp.Median, "parallel_ms_latency": pp.Median, "roundtrips_per_prepare": sp.Median / shards / ms(latency),
 				"max_in_flight_serial": float64(maxInFlight[false]), "max_in_flight_parallel": float64(maxInFlight[true])})
 		}
 	}

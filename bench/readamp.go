@@ -13,45 +13,36 @@ import (
 // reader process over a 10,000-row base with pending generations on top, then merged, then
 // compacted.
 func readAmp(ctx context.Context, o Options, res *Result, dir string) error {
-	levels := []int{0, 16, 256, 1024}
-	gets, lists := 400, 100
-	if o.Quick {
-		levels = []int{0, 16, 256}
-		gets, lists = 100, 20
-	}
+	levels := fullOrQuick(o, []int{0, 16, 256, 1024}, []int{0, 16, 256})
+	gets, lists := fullOrQuick(o, 400, 100), fullOrQuick(o, 100, 20)
 	const baseRows, rowsPerGen = 10000, 100
 	// listAfter spreads the timed Lists over the base, a page before its end, so pages are full.
 	listAfter := func(i int) string { return fmt.Sprintf("k%09d", (i*7919)%(baseRows-200)) }
-	res.param("base_rows", baseRows)
-	res.param("rows_per_generation", rowsPerGen)
-	res.param("gets_per_level", gets)
-	res.param("lists_per_level", lists)
+	res.params("base_rows", baseRows, "rows_per_generation", rowsPerGen, "gets_per_level", gets, "lists_per_level", lists)
 
 	type row struct{ getP50, getP99, listP50, listP99 []float64 }
 	rowsBy := map[string]*row{}
 	var order []string
-	add := func(label string, g, l durStats) {
+	// add records one measurement of state label and prints it.
+	add := func(label string, rd reads) {
 		r := rowsBy[label]
 		if r == nil {
 			r = &row{}
 			rowsBy[label] = r
 			order = append(order, label)
 		}
-		r.getP50 = append(r.getP50, us(g.P50))
-		r.getP99 = append(r.getP99, us(g.P99))
-		r.listP50 = append(r.listP50, us(l.P50))
-		r.listP99 = append(r.listP99, us(l.P99))
+		r.getP50 = append(r.getP50, us(rd.get.P50))
+		r.getP99 = append(r.getP99, us(rd.get.P99))
+		r.listP50 = append(r.listP50, us(rd.list.P50))
+		r.listP99 = append(r.listP99, us(rd.list.P99))
+		o.progressf("read-amp: %s: get p50 %s p99 %s, list p50 %s p99 %s", label, fmtDur(rd.get.P50), fmtDur(rd.get.P99), fmtDur(rd.list.P50), fmtDur(rd.list.P99))
 	}
 	var speedups []float64
 	for rep := 0; rep < o.reps(); rep++ {
 		for _, pending := range levels {
 			root := fmt.Sprintf("%s/r%d-p%d", dir, rep, pending)
 			url := fileURL(root, true)
-			w, err := store.OpenDB(ctx, url, storeOptions("writer", o.logger(), noPendingCaps))
-			if err != nil {
-				return err
-			}
-			s, err := createGeneric(ctx, w, "ra")
+			w, s, err := openAs(ctx, url, "writer", o.logger(), genericTarget("ra"), noPendingCaps)
 			if err != nil {
 				return err
 			}
@@ -72,17 +63,17 @@ func readAmp(ctx context.Context, o Options, res *Result, dir string) error {
 					return err
 				}
 			}
-			measure := func() (durStats, durStats, error) {
+			measure := func() (reads, error) {
 				r, rs, err := openAs(ctx, url, "reader", o.logger(), s.Target(), noPendingCaps)
 				if err != nil {
-					return durStats{}, durStats{}, err
+					return reads{}, err
 				}
 				defer r.Close(context.WithoutCancel(ctx))
 				var gl, ll []time.Duration
 				for i := 0; i < gets; i++ {
 					t0 := time.Now()
 					if _, err := rs.Get(ctx, fmt.Sprintf("k%09d", (i*7919)%baseRows)); err != nil {
-						return durStats{}, durStats{}, fmt.Errorf("get: %w", err)
+						return reads{}, fmt.Errorf("get: %w", err)
 					}
 					gl = append(gl, time.Since(t0))
 				}
@@ -94,27 +85,26 @@ func readAmp(ctx context.Context, o Options, res *Result, dir string) error {
 				}
 				row, err := rs.Get(ctx, newest)
 				if err != nil {
-					return durStats{}, durStats{}, fmt.Errorf("get %s: %w", newest, err)
+					return reads{}, fmt.Errorf("get %s: %w", newest, err)
 				}
 				if got := fmt.Sprint(row["n"]); got != fmt.Sprint(want) {
-					return durStats{}, durStats{}, fmt.Errorf("get %s at %d pending: n = %s, want %d (the newest pending generation's value)", newest, pending, got, want)
+					return reads{}, fmt.Errorf("get %s at %d pending: n = %s, want %d (the newest pending generation's value)", newest, pending, got, want)
 				}
 				for i := 0; i < lists; i++ {
 					t0 := time.Now()
 					page, err := rs.List(ctx, store.ListOptions{Limit: 100, After: listAfter(i)})
 					if err != nil || len(page.Rows) != 100 {
-						return durStats{}, durStats{}, fmt.Errorf("list: %v (%d rows)", err, len(page.Rows))
+						return reads{}, fmt.Errorf("list: %v (%d rows)", err, len(page.Rows))
 					}
 					ll = append(ll, time.Since(t0))
 				}
-				return summarize(gl), summarize(ll), nil
+				return reads{summarize(gl), summarize(ll)}, nil
 			}
-			g, l, err := measure()
+			rd, err := measure()
 			if err != nil {
 				return err
 			}
-			add(fmt.Sprintf("%d pending", pending), g, l)
-			o.progressf("read-amp: %d pending: get p50 %s p99 %s, list p50 %s p99 %s", pending, fmtDur(g.P50), fmtDur(g.P99), fmtDur(l.P50), fmtDur(l.P99))
+			add(fmt.Sprintf("%d pending", pending), rd)
 			if pending == levels[len(levels)-1] {
 				// An unmerged copy, read side by side with the merged store below.
 				unmerged := root + "-unmerged"
@@ -124,13 +114,12 @@ func readAmp(ctx context.Context, o Options, res *Result, dir string) error {
 				if _, err := s.MergeAll(ctx); err != nil {
 					return err
 				}
-				g, l, err := measure()
+				rd, err := measure()
 				if err != nil {
 					return err
 				}
 				st, _ := s.Stats(ctx)
-				add(fmt.Sprintf("%d pending, after merging (%d base runs)", pending, st.Runs), g, l)
-				o.progressf("read-amp: after merging: get p50 %s, list p50 %s (%d runs)", fmtDur(g.P50), fmtDur(l.P50), st.Runs)
+				add(fmt.Sprintf("%d pending, after merging (%d base runs)", pending, st.Runs), rd)
 				// What the sweep's CompactBase does next (≥ 32 runs): rewrite the runs into one.
 				for i := 0; i < 64; i++ {
 					cr, err := s.CompactBase(ctx, store.CompactParams{MaxRuns: 16})
@@ -141,8 +130,7 @@ func readAmp(ctx context.Context, o Options, res *Result, dir string) error {
 						break
 					}
 				}
-				g, l, err = measure()
-				if err != nil {
+				if rd, err = measure(); err != nil {
 					return err
 				}
 				if st, err = s.Stats(ctx); err != nil {
@@ -150,8 +138,7 @@ func readAmp(ctx context.Context, o Options, res *Result, dir string) error {
 				}
 				// What the last rows measure: everything merged (read by the test).
 				res.Values["pending_after_merge"] = max(res.Values["pending_after_merge"], float64(st.TotalPending()))
-				add(fmt.Sprintf("%d pending, after merging and compaction (%d base run)", pending, st.Runs), g, l)
-				o.progressf("read-amp: after compaction: get p50 %s, list p50 %s (%d runs)", fmtDur(g.P50), fmtDur(l.P50), st.Runs)
+				add(fmt.Sprintf("%d pending, after merging and compaction (%d base run)", pending, st.Runs), rd)
 				speedup, err := listSpeedupSideBySide(ctx, o, s.Target(), fileURL(unmerged, true), url, lists, listAfter)
 				if err != nil {
 					return err
@@ -171,20 +158,21 @@ func readAmp(ctx context.Context, o Options, res *Result, dir string) error {
 		r := rowsBy[label]
 		lp := spreadOf(r.listP50)
 		t.Rows = append(t.Rows, []string{label, spreadOf(r.getP50).fmt("%.0f"), spreadOf(r.getP99).fmt("%.0f"), lp.fmt("%.0f"), spreadOf(r.listP99).fmt("%.0f"), fmt.Sprintf("%.1f×", lp.Median/base)})
-		res.Values["list_p50_us/"+label] = lp.Median
-		res.Values["get_p50_us/"+label] = spreadOf(r.getP50).Median
+		res.values("%s/"+label, map[string]float64{"list_p50_us": lp.Median, "get_p50_us": spreadOf(r.getP50).Median})
 	}
 	res.Tables = append(res.Tables, t)
 	top := order[len(order)-3]
 	after := order[len(order)-1]
-	res.Values["amp_top"] = spreadOf(rowsBy[top].listP50).Median / base
-	res.Values["amp_after_merge"] = spreadOf(rowsBy[after].listP50).Median / base
 	sp := spreadOf(speedups)
-	res.Values["list_speedup_merged"] = sp.Median
+	res.values("%s", map[string]float64{"amp_top": spreadOf(rowsBy[top].listP50).Median / base,
+		"amp_after_merge": spreadOf(rowsBy[after].listP50).Median / base, "list_speedup_merged": sp.Median})
 	res.note("Side by side (Lists alternating between a copy of the store at %d pending and the same store merged and compacted, so a loaded machine slows both alike): a List over the pending generations took %s× the merged store's (p50 over p50).", levels[len(levels)-1], sp.fmt("%.1f"))
 	res.note("The first read of each level decodes every pending generation (cold); the cache (256 MiB) then holds them, so p50 shows the per-read merge cost over N sorted files and p99 includes the cold first read.")
 	return nil
 }
+
+// reads are one measurement's Get and List latencies.
+type reads struct{ get, list durStats }
 
 // listSpeedupSideBySide times n Lists alternating between two stores of target, after one untimed
 // List each, and returns slowURL's p50 over fastURL's.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,7 +13,6 @@ import (
 
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/internal/devserver"
-	"github.com/walkeeper/walkeeper/store"
 )
 
 // The start-rate scenario (docs/benchmarks/fleet.md): MergeWal starts through
@@ -31,14 +31,9 @@ const startRateNeeded = 10_000.0 / 60
 func runStartRate(ctx context.Context, o Options, res *Result) error {
 	n := o.Stores
 	if n <= 0 {
-		n = 10_000
-		if o.Quick {
-			n = 300
-		}
+		n = fullOrQuick(o, 10_000, 300)
 	}
-	res.param("starts", n)
-	res.param("in_flight", fmt.Sprint(startRateInFlight))
-	res.param("workers", "none (nothing started runs)")
+	res.params("starts", n, "in_flight", startRateInFlight, "workers", "none (nothing started runs)")
 	tenv, err := startTemporal(ctx, o, o.OutDir, devserver.Options{})
 	if err != nil {
 		return err
@@ -56,7 +51,7 @@ func runStartRate(ctx context.Context, o Options, res *Result) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			tg := store.Target{Kind: store.KindGeneric, Name: fmt.Sprintf("rate-%d-%07d", inflight, i+1)}
+			tg := genericTarget(fmt.Sprintf("rate-%d-%07d", inflight, i+1))
 			_, err := contract.StartMergeWal(ctx, tenv.client, tg, contract.MergeWalInput{Trigger: contract.TriggerCLI, TriggerReason: "bench start-rate"})
 			if err == nil {
 				return nil
@@ -90,10 +85,8 @@ func runStartRate(ctx context.Context, o Options, res *Result) error {
 		}
 		t.Rows = append(t.Rows, []string{fmt.Sprint(inflight), fmt.Sprint(n), fmt.Sprint(lv.Failed), fmt.Sprint(lv.TimedOut),
 			fmtDur(lv.meanWait()), fmtDur(d), fmt.Sprintf("%.0f", rate)})
-		for k, v := range map[string]float64{"starts_per_s": rate, "failed": float64(lv.Failed), "timed_out": float64(lv.TimedOut),
-			"mean_wait_s": lv.meanWait().Seconds(), "starts": float64(n), "time_s": d.Seconds()} {
-			res.Values[fmt.Sprintf("%s_%d", k, inflight)] = v
-		}
+		res.values("%s_"+strconv.Itoa(inflight), map[string]float64{"starts_per_s": rate, "failed": float64(lv.Failed), "timed_out": float64(lv.TimedOut),
+			"mean_wait_s": lv.meanWait().Seconds(), "starts": float64(n), "time_s": d.Seconds()})
 	}
 	res.Tables = append(res.Tables, t)
 	res.Values["best_starts_per_s"] = best

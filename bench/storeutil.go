@@ -60,13 +60,17 @@ func storeOptions(instance string, log *zap.Logger, tweak ...func(*store.Options
 	return o
 }
 
-// openAs opens t in a DB of its own on url, as another process would; the caller closes it.
+// openAs opens t in a DB of its own on url, as another process would, creating a generic t that
+// does not exist yet; the caller closes the DB.
 func openAs(ctx context.Context, url, instance string, log *zap.Logger, t store.Target, tweak ...func(*store.Options)) (*store.DB, *store.Store, error) {
 	db, err := store.OpenDB(ctx, url, storeOptions(instance, log, tweak...))
 	if err != nil {
 		return nil, nil, err
 	}
 	s, err := db.Open(ctx, t)
+	if errors.Is(err, store.ErrNotFound) && t.Kind == store.KindGeneric {
+		s, err = createGeneric(ctx, db, t.Name)
+	}
 	if err != nil {
 		_ = db.Close(context.WithoutCancel(ctx))
 		return nil, nil, err
@@ -99,7 +103,7 @@ func createOptsFor(k store.Kind) store.CreateOptions {
 
 func createGeneric(ctx context.Context, db *store.DB, name string) (*store.Store, error) {
 	f := false
-	return db.Create(ctx, store.Target{Kind: store.KindGeneric, Name: name}, store.CreateOptions{Schema: &benchSchema, SealOnAppend: &f})
+	return db.Create(ctx, genericTarget(name), store.CreateOptions{Schema: &benchSchema, SealOnAppend: &f})
 }
 
 // sealRows appends rows to s and seals them: one generation.
@@ -129,18 +133,16 @@ func writeGenerations(ctx context.Context, s *store.Store, gens, rows, payload, 
 // writeStore writes gens generations to generic store name on url as writer instance (creating it
 // if need be), closes the writer and returns its shard.
 func writeStore(ctx context.Context, o Options, url, instance, name string, gens, rows, payload, keySpace int, seed int64) (string, error) {
-	db, err := store.OpenDB(ctx, url, storeOptions(instance, o.logger()))
+	db, s, err := openAs(ctx, url, instance, o.logger(), genericTarget(name))
 	if err != nil {
 		return "", err
 	}
-	s, err := db.Open(ctx, store.Target{Kind: store.KindGeneric, Name: name})
-	if errors.Is(err, store.ErrNotFound) {
-		s, err = createGeneric(ctx, db, name)
-	}
-	if err == nil {
-		err = writeGenerations(ctx, s, gens, rows, payload, keySpace, seed)
-	}
+	err = writeGenerations(ctx, s, gens, rows, payload, keySpace, seed)
 	return db.Shard(), errors.Join(err, db.Close(ctx))
+}
+
+func genericTarget(name string) store.Target {
+	return store.Target{Kind: store.KindGeneric, Name: name}
 }
 
 // memURL returns a fresh mem:// URL (mem buckets live for the whole process).

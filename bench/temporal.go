@@ -70,22 +70,18 @@ func startCluster(ctx context.Context, o Options, dir string, metricsPort int, d
 	if err != nil {
 		return nil, fmt.Errorf("start Temporal on PostgreSQL (logs in %s; install with scripts/install-servers.sh): %w", dir, err)
 	}
-	env := &temporalEnv{hostPort: cl.HostPort(), cluster: cl}
-	if err := env.dial(ctx, o); err != nil {
-		env.close()
-		return nil, err
-	}
-	return env, nil
+	return (&temporalEnv{hostPort: cl.HostPort(), cluster: cl}).dial(ctx, o)
 }
 
-// dial connects the env's client to its server in the default namespace.
-func (e *temporalEnv) dial(ctx context.Context, o Options) error {
+// dial connects the env's client to its server in the default namespace; on failure it closes the env.
+func (e *temporalEnv) dial(ctx context.Context, o Options) (*temporalEnv, error) {
 	c, err := temporaladmin.Dial(ctx, temporaladmin.Config{HostPort: e.hostPort, Namespace: temporaladmin.DefaultNamespace}, o.logger())
 	if err != nil {
-		return fmt.Errorf("dial Temporal at %s: %w", e.hostPort, err)
+		e.close()
+		return nil, fmt.Errorf("dial Temporal at %s: %w", e.hostPort, err)
 	}
 	e.client = c
-	return nil
+	return e, nil
 }
 
 // startTemporal connects to o.Temporal or starts a dev server (log in logDir/temporal.log).
@@ -113,8 +109,8 @@ func startTemporal(ctx context.Context, o Options, logDir string, dev devserver.
 		env.srv = srv
 		env.hostPort = srv.HostPort()
 	}
-	if err := env.dial(ctx, o); err != nil {
-		env.close()
+	env, err := env.dial(ctx, o)
+	if err != nil {
 		return nil, err
 	}
 	if err := temporaladmin.EnsureSearchAttributes(ctx, env.client, temporaladmin.DefaultNamespace); err != nil {

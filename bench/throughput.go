@@ -16,14 +16,9 @@ import (
 // generations merged per second next to reading the same files and writing and fsyncing as many
 // bytes.
 func mergeThroughput(ctx context.Context, o Options, res *Result, dir string) error {
-	gens, rowsPerGen, payload := 8, 1024, 4<<10 // 8 × ~4 MiB
-	if o.Quick {
-		rowsPerGen = 256 // 8 × ~1 MiB
-	}
-	res.param("generations", gens)
-	res.param("generation_size", fmt.Sprintf("%.1f MiB", mib(int64(rowsPerGen*(payload+64)))))
-	res.param("row_shapes", "4 KiB binary payload; 200 B binary payload (same bytes, 16× the rows)")
-	res.param("storage", "file:// with fsync")
+	gens, rowsPerGen, payload := 8, fullOrQuick(o, 1024, 256), 4<<10 // 8 × ~4 MiB (quick: ~1 MiB)
+	res.params("generations", gens, "generation_size", fmt.Sprintf("%.1f MiB", mib(int64(rowsPerGen*(payload+64)))),
+		"row_shapes", "4 KiB binary payload; 200 B binary payload (same bytes, 16× the rows)", "storage", "file:// with fsync")
 
 	type variant struct {
 		name, suffix        string
@@ -94,7 +89,7 @@ func mergeThroughput(ctx context.Context, o Options, res *Result, dir string) er
 				return time.Since(t0), os.Remove(out)
 			}
 			merge := func() (time.Duration, time.Duration, error) {
-				m, ms, err := openAs(ctx, url, "merger", o.logger(), store.Target{Kind: store.KindGeneric, Name: "tp"}, noMergeCaps)
+				m, ms, err := openAs(ctx, url, "merger", o.logger(), genericTarget("tp"), noMergeCaps)
 				if err != nil {
 					return 0, 0, err
 				}
@@ -131,9 +126,7 @@ func mergeThroughput(ctx context.Context, o Options, res *Result, dir string) er
 		m, p, r, q := spreadOf(mergeMBs), spreadOf(prepMBs), spreadOf(rawMBs), spreadOf(ratios)
 		t.Rows = append(t.Rows, []string{v.name, m.fmt("%.0f"), p.fmt("%.0f"), r.fmt("%.0f"), q.fmt("%.2f")})
 		res.target("merge throughput / raw I/O, "+v.name, "≥ 0.50", q.fmt("%.2f"), q.Median >= 0.5)
-		res.Values["ratio"+v.suffix] = q.Median
-		res.Values["merge_mb_s"+v.suffix] = m.Median
-		res.Values["raw_mb_s"+v.suffix] = r.Median
+		res.values("%s"+v.suffix, map[string]float64{"ratio": q.Median, "merge_mb_s": m.Median, "raw_mb_s": r.Median})
 	}
 	res.Tables = append(res.Tables, t)
 	return nil

@@ -30,7 +30,7 @@ func newRootCmd() *cobra.Command {
 	)
 	var names []string
 	for _, s := range bench.Scenarios {
-		names = append(names, fmt.Sprintf("  %-18s %s", s.Name, s.Short))
+		names = append(names, fmt.Sprintf("%-18s %s", s.Name, s.Short))
 	}
 	cmd := &cobra.Command{
 		Use:   "walkeeper-bench <scenario>|all|list",
@@ -40,7 +40,7 @@ side in the same run. Results (markdown, JSON, CSV, PNG) go to --out; progress g
 and the summary to stdout. docs/BENCHMARKS.md records real runs.
 
 Scenarios:
-` + strings.Join(names, "\n") + `
+  ` + strings.Join(names, "\n  ") + `
   all                run every scenario in this order
 
 --quick runs each scenario's smoke-test size (under 2 minutes each). Scenarios that need Temporal
@@ -56,10 +56,8 @@ scenarios nor the plotting library (docs/decisions/0151-benchmarks-in-their-own-
 			defer cancel()
 			name := a[0]
 			if name == "list" {
-				for _, s := range bench.Scenarios {
-					fmt.Fprintf(cmd.OutOrStdout(), "%-18s %s\n", s.Name, s.Short)
-				}
-				return nil
+				_, err := fmt.Fprintln(cmd.OutOrStdout(), strings.Join(names, "\n"))
+				return err
 			}
 			var run []string
 			if name == "all" {

@@ -177,19 +177,20 @@ func TestAppendLatencyQuick(t *testing.T) {
 }
 
 func TestMergeThroughputQuick(t *testing.T) {
-	// The median of 5 repetitions (a quick one takes 1–3 s): at load 25–40 single quick
-	// repetitions ranged 0.11–2.45 (4 KiB rows) for the same binary, fsyncs on a shared disk,
-	// and a median of 3 once fell to 0.34 when two of them met a stall (0.11 and 0.34).
+	// A quick repetition takes 1–3 s, fsyncing on a shared disk: at load 25–40 single
+	// repetitions ranged 0.11–2.45 (4 KiB rows) for the same binary, and under a load of five
+	// concurrent builds the median of 5 fell to 0.39 and 0.21 on builds that meet the target.
+	// A stall slows some repetitions, a slower merge slows every one, so the check takes the
+	// best of 5.
 	res := runQuick(t, "merge-throughput", func(o *Options) { o.Reps = 5 })
 	// The full run measures 1.14 (4 KiB rows) and 0.67 (200 B rows), quick runs ~1.3 and
-	// ~0.5, with 2–3× spread between repetitions on a loaded 2-vCPU machine; the bounds catch
-	// a merge about three times slower than the quick figures (ac8da43's full run measured 0.45
-	// and 0.32, docs/benchmarks/merge-throughput.md).
-	if r := value(t, res, "ratio"); r < 0.4 {
-		t.Errorf("merge throughput / raw I/O, 4 KiB rows = %.2f < 0.4", r)
+	// ~0.5; the bounds catch a merge about three times slower than the quick figures
+	// (ac8da43's full run measured 0.45 and 0.32, docs/benchmarks/merge-throughput.md).
+	if r := value(t, res, "ratio_best"); r < 0.4 {
+		t.Errorf("merge throughput / raw I/O, 4 KiB rows, best of 5 = %.2f < 0.4", r)
 	}
-	if r := value(t, res, "ratio_small"); r < 0.2 {
-		t.Errorf("merge throughput / raw I/O, 200 B rows = %.2f < 0.2", r)
+	if r := value(t, res, "ratio_best_small"); r < 0.2 {
+		t.Errorf("merge throughput / raw I/O, 200 B rows, best of 5 = %.2f < 0.2", r)
 	}
 }
 

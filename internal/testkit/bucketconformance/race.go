@@ -54,15 +54,18 @@ func RaceGoroutines(t *testing.T, b *objstore.Bucket, goroutines, rounds, size i
 	ctx := context.Background()
 	attempts := make([][]attempt, rounds)
 	var mu sync.Mutex
-	bar := newBarrier(goroutines)
+	// Round i starts once every goroutine has counted itself out of barriers[i].
+	barriers := make([]sync.WaitGroup, rounds)
+	for i := range barriers {
+		barriers[i].Add(goroutines)
+	}
 	var wg sync.WaitGroup
 	for g := 0; g < goroutines; g++ {
 		id := fmt.Sprintf("goroutine-%d", g)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := 0; i < rounds; i++ {
-				bar.wait()
+				barriers[i].Done()
+				barriers[i].Wait()
 				err := b.PutIfAbsent(ctx, RaceKey(i), racePayload(id, i, size))
 				if err != nil && !errors.Is(err, objstore.ErrAlreadyExists) {
 					t.Errorf("%s round %d: %v", id, i, err)
@@ -72,7 +75,7 @@ func RaceGoroutines(t *testing.T, b *objstore.Bucket, goroutines, rounds, size i
 				attempts[i] = append(attempts[i], attempt{who: id, won: err == nil})
 				mu.Unlock()
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	checkRace(t, b, attempts, goroutines, size)
@@ -149,26 +152,19 @@ func RaceProcesses(t *testing.T, url string, opts RaceOptions) {
 				t.Fatalf("%s: %v; stderr: %s", c.id, err, c.stderr.String())
 			}
 		}
-		var mu sync.Mutex
-		var wg sync.WaitGroup
 		for _, c := range children {
-			wg.Go(func() {
-				line, err := c.stdout.ReadString('\n')
-				var verdict string
-				var a attempt
-				var round int
-				_, serr := fmt.Sscanf(line, "%s %d %d %d\n", &verdict, &round, &a.start, &a.end)
-				if serr != nil || (verdict != "WIN" && verdict != "LOSE") || round != i {
-					t.Errorf("%s: unexpected output %q, %v; stderr: %s", c.id, line, err, c.stderr.String())
-					return
-				}
-				a.who, a.won = c.id, verdict == "WIN"
-				mu.Lock()
-				attempts[i] = append(attempts[i], a)
-				mu.Unlock()
-			})
+			line, err := c.stdout.ReadString('\n')
+			var verdict string
+			var a attempt
+			var round int
+			_, serr := fmt.Sscanf(line, "%s %d %d %d\n", &verdict, &round, &a.start, &a.end)
+			if serr != nil || (verdict != "WIN" && verdict != "LOSE") || round != i {
+				t.Errorf("%s: unexpected output %q, %v; stderr: %s", c.id, line, err, c.stderr.String())
+				continue
+			}
+			a.who, a.won = c.id, verdict == "WIN"
+			attempts[i] = append(attempts[i], a)
 		}
-		wg.Wait()
 		if t.Failed() {
 			t.FailNow()
 		}
@@ -356,36 +352,6 @@ func checkRace(t *testing.T, b *objstore.Bucket, attempts [][]attempt, n, size i
 		if share := float64(perRacer[w]) / float64(len(attempts)); share > MaxWinShare {
 			t.Errorf("%s won %d of %d keys (%.0f%% > %.0f%%): the racers took turns", w, perRacer[w], len(attempts), 100*share, 100*MaxWinShare)
 		}
-	}
-}
-
-// barrier is a reusable (cyclic) barrier for n goroutines.
-type barrier struct {
-	mu    sync.Mutex
-	cond  *sync.Cond
-	n     int
-	count int
-	gen   int
-}
-
-func newBarrier(n int) *barrier {
-	b := &barrier{n: n}
-	b.cond = sync.NewCond(&b.mu)
-	return b
-}
-
-func (b *barrier) wait() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	gen := b.gen
-	if b.count++; b.count == b.n {
-		b.count = 0
-		b.gen++
-		b.cond.Broadcast()
-		return
-	}
-	for gen == b.gen {
-		b.cond.Wait()
 	}
 }
 

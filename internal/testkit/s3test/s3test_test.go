@@ -128,9 +128,7 @@ func TestConditionalWritesSerialisesAKey(t *testing.T) {
 	var wg sync.WaitGroup
 	codes := make([]int, racers)
 	for i := 0; i < racers; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			method, target := http.MethodPut, "/b/k"
 			if i%2 == 1 {
 				method, target = http.MethodPost, "/b/k?uploadId=u1" // CompleteMultipartUpload
@@ -140,7 +138,7 @@ func TestConditionalWritesSerialisesAKey(t *testing.T) {
 			w := httptest.NewRecorder()
 			h.ServeHTTP(w, r)
 			codes[i] = w.Code
-		}()
+		})
 	}
 	wg.Wait()
 	won := 0

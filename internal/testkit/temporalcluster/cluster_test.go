@@ -157,11 +157,9 @@ func TestSQLVisibilitySearchAttributeSlots(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, 4)
 	for i := range errs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			errs[i] = temporaladmin.EnsureSearchAttributes(ctx, race, "race")
-		}()
+		})
 	}
 	wg.Wait()
 	for i, err := range errs {

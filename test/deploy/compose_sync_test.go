@@ -19,19 +19,10 @@ import (
 // count, persistence plugin, database names and dynamic config file, and the credentials the
 // workers sign with equal to the s3 service's root account.
 func TestComposeMatchesNativeCI(t *testing.T) {
-	var c struct {
-		Services map[string]struct {
-			Image       string            `yaml:"image"`
-			Environment map[string]string `yaml:"environment"`
-			Volumes     []string          `yaml:"volumes"`
-		} `yaml:"services"`
-	}
-	if err := yaml.Unmarshal([]byte(readFile(t, "docker-compose.yml")), &c); err != nil {
-		t.Fatal(err)
-	}
+	services := composeServices(t)
 	// ${VAR:-default} in an image reference: the default is what `docker compose up` runs.
 	tag := func(service string) (repo, version string) {
-		img := c.Services[service].Image
+		img := services[service].Image
 		img = regexp.MustCompile(`\$\{[A-Z_]+:-([^}]+)\}`).ReplaceAllString(img, "$1")
 		repo, version, _ = strings.Cut(img, ":")
 		return repo, version
@@ -50,7 +41,7 @@ func TestComposeMatchesNativeCI(t *testing.T) {
 			t.Errorf("compose %s image %s:%s; want temporalio/admin-tools of server %s", service, repo, v, temporalcluster.ServerVersion)
 		}
 		mountedScript := false
-		for _, v := range c.Services[service].Volumes {
+		for _, v := range services[service].Volumes {
 			if src, _, _ := strings.Cut(v, ":"); src == "./"+script {
 				mountedScript = true
 			}
@@ -70,7 +61,7 @@ func TestComposeMatchesNativeCI(t *testing.T) {
 		t.Errorf("compose s3 image %s:%s; the storage matrix runs versitygw %v (scripts/install-versitygw.sh)", repo, v, vgw)
 	}
 
-	env := c.Services["temporal"].Environment
+	env := services["temporal"].Environment
 	want := map[string]string{
 		"DB":                 temporalcluster.PluginName,
 		"DBNAME":             temporalcluster.DatabaseTemporal,
@@ -83,7 +74,7 @@ func TestComposeMatchesNativeCI(t *testing.T) {
 		}
 	}
 	// The schema step writes the databases the server reads, with the server's credentials.
-	schemaEnv := c.Services["temporal-schema"].Environment
+	schemaEnv := services["temporal-schema"].Environment
 	for _, k := range []string{"DBNAME", "VISIBILITY_DBNAME", "POSTGRES_SEEDS", "DB_PORT", "POSTGRES_USER", "POSTGRES_PWD"} {
 		if schemaEnv[k] != env[k] {
 			t.Errorf("compose temporal-schema %s=%q, the server uses %q", k, schemaEnv[k], env[k])
@@ -96,7 +87,7 @@ func TestComposeMatchesNativeCI(t *testing.T) {
 		t.Errorf("DYNAMIC_CONFIG_FILE_PATH %q is not absolute", dc)
 	}
 	mounted := false
-	for _, v := range c.Services["temporal"].Volumes {
+	for _, v := range services["temporal"].Volumes {
 		if src, dst, _ := strings.Cut(v, ":"); src == "./deploy/temporal/dynamicconfig.yaml" && strings.TrimSuffix(dst, ":ro") == dc {
 			mounted = true
 		}
@@ -108,8 +99,8 @@ func TestComposeMatchesNativeCI(t *testing.T) {
 		t.Errorf("temporalcluster's dynamic config base is %q (%v)", base, err)
 	}
 
-	s3 := c.Services["s3"].Environment
-	for name, svc := range c.Services {
+	s3 := services["s3"].Environment
+	for name, svc := range services {
 		if svc.Environment["WALKEEPER_STORAGE"] == "" {
 			continue
 		}

@@ -19,7 +19,6 @@ package s3test
 
 import (
 	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
@@ -28,6 +27,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -263,9 +263,9 @@ func Start(t testing.TB) (url string) {
 	return startServer(t, Options{Buckets: []string{bucket}}).BucketURL(bucket)
 }
 
-// NewBucketName returns a valid, random bucket name ("walkeeper-test-" + 12 hex digits).
-func NewBucketName() string {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	return "walkeeper-test-" + hex.EncodeToString(b[:])
-}
+// NewBucketName returns a valid, random bucket name: "walkeeper-test-" + RandomName().
+func NewBucketName() string { return "walkeeper-test-" + RandomName() }
+
+// RandomName is 12 random lower-case letters and digits, valid in S3, GCS and Azure bucket
+// (container) names.
+func RandomName() string { return strings.ToLower(rand.Text()[:12]) }

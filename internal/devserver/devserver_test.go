@@ -2,7 +2,6 @@ package devserver_test
 
 import (
 	"context"
-	"log/slog"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -15,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
-	sdklog "go.temporal.io/sdk/log"
 
 	"github.com/walkeeper/walkeeper/internal/devserver"
 )
@@ -37,7 +35,7 @@ func TestDevServer(t *testing.T) {
 	assert.FileExists(t, filepath.Join(dir, "temporal.log"))
 	require.NotEmpty(t, srv.UIURL())
 
-	c, err := client.DialContext(ctx, client.Options{HostPort: srv.HostPort(), Logger: discardLogger})
+	c, err := client.DialContext(ctx, client.Options{HostPort: srv.HostPort(), Logger: devserver.DiscardLogger})
 	require.NoError(t, err)
 	c.Close()
 
@@ -83,8 +81,6 @@ func TestFindTemporalCLIExplicit(t *testing.T) {
 	assert.Error(t, err, "a wrong $%s is an error, not a silent fallback", devserver.CLIEnv)
 }
 
-var discardLogger = sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler))
-
 type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
@@ -111,7 +107,7 @@ func TestScratchDBIsWriteAheadLogged(t *testing.T) {
 	srv, err = devserver.Start(ctx, opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Stop() })
-	c, err := client.DialContext(ctx, client.Options{HostPort: srv.HostPort(), Logger: discardLogger})
+	c, err := client.DialContext(ctx, client.Options{HostPort: srv.HostPort(), Logger: devserver.DiscardLogger})
 	require.NoError(t, err)
 	defer c.Close()
 	_, err = c.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: "scratch"})

@@ -30,7 +30,7 @@ func TestTunedServerHonoursSweepPriority(t *testing.T) {
 	srv, err := devserver.Start(ctx, devserver.Options{Install: true, Headless: true, Progress: testWriter{t}})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Stop() })
-	c, err := client.DialContext(ctx, client.Options{HostPort: srv.HostPort(), Logger: discardLogger})
+	c, err := client.DialContext(ctx, client.Options{HostPort: srv.HostPort(), Logger: devserver.DiscardLogger})
 	require.NoError(t, err)
 	defer c.Close()
 

@@ -7,10 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"maps"
-	"net"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -163,16 +161,11 @@ func (s *server) restart(ctx context.Context) error {
 	if s.cluster != nil {
 		return s.cluster.RestartServer(ctx, false)
 	}
-	// devserver.Start picks a free port, and again when another process binds it first.
-	_, port, _ := net.SplitHostPort(s.hostPort)
-	p, err := strconv.Atoi(port)
-	if err != nil {
-		return fmt.Errorf("dev server address %q: %w", s.hostPort, err)
-	}
+	// The same port: devserver.Start would pick a free one.
 	if err := s.dev.Stop(); err != nil {
 		return fmt.Errorf("stop dev server: %w", err)
 	}
-	s.devOpts.Port, s.dev = p, nil
+	s.devOpts.Port, s.dev = s.dev.Port(), nil
 	return s.startDev(ctx)
 }
 

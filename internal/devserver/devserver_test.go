@@ -27,7 +27,7 @@ func TestDevServer(t *testing.T) {
 	srv, err := devserver.Start(ctx, devserver.Options{
 		Install:  true,
 		DataDir:  dir,
-		Progress: testWriter{t},
+		Progress: t.Output(),
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Stop() })
@@ -55,7 +55,7 @@ func TestDevServer(t *testing.T) {
 	require.NoError(t, err)
 	port, err := strconv.Atoi(portText)
 	require.NoError(t, err)
-	second, err := devserver.Start(ctx, devserver.Options{Install: true, Headless: true, Port: port, Progress: testWriter{t}})
+	second, err := devserver.Start(ctx, devserver.Options{Install: true, Headless: true, Port: port, Progress: t.Output()})
 	if err == nil {
 		_ = second.Stop()
 	}
@@ -81,13 +81,6 @@ func TestFindTemporalCLIExplicit(t *testing.T) {
 	assert.Error(t, err, "a wrong $%s is an error, not a silent fallback", devserver.CLIEnv)
 }
 
-type testWriter struct{ t testing.TB }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Logf("%s", p)
-	return len(p), nil
-}
-
 // TestScratchDBIsWriteAheadLogged: a test server's database runs in SQLite's write-ahead-log
 // mode (the -wal file beside it once the server has written), and its data outlives a
 // restart of the server on the same file.
@@ -95,7 +88,7 @@ func TestScratchDBIsWriteAheadLogged(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	opts := devserver.Options{Install: true, DataDir: dir, ScratchDB: true, Headless: true, Namespace: "scratch", Progress: testWriter{t}}
+	opts := devserver.Options{Install: true, DataDir: dir, ScratchDB: true, Headless: true, Namespace: "scratch", Progress: t.Output()}
 	srv, err := devserver.Start(ctx, opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Stop() })

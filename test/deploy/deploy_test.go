@@ -197,24 +197,9 @@ func TestOperationsDocListsEveryMetric(t *testing.T) {
 
 func TestAlertRulesUseRealMetricsAndCoverTheIssue(t *testing.T) {
 	metrics := registeredMetrics(t)
-	text := readFile(t, "deploy/prometheus-rules.yml")
-	seen := checkRefs(t, "deploy/prometheus-rules.yml", text, metrics)
-	var rules struct {
-		Groups []struct {
-			Name  string `yaml:"name"`
-			Rules []struct {
-				Alert       string            `yaml:"alert"`
-				Expr        string            `yaml:"expr"`
-				Labels      map[string]string `yaml:"labels"`
-				Annotations map[string]string `yaml:"annotations"`
-			} `yaml:"rules"`
-		} `yaml:"groups"`
-	}
-	if err := yaml.Unmarshal([]byte(text), &rules); err != nil {
-		t.Fatal(err)
-	}
+	seen := checkRefs(t, "deploy/prometheus-rules.yml", readFile(t, "deploy/prometheus-rules.yml"), metrics)
 	alerts := map[string]bool{}
-	for _, g := range rules.Groups {
+	for _, g := range alertRules(t).Groups {
 		for _, r := range g.Rules {
 			if r.Alert == "" || r.Expr == "" || r.Annotations["summary"] == "" {
 				t.Errorf("rule %+v: needs alert, expr and a summary", r)
@@ -243,6 +228,24 @@ func TestAlertRulesUseRealMetricsAndCoverTheIssue(t *testing.T) {
 			t.Errorf("no alert uses %s", m)
 		}
 	}
+}
+
+// alertRules is deploy/prometheus-rules.yml.
+func alertRules(t *testing.T) (rules struct {
+	Groups []struct {
+		Rules []struct {
+			Alert       string            `yaml:"alert"`
+			Expr        string            `yaml:"expr"`
+			Labels      map[string]string `yaml:"labels"`
+			Annotations map[string]string `yaml:"annotations"`
+		} `yaml:"rules"`
+	} `yaml:"groups"`
+}) {
+	t.Helper()
+	if err := yaml.Unmarshal([]byte(readFile(t, "deploy/prometheus-rules.yml")), &rules); err != nil {
+		t.Fatal(err)
+	}
+	return rules
 }
 
 func TestGrafanaDashboard(t *testing.T) {

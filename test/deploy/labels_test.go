@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"go.yaml.in/yaml/v3"
 )
 
 // allowedLabels is what a selector of ref may match on: the metric's own labels, the target
@@ -71,19 +69,8 @@ func TestSelectorsUseRegisteredLabels(t *testing.T) {
 // walkeeper metrics in that rule.
 func TestAlertGroupingUsesRegisteredLabels(t *testing.T) {
 	metrics := registeredMetrics(t)
-	var rules struct {
-		Groups []struct {
-			Rules []struct {
-				Alert string `yaml:"alert"`
-				Expr  string `yaml:"expr"`
-			} `yaml:"rules"`
-		} `yaml:"groups"`
-	}
-	if err := yaml.Unmarshal([]byte(readFile(t, "deploy/prometheus-rules.yml")), &rules); err != nil {
-		t.Fatal(err)
-	}
 	grouped := 0
-	for _, g := range rules.Groups {
+	for _, g := range alertRules(t).Groups {
 		for _, r := range g.Rules {
 			allowed := map[string]bool{}
 			for _, ref := range metricRef.FindAllString(r.Expr, -1) {

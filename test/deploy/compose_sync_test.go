@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -40,13 +41,7 @@ func TestComposeMatchesNativeCI(t *testing.T) {
 		if repo, v := tag(service); repo != "temporalio/admin-tools" || !strings.HasPrefix("v"+v, temporalcluster.ServerVersion+"-") {
 			t.Errorf("compose %s image %s:%s; want temporalio/admin-tools of server %s", service, repo, v, temporalcluster.ServerVersion)
 		}
-		mountedScript := false
-		for _, v := range services[service].Volumes {
-			if src, _, _ := strings.Cut(v, ":"); src == "./"+script {
-				mountedScript = true
-			}
-		}
-		if !mountedScript {
+		if !slices.ContainsFunc(services[service].Volumes, func(v string) bool { src, _, _ := strings.Cut(v, ":"); return src == "./"+script }) {
 			t.Errorf("compose %s does not run ./%s", service, script)
 		}
 	}
@@ -86,13 +81,10 @@ func TestComposeMatchesNativeCI(t *testing.T) {
 	if !path.IsAbs(dc) {
 		t.Errorf("DYNAMIC_CONFIG_FILE_PATH %q is not absolute", dc)
 	}
-	mounted := false
-	for _, v := range services["temporal"].Volumes {
-		if src, dst, _ := strings.Cut(v, ":"); src == "./deploy/temporal/dynamicconfig.yaml" && strings.TrimSuffix(dst, ":ro") == dc {
-			mounted = true
-		}
-	}
-	if !mounted {
+	if !slices.ContainsFunc(services["temporal"].Volumes, func(v string) bool {
+		src, dst, _ := strings.Cut(v, ":")
+		return src == "./deploy/temporal/dynamicconfig.yaml" && strings.TrimSuffix(dst, ":ro") == dc
+	}) {
 		t.Errorf("compose temporal does not mount deploy/temporal/dynamicconfig.yaml at %s, the file CI's cluster reads", dc)
 	}
 	if base, err := temporalcluster.DefaultDynamicConfigBase(); err != nil || !strings.HasSuffix(base, "/deploy/temporal/dynamicconfig.yaml") {

@@ -134,10 +134,7 @@ func RaceProcesses(t *testing.T, url string, opts RaceOptions) {
 	if opts.Procs < 2 || opts.Rounds < 1 || opts.ChildTest == "" {
 		t.Fatalf("RaceProcesses: bad options %+v", opts)
 	}
-	children := startChildren(t, opts.Procs, opts.ChildTest, func(id string) []string {
-		return []string{raceChildEnv + "=1", raceURLEnv + "=" + url, raceIDEnv + "=" + id,
-			raceSizeEnv + "=" + strconv.Itoa(opts.PayloadSize)}
-	})
+	children := startChildren(t, opts, url)
 	// Rounds are released one at a time to every child, and every answer is awaited before the
 	// next, so every key is contended by every process.
 	attempts := make([][]attempt, opts.Rounds)
@@ -364,16 +361,17 @@ type child struct {
 	stderr *proc.TailBuffer // written by exec's copying goroutine while the parent may read it
 }
 
-// startChildren starts n children running only the test named childTest, each with the
-// environment env(id) on top of the parent's, and returns once every one has printed READY,
-// so the caller can release them all at the same moment.
-func startChildren(t *testing.T, n int, childTest string, env func(id string) []string) []*child {
+// startChildren starts opts.Procs children running only opts.ChildTest on the bucket at url,
+// and returns once every one has printed READY, so the caller can release them all at the
+// same moment.
+func startChildren(t *testing.T, opts RaceOptions, url string) []*child {
 	t.Helper()
-	children := make([]*child, n)
+	children := make([]*child, opts.Procs)
 	for p := range children {
 		c := &child{id: "proc-" + strconv.Itoa(p), stderr: proc.NewTailBuffer(64 << 10)}
-		c.cmd = exec.Command(os.Args[0], "-test.run=^"+childTest+"$", "-test.count=1")
-		c.cmd.Env = append(os.Environ(), env(c.id)...)
+		c.cmd = exec.Command(os.Args[0], "-test.run=^"+opts.ChildTest+"$", "-test.count=1")
+		c.cmd.Env = append(os.Environ(), raceChildEnv+"=1", raceURLEnv+"="+url, raceIDEnv+"="+c.id,
+			raceSizeEnv+"="+strconv.Itoa(opts.PayloadSize))
 		c.cmd.Stderr = c.stderr
 		var err error
 		if c.stdin, err = c.cmd.StdinPipe(); err != nil {

@@ -82,8 +82,8 @@ func (s *Suite) Main(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "%s: %v (files in %s)\n", s.opts.Name, err, dir)
 		return 1
 	}
-	fmt.Fprintf(os.Stderr, "%s: Temporal %s server at %s\n", s.opts.Name, srv.mode, srv.hostPort)
-	s.hostPort = srv.hostPort
+	fmt.Fprintf(os.Stderr, "%s: Temporal %s server at %s\n", s.opts.Name, srv.mode, srv.cfg.HostPort)
+	s.hostPort = srv.cfg.HostPort
 
 	code := m.Run()
 

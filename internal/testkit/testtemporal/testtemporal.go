@@ -55,14 +55,14 @@ func Start(t testing.TB) (hostPort string, c client.Client) {
 func StartSelected(t testing.TB, o Options) (hostPort string, c client.Client) {
 	t.Helper()
 	s, c := start(t, "", o)
-	return s.hostPort, c
+	return s.cfg.HostPort, c
 }
 
 // StartWithOptions is StartSelected always on a dev server.
 func StartWithOptions(t testing.TB, o Options) (hostPort string, c client.Client) {
 	t.Helper()
 	s, c := start(t, ModeDev, o)
-	return s.hostPort, c
+	return s.cfg.HostPort, c
 }
 
 // StartCluster is StartSelected always on a PostgreSQL-backed server.
@@ -93,7 +93,7 @@ func StartRestartable(t testing.TB, o Options) (Restartable, client.Client) {
 		t.Skipf("testtemporal: %s names an existing server; this test restarts its server", EnvHostPort)
 	}
 	s, c := start(t, "", o)
-	r := Restartable{HostPort: s.hostPort, RestartServer: s.restart}
+	r := Restartable{HostPort: s.cfg.HostPort, RestartServer: s.restart}
 	if s.cluster != nil {
 		r.RestartPersistence = func(ctx context.Context) error { return s.cluster.RestartPostgres(ctx, temporalcluster.Fast) }
 	}

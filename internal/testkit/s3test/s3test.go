@@ -19,7 +19,6 @@ package s3test
 
 import (
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -179,9 +178,6 @@ func (s *Server) BucketURL(bucket string) string { return BucketURL(s.Endpoint()
 // New opened.
 func (s *Server) Close() error {
 	err := s.http.Close()
-	if errors.Is(err, http.ErrServerClosed) {
-		err = nil
-	}
 	if s.closeDB != nil {
 		if cerr := s.closeDB(); err == nil {
 			err = cerr

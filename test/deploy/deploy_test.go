@@ -81,11 +81,11 @@ func registeredMetrics(t *testing.T) map[string]metric {
 		ast.Inspect(f, func(n ast.Node) bool {
 			switch n := n.(type) {
 			case *ast.CallExpr:
-				if opts, ok := optsLit(n.Args); ok {
+				if opts, ok := optsLit(n.Args...); ok {
 					labelsOf[opts] = callLabels(t, n, optsFields(opts)["Name"])
 				}
 			case *ast.CompositeLit:
-				if _, ok := optsLit([]ast.Expr{n}); ok && optsFields(n)["Name"] != "" {
+				if _, ok := optsLit(n); ok && optsFields(n)["Name"] != "" {
 					fields := optsFields(n)
 					name := prometheus.BuildFQName(fields["Namespace"], fields["Subsystem"], fields["Name"])
 					kind := strings.TrimSuffix(n.Type.(*ast.SelectorExpr).Sel.Name, "Opts")
@@ -107,7 +107,7 @@ func registeredMetrics(t *testing.T) map[string]metric {
 }
 
 // optsLit is the first of args when it is a prometheus *Opts literal.
-func optsLit(args []ast.Expr) (*ast.CompositeLit, bool) {
+func optsLit(args ...ast.Expr) (*ast.CompositeLit, bool) {
 	if len(args) == 0 {
 		return nil, false
 	}

@@ -263,14 +263,12 @@ func RegisterNamespace(ctx context.Context, cl client.Client, ns string, attrs b
 	// Describe first: on someone else's cluster the namespace usually exists, and the
 	// credentials may allow using it but not registering one.
 	_, err := cl.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: ns})
-	var notFound *serviceerror.NamespaceNotFound
-	if errors.As(err, &notFound) {
+	if _, notFound := errors.AsType[*serviceerror.NamespaceNotFound](err); notFound {
 		_, err = cl.WorkflowService().RegisterNamespace(ctx, &workflowservice.RegisterNamespaceRequest{
 			Namespace:                        ns,
 			WorkflowExecutionRetentionPeriod: durationpb.New(24 * time.Hour),
 		})
-		var exists *serviceerror.NamespaceAlreadyExists
-		if err != nil && !errors.As(err, &exists) {
+		if _, exists := errors.AsType[*serviceerror.NamespaceAlreadyExists](err); err != nil && !exists {
 			return fmt.Errorf("register namespace %s: %w", ns, err)
 		}
 	} else if err != nil {

@@ -122,8 +122,7 @@ func TestSQLVisibilitySearchAttributeSlots(t *testing.T) {
 				free++
 				continue
 			}
-			var invalid *serviceerror.InvalidArgument
-			if !errors.As(err, &invalid) || !strings.Contains(err.Error(), "cannot have more than") {
+			if _, ok := errors.AsType[*serviceerror.InvalidArgument](err); !ok || !strings.Contains(err.Error(), "cannot have more than") {
 				t.Fatalf("adding %s attribute %d: %v (want InvalidArgument: cannot have more than ...)", typ, i, err)
 			}
 			t.Logf("%s slots: walkeeper uses %d, %d more fit, then: %v", typ, used(typ), free, err)

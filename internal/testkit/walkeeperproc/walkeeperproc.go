@@ -131,8 +131,7 @@ func (w *Worker) Stop(grace time.Duration) (int, error) {
 	if err := w.p.Stop(syscall.SIGTERM, grace); err != nil {
 		return -1, fmt.Errorf("worker %s: %w", w.Instance, err)
 	}
-	var exit *exec.ExitError
-	if errors.As(w.p.Err(), &exit) {
+	if exit, ok := errors.AsType[*exec.ExitError](w.p.Err()); ok {
 		return exit.ExitCode(), nil
 	}
 	return 0, nil

@@ -29,13 +29,11 @@ type Tool struct {
 // <module root>/.cache/bin/<Name>, else <Name> on PATH. The error wraps ErrNotInstalled and
 // names the script that installs it.
 func Find(t Tool) (string, error) {
-	if t.EnvVar != "" {
-		if p := os.Getenv(t.EnvVar); p != "" {
-			if !IsExecutable(p) {
-				return "", fmt.Errorf("%s=%s: not an executable file", t.EnvVar, p)
-			}
-			return p, nil
+	if p := os.Getenv(t.EnvVar); p != "" { // os.Getenv("") is ""
+		if !IsExecutable(p) {
+			return "", fmt.Errorf("%s=%s: not an executable file", t.EnvVar, p)
 		}
+		return p, nil
 	}
 	if dir, err := Dir(); err == nil {
 		if p := filepath.Join(dir, t.Name); IsExecutable(p) {

@@ -44,8 +44,8 @@ const (
 // defaultNamespace always exists on a dev server.
 const defaultNamespace = "default"
 
-// discardLogger silences the SDK client of the readiness probe.
-var discardLogger = sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler))
+// DiscardLogger silences an SDK client: the readiness probes' and the tests'.
+var DiscardLogger = sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler))
 
 // Options configures a local `temporal server start-dev`.
 type Options struct {
@@ -119,17 +119,19 @@ var TunedDynamicConfig = []string{
 
 // Server is a running `temporal server start-dev` child process (in its own process group).
 type Server struct {
-	hostPort string
-	port     int
-	uiURL    string
-	p        *proc.Proc
+	port  int
+	uiURL string
+	p     *proc.Proc
 }
 
 // stopWait is how long Stop waits after SIGTERM before SIGKILL.
 const stopWait = 10 * time.Second
 
 // HostPort is the frontend address, e.g. "127.0.0.1:7233".
-func (s *Server) HostPort() string { return s.hostPort }
+func (s *Server) HostPort() string { return proc.Addr(s.port) }
+
+// Port is the frontend's port, the one a restart on the same address asks for.
+func (s *Server) Port() int { return s.port }
 
 // UIURL is the Web UI address, "" when headless.
 func (s *Server) UIURL() string { return s.uiURL }
@@ -184,7 +186,6 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 }
 
 func startOnce(ctx context.Context, cli string, o Options) (*Server, error) {
-	hostPort := proc.Addr(o.Port)
 	args := []string{"server", "start-dev",
 		"--ip", "127.0.0.1",
 		"--port", strconv.Itoa(o.Port),
@@ -220,7 +221,7 @@ func startOnce(ctx context.Context, cli string, o Options) (*Server, error) {
 		}
 	}
 
-	s := &Server{hostPort: hostPort, port: o.Port}
+	s := &Server{port: o.Port}
 	if !o.Headless {
 		s.uiURL = "http://" + proc.Addr(o.UIPort)
 	}
@@ -228,15 +229,17 @@ func startOnce(ctx context.Context, cli string, o Options) (*Server, error) {
 	if o.Output == nil && o.DataDir != "" {
 		spec.Log = filepath.Join(o.DataDir, "temporal.log")
 	}
-	fmt.Fprintf(cmp.Or(o.Progress, io.Discard), "starting Temporal dev server on %s (%s)\n", hostPort, cli)
+	fmt.Fprintf(cmp.Or(o.Progress, io.Discard), "starting Temporal dev server on %s (%s)\n", s.HostPort(), cli)
 	p, err := proc.Start(spec)
 	if err != nil {
 		return nil, err
 	}
 	s.p = p
-	if err := s.waitReady(ctx, o.Namespace, o.StartTimeout); err != nil {
+	// Ready once the frontend answers, the namespace can be described, and the frontend is
+	// this process's.
+	if err := p.WaitFor(ctx, o.StartTimeout, func() error { return ServesFrom(ctx, p, o.Port, o.Namespace) }); err != nil {
 		_ = s.Stop()
-		return nil, err
+		return nil, fmt.Errorf("temporal dev server on %s: %w", s.HostPort(), err)
 	}
 	return s, nil
 }
@@ -256,33 +259,13 @@ func dynamicConfig(o Options) []string {
 	return append(out, o.DynamicConfig...)
 }
 
-// waitReady dials the frontend until it answers and the namespace can be described, and the
-// frontend is this process's.
-func (s *Server) waitReady(ctx context.Context, ns string, timeout time.Duration) error {
-	err := s.p.WaitFor(ctx, timeout, func() error { return ServesFrom(ctx, s.p, s.port, ns) })
-	if err != nil {
-		return fmt.Errorf("temporal dev server on %s: %w", s.hostPort, err)
-	}
-	return nil
-}
-
-// ServesFrom is Serves for the frontend on port, nil only when process p holds that port.
+// ServesFrom is nil once the Temporal frontend on port answers and describes every one of
+// namespaces, and process p holds that port: the readiness probe of this package's server
+// and of the tests' cluster.
 func ServesFrom(ctx context.Context, p *proc.Proc, port int, namespaces ...string) error {
-	if err := Serves(ctx, proc.Addr(port), namespaces...); err != nil {
-		return err
-	}
-	if !p.Listens(port) {
-		return fmt.Errorf("port %d is served by another process than pid %d", port, p.PID())
-	}
-	return nil
-}
-
-// Serves is nil once the Temporal frontend at hostPort answers and describes every one of
-// namespaces: the readiness probe of this package's server and of the tests' cluster.
-func Serves(ctx context.Context, hostPort string, namespaces ...string) error {
 	dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	c, err := client.DialContext(dctx, client.Options{HostPort: hostPort, Logger: discardLogger})
+	c, err := client.DialContext(dctx, client.Options{HostPort: proc.Addr(port), Logger: DiscardLogger})
 	if err != nil {
 		return err
 	}
@@ -291,6 +274,9 @@ func Serves(ctx context.Context, hostPort string, namespaces ...string) error {
 		if _, err := c.WorkflowService().DescribeNamespace(dctx, &workflowservice.DescribeNamespaceRequest{Namespace: ns}); err != nil {
 			return err
 		}
+	}
+	if !p.Listens(port) {
+		return fmt.Errorf("port %d is served by another process than pid %d", port, p.PID())
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package devserver_test
 
 import (
 	"context"
-	"log/slog"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -15,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
-	sdklog "go.temporal.io/sdk/log"
 
 	"github.com/walkeeper/walkeeper/internal/devserver"
 )
@@ -29,7 +27,7 @@ func TestDevServer(t *testing.T) {
 	srv, err := devserver.Start(ctx, devserver.Options{
 		Install:  true,
 		DataDir:  dir,
-		Progress: testWriter{t},
+		Progress: t.Output(),
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Stop() })
@@ -37,7 +35,7 @@ func TestDevServer(t *testing.T) {
 	assert.FileExists(t, filepath.Join(dir, "temporal.log"))
 	require.NotEmpty(t, srv.UIURL())
 
-	c, err := client.DialContext(ctx, client.Options{HostPort: srv.HostPort(), Logger: discardLogger})
+	c, err := client.DialContext(ctx, client.Options{HostPort: srv.HostPort(), Logger: devserver.DiscardLogger})
 	require.NoError(t, err)
 	c.Close()
 
@@ -57,7 +55,7 @@ func TestDevServer(t *testing.T) {
 	require.NoError(t, err)
 	port, err := strconv.Atoi(portText)
 	require.NoError(t, err)
-	second, err := devserver.Start(ctx, devserver.Options{Install: true, Headless: true, Port: port, Progress: testWriter{t}})
+	second, err := devserver.Start(ctx, devserver.Options{Install: true, Headless: true, Port: port, Progress: t.Output()})
 	if err == nil {
 		_ = second.Stop()
 	}
@@ -83,15 +81,6 @@ func TestFindTemporalCLIExplicit(t *testing.T) {
 	assert.Error(t, err, "a wrong $%s is an error, not a silent fallback", devserver.CLIEnv)
 }
 
-var discardLogger = sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler))
-
-type testWriter struct{ t testing.TB }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Logf("%s", p)
-	return len(p), nil
-}
-
 // TestScratchDBIsWriteAheadLogged: a test server's database runs in SQLite's write-ahead-log
 // mode (the -wal file beside it once the server has written), and its data outlives a
 // restart of the server on the same file.
@@ -99,7 +88,7 @@ func TestScratchDBIsWriteAheadLogged(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	opts := devserver.Options{Install: true, DataDir: dir, ScratchDB: true, Headless: true, Namespace: "scratch", Progress: testWriter{t}}
+	opts := devserver.Options{Install: true, DataDir: dir, ScratchDB: true, Headless: true, Namespace: "scratch", Progress: t.Output()}
 	srv, err := devserver.Start(ctx, opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Stop() })
@@ -111,7 +100,7 @@ func TestScratchDBIsWriteAheadLogged(t *testing.T) {
 	srv, err = devserver.Start(ctx, opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Stop() })
-	c, err := client.DialContext(ctx, client.Options{HostPort: srv.HostPort(), Logger: discardLogger})
+	c, err := client.DialContext(ctx, client.Options{HostPort: srv.HostPort(), Logger: devserver.DiscardLogger})
 	require.NoError(t, err)
 	defer c.Close()
 	_, err = c.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: "scratch"})

@@ -27,10 +27,10 @@ func TestTunedServerHonoursSweepPriority(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	srv, err := devserver.Start(ctx, devserver.Options{Install: true, Headless: true, Progress: testWriter{t}})
+	srv, err := devserver.Start(ctx, devserver.Options{Install: true, Headless: true, Progress: t.Output()})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Stop() })
-	c, err := client.DialContext(ctx, client.Options{HostPort: srv.HostPort(), Logger: discardLogger})
+	c, err := client.DialContext(ctx, client.Options{HostPort: srv.HostPort(), Logger: devserver.DiscardLogger})
 	require.NoError(t, err)
 	defer c.Close()
 

@@ -48,8 +48,7 @@ func TestOutputAndStop(t *testing.T) {
 	if err := p.Stop(syscall.SIGTERM, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	var exit *exec.ExitError
-	if !errors.As(p.Err(), &exit) {
+	if _, ok := errors.AsType[*exec.ExitError](p.Err()); !ok {
 		t.Fatalf("Err() = %v, want the signal's exit error", p.Err())
 	}
 }

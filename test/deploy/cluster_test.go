@@ -16,7 +16,6 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/walkeeper/walkeeper/internal/cachebin"
 	"github.com/walkeeper/walkeeper/internal/devserver"
@@ -37,17 +36,9 @@ import (
 // visibility by its WalTarget search attribute, as Temporal Web would.
 func TestComposeClusterWithoutDocker(t *testing.T) {
 	testtemporal.SkipShort(t)
-	var c struct {
-		Services map[string]struct {
-			Command     []string          `yaml:"command"`
-			Environment map[string]string `yaml:"environment"`
-		} `yaml:"services"`
-	}
-	if err := yaml.Unmarshal([]byte(readFile(t, "docker-compose.yml")), &c); err != nil {
-		t.Fatal(err)
-	}
+	services := composeServices(t)
 	var workers []string
-	for name, svc := range c.Services {
+	for name, svc := range services {
 		if len(svc.Command) > 0 && svc.Command[0] == "worker" {
 			workers = append(workers, name)
 		}
@@ -113,7 +104,7 @@ func TestComposeClusterWithoutDocker(t *testing.T) {
 	}
 
 	// Service "schedule": `walkeeper schedule ensure --every 1m` with its environment.
-	setEnv(c.Services["schedule"].Environment)
+	setEnv(services["schedule"].Environment)
 	if err := temporaladmin.EnsureSweepSchedule(ctx, tc, temporaladmin.SweepSchedule{Every: time.Minute, Jitter: temporaladmin.DefaultScheduleJitter}); err != nil {
 		t.Fatalf("schedule ensure: %v", err)
 	}
@@ -126,7 +117,7 @@ func TestComposeClusterWithoutDocker(t *testing.T) {
 				os.Unsetenv(k)
 			}
 		}
-		setEnv(c.Services[name].Environment)
+		setEnv(services[name].Environment)
 		// The worker's own flags read the environment, as `walkeeper worker` with no flags does.
 		cfg := worker.DefaultConfig()
 		cfg.RegisterFlags(pflag.NewFlagSet(name, pflag.ContinueOnError))

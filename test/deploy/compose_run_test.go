@@ -10,12 +10,21 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// composeService is the part of a docker-compose.yml service these checks read.
+// composeService is the part of a docker-compose.yml service the deploy checks read.
 type composeService struct {
 	Image       string            `yaml:"image"`
+	Build       map[string]string `yaml:"build"`
 	Entrypoint  []string          `yaml:"entrypoint"`
+	Command     []string          `yaml:"command"`
+	Restart     string            `yaml:"restart"`
 	Environment map[string]string `yaml:"environment"`
+	Healthcheck map[string]any    `yaml:"healthcheck"`
+	Profiles    []string          `yaml:"profiles"`
 	Ports       []string          `yaml:"ports"`
+	Volumes     []string          `yaml:"volumes"`
+	DependsOn   map[string]struct {
+		Condition string `yaml:"condition"`
+	} `yaml:"depends_on"`
 }
 
 func composeServices(t *testing.T) map[string]composeService {

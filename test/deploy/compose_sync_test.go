@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,19 +20,10 @@ import (
 // count, persistence plugin, database names and dynamic config file, and the credentials the
 // workers sign with equal to the s3 service's root account.
 func TestComposeMatchesNativeCI(t *testing.T) {
-	var c struct {
-		Services map[string]struct {
-			Image       string            `yaml:"image"`
-			Environment map[string]string `yaml:"environment"`
-			Volumes     []string          `yaml:"volumes"`
-		} `yaml:"services"`
-	}
-	if err := yaml.Unmarshal([]byte(readFile(t, "docker-compose.yml")), &c); err != nil {
-		t.Fatal(err)
-	}
+	services := composeServices(t)
 	// ${VAR:-default} in an image reference: the default is what `docker compose up` runs.
 	tag := func(service string) (repo, version string) {
-		img := c.Services[service].Image
+		img := services[service].Image
 		img = regexp.MustCompile(`\$\{[A-Z_]+:-([^}]+)\}`).ReplaceAllString(img, "$1")
 		repo, version, _ = strings.Cut(img, ":")
 		return repo, version
@@ -49,13 +41,7 @@ func TestComposeMatchesNativeCI(t *testing.T) {
 		if repo, v := tag(service); repo != "temporalio/admin-tools" || !strings.HasPrefix("v"+v, temporalcluster.ServerVersion+"-") {
 			t.Errorf("compose %s image %s:%s; want temporalio/admin-tools of server %s", service, repo, v, temporalcluster.ServerVersion)
 		}
-		mountedScript := false
-		for _, v := range c.Services[service].Volumes {
-			if src, _, _ := strings.Cut(v, ":"); src == "./"+script {
-				mountedScript = true
-			}
-		}
-		if !mountedScript {
+		if !slices.ContainsFunc(services[service].Volumes, func(v string) bool { src, _, _ := strings.Cut(v, ":"); return src == "./"+script }) {
 			t.Errorf("compose %s does not run ./%s", service, script)
 		}
 	}
@@ -70,7 +56,7 @@ func TestComposeMatchesNativeCI(t *testing.T) {
 		t.Errorf("compose s3 image %s:%s; the storage matrix runs versitygw %v (scripts/install-versitygw.sh)", repo, v, vgw)
 	}
 
-	env := c.Services["temporal"].Environment
+	env := services["temporal"].Environment
 	want := map[string]string{
 		"DB":                 temporalcluster.PluginName,
 		"DBNAME":             temporalcluster.DatabaseTemporal,
@@ -83,7 +69,7 @@ func TestComposeMatchesNativeCI(t *testing.T) {
 		}
 	}
 	// The schema step writes the databases the server reads, with the server's credentials.
-	schemaEnv := c.Services["temporal-schema"].Environment
+	schemaEnv := services["temporal-schema"].Environment
 	for _, k := range []string{"DBNAME", "VISIBILITY_DBNAME", "POSTGRES_SEEDS", "DB_PORT", "POSTGRES_USER", "POSTGRES_PWD"} {
 		if schemaEnv[k] != env[k] {
 			t.Errorf("compose temporal-schema %s=%q, the server uses %q", k, schemaEnv[k], env[k])
@@ -95,21 +81,18 @@ func TestComposeMatchesNativeCI(t *testing.T) {
 	if !path.IsAbs(dc) {
 		t.Errorf("DYNAMIC_CONFIG_FILE_PATH %q is not absolute", dc)
 	}
-	mounted := false
-	for _, v := range c.Services["temporal"].Volumes {
-		if src, dst, _ := strings.Cut(v, ":"); src == "./deploy/temporal/dynamicconfig.yaml" && strings.TrimSuffix(dst, ":ro") == dc {
-			mounted = true
-		}
-	}
-	if !mounted {
+	if !slices.ContainsFunc(services["temporal"].Volumes, func(v string) bool {
+		src, dst, _ := strings.Cut(v, ":")
+		return src == "./deploy/temporal/dynamicconfig.yaml" && strings.TrimSuffix(dst, ":ro") == dc
+	}) {
 		t.Errorf("compose temporal does not mount deploy/temporal/dynamicconfig.yaml at %s, the file CI's cluster reads", dc)
 	}
 	if base, err := temporalcluster.DefaultDynamicConfigBase(); err != nil || !strings.HasSuffix(base, "/deploy/temporal/dynamicconfig.yaml") {
 		t.Errorf("temporalcluster's dynamic config base is %q (%v)", base, err)
 	}
 
-	s3 := c.Services["s3"].Environment
-	for name, svc := range c.Services {
+	s3 := services["s3"].Environment
+	for name, svc := range services {
 		if svc.Environment["WALKEEPER_STORAGE"] == "" {
 			continue
 		}

@@ -11,10 +11,12 @@ import (
 	"context"
 	"encoding/json"
 	"go/ast"
+	"go/token"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -37,16 +39,24 @@ func readFile(t *testing.T, rel string) string {
 	return string(data)
 }
 
-// registeredMetrics returns every metric name the store and the worker register, with
-// "histogram" for histograms. The store's come from the collectors store.NewMetrics hands its
-// registerer; the worker's from the *Opts literals in worker/metrics*.go, because the worker
-// builds its registry itself. A metric added in either place is seen here without a list.
-func registeredMetrics(t *testing.T) map[string]string {
+// metric is one registered metric: its kind ("histogram" for histograms) and its variable
+// labels.
+type metric struct {
+	kind   string
+	labels []string
+}
+
+// registeredMetrics returns every metric the store and the worker register. The store's come
+// from the descriptions of the collectors store.NewMetrics hands its registerer; the worker's
+// from the *Opts literals in worker/metrics*.go, with the label list passed next to each,
+// because the worker builds its registry itself. A metric added in either place is seen here
+// without a list.
+func registeredMetrics(t *testing.T) map[string]metric {
 	t.Helper()
-	out := map[string]string{}
+	out := map[string]metric{}
 	rec := &recordingRegisterer{}
 	store.NewMetrics(rec, nil)
-	fqName := regexp.MustCompile(`fqName: "([^"]+)"`)
+	desc := regexp.MustCompile(`fqName: "([^"]+)".*variableLabels: \{([^}]*)\}`)
 	for _, c := range rec.collectors {
 		kind := "other"
 		switch c.(type) {
@@ -56,36 +66,83 @@ func registeredMetrics(t *testing.T) map[string]string {
 		descs := make(chan *prometheus.Desc, 16)
 		go func() { c.Describe(descs); close(descs) }()
 		for d := range descs {
-			m := fqName.FindStringSubmatch(d.String())
+			m := desc.FindStringSubmatch(d.String())
 			if m == nil {
-				t.Fatalf("no fqName in %s", d)
+				t.Fatalf("no fqName or variableLabels in %s", d)
 			}
-			out[m[1]] = kind
+			out[m[1]] = metric{kind: kind}
+			if m[2] != "" {
+				out[m[1]] = metric{kind, strings.Split(m[2], ",")}
+			}
 		}
 	}
 	for _, f := range workerMetricFiles(t, repoRoot) {
+		labelsOf := map[*ast.CompositeLit][]string{} // an *Opts literal -> the labels passed with it
 		ast.Inspect(f, func(n ast.Node) bool {
-			lit, ok := n.(*ast.CompositeLit)
-			if !ok {
-				return true
+			switch n := n.(type) {
+			case *ast.CallExpr:
+				if opts, ok := optsLit(n.Args...); ok {
+					labelsOf[opts] = callLabels(t, n, optsFields(opts)["Name"])
+				}
+			case *ast.CompositeLit:
+				if _, ok := optsLit(n); ok && optsFields(n)["Name"] != "" {
+					fields := optsFields(n)
+					name := prometheus.BuildFQName(fields["Namespace"], fields["Subsystem"], fields["Name"])
+					kind := strings.TrimSuffix(n.Type.(*ast.SelectorExpr).Sel.Name, "Opts")
+					out[name] = metric{strings.ToLower(kind), labelsOf[n]}
+				}
 			}
-			sel, ok := lit.Type.(*ast.SelectorExpr)
-			if !ok || !strings.HasSuffix(sel.Sel.Name, "Opts") {
-				return true
-			}
-			fields := optsFields(lit)
-			if fields["Name"] == "" {
-				return true
-			}
-			name := prometheus.BuildFQName(fields["Namespace"], fields["Subsystem"], fields["Name"])
-			out[name] = strings.ToLower(strings.TrimSuffix(sel.Sel.Name, "Opts"))
 			return true
 		})
 	}
 	if len(out) < 30 {
 		t.Fatalf("found only %d metrics in the store's registry and worker/metrics*.go: %v", len(out), out)
 	}
+	for _, name := range []string{"walkeeper_flush_total", "walkeeper_http_requests_total"} {
+		if len(out[name].labels) != 2 {
+			t.Fatalf("labels of %s: %v; is the parsing still right?", name, out[name].labels)
+		}
+	}
 	return out
+}
+
+// optsLit is the first of args when it is a prometheus *Opts literal.
+func optsLit(args ...ast.Expr) (*ast.CompositeLit, bool) {
+	if len(args) == 0 {
+		return nil, false
+	}
+	lit, ok := args[0].(*ast.CompositeLit)
+	if !ok {
+		return nil, false
+	}
+	sel, ok := lit.Type.(*ast.SelectorExpr)
+	return lit, ok && strings.HasSuffix(sel.Sel.Name, "Opts")
+}
+
+// callLabels is the label list a constructor call passes after metric name's *Opts literal:
+// none for a CounterFunc or GaugeFunc, whose last argument is the value function.
+func callLabels(t *testing.T, call *ast.CallExpr, name string) []string {
+	t.Helper()
+	if _, valueFunc := call.Args[len(call.Args)-1].(*ast.FuncLit); len(call.Args) < 2 || valueFunc {
+		return nil
+	}
+	list, ok := call.Args[1].(*ast.CompositeLit)
+	if !ok {
+		t.Fatalf("worker metrics: the labels of %s are no literal list", name)
+	}
+	var labels []string
+	for _, e := range list.Elts {
+		lit, ok := e.(*ast.BasicLit)
+		if !ok || lit.Kind != token.STRING {
+			t.Fatalf("worker metrics: a label of %s is no string literal", name)
+		}
+		s, err := strconv.Unquote(lit.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		labels = append(labels, s)
+	}
+	return labels
 }
 
 // recordingRegisterer keeps what is registered on it.
@@ -106,34 +163,25 @@ var metricRef = regexp.MustCompile(`\bwalkeeper_[a-z0-9_]+`)
 
 // checkRefs fails for every walkeeper_* name in text that is no registered metric (allowing
 // the _bucket/_sum/_count series of histograms). Returns the metrics referenced.
-func checkRefs(t *testing.T, what, text string, metrics map[string]string, ignore ...string) map[string]bool {
+func checkRefs(t *testing.T, what, text string, metrics map[string]metric) map[string]bool {
 	t.Helper()
 	seen := map[string]bool{}
 	for _, ref := range metricRef.FindAllString(text, -1) {
 		name := ref
 		if _, ok := metrics[name]; !ok {
 			for _, suffix := range []string{"_bucket", "_sum", "_count"} {
-				if base := strings.TrimSuffix(ref, suffix); base != ref && metrics[base] == "histogram" {
+				if base := strings.TrimSuffix(ref, suffix); base != ref && metrics[base].kind == "histogram" {
 					name = base
 				}
 			}
 		}
-		if _, ok := metrics[name]; !ok && !contains(ignore, ref) {
+		if _, ok := metrics[name]; !ok {
 			t.Errorf("%s names %s, which no code registers", what, ref)
 			continue
 		}
 		seen[name] = true
 	}
 	return seen
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func TestOperationsDocListsEveryMetric(t *testing.T) {
@@ -149,24 +197,9 @@ func TestOperationsDocListsEveryMetric(t *testing.T) {
 
 func TestAlertRulesUseRealMetricsAndCoverTheIssue(t *testing.T) {
 	metrics := registeredMetrics(t)
-	text := readFile(t, "deploy/prometheus-rules.yml")
-	seen := checkRefs(t, "deploy/prometheus-rules.yml", text, metrics)
-	var rules struct {
-		Groups []struct {
-			Name  string `yaml:"name"`
-			Rules []struct {
-				Alert       string            `yaml:"alert"`
-				Expr        string            `yaml:"expr"`
-				Labels      map[string]string `yaml:"labels"`
-				Annotations map[string]string `yaml:"annotations"`
-			} `yaml:"rules"`
-		} `yaml:"groups"`
-	}
-	if err := yaml.Unmarshal([]byte(text), &rules); err != nil {
-		t.Fatal(err)
-	}
+	seen := checkRefs(t, "deploy/prometheus-rules.yml", readFile(t, "deploy/prometheus-rules.yml"), metrics)
 	alerts := map[string]bool{}
-	for _, g := range rules.Groups {
+	for _, g := range alertRules(t).Groups {
 		for _, r := range g.Rules {
 			if r.Alert == "" || r.Expr == "" || r.Annotations["summary"] == "" {
 				t.Errorf("rule %+v: needs alert, expr and a summary", r)
@@ -195,6 +228,24 @@ func TestAlertRulesUseRealMetricsAndCoverTheIssue(t *testing.T) {
 			t.Errorf("no alert uses %s", m)
 		}
 	}
+}
+
+// alertRules is deploy/prometheus-rules.yml.
+func alertRules(t *testing.T) (rules struct {
+	Groups []struct {
+		Rules []struct {
+			Alert       string            `yaml:"alert"`
+			Expr        string            `yaml:"expr"`
+			Labels      map[string]string `yaml:"labels"`
+			Annotations map[string]string `yaml:"annotations"`
+		} `yaml:"rules"`
+	} `yaml:"groups"`
+}) {
+	t.Helper()
+	if err := yaml.Unmarshal([]byte(readFile(t, "deploy/prometheus-rules.yml")), &rules); err != nil {
+		t.Fatal(err)
+	}
+	return rules
 }
 
 func TestGrafanaDashboard(t *testing.T) {
@@ -269,26 +320,8 @@ func TestGrafanaDashboard(t *testing.T) {
 	}
 }
 
-type composeFile struct {
-	Services map[string]struct {
-		Image       string            `yaml:"image"`
-		Build       map[string]string `yaml:"build"`
-		Command     []string          `yaml:"command"`
-		Restart     string            `yaml:"restart"`
-		Environment map[string]string `yaml:"environment"`
-		Healthcheck map[string]any    `yaml:"healthcheck"`
-		Profiles    []string          `yaml:"profiles"`
-		DependsOn   map[string]struct {
-			Condition string `yaml:"condition"`
-		} `yaml:"depends_on"`
-	} `yaml:"services"`
-}
-
 func TestComposeWorkersUseRealConfig(t *testing.T) {
-	var c composeFile
-	if err := yaml.Unmarshal([]byte(readFile(t, "docker-compose.yml")), &c); err != nil {
-		t.Fatal(err)
-	}
+	services := composeServices(t)
 	known := map[string]bool{}
 	for _, k := range worker.Knobs() {
 		known[k.Env] = true
@@ -299,13 +332,13 @@ func TestComposeWorkersUseRealConfig(t *testing.T) {
 		}
 	}
 	for _, s := range []string{"postgresql", "temporal", "temporal-ui", "s3", "schedule"} {
-		if _, ok := c.Services[s]; !ok {
+		if _, ok := services[s]; !ok {
 			t.Errorf("service %s missing", s)
 		}
 	}
 	instances := map[string]string{}
 	var storage string
-	for name, svc := range c.Services {
+	for name, svc := range services {
 		for env := range svc.Environment {
 			if strings.HasPrefix(env, "WALKEEPER_") && !known[env] {
 				t.Errorf("service %s sets %s, which the worker does not read (worker.Knobs)", name, env)
@@ -352,20 +385,20 @@ func TestComposeWorkersUseRealConfig(t *testing.T) {
 		}
 	}
 	// The set-up chain: schema before the server, the namespace once the server is healthy.
-	if c.Services["temporal"].DependsOn["temporal-schema"].Condition != "service_completed_successfully" {
+	if services["temporal"].DependsOn["temporal-schema"].Condition != "service_completed_successfully" {
 		t.Errorf("temporal must wait for temporal-schema to complete")
 	}
-	if c.Services["temporal-namespace"].DependsOn["temporal"].Condition != "service_healthy" {
+	if services["temporal-namespace"].DependsOn["temporal"].Condition != "service_healthy" {
 		t.Errorf("temporal-namespace must wait for a healthy temporal")
 	}
 	if len(instances) < 3 {
 		t.Errorf("%d workers, want at least 3", len(instances))
 	}
-	sched := c.Services["schedule"]
+	sched := services["schedule"]
 	if strings.Join(sched.Command, " ") != "schedule ensure --every 1m" || sched.Restart != "on-failure" {
 		t.Errorf("schedule service: command %q restart %q", sched.Command, sched.Restart)
 	}
-	for name, svc := range c.Services {
+	for name, svc := range services {
 		if df := svc.Build["dockerfile"]; df != "" {
 			dockerfile := readFile(t, df)
 			if !strings.Contains(dockerfile, " AS "+svc.Build["target"]+"\n") {
@@ -404,13 +437,11 @@ func TestComposeWorkersUseRealConfig(t *testing.T) {
 
 func TestDockerfileBuildsWhatComposeRuns(t *testing.T) {
 	df := readFile(t, "deploy/Dockerfile")
-	for _, pkg := range []string{"./cmd/walkeeper"} {
-		if !strings.Contains(df, pkg) {
-			t.Errorf("deploy/Dockerfile does not build %s", pkg)
-		}
-		if st, err := os.Stat(filepath.Join(repoRoot, pkg)); err != nil || !st.IsDir() {
-			t.Errorf("%s: %v", pkg, err)
-		}
+	if !strings.Contains(df, "./cmd/walkeeper") {
+		t.Errorf("deploy/Dockerfile does not build ./cmd/walkeeper")
+	}
+	if st, err := os.Stat(filepath.Join(repoRoot, "cmd", "walkeeper")); err != nil || !st.IsDir() {
+		t.Errorf("./cmd/walkeeper: %v", err)
 	}
 	goMod := readFile(t, "go.mod")
 	m := regexp.MustCompile(`(?m)^go (\d+\.\d+)`).FindStringSubmatch(goMod)

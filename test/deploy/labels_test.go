@@ -9,97 +9,24 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"go.yaml.in/yaml/v3"
-
-	"github.com/walkeeper/walkeeper/store"
 )
-
-// registeredLabels returns the variable label names of every metric the store and the worker
-// register: the store's from the collectors' descriptions, the worker's from the label list
-// passed next to each *Opts literal in worker/metrics*.go.
-func registeredLabels(t *testing.T) map[string][]string {
-	t.Helper()
-	out := map[string][]string{}
-	rec := &recordingRegisterer{}
-	store.NewMetrics(rec, nil)
-	desc := regexp.MustCompile(`fqName: "([^"]+)".*variableLabels: \{([^}]*)\}`)
-	for _, c := range rec.collectors {
-		descs := make(chan *prometheus.Desc, 16)
-		go func() { c.Describe(descs); close(descs) }()
-		for d := range descs {
-			m := desc.FindStringSubmatch(d.String())
-			if m == nil {
-				t.Fatalf("no fqName or variableLabels in %s", d)
-			}
-			out[m[1]] = nil
-			if m[2] != "" {
-				out[m[1]] = strings.Split(m[2], ",")
-			}
-		}
-	}
-	for _, f := range workerMetricFiles(t, repoRoot) {
-		ast.Inspect(f, func(n ast.Node) bool {
-			call, ok := n.(*ast.CallExpr)
-			if !ok || len(call.Args) == 0 {
-				return true
-			}
-			opts, ok := call.Args[0].(*ast.CompositeLit)
-			if !ok {
-				return true
-			}
-			if sel, ok := opts.Type.(*ast.SelectorExpr); !ok || !strings.HasSuffix(sel.Sel.Name, "Opts") {
-				return true
-			}
-			fields := optsFields(opts)
-			var labels []string
-			_, valueFunc := call.Args[len(call.Args)-1].(*ast.FuncLit) // a CounterFunc or GaugeFunc: no labels
-			if len(call.Args) > 1 && !valueFunc {
-				list, ok := call.Args[1].(*ast.CompositeLit)
-				if !ok {
-					t.Fatalf("worker metrics: the labels of %s are no literal list", fields["Name"])
-				}
-				for _, e := range list.Elts {
-					lit, ok := e.(*ast.BasicLit)
-					if !ok || lit.Kind != token.STRING {
-						t.Fatalf("worker metrics: a label of %s is no string literal", fields["Name"])
-					}
-					s, err := strconv.Unquote(lit.Value)
-					if err != nil {
-						t.Fatal(err)
-					}
-					labels = append(labels, s)
-				}
-			}
-			out[prometheus.BuildFQName(fields["Namespace"], fields["Subsystem"], fields["Name"])] = labels
-			return true
-		})
-	}
-	for _, name := range []string{"walkeeper_flush_total", "walkeeper_http_requests_total"} {
-		if len(out[name]) != 2 {
-			t.Fatalf("labels of %s: %v; is the parsing still right?", name, out[name])
-		}
-	}
-	return out
-}
 
 // allowedLabels is what a selector of ref may match on: the metric's own labels, the target
 // labels Prometheus adds, and le on a histogram's buckets.
-func allowedLabels(labels map[string][]string, ref string) (map[string]bool, bool) {
+func allowedLabels(metrics map[string]metric, ref string) (map[string]bool, bool) {
 	allowed := map[string]bool{"instance": true, "job": true}
-	own, ok := labels[ref]
+	own, ok := metrics[ref]
 	if !ok {
 		for _, suffix := range []string{"_bucket", "_sum", "_count"} {
 			if base := strings.TrimSuffix(ref, suffix); base != ref {
-				if own, ok = labels[base]; ok {
+				if own, ok = metrics[base]; ok {
 					allowed["le"] = suffix == "_bucket"
 					break
 				}
 			}
 		}
 	}
-	for _, l := range own {
+	for _, l := range own.labels {
 		allowed[l] = true
 	}
 	return allowed, ok
@@ -115,12 +42,12 @@ var (
 // on it never fires or shows anything, and promtool's tests, whose series are written by
 // hand, cannot tell: every selector of a walkeeper metric must name its real labels.
 func TestSelectorsUseRegisteredLabels(t *testing.T) {
-	labels := registeredLabels(t)
+	metrics := registeredMetrics(t)
 	for _, file := range []string{"deploy/prometheus-rules.yml", "deploy/prometheus-rules.test.yml",
 		"deploy/grafana-dashboard.json", "docs/OPERATIONS.md"} {
 		seen := 0
 		for _, m := range selectorRef.FindAllStringSubmatch(readFile(t, file), -1) {
-			allowed, ok := allowedLabels(labels, m[1])
+			allowed, ok := allowedLabels(metrics, m[1])
 			if !ok {
 				continue // TestOperationsDocListsEveryMetric and its kin report unknown names
 			}
@@ -141,24 +68,13 @@ func TestSelectorsUseRegisteredLabels(t *testing.T) {
 // and loses what its summary names: each by/without clause of a rule names labels of the
 // walkeeper metrics in that rule.
 func TestAlertGroupingUsesRegisteredLabels(t *testing.T) {
-	labels := registeredLabels(t)
-	var rules struct {
-		Groups []struct {
-			Rules []struct {
-				Alert string `yaml:"alert"`
-				Expr  string `yaml:"expr"`
-			} `yaml:"rules"`
-		} `yaml:"groups"`
-	}
-	if err := yaml.Unmarshal([]byte(readFile(t, "deploy/prometheus-rules.yml")), &rules); err != nil {
-		t.Fatal(err)
-	}
+	metrics := registeredMetrics(t)
 	grouped := 0
-	for _, g := range rules.Groups {
+	for _, g := range alertRules(t).Groups {
 		for _, r := range g.Rules {
 			allowed := map[string]bool{}
 			for _, ref := range metricRef.FindAllString(r.Expr, -1) {
-				own, _ := allowedLabels(labels, ref)
+				own, _ := allowedLabels(metrics, ref)
 				for l := range own {
 					allowed[l] = own[l] || allowed[l]
 				}

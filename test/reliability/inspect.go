@@ -150,13 +150,8 @@ func keys(objs []objstore.ObjectInfo, err error) ([]string, error) {
 }
 
 // unreferenced are the keys of all that ref does not name.
-func unreferenced(all, ref []string) (out []string) {
-	for _, k := range all {
-		if !slices.Contains(ref, k) {
-			out = append(out, k)
-		}
-	}
-	return out
+func unreferenced(all, ref []string) []string {
+	return slices.DeleteFunc(slices.Clone(all), func(k string) bool { return slices.Contains(ref, k) })
 }
 
 // InspectLayout reads the store's objects the way docs/FORMAT.md describes them.

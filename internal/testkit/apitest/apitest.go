@@ -43,11 +43,8 @@ func Do(ctx context.Context, r Request) (Response, error) {
 	if err != nil {
 		return Response{}, fmt.Errorf("%s %s: %w", r.Method, r.URL, err)
 	}
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, r.Method, r.URL, rd)
+	// An empty bytes.Reader is no body at all (http.NoBody) to net/http.
+	req, err := http.NewRequestWithContext(ctx, r.Method, r.URL, bytes.NewReader(body))
 	if err != nil {
 		return Response{}, err
 	}
@@ -72,26 +69,20 @@ func Do(ctx context.Context, r Request) (Response, error) {
 // JSON is a request that sends body (see Request.Body) as application/json, if there is one.
 func JSON(method, url string, body any) Request {
 	r := Request{Method: method, URL: url, Body: body}
-	if raw, _ := encode(body); raw != nil {
+	if raw, _ := encode(body); len(raw) > 0 {
 		r.ContentType = "application/json"
 	}
 	return r
 }
 
-// encode returns the bytes of a request body; nil = no body.
+// encode returns the bytes of a request body; empty = no body.
 func encode(body any) ([]byte, error) {
 	switch b := body.(type) {
 	case nil:
 		return nil, nil
 	case string:
-		if b == "" {
-			return nil, nil
-		}
 		return []byte(b), nil
 	case []byte:
-		if len(b) == 0 {
-			return nil, nil
-		}
 		return b, nil
 	default:
 		return json.Marshal(b)

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
@@ -386,27 +388,12 @@ func testListPageAcrossBackendPages(t *testing.T, b *objstore.Bucket) {
 // putMany writes n empty objects named by key, 8 at a time.
 func putMany(t *testing.T, b *objstore.Bucket, n int, key func(int) string) {
 	t.Helper()
-	var wg sync.WaitGroup
-	var failed atomic.Value
-	next := atomic.Int64{}
-	for w := 0; w < 8; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				if err := b.Put(context.Background(), key(i), nil); err != nil {
-					failed.Store(err)
-					return
-				}
-			}
-		}()
+	var g errgroup.Group
+	g.SetLimit(8)
+	for i := range n {
+		g.Go(func() error { return b.Put(context.Background(), key(i), nil) })
 	}
-	wg.Wait()
-	if err, _ := failed.Load().(error); err != nil {
+	if err := g.Wait(); err != nil {
 		t.Fatalf("put: %v", err)
 	}
 }
@@ -492,9 +479,7 @@ func testPutAtomicReplace(t *testing.T, b *objstore.Bucket) {
 	var wg sync.WaitGroup
 	var reads atomic.Int64
 	for r := 0; r < 2; r++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for !done.Load() {
 				got, err := b.Get(ctx, "m/manifest.json")
 				if err != nil {
@@ -507,7 +492,7 @@ func testPutAtomicReplace(t *testing.T, b *objstore.Bucket) {
 				}
 				reads.Add(1)
 			}
-		}()
+		})
 	}
 	for i := 0; i < 100; i++ {
 		data := a

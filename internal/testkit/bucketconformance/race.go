@@ -54,15 +54,18 @@ func RaceGoroutines(t *testing.T, b *objstore.Bucket, goroutines, rounds, size i
 	ctx := context.Background()
 	attempts := make([][]attempt, rounds)
 	var mu sync.Mutex
-	bar := newBarrier(goroutines)
+	// Round i starts once every goroutine has counted itself out of barriers[i].
+	barriers := make([]sync.WaitGroup, rounds)
+	for i := range barriers {
+		barriers[i].Add(goroutines)
+	}
 	var wg sync.WaitGroup
 	for g := 0; g < goroutines; g++ {
 		id := fmt.Sprintf("goroutine-%d", g)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := 0; i < rounds; i++ {
-				bar.wait()
+				barriers[i].Done()
+				barriers[i].Wait()
 				err := b.PutIfAbsent(ctx, RaceKey(i), racePayload(id, i, size))
 				if err != nil && !errors.Is(err, objstore.ErrAlreadyExists) {
 					t.Errorf("%s round %d: %v", id, i, err)
@@ -72,7 +75,7 @@ func RaceGoroutines(t *testing.T, b *objstore.Bucket, goroutines, rounds, size i
 				attempts[i] = append(attempts[i], attempt{who: id, won: err == nil})
 				mu.Unlock()
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	checkRace(t, b, attempts, goroutines, size)
@@ -131,10 +134,7 @@ func RaceProcesses(t *testing.T, url string, opts RaceOptions) {
 	if opts.Procs < 2 || opts.Rounds < 1 || opts.ChildTest == "" {
 		t.Fatalf("RaceProcesses: bad options %+v", opts)
 	}
-	children := startChildren(t, opts.Procs, opts.ChildTest, func(id string) []string {
-		return []string{raceChildEnv + "=1", raceURLEnv + "=" + url, raceIDEnv + "=" + id,
-			raceSizeEnv + "=" + strconv.Itoa(opts.PayloadSize)}
-	})
+	children := startChildren(t, opts, url)
 	// Rounds are released one at a time to every child, and every answer is awaited before the
 	// next, so every key is contended by every process.
 	attempts := make([][]attempt, opts.Rounds)
@@ -149,26 +149,19 @@ func RaceProcesses(t *testing.T, url string, opts RaceOptions) {
 				t.Fatalf("%s: %v; stderr: %s", c.id, err, c.stderr.String())
 			}
 		}
-		var mu sync.Mutex
-		var wg sync.WaitGroup
 		for _, c := range children {
-			wg.Go(func() {
-				line, err := c.stdout.ReadString('\n')
-				var verdict string
-				var a attempt
-				var round int
-				_, serr := fmt.Sscanf(line, "%s %d %d %d\n", &verdict, &round, &a.start, &a.end)
-				if serr != nil || (verdict != "WIN" && verdict != "LOSE") || round != i {
-					t.Errorf("%s: unexpected output %q, %v; stderr: %s", c.id, line, err, c.stderr.String())
-					return
-				}
-				a.who, a.won = c.id, verdict == "WIN"
-				mu.Lock()
-				attempts[i] = append(attempts[i], a)
-				mu.Unlock()
-			})
+			line, err := c.stdout.ReadString('\n')
+			var verdict string
+			var a attempt
+			var round int
+			_, serr := fmt.Sscanf(line, "%s %d %d %d\n", &verdict, &round, &a.start, &a.end)
+			if serr != nil || (verdict != "WIN" && verdict != "LOSE") || round != i {
+				t.Errorf("%s: unexpected output %q, %v; stderr: %s", c.id, line, err, c.stderr.String())
+				continue
+			}
+			a.who, a.won = c.id, verdict == "WIN"
+			attempts[i] = append(attempts[i], a)
 		}
-		wg.Wait()
 		if t.Failed() {
 			t.FailNow()
 		}
@@ -359,36 +352,6 @@ func checkRace(t *testing.T, b *objstore.Bucket, attempts [][]attempt, n, size i
 	}
 }
 
-// barrier is a reusable (cyclic) barrier for n goroutines.
-type barrier struct {
-	mu    sync.Mutex
-	cond  *sync.Cond
-	n     int
-	count int
-	gen   int
-}
-
-func newBarrier(n int) *barrier {
-	b := &barrier{n: n}
-	b.cond = sync.NewCond(&b.mu)
-	return b
-}
-
-func (b *barrier) wait() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	gen := b.gen
-	if b.count++; b.count == b.n {
-		b.count = 0
-		b.gen++
-		b.cond.Broadcast()
-		return
-	}
-	for gen == b.gen {
-		b.cond.Wait()
-	}
-}
-
 // child is one re-executed test binary taking part in a cross-process race.
 type child struct {
 	id     string
@@ -398,16 +361,17 @@ type child struct {
 	stderr *proc.TailBuffer // written by exec's copying goroutine while the parent may read it
 }
 
-// startChildren starts n children running only the test named childTest, each with the
-// environment env(id) on top of the parent's, and returns once every one has printed READY,
-// so the caller can release them all at the same moment.
-func startChildren(t *testing.T, n int, childTest string, env func(id string) []string) []*child {
+// startChildren starts opts.Procs children running only opts.ChildTest on the bucket at url,
+// and returns once every one has printed READY, so the caller can release them all at the
+// same moment.
+func startChildren(t *testing.T, opts RaceOptions, url string) []*child {
 	t.Helper()
-	children := make([]*child, n)
+	children := make([]*child, opts.Procs)
 	for p := range children {
 		c := &child{id: "proc-" + strconv.Itoa(p), stderr: proc.NewTailBuffer(64 << 10)}
-		c.cmd = exec.Command(os.Args[0], "-test.run=^"+childTest+"$", "-test.count=1")
-		c.cmd.Env = append(os.Environ(), env(c.id)...)
+		c.cmd = exec.Command(os.Args[0], "-test.run=^"+opts.ChildTest+"$", "-test.count=1")
+		c.cmd.Env = append(os.Environ(), raceChildEnv+"=1", raceURLEnv+"="+url, raceIDEnv+"="+c.id,
+			raceSizeEnv+"="+strconv.Itoa(opts.PayloadSize))
 		c.cmd.Stderr = c.stderr
 		var err error
 		if c.stdin, err = c.cmd.StdinPipe(); err != nil {

@@ -19,8 +19,6 @@ package s3test
 
 import (
 	"crypto/rand"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -28,6 +26,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -179,9 +178,6 @@ func (s *Server) BucketURL(bucket string) string { return BucketURL(s.Endpoint()
 // New opened.
 func (s *Server) Close() error {
 	err := s.http.Close()
-	if errors.Is(err, http.ErrServerClosed) {
-		err = nil
-	}
 	if s.closeDB != nil {
 		if cerr := s.closeDB(); err == nil {
 			err = cerr
@@ -263,9 +259,9 @@ func Start(t testing.TB) (url string) {
 	return startServer(t, Options{Buckets: []string{bucket}}).BucketURL(bucket)
 }
 
-// NewBucketName returns a valid, random bucket name ("walkeeper-test-" + 12 hex digits).
-func NewBucketName() string {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	return "walkeeper-test-" + hex.EncodeToString(b[:])
-}
+// NewBucketName returns a valid, random bucket name: "walkeeper-test-" + RandomName().
+func NewBucketName() string { return "walkeeper-test-" + RandomName() }
+
+// RandomName is 12 random lower-case letters and digits, valid in S3, GCS and Azure bucket
+// (container) names.
+func RandomName() string { return strings.ToLower(rand.Text()[:12]) }

@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -24,7 +23,6 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
-	sdklog "go.temporal.io/sdk/log"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/walkeeper/walkeeper/internal/cachebin"
@@ -243,7 +241,7 @@ func (c *Cluster) waitReady(ctx context.Context, timeout time.Duration) error {
 }
 
 func (c *Cluster) registerNamespaces(ctx context.Context) error {
-	cl, err := client.Dial(client.Options{HostPort: c.HostPort(), Logger: discardLogger})
+	cl, err := client.Dial(client.Options{HostPort: c.HostPort(), Logger: devserver.DiscardLogger})
 	if err != nil {
 		return err
 	}
@@ -265,14 +263,12 @@ func RegisterNamespace(ctx context.Context, cl client.Client, ns string, attrs b
 	// Describe first: on someone else's cluster the namespace usually exists, and the
 	// credentials may allow using it but not registering one.
 	_, err := cl.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: ns})
-	var notFound *serviceerror.NamespaceNotFound
-	if errors.As(err, &notFound) {
+	if _, notFound := errors.AsType[*serviceerror.NamespaceNotFound](err); notFound {
 		_, err = cl.WorkflowService().RegisterNamespace(ctx, &workflowservice.RegisterNamespaceRequest{
 			Namespace:                        ns,
 			WorkflowExecutionRetentionPeriod: durationpb.New(24 * time.Hour),
 		})
-		var exists *serviceerror.NamespaceAlreadyExists
-		if err != nil && !errors.As(err, &exists) {
+		if _, exists := errors.AsType[*serviceerror.NamespaceAlreadyExists](err); err != nil && !exists {
 			return fmt.Errorf("register namespace %s: %w", ns, err)
 		}
 	} else if err != nil {
@@ -300,6 +296,3 @@ func RegisterNamespace(ctx context.Context, cl client.Client, ns string, attrs b
 	}
 	return temporaladmin.EnsureSearchAttributes(ctx, cl, ns)
 }
-
-// discardLogger silences the SDK clients the cluster uses for its own probes.
-var discardLogger = sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler))

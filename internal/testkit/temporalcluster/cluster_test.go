@@ -113,28 +113,24 @@ func TestSQLVisibilitySearchAttributeSlots(t *testing.T) {
 		}
 	}
 	// Fill the remaining Keyword and Int slots one by one until the server refuses.
-	free := map[enumspb.IndexedValueType]int{}
-	for _, typ := range []enumspb.IndexedValueType{enumspb.INDEXED_VALUE_TYPE_KEYWORD, enumspb.INDEXED_VALUE_TYPE_INT} {
+	for typ, slots := range map[enumspb.IndexedValueType]int{enumspb.INDEXED_VALUE_TYPE_KEYWORD: 10, enumspb.INDEXED_VALUE_TYPE_INT: 3} {
+		free := 0
 		for i := 0; ; i++ {
 			_, err := cl.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
 				Namespace: "default", SearchAttributes: map[string]enumspb.IndexedValueType{fmt.Sprintf("Other%s%02d", typ, i): typ}})
 			if err == nil {
-				free[typ]++
+				free++
 				continue
 			}
-			var invalid *serviceerror.InvalidArgument
-			if !errors.As(err, &invalid) || !strings.Contains(err.Error(), "cannot have more than") {
+			if _, ok := errors.AsType[*serviceerror.InvalidArgument](err); !ok || !strings.Contains(err.Error(), "cannot have more than") {
 				t.Fatalf("adding %s attribute %d: %v (want InvalidArgument: cannot have more than ...)", typ, i, err)
 			}
-			t.Logf("%s slots: walkeeper uses %d, %d more fit, then: %v", typ, used(typ), free[typ], err)
+			t.Logf("%s slots: walkeeper uses %d, %d more fit, then: %v", typ, used(typ), free, err)
 			break
 		}
-	}
-	if got := used(enumspb.INDEXED_VALUE_TYPE_KEYWORD) + free[enumspb.INDEXED_VALUE_TYPE_KEYWORD]; got != 10 {
-		t.Errorf("Keyword slots per namespace: %d, want 10", got)
-	}
-	if got := used(enumspb.INDEXED_VALUE_TYPE_INT) + free[enumspb.INDEXED_VALUE_TYPE_INT]; got != 3 {
-		t.Errorf("Int slots per namespace: %d, want 3", got)
+		if got := used(typ) + free; got != slots {
+			t.Errorf("%s slots per namespace: %d, want %d", typ, got, slots)
+		}
 	}
 
 	// A namespace whose Int slots are all taken by another application: the worker's start
@@ -157,11 +153,9 @@ func TestSQLVisibilitySearchAttributeSlots(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, 4)
 	for i := range errs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			errs[i] = temporaladmin.EnsureSearchAttributes(ctx, race, "race")
-		}()
+		})
 	}
 	wg.Wait()
 	for i, err := range errs {

@@ -19,8 +19,6 @@ package testservers
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,6 +28,7 @@ import (
 
 	"github.com/walkeeper/walkeeper/internal/cachebin"
 	"github.com/walkeeper/walkeeper/internal/proc"
+	"github.com/walkeeper/walkeeper/internal/testkit/s3test"
 )
 
 // Kind names a server implementation.
@@ -139,7 +138,7 @@ func (s *Server) run(n int, env []string, args func(ports []int, data string) []
 // NewBucket creates another bucket (container) named name plus a random suffix and returns
 // its storage URL: tests that need an empty root of their own use it.
 func (s *Server) NewBucket(ctx context.Context, name string) (string, error) {
-	return s.newBucket(ctx, name+"-"+randomSuffix())
+	return s.newBucket(ctx, name+"-"+s3test.RandomName())
 }
 
 // Stop ends the server. Safe to call twice.
@@ -164,12 +163,4 @@ func tempDir(t testing.TB, kind string) string {
 		}
 	})
 	return dir
-}
-
-// randomSuffix keeps bucket names unique across tests sharing a server (lower-case hex is
-// valid in S3, GCS and Azure container names).
-func randomSuffix() string {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }

@@ -7,10 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"maps"
-	"net"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -87,12 +85,11 @@ func ExternalConfig() temporaladmin.Config {
 // server is a Temporal server of one Mode: started with its files in a directory, or
 // (ModeExternal) someone else's, on which only the namespaces are registered.
 type server struct {
-	mode     Mode
-	hostPort string
-	cfg      temporaladmin.Config // how to dial it, in its default namespace
-	cluster  *temporalcluster.Cluster
-	dev      *devserver.Server
-	devOpts  devserver.Options
+	mode    Mode
+	cfg     temporaladmin.Config // how to dial it, in its default namespace
+	cluster *temporalcluster.Cluster
+	dev     *devserver.Server
+	devOpts devserver.Options
 }
 
 // startServer starts (or, in ModeExternal, connects to) a server for o with its database and
@@ -107,8 +104,7 @@ func startServer(ctx context.Context, mode Mode, o Options, dir string, progress
 		if err != nil {
 			return nil, fmt.Errorf("start PostgreSQL-backed Temporal (logs in %s): %w", dir, err)
 		}
-		return &server{mode: mode, hostPort: cl.HostPort(), cluster: cl,
-			cfg: temporaladmin.Config{HostPort: cl.HostPort(), Namespace: defaultNamespace}}, nil
+		return &server{mode: mode, cluster: cl, cfg: temporaladmin.Config{HostPort: cl.HostPort(), Namespace: defaultNamespace}}, nil
 	case ModeExternal:
 		cfg := ExternalConfig()
 		cfg.Namespace = cmp.Or(cfg.Namespace, defaultNamespace)
@@ -122,7 +118,7 @@ func startServer(ctx context.Context, mode Mode, o Options, dir string, progress
 				return nil, fmt.Errorf("%s=%s: %w", EnvHostPort, cfg.HostPort, err)
 			}
 		}
-		return &server{mode: mode, hostPort: cfg.HostPort, cfg: cfg}, nil
+		return &server{mode: mode, cfg: cfg}, nil
 	}
 	s := &server{mode: mode, devOpts: devserver.Options{Install: true, DataDir: dir, ScratchDB: true, Headless: true, LogLevel: "error",
 		ExtraNamespaces: o.ExtraNamespaces, NoSearchAttributes: o.NoSearchAttributes, Progress: progress,
@@ -133,16 +129,14 @@ func startServer(ctx context.Context, mode Mode, o Options, dir string, progress
 	if err := s.startDev(ctx); err != nil {
 		return nil, err
 	}
-	s.cfg = temporaladmin.Config{HostPort: s.hostPort, Namespace: defaultNamespace}
+	s.cfg = temporaladmin.Config{HostPort: s.dev.HostPort(), Namespace: defaultNamespace}
 	return s, nil
 }
 
-func (s *server) startDev(ctx context.Context) error {
-	srv, err := devserver.Start(ctx, s.devOpts)
-	if err != nil {
+func (s *server) startDev(ctx context.Context) (err error) {
+	if s.dev, err = devserver.Start(ctx, s.devOpts); err != nil {
 		return fmt.Errorf("start Temporal dev server: %w", err)
 	}
-	s.dev, s.hostPort = srv, srv.HostPort()
 	return nil
 }
 
@@ -163,16 +157,11 @@ func (s *server) restart(ctx context.Context) error {
 	if s.cluster != nil {
 		return s.cluster.RestartServer(ctx, false)
 	}
-	// devserver.Start picks a free port, and again when another process binds it first.
-	_, port, _ := net.SplitHostPort(s.hostPort)
-	p, err := strconv.Atoi(port)
-	if err != nil {
-		return fmt.Errorf("dev server address %q: %w", s.hostPort, err)
-	}
+	// The same port: devserver.Start would pick a free one.
 	if err := s.dev.Stop(); err != nil {
 		return fmt.Errorf("stop dev server: %w", err)
 	}
-	s.devOpts.Port, s.dev = p, nil
+	s.devOpts.Port, s.dev = s.dev.Port(), nil
 	return s.startDev(ctx)
 }
 

@@ -82,8 +82,8 @@ func (s *Suite) Main(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "%s: %v (files in %s)\n", s.opts.Name, err, dir)
 		return 1
 	}
-	fmt.Fprintf(os.Stderr, "%s: Temporal %s server at %s\n", s.opts.Name, srv.mode, srv.hostPort)
-	s.hostPort = srv.hostPort
+	fmt.Fprintf(os.Stderr, "%s: Temporal %s server at %s\n", s.opts.Name, srv.mode, srv.cfg.HostPort)
+	s.hostPort = srv.cfg.HostPort
 
 	code := m.Run()
 
@@ -158,15 +158,13 @@ func (s *Suite) LogPath(name string) string { return filepath.Join(s.logDir, nam
 // WalkeeperBinary returns $BinaryEnv when set, else ./cmd/walkeeper built once.
 func (s *Suite) WalkeeperBinary() (string, error) {
 	s.buildOnce.Do(func() {
-		if s.opts.BinaryEnv != "" {
-			if p := os.Getenv(s.opts.BinaryEnv); p != "" {
-				if !cachebin.IsExecutable(p) {
-					s.buildErr = fmt.Errorf("%s=%s: not an executable file", s.opts.BinaryEnv, p)
-					return
-				}
-				s.binPath = p
+		if p := os.Getenv(s.opts.BinaryEnv); p != "" { // os.Getenv("") is ""
+			if !cachebin.IsExecutable(p) {
+				s.buildErr = fmt.Errorf("%s=%s: not an executable file", s.opts.BinaryEnv, p)
 				return
 			}
+			s.binPath = p
+			return
 		}
 		s.binPath, s.buildErr = walkeeperproc.Build(filepath.Join(s.binDir, "walkeeper"))
 	})

@@ -54,19 +54,15 @@ func Start(t testing.TB) (hostPort string, c client.Client) {
 // StartSelected is Start with options.
 func StartSelected(t testing.TB, o Options) (hostPort string, c client.Client) {
 	t.Helper()
-	mode, err := SelectedMode()
-	if err != nil {
-		t.Fatalf("testtemporal: %v", err)
-	}
-	s, c := start(t, mode, o)
-	return s.hostPort, c
+	s, c := start(t, "", o)
+	return s.cfg.HostPort, c
 }
 
 // StartWithOptions is StartSelected always on a dev server.
 func StartWithOptions(t testing.TB, o Options) (hostPort string, c client.Client) {
 	t.Helper()
 	s, c := start(t, ModeDev, o)
-	return s.hostPort, c
+	return s.cfg.HostPort, c
 }
 
 // StartCluster is StartSelected always on a PostgreSQL-backed server.
@@ -93,25 +89,27 @@ type Restartable struct {
 // set (someone else's server) the test is skipped.
 func StartRestartable(t testing.TB, o Options) (Restartable, client.Client) {
 	t.Helper()
-	mode, err := SelectedMode()
-	if err != nil {
-		t.Fatalf("testtemporal: %v", err)
-	}
-	if mode == ModeExternal {
+	if os.Getenv(EnvHostPort) != "" {
 		t.Skipf("testtemporal: %s names an existing server; this test restarts its server", EnvHostPort)
 	}
-	s, c := start(t, mode, o)
-	r := Restartable{HostPort: s.hostPort, RestartServer: s.restart}
+	s, c := start(t, "", o)
+	r := Restartable{HostPort: s.cfg.HostPort, RestartServer: s.restart}
 	if s.cluster != nil {
 		r.RestartPersistence = func(ctx context.Context) error { return s.cluster.RestartPostgres(ctx, temporalcluster.Fast) }
 	}
 	return r, c
 }
 
-// start starts a server of mode for t, stopped by t.Cleanup, and dials its "default"
-// namespace. Its files are kept, and their directory logged, when t fails.
+// start starts a server of mode ("" = SelectedMode) for t, stopped by t.Cleanup, and dials
+// its "default" namespace. Its files are kept, and their directory logged, when t fails.
 func start(t testing.TB, mode Mode, o Options) (*server, client.Client) {
 	t.Helper()
+	var err error
+	if mode == "" {
+		if mode, err = SelectedMode(); err != nil {
+			t.Fatalf("testtemporal: %v", err)
+		}
+	}
 	dir, err := os.MkdirTemp("", "walkeeper-temporal-")
 	if err != nil {
 		t.Fatal(err)
@@ -119,7 +117,7 @@ func start(t testing.TB, mode Mode, o Options) (*server, client.Client) {
 	// The CLI build (first run only) can take minutes; the start itself seconds.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	s, err := startServer(ctx, mode, o, dir, progressWriter{t})
+	s, err := startServer(ctx, mode, o, dir, t.Output())
 	if errors.Is(err, cachebin.ErrNotInstalled) {
 		_ = os.RemoveAll(dir)
 		cachebin.Missing(t, err)
@@ -137,17 +135,10 @@ func start(t testing.TB, mode Mode, o Options) (*server, client.Client) {
 			_ = os.RemoveAll(dir)
 		}
 	})
-	c, err := dialContext(ctx, s.cfg, progressWriter{t})
+	c, err := dialContext(ctx, s.cfg, t.Output())
 	if err != nil {
 		t.Fatalf("testtemporal: %v", err)
 	}
 	t.Cleanup(c.Close)
 	return s, c
-}
-
-type progressWriter struct{ t testing.TB }
-
-func (w progressWriter) Write(p []byte) (int, error) {
-	w.t.Logf("%s", p)
-	return len(p), nil
 }

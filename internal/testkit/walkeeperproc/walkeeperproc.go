@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -74,12 +75,7 @@ func (w *Worker) Start(t testing.TB) {
 	}
 	var environ []string
 	if w.OwnWalkeeperEnv {
-		environ = []string{}
-		for _, kv := range os.Environ() {
-			if !strings.HasPrefix(kv, "WALKEEPER_") {
-				environ = append(environ, kv)
-			}
-		}
+		environ = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "WALKEEPER_") })
 	}
 	p, err := proc.Start(proc.Spec{
 		Path: w.Bin,
@@ -135,8 +131,7 @@ func (w *Worker) Stop(grace time.Duration) (int, error) {
 	if err := w.p.Stop(syscall.SIGTERM, grace); err != nil {
 		return -1, fmt.Errorf("worker %s: %w", w.Instance, err)
 	}
-	var exit *exec.ExitError
-	if errors.As(w.p.Err(), &exit) {
+	if exit, ok := errors.AsType[*exec.ExitError](w.p.Err()); ok {
 		return exit.ExitCode(), nil
 	}
 	return 0, nil

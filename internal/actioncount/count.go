@@ -29,7 +29,6 @@ package actioncount
 
 import (
 	"encoding/json"
-	"reflect"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
@@ -75,22 +74,41 @@ type Cost struct {
 	UpsertsBySearchAttribute map[string]int
 }
 
-// Add sums o into c, every count field and every per-name count map.
+// Add sums o into c.
 func (c *Cost) Add(o Cost) {
-	cv, ov := reflect.ValueOf(c).Elem(), reflect.ValueOf(o)
-	for i := range cv.NumField() {
-		switch f, of := cv.Field(i), ov.Field(i); f.Kind() {
-		case reflect.Int:
-			f.SetInt(f.Int() + of.Int())
-		case reflect.Map:
-			for k, v := range of.Interface().(map[string]int) {
-				if f.IsNil() {
-					f.Set(reflect.ValueOf(map[string]int{}))
-				}
-				f.Interface().(map[string]int)[k] += v
-			}
-		}
+	c.Runs += o.Runs
+	c.Events += o.Events
+	c.Actions += o.Actions
+	c.Starts += o.Starts
+	c.Activities += o.Activities
+	c.Retries += o.Retries
+	c.Timers += o.Timers
+	c.Upserts += o.Upserts
+	c.Signals += o.Signals
+	c.LocalActivityTasks += o.LocalActivityTasks
+	c.LocalActivities += o.LocalActivities
+	c.LocalAttempts += o.LocalAttempts
+	c.SideEffects += o.SideEffects
+	c.ChildStarts += o.ChildStarts
+	c.Updates += o.Updates
+	c.Nexus += o.Nexus
+	c.MemoUpdates += o.MemoUpdates
+	c.WorkflowTaskTimeouts += o.WorkflowTaskTimeouts
+	c.ActivitiesByType = addCounts(c.ActivitiesByType, o.ActivitiesByType)
+	c.UpsertsBySearchAttribute = addCounts(c.UpsertsBySearchAttribute, o.UpsertsBySearchAttribute)
+}
+
+func addCounts(into, from map[string]int) map[string]int {
+	if len(from) == 0 {
+		return into
 	}
+	if into == nil {
+		into = map[string]int{}
+	}
+	for k, v := range from {
+		into[k] += v
+	}
+	return into
 }
 
 // inc counts one more k in m, which it makes on first use.

@@ -260,15 +260,11 @@ func writeParquetWith(mem memory.Allocator, w io.Writer, schema *arrow.Schema, n
 	return fw.Close()
 }
 
-// decodeParquet reads a whole run into one record on the Go heap, as a sortedFile named what,
-// decoding each column once (arrowio_runs.go); its peak is still about twice the record, so
-// reads that must bound memory read runs in batches (list_runs.go, compact_stream.go).
-func decodeParquet(ctx context.Context, data []byte, c *rowcodec.Codec, what string) (f *sortedFile, err error) {
-	return decodeParquetAdmitted(ctx, data, c, what, nil)
-}
-
-// decodeParquetAdmitted is decodeParquet asking admit (nil = always), once the footer is read
-// and before anything is decoded, whether the decode may hold what the footer gives.
+// decodeParquetAdmitted reads a whole run into one record on the Go heap, as a sortedFile
+// named what, decoding each column once (arrowio_runs.go), once admit (nil = always) has said,
+// from the footer and before anything is decoded, that the decode may hold what the footer
+// gives; its peak is still about twice the record, so reads that must bound memory read runs
+// in batches (list_runs.go, compact_stream.go).
 func decodeParquetAdmitted(ctx context.Context, data []byte, c *rowcodec.Codec, what string, admit func(decoded int64) error) (f *sortedFile, err error) {
 	defer func() {
 		if r := recover(); r != nil { // arrow's readers panic on some garbled inputs

@@ -65,11 +65,8 @@ func (s *Store) collectAbandonedOutputs(ctx context.Context, base *manifest.Base
 		switch {
 		case !isCompactRunKey(s.target, o.Key):
 			s.db.foreignObject(foreignCompaction, o.Key) // never deleted: not ours to delete
-		case base.References(o.Key) || o.ModTime.IsZero() || now.Sub(o.ModTime) < compactOrphanAge: // an undated object is never judged old
+		case baseKeeps(base, o.Key) || o.ModTime.IsZero() || now.Sub(o.ModTime) < compactOrphanAge: // set aside, it stays for repair; an undated object is never judged old
 		default:
-			if _, set := findQuarantined(base.Quarantined, o.Key); set {
-				return nil // set aside by an operator: it stays for repair
-			}
 			cands = append(cands, o.Key)
 			if len(cands) == collectPerRound {
 				return errCollectPageFull

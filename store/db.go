@@ -121,7 +121,7 @@ type DB struct {
 	// foreign rate-limits the warnings about keys walkeeper did not write (foreign.go).
 	foreign foreignLog
 	// damaged remembers the damaged objects met, each counted once (damaged.go).
-	damaged damagedSet
+	damaged keySet
 	// appends is the budget the decoded rows of appends in flight are charged to.
 	appends *Budget
 
@@ -171,6 +171,7 @@ func OpenDBOnBucket(b *objstore.Bucket, opts Options) *DB {
 		cache:   newFileCache(opts.CacheBytes),
 		stores:  map[Target]*Store{},
 		leaving: map[Target]*Store{},
+		damaged: keySet{limit: damagedMax},
 		appends: NewBudget(appendBudgetFactor * opts.MemtableBytes),
 	}
 }

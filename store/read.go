@@ -116,7 +116,7 @@ func (s *Store) snapshot(ctx context.Context, enforce bool) (*readSnapshot, erro
 }
 
 // load decodes src whole through the cache: a generation into a record that aliases its
-// object's bytes, a base run into one record on the Go heap (decodeParquet). grow is asked,
+// object's bytes, a base run into one record on the Go heap (decodeParquetAdmitted). grow is asked,
 // before a base run is decoded, for the bytes its decode holds (about twice the record): it
 // takes what the read did not charge already, without waiting.
 func (s *Store) load(ctx context.Context, src readSource, grow func(need int64) bool) (*sortedFile, error) {
@@ -171,7 +171,7 @@ func (s *Store) admitRunDecode(src readSource, decoded int64, grow func(need int
 	}
 	est := decoded + decoded/8
 	if !s.db.cache.keeps(est) {
-		s.db.cache.markLarge(src.path)
+		s.db.cache.large.add(src.path)
 		return fmt.Errorf("run %s: its footer gives %d bytes decoded, more than the cache keeps: %w", src.path, decoded, errRunDecodesLarge)
 	}
 	if need := 2 * est; grow == nil || !grow(need) {

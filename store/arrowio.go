@@ -40,11 +40,14 @@ func encodeIPC(schema *arrow.Schema, recs ...arrow.RecordBatch) ([]byte, error) 
 // schema and batches' metadata before arrow reads them, checkIPCFile), allocating the
 // reader's metadata from mem; any failure is ErrCorrupt. The records alias data (zero copy),
 // so callers pass bytes fresh from storage that nothing else holds or modifies.
-func decodeIPC(mem memory.Allocator, data []byte, c *rowcodec.Codec, what string) (recs []arrow.RecordBatch, err error) {
+func decodeIPC(mem memory.Allocator, data []byte, c *rowcodec.Codec, what string) (_ []arrow.RecordBatch, err error) {
+	var recs []arrow.RecordBatch
 	defer func() {
 		if r := recover(); r != nil { // arrow's readers panic on some garbled inputs
+			err = corruptf("%s: %v", what, r)
+		}
+		if err != nil {
 			releaseAll(recs)
-			recs, err = nil, corruptf("%s: %v", what, r)
 		}
 	}()
 	if err := checkIPCFile(data, c.ArrowSchema()); err != nil {
@@ -58,15 +61,12 @@ func decodeIPC(mem memory.Allocator, data []byte, c *rowcodec.Codec, what string
 	for i := 0; i < rd.NumRecords(); i++ {
 		rec, err := rd.RecordBatch(i)
 		if err != nil {
-			releaseAll(recs)
 			return nil, corruptf("%s: record %d: %v", what, i, err)
 		}
 		if err := c.CheckRecord(rec); err != nil {
-			releaseAll(recs)
 			return nil, fmt.Errorf("%s: %w", what, err)
 		}
 		if err := validateBuffers(rec); err != nil {
-			releaseAll(recs)
 			return nil, corruptf("%s: record %d: %v", what, i, err)
 		}
 		rec.Retain()

@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"strings"
 	"time"
@@ -30,11 +28,7 @@ const compactPublishWindow = time.Hour
 const compactOrphanAge = 24 * time.Hour
 
 // compactRunID names one execution's output run with 96 random bits.
-func compactRunID() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return compactRunNamePrefix + hex.EncodeToString(b[:])
-}
+func compactRunID() string { return compactRunNamePrefix + randomHex() }
 
 // isCompactRunKey reports whether key is a compaction output of t (dataKey of compactRunID).
 func isCompactRunKey(t Target, key string) bool {
@@ -43,10 +37,7 @@ func isCompactRunKey(t Target, key string) bool {
 		return false
 	}
 	name, ok = strings.CutSuffix(name, ".parquet")
-	if !ok || len(name) != 24 {
-		return false
-	}
-	return strings.Trim(name, "0123456789abcdef") == ""
+	return ok && isHashKey(name)
 }
 
 // errCollectPageFull ends the listing once a pass has its share of candidates.

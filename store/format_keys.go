@@ -152,9 +152,10 @@ func isHashKey(h string) bool {
 	return true
 }
 
-// isShardDir reports whether a directory name under _mem_wal/ is a shard id as ShardID makes
-// them: a UUID in its canonical lower-case form, or the id of an empty instance id.
-func isShardDir(name string) bool {
+// IsShardID reports whether name is a shard id as ShardID makes them, a UUID in its canonical
+// lower-case form or the id of an empty instance id: a directory under _mem_wal/ that is not
+// is foreign, and a StatsPage cursor must be one.
+func IsShardID(name string) bool {
 	if name == ShardID("") {
 		return true
 	}

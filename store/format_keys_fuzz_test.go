@@ -76,7 +76,7 @@ func FuzzKeyParsers(f *testing.F) {
 			require.Equal(t, dataKey(fuzzTarget, fmt.Sprintf("%s%s-%s-%d-%d", stagedRunNamePrefix, hash, tag, from, through)), key)
 			require.True(t, 1 <= from && from <= through && through <= maxCounter)
 		}
-		if isShardDir(key) {
+		if IsShardID(key) {
 			require.True(t, key == ShardID("") || len(key) == 36)
 		}
 	})

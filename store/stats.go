@@ -107,10 +107,11 @@ func (s *Store) stats(ctx context.Context, after string, limit int) (Stats, erro
 		Target:      s.target.String(),
 		BaseVersion: snap.base.Version,
 		Runs:        len(snap.base.Runs),
-		Rows:        snap.base.Rows(),
-		BaseBytes:   snap.base.Bytes(),
 		Shards:      make([]ShardStats, 0, n),
 		Quarantined: len(snap.base.Quarantined),
+	}
+	for _, r := range snap.base.Runs {
+		st.Rows, st.BaseBytes = st.Rows+r.Rows, st.BaseBytes+r.Bytes
 	}
 	for _, sh := range snap.shards {
 		ss := snap.shardStats(sh)

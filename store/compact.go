@@ -167,7 +167,7 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 	if inputs == nil {
 		s.countCompact("noop")
 		res.AbandonedOutputs = s.collectAbandonedOutputsBestEffort(ctx, base)
-		return res, s.afterCompactDemand(ctx, len(base.Runs))
+		return res, s.clearCompactDemand(ctx, len(base.Runs))
 	}
 	// Reserved in the one waiting call before the pass holds anything (docs/DESIGN.md §3).
 	resv, err := s.reserveMerge(ctx, compactionFootprint(inputs))
@@ -241,7 +241,7 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 		return res, err
 	}
 	res.Committed, res.BaseVersion, res.RunsLeft = true, latest.Version, len(latest.Runs)
-	_ = s.afterCompactDemand(ctx, res.RunsLeft) // a stale marker costs one needless CompactBase start
+	_ = s.clearCompactDemand(ctx, res.RunsLeft) // a stale marker costs one needless CompactBase start
 	res.AbandonedOutputs = s.collectAbandonedOutputsBestEffort(ctx, latest)
 	// INVARIANT: the inputs are deleted only after the manifest replacing them is published.
 	for _, r := range inputs {

@@ -225,21 +225,14 @@ func (s *Store) putCompactDemand(ctx context.Context, runs int) error {
 	return s.db.bucket.Put(ctx, demandCompactMarker(s.target), body)
 }
 
-// afterCompactDemand clears the compaction marker once under CompactDemandRuns runs are left.
-func (s *Store) afterCompactDemand(ctx context.Context, runsLeft int) error {
-	t := s.db.opts.CompactDemandRuns
-	if t <= 0 || runsLeft >= t {
+// clearCompactDemand deletes the compaction marker once the base the caller read holds under
+// CompactDemandRuns runs (runsLeft), then writes it again if the latest base holds that many: a
+// merge that published since the caller read the base may have written it just before the
+// delete (one that publishes after this read writes it after).
+func (s *Store) clearCompactDemand(ctx context.Context, runsLeft int) error {
+	if t := s.db.opts.CompactDemandRuns; t <= 0 || runsLeft >= t {
 		return nil
 	}
-	return s.clearCompactDemand(ctx)
-}
-
-// clearCompactDemand deletes the compaction marker, then writes it again if the latest base
-// holds CompactDemandRuns runs: a merge that published since the caller read the base may
-// have written it just before the delete (one that publishes after this read writes it after).
-//
-// REQUIRES: CompactDemandRuns > 0.
-func (s *Store) clearCompactDemand(ctx context.Context) error {
 	if err := s.db.bucket.Delete(ctx, demandCompactMarker(s.target)); err != nil {
 		return err
 	}
@@ -331,7 +324,7 @@ func (s *Store) ReconcileDemand(ctx context.Context) (DemandCleanResult, error) 
 		case runs >= t && !d.marker:
 			err = s.putCompactDemand(ctx, runs)
 		case runs < t && d.marker:
-			err = s.clearCompactDemand(ctx)
+			err = s.clearCompactDemand(ctx, runs)
 		}
 		if err != nil {
 			errs = append(errs, err)

@@ -55,14 +55,13 @@ func parseVersionKey(prefix, key string) (uint64, bool) { return parseSeqName(pr
 // parseWALKey is the position of the WAL object key under prefix (walKey).
 func parseWALKey(prefix, key string) (uint64, bool) { return parseSeqName(prefix, key, ".arrow") }
 
-// parseGenName parses a generation file's name, <g %020d>-<epoch %d>.arrow (genKey).
-func parseGenName(name string) (gen, epoch uint64, ok bool) {
-	stem, ok := strings.CutSuffix(name, ".arrow")
-	if !ok {
-		return 0, 0, false
-	}
-	g, e, ok := strings.Cut(stem, "-")
-	if !ok {
+// parseGenKey is the generation number and writer epoch of the generation file key under
+// prefix (genPrefix): prefix + <g %020d>-<epoch %d>.arrow (genKey).
+func parseGenKey(prefix, key string) (gen, epoch uint64, ok bool) {
+	name, inPrefix := strings.CutPrefix(key, prefix)
+	stem, suffixed := strings.CutSuffix(name, ".arrow")
+	g, e, cut := strings.Cut(stem, "-")
+	if !inPrefix || !suffixed || !cut {
 		return 0, 0, false
 	}
 	if gen, ok = parseCounter(g, 20); !ok {
@@ -72,16 +71,6 @@ func parseGenName(name string) (gen, epoch uint64, ok bool) {
 		return 0, 0, false
 	}
 	return gen, epoch, true
-}
-
-// parseGenKey is the generation number and writer epoch of the generation file key under
-// prefix (genPrefix).
-func parseGenKey(prefix, key string) (gen, epoch uint64, ok bool) {
-	name, ok := strings.CutPrefix(key, prefix)
-	if !ok {
-		return 0, 0, false
-	}
-	return parseGenName(name)
 }
 
 // parseRegistryKey is the store name of a registry entry of kind (registryKey). A nested key

@@ -52,7 +52,7 @@ func FuzzKeyParsers(f *testing.F) {
 			require.True(t, p >= 1 && p <= maxCounter)
 		}
 		if name, ok := strings.CutPrefix(key, genPrefix(fuzzTarget, shard)); ok {
-			if g, e, ok := parseGenName(name); ok {
+			if g, e, ok := parseGenKey("", name); ok {
 				require.Equal(t, genKey(fuzzTarget, shard, g, e), key)
 				require.True(t, g <= maxCounter && e <= maxCounter)
 			}

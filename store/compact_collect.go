@@ -32,12 +32,9 @@ func compactRunID() string { return compactRunNamePrefix + randomHex() }
 
 // isCompactRunKey reports whether key is a compaction output of t (dataKey of compactRunID).
 func isCompactRunKey(t Target, key string) bool {
-	name, ok := strings.CutPrefix(key, dataPrefix(t)+compactRunNamePrefix)
-	if !ok {
-		return false
-	}
-	name, ok = strings.CutSuffix(name, ".parquet")
-	return ok && isHashKey(name)
+	name, inPrefix := strings.CutPrefix(key, dataPrefix(t)+compactRunNamePrefix)
+	name, suffixed := strings.CutSuffix(name, ".parquet")
+	return inPrefix && suffixed && isHashKey(name)
 }
 
 // errCollectPageFull ends the listing once a pass has its share of candidates.

@@ -65,11 +65,8 @@ type demandBody struct {
 // ParseDemandKey parses a key of the demand index; ok is false for a foreign one (skipped).
 func ParseDemandKey(key string) (DemandRecord, bool) {
 	rest, ok := strings.CutPrefix(key, demandDir+"/")
-	if !ok {
-		return DemandRecord{}, false
-	}
 	parts := strings.Split(rest, "/")
-	if len(parts) < 3 {
+	if !ok || len(parts) < 3 {
 		return DemandRecord{}, false
 	}
 	kind, err := ParseKind(parts[0])

@@ -55,13 +55,9 @@ func parseGenKey(prefix, key string) (gen, epoch uint64, ok bool) {
 	name, inPrefix := strings.CutPrefix(key, prefix)
 	stem, suffixed := strings.CutSuffix(name, ".arrow")
 	g, e, cut := strings.Cut(stem, "-")
-	if !inPrefix || !suffixed || !cut {
-		return 0, 0, false
-	}
-	if gen, ok = parseCounter(g, 20); !ok {
-		return 0, 0, false
-	}
-	if epoch, ok = parseCounter(e, 0); !ok {
+	gen, genOK := parseCounter(g, 20)
+	epoch, epochOK := parseCounter(e, 0)
+	if !inPrefix || !suffixed || !cut || !genOK || !epochOK {
 		return 0, 0, false
 	}
 	return gen, epoch, true

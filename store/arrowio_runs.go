@@ -197,11 +197,8 @@ func keyStats(rg *metadata.RowGroupMetaData, keyCol int) (lo, hi string, ok bool
 		return "", "", false
 	}
 	st, err := cc.Statistics()
-	if err != nil || st == nil || !st.HasMinMax() {
-		return "", "", false
-	}
 	bs, isBytes := st.(*metadata.ByteArrayStatistics)
-	if !isBytes {
+	if err != nil || !isBytes || !bs.HasMinMax() {
 		return "", "", false
 	}
 	return string(bs.Min()), string(bs.Max()), true

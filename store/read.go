@@ -278,10 +278,7 @@ func (e *missingObject) Unwrap() error { return e.err }
 // generation, which reads read; true when they cannot be read (the caller then counts the miss).
 func (s *Store) referenced(ctx context.Context, path string) bool {
 	snap, err := s.snapshot(ctx, false)
-	if err != nil {
-		return true
-	}
-	if snap.base.References(path) {
+	if err != nil || snap.base.References(path) {
 		return true
 	}
 	for _, gens := range snap.pending {

@@ -107,10 +107,7 @@ func (b *Bucket) URL() string {
 
 // Close releases the bucket and every WithFaults view of it; closing twice is not an error.
 func (b *Bucket) Close() error {
-	if b == nil || b.core == nil {
-		return nil
-	}
-	if b.core.closed.Swap(true) {
+	if b == nil || b.core == nil || b.core.closed.Swap(true) {
 		return nil
 	}
 	return b.core.be.close()

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -138,9 +139,7 @@ type CompactResult struct {
 // by the tombstone rule (dropsTombstone), tombstones. The commit succeeds only if every input
 // run is still in the latest manifest; runs merges appended meanwhile are kept.
 func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult, error) {
-	if p.MaxRuns == 0 {
-		p.MaxRuns = 16
-	}
+	p.MaxRuns = cmp.Or(p.MaxRuns, 16)
 	if p.MaxRuns < 2 && p.MaxRuns != -1 {
 		return CompactResult{}, invalidf("max runs must be at least 2")
 	}

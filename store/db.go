@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -91,9 +92,7 @@ func DefaultOptions() Options {
 // GroupCommitMaxRows, CacheBytes, MemtableBytes); those where 0 means "off" or "no cap" are
 // left as they are. OpenDBOnBucket calls it.
 func (o *Options) EnsureDefaults() {
-	if o.Logger == nil {
-		o.Logger = zap.NewNop()
-	}
+	o.Logger = cmp.Or(o.Logger, zap.NewNop())
 	if o.Now == nil {
 		o.Now = time.Now
 	}

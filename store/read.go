@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -367,9 +368,7 @@ func (s *Store) List(ctx context.Context, opts ListOptions) (ListPage, error) {
 	if opts.Limit < 0 || opts.Limit > 10000 {
 		return ListPage{}, invalidf("limit must be between 1 and 10000")
 	}
-	if opts.Limit == 0 {
-		opts.Limit = 100
-	}
+	opts.Limit = cmp.Or(opts.Limit, 100)
 	if opts.MaxBytes < 0 {
 		return ListPage{}, invalidf("max bytes must not be negative")
 	}

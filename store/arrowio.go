@@ -86,15 +86,11 @@ func validateBuffers(rec arrow.RecordBatch) error {
 		if col.Len() == 0 {
 			continue
 		}
-		var offsets []int32
-		switch a := col.(type) {
-		case *array.String:
-			offsets = a.ValueOffsets()
-		case *array.Binary:
-			offsets = a.ValueOffsets()
-		default:
+		a, ok := col.(interface{ ValueOffsets() []int32 }) // string and binary
+		if !ok {
 			continue
 		}
+		offsets := a.ValueOffsets()
 		if len(offsets) > 0 && offsets[0] < 0 {
 			return fmt.Errorf("column %d: negative value offset", c)
 		}
@@ -201,15 +197,11 @@ func oneShard(sample arrow.RecordBatch) bool {
 // incompressible reports whether a string or binary column's values do not compress with
 // Snappy, sampling up to compressionSample bytes from their start and middle.
 func incompressible(col arrow.Array) bool {
-	var values []byte
-	switch a := col.(type) {
-	case *array.Binary:
-		values = a.ValueBytes()
-	case *array.String:
-		values = a.ValueBytes()
-	default:
+	a, ok := col.(interface{ ValueBytes() []byte }) // string and binary
+	if !ok {
 		return false
 	}
+	values := a.ValueBytes()
 	if len(values) < 4096 {
 		return false // too little to judge, and too little to matter
 	}

@@ -40,11 +40,14 @@ func encodeIPC(schema *arrow.Schema, recs ...arrow.RecordBatch) ([]byte, error) 
 // schema and batches' metadata before arrow reads them, checkIPCFile), allocating the
 // reader's metadata from mem; any failure is ErrCorrupt. The records alias data (zero copy),
 // so callers pass bytes fresh from storage that nothing else holds or modifies.
-func decodeIPC(mem memory.Allocator, data []byte, c *rowcodec.Codec, what string) (recs []arrow.RecordBatch, err error) {
+func decodeIPC(mem memory.Allocator, data []byte, c *rowcodec.Codec, what string) (_ []arrow.RecordBatch, err error) {
+	var recs []arrow.RecordBatch
 	defer func() {
 		if r := recover(); r != nil { // arrow's readers panic on some garbled inputs
+			err = corruptf("%s: %v", what, r)
+		}
+		if err != nil {
 			releaseAll(recs)
-			recs, err = nil, corruptf("%s: %v", what, r)
 		}
 	}()
 	if err := checkIPCFile(data, c.ArrowSchema()); err != nil {
@@ -58,15 +61,12 @@ func decodeIPC(mem memory.Allocator, data []byte, c *rowcodec.Codec, what string
 	for i := 0; i < rd.NumRecords(); i++ {
 		rec, err := rd.RecordBatch(i)
 		if err != nil {
-			releaseAll(recs)
 			return nil, corruptf("%s: record %d: %v", what, i, err)
 		}
 		if err := c.CheckRecord(rec); err != nil {
-			releaseAll(recs)
 			return nil, fmt.Errorf("%s: %w", what, err)
 		}
 		if err := validateBuffers(rec); err != nil {
-			releaseAll(recs)
 			return nil, corruptf("%s: record %d: %v", what, i, err)
 		}
 		rec.Retain()
@@ -86,15 +86,11 @@ func validateBuffers(rec arrow.RecordBatch) error {
 		if col.Len() == 0 {
 			continue
 		}
-		var offsets []int32
-		switch a := col.(type) {
-		case *array.String:
-			offsets = a.ValueOffsets()
-		case *array.Binary:
-			offsets = a.ValueOffsets()
-		default:
+		a, ok := col.(interface{ ValueOffsets() []int32 }) // string and binary
+		if !ok {
 			continue
 		}
+		offsets := a.ValueOffsets()
 		if len(offsets) > 0 && offsets[0] < 0 {
 			return fmt.Errorf("column %d: negative value offset", c)
 		}
@@ -201,15 +197,11 @@ func oneShard(sample arrow.RecordBatch) bool {
 // incompressible reports whether a string or binary column's values do not compress with
 // Snappy, sampling up to compressionSample bytes from their start and middle.
 func incompressible(col arrow.Array) bool {
-	var values []byte
-	switch a := col.(type) {
-	case *array.Binary:
-		values = a.ValueBytes()
-	case *array.String:
-		values = a.ValueBytes()
-	default:
+	a, ok := col.(interface{ ValueBytes() []byte }) // string and binary
+	if !ok {
 		return false
 	}
+	values := a.ValueBytes()
 	if len(values) < 4096 {
 		return false // too little to judge, and too little to matter
 	}
@@ -260,15 +252,11 @@ func writeParquetWith(mem memory.Allocator, w io.Writer, schema *arrow.Schema, n
 	return fw.Close()
 }
 
-// decodeParquet reads a whole run into one record on the Go heap, as a sortedFile named what,
-// decoding each column once (arrowio_runs.go); its peak is still about twice the record, so
-// reads that must bound memory read runs in batches (list_runs.go, compact_stream.go).
-func decodeParquet(ctx context.Context, data []byte, c *rowcodec.Codec, what string) (f *sortedFile, err error) {
-	return decodeParquetAdmitted(ctx, data, c, what, nil)
-}
-
-// decodeParquetAdmitted is decodeParquet asking admit (nil = always), once the footer is read
-// and before anything is decoded, whether the decode may hold what the footer gives.
+// decodeParquetAdmitted reads a whole run into one record on the Go heap, as a sortedFile
+// named what, decoding each column once (arrowio_runs.go), once admit (nil = always) has said,
+// from the footer and before anything is decoded, that the decode may hold what the footer
+// gives; its peak is still about twice the record, so reads that must bound memory read runs
+// in batches (list_runs.go, compact_stream.go).
 func decodeParquetAdmitted(ctx context.Context, data []byte, c *rowcodec.Codec, what string, admit func(decoded int64) error) (f *sortedFile, err error) {
 	defer func() {
 		if r := recover(); r != nil { // arrow's readers panic on some garbled inputs

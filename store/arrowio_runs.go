@@ -72,13 +72,14 @@ type runBatches struct {
 
 // openRunBatches opens the Parquet run data (which the batches do not alias: every batch is
 // decoded into buffers of mem) for reading in batches. It reads only the footer.
-func openRunBatches(ctx context.Context, mem memory.Allocator, data []byte, c *rowcodec.Codec, what string) (rb *runBatches, err error) {
+func openRunBatches(ctx context.Context, mem memory.Allocator, data []byte, c *rowcodec.Codec, what string) (_ *runBatches, err error) {
+	rb := &runBatches{c: c, what: what}
 	defer func() {
 		if r := recover(); r != nil {
-			if rb != nil {
-				rb.close()
-			}
-			rb, err = nil, corruptf("%s: %v", what, r)
+			err = corruptf("%s: %v", what, r)
+		}
+		if err != nil {
+			rb.close()
 		}
 	}()
 	if err := checkRunFooter(data); err != nil {
@@ -93,11 +94,10 @@ func openRunBatches(ctx context.Context, mem memory.Allocator, data []byte, c *r
 	if err != nil {
 		return nil, corruptf("%s: %v", what, err)
 	}
-	rb = &runBatches{pf: pf, c: c, what: what, rows: pf.NumRows(), selected: pf.NumRows()}
+	rb.pf, rb.rows, rb.selected = pf, pf.NumRows(), pf.NumRows()
 	// The reader reserves a batch's levels and values for the rows the footer declares.
 	rowsMax := runRowsPerByte * int64(len(data))
 	if rb.rows < 0 || rb.rows > rowsMax {
-		rb.close()
 		return nil, corruptf("%s: footer declares %d rows in %d bytes", what, rb.rows, len(data))
 	}
 	md := pf.MetaData()
@@ -105,7 +105,6 @@ func openRunBatches(ctx context.Context, mem memory.Allocator, data []byte, c *r
 	for g := 0; g < pf.NumRowGroups(); g++ {
 		rg := md.RowGroup(g)
 		if n := rg.NumRows(); n < 0 || n > rowsMax-groupRows {
-			rb.close()
 			return nil, corruptf("%s: row group %d declares %d rows in %d bytes", what, g, n, len(data))
 		}
 		groupRows += rg.NumRows()
@@ -117,7 +116,6 @@ func openRunBatches(ctx context.Context, mem memory.Allocator, data []byte, c *r
 		for col := 0; col < rg.NumColumns(); col++ {
 			cc, err := rg.ColumnChunk(col)
 			if err != nil {
-				rb.close()
 				return nil, corruptf("%s: row group %d column %d: %v", what, g, col, err)
 			}
 			s += min(max(cc.TotalUncompressedSize(), 0)+max(cc.TotalCompressedSize(), 0), runPageScratchMax)
@@ -130,16 +128,13 @@ func openRunBatches(ctx context.Context, mem memory.Allocator, data []byte, c *r
 	rb.batchRows = min(max(runBatchBytes/perRow, 64), parquetRowGroup)
 	rb.window = 2*min(rb.batchRows, max(rb.rows, 1))*perRow + scratch
 	if err := checkStoredArrowSchema(md.KeyValueMetadata(), c.ArrowSchema()); err != nil {
-		rb.close()
 		return nil, corruptf("%s: %v", what, err)
 	}
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: rb.batchRows}, mem)
 	if err != nil {
-		rb.close()
 		return nil, corruptf("%s: %v", what, err)
 	}
 	if err := checkRunSchema(fr, c.ArrowSchema(), what); err != nil {
-		rb.close()
 		return nil, err
 	}
 	rb.fr, rb.mem = fr, mem
@@ -202,11 +197,8 @@ func keyStats(rg *metadata.RowGroupMetaData, keyCol int) (lo, hi string, ok bool
 		return "", "", false
 	}
 	st, err := cc.Statistics()
-	if err != nil || st == nil || !st.HasMinMax() {
-		return "", "", false
-	}
 	bs, isBytes := st.(*metadata.ByteArrayStatistics)
-	if !isBytes {
+	if err != nil || !isBytes || !bs.HasMinMax() {
 		return "", "", false
 	}
 	return string(bs.Min()), string(bs.Max()), true

@@ -54,33 +54,20 @@ func (r *fbReader) in(at uint32, n uint64) bool {
 	return true
 }
 
-func (r *fbReader) u8(at uint32) uint8 {
-	if !r.in(at, 1) {
-		return 0
+// bytesAt returns the buffer from at on when its n bytes are in it, else n zero bytes.
+func (r *fbReader) bytesAt(at uint32, n uint64) []byte {
+	if !r.in(at, n) {
+		return fbZeros[:]
 	}
-	return r.b[at]
+	return r.b[at:]
 }
 
-func (r *fbReader) u16(at uint32) uint16 {
-	if !r.in(at, 2) {
-		return 0
-	}
-	return binary.LittleEndian.Uint16(r.b[at:])
-}
+var fbZeros [8]byte
 
-func (r *fbReader) u32(at uint32) uint32 {
-	if !r.in(at, 4) {
-		return 0
-	}
-	return binary.LittleEndian.Uint32(r.b[at:])
-}
-
-func (r *fbReader) u64(at uint32) uint64 {
-	if !r.in(at, 8) {
-		return 0
-	}
-	return binary.LittleEndian.Uint64(r.b[at:])
-}
+func (r *fbReader) u8(at uint32) uint8   { return r.bytesAt(at, 1)[0] }
+func (r *fbReader) u16(at uint32) uint16 { return binary.LittleEndian.Uint16(r.bytesAt(at, 2)) }
+func (r *fbReader) u32(at uint32) uint32 { return binary.LittleEndian.Uint32(r.bytesAt(at, 4)) }
+func (r *fbReader) u64(at uint32) uint64 { return binary.LittleEndian.Uint64(r.bytesAt(at, 8)) }
 
 // ref returns the position the offset stored at at points to (a table, vector or string).
 func (r *fbReader) ref(at uint32) uint32 { return at + r.u32(at) }

@@ -18,6 +18,11 @@ import (
 	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
 
+// decodeParquet is decodeParquetAdmitted admitting every decode.
+func decodeParquet(ctx context.Context, data []byte, c *rowcodec.Codec, what string) (*sortedFile, error) {
+	return decodeParquetAdmitted(ctx, data, c, what, nil)
+}
+
 // TestParquetEncodingsPerColumn: a run is written with the encodings docs/FORMAT.md §1
 // lists (PLAIN, and a dictionary for the shard column of a run of many shards only), in
 // data pages of about parquetPageSize, and reads back to the same rows, returning every

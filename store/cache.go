@@ -68,9 +68,8 @@ type fileCache struct {
 	order *list.List // front = most recent; values are *sortedFile
 	byKey map[string]*list.Element
 	// large are base runs whose object is small enough to keep but whose footer says they
-	// decode to more than the cache keeps (oldest first in largeOrder): reads stream them.
-	large      map[string]struct{}
-	largeOrder []string
+	// decode to more than the cache keeps: reads stream them.
+	large keySet
 }
 
 // maxLargeRuns bounds the runs the cache remembers as decoding too large: a run forgotten
@@ -78,30 +77,7 @@ type fileCache struct {
 const maxLargeRuns = 4096
 
 func newFileCache(limit int64) *fileCache {
-	return &fileCache{limit: limit, order: list.New(), byKey: map[string]*list.Element{}, large: map[string]struct{}{}}
-}
-
-// markLarge remembers that base run path decodes to more than the cache keeps.
-func (c *fileCache) markLarge(path string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.large[path]; ok {
-		return
-	}
-	if len(c.largeOrder) >= maxLargeRuns {
-		delete(c.large, c.largeOrder[0])
-		c.largeOrder = c.largeOrder[1:]
-	}
-	c.large[path] = struct{}{}
-	c.largeOrder = append(c.largeOrder, path)
-}
-
-// isLarge reports whether markLarge remembers path.
-func (c *fileCache) isLarge(path string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	_, ok := c.large[path]
-	return ok
+	return &fileCache{limit: limit, order: list.New(), byKey: map[string]*list.Element{}, large: keySet{limit: maxLargeRuns}}
 }
 
 // get returns the cached file or loads it once for concurrent callers; the file stays valid
@@ -203,5 +179,5 @@ func (c *fileCache) clear() {
 	c.order.Init()
 	c.byKey = map[string]*list.Element{}
 	c.used = 0
-	c.large, c.largeOrder = map[string]struct{}{}, nil
+	c.large.clear()
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -138,9 +139,7 @@ type CompactResult struct {
 // by the tombstone rule (dropsTombstone), tombstones. The commit succeeds only if every input
 // run is still in the latest manifest; runs merges appended meanwhile are kept.
 func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult, error) {
-	if p.MaxRuns == 0 {
-		p.MaxRuns = 16
-	}
+	p.MaxRuns = cmp.Or(p.MaxRuns, 16)
 	if p.MaxRuns < 2 && p.MaxRuns != -1 {
 		return CompactResult{}, invalidf("max runs must be at least 2")
 	}
@@ -167,7 +166,7 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 	if inputs == nil {
 		s.countCompact("noop")
 		res.AbandonedOutputs = s.collectAbandonedOutputsBestEffort(ctx, base)
-		return res, s.afterCompactDemand(ctx, len(base.Runs))
+		return res, s.clearCompactDemand(ctx, len(base.Runs))
 	}
 	// Reserved in the one waiting call before the pass holds anything (docs/DESIGN.md §3).
 	resv, err := s.reserveMerge(ctx, compactionFootprint(inputs))
@@ -241,7 +240,7 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 		return res, err
 	}
 	res.Committed, res.BaseVersion, res.RunsLeft = true, latest.Version, len(latest.Runs)
-	_ = s.afterCompactDemand(ctx, res.RunsLeft) // a stale marker costs one needless CompactBase start
+	_ = s.clearCompactDemand(ctx, res.RunsLeft) // a stale marker costs one needless CompactBase start
 	res.AbandonedOutputs = s.collectAbandonedOutputsBestEffort(ctx, latest)
 	// INVARIANT: the inputs are deleted only after the manifest replacing them is published.
 	for _, r := range inputs {

@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"strings"
 	"time"
@@ -30,23 +28,13 @@ const compactPublishWindow = time.Hour
 const compactOrphanAge = 24 * time.Hour
 
 // compactRunID names one execution's output run with 96 random bits.
-func compactRunID() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return compactRunNamePrefix + hex.EncodeToString(b[:])
-}
+func compactRunID() string { return compactRunNamePrefix + randomHex() }
 
 // isCompactRunKey reports whether key is a compaction output of t (dataKey of compactRunID).
 func isCompactRunKey(t Target, key string) bool {
-	name, ok := strings.CutPrefix(key, dataPrefix(t)+compactRunNamePrefix)
-	if !ok {
-		return false
-	}
-	name, ok = strings.CutSuffix(name, ".parquet")
-	if !ok || len(name) != 24 {
-		return false
-	}
-	return strings.Trim(name, "0123456789abcdef") == ""
+	name, inPrefix := strings.CutPrefix(key, dataPrefix(t)+compactRunNamePrefix)
+	name, suffixed := strings.CutSuffix(name, ".parquet")
+	return inPrefix && suffixed && isHashKey(name)
 }
 
 // errCollectPageFull ends the listing once a pass has its share of candidates.
@@ -65,11 +53,8 @@ func (s *Store) collectAbandonedOutputs(ctx context.Context, base *manifest.Base
 		switch {
 		case !isCompactRunKey(s.target, o.Key):
 			s.db.foreignObject(foreignCompaction, o.Key) // never deleted: not ours to delete
-		case base.References(o.Key) || o.ModTime.IsZero() || now.Sub(o.ModTime) < compactOrphanAge: // an undated object is never judged old
+		case baseKeeps(base, o.Key) || o.ModTime.IsZero() || now.Sub(o.ModTime) < compactOrphanAge: // set aside, it stays for repair; an undated object is never judged old
 		default:
-			if _, set := findQuarantined(base.Quarantined, o.Key); set {
-				return nil // set aside by an operator: it stays for repair
-			}
 			cands = append(cands, o.Key)
 			if len(cands) == collectPerRound {
 				return errCollectPageFull

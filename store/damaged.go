@@ -18,15 +18,17 @@ import (
 // damagedMax bounds the keys remembered; the oldest is forgotten, and counted again if met.
 const damagedMax = 1024
 
-// damagedSet is the bounded set of damaged object keys. Safe for concurrent use.
-type damagedSet struct {
+// keySet is a set of at most limit keys, the oldest forgotten first: the damaged objects
+// met, the base runs too large for the cache. Safe for concurrent use.
+type keySet struct {
+	limit int
 	mu    sync.Mutex
 	keys  map[string]struct{}
 	order []string // oldest first
 }
 
 // add remembers key and reports whether it was new.
-func (d *damagedSet) add(key string) bool {
+func (d *keySet) add(key string) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if _, ok := d.keys[key]; ok {
@@ -35,7 +37,7 @@ func (d *damagedSet) add(key string) bool {
 	if d.keys == nil {
 		d.keys = map[string]struct{}{}
 	}
-	if len(d.order) >= damagedMax {
+	if len(d.order) > 0 && len(d.order) >= d.limit {
 		delete(d.keys, d.order[0])
 		d.order = slices.Delete(d.order, 0, 1)
 	}
@@ -44,8 +46,16 @@ func (d *damagedSet) add(key string) bool {
 	return true
 }
 
+// has reports whether key is remembered.
+func (d *keySet) has(key string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	_, ok := d.keys[key]
+	return ok
+}
+
 // remove forgets key: it was repaired, set aside or released.
-func (d *damagedSet) remove(key string) {
+func (d *keySet) remove(key string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if _, ok := d.keys[key]; !ok {
@@ -55,8 +65,15 @@ func (d *damagedSet) remove(key string) {
 	d.order = slices.DeleteFunc(d.order, func(k string) bool { return k == key })
 }
 
+// clear forgets every key.
+func (d *keySet) clear() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.keys, d.order = nil, nil
+}
+
 // under returns the remembered keys that start with prefix.
-func (d *damagedSet) under(prefix string) []string {
+func (d *keySet) under(prefix string) []string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var out []string

@@ -105,7 +105,7 @@ func TestCorruptObjectsAreCountedOncePerObject(t *testing.T) {
 	}
 	require.Equal(t, 2.0, testutil.ToFloat64(corrupt), "and five of one damaged generation")
 
-	var d damagedSet
+	d := keySet{limit: damagedMax}
 	for i := 0; i < damagedMax+10; i++ {
 		require.True(t, d.add(fmt.Sprint(i)))
 	}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -91,9 +92,7 @@ func DefaultOptions() Options {
 // GroupCommitMaxRows, CacheBytes, MemtableBytes); those where 0 means "off" or "no cap" are
 // left as they are. OpenDBOnBucket calls it.
 func (o *Options) EnsureDefaults() {
-	if o.Logger == nil {
-		o.Logger = zap.NewNop()
-	}
+	o.Logger = cmp.Or(o.Logger, zap.NewNop())
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -121,7 +120,7 @@ type DB struct {
 	// foreign rate-limits the warnings about keys walkeeper did not write (foreign.go).
 	foreign foreignLog
 	// damaged remembers the damaged objects met, each counted once (damaged.go).
-	damaged damagedSet
+	damaged keySet
 	// appends is the budget the decoded rows of appends in flight are charged to.
 	appends *Budget
 
@@ -171,6 +170,7 @@ func OpenDBOnBucket(b *objstore.Bucket, opts Options) *DB {
 		cache:   newFileCache(opts.CacheBytes),
 		stores:  map[Target]*Store{},
 		leaving: map[Target]*Store{},
+		damaged: keySet{limit: damagedMax},
 		appends: NewBudget(appendBudgetFactor * opts.MemtableBytes),
 	}
 }

@@ -65,11 +65,8 @@ type demandBody struct {
 // ParseDemandKey parses a key of the demand index; ok is false for a foreign one (skipped).
 func ParseDemandKey(key string) (DemandRecord, bool) {
 	rest, ok := strings.CutPrefix(key, demandDir+"/")
-	if !ok {
-		return DemandRecord{}, false
-	}
 	parts := strings.Split(rest, "/")
-	if len(parts) < 3 {
+	if !ok || len(parts) < 3 {
 		return DemandRecord{}, false
 	}
 	kind, err := ParseKind(parts[0])
@@ -225,21 +222,14 @@ func (s *Store) putCompactDemand(ctx context.Context, runs int) error {
 	return s.db.bucket.Put(ctx, demandCompactMarker(s.target), body)
 }
 
-// afterCompactDemand clears the compaction marker once under CompactDemandRuns runs are left.
-func (s *Store) afterCompactDemand(ctx context.Context, runsLeft int) error {
-	t := s.db.opts.CompactDemandRuns
-	if t <= 0 || runsLeft >= t {
+// clearCompactDemand deletes the compaction marker once the base the caller read holds under
+// CompactDemandRuns runs (runsLeft), then writes it again if the latest base holds that many: a
+// merge that published since the caller read the base may have written it just before the
+// delete (one that publishes after this read writes it after).
+func (s *Store) clearCompactDemand(ctx context.Context, runsLeft int) error {
+	if t := s.db.opts.CompactDemandRuns; t <= 0 || runsLeft >= t {
 		return nil
 	}
-	return s.clearCompactDemand(ctx)
-}
-
-// clearCompactDemand deletes the compaction marker, then writes it again if the latest base
-// holds CompactDemandRuns runs: a merge that published since the caller read the base may
-// have written it just before the delete (one that publishes after this read writes it after).
-//
-// REQUIRES: CompactDemandRuns > 0.
-func (s *Store) clearCompactDemand(ctx context.Context) error {
 	if err := s.db.bucket.Delete(ctx, demandCompactMarker(s.target)); err != nil {
 		return err
 	}
@@ -331,7 +321,7 @@ func (s *Store) ReconcileDemand(ctx context.Context) (DemandCleanResult, error) 
 		case runs >= t && !d.marker:
 			err = s.putCompactDemand(ctx, runs)
 		case runs < t && d.marker:
-			err = s.clearCompactDemand(ctx)
+			err = s.clearCompactDemand(ctx, runs)
 		}
 		if err != nil {
 			errs = append(errs, err)

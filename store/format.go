@@ -77,7 +77,12 @@ func attemptKey(key string) string {
 	if key != "" {
 		return key
 	}
+	return "local-" + randomHex()
+}
+
+// randomHex is 96 random bits as 24 lower-case hex digits, the form of hashKey's names.
+func randomHex() string {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
-	return "local-" + hex.EncodeToString(b[:])
+	return hex.EncodeToString(b[:])
 }

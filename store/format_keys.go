@@ -37,16 +37,10 @@ func parseCounter(s string, width int) (uint64, bool) {
 // parseSeqName parses prefix + <n %020d> + suffix, n >= 1 (version 0 is the empty chain and
 // WAL position 0 is never written): a version or a WAL position.
 func parseSeqName(prefix, key, suffix string) (uint64, bool) {
-	name, ok := strings.CutPrefix(key, prefix)
-	if !ok {
-		return 0, false
-	}
-	digits, ok := strings.CutSuffix(name, suffix)
-	if !ok {
-		return 0, false
-	}
+	name, inPrefix := strings.CutPrefix(key, prefix)
+	digits, suffixed := strings.CutSuffix(name, suffix)
 	v, ok := parseCounter(digits, 20)
-	return v, ok && v >= 1
+	return v, inPrefix && suffixed && ok && v >= 1
 }
 
 // parseVersionKey is the version of the chain object key under prefix (versionName).
@@ -55,44 +49,26 @@ func parseVersionKey(prefix, key string) (uint64, bool) { return parseSeqName(pr
 // parseWALKey is the position of the WAL object key under prefix (walKey).
 func parseWALKey(prefix, key string) (uint64, bool) { return parseSeqName(prefix, key, ".arrow") }
 
-// parseGenName parses a generation file's name, <g %020d>-<epoch %d>.arrow (genKey).
-func parseGenName(name string) (gen, epoch uint64, ok bool) {
-	stem, ok := strings.CutSuffix(name, ".arrow")
-	if !ok {
-		return 0, 0, false
-	}
-	g, e, ok := strings.Cut(stem, "-")
-	if !ok {
-		return 0, 0, false
-	}
-	if gen, ok = parseCounter(g, 20); !ok {
-		return 0, 0, false
-	}
-	if epoch, ok = parseCounter(e, 0); !ok {
+// parseGenKey is the generation number and writer epoch of the generation file key under
+// prefix (genPrefix): prefix + <g %020d>-<epoch %d>.arrow (genKey).
+func parseGenKey(prefix, key string) (gen, epoch uint64, ok bool) {
+	name, inPrefix := strings.CutPrefix(key, prefix)
+	stem, suffixed := strings.CutSuffix(name, ".arrow")
+	g, e, cut := strings.Cut(stem, "-")
+	gen, genOK := parseCounter(g, 20)
+	epoch, epochOK := parseCounter(e, 0)
+	if !inPrefix || !suffixed || !cut || !genOK || !epochOK {
 		return 0, 0, false
 	}
 	return gen, epoch, true
 }
 
-// parseGenKey is the generation number and writer epoch of the generation file key under
-// prefix (genPrefix).
-func parseGenKey(prefix, key string) (gen, epoch uint64, ok bool) {
-	name, ok := strings.CutPrefix(key, prefix)
-	if !ok {
-		return 0, 0, false
-	}
-	return parseGenName(name)
-}
-
 // parseRegistryKey is the store name of a registry entry of kind (registryKey). A nested key
 // (_registry/<kind>/a/b) is not an entry: the name would have a "/" in it.
 func parseRegistryKey(kind Kind, key string) (string, bool) {
-	name, ok := strings.CutPrefix(key, registryPrefix(kind))
-	if !ok {
-		return "", false
-	}
-	name, ok = strings.CutSuffix(name, ".json")
-	if !ok || ValidateName(name) != nil {
+	name, inPrefix := strings.CutPrefix(key, registryPrefix(kind))
+	name, suffixed := strings.CutSuffix(name, ".json")
+	if !inPrefix || !suffixed || ValidateName(name) != nil {
 		return "", false
 	}
 	return name, true
@@ -108,16 +84,10 @@ func isStagedRunKey(t Target, stem, shard, key string) bool {
 // parseStagedRunKey splits the data key of a staged run of t, dataKey of
 // "m-<hash>-<shard tag>-<from>-<through>", into its shard tag and generation range.
 func parseStagedRunKey(t Target, key string) (tag string, from, through uint64, ok bool) {
-	name, ok := strings.CutPrefix(key, dataPrefix(t)+stagedRunNamePrefix)
-	if !ok {
-		return "", 0, 0, false
-	}
-	name, ok = strings.CutSuffix(name, ".parquet")
-	if !ok {
-		return "", 0, 0, false
-	}
+	name, inPrefix := strings.CutPrefix(key, dataPrefix(t)+stagedRunNamePrefix)
+	name, suffixed := strings.CutSuffix(name, ".parquet")
 	parts := strings.Split(name, "-")
-	if len(parts) != 4 || !isHashKey(parts[0]) || parts[1] == "" {
+	if !inPrefix || !suffixed || len(parts) != 4 || !isHashKey(parts[0]) || parts[1] == "" {
 		return "", 0, 0, false
 	}
 	from, ok1 := parseCounter(parts[2], 0)
@@ -131,12 +101,9 @@ func parseStagedRunKey(t Target, key string) (tag string, from, through uint64, 
 // isClaimKey reports whether key is an attempt claim under the attempts/ prefix stem
 // (claimPrefix): stem + hashKey's 24 hex digits + ".json".
 func isClaimKey(stem, key string) bool {
-	h, ok := strings.CutPrefix(key, stem)
-	if !ok {
-		return false
-	}
-	h, ok = strings.CutSuffix(h, ".json")
-	return ok && isHashKey(h)
+	h, inPrefix := strings.CutPrefix(key, stem)
+	h, suffixed := strings.CutSuffix(h, ".json")
+	return inPrefix && suffixed && isHashKey(h)
 }
 
 // isHashKey reports whether h is a name hashKey makes: 24 lower-case hex digits.
@@ -152,9 +119,10 @@ func isHashKey(h string) bool {
 	return true
 }
 
-// isShardDir reports whether a directory name under _mem_wal/ is a shard id as ShardID makes
-// them: a UUID in its canonical lower-case form, or the id of an empty instance id.
-func isShardDir(name string) bool {
+// IsShardID reports whether name is a shard id as ShardID makes them, a UUID in its canonical
+// lower-case form or the id of an empty instance id: a directory under _mem_wal/ that is not
+// is foreign, and a StatsPage cursor must be one.
+func IsShardID(name string) bool {
 	if name == ShardID("") {
 		return true
 	}

@@ -52,7 +52,7 @@ func FuzzKeyParsers(f *testing.F) {
 			require.True(t, p >= 1 && p <= maxCounter)
 		}
 		if name, ok := strings.CutPrefix(key, genPrefix(fuzzTarget, shard)); ok {
-			if g, e, ok := parseGenName(name); ok {
+			if g, e, ok := parseGenKey("", name); ok {
 				require.Equal(t, genKey(fuzzTarget, shard, g, e), key)
 				require.True(t, g <= maxCounter && e <= maxCounter)
 			}
@@ -76,7 +76,7 @@ func FuzzKeyParsers(f *testing.F) {
 			require.Equal(t, dataKey(fuzzTarget, fmt.Sprintf("%s%s-%s-%d-%d", stagedRunNamePrefix, hash, tag, from, through)), key)
 			require.True(t, 1 <= from && from <= through && through <= maxCounter)
 		}
-		if isShardDir(key) {
+		if IsShardID(key) {
 			require.True(t, key == ShardID("") || len(key) == 36)
 		}
 	})

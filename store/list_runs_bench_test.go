@@ -49,7 +49,8 @@ func BenchmarkListRunPage(b *testing.B) {
 		b.Fatal(err)
 	}
 	if len(base.Runs) != 1 || base.Runs[0].Bytes < 64<<20 {
-		b.Fatalf("want one run of at least 64 MiB, have %d runs of %d bytes in all", len(base.Runs), base.Bytes())
+		st, _ := s.Stats(ctx)
+		b.Fatalf("want one run of at least 64 MiB, have %d runs of %d bytes in all", len(base.Runs), st.BaseBytes)
 	}
 
 	var peakReserved, peakAllocated atomic.Int64

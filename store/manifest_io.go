@@ -339,7 +339,7 @@ func (s *Store) listShards(ctx context.Context) ([]string, error) {
 	}
 	out := dirs[:0]
 	for _, d := range dirs {
-		if isShardDir(d) {
+		if IsShardID(d) {
 			out = append(out, d)
 		} else {
 			s.db.foreignObject(foreignShards, memWALPrefix(s.target)+d+"/")

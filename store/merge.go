@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"strings"
@@ -76,9 +77,7 @@ func (s *Store) eachShard(ctx context.Context, idx []int, fn func(ctx context.Co
 
 // mergeShard is the shard a merge step names: shard, or this process's own when "".
 func (s *Store) mergeShard(shard string) (string, error) {
-	if shard == "" {
-		shard = s.db.shard
-	}
+	shard = cmp.Or(shard, s.db.shard)
 	return shard, validateShardID(shard)
 }
 

@@ -48,11 +48,8 @@ func (s *Store) collectAbandonedStaged(ctx context.Context, own []*PreparedMerge
 	}
 	var cands []candidate
 	for _, o := range objs {
-		if base.References(o.Key) || mine[o.Key] {
-			continue
-		}
-		if _, ok := findQuarantined(base.Quarantined, o.Key); ok {
-			continue // set aside by an operator: clean-up never deletes it, it stays for repair
+		if mine[o.Key] || baseKeeps(base, o.Key) {
+			continue // live, or set aside by an operator: it stays for repair
 		}
 		tag, from, through, ok := parseStagedRunKey(s.target, o.Key)
 		if !ok {

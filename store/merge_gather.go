@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -18,9 +19,7 @@ import (
 // version measured about 35% slower here (shape stenciling makes every call a dictionary
 // call).
 func copyRows(mem memory.Allocator, schema *arrow.Schema, picks []pick) arrow.RecordBatch {
-	if mem == nil {
-		mem = memory.DefaultAllocator
-	}
+	mem = cmp.Or(mem, memory.DefaultAllocator)
 	b := array.NewRecordBuilder(mem, schema)
 	defer b.Release()
 	for c := 0; c < schema.NumFields(); c++ {
@@ -157,9 +156,7 @@ func gatherRows(mem memory.Allocator, schema *arrow.Schema, picks []pick) arrow.
 			return copyRows(mem, schema, picks) // short runs: row by row is cheaper
 		}
 	}
-	if mem == nil {
-		mem = memory.DefaultAllocator
-	}
+	mem = cmp.Or(mem, memory.DefaultAllocator)
 	cols := make([]arrow.Array, schema.NumFields())
 	defer func() {
 		for _, a := range cols {

@@ -97,7 +97,6 @@ func (p *mergePlan) refit(decoded []int64, grow func(total int64) bool) error {
 // footprint grow accepts.
 //
 // REQUIRES: grow never waits (waiting while holding part of the budget could deadlock).
-// REQUIRES: grow never waits (waiting while holding part of the budget could deadlock).
 func fitToBudget(sizes []int64, grow func(total int64) bool) (int, int64) {
 	var total, held int64
 	for i, sz := range sizes {

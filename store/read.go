@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -116,7 +117,7 @@ func (s *Store) snapshot(ctx context.Context, enforce bool) (*readSnapshot, erro
 }
 
 // load decodes src whole through the cache: a generation into a record that aliases its
-// object's bytes, a base run into one record on the Go heap (decodeParquet). grow is asked,
+// object's bytes, a base run into one record on the Go heap (decodeParquetAdmitted). grow is asked,
 // before a base run is decoded, for the bytes its decode holds (about twice the record): it
 // takes what the read did not charge already, without waiting.
 func (s *Store) load(ctx context.Context, src readSource, grow func(need int64) bool) (*sortedFile, error) {
@@ -171,7 +172,7 @@ func (s *Store) admitRunDecode(src readSource, decoded int64, grow func(need int
 	}
 	est := decoded + decoded/8
 	if !s.db.cache.keeps(est) {
-		s.db.cache.markLarge(src.path)
+		s.db.cache.large.add(src.path)
 		return fmt.Errorf("run %s: its footer gives %d bytes decoded, more than the cache keeps: %w", src.path, decoded, errRunDecodesLarge)
 	}
 	if need := 2 * est; grow == nil || !grow(need) {
@@ -278,10 +279,7 @@ func (e *missingObject) Unwrap() error { return e.err }
 // generation, which reads read; true when they cannot be read (the caller then counts the miss).
 func (s *Store) referenced(ctx context.Context, path string) bool {
 	snap, err := s.snapshot(ctx, false)
-	if err != nil {
-		return true
-	}
-	if snap.base.References(path) {
+	if err != nil || snap.base.References(path) {
 		return true
 	}
 	for _, gens := range snap.pending {
@@ -370,9 +368,7 @@ func (s *Store) List(ctx context.Context, opts ListOptions) (ListPage, error) {
 	if opts.Limit < 0 || opts.Limit > 10000 {
 		return ListPage{}, invalidf("limit must be between 1 and 10000")
 	}
-	if opts.Limit == 0 {
-		opts.Limit = 100
-	}
+	opts.Limit = cmp.Or(opts.Limit, 100)
 	if opts.MaxBytes < 0 {
 		return ListPage{}, invalidf("max bytes must not be negative")
 	}

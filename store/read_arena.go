@@ -175,7 +175,7 @@ func (r *readArena) alloc(request int64) objstore.Alloc {
 // a sortedFile whose record aliases those bytes, so one read into an arena must not outlive
 // its group (readArena). The reader's metadata is allocated from mem.
 func (s *Store) readGen(ctx context.Context, src readSource, alloc objstore.Alloc, mem memory.Allocator) (_ *sortedFile, err error) {
-	data, err := s.readGenObject(ctx, src.path, src.checksum, src.bytes, alloc)
+	data, err := s.readChecked(ctx, src.path, src.checksum, s.genFileLimit(src.bytes), "generation "+src.path, alloc)
 	if err != nil {
 		return nil, err // counted by readChecked
 	}

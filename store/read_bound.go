@@ -67,7 +67,7 @@ func (s *Store) sources(snap *readSnapshot, source string, keyFilter func(minKey
 // INVARIANT: the answer depends on src's size, the cache's limit and its footer only, so
 // every caller decides it the same way.
 func (s *Store) private(src readSource) bool {
-	return s.db.opts.ReadBudget.Limit() > 0 && (!s.db.cache.keeps(src.bytes) || src.run && s.db.cache.isLarge(src.path)) &&
+	return s.db.opts.ReadBudget.Limit() > 0 && (!s.db.cache.keeps(src.bytes) || src.run && s.db.cache.large.has(src.path)) &&
 		s.db.cache.peek(src.path) == nil
 }
 

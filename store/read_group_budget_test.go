@@ -29,7 +29,7 @@ func TestFindingMixedReadGroupKeepsTheCachedSourcesShare(t *testing.T) {
 		o.CacheBytes = 16 << 20 // keeps files up to 4 MiB: the generations, not the decoded run
 	})
 	s, run := compressibleRun(t, db, "mixedgroup")
-	db.cache.markLarge(run.Path) // as a first read would find from its footer, so one try streams it
+	db.cache.large.add(run.Path) // as a first read would find from its footer, so one try streams it
 	pad := strings.Repeat("g", 1000)
 	for g := 0; g < 48; g++ {
 		var rs []Row
@@ -316,7 +316,7 @@ func TestRetrySlackNoCachedRunTookIsLeftToTheStreamedRuns(t *testing.T) {
 		o.CacheBytes = 16 << 20
 	})
 	s, run := compressibleRun(t, db, "windowslack")
-	db.cache.markLarge(run.Path) // as a first read would find from its footer, so it streams
+	db.cache.large.add(run.Path) // as a first read would find from its footer, so it streams
 	snap, err := s.snapshot(ctx, true)
 	require.NoError(t, err)
 	srcs := s.sources(snap, SourceAll, func(string, string) bool { return true })

@@ -24,12 +24,6 @@ func (s *Store) readRunObject(ctx context.Context, path, sum string, bytes int64
 	return data, err
 }
 
-// readGenObject reads generation path, whose record the manifest declares recBytes long, with
-// checksum sum into a buffer of alloc (nil = the Go heap).
-func (s *Store) readGenObject(ctx context.Context, path, sum string, recBytes int64, alloc objstore.Alloc) ([]byte, error) {
-	return s.readChecked(ctx, path, sum, s.genFileLimit(recBytes), "generation "+path, alloc)
-}
-
 // genFileLimit is the largest IPC file a generation whose record holds recBytes can be: the
 // record's buffers, the schema twice, and per field the metadata and padding.
 func (s *Store) genFileLimit(recBytes int64) int64 {

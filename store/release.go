@@ -18,7 +18,7 @@ import (
 
 // Release is Quarantine's undo, for an object since repaired or restored in place: it puts it
 // back only if it passes its checks, else ErrCorrupt and nothing is written. A base run must
-// be at most the merge budget (releaseRunLimit) and decode into exactly the rows and key range
+// be at most the merge budget (checkReleasedRun) and decode into exactly the rows and key range
 // recorded (compaction kept tombstones meanwhile, so nothing deleted resurrects); a WAL object
 // must decode and lie above replay_after, and its release fences the shard's owner so that its
 // next append replays it; a generation cannot be put back, since merges passed its number.
@@ -94,19 +94,14 @@ func (s *Store) releaseRun(ctx context.Context, key string) (QuarantineResult, e
 	return res, fmt.Errorf("%s: base edit kept losing races: %w", s.target, ErrConflict)
 }
 
-// releaseRunLimit is the longest object a release reads as a base run, whose bytes it holds
-// whole: no merge or compaction writes a run longer than the merge budget that holds its input
-// (decision 0771), the worker's default when this process has none.
-func (db *DB) releaseRunLimit() int64 {
-	return cmp.Or(db.opts.Budget.Limit(), DefaultMergeBudgetBytes)
-}
-
-// checkReleasedRun reads the run q names, at most releaseRunLimit bytes of it, in batches and
-// returns its new manifest entry, or ErrCorrupt when it does not hold what q recorded.
+// checkReleasedRun reads the run q names in batches and returns its new manifest entry, or
+// ErrCorrupt when it does not hold what q recorded. It reads at most the merge budget (the
+// worker's default when this process has none), whose bytes it holds whole: no merge or
+// compaction writes a run longer than the budget that holds its input (decision 0771).
 func (s *Store) checkReleasedRun(ctx context.Context, q manifest.QuarantinedObject) (_ manifest.Run, err error) {
 	defer func() { s.countCorrupt(q.Path, err) }()
 	what := "run " + q.Path
-	limit := s.db.releaseRunLimit()
+	limit := cmp.Or(s.db.opts.Budget.Limit(), DefaultMergeBudgetBytes)
 	data, err := s.db.bucket.GetAtMost(ctx, q.Path, limit, nil)
 	if errors.Is(err, objstore.ErrTooLarge) {
 		return manifest.Run{}, corruptf("%s is longer than the %d bytes a release reads, the merge budget's limit: %v", what, limit, err)

@@ -67,13 +67,6 @@ func (l *targetLocks) lock(t Target) (unlock func()) {
 // touch records a use of the handle: idle and least-recently-used eviction go by it.
 func (s *Store) touch() { s.lastUsed.Store(s.db.opts.Now().UnixNano()) }
 
-// isEvicted reports whether the DB dropped this handle.
-func (s *Store) isEvicted() bool {
-	s.writerMu.Lock()
-	defer s.writerMu.Unlock()
-	return s.evicted
-}
-
 // liveHandle is the handle whose writer holds t's memtable in this process: the resident
 // one, or the one being evicted until its final seal is published. nil if neither.
 func (db *DB) liveHandle(t Target) *Store {
@@ -211,9 +204,7 @@ func (db *DB) evict(ctx context.Context, c evictClaim, reason string) (evicted b
 		}
 		db.countEviction(s, reason, evicted, err)
 	}()
-	s.writerMu.Lock()
-	w := s.w
-	s.writerMu.Unlock()
+	w, _ := s.handle()
 	switch {
 	case w == nil:
 	case w.alive():

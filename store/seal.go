@@ -27,12 +27,10 @@ type FlushResult struct {
 func (s *Store) Flush(ctx context.Context) (FlushResult, error) {
 	w := s.residentWriter()
 	if w == nil {
-		if s.isEvicted() {
+		dead, evicted := s.handle()
+		if evicted {
 			return FlushResult{}, nil // the eviction sealed it, and no writer took over since
 		}
-		s.writerMu.Lock()
-		dead := s.w
-		s.writerMu.Unlock()
 		// An append may have replaced the dead writer since residentWriter looked: only a
 		// writer that is dead (for good) may have its committer stopped here.
 		if dead != nil && !dead.alive() {

@@ -71,10 +71,6 @@ type Stats struct {
 // TotalPending is the pending generations of every shard, listed or not.
 func (s Stats) TotalPending() int { return s.Totals.PendingGenerations }
 
-// IsShardID reports whether id is a shard id as ShardID makes them: the form of a StatsPage
-// cursor.
-func IsShardID(id string) bool { return isShardDir(id) }
-
 // Stats reports the base table and every shard's debt, for callers in this process that walk
 // every shard (merges, tests, benchmarks); an answer that leaves the process is a StatsPage.
 // It does not enforce the read caps: schedulers must see a store that readers refuse.
@@ -86,7 +82,7 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 // totals), those whose id sorts after after ("" = from the first). Beyond what the read's
 // snapshot loads (every shard's manifest) it holds the page and the totals.
 func (s *Store) StatsPage(ctx context.Context, after string, limit int) (Stats, error) {
-	if after != "" && !isShardDir(after) {
+	if after != "" && !IsShardID(after) {
 		return Stats{}, invalidf("after %q is not a shard id", target.Clip(after))
 	}
 	if limit < 0 || limit > MaxStatsShards {
@@ -111,10 +107,11 @@ func (s *Store) stats(ctx context.Context, after string, limit int) (Stats, erro
 		Target:      s.target.String(),
 		BaseVersion: snap.base.Version,
 		Runs:        len(snap.base.Runs),
-		Rows:        snap.base.Rows(),
-		BaseBytes:   snap.base.Bytes(),
 		Shards:      make([]ShardStats, 0, n),
 		Quarantined: len(snap.base.Quarantined),
+	}
+	for _, r := range snap.base.Runs {
+		st.Rows, st.BaseBytes = st.Rows+r.Rows, st.BaseBytes+r.Bytes
 	}
 	for _, sh := range snap.shards {
 		ss := snap.shardStats(sh)

@@ -97,9 +97,7 @@ func (s *Store) writer(ctx context.Context) (*writer, error) {
 // residentWriter returns the current writer without opening one (an evicted handle: the
 // live handle's, DB.liveHandle).
 func (s *Store) residentWriter() *writer {
-	s.writerMu.Lock()
-	w, evicted := s.w, s.evicted
-	s.writerMu.Unlock()
+	w, evicted := s.handle()
 	if w != nil && w.alive() {
 		return w
 	}
@@ -111,6 +109,13 @@ func (s *Store) residentWriter() *writer {
 	return nil
 }
 
+// handle returns the handle's last writer, alive or not, and whether the DB dropped the handle.
+func (s *Store) handle() (*writer, bool) {
+	s.writerMu.Lock()
+	defer s.writerMu.Unlock()
+	return s.w, s.evicted
+}
+
 // HasWriter reports whether this process holds a live writer for the store.
 func (s *Store) HasWriter() bool { return s.residentWriter() != nil }
 
@@ -118,9 +123,7 @@ func (s *Store) HasWriter() bool { return s.residentWriter() != nil }
 // the WAL only that no newer claim is known to have replayed; Flush then claims, replays and
 // seals them.
 func (s *Store) HoldsOrphanedRows() bool {
-	s.writerMu.Lock()
-	w, evicted := s.w, s.evicted
-	s.writerMu.Unlock()
+	w, evicted := s.handle()
 	return w != nil && !evicted && w.holdsOrphanedRows()
 }
 
@@ -153,9 +156,7 @@ func backoff(ctx context.Context, attempt int) {
 // rows until a replacement replays them (an evicted handle: DB.liveHandle's).
 func (s *Store) readWriter() *writer {
 	s.touch()
-	s.writerMu.Lock()
-	w, evicted := s.w, s.evicted
-	s.writerMu.Unlock()
+	w, evicted := s.handle()
 	if w == nil && evicted {
 		if cur := s.db.liveHandle(s.target); cur != nil && cur != s {
 			return cur.readWriter()

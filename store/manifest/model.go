@@ -72,22 +72,6 @@ type QuarantinedObject struct {
 	At     time.Time `json:"at"`
 }
 
-func (m *Base) Rows() int64 {
-	var n int64
-	for _, r := range m.Runs {
-		n += r.Rows
-	}
-	return n
-}
-
-func (m *Base) Bytes() int64 {
-	var n int64
-	for _, r := range m.Runs {
-		n += r.Bytes
-	}
-	return n
-}
-
 // Gen describes one flushed generation of a shard.
 type Gen struct {
 	Gen      uint64    `json:"gen"`

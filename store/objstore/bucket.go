@@ -1,6 +1,7 @@
 package objstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -57,7 +58,7 @@ type backend interface {
 type Bucket struct {
 	core   *bucketCore
 	faults Faults        // nil = none (WithFaults)
-	stall  time.Duration // 0 = DefaultStallTimeout (WithStallTimeout)
+	stall  time.Duration // <= 0 = DefaultStallTimeout (WithStallTimeout)
 }
 
 // bucketCore is the state shared by a Bucket and the fault-injecting views made from it.
@@ -106,10 +107,7 @@ func (b *Bucket) URL() string {
 
 // Close releases the bucket and every WithFaults view of it; closing twice is not an error.
 func (b *Bucket) Close() error {
-	if b == nil || b.core == nil {
-		return nil
-	}
-	if b.core.closed.Swap(true) {
+	if b == nil || b.core == nil || b.core.closed.Swap(true) {
 		return nil
 	}
 	return b.core.be.close()
@@ -261,7 +259,7 @@ func (b *Bucket) do(ctx context.Context, op, key string, check func(string) erro
 	if err := check(key); err != nil {
 		return wrapOp(op, key, err)
 	}
-	sctx, wd, stop := watch(ctx, b.StallTimeout())
+	sctx, wd, stop := watch(ctx, cmp.Or(max(b.stall, 0), DefaultStallTimeout))
 	defer stop()
 	return wrapOp(op, key, wd.explain(ctx, b.run(sctx, op, key, wd, fn)))
 }

@@ -296,11 +296,7 @@ func (f *fileBackend) delete(ctx context.Context, key string) error {
 }
 
 func (f *fileBackend) listDirs(ctx context.Context, prefix string, fn func(string) error) error {
-	dir := f.root
-	if prefix != "" {
-		dir = f.path(strings.TrimSuffix(prefix, "/"))
-	}
-	entries, err := os.ReadDir(dir)
+	entries, err := os.ReadDir(f.path(strings.TrimSuffix(prefix, "/"))) // "" is the root
 	if err != nil {
 		if isNotExist(err) {
 			return nil

@@ -6,7 +6,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 )
@@ -96,11 +95,7 @@ func (w *fileOrderedWalk) dir(dirKey string) error {
 // window reads the directory and returns, sorted, the w.held smallest wanted entries
 // after lower, and whether the window was full (more may follow).
 func (w *fileOrderedWalk) window(dirKey, lower string) ([]dirEntryKey, bool, error) {
-	dirPath := w.f.root
-	if dirKey != "" {
-		dirPath = w.f.path(strings.TrimSuffix(dirKey, "/"))
-	}
-	d, err := os.Open(dirPath)
+	d, err := os.Open(w.f.path(strings.TrimSuffix(dirKey, "/"))) // "" is the root
 	if err != nil {
 		if isNotExist(err) {
 			return nil, false, nil // absent, or pruned under a concurrent delete
@@ -155,7 +150,7 @@ func (w *fileOrderedWalk) window(dirKey, lower string) ([]dirEntryKey, bool, err
 
 // file stats one listed key and hands it to fn; a file removed meanwhile is skipped.
 func (w *fileOrderedWalk) file(key string) error {
-	st, err := os.Lstat(filepath.Join(w.f.root, filepath.FromSlash(key)))
+	st, err := os.Lstat(w.f.path(key))
 	if err != nil {
 		if isNotExist(err) {
 			return nil

@@ -48,14 +48,6 @@ func (b *Bucket) WithStallTimeout(d time.Duration) *Bucket {
 	return &Bucket{core: b.core, faults: b.faults, stall: d}
 }
 
-// StallTimeout returns the bound on time without progress of one operation.
-func (b *Bucket) StallTimeout() time.Duration {
-	if b == nil || b.stall <= 0 {
-		return DefaultStallTimeout
-	}
-	return b.stall
-}
-
 // watchdog cancels one operation's context once the storage has made no progress (an answer,
 // a byte, a listed object) for d, paused while the caller's own code runs.
 type watchdog struct {

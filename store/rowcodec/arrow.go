@@ -1,6 +1,7 @@
 package rowcodec
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"time"
@@ -20,9 +21,7 @@ import (
 // equal to Key, else ErrInvalidInput naming row and field, and nothing is built. mem nil means
 // memory.DefaultAllocator; the caller releases the record.
 func (c *Codec) Build(mem memory.Allocator, rows []Row, seqs []int64, shard string, deleted []bool) (arrow.RecordBatch, error) {
-	if mem == nil {
-		mem = memory.DefaultAllocator
-	}
+	mem = cmp.Or(mem, memory.DefaultAllocator)
 	n := len(rows)
 	if len(seqs) != n {
 		return nil, invalidf("build: %d rows but %d sequences", n, len(seqs))

@@ -74,18 +74,15 @@ func (c *Codec) View(rec arrow.RecordBatch) (RecordView, error) {
 		return RecordView{}, corruptf("record is nil")
 	}
 	var v RecordView
-	var err error
-	if v.key, err = viewColumn[*array.String](rec, c.names[c.key]); err != nil {
-		return RecordView{}, err
-	}
-	if v.seq, err = viewColumn[*array.Int64](rec, ColSeq); err != nil {
-		return RecordView{}, err
-	}
-	if v.shard, err = viewColumn[*array.String](rec, ColShard); err != nil {
-		return RecordView{}, err
-	}
-	if v.deleted, err = viewColumn[*array.Boolean](rec, ColDeleted); err != nil {
-		return RecordView{}, err
+	var errs [4]error
+	v.key, errs[0] = viewColumn[*array.String](rec, c.names[c.key])
+	v.seq, errs[1] = viewColumn[*array.Int64](rec, ColSeq)
+	v.shard, errs[2] = viewColumn[*array.String](rec, ColShard)
+	v.deleted, errs[3] = viewColumn[*array.Boolean](rec, ColDeleted)
+	for _, err := range errs { // the first failing column's, in the order above
+		if err != nil {
+			return RecordView{}, err
+		}
 	}
 	return v, nil
 }

@@ -38,11 +38,6 @@ type Config struct {
 	MetricsHandler client.MetricsHandler `json:"-"`
 }
 
-// DefaultConfig is the local dev server's address and namespace, without TLS.
-func DefaultConfig() Config {
-	return Config{HostPort: DefaultHostPort, Namespace: DefaultNamespace}
-}
-
 // ClientOptions turns the config into SDK client options. logger may be nil.
 func (c Config) ClientOptions(logger *zap.Logger) (client.Options, error) {
 	opts := client.Options{

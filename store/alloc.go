@@ -8,8 +8,6 @@ import (
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
-
-	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
 // Memory accounting: the budget is the footprint. A memAccount is the Arrow allocator of one
@@ -335,33 +333,44 @@ func (p *bufferPool) trim(extra int64) {
 // errBufferRefused: the account of a read could not hold the object's bytes without waiting.
 var errBufferRefused = fmt.Errorf("%w: no room for the object's bytes", ErrBudgetBusy)
 
-// readBuffer returns the allocator of one Bucket read into buffers of a, the first taking over
-// the prepaid bytes; a read a cannot hold fails with errBufferRefused instead of waiting. A
-// read of an object longer than its storage reported asks again (objstore.Alloc), so each
-// buffer is charged and kept until free, which returns them to the pool and credits whatever
-// no buffer took.
-func (a *memAccount) readBuffer(prepaid int64) (alloc objstore.Alloc, free func()) {
-	var bufs [][]byte
-	alloc = func(n int) ([]byte, error) {
-		if a == nil {
-			return make([]byte, 0, n), nil
-		}
-		b, ok := a.buffer(n, prepaid)
-		if !ok {
-			return nil, errBufferRefused
-		}
-		bufs, prepaid = append(bufs, b), 0
-		return b, nil
+// readBuf is the buffers one Bucket read takes from an account. A read of an object longer
+// than its storage reported asks again (objstore.Alloc), so each buffer is charged and kept
+// until free; held says what they cost together.
+type readBuf struct {
+	acct    *memAccount
+	prepaid int64 // charged before the read; the first buffer takes it over
+	bufs    [][]byte
+	held    int64
+}
+
+// readBuffer returns the buffers of one read from a, the first taking over the prepaid bytes;
+// a read a cannot hold fails with errBufferRefused instead of waiting.
+func (a *memAccount) readBuffer(prepaid int64) *readBuf {
+	return &readBuf{acct: a, prepaid: prepaid}
+}
+
+// alloc is the read's objstore.Alloc.
+func (r *readBuf) alloc(n int) ([]byte, error) {
+	if r.acct == nil {
+		return make([]byte, 0, n), nil
 	}
-	return alloc, func() {
-		for _, b := range bufs {
-			a.Free(b)
-		}
-		bufs = nil
-		if prepaid > 0 {
-			a.uncharge(prepaid)
-			prepaid = 0
-		}
+	b, ok := r.acct.buffer(n, r.prepaid)
+	if !ok {
+		return nil, errBufferRefused
+	}
+	r.bufs, r.prepaid, r.held = append(r.bufs, b), 0, r.held+int64(cap(b))
+	return b, nil
+}
+
+// free returns the buffers to the pool and credits whatever no buffer took. Idempotent.
+func (r *readBuf) free() {
+	for _, b := range r.bufs {
+		r.acct.Free(b)
+	}
+	r.bufs, r.held = nil, 0
+	if r.prepaid > 0 {
+		r.acct.uncharge(r.prepaid)
+		r.prepaid = 0
 	}
 }
 

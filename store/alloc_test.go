@@ -87,10 +87,10 @@ func TestMemAccountBufferRefusesInsteadOfWaiting(t *testing.T) {
 	require.False(t, ok, "beyond the reservation, with nothing free: refused")
 	require.Equal(t, int64(cap(buf)), a.Allocated(), "a refused buffer charges nothing")
 
-	alloc, free := a.readBuffer(0)
-	_, err := alloc(2 << 20)
+	rbuf := a.readBuffer(0)
+	_, err := rbuf.alloc(2 << 20)
 	require.ErrorIs(t, err, ErrBudgetBusy)
-	free()
+	rbuf.free()
 
 	other.Release()
 	big, ok := a.buffer(2<<20, 0)

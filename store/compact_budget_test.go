@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/stretchr/testify/require"
 
+	"github.com/walkeeper/walkeeper/internal/testkit/s3test"
 	"github.com/walkeeper/walkeeper/store/manifest"
 )
 
@@ -135,4 +136,55 @@ func bigList(t *testing.T, s *Store) map[string]string {
 		}
 		after = page.Next
 	}
+}
+
+// A pass's inputs read from storage that reports no length (an S3-compatible server that sends
+// no Content-Length) outgrow their first buffers: what the pass counts as held by each read is
+// every buffer the account was charged for, not the capacity of the bytes it kept.
+func TestCompactionCountsTheBuffersItsInputsOutgrew(t *testing.T) {
+	ctx := context.Background()
+	s3test.SetCredentials(t)
+	srv, err := s3test.New(s3test.Options{Buckets: []string{"compactheld"}, Wrap: s3test.WithoutContentLength})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	budget := NewBudget(64 << 20)
+	db := openTestDB(t, srv.BucketURL("compactheld"), "w1", func(o *Options) { o.MergeMaxGenerations = 1; o.Budget = budget })
+	s := createGeneric(t, db, "compactheld", false)
+	for g := 0; g < 3; g++ {
+		var rs []Row
+		for i := 0; i < 200; i++ {
+			k := fmt.Sprintf("k%04d", i*3+g)
+			rs = append(rs, Row{Key: k, Values: []any{k, int64(i), compressiblePad}})
+		}
+		appendRows(t, s, rs...)
+		flush(t, s)
+	}
+	_, err = s.MergeAll(ctx)
+	require.NoError(t, err)
+	want := allRows(t, s, SourceAll)
+	snap, err := s.snapshot(ctx, false)
+	require.NoError(t, err)
+	require.Len(t, snap.base.Runs, 3)
+
+	res := mustReserve(t, budget, 16<<20)
+	acct := newMemAccount(res, budget)
+	ins, release, err := s.readCompactInputs(ctx, acct, snap.base.Runs)
+	require.NoError(t, err)
+	var held int64
+	for _, in := range ins {
+		require.Greater(t, in.buf.held, int64(cap(in.data)), "the read outgrew the 0 bytes reported")
+		held += in.buf.held
+	}
+	require.Equal(t, acct.Allocated(), held, "the inputs hold what the account was charged")
+	require.Greater(t, compactNeed(ins), held)
+	release()
+	require.Zero(t, acct.Allocated())
+	res.Release()
+
+	out, err := s.CompactBase(ctx, CompactParams{MaxRuns: -1})
+	require.NoError(t, err)
+	require.True(t, out.Committed)
+	require.Equal(t, 1, out.RunsLeft)
+	require.Zero(t, budget.Reserved())
+	require.Equal(t, want, allRows(t, s, SourceAll))
 }

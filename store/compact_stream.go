@@ -37,14 +37,13 @@ func compactRunGuess(r manifest.Run) int64 {
 	return min(compactRunWindow, 4*min(max(r.Bytes, 0), compactRunWindow)+64<<10) // no wrap near 2^63
 }
 
-// compactInput is one input run of a pass: its object bytes, what its read holds of the
-// account (more than data's capacity when the object outgrew the size its storage reported)
-// and its footer's bounds.
+// compactInput is one input run of a pass: its object bytes, the buffers its read holds (more
+// than data's capacity when the object outgrew the size its storage reported) and its
+// footer's bounds.
 type compactInput struct {
 	meta   manifest.Run
 	data   []byte
-	held   int64
-	free   func()
+	buf    *readBuf
 	window int64
 }
 
@@ -53,22 +52,21 @@ func (s *Store) readCompactInputs(ctx context.Context, acct *memAccount, inputs 
 	var ins []*compactInput
 	release = func() { // idempotent
 		for _, in := range ins {
-			in.free()
+			in.buf.free()
 		}
 		ins = nil
 	}
 	for _, r := range inputs {
-		alloc, free := acct.readBuffer(0)
-		before := acct.Allocated()
-		data, err := s.readRunObject(ctx, r.Path, r.Checksum, r.Bytes, alloc)
+		buf := acct.readBuffer(0)
+		data, err := s.readRunObject(ctx, r.Path, r.Checksum, r.Bytes, buf.alloc)
 		if err != nil {
-			free()
+			buf.free()
 			if errors.Is(err, errBufferRefused) {
 				err = fmt.Errorf("run %s is larger than the pass reserved: %w", r.ID, ErrBudgetBusy)
 			}
 			return nil, release, fmt.Errorf("read run %s: %w", r.ID, err)
 		}
-		in := &compactInput{meta: r, data: data, held: acct.Allocated() - before, free: free}
+		in := &compactInput{meta: r, data: data, buf: buf}
 		ins = append(ins, in)
 		what := "run " + r.Path
 		rb, err := openRunBatches(ctx, acct, data, s.codec, what)
@@ -86,7 +84,7 @@ func (s *Store) readCompactInputs(ctx context.Context, acct *memAccount, inputs 
 func compactNeed(ins []*compactInput) int64 {
 	n := int64(compactOutputWindow)
 	for _, in := range ins {
-		n += in.held + in.window
+		n += in.buf.held + in.window
 	}
 	return n
 }

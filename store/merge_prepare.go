@@ -377,17 +377,17 @@ func releaseMergeInputs(files []*sortedFile, frees []func(), from int) {
 // caching into a buffer of acct, since a merge reads each generation once just before it
 // dies; free (nil for a cached file) returns the bytes to acct after the record is released.
 func (s *Store) readGenForMerge(ctx context.Context, acct *memAccount, p, checksum string, recBytes, prepaid int64) (_ *sortedFile, free func(), _ error) {
-	alloc, freeBuf := acct.readBuffer(prepaid)
+	buf := acct.readBuffer(prepaid)
 	if f := s.db.cache.peek(p); f != nil {
-		freeBuf() // credits the prepaid bytes
+		buf.free() // credits the prepaid bytes
 		return f, nil, nil
 	}
-	f, err := s.readGen(ctx, readSource{path: p, checksum: checksum, bytes: recBytes}, alloc, acct)
+	f, err := s.readGen(ctx, readSource{path: p, checksum: checksum, bytes: recBytes}, buf.alloc, acct)
 	if err != nil {
-		freeBuf()
+		buf.free()
 		return nil, nil, err
 	}
-	return f, freeBuf, nil
+	return f, buf.free, nil
 }
 
 // mergedMeanwhile turns a generation read that failed because another attempt committed and

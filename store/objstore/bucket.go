@@ -310,8 +310,8 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 // the Go heap), since ReadAll doubles its way to about twice the object; with limit >= 0 a
 // longer object fails with ErrTooLarge and no more than limit+1 bytes are read. A body longer
 // than reported (a store may report 0 or -1 for a body it then delivers) is read on into
-// buffers twice as large, at most limit+1, that alloc gives too, so every byte a read holds
-// is one alloc provided (Alloc).
+// buffers twice as large (at least readGrowthFloor, at most limit+1) that alloc gives too, so
+// every byte a read holds is one alloc provided (Alloc).
 func readSized(r io.Reader, size, limit int64, alloc Alloc) ([]byte, error) {
 	if limit >= 0 {
 		if size > limit {
@@ -334,7 +334,7 @@ func readSized(r io.Reader, size, limit int64, alloc Alloc) ([]byte, error) {
 	for {
 		if len(buf) == cap(buf) {
 			// REQUIRES: len(buf) <= limit when limit >= 0 (checked below), so the buffer grows.
-			want := 2 * cap(buf)
+			want := max(2*cap(buf), readGrowthFloor)
 			if limit >= 0 {
 				want = int(min(int64(want), limit+1))
 			}
@@ -357,6 +357,11 @@ func readSized(r io.Reader, size, limit int64, alloc Alloc) ([]byte, error) {
 		}
 	}
 }
+
+// readGrowthFloor is the least a read that outgrows its reported size grows to: a body
+// reported as 0 bytes would otherwise start from one byte and take about 27 buffers to reach
+// 64 MiB, each one an allocation, a charge and a copy.
+const readGrowthFloor = 64 << 10
 
 // heapAlloc is the Alloc of a read into the Go heap.
 func heapAlloc(n int) ([]byte, error) { return make([]byte, 0, n), nil }

@@ -57,7 +57,7 @@ func (l *loadGen) storeURL(base string) string {
 	return strings.TrimRight(base, "/") + "/api/v1/stores/" + string(l.target.Kind) + "/" + l.target.Name
 }
 
-func (l *loadGen) do(ctx context.Context, method, url string, body any) (int, http.Header, []byte, error) {
+func (l *loadGen) post(ctx context.Context, url string, body any) (int, http.Header, []byte, error) {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -66,7 +66,7 @@ func (l *loadGen) do(ctx context.Context, method, url string, body any) (int, ht
 		}
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, rd)
 	if err != nil {
 		return 0, nil, nil, err
 	}
@@ -91,7 +91,7 @@ func (l *loadGen) create(ctx context.Context) error {
 	if l.target.Kind == store.KindGeneric {
 		body = demoSchema
 	}
-	code, _, data, err := l.do(ctx, http.MethodPost, l.storeURL(l.urls[0]), body)
+	code, _, data, err := l.post(ctx, l.storeURL(l.urls[0]), body)
 	if err != nil {
 		return fmt.Errorf("create %s: %w", l.target, err)
 	}
@@ -142,7 +142,7 @@ func (l *loadGen) run(ctx context.Context) error {
 			seq++
 		}
 		base := l.urls[i%len(l.urls)]
-		code, hdr, data, err := l.do(ctx, http.MethodPost, l.storeURL(base)+"/rows", rows)
+		code, hdr, data, err := l.post(ctx, l.storeURL(base)+"/rows", rows)
 		var wait time.Duration
 		switch {
 		case err != nil && ctx.Err() != nil:
@@ -179,7 +179,7 @@ func (l *loadGen) interval() time.Duration {
 
 func (l *loadGen) flushAll(ctx context.Context) {
 	for _, base := range l.urls {
-		code, _, data, err := l.do(ctx, http.MethodPost, l.storeURL(base)+"/flush", nil)
+		code, _, data, err := l.post(ctx, l.storeURL(base)+"/flush", nil)
 		if err == nil && code == http.StatusOK {
 			l.flushes.Add(1)
 			continue

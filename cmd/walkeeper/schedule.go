@@ -40,11 +40,17 @@ func (s *scheduleFlags) id() (string, store.Target, error) {
 	return temporaladmin.TargetScheduleID(t), t, nil
 }
 
-// checkEnsure refuses, before anything is dialed, an --every or --window that is not positive,
-// a negative --jitter (else it would silently mean none), and an --every or --window that
-// Temporal (a schedule fires at most once a second) or the sweep's windows would refuse.
-func (s *scheduleFlags) checkEnsure() error {
+// maxNoteBytes bounds --note, which the schedule keeps and describe prints.
+const maxNoteBytes = 1024
+
+// check refuses, before anything is dialed: for ensure, an --every or --window that is not
+// positive, a negative --jitter (else it would silently mean none), and an --every or --window
+// that Temporal (a schedule fires at most once a second) or the sweep's windows would refuse;
+// and a --note that is longer than maxNoteBytes, not UTF-8 (Temporal's gRPC request would not
+// encode) or more than one line.
+func (s *scheduleFlags) check(ensure bool) error {
 	switch {
+	case !ensure:
 	case s.every <= 0:
 		return cli.Usagef("--every must be positive")
 	case s.window <= 0:
@@ -54,27 +60,17 @@ func (s *scheduleFlags) checkEnsure() error {
 	case s.target != "" && s.every < temporaladmin.MinScheduleInterval:
 		return cli.Usagef("--every %s: a schedule fires at most once every %s", s.every, temporaladmin.MinScheduleInterval)
 	case s.target != "":
-		return nil
 	case s.every < contract.MinSweepInterval || s.every > contract.MaxSweepInterval:
 		return cli.Usagef("--every %s: want %s to %s", s.every, contract.MinSweepInterval, contract.MaxSweepInterval)
 	case s.window < contract.MinSweepWindow || s.window > contract.MaxSweepWindow:
 		return cli.Usagef("--window %s: want %s to %s", s.window, contract.MinSweepWindow, contract.MaxSweepWindow)
 	}
-	return nil
-}
-
-// maxNoteBytes bounds --note, which the schedule keeps and describe prints.
-const maxNoteBytes = 1024
-
-// checkNote refuses a --note that is longer than maxNoteBytes, not UTF-8 (Temporal's gRPC
-// request would not encode) or more than one line.
-func checkNote(note string) error {
 	switch {
-	case len(note) > maxNoteBytes:
-		return cli.Usagef("--note is %d bytes long, at most %d allowed", len(note), maxNoteBytes)
-	case !utf8.ValidString(note):
+	case len(s.note) > maxNoteBytes:
+		return cli.Usagef("--note is %d bytes long, at most %d allowed", len(s.note), maxNoteBytes)
+	case !utf8.ValidString(s.note):
 		return cli.Usagef("--note is not valid UTF-8")
-	case strings.IndexFunc(note, unicode.IsControl) >= 0:
+	case strings.IndexFunc(s.note, unicode.IsControl) >= 0:
 		return cli.Usagef("--note holds a control character")
 	}
 	return nil
@@ -114,12 +110,7 @@ Both use a one-minute catch-up window.`,
 			if err != nil {
 				return err
 			}
-			if cmd.Name() == "ensure" {
-				if err := sf.checkEnsure(); err != nil {
-					return err
-				}
-			}
-			if err := checkNote(sf.note); err != nil {
+			if err := sf.check(cmd.Name() == "ensure"); err != nil {
 				return err
 			}
 			g.devDefaults(cmd) // a running dev's Temporal, unless --temporal says otherwise

@@ -192,10 +192,9 @@ func (l *loadGen) flushAll(ctx context.Context) {
 	}
 }
 
-func newLoadCmd(g *globalOptions) *cobra.Command {
+func newLoadCmd() *cobra.Command {
 	l := &loadGen{}
 	var (
-		urls   []string
 		target string
 		create bool
 	)
@@ -214,12 +213,12 @@ A worker that answers 503 (too many pending generations) is waited out per Retry
 			if err != nil {
 				return err
 			}
-			if len(urls) == 0 {
+			if len(l.urls) == 0 {
 				return cli.Usagef("--http needs at least one worker URL")
 			}
 			// A URL a request cannot be sent to failed every append as a connection error,
 			// which the load waits out until --duration ends.
-			for _, u := range urls {
+			for _, u := range l.urls {
 				p, err := url.Parse(u)
 				if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
 					return cli.Usagef("--http %q is not an http:// or https:// URL with a host", contract.Clip(u, 256))
@@ -244,7 +243,7 @@ A worker that answers 503 (too many pending generations) is waited out per Retry
 			if create && t.Kind != store.KindGeneric {
 				return cli.Usagef("--create only makes generic stores; %s must exist", t)
 			}
-			l.target, l.urls, l.out = t, urls, cmd.ErrOrStderr()
+			l.target, l.out = t, cmd.ErrOrStderr()
 			if l.keySpace <= 0 {
 				l.keySpace = 5000
 			}
@@ -263,7 +262,7 @@ A worker that answers 503 (too many pending generations) is waited out per Retry
 		},
 	}
 	f := cmd.Flags()
-	f.StringSliceVar(&urls, "http", []string{"http://127.0.0.1:8081"}, "worker base URL(s), comma-separated")
+	f.StringSliceVar(&l.urls, "http", []string{"http://127.0.0.1:8081"}, "worker base URL(s), comma-separated")
 	f.StringVar(&target, "target", "generic:demo", "store to append to, <kind>:<name>")
 	f.BoolVar(&create, "create", false, "create the (generic) store first")
 	worker.StringKnobVar(f, &l.token, "auth-token", "", "bearer token for the workers")

@@ -28,18 +28,6 @@ type scheduleFlags struct {
 	note   string
 }
 
-// id is the schedule the flags select and, with --target, its target.
-func (s *scheduleFlags) id() (string, store.Target, error) {
-	if s.target == "" {
-		return temporaladmin.SweepScheduleID, store.Target{}, nil
-	}
-	t, err := parseTarget(s.target)
-	if err != nil {
-		return "", t, err
-	}
-	return temporaladmin.TargetScheduleID(t), t, nil
-}
-
 // maxNoteBytes bounds --note, which the schedule keeps and describe prints.
 const maxNoteBytes = 1024
 
@@ -106,9 +94,13 @@ Both use a one-minute catch-up window.`,
 	// they select and t, with --target, its target.
 	with := func(run func(ctx context.Context, c client.Client, id string, t store.Target, out io.Writer) error) func(*cobra.Command, []string) error {
 		return func(cmd *cobra.Command, a []string) error {
-			id, t, err := sf.id()
-			if err != nil {
-				return err
+			id, t := temporaladmin.SweepScheduleID, store.Target{}
+			if sf.target != "" {
+				parsed, err := parseTarget(sf.target)
+				if err != nil {
+					return err
+				}
+				id, t = temporaladmin.TargetScheduleID(parsed), parsed
 			}
 			if err := sf.check(cmd.Name() == "ensure"); err != nil {
 				return err

@@ -38,7 +38,7 @@ const maxNoteBytes = 1024
 // encode) or more than one line.
 func (s *scheduleFlags) check(ensure bool) error {
 	switch {
-	case !ensure:
+	case !ensure: // the interval flags are ensure's
 	case s.every <= 0:
 		return cli.Usagef("--every must be positive")
 	case s.window <= 0:
@@ -47,7 +47,7 @@ func (s *scheduleFlags) check(ensure bool) error {
 		return cli.Usagef("--jitter must not be negative, got %s", s.jitter)
 	case s.target != "" && s.every < temporaladmin.MinScheduleInterval:
 		return cli.Usagef("--every %s: a schedule fires at most once every %s", s.every, temporaladmin.MinScheduleInterval)
-	case s.target != "":
+	case s.target != "": // the sweep's ranges do not apply to a target's schedule
 	case s.every < contract.MinSweepInterval || s.every > contract.MaxSweepInterval:
 		return cli.Usagef("--every %s: want %s to %s", s.every, contract.MinSweepInterval, contract.MaxSweepInterval)
 	case s.window < contract.MinSweepWindow || s.window > contract.MaxSweepWindow:

@@ -283,9 +283,6 @@ const runningOfChunk = 100
 // runningOf returns the types of the running merges and compactions of stores, by target:
 // visibility requests by workflow ID, one per runningOfChunk stores.
 func runningOf(ctx context.Context, c client.Client, stores []store.StoreInfo) (map[string][]string, error) {
-	if len(stores) == 0 {
-		return nil, nil
-	}
 	out := make(map[string][]string, len(stores))
 	for chunk := range slices.Chunk(stores, runningOfChunk) {
 		ids := make([]string, 0, 2*len(chunk))

@@ -109,7 +109,8 @@ func savedViews(t *store.Target, slowerThan time.Duration, behind int) []savedVi
 }
 
 func writeQueries(out io.Writer, views []savedView, links uiLinks, temporalCLI, hostPort string) error {
-	fmt.Fprintf(out, "Saved views for Temporal Web (namespace %s): paste a query into the Workflows search box, then \"Save as view\".\n", links.namespace)
+	fmt.Fprintf(out, "Saved views for Temporal Web (namespace %s): paste a query into the Workflows search box, then \"Save as view\".\n",
+		links.namespace)
 	for _, v := range views {
 		fmt.Fprintf(out, "\n%s\n  %s\n  %s\n", v.name, v.query, links.list(v.query))
 	}

@@ -137,7 +137,8 @@ type shardsPage struct {
 
 // parsePages checks the flags that page the list of stores (--after, --limit: no TARGET) and
 // a store's shards (--shards-after, --shards-limit: a TARGET), and parses --after.
-func parsePages(cmd *cobra.Command, target *store.Target, after string, limit int, shards shardsPage) (statusPage, error) {
+func parsePages(cmd *cobra.Command, target *store.Target, after string, limit int,
+	shards shardsPage) (statusPage, error) {
 	flags, pg := cmd.Flags(), statusPage{limit: limit}
 	var err error
 	switch {

@@ -40,14 +40,6 @@ type devState struct {
 	Log         string   `json:"log,omitempty"`
 }
 
-// defaultDevDataDir is dev's --data default, or $WALKEEPER_DEV_DATA.
-func defaultDevDataDir() string {
-	if d := os.Getenv(devDataEnv); d != "" {
-		return d
-	}
-	return filepath.Join(".cache", "dev")
-}
-
 // writeDevState replaces dir/dev.json atomically through a temp file created new (O_EXCL,
 // 0600), so nothing left at its name receives the state.
 func writeDevState(dir string, st devState) error {
@@ -86,7 +78,8 @@ func readDevState(dir string) (devState, bool) {
 // devDefaults fills in, from a running dev, the Temporal address and namespace that neither
 // the command line nor the environment set, and returns the dev's state (zero: none runs).
 func (g *globalOptions) devDefaults(cmd *cobra.Command) devState {
-	st, ok := readDevState(defaultDevDataDir())
+	// $WALKEEPER_DEV_DATA, else dev's --data default.
+	st, ok := readDevState(cmp.Or(os.Getenv(devDataEnv), filepath.Join(".cache", "dev")))
 	if !ok {
 		return st
 	}

@@ -57,7 +57,7 @@ func (l *loadGen) storeURL(base string) string {
 	return strings.TrimRight(base, "/") + "/api/v1/stores/" + string(l.target.Kind) + "/" + l.target.Name
 }
 
-func (l *loadGen) do(ctx context.Context, method, url string, body any) (int, http.Header, []byte, error) {
+func (l *loadGen) post(ctx context.Context, url string, body any) (int, http.Header, []byte, error) {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -66,7 +66,7 @@ func (l *loadGen) do(ctx context.Context, method, url string, body any) (int, ht
 		}
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, rd)
 	if err != nil {
 		return 0, nil, nil, err
 	}
@@ -91,7 +91,7 @@ func (l *loadGen) create(ctx context.Context) error {
 	if l.target.Kind == store.KindGeneric {
 		body = demoSchema
 	}
-	code, _, data, err := l.do(ctx, http.MethodPost, l.storeURL(l.urls[0]), body)
+	code, _, data, err := l.post(ctx, l.storeURL(l.urls[0]), body)
 	if err != nil {
 		return fmt.Errorf("create %s: %w", l.target, err)
 	}
@@ -142,7 +142,7 @@ func (l *loadGen) run(ctx context.Context) error {
 			seq++
 		}
 		base := l.urls[i%len(l.urls)]
-		code, hdr, data, err := l.do(ctx, http.MethodPost, l.storeURL(base)+"/rows", rows)
+		code, hdr, data, err := l.post(ctx, l.storeURL(base)+"/rows", rows)
 		var wait time.Duration
 		switch {
 		case err != nil && ctx.Err() != nil:
@@ -179,7 +179,7 @@ func (l *loadGen) interval() time.Duration {
 
 func (l *loadGen) flushAll(ctx context.Context) {
 	for _, base := range l.urls {
-		code, _, data, err := l.do(ctx, http.MethodPost, l.storeURL(base)+"/flush", nil)
+		code, _, data, err := l.post(ctx, l.storeURL(base)+"/flush", nil)
 		if err == nil && code == http.StatusOK {
 			l.flushes.Add(1)
 			continue
@@ -192,10 +192,9 @@ func (l *loadGen) flushAll(ctx context.Context) {
 	}
 }
 
-func newLoadCmd(g *globalOptions) *cobra.Command {
+func newLoadCmd() *cobra.Command {
 	l := &loadGen{}
 	var (
-		urls   []string
 		target string
 		create bool
 	)
@@ -214,12 +213,12 @@ A worker that answers 503 (too many pending generations) is waited out per Retry
 			if err != nil {
 				return err
 			}
-			if len(urls) == 0 {
+			if len(l.urls) == 0 {
 				return cli.Usagef("--http needs at least one worker URL")
 			}
 			// A URL a request cannot be sent to failed every append as a connection error,
 			// which the load waits out until --duration ends.
-			for _, u := range urls {
+			for _, u := range l.urls {
 				p, err := url.Parse(u)
 				if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
 					return cli.Usagef("--http %q is not an http:// or https:// URL with a host", contract.Clip(u, 256))
@@ -244,7 +243,7 @@ A worker that answers 503 (too many pending generations) is waited out per Retry
 			if create && t.Kind != store.KindGeneric {
 				return cli.Usagef("--create only makes generic stores; %s must exist", t)
 			}
-			l.target, l.urls, l.out = t, urls, cmd.ErrOrStderr()
+			l.target, l.out = t, cmd.ErrOrStderr()
 			if l.keySpace <= 0 {
 				l.keySpace = 5000
 			}
@@ -263,7 +262,7 @@ A worker that answers 503 (too many pending generations) is waited out per Retry
 		},
 	}
 	f := cmd.Flags()
-	f.StringSliceVar(&urls, "http", []string{"http://127.0.0.1:8081"}, "worker base URL(s), comma-separated")
+	f.StringSliceVar(&l.urls, "http", []string{"http://127.0.0.1:8081"}, "worker base URL(s), comma-separated")
 	f.StringVar(&target, "target", "generic:demo", "store to append to, <kind>:<name>")
 	f.BoolVar(&create, "create", false, "create the (generic) store first")
 	worker.StringKnobVar(f, &l.token, "auth-token", "", "bearer token for the workers")

@@ -58,14 +58,14 @@ Start everything locally (Temporal dev server with Web UI, workers, demo load):
 	g.register(root.PersistentFlags())
 	root.AddCommand(
 		newDevCmd(g),
-		newWorkerCmd(g),
+		newWorkerCmd(),
 		newMergeCmd(g),
 		newCompactCmd(g),
 		newStatusCmd(g),
 		newHistoryCmd(g),
 		newQueriesCmd(g),
 		newScheduleCmd(g),
-		newLoadCmd(g),
+		newLoadCmd(),
 		newQuarantineCmd(g),
 	)
 	return root

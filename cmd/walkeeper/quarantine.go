@@ -16,7 +16,7 @@ import (
 // newQuarantineCmd is `walkeeper quarantine TARGET OBJECT_KEY --reason TEXT`
 // (store/quarantine.go).
 func newQuarantineCmd(g *globalOptions) *cobra.Command {
-	var storage, reason string
+	var reason string
 	var asJSON, release bool
 	// What a release reads follows the workers' settings (a WAL object's limit decision 0731, a
 	// run's decision 0771): the command takes them as the workers do, so that it reads the
@@ -55,10 +55,9 @@ settings (they read the workers' environment variables). Anything else is refuse
 			if err != nil {
 				return err
 			}
-			if storage == "" {
+			if cfg.Storage == "" {
 				return cli.Usagef("--storage is required (or set WALKEEPER_STORAGE)")
 			}
-			cfg.Storage = storage
 			if err := cfg.Validate(); err != nil {
 				return cli.Usagef("%v", err)
 			}
@@ -79,7 +78,7 @@ settings (they read the workers' environment variables). Anything else is refuse
 			if cfg.MergeBudgetBytes > 0 {
 				opts.Budget = store.NewBudget(cfg.MergeBudgetBytes)
 			}
-			db, err := openStorage(ctx, storage, "walkeeper-quarantine", logger, opts)
+			db, err := openStorage(ctx, cfg.Storage, "walkeeper-quarantine", logger, opts)
 			if err != nil {
 				return err
 			}
@@ -108,7 +107,7 @@ settings (they read the workers' environment variables). Anything else is refuse
 			return nil
 		},
 	}
-	worker.StringKnobVar(cmd.Flags(), &storage, "storage", "", "storage root URL")
+	worker.StringKnobVar(cmd.Flags(), &cfg.Storage, "storage", "", "storage root URL")
 	cfg.RegisterKnobFlags(cmd.Flags(), "memtable-bytes", "group-commit-max-rows", "merge-budget-bytes")
 	cmd.Flags().StringVar(&reason, "reason", "", "why, recorded in the manifest next to the object (required)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")

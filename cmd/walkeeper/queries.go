@@ -53,7 +53,7 @@ Nothing is contacted: the command only prints. The links use --ui, else the runn
 			}
 			st := g.devDefaults(cmd)
 			links := uiLinks{base: uiBaseOrDev(ui, st), namespace: g.temporal.Namespace}
-			return writeQueries(cmd.OutOrStdout(), savedViews(t, slowerThan, behind), links, cmp.Or(st.TemporalCLI, "temporal"), g.temporal.HostPort, g.temporal.Namespace)
+			return writeQueries(cmd.OutOrStdout(), savedViews(t, slowerThan, behind), links, cmp.Or(st.TemporalCLI, "temporal"), g.temporal.HostPort)
 		},
 	}
 	registerUIFlag(cmd, &ui)
@@ -108,14 +108,15 @@ func savedViews(t *store.Target, slowerThan time.Duration, behind int) []savedVi
 	return v
 }
 
-func writeQueries(out io.Writer, views []savedView, links uiLinks, temporalCLI, hostPort, ns string) error {
-	fmt.Fprintf(out, "Saved views for Temporal Web (namespace %s): paste a query into the Workflows search box, then \"Save as view\".\n", ns)
+func writeQueries(out io.Writer, views []savedView, links uiLinks, temporalCLI, hostPort string) error {
+	fmt.Fprintf(out, "Saved views for Temporal Web (namespace %s): paste a query into the Workflows search box, then \"Save as view\".\n",
+		links.namespace)
 	for _, v := range views {
 		fmt.Fprintf(out, "\n%s\n  %s\n  %s\n", v.name, v.query, links.list(v.query))
 	}
 	if len(views) > 0 {
 		fmt.Fprintf(out, "\nFrom a terminal, e.g.:\n  %s workflow list --address %s --namespace %s --query '%s'\n",
-			temporalCLI, hostPort, ns, strings.ReplaceAll(views[0].query, "'", `'\''`))
+			temporalCLI, hostPort, links.namespace, strings.ReplaceAll(views[0].query, "'", `'\''`))
 	}
 	_, err := fmt.Fprintln(out, "\nThe trigger, pending-at-start, reclaimed and bytes values of each run: walkeeper history TARGET")
 	return err

@@ -28,23 +28,17 @@ type scheduleFlags struct {
 	note   string
 }
 
-// id is the schedule the flags select and, with --target, its target.
-func (s *scheduleFlags) id() (string, store.Target, error) {
-	if s.target == "" {
-		return temporaladmin.SweepScheduleID, store.Target{}, nil
-	}
-	t, err := parseTarget(s.target)
-	if err != nil {
-		return "", t, err
-	}
-	return temporaladmin.TargetScheduleID(t), t, nil
-}
+// maxNoteBytes bounds --note, which the schedule keeps and describe prints.
+const maxNoteBytes = 1024
 
-// checkEnsure refuses, before anything is dialed, an --every or --window that is not positive,
-// a negative --jitter (else it would silently mean none), and an --every or --window that
-// Temporal (a schedule fires at most once a second) or the sweep's windows would refuse.
-func (s *scheduleFlags) checkEnsure() error {
+// check refuses, before anything is dialed: for ensure, an --every or --window that is not
+// positive, a negative --jitter (else it would silently mean none), and an --every or --window
+// that Temporal (a schedule fires at most once a second) or the sweep's windows would refuse;
+// and a --note that is longer than maxNoteBytes, not UTF-8 (Temporal's gRPC request would not
+// encode) or more than one line.
+func (s *scheduleFlags) check(ensure bool) error {
 	switch {
+	case !ensure: // the interval flags are ensure's
 	case s.every <= 0:
 		return cli.Usagef("--every must be positive")
 	case s.window <= 0:
@@ -53,28 +47,18 @@ func (s *scheduleFlags) checkEnsure() error {
 		return cli.Usagef("--jitter must not be negative, got %s", s.jitter)
 	case s.target != "" && s.every < temporaladmin.MinScheduleInterval:
 		return cli.Usagef("--every %s: a schedule fires at most once every %s", s.every, temporaladmin.MinScheduleInterval)
-	case s.target != "":
-		return nil
+	case s.target != "": // the sweep's ranges do not apply to a target's schedule
 	case s.every < contract.MinSweepInterval || s.every > contract.MaxSweepInterval:
 		return cli.Usagef("--every %s: want %s to %s", s.every, contract.MinSweepInterval, contract.MaxSweepInterval)
 	case s.window < contract.MinSweepWindow || s.window > contract.MaxSweepWindow:
 		return cli.Usagef("--window %s: want %s to %s", s.window, contract.MinSweepWindow, contract.MaxSweepWindow)
 	}
-	return nil
-}
-
-// maxNoteBytes bounds --note, which the schedule keeps and describe prints.
-const maxNoteBytes = 1024
-
-// checkNote refuses a --note that is longer than maxNoteBytes, not UTF-8 (Temporal's gRPC
-// request would not encode) or more than one line.
-func checkNote(note string) error {
 	switch {
-	case len(note) > maxNoteBytes:
-		return cli.Usagef("--note is %d bytes long, at most %d allowed", len(note), maxNoteBytes)
-	case !utf8.ValidString(note):
+	case len(s.note) > maxNoteBytes:
+		return cli.Usagef("--note is %d bytes long, at most %d allowed", len(s.note), maxNoteBytes)
+	case !utf8.ValidString(s.note):
 		return cli.Usagef("--note is not valid UTF-8")
-	case strings.IndexFunc(note, unicode.IsControl) >= 0:
+	case strings.IndexFunc(s.note, unicode.IsControl) >= 0:
 		return cli.Usagef("--note holds a control character")
 	}
 	return nil
@@ -110,16 +94,15 @@ Both use a one-minute catch-up window.`,
 	// they select and t, with --target, its target.
 	with := func(run func(ctx context.Context, c client.Client, id string, t store.Target, out io.Writer) error) func(*cobra.Command, []string) error {
 		return func(cmd *cobra.Command, a []string) error {
-			id, t, err := sf.id()
-			if err != nil {
-				return err
-			}
-			if cmd.Name() == "ensure" {
-				if err := sf.checkEnsure(); err != nil {
+			id, t := temporaladmin.SweepScheduleID, store.Target{}
+			if sf.target != "" {
+				parsed, err := parseTarget(sf.target)
+				if err != nil {
 					return err
 				}
+				id, t = temporaladmin.TargetScheduleID(parsed), parsed
 			}
-			if err := checkNote(sf.note); err != nil {
+			if err := sf.check(cmd.Name() == "ensure"); err != nil {
 				return err
 			}
 			g.devDefaults(cmd) // a running dev's Temporal, unless --temporal says otherwise

@@ -68,11 +68,8 @@ Temporal is asked.`,
 			if err != nil {
 				return err
 			}
-			pg, err := parseStatusPage(cmd, target, after, limit)
+			pg, err := parsePages(cmd, target, after, limit, shards)
 			if err != nil {
-				return err
-			}
-			if err := parseShardsPage(cmd, target, &shards); err != nil {
 				return err
 			}
 			if err := contract.CheckMergeRunTimeout(deadline); err != nil {
@@ -132,43 +129,37 @@ type statusPage struct {
 	limit int
 }
 
-func parseStatusPage(cmd *cobra.Command, target *store.Target, after string, limit int) (statusPage, error) {
-	flags := cmd.Flags()
-	if target != nil && (flags.Changed("after") || flags.Changed("limit")) {
-		return statusPage{}, cli.Usagef("--after and --limit page the list of stores: they take no TARGET")
-	}
-	if limit < 1 || limit > store.MaxListPage {
-		return statusPage{}, cli.Usagef("--limit %d: want 1 to %d", limit, store.MaxListPage)
-	}
-	pg := statusPage{limit: limit}
-	if after != "" {
-		t, err := store.ParseTarget(after)
-		if err != nil {
-			return statusPage{}, cli.Usagef("--after: %v", err)
-		}
-		pg.after = t
-	}
-	return pg, nil
-}
-
 // shardsPage is the page of a target's shards `walkeeper status TARGET` prints.
 type shardsPage struct {
 	after string // "": from the first shard
 	limit int
 }
 
-func parseShardsPage(cmd *cobra.Command, target *store.Target, pg *shardsPage) error {
-	flags := cmd.Flags()
-	if target == nil && (flags.Changed("shards-after") || flags.Changed("shards-limit")) {
-		return cli.Usagef("--shards-after and --shards-limit page a store's shards: they need a TARGET")
+// parsePages checks the flags that page the list of stores (--after, --limit: no TARGET) and
+// a store's shards (--shards-after, --shards-limit: a TARGET), and parses --after.
+func parsePages(cmd *cobra.Command, target *store.Target, after string, limit int,
+	shards shardsPage) (statusPage, error) {
+	flags, pg := cmd.Flags(), statusPage{limit: limit}
+	var err error
+	switch {
+	case target != nil && (flags.Changed("after") || flags.Changed("limit")):
+		return pg, cli.Usagef("--after and --limit page the list of stores: they take no TARGET")
+	case limit < 1 || limit > store.MaxListPage:
+		return pg, cli.Usagef("--limit %d: want 1 to %d", limit, store.MaxListPage)
+	case after != "":
+		if pg.after, err = store.ParseTarget(after); err != nil {
+			return pg, cli.Usagef("--after: %v", err)
+		}
 	}
-	if pg.limit < 1 || pg.limit > store.MaxStatsShards {
-		return cli.Usagef("--shards-limit %d: want 1 to %d", pg.limit, store.MaxStatsShards)
+	switch {
+	case target == nil && (flags.Changed("shards-after") || flags.Changed("shards-limit")):
+		return pg, cli.Usagef("--shards-after and --shards-limit page a store's shards: they need a TARGET")
+	case shards.limit < 1 || shards.limit > store.MaxStatsShards:
+		return pg, cli.Usagef("--shards-limit %d: want 1 to %d", shards.limit, store.MaxStatsShards)
+	case shards.after != "" && !store.IsShardID(shards.after):
+		return pg, cli.Usagef("--shards-after %q: not a shard id (the cursor a previous page printed)", contract.Clip(shards.after, 256))
 	}
-	if pg.after != "" && !store.IsShardID(pg.after) {
-		return cli.Usagef("--shards-after %q: not a shard id (the cursor a previous page printed)", contract.Clip(pg.after, 256))
-	}
-	return nil
+	return pg, nil
 }
 
 // statusAll prints one page of stores and of running workflows. Memory, output and requests
@@ -293,9 +284,6 @@ const runningOfChunk = 100
 // runningOf returns the types of the running merges and compactions of stores, by target:
 // visibility requests by workflow ID, one per runningOfChunk stores.
 func runningOf(ctx context.Context, c client.Client, stores []store.StoreInfo) (map[string][]string, error) {
-	if len(stores) == 0 {
-		return nil, nil
-	}
 	out := make(map[string][]string, len(stores))
 	for chunk := range slices.Chunk(stores, runningOfChunk) {
 		ids := make([]string, 0, 2*len(chunk))

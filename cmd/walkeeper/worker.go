@@ -14,7 +14,7 @@ import (
 	"github.com/walkeeper/walkeeper/worker"
 )
 
-func newWorkerCmd(g *globalOptions) *cobra.Command {
+func newWorkerCmd() *cobra.Command {
 	cfg := worker.DefaultConfig()
 	var dialWait time.Duration
 	cmd := &cobra.Command{

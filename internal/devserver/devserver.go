@@ -316,10 +316,8 @@ func FindCLI(explicit string) (string, error) {
 	if gobin := os.Getenv("GOBIN"); gobin != "" {
 		dirs = append(dirs, gobin)
 	}
-	if gopath := cachebin.GoEnv("GOPATH"); gopath != "" {
-		for _, d := range filepath.SplitList(gopath) {
-			dirs = append(dirs, filepath.Join(d, "bin"))
-		}
+	for _, d := range filepath.SplitList(cachebin.GoEnv("GOPATH")) { // none when unset
+		dirs = append(dirs, filepath.Join(d, "bin"))
 	}
 	if home, err := os.UserHomeDir(); err == nil {
 		dirs = append(dirs, filepath.Join(home, "go", "bin"))
@@ -368,8 +366,7 @@ func installCLI(ctx context.Context, progress io.Writer) (string, error) {
 	cmd := exec.CommandContext(ctx, "go", "install", CLIModule+"@"+CLIVersion)
 	cmd.Env = append(os.Environ(), "GOBIN="+dir, "CGO_ENABLED=0", "GOFLAGS=")
 	var out bytes.Buffer
-	cmd.Stdout = &out
-	cmd.Stderr = &out
+	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		return "", fmt.Errorf("go install %s: %w", CLIModule, err)

@@ -121,13 +121,10 @@ func testGetMissing(t *testing.T, b *objstore.Bucket) {
 
 func testPutGetRoundTrip(t *testing.T, b *objstore.Bucket) {
 	ctx := context.Background()
-	payload := []byte{0, 1, 2, 255, '\n', 'x'}
-	if err := b.Put(ctx, "dir/obj.bin", payload); err != nil {
-		t.Fatal(err)
-	}
-	got, err := b.Get(ctx, "dir/obj.bin")
-	if err != nil || !bytes.Equal(got, payload) {
-		t.Fatalf("Get = %v, %v; want %v", got, err, payload)
+	payload := "\x00\x01\x02\xff\nx"
+	mustPut(t, b, "dir/obj.bin", payload)
+	if got := mustGet(t, b, "dir/obj.bin"); got != payload {
+		t.Fatalf("Get = %q; want %q", got, payload)
 	}
 	if ok, err := b.Exists(ctx, "dir/obj.bin"); err != nil || !ok {
 		t.Fatalf("Exists = %v, %v", ok, err)

@@ -104,16 +104,6 @@ const (
 	raceSizeEnv  = "WALKEEPER_BUCKET_RACE_SIZE"
 )
 
-// raceStartAhead is how far ahead of its release a round's puts are scheduled: enough
-// for every child to read its line and build its payload on a loaded 2-core machine (a large
-// payload is tens of MiB to fill, race detector included).
-func raceStartAhead(payload int) time.Duration {
-	if payload >= largeRace {
-		return 250 * time.Millisecond
-	}
-	return 10 * time.Millisecond
-}
-
 // attempt is one writer's PutIfAbsent of one round, with its wall-clock interval in a
 // process race (the racers are processes on one machine, so their clocks agree).
 type attempt struct {
@@ -135,6 +125,13 @@ func RaceProcesses(t *testing.T, url string, opts RaceOptions) {
 		t.Fatalf("RaceProcesses: bad options %+v", opts)
 	}
 	children := startChildren(t, opts, url)
+	// How far ahead of its release a round's puts are scheduled: enough for every child to
+	// read its line and build its payload on a loaded 2-core machine (a large payload is tens
+	// of MiB to fill, race detector included).
+	startAhead := 10 * time.Millisecond
+	if opts.PayloadSize >= largeRace {
+		startAhead = 250 * time.Millisecond
+	}
 	// Rounds are released one at a time to every child, and every answer is awaited before the
 	// next, so every key is contended by every process.
 	attempts := make([][]attempt, opts.Rounds)
@@ -143,7 +140,7 @@ func RaceProcesses(t *testing.T, url string, opts RaceOptions) {
 		// its put at the same instant, a little ahead: woken one after another by the
 		// writes, a child that finishes a fast upload (file:// writes 17 MiB in milliseconds)
 		// before the next is scheduled would make the race a sequence.
-		startAt := time.Now().Add(raceStartAhead(opts.PayloadSize)).UnixNano()
+		startAt := time.Now().Add(startAhead).UnixNano()
 		for _, c := range children {
 			if _, err := fmt.Fprintf(c.stdin, "%d %d\n", i, startAt); err != nil {
 				t.Fatalf("%s: %v; stderr: %s", c.id, err, c.stderr.String())

@@ -123,14 +123,8 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 	if c.pg, err = startPostgres(ctx, pgBin, filepath.Join(o.Dir, "postgres.log")); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(progress, "temporalcluster: PostgreSQL on 127.0.0.1:%d (%s)\n", c.pg.Port(), time.Since(start).Round(time.Millisecond))
-	schemaLog, err := os.Create(filepath.Join(o.Dir, "schema.log"))
-	if err != nil {
-		return nil, err
-	}
-	err = setupSchemas(ctx, sqlTool, schemaRoot, c.pg.Port(), schemaLog)
-	_ = schemaLog.Close()
-	if err != nil {
+	fmt.Fprintf(progress, "temporalcluster: PostgreSQL on 127.0.0.1:%d (%s)\n", c.pg.port, time.Since(start).Round(time.Millisecond))
+	if err := setupSchemas(ctx, sqlTool, schemaRoot, c.pg.port, filepath.Join(o.Dir, "schema.log")); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(progress, "temporalcluster: schemas applied (%s)\n", time.Since(start).Round(time.Millisecond))
@@ -144,7 +138,7 @@ func Start(ctx context.Context, o Options) (_ *Cluster, err error) {
 		return nil, err
 	}
 	c.port = ports[0]
-	cfg, err := serverConfig(ports, c.pg.Port(), dcPath, o.MetricsPort)
+	cfg, err := serverConfig(ports, c.pg.port, dcPath, o.MetricsPort)
 	if err != nil {
 		return nil, err
 	}

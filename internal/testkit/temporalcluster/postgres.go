@@ -19,16 +19,16 @@ import (
 // loopback: a throw-away test database, never a deployment).
 const PostgresUser = "temporal"
 
-// StopMode says how PostgreSQL is stopped.
-type StopMode int
+// StopMode says how PostgreSQL is stopped: the signal its postmaster gets.
+type StopMode syscall.Signal
 
 const (
 	// Fast rolls back open transactions, checkpoints and exits (SIGINT): a clean restart.
-	Fast StopMode = iota
+	Fast = StopMode(syscall.SIGINT)
 	// Immediate exits at once without a checkpoint (SIGQUIT), like a crash: the next start
 	// runs crash recovery from the WAL. Committed transactions survive (fsync is off, but the
 	// OS keeps the page cache; only a machine crash would lose them).
-	Immediate
+	Immediate = StopMode(syscall.SIGQUIT)
 )
 
 // Postgres is a PostgreSQL server in a private data directory on a loopback port.
@@ -97,9 +97,6 @@ func postgresCredential() (*syscall.Credential, error) {
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
 }
 
-// Port is the server's TCP port on 127.0.0.1.
-func (pg *Postgres) Port() int { return pg.port }
-
 // Start starts the server on its data directory and port, and waits until it accepts
 // connections. fsync and full-page writes are off: a test database need not survive a
 // machine crash, and on a shared 2-core machine they cost seconds per Temporal start.
@@ -134,11 +131,7 @@ func (pg *Postgres) Stop(mode StopMode) error {
 	if pg.p == nil {
 		return nil
 	}
-	sig := syscall.SIGINT
-	if mode == Immediate {
-		sig = syscall.SIGQUIT
-	}
-	return pg.p.Stop(sig, time.Minute)
+	return pg.p.Stop(syscall.Signal(mode), time.Minute)
 }
 
 // remove stops the server and deletes its data directory.

@@ -24,11 +24,17 @@ const SchemaScript = "deploy/temporal/setup-postgres.sh"
 
 // setupSchemas creates both databases and applies every versioned schema step with the
 // server's own tool, through SchemaScript: exactly what an operator's compose set-up runs.
-func setupSchemas(ctx context.Context, sqlTool, schemaRoot string, port int, log *os.File) error {
+// The tool's output goes to logPath.
+func setupSchemas(ctx context.Context, sqlTool, schemaRoot string, port int, logPath string) error {
 	root, err := cachebin.ModuleRoot()
 	if err != nil {
 		return err
 	}
+	log, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	defer log.Close()
 	cmd := exec.CommandContext(ctx, "sh", filepath.Join(root, SchemaScript))
 	cmd.Env = append(os.Environ(),
 		"SQL_TOOL="+sqlTool,
@@ -43,7 +49,7 @@ func setupSchemas(ctx context.Context, sqlTool, schemaRoot string, port int, log
 	)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("%s: %w (output in %s)", SchemaScript, err, log.Name())
+		return fmt.Errorf("%s: %w (output in %s)", SchemaScript, err, logPath)
 	}
 	return nil
 }

@@ -66,7 +66,7 @@ func SelectedMode() (Mode, error) {
 // ExternalConfig is the connection to the server named by EnvHostPort. An empty namespace
 // here means the caller's.
 func ExternalConfig() temporaladmin.Config {
-	cfg := temporaladmin.Config{
+	return temporaladmin.Config{
 		HostPort:      os.Getenv(EnvHostPort),
 		Namespace:     os.Getenv(EnvNamespace),
 		TLSCert:       os.Getenv(EnvTLSCert),
@@ -74,12 +74,8 @@ func ExternalConfig() temporaladmin.Config {
 		TLSCA:         os.Getenv(EnvTLSCA),
 		TLSServerName: os.Getenv(EnvTLSServerName),
 		APIKey:        os.Getenv(EnvAPIKey),
+		TLS:           slices.Contains([]string{"1", "true", "yes", "on"}, strings.ToLower(os.Getenv(EnvTLS))),
 	}
-	switch strings.ToLower(os.Getenv(EnvTLS)) {
-	case "1", "true", "yes", "on":
-		cfg.TLS = true
-	}
-	return cfg
 }
 
 // server is a Temporal server of one Mode: started with its files in a directory, or

@@ -40,14 +40,23 @@ type Suite struct {
 	binDir   string
 	nsNext   atomic.Int32
 	failed   atomic.Bool
-
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
+	binary   func() (string, error) // WalkeeperBinary, once
 }
 
 // NewSuite returns a suite; its Main runs the tests.
-func NewSuite(o SuiteOptions) *Suite { return &Suite{opts: o} }
+func NewSuite(o SuiteOptions) *Suite {
+	s := &Suite{opts: o}
+	s.binary = sync.OnceValues(func() (string, error) {
+		if p := os.Getenv(o.BinaryEnv); p != "" { // os.Getenv("") is ""
+			if !cachebin.IsExecutable(p) {
+				return "", fmt.Errorf("%s=%s: not an executable file", o.BinaryEnv, p)
+			}
+			return p, nil
+		}
+		return walkeeperproc.Build(filepath.Join(s.binDir, "walkeeper"))
+	})
+	return s
+}
 
 // Main starts the server, runs m and stops everything; the result is the exit code.
 func (s *Suite) Main(m *testing.M) int {
@@ -156,17 +165,4 @@ func (s *Suite) CLIPath() string { return s.cliPath }
 func (s *Suite) LogPath(name string) string { return filepath.Join(s.logDir, name+".log") }
 
 // WalkeeperBinary returns $BinaryEnv when set, else ./cmd/walkeeper built once.
-func (s *Suite) WalkeeperBinary() (string, error) {
-	s.buildOnce.Do(func() {
-		if p := os.Getenv(s.opts.BinaryEnv); p != "" { // os.Getenv("") is ""
-			if !cachebin.IsExecutable(p) {
-				s.buildErr = fmt.Errorf("%s=%s: not an executable file", s.opts.BinaryEnv, p)
-				return
-			}
-			s.binPath = p
-			return
-		}
-		s.binPath, s.buildErr = walkeeperproc.Build(filepath.Join(s.binDir, "walkeeper"))
-	})
-	return s.binPath, s.buildErr
-}
+func (s *Suite) WalkeeperBinary() (string, error) { return s.binary() }

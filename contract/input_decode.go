@@ -16,8 +16,8 @@ import (
 // encoding/json does, but leaves a value of the wrong type zero and reports it in *bad.
 func decodeInput(data []byte, dst any, bad *error) error {
 	err := json.Unmarshal(data, dst)
-	var te *json.UnmarshalTypeError
-	if !errors.As(err, &te) {
+	te, ok := errors.AsType[*json.UnmarshalTypeError](err)
+	if !ok {
 		*bad = nil
 		return err
 	}

@@ -58,8 +58,7 @@ func (in MaintenanceSweepInput) WithDefaults() MaintenanceSweepInput {
 	in.Concurrency = cmp.Or(in.Concurrency, DefaultSweepConcurrency)
 	in.StartSpacing = cmp.Or(in.StartSpacing, DefaultSweepStartSpacing)
 	if in.ParallelPrepare == nil {
-		on := true
-		in.ParallelPrepare = &on
+		in.ParallelPrepare = new(true)
 	}
 	return in
 }

@@ -16,8 +16,7 @@ type CompactBaseInput struct {
 	// Trigger and TriggerReason: see MergeWalInput.
 	Trigger       string `json:"trigger,omitempty"`
 	TriggerReason string `json:"trigger_reason,omitempty"`
-	// decodeErr is the first value of the wrong type its JSON held (input_decode.go).
-	decodeErr error
+	decodeErr     error
 }
 
 // CompactBaseResult is CompactBase's result.

@@ -158,7 +158,6 @@ type ReconcileDemandInput struct {
 	// Runs counts the workflow runs of this reconcile before this one.
 	Runs      int       `json:"runs,omitempty"`
 	StartedAt time.Time `json:"started_at,omitzero"`
-	// decodeErr is the first value of the wrong type its JSON held (input_decode.go).
 	decodeErr error
 }
 

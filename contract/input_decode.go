@@ -9,14 +9,15 @@ import (
 
 // A workflow input is JSON anyone with namespace access types, and a value of the wrong type
 // would fail the run with the SDK's retryable decode error, no InvalidInput. So every input
-// type decodes such a value as its zero and keeps the first as an input error for Validate.
+// type's UnmarshalJSON (below) decodes such a value as its zero and keeps the first as an
+// input error in its decodeErr field, for Validate to report.
 
 // decodeInput decodes data into dst (a pointer to a type without its own UnmarshalJSON) as
 // encoding/json does, but leaves a value of the wrong type zero and reports it in *bad.
 func decodeInput(data []byte, dst any, bad *error) error {
 	err := json.Unmarshal(data, dst)
-	var te *json.UnmarshalTypeError
-	if !errors.As(err, &te) {
+	te, ok := errors.AsType[*json.UnmarshalTypeError](err)
+	if !ok {
 		*bad = nil
 		return err
 	}
@@ -32,37 +33,31 @@ func decodeInput(data []byte, dst any, bad *error) error {
 	return nil
 }
 
-// UnmarshalJSON decodes a MergeWal input; a value of the wrong type is Validate's error.
 func (in *MergeWalInput) UnmarshalJSON(data []byte) error {
 	type plain MergeWalInput
 	return decodeInput(data, (*plain)(in), &in.decodeErr)
 }
 
-// UnmarshalJSON decodes a CompactBase input; a value of the wrong type is Validate's error.
 func (in *CompactBaseInput) UnmarshalJSON(data []byte) error {
 	type plain CompactBaseInput
 	return decodeInput(data, (*plain)(in), &in.decodeErr)
 }
 
-// UnmarshalJSON decodes a sweep input; a value of the wrong type is Validate's error.
 func (in *MaintenanceSweepInput) UnmarshalJSON(data []byte) error {
 	type plain MaintenanceSweepInput
 	return decodeInput(data, (*plain)(in), &in.decodeErr)
 }
 
-// UnmarshalJSON decodes a window input; a value of the wrong type is Validate's error.
 func (in *SweepWindowInput) UnmarshalJSON(data []byte) error {
 	type plain SweepWindowInput
 	return decodeInput(data, (*plain)(in), &in.decodeErr)
 }
 
-// UnmarshalJSON decodes a MergeWalTick input; a value of the wrong type is Validate's error.
 func (in *MergeWalTickInput) UnmarshalJSON(data []byte) error {
 	type plain MergeWalTickInput
 	return decodeInput(data, (*plain)(in), &in.decodeErr)
 }
 
-// UnmarshalJSON decodes a reconcile input; a value of the wrong type is Validate's error.
 func (in *ReconcileDemandInput) UnmarshalJSON(data []byte) error {
 	type plain ReconcileDemandInput
 	return decodeInput(data, (*plain)(in), &in.decodeErr)

@@ -2,6 +2,7 @@ package contract
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"reflect"
 	"strconv"
@@ -111,7 +112,7 @@ func memberName(rawKey []byte) []byte {
 // name is the clipped path of member key of the object at w.path.
 func (w *unknownWalk) name(key []byte) string {
 	var b strings.Builder
-	for _, s := range w.path {
+	for _, s := range append(w.path, pathStep{key: key}) {
 		switch {
 		case s.name == "[]":
 			b.WriteString("[" + strconv.Itoa(s.index) + "]")
@@ -119,16 +120,8 @@ func (w *unknownWalk) name(key []byte) string {
 		case b.Len() > 0:
 			b.WriteByte('.')
 		}
-		if s.name != "" {
-			b.WriteString(Clip(s.name, quotedMax))
-		} else {
-			b.WriteString(Clip(string(s.key), quotedMax))
-		}
+		b.WriteString(Clip(cmp.Or(s.name, string(s.key)), quotedMax))
 	}
-	if b.Len() > 0 {
-		b.WriteByte('.')
-	}
-	b.WriteString(Clip(string(key), quotedMax))
 	return Clip(b.String(), 2*quotedMax)
 }
 

@@ -48,8 +48,7 @@ type MergeWalInput struct {
 	// FairnessWeight is the kind's fairness weight the starter was configured with (0 =
 	// DefaultFairnessWeight), carried so the whole chain uses the weight recorded at start.
 	FairnessWeight float64 `json:"fairness_weight,omitempty"`
-	// decodeErr is the first value of the wrong type its JSON held (input_decode.go).
-	decodeErr error
+	decodeErr      error
 }
 
 // MergeWalCarry is the state one run hands to the next over continue-as-new.

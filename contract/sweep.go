@@ -37,8 +37,7 @@ type MaintenanceSweepInput struct {
 	// ParallelPrepare: MergeWal starts for a target with more than one pending shard ask for
 	// parallel prepares (commits stay one at a time). Default (nil) true.
 	ParallelPrepare *bool `json:"parallel_prepare,omitempty"`
-	// decodeErr is the first value of the wrong type its JSON held (input_decode.go).
-	decodeErr error
+	decodeErr       error
 }
 
 // MaintenanceSweepResult reports one sweep.
@@ -73,8 +72,7 @@ const (
 	// DefaultSweepStartBatch: 256 starts are one StartWorkflows activity, at most 88 KiB of
 	// input and 96 KiB of result with 128-byte store names (TestStartBatchPayloadBounded).
 	DefaultSweepStartBatch = 256
-	// MaxSweepStarts bounds MaxStarts.
-	MaxSweepStarts = 50_000
+	MaxSweepStarts         = 50_000
 	// MaxStartBatch bounds StartBatch: 512 starts with 128-byte names are at most 175 KiB
 	// in and 191 KiB out, under MaxPayloadBytes.
 	MaxStartBatch = 512
@@ -124,8 +122,7 @@ type SweepSkip struct {
 
 // MergeWalTickInput is the input of MergeWalTick, the action of per-target schedules.
 type MergeWalTickInput struct {
-	Target string `json:"target"`
-	// decodeErr is the first value of the wrong type its JSON held (input_decode.go).
+	Target    string `json:"target"`
 	decodeErr error
 }
 

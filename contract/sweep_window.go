@@ -63,8 +63,7 @@ type SweepWindowInput struct {
 	EventBudget int `json:"event_budget,omitempty"`
 	// Carry is the state of the window across its continue-as-new runs (nil in the first;
 	// a start that sets it fails).
-	Carry *SweepWindowCarry `json:"carry,omitempty"`
-	// decodeErr is the first value of the wrong type its JSON held (input_decode.go).
+	Carry     *SweepWindowCarry `json:"carry,omitempty"`
 	decodeErr error
 }
 

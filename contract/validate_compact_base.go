@@ -6,9 +6,8 @@ import "cmp"
 const (
 	// DefaultCompactMaxPasses and MaxCompactMaxPasses: passes of one CompactBase, each a
 	// CompactBase activity.
-	DefaultCompactMaxPasses = 16
-	MaxCompactMaxPasses     = 1000
-	// DefaultCompactTargetRuns: stop once the base has at most this many runs.
+	DefaultCompactMaxPasses  = 16
+	MaxCompactMaxPasses      = 1000
 	DefaultCompactTargetRuns = 4
 	// MaxCompactRuns bounds max_runs (0 = the store's 16, -1 = every run, else at least 2:
 	// rewriting one run changes nothing) and target_runs.

@@ -24,9 +24,8 @@ const (
 	// MaxMergeGenerations bounds max_generations (0 = no cap: the worker's merge budget
 	// still bounds a pass's memory).
 	MaxMergeGenerations = 100_000
-	// MinMergeBytes and MaxMergeBytes bound max_bytes (0 = no cap, as above).
-	MinMergeBytes = 1 << 20
-	MaxMergeBytes = 64 << 30
+	MinMergeBytes       = 1 << 20
+	MaxMergeBytes       = 64 << 30
 	// Schedule-to-start on the owner's queue before the shared queue takes over: below a
 	// second every Prepare would time out and run twice.
 	DefaultScheduleToStartTimeout = 30 * time.Second

@@ -10,17 +10,13 @@ import (
 // Defaults and bounds of MaintenanceSweepInput and SweepWindowInput (docs/TEMPORAL.md,
 // "Workflow inputs"); the bounds apply to the value after defaults.
 const (
-	// DefaultSweepMergeMinGenerations and MaxSweepMergeMinGenerations bound
-	// merge_min_generations.
 	DefaultSweepMergeMinGenerations = 8
 	MaxSweepMergeMinGenerations     = 100_000
 	// max_pending_age (negative = off): a month is as good as off; a millisecond is as
 	// eager as merge_min_generations 1, which max_starts already bounds.
-	DefaultSweepMaxPendingAge = 10 * time.Minute
-	MinSweepMaxPendingAge     = time.Millisecond
-	MaxSweepMaxPendingAge     = 30 * 24 * time.Hour
-	// DefaultSweepCompactMinRuns and MaxSweepCompactMinRuns bound compact_min_runs
-	// (negative = off).
+	DefaultSweepMaxPendingAge  = 10 * time.Minute
+	MinSweepMaxPendingAge      = time.Millisecond
+	MaxSweepMaxPendingAge      = 30 * 24 * time.Hour
 	DefaultSweepCompactMinRuns = 32
 	MaxSweepCompactMinRuns     = 100_000
 	// DefaultSweepConcurrency and MaxSweepConcurrency: StartWorkflows activities of one
@@ -40,9 +36,8 @@ const (
 	// each a few billable actions.
 	MinSweepInterval = time.Second
 	MaxSweepInterval = MaxSweepWindow
-	// MinSweepWindow and MaxSweepWindow bound how long one window runs rounds.
-	MinSweepWindow = time.Second
-	MaxSweepWindow = 24 * time.Hour
+	MinSweepWindow   = time.Second
+	MaxSweepWindow   = 24 * time.Hour
 	// MinSweepEventBudget and MaxSweepEventBudget bound event_budget: below 100 a window
 	// would continue as new after nearly every round; above MaxSweepEvents the last round
 	// (at most MaxSweepEvents more) could pass Temporal's 10,240-event warning.
@@ -63,8 +58,7 @@ func (in MaintenanceSweepInput) WithDefaults() MaintenanceSweepInput {
 	in.Concurrency = cmp.Or(in.Concurrency, DefaultSweepConcurrency)
 	in.StartSpacing = cmp.Or(in.StartSpacing, DefaultSweepStartSpacing)
 	if in.ParallelPrepare == nil {
-		on := true
-		in.ParallelPrepare = &on
+		in.ParallelPrepare = new(true)
 	}
 	return in
 }

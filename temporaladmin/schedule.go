@@ -48,11 +48,8 @@ func ensureSchedule(ctx context.Context, c client.Client, id string, every, jitt
 		CatchupWindow: catchupWindow,
 		Note:          scheduleNote,
 	})
-	if err == nil {
-		return nil
-	}
 	if !errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
-		return fmt.Errorf("create schedule %s: %w", id, err)
+		return scheduleError("create", id, err)
 	}
 	err = c.ScheduleClient().GetHandle(ctx, id).Update(ctx, client.ScheduleUpdateOptions{
 		DoUpdate: func(in client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
@@ -74,21 +71,24 @@ func ensureSchedule(ctx context.Context, c client.Client, id string, every, jitt
 			return &client.ScheduleUpdate{Schedule: &s}, nil
 		},
 	})
-	if err != nil {
-		return fmt.Errorf("update schedule %s: %w", id, err)
+	return scheduleError("update", id, err)
+}
+
+// scheduleError is err of operation op on schedule id, naming both; nil stays nil.
+func scheduleError(op, id string, err error) error {
+	if err == nil {
+		return nil
 	}
-	return nil
+	return fmt.Errorf("%s schedule %s: %w", op, id, err)
 }
 
 // PauseSchedule pauses schedule id with an operator note; pausing walkeeper-sweep also
 // cancels its running window, so sweeps stop now, not at the window's end.
 func PauseSchedule(ctx context.Context, c client.Client, id, note string) error {
 	note = cmp.Or(note, "paused with walkeeper")
-	if err := c.ScheduleClient().GetHandle(ctx, id).Pause(ctx, client.SchedulePauseOptions{Note: note}); err != nil {
-		return fmt.Errorf("pause schedule %s: %w", id, err)
-	}
-	if id != SweepScheduleID {
-		return nil
+	err := c.ScheduleClient().GetHandle(ctx, id).Pause(ctx, client.SchedulePauseOptions{Note: note})
+	if err != nil || id != SweepScheduleID {
+		return scheduleError("pause", id, err)
 	}
 	windows, _, err := runningSweepWindows(ctx, c)
 	if err != nil {
@@ -101,11 +101,9 @@ func PauseSchedule(ctx context.Context, c client.Client, id, note string) error 
 // none runs, so sweeps resume at once and not at the next whole window.
 func ResumeSchedule(ctx context.Context, c client.Client, id, note string) error {
 	note = cmp.Or(note, "resumed with walkeeper")
-	if err := c.ScheduleClient().GetHandle(ctx, id).Unpause(ctx, client.ScheduleUnpauseOptions{Note: note}); err != nil {
-		return fmt.Errorf("resume schedule %s: %w", id, err)
-	}
-	if id != SweepScheduleID {
-		return nil
+	err := c.ScheduleClient().GetHandle(ctx, id).Unpause(ctx, client.ScheduleUnpauseOptions{Note: note})
+	if err != nil || id != SweepScheduleID {
+		return scheduleError("resume", id, err)
 	}
 	return startSweepWindowIfIdle(ctx, c)
 }
@@ -117,19 +115,14 @@ func TriggerSchedule(ctx context.Context, c client.Client, id string) error {
 }
 
 func trigger(ctx context.Context, c client.Client, id string, overlap enumspb.ScheduleOverlapPolicy) error {
-	if err := c.ScheduleClient().GetHandle(ctx, id).Trigger(ctx, client.ScheduleTriggerOptions{Overlap: overlap}); err != nil {
-		return fmt.Errorf("trigger schedule %s: %w", id, err)
-	}
-	return nil
+	err := c.ScheduleClient().GetHandle(ctx, id).Trigger(ctx, client.ScheduleTriggerOptions{Overlap: overlap})
+	return scheduleError("trigger", id, err)
 }
 
 // DescribeSchedule returns the schedule's spec, state and recent/next actions.
 func DescribeSchedule(ctx context.Context, c client.Client, id string) (*client.ScheduleDescription, error) {
 	d, err := c.ScheduleClient().GetHandle(ctx, id).Describe(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("describe schedule %s: %w", id, err)
-	}
-	return d, nil
+	return d, scheduleError("describe", id, err)
 }
 
 // DeleteSchedule deletes schedule id; running workflows it started keep running, except
@@ -142,8 +135,8 @@ func DeleteSchedule(ctx context.Context, c client.Client, id string) error {
 			return err
 		}
 	}
-	if err := c.ScheduleClient().GetHandle(ctx, id).Delete(ctx); err != nil {
-		return fmt.Errorf("delete schedule %s: %w", id, err)
+	if err := scheduleError("delete", id, c.ScheduleClient().GetHandle(ctx, id).Delete(ctx)); err != nil {
+		return err
 	}
 	return cancelSweepWindows(ctx, c, windows)
 }

@@ -315,12 +315,9 @@ func timeToMerge(ctx context.Context, c client.Client, since time.Time, planted 
 		for t, at := range planted {
 			if st, ok := starts[contract.MergeWalID(t)]; ok {
 				n++
-				// A sweep that has not begun cannot start a store.
-				from := at
-				if since.After(from) {
-					from = since
-				}
-				worst = max(worst, st.Sub(from))
+				// From the later of planting and the sweep's start: a sweep that has not begun cannot
+				// start a store.
+				worst = max(worst, min(st.Sub(at), st.Sub(since)))
 			}
 		}
 		if n == len(planted) || time.Now().After(deadline) {

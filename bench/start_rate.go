@@ -22,9 +22,6 @@ import (
 // startRateInFlight are the starts in flight measured, one after another.
 var startRateInFlight = []int{16, 64, 128}
 
-// startRPCBudget is the SDK's default RPCTimeout, after which a start gives up retrying.
-const startRPCBudget = 10 * time.Second
-
 // startRateNeeded starts 10,000 stores (1 % of 1M) within a one-minute sweep interval.
 const startRateNeeded = 10_000.0 / 60
 

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -67,9 +68,10 @@ const baselineLabel = "baseline (old serial sweeper)"
 
 func incidentDefaults(o Options) incidentParams {
 	p := incidentParams{
-		Shards:     fullOrQuick(o, 20, 4),
-		Rollout:    fullOrQuick(o, 300, 120),
-		Duration:   fullOrQuick(o, 4*time.Minute, 40*time.Second),
+		// A flag's value where it is given (positive), else the mode's default.
+		Shards:     cmp.Or(max(o.Shards, 0), fullOrQuick(o, 20, 4)),
+		Rollout:    cmp.Or(max(o.Stores, 0), fullOrQuick(o, 300, 120)),
+		Duration:   cmp.Or(max(o.Duration, 0), fullOrQuick(o, 4*time.Minute, 40*time.Second)),
 		Latency:    o.latency(fullOrQuick(o, 10*time.Millisecond, 25*time.Millisecond)),
 		SealEvery:  time.Second,
 		SweepEvery: 5 * time.Second,
@@ -78,21 +80,9 @@ func incidentDefaults(o Options) incidentParams {
 		GenericEvery: 250 * time.Millisecond,
 		RolloutEvery: 5 * time.Second,
 		StoreTimeout: 30 * time.Second,
-		MaxGens:      store.DefaultOptions().MergeMaxGenerations,
+		MaxGens:      cmp.Or(max(o.MergeMaxGenerations, 0), store.DefaultOptions().MergeMaxGenerations),
 		// Parallel prepares, as the worker's default; WALKEEPER_BENCH_SERIAL=1 replays serial ones.
 		Parallel: worker.DefaultConfig().MergeParallelPrepare && os.Getenv("WALKEEPER_BENCH_SERIAL") == "",
-	}
-	if o.Shards > 0 {
-		p.Shards = o.Shards
-	}
-	if o.Stores > 0 {
-		p.Rollout = o.Stores
-	}
-	if o.Duration > 0 {
-		p.Duration = o.Duration
-	}
-	if o.MergeMaxGenerations > 0 {
-		p.MaxGens = o.MergeMaxGenerations
 	}
 	if p.wide() {
 		p.PrepareConcurrency = wideTablePrepareConcurrency

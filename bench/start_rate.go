@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -26,10 +27,7 @@ var startRateInFlight = []int{16, 64, 128}
 const startRateNeeded = 10_000.0 / 60
 
 func runStartRate(ctx context.Context, o Options, res *Result) error {
-	n := o.Stores
-	if n <= 0 {
-		n = fullOrQuick(o, 10_000, 300)
-	}
+	n := cmp.Or(max(o.Stores, 0), fullOrQuick(o, 10_000, 300))
 	res.params("starts", n, "in_flight", startRateInFlight, "workers", "none (nothing started runs)")
 	tenv, err := startTemporal(ctx, o, o.OutDir, devserver.Options{})
 	if err != nil {

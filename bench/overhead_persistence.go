@@ -152,7 +152,9 @@ func persistenceBreakdown(servers []*overheadServer, merges int) Table {
 			reqs += perRun
 			total += perRun * mean
 		}
-		slices.SortFunc(rows, func(a, b row) int { return cmp.Or(cmp.Compare(b.time, a.time), strings.Compare(a.op, b.op)) })
+		slices.SortFunc(rows, func(a, b row) int {
+			return cmp.Or(cmp.Compare(b.time, a.time), strings.Compare(a.op, b.op))
+		})
 		for _, r := range rows[:min(8, len(rows))] {
 			t.Rows = append(t.Rows, []string{sv.name, r.op, fmt.Sprintf("%.1f", r.perRun), fmt.Sprintf("%.2f", r.mean), fmt.Sprintf("%.1f", r.time)})
 		}

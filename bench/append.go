@@ -65,17 +65,14 @@ func appendLatency(ctx context.Context, o Options, res *Result, dir string) erro
 			// Each phase's p50 and p99 and its pooled latencies, by whether merges ran (busy).
 			p50s, p99s, pooled := map[bool][]float64{}, map[bool][]float64{}, map[bool][]time.Duration{}
 			var merged atomic.Int64
-			// reset restores the store before every phase: own shard merged, 40 bulk generations pending.
 			mergeShard := func(shard string) error {
 				if _, err := mstore.MergeOnce(ctx, shard); err != nil && !errors.Is(err, store.ErrStalePreparation) {
 					return err
 				}
 				return nil
 			}
+			// reset restores the store before every phase: own shard merged, 40 bulk generations pending.
 			reset := func() error {
-				if err := mergeShard(app.Shard()); err != nil {
-					return err
-				}
 				for {
 					st, err := mstore.PendingShards(ctx)
 					if err != nil {

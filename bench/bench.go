@@ -154,8 +154,13 @@ func newResult(name string, o Options) *Result {
 }
 
 // params records parameters in print order, given as key, value, key, value, ...
+// REQUIRES: an even number of arguments; an odd one is a bug in the scenario, so it panics.
 func (r *Result) params(kv ...any) {
-	for i := 0; i+1 < len(kv); i += 2 {
+	if len(kv)%2 != 0 {
+		panic(fmt.Sprintf("bench: %s: Result.params got %d arguments, want key, value pairs "+
+			"(key %v has no value)", r.Scenario, len(kv), kv[len(kv)-1]))
+	}
+	for i := 0; i < len(kv); i += 2 {
 		r.Params = append(r.Params, KV{fmt.Sprint(kv[i]), fmt.Sprint(kv[i+1])})
 	}
 }

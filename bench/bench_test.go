@@ -590,6 +590,9 @@ func TestFairnessQuick(t *testing.T) {
 	}
 }
 
+// startRPCBudget is the SDK's default RPCTimeout, after which a start gives up retrying.
+const startRPCBudget = 10 * time.Second
+
 // startRateQuietWait is the mean wait of a start (Little's law: in flight / completions per
 // second) under which no start may time out: a start that spends the whole budget while
 // the mean one waits a quarter of it is a stall, not a queue.

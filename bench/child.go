@@ -53,14 +53,7 @@ func childParams(scenario string, p any) error {
 }
 
 // childPrint writes v as one JSON line to the parent: the child's stdout.
-func childPrint(v any) error {
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Printf("%s\n", raw)
-	return err
-}
+func childPrint(v any) error { return json.NewEncoder(os.Stdout).Encode(v) }
 
 // procRSS is a process (its pid) whose RSS a scenario reads from /proc.
 type procRSS int

@@ -8,8 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/store/objstore"
 )
@@ -40,25 +38,21 @@ func registerFleet(ctx context.Context, b *objstore.Bucket, prefix string, n int
 	if bytes.Count(reg, quoted) != 1 || bytes.Count(meta, quoted) != 1 {
 		return fmt.Errorf("template store's objects name it %d and %d times, want once each", bytes.Count(reg, quoted), bytes.Count(meta, quoted))
 	}
-	var g errgroup.Group
-	g.SetLimit(16) // file:// (fleet-worker) waits on the file system, not the CPU
 	const chunk = 10_000
-	for lo := 0; lo < n; lo += chunk {
-		g.Go(func() error {
-			for i := lo; i < min(lo+chunk, n); i++ {
-				name := fleetName(prefix, i)
-				q := []byte(`"` + name + `"`)
-				if err := b.Put(ctx, "_registry/"+string(fleetKind)+"/"+name+".json", bytes.Replace(reg, quoted, q, 1)); err != nil {
-					return err
-				}
-				if err := b.Put(ctx, string(fleetKind)+"/"+name+"/store.json", bytes.Replace(meta, quoted, q, 1)); err != nil {
-					return err
-				}
+	// 16 chunks at once: file:// (fleet-worker) waits on the file system, not the CPU.
+	return eachN(16, (n+chunk-1)/chunk, func(c int) error {
+		for i := c * chunk; i < min((c+1)*chunk, n); i++ {
+			name := fleetName(prefix, i)
+			q := []byte(`"` + name + `"`)
+			if err := b.Put(ctx, "_registry/"+string(fleetKind)+"/"+name+".json", bytes.Replace(reg, quoted, q, 1)); err != nil {
+				return err
 			}
-			return nil
-		})
-	}
-	return g.Wait()
+			if err := b.Put(ctx, string(fleetKind)+"/"+name+"/store.json", bytes.Replace(meta, quoted, q, 1)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // fleetSizes is o.FleetSizes, or full (2k and 20k with Quick), each in [least, 10M].

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -13,7 +15,6 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/internal/devserver"
@@ -192,26 +193,21 @@ func waitMerges(ctx context.Context, c client.Client, planted map[store.Target]t
 	wctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
 	var ran atomic.Int64
-	var g errgroup.Group
-	g.SetLimit(16)
-	for t := range planted {
-		g.Go(func() error {
-			// The sweep may still be starting it: retry "not found" until the budget.
-			for wctx.Err() == nil {
-				err := c.GetWorkflow(wctx, contract.MergeWalID(t), "").Get(wctx, nil)
-				var nf *serviceerror.NotFound
-				if !errors.As(err, &nf) {
-					if err == nil {
-						ran.Add(1)
-					}
-					return nil
+	targets := slices.Collect(maps.Keys(planted))
+	_ = eachN(16, len(targets), func(i int) error {
+		// The sweep may still be starting it: retry "not found" until the budget.
+		for wctx.Err() == nil {
+			err := c.GetWorkflow(wctx, contract.MergeWalID(targets[i]), "").Get(wctx, nil)
+			if !errors.As(err, new(*serviceerror.NotFound)) {
+				if err == nil {
+					ran.Add(1)
 				}
-				time.Sleep(200 * time.Millisecond)
+				return nil
 			}
-			return nil
-		})
-	}
-	_ = g.Wait()
+			time.Sleep(200 * time.Millisecond)
+		}
+		return nil
+	})
 	return int(ran.Load())
 }
 
@@ -221,16 +217,10 @@ func reconcileProgress(ctx context.Context, c client.Client, id string) (pages, 
 	if !it.HasNext() {
 		return 0, 0
 	}
-	ev, err := it.Next()
-	if err != nil {
-		return 0, 0
-	}
-	a := ev.GetWorkflowExecutionStartedEventAttributes()
-	if a == nil || len(a.GetInput().GetPayloads()) == 0 {
-		return 0, 0
-	}
+	ev, _ := it.Next() // nil on an error, and a nil event's getters return nothing
+	ps := ev.GetWorkflowExecutionStartedEventAttributes().GetInput().GetPayloads()
 	var in contract.ReconcileDemandInput
-	if err := converter.GetDefaultDataConverter().FromPayload(a.GetInput().GetPayloads()[0], &in); err != nil {
+	if len(ps) == 0 || converter.GetDefaultDataConverter().FromPayload(ps[0], &in) != nil {
 		return 0, 0
 	}
 	return in.Totals.Pages, in.Totals.Stores

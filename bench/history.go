@@ -123,18 +123,19 @@ func committedGenerations(events []*historypb.HistoryEvent) int {
 // table renders the bill by workflow type, its total, and per generation reclaimed.
 func (b *temporalBill) table(title string) Table {
 	t := Table{Title: title, Header: []string{"workflow", "runs", "actions", "activities", "local-activity tasks", "upserts", "timers", "signals"}}
+	costRow := func(name string, c actioncount.Cost) []string {
+		return []string{name, fmt.Sprint(c.Runs), fmt.Sprint(c.Actions), fmt.Sprint(c.Activities),
+			fmt.Sprint(c.LocalActivityTasks), fmt.Sprint(c.Upserts), fmt.Sprint(c.Timers), fmt.Sprint(c.Signals)}
+	}
 	for _, typ := range slices.Sorted(maps.Keys(b.byType)) {
-		c := b.byType[typ]
-		t.Rows = append(t.Rows, []string{typ, fmt.Sprint(c.Runs), fmt.Sprint(c.Actions), fmt.Sprint(c.Activities),
-			fmt.Sprint(c.LocalActivityTasks), fmt.Sprint(c.Upserts), fmt.Sprint(c.Timers), fmt.Sprint(c.Signals)})
+		t.Rows = append(t.Rows, costRow(typ, *b.byType[typ]))
 	}
 	if b.scheduled > 0 {
 		t.Rows = append(t.Rows, []string{"schedule firings (not in history)", fmt.Sprint(b.scheduled),
 			fmt.Sprint(b.scheduled * actioncount.ScheduleActions), "", "", "", "", ""})
 	}
 	tot := b.total()
-	t.Rows = append(t.Rows, []string{"**total**", fmt.Sprint(tot.Runs), fmt.Sprint(tot.Actions), fmt.Sprint(tot.Activities),
-		fmt.Sprint(tot.LocalActivityTasks), fmt.Sprint(tot.Upserts), fmt.Sprint(tot.Timers), fmt.Sprint(tot.Signals)})
+	t.Rows = append(t.Rows, costRow("**total**", tot))
 	if b.reclaimed > 0 {
 		t.Rows = append(t.Rows, []string{fmt.Sprintf("per generation reclaimed (%d)", b.reclaimed), "", fmt.Sprintf("%.3f", b.perGeneration()),
 			fmt.Sprintf("$%.2f per million generations at list price ($%.0f per million actions)",
@@ -315,12 +316,9 @@ func timeToMerge(ctx context.Context, c client.Client, since time.Time, planted 
 		for t, at := range planted {
 			if st, ok := starts[contract.MergeWalID(t)]; ok {
 				n++
-				// A sweep that has not begun cannot start a store.
-				from := at
-				if since.After(from) {
-					from = since
-				}
-				worst = max(worst, st.Sub(from))
+				// From the later of planting and the sweep's start: a sweep that has not begun cannot
+				// start a store.
+				worst = max(worst, min(st.Sub(at), st.Sub(since)))
 			}
 		}
 		if n == len(planted) || time.Now().After(deadline) {

@@ -43,10 +43,9 @@ func runHostileLatency(ctx context.Context, o Options, sz hostileSizes, dir stri
 	}
 	defer w.stop()
 	var levels []hostileLevel
-	batch := w.knobAtMost("max-append-rows", hostileAppendRows)
 	rng := rand.New(rand.NewPCG(21, 1))
 	for i, n := range sz.memtableRows {
-		lv, err := hostileLatencyLevel(ctx, w, rng, sz, fmt.Sprintf("lat%d", i), n, batch)
+		lv, err := hostileLatencyLevel(ctx, w, rng, fmt.Sprintf("lat%d", i), n)
 		if err != nil {
 			return nil, err
 		}
@@ -60,7 +59,7 @@ func runHostileLatency(ctx context.Context, o Options, sz hostileSizes, dir stri
 
 // hostileLatencyLevel measures one memtable size: the seed rows sealed, rows appended, the reads,
 // then a seal that says how many rows were still unsealed.
-func hostileLatencyLevel(ctx context.Context, w *hostileWorker, rng *rand.Rand, sz hostileSizes, name string, rows, batch int) (hostileLevel, error) {
+func hostileLatencyLevel(ctx context.Context, w *hostileWorker, rng *rand.Rand, name string, rows int) (hostileLevel, error) {
 	lv := hostileLevel{Rows: rows}
 	fields := []map[string]any{{"name": "id", "type": "string"}, {"name": "n", "type": "int64", "nullable": true}, {"name": "s", "type": "string", "nullable": true}}
 	if err := w.client.createStore(ctx, name, fields); err != nil {
@@ -76,7 +75,7 @@ func hostileLatencyLevel(ctx context.Context, w *hostileWorker, rng *rand.Rand, 
 	filled, busy := 0, 0
 	lv.Fill = timed(func() {
 		for filled < rows && ctx.Err() == nil {
-			k := min(batch, rows-filled)
+			k := min(w.knobAtMost("max-append-rows", hostileAppendRows), rows-filled)
 			a, _ := w.client.do(ctx, http.MethodPost, path+"/rows", latencyRows("m%08d", filled, k))
 			lv.Appends = append(lv.Appends, a)
 			switch {
@@ -95,7 +94,7 @@ func hostileLatencyLevel(ctx context.Context, w *hostileWorker, rng *rand.Rand, 
 	}
 	lv.Pending, _ = w.client.pendingGenerations(ctx, name)
 	lv.RSS = w.child.rss()
-	lv.Get, lv.List, lv.Failed = sampleReads(ctx, w.client, rng, sz, path)
+	lv.Get, lv.List, lv.Failed = sampleReads(ctx, w.client, rng, w.sz, path)
 	a, raw := w.client.do(ctx, http.MethodPost, path+"/flush", nil)
 	var sealed struct {
 		Rows int `json:"rows"`

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -25,36 +26,33 @@ import (
 
 // incidentParams are the knobs of the incident replay (docs/benchmarks/incident.md).
 type incidentParams struct {
-	Shards       int
-	Rollout      int
-	Duration     time.Duration
-	Latency      time.Duration // modelled object-store round trip per request
-	SealEvery    time.Duration // flush sweeper period (both sides)
-	SweepEvery   time.Duration // walkeeper schedule / baseline cleanup period
-	CountTrigger int
-	GenericEvery time.Duration // one-row append to the hot store, per shard
-	RolloutEvery time.Duration // one-row append to a random rollout store, per shard
-	StoreTimeout time.Duration // baseline per-store timeout: max(5 × interval, 30 s)
-	MaxGens      int           // merge_max_generations of both systems
-	Parallel     bool
-	// Storage is storageFile up to the incident's 20 shards, storageMem past it (file creation, not
-	// the modelled latency, would limit the seal rate).
-	Storage            string
+	Shards             int
+	Rollout            int
+	Duration           time.Duration
+	Latency            time.Duration // modelled object-store round trip per request
+	SealEvery          time.Duration // flush sweeper period (both sides)
+	SweepEvery         time.Duration // walkeeper schedule / baseline cleanup period
+	CountTrigger       int
+	GenericEvery       time.Duration // one-row append to the hot store, per shard
+	RolloutEvery       time.Duration // one-row append to a random rollout store, per shard
+	StoreTimeout       time.Duration // baseline per-store timeout: max(5 × interval, 30 s)
+	MaxGens            int           // merge_max_generations of both systems
+	Parallel           bool
 	PrepareConcurrency int // --merge-prepare-concurrency on both sides; 0 = the default
 }
 
-// wide says whether the replay runs more shards than the incident's 20 on one machine.
+// wide says whether the replay runs more shards than the incident's 20 on one machine; it then
+// runs on mem://, since file creation, not the modelled latency, would limit the seal rate.
 func (p incidentParams) wide() bool { return p.Shards > 20 }
+
+// storage names the replay's storage.
+func (p incidentParams) storage() string {
+	return map[bool]string{false: "file:// without fsync", true: "mem://"}[p.wide()]
+}
 
 // wideTablePrepareConcurrency is the prepare concurrency past 20 shards: at the default 4 a round
 // over 200 shards outlasts a shard's sealing of merge_max_generations generations.
 const wideTablePrepareConcurrency = 16
-
-// Storage backends of the incident replay.
-const (
-	storageFile = "file"
-	storageMem  = "mem"
-)
 
 // Sides of the incident replay.
 const (
@@ -70,9 +68,10 @@ const baselineLabel = "baseline (old serial sweeper)"
 
 func incidentDefaults(o Options) incidentParams {
 	p := incidentParams{
-		Shards:     fullOrQuick(o, 20, 4),
-		Rollout:    fullOrQuick(o, 300, 120),
-		Duration:   fullOrQuick(o, 4*time.Minute, 40*time.Second),
+		// A flag's value where it is given (positive), else the mode's default.
+		Shards:     cmp.Or(max(o.Shards, 0), fullOrQuick(o, 20, 4)),
+		Rollout:    cmp.Or(max(o.Stores, 0), fullOrQuick(o, 300, 120)),
+		Duration:   cmp.Or(max(o.Duration, 0), fullOrQuick(o, 4*time.Minute, 40*time.Second)),
 		Latency:    o.latency(fullOrQuick(o, 10*time.Millisecond, 25*time.Millisecond)),
 		SealEvery:  time.Second,
 		SweepEvery: 5 * time.Second,
@@ -81,25 +80,11 @@ func incidentDefaults(o Options) incidentParams {
 		GenericEvery: 250 * time.Millisecond,
 		RolloutEvery: 5 * time.Second,
 		StoreTimeout: 30 * time.Second,
-		MaxGens:      store.DefaultOptions().MergeMaxGenerations,
+		MaxGens:      cmp.Or(max(o.MergeMaxGenerations, 0), store.DefaultOptions().MergeMaxGenerations),
 		// Parallel prepares, as the worker's default; WALKEEPER_BENCH_SERIAL=1 replays serial ones.
 		Parallel: worker.DefaultConfig().MergeParallelPrepare && os.Getenv("WALKEEPER_BENCH_SERIAL") == "",
 	}
-	if o.Shards > 0 {
-		p.Shards = o.Shards
-	}
-	if o.Stores > 0 {
-		p.Rollout = o.Stores
-	}
-	if o.Duration > 0 {
-		p.Duration = o.Duration
-	}
-	if o.MergeMaxGenerations > 0 {
-		p.MaxGens = o.MergeMaxGenerations
-	}
-	p.Storage = storageFile
 	if p.wide() {
-		p.Storage = storageMem
 		p.PrepareConcurrency = wideTablePrepareConcurrency
 	}
 	return p
@@ -122,7 +107,7 @@ func runIncident(ctx context.Context, o Options, res *Result) error {
 		"count_trigger", p.CountTrigger, "generic_append_every_per_shard", p.GenericEvery,
 		"rollout_append_every_per_shard", p.RolloutEvery, "baseline_store_timeout", p.StoreTimeout,
 		"merge_max_generations", p.MaxGens, "prepare_concurrency", p.PrepareConcurrency,
-		"storage", map[string]string{storageFile: "file:// without fsync", storageMem: "mem://"}[p.Storage],
+		"storage", p.storage(),
 		"walkeeper_count_trigger_parallel_prepare", p.Parallel, "reps", o.reps())
 	if p.wide() {
 		res.params("shared_queue_workers", fmt.Sprintf("first %d nodes; 1 poller per shard queue; workflow deadlock detector 10 s", sharedWorkerNodes))
@@ -198,7 +183,7 @@ func runIncident(ctx context.Context, o Options, res *Result) error {
 		"baseline_final_min": baseFinal.Min, "walkeeper_final_max": wkFinal.Max, "baseline_slope_median": baseSlope.Median,
 		"baseline_cycle_p50_s": cycle.Median})
 	res.note("The baseline merges the hot generic store only in its cleanup sweep, one pass of at most merge_max_generations of its own shard per visit, and reaches the generic kind only after walking every resident rollout store; a cycle longer than merge_max_generations × the seal interval makes the hot store's debt grow without bound (cycle p50 above).")
-	res.note("The two systems run one after the other in the same invocation (order alternating by repetition), each with the machine to itself, identical traffic and the same storage model: %s plus %s added to every storage request.", map[string]string{storageFile: "file:// without fsync", storageMem: "mem:// (past 20 shards the local file system's file creation, not the modelled object store, limited the seal rate)"}[p.Storage], p.Latency)
+	res.note("The two systems run one after the other in the same invocation (order alternating by repetition), each with the machine to itself, identical traffic and the same storage model: %s plus %s added to every storage request.", p.storage()+map[bool]string{true: " (past 20 shards the local file system's file creation, not the modelled object store, limited the seal rate)"}[p.wide()], p.Latency)
 	return nil
 }
 
@@ -268,7 +253,7 @@ func incidentSideRun(ctx context.Context, o Options, p incidentParams, rep int, 
 	}
 	all := append([]store.Target{hot}, rollout...)
 	url := fileURL(filepath.Join(dir, "storage"), true)
-	if p.Storage == storageMem {
+	if p.wide() {
 		url = memURL("incident-" + sideName)
 	}
 	lat := &latencyFaults{}

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -48,10 +49,8 @@ type overheadServer struct {
 // dev servers and the PostgreSQL cluster), a bare workflow, persistence and CPU cost, and one sweep
 // over idle stores.
 func temporalOverhead(ctx context.Context, o Options, res *Result, dir string) error {
-	merges, idle, idleWindow := fullOrQuick(o, 20, 5), fullOrQuick(o, 1000, 100), fullOrQuick(o, 60*time.Second, 10*time.Second)
-	if o.Stores > 0 {
-		idle = o.Stores
-	}
+	merges, idleWindow := fullOrQuick(o, 20, 5), fullOrQuick(o, 60*time.Second, 10*time.Second)
+	idle := cmp.Or(max(o.Stores, 0), fullOrQuick(o, 1000, 100))
 	res.params("merges_per_rep", merges, "merge_size", "1 MiB (one generation)", "idle_stores", idle,
 		"storage", "file:// with fsync")
 	url := fileURL(filepath.Join(dir, "store"), false)

@@ -2,11 +2,12 @@ package bench
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
 	"net/http"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -151,16 +152,10 @@ func persistenceBreakdown(servers []*overheadServer, merges int) Table {
 			reqs += perRun
 			total += perRun * mean
 		}
-		sort.Slice(rows, func(i, j int) bool {
-			if rows[i].time != rows[j].time {
-				return rows[i].time > rows[j].time
-			}
-			return rows[i].op < rows[j].op
+		slices.SortFunc(rows, func(a, b row) int {
+			return cmp.Or(cmp.Compare(b.time, a.time), strings.Compare(a.op, b.op))
 		})
-		for i, r := range rows {
-			if i == 8 {
-				break
-			}
+		for _, r := range rows[:min(8, len(rows))] {
 			t.Rows = append(t.Rows, []string{sv.name, r.op, fmt.Sprintf("%.1f", r.perRun), fmt.Sprintf("%.2f", r.mean), fmt.Sprintf("%.1f", r.time)})
 		}
 		t.Rows = append(t.Rows, []string{sv.name, "**all operations**", fmt.Sprintf("%.1f", reqs), "", fmt.Sprintf("%.1f", total)})

@@ -72,9 +72,7 @@ func savePlot(path, title, xLabel, yLabel string, lines []series, refs []hline, 
 			p.Add(sc)
 			thumbs = append(thumbs, sc)
 		}
-		if s.LogY {
-			logY = true
-		}
+		logY = logY || s.LogY
 		if !s.NoLegend {
 			p.Legend.Add(s.Name, thumbs...)
 		}

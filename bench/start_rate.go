@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -22,17 +23,11 @@ import (
 // startRateInFlight are the starts in flight measured, one after another.
 var startRateInFlight = []int{16, 64, 128}
 
-// startRPCBudget is the SDK's default RPCTimeout, after which a start gives up retrying.
-const startRPCBudget = 10 * time.Second
-
 // startRateNeeded starts 10,000 stores (1 % of 1M) within a one-minute sweep interval.
 const startRateNeeded = 10_000.0 / 60
 
 func runStartRate(ctx context.Context, o Options, res *Result) error {
-	n := o.Stores
-	if n <= 0 {
-		n = fullOrQuick(o, 10_000, 300)
-	}
+	n := cmp.Or(max(o.Stores, 0), fullOrQuick(o, 10_000, 300))
 	res.params("starts", n, "in_flight", startRateInFlight, "workers", "none (nothing started runs)")
 	tenv, err := startTemporal(ctx, o, o.OutDir, devserver.Options{})
 	if err != nil {

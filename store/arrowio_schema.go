@@ -160,9 +160,10 @@ func (r *fbReader) schema(tab uint32, want *arrow.Schema) {
 	}
 }
 
-// checkIPCSchema checks the schema of an Arrow IPC file where arrow's file reader takes it
-// from: the footer (the file ends with the footer, its length and the magic).
-func checkIPCSchema(data []byte, want *arrow.Schema) error {
+// checkIPCFile checks what arrow's file reader would otherwise take on trust from an Arrow
+// IPC file: its schema where arrow's file reader takes it from, the footer (the file ends
+// with the footer, its length and the magic), and its record batch messages (checkIPCBatches).
+func checkIPCFile(data []byte, want *arrow.Schema) error {
 	const trailer = 10        // footer length (4 bytes) and "ARROW1"
 	const frame = 8 + trailer // and the leading "ARROW1\0\0"
 	if len(data) < frame+8 {
@@ -172,9 +173,9 @@ func checkIPCSchema(data []byte, want *arrow.Schema) error {
 	if size <= 0 || size > len(data)-frame {
 		return fmt.Errorf("footer of %d bytes in a file of %d", size, len(data))
 	}
-	r := newFBReader(data[len(data)-trailer-size : len(data)-trailer])
-	footer := r.ref(0)
-	at := r.slot(footer, 6) // Footer.schema
+	footer := data[len(data)-trailer-size : len(data)-trailer]
+	r := newFBReader(footer)
+	at := r.slot(r.ref(0), 6) // Footer.schema
 	if at == 0 && r.err == nil {
 		r.failf("footer without a schema")
 	}
@@ -182,26 +183,15 @@ func checkIPCSchema(data []byte, want *arrow.Schema) error {
 	if r.err != nil {
 		return fmt.Errorf("schema: %w", r.err)
 	}
-	return nil
+	return checkIPCBatches(data, footer)
 }
 
-// checkIPCFile checks what arrow's file reader would otherwise take on trust from an Arrow
-// IPC file: its schema (checkIPCSchema) and its record batch messages (checkIPCBatches).
-func checkIPCFile(data []byte, want *arrow.Schema) error {
-	if err := checkIPCSchema(data, want); err != nil {
-		return err
-	}
-	return checkIPCBatches(data)
-}
-
-// checkIPCBatches checks the record batch messages an IPC file's footer lists (after
-// checkIPCSchema): arrow-go allocates a compressed buffer's declared size and a key-value list
-// at its declared count, so a batch must be uncompressed with a key-value list that fits, and
-// the blocks must follow one another so a footer cannot list one batch many times.
-func checkIPCBatches(data []byte) error {
-	const trailer = 10
-	size := int(binary.LittleEndian.Uint32(data[len(data)-trailer:]))
-	r := newFBReader(data[len(data)-trailer-size : len(data)-trailer])
+// checkIPCBatches checks the record batch messages the IPC file's footer lists (after its
+// schema): arrow-go allocates a compressed buffer's declared size and a key-value list at its
+// declared count, so a batch must be uncompressed with a key-value list that fits, and the
+// blocks must follow one another so a footer cannot list one batch many times.
+func checkIPCBatches(data, footer []byte) error {
+	r := newFBReader(footer)
 	var first uint32
 	var n int
 	if at := r.slot(r.ref(0), 10); at != 0 { // Footer.recordBatches: Blocks of 24 bytes

@@ -146,27 +146,25 @@ func parquetProps(mem memory.Allocator, schema *arrow.Schema, sample arrow.Recor
 		// dictionary's case. A merge's one shard id costs a few bytes per page plain.
 		opts = append(opts, parquet.WithDictionaryFor(rowcodec.ColShard, true))
 	}
-	for c := 0; c < schema.NumFields(); c++ {
-		// Min/max statistics of opaque binary values (payloads) cost a comparison of every
-		// value (3 % of a 200 B-row prepare) and prune nothing: no reader filters on them.
-		// Keys (strings) and the fixed-width columns keep theirs.
-		if schema.Field(c).Type.ID() == arrow.BINARY {
-			opts = append(opts, parquet.WithStatsFor(schema.Field(c).Name, false))
-		}
-	}
-	if sample != nil && sample.NumRows() > 0 {
+	sampled := sample != nil && sample.NumRows() > 0
+	if sampled {
 		// The encoder takes values a batch of rows at a time and grows its buffer to hold a
 		// whole batch before cutting pages: keep a batch near one data page so wide rows do
 		// not regrow a multi-MiB buffer per batch.
 		perRow := max(recordBytes(sample)/sample.NumRows(), 1)
 		opts = append(opts, parquet.WithBatchSize(min(max(parquetPageSize/perRow, 64), 1024)))
-		for c := 0; c < schema.NumFields(); c++ {
-			if schema.Field(c).Name == rowcodec.ColShard {
-				continue // tiny and repetitive once encoded
-			}
-			if incompressible(sample.Column(c)) {
-				opts = append(opts, parquet.WithCompressionFor(schema.Field(c).Name, compress.Codecs.Uncompressed))
-			}
+	}
+	for c := 0; c < schema.NumFields(); c++ {
+		name := schema.Field(c).Name
+		// Min/max statistics of opaque binary values (payloads) cost a comparison of every
+		// value (3 % of a 200 B-row prepare) and prune nothing: no reader filters on them.
+		// Keys (strings) and the fixed-width columns keep theirs.
+		if schema.Field(c).Type.ID() == arrow.BINARY {
+			opts = append(opts, parquet.WithStatsFor(name, false))
+		}
+		// The shard column is tiny and repetitive once encoded.
+		if sampled && name != rowcodec.ColShard && incompressible(sample.Column(c)) {
+			opts = append(opts, parquet.WithCompressionFor(name, compress.Codecs.Uncompressed))
 		}
 	}
 	return parquet.NewWriterProperties(opts...)
@@ -253,7 +251,7 @@ func writeParquetWith(mem memory.Allocator, w io.Writer, schema *arrow.Schema, n
 }
 
 // decodeParquetAdmitted reads a whole run into one record on the Go heap, as a sortedFile
-// named what, decoding each column once (arrowio_runs.go), once admit (nil = always) has said,
+// named what, decoding each column once (arrowio_runs.go), once admit has said,
 // from the footer and before anything is decoded, that the decode may hold what the footer
 // gives; its peak is still about twice the record, so reads that must bound memory read runs
 // in batches (list_runs.go, compact_stream.go).
@@ -268,10 +266,8 @@ func decodeParquetAdmitted(ctx context.Context, data []byte, c *rowcodec.Codec, 
 		return nil, err
 	}
 	defer rb.close()
-	if admit != nil {
-		if err := admit(rb.decoded); err != nil {
-			return nil, err
-		}
+	if err := admit(rb.decoded); err != nil {
+		return nil, err
 	}
 	if err := rb.whole(); err != nil {
 		return nil, err

@@ -20,7 +20,7 @@ import (
 
 // decodeParquet is decodeParquetAdmitted admitting every decode.
 func decodeParquet(ctx context.Context, data []byte, c *rowcodec.Codec, what string) (*sortedFile, error) {
-	return decodeParquetAdmitted(ctx, data, c, what, nil)
+	return decodeParquetAdmitted(ctx, data, c, what, func(int64) error { return nil })
 }
 
 // TestParquetEncodingsPerColumn: a run is written with the encodings docs/FORMAT.md §1

@@ -105,9 +105,6 @@ func newReadArena(a *memAccount, requests []int64) *readArena {
 // (one admitted with less than arenaEstimate) it grows it without waiting. A grown read, one
 // that outgrew a buffer it took for the same object, is not counted off toPack again.
 func (r *readArena) take(n int, request int64, grown bool) []byte {
-	if r == nil {
-		return nil
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if ownArenaBuffer(max(request, int64(n))) {

@@ -139,7 +139,6 @@ func (s *Store) openGroup(ctx context.Context, srcs []readSource, after string) 
 // tryOpenGroup is openGroup admitted with extra bytes beyond its estimate. short is how many
 // bytes its reservation lacked when it failed with ErrBudgetBusy for want of growth (0 else).
 func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after string, extra int64) (_ *readGroup, short int64, _ error) {
-	budget := s.db.opts.ReadBudget
 	private := make([]bool, len(srcs))
 	charged := make([]int64, len(srcs))  // what want counts for a source decoded through the cache
 	requests := make([]int64, len(srcs)) // the most a private source's read asks its arena for
@@ -170,7 +169,7 @@ func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after strin
 	var arena *readArena
 	var acct *memAccount
 	if len(sizes) > 0 {
-		acct = newMemAccount(res, budget)
+		acct = newMemAccount(res, s.db.opts.ReadBudget)
 		// The private files share the reservation with the sources decoded through the cache,
 		// whose bytes their arena and batches must leave alone, and with the extra, kept for
 		// those sources' runs until they are loaded.

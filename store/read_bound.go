@@ -142,7 +142,7 @@ func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after strin
 	private := make([]bool, len(srcs))
 	charged := make([]int64, len(srcs))  // what want counts for a source decoded through the cache
 	requests := make([]int64, len(srcs)) // the most a private source's read asks its arena for
-	var want int64
+	var want, cached int64               // cached sums charged
 	var sizes []int64
 	for i, src := range srcs {
 		// Capped, a manifest's declared size cannot wrap the estimate negative.
@@ -158,10 +158,10 @@ func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after strin
 			}
 		case s.db.cache.peek(src.path) == nil:
 			charged[i] = readCost(est)
-			want += charged[i]
+			cached += charged[i]
 		}
 	}
-	want += arenaEstimate(sizes) + int64(len(sizes))*decodedFileHeap + extra
+	want += cached + arenaEstimate(sizes) + int64(len(sizes))*decodedFileHeap + extra
 	res, err := s.admitRead(ctx, want)
 	if err != nil {
 		return nil, 0, err
@@ -173,11 +173,7 @@ func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after strin
 		// The private files share the reservation with the sources decoded through the cache,
 		// whose bytes their arena and batches must leave alone, and with the extra, kept for
 		// those sources' runs until they are loaded.
-		outside := extra
-		for _, c := range charged {
-			outside += c
-		}
-		acct.outside.Store(outside)
+		acct.outside.Store(cached + extra)
 		arena = newReadArena(acct, sizes)
 	}
 	// A run decoded through the cache takes what its footer says the decode holds: first the

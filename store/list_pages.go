@@ -26,7 +26,7 @@ func (db *DB) ListStores(ctx context.Context, kind Kind, after string, limit int
 }
 
 // listStores is ListStores whose page also ends with the store whose entry brings the page's
-// entries to maxBytes of JSON text (StoreInfo.JSONBytes; 0 = no bound); it returns their size
+// entries to maxBytes of JSON text (StoreInfo.JSONBytes; <= 0 = no bound); it returns their size
 // (0 without a bound).
 func (db *DB) listStores(ctx context.Context, kind Kind, after string, limit int, maxBytes int64) (RegistryPage, int64, error) {
 	if _, err := ParseKind(string(kind)); err != nil {
@@ -125,7 +125,7 @@ func (db *DB) ListTargetsWith(ctx context.Context, o TargetsOptions) (TargetsPag
 	limit := min(max(o.Limit, 1), MaxListPage)
 	out := TargetsPage{Stores: make([]StoreInfo, 0, min(limit, 64))}
 	var size int64
-	full := func() bool { return len(out.Stores) == limit || (o.MaxBytes > 0 && size >= o.MaxBytes) }
+	full := func() bool { return len(out.Stores) == limit || pageFull(size, o.MaxBytes) }
 	started := o.After.Kind == ""
 	for i, k := range o.Kinds {
 		cursor := ""
@@ -136,11 +136,8 @@ func (db *DB) ListTargetsWith(ctx context.Context, o TargetsOptions) (TargetsPag
 			started, cursor = true, o.After.Name
 		}
 		for {
-			room := int64(0)
-			if o.MaxBytes > 0 {
-				room = o.MaxBytes - size // > 0 while the page is not full
-			}
-			page, n, err := db.listStores(ctx, k, cursor, limit-len(out.Stores), room)
+			// room > 0 while the page is not full; without a bound size stays 0, and so room <= 0.
+			page, n, err := db.listStores(ctx, k, cursor, limit-len(out.Stores), o.MaxBytes-size)
 			if err != nil {
 				return TargetsPage{}, err
 			}

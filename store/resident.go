@@ -241,30 +241,27 @@ func (db *DB) evict(ctx context.Context, c evictClaim, reason string) (evicted b
 	if w != nil {
 		err = w.retire(ctx)
 	}
+	// On success the final seal is published (or the shard's new owner replays the WAL): older
+	// handles may stop reaching this writer, and then this handle may drop it. On failure the
+	// rows of a failed final seal, or of a fence no claim followed, are in the WAL only: the
+	// store stays resident with the dead writer, whose rows reads still see, until the next
+	// flush or eviction replays and seals them (HoldsOrphanedRows).
+	db.mu.Lock()
+	delete(db.leaving, s.target)
 	if err != nil {
-		// The rows of a failed final seal, or of a fence no claim followed, are in the WAL
-		// only: the store stays resident with the dead writer, whose rows reads still see,
-		// until the next flush or eviction replays and seals them (HoldsOrphanedRows).
-		db.mu.Lock()
-		delete(db.leaving, s.target)
 		db.stores[s.target] = s // no Open made another: it waits for the target's lock
 		db.claimed++            // the deferred release of the claim takes it back
 		db.metrics.ResidentStores.Set(float64(len(db.stores)))
-		db.mu.Unlock()
-		s.writerMu.Lock()
-		s.evicted = false
-		s.writerMu.Unlock()
-		return false, err
 	}
-	// The final seal is published (or the shard's new owner replays the WAL): older handles
-	// may stop reaching this writer, and then this handle may drop it.
-	db.mu.Lock()
-	delete(db.leaving, s.target)
 	db.mu.Unlock()
 	s.writerMu.Lock()
-	s.w = nil
+	if err != nil {
+		s.evicted = false
+	} else {
+		s.w = nil
+	}
 	s.writerMu.Unlock()
-	return true, err
+	return err == nil, err
 }
 
 // countEviction logs and counts one eviction attempt.

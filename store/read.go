@@ -435,7 +435,7 @@ func (s *Store) listOnce(ctx context.Context, opts ListOptions) (ListPage, error
 }
 
 // pageFull reports whether rows of size bytes of JSON text fill a page bounded by maxBytes
-// (0 = no bound).
+// (<= 0 = no bound).
 func pageFull(size, maxBytes int64) bool {
 	return maxBytes > 0 && size >= maxBytes
 }

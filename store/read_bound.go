@@ -322,21 +322,18 @@ func (s *Store) listGroup(g *readGroup, first int, after string, max int, maxByt
 	var size int64
 	for len(out) < max && !pageFull(size, maxBytes) {
 		h, ok := it.next()
-		if !ok {
+		if !ok || bounded && h.f.view.Key(h.i) > upTo {
 			return out, false, g.err()
 		}
 		v := h.f.view
-		if bounded && v.Key(h.i) > upTo {
-			return out, false, g.err()
-		}
 		c := listCandidate{key: strings.Clone(v.Key(h.i)), seq: v.Seq(h.i), shard: internShard(v.Shard(h.i)),
 			deleted: v.Deleted(h.i), src: index[h.c], row: h.i}
 		if !c.deleted {
 			c.bytes = s.codec.RowJSONBytes(h.f.rec, h.i)
 			size += c.bytes
-		}
-		if h.c.refill != nil && !c.deleted {
-			c.rendered = cloneRow(s.codec.RowJSON(h.f.rec, h.i))
+			if h.c.refill != nil {
+				c.rendered = cloneRow(s.codec.RowJSON(h.f.rec, h.i))
+			}
 		}
 		out = append(out, c)
 	}
@@ -415,10 +412,8 @@ rounds:
 		var cands []listCandidate
 		frontier, bounded := "", false
 		first := 0
-		room := opts.MaxBytes - pickedBytes // > 0 while the page is not full
-		if opts.MaxBytes == 0 {
-			room = 0
-		}
+		// room > 0 while the page is not full; without a bound it is <= 0, which bounds nothing.
+		room := opts.MaxBytes - pickedBytes
 		for grp := range slices.Chunk(srcs, readFanIn) {
 			g, err := s.openGroup(ctx, grp, after)
 			if err != nil {

@@ -66,7 +66,7 @@ func preparedSize(p *contract.PreparedMerge) int {
 // request with its shard's outcome, or the activity's error when it fails for good.
 func (r *mergeRun) commitRound(ctx workflow.Context, batch []*commitRequest) {
 	params := contract.CommitRoundParams{Target: r.target.String(), Prepared: make([]contract.PreparedMerge, len(batch)),
-		NotifyAfter: r.tr.notifyAfter()}
+		NotifyAfter: r.tr.slotWait}
 	for i, req := range batch {
 		req.sh.phase = contract.ShardCommitting
 		params.Prepared[i] = *req.p

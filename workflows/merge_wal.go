@@ -445,7 +445,7 @@ func (r *mergeRun) prepare(ctx workflow.Context, sh *shardRun, sem workflow.Sema
 		Shard:          sh.res.Shard,
 		MaxGenerations: r.in.MaxGenerations,
 		MaxBytes:       r.in.MaxBytes,
-		NotifyAfter:    r.tr.notifyAfter(),
+		NotifyAfter:    r.tr.slotWait,
 	}
 	var res contract.PrepareResult
 	if !sh.res.SharedQueue {
@@ -455,7 +455,7 @@ func (r *mergeRun) prepare(ctx workflow.Context, sh *shardRun, sem workflow.Sema
 		if !isScheduleToStartTimeout(err) {
 			return res.Prepared, true, err
 		}
-		r.fallBack(sh, contract.PrepareActivity)
+		r.fallBack(sh)
 	}
 	w := r.tr.newWatch(contract.PrepareActivity, sh.res.Shard, contract.TaskQueue)
 	err := r.tr.exec(ctx, r.prioritized(prepareOptions(r.in.PrepareTimeout, 0, r.activitySummary("prepare", sh, true))), w, params, &res)
@@ -479,11 +479,11 @@ func (r *mergeRun) abort(ctx workflow.Context, sh *shardRun, p *contract.Prepare
 	return res, err
 }
 
-func (r *mergeRun) fallBack(sh *shardRun, activity string) {
+func (r *mergeRun) fallBack(sh *shardRun) {
 	sh.res.SharedQueue = true
 	sh.queue = contract.TaskQueue
 	r.log.Warn("Shard queue has no worker in time; using the shared queue.",
-		"shard", sh.res.Shard, "activity", activity, "timeout", r.in.ScheduleToStartTimeout)
+		"shard", sh.res.Shard, "activity", contract.PrepareActivity, "timeout", r.in.ScheduleToStartTimeout)
 	r.changed()
 }
 

@@ -37,8 +37,6 @@ type sweepStarts struct {
 	pace        workflow.Semaphore
 	launched    int
 	firstLaunch time.Time
-	// priority is the task-queue priority of the batches (contract.SweepPriority).
-	priority *temporal.Priority
 }
 
 // startBatches is one plan's starts split into StartWorkflows batches, with their outcomes.
@@ -60,9 +58,7 @@ func (st *sweepStarts) launch(ctx workflow.Context, kind string, plan sweepPlan,
 	b.errs = make([]error, len(b.batches))
 	for i, batch := range b.batches {
 		opts := startWorkflowsOptions()
-		if st.priority != nil {
-			opts.Priority = *st.priority
-		}
+		opts.Priority = contract.SweepPriority // ahead of the merges' tasks on the shared queue
 		if st.label.round > 0 {
 			opts.Summary = st.label.batchSummary(kind, plan, omitted, i, len(b.batches), batch)
 		}
@@ -90,11 +86,8 @@ func (st *sweepStarts) launch(ctx workflow.Context, kind string, plan sweepPlan,
 }
 
 // report adds every start's outcome to res, in plan order: the first contract.MaxSweepListed
-// starts by name, the rest counted in StartedOmitted. b may be nil (no plan).
+// starts by name, the rest counted in StartedOmitted.
 func (b *startBatches) report(res *contract.MaintenanceSweepResult) {
-	if b == nil {
-		return
-	}
 	for i, batch := range b.batches {
 		for j, s := range batch {
 			switch {

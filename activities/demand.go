@@ -31,9 +31,8 @@ type MaintenanceMetrics interface {
 // p.AsOf fixes the clock. A store whose MergeWal is running is counted in Running instead
 // (runningMerges) unless it also asks for compaction, since a start would only attach.
 func (a *Activities) ScanDemand(ctx context.Context, p contract.ScanDemandParams) (res contract.ScanDemandResult, err error) {
-	start := time.Now()
 	kind, err := store.ParseKind(p.Kind)
-	defer func() { err = a.done(contract.ScanDemandActivity, kind, start, "ok", err) }()
+	defer a.done(contract.ScanDemandActivity, kind, time.Now(), "ok", &err)
 	if err != nil {
 		return res, err
 	}
@@ -212,9 +211,8 @@ func (h *candidateHeap) sorted() []contract.DemandTarget {
 // p.Concurrency stores at once; a store that cannot be read is reported and skipped, and only
 // a failed listing fails the activity.
 func (a *Activities) ReconcilePage(ctx context.Context, p contract.ReconcilePageParams) (res contract.ReconcilePageResult, err error) {
-	start := time.Now()
 	kind, err := store.ParseKind(p.Kind)
-	defer func() { err = a.done(contract.ReconcilePageActivity, kind, start, "ok", err) }()
+	defer a.done(contract.ReconcilePageActivity, kind, time.Now(), "ok", &err)
 	if err != nil {
 		return res, err
 	}
@@ -270,8 +268,10 @@ func (a *Activities) ReconcilePage(ctx context.Context, p contract.ReconcilePage
 // RecordMaintenance records a successful fleet-wide run on this worker's metrics.
 func (a *Activities) RecordMaintenance(ctx context.Context, p contract.RecordMaintenanceParams) error {
 	if p.Workflow != contract.MaintenanceSweepName && p.Workflow != contract.ReconcileDemandName {
-		return a.done(contract.RecordMaintenanceActivity, "", time.Now(), "ok",
-			temporal.NewNonRetryableApplicationError(fmt.Sprintf("unknown maintenance workflow %q", p.Workflow), contract.ErrTypeInvalidInput, nil))
+		err := temporal.NewNonRetryableApplicationError(fmt.Sprintf("unknown maintenance workflow %q", p.Workflow),
+			contract.ErrTypeInvalidInput, nil)
+		a.done(contract.RecordMaintenanceActivity, "", time.Now(), "ok", &err)
+		return err
 	}
 	if m, ok := a.Metrics.(MaintenanceMetrics); ok {
 		m.MaintenanceSucceeded(p.Workflow, time.Now())

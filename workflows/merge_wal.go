@@ -53,7 +53,9 @@ func MergeWal(ctx workflow.Context, in contract.MergeWalInput) (contract.MergeWa
 	}
 	r.listedAt = workflow.Now(ctx)
 	r.plan(listed.Shards)
-	r.noteStart()
+	if r.pendingAtStart < 0 { // the chain's first listing
+		r.pendingAtStart = r.totalPending()
+	}
 
 	// Step 2. Merge the shards, one commit at a time.
 	r.setPhase(contract.PhaseMerging)

@@ -54,34 +54,26 @@ func SweepWindow(ctx workflow.Context, in contract.SweepWindowInput) (contract.S
 	now := workflow.GetSignalChannel(ctx, contract.SweepNowSignal)
 	logger := workflow.GetLogger(ctx)
 
-	// A window's first round is its first slot, at once; a continued run waits for the
+	// A window's first round is its first slot, at once (due); a continued run waits for the
 	// next slot (the previous run served the current one) unless a sweep-now was pending.
-	trigger := contract.SweepRoundInterval
-	switch {
-	case in.Carry == nil:
-	case w.carry.SweepNow:
-		trigger = contract.SweepRoundNow
-		w.carry.SweepNow = false
-	default:
-		next := w.nextSlot(workflow.Now(ctx))
-		if !next.Before(w.carry.Ends) {
-			return w.finish(ctx)
-		}
-		if trigger, err = w.wait(ctx, now, next); err != nil {
-			return w.result(), err
-		}
+	trigger, due := contract.SweepRoundInterval, in.Carry == nil || w.carry.SweepNow
+	if w.carry.SweepNow {
+		trigger, w.carry.SweepNow = contract.SweepRoundNow, false
 	}
 	for {
-		if err := w.round(ctx, trigger); err != nil {
-			return w.result(), err // canceled
+		asked := false
+		if due {
+			if err := w.round(ctx, trigger); err != nil {
+				return w.result(), err // canceled
+			}
+			asked = drainSweepNow(now)
 		}
 		next := w.nextSlot(workflow.Now(ctx))
-		asked := drainSweepNow(now)
 		if !asked && !next.Before(w.carry.Ends) {
 			return w.finish(ctx)
 		}
 		info := workflow.GetInfo(ctx)
-		if info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() >= in.EventBudget {
+		if due && (info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() >= in.EventBudget) {
 			w.carry.Runs++
 			w.carry.SweepNow = asked
 			in.Carry = &w.carry
@@ -89,6 +81,7 @@ func SweepWindow(ctx workflow.Context, in contract.SweepWindowInput) (contract.S
 				"runs", w.carry.Runs, "history_length", info.GetCurrentHistoryLength())
 			return contract.SweepWindowResult{}, workflow.NewContinueAsNewError(ctx, contract.SweepWindowWorkflow, in)
 		}
+		due = true
 		if asked {
 			trigger = contract.SweepRoundNow
 			continue

@@ -50,8 +50,8 @@ func (a *Activities) ScanDemand(ctx context.Context, p contract.ScanDemandParams
 	}
 	top := &candidateHeap{}
 	agg := &storeDemand{}
-	var running map[string]bool // listed at the first qualified store
-	listedRunning := false
+	// Listed at the first qualified store.
+	running := sync.OnceValue(func() map[string]bool { return a.runningMerges(ctx, kind) })
 	flush := func() {
 		if agg.target == "" {
 			return
@@ -60,10 +60,7 @@ func (a *Activities) ScanDemand(ctx context.Context, p contract.ScanDemandParams
 		res.StoresWithDebt++
 		if qualifies(t, p) && (p.After == nil || contract.DemandBefore(*p.After, t)) {
 			res.Qualified++
-			if !listedRunning {
-				running, listedRunning = a.runningMerges(ctx, kind), true
-			}
-			if !t.Compact && running[mergeWalID(t.Target)] {
+			if running()[mergeWalID(t.Target)] && !t.Compact {
 				res.Running++
 			} else if top.Len() < k {
 				heap.Push(top, t)

@@ -82,11 +82,11 @@ func (r *mergeRun) commitRound(ctx workflow.Context, batch []*commitRequest) {
 			contract.ErrTypeInternal, nil)
 	}
 	for i, req := range batch {
-		if err != nil {
-			req.reply.Send(ctx, commitOutcome{err: err})
-			continue
+		out := commitOutcome{err: err}
+		if err == nil {
+			out = roundShardOutcome(res.Shards[i])
 		}
-		req.reply.Send(ctx, roundShardOutcome(res.Shards[i]))
+		req.reply.Send(ctx, out)
 	}
 }
 

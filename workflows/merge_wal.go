@@ -275,10 +275,9 @@ func (r *mergeRun) mergeRounds(ctx workflow.Context, commits workflow.Channel) {
 		// Listing each round would cost an action per pass on a one-shard table; the
 		// estimates (listed pending minus what the passes folded) plan the rounds in
 		// between, and a drained plan is confirmed by a fresh listing.
-		relisted := false
-		if round > 1 && workflow.Now(ctx).Sub(r.listedAt) >= relistInterval {
+		relisted := round > 1 && workflow.Now(ctx).Sub(r.listedAt) >= relistInterval
+		if relisted {
 			r.relist(ctx)
-			relisted = true
 		}
 		order := roundOrder(estimatedTodo(r.todo()))
 		if len(order) == 0 && round > 1 && !relisted {

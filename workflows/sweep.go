@@ -127,8 +127,8 @@ type sweepPlan struct {
 }
 
 // wantStarts is what one target needs: a MergeWal when its debt crosses a trigger
-// (mergeTrigger), a CompactBase when compactReason says why. Pure.
-func wantStarts(t contract.DemandTarget, compactReason string, in contract.MaintenanceSweepInput) []plannedStart {
+// (mergeTrigger), a CompactBase when it has a compaction marker and CompactMinRuns > 0. Pure.
+func wantStarts(t contract.DemandTarget, in contract.MaintenanceSweepInput) []plannedStart {
 	var wants []plannedStart
 	if trigger, reason := mergeTrigger(t, in); reason != "" {
 		req := contract.StartRequest{Workflow: contract.MergeWalWorkflow, Target: t.Target, Trigger: trigger, Reason: reason,
@@ -139,9 +139,10 @@ func wantStarts(t contract.DemandTarget, compactReason string, in contract.Maint
 		req.Urgent = mergeUrgent(t, in)
 		wants = append(wants, plannedStart{req, reason})
 	}
-	if compactReason != "" {
+	if t.Compact && in.CompactMinRuns > 0 {
+		const reason = "compaction marker: base runs >= compact_demand_runs"
 		wants = append(wants, plannedStart{contract.StartRequest{Workflow: contract.CompactBaseWorkflow, Target: t.Target,
-			Trigger: contract.TriggerSweepRuns, Reason: compactReason}, compactReason})
+			Trigger: contract.TriggerSweepRuns, Reason: reason}, reason})
 	}
 	return wants
 }

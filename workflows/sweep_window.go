@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -323,11 +324,8 @@ func (l roundLabel) batchSummary(kind string, plan sweepPlan, omitted, i, batche
 	if i > 0 {
 		return fmt.Sprintf("round %d %s: start batch %d/%d (%d)", l.round, kind, i+1, batches, len(batch))
 	}
-	triggers := make([]string, len(plan.starts))
-	for j, s := range plan.starts {
-		triggers[j] = s.req.Trigger
-	}
-	s := fmt.Sprintf("round %d %s: start %d (%s)", l.round, kind, len(plan.starts), countWords(triggers))
+	triggers := countWords(plan.starts, func(s plannedStart) string { return s.req.Trigger })
+	s := fmt.Sprintf("round %d %s: start %d (%s)", l.round, kind, len(plan.starts), triggers)
 	if skips := skipWords(plan.below, plan.skipped, omitted); skips != "" {
 		s += "; " + skips
 	}
@@ -346,11 +344,7 @@ func roundSummary(n int, trigger string, res contract.MaintenanceSweepResult, fa
 	if res.StartedCount() == 0 {
 		s += ": started nothing"
 	} else {
-		triggers := make([]string, len(res.Started))
-		for i, st := range res.Started {
-			triggers[i] = st.Trigger
-		}
-		words := countWords(triggers)
+		words := countWords(res.Started, func(st contract.SweepStart) string { return st.Trigger })
 		if res.StartedOmitted > 0 { // the result lists the first starts only
 			words = fmt.Sprintf("first %d: %s; %d more", len(res.Started), words, res.StartedOmitted)
 		}
@@ -365,14 +359,13 @@ func roundSummary(n int, trigger string, res contract.MaintenanceSweepResult, fa
 	return s
 }
 
-// countWords counts equal values in first-seen order: "2 sweep-count, 1 sweep-age". Pure.
-func countWords(values []string) string {
+// countWords counts the items' equal words in first-seen order: "2 sweep-count, 1 sweep-age".
+// Pure.
+func countWords[T any](items []T, word func(T) string) string {
 	var order []string
 	counts := map[string]int{}
-	for _, v := range values {
-		if v == "" {
-			v = "unknown"
-		}
+	for _, item := range items {
+		v := cmp.Or(word(item), "unknown")
 		if counts[v] == 0 {
 			order = append(order, v)
 		}
@@ -392,16 +385,13 @@ func skipWords(below int, skipped []contract.SweepSkip, omitted int) string {
 	if total == 0 {
 		return ""
 	}
-	kinds := make([]string, len(skipped))
-	for i, sk := range skipped {
-		kinds[i] = skipKind(sk.Reason)
-	}
+	kinds := countWords(skipped, func(sk contract.SweepSkip) string { return skipKind(sk.Reason) })
 	var parts []string
 	if below > 0 {
 		parts = append(parts, fmt.Sprintf("%d below thresholds", below))
 	}
-	if words := countWords(kinds); words != "" {
-		parts = append(parts, words)
+	if kinds != "" {
+		parts = append(parts, kinds)
 	}
 	if omitted > 0 {
 		parts = append(parts, fmt.Sprintf("%d left for the next round", omitted))

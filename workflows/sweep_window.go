@@ -318,9 +318,7 @@ func (l roundLabel) request(req contract.StartRequest) contract.StartRequest {
 // kind says the kind's whole plan ("round 12 generic: start 3 (2 sweep-count, 1 sweep-age);
 // skipped 41: 38 below thresholds, 3 left for the next round"), the others their part.
 func (l roundLabel) batchSummary(kind string, plan sweepPlan, omitted, i, batches int, batch []plannedStart) string {
-	if kind == "" {
-		kind = "every kind"
-	}
+	kind = cmp.Or(kind, "every kind")
 	if i > 0 {
 		return fmt.Sprintf("round %d %s: start batch %d/%d (%d)", l.round, kind, i+1, batches, len(batch))
 	}

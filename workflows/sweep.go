@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -49,11 +50,7 @@ type startBatches struct {
 // launch starts one coroutine per batch of plan's starts (st.wg covers them); kind and omitted
 // go into a window round's summaries.
 func (st *sweepStarts) launch(ctx workflow.Context, kind string, plan sweepPlan, omitted int) *startBatches {
-	starts := plan.starts
-	b := &startBatches{}
-	for i := 0; i < len(starts); i += st.in.StartBatch {
-		b.batches = append(b.batches, starts[i:min(i+st.in.StartBatch, len(starts))])
-	}
+	b := &startBatches{batches: slices.Collect(slices.Chunk(plan.starts, st.in.StartBatch))}
 	b.outcomes = make([]contract.StartWorkflowsResult, len(b.batches))
 	b.errs = make([]error, len(b.batches))
 	for i, batch := range b.batches {

@@ -68,12 +68,10 @@ func demandSweep(ctx workflow.Context, in contract.MaintenanceSweepInput, label 
 					return
 				}
 				kp.pages++
-				if kp.pages == 1 {
-					kp.first = scan
-				}
 				kp.omitted = max(0, scan.Qualified-len(scan.Targets))
 				plan := planDemandWithin(scan.Targets, in, remaining)
 				if kp.pages == 1 {
+					kp.first = scan
 					plan.below = max(0, scan.StoresWithDebt-scan.Qualified)
 				}
 				remaining -= len(plan.starts)

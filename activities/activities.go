@@ -136,16 +136,16 @@ func idempotencyKey(ctx context.Context) string {
 	return info.WorkflowExecution.ID + "/" + info.ActivityID
 }
 
-// done records metrics for one execution and maps err (see errors.go).
-func (a *Activities) done(name string, kind store.Kind, start time.Time, outcome string, err error) error {
-	err = ToTemporal(err)
+// done records metrics for one execution since start and maps *err (see errors.go); an
+// activity defers it with its result error.
+func (a *Activities) done(name string, kind store.Kind, start time.Time, outcome string, err *error) {
+	*err = ToTemporal(*err)
 	if a.Metrics != nil {
-		if err != nil {
-			outcome = ErrorType(err)
+		if *err != nil {
+			outcome = ErrorType(*err)
 		}
 		a.Metrics.ActivityDone(name, kind, outcome, time.Since(start))
 	}
-	return err
 }
 
 // withWorkerStop derives a context that is also cancelled when the worker starts shutting
@@ -195,7 +195,7 @@ func (c *storeCall) end(kind store.Kind, outcome string, err error) error {
 	if c.stopping() && errors.Is(err, context.Canceled) {
 		err = errWorkerStopping
 	}
-	err = c.a.done(c.name, kind, c.start, outcome, err)
+	c.a.done(c.name, kind, c.start, outcome, &err)
 	c.rep.finish(err)
 	return err
 }

@@ -31,9 +31,8 @@ type MaintenanceMetrics interface {
 // p.AsOf fixes the clock. A store whose MergeWal is running is counted in Running instead
 // (runningMerges) unless it also asks for compaction, since a start would only attach.
 func (a *Activities) ScanDemand(ctx context.Context, p contract.ScanDemandParams) (res contract.ScanDemandResult, err error) {
-	start := time.Now()
 	kind, err := store.ParseKind(p.Kind)
-	defer func() { err = a.done(contract.ScanDemandActivity, kind, start, "ok", err) }()
+	defer a.done(contract.ScanDemandActivity, kind, time.Now(), "ok", &err)
 	if err != nil {
 		return res, err
 	}
@@ -51,8 +50,8 @@ func (a *Activities) ScanDemand(ctx context.Context, p contract.ScanDemandParams
 	}
 	top := &candidateHeap{}
 	agg := &storeDemand{}
-	var running map[string]bool // listed at the first qualified store
-	listedRunning := false
+	// Listed at the first qualified store.
+	running := sync.OnceValue(func() map[string]bool { return a.runningMerges(ctx, kind) })
 	flush := func() {
 		if agg.target == "" {
 			return
@@ -61,10 +60,7 @@ func (a *Activities) ScanDemand(ctx context.Context, p contract.ScanDemandParams
 		res.StoresWithDebt++
 		if qualifies(t, p) && (p.After == nil || contract.DemandBefore(*p.After, t)) {
 			res.Qualified++
-			if !listedRunning {
-				running, listedRunning = a.runningMerges(ctx, kind), true
-			}
-			if !t.Compact && running[mergeWalID(t.Target)] {
+			if running()[mergeWalID(t.Target)] && !t.Compact {
 				res.Running++
 			} else if top.Len() < k {
 				heap.Push(top, t)
@@ -212,9 +208,8 @@ func (h *candidateHeap) sorted() []contract.DemandTarget {
 // p.Concurrency stores at once; a store that cannot be read is reported and skipped, and only
 // a failed listing fails the activity.
 func (a *Activities) ReconcilePage(ctx context.Context, p contract.ReconcilePageParams) (res contract.ReconcilePageResult, err error) {
-	start := time.Now()
 	kind, err := store.ParseKind(p.Kind)
-	defer func() { err = a.done(contract.ReconcilePageActivity, kind, start, "ok", err) }()
+	defer a.done(contract.ReconcilePageActivity, kind, time.Now(), "ok", &err)
 	if err != nil {
 		return res, err
 	}
@@ -270,8 +265,10 @@ func (a *Activities) ReconcilePage(ctx context.Context, p contract.ReconcilePage
 // RecordMaintenance records a successful fleet-wide run on this worker's metrics.
 func (a *Activities) RecordMaintenance(ctx context.Context, p contract.RecordMaintenanceParams) error {
 	if p.Workflow != contract.MaintenanceSweepName && p.Workflow != contract.ReconcileDemandName {
-		return a.done(contract.RecordMaintenanceActivity, "", time.Now(), "ok",
-			temporal.NewNonRetryableApplicationError(fmt.Sprintf("unknown maintenance workflow %q", p.Workflow), contract.ErrTypeInvalidInput, nil))
+		err := temporal.NewNonRetryableApplicationError(fmt.Sprintf("unknown maintenance workflow %q", p.Workflow),
+			contract.ErrTypeInvalidInput, nil)
+		a.done(contract.RecordMaintenanceActivity, "", time.Now(), "ok", &err)
+		return err
 	}
 	if m, ok := a.Metrics.(MaintenanceMetrics); ok {
 		m.MaintenanceSucceeded(p.Workflow, time.Now())

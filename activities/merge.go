@@ -16,8 +16,7 @@ import (
 // ListPendingShards lists the target's shards with pending generations, in shard order: at
 // most contract.MaxListedShards, oldest pending first (pickListed), counting the rest.
 func (a *Activities) ListPendingShards(ctx context.Context, p contract.ListPendingShardsParams) (res contract.ListPendingShardsResult, err error) {
-	start := time.Now()
-	defer func() { err = a.done(contract.ListPendingShardsActivity, kindOf(p.Target), start, "ok", err) }()
+	defer a.done(contract.ListPendingShardsActivity, kindOf(p.Target), time.Now(), "ok", &err)
 
 	s, _, err := a.openDemanded(ctx, p.Target)
 	if err != nil {
@@ -141,10 +140,9 @@ func (a *Activities) Prepare(ctx context.Context, p contract.PrepareParams) (res
 }
 
 // watchBudget reports a budget wait while nothing has been read.
+//
+// REQUIRES: a.DB is set (Prepare opened its store).
 func (a *Activities) watchBudget(rep *reporter, firstRead <-chan struct{}) {
-	if a.DB == nil {
-		return
-	}
 	budget := a.DB.Options().Budget
 	if budget == nil {
 		return
@@ -168,8 +166,7 @@ func (a *Activities) watchBudget(rep *reporter, firstRead <-chan struct{}) {
 
 // Abort deletes an uncommitted preparation's staged files, or finds its commit present.
 func (a *Activities) Abort(ctx context.Context, p contract.AbortParams) (res contract.AbortResult, err error) {
-	start := time.Now()
-	defer func() { err = a.done(contract.AbortActivity, kindOf(p.Prepared.Target), start, "ok", err) }()
+	defer a.done(contract.AbortActivity, kindOf(p.Prepared.Target), time.Now(), "ok", &err)
 
 	s, t, err := a.open(ctx, p.Prepared.Target)
 	if err != nil {

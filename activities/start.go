@@ -39,8 +39,7 @@ type StartMetrics interface {
 // once, each reporting its own outcome in request order. It fails only when every start
 // failed: retryable unless each was refused for good (non-retryable StartFailed).
 func (a *Activities) StartWorkflows(ctx context.Context, p contract.StartWorkflowsParams) (res contract.StartWorkflowsResult, err error) {
-	start := time.Now()
-	defer func() { err = a.done(contract.StartWorkflowsActivity, "", start, "ok", err) }()
+	defer a.done(contract.StartWorkflowsActivity, "", time.Now(), "ok", &err)
 	if a.Client == nil {
 		return res, errMisconfigured("activities have no Temporal client")
 	}

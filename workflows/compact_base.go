@@ -26,9 +26,7 @@ func CompactBase(ctx workflow.Context, in contract.CompactBaseInput) (contract.C
 	st := contract.CompactBaseStatus{Target: tgt.String(), Phase: contract.PhaseStarting, RunsLeft: -1}
 	var tr *tracker
 	refresh := func() {
-		if tr != nil {
-			st.Blocked = tr.blocked("")
-		}
+		st.Blocked = tr.blocked("")
 		line := fmt.Sprintf("**%s** %s · pass %d", st.Target, st.Phase, st.Pass)
 		if st.RunsLeft >= 0 {
 			line += fmt.Sprintf(" · %d runs left", st.RunsLeft)
@@ -66,7 +64,7 @@ func CompactBase(ctx workflow.Context, in contract.CompactBaseInput) (contract.C
 			Target:      tgt.String(),
 			MaxRuns:     in.MaxRuns,
 			MaxBytes:    in.MaxBytes,
-			NotifyAfter: tr.notifyAfter(),
+			NotifyAfter: tr.slotWait,
 		}
 		if err := tr.exec(ctx, compactOptions(), w, params, &pass); err != nil {
 			st.Phase = contract.PhaseDone

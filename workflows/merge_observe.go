@@ -16,13 +16,6 @@ import (
 // search attributes, an upsert only for a bare start and once at the end, the live figures in
 // the current details and status query, and a memo update at the end.
 
-// noteStart keeps the first listing's total as the chain's pending at start.
-func (r *mergeRun) noteStart() {
-	if r.pendingAtStart < 0 {
-		r.pendingAtStart = r.totalPending()
-	}
-}
-
 // actions is the billable actions of the chain so far as the workflow counts them: earlier
 // runs', this run's start, its tracker's, upserts and timers.
 func (r *mergeRun) actions() int {

@@ -66,7 +66,7 @@ func preparedSize(p *contract.PreparedMerge) int {
 // request with its shard's outcome, or the activity's error when it fails for good.
 func (r *mergeRun) commitRound(ctx workflow.Context, batch []*commitRequest) {
 	params := contract.CommitRoundParams{Target: r.target.String(), Prepared: make([]contract.PreparedMerge, len(batch)),
-		NotifyAfter: r.tr.notifyAfter()}
+		NotifyAfter: r.tr.slotWait}
 	for i, req := range batch {
 		req.sh.phase = contract.ShardCommitting
 		params.Prepared[i] = *req.p
@@ -82,11 +82,11 @@ func (r *mergeRun) commitRound(ctx workflow.Context, batch []*commitRequest) {
 			contract.ErrTypeInternal, nil)
 	}
 	for i, req := range batch {
-		if err != nil {
-			req.reply.Send(ctx, commitOutcome{err: err})
-			continue
+		out := commitOutcome{err: err}
+		if err == nil {
+			out = roundShardOutcome(res.Shards[i])
 		}
-		req.reply.Send(ctx, roundShardOutcome(res.Shards[i]))
+		req.reply.Send(ctx, out)
 	}
 }
 

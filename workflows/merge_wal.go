@@ -53,7 +53,9 @@ func MergeWal(ctx workflow.Context, in contract.MergeWalInput) (contract.MergeWa
 	}
 	r.listedAt = workflow.Now(ctx)
 	r.plan(listed.Shards)
-	r.noteStart()
+	if r.pendingAtStart < 0 { // the chain's first listing
+		r.pendingAtStart = r.totalPending()
+	}
 
 	// Step 2. Merge the shards, one commit at a time.
 	r.setPhase(contract.PhaseMerging)
@@ -273,10 +275,9 @@ func (r *mergeRun) mergeRounds(ctx workflow.Context, commits workflow.Channel) {
 		// Listing each round would cost an action per pass on a one-shard table; the
 		// estimates (listed pending minus what the passes folded) plan the rounds in
 		// between, and a drained plan is confirmed by a fresh listing.
-		relisted := false
-		if round > 1 && workflow.Now(ctx).Sub(r.listedAt) >= relistInterval {
+		relisted := round > 1 && workflow.Now(ctx).Sub(r.listedAt) >= relistInterval
+		if relisted {
 			r.relist(ctx)
-			relisted = true
 		}
 		order := roundOrder(estimatedTodo(r.todo()))
 		if len(order) == 0 && round > 1 && !relisted {
@@ -445,7 +446,7 @@ func (r *mergeRun) prepare(ctx workflow.Context, sh *shardRun, sem workflow.Sema
 		Shard:          sh.res.Shard,
 		MaxGenerations: r.in.MaxGenerations,
 		MaxBytes:       r.in.MaxBytes,
-		NotifyAfter:    r.tr.notifyAfter(),
+		NotifyAfter:    r.tr.slotWait,
 	}
 	var res contract.PrepareResult
 	if !sh.res.SharedQueue {
@@ -455,7 +456,7 @@ func (r *mergeRun) prepare(ctx workflow.Context, sh *shardRun, sem workflow.Sema
 		if !isScheduleToStartTimeout(err) {
 			return res.Prepared, true, err
 		}
-		r.fallBack(sh, contract.PrepareActivity)
+		r.fallBack(sh)
 	}
 	w := r.tr.newWatch(contract.PrepareActivity, sh.res.Shard, contract.TaskQueue)
 	err := r.tr.exec(ctx, r.prioritized(prepareOptions(r.in.PrepareTimeout, 0, r.activitySummary("prepare", sh, true))), w, params, &res)
@@ -479,11 +480,11 @@ func (r *mergeRun) abort(ctx workflow.Context, sh *shardRun, p *contract.Prepare
 	return res, err
 }
 
-func (r *mergeRun) fallBack(sh *shardRun, activity string) {
+func (r *mergeRun) fallBack(sh *shardRun) {
 	sh.res.SharedQueue = true
 	sh.queue = contract.TaskQueue
 	r.log.Warn("Shard queue has no worker in time; using the shared queue.",
-		"shard", sh.res.Shard, "activity", activity, "timeout", r.in.ScheduleToStartTimeout)
+		"shard", sh.res.Shard, "activity", contract.PrepareActivity, "timeout", r.in.ScheduleToStartTimeout)
 	r.changed()
 }
 

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -37,8 +38,6 @@ type sweepStarts struct {
 	pace        workflow.Semaphore
 	launched    int
 	firstLaunch time.Time
-	// priority is the task-queue priority of the batches (contract.SweepPriority).
-	priority *temporal.Priority
 }
 
 // startBatches is one plan's starts split into StartWorkflows batches, with their outcomes.
@@ -51,18 +50,12 @@ type startBatches struct {
 // launch starts one coroutine per batch of plan's starts (st.wg covers them); kind and omitted
 // go into a window round's summaries.
 func (st *sweepStarts) launch(ctx workflow.Context, kind string, plan sweepPlan, omitted int) *startBatches {
-	starts := plan.starts
-	b := &startBatches{}
-	for i := 0; i < len(starts); i += st.in.StartBatch {
-		b.batches = append(b.batches, starts[i:min(i+st.in.StartBatch, len(starts))])
-	}
+	b := &startBatches{batches: slices.Collect(slices.Chunk(plan.starts, st.in.StartBatch))}
 	b.outcomes = make([]contract.StartWorkflowsResult, len(b.batches))
 	b.errs = make([]error, len(b.batches))
 	for i, batch := range b.batches {
 		opts := startWorkflowsOptions()
-		if st.priority != nil {
-			opts.Priority = *st.priority
-		}
+		opts.Priority = contract.SweepPriority // ahead of the merges' tasks on the shared queue
 		if st.label.round > 0 {
 			opts.Summary = st.label.batchSummary(kind, plan, omitted, i, len(b.batches), batch)
 		}
@@ -90,11 +83,8 @@ func (st *sweepStarts) launch(ctx workflow.Context, kind string, plan sweepPlan,
 }
 
 // report adds every start's outcome to res, in plan order: the first contract.MaxSweepListed
-// starts by name, the rest counted in StartedOmitted. b may be nil (no plan).
+// starts by name, the rest counted in StartedOmitted.
 func (b *startBatches) report(res *contract.MaintenanceSweepResult) {
-	if b == nil {
-		return
-	}
 	for i, batch := range b.batches {
 		for j, s := range batch {
 			switch {
@@ -134,8 +124,8 @@ type sweepPlan struct {
 }
 
 // wantStarts is what one target needs: a MergeWal when its debt crosses a trigger
-// (mergeTrigger), a CompactBase when compactReason says why. Pure.
-func wantStarts(t contract.DemandTarget, compactReason string, in contract.MaintenanceSweepInput) []plannedStart {
+// (mergeTrigger), a CompactBase when it has a compaction marker and CompactMinRuns > 0. Pure.
+func wantStarts(t contract.DemandTarget, in contract.MaintenanceSweepInput) []plannedStart {
 	var wants []plannedStart
 	if trigger, reason := mergeTrigger(t, in); reason != "" {
 		req := contract.StartRequest{Workflow: contract.MergeWalWorkflow, Target: t.Target, Trigger: trigger, Reason: reason,
@@ -146,9 +136,10 @@ func wantStarts(t contract.DemandTarget, compactReason string, in contract.Maint
 		req.Urgent = mergeUrgent(t, in)
 		wants = append(wants, plannedStart{req, reason})
 	}
-	if compactReason != "" {
+	if t.Compact && in.CompactMinRuns > 0 {
+		const reason = "compaction marker: base runs >= compact_demand_runs"
 		wants = append(wants, plannedStart{contract.StartRequest{Workflow: contract.CompactBaseWorkflow, Target: t.Target,
-			Trigger: contract.TriggerSweepRuns, Reason: compactReason}, compactReason})
+			Trigger: contract.TriggerSweepRuns, Reason: reason}, reason})
 	}
 	return wants
 }

@@ -25,11 +25,7 @@ func planDemandWithin(all []contract.DemandTarget, in contract.MaintenanceSweepI
 	sort.SliceStable(ts, func(i, j int) bool { return contract.DemandBefore(ts[i], ts[j]) })
 	p := sweepPlan{scanned: len(ts)}
 	for _, t := range ts {
-		compact := ""
-		if t.Compact && in.CompactMinRuns > 0 {
-			compact = "compaction marker: base runs >= compact_demand_runs"
-		}
-		p.add(t.Target, wantStarts(t, compact, in), in, maxStarts)
+		p.add(t.Target, wantStarts(t, in), in, maxStarts)
 	}
 	return p
 }

@@ -38,8 +38,7 @@ type kindPages struct {
 func demandSweep(ctx workflow.Context, in contract.MaintenanceSweepInput, label roundLabel) (contract.MaintenanceSweepResult, error) {
 	res := contract.MaintenanceSweepResult{Started: []contract.SweepStart{}, Skipped: []contract.SweepSkip{}}
 	asOf := workflow.Now(ctx)
-	prio := contract.SweepPriority // ahead of the merges' tasks on the shared queue
-	st := &sweepStarts{in: in, label: label, sem: workflow.NewSemaphore(ctx, int64(in.Concurrency)), wg: workflow.NewWaitGroup(ctx), priority: &prio}
+	st := &sweepStarts{in: in, label: label, sem: workflow.NewSemaphore(ctx, int64(in.Concurrency)), wg: workflow.NewWaitGroup(ctx)}
 	if in.StartSpacing > 0 {
 		st.pace = workflow.NewSemaphore(ctx, 1)
 	}
@@ -53,7 +52,7 @@ func demandSweep(ctx workflow.Context, in contract.MaintenanceSweepInput, label 
 		workflow.Go(ctx, func(ctx workflow.Context) {
 			defer listed.Done()
 			opts := label.options(demandScanOptions(), string(k))
-			opts.Priority = prio
+			opts.Priority = contract.SweepPriority
 			scanCtx := workflow.WithActivityOptions(ctx, opts)
 			var after *contract.DemandTarget
 			for {
@@ -69,12 +68,10 @@ func demandSweep(ctx workflow.Context, in contract.MaintenanceSweepInput, label 
 					return
 				}
 				kp.pages++
-				if kp.pages == 1 {
-					kp.first = scan
-				}
 				kp.omitted = max(0, scan.Qualified-len(scan.Targets))
 				plan := planDemandWithin(scan.Targets, in, remaining)
 				if kp.pages == 1 {
+					kp.first = scan
 					plan.below = max(0, scan.StoresWithDebt-scan.Qualified)
 				}
 				remaining -= len(plan.starts)

@@ -23,7 +23,7 @@ func TestSweepMergeUrgentFarPastItsThresholds(t *testing.T) {
 		{"old, below urgent by age", contract.DemandTarget{Target: "generic:a", Pending: 1, OldestPendingAge: 11 * time.Minute}, false},
 		{"urgent by age", contract.DemandTarget{Target: "generic:a", Pending: 1, OldestPendingAge: time.Duration(f) * 10 * time.Minute}, true},
 	} {
-		wants := wantStarts(tc.t, "", in)
+		wants := wantStarts(tc.t, in)
 		if len(wants) != 1 {
 			t.Fatalf("%s: %d starts planned, want 1", tc.name, len(wants))
 		}

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -54,34 +55,26 @@ func SweepWindow(ctx workflow.Context, in contract.SweepWindowInput) (contract.S
 	now := workflow.GetSignalChannel(ctx, contract.SweepNowSignal)
 	logger := workflow.GetLogger(ctx)
 
-	// A window's first round is its first slot, at once; a continued run waits for the
+	// A window's first round is its first slot, at once (due); a continued run waits for the
 	// next slot (the previous run served the current one) unless a sweep-now was pending.
-	trigger := contract.SweepRoundInterval
-	switch {
-	case in.Carry == nil:
-	case w.carry.SweepNow:
-		trigger = contract.SweepRoundNow
-		w.carry.SweepNow = false
-	default:
-		next := w.nextSlot(workflow.Now(ctx))
-		if !next.Before(w.carry.Ends) {
-			return w.finish(ctx)
-		}
-		if trigger, err = w.wait(ctx, now, next); err != nil {
-			return w.result(), err
-		}
+	trigger, due := contract.SweepRoundInterval, in.Carry == nil || w.carry.SweepNow
+	if w.carry.SweepNow {
+		trigger, w.carry.SweepNow = contract.SweepRoundNow, false
 	}
 	for {
-		if err := w.round(ctx, trigger); err != nil {
-			return w.result(), err // canceled
+		asked := false
+		if due {
+			if err := w.round(ctx, trigger); err != nil {
+				return w.result(), err // canceled
+			}
+			asked = drainSweepNow(now)
 		}
 		next := w.nextSlot(workflow.Now(ctx))
-		asked := drainSweepNow(now)
 		if !asked && !next.Before(w.carry.Ends) {
 			return w.finish(ctx)
 		}
 		info := workflow.GetInfo(ctx)
-		if info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() >= in.EventBudget {
+		if due && (info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() >= in.EventBudget) {
 			w.carry.Runs++
 			w.carry.SweepNow = asked
 			in.Carry = &w.carry
@@ -89,6 +82,7 @@ func SweepWindow(ctx workflow.Context, in contract.SweepWindowInput) (contract.S
 				"runs", w.carry.Runs, "history_length", info.GetCurrentHistoryLength())
 			return contract.SweepWindowResult{}, workflow.NewContinueAsNewError(ctx, contract.SweepWindowWorkflow, in)
 		}
+		due = true
 		if asked {
 			trigger = contract.SweepRoundNow
 			continue
@@ -153,9 +147,9 @@ func (w *sweepWindow) wait(ctx workflow.Context, now workflow.ReceiveChannel, ne
 	defer cancel()
 	timer := workflow.NewTimerWithOptions(timerCtx, next.Sub(workflow.Now(ctx)), workflow.TimerOptions{Summary: "next sweep round"})
 	trigger := contract.SweepRoundInterval
-	var timerErr error
 	sel := workflow.NewSelector(ctx)
-	sel.AddFuture(timer, func(f workflow.Future) { timerErr = f.Get(ctx, nil) })
+	// The timer fails only when ctx is cancelled, which the check below returns.
+	sel.AddFuture(timer, func(workflow.Future) {})
 	sel.AddReceive(now, func(ch workflow.ReceiveChannel, _ bool) {
 		drainSweepNow(ch)
 		trigger = contract.SweepRoundNow
@@ -164,9 +158,6 @@ func (w *sweepWindow) wait(ctx workflow.Context, now workflow.ReceiveChannel, ne
 	sel.Select(ctx)
 	if err := ctx.Err(); err != nil {
 		return "", temporal.NewCanceledError("sweep window canceled")
-	}
-	if timerErr != nil {
-		return "", timerErr
 	}
 	return trigger, nil
 }
@@ -327,17 +318,12 @@ func (l roundLabel) request(req contract.StartRequest) contract.StartRequest {
 // kind says the kind's whole plan ("round 12 generic: start 3 (2 sweep-count, 1 sweep-age);
 // skipped 41: 38 below thresholds, 3 left for the next round"), the others their part.
 func (l roundLabel) batchSummary(kind string, plan sweepPlan, omitted, i, batches int, batch []plannedStart) string {
-	if kind == "" {
-		kind = "every kind"
-	}
+	kind = cmp.Or(kind, "every kind")
 	if i > 0 {
 		return fmt.Sprintf("round %d %s: start batch %d/%d (%d)", l.round, kind, i+1, batches, len(batch))
 	}
-	triggers := make([]string, len(plan.starts))
-	for j, s := range plan.starts {
-		triggers[j] = s.req.Trigger
-	}
-	s := fmt.Sprintf("round %d %s: start %d (%s)", l.round, kind, len(plan.starts), countWords(triggers))
+	triggers := countWords(plan.starts, func(s plannedStart) string { return s.req.Trigger })
+	s := fmt.Sprintf("round %d %s: start %d (%s)", l.round, kind, len(plan.starts), triggers)
 	if skips := skipWords(plan.below, plan.skipped, omitted); skips != "" {
 		s += "; " + skips
 	}
@@ -356,11 +342,7 @@ func roundSummary(n int, trigger string, res contract.MaintenanceSweepResult, fa
 	if res.StartedCount() == 0 {
 		s += ": started nothing"
 	} else {
-		triggers := make([]string, len(res.Started))
-		for i, st := range res.Started {
-			triggers[i] = st.Trigger
-		}
-		words := countWords(triggers)
+		words := countWords(res.Started, func(st contract.SweepStart) string { return st.Trigger })
 		if res.StartedOmitted > 0 { // the result lists the first starts only
 			words = fmt.Sprintf("first %d: %s; %d more", len(res.Started), words, res.StartedOmitted)
 		}
@@ -375,14 +357,13 @@ func roundSummary(n int, trigger string, res contract.MaintenanceSweepResult, fa
 	return s
 }
 
-// countWords counts equal values in first-seen order: "2 sweep-count, 1 sweep-age". Pure.
-func countWords(values []string) string {
+// countWords counts the items' equal words in first-seen order: "2 sweep-count, 1 sweep-age".
+// Pure.
+func countWords[T any](items []T, word func(T) string) string {
 	var order []string
 	counts := map[string]int{}
-	for _, v := range values {
-		if v == "" {
-			v = "unknown"
-		}
+	for _, item := range items {
+		v := cmp.Or(word(item), "unknown")
 		if counts[v] == 0 {
 			order = append(order, v)
 		}
@@ -402,16 +383,13 @@ func skipWords(below int, skipped []contract.SweepSkip, omitted int) string {
 	if total == 0 {
 		return ""
 	}
-	kinds := make([]string, len(skipped))
-	for i, sk := range skipped {
-		kinds[i] = skipKind(sk.Reason)
-	}
+	kinds := countWords(skipped, func(sk contract.SweepSkip) string { return skipKind(sk.Reason) })
 	var parts []string
 	if below > 0 {
 		parts = append(parts, fmt.Sprintf("%d below thresholds", below))
 	}
-	if words := countWords(kinds); words != "" {
-		parts = append(parts, words)
+	if kinds != "" {
+		parts = append(parts, kinds)
 	}
 	if omitted > 0 {
 		parts = append(parts, fmt.Sprintf("%d left for the next round", omitted))

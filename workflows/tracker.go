@@ -21,10 +21,12 @@ import (
 // (contract.ApplyPending) rather than a timer per activity.
 type tracker struct {
 	originalRunID string
-	slotWait      time.Duration
-	seq           int
-	inflight      []*watch
-	onChange      func() // never nil
+	// slotWait is also every activity's NotifyAfter: it asks for signals of the state changes
+	// the workflow cannot see (budget wait, retry backoff).
+	slotWait time.Duration
+	seq      int
+	inflight []*watch
+	onChange func() // never nil
 	// actions counts the billable actions of what the tracker ran and heard: activities
 	// scheduled, listings, signals received and the retries they announce.
 	actions int
@@ -126,10 +128,6 @@ func (t *tracker) await(ctx workflow.Context, w *watch, fut workflow.Future, out
 	}()
 	return fut.Get(ctx, out)
 }
-
-// notifyAfter is what an activity is asked for: signals of the state changes the workflow
-// cannot see (budget wait, retry backoff).
-func (t *tracker) notifyAfter() time.Duration { return t.slotWait }
 
 // inFlight lists the activities in flight, oldest first, for the status query.
 func (t *tracker) inFlight() []contract.InFlightActivity {

@@ -44,29 +44,14 @@ func (c *Codec) Build(mem memory.Allocator, rows []Row, seqs []int64, shard stri
 	for j := 0; j < nf; j++ {
 		cols = append(cols, c.buildColumn(mem, j, rows, isDel))
 	}
-
-	seqB := array.NewInt64Builder(mem)
-	defer seqB.Release()
-	seqB.AppendValues(seqs, nil)
-	cols = append(cols, seqB.NewArray())
-
-	shardB := array.NewStringBuilder(mem)
-	defer shardB.Release()
-	shardB.Reserve(n)
-	shardB.ReserveData(n * len(shard))
-	for range n {
-		shardB.Append(shard)
-	}
-	cols = append(cols, shardB.NewArray())
-
-	delB := array.NewBooleanBuilder(mem)
-	defer delB.Release()
-	delB.Reserve(n)
-	for i := range n {
-		delB.UnsafeAppend(isDel(i))
-	}
-	cols = append(cols, delB.NewArray())
-
+	cols = append(cols,
+		buildFixedWidth(array.NewInt64Builder(mem), n,
+			func(i int) (int64, bool) { return seqs[i], true }),
+		buildVarWidth(array.NewStringBuilder(mem), n,
+			func(int) (string, bool) { return shard, true }),
+		buildFixedWidth(array.NewBooleanBuilder(mem), n,
+			func(i int) (bool, bool) { return isDel(i), true }),
+	)
 	return array.NewRecordBatch(c.arrow, cols, int64(n)), nil
 }
 
@@ -135,104 +120,93 @@ func checkGoValue(t FieldType, v any) string {
 // buildColumn builds user column j; rows have been checked by checkRows.
 func (c *Codec) buildColumn(mem memory.Allocator, j int, rows []Row, isDel func(int) bool) arrow.Array {
 	n := len(rows)
-	// value returns row i's value of column j: its key for the key column (a tombstone's
-	// too), else nil for nulls and tombstones.
+	if j == c.key { // a string column holding every row's key, a tombstone's too
+		return buildVarWidth(array.NewStringBuilder(mem), n,
+			func(i int) (string, bool) { return rows[i].Key, true })
+	}
+	// value returns row i's value of column j, nil for nulls and tombstones.
 	value := func(i int) any {
-		switch {
-		case j == c.key:
-			return rows[i].Key
-		case isDel(i):
+		if isDel(i) {
 			return nil
 		}
 		return rows[i].Values[j]
 	}
 	switch c.types[j] {
 	case TypeString:
-		b := array.NewStringBuilder(mem)
-		defer b.Release()
-		b.Reserve(n)
-		total := 0
-		for i := range rows {
-			if s, ok := value(i).(string); ok {
-				total += len(s)
-			}
-		}
-		b.ReserveData(total)
-		for i := range rows {
-			if s, ok := value(i).(string); ok {
-				b.Append(s)
-			} else {
-				b.AppendNull()
-			}
-		}
-		return b.NewArray()
+		return buildVarWidth(array.NewStringBuilder(mem), n, typed[string](value))
 	case TypeBinary:
 		b := array.NewBinaryBuilder(mem, arrow.BinaryTypes.Binary)
-		defer b.Release()
-		b.Reserve(n)
-		total := 0
-		for i := range rows {
-			if v, ok := value(i).([]byte); ok {
-				total += len(v)
-			}
-		}
-		b.ReserveData(total)
-		for i := range rows {
-			if v, ok := value(i).([]byte); ok {
-				b.Append(v)
-			} else {
-				b.AppendNull()
-			}
-		}
-		return b.NewArray()
+		return buildVarWidth(b, n, typed[[]byte](value))
 	case TypeInt64:
-		b := array.NewInt64Builder(mem)
-		defer b.Release()
-		b.Reserve(n)
-		for i := range rows {
-			if v, ok := value(i).(int64); ok {
-				b.UnsafeAppend(v)
-			} else {
-				b.UnsafeAppendBoolToBitmap(false)
-			}
-		}
-		return b.NewArray()
+		return buildFixedWidth(array.NewInt64Builder(mem), n, typed[int64](value))
 	case TypeFloat64:
-		b := array.NewFloat64Builder(mem)
-		defer b.Release()
-		b.Reserve(n)
-		for i := range rows {
-			if v, ok := value(i).(float64); ok {
-				b.UnsafeAppend(v)
-			} else {
-				b.UnsafeAppendBoolToBitmap(false)
-			}
-		}
-		return b.NewArray()
+		return buildFixedWidth(array.NewFloat64Builder(mem), n, typed[float64](value))
 	case TypeBool:
-		b := array.NewBooleanBuilder(mem)
-		defer b.Release()
-		b.Reserve(n)
-		for i := range rows {
-			if v, ok := value(i).(bool); ok {
-				b.UnsafeAppend(v)
-			} else {
-				b.UnsafeAppendBoolToBitmap(false)
-			}
-		}
-		return b.NewArray()
+		return buildFixedWidth(array.NewBooleanBuilder(mem), n, typed[bool](value))
 	case TypeTimestamp:
 		b := array.NewTimestampBuilder(mem, timestampType)
-		defer b.Release()
-		b.Reserve(n)
-		for i := range rows {
-			if v, ok := value(i).(time.Time); ok {
-				b.UnsafeAppend(arrow.Timestamp(v.UnixMicro()))
-			} else {
-				b.UnsafeAppendBoolToBitmap(false)
-			}
-		}
-		return b.NewArray()
+		return buildFixedWidth(b, n, func(i int) (arrow.Timestamp, bool) {
+			t, ok := value(i).(time.Time)
+			return arrow.Timestamp(t.UnixMicro()), ok
+		})
 	}
 	panic("store: unreachable: unknown field type " + string(c.types[j]))
+}
+
+// typed is value with its result as a V; false for nil (a null).
+func typed[V any](value func(int) any) func(int) (V, bool) {
+	return func(i int) (V, bool) {
+		v, ok := value(i).(V)
+		return v, ok
+	}
+}
+
+// fixedWidthBuilder is an Arrow builder of fixed-width values of Go type V.
+type fixedWidthBuilder[V any] interface {
+	array.Builder
+	UnsafeAppend(V)
+}
+
+// buildFixedWidth appends get(i) for i in [0, n) to b (a null where get says false), reserving
+// room once, and returns the array, releasing b.
+func buildFixedWidth[V any](b fixedWidthBuilder[V], n int, get func(int) (V, bool)) arrow.Array {
+	defer b.Release()
+	b.Reserve(n)
+	for i := range n {
+		if v, ok := get(i); ok {
+			b.UnsafeAppend(v)
+		} else {
+			b.UnsafeAppendBoolToBitmap(false)
+		}
+	}
+	return b.NewArray()
+}
+
+// varWidthBuilder is an Arrow builder of strings or byte slices.
+type varWidthBuilder[V string | []byte] interface {
+	array.Builder
+	ReserveData(int)
+	Append(V)
+}
+
+// buildVarWidth is buildFixedWidth for variable-width values, reserving their bytes once too.
+func buildVarWidth[V string | []byte](b varWidthBuilder[V], n int,
+	get func(int) (V, bool)) arrow.Array {
+	defer b.Release()
+	b.Reserve(n)
+	total := 0
+	for i := range n {
+		if v, ok := get(i); ok {
+			total += len(v)
+		}
+	}
+	b.ReserveData(total)
+	for i := range n {
+		if v, ok := get(i); ok {
+			b.Append(v)
+		} else {
+			b.AppendNull()
+		}
+	}
+	return b.NewArray()
 }

@@ -153,9 +153,8 @@ func (c *Codec) lookup(key []byte) (int, bool) {
 
 // keyString decodes a raw JSON string (with quotes), for lookups and messages.
 func keyString(key []byte) string {
-	s, _ := unquote(key)
-	str, _ := s.(string)
-	return str
+	s, _ := jsonscan.Unquote(key) // "" when it fails
+	return s
 }
 
 // fromRaw converts the raw JSON value of field j; on failure it returns a description.

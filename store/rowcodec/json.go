@@ -241,16 +241,8 @@ func (c *Codec) finishRow(i int, vals []any, seen []bool) (Row, error) {
 
 func (c *Codec) fieldList() string {
 	const shown = 12
-	var b strings.Builder
-	for j, name := range c.names {
-		if j == shown {
-			fmt.Fprintf(&b, ", ... (%d fields)", len(c.names))
-			break
-		}
-		if j > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(name)
+	if len(c.names) <= shown {
+		return strings.Join(c.names, ", ")
 	}
-	return b.String()
+	return fmt.Sprintf("%s, ... (%d fields)", strings.Join(c.names[:shown], ", "), len(c.names))
 }

@@ -70,12 +70,12 @@ func (c *Codec) checkRows(rows []Row, isDel func(int) bool) error {
 		}
 		for j, v := range r.Values {
 			if v == nil {
-				if !c.nullable[j] {
+				if !c.schema.Fields[j].Nullable {
 					return invalidf("row %d: field %q: null is not allowed (the field is non-null)", i, c.names[j])
 				}
 				continue
 			}
-			if p := checkGoValue(c.types[j], v); p != "" {
+			if p := checkGoValue(c.schema.Fields[j].Type, v); p != "" {
 				return invalidf("row %d: field %q: %s", i, c.names[j], p)
 			}
 		}
@@ -124,39 +124,37 @@ func (c *Codec) buildColumn(mem memory.Allocator, j int, rows []Row, isDel func(
 		return buildVarWidth(array.NewStringBuilder(mem), n,
 			func(i int) (string, bool) { return rows[i].Key, true })
 	}
-	// value returns row i's value of column j, nil for nulls and tombstones.
-	value := func(i int) any {
-		if isDel(i) {
-			return nil
-		}
-		return rows[i].Values[j]
-	}
-	switch c.types[j] {
+	switch c.schema.Fields[j].Type {
 	case TypeString:
-		return buildVarWidth(array.NewStringBuilder(mem), n, typed[string](value))
+		return buildVarWidth(array.NewStringBuilder(mem), n, userValue[string](rows, j, isDel))
 	case TypeBinary:
 		b := array.NewBinaryBuilder(mem, arrow.BinaryTypes.Binary)
-		return buildVarWidth(b, n, typed[[]byte](value))
+		return buildVarWidth(b, n, userValue[[]byte](rows, j, isDel))
 	case TypeInt64:
-		return buildFixedWidth(array.NewInt64Builder(mem), n, typed[int64](value))
+		return buildFixedWidth(array.NewInt64Builder(mem), n, userValue[int64](rows, j, isDel))
 	case TypeFloat64:
-		return buildFixedWidth(array.NewFloat64Builder(mem), n, typed[float64](value))
+		return buildFixedWidth(array.NewFloat64Builder(mem), n, userValue[float64](rows, j, isDel))
 	case TypeBool:
-		return buildFixedWidth(array.NewBooleanBuilder(mem), n, typed[bool](value))
+		return buildFixedWidth(array.NewBooleanBuilder(mem), n, userValue[bool](rows, j, isDel))
 	case TypeTimestamp:
 		b := array.NewTimestampBuilder(mem, timestampType)
+		ts := userValue[time.Time](rows, j, isDel)
 		return buildFixedWidth(b, n, func(i int) (arrow.Timestamp, bool) {
-			t, ok := value(i).(time.Time)
+			t, ok := ts(i)
 			return arrow.Timestamp(t.UnixMicro()), ok
 		})
 	}
-	panic("store: unreachable: unknown field type " + string(c.types[j]))
+	panic("store: unreachable: unknown field type " + string(c.schema.Fields[j].Type))
 }
 
-// typed is value with its result as a V; false for nil (a null).
-func typed[V any](value func(int) any) func(int) (V, bool) {
+// userValue returns row i's value of user column j as a V; false for nulls and tombstones.
+func userValue[V any](rows []Row, j int, isDel func(int) bool) func(int) (V, bool) {
 	return func(i int) (V, bool) {
-		v, ok := value(i).(V)
+		if isDel(i) {
+			var zero V
+			return zero, false
+		}
+		v, ok := rows[i].Values[j].(V)
 		return v, ok
 	}
 }

@@ -859,10 +859,10 @@ func FuzzDecodeJSON(f *testing.F) {
 			}
 			for j, v := range r.Values {
 				if v == nil {
-					if !c.nullable[j] {
+					if !c.schema.Fields[j].Nullable {
 						t.Fatalf("row %d: null in non-null field %s", i, c.names[j])
 					}
-				} else if p := checkGoValue(c.types[j], v); p != "" {
+				} else if p := checkGoValue(c.schema.Fields[j].Type, v); p != "" {
 					t.Fatalf("row %d field %s: %s", i, c.names[j], p)
 				}
 				if s, ok := v.(string); ok && !utf8.ValidString(s) {

@@ -159,7 +159,7 @@ func keyString(key []byte) string {
 
 // fromRaw converts the raw JSON value of field j; on failure it returns a description.
 func (c *Codec) fromRaw(j int, raw []byte) (any, string) {
-	t := c.types[j]
+	t := c.schema.Fields[j].Type
 	if len(raw) == 0 {
 		return nil, "empty value"
 	}
@@ -205,7 +205,7 @@ func (c *Codec) fromRaw(j int, raw []byte) (any, string) {
 // finishRow checks presence and nullability, derives the datagen event id and the key.
 func (c *Codec) finishRow(i int, vals []any, seen []bool) (Row, error) {
 	for j, v := range vals {
-		if v != nil || c.nullable[j] || c.kind == target.KindDatagen && j == c.key {
+		if v != nil || c.schema.Fields[j].Nullable || c.kind == target.KindDatagen && j == c.key {
 			continue
 		}
 		if seen[j] {

@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -166,12 +167,7 @@ func (m *Base) Next(reason string) *Base {
 
 // References reports whether a live run of m is stored at p.
 func (m *Base) References(p string) bool {
-	for _, r := range m.Runs {
-		if r.Path == p {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(m.Runs, func(r Run) bool { return r.Path == p })
 }
 
 // WithCompaction is the draft of the version that replaces inputs by out (nil: every row was

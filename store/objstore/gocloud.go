@@ -54,7 +54,7 @@ func (g *gocloudBackend) putFrom(ctx context.Context, key string, write func(io.
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// The bytes go through a pipe into Bucket.Upload (the driver reads them), not through
-	// Writer.Write: see upload for why.
+	// Writer.Write: see put for why.
 	pr, pw := io.Pipe()
 	type written struct {
 		n   int64
@@ -91,7 +91,11 @@ func (g *gocloudBackend) putFrom(ctx context.Context, key string, write func(io.
 // 409 ConditionalRequestConflict a few times with backoff.
 func (g *gocloudBackend) put(ctx context.Context, key string, data []byte, ifAbsent bool, wd *watchdog) error {
 	for attempt := 0; ; attempt++ {
-		err := mapErr(g.upload(ctx, key, data, ifAbsent, wd))
+		// Bucket.Upload, never Writer.Write: gocloud v0.47.0's azureblob writer panics whenever
+		// an upload through Write fails (a nil *io.PipeReader), and every lost commit race on
+		// azblob:// is such a failure (docs/STORAGE.md §4; regression: test/backends on Azurite).
+		r := progressReader{bytes.NewReader(data), wd}
+		err := mapErr(g.bkt.Upload(ctx, key, r, writerOpts(ifAbsent)))
 		if err == nil || !ifAbsent || !isConditionalConflict(err) || attempt >= 4 {
 			return err
 		}
@@ -176,14 +180,6 @@ func isConditionalConflict(err error) bool {
 
 // errUploadEnded is what a putFrom writer sees when the upload ended before it finished.
 var errUploadEnded = errors.New("store: upload ended before the writer finished")
-
-// upload stores data with Bucket.Upload, never Writer.Write: gocloud v0.47.0's azureblob
-// writer panics whenever an upload through Write fails (a nil *io.PipeReader), and every lost
-// commit race on azblob:// is such a failure (docs/STORAGE.md §4; regression: test/backends on
-// Azurite).
-func (g *gocloudBackend) upload(ctx context.Context, key string, data []byte, ifNotExist bool, wd *watchdog) error {
-	return g.bkt.Upload(ctx, key, progressReader{bytes.NewReader(data), wd}, writerOpts(ifNotExist))
-}
 
 func writerOpts(ifNotExist bool) *blob.WriterOptions {
 	return &blob.WriterOptions{ContentType: "application/octet-stream", IfNotExist: ifNotExist}

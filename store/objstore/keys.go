@@ -19,10 +19,7 @@ func CheckKey(key string) error {
 	if key == "" {
 		return invalidf("empty key")
 	}
-	if len(key) > maxKeyBytes {
-		return invalidf("key longer than %d bytes", maxKeyBytes)
-	}
-	return checkSegments(key, strings.Split(key, "/"))
+	return checkSegments("key", key, key)
 }
 
 // checkPrefix enforces the key rules on a List prefix: "" is allowed, and so is a trailing
@@ -31,14 +28,14 @@ func checkPrefix(prefix string) error {
 	if prefix == "" {
 		return nil
 	}
-	if len(prefix) > maxKeyBytes {
-		return invalidf("prefix longer than %d bytes", maxKeyBytes)
-	}
-	segs := strings.Split(strings.TrimSuffix(prefix, "/"), "/")
-	return checkSegments(prefix, segs)
+	return checkSegments("prefix", prefix, strings.TrimSuffix(prefix, "/"))
 }
 
-func checkSegments(s string, segs []string) error {
+// checkSegments checks s, a key or prefix (what), whose segments are those of path.
+func checkSegments(what, s, path string) error {
+	if len(s) > maxKeyBytes {
+		return invalidf("%s longer than %d bytes", what, maxKeyBytes)
+	}
 	if !utf8.ValidString(s) {
 		return invalidf("key %q is not valid UTF-8", s)
 	}
@@ -47,7 +44,7 @@ func checkSegments(s string, segs []string) error {
 			return invalidf("key %q contains a control character or backslash", s)
 		}
 	}
-	for _, seg := range segs {
+	for _, seg := range strings.Split(path, "/") {
 		switch {
 		case seg == "":
 			return invalidf("key %q has an empty segment (leading, trailing or double \"/\")", s)

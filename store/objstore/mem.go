@@ -88,9 +88,6 @@ func (m *memBackend) putFrom(ctx context.Context, key string, write func(io.Writ
 // store publishes data under key (unless ifAbsent and it exists) under one lock hold, and
 // reports whether it did.
 func (m *memBackend) store(key string, data []byte, ifAbsent bool) bool {
-	if data == nil {
-		data = []byte{}
-	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.objs[key]; ok {

@@ -22,13 +22,10 @@ type ContextFaults interface {
 
 // HangFaults makes every operation that hang(op, key) selects wait, as on a server that
 // accepts the request and never answers, until the operation's context ends.
-type HangFaults struct{ Hang func(op, key string) bool }
-
-// Before implements Faults.
-func (HangFaults) Before(op, key string) error { return nil }
-
-// After implements Faults.
-func (HangFaults) After(op, key string, err error) error { return err }
+type HangFaults struct {
+	FaultFuncs // zero: Before and After pass every call through
+	Hang       func(op, key string) bool
+}
 
 // BeforeContext implements ContextFaults.
 func (h HangFaults) BeforeContext(ctx context.Context, op, key string) error {

@@ -44,29 +44,14 @@ func (c *Codec) Build(mem memory.Allocator, rows []Row, seqs []int64, shard stri
 	for j := 0; j < nf; j++ {
 		cols = append(cols, c.buildColumn(mem, j, rows, isDel))
 	}
-
-	seqB := array.NewInt64Builder(mem)
-	defer seqB.Release()
-	seqB.AppendValues(seqs, nil)
-	cols = append(cols, seqB.NewArray())
-
-	shardB := array.NewStringBuilder(mem)
-	defer shardB.Release()
-	shardB.Reserve(n)
-	shardB.ReserveData(n * len(shard))
-	for range n {
-		shardB.Append(shard)
-	}
-	cols = append(cols, shardB.NewArray())
-
-	delB := array.NewBooleanBuilder(mem)
-	defer delB.Release()
-	delB.Reserve(n)
-	for i := range n {
-		delB.UnsafeAppend(isDel(i))
-	}
-	cols = append(cols, delB.NewArray())
-
+	cols = append(cols,
+		buildFixedWidth(array.NewInt64Builder(mem), n,
+			func(i int) (int64, bool) { return seqs[i], true }),
+		buildVarWidth(array.NewStringBuilder(mem), n,
+			func(int) (string, bool) { return shard, true }),
+		buildFixedWidth(array.NewBooleanBuilder(mem), n,
+			func(i int) (bool, bool) { return isDel(i), true }),
+	)
 	return array.NewRecordBatch(c.arrow, cols, int64(n)), nil
 }
 
@@ -85,12 +70,12 @@ func (c *Codec) checkRows(rows []Row, isDel func(int) bool) error {
 		}
 		for j, v := range r.Values {
 			if v == nil {
-				if !c.nullable[j] {
+				if !c.schema.Fields[j].Nullable {
 					return invalidf("row %d: field %q: null is not allowed (the field is non-null)", i, c.names[j])
 				}
 				continue
 			}
-			if p := checkGoValue(c.types[j], v); p != "" {
+			if p := checkGoValue(c.schema.Fields[j].Type, v); p != "" {
 				return invalidf("row %d: field %q: %s", i, c.names[j], p)
 			}
 		}
@@ -135,104 +120,91 @@ func checkGoValue(t FieldType, v any) string {
 // buildColumn builds user column j; rows have been checked by checkRows.
 func (c *Codec) buildColumn(mem memory.Allocator, j int, rows []Row, isDel func(int) bool) arrow.Array {
 	n := len(rows)
-	// value returns row i's value of column j: its key for the key column (a tombstone's
-	// too), else nil for nulls and tombstones.
-	value := func(i int) any {
-		switch {
-		case j == c.key:
-			return rows[i].Key
-		case isDel(i):
-			return nil
-		}
-		return rows[i].Values[j]
+	if j == c.key { // a string column holding every row's key, a tombstone's too
+		return buildVarWidth(array.NewStringBuilder(mem), n,
+			func(i int) (string, bool) { return rows[i].Key, true })
 	}
-	switch c.types[j] {
+	switch c.schema.Fields[j].Type {
 	case TypeString:
-		b := array.NewStringBuilder(mem)
-		defer b.Release()
-		b.Reserve(n)
-		total := 0
-		for i := range rows {
-			if s, ok := value(i).(string); ok {
-				total += len(s)
-			}
-		}
-		b.ReserveData(total)
-		for i := range rows {
-			if s, ok := value(i).(string); ok {
-				b.Append(s)
-			} else {
-				b.AppendNull()
-			}
-		}
-		return b.NewArray()
+		return buildVarWidth(array.NewStringBuilder(mem), n, userValue[string](rows, j, isDel))
 	case TypeBinary:
 		b := array.NewBinaryBuilder(mem, arrow.BinaryTypes.Binary)
-		defer b.Release()
-		b.Reserve(n)
-		total := 0
-		for i := range rows {
-			if v, ok := value(i).([]byte); ok {
-				total += len(v)
-			}
-		}
-		b.ReserveData(total)
-		for i := range rows {
-			if v, ok := value(i).([]byte); ok {
-				b.Append(v)
-			} else {
-				b.AppendNull()
-			}
-		}
-		return b.NewArray()
+		return buildVarWidth(b, n, userValue[[]byte](rows, j, isDel))
 	case TypeInt64:
-		b := array.NewInt64Builder(mem)
-		defer b.Release()
-		b.Reserve(n)
-		for i := range rows {
-			if v, ok := value(i).(int64); ok {
-				b.UnsafeAppend(v)
-			} else {
-				b.UnsafeAppendBoolToBitmap(false)
-			}
-		}
-		return b.NewArray()
+		return buildFixedWidth(array.NewInt64Builder(mem), n, userValue[int64](rows, j, isDel))
 	case TypeFloat64:
-		b := array.NewFloat64Builder(mem)
-		defer b.Release()
-		b.Reserve(n)
-		for i := range rows {
-			if v, ok := value(i).(float64); ok {
-				b.UnsafeAppend(v)
-			} else {
-				b.UnsafeAppendBoolToBitmap(false)
-			}
-		}
-		return b.NewArray()
+		return buildFixedWidth(array.NewFloat64Builder(mem), n, userValue[float64](rows, j, isDel))
 	case TypeBool:
-		b := array.NewBooleanBuilder(mem)
-		defer b.Release()
-		b.Reserve(n)
-		for i := range rows {
-			if v, ok := value(i).(bool); ok {
-				b.UnsafeAppend(v)
-			} else {
-				b.UnsafeAppendBoolToBitmap(false)
-			}
-		}
-		return b.NewArray()
+		return buildFixedWidth(array.NewBooleanBuilder(mem), n, userValue[bool](rows, j, isDel))
 	case TypeTimestamp:
 		b := array.NewTimestampBuilder(mem, timestampType)
-		defer b.Release()
-		b.Reserve(n)
-		for i := range rows {
-			if v, ok := value(i).(time.Time); ok {
-				b.UnsafeAppend(arrow.Timestamp(v.UnixMicro()))
-			} else {
-				b.UnsafeAppendBoolToBitmap(false)
-			}
-		}
-		return b.NewArray()
+		ts := userValue[time.Time](rows, j, isDel)
+		return buildFixedWidth(b, n, func(i int) (arrow.Timestamp, bool) {
+			t, ok := ts(i)
+			return arrow.Timestamp(t.UnixMicro()), ok
+		})
 	}
-	panic("store: unreachable: unknown field type " + string(c.types[j]))
+	panic("store: unreachable: unknown field type " + string(c.schema.Fields[j].Type))
+}
+
+// userValue returns row i's value of user column j as a V; false for nulls and tombstones.
+func userValue[V any](rows []Row, j int, isDel func(int) bool) func(int) (V, bool) {
+	return func(i int) (V, bool) {
+		if isDel(i) {
+			var zero V
+			return zero, false
+		}
+		v, ok := rows[i].Values[j].(V)
+		return v, ok
+	}
+}
+
+// fixedWidthBuilder is an Arrow builder of fixed-width values of Go type V.
+type fixedWidthBuilder[V any] interface {
+	array.Builder
+	UnsafeAppend(V)
+}
+
+// buildFixedWidth appends get(i) for i in [0, n) to b (a null where get says false), reserving
+// room once, and returns the array, releasing b.
+func buildFixedWidth[V any](b fixedWidthBuilder[V], n int, get func(int) (V, bool)) arrow.Array {
+	defer b.Release()
+	b.Reserve(n)
+	for i := range n {
+		if v, ok := get(i); ok {
+			b.UnsafeAppend(v)
+		} else {
+			b.UnsafeAppendBoolToBitmap(false)
+		}
+	}
+	return b.NewArray()
+}
+
+// varWidthBuilder is an Arrow builder of strings or byte slices.
+type varWidthBuilder[V string | []byte] interface {
+	array.Builder
+	ReserveData(int)
+	Append(V)
+}
+
+// buildVarWidth is buildFixedWidth for variable-width values, reserving their bytes once too.
+func buildVarWidth[V string | []byte](b varWidthBuilder[V], n int,
+	get func(int) (V, bool)) arrow.Array {
+	defer b.Release()
+	b.Reserve(n)
+	total := 0
+	for i := range n {
+		if v, ok := get(i); ok {
+			total += len(v)
+		}
+	}
+	b.ReserveData(total)
+	for i := range n {
+		if v, ok := get(i); ok {
+			b.Append(v)
+		} else {
+			b.AppendNull()
+		}
+	}
+	return b.NewArray()
 }

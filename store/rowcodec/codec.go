@@ -47,14 +47,12 @@ type Row struct {
 
 // Codec converts rows of one store between JSON, Row and Arrow; immutable and concurrency-safe.
 type Codec struct {
-	kind     target.Kind
-	schema   Schema
-	names    []string
-	types    []FieldType
-	nullable []bool
-	index    map[string]int
-	key      int
-	arrow    *arrow.Schema
+	kind   target.Kind
+	schema Schema
+	names  []string // of schema.Fields, in order
+	index  map[string]int
+	key    int
+	arrow  *arrow.Schema
 
 	// datagen only: the fields the event id is derived from.
 	itemIdx, checkpointIdx, ordinalIdx int
@@ -75,16 +73,14 @@ func NewCodec(k target.Kind, s Schema) (*Codec, error) {
 	s = s.clone()
 	n := len(s.Fields)
 	c := &Codec{
-		kind:     k,
-		schema:   s,
-		names:    make([]string, n),
-		types:    make([]FieldType, n),
-		nullable: make([]bool, n),
-		index:    make(map[string]int, n),
+		kind:   k,
+		schema: s,
+		names:  make([]string, n),
+		index:  make(map[string]int, n),
 	}
 	fields := make([]arrow.Field, 0, n+3)
 	for i, f := range s.Fields {
-		c.names[i], c.types[i], c.nullable[i] = f.Name, f.Type, f.Nullable
+		c.names[i] = f.Name
 		c.index[f.Name] = i
 		// Every user column is nullable in Arrow: tombstones carry only the key.
 		fields = append(fields, arrow.Field{Name: f.Name, Type: f.Type.ArrowType(), Nullable: true})

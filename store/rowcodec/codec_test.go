@@ -287,6 +287,33 @@ func TestDecodeJSONEmptyArray(t *testing.T) {
 	}
 }
 
+// TestUnknownFieldListsAtMostTwelve: the unknown-field message names the first 12 fields of
+// a wider schema and then how many there are.
+func TestUnknownFieldListsAtMostTwelve(t *testing.T) {
+	s := Schema{Fields: []Field{{Name: "id", Type: TypeString}}}
+	for i := 1; i < 13; i++ {
+		s.Fields = append(s.Fields, Field{Name: fmt.Sprintf("f%d", i), Type: TypeInt64, Nullable: true})
+	}
+	c, err := NewCodec(target.KindGeneric, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.DecodeJSON([]byte(`[{"id":"a","nope":1}]`), 0)
+	want := `(the generic schema has id, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11, ... (13 fields))`
+	if err == nil || !strings.HasSuffix(err.Error(), want) {
+		t.Errorf("DecodeJSON = %v, want it to end with %s", err, want)
+	}
+	s.Fields = s.Fields[:12]
+	if c, err = NewCodec(target.KindGeneric, s); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.DecodeJSON([]byte(`[{"id":"a","nope":1}]`), 0)
+	want = `(the generic schema has id, f1, f2, f3, f4, f5, f6, f7, f8, f9, f10, f11)`
+	if err == nil || !strings.HasSuffix(err.Error(), want) {
+		t.Errorf("DecodeJSON = %v, want it to end with %s", err, want)
+	}
+}
+
 func TestDecodeJSONRowSize(t *testing.T) {
 	c := testCodec(t, target.KindGeneric)
 	row := `{"id":"a", "req":1}` // 19 bytes, inner whitespace counts
@@ -832,10 +859,10 @@ func FuzzDecodeJSON(f *testing.F) {
 			}
 			for j, v := range r.Values {
 				if v == nil {
-					if !c.nullable[j] {
+					if !c.schema.Fields[j].Nullable {
 						t.Fatalf("row %d: null in non-null field %s", i, c.names[j])
 					}
-				} else if p := checkGoValue(c.types[j], v); p != "" {
+				} else if p := checkGoValue(c.schema.Fields[j].Type, v); p != "" {
 					t.Fatalf("row %d field %s: %s", i, c.names[j], p)
 				}
 				if s, ok := v.(string); ok && !utf8.ValidString(s) {

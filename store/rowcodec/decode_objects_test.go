@@ -74,7 +74,7 @@ func (c *Codec) DecodeObjects(objs []map[string]any, maxRowBytes int) ([]Row, er
 
 // fromAny converts a decoded value of field j; on failure it returns a description.
 func (c *Codec) fromAny(j int, v any) (any, string) {
-	t := c.types[j]
+	t := c.schema.Fields[j].Type
 	if v == nil {
 		return nil, ""
 	}

@@ -153,14 +153,13 @@ func (c *Codec) lookup(key []byte) (int, bool) {
 
 // keyString decodes a raw JSON string (with quotes), for lookups and messages.
 func keyString(key []byte) string {
-	s, _ := unquote(key)
-	str, _ := s.(string)
-	return str
+	s, _ := jsonscan.Unquote(key) // "" when it fails
+	return s
 }
 
 // fromRaw converts the raw JSON value of field j; on failure it returns a description.
 func (c *Codec) fromRaw(j int, raw []byte) (any, string) {
-	t := c.types[j]
+	t := c.schema.Fields[j].Type
 	if len(raw) == 0 {
 		return nil, "empty value"
 	}
@@ -206,7 +205,7 @@ func (c *Codec) fromRaw(j int, raw []byte) (any, string) {
 // finishRow checks presence and nullability, derives the datagen event id and the key.
 func (c *Codec) finishRow(i int, vals []any, seen []bool) (Row, error) {
 	for j, v := range vals {
-		if v != nil || c.nullable[j] || c.kind == target.KindDatagen && j == c.key {
+		if v != nil || c.schema.Fields[j].Nullable || c.kind == target.KindDatagen && j == c.key {
 			continue
 		}
 		if seen[j] {
@@ -242,16 +241,8 @@ func (c *Codec) finishRow(i int, vals []any, seen []bool) (Row, error) {
 
 func (c *Codec) fieldList() string {
 	const shown = 12
-	var b strings.Builder
-	for j, name := range c.names {
-		if j == shown {
-			fmt.Fprintf(&b, ", ... (%d fields)", len(c.names))
-			break
-		}
-		if j > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(name)
+	if len(c.names) <= shown {
+		return strings.Join(c.names, ", ")
 	}
-	return b.String()
+	return fmt.Sprintf("%s, ... (%d fields)", strings.Join(c.names[:shown], ", "), len(c.names))
 }

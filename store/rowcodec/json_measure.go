@@ -24,7 +24,7 @@ func (c *Codec) MeasureJSON(body []byte, check func(rows int, size int64) error)
 		if raw[0] == '{' {
 			_ = jsonscan.SplitObject(raw, func(key, v []byte) error {
 				if j, ok := c.lookup(key); ok {
-					size += rawValueBytes(c.types[j], v)
+					size += rawValueBytes(c.schema.Fields[j].Type, v)
 				}
 				return nil
 			})

@@ -25,9 +25,6 @@ const (
 // timestampType is the Arrow type of timestamp fields: microseconds, UTC.
 var timestampType = &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
 
-// Valid reports whether t is a known field type.
-func (t FieldType) Valid() bool { return t.ArrowType() != nil }
-
 // ArrowType returns the Arrow type t is stored as, or nil for an unknown type.
 func (t FieldType) ArrowType() arrow.DataType {
 	switch t {
@@ -146,7 +143,7 @@ func ValidateSchema(k target.Kind, s Schema) error {
 			return invalidf("schema field %d %q: duplicate of field %d", i, f.Name, j)
 		}
 		seen[f.Name] = i
-		if !f.Type.Valid() {
+		if f.Type.ArrowType() == nil {
 			return invalidf("schema field %q: unknown type %q (want one of string, int64, float64, bool, binary, timestamp)", f.Name, target.Clip(string(f.Type)))
 		}
 		if f.Name == "id" {

@@ -24,9 +24,6 @@ type apiServer struct {
 	token    [sha256.Size]byte
 	guard    browserGuard
 	mux      *http.ServeMux
-	// patterns lists the routes registered on mux, so that docs/API.md can be checked
-	// against the router (worker/api_doc_test.go): http.ServeMux cannot list them.
-	patterns []string
 
 	kicks kickLimiter // debt-triggered merge starts, at most one per debtKickEvery per store
 
@@ -56,8 +53,9 @@ func newAPIServer(db *store.DB, cfg Config, addr net.Addr, log *zap.Logger, m *M
 	a.stopping, a.stop = context.WithCancel(context.Background())
 	route := func(pattern string, h http.Handler) {
 		a.mux.Handle(pattern, h)
-		a.patterns = append(a.patterns, pattern)
-		m.httpPanics.WithLabelValues(pattern) // at 0 from the start, so a first panic shows as an increase
+		// At 0 from the start, so a first panic shows as an increase; the series list the
+		// routes, which http.ServeMux cannot (worker/api_doc_test.go checks docs/API.md by them).
+		m.httpPanics.WithLabelValues(pattern)
 	}
 	m.httpPanics.WithLabelValues("unmatched")
 	route("GET /healthz", http.HandlerFunc(a.healthz))

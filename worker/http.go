@@ -63,8 +63,8 @@ func newAPIServer(db *store.DB, cfg Config, addr net.Addr, log *zap.Logger, m *M
 	route("GET /api/v1/stores", a.handle(a.listStores))
 	route("POST /api/v1/stores/{kind}/{name}", a.handle(a.createStore))
 	route("POST /api/v1/stores/{kind}/{name}/rows", a.handle(a.appendRows))
-	route("GET /api/v1/stores/{kind}/{name}/rows", a.handle(a.listRows))
-	route("GET /api/v1/stores/{kind}/{name}/rows/{id}", a.handle(a.getRow))
+	route("GET /api/v1/stores/{kind}/{name}/rows", a.onStore(a.listRows))
+	route("GET /api/v1/stores/{kind}/{name}/rows/{id}", a.onStore(a.getRow))
 	route("DELETE /api/v1/stores/{kind}/{name}/rows/{id}", a.onStore(a.deleteRow))
 	route("POST /api/v1/stores/{kind}/{name}/flush", a.onStore(a.flush))
 	route("POST /api/v1/stores/{kind}/{name}/merge-wal", a.handle(a.mergeWal))
@@ -105,31 +105,18 @@ func (a *apiServer) handle(h func(w http.ResponseWriter, r *http.Request) error)
 	}
 }
 
-// onStore serves a route of one existing store; h's answer is the 200 JSON, or the error.
-func (a *apiServer) onStore(h func(r *http.Request, s *store.Store) (any, error)) http.HandlerFunc {
+// onStore serves a route of one existing store (store_not_found otherwise) by h, which
+// returns its error answer.
+func (a *apiServer) onStore(h func(w http.ResponseWriter, r *http.Request, s *store.Store) error) http.HandlerFunc {
 	return a.handle(func(w http.ResponseWriter, r *http.Request) error {
-		s, err := a.openStore(r)
+		t, err := a.target(r)
 		if err != nil {
 			return err
 		}
-		out, err := h(r, s)
+		s, err := a.db.Open(r.Context(), t)
 		if err != nil {
-			return err
+			return notFoundAs(err, CodeStoreNotFound)
 		}
-		writeJSON(w, http.StatusOK, out)
-		return nil
+		return h(w, r, s)
 	})
-}
-
-// openStore resolves the path to an existing store (store_not_found otherwise).
-func (a *apiServer) openStore(r *http.Request) (*store.Store, error) {
-	t, err := a.target(r)
-	if err != nil {
-		return nil, err
-	}
-	s, err := a.db.Open(r.Context(), t)
-	if err != nil {
-		return nil, notFoundAs(err, CodeStoreNotFound)
-	}
-	return s, nil
 }

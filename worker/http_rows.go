@@ -51,11 +51,7 @@ func (a *apiServer) appendRows(w http.ResponseWriter, r *http.Request) error {
 
 // getRow answers one row by key. It takes one row of --max-row-bytes from the page budget, as
 // a page of one row does, before it reads, and gives it back once the answer is written.
-func (a *apiServer) getRow(w http.ResponseWriter, r *http.Request) error {
-	s, err := a.openStore(r)
-	if err != nil {
-		return err
-	}
+func (a *apiServer) getRow(w http.ResponseWriter, r *http.Request, s *store.Store) error {
 	release, err := a.pages.take(r.Context(), a.cfg.rowsPageBytes(1))
 	if err != nil {
 		return err
@@ -85,31 +81,28 @@ func rowsQuery(r *http.Request) (store.ListOptions, error) {
 	return opts, err
 }
 
-func (a *apiServer) deleteRow(r *http.Request, s *store.Store) (any, error) {
+func (a *apiServer) deleteRow(w http.ResponseWriter, r *http.Request, s *store.Store) error {
 	id := r.PathValue("id")
 	if id == "" {
-		return nil, newAPIError(http.StatusBadRequest, CodeInvalidInput, "empty row id")
+		return newAPIError(http.StatusBadRequest, CodeInvalidInput, "empty row id")
 	}
 	// An append refuses such a key, so no row has it; a tombstone of it would be written for
 	// nothing and answered as another key (JSON turns the bad bytes into U+FFFD).
 	if !utf8.ValidString(id) {
-		return nil, newAPIError(http.StatusBadRequest, CodeInvalidInput, "row id %q is not valid UTF-8", clipText(id))
+		return newAPIError(http.StatusBadRequest, CodeInvalidInput, "row id %q is not valid UTF-8", clipText(id))
 	}
 	if err := s.Delete(r.Context(), id); err != nil {
 		a.kickIfRefused(s, err)
-		return nil, err
+		return err
 	}
-	return map[string]any{"deleted": id}, nil
+	writeJSON(w, http.StatusOK, map[string]any{"deleted": id})
+	return nil
 }
 
 // GET .../rows answers a page bounded by ?limit= rows and --page-bytes bytes, read in one List
 // bounded by both, so it holds at most --page-bytes of JSON plus one row; `next` is the last
 // key written. The page's room is taken from --page-budget-bytes while it is answered.
-func (a *apiServer) listRows(w http.ResponseWriter, r *http.Request) error {
-	s, err := a.openStore(r)
-	if err != nil {
-		return err
-	}
+func (a *apiServer) listRows(w http.ResponseWriter, r *http.Request, s *store.Store) error {
 	opts, err := rowsQuery(r)
 	if err != nil {
 		return err

@@ -152,12 +152,17 @@ const (
 	maxStatsLimit     = store.MaxStatsShards
 )
 
-func (a *apiServer) stats(r *http.Request, s *store.Store) (any, error) {
+func (a *apiServer) stats(w http.ResponseWriter, r *http.Request, s *store.Store) error {
 	after, limit, err := statsQuery(r)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return s.StatsPage(r.Context(), after, limit)
+	page, err := s.StatsPage(r.Context(), after, limit)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, page)
+	return nil
 }
 
 // statsQuery parses ?limit=&after=; after is the next of the previous page, a shard id.

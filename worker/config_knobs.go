@@ -43,8 +43,8 @@ type knob struct {
 	Secret bool // --help leaves out its value, which may come from the environment
 	// nonNegative: Validate refuses a value below 0 ("must not be negative").
 	nonNegative bool
-	// temporal marks a TemporalConfig field: tget/tset reach it in a TemporalConfig alone
-	// (the client commands), get/set through Config.Temporal (the worker).
+	// temporal marks a TemporalConfig field: tget/tset/treset reach it (every command's
+	// flags), get reads it through Config.Temporal (its documented default).
 	temporal bool
 	get      func(*Config) string
 	set      func(*Config, string) error
@@ -79,8 +79,7 @@ func workerKnob(flag, usage string, f field[Config]) knob {
 // temporalKnob is a knob of a TemporalConfig field.
 func temporalKnob(flag, usage string, f field[TemporalConfig]) knob {
 	return knob{Flag: flag, Type: f.typ, Usage: usage, temporal: true, tget: f.get, tset: f.set, treset: f.reset,
-		get: func(c *Config) string { return f.get(&c.Temporal) },
-		set: func(c *Config, s string) error { return f.set(&c.Temporal, s) }}
+		get: func(c *Config) string { return f.get(&c.Temporal) }}
 }
 
 // nonNegative is k with a value below 0 refused by Validate; a knob with a range of its own

@@ -31,7 +31,6 @@ type pageWriter struct {
 	limit     int64
 	started   bool  // the status and the opening are written (status 200)
 	size      int64 // bytes of the answer so far
-	n         int   // items written so far
 	item      bytes.Buffer
 	cursor    bytes.Buffer
 	enc       *json.Encoder // into item
@@ -59,16 +58,15 @@ func (p *pageWriter) add(v any, cursor string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if p.n > 0 && p.size+1+int64(len(item)+len(tail)) > p.limit {
+	if p.started && p.size+1+int64(len(item)+len(tail)) > p.limit {
 		return false, nil
 	}
-	if p.n > 0 {
+	if p.started {
 		p.write([]byte{','})
 	} else {
 		p.begin()
 	}
 	p.write(item)
-	p.n++
 	return true, nil
 }
 

@@ -95,13 +95,8 @@ type Config struct {
 	envErrs envErrors
 }
 
-// Defaults that other code refers to.
-const (
-	DefaultStorage       = "file://./walkeeper-data/storage"
-	DefaultListen        = "127.0.0.1:8080"
-	DefaultFlushInterval = 5 * time.Second
-	minFlushTimeout      = 30 * time.Second
-)
+// minFlushTimeout is the floor of the default --flush-timeout, max(5 × flush-interval, 30s).
+const minFlushTimeout = 30 * time.Second
 
 // DefaultConfig returns the documented defaults, each its knob's (config_knobs.go); Instance
 // defaults to the host name.

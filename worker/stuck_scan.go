@@ -18,7 +18,6 @@ import (
 
 // Bounds of the stuck-run scan (docs/OPERATIONS.md, "A merge that cannot make progress").
 const (
-	DefaultStuckScanInterval = time.Minute
 	// MinStuckScanInterval: a scan costs one visibility page and up to maxStuckDescribes
 	// describes, so one a second is the most a worker may ask for.
 	MinStuckScanInterval = time.Second

@@ -20,7 +20,6 @@ type apiServer struct {
 	metrics  *Metrics
 	start    MergeStarter   // nil: HTTP-only mode
 	triggers *mergeTriggers // count trigger after a manual flush, debt trigger
-	auth     bool
 	token    [sha256.Size]byte
 	guard    browserGuard
 	mux      *http.ServeMux
@@ -45,11 +44,11 @@ type apiServer struct {
 // newAPIServer builds the data plane of a worker whose listener has the address addr.
 func newAPIServer(db *store.DB, cfg Config, addr net.Addr, log *zap.Logger, m *Metrics, start MergeStarter, trig *mergeTriggers) *apiServer {
 	a := &apiServer{db: db, cfg: cfg, log: log, metrics: m, start: start, triggers: trig, mux: http.NewServeMux(),
-		auth: cfg.AuthToken != "", token: sha256.Sum256([]byte(cfg.AuthToken)),
+		token: sha256.Sum256([]byte(cfg.AuthToken)),
 		kicks: kickLimiter{every: debtKickEvery}, scrapes: semaphore.NewWeighted(maxScrapes),
 		bodies: newByteBudget(cfg.BodyBudgetBytes, "body-budget-bytes", "request bodies being read"),
 		pages:  newByteBudget(cfg.PageBudgetBytes, "page-budget-bytes", "list pages being written")}
-	a.guard = newBrowserGuard(cfg.Listen, addr, a.auth)
+	a.guard = newBrowserGuard(cfg.Listen, addr, cfg.AuthToken != "")
 	a.stopping, a.stop = context.WithCancel(context.Background())
 	route := func(pattern string, h http.Handler) {
 		a.mux.Handle(pattern, h)

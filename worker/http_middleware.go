@@ -104,7 +104,7 @@ func (a *apiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // refusal is the answer to r when no route handler may serve it, or nil.
 func (a *apiServer) refusal(w http.ResponseWriter, r *http.Request, h http.Handler, pattern string) *apiError {
-	if a.auth && r.URL.Path != "/healthz" && !a.authorized(r) {
+	if a.cfg.AuthToken != "" && r.URL.Path != "/healthz" && !a.authorized(r) {
 		return newAPIError(http.StatusUnauthorized, CodeUnauthorized, "missing or wrong bearer token")
 	}
 	if ae := a.guard.check(r); ae != nil {

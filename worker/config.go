@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -275,14 +276,10 @@ func (c *Config) Validate() error {
 		// A shard's seals stop at --pending-max, so its pending count never reaches the trigger.
 		bad("merge-after-generations", "%d is above --pending-max %d: the count trigger would never fire", c.MergeAfterGenerations, c.PendingMax)
 	}
-	switch c.LogFormat {
-	case "json", "console":
-	default:
+	if !slices.Contains([]string{LogFormatJSON, LogFormatConsole}, c.LogFormat) {
 		bad("log-format", "%q is not json or console", c.LogFormat)
 	}
-	switch c.LogLevel {
-	case "debug", "info", "warn", "error":
-	default:
+	if !slices.Contains([]string{"debug", "info", "warn", "error"}, c.LogLevel) {
 		bad("log-level", "%q is not debug, info, warn or error", c.LogLevel)
 	}
 	return errors.Join(errs...)

@@ -25,28 +25,25 @@ func (a *apiServer) appendRows(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	// The codec checks everything about the rows (duplicate fields included), so the body
-	// only needs to be JSON here.
-	body, release, err := a.readBody(w, r, false)
-	if err != nil {
-		return err
-	}
-	defer release() // the store decodes the body in AppendJSON
-	if !json.Valid(body) {
-		return invalidJSON(body)
-	}
-	s, err := a.db.Open(r.Context(), t)
-	if err != nil {
-		return notFoundAs(err, CodeStoreNotFound)
-	}
-	// The store bounds and charges the append while it decodes, and refuses it at
-	// --pending-max.
-	res, err := s.AppendJSON(r.Context(), body)
-	if err != nil {
-		a.kickIfRefused(s, err)
-		return err
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"appended": res.Rows})
-	return nil
+	// only needs to be JSON here; the store decodes it in AppendJSON.
+	return a.withBody(w, r, false, func(body []byte) error {
+		if !json.Valid(body) {
+			return invalidJSON(body)
+		}
+		s, err := a.db.Open(r.Context(), t)
+		if err != nil {
+			return notFoundAs(err, CodeStoreNotFound)
+		}
+		// The store bounds and charges the append while it decodes, and refuses it at
+		// --pending-max.
+		res, err := s.AppendJSON(r.Context(), body)
+		if err != nil {
+			a.kickIfRefused(s, err)
+			return err
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"appended": res.Rows})
+		return nil
+	})
 }
 
 // getRow answers one row by key. It takes one row of --max-row-bytes from the page budget, as

@@ -124,7 +124,6 @@ func (a *apiServer) listRows(w http.ResponseWriter, r *http.Request, s *store.St
 	}
 	keyField := rowcodec.KeyField(s.Target().Kind)
 	page := newPageWriter(w, "rows", false, a.cfg.PageBytes)
-	next, last := chunk.Next, ""
 	for _, row := range chunk.Rows {
 		key, _ := row[keyField].(string)
 		ok, err := page.add(row, key)
@@ -134,15 +133,11 @@ func (a *apiServer) listRows(w http.ResponseWriter, r *http.Request, s *store.St
 			}
 			a.log.Error("list page ended early by a row that does not encode", zap.String("target", s.Target().String()),
 				zap.String("key", clipText(key)), zap.Error(err))
-			next = last
-			break
 		}
 		if !ok {
-			next = last // full: the row that did not fit starts the next page
 			break
 		}
-		last = key
 	}
-	_ = page.end(next)
+	page.end(chunk.Next)
 	return nil
 }

@@ -92,17 +92,16 @@ func (a *apiServer) listStores(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	pw := newPageWriter(w, "stores", true, a.cfg.PageBytes)
-	for i, in := range page.Stores {
+	for _, in := range page.Stores {
 		ok, err := pw.add(storeInfo{Target: in.Target.String(), StoreInfo: in}, in.Target.String())
 		if err != nil && !pw.started {
 			return err
 		}
-		if err != nil || !ok {
-			_ = pw.end(page.Stores[i-1].Target.String())
-			return nil
+		if !ok {
+			break
 		}
 	}
-	_ = pw.end(page.Next.String()) // "" on the last page
+	pw.end(page.Next.String()) // "" on the last page
 	return nil
 }
 

@@ -150,7 +150,7 @@ func checkQuery(raw, pattern string) *apiError {
 		return newAPIError(http.StatusBadRequest, CodeInvalidInput, "query string does not parse: %s", clipText(err.Error()))
 	}
 	for k, vs := range q {
-		if len(vs) > 1 && !repeatable(pattern, k) {
+		if len(vs) > 1 && (pattern != metricsPattern || k != metricNamesParam) {
 			ae := newAPIError(http.StatusBadRequest, CodeInvalidInput, "query parameter %q is given %d times", clipText(k), len(vs))
 			if pattern == metricsPattern {
 				ae.Message += "; on /metrics only " + metricNamesParam + " may repeat"

@@ -108,15 +108,11 @@ func DefaultConfig() Config {
 			k.reset(&c)
 		}
 	}
-	c.Instance = defaultInstance()
-	return c
-}
-
-func defaultInstance() string {
+	c.Instance = "default"
 	if h, err := os.Hostname(); err == nil && h != "" {
-		return h
+		c.Instance = h
 	}
-	return "default"
+	return c
 }
 
 // StoreOptions returns the store.Options this configuration implies. Logger, Metrics and

@@ -104,10 +104,8 @@ func (s *stuckScan) scan(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("list running merges: %w", err)
 	}
-	for i, e := range resp.GetExecutions() {
-		if i == s.pageSize {
-			break
-		}
+	execs := resp.GetExecutions() // a server may answer more than the page asked for
+	for _, e := range execs[:min(len(execs), s.pageSize)] {
 		typ, id, runID := e.GetType().GetName(), e.GetExecution().GetWorkflowId(), e.GetExecution().GetRunId()
 		d, err := s.c.DescribeWorkflowExecution(ctx, id, runID)
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -95,13 +96,8 @@ type Config struct {
 	envErrs envErrors
 }
 
-// Defaults that other code refers to.
-const (
-	DefaultStorage       = "file://./walkeeper-data/storage"
-	DefaultListen        = "127.0.0.1:8080"
-	DefaultFlushInterval = 5 * time.Second
-	minFlushTimeout      = 30 * time.Second
-)
+// minFlushTimeout is the floor of the default --flush-timeout, max(5 × flush-interval, 30s).
+const minFlushTimeout = 30 * time.Second
 
 // DefaultConfig returns the documented defaults, each its knob's (config_knobs.go); Instance
 // defaults to the host name.
@@ -112,15 +108,11 @@ func DefaultConfig() Config {
 			k.reset(&c)
 		}
 	}
-	c.Instance = defaultInstance()
-	return c
-}
-
-func defaultInstance() string {
+	c.Instance = "default"
 	if h, err := os.Hostname(); err == nil && h != "" {
-		return h
+		c.Instance = h
 	}
-	return "default"
+	return c
 }
 
 // StoreOptions returns the store.Options this configuration implies. Logger, Metrics and
@@ -280,14 +272,10 @@ func (c *Config) Validate() error {
 		// A shard's seals stop at --pending-max, so its pending count never reaches the trigger.
 		bad("merge-after-generations", "%d is above --pending-max %d: the count trigger would never fire", c.MergeAfterGenerations, c.PendingMax)
 	}
-	switch c.LogFormat {
-	case "json", "console":
-	default:
+	if !slices.Contains([]string{LogFormatJSON, LogFormatConsole}, c.LogFormat) {
 		bad("log-format", "%q is not json or console", c.LogFormat)
 	}
-	switch c.LogLevel {
-	case "debug", "info", "warn", "error":
-	default:
+	if !slices.Contains([]string{"debug", "info", "warn", "error"}, c.LogLevel) {
 		bad("log-level", "%q is not debug, info, warn or error", c.LogLevel)
 	}
 	return errors.Join(errs...)

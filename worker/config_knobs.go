@@ -43,8 +43,8 @@ type knob struct {
 	Secret bool // --help leaves out its value, which may come from the environment
 	// nonNegative: Validate refuses a value below 0 ("must not be negative").
 	nonNegative bool
-	// temporal marks a TemporalConfig field: tget/tset reach it in a TemporalConfig alone
-	// (the client commands), get/set through Config.Temporal (the worker).
+	// temporal marks a TemporalConfig field: tget/tset/treset reach it (every command's
+	// flags), get reads it through Config.Temporal (its documented default).
 	temporal bool
 	get      func(*Config) string
 	set      func(*Config, string) error
@@ -79,8 +79,7 @@ func workerKnob(flag, usage string, f field[Config]) knob {
 // temporalKnob is a knob of a TemporalConfig field.
 func temporalKnob(flag, usage string, f field[TemporalConfig]) knob {
 	return knob{Flag: flag, Type: f.typ, Usage: usage, temporal: true, tget: f.get, tset: f.set, treset: f.reset,
-		get: func(c *Config) string { return f.get(&c.Temporal) },
-		set: func(c *Config, s string) error { return f.set(&c.Temporal, s) }}
+		get: func(c *Config) string { return f.get(&c.Temporal) }}
 }
 
 // nonNegative is k with a value below 0 refused by Validate; a knob with a range of its own
@@ -169,7 +168,7 @@ var storeDefaults = store.DefaultOptions()
 
 var knobs = []knob{
 	workerKnob("instance", "stable instance id of this process; the shard id derives from it", strField(func(c *Config) *string { return &c.Instance }, "")),
-	workerKnob("storage", "storage root URL: file://, mem://, s3://, gs://, azblob://", strField(func(c *Config) *string { return &c.Storage }, DefaultStorage)),
+	workerKnob("storage", "storage root URL: file://, mem://, s3://, gs://, azblob://", strField(func(c *Config) *string { return &c.Storage }, "file://./walkeeper-data/storage")),
 	temporalKnob("temporal", "Temporal frontend host:port", strField(func(c *TemporalConfig) *string { return &c.HostPort }, temporaladmin.DefaultHostPort)),
 	temporalKnob("namespace", "Temporal namespace", strField(func(c *TemporalConfig) *string { return &c.Namespace }, temporaladmin.DefaultNamespace)),
 	temporalKnob("temporal-tls", "use TLS to reach Temporal (implied by the TLS file flags and by an API key)", boolField(func(c *TemporalConfig) *bool { return &c.TLS }, false)),
@@ -178,7 +177,7 @@ var knobs = []knob{
 	temporalKnob("temporal-tls-ca", "CA bundle (PEM file) to verify the Temporal server", strField(func(c *TemporalConfig) *string { return &c.TLSCA }, "")),
 	temporalKnob("temporal-tls-server-name", "TLS server name override for Temporal", strField(func(c *TemporalConfig) *string { return &c.TLSServerName }, "")),
 	secret(temporalKnob("temporal-api-key", "Temporal API key (e.g. Temporal Cloud); implies TLS", strField(func(c *TemporalConfig) *string { return &c.APIKey }, ""))),
-	workerKnob("listen", "HTTP data-plane listen address", strField(func(c *Config) *string { return &c.Listen }, DefaultListen)),
+	workerKnob("listen", "HTTP data-plane listen address", strField(func(c *Config) *string { return &c.Listen }, "127.0.0.1:8080")),
 	secret(workerKnob("auth-token", "bearer token required on every HTTP route but /healthz (empty = no auth)", strField(func(c *Config) *string { return &c.AuthToken }, ""))),
 	workerKnob("merge-slots", "concurrent Prepare activities on this worker's shard queue", intField(func(c *Config) *int { return &c.MergeSlots }, 4)),
 	workerKnob("shared-activity-slots", "concurrent activities on the shared queue \"walkeeper\"", intField(func(c *Config) *int { return &c.SharedActivitySlots }, 8)),
@@ -194,7 +193,7 @@ var knobs = []knob{
 	workerKnob("fairness-weights", "each kind's share of the merge task queues under Temporal fairness, kind=weight[,...]; a kind not listed weighs 1, a weight is 0.001 to 1000 (docs/OPERATIONS.md \"Fair share across kinds\")", weightsField(func(c *Config) *contract.FairnessWeights { return &c.FairnessWeights }, nil)),
 	workerKnob("fairness-probe", "at start, probe whether the Temporal server dispatches by fairness key (80 short workflow starts on a task queue of their own, 160 when a first round is not mostly fair, as on every FIFO server) and warn, with walkeeper_temporal_fairness 0, when it does not", boolField(func(c *Config) *bool { return &c.FairnessProbe }, true)),
 	workerKnob("sticky-workflows", "keep the SDK's sticky workflow execution; off, every workflow task is dispatched by fairness key through the shared queue and replays its run's history (docs/OPERATIONS.md \"Fair share across kinds\")", boolField(func(c *Config) *bool { return &c.StickyWorkflows }, true)),
-	nonNegative(workerKnob("flush-interval", "flush sweeper period: seal every resident store with a writer in this process (0 = off)", durField(func(c *Config) *time.Duration { return &c.FlushInterval }, DefaultFlushInterval))),
+	nonNegative(workerKnob("flush-interval", "flush sweeper period: seal every resident store with a writer in this process (0 = off)", durField(func(c *Config) *time.Duration { return &c.FlushInterval }, 5*time.Second))),
 	nonNegative(workerKnob("flush-timeout", "per-store seal timeout in a sweep (0 = max(5 × flush-interval, 30s))", durField(func(c *Config) *time.Duration { return &c.FlushTimeout }, 0))),
 	nonNegative(workerKnob("storage-stall-timeout", "a storage request (get, put, list, …) that moves no byte and gets no answer for this long fails, and its seal or merge step is retried (0 = 2m; at least 1s)", durField(func(c *Config) *time.Duration { return &c.StorageStallTimeout }, 0))),
 	nonNegative(workerKnob("pending-warn", "warn when a read unions this many pending generations in one shard (0 = off)", intField(func(c *Config) *int { return &c.PendingWarn }, storeDefaults.PendingWarn))),
@@ -223,7 +222,7 @@ var knobs = []knob{
 	nonNegative(workerKnob("sweep-start-spacing", "least time between two start batches of one sweep, so a big sweep is not one burst (0 = no pacing; else 10ms to 1m)", durField(func(c *Config) *time.Duration { return &c.SweepStartSpacing }, time.Second))),
 	workerKnob("sweep-start-concurrency", "workflow starts one StartWorkflows activity of this worker has in flight (1 to 256); a sweep runs up to 4 such activities at once", intField(func(c *Config) *int { return &c.SweepStartConcurrency }, activities.DefaultStartConcurrency)),
 	workerKnob("merge-run-timeout", "run timeout of every MergeWal and CompactBase this worker starts (count trigger, HTTP, sweep, schedules; 10s to 168h): a run that cannot finish is ended and the next trigger starts a fresh one; a run started without one is terminated by the stuck-run scan past it", durField(func(c *Config) *time.Duration { return &c.MergeRunTimeout }, contract.DefaultMergeRunTimeout)),
-	workerKnob("stuck-scan-interval", "how often this worker looks for MergeWal and CompactBase runs that cannot make progress (failing workflow task, activity retrying, past merge-run-timeout): one visibility page and at most 100 describes a scan (0 = off; else 1s to 1h)", durField(func(c *Config) *time.Duration { return &c.StuckScanInterval }, DefaultStuckScanInterval)),
+	workerKnob("stuck-scan-interval", "how often this worker looks for MergeWal and CompactBase runs that cannot make progress (failing workflow task, activity retrying, past merge-run-timeout): one visibility page and at most 100 describes a scan (0 = off; else 1s to 1h)", durField(func(c *Config) *time.Duration { return &c.StuckScanInterval }, time.Minute)),
 	nonNegative(workerKnob("workflow-deadlock-timeout", "how long a workflow task may run without yielding before the Temporal SDK fails it as a potential deadlock and the server retries it (0 = the SDK's 1 s); raise it on a starved CPU, where tasks trip it without a bug", durField(func(c *Config) *time.Duration { return &c.WorkflowDeadlock }, 0))),
 	nonNegative(workerKnob("reconcile-interval", "period of the Temporal schedule walkeeper-reconcile (ReconcileDemand: page through the registry, repair the demand index) ensured on start (0 = leave it alone; else at least 1s)", durField(func(c *Config) *time.Duration { return &c.ReconcileInterval }, time.Hour))),
 	nonNegative(workerKnob("compact-demand-runs", "a merge commit that leaves this many base runs marks the store for compaction in the demand index, which the sweep reads (0 = never mark)", intField(func(c *Config) *int { return &c.CompactDemandRuns }, storeDefaults.CompactDemandRuns))),

@@ -47,7 +47,6 @@ type Flusher struct {
 	endLife  context.CancelFunc
 	mu       sync.Mutex
 	inflight map[string]bool // target -> a seal is running (possibly abandoned)
-	cancel   context.CancelFunc
 	loops    sync.WaitGroup
 	seals    sync.WaitGroup
 }
@@ -80,9 +79,7 @@ func (fl *Flusher) Start(ctx context.Context) {
 		return
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	fl.mu.Lock()
-	fl.cancel = cancel
-	fl.mu.Unlock()
+	context.AfterFunc(fl.life, cancel) // Stop ends the loops
 	for _, k := range store.Kinds {
 		fl.loops.Go(func() {
 			t := time.NewTicker(fl.opts.Interval)
@@ -101,12 +98,6 @@ func (fl *Flusher) Start(ctx context.Context) {
 
 // Stop ends the loops and waits for them and for abandoned seals, at most until ctx ends.
 func (fl *Flusher) Stop(ctx context.Context) error {
-	fl.mu.Lock()
-	cancel := fl.cancel
-	fl.mu.Unlock()
-	if cancel != nil {
-		cancel()
-	}
 	fl.endLife()
 	done := make(chan struct{})
 	go func() {

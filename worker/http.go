@@ -20,13 +20,9 @@ type apiServer struct {
 	metrics  *Metrics
 	start    MergeStarter   // nil: HTTP-only mode
 	triggers *mergeTriggers // count trigger after a manual flush, debt trigger
-	auth     bool
 	token    [sha256.Size]byte
 	guard    browserGuard
 	mux      *http.ServeMux
-	// patterns lists the routes registered on mux, so that docs/API.md can be checked
-	// against the router (worker/api_doc_test.go): http.ServeMux cannot list them.
-	patterns []string
 
 	kicks kickLimiter // debt-triggered merge starts, at most one per debtKickEvery per store
 
@@ -48,16 +44,17 @@ type apiServer struct {
 // newAPIServer builds the data plane of a worker whose listener has the address addr.
 func newAPIServer(db *store.DB, cfg Config, addr net.Addr, log *zap.Logger, m *Metrics, start MergeStarter, trig *mergeTriggers) *apiServer {
 	a := &apiServer{db: db, cfg: cfg, log: log, metrics: m, start: start, triggers: trig, mux: http.NewServeMux(),
-		auth: cfg.AuthToken != "", token: sha256.Sum256([]byte(cfg.AuthToken)),
+		token: sha256.Sum256([]byte(cfg.AuthToken)),
 		kicks: kickLimiter{every: debtKickEvery}, scrapes: semaphore.NewWeighted(maxScrapes),
 		bodies: newByteBudget(cfg.BodyBudgetBytes, "body-budget-bytes", "request bodies being read"),
 		pages:  newByteBudget(cfg.PageBudgetBytes, "page-budget-bytes", "list pages being written")}
-	a.guard = newBrowserGuard(cfg.Listen, addr, a.auth)
+	a.guard = newBrowserGuard(cfg.Listen, addr, cfg.AuthToken != "")
 	a.stopping, a.stop = context.WithCancel(context.Background())
 	route := func(pattern string, h http.Handler) {
 		a.mux.Handle(pattern, h)
-		a.patterns = append(a.patterns, pattern)
-		m.httpPanics.WithLabelValues(pattern) // at 0 from the start, so a first panic shows as an increase
+		// At 0 from the start, so a first panic shows as an increase; the series list the
+		// routes, which http.ServeMux cannot (worker/api_doc_test.go checks docs/API.md by them).
+		m.httpPanics.WithLabelValues(pattern)
 	}
 	m.httpPanics.WithLabelValues("unmatched")
 	route("GET /healthz", http.HandlerFunc(a.healthz))
@@ -65,8 +62,8 @@ func newAPIServer(db *store.DB, cfg Config, addr net.Addr, log *zap.Logger, m *M
 	route("GET /api/v1/stores", a.handle(a.listStores))
 	route("POST /api/v1/stores/{kind}/{name}", a.handle(a.createStore))
 	route("POST /api/v1/stores/{kind}/{name}/rows", a.handle(a.appendRows))
-	route("GET /api/v1/stores/{kind}/{name}/rows", a.handle(a.listRows))
-	route("GET /api/v1/stores/{kind}/{name}/rows/{id}", a.handle(a.getRow))
+	route("GET /api/v1/stores/{kind}/{name}/rows", a.onStore(a.listRows))
+	route("GET /api/v1/stores/{kind}/{name}/rows/{id}", a.onStore(a.getRow))
 	route("DELETE /api/v1/stores/{kind}/{name}/rows/{id}", a.onStore(a.deleteRow))
 	route("POST /api/v1/stores/{kind}/{name}/flush", a.onStore(a.flush))
 	route("POST /api/v1/stores/{kind}/{name}/merge-wal", a.handle(a.mergeWal))
@@ -107,31 +104,18 @@ func (a *apiServer) handle(h func(w http.ResponseWriter, r *http.Request) error)
 	}
 }
 
-// onStore serves a route of one existing store; h's answer is the 200 JSON, or the error.
-func (a *apiServer) onStore(h func(r *http.Request, s *store.Store) (any, error)) http.HandlerFunc {
+// onStore serves a route of one existing store (store_not_found otherwise) by h, which
+// returns its error answer.
+func (a *apiServer) onStore(h func(w http.ResponseWriter, r *http.Request, s *store.Store) error) http.HandlerFunc {
 	return a.handle(func(w http.ResponseWriter, r *http.Request) error {
-		s, err := a.openStore(r)
+		t, err := a.target(r)
 		if err != nil {
 			return err
 		}
-		out, err := h(r, s)
+		s, err := a.db.Open(r.Context(), t)
 		if err != nil {
-			return err
+			return notFoundAs(err, CodeStoreNotFound)
 		}
-		writeJSON(w, http.StatusOK, out)
-		return nil
+		return h(w, r, s)
 	})
-}
-
-// openStore resolves the path to an existing store (store_not_found otherwise).
-func (a *apiServer) openStore(r *http.Request) (*store.Store, error) {
-	t, err := a.target(r)
-	if err != nil {
-		return nil, err
-	}
-	s, err := a.db.Open(r.Context(), t)
-	if err != nil {
-		return nil, notFoundAs(err, CodeStoreNotFound)
-	}
-	return s, nil
 }

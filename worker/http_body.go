@@ -13,35 +13,30 @@ import (
 // This file holds the request-body checks every handler shares: media type and size cap;
 // http_json_strict.go holds the strict decoding.
 
-// decodeJSONBody is readBody plus decodeStrict into v; an allowed empty body leaves v alone.
+// decodeJSONBody is withBody with decodeStrict into v; an allowed empty body leaves v alone.
 func (a *apiServer) decodeJSONBody(w http.ResponseWriter, r *http.Request, allowEmpty bool, v any) error {
-	body, release, err := a.readBody(w, r, allowEmpty)
-	if err != nil || body == nil {
-		return err
-	}
-	defer release()
-	return decodeStrict(body, v)
+	return a.withBody(w, r, allowEmpty, func(body []byte) error { return decodeStrict(body, v) })
 }
 
-// readBody enforces the media type, the size cap and the body budget; an empty body is nil
-// when allowEmpty, else invalid_json. The caller calls release once done with the body.
-func (a *apiServer) readBody(w http.ResponseWriter, r *http.Request, allowEmpty bool) (_ []byte, release func(), _ error) {
-	release = func() {}
+// withBody enforces the media type, the size cap and the body budget, and hands the body to
+// use, whose error it returns; the body's bytes go back to the budget once use returns (or
+// panics). An empty body is not handed on when allowEmpty, and is invalid_json otherwise.
+func (a *apiServer) withBody(w http.ResponseWriter, r *http.Request, allowEmpty bool, use func(body []byte) error) error {
 	if r.ContentLength > a.cfg.MaxBodyBytes {
-		return nil, release, newAPIError(http.StatusRequestEntityTooLarge, CodeBodyTooLarge,
+		return newAPIError(http.StatusRequestEntityTooLarge, CodeBodyTooLarge,
 			"request body is larger than %d bytes", a.cfg.MaxBodyBytes)
 	}
 	if allowEmpty && r.ContentLength == 0 {
-		return nil, release, nil // e.g. curl -X POST -d '' (which sends a form content type)
+		return nil // e.g. curl -X POST -d '' (which sends a form content type)
 	}
 	if ae := mediaTypeError(r.Header.Get("Content-Type")); ae != nil {
 		// A chunked body has no length to tell that it is empty: read it to find out.
 		if allowEmpty && r.ContentLength < 0 {
 			if n, err := r.Body.Read(make([]byte, 1)); n == 0 && err == io.EOF {
-				return nil, release, nil
+				return nil
 			}
 		}
-		return nil, release, ae
+		return ae
 	}
 	// The bytes the body may hold: its Content-Length, at most --max-body-bytes (checked
 	// above, so the reservation fits the budget), or that when the length is not known.
@@ -51,34 +46,26 @@ func (a *apiServer) readBody(w http.ResponseWriter, r *http.Request, allowEmpty 
 	}
 	release, err := a.bodies.take(r.Context(), n)
 	if err != nil {
-		return nil, func() {}, err
+		return err
 	}
-	// The bytes go back on every way out but a body handed to the caller, a panic included:
-	// a reservation leaked per panic would shrink the budget until every body waits.
-	handed := false
-	defer func() {
-		if !handed {
-			release()
-		}
-	}()
+	// Deferred, so that a panic gives the bytes back too: a reservation leaked per panic
+	// would shrink the budget until every body waits.
+	defer release()
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, a.cfg.MaxBodyBytes))
 	switch {
 	case errors.As(err, new(*http.MaxBytesError)):
+		return err
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		err = newAPIError(http.StatusBadRequest, CodeInvalidJSON,
+		return newAPIError(http.StatusBadRequest, CodeInvalidJSON,
 			"the body did not arrive within --http-read-timeout (%s)", a.cfg.HTTPReadTimeout)
 	case err != nil:
-		err = newAPIError(http.StatusBadRequest, CodeInvalidJSON, "read body: %v", err)
+		return newAPIError(http.StatusBadRequest, CodeInvalidJSON, "read body: %v", err)
 	case len(bytes.TrimSpace(body)) == 0 && !allowEmpty:
-		err = newAPIError(http.StatusBadRequest, CodeInvalidJSON, "empty body; want JSON")
+		return newAPIError(http.StatusBadRequest, CodeInvalidJSON, "empty body; want JSON")
 	case len(bytes.TrimSpace(body)) == 0:
-		return nil, func() {}, nil
+		return nil
 	}
-	if err != nil {
-		return nil, func() {}, err
-	}
-	handed = true
-	return body, release, nil
+	return use(body)
 }
 
 // mediaTypeError is the 415 for a Content-Type that is not application/json, or nil.

@@ -24,10 +24,10 @@ type flushResponse struct {
 	Pending    int     `json:"pending"`
 }
 
-func (a *apiServer) flush(r *http.Request, s *store.Store) (any, error) {
+func (a *apiServer) flush(w http.ResponseWriter, r *http.Request, s *store.Store) error {
 	res, err := s.Flush(r.Context())
 	if err != nil {
-		return nil, err
+		return err
 	}
 	// The count trigger rides a manual seal too; its failure never fails the flush.
 	a.triggers.afterFlush(s.Target(), res)
@@ -35,7 +35,8 @@ func (a *apiServer) flush(r *http.Request, s *store.Store) (any, error) {
 	if res.Sealed {
 		out.Generation = &res.Generation
 	}
-	return out, nil
+	writeJSON(w, http.StatusOK, out)
+	return nil
 }
 
 // mergeRequest is the optional body of POST .../merge-wal.

@@ -45,11 +45,6 @@ func (a *apiServer) limitScrapes(h http.Handler) http.Handler {
 	})
 }
 
-// repeatable reports whether param may repeat on the route pattern: only /metrics' name[].
-func repeatable(pattern, param string) bool {
-	return pattern == metricsPattern && param == metricNamesParam
-}
-
 // checkMetricsQuery refuses a /metrics filter of more than maxMetricNames names, or with a
 // value that is no metric name and so could match nothing.
 func checkMetricsQuery(q url.Values) *apiError {

@@ -102,18 +102,9 @@ func (a *apiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// serve runs one request; h and pattern are the mux's match for r.
-func (a *apiServer) serve(w http.ResponseWriter, r *http.Request, h http.Handler, pattern string) {
-	if ae := a.refusal(w, r, h, pattern); ae != nil {
-		a.fail(w, r, ae)
-		return
-	}
-	a.mux.ServeHTTP(w, r)
-}
-
 // refusal is the answer to r when no route handler may serve it, or nil.
 func (a *apiServer) refusal(w http.ResponseWriter, r *http.Request, h http.Handler, pattern string) *apiError {
-	if a.auth && r.URL.Path != "/healthz" && !a.authorized(r) {
+	if a.cfg.AuthToken != "" && r.URL.Path != "/healthz" && !a.authorized(r) {
 		return newAPIError(http.StatusUnauthorized, CodeUnauthorized, "missing or wrong bearer token")
 	}
 	if ae := a.guard.check(r); ae != nil {
@@ -159,7 +150,7 @@ func checkQuery(raw, pattern string) *apiError {
 		return newAPIError(http.StatusBadRequest, CodeInvalidInput, "query string does not parse: %s", clipText(err.Error()))
 	}
 	for k, vs := range q {
-		if len(vs) > 1 && !repeatable(pattern, k) {
+		if len(vs) > 1 && (pattern != metricsPattern || k != metricNamesParam) {
 			ae := newAPIError(http.StatusBadRequest, CodeInvalidInput, "query parameter %q is given %d times", clipText(k), len(vs))
 			if pattern == metricsPattern {
 				ae.Message += "; on /metrics only " + metricNamesParam + " may repeat"
@@ -278,7 +269,11 @@ func (a *apiServer) serveRecovering(w *statusWriter, r *http.Request) (route str
 	}()
 	h, pattern := a.mux.Handler(r)
 	route = cmp.Or(pattern, "unmatched")
-	a.serve(w, r, h, pattern)
+	if ae := a.refusal(w, r, h, pattern); ae != nil {
+		a.fail(w, r, ae)
+	} else {
+		a.mux.ServeHTTP(w, r)
+	}
 	return route, false
 }
 

@@ -29,9 +29,10 @@ type pageWriter struct {
 	items     string // the member holding the items: "rows" or "stores"
 	omitEmpty bool   // leave "next" out on the last page instead of writing ""
 	limit     int64
-	started   bool  // the status and the opening are written (status 200)
-	size      int64 // bytes of the answer so far
-	n         int   // items written so far
+	started   bool   // the status and the opening are written (status 200)
+	cut       bool   // an item did not fit or did not encode: the page ends at the one before
+	last      string // the cursor of the last item written
+	size      int64  // bytes of the answer so far
 	item      bytes.Buffer
 	cursor    bytes.Buffer
 	enc       *json.Encoder // into item
@@ -47,42 +48,41 @@ func newPageWriter(w http.ResponseWriter, items string, omitEmpty bool, limit in
 	return p
 }
 
-// add writes v unless the answer with v and a "next" of cursor would pass the limit (the
-// first item always fits); an item that does not encode is an error, nothing of it written.
+// add writes v, whose cursor is cursor, and reports whether the page goes on. It does not once
+// the answer with v and a "next" of cursor would pass the limit (the first item always fits),
+// or v does not encode (the error; nothing of v is written): the page then ends at the item
+// before, and v starts the next page.
 func (p *pageWriter) add(v any, cursor string) (bool, error) {
 	p.item.Reset()
 	if err := p.enc.Encode(v); err != nil {
+		p.cut = true
 		return false, err
 	}
 	item := bytes.TrimSuffix(p.item.Bytes(), []byte{'\n'})
-	tail, err := p.tail(cursor)
-	if err != nil {
-		return false, err
-	}
-	if p.n > 0 && p.size+1+int64(len(item)+len(tail)) > p.limit {
+	if p.started && p.size+1+int64(len(item)+len(p.tail(cursor))) > p.limit {
+		p.cut = true
 		return false, nil
 	}
-	if p.n > 0 {
+	if p.started {
 		p.write([]byte{','})
 	} else {
 		p.begin()
 	}
 	p.write(item)
-	p.n++
+	p.last = cursor
 	return true, nil
 }
 
-// end closes the page with its next cursor ("" on the last page).
-func (p *pageWriter) end(next string) error {
-	tail, err := p.tail(next)
-	if err != nil {
-		return err
+// end closes the page with next ("" on the last page), or with the last item's cursor when
+// the page was cut.
+func (p *pageWriter) end(next string) {
+	if p.cut {
+		next = p.last
 	}
 	if !p.started {
 		p.begin() // an empty page
 	}
-	p.write(tail)
-	return nil
+	p.write(p.tail(next))
 }
 
 // begin writes the status, the headers and the opening of the answer.
@@ -93,17 +93,15 @@ func (p *pageWriter) begin() {
 }
 
 // tail closes the answer with cursor as "next".
-func (p *pageWriter) tail(cursor string) ([]byte, error) {
+func (p *pageWriter) tail(cursor string) []byte {
 	if cursor == "" && p.omitEmpty {
-		return []byte("]}\n"), nil
+		return []byte("]}\n")
 	}
 	p.cursor.Reset()
 	p.cursor.WriteString(`],"next":`)
-	if err := p.curEnc.Encode(cursor); err != nil {
-		return nil, err
-	}
+	_ = p.curEnc.Encode(cursor) // a string always encodes, and a buffer takes every write
 	b := bytes.TrimSuffix(p.cursor.Bytes(), []byte{'\n'})
-	return append(b, '}', '\n'), nil
+	return append(b, '}', '\n')
 }
 
 // write sends b; a failed write (the client went away) shows in the request's context and

@@ -25,37 +25,30 @@ func (a *apiServer) appendRows(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	// The codec checks everything about the rows (duplicate fields included), so the body
-	// only needs to be JSON here.
-	body, release, err := a.readBody(w, r, false)
-	if err != nil {
-		return err
-	}
-	defer release() // the store decodes the body in AppendJSON
-	if !json.Valid(body) {
-		return invalidJSON(body)
-	}
-	s, err := a.db.Open(r.Context(), t)
-	if err != nil {
-		return notFoundAs(err, CodeStoreNotFound)
-	}
-	// The store bounds and charges the append while it decodes, and refuses it at
-	// --pending-max.
-	res, err := s.AppendJSON(r.Context(), body)
-	if err != nil {
-		a.kickIfRefused(s, err)
-		return err
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"appended": res.Rows})
-	return nil
+	// only needs to be JSON here; the store decodes it in AppendJSON.
+	return a.withBody(w, r, false, func(body []byte) error {
+		if !json.Valid(body) {
+			return invalidJSON(body)
+		}
+		s, err := a.db.Open(r.Context(), t)
+		if err != nil {
+			return notFoundAs(err, CodeStoreNotFound)
+		}
+		// The store bounds and charges the append while it decodes, and refuses it at
+		// --pending-max.
+		res, err := s.AppendJSON(r.Context(), body)
+		if err != nil {
+			a.kickIfRefused(s, err)
+			return err
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"appended": res.Rows})
+		return nil
+	})
 }
 
 // getRow answers one row by key. It takes one row of --max-row-bytes from the page budget, as
 // a page of one row does, before it reads, and gives it back once the answer is written.
-func (a *apiServer) getRow(w http.ResponseWriter, r *http.Request) error {
-	s, err := a.openStore(r)
-	if err != nil {
-		return err
-	}
+func (a *apiServer) getRow(w http.ResponseWriter, r *http.Request, s *store.Store) error {
 	release, err := a.pages.take(r.Context(), a.cfg.rowsPageBytes(1))
 	if err != nil {
 		return err
@@ -85,31 +78,28 @@ func rowsQuery(r *http.Request) (store.ListOptions, error) {
 	return opts, err
 }
 
-func (a *apiServer) deleteRow(r *http.Request, s *store.Store) (any, error) {
+func (a *apiServer) deleteRow(w http.ResponseWriter, r *http.Request, s *store.Store) error {
 	id := r.PathValue("id")
 	if id == "" {
-		return nil, newAPIError(http.StatusBadRequest, CodeInvalidInput, "empty row id")
+		return newAPIError(http.StatusBadRequest, CodeInvalidInput, "empty row id")
 	}
 	// An append refuses such a key, so no row has it; a tombstone of it would be written for
 	// nothing and answered as another key (JSON turns the bad bytes into U+FFFD).
 	if !utf8.ValidString(id) {
-		return nil, newAPIError(http.StatusBadRequest, CodeInvalidInput, "row id %q is not valid UTF-8", clipText(id))
+		return newAPIError(http.StatusBadRequest, CodeInvalidInput, "row id %q is not valid UTF-8", clipText(id))
 	}
 	if err := s.Delete(r.Context(), id); err != nil {
 		a.kickIfRefused(s, err)
-		return nil, err
+		return err
 	}
-	return map[string]any{"deleted": id}, nil
+	writeJSON(w, http.StatusOK, map[string]any{"deleted": id})
+	return nil
 }
 
 // GET .../rows answers a page bounded by ?limit= rows and --page-bytes bytes, read in one List
 // bounded by both, so it holds at most --page-bytes of JSON plus one row; `next` is the last
 // key written. The page's room is taken from --page-budget-bytes while it is answered.
-func (a *apiServer) listRows(w http.ResponseWriter, r *http.Request) error {
-	s, err := a.openStore(r)
-	if err != nil {
-		return err
-	}
+func (a *apiServer) listRows(w http.ResponseWriter, r *http.Request, s *store.Store) error {
 	opts, err := rowsQuery(r)
 	if err != nil {
 		return err
@@ -134,7 +124,6 @@ func (a *apiServer) listRows(w http.ResponseWriter, r *http.Request) error {
 	}
 	keyField := rowcodec.KeyField(s.Target().Kind)
 	page := newPageWriter(w, "rows", false, a.cfg.PageBytes)
-	next, last := chunk.Next, ""
 	for _, row := range chunk.Rows {
 		key, _ := row[keyField].(string)
 		ok, err := page.add(row, key)
@@ -144,15 +133,11 @@ func (a *apiServer) listRows(w http.ResponseWriter, r *http.Request) error {
 			}
 			a.log.Error("list page ended early by a row that does not encode", zap.String("target", s.Target().String()),
 				zap.String("key", clipText(key)), zap.Error(err))
-			next = last
-			break
 		}
 		if !ok {
-			next = last // full: the row that did not fit starts the next page
 			break
 		}
-		last = key
 	}
-	_ = page.end(next)
+	page.end(chunk.Next)
 	return nil
 }

@@ -92,17 +92,16 @@ func (a *apiServer) listStores(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	pw := newPageWriter(w, "stores", true, a.cfg.PageBytes)
-	for i, in := range page.Stores {
+	for _, in := range page.Stores {
 		ok, err := pw.add(storeInfo{Target: in.Target.String(), StoreInfo: in}, in.Target.String())
 		if err != nil && !pw.started {
 			return err
 		}
-		if err != nil || !ok {
-			_ = pw.end(page.Stores[i-1].Target.String())
-			return nil
+		if !ok {
+			break
 		}
 	}
-	_ = pw.end(page.Next.String()) // "" on the last page
+	pw.end(page.Next.String()) // "" on the last page
 	return nil
 }
 
@@ -152,12 +151,17 @@ const (
 	maxStatsLimit     = store.MaxStatsShards
 )
 
-func (a *apiServer) stats(r *http.Request, s *store.Store) (any, error) {
+func (a *apiServer) stats(w http.ResponseWriter, r *http.Request, s *store.Store) error {
 	after, limit, err := statsQuery(r)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return s.StatsPage(r.Context(), after, limit)
+	page, err := s.StatsPage(r.Context(), after, limit)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, page)
+	return nil
 }
 
 // statsQuery parses ?limit=&after=; after is the next of the previous page, a shard id.

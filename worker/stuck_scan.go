@@ -18,7 +18,6 @@ import (
 
 // Bounds of the stuck-run scan (docs/OPERATIONS.md, "A merge that cannot make progress").
 const (
-	DefaultStuckScanInterval = time.Minute
 	// MinStuckScanInterval: a scan costs one visibility page and up to maxStuckDescribes
 	// describes, so one a second is the most a worker may ask for.
 	MinStuckScanInterval = time.Second
@@ -105,10 +104,8 @@ func (s *stuckScan) scan(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("list running merges: %w", err)
 	}
-	for i, e := range resp.GetExecutions() {
-		if i == s.pageSize {
-			break
-		}
+	execs := resp.GetExecutions() // a server may answer more than the page asked for
+	for _, e := range execs[:min(len(execs), s.pageSize)] {
 		typ, id, runID := e.GetType().GetName(), e.GetExecution().GetWorkflowId(), e.GetExecution().GetRunId()
 		d, err := s.c.DescribeWorkflowExecution(ctx, id, runID)
 		if err != nil {

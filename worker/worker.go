@@ -50,8 +50,8 @@ type Worker struct {
 	cancel   context.CancelFunc // background work (recovery)
 	bg       sync.WaitGroup
 
-	// failed ends, with the error as its cause, when a Temporal worker has stopped for good
-	// (Failed).
+	// failed ends, with the error as its cause, when a Temporal worker stopped on an error the
+	// SDK does not retry: it never polls again, so Run ends for the process to be restarted.
 	failed context.Context
 	fail   context.CancelCauseFunc
 }
@@ -80,18 +80,6 @@ func New(cfg Config, logger *zap.Logger, tc client.Client) (*Worker, error) {
 		w.start = TemporalMergeStarter(tc, cfg.MergeRunTimeout, cfg.FairnessWeights)
 	}
 	return w, nil
-}
-
-// Failed is closed when a Temporal worker stopped on an error the SDK does not retry: it
-// never polls again, so the process should exit and be restarted (Run does). FailedErr says why.
-func (w *Worker) Failed() <-chan struct{} { return w.failed.Done() }
-
-// FailedErr is the error that closed Failed, nil while it is open.
-func (w *Worker) FailedErr() error {
-	if w.failed.Err() == nil {
-		return nil
-	}
-	return context.Cause(w.failed)
 }
 
 // Metrics returns the worker's registry and collectors.
@@ -430,14 +418,14 @@ func Run(ctx context.Context, cfg Config, logger *zap.Logger, c client.Client, s
 	}
 	select {
 	case <-ctx.Done():
-	case <-w.Failed():
+	case <-w.failed.Done():
 	}
 	logger.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout+shutdownSealSlack)
 	defer cancel()
 	stopErr := w.Stop(sctx)
-	if err := w.FailedErr(); err != nil {
-		return errors.Join(err, stopErr)
+	if w.failed.Err() != nil {
+		return errors.Join(context.Cause(w.failed), stopErr)
 	}
 	if stopErr != nil {
 		return fmt.Errorf("stop worker: %w", stopErr)

@@ -158,7 +158,8 @@ func (c *chain) listLatest(ctx context.Context) (uint64, []byte, error) {
 }
 
 // publish writes version v and makes it the cached latest with obj (nil: none) as its decoded
-// value, so the publisher never decodes its own version. ErrAlreadyExists: lost the race.
+// value, so the publisher never decodes its own version, then collects old versions every 64
+// (collectEvery). ErrAlreadyExists: lost the race.
 //
 // REQUIRES: obj is what raw decodes to, and nobody mutates it afterwards.
 func (c *chain) publish(ctx context.Context, v uint64, raw []byte, obj any) error {
@@ -166,6 +167,7 @@ func (c *chain) publish(ctx context.Context, v uint64, raw []byte, obj any) erro
 		return err
 	}
 	c.advance(v, raw, obj)
+	c.collectEvery(ctx, v)
 	return nil
 }
 
@@ -253,11 +255,7 @@ func (s *Store) publishBase(ctx context.Context, next *manifest.Base) error {
 	if err != nil {
 		return err
 	}
-	if err := s.base.publish(ctx, next.Version, raw, nil); err != nil {
-		return err
-	}
-	s.base.collectEvery(ctx, next.Version)
-	return nil
+	return s.base.publish(ctx, next.Version, raw, nil)
 }
 
 // encodeBase stamps and serialises next, so callers can do the CPU work before a lock.
@@ -288,12 +286,7 @@ func (s *Store) publishShard(ctx context.Context, next *manifest.Shard) error {
 	if err != nil {
 		return err
 	}
-	c := s.shardChain(next.Shard)
-	if err := c.publish(ctx, next.Version, raw, next); err != nil {
-		return err
-	}
-	c.collectEvery(ctx, next.Version)
-	return nil
+	return s.shardChain(next.Shard).publish(ctx, next.Version, raw, next)
 }
 
 // editShard applies edit to the latest manifest of shard and publishes the result,
@@ -329,6 +322,34 @@ func (s *Store) editShard(ctx context.Context, shard string, edit func(m *manife
 		return next, nil
 	}
 	return nil, fmt.Errorf("shard %s of %s: manifest edit kept losing races: %w", shard, s.target, ErrConflict)
+}
+
+// editBase publishes, with publishBaseThenSwap, the draft edit makes of the latest base
+// manifest, drafting again from the newer one on every lost race; a nil draft publishes
+// nothing and the base edit saw is returned. first, when not nil, is the latest base the
+// caller already read, drafted from first.
+//
+// REQUIRES: mergeLock not held by the caller.
+func (s *Store) editBase(ctx context.Context, first *manifest.Base,
+	edit func(cur *manifest.Base) (*manifest.Base, error)) (*manifest.Base, error) {
+	cur := first
+	for attempt := 0; attempt < 64; attempt++ {
+		if attempt > 0 || cur == nil {
+			var err error
+			if cur, err = s.loadBase(ctx); err != nil {
+				return nil, err
+			}
+		}
+		next, err := edit(cur)
+		if err != nil || next == nil {
+			return cur, err
+		}
+		if _, err := s.publishBaseThenSwap(ctx, next); !errors.Is(err, ErrAlreadyExists) {
+			return next, err
+		}
+		backoff(ctx, attempt)
+	}
+	return nil, fmt.Errorf("%s: base edit kept losing races: %w", s.target, ErrConflict)
 }
 
 // shards lists the shard ids that ever wrote to this store; other directories are foreign.

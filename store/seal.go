@@ -76,7 +76,7 @@ func (w *writer) seal(ctx context.Context, reserved bool) (FlushResult, error) {
 	defer w.sealMu.Unlock()
 
 	if !reserved && w.atPendingMax() {
-		_ = w.refreshManifest(ctx) // merges elsewhere may have made room (refreshManifest)
+		w.refreshManifest(ctx) // merges elsewhere may have made room (refreshManifest)
 	}
 	w.mu.Lock()
 	if w.dead != nil {

@@ -324,34 +324,6 @@ func (s *Store) editShard(ctx context.Context, shard string, edit func(m *manife
 	return nil, fmt.Errorf("shard %s of %s: manifest edit kept losing races: %w", shard, s.target, ErrConflict)
 }
 
-// editBase publishes, with publishBaseThenSwap, the draft edit makes of the latest base
-// manifest, drafting again from the newer one on every lost race; a nil draft publishes
-// nothing and the base edit saw is returned. first, when not nil, is the latest base the
-// caller already read, drafted from first.
-//
-// REQUIRES: mergeLock not held by the caller.
-func (s *Store) editBase(ctx context.Context, first *manifest.Base,
-	edit func(cur *manifest.Base) (*manifest.Base, error)) (*manifest.Base, error) {
-	cur := first
-	for attempt := 0; attempt < 64; attempt++ {
-		if attempt > 0 || cur == nil {
-			var err error
-			if cur, err = s.loadBase(ctx); err != nil {
-				return nil, err
-			}
-		}
-		next, err := edit(cur)
-		if err != nil || next == nil {
-			return cur, err
-		}
-		if _, err := s.publishBaseThenSwap(ctx, next); !errors.Is(err, ErrAlreadyExists) {
-			return next, err
-		}
-		backoff(ctx, attempt)
-	}
-	return nil, fmt.Errorf("%s: base edit kept losing races: %w", s.target, ErrConflict)
-}
-
 // shards lists the shard ids that ever wrote to this store; other directories are foreign.
 func (s *Store) listShards(ctx context.Context) ([]string, error) {
 	dirs, err := s.db.bucket.ListDirs(ctx, memWALPrefix(s.target))

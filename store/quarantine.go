@@ -91,15 +91,19 @@ func (s *Store) Quarantine(ctx context.Context, key, reason string) (QuarantineR
 
 func (s *Store) quarantineRun(ctx context.Context, key, reason string) (QuarantineResult, error) {
 	res := QuarantineResult{Kind: "run", Path: key}
-	base, err := s.editBase(ctx, nil, func(base *manifest.Base) (*manifest.Base, error) {
+	for attempt := 0; attempt < 64; attempt++ {
+		base, err := s.loadBase(ctx)
+		if err != nil {
+			return res, err
+		}
 		if q, ok := findQuarantined(base.Quarantined, key); ok {
 			res.Rows, res.MinKey, res.MaxKey = q.Rows, q.MinKey, q.MaxKey
-			res.AlreadyQuarantined = true
-			return nil, nil
+			res.AlreadyQuarantined, res.ManifestVersion = true, base.Version
+			return res, nil
 		}
 		i := slices.IndexFunc(base.Runs, func(r manifest.Run) bool { return r.Path == key })
 		if i < 0 {
-			return nil, fmt.Errorf("run %s is not in base version %d of %s: %w", key, base.Version, s.target, ErrNotFound)
+			return res, fmt.Errorf("run %s is not in base version %d of %s: %w", key, base.Version, s.target, ErrNotFound)
 		}
 		r := base.Runs[i]
 		res.Rows, res.MinKey, res.MaxKey = r.Rows, r.MinKey, r.MaxKey
@@ -107,16 +111,18 @@ func (s *Store) quarantineRun(ctx context.Context, key, reason string) (Quaranti
 		next.Runs = slices.Delete(next.Runs, i, i+1) // the draft's own copy
 		next.Quarantined = append(next.Quarantined, manifest.QuarantinedObject{Path: r.Path, Rows: r.Rows,
 			MinKey: r.MinKey, MaxKey: r.MaxKey, Reason: reason, At: s.db.opts.Now().UTC()})
-		return next, nil
-	})
-	if err != nil {
-		return res, err
+		_, err = s.publishBaseThenSwap(ctx, next)
+		if err == nil {
+			res.ManifestVersion = next.Version
+			s.quarantined(res, reason)
+			return res, nil
+		}
+		if !errors.Is(err, ErrAlreadyExists) {
+			return res, err
+		}
+		backoff(ctx, attempt)
 	}
-	res.ManifestVersion = base.Version
-	if !res.AlreadyQuarantined {
-		s.quarantined(res, reason)
-	}
-	return res, nil
+	return res, fmt.Errorf("%s: base edit kept losing races: %w", s.target, ErrConflict)
 }
 
 func (s *Store) quarantineGen(ctx context.Context, shard, key, reason string) (QuarantineResult, error) {

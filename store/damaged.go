@@ -107,28 +107,19 @@ func (s *Store) stillDamagedWAL(ctx context.Context, shard string) error {
 	}
 	for _, key := range keys {
 		pos, ok := parseWALKey(prefix, key)
-		if !ok {
-			s.db.damaged.remove(key)
-			continue
+		if ok && cur != nil {
+			_, q := findQuarantined(cur.Quarantined, key)
+			ok = !q && pos > cur.ReplayAfter // set aside, or sealed: no claim replays it
 		}
-		if cur != nil {
-			if _, q := findQuarantined(cur.Quarantined, key); q || pos <= cur.ReplayAfter {
-				s.db.damaged.remove(key)
-				continue
+		if ok {
+			recs, err := s.readWAL(ctx, shard, pos)
+			if err == nil {
+				releaseAll(recs)
+			} else if errors.Is(err, ErrCorrupt) || !errors.Is(err, ErrNotFound) {
+				return err
 			}
 		}
-		recs, err := s.readWAL(ctx, shard, pos)
-		if err == nil {
-			releaseAll(recs)
-		}
-		switch {
-		case errors.Is(err, ErrCorrupt):
-			return err
-		case err == nil || errors.Is(err, ErrNotFound):
-			s.db.damaged.remove(key)
-		default:
-			return err
-		}
+		s.db.damaged.remove(key)
 	}
 	return nil
 }

@@ -154,10 +154,6 @@ func OpenDB(ctx context.Context, url string, opts Options) (*DB, error) {
 // OpenDBOnBucket opens a DB over an already-open bucket (fault-injection tests wrap one).
 func OpenDBOnBucket(b *objstore.Bucket, opts Options) *DB {
 	opts.EnsureDefaults()
-	m := opts.Metrics
-	if m == nil {
-		m = NewMetrics(nil, nil)
-	}
 	if opts.StorageStallTimeout > 0 {
 		b = b.WithStallTimeout(opts.StorageStallTimeout)
 	}
@@ -165,7 +161,7 @@ func OpenDBOnBucket(b *objstore.Bucket, opts Options) *DB {
 		bucket:  b,
 		opts:    opts,
 		log:     opts.Logger,
-		metrics: m,
+		metrics: cmp.Or(opts.Metrics, NewMetrics(nil, nil)),
 		shard:   ShardID(opts.InstanceID),
 		cache:   newFileCache(opts.CacheBytes),
 		stores:  map[Target]*Store{},

@@ -22,12 +22,7 @@ func parseCounter(s string, width int) (uint64, bool) {
 	if s == "" || len(s) > 20 || (width > 0 && len(s) != width) || (width == 0 && len(s) > 1 && s[0] == '0') {
 		return 0, false
 	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return 0, false
-		}
-	}
-	v, err := strconv.ParseUint(s, 10, 64)
+	v, err := strconv.ParseUint(s, 10, 64) // base 10: digits only, no sign or underscores
 	if err != nil || v > maxCounter {
 		return 0, false
 	}

@@ -158,7 +158,8 @@ func (c *chain) listLatest(ctx context.Context) (uint64, []byte, error) {
 }
 
 // publish writes version v and makes it the cached latest with obj (nil: none) as its decoded
-// value, so the publisher never decodes its own version. ErrAlreadyExists: lost the race.
+// value, so the publisher never decodes its own version, then collects old versions every 64
+// (collectEvery). ErrAlreadyExists: lost the race.
 //
 // REQUIRES: obj is what raw decodes to, and nobody mutates it afterwards.
 func (c *chain) publish(ctx context.Context, v uint64, raw []byte, obj any) error {
@@ -166,6 +167,7 @@ func (c *chain) publish(ctx context.Context, v uint64, raw []byte, obj any) erro
 		return err
 	}
 	c.advance(v, raw, obj)
+	c.collectEvery(ctx, v)
 	return nil
 }
 
@@ -253,11 +255,7 @@ func (s *Store) publishBase(ctx context.Context, next *manifest.Base) error {
 	if err != nil {
 		return err
 	}
-	if err := s.base.publish(ctx, next.Version, raw, nil); err != nil {
-		return err
-	}
-	s.base.collectEvery(ctx, next.Version)
-	return nil
+	return s.base.publish(ctx, next.Version, raw, nil)
 }
 
 // encodeBase stamps and serialises next, so callers can do the CPU work before a lock.
@@ -288,12 +286,7 @@ func (s *Store) publishShard(ctx context.Context, next *manifest.Shard) error {
 	if err != nil {
 		return err
 	}
-	c := s.shardChain(next.Shard)
-	if err := c.publish(ctx, next.Version, raw, next); err != nil {
-		return err
-	}
-	c.collectEvery(ctx, next.Version)
-	return nil
+	return s.shardChain(next.Shard).publish(ctx, next.Version, raw, next)
 }
 
 // editShard applies edit to the latest manifest of shard and publishes the result,

@@ -40,11 +40,8 @@ func (db *DB) getSmall(ctx context.Context, key string, limit int64, what string
 // needed, and whatever a hand put there is not read into memory.
 func (db *DB) registered(ctx context.Context, t Target) error {
 	ok, err := db.bucket.Exists(ctx, registryKey(t))
-	switch {
-	case err != nil:
-		return err
-	case !ok:
-		return ErrNotFound
+	if err == nil && !ok {
+		err = ErrNotFound
 	}
-	return nil
+	return err
 }

@@ -40,7 +40,7 @@ func RecoveredPanics() int64 { return recoveredPanics.Load() }
 // recover must be called by the deferred function itself, so recoverPanic is deferred as is.
 func (db *DB) recoverPanic(where string, errp *error) {
 	if v := recover(); v != nil {
-		pe := db.panicked(where, v)
+		pe := logPanic(db.log, where, v)
 		if errp != nil {
 			*errp = pe
 		}
@@ -53,14 +53,6 @@ func (db *DB) recoverPanic(where string, errp *error) {
 func NewPanicError(where string, v any) *PanicError {
 	recoveredPanics.Add(1)
 	return &PanicError{Where: where, Value: v, Stack: debug.Stack()}
-}
-
-// panicked logs and counts the panic v recovered in a goroutine doing where.
-func (db *DB) panicked(where string, v any) *PanicError {
-	if db == nil { // a unit test's
-		return NewPanicError(where, v)
-	}
-	return logPanic(db.log, where, v)
 }
 
 // RecoverTo, deferred as is by a goroutine outside the store that runs store or Temporal

@@ -45,10 +45,12 @@ type QuarantineResult struct {
 // manifest that records it repeats.
 const MaxQuarantineReasonBytes = 1024
 
-// checkQuarantineReason refuses a reason longer than MaxQuarantineReasonBytes, not valid
-// UTF-8 or holding control characters (it is stored as JSON and logged as one line).
+// checkQuarantineReason refuses a reason that is blank, longer than MaxQuarantineReasonBytes,
+// not valid UTF-8 or holding control characters (it is stored as JSON and logged as one line).
 func checkQuarantineReason(reason string) error {
 	switch {
+	case strings.TrimSpace(reason) == "":
+		return errors.New("a reason is required")
 	case len(reason) > MaxQuarantineReasonBytes:
 		return fmt.Errorf("the reason is %d bytes long, at most %d allowed", len(reason), MaxQuarantineReasonBytes)
 	case !utf8.ValidString(reason):
@@ -66,9 +68,6 @@ func checkQuarantineReason(reason string) error {
 func (s *Store) Quarantine(ctx context.Context, key, reason string) (QuarantineResult, error) {
 	if err := objstore.CheckKey(key); err != nil {
 		return QuarantineResult{}, err
-	}
-	if strings.TrimSpace(reason) == "" {
-		return QuarantineResult{}, invalidf("quarantine %s: a reason is required", key)
 	}
 	if err := checkQuarantineReason(reason); err != nil {
 		return QuarantineResult{}, invalidf("quarantine %s: %v", key, err)

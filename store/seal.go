@@ -76,7 +76,7 @@ func (w *writer) seal(ctx context.Context, reserved bool) (FlushResult, error) {
 	defer w.sealMu.Unlock()
 
 	if !reserved && w.atPendingMax() {
-		_ = w.refreshManifest(ctx) // merges elsewhere may have made room (refreshManifest)
+		w.refreshManifest(ctx) // merges elsewhere may have made room (refreshManifest)
 	}
 	w.mu.Lock()
 	if w.dead != nil {
@@ -108,34 +108,28 @@ func (w *writer) seal(ctx context.Context, reserved bool) (FlushResult, error) {
 		maxPos = max(maxPos, mt.maxPos)
 	}
 	rows, seqs, deleted := newestRows(frozen)
-	if len(rows) == 0 {
-		if len(frozen) > 0 && maxPos > replayAfter {
-			// Only fence markers or empty WAL: advance the replay point without a generation.
-			m, _, err := w.publishSeal(ctx, nil, maxPos)
-			if err != nil {
-				return FlushResult{}, err
-			}
-			w.finishSeal(len(frozen), m)
-			return FlushResult{Pending: len(m.Flushed)}, nil
-		}
+	if len(rows) == 0 && maxPos <= replayAfter {
 		return FlushResult{Pending: pendingNow}, nil
 	}
-	data, size, err := w.encodeRows(rows, seqs, deleted)
-	if err != nil {
-		return FlushResult{}, err
+	var g *sealedGen // nil: only fence markers or empty WAL, so the replay point advances alone
+	if len(rows) > 0 {
+		data, size, err := w.encodeRows(rows, seqs, deleted)
+		if err != nil {
+			return FlushResult{}, err
+		}
+		g = &sealedGen{data: data, meta: manifest.Gen{
+			Rows: int64(len(rows)), Bytes: size,
+			MinKey: rows[0].Key, MaxKey: rows[len(rows)-1].Key,
+			MinSeq: slices.Min(seqs), MaxSeq: slices.Max(seqs),
+			Checksum: checksumOf(data),
+		}}
 	}
-	gm := manifest.Gen{
-		Rows: int64(len(rows)), Bytes: size,
-		MinKey: rows[0].Key, MaxKey: rows[len(rows)-1].Key,
-		MinSeq: slices.Min(seqs), MaxSeq: slices.Max(seqs),
-		Checksum: checksumOf(data),
-	}
-	m, gen, err := w.publishSeal(ctx, &sealedGen{meta: gm, data: data}, maxPos)
+	m, gen, err := w.publishSeal(ctx, g, maxPos)
 	if err != nil {
 		return FlushResult{}, err
 	}
 	w.finishSeal(len(frozen), m)
-	return FlushResult{Sealed: true, Generation: gen, Rows: len(rows), Pending: len(m.Flushed)}, nil
+	return FlushResult{Sealed: g != nil, Generation: gen, Rows: len(rows), Pending: len(m.Flushed)}, nil
 }
 
 // encodeRows builds rows as one record of the shard and returns its IPC file and the

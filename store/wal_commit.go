@@ -111,7 +111,7 @@ func (w *writer) walGroupCommit(batch []*appendReq) {
 		// is killed, so the next append claims the shard and replays it, and the batch
 		// is answered with the panic instead of waiting for ever.
 		if v := recover(); v != nil {
-			err := w.s.db.panicked("WAL group commit", v)
+			err := logPanic(w.s.db.log, "WAL group commit", v)
 			// Appends that reach the dead writer later fail as internal, not as the panic
 			// itself, which is answered and counted once.
 			w.kill(fmt.Errorf("shard %s of %s: the writer stopped when its WAL committer panicked; the next append claims the shard again", w.shard, w.s.target))

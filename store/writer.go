@@ -99,13 +99,10 @@ func (s *Store) submit(ctx context.Context, rows []Row, size int64, deleted bool
 			release()
 			return AppendResult{}, ctx.Err()
 		}
-		d, taken := w.await(req)
+		d := w.await(req)
 		release()
-		if (!taken || errors.Is(d.err, ErrClosed)) && attempt < maxSubmitAttempts {
+		if errors.Is(d.err, ErrClosed) && attempt < maxSubmitAttempts {
 			continue // the writer stopped (evicted or replaced) before writing it: the next one takes it
-		}
-		if !taken {
-			d.err = ErrClosed
 		}
 		if errors.Is(d.err, ErrFenced) && attempt == 0 {
 			continue
@@ -161,7 +158,7 @@ func (w *writer) admitWrite() (release func(), err error) {
 // knows is at PendingMax (refreshManifest): a refused write costs one manifest read.
 func (w *writer) admit(ctx context.Context) (release func(), err error) {
 	release, err = w.admitWrite()
-	if errors.Is(err, ErrTooManyPending) && w.refreshManifest(ctx) == nil {
+	if errors.Is(err, ErrTooManyPending) && w.refreshManifest(ctx) {
 		release, err = w.admitWrite()
 	}
 	return release, err
@@ -393,27 +390,24 @@ func (w *writer) close(ctx context.Context) error {
 // again: clients retrying refused writes then cost storage at most one read a second a shard.
 const manifestRefreshEvery = time.Second
 
-// errRefreshedRecently: the writer read its manifest less than manifestRefreshEvery ago.
-var errRefreshedRecently = errors.New("shard manifest read less than a second ago")
-
 // refreshManifest adopts the shard's latest manifest, at most once per manifestRefreshEvery,
 // since a merge committing elsewhere drains the shard without telling this writer, which
-// would otherwise refuse every append at PendingMax.
-func (w *writer) refreshManifest(ctx context.Context) error {
+// would otherwise refuse every append at PendingMax. It reports whether it read one.
+func (w *writer) refreshManifest(ctx context.Context) bool {
 	now := w.s.db.opts.Now()
 	w.mu.Lock()
 	if !w.lastRefresh.IsZero() && now.Sub(w.lastRefresh) < manifestRefreshEvery && now.After(w.lastRefresh) {
 		w.mu.Unlock()
-		return errRefreshedRecently
+		return false
 	}
 	w.lastRefresh = now
 	w.mu.Unlock()
 	m, err := w.s.loadShard(ctx, w.shard)
 	if err != nil {
-		return err
+		return false
 	}
 	w.observe(m)
-	return nil
+	return true
 }
 
 // atPendingMax reports whether the manifest this writer knows lists PendingMax generations.

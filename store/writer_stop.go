@@ -24,22 +24,22 @@ func (w *writer) stopCommitter() {
 	w.stopOnce.Do(func() { close(w.stop) })
 }
 
-// await waits for the committer's answer to req; taken is false when the committer exited
+// await waits for the committer's answer to req; ErrClosed when the committer exited
 // without taking it, so nothing was written and it may go to another writer.
-func (w *writer) await(req *appendReq) (d appendDone, taken bool) {
+func (w *writer) await(req *appendReq) appendDone {
 	// The WAL committer answers everything it takes: the WAL write may already be under
 	// way, so an abandoned request could still become durable; waiting keeps the answer
 	// truthful.
 	select {
-	case d = <-req.done:
-		return d, true
+	case d := <-req.done:
+		return d
 	case <-w.stopped:
 		// The committer answers before it exits, so an answer is already here if it took req.
 		select {
-		case d = <-req.done:
-			return d, true
+		case d := <-req.done:
+			return d
 		default:
-			return appendDone{}, false
+			return appendDone{err: ErrClosed}
 		}
 	}
 }

@@ -143,12 +143,9 @@ func bigList(t *testing.T, s *Store) map[string]string {
 // every buffer the account was charged for, not the capacity of the bytes it kept.
 func TestCompactionCountsTheBuffersItsInputsOutgrew(t *testing.T) {
 	ctx := context.Background()
-	s3test.SetCredentials(t)
-	srv, err := s3test.New(s3test.Options{Buckets: []string{"compactheld"}, Wrap: s3test.WithoutContentLength})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = srv.Close() })
+	url := s3test.NoLengthBucketURL(t, "compactheld")
 	budget := NewBudget(64 << 20)
-	db := openTestDB(t, srv.BucketURL("compactheld"), "w1", func(o *Options) { o.MergeMaxGenerations = 1; o.Budget = budget })
+	db := openTestDB(t, url, "w1", func(o *Options) { o.MergeMaxGenerations = 1; o.Budget = budget })
 	s := createGeneric(t, db, "compactheld", false)
 	for g := 0; g < 3; g++ {
 		var rs []Row
@@ -159,7 +156,7 @@ func TestCompactionCountsTheBuffersItsInputsOutgrew(t *testing.T) {
 		appendRows(t, s, rs...)
 		flush(t, s)
 	}
-	_, err = s.MergeAll(ctx)
+	_, err := s.MergeAll(ctx)
 	require.NoError(t, err)
 	want := allRows(t, s, SourceAll)
 	snap, err := s.snapshot(ctx, false)

@@ -220,11 +220,7 @@ func TestFindingRetrySlackIsKeptForTheCachedRun(t *testing.T) {
 // reports (an S3-compatible server that sends no Content-Length reports 0): its growth must
 // come from the reservation, not from the extra the cached run takes.
 func TestFindingRetrySlackIsKeptFromAnArenaPastItsEstimate(t *testing.T) {
-	s3test.SetCredentials(t)
-	srv, err := s3test.New(s3test.Options{Buckets: []string{"retryslack"}, Wrap: s3test.WithoutContentLength})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = srv.Close() })
-	checkRetrySlackIsKeptForTheCachedRun(t, srv.BucketURL("retryslack"))
+	checkRetrySlackIsKeptForTheCachedRun(t, s3test.NoLengthBucketURL(t, "retryslack"))
 }
 
 // checkRetrySlackIsKeptForTheCachedRun opens a group of nine private generations and a base

@@ -219,11 +219,8 @@ func TestFindingReadLongerThanReportedIsCharged(t *testing.T) {
 // report every object 0 bytes long: its reads go on into the caller's buffers all the same.
 func TestS3BodyWithoutContentLengthReadsIntoTheCallersBuffers(t *testing.T) {
 	ctx := context.Background()
-	s3test.SetCredentials(t)
-	srv, err := s3test.New(s3test.Options{Buckets: []string{"nolength"}, Wrap: s3test.WithoutContentLength})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = srv.Close() })
-	b, err := OpenBucket(ctx, srv.BucketURL("nolength"))
+	url := s3test.NoLengthBucketURL(t, "nolength")
+	b, err := OpenBucket(ctx, url)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = b.Close() })
 

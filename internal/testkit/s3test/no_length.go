@@ -1,6 +1,9 @@
 package s3test
 
-import "net/http"
+import (
+	"net/http"
+	"testing"
+)
 
 // WithoutContentLength wraps next so that its GET responses carry no Content-Length and are
 // sent chunked, as some S3-compatible servers and proxies answer: gocloud's s3blob then
@@ -38,4 +41,18 @@ func (w *noLengthWriter) WriteHeader(code int) {
 func (w *noLengthWriter) Write(p []byte) (int, error) {
 	w.WriteHeader(http.StatusOK)
 	return w.ResponseWriter.Write(p)
+}
+
+// NoLengthBucketURL starts a server whose GET bodies carry no Content-Length
+// (WithoutContentLength), with the one bucket, closed when t ends, and returns the bucket's
+// URL with t's credentials set.
+func NoLengthBucketURL(t testing.TB, bucket string) string {
+	t.Helper()
+	SetCredentials(t)
+	srv, err := New(Options{Buckets: []string{bucket}, Wrap: WithoutContentLength})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	return srv.BucketURL(bucket)
 }

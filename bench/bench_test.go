@@ -297,10 +297,11 @@ func TestTemporalOverheadQuick(t *testing.T) {
 	// few activities on the same server, so the ratio holds on a loaded machine; the quick run
 	// sweeps 100 stores (0.22 s against a 224 ms MergeWal at load 12), so a sweep slower than
 	// two one-generation merges is a regression of over 2× (serial scans, a scan per store in
-	// the workflow, ...).
-	sweep := value(t, res, "sweep_s")
+	// the workflow, ...). The fastest of the sweeps is compared, since one sweep is one sample
+	// against a median of merges, which a busy moment on a shared machine can slow alone.
+	sweep := value(t, res, "sweep_best_s")
 	if limit := 2 * wfP50 / 1000; sweep > limit {
-		t.Errorf("sweep over idle stores took %.2fs > %.2fs (2 × a one-pass MergeWal's p50, same run)", sweep, limit)
+		t.Errorf("fastest sweep over idle stores took %.2fs > %.2fs (2 × a one-pass MergeWal's p50, same run)", sweep, limit)
 	}
 }
 

@@ -3,7 +3,6 @@ package worker
 import (
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"slices"
 	"strings"
@@ -171,15 +170,12 @@ func (c *Config) Validate() error {
 	} else if !strings.Contains(c.Storage, "://") {
 		bad("storage", "%q is not a URL (file://, mem://, s3://, gs://, azblob://)", c.Storage)
 	}
-	if c.Temporal.HostPort == "" {
-		bad("temporal", "must not be empty")
-	}
 	if c.Temporal.Namespace == "" {
 		bad("namespace", "must not be empty")
 	}
 	errs = append(errs, c.Temporal.Validate())
-	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
-		bad("listen", "%q is not host:port: %v", c.Listen, err)
+	if err := checkHostPort(c.Listen, false); err != nil {
+		bad("listen", "%v", err)
 	}
 	if strings.ContainsAny(c.AuthToken, " \t\r\n") {
 		bad("auth-token", "must not contain white space")

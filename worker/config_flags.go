@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -85,10 +87,19 @@ func (c *TemporalConfig) RegisterFlags(fs *pflag.FlagSet) {
 	}
 }
 
-// Validate reports environment values that did not parse (unless a flag overrode them) and
-// a client certificate without its key or the other way round.
+// Validate reports environment values that did not parse (unless a flag overrode them), an
+// address that cannot be dialled, and a client certificate without its key or the other way
+// round.
 func (c *TemporalConfig) Validate() error {
 	errs := c.envErrs.sorted()
+	switch {
+	case c.HostPort == "":
+		errs = append(errs, errors.New("--temporal: must not be empty"))
+	case !strings.Contains(c.HostPort, "://"): // a gRPC resolver target is the SDK's to check
+		if err := checkHostPort(c.HostPort, true); err != nil {
+			errs = append(errs, fmt.Errorf("--temporal: %w", err))
+		}
+	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		errs = append(errs, errors.New("--temporal-tls-cert: --temporal-tls-cert and --temporal-tls-key go together"))
 	}
@@ -156,4 +167,22 @@ func DefaultTemporalConfig() TemporalConfig {
 	}
 	c.MetricsHandler = SDKMetrics
 	return c
+}
+
+// checkHostPort refuses an address that is not host:port with a port number or a service
+// name this machine knows, and port 0 where a server is dialled, so that a mistyped port stops
+// the command at once instead of a worker retrying a dial, or failing a bind, that never works.
+func checkHostPort(addr string, dial bool) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port: %v", addr, err)
+	}
+	lowest := 0
+	if dial {
+		lowest = 1
+	}
+	if n, err := net.LookupPort("tcp", port); err != nil || n < lowest {
+		return fmt.Errorf("%q: port %q is not a number %d to 65535 or a service name", addr, port, lowest)
+	}
+	return nil
 }

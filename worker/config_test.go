@@ -153,6 +153,12 @@ func TestConfigValidateRejectsNonsense(t *testing.T) {
 		"instance":      func(c *Config) { c.Instance = " " },
 		"storage":       func(c *Config) { c.Storage = "/just/a/path" },
 		"listen":        func(c *Config) { c.Listen = "8080" },
+		"listen port":   func(c *Config) { c.Listen = ":99999" },
+		"listen sign":   func(c *Config) { c.Listen = "127.0.0.1:-1" },
+		"temporal":      func(c *Config) { c.Temporal.HostPort = "" },
+		"temporal port": func(c *Config) { c.Temporal.HostPort = "127.0.0.1:99999" },
+		"temporal 0":    func(c *Config) { c.Temporal.HostPort = "127.0.0.1:0" },
+		"temporal bare": func(c *Config) { c.Temporal.HostPort = "localhost" },
 		"merge-slots":   func(c *Config) { c.MergeSlots = 0 },
 		"flush":         func(c *Config) { c.FlushInterval = -time.Second },
 		"pending-warn":  func(c *Config) { c.PendingWarn, c.PendingMax = 10, 5 },
@@ -190,6 +196,16 @@ func TestConfigValidateRejectsNonsense(t *testing.T) {
 	c.HTTPReadTimeout, c.HTTPWriteTimeout, c.MaxConnections, c.PageBudgetBytes = 0, 0, 0, 0
 	if err := c.Validate(); err != nil {
 		t.Errorf("0 = off must validate: %v", err)
+	}
+	// Any free port to listen on, a named service, and a gRPC resolver target are all usable.
+	c = DefaultConfig()
+	c.Listen, c.Temporal.HostPort = "127.0.0.1:0", "dns:///temporal.example:7233"
+	if err := c.Validate(); err != nil {
+		t.Errorf("listen port 0 and a resolver target must validate: %v", err)
+	}
+	c.Listen, c.Temporal.HostPort = "[::1]:http", "temporal.example:https"
+	if err := c.Validate(); err != nil {
+		t.Errorf("named ports must validate: %v", err)
 	}
 }
 

@@ -13,6 +13,26 @@ import (
 	"github.com/walkeeper/walkeeper/temporaladmin"
 )
 
+// KnobInfo describes one knob for documentation.
+type KnobInfo struct {
+	Flag    string // command-line flag without dashes
+	Env     string // environment variable
+	Type    string // string, int, bytes, duration, bool
+	Default string // documented default
+	Usage   string
+}
+
+// Knobs lists every knob in documentation order.
+func Knobs() []KnobInfo {
+	d := DefaultConfig()
+	d.Instance = "host name" // not the name of the machine that renders the docs
+	out := make([]KnobInfo, 0, len(knobs))
+	for _, k := range knobs {
+		out = append(out, KnobInfo{Flag: k.Flag, Env: k.env(), Type: k.Type, Default: k.get(&d), Usage: k.Usage})
+	}
+	return out
+}
+
 // knob is one configuration entry, the one source of its flag name, environment name,
 // default and help text, from which the worker's flags, the client commands' Temporal flags
 // and docs/CONFIG.md are all generated.

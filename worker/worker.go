@@ -82,6 +82,9 @@ func New(cfg Config, logger *zap.Logger, tc client.Client) (*Worker, error) {
 	return w, nil
 }
 
+// Metrics returns the worker's registry and collectors.
+func (w *Worker) Metrics() *Metrics { return w.metrics }
+
 // DB is the store handle (nil before Start).
 func (w *Worker) DB() *store.DB {
 	w.mu.Lock()

@@ -41,6 +41,32 @@ type devOptions struct {
 	verbose      bool
 }
 
+// maxDevWorkers bounds --workers: each in-process worker holds its own budgets, memtable and
+// Temporal pollers, and a laptop's dev run needs a handful, not a fleet.
+const maxDevWorkers = 32
+
+// check refuses a worker count past maxDevWorkers and a port no TCP socket can have, before
+// anything starts; a port of 0, like one that is taken, becomes a free one.
+func (o *devOptions) check() error {
+	if o.workers < 1 || o.workers > maxDevWorkers {
+		return cli.Usagef("--workers %d: want 1 to %d", o.workers, maxDevWorkers)
+	}
+	ports := []struct {
+		flag      string
+		port, top int
+	}{
+		{"temporal-port", o.port, 65535},
+		{"ui-port", o.uiPort, 65535},
+		{"http-port", o.httpPort, 65535 - (o.workers - 1)}, // dev-i listens on http-port+i
+	}
+	for _, p := range ports {
+		if p.port < 0 || p.port > p.top {
+			return cli.Usagef("--%s %d: want 0 (a free port) to %d", p.flag, p.port, p.top)
+		}
+	}
+	return nil
+}
+
 func newDevCmd(g *globalOptions) *cobra.Command {
 	o := &devOptions{}
 	cmd := &cobra.Command{
@@ -72,8 +98,8 @@ log is in <data>/walkeeper.log (--verbose prints it on the console too).`,
   walkeeper dev --temporal 127.0.0.1:7233   # use a Temporal that is already running`,
 		Args: cli.Args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			if o.workers < 1 {
-				return cli.Usagef("--workers must be at least 1")
+			if err := o.check(); err != nil {
+				return err
 			}
 			if o.sweepEvery < contract.MinSweepInterval || o.sweepEvery > contract.MaxSweepInterval {
 				return cli.Usagef("--sweep-every %s: want %s to %s", o.sweepEvery, contract.MinSweepInterval, contract.MaxSweepInterval)
@@ -84,7 +110,7 @@ log is in <data>/walkeeper.log (--verbose prints it on the console too).`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.data, "data", filepath.Join(".cache", "dev"), "directory for storage, Temporal's database and logs")
-	f.IntVar(&o.workers, "workers", 3, "number of in-process workers")
+	f.IntVar(&o.workers, "workers", 3, "number of in-process workers (1 to 32)")
 	f.BoolVar(&o.demo, "demo", true, "run the demo load against generic:demo")
 	f.DurationVar(&o.demoDuration, "demo-duration", 30*time.Second, "how long the demo load runs")
 	f.DurationVar(&o.sweepEvery, "sweep-every", 10*time.Second, "time between two sweep rounds (the schedule walkeeper-sweep starts one SweepWindow workflow an hour that runs them)")

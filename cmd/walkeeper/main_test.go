@@ -59,6 +59,10 @@ func TestBadUsageExitsTwo(t *testing.T) {
 		{"schedule", "pause", "--note", "bad \xff byte"},
 		{"schedule", "resume", "--note", "two\nlines"},
 		{"dev", "--workers", "0"},
+		{"dev", "--workers", "100000"},
+		{"dev", "--temporal-port", "99999"},
+		{"dev", "--ui-port", "-1"},
+		{"dev", "--workers", "3", "--http-port", "65534"},
 		{"dev", "--sweep-every", "500ms"}, // refused before anything starts, like schedule ensure --every
 		{"dev", "--sweep-every", "48h"},
 		{"dev", "extra"},

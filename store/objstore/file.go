@@ -59,7 +59,10 @@ func openFileBackend(ctx context.Context, rawURL string, u *url.URL) (*fileBacke
 		}
 		dirMode = os.FileMode(m)
 	}
-	noSync := q.Get("nosync") != ""
+	noSync, err := parseNoSync(q["nosync"])
+	if err != nil {
+		return nil, invalidf("storage url %q: %v", rawURL, err)
+	}
 	q.Del("nosync") // ours, not fileblob's: it rejects unknown parameters
 	// Open through gocloud too: it validates the remaining query parameters exactly as a
 	// fileblob user would expect and creates the root directory.
@@ -72,6 +75,22 @@ func openFileBackend(ctx context.Context, rawURL string, u *url.URL) (*fileBacke
 		return nil, fmt.Errorf("open bucket %q: %w", rawURL, err)
 	}
 	return &fileBackend{root: root, dirMode: dirMode, noSync: noSync, bkt: bkt}, nil
+}
+
+// parseNoSync reads the nosync parameter's values. Only a value that says yes skips fsync:
+// "nosync=0" or "nosync=false" read as skipping it would give up durability on the word no.
+func parseNoSync(values []string) (bool, error) {
+	switch len(values) {
+	case 0:
+		return false, nil
+	case 1:
+		on, err := strconv.ParseBool(values[0])
+		if err != nil {
+			return false, fmt.Errorf("nosync=%q: want 1 or 0 (true or false)", values[0])
+		}
+		return on, nil
+	}
+	return false, fmt.Errorf("nosync is given %d times", len(values))
 }
 
 func (f *fileBackend) close() error { return f.bkt.Close() }

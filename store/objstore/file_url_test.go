@@ -42,3 +42,30 @@ func TestFileURLRelativePath(t *testing.T) {
 		t.Fatalf("a refused URL created %s (stat: %v)", filepath.Join(dir, ".cache", "other"), err)
 	}
 }
+
+// TestFileURLNoSyncSaysYesOrNo: only a value that says yes skips fsync, so "nosync=0" keeps
+// every write durable, and a value that says neither, or two values, is refused before the
+// root is created.
+func TestFileURLNoSyncSaysYesOrNo(t *testing.T) {
+	ctx := context.Background()
+	for query, want := range map[string]bool{"": false, "?nosync=1": true, "?nosync=true": true,
+		"?nosync=0": false, "?nosync=false": false, "?dir_file_mode=0750&nosync=FALSE": false} {
+		b, err := OpenBucket(ctx, fileURL(t.TempDir())+query)
+		if err != nil {
+			t.Fatalf("%q: %v", query, err)
+		}
+		if got := b.core.be.(*fileBackend).noSync; got != want {
+			t.Errorf("%q: nosync %v, want %v", query, got, want)
+		}
+		_ = b.Close()
+	}
+	for _, query := range []string{"?nosync=maybe", "?nosync=", "?nosync=1&nosync=0", "?nosync=yes"} {
+		root := filepath.Join(t.TempDir(), "root")
+		if _, err := OpenBucket(ctx, fileURL(root)+query); !errors.Is(err, ErrInvalidInput) {
+			t.Errorf("%q: %v, want ErrInvalidInput", query, err)
+		}
+		if _, err := os.Stat(root); !os.IsNotExist(err) {
+			t.Errorf("%q: a refused URL created its root (stat: %v)", query, err)
+		}
+	}
+}

@@ -9,14 +9,14 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
-
-	"gocloud.dev/blob"
 )
 
 // fileBackend is file:// on the local filesystem rather than gocloud's fileblob, whose
@@ -25,10 +25,9 @@ import (
 // directory, fsynced, and is published by rename(2) (put) or link(2) (ifAbsent: EEXIST is
 // atomic across processes), the directory fsynced after.
 type fileBackend struct {
-	root    string       // absolute root directory
-	dirMode os.FileMode  // directory mode (dir_file_mode, default 0777 before umask)
-	noSync  bool         // nosync: skip fsync (tests and throwaway dev data only)
-	bkt     *blob.Bucket // opened only to validate the URL and create the root; closed with us
+	root    string      // absolute root directory
+	dirMode os.FileMode // directory mode (dir_file_mode, default 0777 before umask)
+	noSync  bool        // nosync: skip fsync (tests and throwaway dev data only)
 }
 
 func openFileBackend(ctx context.Context, rawURL string, u *url.URL) (*fileBackend, error) {
@@ -50,9 +49,18 @@ func openFileBackend(ctx context.Context, rawURL string, u *url.URL) (*fileBacke
 	if err != nil {
 		return nil, invalidf("storage url %q: %v", rawURL, err)
 	}
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return nil, invalidf("storage url %q: %v", rawURL, err)
+	}
+	for _, name := range slices.Sorted(maps.Keys(q)) {
+		if name != "dir_file_mode" && name != "nosync" {
+			return nil, invalidf("storage url %q: unknown parameter %q (file:// takes dir_file_mode and nosync)", rawURL, name)
+		}
+	}
 	dirMode := os.FileMode(0o777)
-	q := u.Query()
 	if s := q.Get("dir_file_mode"); s != "" {
+		// Base 0, as gocloud's fileblob reads it: "0750" is octal, as modes are written.
 		m, err := strconv.ParseUint(s, 0, 32)
 		if err != nil {
 			return nil, invalidf("storage url %q: dir_file_mode: %v", rawURL, err)
@@ -63,18 +71,10 @@ func openFileBackend(ctx context.Context, rawURL string, u *url.URL) (*fileBacke
 	if err != nil {
 		return nil, invalidf("storage url %q: %v", rawURL, err)
 	}
-	q.Del("nosync") // ours, not fileblob's: it rejects unknown parameters
-	// Open through gocloud too: it validates the remaining query parameters exactly as a
-	// fileblob user would expect and creates the root directory.
-	q.Set("metadata", "skip")
-	q.Set("create_dir", "1")
-	gu := *u
-	gu.RawQuery = q.Encode()
-	bkt, err := blob.OpenBucket(ctx, gu.String())
-	if err != nil {
-		return nil, fmt.Errorf("open bucket %q: %w", rawURL, err)
+	if err := os.MkdirAll(root, dirMode); err != nil {
+		return nil, fmt.Errorf("storage url %q: root: %w", rawURL, err)
 	}
-	return &fileBackend{root: root, dirMode: dirMode, noSync: noSync, bkt: bkt}, nil
+	return &fileBackend{root: root, dirMode: dirMode, noSync: noSync}, nil
 }
 
 // parseNoSync reads the nosync parameter's values. Only a value that says yes skips fsync:
@@ -93,7 +93,7 @@ func parseNoSync(values []string) (bool, error) {
 	return false, fmt.Errorf("nosync is given %d times", len(values))
 }
 
-func (f *fileBackend) close() error { return f.bkt.Close() }
+func (f *fileBackend) close() error { return nil }
 
 func (f *fileBackend) path(key string) string {
 	return filepath.Join(f.root, filepath.FromSlash(key))

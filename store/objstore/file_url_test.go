@@ -43,10 +43,11 @@ func TestFileURLRelativePath(t *testing.T) {
 	}
 }
 
-// TestFileURLNoSyncSaysYesOrNo: only a value that says yes skips fsync, so "nosync=0" keeps
-// every write durable, and a value that says neither, or two values, is refused before the
-// root is created.
-func TestFileURLNoSyncSaysYesOrNo(t *testing.T) {
+// TestFileURLParameters: only a nosync value that says yes skips fsync, so "nosync=0" keeps
+// every write durable; a value that says neither, a parameter twice, a parameter file:// does
+// not take (gocloud's fileblob ones included: file:// does not go through it) and a malformed
+// query are refused before the root is created.
+func TestFileURLParameters(t *testing.T) {
 	ctx := context.Background()
 	for query, want := range map[string]bool{"": false, "?nosync=1": true, "?nosync=true": true,
 		"?nosync=0": false, "?nosync=false": false, "?dir_file_mode=0750&nosync=FALSE": false} {
@@ -59,7 +60,8 @@ func TestFileURLNoSyncSaysYesOrNo(t *testing.T) {
 		}
 		_ = b.Close()
 	}
-	for _, query := range []string{"?nosync=maybe", "?nosync=", "?nosync=1&nosync=0", "?nosync=yes"} {
+	for _, query := range []string{"?nosync=maybe", "?nosync=", "?nosync=1&nosync=0", "?nosync=yes",
+		"?no_tmp_dir=1", "?create_dir=0", "?metadata=skip", "?nosync=1&bogus=1", "?nosync=%zz", "?dir_file_mode=rwx"} {
 		root := filepath.Join(t.TempDir(), "root")
 		if _, err := OpenBucket(ctx, fileURL(root)+query); !errors.Is(err, ErrInvalidInput) {
 			t.Errorf("%q: %v, want ErrInvalidInput", query, err)
@@ -67,5 +69,28 @@ func TestFileURLNoSyncSaysYesOrNo(t *testing.T) {
 		if _, err := os.Stat(root); !os.IsNotExist(err) {
 			t.Errorf("%q: a refused URL created its root (stat: %v)", query, err)
 		}
+	}
+	// A root that is a file is no directory to keep objects in.
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := OpenBucket(ctx, fileURL(file)); err == nil {
+		_ = b.Close()
+		t.Errorf("a root that is a file opened")
+	}
+	// The root is created with dir_file_mode, under the umask.
+	root := filepath.Join(t.TempDir(), "a", "b")
+	b, err := OpenBucket(ctx, fileURL(root)+"?dir_file_mode=0700")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = b.Close()
+	fi, err := os.Stat(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o700 {
+		t.Errorf("root %s: mode %v, want 0700", root, fi.Mode().Perm())
 	}
 }

@@ -14,10 +14,7 @@ import (
 
 	// The storage schemes served through gocloud. Importing the drivers registers their URL
 	// openers on blob.DefaultURLMux, which is what makes OpenBucket("s3://...") work.
-	// fileblob is registered too: openFileBackend opens the root through it to validate
-	// the URL's parameters, even though file:// objects never go through it.
 	_ "gocloud.dev/blob/azureblob"
-	_ "gocloud.dev/blob/fileblob"
 	_ "gocloud.dev/blob/gcsblob"
 	_ "gocloud.dev/blob/s3blob"
 )

@@ -74,6 +74,11 @@ type bucketCore struct {
 // are the same bucket.
 func OpenBucket(ctx context.Context, rawURL string) (*Bucket, error) {
 	u, err := url.Parse(rawURL)
+	if err == nil {
+		// url.Query and gocloud's openers drop a pair that does not decode: an endpoint with
+		// a stray % would quietly become the provider's default.
+		_, err = url.ParseQuery(u.RawQuery)
+	}
 	if err != nil {
 		return nil, invalidf("storage url %q: %v", rawURL, err)
 	}

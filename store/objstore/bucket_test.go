@@ -132,7 +132,8 @@ func TestOpenBucketSchemes(t *testing.T) {
 			t.Errorf("OpenBucket(%q) succeeded, want error", u)
 		}
 	}
-	for _, u := range []string{"ftp://x/y", "s3://", "gs://", "azblob://", "s3:///key"} {
+	for _, u := range []string{"ftp://x/y", "s3://", "gs://", "azblob://", "s3:///key",
+		"s3://b?endpoint=http://127.0.0.1:9000%", "gs://b?x=%zz", "azblob://b?%"} {
 		if _, err := OpenBucket(ctx, u); !errors.Is(err, ErrInvalidInput) {
 			t.Errorf("OpenBucket(%q): %v, want ErrInvalidInput", u, err)
 		}

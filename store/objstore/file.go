@@ -49,10 +49,7 @@ func openFileBackend(ctx context.Context, rawURL string, u *url.URL) (*fileBacke
 	if err != nil {
 		return nil, invalidf("storage url %q: %v", rawURL, err)
 	}
-	q, err := url.ParseQuery(u.RawQuery)
-	if err != nil {
-		return nil, invalidf("storage url %q: %v", rawURL, err)
-	}
+	q := u.Query()
 	for _, name := range slices.Sorted(maps.Keys(q)) {
 		if name != "dir_file_mode" && name != "nosync" {
 			return nil, invalidf("storage url %q: unknown parameter %q (file:// takes dir_file_mode and nosync)", rawURL, name)

@@ -37,7 +37,7 @@ func TestTemporalConfigBadEnvIsAnError(t *testing.T) {
 	assert.Contains(t, err.Error(), "WALKEEPER_TEMPORAL_TLS")
 
 	// The flag given on the command line supersedes the bad environment value.
-	c = worker.TemporalConfig{}
+	c = worker.DefaultTemporalConfig()
 	fs = pflag.NewFlagSet("t", pflag.ContinueOnError)
 	c.RegisterFlags(fs)
 	require.NoError(t, fs.Parse([]string{"--temporal-tls"}))

@@ -76,6 +76,8 @@ func TestBadUsageExitsTwo(t *testing.T) {
 		{"worker", "--merge-run-timeout", "200h"},
 		{"worker", "--stuck-scan-interval", "2h"},
 		{"worker", "--temporal-wait", "0s", "--storage", "mem://x", "--listen", "127.0.0.1:0", "--temporal-tls-ca", "/nonexistent/ca.pem"},
+		{"worker", "--temporal-wait", "0s", "--storage", "s3://b?region=us-east-1&bogus=1", "--listen", "127.0.0.1:0"},
+		{"worker", "--temporal-wait", "0s", "--storage", "s3://b?region=us-east-1&endpoint=ftp://x", "--listen", "127.0.0.1:0"},
 		{"load", "--target", "x"},
 		{"load", "--rate", "0"},
 		{"queries", "--behind", "-1"},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/walkeeper/walkeeper/internal/cli"
+	"github.com/walkeeper/walkeeper/store/objstore"
 	"github.com/walkeeper/walkeeper/temporaladmin"
 	"github.com/walkeeper/walkeeper/worker"
 )
@@ -40,6 +42,11 @@ not served for 2 minutes): that worker would never poll again, so it is left to 
 			// unreachable Temporal for --temporal-wait.
 			if _, err := cfg.Temporal.ClientOptions(nil); err != nil {
 				return cli.Usage(err)
+			}
+			// Nor does a storage URL the bucket layer refuses, which the worker would only
+			// open once Temporal answers.
+			if err := objstore.CheckURL(cmd.Context(), cfg.Storage); err != nil {
+				return cli.Usage(fmt.Errorf("--storage: %w", err))
 			}
 			logger, err := worker.NewLogger(os.Stderr, cfg.LogFormat, cfg.LogLevel)
 			if err != nil {

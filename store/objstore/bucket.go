@@ -71,8 +71,29 @@ type bucketCore struct {
 // OpenBucket opens file://, mem://, s3://, gs:// and azblob:// URLs. A file:// host must be
 // empty, "localhost" or "." because gocloud would silently ignore any other, and "nosync=1"
 // skips fsync (tests and throwaway dev data); mem:// buckets with the same URL in one process
-// are the same bucket.
+// are the same bucket. Every URL it refuses is ErrInvalidInput.
 func OpenBucket(ctx context.Context, rawURL string) (*Bucket, error) {
+	be, err := openBackend(ctx, rawURL, true)
+	if err != nil {
+		return nil, err
+	}
+	return &Bucket{core: &bucketCore{url: rawURL, be: be}}, nil
+}
+
+// CheckURL returns the error OpenBucket would return for a URL it refuses, without creating
+// a file:// root or a mem:// bucket, so that a process refuses a bad --storage before it dials
+// anything.
+func CheckURL(ctx context.Context, rawURL string) error {
+	be, err := openBackend(ctx, rawURL, false)
+	if err != nil {
+		return err
+	}
+	return be.close()
+}
+
+// openBackend opens rawURL's backend; with create false it only checks the URL, and the
+// backend it returns serves nothing but close.
+func openBackend(ctx context.Context, rawURL string, create bool) (backend, error) {
 	u, err := url.Parse(rawURL)
 	if err == nil {
 		// url.Query and gocloud's openers drop a pair that does not decode: an endpoint with
@@ -82,24 +103,18 @@ func OpenBucket(ctx context.Context, rawURL string) (*Bucket, error) {
 	if err != nil {
 		return nil, invalidf("storage url %q: %v", rawURL, err)
 	}
-	var be backend
 	switch u.Scheme {
 	case "file":
-		be, err = openFileBackend(ctx, rawURL, u)
+		return openFileBackend(rawURL, u, create)
 	case "mem":
-		be, err = openMemBackend(rawURL, u)
+		return openMemBackend(rawURL, u, create)
 	case "s3", "gs", "azblob":
 		if u.Host == "" {
 			return nil, invalidf("storage url %q: no bucket name (want %s://BUCKET)", rawURL, u.Scheme)
 		}
-		be, err = openGocloudBackend(ctx, rawURL)
-	default:
-		return nil, invalidf("storage url %q: unsupported scheme %q (want file, mem, s3, gs or azblob)", rawURL, u.Scheme)
+		return openGocloudBackend(ctx, rawURL, u)
 	}
-	if err != nil {
-		return nil, err
-	}
-	return &Bucket{core: &bucketCore{url: rawURL, be: be}}, nil
+	return nil, invalidf("storage url %q: unsupported scheme %q (want file, mem, s3, gs or azblob)", rawURL, u.Scheme)
 }
 
 // URL returns the URL the bucket was opened with.

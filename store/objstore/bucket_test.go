@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -133,7 +134,12 @@ func TestOpenBucketSchemes(t *testing.T) {
 		}
 	}
 	for _, u := range []string{"ftp://x/y", "s3://", "gs://", "azblob://", "s3:///key",
-		"s3://b?endpoint=http://127.0.0.1:9000%", "gs://b?x=%zz", "azblob://b?%"} {
+		"s3://b?endpoint=http://127.0.0.1:9000%", "gs://b?x=%zz", "azblob://b?%",
+		// gocloud's own refusals, and values it takes but that fail only at the first request.
+		"s3://b?region=us-east-1&bogus=1", "s3://b?region=us-east-1&use_path_style=maybe",
+		"s3://b?region=us-east-1&endpoint=ftp://x", "s3://b?region=us-east-1&endpoint=127.0.0.1:9000",
+		"s3://b?region=us-east-1&endpoint=", "s3://b?region=us-east-1&awssdk=v9",
+		"gs://b?bogus=1", "azblob://b?protocol=ftp"} {
 		if _, err := OpenBucket(ctx, u); !errors.Is(err, ErrInvalidInput) {
 			t.Errorf("OpenBucket(%q): %v, want ErrInvalidInput", u, err)
 		}
@@ -148,6 +154,15 @@ func TestOpenBucketSchemes(t *testing.T) {
 	}
 	if err := b.Close(); err != nil {
 		t.Errorf("Close s3: %v", err)
+	}
+	for _, u := range []string{"s3://b?region=us-east-1&endpoint=http://127.0.0.1:9000&use_path_style=true&awssdk=v2",
+		"s3://b?region=us-east-1&endpoint=https://minio.internal"} {
+		b, err := OpenBucket(ctx, u)
+		if err != nil {
+			t.Errorf("OpenBucket(%q): %v", u, err)
+			continue
+		}
+		_ = b.Close()
 	}
 }
 
@@ -181,5 +196,33 @@ func TestMemBucketSharedByURL(t *testing.T) {
 	}
 	if b3.URL() != u {
 		t.Fatalf("URL() = %q, want %q", b3.URL(), u)
+	}
+}
+
+// TestCheckURLCreatesNothing: CheckURL refuses what OpenBucket refuses, and accepting a URL
+// leaves no file:// root and no mem:// bucket behind.
+func TestCheckURLCreatesNothing(t *testing.T) {
+	ctx := context.Background()
+	root := filepath.Join(t.TempDir(), "not", "yet")
+	mem := newMemURL()
+	for _, u := range []string{"file://" + root + "?nosync=1", mem, "s3://b?region=us-east-1"} {
+		if err := CheckURL(ctx, u); err != nil {
+			t.Errorf("CheckURL(%q): %v", u, err)
+		}
+	}
+	if _, err := os.Stat(root); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("CheckURL created the file:// root: %v", err)
+	}
+	memBuckets.Lock()
+	_, registered := memBuckets.m[mem]
+	memBuckets.Unlock()
+	if registered {
+		t.Error("CheckURL registered a mem:// bucket")
+	}
+	for _, u := range []string{"file://" + root + "?nosync=maybe", "mem://x?y=1", "ftp://x",
+		"s3://b?region=us-east-1&profile=walkeeper-no-such-profile"} {
+		if err := CheckURL(ctx, u); !errors.Is(err, ErrInvalidInput) {
+			t.Errorf("CheckURL(%q): %v, want ErrInvalidInput", u, err)
+		}
 	}
 }

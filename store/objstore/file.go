@@ -30,7 +30,7 @@ type fileBackend struct {
 	noSync  bool        // nosync: skip fsync (tests and throwaway dev data only)
 }
 
-func openFileBackend(ctx context.Context, rawURL string, u *url.URL) (*fileBackend, error) {
+func openFileBackend(rawURL string, u *url.URL, create bool) (*fileBackend, error) {
 	if u.Host != "" && u.Host != "localhost" && u.Host != "." {
 		// "file://.cache/dev/storage" reads as host ".cache": almost always a relative path
 		// written without "./". Say which URL was meant rather than guess: a host could also
@@ -68,10 +68,14 @@ func openFileBackend(ctx context.Context, rawURL string, u *url.URL) (*fileBacke
 	if err != nil {
 		return nil, invalidf("storage url %q: %v", rawURL, err)
 	}
+	f := &fileBackend{root: root, dirMode: dirMode, noSync: noSync}
+	if !create {
+		return f, nil
+	}
 	if err := os.MkdirAll(root, dirMode); err != nil {
 		return nil, fmt.Errorf("storage url %q: root: %w", rawURL, err)
 	}
-	return &fileBackend{root: root, dirMode: dirMode, noSync: noSync}, nil
+	return f, nil
 }
 
 // parseNoSync reads the nosync parameter's values. Only a value that says yes skips fsync:

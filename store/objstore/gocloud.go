@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"strings"
 	"time"
 
@@ -24,12 +25,34 @@ type gocloudBackend struct {
 	bkt *blob.Bucket
 }
 
-func openGocloudBackend(ctx context.Context, rawURL string) (*gocloudBackend, error) {
+func openGocloudBackend(ctx context.Context, rawURL string, u *url.URL) (*gocloudBackend, error) {
+	if err := checkGocloudParams(u); err != nil {
+		return nil, invalidf("storage url %q: %v", rawURL, err)
+	}
 	bkt, err := blob.OpenBucket(ctx, rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("open bucket %q: %w", rawURL, err)
+		// The openers only parse the URL and load the configuration it names (profile, role,
+		// credentials files); no request reaches the bucket, so every error is the operator's.
+		return nil, invalidf("storage url %q: %v", rawURL, err)
 	}
 	return &gocloudBackend{bkt: bkt}, nil
+}
+
+// checkGocloudParams refuses the values gocloud accepts at open but that fail only at the
+// first request, far from the flag that set them.
+func checkGocloudParams(u *url.URL) error {
+	q := u.Query()
+	if u.Scheme == "s3" && q.Has("endpoint") {
+		e, err := url.Parse(q.Get("endpoint"))
+		if err != nil || (e.Scheme != "http" && e.Scheme != "https") || e.Host == "" {
+			return fmt.Errorf("endpoint %q: want http://HOST[:PORT] or https://HOST[:PORT]", q.Get("endpoint"))
+		}
+	}
+	if u.Scheme == "s3" && q.Has("awssdk") && q.Get("awssdk") != "v2" {
+		// gocloud ignores the parameter; a v1 asked for is an SDK this build does not have.
+		return fmt.Errorf("awssdk %q: this build has only v2", q.Get("awssdk"))
+	}
+	return nil
 }
 
 func (g *gocloudBackend) close() error { return g.bkt.Close() }

@@ -39,9 +39,12 @@ var memBuckets = struct {
 	m map[string]*memBackend
 }{m: map[string]*memBackend{}}
 
-func openMemBackend(rawURL string, u *url.URL) (*memBackend, error) {
+func openMemBackend(rawURL string, u *url.URL, create bool) (*memBackend, error) {
 	if u.RawQuery != "" {
 		return nil, invalidf("storage url %q: mem:// takes no parameters", rawURL)
+	}
+	if !create {
+		return &memBackend{}, nil
 	}
 	memBuckets.Lock()
 	defer memBuckets.Unlock()

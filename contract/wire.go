@@ -42,6 +42,9 @@ type StagedFile struct {
 	MaxKey string `json:"max_key"`
 	MinSeq int64  `json:"min_seq"`
 	MaxSeq int64  `json:"max_seq"`
+	// Deletes counts the tombstones among Rows, copied into the base manifest; 0 in a
+	// record written before it was kept.
+	Deletes int64 `json:"deletes,omitempty"`
 	// Checksum is the CRC-32C of the staged file, copied into the base manifest.
 	Checksum string `json:"crc32c,omitempty"`
 }

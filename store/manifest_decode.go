@@ -95,8 +95,8 @@ func withMerges(m *manifest.Base, ps []*PreparedMerge) *manifest.Base {
 			n.Runs = append(n.Runs, manifest.Run{
 				ID: strings.TrimSuffix(path.Base(f.Path), ".parquet"), Path: f.Path, Rows: f.Rows, Bytes: f.Bytes,
 				MinKey: f.MinKey, MaxKey: f.MaxKey, MinSeq: f.MinSeq, MaxSeq: f.MaxSeq,
-				Checksum: f.Checksum,
-				Source:   fmt.Sprintf("merge:%s:%d-%d", p.Shard, p.Generations[0], p.Through),
+				Deletes: f.Deletes, Checksum: f.Checksum,
+				Source: fmt.Sprintf("merge:%s:%d-%d", p.Shard, p.Generations[0], p.Through),
 			})
 		}
 		n.Watermarks[p.Shard] = p.Through

@@ -242,6 +242,9 @@ func (s *Store) writeStagedRun(ctx context.Context, acct *memAccount, key string
 		staged.MinSeq, staged.MaxSeq = picks[0].seq(), picks[0].seq()
 		for _, pk := range picks {
 			staged.MinSeq, staged.MaxSeq = min(staged.MinSeq, pk.seq()), max(staged.MaxSeq, pk.seq())
+			if pk.deleted() {
+				staged.Deletes++
+			}
 		}
 	}
 	schema := s.codec.ArrowSchema()

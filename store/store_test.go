@@ -871,6 +871,11 @@ func TestCompactBase(t *testing.T) {
 	base, err := s.loadBase(ctx)
 	require.NoError(t, err)
 	require.Len(t, base.Runs, 7)
+	var deletes int64
+	for _, r := range base.Runs {
+		deletes += r.Deletes
+	}
+	require.EqualValues(t, 1, deletes, "the merged runs count the tombstone of k0")
 	want := allRows(t, s, SourceAll)
 
 	// Bounded pass: 3 runs, not all → tombstone kept.

@@ -24,7 +24,6 @@ type memAccount struct {
 
 	// allocated is the bytes handed out and not yet freed (capacity, not length).
 	allocated atomic.Int64
-	peak      atomic.Int64
 	// overdrawn is the bytes allocated while growth was refused (0 in a healthy merge).
 	overdrawn atomic.Int64
 	// outside is the bytes of res set aside for memory the account does not hand out (a read
@@ -118,7 +117,6 @@ func (a *memAccount) tryCharge(n int64) bool {
 		}
 		if a.allocated.CompareAndSwap(cur, cur+n) {
 			a.budgetAdd(n)
-			a.notePeak(cur + n)
 			return true
 		}
 	}
@@ -137,11 +135,6 @@ func (a *memAccount) uncharge(n int64) {
 	a.budgetAdd(-n)
 }
 
-func (a *memAccount) notePeak(total int64) {
-	for p := a.peak.Load(); total > p && !a.peak.CompareAndSwap(p, total); p = a.peak.Load() {
-	}
-}
-
 // budgetAdd keeps the budget-wide allocated gauge the pool is bounded by.
 func (a *memAccount) budgetAdd(n int64) {
 	if b := a.res.budget(); b != nil {
@@ -154,7 +147,6 @@ func (a *memAccount) budgetAdd(n int64) {
 func (a *memAccount) charge(n int64) {
 	total := a.allocated.Add(n)
 	a.budgetAdd(n)
-	a.notePeak(total)
 	if allocCheck {
 		if b := a.res.budget(); b != nil && b.limit > 0 && b.Reserved() > b.limit {
 			panic(fmt.Sprintf("store: %d bytes reserved from a budget of %d", b.Reserved(), b.limit))

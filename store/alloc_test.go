@@ -14,8 +14,36 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Peak returns the most bytes the account ever had handed out at once.
-func (a *memAccount) Peak() int64 { return a.peak.Load() }
+// peakAlloc is a memAccount as an Arrow allocator that remembers the most bytes the account
+// had handed out at once.
+type peakAlloc struct {
+	*memAccount
+	peak atomic.Int64
+}
+
+func newPeakAlloc(a *memAccount) *peakAlloc { return &peakAlloc{memAccount: a} }
+
+func (p *peakAlloc) Allocate(size int) []byte {
+	b := p.memAccount.Allocate(size)
+	total := p.Allocated()
+	for old := p.peak.Load(); total > old && !p.peak.CompareAndSwap(old, total); old = p.peak.Load() {
+	}
+	return b
+}
+
+// Reallocate is memAccount.Reallocate through p's Allocate, so the peak holds both buffers.
+func (p *peakAlloc) Reallocate(size int, b []byte) []byte {
+	if size <= cap(b) {
+		return b[:size]
+	}
+	nb := p.Allocate(size)
+	copy(nb, b)
+	p.Free(b)
+	return nb
+}
+
+// Peak returns the most bytes the account had handed out at once through p.
+func (p *peakAlloc) Peak() int64 { return p.peak.Load() }
 
 // Pooled returns the bytes of freed buffers the budget keeps for reuse.
 func (b *Budget) Pooled() int64 {

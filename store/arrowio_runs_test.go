@@ -59,7 +59,7 @@ func TestRunBatchesStayWithinTheirWindow(t *testing.T) {
 	data := runOf(t, c, 20000, 1000)
 
 	budget := NewBudget(1 << 30)
-	whole := newMemAccount(mustReserve(t, budget, 1<<30), budget)
+	whole := newPeakAlloc(newMemAccount(mustReserve(t, budget, 1<<30), budget))
 	rb, err := openRunBatches(ctx, whole, data, c, "run")
 	require.NoError(t, err)
 	require.NoError(t, rb.whole())
@@ -71,7 +71,7 @@ func TestRunBatchesStayWithinTheirWindow(t *testing.T) {
 
 	res := mustReserve(t, budget, 1<<30)
 	defer res.Release()
-	acct := newMemAccount(res, budget)
+	acct := newPeakAlloc(newMemAccount(res, budget))
 	rb, err = openRunBatches(ctx, acct, data, c, "run")
 	require.NoError(t, err)
 	rows, batches := 0, 0
@@ -113,7 +113,7 @@ func TestRunWindowOfAHugeFooterClaimDoesNotWrap(t *testing.T) {
 	require.NoError(t, writeParquetRecs(&run, s.codec.ArrowSchema(), rec))
 	data := run.Bytes()
 	budget := NewBudget(1 << 30)
-	acct := newMemAccount(mustReserve(t, budget, 1<<20), budget)
+	acct := newPeakAlloc(newMemAccount(mustReserve(t, budget, 1<<20), budget))
 	rb, err := openRunBatches(ctx, acct, data, s.codec, "run")
 	require.NoError(t, err)
 	md := rb.pf.MetaData().RowGroup(0)

@@ -343,9 +343,6 @@ func (a *memAccount) readBuffer(prepaid int64) *readBuf {
 
 // alloc is the read's objstore.Alloc.
 func (r *readBuf) alloc(n int) ([]byte, error) {
-	if r.acct == nil {
-		return make([]byte, 0, n), nil
-	}
 	b, ok := r.acct.buffer(n, r.prepaid)
 	if !ok {
 		return nil, errBufferRefused

@@ -175,7 +175,7 @@ func (s *Store) admitRunDecode(src readSource, decoded int64, grow func(need int
 		s.db.cache.large.add(src.path)
 		return fmt.Errorf("run %s: its footer gives %d bytes decoded, more than the cache keeps: %w", src.path, decoded, errRunDecodesLarge)
 	}
-	if need := 2 * est; grow == nil || !grow(need) {
+	if need := 2 * est; !grow(need) {
 		return &runDecodeShort{path: src.path, extra: need}
 	}
 	return nil

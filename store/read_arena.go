@@ -148,15 +148,12 @@ func (r *readArena) free() {
 	r.bufs, r.cur, r.heap = nil, nil, 0
 }
 
-// alloc is the allocator of the Bucket read of one object into buffers of r (nil: no arena),
-// whose read asks for at most request bytes (arenaRequest); a buffer the reservation cannot
-// hold fails the read with errBufferRefused, as any read buffer does, since one from the Go
-// heap would be held uncharged. The arena owns its buffers: nothing is freed per read, the
-// ones a read outgrew included (objstore.Alloc).
+// alloc is the allocator of the Bucket read of one object into buffers of r, whose read asks
+// for at most request bytes (arenaRequest); a buffer the reservation cannot hold fails the
+// read with errBufferRefused, as any read buffer does, since one from the Go heap would be
+// held uncharged. The arena owns its buffers: nothing is freed per read, the ones a read
+// outgrew included (objstore.Alloc).
 func (r *readArena) alloc(request int64) objstore.Alloc {
-	if r == nil {
-		return nil
-	}
 	grown := false
 	return func(n int) ([]byte, error) {
 		b := r.take(n, request, grown)

@@ -103,7 +103,7 @@ const minFlushTimeout = 30 * time.Second
 func DefaultConfig() Config {
 	c := Config{Temporal: DefaultTemporalConfig()}
 	for _, k := range knobs {
-		if !k.temporal {
+		if k.temporal == nil {
 			k.reset(&c)
 		}
 	}

@@ -33,8 +33,8 @@ func (e *envErrors) register(fs *pflag.FlagSet, k knob, get func() string, set f
 			(*e)[k.Flag] = fmt.Errorf("%s=%q: %w", k.env(), v, err)
 		}
 	}
-	f := fs.VarPF(&knobValue{get: get, set: set, ok: func() { delete(*e, k.Flag) }, typ: k.Type}, k.Flag, "", k.usage())
-	if k.Type == "bool" {
+	f := fs.VarPF(&knobValue{get: get, set: set, ok: func() { delete(*e, k.Flag) }, typ: k.typ}, k.Flag, "", k.usage())
+	if k.typ == "bool" {
 		f.NoOptDefVal = "true"
 	}
 	if k.Secret {
@@ -55,7 +55,7 @@ func (e envErrors) sorted() []error {
 // c.Temporal.RegisterFlags adds so that every command spells them alike.
 func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	for _, k := range knobs {
-		if !k.temporal {
+		if k.temporal == nil {
 			c.envErrs.register(fs, k, func() string { return k.get(c) }, func(s string) error { return k.set(c, s) })
 		}
 	}
@@ -69,7 +69,7 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 func (c *Config) RegisterKnobFlags(fs *pflag.FlagSet, flags ...string) {
 	for _, flag := range flags {
 		k, ok := lookupKnob(flag)
-		if !ok || k.temporal {
+		if !ok || k.temporal != nil {
 			panic(fmt.Sprintf("worker.RegisterKnobFlags: %q is not a knob of the worker", flag))
 		}
 		c.envErrs.register(fs, k, func() string { return k.get(c) }, func(s string) error { return k.set(c, s) })
@@ -81,8 +81,8 @@ func (c *Config) RegisterKnobFlags(fs *pflag.FlagSet, flags ...string) {
 // over the current values of c. Validate reports environment values that did not parse.
 func (c *TemporalConfig) RegisterFlags(fs *pflag.FlagSet) {
 	for _, k := range knobs {
-		if k.temporal {
-			c.envErrs.register(fs, k, func() string { return k.tget(c) }, func(s string) error { return k.tset(c, s) })
+		if t := k.temporal; t != nil {
+			c.envErrs.register(fs, k, func() string { return t.get(c) }, func(s string) error { return t.set(c, s) })
 		}
 	}
 }
@@ -112,7 +112,7 @@ func (c *TemporalConfig) Validate() error {
 // a programming error every command's --help test runs into, so it panics.
 func StringKnobVar(fs *pflag.FlagSet, p *string, flag, def, usage string) {
 	k, ok := lookupKnob(flag)
-	if !ok || k.Type != "string" || k.temporal {
+	if !ok || k.typ != "string" || k.temporal != nil {
 		panic(fmt.Sprintf("worker.StringKnobVar: %q is not a string knob of the worker", flag))
 	}
 	*p, k.Usage = def, usage
@@ -161,8 +161,8 @@ type TemporalConfig struct {
 func DefaultTemporalConfig() TemporalConfig {
 	var c TemporalConfig
 	for _, k := range knobs {
-		if k.temporal {
-			k.treset(&c)
+		if k.temporal != nil {
+			k.temporal.reset(&c)
 		}
 	}
 	c.MetricsHandler = SDKMetrics

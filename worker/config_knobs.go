@@ -28,7 +28,7 @@ func Knobs() []KnobInfo {
 	d.Instance = "host name" // not the name of the machine that renders the docs
 	out := make([]KnobInfo, 0, len(knobs))
 	for _, k := range knobs {
-		out = append(out, KnobInfo{Flag: k.Flag, Env: k.env(), Type: k.Type, Default: k.get(&d), Usage: k.Usage})
+		out = append(out, KnobInfo{Flag: k.Flag, Env: k.env(), Type: k.typ, Default: k.get(&d), Usage: k.Usage})
 	}
 	return out
 }
@@ -38,20 +38,15 @@ func Knobs() []KnobInfo {
 // and docs/CONFIG.md are all generated.
 type knob struct {
 	Flag   string
-	Type   string
 	Usage  string
 	Secret bool // --help leaves out its value, which may come from the environment
 	// nonNegative: Validate refuses a value below 0 ("must not be negative").
 	nonNegative bool
-	// temporal marks a TemporalConfig field: tget/tset/treset reach it (every command's
-	// flags), get reads it through Config.Temporal (its documented default).
-	temporal bool
-	get      func(*Config) string
-	set      func(*Config, string) error
-	reset    func(*Config) // sets the field to the knob's default
-	tget     func(*TemporalConfig) string
-	tset     func(*TemporalConfig, string) error
-	treset   func(*TemporalConfig)
+	// field is the knob's Config field; of a TemporalConfig field it only reads the value
+	// through Config.Temporal (its documented default).
+	field[Config]
+	// temporal, set for a TemporalConfig field, reaches it in every command's flags.
+	temporal *field[TemporalConfig]
 }
 
 func (k knob) env() string {
@@ -73,13 +68,13 @@ func lookupKnob(flag string) (knob, bool) {
 
 // workerKnob is a knob of a Config field.
 func workerKnob(flag, usage string, f field[Config]) knob {
-	return knob{Flag: flag, Type: f.typ, Usage: usage, get: f.get, set: f.set, reset: f.reset}
+	return knob{Flag: flag, Usage: usage, field: f}
 }
 
 // temporalKnob is a knob of a TemporalConfig field.
 func temporalKnob(flag, usage string, f field[TemporalConfig]) knob {
-	return knob{Flag: flag, Type: f.typ, Usage: usage, temporal: true, tget: f.get, tset: f.set, treset: f.reset,
-		get: func(c *Config) string { return f.get(&c.Temporal) }}
+	return knob{Flag: flag, Usage: usage, temporal: &f,
+		field: field[Config]{typ: f.typ, get: func(c *Config) string { return f.get(&c.Temporal) }}}
 }
 
 // nonNegative is k with a value below 0 refused by Validate; a knob with a range of its own

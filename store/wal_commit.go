@@ -158,11 +158,7 @@ func (w *writer) walGroupCommit(batch []*appendReq) {
 	// The position may have been free only because the new owner already sealed and
 	// deleted it: check the epoch before acknowledging. A claim after this check lists the
 	// WAL after our write, and our position is above its replay point, so it replays us.
-	if epoch, err := w.shardEpoch(ctx); err != nil || epoch != w.epoch {
-		if err == nil {
-			err = fmt.Errorf("shard %s of %s claimed by another writer: %w", w.shard, w.s.target, ErrFenced)
-			w.kill(err)
-		}
+	if err := w.checkEpoch(ctx); err != nil {
 		answer(AppendResult{}, err)
 		return
 	}
@@ -238,12 +234,15 @@ func (w *writer) sealFull() {
 	_, _ = w.seal(context.Background(), false)
 }
 
-// shardEpoch returns the writer epoch of the shard's latest manifest (0: none), for every
-// WAL group commit's fencing check: the storage read is the check, the decode is cached.
-func (w *writer) shardEpoch(ctx context.Context) (uint64, error) {
+// checkEpoch is every WAL group commit's fencing check: ErrFenced, killing the writer, unless
+// the shard's latest manifest names this writer's epoch. The storage read is the check; the
+// decode is cached.
+func (w *writer) checkEpoch(ctx context.Context) error {
 	m, err := w.s.loadShard(ctx, w.shard)
-	if err != nil || m == nil {
-		return 0, err
+	if err != nil || m != nil && m.WriterEpoch == w.epoch {
+		return err
 	}
-	return m.WriterEpoch, nil
+	err = fmt.Errorf("shard %s of %s claimed by another writer: %w", w.shard, w.s.target, ErrFenced)
+	w.kill(err)
+	return err
 }

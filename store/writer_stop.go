@@ -57,13 +57,7 @@ func (w *writer) retire(ctx context.Context) error {
 	if err == nil && w.walAboveReplayPoint() {
 		// At PendingMax the seal published nothing, so nothing read the writer epoch: a WAL
 		// release may have fenced this writer, its claim having skipped the object.
-		switch epoch, eerr := w.shardEpoch(ctx); {
-		case eerr != nil:
-			err = eerr
-		case epoch != w.epoch:
-			err = fmt.Errorf("shard %s of %s claimed by another writer: %w", w.shard, w.s.target, ErrFenced)
-			w.kill(err)
-		}
+		err = w.checkEpoch(ctx)
 	}
 	switch {
 	case err == nil:

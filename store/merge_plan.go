@@ -83,9 +83,11 @@ func planMerge(pending []manifest.Gen, caps mergeCaps, grow func(total int64) bo
 }
 
 // refit fits the plan to the decoded sizes of its generations (decoded[i] is gens[i]), as
-// planMerge fitted it to the manifest's, since memory holds the decoded size.
+// planMerge fitted it to the manifest's, since memory holds the decoded size; decoded may be
+// a prefix, the generations an account that could not hold them all did hold (growth rule,
+// doc.go), and the plan keeps at most that prefix.
 func (p *mergePlan) refit(decoded []int64, grow func(total int64) bool) error {
-	n, fitted := fitToBudget(decoded[:len(p.gens)], grow)
+	n, fitted := fitToBudget(decoded, grow)
 	if n == 0 {
 		return errFirstOverBudget
 	}

@@ -100,11 +100,6 @@ func (s *Store) Prepare(ctx context.Context, p PrepareParams) (*PreparedMerge, e
 	if err != nil {
 		return nil, s.mergedMeanwhile(ctx, shard, wm, err)
 	}
-	if len(files) < len(plan.gens) {
-		// The account could not hold every generation's bytes: keep the complete prefix
-		// that it did hold (growth rule, doc.go).
-		plan.gens = plan.gens[:len(files)]
-	}
 	decoded := make([]int64, len(files))
 	for i, f := range files {
 		decoded[i] = f.bytes

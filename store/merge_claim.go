@@ -70,11 +70,6 @@ func (s *Store) validateRound(ps []*PreparedMerge) error {
 	return nil
 }
 
-// claimKey is the object key of p's attempt claim.
-func (s *Store) claimKey(p *PreparedMerge) string {
-	return s.attemptClaimKey(p.AttemptKey, p.Shard, p.Through)
-}
-
 // attemptClaimKey is the object key of the claim of attempt's merge of shard through
 // generation through: an attempt's runs and its claim are named by the same range end.
 func (s *Store) attemptClaimKey(attempt, shard string, through uint64) string {
@@ -147,7 +142,8 @@ func (s *Store) claimRound(ctx context.Context, ps []*PreparedMerge, open []int,
 // first generation, which then answers every commit alone; claims aborted below the
 // watermark stay, since they stop a late commit.
 func (s *Store) dropClaim(ctx context.Context, p *PreparedMerge) error {
-	if err := s.db.bucket.Delete(ctx, s.claimKey(p)); err != nil && !errors.Is(err, ErrNotFound) {
+	key := s.attemptClaimKey(p.AttemptKey, p.Shard, p.Through)
+	if err := s.db.bucket.Delete(ctx, key); err != nil && !errors.Is(err, ErrNotFound) {
 		return err
 	}
 	return nil

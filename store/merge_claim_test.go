@@ -11,6 +11,11 @@ import (
 	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
+// claimKey is the object key of p's attempt claim.
+func (s *Store) claimKey(p *PreparedMerge) string {
+	return s.attemptClaimKey(p.AttemptKey, p.Shard, p.Through)
+}
+
 // claimExists reports whether the attempt's claim object is still in storage.
 func claimExists(t *testing.T, s *Store, p *PreparedMerge) bool {
 	t.Helper()

@@ -43,8 +43,29 @@ func (p compactionPlan) dropsTombstone(seq int64) bool {
 // amplification per byte), at most maxRuns and through the run that reaches maxBytes (0 = no
 // cap); the plan is empty when fewer than two runs qualify. Pure.
 func planCompaction(base *manifest.Base, pending map[string][]manifest.Gen, maxRuns int, maxBytes int64) compactionPlan {
-	inputs := pickCompactionRuns(base.Runs, maxRuns, maxBytes)
-	if inputs == nil {
+	if len(base.Runs) < 2 {
+		return compactionPlan{}
+	}
+	sorted := append([]manifest.Run(nil), base.Runs...)
+	sort.SliceStable(sorted, func(i, j int) bool {
+		if sorted[i].Bytes != sorted[j].Bytes {
+			return sorted[i].Bytes < sorted[j].Bytes
+		}
+		return sorted[i].ID < sorted[j].ID
+	})
+	var inputs []manifest.Run
+	var bytes int64
+	for _, r := range sorted {
+		if maxRuns > 0 && len(inputs) >= maxRuns {
+			break
+		}
+		if maxBytes > 0 && bytes >= maxBytes && len(inputs) >= 2 {
+			break
+		}
+		inputs = append(inputs, r)
+		bytes += r.Bytes
+	}
+	if len(inputs) < 2 {
 		return compactionPlan{}
 	}
 	p := compactionPlan{inputs: inputs, allRuns: len(inputs) == len(base.Runs) && len(base.Quarantined) == 0, minPendingSeq: int64(1<<63 - 1)}
@@ -54,36 +75,6 @@ func planCompaction(base *manifest.Base, pending map[string][]manifest.Gen, maxR
 		}
 	}
 	return p
-}
-
-// pickCompactionRuns is planCompaction's choice of runs; nil when fewer than two.
-func pickCompactionRuns(runs []manifest.Run, maxRuns int, maxBytes int64) []manifest.Run {
-	if len(runs) < 2 {
-		return nil
-	}
-	sorted := append([]manifest.Run(nil), runs...)
-	sort.SliceStable(sorted, func(i, j int) bool {
-		if sorted[i].Bytes != sorted[j].Bytes {
-			return sorted[i].Bytes < sorted[j].Bytes
-		}
-		return sorted[i].ID < sorted[j].ID
-	})
-	var out []manifest.Run
-	var bytes int64
-	for _, r := range sorted {
-		if maxRuns > 0 && len(out) >= maxRuns {
-			break
-		}
-		if maxBytes > 0 && bytes >= maxBytes && len(out) >= 2 {
-			break
-		}
-		out = append(out, r)
-		bytes += r.Bytes
-	}
-	if len(out) < 2 {
-		return nil
-	}
-	return out
 }
 
 // compactionFootprint is the reservation of a pass over inputs before it reads them: their

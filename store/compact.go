@@ -147,7 +147,7 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 	base := snap.base
 	budget := s.db.opts.Budget
 	plan := planCompaction(base, snap.pending, p.MaxRuns, compactionMaxBytes(p.MaxBytes, budget.Limit()))
-	if plan.allRuns && plan.inputs != nil {
+	if plan.allRuns {
 		if plan.minPendingSeq, err = s.unsealedSeqBound(ctx, snap, plan.minPendingSeq); err != nil {
 			return CompactResult{}, err
 		}

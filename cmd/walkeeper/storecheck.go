@@ -30,6 +30,9 @@ func openStorage(ctx context.Context, storage, instance string, logger *zap.Logg
 	opts.Logger = logger
 	opts.InstanceID = instance
 	db, err := store.OpenDB(ctx, storage, opts)
+	if errors.Is(err, store.ErrInvalidInput) {
+		return nil, fmt.Errorf("--storage: %w", err) // the error names the URL
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open storage %s: %w", storage, err)
 	}

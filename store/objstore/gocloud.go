@@ -33,7 +33,9 @@ func openGocloudBackend(ctx context.Context, rawURL string, u *url.URL) (*goclou
 	if err != nil {
 		// The openers only parse the URL and load the configuration it names (profile, role,
 		// credentials files); no request reaches the bucket, so every error is the operator's.
-		return nil, invalidf("storage url %q: %v", rawURL, err)
+		// The URL is named once, here, not again in the opener's own prefix.
+		msg := strings.TrimPrefix(err.Error(), "open bucket "+u.String()+": ")
+		return nil, invalidf("storage url %q: %s", rawURL, msg)
 	}
 	return &gocloudBackend{bkt: bkt}, nil
 }

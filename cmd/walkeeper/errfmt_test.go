@@ -60,6 +60,11 @@ func TestErrorFirstLineMissingStore(t *testing.T) {
 	assert.Equal(t, cli.ExitUsage, code)
 	assert.Equal(t, `walkeeper: store rollout:nope does not exist; create it with: curl -XPOST http://<worker>/api/v1/stores/rollout/nope`, firstLine(errOut))
 
+	// status TARGET refuses it the same way (exit 2), its storage read while Temporal is down.
+	code, _, errOut = runCLI(t, "status", "generic:nope", "--storage", storage, "--temporal", "127.0.0.1:1")
+	assert.Equal(t, cli.ExitUsage, code, errOut)
+	assert.True(t, strings.HasPrefix(errOut, "walkeeper: store generic:nope does not exist; create it with: curl "), errOut)
+
 	// WALKEEPER_STORAGE works like the flag.
 	t.Setenv("WALKEEPER_STORAGE", storage)
 	code, _, errOut = runCLI(t, "merge", "generic:nope", "--temporal", "127.0.0.1:1")

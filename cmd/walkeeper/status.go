@@ -320,6 +320,9 @@ func targetFromWorkflowID(id string) string {
 // targetStats reads t's stats with the page of shards pg names (limit 0: none, the totals alone).
 func targetStats(ctx context.Context, db *store.DB, t store.Target, pg shardsPage) (store.Stats, error) {
 	s, err := db.Open(ctx, t)
+	if errors.Is(err, store.ErrNotFound) {
+		return store.Stats{}, &storeMissingError{target: t} // bad input (exit 2), as for merge
+	}
 	if err != nil {
 		return store.Stats{}, err
 	}
@@ -330,6 +333,9 @@ func statusTarget(ctx context.Context, out io.Writer, sv stuckView, db *store.DB
 	fmt.Fprintf(out, "Target %s\n", t)
 	if db != nil {
 		st, err := targetStats(ctx, db, t, pg)
+		if errors.As(err, new(*storeMissingError)) {
+			return err // names the target and how to create it
+		}
 		if err != nil {
 			return fmt.Errorf("stats of %s: %w", t, err)
 		}

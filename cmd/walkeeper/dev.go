@@ -75,9 +75,9 @@ func newDevCmd(g *globalOptions) *cobra.Command {
 		Long: `Run a complete local walkeeper:
 
   1. a Temporal dev server with its Web UI (temporal server start-dev; the Temporal CLI is
-     found on PATH / $WALKEEPER_TEMPORAL_CLI / GOPATH/bin / .cache/bin, or built into
-     .cache/bin on first run), unless --temporal points at a running Temporal;
-  2. the search attributes WalTarget, WalKind, WalPending;
+     found by --temporal-cli / $WALKEEPER_TEMPORAL_CLI / PATH / GOPATH/bin / .cache/bin,
+     or built into .cache/bin on first run), unless --temporal points at a running Temporal;
+  2. walkeeper's eight search attributes (WalTarget, WalKind, WalTrigger, WalPending, ...);
   3. --workers in-process workers (instances dev-0, dev-1, ...) sharing the storage
      file://<data>/storage, with HTTP data planes on 127.0.0.1:<http-port>, +1, ...;
   4. the schedule walkeeper-sweep: one SweepWindow workflow an hour, running a sweep round

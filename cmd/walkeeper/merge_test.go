@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"go.temporal.io/api/serviceerror"
@@ -59,4 +60,24 @@ func TestStartRetriesAStartThatTimedOut(t *testing.T) {
 	})
 	assert.Error(t, err)
 	assert.Equal(t, 1, calls, "a refused start is not retried")
+}
+
+// blockedRun is a run whose result never comes: Get returns when its context ends, as the
+// SDK's does.
+type blockedRun struct{ client.WorkflowRun }
+
+func (blockedRun) GetID() string    { return "merge-wal/generic/slow" }
+func (blockedRun) GetRunID() string { return "r1" }
+func (blockedRun) Get(ctx context.Context, _ any) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// --timeout gives up waiting, and the line says so and that the run goes on, rather than a
+// bare "context deadline exceeded" that reads as a failed merge.
+func TestWaitTimeoutSaysTheRunGoesOn(t *testing.T) {
+	var out strings.Builder
+	err := reportRun(context.Background(), &out, blockedRun{}, "MergeWal", "generic:slow", true, time.Millisecond)
+	assert.Equal(t, "MergeWal generic:slow (workflow merge-wal/generic/slow, run r1): gave up waiting after 1ms (--timeout); the run goes on",
+		errorLine(err))
 }

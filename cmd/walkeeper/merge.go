@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -166,8 +165,9 @@ func reportRun(ctx context.Context, w io.Writer, run client.WorkflowRun, typ, ta
 	}
 	var res json.RawMessage
 	if err := run.Get(ctx, &res); err != nil {
-		if timeout > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			// Only the wait ended: say so, lest it read as a failed run.
+		// Only the wait ended: say so, lest it read as a failed run. The clock decides, as
+		// gRPC may answer DeadlineExceeded before ctx.Err() is set.
+		if dl, ok := ctx.Deadline(); ok && timeout > 0 && !time.Now().Before(dl) {
 			err = fmt.Errorf("gave up waiting after %s (--timeout); the run goes on", timeout)
 		}
 		return fmt.Errorf("%s %s (workflow %s, run %s): %w", typ, target, run.GetID(), run.GetRunID(), err)

@@ -158,6 +158,8 @@ func (l *loadGen) run(ctx context.Context) error {
 			if s, err := strconv.Atoi(hdr.Get("Retry-After")); err == nil && s > 0 {
 				wait = time.Duration(s) * time.Second
 			}
+		case code == http.StatusNotFound && answerCode(data) == worker.CodeStoreNotFound:
+			return &storeMissingError{target: l.target, worker: base} // bad input (exit 2), as for merge
 		case code >= 400 && code < 500:
 			return fmt.Errorf("append to %s via %s: HTTP %d: %s", l.target, base, code, bytes.TrimSpace(data))
 		default:
@@ -170,6 +172,15 @@ func (l *loadGen) run(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// answerCode is the stable code of a worker's error answer, "" when it names none.
+func answerCode(data []byte) string {
+	var answer struct {
+		Code string `json:"code"`
+	}
+	_ = json.Unmarshal(data, &answer) // not JSON: no code
+	return answer.Code
 }
 
 // interval is the time between two appends: batch rows at rate rows per second.

@@ -165,8 +165,8 @@ func reportRun(ctx context.Context, w io.Writer, run client.WorkflowRun, typ, ta
 	}
 	var res json.RawMessage
 	if err := run.Get(ctx, &res); err != nil {
-		// Only the wait ended: say so, lest it read as a failed run. The clock decides, as
-		// gRPC may answer DeadlineExceeded before ctx.Err() is set.
+		// Only the wait ended (read on the clock, as gRPC may answer before ctx.Err() is
+		// set): say so, lest it read as a failed run.
 		if dl, ok := ctx.Deadline(); ok && timeout > 0 && !time.Now().Before(dl) {
 			err = fmt.Errorf("gave up waiting after %s (--timeout); the run goes on", timeout)
 		}

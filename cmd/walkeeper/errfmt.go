@@ -101,9 +101,10 @@ func dedupeSegments(msg string) string {
 }
 
 // exitCodeOf maps an error to the exit status: 2 for bad usage and bad input (a malformed
-// target, a store that does not exist), 1 for every other failure.
+// target, a store or schedule that does not exist), 1 for every other failure.
 func exitCodeOf(err error) int {
-	if cli.IsUsageError(err) || errors.Is(err, target.ErrInvalidInput) || errors.As(err, new(*storeMissingError)) {
+	if cli.IsUsageError(err) || errors.Is(err, target.ErrInvalidInput) ||
+		errors.As(err, new(*storeMissingError)) || errors.As(err, new(*scheduleMissingError)) {
 		return cli.ExitUsage
 	}
 	return cli.ExitFailure

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
 	"github.com/walkeeper/walkeeper/contract"
@@ -64,6 +66,21 @@ func (s *scheduleFlags) check(ensure bool) error {
 	return nil
 }
 
+// scheduleMissingError is an operation on a schedule that does not exist, said with how to
+// create it instead of Temporal's text about its internal workflow. Exit status 2 (bad input).
+type scheduleMissingError struct {
+	id     string
+	target store.Target // the --target, zero for the sweep schedule
+}
+
+func (e *scheduleMissingError) Error() string {
+	if e.target == (store.Target{}) {
+		return fmt.Sprintf("schedule %s does not exist; create it with: walkeeper schedule ensure "+
+			"(a worker creates it on start unless its --sweep-interval is 0)", e.id)
+	}
+	return fmt.Sprintf("schedule %s does not exist; create it with: walkeeper schedule ensure --target %s", e.id, e.target)
+}
+
 func newScheduleCmd(g *globalOptions) *cobra.Command {
 	sf := &scheduleFlags{}
 	cmd := &cobra.Command{
@@ -106,9 +123,13 @@ Both use a one-minute catch-up window.`,
 				return err
 			}
 			g.devDefaults(cmd) // a running dev's Temporal, unless --temporal says otherwise
-			return g.withTemporal(cmd, func(ctx context.Context, c client.Client) error {
+			err := g.withTemporal(cmd, func(ctx context.Context, c client.Client) error {
 				return run(ctx, c, id, t, cmd.OutOrStdout())
 			})
+			if errors.As(err, new(*serviceerror.NotFound)) {
+				return &scheduleMissingError{id: id, target: t}
+			}
+			return err
 		}
 	}
 

@@ -75,11 +75,16 @@ func readDevState(dir string) (devState, bool) {
 	return st, true
 }
 
+// runningDev is the state of the dev running in $WALKEEPER_DEV_DATA, else in dev's --data
+// default; ok is false when none runs there.
+func runningDev() (st devState, ok bool) {
+	return readDevState(cmp.Or(os.Getenv(devDataEnv), filepath.Join(".cache", "dev")))
+}
+
 // devDefaults fills in, from a running dev, the Temporal address and namespace that neither
 // the command line nor the environment set, and returns the dev's state (zero: none runs).
 func (g *globalOptions) devDefaults(cmd *cobra.Command) devState {
-	// $WALKEEPER_DEV_DATA, else dev's --data default.
-	st, ok := readDevState(cmp.Or(os.Getenv(devDataEnv), filepath.Join(".cache", "dev")))
+	st, ok := runningDev()
 	if !ok {
 		return st
 	}

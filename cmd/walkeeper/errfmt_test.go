@@ -89,15 +89,38 @@ func TestErrorFirstLineMissingStoreUnderDev(t *testing.T) {
 	assert.True(t, strings.HasPrefix(firstLine(errOut),
 		"walkeeper: store generic:nope does not exist; create it with: curl -XPOST http://127.0.0.1:18081/api/v1/stores/generic/nope "), errOut)
 
+	// schedule ensure --target, status TARGET and quarantine of the dev's storage refuse it
+	// alike, with the same hint (ensure created the schedule; status and quarantine named
+	// http://<worker>).
+	devStorage := "--storage=" + storage
+	for _, args := range [][]string{
+		{"schedule", "ensure", "--target", "generic:nope"},
+		{"status", "generic:nope"},
+		{"quarantine", "generic:nope", "generic/nope/data/x.parquet", "--reason", "r", devStorage},
+	} {
+		code, _, errOut := runCLI(t, args...)
+		assert.Equal(t, cli.ExitUsage, code, "walkeeper %v: %s", args, errOut)
+		assert.True(t, strings.HasPrefix(firstLine(errOut),
+			"walkeeper: store generic:nope does not exist; create it with: curl -XPOST http://127.0.0.1:18081/api/v1/stores/generic/nope "),
+			"walkeeper %v: %s", args, errOut)
+	}
+	// Another storage is not the dev workers': its hint names no worker of theirs.
+	other := "file://" + filepath.ToSlash(filepath.Join(t.TempDir(), "storage"))
+	code, _, errOut = runCLI(t, "merge", "generic:nope", "--storage", other)
+	assert.Equal(t, cli.ExitUsage, code, errOut)
+	assert.True(t, strings.HasPrefix(firstLine(errOut), "walkeeper: store generic:nope does not exist; create it with: curl -XPOST http://<worker>/"), errOut)
+
 	// An existing store passes the check; the dev's Temporal address is then used.
 	db, err := store.OpenDB(t.Context(), storage, store.DefaultOptions())
 	require.NoError(t, err)
 	_, err = db.Create(t.Context(), store.Target{Kind: store.KindRollout, Name: "there"}, store.CreateOptions{})
 	require.NoError(t, err)
 	require.NoError(t, db.Close(t.Context()))
-	code, _, errOut = runCLI(t, "merge", "rollout:there")
-	assert.Equal(t, cli.ExitFailure, code)
-	assert.True(t, strings.HasPrefix(errOut, "walkeeper: cannot reach Temporal at 127.0.0.1:1 "), errOut)
+	for _, args := range [][]string{{"merge", "rollout:there"}, {"schedule", "ensure", "--target", "rollout:there"}} {
+		code, _, errOut = runCLI(t, args...)
+		assert.Equal(t, cli.ExitFailure, code, "walkeeper %v", args)
+		assert.True(t, strings.HasPrefix(errOut, "walkeeper: cannot reach Temporal at 127.0.0.1:1 "), "walkeeper %v: %s", args, errOut)
+	}
 
 	// status reads the dev's storage too, and still prints it when Temporal is down.
 	code, out, errOut := runCLI(t, "status")

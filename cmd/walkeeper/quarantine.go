@@ -85,7 +85,9 @@ settings (they read the workers' environment variables). Anything else is refuse
 			defer func() { _ = db.Close(context.Background()) }()
 			s, err := db.Open(ctx, target)
 			if errors.Is(err, store.ErrNotFound) {
-				return &storeMissingError{target: target} // bad input (exit 2), as for merge
+				// Bad input (exit 2), as for merge, with the same create hint.
+				dev, _ := runningDev()
+				return &storeMissingError{target: target, worker: devWorkerFor(cfg.Storage, dev)}
 			}
 			if err != nil {
 				return err

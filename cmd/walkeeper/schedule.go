@@ -122,6 +122,12 @@ Both use a one-minute catch-up window.`,
 			if err := sf.check(cmd.Name() == "ensure"); err != nil {
 				return err
 			}
+			if cmd.Name() == "ensure" && sf.target != "" {
+				// Under a running dev, whose storage it knows, as merge does; else it has none.
+				if err := g.precheckStore(cmd.Context(), cmd, "", t); err != nil {
+					return err
+				}
+			}
 			g.devDefaults(cmd) // a running dev's Temporal, unless --temporal says otherwise
 			err := g.withTemporal(cmd, func(ctx context.Context, c client.Client) error {
 				return run(ctx, c, id, t, cmd.OutOrStdout())

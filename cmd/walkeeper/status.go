@@ -75,7 +75,8 @@ Temporal is asked.`,
 			if err := contract.CheckMergeRunTimeout(deadline); err != nil {
 				return cli.Usagef("--merge-run-timeout: %v", err)
 			}
-			storage = cmp.Or(storage, g.devDefaults(cmd).Storage)
+			dev := g.devDefaults(cmd)
+			storage = cmp.Or(storage, dev.Storage)
 			ctx, cancel := cli.SignalContext(cmd.Context())
 			defer cancel()
 			// Storage stats are useful even when Temporal is down: report the dial error
@@ -102,6 +103,10 @@ Temporal is asked.`,
 				err = statusAll(ctx, out, sv, db, logger, pg)
 			} else {
 				err = statusTarget(ctx, out, sv, db, *target, shards)
+			}
+			var missing *storeMissingError
+			if errors.As(err, &missing) {
+				missing.worker = devWorkerFor(storage, dev) // the create hint merge gives
 			}
 			if err == nil && dialErr != nil {
 				fmt.Fprintf(out, "Temporal: unreachable, workflows not shown\n")

@@ -13,8 +13,8 @@ import (
 	"github.com/walkeeper/walkeeper/store"
 )
 
-// storeMissingError refuses a merge or compaction of a store that is not registered, before
-// anything starts in Temporal: no Failed run is left behind. Exit status 2 (bad input).
+// storeMissingError refuses work on a store that is not registered, before anything starts in
+// Temporal: no Failed run is left behind. Exit status 2 (bad input).
 type storeMissingError struct {
 	target store.Target
 	worker string // a worker's HTTP base URL for the create hint, or ""
@@ -59,11 +59,16 @@ func (g *globalOptions) precheckStore(ctx context.Context, cmd *cobra.Command, s
 		if !errors.Is(err, store.ErrNotFound) {
 			return fmt.Errorf("check store %s in %s: %w", t, storage, err)
 		}
-		missing := &storeMissingError{target: t}
-		if len(st.HTTP) > 0 {
-			missing.worker = st.HTTP[0]
-		}
-		return missing
+		return &storeMissingError{target: t, worker: devWorkerFor(storage, st)}
 	}
 	return nil
+}
+
+// devWorkerFor is the create hint's worker: the first HTTP URL of dev when storage is the
+// dev's (its workers serve no other), else "" (a placeholder).
+func devWorkerFor(storage string, dev devState) string {
+	if storage == "" || storage != dev.Storage || len(dev.HTTP) == 0 {
+		return ""
+	}
+	return dev.HTTP[0]
 }

@@ -101,9 +101,9 @@ func (f *fileBackend) path(key string) string {
 }
 
 func (f *fileBackend) get(ctx context.Context, key string, limit int64, alloc Alloc, _ *watchdog) ([]byte, error) {
-	fh, err := os.Open(f.path(key))
+	fh, err := os.OpenFile(f.path(key), os.O_RDONLY|openNoWait, 0)
 	if err != nil {
-		if isNotExist(err) {
+		if isNotExist(err) || errors.Is(err, syscall.ENXIO) { // ENXIO: a socket, not an object
 			return nil, ErrNotFound
 		}
 		return nil, err

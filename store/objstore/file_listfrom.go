@@ -95,7 +95,7 @@ func (w *fileOrderedWalk) dir(dirKey string) error {
 // window reads the directory and returns, sorted, the w.held smallest wanted entries
 // after lower, and whether the window was full (more may follow).
 func (w *fileOrderedWalk) window(dirKey, lower string) ([]dirEntryKey, bool, error) {
-	d, err := os.Open(w.f.path(strings.TrimSuffix(dirKey, "/"))) // "" is the root
+	d, err := os.OpenFile(w.f.path(strings.TrimSuffix(dirKey, "/")), os.O_RDONLY|openDirOnly, 0) // "" is the root
 	if err != nil {
 		if isNotExist(err) {
 			return nil, false, nil // absent, or pruned under a concurrent delete

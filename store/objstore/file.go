@@ -2,6 +2,7 @@ package objstore
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -101,7 +102,11 @@ func (f *fileBackend) path(key string) string {
 }
 
 func (f *fileBackend) get(ctx context.Context, key string, limit int64, alloc Alloc, _ *watchdog) ([]byte, error) {
-	fh, err := os.OpenFile(f.path(key), os.O_RDONLY|openNoWait, 0)
+	p := f.path(key)
+	if ok, err := f.underRealDirs(filepath.Dir(p)); !ok {
+		return nil, cmp.Or(err, ErrNotFound)
+	}
+	fh, err := os.OpenFile(p, os.O_RDONLY|openObjectFlags, 0)
 	if err != nil {
 		if isNotExist(err) || errors.Is(err, syscall.ENXIO) { // ENXIO: a socket, not an object
 			return nil, ErrNotFound
@@ -123,7 +128,11 @@ func (f *fileBackend) get(ctx context.Context, key string, limit int64, alloc Al
 }
 
 func (f *fileBackend) exists(ctx context.Context, key string) (bool, error) {
-	st, err := os.Lstat(f.path(key))
+	p := f.path(key)
+	if ok, err := f.underRealDirs(filepath.Dir(p)); !ok {
+		return false, err
+	}
+	st, err := os.Lstat(p)
 	if err != nil {
 		if isNotExist(err) {
 			return false, nil
@@ -139,9 +148,12 @@ func (f *fileBackend) put(ctx context.Context, key string, data []byte, ifAbsent
 	dir := filepath.Dir(final)
 	if ifAbsent {
 		// Fast path for the loser of a race: skip the temp write and its fsync when the name
-		// is already taken. Only an optimisation; link(2) below stays the arbiter.
-		if _, err := os.Lstat(final); err == nil {
-			return ErrAlreadyExists
+		// is already taken. Only an optimisation; link(2) below stays the arbiter. Not through
+		// a symlink, which writeTemp refuses.
+		if real, _ := f.underRealDirs(dir); real {
+			if _, err := os.Lstat(final); err == nil {
+				return ErrAlreadyExists
+			}
 		}
 	}
 	tmp, err := f.writeTemp(dir, func(fh *os.File) error {
@@ -264,23 +276,33 @@ func (f *fileBackend) writeTemp(dir string, fill func(*os.File) error) (string, 
 }
 
 // mkdirAll creates dir and its missing parents, fsyncing the parent of each directory it
-// creates so a published object's path survives a crash.
+// creates so a published object's path survives a crash. Below the root it refuses a symlink
+// on the way, which could lead a write out of the root.
 func (f *fileBackend) mkdirAll(dir string) error {
-	st, err := os.Stat(dir)
-	if err == nil {
-		if st.IsDir() {
-			return nil
-		}
-		return invalidf("%s is a file, cannot hold objects under it", dir)
+	stat, inRoot := os.Lstat, len(dir) > len(f.root)
+	if !inRoot {
+		stat = os.Stat // the root and its parents may be symlinks: the operator chose them
 	}
-	if !isNotExist(err) {
+	st, err := stat(dir)
+	switch {
+	case err == nil && st.Mode()&fs.ModeSymlink != 0:
+		// Not the caller's input but the root's state, so not ErrInvalidInput.
+		return fmt.Errorf("%s is a symlink, which file:// does not follow below its root", dir)
+	case err == nil && !st.IsDir():
+		return invalidf("%s is a file, cannot hold objects under it", dir)
+	case err != nil && !isNotExist(err):
 		return err
+	case err == nil && !inRoot:
+		return nil
 	}
 	parent := filepath.Dir(dir)
 	if parent != dir {
 		if err := f.mkdirAll(parent); err != nil {
 			return err
 		}
+	}
+	if err == nil {
+		return nil // dir and every directory above it are real
 	}
 	if err := os.Mkdir(dir, f.dirMode); err != nil && !errors.Is(err, fs.ErrExist) {
 		return err
@@ -292,6 +314,9 @@ func (f *fileBackend) mkdirAll(dir string) error {
 // as an object store (which has no directories) would.
 func (f *fileBackend) delete(ctx context.Context, key string) error {
 	p := f.path(key)
+	if ok, err := f.underRealDirs(filepath.Dir(p)); !ok {
+		return err // no object: nothing beyond a symlink is deleted
+	}
 	st, err := os.Lstat(p)
 	if err != nil {
 		if isNotExist(err) {
@@ -316,7 +341,12 @@ func (f *fileBackend) delete(ctx context.Context, key string) error {
 }
 
 func (f *fileBackend) listDirs(ctx context.Context, prefix string, fn func(string) error) error {
-	entries, err := os.ReadDir(f.path(strings.TrimSuffix(prefix, "/"))) // "" is the root
+	d, err := f.openDir(f.path(strings.TrimSuffix(prefix, "/"))) // "" is the root
+	if d == nil || err != nil {
+		return err
+	}
+	entries, err := d.ReadDir(-1)
+	_ = d.Close()
 	if err != nil {
 		if isNotExist(err) {
 			return nil
@@ -360,7 +390,44 @@ func (f *fileBackend) syncDir(dir string) error {
 	return err
 }
 
-// isNotExist also treats ENOTDIR as absence: "a/b" is absent when "a" is a file.
+// underRealDirs reports whether dir and every directory above it up to the root exist as
+// real directories: objects lie only under those, since a symlink among them could lead out
+// of the root and listings never follow one.
+func (f *fileBackend) underRealDirs(dir string) (bool, error) {
+	for ; len(dir) > len(f.root); dir = filepath.Dir(dir) {
+		st, err := os.Lstat(dir)
+		if err != nil {
+			if isNotExist(err) {
+				return false, nil
+			}
+			return false, err
+		}
+		if !st.IsDir() {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// openDir opens the directory at path for a listing, under real directories only
+// (underRealDirs), and nil with no error when there is none.
+func (f *fileBackend) openDir(path string) (*os.File, error) {
+	if ok, err := f.underRealDirs(filepath.Dir(path)); !ok {
+		return nil, err
+	}
+	flags := os.O_RDONLY | openDirFlags
+	if len(path) <= len(f.root) {
+		flags = os.O_RDONLY // the root may be a symlink: the operator chose it
+	}
+	d, err := os.OpenFile(path, flags, 0)
+	if isNotExist(err) {
+		return nil, nil
+	}
+	return d, err
+}
+
+// isNotExist also treats ENOTDIR as absence ("a/b" is absent when "a" is a file), and ELOOP,
+// a symlink opened without following it.
 func isNotExist(err error) bool {
-	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.ELOOP)
 }

@@ -95,12 +95,9 @@ func (w *fileOrderedWalk) dir(dirKey string) error {
 // window reads the directory and returns, sorted, the w.held smallest wanted entries
 // after lower, and whether the window was full (more may follow).
 func (w *fileOrderedWalk) window(dirKey, lower string) ([]dirEntryKey, bool, error) {
-	d, err := os.OpenFile(w.f.path(strings.TrimSuffix(dirKey, "/")), os.O_RDONLY|openDirOnly, 0) // "" is the root
-	if err != nil {
-		if isNotExist(err) {
-			return nil, false, nil // absent, or pruned under a concurrent delete
-		}
-		return nil, false, err
+	d, err := w.f.openDir(w.f.path(strings.TrimSuffix(dirKey, "/"))) // "" is the root
+	if d == nil || err != nil {
+		return nil, false, err // nil, nil: absent, or pruned under a concurrent delete
 	}
 	defer d.Close()
 	var win []dirEntryKey // the wanted entries, cut back to the smallest w.window

@@ -2,8 +2,9 @@
 
 package objstore
 
-// openNoWait and openDirOnly are file_open_unix.go's flags; this system has no FIFOs to wait on.
+// openObjectFlags and openDirFlags are file_open_unix.go's flags; this system has no FIFOs
+// to wait on, and underRealDirs refuses its symlinked directories.
 const (
-	openNoWait  = 0
-	openDirOnly = 0
+	openObjectFlags = 0
+	openDirFlags    = 0
 )

@@ -89,3 +89,69 @@ func TestFileBucketFIFOAndSocketAreNotObjects(t *testing.T) {
 		t.Errorf("List(k/) = %v, %v; want only k/object", got, err)
 	}
 }
+
+// TestFileBucketSymlinksDoNotLeadOutOfTheRoot: a symlink in the root, to an object or to a
+// directory outside it, is never read, written or deleted through; a symlinked root is the
+// operator's choice and is followed.
+func TestFileBucketSymlinksDoNotLeadOutOfTheRoot(t *testing.T) {
+	ctx := context.Background()
+	outside := t.TempDir()
+	secret := filepath.Join(outside, "secret")
+	if err := os.WriteFile(secret, []byte("outside the root"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	realRoot := t.TempDir()
+	root := filepath.Join(t.TempDir(), "root")
+	if err := os.Symlink(realRoot, root); err != nil {
+		t.Fatal(err)
+	}
+	b := mustOpen(t, fileURL(root)+"?nosync=1")
+	mustPut(t, b, "k/object", "x")
+	for name, target := range map[string]string{"k/file": secret, "k/dir": outside, "k/zero": "/dev/zero"} {
+		if err := os.Symlink(target, filepath.Join(realRoot, filepath.FromSlash(name))); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	for _, key := range []string{"k/file", "k/dir/secret", "k/zero"} {
+		if got, err := b.Get(ctx, key); !errors.Is(err, ErrNotFound) {
+			t.Errorf("Get(%q) = %q, %v; want ErrNotFound", key, got, err)
+		}
+		if ok, err := b.Exists(ctx, key); ok || err != nil {
+			t.Errorf("Exists(%q) = %v, %v; want false", key, ok, err)
+		}
+	}
+	for _, prefix := range []string{"k/dir/", "k/dir/s"} {
+		if got, _, err := b.ListPageWhere(ctx, prefix, "", 10, nil); err != nil || len(got) != 0 {
+			t.Errorf("ListPageWhere(%q) = %v, %v; want nothing", prefix, got, err)
+		}
+		if got, err := b.List(ctx, prefix); err != nil || len(got) != 0 {
+			t.Errorf("List(%q) = %v, %v; want nothing", prefix, got, err)
+		}
+	}
+	if got, err := b.ListDirs(ctx, "k/dir/"); err != nil || len(got) != 0 {
+		t.Errorf("ListDirs(k/dir/) = %v, %v; want nothing", got, err)
+	}
+	// The root's state, not the caller's input: an error, but not ErrInvalidInput.
+	if err := b.Put(ctx, "k/dir/new", []byte("w")); err == nil || errors.Is(err, ErrInvalidInput) {
+		t.Errorf("Put(k/dir/new) = %v, want an error other than ErrInvalidInput", err)
+	}
+	for _, key := range []string{"k/dir/sub/new", "k/dir/secret"} {
+		err := b.PutIfAbsent(ctx, key, []byte("w"))
+		if err == nil || errors.Is(err, ErrInvalidInput) || errors.Is(err, ErrAlreadyExists) {
+			t.Errorf("PutIfAbsent(%q) = %v, want an error other than invalid input or lost race", key, err)
+		}
+	}
+	if err := b.Delete(ctx, "k/dir/secret"); err != nil {
+		t.Errorf("Delete(k/dir/secret): %v", err)
+	}
+	if ents, err := os.ReadDir(outside); err != nil || len(ents) != 1 || ents[0].Name() != "secret" {
+		t.Errorf("outside the root after the writes: %v, %v; want only secret", ents, err)
+	}
+	if got, err := b.List(ctx, ""); err != nil || len(got) != 1 || got[0].Key != "k/object" {
+		t.Errorf("List() = %v, %v; want only k/object", got, err)
+	}
+	if got, err := b.Get(ctx, "k/object"); err != nil || string(got) != "x" {
+		t.Errorf("Get(k/object) under a symlinked root = %q, %v", got, err)
+	}
+}

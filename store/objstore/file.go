@@ -2,7 +2,6 @@ package objstore
 
 import (
 	"bufio"
-	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -24,9 +23,12 @@ import (
 // IfNotExist is stat-then-rename (not atomic even in one process) and which neither fsyncs nor
 // keeps temp files beside their target. Every write goes to a temp file in the key's
 // directory, fsynced, and is published by rename(2) (put) or link(2) (ifAbsent: EEXIST is
-// atomic across processes), the directory fsynced after.
+// atomic across processes), the directory fsynced after. Every path below the root is
+// resolved through an os.Root, so no symlink left in the root leads a read, a write or a
+// delete out of it, however it is raced.
 type fileBackend struct {
 	root    string      // absolute root directory
+	r       *os.Root    // the root, opened once; nil for a URL only checked
 	dirMode os.FileMode // directory mode (dir_file_mode, default 0777 before umask)
 	noSync  bool        // nosync: skip fsync (tests and throwaway dev data only)
 }
@@ -76,6 +78,9 @@ func openFileBackend(rawURL string, u *url.URL, create bool) (*fileBackend, erro
 	if err := os.MkdirAll(root, dirMode); err != nil {
 		return nil, fmt.Errorf("storage url %q: root: %w", rawURL, err)
 	}
+	if f.r, err = os.OpenRoot(root); err != nil {
+		return nil, fmt.Errorf("storage url %q: root: %w", rawURL, err)
+	}
 	return f, nil
 }
 
@@ -95,18 +100,23 @@ func parseNoSync(values []string) (bool, error) {
 	return false, fmt.Errorf("nosync is given %d times", len(values))
 }
 
-func (f *fileBackend) close() error { return nil }
+func (f *fileBackend) close() error {
+	if f.r == nil {
+		return nil
+	}
+	return f.r.Close()
+}
 
-func (f *fileBackend) path(key string) string {
-	return filepath.Join(f.root, filepath.FromSlash(key))
+// relPath is key's path relative to the root ("." for "").
+func relPath(key string) string {
+	if key == "" {
+		return "."
+	}
+	return filepath.FromSlash(key)
 }
 
 func (f *fileBackend) get(ctx context.Context, key string, limit int64, alloc Alloc, _ *watchdog) ([]byte, error) {
-	p := f.path(key)
-	if ok, err := f.underRealDirs(filepath.Dir(p)); !ok {
-		return nil, cmp.Or(err, ErrNotFound)
-	}
-	fh, err := os.OpenFile(p, os.O_RDONLY|openObjectFlags, 0)
+	fh, err := f.r.OpenFile(relPath(key), os.O_RDONLY|openObjectFlags, 0)
 	if err != nil {
 		if isNotExist(err) || errors.Is(err, syscall.ENXIO) { // ENXIO: a socket, not an object
 			return nil, ErrNotFound
@@ -128,11 +138,7 @@ func (f *fileBackend) get(ctx context.Context, key string, limit int64, alloc Al
 }
 
 func (f *fileBackend) exists(ctx context.Context, key string) (bool, error) {
-	p := f.path(key)
-	if ok, err := f.underRealDirs(filepath.Dir(p)); !ok {
-		return false, err
-	}
-	st, err := os.Lstat(p)
+	st, err := f.r.Lstat(relPath(key))
 	if err != nil {
 		if isNotExist(err) {
 			return false, nil
@@ -144,19 +150,15 @@ func (f *fileBackend) exists(ctx context.Context, key string) (bool, error) {
 
 // put writes data to a temp file in the key's directory and publishes it (publishTemp).
 func (f *fileBackend) put(ctx context.Context, key string, data []byte, ifAbsent bool, _ *watchdog) error {
-	final := f.path(key)
-	dir := filepath.Dir(final)
+	final := relPath(key)
 	if ifAbsent {
 		// Fast path for the loser of a race: skip the temp write and its fsync when the name
-		// is already taken. Only an optimisation; link(2) below stays the arbiter. Not through
-		// a symlink, which writeTemp refuses.
-		if real, _ := f.underRealDirs(dir); real {
-			if _, err := os.Lstat(final); err == nil {
-				return ErrAlreadyExists
-			}
+		// is already taken. Only an optimisation; link(2) below stays the arbiter.
+		if st, err := f.r.Lstat(final); err == nil {
+			return f.taken(final, st)
 		}
 	}
-	tmp, err := f.writeTemp(dir, func(fh *os.File) error {
+	tmp, err := f.writeTemp(filepath.Dir(final), func(fh *os.File) error {
 		_, err := fh.Write(data)
 		return err
 	})
@@ -168,7 +170,7 @@ func (f *fileBackend) put(ctx context.Context, key string, data []byte, ifAbsent
 
 // putFrom is put for a streamed object; it returns the bytes written.
 func (f *fileBackend) putFrom(ctx context.Context, key string, write func(io.Writer) error) (int64, error) {
-	final := f.path(key)
+	final := relPath(key)
 	var n int64
 	tmp, err := f.writeTemp(filepath.Dir(final), func(fh *os.File) error {
 		// Large sequential writes: fewer syscalls than the encoder's page-sized writes.
@@ -215,20 +217,22 @@ func (w *writebackWriter) Write(p []byte) (int, error) {
 // publishTemp publishes the complete temp file tmp as final by rename (replace) or hard link
 // (create-only), removing tmp in every case.
 func (f *fileBackend) publishTemp(tmp, final string, ifAbsent bool) error {
-	dir := filepath.Dir(final)
-	defer os.Remove(tmp) // after a successful rename the name is gone and this is a no-op
+	defer f.r.Remove(tmp) // after a successful rename the name is gone and this is a no-op
 	if ifAbsent {
-		if err := os.Link(tmp, final); err != nil {
+		if err := f.r.Link(tmp, final); err != nil {
 			if errors.Is(err, fs.ErrExist) {
+				if st, serr := f.r.Lstat(final); serr == nil {
+					return f.taken(final, st)
+				}
 				return ErrAlreadyExists
 			}
 			return fmt.Errorf("publish with link(2) (the filesystem must support hard links): %w", err)
 		}
-	} else if err := os.Rename(tmp, final); err != nil {
+	} else if err := f.r.Rename(tmp, final); err != nil {
 		return err
 	}
 	// Make the new directory entry durable; the data itself was fsynced in writeTemp.
-	if err := f.syncDir(dir); err != nil && !isNotExist(err) {
+	if err := f.syncDir(filepath.Dir(final)); err != nil && !isNotExist(err) {
 		return err
 	}
 	return nil
@@ -236,7 +240,7 @@ func (f *fileBackend) publishTemp(tmp, final string, ifAbsent bool) error {
 
 // writeTemp creates dir if needed and lets fill write a fresh temp file in it, which it then
 // fsyncs. A concurrent delete may prune dir between mkdirAll and the create; that is retried.
-func (f *fileBackend) writeTemp(dir string, fill func(*os.File) error) (string, error) {
+func (f *fileBackend) writeTemp(dir string, fill func(*os.File) error) (tmp string, _ error) {
 	var fh *os.File
 	for attempt := 0; ; attempt++ {
 		if err := f.mkdirAll(dir); err != nil {
@@ -249,9 +253,9 @@ func (f *fileBackend) writeTemp(dir string, fill func(*os.File) error) (string, 
 		if _, err := rand.Read(suffix[:]); err != nil {
 			return "", err
 		}
-		name := filepath.Join(dir, tempPrefix+hex.EncodeToString(suffix[:]))
+		tmp = filepath.Join(dir, tempPrefix+hex.EncodeToString(suffix[:]))
 		var err error
-		fh, err = os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+		fh, err = f.r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
 		if err == nil {
 			break
 		}
@@ -260,7 +264,6 @@ func (f *fileBackend) writeTemp(dir string, fill func(*os.File) error) (string, 
 		}
 		return "", err
 	}
-	name := fh.Name()
 	err := fill(fh)
 	if err == nil && !f.noSync {
 		err = fh.Sync() // before publishing: a crash must never expose a name with partial bytes
@@ -269,42 +272,32 @@ func (f *fileBackend) writeTemp(dir string, fill func(*os.File) error) (string, 
 		err = cerr
 	}
 	if err != nil {
-		_ = os.Remove(name)
+		_ = f.r.Remove(tmp)
 		return "", err
 	}
-	return name, nil
+	return tmp, nil
 }
 
-// mkdirAll creates dir and its missing parents, fsyncing the parent of each directory it
-// creates so a published object's path survives a crash. Below the root it refuses a symlink
-// on the way, which could lead a write out of the root.
+// mkdirAll creates dir (relative to the root) and its missing parents, fsyncing the parent
+// of each directory it creates so a published object's path survives a crash.
 func (f *fileBackend) mkdirAll(dir string) error {
-	stat, inRoot := os.Lstat, len(dir) > len(f.root)
-	if !inRoot {
-		stat = os.Stat // the root and its parents may be symlinks: the operator chose them
-	}
-	st, err := stat(dir)
-	switch {
-	case err == nil && st.Mode()&fs.ModeSymlink != 0:
-		// Not the caller's input but the root's state, so not ErrInvalidInput.
-		return fmt.Errorf("%s is a symlink, which file:// does not follow below its root", dir)
-	case err == nil && !st.IsDir():
-		return invalidf("%s is a file, cannot hold objects under it", dir)
-	case err != nil && !isNotExist(err):
-		return err
-	case err == nil && !inRoot:
+	if dir == "." {
 		return nil
 	}
+	st, err := f.r.Stat(dir)
+	switch {
+	case err == nil && !st.IsDir():
+		return invalidf("%s is a file, cannot hold objects under it", filepath.Join(f.root, dir))
+	case err == nil:
+		return nil
+	case !isNotExist(err):
+		return err
+	}
 	parent := filepath.Dir(dir)
-	if parent != dir {
-		if err := f.mkdirAll(parent); err != nil {
-			return err
-		}
+	if err := f.mkdirAll(parent); err != nil {
+		return err
 	}
-	if err == nil {
-		return nil // dir and every directory above it are real
-	}
-	if err := os.Mkdir(dir, f.dirMode); err != nil && !errors.Is(err, fs.ErrExist) {
+	if err := f.r.Mkdir(dir, f.dirMode); err != nil && !errors.Is(err, fs.ErrExist) {
 		return err
 	}
 	return f.syncDir(parent)
@@ -313,11 +306,8 @@ func (f *fileBackend) mkdirAll(dir string) error {
 // delete removes the file and prunes the directories it leaves empty, so listDirs answers
 // as an object store (which has no directories) would.
 func (f *fileBackend) delete(ctx context.Context, key string) error {
-	p := f.path(key)
-	if ok, err := f.underRealDirs(filepath.Dir(p)); !ok {
-		return err // no object: nothing beyond a symlink is deleted
-	}
-	st, err := os.Lstat(p)
+	p := relPath(key)
+	st, err := f.r.Lstat(p)
 	if err != nil {
 		if isNotExist(err) {
 			return nil
@@ -327,13 +317,14 @@ func (f *fileBackend) delete(ctx context.Context, key string) error {
 	if st.IsDir() {
 		return nil // a directory is not an object
 	}
-	if err := os.Remove(p); err != nil && !isNotExist(err) {
+	if err := f.r.Remove(p); err != nil && !isNotExist(err) {
 		return err
 	}
-	// Prune directories this delete left empty (rmdir fails on a non-empty one, which ends
-	// the walk). A concurrent writer that loses its directory retries in writeTemp.
-	for dir := filepath.Dir(p); dir != f.root && strings.HasPrefix(dir, f.root); dir = filepath.Dir(dir) {
-		if syscall.Rmdir(dir) != nil {
+	// Prune directories this delete left empty (removing a non-empty one fails, which ends
+	// the walk), never a symlink on the way. A concurrent writer that loses its directory
+	// retries in writeTemp.
+	for dir := filepath.Dir(p); dir != "."; dir = filepath.Dir(dir) {
+		if st, err := f.r.Lstat(dir); err != nil || !st.IsDir() || f.r.Remove(dir) != nil {
 			break
 		}
 	}
@@ -341,7 +332,7 @@ func (f *fileBackend) delete(ctx context.Context, key string) error {
 }
 
 func (f *fileBackend) listDirs(ctx context.Context, prefix string, fn func(string) error) error {
-	d, err := f.openDir(f.path(strings.TrimSuffix(prefix, "/"))) // "" is the root
+	d, err := f.openDir(relPath(strings.TrimSuffix(prefix, "/")))
 	if d == nil || err != nil {
 		return err
 	}
@@ -379,7 +370,7 @@ func (f *fileBackend) syncDir(dir string) error {
 	if f.noSync {
 		return nil
 	}
-	d, err := os.Open(dir)
+	d, err := f.r.Open(dir)
 	if err != nil {
 		return err
 	}
@@ -390,44 +381,43 @@ func (f *fileBackend) syncDir(dir string) error {
 	return err
 }
 
-// underRealDirs reports whether dir and every directory above it up to the root exist as
-// real directories: objects lie only under those, since a symlink among them could lead out
-// of the root and listings never follow one.
-func (f *fileBackend) underRealDirs(dir string) (bool, error) {
-	for ; len(dir) > len(f.root); dir = filepath.Dir(dir) {
-		st, err := os.Lstat(dir)
-		if err != nil {
-			if isNotExist(err) {
-				return false, nil
-			}
-			return false, err
-		}
-		if !st.IsDir() {
-			return false, nil
-		}
-	}
-	return true, nil
-}
-
-// openDir opens the directory at path for a listing, under real directories only
-// (underRealDirs), and nil with no error when there is none.
-func (f *fileBackend) openDir(path string) (*os.File, error) {
-	if ok, err := f.underRealDirs(filepath.Dir(path)); !ok {
-		return nil, err
-	}
-	flags := os.O_RDONLY | openDirFlags
-	if len(path) <= len(f.root) {
-		flags = os.O_RDONLY // the root may be a symlink: the operator chose it
-	}
-	d, err := os.OpenFile(path, flags, 0)
+// openDir opens the directory dir (relative to the root) for a listing, only if it is one:
+// nil with no error when there is none, or a FIFO, which must not be opened for reading.
+func (f *fileBackend) openDir(dir string) (*os.File, error) {
+	d, err := f.r.OpenFile(dir, os.O_RDONLY|openDirFlags, 0)
 	if isNotExist(err) {
 		return nil, nil
 	}
 	return d, err
 }
 
+// taken is what a create-only write finds at final, taken by st: a lost race when it is an
+// object, the root's damage when it is not (a directory, a FIFO, a symlink), said as such
+// instead of as a race that every retry loses again.
+func (f *fileBackend) taken(final string, st fs.FileInfo) error {
+	if st.Mode().IsRegular() {
+		return ErrAlreadyExists
+	}
+	return fmt.Errorf("%s is a %s, not an object: remove it from the storage root", filepath.Join(f.root, final), fileKind(st.Mode()))
+}
+
+// fileKind names what a directory entry that is not a regular file is.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "directory"
+	case m&fs.ModeSymlink != 0:
+		return "symlink"
+	case m&fs.ModeNamedPipe != 0:
+		return "FIFO"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	}
+	return "special file"
+}
+
 // isNotExist also treats ENOTDIR as absence ("a/b" is absent when "a" is a file), and ELOOP,
-// a symlink opened without following it.
+// a symlink loop.
 func isNotExist(err error) bool {
 	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.ELOOP)
 }

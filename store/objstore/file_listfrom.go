@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"math"
-	"os"
 	"slices"
 	"strings"
 )
@@ -95,7 +94,7 @@ func (w *fileOrderedWalk) dir(dirKey string) error {
 // window reads the directory and returns, sorted, the w.held smallest wanted entries
 // after lower, and whether the window was full (more may follow).
 func (w *fileOrderedWalk) window(dirKey, lower string) ([]dirEntryKey, bool, error) {
-	d, err := w.f.openDir(w.f.path(strings.TrimSuffix(dirKey, "/"))) // "" is the root
+	d, err := w.f.openDir(relPath(strings.TrimSuffix(dirKey, "/")))
 	if d == nil || err != nil {
 		return nil, false, err // nil, nil: absent, or pruned under a concurrent delete
 	}
@@ -147,7 +146,7 @@ func (w *fileOrderedWalk) window(dirKey, lower string) ([]dirEntryKey, bool, err
 
 // file stats one listed key and hands it to fn; a file removed meanwhile is skipped.
 func (w *fileOrderedWalk) file(key string) error {
-	st, err := os.Lstat(w.f.path(key))
+	st, err := w.f.r.Lstat(relPath(key))
 	if err != nil {
 		if isNotExist(err) {
 			return nil

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -91,8 +92,8 @@ func TestFileBucketFIFOAndSocketAreNotObjects(t *testing.T) {
 }
 
 // TestFileBucketSymlinksDoNotLeadOutOfTheRoot: a symlink in the root, to an object or to a
-// directory outside it, is never read, written or deleted through; a symlinked root is the
-// operator's choice and is followed.
+// directory outside it, is never read, written or deleted through (an error, not the outside
+// file), and never listed; a symlinked root is the operator's choice and is followed.
 func TestFileBucketSymlinksDoNotLeadOutOfTheRoot(t *testing.T) {
 	ctx := context.Background()
 	outside := t.TempDir()
@@ -114,23 +115,22 @@ func TestFileBucketSymlinksDoNotLeadOutOfTheRoot(t *testing.T) {
 	}
 
 	for _, key := range []string{"k/file", "k/dir/secret", "k/zero"} {
-		if got, err := b.Get(ctx, key); !errors.Is(err, ErrNotFound) {
-			t.Errorf("Get(%q) = %q, %v; want ErrNotFound", key, got, err)
+		if got, err := b.Get(ctx, key); err == nil || errors.Is(err, ErrInvalidInput) || got != nil {
+			t.Errorf("Get(%q) = %q, %v; want an error other than invalid input", key, got, err)
 		}
-		if ok, err := b.Exists(ctx, key); ok || err != nil {
-			t.Errorf("Exists(%q) = %v, %v; want false", key, ok, err)
+	}
+	for key, wantErr := range map[string]bool{"k/file": false, "k/zero": false, "k/dir/secret": true} {
+		if ok, err := b.Exists(ctx, key); ok || (err != nil) != wantErr {
+			t.Errorf("Exists(%q) = %v, %v; want false and an error %v", key, ok, err, wantErr)
 		}
 	}
 	for _, prefix := range []string{"k/dir/", "k/dir/s"} {
-		if got, _, err := b.ListPageWhere(ctx, prefix, "", 10, nil); err != nil || len(got) != 0 {
-			t.Errorf("ListPageWhere(%q) = %v, %v; want nothing", prefix, got, err)
-		}
-		if got, err := b.List(ctx, prefix); err != nil || len(got) != 0 {
-			t.Errorf("List(%q) = %v, %v; want nothing", prefix, got, err)
+		if got, _, err := b.ListPageWhere(ctx, prefix, "", 10, nil); err == nil || len(got) != 0 {
+			t.Errorf("ListPageWhere(%q) = %v, %v; want an error", prefix, got, err)
 		}
 	}
-	if got, err := b.ListDirs(ctx, "k/dir/"); err != nil || len(got) != 0 {
-		t.Errorf("ListDirs(k/dir/) = %v, %v; want nothing", got, err)
+	if got, err := b.ListDirs(ctx, "k/dir/"); err == nil || len(got) != 0 {
+		t.Errorf("ListDirs(k/dir/) = %v, %v; want an error", got, err)
 	}
 	// The root's state, not the caller's input: an error, but not ErrInvalidInput.
 	if err := b.Put(ctx, "k/dir/new", []byte("w")); err == nil || errors.Is(err, ErrInvalidInput) {
@@ -142,8 +142,11 @@ func TestFileBucketSymlinksDoNotLeadOutOfTheRoot(t *testing.T) {
 			t.Errorf("PutIfAbsent(%q) = %v, want an error other than invalid input or lost race", key, err)
 		}
 	}
-	if err := b.Delete(ctx, "k/dir/secret"); err != nil {
-		t.Errorf("Delete(k/dir/secret): %v", err)
+	if err := b.Delete(ctx, "k/dir/secret"); err == nil {
+		t.Errorf("Delete(k/dir/secret) = nil, want an error")
+	}
+	if got, err := os.ReadFile(secret); err != nil || string(got) != "outside the root" {
+		t.Errorf("the file outside the root after the writes: %q, %v", got, err)
 	}
 	if ents, err := os.ReadDir(outside); err != nil || len(ents) != 1 || ents[0].Name() != "secret" {
 		t.Errorf("outside the root after the writes: %v, %v; want only secret", ents, err)
@@ -153,5 +156,33 @@ func TestFileBucketSymlinksDoNotLeadOutOfTheRoot(t *testing.T) {
 	}
 	if got, err := b.Get(ctx, "k/object"); err != nil || string(got) != "x" {
 		t.Errorf("Get(k/object) under a symlinked root = %q, %v", got, err)
+	}
+}
+
+// TestFileBucketCreateOnlyOverANonObjectSaysSo: a create-only write whose name a directory, a
+// FIFO or a symlink takes fails naming it, not as a race lost to another writer, which every
+// retry would lose again.
+func TestFileBucketCreateOnlyOverANonObjectSaysSo(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	b := mustOpen(t, fileURL(root)+"?nosync=1")
+	mustPut(t, b, "k/object", "x")
+	if err := os.Mkdir(filepath.Join(root, "k", "dir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(root, "k", "fifo"), 0o644); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	if err := os.Symlink("object", filepath.Join(root, "k", "link")); err != nil {
+		t.Fatal(err)
+	}
+	for key, kind := range map[string]string{"k/dir": "directory", "k/fifo": "FIFO", "k/link": "symlink"} {
+		err := b.PutIfAbsent(ctx, key, []byte("w"))
+		if err == nil || errors.Is(err, ErrAlreadyExists) || !strings.Contains(err.Error(), "is a "+kind+", not an object") {
+			t.Errorf("PutIfAbsent(%q) = %v, want it named a %s, not a lost race", key, err, kind)
+		}
+	}
+	if err := b.PutIfAbsent(ctx, "k/object", []byte("w")); !errors.Is(err, ErrAlreadyExists) {
+		t.Errorf("PutIfAbsent(k/object) = %v, want ErrAlreadyExists", err)
 	}
 }

@@ -98,6 +98,10 @@ func classify(err error) errorClass {
 		return errorClass{errType: contract.ErrTypeInvalidInput, nonRetryable: true}
 	case errors.As(err, new(*serviceerror.NamespaceNotFound)), errors.As(err, new(*serviceerror.PermissionDenied)):
 		return errorClass{errType: contract.ErrTypeMisconfigured, nonRetryable: true}
+	case errors.Is(err, contract.ErrWorkflowIDTaken):
+		// Held until someone ends the other workflow: the next sweep round or trigger backoff
+		// asks again, not an activity retry seconds later.
+		return errorClass{errType: contract.ErrTypeStartFailed, nonRetryable: true}
 	}
 	return errorClass{errType: contract.ErrTypeInternal}
 }

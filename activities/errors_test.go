@@ -71,6 +71,7 @@ func TestToTemporalMapsFrontendRefusals(t *testing.T) {
 		{serviceerror.NewInvalidArgument("WorkflowId length exceeds limit"), contract.ErrTypeInvalidInput, true},
 		{serviceerror.NewNamespaceNotFound("walkeeper"), contract.ErrTypeMisconfigured, true},
 		{serviceerror.NewPermissionDenied("no", ""), contract.ErrTypeMisconfigured, true},
+		{contract.ErrWorkflowIDTaken, contract.ErrTypeStartFailed, true},
 		{serviceerror.NewUnavailable("restarting"), contract.ErrTypeInternal, false},
 		{serviceerror.NewResourceExhausted(0, "rps limit"), contract.ErrTypeInternal, false},
 		{serviceerror.NewNamespaceNotActive("walkeeper", "a", "b"), contract.ErrTypeInternal, false},

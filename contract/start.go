@@ -41,7 +41,7 @@ func StartCompactBase(ctx context.Context, c client.Client, t target.Target, in 
 }
 
 // execute refuses in out of bounds (Validate), applies with to opts and starts workflow
-// with in.
+// with in; a running workflow of another type under the ID is an ErrWorkflowIDTaken.
 func execute(ctx context.Context, c client.Client, opts client.StartWorkflowOptions, with []StartOption, workflow string, in interface{ Validate() error }) (client.WorkflowRun, error) {
 	if err := in.Validate(); err != nil {
 		return nil, err
@@ -52,7 +52,15 @@ func execute(ctx context.Context, c client.Client, opts client.StartWorkflowOpti
 	if err := CheckMergeRunTimeout(opts.WorkflowRunTimeout); err != nil {
 		return nil, fmt.Errorf("run timeout: %w", err)
 	}
-	return c.ExecuteWorkflow(ctx, opts, workflow, in)
+	report := &startReport{}
+	run, err := c.ExecuteWorkflow(context.WithValue(ctx, startReportKey{}, report), opts, workflow, in)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkAttached(ctx, c, run, workflow, report); err != nil {
+		return nil, err
+	}
+	return run, nil
 }
 
 // StartOption adjusts how StartMergeWal and StartCompactBase start a run; the ID policies,

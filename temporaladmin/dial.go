@@ -14,6 +14,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 )
 
 // Connection defaults: the local dev server.
@@ -46,6 +47,7 @@ func (c Config) ClientOptions(logger *zap.Logger) (client.Options, error) {
 		Logger:         newSDKLogger(logger),
 		MetricsHandler: c.MetricsHandler,
 	}
+	opts.ConnectionOptions.DialOptions = append(opts.ConnectionOptions.DialOptions, grpc.WithChainUnaryInterceptor(reportStartOutcome))
 	var err error
 	if opts.ConnectionOptions.TLS, err = c.tlsConfig(); err != nil {
 		return client.Options{}, err

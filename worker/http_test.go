@@ -404,6 +404,11 @@ func TestHTTPMergeWalErrors(t *testing.T) {
 	rs.setFail(serviceerror.NewUnavailable("frontend down"))
 	r := c.do(http.MethodPost, "/api/v1/stores/generic/gs/merge-wal", "", nil)
 	expect(t, r, http.StatusServiceUnavailable, CodeTemporalUnavailable)
+	rs.setFail(fmt.Errorf("workflow ID merge-wal/generic/gs is held by a running Foo workflow: %w", contract.ErrWorkflowIDTaken))
+	r = c.do(http.MethodPost, "/api/v1/stores/generic/gs/merge-wal", "", nil)
+	if m := expect(t, r, http.StatusConflict, CodeWorkflowIDTaken); !strings.Contains(fmt.Sprint(m["error"]), "Foo") {
+		t.Fatalf("workflow_id_taken does not name the holder: %s", r.body)
+	}
 	rs.setFail(nil)
 
 	failing := func(_ context.Context, t store.Target, _ contract.MergeWalInput, _ ...contract.StartOption) (client.WorkflowRun, error) {

@@ -42,6 +42,7 @@ const (
 	CodeMergeFailed          = "merge_failed"           // 500: the MergeWal workflow (waited for) failed
 	CodeMergeStopped         = "merge_stopped"          // 409: the MergeWal workflow (waited for) was cancelled or terminated
 	CodeMergeTimedOut        = "merge_timed_out"        // 504: the MergeWal workflow (waited for) ran past its run timeout
+	CodeWorkflowIDTaken      = "workflow_id_taken"      // 409: a workflow of another type runs under the store's merge ID
 	CodeTooManyPending       = "too_many_pending"       // 503 + Retry-After: pending-generation debt too high
 	CodeBudgetBusy           = "budget_busy"            // 503 + Retry-After: merge memory budget busy
 	CodeFenced               = "fenced"                 // 503: another process took this shard (same instance id)
@@ -142,6 +143,9 @@ func classifyTemporal(err error) *apiError {
 		errors.As(err, new(*serviceerror.NamespaceNotFound)) || errors.As(err, new(*serviceerror.NamespaceNotActive)) ||
 		errors.As(err, new(*serviceerror.ResourceExhausted)) {
 		return &apiError{Status: http.StatusServiceUnavailable, Code: CodeTemporalUnavailable, Message: err.Error(), RetryAfter: 5 * time.Second}
+	}
+	if errors.Is(err, contract.ErrWorkflowIDTaken) {
+		return &apiError{Status: http.StatusConflict, Code: CodeWorkflowIDTaken, Message: err.Error()}
 	}
 	return classify(err)
 }

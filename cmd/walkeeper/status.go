@@ -414,6 +414,12 @@ func printWorkflow(ctx context.Context, out io.Writer, sv stuckView, typ, id str
 	fmt.Fprintf(tw, "  run id\t%s\n", info.GetExecution().GetRunId())
 	fmt.Fprintf(tw, "  status\t%s\n", status.String())
 	fmt.Fprintf(tw, "  started\t%s\n", info.GetStartTime().AsTime().Local().Format(time.RFC3339))
+	if held := info.GetType().GetName(); held != typ {
+		// Someone with namespace access ran another workflow under walkeeper's ID: not a run
+		// of typ, whose status query it would not answer.
+		fmt.Fprintf(tw, "  type\t%s, not %s: not walkeeper's run\n", contract.Clip(held, contract.MaxStartErrorBytes), typ)
+		return flushLine(tw, out)
+	}
 	if status != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 		if ct := info.GetCloseTime(); ct != nil {
 			fmt.Fprintf(tw, "  closed\t%s\n", ct.AsTime().Local().Format(time.RFC3339))

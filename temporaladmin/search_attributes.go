@@ -19,8 +19,8 @@ import (
 )
 
 // EnsureSearchAttributes registers walkeeper's search attributes in namespace ns through the
-// operator API, idempotent and safe to race; one registered with another type is an error,
-// since the workflows would fail their tasks forever. Needs operator permissions (on Temporal
+// operator API, idempotent and safe to race; one registered with another type is an
+// ErrSearchAttributeType, since the workflows would fail their tasks forever. Needs operator permissions (on Temporal
 // Cloud register them with tcld).
 func EnsureSearchAttributes(ctx context.Context, c client.Client, ns string) error {
 	ns = cmp.Or(ns, DefaultNamespace)
@@ -97,7 +97,9 @@ func missingSearchAttributes(ctx context.Context, c client.Client, ns string, wa
 		return nil, fmt.Errorf("list search attributes in namespace %s: %w", ns, err)
 	}
 	missing := map[string]enumspb.IndexedValueType{}
-	for name, typ := range want {
+	var wrong []string
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		typ := want[name]
 		have, ok := resp.GetCustomAttributes()[name]
 		if !ok {
 			have, ok = resp.GetSystemAttributes()[name]
@@ -106,11 +108,24 @@ func missingSearchAttributes(ctx context.Context, c client.Client, ns string, wa
 		case !ok:
 			missing[name] = typ
 		case have != typ:
-			return nil, fmt.Errorf("search attribute %s is registered as %s in namespace %s, walkeeper needs %s", name, have, ns, typ)
+			wrong = append(wrong, fmt.Sprintf("search attribute %s is registered as %s in namespace %s, walkeeper needs %s", name, have, ns, typ))
 		}
+	}
+	if len(wrong) > 0 {
+		return nil, &searchAttributeTypeError{fmt.Sprintf("%s: every merge or compaction that sets one would fail its workflow task until its run timeout; remove each (temporal operator search-attribute remove -n %s --name NAME) and start a worker again, which registers them",
+			strings.Join(wrong, "; "), ns)}
 	}
 	return missing, nil
 }
+
+// ErrSearchAttributeType marks a walkeeper search attribute registered with another type in
+// the namespace, which no retry and no worker changes.
+var ErrSearchAttributeType = errors.New("a walkeeper search attribute is registered with another type")
+
+type searchAttributeTypeError struct{ msg string }
+
+func (e *searchAttributeTypeError) Error() string        { return e.msg }
+func (e *searchAttributeTypeError) Is(target error) bool { return target == ErrSearchAttributeType }
 
 func saNames(m map[string]enumspb.IndexedValueType) string {
 	return strings.Join(slices.Sorted(maps.Keys(m)), ",")

@@ -2,12 +2,14 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
@@ -145,5 +147,37 @@ func TestWorkerRegistersSearchAttributesThroughALateAnswer(t *testing.T) {
 		if got, ok := resp.GetCustomAttributes()[name]; !ok || got != typ {
 			t.Errorf("search attribute %s: %v (registered %v), want %v", name, got, ok, typ)
 		}
+	}
+}
+
+// A walkeeper search attribute that someone registered with another type fails the worker's
+// start, naming it: started, every merge of every store would fail its workflow task on the
+// attribute's first upsert until its run timeout, and then the next one.
+func TestFindingSearchAttributeOfAnotherTypeFailsTheStart(t *testing.T) {
+	testtemporal.SkipShort(t)
+	_, tc := testtemporal.StartWithOptions(t, testtemporal.Options{NoSearchAttributes: true})
+	ctx := context.Background()
+	if _, err := tc.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
+		Namespace:        temporaladmin.DefaultNamespace,
+		SearchAttributes: map[string]enumspb.IndexedValueType{contract.WalReclaimedName: enumspb.INDEXED_VALUE_TYPE_KEYWORD},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.Instance = "sa-type"
+	cfg.Storage = "file://" + filepath.ToSlash(filepath.Join(t.TempDir(), "storage"))
+	cfg.Listen = "127.0.0.1:0"
+	cfg.FairnessProbe = false
+	w, err := New(cfg, zap.NewNop(), tc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = w.Start(ctx)
+	if err == nil {
+		_ = w.Stop(ctx)
+		t.Fatal("the worker started with WalReclaimed registered as Keyword")
+	}
+	if !errors.Is(err, temporaladmin.ErrSearchAttributeType) || !strings.Contains(err.Error(), "WalReclaimed is registered as Keyword") {
+		t.Fatalf("Start: %v, want the wrong type of WalReclaimed named", err)
 	}
 }

@@ -207,7 +207,8 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 }
 
 // startTemporalLocked registers search attributes (retried for up to w.ensureWithin, before
-// anything can start a workflow that needs them) and starts both Temporal workers.
+// anything can start a workflow that needs them; one of another type fails it) and starts
+// both Temporal workers.
 func (w *Worker) startTemporalLocked(ctx context.Context, db *store.DB) error {
 	log := w.log
 	retrying := func(err error) {
@@ -215,7 +216,11 @@ func (w *Worker) startTemporalLocked(ctx context.Context, db *store.DB) error {
 	}
 	if err := temporaladmin.RetryTransient(ctx, w.ensureWithin, retrying, func(ctx context.Context) error {
 		return temporaladmin.EnsureSearchAttributes(ctx, w.tc, w.cfg.Temporal.Namespace)
-	}); err != nil {
+	}); errors.Is(err, temporaladmin.ErrSearchAttributeType) {
+		// Every merge and compaction of every store would fail its workflow tasks until its
+		// run timeout, then the next one: refused at start, not wedged at every run.
+		return err
+	} else if err != nil {
 		log.Warn("could not register search attributes; workflow starts may fail until they exist", zap.Error(err))
 	}
 	host, _ := os.Hostname()

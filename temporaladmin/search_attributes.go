@@ -20,8 +20,8 @@ import (
 
 // EnsureSearchAttributes registers walkeeper's search attributes in namespace ns through the
 // operator API, idempotent and safe to race; one registered with another type is an
-// ErrSearchAttributeType, since the workflows would fail their tasks forever. Needs operator permissions (on Temporal
-// Cloud register them with tcld).
+// ErrSearchAttributeType, since the workflows would fail their tasks forever. Needs operator
+// permissions (on Temporal Cloud register them with tcld).
 func EnsureSearchAttributes(ctx context.Context, c client.Client, ns string) error {
 	ns = cmp.Or(ns, DefaultNamespace)
 	want := contract.SearchAttributes

@@ -409,6 +409,20 @@ func TestHTTPMergeWalErrors(t *testing.T) {
 	if m := expect(t, r, http.StatusConflict, CodeWorkflowIDTaken); !strings.Contains(fmt.Sprint(m["error"]), "Foo") {
 		t.Fatalf("workflow_id_taken does not name the holder: %s", r.body)
 	}
+	// A namespace missing a walkeeper search attribute: the operator's to fix, named, not a bug.
+	for _, refusal := range []error{
+		serviceerror.NewInvalidArgument("Namespace default has no mapping defined for search attribute WalTrigger"),
+		serviceerror.NewPermissionDenied("Request unauthorized.", ""),
+	} {
+		rs.setFail(refusal)
+		r = c.do(http.MethodPost, "/api/v1/stores/generic/gs/merge-wal", "", nil)
+		if m := expect(t, r, http.StatusServiceUnavailable, CodeTemporalMisconfig); !strings.Contains(fmt.Sprint(m["error"]), refusal.Error()) {
+			t.Fatalf("temporal_misconfigured does not name the cause: %s", r.body)
+		}
+		if r.header.Get("Retry-After") != "" {
+			t.Fatalf("temporal_misconfigured advertises a retry: %s", r.header.Get("Retry-After"))
+		}
+	}
 	rs.setFail(nil)
 
 	failing := func(_ context.Context, t store.Target, _ contract.MergeWalInput, _ ...contract.StartOption) (client.WorkflowRun, error) {

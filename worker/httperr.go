@@ -48,6 +48,7 @@ const (
 	CodeFenced               = "fenced"                 // 503: another process took this shard (same instance id)
 	CodeShuttingDown         = "shutting_down"          // 503: the worker is stopping
 	CodeTemporalUnavailable  = "temporal_unavailable"   // 503: no Temporal client, or Temporal unreachable
+	CodeTemporalMisconfig    = "temporal_misconfigured" // 503: Temporal refuses the start for good (a search attribute missing)
 	CodeTimeout              = "timeout"                // 504: the operation ran out of time
 )
 
@@ -137,12 +138,18 @@ func notFoundAs(err error, code string) *apiError {
 }
 
 // classifyTemporal maps an error from starting a workflow: unreachable or unknown namespace is
-// temporal_unavailable; store marks keep their mapping; anything else is internal.
+// temporal_unavailable; a start the namespace refuses as invalid or not permitted is
+// temporal_misconfigured, since walkeeper's starts are valid in a namespace set up for it;
+// store marks keep their mapping; anything else is internal.
 func classifyTemporal(err error) *apiError {
 	if errors.As(err, new(*serviceerror.Unavailable)) || errors.As(err, new(*serviceerror.DeadlineExceeded)) ||
 		errors.As(err, new(*serviceerror.NamespaceNotFound)) || errors.As(err, new(*serviceerror.NamespaceNotActive)) ||
 		errors.As(err, new(*serviceerror.ResourceExhausted)) {
 		return &apiError{Status: http.StatusServiceUnavailable, Code: CodeTemporalUnavailable, Message: err.Error(), RetryAfter: 5 * time.Second}
+	}
+	if errors.As(err, new(*serviceerror.InvalidArgument)) || errors.As(err, new(*serviceerror.PermissionDenied)) {
+		return &apiError{Status: http.StatusServiceUnavailable, Code: CodeTemporalMisconfig,
+			Message: "Temporal refused the start; fix the namespace walkeeper uses: " + err.Error()}
 	}
 	if errors.Is(err, contract.ErrWorkflowIDTaken) {
 		return &apiError{Status: http.StatusConflict, Code: CodeWorkflowIDTaken, Message: err.Error()}

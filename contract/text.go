@@ -3,6 +3,8 @@ package contract
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -15,6 +17,31 @@ func Clip(s string, n int) string {
 		n--
 	}
 	return s[:n] + "…"
+}
+
+// Printable is s with every rune that is not printable (control characters, line and
+// paragraph separators) and every byte that is not UTF-8 written as a Go escape (\x1b, \n,
+// \t), so that text anyone with namespace access can set, printed to a terminal, neither moves
+// its cursor nor breaks a table's rows and columns. Pure.
+func Printable(s string) string {
+	if !strings.ContainsFunc(s, func(r rune) bool { return r == utf8.RuneError || !strconv.IsPrint(r) }) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case strconv.IsPrint(r):
+			b.WriteString(s[i : i+size])
+		default:
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		}
+		i += size
+	}
+	return b.String()
 }
 
 // FormatBytes is n in binary units for people: "512 B", "1.5 MiB", "2.0 GiB".

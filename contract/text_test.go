@@ -36,3 +36,10 @@ func TestFailureTextFitsItsBound(t *testing.T) {
 		t.Fatalf("clipped to %d bytes (valid UTF-8 %v), want at most %d ending in …", len(got), utf8.ValidString(got), MaxFailureTextBytes)
 	}
 }
+
+// Text anyone can set reaches a terminal with its control characters and stray bytes escaped,
+// and printable text, whatever its script, unchanged.
+func TestPrintableEscapesWhatATerminalWouldObey(t *testing.T) {
+	require.Equal(t, "count · é €", Printable("count · é €"))
+	require.Equal(t, `a\x1b[31mred\nline\tcell\u2028\xff`, Printable("a\x1b[31mred\nline\tcell\u2028\xff"))
+}

@@ -153,12 +153,26 @@ func historyRunOf(e *workflowpb.WorkflowExecutionInfo, links uiLinks) historyRun
 	sa := e.GetSearchAttributes().GetIndexedFields()
 	memo := e.GetMemo().GetFields()
 	r.Trigger = observedString(sa[contract.WalTriggerName], memo[contract.MemoTrigger])
+	if r.Trigger != nil {
+		r.Trigger = new(contract.Clip(*r.Trigger, maxForeignTextBytes))
+	}
 	r.PendingAtStart = observedInt(sa[contract.WalPendingAtStartName], memo[contract.MemoPendingAtStart])
 	r.Reclaimed = observedInt(sa[contract.WalReclaimedName], memo[contract.MemoReclaimed])
 	r.BytesMerged = observedInt(sa[contract.WalBytesMergedName], memo[contract.MemoBytesMerged])
 	r.Passes = observedInt(sa[contract.WalPassesName], memo[contract.MemoPasses])
 	r.Actions = observedInt(memo[contract.MemoActions])
 	return r
+}
+
+// maxForeignTextBytes bounds a string read from Temporal that anyone with namespace access can
+// set (a memo's trigger, a search attribute, a workflow ID or type), as the CLI keeps and
+// prints it: longer than any target or workflow ID walkeeper makes.
+const maxForeignTextBytes = 160
+
+// foreignText is s, read from Temporal and settable by anyone with namespace access, as a
+// table cell: clipped to maxForeignTextBytes, its control characters escaped.
+func foreignText(s string) string {
+	return contract.Printable(contract.Clip(s, maxForeignTextBytes))
 }
 
 // observedString decodes the first of the payloads (search attribute, then memo) that holds
@@ -208,7 +222,7 @@ func writeHistoryTable(out io.Writer, t store.Target, ns string, runs []historyR
 	fmt.Fprintln(tw, "WHEN\tWORKFLOW\tTRIGGER\tPENDING AT START\tRECLAIMED\tACTIONS\tBYTES\tDURATION\tRESULT\tWEB UI")
 	for _, r := range runs {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			r.Start.Local().Format(time.DateTime), r.Workflow, orDash(r.Trigger, dash),
+			r.Start.Local().Format(time.DateTime), r.Workflow, orDash(r.Trigger, contract.Printable),
 			orDash(r.PendingAtStart, itoa), orDash(r.Reclaimed, itoa), orDash(r.Actions, itoa), orDash(r.BytesMerged, contract.FormatBytes),
 			durationOf(r), r.Result, r.URL)
 	}

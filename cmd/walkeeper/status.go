@@ -239,7 +239,8 @@ func statusAll(ctx context.Context, out io.Writer, sv stuckView, db *store.DB, l
 			described++
 			stuck = dash(sv.note(ctx, r.WorkflowID, r.RunID))
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s ago\t%s\n", r.Workflow, r.target, r.WorkflowID, r.RunID, time.Since(r.Start).Round(time.Second), stuck)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s ago\t%s\n", r.Workflow, foreignText(r.target), foreignText(r.WorkflowID),
+			foreignText(r.RunID), time.Since(r.Start).Round(time.Second), contract.Printable(stuck))
 	}
 	return tw.Flush()
 }
@@ -303,7 +304,7 @@ func runningOf(ctx context.Context, c client.Client, stores []store.StoreInfo) (
 		}
 		for _, e := range resp.GetExecutions() {
 			t := targetFromWorkflowID(e.GetExecution().GetWorkflowId())
-			out[t] = append(out[t], e.GetType().GetName())
+			out[t] = append(out[t], foreignText(e.GetType().GetName()))
 		}
 	}
 	for _, types := range out {
@@ -417,7 +418,7 @@ func printWorkflow(ctx context.Context, out io.Writer, sv stuckView, typ, id str
 	if held := info.GetType().GetName(); held != typ {
 		// Someone with namespace access ran another workflow under walkeeper's ID: not a run
 		// of typ, whose status query it would not answer.
-		fmt.Fprintf(tw, "  type\t%s, not %s: not walkeeper's run\n", contract.Clip(held, contract.MaxStartErrorBytes), typ)
+		fmt.Fprintf(tw, "  type\t%s, not %s: not walkeeper's run\n", foreignText(held), typ)
 		return flushLine(tw, out)
 	}
 	if status != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {

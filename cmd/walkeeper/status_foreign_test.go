@@ -3,12 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/internal/cli"
 	"github.com/walkeeper/walkeeper/internal/testkit/testtemporal"
 	"github.com/walkeeper/walkeeper/store"
 )
@@ -26,4 +30,47 @@ func TestFindingStatusNamesAnotherWorkflowUnderTheMergeID(t *testing.T) {
 	require.NoError(t, printWorkflow(ctx, &out, stuckView{c: c}, contract.MergeWalWorkflow, contract.MergeWalID(tg)))
 	require.Contains(t, out.String(), "Foo, not MergeWal: not walkeeper's run", out.String())
 	require.NotContains(t, out.String(), "live status", out.String())
+}
+
+// Text that anyone with namespace access can set on a run (a memo's trigger, the WalTarget
+// search attribute, a workflow ID, another workflow's type under a store's ID) reaches the
+// terminal clipped and with its control characters escaped: no escape sequence is sent, and
+// every table keeps one line per row.
+func TestFindingForeignTextIsClippedAndEscaped(t *testing.T) {
+	testtemporal.SkipShort(t)
+	noDev(t)
+	hostPort, c := testtemporal.Start(t)
+	ctx := context.Background()
+	tg := store.Target{Kind: store.KindGeneric, Name: "hostile"}
+	hostile := strings.Repeat("A", 50_000) + "\x1b[31mred\nrow\t" + strings.Repeat("B", 50_000)
+	start := func(id, typ, target string, memo map[string]any) {
+		t.Helper()
+		_, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: "nobody-polls", Memo: memo,
+			TypedSearchAttributes: temporal.NewSearchAttributes(contract.WalTarget.ValueSet(target))}, typ)
+		require.NoError(t, err)
+	}
+	start(contract.MergeWalID(tg), contract.MergeWalWorkflow, tg.String(), map[string]any{contract.MemoTrigger: hostile})
+	start("merge-wal/generic/"+strings.Repeat("Z", 300), contract.MergeWalWorkflow, "generic:\x1b[31mEVIL\nrow", nil)
+	start(contract.CompactID(tg), "Foo\x1b[31m\nbar", tg.String(), nil)
+
+	var history, status string
+	require.Eventually(t, func() bool {
+		code, out, errOut := runCLI(t, "history", tg.String(), "--temporal", hostPort)
+		require.Equal(t, cli.ExitOK, code, errOut)
+		history = out
+		code, out, errOut = runCLI(t, "status", "--temporal", hostPort)
+		require.Equal(t, cli.ExitOK, code, errOut)
+		status = out
+		return strings.Contains(history, contract.MergeWalWorkflow) && strings.Contains(status, "Running workflows (2)")
+	}, time.Minute, 100*time.Millisecond, "visibility lists the runs")
+	var held bytes.Buffer
+	require.NoError(t, printWorkflow(ctx, &held, stuckView{c: c}, contract.CompactBaseWorkflow, contract.CompactID(tg)))
+
+	for what, out := range map[string]string{"history": history, "status": status, "status TARGET": held.String()} {
+		require.NotContains(t, out, "\x1b", "%s sends an escape sequence", what)
+		require.Less(t, len(out), 4<<10, "%s is not clipped", what)
+	}
+	require.Len(t, strings.Split(strings.TrimSpace(history), "\n"), 2, "a header and one row:\n%s", history)
+	require.Contains(t, status, `generic:\x1b[31mEVIL\nrow`)
+	require.Contains(t, held.String(), `Foo\x1b[31m\nbar, not CompactBase: not walkeeper's run`)
 }

@@ -53,7 +53,7 @@ func checkAttached(ctx context.Context, c client.Client, run client.WorkflowRun,
 		return fmt.Errorf("describe the run already under workflow ID %s: %w", run.GetID(), err)
 	}
 	if typ := d.GetWorkflowExecutionInfo().GetType().GetName(); typ != want {
-		return &workflowIDTaken{id: run.GetID(), runID: run.GetRunID(), typ: Clip(typ, MaxStartErrorBytes), want: want}
+		return &workflowIDTaken{id: run.GetID(), runID: run.GetRunID(), typ: Printable(Clip(typ, MaxStartErrorBytes)), want: want}
 	}
 	return nil
 }

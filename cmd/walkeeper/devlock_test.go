@@ -183,3 +183,43 @@ func TestDevLogHostileFiles(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "keep me", string(b), "a symlinked log was written through")
 }
+
+// A dev.json that dev could not have written is ignored even while the lock is held, so that
+// client commands neither print its escape sequences, nor blame its values on --temporal or
+// --storage, nor open a storage of another scheme with the caller's credentials.
+func TestDevStateHostileValues(t *testing.T) {
+	dir := t.TempDir()
+	l, err := lockDataDir(dir, currentHolder())
+	require.NoError(t, err)
+	defer l.Release()
+	good := devState{lockHolder: lockHolder{PID: 7}, Storage: "file:///s", Temporal: "127.0.0.1:7999",
+		Namespace: "ns", UI: "http://127.0.0.1:8999", HTTP: []string{"http://127.0.0.1:8081"}}
+	for name, edit := range map[string]func(st *devState){
+		"escape in namespace":  func(st *devState) { st.Namespace = "ns\x1b]0;title\a" },
+		"escape in ui":         func(st *devState) { st.UI = "http://x\x1b[31m" },
+		"escape in http":       func(st *devState) { st.HTTP = []string{"http://y\x1b[5m"} },
+		"escape in temporal":   func(st *devState) { st.Temporal = "evil\x1b[31m:7233" },
+		"temporal not an addr": func(st *devState) { st.Temporal = "nowhere" },
+		"storage of s3":        func(st *devState) { st.Storage = "s3://other-bucket" },
+		"storage not a url":    func(st *devState) { st.Storage = "file:///s\x1b[2J" },
+		"ui of another scheme": func(st *devState) { st.UI = "javascript:alert(1)" },
+	} {
+		st := good
+		edit(&st)
+		require.NoError(t, writeDevState(dir, st), name)
+		_, ok := readDevState(dir)
+		assert.False(t, ok, name)
+	}
+	require.NoError(t, writeDevState(dir, good))
+	got, ok := readDevState(dir)
+	assert.True(t, ok)
+	assert.Equal(t, good, got)
+
+	bad := good
+	bad.Namespace, bad.UI = "ns\x1b]0;title\a", "http://x\x1b[31m"
+	require.NoError(t, writeDevState(dir, bad))
+	t.Setenv(devDataEnv, dir)
+	code, out, errOut := runCLI(t, "queries")
+	assert.Equal(t, cli.ExitOK, code, errOut)
+	assert.NotContains(t, out, "\x1b", "an escape sequence of dev.json was printed")
+}

@@ -6,10 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
+	"unicode"
 
 	"github.com/spf13/cobra"
+
+	"github.com/walkeeper/walkeeper/temporaladmin"
+	"github.com/walkeeper/walkeeper/worker"
 )
 
 // A running `walkeeper dev` describes itself in <data>/dev.json, so the client commands find
@@ -69,10 +76,43 @@ func readDevState(dir string) (devState, bool) {
 	}
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, devStateMaxBytes+1))
-	if err != nil || len(b) > devStateMaxBytes || json.Unmarshal(b, &st) != nil || st.Temporal == "" {
+	if err != nil || len(b) > devStateMaxBytes || json.Unmarshal(b, &st) != nil || !st.plausible() {
 		return devState{}, false
 	}
 	return st, true
+}
+
+// plausible reports whether st could have been written by dev: printable text, a Temporal
+// address that parses, a file:// storage and http(s) URLs. Anyone who can write the file could
+// otherwise make client commands print escape sequences, blame a bad value on --temporal or
+// --storage, or open another storage with the caller's credentials.
+func (st devState) plausible() bool {
+	texts := append([]string{st.Storage, st.Temporal, st.Namespace, st.UI}, st.HTTP...)
+	for _, s := range texts {
+		if strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) {
+			return false
+		}
+	}
+	tc := worker.TemporalConfig{Config: temporaladmin.Config{HostPort: st.Temporal}}
+	if tc.Validate() != nil || (st.Storage != "" && !hasScheme(st.Storage, "file")) {
+		return false
+	}
+	webURLs := slices.Clone(st.HTTP)
+	if st.UI != "" {
+		webURLs = append(webURLs, st.UI)
+	}
+	for _, u := range webURLs {
+		if !hasScheme(u, "http", "https") {
+			return false
+		}
+	}
+	return true
+}
+
+// hasScheme reports whether raw parses as a URL of one of schemes.
+func hasScheme(raw string, schemes ...string) bool {
+	u, err := url.Parse(raw)
+	return err == nil && slices.Contains(schemes, u.Scheme)
 }
 
 // runningDev is the state of the dev running in $WALKEEPER_DEV_DATA, else in dev's --data

@@ -154,6 +154,12 @@ func runDev(parent context.Context, out io.Writer, g *globalOptions, o *devOptio
 	// 1. Temporal.
 	uiURL := ""
 	if !external {
+		// The dev server opens its log blocking and following links: check it first.
+		tlog, err := openDevLog(filepath.Join(data, devTemporalLogFile))
+		if err != nil {
+			return err
+		}
+		_ = tlog.Close()
 		srv, err := devserver.Start(ctx, devserver.Options{
 			CLIPath:  o.cli,
 			Install:  true,
@@ -329,7 +335,7 @@ func printDevBanner(out io.Writer, st devState, data string, workers []*worker.W
 	}
 	fmt.Fprintf(out, "  storage          %s\n", st.Storage)
 	if st.UI != "" {
-		fmt.Fprintf(out, "  Temporal log     %s\n", filepath.Join(data, "temporal.log"))
+		fmt.Fprintf(out, "  Temporal log     %s\n", filepath.Join(data, devTemporalLogFile))
 	}
 	fmt.Fprintf(out, "  schedule         %s\n", temporaladmin.SweepScheduleID)
 	if len(st.HTTP) > 0 {

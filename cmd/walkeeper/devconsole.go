@@ -28,6 +28,8 @@ import (
 
 const (
 	devLogFile = "walkeeper.log"
+	// devTemporalLogFile receives the Temporal dev server's output (internal/devserver).
+	devTemporalLogFile = "temporal.log"
 	// devSummaryEvery is how often the console summary is refreshed.
 	devSummaryEvery = 3 * time.Second
 	// devSummaryMaxStores bounds the stores whose pending generations the summary adds up.
@@ -38,12 +40,9 @@ const (
 // console was built with it), and to console too when verbose. close flushes and closes the file.
 func devLogger(console *zap.Logger, level, data string, verbose bool) (logger *zap.Logger, path string, close func(), err error) {
 	path = filepath.Join(data, devLogFile)
-	f, err := openRegular(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if errors.Is(err, errNotRegular) {
-		return nil, "", nil, cli.Usagef("dev log %s: %w; remove it, or pass --data DIR", path, err)
-	}
+	f, err := openDevLog(path)
 	if err != nil {
-		return nil, "", nil, fmt.Errorf("dev log: %w", err)
+		return nil, "", nil, err
 	}
 	logger, _ = worker.NewLogger(f, worker.LogFormatJSON, level)
 	if verbose {
@@ -51,6 +50,19 @@ func devLogger(console *zap.Logger, level, data string, verbose bool) (logger *z
 		logger = console.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core { return zapcore.NewTee(c, fileCore) }))
 	}
 	return logger, path, func() { _ = logger.Sync(); _ = f.Close() }, nil
+}
+
+// openDevLog opens a log file of the data directory for appending; one that is a symlink or
+// not a regular file is bad usage, rather than waited on (a FIFO) or written through.
+func openDevLog(path string) (*os.File, error) {
+	f, err := openRegular(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if errors.Is(err, errNotRegular) {
+		return nil, cli.Usagef("dev log %s: %w; remove it, or pass --data DIR", path, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("dev log: %w", err)
+	}
+	return f, nil
 }
 
 // devConsole prints the live summary of a running dev.
@@ -174,7 +186,7 @@ func devServerError(err error, data string) error {
 	if i := strings.IndexByte(msg, '\n'); i >= 0 {
 		msg = strings.TrimSuffix(strings.TrimRight(msg[:i], " :;"), "; output")
 	}
-	return fmt.Errorf("%s (server output: %s)", msg, filepath.Join(data, "temporal.log"))
+	return fmt.Errorf("%s (server output: %s)", msg, filepath.Join(data, devTemporalLogFile))
 }
 
 // temporalCLIHint is how the banner names the Temporal CLI: its full path when known.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -162,22 +163,27 @@ func TestDevLockHostileFiles(t *testing.T) {
 	assert.Equal(t, "keep me", string(b), "a symlinked dev.lock was written through")
 }
 
-// A walkeeper.log that is a FIFO or a symlink refuses dev with exit 2 rather than block on the
-// FIFO or append to the link's target.
+// A walkeeper.log or temporal.log that is a FIFO or a symlink refuses dev with exit 2 rather
+// than block on the FIFO (deaf to Ctrl-C, in open(2)) or append to the link's target. A CLI
+// that exists lets dev reach the point where the dev server would open its log.
 func TestDevLogHostileFiles(t *testing.T) {
+	fakeCLI, err := exec.LookPath("true")
+	require.NoError(t, err)
 	victim := filepath.Join(t.TempDir(), "victim")
 	require.NoError(t, os.WriteFile(victim, []byte("keep me"), 0o600))
-	for name, make := range map[string]func(path string) error{
-		"fifo":    func(p string) error { return syscall.Mkfifo(p, 0o600) },
-		"symlink": func(p string) error { return os.Symlink(victim, p) },
-	} {
-		dir := t.TempDir()
-		require.NoError(t, make(filepath.Join(dir, devLogFile)), name)
-		returnsSoon(t, name, func() {
-			code, _, errOut := runCLI(t, "dev", "--data", dir, "--temporal-cli", "/nonexistent/temporal")
-			assert.Equal(t, cli.ExitUsage, code, "%s: %s", name, errOut)
-			assert.Contains(t, firstLine(errOut), devLogFile, name)
-		})
+	for _, file := range []string{devLogFile, devTemporalLogFile} {
+		for name, make := range map[string]func(path string) error{
+			"fifo":    func(p string) error { return syscall.Mkfifo(p, 0o600) },
+			"symlink": func(p string) error { return os.Symlink(victim, p) },
+		} {
+			dir := t.TempDir()
+			require.NoError(t, make(filepath.Join(dir, file)), name)
+			returnsSoon(t, file+" "+name, func() {
+				code, _, errOut := runCLI(t, "dev", "--data", dir, "--temporal-cli", fakeCLI, "--demo=false")
+				assert.Equal(t, cli.ExitUsage, code, "%s %s: %s", file, name, errOut)
+				assert.Contains(t, firstLine(errOut), file, name)
+			})
+		}
 	}
 	b, err := os.ReadFile(victim)
 	require.NoError(t, err)

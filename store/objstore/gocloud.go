@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
 
@@ -161,22 +163,52 @@ func (g *gocloudBackend) listDirs(ctx context.Context, prefix string, fn func(st
 }
 
 // eachListed runs one gocloud listing page by page, handing every entry to fn as its page
-// arrives, until the listing ends or fn or the storage fails.
+// arrives, until the listing ends or fn or the storage fails. An entry outside the prefix
+// fails the listing, as does, without a delimiter, an S3 key not after the one before it: a
+// server that repeats a page (a continuation token that never advances) would otherwise
+// make a walk endless, and one that lists out of order or twice breaks every cursor.
 func (g *gocloudBackend) eachListed(ctx context.Context, opts *blob.ListOptions, fn func(*blob.ListObject) error) error {
 	it := g.bkt.List(opts)
+	last := ""
 	for {
-		obj, err := it.Next(ctx)
+		obj, err := nextListed(ctx, it)
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
 		if err != nil {
 			return mapErr(err)
 		}
+		if !strings.HasPrefix(obj.Key, opts.Prefix) {
+			return fmt.Errorf("%w: key %q outside the prefix", errBadListing, obj.Key)
+		}
+		var raw types.Object
+		if opts.Delimiter == "" && obj.As(&raw) {
+			key := aws.ToString(raw.Key)
+			if last != "" && key <= last {
+				return fmt.Errorf("%w: key %q listed after %q", errBadListing, key, last)
+			}
+			last = key
+		}
 		if err := fn(obj); err != nil {
 			return err
 		}
 	}
 }
+
+// nextListed is it.Next with a panic of the driver turned into an error: gocloud's s3blob
+// dereferences parts of a listing answer that a server may leave out (a key's LastModified).
+func nextListed(ctx context.Context, it *blob.ListIterator) (obj *blob.ListObject, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			obj, err = nil, fmt.Errorf("%w: the storage driver failed on it: %v", errBadListing, r)
+		}
+	}()
+	return it.Next(ctx)
+}
+
+// errBadListing marks a listing answer no S3-compatible server should give; the failure is
+// the storage's, like any unclassified storage error.
+var errBadListing = errors.New("storage answered a malformed listing")
 
 // mapErr converts gocloud error codes into the store's sentinels.
 func mapErr(err error) error {

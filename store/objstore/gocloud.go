@@ -164,12 +164,12 @@ func (g *gocloudBackend) listDirs(ctx context.Context, prefix string, fn func(st
 
 // eachListed runs one gocloud listing page by page, handing every entry to fn as its page
 // arrives, until the listing ends or fn or the storage fails. An entry outside the prefix
-// fails the listing, as does, without a delimiter, an S3 key not after the one before it: a
-// server that repeats a page (a continuation token that never advances) would otherwise
-// make a walk endless, and one that lists out of order or twice breaks every cursor.
+// fails the listing, as does an S3 key or common prefix not after the one of its kind before
+// it: a server that repeats a page (a continuation token that never advances) would otherwise
+// make a listing endless, and one that lists out of order or twice breaks every cursor.
 func (g *gocloudBackend) eachListed(ctx context.Context, opts *blob.ListOptions, fn func(*blob.ListObject) error) error {
 	it := g.bkt.List(opts)
-	last := ""
+	var lastKey, lastDir string
 	for {
 		obj, err := nextListed(ctx, it)
 		if errors.Is(err, io.EOF) {
@@ -181,18 +181,36 @@ func (g *gocloudBackend) eachListed(ctx context.Context, opts *blob.ListOptions,
 		if !strings.HasPrefix(obj.Key, opts.Prefix) {
 			return fmt.Errorf("%w: key %q outside the prefix", errBadListing, obj.Key)
 		}
-		var raw types.Object
-		if opts.Delimiter == "" && obj.As(&raw) {
-			key := aws.ToString(raw.Key)
-			if last != "" && key <= last {
-				return fmt.Errorf("%w: key %q listed after %q", errBadListing, key, last)
-			}
-			last = key
+		if err := checkS3Order(obj, &lastKey, &lastDir); err != nil {
+			return err
 		}
 		if err := fn(obj); err != nil {
 			return err
 		}
 	}
+}
+
+// checkS3Order fails an S3 entry whose stored (escaped) name is not after the last one of
+// its kind, which S3's UTF-8 binary order rules out; gocloud sorts a page's keys and common
+// prefixes together by their unescaped names, so only each kind keeps the server's order.
+func checkS3Order(obj *blob.ListObject, lastKey, lastDir *string) error {
+	var o types.Object
+	var p types.CommonPrefix
+	var name string
+	var last *string
+	switch {
+	case obj.As(&o):
+		name, last = aws.ToString(o.Key), lastKey
+	case obj.As(&p):
+		name, last = aws.ToString(p.Prefix), lastDir
+	default:
+		return nil // not S3
+	}
+	if *last != "" && name <= *last {
+		return fmt.Errorf("%w: %q listed after %q", errBadListing, name, *last)
+	}
+	*last = name
+	return nil
 }
 
 // nextListed is it.Next with a panic of the driver turned into an error: gocloud's s3blob

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -20,8 +21,8 @@ type listedKey struct {
 	noLastModified bool // leave out LastModified, which S3 always sends
 }
 
-// listAnswer writes a ListObjectsV2 answer holding keys.
-func listAnswer(w http.ResponseWriter, keys []listedKey, truncated bool, token string) {
+// listAnswer writes a ListObjectsV2 answer holding keys and common prefixes dirs.
+func listAnswer(w http.ResponseWriter, keys []listedKey, dirs []string, truncated bool, token string) {
 	var sb strings.Builder
 	sb.WriteString(`<?xml version="1.0" encoding="UTF-8"?>` +
 		`<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Name>b</Name>`)
@@ -36,6 +37,9 @@ func listAnswer(w http.ResponseWriter, keys []listedKey, truncated bool, token s
 			sb.WriteString("<LastModified>2026-01-01T00:00:00.000Z</LastModified>")
 		}
 		sb.WriteString(`<ETag>"00"</ETag><Size>1</Size><StorageClass>STANDARD</StorageClass></Contents>`)
+	}
+	for _, d := range dirs {
+		sb.WriteString("<CommonPrefixes><Prefix>" + d + "</Prefix></CommonPrefixes>")
 	}
 	sb.WriteString("</ListBucketResult>")
 	w.Header().Set("Content-Type", "application/xml")
@@ -70,7 +74,7 @@ func walkAtMost(t *testing.T, b *objstore.Bucket, prefix string, n int) ([]strin
 // nil and panic, which ended the process; the listing fails instead.
 func TestS3ListingWithoutLastModifiedFails(t *testing.T) {
 	b := openHostileS3(t, func(w http.ResponseWriter, r *http.Request) {
-		listAnswer(w, []listedKey{{key: "p/a", noLastModified: true}}, false, "")
+		listAnswer(w, []listedKey{{key: "p/a", noLastModified: true}}, nil, false, "")
 	})
 	_, err := walkAtMost(t, b, "p/", 10)
 	require.ErrorContains(t, err, "malformed listing")
@@ -84,16 +88,16 @@ func TestS3ListingWithoutLastModifiedFails(t *testing.T) {
 func TestS3ListingOutOfPrefixOrOrderFails(t *testing.T) {
 	for name, answer := range map[string]http.HandlerFunc{
 		"same page for ever": func(w http.ResponseWriter, r *http.Request) {
-			listAnswer(w, []listedKey{{key: "p/a"}, {key: "p/b"}}, true, "same")
+			listAnswer(w, []listedKey{{key: "p/a"}, {key: "p/b"}}, nil, true, "same")
 		},
 		"outside the prefix": func(w http.ResponseWriter, r *http.Request) {
-			listAnswer(w, []listedKey{{key: "p/a"}, {key: "q/x"}}, false, "")
+			listAnswer(w, []listedKey{{key: "p/a"}, {key: "q/x"}}, nil, false, "")
 		},
 		"out of order": func(w http.ResponseWriter, r *http.Request) {
-			listAnswer(w, []listedKey{{key: "p/c"}, {key: "p/a"}}, false, "")
+			listAnswer(w, []listedKey{{key: "p/c"}, {key: "p/a"}}, nil, false, "")
 		},
 		"twice": func(w http.ResponseWriter, r *http.Request) {
-			listAnswer(w, []listedKey{{key: "p/a"}, {key: "p/a"}}, false, "")
+			listAnswer(w, []listedKey{{key: "p/a"}, {key: "p/a"}}, nil, false, "")
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -106,4 +110,21 @@ func TestS3ListingOutOfPrefixOrOrderFails(t *testing.T) {
 			require.ErrorContains(t, err, "malformed listing")
 		})
 	}
+}
+
+// A delimiter listing likewise: a server repeating a page of common prefixes made ListDirs
+// endless, its result growing all the while. The server refuses the 1,001st request, so that
+// an endless listing ends the test instead of hanging it.
+func TestS3ListingDirsRepeatedFails(t *testing.T) {
+	var requests atomic.Int64
+	b := openHostileS3(t, func(w http.ResponseWriter, r *http.Request) {
+		if requests.Add(1) > 1000 {
+			w.WriteHeader(http.StatusForbidden)
+			return
+		}
+		listAnswer(w, nil, []string{"p/a/", "p/b/"}, true, "same")
+	})
+	_, err := b.ListDirs(context.Background(), "p/")
+	require.ErrorContains(t, err, "malformed listing")
+	require.Equal(t, int64(2), requests.Load(), "the listing ends at the repeated page")
 }

@@ -80,7 +80,7 @@ func newDevConsole(out io.Writer, c client.Client, db *store.DB, uiURL string) *
 }
 
 // run refreshes the summary until ctx ends. Without a terminal a line is printed only when
-// it changed, so a log of the console stays short.
+// something in it changed besides the clock, so a log of the console stays short.
 func (d *devConsole) run(ctx context.Context) {
 	t := time.NewTicker(devSummaryEvery)
 	defer t.Stop()
@@ -94,7 +94,7 @@ func (d *devConsole) run(ctx context.Context) {
 		case <-t.C:
 		}
 		qctx, cancel := context.WithTimeout(ctx, devSummaryEvery)
-		line := d.summary(qctx)
+		line, key := d.summary(qctx)
 		cancel()
 		if ctx.Err() != nil {
 			continue
@@ -102,20 +102,23 @@ func (d *devConsole) run(ctx context.Context) {
 		switch {
 		case d.tty:
 			fmt.Fprintf(d.out, "\r\033[K%s", line)
-		case line != d.last:
+		case key != d.last:
 			fmt.Fprintln(d.out, line)
 		}
-		d.last = line
+		d.last = key
 	}
 }
 
-// summary is one line: stores, pending, merges done and running, last merge, UI link.
-func (d *devConsole) summary(ctx context.Context) string {
-	parts := []string{time.Now().Format("15:04:05"), d.storesPart(ctx), d.mergesPart(ctx)}
+// summary is one line: the time, stores, pending, merges done and running, the last merge and
+// its age, UI link; key is the line without the time and the age, which change by themselves.
+func (d *devConsole) summary(ctx context.Context) (line, key string) {
+	merges, mergesKey := d.mergesPart(ctx)
+	stores := d.storesPart(ctx)
+	ui := ""
 	if d.uiURL != "" {
-		parts = append(parts, "UI "+d.uiURL)
+		ui = " | UI " + d.uiURL
 	}
-	return strings.Join(parts, " | ")
+	return time.Now().Format("15:04:05") + " | " + stores + " | " + merges + ui, stores + " | " + mergesKey + ui
 }
 
 // storesPart adds up the pending generations of the first devSummaryMaxStores stores.
@@ -143,11 +146,12 @@ func (d *devConsole) storesPart(ctx context.Context) string {
 	return fmt.Sprintf("stores %s, pending %d%s", stores, pending, in)
 }
 
-func (d *devConsole) mergesPart(ctx context.Context) string {
+// mergesPart is the merges' part of the summary, and the same without the last merge's age.
+func (d *devConsole) mergesPart(ctx context.Context) (part, key string) {
 	done, err1 := countWorkflows(ctx, d.c, mergeWalRuns+` AND ExecutionStatus="Completed"`)
 	running, err2 := countWorkflows(ctx, d.c, mergeWalRuns+` AND ExecutionStatus="Running"`)
 	if err1 != nil || err2 != nil {
-		return "merges ?"
+		return "merges ?", "merges ?"
 	}
 	s := fmt.Sprintf("merges done %d, running %d", done, running)
 	resp, err := d.c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
@@ -155,19 +159,21 @@ func (d *devConsole) mergesPart(ctx context.Context) string {
 		PageSize: 1,
 	})
 	if err != nil || len(resp.GetExecutions()) == 0 {
-		return s
+		return s, s
 	}
 	e := resp.GetExecutions()[0]
 	r := historyRunOf(e, uiLinks{})
 	tgt := observedString(e.GetSearchAttributes().GetIndexedFields()[contract.WalTargetName])
-	last := fmt.Sprintf("last merge %s %s", orDash(tgt, dash), r.Result)
+	last := fmt.Sprintf("last merge %s %s", orDash(tgt, foreignText), r.Result) // anyone with namespace access sets it
+	age := ""
 	if r.Close != nil {
-		last += fmt.Sprintf(" %s ago", time.Since(*r.Close).Round(time.Second))
+		age = fmt.Sprintf(" %s ago", time.Since(*r.Close).Round(time.Second))
 	}
+	reclaimed := ""
 	if r.Reclaimed != nil {
-		last += fmt.Sprintf(", reclaimed %d", *r.Reclaimed)
+		reclaimed = fmt.Sprintf(", reclaimed %d", *r.Reclaimed)
 	}
-	return s + " | " + last
+	return s + " | " + last + age + reclaimed, s + " | " + last + reclaimed
 }
 
 // isTerminal reports whether w is a character device (a terminal), not a file or pipe.

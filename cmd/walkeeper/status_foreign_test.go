@@ -73,4 +73,14 @@ func TestFindingForeignTextIsClippedAndEscaped(t *testing.T) {
 	require.Len(t, strings.Split(strings.TrimSpace(history), "\n"), 2, "a header and one row:\n%s", history)
 	require.Contains(t, status, `generic:\x1b[31mEVIL\nrow`)
 	require.Contains(t, held.String(), `Foo\x1b[31m\nbar, not CompactBase: not walkeeper's run`)
+
+	// dev's console names the last merge that ended by its WalTarget, escaped too.
+	require.NoError(t, c.TerminateWorkflow(ctx, "merge-wal/generic/"+strings.Repeat("Z", 300), "", "done"))
+	var console string
+	require.Eventually(t, func() bool {
+		console, _ = (&devConsole{c: c}).mergesPart(ctx)
+		return strings.Contains(console, "last merge")
+	}, time.Minute, 100*time.Millisecond, "visibility lists the ended run")
+	require.NotContains(t, console, "\x1b", "the dev console sends an escape sequence")
+	require.Contains(t, console, `last merge generic:\x1b[31mEVIL\nrow Terminated`)
 }

@@ -388,7 +388,10 @@ func (f *fileBackend) openDir(dir string) (*os.File, error) {
 	if isNotExist(err) {
 		return nil, nil
 	}
-	return d, err
+	if err != nil {
+		return nil, err
+	}
+	return listable(d)
 }
 
 // taken is what a create-only write finds at final, taken by st: a lost race when it is an

@@ -10,11 +10,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
-	"unicode"
 
 	"github.com/spf13/cobra"
 
+	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/temporaladmin"
 	"github.com/walkeeper/walkeeper/worker"
 )
@@ -89,7 +88,7 @@ func readDevState(dir string) (devState, bool) {
 func (st devState) plausible() bool {
 	texts := append([]string{st.Storage, st.Temporal, st.Namespace, st.UI}, st.HTTP...)
 	for _, s := range texts {
-		if strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) {
+		if contract.Printable(s) != s {
 			return false
 		}
 	}

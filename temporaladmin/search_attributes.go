@@ -112,8 +112,8 @@ func missingSearchAttributes(ctx context.Context, c client.Client, ns string, wa
 		}
 	}
 	if len(wrong) > 0 {
-		return nil, &searchAttributeTypeError{fmt.Sprintf("%s: every merge or compaction that sets one would fail its workflow task until its run timeout; remove each (temporal operator search-attribute remove -n %s --name NAME) and start a worker again, which registers them",
-			strings.Join(wrong, "; "), ns)}
+		return nil, fmt.Errorf("%w: %s: every merge or compaction that sets one would fail its workflow task until its run timeout; remove each (temporal operator search-attribute remove -n %s --name NAME) and start a worker again, which registers them",
+			ErrSearchAttributeType, strings.Join(wrong, "; "), ns)
 	}
 	return missing, nil
 }
@@ -121,11 +121,6 @@ func missingSearchAttributes(ctx context.Context, c client.Client, ns string, wa
 // ErrSearchAttributeType marks a walkeeper search attribute registered with another type in
 // the namespace, which no retry and no worker changes.
 var ErrSearchAttributeType = errors.New("a walkeeper search attribute is registered with another type")
-
-type searchAttributeTypeError struct{ msg string }
-
-func (e *searchAttributeTypeError) Error() string        { return e.msg }
-func (e *searchAttributeTypeError) Is(target error) bool { return target == ErrSearchAttributeType }
 
 func saNames(m map[string]enumspb.IndexedValueType) string {
 	return strings.Join(slices.Sorted(maps.Keys(m)), ",")

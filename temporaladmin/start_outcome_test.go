@@ -2,15 +2,19 @@ package temporaladmin_test
 
 import (
 	"context"
+	"path"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
+	"google.golang.org/grpc"
 
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/internal/testkit/testtemporal"
 	"github.com/walkeeper/walkeeper/target"
+	"github.com/walkeeper/walkeeper/temporaladmin"
 )
 
 // A workflow of another type that someone with namespace access started under a store's merge
@@ -42,4 +46,35 @@ func TestFindingStartRefusesAWorkflowOfAnotherTypeUnderItsID(t *testing.T) {
 	again, err := contract.StartMergeWal(ctx, c, own, contract.MergeWalInput{})
 	require.NoError(t, err, "a start meeting the store's own MergeWal attaches")
 	require.Equal(t, first.GetRunID(), again.GetRunID())
+}
+
+// A start that begins a run costs one StartWorkflowExecution and nothing more: only a start
+// that met a running workflow describes it.
+func TestFreshStartMakesNoDescribe(t *testing.T) {
+	testtemporal.SkipShort(t)
+	hostPort, _ := testtemporal.Start(t)
+	calls := map[string]*atomic.Int64{"StartWorkflowExecution": {}, "DescribeWorkflowExecution": {}}
+	opts, err := temporaladmin.Config{HostPort: hostPort}.ClientOptions(nil)
+	require.NoError(t, err)
+	opts.ConnectionOptions.DialOptions = append(opts.ConnectionOptions.DialOptions, grpc.WithChainUnaryInterceptor(
+		func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, o ...grpc.CallOption) error {
+			if n, ok := calls[path.Base(method)]; ok {
+				n.Add(1)
+			}
+			return invoker(ctx, method, req, reply, cc, o...)
+		}))
+	c, err := client.Dial(opts)
+	require.NoError(t, err)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	tg, err := target.ParseTarget("generic:fresh")
+	require.NoError(t, err)
+	_, err = contract.StartMergeWal(ctx, c, tg, contract.MergeWalInput{})
+	require.NoError(t, err)
+	require.EqualValues(t, 1, calls["StartWorkflowExecution"].Load())
+	require.EqualValues(t, 0, calls["DescribeWorkflowExecution"].Load(), "a fresh start describes nothing")
+	_, err = contract.StartMergeWal(ctx, c, tg, contract.MergeWalInput{})
+	require.NoError(t, err)
+	require.EqualValues(t, 1, calls["DescribeWorkflowExecution"].Load(), "an attach describes the run it met, once")
 }

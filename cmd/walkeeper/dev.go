@@ -154,12 +154,6 @@ func runDev(parent context.Context, out io.Writer, g *globalOptions, o *devOptio
 	// 1. Temporal.
 	uiURL := ""
 	if !external {
-		// The dev server opens its log blocking and following links: check it first.
-		tlog, err := openDevLog(filepath.Join(data, devTemporalLogFile))
-		if err != nil {
-			return err
-		}
-		_ = tlog.Close()
 		srv, err := devserver.Start(ctx, devserver.Options{
 			CLIPath:  o.cli,
 			Install:  true,
@@ -168,6 +162,9 @@ func runDev(parent context.Context, out io.Writer, g *globalOptions, o *devOptio
 			UIPort:   portOrFree(o.uiPort),
 			Progress: out,
 		})
+		if errors.Is(err, proc.ErrNotRegular) {
+			return cli.Usagef("dev %w; remove it, or pass --data DIR", err) // its temporal.log
+		}
 		if err != nil {
 			logger.Error("start temporal dev server", zap.Error(err))
 			return devServerError(err, data)

@@ -19,6 +19,7 @@ import (
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/internal/cli"
 	"github.com/walkeeper/walkeeper/internal/devserver"
+	"github.com/walkeeper/walkeeper/internal/proc"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/worker"
 )
@@ -55,8 +56,8 @@ func devLogger(console *zap.Logger, level, data string, verbose bool) (logger *z
 // openDevLog opens a log file of the data directory for appending; one that is a symlink or
 // not a regular file is bad usage, rather than waited on (a FIFO) or written through.
 func openDevLog(path string) (*os.File, error) {
-	f, err := openRegular(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if errors.Is(err, errNotRegular) {
+	f, err := proc.OpenRegular(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if errors.Is(err, proc.ErrNotRegular) {
 		return nil, cli.Usagef("dev log %s: %w; remove it, or pass --data DIR", path, err)
 	}
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/walkeeper/walkeeper/internal/cli"
+	"github.com/walkeeper/walkeeper/internal/proc"
 )
 
 // devLockFile is the lock `walkeeper dev` holds on its data directory while it runs, taken
@@ -71,8 +72,8 @@ func lockDataDir(dir string, holder lockHolder) (*dirLock, error) {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
 	path := filepath.Join(dir, devLockFile)
-	f, err := openRegular(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if errors.Is(err, errNotRegular) {
+	f, err := proc.OpenRegular(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if errors.Is(err, proc.ErrNotRegular) {
 		return nil, cli.Usagef("lock %s: %w; remove it, or pass --data DIR", path, err)
 	}
 	if err != nil {
@@ -137,7 +138,7 @@ func (l *dirLock) Release() {
 // dataDirInUse reports whether a live dev holds dir by trying the lock and dropping it at
 // once, to tell a running dev's state file from a stale one.
 func dataDirInUse(dir string) bool {
-	f, err := openRegular(filepath.Join(dir, devLockFile), os.O_RDONLY, 0)
+	f, err := proc.OpenRegular(filepath.Join(dir, devLockFile), os.O_RDONLY, 0)
 	if err != nil {
 		return false
 	}
@@ -148,28 +149,4 @@ func dataDirInUse(dir string) bool {
 		return false
 	}
 	return errors.Is(err, syscall.EWOULDBLOCK)
-}
-
-// errNotRegular is a file of a data directory that is a symlink or not a regular file.
-var errNotRegular = errors.New("not a regular file")
-
-// openRegular opens path as os.OpenFile does but refuses a symlink or anything not a regular
-// file (errNotRegular) without waiting on a FIFO, which a planted one would block.
-func openRegular(path string, flag int, perm os.FileMode) (*os.File, error) {
-	f, err := os.OpenFile(path, flag|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, perm)
-	if errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.EISDIR) || errors.Is(err, syscall.ENXIO) {
-		return nil, fmt.Errorf("%w (%v)", errNotRegular, err)
-	}
-	if err != nil {
-		return nil, err
-	}
-	fi, err := f.Stat()
-	if err == nil && !fi.Mode().IsRegular() {
-		err = fmt.Errorf("%w (a %v)", errNotRegular, fi.Mode().Type())
-	}
-	if err != nil {
-		_ = f.Close()
-		return nil, err
-	}
-	return f, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/internal/proc"
 	"github.com/walkeeper/walkeeper/temporaladmin"
 	"github.com/walkeeper/walkeeper/worker"
 )
@@ -69,7 +70,7 @@ func readDevState(dir string) (devState, bool) {
 	if !dataDirInUse(dir) {
 		return st, false
 	}
-	f, err := openRegular(filepath.Join(dir, devStateFile), os.O_RDONLY, 0)
+	f, err := proc.OpenRegular(filepath.Join(dir, devStateFile), os.O_RDONLY, 0)
 	if err != nil {
 		return devState{}, false
 	}

@@ -6,6 +6,7 @@ package proc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	mrand "math/rand/v2"
@@ -56,8 +57,8 @@ func Start(spec Spec) (*Proc, error) {
 	var log *os.File
 	if spec.Log != "" {
 		var err error
-		if log, err = os.OpenFile(spec.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
-			return nil, err
+		if log, err = OpenRegular(spec.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
+			return nil, fmt.Errorf("log %s: %w", spec.Log, err)
 		}
 		fmt.Fprintf(log, "\n=== %s %s %v\n", time.Now().Format(time.RFC3339), spec.Path, spec.Args)
 		out = io.MultiWriter(log, out)
@@ -240,4 +241,28 @@ func (t *TailBuffer) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return string(t.buf)
+}
+
+// ErrNotRegular is a file that is a symlink or not a regular file where one was expected.
+var ErrNotRegular = errors.New("not a regular file")
+
+// OpenRegular opens path as os.OpenFile does but refuses a symlink or anything not a regular
+// file (ErrNotRegular) without waiting on a FIFO, which a planted one would block.
+func OpenRegular(path string, flag int, perm os.FileMode) (*os.File, error) {
+	f, err := os.OpenFile(path, flag|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, perm)
+	if errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.EISDIR) || errors.Is(err, syscall.ENXIO) {
+		return nil, fmt.Errorf("%w (%v)", ErrNotRegular, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("%w (a %v)", ErrNotRegular, fi.Mode().Type())
+	}
+	if err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return f, nil
 }

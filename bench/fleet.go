@@ -8,11 +8,13 @@ import (
 	"strings"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
 
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/internal/devserver"
+	"github.com/walkeeper/walkeeper/internal/testkit/testtemporal"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/store/objstore"
 )
@@ -188,7 +190,7 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 		// Each worker has its own handle on the root (closing a DB closes its bucket).
 		db, err := openLatencyDB(ctx, url, hook, storeOptions(fmt.Sprintf("%sw%d", prefix, i), o.logger().Named("store")))
 		if err != nil {
-			return s, err
+			return s, fmt.Errorf("open worker %d's DB: %w", i, err)
 		}
 		n, err := startNode(ctx, tenv.client, db, nodeConfig{
 			FlushInterval: time.Hour, MergeSlots: 4, SharedActivitySlots: 16,
@@ -196,7 +198,7 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 		}, o.logger())
 		if err != nil {
 			_ = db.Close(ctx)
-			return s, err
+			return s, fmt.Errorf("start worker %d: %w", i, err)
 		}
 		nodes = append(nodes, n)
 	}
@@ -215,10 +217,16 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 	defer allocs.stop()
 	start := time.Now()
 	sweepID := fmt.Sprintf("fleet-sweep-%d-%d", time.Now().UnixNano(), r.seq)
-	run, err := tenv.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: sweepID, TaskQueue: contract.TaskQueue, Priority: contract.SweepPriority},
-		contract.MaintenanceSweepWorkflow, in)
+	// USE_EXISTING: a start retried after a late answer attaches to the sweep it started.
+	var run client.WorkflowRun
+	err = testtemporal.RetryTimedOut(ctx, func(ctx context.Context) error {
+		run, err = tenv.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: sweepID, TaskQueue: contract.TaskQueue,
+			Priority: contract.SweepPriority, WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING},
+			contract.MaintenanceSweepWorkflow, in)
+		return err
+	})
 	if err != nil {
-		return s, err
+		return s, fmt.Errorf("start the sweep: %w", err)
 	}
 	s.Failed, s.LargestHeartbeat = watchSweep(ctx, tenv.client, sweepID, run.GetRunID(), r.budget)
 	s.Duration = time.Since(start)
@@ -237,7 +245,7 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 	}
 	h, err := historyOf(ctx, tenv.client, sweepID, run.GetRunID())
 	if err != nil {
-		return s, err
+		return s, fmt.Errorf("the sweep's history: %w", err)
 	}
 	s.sweepHistory = h
 	// Count every request until discovery ended (a failed sweep: until it was stopped), then only the
@@ -268,7 +276,7 @@ func runFleetOnce(ctx context.Context, o Options, tenv *temporalEnv, r fleetRun)
 	}
 	s.Started, s.TTM, err = timeToMerge(ctx, tenv.client, start, planted, wait)
 	if err != nil {
-		return s, err
+		return s, fmt.Errorf("time to merge: %w", err)
 	}
 	s.actions += s.Started
 	terminateMerges(ctx, tenv.client, start, prefix)

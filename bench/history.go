@@ -19,6 +19,7 @@ import (
 
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/internal/actioncount"
+	"github.com/walkeeper/walkeeper/internal/testkit/testtemporal"
 	"github.com/walkeeper/walkeeper/store"
 )
 
@@ -56,7 +57,7 @@ func countTemporalBill(ctx context.Context, c client.Client, query string) (*tem
 	b := &temporalBill{byType: map[string]*actioncount.Cost{}}
 	err := listWorkflows(ctx, c, query, func(e *workflowpb.WorkflowExecutionInfo) error {
 		id, runID, typ := e.GetExecution().GetWorkflowId(), e.GetExecution().GetRunId(), e.GetType().GetName()
-		events, err := actioncount.History(ctx, c, id, runID)
+		events, err := historyEvents(ctx, c, id, runID)
 		if err != nil {
 			return fmt.Errorf("history of %s/%s: %w", id, runID, err)
 		}
@@ -82,7 +83,12 @@ func countTemporalBill(ctx context.Context, c client.Client, query string) (*tem
 func listWorkflows(ctx context.Context, c client.Client, query string, f func(*workflowpb.WorkflowExecutionInfo) error) error {
 	var token []byte
 	for {
-		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query, PageSize: 1000, NextPageToken: token})
+		var resp *workflowservice.ListWorkflowExecutionsResponse
+		err := testtemporal.RetryTimedOut(ctx, func(ctx context.Context) error {
+			var err error
+			resp, err = c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query, PageSize: 1000, NextPageToken: token})
+			return err
+		})
 		if err != nil {
 			return fmt.Errorf("list workflows (%s): %w", query, err)
 		}
@@ -95,6 +101,18 @@ func listWorkflows(ctx context.Context, c client.Client, query string, f func(*w
 			return nil
 		}
 	}
+}
+
+// historyEvents is workflow id's run's history, fetched again after an answer a loaded dev
+// server gave too late.
+func historyEvents(ctx context.Context, c client.Client, id, runID string) ([]*historypb.HistoryEvent, error) {
+	var events []*historypb.HistoryEvent
+	err := testtemporal.RetryTimedOut(ctx, func(ctx context.Context) error {
+		var err error
+		events, err = actioncount.History(ctx, c, id, runID)
+		return err
+	})
+	return events, err
 }
 
 // committedGenerations sums the generations a MergeWal run's completed CommitRound
@@ -160,7 +178,7 @@ func waitsOf(ctx context.Context, c client.Client, id string) (mergeWaits, error
 	var w mergeWaits
 	scheduled := map[int64]time.Time{}
 	tasks := 0
-	events, err := actioncount.History(ctx, c, id, "")
+	events, err := historyEvents(ctx, c, id, "")
 	if err != nil {
 		return w, err
 	}
@@ -192,7 +210,12 @@ func waitsOf(ctx context.Context, c client.Client, id string) (mergeWaits, error
 func watchSweep(ctx context.Context, c client.Client, id, runID string, budget time.Duration) (failed string, heartbeat int) {
 	deadline := time.Now().Add(budget)
 	for {
-		d, err := c.DescribeWorkflowExecution(ctx, id, runID)
+		var d *workflowservice.DescribeWorkflowExecutionResponse
+		err := testtemporal.RetryTimedOut(ctx, func(ctx context.Context) error {
+			var err error
+			d, err = c.DescribeWorkflowExecution(ctx, id, runID)
+			return err
+		})
 		if err != nil {
 			return "describe: " + firstLine(err.Error()), heartbeat
 		}
@@ -245,7 +268,7 @@ func historyOf(ctx context.Context, c client.Client, id, runID string) (sweepHis
 	launches := 0
 	started := map[int64]time.Time{} // StartWorkflows: scheduled event ID -> started
 	var batchTotal time.Duration
-	events, err := actioncount.History(ctx, c, id, runID)
+	events, err := historyEvents(ctx, c, id, runID)
 	if err != nil {
 		return h, err
 	}

@@ -84,10 +84,10 @@ func (e *env) queueBehindBacklog(round int) (int, client.WorkflowRun) {
 	t.Logf("round %d: %d stores written in %s", round, fairBacklog+1, time.Since(start).Round(time.Millisecond))
 	// Queue the backlog, then the light merge, with no worker polling yet.
 	runs := make([]client.WorkflowRun, fairBacklog)
-	g.SetLimit(32)
+	g.SetLimit(8)
 	for i, tg := range targets {
 		g.Go(func() error {
-			run, err := contract.StartMergeWal(e.ctx(waitShort), e.c, mustTarget(t, tg), contract.MergeWalInput{})
+			run, err := e.startMergeWal(mustTarget(t, tg), contract.MergeWalInput{})
 			runs[i] = run
 			return err
 		})

@@ -23,6 +23,7 @@ import (
 	"github.com/walkeeper/walkeeper/activities"
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/internal/testkit/apitest"
+	"github.com/walkeeper/walkeeper/internal/testkit/testtemporal"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/store/objstore"
 	"github.com/walkeeper/walkeeper/temporaladmin"
@@ -495,18 +496,36 @@ func (e *env) mergeResult(run client.WorkflowRun, timeout time.Duration) contrac
 
 func (e *env) startMerge(target string, in contract.MergeWalInput) client.WorkflowRun {
 	e.t.Helper()
-	run, err := contract.StartMergeWal(e.ctx(waitShort), e.c, mustTarget(e.t, target), in)
+	run, err := e.startMergeWal(mustTarget(e.t, target), in)
 	if err != nil {
 		e.t.Fatalf("start MergeWal %s: %v", target, err)
 	}
 	return run
 }
 
+// startMergeWal starts tg's MergeWal as contract.StartMergeWal does, again after an answer
+// that a loaded server gave too late.
+func (e *env) startMergeWal(tg store.Target, in contract.MergeWalInput) (client.WorkflowRun, error) {
+	var run client.WorkflowRun
+	err := testtemporal.RetryTimedOut(e.ctx(waitShort), func(ctx context.Context) error {
+		var err error
+		run, err = contract.StartMergeWal(ctx, e.c, tg, in)
+		return err
+	})
+	return run, err
+}
+
 // describe returns the workflow's current execution description.
 func (e *env) describe(id, runID string) (*workflowservice.DescribeWorkflowExecutionResponse, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), waitShort)
 	defer cancel()
-	return e.c.DescribeWorkflowExecution(ctx, id, runID)
+	var d *workflowservice.DescribeWorkflowExecutionResponse
+	err := testtemporal.RetryTimedOut(ctx, func(ctx context.Context) error {
+		var err error
+		d, err = e.c.DescribeWorkflowExecution(ctx, id, runID)
+		return err
+	})
+	return d, err
 }
 
 func (e *env) isRunning(id, runID string) bool {

@@ -560,8 +560,13 @@ func (e *env) listExecutions(query string) ([]*workflowservice.ListWorkflowExecu
 	n := 0
 	var token []byte
 	for {
-		res, err := e.c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-			Namespace: e.ns, Query: query, NextPageToken: token,
+		var res *workflowservice.ListWorkflowExecutionsResponse
+		err := testtemporal.RetryTimedOut(ctx, func(ctx context.Context) error {
+			var err error
+			res, err = e.c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+				Namespace: e.ns, Query: query, NextPageToken: token,
+			})
+			return err
 		})
 		if err != nil {
 			return nil, 0, err

@@ -105,7 +105,11 @@ func ResumeSchedule(ctx context.Context, c client.Client, id, note string) error
 	if err != nil || id != SweepScheduleID {
 		return scheduleError("resume", id, err)
 	}
-	return startSweepWindowIfIdle(ctx, c)
+	err = startSweepWindowIfIdle(ctx, c)
+	if errors.Is(err, ErrSweepScheduleForeign) { // said, lest a failed resume be read
+		return fmt.Errorf("schedule %s resumed: %w", id, err)
+	}
+	return err
 }
 
 // TriggerSchedule runs schedule id's action now (even while paused). Overlap SKIP still

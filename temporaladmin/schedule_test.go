@@ -1,6 +1,7 @@
 package temporaladmin
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -50,4 +51,26 @@ func TestSweepWindowInputOfAWrongTypedInputIsUnreadable(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, 5, in.Sweep.Concurrency)
 	require.Equal(t, 30*time.Second, in.Interval)
+}
+
+// What a hand-edited sweep schedule starts is named bounded and escaped, whatever its length
+// and bytes, and only walkeeper's own action passes.
+func TestCheckSweepActionNamesAForeignActionBounded(t *testing.T) {
+	describe := func(a client.ScheduleAction) *client.ScheduleDescription {
+		return &client.ScheduleDescription{Schedule: client.Schedule{Action: a}}
+	}
+	require.NoError(t, checkSweepAction(describe(&client.ScheduleWorkflowAction{
+		Workflow: contract.SweepWindowWorkflow, TaskQueue: contract.TaskQueue})))
+
+	long := "\x1b[2J" + strings.Repeat("w", 10_000)
+	err := checkSweepAction(describe(&client.ScheduleWorkflowAction{Workflow: long, TaskQueue: "q\n"}))
+	require.ErrorIs(t, err, ErrSweepScheduleForeign)
+	require.Contains(t, err.Error(), `starts workflow \x1b[2Jwww`)
+	require.Contains(t, err.Error(), `on task queue q\n, not SweepWindow on walkeeper`)
+	require.Less(t, len(err.Error()), 400)
+	require.NotContains(t, err.Error(), "\x1b")
+
+	err = checkSweepAction(describe(nil))
+	require.ErrorIs(t, err, ErrSweepScheduleForeign)
+	require.Contains(t, err.Error(), "starts workflow (none) on task queue (none)")
 }

@@ -110,7 +110,46 @@ func startSweepWindowIfIdle(ctx context.Context, c client.Client) error {
 	if d.Schedule.State != nil && d.Schedule.State.Paused || len(d.Info.RunningWorkflows) > 0 {
 		return nil
 	}
+	if err := checkSweepAction(d); err != nil {
+		return err
+	}
 	return TriggerSchedule(ctx, c, SweepScheduleID)
+}
+
+// ErrSweepScheduleForeign marks a sweep-now or a window start refused because someone with
+// namespace access edited the schedule walkeeper-sweep (Temporal Web, the Temporal CLI) to
+// start another workflow type or on another task queue: walkeeper runs only the action it
+// ensured, and the next ensure (`walkeeper schedule ensure`, a worker's start) restores it.
+var ErrSweepScheduleForeign = errors.New("the sweep schedule starts something other than walkeeper's sweep")
+
+// sweepScheduleForeign is an ErrSweepScheduleForeign that names what the schedule starts.
+type sweepScheduleForeign struct {
+	workflow, taskQueue string // clipped to contract.MaxStartErrorBytes, escaped
+}
+
+func (e *sweepScheduleForeign) Error() string {
+	return fmt.Sprintf("schedule %s starts workflow %s on task queue %s, not %s on %s (edited outside walkeeper?): "+
+		"not triggered; `walkeeper schedule ensure` restores its action", SweepScheduleID, e.workflow, e.taskQueue,
+		contract.SweepWindowWorkflow, contract.TaskQueue)
+}
+
+func (e *sweepScheduleForeign) Is(target error) bool { return target == ErrSweepScheduleForeign }
+
+// checkSweepAction refuses, as an ErrSweepScheduleForeign, a description of walkeeper-sweep
+// whose action does not start SweepWindow on walkeeper's task queue. Pure.
+func checkSweepAction(d *client.ScheduleDescription) error {
+	var name, queue string
+	if a, ok := d.Schedule.Action.(*client.ScheduleWorkflowAction); ok {
+		name, _ = a.Workflow.(string) // a description names the type
+		queue = a.TaskQueue
+	}
+	if name == contract.SweepWindowWorkflow && queue == contract.TaskQueue {
+		return nil
+	}
+	said := func(s string) string {
+		return cmp.Or(contract.Printable(contract.Clip(s, contract.MaxStartErrorBytes)), "(none)")
+	}
+	return &sweepScheduleForeign{workflow: said(name), taskQueue: said(queue)}
 }
 
 // SweepWindowInputOf decodes the input of d's action when it starts SweepWindow; one its
@@ -148,6 +187,9 @@ func runningSweepWindows(ctx context.Context, c client.Client) ([]string, *clien
 func SweepNow(ctx context.Context, c client.Client) (string, error) {
 	ids, d, err := runningSweepWindows(ctx, c)
 	if err != nil {
+		return "", err
+	}
+	if err := checkSweepAction(d); err != nil {
 		return "", err
 	}
 	for _, id := range ids {

@@ -174,9 +174,9 @@ func TestCommandsAgainstTemporal(t *testing.T) {
 	// running and the trigger signals it.
 	assert.Contains(t, runCLI("schedule", "trigger"), "signaled sweep window sweep-window-")
 
-	runCLI("schedule", "ensure", "--target", "generic:gs", "--every", "1h")
-	out = runCLI("schedule", "describe", "--target", "generic:gs")
-	assert.Contains(t, out, "merge-wal-tick/generic/gs")
+	runCLI("schedule", "ensure", "--target", "rollout:gs", "--every", "1h", "--storage", rolloutStorage(t, "gs"))
+	out = runCLI("schedule", "describe", "--target", "rollout:gs")
+	assert.Contains(t, out, "merge-wal-tick/rollout/gs")
 	assert.Contains(t, out, "MergeWalTick")
 
 	// No worker runs in this test: the merge starts and stays running, and a second merge

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -19,15 +20,17 @@ import (
 	"github.com/walkeeper/walkeeper/internal/cli"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/temporaladmin"
+	"github.com/walkeeper/walkeeper/worker"
 )
 
 // scheduleFlags select the schedule: the fleet sweep, or one target's merge schedule.
 type scheduleFlags struct {
-	target string
-	every  time.Duration
-	window time.Duration
-	jitter time.Duration
-	note   string
+	target  string
+	storage string // ensure --target's store check
+	every   time.Duration
+	window  time.Duration
+	jitter  time.Duration
+	note    string
 }
 
 // maxNoteBytes bounds --note, which the schedule keeps and describe prints.
@@ -122,9 +125,8 @@ Both use a one-minute catch-up window.`,
 			if err := sf.check(cmd.Name() == "ensure"); err != nil {
 				return err
 			}
-			if cmd.Name() == "ensure" && sf.target != "" {
-				// Under a running dev, whose storage it knows, as merge does; else it has none.
-				if err := g.precheckStore(cmd.Context(), cmd, "", t); err != nil {
+			if cmd.Name() == "ensure" {
+				if err := g.checkScheduleStore(cmd, sf, t); err != nil {
 					return err
 				}
 			}
@@ -146,9 +148,11 @@ Both use a one-minute catch-up window.`,
 		Long: `Create the schedule, or update its interval, action and policies if it exists.
 A paused schedule stays paused. Without --target this is what every worker does on start,
 except that an existing walkeeper-sweep keeps its sweep thresholds, batching and pacing (the
-workers' --sweep-* knobs, which this command has no flags for); a new one gets the defaults.`,
+workers' --sweep-* knobs, which this command has no flags for); a new one gets the defaults.
+With --target the store must exist at --storage ($WALKEEPER_STORAGE, else the running dev's
+storage): the schedule would otherwise start a merge that fails every --every, for ever.`,
 		Example: `  walkeeper schedule ensure --every 1m --window 1h
-  walkeeper schedule ensure --target generic:demo --every 30s`,
+  walkeeper schedule ensure --target generic:demo --every 30s --storage s3://walkeeper-data`,
 		Args: cli.Args(cobra.NoArgs),
 		RunE: with(func(ctx context.Context, c client.Client, id string, t store.Target, out io.Writer) error {
 			ensured := fmt.Sprintf("schedule %s ensured: a sweep window every %s, a round every %s", id, sf.window, sf.every)
@@ -176,6 +180,8 @@ workers' --sweep-* knobs, which this command has no flags for); a new one gets t
 			return nil
 		}),
 	}
+	worker.StringKnobVar(ensure.Flags(), &sf.storage, "storage", "",
+		"with --target, required: storage root URL, read to refuse a store that does not exist; default: the running dev's")
 	ensure.Flags().DurationVar(&sf.every, "every", time.Minute, "interval between actions (the sweep schedule: between sweep rounds)")
 	ensure.Flags().DurationVar(&sf.window, "window", temporaladmin.DefaultSweepWindow, "sweep schedule only: how long one SweepWindow workflow runs rounds")
 	ensure.Flags().DurationVar(&sf.jitter, "jitter", temporaladmin.DefaultScheduleJitter, "random delay of each action, at most this and at most a quarter of the schedule's interval (0 = none)")
@@ -238,6 +244,25 @@ the tick starts now, skipped if the previous one still runs.`,
 	}
 	cmd.AddCommand(ensure, pause, resume, trigger, describe)
 	return cmd
+}
+
+// checkScheduleStore refuses, before Temporal is dialed, an ensure --target of a store that
+// does not exist at --storage ($WALKEEPER_STORAGE, else a running dev's), and one with no
+// storage to check: unlike a merge, whose run fails once, the schedule would start a merge of
+// a mistyped store that fails every --every for ever. --storage without --target names no store.
+func (g *globalOptions) checkScheduleStore(cmd *cobra.Command, sf *scheduleFlags, t store.Target) error {
+	if sf.target == "" {
+		if cmd.Flags().Changed("storage") {
+			return cli.Usagef("--storage: the sweep schedule names no store to check; it goes with --target")
+		}
+		return nil
+	}
+	storage := cmp.Or(sf.storage, g.devDefaults(cmd).Storage)
+	if storage == "" {
+		return cli.Usagef("--target %s: pass --storage URL (or set WALKEEPER_STORAGE, or run 'walkeeper dev') "+
+			"to check that the store exists", t)
+	}
+	return g.precheckStore(cmd.Context(), cmd, storage, t)
 }
 
 func printSchedule(out io.Writer, id string, d *client.ScheduleDescription) error {

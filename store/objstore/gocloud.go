@@ -63,7 +63,7 @@ func (g *gocloudBackend) close() error { return g.bkt.Close() }
 
 // get reads the object into a buffer sized from the length the storage reports (readSized).
 func (g *gocloudBackend) get(ctx context.Context, key string, limit int64, alloc Alloc, wd *watchdog) ([]byte, error) {
-	r, err := g.bkt.NewReader(ctx, key, nil)
+	r, err := g.bkt.NewReader(ctx, key, &blob.ReaderOptions{BeforeRead: boundS3ErrorAnswers})
 	if err != nil {
 		return nil, mapErr(err)
 	}
@@ -166,8 +166,10 @@ func (g *gocloudBackend) listDirs(ctx context.Context, prefix string, fn func(st
 // arrives, until the listing ends or fn or the storage fails. An entry outside the prefix
 // fails the listing, as does an S3 key or common prefix not after the one of its kind before
 // it: a server that repeats a page (a continuation token that never advances) would otherwise
-// make a listing endless, and one that lists out of order or twice breaks every cursor.
+// make a listing endless, and one that lists out of order or twice breaks every cursor. Each
+// S3 page is bounded and checked as it arrives (guardS3Listing).
 func (g *gocloudBackend) eachListed(ctx context.Context, opts *blob.ListOptions, fn func(*blob.ListObject) error) error {
+	opts.BeforeList = guardS3Listing(opts.BeforeList)
 	it := g.bkt.List(opts)
 	var lastKey, lastDir string
 	for {

@@ -1,10 +1,12 @@
 package objstore_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -127,4 +129,114 @@ func TestS3ListingDirsRepeatedFails(t *testing.T) {
 	_, err := b.ListDirs(context.Background(), "p/")
 	require.ErrorContains(t, err, "malformed listing")
 	require.Equal(t, int64(2), requests.Load(), "the listing ends at the repeated page")
+}
+
+// requireEveryListingFails runs each kind of listing of prefix p/ and wants it to fail with
+// an error holding want.
+func requireEveryListingFails(t *testing.T, b *objstore.Bucket, want string) {
+	t.Helper()
+	ctx := context.Background()
+	_, err := walkAtMost(t, b, "p/", 1000)
+	require.ErrorContains(t, err, want, "Walk")
+	_, _, err = b.ListPageWhere(ctx, "p/", "", 100, nil)
+	require.ErrorContains(t, err, want, "ListPageWhere")
+	_, err = b.List(ctx, "p/")
+	require.ErrorContains(t, err, want, "List")
+	_, err = b.ListDirs(ctx, "p/")
+	require.ErrorContains(t, err, want, "ListDirs")
+}
+
+// A 200 to a listing whose body is not a ListBucketResult (an S3 <Error> document, or
+// nothing) decoded as an empty listing, a silent short answer.
+func TestS3ListingThatIsNotAListingFails(t *testing.T) {
+	for name, body := range map[string]string{
+		"error document": `<?xml version="1.0" encoding="UTF-8"?>` +
+			`<Error><Code>InternalError</Code><Message>We encountered an internal error.</Message></Error>`,
+		"empty body": "",
+	} {
+		t.Run(name, func(t *testing.T) {
+			b := openHostileS3(t, func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/xml")
+				_, _ = fmt.Fprint(w, body)
+			})
+			requireEveryListingFails(t, b, "malformed listing")
+		})
+	}
+}
+
+// A truncated page without a NextContinuationToken ended the listing there, silently.
+func TestS3ListingTruncatedWithoutTokenFails(t *testing.T) {
+	b := openHostileS3(t, func(w http.ResponseWriter, r *http.Request) {
+		listAnswer(w, []listedKey{{key: "p/a"}}, []string{"p/d/"}, true, "")
+	})
+	requireEveryListingFails(t, b, "malformed listing")
+}
+
+// Each empty page of a truncated listing deepened gocloud's iterator's recursion, for as
+// long as the server went on; the listing fails after 1,000 of them in a row. The server
+// refuses the 3,001st request, so that an endless listing ends the test instead of hanging it.
+func TestS3ListingEmptyPagesAreBounded(t *testing.T) {
+	var requests atomic.Int64
+	b := openHostileS3(t, func(w http.ResponseWriter, r *http.Request) {
+		n := requests.Add(1)
+		if n > 3000 {
+			w.WriteHeader(http.StatusForbidden)
+			return
+		}
+		listAnswer(w, nil, nil, true, fmt.Sprint(n))
+	})
+	_, err := walkAtMost(t, b, "p/", 0)
+	require.ErrorContains(t, err, "more than 1000 empty truncated pages")
+	require.Equal(t, int64(1001), requests.Load(), "the listing ends at the 1,001st empty page")
+}
+
+// An error answer's body was read whole, and a list page decoded whole, whatever their size:
+// an error body is read up to 64 KiB, a list page up to 8 MiB.
+func TestS3AnswersAreReadUpToALimit(t *testing.T) {
+	ctx := context.Background()
+	t.Run("error answer of 64 MiB", func(t *testing.T) {
+		b := openHostileS3(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/xml")
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = fmt.Fprint(w, "<Error><Code>InvalidRequest</Code><Message>")
+			chunk := bytes.Repeat([]byte{'x'}, 64<<10)
+			for range 1024 {
+				if _, err := w.Write(chunk); err != nil {
+					return // the client stopped reading
+				}
+			}
+		})
+		for op, run := range map[string]func() error{
+			"list": func() error { _, err := b.List(ctx, "p/"); return err },
+			"get":  func() error { _, err := b.Get(ctx, "p/a"); return err },
+		} {
+			var err error
+			allocated := totalAlloc(func() { err = run() })
+			// Read whole, the body took about twice its 64 MiB; a bound of 16 MiB leaves
+			// the SDK's own allocations room.
+			t.Logf("%s: %d bytes allocated", op, allocated)
+			require.Less(t, allocated, uint64(16<<20), "%s: bytes allocated", op)
+			require.ErrorContains(t, err, "error answer longer than 65536 bytes", op)
+		}
+	})
+	t.Run("list page of 15 MB", func(t *testing.T) {
+		keys := make([]listedKey, 100_000)
+		for i := range keys {
+			keys[i] = listedKey{key: fmt.Sprintf("p/%07d", i)}
+		}
+		b := openHostileS3(t, func(w http.ResponseWriter, r *http.Request) {
+			listAnswer(w, keys, nil, false, "")
+		})
+		_, err := b.List(ctx, "p/")
+		require.ErrorContains(t, err, "answer longer than 8388608 bytes")
+	})
+}
+
+// totalAlloc returns the bytes the process allocated while fn ran.
+func totalAlloc(fn func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	fn()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
 }

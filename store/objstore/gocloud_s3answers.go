@@ -1,0 +1,155 @@
+package objstore
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go/middleware"
+)
+
+// What walkeeper reads of an S3 answer, checked per request through gocloud's BeforeList and
+// BeforeRead hooks, since the SDK reads an error answer whole and believes any 200 to a
+// listing. Puts and deletes have no such hook (docs/STORAGE.md §4).
+const (
+	// maxS3ErrorAnswer bounds an error answer's body: S3's own are a few hundred bytes.
+	maxS3ErrorAnswer = 64 << 10
+	// maxS3ListAnswer bounds one list page's body: 1,000 entries (the page size asked) of
+	// 1,024-byte keys, every byte escaped as the 6-byte `&quot;`, is about 6.5 MB, and a page of
+	// walkeeper's own keys well under 1 MB.
+	maxS3ListAnswer = 8 << 20
+	// maxEmptyListPages bounds the truncated pages in a row that hold no entry: gocloud's
+	// iterator recurses once per such page, and S3 sends one only now and then.
+	maxEmptyListPages = 1000
+)
+
+// s3ListGuard checks the answers of one S3 listing, page after page.
+type s3ListGuard struct {
+	emptyPages int // truncated pages in a row without an entry
+}
+
+// guardS3Listing returns a BeforeList that bounds and checks each S3 page of one listing
+// before running before (nil: none).
+func guardS3Listing(before func(as func(any) bool) error) func(as func(any) bool) error {
+	g := &s3ListGuard{}
+	return func(as func(any) bool) error {
+		var optFns *[]func(*s3.Options)
+		if as(&optFns) {
+			*optFns = append(*optFns, g.apply)
+		}
+		if before == nil {
+			return nil
+		}
+		return before(as)
+	}
+}
+
+func (g *s3ListGuard) apply(o *s3.Options) {
+	o.HTTPClient = boundedAnswers{next: o.HTTPClient, okLimit: maxS3ListAnswer}
+	o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
+		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("walkeeperCheckListPage",
+			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (
+				middleware.InitializeOutput, middleware.Metadata, error) {
+				out, md, err := next.HandleInitialize(ctx, in)
+				if page, ok := out.Result.(*s3.ListObjectsV2Output); ok && err == nil {
+					err = g.check(page)
+				}
+				return out, md, err
+			}), middleware.Before)
+	})
+}
+
+// check fails a page that is not a listing (S3 always says whether it is truncated; a 200
+// holding an <Error> document or nothing decodes as an empty page), a truncated page without
+// the token that continues it, which gocloud reads as the end, and one empty truncated page
+// too many.
+func (g *s3ListGuard) check(page *s3.ListObjectsV2Output) error {
+	if page.IsTruncated == nil {
+		return fmt.Errorf("%w: the answer is not a ListBucketResult (no IsTruncated)", errBadListing)
+	}
+	if !*page.IsTruncated {
+		return nil
+	}
+	if aws.ToString(page.NextContinuationToken) == "" {
+		return fmt.Errorf("%w: truncated without a NextContinuationToken", errBadListing)
+	}
+	if len(page.Contents)+len(page.CommonPrefixes) > 0 {
+		g.emptyPages = 0
+		return nil
+	}
+	if g.emptyPages++; g.emptyPages > maxEmptyListPages {
+		return fmt.Errorf("%w: more than %d empty truncated pages in a row", errBadListing, maxEmptyListPages)
+	}
+	return nil
+}
+
+// boundS3ErrorAnswers is a BeforeRead that bounds the body of an error answer to a get.
+func boundS3ErrorAnswers(as func(any) bool) error {
+	var optFns *[]func(*s3.Options)
+	if as(&optFns) {
+		*optFns = append(*optFns, func(o *s3.Options) {
+			o.HTTPClient = boundedAnswers{next: o.HTTPClient, okLimit: -1}
+		})
+	}
+	return nil
+}
+
+// boundedAnswers is an S3 HTTP client whose answers' bodies fail with answerTooLarge past
+// their limit: maxS3ErrorAnswer for an error, okLimit (< 0: none) for a success.
+type boundedAnswers struct {
+	next    s3.HTTPClient
+	okLimit int64
+}
+
+func (c boundedAnswers) Do(req *http.Request) (*http.Response, error) {
+	resp, err := c.next.Do(req)
+	if err != nil {
+		return resp, err
+	}
+	limit, what := c.okLimit, "answer"
+	if resp.StatusCode < 200 || resp.StatusCode >= 300 { // as the SDK tells an error
+		limit, what = maxS3ErrorAnswer, "error answer"
+	}
+	if limit >= 0 {
+		resp.Body = &boundedBody{ReadCloser: resp.Body, left: limit + 1, limit: limit, what: what}
+	}
+	return resp, nil
+}
+
+// boundedBody reads at most limit+1 bytes of an answer's body, failing at the last.
+type boundedBody struct {
+	io.ReadCloser
+	left, limit int64
+	what        string
+}
+
+func (b *boundedBody) Read(p []byte) (int, error) {
+	if b.left == 0 {
+		return 0, answerTooLarge{b.limit, b.what}
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	if b.left -= int64(n); b.left == 0 {
+		return n, answerTooLarge{b.limit, b.what}
+	}
+	return n, err
+}
+
+// answerTooLarge is an S3 answer whose body outgrew its limit; a failure of the storage,
+// which the SDK must not retry, since each retry would read as much again.
+type answerTooLarge struct {
+	limit int64
+	what  string
+}
+
+func (e answerTooLarge) Error() string {
+	return fmt.Sprintf("storage sent an %s longer than %d bytes", e.what, e.limit)
+}
+
+// RetryableError tells the SDK's retryer not to retry.
+func (answerTooLarge) RetryableError() bool { return false }

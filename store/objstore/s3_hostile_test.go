@@ -191,14 +191,16 @@ func TestS3ListingEmptyPagesAreBounded(t *testing.T) {
 }
 
 // An error answer's body was read whole, and a list page decoded whole, whatever their size:
-// an error body is read up to 64 KiB, a list page up to 8 MiB.
+// an error body is read up to 64 KiB, a list page up to 8 MiB, and neither is asked again.
 func TestS3AnswersAreReadUpToALimit(t *testing.T) {
 	ctx := context.Background()
 	t.Run("error answer of 64 MiB", func(t *testing.T) {
+		var requests atomic.Int64
 		b := openHostileS3(t, func(w http.ResponseWriter, r *http.Request) {
+			requests.Add(1)
 			w.Header().Set("Content-Type", "application/xml")
-			w.WriteHeader(http.StatusBadRequest)
-			_, _ = fmt.Fprint(w, "<Error><Code>InvalidRequest</Code><Message>")
+			w.WriteHeader(http.StatusServiceUnavailable) // which the SDK retries
+			_, _ = fmt.Fprint(w, "<Error><Code>SlowDown</Code><Message>")
 			chunk := bytes.Repeat([]byte{'x'}, 64<<10)
 			for range 1024 {
 				if _, err := w.Write(chunk); err != nil {
@@ -210,6 +212,7 @@ func TestS3AnswersAreReadUpToALimit(t *testing.T) {
 			"list": func() error { _, err := b.List(ctx, "p/"); return err },
 			"get":  func() error { _, err := b.Get(ctx, "p/a"); return err },
 		} {
+			requests.Store(0)
 			var err error
 			allocated := totalAlloc(func() { err = run() })
 			// Read whole, the body took about twice its 64 MiB; a bound of 16 MiB leaves
@@ -217,6 +220,7 @@ func TestS3AnswersAreReadUpToALimit(t *testing.T) {
 			t.Logf("%s: %d bytes allocated", op, allocated)
 			require.Less(t, allocated, uint64(16<<20), "%s: bytes allocated", op)
 			require.ErrorContains(t, err, "error answer longer than 65536 bytes", op)
+			require.Equal(t, int64(1), requests.Load(), "%s: a refused answer is not asked again", op)
 		}
 	})
 	t.Run("list page of 15 MB", func(t *testing.T) {

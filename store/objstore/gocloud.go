@@ -63,7 +63,7 @@ func (g *gocloudBackend) close() error { return g.bkt.Close() }
 
 // get reads the object into a buffer sized from the length the storage reports (readSized).
 func (g *gocloudBackend) get(ctx context.Context, key string, limit int64, alloc Alloc, wd *watchdog) ([]byte, error) {
-	r, err := g.bkt.NewReader(ctx, key, &blob.ReaderOptions{BeforeRead: boundS3ErrorAnswers})
+	r, err := g.newReader(ctx, key)
 	if err != nil {
 		return nil, mapErr(err)
 	}
@@ -132,7 +132,7 @@ func (g *gocloudBackend) put(ctx context.Context, key string, data []byte, ifAbs
 }
 
 func (g *gocloudBackend) exists(ctx context.Context, key string) (bool, error) {
-	return g.bkt.Exists(ctx, key)
+	return g.existsChecked(ctx, key)
 }
 
 func (g *gocloudBackend) delete(ctx context.Context, key string) error {
@@ -164,7 +164,7 @@ func (g *gocloudBackend) listDirs(ctx context.Context, prefix string, fn func(st
 
 // eachListed runs one gocloud listing page by page, handing every entry to fn as its page
 // arrives, until the listing ends or fn or the storage fails. An entry outside the prefix
-// fails the listing, as does an S3 key or common prefix not after the one of its kind before
+// fails the listing, as does a stored key or prefix not after the one of its kind before
 // it: a server that repeats a page (a continuation token that never advances) would otherwise
 // make a listing endless, and one that lists out of order or twice breaks every cursor. Each
 // S3 page is bounded and checked as it arrives (guardS3Listing).
@@ -206,7 +206,7 @@ func checkS3Order(obj *blob.ListObject, lastKey, lastDir *string) error {
 	case obj.As(&p):
 		name, last = aws.ToString(p.Prefix), lastDir
 	default:
-		return nil // not S3
+		return checkGCSAzureOrder(obj, lastKey, lastDir)
 	}
 	if *last != "" && name <= *last {
 		return fmt.Errorf("%w: %q listed after %q", errBadListing, name, *last)

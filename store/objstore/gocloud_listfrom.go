@@ -2,6 +2,7 @@ package objstore
 
 import (
 	"context"
+	"fmt"
 
 	"cloud.google.com/go/storage"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
@@ -23,6 +24,10 @@ func (g *gocloudBackend) listFrom(ctx context.Context, prefix, startAfter string
 	return g.eachListed(ctx, opts, func(obj *blob.ListObject) error {
 		if obj.IsDir || isTempKey(obj.Key) || obj.Key <= startAfter {
 			return nil
+		}
+		if obj.ModTime.IsZero() {
+			// A GCS item without "updated" reads as year 1, which the orphan rules take for old.
+			return fmt.Errorf("%w: key %q without a modification time", errBadListing, obj.Key)
 		}
 		return fn(ObjectInfo{Key: obj.Key, Size: obj.Size, ModTime: obj.ModTime})
 	})

@@ -1,0 +1,180 @@
+package objstore_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/walkeeper/walkeeper/internal/testkit/testservers"
+	"github.com/walkeeper/walkeeper/store/objstore"
+)
+
+// azBlob is one blob of a hostile Azure server's listing answer.
+type azBlob struct {
+	name string
+	// properties is the blob's <Properties> content; "" = the usual Last-Modified and
+	// Content-Length, "-" = no <Properties> at all.
+	properties string
+}
+
+const azModified = "Thu, 01 Jan 2026 00:00:00 GMT"
+
+// azListAnswer writes a List Blobs answer holding blobs and blob prefixes.
+func azListAnswer(w http.ResponseWriter, blobs []azBlob, prefixes []string, marker string) {
+	var sb strings.Builder
+	sb.WriteString(`<?xml version="1.0" encoding="utf-8"?><EnumerationResults ServiceEndpoint="x" ContainerName="b"><Blobs>`)
+	for _, p := range prefixes {
+		sb.WriteString("<BlobPrefix><Name>" + p + "</Name></BlobPrefix>")
+	}
+	for _, bl := range blobs {
+		sb.WriteString("<Blob><Name>" + bl.name + "</Name>")
+		switch bl.properties {
+		case "":
+			sb.WriteString("<Properties><Last-Modified>" + azModified + "</Last-Modified><Content-Length>1</Content-Length></Properties>")
+		case "-":
+		default:
+			sb.WriteString("<Properties>" + bl.properties + "</Properties>")
+		}
+		sb.WriteString("</Blob>")
+	}
+	fmt.Fprintf(&sb, "</Blobs><NextMarker>%s</NextMarker></EnumerationResults>", marker)
+	w.Header().Set("Content-Type", "application/xml")
+	_, _ = fmt.Fprint(w, sb.String())
+}
+
+// TestMain gives the test binary Azurite's account before any test opens an azblob:// URL:
+// azureblob reads its credentials from the environment once, at the first open in the
+// process, and a test of bad URLs opens one early.
+func TestMain(m *testing.M) {
+	_ = os.Setenv("AZURE_STORAGE_ACCOUNT", testservers.AzuriteAccount)
+	_ = os.Setenv("AZURE_STORAGE_KEY", testservers.AzuriteKey)
+	os.Exit(m.Run())
+}
+
+// openHostileAzure opens container "b" the way the tests reach Azurite, on a server that
+// answers every request with answer.
+func openHostileAzure(t *testing.T, answer http.HandlerFunc) *objstore.Bucket {
+	t.Helper()
+	srv := httptest.NewServer(answer)
+	t.Cleanup(srv.Close)
+	return open(t, "azblob://b?protocol=http&domain="+strings.TrimPrefix(srv.URL, "http://"))
+}
+
+// A read or an existence check whose answer leaves out a header azureblob dereferences
+// (Last-Modified; a HEAD's x-ms-creation-time) ended the process with a nil pointer
+// dereference; the operation fails instead, and an answer with them passes.
+func TestAzureAnswerWithoutDatesFails(t *testing.T) {
+	var dated atomic.Bool
+	b := openHostileAzure(t, func(w http.ResponseWriter, r *http.Request) {
+		if dated.Load() {
+			w.Header().Set("Last-Modified", azModified)
+			w.Header().Set("x-ms-creation-time", azModified)
+		}
+		_, _ = w.Write([]byte("abc"))
+	})
+	ctx := context.Background()
+	_, err := b.GetAtMost(ctx, "p/a", 100, nil)
+	require.ErrorContains(t, err, "malformed response")
+	_, err = b.Get(ctx, "p/a")
+	require.ErrorContains(t, err, "malformed response")
+	_, err = b.Exists(ctx, "p/a")
+	require.ErrorContains(t, err, "malformed response")
+
+	dated.Store(true)
+	data, err := b.GetAtMost(ctx, "p/a", 100, nil)
+	require.NoError(t, err)
+	require.Equal(t, "abc", string(data))
+	ok, err := b.Exists(ctx, "p/a")
+	require.NoError(t, err)
+	require.True(t, ok)
+}
+
+// A listing answer without a blob's dates or length, or without its <Blobs>, as a 200 whose
+// body is an <Error> document is, panics in azureblob: the listing fails, the process lives on.
+func TestAzureListingWithoutPropertiesFails(t *testing.T) {
+	for name, answer := range map[string]http.HandlerFunc{
+		"no Last-Modified": func(w http.ResponseWriter, r *http.Request) {
+			azListAnswer(w, []azBlob{{name: "p/a", properties: "<Content-Length>1</Content-Length>"}}, nil, "")
+		},
+		"no Content-Length": func(w http.ResponseWriter, r *http.Request) {
+			azListAnswer(w, []azBlob{{name: "p/a", properties: "<Last-Modified>" + azModified + "</Last-Modified>"}}, nil, "")
+		},
+		"no Properties": func(w http.ResponseWriter, r *http.Request) {
+			azListAnswer(w, []azBlob{{name: "p/a", properties: "-"}}, nil, "")
+		},
+		"an error document": func(w http.ResponseWriter, r *http.Request) {
+			_, _ = w.Write([]byte(`<?xml version="1.0" encoding="utf-8"?><Error><Code>InternalError</Code></Error>`))
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			b := openHostileAzure(t, answer)
+			_, err := walkAtMost(t, b, "p/", 10)
+			require.ErrorContains(t, err, "malformed listing")
+			_, _, err = b.ListPageWhere(context.Background(), "p/", "", 100, nil)
+			require.ErrorContains(t, err, "malformed listing")
+		})
+	}
+}
+
+// A listing must hold only names under its prefix, each after the one before: a server
+// repeating a page under the same NextMarker made a walk endless, and names out of order or
+// listed twice were taken as objects.
+func TestAzureListingOutOfPrefixOrOrderFails(t *testing.T) {
+	for name, answer := range map[string]http.HandlerFunc{
+		"same page for ever": func(w http.ResponseWriter, r *http.Request) {
+			azListAnswer(w, []azBlob{{name: "p/a"}, {name: "p/b"}}, nil, "same")
+		},
+		"outside the prefix": func(w http.ResponseWriter, r *http.Request) {
+			azListAnswer(w, []azBlob{{name: "p/a"}, {name: "q/x"}}, nil, "")
+		},
+		"out of order": func(w http.ResponseWriter, r *http.Request) {
+			azListAnswer(w, []azBlob{{name: "p/c"}, {name: "p/a"}}, nil, "")
+		},
+		"twice": func(w http.ResponseWriter, r *http.Request) {
+			azListAnswer(w, []azBlob{{name: "p/a"}, {name: "p/a"}}, nil, "")
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			b := openHostileAzure(t, answer)
+			_, err := walkAtMost(t, b, "p/", 1000)
+			require.ErrorContains(t, err, "malformed listing")
+			_, _, err = b.ListPageWhere(context.Background(), "p/", "", 100, nil)
+			require.ErrorContains(t, err, "malformed listing")
+			_, err = b.List(context.Background(), "p/")
+			require.ErrorContains(t, err, "malformed listing")
+		})
+	}
+}
+
+// A delimiter listing likewise: a server repeating a page of blob prefixes made ListDirs
+// endless, its result growing all the while. The server refuses the 1,001st request, so
+// that an endless listing ends the test instead of hanging it.
+func TestAzureListingDirsRepeatedFails(t *testing.T) {
+	var requests atomic.Int64
+	b := openHostileAzure(t, func(w http.ResponseWriter, r *http.Request) {
+		if requests.Add(1) > 1000 {
+			w.WriteHeader(http.StatusForbidden)
+			return
+		}
+		azListAnswer(w, nil, []string{"p/a/", "p/b/"}, "same")
+	})
+	_, err := b.ListDirs(context.Background(), "p/")
+	require.ErrorContains(t, err, "malformed listing")
+	require.Equal(t, int64(2), requests.Load(), "the listing ends at the repeated page")
+}
+
+// A listing answer that does not parse is an error, not an empty listing.
+func TestAzureMalformedListingFails(t *testing.T) {
+	b := openHostileAzure(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`<EnumerationResults><Blobs><Blob>`))
+	})
+	_, err := walkAtMost(t, b, "p/", 10)
+	require.ErrorContains(t, err, "XML syntax error")
+}

@@ -96,6 +96,24 @@ func TestAzureAnswerWithoutDatesFails(t *testing.T) {
 	require.True(t, ok)
 }
 
+// A well-formed listing passes the checks: names and prefixes, each kind in order, across
+// pages.
+func TestAzureListingWellFormedPasses(t *testing.T) {
+	b := openHostileAzure(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("marker") == "" {
+			azListAnswer(w, []azBlob{{name: "p/a"}}, []string{"p/b/"}, "next")
+			return
+		}
+		azListAnswer(w, []azBlob{{name: "p/c"}}, []string{"p/d/"}, "")
+	})
+	dirs, err := b.ListDirs(context.Background(), "p/")
+	require.NoError(t, err)
+	require.Equal(t, []string{"b", "d"}, dirs)
+	keys, err := walkAtMost(t, b, "p/", 10)
+	require.NoError(t, err)
+	require.Equal(t, []string{"p/a", "p/c"}, keys)
+}
+
 // A listing answer without a blob's dates or length, or without its <Blobs>, as a 200 whose
 // body is an <Error> document is, panics in azureblob: the listing fails, the process lives on.
 func TestAzureListingWithoutPropertiesFails(t *testing.T) {
@@ -134,6 +152,9 @@ func TestAzureListingOutOfPrefixOrOrderFails(t *testing.T) {
 		"outside the prefix": func(w http.ResponseWriter, r *http.Request) {
 			azListAnswer(w, []azBlob{{name: "p/a"}, {name: "q/x"}}, nil, "")
 		},
+		"without a name": func(w http.ResponseWriter, r *http.Request) {
+			azListAnswer(w, []azBlob{{name: "p/a"}, {name: ""}}, nil, "")
+		},
 		"out of order": func(w http.ResponseWriter, r *http.Request) {
 			azListAnswer(w, []azBlob{{name: "p/c"}, {name: "p/a"}}, nil, "")
 		},
@@ -170,11 +191,20 @@ func TestAzureListingDirsRepeatedFails(t *testing.T) {
 	require.Equal(t, int64(2), requests.Load(), "the listing ends at the repeated page")
 }
 
-// A listing answer that does not parse is an error, not an empty listing.
-func TestAzureMalformedListingFails(t *testing.T) {
+// A listing answer that does not parse is an error, not an empty listing, and so is a read
+// whose body ends before its declared length, not a short object.
+func TestAzureMalformedAnswersFail(t *testing.T) {
 	b := openHostileAzure(t, func(w http.ResponseWriter, r *http.Request) {
-		_, _ = w.Write([]byte(`<EnumerationResults><Blobs><Blob>`))
+		if r.URL.Query().Get("comp") == "list" {
+			_, _ = w.Write([]byte(`<EnumerationResults><Blobs><Blob>`))
+			return
+		}
+		w.Header().Set("Last-Modified", azModified)
+		w.Header().Set("Content-Length", "10")
+		_, _ = w.Write([]byte("abc")) // then the server closes the connection
 	})
 	_, err := walkAtMost(t, b, "p/", 10)
 	require.ErrorContains(t, err, "XML syntax error")
+	_, err = b.GetAtMost(context.Background(), "p/a", 100, nil)
+	require.Error(t, err)
 }

@@ -84,6 +84,19 @@ func TestGCSListingWellFormedPasses(t *testing.T) {
 	keys, err := walkAtMost(t, b, "p/", 10)
 	require.NoError(t, err)
 	require.Equal(t, []string{"p/a", "p/b", "p/c"}, keys)
+
+	// Names and prefixes, each kind in order, across driver pages.
+	requests.Store(0)
+	b = openHostileGCS(t, func(w http.ResponseWriter, r *http.Request) {
+		if requests.Add(1) == 1 {
+			gcsListAnswer(w, gcsDriverPage("p/a"), []string{"p/b/"}, "next")
+			return
+		}
+		gcsListAnswer(w, []gcsItem{{name: "p/c"}}, []string{"p/d/"}, "")
+	})
+	dirs, err := b.ListDirs(context.Background(), "p/")
+	require.NoError(t, err)
+	require.Equal(t, []string{"b", "d"}, dirs)
 }
 
 // A listing must hold only names under its prefix, each after the one before: a server
@@ -97,6 +110,9 @@ func TestGCSListingOutOfPrefixOrOrderFails(t *testing.T) {
 		},
 		"outside the prefix": func(w http.ResponseWriter, r *http.Request) {
 			gcsListAnswer(w, []gcsItem{{name: "p/a"}, {name: "q/x"}}, nil, "")
+		},
+		"without a name": func(w http.ResponseWriter, r *http.Request) {
+			gcsListAnswer(w, []gcsItem{{name: "p/a"}, {name: ""}}, nil, "")
 		},
 		"out of order across pages": func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Query().Get("pageToken") == "" {

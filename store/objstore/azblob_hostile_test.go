@@ -208,3 +208,15 @@ func TestAzureMalformedAnswersFail(t *testing.T) {
 	_, err = b.GetAtMost(context.Background(), "p/a", 100, nil)
 	require.Error(t, err)
 }
+
+// azcore puts an error answer's whole body into its error's text, which a log line or an
+// activity failure then carried whole; the text is cut, the error still classified.
+func TestAzureHugeErrorBodyIsCutFromTheError(t *testing.T) {
+	ctx := context.Background()
+	_, err := walkAtMost(t, openHostileAzure(t, hugeErrorBody(http.StatusForbidden)), "p/", 10)
+	require.Error(t, err)
+	require.Less(t, len(err.Error()), 5<<10, "the error's text")
+	_, err = openHostileAzure(t, hugeErrorBody(http.StatusNotFound)).GetAtMost(ctx, "p/a", 100, nil)
+	require.ErrorIs(t, err, objstore.ErrNotFound)
+	require.Less(t, len(err.Error()), 5<<10, "the error's text")
+}

@@ -306,12 +306,13 @@ func (b *Bucket) run(ctx context.Context, op, key string, wd *watchdog, fn func(
 	return b.faults.After(op, key, call())
 }
 
-// wrapOp adds the operation and key to err, keeping the sentinel for errors.Is.
+// wrapOp adds the operation and key to err, keeping the sentinel for errors.Is, and cuts its
+// text at maxErrText (boundErrText).
 func wrapOp(op, key string, err error) error {
 	if err == nil || errors.Is(err, ErrClosed) {
 		return err
 	}
-	return fmt.Errorf("blob %s %q: %w", op, key, err)
+	return boundErrText(fmt.Errorf("blob %s %q: %w", op, key, err))
 }
 
 // countingWriter counts the bytes a streamed put writes.

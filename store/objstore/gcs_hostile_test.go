@@ -192,3 +192,24 @@ func TestGCSMalformedAnswersFail(t *testing.T) {
 	_, err = b.GetAtMost(ctx, "p/a", 100, nil)
 	require.Error(t, err)
 }
+
+// hugeErrorBody answers with status and an error body of 1 MiB.
+func hugeErrorBody(status int) http.HandlerFunc {
+	body := strings.Repeat("x", 1<<20)
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(status)
+		_, _ = w.Write([]byte(body))
+	}
+}
+
+// The GCS client puts an error answer's whole body into its error's text, which a log line or
+// an activity failure then carried whole; the text is cut, the error still classified.
+func TestGCSHugeErrorBodyIsCutFromTheError(t *testing.T) {
+	ctx := context.Background()
+	_, err := walkAtMost(t, openHostileGCS(t, hugeErrorBody(http.StatusForbidden)), "p/", 10)
+	require.Error(t, err)
+	require.Less(t, len(err.Error()), 5<<10, "the error's text")
+	_, err = openHostileGCS(t, hugeErrorBody(http.StatusNotFound)).GetAtMost(ctx, "p/a", 100, nil)
+	require.ErrorIs(t, err, objstore.ErrNotFound)
+	require.Less(t, len(err.Error()), 5<<10, "the error's text")
+}

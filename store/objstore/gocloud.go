@@ -39,6 +39,11 @@ func openGocloudBackend(ctx context.Context, rawURL string, u *url.URL) (*goclou
 		msg := strings.TrimPrefix(err.Error(), "open bucket "+u.String()+": ")
 		return nil, invalidf("storage url %q: %s", rawURL, msg)
 	}
+	if u.Scheme == "s3" {
+		if bkt, err = boundS3Answers(ctx, bkt, u); err != nil {
+			return nil, fmt.Errorf("storage url %q: %w", rawURL, err)
+		}
+	}
 	return &gocloudBackend{bkt: bkt}, nil
 }
 

@@ -29,7 +29,7 @@ func recoverDriver(err *error) {
 // newReader is bkt.NewReader with a panic of the driver turned into an error.
 func (g *gocloudBackend) newReader(ctx context.Context, key string) (r *blob.Reader, err error) {
 	defer recoverDriver(&err)
-	return g.bkt.NewReader(ctx, key, &blob.ReaderOptions{BeforeRead: boundS3ErrorAnswers})
+	return g.bkt.NewReader(ctx, key, nil)
 }
 
 // existsChecked is bkt.Exists with a panic of the driver turned into an error.

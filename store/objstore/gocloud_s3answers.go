@@ -2,18 +2,24 @@ package objstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go/middleware"
+	"gocloud.dev/blob"
+	"gocloud.dev/blob/s3blob"
 )
 
-// What walkeeper reads of an S3 answer, checked per request through gocloud's BeforeList and
-// BeforeRead hooks, since the SDK reads an error answer whole and believes any 200 to a
-// listing. Puts and deletes have no such hook (docs/STORAGE.md §4).
+// What walkeeper reads of an S3 answer, since the SDK reads an error answer whole and believes
+// any 200 to a listing: the bucket's S3 client bounds every error answer (boundS3Answers),
+// and gocloud's BeforeList hook bounds and checks each list page (docs/STORAGE.md §4).
 const (
 	// maxS3ErrorAnswer bounds an error answer's body: S3's own are a few hundred bytes.
 	maxS3ErrorAnswer = 64 << 10
@@ -25,6 +31,33 @@ const (
 	// iterator recurses once per such page, and S3 sends one only now and then.
 	maxEmptyListPages = 1000
 )
+
+// boundS3Answers reopens bkt, which gocloud's URL opener opened from u, on a copy of its S3
+// client whose HTTP client refuses an error answer's body past maxS3ErrorAnswer, since gocloud
+// gives a per-request hook to lists and gets only, not to puts, deletes or heads. The copy keeps
+// every option the URL set on the client, and the reopened bucket the s3blob options the
+// opener takes from the URL (ssetype, kmskeyid, the client's checksum setting). bkt is closed.
+func boundS3Answers(ctx context.Context, bkt *blob.Bucket, u *url.URL) (*blob.Bucket, error) {
+	defer bkt.Close()
+	var client *s3.Client
+	if !bkt.As(&client) {
+		return nil, errors.New("gocloud's s3 driver holds no AWS SDK v2 client")
+	}
+	bounded := s3.New(client.Options(), func(o *s3.Options) {
+		o.HTTPClient = boundedAnswers{next: o.HTTPClient, okLimit: -1}
+	})
+	q := u.Query()
+	opts := &s3blob.Options{
+		KMSEncryptionID:            q.Get("kmskeyid"),
+		RequestChecksumCalculation: client.Options().RequestChecksumCalculation,
+	}
+	for _, sse := range types.ServerSideEncryption("").Values() {
+		if strings.EqualFold(string(sse), q.Get("ssetype")) { // as the opener, which checked it
+			opts.EncryptionType = sse
+		}
+	}
+	return s3blob.OpenBucket(ctx, bounded, u.Host, opts)
+}
 
 // s3ListGuard checks the answers of one S3 listing, page after page.
 type s3ListGuard struct {
@@ -82,17 +115,6 @@ func (g *s3ListGuard) check(page *s3.ListObjectsV2Output) error {
 	}
 	if g.emptyPages++; g.emptyPages > maxEmptyListPages {
 		return fmt.Errorf("%w: more than %d empty truncated pages in a row", errBadListing, maxEmptyListPages)
-	}
-	return nil
-}
-
-// boundS3ErrorAnswers is a BeforeRead that bounds the body of an error answer to a get.
-func boundS3ErrorAnswers(as func(any) bool) error {
-	var optFns *[]func(*s3.Options)
-	if as(&optFns) {
-		*optFns = append(*optFns, func(o *s3.Options) {
-			o.HTTPClient = boundedAnswers{next: o.HTTPClient, okLimit: -1}
-		})
 	}
 	return nil
 }

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/internal/cli"
 	"github.com/walkeeper/walkeeper/internal/proc"
 )
@@ -69,7 +71,7 @@ func (e *dirLockedError) Error() string {
 // *dirLockedError naming the holder when another open lock file holds it.
 func lockDataDir(dir string, holder lockHolder) (*dirLock, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("data dir: %w", err)
+		return nil, dataDirError(dir, err)
 	}
 	path := filepath.Join(dir, devLockFile)
 	f, err := proc.OpenRegular(path, os.O_CREATE|os.O_RDWR, 0o644)
@@ -77,7 +79,7 @@ func lockDataDir(dir string, holder lockHolder) (*dirLock, error) {
 		return nil, cli.Usagef("lock %s: %w; remove it, or pass --data DIR", path, err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("lock %s: %w", path, err)
+		return nil, dataDirError(dir, err)
 	}
 	// A reader's probe (dataDirInUse) holds the lock shared for an instant: retry briefly
 	// before calling the directory taken.
@@ -110,6 +112,30 @@ func lockDataDir(dir string, holder lockHolder) (*dirLock, error) {
 		return nil, fmt.Errorf("lock %s: write holder: %w", path, err)
 	}
 	return &dirLock{f: f}, nil
+}
+
+// dataDirError says why dir cannot be made or locked. A path that cannot be a data directory
+// (a file, a FIFO, a dangling symlink or a file among its parents; no permission; a read-only
+// file system) is bad usage, since another --data fixes it; any other error is a failure.
+func dataDirError(dir string, err error) error {
+	var pe *fs.PathError
+	var errno syscall.Errno
+	if !errors.As(err, &pe) || !errors.As(err, &errno) {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	why := errno.Error()
+	switch errno {
+	case syscall.ENOTDIR, syscall.EEXIST: // EEXIST: MkdirAll met a dangling symlink
+		why = "not a directory"
+	case syscall.EACCES, syscall.EPERM, syscall.EROFS, syscall.ENAMETOOLONG, syscall.ELOOP:
+		// errno's own words say it
+	default:
+		return fmt.Errorf("data dir: %w", err)
+	}
+	if pe.Path != dir {
+		why = contract.Printable(pe.Path) + ": " + why // a parent, or the lock file
+	}
+	return cli.Usagef("--data %s: %s", contract.Printable(dir), why)
 }
 
 func readHolder(f *os.File) (lockHolder, error) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -228,4 +229,65 @@ func TestDevStateHostileValues(t *testing.T) {
 	code, out, errOut := runCLI(t, "queries")
 	assert.Equal(t, cli.ExitOK, code, errOut)
 	assert.NotContains(t, out, "\x1b", "an escape sequence of dev.json was printed")
+}
+
+// TestDevDataThatCannotBeADirectoryIsBadUsage: a --data that is a file, a FIFO, a symlink to a
+// file or to nothing, or a path under a file stops dev with exit 2 and one line naming it, its
+// control characters escaped, before Temporal starts (the Temporal CLI named does not exist,
+// so starting it would say so) and with nothing written.
+func TestDevDataThatCannotBeADirectoryIsBadUsage(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file\x1b[31m")
+	require.NoError(t, os.WriteFile(file, []byte("keep me"), 0o600))
+	fifo := filepath.Join(dir, "fifo")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	require.NoError(t, os.Symlink(file, filepath.Join(dir, "to-file")))
+	require.NoError(t, os.Symlink(filepath.Join(dir, "nowhere"), filepath.Join(dir, "dangling")))
+	before, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	printableFile := filepath.Join(dir, `file\x1b[31m`)
+	for data, why := range map[string]string{
+		file:                           printableFile + ": not a directory",
+		fifo:                           fifo + ": not a directory",
+		filepath.Join(dir, "to-file"):  filepath.Join(dir, "to-file") + ": not a directory",
+		filepath.Join(dir, "dangling"): filepath.Join(dir, "dangling") + ": not a directory",
+		filepath.Join(file, "under"):   filepath.Join(printableFile, "under") + ": " + printableFile + ": not a directory",
+	} {
+		returnsSoon(t, data, func() {
+			code, _, errOut := runCLI(t, "dev", "--data", data, "--temporal-cli", "/nonexistent/temporal", "--demo=false")
+			assert.Equal(t, cli.ExitUsage, code, "%q: %s", data, errOut)
+			assert.Equal(t, "walkeeper: --data "+why+" (see 'walkeeper dev --help')\n", errOut, "%q", data)
+		})
+	}
+	after, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Equal(t, before, after, "dev wrote into the data directory's parent")
+	b, err := os.ReadFile(file)
+	require.NoError(t, err)
+	assert.Equal(t, "keep me", string(b))
+}
+
+// A --data dev may not write is bad usage too; root may write anywhere, so the errors are made
+// by hand, and for real when the test does not run as root.
+func TestDevDataWithoutPermissionIsBadUsage(t *testing.T) {
+	err := dataDirError("/d", &fs.PathError{Op: "open", Path: "/d/dev.lock", Err: syscall.EACCES})
+	assert.True(t, cli.IsUsageError(err), "%v", err)
+	assert.Equal(t, "--data /d: /d/dev.lock: permission denied", err.Error())
+	err = dataDirError("/d", &fs.PathError{Op: "mkdir", Path: "/d", Err: syscall.EROFS})
+	assert.True(t, cli.IsUsageError(err), "%v", err)
+	assert.Equal(t, "--data /d: read-only file system", err.Error())
+	err = dataDirError("/d", &fs.PathError{Op: "mkdir", Path: "/d", Err: syscall.EIO})
+	assert.False(t, cli.IsUsageError(err), "an I/O error is a failure, not bad usage: %v", err)
+
+	if os.Geteuid() == 0 {
+		t.Log("running as root: a directory without permission cannot be tried for real")
+		return
+	}
+	ro := filepath.Join(t.TempDir(), "ro")
+	require.NoError(t, os.Mkdir(ro, 0o500))
+	for _, data := range []string{ro, filepath.Join(ro, "sub")} {
+		code, _, errOut := runCLI(t, "dev", "--data", data, "--temporal-cli", "/nonexistent/temporal", "--demo=false")
+		assert.Equal(t, cli.ExitUsage, code, "%q: %s", data, errOut)
+		assert.Contains(t, errOut, "permission denied", data)
+	}
 }

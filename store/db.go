@@ -151,6 +151,16 @@ func OpenDB(ctx context.Context, url string, opts Options) (*DB, error) {
 	return OpenDBOnBucket(b, opts), nil
 }
 
+// OpenExistingDB opens the storage root at url as OpenDB does, but refuses a file:// root that
+// does not exist (ErrInvalidInput) instead of creating it (objstore.OpenExistingBucket).
+func OpenExistingDB(ctx context.Context, url string, opts Options) (*DB, error) {
+	b, err := objstore.OpenExistingBucket(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	return OpenDBOnBucket(b, opts), nil
+}
+
 // OpenDBOnBucket opens a DB over an already-open bucket (fault-injection tests wrap one).
 func OpenDBOnBucket(b *objstore.Bucket, opts Options) *DB {
 	opts.EnsureDefaults()

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/walkeeper/walkeeper/internal/cli"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -50,7 +51,7 @@ func TestErrorFirstLineUnreachableTemporal(t *testing.T) {
 // address here is unreachable, so reaching it would print another line).
 func TestErrorFirstLineMissingStore(t *testing.T) {
 	noDev(t)
-	storage := "file://" + filepath.ToSlash(filepath.Join(t.TempDir(), "storage"))
+	storage := "file://" + filepath.ToSlash(t.TempDir()) // a root with no stores
 	code, _, errOut := runCLI(t, "merge", "generic:nope", "--storage", storage, "--temporal", "127.0.0.1:1")
 	assert.Equal(t, cli.ExitUsage, code)
 	assert.Equal(t, `walkeeper: store generic:nope does not exist; create it with: curl -XPOST http://<worker>/api/v1/stores/generic/nope`+
@@ -82,6 +83,7 @@ func TestErrorFirstLineMissingStoreUnderDev(t *testing.T) {
 	require.NoError(t, err)
 	defer lock.Release()
 	storage := "file://" + filepath.ToSlash(filepath.Join(dir, "storage"))
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "storage"), 0o755)) // as dev's workers make it
 	require.NoError(t, writeDevState(dir, devState{lockHolder: lockHolder{PID: 1}, Storage: storage, Temporal: "127.0.0.1:1", Namespace: "default",
 		HTTP: []string{"http://127.0.0.1:18081"}}))
 	code, _, errOut := runCLI(t, "merge", "generic:nope")
@@ -105,7 +107,7 @@ func TestErrorFirstLineMissingStoreUnderDev(t *testing.T) {
 			"walkeeper %v: %s", args, errOut)
 	}
 	// Another storage is not the dev workers': its hint names no worker of theirs.
-	other := "file://" + filepath.ToSlash(filepath.Join(t.TempDir(), "storage"))
+	other := "file://" + filepath.ToSlash(t.TempDir())
 	code, _, errOut = runCLI(t, "merge", "generic:nope", "--storage", other)
 	assert.Equal(t, cli.ExitUsage, code, errOut)
 	assert.True(t, strings.HasPrefix(firstLine(errOut), "walkeeper: store generic:nope does not exist; create it with: curl -XPOST http://<worker>/"), errOut)

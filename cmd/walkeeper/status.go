@@ -52,10 +52,10 @@ pending bytes and merged watermark; when more shards follow, the last line gives
 workflows and, while one runs, its live status (phase, shard, pass, blocked reason) from the
 workflow's "status" query.
 
---storage is read directly (object storage or file://). Without --storage and
-$WALKEEPER_STORAGE, a running 'walkeeper dev' (its <data>/dev.json) supplies the storage, and
-the Temporal address unless --temporal or $WALKEEPER_TEMPORAL is set; with neither, only
-Temporal is asked.`,
+--storage is read directly (object storage or file://; a file:// root that does not exist is
+refused, never created). Without --storage and $WALKEEPER_STORAGE, a running 'walkeeper dev'
+(its <data>/dev.json) supplies the storage, and the Temporal address unless --temporal or
+$WALKEEPER_TEMPORAL is set; with neither, only Temporal is asked.`,
 		Example: `  walkeeper status                    # under a running 'walkeeper dev': its storage and Temporal
   walkeeper status --limit 200 --after generic:demo   # the page of stores after generic:demo
   walkeeper status generic:demo

@@ -25,11 +25,11 @@ func (e *storeMissingError) Error() string {
 }
 
 // openStorage opens the storage root with opts for one command as instance; the caller closes
-// the DB.
+// the DB. A root that does not exist is bad input, never created: only workers create one.
 func openStorage(ctx context.Context, storage, instance string, logger *zap.Logger, opts store.Options) (*store.DB, error) {
 	opts.Logger = logger
 	opts.InstanceID = instance
-	db, err := store.OpenDB(ctx, storage, opts)
+	db, err := store.OpenExistingDB(ctx, storage, opts)
 	if errors.Is(err, store.ErrInvalidInput) {
 		return nil, fmt.Errorf("--storage: %w", err) // the error names the URL
 	}

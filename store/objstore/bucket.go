@@ -73,7 +73,19 @@ type bucketCore struct {
 // skips fsync (tests and throwaway dev data); mem:// buckets with the same URL in one process
 // are the same bucket. Every URL it refuses is ErrInvalidInput.
 func OpenBucket(ctx context.Context, rawURL string) (*Bucket, error) {
-	be, err := openBackend(ctx, rawURL, true)
+	return openBucket(ctx, rawURL, createRoot)
+}
+
+// OpenExistingBucket opens rawURL as OpenBucket does, but a file:// root that does not exist,
+// or is not a directory, is ErrInvalidInput instead of being created: the open of a command
+// that reads the storage or changes stores in it, where a missing root is a mistyped URL.
+// A mem:// bucket is made as by OpenBucket: nothing outlives the process.
+func OpenExistingBucket(ctx context.Context, rawURL string) (*Bucket, error) {
+	return openBucket(ctx, rawURL, existingRoot)
+}
+
+func openBucket(ctx context.Context, rawURL string, mode rootMode) (*Bucket, error) {
+	be, err := openBackend(ctx, rawURL, mode)
 	if err != nil {
 		return nil, err
 	}
@@ -84,16 +96,24 @@ func OpenBucket(ctx context.Context, rawURL string) (*Bucket, error) {
 // a file:// root or a mem:// bucket, so that a process refuses a bad --storage before it dials
 // anything.
 func CheckURL(ctx context.Context, rawURL string) error {
-	be, err := openBackend(ctx, rawURL, false)
+	be, err := openBackend(ctx, rawURL, checkOnly)
 	if err != nil {
 		return err
 	}
 	return be.close()
 }
 
-// openBackend opens rawURL's backend; with create false it only checks the URL, and the
-// backend it returns serves nothing but close.
-func openBackend(ctx context.Context, rawURL string, create bool) (backend, error) {
+// rootMode is what opening a backend does about a file:// root or a mem:// bucket.
+type rootMode int
+
+const (
+	checkOnly    rootMode = iota // check the URL only; the backend serves nothing but close
+	createRoot                   // create the root when it does not exist
+	existingRoot                 // refuse a root that does not exist
+)
+
+// openBackend opens rawURL's backend as mode says.
+func openBackend(ctx context.Context, rawURL string, mode rootMode) (backend, error) {
 	u, err := url.Parse(rawURL)
 	if err == nil {
 		// url.Query and gocloud's openers drop a pair that does not decode: an endpoint with
@@ -105,9 +125,9 @@ func openBackend(ctx context.Context, rawURL string, create bool) (backend, erro
 	}
 	switch u.Scheme {
 	case "file":
-		return openFileBackend(rawURL, u, create)
+		return openFileBackend(rawURL, u, mode)
 	case "mem":
-		return openMemBackend(rawURL, u, create)
+		return openMemBackend(rawURL, u, mode != checkOnly)
 	case "s3", "gs", "azblob":
 		if u.Host == "" {
 			return nil, invalidf("storage url %q: no bucket name (want %s://BUCKET)", rawURL, u.Scheme)

@@ -33,7 +33,7 @@ type fileBackend struct {
 	noSync  bool        // nosync: skip fsync (tests and throwaway dev data only)
 }
 
-func openFileBackend(rawURL string, u *url.URL, create bool) (*fileBackend, error) {
+func openFileBackend(rawURL string, u *url.URL, mode rootMode) (*fileBackend, error) {
 	if u.Host != "" && u.Host != "localhost" && u.Host != "." {
 		// "file://.cache/dev/storage" reads as host ".cache": almost always a relative path
 		// written without "./". Say which URL was meant rather than guess: a host could also
@@ -72,11 +72,25 @@ func openFileBackend(rawURL string, u *url.URL, create bool) (*fileBackend, erro
 		return nil, invalidf("storage url %q: %v", rawURL, err)
 	}
 	f := &fileBackend{root: root, dirMode: dirMode, noSync: noSync}
-	if !create {
+	switch mode {
+	case checkOnly:
 		return f, nil
-	}
-	if err := os.MkdirAll(root, dirMode); err != nil {
-		return nil, fmt.Errorf("storage url %q: root: %w", rawURL, err)
+	case createRoot:
+		if err := os.MkdirAll(root, dirMode); err != nil {
+			return nil, fmt.Errorf("storage url %q: root: %w", rawURL, err)
+		}
+	case existingRoot:
+		// Stat says what is there, as MkdirAll does: os.OpenRoot of a FIFO would wait for a
+		// writer, deaf to signals.
+		st, err := os.Stat(root)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return nil, invalidf("storage url %q: root %q does not exist", rawURL, root)
+		case errors.Is(err, syscall.ENOTDIR) || err == nil && !st.IsDir():
+			return nil, invalidf("storage url %q: root %q is not a directory", rawURL, root)
+		case err != nil:
+			return nil, fmt.Errorf("storage url %q: root: %w", rawURL, err)
+		}
 	}
 	if f.r, err = os.OpenRoot(root); err != nil {
 		return nil, fmt.Errorf("storage url %q: root: %w", rawURL, err)

@@ -5,6 +5,8 @@ package objstore
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -184,5 +186,63 @@ func TestFileBucketCreateOnlyOverANonObjectSaysSo(t *testing.T) {
 	}
 	if err := b.PutIfAbsent(ctx, "k/object", []byte("w")); !errors.Is(err, ErrAlreadyExists) {
 		t.Errorf("PutIfAbsent(k/object) = %v, want ErrAlreadyExists", err)
+	}
+}
+
+// TestOpenExistingBucketCreatesNoRoot: OpenExistingBucket refuses a file:// root that does not
+// exist, or that is a file, a FIFO (at once, never waiting on it) or a symlink to one, as
+// invalid input and creates nothing; an existing root opens as OpenBucket opens it.
+func TestOpenExistingBucketCreatesNoRoot(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	file, fifo := filepath.Join(dir, "file"), filepath.Join(dir, "fifo")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(fifo, filepath.Join(dir, "to-fifo")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dir, "nowhere"), filepath.Join(dir, "dangling")); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "not", "yet")
+	for root, want := range map[string]string{
+		missing:                        "does not exist",
+		file:                           "is not a directory",
+		filepath.Join(file, "under"):   "is not a directory",
+		fifo:                           "is not a directory",
+		filepath.Join(dir, "to-fifo"):  "is not a directory",
+		filepath.Join(dir, "dangling"): "does not exist",
+	} {
+		u := "file://" + root + "?nosync=1"
+		err := finishOrUnblock(t, root, []string{fifo}, func() error {
+			_, err := OpenExistingBucket(ctx, u)
+			return err
+		})
+		if !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), fmt.Sprintf("root %q %s", root, want)) {
+			t.Errorf("OpenExistingBucket(%q): %v, want ErrInvalidInput saying %q", u, err, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "not")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("OpenExistingBucket created the root's parent: %v", err)
+	}
+
+	empty := filepath.Join(dir, "empty")
+	if err := os.Mkdir(empty, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	b, err := OpenExistingBucket(ctx, "file://"+empty+"?nosync=1")
+	if err != nil {
+		t.Fatalf("an existing root: %v", err)
+	}
+	defer b.Close()
+	if err := b.Put(ctx, "k", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.Get(ctx, "k"); err != nil || string(got) != "v" {
+		t.Fatalf("Get = %q, %v", got, err)
 	}
 }

@@ -103,7 +103,8 @@ func TestEveryTriggerIsVisible(t *testing.T) {
 	}
 	want["generic:obs-cli"] = contract.TriggerCLI
 
-	// A per-target schedule, fired now.
+	// A per-target schedule, fired now. Paused first: an hourly interval's ticks fall on the
+	// hour, and one during the test would start a second run; a trigger runs a paused one.
 	create(a, "obs-sched")
 	seal(a, "obs-sched", 2)
 	sched := mustTarget(t, "generic:obs-sched")
@@ -111,6 +112,9 @@ func TestEveryTriggerIsVisible(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = temporaladmin.DeleteSchedule(e.ctx(waitShort), e.c, temporaladmin.TargetScheduleID(sched)) })
+	if err := temporaladmin.PauseSchedule(e.ctx(waitShort), e.c, temporaladmin.TargetScheduleID(sched), "one run per test"); err != nil {
+		t.Fatal(err)
+	}
 	if err := temporaladmin.TriggerSchedule(e.ctx(waitShort), e.c, temporaladmin.TargetScheduleID(sched)); err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -193,9 +194,10 @@ func TestGCSMalformedAnswersFail(t *testing.T) {
 	require.Error(t, err)
 }
 
-// hugeErrorBody answers with status and an error body of 1 MiB.
+// hugeErrorBody answers with status and an error body of 60 KiB: far past the 4 KiB an
+// error's text keeps, within the 64 KiB a gs:// error answer may hold.
 func hugeErrorBody(status int) http.HandlerFunc {
-	body := strings.Repeat("x", 1<<20)
+	body := strings.Repeat("x", 60<<10)
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(status)
 		_, _ = w.Write([]byte(body))
@@ -212,4 +214,89 @@ func TestGCSHugeErrorBodyIsCutFromTheError(t *testing.T) {
 	_, err = openHostileGCS(t, hugeErrorBody(http.StatusNotFound)).GetAtMost(ctx, "p/a", 100, nil)
 	require.ErrorIs(t, err, objstore.ErrNotFound)
 	require.Less(t, len(err.Error()), 5<<10, "the error's text")
+}
+
+// The GCS client decodes an upload's answer on its own goroutine, where an ACL entry of null
+// was a nil dereference no recover reaches: the process ended. Every upload now fails.
+func TestGCSUploadAnswerWithNullACLFails(t *testing.T) {
+	b := openHostileGCS(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"kind":"storage#object","bucket":"b","name":"p/a","acl":[null]}`))
+	})
+	ctx := context.Background()
+	for op, run := range map[string]func() error{
+		"put":           func() error { return b.Put(ctx, "p/a", []byte("x")) },
+		"put if absent": func() error { return b.PutIfAbsent(ctx, "p/a", []byte("x")) },
+		"put from": func() error {
+			_, err := b.PutFrom(ctx, "p/a", func(w io.Writer) error {
+				_, err := io.WriteString(w, "x")
+				return err
+			})
+			return err
+		},
+	} {
+		t.Run(op, func(t *testing.T) {
+			require.ErrorContains(t, run(), "malformed response")
+		})
+	}
+}
+
+// The GCS client read an error answer's body whole (64 MiB took 384 MB) and retried a 503 as
+// often as its policy allows, reading each body again; now it reads 64 KiB and one byte of
+// it, once, and the operation fails.
+func TestGCSErrorAnswerIsReadUpToALimit(t *testing.T) {
+	var requests atomic.Int64
+	b := openHostileGCS(t, func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusServiceUnavailable) // which the GCS client retries
+		chunk := []byte(strings.Repeat("x", 64<<10))
+		for range 1024 {
+			if _, err := w.Write(chunk); err != nil {
+				return // the client stopped reading
+			}
+		}
+	})
+	ctx := context.Background()
+	for op, run := range map[string]func() error{
+		"list":          func() error { _, err := b.List(ctx, "p/"); return err },
+		"get":           func() error { _, err := b.Get(ctx, "p/a"); return err },
+		"exists":        func() error { _, err := b.Exists(ctx, "p/a"); return err },
+		"put":           func() error { return b.Put(ctx, "p/a", []byte("x")) },
+		"put if absent": func() error { return b.PutIfAbsent(ctx, "p/a", []byte("x")) },
+		"put from": func() error {
+			_, err := b.PutFrom(ctx, "p/a", func(w io.Writer) error {
+				_, err := io.WriteString(w, "x")
+				return err
+			})
+			return err
+		},
+		"delete": func() error { return b.Delete(ctx, "p/a") },
+	} {
+		t.Run(op, func(t *testing.T) {
+			requests.Store(0)
+			var err error
+			allocated := totalAlloc(func() { err = run() })
+			// Read whole, the body took about 384 MB; an upload allocates the GCS writer's
+			// 16 MiB chunk buffer of its own, so the bound is 32 MiB.
+			t.Logf("%d bytes allocated", allocated)
+			require.Less(t, allocated, uint64(32<<20), "bytes allocated")
+			require.ErrorContains(t, err, "error answer longer than 65536 bytes")
+			require.Equal(t, int64(1), requests.Load(), "a refused answer is not asked again")
+		})
+	}
+}
+
+// A 200 to a listing that is not a storage#objects (an error document) read as an empty
+// listing, which the demand index's clean-up would act on; it fails.
+func TestGCSListingThatIsNotAListingFails(t *testing.T) {
+	b := openHostileGCS(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"error":{"code":403,"message":"denied"}}`))
+	})
+	_, err := walkAtMost(t, b, "p/", 10)
+	require.ErrorContains(t, err, "malformed listing")
+	_, err = b.ListDirs(context.Background(), "p/")
+	require.ErrorContains(t, err, "malformed listing")
 }

@@ -31,7 +31,11 @@ func openGocloudBackend(ctx context.Context, rawURL string, u *url.URL) (*goclou
 	if err := checkGocloudParams(u); err != nil {
 		return nil, invalidf("storage url %q: %v", rawURL, err)
 	}
-	bkt, err := blob.OpenBucket(ctx, rawURL)
+	mux := blob.DefaultURLMux()
+	if u.Scheme == "gs" {
+		mux = gcsMux // every answer checked (gocloud_gcsanswers.go)
+	}
+	bkt, err := mux.OpenBucket(ctx, rawURL)
 	if err != nil {
 		// The openers only parse the URL and load the configuration it names (profile, role,
 		// credentials files); no request reaches the bucket, so every error is the operator's.

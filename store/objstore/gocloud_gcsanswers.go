@@ -1,0 +1,211 @@
+package objstore
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"gocloud.dev/blob"
+	"gocloud.dev/blob/gcsblob"
+	"gocloud.dev/gcp"
+	"golang.org/x/oauth2/google"
+	"google.golang.org/api/option"
+)
+
+// What walkeeper reads of a GCS answer, since the GCS client reads an error answer whole,
+// decodes an upload's answer on a goroutine of its own, where a nil dereference ends the
+// process, and believes any 200 to a listing (docs/STORAGE.md §4).
+const (
+	// maxGCSErrorAnswer bounds an error answer's body, as maxS3ErrorAnswer does S3's: GCS's
+	// own are a few hundred bytes.
+	maxGCSErrorAnswer = maxS3ErrorAnswer
+	// maxGCSJSONAnswer bounds a JSON API answer's body, which is checked whole before the client
+	// decodes it: an object resource is a few KB, and a list page of 1,000 entries (gcsblob's
+	// page size) about 1.5 KB each for walkeeper's keys; GCS's longest names (1,024 bytes),
+	// written in the four fields that repeat them, make a page of 4 to 12 MB.
+	maxGCSJSONAnswer = 16 << 20
+)
+
+// gcsMux opens gs:// URLs as blob.DefaultURLMux does (the prefix and key parameters too), but
+// through gcsOpener.
+var gcsMux = func() *blob.URLMux {
+	m := new(blob.URLMux)
+	m.RegisterBucket(gcsblob.Scheme, &gcsOpener{})
+	return m
+}()
+
+// gcsOpener is gcsblob's own URL opener (v0.47.0, lazyCredsOpener) with every HTTP client it
+// builds checking its answers (gcsAnswers): the same credentials, loaded once per
+// universe_domain, and gcsblob's URLOpener parsing the rest of the URL. It leaves out only
+// what signs URLs (GoogleAccessID, PrivateKey, MakeSignBytes), which walkeeper never does.
+type gcsOpener struct {
+	mu      sync.Mutex
+	openers map[string]*gcsblob.URLOpener // by universe_domain
+}
+
+func (o *gcsOpener) OpenBucketURL(ctx context.Context, u *url.URL) (*blob.Bucket, error) {
+	q := u.Query()
+	opener, err := o.forUniverse(ctx, q.Get("universe_domain"))
+	if err != nil {
+		return nil, fmt.Errorf("open bucket %v: %w", u, err)
+	}
+	withURL := *opener
+	if os.Getenv("STORAGE_EMULATOR_HOST") != "" || gcsAnonymous(q) {
+		// gcsblob then talks through a plain client of its own (http.DefaultClient, or an
+		// anonymous one); an HTTP client option, applied after its own, replaces it.
+		plain := &http.Client{Transport: gcsAnswers{next: gcp.DefaultTransport()}}
+		cached := slices.Clip(withURL.Options.ClientOptions) // the append must not reach the cache
+		withURL.Options.ClientOptions = append(cached, option.WithHTTPClient(plain))
+	}
+	return withURL.OpenBucketURL(ctx, u)
+}
+
+// gcsAnonymous reports a URL that asks gcsblob for an unauthenticated client, as its
+// URLOpener reads it (an invalid value it refuses itself).
+func gcsAnonymous(q url.Values) bool {
+	anon, _ := strconv.ParseBool(q.Get("anonymous"))
+	return anon || q.Get("access_id") == "-"
+}
+
+// forUniverse loads the credentials for universeDomain once, as gcsblob's opener does.
+func (o *gcsOpener) forUniverse(ctx context.Context, universeDomain string) (*gcsblob.URLOpener, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if opener, ok := o.openers[universeDomain]; ok {
+		return opener, nil
+	}
+	var opts gcsblob.Options
+	var creds *google.Credentials
+	if os.Getenv("STORAGE_EMULATOR_HOST") != "" || os.Getenv("STORAGE_EMULATOR_HOST_GRPC") != "" {
+		creds, _ = google.CredentialsFromJSON(ctx, []byte(`{"type": "service_account", "project_id": "my-project-id"}`))
+	} else {
+		var err error
+		if universeDomain != "" {
+			creds, err = gcp.DefaultCredentialsWithParams(ctx, google.CredentialsParams{UniverseDomain: universeDomain})
+		} else {
+			creds, err = gcp.DefaultCredentials(ctx)
+		}
+		if err != nil {
+			// As gocloud: empty credentials, so that the first request, not the open, fails.
+			creds, _ = google.CredentialsFromJSON(ctx, []byte(`{"type": "service_account"}`))
+		}
+		if ud, err := creds.GetUniverseDomain(); err == nil && ud != "" {
+			opts.ClientOptions = append(opts.ClientOptions, option.WithUniverseDomain(ud))
+		}
+	}
+	client, err := gcp.NewHTTPClient(gcsAnswers{next: gcp.DefaultTransport()}, creds.TokenSource)
+	if err != nil {
+		return nil, err // not cached, unlike gocloud's: nothing of it is worth keeping
+	}
+	opener := &gcsblob.URLOpener{Client: client, TokenSource: gcp.CredentialsTokenSource(creds), Options: opts}
+	if o.openers == nil {
+		o.openers = map[string]*gcsblob.URLOpener{}
+	}
+	o.openers[universeDomain] = opener
+	return opener, nil
+}
+
+// gcsAnswers is an HTTP transport that reads an error answer's body up to maxGCSErrorAnswer
+// and a JSON API answer's up to maxGCSJSONAnswer, checking the latter (checkGCSAnswer), before
+// the GCS client sees either. A refused answer is the round trip's error, which the client
+// does not retry (storage.ShouldRetry), since each retry would read as much again.
+type gcsAnswers struct {
+	next http.RoundTripper
+}
+
+func (t gcsAnswers) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(req)
+	if err != nil {
+		return resp, err
+	}
+	switch {
+	case resp.StatusCode < 200 || resp.StatusCode >= 300: // as googleapi.CheckResponse tells an error
+		err = readWhole(resp, maxGCSErrorAnswer, "error answer")
+	case isGCSJSONAPI(req.URL):
+		if err = readWhole(resp, maxGCSJSONAnswer, "answer"); err == nil {
+			err = checkGCSAnswer(req, resp)
+		}
+	default:
+		return resp, nil // an object's bytes, which the reader streams
+	}
+	if err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
+// isGCSJSONAPI reports a request of the JSON API (metadata, listings, uploads) other than a
+// download of an object's bytes.
+func isGCSJSONAPI(u *url.URL) bool {
+	return strings.Contains(u.Path, "/storage/v1/") && u.Query().Get("alt") != "media"
+}
+
+// readWhole replaces resp's body by its bytes, failing with answerTooLarge past limit.
+func readWhole(resp *http.Response, limit int64, what string) error {
+	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	_ = resp.Body.Close()
+	if err != nil {
+		return err
+	}
+	if int64(len(body)) > limit {
+		return answerTooLarge{limit, what}
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	resp.ContentLength = int64(len(body))
+	return nil
+}
+
+// checkGCSAnswer refuses what the GCS client would take for a listing or dereference: an
+// answer to an objects.list that is not a storage#objects (a 200 holding an error document
+// decodes as an empty page), and a null item or ACL entry (storage.newObject dereferences each
+// ACL entry, on the upload's own goroutine for an upload's answer). An answer that is not
+// JSON is left to the client's decoder, which fails it.
+func checkGCSAnswer(req *http.Request, resp *http.Response) error {
+	body, _ := io.ReadAll(resp.Body) // a bytes.Reader, from readWhole
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	if len(body) == 0 {
+		return nil // a delete's 204, a resumable upload's start
+	}
+	var a struct {
+		Kind  string
+		ACL   []*struct{}
+		Items []*struct{ ACL []*struct{} }
+	}
+	if json.Unmarshal(body, &a) != nil {
+		return nil
+	}
+	listing := req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/o")
+	if listing && a.Kind != "storage#objects" {
+		return fmt.Errorf("%w: kind %.64q, not storage#objects", errBadListing, a.Kind)
+	}
+	for _, item := range a.Items {
+		if item == nil {
+			return fmt.Errorf("%w: a null item", errBadListing)
+		}
+		if hasNull(item.ACL) {
+			return fmt.Errorf("%w: an item's acl holds null", errBadListing)
+		}
+	}
+	if hasNull(a.ACL) {
+		return fmt.Errorf("%w: its acl holds null", errBadAnswer)
+	}
+	return nil
+}
+
+func hasNull(entries []*struct{}) bool {
+	for _, e := range entries {
+		if e == nil {
+			return true
+		}
+	}
+	return false
+}

@@ -300,3 +300,21 @@ func TestGCSListingThatIsNotAListingFails(t *testing.T) {
 	_, err = b.ListDirs(context.Background(), "p/")
 	require.ErrorContains(t, err, "malformed listing")
 }
+
+// The GCS client decoded a list page whole, whatever its size (100,000 entries took 160 MB);
+// a page holding more entries than the request's maxResults fails.
+func TestGCSListingPageLargerThanAskedFails(t *testing.T) {
+	var requests atomic.Int64
+	items := make([]gcsItem, 100_000)
+	for i := range items {
+		items[i].name = fmt.Sprintf("p/%07d", i)
+	}
+	b := openHostileGCS(t, func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		gcsListAnswer(w, items, nil, "")
+	})
+	_, err := b.List(context.Background(), "p/")
+	require.ErrorContains(t, err, "malformed listing")
+	require.ErrorContains(t, err, "100000 items and 0 prefixes in a page of at most 1000")
+	require.Equal(t, int64(1), requests.Load())
+}

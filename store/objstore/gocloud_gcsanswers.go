@@ -77,7 +77,8 @@ func gcsAnonymous(q url.Values) bool {
 }
 
 // forUniverse loads the credentials for universeDomain once, as gcsblob's opener does.
-func (o *gcsOpener) forUniverse(ctx context.Context, universeDomain string) (*gcsblob.URLOpener, error) {
+func (o *gcsOpener) forUniverse(ctx context.Context, universeDomain string) (
+	*gcsblob.URLOpener, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if opener, ok := o.openers[universeDomain]; ok {
@@ -86,11 +87,13 @@ func (o *gcsOpener) forUniverse(ctx context.Context, universeDomain string) (*gc
 	var opts gcsblob.Options
 	var creds *google.Credentials
 	if os.Getenv("STORAGE_EMULATOR_HOST") != "" || os.Getenv("STORAGE_EMULATOR_HOST_GRPC") != "" {
-		creds, _ = google.CredentialsFromJSON(ctx, []byte(`{"type": "service_account", "project_id": "my-project-id"}`))
+		dummy := `{"type": "service_account", "project_id": "my-project-id"}`
+		creds, _ = google.CredentialsFromJSON(ctx, []byte(dummy))
 	} else {
 		var err error
 		if universeDomain != "" {
-			creds, err = gcp.DefaultCredentialsWithParams(ctx, google.CredentialsParams{UniverseDomain: universeDomain})
+			params := google.CredentialsParams{UniverseDomain: universeDomain}
+			creds, err = gcp.DefaultCredentialsWithParams(ctx, params)
 		} else {
 			creds, err = gcp.DefaultCredentials(ctx)
 		}
@@ -106,7 +109,8 @@ func (o *gcsOpener) forUniverse(ctx context.Context, universeDomain string) (*gc
 	if err != nil {
 		return nil, err // not cached, unlike gocloud's: nothing of it is worth keeping
 	}
-	opener := &gcsblob.URLOpener{Client: client, TokenSource: gcp.CredentialsTokenSource(creds), Options: opts}
+	ts := gcp.CredentialsTokenSource(creds) // for grpc=true, which cannot use client
+	opener := &gcsblob.URLOpener{Client: client, TokenSource: ts, Options: opts}
 	if o.openers == nil {
 		o.openers = map[string]*gcsblob.URLOpener{}
 	}

@@ -32,8 +32,11 @@ func openGocloudBackend(ctx context.Context, rawURL string, u *url.URL) (*goclou
 		return nil, invalidf("storage url %q: %v", rawURL, err)
 	}
 	mux := blob.DefaultURLMux()
-	if u.Scheme == "gs" {
+	switch u.Scheme {
+	case "gs":
 		mux = gcsMux // every answer checked (gocloud_gcsanswers.go)
+	case "s3":
+		mux = s3Mux // every error answer bounded (gocloud_s3answers.go)
 	}
 	bkt, err := mux.OpenBucket(ctx, rawURL)
 	if err != nil {
@@ -42,11 +45,6 @@ func openGocloudBackend(ctx context.Context, rawURL string, u *url.URL) (*goclou
 		// The URL is named once, here, not again in the opener's own prefix.
 		msg := strings.TrimPrefix(err.Error(), "open bucket "+u.String()+": ")
 		return nil, invalidf("storage url %q: %s", rawURL, msg)
-	}
-	if u.Scheme == "s3" {
-		if bkt, err = boundS3Answers(ctx, bkt, u); err != nil {
-			return nil, fmt.Errorf("storage url %q: %w", rawURL, err)
-		}
 	}
 	return &gocloudBackend{bkt: bkt}, nil
 }

@@ -32,6 +32,27 @@ const (
 	maxEmptyListPages = 1000
 )
 
+// s3Mux opens s3:// URLs as blob.DefaultURLMux does, the prefix and key parameters too, each
+// bucket on a client whose error answers are bounded (boundS3Answers).
+var s3Mux = func() *blob.URLMux {
+	m := new(blob.URLMux)
+	m.RegisterBucket(s3blob.Scheme, s3Opener{})
+	return m
+}()
+
+// s3Opener is s3blob's URL opener with its bucket reopened by boundS3Answers. It sits under
+// the mux, which wraps what it returns for prefix= and key=: a reopen above the mux would
+// drop them, and a prefixed root would read and write the bucket's top.
+type s3Opener struct{}
+
+func (s3Opener) OpenBucketURL(ctx context.Context, u *url.URL) (*blob.Bucket, error) {
+	bkt, err := new(s3blob.URLOpener).OpenBucketURL(ctx, u)
+	if err != nil {
+		return nil, err
+	}
+	return boundS3Answers(ctx, bkt, u)
+}
+
 // boundS3Answers reopens bkt, which gocloud's URL opener opened from u, on a copy of its S3
 // client whose HTTP client refuses an error answer's body past maxS3ErrorAnswer, since gocloud
 // gives a per-request hook to lists and gets only, not to puts, deletes or heads. The copy keeps

@@ -128,12 +128,7 @@ func TestGCSListingOutOfPrefixOrOrderFails(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			b := openHostileGCS(t, answer)
-			_, err := walkAtMost(t, b, "p/", 1000)
-			require.ErrorContains(t, err, "malformed listing")
-			_, _, err = b.ListPageWhere(context.Background(), "p/", "", objstore.MaxListPage, nil)
-			require.ErrorContains(t, err, "malformed listing")
-			_, err = b.List(context.Background(), "p/")
-			require.ErrorContains(t, err, "malformed listing")
+			requireKeyListingsFail(t, b, "malformed listing")
 		})
 	}
 }
@@ -250,6 +245,7 @@ func TestGCSErrorAnswerIsReadUpToALimit(t *testing.T) {
 	b := openHostileGCS(t, func(w http.ResponseWriter, r *http.Request) {
 		requests.Add(1)
 		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Connection", "close")        // as in TestS3AnswersAreReadUpToALimit
 		w.WriteHeader(http.StatusServiceUnavailable) // which the GCS client retries
 		chunk := []byte(strings.Repeat("x", 64<<10))
 		for range 1024 {
@@ -258,34 +254,9 @@ func TestGCSErrorAnswerIsReadUpToALimit(t *testing.T) {
 			}
 		}
 	})
-	ctx := context.Background()
-	for op, run := range map[string]func() error{
-		"list":          func() error { _, err := b.List(ctx, "p/"); return err },
-		"get":           func() error { _, err := b.Get(ctx, "p/a"); return err },
-		"exists":        func() error { _, err := b.Exists(ctx, "p/a"); return err },
-		"put":           func() error { return b.Put(ctx, "p/a", []byte("x")) },
-		"put if absent": func() error { return b.PutIfAbsent(ctx, "p/a", []byte("x")) },
-		"put from": func() error {
-			_, err := b.PutFrom(ctx, "p/a", func(w io.Writer) error {
-				_, err := io.WriteString(w, "x")
-				return err
-			})
-			return err
-		},
-		"delete": func() error { return b.Delete(ctx, "p/a") },
-	} {
-		t.Run(op, func(t *testing.T) {
-			requests.Store(0)
-			var err error
-			allocated := totalAlloc(func() { err = run() })
-			// Read whole, the body took about 384 MB; an upload allocates the GCS writer's
-			// 16 MiB chunk buffer of its own, so the bound is 32 MiB.
-			t.Logf("%d bytes allocated", allocated)
-			require.Less(t, allocated, uint64(32<<20), "bytes allocated")
-			require.ErrorContains(t, err, "error answer longer than 65536 bytes")
-			require.Equal(t, int64(1), requests.Load(), "a refused answer is not asked again")
-		})
-	}
+	// Read whole, the body took about 384 MB; an upload allocates the GCS writer's 16 MiB
+	// chunk buffer of its own, so the bound is 32 MiB.
+	requireErrorAnswersRefusedOnce(t, bucketOps(b), &requests, 32<<20)
 }
 
 // A 200 to a listing that is not a storage#objects (an error document) read as an empty

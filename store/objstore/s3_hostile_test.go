@@ -105,12 +105,7 @@ func TestS3ListingOutOfPrefixOrOrderFails(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			b := openHostileS3(t, answer)
-			_, err := walkAtMost(t, b, "p/", 1000)
-			require.ErrorContains(t, err, "malformed listing")
-			_, _, err = b.ListPageWhere(context.Background(), "p/", "", 100, nil)
-			require.ErrorContains(t, err, "malformed listing")
-			_, err = b.List(context.Background(), "p/")
-			require.ErrorContains(t, err, "malformed listing")
+			requireKeyListingsFail(t, b, "malformed listing")
 		})
 	}
 }
@@ -136,15 +131,22 @@ func TestS3ListingDirsRepeatedFails(t *testing.T) {
 // an error holding want.
 func requireEveryListingFails(t *testing.T, b *objstore.Bucket, want string) {
 	t.Helper()
+	requireKeyListingsFail(t, b, want)
+	_, err := b.ListDirs(context.Background(), "p/")
+	require.ErrorContains(t, err, want, "ListDirs")
+}
+
+// requireKeyListingsFail runs each listing of the keys under p/ (Walk, ListPageWhere, List)
+// and wants it to fail with an error holding want.
+func requireKeyListingsFail(t *testing.T, b *objstore.Bucket, want string) {
+	t.Helper()
 	ctx := context.Background()
 	_, err := walkAtMost(t, b, "p/", 1000)
 	require.ErrorContains(t, err, want, "Walk")
-	_, _, err = b.ListPageWhere(ctx, "p/", "", 100, nil)
+	_, _, err = b.ListPageWhere(ctx, "p/", "", objstore.MaxListPage, nil) // past a first page
 	require.ErrorContains(t, err, want, "ListPageWhere")
 	_, err = b.List(ctx, "p/")
 	require.ErrorContains(t, err, want, "List")
-	_, err = b.ListDirs(ctx, "p/")
-	require.ErrorContains(t, err, want, "ListDirs")
 }
 
 // A 200 to a listing whose body is not a ListBucketResult (an S3 <Error> document, or
@@ -206,6 +208,9 @@ func TestS3AnswersAreReadUpToALimit(t *testing.T) {
 				return
 			}
 			requests.Add(1)
+			// Closed after the answer: a connection the client abandoned mid-body and reused
+			// would fail the next request's first attempt, which net/http sends again.
+			w.Header().Set("Connection", "close")
 			w.Header().Set("Content-Type", "application/xml")
 			w.WriteHeader(http.StatusServiceUnavailable) // which the SDK retries
 			_, _ = fmt.Fprint(w, "<Error><Code>SlowDown</Code><Message>")
@@ -216,32 +221,11 @@ func TestS3AnswersAreReadUpToALimit(t *testing.T) {
 				}
 			}
 		})
-		for op, run := range map[string]func() error{
-			"list":          func() error { _, err := b.List(ctx, "p/"); return err },
-			"get":           func() error { _, err := b.Get(ctx, "p/a"); return err },
-			"put":           func() error { return b.Put(ctx, "p/a", []byte("x")) },
-			"put if absent": func() error { return b.PutIfAbsent(ctx, "p/a", []byte("x")) },
-			"put from": func() error {
-				_, err := b.PutFrom(ctx, "p/a", func(w io.Writer) error {
-					_, err := io.WriteString(w, "x")
-					return err
-				})
-				return err
-			},
-			"delete": func() error { return b.Delete(ctx, "p/a") },
-		} {
-			t.Run(op, func(t *testing.T) {
-				requests.Store(0)
-				var err error
-				allocated := totalAlloc(func() { err = run() })
-				// Read whole, the body took about twice its 64 MiB; a bound of 16 MiB leaves
-				// the SDK's own allocations room.
-				t.Logf("%d bytes allocated", allocated)
-				require.Less(t, allocated, uint64(16<<20), "bytes allocated")
-				require.ErrorContains(t, err, "error answer longer than 65536 bytes")
-				require.Equal(t, int64(1), requests.Load(), "a refused answer is not asked again")
-			})
-		}
+		ops := bucketOps(b)
+		delete(ops, "exists") // a head's answer has no body
+		// Read whole, the body took about twice its 64 MiB; a bound of 16 MiB leaves the
+		// SDK's own allocations room.
+		requireErrorAnswersRefusedOnce(t, ops, &requests, 16<<20)
 	})
 	t.Run("list page of 15 MB", func(t *testing.T) {
 		keys := make([]listedKey, 100_000)
@@ -254,6 +238,43 @@ func TestS3AnswersAreReadUpToALimit(t *testing.T) {
 		_, err := b.List(ctx, "p/")
 		require.ErrorContains(t, err, "answer longer than 8388608 bytes")
 	})
+}
+
+// bucketOps are the Bucket's operations that send a request, each on p/a or under p/.
+func bucketOps(b *objstore.Bucket) map[string]func() error {
+	ctx := context.Background()
+	return map[string]func() error{
+		"list":          func() error { _, err := b.List(ctx, "p/"); return err },
+		"get":           func() error { _, err := b.Get(ctx, "p/a"); return err },
+		"exists":        func() error { _, err := b.Exists(ctx, "p/a"); return err },
+		"put":           func() error { return b.Put(ctx, "p/a", []byte("x")) },
+		"put if absent": func() error { return b.PutIfAbsent(ctx, "p/a", []byte("x")) },
+		"put from": func() error {
+			_, err := b.PutFrom(ctx, "p/a", func(w io.Writer) error {
+				_, err := io.WriteString(w, "x")
+				return err
+			})
+			return err
+		},
+		"delete": func() error { return b.Delete(ctx, "p/a") },
+	}
+}
+
+// requireErrorAnswersRefusedOnce runs each of ops against a server that answers with an error
+// body far past 64 KiB, counting its requests in requests: each must fail on the body's limit
+// after one request, having allocated less than bound bytes.
+func requireErrorAnswersRefusedOnce(t *testing.T, ops map[string]func() error, requests *atomic.Int64, bound uint64) {
+	for op, run := range ops {
+		t.Run(op, func(t *testing.T) {
+			requests.Store(0)
+			var err error
+			allocated := totalAlloc(func() { err = run() })
+			t.Logf("%d bytes allocated", allocated)
+			require.Less(t, allocated, bound, "bytes allocated")
+			require.ErrorContains(t, err, "error answer longer than 65536 bytes")
+			require.Equal(t, int64(1), requests.Load(), "a refused answer is not asked again")
+		})
+	}
 }
 
 // totalAlloc returns the bytes the process allocated while fn ran.

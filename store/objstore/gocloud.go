@@ -2,6 +2,7 @@ package objstore
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"cloud.google.com/go/storage"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"gocloud.dev/blob"
@@ -190,7 +193,7 @@ func (g *gocloudBackend) eachListed(ctx context.Context, opts *blob.ListOptions,
 		if !strings.HasPrefix(obj.Key, opts.Prefix) {
 			return fmt.Errorf("%w: key %q outside the prefix", errBadListing, obj.Key)
 		}
-		if err := checkS3Order(obj, &lastKey, &lastDir); err != nil {
+		if err := checkListedOrder(obj, &lastKey, &lastDir); err != nil {
 			return err
 		}
 		if err := fn(obj); err != nil {
@@ -199,27 +202,46 @@ func (g *gocloudBackend) eachListed(ctx context.Context, opts *blob.ListOptions,
 	}
 }
 
-// checkS3Order fails an S3 entry whose stored (escaped) name is not after the last one of
-// its kind, which S3's UTF-8 binary order rules out; gocloud sorts a page's keys and common
-// prefixes together by their unescaped names, so only each kind keeps the server's order.
-func checkS3Order(obj *blob.ListObject, lastKey, lastDir *string) error {
-	var o types.Object
-	var p types.CommonPrefix
-	var name string
-	var last *string
-	switch {
-	case obj.As(&o):
-		name, last = aws.ToString(o.Key), lastKey
-	case obj.As(&p):
-		name, last = aws.ToString(p.Prefix), lastDir
-	default:
-		return checkGCSAzureOrder(obj, lastKey, lastDir)
+// checkListedOrder fails an entry whose stored name is not after the last one of its kind:
+// S3, GCS and Azure list in byte order of those names, and the drivers sort a page's keys and
+// prefixes together (S3's by their unescaped names), so only each kind keeps the server's order.
+func checkListedOrder(obj *blob.ListObject, lastKey, lastDir *string) error {
+	name, dir, ok := storedName(obj)
+	if !ok {
+		return nil // a driver of none of these types (no other is registered)
+	}
+	last := lastKey
+	if dir {
+		last = lastDir
 	}
 	if *last != "" && name <= *last {
 		return fmt.Errorf("%w: %q listed after %q", errBadListing, name, *last)
 	}
 	*last = name
 	return nil
+}
+
+// storedName is obj's name as its server stored and ordered it, and whether it is a prefix
+// (a directory of a delimiter listing). Pure.
+func storedName(obj *blob.ListObject) (name string, dir, ok bool) {
+	var s3Key types.Object
+	var s3Dir types.CommonPrefix
+	var gcs storage.ObjectAttrs
+	var azKey container.BlobItem
+	var azDir container.BlobPrefix
+	switch {
+	case obj.As(&s3Key):
+		return aws.ToString(s3Key.Key), false, true
+	case obj.As(&s3Dir):
+		return aws.ToString(s3Dir.Prefix), true, true
+	case obj.As(&gcs):
+		return cmp.Or(gcs.Prefix, gcs.Name), gcs.Prefix != "", true
+	case obj.As(&azKey):
+		return aws.ToString(azKey.Name), false, true
+	case obj.As(&azDir):
+		return aws.ToString(azDir.Name), true, true
+	}
+	return "", false, false
 }
 
 // nextListed is it.Next with a panic of the driver turned into an error: gocloud's s3blob

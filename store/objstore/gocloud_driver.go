@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"cloud.google.com/go/storage"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"gocloud.dev/blob"
 )
 
@@ -36,38 +34,4 @@ func (g *gocloudBackend) newReader(ctx context.Context, key string) (r *blob.Rea
 func (g *gocloudBackend) existsChecked(ctx context.Context, key string) (ok bool, err error) {
 	defer recoverDriver(&err)
 	return g.bkt.Exists(ctx, key)
-}
-
-// checkGCSAzureOrder is checkS3Order for GCS and Azure entries, whose servers list names in
-// bytewise order too, and whose drivers likewise sort a page's names and prefixes together.
-func checkGCSAzureOrder(obj *blob.ListObject, lastKey, lastDir *string) error {
-	var gcs storage.ObjectAttrs
-	var azBlob container.BlobItem
-	var azDir container.BlobPrefix
-	var name string
-	var last *string
-	switch {
-	case obj.As(&gcs) && gcs.Prefix != "":
-		name, last = gcs.Prefix, lastDir
-	case obj.As(&gcs):
-		name, last = gcs.Name, lastKey
-	case obj.As(&azBlob):
-		name, last = ptrString(azBlob.Name), lastKey
-	case obj.As(&azDir):
-		name, last = ptrString(azDir.Name), lastDir
-	default:
-		return nil // a driver without these types (none but S3, checked before)
-	}
-	if *last != "" && name <= *last {
-		return fmt.Errorf("%w: %q listed after %q", errBadListing, name, *last)
-	}
-	*last = name
-	return nil
-}
-
-func ptrString(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }

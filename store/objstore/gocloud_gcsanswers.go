@@ -1,11 +1,9 @@
 package objstore
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -25,9 +23,6 @@ import (
 // decodes an upload's answer on a goroutine of its own, where a nil dereference ends the
 // process, and believes any 200 to a listing (docs/STORAGE.md §4).
 const (
-	// maxGCSErrorAnswer bounds an error answer's body, as maxS3ErrorAnswer does S3's: GCS's
-	// own are a few hundred bytes.
-	maxGCSErrorAnswer = maxS3ErrorAnswer
 	// maxGCSJSONAnswer bounds a JSON API answer's body, which is checked whole before the client
 	// decodes it: an object resource is a few KB, and a list page of 1,000 entries (gcsblob's
 	// page size) about 1.5 KB each for walkeeper's keys; GCS's longest names (1,024 bytes),
@@ -118,7 +113,7 @@ func (o *gcsOpener) forUniverse(ctx context.Context, universeDomain string) (
 	return opener, nil
 }
 
-// gcsAnswers is an HTTP transport that reads an error answer's body up to maxGCSErrorAnswer
+// gcsAnswers is an HTTP transport that reads an error answer's body up to maxErrorAnswer
 // and a JSON API answer's up to maxGCSJSONAnswer, checking the latter (checkGCSAnswer), before
 // the GCS client sees either. A refused answer is the round trip's error, which the client
 // does not retry (storage.ShouldRetry), since each retry would read as much again.
@@ -133,8 +128,8 @@ func (t gcsAnswers) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	var body []byte
 	switch {
-	case resp.StatusCode < 200 || resp.StatusCode >= 300: // as googleapi.CheckResponse tells an error
-		_, err = readWhole(resp, maxGCSErrorAnswer, "error answer")
+	case isErrorAnswer(resp):
+		_, err = readWhole(resp, maxErrorAnswer, "error answer")
 	case isGCSJSONAPI(req.URL):
 		if body, err = readWhole(resp, maxGCSJSONAnswer, "answer"); err == nil {
 			err = checkGCSAnswer(req, body)
@@ -152,22 +147,6 @@ func (t gcsAnswers) RoundTrip(req *http.Request) (*http.Response, error) {
 // download of an object's bytes.
 func isGCSJSONAPI(u *url.URL) bool {
 	return strings.Contains(u.Path, "/storage/v1/") && u.Query().Get("alt") != "media"
-}
-
-// readWhole replaces resp's body by its bytes, which it returns, failing with answerTooLarge
-// past limit.
-func readWhole(resp *http.Response, limit int64, what string) ([]byte, error) {
-	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
-	_ = resp.Body.Close()
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(body)) > limit {
-		return nil, answerTooLarge{limit, what}
-	}
-	resp.Body = io.NopCloser(bytes.NewReader(body))
-	resp.ContentLength = int64(len(body))
-	return body, nil
 }
 
 // checkGCSAnswer refuses what the GCS client would take for a listing or dereference: an

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -21,8 +20,6 @@ import (
 // any 200 to a listing: the bucket's S3 client bounds every error answer (boundS3Answers),
 // and gocloud's BeforeList hook bounds and checks each list page (docs/STORAGE.md §4).
 const (
-	// maxS3ErrorAnswer bounds an error answer's body: S3's own are a few hundred bytes.
-	maxS3ErrorAnswer = 64 << 10
 	// maxS3ListAnswer bounds one list page's body: 1,000 entries (the page size asked) of
 	// 1,024-byte keys, every byte escaped as the 6-byte `&quot;`, is about 6.5 MB, and a page of
 	// walkeeper's own keys well under 1 MB.
@@ -54,7 +51,7 @@ func (s3Opener) OpenBucketURL(ctx context.Context, u *url.URL) (*blob.Bucket, er
 }
 
 // boundS3Answers reopens bkt, which gocloud's URL opener opened from u, on a copy of its S3
-// client whose HTTP client refuses an error answer's body past maxS3ErrorAnswer, since gocloud
+// client whose HTTP client refuses an error answer's body past maxErrorAnswer, since gocloud
 // gives a per-request hook to lists and gets only, not to puts, deletes or heads. The copy keeps
 // every option the URL set on the client, and the reopened bucket the s3blob options the
 // opener takes from the URL (ssetype, kmskeyid, the client's checksum setting). bkt is closed.
@@ -141,7 +138,7 @@ func (g *s3ListGuard) check(page *s3.ListObjectsV2Output) error {
 }
 
 // boundedAnswers is an S3 HTTP client whose answers' bodies fail with answerTooLarge past
-// their limit: maxS3ErrorAnswer for an error, okLimit (< 0: none) for a success.
+// their limit: maxErrorAnswer for an error, okLimit (< 0: none) for a success.
 type boundedAnswers struct {
 	next    s3.HTTPClient
 	okLimit int64
@@ -153,46 +150,11 @@ func (c boundedAnswers) Do(req *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 	limit, what := c.okLimit, "answer"
-	if resp.StatusCode < 200 || resp.StatusCode >= 300 { // as the SDK tells an error
-		limit, what = maxS3ErrorAnswer, "error answer"
+	if isErrorAnswer(resp) {
+		limit, what = maxErrorAnswer, "error answer"
 	}
 	if limit >= 0 {
-		resp.Body = &boundedBody{ReadCloser: resp.Body, left: limit + 1, limit: limit, what: what}
+		resp.Body = newBoundedBody(resp.Body, limit, what)
 	}
 	return resp, nil
 }
-
-// boundedBody reads at most limit+1 bytes of an answer's body, failing at the last.
-type boundedBody struct {
-	io.ReadCloser
-	left, limit int64
-	what        string
-}
-
-func (b *boundedBody) Read(p []byte) (int, error) {
-	if b.left == 0 {
-		return 0, answerTooLarge{b.limit, b.what}
-	}
-	if int64(len(p)) > b.left {
-		p = p[:b.left]
-	}
-	n, err := b.ReadCloser.Read(p)
-	if b.left -= int64(n); b.left == 0 {
-		return n, answerTooLarge{b.limit, b.what}
-	}
-	return n, err
-}
-
-// answerTooLarge is an S3 answer whose body outgrew its limit; a failure of the storage,
-// which the SDK must not retry, since each retry would read as much again.
-type answerTooLarge struct {
-	limit int64
-	what  string
-}
-
-func (e answerTooLarge) Error() string {
-	return fmt.Sprintf("storage sent an %s longer than %d bytes", e.what, e.limit)
-}
-
-// RetryableError tells the SDK's retryer not to retry.
-func (answerTooLarge) RetryableError() bool { return false }

@@ -3,7 +3,6 @@ package objstore
 import (
 	"context"
 	"errors"
-	"io"
 	"net/url"
 	"testing"
 
@@ -13,24 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"gocloud.dev/blob"
 )
-
-// A bounded body passes a body of its limit whole and refuses a longer one having read no
-// more than limit+1 bytes of it.
-func TestBoundedBodyReadsAtMostLimitPlusOne(t *testing.T) {
-	for _, size := range []int64{99, 100, 101, 1 << 20} {
-		src := &countingReader{}
-		body := &boundedBody{ReadCloser: io.NopCloser(io.LimitReader(src, size)), left: 101, limit: 100, what: "answer"}
-		got, err := io.ReadAll(body)
-		var tooLarge answerTooLarge
-		if size <= 100 {
-			require.NoError(t, err)
-			require.Len(t, got, int(size))
-		} else {
-			require.True(t, errors.As(err, &tooLarge), "size %d: %v", size, err)
-		}
-		require.LessOrEqual(t, src.n, int64(101), "size %d", size)
-	}
-}
 
 // The S3 bucket reopened on a bounded client keeps what the storage URL set: the options of
 // the client gocloud's URL opener built, and the encryption its bucket asks a write or copy for.

@@ -1,0 +1,74 @@
+package objstore
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+)
+
+// The bodies of the answers of the S3 and GCS servers, which their SDKs read whole: each is
+// read up to a limit, and one byte more fails it (docs/STORAGE.md §4).
+
+// maxErrorAnswer bounds an error answer's body: S3's and GCS's own are a few hundred bytes.
+const maxErrorAnswer = 64 << 10
+
+// isErrorAnswer says whether resp is an error, as the AWS SDK and googleapi.CheckResponse
+// tell one.
+func isErrorAnswer(resp *http.Response) bool {
+	return resp.StatusCode < 200 || resp.StatusCode >= 300
+}
+
+// readWhole replaces resp's body by its bytes, which it returns, failing with answerTooLarge
+// past limit, having read at most limit+1 bytes.
+func readWhole(resp *http.Response, limit int64, what string) ([]byte, error) {
+	body, err := io.ReadAll(newBoundedBody(resp.Body, limit, what))
+	_ = resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	resp.ContentLength = int64(len(body))
+	return body, nil
+}
+
+// newBoundedBody is body read up to limit (boundedBody).
+func newBoundedBody(body io.ReadCloser, limit int64, what string) *boundedBody {
+	return &boundedBody{ReadCloser: body, left: limit + 1, limit: limit, what: what}
+}
+
+// boundedBody reads at most limit+1 bytes of an answer's body, failing at the last.
+type boundedBody struct {
+	io.ReadCloser
+	left, limit int64
+	what        string
+}
+
+func (b *boundedBody) Read(p []byte) (int, error) {
+	if b.left == 0 {
+		return 0, answerTooLarge{b.limit, b.what}
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	if b.left -= int64(n); b.left == 0 {
+		return n, answerTooLarge{b.limit, b.what}
+	}
+	return n, err
+}
+
+// answerTooLarge is an answer whose body outgrew its limit; a failure of the storage, which
+// the SDK must not retry, since each retry would read as much again.
+type answerTooLarge struct {
+	limit int64
+	what  string
+}
+
+func (e answerTooLarge) Error() string {
+	return fmt.Sprintf("storage sent an %s longer than %d bytes", e.what, e.limit)
+}
+
+// RetryableError tells the AWS SDK's retryer not to retry (the GCS client retries no error
+// of a round trip, storage.ShouldRetry).
+func (answerTooLarge) RetryableError() bool { return false }

@@ -40,6 +40,8 @@ func openGocloudBackend(ctx context.Context, rawURL string, u *url.URL) (*goclou
 		mux = gcsMux // every answer checked (gocloud_gcsanswers.go)
 	case "s3":
 		mux = s3Mux // every error answer bounded (gocloud_s3answers.go)
+	case "azblob":
+		mux = azMux // every answer but an object's bytes bounded (gocloud_azanswers.go)
 	}
 	bkt, err := mux.OpenBucket(ctx, rawURL)
 	if err != nil {

@@ -7,13 +7,14 @@ import (
 	"net/http"
 )
 
-// The bodies of the answers of the S3 and GCS servers, which their SDKs read whole: each is
-// read up to a limit, and one byte more fails it (docs/STORAGE.md §4).
+// The bodies of the answers of the S3, GCS and Azure servers, which their SDKs read whole: each
+// is read up to a limit, and one byte more fails it (docs/STORAGE.md §4).
 
-// maxErrorAnswer bounds an error answer's body: S3's and GCS's own are a few hundred bytes.
+// maxErrorAnswer bounds an error answer's body: S3's, GCS's and Azure's own are a few hundred
+// bytes.
 const maxErrorAnswer = 64 << 10
 
-// isErrorAnswer says whether resp is an error, as the AWS SDK and googleapi.CheckResponse
+// isErrorAnswer says whether resp is an error, as the AWS SDK, googleapi.CheckResponse and azcore
 // tell one.
 func isErrorAnswer(resp *http.Response) bool {
 	return resp.StatusCode < 200 || resp.StatusCode >= 300

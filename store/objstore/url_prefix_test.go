@@ -25,8 +25,8 @@ func requestPaths(t *testing.T) (*httptest.Server, func() []string) {
 	return srv, func() []string { mu.Lock(); defer mu.Unlock(); return append([]string(nil), paths...) }
 }
 
-// The S3 and GCS buckets are opened on clients of walkeeper's own (their answers bounded and
-// checked), under gocloud's URL mux: a storage URL's prefix= still roots every key, as two
+// The S3, GCS and Azure buckets are opened on clients of walkeeper's own (their answers bounded
+// and checked), under gocloud's URL mux: a storage URL's prefix= still roots every key, as two
 // roots sharing a bucket need.
 func TestPrefixParameterRootsEveryKey(t *testing.T) {
 	for _, tc := range []struct {
@@ -42,6 +42,10 @@ func TestPrefixParameterRootsEveryKey(t *testing.T) {
 			t.Setenv("STORAGE_EMULATOR_HOST", strings.TrimPrefix(endpoint, "http://"))
 			return "gs://b?prefix=root/"
 		}, "/o/root%2Fk"},
+		{"azblob", func(t *testing.T, endpoint string) string {
+			// The account is TestMain's; a 127.0.0.1 domain puts it in the path.
+			return "azblob://b?protocol=http&domain=" + strings.TrimPrefix(endpoint, "http://") + "&prefix=root/"
+		}, "/devstoreaccount1/b/root%2Fk"},
 	} {
 		t.Run(tc.scheme, func(t *testing.T) {
 			srv, paths := requestPaths(t)

@@ -1,0 +1,104 @@
+package objstore
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/iotest"
+
+	"github.com/stretchr/testify/require"
+	"gocloud.dev/blob"
+)
+
+// The count of a page's entries finds every start tag the XML decoder would take for a Blob
+// or BlobPrefix, in any namespace and split across reads, and no other tag.
+func TestAzEntryCountCountsBlobAndBlobPrefixTags(t *testing.T) {
+	for page, want := range map[string]int{
+		`<Blobs><Blob><Name>a</Name><Properties><BlobType>x</BlobType></Properties></Blob></Blobs>`: 1,
+		`<Blobs><BlobPrefix><Name>a/</Name></BlobPrefix><Blob/><Blob ></Blob></Blobs>`:              3,
+		`<x:Blobs><x:Blob></x:Blob><y:BlobPrefix>` + "<Blob\n>":                                     3,
+		`<Blobs><Blobx/><BlobPrefixes/><xBlob/><Blobé/></Blobs>`:                                    0,
+		`<Name>&lt;Blob&gt;</Name>`: 0,
+	} {
+		c := &azEntryCount{r: iotest.OneByteReader(strings.NewReader(page)), max: 1000}
+		_, err := io.ReadAll(c)
+		require.NoError(t, err, page)
+		require.Equal(t, want, c.n, page)
+	}
+	c := &azEntryCount{r: strings.NewReader(`<Blob/><Blob/><Blob/>`), max: 2}
+	_, err := io.ReadAll(c)
+	require.ErrorIs(t, err, errBadListing)
+}
+
+// Every credential the opener chooses from the environment gives a client that talks through
+// walkeeper's transport: an error answer past its limit fails once, whichever it is.
+func TestAzOpenerBoundsEveryCredentialsAnswers(t *testing.T) {
+	var requests atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		w.Header().Set("Connection", "close")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte(strings.Repeat("x", maxErrorAnswer+1)))
+	}))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	const account, key = "devstoreaccount1", "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+	for kind, env := range map[string]map[string]string{
+		"key": {"AZURE_STORAGE_ACCOUNT": account, "AZURE_STORAGE_KEY": key},
+		"sas": {"AZURE_STORAGE_ACCOUNT": account, "AZURE_STORAGE_KEY": "", "AZURE_STORAGE_SAS_TOKEN": "sv=x&sig=y",
+			"AZURE_STORAGE_DOMAIN": host, "AZURE_STORAGE_PROTOCOL": "http"},
+		"connection string": {"AZURE_STORAGE_ACCOUNT": "", "AZURE_STORAGE_KEY": "",
+			"AZURE_STORAGE_CONNECTION_STRING": "DefaultEndpointsProtocol=http;AccountName=" + account +
+				";AccountKey=" + key + ";BlobEndpoint=" + srv.URL + "/" + account + ";"},
+	} {
+		t.Run(kind, func(t *testing.T) {
+			for k, v := range env {
+				t.Setenv(k, v)
+			}
+			require.Equal(t, kind, azCredFromEnv().kind)
+			bkt := openAz(t, "azblob://b?protocol=http&domain="+host)
+			requests.Store(0)
+			_, err := bkt.ReadAll(context.Background(), "k")
+			require.ErrorContains(t, err, "error answer longer than 65536 bytes")
+			require.Equal(t, int64(1), requests.Load(), "a refused answer is not asked again")
+		})
+	}
+}
+
+// With a SAS token in the environment, a bucket URL may not send it to another origin, as
+// gocloud's own opener refuses.
+func TestAzOpenerKeepsTheSASTokenOnItsOrigin(t *testing.T) {
+	t.Setenv("AZURE_STORAGE_ACCOUNT", "acct")
+	t.Setenv("AZURE_STORAGE_KEY", "")
+	t.Setenv("AZURE_STORAGE_SAS_TOKEN", "sv=x&sig=y")
+	t.Setenv("AZURE_STORAGE_DOMAIN", "")
+	t.Setenv("AZURE_STORAGE_PROTOCOL", "")
+	o := &azOpener{}
+	for _, raw := range []string{"azblob://b?domain=evil.example", "azblob://b?protocol=http",
+		"azblob://b?storage_account=other"} {
+		u, err := url.Parse(raw)
+		require.NoError(t, err)
+		_, err = o.OpenBucketURL(context.Background(), u)
+		require.ErrorContains(t, err, "cannot change the service endpoint", raw)
+	}
+	u, _ := url.Parse("azblob://b?domain=blob.core.windows.net&protocol=https")
+	bkt, err := o.OpenBucketURL(context.Background(), u)
+	require.NoError(t, err)
+	require.NoError(t, bkt.Close())
+}
+
+// openAz opens rawURL on a fresh opener, which reads the environment as it is now.
+func openAz(t *testing.T, rawURL string) *blob.Bucket {
+	t.Helper()
+	u, err := url.Parse(rawURL)
+	require.NoError(t, err)
+	bkt, err := new(azOpener).OpenBucketURL(context.Background(), u)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = bkt.Close() })
+	return bkt
+}

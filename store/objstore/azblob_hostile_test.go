@@ -51,8 +51,8 @@ func azListAnswer(w http.ResponseWriter, blobs []azBlob, prefixes []string, mark
 }
 
 // TestMain gives the test binary Azurite's account before any test opens an azblob:// URL:
-// azureblob reads its credentials from the environment once, at the first open in the
-// process, and a test of bad URLs opens one early.
+// walkeeper's opener, as azureblob's, reads its credentials from the environment once, at the
+// first open in the process, and a test of bad URLs opens one early.
 func TestMain(m *testing.M) {
 	_ = os.Setenv("AZURE_STORAGE_ACCOUNT", testservers.AzuriteAccount)
 	_ = os.Setenv("AZURE_STORAGE_KEY", testservers.AzuriteKey)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -288,4 +289,51 @@ func TestGCSListingPageLargerThanAskedFails(t *testing.T) {
 	require.ErrorContains(t, err, "malformed listing")
 	require.ErrorContains(t, err, "100000 items in a page of at most 1000")
 	require.Equal(t, int64(1), requests.Load())
+}
+
+// The GCS client reopens a read whose body breaks off at once, without backoff or limit, and
+// an object read from its start asks for no range, so that each reopening looked like a new
+// read: a body ending before its first byte was asked again about 500 times a second until
+// --storage-stall-timeout. The read now fails after four reopenings. The server refuses the
+// 1,001st request, so that an endless read ends the test instead of hanging it.
+func TestGCSReadBreakingOffIsReopenedAFewTimes(t *testing.T) {
+	var requests atomic.Int64
+	b := openHostileGCS(t, func(w http.ResponseWriter, r *http.Request) {
+		if requests.Add(1) > 1000 {
+			w.WriteHeader(http.StatusForbidden)
+			return
+		}
+		w.Header().Set("Content-Length", "10")
+		w.WriteHeader(http.StatusOK) // then no byte: the server closes the connection
+	})
+	start := time.Now()
+	_, err := b.GetAtMost(context.Background(), "p/a", 100, nil)
+	require.ErrorContains(t, err, "malformed response")
+	require.ErrorContains(t, err, "broke off 5 times in one read")
+	require.Equal(t, int64(5), requests.Load(), "the read and its four reopenings")
+	require.Less(t, time.Since(start), 5*time.Second)
+}
+
+// A body that breaks off once is reopened where it broke, and the read completes: the bound
+// above refuses only a server that breaks every body.
+func TestGCSReadBrokenOnceCompletes(t *testing.T) {
+	var requests atomic.Int64
+	b := openHostileGCS(t, func(w http.ResponseWriter, r *http.Request) {
+		if requests.Add(1) == 1 {
+			w.Header().Set("Content-Length", "10")
+			_, _ = w.Write([]byte("01234")) // then the server closes the connection
+			return
+		}
+		if r.Header.Get("Range") != "bytes=5-" {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Range", "bytes 5-9/10")
+		w.WriteHeader(http.StatusPartialContent)
+		_, _ = w.Write([]byte("56789"))
+	})
+	data, err := b.GetAtMost(context.Background(), "p/a", 100, nil)
+	require.NoError(t, err)
+	require.Equal(t, "0123456789", string(data))
+	require.Equal(t, int64(2), requests.Load())
 }

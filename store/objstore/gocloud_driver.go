@@ -24,10 +24,11 @@ func recoverDriver(err *error) {
 	}
 }
 
-// newReader is bkt.NewReader with a panic of the driver turned into an error.
+// newReader is bkt.NewReader with a panic of the driver turned into an error, its context
+// marked as one read's, so that a gs:// bucket bounds the read's reopenings (gcsRead).
 func (g *gocloudBackend) newReader(ctx context.Context, key string) (r *blob.Reader, err error) {
 	defer recoverDriver(&err)
-	return g.bkt.NewReader(ctx, key, nil)
+	return g.bkt.NewReader(withGCSRead(ctx), key, nil)
 }
 
 // existsChecked is bkt.Exists with a panic of the driver turned into an error.

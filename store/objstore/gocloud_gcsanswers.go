@@ -3,7 +3,9 @@ package objstore
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -11,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/gcsblob"
@@ -28,6 +31,11 @@ const (
 	// page size) about 1.5 KB each for walkeeper's keys; GCS's longest names (1,024 bytes),
 	// written in the four fields that repeat them, make a page of 4 to 12 MB.
 	maxGCSJSONAnswer = 16 << 20
+	// maxGCSReadReopens bounds the reopenings of one read's object body: the GCS client
+	// reopens a body that fails at once, without backoff or limit (a body that ends before its
+	// first byte was asked again about 500 times a second until --storage-stall-timeout), and
+	// a sound server's body breaks once in a long while, not four times in one read.
+	maxGCSReadReopens = 4
 )
 
 // gcsMux opens gs:// URLs as blob.DefaultURLMux does (the prefix and key parameters too), but
@@ -122,6 +130,16 @@ type gcsAnswers struct {
 }
 
 func (t gcsAnswers) RoundTrip(req *http.Request) (*http.Response, error) {
+	read, _ := req.Context().Value(gcsReadKey{}).(*gcsRead)
+	if read != nil && !isGCSJSONAPI(req.URL) {
+		if n := read.failed.Load(); n > maxGCSReadReopens {
+			if req.Body != nil {
+				_ = req.Body.Close()
+			}
+			return nil, fmt.Errorf("%w: an object's body broke off %d times in one read",
+				errBadAnswer, n)
+		}
+	}
 	resp, err := t.next.RoundTrip(req)
 	if err != nil {
 		return resp, err
@@ -135,12 +153,49 @@ func (t gcsAnswers) RoundTrip(req *http.Request) (*http.Response, error) {
 			err = checkGCSAnswer(req, body)
 		}
 	default:
-		return resp, nil // an object's bytes, which the reader streams
+		if read != nil { // an object's bytes, which the reader streams
+			resp.Body = &gcsReadBody{ReadCloser: resp.Body, read: read}
+		}
+		return resp, nil
 	}
 	if err != nil {
 		return nil, err
 	}
 	return resp, nil
+}
+
+// gcsReadKey keys the *gcsRead of one read in its context, which the GCS client passes to
+// every request of the read, its reopenings too.
+type gcsReadKey struct{}
+
+// gcsRead counts the object bodies of one read that broke off, each of which the GCS client
+// reopens (storage's httpReader.Read) with a request the transport cannot tell from the
+// first: an object read from its start asks for no range.
+type gcsRead struct {
+	failed atomic.Int32
+}
+
+// withGCSRead returns ctx marked as the context of one read, whose reopenings gcsAnswers
+// then bounds; every other scheme ignores the mark.
+func withGCSRead(ctx context.Context) context.Context {
+	return context.WithValue(ctx, gcsReadKey{}, new(gcsRead))
+}
+
+// gcsReadBody is an object's body that counts, in its read, its breaking off: any error but
+// io.EOF, on which the GCS client reopens the body.
+type gcsReadBody struct {
+	io.ReadCloser
+	read   *gcsRead
+	failed bool
+}
+
+func (b *gcsReadBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) && !b.failed {
+		b.failed = true
+		b.read.failed.Add(1)
+	}
+	return n, err
 }
 
 // isGCSJSONAPI reports a request of the JSON API (metadata, listings, uploads) other than a

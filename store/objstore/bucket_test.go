@@ -139,7 +139,7 @@ func TestOpenBucketSchemes(t *testing.T) {
 		"s3://b?region=us-east-1&bogus=1", "s3://b?region=us-east-1&use_path_style=maybe",
 		"s3://b?region=us-east-1&endpoint=ftp://x", "s3://b?region=us-east-1&endpoint=127.0.0.1:9000",
 		"s3://b?region=us-east-1&endpoint=", "s3://b?region=us-east-1&awssdk=v9",
-		"gs://b?bogus=1", "azblob://b?protocol=ftp"} {
+		"gs://b?bogus=1", "gs://b?grpc=true", "gs://b?zonal=1", "azblob://b?protocol=ftp"} {
 		if _, err := OpenBucket(ctx, u); !errors.Is(err, ErrInvalidInput) {
 			t.Errorf("OpenBucket(%q): %v, want ErrInvalidInput", u, err)
 		}

@@ -68,6 +68,9 @@ func checkGocloudParams(u *url.URL) error {
 		// gocloud ignores the parameter; a v1 asked for is an SDK this build does not have.
 		return fmt.Errorf("awssdk %q: this build has only v2", q.Get("awssdk"))
 	}
+	if param, on := gcsOverGRPC(q); u.Scheme == "gs" && on {
+		return fmt.Errorf("%s=%s: gs:// is served over the JSON API only", param, q.Get(param))
+	}
 	return nil
 }
 

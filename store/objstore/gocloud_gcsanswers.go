@@ -79,6 +79,18 @@ func gcsAnonymous(q url.Values) bool {
 	return anon || q.Get("access_id") == "-"
 }
 
+// gcsOverGRPC names the parameter of a URL that asks gcsblob for the gRPC API (zonal=true
+// implies it), which walkeeper refuses: gcsAnswers checks the JSON API's answers, and over
+// gRPC none would be checked.
+func gcsOverGRPC(q url.Values) (param string, on bool) {
+	for _, param := range []string{"grpc", "zonal"} {
+		if on, _ := strconv.ParseBool(q.Get(param)); on {
+			return param, true
+		}
+	}
+	return "", false
+}
+
 // forUniverse loads the credentials for universeDomain once, as gcsblob's opener does.
 func (o *gcsOpener) forUniverse(ctx context.Context, universeDomain string) (
 	*gcsblob.URLOpener, error) {
@@ -112,8 +124,9 @@ func (o *gcsOpener) forUniverse(ctx context.Context, universeDomain string) (
 	if err != nil {
 		return nil, err // not cached, unlike gocloud's: nothing of it is worth keeping
 	}
-	ts := gcp.CredentialsTokenSource(creds) // for grpc=true, which cannot use client
-	opener := &gcsblob.URLOpener{Client: client, TokenSource: ts, Options: opts}
+	// No TokenSource, which only grpc=true would use: gcsblob then refuses it at open, should
+	// it get past checkGocloudParams.
+	opener := &gcsblob.URLOpener{Client: client, Options: opts}
 	if o.openers == nil {
 		o.openers = map[string]*gcsblob.URLOpener{}
 	}

@@ -204,7 +204,7 @@ func hugeErrorBody(status int) http.HandlerFunc {
 // an activity failure then carried whole; the text is cut, the error still classified.
 func TestGCSHugeErrorBodyIsCutFromTheError(t *testing.T) {
 	ctx := context.Background()
-	_, err := walkAtMost(t, openHostileGCS(t, hugeErrorBody(http.StatusForbidden)), "p/", 10)
+	_, err := walkAtMost(t, openHostileGCS(t, hugeErrorBody(http.StatusBadRequest)), "p/", 10)
 	require.Error(t, err)
 	require.Less(t, len(err.Error()), 5<<10, "the error's text")
 	_, err = openHostileGCS(t, hugeErrorBody(http.StatusNotFound)).GetAtMost(ctx, "p/a", 100, nil)
@@ -336,4 +336,44 @@ func TestGCSReadBrokenOnceCompletes(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "0123456789", string(data))
 	require.Equal(t, int64(2), requests.Load())
+}
+
+// gocloud's gcsblob takes a GCS 403 for not found, so that a bucket walkeeper may not read
+// held no object: an existence check said false, a delete succeeded, a read or a listing
+// failed with ErrNotFound (a missing store, which fails a merge for good). GCS answers 404 to
+// a caller allowed to see that an object is missing, and 403 only to one that is not allowed:
+// each operation now fails with the storage's refusal, GCS's reason in its text.
+func TestGCSForbiddenIsNotNotFound(t *testing.T) {
+	b := openHostileGCS(t, func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/storage/v1/") || strings.HasPrefix(r.URL.Path, "/upload/") {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusForbidden)
+			_, _ = w.Write([]byte(`{"error":{"code":403,"message":"sa@p.iam does not have storage.objects.get access"}}`))
+			return
+		}
+		w.Header().Set("Content-Type", "application/xml")
+		w.WriteHeader(http.StatusForbidden)
+		_, _ = w.Write([]byte(`<?xml version='1.0' encoding='UTF-8'?><Error><Code>AccessDenied</Code>` +
+			`<Message>Access denied.</Message><Details>sa@p.iam does not have storage.objects.get access</Details></Error>`))
+	})
+	ctx := context.Background()
+	ok, err := b.Exists(ctx, "p/a")
+	require.False(t, ok)
+	requireForbidden(t, err)
+	requireForbidden(t, b.Delete(ctx, "p/a"))
+	_, err = b.Get(ctx, "p/a")
+	requireForbidden(t, err)
+	_, err = b.List(ctx, "p/")
+	requireForbidden(t, err)
+	_, err = b.ListDirs(ctx, "p/")
+	requireForbidden(t, err)
+	requireForbidden(t, b.PutIfAbsent(ctx, "p/a", []byte("x")))
+}
+
+func requireForbidden(t *testing.T, err error) {
+	t.Helper()
+	require.ErrorContains(t, err, "storage refused access")
+	require.ErrorContains(t, err, "does not have storage.objects.get access")
+	require.NotErrorIs(t, err, objstore.ErrNotFound)
+	require.NotErrorIs(t, err, objstore.ErrAlreadyExists)
 }

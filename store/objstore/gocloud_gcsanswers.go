@@ -3,6 +3,7 @@ package objstore
 import (
 	"context"
 	"encoding/json"
+	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
@@ -160,7 +161,10 @@ func (t gcsAnswers) RoundTrip(req *http.Request) (*http.Response, error) {
 	var body []byte
 	switch {
 	case isErrorAnswer(resp):
-		_, err = readWhole(resp, maxErrorAnswer, "error answer")
+		body, err = readWhole(resp, maxErrorAnswer, "error answer")
+		if err == nil && resp.StatusCode == http.StatusForbidden {
+			err = gcsForbidden(body)
+		}
 	case isGCSJSONAPI(req.URL):
 		if body, err = readWhole(resp, maxGCSJSONAnswer, "answer"); err == nil {
 			err = checkGCSAnswer(req, body)
@@ -210,6 +214,38 @@ func (b *gcsReadBody) Read(p []byte) (int, error) {
 	}
 	return n, err
 }
+
+// errAccessRefused is a GCS 403: GCS answers 404 to a caller allowed to see that an object
+// is missing, 403 only to one that is not allowed, which gcsblob takes for not found too (an
+// existence check said false, a delete succeeded, a missing store failed a merge for good).
+// As the round trip's error it is a failure of the storage, which the client does not retry,
+// like an S3 AccessDenied (a reason naming a network failure, "connection reset", it retries
+// with backoff, as it does a 503).
+var errAccessRefused = errors.New("storage refused access (HTTP 403)")
+
+// gcsForbidden is errAccessRefused with GCS's reason, from a JSON API error or an XML one
+// (an object's read), cut to maxGCSReason bytes; the body is already bounded.
+func gcsForbidden(body []byte) error {
+	var j struct{ Error struct{ Message string } }
+	var x struct{ Message, Details string }
+	reason := ""
+	if json.Unmarshal(body, &j) == nil {
+		reason = j.Error.Message
+	} else if xml.Unmarshal(body, &x) == nil {
+		reason = strings.TrimSpace(x.Message + " " + x.Details)
+	}
+	if reason == "" {
+		return errAccessRefused
+	}
+	if len(reason) > maxGCSReason {
+		reason = strings.ToValidUTF8(reason[:maxGCSReason], "") + "…"
+	}
+	return fmt.Errorf("%w: %q", errAccessRefused, reason) // quoted: one line, whatever it holds
+}
+
+// maxGCSReason bounds the reason a 403 puts in its error: GCS's names a principal and a
+// permission in a few hundred bytes.
+const maxGCSReason = 512
 
 // isGCSJSONAPI reports a request of the JSON API (metadata, listings, uploads) other than a
 // download of an object's bytes.

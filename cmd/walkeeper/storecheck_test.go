@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"testing"
@@ -35,4 +36,32 @@ func TestCommandsCreateNoStorageRoot(t *testing.T) {
 	}
 	_, err := os.Stat(filepath.Join(parent, "no"))
 	assert.ErrorIs(t, err, fs.ErrNotExist, "a command created the storage root")
+}
+
+// TestWorkerStorageThatCannotBeADirectoryIsBadUsage: worker refuses a file:// root that is a
+// file, lies under one or is a dangling symlink with exit 2 and one line naming it escaped,
+// before Temporal is dialed (it is unreachable here, so a worker that went on would say that),
+// and writes nothing; a root that does not exist is still the worker's to create.
+func TestWorkerStorageThatCannotBeADirectoryIsBadUsage(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file\x1b[31m")
+	assert.NoError(t, os.WriteFile(file, []byte("keep me"), 0o600))
+	dangling := filepath.Join(dir, "dangling")
+	assert.NoError(t, os.Symlink(filepath.Join(dir, "nowhere"), dangling))
+	before, _ := os.ReadDir(dir)
+	for root, why := range map[string]string{
+		file:                         fmt.Sprintf("root %q is not a directory", file),
+		filepath.Join(file, "under"): fmt.Sprintf("root %q: %q is not a directory", filepath.Join(file, "under"), file),
+		dangling:                     fmt.Sprintf("root %q is not a directory", dangling),
+	} {
+		storage := (&url.URL{Scheme: "file", Path: filepath.ToSlash(root)}).String()
+		code, _, errOut := runCLI(t, "worker", "--storage", storage, "--listen", "127.0.0.1:0",
+			"--temporal", "127.0.0.1:1", "--temporal-wait", "0s")
+		assert.Equal(t, cli.ExitUsage, code, "%q: %s", root, errOut)
+		assert.Equal(t, fmt.Sprintf("walkeeper: --storage: storage url %q: %s (see 'walkeeper worker --help')\n", storage, why), errOut)
+	}
+	after, _ := os.ReadDir(dir)
+	assert.Equal(t, before, after, "worker wrote beside its storage root")
+	b, _ := os.ReadFile(file)
+	assert.Equal(t, "keep me", string(b))
 }

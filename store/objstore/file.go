@@ -73,9 +73,15 @@ func openFileBackend(rawURL string, u *url.URL, mode rootMode) (*fileBackend, er
 	}
 	f := &fileBackend{root: root, dirMode: dirMode, noSync: noSync}
 	switch mode {
-	case checkOnly:
-		return f, nil
-	case createRoot:
+	case checkOnly, createRoot:
+		// A root that cannot be a directory is refused before anything is created or dialed:
+		// MkdirAll's ENOTDIR or EEXIST would read as a failure, where another URL fixes it.
+		if err := checkRootCanBeDir(rawURL, root); err != nil {
+			return nil, err
+		}
+		if mode == checkOnly {
+			return f, nil
+		}
 		if err := os.MkdirAll(root, dirMode); err != nil {
 			return nil, fmt.Errorf("storage url %q: root: %w", rawURL, err)
 		}
@@ -96,6 +102,32 @@ func openFileBackend(rawURL string, u *url.URL, mode rootMode) (*fileBackend, er
 		return nil, fmt.Errorf("storage url %q: root: %w", rawURL, err)
 	}
 	return f, nil
+}
+
+// checkRootCanBeDir refuses, as ErrInvalidInput, a root that is not a directory or whose
+// nearest existing path (itself or an ancestor) is not one: a file, a FIFO, a symlink to
+// either or a dangling symlink, which MkdirAll does not follow. It only stats, so a missing
+// root is left for OpenBucket to create, and an error it cannot judge (EACCES) for the open.
+func checkRootCanBeDir(rawURL, root string) error {
+	for p := root; ; p = filepath.Dir(p) {
+		_, err := os.Lstat(p)
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			if p == filepath.Dir(p) {
+				return nil
+			}
+			continue
+		}
+		if err != nil {
+			return nil
+		}
+		if st, err := os.Stat(p); err == nil && st.IsDir() {
+			return nil
+		}
+		if p == root {
+			return invalidf("storage url %q: root %q is not a directory", rawURL, root)
+		}
+		return invalidf("storage url %q: root %q: %q is not a directory", rawURL, root, p)
+	}
 }
 
 // parseNoSync reads the nosync parameter's values. Only a value that says yes skips fsync:

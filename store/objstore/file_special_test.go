@@ -246,3 +246,60 @@ func TestOpenExistingBucketCreatesNoRoot(t *testing.T) {
 		t.Fatalf("Get = %q, %v", got, err)
 	}
 }
+
+// TestFileRootThatCannotBeADirectoryIsInvalid: CheckURL and OpenBucket refuse a file:// root
+// that is a file, a FIFO (at once), a symlink to one, a dangling symlink, or lies under any of
+// them, as invalid input naming what is in the way, and create nothing; a root that does not
+// exist passes CheckURL, which leaves it for OpenBucket to create.
+func TestFileRootThatCannotBeADirectoryIsInvalid(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	file, fifo := filepath.Join(dir, "file"), filepath.Join(dir, "fifo")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	toFile, dangling := filepath.Join(dir, "to-file"), filepath.Join(dir, "dangling")
+	if err := os.Symlink(file, toFile); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dir, "nowhere"), dangling); err != nil {
+		t.Fatal(err)
+	}
+	for root, want := range map[string]string{
+		file:                                   fmt.Sprintf("root %q is not a directory", file),
+		fifo:                                   fmt.Sprintf("root %q is not a directory", fifo),
+		toFile:                                 fmt.Sprintf("root %q is not a directory", toFile),
+		dangling:                               fmt.Sprintf("root %q is not a directory", dangling),
+		filepath.Join(file, "under"):           fmt.Sprintf("root %q: %q is not a directory", filepath.Join(file, "under"), file),
+		filepath.Join(toFile, "a", "b"):        fmt.Sprintf("root %q: %q is not a directory", filepath.Join(toFile, "a", "b"), toFile),
+		filepath.Join(dangling, "under"):       fmt.Sprintf("root %q: %q is not a directory", filepath.Join(dangling, "under"), dangling),
+		filepath.Join(fifo, "under", "deeper"): fmt.Sprintf("root %q: %q is not a directory", filepath.Join(fifo, "under", "deeper"), fifo),
+	} {
+		u := "file://" + root + "?nosync=1"
+		for name, open := range map[string]func() error{
+			"CheckURL":   func() error { return CheckURL(ctx, u) },
+			"OpenBucket": func() error { b, err := OpenBucket(ctx, u); closeIf(b); return err },
+		} {
+			err := finishOrUnblock(t, root, []string{fifo}, open)
+			if !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s(%q): %v, want ErrInvalidInput saying %s", name, u, err, want)
+			}
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "nowhere")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a dangling symlink's target was created: %v", err)
+	}
+	missing := filepath.Join(dir, "not", "yet")
+	if err := CheckURL(ctx, "file://"+missing); err != nil {
+		t.Errorf("CheckURL of a root OpenBucket creates: %v", err)
+	}
+}
+
+func closeIf(b *Bucket) {
+	if b != nil {
+		_ = b.Close()
+	}
+}

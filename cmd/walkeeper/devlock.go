@@ -116,7 +116,8 @@ func lockDataDir(dir string, holder lockHolder) (*dirLock, error) {
 
 // dataDirError says why dir cannot be made or locked. A path that cannot be a data directory
 // (a file, a FIFO, a dangling symlink or a file among its parents; no permission; a read-only
-// file system) is bad usage, since another --data fixes it; any other error is a failure.
+// file system; a file system that makes no directory there, as /proc answers a mkdir with
+// ENOENT) is bad usage, since another --data fixes it; any other error is a failure.
 func dataDirError(dir string, err error) error {
 	var pe *fs.PathError
 	var errno syscall.Errno
@@ -129,6 +130,12 @@ func dataDirError(dir string, err error) error {
 		why = "not a directory"
 	case syscall.EACCES, syscall.EPERM, syscall.EROFS, syscall.ENAMETOOLONG, syscall.ELOOP:
 		// errno's own words say it
+	case syscall.ENOENT:
+		if pe.Op != "mkdir" { // the directory vanished under the lock's open: a failure
+			return fmt.Errorf("data dir: %w", err)
+		}
+		// MkdirAll makes every missing parent, so only the file system can answer this.
+		why = "cannot be created (" + why + ")"
 	default:
 		return fmt.Errorf("data dir: %w", err)
 	}

@@ -291,3 +291,24 @@ func TestDevDataWithoutPermissionIsBadUsage(t *testing.T) {
 		assert.Contains(t, errOut, "permission denied", data)
 	}
 }
+
+// A --data the file system makes no directory at is bad usage: /proc answers a mkdir with
+// ENOENT, which MkdirAll cannot mean otherwise, since it makes every missing parent. ENOENT on
+// the lock file's open is the directory vanishing meanwhile, a failure.
+func TestDevDataThatCannotBeCreatedIsBadUsage(t *testing.T) {
+	err := dataDirError("/d/x", &fs.PathError{Op: "mkdir", Path: "/d", Err: syscall.ENOENT})
+	assert.True(t, cli.IsUsageError(err), "%v", err)
+	assert.Equal(t, "--data /d/x: /d: cannot be created (no such file or directory)", err.Error())
+	err = dataDirError("/d", &fs.PathError{Op: "open", Path: "/d/dev.lock", Err: syscall.ENOENT})
+	assert.False(t, cli.IsUsageError(err), "%v", err)
+
+	if _, err := os.Stat("/proc/self"); err != nil {
+		t.Skip("no /proc here")
+	}
+	parent := "/proc/walkeeper-nonexistent\x1b[31m"
+	code, out, errOut := runCLI(t, "dev", "--data", parent+"/x", "--temporal-cli", "/nonexistent/temporal", "--demo=false")
+	assert.Equal(t, cli.ExitUsage, code, errOut)
+	assert.Empty(t, out)
+	assert.Equal(t, `walkeeper: --data /proc/walkeeper-nonexistent\x1b[31m/x: /proc/walkeeper-nonexistent\x1b[31m: `+
+		"cannot be created (no such file or directory) (see 'walkeeper dev --help')\n", errOut)
+}

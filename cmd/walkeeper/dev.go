@@ -163,7 +163,7 @@ func runDev(parent context.Context, out io.Writer, g *globalOptions, o *devOptio
 			Progress: out,
 		})
 		if errors.Is(err, proc.ErrNotRegular) {
-			return cli.Usagef("dev %w; remove it, or pass --data DIR", err) // its temporal.log
+			return cli.Usagef("dev %w; remove it, or pass --data DIR", printable(err)) // its temporal.log
 		}
 		if err != nil {
 			logger.Error("start temporal dev server", zap.Error(err))
@@ -332,7 +332,7 @@ func printDevBanner(out io.Writer, st devState, data string, workers []*worker.W
 	}
 	fmt.Fprintf(out, "  storage          %s\n", st.Storage)
 	if st.UI != "" {
-		fmt.Fprintf(out, "  Temporal log     %s\n", filepath.Join(data, devTemporalLogFile))
+		fmt.Fprintf(out, "  Temporal log     %s\n", contract.Printable(filepath.Join(data, devTemporalLogFile)))
 	}
 	fmt.Fprintf(out, "  schedule         %s\n", temporaladmin.SweepScheduleID)
 	if len(st.HTTP) > 0 {
@@ -346,8 +346,8 @@ func printDevBanner(out io.Writer, st devState, data string, workers []*worker.W
 	if o.verbose {
 		logNote = " (and on this console)"
 	}
-	fmt.Fprintf(out, "  walkeeper log    %s%s\n", st.Log, logNote)
-	fmt.Fprintf(out, "  temporal CLI     %s workflow list --address %s --query 'WalTarget=\"generic:demo\"'\n", st.TemporalCLI, st.Temporal)
+	fmt.Fprintf(out, "  walkeeper log    %s%s\n", contract.Printable(st.Log), logNote)
+	fmt.Fprintf(out, "  temporal CLI     %s workflow list --address %s --query 'WalTarget=\"generic:demo\"'\n", contract.Printable(st.TemporalCLI), st.Temporal)
 	fmt.Fprintln(out, "  from a terminal  walkeeper status | walkeeper history generic:demo | walkeeper queries")
 	fmt.Fprintln(out, "Ctrl-C stops everything.")
 	fmt.Fprintln(out)

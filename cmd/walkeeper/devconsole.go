@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -58,10 +59,10 @@ func devLogger(console *zap.Logger, level, data string, verbose bool) (logger *z
 func openDevLog(path string) (*os.File, error) {
 	f, err := proc.OpenRegular(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if errors.Is(err, proc.ErrNotRegular) {
-		return nil, cli.Usagef("dev log %s: %w; remove it, or pass --data DIR", path, err)
+		return nil, cli.Usagef("dev log %s: %w; remove it, or pass --data DIR", contract.Printable(path), printable(err))
 	}
 	if err != nil {
-		return nil, fmt.Errorf("dev log: %w", err)
+		return nil, fmt.Errorf("dev log: %w", printable(err))
 	}
 	return f, nil
 }
@@ -188,12 +189,17 @@ func isTerminal(w io.Writer) bool {
 }
 
 // devServerError shortens a failed dev server start to one line; its log file has the rest.
+// An error naming a path (an *fs.PathError: a log, the data directory) is one line but for
+// the path, and is said whole with it escaped.
 func devServerError(err error, data string) error {
 	msg := err.Error()
+	if errors.As(err, new(*fs.PathError)) {
+		msg = contract.Printable(msg)
+	}
 	if i := strings.IndexByte(msg, '\n'); i >= 0 {
 		msg = strings.TrimSuffix(strings.TrimRight(msg[:i], " :;"), "; output")
 	}
-	return fmt.Errorf("%s (server output: %s)", msg, filepath.Join(data, devTemporalLogFile))
+	return fmt.Errorf("%s (server output: %s)", contract.Printable(msg), contract.Printable(filepath.Join(data, devTemporalLogFile)))
 }
 
 // temporalCLIHint is how the banner names the Temporal CLI: its full path when known.

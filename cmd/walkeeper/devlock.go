@@ -64,7 +64,7 @@ func (e *dirLockedError) Error() string {
 	if e.known {
 		who = "walkeeper dev (" + e.holder.String() + ")"
 	}
-	return fmt.Sprintf("data directory %s is in use by %s; stop it first, or pass --data DIR for a second one", e.dir, who)
+	return fmt.Sprintf("data directory %s is in use by %s; stop it first, or pass --data DIR for a second one", contract.Printable(e.dir), who)
 }
 
 // lockDataDir takes the lock on dir for holder without waiting. It fails with a
@@ -76,7 +76,7 @@ func lockDataDir(dir string, holder lockHolder) (*dirLock, error) {
 	path := filepath.Join(dir, devLockFile)
 	f, err := proc.OpenRegular(path, os.O_CREATE|os.O_RDWR, 0o644)
 	if errors.Is(err, proc.ErrNotRegular) {
-		return nil, cli.Usagef("lock %s: %w; remove it, or pass --data DIR", path, err)
+		return nil, cli.Usagef("lock %s: %w; remove it, or pass --data DIR", contract.Printable(path), printable(err))
 	}
 	if err != nil {
 		return nil, dataDirError(dir, err)
@@ -100,7 +100,7 @@ func lockDataDir(dir string, holder lockHolder) (*dirLock, error) {
 	}
 	if err != nil {
 		_ = f.Close()
-		return nil, fmt.Errorf("lock %s: %w", path, err)
+		return nil, fmt.Errorf("lock %s: %w", contract.Printable(path), printable(err))
 	}
 	// We hold it: replace the previous holder's description with ours.
 	b, _ := json.Marshal(holder)
@@ -109,7 +109,7 @@ func lockDataDir(dir string, holder lockHolder) (*dirLock, error) {
 	}
 	if err != nil {
 		_ = f.Close()
-		return nil, fmt.Errorf("lock %s: write holder: %w", path, err)
+		return nil, fmt.Errorf("lock %s: write holder: %w", contract.Printable(path), printable(err))
 	}
 	return &dirLock{f: f}, nil
 }
@@ -122,7 +122,7 @@ func dataDirError(dir string, err error) error {
 	var pe *fs.PathError
 	var errno syscall.Errno
 	if !errors.As(err, &pe) || !errors.As(err, &errno) {
-		return fmt.Errorf("data dir: %w", err)
+		return fmt.Errorf("data dir: %w", printable(err))
 	}
 	why := errno.Error()
 	switch errno {
@@ -132,12 +132,12 @@ func dataDirError(dir string, err error) error {
 		// errno's own words say it
 	case syscall.ENOENT:
 		if pe.Op != "mkdir" { // the directory vanished under the lock's open: a failure
-			return fmt.Errorf("data dir: %w", err)
+			return fmt.Errorf("data dir: %w", printable(err))
 		}
 		// MkdirAll makes every missing parent, so only the file system can answer this.
 		why = "cannot be created (" + why + ")"
 	default:
-		return fmt.Errorf("data dir: %w", err)
+		return fmt.Errorf("data dir: %w", printable(err))
 	}
 	if pe.Path != dir {
 		why = contract.Printable(pe.Path) + ": " + why // a parent, or the lock file

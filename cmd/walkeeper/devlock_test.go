@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -311,4 +312,70 @@ func TestDevDataThatCannotBeCreatedIsBadUsage(t *testing.T) {
 	assert.Empty(t, out)
 	assert.Equal(t, `walkeeper: --data /proc/walkeeper-nonexistent\x1b[31m/x: /proc/walkeeper-nonexistent\x1b[31m: `+
 		"cannot be created (no such file or directory) (see 'walkeeper dev --help')\n", errOut)
+}
+
+// Every dev message naming a --data path a newline or an escape sequence is in says it whole
+// on its one line, escaped: refused files in it, a directory in use, a dev server that does not
+// start, the banner; and errorLine escapes whatever a message let through.
+func TestDevMessagesEscapePaths(t *testing.T) {
+	fakeCLI, err := exec.LookPath("true")
+	require.NoError(t, err)
+	hostile := func(t *testing.T) (dir, said string) {
+		dir = filepath.Join(t.TempDir(), "d\x1b[31m\nforged")
+		require.NoError(t, os.Mkdir(dir, 0o700))
+		return dir, strings.ReplaceAll(strings.ReplaceAll(dir, "\x1b", `\x1b`), "\n", `\n`)
+	}
+	oneEscapedLine := func(t *testing.T, errOut, want string) {
+		t.Helper()
+		assert.True(t, strings.HasSuffix(errOut, "\n"), "%q", errOut)
+		line := strings.TrimSuffix(errOut, "\n")
+		assert.False(t, strings.ContainsFunc(line, func(r rune) bool { return r < ' ' || r == 0x7f }), "%q", errOut)
+		assert.Contains(t, line, want)
+	}
+	for name, c := range map[string]struct {
+		file, cli string
+		make      func(path string) error
+		code      int
+	}{
+		"lock fifo":        {devLockFile, fakeCLI, func(p string) error { return syscall.Mkfifo(p, 0o600) }, cli.ExitUsage},
+		"log symlink":      {devLogFile, fakeCLI, func(p string) error { return os.Symlink("/nonexistent", p) }, cli.ExitUsage},
+		"temporal log dir": {devTemporalLogFile, fakeCLI, func(p string) error { return os.Mkdir(p, 0o700) }, cli.ExitUsage},
+		"no CLI":           {"", "/nonexistent/temporal", nil, cli.ExitFailure},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir, said := hostile(t)
+			if c.make != nil {
+				require.NoError(t, c.make(filepath.Join(dir, c.file)))
+			}
+			returnsSoon(t, name, func() {
+				code, _, errOut := runCLI(t, "dev", "--data", dir, "--temporal-cli", c.cli, "--demo=false")
+				assert.Equal(t, c.code, code, errOut)
+				oneEscapedLine(t, errOut, said+"/"+cmp.Or(c.file, devTemporalLogFile))
+			})
+		})
+	}
+	t.Run("in use", func(t *testing.T) {
+		dir, said := hostile(t)
+		l, err := lockDataDir(dir, currentHolder())
+		require.NoError(t, err)
+		defer l.Release()
+		code, _, errOut := runCLI(t, "dev", "--data", dir, "--temporal-cli", fakeCLI)
+		assert.Equal(t, cli.ExitFailure, code, errOut)
+		oneEscapedLine(t, errOut, "data directory "+said+" is in use")
+	})
+	t.Run("banner", func(t *testing.T) {
+		dir, said := hostile(t)
+		var out bytes.Buffer
+		st := devState{Storage: "file:///s", Temporal: "127.0.0.1:7233", Namespace: "default", UI: "http://127.0.0.1:8233",
+			TemporalCLI: filepath.Join(dir, "temporal"), Log: filepath.Join(dir, devLogFile)}
+		printDevBanner(&out, st, dir, nil, &devOptions{})
+		assert.NotContains(t, out.String(), "\x1b")
+		assert.NotContains(t, out.String(), "\nforged")
+		for _, want := range []string{said + "/" + devTemporalLogFile, said + "/" + devLogFile, said + "/temporal workflow list"} {
+			assert.Contains(t, out.String(), want)
+		}
+	})
+	assert.Equal(t, `bad \x1b[2J name`, errorLine(errors.New("bad \x1b[2J name\nsecond line")))
+	err = dataDirError("/d\n\x1b", &fs.PathError{Op: "mkdir", Path: "/d\n\x1b", Err: syscall.EIO})
+	assert.Equal(t, `data dir: mkdir /d\n\x1b: input/output error`, errorLine(err))
 }

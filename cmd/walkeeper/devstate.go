@@ -52,14 +52,14 @@ type devState struct {
 func writeDevState(dir string, st devState) error {
 	tmp, err := os.CreateTemp(dir, ".dev.json-*")
 	if err != nil {
-		return fmt.Errorf("dev state: %w", err)
+		return fmt.Errorf("dev state: %w", printable(err))
 	}
 	defer os.Remove(tmp.Name())
 	if err = errors.Join(writeJSON(tmp, st), tmp.Close()); err == nil {
 		err = os.Rename(tmp.Name(), filepath.Join(dir, devStateFile))
 	}
 	if err != nil {
-		return fmt.Errorf("dev state: %w", err)
+		return fmt.Errorf("dev state: %w", printable(err))
 	}
 	return nil
 }

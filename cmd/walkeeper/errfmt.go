@@ -9,6 +9,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/internal/cli"
 	"github.com/walkeeper/walkeeper/target"
 	"github.com/walkeeper/walkeeper/temporaladmin"
@@ -32,7 +33,25 @@ func errorLine(err error) string {
 	}
 	msg, _, _ = strings.Cut(msg, "\n")
 	msg = dedupeSegments(msg)
-	return strings.TrimRight(msg, " :;")
+	// What is left of a name someone else chose (a path, a workflow's text) must not move the
+	// terminal's cursor; the messages that name a path escape it whole (printable).
+	return contract.Printable(strings.TrimRight(msg, " :;"))
+}
+
+// printableError is err said with its control characters escaped, for an error that names a
+// path the user gave (an os error names it raw): the path stays whole on the error's one line,
+// where a newline in it would cut the line and an escape sequence would reach the terminal.
+type printableError struct{ err error }
+
+func (e *printableError) Error() string { return contract.Printable(e.err.Error()) }
+func (e *printableError) Unwrap() error { return e.err }
+
+// printable is err as a printableError; nil stays nil.
+func printable(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &printableError{err: err}
 }
 
 // temporalCause finds the outermost Temporal failure in err's chain and says its chain once:

@@ -229,7 +229,7 @@ func startOnce(ctx context.Context, cli string, o Options) (*Server, error) {
 	if o.Output == nil && o.DataDir != "" {
 		spec.Log = filepath.Join(o.DataDir, "temporal.log")
 	}
-	fmt.Fprintf(cmp.Or(o.Progress, io.Discard), "starting Temporal dev server on %s (%s)\n", s.HostPort(), cli)
+	fmt.Fprintf(cmp.Or(o.Progress, io.Discard), "starting Temporal dev server on %s (%s)\n", s.HostPort(), contract.Printable(cli))
 	p, err := proc.Start(spec)
 	if err != nil {
 		return nil, err

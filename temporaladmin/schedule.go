@@ -83,7 +83,8 @@ func scheduleError(op, id string, err error) error {
 }
 
 // PauseSchedule pauses schedule id with an operator note; pausing walkeeper-sweep also
-// cancels its running window, so sweeps stop now, not at the window's end.
+// cancels its running window, so sweeps stop now, not at the window's end. A workflow under a
+// window's ID that is not the schedule's SweepWindow is left running: ErrSweepWindowForeign.
 func PauseSchedule(ctx context.Context, c client.Client, id, note string) error {
 	note = cmp.Or(note, "paused with walkeeper")
 	err := c.ScheduleClient().GetHandle(ctx, id).Pause(ctx, client.SchedulePauseOptions{Note: note})
@@ -94,7 +95,16 @@ func PauseSchedule(ctx context.Context, c client.Client, id, note string) error 
 	if err != nil {
 		return err
 	}
-	return cancelSweepWindows(ctx, c, windows)
+	return doneBut("paused", id, cancelSweepWindows(ctx, c, windows))
+}
+
+// doneBut says that operation done on schedule id went through when err is a refusal to
+// cancel a workflow that is not walkeeper's, lest the failed command be read as undone.
+func doneBut(done, id string, err error) error {
+	if errors.Is(err, ErrSweepWindowForeign) {
+		return fmt.Errorf("schedule %s %s: %w", id, done, err)
+	}
+	return err
 }
 
 // ResumeSchedule unpauses schedule id. Resuming walkeeper-sweep also starts a window now if
@@ -118,6 +128,28 @@ func TriggerSchedule(ctx context.Context, c client.Client, id string) error {
 	return trigger(ctx, c, id, enumspb.SCHEDULE_OVERLAP_POLICY_SKIP)
 }
 
+// ErrTargetScheduleForeign marks a trigger of a target's schedule refused because someone with
+// namespace access edited it to start another workflow type than MergeWalTick, or on another
+// task queue: walkeeper runs only the action it ensured (decision 0901).
+var ErrTargetScheduleForeign = errors.New("a target's merge schedule starts something other than MergeWalTick")
+
+// TriggerTargetSchedule runs t's schedule's action now, as TriggerSchedule does, once a
+// description shows it starts MergeWalTick on walkeeper's task queue; any other action is an
+// ErrTargetScheduleForeign naming it, and nothing is triggered.
+func TriggerTargetSchedule(ctx context.Context, c client.Client, t target.Target) error {
+	id := TargetScheduleID(t)
+	d, err := DescribeSchedule(ctx, c, id)
+	if err != nil {
+		return err
+	}
+	err = checkAction(d, &scheduleForeign{id: id, want: contract.MergeWalTickWorkflow,
+		restore: "walkeeper schedule ensure --target " + t.String(), marker: ErrTargetScheduleForeign})
+	if err != nil {
+		return err
+	}
+	return TriggerSchedule(ctx, c, id)
+}
+
 func trigger(ctx context.Context, c client.Client, id string, overlap enumspb.ScheduleOverlapPolicy) error {
 	err := c.ScheduleClient().GetHandle(ctx, id).Trigger(ctx, client.ScheduleTriggerOptions{Overlap: overlap})
 	return scheduleError("trigger", id, err)
@@ -130,9 +162,10 @@ func DescribeSchedule(ctx context.Context, c client.Client, id string) (*client.
 }
 
 // DeleteSchedule deletes schedule id; running workflows it started keep running, except
-// walkeeper-sweep's window, which is canceled (it would go on sweeping until its end).
+// walkeeper-sweep's window, which is canceled (it would go on sweeping until its end), if it
+// is one: a workflow of another type under a window's ID is left running (ErrSweepWindowForeign).
 func DeleteSchedule(ctx context.Context, c client.Client, id string) error {
-	var windows []string
+	var windows []client.ScheduleWorkflowExecution
 	if id == SweepScheduleID {
 		var err error
 		if windows, _, err = runningSweepWindows(ctx, c); err != nil {
@@ -142,7 +175,7 @@ func DeleteSchedule(ctx context.Context, c client.Client, id string) error {
 	if err := scheduleError("delete", id, c.ScheduleClient().GetHandle(ctx, id).Delete(ctx)); err != nil {
 		return err
 	}
-	return cancelSweepWindows(ctx, c, windows)
+	return doneBut("deleted", id, cancelSweepWindows(ctx, c, windows))
 }
 
 // ReconcileScheduleID is the Schedule that runs ReconcileDemand (docs/DESIGN.md §12), and the

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	commonpb "go.temporal.io/api/common/v1"
+	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/walkeeper/walkeeper/contract"
@@ -73,4 +74,41 @@ func TestCheckSweepActionNamesAForeignActionBounded(t *testing.T) {
 	err = checkSweepAction(describe(nil))
 	require.ErrorIs(t, err, ErrSweepScheduleForeign)
 	require.Contains(t, err.Error(), "starts workflow (none) on task queue (none)")
+}
+
+// A target's schedule edited to start another type, or on another queue, is named as the sweep
+// schedule is, with the ensure that restores it; only MergeWalTick on walkeeper passes.
+func TestCheckTargetActionNamesAForeignAction(t *testing.T) {
+	refused := func() *scheduleForeign {
+		return &scheduleForeign{id: "merge-wal-tick/generic/a", want: contract.MergeWalTickWorkflow,
+			restore: "walkeeper schedule ensure --target generic:a", marker: ErrTargetScheduleForeign}
+	}
+	describe := func(a client.ScheduleAction) *client.ScheduleDescription {
+		return &client.ScheduleDescription{Schedule: client.Schedule{Action: a}}
+	}
+	require.NoError(t, checkAction(describe(&client.ScheduleWorkflowAction{
+		Workflow: contract.MergeWalTickWorkflow, TaskQueue: contract.TaskQueue}), refused()))
+	err := checkAction(describe(&client.ScheduleWorkflowAction{Workflow: "Other\x1b[2J", TaskQueue: contract.TaskQueue}), refused())
+	require.ErrorIs(t, err, ErrTargetScheduleForeign)
+	require.NotErrorIs(t, err, ErrSweepScheduleForeign)
+	require.Equal(t, `schedule merge-wal-tick/generic/a starts workflow Other\x1b[2J on task queue walkeeper, not MergeWalTick `+
+		"on walkeeper (edited outside walkeeper?): not triggered; `walkeeper schedule ensure --target generic:a` restores its action", err.Error())
+	err = checkAction(describe(&client.ScheduleWorkflowAction{Workflow: contract.SweepWindowWorkflow, TaskQueue: contract.TaskQueue}), refused())
+	require.ErrorIs(t, err, ErrTargetScheduleForeign)
+}
+
+// Only a running SweepWindow whose chain the schedule started is a window to cancel: another
+// type (an edited action), or a SweepWindow under the ID that the schedule did not start, is not.
+func TestForeignWindowIsTheScheduleStarted(t *testing.T) {
+	w := client.ScheduleWorkflowExecution{WorkflowID: "sweep-window-x", FirstExecutionRunID: "first"}
+	info := func(typ, first string) *workflowpb.WorkflowExecutionInfo {
+		return &workflowpb.WorkflowExecutionInfo{Type: &commonpb.WorkflowType{Name: typ}, FirstRunId: first}
+	}
+	require.Empty(t, foreignWindow(w, info(contract.SweepWindowWorkflow, "first")))
+	require.Empty(t, foreignWindow(w, info(contract.SweepWindowWorkflow, "")), "a server without first run IDs")
+	require.Equal(t, `is Other\x1b[2J, not SweepWindow`, foreignWindow(w, info("Other\x1b[2J", "first")))
+	require.Equal(t, "is a SweepWindow the schedule did not start", foreignWindow(w, info(contract.SweepWindowWorkflow, "another")))
+	err := (&sweepWindowForeign{id: "sweep-window-x", why: "is Other, not SweepWindow", more: 2})
+	require.ErrorIs(t, err, ErrSweepWindowForeign)
+	require.Equal(t, "workflow sweep-window-x is Other, not SweepWindow: not canceled (and 2 more) (started outside walkeeper?)", err.Error())
 }

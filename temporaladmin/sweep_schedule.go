@@ -11,6 +11,7 @@ import (
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
+	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
@@ -122,34 +123,46 @@ func startSweepWindowIfIdle(ctx context.Context, c client.Client) error {
 // ensured, and the next ensure (`walkeeper schedule ensure`, a worker's start) restores it.
 var ErrSweepScheduleForeign = errors.New("the sweep schedule starts something other than walkeeper's sweep")
 
-// sweepScheduleForeign is an ErrSweepScheduleForeign that names what the schedule starts.
-type sweepScheduleForeign struct {
+// scheduleForeign is an ErrSweepScheduleForeign or an ErrTargetScheduleForeign (marker) that
+// names what schedule id starts instead of want, and the command that restores its action.
+type scheduleForeign struct {
+	id, want, restore   string
 	workflow, taskQueue string // clipped to contract.MaxStartErrorBytes, escaped
+	marker              error
 }
 
-func (e *sweepScheduleForeign) Error() string {
+func (e *scheduleForeign) Error() string {
 	return fmt.Sprintf("schedule %s starts workflow %s on task queue %s, not %s on %s (edited outside walkeeper?): "+
-		"not triggered; `walkeeper schedule ensure` restores its action", SweepScheduleID, e.workflow, e.taskQueue,
-		contract.SweepWindowWorkflow, contract.TaskQueue)
+		"not triggered; `%s` restores its action", e.id, e.workflow, e.taskQueue, e.want, contract.TaskQueue, e.restore)
 }
 
-func (e *sweepScheduleForeign) Is(target error) bool { return target == ErrSweepScheduleForeign }
+func (e *scheduleForeign) Is(target error) bool { return target == e.marker }
 
 // checkSweepAction refuses, as an ErrSweepScheduleForeign, a description of walkeeper-sweep
 // whose action does not start SweepWindow on walkeeper's task queue. Pure.
 func checkSweepAction(d *client.ScheduleDescription) error {
+	return checkAction(d, &scheduleForeign{id: SweepScheduleID, want: contract.SweepWindowWorkflow,
+		restore: "walkeeper schedule ensure", marker: ErrSweepScheduleForeign})
+}
+
+// checkAction returns refused, naming what d's action starts, unless the action starts
+// refused.want on walkeeper's task queue. Pure.
+func checkAction(d *client.ScheduleDescription, refused *scheduleForeign) error {
 	var name, queue string
 	if a, ok := d.Schedule.Action.(*client.ScheduleWorkflowAction); ok {
 		name, _ = a.Workflow.(string) // a description names the type
 		queue = a.TaskQueue
 	}
-	if name == contract.SweepWindowWorkflow && queue == contract.TaskQueue {
+	if name == refused.want && queue == contract.TaskQueue {
 		return nil
 	}
-	said := func(s string) string {
-		return cmp.Or(contract.Printable(contract.Clip(s, contract.MaxStartErrorBytes)), "(none)")
-	}
-	return &sweepScheduleForeign{workflow: said(name), taskQueue: said(queue)}
+	refused.workflow, refused.taskQueue = foreignText(name), foreignText(queue)
+	return refused
+}
+
+// foreignText is text anyone with namespace access set, clipped and escaped for one line.
+func foreignText(s string) string {
+	return cmp.Or(contract.Printable(contract.Clip(s, contract.MaxStartErrorBytes)), "(none)")
 }
 
 // SweepWindowInputOf decodes the input of d's action when it starts SweepWindow; one its
@@ -167,32 +180,33 @@ func SweepWindowInputOf(d *client.ScheduleDescription) (contract.SweepWindowInpu
 	return in, true
 }
 
-// runningSweepWindows lists the IDs of the sweep windows the schedule is running.
-func runningSweepWindows(ctx context.Context, c client.Client) ([]string, *client.ScheduleDescription, error) {
+// runningSweepWindows lists the sweep windows the schedule is running.
+func runningSweepWindows(ctx context.Context, c client.Client) ([]client.ScheduleWorkflowExecution, *client.ScheduleDescription, error) {
 	d, err := DescribeSchedule(ctx, c, SweepScheduleID)
 	if err != nil {
 		return nil, nil, err
 	}
-	var ids []string
+	var windows []client.ScheduleWorkflowExecution
 	for _, r := range d.Info.RunningWorkflows {
 		if strings.HasPrefix(r.WorkflowID, SweepWorkflowID+"-") {
-			ids = append(ids, r.WorkflowID)
+			windows = append(windows, r)
 		}
 	}
-	return ids, d, nil
+	return windows, d, nil
 }
 
 // SweepNow asks for a sweep round now and says how: a signal to the running window, else a
 // trigger of the schedule, or, while it is paused with no window, one MaintenanceSweep.
 func SweepNow(ctx context.Context, c client.Client) (string, error) {
-	ids, d, err := runningSweepWindows(ctx, c)
+	windows, d, err := runningSweepWindows(ctx, c)
 	if err != nil {
 		return "", err
 	}
 	if err := checkSweepAction(d); err != nil {
 		return "", err
 	}
-	for _, id := range ids {
+	for _, w := range windows {
+		id := w.WorkflowID
 		err := c.SignalWorkflow(ctx, id, "", contract.SweepNowSignal, nil)
 		if err == nil {
 			return "signaled sweep window " + id + " for a round now", nil
@@ -219,12 +233,92 @@ func SweepNow(ctx context.Context, c client.Client) (string, error) {
 	return "no sweep window was running: schedule " + SweepScheduleID + " triggered, its window sweeps at once", nil
 }
 
-// cancelSweepWindows requests the cancellation of the windows ids (one already closed is fine).
-func cancelSweepWindows(ctx context.Context, c client.Client, ids []string) error {
-	for _, id := range ids {
-		if err := c.CancelWorkflow(ctx, id, ""); err != nil && !errors.As(err, new(*serviceerror.NotFound)) {
-			return fmt.Errorf("cancel sweep window %s: %w", id, err)
+// ErrSweepWindowForeign marks a pause or a delete of walkeeper-sweep that left running a
+// workflow under one of its windows' IDs because it is not a SweepWindow the schedule started
+// (another type, from an edited action, or a workflow started by hand under that ID):
+// walkeeper cancels only its own windows (decision 0901).
+var ErrSweepWindowForeign = errors.New("a workflow under a sweep window's ID is not the schedule's SweepWindow")
+
+// sweepWindowForeign is an ErrSweepWindowForeign naming the first workflow left running, why,
+// and how many more were.
+type sweepWindowForeign struct {
+	id, why string // escaped
+	more    int
+}
+
+func (e *sweepWindowForeign) Error() string {
+	more := ""
+	if e.more > 0 {
+		more = fmt.Sprintf(" (and %d more)", e.more)
+	}
+	return fmt.Sprintf("workflow %s %s: not canceled%s (started outside walkeeper?)", e.id, e.why, more)
+}
+
+func (e *sweepWindowForeign) Is(target error) bool { return target == ErrSweepWindowForeign }
+
+// cancelSweepWindows requests the cancellation of the windows the schedule started (one
+// already closed is fine); a workflow under a window's ID that is not one is left running,
+// and named in an ErrSweepWindowForeign once the others are canceled.
+func cancelSweepWindows(ctx context.Context, c client.Client, windows []client.ScheduleWorkflowExecution) error {
+	var refused *sweepWindowForeign
+	for _, w := range windows {
+		why, err := cancelSweepWindow(ctx, c, w)
+		switch {
+		case err != nil:
+			return err
+		case why == "":
+		case refused == nil:
+			refused = &sweepWindowForeign{id: foreignText(w.WorkflowID), why: why}
+		default:
+			refused.more++
 		}
 	}
+	if refused != nil {
+		return refused
+	}
 	return nil
+}
+
+// cancelSweepWindow requests the cancellation of window w once a description shows that the
+// workflow running under its ID is the SweepWindow the schedule started, and otherwise says
+// why not. The cancel names the run described, so a workflow that took the ID meanwhile is
+// not the one canceled; a window that continued as new meanwhile is described again.
+func cancelSweepWindow(ctx context.Context, c client.Client, w client.ScheduleWorkflowExecution) (why string, err error) {
+	for attempt := 0; attempt < 3; attempt++ {
+		d, err := c.DescribeWorkflowExecution(ctx, w.WorkflowID, "")
+		if errors.As(err, new(*serviceerror.NotFound)) {
+			return "", nil
+		}
+		if err != nil {
+			return "", fmt.Errorf("describe sweep window %s: %w", w.WorkflowID, err)
+		}
+		info := d.GetWorkflowExecutionInfo()
+		if info.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			return "", nil
+		}
+		if why := foreignWindow(w, info); why != "" {
+			return why, nil
+		}
+		err = c.CancelWorkflow(ctx, w.WorkflowID, info.GetExecution().GetRunId())
+		if !errors.As(err, new(*serviceerror.NotFound)) { // NotFound: the run described has closed
+			if err != nil {
+				return "", fmt.Errorf("cancel sweep window %s: %w", w.WorkflowID, err)
+			}
+			return "", nil
+		}
+	}
+	return "", nil
+}
+
+// foreignWindow says why the running workflow info, under window w's ID, is not the
+// SweepWindow the schedule started: "" when it is. Pure.
+func foreignWindow(w client.ScheduleWorkflowExecution, info *workflowpb.WorkflowExecutionInfo) string {
+	if typ := info.GetType().GetName(); typ != contract.SweepWindowWorkflow {
+		return "is " + foreignText(typ) + ", not " + contract.SweepWindowWorkflow
+	}
+	// A server that does not report a chain's first run leaves the type as the only check.
+	if first := info.GetFirstRunId(); first != "" && first != w.FirstExecutionRunID {
+		return "is a " + contract.SweepWindowWorkflow + " the schedule did not start"
+	}
+	return ""
 }

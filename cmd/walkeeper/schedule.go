@@ -201,6 +201,8 @@ storage): the schedule would otherwise start a merge that fails every --every, f
 			}),
 		}
 	}
+	// A workflow under a sweep window's ID that is not the schedule's SweepWindow is left
+	// running, and pause exits 1 naming it (temporaladmin.ErrSweepWindowForeign).
 	pause := stateChange("pause", "Pause the schedule (manual triggers still work); the sweep's running window is canceled",
 		"paused", temporaladmin.PauseSchedule)
 	resume := stateChange("resume", "Resume a paused schedule (the sweep: and start a window now if none runs)",
@@ -212,9 +214,11 @@ storage): the schedule would otherwise start a merge that fails every --every, f
 SweepWindow gets the signal walkeeper-sweep-now and runs a round at once (or, with no window
 running, the schedule starts one, whose first round runs at once; while the schedule is paused,
 one MaintenanceSweep runs instead). For a per-target schedule
-the tick starts now, skipped if the previous one still runs.`,
+the tick starts now, skipped if the previous one still runs. A schedule edited outside
+walkeeper to start another workflow type, or on another task queue, is not triggered (exit 1);
+'walkeeper schedule ensure' restores its action.`,
 		Args: cli.Args(cobra.NoArgs),
-		RunE: with(func(ctx context.Context, c client.Client, id string, _ store.Target, out io.Writer) error {
+		RunE: with(func(ctx context.Context, c client.Client, id string, t store.Target, out io.Writer) error {
 			if sf.target == "" {
 				msg, err := temporaladmin.SweepNow(ctx, c)
 				if err != nil {
@@ -223,7 +227,7 @@ the tick starts now, skipped if the previous one still runs.`,
 				fmt.Fprintln(out, msg)
 				return nil
 			}
-			if err := temporaladmin.TriggerSchedule(ctx, c, id); err != nil {
+			if err := temporaladmin.TriggerTargetSchedule(ctx, c, t); err != nil {
 				return err
 			}
 			fmt.Fprintf(out, "schedule %s triggered\n", id)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/walkeeper/walkeeper/contract"
@@ -74,4 +75,114 @@ func TestSweepScheduleEditedOutsideWalkeeperIsNotTriggered(t *testing.T) {
 	code, out, errOut = runCLI(t, "schedule", "trigger", "--temporal", hostPort)
 	require.Equal(t, cli.ExitOK, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
 	assert.Contains(t, out, "sweep-window-")
+}
+
+// `schedule pause` (and temporaladmin.DeleteSchedule) canceled whatever ran under a window's
+// ID, so a walkeeper-sweep edited to start another type had that workflow canceled as if it
+// were a window. Now it is left running and named: the schedule is paused (or deleted) and
+// says so, exit 1, one line, escaped.
+func TestSweepSchedulePauseCancelsOnlyItsWindows(t *testing.T) {
+	testtemporal.SkipShort(t)
+	noDev(t)
+	hostPort, c := testtemporal.Start(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	// No worker polls this queue: the workflow the trigger starts stays running.
+	_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
+		ID:     temporaladmin.SweepScheduleID,
+		Spec:   client.ScheduleSpec{},
+		Action: &client.ScheduleWorkflowAction{ID: temporaladmin.SweepWorkflowID, Workflow: "Other\x1b[2J", TaskQueue: "walkeeper-test-unpolled"},
+		Paused: true,
+	})
+	require.NoError(t, err)
+	require.NoError(t, temporaladmin.TriggerSchedule(ctx, c, temporaladmin.SweepScheduleID))
+	var running string
+	require.Eventually(t, func() bool {
+		d, err := temporaladmin.DescribeSchedule(ctx, c, temporaladmin.SweepScheduleID)
+		if err != nil || len(d.Info.RunningWorkflows) != 1 {
+			return false
+		}
+		running = d.Info.RunningWorkflows[0].WorkflowID
+		return true
+	}, 30*time.Second, 200*time.Millisecond)
+	require.Contains(t, running, temporaladmin.SweepWorkflowID+"-")
+	defer func() { _ = c.TerminateWorkflow(context.WithoutCancel(ctx), running, "", "test done") }()
+	refused := "workflow " + running + ` is Other\x1b[2J, not SweepWindow: not canceled (started outside walkeeper?)`
+
+	code, out, errOut := runCLI(t, "schedule", "pause", "--temporal", hostPort)
+	assert.Equal(t, cli.ExitFailure, code, errOut)
+	assert.Empty(t, out)
+	assert.Equal(t, "walkeeper: schedule walkeeper-sweep paused: "+refused+"\n", errOut)
+	d, err := temporaladmin.DescribeSchedule(ctx, c, temporaladmin.SweepScheduleID)
+	require.NoError(t, err)
+	assert.True(t, d.Schedule.State.Paused)
+
+	err = temporaladmin.DeleteSchedule(ctx, c, temporaladmin.SweepScheduleID)
+	assert.ErrorIs(t, err, temporaladmin.ErrSweepWindowForeign)
+	assert.EqualError(t, err, "schedule walkeeper-sweep deleted: "+refused)
+	_, err = temporaladmin.DescribeSchedule(ctx, c, temporaladmin.SweepScheduleID)
+	assert.Error(t, err, "the schedule is deleted")
+
+	it := c.GetWorkflowHistory(ctx, running, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		e, err := it.Next()
+		require.NoError(t, err)
+		assert.NotEqual(t, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED, e.GetEventType(), "the workflow was canceled")
+	}
+}
+
+// `schedule trigger --target` ran whatever a target's schedule had been edited to start. Now
+// it describes the schedule first and refuses another type or queue, exit 1, one line naming
+// it escaped, triggering nothing; walkeeper's own action is triggered as before.
+func TestTargetScheduleEditedOutsideWalkeeperIsNotTriggered(t *testing.T) {
+	testtemporal.SkipShort(t)
+	noDev(t)
+	hostPort, c := testtemporal.Start(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	id := "merge-wal-tick/generic/edited"
+	_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
+		ID:     id,
+		Spec:   client.ScheduleSpec{},
+		Action: &client.ScheduleWorkflowAction{ID: id, Workflow: "Other\x1b[2J", TaskQueue: contract.TaskQueue},
+		Paused: true,
+	})
+	require.NoError(t, err)
+	edit := func(workflow, queue string) {
+		require.NoError(t, c.ScheduleClient().GetHandle(ctx, id).Update(ctx, client.ScheduleUpdateOptions{
+			DoUpdate: func(in client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
+				s := in.Description.Schedule
+				s.Action = &client.ScheduleWorkflowAction{ID: id, Workflow: workflow, TaskQueue: queue,
+					Args: []any{map[string]any{"target": "generic:edited"}}}
+				return &client.ScheduleUpdate{Schedule: &s}, nil
+			},
+		}))
+	}
+	trigger := func() (int, string, string) {
+		return runCLI(t, "schedule", "trigger", "--target", "generic:edited", "--temporal", hostPort)
+	}
+	restore := "(edited outside walkeeper?): not triggered; `walkeeper schedule ensure --target generic:edited` restores its action\n"
+
+	code, out, errOut := trigger()
+	assert.Equal(t, cli.ExitFailure, code, errOut)
+	assert.Empty(t, out)
+	assert.Equal(t, `walkeeper: schedule merge-wal-tick/generic/edited starts workflow Other\x1b[2J on task queue walkeeper, `+
+		"not MergeWalTick on walkeeper "+restore, errOut)
+	edit(contract.MergeWalTickWorkflow, "elsewhere")
+	code, _, errOut = trigger()
+	assert.Equal(t, cli.ExitFailure, code, errOut)
+	assert.Equal(t, "walkeeper: schedule merge-wal-tick/generic/edited starts workflow MergeWalTick on task queue elsewhere, "+
+		"not MergeWalTick on walkeeper "+restore, errOut)
+	d, err := temporaladmin.DescribeSchedule(ctx, c, id)
+	require.NoError(t, err)
+	assert.Zero(t, d.Info.NumActions, "nothing may have been started")
+
+	edit(contract.MergeWalTickWorkflow, contract.TaskQueue)
+	code, out, errOut = trigger()
+	require.Equal(t, cli.ExitOK, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	assert.Equal(t, "schedule "+id+" triggered\n", out)
+	require.Eventually(t, func() bool {
+		d, err := temporaladmin.DescribeSchedule(ctx, c, id)
+		return err == nil && d.Info.NumActions == 1
+	}, 30*time.Second, 200*time.Millisecond)
 }

@@ -182,9 +182,11 @@ func (g *gocloudBackend) listDirs(ctx context.Context, prefix string, fn func(st
 // fails the listing, as does a stored key or prefix not after the one of its kind before
 // it: a server that repeats a page (a continuation token that never advances) would otherwise
 // make a listing endless, and one that lists out of order or twice breaks every cursor. Each
-// S3 page is bounded and checked as it arrives (guardS3Listing).
+// S3 page is bounded and checked as it arrives (guardS3Listing), and the empty pages in a
+// row are bounded (emptyPages).
 func (g *gocloudBackend) eachListed(ctx context.Context, opts *blob.ListOptions, fn func(*blob.ListObject) error) error {
-	opts.BeforeList = guardS3Listing(opts.BeforeList)
+	ctx, empty := withEmptyPages(ctx)
+	opts.BeforeList = empty.guard(guardS3Listing(opts.BeforeList))
 	it := g.bkt.List(opts)
 	var lastKey, lastDir string
 	for {
@@ -195,6 +197,7 @@ func (g *gocloudBackend) eachListed(ctx context.Context, opts *blob.ListOptions,
 		if err != nil {
 			return mapErr(err)
 		}
+		empty.entry()
 		if !strings.HasPrefix(obj.Key, opts.Prefix) {
 			return fmt.Errorf("%w: key %q outside the prefix", errBadListing, obj.Key)
 		}

@@ -264,9 +264,11 @@ func checkGCSAnswer(req *http.Request, body []byte) error {
 		return nil // a delete's 204, a resumable upload's start
 	}
 	var a struct {
-		Kind  string
-		ACL   []*struct{}
-		Items []*struct{ ACL []*struct{} }
+		Kind          string
+		ACL           []*struct{}
+		Items         []*struct{ ACL []*struct{} }
+		Prefixes      []json.RawMessage
+		NextPageToken string
 	}
 	if json.Unmarshal(body, &a) != nil {
 		return nil
@@ -292,6 +294,9 @@ func checkGCSAnswer(req *http.Request, body []byte) error {
 	}
 	if hasNull(a.ACL) {
 		return fmt.Errorf("%w: its acl holds null", errBadAnswer)
+	}
+	if listing {
+		return emptyGCSAnswer(req.Context(), len(a.Items)+len(a.Prefixes), a.NextPageToken != "")
 	}
 	return nil
 }

@@ -24,9 +24,6 @@ const (
 	// 1,024-byte keys, every byte escaped as the 6-byte `&quot;`, is about 6.5 MB, and a page of
 	// walkeeper's own keys well under 1 MB.
 	maxS3ListAnswer = 8 << 20
-	// maxEmptyListPages bounds the truncated pages in a row that hold no entry: gocloud's
-	// iterator recurses once per such page, and S3 sends one only now and then.
-	maxEmptyListPages = 1000
 )
 
 // s3Mux opens s3:// URLs as blob.DefaultURLMux does, the prefix and key parameters too, each
@@ -77,10 +74,9 @@ func boundS3Answers(ctx context.Context, bkt *blob.Bucket, u *url.URL) (*blob.Bu
 	return s3blob.OpenBucket(ctx, bounded, u.Host, opts)
 }
 
-// s3ListGuard checks the answers of one S3 listing, page after page.
-type s3ListGuard struct {
-	emptyPages int // truncated pages in a row without an entry
-}
+// s3ListGuard checks the answers of one S3 listing, page after page; its empty pages in a
+// row are bounded as every gocloud listing's (emptyPages).
+type s3ListGuard struct{}
 
 // guardS3Listing returns a BeforeList that bounds and checks each S3 page of one listing
 // before running before (nil: none).
@@ -115,24 +111,13 @@ func (g *s3ListGuard) apply(o *s3.Options) {
 
 // check fails a page that is not a listing (S3 always says whether it is truncated; a 200
 // holding an <Error> document or nothing decodes as an empty page), a truncated page without
-// the token that continues it, which gocloud reads as the end, and one empty truncated page
-// too many.
+// the token that continues it, which gocloud reads as the end.
 func (g *s3ListGuard) check(page *s3.ListObjectsV2Output) error {
 	if page.IsTruncated == nil {
 		return fmt.Errorf("%w: the answer is not a ListBucketResult (no IsTruncated)", errBadListing)
 	}
-	if !*page.IsTruncated {
-		return nil
-	}
-	if aws.ToString(page.NextContinuationToken) == "" {
+	if *page.IsTruncated && aws.ToString(page.NextContinuationToken) == "" {
 		return fmt.Errorf("%w: truncated without a NextContinuationToken", errBadListing)
-	}
-	if len(page.Contents)+len(page.CommonPrefixes) > 0 {
-		g.emptyPages = 0
-		return nil
-	}
-	if g.emptyPages++; g.emptyPages > maxEmptyListPages {
-		return fmt.Errorf("%w: more than %d empty truncated pages in a row", errBadListing, maxEmptyListPages)
 	}
 	return nil
 }

@@ -189,7 +189,7 @@ func TestS3ListingEmptyPagesAreBounded(t *testing.T) {
 		listAnswer(w, nil, nil, true, fmt.Sprint(n))
 	})
 	_, err := walkAtMost(t, b, "p/", 0)
-	require.ErrorContains(t, err, "more than 1000 empty truncated pages")
+	require.ErrorContains(t, err, "more than 1000 empty pages in a row")
 	require.Equal(t, int64(1001), requests.Load(), "the listing ends at the 1,001st empty page")
 }
 

@@ -1,0 +1,88 @@
+package objstore
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+)
+
+// maxEmptyListPages bounds the pages in a row that hold no entry yet promise more, in one
+// listing. gocloud's ListIterator.Next recurses once per driver page that yields no entry,
+// so an endless run of them grows the listing goroutine's stack (about 128 bytes a page)
+// until the stall timeout cuts it or, past the runtime's 1 GB limit, the process dies, which
+// no recover prevents; the GCS client instead loops over its empty answers within one driver
+// page, endless in time until the stall timeout. S3, GCS and Azure send an empty page only
+// now and then (a scan cut short), so a thousand in a row is a server's fault.
+const maxEmptyListPages = 1000
+
+// emptyPages counts one listing's empty pages in a row: the driver pages requested since the
+// listing last yielded an entry (gocloud's recursion, guard) and, on GCS, the empty
+// answers the GCS client read within one driver page (emptyGCSAnswer). One listing runs on one
+// goroutine; the counts are atomic only so that a transport may touch them from another.
+type emptyPages struct {
+	requested atomic.Bool  // a driver page was requested
+	yielded   atomic.Bool  // the listing yielded an entry since the last driver page request
+	n         atomic.Int64 // empty pages in a row
+}
+
+type emptyPagesKey struct{}
+
+// withEmptyPages returns ctx carrying a fresh count for one listing, and the count.
+func withEmptyPages(ctx context.Context) (context.Context, *emptyPages) {
+	e := &emptyPages{}
+	return context.WithValue(ctx, emptyPagesKey{}, e), e
+}
+
+// emptyPagesOf is the count ctx carries (nil: not a listing's request).
+func emptyPagesOf(ctx context.Context) *emptyPages {
+	e, _ := ctx.Value(emptyPagesKey{}).(*emptyPages)
+	return e
+}
+
+// entry records an entry the listing yielded.
+func (e *emptyPages) entry() {
+	e.yielded.Store(true)
+	e.n.Store(0)
+}
+
+// empty records one more empty page, failing past maxEmptyListPages.
+func (e *emptyPages) empty() error {
+	if e.n.Add(1) > maxEmptyListPages {
+		return fmt.Errorf("%w: more than %d empty pages in a row", errBadListing, maxEmptyListPages)
+	}
+	return nil
+}
+
+// guard returns a BeforeList that fails a driver page requested after more than
+// maxEmptyListPages driver pages in a row that yielded no entry, before running before (nil:
+// none). It sees every driver's pages, whatever the scheme: S3's and Azure's are one request
+// each.
+func (e *emptyPages) guard(before func(as func(any) bool) error) func(as func(any) bool) error {
+	return func(as func(any) bool) error {
+		if e.requested.Swap(true) && !e.yielded.Swap(false) {
+			if err := e.empty(); err != nil {
+				return err
+			}
+		}
+		if before == nil {
+			return nil
+		}
+		return before(as)
+	}
+}
+
+// emptyGCSAnswer records a GCS objects.list answer of the listing whose request it answers
+// (none: not counted) holding entries items and prefixes and whether it promises more: the
+// GCS client fills a driver page from as many answers as it takes, asking again after an
+// empty one without returning, so no BeforeList sees them.
+func emptyGCSAnswer(ctx context.Context, entries int, more bool) error {
+	e := emptyPagesOf(ctx)
+	switch {
+	case e == nil || !more:
+		return nil
+	case entries > 0:
+		e.n.Store(0)
+		return nil
+	}
+	return e.empty()
+}

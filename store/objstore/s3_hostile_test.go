@@ -73,6 +73,36 @@ func walkAtMost(t *testing.T, b *objstore.Bucket, prefix string, n int) ([]strin
 	return keys, err
 }
 
+// requireEmptyPagesBounded opens a bucket on a server answering every listing request with
+// the empty page emptyPage writes, each promising more under a fresh token (n counts the
+// requests), and requires each kind of listing to fail at the 1,001st. The server refuses the
+// 3,001st request, so that an endless listing ends the test instead of hanging it.
+func requireEmptyPagesBounded(t *testing.T, open func(*testing.T, http.HandlerFunc) *objstore.Bucket,
+	emptyPage func(w http.ResponseWriter, n int64)) {
+	var requests atomic.Int64
+	b := open(t, func(w http.ResponseWriter, r *http.Request) {
+		n := requests.Add(1)
+		if n > 3000 {
+			w.WriteHeader(http.StatusForbidden)
+			return
+		}
+		emptyPage(w, n)
+	})
+	ctx := context.Background()
+	for _, list := range []struct {
+		name string
+		run  func() error
+	}{
+		{"Walk", func() error { _, err := walkAtMost(t, b, "p/", 0); return err }},
+		{"ListPageWhere", func() error { _, _, err := b.ListPageWhere(ctx, "p/", "p/a", 10, nil); return err }},
+		{"ListDirs", func() error { _, err := b.ListDirs(ctx, "p/"); return err }},
+	} {
+		requests.Store(0)
+		require.ErrorContains(t, list.run(), "more than 1000 empty pages in a row", list.name)
+		require.Equal(t, int64(1001), requests.Load(), "%s ends at the 1,001st empty page", list.name)
+	}
+}
+
 // A server's listing that leaves out a key's LastModified made gocloud's s3blob dereference
 // nil and panic, which ended the process; the listing fails instead.
 func TestS3ListingWithoutLastModifiedFails(t *testing.T) {
@@ -176,21 +206,11 @@ func TestS3ListingTruncatedWithoutTokenFails(t *testing.T) {
 }
 
 // Each empty page of a truncated listing deepened gocloud's iterator's recursion, for as
-// long as the server went on; the listing fails after 1,000 of them in a row. The server
-// refuses the 3,001st request, so that an endless listing ends the test instead of hanging it.
+// long as the server went on; the listing fails after 1,000 of them in a row.
 func TestS3ListingEmptyPagesAreBounded(t *testing.T) {
-	var requests atomic.Int64
-	b := openHostileS3(t, func(w http.ResponseWriter, r *http.Request) {
-		n := requests.Add(1)
-		if n > 3000 {
-			w.WriteHeader(http.StatusForbidden)
-			return
-		}
+	requireEmptyPagesBounded(t, openHostileS3, func(w http.ResponseWriter, n int64) {
 		listAnswer(w, nil, nil, true, fmt.Sprint(n))
 	})
-	_, err := walkAtMost(t, b, "p/", 0)
-	require.ErrorContains(t, err, "more than 1000 empty pages in a row")
-	require.Equal(t, int64(1001), requests.Load(), "the listing ends at the 1,001st empty page")
 }
 
 // An error answer's body was read whole, and a list page decoded whole, whatever their size:

@@ -133,6 +133,7 @@ func (c azCred) newClient(svcURL azureblob.ServiceURL, name azureblob.ContainerN
 	opts := &container.ClientOptions{}
 	opts.Telemetry = policy.TelemetryOptions{ApplicationID: azureApplicationID}
 	opts.Transport = azAnswers{next: azHTTPClient()}
+	opts.Retry = azRetry
 	containerURL, err := url.JoinPath(string(svcURL), string(name))
 	if err != nil {
 		return nil, err
@@ -156,6 +157,10 @@ func (c azCred) newClient(svcURL azureblob.ServiceURL, name azureblob.ContainerN
 		return container.NewClient(containerURL, cred, opts)
 	}
 }
+
+// azRetry is every container client's retry policy: azcore's default (3 retries, 0.8 s doubling
+// with jitter), which a test shortens.
+var azRetry policy.RetryOptions
 
 // azHTTPClient is the one HTTP client of every container client, built as azcore's shared
 // default one (azcore v1.23.1, runtime/transport_default_http_client.go), which a transport of
@@ -199,6 +204,10 @@ type azAnswers struct {
 func (t azAnswers) Do(req *http.Request) (*http.Response, error) {
 	resp, err := t.next.Do(req)
 	if err != nil {
+		var dnsErr *net.DNSError
+		if errors.As(err, &dnsErr) {
+			return resp, &hostUnresolvedError{host: req.URL.Hostname(), err: err}
+		}
 		return resp, err
 	}
 	q := req.URL.Query()
@@ -293,3 +302,23 @@ type azRefused struct{ err error }
 func (e azRefused) Error() string { return e.err.Error() }
 func (e azRefused) Unwrap() error { return e.err }
 func (azRefused) NonRetriable()   {}
+
+// errHostUnresolved is a storage host whose name did not resolve: a DNS outage, a mistyped
+// account or domain. gocloud's azureblob (v0.47.0, bucket.ErrorCode) takes any error whose
+// text holds "no such host" for a missing object, so an existence check said false, a delete
+// succeeded and a read failed not found; as the round trip's error it is a failure of the
+// storage, which azcore retries within its bounded policy, since a lookup may fail briefly.
+var errHostUnresolved = errors.New("lookup failed")
+
+// hostUnresolvedError is errHostUnresolved naming the host, with a text that leaves out the
+// resolver's own ("no such host"), and that unwraps to the round trip's error too, so that
+// errors.As still finds its *net.DNSError.
+type hostUnresolvedError struct {
+	host string
+	err  error
+}
+
+func (e *hostUnresolvedError) Error() string {
+	return fmt.Sprintf("storage host %q did not resolve: %v", e.host, errHostUnresolved)
+}
+func (e *hostUnresolvedError) Unwrap() []error { return []error{errHostUnresolved, e.err} }

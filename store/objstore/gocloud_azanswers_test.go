@@ -3,6 +3,7 @@ package objstore
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -10,7 +11,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"testing/iotest"
+	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/stretchr/testify/require"
 	"gocloud.dev/blob"
 )
@@ -101,4 +104,36 @@ func openAz(t *testing.T, rawURL string) *blob.Bucket {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = bkt.Close() })
 	return bkt
+}
+
+// An account host that does not resolve read as an empty bucket: azureblob takes any error
+// whose text holds "no such host" for a missing object, so an existence check said false, a
+// delete succeeded and a read failed not found. Each fails as a storage error naming the host,
+// which still unwraps to the resolver's error, after azcore's retries (shortened here).
+func TestAzureHostThatDoesNotResolveIsNotAnEmptyBucket(t *testing.T) {
+	defer func(r policy.RetryOptions) { azRetry = r }(azRetry)
+	azRetry = policy.RetryOptions{RetryDelay: time.Millisecond, MaxRetryDelay: time.Millisecond}
+	const host = "devstoreaccount1.walkeeper-no-such-host.invalid" // .invalid never resolves
+	b, err := OpenBucket(context.Background(), "azblob://b?protocol=http&domain=walkeeper-no-such-host.invalid")
+	require.NoError(t, err)
+	defer b.Close()
+	ctx := context.Background()
+	check := func(op string, err error) {
+		t.Helper()
+		require.Error(t, err, op)
+		require.NotErrorIs(t, err, ErrNotFound, op)
+		require.ErrorIs(t, err, errHostUnresolved, op)
+		require.ErrorContains(t, err, host, op)
+		require.NotContains(t, err.Error(), "no such host", op)
+		var dnsErr *net.DNSError
+		require.ErrorAs(t, err, &dnsErr, op)
+	}
+	ok, err := b.Exists(ctx, "p/a")
+	require.False(t, ok)
+	check("exists", err)
+	check("delete", b.Delete(ctx, "p/a"))
+	_, err = b.Get(ctx, "p/a")
+	check("get", err)
+	_, err = b.List(ctx, "p/")
+	check("list", err)
 }

@@ -59,6 +59,9 @@ type Bucket struct {
 	core   *bucketCore
 	faults Faults        // nil = none (WithFaults)
 	stall  time.Duration // <= 0 = DefaultStallTimeout (WithStallTimeout)
+	// refused hears of each operation failed on an answer walkeeper refused (nil = nobody;
+	// WithRefusedAnswers).
+	refused func(reason string)
 }
 
 // bucketCore is the state shared by a Bucket and the fault-injecting views made from it.
@@ -159,7 +162,7 @@ func (b *Bucket) WithFaults(f Faults) *Bucket {
 	if b == nil {
 		return nil
 	}
-	return &Bucket{core: b.core, faults: f, stall: b.stall}
+	return &Bucket{core: b.core, faults: f, stall: b.stall, refused: b.refused}
 }
 
 // Alloc returns an empty buffer of capacity at least n for one read, so that a caller that
@@ -301,7 +304,7 @@ func (b *Bucket) do(ctx context.Context, op, key string, check func(string) erro
 	}
 	sctx, wd, stop := watch(ctx, cmp.Or(max(b.stall, 0), DefaultStallTimeout))
 	defer stop()
-	return wrapOp(op, key, wd.explain(ctx, b.run(sctx, op, key, wd, fn)))
+	return b.tellRefused(wrapOp(op, key, wd.explain(ctx, b.run(sctx, op, key, wd, fn))))
 }
 
 // run is do's call of the backend between the faults.

@@ -42,7 +42,7 @@ func (b *Bucket) WithStallTimeout(d time.Duration) *Bucket {
 	if b == nil {
 		return nil
 	}
-	return &Bucket{core: b.core, faults: b.faults, stall: d}
+	return &Bucket{core: b.core, faults: b.faults, stall: d, refused: b.refused}
 }
 
 // watchdog cancels one operation's context once the storage has made no progress (an answer,

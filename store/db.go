@@ -167,11 +167,15 @@ func OpenDBOnBucket(b *objstore.Bucket, opts Options) *DB {
 	if opts.StorageStallTimeout > 0 {
 		b = b.WithStallTimeout(opts.StorageStallTimeout)
 	}
+	metrics := cmp.Or(opts.Metrics, NewMetrics(nil, nil))
+	// Counted where every operation of the DB's bucket ends, so each refused one once, with
+	// no call site of the store to forget.
+	b = b.WithRefusedAnswers(func(reason string) { metrics.StorageAnswersRefused.WithLabelValues(reason).Inc() })
 	return &DB{
 		bucket:  b,
 		opts:    opts,
 		log:     opts.Logger,
-		metrics: cmp.Or(opts.Metrics, NewMetrics(nil, nil)),
+		metrics: metrics,
 		shard:   ShardID(opts.InstanceID),
 		cache:   newFileCache(opts.CacheBytes),
 		stores:  map[Target]*Store{},

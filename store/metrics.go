@@ -3,6 +3,8 @@ package store
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
 // Metrics are the store's Prometheus collectors. No label carries a store or shard name:
@@ -28,6 +30,7 @@ type Metrics struct {
 	ResidentStores         prometheus.Gauge
 	ResidentEvictions      *prometheus.CounterVec // reason, result
 	ForeignObjects         *prometheus.CounterVec // place
+	StorageAnswersRefused  *prometheus.CounterVec // reason
 }
 
 // NewMetrics registers the store collectors on reg. budget may be nil; its gauges then read 0.
@@ -54,6 +57,7 @@ func NewMetrics(reg prometheus.Registerer, budget *Budget) *Metrics {
 		ResidentStores:         f.NewGauge(prometheus.GaugeOpts{Name: "walkeeper_resident_stores", Help: "Stores this process has open (bounded by --resident-stores-max; idle ones are evicted after --resident-idle)."}),
 		ResidentEvictions:      f.NewCounterVec(prometheus.CounterOpts{Name: "walkeeper_resident_evictions_total", Help: "Resident stores evicted (memtable sealed, writer stopped, handle dropped) by reason (idle, max) and result (evicted, failed)."}, []string{"reason", "result"}),
 		ForeignObjects:         f.NewCounterVec(prometheus.CounterOpts{Name: "walkeeper_foreign_objects_total", Help: "Keys a listing skipped because walkeeper did not write them (a stray file under the storage root), by place: registry, wal, generations, manifests, shards, demand, staging, compaction, claims. Counts each time a listing meets one."}, []string{"place"}),
+		StorageAnswersRefused:  f.NewCounterVec(prometheus.CounterOpts{Name: "walkeeper_storage_answers_refused_total", Help: "Storage operations that failed because the storage answered what no S3, GCS or Azure server sends, by reason: malformed_listing, malformed_response, too_large (an answer's body past its limit), access_refused (a GCS 403). Once per operation; the operation's error names it and its key."}, []string{"reason"}),
 	}
 	// Only Prometheus reads the budget's gauges, so Metrics keeps no field for them.
 	f.NewGaugeFunc(prometheus.GaugeOpts{Name: "walkeeper_merge_budget_reserved_bytes", Help: "Bytes currently reserved from the process merge budget."}, func() float64 { return float64(budget.Reserved()) })
@@ -62,6 +66,9 @@ func NewMetrics(reg prometheus.Registerer, budget *Budget) *Metrics {
 		for _, result := range []string{"evicted", "failed"} {
 			m.ResidentEvictions.WithLabelValues(reason, result)
 		}
+	}
+	for _, reason := range objstore.RefusedReasons() {
+		m.StorageAnswersRefused.WithLabelValues(reason)
 	}
 	return m
 }

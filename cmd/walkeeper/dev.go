@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/url"
 	"os"
@@ -67,6 +68,37 @@ func (o *devOptions) check() error {
 	return nil
 }
 
+// checkTemporalCLI refuses a Temporal CLI named by --temporal-cli, or else by
+// $WALKEEPER_TEMPORAL_CLI, that is no executable file: devserver.FindCLI would refuse it only
+// once the data directory is locked and the log opened, as a failure rather than bad usage.
+func checkTemporalCLI(flag string) error {
+	name, path := "--temporal-cli", flag
+	if path == "" {
+		name, path = "$"+devserver.CLIEnv, os.Getenv(devserver.CLIEnv)
+	}
+	if path == "" {
+		return nil
+	}
+	st, err := os.Stat(path)
+	why := ""
+	switch {
+	case err != nil:
+		why = err.Error()
+		if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+			why = pe.Err.Error() // the path is said once, escaped
+		}
+	case st.IsDir():
+		why = "is a directory"
+	case !st.Mode().IsRegular():
+		why = "not a regular file"
+	case st.Mode()&0o111 == 0:
+		why = "not executable"
+	default:
+		return nil
+	}
+	return cli.Usagef("%s %s: %s; want the Temporal CLI binary", name, contract.Printable(path), contract.Printable(why))
+}
+
 func newDevCmd(g *globalOptions) *cobra.Command {
 	o := &devOptions{}
 	cmd := &cobra.Command{
@@ -105,6 +137,11 @@ log is in <data>/walkeeper.log (--verbose prints it on the console too).`,
 				return cli.Usagef("--sweep-every %s: want %s to %s", o.sweepEvery, contract.MinSweepInterval, contract.MaxSweepInterval)
 			}
 			external := cmd.Flags().Changed("temporal")
+			if !external {
+				if err := checkTemporalCLI(o.cli); err != nil {
+					return err
+				}
+			}
 			return runDev(cmd.Context(), cmd.OutOrStdout(), g, o, external)
 		},
 	}

@@ -48,6 +48,15 @@ func TestDevLockRefusesSecond(t *testing.T) {
 	l2.Release()
 }
 
+// failingCLI is a Temporal CLI that exits 1 at once: a dev that got as far as starting the dev
+// server with it says so, and leaves a temporal.log.
+func failingCLI(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath("false")
+	require.NoError(t, err)
+	return p
+}
+
 // TestDevRefusedBeforeTemporalStarts runs `walkeeper dev` on a directory whose lock is held:
 // it exits 1 with the holder named on the first line and starts nothing (no Temporal
 // database, log or state file appears).
@@ -57,7 +66,7 @@ func TestDevRefusedBeforeTemporalStarts(t *testing.T) {
 	l, err := lockDataDir(dir, holder)
 	require.NoError(t, err)
 	defer l.Release()
-	code, _, errOut := runCLI(t, "dev", "--data", dir, "--temporal-cli", "/nonexistent/temporal")
+	code, _, errOut := runCLI(t, "dev", "--data", dir, "--temporal-cli", failingCLI(t))
 	assert.Equal(t, cli.ExitFailure, code)
 	assert.Equal(t, fmt.Sprintf("walkeeper: data directory %s is in use by walkeeper dev (%s); stop it first, or pass --data DIR for a second one", dir, holder),
 		firstLine(errOut))
@@ -152,7 +161,7 @@ func TestDevLockHostileFiles(t *testing.T) {
 			assert.False(t, dataDirInUse(dir), name)
 			_, err := lockDataDir(dir, currentHolder())
 			assert.True(t, cli.IsUsageError(err), "%s: %v", name, err)
-			code, _, errOut := runCLI(t, "dev", "--data", dir, "--temporal-cli", "/nonexistent/temporal")
+			code, _, errOut := runCLI(t, "dev", "--data", dir, "--temporal-cli", failingCLI(t))
 			assert.Equal(t, cli.ExitUsage, code, name)
 			assert.Contains(t, firstLine(errOut), devLockFile, name)
 			assert.Equal(t, 1, strings.Count(strings.TrimSpace(errOut), "\n")+1, "%s: %s", name, errOut)
@@ -234,7 +243,7 @@ func TestDevStateHostileValues(t *testing.T) {
 
 // TestDevDataThatCannotBeADirectoryIsBadUsage: a --data that is a file, a FIFO, a symlink to a
 // file or to nothing, or a path under a file stops dev with exit 2 and one line naming it, its
-// control characters escaped, before Temporal starts (the Temporal CLI named does not exist,
+// control characters escaped, before Temporal starts (the Temporal CLI named exits at once,
 // so starting it would say so) and with nothing written.
 func TestDevDataThatCannotBeADirectoryIsBadUsage(t *testing.T) {
 	dir := t.TempDir()
@@ -255,7 +264,7 @@ func TestDevDataThatCannotBeADirectoryIsBadUsage(t *testing.T) {
 		filepath.Join(file, "under"):   filepath.Join(printableFile, "under") + ": " + printableFile + ": not a directory",
 	} {
 		returnsSoon(t, data, func() {
-			code, _, errOut := runCLI(t, "dev", "--data", data, "--temporal-cli", "/nonexistent/temporal", "--demo=false")
+			code, _, errOut := runCLI(t, "dev", "--data", data, "--temporal-cli", failingCLI(t), "--demo=false")
 			assert.Equal(t, cli.ExitUsage, code, "%q: %s", data, errOut)
 			assert.Equal(t, "walkeeper: --data "+why+" (see 'walkeeper dev --help')\n", errOut, "%q", data)
 		})
@@ -287,7 +296,7 @@ func TestDevDataWithoutPermissionIsBadUsage(t *testing.T) {
 	ro := filepath.Join(t.TempDir(), "ro")
 	require.NoError(t, os.Mkdir(ro, 0o500))
 	for _, data := range []string{ro, filepath.Join(ro, "sub")} {
-		code, _, errOut := runCLI(t, "dev", "--data", data, "--temporal-cli", "/nonexistent/temporal", "--demo=false")
+		code, _, errOut := runCLI(t, "dev", "--data", data, "--temporal-cli", failingCLI(t), "--demo=false")
 		assert.Equal(t, cli.ExitUsage, code, "%q: %s", data, errOut)
 		assert.Contains(t, errOut, "permission denied", data)
 	}
@@ -307,7 +316,7 @@ func TestDevDataThatCannotBeCreatedIsBadUsage(t *testing.T) {
 		t.Skip("no /proc here")
 	}
 	parent := "/proc/walkeeper-nonexistent\x1b[31m"
-	code, out, errOut := runCLI(t, "dev", "--data", parent+"/x", "--temporal-cli", "/nonexistent/temporal", "--demo=false")
+	code, out, errOut := runCLI(t, "dev", "--data", parent+"/x", "--temporal-cli", failingCLI(t), "--demo=false")
 	assert.Equal(t, cli.ExitUsage, code, errOut)
 	assert.Empty(t, out)
 	assert.Equal(t, `walkeeper: --data /proc/walkeeper-nonexistent\x1b[31m/x: /proc/walkeeper-nonexistent\x1b[31m: `+
@@ -340,7 +349,7 @@ func TestDevMessagesEscapePaths(t *testing.T) {
 		"lock fifo":        {devLockFile, fakeCLI, func(p string) error { return syscall.Mkfifo(p, 0o600) }, cli.ExitUsage},
 		"log symlink":      {devLogFile, fakeCLI, func(p string) error { return os.Symlink("/nonexistent", p) }, cli.ExitUsage},
 		"temporal log dir": {devTemporalLogFile, fakeCLI, func(p string) error { return os.Mkdir(p, 0o700) }, cli.ExitUsage},
-		"no CLI":           {"", "/nonexistent/temporal", nil, cli.ExitFailure},
+		"CLI fails":        {"", failingCLI(t), nil, cli.ExitFailure},
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir, said := hostile(t)
@@ -378,4 +387,31 @@ func TestDevMessagesEscapePaths(t *testing.T) {
 	assert.Equal(t, `bad \x1b[2J name`, errorLine(errors.New("bad \x1b[2J name\nsecond line")))
 	err = dataDirError("/d\n\x1b", &fs.PathError{Op: "mkdir", Path: "/d\n\x1b", Err: syscall.EIO})
 	assert.Equal(t, `data dir: mkdir /d\n\x1b: input/output error`, errorLine(err))
+}
+
+// A --temporal-cli, or a $WALKEEPER_TEMPORAL_CLI, that names no executable file (nothing, a
+// directory, a file without an execute bit) is bad usage: exit 2 and one line naming the flag
+// and the path, escaped, before the data directory is made, locked or written.
+func TestDevTemporalCLIThatIsNoExecutableIsBadUsage(t *testing.T) {
+	dir := t.TempDir()
+	noExec := filepath.Join(dir, "temporal\x1b[31m")
+	require.NoError(t, os.WriteFile(noExec, []byte("#!/bin/sh\n"), 0o600))
+	said := filepath.Join(dir, `temporal\x1b[31m`)
+	for path, why := range map[string]string{
+		filepath.Join(dir, "missing"): filepath.Join(dir, "missing") + ": no such file or directory",
+		dir:                           dir + ": is a directory",
+		noExec:                        said + ": not executable",
+	} {
+		data := filepath.Join(t.TempDir(), "data")
+		code, out, errOut := runCLI(t, "dev", "--data", data, "--temporal-cli", path, "--demo=false")
+		assert.Equal(t, cli.ExitUsage, code, "%q: %s", path, errOut)
+		assert.Empty(t, out, path)
+		assert.Equal(t, "walkeeper: --temporal-cli "+why+"; want the Temporal CLI binary (see 'walkeeper dev --help')\n", errOut, "%q", path)
+		_, err := os.Stat(data)
+		assert.True(t, os.IsNotExist(err), "%q: the data directory was made: %v", path, err)
+	}
+	t.Setenv("WALKEEPER_TEMPORAL_CLI", noExec)
+	code, _, errOut := runCLI(t, "dev", "--data", filepath.Join(t.TempDir(), "data"), "--demo=false")
+	assert.Equal(t, cli.ExitUsage, code, errOut)
+	assert.Equal(t, "walkeeper: $WALKEEPER_TEMPORAL_CLI "+said+": not executable; want the Temporal CLI binary (see 'walkeeper dev --help')\n", errOut)
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/walkeeper/walkeeper/internal/devserver"
 	"github.com/walkeeper/walkeeper/internal/proc"
 	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/store/objstore"
 	"github.com/walkeeper/walkeeper/temporaladmin"
 	"github.com/walkeeper/walkeeper/worker"
 )
@@ -182,6 +183,15 @@ func runDev(parent context.Context, out io.Writer, g *globalOptions, o *devOptio
 		return err
 	}
 	defer lock.Release()
+	// The workers' storage root, checked with the other --data checks: the workers open it only
+	// once Temporal has started, and <data> exists now, so only the root itself can be in the way.
+	storage := (&url.URL{Scheme: "file", Path: filepath.Join(data, "storage")}).String()
+	if err := objstore.CheckURL(ctx, storage); err != nil {
+		if errors.Is(err, objstore.ErrInvalidInput) {
+			return cli.Usagef("--data %s: %s: not a directory", contract.Printable(data), contract.Printable(filepath.Join(data, "storage")))
+		}
+		return err
+	}
 	logger, logPath, closeLog, err := devLogger(console, g.logLevel, data, o.verbose)
 	if err != nil {
 		return err
@@ -227,7 +237,6 @@ func runDev(parent context.Context, out io.Writer, g *globalOptions, o *devOptio
 	}
 
 	// 3. Workers.
-	storage := (&url.URL{Scheme: "file", Path: filepath.Join(data, "storage")}).String()
 	var workers []*worker.Worker
 	defer func() {
 		if len(workers) == 0 {

@@ -415,3 +415,36 @@ func TestDevTemporalCLIThatIsNoExecutableIsBadUsage(t *testing.T) {
 	assert.Equal(t, cli.ExitUsage, code, errOut)
 	assert.Equal(t, "walkeeper: $WALKEEPER_TEMPORAL_CLI "+said+": not executable; want the Temporal CLI binary (see 'walkeeper dev --help')\n", errOut)
 }
+
+// A <data>/storage that cannot be the workers' file:// root (a file, a FIFO, a symlink to a
+// file or to nothing) stops dev with exit 2 and one line naming it, escaped, with the other
+// --data checks: before Temporal starts and before the log is opened, not once the first
+// worker opens its storage.
+func TestDevStorageThatCannotBeADirectoryIsBadUsage(t *testing.T) {
+	victim := filepath.Join(t.TempDir(), "victim")
+	require.NoError(t, os.WriteFile(victim, []byte("keep me"), 0o600))
+	for name, make := range map[string]func(path string) error{
+		"file":     func(p string) error { return os.WriteFile(p, []byte("keep me"), 0o600) },
+		"fifo":     func(p string) error { return syscall.Mkfifo(p, 0o600) },
+		"to file":  func(p string) error { return os.Symlink(victim, p) },
+		"dangling": func(p string) error { return os.Symlink(filepath.Join(filepath.Dir(p), "nowhere"), p) },
+	} {
+		data := filepath.Join(t.TempDir(), "d\x1b[31m")
+		require.NoError(t, os.Mkdir(data, 0o700))
+		require.NoError(t, make(filepath.Join(data, "storage")), name)
+		said := strings.ReplaceAll(data, "\x1b", `\x1b`)
+		returnsSoon(t, name, func() {
+			code, out, errOut := runCLI(t, "dev", "--data", data, "--temporal-cli", failingCLI(t), "--demo=false")
+			assert.Equal(t, cli.ExitUsage, code, "%s: %s", name, errOut)
+			assert.Empty(t, out, name)
+			assert.Equal(t, "walkeeper: --data "+said+": "+said+"/storage: not a directory (see 'walkeeper dev --help')\n", errOut, name)
+		})
+		for _, f := range []string{devTemporalLogFile, "temporal.db", devLogFile, devStateFile, "nowhere"} {
+			_, err := os.Lstat(filepath.Join(data, f))
+			assert.True(t, os.IsNotExist(err), "%s: %s exists: %v", name, f, err)
+		}
+	}
+	b, err := os.ReadFile(victim)
+	require.NoError(t, err)
+	assert.Equal(t, "keep me", string(b))
+}

@@ -65,3 +65,41 @@ func TestWorkerStorageThatCannotBeADirectoryIsBadUsage(t *testing.T) {
 	b, _ := os.ReadFile(file)
 	assert.Equal(t, "keep me", string(b))
 }
+
+// TestWorkerStorageThatCannotBeCreatedIsBadUsage: a file:// root the file system will not make
+// is refused with exit 2 and one line naming where, escaped, before Temporal is dialed (it is
+// unreachable here, so a worker that went on would say that): /proc answers the mkdir with
+// ENOENT, and a parent the worker may not write (tried for real only when not root) with
+// EACCES. A root that can be made is made before the dial.
+func TestWorkerStorageThatCannotBeCreatedIsBadUsage(t *testing.T) {
+	worker := func(root string) (int, string, string) {
+		storage := (&url.URL{Scheme: "file", Path: filepath.ToSlash(root)}).String()
+		code, _, errOut := runCLI(t, "worker", "--storage", storage, "--listen", "127.0.0.1:0",
+			"--temporal", "127.0.0.1:1", "--temporal-wait", "0s")
+		return code, storage, errOut
+	}
+	if _, err := os.Stat("/proc/self"); err == nil {
+		parent := "/proc/walkeeper-nonexistent\x1b[31m"
+		code, storage, errOut := worker(parent + "/x")
+		assert.Equal(t, cli.ExitUsage, code, errOut)
+		assert.Equal(t, fmt.Sprintf("walkeeper: --storage: storage url %q: root %q: %q cannot be created (no such file or directory) (see 'walkeeper worker --help')\n",
+			storage, parent+"/x", parent), errOut)
+	}
+	made := filepath.Join(t.TempDir(), "made")
+	code, _, errOut := worker(made)
+	assert.Equal(t, cli.ExitFailure, code, errOut)
+	assert.Contains(t, errOut, "dial temporal")
+	st, err := os.Stat(made)
+	assert.True(t, err == nil && st.IsDir(), "the root was not made before the dial: %v", err)
+
+	if os.Geteuid() == 0 {
+		t.Log("running as root: a parent without write permission cannot be tried for real")
+		return
+	}
+	ro := filepath.Join(t.TempDir(), "ro")
+	assert.NoError(t, os.Mkdir(ro, 0o500))
+	code, storage, errOut := worker(filepath.Join(ro, "x"))
+	assert.Equal(t, cli.ExitUsage, code, errOut)
+	assert.Equal(t, fmt.Sprintf("walkeeper: --storage: storage url %q: root %q cannot be created (permission denied) (see 'walkeeper worker --help')\n",
+		storage, filepath.Join(ro, "x")), errOut)
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -44,10 +45,16 @@ not served for 2 minutes): that worker would never poll again, so it is left to 
 				return cli.Usage(err)
 			}
 			// Nor does a storage URL the bucket layer refuses, which the worker would only
-			// open once Temporal answers.
-			if err := objstore.CheckURL(cmd.Context(), cfg.Storage); err != nil {
+			// open once Temporal answers. Opening it makes a file:// root, as the worker does
+			// anyway, since only trying a mkdir tells a root the file system will not make.
+			b, err := objstore.OpenBucket(cmd.Context(), cfg.Storage)
+			if errors.Is(err, objstore.ErrInvalidInput) {
 				return cli.Usage(fmt.Errorf("--storage: %w", err))
 			}
+			if err != nil {
+				return fmt.Errorf("--storage: %w", err)
+			}
+			_ = b.Close()
 			logger, err := worker.NewLogger(os.Stderr, cfg.LogFormat, cfg.LogLevel)
 			if err != nil {
 				return cli.Usage(err)

@@ -83,7 +83,7 @@ func openFileBackend(rawURL string, u *url.URL, mode rootMode) (*fileBackend, er
 			return f, nil
 		}
 		if err := os.MkdirAll(root, dirMode); err != nil {
-			return nil, fmt.Errorf("storage url %q: root: %w", rawURL, err)
+			return nil, rootMkdirError(rawURL, root, err)
 		}
 	case existingRoot:
 		// Stat says what is there, as MkdirAll does: os.OpenRoot of a FIFO would wait for a
@@ -128,6 +128,28 @@ func checkRootCanBeDir(rawURL, root string) error {
 		}
 		return invalidf("storage url %q: root %q: %q is not a directory", rawURL, root, p)
 	}
+}
+
+// rootMkdirError says why MkdirAll could not make root. A root the file system will not make
+// (no permission, a read-only file system, or ENOENT, which MkdirAll, making every missing
+// parent, gets only from a file system that makes no directory there, as /proc) is
+// ErrInvalidInput, since another URL fixes it; any other error is a failure.
+func rootMkdirError(rawURL, root string, err error) error {
+	var pe *fs.PathError
+	var errno syscall.Errno
+	if !errors.As(err, &pe) || !errors.As(err, &errno) {
+		return fmt.Errorf("storage url %q: root: %w", rawURL, err)
+	}
+	switch errno {
+	case syscall.EACCES, syscall.EPERM, syscall.EROFS, syscall.ENOENT, syscall.ENOTDIR, syscall.EEXIST,
+		syscall.ENAMETOOLONG, syscall.ELOOP:
+	default:
+		return fmt.Errorf("storage url %q: root: %w", rawURL, err)
+	}
+	if pe.Path == root {
+		return invalidf("storage url %q: root %q cannot be created (%v)", rawURL, root, errno)
+	}
+	return invalidf("storage url %q: root %q: %q cannot be created (%v)", rawURL, root, pe.Path, errno)
 }
 
 // parseNoSync reads the nosync parameter's values. Only a value that says yes skips fsync:

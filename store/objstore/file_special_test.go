@@ -303,3 +303,38 @@ func closeIf(b *Bucket) {
 		_ = b.Close()
 	}
 }
+
+// TestFileRootThatCannotBeCreatedIsInvalid: a root the file system will not make (no
+// permission, a read-only file system, ENOENT as /proc answers a mkdir) is invalid input
+// naming where the mkdir failed; an I/O error stays a failure. Root may write anywhere, so
+// the errors are made by hand, and /proc is tried for real.
+func TestFileRootThatCannotBeCreatedIsInvalid(t *testing.T) {
+	const u = "file:///r/x"
+	for errno, want := range map[syscall.Errno]string{
+		syscall.EACCES: `root "/r/x": "/r" cannot be created (permission denied)`,
+		syscall.EROFS:  `root "/r/x": "/r" cannot be created (read-only file system)`,
+		syscall.ENOENT: `root "/r/x": "/r" cannot be created (no such file or directory)`,
+	} {
+		err := rootMkdirError(u, "/r/x", &fs.PathError{Op: "mkdir", Path: "/r", Err: errno})
+		if !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%v: %v, want ErrInvalidInput saying %s", errno, err, want)
+		}
+	}
+	err := rootMkdirError(u, "/r/x", &fs.PathError{Op: "mkdir", Path: "/r/x", Err: syscall.EPERM})
+	if want := `root "/r/x" cannot be created (operation not permitted)`; !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), want) {
+		t.Errorf("EPERM on the root: %v, want ErrInvalidInput saying %s", err, want)
+	}
+	err = rootMkdirError(u, "/r/x", &fs.PathError{Op: "mkdir", Path: "/r", Err: syscall.EIO})
+	if err == nil || errors.Is(err, ErrInvalidInput) {
+		t.Errorf("EIO: %v, want a failure, not invalid input", err)
+	}
+
+	if _, err := os.Stat("/proc/self"); err != nil {
+		t.Skip("no /proc here")
+	}
+	b, err := OpenBucket(context.Background(), "file:///proc/walkeeper-nonexistent/x")
+	closeIf(b)
+	if want := `root "/proc/walkeeper-nonexistent/x": "/proc/walkeeper-nonexistent" cannot be created (no such file or directory)`; !errors.Is(err, ErrInvalidInput) || !strings.Contains(err.Error(), want) {
+		t.Errorf("OpenBucket under /proc: %v, want ErrInvalidInput saying %s", err, want)
+	}
+}

@@ -21,8 +21,15 @@ func isErrorAnswer(resp *http.Response) bool {
 }
 
 // readWhole replaces resp's body by its bytes, which it returns, failing with answerTooLarge
-// past limit, having read at most limit+1 bytes.
+// past limit, having read at most limit+1 bytes, and at once, reading nothing, when the answer
+// declares a longer Content-Length.
 func readWhole(resp *http.Response, limit int64, what string) ([]byte, error) {
+	if resp.ContentLength > limit {
+		_ = resp.Body.Close()
+		return nil, answerTooLarge{limit, what}
+	}
+	// Read as it comes, not into a buffer of the declared length: a check on the way (an
+	// Azure page's entries) may refuse the answer long before its end.
 	body, err := io.ReadAll(newBoundedBody(resp.Body, limit, what))
 	_ = resp.Body.Close()
 	if err != nil {

@@ -292,7 +292,11 @@ func requireErrorAnswersRefusedOnce(t *testing.T, ops map[string]func() error, r
 			t.Logf("%d bytes allocated", allocated)
 			require.Less(t, allocated, bound, "bytes allocated")
 			require.ErrorContains(t, err, "error answer longer than 65536 bytes")
-			require.Equal(t, int64(1), requests.Load(), "a refused answer is not asked again")
+			// The SDK retries a request whose connection the server's close broke before the
+			// answer reached it, a transport failure (seen once in 64 S3 puts under the race
+			// detector); a retried refusal would be asked three times or more.
+			require.LessOrEqual(t, requests.Load(), int64(2), "a refused answer is not asked again")
+			require.Positive(t, requests.Load())
 		})
 	}
 }

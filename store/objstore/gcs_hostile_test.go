@@ -285,7 +285,7 @@ func TestGCSErrorAnswerIsReadUpToALimit(t *testing.T) {
 	})
 	// Read whole, the body took about 384 MB; an upload allocates the GCS writer's 16 MiB
 	// chunk buffer of its own, so the bound is 32 MiB.
-	requireErrorAnswersRefusedOnce(t, bucketOps(b), &requests, 32<<20)
+	requireAnswersRefusedOnce(t, bucketOps(b), &requests, 32<<20)
 }
 
 // A 200 to a listing that is not a storage#objects (an error document) read as an empty

@@ -56,12 +56,8 @@ type Options struct {
 	// DataDir holds temporal.db (and temporal.log when Output is nil); empty = in-memory
 	// database and no log file.
 	DataDir string
-	// ScratchDB keeps temporal.db in SQLite's write-ahead-log mode without fsync
-	// (journal_mode=wal, synchronous=off): it survives the server process, not the machine.
-	// For test servers: with SQLite's defaults (a rollback journal, fsync on every commit) a
-	// disk that other tests keep busy stalled the server's transactions for seconds, and its
-	// calls failed with "context deadline exceeded" or "Namespace ... is not found".
-	// Ignored without DataDir.
+	// ScratchDB keeps temporal.db in SQLite's write-ahead-log mode without fsync, for test
+	// servers on a busy disk (docs/RELIABILITY.md). Ignored without DataDir.
 	ScratchDB bool
 	// Port of the gRPC frontend on 127.0.0.1; 0 = a free port.
 	Port int
@@ -95,20 +91,9 @@ type Options struct {
 	MetricsPort int
 }
 
-// TunedDynamicConfig is the server tuning walkeeper's dev and test servers start with
-// (docs/OPERATIONS.md "Temporal server tuning"; deploy/temporal/dynamicconfig.yaml sets the
-// same for docker compose). history.transferProcessorMaxPollRPS caps the reads of each
-// history shard's transfer queue, the queue that dispatches every activity and workflow
-// task; at the default 20 reads/s each dispatch waits up to 50 ms for the next read, which
-// dominated a MergeWal's orchestration time (docs/benchmarks/temporal-overhead.md).
-//
-// matching.useNewMatcher makes the 1.29 matcher honour task priority, which the sweep uses
-// so that the merges it starts do not starve its own tasks (contract.SweepPriority).
-// matching.enableFairness (which implies the new matcher) dispatches tasks of one priority
-// by fairness key and weight instead of FIFO, so one kind's merge backlog does not starve
-// another kind's merges (contract.MergePriority; docs/OPERATIONS.md "Fair share across
-// kinds"). Both hold within one task-queue partition, so every queue has one partition
-// (matching.numTaskqueue{Read,Write}Partitions, 4 by default).
+// TunedDynamicConfig is the server tuning walkeeper's dev and test servers start with, as
+// deploy/temporal/dynamicconfig.yaml does for docker compose; docs/OPERATIONS.md §11 and §11b
+// say why each value.
 var TunedDynamicConfig = []string{
 	"history.transferProcessorMaxPollRPS=1000",
 	"matching.useNewMatcher=true",

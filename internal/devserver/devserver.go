@@ -109,9 +109,6 @@ type Server struct {
 	p     *proc.Proc
 }
 
-// stopWait is how long Stop waits after SIGTERM before SIGKILL.
-const stopWait = 10 * time.Second
-
 // HostPort is the frontend address, e.g. "127.0.0.1:7233".
 func (s *Server) HostPort() string { return proc.Addr(s.port) }
 
@@ -266,11 +263,11 @@ func ServesFrom(ctx context.Context, p *proc.Proc, port int, namespaces ...strin
 	return nil
 }
 
-// Stop terminates the server's process group: SIGTERM, then SIGKILL after stopWait. It
-// fails only when the server outlives SIGKILL. Safe to call more than once and from several
+// Stop terminates the server's process group: SIGTERM, then SIGKILL 10s later. It fails
+// only when the server outlives SIGKILL. Safe to call more than once and from several
 // goroutines.
 func (s *Server) Stop() error {
-	err := s.p.Stop(syscall.SIGTERM, stopWait)
+	err := s.p.Stop(syscall.SIGTERM, 10*time.Second)
 	select {
 	case <-s.p.Exited(): // if only after SIGKILL: stopped
 		return nil
@@ -394,7 +391,7 @@ func lockFile(ctx context.Context, path string) (func(), error) {
 	for {
 		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 		if err == nil {
-			return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); _ = f.Close() }, nil
+			return func() { _ = f.Close() }, nil // closing drops the lock
 		}
 		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
 			_ = f.Close()

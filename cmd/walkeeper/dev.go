@@ -182,7 +182,9 @@ func runDev(parent context.Context, out io.Writer, g *globalOptions, o *devOptio
 	if err != nil {
 		return err
 	}
-	defer lock.Release()
+	// The lock file stays: removing it would let a process that opened it just before lock a
+	// file nobody else sees.
+	defer lock.Close()
 	// The workers' storage root, checked with the other --data checks: the workers open it only
 	// once Temporal has started, and <data> exists now, so only the root itself can be in the way.
 	storage := (&url.URL{Scheme: "file", Path: filepath.Join(data, "storage")}).String()
@@ -278,7 +280,10 @@ func runDev(parent context.Context, out io.Writer, g *globalOptions, o *devOptio
 	}
 
 	st := devState{lockHolder: holder, Storage: storage, Temporal: tc.HostPort, Namespace: tc.Namespace,
-		UI: uiURL, HTTP: httpURLs, TemporalCLI: temporalCLIHint(o.cli), Log: logPath}
+		UI: uiURL, HTTP: httpURLs, TemporalCLI: "temporal", Log: logPath}
+	if p, err := devserver.FindCLI(o.cli); err == nil {
+		st.TemporalCLI = p // the banner names the CLI by its full path when known
+	}
 	printDevBanner(out, st, data, workers, o)
 	if err := writeDevState(data, st); err != nil {
 		return err

@@ -19,7 +19,6 @@ import (
 
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/internal/cli"
-	"github.com/walkeeper/walkeeper/internal/devserver"
 	"github.com/walkeeper/walkeeper/internal/proc"
 	"github.com/walkeeper/walkeeper/store"
 	"github.com/walkeeper/walkeeper/worker"
@@ -40,11 +39,16 @@ const (
 
 // devLogger is the logger of `walkeeper dev`: into <data>/walkeeper.log always, at level (valid:
 // console was built with it), and to console too when verbose. close flushes and closes the file.
+// A log file that is a symlink or not a regular file is bad usage, rather than waited on (a
+// FIFO) or written through.
 func devLogger(console *zap.Logger, level, data string, verbose bool) (logger *zap.Logger, path string, close func(), err error) {
 	path = filepath.Join(data, devLogFile)
-	f, err := openDevLog(path)
+	f, err := proc.OpenRegular(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if errors.Is(err, proc.ErrNotRegular) {
+		return nil, "", nil, cli.Usagef("dev log %s: %w; remove it, or pass --data DIR", contract.Printable(path), printable(err))
+	}
 	if err != nil {
-		return nil, "", nil, err
+		return nil, "", nil, fmt.Errorf("dev log: %w", printable(err))
 	}
 	logger, _ = worker.NewLogger(f, worker.LogFormatJSON, level)
 	if verbose {
@@ -52,19 +56,6 @@ func devLogger(console *zap.Logger, level, data string, verbose bool) (logger *z
 		logger = console.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core { return zapcore.NewTee(c, fileCore) }))
 	}
 	return logger, path, func() { _ = logger.Sync(); _ = f.Close() }, nil
-}
-
-// openDevLog opens a log file of the data directory for appending; one that is a symlink or
-// not a regular file is bad usage, rather than waited on (a FIFO) or written through.
-func openDevLog(path string) (*os.File, error) {
-	f, err := proc.OpenRegular(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if errors.Is(err, proc.ErrNotRegular) {
-		return nil, cli.Usagef("dev log %s: %w; remove it, or pass --data DIR", contract.Printable(path), printable(err))
-	}
-	if err != nil {
-		return nil, fmt.Errorf("dev log: %w", printable(err))
-	}
-	return f, nil
 }
 
 // devConsole prints the live summary of a running dev.
@@ -200,12 +191,4 @@ func devServerError(err error, data string) error {
 		msg = strings.TrimSuffix(strings.TrimRight(msg[:i], " :;"), "; output")
 	}
 	return fmt.Errorf("%s (server output: %s)", contract.Printable(msg), contract.Printable(filepath.Join(data, devTemporalLogFile)))
-}
-
-// temporalCLIHint is how the banner names the Temporal CLI: its full path when known.
-func temporalCLIHint(explicit string) string {
-	if p, err := devserver.FindCLI(explicit); err == nil {
-		return p
-	}
-	return "temporal"
 }

@@ -46,12 +46,6 @@ func currentHolder() lockHolder {
 	return lockHolder{PID: os.Getpid(), Started: time.Now(), Command: strings.Join(os.Args, " ")}
 }
 
-// dirLock is a held flock(2) on a data directory's lock file, which the kernel drops however
-// the process dies, so a crashed dev never leaves a stale lock.
-type dirLock struct {
-	f *os.File
-}
-
 // dirLockedError says the data directory is held by another process.
 type dirLockedError struct {
 	dir    string
@@ -67,9 +61,11 @@ func (e *dirLockedError) Error() string {
 	return fmt.Sprintf("data directory %s is in use by %s; stop it first, or pass --data DIR for a second one", contract.Printable(e.dir), who)
 }
 
-// lockDataDir takes the lock on dir for holder without waiting. It fails with a
-// *dirLockedError naming the holder when another open lock file holds it.
-func lockDataDir(dir string, holder lockHolder) (*dirLock, error) {
+// lockDataDir takes the lock on dir for holder without waiting: a flock(2) on the returned
+// file, which closing it drops, as the kernel does however the process dies, so a crashed dev
+// never leaves a stale lock. It fails with a *dirLockedError naming the holder when another
+// open lock file holds it.
+func lockDataDir(dir string, holder lockHolder) (*os.File, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, dataDirError(dir, err)
 	}
@@ -111,7 +107,7 @@ func lockDataDir(dir string, holder lockHolder) (*dirLock, error) {
 		_ = f.Close()
 		return nil, fmt.Errorf("lock %s: write holder: %w", contract.Printable(path), printable(err))
 	}
-	return &dirLock{f: f}, nil
+	return f, nil
 }
 
 // dataDirError says why dir cannot be made or locked. A path that cannot be a data directory
@@ -157,17 +153,6 @@ func readHolder(f *os.File) (lockHolder, error) {
 	return h, nil
 }
 
-// Release drops the lock. The file stays: removing it would let a process that opened it
-// just before lock a file nobody else sees.
-func (l *dirLock) Release() {
-	if l == nil || l.f == nil {
-		return
-	}
-	_ = syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
-	_ = l.f.Close()
-	l.f = nil
-}
-
 // dataDirInUse reports whether a live dev holds dir by trying the lock and dropping it at
 // once, to tell a running dev's state file from a stale one.
 func dataDirInUse(dir string) bool {
@@ -175,11 +160,6 @@ func dataDirInUse(dir string) bool {
 	if err != nil {
 		return false
 	}
-	defer f.Close()
-	err = syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB)
-	if err == nil {
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		return false
-	}
-	return errors.Is(err, syscall.EWOULDBLOCK)
+	defer f.Close() // drops the shared lock if it was taken
+	return errors.Is(syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB), syscall.EWOULDBLOCK)
 }

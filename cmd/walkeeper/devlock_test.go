@@ -41,11 +41,11 @@ func TestDevLockRefusesSecond(t *testing.T) {
 		err.Error())
 	assert.True(t, dataDirInUse(dir), "the refused attempt must not disturb the holder")
 
-	l1.Release()
+	l1.Close()
 	assert.False(t, dataDirInUse(dir))
 	l2, err := lockDataDir(dir, currentHolder())
 	require.NoError(t, err)
-	l2.Release()
+	l2.Close()
 }
 
 // failingCLI is a Temporal CLI that exits 1 at once: a dev that got as far as starting the dev
@@ -65,7 +65,7 @@ func TestDevRefusedBeforeTemporalStarts(t *testing.T) {
 	holder := currentHolder()
 	l, err := lockDataDir(dir, holder)
 	require.NoError(t, err)
-	defer l.Release()
+	defer l.Close()
 	code, _, errOut := runCLI(t, "dev", "--data", dir, "--temporal-cli", failingCLI(t))
 	assert.Equal(t, cli.ExitFailure, code)
 	assert.Equal(t, fmt.Sprintf("walkeeper: data directory %s is in use by walkeeper dev (%s); stop it first, or pass --data DIR for a second one", dir, holder),
@@ -90,7 +90,7 @@ func TestDevStateOnlyWhileLocked(t *testing.T) {
 	assert.Equal(t, st, got)
 	assert.Equal(t, "http://127.0.0.1:8999", uiBaseOrDev("", got))
 	assert.Equal(t, "http://x", uiBaseOrDev("http://x", got))
-	l.Release()
+	l.Close()
 	assert.Equal(t, defaultUIURL, uiBaseOrDev("", devState{}))
 }
 
@@ -114,7 +114,7 @@ func TestDevStateHostileFiles(t *testing.T) {
 	dir := t.TempDir()
 	l, err := lockDataDir(dir, currentHolder())
 	require.NoError(t, err)
-	defer l.Release()
+	defer l.Close()
 	st := devState{lockHolder: lockHolder{PID: 7}, Temporal: "127.0.0.1:7999", Namespace: "ns"}
 	good := filepath.Join(t.TempDir(), "good.json")
 	b, err := json.Marshal(st)
@@ -208,7 +208,7 @@ func TestDevStateHostileValues(t *testing.T) {
 	dir := t.TempDir()
 	l, err := lockDataDir(dir, currentHolder())
 	require.NoError(t, err)
-	defer l.Release()
+	defer l.Close()
 	good := devState{lockHolder: lockHolder{PID: 7}, Storage: "file:///s", Temporal: "127.0.0.1:7999",
 		Namespace: "ns", UI: "http://127.0.0.1:8999", HTTP: []string{"http://127.0.0.1:8081"}}
 	for name, edit := range map[string]func(st *devState){
@@ -367,7 +367,7 @@ func TestDevMessagesEscapePaths(t *testing.T) {
 		dir, said := hostile(t)
 		l, err := lockDataDir(dir, currentHolder())
 		require.NoError(t, err)
-		defer l.Release()
+		defer l.Close()
 		code, _, errOut := runCLI(t, "dev", "--data", dir, "--temporal-cli", fakeCLI)
 		assert.Equal(t, cli.ExitFailure, code, errOut)
 		oneEscapedLine(t, errOut, "data directory "+said+" is in use")

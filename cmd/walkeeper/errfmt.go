@@ -46,13 +46,8 @@ type printableError struct{ err error }
 func (e *printableError) Error() string { return contract.Printable(e.err.Error()) }
 func (e *printableError) Unwrap() error { return e.err }
 
-// printable is err as a printableError; nil stays nil.
-func printable(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &printableError{err: err}
-}
+// printable is err, not nil, as a printableError.
+func printable(err error) error { return &printableError{err: err} }
 
 // temporalCause finds the outermost Temporal failure in err's chain and says its chain once:
 // its failures' messages, outermost first, each dropped when an earlier one contains it, since

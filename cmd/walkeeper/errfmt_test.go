@@ -81,7 +81,7 @@ func TestErrorFirstLineMissingStoreUnderDev(t *testing.T) {
 	t.Setenv("WALKEEPER_STORAGE", "")
 	lock, err := lockDataDir(dir, currentHolder())
 	require.NoError(t, err)
-	defer lock.Release()
+	defer lock.Close()
 	storage := "file://" + filepath.ToSlash(filepath.Join(dir, "storage"))
 	require.NoError(t, os.Mkdir(filepath.Join(dir, "storage"), 0o755)) // as dev's workers make it
 	require.NoError(t, writeDevState(dir, devState{lockHolder: lockHolder{PID: 1}, Storage: storage, Temporal: "127.0.0.1:1", Namespace: "default",
@@ -132,7 +132,7 @@ func TestErrorFirstLineMissingStoreUnderDev(t *testing.T) {
 	assert.True(t, strings.HasPrefix(errOut, "walkeeper: cannot reach Temporal at 127.0.0.1:1 "), errOut)
 
 	// A dev that stopped (lock released) is not trusted: its storage is not used.
-	lock.Release()
+	lock.Close()
 	code, _, errOut = runCLI(t, "merge", "generic:nope", "--temporal", "127.0.0.1:1")
 	assert.Equal(t, cli.ExitFailure, code)
 	assert.True(t, strings.HasPrefix(errOut, "walkeeper: cannot reach Temporal at 127.0.0.1:1 "), errOut)

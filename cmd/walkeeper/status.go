@@ -68,7 +68,7 @@ $WALKEEPER_TEMPORAL is set; with neither, only Temporal is asked.`,
 			if err != nil {
 				return err
 			}
-			pg, err := parsePages(cmd, target, after, limit, shards)
+			from, err := parsePages(cmd, target, after, limit, shards)
 			if err != nil {
 				return err
 			}
@@ -100,7 +100,7 @@ $WALKEEPER_TEMPORAL is set; with neither, only Temporal is asked.`,
 			}
 			out, sv := cmd.OutOrStdout(), stuckView{c: c, namespace: g.temporal.Namespace, deadline: deadline} // c is nil when unreachable
 			if target == nil {
-				err = statusAll(ctx, out, sv, db, logger, pg)
+				err = statusAll(ctx, out, sv, db, logger, from, limit)
 			} else {
 				err = statusTarget(ctx, out, sv, db, *target, shards)
 			}
@@ -128,12 +128,6 @@ $WALKEEPER_TEMPORAL is set; with neither, only Temporal is asked.`,
 // defaultStatusLimit is how many stores and running workflows `walkeeper status` prints.
 const defaultStatusLimit = 50
 
-// statusPage is the page of stores `walkeeper status` without TARGET prints.
-type statusPage struct {
-	after store.Target // zero: from the first store
-	limit int
-}
-
 // shardsPage is the page of a target's shards `walkeeper status TARGET` prints.
 type shardsPage struct {
 	after string // "": from the first shard
@@ -141,38 +135,38 @@ type shardsPage struct {
 }
 
 // parsePages checks the flags that page the list of stores (--after, --limit: no TARGET) and
-// a store's shards (--shards-after, --shards-limit: a TARGET), and parses --after.
+// a store's shards (--shards-after, --shards-limit: a TARGET), and parses --after (zero: from
+// the first store).
 func parsePages(cmd *cobra.Command, target *store.Target, after string, limit int,
-	shards shardsPage) (statusPage, error) {
-	flags, pg := cmd.Flags(), statusPage{limit: limit}
-	var err error
+	shards shardsPage) (from store.Target, err error) {
+	flags := cmd.Flags()
 	switch {
 	case target != nil && (flags.Changed("after") || flags.Changed("limit")):
-		return pg, cli.Usagef("--after and --limit page the list of stores: they take no TARGET")
+		return from, cli.Usagef("--after and --limit page the list of stores: they take no TARGET")
 	case limit < 1 || limit > store.MaxListPage:
-		return pg, cli.Usagef("--limit %d: want 1 to %d", limit, store.MaxListPage)
+		return from, cli.Usagef("--limit %d: want 1 to %d", limit, store.MaxListPage)
 	case after != "":
-		if pg.after, err = store.ParseTarget(after); err != nil {
-			return pg, cli.Usagef("--after: %v", err)
+		if from, err = store.ParseTarget(after); err != nil {
+			return from, cli.Usagef("--after: %v", err)
 		}
 	}
 	switch {
 	case target == nil && (flags.Changed("shards-after") || flags.Changed("shards-limit")):
-		return pg, cli.Usagef("--shards-after and --shards-limit page a store's shards: they need a TARGET")
+		return from, cli.Usagef("--shards-after and --shards-limit page a store's shards: they need a TARGET")
 	case shards.limit < 1 || shards.limit > store.MaxStatsShards:
-		return pg, cli.Usagef("--shards-limit %d: want 1 to %d", shards.limit, store.MaxStatsShards)
+		return from, cli.Usagef("--shards-limit %d: want 1 to %d", shards.limit, store.MaxStatsShards)
 	case shards.after != "" && !store.IsShardID(shards.after):
-		return pg, cli.Usagef("--shards-after %q: not a shard id (the cursor a previous page printed)", contract.Clip(shards.after, 256))
+		return from, cli.Usagef("--shards-after %q: not a shard id (the cursor a previous page printed)", contract.Clip(shards.after, 256))
 	}
-	return pg, nil
+	return from, nil
 }
 
-// statusAll prints one page of stores and of running workflows. Memory, output and requests
-// are bounded by pg.limit, whatever the fleet's size.
-func statusAll(ctx context.Context, out io.Writer, sv stuckView, db *store.DB, logger *zap.Logger, pg statusPage) error {
+// statusAll prints the page of at most limit stores after from and of running workflows.
+// Memory, output and requests are bounded by limit, whatever the fleet's size.
+func statusAll(ctx context.Context, out io.Writer, sv stuckView, db *store.DB, logger *zap.Logger, from store.Target, limit int) error {
 	c := sv.c
 	if db != nil {
-		page, err := db.ListTargets(ctx, store.Kinds, pg.after, pg.limit)
+		page, err := db.ListTargets(ctx, store.Kinds, from, limit)
 		if err != nil {
 			return fmt.Errorf("list stores: %w", err)
 		}
@@ -182,11 +176,11 @@ func statusAll(ctx context.Context, out io.Writer, sv stuckView, db *store.DB, l
 				return err
 			}
 		}
-		from := ""
-		if pg.after.Kind != "" {
-			from = " after " + pg.after.String()
+		after := ""
+		if from.Kind != "" {
+			after = " after " + from.String()
 		}
-		fmt.Fprintf(out, "Stores (%d%s):\n", len(page.Stores), from)
+		fmt.Fprintf(out, "Stores (%d%s):\n", len(page.Stores), after)
 		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "  TARGET\tBASE VERSION\tRUNS\tROWS\tPENDING\tPENDING BYTES\tMAX SHARD PENDING\tOLDEST PENDING\tRUNNING")
 		for _, info := range page.Stores {
@@ -215,7 +209,7 @@ func statusAll(ctx context.Context, out io.Writer, sv stuckView, db *store.DB, l
 	if c == nil {
 		return nil
 	}
-	running, total, err := listRunning(ctx, c, pg.limit)
+	running, total, err := listRunning(ctx, c, limit)
 	if err != nil {
 		return err
 	}

@@ -1,30 +1,12 @@
 // Package actioncount counts the Temporal Cloud billable actions a workflow run recorded, from
-// its event history, so tests, benchmarks and `walkeeper history` agree on one figure.
-//
-// Temporal Cloud's definition (docs.temporal.io/cloud/actions), as far as a history shows it:
-//   - a workflow start, by a client, a schedule, continue-as-new or a parent: the run's
-//     WorkflowExecutionStarted event (the ContinuedAsNew event of the run before is not a
-//     second one); search attributes and memo given at start cost nothing more;
-//   - each activity attempt: ActivityTaskScheduled, plus the attempts before the one its
-//     ActivityTaskStarted event records (only the last attempt is written);
-//   - each timer started;
-//   - each UpsertWorkflowSearchAttributes command, however many attributes it sets, except one
-//     that only sets TemporalChangeVersion (GetVersion);
-//   - each signal, counted where it is received (WorkflowExecutionSignaled; the sender's
-//     SignalExternalWorkflowExecutionInitiated is the same signal);
-//   - the local activities of one workflow task: one action for all of their markers;
-//   - each SideEffect, and each MutableSideEffect marker (one is recorded only when the
-//     value changes); Version markers are free;
-//   - each child workflow start initiated (the child's own history counts its run);
-//   - each accepted update, each WorkflowExecutionOptionsUpdated event, each Nexus operation
-//     scheduled or cancel requested.
-//
-// Not in a history, so not counted here: queries (including the `status` query and Temporal
-// Web's call stack), activity heartbeats that reach the server, rejected updates, extra
-// workflow task heartbeats of a long local activity, exports, and a schedule's own two actions
-// per firing (ScheduleActions adds those). A workflow memo update
-// (WorkflowPropertiesModified) is not in Temporal Cloud's list of actions: counted apart, in
-// MemoUpdates, never in Actions.
+// its event history, so tests, benchmarks and `walkeeper history` agree on one figure. It follows
+// docs.temporal.io/cloud/actions as far as a history shows it (Events says which event counts;
+// docs/TEMPORAL.md "What a merge and a sweep cost in actions"): an activity's earlier attempts
+// from the attempt its started event records, a signal where it is received and not again in its
+// sender's history. Not in a history, so not counted: queries, heartbeats, rejected updates,
+// extra workflow task heartbeats of a long local activity, exports, and a schedule's own two
+// actions per firing (ScheduleActions). A memo update (WorkflowPropertiesModified) is not an
+// action: counted apart, in MemoUpdates.
 package actioncount
 
 import (

@@ -67,85 +67,49 @@ func NewMetrics(budget *store.Budget) *Metrics {
 	m := &Metrics{
 		Registry: reg,
 		Store:    store.NewMetrics(reg, budget),
-		httpRequests: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "walkeeper", Subsystem: "http", Name: "requests_total",
-			Help: "HTTP requests by route pattern and status code.",
-		}, []string{"route", "code"}),
-		httpSeconds: f.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: "walkeeper", Subsystem: "http", Name: "request_seconds",
-			Help:    "HTTP request latency by route pattern.",
-			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
-		}, []string{"route"}),
-		httpPanics: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "walkeeper", Subsystem: "http", Name: "panics_total",
-			Help: "HTTP requests whose handler panicked, by route pattern (answered 500 internal, or aborted when the answer had begun).",
-		}, []string{"route"}),
-		httpUnauthenticated: f.NewGauge(prometheus.GaugeOpts{
-			Namespace: "walkeeper", Subsystem: "http", Name: "unauthenticated",
-			Help: "1 when the HTTP data plane listens on a non-loopback address without --auth-token, else 0.",
-		}),
-		triggerStarts: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "walkeeper", Subsystem: "trigger", Name: "starts_total",
-			Help: "MergeWal starts (or attaches) by this worker's triggers, and MergeWal and CompactBase starts by sweeps (StartWorkflows), by trigger and result; never counted as flush outcomes.",
-		}, []string{"trigger", "result"}),
-		flusherFlush: f.NewHistogram(prometheus.HistogramOpts{
-			Namespace: "walkeeper", Subsystem: "sweeper", Name: "flush_seconds",
-			Help:    "Duration of one store's seal in the flush sweeper (completed seals only).",
-			Buckets: []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120},
-		}),
-		flusherTimeouts: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "walkeeper", Subsystem: "sweeper", Name: "timeouts_total",
-			Help: "Seals abandoned by the flush sweeper after the per-store timeout, by kind.",
-		}, []string{"kind"}),
-		flusherSkipped: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "walkeeper", Subsystem: "sweeper", Name: "skipped_total",
-			Help: "Stores skipped by a sweep because their previous (abandoned) seal is still running, by kind.",
-		}, []string{"kind"}),
-		flusherStores: f.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: "walkeeper", Subsystem: "sweeper", Name: "resident_stores",
-			Help: "Resident stores seen by the last sweep of each kind.",
-		}, []string{"kind"}),
-		activities: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "walkeeper", Subsystem: "activity", Name: "executions_total",
-			Help: "Activity executions on this worker by activity, kind and outcome (ok, empty or the Temporal error type).",
-		}, []string{"activity", "kind", "outcome"}),
-		activitySeconds: f.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: "walkeeper", Subsystem: "activity", Name: "execution_seconds",
-			Help:    "Activity execution time on this worker by activity.",
-			Buckets: prometheus.ExponentialBuckets(0.001, 4, 11),
-		}, []string{"activity"}),
+		httpRequests: f.NewCounterVec(counterOpts("http", "requests_total",
+			"HTTP requests by route pattern and status code."), []string{"route", "code"}),
+		httpSeconds: f.NewHistogramVec(histogramOpts("http", "request_seconds",
+			"HTTP request latency by route pattern.",
+			[]float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}), []string{"route"}),
+		httpPanics: f.NewCounterVec(counterOpts("http", "panics_total",
+			"HTTP requests whose handler panicked, by route pattern (answered 500 internal, or aborted when the answer had begun)."), []string{"route"}),
+		httpUnauthenticated: f.NewGauge(gaugeOpts("http", "unauthenticated",
+			"1 when the HTTP data plane listens on a non-loopback address without --auth-token, else 0.")),
+		triggerStarts: f.NewCounterVec(counterOpts("trigger", "starts_total",
+			"MergeWal starts (or attaches) by this worker's triggers, and MergeWal and CompactBase starts by sweeps (StartWorkflows), by trigger and result; never counted as flush outcomes."), []string{"trigger", "result"}),
+		flusherFlush: f.NewHistogram(histogramOpts("sweeper", "flush_seconds",
+			"Duration of one store's seal in the flush sweeper (completed seals only).",
+			[]float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120})),
+		flusherTimeouts: f.NewCounterVec(counterOpts("sweeper", "timeouts_total",
+			"Seals abandoned by the flush sweeper after the per-store timeout, by kind."), []string{"kind"}),
+		flusherSkipped: f.NewCounterVec(counterOpts("sweeper", "skipped_total",
+			"Stores skipped by a sweep because their previous (abandoned) seal is still running, by kind."), []string{"kind"}),
+		flusherStores: f.NewGaugeVec(gaugeOpts("sweeper", "resident_stores",
+			"Resident stores seen by the last sweep of each kind."), []string{"kind"}),
+		activities: f.NewCounterVec(counterOpts("activity", "executions_total",
+			"Activity executions on this worker by activity, kind and outcome (ok, empty or the Temporal error type)."), []string{"activity", "kind", "outcome"}),
+		activitySeconds: f.NewHistogramVec(histogramOpts("activity", "execution_seconds",
+			"Activity execution time on this worker by activity.",
+			prometheus.ExponentialBuckets(0.001, 4, 11)), []string{"activity"}),
 		// The series appears only once a run succeeded on this worker, so a restarted worker
 		// does not report "never" as 1970; the alerts take the max over workers.
-		maintenance: f.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: "walkeeper", Subsystem: "maintenance", Name: "last_success_timestamp_seconds",
-			Help: "Unix time of the last successful fleet-wide maintenance run (sweep, reconcile) recorded by this worker.",
-		}, []string{"workflow"}),
-		temporalFairness: f.NewGauge(prometheus.GaugeOpts{
-			Namespace: "walkeeper", Subsystem: "temporal", Name: "fairness",
-			Help: "1 when the Temporal server dispatches task queues by fairness key (probed at start), 0 when in arrival order, -1 when not known (probe off, pending or inconclusive).",
-		}),
-		taskQueuePartitions: f.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: "walkeeper", Subsystem: "temporal", Name: "task_queue_partitions",
-			Help: "Read partitions of the task queues this worker polls (the larger of the workflow and activity counts, asked at start; -1 when not known). Fairness holds within a partition: more than 1 lets a light kind's merge wait behind another kind's backlog.",
-		}, []string{"queue"}),
-		runsStuck: f.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: "walkeeper", Subsystem: "merge", Name: "runs_stuck",
-			Help: "MergeWal and CompactBase runs that cannot make progress at this worker's last stuck-run scan, by workflow type and reason (workflow_task, activity_retrying, past_deadline).",
-		}, []string{"workflow", "reason"}),
-		runsTerminated: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "walkeeper", Subsystem: "merge", Name: "runs_terminated_total",
-			Help: "Stuck runs without a run timeout that this worker's scan terminated past --merge-run-timeout, by workflow type.",
-		}, []string{"workflow"}),
-		stuckScans: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "walkeeper", Subsystem: "merge", Name: "stuck_scans_total",
-			Help: "Stuck-run scans of this worker by result (ok, failed).",
-		}, []string{"result"}),
+		maintenance: f.NewGaugeVec(gaugeOpts("maintenance", "last_success_timestamp_seconds",
+			"Unix time of the last successful fleet-wide maintenance run (sweep, reconcile) recorded by this worker."), []string{"workflow"}),
+		temporalFairness: f.NewGauge(gaugeOpts("temporal", "fairness",
+			"1 when the Temporal server dispatches task queues by fairness key (probed at start), 0 when in arrival order, -1 when not known (probe off, pending or inconclusive).")),
+		taskQueuePartitions: f.NewGaugeVec(gaugeOpts("temporal", "task_queue_partitions",
+			"Read partitions of the task queues this worker polls (the larger of the workflow and activity counts, asked at start; -1 when not known). Fairness holds within a partition: more than 1 lets a light kind's merge wait behind another kind's backlog."), []string{"queue"}),
+		runsStuck: f.NewGaugeVec(gaugeOpts("merge", "runs_stuck",
+			"MergeWal and CompactBase runs that cannot make progress at this worker's last stuck-run scan, by workflow type and reason (workflow_task, activity_retrying, past_deadline)."), []string{"workflow", "reason"}),
+		runsTerminated: f.NewCounterVec(counterOpts("merge", "runs_terminated_total",
+			"Stuck runs without a run timeout that this worker's scan terminated past --merge-run-timeout, by workflow type."), []string{"workflow"}),
+		stuckScans: f.NewCounterVec(counterOpts("merge", "stuck_scans_total",
+			"Stuck-run scans of this worker by result (ok, failed)."), []string{"result"}),
 	}
 	// Process-wide, as the goroutines that recover them serve every worker of the process.
-	f.NewCounterFunc(prometheus.CounterOpts{
-		Namespace: "walkeeper", Name: "goroutine_panics_total",
-		Help: "Panics recovered in goroutines the store, an activity, the flush sweeper or a merge trigger started for a request, an activity or in the background (process-wide): each failed what it served with an internal error instead of ending the process. The log line 'goroutine panicked' has the stack.",
-	}, func() float64 { return float64(store.RecoveredPanics()) })
+	f.NewCounterFunc(counterOpts("", "goroutine_panics_total",
+		"Panics recovered in goroutines the store, an activity, the flush sweeper or a merge trigger started for a request, an activity or in the background (process-wide): each failed what it served with an internal error instead of ending the process. The log line 'goroutine panicked' has the stack."), func() float64 { return float64(store.RecoveredPanics()) })
 	reg.MustRegister(refusedSignals, ignoredInputFields)
 	// Series at 0 from the start, so that a first event shows as an increase.
 	for _, typ := range stuckTypes {
@@ -174,6 +138,19 @@ func NewMetrics(budget *store.Budget) *Metrics {
 		}
 	}
 	return m
+}
+
+// counterOpts, gaugeOpts and histogramOpts name a walkeeper_ metric.
+func counterOpts(subsystem, name, help string) prometheus.CounterOpts {
+	return prometheus.CounterOpts{Namespace: "walkeeper", Subsystem: subsystem, Name: name, Help: help}
+}
+
+func gaugeOpts(subsystem, name, help string) prometheus.GaugeOpts {
+	return prometheus.GaugeOpts(counterOpts(subsystem, name, help))
+}
+
+func histogramOpts(subsystem, name, help string, buckets []float64) prometheus.HistogramOpts {
+	return prometheus.HistogramOpts{Namespace: "walkeeper", Subsystem: subsystem, Name: name, Help: help, Buckets: buckets}
 }
 
 // Handler serves the registry in the Prometheus text format, never compressed: a gzip writer
@@ -231,16 +208,12 @@ func (m *Metrics) setStuck(counts map[[2]string]int) {
 
 // refusedSignals is process-wide, as the client whose workflows add to it is: every worker's
 // registry (NewMetrics) reports it.
-var refusedSignals = prometheus.NewCounterVec(prometheus.CounterOpts{
-	Namespace: "walkeeper", Subsystem: "workflow", Name: "refused_signals_total",
-	Help: "Signals whose payload a workflow run on this process refused (it does not decode), by workflow type and signal; the run goes on, and its status counts them in refused_signals.",
-}, []string{"workflow", "signal"})
+var refusedSignals = prometheus.NewCounterVec(counterOpts("workflow", "refused_signals_total",
+	"Signals whose payload a workflow run on this process refused (it does not decode), by workflow type and signal; the run goes on, and its status counts them in refused_signals."), []string{"workflow", "signal"})
 
 // ignoredInputFields is process-wide, as refusedSignals is.
-var ignoredInputFields = prometheus.NewCounterVec(prometheus.CounterOpts{
-	Namespace: "walkeeper", Subsystem: "workflow", Name: "ignored_input_fields_total",
-	Help: "Members of workflow inputs that no field of the input takes (mistyped, or written by a later build), which runs on this process ignored, by workflow type; the run goes on with its defaults, and its log line 'Input fields ignored', current details and status name them.",
-}, []string{"workflow"})
+var ignoredInputFields = prometheus.NewCounterVec(counterOpts("workflow", "ignored_input_fields_total",
+	"Members of workflow inputs that no field of the input takes (mistyped, or written by a later build), which runs on this process ignored, by workflow type; the run goes on with its defaults, and its log line 'Input fields ignored', current details and status name them."), []string{"workflow"})
 
 // workflowTypes are the workflow label values of ignoredInputFields; any other is "other".
 var workflowTypes = []string{contract.MergeWalWorkflow, contract.CompactBaseWorkflow, contract.MaintenanceSweepWorkflow,

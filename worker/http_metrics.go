@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/url"
 
+	"github.com/prometheus/common/model"
+
 	"github.com/walkeeper/walkeeper/store"
 )
 
@@ -54,21 +56,10 @@ func checkMetricsQuery(q url.Values) *apiError {
 			metricNamesParam, len(names), maxMetricNames)
 	}
 	for _, n := range names {
-		if !validMetricName(n) {
+		if !model.LegacyValidation.IsValidMetricName(n) {
 			return newAPIError(http.StatusBadRequest, CodeInvalidInput, "%s %q is not a metric name ([a-zA-Z_:][a-zA-Z0-9_:]*)",
 				metricNamesParam, clipText(n))
 		}
 	}
 	return nil
-}
-
-// validMetricName reports whether s is a metric name in Prometheus' classic charset.
-func validMetricName(s string) bool {
-	for i, c := range []byte(s) {
-		letter := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' || c == ':'
-		if !letter && (i == 0 || c < '0' || c > '9') {
-			return false
-		}
-	}
-	return s != ""
 }

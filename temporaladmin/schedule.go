@@ -99,9 +99,9 @@ func PauseSchedule(ctx context.Context, c client.Client, id, note string) error 
 }
 
 // doneBut says that operation done on schedule id went through when err is a refusal to
-// cancel a workflow that is not walkeeper's, lest the failed command be read as undone.
+// cancel or start a workflow that is not walkeeper's, lest the failed command be read as undone.
 func doneBut(done, id string, err error) error {
-	if errors.Is(err, ErrSweepWindowForeign) {
+	if errors.Is(err, ErrSweepWindowForeign) || errors.Is(err, ErrSweepScheduleForeign) {
 		return fmt.Errorf("schedule %s %s: %w", id, done, err)
 	}
 	return err
@@ -115,11 +115,7 @@ func ResumeSchedule(ctx context.Context, c client.Client, id, note string) error
 	if err != nil || id != SweepScheduleID {
 		return scheduleError("resume", id, err)
 	}
-	err = startSweepWindowIfIdle(ctx, c)
-	if errors.Is(err, ErrSweepScheduleForeign) { // said, lest a failed resume be read
-		return fmt.Errorf("schedule %s resumed: %w", id, err)
-	}
-	return err
+	return doneBut("resumed", id, startSweepWindowIfIdle(ctx, c))
 }
 
 // TriggerSchedule runs schedule id's action now (even while paused). Overlap SKIP still

@@ -255,10 +255,8 @@ func writeJSONHeader(w http.ResponseWriter, status int) {
 	w.WriteHeader(status)
 }
 
-// A panic in a request's middleware or handler is answered 500 internal in JSON, like any
-// other failure; the handlers' defers release its budgets as it unwinds.
-
-// serveRecovering routes and serves r and recovers a panic of either; route is the pattern
+// serveRecovering routes and serves r and answers a panic of either 500 internal in JSON, as
+// any failure (the handlers' defers release their budgets as it unwinds); route is the pattern
 // served ("unmatched": none), and abort is set when the status was already sent.
 func (a *apiServer) serveRecovering(w *statusWriter, r *http.Request) (route string, abort bool) {
 	route = "unmatched"

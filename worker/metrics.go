@@ -201,11 +201,6 @@ func (m *Metrics) setStuck(counts map[[2]string]int) {
 	}
 }
 
-// Workflow code cannot reach Prometheus; it adds to counters through the SDK's replay-safe
-// workflow.GetMetricsHandler, which is the Temporal client's metrics handler. SDKMetrics is
-// that handler: it exports walkeeper's own workflow counters and drops the SDK's metrics,
-// which walkeeper does not export.
-
 // refusedSignals is process-wide, as the client whose workflows add to it is: every worker's
 // registry (NewMetrics) reports it.
 var refusedSignals = prometheus.NewCounterVec(counterOpts("workflow", "refused_signals_total",
@@ -220,7 +215,8 @@ var workflowTypes = []string{contract.MergeWalWorkflow, contract.CompactBaseWork
 	contract.SweepWindowWorkflow, contract.MergeWalTickWorkflow, contract.ReconcileDemandWorkflow}
 
 // SDKMetrics is the metrics handler of the Temporal clients a worker's workflows run on
-// (DefaultTemporalConfig sets it).
+// (DefaultTemporalConfig sets it), which workflow code reaches through the replay-safe
+// workflow.GetMetricsHandler: it exports walkeeper's own workflow counters and drops the SDK's.
 var SDKMetrics client.MetricsHandler = sdkMetrics{}
 
 // sdkMetrics keeps only the two tags its counters read: the SDK calls WithTags for every task
@@ -240,6 +236,7 @@ func (h sdkMetrics) WithTags(tags map[string]string) client.MetricsHandler {
 func (h sdkMetrics) Counter(name string) client.MetricsCounter {
 	// The labels keep to known values, whatever a tag says.
 	wf := h.workflow
+	var c prometheus.Counter
 	switch name {
 	case contract.MetricRefusedSignals:
 		sig := h.signal
@@ -249,16 +246,16 @@ func (h sdkMetrics) Counter(name string) client.MetricsCounter {
 		if sig != contract.ActivityStateSignal {
 			sig = "other"
 		}
-		c := refusedSignals.WithLabelValues(wf, sig)
-		return counterFunc(func(d int64) { c.Add(float64(d)) })
+		c = refusedSignals.WithLabelValues(wf, sig)
 	case contract.MetricIgnoredInputFields:
 		if !slices.Contains(workflowTypes, wf) {
 			wf = "other"
 		}
-		c := ignoredInputFields.WithLabelValues(wf)
-		return counterFunc(func(d int64) { c.Add(float64(d)) })
+		c = ignoredInputFields.WithLabelValues(wf)
+	default:
+		return client.MetricsNopHandler.Counter(name)
 	}
-	return client.MetricsNopHandler.Counter(name)
+	return counterFunc(func(d int64) { c.Add(float64(d)) })
 }
 
 func (sdkMetrics) Gauge(name string) client.MetricsGauge { return client.MetricsNopHandler.Gauge(name) }

@@ -40,11 +40,8 @@ const (
 var ErrFairnessInconclusive = errors.New("fairness probe inconclusive")
 
 // ProbeFairness tells whether the server dispatches a task queue's backlog by fairness key
-// and weight or in arrival order: a round queues heavy-key tasks at the least weight, then
-// light-key ones at the greatest, on a queue of its own, takes probePolls with raw polls and
-// terminates every probe workflow. Mostly light says fair; two mostly heavy rounds say FIFO
-// (80 starts and 1 to 10 seconds a round). The error is ErrFairnessInconclusive or the
-// server's.
+// and weight or in arrival order, from up to two rounds of probeRound (80 starts and 1 to 10
+// seconds each); the error is ErrFairnessInconclusive or the server's.
 func ProbeFairness(ctx context.Context, c client.Client, namespace string) (bool, error) {
 	namespace = cmp.Or(namespace, DefaultNamespace)
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
@@ -77,7 +74,9 @@ func readProbe(round func() (int, error)) (bool, error) {
 	return false, fmt.Errorf("%w: %d of %d polls took the light key", ErrFairnessInconclusive, lights, probePolls)
 }
 
-// probeRound is one round of ProbeFairness: how many of its polls took the light key.
+// probeRound queues heavy-key tasks at the least weight, then light-key ones at the greatest,
+// on a queue of its own, and says how many of probePolls raw polls took the light key; it
+// terminates every probe workflow.
 func probeRound(ctx context.Context, c client.Client, namespace string) (int, error) {
 	var nonce [6]byte
 	_, _ = rand.Read(nonce[:])

@@ -24,8 +24,6 @@ type Config struct {
 	Instance string
 	Storage  string
 
-	// Temporal's flags are registered by TemporalConfig.RegisterFlags so every command
-	// spells them alike.
 	Temporal TemporalConfig
 
 	Listen    string
@@ -90,9 +88,7 @@ type Config struct {
 	// ShutdownTimeout bounds Stop when its context has no deadline.
 	ShutdownTimeout time.Duration
 
-	// envErrs holds environment values that did not parse, by flag name; a flag given on the
-	// command line clears its entry. Validate reports what is left (config_flags.go).
-	envErrs envErrors
+	envErrs envErrors // reported by Validate (config_flags.go)
 }
 
 // minFlushTimeout is the floor of the default --flush-timeout, max(5 × flush-interval, 30s).

@@ -152,9 +152,7 @@ func (v *knobValue) Type() string { return v.typ }
 type TemporalConfig struct {
 	temporaladmin.Config
 
-	// envErrs holds environment values that did not parse (RegisterFlags); Validate
-	// reports them.
-	envErrs envErrors
+	envErrs envErrors // reported by Validate
 }
 
 // DefaultTemporalConfig is the local dev server's address and namespace, without TLS.

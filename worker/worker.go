@@ -406,8 +406,7 @@ const shutdownSealSlack = 5 * time.Second
 
 // Run is a worker process's life on a dialled client: New, Start, started (nil = nothing),
 // then wait for ctx or for a Temporal worker to stop for good (its error is returned), and
-// Stop within ShutdownTimeout (+5 s for the final seal). The fleet-worker benchmark's child
-// runs it too, so it measures the process an operator runs.
+// Stop within ShutdownTimeout (+5 s for the final seal).
 func Run(ctx context.Context, cfg Config, logger *zap.Logger, c client.Client, started func(*Worker)) error {
 	w, err := New(cfg, logger, c)
 	if err != nil {

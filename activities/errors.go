@@ -3,7 +3,6 @@ package activities
 import (
 	"context"
 	"errors"
-	"slices"
 
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/temporal"
@@ -48,9 +47,7 @@ func ToTemporal(err error) error {
 	if err == nil {
 		return nil
 	}
-	var appErr *temporal.ApplicationError
-	var canceled *temporal.CanceledError
-	if errors.As(err, &appErr) || errors.As(err, &canceled) {
+	if errors.As(err, new(*temporal.ApplicationError)) || errors.As(err, new(*temporal.CanceledError)) {
 		return err
 	}
 	if errors.Is(err, errWorkerStopping) {
@@ -106,19 +103,9 @@ func classify(err error) errorClass {
 	return errorClass{errType: contract.ErrTypeInternal}
 }
 
-// retryable reports whether an activity retry policy retries err once ToTemporal has mapped
-// it: context errors and every error not marked non-retryable are retried.
-func retryable(err error) bool {
-	var appErr *temporal.ApplicationError
-	if !errors.As(ToTemporal(err), &appErr) {
-		return true
-	}
-	return !appErr.NonRetryable() && !slices.Contains(contract.NonRetryableErrorTypes, appErr.Type())
-}
-
 // RefusedForGood reports whether err is a refusal that no retry changes (non-retryable once
 // ToTemporal has mapped it): a caller outside an activity backs off instead of retrying it.
-func RefusedForGood(err error) bool { return err != nil && !retryable(err) }
+func RefusedForGood(err error) bool { return err != nil && contract.PermanentError(ToTemporal(err)) }
 
 // errMisconfigured reports a worker wired without a dependency; retrying cannot help.
 func errMisconfigured(msg string) error {

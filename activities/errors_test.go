@@ -78,10 +78,10 @@ func TestToTemporalMapsFrontendRefusals(t *testing.T) {
 	} {
 		wrapped := fmt.Errorf("start merge-wal/generic/gs: %w", c.err)
 		requireAppErr(t, ToTemporal(wrapped), c.errType, c.nonRetryable)
-		require.Equal(t, !c.nonRetryable, retryable(wrapped), "%v", c.err)
+		require.Equal(t, c.nonRetryable, RefusedForGood(wrapped), "%v", c.err)
 	}
-	require.True(t, retryable(context.DeadlineExceeded))
-	require.False(t, retryable(fmt.Errorf("target: %w", store.ErrInvalidInput)))
+	require.False(t, RefusedForGood(context.DeadlineExceeded))
+	require.True(t, RefusedForGood(fmt.Errorf("target: %w", store.ErrInvalidInput)))
 }
 
 func TestToTemporalHaltWinsOverRetry(t *testing.T) {

@@ -164,12 +164,10 @@ func (r *reporter) finish(err error) {
 
 // willRetry reports whether Temporal will run another attempt after err (a mapped error).
 func (r *reporter) willRetry(err error) bool {
-	var canceled *temporal.CanceledError
-	if errors.Is(err, context.Canceled) || errors.As(err, &canceled) {
+	if errors.Is(err, context.Canceled) || errors.As(err, new(*temporal.CanceledError)) {
 		return false // the activity was cancelled, not failed
 	}
-	var appErr *temporal.ApplicationError
-	if errors.As(err, &appErr) && appErr.NonRetryable() {
+	if appErr, ok := errors.AsType[*temporal.ApplicationError](err); ok && appErr.NonRetryable() {
 		return false
 	}
 	if p := r.info.RetryPolicy; p != nil {

@@ -82,7 +82,7 @@ func (a *Activities) StartWorkflows(ctx context.Context, p contract.StartWorkflo
 		if err != nil {
 			failed++
 			lastErr = err
-			again = again || retryable(err)
+			again = again || !RefusedForGood(err)
 		}
 	}
 	if failed > 0 {

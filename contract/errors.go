@@ -1,5 +1,12 @@
 package contract
 
+import (
+	"errors"
+	"slices"
+
+	"go.temporal.io/sdk/temporal"
+)
+
 // Application error types: the error vocabulary that crosses Temporal, mapped from store
 // marks in activities/errors.go alone; workflows branch on them, never on messages.
 const (
@@ -40,4 +47,11 @@ var NonRetryableErrorTypes = []string{
 	ErrTypeStoreNotFound,
 	ErrTypeStalePreparation,
 	ErrTypeMisconfigured,
+}
+
+// PermanentError reports whether retrying err cannot help: a non-retryable application error,
+// or one of NonRetryableErrorTypes. Pure.
+func PermanentError(err error) bool {
+	appErr, ok := errors.AsType[*temporal.ApplicationError](err)
+	return ok && (appErr.NonRetryable() || slices.Contains(NonRetryableErrorTypes, appErr.Type()))
 }

@@ -144,8 +144,7 @@ func plural(n int, noun string) string {
 // listFailure is the workflow's failure when the first listing failed: a missing store fails
 // the run with the activity's one line (contract.MissingStoreMessage), not the wrapped failure.
 func (r *mergeRun) listFailure(err error) error {
-	var appErr *temporal.ApplicationError
-	if errors.As(err, &appErr) && appErr.Type() == contract.ErrTypeStoreNotFound {
+	if appErr, ok := errors.AsType[*temporal.ApplicationError](err); ok && appErr.Type() == contract.ErrTypeStoreNotFound {
 		return temporal.NewNonRetryableApplicationError(appErr.Message(), contract.ErrTypeStoreNotFound, nil)
 	}
 	return err

@@ -513,7 +513,7 @@ func (r *mergeRun) fail(sh *shardRun, step string, err, abortErr error) {
 	}
 	sh.res.Error = contract.FailureText(text)
 	sh.res.ErrorType = errorType(err)
-	sh.res.Permanent = isPermanent(err)
+	sh.res.Permanent = contract.PermanentError(err)
 	sh.phase = contract.ShardFailed
 	r.log.Warn("Shard merge failed.", "shard", sh.res.Shard, "step", step, "error", err,
 		"permanent", sh.res.Permanent)

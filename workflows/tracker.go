@@ -188,39 +188,26 @@ func (w *watch) blocked() string {
 
 // errorType is the application error type carried by err ("" if none).
 func errorType(err error) string {
-	var appErr *temporal.ApplicationError
-	if errors.As(err, &appErr) {
+	if appErr, ok := errors.AsType[*temporal.ApplicationError](err); ok {
 		return appErr.Type()
 	}
 	return ""
 }
 
-// isPermanent reports whether retrying err cannot help: a non-retryable application error,
-// or one of the types every retry policy lists as non-retryable.
-func isPermanent(err error) bool {
-	var appErr *temporal.ApplicationError
-	if !errors.As(err, &appErr) {
-		return false
-	}
-	return appErr.NonRetryable() || slices.Contains(contract.NonRetryableErrorTypes, appErr.Type())
-}
-
 // isScheduleToStartTimeout reports whether an activity expired in its queue without any
 // worker picking it up.
 func isScheduleToStartTimeout(err error) bool {
-	var te *temporal.TimeoutError
-	return errors.As(err, &te) && te.TimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START
+	te, ok := errors.AsType[*temporal.TimeoutError](err)
+	return ok && te.TimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START
 }
 
 // errorText is the innermost useful message of an activity error: the application error's
 // own message rather than the "activity error (type: ..., scheduledEventID: ...)" wrapper.
 func errorText(err error) string {
-	var appErr *temporal.ApplicationError
-	if errors.As(err, &appErr) {
+	if appErr, ok := errors.AsType[*temporal.ApplicationError](err); ok {
 		return appErr.Error()
 	}
-	var te *temporal.TimeoutError
-	if errors.As(err, &te) {
+	if te, ok := errors.AsType[*temporal.TimeoutError](err); ok {
 		return te.Error()
 	}
 	return err.Error()

@@ -1,8 +1,10 @@
 package activities
 
 import (
+	"cmp"
 	"context"
-	"sort"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -58,20 +60,13 @@ func pickListed(shards []contract.ShardPending, limit int) ([]contract.ShardPend
 	out := append(make([]contract.ShardPending, 0, len(shards)), shards...)
 	unlisted := 0
 	if len(out) > limit {
-		sort.SliceStable(out, func(i, j int) bool {
-			a, b := out[i], out[j]
-			if !a.OldestPending.Equal(b.OldestPending) {
-				return a.OldestPending.Before(b.OldestPending)
-			}
-			if a.Pending != b.Pending {
-				return a.Pending > b.Pending
-			}
-			return a.Shard < b.Shard
+		slices.SortStableFunc(out, func(a, b contract.ShardPending) int {
+			return cmp.Or(a.OldestPending.Compare(b.OldestPending), cmp.Compare(b.Pending, a.Pending), strings.Compare(a.Shard, b.Shard))
 		})
 		unlisted = len(out) - limit
 		out = out[:limit]
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Shard < out[j].Shard })
+	slices.SortFunc(out, func(a, b contract.ShardPending) int { return strings.Compare(a.Shard, b.Shard) })
 	return out, unlisted
 }
 

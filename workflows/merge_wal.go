@@ -1,9 +1,10 @@
 package workflows
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
-	"sort"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/log"
@@ -216,7 +217,7 @@ func (r *mergeRun) plan(listed []contract.ShardPending) {
 	if left > 0 {
 		r.log.Info("Shards left for the next merge: the run holds as many as it can carry.", "left", left, "shards", len(all))
 	}
-	sort.Slice(all, func(i, j int) bool { return all[i].res.Shard < all[j].res.Shard })
+	slices.SortFunc(all, func(a, b *shardRun) int { return strings.Compare(a.res.Shard, b.res.Shard) })
 	r.shards = all
 	r.changed()
 }
@@ -339,12 +340,9 @@ func estimatedTodo(shards []*shardRun) []*shardRun {
 // roundOrder is one round's visiting order: most estimated pending generations first, then
 // shard id. Pure.
 func roundOrder(shards []*shardRun) []*shardRun {
-	out := append([]*shardRun(nil), shards...)
-	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].res.Pending != out[j].res.Pending {
-			return out[i].res.Pending > out[j].res.Pending
-		}
-		return out[i].res.Shard < out[j].res.Shard
+	out := slices.Clone(shards)
+	slices.SortStableFunc(out, func(a, b *shardRun) int {
+		return cmp.Or(cmp.Compare(b.res.Pending, a.res.Pending), strings.Compare(a.res.Shard, b.res.Shard))
 	})
 	return out
 }

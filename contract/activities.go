@@ -109,10 +109,9 @@ type AbortParams struct {
 	Prepared PreparedMerge `json:"prepared"`
 }
 
-// AbortResult reports one abort. CommitPresent means the merge did commit after all.
-// CommittedByAnother (with CommitPresent) means another attempt's run published the range,
-// so that attempt reports the pass (decision 0781). It is a negative so that its zero value,
-// what a worker older than the field answers, keeps the old count: the pass is counted.
+// AbortResult reports one abort. CommitPresent means the merge did commit after all;
+// CommittedByAnother, that another attempt's run published it and reports the pass (decision
+// 0781), a negative so that an older worker's answer counts the pass.
 type AbortResult struct {
 	Deleted            int  `json:"deleted"`
 	CommitPresent      bool `json:"commit_present,omitempty"`

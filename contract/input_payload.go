@@ -8,10 +8,8 @@ import (
 	"go.temporal.io/sdk/converter"
 )
 
-// A workflow's input arrives as payloads that anyone with namespace access writes, not only as
-// JSON, and the SDK fails a run whose payload does not decode with its own retryable error,
-// runs `null` as no input and ignores extra arguments. So the workflows take raw payloads
-// (workflows/input_payload.go) and decode them here (decision 0561).
+// The SDK fails a run whose payload does not decode with a retryable error, runs `null` as no
+// input and ignores extra arguments, so the workflows decode raw payloads here (decision 0561).
 
 // DecodeInputPayload decodes a workflow's input payload p into dst exactly as the SDK's JSON
 // payload converter does, after refusing an encoding other than json/plain, `null`, bytes

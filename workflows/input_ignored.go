@@ -9,10 +9,6 @@ import (
 	"github.com/walkeeper/walkeeper/contract"
 )
 
-// An input member no field takes is ignored, so that a worker of an earlier build runs what
-// a later build's starter wrote; a member a person mistyped is ignored alike, so the run names
-// them where its starter and the operator look instead of refusing them (decision 0722).
-
 // ignoredKey keys the run's ignoredInput in its workflow.Context.
 type ignoredKey struct{}
 

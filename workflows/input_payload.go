@@ -7,12 +7,9 @@ import (
 	"github.com/walkeeper/walkeeper/contract"
 )
 
-// rawInput is how Register runs a workflow fn: the SDK hands over the start's payloads
-// undecoded and contract.DecodeInputPayload decodes the first into fn's input, so a payload
-// that is not JSON, `null` or a second argument (extra) fails the run like any other bad
-// input, not with the SDK's retryable error (decision 0561), and members no field takes are
-// reported (noteIgnoredFields). A JSON input decodes as before, so every recorded history
-// replays alike.
+// rawInput is how Register runs a workflow fn: contract.DecodeInputPayload decodes the raw
+// first payload into fn's input, so a bad payload or a second argument (extra) fails the run
+// as invalid input (decision 0561), and members no field takes are reported (noteIgnoredFields).
 func rawInput[In, Out any](fn func(workflow.Context, In) (Out, error)) func(workflow.Context, converter.RawValue, converter.RawValue) (Out, error) {
 	return func(ctx workflow.Context, arg, extra converter.RawValue) (Out, error) {
 		var in In

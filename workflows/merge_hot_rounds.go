@@ -4,10 +4,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// A hot run commits once per round: nobody waits for its commits (its writers seal as fast as
-// it merges), so instead of committing whatever was queued whenever free, about one billable
-// CommitRound per shard, the commit loop waits until every pass of the round has asked (or a
-// round's worth of shards has).
+// A hot run commits once per round, not once per shard: nobody waits for its commits, so the
+// commit loop waits until every pass of the round has asked (or a round's worth of shards has).
 
 // hotRoundCommitsChange is the GetVersion change ID of one commit per hot round.
 const hotRoundCommitsChange = "hot-round-commits"

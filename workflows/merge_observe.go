@@ -11,10 +11,8 @@ import (
 	"github.com/walkeeper/walkeeper/contract"
 )
 
-// What a merge tells Temporal visibility about itself (docs/TEMPORAL.md "What a merge shows")
-// at the fewest billable actions (docs/decisions/0321-merge-pays-for-itself.md): the start's
-// search attributes, an upsert only for a bare start and once at the end, the live figures in
-// the current details and status query, and a memo update at the end.
+// What a merge tells Temporal visibility about itself, at the fewest billable actions
+// (docs/TEMPORAL.md "What a merge shows", decision 0321).
 
 // actions is the billable actions of the chain so far as the workflow counts them: earlier
 // runs', this run's start, its tracker's, upserts and timers.

@@ -6,10 +6,8 @@ import "github.com/walkeeper/walkeeper/contract"
 // contract.MaxResultShards shards; before it, a result of every shard outgrew one payload.
 const resultCappedChange = "merge-result-capped"
 
-// carryBoundedChange is the GetVersion change ID of a continue-as-new whose carry cuts each
-// shard's failure text to contract.MaxCarryErrorBytes: before it, about 490 failed shards
-// passed the 2 MiB Temporal refuses a continue-as-new's input at. It is asked only when the
-// run continues as new, so a run that never does records no marker.
+// carryBoundedChange is the GetVersion change ID of a carry that cuts each shard's failure
+// text to contract.MaxCarryErrorBytes; only a run that continues as new records its marker.
 const carryBoundedChange = "merge-carry-bounded"
 
 // carry is what this run hands to its successor over continue-as-new: every shard's result,
@@ -34,9 +32,8 @@ func (r *mergeRun) shardResults() []contract.ShardMergeResult {
 	return out
 }
 
-// shardsBoundedChange is the GetVersion change ID of a MergeWal whose plan holds at most
-// contract.MaxCarriedShards shards; before it, a chain whose listings named more continued as
-// new with a carry the next run refused as InvalidInput.
+// shardsBoundedChange is the GetVersion change ID of a plan of at most
+// contract.MaxCarriedShards shards, so the next run's input check passes the carry.
 const shardsBoundedChange = "merge-shards-bounded"
 
 // roomForShard reports whether a plan that holds known shards may take one more; the shards a

@@ -102,21 +102,12 @@ type mergeRun struct {
 	upserts, timers int
 	// hot: a confirming listing found generations sealed while this run merged.
 	hot bool
-	// hotRoundsCommitOnce: the run started on code whose hot rounds commit once per round
-	// (hotRoundCommitsChange).
+	// The GetVersion changes the run started on, each named after its change (newMergeRun).
 	hotRoundsCommitOnce bool
-	// abortsSurviveCancel: the run started on code whose Aborts a Cancel does not drop
-	// (abortSurvivesCancelChange).
 	abortsSurviveCancel bool
-	// resultCapped: the run started on code whose result lists at most
-	// contract.MaxResultShards shards (resultCappedChange).
-	resultCapped bool
-	// shardsBounded: the run started on code whose plan holds at most
-	// contract.MaxCarriedShards shards (shardsBoundedChange).
-	shardsBounded bool
-	// abortCountsOwnPass: the run started on code whose Aborts report a pass found committed
-	// only when their own run published it (abortCountsOwnPassChange).
-	abortCountsOwnPass bool
+	resultCapped        bool
+	shardsBounded       bool
+	abortCountsOwnPass  bool
 	// preparing counts the passes of the current round that may still ask for a commit;
 	// asking counts the commit requests sent and not yet taken by the commit loop.
 	preparing, asking int

@@ -75,10 +75,8 @@ func newTracker(ctx workflow.Context, slotWait time.Duration, onChange func()) *
 	return t
 }
 
-// decodeActivityState decodes a walkeeper-activity-state payload as the SDK's channel did; it
-// is received raw so that one that does not decode is counted (the worker's
-// walkeeper_workflow_refused_signals_total) and logged, then dropped as before, the run's
-// commands unchanged.
+// decodeActivityState decodes a signal received raw, so that one that does not decode is
+// counted and logged, then dropped, the run's commands unchanged.
 func decodeActivityState(raw converter.RawValue) (contract.ActivityState, error) {
 	var s contract.ActivityState
 	if raw.Payload() == nil {

@@ -15,7 +15,8 @@ import (
 // Workflow inputs come from anyone with access to the namespace, so every field of every
 // input has bounds on both sides, checked by a pure Validate (validate_*.go) before a workflow
 // does anything. A field out of bounds is an input error naming the field by its JSON name,
-// wrapping target.ErrInvalidInput so that every layer maps it as any invalid input.
+// wrapping target.ErrInvalidInput so that every layer maps it as any invalid input. A Validate
+// reports the first bad field in field order (cmp.Or of the checks), so a message names one.
 
 // inputError is one workflow input field outside its bounds. Its message is
 // "invalid input: <field>: <problem>", e.g. "invalid input: interval: 1ns is below the floor 1s".
@@ -62,17 +63,6 @@ func eachWithin[T any](field, noun string, items []T, maxItems int, check func(T
 	}
 	for i, item := range items {
 		if err := within(fmt.Sprintf("%s[%d]", field, i), check(item)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// firstInvalid returns the first non-nil error: inputs report the first bad field, in field
-// order, so a message names exactly one.
-func firstInvalid(errs ...error) error {
-	for _, err := range errs {
-		if err != nil {
 			return err
 		}
 	}

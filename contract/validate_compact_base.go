@@ -34,7 +34,7 @@ func (in CompactBaseInput) Validate() error {
 	if in.MaxRuns != 0 && in.MaxRuns != CompactEveryRun && (in.MaxRuns < 2 || in.MaxRuns > MaxCompactRuns) {
 		maxRuns = inputErrorf("max_runs", "%d: want 0 (the store's default), -1 (every run) or 2 to %d", in.MaxRuns, MaxCompactRuns)
 	}
-	return firstInvalid(
+	return cmp.Or(
 		in.decodeErr,
 		targetField("target", in.Target),
 		maxRuns,

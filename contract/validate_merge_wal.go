@@ -75,7 +75,7 @@ func (in MergeWalInput) WithDefaults() MergeWalInput {
 // (its provenance is the workflow's to check). Pure.
 func (in MergeWalInput) Validate() error {
 	d := in.WithDefaults()
-	err := firstInvalid(
+	err := cmp.Or(
 		in.decodeErr,
 		targetField("target", in.Target),
 		optional("max_generations", in.MaxGenerations, 1, MaxMergeGenerations),
@@ -100,7 +100,7 @@ func (in MergeWalInput) Validate() error {
 // validate checks a carry's shape: counters in range, at most MaxCarriedShards shards with
 // valid, distinct ids, none with more passes than the chain allows. Pure.
 func (c MergeWalCarry) validate(maxPasses int) error {
-	err := firstInvalid(
+	err := cmp.Or(
 		inRange("runs", c.WorkflowRuns, 1, MaxCarriedRuns),
 		notNegative("pending_at_start", c.PendingAtStart),
 		inRange("actions", c.Actions, 0, MaxCarriedActions),
@@ -123,7 +123,7 @@ func (c MergeWalCarry) validate(maxPasses int) error {
 
 // validate checks one carried shard result. Pure.
 func (r ShardMergeResult) validate(maxPasses int) error {
-	return firstInvalid(
+	return cmp.Or(
 		shardField("shard", r.Shard),
 		notNegative("reclaimed", r.Reclaimed),
 		inRange("passes", r.Passes, 0, maxPasses),
@@ -137,7 +137,7 @@ func (r ShardMergeResult) validate(maxPasses int) error {
 
 // Validate checks MergeWalTick's only field. Pure.
 func (in MergeWalTickInput) Validate() error {
-	return firstInvalid(in.decodeErr, targetField("target", in.Target))
+	return cmp.Or(in.decodeErr, targetField("target", in.Target))
 }
 
 // shardField checks a shard id by the store's rule: 1 to 64 bytes, no '/', '\\' or ':', no

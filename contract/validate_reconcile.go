@@ -28,7 +28,7 @@ func (in ReconcileDemandInput) WithDefaults() ReconcileDemandInput {
 // (their provenance is the workflow's to check, CarriedField). Pure.
 func (in ReconcileDemandInput) Validate() error {
 	d := in.WithDefaults()
-	err := firstInvalid(
+	err := cmp.Or(
 		in.decodeErr,
 		inRange("page_size", d.PageSize, MinReconcilePage, MaxReconcilePage),
 		inRange("concurrency", cmp.Or(in.Concurrency, DefaultReconcileConcurrency), 1, MaxStoreConcurrency),
@@ -47,7 +47,7 @@ func (in ReconcileDemandInput) Validate() error {
 		return err
 	}
 	return eachWithin("problems", "problems", in.Problems, MaxReconcileUnreadable, func(p StoreProblem) error {
-		return firstInvalid(
+		return cmp.Or(
 			lengthWithin("target", p.Target, maxCarriedTextBytes),
 			lengthWithin("error", p.Error, maxCarriedErrorBytes),
 			lengthWithin("error_type", p.ErrorType, maxErrorTypeBytes),

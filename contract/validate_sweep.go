@@ -67,7 +67,7 @@ func (in MaintenanceSweepInput) WithDefaults() MaintenanceSweepInput {
 // one sweep may add (SweepHistoryBound). Pure.
 func (in MaintenanceSweepInput) Validate() error {
 	d := in.WithDefaults()
-	err := firstInvalid(
+	err := cmp.Or(
 		in.decodeErr,
 		inRange("merge_min_generations", d.MergeMinGenerations, 1, MaxSweepMergeMinGenerations),
 		offOrInRange("max_pending_age", d.MaxPendingAge, MinSweepMaxPendingAge, MaxSweepMaxPendingAge),
@@ -102,7 +102,7 @@ func (in SweepWindowInput) WithDefaults() SweepWindowInput {
 // provenance is the workflow's to check). Pure.
 func (in SweepWindowInput) Validate() error {
 	d := in.WithDefaults()
-	err := firstInvalid(
+	err := cmp.Or(
 		in.decodeErr,
 		within("sweep", in.Sweep.Validate()),
 		inRange("interval", d.Interval, MinSweepInterval, MaxSweepInterval),
@@ -119,7 +119,7 @@ func (in SweepWindowInput) Validate() error {
 // at most MaxSweepRecentRounds rounds of at most MaxSweepRoundStarts starts. Pure.
 func (c SweepWindowCarry) validate(window time.Duration) error {
 	t := c.Totals
-	err := firstInvalid(
+	err := cmp.Or(
 		timeSet("origin", c.Origin),
 		spanWithin("ends", c.Origin, c.Ends, window),
 		inRange("runs", c.Runs, 1, MaxCarriedRuns),
@@ -139,7 +139,7 @@ func (c SweepWindowCarry) validate(window time.Duration) error {
 
 // validate checks one carried round of a window that has run rounds rounds. Pure.
 func (r SweepRound) validate(rounds int) error {
-	err := firstInvalid(
+	err := cmp.Or(
 		inRange("round", r.Round, 1, rounds),
 		oneOf("trigger", r.Trigger, SweepRoundInterval, SweepRoundNow),
 		lengthWithin("summary", r.Summary, maxCarriedTextBytes),
@@ -150,7 +150,7 @@ func (r SweepRound) validate(rounds int) error {
 		return err
 	}
 	return eachWithin("starts", "starts", r.Starts, MaxSweepRoundStarts, func(s SweepStart) error {
-		return firstInvalid(
+		return cmp.Or(
 			lengthWithin("target", s.Target, maxCarriedTextBytes),
 			lengthWithin("workflow", s.Workflow, maxCarriedTextBytes),
 			lengthWithin("trigger", s.Trigger, maxCarriedTextBytes),

@@ -271,13 +271,13 @@ func (r *mergeRun) mergeRounds(ctx workflow.Context, commits workflow.Channel) {
 		if relisted {
 			r.relist(ctx)
 		}
-		order := roundOrder(estimatedTodo(r.todo()))
+		order := roundOrder(r.todo())
 		if len(order) == 0 && round > 1 && !relisted {
 			if r.hot && !r.waitToRelist(ctx) {
 				return
 			}
 			r.relist(ctx)
-			order = roundOrder(estimatedTodo(r.todo()))
+			order = roundOrder(r.todo())
 			r.hot = r.hot || len(order) > 0
 		}
 		if len(order) == 0 {
@@ -323,15 +323,10 @@ func (r *mergeRun) waitToRelist(ctx workflow.Context) bool {
 	return timer.Get(ctx, nil) == nil
 }
 
-// estimatedTodo keeps the shards whose estimate says something is pending. Pure.
-func estimatedTodo(shards []*shardRun) []*shardRun {
-	return slices.DeleteFunc(slices.Clone(shards), func(sh *shardRun) bool { return sh.res.Pending <= 0 })
-}
-
-// roundOrder is one round's visiting order: most estimated pending generations first, then
-// shard id. Pure.
+// roundOrder is one round's visiting order: the shards whose estimate says something is
+// pending, most estimated pending generations first, then shard id. Pure.
 func roundOrder(shards []*shardRun) []*shardRun {
-	out := slices.Clone(shards)
+	out := slices.DeleteFunc(slices.Clone(shards), func(sh *shardRun) bool { return sh.res.Pending <= 0 })
 	slices.SortStableFunc(out, func(a, b *shardRun) int {
 		return cmp.Or(cmp.Compare(b.res.Pending, a.res.Pending), strings.Compare(a.res.Shard, b.res.Shard))
 	})

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -132,15 +133,12 @@ func (w *unknownWalk) field(t reflect.Type, key []byte) (jsonscan.Field, bool) {
 		fs = jsonscan.Fields(t)
 		w.fields[t] = fs
 	}
-	for _, f := range fs {
-		if f.Name == string(key) {
-			return f, true
-		}
+	i := slices.IndexFunc(fs, func(f jsonscan.Field) bool { return f.Name == string(key) })
+	if i < 0 {
+		i = slices.IndexFunc(fs, func(f jsonscan.Field) bool { return bytes.EqualFold([]byte(f.Name), key) })
 	}
-	for _, f := range fs {
-		if bytes.EqualFold([]byte(f.Name), key) {
-			return f, true
-		}
+	if i < 0 {
+		return jsonscan.Field{}, false
 	}
-	return jsonscan.Field{}, false
+	return fs[i], true
 }

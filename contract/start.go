@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -131,8 +132,5 @@ func RunTimeout(d time.Duration) StartOption {
 // RunContinueAfter is the age, half the run timeout, at which a run with runTimeout (0: none)
 // hands over, so the pass in flight finishes within it.
 func RunContinueAfter(runTimeout time.Duration) time.Duration {
-	if runTimeout <= 0 {
-		runTimeout = DefaultMergeRunTimeout
-	}
-	return runTimeout / 2
+	return cmp.Or(max(runTimeout, 0), DefaultMergeRunTimeout) / 2
 }

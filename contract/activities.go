@@ -2,10 +2,6 @@ package contract
 
 import "time"
 
-// The activity contract: one params and one result struct per activity, named after the
-// activity (CompactPass* for activity CompactBase, whose workflow takes CompactBaseInput),
-// plus the heartbeat details and the signal an activity sends its workflow.
-
 // ListPendingShardsParams names the store whose shards to list.
 type ListPendingShardsParams struct {
 	Target string `json:"target"`

@@ -1,10 +1,5 @@
 package contract
 
-// Wire types: what the store hands over through workflow history, declared here so that the
-// history's JSON shape is owned by the contract and not by store/ (whose own structs may be
-// renamed or retagged freely). Package activities converts at the boundary
-// (activities/wire.go); wire_test.go pins the shape.
-
 // PreparedMerge is the reference Prepare returns and CommitRound or Abort consume: the small
 // record of one prepared merge (store.PreparedMerge on the store side). It carries no row
 // data, only what is needed to publish or discard the staged files.

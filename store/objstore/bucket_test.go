@@ -11,8 +11,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-
-	"gocloud.dev/blob"
 )
 
 // Helpers for this package's tests that need a bucket, and the tests of what is not the
@@ -118,10 +116,10 @@ func tempFilesUnder(t *testing.T, root string) []string {
 
 // TestOpenBucketSchemes: the gocloud schemes are registered, bad URLs are refused.
 func TestOpenBucketSchemes(t *testing.T) {
-	// The gocloud schemes must be registered (the drivers are imported by gocloud.go).
+	// The gocloud schemes must be registered on walkeeper's mux (gocloud.go).
 	// file:// and mem:// are native (file.go, mem.go).
 	for _, s := range []string{"s3", "gs", "azblob"} {
-		if !blob.DefaultURLMux().ValidBucketScheme(s) {
+		if !gocloudMux.ValidBucketScheme(s) {
 			t.Errorf("scheme %q not registered", s)
 		}
 	}

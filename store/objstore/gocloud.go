@@ -16,13 +16,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"gocloud.dev/blob"
+	"gocloud.dev/blob/azureblob"
+	"gocloud.dev/blob/gcsblob"
+	"gocloud.dev/blob/s3blob"
 	"gocloud.dev/gcerrors"
-
-	// The storage schemes served through gocloud. Importing the drivers registers their URL
-	// openers on blob.DefaultURLMux, which is what makes OpenBucket("s3://...") work.
-	_ "gocloud.dev/blob/azureblob"
-	_ "gocloud.dev/blob/gcsblob"
-	_ "gocloud.dev/blob/s3blob"
 )
 
 // gocloudBackend serves s3://, gs:// and azblob:// through gocloud.dev/blob.
@@ -34,16 +31,7 @@ func openGocloudBackend(ctx context.Context, rawURL string, u *url.URL) (*goclou
 	if err := checkGocloudParams(u); err != nil {
 		return nil, invalidf("storage url %q: %v", rawURL, err)
 	}
-	mux := blob.DefaultURLMux()
-	switch u.Scheme {
-	case "gs":
-		mux = gcsMux // every answer checked (gocloud_gcsanswers.go)
-	case "s3":
-		mux = s3Mux // every error answer bounded (gocloud_s3answers.go)
-	case "azblob":
-		mux = azMux // every answer but an object's bytes bounded (gocloud_azanswers.go)
-	}
-	bkt, err := mux.OpenBucket(ctx, rawURL)
+	bkt, err := gocloudMux.OpenBucket(ctx, rawURL)
 	if err != nil {
 		// The openers only parse the URL and load the configuration it names (profile, role,
 		// credentials files); no request reaches the bucket, so every error is the operator's.
@@ -53,6 +41,17 @@ func openGocloudBackend(ctx context.Context, rawURL string, u *url.URL) (*goclou
 	}
 	return &gocloudBackend{bkt: bkt}, nil
 }
+
+// gocloudMux opens s3://, gs:// and azblob:// URLs as blob.DefaultURLMux does (the prefix and
+// key parameters too), but through walkeeper's openers, whose clients check the storage's
+// answers: s3Opener (gocloud_s3answers.go), gcsOpener and azOpener.
+var gocloudMux = func() *blob.URLMux {
+	m := new(blob.URLMux)
+	m.RegisterBucket(s3blob.Scheme, s3Opener{})
+	m.RegisterBucket(gcsblob.Scheme, &gcsOpener{})
+	m.RegisterBucket(azureblob.Scheme, &azOpener{})
+	return m
+}()
 
 // checkGocloudParams refuses the values gocloud accepts at open but that fail only at the
 // first request, far from the flag that set them.
@@ -146,10 +145,6 @@ func (g *gocloudBackend) put(ctx context.Context, key string, data []byte, ifAbs
 	}
 }
 
-func (g *gocloudBackend) exists(ctx context.Context, key string) (bool, error) {
-	return g.existsChecked(ctx, key)
-}
-
 func (g *gocloudBackend) delete(ctx context.Context, key string) error {
 	err := mapErr(g.bkt.Delete(ctx, key))
 	if errors.Is(err, ErrNotFound) {
@@ -186,7 +181,17 @@ func (g *gocloudBackend) listDirs(ctx context.Context, prefix string, fn func(st
 // row are bounded (emptyPages).
 func (g *gocloudBackend) eachListed(ctx context.Context, opts *blob.ListOptions, fn func(*blob.ListObject) error) error {
 	ctx, empty := withEmptyPages(ctx)
-	opts.BeforeList = empty.guard(guardS3Listing(opts.BeforeList))
+	before := opts.BeforeList
+	opts.BeforeList = func(as func(any) bool) error {
+		if err := empty.requested(); err != nil {
+			return err
+		}
+		guardS3Listing(as)
+		if before == nil {
+			return nil
+		}
+		return before(as)
+	}
 	it := g.bkt.List(opts)
 	var lastKey, lastDir string
 	for {

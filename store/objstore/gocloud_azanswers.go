@@ -41,14 +41,6 @@ const (
 	azureApplicationID = "go-cloud/blob/0.47.0"
 )
 
-// azMux opens azblob:// URLs as blob.DefaultURLMux does (the prefix and key parameters too),
-// but through azOpener.
-var azMux = func() *blob.URLMux {
-	m := new(blob.URLMux)
-	m.RegisterBucket(azureblob.Scheme, &azOpener{})
-	return m
-}()
-
 // azOpener is azureblob's own URL opener (v0.47.0, lazyOpener and credInfoT.NewClient) with
 // every container client it makes talking through azAnswers: the same credentials, chosen
 // from the environment once, at the first open in the process, and the same SAS same-origin

@@ -31,8 +31,8 @@ func (g *gocloudBackend) newReader(ctx context.Context, key string) (r *blob.Rea
 	return g.bkt.NewReader(withGCSRead(ctx), key, nil)
 }
 
-// existsChecked is bkt.Exists with a panic of the driver turned into an error.
-func (g *gocloudBackend) existsChecked(ctx context.Context, key string) (ok bool, err error) {
+// exists is bkt.Exists with a panic of the driver turned into an error.
+func (g *gocloudBackend) exists(ctx context.Context, key string) (ok bool, err error) {
 	defer recoverDriver(&err)
 	return g.bkt.Exists(ctx, key)
 }

@@ -16,11 +16,11 @@ import (
 const maxEmptyListPages = 1000
 
 // emptyPages counts one listing's empty pages in a row: the driver pages requested since the
-// listing last yielded an entry (gocloud's recursion, guard) and, on GCS, the empty
+// listing last yielded an entry (gocloud's recursion, requested) and, on GCS, the empty
 // answers the GCS client read within one driver page (emptyGCSAnswer). One listing runs on one
 // goroutine; the counts are atomic only so that a transport may touch them from another.
 type emptyPages struct {
-	requested atomic.Bool  // a driver page was requested
+	pageAsked atomic.Bool  // a driver page was requested
 	yielded   atomic.Bool  // the listing yielded an entry since the last driver page request
 	n         atomic.Int64 // empty pages in a row
 }
@@ -31,12 +31,6 @@ type emptyPagesKey struct{}
 func withEmptyPages(ctx context.Context) (context.Context, *emptyPages) {
 	e := &emptyPages{}
 	return context.WithValue(ctx, emptyPagesKey{}, e), e
-}
-
-// emptyPagesOf is the count ctx carries (nil: not a listing's request).
-func emptyPagesOf(ctx context.Context) *emptyPages {
-	e, _ := ctx.Value(emptyPagesKey{}).(*emptyPages)
-	return e
 }
 
 // entry records an entry the listing yielded.
@@ -53,22 +47,14 @@ func (e *emptyPages) empty() error {
 	return nil
 }
 
-// guard returns a BeforeList that fails a driver page requested after more than
-// maxEmptyListPages driver pages in a row that yielded no entry, before running before (nil:
-// none). It sees every driver's pages, whatever the scheme: S3's and Azure's are one request
-// each.
-func (e *emptyPages) guard(before func(as func(any) bool) error) func(as func(any) bool) error {
-	return func(as func(any) bool) error {
-		if e.requested.Swap(true) && !e.yielded.Swap(false) {
-			if err := e.empty(); err != nil {
-				return err
-			}
-		}
-		if before == nil {
-			return nil
-		}
-		return before(as)
+// requested records a driver page requested, failing after more than maxEmptyListPages
+// driver pages in a row that yielded no entry. It sees every driver's pages, whatever the
+// scheme: S3's and Azure's are one request each.
+func (e *emptyPages) requested() error {
+	if e.pageAsked.Swap(true) && !e.yielded.Swap(false) {
+		return e.empty()
 	}
+	return nil
 }
 
 // emptyGCSAnswer records a GCS objects.list answer of the listing whose request it answers
@@ -76,7 +62,7 @@ func (e *emptyPages) guard(before func(as func(any) bool) error) func(as func(an
 // GCS client fills a driver page from as many answers as it takes, asking again after an
 // empty one without returning, so no BeforeList sees them.
 func emptyGCSAnswer(ctx context.Context, entries int, more bool) error {
-	e := emptyPagesOf(ctx)
+	e, _ := ctx.Value(emptyPagesKey{}).(*emptyPages)
 	switch {
 	case e == nil || !more:
 		return nil

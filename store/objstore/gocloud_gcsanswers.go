@@ -39,14 +39,6 @@ const (
 	maxGCSReadReopens = 4
 )
 
-// gcsMux opens gs:// URLs as blob.DefaultURLMux does (the prefix and key parameters too), but
-// through gcsOpener.
-var gcsMux = func() *blob.URLMux {
-	m := new(blob.URLMux)
-	m.RegisterBucket(gcsblob.Scheme, &gcsOpener{})
-	return m
-}()
-
 // gcsOpener is gcsblob's own URL opener (v0.47.0, lazyCredsOpener) with every HTTP client it
 // builds checking its answers (gcsAnswers): the same credentials, loaded once per
 // universe_domain, and gcsblob's URLOpener parsing the rest of the URL. It leaves out only

@@ -17,7 +17,7 @@ import (
 )
 
 // What walkeeper reads of an S3 answer, since the SDK reads an error answer whole and believes
-// any 200 to a listing: the bucket's S3 client bounds every error answer (boundS3Answers),
+// any 200 to a listing: the bucket's S3 client bounds every error answer (s3Opener),
 // and gocloud's BeforeList hook bounds and checks each list page (docs/STORAGE.md §4).
 const (
 	// maxS3ListAnswer bounds one list page's body: 1,000 entries (the page size asked) of
@@ -26,17 +26,13 @@ const (
 	maxS3ListAnswer = 8 << 20
 )
 
-// s3Mux opens s3:// URLs as blob.DefaultURLMux does, the prefix and key parameters too, each
-// bucket on a client whose error answers are bounded (boundS3Answers).
-var s3Mux = func() *blob.URLMux {
-	m := new(blob.URLMux)
-	m.RegisterBucket(s3blob.Scheme, s3Opener{})
-	return m
-}()
-
-// s3Opener is s3blob's URL opener with its bucket reopened by boundS3Answers. It sits under
-// the mux, which wraps what it returns for prefix= and key=: a reopen above the mux would
-// drop them, and a prefixed root would read and write the bucket's top.
+// s3Opener is s3blob's URL opener with its bucket reopened on a copy of its S3 client whose
+// HTTP client refuses an error answer's body past maxErrorAnswer, since gocloud gives a
+// per-request hook to lists and gets only, not to puts, deletes or heads. The copy keeps every
+// option the URL set on the client, and the reopened bucket the s3blob options the opener
+// takes from the URL (ssetype, kmskeyid, the client's checksum setting). It sits under the
+// mux, which wraps what it returns for prefix= and key=: a reopen above the mux would drop
+// them, and a prefixed root would read and write the bucket's top.
 type s3Opener struct{}
 
 func (s3Opener) OpenBucketURL(ctx context.Context, u *url.URL) (*blob.Bucket, error) {
@@ -44,15 +40,6 @@ func (s3Opener) OpenBucketURL(ctx context.Context, u *url.URL) (*blob.Bucket, er
 	if err != nil {
 		return nil, err
 	}
-	return boundS3Answers(ctx, bkt, u)
-}
-
-// boundS3Answers reopens bkt, which gocloud's URL opener opened from u, on a copy of its S3
-// client whose HTTP client refuses an error answer's body past maxErrorAnswer, since gocloud
-// gives a per-request hook to lists and gets only, not to puts, deletes or heads. The copy keeps
-// every option the URL set on the client, and the reopened bucket the s3blob options the
-// opener takes from the URL (ssetype, kmskeyid, the client's checksum setting). bkt is closed.
-func boundS3Answers(ctx context.Context, bkt *blob.Bucket, u *url.URL) (*blob.Bucket, error) {
 	defer bkt.Close()
 	var client *s3.Client
 	if !bkt.As(&client) {
@@ -74,27 +61,18 @@ func boundS3Answers(ctx context.Context, bkt *blob.Bucket, u *url.URL) (*blob.Bu
 	return s3blob.OpenBucket(ctx, bounded, u.Host, opts)
 }
 
-// s3ListGuard checks the answers of one S3 listing, page after page; its empty pages in a
-// row are bounded as every gocloud listing's (emptyPages).
-type s3ListGuard struct{}
-
-// guardS3Listing returns a BeforeList that bounds and checks each S3 page of one listing
-// before running before (nil: none).
-func guardS3Listing(before func(as func(any) bool) error) func(as func(any) bool) error {
-	g := &s3ListGuard{}
-	return func(as func(any) bool) error {
-		var optFns *[]func(*s3.Options)
-		if as(&optFns) {
-			*optFns = append(*optFns, g.apply)
-		}
-		if before == nil {
-			return nil
-		}
-		return before(as)
+// guardS3Listing, run by a listing's BeforeList, bounds and checks the S3 page it requests
+// (checkS3ListPages); its empty pages in a row are bounded as every gocloud listing's
+// (emptyPages).
+func guardS3Listing(as func(any) bool) {
+	var optFns *[]func(*s3.Options)
+	if as(&optFns) {
+		*optFns = append(*optFns, checkS3ListPages)
 	}
 }
 
-func (g *s3ListGuard) apply(o *s3.Options) {
+// checkS3ListPages bounds each list page's body and checks the page (checkS3ListPage).
+func checkS3ListPages(o *s3.Options) {
 	o.HTTPClient = boundedAnswers{next: o.HTTPClient, okLimit: maxS3ListAnswer}
 	o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
 		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("walkeeperCheckListPage",
@@ -102,17 +80,17 @@ func (g *s3ListGuard) apply(o *s3.Options) {
 				middleware.InitializeOutput, middleware.Metadata, error) {
 				out, md, err := next.HandleInitialize(ctx, in)
 				if page, ok := out.Result.(*s3.ListObjectsV2Output); ok && err == nil {
-					err = g.check(page)
+					err = checkS3ListPage(page)
 				}
 				return out, md, err
 			}), middleware.Before)
 	})
 }
 
-// check fails a page that is not a listing (S3 always says whether it is truncated; a 200
+// checkS3ListPage fails a page that is not a listing (S3 always says whether it is truncated; a 200
 // holding an <Error> document or nothing decodes as an empty page), a truncated page without
 // the token that continues it, which gocloud reads as the end.
-func (g *s3ListGuard) check(page *s3.ListObjectsV2Output) error {
+func checkS3ListPage(page *s3.ListObjectsV2Output) error {
 	if page.IsTruncated == nil {
 		return fmt.Errorf("%w: the answer is not a ListBucketResult (no IsTruncated)", errBadListing)
 	}

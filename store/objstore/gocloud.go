@@ -33,9 +33,8 @@ func openGocloudBackend(ctx context.Context, rawURL string, u *url.URL) (*goclou
 	}
 	bkt, err := gocloudMux.OpenBucket(ctx, rawURL)
 	if err != nil {
-		// The openers only parse the URL and load the configuration it names (profile, role,
-		// credentials files); no request reaches the bucket, so every error is the operator's.
-		// The URL is named once, here, not again in the opener's own prefix.
+		// The openers only parse the URL and load the configuration it names; no request
+		// reaches the bucket, so every error is the operator's.
 		msg := strings.TrimPrefix(err.Error(), "open bucket "+u.String()+": ")
 		return nil, invalidf("storage url %q: %s", rawURL, msg)
 	}
@@ -130,8 +129,7 @@ func (g *gocloudBackend) putFrom(ctx context.Context, key string, write func(io.
 func (g *gocloudBackend) put(ctx context.Context, key string, data []byte, ifAbsent bool, wd *watchdog) error {
 	for attempt := 0; ; attempt++ {
 		// Bucket.Upload, never Writer.Write: gocloud v0.47.0's azureblob writer panics whenever
-		// an upload through Write fails (a nil *io.PipeReader), and every lost commit race on
-		// azblob:// is such a failure (docs/STORAGE.md §4; regression: test/backends on Azurite).
+		// an upload through Write fails, as every lost commit race does (docs/STORAGE.md §4).
 		r := progressReader{bytes.NewReader(data), wd}
 		err := mapErr(g.bkt.Upload(ctx, key, r, writerOpts(ifAbsent)))
 		if err == nil || !ifAbsent || !isConditionalConflict(err) || attempt >= 4 {

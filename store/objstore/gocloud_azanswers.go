@@ -42,10 +42,8 @@ const (
 )
 
 // azOpener is azureblob's own URL opener (v0.47.0, lazyOpener and credInfoT.NewClient) with
-// every container client it makes talking through azAnswers: the same credentials, chosen
-// from the environment once, at the first open in the process, and the same SAS same-origin
-// check, with azureblob's URLOpener parsing the rest of the URL (domain, protocol, cdn,
-// localemu, storage_account).
+// every container client it makes talking through azAnswers; the credentials are chosen from
+// the environment once, at the first open in the process, as azureblob's are.
 type azOpener struct {
 	init   sync.Once
 	opener *azureblob.URLOpener
@@ -295,11 +293,9 @@ func (e azRefused) Error() string { return e.err.Error() }
 func (e azRefused) Unwrap() error { return e.err }
 func (azRefused) NonRetriable()   {}
 
-// errHostUnresolved is a storage host whose name did not resolve: a DNS outage, a mistyped
-// account or domain. gocloud's azureblob (v0.47.0, bucket.ErrorCode) takes any error whose
-// text holds "no such host" for a missing object, so an existence check said false, a delete
-// succeeded and a read failed not found; as the round trip's error it is a failure of the
-// storage, which azcore retries within its bounded policy, since a lookup may fail briefly.
+// errHostUnresolved is a storage host whose name did not resolve, which azureblob took for a
+// missing object by the resolver's text (docs/RELIABILITY.md finding 127); azcore retries it
+// within its bounded policy, since a lookup may fail briefly.
 var errHostUnresolved = errors.New("lookup failed")
 
 // hostUnresolvedError is errHostUnresolved naming the host, with a text that leaves out the

@@ -32,17 +32,15 @@ const (
 	// page size) about 1.5 KB each for walkeeper's keys; GCS's longest names (1,024 bytes),
 	// written in the four fields that repeat them, make a page of 4 to 12 MB.
 	maxGCSJSONAnswer = 16 << 20
-	// maxGCSReadReopens bounds the reopenings of one read's object body: the GCS client
-	// reopens a body that fails at once, without backoff or limit (a body that ends before its
-	// first byte was asked again about 500 times a second until --storage-stall-timeout), and
-	// a sound server's body breaks once in a long while, not four times in one read.
+	// maxGCSReadReopens bounds the reopenings of one read's object body, which the GCS client
+	// reopens at once, without backoff or limit (docs/RELIABILITY.md finding 120); a sound
+	// server's body breaks once in a long while, not four times in one read.
 	maxGCSReadReopens = 4
 )
 
 // gcsOpener is gcsblob's own URL opener (v0.47.0, lazyCredsOpener) with every HTTP client it
-// builds checking its answers (gcsAnswers): the same credentials, loaded once per
-// universe_domain, and gcsblob's URLOpener parsing the rest of the URL. It leaves out only
-// what signs URLs (GoogleAccessID, PrivateKey, MakeSignBytes), which walkeeper never does.
+// builds checking its answers (gcsAnswers); it leaves out only what signs URLs, which
+// walkeeper never does.
 type gcsOpener struct {
 	mu      sync.Mutex
 	openers map[string]*gcsblob.URLOpener // by universe_domain
@@ -207,12 +205,10 @@ func (b *gcsReadBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// errAccessRefused is a GCS 403: GCS answers 404 to a caller allowed to see that an object
-// is missing, 403 only to one that is not allowed, which gcsblob takes for not found too (an
-// existence check said false, a delete succeeded, a missing store failed a merge for good).
-// As the round trip's error it is a failure of the storage, which the client does not retry,
-// like an S3 AccessDenied (a reason naming a network failure, "connection reset", it retries
-// with backoff, as it does a 503).
+// errAccessRefused is a GCS 403, which GCS sends only to a caller not allowed to see whether
+// an object exists and gcsblob takes for not found (docs/RELIABILITY.md finding 126). As the
+// round trip's error it is a failure of the storage, which the client does not retry, like an
+// S3 AccessDenied.
 var errAccessRefused = errors.New("storage refused access (HTTP 403)")
 
 // gcsForbidden is errAccessRefused with GCS's reason, from a JSON API error or an XML one

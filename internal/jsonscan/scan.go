@@ -1,12 +1,7 @@
-// Package jsonscan is walkeeper's one hand-written JSON scanner. It finds the extent of
-// JSON text by index (white space, strings, whole values, an object's members, an array's
-// elements) and reads the few scalars the hand-written decoders need, each exactly as
-// encoding/json reads them or not at all. The row codec splits a client's body with it after
-// json.Valid, and contract walks a workflow input with it for the members decoding ignores;
-// the manifest codec reads the shape it writes with it and leaves anything else to
-// encoding/json. Fields names a struct's members as encoding/json does, for the two walks
-// that match members against a type: strict request bodies and workflow inputs. It imports
-// nothing of walkeeper, so that contract, a leaf, may use it.
+// Package jsonscan is walkeeper's one hand-written JSON scanner: it finds the extent of JSON
+// text by index and reads the few scalars the hand-written decoders need, each exactly as
+// encoding/json reads them or not at all, and Fields names a struct's members as
+// encoding/json does. It imports nothing of walkeeper, so that contract, a leaf, may use it.
 package jsonscan
 
 import (
@@ -30,8 +25,8 @@ func SkipWS(b []byte, i int) int {
 	return i
 }
 
-// ScanString returns the index just after the JSON string starting at b[i] == '"'.
-func ScanString(b []byte, i int) int {
+// scanString returns the index just after the JSON string starting at b[i] == '"'.
+func scanString(b []byte, i int) int {
 	for j := i + 1; j < len(b); j++ {
 		switch b[j] {
 		case '\\':
@@ -43,21 +38,21 @@ func ScanString(b []byte, i int) int {
 	return len(b)
 }
 
-// ScanValue returns the index just after the valid JSON value starting at b[i]. On invalid
+// scanValue returns the index just after the valid JSON value starting at b[i]. On invalid
 // input it returns some index in (i, len(b)], never panicking.
-func ScanValue(b []byte, i int) int {
+func scanValue(b []byte, i int) int {
 	if i >= len(b) {
 		return len(b)
 	}
 	switch b[i] {
 	case '"':
-		return ScanString(b, i)
+		return scanString(b, i)
 	case '{', '[':
 		depth := 0
 		for j := i; j < len(b); j++ {
 			switch b[j] {
 			case '"':
-				j = ScanString(b, j) - 1
+				j = scanString(b, j) - 1
 			case '{', '[':
 				depth++
 			case '}', ']':
@@ -90,14 +85,14 @@ func SplitObject(raw []byte, fn func(key, val []byte) error) error {
 		if raw[i] != '"' {
 			return ErrMalformed
 		}
-		kEnd := ScanString(raw, i)
+		kEnd := scanString(raw, i)
 		key := raw[i:kEnd]
 		i = SkipWS(raw, kEnd)
 		if i >= len(raw) || raw[i] != ':' {
 			return ErrMalformed
 		}
 		i = SkipWS(raw, i+1)
-		vEnd := ScanValue(raw, i)
+		vEnd := scanValue(raw, i)
 		if err := fn(key, raw[i:vEnd]); err != nil {
 			return err
 		}
@@ -122,7 +117,7 @@ func SplitObject(raw []byte, fn func(key, val []byte) error) error {
 // not read.
 func SplitArray(raw []byte, fn func(elem []byte) error) error {
 	for i := SkipWS(raw, 1); i < len(raw) && raw[i] != ']'; {
-		end := ScanValue(raw, i)
+		end := scanValue(raw, i)
 		if err := fn(raw[i:end]); err != nil {
 			return err
 		}

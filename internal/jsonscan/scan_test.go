@@ -34,7 +34,7 @@ func FuzzScalars(f *testing.F) {
 				t.Fatalf("Int(%q) = %d; encoding/json: %d, %v", b, v, want, err)
 			}
 		}
-		if end := ScanString(b, 0); len(b) > 0 && b[0] == '"' && end <= len(b) && TextProblem(b[:end]) == "" && json.Valid(b[:end]) {
+		if end := scanString(b, 0); len(b) > 0 && b[0] == '"' && end <= len(b) && TextProblem(b[:end]) == "" && json.Valid(b[:end]) {
 			var want string
 			got, err := Unquote(b[:end])
 			if jerr := json.Unmarshal(b[:end], &want); err != nil || jerr != nil || got != want {

@@ -178,7 +178,8 @@ func (g *gocloudBackend) listDirs(ctx context.Context, prefix string, fn func(st
 // S3 page is bounded and checked as it arrives (guardS3Listing), and the empty pages in a
 // row are bounded (emptyPages).
 func (g *gocloudBackend) eachListed(ctx context.Context, opts *blob.ListOptions, fn func(*blob.ListObject) error) error {
-	ctx, empty := withEmptyPages(ctx)
+	empty := &emptyPages{}
+	ctx = context.WithValue(ctx, emptyPagesKey{}, empty)
 	before := opts.BeforeList
 	opts.BeforeList = func(as func(any) bool) error {
 		if err := empty.requested(); err != nil {
@@ -258,11 +259,7 @@ func storedName(obj *blob.ListObject) (name string, dir, ok bool) {
 // nextListed is it.Next with a panic of the driver turned into an error: gocloud's s3blob
 // dereferences parts of a listing answer that a server may leave out (a key's LastModified).
 func nextListed(ctx context.Context, it *blob.ListIterator) (obj *blob.ListObject, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			obj, err = nil, fmt.Errorf("%w: the storage driver failed on it: %v", errBadListing, r)
-		}
-	}()
+	defer recoverDriver(&err, errBadListing)
 	return it.Next(ctx)
 }
 

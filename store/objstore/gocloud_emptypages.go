@@ -25,13 +25,8 @@ type emptyPages struct {
 	n         atomic.Int64 // empty pages in a row
 }
 
+// emptyPagesKey keys the *emptyPages of one listing in the context of its requests.
 type emptyPagesKey struct{}
-
-// withEmptyPages returns ctx carrying a fresh count for one listing, and the count.
-func withEmptyPages(ctx context.Context) (context.Context, *emptyPages) {
-	e := &emptyPages{}
-	return context.WithValue(ctx, emptyPagesKey{}, e), e
-}
 
 // entry records an entry the listing yielded.
 func (e *emptyPages) entry() {

@@ -53,7 +53,8 @@ func (o *gcsOpener) OpenBucketURL(ctx context.Context, u *url.URL) (*blob.Bucket
 		return nil, fmt.Errorf("open bucket %v: %w", u, err)
 	}
 	withURL := *opener
-	if os.Getenv("STORAGE_EMULATOR_HOST") != "" || gcsAnonymous(q) {
+	anon, _ := strconv.ParseBool(q.Get("anonymous")) // as gcsblob reads it, which refuses a bad value
+	if os.Getenv("STORAGE_EMULATOR_HOST") != "" || anon || q.Get("access_id") == "-" {
 		// gcsblob then talks through a plain client of its own (http.DefaultClient, or an
 		// anonymous one); an HTTP client option, applied after its own, replaces it.
 		plain := &http.Client{Transport: gcsAnswers{next: gcp.DefaultTransport()}}
@@ -61,13 +62,6 @@ func (o *gcsOpener) OpenBucketURL(ctx context.Context, u *url.URL) (*blob.Bucket
 		withURL.Options.ClientOptions = append(cached, option.WithHTTPClient(plain))
 	}
 	return withURL.OpenBucketURL(ctx, u)
-}
-
-// gcsAnonymous reports a URL that asks gcsblob for an unauthenticated client, as its
-// URLOpener reads it (an invalid value it refuses itself).
-func gcsAnonymous(q url.Values) bool {
-	anon, _ := strconv.ParseBool(q.Get("anonymous"))
-	return anon || q.Get("access_id") == "-"
 }
 
 // gcsOverGRPC names the parameter of a URL that asks gcsblob for the gRPC API (zonal=true
@@ -180,12 +174,6 @@ type gcsReadKey struct{}
 // first: an object read from its start asks for no range.
 type gcsRead struct {
 	failed atomic.Int32
-}
-
-// withGCSRead returns ctx marked as the context of one read, whose reopenings gcsAnswers
-// then bounds; every other scheme ignores the mark.
-func withGCSRead(ctx context.Context) context.Context {
-	return context.WithValue(ctx, gcsReadKey{}, new(gcsRead))
 }
 
 // gcsReadBody is an object's body that counts, in its read, its breaking off: any error but

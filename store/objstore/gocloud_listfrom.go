@@ -38,30 +38,24 @@ func (g *gocloudBackend) listFrom(ctx context.Context, prefix, startAfter string
 func startAfterHook(key string) func(as func(any) bool) error {
 	return func(as func(any) bool) error {
 		var s3v2 *s3.ListObjectsV2Input
-		if as(&s3v2) {
+		var s3v1 *s3.ListObjectsInput
+		var q *storage.Query
+		var az *container.ListBlobsHierarchyOptions
+		switch {
+		case as(&s3v2):
 			if s3v2.ContinuationToken == nil {
 				s3v2.StartAfter = &key
 			}
-			return nil
-		}
-		var s3v1 *s3.ListObjectsInput
-		if as(&s3v1) {
+		case as(&s3v1):
 			if s3v1.Marker == nil {
 				s3v1.Marker = &key
 			}
-			return nil
-		}
-		var q *storage.Query
-		if as(&q) {
+		case as(&q):
 			q.StartOffset = key
-			return nil
-		}
-		var az *container.ListBlobsHierarchyOptions
-		if as(&az) {
+		case as(&az):
 			if az.Marker == nil {
 				az.StartFrom = &key
 			}
-			return nil
 		}
 		return nil
 	}

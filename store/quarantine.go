@@ -90,19 +90,15 @@ func (s *Store) Quarantine(ctx context.Context, key, reason string) (QuarantineR
 
 func (s *Store) quarantineRun(ctx context.Context, key, reason string) (QuarantineResult, error) {
 	res := QuarantineResult{Kind: "run", Path: key}
-	for attempt := 0; attempt < 64; attempt++ {
-		base, err := s.loadBase(ctx)
-		if err != nil {
-			return res, err
-		}
+	base, err := s.editBase(ctx, nil, func(base *manifest.Base) (*manifest.Base, error) {
 		if q, ok := findQuarantined(base.Quarantined, key); ok {
 			res.Rows, res.MinKey, res.MaxKey = q.Rows, q.MinKey, q.MaxKey
-			res.AlreadyQuarantined, res.ManifestVersion = true, base.Version
-			return res, nil
+			res.AlreadyQuarantined = true
+			return nil, nil
 		}
 		i := slices.IndexFunc(base.Runs, func(r manifest.Run) bool { return r.Path == key })
 		if i < 0 {
-			return res, fmt.Errorf("run %s is not in base version %d of %s: %w", key, base.Version, s.target, ErrNotFound)
+			return nil, fmt.Errorf("run %s is not in base version %d of %s: %w", key, base.Version, s.target, ErrNotFound)
 		}
 		r := base.Runs[i]
 		res.Rows, res.MinKey, res.MaxKey = r.Rows, r.MinKey, r.MaxKey
@@ -110,18 +106,45 @@ func (s *Store) quarantineRun(ctx context.Context, key, reason string) (Quaranti
 		next.Runs = slices.Delete(next.Runs, i, i+1) // the draft's own copy
 		next.Quarantined = append(next.Quarantined, manifest.QuarantinedObject{Path: r.Path, Rows: r.Rows,
 			MinKey: r.MinKey, MaxKey: r.MaxKey, Reason: reason, At: s.db.opts.Now().UTC()})
-		_, err = s.publishBaseThenSwap(ctx, next)
-		if err == nil {
-			res.ManifestVersion = next.Version
-			s.quarantined(res, reason)
-			return res, nil
+		return next, nil
+	})
+	if err != nil {
+		return res, err
+	}
+	res.ManifestVersion = base.Version
+	if !res.AlreadyQuarantined {
+		s.quarantined(res, reason)
+	}
+	return res, nil
+}
+
+// editBase publishes the version edit drafts from the latest base (base, when not nil, on the
+// first try), drafting again on every lost race, and returns the version it published, or the
+// one it drafted from when edit returned no draft.
+//
+// REQUIRES: mergeLock not held by the caller.
+func (s *Store) editBase(ctx context.Context, base *manifest.Base, edit func(base *manifest.Base) (*manifest.Base, error)) (*manifest.Base, error) {
+	for attempt := 0; attempt < 64; attempt++ {
+		if base == nil {
+			var err error
+			if base, err = s.loadBase(ctx); err != nil {
+				return nil, err
+			}
+		}
+		next, err := edit(base)
+		if err != nil || next == nil {
+			return base, err
+		}
+		if _, err = s.publishBaseThenSwap(ctx, next); err == nil {
+			return next, nil
 		}
 		if !errors.Is(err, ErrAlreadyExists) {
-			return res, err
+			return nil, err
 		}
 		backoff(ctx, attempt)
+		base = nil
 	}
-	return res, fmt.Errorf("%s: base edit kept losing races: %w", s.target, ErrConflict)
+	return nil, fmt.Errorf("%s: base edit kept losing races: %w", s.target, ErrConflict)
 }
 
 func (s *Store) quarantineGen(ctx context.Context, shard, key, reason string) (QuarantineResult, error) {

@@ -66,32 +66,25 @@ func (s *Store) releaseRun(ctx context.Context, key string) (QuarantineResult, e
 		return res, err
 	}
 	res.Rows, res.MinKey, res.MaxKey = run.Rows, run.MinKey, run.MaxKey
-	for attempt := 0; attempt < 64; attempt++ {
-		if attempt > 0 {
-			if base, err = s.loadBase(ctx); err != nil {
-				return res, err
-			}
-		}
+	base, err = s.editBase(ctx, base, func(base *manifest.Base) (*manifest.Base, error) {
 		i := slices.IndexFunc(base.Quarantined, func(o manifest.QuarantinedObject) bool { return o.Path == key })
 		if i < 0 {
-			res.NotQuarantined, res.ManifestVersion = true, base.Version // a concurrent release won
-			return res, nil
+			res.NotQuarantined = true // a concurrent release won
+			return nil, nil
 		}
 		next := base.Next("release")
 		next.Quarantined = slices.Delete(next.Quarantined, i, i+1) // the draft's own copy
 		next.Runs = append(next.Runs, run)
-		_, err = s.publishBaseThenSwap(ctx, next)
-		if err == nil {
-			res.ManifestVersion = next.Version
-			s.released(res)
-			return res, nil
-		}
-		if !errors.Is(err, ErrAlreadyExists) {
-			return res, err
-		}
-		backoff(ctx, attempt)
+		return next, nil
+	})
+	if err != nil {
+		return res, err
 	}
-	return res, fmt.Errorf("%s: base edit kept losing races: %w", s.target, ErrConflict)
+	res.ManifestVersion = base.Version
+	if !res.NotQuarantined {
+		s.released(res)
+	}
+	return res, nil
 }
 
 // checkReleasedRun reads the run q names in batches and returns its new manifest entry, or

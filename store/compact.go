@@ -8,7 +8,6 @@ import (
 	"io"
 	"math"
 	"slices"
-	"sort"
 	"time"
 
 	"go.uber.org/zap"
@@ -46,13 +45,8 @@ func planCompaction(base *manifest.Base, pending map[string][]manifest.Gen, maxR
 	if len(base.Runs) < 2 {
 		return compactionPlan{}
 	}
-	sorted := append([]manifest.Run(nil), base.Runs...)
-	sort.SliceStable(sorted, func(i, j int) bool {
-		if sorted[i].Bytes != sorted[j].Bytes {
-			return sorted[i].Bytes < sorted[j].Bytes
-		}
-		return sorted[i].ID < sorted[j].ID
-	})
+	sorted := slices.Clone(base.Runs)
+	slices.SortStableFunc(sorted, func(a, b manifest.Run) int { return cmp.Or(cmp.Compare(a.Bytes, b.Bytes), cmp.Compare(a.ID, b.ID)) })
 	var inputs []manifest.Run
 	var bytes int64
 	for _, r := range sorted {

@@ -6,7 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -360,12 +361,9 @@ type StoreInfo struct {
 // Resident returns the stores this process has open, in target order.
 func (db *DB) Resident() []*Store {
 	db.mu.Lock()
-	out := make([]*Store, 0, len(db.stores))
-	for _, s := range db.stores {
-		out = append(out, s)
-	}
+	out := slices.Collect(maps.Values(db.stores))
 	db.mu.Unlock()
-	sort.Slice(out, func(i, j int) bool { return out[i].target.String() < out[j].target.String() })
+	slices.SortFunc(out, func(a, b *Store) int { return cmp.Compare(a.target.String(), b.target.String()) })
 	return out
 }
 

@@ -103,15 +103,7 @@ func isClaimKey(stem, key string) bool {
 
 // isHashKey reports whether h is a name hashKey makes: 24 lower-case hex digits.
 func isHashKey(h string) bool {
-	if len(h) != 24 {
-		return false
-	}
-	for i := 0; i < len(h); i++ {
-		if (h[i] < '0' || h[i] > '9') && (h[i] < 'a' || h[i] > 'f') {
-			return false
-		}
-	}
-	return true
+	return len(h) == 24 && strings.Trim(h, "0123456789abcdef") == ""
 }
 
 // IsShardID reports whether name is a shard id as ShardID makes them, a UUID in its canonical

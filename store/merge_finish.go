@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -113,12 +114,7 @@ func (s *Store) drain(ctx context.Context, shard string, gens []uint64) (int, er
 	}
 	removed := 0
 	if _, err := s.editShard(ctx, shard, func(m *manifest.Shard) (bool, error) {
-		keep := m.Flushed[:0:0]
-		for _, g := range m.Flushed {
-			if !drop[g.Gen] {
-				keep = append(keep, g)
-			}
-		}
+		keep := slices.DeleteFunc(slices.Clone(m.Flushed), func(g manifest.Gen) bool { return drop[g.Gen] })
 		removed = len(m.Flushed) - len(keep)
 		m.Flushed = keep
 		return removed > 0, nil

@@ -166,12 +166,7 @@ func stagedRunID(prefix, shard string, from, through uint64) string {
 
 // runIDShardTag is the shard's first 8 characters, enough for a human reading a listing (the
 // attempt hash already makes the id unique).
-func runIDShardTag(shard string) string {
-	if len(shard) > 8 {
-		return shard[:8]
-	}
-	return shard
-}
+func runIDShardTag(shard string) string { return shard[:min(len(shard), 8)] }
 
 // dropLeakedStaged deletes every file an earlier try of this attempt staged that no commit of
 // it can publish any more, since a retried prepare must not leak (docs/DESIGN.md §3); keep

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -259,13 +260,7 @@ func (s *Store) dropMissingStaged(ctx context.Context, ps []*PreparedMerge, open
 
 // stillOpen keeps the indexes whose outcome is not decided yet.
 func stillOpen(open []int, res *RoundCommitResult) []int {
-	var out []int
-	for _, i := range open {
-		if res.Shards[i].Outcome == "" {
-			out = append(out, i)
-		}
-	}
-	return out
+	return slices.DeleteFunc(open, func(i int) bool { return res.Shards[i].Outcome != "" })
 }
 
 // publishBaseThenSwap publishes next with put-if-absent and only then, holding the merge lock

@@ -159,17 +159,17 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 		return res, err
 	}
 	defer resv.Release()
+	result := "failed" // what the pass counts however it returns from here
+	defer func() { s.countCompact(result) }()
 	acct := newMemAccount(resv, budget)
 	ins, freeInputs, err := s.readCompactInputs(ctx, acct, inputs)
 	defer freeInputs()
 	if err != nil {
-		s.countCompact("failed")
 		return res, err
 	}
 	// The footers bound what the batches and pages can take: the pass holds that or fails
 	// now, before decoding, rather than overdraw (growth rule: grow without waiting or fail).
 	if need := compactNeed(ins); need > resv.Bytes() && !resv.TryGrow(need) {
-		s.countCompact("failed")
 		return res, fmt.Errorf("%s: compaction of %d runs needs %d bytes, reserved %d of a budget of %d: %w",
 			s.target, len(inputs), need, resv.Bytes(), budget.Limit(), ErrBudgetBusy)
 	}
@@ -189,7 +189,6 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 		return err
 	})
 	if err != nil {
-		s.countCompact("failed")
 		s.countCorrupt("compaction of "+s.target.String(), err) // a batch that decodes wrong only now, past the inputs' checks; which input is not known
 		cctx, cancel := compactCleanupContext(ctx)
 		s.dropCompactOutput(cctx, out.Path)
@@ -218,9 +217,7 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 			s.dropCompactOutput(ctx, out.Path)
 		}
 		if err == nil {
-			s.countCompact("inputs_changed")
-		} else {
-			s.countCompact("failed")
+			result = "inputs_changed"
 		}
 		return res, err
 	}
@@ -232,7 +229,7 @@ func (s *Store) CompactBase(ctx context.Context, p CompactParams) (CompactResult
 		_ = s.db.bucket.Delete(ctx, r.Path)
 		s.db.cache.forget(r.Path)
 	}
-	s.countCompact("committed")
+	result = "committed"
 	s.db.log.Info("base compacted", zap.String("target", s.target.String()), zap.Int("input_runs", len(inputs)),
 		zap.Int64("rows_in", res.RowsIn), zap.Int64("rows_out", res.RowsOut), zap.Uint64("base_version", res.BaseVersion))
 	return res, nil

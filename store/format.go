@@ -49,11 +49,6 @@ func genKey(t Target, shard string, gen, epoch uint64) string {
 }
 func genPrefix(t Target, shard string) string { return shardPrefix(t, shard) + "gen/" }
 
-// claimObjectKey is the object key of a merge attempt's commit/abort claim (attempts/<h>.json).
-// Not to be confused with activities' attempt key, the idempotency key a claim records.
-func claimObjectKey(t Target, shard, hash string) string {
-	return claimPrefix(t, shard) + hash + ".json"
-}
 func claimPrefix(t Target, shard string) string { return shardPrefix(t, shard) + "attempts/" }
 func dataPrefix(t Target) string                { return path.Join(storePrefix(t), dataDir) + "/" }
 func dataKey(t Target, id string) string        { return dataPrefix(t) + id + ".parquet" }

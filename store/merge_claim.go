@@ -70,10 +70,11 @@ func (s *Store) validateRound(ps []*PreparedMerge) error {
 	return nil
 }
 
-// attemptClaimKey is the object key of the claim of attempt's merge of shard through
-// generation through: an attempt's runs and its claim are named by the same range end.
+// attemptClaimKey is the object key (attempts/<h>.json) of the claim of attempt's merge of
+// shard through generation through: an attempt's runs and its claim are named by the same
+// range end.
 func (s *Store) attemptClaimKey(attempt, shard string, through uint64) string {
-	return claimObjectKey(s.target, shard, hashKey(attempt, fmt.Sprint(through)))
+	return claimPrefix(s.target, shard) + hashKey(attempt, fmt.Sprint(through)) + ".json"
 }
 
 // claim validates p and records state ("commit" or "abort") for the attempt. It returns

@@ -412,10 +412,8 @@ func (w *writer) refreshManifest(ctx context.Context) bool {
 
 // atPendingMax reports whether the manifest this writer knows lists PendingMax generations.
 func (w *writer) atPendingMax() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
 	limit := w.s.db.opts.PendingMax
-	return limit > 0 && len(w.manifest.Flushed) >= limit
+	return limit > 0 && w.pendingGenerations() >= limit
 }
 
 // observe adopts a newer manifest published by editShard (a merge's drain, a quarantine).

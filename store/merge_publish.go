@@ -103,8 +103,7 @@ func (s *Store) CommitRound(ctx context.Context, ps []*PreparedMerge) (RoundComm
 	// INVARIANT: the drains and deletes run only after the base version that makes them
 	// garbage is published; a crash in between is repaired by the retry or by the next
 	// Repair of each shard.
-	// They run even when ctx ends meanwhile: a workflow stopped while its round published
-	// (Terminate, Cancel; the activity learns it at a heartbeat) retries nothing.
+	// They run even when ctx ends meanwhile, for the reason the claims do (publishRound).
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), roundFinishTimeout)
 	defer cancel()
 	if err := s.finishRound(ctx, ps, &res); err != nil {

@@ -19,9 +19,7 @@ type Store struct {
 	meta   manifest.StoreMeta
 	codec  *rowcodec.Codec
 
-	// mergeLock: shared for Repair and Prepare; exclusive for the in-memory swap after a merge or
-	// quarantine publishes a base version, and for a compaction's whole publish.
-	mergeLock sync.RWMutex
+	mergeLock sync.RWMutex // orders this process's merge phases: doc.go says who takes it how
 
 	base *chain
 

@@ -111,11 +111,7 @@ func (s *Store) quarantineRun(ctx context.Context, key, reason string) (Quaranti
 	if err != nil {
 		return res, err
 	}
-	res.ManifestVersion = base.Version
-	if !res.AlreadyQuarantined {
-		s.quarantined(res, reason)
-	}
-	return res, nil
+	return s.settled(res, base.Version, reason), nil
 }
 
 // editBase publishes the version edit drafts from the latest base (base, when not nil, on the
@@ -205,19 +201,29 @@ func (s *Store) setAsideInShard(ctx context.Context, shard string, res *Quaranti
 	if err != nil {
 		return err
 	}
-	res.ManifestVersion = m.Version
-	if !res.AlreadyQuarantined {
-		s.quarantined(*res, reason)
-	}
+	*res = s.settled(*res, m.Version, reason)
 	return nil
 }
 
-func (s *Store) quarantined(res QuarantineResult, reason string) {
+// settled is res recorded by manifest version: when that version set the object aside, or
+// (reason "") released it, the object's cached decode and damage are forgotten (damaged again
+// later, it counts again) and the change is logged.
+func (s *Store) settled(res QuarantineResult, version uint64, reason string) QuarantineResult {
+	res.ManifestVersion = version
+	if res.AlreadyQuarantined || res.NotQuarantined {
+		return res
+	}
 	s.db.cache.forget(res.Path)
-	s.db.damaged.remove(res.Path) // dealt with: damaged again after a release, it counts again
-	s.db.log.Warn("object quarantined: its rows are no longer read", zap.String("target", s.target.String()),
-		zap.String("kind", res.Kind), zap.String("path", res.Path), zap.Int64("rows", res.Rows),
-		zap.String("min_key", res.MinKey), zap.String("max_key", res.MaxKey), zap.String("reason", reason))
+	s.db.damaged.remove(res.Path)
+	if reason == "" {
+		s.db.log.Warn("quarantined object released: its rows are read again", zap.String("target", s.target.String()),
+			zap.String("kind", res.Kind), zap.String("path", res.Path), zap.Int64("rows", res.Rows))
+	} else {
+		s.db.log.Warn("object quarantined: its rows are no longer read", zap.String("target", s.target.String()),
+			zap.String("kind", res.Kind), zap.String("path", res.Path), zap.Int64("rows", res.Rows),
+			zap.String("min_key", res.MinKey), zap.String("max_key", res.MaxKey), zap.String("reason", reason))
+	}
+	return res
 }
 
 // baseKeeps reports whether base lists the run at path, live or quarantined: either way no

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"go.uber.org/zap"
 
 	"github.com/walkeeper/walkeeper/store/manifest"
 	"github.com/walkeeper/walkeeper/store/objstore"
@@ -80,11 +79,7 @@ func (s *Store) releaseRun(ctx context.Context, key string) (QuarantineResult, e
 	if err != nil {
 		return res, err
 	}
-	res.ManifestVersion = base.Version
-	if !res.NotQuarantined {
-		s.released(res)
-	}
-	return res, nil
+	return s.settled(res, base.Version, ""), nil
 }
 
 // checkReleasedRun reads the run q names in batches and returns its new manifest entry, or
@@ -181,16 +176,5 @@ func (s *Store) releaseWAL(ctx context.Context, shard string, pos uint64, key st
 	if err != nil {
 		return res, err
 	}
-	res.ManifestVersion = m.Version
-	if !res.NotQuarantined {
-		s.released(res)
-	}
-	return res, nil
-}
-
-func (s *Store) released(res QuarantineResult) {
-	s.db.cache.forget(res.Path)
-	s.db.damaged.remove(res.Path)
-	s.db.log.Warn("quarantined object released: its rows are read again", zap.String("target", s.target.String()),
-		zap.String("kind", res.Kind), zap.String("path", res.Path), zap.Int64("rows", res.Rows))
+	return s.settled(res, m.Version, ""), nil
 }

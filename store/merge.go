@@ -64,13 +64,14 @@ func (s *Store) MergeAll(ctx context.Context) (int, error) {
 	}
 }
 
-// eachShard runs fn for the indexes idx, roundCleanupConcurrency at a time; fn writes only
-// its own index's result. The first error cancels the rest and is returned.
-func (s *Store) eachShard(ctx context.Context, idx []int, fn func(ctx context.Context, i int) error) error {
+// eachShard runs fn for each of items (a round's shard indexes, or shard ids),
+// roundCleanupConcurrency at a time; fn writes only its own item's result. The first error
+// cancels the rest and is returned; a panic is where's.
+func eachShard[T any](ctx context.Context, s *Store, where string, items []T, fn func(ctx context.Context, it T) error) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(roundCleanupConcurrency)
-	for _, i := range idx {
-		g.Go(s.db.guard("shard step", func() error { return fn(gctx, i) }))
+	for _, it := range items {
+		g.Go(s.db.guard(where, func() error { return fn(gctx, it) }))
 	}
 	return g.Wait()
 }

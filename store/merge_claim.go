@@ -126,7 +126,7 @@ func (s *Store) readClaim(ctx context.Context, key string) (manifest.AttemptClai
 // claimRound claims "commit" for each open merge of a round; one whose attempt was claimed
 // "abort" first is stale.
 func (s *Store) claimRound(ctx context.Context, ps []*PreparedMerge, open []int, res *RoundCommitResult) error {
-	return s.eachShard(ctx, open, func(ctx context.Context, i int) error {
+	return eachShard(ctx, s, "shard step", open, func(ctx context.Context, i int) error {
 		state, err := s.claim(ctx, ps[i], "commit")
 		if err != nil {
 			return err

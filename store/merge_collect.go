@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 
 	"go.uber.org/zap"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/walkeeper/walkeeper/store/manifest"
 )
@@ -128,16 +127,11 @@ func (s *Store) collectSettledClaims(ctx context.Context, shards []string) (int,
 		return 0, err
 	}
 	var deleted atomic.Int64
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(roundCleanupConcurrency)
-	for _, shard := range shards {
-		g.Go(s.db.guard("claim collection", func() error {
-			n, err := s.collectShardClaims(gctx, base.Watermarks[shard], shard)
-			deleted.Add(int64(n))
-			return err
-		}))
-	}
-	err = g.Wait()
+	err = eachShard(ctx, s, "claim collection", shards, func(ctx context.Context, shard string) error {
+		n, err := s.collectShardClaims(ctx, base.Watermarks[shard], shard)
+		deleted.Add(int64(n))
+		return err
+	})
 	return int(deleted.Load()), err
 }
 

@@ -42,7 +42,7 @@ func (s *Store) finishRound(ctx context.Context, ps []*PreparedMerge, res *Round
 	}
 	var mu sync.Mutex
 	var first error
-	_ = s.eachShard(ctx, done, func(ctx context.Context, i int) error {
+	_ = eachShard(ctx, s, "shard step", done, func(ctx context.Context, i int) error {
 		runs := 0
 		if res.Shards[i].Outcome == RoundCommitted {
 			runs = res.Runs

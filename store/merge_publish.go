@@ -241,7 +241,7 @@ func classifyShard(base *manifest.Base, p *PreparedMerge, sr *RoundShardResult) 
 // INVARIANT: a base version is published only after every file it references is written
 // (the commit object last); a merge whose staged run is missing is never included.
 func (s *Store) dropMissingStaged(ctx context.Context, ps []*PreparedMerge, open []int, res *RoundCommitResult) error {
-	return s.eachShard(ctx, open, func(ctx context.Context, i int) error {
+	return eachShard(ctx, s, "shard step", open, func(ctx context.Context, i int) error {
 		for _, f := range ps[i].Staged {
 			ok, err := s.db.bucket.Exists(ctx, f.Path)
 			if err != nil {

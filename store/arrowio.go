@@ -36,10 +36,8 @@ func encodeIPC(schema *arrow.Schema, recs ...arrow.RecordBatch) ([]byte, error) 
 	return buf.Bytes(), nil
 }
 
-// decodeIPC reads every record of an IPC file and checks it against the store schema (the
-// schema and batches' metadata before arrow reads them, checkIPCFile), allocating the
-// reader's metadata from mem; any failure is ErrCorrupt. The records alias data (zero copy),
-// so callers pass bytes fresh from storage that nothing else holds or modifies.
+// decodeIPC reads and checks every record of an IPC file (any failure is ErrCorrupt); the
+// records alias data, so callers pass bytes that nothing else holds or modifies.
 func decodeIPC(mem memory.Allocator, data []byte, c *rowcodec.Codec, what string) (_ []arrow.RecordBatch, err error) {
 	var recs []arrow.RecordBatch
 	defer func() {
@@ -75,9 +73,8 @@ func decodeIPC(mem memory.Allocator, data []byte, c *rowcodec.Codec, what string
 	return recs, nil
 }
 
-// validateBuffers checks what arrow's readers take on trust and a consumer would only trip
-// over later, outside decodeIPC's recover: buffer sizes, bitmaps and string/binary offsets,
-// so every value slice is in bounds. O(rows), no UTF-8 check.
+// validateBuffers checks buffer sizes, bitmaps and value offsets, which arrow takes on trust
+// and a consumer would trip over outside decodeIPC's recover.
 func validateBuffers(rec arrow.RecordBatch) error {
 	for c, col := range rec.Columns() {
 		if err := array.Validate(col); err != nil {
@@ -114,8 +111,7 @@ func releaseAll(recs []arrow.RecordBatch) {
 // parquetRowGroup bounds row-group size so that readers can stream large runs.
 const parquetRowGroup = 64 * 1024
 
-// parquetPageSize is the data page size the writer cuts pages at, small enough that pooled
-// page buffers are reused and stay in cache (arrow-go's 1 MiB default grows a fresh one).
+// parquetPageSize is small enough that pooled page buffers are reused.
 const parquetPageSize = 128 << 10
 
 // incompressibleRatio: a column Snappy shrinks by less than this fraction is written raw.
@@ -148,17 +144,13 @@ func parquetProps(mem memory.Allocator, schema *arrow.Schema, sample arrow.Recor
 	}
 	sampled := sample != nil && sample.NumRows() > 0
 	if sampled {
-		// The encoder takes values a batch of rows at a time and grows its buffer to hold a
-		// whole batch before cutting pages: keep a batch near one data page so wide rows do
-		// not regrow a multi-MiB buffer per batch.
+		// A write batch near one data page, so wide rows do not regrow the encoder's buffer.
 		perRow := max(recordBytes(sample)/sample.NumRows(), 1)
 		opts = append(opts, parquet.WithBatchSize(min(max(parquetPageSize/perRow, 64), 1024)))
 	}
 	for c := 0; c < schema.NumFields(); c++ {
 		name := schema.Field(c).Name
-		// Min/max statistics of opaque binary values (payloads) cost a comparison of every
-		// value (3 % of a 200 B-row prepare) and prune nothing: no reader filters on them.
-		// Keys (strings) and the fixed-width columns keep theirs.
+		// No reader filters on payloads, so their min/max would only cost comparisons.
 		if schema.Field(c).Type.ID() == arrow.BINARY {
 			opts = append(opts, parquet.WithStatsFor(name, false))
 		}
@@ -218,9 +210,7 @@ func incompressible(col arrow.Array) bool {
 }
 
 // writeParquetWith streams one base run to w from the records next returns until nil (at
-// least one, empty for an empty run), each becoming a row group released once written, so the
-// caller never holds the whole run; the writer's buffers come from mem. On error, records
-// already handed over are released.
+// least one), releasing each once written; the writer's buffers come from mem.
 func writeParquetWith(mem memory.Allocator, w io.Writer, schema *arrow.Schema, next func() (arrow.RecordBatch, error)) error {
 	rec, err := next()
 	if err != nil {
@@ -250,11 +240,9 @@ func writeParquetWith(mem memory.Allocator, w io.Writer, schema *arrow.Schema, n
 	return fw.Close()
 }
 
-// decodeParquetAdmitted reads a whole run into one record on the Go heap, as a sortedFile
-// named what, decoding each column once (arrowio_runs.go), once admit has said,
-// from the footer and before anything is decoded, that the decode may hold what the footer
-// gives; its peak is still about twice the record, so reads that must bound memory read runs
-// in batches (list_runs.go, compact_stream.go).
+// decodeParquetAdmitted decodes a whole run into one record on the Go heap once admit has
+// accepted the size its footer gives; its peak is about twice the record, so reads that must
+// bound memory read runs in batches (list_runs.go).
 func decodeParquetAdmitted(ctx context.Context, data []byte, c *rowcodec.Codec, what string, admit func(decoded int64) error) (f *sortedFile, err error) {
 	defer func() {
 		if r := recover(); r != nil { // arrow's readers panic on some garbled inputs

@@ -9,11 +9,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 )
 
-// A run's Parquet footer is checked before arrow-go reads it (docs/RELIABILITY.md finding
-// 18): arrow-go v18.8.0's thrift reader makes each list and a schema group's children at the
-// count declared, gigabytes before any entry is read. checkRunFooter walks the footer's thrift
-// compact encoding and refuses any count or length beyond the bytes left, so what thrift
-// allocates stays a small multiple of the footer.
+// A run's Parquet footer is checked before arrow-go reads it, whose thrift reader allocates
+// each list at its declared count (docs/RELIABILITY.md finding 18).
 
 // parquetTrailer is the footer's length (4 bytes) and the "PAR1" magic that end a run.
 const parquetTrailer = 4 + 4
@@ -45,9 +42,8 @@ const (
 	schemaElemNumChildren = 5 // SchemaElement.num_children: i32
 )
 
-// thriftWalk walks thrift compact protocol bytes. field, when set, is called with the path
-// of field ids from the outer struct (a list element adds no id), the value and the bytes
-// of every integer field; list, with the path, count and start of every list or set.
+// thriftWalk walks thrift compact protocol bytes, calling field for every integer field and
+// list for every list or set with the path of field ids from the outer struct.
 type thriftWalk struct {
 	b     []byte
 	off   int
@@ -230,8 +226,8 @@ func runFooter(data []byte) ([]byte, error) {
 	return data[end-int(n) : end], nil
 }
 
-// checkRunFooter checks a run's footer before arrow-go reads it: every count and length
-// within the bytes left, and every schema element's children within the schema's elements.
+// checkRunFooter refuses a footer with a count or length beyond the bytes left, or a schema
+// element with more children than the schema has elements.
 func checkRunFooter(data []byte) error {
 	footer, err := runFooter(data)
 	if err != nil {
@@ -257,8 +253,8 @@ func checkRunFooter(data []byte) error {
 	return nil
 }
 
-// checkedSnappy is arrow-go's Snappy codec refusing a block that declares more bytes than the
-// page's uncompressed size: the decoder allocates the declared length (up to 4 GiB) first.
+// checkedSnappy refuses a block declaring more bytes than its page, which arrow-go's Snappy
+// decoder would allocate first.
 type checkedSnappy struct {
 	snappyCodec
 }

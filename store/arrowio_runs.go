@@ -17,10 +17,6 @@ import (
 	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
 
-// Base runs read in record batches into buffers of the caller's allocator, so a run's decoded
-// size never has to fit at once; the footer bounds a batch and the page buffers
-// (runBatches.window) before anything is decoded, so a budgeted caller reserves that first.
-
 // runBatchBytes is the decoded size a batch of a run aims at.
 const runBatchBytes = 1 << 20
 
@@ -43,26 +39,24 @@ const runRowsPerByte = 6
 // bytes).
 const runBatchRowOverhead = 8 + 4 + 64
 
-// runBatches streams the record batches of one base run, in key order, each checked like a
-// decoded run (schema, buffers, keys strictly ascending within and across batches).
+// runBatches streams one base run in checked record batches of the caller's allocator, so
+// its decoded size never has to fit at once.
 type runBatches struct {
 	pf  *file.Reader
 	fr  *pqarrow.FileReader
 	mem memory.Allocator
 	rr  pqarrow.RecordReader // opened by the first next
-	// rowGroups are the row groups read (nil: all; keyRowGroups and rowGroupsAfter narrow
-	// them), selected their row count, and handed the rows of the batches handed out.
+	// rowGroups are the row groups read (nil: all), selected their rows and handed the rows
+	// handed out.
 	rowGroups []int
 	selected  int64
 	handed    int64
 	c         *rowcodec.Codec
 	what      string
 	rows      int64 // the run's row count, from its footer
-	// decoded is the uncompressed size its footer gives its row groups: about what a whole
-	// decode holds.
+	// decoded is the uncompressed size its footer gives, about what a whole decode holds.
 	decoded int64
-	// batchRows and window: the rows per batch and the bytes the reader may hold at once
-	// (two batches, the one handed out and the one being decoded, and page scratch).
+	// window is what the reader may hold at once: two batches and page scratch.
 	batchRows int64
 	window    int64
 	last      string // the last key of the previous batch (a copy)
@@ -70,8 +64,7 @@ type runBatches struct {
 	done      bool
 }
 
-// openRunBatches opens the Parquet run data (which the batches do not alias: every batch is
-// decoded into buffers of mem) for reading in batches. It reads only the footer.
+// openRunBatches opens run data for batches decoded into mem, reading only its footer.
 func openRunBatches(ctx context.Context, mem memory.Allocator, data []byte, c *rowcodec.Codec, what string) (_ *runBatches, err error) {
 	rb := &runBatches{c: c, what: what}
 	defer func() {
@@ -86,8 +79,7 @@ func openRunBatches(ctx context.Context, mem memory.Allocator, data []byte, c *r
 		return nil, corruptf("%s: %v", what, err)
 	}
 	props := parquet.NewReaderProperties(mem)
-	// Pages are read through a small buffer from data, not as whole column chunks copied to
-	// fresh Go slices (the reader's default).
+	// Pages are read through a small buffer, not as whole column chunks copied to the heap.
 	props.BufferedStreamEnabled = true
 	props.BufferSize = 64 << 10
 	pf, err := file.NewParquetReader(bytes.NewReader(data), file.WithReadProps(props))
@@ -122,8 +114,7 @@ func openRunBatches(ctx context.Context, mem memory.Allocator, data []byte, c *r
 		}
 		scratch = max(scratch, s)
 	}
-	// A footer may claim any size: capped, the window cannot wrap negative (and a claim
-	// this large is still more than any budget grants).
+	// Capped, a footer's claim cannot wrap the window negative.
 	perRow = min(perRow, runRowBytesMax) + runBatchRowOverhead
 	rb.batchRows = min(max(runBatchBytes/perRow, 64), parquetRowGroup)
 	rb.window = 2*min(rb.batchRows, max(rb.rows, 1))*perRow + scratch
@@ -161,8 +152,8 @@ func (rb *runBatches) keyRowGroups(key string) {
 	})
 }
 
-// rowGroupsAfter restricts the batches to the row groups from the first whose key statistics'
-// max is above after (or has none) on; call before the first next.
+// rowGroupsAfter skips the leading row groups whose max key is at most after; call before
+// the first next.
 func (rb *runBatches) rowGroupsAfter(after string) {
 	started := false
 	rb.selectRowGroups(func(rg *metadata.RowGroupMetaData) bool {
@@ -186,8 +177,8 @@ func (rb *runBatches) selectRowGroups(keep func(rg *metadata.RowGroupMetaData) b
 	}
 }
 
-// keyStats returns a row group's min and max key, ok false where it has no statistics (the
-// Parquet writer drops, rather than truncates, min/max values longer than its limit).
+// keyStats returns a row group's min and max key, ok false without statistics (the writer
+// drops long ones).
 func keyStats(rg *metadata.RowGroupMetaData, keyCol int) (lo, hi string, ok bool) {
 	cc, err := rg.ColumnChunk(keyCol)
 	if err != nil {

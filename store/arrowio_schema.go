@@ -9,27 +9,20 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 )
 
-// Arrow's readers size a slice from each count a schema flatbuffer declares before reading
-// the entries, so a damaged schema can make them allocate hundreds of GB, a fatal
-// out-of-memory no recover catches (docs/RELIABILITY.md finding 10). The checks below walk a
-// stored schema as arrow's flatbuffer code reads it, allocating nothing, and refuse one not of
-// the shape walkeeper writes or whose vectors claim more bytes than it holds; IPC record
-// batches get the same (checkIPCBatches; finding 17).
+// Stored schemas and IPC batch metadata are walked before arrow reads them, because arrow
+// allocates at every count they declare (docs/RELIABILITY.md findings 10 and 17).
 
-// schemaFlatbufferTypes are the flatbuffer Type tags of the Arrow types walkeeper writes
-// (Int, FloatingPoint, Binary, Utf8, Bool, Timestamp): their tables hold scalars and, for a
-// timestamp, a time zone string.
+// schemaFlatbufferTypes are the flatbuffer Type tags walkeeper writes: Int, FloatingPoint,
+// Binary, Utf8, Bool and Timestamp.
 var schemaFlatbufferTypes = [...]bool{2: true, 3: true, 4: true, 5: true, 6: true, 10: true}
 
 const flatbufferTypeTimestamp = 10
 
-// fbReader reads a flatbuffer with the offset arithmetic of the flatbuffers Go runtime
-// (uint32 positions that wrap) but checks every read against the buffer; the first failure
-// sticks in err and later reads return zeros.
+// fbReader reads a flatbuffer as the flatbuffers Go runtime does, checking every read; the
+// first failure sticks in err and later reads return zeros.
 type fbReader struct {
 	b []byte
-	// left is what the vectors and strings not yet seen may still claim: a writer that shares
-	// none lays them out in disjoint bytes, and sharing is how a small buffer would make
+	// left is what vectors and strings not yet seen may claim, so shared ones cannot make
 	// arrow copy one long string many times.
 	left int
 	err  error
@@ -160,9 +153,7 @@ func (r *fbReader) schema(tab uint32, want *arrow.Schema) {
 	}
 }
 
-// checkIPCFile checks what arrow's file reader would otherwise take on trust from an Arrow
-// IPC file: its schema where arrow's file reader takes it from, the footer (the file ends
-// with the footer, its length and the magic), and its record batch messages (checkIPCBatches).
+// checkIPCFile checks an Arrow IPC file's footer schema and record batch messages.
 func checkIPCFile(data []byte, want *arrow.Schema) error {
 	const trailer = 10        // footer length (4 bytes) and "ARROW1"
 	const frame = 8 + trailer // and the leading "ARROW1\0\0"
@@ -186,10 +177,8 @@ func checkIPCFile(data []byte, want *arrow.Schema) error {
 	return checkIPCBatches(data, footer)
 }
 
-// checkIPCBatches checks the record batch messages the IPC file's footer lists (after its
-// schema): arrow-go allocates a compressed buffer's declared size and a key-value list at its
-// declared count, so a batch must be uncompressed with a key-value list that fits, and the
-// blocks must follow one another so a footer cannot list one batch many times.
+// checkIPCBatches refuses compressed batches, key-value lists that do not fit and blocks out
+// of order, since arrow-go allocates at their declared sizes and counts.
 func checkIPCBatches(data, footer []byte) error {
 	r := newFBReader(footer)
 	var first uint32
@@ -234,8 +223,7 @@ func checkIPCBatches(data, footer []byte) error {
 // arrowSchemaKey is where pqarrow stores the Arrow schema in a Parquet file's metadata.
 const arrowSchemaKey = "ARROW:schema"
 
-// checkStoredArrowSchema checks the Arrow schema a Parquet file stores, if it stores one:
-// pqarrow's ARROW:schema, an IPC schema message in base64, decoded as pqarrow decodes it.
+// checkStoredArrowSchema checks pqarrow's ARROW:schema, if stored, decoded as pqarrow does.
 func checkStoredArrowSchema(kv metadata.KeyValueMetadata, want *arrow.Schema) error {
 	v := kv.FindValue(arrowSchemaKey)
 	if v == nil {
@@ -252,8 +240,7 @@ func checkStoredArrowSchema(kv metadata.KeyValueMetadata, want *arrow.Schema) er
 	if err != nil {
 		return fmt.Errorf("%s: %w", arrowSchemaKey, err)
 	}
-	// A message is a continuation marker (absent before Arrow 0.15), the metadata length and
-	// the Message flatbuffer, followed by a body that arrow allocates at its declared length.
+	// An optional continuation marker, the metadata length and the Message flatbuffer.
 	if len(msg) >= 4 && binary.LittleEndian.Uint32(msg) == 0xFFFFFFFF {
 		msg = msg[4:]
 	}

@@ -7,14 +7,8 @@ import (
 	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
-// Base runs in a List, bounded by the read budget whatever the run's size: a run the cache
-// will not keep is read into the group's read arena and a cursor decodes it a record batch at
-// a time, from the first row group past `after`, only when the merge asks for a key beyond the
-// one it holds, so a page of 100 rows decodes a batch or two. The group's reservation grows
-// without waiting to the window the footers give (runBatches.window) or the read fails with
-// ErrBudgetBusy; every batch is allocated through the group's memAccount.
-
-// listRun streams one base run for a List's cursor or a Get (readGroup.find, read_runs.go).
+// listRun streams a private base run for a List's cursor or a Get, a record batch at a time
+// into the group's account, only as the merge asks, so a page decodes a batch or two.
 type listRun struct {
 	s     *Store
 	ctx   context.Context // the read's: the batches are decoded after the group is opened
@@ -22,15 +16,12 @@ type listRun struct {
 	rb    *runBatches
 	acct  *memAccount
 	after string
-	// cur is the batch the cursor is in: released when the cursor moves on (refill) or the
-	// group is released (close).
-	cur *sortedFile
-	err error
+	cur   *sortedFile // the cursor's batch
+	err   error
 }
 
-// openListRun reads run src into a buffer of alloc (its group's read arena) and opens it for
-// batches decoded into acct's buffers, from after on (its footer only: nothing is decoded
-// until the cursor asks).
+// openListRun reads run src into a buffer of alloc and opens it for batches decoded into
+// acct from after on.
 func (s *Store) openListRun(ctx context.Context, src readSource, alloc objstore.Alloc, acct *memAccount, after string) (*listRun, error) {
 	data, err := s.readRunObject(ctx, src.path, src.checksum, src.bytes, alloc)
 	if err != nil {
@@ -45,16 +36,14 @@ func (s *Store) openListRun(ctx context.Context, src readSource, alloc objstore.
 	return &listRun{s: s, ctx: ctx, path: src.path, rb: rb, acct: acct, after: after}, nil
 }
 
-// cursor returns the run's merge cursor, at its first key above after (decoding the batch
-// that holds it), or an exhausted cursor when there is none or the decode failed (err).
+// cursor returns the run's merge cursor at its first key above after (exhausted on err).
 func (r *listRun) cursor() *cursor {
 	c := &cursor{refill: r.refill, rest: func() bool { return r.err == nil && r.rb.handed < r.rb.selected }}
 	r.refill(c)
 	return c
 }
 
-// refill moves c to the run's next batch that has a key above after, releasing the batch it
-// was in, and reports whether there was one.
+// refill moves c to the run's next batch with a key above after, releasing the one it was in.
 //
 // REQUIRES: the caller copied what it keeps of the rows of c's batch (mergeIter calls refill
 // at the start of the next call to next, after the caller is done with the hit it returned).
@@ -99,8 +88,8 @@ func (r *listRun) close() {
 	r.rb.close()
 }
 
-// growForRuns grows res, without waiting, to what the group holds once its runs' footers are
-// read; when the budget cannot give it, it returns ErrBudgetBusy and the bytes res lacks.
+// growForRuns grows res, without waiting, to what the group holds with its runs' windows, or
+// returns ErrBudgetBusy and what res lacks.
 func (s *Store) growForRuns(res *Reservation, acct *memAccount, runs []*listRun) (short int64, _ error) {
 	need, streamed := acct.Allocated()+acct.outside.Load(), false
 	for _, r := range runs {

@@ -44,17 +44,13 @@ type ListPage struct {
 	Next string           `json:"next"`
 }
 
-// readSnapshot is a consistent view: shard manifests are read before the base manifest, so
-// a merge that commits in between is seen as "generation listed but covered by the
-// watermark" (skipped, its rows are in the newer base) and never as "drained but not in
-// the base" (rows missing).
+// readSnapshot is a consistent view: shard manifests are read before the base manifest, so a
+// merge committing in between leaves a generation covered by the watermark, never rows missing.
 type readSnapshot struct {
-	base    *manifest.Base
-	pending map[string][]manifest.Gen
-	shards  []string
-	// manifests are the shards' manifests the snapshot was taken from (Stats reports their
-	// writer epochs and quarantined generations).
-	manifests map[string]*manifest.Shard
+	base      *manifest.Base
+	pending   map[string][]manifest.Gen
+	shards    []string
+	manifests map[string]*manifest.Shard // for Stats
 }
 
 const readAttempts = 3
@@ -116,10 +112,8 @@ func (s *Store) snapshot(ctx context.Context, enforce bool) (*readSnapshot, erro
 	return snap, nil
 }
 
-// load decodes src whole through the cache: a generation into a record that aliases its
-// object's bytes, a base run into one record on the Go heap (decodeParquetAdmitted). grow is asked,
-// before a base run is decoded, for the bytes its decode holds (about twice the record): it
-// takes what the read did not charge already, without waiting.
+// load decodes src whole through the cache; grow is asked, without waiting, for the bytes a
+// base run's decode holds beyond what the read charged.
 func (s *Store) load(ctx context.Context, src readSource, grow func(need int64) bool) (*sortedFile, error) {
 	return s.db.cache.get(ctx, src.path, func(ctx context.Context) (*sortedFile, error) {
 		if !src.run {
@@ -141,15 +135,12 @@ func (s *Store) load(ctx context.Context, src readSource, grow func(need int64) 
 	})
 }
 
-// errRunDecodesLarge refuses the whole decode of a base run whose footer gives it more bytes
-// decoded than the cache keeps: the read streams it instead (private), as a run whose object
-// is too large to keep. A read that could not (openGroup tries once per source) is told to
-// try again.
+// errRunDecodesLarge refuses to decode whole a base run whose footer gives more than the cache
+// keeps: the read streams it instead.
 var errRunDecodesLarge = fmt.Errorf("run decodes larger than the cache keeps: %w", ErrBudgetBusy)
 
-// runDecodeShort refuses the whole decode of a base run whose read reservation could not grow,
-// without waiting, by the bytes its decode holds beyond what the read charged: the read's group
-// is admitted again with them (openGroup).
+// runDecodeShort refuses to decode whole a base run whose reservation could not grow by
+// extra without waiting: openGroup admits the group again with them.
 type runDecodeShort struct {
 	path  string
 	extra int64
@@ -161,11 +152,9 @@ func (e *runDecodeShort) Error() string {
 
 func (e *runDecodeShort) Unwrap() error { return ErrBudgetBusy }
 
-// admitRunDecode decides, from what its footer gives src decoded, whether a read with a read
-// budget may decode base run src whole: not one the cache would not keep decoded (remembered,
-// so that reads stream it), and not before grow gave the bytes the decode holds. The footer's
-// sizes are those of the pages uncompressed, within a few percent of the record's: an eighth
-// more is counted, so that a run it admits is one the cache keeps.
+// admitRunDecode decides from its footer's decoded size whether a budgeted read may decode
+// base run src whole: only one the cache keeps (an eighth more than the footer's page sizes),
+// and once grow gave the bytes its decode holds.
 func (s *Store) admitRunDecode(src readSource, decoded int64, grow func(need int64) bool) error {
 	if s.db.opts.ReadBudget.Limit() <= 0 {
 		return nil
@@ -226,13 +215,10 @@ func (s *Store) Get(ctx context.Context, key string) (map[string]any, error) {
 	return resnapshotOnMissing(ctx, s, func() (map[string]any, error) { return s.getOnce(ctx, key) })
 }
 
-// resnapshotOnMissing runs one read, from a fresh snapshot each time, up to readAttempts
-// times while it fails with ErrNotFound for a file (not errRowNotFound): the file vanished
-// under a concurrent merge or compaction. A file the latest manifests still reference that is
-// missing after every attempt is ErrCorrupt. An attempt that missed a file the latest
-// manifests no longer reference lost a race with a merge or compaction that deleted it after
-// publishing, and is not counted; readRaceAttempts of them in a row are ErrConflict, which a
-// client retries.
+// resnapshotOnMissing retries once from a fresh snapshot while it misses a file: one the
+// latest manifests still reference is ErrCorrupt after readAttempts, and misses of deleted
+// files, races lost with a merge or compaction, are ErrConflict after readRaceAttempts
+// (decision 0651).
 func resnapshotOnMissing[T any](ctx context.Context, s *Store, once func() (T, error)) (T, error) {
 	var lastErr error
 	var zero T
@@ -262,8 +248,7 @@ func resnapshotOnMissing[T any](ctx context.Context, s *Store, once func() (T, e
 	return zero, err
 }
 
-// readRaceAttempts bounds the attempts of one read that each lost the race with a merge or
-// compaction (resnapshotOnMissing).
+// readRaceAttempts bounds a read's attempts that lost a race with a merge or compaction.
 const readRaceAttempts = 8
 
 // missingObject is the ErrNotFound of an object a read's manifest entry named.
@@ -275,8 +260,7 @@ type missingObject struct {
 func (e *missingObject) Error() string { return e.err.Error() }
 func (e *missingObject) Unwrap() error { return e.err }
 
-// referenced reports whether the latest manifests still list path as a base run or a pending
-// generation, which reads read; true when they cannot be read (the caller then counts the miss).
+// referenced reports whether the latest manifests still list path (true when unreadable).
 func (s *Store) referenced(ctx context.Context, path string) bool {
 	snap, err := s.snapshot(ctx, false)
 	if err != nil || snap.base.References(path) {
@@ -307,12 +291,10 @@ func (s *Store) getOnce(ctx context.Context, key string) (map[string]any, error)
 		return nil, err
 	}
 	srcs := s.sources(snap, SourceAll, func(lo, hi string) bool { return lo <= key && key <= hi })
-	// Group by group (read_bound.go): the newest version seen so far is rendered before its
-	// group is released, so no more than one group is ever held.
+	// The newest version so far is rendered before its group is released: one group is held.
 	var best *version
 	var bestRow map[string]any
-	// A base run the cache will not keep is a group of its own, looked up a row group at a
-	// time (readGroup.find); the other sources are opened readFanIn at a time.
+	// A streamed base run is a group of its own, looked up a row group at a time.
 	var groups [][]readSource
 	rest := srcs[:0:0]
 	for _, src := range srcs {
@@ -417,8 +399,7 @@ func (s *Store) listOnce(ctx context.Context, opts ListOptions) (ListPage, error
 		if best.deleted {
 			continue
 		}
-		// Copies: the files' buffers go back to the read budget on release (read_arena.go),
-		// and a streamed run's batch as soon as the merge moves past it (list_runs.go).
+		// A copy: the group's buffers and a streamed batch are released before the page is.
 		page.Rows = append(page.Rows, cloneRow(s.toJSON(best)))
 		size += s.jsonBytes(best)
 		if len(page.Rows) == opts.Limit || pageFull(size, opts.MaxBytes) {
@@ -440,8 +421,7 @@ func pageFull(size, maxBytes int64) bool {
 	return maxBytes > 0 && size >= maxBytes
 }
 
-// OwnPending is the number of generations this process's shard lists, from the resident
-// writer's last manifest (no I/O). It feeds the count trigger and append back-pressure.
+// OwnPending is the number of generations this process's shard lists (no I/O).
 func (s *Store) OwnPending() int {
 	if w := s.residentWriter(); w != nil {
 		return w.pendingGenerations()

@@ -10,29 +10,24 @@ import (
 	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
-// Read buffers charged to the read budget: a group's files the cache will not keep
-// ("private" files) are read into a readArena, large buffers of the read reservation's
-// memAccount that go back to the budget's pool when the group is released, for the next group
-// to reuse without the Go allocator zeroing them.
+// A group's private files are read into a readArena, buffers of the read reservation that go
+// back to the budget's pool when the group is released.
 //
 // INVARIANT: nothing of a private file is used after its group's release: whatever a read
 // keeps past it is copied out first (strings.Clone, cloneRow).
 
-// arenaChunk is the size of the buffers small objects are packed into; an object whose read
-// may ask for more than a quarter of it gets a buffer of its own.
+// arenaChunk is the size of the buffers small objects are packed into.
 const arenaChunk = 1 << 20
 
-// decodedFileHeap is what one decoded private file keeps on the Go heap next to its arena
-// bytes (~4 KiB of Arrow metadata per generation, measured), doubled for GOGC's headroom;
-// charged so the budget bounds a read's working set, not only its buffers.
+// decodedFileHeap is what one decoded private file keeps on the Go heap beside its arena
+// bytes (its Arrow metadata, doubled for GOGC's headroom).
 const decodedFileHeap = 8 << 10
 
 // ownArenaBuffer reports whether an object whose read asks for at most request bytes gets a
 // buffer of its own rather than a place in a chunk.
 func ownArenaBuffer(request int64) bool { return request > arenaChunk/4 }
 
-// arenaRequest is the largest buffer the read of private source src asks its arena for: the
-// most its object may hold (a run's declared size, a generation's read limit) and a spare byte.
+// arenaRequest is the largest buffer the read of private source src asks its arena for.
 func (s *Store) arenaRequest(src readSource) int64 {
 	n := min(max(src.bytes, 0), maxReadBufferRequest)
 	if !src.run {
@@ -41,15 +36,9 @@ func (s *Store) arenaRequest(src readSource) int64 {
 	return n + 1
 }
 
-// arenaEstimate is the most an arena takes for objects whose reads ask for at most requests
-// (arenaRequest), each read once, in any order. Pure.
-//
-// An object of its own buffer takes its size class. The others are packed into one chunk at a
-// time (take): a full-size chunk is left for a new one only when the next object, of at most
-// widest bytes, does not fit, so each chunk left holds more than arenaChunk-widest of the
-// small bytes, and a chunk opened when what is left to pack fits in it is sized for all of it
-// and never left. So they take at most ceil(small/(arenaChunk-widest)) chunks, the last one
-// sized for what the others cannot have packed, or one chunk of small's size class.
+// arenaEstimate is the most an arena takes for objects whose reads ask for at most requests,
+// in any order: each chunk left holds more than arenaChunk-widest of the small bytes, and one
+// opened when the rest fits is sized for it, so ceil(small/(arenaChunk-widest)) chunks.
 func arenaEstimate(requests []int64) int64 {
 	var large, small, widest int64
 	for _, n := range requests {
@@ -78,8 +67,7 @@ type readArena struct {
 	acct *memAccount
 	heap int64 // decodedFileHeap of the group's files, charged while the arena lives
 	mu   sync.Mutex
-	// toPack is what the small objects not yet packed may ask for: a chunk opened when it
-	// fits one is sized for all of them (arenaEstimate).
+	// toPack is what the small objects not yet packed may ask for (arenaEstimate).
 	toPack int64
 	bufs   [][]byte // taken from acct, freed on free
 	cur    []byte   // the chunk small objects are carved from: [0:len) carved, [len:cap) free
@@ -101,9 +89,8 @@ func newReadArena(a *memAccount, requests []int64) *readArena {
 }
 
 // take returns an empty buffer of capacity n for an object whose read asks for at most
-// request bytes, or nil when the reservation cannot hold it; past what the reservation holds
-// (one admitted with less than arenaEstimate) it grows it without waiting. A grown read, one
-// that outgrew a buffer it took for the same object, is not counted off toPack again.
+// request bytes, or nil when the reservation cannot grow to hold it; a grown read is not
+// counted off toPack again.
 func (r *readArena) take(n int, request int64, grown bool) []byte {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -148,11 +135,8 @@ func (r *readArena) free() {
 	r.bufs, r.cur, r.heap = nil, nil, 0
 }
 
-// alloc is the allocator of the Bucket read of one object into buffers of r, whose read asks
-// for at most request bytes (arenaRequest); a buffer the reservation cannot hold fails the
-// read with errBufferRefused, as any read buffer does, since one from the Go heap would be
-// held uncharged. The arena owns its buffers: nothing is freed per read, the ones a read
-// outgrew included (objstore.Alloc).
+// alloc is the allocator of one object's read into r, failing with errBufferRefused rather
+// than taking an uncharged buffer from the Go heap; r frees every buffer at once.
 func (r *readArena) alloc(request int64) objstore.Alloc {
 	grown := false
 	return func(n int) ([]byte, error) {
@@ -166,8 +150,7 @@ func (r *readArena) alloc(request int64) objstore.Alloc {
 }
 
 // readGen reads generation src into a buffer of alloc (nil: the Go heap) and decodes it into
-// a sortedFile whose record aliases those bytes, so one read into an arena must not outlive
-// its group (readArena). The reader's metadata is allocated from mem.
+// a sortedFile whose record aliases those bytes.
 func (s *Store) readGen(ctx context.Context, src readSource, alloc objstore.Alloc, mem memory.Allocator) (_ *sortedFile, err error) {
 	data, err := s.readChecked(ctx, src.path, src.checksum, s.genFileLimit(src.bytes), "generation "+src.path, alloc)
 	if err != nil {
@@ -189,8 +172,7 @@ func (s *Store) readGen(ctx context.Context, src readSource, alloc objstore.Allo
 	return f, err
 }
 
-// cloneRow copies the strings of a rendered row, which alias the decoded file it came from:
-// a row kept past its group's release must not point into the group's buffers.
+// cloneRow copies the strings of a rendered row, which alias its group's buffers.
 func cloneRow(m map[string]any) map[string]any {
 	for k, v := range m {
 		if sv, ok := v.(string); ok {

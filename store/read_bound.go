@@ -18,12 +18,9 @@ import (
 	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
 
-// Bounded reads, so that a store far behind on merges slows its reads but cannot exhaust
-// the process's memory: sources are opened readFanIn at a time, each group admitted by the
-// read budget before its files are decoded. Get folds group by group into the newest version
-// it has seen; List merges each group up to a frontier and emits only the keys at or below
-// the smallest frontier of a group that had more keys. A group the budget cannot admit within
-// readBudgetWait fails the read with ErrBudgetBusy, never holding bytes while waiting.
+// Bounded reads, so that a store far behind on merges slows its reads but cannot exhaust the
+// process's memory: sources are opened readFanIn at a time, each group admitted by the read
+// budget before its files are decoded, never holding bytes while waiting.
 
 // readFanIn is how many sources a read opens at once.
 const readFanIn = 64
@@ -71,10 +68,9 @@ func (s *Store) private(src readSource) bool {
 		s.db.cache.peek(src.path) == nil
 }
 
-// readCost is what a read is first admitted with for decoding src through the cache: a
-// generation decodes to about its object; a base run, each column grown by doubling, to about
-// twice, until its footer gives the real size (admitRunDecode); either holds the cache's
-// per-file overhead too, which for a small generation is most of what it holds.
+// readCost is what a read is first admitted with for decoding src through the cache: about its
+// object for a generation, twice for a base run until its footer says (admitRunDecode), plus
+// the cache's per-file overhead.
 func readCost(src readSource) int64 {
 	if src.run {
 		return 2*src.bytes + cachedFileOverhead
@@ -83,16 +79,14 @@ func readCost(src readSource) int64 {
 }
 
 // readGroup is a group of a read's sources, admitted and opened: files[i] is srcs[i] decoded
-// whole, or nil where runs[i] streams it. The caller calls release once it no longer uses the
-// files or cursors.
+// whole, or nil where runs[i] streams it.
 type readGroup struct {
 	files   []*sortedFile
 	runs    []*listRun
 	release func()
 }
 
-// cursors returns one merge cursor per source, each at its first key above after (the after
-// the group was opened with, for the streamed runs).
+// cursors returns one merge cursor per source, each at its first key above after.
 func (g *readGroup) cursors(after string) []*cursor {
 	out := make([]*cursor, len(g.files))
 	for i, f := range g.files {
@@ -105,8 +99,7 @@ func (g *readGroup) cursors(after string) []*cursor {
 	return out
 }
 
-// err is the first error a streamed run's cursor met decoding a batch: a merge over the
-// group's cursors is complete only when it is nil.
+// err is the first error a streamed run's cursor met: a merge is complete only when it is nil.
 func (g *readGroup) err() error {
 	for _, r := range g.runs {
 		if r != nil && r.err != nil {
@@ -116,18 +109,13 @@ func (g *readGroup) err() error {
 	return nil
 }
 
-// openGroup admits srcs to the read budget and opens them (16 at a time); base runs the
-// cache will not keep are opened for streaming from after on ("" = from the start). A source
-// is read from the cache (free), through the cache (charged readCost), or with a read budget
-// privately into the group's read arena (read_arena.go; a private base run streams,
-// list_runs.go). A group whose runs' footers ask for more than admitted, and whose reservation
-// cannot grow without waiting, is released and admitted once more with what they said, so it
-// waits again holding nothing.
+// openGroup admits srcs to the read budget and opens them, private base runs for streaming
+// from after on. A group whose runs' footers ask for more than its reservation can grow to
+// without waiting is released and admitted once more with it, so it waits holding nothing.
 func (s *Store) openGroup(ctx context.Context, srcs []readSource, after string) (*readGroup, error) {
 	g, short, err := s.tryOpenGroup(ctx, srcs, after, 0)
 	if errors.Is(err, errRunDecodesLarge) {
-		// Runs whose footers said they decode to more than the cache keeps are private now
-		// (every load of the try reached its footer), so the second try streams them.
+		// Those runs are private now, so the second try streams them.
 		g, short, err = s.tryOpenGroup(ctx, srcs, after, 0)
 	}
 	if short > 0 {
@@ -136,8 +124,8 @@ func (s *Store) openGroup(ctx context.Context, srcs []readSource, after string) 
 	return g, err
 }
 
-// tryOpenGroup is openGroup admitted with extra bytes beyond its estimate. short is how many
-// bytes its reservation lacked when it failed with ErrBudgetBusy for want of growth (0 else).
+// tryOpenGroup is openGroup admitted with extra bytes beyond its estimate; short is what its
+// reservation lacked when it could not grow.
 func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after string, extra int64) (_ *readGroup, short int64, _ error) {
 	private := make([]bool, len(srcs))
 	charged := make([]int64, len(srcs))  // what want counts for a source decoded through the cache
@@ -170,14 +158,11 @@ func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after strin
 	var acct *memAccount
 	if len(sizes) > 0 {
 		acct = newMemAccount(res, s.db.opts.ReadBudget)
-		// The private files share the reservation with the sources decoded through the cache,
-		// whose bytes their arena and batches must leave alone, and with the extra, kept for
-		// those sources' runs until they are loaded.
+		// The arena and batches leave alone what the cached sources and their runs may take.
 		acct.outside.Store(cached + extra)
 		arena = newReadArena(acct, sizes)
 	}
-	// A run decoded through the cache takes what its footer says the decode holds: first the
-	// extra this admission was given (a retry's, for such a run), then growth without waiting.
+	// A cached run's decode takes the extra first, then grows without waiting.
 	// INVARIANT: while the sources load, acct.outside is their charge, what their runs took
 	// beyond it and the slack left, so a private allocation never uses bytes a run may take.
 	var slackMu sync.Mutex
@@ -236,8 +221,7 @@ func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after strin
 				g.files[i], err = s.readGen(gctx, src, arena.alloc(requests[i]), memory.DefaultAllocator)
 			default:
 				g.files[i], err = s.load(gctx, src, grow(i))
-				// A run its footer refused is not a failure of the others: they go on, so that
-				// one try finds every such run and what they all lack.
+				// The others go on, so that one try finds every such run and what they lack.
 				var rs *runDecodeShort
 				switch {
 				case errors.As(err, &rs):
@@ -271,8 +255,7 @@ func (s *Store) tryOpenGroup(ctx context.Context, srcs []readSource, after strin
 	return g, 0, nil
 }
 
-// errReadBudgetWait is ErrBudgetBusy for a read the budget could not admit within
-// readBudgetWait: the one busy answer a caller may simply ask again.
+// errReadBudgetWait is ErrBudgetBusy for a read not admitted within readBudgetWait.
 var errReadBudgetWait = fmt.Errorf("%w", ErrBudgetBusy)
 
 // admitRead reserves want bytes of the read budget, waiting at most readBudgetWait.
@@ -289,10 +272,8 @@ func (s *Store) admitRead(ctx context.Context, want int64) (*Reservation, error)
 	return res, err
 }
 
-// listCandidate is one key's newest version within a group: where it is (src < 0 for the
-// memtable entry memRows[row]), rendered only for the rows a page returns unless it comes from
-// a streamed base run whose batch is released first. The strings are copies, so a kept
-// candidate does not pin its group's memory.
+// listCandidate is one key's newest version within a group (src < 0: memtable entry
+// memRows[row]), rendered early only from a streamed run; its strings are copies.
 type listCandidate struct {
 	key      string
 	seq      int64
@@ -304,13 +285,11 @@ type listCandidate struct {
 	rendered map[string]any
 }
 
-// listCandidatesPerGroup caps what one group contributes to a round; any cap >= 1 is correct
-// (the frontier keeps undecided keys for the next round).
+// listCandidatesPerGroup caps what one group contributes to a round; any cap >= 1 is correct.
 const listCandidatesPerGroup = 1024
 
-// listGroup merges one opened group from after on and returns the newest version of each of
-// its first max keys (at or below upTo when bounded), ending with the one that fills maxBytes,
-// and whether keys beyond them are left undecided.
+// listGroup returns the newest version of each of a group's first max keys after after (at or
+// below upTo when bounded, up to the one filling maxBytes) and whether more are undecided.
 func (s *Store) listGroup(g *readGroup, first int, after string, max int, maxBytes int64, upTo string, bounded bool) ([]listCandidate, bool, error) {
 	cursors := g.cursors(after)
 	index := make(map[*cursor]int, len(cursors))
@@ -340,8 +319,7 @@ func (s *Store) listGroup(g *readGroup, first int, after string, max int, maxByt
 	return out, it.more(), g.err()
 }
 
-// mergeCandidates merges two key-ordered, key-unique candidate lists into one, keeping the
-// newer version of a key in both. It may reuse a's and b's arrays.
+// mergeCandidates merges two key-ordered candidate lists, keeping the newer version of a key.
 func mergeCandidates(a, b []listCandidate) []listCandidate {
 	if len(a) == 0 {
 		return b
@@ -368,8 +346,7 @@ func mergeCandidates(a, b []listCandidate) []listCandidate {
 	return append(append(out, a...), b...)
 }
 
-// internShard returns a copy of shard id that is shared by every caller that asks for the
-// same id: a store has few shards, and candidates number in the thousands.
+// internShard returns a shared copy of shard: a store has few, candidates thousands.
 func internShard(shard string) string {
 	if v, ok := shardIDs.Load(shard); ok {
 		return v.(string)
@@ -407,8 +384,7 @@ func (s *Store) listBounded(ctx context.Context, srcs []readSource, mem *memIter
 	per := min(max(opts.Limit, 1), listCandidatesPerGroup)
 rounds:
 	for {
-		// cands is the newest version per key so far, in key order, at most per plus one
-		// group's worth and no more rows than the page has room for, plus one.
+		// cands is the newest version per key so far, in key order.
 		var cands []listCandidate
 		frontier, bounded := "", false
 		first := 0
@@ -432,8 +408,7 @@ rounds:
 			if bounded {
 				cands = cands[:sort.Search(len(cands), func(i int) bool { return cands[i].key > frontier })]
 			}
-			// Keys past the per-th, or past the row that fills the room, are left for the next
-			// round, as a group's would be.
+			// Keys past the per-th, or past the row filling the room, wait for the next round.
 			if n := roundCut(cands, per, room); n < len(cands) {
 				cands = cands[:n]
 				frontier, bounded = cands[n-1].key, true
@@ -484,8 +459,7 @@ rounds:
 	return ListPage{Rows: rows, Next: next}, nil
 }
 
-// roundCut is how many of cands a round keeps: at most per, ending with the row that brings
-// their bytes to room (pageFull).
+// roundCut is how many of cands a round keeps: at most per, up to the row that fills room.
 func roundCut(cands []listCandidate, per int, room int64) int {
 	n := min(len(cands), per)
 	var size int64
@@ -497,8 +471,7 @@ func roundCut(cands []listCandidate, per int, room int64) int {
 	return n
 }
 
-// renderPage renders the picked rows, opening only the sources they come from, readFanIn
-// at a time like every other read.
+// renderPage renders the picked rows, opening only their sources, readFanIn at a time.
 func (s *Store) renderPage(ctx context.Context, srcs []readSource, memRows []*memEntry, picked []listCandidate) ([]map[string]any, error) {
 	rows := make([]map[string]any, len(picked))
 	bySrc := map[int][]int{} // source -> indexes into picked

@@ -109,6 +109,26 @@ func (g *readGroup) err() error {
 	return nil
 }
 
+// find returns the file and row that hold key in source i of g, or nil; a streamed run
+// decodes only the row groups whose key statistics may hold key, a batch at a time.
+//
+// REQUIRES: g was opened from the start (after ""), and find is called once per source.
+func (g *readGroup) find(i int, key string) (*sortedFile, int) {
+	if r := g.runs[i]; r != nil {
+		r.rb.keyRowGroups(key) // before its first batch is decoded, by r.cursor
+		for c := r.cursor(); c.file != nil; r.refill(c) {
+			if j := c.file.find(key); j >= 0 {
+				return c.file, j
+			}
+		}
+		return nil, -1
+	}
+	if j := g.files[i].find(key); j >= 0 {
+		return g.files[i], j
+	}
+	return nil, -1
+}
+
 // openGroup admits srcs to the read budget and opens them, private base runs for streaming
 // from after on. A group whose runs' footers ask for more than its reservation can grow to
 // without waiting is released and admitted once more with it, so it waits holding nothing.

@@ -84,13 +84,7 @@ func (a *memAccount) recycle(b []byte) {
 	if a.pool == nil || a.pool.put(b[:0]) {
 		return // without a pool the buffer is on the Go heap (get)
 	}
-	release(b)
-}
-
-func release(b []byte) {
-	if isMapped(cap(b)) {
-		unmapBuffer(b)
-	}
+	unmapBuffer(b)
 }
 
 // buffer returns a buffer of capacity at least n for reading an object's bytes into, never
@@ -318,7 +312,7 @@ func (p *bufferPool) trim(extra int64) {
 		}
 		b := p.pop(big)
 		over -= int64(cap(b))
-		release(b)
+		unmapBuffer(b)
 	}
 }
 

@@ -14,8 +14,10 @@ func mapBuffer(size int) []byte {
 	return b
 }
 
-// unmapBuffer unmaps a buffer of mapBuffer (any length, its full capacity). It reports
-// false for a buffer that mapBuffer did not map, which is then left to the garbage collector.
-func unmapBuffer(b []byte) bool {
-	return syscall.Munmap(b[:cap(b)]) == nil
+// unmapBuffer unmaps a buffer of a mapped size class (any length, its full capacity); a
+// smaller one is left to the garbage collector.
+func unmapBuffer(b []byte) {
+	if isMapped(cap(b)) {
+		_ = syscall.Munmap(b[:cap(b)])
+	}
 }

@@ -10,14 +10,10 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
-// Memory accounting: the budget is the footprint. A memAccount is the Arrow allocator of one
-// budgeted operation; every byte it hands out, through Arrow or as a read buffer, is charged
-// to the operation's Reservation, so the reservation is a bound checked against real
-// allocations. Past the reservation it may only TryGrow (doc.go, "Budget"): a read buffer is
-// then refused and the merge keeps the prefix it could read; an Arrow Allocate cannot refuse,
-// so it is recorded as an overdraft and fails the merge at its next chunk (a panic under the
-// race detector, which proves mergeFootprint). Freed buffers go back to the Budget's pool, so
-// the heap stays near what the budget reserves (docs/benchmarks/memory.md).
+// memAccount is the Arrow allocator of one budgeted operation, charging every byte it hands
+// out to the operation's Reservation, so the reservation bounds real allocations; freed
+// buffers go back to the Budget's pool. Past the reservation a read buffer is refused, and an
+// Arrow Allocate, which cannot be, is recorded as an overdraft (doc.go, "Budget").
 type memAccount struct {
 	res  *Reservation
 	pool *bufferPool // nil: plain Go allocations, nothing reused
@@ -26,8 +22,7 @@ type memAccount struct {
 	allocated atomic.Int64
 	// overdrawn is the bytes allocated while growth was refused (0 in a healthy merge).
 	overdrawn atomic.Int64
-	// outside is the bytes of res set aside for memory the account does not hand out (a read
-	// group's sources decoded through the cache), which its allocations must not use as well.
+	// outside is the bytes of res set aside for memory the account does not hand out.
 	outside atomic.Int64
 }
 
@@ -45,8 +40,7 @@ func newMemAccount(res *Reservation, b *Budget) *memAccount {
 // bufAlignment is the start alignment of Arrow buffers (Arrow's own Go allocator uses 64).
 const bufAlignment = 64
 
-// Allocate returns a zeroed buffer of size bytes, charged to the account. Arrow relies on
-// fresh buffers being zeroed (padding, null bitmaps), so a reused one is cleared here.
+// Allocate returns a zeroed buffer of size bytes, as Arrow relies on, charged to the account.
 func (a *memAccount) Allocate(size int) []byte {
 	if size < 0 {
 		panic("store: memAccount: negative size")
@@ -87,9 +81,8 @@ func (a *memAccount) recycle(b []byte) {
 	unmapBuffer(b)
 }
 
-// buffer returns a buffer of capacity at least n for reading an object's bytes into, never
-// waiting nor overdrawing (ok false, nothing charged, when it does not fit); it takes over
-// the prepaid bytes the caller charged ahead (prepay), which stay charged on false.
+// buffer returns a buffer of capacity at least n for an object's bytes, taking over the
+// prepaid bytes, or false, without waiting or charging more, when it does not fit.
 func (a *memAccount) buffer(n int, prepaid int64) (_ []byte, ok bool) {
 	b, _ := a.get(n)
 	switch extra := int64(cap(b)) - max(prepaid, 0); {
@@ -116,8 +109,7 @@ func (a *memAccount) tryCharge(n int64) bool {
 	}
 }
 
-// fits reports whether total allocated bytes fit the reservation beside what is set aside
-// outside the account, growing it without waiting.
+// fits reports whether total allocated bytes fit beside outside, growing res without waiting.
 func (a *memAccount) fits(total int64) bool {
 	total += a.outside.Load()
 	return total <= a.res.Bytes() || a.res.TryGrow(total)
@@ -136,8 +128,7 @@ func (a *memAccount) budgetAdd(n int64) {
 	}
 }
 
-// charge adds the n bytes of an Arrow allocation. One that does not fit is an overdraft: the
-// Allocator interface cannot refuse it, so it is recorded (err reports it).
+// charge adds the n bytes of an Arrow allocation; one that does not fit is an overdraft.
 func (a *memAccount) charge(n int64) {
 	total := a.allocated.Add(n)
 	a.budgetAdd(n)
@@ -168,7 +159,7 @@ func (a *memAccount) err() error {
 func (a *memAccount) Allocated() int64 { return a.allocated.Load() }
 
 // get takes a buffer of capacity >= size from the pool, or allocates one aligned; without a
-// pool nothing is reused and buffers stay on the Go heap, since mapping each costs a syscall.
+// pool buffers stay on the Go heap, since mapping each costs a syscall.
 func (a *memAccount) get(size int) (_ []byte, reused bool) {
 	if a.pool == nil {
 		return heapBuffer(size), false
@@ -186,8 +177,7 @@ const mapMinBytes = 256 << 10
 // isMapped reports whether a buffer of capacity c, a class size, was (or would be) mapped.
 func isMapped(c int) bool { return c >= mapMinBytes }
 
-// alignedBuffer allocates the class size of size bytes, starting at a bufAlignment
-// boundary: mapped outside the Go heap from mapMinBytes on, else on the Go heap.
+// alignedBuffer allocates the class size of size bytes, mapped from mapMinBytes on.
 func alignedBuffer(size int) []byte {
 	c := classSize(classOf(size))
 	if isMapped(c) {
@@ -209,16 +199,15 @@ func heapBuffer(size int) []byte {
 	return raw[off : off+c : off+c]
 }
 
-// Buffer size classes: four per power of two from 4 KiB, so a freed buffer serves later
-// requests of about its size at most a quarter more than asked (maxClassRounding).
+// Buffer size classes: four per power of two from 4 KiB, at most a quarter above a request.
 const (
 	minClassShift    = 12
 	classSteps       = 4
 	maxClassRounding = classSteps // request/maxClassRounding bounds the rounding
 )
 
-// readBufferBytes is the size class of a read buffer for an object of size bytes (it holds
-// size+1, so a read can tell an object longer than its manifest says).
+// readBufferBytes is the size class of a read buffer for an object of size bytes, plus one
+// byte to tell an object longer than its manifest says.
 func readBufferBytes(size int64) int64 {
 	return int64(classSize(classOf(int(min(max(size, 0), maxReadBufferRequest)) + 1)))
 }
@@ -246,8 +235,8 @@ func classSize(c int) int {
 	return 1<<shift + step<<(shift-2)
 }
 
-// bufferPool keeps freed buffers of a Budget for reuse, by size class, only while pooled plus
-// allocated bytes stay within the limit (trim drops pooled ones first).
+// bufferPool keeps freed buffers of a Budget by size class while pooled plus allocated bytes
+// stay within the limit.
 type bufferPool struct {
 	budget *Budget
 	mu     sync.Mutex
@@ -294,8 +283,7 @@ func (p *bufferPool) put(b []byte) bool {
 	return true
 }
 
-// trim drops pooled buffers, largest first (fewest drops for the bytes), until pooled plus
-// allocated bytes plus extra, a fresh buffer about to be allocated, fit the limit again.
+// trim drops pooled buffers, largest first, until pooled plus allocated bytes plus extra fit.
 func (p *bufferPool) trim(extra int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -319,9 +307,8 @@ func (p *bufferPool) trim(extra int64) {
 // errBufferRefused: the account of a read could not hold the object's bytes without waiting.
 var errBufferRefused = fmt.Errorf("%w: no room for the object's bytes", ErrBudgetBusy)
 
-// readBuf is the buffers one Bucket read takes from an account. A read of an object longer
-// than its storage reported asks again (objstore.Alloc), so each buffer is charged and kept
-// until free; held says what they cost together.
+// readBuf is the buffers one Bucket read takes from an account, each charged until free (a
+// read of an object longer than its storage reported asks again).
 type readBuf struct {
 	acct    *memAccount
 	prepaid int64 // charged before the read; the first buffer takes it over
@@ -329,8 +316,7 @@ type readBuf struct {
 	held    int64
 }
 
-// readBuffer returns the buffers of one read from a, the first taking over the prepaid bytes;
-// a read a cannot hold fails with errBufferRefused instead of waiting.
+// readBuffer returns the buffers of one read from a, the first taking over prepaid.
 func (a *memAccount) readBuffer(prepaid int64) *readBuf {
 	return &readBuf{acct: a, prepaid: prepaid}
 }
@@ -357,8 +343,8 @@ func (r *readBuf) free() {
 	}
 }
 
-// prepay charges, without waiting, the size class of a read buffer for about size bytes, so
-// that concurrent reads get their buffers in the caller's order (false: nothing charged).
+// prepay charges, without waiting, a read buffer for size bytes, so that concurrent reads get
+// their buffers in the caller's order.
 func (a *memAccount) prepay(size int64) (int64, bool) {
 	n := readBufferBytes(size)
 	return n, a.tryCharge(n)

@@ -10,17 +10,15 @@ import (
 	"golang.org/x/sync/semaphore"
 )
 
-// Budget is the process-wide merge memory budget in bytes (docs/DESIGN.md §3); a nil *Budget
-// or a limit <= 0 is unlimited. It cannot deadlock: a merge takes its initial allowance in
-// one all-or-nothing acquire, the only call that waits, and only TryGrows afterwards, which
-// refuses while anyone waits, so the FIFO queue is never overtaken.
+// Budget is a process-wide memory budget in bytes (docs/DESIGN.md §3); nil or a limit <= 0 is
+// unlimited. Only the all-or-nothing Reserve waits and TryGrow refuses while anyone waits, so
+// it cannot deadlock.
 type Budget struct {
 	limit    int64
 	sem      *semaphore.Weighted // nil when unlimited
 	reserved atomic.Int64        // gauge; never above the semaphore's own count, so never above limit
 	waiting  atomic.Int64
-	// allocated is what the memAccounts of this budget's reservations hold (alloc.go);
-	// pool keeps their freed buffers for reuse (nil when unlimited).
+	// allocated is what its reservations' memAccounts hold; pool keeps their freed buffers.
 	allocated atomic.Int64
 	pool      *bufferPool
 }
@@ -39,8 +37,7 @@ func NewBudget(limit int64) *Budget {
 	return b
 }
 
-// Allocated returns the bytes this budget's reservations' accounts hold (alloc.go), above
-// Reserved only by an overdraft or the lone whole-limit holder's growth.
+// Allocated returns the bytes this budget's reservations' accounts hold.
 func (b *Budget) Allocated() int64 {
 	if b == nil {
 		return 0
@@ -72,10 +69,8 @@ func (b *Budget) Waiting() int {
 	return int(b.waiting.Load())
 }
 
-// Reserve takes min(want, limit) in one all-or-nothing acquire, waiting until ctx is done; a
-// want above the limit is clamped, so it runs alone once the budget is idle instead of failing
-// forever. It returns how long it waited. Unlimited, it returns at once a reservation that
-// holds nothing; want < 0 is ErrInvalidInput.
+// Reserve takes min(want, limit) in one all-or-nothing acquire, waiting until ctx is done, and
+// returns how long it waited; clamped, a want above the limit runs alone instead of never.
 func (b *Budget) Reserve(ctx context.Context, want int64) (*Reservation, time.Duration, error) {
 	if want < 0 {
 		return nil, 0, invalidf("budget reserve: negative size %d", want)
@@ -113,8 +108,7 @@ func (b *Budget) Reserve(ctx context.Context, want int64) (*Reservation, time.Du
 	return &Reservation{b: b, bytes: n}, waited, nil
 }
 
-// reserveWithin is Reserve waiting at most wait; timedOut means the budget had no room in
-// time, which reads and appends report as ErrBudgetBusy.
+// reserveWithin is Reserve waiting at most wait; timedOut means the budget had no room in time.
 func reserveWithin(ctx context.Context, b *Budget, want int64, wait time.Duration) (_ *Reservation, timedOut bool, _ error) {
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
@@ -122,8 +116,7 @@ func reserveWithin(ctx context.Context, b *Budget, want int64, wait time.Duratio
 	return res, err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded), err
 }
 
-// Reservation is bytes held from a Budget until Release. Safe for concurrent use; a nil
-// *Reservation holds nothing (TryGrow false, Release no-op).
+// Reservation is bytes held from a Budget until Release; a nil one holds nothing.
 type Reservation struct {
 	b        *Budget
 	mu       sync.Mutex
@@ -141,10 +134,9 @@ func (r *Reservation) Bytes() int64 {
 	return r.bytes
 }
 
-// TryGrow grows the reservation to total bytes without ever waiting, since it is called while
-// holding. It returns false, unchanged, when the bytes are not free or a Reserve is queued;
-// the lone holder of the whole limit may grow past it. total <= Bytes() is true; a released
-// reservation cannot grow.
+// TryGrow grows the reservation to total bytes without waiting, since it is called while
+// holding: false when the bytes are not free or a Reserve is queued; the lone holder of the
+// whole limit may grow past it.
 func (r *Reservation) TryGrow(total int64) bool {
 	if r == nil {
 		return false
@@ -202,7 +194,7 @@ func (r *Reservation) budget() *Budget {
 }
 
 // holdsWholeLimit reports whether the reservation holds the budget's whole limit (always,
-// unlimited): the lone oversized holder, whose TryGrow succeeds past the limit.
+// unlimited).
 func (r *Reservation) holdsWholeLimit() bool {
 	l := r.budget().Limit()
 	return l <= 0 || r.Bytes() >= l

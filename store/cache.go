@@ -14,8 +14,7 @@ import (
 	"github.com/walkeeper/walkeeper/store/rowcodec"
 )
 
-// sortedFile is a decoded generation or base run: rows sorted by key, one row per key, the
-// shape that lets reads and merges walk every source as one sorted stream.
+// sortedFile is a decoded generation or base run: rows sorted by key, one row per key.
 type sortedFile struct {
 	path  string
 	rec   arrow.RecordBatch
@@ -24,8 +23,8 @@ type sortedFile struct {
 	bytes int64
 }
 
-// newSortedFile wraps rec, a generation or a batch of a base run named what, checking that its
-// keys ascend strictly from above last; it neither retains nor releases rec.
+// newSortedFile wraps rec, checking that its keys ascend strictly from above last; it neither
+// retains nor releases rec.
 func newSortedFile(c *rowcodec.Codec, what string, rec arrow.RecordBatch, last string, seen bool) (*sortedFile, error) {
 	view, err := c.View(rec)
 	if err != nil {
@@ -67,13 +66,11 @@ type fileCache struct {
 	used  int64
 	order *list.List // front = most recent; values are *sortedFile
 	byKey map[string]*list.Element
-	// large are base runs whose object is small enough to keep but whose footer says they
-	// decode to more than the cache keeps: reads stream them.
+	// large are base runs whose footer says they decode to more than it keeps.
 	large keySet
 }
 
-// maxLargeRuns bounds the runs the cache remembers as decoding too large: a run forgotten
-// costs its next read one more look at its footer, not a whole decode.
+// maxLargeRuns bounds large; a run forgotten costs its next read a look at its footer.
 const maxLargeRuns = 4096
 
 func newFileCache(limit int64) *fileCache {
@@ -100,9 +97,7 @@ func (c *fileCache) get(ctx context.Context, path string, load func(context.Cont
 			c.put(f)
 			return f, nil
 		})
-		// The load ran with the context of whichever caller started it: when that one ended,
-		// a caller whose own context is live loads again (a few times at most) instead of
-		// failing with its error.
+		// A load shared from a caller whose context ended is tried again by a live one.
 		if err != nil && shared && ctx.Err() == nil && attempt < readAttempts &&
 			(errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 			continue
@@ -134,13 +129,11 @@ func (c *fileCache) put(f *sortedFile) {
 	}
 }
 
-// cachedFileOverhead is what a cached file holds beyond its record's buffers (its Arrow
-// metadata and, for a generation, its IPC schema and footer); without it a cache of small
-// generations held tens of times its limit.
+// cachedFileOverhead is what a cached file holds beyond its record's buffers
+// (docs/RELIABILITY.md finding 55).
 const cachedFileOverhead = decodedFileHeap + ipcObjectOverhead
 
-// ipcObjectOverhead estimates what a cached IPC generation object holds beyond its record
-// bytes: the schema, twice (message and footer), the record's metadata and padding.
+// ipcObjectOverhead estimates a cached IPC generation's schemas, metadata and padding.
 const ipcObjectOverhead = 2 << 10
 
 // cachedBytes is what the cache counts for a file whose record holds n bytes, capped.
@@ -158,8 +151,7 @@ func (c *fileCache) peek(path string) *sortedFile {
 	return nil
 }
 
-// keeps reports whether put would keep a file of about n bytes (a file that does not
-// fit is read outside the cache, into the read budget's buffers: read_arena.go).
+// keeps reports whether put would keep a file of about n bytes.
 func (c *fileCache) keeps(n int64) bool { return cachedBytes(n) <= c.limit/4 }
 
 // forget drops path (after its object was deleted).

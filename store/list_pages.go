@@ -18,16 +18,14 @@ type RegistryPage struct {
 }
 
 // ListStores returns up to limit registered stores of kind after the store named after
-// ("" = from the first), in registry key order, bounded per page by limit; foreign keys under
-// the registry are skipped, and Next is always a store's name.
+// ("" = from the first), in name order, skipping foreign keys.
 func (db *DB) ListStores(ctx context.Context, kind Kind, after string, limit int) (RegistryPage, error) {
 	page, _, err := db.listStores(ctx, kind, after, limit, 0)
 	return page, err
 }
 
-// listStores is ListStores whose page also ends with the store whose entry brings the page's
-// entries to maxBytes of JSON text (StoreInfo.JSONBytes; <= 0 = no bound); it returns their size
-// (0 without a bound).
+// listStores is ListStores also bounded by maxBytes of JSON text (<= 0: none), returning the
+// page's size.
 func (db *DB) listStores(ctx context.Context, kind Kind, after string, limit int, maxBytes int64) (RegistryPage, int64, error) {
 	if _, err := ParseKind(string(kind)); err != nil {
 		return RegistryPage{}, 0, err
@@ -78,9 +76,8 @@ type listedStore struct {
 	StoreInfo
 }
 
-// JSONBytes is the length of the entry's JSON text as GET /api/v1/stores lists it, the
-// measure that bounds a page of stores; one that does not encode counts as
-// MaxStoreInfoJSONBytes (it is never sent).
+// JSONBytes is the length of the entry's JSON text as GET /api/v1/stores lists it
+// (MaxStoreInfoJSONBytes if it does not encode).
 func (i StoreInfo) JSONBytes() int64 {
 	// Names, kinds and times have no byte that HTML escaping would change.
 	b, err := json.Marshal(listedStore{Target: i.Target.String(), StoreInfo: i})
@@ -97,9 +94,8 @@ type TargetsPage struct {
 	Next Target
 }
 
-// ListTargets returns up to limit registered stores of kinds, kind by kind in the order given
-// and by name within each, after the store after (zero = from the first): ListStores across
-// kinds. Next is set only when a store follows.
+// ListTargets is ListStores across kinds, in the order given, after the store after (zero =
+// from the first); Next is set only when a store follows.
 //
 // REQUIRES: after is the zero Target or of one of kinds.
 func (db *DB) ListTargets(ctx context.Context, kinds []Kind, after Target, limit int) (TargetsPage, error) {
@@ -111,14 +107,12 @@ type TargetsOptions struct {
 	Kinds []Kind
 	After Target
 	Limit int
-	// MaxBytes bounds the page by its entries' JSON text (StoreInfo.JSONBytes): the page ends
-	// with the store that brings them to MaxBytes, so it holds at most MaxBytes plus one entry,
-	// and always one store (0 = no bound).
+	// MaxBytes bounds the page by its entries' JSON text (StoreInfo.JSONBytes) as
+	// ListOptions.MaxBytes bounds rows.
 	MaxBytes int64
 }
 
-// ListTargetsWith is ListTargets bounded in bytes as well (TargetsOptions.MaxBytes); Next is
-// the last store of the page whichever bound ended it, and only when a store follows.
+// ListTargetsWith is ListTargets bounded in bytes as well (TargetsOptions.MaxBytes).
 //
 // REQUIRES: o.After is the zero Target or of one of o.Kinds.
 func (db *DB) ListTargetsWith(ctx context.Context, o TargetsOptions) (TargetsPage, error) {
@@ -164,8 +158,7 @@ func (db *DB) ListTargetsWith(ctx context.Context, o TargetsOptions) (TargetsPag
 	return out, nil
 }
 
-// anyStore reports whether a store of one of kinds is registered: a page of one per kind, so
-// that a full page at a kind's end has a next page only when a store follows.
+// anyStore reports whether a store of one of kinds is registered.
 func (db *DB) anyStore(ctx context.Context, kinds []Kind) (bool, error) {
 	for _, k := range kinds {
 		page, err := db.ListStores(ctx, k, "", 1)

@@ -15,8 +15,7 @@ type memRow struct {
 	deleted bool
 }
 
-// memEntry is a memtable's newest version of one key. Once in an index it is never changed:
-// readers of an index clone hold it without a lock.
+// memEntry is a memtable's newest version of one key, never changed once in an index.
 type memEntry struct {
 	key string
 	r   memRow
@@ -24,25 +23,20 @@ type memEntry struct {
 
 func memEntryLess(a, b *memEntry) bool { return a.key < b.key }
 
-// memtableDegree is the B-tree degree of a memtable's index: nodes of up to 63 pointers keep
-// a copy-on-write path copy (after a reader's clone) a few KiB.
+// memtableDegree keeps a copy-on-write path copy after a reader's clone a few KiB.
 const memtableDegree = 32
 
-// memEntryBytes is what one indexed entry costs beyond its row's values: the entry, the
-// index's pointer to it and the node space around that pointer.
+// memEntryBytes is what one indexed entry costs beyond its row's values.
 var memEntryBytes = int64(unsafe.Sizeof(memEntry{})) + 16
 
-// memtable holds rows that are durable in the WAL but not yet sealed, the newest version of
-// each key in a B-tree, so a read finds a key in O(log n) and pages without copying. The
-// active one changes under writer.mu; frozen ones never change, so they are read unlocked.
+// memtable holds the newest version of each key durable in the WAL but not yet sealed, in a
+// B-tree; the active one changes under writer.mu, frozen ones never.
 type memtable struct {
 	index *btree.BTreeG[*memEntry]
-	// view is a copy-on-write clone of index shared by the reads since the last add (nil
-	// after one): a clone is O(1), and the add after it copies only the path it changes.
+	// view is a copy-on-write clone of index shared by the reads since the last add.
 	view   *btree.BTreeG[*memEntry]
 	maxPos uint64 // highest WAL position whose rows are all in this memtable
-	// bytes estimates the memory the indexed versions hold (rowcodec.DecodedValuesBytes per
-	// row plus memEntryBytes); a replaced version stops counting.
+	// bytes estimates the memory the indexed versions hold.
 	bytes int64
 }
 
@@ -50,8 +44,7 @@ func newMemtable() *memtable {
 	return &memtable{index: btree.NewG(memtableDegree, memEntryLess)}
 }
 
-// add makes r the newest version of its key (the last one added wins, as WAL order is
-// write order).
+// add makes r the newest version of its key, as WAL order is write order.
 //
 // REQUIRES: writer.mu held for the active memtable (or the memtable not shared yet).
 func (m *memtable) add(r memRow) {
@@ -59,9 +52,8 @@ func (m *memtable) add(r memRow) {
 	m.view = nil
 }
 
-// addAll adds rows in order, all or none: they go into a copy-on-write clone of the index that
-// replaces it once every row is in, so a panic midway leaves the memtable as it was for the
-// readers of the writer that panic kills.
+// addAll adds rows in order, all or none, into a clone of the index, so a panic midway leaves
+// the memtable as it was.
 //
 // REQUIRES: as for add.
 func (m *memtable) addAll(rows []memRow) {
@@ -140,8 +132,8 @@ func (w *writer) memGet(key string) (memRow, bool) {
 	return best, found
 }
 
-// memIterAfter returns an iterator over the newest local version of every key above after
-// across the memtables as they are now (only the active one's root is cloned).
+// memIterAfter iterates the newest local version of every key above after across the
+// memtables as they are now.
 func (w *writer) memIterAfter(after string) *memIter {
 	w.mu.Lock()
 	trees := make([]*btree.BTreeG[*memEntry], 0, len(w.frozen)+1)

@@ -2,9 +2,8 @@ package store
 
 import "github.com/google/btree"
 
-// memIter walks memtable indexes (frozen ones and a clone of the active one) as one key-ordered
-// stream from a cursor on, lazily, so a page of p rows costs O(log n + p); per key it yields
-// the newest version, as memGet decides.
+// memIter walks memtable indexes as one key-ordered stream of newest versions, lazily, so a
+// page of p rows costs O(log n + p).
 type memIter struct {
 	subs []*indexIter
 	cur  *memEntry // the version at the iterator's position; nil once exhausted
@@ -24,8 +23,7 @@ func newMemIter(trees []*btree.BTreeG[*memEntry], after string) *memIter {
 	return it
 }
 
-// peek is the version at the iterator's position (nil when exhausted). A nil iterator is
-// empty: a batch cursor that ran out has neither a file nor a memtable.
+// peek is the version at the iterator's position (nil when exhausted or a nil iterator).
 func (it *memIter) peek() *memEntry {
 	if it == nil {
 		return nil
@@ -56,8 +54,7 @@ func (it *memIter) next() {
 	}
 }
 
-// indexIter is a pull iterator over one index: B-tree walks are push (Ascend), so it fetches
-// the entries after the last one it fetched in chunks, each chunk one O(log n) descent.
+// indexIter pulls from one index in chunks, each one O(log n) descent of a push walk.
 type indexIter struct {
 	tree  *btree.BTreeG[*memEntry]
 	buf   []*memEntry

@@ -7,12 +7,10 @@ import (
 	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
-// Every object a reader decodes is read against its manifest entry: a checksum, at most the
-// bytes the entry declares (what a read budget admitted) and a match, else ErrCorrupt before
-// a decoder sees a byte (checksum.go says why).
+// Every object a reader decodes is checked against its manifest entry before a decoder sees
+// a byte (checksum.go says why).
 
-// readRunObject reads base run path, declared bytes long with checksum sum, into a buffer of
-// alloc (nil = the Go heap).
+// readRunObject reads base run path into a buffer of alloc (nil = the Go heap).
 func (s *Store) readRunObject(ctx context.Context, path, sum string, bytes int64, alloc objstore.Alloc) ([]byte, error) {
 	what := "run " + path
 	data, err := s.readChecked(ctx, path, sum, bytes, what, alloc)
@@ -51,8 +49,7 @@ const (
 	genFileSlackFallback = 64 << 10
 )
 
-// readChecked reads path, at most limit bytes, into a buffer of alloc and checks it against
-// sum, so what is counted corrupt is exactly what this check finds.
+// readChecked reads path, at most limit bytes, into a buffer of alloc and checks it against sum.
 func (s *Store) readChecked(ctx context.Context, path, sum string, limit int64, what string, alloc objstore.Alloc) (_ []byte, err error) {
 	defer func() { s.countCorrupt(path, err) }()
 	if sum == "" {

@@ -9,10 +9,9 @@ import (
 	"go.uber.org/zap"
 )
 
-// Resident stores: the handles this process keeps open (DB.stores). A handle idle for
-// Options.ResidentIdle, or the least recently used one beyond Options.ResidentStoresMax, is
-// evicted: its memtable sealed, its WAL committer stopped and the handle dropped; a handle a
-// caller still holds forwards to the next one (Store.writer), so eviction is invisible.
+// Resident stores are the handles this process keeps open (DB.stores); one idle for
+// ResidentIdle, or least recently used beyond ResidentStoresMax, is sealed and dropped, and a
+// handle a caller still holds forwards to the next one (Store.writer).
 
 // Eviction reasons: the reason label of walkeeper_resident_evictions_total.
 const (
@@ -20,16 +19,13 @@ const (
 	EvictMax  = "max"
 )
 
-// evictTimeout bounds the seals of one eviction; it is not the caller's deadline, because an
-// eviction started must finish (Close waits for it) whoever asked for it.
+// evictTimeout bounds the seals of one eviction, which must finish whoever asked for it.
 const evictTimeout = time.Minute
 
-// maxEvictAttempts bounds the evictions one Open makes to get back under the max: a victim
-// used again since it was picked is kept, and the next Open goes on where this one stopped.
+// maxEvictAttempts bounds the evictions one Open makes to get back under the max.
 const maxEvictAttempts = 8
 
-// targetLocks serialises create and open per target inside this process; an entry lives only
-// while its lock is held or waited for, so names that do not exist leave nothing behind.
+// targetLocks serialises create and open per target; an entry lives only while held or waited for.
 type targetLocks struct {
 	mu   sync.Mutex
 	held map[Target]*targetLock
@@ -67,8 +63,8 @@ func (l *targetLocks) lock(t Target) (unlock func()) {
 // touch records a use of the handle: idle and least-recently-used eviction go by it.
 func (s *Store) touch() { s.lastUsed.Store(s.db.opts.Now().UnixNano()) }
 
-// liveHandle is the handle whose writer holds t's memtable in this process: the resident
-// one, or the one being evicted until its final seal is published. nil if neither.
+// liveHandle is the handle whose writer holds t's memtable: the resident one, or the one
+// being evicted until its final seal is published.
 func (db *DB) liveHandle(t Target) *Store {
 	db.mu.Lock()
 	defer db.mu.Unlock()
@@ -78,8 +74,7 @@ func (db *DB) liveHandle(t Target) *Store {
 	return db.leaving[t]
 }
 
-// adopt makes s the resident handle of its target and returns it, or returns the handle
-// already resident.
+// adopt makes s the resident handle of its target, or returns the one already resident.
 //
 // REQUIRES: the caller holds the target's lock (db.locks), so no eviction of the target
 // runs meanwhile.
@@ -110,15 +105,14 @@ func (db *DB) claimLocked(s *Store) evictClaim {
 	return evictClaim{s: s, seen: s.lastUsed.Load()}
 }
 
-// evictClaim is a store picked for eviction and its last use when it was picked: a use
-// after that saves it.
+// evictClaim is a store picked for eviction and its last use then: a later use saves it.
 type evictClaim struct {
 	s    *Store
 	seen int64
 }
 
 // claimLRU claims the least recently used unclaimed store other than keep while more than
-// the max are resident (claimed stores are on their way out and do not count).
+// the max unclaimed ones are resident.
 func (db *DB) claimLRU(keep *Store) (evictClaim, bool) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
@@ -154,8 +148,7 @@ func (db *DB) claimIdle(cutoff int64) []evictClaim {
 }
 
 // enforceMax evicts least recently used stores other than keep until at most
-// ResidentStoresMax are resident; the caller pays, since its clients are the ones opening
-// more stores than the process keeps.
+// ResidentStoresMax are resident.
 //
 // REQUIRES: the caller holds no target lock (eviction takes the victim's).
 func (db *DB) enforceMax(ctx context.Context, keep *Store) {
@@ -170,8 +163,7 @@ func (db *DB) enforceMax(ctx context.Context, keep *Store) {
 	}
 }
 
-// evictIdle evicts every store idle for at least ResidentIdle (each attempt is logged and
-// counted by evict).
+// evictIdle evicts every store idle for at least ResidentIdle.
 func (db *DB) evictIdle(ctx context.Context) {
 	if db.opts.ResidentIdle <= 0 {
 		return
@@ -182,14 +174,10 @@ func (db *DB) evictIdle(ctx context.Context) {
 }
 
 // evict seals the claimed store's writer, stops it and drops the handle, and reports whether
-// it did. A store used since it was claimed, or whose first seal fails, stays resident as it
-// was; one whose final seal leaves rows unsealed stays resident with the dead writer that
-// still answers reads (decision 0611). Against the store's own traffic: the first seal runs
-// while appends flow; the handle is marked evicted only after it left DB.stores under the
-// target's lock, so two writers never overlap; the committer stops before the final seal, so
-// every acknowledged append is in it and every other is retried on the next writer; reads see
-// the dying writer until the seal is published (readWriter); merges' drains go to whichever
-// writer is resident.
+// it did. A store used since it was claimed, or whose first seal fails, stays resident; one
+// whose final seal leaves rows unsealed stays resident with its dead writer, which still
+// answers reads (decision 0611). The handle leaves DB.stores under the target's lock, so two
+// writers never overlap, and reads see the dying writer until its seal is published.
 func (db *DB) evict(ctx context.Context, c evictClaim, reason string) (evicted bool, err error) {
 	s := c.s
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), evictTimeout)
@@ -215,9 +203,7 @@ func (db *DB) evict(ctx context.Context, c evictClaim, reason string) (evicted b
 			return false, fmt.Errorf("evict %s: its rows stay unsealed while its shard is at the pending limit: %w", s.target, ErrTooManyPending)
 		}
 	default:
-		// A dead writer's acknowledged rows may be in the WAL only (a failed final seal, a
-		// fence that no new owner followed): Flush claims, replays and seals them, unless a
-		// newer claim replayed them, whose owner then seals them.
+		// A dead writer's acknowledged rows may be in the WAL only: Flush replays and seals them.
 		if _, err := s.Flush(ctx); err != nil {
 			return false, fmt.Errorf("evict %s: flush: %w", s.target, err)
 		}
@@ -241,11 +227,8 @@ func (db *DB) evict(ctx context.Context, c evictClaim, reason string) (evicted b
 	if w != nil {
 		err = w.retire(ctx)
 	}
-	// On success the final seal is published (or the shard's new owner replays the WAL): older
-	// handles may stop reaching this writer, and then this handle may drop it. On failure the
-	// rows of a failed final seal, or of a fence no claim followed, are in the WAL only: the
-	// store stays resident with the dead writer, whose rows reads still see, until the next
-	// flush or eviction replays and seals them (HoldsOrphanedRows).
+	// On failure the rows may be in the WAL only: the store stays resident with the dead
+	// writer, whose rows reads still see, until a flush or eviction seals them.
 	db.mu.Lock()
 	delete(db.leaving, s.target)
 	if err != nil {
@@ -280,8 +263,7 @@ func (db *DB) countEviction(s *Store, reason string, evicted bool, err error) {
 	db.metrics.ResidentEvictions.WithLabelValues(reason, result).Inc()
 }
 
-// startJanitorLocked starts the goroutine that evicts idle stores (and retries the max);
-// Close stops it.
+// startJanitorLocked starts the goroutine that evicts idle stores and retries the max.
 //
 // REQUIRES: db.mu held, db not closed, ResidentIdle > 0.
 func (db *DB) startJanitorLocked() {

@@ -8,8 +8,7 @@ import (
 	"github.com/walkeeper/walkeeper/target"
 )
 
-// MaxStatsShards caps the shards one StatsPage lists, so a page of a store's stats, and the
-// stats route's answer, stays bounded whatever the number of shards.
+// MaxStatsShards caps the shards one StatsPage lists.
 const MaxStatsShards = 1000
 
 // ShardStats is one shard's debt.

@@ -183,10 +183,7 @@ type version struct {
 
 // newer reports whether a beats b: newest write sequence wins, ties broken by shard id.
 func newer(aSeq int64, aShard string, bSeq int64, bShard string) bool {
-	if aSeq != bSeq {
-		return aSeq > bSeq
-	}
-	return aShard > bShard
+	return cmp.Or(cmp.Compare(aSeq, bSeq), strings.Compare(aShard, bShard)) > 0
 }
 
 func (s *Store) toJSON(v version) map[string]any {

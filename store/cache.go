@@ -121,12 +121,15 @@ func (c *fileCache) put(f *sortedFile) {
 	c.byKey[f.path] = c.order.PushFront(f)
 	c.used += cachedBytes(f.bytes)
 	for c.used > c.limit && c.order.Len() > 0 {
-		el := c.order.Back()
-		old := el.Value.(*sortedFile)
-		c.order.Remove(el)
-		delete(c.byKey, old.path)
-		c.used -= cachedBytes(old.bytes)
+		c.removeLocked(c.order.Back())
 	}
+}
+
+// removeLocked drops a cached file. REQUIRES: c.mu held.
+func (c *fileCache) removeLocked(el *list.Element) {
+	f := c.order.Remove(el).(*sortedFile)
+	delete(c.byKey, f.path)
+	c.used -= cachedBytes(f.bytes)
 }
 
 // cachedFileOverhead is what a cached file holds beyond its record's buffers
@@ -159,9 +162,7 @@ func (c *fileCache) forget(path string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if el, ok := c.byKey[path]; ok {
-		c.order.Remove(el)
-		delete(c.byKey, path)
-		c.used -= cachedBytes(el.Value.(*sortedFile).bytes)
+		c.removeLocked(el)
 	}
 }
 

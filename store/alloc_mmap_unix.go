@@ -15,7 +15,8 @@ func mapBuffer(size int) []byte {
 }
 
 // unmapBuffer unmaps a buffer of a mapped size class (any length, its full capacity); a
-// smaller one is left to the garbage collector.
+// smaller one is left to the garbage collector, and so is the heap fallback of a failed
+// mmap, which syscall.Munmap refuses since it tracks the mappings it made.
 func unmapBuffer(b []byte) {
 	if isMapped(cap(b)) {
 		_ = syscall.Munmap(b[:cap(b)])

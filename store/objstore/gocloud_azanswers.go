@@ -13,8 +13,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
@@ -140,13 +142,82 @@ func (c azCred) newClient(svcURL azureblob.ServiceURL, name azureblob.ContainerN
 	case "connection string":
 		return container.NewClientFromConnectionString(c.connectionString, string(name), opts)
 	default:
-		cred, err := azidentity.NewDefaultAzureCredential(nil)
+		cred, err := azDefaultCredential()
 		if err != nil {
-			return nil, fmt.Errorf("failed azidentity.NewDefaultAzureCredential: %w", err)
+			return nil, err
 		}
 		return container.NewClient(containerURL, cred, opts)
 	}
 }
+
+// maxTokenAnswer bounds the body of an answer to a credential's request (a token, an error,
+// Microsoft Entra ID's instance and tenant metadata): each is JSON of a few KB.
+const maxTokenAnswer = 64 << 10
+
+// azDefaultCredential is the default Azure credential azureblob makes, with azidentity's
+// default options but the transport: every credential of its chain that asks over HTTP (the
+// environment's service principal, workload identity, managed identity and its IMDS probe)
+// talks through azTokenAnswers, keeping azidentity's own retry policy; the Azure CLI,
+// Developer CLI and PowerShell are processes, not HTTP.
+func azDefaultCredential() (azcore.TokenCredential, error) {
+	cred, err := azidentity.NewDefaultAzureCredential(&azidentity.DefaultAzureCredentialOptions{
+		ClientOptions: azcore.ClientOptions{Transport: azTokenAnswers{next: azHTTPClient()}},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("failed azidentity.NewDefaultAzureCredential: %w", err)
+	}
+	return azTokenCredential{cred}, nil
+}
+
+// azTokenAnswers is an azcore transport that reads every answer's body up to maxTokenAnswer
+// before azcore does, refusing a longer one with an error azcore's retry policy does not retry
+// (azRefused), and tells the refusal to the token request's azTokenCredential.
+type azTokenAnswers struct {
+	next policy.Transporter
+}
+
+func (t azTokenAnswers) Do(req *http.Request) (*http.Response, error) {
+	resp, err := t.next.Do(req)
+	if err != nil {
+		return resp, err
+	}
+	if _, err := readWhole(resp, maxTokenAnswer, "answer to a token request"); err != nil {
+		if refused, ok := req.Context().Value(azTokenRefusedKey{}).(*atomic.Pointer[error]); ok {
+			refused.Store(&err)
+		}
+		return nil, azRefused{err}
+	}
+	return resp, nil
+}
+
+// azTokenRefusedKey is the context key under which azTokenCredential.GetToken hands its
+// token requests the place of their refusal.
+type azTokenRefusedKey struct{}
+
+// azTokenCredential is a credential whose failure on an answer azTokenAnswers refused unwraps
+// to that refusal: azidentity keeps a transport's error as text only, and the operation's
+// error must still tell a refused answer (RefusedAnswer).
+type azTokenCredential struct {
+	cred azcore.TokenCredential
+}
+
+func (c azTokenCredential) GetToken(ctx context.Context, opts policy.TokenRequestOptions) (azcore.AccessToken, error) {
+	var refused atomic.Pointer[error]
+	tk, err := c.cred.GetToken(context.WithValue(ctx, azTokenRefusedKey{}, &refused), opts)
+	if r := refused.Load(); err != nil && r != nil {
+		err = &azTokenRefusedError{err: err, refusal: *r}
+	}
+	return tk, err
+}
+
+// azTokenRefusedError is a credential's error with the refusal it came of, which its text
+// already tells.
+type azTokenRefusedError struct {
+	err, refusal error
+}
+
+func (e *azTokenRefusedError) Error() string   { return e.err.Error() }
+func (e *azTokenRefusedError) Unwrap() []error { return []error{e.err, e.refusal} }
 
 // azRetry is every container client's retry policy: azcore's default (3 retries, 0.8 s doubling
 // with jitter), which a test shortens.

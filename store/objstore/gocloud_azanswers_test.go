@@ -7,6 +7,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -136,4 +139,91 @@ func TestAzureHostThatDoesNotResolveIsNotAnEmptyBucket(t *testing.T) {
 	check("get", err)
 	_, err = b.List(ctx, "p/")
 	check("list", err)
+}
+
+// azDefaultCredentialEnv leaves the opener the default Azure credential, and that credential
+// a managed identity whose token endpoint (App Service's, which may be plain HTTP) is endpoint.
+func azDefaultCredentialEnv(t *testing.T, endpoint string) {
+	t.Helper()
+	for _, k := range []string{"AZURE_STORAGE_KEY", "AZURE_STORAGE_SAS_TOKEN", "AZURE_STORAGE_CONNECTION_STRING",
+		"AZURE_STORAGEBLOB_CONNECTIONSTRING", "AZURE_TOKEN_CREDENTIALS", "AZURE_CLIENT_ID", "AZURE_TENANT_ID",
+		"AZURE_CLIENT_SECRET", "AZURE_CLIENT_CERTIFICATE_PATH", "AZURE_FEDERATED_TOKEN_FILE",
+		"IDENTITY_SERVER_THUMBPRINT", "MSI_ENDPOINT", "MSI_SECRET", "IMDS_ENDPOINT"} {
+		t.Setenv(k, "") // restored after the test
+		require.NoError(t, os.Unsetenv(k))
+	}
+	t.Setenv("IDENTITY_ENDPOINT", endpoint)
+	t.Setenv("IDENTITY_HEADER", "h")
+	require.Equal(t, "default", azCredFromEnv().kind)
+}
+
+// The default Azure credential's token requests went through azidentity's own HTTP client,
+// which read an answer whole: a managed identity endpoint answering 64 MiB allocated about
+// 330 MB per operation, and 2.2 GB on a 503, which it asks four times. Each answer to a
+// credential's request is read up to 64 KiB, refused once, and the operation's error tells a
+// refused answer.
+func TestAzDefaultCredentialBoundsTokenAnswers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("64 MiB sent per operation")
+	}
+	chunk := []byte(strings.Repeat("x", 64<<10))
+	for name, status := range map[string]int{"token of 64 MiB": http.StatusOK,
+		"error answer of 64 MiB": http.StatusServiceUnavailable} {
+		t.Run(name, func(t *testing.T) {
+			var requests atomic.Int64
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				requests.Add(1)
+				w.Header().Set("Connection", "close") // the client stops reading mid-body
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(status)
+				for range 1024 {
+					if _, err := w.Write(chunk); err != nil {
+						return
+					}
+				}
+			}))
+			defer srv.Close()
+			azDefaultCredentialEnv(t, srv.URL)
+			// The storage is never asked: the token comes first.
+			bkt := openAz(t, "azblob://b?localemu=true&protocol=https&domain=127.0.0.1:1")
+			var err error
+			allocated := totalAllocOf(func() { _, err = bkt.ReadAll(context.Background(), "k") })
+			t.Logf("%d bytes allocated", allocated)
+			require.Less(t, allocated, uint64(16<<20), "bytes allocated")
+			require.ErrorContains(t, err, "answer to a token request longer than 65536 bytes")
+			reason, ok := RefusedAnswer(err)
+			require.True(t, ok, "a refused answer: %v", err)
+			require.Equal(t, RefusedTooLarge, reason)
+			require.Equal(t, int64(1), requests.Load(), "a refused answer is not asked again")
+		})
+	}
+}
+
+// A token answer within the limit passes the bounded transport as before.
+func TestAzDefaultCredentialGetsAToken(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-IDENTITY-HEADER") != "h" {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"access_token":"tok","expires_on":"` + strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10) +
+			`","resource":"https://storage.azure.com","token_type":"Bearer"}`))
+	}))
+	defer srv.Close()
+	azDefaultCredentialEnv(t, srv.URL)
+	cred, err := azDefaultCredential()
+	require.NoError(t, err)
+	tk, err := cred.GetToken(context.Background(), policy.TokenRequestOptions{Scopes: []string{"https://storage.azure.com/.default"}})
+	require.NoError(t, err)
+	require.Equal(t, "tok", tk.Token)
+}
+
+// totalAllocOf returns the bytes the process allocated while fn ran.
+func totalAllocOf(fn func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	fn()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
 }

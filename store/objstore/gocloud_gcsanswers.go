@@ -210,13 +210,29 @@ func gcsForbidden(body []byte) error {
 	} else if xml.Unmarshal(body, &x) == nil {
 		reason = strings.TrimSpace(x.Message + " " + x.Details)
 	}
-	if reason == "" {
-		return errAccessRefused
-	}
 	if len(reason) > maxGCSReason {
 		reason = strings.ToValidUTF8(reason[:maxGCSReason], "") + "…"
 	}
-	return fmt.Errorf("%w: %q", errAccessRefused, reason) // quoted: one line, whatever it holds
+	return &gcsRefusal{reason: reason}
+}
+
+// gcsRefusal is errAccessRefused with GCS's reason, which its text leaves out: the GCS client
+// retries an error whose text holds "connection reset" or the like (storage.ShouldRetry),
+// and a reason is the server's text, so a refusal saying so was asked again until the stall
+// timeout. withGCSReason puts the reason back once the error has left the client.
+type gcsRefusal struct{ reason string }
+
+func (e *gcsRefusal) Error() string        { return errAccessRefused.Error() }
+func (e *gcsRefusal) Is(target error) bool { return target == errAccessRefused }
+
+// withGCSReason adds to err the reason of the GCS refusal it holds, if any, quoted: one
+// line, whatever it holds.
+func withGCSReason(err error) error {
+	var refusal *gcsRefusal
+	if !errors.As(err, &refusal) || refusal.reason == "" {
+		return err
+	}
+	return fmt.Errorf("%w; GCS's reason: %q", err, refusal.reason)
 }
 
 // maxGCSReason bounds the reason a 403 puts in its error: GCS's names a principal and a

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -15,10 +16,14 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
+
+	"cloud.google.com/go/compute/metadata"
 
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/gcsblob"
 	"gocloud.dev/gcp"
+	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/google"
 	"google.golang.org/api/option"
 )
@@ -86,20 +91,38 @@ func (o *gcsOpener) forUniverse(ctx context.Context, universeDomain string) (
 	}
 	var opts gcsblob.Options
 	var creds *google.Credentials
+	// The credentials keep this context and fetch every token through its client.
+	ctx = context.WithValue(ctx, oauth2.HTTPClient, gcsTokenClient)
 	if os.Getenv("STORAGE_EMULATOR_HOST") != "" || os.Getenv("STORAGE_EMULATOR_HOST_GRPC") != "" {
 		dummy := `{"type": "service_account", "project_id": "my-project-id"}`
 		creds, _ = google.CredentialsFromJSON(ctx, []byte(dummy))
 	} else {
 		var err error
-		if universeDomain != "" {
+		if os.Getenv("GOOGLE_APPLICATION_CREDENTIALS") == "" && os.Getenv(gceMetadataHostEnv) != "" {
+			// Application Default Credentials read the project ID from the metadata server
+			// through its package's own client, unbounded, unless its cache holds it: fill the
+			// cache through a bounded client, and load no credentials from a server past it.
+			if _, err = gceMetadata.ProjectIDWithContext(ctx); !errors.As(err, new(answerTooLarge)) {
+				err = nil
+			}
+		}
+		switch {
+		case err != nil:
+		case universeDomain != "":
 			params := google.CredentialsParams{UniverseDomain: universeDomain}
 			creds, err = gcp.DefaultCredentialsWithParams(ctx, params)
-		} else {
+		default:
 			creds, err = gcp.DefaultCredentials(ctx)
 		}
 		if err != nil {
 			// As gocloud: empty credentials, so that the first request, not the open, fails.
 			creds, _ = google.CredentialsFromJSON(ctx, []byte(`{"type": "service_account"}`))
+		}
+		if creds.JSON == nil {
+			// The metadata server's (GCE, Cloud Run, GKE): oauth2 asks it through the metadata
+			// package's own client, which reads an answer whole.
+			creds.TokenSource = oauth2.ReuseTokenSource(nil, gceTokens{scopes: gcsScopes})
+			creds.UniverseDomainProvider = gceUniverseDomain
 		}
 		if ud, err := creds.GetUniverseDomain(); err == nil && ud != "" {
 			opts.ClientOptions = append(opts.ClientOptions, option.WithUniverseDomain(ud))
@@ -117,6 +140,92 @@ func (o *gcsOpener) forUniverse(ctx context.Context, universeDomain string) (
 	}
 	o.openers[universeDomain] = opener
 	return opener, nil
+}
+
+// maxTokenAnswer bounds the answer of a token endpoint (a service account's token_uri, an
+// external account's token exchange or impersonation, the metadata server): an access token
+// in a few hundred bytes of JSON, a few KB with an ID token. oauth2 reads up to 1 MiB, and
+// the metadata package all, of an answer it then puts in its error's text.
+const maxTokenAnswer = 64 << 10
+
+// tokenTimeout bounds a token request, which the credentials send with the context they were
+// loaded with, not the operation's: a token endpoint answers in well under a second.
+const tokenTimeout = 30 * time.Second
+
+// gcsScopes is the scope gocloud's gcp.DefaultCredentials asks for.
+var gcsScopes = []string{"https://www.googleapis.com/auth/cloud-platform"}
+
+// gcsTokenClient is the HTTP client of every token request of gs:// credentials
+// (forUniverse), which oauth2 takes from the context the credentials keep.
+var gcsTokenClient = &http.Client{Transport: tokenAnswers{next: gcp.DefaultTransport()},
+	Timeout: tokenTimeout}
+
+// gceMetadataHostEnv names the metadata server's host in place of 169.254.169.254
+// (cloud.google.com/go/compute/metadata).
+const gceMetadataHostEnv = "GCE_METADATA_HOST"
+
+// gceMetadata is a metadata client whose answers are bounded, on a transport like the
+// metadata package's own: without a proxy, which must not see the server's tokens.
+var gceMetadata = metadata.NewClient(&http.Client{
+	Transport: tokenAnswers{next: &http.Transport{
+		DialContext:     (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		IdleConnTimeout: 60 * time.Second,
+	}},
+	Timeout: 5 * time.Second, // as the metadata package's client
+})
+
+// tokenAnswers is an HTTP transport that reads an answer's body whole up to maxTokenAnswer,
+// refusing one byte more as the round trip's error, which neither oauth2 nor the GCS client
+// retries.
+type tokenAnswers struct {
+	next http.RoundTripper
+}
+
+func (t tokenAnswers) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(req)
+	if err != nil {
+		return resp, err
+	}
+	if _, err := readWhole(resp, maxTokenAnswer, "answer to a token request"); err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
+// gceTokens is oauth2's computeSource (v0.37.0) asking through gceMetadata: the metadata
+// server's token for the instance's default service account.
+type gceTokens struct {
+	scopes []string
+}
+
+func (s gceTokens) Token() (*oauth2.Token, error) {
+	uri := "instance/service-accounts/default/token"
+	if len(s.scopes) > 0 {
+		uri += "?" + url.Values{"scopes": {strings.Join(s.scopes, ",")}}.Encode()
+	}
+	answer, err := gceMetadata.GetWithContext(context.Background(), uri)
+	if err != nil {
+		return nil, err
+	}
+	var tok oauth2.Token
+	if err := json.Unmarshal([]byte(answer), &tok); err != nil {
+		return nil, fmt.Errorf("oauth2/google: invalid token JSON from metadata: %w", err)
+	}
+	if tok.ExpiresIn <= 0 || tok.AccessToken == "" {
+		return nil, errors.New("oauth2/google: incomplete token received from metadata")
+	}
+	return &oauth2.Token{AccessToken: tok.AccessToken, TokenType: tok.TokenType,
+		Expiry: time.Now().Add(time.Duration(tok.ExpiresIn) * time.Second)}, nil
+}
+
+// gceUniverseDomain is oauth2's universe domain of metadata credentials (v0.37.0) asking
+// through gceMetadata: googleapis.com when the server defines none.
+func gceUniverseDomain() (string, error) {
+	ud, err := gceMetadata.GetWithContext(context.Background(), "universe/universe-domain")
+	if errors.As(err, new(metadata.NotDefinedError)) {
+		return "googleapis.com", nil
+	}
+	return ud, err
 }
 
 // gcsAnswers is an HTTP transport that reads an error answer's body up to maxErrorAnswer

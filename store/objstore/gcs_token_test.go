@@ -1,0 +1,191 @@
+package objstore_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// serviceAccountAt writes a service account key file whose token_uri is tokenURI, names it
+// in GOOGLE_APPLICATION_CREDENTIALS and clears the emulator setting, under which the opener
+// loads no credentials.
+func serviceAccountAt(t *testing.T, tokenURI string) {
+	t.Helper()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	require.NoError(t, err)
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	require.NoError(t, err)
+	sa, err := json.Marshal(map[string]string{
+		"type": "service_account", "project_id": "p", "private_key_id": "k",
+		"private_key":  string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})),
+		"client_email": "sa@p.iam.gserviceaccount.com", "client_id": "1", "token_uri": tokenURI,
+	})
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "sa.json")
+	require.NoError(t, os.WriteFile(path, sa, 0o600))
+	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", path)
+	t.Setenv("STORAGE_EMULATOR_HOST", "")
+	require.NoError(t, os.Unsetenv("STORAGE_EMULATOR_HOST"))
+}
+
+// hugeTokenAnswer answers a token request with status and a body of 64 MiB, counting its
+// requests in requests.
+func hugeTokenAnswer(status int, requests *atomic.Int64) http.HandlerFunc {
+	chunk := []byte(strings.Repeat("x", 64<<10))
+	return func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Connection", "close")
+		w.WriteHeader(status)
+		_, _ = w.Write([]byte(`{"access_token":"`))
+		for range 1024 {
+			if _, err := w.Write(chunk); err != nil {
+				return // the client stopped reading
+			}
+		}
+	}
+}
+
+// requireTokenAnswerRefusedOnce opens bucket "b" in a universe of its own (the opener loads
+// the credentials once per universe) and checks that an existence check, whose token request
+// is answered with 64 MiB, fails on the answer's limit after one token request, having
+// allocated less than 1 MiB.
+func requireTokenAnswerRefusedOnce(t *testing.T, universe string, requests *atomic.Int64) {
+	t.Helper()
+	b := open(t, "gs://b?universe_domain="+universe).WithStallTimeout(3 * time.Second)
+	requests.Store(0)
+	var err error
+	start := time.Now()
+	allocated := totalAlloc(func() { _, err = b.Exists(context.Background(), "p/a") })
+	t.Logf("%d token requests, %d bytes allocated in %v: %.300v", requests.Load(), allocated,
+		time.Since(start), err)
+	require.ErrorContains(t, err, "answer to a token request longer than 65536 bytes")
+	require.Less(t, allocated, uint64(1<<20), "bytes allocated")
+	require.Equal(t, int64(1), requests.Load(), "a refused token answer is not asked again")
+}
+
+// A service account's token request went through oauth2's own client, which reads up to
+// 1 MiB of the answer and puts it into its error's text; the GCS client retries a token
+// request answered 503, so a token endpoint answering 503 with 64 MiB was asked again until
+// --storage-stall-timeout (3 requests and 131 MB allocated in a stall timeout of 3 s). Token
+// requests now go through a client that refuses an answer past 64 KiB, which is not retried.
+func TestGCSTokenAnswerIsReadUpToALimit(t *testing.T) {
+	for _, status := range []int{http.StatusOK, http.StatusServiceUnavailable} {
+		t.Run(fmt.Sprint(status), func(t *testing.T) {
+			var requests atomic.Int64
+			srv := httptest.NewServer(hugeTokenAnswer(status, &requests))
+			t.Cleanup(srv.Close)
+			serviceAccountAt(t, srv.URL+"/token")
+			requireTokenAnswerRefusedOnce(t, fmt.Sprintf("sa%d.invalid", status), &requests)
+		})
+	}
+}
+
+// gceProcessEnv names the test a child process of the test binary runs (inGCEProcess).
+const gceProcessEnv = "WALKEEPER_TEST_GCE_PROCESS"
+
+// inGCEProcess reports whether t runs in a process of its own, and if not runs t in one and
+// reports its outcome: the metadata package decides once a process whether it runs on GCE
+// (a gs:// open of an earlier test, without GCE_METADATA_HOST, decided no) and keeps the
+// first project ID it reads.
+func inGCEProcess(t *testing.T) bool {
+	t.Helper()
+	if os.Getenv(gceProcessEnv) == t.Name() {
+		return true
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^"+regexp.QuoteMeta(t.Name())+"$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), gceProcessEnv+"="+t.Name())
+	out, err := cmd.CombinedOutput()
+	if err != nil || !bytes.Contains(out, []byte("--- PASS: "+t.Name())) {
+		t.Fatalf("in a process of its own: %v\n%s", err, out)
+	}
+	t.Logf("in a process of its own:\n%s", out)
+	return false
+}
+
+// gceMetadataAt names srv in GCE_METADATA_HOST, with no other credentials to find.
+func gceMetadataAt(t *testing.T, srv *httptest.Server) {
+	t.Helper()
+	t.Setenv("GCE_METADATA_HOST", strings.TrimPrefix(srv.URL, "http://"))
+	t.Setenv("HOME", t.TempDir()) // no gcloud credentials file
+	for _, env := range []string{"GOOGLE_APPLICATION_CREDENTIALS", "STORAGE_EMULATOR_HOST"} {
+		t.Setenv(env, "")
+		require.NoError(t, os.Unsetenv(env))
+	}
+}
+
+// Application Default Credentials read the metadata server's project ID at load, through the
+// metadata package's own client, which reads an answer whole (64 MiB took 500 MB); it is now
+// read through a bounded client, and a server past the bound gives no credentials.
+func TestGCSMetadataProjectIDIsReadUpToALimit(t *testing.T) {
+	if !inGCEProcess(t) {
+		return
+	}
+	var requests atomic.Int64
+	huge := hugeTokenAnswer(http.StatusOK, &requests)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/project/project-id") {
+			huge(w, r)
+			return
+		}
+		w.WriteHeader(http.StatusNotFound)
+	}))
+	t.Cleanup(srv.Close)
+	gceMetadataAt(t, srv)
+	var err error
+	allocated := totalAlloc(func() {
+		b := open(t, "gs://b?universe_domain=project.invalid")
+		_, err = b.Exists(context.Background(), "p/a")
+	})
+	t.Logf("%d requests, %d bytes allocated: %.300v", requests.Load(), allocated, err)
+	require.Error(t, err)
+	require.Less(t, allocated, uint64(1<<20), "bytes allocated")
+	require.Equal(t, int64(1), requests.Load())
+}
+
+// The metadata server's token (GCE_METADATA_HOST) was asked through the metadata package's
+// own client, which reads an answer whole, retrying a 5xx five times, and puts it into its
+// error's text. It is now asked through a client that refuses an answer past 64 KiB.
+func TestGCSMetadataTokenAnswerIsReadUpToALimit(t *testing.T) {
+	if !inGCEProcess(t) {
+		return
+	}
+	for _, status := range []int{http.StatusOK, http.StatusServiceUnavailable} {
+		t.Run(fmt.Sprint(status), func(t *testing.T) {
+			var tokens atomic.Int64
+			huge := hugeTokenAnswer(status, &tokens)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				switch {
+				case strings.HasSuffix(r.URL.Path, "/token"):
+					huge(w, r)
+				case strings.HasSuffix(r.URL.Path, "/project/project-id"):
+					_, _ = io.WriteString(w, "p")
+				default:
+					w.WriteHeader(http.StatusNotFound)
+				}
+			}))
+			t.Cleanup(srv.Close)
+			gceMetadataAt(t, srv)
+			requireTokenAnswerRefusedOnce(t, fmt.Sprintf("gce%d.invalid", status), &tokens)
+		})
+	}
+}

@@ -14,6 +14,11 @@ import (
 // bytes.
 const maxErrorAnswer = 64 << 10
 
+// maxTokenAnswer bounds an answer to a credential's request (a token, an error, an identity
+// provider's or metadata server's metadata): JSON of a few KB. Left to them, oauth2 reads up
+// to 1 MiB, and GCE's metadata package and azidentity all, of an answer.
+const maxTokenAnswer = 64 << 10
+
 // isErrorAnswer says whether resp is an error, as the AWS SDK, googleapi.CheckResponse and azcore
 // tell one.
 func isErrorAnswer(resp *http.Response) bool {

@@ -150,10 +150,6 @@ func (c azCred) newClient(svcURL azureblob.ServiceURL, name azureblob.ContainerN
 	}
 }
 
-// maxTokenAnswer bounds the body of an answer to a credential's request (a token, an error,
-// Microsoft Entra ID's instance and tenant metadata): each is JSON of a few KB.
-const maxTokenAnswer = 64 << 10
-
 // azDefaultCredential is the default Azure credential azureblob makes, with azidentity's
 // default options but the transport: every credential of its chain that asks over HTTP (the
 // environment's service principal, workload identity, managed identity and its IMDS probe)

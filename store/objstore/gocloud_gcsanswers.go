@@ -142,12 +142,6 @@ func (o *gcsOpener) forUniverse(ctx context.Context, universeDomain string) (
 	return opener, nil
 }
 
-// maxTokenAnswer bounds the answer of a token endpoint (a service account's token_uri, an
-// external account's token exchange or impersonation, the metadata server): an access token
-// in a few hundred bytes of JSON, a few KB with an ID token. oauth2 reads up to 1 MiB, and
-// the metadata package all, of an answer it then puts in its error's text.
-const maxTokenAnswer = 64 << 10
-
 // tokenTimeout bounds a token request, which the credentials send with the context they were
 // loaded with, not the operation's: a token endpoint answers in well under a second.
 const tokenTimeout = 30 * time.Second

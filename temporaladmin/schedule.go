@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"time"
 
+	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/walkeeper/walkeeper/contract"
@@ -125,25 +127,49 @@ func TriggerSchedule(ctx context.Context, c client.Client, id string) error {
 }
 
 // ErrTargetScheduleForeign marks a trigger of a target's schedule refused because someone with
-// namespace access edited it to start another workflow type than MergeWalTick, or on another
-// task queue: walkeeper runs only the action it ensured (decision 0901).
-var ErrTargetScheduleForeign = errors.New("a target's merge schedule starts something other than MergeWalTick")
+// namespace access edited it to start another workflow type than MergeWalTick, on another task
+// queue, or for another target: walkeeper runs only the action it ensured (decisions 0901, 0951).
+var ErrTargetScheduleForeign = errors.New("a target's merge schedule starts something other than MergeWalTick for its target")
 
 // TriggerTargetSchedule runs t's schedule's action now, as TriggerSchedule does, once a
-// description shows it starts MergeWalTick on walkeeper's task queue; any other action is an
-// ErrTargetScheduleForeign naming it, and nothing is triggered.
+// description shows it starts MergeWalTick on walkeeper's task queue for t; any other action
+// is an ErrTargetScheduleForeign naming it, and nothing is triggered.
 func TriggerTargetSchedule(ctx context.Context, c client.Client, t target.Target) error {
 	id := TargetScheduleID(t)
 	d, err := DescribeSchedule(ctx, c, id)
 	if err != nil {
 		return err
 	}
-	err = checkAction(d, &scheduleForeign{id: id, want: contract.MergeWalTickWorkflow,
-		restore: "walkeeper schedule ensure --target " + t.String(), marker: ErrTargetScheduleForeign})
-	if err != nil {
+	refused := &scheduleForeign{id: id, want: contract.MergeWalTickWorkflow,
+		restore: "walkeeper schedule ensure --target " + t.String(), marker: ErrTargetScheduleForeign}
+	if err := checkAction(d, refused); err != nil {
+		return err
+	}
+	if err := checkTickTarget(d, t, refused); err != nil {
 		return err
 	}
 	return TriggerSchedule(ctx, c, id)
+}
+
+// checkTickTarget returns refused, naming the target d's MergeWalTick is for, unless its one
+// argument is a valid input for t: the schedule's ID names t, but the tick merges the target
+// its input names (and fails on an input it refuses). Pure.
+func checkTickTarget(d *client.ScheduleDescription, t target.Target, refused *scheduleForeign) error {
+	got := "(unreadable input)"
+	if a, ok := d.Schedule.Action.(*client.ScheduleWorkflowAction); ok && len(a.Args) == 1 {
+		var in contract.MergeWalTickInput
+		if p, ok := a.Args[0].(*commonpb.Payload); ok && converter.GetDefaultDataConverter().FromPayload(p, &in) == nil {
+			tgt, err := target.ParseTarget(in.Target)
+			switch {
+			case err == nil && tgt == t && in.Validate() == nil:
+				return nil
+			case in.Target != "" && (err != nil || tgt != t):
+				got = foreignText(in.Target)
+			}
+		}
+	}
+	refused.target, refused.wantTarget = got, t.String()
+	return refused
 }
 
 func trigger(ctx context.Context, c client.Client, id string, overlap enumspb.ScheduleOverlapPolicy) error {

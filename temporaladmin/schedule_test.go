@@ -9,8 +9,10 @@ import (
 	commonpb "go.temporal.io/api/common/v1"
 	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 
 	"github.com/walkeeper/walkeeper/contract"
+	"github.com/walkeeper/walkeeper/target"
 )
 
 func TestScheduleJitter(t *testing.T) {
@@ -108,7 +110,50 @@ func TestForeignWindowIsTheScheduleStarted(t *testing.T) {
 	require.Empty(t, foreignWindow(w, info(contract.SweepWindowWorkflow, "")), "a server without first run IDs")
 	require.Equal(t, `is Other\x1b[2J, not SweepWindow`, foreignWindow(w, info("Other\x1b[2J", "first")))
 	require.Equal(t, "is a SweepWindow the schedule did not start", foreignWindow(w, info(contract.SweepWindowWorkflow, "another")))
-	err := (&sweepWindowForeign{id: "sweep-window-x", why: "is Other, not SweepWindow", more: 2})
+	err := (&sweepWindowForeign{id: "sweep-window-x", why: "is Other, not SweepWindow", not: "canceled", more: 2})
 	require.ErrorIs(t, err, ErrSweepWindowForeign)
 	require.Equal(t, "workflow sweep-window-x is Other, not SweepWindow: not canceled (and 2 more) (started outside walkeeper?)", err.Error())
+}
+
+// A target's schedule is triggered only when its MergeWalTick's one input names its target:
+// the schedule's ID does not decide what the tick merges.
+func TestCheckTickTargetNamesAnotherTarget(t *testing.T) {
+	asked, err := target.ParseTarget("generic:a")
+	require.NoError(t, err)
+	refused := func() *scheduleForeign {
+		return &scheduleForeign{id: "merge-wal-tick/generic/a", want: contract.MergeWalTickWorkflow,
+			restore: "walkeeper schedule ensure --target generic:a", marker: ErrTargetScheduleForeign}
+	}
+	describe := func(args ...any) *client.ScheduleDescription {
+		var payloads []any
+		for _, a := range args {
+			p, err := converter.GetDefaultDataConverter().ToPayload(a)
+			require.NoError(t, err)
+			payloads = append(payloads, p)
+		}
+		return &client.ScheduleDescription{Schedule: client.Schedule{Action: &client.ScheduleWorkflowAction{
+			Workflow: contract.MergeWalTickWorkflow, TaskQueue: contract.TaskQueue, Args: payloads}}}
+	}
+	require.NoError(t, checkTickTarget(describe(map[string]any{"target": "generic:a"}), asked, refused()))
+	require.NoError(t, checkTickTarget(describe(contract.MergeWalTickInput{Target: "generic:a"}), asked, refused()))
+	for _, c := range []struct {
+		name string
+		d    *client.ScheduleDescription
+		got  string
+	}{
+		{"another target", describe(map[string]any{"target": "generic:b\x1b[2J"}), `generic:b\x1b[2J`},
+		{"another kind", describe(map[string]any{"target": "rollout:a"}), "rollout:a"},
+		{"not a target", describe(map[string]any{"target": "a"}), "a"},
+		{"no target", describe(map[string]any{}), "(unreadable input)"},
+		{"no input", describe(), "(unreadable input)"},
+		{"two inputs", describe(map[string]any{"target": "generic:a"}, 1), "(unreadable input)"},
+		{"not an object", describe("generic:a"), "(unreadable input)"},
+		{"raw, not a payload", &client.ScheduleDescription{Schedule: client.Schedule{Action: &client.ScheduleWorkflowAction{
+			Args: []any{map[string]any{"target": "generic:a"}}}}}, "(unreadable input)"},
+	} {
+		err := checkTickTarget(c.d, asked, refused())
+		require.ErrorIs(t, err, ErrTargetScheduleForeign, c.name)
+		require.Equal(t, "schedule merge-wal-tick/generic/a starts MergeWalTick for target "+c.got+", not generic:a "+
+			"(edited outside walkeeper?): not triggered; `walkeeper schedule ensure --target generic:a` restores its action", err.Error(), c.name)
+	}
 }

@@ -128,10 +128,17 @@ var ErrSweepScheduleForeign = errors.New("the sweep schedule starts something ot
 type scheduleForeign struct {
 	id, want, restore   string
 	workflow, taskQueue string // clipped to contract.MaxStartErrorBytes, escaped
-	marker              error
+	// target, when set, is the target a target's schedule's MergeWalTick names instead of
+	// wantTarget (escaped): the action is walkeeper's, its input is not.
+	target, wantTarget string
+	marker             error
 }
 
 func (e *scheduleForeign) Error() string {
+	if e.target != "" {
+		return fmt.Sprintf("schedule %s starts %s for target %s, not %s (edited outside walkeeper?): "+
+			"not triggered; `%s` restores its action", e.id, e.want, e.target, e.wantTarget, e.restore)
+	}
 	return fmt.Sprintf("schedule %s starts workflow %s on task queue %s, not %s on %s (edited outside walkeeper?): "+
 		"not triggered; `%s` restores its action", e.id, e.workflow, e.taskQueue, e.want, contract.TaskQueue, e.restore)
 }
@@ -196,7 +203,9 @@ func runningSweepWindows(ctx context.Context, c client.Client) ([]client.Schedul
 }
 
 // SweepNow asks for a sweep round now and says how: a signal to the running window, else a
-// trigger of the schedule, or, while it is paused with no window, one MaintenanceSweep.
+// trigger of the schedule, or, while it is paused with no window, one MaintenanceSweep. A
+// workflow under a window's ID that is not the schedule's SweepWindow is not signaled, and
+// nothing else is done: ErrSweepWindowForeign.
 func SweepNow(ctx context.Context, c client.Client) (string, error) {
 	windows, d, err := runningSweepWindows(ctx, c)
 	if err != nil {
@@ -206,14 +215,19 @@ func SweepNow(ctx context.Context, c client.Client) (string, error) {
 		return "", err
 	}
 	for _, w := range windows {
-		id := w.WorkflowID
-		err := c.SignalWorkflow(ctx, id, "", contract.SweepNowSignal, nil)
-		if err == nil {
-			return "signaled sweep window " + id + " for a round now", nil
+		signaled, why, err := onSweepWindow(ctx, c, w, func(runID string) error {
+			err := c.SignalWorkflow(ctx, w.WorkflowID, runID, contract.SweepNowSignal, nil)
+			return wrapUnlessNotFound("signal", w.WorkflowID, err)
+		})
+		switch {
+		case err != nil:
+			return "", err
+		case why != "":
+			return "", &sweepWindowForeign{id: foreignText(w.WorkflowID), why: why, not: "signaled"}
+		case signaled:
+			return "signaled sweep window " + w.WorkflowID + " for a round now", nil
 		}
-		if !errors.As(err, new(*serviceerror.NotFound)) { // a window that just closed falls through
-			return "", fmt.Errorf("signal sweep window %s: %w", id, err)
-		}
+		// A window that just closed falls through to the next, or to the trigger.
 	}
 	if d.Schedule.State != nil && d.Schedule.State.Paused {
 		in, _ := SweepWindowInputOf(d)
@@ -234,16 +248,17 @@ func SweepNow(ctx context.Context, c client.Client) (string, error) {
 }
 
 // ErrSweepWindowForeign marks a pause or a delete of walkeeper-sweep that left running a
-// workflow under one of its windows' IDs because it is not a SweepWindow the schedule started
-// (another type, from an edited action, or a workflow started by hand under that ID):
-// walkeeper cancels only its own windows (decision 0901).
+// workflow under one of its windows' IDs, or a trigger that did not signal one, because it is
+// not a SweepWindow the schedule started (another type, from an edited action, or a workflow
+// started by hand under that ID): walkeeper cancels and signals only its own windows
+// (decisions 0901 and 0951).
 var ErrSweepWindowForeign = errors.New("a workflow under a sweep window's ID is not the schedule's SweepWindow")
 
-// sweepWindowForeign is an ErrSweepWindowForeign naming the first workflow left running, why,
-// and how many more were.
+// sweepWindowForeign is an ErrSweepWindowForeign naming the first workflow left alone, why,
+// what was not done to it (not: "canceled", "signaled") and how many more were.
 type sweepWindowForeign struct {
-	id, why string // escaped
-	more    int
+	id, why, not string // id and why escaped
+	more         int
 }
 
 func (e *sweepWindowForeign) Error() string {
@@ -251,7 +266,7 @@ func (e *sweepWindowForeign) Error() string {
 	if e.more > 0 {
 		more = fmt.Sprintf(" (and %d more)", e.more)
 	}
-	return fmt.Sprintf("workflow %s %s: not canceled%s (started outside walkeeper?)", e.id, e.why, more)
+	return fmt.Sprintf("workflow %s %s: not %s%s (started outside walkeeper?)", e.id, e.why, e.not, more)
 }
 
 func (e *sweepWindowForeign) Is(target error) bool { return target == ErrSweepWindowForeign }
@@ -268,7 +283,7 @@ func cancelSweepWindows(ctx context.Context, c client.Client, windows []client.S
 			return err
 		case why == "":
 		case refused == nil:
-			refused = &sweepWindowForeign{id: foreignText(w.WorkflowID), why: why}
+			refused = &sweepWindowForeign{id: foreignText(w.WorkflowID), why: why, not: "canceled"}
 		default:
 			refused.more++
 		}
@@ -279,35 +294,52 @@ func cancelSweepWindows(ctx context.Context, c client.Client, windows []client.S
 	return nil
 }
 
-// cancelSweepWindow requests the cancellation of window w once a description shows that the
-// workflow running under its ID is the SweepWindow the schedule started, and otherwise says
-// why not. The cancel names the run described, so a workflow that took the ID meanwhile is
-// not the one canceled; a window that continued as new meanwhile is described again.
+// cancelSweepWindow requests the cancellation of window w when it is the SweepWindow the
+// schedule started (onSweepWindow), and otherwise says why not.
 func cancelSweepWindow(ctx context.Context, c client.Client, w client.ScheduleWorkflowExecution) (why string, err error) {
+	_, why, err = onSweepWindow(ctx, c, w, func(runID string) error {
+		return wrapUnlessNotFound("cancel", w.WorkflowID, c.CancelWorkflow(ctx, w.WorkflowID, runID))
+	})
+	return why, err
+}
+
+// onSweepWindow calls act with the run ID of the workflow running under window w's ID once a
+// description shows it is the SweepWindow the schedule started, and otherwise says why not;
+// done says act went through, and is false when no run was left under the ID to act on. act
+// names the run described, so a workflow that took the ID meanwhile is not the one reached; a
+// NotFound from act (the run closed) describes a window that continued as new again, up to
+// three times.
+func onSweepWindow(ctx context.Context, c client.Client, w client.ScheduleWorkflowExecution, act func(runID string) error) (done bool, why string, err error) {
 	for attempt := 0; attempt < 3; attempt++ {
 		d, err := c.DescribeWorkflowExecution(ctx, w.WorkflowID, "")
 		if errors.As(err, new(*serviceerror.NotFound)) {
-			return "", nil
+			return false, "", nil
 		}
 		if err != nil {
-			return "", fmt.Errorf("describe sweep window %s: %w", w.WorkflowID, err)
+			return false, "", fmt.Errorf("describe sweep window %s: %w", w.WorkflowID, err)
 		}
 		info := d.GetWorkflowExecutionInfo()
 		if info.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-			return "", nil
+			return false, "", nil
 		}
 		if why := foreignWindow(w, info); why != "" {
-			return why, nil
+			return false, why, nil
 		}
-		err = c.CancelWorkflow(ctx, w.WorkflowID, info.GetExecution().GetRunId())
-		if !errors.As(err, new(*serviceerror.NotFound)) { // NotFound: the run described has closed
-			if err != nil {
-				return "", fmt.Errorf("cancel sweep window %s: %w", w.WorkflowID, err)
-			}
-			return "", nil
+		err = act(info.GetExecution().GetRunId())
+		if !errors.As(err, new(*serviceerror.NotFound)) {
+			return err == nil, "", err
 		}
 	}
-	return "", nil
+	return false, "", nil
+}
+
+// wrapUnlessNotFound names op and window id in err, but leaves a NotFound (the run closed)
+// as it is for onSweepWindow to describe the window again; nil stays nil.
+func wrapUnlessNotFound(op, id string, err error) error {
+	if err == nil || errors.As(err, new(*serviceerror.NotFound)) {
+		return err
+	}
+	return fmt.Errorf("%s sweep window %s: %w", op, id, err)
 }
 
 // foreignWindow says why the running workflow info, under window w's ID, is not the

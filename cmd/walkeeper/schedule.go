@@ -215,8 +215,9 @@ SweepWindow gets the signal walkeeper-sweep-now and runs a round at once (or, wi
 running, the schedule starts one, whose first round runs at once; while the schedule is paused,
 one MaintenanceSweep runs instead). For a per-target schedule
 the tick starts now, skipped if the previous one still runs. A schedule edited outside
-walkeeper to start another workflow type, or on another task queue, is not triggered (exit 1);
-'walkeeper schedule ensure' restores its action.`,
+walkeeper to start another workflow type, on another task queue, or (--target) for another
+target, is not triggered (exit 1); 'walkeeper schedule ensure' restores its action. Nor is a
+workflow under a window's ID signaled unless it is the SweepWindow the schedule started.`,
 		Args: cli.Args(cobra.NoArgs),
 		RunE: with(func(ctx context.Context, c client.Client, id string, t store.Target, out io.Writer) error {
 			if sf.target == "" {

@@ -186,3 +186,104 @@ func TestTargetScheduleEditedOutsideWalkeeperIsNotTriggered(t *testing.T) {
 		return err == nil && d.Info.NumActions == 1
 	}, 30*time.Second, 200*time.Millisecond)
 }
+
+// `schedule trigger` signaled whatever ran under a sweep window's ID, by ID alone, once the
+// schedule's action was walkeeper's again: a workflow of another type the schedule had started
+// while edited got walkeeper-sweep-now. Now the workflow is described first and one that is
+// not the schedule's SweepWindow is not signaled: exit 1, one line naming it, escaped.
+func TestSweepTriggerSignalsOnlyItsWindows(t *testing.T) {
+	testtemporal.SkipShort(t)
+	noDev(t)
+	hostPort, c := testtemporal.Start(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	// No worker polls this queue: the workflow the trigger starts stays running.
+	_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
+		ID:     temporaladmin.SweepScheduleID,
+		Spec:   client.ScheduleSpec{},
+		Action: &client.ScheduleWorkflowAction{ID: temporaladmin.SweepWorkflowID, Workflow: "Other\x1b[2J", TaskQueue: "walkeeper-test-unpolled"},
+		Paused: true,
+	})
+	require.NoError(t, err)
+	require.NoError(t, temporaladmin.TriggerSchedule(ctx, c, temporaladmin.SweepScheduleID))
+	var running string
+	require.Eventually(t, func() bool {
+		d, err := temporaladmin.DescribeSchedule(ctx, c, temporaladmin.SweepScheduleID)
+		if err != nil || len(d.Info.RunningWorkflows) != 1 {
+			return false
+		}
+		running = d.Info.RunningWorkflows[0].WorkflowID
+		return true
+	}, 30*time.Second, 200*time.Millisecond)
+	require.Contains(t, running, temporaladmin.SweepWorkflowID+"-")
+	defer func() { _ = c.TerminateWorkflow(context.WithoutCancel(ctx), running, "", "test done") }()
+	// The action is walkeeper's again; the workflow it started while edited still runs.
+	require.NoError(t, c.ScheduleClient().GetHandle(ctx, temporaladmin.SweepScheduleID).Update(ctx, client.ScheduleUpdateOptions{
+		DoUpdate: func(in client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
+			s := in.Description.Schedule
+			s.Action = &client.ScheduleWorkflowAction{ID: temporaladmin.SweepWorkflowID, Workflow: contract.SweepWindowWorkflow, TaskQueue: contract.TaskQueue}
+			return &client.ScheduleUpdate{Schedule: &s}, nil
+		},
+	}))
+
+	code, out, errOut := runCLI(t, "schedule", "trigger", "--temporal", hostPort)
+	assert.Equal(t, cli.ExitFailure, code, errOut)
+	assert.Empty(t, out)
+	assert.Equal(t, "walkeeper: workflow "+running+` is Other\x1b[2J, not SweepWindow: not signaled (started outside walkeeper?)`+"\n", errOut)
+	_, err = temporaladmin.SweepNow(ctx, c)
+	assert.ErrorIs(t, err, temporaladmin.ErrSweepWindowForeign)
+
+	it := c.GetWorkflowHistory(ctx, running, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		e, err := it.Next()
+		require.NoError(t, err)
+		assert.NotEqual(t, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED, e.GetEventType(), "the workflow was signaled")
+	}
+	d, err := temporaladmin.DescribeSchedule(ctx, c, temporaladmin.SweepScheduleID)
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, d.Info.NumActions, "the trigger may not have started a window either")
+}
+
+// `schedule trigger --target T` triggered T's schedule whatever target its MergeWalTick input
+// named, so a schedule edited to name another store merged that one as if it were T. Now the
+// input must name T: exit 1, one line naming the target found, escaped, triggering nothing.
+func TestTargetScheduleForAnotherTargetIsNotTriggered(t *testing.T) {
+	testtemporal.SkipShort(t)
+	noDev(t)
+	hostPort, c := testtemporal.Start(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	id := "merge-wal-tick/generic/asked"
+	create := func(args ...any) {
+		_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
+			ID:     id,
+			Spec:   client.ScheduleSpec{},
+			Action: &client.ScheduleWorkflowAction{ID: id, Workflow: contract.MergeWalTickWorkflow, TaskQueue: contract.TaskQueue, Args: args},
+			Paused: true,
+		})
+		require.NoError(t, err)
+	}
+	restore := " (edited outside walkeeper?): not triggered; `walkeeper schedule ensure --target generic:asked` restores its action\n"
+	for _, tc := range []struct {
+		name string
+		args []any
+		got  string
+	}{
+		{"another target", []any{map[string]any{"target": "generic:other\x1b[2J"}}, `generic:other\x1b[2J`},
+		{"no input", nil, "(unreadable input)"},
+		{"two inputs", []any{map[string]any{"target": "generic:asked"}, 1}, "(unreadable input)"},
+		{"not an object", []any{"generic:asked"}, "(unreadable input)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			create(tc.args...)
+			defer func() { require.NoError(t, temporaladmin.DeleteSchedule(context.WithoutCancel(ctx), c, id)) }()
+			code, out, errOut := runCLI(t, "schedule", "trigger", "--target", "generic:asked", "--temporal", hostPort)
+			assert.Equal(t, cli.ExitFailure, code, errOut)
+			assert.Empty(t, out)
+			assert.Equal(t, "walkeeper: schedule "+id+" starts MergeWalTick for target "+tc.got+", not generic:asked"+restore, errOut)
+			d, err := temporaladmin.DescribeSchedule(ctx, c, id)
+			require.NoError(t, err)
+			assert.Zero(t, d.Info.NumActions, "nothing may have been started")
+		})
+	}
+}

@@ -262,7 +262,7 @@ func workerChildHalf(ctx context.Context, _ Options) error {
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		stop()
 	}()
-	return worker.Run(ctx, cfg, logger, c, func(w *worker.Worker) {
+	return worker.Run(ctx, cfg, logger, c, nil, func(w *worker.Worker) {
 		ready.Addr = w.HTTPAddr()
 		_ = childPrint(ready)
 	})

@@ -51,7 +51,7 @@ func TestRunEndsWhenATemporalWorkerStopsForGood(t *testing.T) {
 	defer cancel()
 	ran := make(chan error, 1)
 	go func() {
-		ran <- worker.Run(ctx, cfg, zaptest.NewLogger(t), c, func(*worker.Worker) { refuse.Store(true) })
+		ran <- worker.Run(ctx, cfg, zaptest.NewLogger(t), c, nil, func(*worker.Worker) { refuse.Store(true) })
 	}()
 	// The SDK retries such refusals for 2 minutes before it stops a worker.
 	select {

@@ -18,6 +18,7 @@ import (
 	"github.com/walkeeper/walkeeper/activities"
 	"github.com/walkeeper/walkeeper/contract"
 	"github.com/walkeeper/walkeeper/store"
+	"github.com/walkeeper/walkeeper/store/objstore"
 	"github.com/walkeeper/walkeeper/temporaladmin"
 )
 
@@ -36,6 +37,10 @@ type Worker struct {
 	// ensureWithin bounds how long the start retries registering the search attributes and
 	// ensuring the schedules on a Temporal that answers late or not at all.
 	ensureWithin time.Duration
+
+	// bucket is cfg.Storage as Run's caller opened it, for Start to run the store on instead
+	// of opening it again; nil = Start opens it.
+	bucket *objstore.Bucket
 
 	mu       sync.Mutex
 	started  bool
@@ -123,8 +128,10 @@ func (w *Worker) Start(ctx context.Context) (err error) {
 	opts.Logger = w.log
 	opts.Metrics = w.metrics.Store
 	opts.Budget = w.budget
-	db, err := store.OpenDB(ctx, w.cfg.Storage, opts)
-	if err != nil {
+	var db *store.DB
+	if w.bucket != nil {
+		db = store.OpenDBOnBucket(w.bucket, opts)
+	} else if db, err = store.OpenDB(ctx, w.cfg.Storage, opts); err != nil {
 		return fmt.Errorf("open storage %s: %w", w.cfg.Storage, err)
 	}
 	w.db = db
@@ -406,12 +413,16 @@ const shutdownSealSlack = 5 * time.Second
 
 // Run is a worker process's life on a dialled client: New, Start, started (nil = nothing),
 // then wait for ctx or for a Temporal worker to stop for good (its error is returned), and
-// Stop within ShutdownTimeout (+5 s for the final seal).
-func Run(ctx context.Context, cfg Config, logger *zap.Logger, c client.Client, started func(*Worker)) error {
+// Stop within ShutdownTimeout (+5 s for the final seal). b, when not nil, is cfg.Storage
+// already open (the command opens it before it dials, to refuse a root it cannot make): the
+// store runs on it, and Run closes it, instead of opening the storage a second time.
+func Run(ctx context.Context, cfg Config, logger *zap.Logger, c client.Client, b *objstore.Bucket, started func(*Worker)) error {
 	w, err := New(cfg, logger, c)
 	if err != nil {
+		_ = b.Close()
 		return err
 	}
+	w.bucket = b
 	if err := w.Start(ctx); err != nil {
 		return err
 	}

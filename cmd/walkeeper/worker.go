@@ -45,8 +45,9 @@ not served for 2 minutes): that worker would never poll again, so it is left to 
 				return cli.Usage(err)
 			}
 			// Nor does a storage URL the bucket layer refuses, which the worker would only
-			// open once Temporal answers. Opening it makes a file:// root, as the worker does
-			// anyway, since only trying a mkdir tells a root the file system will not make.
+			// open once Temporal answers. Opening it makes a file:// root, as the worker would,
+			// since only trying a mkdir tells a root the file system will not make; the worker
+			// then runs on this bucket rather than opening the storage again.
 			b, err := objstore.OpenBucket(cmd.Context(), cfg.Storage)
 			if errors.Is(err, objstore.ErrInvalidInput) {
 				return cli.Usage(fmt.Errorf("--storage: %w", err))
@@ -54,7 +55,7 @@ not served for 2 minutes): that worker would never poll again, so it is left to 
 			if err != nil {
 				return fmt.Errorf("--storage: %w", err)
 			}
-			_ = b.Close()
+			defer func() { _ = b.Close() }() // when Run does not get it; closing twice is nothing
 			logger, err := worker.NewLogger(os.Stderr, cfg.LogFormat, cfg.LogLevel)
 			if err != nil {
 				return cli.Usage(err)
@@ -67,7 +68,7 @@ not served for 2 minutes): that worker would never poll again, so it is left to 
 				return err
 			}
 			defer c.Close()
-			return worker.Run(ctx, cfg, logger, c, nil)
+			return worker.Run(ctx, cfg, logger, c, b, nil)
 		},
 	}
 	cfg.RegisterFlags(cmd.Flags())

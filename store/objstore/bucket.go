@@ -330,7 +330,7 @@ func (b *Bucket) run(ctx context.Context, op, key string, wd *watchdog, fn func(
 }
 
 // wrapOp adds the operation and key to err, keeping the sentinel for errors.Is, and cuts its
-// text at maxErrText (boundErrText), with GCS's reason for a refusal (withGCSReason).
+// text at maxErrText (boundErrText), with the server's reason for a refusal (withGCSReason).
 func wrapOp(op, key string, err error) error {
 	if err == nil || errors.Is(err, ErrClosed) {
 		return err

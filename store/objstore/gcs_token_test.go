@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -188,4 +189,72 @@ func TestGCSMetadataTokenAnswerIsReadUpToALimit(t *testing.T) {
 			requireTokenAnswerRefusedOnce(t, fmt.Sprintf("gce%d.invalid", status), &tokens)
 		})
 	}
+}
+
+// tokenRefusalReason is a token endpoint's reason holding every phrase the GCS client retries
+// an error on (storage.ShouldRetry matches an error's text).
+const tokenRefusalReason = "read: connection reset by peer; broken pipe; server closed idle connection"
+
+// requireTokenRefusedOnce runs each operation on bucket "b" in a universe of its own (the
+// opener loads the credentials once per universe), whose token requests are refused, and
+// checks that each fails after one token request, at once, saying the credentials were
+// refused and why.
+func requireTokenRefusedOnce(t *testing.T, universe, reason string, requests *atomic.Int64) {
+	t.Helper()
+	b := open(t, "gs://b?universe_domain="+universe).WithStallTimeout(3 * time.Second)
+	for op, run := range bucketOps(b) {
+		t.Run(op, func(t *testing.T) {
+			requests.Store(0)
+			start := time.Now()
+			err := run()
+			t.Logf("%d token requests in %v: %.300v", requests.Load(), time.Since(start), err)
+			require.ErrorContains(t, err, "storage credentials were refused by their token endpoint (HTTP 400)")
+			require.ErrorContains(t, err, "the token endpoint's reason: "+strconv.Quote(reason))
+			require.Equal(t, int64(1), requests.Load(), "a refused token request is not asked again")
+			require.Less(t, time.Since(start), 2*time.Second)
+		})
+	}
+}
+
+// oauth2 puts a token endpoint's error answer in its error's text, and the GCS client retries
+// an error whose text holds "connection reset" or the like, so a service account whose token
+// request was refused (400 invalid_grant) with such a description was asked again until
+// --storage-stall-timeout (3 requests in 3 s). A refusal is now an error whose text leaves
+// the answer out, and the operation's error adds the reason back.
+func TestGCSTokenRefusalIsNotRetriedWhateverItsReason(t *testing.T) {
+	var requests atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = fmt.Fprintf(w, `{"error":"invalid_grant","error_description":%q}`, tokenRefusalReason)
+	}))
+	t.Cleanup(srv.Close)
+	serviceAccountAt(t, srv.URL+"/token")
+	requireTokenRefusedOnce(t, "refused.invalid", "invalid_grant: "+tokenRefusalReason, &requests)
+}
+
+// The metadata server's refusal of a token (GCE_METADATA_HOST) was in the metadata package's
+// error's text, which the GCS client matched as it does oauth2's; it is now a refusal too.
+func TestGCSMetadataTokenRefusalIsNotRetriedWhateverItsReason(t *testing.T) {
+	if !inGCEProcess(t) {
+		return
+	}
+	var requests atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/token"):
+			requests.Add(1)
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = io.WriteString(w, tokenRefusalReason)
+		case strings.HasSuffix(r.URL.Path, "/project/project-id"):
+			_, _ = io.WriteString(w, "p")
+		default:
+			w.WriteHeader(http.StatusNotFound)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	gceMetadataAt(t, srv)
+	requireTokenRefusedOnce(t, "gcerefused.invalid", tokenRefusalReason, &requests)
 }

@@ -128,7 +128,8 @@ func (o *gcsOpener) forUniverse(ctx context.Context, universeDomain string) (
 			opts.ClientOptions = append(opts.ClientOptions, option.WithUniverseDomain(ud))
 		}
 	}
-	client, err := gcp.NewHTTPClient(gcsAnswers{next: gcp.DefaultTransport()}, creds.TokenSource)
+	tokens := refusedTokens{src: creds.TokenSource}
+	client, err := gcp.NewHTTPClient(gcsAnswers{next: gcp.DefaultTransport()}, tokens)
 	if err != nil {
 		return nil, err // not cached, unlike gocloud's: nothing of it is worth keeping
 	}
@@ -313,10 +314,15 @@ func gcsForbidden(body []byte) error {
 	} else if xml.Unmarshal(body, &x) == nil {
 		reason = strings.TrimSpace(x.Message + " " + x.Details)
 	}
+	return &gcsRefusal{reason: cutReason(reason)}
+}
+
+// cutReason cuts a server's reason to maxGCSReason bytes.
+func cutReason(reason string) string {
 	if len(reason) > maxGCSReason {
-		reason = strings.ToValidUTF8(reason[:maxGCSReason], "") + "…"
+		return strings.ToValidUTF8(reason[:maxGCSReason], "") + "…"
 	}
-	return &gcsRefusal{reason: reason}
+	return reason
 }
 
 // gcsRefusal is errAccessRefused with GCS's reason, which its text leaves out: the GCS client
@@ -328,18 +334,107 @@ type gcsRefusal struct{ reason string }
 func (e *gcsRefusal) Error() string        { return errAccessRefused.Error() }
 func (e *gcsRefusal) Is(target error) bool { return target == errAccessRefused }
 
-// withGCSReason adds to err the reason of the GCS refusal it holds, if any, quoted: one
-// line, whatever it holds.
-func withGCSReason(err error) error {
-	var refusal *gcsRefusal
-	if !errors.As(err, &refusal) || refusal.reason == "" {
-		return err
-	}
-	return fmt.Errorf("%w; GCS's reason: %q", err, refusal.reason)
+func (e *gcsRefusal) serverReason() (whose, reason string) { return "GCS's", e.reason }
+
+// errCredentialsRefused is a token endpoint's refusal of gs:// credentials: a 4xx other than
+// 408 and 429 (a revoked or badly signed grant, an unknown account, a wrong token_uri), which
+// asking again cannot mend.
+var errCredentialsRefused = errors.New("storage credentials were refused by their token endpoint")
+
+// tokenRefusal is errCredentialsRefused with the answer's status and the endpoint's reason,
+// which its text leaves out as gcsRefusal's does: oauth2 puts a token answer's body in its
+// error's text, which the GCS client matches for "connection reset" and the like, so a
+// refusal saying so was asked again until the stall timeout. It wraps nothing, so that the
+// client finds neither the body nor oauth2's Temporary under it.
+type tokenRefusal struct {
+	status int
+	reason string
 }
 
-// maxGCSReason bounds the reason a 403 puts in its error: GCS's names a principal and a
-// permission in a few hundred bytes.
+func (e *tokenRefusal) Error() string {
+	return fmt.Sprintf("%v (HTTP %d)", errCredentialsRefused, e.status)
+}
+func (e *tokenRefusal) Is(target error) bool { return target == errCredentialsRefused }
+
+func (e *tokenRefusal) serverReason() (whose, reason string) {
+	return "the token endpoint's", e.reason
+}
+
+// refusedTokens is a token source whose refusals (a 4xx other than 408 and 429, from a token
+// endpoint through oauth2 or from the metadata server) fail as tokenRefusal; any other error
+// is left as it is, for the GCS client to retry a 5xx or a broken connection as before.
+type refusedTokens struct {
+	src oauth2.TokenSource
+}
+
+func (s refusedTokens) Token() (*oauth2.Token, error) {
+	tok, err := s.src.Token()
+	if err == nil {
+		return tok, nil
+	}
+	var retrieve *oauth2.RetrieveError
+	var gce *metadata.Error
+	switch {
+	case errors.As(err, &retrieve) && retrieve.Response != nil &&
+		isTokenRefusal(retrieve.Response.StatusCode):
+		return nil, &tokenRefusal{status: retrieve.Response.StatusCode,
+			reason: cutReason(oauthReason(retrieve))}
+	case errors.As(err, &gce) && isTokenRefusal(gce.Code):
+		return nil, &tokenRefusal{status: gce.Code, reason: cutReason(strings.TrimSpace(gce.Message))}
+	}
+	return nil, err
+}
+
+// isTokenRefusal reports a token answer's status that asking again cannot change; 408 and 429
+// ask the caller to come back, as the GCS client does for them.
+func isTokenRefusal(status int) bool {
+	return status >= 400 && status < 500 &&
+		status != http.StatusRequestTimeout && status != http.StatusTooManyRequests
+}
+
+// oauthReason is an OAuth 2.0 error answer's "error" and "error_description" (RFC 6749
+// §5.2), which oauth2 parses for some grants only (not a service account's), else its body.
+func oauthReason(e *oauth2.RetrieveError) string {
+	code, desc := e.ErrorCode, e.ErrorDescription
+	if code == "" {
+		var answer struct {
+			Error       string `json:"error"`
+			Description string `json:"error_description"`
+		}
+		if json.Unmarshal(e.Body, &answer) != nil || answer.Error == "" {
+			return strings.TrimSpace(string(e.Body)) // bounded by tokenAnswers
+		}
+		code, desc = answer.Error, answer.Description
+	}
+	if desc == "" {
+		return code
+	}
+	return code + ": " + desc
+}
+
+// reasonedRefusal is a refusal whose text leaves out the server's reason (gcsRefusal,
+// tokenRefusal), which withGCSReason puts back.
+type reasonedRefusal interface {
+	error
+	serverReason() (whose, reason string)
+}
+
+// withGCSReason adds to err the server's reason of the refusal it holds, if any, quoted: one
+// line, whatever it holds.
+func withGCSReason(err error) error {
+	var refusal reasonedRefusal
+	if !errors.As(err, &refusal) {
+		return err
+	}
+	whose, reason := refusal.serverReason()
+	if reason == "" {
+		return err
+	}
+	return fmt.Errorf("%w; %s reason: %q", err, whose, reason)
+}
+
+// maxGCSReason bounds the reason a refusal puts in its error: GCS's names a principal and a
+// permission in a few hundred bytes, a token endpoint's an error code and a sentence.
 const maxGCSReason = 512
 
 // isGCSJSONAPI reports a request of the JSON API (metadata, listings, uploads) other than a

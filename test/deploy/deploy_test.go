@@ -84,6 +84,9 @@ func registeredMetrics(t *testing.T) map[string]metric {
 				if opts, ok := optsLit(n.Args...); ok {
 					labelsOf[opts] = callLabels(t, n, optsFields(opts)["Name"])
 				}
+				if name, kind, ok := optsCall(n.Args...); ok {
+					out[name] = metric{kind, callLabels(t, n, name)}
+				}
 			case *ast.CompositeLit:
 				if _, ok := optsLit(n); ok && optsFields(n)["Name"] != "" {
 					fields := optsFields(n)
@@ -117,6 +120,32 @@ func optsLit(args ...ast.Expr) (*ast.CompositeLit, bool) {
 	}
 	sel, ok := lit.Type.(*ast.SelectorExpr)
 	return lit, ok && strings.HasSuffix(sel.Sel.Name, "Opts")
+}
+
+// optsCall is the metric name and kind of the first of args when it is a call of the worker's
+// counterOpts, gaugeOpts or histogramOpts (worker/metrics.go), whose first two arguments are
+// the subsystem and name as string literals.
+func optsCall(args ...ast.Expr) (name, kind string, ok bool) {
+	if len(args) == 0 {
+		return "", "", false
+	}
+	call, ok := args[0].(*ast.CallExpr)
+	if !ok || len(call.Args) < 2 {
+		return "", "", false
+	}
+	fn, _ := call.Fun.(*ast.Ident)
+	if fn == nil || !strings.HasSuffix(fn.Name, "Opts") {
+		return "", "", false
+	}
+	var parts [2]string
+	for i := range parts {
+		lit, isLit := call.Args[i].(*ast.BasicLit)
+		if !isLit || lit.Kind != token.STRING {
+			return "", "", false
+		}
+		parts[i], _ = strconv.Unquote(lit.Value)
+	}
+	return prometheus.BuildFQName("walkeeper", parts[0], parts[1]), strings.TrimSuffix(fn.Name, "Opts"), true
 }
 
 // callLabels is the label list a constructor call passes after metric name's *Opts literal:

@@ -30,18 +30,31 @@ import (
 // loads no credentials.
 func serviceAccountAt(t *testing.T, tokenURI string) {
 	t.Helper()
+	credentialsAt(t, serviceAccount(t, tokenURI))
+}
+
+// serviceAccount is a service account key whose token_uri is tokenURI.
+func serviceAccount(t *testing.T, tokenURI string) map[string]any {
+	t.Helper()
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	require.NoError(t, err)
 	der, err := x509.MarshalPKCS8PrivateKey(key)
 	require.NoError(t, err)
-	sa, err := json.Marshal(map[string]string{
+	return map[string]any{
 		"type": "service_account", "project_id": "p", "private_key_id": "k",
 		"private_key":  string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})),
 		"client_email": "sa@p.iam.gserviceaccount.com", "client_id": "1", "token_uri": tokenURI,
-	})
+	}
+}
+
+// credentialsAt writes creds to a file, names it in GOOGLE_APPLICATION_CREDENTIALS and clears
+// the emulator setting, under which the opener loads no credentials.
+func credentialsAt(t *testing.T, creds map[string]any) {
+	t.Helper()
+	j, err := json.Marshal(creds)
 	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), "sa.json")
-	require.NoError(t, os.WriteFile(path, sa, 0o600))
+	path := filepath.Join(t.TempDir(), "credentials.json")
+	require.NoError(t, os.WriteFile(path, j, 0o600))
 	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", path)
 	t.Setenv("STORAGE_EMULATOR_HOST", "")
 	require.NoError(t, os.Unsetenv("STORAGE_EMULATOR_HOST"))
@@ -257,4 +270,86 @@ func TestGCSMetadataTokenRefusalIsNotRetriedWhateverItsReason(t *testing.T) {
 	t.Cleanup(srv.Close)
 	gceMetadataAt(t, srv)
 	requireTokenRefusedOnce(t, "gcerefused.invalid", tokenRefusalReason, &requests)
+}
+
+// refusingTokenEndpoint answers every request to path with 400 and body, counting them in
+// refused, and any other request with a token (a service account's or an impersonation's).
+func refusingTokenEndpoint(t *testing.T, path, body string, refused *atomic.Int64) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path == path {
+			refused.Add(1)
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = io.WriteString(w, body)
+			return
+		}
+		_, _ = io.WriteString(w, `{"access_token":"t","token_type":"Bearer","expires_in":3600,`+
+			`"accessToken":"t","expireTime":"2099-01-01T00:00:00Z"}`)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// oauth2 reports the refusal of an external account's token exchange (STS) and of an
+// impersonation as text (`oauth2/google: status code 400: <body>`), not as a RetrieveError,
+// so such a refusal whose description held "connection reset" or the like was still asked
+// again until --storage-stall-timeout (3 requests in 3 s) after finding 140. The token
+// client's transport now tells the credentials' token source the answer it refused with.
+func TestGCSTokenExchangeRefusalIsNotRetriedWhateverItsReason(t *testing.T) {
+	oauthRefusal := fmt.Sprintf(`{"error":"invalid_grant","error_description":%q}`, tokenRefusalReason)
+	googleRefusal := fmt.Sprintf(`{"error":{"code":400,"message":%q,"status":"INVALID_ARGUMENT"}}`,
+		tokenRefusalReason)
+	t.Run("external account", func(t *testing.T) {
+		var requests atomic.Int64
+		srv := refusingTokenEndpoint(t, "/sts", oauthRefusal, &requests)
+		subject := filepath.Join(t.TempDir(), "subject-token")
+		require.NoError(t, os.WriteFile(subject, []byte("a-subject-token"), 0o600))
+		credentialsAt(t, map[string]any{
+			"type":               "external_account",
+			"audience":           "//iam.googleapis.com/projects/1/locations/global/workloadIdentityPools/p/providers/q",
+			"subject_token_type": "urn:ietf:params:oauth:token-type:jwt",
+			"token_url":          srv.URL + "/sts",
+			"credential_source":  map[string]any{"file": subject},
+		})
+		requireTokenRefusedOnce(t, "sts.invalid", "invalid_grant: "+tokenRefusalReason, &requests)
+	})
+	t.Run("external account impersonating", func(t *testing.T) {
+		var requests atomic.Int64
+		srv := refusingTokenEndpoint(t, "/impersonate", googleRefusal, &requests)
+		subject := filepath.Join(t.TempDir(), "subject-token")
+		require.NoError(t, os.WriteFile(subject, []byte("a-subject-token"), 0o600))
+		credentialsAt(t, map[string]any{
+			"type":                              "external_account",
+			"audience":                          "//iam.googleapis.com/projects/1/locations/global/workloadIdentityPools/p/providers/q",
+			"subject_token_type":                "urn:ietf:params:oauth:token-type:jwt",
+			"token_url":                         srv.URL + "/sts",
+			"service_account_impersonation_url": srv.URL + "/impersonate",
+			"credential_source":                 map[string]any{"file": subject},
+		})
+		requireTokenRefusedOnce(t, "stsimp.invalid", tokenRefusalReason, &requests)
+	})
+	t.Run("impersonated service account", func(t *testing.T) {
+		var requests atomic.Int64
+		srv := refusingTokenEndpoint(t, "/impersonate", googleRefusal, &requests)
+		credentialsAt(t, map[string]any{
+			"type":                              "impersonated_service_account",
+			"service_account_impersonation_url": srv.URL + "/impersonate",
+			"source_credentials":                serviceAccount(t, srv.URL+"/token"),
+		})
+		requireTokenRefusedOnce(t, "imp.invalid", tokenRefusalReason, &requests)
+	})
+	t.Run("impersonated service account whose own is refused", func(t *testing.T) {
+		// The impersonation's client fetches the source credentials' token, whose
+		// RetrieveError oauth2 then makes text of (%v).
+		var requests atomic.Int64
+		srv := refusingTokenEndpoint(t, "/token", oauthRefusal, &requests)
+		credentialsAt(t, map[string]any{
+			"type":                              "impersonated_service_account",
+			"service_account_impersonation_url": srv.URL + "/impersonate",
+			"source_credentials":                serviceAccount(t, srv.URL+"/token"),
+		})
+		requireTokenRefusedOnce(t, "impsrc.invalid", "invalid_grant: "+tokenRefusalReason, &requests)
+	})
 }

@@ -91,8 +91,10 @@ func (o *gcsOpener) forUniverse(ctx context.Context, universeDomain string) (
 	}
 	var opts gcsblob.Options
 	var creds *google.Credentials
-	// The credentials keep this context and fetch every token through its client.
-	ctx = context.WithValue(ctx, oauth2.HTTPClient, gcsTokenClient)
+	// The credentials keep this context and fetch every token through its client, which
+	// tells their token source (refusedTokens) the last answer it read.
+	lastAnswer := new(atomic.Pointer[tokenAnswer])
+	ctx = context.WithValue(ctx, oauth2.HTTPClient, gcsTokenClient(lastAnswer))
 	if os.Getenv("STORAGE_EMULATOR_HOST") != "" || os.Getenv("STORAGE_EMULATOR_HOST_GRPC") != "" {
 		dummy := `{"type": "service_account", "project_id": "my-project-id"}`
 		creds, _ = google.CredentialsFromJSON(ctx, []byte(dummy))
@@ -128,7 +130,7 @@ func (o *gcsOpener) forUniverse(ctx context.Context, universeDomain string) (
 			opts.ClientOptions = append(opts.ClientOptions, option.WithUniverseDomain(ud))
 		}
 	}
-	tokens := refusedTokens{src: creds.TokenSource}
+	tokens := &refusedTokens{src: creds.TokenSource, last: lastAnswer}
 	client, err := gcp.NewHTTPClient(gcsAnswers{next: gcp.DefaultTransport()}, tokens)
 	if err != nil {
 		return nil, err // not cached, unlike gocloud's: nothing of it is worth keeping
@@ -150,10 +152,14 @@ const tokenTimeout = 30 * time.Second
 // gcsScopes is the scope gocloud's gcp.DefaultCredentials asks for.
 var gcsScopes = []string{"https://www.googleapis.com/auth/cloud-platform"}
 
-// gcsTokenClient is the HTTP client of every token request of gs:// credentials
-// (forUniverse), which oauth2 takes from the context the credentials keep.
-var gcsTokenClient = &http.Client{Transport: tokenAnswers{next: gcp.DefaultTransport()},
-	Timeout: tokenTimeout}
+// gcsTokenClient is the HTTP client of every token request of one set of gs:// credentials
+// (forUniverse), which oauth2 takes from the context the credentials keep, storing each
+// answer's status in last. It is the client, not the request's context, that tells the
+// answer: oauth2 sends a service account's token request without the credentials' context.
+func gcsTokenClient(last *atomic.Pointer[tokenAnswer]) *http.Client {
+	return &http.Client{Transport: tokenAnswers{next: gcp.DefaultTransport(), last: last},
+		Timeout: tokenTimeout}
+}
 
 // gceMetadataHostEnv names the metadata server's host in place of 169.254.169.254
 // (cloud.google.com/go/compute/metadata).
@@ -171,20 +177,42 @@ var gceMetadata = metadata.NewClient(&http.Client{
 
 // tokenAnswers is an HTTP transport that reads an answer's body whole up to maxTokenAnswer,
 // refusing one byte more as the round trip's error, which neither oauth2 nor the GCS client
-// retries.
+// retries. It stores the answer's status, and a refusal's reason, in last, if any.
 type tokenAnswers struct {
 	next http.RoundTripper
+	last *atomic.Pointer[tokenAnswer]
 }
 
 func (t tokenAnswers) RoundTrip(req *http.Request) (*http.Response, error) {
+	last := t.last
+	if last != nil {
+		last.Store(nil) // a request that gets no answer leaves none behind
+	}
 	resp, err := t.next.RoundTrip(req)
 	if err != nil {
 		return resp, err
 	}
-	if _, err := readWhole(resp, maxTokenAnswer, "answer to a token request"); err != nil {
+	body, err := readWhole(resp, maxTokenAnswer, "answer to a token request")
+	if err != nil {
 		return nil, err
 	}
+	if last != nil {
+		answer := &tokenAnswer{status: resp.StatusCode}
+		if isTokenRefusal(resp.StatusCode) {
+			answer.reason = cutReason(bodyReason(body))
+		}
+		last.Store(answer)
+	}
 	return resp, nil
+}
+
+// tokenAnswer is the status of the last answer to a token request of one set of credentials,
+// and a refusal's reason: oauth2 (v0.37.0) reports a refused token exchange of an external
+// account or impersonation as text alone (`oauth2/google: status code 400: <body>`), not as
+// a RetrieveError, so refusedTokens learns the refusal from here.
+type tokenAnswer struct {
+	status int
+	reason string
 }
 
 // gceTokens is oauth2's computeSource (v0.37.0) asking through gceMetadata: the metadata
@@ -361,13 +389,22 @@ func (e *tokenRefusal) serverReason() (whose, reason string) {
 }
 
 // refusedTokens is a token source whose refusals (a 4xx other than 408 and 429, from a token
-// endpoint through oauth2 or from the metadata server) fail as tokenRefusal; any other error
-// is left as it is, for the GCS client to retry a 5xx or a broken connection as before.
+// endpoint through oauth2, an external account's token exchange, an impersonation, or from
+// the metadata server) fail as tokenRefusal; any other error is left as it is, for the GCS
+// client to retry a 5xx or a broken connection as before.
 type refusedTokens struct {
 	src oauth2.TokenSource
+	// last is the last answer of the credentials' token requests (tokenAnswers). mu holds
+	// it to one Token at a time, so that the answer is this one's; the credentials' own
+	// token source (oauth2.ReuseTokenSource) holds a lock over each fetch already.
+	last *atomic.Pointer[tokenAnswer]
+	mu   sync.Mutex
 }
 
-func (s refusedTokens) Token() (*oauth2.Token, error) {
+func (s *refusedTokens) Token() (*oauth2.Token, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.last.Store(nil)
 	tok, err := s.src.Token()
 	if err == nil {
 		return tok, nil
@@ -382,6 +419,12 @@ func (s refusedTokens) Token() (*oauth2.Token, error) {
 	case errors.As(err, &gce) && isTokenRefusal(gce.Code):
 		return nil, &tokenRefusal{status: gce.Code, reason: cutReason(strings.TrimSpace(gce.Message))}
 	}
+	// An error oauth2 made text of (a token exchange's, an impersonation's, or a
+	// RetrieveError it wrapped with %v), after a request whose answer was a refusal: no
+	// request follows a refused one in a token fetch, so that answer is the failure.
+	if last := s.last.Load(); last != nil && isTokenRefusal(last.status) {
+		return nil, &tokenRefusal{status: last.status, reason: last.reason}
+	}
 	return nil, err
 }
 
@@ -393,23 +436,41 @@ func isTokenRefusal(status int) bool {
 }
 
 // oauthReason is an OAuth 2.0 error answer's "error" and "error_description" (RFC 6749
-// §5.2), which oauth2 parses for some grants only (not a service account's), else its body.
+// §5.2), which oauth2 parses for some grants only (not a service account's), else bodyReason.
 func oauthReason(e *oauth2.RetrieveError) string {
 	code, desc := e.ErrorCode, e.ErrorDescription
 	if code == "" {
-		var answer struct {
-			Error       string `json:"error"`
-			Description string `json:"error_description"`
-		}
-		if json.Unmarshal(e.Body, &answer) != nil || answer.Error == "" {
-			return strings.TrimSpace(string(e.Body)) // bounded by tokenAnswers
-		}
-		code, desc = answer.Error, answer.Description
+		return bodyReason(e.Body)
 	}
 	if desc == "" {
 		return code
 	}
 	return code + ": " + desc
+}
+
+// bodyReason is a token endpoint's reason in an error answer's body (bounded by tokenAnswers):
+// an OAuth 2.0 error's "error" and "error_description" (a token exchange's), a Google API
+// error's message (an impersonation's), else the body.
+func bodyReason(body []byte) string {
+	var oauth struct {
+		Error       string `json:"error"`
+		Description string `json:"error_description"`
+	}
+	var google struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	switch {
+	case json.Unmarshal(body, &oauth) == nil && oauth.Error != "":
+		if oauth.Description == "" {
+			return oauth.Error
+		}
+		return oauth.Error + ": " + oauth.Description
+	case json.Unmarshal(body, &google) == nil && google.Error.Message != "":
+		return google.Error.Message
+	}
+	return strings.TrimSpace(string(body))
 }
 
 // reasonedRefusal is a refusal whose text leaves out the server's reason (gcsRefusal,

@@ -87,26 +87,7 @@ func TestSweepSchedulePauseCancelsOnlyItsWindows(t *testing.T) {
 	hostPort, c := testtemporal.Start(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	// No worker polls this queue: the workflow the trigger starts stays running.
-	_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
-		ID:     temporaladmin.SweepScheduleID,
-		Spec:   client.ScheduleSpec{},
-		Action: &client.ScheduleWorkflowAction{ID: temporaladmin.SweepWorkflowID, Workflow: "Other\x1b[2J", TaskQueue: "walkeeper-test-unpolled"},
-		Paused: true,
-	})
-	require.NoError(t, err)
-	require.NoError(t, temporaladmin.TriggerSchedule(ctx, c, temporaladmin.SweepScheduleID))
-	var running string
-	require.Eventually(t, func() bool {
-		d, err := temporaladmin.DescribeSchedule(ctx, c, temporaladmin.SweepScheduleID)
-		if err != nil || len(d.Info.RunningWorkflows) != 1 {
-			return false
-		}
-		running = d.Info.RunningWorkflows[0].WorkflowID
-		return true
-	}, 30*time.Second, 200*time.Millisecond)
-	require.Contains(t, running, temporaladmin.SweepWorkflowID+"-")
-	defer func() { _ = c.TerminateWorkflow(context.WithoutCancel(ctx), running, "", "test done") }()
+	running := sweepScheduleStartingAnotherType(ctx, t, c)
 	refused := "workflow " + running + ` is Other\x1b[2J, not SweepWindow: not canceled (started outside walkeeper?)`
 
 	code, out, errOut := runCLI(t, "schedule", "pause", "--temporal", hostPort)
@@ -197,26 +178,7 @@ func TestSweepTriggerSignalsOnlyItsWindows(t *testing.T) {
 	hostPort, c := testtemporal.Start(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	// No worker polls this queue: the workflow the trigger starts stays running.
-	_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
-		ID:     temporaladmin.SweepScheduleID,
-		Spec:   client.ScheduleSpec{},
-		Action: &client.ScheduleWorkflowAction{ID: temporaladmin.SweepWorkflowID, Workflow: "Other\x1b[2J", TaskQueue: "walkeeper-test-unpolled"},
-		Paused: true,
-	})
-	require.NoError(t, err)
-	require.NoError(t, temporaladmin.TriggerSchedule(ctx, c, temporaladmin.SweepScheduleID))
-	var running string
-	require.Eventually(t, func() bool {
-		d, err := temporaladmin.DescribeSchedule(ctx, c, temporaladmin.SweepScheduleID)
-		if err != nil || len(d.Info.RunningWorkflows) != 1 {
-			return false
-		}
-		running = d.Info.RunningWorkflows[0].WorkflowID
-		return true
-	}, 30*time.Second, 200*time.Millisecond)
-	require.Contains(t, running, temporaladmin.SweepWorkflowID+"-")
-	defer func() { _ = c.TerminateWorkflow(context.WithoutCancel(ctx), running, "", "test done") }()
+	running := sweepScheduleStartingAnotherType(ctx, t, c)
 	// The action is walkeeper's again; the workflow it started while edited still runs.
 	require.NoError(t, c.ScheduleClient().GetHandle(ctx, temporaladmin.SweepScheduleID).Update(ctx, client.ScheduleUpdateOptions{
 		DoUpdate: func(in client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
@@ -230,7 +192,7 @@ func TestSweepTriggerSignalsOnlyItsWindows(t *testing.T) {
 	assert.Equal(t, cli.ExitFailure, code, errOut)
 	assert.Empty(t, out)
 	assert.Equal(t, "walkeeper: workflow "+running+` is Other\x1b[2J, not SweepWindow: not signaled (started outside walkeeper?)`+"\n", errOut)
-	_, err = temporaladmin.SweepNow(ctx, c)
+	_, err := temporaladmin.SweepNow(ctx, c)
 	assert.ErrorIs(t, err, temporaladmin.ErrSweepWindowForeign)
 
 	it := c.GetWorkflowHistory(ctx, running, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
@@ -286,4 +248,31 @@ func TestTargetScheduleForAnotherTargetIsNotTriggered(t *testing.T) {
 			assert.Zero(t, d.Info.NumActions, "nothing may have been started")
 		})
 	}
+}
+
+// sweepScheduleStartingAnotherType creates walkeeper-sweep edited to start a workflow of
+// another type on a queue no worker polls, so that what its trigger starts stays running, and
+// returns that workflow's ID; the workflow is terminated when the test ends.
+func sweepScheduleStartingAnotherType(ctx context.Context, t *testing.T, c client.Client) string {
+	t.Helper()
+	_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
+		ID:     temporaladmin.SweepScheduleID,
+		Spec:   client.ScheduleSpec{},
+		Action: &client.ScheduleWorkflowAction{ID: temporaladmin.SweepWorkflowID, Workflow: "Other\x1b[2J", TaskQueue: "walkeeper-test-unpolled"},
+		Paused: true,
+	})
+	require.NoError(t, err)
+	require.NoError(t, temporaladmin.TriggerSchedule(ctx, c, temporaladmin.SweepScheduleID))
+	var running string
+	require.Eventually(t, func() bool {
+		d, err := temporaladmin.DescribeSchedule(ctx, c, temporaladmin.SweepScheduleID)
+		if err != nil || len(d.Info.RunningWorkflows) != 1 {
+			return false
+		}
+		running = d.Info.RunningWorkflows[0].WorkflowID
+		return true
+	}, 30*time.Second, 200*time.Millisecond)
+	require.Contains(t, running, temporaladmin.SweepWorkflowID+"-")
+	t.Cleanup(func() { _ = c.TerminateWorkflow(context.WithoutCancel(ctx), running, "", "test done") })
+	return running
 }

@@ -130,7 +130,9 @@ func (o *gcsOpener) forUniverse(ctx context.Context, universeDomain string) (
 			opts.ClientOptions = append(opts.ClientOptions, option.WithUniverseDomain(ud))
 		}
 	}
-	tokens := &refusedTokens{src: creds.TokenSource, last: lastAnswer}
+	// Reused, so that a request with a valid token takes one lock as before, not
+	// refusedTokens' look at the last answer.
+	tokens := oauth2.ReuseTokenSource(nil, &refusedTokens{src: creds.TokenSource, last: lastAnswer})
 	client, err := gcp.NewHTTPClient(gcsAnswers{next: gcp.DefaultTransport()}, tokens)
 	if err != nil {
 		return nil, err // not cached, unlike gocloud's: nothing of it is worth keeping
@@ -392,18 +394,15 @@ func (e *tokenRefusal) serverReason() (whose, reason string) {
 // endpoint through oauth2, an external account's token exchange, an impersonation, or from
 // the metadata server) fail as tokenRefusal; any other error is left as it is, for the GCS
 // client to retry a 5xx or a broken connection as before.
+//
+// REQUIRES: Token is called through oauth2.ReuseTokenSource, which holds a lock over each
+// fetch, so that the last answer is this fetch's.
 type refusedTokens struct {
-	src oauth2.TokenSource
-	// last is the last answer of the credentials' token requests (tokenAnswers). mu holds
-	// it to one Token at a time, so that the answer is this one's; the credentials' own
-	// token source (oauth2.ReuseTokenSource) holds a lock over each fetch already.
-	last *atomic.Pointer[tokenAnswer]
-	mu   sync.Mutex
+	src  oauth2.TokenSource
+	last *atomic.Pointer[tokenAnswer] // the last answer of the credentials' token requests (tokenAnswers)
 }
 
 func (s *refusedTokens) Token() (*oauth2.Token, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.last.Store(nil)
 	tok, err := s.src.Token()
 	if err == nil {

@@ -156,20 +156,28 @@ func TriggerTargetSchedule(ctx context.Context, c client.Client, t target.Target
 // its input names (and fails on an input it refuses). Pure.
 func checkTickTarget(d *client.ScheduleDescription, t target.Target, refused *scheduleForeign) error {
 	got := "(unreadable input)"
-	if a, ok := d.Schedule.Action.(*client.ScheduleWorkflowAction); ok && len(a.Args) == 1 {
-		var in contract.MergeWalTickInput
-		if p, ok := a.Args[0].(*commonpb.Payload); ok && converter.GetDefaultDataConverter().FromPayload(p, &in) == nil {
-			tgt, err := target.ParseTarget(in.Target)
-			switch {
-			case err == nil && tgt == t && in.Validate() == nil:
-				return nil
-			case in.Target != "" && (err != nil || tgt != t):
-				got = foreignText(in.Target)
-			}
+	var in contract.MergeWalTickInput
+	if actionInput(d, contract.MergeWalTickWorkflow, &in) {
+		switch {
+		case in.Target == t.String() && in.Validate() == nil: // target.ParseTarget round-trips
+			return nil
+		case in.Target != "" && in.Target != t.String():
+			got = foreignText(in.Target)
 		}
 	}
 	refused.target, refused.wantTarget = got, t.String()
 	return refused
+}
+
+// actionInput decodes into dst the one argument of d's action when it starts workflow,
+// unchecked, and reports whether it did.
+func actionInput(d *client.ScheduleDescription, workflow string, dst any) bool {
+	a, ok := d.Schedule.Action.(*client.ScheduleWorkflowAction)
+	if !ok || a.Workflow != workflow || len(a.Args) != 1 {
+		return false
+	}
+	p, ok := a.Args[0].(*commonpb.Payload)
+	return ok && converter.GetDefaultDataConverter().FromPayload(p, dst) == nil
 }
 
 func trigger(ctx context.Context, c client.Client, id string, overlap enumspb.ScheduleOverlapPolicy) error {

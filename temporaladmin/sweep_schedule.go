@@ -8,12 +8,10 @@ import (
 	"strings"
 	"time"
 
-	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/converter"
 
 	"github.com/walkeeper/walkeeper/contract"
 )
@@ -176,12 +174,7 @@ func foreignText(s string) string {
 // window would refuse leaves the default thresholds.
 func SweepWindowInputOf(d *client.ScheduleDescription) (contract.SweepWindowInput, bool) {
 	var in contract.SweepWindowInput
-	a, ok := d.Schedule.Action.(*client.ScheduleWorkflowAction)
-	if !ok || a.Workflow != contract.SweepWindowWorkflow || len(a.Args) != 1 {
-		return in, false
-	}
-	p, ok := a.Args[0].(*commonpb.Payload)
-	if !ok || converter.GetDefaultDataConverter().FromPayload(p, &in) != nil || in.Validate() != nil {
+	if !actionInput(d, contract.SweepWindowWorkflow, &in) || in.Validate() != nil {
 		return contract.SweepWindowInput{}, false
 	}
 	return in, true

@@ -31,8 +31,8 @@ const (
 )
 
 // Typed search attribute keys: WalTarget, WalKind and WalTrigger from the start (upserted when
-// a bare start left them out), WalPending kept current as MergeWal merges, WalPendingAtStart
-// with a merge's first listing, the others once its chain has finished.
+// a bare start left them out), WalPending and WalPendingAtStart at start when the starter
+// knows the debt, the others, and WalPending again, once the merge's chain has finished.
 var (
 	WalTarget         = temporal.NewSearchAttributeKeyKeyword(WalTargetName)
 	WalKind           = temporal.NewSearchAttributeKeyKeyword(WalKindName)

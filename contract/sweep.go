@@ -19,8 +19,9 @@ type MaintenanceSweepInput struct {
 	// MaxPendingAge: start MergeWal for a target whose oldest pending generation is older,
 	// however few there are (default 10m; negative = off).
 	MaxPendingAge time.Duration `json:"max_pending_age,omitempty"`
-	// CompactMinRuns: start CompactBase for a target with at least this many base runs
-	// (default 32; negative = off).
+	// CompactMinRuns: negative turns the sweep's CompactBase starts off; otherwise a store
+	// is compacted when its compaction marker says its base has at least the workers'
+	// --compact-demand-runs runs, since the demand index keeps no run count (default 32).
 	CompactMinRuns int `json:"compact_min_runs,omitempty"`
 	// MaxStarts caps the workflows one sweep starts, most indebted first (default
 	// DefaultSweepMaxStarts, at most MaxSweepStarts), paging each kind's candidates until

@@ -135,7 +135,7 @@ func TestShardManifestCodec(t *testing.T) {
 
 // FuzzShardManifestCodec holds the codec's decoder to encoding/json on any input:
 //
-//	go test -run '^$' -fuzz '^FuzzShardManifestCodec$' -fuzztime 1m ./store/
+//	go test -run '^$' -fuzz '^FuzzShardManifestCodec$' -fuzztime 1m ./store/manifest/
 func FuzzShardManifestCodec(f *testing.F) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for range 16 {

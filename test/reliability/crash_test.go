@@ -317,9 +317,9 @@ func runCrashStep(t *testing.T, step Step, iters int) {
 			leaked += newOrphans
 			t.Logf("iteration %d (%s/%s, %s): %d staged file(s) left outside the base: %v", it, a.Mode, a.Order, strings.TrimSpace(rr.Outcome), newOrphans, lay.Orphans)
 		}
-		// The crash table promises that a retried prepare drops its own staged files; since
-		// the fix of finding 3 (commit 8e3e67b) that holds after a kill right after staging
-		// too (TestFindingRetriedPrepareDoesNotLeakStagedFile), so no step may leak one.
+		// The crash table promises that a retried prepare drops its own staged files, also
+		// after a kill right after staging (TestFindingRetriedPrepareDoesNotLeakStagedFile),
+		// so no step may leak one.
 		if newOrphans > 0 {
 			t.Errorf("iteration %d: %d staged files leaked at step %s", it, newOrphans, step.Name)
 		}

@@ -5,8 +5,8 @@ import "time"
 // CompactBaseInput is CompactBase's input; only Target is required, Validate bounds the rest.
 type CompactBaseInput struct {
 	Target string `json:"target"`
-	// MaxRuns and MaxBytes bound one pass (0 = the store's defaults: 16 runs, 1 GiB;
-	// MaxRuns -1 = every run).
+	// MaxRuns and MaxBytes bound one pass (0 = the store's defaults: 16 runs, and bytes
+	// capped by the merge budget; MaxRuns -1 = every run).
 	MaxRuns  int   `json:"max_runs,omitempty"`
 	MaxBytes int64 `json:"max_bytes,omitempty"`
 	// MaxPasses bounds the passes of one workflow (default 16).

@@ -101,7 +101,8 @@ func compactionMaxBytes(maxBytes, limit int64) int64 {
 type CompactParams struct {
 	// MaxRuns is the most runs rewritten per pass (default 16).
 	MaxRuns int
-	// MaxBytes is the most input bytes rewritten per pass (default 1 GiB, 0 = no cap).
+	// MaxBytes is the most input bytes rewritten per pass; the merge budget caps it, and
+	// 0 is that cap (no cap without a budget).
 	MaxBytes int64
 }
 

@@ -88,7 +88,34 @@ func (a *Activities) ScanDemand(ctx context.Context, p contract.ScanDemandParams
 	}
 	flush()
 	res.Targets = top.sorted()
+	if cut, err := fitPayload(&res); err != nil {
+		return res, err
+	} else if cut > 0 {
+		a.logger().Warn("demand page cut to fit its payload; the sweep's next round lists on",
+			zap.String("kind", res.Kind), zap.Int("kept", len(res.Targets)), zap.Int("cut", cut))
+	}
 	return res, guardPayload(contract.ScanDemandActivity, res)
+}
+
+// fitPayload drops res's least indebted targets until it encodes within MaxPayloadBytes and
+// says how many went: MaxDemandCandidates stores with names near their 128-byte limit do not
+// fit, and a short page ends the sweep's listing of the kind, so the stores cut are the next
+// round's first.
+func fitPayload(res *contract.ScanDemandResult) (cut int, err error) {
+	raw, err := json.Marshal(res)
+	if err != nil {
+		return 0, err
+	}
+	over := len(raw) - contract.MaxPayloadBytes
+	for ; over > 0 && len(res.Targets) > 0; cut++ {
+		t, err := json.Marshal(res.Targets[len(res.Targets)-1])
+		if err != nil {
+			return cut, err
+		}
+		over -= len(t) + 1 // and its comma, or the last one's: one byte to spare
+		res.Targets = res.Targets[:len(res.Targets)-1]
+	}
+	return cut, nil
 }
 
 // mergeWalID is the MergeWal workflow ID of a demand record's target ("" if it does not parse).

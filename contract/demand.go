@@ -49,7 +49,8 @@ type DemandTarget struct {
 	Compact bool `json:"compact,omitempty"`
 }
 
-// ScanDemandResult is one kind's candidates, at most MaxCandidates, most indebted first.
+// ScanDemandResult is one kind's candidates, at most MaxCandidates and as many as fit
+// MaxPayloadBytes, most indebted first.
 type ScanDemandResult struct {
 	Kind    string         `json:"kind"`
 	Targets []DemandTarget `json:"targets"`

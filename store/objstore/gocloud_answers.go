@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync/atomic"
 )
 
 // The bodies of the answers of the S3, GCS and Azure servers, which their SDKs read whole: each
@@ -18,6 +19,49 @@ const maxErrorAnswer = 64 << 10
 // provider's or metadata server's metadata): JSON of a few KB. Left to them, oauth2 reads up
 // to 1 MiB, and GCE's metadata package and azidentity all, of an answer.
 const maxTokenAnswer = 64 << 10
+
+// tokenAnswers is the transport of a credential's requests, as an HTTP transport (RoundTrip:
+// the gs:// token client, gceMetadata) or an azcore one (Do: the default Azure credential): it
+// reads an answer's body whole up to maxTokenAnswer, refusing one byte more as the request's
+// error, which neither oauth2, the GCS client nor azcore (azRefused) retries, and tells the
+// credentials' wrapper: the answer's status and a refusal's reason in last, if any
+// (refusedTokens), an azure refusal to the request's azTokenCredential.
+type tokenAnswers struct {
+	next  func(*http.Request) (*http.Response, error) // a transport's RoundTrip, a client's Do
+	last  *atomic.Pointer[tokenAnswer]
+	azure bool // a refusal is an azRefused, since azcore retries any other error
+}
+
+// Do is RoundTrip as azcore's transport.
+func (t tokenAnswers) Do(req *http.Request) (*http.Response, error) { return t.RoundTrip(req) }
+
+func (t tokenAnswers) RoundTrip(req *http.Request) (*http.Response, error) {
+	if t.last != nil {
+		t.last.Store(nil) // a request that gets no answer leaves none behind
+	}
+	resp, err := t.next(req)
+	if err != nil {
+		return resp, err
+	}
+	body, err := readWhole(resp, maxTokenAnswer, "answer to a token request")
+	if err != nil && t.azure {
+		if refused, ok := req.Context().Value(azTokenRefusedKey{}).(*atomic.Pointer[error]); ok {
+			refused.Store(&err)
+		}
+		return nil, azRefused{err}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if t.last != nil {
+		answer := &tokenAnswer{status: resp.StatusCode}
+		if isTokenRefusal(resp.StatusCode) {
+			answer.reason = cutReason(bodyReason(body))
+		}
+		t.last.Store(answer)
+	}
+	return resp, nil
+}
 
 // isErrorAnswer says whether resp is an error, as the AWS SDK, googleapi.CheckResponse and azcore
 // tell one.

@@ -153,11 +153,11 @@ func (c azCred) newClient(svcURL azureblob.ServiceURL, name azureblob.ContainerN
 // azDefaultCredential is the default Azure credential azureblob makes, with azidentity's
 // default options but the transport: every credential of its chain that asks over HTTP (the
 // environment's service principal, workload identity, managed identity and its IMDS probe)
-// talks through azTokenAnswers, keeping azidentity's own retry policy; the Azure CLI,
+// talks through tokenAnswers, keeping azidentity's own retry policy; the Azure CLI,
 // Developer CLI and PowerShell are processes, not HTTP.
 func azDefaultCredential() (azcore.TokenCredential, error) {
 	cred, err := azidentity.NewDefaultAzureCredential(&azidentity.DefaultAzureCredentialOptions{
-		ClientOptions: azcore.ClientOptions{Transport: azTokenAnswers{next: azHTTPClient()}},
+		ClientOptions: azcore.ClientOptions{Transport: tokenAnswers{next: azHTTPClient().Do, azure: true}},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("failed azidentity.NewDefaultAzureCredential: %w", err)
@@ -165,32 +165,11 @@ func azDefaultCredential() (azcore.TokenCredential, error) {
 	return azTokenCredential{cred}, nil
 }
 
-// azTokenAnswers is an azcore transport that reads every answer's body up to maxTokenAnswer
-// before azcore does, refusing a longer one with an error azcore's retry policy does not retry
-// (azRefused), and tells the refusal to the token request's azTokenCredential.
-type azTokenAnswers struct {
-	next policy.Transporter
-}
-
-func (t azTokenAnswers) Do(req *http.Request) (*http.Response, error) {
-	resp, err := t.next.Do(req)
-	if err != nil {
-		return resp, err
-	}
-	if _, err := readWhole(resp, maxTokenAnswer, "answer to a token request"); err != nil {
-		if refused, ok := req.Context().Value(azTokenRefusedKey{}).(*atomic.Pointer[error]); ok {
-			refused.Store(&err)
-		}
-		return nil, azRefused{err}
-	}
-	return resp, nil
-}
-
 // azTokenRefusedKey is the context key under which azTokenCredential.GetToken hands its
 // token requests the place of their refusal.
 type azTokenRefusedKey struct{}
 
-// azTokenCredential is a credential whose failure on an answer azTokenAnswers refused unwraps
+// azTokenCredential is a credential whose failure on an answer tokenAnswers refused unwraps
 // to that refusal: azidentity keeps a transport's error as text only, and the operation's
 // error must still tell a refused answer (RefusedAnswer).
 type azTokenCredential struct {

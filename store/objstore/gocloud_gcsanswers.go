@@ -159,7 +159,7 @@ var gcsScopes = []string{"https://www.googleapis.com/auth/cloud-platform"}
 // answer's status in last. It is the client, not the request's context, that tells the
 // answer: oauth2 sends a service account's token request without the credentials' context.
 func gcsTokenClient(last *atomic.Pointer[tokenAnswer]) *http.Client {
-	return &http.Client{Transport: tokenAnswers{next: gcp.DefaultTransport(), last: last},
+	return &http.Client{Transport: tokenAnswers{next: gcp.DefaultTransport().RoundTrip, last: last},
 		Timeout: tokenTimeout}
 }
 
@@ -170,43 +170,12 @@ const gceMetadataHostEnv = "GCE_METADATA_HOST"
 // gceMetadata is a metadata client whose answers are bounded, on a transport like the
 // metadata package's own: without a proxy, which must not see the server's tokens.
 var gceMetadata = metadata.NewClient(&http.Client{
-	Transport: tokenAnswers{next: &http.Transport{
+	Transport: tokenAnswers{next: (&http.Transport{
 		DialContext:     (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		IdleConnTimeout: 60 * time.Second,
-	}},
+	}).RoundTrip},
 	Timeout: 5 * time.Second, // as the metadata package's client
 })
-
-// tokenAnswers is an HTTP transport that reads an answer's body whole up to maxTokenAnswer,
-// refusing one byte more as the round trip's error, which neither oauth2 nor the GCS client
-// retries. It stores the answer's status, and a refusal's reason, in last, if any.
-type tokenAnswers struct {
-	next http.RoundTripper
-	last *atomic.Pointer[tokenAnswer]
-}
-
-func (t tokenAnswers) RoundTrip(req *http.Request) (*http.Response, error) {
-	last := t.last
-	if last != nil {
-		last.Store(nil) // a request that gets no answer leaves none behind
-	}
-	resp, err := t.next.RoundTrip(req)
-	if err != nil {
-		return resp, err
-	}
-	body, err := readWhole(resp, maxTokenAnswer, "answer to a token request")
-	if err != nil {
-		return nil, err
-	}
-	if last != nil {
-		answer := &tokenAnswer{status: resp.StatusCode}
-		if isTokenRefusal(resp.StatusCode) {
-			answer.reason = cutReason(bodyReason(body))
-		}
-		last.Store(answer)
-	}
-	return resp, nil
-}
 
 // tokenAnswer is the status of the last answer to a token request of one set of credentials,
 // and a refusal's reason: oauth2 (v0.37.0) reports a refused token exchange of an external

@@ -56,7 +56,7 @@ func (t tokenAnswers) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.last != nil {
 		answer := &tokenAnswer{status: resp.StatusCode}
 		if isTokenRefusal(resp.StatusCode) {
-			answer.reason = cutReason(bodyReason(body))
+			answer.reason = cutReason(tokenReason("", "", body))
 		}
 		t.last.Store(answer)
 	}

@@ -383,7 +383,7 @@ func (s *refusedTokens) Token() (*oauth2.Token, error) {
 	case errors.As(err, &retrieve) && retrieve.Response != nil &&
 		isTokenRefusal(retrieve.Response.StatusCode):
 		return nil, &tokenRefusal{status: retrieve.Response.StatusCode,
-			reason: cutReason(oauthReason(retrieve))}
+			reason: cutReason(tokenReason(retrieve.ErrorCode, retrieve.ErrorDescription, retrieve.Body))}
 	case errors.As(err, &gce) && isTokenRefusal(gce.Code):
 		return nil, &tokenRefusal{status: gce.Code, reason: cutReason(strings.TrimSpace(gce.Message))}
 	}
@@ -403,23 +403,12 @@ func isTokenRefusal(status int) bool {
 		status != http.StatusRequestTimeout && status != http.StatusTooManyRequests
 }
 
-// oauthReason is an OAuth 2.0 error answer's "error" and "error_description" (RFC 6749
-// §5.2), which oauth2 parses for some grants only (not a service account's), else bodyReason.
-func oauthReason(e *oauth2.RetrieveError) string {
-	code, desc := e.ErrorCode, e.ErrorDescription
-	if code == "" {
-		return bodyReason(e.Body)
-	}
-	if desc == "" {
-		return code
-	}
-	return code + ": " + desc
-}
-
-// bodyReason is a token endpoint's reason in an error answer's body (bounded by tokenAnswers):
-// an OAuth 2.0 error's "error" and "error_description" (a token exchange's), a Google API
-// error's message (an impersonation's), else the body.
-func bodyReason(body []byte) string {
+// tokenReason is a token endpoint's reason: code and desc, an OAuth 2.0 error's "error" and
+// "error_description" (RFC 6749 §5.2), which oauth2 parses for some grants only (not a service
+// account's) and from a form answer too, else the reason in an error answer's body (bounded by
+// tokenAnswers): an OAuth 2.0 error's (a token exchange's), a Google API error's message (an
+// impersonation's), else the body.
+func tokenReason(code, desc string, body []byte) string {
 	var oauth struct {
 		Error       string `json:"error"`
 		Description string `json:"error_description"`
@@ -430,15 +419,18 @@ func bodyReason(body []byte) string {
 		} `json:"error"`
 	}
 	switch {
+	case code != "":
 	case json.Unmarshal(body, &oauth) == nil && oauth.Error != "":
-		if oauth.Description == "" {
-			return oauth.Error
-		}
-		return oauth.Error + ": " + oauth.Description
+		code, desc = oauth.Error, oauth.Description
 	case json.Unmarshal(body, &google) == nil && google.Error.Message != "":
 		return google.Error.Message
+	default:
+		return strings.TrimSpace(string(body))
 	}
-	return strings.TrimSpace(string(body))
+	if desc == "" {
+		return code
+	}
+	return code + ": " + desc
 }
 
 // reasonedRefusal is a refusal whose text leaves out the server's reason (gcsRefusal,

@@ -24,11 +24,11 @@ const maxTokenAnswer = 64 << 10
 // the gs:// token client, gceMetadata) or an azcore one (Do: the default Azure credential): it
 // reads an answer's body whole up to maxTokenAnswer, refusing one byte more as the request's
 // error, which neither oauth2, the GCS client nor azcore (azRefused) retries, and tells the
-// credentials' wrapper: the answer's status and a refusal's reason in last, if any
-// (refusedTokens), an azure refusal to the request's azTokenCredential.
+// credentials' wrapper: a refused answer's status and reason in last, if any (refusedTokens),
+// an azure refusal to the request's azTokenCredential.
 type tokenAnswers struct {
 	next  func(*http.Request) (*http.Response, error) // a transport's RoundTrip, a client's Do
-	last  *atomic.Pointer[tokenAnswer]
+	last  *atomic.Pointer[tokenRefusal]
 	azure bool // a refusal is an azRefused, since azcore retries any other error
 }
 
@@ -37,7 +37,7 @@ func (t tokenAnswers) Do(req *http.Request) (*http.Response, error) { return t.R
 
 func (t tokenAnswers) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.last != nil {
-		t.last.Store(nil) // a request that gets no answer leaves none behind
+		t.last.Store(nil) // a request answered with no refusal, or not at all, leaves none behind
 	}
 	resp, err := t.next(req)
 	if err != nil {
@@ -53,12 +53,8 @@ func (t tokenAnswers) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	if t.last != nil {
-		answer := &tokenAnswer{status: resp.StatusCode}
-		if isTokenRefusal(resp.StatusCode) {
-			answer.reason = cutReason(tokenReason("", "", body))
-		}
-		t.last.Store(answer)
+	if t.last != nil && isTokenRefusal(resp.StatusCode) {
+		t.last.Store(&tokenRefusal{status: resp.StatusCode, reason: cutReason(tokenReason("", "", body))})
 	}
 	return resp, nil
 }

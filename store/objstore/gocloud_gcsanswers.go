@@ -92,9 +92,9 @@ func (o *gcsOpener) forUniverse(ctx context.Context, universeDomain string) (
 	var opts gcsblob.Options
 	var creds *google.Credentials
 	// The credentials keep this context and fetch every token through its client, which
-	// tells their token source (refusedTokens) the last answer it read.
-	lastAnswer := new(atomic.Pointer[tokenAnswer])
-	ctx = context.WithValue(ctx, oauth2.HTTPClient, gcsTokenClient(lastAnswer))
+	// tells their token source (refusedTokens) whether the last answer it read was a refusal.
+	lastRefusal := new(atomic.Pointer[tokenRefusal])
+	ctx = context.WithValue(ctx, oauth2.HTTPClient, gcsTokenClient(lastRefusal))
 	if os.Getenv("STORAGE_EMULATOR_HOST") != "" || os.Getenv("STORAGE_EMULATOR_HOST_GRPC") != "" {
 		dummy := `{"type": "service_account", "project_id": "my-project-id"}`
 		creds, _ = google.CredentialsFromJSON(ctx, []byte(dummy))
@@ -132,7 +132,7 @@ func (o *gcsOpener) forUniverse(ctx context.Context, universeDomain string) (
 	}
 	// Reused, so that a request with a valid token takes one lock as before, not
 	// refusedTokens' look at the last answer.
-	tokens := oauth2.ReuseTokenSource(nil, &refusedTokens{src: creds.TokenSource, last: lastAnswer})
+	tokens := oauth2.ReuseTokenSource(nil, &refusedTokens{src: creds.TokenSource, last: lastRefusal})
 	client, err := gcp.NewHTTPClient(gcsAnswers{next: gcp.DefaultTransport()}, tokens)
 	if err != nil {
 		return nil, err // not cached, unlike gocloud's: nothing of it is worth keeping
@@ -156,9 +156,9 @@ var gcsScopes = []string{"https://www.googleapis.com/auth/cloud-platform"}
 
 // gcsTokenClient is the HTTP client of every token request of one set of gs:// credentials
 // (forUniverse), which oauth2 takes from the context the credentials keep, storing each
-// answer's status in last. It is the client, not the request's context, that tells the
+// refused answer in last. It is the client, not the request's context, that tells the
 // answer: oauth2 sends a service account's token request without the credentials' context.
-func gcsTokenClient(last *atomic.Pointer[tokenAnswer]) *http.Client {
+func gcsTokenClient(last *atomic.Pointer[tokenRefusal]) *http.Client {
 	return &http.Client{Transport: tokenAnswers{next: gcp.DefaultTransport().RoundTrip, last: last},
 		Timeout: tokenTimeout}
 }
@@ -176,15 +176,6 @@ var gceMetadata = metadata.NewClient(&http.Client{
 	}).RoundTrip},
 	Timeout: 5 * time.Second, // as the metadata package's client
 })
-
-// tokenAnswer is the status of the last answer to a token request of one set of credentials,
-// and a refusal's reason: oauth2 (v0.37.0) reports a refused token exchange of an external
-// account or impersonation as text alone (`oauth2/google: status code 400: <body>`), not as
-// a RetrieveError, so refusedTokens learns the refusal from here.
-type tokenAnswer struct {
-	status int
-	reason string
-}
 
 // gceTokens is oauth2's computeSource (v0.37.0) asking through gceMetadata: the metadata
 // server's token for the instance's default service account.
@@ -368,7 +359,7 @@ func (e *tokenRefusal) serverReason() (whose, reason string) {
 // fetch, so that the last answer is this fetch's.
 type refusedTokens struct {
 	src  oauth2.TokenSource
-	last *atomic.Pointer[tokenAnswer] // the last answer of the credentials' token requests (tokenAnswers)
+	last *atomic.Pointer[tokenRefusal] // the refusal of the credentials' last token request (tokenAnswers)
 }
 
 func (s *refusedTokens) Token() (*oauth2.Token, error) {
@@ -387,11 +378,12 @@ func (s *refusedTokens) Token() (*oauth2.Token, error) {
 	case errors.As(err, &gce) && isTokenRefusal(gce.Code):
 		return nil, &tokenRefusal{status: gce.Code, reason: cutReason(strings.TrimSpace(gce.Message))}
 	}
-	// An error oauth2 made text of (a token exchange's, an impersonation's, or a
-	// RetrieveError it wrapped with %v), after a request whose answer was a refusal: no
-	// request follows a refused one in a token fetch, so that answer is the failure.
-	if last := s.last.Load(); last != nil && isTokenRefusal(last.status) {
-		return nil, &tokenRefusal{status: last.status, reason: last.reason}
+	// An error oauth2 (v0.37.0) made text of (a token exchange's or an impersonation's,
+	// `oauth2/google: status code 400: <body>`, or a RetrieveError it wrapped with %v), after
+	// a request whose answer was a refusal: no request follows a refused one in a token fetch,
+	// so that answer is the failure.
+	if last := s.last.Load(); last != nil {
+		return nil, last
 	}
 	return nil, err
 }

@@ -405,11 +405,7 @@ func tokenReason(code, desc string, body []byte) string {
 		Error       string `json:"error"`
 		Description string `json:"error_description"`
 	}
-	var google struct {
-		Error struct {
-			Message string `json:"message"`
-		} `json:"error"`
-	}
+	var google struct{ Error struct{ Message string } }
 	switch {
 	case code != "":
 	case json.Unmarshal(body, &oauth) == nil && oauth.Error != "":

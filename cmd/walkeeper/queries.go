@@ -33,7 +33,7 @@ func newQueriesCmd(g *globalOptions) *cobra.Command {
 trigger, the slowest, the failed ones, the stores that were far behind, what runs now, and the
 sweep windows that started something.
 Each comes with its Web UI link (paste the query into the search box of Workflows, then
-"Save as view"). With TARGET (<kind>:<name>) every query is narrowed to that store.
+"Save as New"). With TARGET (<kind>:<name>) every query is narrowed to that store.
 
 Nothing is contacted: the command only prints. The links use --ui, else the running
 'walkeeper dev''s Web UI, else ` + defaultUIURL + `.`,
@@ -109,7 +109,7 @@ func savedViews(t *store.Target, slowerThan time.Duration, behind int) []savedVi
 }
 
 func writeQueries(out io.Writer, views []savedView, links uiLinks, temporalCLI, hostPort string) error {
-	fmt.Fprintf(out, "Saved views for Temporal Web (namespace %s): paste a query into the Workflows search box, then \"Save as view\".\n",
+	fmt.Fprintf(out, "Saved views for Temporal Web (namespace %s): paste a query into the Workflows search box, then \"Save as New\".\n",
 		links.namespace)
 	for _, v := range views {
 		fmt.Fprintf(out, "\n%s\n  %s\n  %s\n", v.name, v.query, links.list(v.query))

@@ -29,8 +29,9 @@ type apiServer struct {
 	// bodies holds the bytes of the request bodies being read and decoded (nil: no bound), so
 	// that many connections each sending --max-body-bytes cannot hold them all at once.
 	bodies *byteBudget
-	// pages holds the bytes of the list pages being read and written (nil: no bound), so that
-	// many connections each listing a page of --page-bytes cannot hold them all at once.
+	// pages holds the bytes of the list pages and single rows being read and written (nil: no
+	// bound), so that many connections each listing a page of --page-bytes cannot hold them all
+	// at once.
 	pages *byteBudget
 	// scrapes holds the /metrics scrapes in flight, at most maxScrapes (http_metrics.go).
 	scrapes *semaphore.Weighted

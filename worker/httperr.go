@@ -44,7 +44,7 @@ const (
 	CodeMergeTimedOut        = "merge_timed_out"        // 504: the MergeWal workflow (waited for) ran past its run timeout
 	CodeWorkflowIDTaken      = "workflow_id_taken"      // 409: a workflow of another type runs under the store's merge ID
 	CodeTooManyPending       = "too_many_pending"       // 503 + Retry-After: pending-generation debt too high
-	CodeBudgetBusy           = "budget_busy"            // 503 + Retry-After: merge memory budget busy
+	CodeBudgetBusy           = "budget_busy"            // 503 + Retry-After: a memory budget (merge, read, append, body, page) or the /metrics slots stayed full
 	CodeFenced               = "fenced"                 // 503: another process took this shard (same instance id)
 	CodeShuttingDown         = "shutting_down"          // 503: the worker is stopping
 	CodeTemporalUnavailable  = "temporal_unavailable"   // 503: no Temporal client, or Temporal unreachable

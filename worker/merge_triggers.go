@@ -56,10 +56,10 @@ type refusal struct {
 const maxStartsInFlight = 8
 
 // mergeTriggers starts MergeWal for the count trigger (after a seal, at threshold pending
-// generations of the own shard) and the debt trigger (an append refused for pending debt),
+// generations of the own shard) and the debt trigger (an append or delete refused for debt),
 // in the background, one start per target at a time, so a slow Temporal never holds a flush or
-// an answer. A failed count start is retried after the store's next successful flush, unless
-// refused for good.
+// an answer. A failed or deferred count start is retried after the store's next successful
+// flush, one refused for good not before its backoff ends.
 type mergeTriggers struct {
 	start      MergeStarter // nil: off (HTTP-only mode)
 	threshold  int          // count threshold; 0: count trigger off
@@ -71,7 +71,7 @@ type mergeTriggers struct {
 	now func() time.Time // the clock of the refusal backoffs
 
 	mu       sync.Mutex
-	retry    map[string]bool    // target -> last count start failed
+	retry    map[string]bool    // target -> last count start failed or was deferred
 	refused  map[string]refusal // target -> its last start was refused for good
 	inflight map[string]bool    // target -> a start is running
 	stopped  bool               // stop was called: fire launches nothing

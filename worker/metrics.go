@@ -50,7 +50,7 @@ type Metrics struct {
 const (
 	TriggerCount  = "count"   // a seal took the own shard to merge-after-generations
 	TriggerHTTP   = "http"    // POST .../merge-wal
-	TriggerDebt   = "debt"    // an append was refused for too many pending generations
+	TriggerDebt   = "debt"    // an append or a row delete was refused for too many pending generations
 	ResultStarted = "started" // started or attached (workflow-ID dedupe)
 	ResultFailed  = "failed"
 )

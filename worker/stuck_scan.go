@@ -228,7 +228,7 @@ func classifyRun(d *workflowservice.DescribeWorkflowExecutionResponse, now time.
 }
 
 // DiagnoseRun is why the running run d cannot make progress at now (deadline bounds a run
-// without a run timeout), with a failing workflow task's first failure read from its history.
+// without a run timeout), with a failing workflow task's latest failure read from its history.
 func DiagnoseRun(ctx context.Context, c client.Client, namespace string, d *workflowservice.DescribeWorkflowExecutionResponse, now time.Time, deadline time.Duration) StuckRun {
 	s := classifyRun(d, now, deadline)
 	if s.Reason != StuckWorkflowTask {

@@ -52,7 +52,7 @@ type Worker struct {
 	serveErr chan error
 	flusher  *Flusher
 	temporal []tworker.Worker
-	cancel   context.CancelFunc // background work (recovery)
+	cancel   context.CancelFunc // background work: flush loops, WAL recovery, stuck-run scan, schedules, probes
 	bg       sync.WaitGroup
 
 	// failed ends, with the error as its cause, when a Temporal worker stopped on an error the
@@ -324,15 +324,16 @@ func (w *Worker) Stop(ctx context.Context) error {
 	return err
 }
 
-// teardownLocked stops the HTTP server, the flusher and the Temporal workers concurrently,
-// each drain at most half the time so the final seal has some left, then closes the store.
+// teardownLocked stops the HTTP server, the flusher and the Temporal workers concurrently, the
+// HTTP and activity drains at most half the time each so the final seal has some left, then
+// closes the store.
 func (w *Worker) teardownLocked(ctx context.Context) error {
 	w.stopped = true
 	if w.api != nil {
 		w.api.stop() // merge waiters answer at once
 	}
 	if w.cancel != nil {
-		w.cancel() // background recovery
+		w.cancel() // background work
 	}
 	var httpErr, flushErr error
 	var wg sync.WaitGroup

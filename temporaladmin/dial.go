@@ -1,5 +1,6 @@
 // Package temporaladmin talks to Temporal's control plane for walkeeper: dialling, search
-// attributes and schedules; it runs no workflow code.
+// attributes, schedules and the worker's start probes (fairness, partitions); it runs no
+// workflow code.
 package temporaladmin
 
 import (
@@ -23,8 +24,8 @@ const (
 	DefaultNamespace = "default"
 )
 
-// Config says how to reach Temporal. TLS is switched on by TLS, by any of the TLS files, or
-// by an API key (Temporal Cloud).
+// Config says how to reach Temporal. TLS is switched on by TLS, by any of the TLS files, by a
+// server name override, or by an API key (Temporal Cloud).
 type Config struct {
 	HostPort      string `json:"host_port"`
 	Namespace     string `json:"namespace"`

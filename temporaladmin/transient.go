@@ -17,7 +17,8 @@ func Transient(err error) bool {
 }
 
 // EnsureWithin bounds how long `walkeeper schedule ensure` and a starting worker retry
-// ensuring a schedule on a Temporal that answers late or not at all (RetryTransient).
+// ensuring a schedule, and the worker registering the search attributes, on a Temporal that
+// answers late or not at all (RetryTransient).
 const EnsureWithin = 2 * time.Minute
 
 // RetryTransient runs op until it returns nil or an error that is not Transient, or until

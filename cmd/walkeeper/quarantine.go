@@ -13,8 +13,8 @@ import (
 	"github.com/walkeeper/walkeeper/worker"
 )
 
-// newQuarantineCmd is `walkeeper quarantine TARGET OBJECT_KEY --reason TEXT`
-// (store/quarantine.go).
+// newQuarantineCmd is `walkeeper quarantine TARGET OBJECT_KEY (--reason TEXT | --release)`
+// (store/quarantine.go, store/release.go).
 func newQuarantineCmd(g *globalOptions) *cobra.Command {
 	var reason string
 	var asJSON, release bool

@@ -14,7 +14,8 @@ import (
 	"github.com/walkeeper/walkeeper/store"
 )
 
-// triggerValues are the WalTrigger values, in the order `queries` lists them.
+// triggerValues are the WalTrigger values a MergeWal run of walkeeper's gets (sweep-runs
+// starts CompactBase only), in the order `queries` lists them.
 var triggerValues = []string{
 	contract.TriggerCount, contract.TriggerSweepAge, contract.TriggerSweepCount,
 	contract.TriggerHTTP, contract.TriggerCLI, contract.TriggerSchedule, contract.TriggerBackPressure,

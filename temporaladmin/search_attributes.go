@@ -81,7 +81,7 @@ func whileNamespaceUnserved(ctx context.Context, ns string, within time.Duration
 			return err
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("namespace %s is not served after %s: create it (temporal operator namespace create -n %s) or check --temporal-namespace: %w", ns, within, ns, err)
+			return fmt.Errorf("namespace %s is not served after %s: create it (temporal operator namespace create -n %s) or check --namespace: %w", ns, within, ns, err)
 		}
 		select {
 		case <-ctx.Done():

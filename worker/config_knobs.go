@@ -166,7 +166,7 @@ var knobs = []knob{
 	workerKnob("storage", "storage root URL: file://, mem://, s3://, gs://, azblob://", strField(func(c *Config) *string { return &c.Storage }, "file://./walkeeper-data/storage")),
 	temporalKnob("temporal", "Temporal frontend host:port", strField(func(c *TemporalConfig) *string { return &c.HostPort }, temporaladmin.DefaultHostPort)),
 	temporalKnob("namespace", "Temporal namespace", strField(func(c *TemporalConfig) *string { return &c.Namespace }, temporaladmin.DefaultNamespace)),
-	temporalKnob("temporal-tls", "use TLS to reach Temporal (implied by the TLS file flags and by an API key)", boolField(func(c *TemporalConfig) *bool { return &c.TLS }, false)),
+	temporalKnob("temporal-tls", "use TLS to reach Temporal (implied by the TLS file flags, a server name and an API key)", boolField(func(c *TemporalConfig) *bool { return &c.TLS }, false)),
 	temporalKnob("temporal-tls-cert", "client certificate (PEM file) for mTLS to Temporal", strField(func(c *TemporalConfig) *string { return &c.TLSCert }, "")),
 	temporalKnob("temporal-tls-key", "client key (PEM file) for mTLS to Temporal", strField(func(c *TemporalConfig) *string { return &c.TLSKey }, "")),
 	temporalKnob("temporal-tls-ca", "CA bundle (PEM file) to verify the Temporal server", strField(func(c *TemporalConfig) *string { return &c.TLSCA }, "")),

@@ -26,7 +26,8 @@ func newWorkerCmd() *cobra.Command {
 		Long: `Run one walkeeper worker process: the HTTP data plane (docs/DESIGN.md §5), the flush sweeper and
 count trigger, and Temporal workers on the shared task queue "walkeeper" and on this
 instance's shard queue "walkeeper-shard-<shard>". On start it registers the search
-attributes and, unless --sweep-interval is 0, ensures the schedule walkeeper-sweep.
+attributes and ensures the schedules walkeeper-sweep (unless --sweep-interval is 0) and
+walkeeper-reconcile (unless --reconcile-interval is 0).
 
 Every flag is also read from WALKEEPER_<FLAG> (upper case, dashes as underscores);
 precedence: flag > environment > default. SIGINT/SIGTERM stop it gracefully: the HTTP

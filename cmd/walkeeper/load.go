@@ -21,9 +21,9 @@ import (
 	"github.com/walkeeper/walkeeper/worker"
 )
 
-// loadGen appends rows to one generic store through one or more workers (round robin) at a
-// fixed rate and seals regularly, so merges have something to do; ids repeat after keySpace
-// rows, so merges really deduplicate.
+// loadGen appends rows {"id","n","msg"} to one store through one or more workers (round
+// robin) at a fixed rate and seals regularly, so merges have something to do; ids repeat
+// after keySpace rows, so merges really deduplicate.
 type loadGen struct {
 	urls       []string // worker base URLs, e.g. http://127.0.0.1:8081
 	target     store.Target

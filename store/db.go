@@ -32,7 +32,8 @@ type Options struct {
 	ReadBudget *Budget
 	// MergeMaxGenerations caps generations per merge pass (default 64, 0 = no cap).
 	MergeMaxGenerations int
-	// MergeMaxBytes stops a pass after the generation that reaches it (default 1 GiB, 0 = no cap).
+	// MergeMaxBytes stops a pass after the generation that reaches it (default 1 GiB; 0 = none,
+	// so only the merge budget bounds the pass).
 	MergeMaxBytes int64
 	// PendingWarn logs a warning at this many pending generations in a shard (default 256).
 	PendingWarn int
@@ -48,7 +49,8 @@ type Options struct {
 	MemtableBytes int64
 	// GroupCommitWait is how long the WAL committer lingers for more appends (default 0).
 	GroupCommitWait time.Duration
-	// GroupCommitMaxRows caps rows per WAL object (default 8192).
+	// GroupCommitMaxRows stops a WAL commit gathering more appends once it holds this many rows
+	// (default 8192); the append that reaches it is taken whole.
 	GroupCommitMaxRows int
 	// CacheBytes bounds decoded generations and runs kept for reads (default 256 MiB).
 	CacheBytes int64

@@ -29,7 +29,8 @@ type QuarantineResult struct {
 	// Shard and Generation identify a quarantined generation; Shard a WAL object's too.
 	Shard      string `json:"shard,omitempty"`
 	Generation uint64 `json:"generation,omitempty"`
-	// Rows is how many row versions reads no longer see.
+	// Rows is how many row versions the object holds, which reads stop (or, released, start)
+	// seeing; 0 for a WAL object, whose rows are not counted.
 	Rows   int64  `json:"rows"`
 	MinKey string `json:"min_key"`
 	MaxKey string `json:"max_key"`

@@ -16,10 +16,11 @@ import (
 )
 
 // Release is Quarantine's undo, for an object since repaired or restored in place: it puts it
-// back only if it passes its checks, else ErrCorrupt and nothing is written. A base run must
-// be at most the merge budget (checkReleasedRun) and decode into exactly the rows and key range
-// recorded (compaction kept tombstones meanwhile, so nothing deleted resurrects); a WAL object
-// must decode and lie above replay_after, and its release fences the shard's owner so that its
+// back only if it passes its checks, else nothing is written (ErrCorrupt for bytes that fail
+// them, ErrInvalidInput for a WAL object the shard sealed past). A base run must be at most
+// the merge budget (checkReleasedRun) and decode into exactly the rows and key range recorded
+// (compaction kept tombstones meanwhile, so nothing deleted resurrects); a WAL object must
+// decode and lie above replay_after, and its release fences the shard's owner so that its
 // next append replays it; a generation cannot be put back, since merges passed its number.
 
 // Release puts the quarantined object at key back into service. Releasing an object that is

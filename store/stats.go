@@ -19,7 +19,7 @@ type ShardStats struct {
 	Watermark          uint64    `json:"watermark"`
 	OldestPending      time.Time `json:"oldest_pending,omitzero"`
 	WriterEpoch        uint64    `json:"writer_epoch"`
-	// Quarantined counts this shard's generations an operator set aside.
+	// Quarantined counts this shard's generations and WAL objects an operator set aside.
 	Quarantined int `json:"quarantined,omitempty"`
 }
 
@@ -50,15 +50,17 @@ func (t *ShardTotals) add(sh ShardStats) {
 	}
 }
 
-// Stats is a store's shape, as the stats route and the sweep see it: the base table, the
-// totals of every shard, and the shards of one page (of every shard, from Store.Stats).
+// Stats is a store's shape, as the stats route, walkeeper status and merges see it: the base
+// table, the totals of every shard, and the shards of one page (of every shard, from
+// Store.Stats).
 type Stats struct {
 	Target      string `json:"target"`
 	BaseVersion uint64 `json:"base_version"`
 	Runs        int    `json:"runs"`
 	Rows        int64  `json:"rows"`
 	BaseBytes   int64  `json:"base_bytes"`
-	// Quarantined counts objects (runs and generations of every shard) an operator set aside.
+	// Quarantined counts objects (runs, and every shard's generations and WAL objects) an
+	// operator set aside.
 	Quarantined int         `json:"quarantined,omitempty"`
 	Totals      ShardTotals `json:"totals"`
 	// Shards are in shard id order.

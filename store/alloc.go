@@ -115,7 +115,8 @@ func (a *memAccount) fits(total int64) bool {
 	return total <= a.res.Bytes() || a.res.TryGrow(total)
 }
 
-// uncharge credits n bytes charged with tryCharge for memory the account does not hand out.
+// uncharge credits n charged bytes: a freed buffer's, or what tryCharge took for memory the
+// account does not hand out.
 func (a *memAccount) uncharge(n int64) {
 	a.allocated.Add(-n)
 	a.budgetAdd(-n)

@@ -114,13 +114,14 @@ const parquetRowGroup = 64 * 1024
 // parquetPageSize is small enough that pooled page buffers are reused.
 const parquetPageSize = 128 << 10
 
-// incompressibleRatio: a column Snappy shrinks by less than this fraction is written raw.
+// incompressibleRatio: a column Snappy cannot shrink below this fraction of its size is written
+// raw.
 const incompressibleRatio = 0.9
 
 // compressionSample is how many value bytes per column the codec choice looks at.
 const compressionSample = 256 << 10
 
-// parquetProps are the writer properties of a base run (docs/FORMAT.md §2): compression and
+// parquetProps are the writer properties of a base run (docs/FORMAT.md §1): compression and
 // the shard column's encoding are chosen per column from sample, the first chunk written.
 func parquetProps(mem memory.Allocator, schema *arrow.Schema, sample arrow.RecordBatch) *parquet.WriterProperties {
 	opts := []parquet.WriterProperty{
@@ -135,7 +136,7 @@ func parquetProps(mem memory.Allocator, schema *arrow.Schema, sample arrow.Recor
 		// Nothing filters on the writing shard; its min/max cost a comparison per value.
 		parquet.WithStatsFor(rowcodec.ColShard, false),
 	}
-	// All columns stay PLAIN: arrow-go's delta decoders allocate from the reader's allocator
+	// No column is delta-encoded: arrow-go's delta decoders allocate from the reader's allocator
 	// and never free it, so every read of a delta-encoded run would leak budget charges.
 	if !oneShard(sample) {
 		// Compaction interleaves the rows of many shards: a few distinct values, the

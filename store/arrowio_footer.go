@@ -227,7 +227,7 @@ func runFooter(data []byte) ([]byte, error) {
 }
 
 // checkRunFooter refuses a footer with a count or length beyond the bytes left, or a schema
-// element with more children than the schema has elements.
+// element whose child count is negative or not smaller than the schema's element count.
 func checkRunFooter(data []byte) error {
 	footer, err := runFooter(data)
 	if err != nil {

@@ -18,9 +18,10 @@ const FormatVersion = 1
 //	<kind>/<name>/_versions/<v %020d>.json            manifest.Base, put-if-absent chain
 //	<kind>/<name>/data/<id>.parquet                   base runs (sorted by key, one row per key)
 //	<kind>/<name>/_mem_wal/<shard>/manifest/<v>.json  manifest.Shard, put-if-absent chain
-//	<kind>/<name>/_mem_wal/<shard>/wal/<pos>.arrow    WAL objects (Arrow IPC file)
+//	<kind>/<name>/_mem_wal/<shard>/wal/<pos>.arrow    WAL objects (framed Arrow IPC file, frameWAL)
 //	<kind>/<name>/_mem_wal/<shard>/gen/<g>-<epoch>.arrow  flushed generations (Arrow IPC file)
 //	<kind>/<name>/_mem_wal/<shard>/attempts/<h>.json  commit/abort claims of merge attempts
+//	_demand/<kind>/<name>/...                         demand records and compaction marker (demand.go)
 const (
 	registryDir = "_registry"
 	versionsDir = "_versions"

@@ -212,7 +212,7 @@ func (s *Store) Get(ctx context.Context, key string) (map[string]any, error) {
 	return resnapshotOnMissing(ctx, s, func() (map[string]any, error) { return s.getOnce(ctx, key) })
 }
 
-// resnapshotOnMissing retries once from a fresh snapshot while it misses a file: one the
+// resnapshotOnMissing retries from a fresh snapshot while it misses a file: one the
 // latest manifests still reference is ErrCorrupt after readAttempts, and misses of deleted
 // files, races lost with a merge or compaction, are ErrConflict after readRaceAttempts
 // (decision 0651).

@@ -22,10 +22,12 @@ const (
 // evictTimeout bounds the seals of one eviction, which must finish whoever asked for it.
 const evictTimeout = time.Minute
 
-// maxEvictAttempts bounds the evictions one Open makes to get back under the max.
+// maxEvictAttempts bounds the evictions one enforceMax (after a Create or Open, or the
+// janitor's pass) makes to get back under the max.
 const maxEvictAttempts = 8
 
-// targetLocks serialises create and open per target; an entry lives only while held or waited for.
+// targetLocks serialises create, open and eviction per target; an entry lives only while held
+// or waited for.
 type targetLocks struct {
 	mu   sync.Mutex
 	held map[Target]*targetLock

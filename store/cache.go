@@ -70,7 +70,8 @@ type fileCache struct {
 	large keySet
 }
 
-// maxLargeRuns bounds large; a run forgotten costs its next read a look at its footer.
+// maxLargeRuns bounds large; a run forgotten costs its next read one extra fetch of the whole
+// object, whose footer then says it again.
 const maxLargeRuns = 4096
 
 func newFileCache(limit int64) *fileCache {

@@ -7,7 +7,7 @@ import (
 	"github.com/walkeeper/walkeeper/store/objstore"
 )
 
-// MaxListPage caps one registry page; larger limits are clamped.
+// MaxListPage caps one registry page; a limit outside 1..MaxListPage is clamped into it.
 const MaxListPage = objstore.MaxListPage
 
 // RegistryPage is one page of registered stores of a kind, in name order.

@@ -32,7 +32,8 @@ type ListPendingShardsResult struct {
 type PrepareParams struct {
 	Target string `json:"target"`
 	Shard  string `json:"shard"`
-	// MaxGenerations and MaxBytes override the worker's defaults when set (0 = no cap).
+	// MaxGenerations and MaxBytes override the worker's defaults when set (0 = no cap of
+	// their own: the pass's generation ceiling and the merge budget still bound it).
 	MaxGenerations *int   `json:"max_generations,omitempty"`
 	MaxBytes       *int64 `json:"max_bytes,omitempty"`
 	// NotifyAfter asks the activity to send ActivityStateSignal on state changes a workflow

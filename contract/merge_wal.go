@@ -10,7 +10,7 @@ import (
 type MergeWalInput struct {
 	Target string `json:"target"`
 	// MaxGenerations and MaxBytes cap one pass (nil = the worker's merge_max_generations /
-	// merge_max_bytes; 0 = no cap).
+	// merge_max_bytes; 0 = no cap of their own, the merge budget still bounds a pass).
 	MaxGenerations *int   `json:"max_generations,omitempty"`
 	MaxBytes       *int64 `json:"max_bytes,omitempty"`
 	// ParallelPrepare lets prepares of different shards run concurrently, at most

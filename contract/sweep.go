@@ -43,7 +43,7 @@ type MaintenanceSweepInput struct {
 
 // MaintenanceSweepResult reports one sweep.
 type MaintenanceSweepResult struct {
-	// Scanned counts the stores whose stats were read.
+	// Scanned counts the candidates the demand index's pages returned (no store is read).
 	Scanned int `json:"scanned"`
 	// Started lists the workflows started or attached to, most indebted first, at most
 	// MaxSweepListed; StartedOmitted counts the rest (StartedCount).

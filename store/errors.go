@@ -20,22 +20,27 @@ var (
 	// ErrInvalidInput: the caller's input is malformed; retrying the same input never helps.
 	// It is target.ErrInvalidInput, so a bad target parsed by package target carries it too.
 	ErrInvalidInput = target.ErrInvalidInput
-	// ErrStalePreparation: the base table's watermark moved into the prepared range; the
-	// prepared files must be aborted and the merge prepared again.
+	// ErrStalePreparation: a prepared merge can never publish (RoundStale: the watermark moved
+	// into its range, its staged files are gone, or its attempt was claimed "abort"); it must
+	// be aborted and the merge prepared again.
 	ErrStalePreparation = errors.New("stale preparation")
 	// ErrConflict: a conditional write kept losing to concurrent writers; retry later.
 	ErrConflict = errors.New("conflict")
-	// ErrTooManyPending: a read would union more pending generations than allowed.
+	// ErrTooManyPending: too many pending generations: a read would union more than PendingMax
+	// (in a shard or in total), a write would add to a shard at PendingMax, or a shard
+	// manifest version would pass MaxManifestBytes; retry after merges catch up.
 	ErrTooManyPending = errors.New("too many pending generations")
 	// ErrCorrupt: stored bytes do not decode; retrying never helps, quarantine instead.
 	ErrCorrupt = rowcodec.ErrCorrupt
 	// ErrFenced: the shard's writer epoch moved past this writer's: another process with the
 	// same instance id claimed the shard, or a WAL release (quarantine --release) fenced it.
 	ErrFenced = errors.New("fenced")
-	// ErrBudgetBusy: the merge budget could not grow while reading the first generation (or
-	// a merge's allocations overdrew its reservation), or the read budget could not admit a
-	// read's files in time (read_bound.go). Retry later; the text keeps "merge memory budget
-	// busy", which callers and alerts already match.
+	// ErrBudgetBusy: a memory bound refused more for now: a merge's or compaction's
+	// reservation could not grow (or its allocations overdrew it), the read budget could not
+	// admit a read's files in time or grow for them (read_bound.go), an append waited
+	// appendBudgetWait for the append budget, or a writer's memtables hold unsealedFactor ×
+	// MemtableBytes. Retry later; the text keeps "merge memory budget busy", which callers and
+	// alerts already match.
 	ErrBudgetBusy = errors.New("merge memory budget busy")
 	// ErrStalled: a storage operation made no progress for Options.StorageStallTimeout and
 	// was abandoned; retrying may succeed.

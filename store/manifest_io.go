@@ -16,7 +16,7 @@ import (
 // chain is a put-if-absent chain of versioned JSON objects under prefix (<v %020d>.json)
 // whose live versions are one contiguous range, since n+1 is published only after n and
 // collection goes in ascending order; latest() probes forward from a cached hint, one failed
-// GET when nothing changed.
+// GET and one existence check of the hint when nothing changed.
 type chain struct {
 	db     *DB
 	prefix string
@@ -324,7 +324,7 @@ func (s *Store) editShard(ctx context.Context, shard string, edit func(m *manife
 	return nil, fmt.Errorf("shard %s of %s: manifest edit kept losing races: %w", shard, s.target, ErrConflict)
 }
 
-// shards lists the shard ids that ever wrote to this store; other directories are foreign.
+// listShards lists the shard ids that ever wrote to this store; other directories are foreign.
 func (s *Store) listShards(ctx context.Context) ([]string, error) {
 	dirs, err := s.db.bucket.ListDirs(ctx, memWALPrefix(s.target))
 	if err != nil {

@@ -22,9 +22,10 @@ type appendDone struct {
 	err error
 }
 
-// runWALCommitter is the WAL group committer goroutine: it writes everything queued since the
-// last WAL write, so concurrent appenders share one write, as one WAL object per
-// MemtableBytes of rows (walGroups), until w.stop.
+// runWALCommitter is the WAL group committer goroutine: it writes what queued since the last
+// WAL write, up to GroupCommitMaxRows rows after lingering GroupCommitWait for more, so
+// concurrent appenders share one write, as one WAL object per MemtableBytes of rows
+// (walGroups), until w.stop.
 func (w *writer) runWALCommitter() {
 	defer close(w.stopped)
 	for {
@@ -91,9 +92,9 @@ func (w *writer) nextSeqLocked() int64 {
 	return now
 }
 
-// walGroupCommit makes one batch durable as the WAL object at the next position with
-// put-if-absent (a newer owner that took it fences us) after checking the shard's writer
-// epoch is still ours, then adds the rows to the active memtable (sealing them with
+// walGroupCommit makes one group durable as the WAL object at the next position with
+// put-if-absent (a newer owner that took it fences us), then checks that the shard's writer
+// epoch is still ours, adds the rows to the active memtable (sealing them with
 // seal-on-append) and answers. Called only by runWALCommitter.
 func (w *writer) walGroupCommit(batch []*appendReq) {
 	ctx := context.Background()

@@ -35,7 +35,8 @@ func (b *writeBehind) failed() error {
 	return b.err
 }
 
-// db logs and counts a panic of w, which becomes the goroutine's error; it may be nil.
+// db logs and counts a panic of w, which becomes the goroutine's error; nil only where w
+// cannot panic (tests).
 func newWriteBehind(db *DB, mem memory.Allocator, w io.Writer) *writeBehind {
 	b := &writeBehind{mem: mem, full: make(chan []byte), free: make(chan []byte, 2), done: make(chan struct{})}
 	for i := range b.all {

@@ -416,7 +416,8 @@ func (w *writer) atPendingMax() bool {
 	return limit > 0 && w.pendingGenerations() >= limit
 }
 
-// observe adopts a newer manifest published by editShard (a merge's drain, a quarantine).
+// observe adopts m when it is newer than the manifest the writer knows: editShard's result (a
+// merge's drain, a quarantine) or refreshManifest's read.
 func (w *writer) observe(m *manifest.Shard) {
 	w.mu.Lock()
 	if m != nil && m.Version > w.manifest.Version {

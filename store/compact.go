@@ -99,7 +99,7 @@ func compactionMaxBytes(maxBytes, limit int64) int64 {
 
 // CompactParams bounds one compaction pass.
 type CompactParams struct {
-	// MaxRuns is the most runs rewritten per pass (default 16).
+	// MaxRuns is the most runs rewritten per pass: default 16, at least 2, -1 for no cap.
 	MaxRuns int
 	// MaxBytes is the most input bytes rewritten per pass; the merge budget caps it, and
 	// 0 is that cap (no cap without a budget).
@@ -272,8 +272,9 @@ const compactCleanupTimeout = time.Minute
 
 // compactCleanupContext is ctx without its cancellation, for at most compactCleanupTimeout:
 // a pass whose context ended around its publish must still delete its output or its inputs,
-// or they wait for a compaction pass a day later (compactOrphanAge), which a store that no
-// longer needs compacting never runs.
+// or they wait for a later collection: a compaction pass a day later for c- runs
+// (compactOrphanAge), which a store that no longer needs compacting never runs, or the next
+// round commit for m- runs (collectAbandonedStaged).
 func compactCleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), compactCleanupTimeout)
 }

@@ -18,7 +18,7 @@ import (
 // the output chunk by chunk (Bucket.PutFrom), every buffer from the pass's memAccount.
 
 // compactOutputWindow is what the output side of a pass holds at once: the picks and the
-// chunk being copied out (mergeChunkBytes), the batches that chunk still refers to (up to
+// chunk being copied out (compactChunkBytes), the batches that chunk still refers to (up to
 // compactRetiredMax) and the Parquet writer's page and write buffers.
 const compactOutputWindow = 2*compactChunkBytes + compactRetiredMax + 4<<20
 

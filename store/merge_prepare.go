@@ -223,8 +223,8 @@ func (s *Store) dropLeakedStaged(ctx context.Context, base *manifest.Base, attem
 
 // writeStagedRun builds the run chunk by chunk and streams it to storage at key, so the
 // output never exists whole in memory; its buffers come from acct (ErrBudgetBusy past it), and
-// the keys it returns are copies because the picks alias pooled input bytes.
-// bytes, which go back to the budget's pool after the merge.
+// the keys it returns are copies because the picks alias input bytes, which go back to the
+// budget's pool after the merge.
 func (s *Store) writeStagedRun(ctx context.Context, acct *memAccount, key string, picks []pick, chunkRows int) (StagedFile, error) {
 	staged := StagedFile{Path: key, Rows: int64(len(picks))}
 	if len(picks) > 0 {

@@ -54,7 +54,8 @@ type PrepareParams struct {
 	// AttemptKey names the staged files so that a retried prepare overwrites instead of
 	// leaking. Empty means a random key (library callers that never retry).
 	AttemptKey string
-	// MaxGenerations and MaxBytes override the store defaults when non-nil (0 = no cap).
+	// MaxGenerations and MaxBytes override the store defaults when non-nil (0 = no cap of
+	// their own; MaxPassGenerations and the merge budget still bound a pass).
 	MaxGenerations *int
 	MaxBytes       *int64
 	// Progress, if set, is called after each generation is read (for heartbeats).
